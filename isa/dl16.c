@@ -1,0 +1,140 @@
+/* dl16.c: DL16 and IEEE half conversions.
+ * DL16 as defined by IBM's NNP data format 1 (see docs/isa.md): rounding adds
+ * half a unit in the last place to the magnitude (ties away from zero),
+ * values whose biased exponent falls below 0 become signed zero, values
+ * beyond the largest finite become NINF, and NINF reads back as NaN. */
+#include "isa.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#define F32_FRAC_BITS 23
+#define DL16_FRAC_BITS 9
+#define DL16_EXP_BIAS 31
+#define F32_EXP_BIAS 127
+#define ROUND_BIT (1u << (F32_FRAC_BITS - DL16_FRAC_BITS - 1))
+/* Largest fp32 magnitude that still rounds to the largest finite DL16
+ * (biased exponent 63, fraction 510). */
+#define F32_DL16_MAX ((uint32_t)(63 - DL16_EXP_BIAS + F32_EXP_BIAS) << F32_FRAC_BITS | \
+                      (uint32_t)510 << (F32_FRAC_BITS - DL16_FRAC_BITS) | (ROUND_BIT - 1))
+
+uint16_t isa_dl16_from_f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t mag = u & 0x7fffffffu;
+    if (mag > F32_DL16_MAX)
+        return sign | ISA_DL16_NINF; /* too large, infinity or NaN */
+    int exp = (int)(mag >> F32_FRAC_BITS) - F32_EXP_BIAS + DL16_EXP_BIAS;
+    uint32_t frac = (mag & 0x7fffffu) + ROUND_BIT;
+    if (frac > 0x7fffffu) {
+        frac = 0;
+        exp++;
+    }
+    if (exp < 0)
+        return sign;
+    return sign | (uint16_t)(exp << DL16_FRAC_BITS) | (uint16_t)(frac >> (F32_FRAC_BITS - DL16_FRAC_BITS));
+}
+
+float isa_dl16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t mag = h & 0x7fffu;
+    float f;
+    if (mag == 0) {
+        memcpy(&f, &sign, 4);
+        return f;
+    }
+    if (mag == ISA_DL16_NINF)
+        return NAN;
+    uint32_t exp = (mag >> DL16_FRAC_BITS) - DL16_EXP_BIAS + F32_EXP_BIAS;
+    uint32_t u = sign | exp << F32_FRAC_BITS | (mag & 0x1ffu) << (F32_FRAC_BITS - DL16_FRAC_BITS);
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float to_f32_table[65536];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_table(void)
+{
+    for (uint32_t i = 0; i < 65536; i++)
+        to_f32_table[i] = isa_dl16_to_f32((uint16_t)i);
+}
+
+void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
+{
+    pthread_once(&table_once, build_table);
+    for (size_t i = 0; i < n; i++)
+        out[i] = to_f32_table[in[i]];
+}
+
+void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = isa_dl16_from_f32(in[i]);
+}
+
+float isa_dl16_round(float f)
+{
+    return isa_dl16_to_f32(isa_dl16_from_f32(f));
+}
+
+float isa_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    int exp = (h >> 10) & 0x1f;
+    uint32_t frac = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | frac << 13;
+    } else if (exp == 0) {
+        if (frac == 0) {
+            u = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                frac <<= 1;
+                e++;
+            } while (!(frac & 0x400u));
+            u = sign | (uint32_t)(127 - 15 - e) << 23 | (frac & 0x3ffu) << 13;
+        }
+    } else {
+        u = sign | (uint32_t)(exp - 15 + 127) << 23 | frac << 13;
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t isa_f16_from_f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t mag = u & 0x7fffffffu;
+    if (mag >= 0x7f800000u)
+        return sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0);
+    if (mag >= 0x477ff000u) /* rounds to beyond 65504 */
+        return sign | 0x7c00u;
+    if (mag < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+        if (mag < 0x33000000u)
+            return sign;
+        int e = (int)(mag >> 23);
+        uint32_t m = (mag & 0x7fffffu) | 0x800000u;
+        int drop = 126 - e; /* bits below the 2^-24 unit of a half subnormal */
+        uint32_t q = m >> drop;
+        uint32_t rem = m & ((1u << drop) - 1), half = 1u << (drop - 1);
+        if (rem > half || (rem == half && (q & 1)))
+            q++;
+        return sign | (uint16_t)q;
+    }
+    uint32_t q = mag - 0x38000000u; /* rebias exponent 127 -> 15 */
+    uint32_t rem = q & 0x1fffu;
+    q >>= 13;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1)))
+        q++;
+    return sign | (uint16_t)q;
+}

@@ -1,0 +1,497 @@
+/* isa.c: everything that derives from the instruction table: lookup,
+ * encoding, decoding, operand checks, and the text form of one instruction. */
+#include "isa.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const isa_unit_names[] = {
+#define X(id, s) s,
+    ISA_UNITS(X)
+#undef X
+    NULL};
+const char *const isa_dtype_names[] = {"dl16", "f32", NULL};
+const char *const isa_bmode_names[] = {"vec", "elem", "imm", NULL};
+const char *const isa_pt_flag_names[] = {"acc", "f32", NULL};
+const char *const isa_sfp_flag_names[] = {"lanes", NULL};
+
+#define OPERAND(nm, kd, bt, fld, df, mn, nms) {nm, kd, bt, offsetof(isa_insn, fld), df, mn, nms},
+#define F(id)                                                          \
+    static const isa_operand fmt_##id[] = {ISA_FMT_##id(OPERAND){NULL, 0, 0, 0, 0, 0, NULL}};
+ISA_FORMATS(F)
+#undef F
+
+static const isa_operand *const fmt_operands[ISA_NFMTS] = {
+#define F(id) fmt_##id,
+    ISA_FORMATS(F)
+#undef F
+};
+
+static int count_operands(const isa_operand *o)
+{
+    int n = 0;
+    while (o[n].name)
+        n++;
+    return n;
+}
+
+static isa_opinfo op_table[ISA_NOPS] = {
+#define X(id, mn, opc, fmt, cls, sem) {mn, opc, ISA_FMT_ID_##fmt, cls, sem, NULL, 0},
+    ISA_TABLE(X)
+#undef X
+};
+static int by_opcode[256];
+static int table_ready;
+
+static void table_init(void)
+{
+    if (table_ready)
+        return;
+    for (int i = 0; i < 256; i++)
+        by_opcode[i] = -1;
+    for (int op = 0; op < ISA_NOPS; op++) {
+        op_table[op].operands = fmt_operands[op_table[op].format];
+        op_table[op].noperands = count_operands(op_table[op].operands);
+        by_opcode[op_table[op].opcode] = op;
+    }
+    table_ready = 1;
+}
+
+const isa_opinfo *isa_info(int op)
+{
+    table_init();
+    if (op < 0 || op >= ISA_NOPS)
+        return NULL;
+    return &op_table[op];
+}
+
+int isa_op_from_opcode(unsigned opcode)
+{
+    table_init();
+    return opcode < 256 ? by_opcode[opcode] : -1;
+}
+
+int isa_op_from_mnemonic(const char *s)
+{
+    table_init();
+    for (int op = 0; op < ISA_NOPS; op++)
+        if (strcmp(op_table[op].mnemonic, s) == 0)
+            return op;
+    return -1;
+}
+
+static int64_t *field_i64(isa_insn *in, const isa_operand *o)
+{
+    return (int64_t *)((char *)in + o->offset);
+}
+
+static const int64_t *cfield_i64(const isa_insn *in, const isa_operand *o)
+{
+    return (const int64_t *)((const char *)in + o->offset);
+}
+
+void isa_insn_init(isa_insn *in, int op)
+{
+    memset(in, 0, sizeof *in);
+    in->op = op;
+    for (int i = 0; i < ISA_MAX_LOOPS; i++)
+        in->n[i] = 1;
+    in->run = 1;
+    in->m = in->nn = in->k = 1;
+    in->tok = 0;
+    const isa_opinfo *info = isa_info(op);
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_F32)
+            *(float *)((char *)in + o->offset) = (float)o->def;
+        else if (o->kind == ISA_K_ADDR)
+            ((isa_addr *)((char *)in + o->offset))->off = o->def;
+        else
+            *field_i64(in, o) = o->def;
+    }
+}
+
+isa_unit isa_insn_unit(const isa_insn *in)
+{
+    switch (isa_info(in->op)->cls) {
+    case ISA_C_SEQ: return ISA_U_SEQ;
+    case ISA_C_SYNC: return (isa_unit)in->u;
+    case ISA_C_DMAI: return ISA_U_DMAI;
+    case ISA_C_DMAO: return ISA_U_DMAO;
+    case ISA_C_PT: return in->c ? ISA_U_PT1 : ISA_U_PT0;
+    case ISA_C_SFP: return in->c ? ISA_U_SFP1 : ISA_U_SFP0;
+    case ISA_C_RING: return ISA_U_RING;
+    }
+    return ISA_U_SEQ;
+}
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (!err || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static int count_names(const char *const *names)
+{
+    int n = 0;
+    while (names[n])
+        n++;
+    return n;
+}
+
+/* Is v a legal value of operand o?  Unsigned, enum and flag fields must fit
+ * their bits; signed fields their two's complement range; addresses a
+ * register number and a 40-bit offset. */
+static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
+{
+    switch (o->kind) {
+    case ISA_K_U:
+        if (v < o->min || (o->bits < 63 && (uint64_t)v >= (1ull << o->bits))) {
+            set_err(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRIu64 "]", o->name,
+                    v, o->min, (1ull << o->bits) - 1);
+            return -1;
+        }
+        return 0;
+    case ISA_K_S: {
+        int64_t lo = -(1ll << (o->bits - 1)), hi = (1ll << (o->bits - 1)) - 1;
+        if (v < lo || v > hi) {
+            set_err(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRId64 "]", o->name, v, lo, hi);
+            return -1;
+        }
+        return 0;
+    }
+    case ISA_K_ENUM:
+        if (v < 0 || v >= count_names(o->names)) {
+            set_err(err, len, "operand %s=%" PRId64 " is not a known value", o->name, v);
+            return -1;
+        }
+        return 0;
+    case ISA_K_FLAGS:
+        if (v < 0 || v >= (1ll << count_names(o->names))) {
+            set_err(err, len, "operand %s has unknown flag bits 0x%" PRIx64, o->name, v);
+            return -1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+#define ADDR_REG_BITS 4
+#define ADDR_OFF_BITS 40
+
+static int check_operand(const isa_insn *in, const isa_operand *o, char *err, size_t len)
+{
+    if (o->kind == ISA_K_ADDR) {
+        const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
+        if (a->reg < 0 || a->reg >= ISA_NREGS) {
+            set_err(err, len, "operand %s: no register r%" PRId64, o->name, a->reg);
+            return -1;
+        }
+        if (a->off < 0 || (uint64_t)a->off >= (1ull << ADDR_OFF_BITS)) {
+            set_err(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, a->off);
+            return -1;
+        }
+        return 0;
+    }
+    if (o->kind == ISA_K_F32)
+        return 0;
+    return check_value(o, *cfield_i64(in, o), err, len);
+}
+
+/* Bit packing over the 512-bit instruction word. */
+static void put_bits(uint8_t *w, int pos, int bits, uint64_t v)
+{
+    for (int i = 0; i < bits; i++, pos++)
+        if ((v >> i) & 1)
+            w[pos >> 3] |= (uint8_t)(1u << (pos & 7));
+}
+
+static uint64_t get_bits(const uint8_t *w, int pos, int bits)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bits; i++, pos++)
+        v |= (uint64_t)((w[pos >> 3] >> (pos & 7)) & 1) << i;
+    return v;
+}
+
+int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_t errlen)
+{
+    const isa_opinfo *info = isa_info(in->op);
+    if (!info) {
+        set_err(err, errlen, "no instruction with number %d", in->op);
+        return -1;
+    }
+    memset(out, 0, ISA_INSN_BYTES);
+    out[0] = info->opcode;
+    int pos = 8;
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (check_operand(in, o, err, errlen))
+            return -1;
+        if (o->kind == ISA_K_ADDR) {
+            const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
+            put_bits(out, pos, ADDR_REG_BITS, (uint64_t)a->reg);
+            put_bits(out, pos + ADDR_REG_BITS, ADDR_OFF_BITS, (uint64_t)a->off);
+        } else if (o->kind == ISA_K_F32) {
+            uint32_t u;
+            memcpy(&u, (const char *)in + o->offset, 4);
+            put_bits(out, pos, 32, u);
+        } else {
+            put_bits(out, pos, o->bits, (uint64_t)*cfield_i64(in, o));
+        }
+        pos += o->bits;
+    }
+    return 0;
+}
+
+int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_t errlen)
+{
+    int op = isa_op_from_opcode(in[0]);
+    if (op < 0) {
+        set_err(err, errlen, "unknown opcode 0x%02x", in[0]);
+        return -1;
+    }
+    const isa_opinfo *info = isa_info(op);
+    isa_insn_init(out, op);
+    int pos = 8;
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_ADDR) {
+            isa_addr *a = (isa_addr *)((char *)out + o->offset);
+            a->reg = (int64_t)get_bits(in, pos, ADDR_REG_BITS);
+            a->off = (int64_t)get_bits(in, pos + ADDR_REG_BITS, ADDR_OFF_BITS);
+        } else if (o->kind == ISA_K_F32) {
+            uint32_t u = (uint32_t)get_bits(in, pos, 32);
+            memcpy((char *)out + o->offset, &u, 4);
+        } else {
+            uint64_t v = get_bits(in, pos, o->bits);
+            if (o->kind == ISA_K_S && o->bits < 64 && (v >> (o->bits - 1)) & 1)
+                v |= ~0ull << o->bits;
+            *field_i64(out, o) = (int64_t)v;
+        }
+        if (check_operand(out, o, err, errlen))
+            return -1;
+        pos += o->bits;
+    }
+    for (int b = pos; b < ISA_INSN_BYTES * 8; b++)
+        if (get_bits(in, b, 1)) {
+            set_err(err, errlen, "%s: stray bits past the last operand (bit %d)", info->mnemonic, b);
+            return -1;
+        }
+    return 0;
+}
+
+static int is_default(const isa_insn *in, const isa_operand *o)
+{
+    if (o->kind == ISA_K_ADDR) {
+        const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
+        return a->reg == 0 && a->off == o->def;
+    }
+    if (o->kind == ISA_K_F32) {
+        float f;
+        memcpy(&f, (const char *)in + o->offset, 4);
+        uint32_t u, d;
+        float df = (float)o->def;
+        memcpy(&u, &f, 4);
+        memcpy(&d, &df, 4);
+        return u == d;
+    }
+    return *cfield_i64(in, o) == o->def;
+}
+
+void isa_format_insn(const isa_insn *in, char *buf, size_t len)
+{
+    const isa_opinfo *info = isa_info(in->op);
+    size_t n = (size_t)snprintf(buf, len, "%s", info ? info->mnemonic : "?");
+    if (!info)
+        return;
+    for (int i = 0; i < info->noperands && n < len; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (is_default(in, o))
+            continue;
+        char v[96];
+        switch (o->kind) {
+        case ISA_K_ADDR: {
+            const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
+            if (a->reg)
+                snprintf(v, sizeof v, "r%" PRId64 "+0x%" PRIx64, a->reg, a->off);
+            else
+                snprintf(v, sizeof v, "0x%" PRIx64, a->off);
+            break;
+        }
+        case ISA_K_F32: {
+            float f;
+            memcpy(&f, (const char *)in + o->offset, 4);
+            snprintf(v, sizeof v, "%.9g", (double)f);
+            break;
+        }
+        case ISA_K_ENUM:
+            snprintf(v, sizeof v, "%s", o->names[*cfield_i64(in, o)]);
+            break;
+        case ISA_K_FLAGS: {
+            int64_t fl = *cfield_i64(in, o);
+            v[0] = 0;
+            for (int b = 0; o->names[b]; b++)
+                if (fl & (1ll << b)) {
+                    if (v[0])
+                        strcat(v, "|");
+                    strcat(v, o->names[b]);
+                }
+            break;
+        }
+        default:
+            snprintf(v, sizeof v, "%" PRId64, *cfield_i64(in, o));
+        }
+        n += (size_t)snprintf(buf + n, len - n, " %s=%s", o->name, v);
+    }
+}
+
+static int parse_int(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int name_index(const char *const *names, const char *s)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char *err, size_t len)
+{
+    switch (o->kind) {
+    case ISA_K_ADDR: {
+        isa_addr *a = (isa_addr *)((char *)out + o->offset);
+        a->reg = 0;
+        const char *p = s;
+        if (p[0] == 'r' && isdigit((unsigned char)p[1])) {
+            char *end;
+            long r = strtol(p + 1, &end, 10);
+            a->reg = r;
+            if (*end == 0) {
+                a->off = 0;
+                break;
+            }
+            if (*end != '+') {
+                set_err(err, len, "operand %s: expected rN+OFFSET, got '%s'", o->name, s);
+                return -1;
+            }
+            p = end + 1;
+        }
+        if (parse_int(p, &a->off)) {
+            set_err(err, len, "operand %s: '%s' is not an address", o->name, s);
+            return -1;
+        }
+        break;
+    }
+    case ISA_K_F32: {
+        char *end;
+        float f = strtof(s, &end);
+        if (end == s || *end) {
+            set_err(err, len, "operand %s: '%s' is not a number", o->name, s);
+            return -1;
+        }
+        memcpy((char *)out + o->offset, &f, 4);
+        break;
+    }
+    case ISA_K_ENUM: {
+        int i = name_index(o->names, s);
+        if (i < 0) {
+            set_err(err, len, "operand %s: unknown value '%s'", o->name, s);
+            return -1;
+        }
+        *field_i64(out, o) = i;
+        break;
+    }
+    case ISA_K_FLAGS: {
+        int64_t fl = 0;
+        char tmp[128];
+        snprintf(tmp, sizeof tmp, "%s", s);
+        for (char *tok = strtok(tmp, "|"); tok; tok = strtok(NULL, "|")) {
+            int i = name_index(o->names, tok);
+            if (i < 0) {
+                set_err(err, len, "operand %s: unknown flag '%s'", o->name, tok);
+                return -1;
+            }
+            fl |= 1ll << i;
+        }
+        *field_i64(out, o) = fl;
+        break;
+    }
+    default:
+        if (parse_int(s, field_i64(out, o))) {
+            set_err(err, len, "operand %s: '%s' is not an integer", o->name, s);
+            return -1;
+        }
+    }
+    return check_operand(out, o, err, len);
+}
+
+int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen)
+{
+    char buf[1024];
+    if (strlen(text) >= sizeof buf) {
+        set_err(err, errlen, "line too long");
+        return -1;
+    }
+    strcpy(buf, text);
+    char *save = NULL;
+    char *mn = strtok_r(buf, " \t", &save);
+    if (!mn) {
+        set_err(err, errlen, "expected an instruction");
+        return -1;
+    }
+    int op = isa_op_from_mnemonic(mn);
+    if (op < 0) {
+        set_err(err, errlen, "unknown instruction '%s'", mn);
+        return -1;
+    }
+    const isa_opinfo *info = isa_info(op);
+    isa_insn_init(out, op);
+    unsigned long long seen = 0;
+    for (char *tok = strtok_r(NULL, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            set_err(err, errlen, "%s: expected NAME=VALUE, got '%s'", mn, tok);
+            return -1;
+        }
+        *eq = 0;
+        int found = -1;
+        for (int i = 0; i < info->noperands; i++)
+            if (strcmp(info->operands[i].name, tok) == 0)
+                found = i;
+        if (found < 0) {
+            set_err(err, errlen, "%s has no operand '%s'", mn, tok);
+            return -1;
+        }
+        if (seen & (1ull << found)) {
+            set_err(err, errlen, "%s: operand '%s' given twice", mn, tok);
+            return -1;
+        }
+        seen |= 1ull << found;
+        char e2[200];
+        if (parse_value(&info->operands[found], eq + 1, out, e2, sizeof e2)) {
+            set_err(err, errlen, "%s: %s", mn, e2);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,339 @@
+/* isa: the Spyre-like instruction set, defined by one table.
+ *
+ * Every instruction is 64 bytes (eight little-endian 64-bit words) and
+ * its fields are packed LSB-first, in the order its format lists them:
+ *
+ *   bit 0        8                                                  511
+ *       +--------+---------+---------+-- ... --+---------+-----------+
+ *       | opcode | field 0 | field 1 |         | field N | zero pad  |
+ *       +--------+---------+---------+-- ... --+---------+-----------+
+ *
+ * Field widths come from the format tables below (ISA_FMT_*).  An address
+ * field is 44 bits: a 4-bit register number in its low bits, then a 40-bit
+ * byte offset; the effective address is offset + r[reg], and r0 reads as 0.
+ *
+ * Units of a core: the sequencer (control instructions: loops, registers,
+ * barrier, halt) reads the core's stream in order and dispatches every
+ * other instruction, with register operands resolved, to one unit's queue:
+ *   dmai  DRAM->LX and LX->LX copies      pt0 pt1    matrix units (corelet 0/1)
+ *   dmao  LX->DRAM copies                  sfp0 sfp1  vector units (corelet 0/1)
+ *   ring  sends and reduce-sums to another core's LX
+ * Each unit runs its own queue in order; units of one core run concurrently
+ * and are ordered only by tokens (per-core counting semaphores: `sig`
+ * increments, `wait` blocks while zero and then decrements) and by `bar`.
+ *
+ * Data: LX and DRAM hold sticks of 128 bytes (config stick_bytes): 64 DL16
+ * or 32 fp32 values.  A 2-D tile of R rows whose stick dimension has G
+ * sticks is stored as G groups of R sticks ("device layout": the group of
+ * stick g holds column block g of every row); group strides are operands.
+ */
+#ifndef ISA_H
+#define ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ISA_INSN_BYTES 64
+#define ISA_MAX_LOOPS 4   /* DMA loop levels; SFP and ring use the first 2 */
+#define ISA_NREGS 16
+#define ISA_MAX_RANK 6
+#define ISA_NAME_MAX 64
+
+/* Operand kinds. */
+typedef enum {
+    ISA_K_U,     /* unsigned integer */
+    ISA_K_S,     /* signed integer (two's complement in `bits`) */
+    ISA_K_ADDR,  /* register + byte offset */
+    ISA_K_F32,   /* IEEE single, 32 bits */
+    ISA_K_ENUM,  /* one name from a list */
+    ISA_K_FLAGS, /* a set of names from a list, joined with | */
+} isa_kind;
+
+/* Concrete units of a core (the `u` operand of wait/sig names one). */
+#define ISA_UNITS(X) X(DMAI, "dmai") X(DMAO, "dmao") X(PT0, "pt0") X(PT1, "pt1") \
+    X(SFP0, "sfp0") X(SFP1, "sfp1") X(RING, "ring")
+typedef enum {
+#define X(id, s) ISA_U_##id,
+    ISA_UNITS(X)
+#undef X
+    ISA_NUNITS,
+    ISA_U_SEQ = ISA_NUNITS /* the sequencer itself: control instructions */
+} isa_unit;
+
+/* Unit class an opcode belongs to; PT and SFP add the corelet operand c. */
+typedef enum { ISA_C_SEQ, ISA_C_SYNC, ISA_C_DMAI, ISA_C_DMAO, ISA_C_PT, ISA_C_SFP, ISA_C_RING } isa_class;
+
+/* Value types of SFP and ring operands (`t`). */
+typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
+
+/* SFP operand-b modes (`bm`): a stick, one element broadcast to every lane,
+ * or the immediate `imm` broadcast to every lane. */
+typedef enum { ISA_BM_VEC, ISA_BM_ELEM, ISA_BM_IMM } isa_bmode;
+
+/* PT flags: acc adds fp32 partial sums read at p; f32 writes d as fp32
+ * partial sums instead of rounding to DL16.  SFP flags: lanes makes a
+ * reduction also reduce across the lanes of the stick (one element out). */
+#define ISA_F_ACC   1u
+#define ISA_F_F32   2u
+#define ISA_F_LANES 1u
+
+typedef struct {
+    int64_t reg; /* 0..15, r0 reads as zero */
+    int64_t off; /* byte offset */
+} isa_addr;
+
+/* A decoded instruction: one struct for every format; a format uses the
+ * fields its table lists, the others keep their defaults. */
+typedef struct isa_insn {
+    int op;            /* isa_op */
+    int64_t c;         /* corelet (PT, SFP) */
+    int64_t u;         /* unit (wait, sig): isa_unit */
+    int64_t t;         /* value type: isa_dtype_dev */
+    int64_t tok;       /* token number */
+    int64_t core;      /* destination core (ring) */
+    int64_t reg;       /* register (li, addi) */
+    int64_t val;       /* immediate (li, addi, loop count) */
+    int64_t flags;     /* ISA_F_* */
+    int64_t bm;        /* isa_bmode */
+    isa_addr d, a, b, p;
+    int64_t run;       /* contiguous sticks per innermost DMA/ring step */
+    int64_t n[ISA_MAX_LOOPS];  /* loop counts, innermost first */
+    int64_t ds[ISA_MAX_LOOPS]; /* byte strides of d per loop level */
+    int64_t as[ISA_MAX_LOOPS]; /* byte strides of a */
+    int64_t bs[ISA_MAX_LOOPS]; /* byte strides of b */
+    int64_t ps;        /* PT: group stride of p */
+    int64_t m, nn, k;  /* PT tile shape (nn is N) */
+    int64_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all */
+    float imm;         /* SFP scalar operand */
+} isa_insn;
+
+/* Formats: the operand list of each, in encoding order.
+ * O(name, kind, bits, field, default, min, names) */
+#define ISA_O_ADDR(O, nm, f) O(nm, ISA_K_ADDR, 44, f, 0, 0, NULL)
+#define ISA_FMT_NONE(O)
+#define ISA_FMT_REG(O) O("r", ISA_K_U, 4, reg, 0, 1, NULL) O("v", ISA_K_S, 48, val, 0, INT64_MIN, NULL)
+#define ISA_FMT_LOOP(O) O("n", ISA_K_U, 32, val, 1, 1, NULL)
+#define ISA_FMT_TOK(O) O("u", ISA_K_ENUM, 3, u, 0, 0, isa_unit_names) O("t", ISA_K_U, 8, tok, 0, 0, NULL)
+#define ISA_FMT_DMA(O) ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "a", a) \
+    O("run", ISA_K_U, 16, run, 1, 1, NULL) \
+    O("n0", ISA_K_U, 16, n[0], 1, 1, NULL) O("ds0", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) O("as0", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) \
+    O("n1", ISA_K_U, 16, n[1], 1, 1, NULL) O("ds1", ISA_K_S, 32, ds[1], 0, INT64_MIN, NULL) O("as1", ISA_K_S, 32, as[1], 0, INT64_MIN, NULL) \
+    O("n2", ISA_K_U, 16, n[2], 1, 1, NULL) O("ds2", ISA_K_S, 32, ds[2], 0, INT64_MIN, NULL) O("as2", ISA_K_S, 32, as[2], 0, INT64_MIN, NULL) \
+    O("n3", ISA_K_U, 16, n[3], 1, 1, NULL) O("ds3", ISA_K_S, 32, ds[3], 0, INT64_MIN, NULL) O("as3", ISA_K_S, 32, as[3], 0, INT64_MIN, NULL)
+#define ISA_FMT_PT(O) O("c", ISA_K_U, 1, c, 0, 0, NULL) O("f", ISA_K_FLAGS, 2, flags, 0, 0, isa_pt_flag_names) \
+    ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "p", p) ISA_O_ADDR(O, "a", a) ISA_O_ADDR(O, "b", b) \
+    O("m", ISA_K_U, 16, m, 1, 1, NULL) O("n", ISA_K_U, 16, nn, 1, 1, NULL) O("k", ISA_K_U, 16, k, 1, 1, NULL) \
+    O("ds", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) O("ps", ISA_K_S, 32, ps, 0, INT64_MIN, NULL) \
+    O("as", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) O("bs", ISA_K_S, 32, bs[0], 0, INT64_MIN, NULL)
+#define ISA_FMT_SFP(O) O("c", ISA_K_U, 1, c, 0, 0, NULL) O("t", ISA_K_ENUM, 1, t, 0, 0, isa_dtype_names) \
+    O("bm", ISA_K_ENUM, 2, bm, 0, 0, isa_bmode_names) O("f", ISA_K_FLAGS, 1, flags, 0, 0, isa_sfp_flag_names) \
+    ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "a", a) ISA_O_ADDR(O, "b", b) \
+    O("n0", ISA_K_U, 16, n[0], 1, 1, NULL) O("ds0", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) \
+    O("as0", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) O("bs0", ISA_K_S, 32, bs[0], 0, INT64_MIN, NULL) \
+    O("n1", ISA_K_U, 16, n[1], 1, 1, NULL) O("ds1", ISA_K_S, 32, ds[1], 0, INT64_MIN, NULL) \
+    O("as1", ISA_K_S, 32, as[1], 0, INT64_MIN, NULL) O("bs1", ISA_K_S, 32, bs[1], 0, INT64_MIN, NULL) \
+    O("imm", ISA_K_F32, 32, imm, 0, 0, NULL) O("vl", ISA_K_U, 24, vl, 0, 0, NULL)
+#define ISA_FMT_RING(O) O("core", ISA_K_U, 8, core, 0, 0, NULL) O("tok", ISA_K_U, 8, tok, 255, 0, NULL) \
+    O("t", ISA_K_ENUM, 1, t, 0, 0, isa_dtype_names) ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "a", a) \
+    O("run", ISA_K_U, 16, run, 1, 1, NULL) \
+    O("n0", ISA_K_U, 16, n[0], 1, 1, NULL) O("ds0", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) O("as0", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) \
+    O("n1", ISA_K_U, 16, n[1], 1, 1, NULL) O("ds1", ISA_K_S, 32, ds[1], 0, INT64_MIN, NULL) O("as1", ISA_K_S, 32, as[1], 0, INT64_MIN, NULL)
+
+#define ISA_FORMATS(F) F(NONE) F(REG) F(LOOP) F(TOK) F(DMA) F(PT) F(SFP) F(RING)
+
+/* The instruction table.
+ * X(ID, mnemonic, opcode, format, class, semantics)
+ * DMA and ring loops: for i3<n3, i2<n2, i1<n1, i0<n0, copy run sticks
+ * from a + sum(i_l * as_l) to d + sum(i_l * ds_l).
+ * SFP elementwise: for i1<n1, i0<n0, for each lane e of the stick:
+ * d[i0*ds0 + i1*ds1][e] = f(a[i0*as0 + i1*as1][e], b[...]) computed in fp32
+ * and rounded to t; bm selects b as a stick, one element, or imm.
+ * SFP reductions: for i1<n1, reduce the sticks a[i0*as0 + i1*as1], i0<n0,
+ * lane by lane into one stick at d + i1*ds1; with f=lanes also across
+ * lanes into one element at d + i1*ds1; only the first vl elements of the
+ * reduced axis (i0*lanes + lane) count when vl > 0. */
+#define ISA_TABLE(X) \
+    X(NOP,   "nop",   0x00, NONE, ISA_C_SEQ,  "nothing") \
+    X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ,  "end of this core's stream; the core is done when its units drain") \
+    X(BAR,   "bar",   0x02, NONE, ISA_C_SEQ,  "wait until this core's units are idle and every core reached the barrier") \
+    X(LI,    "li",    0x03, REG,  ISA_C_SEQ,  "r[r] := v") \
+    X(ADDI,  "addi",  0x04, REG,  ISA_C_SEQ,  "r[r] := r[r] + v") \
+    X(LOOP,  "loop",  0x05, LOOP, ISA_C_SEQ,  "run the instructions up to the matching endl n times (nesting depth 4)") \
+    X(ENDL,  "endl",  0x06, NONE, ISA_C_SEQ,  "end of the innermost loop body") \
+    X(WAIT,  "wait",  0x08, TOK,  ISA_C_SYNC, "unit u blocks until token t > 0, then token t -= 1") \
+    X(SIG,   "sig",   0x09, TOK,  ISA_C_SYNC, "unit u: token t += 1 once its earlier instructions are done") \
+    X(DMA_LD, "dma.ld", 0x10, DMA, ISA_C_DMAI, "LX[d..] := DRAM[a..], run sticks x 4 loop levels") \
+    X(DMA_ST, "dma.st", 0x11, DMA, ISA_C_DMAO, "DRAM[d..] := LX[a..], run sticks x 4 loop levels") \
+    X(DMA_LX, "dma.lx", 0x12, DMA, ISA_C_DMAI, "LX[d..] := LX[a..], run sticks x 4 loop levels") \
+    X(PT_MM, "pt.mm", 0x20, PT,   ISA_C_PT,   "d[m x n] := (f&acc ? p : 0) + a[m x k] * b[k x n], fp32 sums, d in DL16 or fp32 (f&f32)") \
+    X(SFP_MOV,   "sfp.mov",   0x30, SFP, ISA_C_SFP, "d := a") \
+    X(SFP_NEG,   "sfp.neg",   0x31, SFP, ISA_C_SFP, "d := -a") \
+    X(SFP_EXP,   "sfp.exp",   0x32, SFP, ISA_C_SFP, "d := exp(a)") \
+    X(SFP_LOG,   "sfp.log",   0x33, SFP, ISA_C_SFP, "d := log(a)") \
+    X(SFP_SQRT,  "sfp.sqrt",  0x34, SFP, ISA_C_SFP, "d := sqrt(a)") \
+    X(SFP_RSQRT, "sfp.rsqrt", 0x35, SFP, ISA_C_SFP, "d := 1 / sqrt(a)") \
+    X(SFP_RECIP, "sfp.recip", 0x36, SFP, ISA_C_SFP, "d := 1 / a") \
+    X(SFP_TANH,  "sfp.tanh",  0x37, SFP, ISA_C_SFP, "d := tanh(a)") \
+    X(SFP_SIGM,  "sfp.sigm",  0x38, SFP, ISA_C_SFP, "d := 1 / (1 + exp(-a))") \
+    X(SFP_GELU,  "sfp.gelu",  0x39, SFP, ISA_C_SFP, "d := a * (1 + erf(a / sqrt 2)) / 2") \
+    X(SFP_GELUT, "sfp.gelut", 0x3a, SFP, ISA_C_SFP, "d := a * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3))) / 2") \
+    X(SFP_SILU,  "sfp.silu",  0x3b, SFP, ISA_C_SFP, "d := a / (1 + exp(-a))") \
+    X(SFP_RELU,  "sfp.relu",  0x3c, SFP, ISA_C_SFP, "d := max(a, 0)") \
+    X(SFP_ADD,   "sfp.add",   0x40, SFP, ISA_C_SFP, "d := a + b") \
+    X(SFP_SUB,   "sfp.sub",   0x41, SFP, ISA_C_SFP, "d := a - b") \
+    X(SFP_MUL,   "sfp.mul",   0x42, SFP, ISA_C_SFP, "d := a * b") \
+    X(SFP_DIV,   "sfp.div",   0x43, SFP, ISA_C_SFP, "d := a / b") \
+    X(SFP_MAX,   "sfp.max",   0x44, SFP, ISA_C_SFP, "d := max(a, b)") \
+    X(SFP_MIN,   "sfp.min",   0x45, SFP, ISA_C_SFP, "d := min(a, b)") \
+    X(SFP_RSUM,  "sfp.rsum",  0x50, SFP, ISA_C_SFP, "d := sum of a over i0 (and lanes with f=lanes), fp32 accumulation") \
+    X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, "d := max of a over i0 (and lanes with f=lanes)") \
+    X(SFP_CVT,   "sfp.cvt",   0x58, SFP, ISA_C_SFP, "d := a converted from type t to the other type (DL16 <-> fp32); strides are per operand") \
+    X(RING_SEND, "ring.send", 0x60, RING, ISA_C_RING, "core's LX[d..] := LX[a..]; then token tok of that core += 1 (tok 255: none)") \
+    X(RING_RED,  "ring.red",  0x61, RING, ISA_C_RING, "core's LX[d..] += LX[a..] as type t; then token tok of that core += 1")
+
+typedef enum {
+#define X(id, mn, opc, fmt, cls, sem) ISA_OP_##id,
+    ISA_TABLE(X)
+#undef X
+    ISA_NOPS
+} isa_op;
+
+typedef enum {
+#define F(id) ISA_FMT_ID_##id,
+    ISA_FORMATS(F)
+#undef F
+    ISA_NFMTS
+} isa_format;
+
+typedef struct {
+    const char *name;
+    isa_kind kind;
+    int bits;
+    size_t offset;        /* of the field in isa_insn */
+    int64_t def;          /* value when the assembler text omits it */
+    int64_t min;          /* smallest legal value (unsigned and signed kinds) */
+    const char *const *names; /* ENUM and FLAGS: NULL-terminated */
+} isa_operand;
+
+typedef struct {
+    const char *mnemonic;
+    uint8_t opcode;
+    isa_format format;
+    isa_class cls;
+    const char *semantics;
+    const isa_operand *operands;
+    int noperands;
+} isa_opinfo;
+
+extern const char *const isa_unit_names[];
+extern const char *const isa_dtype_names[];
+extern const char *const isa_bmode_names[];
+extern const char *const isa_pt_flag_names[];
+extern const char *const isa_sfp_flag_names[];
+
+const isa_opinfo *isa_info(int op);
+/* Opcode number -> op, or -1. */
+int isa_op_from_opcode(unsigned opcode);
+/* Mnemonic -> op, or -1. */
+int isa_op_from_mnemonic(const char *s);
+
+/* An instruction with every field at its default. */
+void isa_insn_init(isa_insn *in, int op);
+/* Unit that executes an instruction (ISA_U_SEQ for control). */
+isa_unit isa_insn_unit(const isa_insn *in);
+
+/* Encode into 64 bytes; fails (returns -1, message in err) when an operand
+ * does not fit its field or is below its minimum. */
+int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_t errlen);
+/* Decode; fails on an unknown opcode, a non-zero pad, or an illegal operand. */
+int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_t errlen);
+/* Canonical text: mnemonic, then every operand that differs from its default. */
+void isa_format_insn(const isa_insn *in, char *buf, size_t len);
+/* Parse one line of assembler text (no comments, no directives). */
+int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen);
+
+/* DL16 (IBM DLFloat16): 1 sign, 6 exponent (bias 31), 9 fraction bits, no
+ * subnormals, one NINF pattern (0x7fff / 0xffff) for NaN and infinity. */
+#define ISA_DL16_NINF 0x7fffu
+uint16_t isa_dl16_from_f32(float f);
+float isa_dl16_to_f32(uint16_t h);
+/* Table-driven bulk conversions for hot loops. */
+void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n);
+void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n);
+/* Round an fp32 value through DL16 and back. */
+float isa_dl16_round(float f);
+/* IEEE half <-> fp32, for fp16 host tensors. */
+float isa_f16_to_f32(uint16_t h);
+uint16_t isa_f16_from_f32(float f);
+
+/* ---- Programs: what the ELF container holds ---- */
+
+typedef enum { ISA_ROLE_INPUT, ISA_ROLE_OUTPUT, ISA_ROLE_WEIGHT, ISA_ROLE_SCRATCH } isa_role;
+typedef enum { ISA_HT_F32, ISA_HT_F16 } isa_host_dtype;
+extern const char *const isa_role_names[];
+extern const char *const isa_host_dtype_names[];
+
+/* A tensor in device DRAM.  Device layout: the host dimension stick_dim is
+ * split into whole sticks; device shape is (sticks of stick_dim, the other
+ * host dims in order, elements per stick), row-major, padding zero-filled.
+ * dev_dtype is the element type on the device (DL16 or fp32). */
+typedef struct {
+    char name[ISA_NAME_MAX];
+    isa_role role;
+    isa_host_dtype host_dtype;
+    isa_dtype_dev dev_dtype;
+    int rank;
+    int64_t shape[ISA_MAX_RANK];
+    int stick_dim;
+    uint64_t dram_off;   /* relative to the program's DRAM base */
+    uint64_t bytes;      /* device bytes */
+    int64_t const_off;   /* offset of its initial data in consts, or -1 */
+} isa_tensor;
+
+typedef struct {
+    isa_insn *insns;
+    size_t n, cap;
+} isa_stream;
+
+typedef struct {
+    char config[ISA_NAME_MAX]; /* name of the chip configuration it targets */
+    int ncores;                /* cores it was built for (streams) */
+    uint64_t lx_bytes;         /* LX size it assumes */
+    uint32_t stick_bytes;
+    isa_stream *cores;         /* ncores streams */
+    isa_tensor *tensors;
+    size_t ntensors;
+    uint64_t dram_bytes;       /* size of the program's DRAM segment */
+    uint8_t *consts;           /* constant data (weights baked in) */
+    size_t nconsts;
+    char *graph;               /* what the program computes, as graph text for the reference; may be NULL */
+} isa_program;
+
+isa_program *isa_program_new(int ncores);
+void isa_program_free(isa_program *p);
+/* Append an instruction to a core's stream (aborts on out of memory). */
+void isa_stream_push(isa_stream *s, const isa_insn *in);
+/* Add a tensor; computes bytes from shape and layout; returns its index. */
+int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
+                           isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
+                           const int64_t *shape, uint64_t dram_off);
+int isa_program_find_tensor(const isa_program *p, const char *name);
+/* Device layout helpers for a tensor: elements per stick, number of sticks
+ * along stick_dim, rows (product of the other dims), total device bytes. */
+int64_t isa_tensor_lanes(const isa_tensor *t, uint32_t stick_bytes);
+int64_t isa_tensor_groups(const isa_tensor *t, uint32_t stick_bytes);
+int64_t isa_tensor_rows(const isa_tensor *t);
+uint64_t isa_tensor_device_bytes(const isa_tensor *t, uint32_t stick_bytes);
+
+/* Assembler: text (directives .config .core .tensor .dram, instructions)
+ * to a program.  Errors name file:line.  Returns NULL on error. */
+isa_program *isa_assemble(const char *text, const char *filename, char *err, size_t errlen);
+/* Disassembler: a program back to assembler text that isa_assemble accepts. */
+char *isa_disassemble(const isa_program *p);
+
+/* ELF container (libelf).  Writing returns 0 or -1; reading returns NULL
+ * with a one-line message for a missing, truncated, corrupt or foreign file. */
+int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen);
+isa_program *isa_elf_read(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,117 @@
+/* program.c: the in-memory program (per-core streams, tensor table,
+ * constants) shared by the assembler, the compiler, the ELF container,
+ * the runtime and the simulator. */
+#include "isa.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const isa_role_names[] = {"input", "output", "weight", "scratch", NULL};
+const char *const isa_host_dtype_names[] = {"f32", "f16", NULL};
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (!q && n) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    return q;
+}
+
+isa_program *isa_program_new(int ncores)
+{
+    isa_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->ncores = ncores;
+    p->stick_bytes = 128;
+    p->cores = calloc((size_t)(ncores > 0 ? ncores : 1), sizeof *p->cores);
+    if (!p->cores) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void isa_program_free(isa_program *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->ncores; i++)
+        free(p->cores[i].insns);
+    free(p->cores);
+    free(p->tensors);
+    free(p->consts);
+    free(p->graph);
+    free(p);
+}
+
+void isa_stream_push(isa_stream *s, const isa_insn *in)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->insns = xrealloc(s->insns, s->cap * sizeof *s->insns);
+    }
+    s->insns[s->n++] = *in;
+}
+
+int64_t isa_tensor_lanes(const isa_tensor *t, uint32_t stick_bytes)
+{
+    return stick_bytes / (t->dev_dtype == ISA_T_F32 ? 4 : 2);
+}
+
+int64_t isa_tensor_groups(const isa_tensor *t, uint32_t stick_bytes)
+{
+    int64_t lanes = isa_tensor_lanes(t, stick_bytes);
+    int64_t len = t->rank ? t->shape[t->stick_dim] : 1;
+    return (len + lanes - 1) / lanes;
+}
+
+int64_t isa_tensor_rows(const isa_tensor *t)
+{
+    int64_t r = 1;
+    for (int i = 0; i < t->rank; i++)
+        if (i != t->stick_dim)
+            r *= t->shape[i];
+    return r;
+}
+
+uint64_t isa_tensor_device_bytes(const isa_tensor *t, uint32_t stick_bytes)
+{
+    return (uint64_t)isa_tensor_groups(t, stick_bytes) * (uint64_t)isa_tensor_rows(t) * stick_bytes;
+}
+
+int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
+                           isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
+                           const int64_t *shape, uint64_t dram_off)
+{
+    assert(rank >= 0 && rank <= ISA_MAX_RANK);
+    p->tensors = xrealloc(p->tensors, (p->ntensors + 1) * sizeof *p->tensors);
+    isa_tensor *t = &p->tensors[p->ntensors];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->role = role;
+    t->host_dtype = hdt;
+    t->dev_dtype = ddt;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->shape[i] = shape[i];
+    t->stick_dim = rank ? rank - 1 : 0;
+    t->dram_off = dram_off;
+    t->bytes = isa_tensor_device_bytes(t, p->stick_bytes);
+    t->const_off = -1;
+    if (dram_off + t->bytes > p->dram_bytes)
+        p->dram_bytes = dram_off + t->bytes;
+    return (int)p->ntensors++;
+}
+
+int isa_program_find_tensor(const isa_program *p, const char *name)
+{
+    for (size_t i = 0; i < p->ntensors; i++)
+        if (strcmp(p->tensors[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}

@@ -1,0 +1,196 @@
+/* config.c: the chip configuration file (`key = value` lines). */
+#include "sim.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SPYRE_CONFIG_DIR
+#define SPYRE_CONFIG_DIR "sim/configs"
+#endif
+
+/* K(key, type, field, min, max); type I = integer, U = uint64, D = double. */
+#define CONFIG_KEYS(K)                                              \
+    K(cores, I, cores, 1, 256)                                      \
+    K(corelets, I, corelets, 2, 2)                                  \
+    K(lx_bytes, U, lx_bytes, 4096, 1ull << 30)                      \
+    K(lx_usable_bytes, U, lx_usable_bytes, 128, 1ull << 30)         \
+    K(stick_bytes, I32, stick_bytes, 128, 128)                      \
+    K(pt_rows, I, pt_rows, 1, 1024)                                 \
+    K(pt_cols, I, pt_cols, 1, 1024)                                 \
+    K(tokens, I, tokens, 1, 256)                                    \
+    K(token_max, I64, token_max, 1, INT64_MAX)                      \
+    K(queue_depth, I, queue_depth, 1, 1 << 20)                      \
+    K(dram_bytes, U, dram_bytes, 1 << 20, 1ull << 40)               \
+    K(dram_page_bytes, U, dram_page_bytes, 4096, 1ull << 30)        \
+    K(dram_align, U, dram_align, 128, 1ull << 30)                   \
+    K(clock_ghz, D, clock_ghz, 0.001, 100)                          \
+    K(ring_bytes_per_cycle, I, ring_bytes_per_cycle, 1, 1 << 20)
+
+enum {
+#define K(key, ty, f, lo, hi) KEY_##key,
+    CONFIG_KEYS(K)
+#undef K
+    NKEYS
+};
+
+static const char *const key_names[NKEYS] = {
+#define K(key, ty, f, lo, hi) #key,
+    CONFIG_KEYS(K)
+#undef K
+};
+
+static int seterr(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*v == '-')
+        return -1;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (errno || end == v || *end)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int set_key(sim_config *cfg, int kid, const char *v, const char *where, char *err, size_t len)
+{
+    uint64_t u = 0;
+    double d = 0;
+    char *end;
+    switch (kid) {
+#define I_PARSE(f, lo, hi)                                                             \
+    if (parse_u64(v, &u) || u < (uint64_t)(lo) || u > (uint64_t)(hi))                 \
+        return seterr(err, len, "%s: %s must be an integer in [%" PRIu64 ", %" PRIu64 "], got '%s'", \
+                      where, key_names[kid], (uint64_t)(lo), (uint64_t)(hi), v);
+#define K_I(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = (int)u; break;
+#define K_I32(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = (uint32_t)u; break;
+#define K_I64(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = (int64_t)u; break;
+#define K_U(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = u; break;
+#define K_D(kn, f, lo, hi)                                                            \
+    case KEY_##kn:                                                                    \
+        errno = 0;                                                                     \
+        d = strtod(v, &end);                                                           \
+        if (errno || end == v || *end || !isfinite(d) || d < (lo) || d > (hi))         \
+            return seterr(err, len, "%s: %s must be a number in [%g, %g], got '%s'", where, \
+                          key_names[kid], (double)(lo), (double)(hi), v);              \
+        cfg->f = d;                                                                    \
+        break;
+#define K(kn, ty, f, lo, hi) K_##ty(kn, f, lo, hi)
+        CONFIG_KEYS(K)
+#undef K
+    }
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+        *--e = 0;
+    return s;
+}
+
+static int load_file(const char *path, sim_config *cfg, int *seen, int depth, char *err, size_t len)
+{
+    if (depth > 8)
+        return seterr(err, len, "%s: includes nested too deeply", path);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return seterr(err, len, "%s: cannot open: %s", path, strerror(errno));
+    char line[1024];
+    int lineno = 0, rc = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
+        lineno++;
+        char where[600];
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = seterr(err, len, "%s: expected 'key = value'", where);
+            break;
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        if (!*val) {
+            rc = seterr(err, len, "%s: %s has no value", where, key);
+        } else if (strcmp(key, "include") == 0) {
+            char inc[1024];
+            const char *slash = strrchr(path, '/');
+            if (val[0] == '/' || !slash)
+                snprintf(inc, sizeof inc, "%s", val);
+            else
+                snprintf(inc, sizeof inc, "%.*s/%s", (int)(slash - path), path, val);
+            rc = load_file(inc, cfg, seen, depth + 1, err, len);
+        } else if (strcmp(key, "name") == 0) {
+            snprintf(cfg->name, sizeof cfg->name, "%s", val);
+        } else {
+            int k = -1;
+            for (int i = 0; i < NKEYS; i++)
+                if (strcmp(key_names[i], key) == 0)
+                    k = i;
+            if (k < 0)
+                rc = seterr(err, len, "%s: unknown key '%s'", where, key);
+            else if (!(rc = set_key(cfg, k, val, where, err, len)))
+                seen[k] = 1;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen)
+{
+    int seen[NKEYS] = {0};
+    memset(cfg, 0, sizeof *cfg);
+    if (load_file(path, cfg, seen, 0, err, errlen))
+        return -1;
+    for (int i = 0; i < NKEYS; i++)
+        if (!seen[i])
+            return seterr(err, errlen, "%s: missing key '%s'", path, key_names[i]);
+    if (!cfg->name[0])
+        return seterr(err, errlen, "%s: missing key 'name'", path);
+    if (cfg->lx_usable_bytes > cfg->lx_bytes)
+        return seterr(err, errlen, "%s: lx_usable_bytes exceeds lx_bytes", path);
+    if (cfg->lx_bytes % cfg->stick_bytes)
+        return seterr(err, errlen, "%s: lx_bytes must be a whole number of sticks", path);
+    if (cfg->dram_page_bytes & (cfg->dram_page_bytes - 1))
+        return seterr(err, errlen, "%s: dram_page_bytes must be a power of two", path);
+    if (cfg->dram_align & (cfg->dram_align - 1))
+        return seterr(err, errlen, "%s: dram_align must be a power of two", path);
+    return 0;
+}
+
+const char *sim_config_dir(void)
+{
+    const char *env = getenv("SPYRE_CONFIG_DIR");
+    return env && *env ? env : SPYRE_CONFIG_DIR;
+}
+
+void sim_config_path(const char *name, char *buf, size_t len)
+{
+    if (strchr(name, '/') || strstr(name, ".cfg"))
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "%s/%s.cfg", sim_config_dir(), name);
+}

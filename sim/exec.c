@@ -1,0 +1,411 @@
+/* exec.c: what each unit instruction does to LX and DRAM (the values).
+ * Bounds and alignment are checked for a whole instruction before it
+ * touches memory, so a faulting instruction changes nothing. */
+#include "internal.h"
+
+#include <cblas.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t lo, hi; /* byte range [lo, hi) */
+} span;
+
+/* Range touched by `unit` bytes at base + sum(i_l * stride_l), i_l < n_l. */
+static span extent(int64_t base, int levels, const int64_t *n, const int64_t *stride, int64_t unit)
+{
+    span r = {base, base + unit};
+    for (int l = 0; l < levels; l++) {
+        int64_t step = (n[l] - 1) * stride[l];
+        if (step < 0)
+            r.lo += step;
+        else
+            r.hi += step;
+    }
+    return r;
+}
+
+static const char *unit_name(int u) { return u < ISA_NUNITS ? isa_unit_names[u] : "seq"; }
+
+static int check_lx(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, span r)
+{
+    if (r.lo < 0 || (uint64_t)r.hi > s->cfg.lx_bytes)
+        return sim_faultf(s, c->id, u, e->index,
+                          "%s: LX access [0x%" PRIx64 ", 0x%" PRIx64 ") of operand %s is outside LX (0x%" PRIx64 " bytes)",
+                          isa_info(e->in.op)->mnemonic, (uint64_t)r.lo, (uint64_t)r.hi, opnd, s->cfg.lx_bytes);
+    if ((uint64_t)r.hi > c->lx_peak)
+        c->lx_peak = (uint64_t)r.hi;
+    return 0;
+}
+
+static int check_dram(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, span r)
+{
+    if (r.lo < 0 || (uint64_t)r.hi > s->seg_bytes)
+        return sim_faultf(s, c->id, u, e->index,
+                          "%s: DRAM access [0x%" PRIx64 ", 0x%" PRIx64 ") of operand %s is outside the program's segment (0x%" PRIx64 " bytes)",
+                          isa_info(e->in.op)->mnemonic, (uint64_t)r.lo, (uint64_t)r.hi, opnd, s->seg_bytes);
+    return 0;
+}
+
+/* Every address and stride given must be a multiple of `align`. */
+static int check_align(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, int64_t base,
+                       int levels, const int64_t *stride, int64_t align)
+{
+    int bad = base % align != 0;
+    for (int l = 0; l < levels; l++)
+        bad |= stride[l] % align != 0;
+    if (bad)
+        return sim_faultf(s, c->id, u, e->index, "%s: operand %s is not aligned to %" PRId64 " bytes (address 0x%" PRIx64 ")",
+                          isa_info(e->in.op)->mnemonic, opnd, align, (uint64_t)base);
+    return 0;
+}
+
+/* ---- DMA and ring copies ---- */
+
+static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u)
+{
+    const isa_insn *in = &e->in;
+    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
+    span ds = extent(in->d.off, ISA_MAX_LOOPS, in->n, in->ds, run);
+    span as = extent(in->a.off, ISA_MAX_LOOPS, in->n, in->as, run);
+    if (check_align(s, c, e, u, "d", in->d.off, ISA_MAX_LOOPS, in->ds, sb) ||
+        check_align(s, c, e, u, "a", in->a.off, ISA_MAX_LOOPS, in->as, sb))
+        return -1;
+    int d_dram = in->op == ISA_OP_DMA_ST, a_dram = in->op == ISA_OP_DMA_LD;
+    if ((d_dram ? check_dram : check_lx)(s, c, e, u, "d", ds) ||
+        (a_dram ? check_dram : check_lx)(s, c, e, u, "a", as))
+        return -1;
+    uint64_t bytes = 0;
+    for (int64_t i3 = 0; i3 < in->n[3]; i3++)
+        for (int64_t i2 = 0; i2 < in->n[2]; i2++)
+            for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+                for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                    int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1] + i2 * in->ds[2] + i3 * in->ds[3];
+                    int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1] + i2 * in->as[2] + i3 * in->as[3];
+                    if (a_dram)
+                        sim_dram_copy_out(s, s->dram_base + (uint64_t)a, c->lx + d, (size_t)run);
+                    else if (d_dram)
+                        sim_dram_copy_in(s, s->dram_base + (uint64_t)d, c->lx + a, (size_t)run);
+                    else
+                        memmove(c->lx + d, c->lx + a, (size_t)run);
+                    bytes += (uint64_t)run;
+                }
+    if (a_dram)
+        s->st->dram_bytes_read += bytes;
+    if (d_dram)
+        s->st->dram_bytes_written += bytes;
+    return 0;
+}
+
+static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u)
+{
+    const isa_insn *in = &e->in;
+    if (in->core >= s->cfg.cores)
+        return sim_faultf(s, c->id, u, e->index, "%s: core %" PRId64 " does not exist (the chip has %d)",
+                          isa_info(in->op)->mnemonic, in->core, s->cfg.cores);
+    if (in->tok != 255 && in->tok >= s->cfg.tokens)
+        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, in->tok);
+    sim_core *dst = &s->cores[in->core];
+    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
+    span ds = extent(in->d.off, 2, in->n, in->ds, run);
+    span as = extent(in->a.off, 2, in->n, in->as, run);
+    if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) ||
+        check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
+        return -1;
+    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+        for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+            uint8_t *d = dst->lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            const uint8_t *a = c->lx + in->a.off + i0 * in->as[0] + i1 * in->as[1];
+            if (in->op == ISA_OP_RING_SEND) {
+                memmove(d, a, (size_t)run);
+            } else if (in->t == ISA_T_F32) {
+                for (int64_t j = 0; j < run / 4; j++) {
+                    float x, y;
+                    memcpy(&x, d + 4 * j, 4);
+                    memcpy(&y, a + 4 * j, 4);
+                    x += y;
+                    memcpy(d + 4 * j, &x, 4);
+                }
+            } else {
+                for (int64_t j = 0; j < run / 2; j++) {
+                    uint16_t x, y;
+                    memcpy(&x, d + 2 * j, 2);
+                    memcpy(&y, a + 2 * j, 2);
+                    x = isa_dl16_from_f32(isa_dl16_to_f32(x) + isa_dl16_to_f32(y));
+                    memcpy(d + 2 * j, &x, 2);
+                }
+            }
+            s->st->ring_bytes += (uint64_t)run;
+        }
+    if (in->tok != 255 && ++dst->tokens[in->tok] > s->cfg.token_max)
+        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " of core %" PRId64 " overflows",
+                          isa_info(in->op)->mnemonic, in->tok, in->core);
+    return 0;
+}
+
+/* ---- PT: matrix multiply on DL16 tiles with fp32 sums ---- */
+
+static float *grow(float **buf, size_t *cap, size_t n)
+{
+    if (n > *cap) {
+        free(*buf);
+        *buf = malloc(n * sizeof **buf);
+        if (!*buf) {
+            fprintf(stderr, "spyre: out of host memory\n");
+            abort();
+        }
+        *cap = n;
+    }
+    return *buf;
+}
+
+static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u)
+{
+    const isa_insn *in = &e->in;
+    const int64_t sb = s->cfg.stick_bytes, l16 = sb / 2, l32 = sb / 4;
+    const int64_t m = in->m, n = in->nn, k = in->k;
+    const int acc = (in->flags & ISA_F_ACC) != 0, out32 = (in->flags & ISA_F_F32) != 0;
+    int64_t ga = (k + l16 - 1) / l16, gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
+    int64_t gd = out32 ? g32 : gb;
+    span as = extent(in->a.off, 1, &ga, &in->as[0], m * sb);
+    span bs = extent(in->b.off, 1, &gb, &in->bs[0], k * sb);
+    span ds = extent(in->d.off, 1, &gd, &in->ds[0], m * sb);
+    span ps = extent(in->p.off, 1, &g32, &in->ps, m * sb);
+    if (check_align(s, c, e, u, "a", in->a.off, 1, in->as, sb) || check_align(s, c, e, u, "b", in->b.off, 1, in->bs, sb) ||
+        check_align(s, c, e, u, "d", in->d.off, 1, in->ds, sb) ||
+        (acc && check_align(s, c, e, u, "p", in->p.off, 1, &in->ps, sb)))
+        return -1;
+    if (check_lx(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs) || check_lx(s, c, e, u, "d", ds) ||
+        (acc && check_lx(s, c, e, u, "p", ps)))
+        return -1;
+    float *A = grow(&s->pt_a, &s->pt_a_cap, (size_t)(m * k));
+    float *B = grow(&s->pt_b, &s->pt_b_cap, (size_t)(k * n));
+    float *C = grow(&s->pt_c, &s->pt_c_cap, (size_t)(m * n));
+    /* Gather the stick layouts into row-major fp32. */
+    for (int64_t g = 0; g < ga; g++) {
+        int64_t w = k - g * l16 < l16 ? k - g * l16 : l16;
+        const uint8_t *base = c->lx + in->a.off + g * in->as[0];
+        for (int64_t r = 0; r < m; r++)
+            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), A + r * k + g * l16, (size_t)w);
+    }
+    for (int64_t g = 0; g < gb; g++) {
+        int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
+        const uint8_t *base = c->lx + in->b.off + g * in->bs[0];
+        for (int64_t r = 0; r < k; r++)
+            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), B + r * n + g * l16, (size_t)w);
+    }
+    if (acc) {
+        for (int64_t g = 0; g < g32; g++) {
+            int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
+            const uint8_t *base = c->lx + in->p.off + g * in->ps;
+            for (int64_t r = 0; r < m; r++)
+                memcpy(C + r * n + g * l32, base + r * sb, (size_t)w * 4);
+        }
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                acc ? 1.0f : 0.0f, C, (int)n);
+    if (out32) {
+        for (int64_t g = 0; g < g32; g++) {
+            int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
+            uint8_t *base = c->lx + in->d.off + g * in->ds[0];
+            for (int64_t r = 0; r < m; r++)
+                memcpy(base + r * sb, C + r * n + g * l32, (size_t)w * 4);
+        }
+    } else {
+        for (int64_t g = 0; g < gb; g++) {
+            int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
+            uint8_t *base = c->lx + in->d.off + g * in->ds[0];
+            for (int64_t r = 0; r < m; r++)
+                isa_dl16_from_f32_n(C + r * n + g * l16, (uint16_t *)(base + r * sb), (size_t)w);
+        }
+    }
+    s->st->macs += (uint64_t)(m * n * k);
+    return 0;
+}
+
+/* ---- SFP: vector unit ---- */
+
+static void load_stick(const uint8_t *p, int t, float *out, int lanes)
+{
+    if (t == ISA_T_F32)
+        memcpy(out, p, (size_t)lanes * 4);
+    else
+        isa_dl16_to_f32_n((const uint16_t *)p, out, (size_t)lanes);
+}
+
+static void store_stick(uint8_t *p, int t, const float *in, int lanes)
+{
+    if (t == ISA_T_F32)
+        memcpy(p, in, (size_t)lanes * 4);
+    else
+        isa_dl16_from_f32_n(in, (uint16_t *)p, (size_t)lanes);
+}
+
+static float load_elem(const uint8_t *p, int t)
+{
+    if (t == ISA_T_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return isa_dl16_to_f32(h);
+}
+
+static void store_elem(uint8_t *p, int t, float v)
+{
+    if (t == ISA_T_F32) {
+        memcpy(p, &v, 4);
+    } else {
+        uint16_t h = isa_dl16_from_f32(v);
+        memcpy(p, &h, 2);
+    }
+}
+
+#define SQRT1_2 0.70710678118654752440f
+#define SQRT_2_OVER_PI 0.79788456080286535588f
+
+/* One op over a stick's lanes: the switch runs once per stick. */
+static void sfp_lanes(int op, float *x, const float *y, int n)
+{
+    int i;
+    switch (op) {
+    case ISA_OP_SFP_MOV: break;
+    case ISA_OP_SFP_NEG: for (i = 0; i < n; i++) x[i] = -x[i]; break;
+    case ISA_OP_SFP_EXP: for (i = 0; i < n; i++) x[i] = expf(x[i]); break;
+    case ISA_OP_SFP_LOG: for (i = 0; i < n; i++) x[i] = logf(x[i]); break;
+    case ISA_OP_SFP_SQRT: for (i = 0; i < n; i++) x[i] = sqrtf(x[i]); break;
+    case ISA_OP_SFP_RSQRT: for (i = 0; i < n; i++) x[i] = 1.0f / sqrtf(x[i]); break;
+    case ISA_OP_SFP_RECIP: for (i = 0; i < n; i++) x[i] = 1.0f / x[i]; break;
+    case ISA_OP_SFP_TANH: for (i = 0; i < n; i++) x[i] = tanhf(x[i]); break;
+    case ISA_OP_SFP_SIGM: for (i = 0; i < n; i++) x[i] = 1.0f / (1.0f + expf(-x[i])); break;
+    case ISA_OP_SFP_GELU: for (i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * SQRT1_2)); break;
+    case ISA_OP_SFP_GELUT:
+        for (i = 0; i < n; i++)
+            x[i] = 0.5f * x[i] * (1.0f + tanhf(SQRT_2_OVER_PI * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        break;
+    case ISA_OP_SFP_SILU: for (i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])); break;
+    case ISA_OP_SFP_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f; break;
+    case ISA_OP_SFP_ADD: for (i = 0; i < n; i++) x[i] += y[i]; break;
+    case ISA_OP_SFP_SUB: for (i = 0; i < n; i++) x[i] -= y[i]; break;
+    case ISA_OP_SFP_MUL: for (i = 0; i < n; i++) x[i] *= y[i]; break;
+    case ISA_OP_SFP_DIV: for (i = 0; i < n; i++) x[i] /= y[i]; break;
+    case ISA_OP_SFP_MAX: for (i = 0; i < n; i++) x[i] = fmaxf(x[i], y[i]); break;
+    case ISA_OP_SFP_MIN: for (i = 0; i < n; i++) x[i] = fminf(x[i], y[i]); break;
+    }
+}
+
+static int is_binary(int op) { return op >= ISA_OP_SFP_ADD && op <= ISA_OP_SFP_MIN; }
+
+#define MAX_LANES 256
+
+static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u)
+{
+    const isa_insn *in = &e->in;
+    const int64_t sb = s->cfg.stick_bytes;
+    const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2;
+    const int lanes = (int)(sb / esz);
+    const int op = in->op;
+    const int reduce = op == ISA_OP_SFP_RSUM || op == ISA_OP_SFP_RMAX;
+    const int lane_reduce = reduce && (in->flags & ISA_F_LANES);
+    /* Checks: a is always sticks; d sticks (or elements for a lane
+     * reduction, or the other type for cvt); b per its mode. */
+    span as = extent(in->a.off, 2, in->n, in->as, sb);
+    if (check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) || check_lx(s, c, e, u, "a", as))
+        return -1;
+    if (reduce) {
+        int64_t dunit = lane_reduce ? esz : sb;
+        if (check_align(s, c, e, u, "d", in->d.off, 1, &in->ds[1], dunit) ||
+            check_lx(s, c, e, u, "d", extent(in->d.off, 1, &in->n[1], &in->ds[1], dunit)))
+            return -1;
+    } else {
+        /* cvt writes the same lanes in the other type: half or twice a stick */
+        int64_t dunit = op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
+        int64_t dalign = dunit < sb ? dunit : sb;
+        if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, dalign) ||
+            check_lx(s, c, e, u, "d", extent(in->d.off, 2, in->n, in->ds, dunit)))
+            return -1;
+        if (is_binary(op) && in->bm != ISA_BM_IMM) {
+            int64_t bunit = in->bm == ISA_BM_ELEM ? esz : sb;
+            if (check_align(s, c, e, u, "b", in->b.off, 2, in->bs, bunit) ||
+                check_lx(s, c, e, u, "b", extent(in->b.off, 2, in->n, in->bs, bunit)))
+                return -1;
+        }
+    }
+    float x[MAX_LANES], y[MAX_LANES];
+    uint8_t *lx = c->lx;
+    if (reduce) {
+        const int is_max = op == ISA_OP_SFP_RMAX;
+        const float ident = is_max ? -INFINITY : 0.0f;
+        float acc[MAX_LANES];
+        for (int64_t i1 = 0; i1 < in->n[1]; i1++) {
+            for (int l = 0; l < lanes; l++)
+                acc[l] = ident;
+            for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                load_stick(lx + in->a.off + i0 * in->as[0] + i1 * in->as[1], t, x, lanes);
+                int valid = lanes;
+                if (in->vl > 0) {
+                    int64_t left = in->vl - i0 * lanes;
+                    valid = left <= 0 ? 0 : left < lanes ? (int)left : lanes;
+                }
+                if (is_max)
+                    for (int l = 0; l < valid; l++)
+                        acc[l] = fmaxf(acc[l], x[l]);
+                else
+                    for (int l = 0; l < valid; l++)
+                        acc[l] += x[l];
+            }
+            uint8_t *d = lx + in->d.off + i1 * in->ds[1];
+            if (lane_reduce) {
+                float r = ident;
+                for (int l = 0; l < lanes; l++)
+                    r = is_max ? fmaxf(r, acc[l]) : r + acc[l];
+                store_elem(d, t, r);
+            } else {
+                store_stick(d, t, acc, lanes);
+            }
+            s->st->sfp_elems += (uint64_t)(in->n[0] * lanes);
+        }
+        return 0;
+    }
+    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+        for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+            load_stick(lx + in->a.off + i0 * in->as[0] + i1 * in->as[1], t, x, lanes);
+            uint8_t *d = lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            if (op == ISA_OP_SFP_CVT) {
+                store_stick(d, t == ISA_T_F32 ? ISA_T_DL16 : ISA_T_F32, x, lanes);
+                continue;
+            }
+            if (is_binary(op)) {
+                const uint8_t *b = lx + in->b.off + i0 * in->bs[0] + i1 * in->bs[1];
+                if (in->bm == ISA_BM_VEC) {
+                    load_stick(b, t, y, lanes);
+                } else {
+                    float v = in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
+                    for (int l = 0; l < lanes; l++)
+                        y[l] = v;
+                }
+            }
+            sfp_lanes(op, x, y, lanes);
+            store_stick(d, t, x, lanes);
+        }
+    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
+    return 0;
+}
+
+int sim_exec(sim *s, sim_core *c, const sim_qent *e)
+{
+    int u = (int)isa_insn_unit(&e->in);
+    switch (isa_info(e->in.op)->cls) {
+    case ISA_C_DMAI:
+    case ISA_C_DMAO: return exec_dma(s, c, e, u);
+    case ISA_C_PT: return exec_pt(s, c, e, u);
+    case ISA_C_SFP: return exec_sfp(s, c, e, u);
+    case ISA_C_RING: return exec_ring(s, c, e, u);
+    default: return sim_faultf(s, c->id, u, e->index, "%s cannot run on %s", isa_info(e->in.op)->mnemonic, unit_name(u));
+    }
+}

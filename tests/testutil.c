@@ -1,0 +1,60 @@
+/* testutil.c: shared helpers for the CUnit test programs. */
+#include "testutil.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int tu_run(const char *suite, const tu_test *tests)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    for (int i = 0; tests[i].name; i++)
+        CU_add_test(s, tests[i].name, tests[i].fn);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
+
+void tu_config(const char *name, sim_config *cfg)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/sim/configs/%s.cfg", SPYRE_SOURCE_DIR, name);
+    if (sim_config_load(path, cfg, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        abort();
+    }
+}
+
+void tu_tmpfile(const char *suffix, char *buf, size_t len)
+{
+    static int counter;
+    snprintf(buf, len, "%s/tmp-%d-%d%s", SPYRE_BINARY_DIR, (int)getpid(), counter++, suffix);
+}
+
+int tu_spyre(const char *args, char *out, size_t outlen)
+{
+    char cmd[4096], log[1024];
+    tu_tmpfile(".log", log, sizeof log);
+    snprintf(cmd, sizeof cmd, "%s/spyre %s > %s 2>&1", SPYRE_BINARY_DIR, args, log);
+    int st = system(cmd);
+    if (out && outlen) {
+        out[0] = 0;
+        FILE *f = fopen(log, "r");
+        if (f) {
+            size_t n = fread(out, 1, outlen - 1, f);
+            out[n] = 0;
+            fclose(f);
+        }
+    }
+    remove(log);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
