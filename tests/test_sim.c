@@ -1,0 +1,575 @@
+/* test_sim.c: the simulator: configuration files, device DRAM, every unit's
+ * semantics on small hand-built programs, and the rule checks. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "testutil.h"
+
+static sim_config cfg4;
+
+/* ---- program building helpers ---- */
+
+static isa_program *prog_new(void)
+{
+    isa_program *p = isa_program_new(cfg4.cores);
+    p->dram_bytes = 1 << 20;
+    return p;
+}
+
+static isa_insn *emit(isa_program *p, int core, int op)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    isa_stream_push(&p->cores[core], &in);
+    return &p->cores[core].insns[p->cores[core].n - 1];
+}
+
+static void halt_all(isa_program *p)
+{
+    for (int i = 0; i < p->ncores; i++)
+        emit(p, i, ISA_OP_HALT);
+}
+
+static isa_insn *sync(isa_program *p, int core, int op, int unit, int tok)
+{
+    isa_insn *in = emit(p, core, op);
+    in->u = unit;
+    in->tok = tok;
+    return in;
+}
+
+static void put_dl16(uint8_t *lx, int64_t off, const float *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint16_t h = isa_dl16_from_f32(v[i]);
+        memcpy(lx + off + 2 * i, &h, 2);
+    }
+}
+
+static float get_dl16(const uint8_t *lx, int64_t off)
+{
+    uint16_t h;
+    memcpy(&h, lx + off, 2);
+    return isa_dl16_to_f32(h);
+}
+
+static int run(sim *s, isa_program *p, sim_fault *f)
+{
+    sim_stats st;
+    return sim_run(s, p, 0, &st, f);
+}
+
+/* ---- configuration ---- */
+
+static void test_config_default_has_reference_values(void)
+{
+    sim_config c;
+    tu_config("spyre", &c);
+    CU_ASSERT_EQUAL(c.cores, 32);
+    CU_ASSERT_EQUAL(c.lx_bytes, 2097152);
+    CU_ASSERT_EQUAL(c.lx_usable_bytes, 1625344);
+    CU_ASSERT_EQUAL(c.stick_bytes, 128);
+    CU_ASSERT_EQUAL(c.dram_bytes, 137438953472ull);
+    CU_ASSERT_STRING_EQUAL(c.name, "spyre");
+}
+
+static void test_config_4core_overrides_included_file(void)
+{
+    CU_ASSERT_EQUAL(cfg4.cores, 4);
+    CU_ASSERT_EQUAL(cfg4.lx_bytes, 262144);
+    CU_ASSERT_EQUAL(cfg4.pt_rows, 8); /* inherited from spyre.cfg */
+    CU_ASSERT_STRING_EQUAL(cfg4.name, "spyre-4core");
+}
+
+static int load_text(const char *text, char *err, size_t len)
+{
+    char path[512];
+    tu_tmpfile(".cfg", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "include = %s/sim/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
+    fclose(f);
+    sim_config c;
+    int rc = sim_config_load(path, &c, err, len);
+    remove(path);
+    return rc;
+}
+
+static void test_config_rejects_bad_values_with_line(void)
+{
+    char err[512];
+    CU_ASSERT_EQUAL(load_text("cores = 0\n", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2: cores must be"));
+    CU_ASSERT_EQUAL(load_text("clock_ghz = fast\n", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "clock_ghz"));
+    CU_ASSERT_EQUAL(load_text("lx_bytes = -5\n", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(load_text("warp_drive = 1\n", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown key 'warp_drive'"));
+    CU_ASSERT_EQUAL(load_text("cores\n", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected 'key = value'"));
+    CU_ASSERT_EQUAL(load_text("lx_usable_bytes = 4194304\n", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(load_text("cores = 8\n", err, sizeof err), 0);
+}
+
+static void test_config_reports_missing_key_and_file(void)
+{
+    char path[512], err[512];
+    tu_tmpfile(".cfg", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "name = x\ncores = 4\n");
+    fclose(f);
+    sim_config c;
+    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing key"));
+    remove(path);
+    CU_ASSERT_EQUAL(sim_config_load("/nonexistent/x.cfg", &c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
+}
+
+/* ---- DRAM ---- */
+
+static void test_dram_is_sparse_and_reads_zero_when_untouched(void)
+{
+    sim_config c;
+    tu_config("spyre", &c);
+    sim *s = sim_create(&c); /* 128 GB device: must not allocate it */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    uint8_t buf[256];
+    memset(buf, 0xaa, sizeof buf);
+    CU_ASSERT_EQUAL(sim_dram_read(s, 100ull << 30, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(buf[0], 0);
+    CU_ASSERT_EQUAL(buf[255], 0);
+    /* a write straddling a page boundary reads back whole */
+    uint8_t w[300];
+    for (int i = 0; i < 300; i++)
+        w[i] = (uint8_t)i;
+    uint64_t addr = (64ull << 30) + c.dram_page_bytes - 100;
+    CU_ASSERT_EQUAL(sim_dram_write(s, addr, w, sizeof w), 0);
+    uint8_t r[300];
+    CU_ASSERT_EQUAL(sim_dram_read(s, addr, r, sizeof r), 0);
+    CU_ASSERT_EQUAL(memcmp(w, r, sizeof w), 0);
+    CU_ASSERT_EQUAL(sim_dram_write(s, c.dram_bytes - 10, w, 20), -1);
+    sim_destroy(s);
+}
+
+/* ---- units ---- */
+
+static void test_dma_moves_strided_sticks_both_ways(void)
+{
+    sim *s = sim_create(&cfg4);
+    isa_program *p = prog_new();
+    uint8_t src[4 * 128];
+    for (int i = 0; i < (int)sizeof src; i++)
+        src[i] = (uint8_t)(i * 7);
+    sim_dram_write(s, 0x1000, src, sizeof src);
+    /* gather sticks 0 and 2 (stride 256 in DRAM) into LX 0x200, 0x280 */
+    isa_insn *ld = emit(p, 1, ISA_OP_DMA_LD);
+    ld->d.off = 0x200;
+    ld->a.off = 0x1000;
+    ld->n[0] = 2;
+    ld->ds[0] = 128;
+    ld->as[0] = 256;
+    sync(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
+    sync(p, 1, ISA_OP_WAIT, ISA_U_DMAO, 0);
+    isa_insn *st = emit(p, 1, ISA_OP_DMA_ST);
+    st->d.off = 0x8000;
+    st->a.off = 0x200;
+    st->run = 2;
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    uint8_t out[256];
+    sim_dram_read(s, 0x8000, out, sizeof out);
+    CU_ASSERT_EQUAL(memcmp(out, src, 128), 0);
+    CU_ASSERT_EQUAL(memcmp(out + 128, src + 256, 128), 0);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_pt_matmul_matches_hand_computation(void)
+{
+    /* A 3x70 (two k groups), B 70x5, C = A B, with fp32 partials then acc */
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    const int m = 3, k = 70, n = 5;
+    float A[3][70], B[70][5];
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < k; j++)
+            A[r][j] = isa_dl16_round((float)((r + 1) * (j % 7) - 3) / 4);
+    for (int j = 0; j < k; j++)
+        for (int c = 0; c < n; c++)
+            B[j][c] = isa_dl16_round((float)((j % 5) - c) / 8);
+    /* A at 0x0: group g (k/64) of m sticks, group stride 0x1000 */
+    for (int r = 0; r < m; r++) {
+        put_dl16(lx, 0x0000 + r * 128, A[r], 64);
+        put_dl16(lx, 0x1000 + r * 128, A[r] + 64, 6);
+    }
+    for (int j = 0; j < k; j++)
+        put_dl16(lx, 0x4000 + j * 128, B[j], n);
+    isa_program *p = prog_new();
+    isa_insn *mm = emit(p, 0, ISA_OP_PT_MM);
+    mm->flags = ISA_F_F32;
+    mm->d.off = 0x10000;
+    mm->a.off = 0;
+    mm->b.off = 0x4000;
+    mm->m = m;
+    mm->nn = n;
+    mm->k = k;
+    mm->as[0] = 0x1000;
+    mm->ds[0] = 0x1000;
+    const isa_insn first = *mm;
+    sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 1);
+    sync(p, 0, ISA_OP_WAIT, ISA_U_PT1, 1);
+    /* second product accumulates onto the first, rounded to DL16 */
+    isa_insn *mm2 = emit(p, 0, ISA_OP_PT_MM);
+    *mm2 = first;
+    mm2->c = 1;
+    mm2->flags = ISA_F_ACC;
+    mm2->p.off = 0x10000;
+    mm2->ps = 0x1000;
+    mm2->d.off = 0x20000;
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int r = 0; r < m; r++)
+        for (int c = 0; c < n; c++) {
+            double ref = 0;
+            for (int j = 0; j < k; j++)
+                ref += (double)A[r][j] * B[j][c];
+            float part;
+            memcpy(&part, lx + 0x10000 + r * 128 + c * 4, 4);
+            CU_ASSERT_DOUBLE_EQUAL(part, ref, 1e-4);
+            CU_ASSERT_EQUAL(get_dl16(lx, 0x20000 + r * 128 + c * 2), isa_dl16_round((float)(2 * ref)));
+        }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_sfp_binary_broadcast_and_reductions(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 2);
+    float row0[64], row1[64];
+    for (int i = 0; i < 64; i++) {
+        row0[i] = (float)i / 8;
+        row1[i] = -(float)i / 4;
+    }
+    put_dl16(lx, 0, row0, 64);
+    put_dl16(lx, 128, row1, 64);
+    isa_program *p = prog_new();
+    /* max over the first 40 elements of each row -> two elements at 0x400 */
+    isa_insn *mx = emit(p, 2, ISA_OP_SFP_RMAX);
+    mx->c = 1;
+    mx->flags = ISA_F_LANES;
+    mx->a.off = 0;
+    mx->n[1] = 2;
+    mx->as[1] = 128;
+    mx->d.off = 0x400;
+    mx->ds[1] = 2;
+    mx->vl = 40;
+    /* rows - their max (element broadcast), on the same unit so in order */
+    isa_insn *sub = emit(p, 2, ISA_OP_SFP_SUB);
+    sub->c = 1;
+    sub->bm = ISA_BM_ELEM;
+    sub->d.off = 0x800;
+    sub->a.off = 0;
+    sub->b.off = 0x400;
+    sub->n[0] = 2;
+    sub->ds[0] = 128;
+    sub->as[0] = 128;
+    sub->bs[0] = 2;
+    /* row0 times an immediate */
+    isa_insn *mul = emit(p, 2, ISA_OP_SFP_MUL);
+    mul->c = 1;
+    mul->bm = ISA_BM_IMM;
+    mul->imm = 0.5f;
+    mul->d.off = 0xc00;
+    mul->a.off = 0;
+    isa_insn *sum = emit(p, 2, ISA_OP_SFP_RSUM);
+    sum->c = 1;
+    sum->flags = ISA_F_LANES;
+    sum->t = ISA_T_DL16;
+    sum->a.off = 0;
+    sum->n[0] = 2;
+    sum->as[0] = 128;
+    sum->d.off = 0x1000;
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x400), 39.0f / 8);
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x402), 0.0f);
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x800 + 2 * 10), isa_dl16_round(10.0f / 8 - 39.0f / 8));
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x880 + 2 * 4), -1.0f);
+    CU_ASSERT_EQUAL(get_dl16(lx, 0xc00 + 2 * 9), 9.0f / 16);
+    /* sum of row0 + row1 over 64 lanes = sum(i/8 - i/4) = -sum(i)/8 = -252 */
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x1000), -252.0f);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_sfp_unary_ops_and_conversion(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    float x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = isa_dl16_round((float)(i - 32) / 10);
+    put_dl16(lx, 0, x, 64);
+    const int ops[] = {ISA_OP_SFP_EXP, ISA_OP_SFP_TANH, ISA_OP_SFP_SIGM, ISA_OP_SFP_GELU, ISA_OP_SFP_SILU,
+                       ISA_OP_SFP_RELU, ISA_OP_SFP_NEG};
+    isa_program *p = prog_new();
+    for (int i = 0; i < 7; i++) {
+        isa_insn *in = emit(p, 0, ops[i]);
+        in->d.off = 0x1000 + 0x80 * i;
+    }
+    isa_insn *cvt = emit(p, 0, ISA_OP_SFP_CVT);
+    cvt->d.off = 0x2000;
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int i = 0; i < 64; i++) {
+        double v = x[i];
+        double want[7] = {exp(v), tanh(v), 1 / (1 + exp(-v)), 0.5 * v * (1 + erf(v / sqrt(2.0))), v / (1 + exp(-v)),
+                          v > 0 ? v : 0, -v};
+        for (int o = 0; o < 7; o++)
+            CU_ASSERT_EQUAL(get_dl16(lx, 0x1000 + 0x80 * o + 2 * i), isa_dl16_round((float)want[o]));
+        float f32;
+        memcpy(&f32, lx + 0x2000 + 4 * i, 4);
+        CU_ASSERT_EQUAL(f32, x[i]);
+    }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_loops_and_registers_step_addresses(void)
+{
+    /* copy 5 sticks one at a time with a loop and addi */
+    sim *s = sim_create(&cfg4);
+    uint8_t src[5 * 128];
+    for (int i = 0; i < (int)sizeof src; i++)
+        src[i] = (uint8_t)(i ^ 0x5a);
+    sim_dram_write(s, 0, src, sizeof src);
+    isa_program *p = prog_new();
+    isa_insn *li = emit(p, 3, ISA_OP_LI);
+    li->reg = 2;
+    li->val = 0x100;
+    emit(p, 3, ISA_OP_LOOP)->val = 5;
+    isa_insn *ld = emit(p, 3, ISA_OP_DMA_LD);
+    ld->d.reg = 2;
+    ld->a.reg = 1;
+    isa_insn *a1 = emit(p, 3, ISA_OP_ADDI);
+    a1->reg = 1;
+    a1->val = 128;
+    isa_insn *a2 = emit(p, 3, ISA_OP_ADDI);
+    a2->reg = 2;
+    a2->val = 128;
+    emit(p, 3, ISA_OP_ENDL);
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    CU_ASSERT_EQUAL(memcmp(sim_lx(s, 3) + 0x100, src, sizeof src), 0);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_ring_send_and_reduce_signal_remote_core(void)
+{
+    sim *s = sim_create(&cfg4);
+    float one[32], two[32];
+    for (int i = 0; i < 32; i++) {
+        one[i] = (float)i;
+        two[i] = 0.5f;
+    }
+    memcpy(sim_lx(s, 0), one, 128);
+    memcpy(sim_lx(s, 1), two, 128);
+    memcpy(sim_lx(s, 2) + 0x100, two, 128);
+    isa_program *p = prog_new();
+    /* core 0 sends its stick to core 2 at 0x200 and signals core 2 token 4;
+     * core 1 reduce-adds into core 2 at 0x100 (fp32), token 5. */
+    isa_insn *snd = emit(p, 0, ISA_OP_RING_SEND);
+    snd->core = 2;
+    snd->tok = 4;
+    snd->d.off = 0x200;
+    isa_insn *red = emit(p, 1, ISA_OP_RING_RED);
+    red->core = 2;
+    red->tok = 5;
+    red->t = ISA_T_F32;
+    red->d.off = 0x100;
+    /* core 2 waits for both then adds them */
+    sync(p, 2, ISA_OP_WAIT, ISA_U_SFP0, 4);
+    sync(p, 2, ISA_OP_WAIT, ISA_U_SFP0, 5);
+    isa_insn *add = emit(p, 2, ISA_OP_SFP_ADD);
+    add->t = ISA_T_F32;
+    add->d.off = 0x300;
+    add->a.off = 0x100;
+    add->b.off = 0x200;
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    float out[32];
+    memcpy(out, sim_lx(s, 2) + 0x300, 128);
+    for (int i = 0; i < 32; i++)
+        CU_ASSERT_EQUAL(out[i], 1.0f + (float)i);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_barrier_orders_cores(void)
+{
+    /* core 0 stores to DRAM, barrier, core 1 loads it */
+    sim *s = sim_create(&cfg4);
+    memset(sim_lx(s, 0), 0x42, 128);
+    isa_program *p = prog_new();
+    emit(p, 0, ISA_OP_DMA_ST)->d.off = 0x400;
+    for (int c = 0; c < 4; c++)
+        emit(p, c, ISA_OP_BAR);
+    isa_insn *ld = emit(p, 1, ISA_OP_DMA_LD);
+    ld->d.off = 0x80;
+    ld->a.off = 0x400;
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    CU_ASSERT_EQUAL(sim_lx(s, 1)[0x80], 0x42);
+    CU_ASSERT_EQUAL(sim_lx(s, 1)[0xff], 0x42);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+/* ---- rule checks ---- */
+
+static void expect_fault(isa_program *p, int core, int unit, long index, const char *text)
+{
+    sim *s = sim_create(&cfg4);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), -1);
+    CU_ASSERT_EQUAL(f.core, core);
+    CU_ASSERT_EQUAL(f.unit, unit);
+    CU_ASSERT_EQUAL(f.index, index);
+    if (!strstr(f.msg, text))
+        fprintf(stderr, "\nfault message '%s' lacks '%s'\n", f.msg, text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, text));
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_lx_out_of_bounds_names_core_unit_and_index(void)
+{
+    isa_program *p = prog_new();
+    emit(p, 2, ISA_OP_NOP);
+    isa_insn *ld = emit(p, 2, ISA_OP_DMA_LD);
+    ld->d.off = cfg4.lx_bytes - 128;
+    ld->run = 2;
+    halt_all(p);
+    expect_fault(p, 2, ISA_U_DMAI, 1, "outside LX");
+}
+
+static void test_dram_outside_segment_faults(void)
+{
+    isa_program *p = prog_new();
+    isa_insn *st = emit(p, 0, ISA_OP_DMA_ST);
+    st->d.off = (1 << 20) - 128;
+    st->n[0] = 2;
+    st->ds[0] = 128;
+    halt_all(p);
+    expect_fault(p, 0, ISA_U_DMAO, 0, "outside the program's segment");
+}
+
+static void test_unaligned_stick_faults(void)
+{
+    isa_program *p = prog_new();
+    isa_insn *in = emit(p, 1, ISA_OP_SFP_EXP);
+    in->c = 1;
+    in->a.off = 64;
+    halt_all(p);
+    expect_fault(p, 1, ISA_U_SFP1, 0, "not aligned");
+}
+
+static void test_wait_on_never_signalled_token_is_deadlock(void)
+{
+    isa_program *p = prog_new();
+    emit(p, 3, ISA_OP_NOP);
+    sync(p, 3, ISA_OP_WAIT, ISA_U_PT1, 7);
+    halt_all(p);
+    expect_fault(p, 3, ISA_U_PT1, 1, "deadlock");
+}
+
+static void test_barrier_missed_by_halted_core_is_deadlock(void)
+{
+    isa_program *p = prog_new();
+    for (int c = 0; c < 3; c++)
+        emit(p, c, ISA_OP_BAR);
+    halt_all(p);
+    expect_fault(p, 0, ISA_U_SEQ, 0, "waits at bar");
+}
+
+static void test_missing_token_and_bad_loop_fault(void)
+{
+    isa_program *p = prog_new();
+    sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 200);
+    halt_all(p);
+    expect_fault(p, 0, ISA_U_DMAI, 0, "token 200 does not exist");
+    p = prog_new();
+    emit(p, 1, ISA_OP_ENDL);
+    halt_all(p);
+    expect_fault(p, 1, ISA_U_SEQ, 0, "endl without loop");
+    p = prog_new();
+    emit(p, 1, ISA_OP_LOOP)->val = 2;
+    halt_all(p);
+    expect_fault(p, 1, ISA_U_SEQ, 1, "halt inside a loop");
+}
+
+static void test_runs_are_deterministic(void)
+{
+    sim *s = sim_create(&cfg4);
+    isa_program *p = prog_new();
+    isa_insn *in = emit(p, 0, ISA_OP_SFP_EXP);
+    in->n[0] = 4;
+    in->as[0] = 128;
+    in->ds[0] = 128;
+    in->d.off = 0x1000;
+    halt_all(p);
+    for (int i = 0; i < 512; i++)
+        sim_lx(s, 0)[i] = (uint8_t)(i * 31);
+    sim_stats a, b;
+    sim_fault f;
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, &a, &f), 0);
+    uint8_t first[512];
+    memcpy(first, sim_lx(s, 0) + 0x1000, 512);
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, &b, &f), 0);
+    CU_ASSERT_EQUAL(memcmp(first, sim_lx(s, 0) + 0x1000, 512), 0);
+    CU_ASSERT_EQUAL(a.insns, b.insns);
+    CU_ASSERT_EQUAL(a.sfp_elems, 256);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+int main(void)
+{
+    tu_config("spyre-4core", &cfg4);
+    static const tu_test tests[] = {
+        {"config_default_has_reference_values", test_config_default_has_reference_values},
+        {"config_4core_overrides_included_file", test_config_4core_overrides_included_file},
+        {"config_rejects_bad_values_with_line", test_config_rejects_bad_values_with_line},
+        {"config_reports_missing_key_and_file", test_config_reports_missing_key_and_file},
+        {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
+        {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
+        {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
+        {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
+        {"sfp_unary_ops_and_conversion", test_sfp_unary_ops_and_conversion},
+        {"loops_and_registers_step_addresses", test_loops_and_registers_step_addresses},
+        {"ring_send_and_reduce_signal_remote_core", test_ring_send_and_reduce_signal_remote_core},
+        {"barrier_orders_cores", test_barrier_orders_cores},
+        {"lx_out_of_bounds_names_core_unit_and_index", test_lx_out_of_bounds_names_core_unit_and_index},
+        {"dram_outside_segment_faults", test_dram_outside_segment_faults},
+        {"unaligned_stick_faults", test_unaligned_stick_faults},
+        {"wait_on_never_signalled_token_is_deadlock", test_wait_on_never_signalled_token_is_deadlock},
+        {"barrier_missed_by_halted_core_is_deadlock", test_barrier_missed_by_halted_core_is_deadlock},
+        {"missing_token_and_bad_loop_fault", test_missing_token_and_bad_loop_fault},
+        {"runs_are_deterministic", test_runs_are_deterministic},
+        {NULL, NULL},
+    };
+    return tu_run("sim", tests);
+}
