@@ -295,6 +295,14 @@ typedef struct {
     size_t n, cap;
 } isa_stream;
 
+/* A kernel: instructions [first, last] of one core's stream that belong to
+ * one compiled kernel (for traces, reports and the disassembly). */
+typedef struct {
+    char name[ISA_NAME_MAX];
+    int core;
+    long first, last;
+} isa_kernel;
+
 typedef struct {
     char config[ISA_NAME_MAX]; /* name of the chip configuration it targets */
     int ncores;                /* cores it was built for (streams) */
@@ -307,6 +315,8 @@ typedef struct {
     uint8_t *consts;           /* constant data (weights baked in) */
     size_t nconsts;
     char *graph;               /* what the program computes, as graph text for the reference; may be NULL */
+    isa_kernel *kernels;       /* may be empty */
+    size_t nkernels;
 } isa_program;
 
 isa_program *isa_program_new(int ncores);
@@ -318,6 +328,8 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
                            const int64_t *shape, uint64_t dram_off);
 int isa_program_find_tensor(const isa_program *p, const char *name);
+/* Name instructions [first, last] of a core's stream as a kernel. */
+void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last);
 /* Device layout helpers for a tensor: elements per stick, number of sticks
  * along stick_dim, rows (product of the other dims), total device bytes. */
 int64_t isa_tensor_lanes(const isa_tensor *t, uint32_t stick_bytes);

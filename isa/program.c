@@ -46,6 +46,7 @@ void isa_program_free(isa_program *p)
     free(p->tensors);
     free(p->consts);
     free(p->graph);
+    free(p->kernels);
     free(p);
 }
 
@@ -114,4 +115,14 @@ int isa_program_find_tensor(const isa_program *p, const char *name)
         if (strcmp(p->tensors[i].name, name) == 0)
             return (int)i;
     return -1;
+}
+
+void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last)
+{
+    p->kernels = xrealloc(p->kernels, (p->nkernels + 1) * sizeof *p->kernels);
+    isa_kernel *k = &p->kernels[p->nkernels++];
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->core = core;
+    k->first = first;
+    k->last = last;
 }

@@ -29,7 +29,20 @@
     K(dram_page_bytes, U, dram_page_bytes, 4096, 1ull << 30)        \
     K(dram_align, U, dram_align, 128, 1ull << 30)                   \
     K(clock_ghz, D, clock_ghz, 0.001, 100)                          \
-    K(ring_bytes_per_cycle, I, ring_bytes_per_cycle, 1, 1 << 20)
+    K(ring_bytes_per_cycle, I, ring_bytes_per_cycle, 1, 1 << 20)   \
+    K(ring_hop_cycles, D, ring_hop_cycles, 0, 1e6)                  \
+    K(ring_dram_ports, I, ring_dram_ports, 1, 256)                  \
+    K(seq_issue_cycles, D, seq_issue_cycles, 0, 1e6)                \
+    K(sync_cycles, D, sync_cycles, 0, 1e6)                          \
+    K(barrier_cycles, D, barrier_cycles, 0, 1e9)                    \
+    K(pt_lanes, I, pt_lanes, 1, 1024)                               \
+    K(pt_issue_cycles, D, pt_issue_cycles, 0, 1e6)                  \
+    K(pt_fill_cycles, D, pt_fill_cycles, 0, 1e6)                    \
+    K(sfp_issue_cycles, D, sfp_issue_cycles, 0, 1e6)                \
+    K(sfp_simple_cycles, D, sfp_simple_cycles, 0, 1e6)              \
+    K(sfp_complex_cycles, D, sfp_complex_cycles, 0, 1e6)            \
+    K(dma_issue_cycles, D, dma_issue_cycles, 0, 1e6)                \
+    K(lx_bytes_per_cycle, D, lx_bytes_per_cycle, 1, 1e6)
 
 enum {
 #define K(key, ty, f, lo, hi) KEY_##key,

@@ -26,6 +26,20 @@ typedef struct {
     uint64_t dram_align;     /* runtime allocator alignment */
     double clock_ghz;        /* core clock */
     int ring_bytes_per_cycle;/* per direction */
+    /* Timing (cycles at clock_ghz); sim/configs/spyre.cfg explains each. */
+    double ring_hop_cycles;  /* latency per ring stop */
+    int ring_dram_ports;     /* memory controller stops on the ring */
+    double seq_issue_cycles; /* sequencer: per instruction */
+    double sync_cycles;      /* wait / sig */
+    double barrier_cycles;   /* release of a barrier */
+    int pt_lanes;            /* MACs per PE per cycle */
+    double pt_issue_cycles;  /* per pt.mm */
+    double pt_fill_cycles;   /* pipeline fill and drain per pass group */
+    double sfp_issue_cycles; /* per SFP instruction */
+    double sfp_simple_cycles;  /* per stick: add, mul, max, mov, ... */
+    double sfp_complex_cycles; /* per stick: exp, log, div, tanh, ... */
+    double dma_issue_cycles; /* descriptor overhead per DMA */
+    double lx_bytes_per_cycle; /* LX port bandwidth for LX->LX copies */
 } sim_config;
 
 /* Load a configuration file.  Returns 0, or -1 with "file:line: message". */
@@ -43,15 +57,35 @@ typedef struct {
     char msg[512];
 } sim_fault;
 
+#define SIM_MAX_CORES 256
+
 typedef struct {
+    double cycles;             /* simulated core cycles from launch to the last unit done */
     uint64_t insns;            /* instructions executed by units (not control) */
     uint64_t macs;             /* multiply-accumulates done by PT units */
     uint64_t sfp_elems;        /* elements produced by SFP units */
     uint64_t dram_bytes_read;
     uint64_t dram_bytes_written;
-    uint64_t ring_bytes;
-    uint64_t lx_peak[256];     /* highest LX byte touched + 1, per core */
+    uint64_t dram_row_hits, dram_row_misses; /* row-buffer outcomes of DRAM segments */
+    uint64_t ring_bytes;       /* bytes carried over ring links (DMA and core to core) */
+    uint64_t lx_peak[SIM_MAX_CORES];            /* highest LX byte touched + 1, per core */
+    double unit_busy[SIM_MAX_CORES][ISA_NUNITS];  /* cycles executing */
+    double unit_stall[SIM_MAX_CORES][ISA_NUNITS]; /* cycles blocked on a token */
 } sim_stats;
+
+/* Figures derived from stats and the configuration. */
+double sim_stats_time_us(const sim_stats *st, const sim_config *cfg);
+double sim_stats_mac_utilization(const sim_stats *st, const sim_config *cfg);
+/* Write the statistics as one JSON object (keys in docs/stats.md). */
+int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen);
+
+typedef enum { SIM_TRACE_OFF, SIM_TRACE_KERNEL, SIM_TRACE_INSN } sim_trace_level;
+
+typedef struct {
+    int values;             /* compute values; 0 = timing only (addresses still checked) */
+    int detect_races;       /* report unordered overlapping accesses as faults */
+    sim_trace_level trace;  /* record a timeline for sim_write_trace */
+} sim_options;
 
 typedef struct sim sim;
 
@@ -68,6 +102,12 @@ int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len);
  * instructions are relative to dram_base.  Returns 0, or -1 with the fault
  * filled in (the program broke a rule or deadlocked). */
 int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim_fault *fault);
+
+/* Options for the next runs (default: values on, races detected, no trace). */
+void sim_set_options(sim *s, const sim_options *opt);
+/* The timeline of the last run as Chrome trace-event JSON (needs a trace
+ * level other than OFF during the run). */
+int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, size_t errlen);
 
 /* Direct LX access, for tests. */
 uint8_t *sim_lx(sim *s, int core);
