@@ -1,0 +1,153 @@
+/* codegen.h: the compiler's code-generation layer, shared by the kernel
+ * generators (gen_*.c); not part of the public interface (cc.h).
+ *
+ * An emitter (cc_emit) writes one core's stream.  It owns that core's
+ * resources: an LX bump allocator checked against the chip's usable LX,
+ * sync tokens, address registers, and the loop nesting depth.  Every
+ * instruction is encoded as it is pushed, so an operand that does not fit
+ * its field is reported where it was generated instead of much later.
+ * The first error sticks: later calls do nothing, and the generator checks
+ * cc_emit_failed() once at the end.
+ *
+ * The target (cc_target) holds the numbers the cost models use, taken
+ * from the chip configuration (cc_target_init). */
+#ifndef CC_CODEGEN_H
+#define CC_CODEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cc.h"
+#include "isa.h"
+#include "sim.h"
+
+/* ---- Target description for the cost models ---- */
+
+typedef struct {
+    const sim_config *cfg;
+    int64_t stick;            /* bytes per stick */
+    int64_t lanes16;          /* DL16 elements per stick */
+    int64_t lanes32;          /* fp32 elements per stick */
+    int corelets;             /* PT/SFP pairs per core the ISA can address (<= 2) */
+    int64_t pt_rows;          /* rows of A one PT pass consumes */
+    int64_t pt_cols_per_pass; /* output columns one PT pass produces */
+    double dma_bytes_per_cycle; /* one core's DMA stream (its ring stop) */
+    double pt_insn_cycles;    /* fixed cost of one pt.mm: issue, fill and drain */
+    double dma_insn_cycles;   /* fixed cost of one DMA: descriptor setup */
+    double sync_cycles;       /* a token hand-off between units */
+} cc_target;
+
+void cc_target_init(cc_target *t, const sim_config *cfg);
+
+/* Split `total` items into `parts` nearly equal parts (the first
+ * total % parts get one more); part i starts at *start and has *len. */
+void cc_split(int64_t total, int64_t parts, int64_t i, int64_t *start, int64_t *len);
+static inline int64_t cc_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t cc_round_up(int64_t a, int64_t b) { return cc_ceil_div(a, b) * b; }
+static inline int64_t cc_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t cc_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* ---- Programs ---- */
+
+/* A program for every core of cfg, with its config fields set and a copy
+ * of `graph` as its graph text.  NULL (message in err) on failure. */
+isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err, size_t errlen);
+/* Add a 2-D tensor (rows, cols), sticked on cols, at the next aligned DRAM
+ * offset; returns its DRAM offset. */
+uint64_t cc_program_add_2d(isa_program *p, const sim_config *cfg, const char *name, isa_role role,
+                           int64_t rows, int64_t cols);
+
+/* ---- Emitter ---- */
+
+typedef struct {
+    const sim_config *cfg;
+    isa_program *prog;
+    int core;
+    isa_stream *s;
+    uint64_t lx_top;    /* next free LX byte */
+    int ntokens;        /* tokens handed out */
+    int nregs;          /* registers handed out (r1..) */
+    int depth;          /* open loops */
+    int failed;
+    char *err;
+    size_t errlen;
+} cc_emit;
+
+void cc_emit_begin(cc_emit *e, const sim_config *cfg, isa_program *p, int core, char *err, size_t errlen);
+int cc_emit_failed(const cc_emit *e);
+/* Record an error (printf style) unless one is already recorded; returns -1. */
+int cc_emit_error(cc_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* LX bytes, stick-aligned, within cfg->lx_usable_bytes; returns the LX
+ * offset or -1 (error recorded) when the budget is exceeded. */
+int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what);
+/* A fresh sync token (0..cfg->tokens-1) or -1 (error recorded). */
+int cc_tok_alloc(cc_emit *e, const char *what);
+/* A fresh address register (1..15) or -1 (error recorded). */
+int cc_reg_alloc(cc_emit *e);
+
+/* Operand addresses. */
+static inline isa_addr cc_abs(int64_t off) { isa_addr a = {0, off}; return a; }
+static inline isa_addr cc_reg(int reg, int64_t off) { isa_addr a = {reg, off}; return a; }
+
+/* Push a fully formed instruction (validated by encoding it). */
+void cc_push(cc_emit *e, const isa_insn *in);
+
+/* Control. */
+void cc_emit_li(cc_emit *e, int reg, int64_t v);
+/* r += v; nothing for v == 0. */
+void cc_emit_addi(cc_emit *e, int reg, int64_t v);
+void cc_emit_loop(cc_emit *e, int64_t n);
+void cc_emit_endl(cc_emit *e);
+/* Emit body(ctx) `count` times: as a counted loop whose body holds
+ * `unroll` copies when it runs at least twice, the remainder straight.
+ * The body is emitted (and so its generator-side bookkeeping runs) fewer
+ * times than it executes: pick `unroll` so that one iteration leaves any
+ * state the generator tracks (such as which of two buffers is next)
+ * where it found it.  Each copy must leave the registers ready for the
+ * next. */
+void cc_emit_repeat(cc_emit *e, int64_t count, int unroll, void (*body)(void *ctx), void *ctx);
+void cc_emit_halt(cc_emit *e);
+void cc_emit_wait(cc_emit *e, isa_unit u, int tok);
+void cc_emit_sig(cc_emit *e, isa_unit u, int tok);
+
+/* DMA: `levels` nested loops, innermost first; run sticks per step. */
+typedef struct {
+    int64_t run;
+    int levels;
+    int64_t n[ISA_MAX_LOOPS], ds[ISA_MAX_LOOPS], as[ISA_MAX_LOOPS];
+} cc_dma_shape;
+/* The common case: `groups` steps of `run` sticks, strides ds/as. */
+static inline cc_dma_shape cc_dma_groups(int64_t run, int64_t groups, int64_t ds, int64_t as)
+{
+    cc_dma_shape sh = {run, 1, {groups, 1, 1, 1}, {ds, 0, 0, 0}, {as, 0, 0, 0}};
+    return sh;
+}
+void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh);
+
+/* PT matrix multiply on corelet c (see the pt.mm operand description). */
+typedef struct {
+    int c;
+    unsigned flags;      /* ISA_F_ACC | ISA_F_F32 */
+    isa_addr d, p, a, b;
+    int64_t m, n, k;
+    int64_t ds, ps, as, bs;
+} cc_pt_args;
+void cc_emit_pt(cc_emit *e, const cc_pt_args *pa);
+
+/* SFP instruction on corelet c: two loop levels (i0 inner, i1 outer). */
+typedef struct {
+    int op;
+    int c;
+    isa_dtype_dev t;
+    isa_bmode bm;
+    unsigned flags;      /* ISA_F_LANES for reductions */
+    isa_addr d, a, b;
+    int64_t n0, n1;
+    int64_t ds0, as0, bs0, ds1, as1, bs1;
+    float imm;
+    int64_t vl;
+} cc_sfp_args;
+void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa);
+
+#endif

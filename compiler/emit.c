@@ -1,0 +1,299 @@
+/* emit.c: the code-generation layer shared by the kernel generators:
+ * program setup, the target description for cost models, and the
+ * per-core emitter (LX, tokens, registers, instructions). */
+#include "codegen.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Target ---- */
+
+/* A configuration value, or a fallback when it is unset (a hand-built
+ * sim_config); the fallbacks are the shipped spyre.cfg values. */
+static double or_default(double v, double def) { return v > 0 ? v : def; }
+
+void cc_target_init(cc_target *t, const sim_config *cfg)
+{
+    memset(t, 0, sizeof *t);
+    t->cfg = cfg;
+    t->stick = cfg->stick_bytes;
+    t->lanes16 = cfg->stick_bytes / 2;
+    t->lanes32 = cfg->stick_bytes / 4;
+    t->corelets = cfg->corelets < 2 ? (cfg->corelets < 1 ? 1 : cfg->corelets) : 2;
+    t->pt_rows = (int64_t)or_default(cfg->pt_rows, 8);
+    /* A pass of the array: pt_rows rows of A against pt_cols x pt_lanes columns of B. */
+    t->pt_cols_per_pass = (int64_t)(or_default(cfg->pt_cols, 8) * or_default(cfg->pt_lanes, 8));
+    /* A core's DMA streams over its ring stop. */
+    t->dma_bytes_per_cycle = or_default(cfg->ring_bytes_per_cycle, cfg->stick_bytes);
+    t->pt_insn_cycles = or_default(cfg->pt_issue_cycles, 8) + or_default(cfg->pt_fill_cycles, 16);
+    t->dma_insn_cycles = or_default(cfg->dma_issue_cycles, 32);
+    t->sync_cycles = or_default(cfg->sync_cycles, 1);
+}
+
+void cc_split(int64_t total, int64_t parts, int64_t i, int64_t *start, int64_t *len)
+{
+    int64_t q = total / parts, r = total % parts;
+    *start = i * q + (i < r ? i : r);
+    *len = q + (i < r ? 1 : 0);
+}
+
+/* ---- Programs ---- */
+
+isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err, size_t errlen)
+{
+    if (cfg->cores < 1 || cfg->stick_bytes < 4 || cfg->stick_bytes % 4) {
+        snprintf(err, errlen, "configuration %s: unusable (cores %d, stick_bytes %u)", cfg->name, cfg->cores,
+                 cfg->stick_bytes);
+        return NULL;
+    }
+    isa_program *p = isa_program_new(cfg->cores);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(p->config, sizeof p->config, "%s", cfg->name);
+    p->lx_bytes = cfg->lx_bytes;
+    p->stick_bytes = cfg->stick_bytes;
+    p->graph = malloc(strlen(graph) + 1);
+    if (!p->graph) {
+        isa_program_free(p);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    strcpy(p->graph, graph);
+    return p;
+}
+
+uint64_t cc_program_add_2d(isa_program *p, const sim_config *cfg, const char *name, isa_role role, int64_t rows,
+                           int64_t cols)
+{
+    uint64_t align = cfg->stick_bytes;
+    if (cfg->dram_align > align && cfg->dram_align % align == 0)
+        align = cfg->dram_align;
+    uint64_t off = (p->dram_bytes + align - 1) / align * align;
+    int64_t shape[2] = {rows, cols};
+    isa_program_add_tensor(p, name, role, ISA_HT_F32, ISA_T_DL16, 2, shape, off);
+    return off;
+}
+
+/* ---- Emitter ---- */
+
+void cc_emit_begin(cc_emit *e, const sim_config *cfg, isa_program *p, int core, char *err, size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    e->cfg = cfg;
+    e->prog = p;
+    e->core = core;
+    e->s = &p->cores[core];
+    e->err = err;
+    e->errlen = errlen;
+}
+
+int cc_emit_failed(const cc_emit *e) { return e->failed; }
+
+int cc_emit_error(cc_emit *e, const char *fmt, ...)
+{
+    if (e->failed)
+        return -1;
+    e->failed = 1;
+    if (e->err && e->errlen) {
+        int n = snprintf(e->err, e->errlen, "core %d: ", e->core);
+        if (n < 0 || (size_t)n >= e->errlen)
+            n = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->err + n, e->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
+{
+    if (e->failed)
+        return -1;
+    uint64_t sb = e->cfg->stick_bytes;
+    uint64_t size = ((uint64_t)bytes + sb - 1) / sb * sb;
+    if (bytes <= 0 || e->lx_top + size > e->cfg->lx_usable_bytes)
+        return cc_emit_error(e, "LX budget exceeded allocating %s (%" PRId64 " bytes; %llu of %llu usable bytes in use)",
+                             what, bytes, (unsigned long long)e->lx_top,
+                             (unsigned long long)e->cfg->lx_usable_bytes);
+    int64_t off = (int64_t)e->lx_top;
+    e->lx_top += size;
+    return off;
+}
+
+int cc_tok_alloc(cc_emit *e, const char *what)
+{
+    if (e->failed)
+        return -1;
+    if (e->ntokens >= e->cfg->tokens || e->ntokens >= 256)
+        return cc_emit_error(e, "out of sync tokens allocating %s (the chip has %d per core)", what, e->cfg->tokens);
+    return e->ntokens++;
+}
+
+int cc_reg_alloc(cc_emit *e)
+{
+    if (e->failed)
+        return -1;
+    if (e->nregs + 1 >= ISA_NREGS)
+        return cc_emit_error(e, "out of address registers (r1..r%d)", ISA_NREGS - 1);
+    return ++e->nregs;
+}
+
+void cc_push(cc_emit *e, const isa_insn *in)
+{
+    if (e->failed)
+        return;
+    uint8_t buf[ISA_INSN_BYTES];
+    char msg[256];
+    if (isa_encode(in, buf, msg, sizeof msg)) {
+        cc_emit_error(e, "instruction %zu: %s", e->s->n, msg);
+        return;
+    }
+    isa_stream_push(e->s, in);
+}
+
+static void emit_reg(cc_emit *e, int op, int reg, int64_t v)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    in.reg = reg;
+    in.val = v;
+    cc_push(e, &in);
+}
+
+void cc_emit_li(cc_emit *e, int reg, int64_t v) { emit_reg(e, ISA_OP_LI, reg, v); }
+void cc_emit_addi(cc_emit *e, int reg, int64_t v)
+{
+    if (v)
+        emit_reg(e, ISA_OP_ADDI, reg, v);
+}
+
+void cc_emit_loop(cc_emit *e, int64_t n)
+{
+    if (e->depth >= ISA_MAX_LOOPS) {
+        cc_emit_error(e, "loops nested deeper than %d", ISA_MAX_LOOPS);
+        return;
+    }
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_LOOP);
+    in.val = n;
+    cc_push(e, &in);
+    e->depth++;
+}
+
+void cc_emit_endl(cc_emit *e)
+{
+    if (e->depth <= 0) {
+        cc_emit_error(e, "endl without loop");
+        return;
+    }
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_ENDL);
+    cc_push(e, &in);
+    e->depth--;
+}
+
+void cc_emit_repeat(cc_emit *e, int64_t count, int unroll, void (*body)(void *ctx), void *ctx)
+{
+    if (unroll < 1)
+        unroll = 1;
+    int64_t iters = count / unroll;
+    if (iters >= 2) {
+        cc_emit_loop(e, iters);
+        for (int i = 0; i < unroll; i++)
+            body(ctx);
+        cc_emit_endl(e);
+        count -= iters * unroll;
+    }
+    for (; count > 0 && !e->failed; count--)
+        body(ctx);
+}
+
+void cc_emit_halt(cc_emit *e)
+{
+    if (e->depth)
+        cc_emit_error(e, "halt inside %d open loop(s)", e->depth);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_HALT);
+    cc_push(e, &in);
+}
+
+static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
+{
+    if (tok < 0 || tok >= e->ntokens) {
+        cc_emit_error(e, "token %d was never allocated", tok);
+        return;
+    }
+    isa_insn in;
+    isa_insn_init(&in, op);
+    in.u = u;
+    in.tok = tok;
+    cc_push(e, &in);
+}
+
+void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_WAIT, u, tok); }
+void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_SIG, u, tok); }
+
+void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    in.d = d;
+    in.a = a;
+    in.run = sh->run;
+    for (int l = 0; l < sh->levels && l < ISA_MAX_LOOPS; l++) {
+        in.n[l] = sh->n[l];
+        in.ds[l] = sh->ds[l];
+        in.as[l] = sh->as[l];
+    }
+    cc_push(e, &in);
+}
+
+void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
+{
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_PT_MM);
+    in.c = pa->c;
+    in.flags = pa->flags;
+    in.d = pa->d;
+    in.p = pa->p;
+    in.a = pa->a;
+    in.b = pa->b;
+    in.m = pa->m;
+    in.nn = pa->n;
+    in.k = pa->k;
+    in.ds[0] = pa->ds;
+    in.ps = pa->ps;
+    in.as[0] = pa->as;
+    in.bs[0] = pa->bs;
+    cc_push(e, &in);
+}
+
+void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
+{
+    isa_insn in;
+    isa_insn_init(&in, sa->op);
+    in.c = sa->c;
+    in.t = sa->t;
+    in.bm = sa->bm;
+    in.flags = sa->flags;
+    in.d = sa->d;
+    in.a = sa->a;
+    in.b = sa->b;
+    in.n[0] = sa->n0;
+    in.n[1] = sa->n1;
+    in.ds[0] = sa->ds0;
+    in.as[0] = sa->as0;
+    in.bs[0] = sa->bs0;
+    in.ds[1] = sa->ds1;
+    in.as[1] = sa->as1;
+    in.bs[1] = sa->bs1;
+    in.imm = sa->imm;
+    in.vl = sa->vl;
+    cc_push(e, &in);
+}

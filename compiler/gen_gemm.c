@@ -1,0 +1,550 @@
+/* gen_gemm.c: C (M, N) = A (M, K) @ B (K, N) on every core of the chip.
+ *
+ * Work division: the output is cut into a gm x gn grid of core tiles, M in
+ * rows and N in whole sticks (uneven edges allowed); a cost model picks
+ * the grid and each core's blocking (plan_cost: the busier corelet's PT
+ * cycles against the DRAM bytes the core loads at its DMA rate; the DRAM
+ * bandwidth the cores share is not modelled yet).  Each core walks its
+ * tile in blocks of MB rows x NBS sticks that fit its LX, and each
+ * block's K in chunks of KC rows:
+ *
+ *   LX:  A[2]  MB rows x KC   (KC/64 groups of MB sticks)   double buffered
+ *        B[2]  KC x NBS sticks (NBS groups of KC sticks)    double buffered
+ *        P     fp32 partial sums of the block (2*NBS groups of MB sticks)
+ *        C[2]  DL16 result of a block (NBS groups of MB sticks)
+ *
+ * Units and tokens (per slot s of A/B, slot q of C, corelet c):
+ *   dmai: wait empty[s][c]; load A, B chunk into slot s; sig full[s][c]
+ *   ptc:  wait full[s][c]; (last chunk: wait cempty[q][c]) pt.mm;
+ *         sig empty[s][c]; (last chunk: sig cfull[q][c])
+ *   dmao: wait cfull[q][c]; store C[q]; sig cempty[q][c]
+ * The "empty" tokens start with one credit each (signalled in the
+ * prologue) and are drained in the epilogue, so every token ends at zero.
+ * The block's first chunk writes fp32 partials, middle chunks accumulate
+ * (acc|f32, p = d = P), the last chunk accumulates and writes DL16 to C[q].
+ * DRAM addresses live in registers advanced by addi, so the middle chunks
+ * of a block, the full blocks of a row and the full rows of a tile run as
+ * counted loops (unrolled by two where the slot alternation needs it).
+ *
+ * The two PT corelets split each block by rows (at a fixed row r0) or by
+ * sticks (at a fixed stick s0); every buffer uses the plan's fixed strides
+ * (MB, KC), so a corelet's region of P and C never moves between blocks. */
+#include "codegen.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_STICKS };
+
+/* How one core computes its tile. */
+typedef struct {
+    int64_t mt, ns;         /* tile: rows, sticks of N */
+    int64_t MB, NBS, KC;    /* block rows, block sticks, K chunk */
+    int64_t nch;            /* chunks per block */
+    int split;              /* corelet split, SPLIT_* */
+    int64_t r0, s0;         /* corelet 1's first row / stick in a block */
+    double cycles;          /* estimated */
+    double bytes;           /* DRAM bytes the core moves */
+} tile_plan;
+
+typedef struct {
+    const cc_target *t;
+    int64_t M, N, K;
+    int64_t GN;             /* sticks along N */
+    uint64_t budget;        /* LX bytes per core */
+    uint64_t a_dram, b_dram, c_dram;
+} gemm_ctx;
+
+/* Cycles of one pt.mm of m x n x k on a corelet. */
+static double pt_cycles(const cc_target *t, int64_t m, int64_t n, int64_t k)
+{
+    return (double)cc_ceil_div(m, t->pt_rows) * (double)cc_ceil_div(n, t->pt_cols_per_pass) * (double)k +
+           t->pt_insn_cycles;
+}
+
+/* The corelet split of a block of MB rows x NBS sticks: the one whose
+ * busier corelet has the fewest PT passes (rows first on a tie). */
+static void choose_split(const cc_target *t, tile_plan *pl)
+{
+    int64_t lanes = t->lanes16;
+    double best = pt_cycles(t, pl->MB, pl->NBS * lanes, 1);
+    pl->split = SPLIT_NONE;
+    pl->r0 = pl->MB;
+    pl->s0 = pl->NBS;
+    if (t->corelets < 2)
+        return;
+    if (pl->MB >= 2) {
+        int64_t r0 = cc_ceil_div(pl->MB, 2);
+        if (cc_round_up(r0, t->pt_rows) < pl->MB)
+            r0 = cc_round_up(r0, t->pt_rows);
+        double c = pt_cycles(t, cc_max(r0, pl->MB - r0), pl->NBS * lanes, 1);
+        if (c < best) {
+            best = c;
+            pl->split = SPLIT_ROWS;
+            pl->r0 = r0;
+            pl->s0 = pl->NBS;
+        }
+    }
+    if (pl->NBS >= 2) {
+        int64_t s0 = cc_ceil_div(pl->NBS, 2);
+        double c = pt_cycles(t, pl->MB, s0 * lanes, 1);
+        if (c < best) {
+            pl->split = SPLIT_STICKS;
+            pl->r0 = pl->MB;
+            pl->s0 = s0;
+        }
+    }
+}
+
+/* LX bytes of a plan (every buffer is a whole number of sticks). */
+static uint64_t plan_lx(const cc_target *t, int64_t MB, int64_t NBS, int64_t KC, int64_t nch)
+{
+    int64_t sb = t->stick, a = (KC / t->lanes16) * MB * sb, b = NBS * KC * sb, c = NBS * MB * sb;
+    int64_t p = nch > 1 ? cc_ceil_div(NBS * t->lanes16, t->lanes32) * MB * sb : 0;
+    return (uint64_t)(2 * a + 2 * b + p + 2 * c);
+}
+
+/* Estimated cycles of a core computing an mt x ns tile with the given
+ * blocking: the first chunk's load, then the longer of PT work and DMA
+ * traffic (they overlap through double buffering), then the last store. */
+static void plan_cost(const gemm_ctx *g, tile_plan *pl)
+{
+    const cc_target *t = g->t;
+    int64_t sb = t->stick, K = g->K, kg = cc_ceil_div(K, t->lanes16);
+    int64_t nbm = cc_ceil_div(pl->mt, pl->MB), nbn = cc_ceil_div(pl->ns, pl->NBS);
+    int64_t blocks = nbm * nbn, chunks = blocks * pl->nch;
+    choose_split(t, pl);
+    int64_t busy_rows = pl->split == SPLIT_ROWS ? cc_max(pl->r0, pl->MB - pl->r0) : pl->MB;
+    int64_t busy_sticks = pl->split == SPLIT_STICKS ? cc_max(pl->s0, pl->NBS - pl->s0) : pl->NBS;
+    double compute = (double)blocks * (pt_cycles(t, busy_rows, busy_sticks * t->lanes16, K) - t->pt_insn_cycles) +
+                     (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles);
+    double in_bytes = (double)nbn * (double)(pl->mt * kg * sb) + (double)nbm * (double)(pl->ns * K * sb);
+    double out_bytes = (double)(pl->mt * pl->ns * sb);
+    double dma = (in_bytes + out_bytes) / t->dma_bytes_per_cycle + (double)(2 * chunks + blocks) * t->dma_insn_cycles;
+    double fill = (double)((pl->KC / t->lanes16) * pl->MB * sb + pl->NBS * pl->KC * sb) / t->dma_bytes_per_cycle;
+    double tail = (double)(pl->MB * pl->NBS * sb) / t->dma_bytes_per_cycle;
+    pl->cycles = fill + (compute > dma ? compute : dma) + tail;
+    pl->bytes = in_bytes + out_bytes;
+}
+
+/* Estimates this close to the best count as equal: among them the plan
+ * moving the fewest DRAM bytes wins, since the cost model does not see
+ * the DRAM bandwidth the cores share. */
+#define COST_SLACK 0.03
+
+/* Is a (cycles, bytes) better than b, given the best cycles seen? */
+static int better(double best_cycles, double ac, double ab, double bc, double bb)
+{
+    double limit = best_cycles * (1 + COST_SLACK);
+    int a_ok = ac <= limit, b_ok = bc <= limit;
+    if (a_ok != b_ok)
+        return a_ok;
+    if (a_ok && ab != bb)
+        return ab < bb;
+    return ac < bc;
+}
+
+/* Candidate blockings of an mt x ns tile that fit the LX budget: K chunks
+ * of 1, 2, 4 or 8 sticks, every distinct split of the sticks into blocks,
+ * and for each the most rows that fit, balanced over the row blocks.
+ * Calls visit(ctx, plan) for each; returns how many. */
+static int each_blocking(const gemm_ctx *g, int64_t mt, int64_t ns, void (*visit)(void *, const tile_plan *), void *ctx)
+{
+    const cc_target *t = g->t;
+    int64_t lanes = t->lanes16, kpad = cc_round_up(g->K, lanes);
+    int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
+    int n = 0;
+    for (int64_t KC = lanes; KC <= 8 * lanes; KC *= 2) {
+        if (KC > lanes && KC > kpad)
+            break;
+        int64_t nch = cc_ceil_div(g->K, KC);
+        int64_t prev = -1;
+        for (int64_t q = 1; q <= ns; q++) {
+            int64_t NBS = cc_ceil_div(ns, q);
+            if (NBS == prev || NBS > max_sticks)
+                continue;
+            prev = NBS;
+            uint64_t fixed = plan_lx(t, 0, NBS, KC, nch), per_row = plan_lx(t, 1, NBS, KC, nch) - fixed;
+            if (fixed >= g->budget)
+                continue;
+            int64_t mbmax = cc_min((int64_t)((g->budget - fixed) / per_row), 65535);
+            if (mbmax < 1)
+                continue;
+            tile_plan pl = {0};
+            pl.mt = mt;
+            pl.ns = ns;
+            pl.KC = KC;
+            pl.nch = nch;
+            pl.NBS = NBS;
+            pl.MB = cc_ceil_div(mt, cc_ceil_div(mt, mbmax));
+            plan_cost(g, &pl);
+            visit(ctx, &pl);
+            n++;
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    double best_cycles;
+    tile_plan pick;
+    int have;
+} plan_search;
+
+static void note_fastest(void *ctx, const tile_plan *pl)
+{
+    plan_search *ps = ctx;
+    if (pl->cycles < ps->best_cycles)
+        ps->best_cycles = pl->cycles;
+}
+
+static void note_pick(void *ctx, const tile_plan *pl)
+{
+    plan_search *ps = ctx;
+    if (!ps->have || better(ps->best_cycles, pl->cycles, pl->bytes, ps->pick.cycles, ps->pick.bytes)) {
+        ps->pick = *pl;
+        ps->have = 1;
+    }
+}
+
+/* The blocking of an mt x ns tile to use; 0, or -1 when nothing fits. */
+static int plan_tile(const gemm_ctx *g, int64_t mt, int64_t ns, tile_plan *out)
+{
+    plan_search ps = {DBL_MAX, {0}, 0};
+    if (!each_blocking(g, mt, ns, note_fastest, &ps))
+        return -1;
+    each_blocking(g, mt, ns, note_pick, &ps);
+    *out = ps.pick;
+    return 0;
+}
+
+/* Pick the core grid by the estimate of its largest tile; near-ties go
+ * to fewer DRAM bytes over the chip, then to fewer cores. */
+static int choose_grid(const gemm_ctx *g, int64_t *gm_out, int64_t *gn_out)
+{
+    int64_t cores = g->t->cfg->cores;
+    double best_cycles = DBL_MAX, pick_cycles = 0, pick_bytes = 0;
+    int64_t pick_cores = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t gm = 1; gm <= cc_min(cores, g->M); gm++)
+            for (int64_t gn = 1; gn <= cc_min(cores / gm, g->GN); gn++) {
+                tile_plan pl;
+                if (plan_tile(g, cc_ceil_div(g->M, gm), cc_ceil_div(g->GN, gn), &pl))
+                    continue;
+                double bytes = pl.bytes * (double)(gm * gn);
+                if (pass == 0) {
+                    if (pl.cycles < best_cycles)
+                        best_cycles = pl.cycles;
+                } else if (!pick_cores || better(best_cycles, pl.cycles, bytes, pick_cycles, pick_bytes) ||
+                           (pl.cycles == pick_cycles && bytes == pick_bytes && gm * gn < pick_cores)) {
+                    pick_cycles = pl.cycles;
+                    pick_bytes = bytes;
+                    pick_cores = gm * gn;
+                    *gm_out = gm;
+                    *gn_out = gn;
+                }
+            }
+    return pick_cores ? 0 : -1;
+}
+
+/* ---- Emission ---- */
+
+typedef struct {
+    cc_emit e;
+    const gemm_ctx *g;
+    const tile_plan *pl;
+    int nc;                    /* corelets in use */
+    int64_t A[2], B[2], P, C[2];
+    int full[2][2], empty[2][2], cfull[2][2], cempty[2][2];
+    int rA, rB, rC;            /* DRAM addresses: A chunk, B chunk, C block */
+    int64_t chunk, nblk;       /* chunks and blocks emitted: their parity picks the slots */
+    /* current block */
+    int64_t mb, nbs, q;
+    int active[2];
+    int64_t crow[2], cnrows[2], cstick[2], cnsticks[2];
+} gemm_core;
+
+enum { CH_FIRST, CH_MID, CH_LAST, CH_ONLY };
+
+/* The pt.mm of corelet c for one chunk in slot s. */
+static void emit_mm(gemm_core *gc, int c, int kind, int s, int64_t kc)
+{
+    const gemm_ctx *g = gc->g;
+    const tile_plan *pl = gc->pl;
+    const int64_t sb = g->t->stick, lanes = g->t->lanes16, KC = pl->KC, rs = pl->MB * sb;
+    int64_t r = gc->crow[c], st = gc->cstick[c];
+    isa_addr p_at = cc_abs(gc->P + r * sb + st * (lanes / g->t->lanes32) * rs);
+    isa_addr c_at = cc_abs(gc->C[gc->q] + r * sb + st * rs);
+    cc_pt_args pa = {0};
+    pa.c = c;
+    pa.a = cc_abs(gc->A[s] + r * sb);
+    pa.as = rs;
+    pa.b = cc_abs(gc->B[s] + st * KC * sb);
+    pa.bs = KC * sb;
+    pa.m = gc->cnrows[c];
+    pa.n = gc->cnsticks[c] * lanes; /* whole sticks: B's zero padding gives zero padding in C */
+    pa.k = kc;
+    pa.ds = rs;
+    switch (kind) {
+    case CH_FIRST: pa.flags = ISA_F_F32; pa.d = p_at; break;
+    case CH_MID: pa.flags = ISA_F_ACC | ISA_F_F32; pa.d = p_at; pa.p = p_at; pa.ps = rs; break;
+    case CH_LAST: pa.flags = ISA_F_ACC; pa.d = c_at; pa.p = p_at; pa.ps = rs; break;
+    default: pa.flags = 0; pa.d = c_at; break;
+    }
+    cc_emit_pt(&gc->e, &pa);
+}
+
+static void emit_chunk(gemm_core *gc, int kind, int64_t kc)
+{
+    cc_emit *e = &gc->e;
+    const gemm_ctx *g = gc->g;
+    const tile_plan *pl = gc->pl;
+    const int64_t sb = g->t->stick, lanes = g->t->lanes16, KC = pl->KC;
+    int s = (int)(gc->chunk++ % 2);
+    int last = kind == CH_LAST || kind == CH_ONLY;
+
+    for (int c = 0; c < gc->nc; c++)
+        cc_emit_wait(e, ISA_U_DMAI, gc->empty[s][c]);
+    cc_dma_shape a = cc_dma_groups(gc->mb, cc_ceil_div(kc, lanes), pl->MB * sb, g->M * sb);
+    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(gc->A[s]), cc_reg(gc->rA, 0), &a);
+    cc_dma_shape b = cc_dma_groups(kc, gc->nbs, KC * sb, g->K * sb);
+    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(gc->B[s]), cc_reg(gc->rB, 0), &b);
+    if (!last) {
+        cc_emit_addi(e, gc->rA, (KC / lanes) * g->M * sb);
+        cc_emit_addi(e, gc->rB, KC * sb);
+    }
+    for (int c = 0; c < gc->nc; c++)
+        cc_emit_sig(e, ISA_U_DMAI, gc->full[s][c]);
+
+    for (int c = 0; c < gc->nc; c++) {
+        isa_unit pt = c ? ISA_U_PT1 : ISA_U_PT0;
+        cc_emit_wait(e, pt, gc->full[s][c]);
+        if (last)
+            cc_emit_wait(e, pt, gc->cempty[gc->q][c]);
+        if (gc->active[c])
+            emit_mm(gc, c, kind, s, kc);
+        cc_emit_sig(e, pt, gc->empty[s][c]);
+        if (last)
+            cc_emit_sig(e, pt, gc->cfull[gc->q][c]);
+    }
+}
+
+static void mid_chunk(void *ctx)
+{
+    gemm_core *gc = ctx;
+    emit_chunk(gc, CH_MID, gc->pl->KC);
+}
+
+/* One block of mb rows x nbs sticks: its K chunks, then its store. */
+static void emit_block(gemm_core *gc)
+{
+    cc_emit *e = &gc->e;
+    const gemm_ctx *g = gc->g;
+    const tile_plan *pl = gc->pl;
+    const int64_t sb = g->t->stick, K = g->K, nch = pl->nch;
+    gc->q = gc->nblk++ % 2;
+
+    /* Corelet shares of this block, at the plan's fixed split point. */
+    memset(gc->active, 0, sizeof gc->active);
+    for (int c = 0; c < 2; c++) {
+        gc->crow[c] = 0;
+        gc->cnrows[c] = gc->mb;
+        gc->cstick[c] = 0;
+        gc->cnsticks[c] = gc->nbs;
+    }
+    gc->active[0] = 1;
+    if (pl->split == SPLIT_ROWS) {
+        gc->cnrows[0] = cc_min(pl->r0, gc->mb);
+        gc->crow[1] = pl->r0;
+        gc->cnrows[1] = gc->mb - pl->r0;
+        gc->active[1] = gc->cnrows[1] > 0;
+    } else if (pl->split == SPLIT_STICKS) {
+        gc->cnsticks[0] = cc_min(pl->s0, gc->nbs);
+        gc->cstick[1] = pl->s0;
+        gc->cnsticks[1] = gc->nbs - pl->s0;
+        gc->active[1] = gc->cnsticks[1] > 0;
+    }
+
+    int64_t last_kc = K - (nch - 1) * pl->KC;
+    if (nch == 1) {
+        emit_chunk(gc, CH_ONLY, last_kc);
+    } else {
+        emit_chunk(gc, CH_FIRST, pl->KC);
+        cc_emit_repeat(e, nch - 2, 2, mid_chunk, gc);
+        emit_chunk(gc, CH_LAST, last_kc);
+    }
+
+    /* Store the block once both corelets are past it. */
+    for (int c = 0; c < gc->nc; c++)
+        cc_emit_wait(e, ISA_U_DMAO, gc->cfull[gc->q][c]);
+    cc_dma_shape st = cc_dma_groups(gc->mb, gc->nbs, g->M * sb, pl->MB * sb);
+    cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(gc->rC, 0), cc_abs(gc->C[gc->q]), &st);
+    for (int c = 0; c < gc->nc; c++)
+        cc_emit_sig(e, ISA_U_DMAO, gc->cempty[gc->q][c]);
+
+    /* Registers to the next block along N. */
+    cc_emit_addi(e, gc->rA, -(nch - 1) * (pl->KC / g->t->lanes16) * g->M * sb);
+    cc_emit_addi(e, gc->rB, pl->NBS * K * sb - (nch - 1) * pl->KC * sb);
+    cc_emit_addi(e, gc->rC, pl->NBS * g->M * sb);
+}
+
+static void full_block(void *ctx)
+{
+    gemm_core *gc = ctx;
+    gc->nbs = gc->pl->NBS;
+    emit_block(gc);
+}
+
+/* One row of blocks: mb rows across the tile's sticks, full blocks in a
+ * loop (two per iteration, for the C slots), then the edge block. */
+static void emit_row(gemm_core *gc)
+{
+    const tile_plan *pl = gc->pl;
+    const int64_t sb = gc->g->t->stick, nbn = cc_ceil_div(pl->ns, pl->NBS);
+    cc_emit_repeat(&gc->e, pl->ns / pl->NBS, 2, full_block, gc);
+    if (pl->ns % pl->NBS) {
+        gc->nbs = pl->ns % pl->NBS;
+        emit_block(gc);
+    }
+    /* Registers to the first block of the next row. */
+    cc_emit_addi(&gc->e, gc->rA, pl->MB * sb);
+    cc_emit_addi(&gc->e, gc->rB, -nbn * pl->NBS * gc->g->K * sb);
+    cc_emit_addi(&gc->e, gc->rC, pl->MB * sb - nbn * pl->NBS * gc->g->M * sb);
+}
+
+static void full_row(void *ctx)
+{
+    gemm_core *gc = ctx;
+    gc->mb = gc->pl->MB;
+    emit_row(gc);
+}
+
+static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, int64_t mt, int64_t g0, int64_t ns,
+                     char *err, size_t errlen)
+{
+    gemm_core gc;
+    memset(&gc, 0, sizeof gc);
+    cc_emit_begin(&gc.e, g->t->cfg, p, core, err, errlen);
+    cc_emit *e = &gc.e;
+    if (mt == 0 || ns == 0) {
+        cc_emit_halt(e);
+        return cc_emit_failed(e) ? -1 : 0;
+    }
+    tile_plan pl;
+    if (plan_tile(g, mt, ns, &pl))
+        return cc_emit_error(e, "gemm tile %" PRId64 "x%" PRId64 " sticks does not fit %llu bytes of LX", mt, ns,
+                             (unsigned long long)g->budget);
+    gc.g = g;
+    gc.pl = &pl;
+    gc.nc = pl.split == SPLIT_NONE ? 1 : 2;
+    const int64_t sb = g->t->stick;
+    for (int s = 0; s < 2; s++) {
+        gc.A[s] = cc_lx_alloc(e, (pl.KC / g->t->lanes16) * pl.MB * sb, "gemm A chunk");
+        gc.B[s] = cc_lx_alloc(e, pl.NBS * pl.KC * sb, "gemm B chunk");
+    }
+    gc.P = pl.nch > 1 ? cc_lx_alloc(e, cc_ceil_div(pl.NBS * g->t->lanes16, g->t->lanes32) * pl.MB * sb, "gemm partial sums")
+                      : 0;
+    for (int q = 0; q < 2; q++)
+        gc.C[q] = cc_lx_alloc(e, pl.NBS * pl.MB * sb, "gemm C block");
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < gc.nc; c++) {
+            gc.full[s][c] = cc_tok_alloc(e, "gemm A/B full");
+            gc.empty[s][c] = cc_tok_alloc(e, "gemm A/B empty");
+            gc.cfull[s][c] = cc_tok_alloc(e, "gemm C full");
+            gc.cempty[s][c] = cc_tok_alloc(e, "gemm C empty");
+        }
+    gc.rA = cc_reg_alloc(e);
+    gc.rB = cc_reg_alloc(e);
+    gc.rC = cc_reg_alloc(e);
+    if (cc_emit_failed(e))
+        return -1;
+
+    /* Prologue: every buffer starts empty. */
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < gc.nc; c++) {
+            cc_emit_sig(e, ISA_U_DMAI, gc.empty[s][c]);
+            cc_emit_sig(e, ISA_U_DMAO, gc.cempty[s][c]);
+        }
+    /* Blocks row by row; every block leaves the registers at the next
+     * one, so identical blocks and rows can run as counted loops.  A loop
+     * body is unrolled until it uses an even number of A/B slots and C
+     * slots, so the slots (and their tokens) repeat every iteration. */
+    cc_emit_li(e, gc.rA, (int64_t)g->a_dram + m0 * sb);
+    cc_emit_li(e, gc.rB, (int64_t)g->b_dram + g0 * g->K * sb);
+    cc_emit_li(e, gc.rC, (int64_t)g->c_dram + (g0 * g->M + m0) * sb);
+    int64_t nbn = cc_ceil_div(ns, pl.NBS);
+    int row_unroll = nbn % 2 == 0 && (nbn * pl.nch) % 2 == 0 ? 1 : 2;
+    cc_emit_repeat(e, mt / pl.MB, row_unroll, full_row, &gc);
+    if (mt % pl.MB) {
+        gc.mb = mt % pl.MB;
+        emit_row(&gc);
+    }
+    /* Epilogue: take back the credits so every token ends at zero. */
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < gc.nc; c++) {
+            cc_emit_wait(e, ISA_U_DMAI, gc.empty[s][c]);
+            cc_emit_wait(e, c ? ISA_U_PT1 : ISA_U_PT0, gc.cempty[s][c]);
+        }
+    cc_emit_halt(e);
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+isa_program *cc_gen_gemm(const sim_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen)
+{
+    if (M <= 0 || N <= 0 || K <= 0) {
+        snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": every dimension must be positive", M, N, K);
+        return NULL;
+    }
+    cc_target t;
+    cc_target_init(&t, cfg);
+    const int64_t sb = t.stick, max_rows = INT32_MAX / sb;
+    if (M > max_rows || K > max_rows) {
+        snprintf(err, errlen,
+                 "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": M and K must be at most %" PRId64
+                 " (DRAM group strides are 32-bit)",
+                 M, N, K, max_rows);
+        return NULL;
+    }
+    gemm_ctx g = {0};
+    g.t = &t;
+    g.M = M;
+    g.N = N;
+    g.K = K;
+    g.GN = cc_ceil_div(N, t.lanes16);
+    g.budget = cfg->lx_usable_bytes;
+    double dram = ((double)M * (double)cc_ceil_div(K, t.lanes16) + (double)K * (double)g.GN + (double)M * (double)g.GN) *
+                  (double)sb;
+    if (dram > (double)cfg->dram_bytes || dram >= (double)(1ull << 40)) {
+        snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": tensors need %.0f bytes of DRAM, more than %s has",
+                 M, N, K, dram, cfg->name);
+        return NULL;
+    }
+    int64_t gm = 0, gn = 0;
+    if (choose_grid(&g, &gm, &gn)) {
+        snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": no tiling fits %llu bytes of LX per core", M, N,
+                 K, (unsigned long long)g.budget);
+        return NULL;
+    }
+    isa_program *p = cc_program_new(cfg, "%C = aten.mm(%A, %B)\n", err, errlen);
+    if (!p)
+        return NULL;
+    g.a_dram = cc_program_add_2d(p, cfg, "A", ISA_ROLE_INPUT, M, K);
+    g.b_dram = cc_program_add_2d(p, cfg, "B", ISA_ROLE_INPUT, K, N);
+    g.c_dram = cc_program_add_2d(p, cfg, "C", ISA_ROLE_OUTPUT, M, N);
+    for (int core = 0; core < cfg->cores; core++) {
+        int64_t m0 = 0, mt = 0, g0 = 0, ns = 0;
+        if (core < gm * gn) {
+            cc_split(M, gm, core / gn, &m0, &mt);
+            cc_split(g.GN, gn, core % gn, &g0, &ns);
+        }
+        char why[256] = "";
+        if (emit_core(&g, p, core, m0, mt, g0, ns, why, sizeof why)) {
+            snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": %s", M, N, K, why);
+            isa_program_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}

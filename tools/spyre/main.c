@@ -1,0 +1,400 @@
+/* spyre: the command-line tool.  Each subcommand is a function; main
+ * dispatches on the first argument.
+ * Exit status: 0 success, 1 validation mismatch, 2 bad input or usage,
+ * 3 the simulated program broke a rule. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "isa.h"
+#include "rt.h"
+#include "sim.h"
+
+enum { EXIT_OK = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_FAULT = 3 };
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;
+    const char *help;
+} command;
+
+static const command *find_command(const char *name);
+
+static int fail(const char *fmt, const char *msg)
+{
+    fprintf(stderr, fmt, msg);
+    fputc('\n', stderr);
+    return EXIT_USAGE;
+}
+
+/* Prints the subcommand's usage; returns 1 when argv asks for help. */
+static int wants_help(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            const command *c = find_command(name);
+            printf("usage: spyre %s\n\n%s\n", c->usage, c->help);
+            return 1;
+        }
+    return 0;
+}
+
+static int usage_error(const char *name, const char *what)
+{
+    const command *c = find_command(name);
+    fprintf(stderr, "spyre %s: %s\nusage: spyre %s\n", name, what, c->usage);
+    return EXIT_USAGE;
+}
+
+static char *read_text_file(const char *path, char *err, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, len, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        snprintf(err, len, "%s: out of memory", path);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int load_config(const char *path_or_name, sim_config *cfg)
+{
+    char path[1024], err[1024];
+    sim_config_path(path_or_name ? path_or_name : "spyre", path, sizeof path);
+    if (sim_config_load(path, cfg, err, sizeof err)) {
+        fprintf(stderr, "spyre: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- as ---- */
+
+static int cmd_as(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "as"))
+        return EXIT_OK;
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (argv[i][0] == '-' || in)
+            return usage_error("as", "unexpected argument");
+        else
+            in = argv[i];
+    }
+    if (!in || !out)
+        return usage_error("as", "needs FILE.s and -o FILE.elf");
+    char err[1024];
+    char *text = read_text_file(in, err, sizeof err);
+    if (!text)
+        return fail("spyre as: %s", err);
+    isa_program *p = isa_assemble(text, in, err, sizeof err);
+    free(text);
+    if (!p)
+        return fail("spyre as: %s", err);
+    int rc = isa_elf_write(p, out, err, sizeof err);
+    isa_program_free(p);
+    return rc ? fail("spyre as: %s", err) : EXIT_OK;
+}
+
+/* ---- dis / info ---- */
+
+static isa_program *read_program(const char *name, int argc, char **argv, const char **path)
+{
+    *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' || *path) {
+            usage_error(name, "unexpected argument");
+            return NULL;
+        }
+        *path = argv[i];
+    }
+    if (!*path) {
+        usage_error(name, "needs FILE.elf");
+        return NULL;
+    }
+    char err[1024];
+    isa_program *p = isa_elf_read(*path, err, sizeof err);
+    if (!p)
+        fprintf(stderr, "spyre %s: %s\n", name, err);
+    return p;
+}
+
+static int cmd_dis(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "dis"))
+        return EXIT_OK;
+    const char *path;
+    isa_program *p = read_program("dis", argc, argv, &path);
+    if (!p)
+        return EXIT_USAGE;
+    char *text = isa_disassemble(p);
+    fputs(text, stdout);
+    free(text);
+    isa_program_free(p);
+    return EXIT_OK;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "info"))
+        return EXIT_OK;
+    const char *path;
+    isa_program *p = read_program("info", argc, argv, &path);
+    if (!p)
+        return EXIT_USAGE;
+    printf("%s: config %s, %d cores, LX %" PRIu64 " bytes, stick %u bytes, DRAM segment %" PRIu64 " bytes, constants %zu bytes\n",
+           path, p->config, p->ncores, p->lx_bytes, p->stick_bytes, p->dram_bytes, p->nconsts);
+    printf("tensors:\n  %-20s %-7s %-4s %-4s %-20s %-12s %-12s\n", "name", "role", "host", "dev", "shape", "dram_off",
+           "bytes");
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        char shape[128] = "";
+        size_t n = 0;
+        for (int d = 0; d < t->rank; d++)
+            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%" PRId64, d ? "x" : "", t->shape[d]);
+        printf("  %-20s %-7s %-4s %-4s %-20s 0x%-10" PRIx64 " %-12" PRIu64 "\n", t->name, isa_role_names[t->role],
+               isa_host_dtype_names[t->host_dtype], isa_dtype_names[t->dev_dtype], shape, t->dram_off, t->bytes);
+    }
+    printf("instructions per core:");
+    size_t total = 0;
+    for (int c = 0; c < p->ncores; c++) {
+        printf("%s%zu", c % 16 ? " " : "\n ", p->cores[c].n);
+        total += p->cores[c].n;
+    }
+    printf("\ntotal instructions: %zu\n", total);
+    if (p->graph)
+        printf("computes:\n%s", p->graph);
+    isa_program_free(p);
+    return EXIT_OK;
+}
+
+/* ---- gen ---- */
+
+static int cmd_gen(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "gen"))
+        return EXIT_OK;
+    const char *out = NULL, *config = NULL, *kind = NULL;
+    int64_t dims[3];
+    int ndims = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            config = argv[++i];
+        else if (argv[i][0] == '-')
+            return usage_error("gen", "unknown option");
+        else if (!kind)
+            kind = argv[i];
+        else if (ndims == 3 || parse_i64(argv[i], &dims[ndims++]))
+            return usage_error("gen", "dimensions must be integers");
+    }
+    if (!kind || !out)
+        return usage_error("gen", "needs KIND, its dimensions and -o FILE.elf");
+    sim_config cfg;
+    if (load_config(config, &cfg))
+        return EXIT_USAGE;
+    char err[1024];
+    isa_program *p;
+    if (!strcmp(kind, "gemm")) {
+        if (ndims != 3)
+            return usage_error("gen", "gemm needs M N K");
+        p = cc_gen_gemm(&cfg, dims[0], dims[1], dims[2], err, sizeof err);
+    } else if (!strcmp(kind, "softmax")) {
+        if (ndims != 2)
+            return usage_error("gen", "softmax needs ROWS COLS");
+        p = cc_gen_softmax(&cfg, dims[0], dims[1], err, sizeof err);
+    } else {
+        return usage_error("gen", "KIND is gemm or softmax");
+    }
+    if (!p)
+        return fail("spyre gen: %s", err);
+    int rc = isa_elf_write(p, out, err, sizeof err);
+    isa_program_free(p);
+    return rc ? fail("spyre gen: %s", err) : EXIT_OK;
+}
+
+/* ---- run ---- */
+
+static void print_stats(const sim_stats *st, const sim_config *cfg)
+{
+    uint64_t peak = 0;
+    for (int i = 0; i < cfg->cores && i < 256; i++)
+        if (st->lx_peak[i] > peak)
+            peak = st->lx_peak[i];
+    printf("stats: insns=%" PRIu64 " macs=%" PRIu64 " sfp_elems=%" PRIu64 " dram_bytes_read=%" PRIu64
+           " dram_bytes_written=%" PRIu64 " ring_bytes=%" PRIu64 " lx_peak_bytes=%" PRIu64 "\n",
+           st->insns, st->macs, st->sfp_elems, st->dram_bytes_read, st->dram_bytes_written, st->ring_bytes, peak);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "run"))
+        return EXIT_OK;
+    const char *path = NULL, *config = NULL;
+    int check = 0;
+    uint64_t seed = 1;
+    const char *inputs[64];
+    int ninputs = 0;
+    for (int i = 1; i < argc; i++) {
+        int64_t v;
+        if (!strcmp(argv[i], "--check"))
+            check = 1;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (parse_i64(argv[++i], &v) || v < 0)
+                return usage_error("run", "--seed takes a non-negative integer");
+            seed = (uint64_t)v;
+        } else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            config = argv[++i];
+        else if (!strcmp(argv[i], "--input") && i + 1 < argc) {
+            if (ninputs == 64)
+                return usage_error("run", "too many --input options");
+            inputs[ninputs++] = argv[++i];
+        } else if (argv[i][0] == '-' || path)
+            return usage_error("run", "unexpected argument");
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return usage_error("run", "needs FILE.elf");
+    char cfgpath[1024], err[1024];
+    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+    rt_device *dev = rt_open(cfgpath, err, sizeof err);
+    if (!dev)
+        return fail("spyre run: %s", err);
+    int status = EXIT_USAGE;
+    rt_program *prog = rt_load(dev, path, err, sizeof err);
+    if (!prog) {
+        fprintf(stderr, "spyre run: %s\n", err);
+        goto out;
+    }
+    if (rt_fill_inputs(prog, seed, err, sizeof err)) {
+        fprintf(stderr, "spyre run: %s\n", err);
+        goto out;
+    }
+    for (int i = 0; i < ninputs; i++)
+        if (rt_input_arg(prog, inputs[i], err, sizeof err)) {
+            fprintf(stderr, "spyre run: %s\n", err);
+            goto out;
+        }
+    rt_run_result res;
+    char line[2048];
+    if (rt_launch(prog, &res)) {
+        rt_run_format(&res, line, sizeof line);
+        fprintf(stderr, "spyre run: %s: %s\n", path, line);
+        status = EXIT_FAULT;
+        goto out;
+    }
+    rt_run_format(&res, line, sizeof line);
+    printf("%s\n", line);
+    print_stats(&res.stats, rt_config(dev));
+    status = EXIT_OK;
+    if (check) {
+        rt_check_result *r = NULL;
+        int n = 0;
+        int bad = rt_check(prog, &r, &n, err, sizeof err);
+        if (bad < 0) {
+            fprintf(stderr, "spyre run: %s\n", err);
+            status = EXIT_USAGE;
+        } else {
+            for (int i = 0; i < n; i++) {
+                rt_check_format(&r[i], line, sizeof line);
+                printf("%s\n", line);
+            }
+            if (bad)
+                status = EXIT_MISMATCH;
+        }
+        free(r);
+    }
+out:
+    if (prog)
+        rt_unload(prog);
+    rt_close(dev);
+    return status;
+}
+
+static const command commands[] = {
+    {"as", cmd_as, "as FILE.s -o FILE.elf", "Assemble a program (syntax: docs/isa.md) into an ELF file."},
+    {"dis", cmd_dis, "dis FILE.elf", "Print a program as assembler text that `spyre as` accepts."},
+    {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
+    {"gen", cmd_gen, "gen gemm M N K -o FILE.elf [--config FILE] | gen softmax ROWS COLS -o FILE.elf [--config FILE]",
+     "Generate a program: C = A x B (A is M x K, B is K x N) split across all cores, or a softmax over\n"
+     "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"
+     "default spyre)."},
+    {"run", cmd_run, "run FILE.elf [--check] [--seed N] [--config FILE] [--input NAME=FILE]...",
+     "Load a program on a simulated chip, fill its inputs with seeded random values in [-1, 1)\n"
+     "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print statistics.\n"
+     "--check compares every output with the reference (OpenBLAS for matrix products) and prints one\n"
+     "line per output ending in ok or MISMATCH.\n"
+     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule."},
+};
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, name))
+            return &commands[i];
+    return NULL;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: spyre COMMAND [ARGS]   (spyre COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %s\n", commands[i].usage);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    const command *c = find_command(argv[1]);
+    if (!c) {
+        fprintf(stderr, "spyre: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    return c->fn(argc - 1, argv + 1);
+}
