@@ -423,9 +423,9 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
     }
     case ISA_K_FLAGS: {
         int64_t fl = 0;
-        char tmp[128];
+        char tmp[128], *save = NULL;
         snprintf(tmp, sizeof tmp, "%s", s);
-        for (char *tok = strtok(tmp, "|"); tok; tok = strtok(NULL, "|")) {
+        for (char *tok = strtok_r(tmp, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
             int i = name_index(o->names, tok);
             if (i < 0) {
                 set_err(err, len, "operand %s: unknown flag '%s'", o->name, tok);
@@ -493,5 +493,10 @@ int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen)
             return -1;
         }
     }
+    for (int i = 0; i < info->noperands; i++)
+        if (!(seen & (1ull << i)) && check_operand(out, &info->operands[i], NULL, 0)) {
+            set_err(err, errlen, "%s: operand %s must be given", mn, info->operands[i].name);
+            return -1;
+        }
     return 0;
 }

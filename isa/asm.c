@@ -1,0 +1,600 @@
+/* asm.c: the assembler (text -> isa_program) and the disassembler
+ * (isa_program -> the same text).  The syntax, line by line:
+ *
+ *   # or ; starts a comment (except on a .graph line); blank lines and
+ *   leading whitespace are ignored
+ *   .config NAME [ncores=N] [lx=BYTES] [stick=BYTES]
+ *   .core N                   following instructions go to core N
+ *   .tensor NAME ROLE HOSTDTYPE DIMS [dev=dl16|f32] [at=OFFSET]
+ *           [stick=DIM] [bytes=BYTES] [const=OFFSET]
+ *   .dram BYTES               size of the program's DRAM segment
+ *   .const HEX                append bytes to the constant data
+ *   .graph TEXT               append the line TEXT to the graph text
+ *   MNEMONIC NAME=VALUE ...   one instruction (isa_parse_insn)
+ *
+ * The disassembler prints directives first, then each non-empty core, with
+ * loop bodies indented, so that assembling its output gives the program
+ * back.  docs/isa.md describes the syntax for users. */
+#include "isa.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ASM_DEFAULT_CONFIG "spyre"
+#define ASM_DEFAULT_NCORES 32
+#define ASM_DEFAULT_LX 2097152u
+#define ASM_DEFAULT_STICK 128u
+#define ASM_TENSOR_ALIGN 128u  /* default placement of a tensor without at= */
+#define ASM_MAX_CORES 256      /* the ring's core operand has 8 bits */
+#define ASM_MAX_BYTES (1ull << 48) /* largest DRAM size or tensor we accept */
+#define ASM_LINE_MAX 4096
+#define ASM_CONST_PER_LINE 32  /* bytes per .const line in the disassembly */
+#define ASM_INDENT 2
+
+/* ---- a growing string ---- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} strbuf;
+
+static void sb_grow(strbuf *s, size_t extra)
+{
+    if (s->len + extra + 1 <= s->cap)
+        return;
+    size_t cap = s->cap ? s->cap : 1024;
+    while (cap < s->len + extra + 1)
+        cap *= 2;
+    char *b = realloc(s->buf, cap);
+    if (!b) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    s->buf = b;
+    s->cap = cap;
+}
+
+static void sb_printf(strbuf *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    sb_grow(s, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
+    va_end(ap);
+    s->len += (size_t)n;
+}
+
+static void sb_bytes(strbuf *s, const void *p, size_t n)
+{
+    sb_grow(s, n);
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    s->buf[s->len] = 0;
+}
+
+/* ---- assembler ---- */
+
+typedef struct {
+    const char *file;
+    int line;
+    char *err;
+    size_t errlen;
+    /* .config, until the first .core or .tensor creates the program */
+    char config[ISA_NAME_MAX];
+    int ncores;
+    uint64_t lx;
+    uint32_t stick;
+    int config_line;
+    isa_program *p;
+    int core;              /* current .core, -1 before the first */
+    uint64_t dram;
+    int dram_line;         /* 0: no .dram, the tensors decide */
+    int *tensor_line;      /* line of each .tensor, for late errors */
+    strbuf consts, graph;
+    int have_graph;
+} assembler;
+
+static int fail(assembler *a, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (a->err && a->errlen)
+        snprintf(a->err, a->errlen, "%s:%d: %s", a->file, a->line, msg);
+    return -1;
+}
+
+/* A whole token as an unsigned number (decimal, 0x hex or 0 octal). */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bounded(assembler *a, const char *what, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (parse_u64(s, out))
+        return fail(a, "%s: '%s' is not a number", what, s);
+    if (*out < lo || *out > hi)
+        return fail(a, "%s %" PRIu64 " out of range [%" PRIu64 ", %" PRIu64 "]", what, *out, lo, hi);
+    return 0;
+}
+
+static int index_of(const char *const *names, const char *s)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+/* Split s in place into whitespace-separated tokens. */
+static int tokenize(char *s, char **tok, int max)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(s, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+        if (n == max)
+            return max + 1;
+        tok[n++] = t;
+    }
+    return n;
+}
+
+/* The program, created at the first directive that needs the configuration. */
+static isa_program *program(assembler *a)
+{
+    if (a->p)
+        return a->p;
+    a->p = isa_program_new(a->ncores);
+    if (!a->p) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    snprintf(a->p->config, sizeof a->p->config, "%s", a->config);
+    a->p->lx_bytes = a->lx;
+    a->p->stick_bytes = a->stick;
+    return a->p;
+}
+
+static int dir_config(assembler *a, char **tok, int n)
+{
+    if (a->config_line)
+        return fail(a, ".config given twice (first on line %d)", a->config_line);
+    if (a->p)
+        return fail(a, ".config must come before .core and .tensor");
+    if (n < 2)
+        return fail(a, ".config needs a name: .config NAME [ncores=N] [lx=BYTES] [stick=BYTES]");
+    if (strchr(tok[1], '='))
+        return fail(a, ".config: expected a configuration name before '%s'", tok[1]);
+    if (strlen(tok[1]) >= ISA_NAME_MAX)
+        return fail(a, ".config: name longer than %d characters", ISA_NAME_MAX - 1);
+    snprintf(a->config, sizeof a->config, "%s", tok[1]);
+    for (int i = 2; i < n; i++) {
+        char *eq = strchr(tok[i], '=');
+        uint64_t v;
+        if (!eq)
+            return fail(a, ".config: expected KEY=VALUE, got '%s'", tok[i]);
+        *eq = 0;
+        const char *val = eq + 1;
+        if (strcmp(tok[i], "ncores") == 0) {
+            if (parse_bounded(a, ".config ncores", val, 1, ASM_MAX_CORES, &v))
+                return -1;
+            a->ncores = (int)v;
+        } else if (strcmp(tok[i], "lx") == 0) {
+            if (parse_bounded(a, ".config lx", val, 1, ASM_MAX_BYTES, &v))
+                return -1;
+            a->lx = v;
+        } else if (strcmp(tok[i], "stick") == 0) {
+            if (parse_bounded(a, ".config stick", val, 4, 1u << 16, &v))
+                return -1;
+            if (v % 4)
+                return fail(a, ".config stick=%" PRIu64 " is not a multiple of 4", v);
+            a->stick = (uint32_t)v;
+        } else {
+            return fail(a, ".config has no key '%s' (ncores, lx, stick)", tok[i]);
+        }
+    }
+    a->config_line = a->line;
+    return 0;
+}
+
+static int dir_core(assembler *a, char **tok, int n)
+{
+    if (n != 2)
+        return fail(a, "expected .core N");
+    isa_program *p = program(a);
+    uint64_t c;
+    if (parse_u64(tok[1], &c))
+        return fail(a, ".core: '%s' is not a number", tok[1]);
+    if (c >= (uint64_t)p->ncores)
+        return fail(a, ".core %" PRIu64 ": the program has %d cores (.config ncores=)", c, p->ncores);
+    a->core = (int)c;
+    return 0;
+}
+
+/* DIMS: "512x1024", or "scalar" for rank 0. */
+static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
+{
+    *rank = 0;
+    if (strcmp(s, "scalar") == 0)
+        return 0;
+    char buf[256];
+    if (strlen(s) >= sizeof buf)
+        return fail(a, ".tensor: dimensions '%s' too long", s);
+    strcpy(buf, s);
+    char *save = NULL;
+    int parts = 0;
+    for (const char *c = s; *c; c++)
+        parts += *c == 'x';
+    if (parts + 1 > ISA_MAX_RANK)
+        return fail(a, ".tensor: more than %d dimensions in '%s'", ISA_MAX_RANK, s);
+    for (char *d = strtok_r(buf, "x", &save); d; d = strtok_r(NULL, "x", &save)) {
+        uint64_t v;
+        if (parse_u64(d, &v) || v < 1 || v > ASM_MAX_BYTES)
+            return fail(a, ".tensor: bad dimensions '%s' (expected e.g. 512x1024)", s);
+        shape[(*rank)++] = (int64_t)v;
+    }
+    if (*rank != parts + 1) /* empty part: "4xx4", "x4", "4x" */
+        return fail(a, ".tensor: bad dimensions '%s' (expected e.g. 512x1024)", s);
+    return 0;
+}
+
+/* Device bytes of a shape, or 0 when it is larger than ASM_MAX_BYTES. */
+static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape, int stick_dim, isa_dtype_dev t)
+{
+    uint64_t bytes = p->stick_bytes, lanes = p->stick_bytes / (t == ISA_T_F32 ? 4 : 2);
+    for (int d = 0; d < rank; d++) {
+        uint64_t f = (uint64_t)shape[d];
+        if (d == stick_dim)
+            f = (f + lanes - 1) / lanes;
+        if (f > ASM_MAX_BYTES / bytes)
+            return 0;
+        bytes *= f;
+    }
+    return bytes;
+}
+
+static int dir_tensor(assembler *a, char **tok, int n)
+{
+    if (n < 5)
+        return fail(a, "expected .tensor NAME ROLE HOSTDTYPE DIMS [dev=dl16|f32] [at=OFFSET]");
+    isa_program *p = program(a);
+    const char *name = tok[1];
+    if (strchr(name, '='))
+        return fail(a, ".tensor: expected a name, got '%s'", name);
+    if (strlen(name) >= ISA_NAME_MAX)
+        return fail(a, ".tensor: name '%s' longer than %d characters", name, ISA_NAME_MAX - 1);
+    if (isa_program_find_tensor(p, name) >= 0)
+        return fail(a, ".tensor: '%s' declared twice", name);
+    int role = index_of(isa_role_names, tok[2]);
+    if (role < 0)
+        return fail(a, ".tensor %s: unknown role '%s' (input, output, weight, scratch)", name, tok[2]);
+    int hdt = index_of(isa_host_dtype_names, tok[3]);
+    if (hdt < 0)
+        return fail(a, ".tensor %s: unknown host dtype '%s' (f32, f16)", name, tok[3]);
+    int rank;
+    int64_t shape[ISA_MAX_RANK];
+    if (parse_dims(a, tok[4], &rank, shape))
+        return -1;
+
+    int ddt = ISA_T_DL16, stick_dim = rank ? rank - 1 : 0, have_at = 0, have_bytes = 0;
+    uint64_t at = 0, bytes = 0;
+    int64_t const_off = -1;
+    for (int i = 5; i < n; i++) {
+        char *eq = strchr(tok[i], '=');
+        uint64_t v;
+        if (!eq)
+            return fail(a, ".tensor %s: expected KEY=VALUE, got '%s'", name, tok[i]);
+        *eq = 0;
+        const char *key = tok[i], *val = eq + 1;
+        if (strcmp(key, "dev") == 0) {
+            ddt = index_of(isa_dtype_names, val);
+            if (ddt < 0)
+                return fail(a, ".tensor %s: unknown device dtype '%s' (dl16, f32)", name, val);
+        } else if (strcmp(key, "at") == 0) {
+            if (parse_bounded(a, ".tensor at", val, 0, ASM_MAX_BYTES, &at))
+                return -1;
+            have_at = 1;
+        } else if (strcmp(key, "stick") == 0) {
+            if (parse_bounded(a, ".tensor stick", val, 0, rank ? (uint64_t)rank - 1 : 0, &v))
+                return -1;
+            stick_dim = (int)v;
+        } else if (strcmp(key, "bytes") == 0) {
+            if (parse_bounded(a, ".tensor bytes", val, 1, ASM_MAX_BYTES, &bytes))
+                return -1;
+            have_bytes = 1;
+        } else if (strcmp(key, "const") == 0) {
+            if (parse_bounded(a, ".tensor const", val, 0, ASM_MAX_BYTES, &v))
+                return -1;
+            const_off = (int64_t)v;
+        } else {
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const)", name, key);
+        }
+    }
+    uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
+    if (!need)
+        return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ASM_MAX_BYTES);
+    if (have_bytes && bytes < need)
+        return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);
+    if (!have_at) { /* next free offset after the tensors so far */
+        for (size_t i = 0; i < p->ntensors; i++) {
+            uint64_t end = p->tensors[i].dram_off + p->tensors[i].bytes;
+            if (end > at)
+                at = end;
+        }
+        at = (at + ASM_TENSOR_ALIGN - 1) / ASM_TENSOR_ALIGN * ASM_TENSOR_ALIGN;
+    }
+    int i = isa_program_add_tensor(p, name, (isa_role)role, (isa_host_dtype)hdt, (isa_dtype_dev)ddt, rank, shape,
+                                   at);
+    isa_tensor *t = &p->tensors[i];
+    t->stick_dim = stick_dim;
+    t->bytes = have_bytes ? bytes : need;
+    t->const_off = const_off;
+    int *lines = realloc(a->tensor_line, p->ntensors * sizeof *lines);
+    if (!lines) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    a->tensor_line = lines;
+    lines[i] = a->line;
+    return 0;
+}
+
+static int dir_dram(assembler *a, char **tok, int n)
+{
+    if (n != 2)
+        return fail(a, "expected .dram BYTES");
+    if (a->dram_line)
+        return fail(a, ".dram given twice (first on line %d)", a->dram_line);
+    if (parse_bounded(a, ".dram", tok[1], 0, ASM_MAX_BYTES, &a->dram))
+        return -1;
+    a->dram_line = a->line;
+    return 0;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int dir_const(assembler *a, char **tok, int n)
+{
+    for (int i = 1; i < n; i++) {
+        size_t len = strlen(tok[i]);
+        if (len % 2)
+            return fail(a, ".const: odd number of hex digits in '%s'", tok[i]);
+        for (size_t k = 0; k < len; k += 2) {
+            int hi = hexval((unsigned char)tok[i][k]), lo = hexval((unsigned char)tok[i][k + 1]);
+            if (hi < 0 || lo < 0)
+                return fail(a, ".const: '%s' is not hex bytes", tok[i]);
+            uint8_t byte = (uint8_t)(hi << 4 | lo);
+            sb_bytes(&a->consts, &byte, 1);
+        }
+    }
+    return 0;
+}
+
+static int directive(assembler *a, char *line)
+{
+    char *tok[32];
+    int n = tokenize(line, tok, 31);
+    if (n > 31)
+        return fail(a, "too many fields");
+    if (strcmp(tok[0], ".config") == 0)
+        return dir_config(a, tok, n);
+    if (strcmp(tok[0], ".core") == 0)
+        return dir_core(a, tok, n);
+    if (strcmp(tok[0], ".tensor") == 0)
+        return dir_tensor(a, tok, n);
+    if (strcmp(tok[0], ".dram") == 0)
+        return dir_dram(a, tok, n);
+    if (strcmp(tok[0], ".const") == 0)
+        return dir_const(a, tok, n);
+    return fail(a, "unknown directive '%s' (.config .core .tensor .dram .const .graph)", tok[0]);
+}
+
+static int instruction(assembler *a, const char *line)
+{
+    isa_insn in;
+    char msg[400];
+    uint8_t word[ISA_INSN_BYTES];
+    /* Encoding checks the operands the text left at their defaults too
+     * (li without r=). */
+    if (isa_parse_insn(line, &in, msg, sizeof msg) || isa_encode(&in, word, msg, sizeof msg))
+        return fail(a, "%s", msg);
+    if (a->core < 0)
+        return fail(a, "instruction outside a core: put '.core N' before it");
+    isa_stream_push(&a->p->cores[a->core], &in);
+    return 0;
+}
+
+/* Checks that need the whole text: DRAM size and constant ranges.  Tensors
+ * may overlap in DRAM (a compiler may alias scratch space). */
+static int finish(assembler *a)
+{
+    isa_program *p = program(a);
+    uint64_t need = 0;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        if (t->dram_off + t->bytes > need)
+            need = t->dram_off + t->bytes;
+        a->line = a->tensor_line[i];
+        if (t->const_off >= 0 && ((uint64_t)t->const_off > a->consts.len ||
+                                  t->bytes > a->consts.len - (uint64_t)t->const_off))
+            return fail(a, ".tensor %s: const=%" PRId64 " plus %" PRIu64 " bytes is past the %zu .const bytes",
+                        t->name, t->const_off, t->bytes, a->consts.len);
+    }
+    if (a->dram_line) {
+        a->line = a->dram_line;
+        if (a->dram < need)
+            return fail(a, ".dram %" PRIu64 " is smaller than the %" PRIu64 " bytes the tensors need", a->dram,
+                        need);
+        need = a->dram;
+    }
+    p->dram_bytes = need;
+    if (a->consts.len) {
+        p->consts = (uint8_t *)a->consts.buf;
+        p->nconsts = a->consts.len;
+        a->consts.buf = NULL;
+    }
+    if (a->have_graph) {
+        sb_grow(&a->graph, 0);
+        a->graph.buf[a->graph.len] = 0;
+        p->graph = a->graph.buf;
+        a->graph.buf = NULL;
+    }
+    return 0;
+}
+
+/* One line, without its newline. */
+static int assemble_line(assembler *a, const char *text, size_t len)
+{
+    char line[ASM_LINE_MAX];
+    if (len >= sizeof line)
+        return fail(a, "line longer than %d characters", ASM_LINE_MAX - 1);
+    memcpy(line, text, len);
+    line[len] = 0;
+    if (len && line[len - 1] == '\r')
+        line[--len] = 0;
+    char *s = line;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    /* .graph keeps the rest of its line verbatim, comment characters too. */
+    if (strncmp(s, ".graph", 6) == 0 && (s[6] == 0 || s[6] == ' ' || s[6] == '\t')) {
+        const char *g = s[6] ? s + 7 : s + 6;
+        sb_bytes(&a->graph, g, strlen(g));
+        sb_bytes(&a->graph, "\n", 1);
+        a->have_graph = 1;
+        return 0;
+    }
+    s[strcspn(s, "#;")] = 0;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = 0;
+    if (!n)
+        return 0;
+    if (s[0] == '.')
+        return directive(a, s);
+    return instruction(a, s);
+}
+
+isa_program *isa_assemble(const char *text, const char *filename, char *err, size_t errlen)
+{
+    assembler a = {0};
+    a.file = filename ? filename : "<input>";
+    a.err = err;
+    a.errlen = errlen;
+    snprintf(a.config, sizeof a.config, "%s", ASM_DEFAULT_CONFIG);
+    a.ncores = ASM_DEFAULT_NCORES;
+    a.lx = ASM_DEFAULT_LX;
+    a.stick = ASM_DEFAULT_STICK;
+    a.core = -1;
+    int rc = 0;
+    for (const char *s = text; *s && rc == 0;) {
+        const char *nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        a.line++;
+        rc = assemble_line(&a, s, len);
+        s += len + (nl ? 1 : 0);
+    }
+    if (rc == 0)
+        rc = finish(&a);
+    free(a.tensor_line);
+    free(a.consts.buf);
+    free(a.graph.buf);
+    if (rc) {
+        isa_program_free(a.p);
+        return NULL;
+    }
+    return a.p;
+}
+
+/* ---- disassembler ---- */
+
+/* names[v], or "?" when v is not a valid index (a corrupt program). */
+static const char *name_of(const char *const *names, int v)
+{
+    for (int i = 0; names[i]; i++)
+        if (i == v)
+            return names[i];
+    return "?";
+}
+
+char *isa_disassemble(const isa_program *p)
+{
+    strbuf s = {0};
+    sb_printf(&s, ".config %s ncores=%d lx=%" PRIu64, p->config[0] ? p->config : ASM_DEFAULT_CONFIG, p->ncores,
+              p->lx_bytes);
+    if (p->stick_bytes != ASM_DEFAULT_STICK)
+        sb_printf(&s, " stick=%" PRIu32, p->stick_bytes);
+    sb_printf(&s, "\n");
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        sb_printf(&s, ".tensor %s %s %s ", t->name, name_of(isa_role_names, (int)t->role),
+                  name_of(isa_host_dtype_names, (int)t->host_dtype));
+        if (t->rank == 0)
+            sb_printf(&s, "scalar");
+        for (int d = 0; d < t->rank; d++)
+            sb_printf(&s, "%s%" PRId64, d ? "x" : "", t->shape[d]);
+        sb_printf(&s, " dev=%s at=%" PRIu64, name_of(isa_dtype_names, (int)t->dev_dtype), t->dram_off);
+        if (t->rank && t->stick_dim != t->rank - 1)
+            sb_printf(&s, " stick=%d", t->stick_dim);
+        if (t->bytes != isa_tensor_device_bytes(t, p->stick_bytes))
+            sb_printf(&s, " bytes=%" PRIu64, t->bytes);
+        if (t->const_off >= 0)
+            sb_printf(&s, " const=%" PRId64, t->const_off);
+        sb_printf(&s, "\n");
+    }
+    sb_printf(&s, ".dram %" PRIu64 "\n", p->dram_bytes);
+    for (size_t i = 0; i < p->nconsts; i += ASM_CONST_PER_LINE) {
+        sb_printf(&s, ".const ");
+        for (size_t k = i; k < p->nconsts && k < i + ASM_CONST_PER_LINE; k++)
+            sb_printf(&s, "%02x", p->consts[k]);
+        sb_printf(&s, "\n");
+    }
+    for (const char *g = p->graph; g && *g;) {
+        size_t len = strcspn(g, "\n");
+        sb_printf(&s, ".graph%s", len ? " " : "");
+        sb_bytes(&s, g, len);
+        sb_printf(&s, "\n");
+        g += len + (g[len] == '\n');
+    }
+    for (int c = 0; c < p->ncores; c++) {
+        const isa_stream *st = &p->cores[c];
+        if (!st->n)
+            continue;
+        sb_printf(&s, ".core %d\n", c);
+        int depth = 0;
+        for (size_t i = 0; i < st->n; i++) {
+            char text[1024];
+            if (st->insns[i].op == ISA_OP_ENDL && depth > 0)
+                depth--;
+            isa_format_insn(&st->insns[i], text, sizeof text);
+            sb_printf(&s, "%*s%s\n", depth * ASM_INDENT, "", text);
+            if (st->insns[i].op == ISA_OP_LOOP)
+                depth++;
+        }
+    }
+    return s.buf;
+}

@@ -1,0 +1,872 @@
+/* elf.c: the ELF container of a program (libelf).
+ *
+ * A 64-bit little-endian ET_EXEC file with e_machine EM_NONE.  Sections:
+ *   .text.core<N>   SHT_PROGBITS, AX: core N's stream, 64 bytes per
+ *                   instruction (isa_encode); only cores with instructions
+ *   .spyre.tensors  SHT_PROGBITS: the tensor table, one TR_SIZE-byte
+ *                   little-endian record per tensor (layout: TR_* below)
+ *   .spyre.const    SHT_PROGBITS: constant data (only when there is some)
+ *   .spyre.graph    SHT_PROGBITS: the graph text (only when there is one)
+ *   .note.spyre     SHT_NOTE, owner "Spyre", type NOTE_TYPE_CONFIG: the
+ *                   chip configuration the program targets (ND_* below)
+ *   .symtab/.strtab one STT_OBJECT per tensor (SHN_ABS, value = DRAM
+ *                   offset, size = bytes) and one STT_FUNC core<N> per
+ *                   non-empty stream, for readelf and friends; the reader
+ *                   ignores them
+ *   .shstrtab
+ * Every record field is written and read explicitly, little-endian; the
+ * reader checks every size, offset, enum and name before trusting it. */
+#include "isa.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Tensor record: byte offsets of its fields. */
+enum {
+    TR_NAME = 0,    /* ISA_NAME_MAX bytes, NUL-terminated, NUL-padded */
+    TR_ROLE = 64,   /* u32 isa_role */
+    TR_HOST = 68,   /* u32 isa_host_dtype */
+    TR_DEV = 72,    /* u32 isa_dtype_dev */
+    TR_RANK = 76,   /* u32 0..ISA_MAX_RANK */
+    TR_SHAPE = 80,  /* ISA_MAX_RANK x i64, zero past rank */
+    TR_STICK = 128, /* u32 stick dimension */
+    TR_PAD = 132,   /* u32 zero */
+    TR_DRAM = 136,  /* u64 offset in the program's DRAM segment */
+    TR_BYTES = 144, /* u64 device bytes */
+    TR_CONST = 152, /* i64 offset of its initial data in .spyre.const, or -1 */
+    TR_SIZE = 160
+};
+
+/* Description of the configuration note: byte offsets of its fields. */
+enum {
+    ND_VERSION = 0, /* u32 NOTE_VERSION */
+    ND_NCORES = 4,  /* u32 cores (streams) */
+    ND_STICK = 8,   /* u32 stick bytes */
+    ND_PAD = 12,    /* u32 zero */
+    ND_LX = 16,     /* u64 LX bytes per core */
+    ND_DRAM = 24,   /* u64 size of the program's DRAM segment */
+    ND_NAME = 32,   /* ISA_NAME_MAX bytes: configuration name */
+    ND_SIZE = 96
+};
+
+#define NOTE_OWNER "Spyre"
+#define NOTE_TYPE_CONFIG 0x5350u /* "SP"; 1 would read as NT_VERSION in readelf */
+#define NOTE_VERSION 1u
+#define NOTE_ALIGN 4
+#define TEXT_PREFIX ".text.core"
+#define MAX_CORES 256 /* the ring's core operand has 8 bits */
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (!err || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static int mul_ok(uint64_t a, uint64_t b, uint64_t *r)
+{
+    if (a && b > UINT64_MAX / a)
+        return 0;
+    *r = a * b;
+    return 1;
+}
+
+/* ---- checks shared by the writer and the reader ---- */
+
+/* Is the chip configuration part of p sane? */
+static int check_config(const isa_program *p, char *msg, size_t len)
+{
+    if (!memchr(p->config, 0, sizeof p->config)) {
+        set_err(msg, len, "configuration name is not NUL-terminated");
+        return -1;
+    }
+    if (p->ncores < 1 || p->ncores > MAX_CORES) {
+        set_err(msg, len, "ncores %d out of range [1, %d]", p->ncores, MAX_CORES);
+        return -1;
+    }
+    if (p->stick_bytes < 4 || p->stick_bytes % 4) {
+        set_err(msg, len, "stick_bytes %" PRIu32 " is not a positive multiple of 4", p->stick_bytes);
+        return -1;
+    }
+    if (p->lx_bytes == 0) {
+        set_err(msg, len, "lx_bytes is 0");
+        return -1;
+    }
+    return 0;
+}
+
+/* Is tensor t of p well formed and inside p's DRAM segment and constants? */
+static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
+{
+    const isa_tensor *t = &p->tensors[i];
+    if (!memchr(t->name, 0, sizeof t->name)) {
+        set_err(msg, len, "tensor %zu: name is not NUL-terminated", i);
+        return -1;
+    }
+    if (!t->name[0]) {
+        set_err(msg, len, "tensor %zu: empty name", i);
+        return -1;
+    }
+    if ((unsigned)t->role > ISA_ROLE_SCRATCH) {
+        set_err(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
+        return -1;
+    }
+    if ((unsigned)t->host_dtype > ISA_HT_F16) {
+        set_err(msg, len, "tensor %s: host dtype %d out of range", t->name, (int)t->host_dtype);
+        return -1;
+    }
+    if ((unsigned)t->dev_dtype > ISA_T_F32) {
+        set_err(msg, len, "tensor %s: device dtype %d out of range", t->name, (int)t->dev_dtype);
+        return -1;
+    }
+    if (t->rank < 0 || t->rank > ISA_MAX_RANK) {
+        set_err(msg, len, "tensor %s: rank %d out of range [0, %d]", t->name, t->rank, ISA_MAX_RANK);
+        return -1;
+    }
+    if (t->rank ? t->stick_dim < 0 || t->stick_dim >= t->rank : t->stick_dim != 0) {
+        set_err(msg, len, "tensor %s: stick dimension %d out of range for rank %d", t->name, t->stick_dim,
+                t->rank);
+        return -1;
+    }
+    /* Device bytes without overflow: every factor is bounded by the segment. */
+    uint64_t need = p->stick_bytes, lanes = p->stick_bytes / (t->dev_dtype == ISA_T_F32 ? 4 : 2);
+    for (int d = 0; d < t->rank; d++) {
+        if (t->shape[d] < 1) {
+            set_err(msg, len, "tensor %s: dimension %d is %" PRId64, t->name, d, t->shape[d]);
+            return -1;
+        }
+        uint64_t f = (uint64_t)t->shape[d];
+        if (d == t->stick_dim)
+            f = (f + lanes - 1) / lanes;
+        if (!mul_ok(need, f, &need) || need > p->dram_bytes) {
+            set_err(msg, len, "tensor %s: larger than the DRAM segment (%" PRIu64 " bytes)", t->name,
+                    p->dram_bytes);
+            return -1;
+        }
+    }
+    if (t->bytes < need) {
+        set_err(msg, len, "tensor %s: %" PRIu64 " bytes, but its shape needs %" PRIu64, t->name, t->bytes,
+                need);
+        return -1;
+    }
+    if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off) {
+        set_err(msg, len,
+                "tensor %s: bytes [%" PRIu64 ", +%" PRIu64 ") outside the DRAM segment of %" PRIu64 " bytes",
+                t->name, t->dram_off, t->bytes, p->dram_bytes);
+        return -1;
+    }
+    if (t->const_off != -1 &&
+        (t->const_off < 0 || (uint64_t)t->const_off > p->nconsts || t->bytes > p->nconsts - (uint64_t)t->const_off)) {
+        set_err(msg, len, "tensor %s: initial data at %" PRId64 " (+%" PRIu64 ") outside the %zu constant bytes",
+                t->name, t->const_off, t->bytes, p->nconsts);
+        return -1;
+    }
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(p->tensors[j].name, t->name) == 0) {
+            set_err(msg, len, "tensor %s: name used twice", t->name);
+            return -1;
+        }
+    return 0;
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} strbuf;
+
+/* Append a NUL-terminated string; returns its offset.  Aborts on out of
+ * memory, as isa_stream_push does. */
+static size_t sb_add(strbuf *s, const char *str)
+{
+    size_t n = strlen(str) + 1, off = s->len;
+    if (s->len + n > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + n)
+            cap *= 2;
+        char *b = realloc(s->buf, cap);
+        if (!b) {
+            fprintf(stderr, "spyre: out of memory\n");
+            abort();
+        }
+        s->buf = b;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, str, n);
+    s->len += n;
+    return off;
+}
+
+static Elf_Scn *add_section(Elf *e, size_t name, Elf64_Word type, Elf64_Xword flags, void *buf, size_t size,
+                            size_t align, Elf_Type dtype, Elf64_Xword entsize)
+{
+    Elf_Scn *scn = elf_newscn(e);
+    if (!scn)
+        return NULL;
+    Elf_Data *d = elf_newdata(scn);
+    if (!d)
+        return NULL;
+    d->d_buf = buf;
+    d->d_size = size;
+    d->d_align = align;
+    d->d_type = dtype;
+    d->d_off = 0;
+    d->d_version = EV_CURRENT;
+    Elf64_Shdr *sh = elf64_getshdr(scn);
+    if (!sh)
+        return NULL;
+    sh->sh_name = (Elf64_Word)name;
+    sh->sh_type = type;
+    sh->sh_flags = flags;
+    sh->sh_addralign = align;
+    sh->sh_entsize = entsize;
+    return scn;
+}
+
+static uint8_t *encode_tensors(const isa_program *p)
+{
+    uint8_t *tab = calloc(p->ntensors ? p->ntensors : 1, TR_SIZE);
+    if (!tab)
+        return NULL;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        uint8_t *r = tab + i * TR_SIZE;
+        memcpy(r + TR_NAME, t->name, strlen(t->name)); /* rest stays NUL */
+        put_le(r + TR_ROLE, (uint32_t)t->role, 4);
+        put_le(r + TR_HOST, (uint32_t)t->host_dtype, 4);
+        put_le(r + TR_DEV, (uint32_t)t->dev_dtype, 4);
+        put_le(r + TR_RANK, (uint32_t)t->rank, 4);
+        for (int d = 0; d < t->rank; d++)
+            put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
+        put_le(r + TR_STICK, (uint32_t)t->stick_dim, 4);
+        put_le(r + TR_DRAM, t->dram_off, 8);
+        put_le(r + TR_BYTES, t->bytes, 8);
+        put_le(r + TR_CONST, (uint64_t)t->const_off, 8);
+    }
+    return tab;
+}
+
+/* The configuration note: header, owner padded to 4, description. */
+#define NOTE_NAME_PADDED ((sizeof NOTE_OWNER + NOTE_ALIGN - 1) / NOTE_ALIGN * NOTE_ALIGN)
+#define NOTE_BYTES (12 + NOTE_NAME_PADDED + ND_SIZE)
+
+static void encode_note(const isa_program *p, uint8_t *n)
+{
+    memset(n, 0, NOTE_BYTES);
+    put_le(n, sizeof NOTE_OWNER, 4);
+    put_le(n + 4, ND_SIZE, 4);
+    put_le(n + 8, NOTE_TYPE_CONFIG, 4);
+    memcpy(n + 12, NOTE_OWNER, sizeof NOTE_OWNER);
+    uint8_t *d = n + 12 + NOTE_NAME_PADDED;
+    put_le(d + ND_VERSION, NOTE_VERSION, 4);
+    put_le(d + ND_NCORES, (uint32_t)p->ncores, 4);
+    put_le(d + ND_STICK, p->stick_bytes, 4);
+    put_le(d + ND_LX, p->lx_bytes, 8);
+    put_le(d + ND_DRAM, p->dram_bytes, 8);
+    memcpy(d + ND_NAME, p->config, strlen(p->config));
+}
+
+int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen)
+{
+    char msg[400];
+    if (check_config(p, msg, sizeof msg)) {
+        set_err(err, errlen, "%s: %s", path, msg);
+        return -1;
+    }
+    for (size_t i = 0; i < p->ntensors; i++)
+        if (check_tensor(p, i, msg, sizeof msg)) {
+            set_err(err, errlen, "%s: %s", path, msg);
+            return -1;
+        }
+
+    int rc = -1, fd = -1;
+    Elf *e = NULL;
+    strbuf shstr = {0}, str = {0};
+    uint8_t **text = calloc((size_t)p->ncores, sizeof *text);
+    uint8_t *tensors = encode_tensors(p);
+    size_t nsyms = 1 + p->ntensors + (size_t)p->ncores;
+    Elf64_Sym *syms = calloc(nsyms, sizeof *syms);
+    uint8_t note[NOTE_BYTES];
+    encode_note(p, note);
+    if (!text || !tensors || !syms) {
+        set_err(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    for (int c = 0; c < p->ncores; c++) {
+        const isa_stream *s = &p->cores[c];
+        if (!s->n)
+            continue;
+        text[c] = malloc(s->n * ISA_INSN_BYTES);
+        if (!text[c]) {
+            set_err(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        for (size_t i = 0; i < s->n; i++)
+            if (isa_encode(&s->insns[i], text[c] + i * ISA_INSN_BYTES, msg, sizeof msg)) {
+                set_err(err, errlen, "%s: core %d instruction %zu: %s", path, c, i, msg);
+                goto out;
+            }
+    }
+
+    if (elf_version(EV_CURRENT) == EV_NONE) {
+        set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+        goto out;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        goto out;
+    }
+    e = elf_begin(fd, ELF_C_WRITE, NULL);
+    Elf64_Ehdr *eh = e ? elf64_newehdr(e) : NULL;
+    if (!eh)
+        goto elf_fail;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh->e_type = ET_EXEC;
+    eh->e_machine = EM_NONE;
+    eh->e_version = EV_CURRENT;
+
+    sb_add(&shstr, "");
+    sb_add(&str, "");
+    size_t nsym = 1;
+    char name[64];
+    for (int c = 0; c < p->ncores; c++) {
+        const isa_stream *s = &p->cores[c];
+        if (!s->n)
+            continue;
+        snprintf(name, sizeof name, TEXT_PREFIX "%d", c);
+        Elf_Scn *scn = add_section(e, sb_add(&shstr, name), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text[c],
+                                   s->n * ISA_INSN_BYTES, ISA_INSN_BYTES, ELF_T_BYTE, ISA_INSN_BYTES);
+        if (!scn)
+            goto elf_fail;
+        snprintf(name, sizeof name, "core%d", c);
+        Elf64_Sym *sym = &syms[nsym++];
+        sym->st_name = (Elf64_Word)sb_add(&str, name);
+        sym->st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+        sym->st_other = STV_DEFAULT;
+        sym->st_shndx = (Elf64_Section)elf_ndxscn(scn);
+        sym->st_value = 0;
+        sym->st_size = s->n * ISA_INSN_BYTES;
+    }
+    if (!add_section(e, sb_add(&shstr, ".spyre.tensors"), SHT_PROGBITS, 0, tensors, p->ntensors * TR_SIZE, 8,
+                     ELF_T_BYTE, TR_SIZE))
+        goto elf_fail;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        Elf64_Sym *sym = &syms[nsym++];
+        sym->st_name = (Elf64_Word)sb_add(&str, t->name);
+        sym->st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
+        sym->st_other = STV_DEFAULT;
+        sym->st_shndx = SHN_ABS;
+        sym->st_value = t->dram_off;
+        sym->st_size = t->bytes;
+    }
+    if (p->nconsts && !add_section(e, sb_add(&shstr, ".spyre.const"), SHT_PROGBITS, 0, p->consts, p->nconsts, 8,
+                                   ELF_T_BYTE, 0))
+        goto elf_fail;
+    if (p->graph && !add_section(e, sb_add(&shstr, ".spyre.graph"), SHT_PROGBITS, 0, p->graph,
+                                 strlen(p->graph), 1, ELF_T_BYTE, 0))
+        goto elf_fail;
+    if (!add_section(e, sb_add(&shstr, ".note.spyre"), SHT_NOTE, 0, note, sizeof note, NOTE_ALIGN, ELF_T_BYTE, 0))
+        goto elf_fail;
+    /* The string tables are complete once every name is in; their data
+     * pointers are set last because sb_add may move the buffers. */
+    Elf_Scn *symscn = add_section(e, sb_add(&shstr, ".symtab"), SHT_SYMTAB, 0, syms, nsym * sizeof *syms, 8,
+                                  ELF_T_SYM, sizeof *syms);
+    Elf_Scn *strscn = symscn ? add_section(e, sb_add(&shstr, ".strtab"), SHT_STRTAB, 0, NULL, 0, 1, ELF_T_BYTE, 0)
+                             : NULL;
+    Elf_Scn *shscn = strscn ? add_section(e, sb_add(&shstr, ".shstrtab"), SHT_STRTAB, 0, NULL, 0, 1, ELF_T_BYTE, 0)
+                            : NULL;
+    if (!shscn)
+        goto elf_fail;
+    Elf_Data *d = elf_getdata(strscn, NULL);
+    d->d_buf = str.buf;
+    d->d_size = str.len;
+    d = elf_getdata(shscn, NULL);
+    d->d_buf = shstr.buf;
+    d->d_size = shstr.len;
+    Elf64_Shdr *symsh = elf64_getshdr(symscn);
+    symsh->sh_link = (Elf64_Word)elf_ndxscn(strscn);
+    symsh->sh_info = 1; /* every symbol but the null one is global */
+    eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shscn);
+    elf_flagehdr(e, ELF_C_SET, ELF_F_DIRTY);
+    if (elf_update(e, ELF_C_WRITE) < 0)
+        goto elf_fail;
+    rc = 0;
+    goto out;
+
+elf_fail:
+    set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+out:
+    if (e)
+        elf_end(e);
+    if (fd >= 0 && close(fd) && rc == 0) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (rc && fd >= 0)
+        unlink(path);
+    if (text)
+        for (int c = 0; c < p->ncores; c++)
+            free(text[c]);
+    free(text);
+    free(tensors);
+    free(syms);
+    free(shstr.buf);
+    free(str.buf);
+    return rc;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    const char *path;
+    char *err;
+    size_t errlen;
+} reader;
+
+static void rfail(const reader *r, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    set_err(r->err, r->errlen, "%s: %s", r->path, msg);
+}
+
+/* A section's bytes inside the file image. */
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    int present;
+} blob;
+
+static int read_file(const reader *r, uint8_t **out, size_t *size)
+{
+    int fd = open(r->path, O_RDONLY);
+    if (fd < 0) {
+        rfail(r, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        rfail(r, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        rfail(r, "out of memory reading %zu bytes", n);
+        close(fd);
+        return -1;
+    }
+    while (got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            rfail(r, "read error: %s", k ? strerror(errno) : "file shrank");
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    *out = buf;
+    *size = n;
+    return 0;
+}
+
+/* The checks libelf does not promise: identity, and that the section
+ * header table lies inside the file. */
+static int check_header(const reader *r, const uint8_t *buf, size_t size)
+{
+    if (size < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0) {
+        rfail(r, "not an ELF file");
+        return -1;
+    }
+    if (buf[EI_CLASS] != ELFCLASS64) {
+        rfail(r, "not a Spyre program: ELF class %d, expected 64-bit", buf[EI_CLASS]);
+        return -1;
+    }
+    if (buf[EI_DATA] != ELFDATA2LSB) {
+        rfail(r, "not a Spyre program: not little-endian");
+        return -1;
+    }
+    if (size < sizeof(Elf64_Ehdr)) {
+        rfail(r, "truncated: %zu bytes, shorter than an ELF header", size);
+        return -1;
+    }
+    uint64_t shoff = get_le(buf + offsetof(Elf64_Ehdr, e_shoff), 8);
+    uint64_t shentsize = get_le(buf + offsetof(Elf64_Ehdr, e_shentsize), 2);
+    uint64_t shnum = get_le(buf + offsetof(Elf64_Ehdr, e_shnum), 2);
+    if (shnum == 0 || shoff == 0) {
+        rfail(r, "not a Spyre program: no section headers");
+        return -1;
+    }
+    if (shentsize != sizeof(Elf64_Shdr)) {
+        rfail(r, "corrupt: section header size %" PRIu64, shentsize);
+        return -1;
+    }
+    if (shoff > size || shnum * shentsize > size - shoff) {
+        rfail(r, "truncated: section headers end at %" PRIu64 ", file has %zu bytes", shoff + shnum * shentsize,
+              size);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_note(const reader *r, blob b, isa_program *cfg)
+{
+    int found = 0;
+    size_t pos = 0;
+    while (pos < b.size) {
+        if (b.size - pos < 12) {
+            rfail(r, "corrupt .note.spyre: truncated note header");
+            return -1;
+        }
+        uint64_t namesz = get_le(b.data + pos, 4), descsz = get_le(b.data + pos + 4, 4);
+        uint64_t type = get_le(b.data + pos + 8, 4);
+        uint64_t namepad = (namesz + NOTE_ALIGN - 1) / NOTE_ALIGN * NOTE_ALIGN;
+        uint64_t descpad = (descsz + NOTE_ALIGN - 1) / NOTE_ALIGN * NOTE_ALIGN;
+        pos += 12;
+        if (namepad > b.size - pos || descpad > b.size - pos - namepad) {
+            rfail(r, "corrupt .note.spyre: note runs past the section");
+            return -1;
+        }
+        const uint8_t *name = b.data + pos, *desc = b.data + pos + namepad;
+        pos += namepad + descpad;
+        if (namesz != sizeof NOTE_OWNER || memcmp(name, NOTE_OWNER, sizeof NOTE_OWNER) != 0 ||
+            type != NOTE_TYPE_CONFIG)
+            continue;
+        if (found++) {
+            rfail(r, "corrupt .note.spyre: two configuration notes");
+            return -1;
+        }
+        if (descsz != ND_SIZE) {
+            rfail(r, "corrupt .note.spyre: description of %" PRIu64 " bytes, expected %d", descsz, ND_SIZE);
+            return -1;
+        }
+        uint64_t version = get_le(desc + ND_VERSION, 4);
+        if (version != NOTE_VERSION) {
+            rfail(r, "unsupported program format version %" PRIu64 " (this reader knows %u)", version,
+                  NOTE_VERSION);
+            return -1;
+        }
+        if (!memchr(desc + ND_NAME, 0, ISA_NAME_MAX)) {
+            rfail(r, "corrupt .note.spyre: configuration name is not NUL-terminated");
+            return -1;
+        }
+        memcpy(cfg->config, desc + ND_NAME, ISA_NAME_MAX);
+        uint64_t ncores = get_le(desc + ND_NCORES, 4);
+        if (ncores > MAX_CORES) {
+            rfail(r, "corrupt .note.spyre: ncores %" PRIu64 " out of range [1, %d]", ncores, MAX_CORES);
+            return -1;
+        }
+        cfg->ncores = (int)ncores;
+        cfg->stick_bytes = (uint32_t)get_le(desc + ND_STICK, 4);
+        cfg->lx_bytes = get_le(desc + ND_LX, 8);
+        cfg->dram_bytes = get_le(desc + ND_DRAM, 8);
+    }
+    if (!found) {
+        rfail(r, "not a Spyre program: no \"" NOTE_OWNER "\" configuration note");
+        return -1;
+    }
+    char msg[300];
+    if (check_config(cfg, msg, sizeof msg)) {
+        rfail(r, "corrupt .note.spyre: %s", msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_tensors(const reader *r, blob b, isa_program *p)
+{
+    if (b.size % TR_SIZE) {
+        rfail(r, "corrupt .spyre.tensors: %zu bytes is not a multiple of the %d-byte record", b.size, TR_SIZE);
+        return -1;
+    }
+    size_t n = b.size / TR_SIZE;
+    p->tensors = calloc(n ? n : 1, sizeof *p->tensors);
+    if (!p->tensors) {
+        rfail(r, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *rec = b.data + i * TR_SIZE;
+        isa_tensor *t = &p->tensors[i];
+        if (!memchr(rec + TR_NAME, 0, ISA_NAME_MAX)) {
+            rfail(r, "corrupt .spyre.tensors: tensor %zu: name is not NUL-terminated", i);
+            return -1;
+        }
+        memcpy(t->name, rec + TR_NAME, ISA_NAME_MAX);
+        uint64_t role = get_le(rec + TR_ROLE, 4), host = get_le(rec + TR_HOST, 4);
+        uint64_t dev = get_le(rec + TR_DEV, 4), rank = get_le(rec + TR_RANK, 4);
+        uint64_t stick = get_le(rec + TR_STICK, 4);
+        if (role > ISA_ROLE_SCRATCH || host > ISA_HT_F16 || dev > ISA_T_F32) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: %s %" PRIu64 " out of range", t->name,
+                  role > ISA_ROLE_SCRATCH ? "role" : host > ISA_HT_F16 ? "host dtype" : "device dtype",
+                  role > ISA_ROLE_SCRATCH ? role : host > ISA_HT_F16 ? host : dev);
+            return -1;
+        }
+        t->role = (isa_role)role;
+        t->host_dtype = (isa_host_dtype)host;
+        t->dev_dtype = (isa_dtype_dev)dev;
+        if (rank > ISA_MAX_RANK || stick > ISA_MAX_RANK) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: rank %" PRIu64 " / stick dimension %" PRIu64
+                     " out of range", t->name, rank, stick);
+            return -1;
+        }
+        t->rank = (int)rank;
+        t->stick_dim = (int)stick;
+        for (int d = 0; d < ISA_MAX_RANK; d++) {
+            int64_t v = (int64_t)get_le(rec + TR_SHAPE + 8 * d, 8);
+            if ((uint64_t)d >= rank && v != 0) {
+                rfail(r, "corrupt .spyre.tensors: tensor %s: dimension %d set past rank %d", t->name, d, t->rank);
+                return -1;
+            }
+            t->shape[d] = v;
+        }
+        if (get_le(rec + TR_PAD, 4)) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: non-zero padding", t->name);
+            return -1;
+        }
+        t->dram_off = get_le(rec + TR_DRAM, 8);
+        t->bytes = get_le(rec + TR_BYTES, 8);
+        t->const_off = (int64_t)get_le(rec + TR_CONST, 8);
+        p->ntensors = i + 1;
+        char msg[300];
+        if (check_tensor(p, i, msg, sizeof msg)) {
+            rfail(r, "corrupt .spyre.tensors: %s", msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ".text.core<N>" with N in decimal, no leading zeros; -1 if not such a name. */
+static long text_core(const char *name)
+{
+    size_t k = strlen(TEXT_PREFIX);
+    if (strncmp(name, TEXT_PREFIX, k) != 0)
+        return -1;
+    const char *s = name + k;
+    if (!*s || (s[0] == '0' && s[1]) || strspn(s, "0123456789") != strlen(s) || strlen(s) > 6)
+        return -1;
+    return strtol(s, NULL, 10);
+}
+
+static int parse_text(const reader *r, blob b, int core, isa_program *p)
+{
+    if (b.size % ISA_INSN_BYTES) {
+        rfail(r, "corrupt " TEXT_PREFIX "%d: %zu bytes is not a multiple of %d", core, b.size, ISA_INSN_BYTES);
+        return -1;
+    }
+    isa_stream *s = &p->cores[core];
+    size_t n = b.size / ISA_INSN_BYTES;
+    s->insns = malloc((n ? n : 1) * sizeof *s->insns);
+    if (!s->insns) {
+        rfail(r, "out of memory");
+        return -1;
+    }
+    s->cap = n ? n : 1;
+    for (size_t i = 0; i < n; i++) {
+        char msg[300];
+        if (isa_decode(b.data + i * ISA_INSN_BYTES, &s->insns[i], msg, sizeof msg)) {
+            rfail(r, "core %d instruction %zu: %s", core, i, msg);
+            return -1;
+        }
+        s->n = i + 1;
+    }
+    return 0;
+}
+
+/* Sections the reader knows, by name. */
+enum { S_TENSORS, S_CONST, S_GRAPH, S_NOTE, S_NKNOWN };
+static const char *const known_names[S_NKNOWN] = {".spyre.tensors", ".spyre.const", ".spyre.graph",
+                                                  ".note.spyre"};
+static const Elf64_Word known_types[S_NKNOWN] = {SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_NOTE};
+
+static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
+{
+    GElf_Ehdr eh;
+    if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+        rfail(r, "not an ELF file: %s", elf_errmsg(-1));
+        return NULL;
+    }
+    if (eh.e_type != ET_EXEC) {
+        rfail(r, "not a Spyre program: ELF type %u, expected ET_EXEC", (unsigned)eh.e_type);
+        return NULL;
+    }
+    if (eh.e_machine != EM_NONE) {
+        rfail(r, "not a Spyre program: machine %u, expected EM_NONE", (unsigned)eh.e_machine);
+        return NULL;
+    }
+    size_t shstrndx;
+    if (elf_getshdrstrndx(e, &shstrndx)) {
+        rfail(r, "corrupt: no section name table: %s", elf_errmsg(-1));
+        return NULL;
+    }
+
+    blob known[S_NKNOWN] = {{0}};
+    blob text[MAX_CORES] = {{0}};
+    for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh)) {
+            rfail(r, "corrupt section header: %s", elf_errmsg(-1));
+            return NULL;
+        }
+        const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+        if (!name) {
+            rfail(r, "corrupt: section %zu has no name", elf_ndxscn(scn));
+            return NULL;
+        }
+        if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
+            rfail(r, "truncated: section %s ends at %" PRIu64 ", file has %zu bytes", name,
+                  (uint64_t)(sh.sh_offset + sh.sh_size), size);
+            return NULL;
+        }
+        blob b = {buf + sh.sh_offset, (size_t)sh.sh_size, 1};
+        blob *slot = NULL;
+        Elf64_Word want = SHT_PROGBITS;
+        long core = text_core(name);
+        if (core >= 0) {
+            if (core >= MAX_CORES) {
+                rfail(r, "corrupt: section %s: core out of range", name);
+                return NULL;
+            }
+            slot = &text[core];
+        }
+        for (int k = 0; k < S_NKNOWN; k++)
+            if (strcmp(name, known_names[k]) == 0) {
+                slot = &known[k];
+                want = known_types[k];
+            }
+        if (!slot)
+            continue; /* symbols, string tables, anything else */
+        if (sh.sh_type != want) {
+            rfail(r, "corrupt: section %s has type %u, expected %u", name, (unsigned)sh.sh_type, (unsigned)want);
+            return NULL;
+        }
+        if (slot->present) {
+            rfail(r, "corrupt: section %s appears twice", name);
+            return NULL;
+        }
+        *slot = b;
+    }
+
+    if (!known[S_NOTE].present) {
+        rfail(r, "not a Spyre program: no .note.spyre section");
+        return NULL;
+    }
+    isa_program cfg = {0};
+    if (parse_note(r, known[S_NOTE], &cfg))
+        return NULL;
+    if (!known[S_TENSORS].present) {
+        rfail(r, "corrupt: no .spyre.tensors section");
+        return NULL;
+    }
+    for (int c = cfg.ncores; c < MAX_CORES; c++)
+        if (text[c].present) {
+            rfail(r, "corrupt: section " TEXT_PREFIX "%d, but the program has %d cores", c, cfg.ncores);
+            return NULL;
+        }
+
+    isa_program *p = isa_program_new(cfg.ncores);
+    if (!p) {
+        rfail(r, "out of memory");
+        return NULL;
+    }
+    memcpy(p->config, cfg.config, sizeof p->config);
+    p->lx_bytes = cfg.lx_bytes;
+    p->stick_bytes = cfg.stick_bytes;
+    p->dram_bytes = cfg.dram_bytes;
+    if (known[S_CONST].present) {
+        p->nconsts = known[S_CONST].size;
+        p->consts = malloc(p->nconsts ? p->nconsts : 1);
+        if (!p->consts) {
+            rfail(r, "out of memory");
+            goto fail;
+        }
+        memcpy(p->consts, known[S_CONST].data, p->nconsts);
+    }
+    if (known[S_GRAPH].present) {
+        blob g = known[S_GRAPH];
+        if (memchr(g.data, 0, g.size)) {
+            rfail(r, "corrupt .spyre.graph: the text contains a NUL byte");
+            goto fail;
+        }
+        p->graph = malloc(g.size + 1);
+        if (!p->graph) {
+            rfail(r, "out of memory");
+            goto fail;
+        }
+        memcpy(p->graph, g.data, g.size);
+        p->graph[g.size] = 0;
+    }
+    if (parse_tensors(r, known[S_TENSORS], p))
+        goto fail;
+    for (int c = 0; c < p->ncores; c++)
+        if (text[c].present && parse_text(r, text[c], c, p))
+            goto fail;
+    return p;
+fail:
+    isa_program_free(p);
+    return NULL;
+}
+
+isa_program *isa_elf_read(const char *path, char *err, size_t errlen)
+{
+    reader r = {path, err, errlen};
+    uint8_t *buf;
+    size_t size;
+    if (read_file(&r, &buf, &size))
+        return NULL;
+    isa_program *p = NULL;
+    if (check_header(&r, buf, size) == 0) {
+        if (elf_version(EV_CURRENT) == EV_NONE) {
+            rfail(&r, "libelf: %s", elf_errmsg(-1));
+        } else {
+            Elf *e = elf_memory((char *)buf, size);
+            if (!e) {
+                rfail(&r, "not an ELF file: %s", elf_errmsg(-1));
+            } else {
+                p = parse(&r, e, buf, size);
+                elf_end(e);
+            }
+        }
+    }
+    free(buf);
+    return p;
+}

@@ -1,0 +1,753 @@
+/* test_elf: the ELF container (write, read, and every way a file can be
+ * bad) and the assembler / disassembler. */
+#include <CUnit/CUnit.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "testutil.h"
+
+/* ---- helpers ---- */
+
+static void push(isa_program *p, int core, const char *text)
+{
+    isa_insn in;
+    char err[256];
+    if (isa_parse_insn(text, &in, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", text, err);
+        CU_FAIL_FATAL("bad instruction in a test program");
+    }
+    isa_stream_push(&p->cores[core], &in);
+}
+
+/* Four cores (one of them idle), four tensors of different kinds, constant
+ * data for the weight and graph text. */
+static isa_program *sample_program(void)
+{
+    isa_program *p = isa_program_new(4);
+    snprintf(p->config, sizeof p->config, "spyre-4core");
+    p->lx_bytes = 2097152;
+    int64_t xs[2] = {64, 100}, ws[2] = {100, 64}, ys[2] = {64, 64}, ss[3] = {2, 3, 70};
+    isa_program_add_tensor(p, "x", ISA_ROLE_INPUT, ISA_HT_F32, ISA_T_DL16, 2, xs, 0);
+    int w = isa_program_add_tensor(p, "w", ISA_ROLE_WEIGHT, ISA_HT_F16, ISA_T_DL16, 2, ws, 16384);
+    isa_program_add_tensor(p, "y", ISA_ROLE_OUTPUT, ISA_HT_F32, ISA_T_F32, 2, ys, 32768);
+    int s = isa_program_add_tensor(p, "scratch.0", ISA_ROLE_SCRATCH, ISA_HT_F16, ISA_T_DL16, 3, ss, 65536);
+    p->tensors[s].stick_dim = 1; /* sticked on the middle dimension */
+    p->tensors[s].bytes = isa_tensor_device_bytes(&p->tensors[s], p->stick_bytes);
+    p->dram_bytes = 1 << 20;
+    p->nconsts = p->tensors[w].bytes + 256;
+    p->consts = malloc(p->nconsts);
+    for (size_t i = 0; i < p->nconsts; i++)
+        p->consts[i] = (uint8_t)(i * 7 + 3);
+    p->tensors[w].const_off = 256;
+    const char *graph = "x = input f32[64,100]\nw = weight f16[100,64]\ny = matmul(x, w) ; # kept verbatim\n";
+    p->graph = malloc(strlen(graph) + 1);
+    strcpy(p->graph, graph);
+
+    push(p, 0, "li r=1 v=4096");
+    push(p, 0, "dma.ld d=0x0 a=r1+0x0 run=2 n0=64 ds0=256 as0=256");
+    push(p, 0, "sig u=dmai t=0");
+    push(p, 0, "wait u=sfp0 t=0");
+    push(p, 0, "sfp.exp c=0 d=0x8000 a=0x0 n0=128 ds0=128 as0=128");
+    push(p, 0, "sig u=sfp0 t=1");
+    push(p, 0, "wait u=dmao t=1");
+    push(p, 0, "dma.st d=0x8000 a=0x8000 run=64");
+    push(p, 0, "halt");
+    push(p, 2, "loop n=4");
+    push(p, 2, "addi r=2 v=-128");
+    push(p, 2, "dma.lx d=r2+0x100 a=0x0");
+    push(p, 2, "endl");
+    push(p, 2, "bar");
+    push(p, 2, "halt");
+    push(p, 3, "pt.mm c=1 f=acc|f32 d=0x1000 p=0x1000 a=0x0 b=0x800 m=8 n=64 k=64");
+    push(p, 3, "sfp.add t=f32 bm=imm imm=0.5 d=0x0 a=0x0");
+    push(p, 3, "ring.red core=1 tok=3 t=f32 d=0x0 a=0x1000 run=4");
+    push(p, 3, "halt");
+    return p;
+}
+
+static void assert_programs_equal(const isa_program *a, const isa_program *b)
+{
+    CU_ASSERT_STRING_EQUAL(a->config, b->config);
+    CU_ASSERT_EQUAL(a->ncores, b->ncores);
+    CU_ASSERT_EQUAL(a->lx_bytes, b->lx_bytes);
+    CU_ASSERT_EQUAL(a->stick_bytes, b->stick_bytes);
+    CU_ASSERT_EQUAL(a->dram_bytes, b->dram_bytes);
+    CU_ASSERT_EQUAL_FATAL(a->ntensors, b->ntensors);
+    for (size_t i = 0; i < a->ntensors; i++) {
+        const isa_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+        CU_ASSERT_STRING_EQUAL(x->name, y->name);
+        CU_ASSERT_EQUAL(x->role, y->role);
+        CU_ASSERT_EQUAL(x->host_dtype, y->host_dtype);
+        CU_ASSERT_EQUAL(x->dev_dtype, y->dev_dtype);
+        CU_ASSERT_EQUAL(x->rank, y->rank);
+        for (int d = 0; d < ISA_MAX_RANK; d++)
+            CU_ASSERT_EQUAL(x->shape[d], y->shape[d]);
+        CU_ASSERT_EQUAL(x->stick_dim, y->stick_dim);
+        CU_ASSERT_EQUAL(x->dram_off, y->dram_off);
+        CU_ASSERT_EQUAL(x->bytes, y->bytes);
+        CU_ASSERT_EQUAL(x->const_off, y->const_off);
+    }
+    CU_ASSERT_EQUAL_FATAL(a->nconsts, b->nconsts);
+    if (a->nconsts)
+        CU_ASSERT_EQUAL(memcmp(a->consts, b->consts, a->nconsts), 0);
+    CU_ASSERT_EQUAL(!a->graph, !b->graph);
+    if (a->graph && b->graph)
+        CU_ASSERT_STRING_EQUAL(a->graph, b->graph);
+    if (a->ncores != b->ncores)
+        return;
+    for (int c = 0; c < a->ncores; c++) {
+        CU_ASSERT_EQUAL_FATAL(a->cores[c].n, b->cores[c].n);
+        for (size_t i = 0; i < a->cores[c].n; i++) {
+            uint8_t wa[ISA_INSN_BYTES], wb[ISA_INSN_BYTES];
+            char err[256];
+            CU_ASSERT_EQUAL_FATAL(isa_encode(&a->cores[c].insns[i], wa, err, sizeof err), 0);
+            CU_ASSERT_EQUAL_FATAL(isa_encode(&b->cores[c].insns[i], wb, err, sizeof err), 0);
+            CU_ASSERT_EQUAL(memcmp(wa, wb, ISA_INSN_BYTES), 0);
+        }
+    }
+}
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)size + 1);
+    *n = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    return buf;
+}
+
+static void spit(const char *path, const void *buf, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(buf, 1, n, f), n);
+    fclose(f);
+}
+
+/* Write the sample program to a fresh file; returns its bytes. */
+static uint8_t *good_elf(char *path, size_t pathlen, size_t *n)
+{
+    char err[512];
+    tu_tmpfile(".elf", path, pathlen);
+    isa_program *p = sample_program();
+    int rc = isa_elf_write(p, path, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    isa_program_free(p);
+    return slurp(path, n);
+}
+
+typedef struct {
+    size_t index, offset, size, shdr; /* shdr: file offset of its section header */
+    unsigned flags, type;
+} section;
+
+/* Find a section of an ELF image by name, with libelf. */
+static int find_section(const uint8_t *img, size_t n, const char *name, section *out)
+{
+    elf_version(EV_CURRENT);
+    char *copy = malloc(n);
+    memcpy(copy, img, n);
+    Elf *e = elf_memory(copy, n);
+    size_t shstrndx;
+    int found = 0;
+    GElf_Ehdr eh;
+    if (e && gelf_getehdr(e, &eh) && elf_getshdrstrndx(e, &shstrndx) == 0)
+        for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+            GElf_Shdr sh;
+            gelf_getshdr(scn, &sh);
+            const char *s = elf_strptr(e, shstrndx, sh.sh_name);
+            if (s && strcmp(s, name) == 0) {
+                out->index = elf_ndxscn(scn);
+                out->offset = sh.sh_offset;
+                out->size = sh.sh_size;
+                out->flags = (unsigned)sh.sh_flags;
+                out->type = sh.sh_type;
+                out->shdr = eh.e_shoff + out->index * eh.e_shentsize;
+                found = 1;
+            }
+        }
+    if (e)
+        elf_end(e);
+    free(copy);
+    return found;
+}
+
+/* Reading path fails: NULL, and one line that starts with the path and
+ * contains want. */
+static void expect_read_error(const char *path, const char *want)
+{
+    char err[512] = "";
+    isa_program *p = isa_elf_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NULL(p);
+    isa_program_free(p);
+    CU_ASSERT_EQUAL(strncmp(err, path, strlen(path)), 0);
+    CU_ASSERT_PTR_NULL(strchr(err, '\n'));
+    if (want && !strstr(err, want))
+        fprintf(stderr, "expected '%s' in '%s'\n", want, err);
+    if (want)
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Copy good, overwrite n bytes at off with the little-endian v, write it to
+ * a new file and expect reading it to fail with want. */
+static void expect_patched_error(const uint8_t *good, size_t size, size_t off, uint64_t v, int n, const char *want)
+{
+    char path[1024];
+    tu_tmpfile(".elf", path, sizeof path);
+    uint8_t *bad = malloc(size);
+    memcpy(bad, good, size);
+    put_le(bad + off, v, n);
+    spit(path, bad, size);
+    expect_read_error(path, want);
+    remove(path);
+    free(bad);
+}
+
+/* Tensor record layout (docs/isa.md): field offsets in a 160-byte record. */
+enum { TR_NAME = 0, TR_ROLE = 64, TR_HOST = 68, TR_DEV = 72, TR_RANK = 76, TR_SHAPE = 80, TR_STICK = 128,
+       TR_DRAM = 136, TR_BYTES = 144, TR_CONST = 152, TR_SIZE = 160 };
+
+/* ---- the container ---- */
+
+static void test_program_round_trips_through_elf(void)
+{
+    char path[1024], err[512];
+    tu_tmpfile(".elf", path, sizeof path);
+    isa_program *p = sample_program();
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, path, err, sizeof err), 0);
+    isa_program *q = isa_elf_read(path, err, sizeof err);
+    if (!q)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    assert_programs_equal(p, q);
+    CU_ASSERT_STRING_EQUAL(q->config, "spyre-4core");
+    CU_ASSERT_EQUAL(q->ncores, 4);
+    CU_ASSERT_EQUAL(q->cores[0].n, 9);
+    CU_ASSERT_EQUAL(q->cores[1].n, 0);
+    CU_ASSERT_EQUAL(q->cores[3].insns[1].op, ISA_OP_SFP_ADD);
+    CU_ASSERT_EQUAL(q->cores[3].insns[1].imm, 0.5f);
+    CU_ASSERT_EQUAL(q->tensors[3].stick_dim, 1);
+    CU_ASSERT_EQUAL(q->tensors[3].bytes, 2 * 70 * 128); /* 1 stick x (2*70) rows */
+    CU_ASSERT_EQUAL(q->tensors[1].const_off, 256);
+    isa_program_free(p);
+    isa_program_free(q);
+    remove(path);
+}
+
+static void test_program_without_consts_or_graph_round_trips(void)
+{
+    char path[1024], err[512];
+    tu_tmpfile(".elf", path, sizeof path);
+    isa_program *p = isa_program_new(1);
+    snprintf(p->config, sizeof p->config, "tiny");
+    p->lx_bytes = 4096;
+    p->stick_bytes = 256;
+    push(p, 0, "halt");
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, path, err, sizeof err), 0);
+    isa_program *q = isa_elf_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    assert_programs_equal(p, q);
+    CU_ASSERT_PTR_NULL(q->graph);
+    CU_ASSERT_PTR_NULL(q->consts);
+    CU_ASSERT_EQUAL(q->stick_bytes, 256);
+    isa_program_free(p);
+    isa_program_free(q);
+    remove(path);
+}
+
+/* What readelf shows: sections with the right types and flags, a symbol
+ * per tensor and per core stream, the configuration note. */
+static void test_elf_sections_and_symbols_describe_the_program(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section text, tensors, note, cst, graph;
+    CU_ASSERT_FATAL(find_section(img, n, ".text.core0", &text));
+    CU_ASSERT_EQUAL(text.type, SHT_PROGBITS);
+    CU_ASSERT_EQUAL(text.flags, SHF_ALLOC | SHF_EXECINSTR);
+    CU_ASSERT_EQUAL(text.size, 9 * ISA_INSN_BYTES);
+    CU_ASSERT_EQUAL(img[text.offset], isa_info(ISA_OP_LI)->opcode);
+    CU_ASSERT_EQUAL(img[text.offset + 8 * ISA_INSN_BYTES], isa_info(ISA_OP_HALT)->opcode);
+    section none;
+    CU_ASSERT_FALSE(find_section(img, n, ".text.core1", &none)); /* idle core: no section */
+    CU_ASSERT_TRUE(find_section(img, n, ".text.core3", &none));
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.tensors", &tensors));
+    CU_ASSERT_EQUAL(tensors.size, 4 * TR_SIZE);
+    CU_ASSERT_STRING_EQUAL((const char *)img + tensors.offset + TR_SIZE + TR_NAME, "w");
+    CU_ASSERT_EQUAL(img[tensors.offset + TR_SIZE + TR_ROLE], ISA_ROLE_WEIGHT);
+    CU_ASSERT_FATAL(find_section(img, n, ".note.spyre", &note));
+    CU_ASSERT_EQUAL(note.type, SHT_NOTE);
+    CU_ASSERT_EQUAL(memcmp(img + note.offset + 12, "Spyre", 6), 0);
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.const", &cst));
+    CU_ASSERT_EQUAL(img[cst.offset + 1], 10);
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.graph", &graph));
+    CU_ASSERT_EQUAL(memcmp(img + graph.offset, "x = input", 9), 0);
+
+    /* symbols, through libelf as readelf -s would list them */
+    char *copy = malloc(n);
+    memcpy(copy, img, n);
+    Elf *e = elf_memory(copy, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    GElf_Ehdr eh;
+    gelf_getehdr(e, &eh);
+    CU_ASSERT_EQUAL(eh.e_ident[EI_CLASS], ELFCLASS64);
+    CU_ASSERT_EQUAL(eh.e_ident[EI_DATA], ELFDATA2LSB);
+    CU_ASSERT_EQUAL(eh.e_type, ET_EXEC);
+    int seen_core0 = 0, seen_core3 = 0, seen_w = 0, nsyms = 0;
+    for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+        GElf_Shdr sh;
+        gelf_getshdr(scn, &sh);
+        if (sh.sh_type != SHT_SYMTAB)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        for (size_t i = 1; i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Sym sym;
+            gelf_getsym(d, (int)i, &sym);
+            const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+            nsyms++;
+            if (strcmp(name, "core0") == 0) {
+                seen_core0 = 1;
+                CU_ASSERT_EQUAL(GELF_ST_TYPE(sym.st_info), STT_FUNC);
+                CU_ASSERT_EQUAL(sym.st_shndx, text.index);
+                CU_ASSERT_EQUAL(sym.st_size, 9 * ISA_INSN_BYTES);
+            }
+            seen_core3 |= strcmp(name, "core3") == 0;
+            if (strcmp(name, "w") == 0) {
+                seen_w = 1;
+                CU_ASSERT_EQUAL(GELF_ST_TYPE(sym.st_info), STT_OBJECT);
+                CU_ASSERT_EQUAL(sym.st_shndx, SHN_ABS);
+                CU_ASSERT_EQUAL(sym.st_value, 16384);
+                CU_ASSERT_EQUAL(sym.st_size, 100 * 128); /* 64 DL16 lanes: one stick x 100 rows */
+            }
+        }
+    }
+    CU_ASSERT(seen_core0 && seen_core3 && seen_w);
+    CU_ASSERT_EQUAL(nsyms, 4 + 3); /* 4 tensors, 3 non-empty cores */
+    elf_end(e);
+    free(copy);
+    free(img);
+    remove(path);
+}
+
+static void test_missing_file_is_an_error(void)
+{
+    char path[1024];
+    tu_tmpfile(".missing", path, sizeof path);
+    expect_read_error(path, "cannot open");
+}
+
+static void test_text_file_is_not_an_elf(void)
+{
+    char path[1024];
+    tu_tmpfile(".txt", path, sizeof path);
+    const char *text = "this is not an ELF file, just some text\n";
+    spit(path, text, strlen(text));
+    expect_read_error(path, "not an ELF");
+    spit(path, "", 0);
+    expect_read_error(path, "not an ELF");
+    remove(path);
+}
+
+static void test_foreign_elf_is_not_a_spyre_program(void)
+{
+    expect_read_error("/bin/true", "not a Spyre program");
+}
+
+static void test_truncated_file_is_an_error_at_every_length(void)
+{
+    char path[1024], cut[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    tu_tmpfile(".cut", cut, sizeof cut);
+    for (size_t len = 0; len < n; len += (len < 128 ? 1 : 7)) {
+        spit(cut, img, len);
+        expect_read_error(cut, NULL);
+    }
+    spit(cut, img, n - 1);
+    expect_read_error(cut, "truncated");
+    spit(cut, img, 40);
+    expect_read_error(cut, "truncated");
+    remove(cut);
+    remove(path);
+    free(img);
+}
+
+static void test_corrupt_tensor_table_is_an_error(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section t;
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.tensors", &t));
+    size_t rec1 = t.offset + TR_SIZE; /* tensor "w" */
+    expect_patched_error(img, n, rec1 + TR_ROLE, 4, 4, "role 4 out of range");
+    expect_patched_error(img, n, rec1 + TR_HOST, 2, 4, "host dtype");
+    expect_patched_error(img, n, rec1 + TR_DEV, 0x100, 4, "device dtype");
+    expect_patched_error(img, n, rec1 + TR_RANK, 7, 4, "rank 7");
+    expect_patched_error(img, n, rec1 + TR_RANK, 1, 4, "dimension 1 set past rank");
+    expect_patched_error(img, n, rec1 + TR_STICK, 2, 4, "stick dimension");
+    expect_patched_error(img, n, rec1 + TR_SHAPE, 0, 8, "dimension 0 is 0");
+    expect_patched_error(img, n, rec1 + TR_SHAPE, (uint64_t)-5, 8, "dimension 0 is -5");
+    expect_patched_error(img, n, rec1 + TR_SHAPE + 8, 1ull << 40, 8, "larger than the DRAM segment");
+    expect_patched_error(img, n, rec1 + TR_DRAM, (1 << 20) - 128, 8, "outside the DRAM segment");
+    expect_patched_error(img, n, rec1 + TR_DRAM, (uint64_t)-128, 8, "outside the DRAM segment");
+    expect_patched_error(img, n, rec1 + TR_BYTES, 128, 8, "its shape needs");
+    expect_patched_error(img, n, rec1 + TR_BYTES, (uint64_t)-1, 8, "outside the DRAM segment");
+    expect_patched_error(img, n, rec1 + TR_CONST, 1 << 20, 8, "constant bytes");
+    expect_patched_error(img, n, rec1 + TR_CONST, (uint64_t)-2, 8, "constant bytes");
+    expect_patched_error(img, n, rec1 + TR_NAME, 'x', 1, "name used twice");
+    expect_patched_error(img, n, rec1 + TR_NAME, 0, 1, "empty name");
+    { /* a name that fills all 64 bytes has no terminating NUL */
+        uint8_t *bad = malloc(n);
+        char p2[1024];
+        memcpy(bad, img, n);
+        memset(bad + rec1 + TR_NAME, 'A', 64);
+        tu_tmpfile(".elf", p2, sizeof p2);
+        spit(p2, bad, n);
+        expect_read_error(p2, "not NUL-terminated");
+        remove(p2);
+        free(bad);
+    }
+    /* a table whose size is not a whole number of records */
+    expect_patched_error(img, n, t.shdr + offsetof(Elf64_Shdr, sh_size), t.size - 1, 8, "not a multiple");
+    remove(path);
+    free(img);
+}
+
+static void test_bad_instruction_is_an_error_naming_core_and_index(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section t0, t2;
+    CU_ASSERT_FATAL(find_section(img, n, ".text.core0", &t0));
+    CU_ASSERT_FATAL(find_section(img, n, ".text.core2", &t2));
+    expect_patched_error(img, n, t0.offset + 4 * ISA_INSN_BYTES, 0x07, 1,
+                         "core 0 instruction 4: unknown opcode 0x07");
+    expect_patched_error(img, n, t2.offset + 5 * ISA_INSN_BYTES + 63, 0x80, 1, "core 2 instruction 5:");
+    /* dma.lx with run=0: an operand below its minimum */
+    expect_patched_error(img, n, t2.offset + 2 * ISA_INSN_BYTES + 12, 0, 1, "core 2 instruction 2:");
+    expect_patched_error(img, n, t0.shdr + offsetof(Elf64_Shdr, sh_size), 100, 8, "not a multiple of 64");
+    remove(path);
+    free(img);
+}
+
+static void test_wrong_elf_header_is_an_error(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    expect_patched_error(img, n, EI_CLASS, ELFCLASS32, 1, "class");
+    expect_patched_error(img, n, EI_DATA, ELFDATA2MSB, 1, "little-endian");
+    expect_patched_error(img, n, offsetof(Elf64_Ehdr, e_type), ET_REL, 2, "ELF type");
+    expect_patched_error(img, n, offsetof(Elf64_Ehdr, e_machine), EM_X86_64, 2, "machine 62");
+    expect_patched_error(img, n, offsetof(Elf64_Ehdr, e_shoff), n, 8, "truncated");
+    expect_patched_error(img, n, 0, 0, 1, "not an ELF");
+    remove(path);
+    free(img);
+}
+
+static void test_bad_configuration_note_is_an_error(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section note;
+    CU_ASSERT_FATAL(find_section(img, n, ".note.spyre", &note));
+    size_t desc = note.offset + 12 + 8;
+    expect_patched_error(img, n, note.offset + 12 + 4, 'x', 1, "no \"Spyre\" configuration note");
+    expect_patched_error(img, n, note.offset + 4, 200, 4, "runs past the section");
+    expect_patched_error(img, n, desc + 0, 9, 4, "version 9");
+    expect_patched_error(img, n, desc + 4, 0, 4, "ncores 0");
+    expect_patched_error(img, n, desc + 4, 1000, 4, "ncores 1000");
+    expect_patched_error(img, n, desc + 4, 2, 4, "but the program has 2 cores"); /* core3 exists */
+    expect_patched_error(img, n, desc + 8, 6, 4, "stick_bytes 6");
+    expect_patched_error(img, n, desc + 24, 4096, 8, "DRAM segment"); /* too small for the tensors */
+    uint8_t *bad = malloc(n);
+    char p2[1024];
+    memcpy(bad, img, n);
+    memset(bad + desc + 32, 'A', 64);
+    tu_tmpfile(".elf", p2, sizeof p2);
+    spit(p2, bad, n);
+    expect_read_error(p2, "not NUL-terminated");
+    remove(p2);
+    free(bad);
+    remove(path);
+    free(img);
+}
+
+/* Flip every byte outside the constant data, one at a time: reading never
+ * crashes, and a failure always comes with a message naming the file. */
+static void test_any_flipped_byte_is_read_or_reported(void)
+{
+    char path[1024], bad[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section cst;
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.const", &cst));
+    tu_tmpfile(".elf", bad, sizeof bad);
+    uint8_t *copy = malloc(n);
+    int failures = 0, unnamed = 0;
+    for (size_t off = 0; off < n; off++) {
+        if (off >= cst.offset && off < cst.offset + cst.size)
+            continue;
+        memcpy(copy, img, n);
+        copy[off] ^= 0xff;
+        spit(bad, copy, n);
+        char err[512] = "";
+        isa_program *p = isa_elf_read(bad, err, sizeof err);
+        if (!p) {
+            failures++;
+            unnamed += strncmp(err, bad, strlen(bad)) != 0 || strchr(err, '\n') != NULL;
+        }
+        isa_program_free(p);
+    }
+    CU_ASSERT(failures > 0);
+    CU_ASSERT_EQUAL(unnamed, 0);
+    remove(bad);
+    remove(path);
+    free(copy);
+    free(img);
+}
+
+static void test_write_errors_are_reported(void)
+{
+    char path[1024], err[512] = "";
+    isa_program *p = sample_program();
+    CU_ASSERT_EQUAL(isa_elf_write(p, "/nonexistent-dir/x.elf", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(strncmp(err, "/nonexistent-dir/x.elf: ", 24), 0);
+
+    tu_tmpfile(".elf", path, sizeof path);
+    p->cores[2].insns[1].reg = 0; /* addi r0: r0 is not writable */
+    CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "core 2 instruction 1: operand r"));
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NULL(f); /* no half-written file left behind */
+    if (f)
+        fclose(f);
+    p->cores[2].insns[1].reg = 2;
+
+    p->dram_bytes = 4096;
+    CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor x: larger than the DRAM segment"));
+    isa_program_free(p);
+}
+
+/* ---- the assembler ---- */
+
+static const char *tiny_source =
+    "# one stick in, exp, one stick out\n"
+    ".config spyre-4core ncores=4 lx=2097152\n"
+    ".tensor x input f16 1x64\n"
+    ".tensor y output f16 1x64   ; placed after x\n"
+    ".graph x = input f16[1,64]\n"
+    ".graph y = exp(x)\n"
+    "\n"
+    ".core 0\n"
+    "  dma.ld d=0x0 a=0x0        ; LX[0] := DRAM x\n"
+    "  sig u=dmai t=0\n"
+    "  wait u=sfp0 t=0\n"
+    "  sfp.exp d=0x80 a=0x0\n"
+    "  sig u=sfp0 t=1\n"
+    "  wait u=dmao t=1\n"
+    "  dma.st d=0x80 a=0x80      # DRAM y := LX[0x80]\n"
+    "  halt\n"
+    ".core 1\n"
+    "loop n=2\n"
+    "li r=1 v=128\n"
+    "endl\n"
+    "halt";
+
+static void test_assembly_disassembles_and_reassembles_identically(void)
+{
+    char err[512] = "";
+    isa_program *p = isa_assemble(tiny_source, "tiny.s", err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(p->config, "spyre-4core");
+    CU_ASSERT_EQUAL(p->ncores, 4);
+    CU_ASSERT_EQUAL(p->lx_bytes, 2097152);
+    CU_ASSERT_EQUAL_FATAL(p->ntensors, 2);
+    CU_ASSERT_EQUAL(p->tensors[0].dram_off, 0);
+    CU_ASSERT_EQUAL(p->tensors[1].dram_off, 128);
+    CU_ASSERT_EQUAL(p->tensors[1].bytes, 128);
+    CU_ASSERT_EQUAL(p->tensors[1].role, ISA_ROLE_OUTPUT);
+    CU_ASSERT_EQUAL(p->tensors[1].host_dtype, ISA_HT_F16);
+    CU_ASSERT_EQUAL(p->tensors[1].dev_dtype, ISA_T_DL16);
+    CU_ASSERT_EQUAL(p->dram_bytes, 256);
+    CU_ASSERT_STRING_EQUAL(p->graph, "x = input f16[1,64]\ny = exp(x)\n");
+    CU_ASSERT_EQUAL_FATAL(p->cores[0].n, 8);
+    CU_ASSERT_EQUAL(p->cores[0].insns[3].op, ISA_OP_SFP_EXP);
+    CU_ASSERT_EQUAL(p->cores[0].insns[3].d.off, 0x80);
+    CU_ASSERT_EQUAL(p->cores[0].insns[4].u, ISA_U_SFP0);
+    CU_ASSERT_EQUAL(p->cores[0].insns[4].tok, 1);
+    CU_ASSERT_EQUAL(p->cores[1].n, 4);
+    CU_ASSERT_EQUAL(p->cores[2].n, 0);
+
+    char *text = isa_disassemble(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 1\nloop n=2\n  li r=1 v=128\nendl\nhalt\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".tensor y output f16 1x64 dev=dl16 at=128\n"));
+    CU_ASSERT_PTR_NULL(strstr(text, ".core 2"));
+    isa_program *q = isa_assemble(text, "dis.s", err, sizeof err);
+    if (!q)
+        fprintf(stderr, "%s\n---\n%s", err, text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    assert_programs_equal(p, q);
+    char *text2 = isa_disassemble(q);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+
+    char path[1024];
+    tu_tmpfile(".elf", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(q, path, err, sizeof err), 0);
+    isa_program *r = isa_elf_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    assert_programs_equal(p, r);
+    remove(path);
+    free(text);
+    free(text2);
+    isa_program_free(p);
+    isa_program_free(q);
+    isa_program_free(r);
+}
+
+static void test_disassembly_of_a_full_program_reassembles(void)
+{
+    char err[512] = "";
+    isa_program *p = sample_program();
+    char *text = isa_disassemble(p);
+    isa_program *q = isa_assemble(text, "sample.s", err, sizeof err);
+    if (!q)
+        fprintf(stderr, "%s\n---\n%s", err, text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    assert_programs_equal(p, q);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, " stick=1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, " const=256"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.graph y = matmul(x, w) ; # kept verbatim\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "loop n=4\n  addi r=2 v=-128\n  dma.lx"));
+    free(text);
+    isa_program_free(p);
+    isa_program_free(q);
+}
+
+static void test_assembler_defaults(void)
+{
+    char err[512] = "";
+    isa_program *p = isa_assemble(".core 31\nhalt\n.tensor a scratch f32 3x40 dev=f32\n.tensor b input f32 scalar\n"
+                                  ".tensor c input f32 7 at=4096\n",
+                                  "d.s", err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(p->config, "spyre");
+    CU_ASSERT_EQUAL(p->ncores, 32);
+    CU_ASSERT_EQUAL(p->lx_bytes, 2097152);
+    CU_ASSERT_EQUAL(p->stick_bytes, 128);
+    CU_ASSERT_EQUAL(p->cores[31].n, 1);
+    CU_ASSERT_EQUAL(p->tensors[0].bytes, 2 * 3 * 128); /* 40 fp32 = 2 sticks, 3 rows */
+    CU_ASSERT_EQUAL(p->tensors[1].rank, 0);
+    CU_ASSERT_EQUAL(p->tensors[1].dram_off, 768);
+    CU_ASSERT_EQUAL(p->tensors[2].dram_off, 4096);
+    CU_ASSERT_EQUAL(p->dram_bytes, 4096 + 128);
+    CU_ASSERT_PTR_NULL(p->graph);
+    isa_program_free(p);
+}
+
+/* Assembling src fails with "FILE:LINE: ..." containing want. */
+static void expect_asm_error(const char *src, int line, const char *want)
+{
+    char err[512] = "", prefix[64];
+    isa_program *p = isa_assemble(src, "bad.s", err, sizeof err);
+    CU_ASSERT_PTR_NULL(p);
+    isa_program_free(p);
+    snprintf(prefix, sizeof prefix, "bad.s:%d: ", line);
+    if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, want))
+        fprintf(stderr, "expected '%s...%s', got '%s'\n", prefix, want, err);
+    CU_ASSERT_EQUAL(strncmp(err, prefix, strlen(prefix)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+}
+
+static void test_unknown_instruction_names_file_line_and_mnemonic(void)
+{
+    expect_asm_error(".core 0\n  nop\n\n  frob d=1   # what is this\n", 4, "unknown instruction 'frob'");
+    expect_asm_error(".core 0\ndma.ld run=0\n", 2, "run");
+    expect_asm_error(".core 0\ndma.ld d=r16+0\n", 2, "d");
+    expect_asm_error("nop\n", 1, "outside a core");
+    expect_asm_error(".core 0\nli v=3\n", 2, "operand r=0"); /* r has no legal default */
+}
+
+static void test_bad_directives_are_errors(void)
+{
+    expect_asm_error(".core 32\n", 1, "32 cores");
+    expect_asm_error(".config small ncores=4\n.core 4\n", 2, ".core 4");
+    expect_asm_error(".core x\n", 1, "not a number");
+    expect_asm_error(".core 0\n.config late\n", 2, "must come before");
+    expect_asm_error(".config a\n.config b\n", 2, "twice");
+    expect_asm_error(".config a ncores=0\n", 1, "ncores 0");
+    expect_asm_error(".config a size=4\n", 1, "no key 'size'");
+    expect_asm_error(".config ncores=4\n", 1, "name");
+    expect_asm_error("\n.tensor x bogus f32 4x4\n", 2, "unknown role 'bogus'");
+    expect_asm_error(".tensor x input f64 4x4\n", 1, "host dtype 'f64'");
+    expect_asm_error(".tensor x input f32 4xx4\n", 1, "bad dimensions '4xx4'");
+    expect_asm_error(".tensor x input f32 4x0\n", 1, "bad dimensions");
+    expect_asm_error(".tensor x input f32 1x2x3x4x5x6x7\n", 1, "more than 6");
+    expect_asm_error(".tensor x input f32 4x4 dev=f16\n", 1, "device dtype 'f16'");
+    expect_asm_error(".tensor x input f32 4x4 at=-1\n", 1, "at");
+    expect_asm_error(".tensor x input f32 4x4 color=red\n", 1, "no key 'color'");
+    expect_asm_error(".tensor x input f32 4x4\n.tensor x output f32 4x4\n", 2, "'x' declared twice");
+    expect_asm_error(".tensor x input f32\n", 1, "expected .tensor");
+    expect_asm_error(".tensor x input f32 4x4 bytes=16\n", 1, "needs 512");
+    expect_asm_error(".dram 100\n.tensor x input f32 4x64\n", 1, "smaller than the 512 bytes");
+    expect_asm_error(".dram 100\n.dram 200\n", 2, "twice");
+    expect_asm_error(".tensor w weight f32 1x32 const=0\n", 1, "past the 0 .const bytes");
+    expect_asm_error(".const abc\n", 1, "odd number");
+    expect_asm_error(".const zz\n", 1, "not hex");
+    expect_asm_error(".bogus 1\n", 1, "unknown directive '.bogus'");
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"a program round-trips through ELF", test_program_round_trips_through_elf},
+        {"a program without constants or graph round-trips", test_program_without_consts_or_graph_round_trips},
+        {"ELF sections and symbols describe the program", test_elf_sections_and_symbols_describe_the_program},
+        {"a missing file is an error", test_missing_file_is_an_error},
+        {"a text file is not an ELF", test_text_file_is_not_an_elf},
+        {"a foreign ELF is not a Spyre program", test_foreign_elf_is_not_a_spyre_program},
+        {"a truncated file is an error at every length", test_truncated_file_is_an_error_at_every_length},
+        {"a corrupt tensor table is an error", test_corrupt_tensor_table_is_an_error},
+        {"a bad instruction is an error naming core and index",
+         test_bad_instruction_is_an_error_naming_core_and_index},
+        {"a wrong ELF header is an error", test_wrong_elf_header_is_an_error},
+        {"a bad configuration note is an error", test_bad_configuration_note_is_an_error},
+        {"any flipped byte is read or reported", test_any_flipped_byte_is_read_or_reported},
+        {"write errors are reported", test_write_errors_are_reported},
+        {"assembly disassembles and reassembles identically",
+         test_assembly_disassembles_and_reassembles_identically},
+        {"the disassembly of a full program reassembles", test_disassembly_of_a_full_program_reassembles},
+        {"assembler defaults: 32 cores, spyre, packed tensors", test_assembler_defaults},
+        {"an unknown instruction names file, line and mnemonic",
+         test_unknown_instruction_names_file_line_and_mnemonic},
+        {"bad directives are errors", test_bad_directives_are_errors},
+        {NULL, NULL},
+    };
+    return tu_run("elf", tests);
+}

@@ -1,0 +1,519 @@
+/* test_isa: the instruction table, encoding, decoding, text form, and the
+ * DL16 / fp16 number conversions. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "isa.h"
+#include "testutil.h"
+
+/* ---- helpers ---- */
+
+static int64_t *field(isa_insn *in, const isa_operand *o)
+{
+    return (int64_t *)((char *)in + o->offset);
+}
+
+static int addr_eq(isa_addr x, isa_addr y)
+{
+    return x.reg == y.reg && x.off == y.off;
+}
+
+/* Every field of the decoded-instruction struct, compared one by one. */
+static int insn_equal(const isa_insn *x, const isa_insn *y)
+{
+    uint32_t ix, iy;
+    memcpy(&ix, &x->imm, 4);
+    memcpy(&iy, &y->imm, 4);
+    int eq = x->op == y->op && x->c == y->c && x->u == y->u && x->t == y->t && x->tok == y->tok &&
+             x->core == y->core && x->reg == y->reg && x->val == y->val && x->flags == y->flags && x->bm == y->bm &&
+             addr_eq(x->d, y->d) && addr_eq(x->a, y->a) && addr_eq(x->b, y->b) && addr_eq(x->p, y->p) &&
+             x->run == y->run && x->ps == y->ps && x->m == y->m && x->nn == y->nn && x->k == y->k &&
+             x->vl == y->vl && ix == iy;
+    for (int l = 0; l < ISA_MAX_LOOPS; l++)
+        eq = eq && x->n[l] == y->n[l] && x->ds[l] == y->ds[l] && x->as[l] == y->as[l] && x->bs[l] == y->bs[l];
+    return eq;
+}
+
+static int count(const char *const *names)
+{
+    int n = 0;
+    while (names[n])
+        n++;
+    return n;
+}
+
+/* An instruction of op whose every operand is legal and differs from its
+ * default, with a different value per operand so swapped fields show. */
+static void fill_nondefault(isa_insn *in, int op)
+{
+    const isa_opinfo *info = isa_info(op);
+    isa_insn_init(in, op);
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        switch (o->kind) {
+        case ISA_K_U: {
+            int64_t max = (int64_t)((1ull << o->bits) - 1), span = max - o->min;
+            int64_t v = o->min + 1 + (int64_t)(i * 37) % span;
+            if (v == o->def)
+                v = v < max ? v + 1 : v - 1;
+            *field(in, o) = v;
+            break;
+        }
+        case ISA_K_S:
+            *field(in, o) = -(int64_t)(1000 * i + 123); /* negative: the sign must survive */
+            break;
+        case ISA_K_ADDR: {
+            isa_addr *a = (isa_addr *)((char *)in + o->offset);
+            a->reg = 1 + i % (ISA_NREGS - 1);
+            a->off = (int64_t)(1ull << 39) + 0x80 * i; /* top bit of the 40-bit offset set */
+            break;
+        }
+        case ISA_K_F32:
+            *(float *)((char *)in + o->offset) = 1.5f + (float)i;
+            break;
+        case ISA_K_ENUM:
+            *field(in, o) = count(o->names) - 1;
+            break;
+        case ISA_K_FLAGS:
+            *field(in, o) = (1 << count(o->names)) - 1;
+            break;
+        }
+    }
+}
+
+/* ---- the instruction table ---- */
+
+static void test_every_instruction_encodes_decodes_formats_and_parses_back(void)
+{
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = isa_info(op);
+        isa_insn in, out, parsed;
+        uint8_t w[ISA_INSN_BYTES], w2[ISA_INSN_BYTES];
+        char err[256], text[1024];
+        fill_nondefault(&in, op);
+        int rc = isa_encode(&in, w, err, sizeof err);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(w[0], info->opcode);
+        CU_ASSERT_EQUAL_FATAL(isa_decode(w, &out, err, sizeof err), 0);
+        CU_ASSERT(insn_equal(&in, &out));
+
+        isa_format_insn(&in, text, sizeof text);
+        CU_ASSERT_EQUAL(strncmp(text, info->mnemonic, strlen(info->mnemonic)), 0);
+        for (int i = 0; i < info->noperands; i++) { /* nothing is at its default */
+            char want[64];
+            snprintf(want, sizeof want, " %s=", info->operands[i].name);
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+        }
+        rc = isa_parse_insn(text, &parsed, err, sizeof err);
+        if (rc)
+            fprintf(stderr, "%s: %s\n", text, err);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT(insn_equal(&in, &parsed));
+        CU_ASSERT_EQUAL_FATAL(isa_encode(&parsed, w2, err, sizeof err), 0);
+        CU_ASSERT_EQUAL(memcmp(w, w2, ISA_INSN_BYTES), 0);
+    }
+}
+
+static void test_default_instruction_formats_as_bare_mnemonic(void)
+{
+    for (int op = 0; op < ISA_NOPS; op++) {
+        isa_insn in, parsed;
+        char text[1024], err[256];
+        isa_insn_init(&in, op);
+        isa_format_insn(&in, text, sizeof text);
+        CU_ASSERT_STRING_EQUAL(text, isa_info(op)->mnemonic);
+        CU_ASSERT_EQUAL(isa_parse_insn(text, &parsed, err, sizeof err), 0);
+        CU_ASSERT(insn_equal(&in, &parsed));
+    }
+}
+
+static void test_opcodes_and_mnemonics_are_unique(void)
+{
+    for (int x = 0; x < ISA_NOPS; x++) {
+        const isa_opinfo *a = isa_info(x);
+        CU_ASSERT_EQUAL(isa_op_from_opcode(a->opcode), x);
+        CU_ASSERT_EQUAL(isa_op_from_mnemonic(a->mnemonic), x);
+        for (int y = x + 1; y < ISA_NOPS; y++) {
+            const isa_opinfo *b = isa_info(y);
+            CU_ASSERT_NOT_EQUAL(a->opcode, b->opcode);
+            CU_ASSERT_NOT_EQUAL(strcmp(a->mnemonic, b->mnemonic), 0);
+        }
+    }
+}
+
+static void test_every_format_fits_the_instruction_word(void)
+{
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = isa_info(op);
+        int bits = 8;
+        for (int i = 0; i < info->noperands; i++)
+            bits += info->operands[i].bits;
+        CU_ASSERT(bits <= ISA_INSN_BYTES * 8);
+    }
+}
+
+static void test_unknown_opcode_fails_to_decode(void)
+{
+    int unknown = 0;
+    for (unsigned opc = 0; opc < 256; opc++) {
+        if (isa_op_from_opcode(opc) >= 0)
+            continue;
+        uint8_t w[ISA_INSN_BYTES] = {(uint8_t)opc};
+        isa_insn in;
+        char err[256] = "", want[32];
+        CU_ASSERT_EQUAL(isa_decode(w, &in, err, sizeof err), -1);
+        snprintf(want, sizeof want, "unknown opcode 0x%02x", opc);
+        CU_ASSERT_STRING_EQUAL(err, want);
+        unknown++;
+    }
+    CU_ASSERT_EQUAL(unknown, 256 - ISA_NOPS);
+    CU_ASSERT_EQUAL(isa_op_from_opcode(256), -1);
+    CU_ASSERT_EQUAL(isa_op_from_mnemonic("frob"), -1);
+}
+
+static void test_stray_bits_past_the_last_operand_fail_to_decode(void)
+{
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = isa_info(op);
+        int first_pad = 8;
+        for (int i = 0; i < info->noperands; i++)
+            first_pad += info->operands[i].bits;
+        isa_insn in, out;
+        uint8_t w[ISA_INSN_BYTES];
+        char err[256] = "";
+        fill_nondefault(&in, op);
+        CU_ASSERT_EQUAL_FATAL(isa_encode(&in, w, err, sizeof err), 0);
+        for (int bit = first_pad; bit < ISA_INSN_BYTES * 8; bit += 61) {
+            uint8_t bad[ISA_INSN_BYTES];
+            memcpy(bad, w, sizeof bad);
+            bad[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            err[0] = 0;
+            CU_ASSERT_EQUAL(isa_decode(bad, &out, err, sizeof err), -1);
+            CU_ASSERT_PTR_NOT_NULL(strstr(err, "stray bits"));
+        }
+        uint8_t last[ISA_INSN_BYTES];
+        memcpy(last, w, sizeof last);
+        last[ISA_INSN_BYTES - 1] |= 0x80;
+        CU_ASSERT_EQUAL(isa_decode(last, &out, err, sizeof err), -1);
+    }
+}
+
+/* Encoding in with one field changed fails with a message naming operand. */
+static void expect_encode_error(const isa_insn *in, const char *operand)
+{
+    uint8_t w[ISA_INSN_BYTES];
+    char err[256] = "", want[64];
+    CU_ASSERT_EQUAL(isa_encode(in, w, err, sizeof err), -1);
+    snprintf(want, sizeof want, "operand %s", operand);
+    if (!strstr(err, want))
+        fprintf(stderr, "expected '%s' in '%s'\n", want, err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+}
+
+static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
+{
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    in.run = 0; /* below the minimum */
+    expect_encode_error(&in, "run");
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    in.run = 1 << 16; /* does not fit 16 bits */
+    expect_encode_error(&in, "run");
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    in.n[3] = 0;
+    expect_encode_error(&in, "n3");
+    isa_insn_init(&in, ISA_OP_DMA_ST);
+    in.ds[1] = (int64_t)1 << 31; /* one past the largest signed 32-bit */
+    expect_encode_error(&in, "ds1");
+    isa_insn_init(&in, ISA_OP_DMA_ST);
+    in.as[0] = -((int64_t)1 << 31) - 1;
+    expect_encode_error(&in, "as0");
+    isa_insn_init(&in, ISA_OP_DMA_LX);
+    in.d.reg = ISA_NREGS;
+    expect_encode_error(&in, "d");
+    isa_insn_init(&in, ISA_OP_DMA_LX);
+    in.a.off = (int64_t)1 << 40;
+    expect_encode_error(&in, "a");
+    isa_insn_init(&in, ISA_OP_DMA_LX);
+    in.a.off = -1;
+    expect_encode_error(&in, "a");
+    isa_insn_init(&in, ISA_OP_LI);
+    in.reg = 0; /* r0 is hard-wired to zero */
+    expect_encode_error(&in, "r");
+    isa_insn_init(&in, ISA_OP_LI);
+    in.reg = 1;
+    in.val = (int64_t)1 << 47;
+    expect_encode_error(&in, "v");
+    isa_insn_init(&in, ISA_OP_LOOP);
+    in.val = 0;
+    expect_encode_error(&in, "n");
+    isa_insn_init(&in, ISA_OP_WAIT);
+    in.u = ISA_NUNITS; /* fits 3 bits but names no unit */
+    expect_encode_error(&in, "u");
+    isa_insn_init(&in, ISA_OP_SIG);
+    in.tok = 256;
+    expect_encode_error(&in, "t");
+    isa_insn_init(&in, ISA_OP_PT_MM);
+    in.flags = 4;
+    expect_encode_error(&in, "f");
+    isa_insn_init(&in, ISA_OP_PT_MM);
+    in.c = 2;
+    expect_encode_error(&in, "c");
+    isa_insn_init(&in, ISA_OP_SFP_ADD);
+    in.bm = 3;
+    expect_encode_error(&in, "bm");
+    isa_insn_init(&in, ISA_OP_SFP_RSUM);
+    in.vl = 1 << 24;
+    expect_encode_error(&in, "vl");
+    isa_insn_init(&in, ISA_OP_RING_SEND);
+    in.core = 256;
+    expect_encode_error(&in, "core");
+}
+
+static void test_largest_legal_operands_encode(void)
+{
+    isa_insn in, out;
+    uint8_t w[ISA_INSN_BYTES];
+    char err[256];
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    in.run = 65535;
+    in.d.reg = ISA_NREGS - 1;
+    in.d.off = ((int64_t)1 << 40) - 1;
+    in.ds[3] = ((int64_t)1 << 31) - 1;
+    in.as[3] = -((int64_t)1 << 31);
+    CU_ASSERT_EQUAL_FATAL(isa_encode(&in, w, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(isa_decode(w, &out, err, sizeof err), 0);
+    CU_ASSERT(insn_equal(&in, &out));
+    isa_insn_init(&in, ISA_OP_LI);
+    in.reg = 15;
+    in.val = -((int64_t)1 << 47);
+    CU_ASSERT_EQUAL_FATAL(isa_encode(&in, w, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(isa_decode(w, &out, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(out.val, -((int64_t)1 << 47));
+}
+
+static void test_parse_errors_name_the_problem(void)
+{
+    isa_insn in;
+    char err[256];
+    CU_ASSERT_EQUAL(isa_parse_insn("frob d=1", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "frob"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld run=0", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "run"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld bogus=1", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "bogus"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld run=2 run=3", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "twice"));
+    CU_ASSERT_EQUAL(isa_parse_insn("sfp.add bm=wide", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "wide"));
+    CU_ASSERT_EQUAL(isa_parse_insn("wait u=dmai t", &in, err, sizeof err), -1);
+}
+
+static void test_parse_reads_addresses_flags_and_enums(void)
+{
+    isa_insn in;
+    char err[256];
+    int rc = isa_parse_insn("pt.mm c=1 f=acc|f32 d=r3+0x100 a=0x2000 b=r15 m=8 n=16 k=64 ds=-128", &in, err,
+                            sizeof err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(in.op, ISA_OP_PT_MM);
+    CU_ASSERT_EQUAL(in.c, 1);
+    CU_ASSERT_EQUAL(in.flags, ISA_F_ACC | ISA_F_F32);
+    CU_ASSERT_EQUAL(in.d.reg, 3);
+    CU_ASSERT_EQUAL(in.d.off, 0x100);
+    CU_ASSERT_EQUAL(in.a.reg, 0);
+    CU_ASSERT_EQUAL(in.a.off, 0x2000);
+    CU_ASSERT_EQUAL(in.b.reg, 15);
+    CU_ASSERT_EQUAL(in.b.off, 0);
+    CU_ASSERT_EQUAL(in.m, 8);
+    CU_ASSERT_EQUAL(in.nn, 16);
+    CU_ASSERT_EQUAL(in.k, 64);
+    CU_ASSERT_EQUAL(in.ds[0], -128);
+    CU_ASSERT_EQUAL(isa_insn_unit(&in), ISA_U_PT1);
+    rc = isa_parse_insn("sig u=sfp0 t=3", &in, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(in.u, ISA_U_SFP0);
+    CU_ASSERT_EQUAL(in.tok, 3);
+    CU_ASSERT_EQUAL(isa_insn_unit(&in), ISA_U_SFP0);
+}
+
+/* ---- DL16 ---- */
+
+static void test_dl16_every_pattern_round_trips_through_f32(void)
+{
+    static float bulk[65536];
+    static uint16_t all[65536];
+    for (uint32_t h = 0; h < 65536; h++)
+        all[h] = (uint16_t)h;
+    isa_dl16_to_f32_n(all, bulk, 65536);
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = isa_dl16_to_f32((uint16_t)h);
+        if ((h & 0x7fffu) == ISA_DL16_NINF) {
+            bad += !isnan(f) || !isnan(bulk[h]);
+            continue;
+        }
+        uint32_t fb, bb;
+        memcpy(&fb, &f, 4);
+        memcpy(&bb, &bulk[h], 4);
+        bad += isnan(f) || isinf(f) || fb != bb;
+        bad += isa_dl16_from_f32(f) != h; /* zero and -0 map to themselves too */
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(isa_dl16_to_f32(0x0000), 0.0f);
+    CU_ASSERT(signbit(isa_dl16_to_f32(0x8000)));
+    CU_ASSERT_EQUAL(isa_dl16_to_f32(0x3e00), 1.0f); /* biased exponent 31, fraction 0 */
+    CU_ASSERT_EQUAL(isa_dl16_to_f32(0xc000), -2.0f);
+}
+
+static void test_dl16_check_value(void)
+{
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(0.0123456789f), 12585);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-0.0123456789f), 12585 | 0x8000);
+}
+
+static void test_dl16_rounds_ties_away_from_zero(void)
+{
+    /* 1 + 2^-10 lies halfway between 1 (0x3e00) and 1 + 2^-9 (0x3e01);
+     * ties-to-even would give 0x3e00. */
+    float half = 1.0f + ldexpf(1.0f, -10);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(half), 0x3e01);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-half), 0xbe01);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(nextafterf(half, 0.0f)), 0x3e00);
+    CU_ASSERT_EQUAL(isa_dl16_round(half), 1.0f + ldexpf(1.0f, -9));
+    /* halfway with a fraction carry into the exponent: 2 - 2^-10 -> 2.0 */
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(2.0f - ldexpf(1.0f, -10)), 0x4000);
+    CU_ASSERT_EQUAL(isa_dl16_round(0.1f), 0.0999755859375f); /* 1.599609375 * 2^-4 */
+}
+
+static void test_dl16_values_beyond_the_largest_finite_are_ninf(void)
+{
+    float maxf = ldexpf(1.0f + 510.0f / 512.0f, 32); /* exponent 63, fraction 510 */
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(maxf), 0x7ffe);
+    CU_ASSERT_EQUAL(isa_dl16_to_f32(0x7ffe), maxf);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-maxf), 0xfffe);
+    /* halfway to the (NINF) next pattern rounds away from zero, into NINF */
+    float halfway = ldexpf(1.0f + 510.5f / 512.0f, 32);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(nextafterf(halfway, 0.0f)), 0x7ffe);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(halfway), 0x7fff);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(ldexpf(1.0f, 33)), 0x7fff);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-ldexpf(1.0f, 33)), 0xffff);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(3.0e38f), 0x7fff);
+}
+
+static void test_dl16_inf_and_nan_become_ninf(void)
+{
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(INFINITY), 0x7fff);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-INFINITY), 0xffff);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(NAN) & 0x7fffu, ISA_DL16_NINF);
+    CU_ASSERT(isnan(isa_dl16_to_f32(0x7fff)));
+    CU_ASSERT(isnan(isa_dl16_to_f32(0xffff)));
+    CU_ASSERT(isnan(isa_dl16_round(INFINITY)));
+}
+
+static void test_dl16_tiny_values_flush_to_signed_zero(void)
+{
+    float smallest = isa_dl16_to_f32(0x0001); /* 2^-31 * (1 + 2^-9) */
+    CU_ASSERT_EQUAL(smallest, ldexpf(1.0f + 1.0f / 512.0f, -31));
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(smallest), 0x0001);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(1.0e-12f), 0x0000);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-1.0e-12f), 0x8000);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(ldexpf(1.0f, -40)), 0x0000);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(1.0e-45f), 0x0000); /* fp32 subnormal */
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(-0.0f), 0x8000);
+    CU_ASSERT_EQUAL(isa_dl16_from_f32(0.0f), 0x0000);
+}
+
+static void test_dl16_bulk_conversion_matches_scalar(void)
+{
+    float in[6] = {0.0f, -1.5f, 3.14159f, 1.0e-12f, 65504.0f, INFINITY};
+    uint16_t out[6];
+    isa_dl16_from_f32_n(in, out, 6);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(out[i], isa_dl16_from_f32(in[i]));
+}
+
+/* ---- IEEE half ---- */
+
+static void test_f16_known_values(void)
+{
+    CU_ASSERT_EQUAL(isa_f16_from_f32(1.0f), 0x3c00);
+    CU_ASSERT_EQUAL(isa_f16_to_f32(0x3c00), 1.0f);
+    CU_ASSERT_EQUAL(isa_f16_from_f32(-2.0f), 0xc000);
+    CU_ASSERT_EQUAL(isa_f16_to_f32(0xc000), -2.0f);
+    CU_ASSERT_EQUAL(isa_f16_from_f32(65504.0f), 0x7bff);
+    CU_ASSERT_EQUAL(isa_f16_to_f32(0x7bff), 65504.0f);
+    CU_ASSERT_EQUAL(isa_f16_from_f32(65520.0f), 0x7c00); /* rounds past the largest: inf */
+    CU_ASSERT_EQUAL(isa_f16_to_f32(0x0001), ldexpf(1.0f, -24)); /* smallest subnormal */
+    CU_ASSERT_EQUAL(isa_f16_from_f32(ldexpf(1.0f, -24)), 0x0001);
+    CU_ASSERT_EQUAL(isa_f16_to_f32(0x0400), ldexpf(1.0f, -14)); /* smallest normal */
+    CU_ASSERT_EQUAL(isa_f16_from_f32(ldexpf(1.0f, -26)), 0x0000);
+    CU_ASSERT_EQUAL(isa_f16_from_f32(INFINITY), 0x7c00);
+    CU_ASSERT(isinf(isa_f16_to_f32(0xfc00)) && isa_f16_to_f32(0xfc00) < 0);
+    CU_ASSERT(isnan(isa_f16_to_f32(isa_f16_from_f32(NAN))));
+    /* ties to even: 1 + 2^-11 is halfway between 0x3c00 and 0x3c01 */
+    CU_ASSERT_EQUAL(isa_f16_from_f32(1.0f + ldexpf(1.0f, -11)), 0x3c00);
+}
+
+/* ---- the user documentation follows the table ---- */
+
+static void test_docs_list_every_instruction_with_its_opcode_and_format(void)
+{
+    static const char *const fmt_names[] = {
+#define F(id) #id,
+        ISA_FORMATS(F)
+#undef F
+    };
+    char path[1024];
+    snprintf(path, sizeof path, "%s/docs/isa.md", SPYRE_SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char doc[1 << 17];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = 0;
+    fclose(f);
+    int rows = 0;
+    for (const char *s = doc; (s = strstr(s, "\n| `")) != NULL; s++)
+        rows += strstr(s, "` | 0x") == strchr(s + 4, '`'); /* an instruction-table row */
+    CU_ASSERT_EQUAL(rows, ISA_NOPS);
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = isa_info(op);
+        char row[128];
+        snprintf(row, sizeof row, "\n| `%s` | 0x%02x | %s |", info->mnemonic, info->opcode, fmt_names[info->format]);
+        if (!strstr(doc, row))
+            fprintf(stderr, "docs/isa.md lacks the row '%s'\n", row + 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(doc, row));
+    }
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"every instruction encodes, decodes, formats and parses back",
+         test_every_instruction_encodes_decodes_formats_and_parses_back},
+        {"an instruction at its defaults formats as the bare mnemonic", test_default_instruction_formats_as_bare_mnemonic},
+        {"no two opcodes or mnemonics collide", test_opcodes_and_mnemonics_are_unique},
+        {"every format fits the 512-bit word", test_every_format_fits_the_instruction_word},
+        {"an unknown opcode fails to decode", test_unknown_opcode_fails_to_decode},
+        {"stray bits past the last operand fail to decode", test_stray_bits_past_the_last_operand_fail_to_decode},
+        {"out-of-range operands fail to encode, naming the operand",
+         test_out_of_range_operands_fail_to_encode_naming_the_operand},
+        {"the largest legal operands encode", test_largest_legal_operands_encode},
+        {"parse errors name the problem", test_parse_errors_name_the_problem},
+        {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
+        {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
+        {"DL16: check value 0.0123456789 -> 12585", test_dl16_check_value},
+        {"DL16: rounding ties away from zero", test_dl16_rounds_ties_away_from_zero},
+        {"DL16: beyond the largest finite is NINF", test_dl16_values_beyond_the_largest_finite_are_ninf},
+        {"DL16: inf and NaN become NINF", test_dl16_inf_and_nan_become_ninf},
+        {"DL16: tiny values flush to signed zero", test_dl16_tiny_values_flush_to_signed_zero},
+        {"DL16: bulk conversion matches scalar", test_dl16_bulk_conversion_matches_scalar},
+        {"f16: known values", test_f16_known_values},
+        {"docs/isa.md lists every instruction with its opcode and format",
+         test_docs_list_every_instruction_with_its_opcode_and_format},
+        {NULL, NULL},
+    };
+    return tu_run("isa", tests);
+}
