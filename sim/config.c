@@ -42,7 +42,34 @@
     K(sfp_simple_cycles, D, sfp_simple_cycles, 0, 1e6)              \
     K(sfp_complex_cycles, D, sfp_complex_cycles, 0, 1e6)            \
     K(dma_issue_cycles, D, dma_issue_cycles, 0, 1e6)                \
-    K(lx_bytes_per_cycle, D, lx_bytes_per_cycle, 1, 1e6)
+    K(lx_bytes_per_cycle, D, lx_bytes_per_cycle, 1, 1e6)            \
+    K(dram_channels, I, dram_channels, 1, 64)                       \
+    K(dram_bank_groups, I, dram_bank_groups, 1, 64)                 \
+    K(dram_banks_per_group, I, dram_banks_per_group, 1, 64)         \
+    K(dram_row_bytes, I32, dram_row_bytes, 32, 1 << 20)             \
+    K(dram_interleave_bytes, I32, dram_interleave_bytes, 32, 1u << 31) \
+    K(dram_burst_bytes, I32, dram_burst_bytes, 1, 4096)             \
+    K(dram_tck_ns, D, dram_tck_ns, 0.01, 100)                       \
+    K(dram_burst_tck, D, dram_burst_tck, 0.25, 64)                  \
+    K(dram_cl, D, dram_cl, 0, 4096)                                 \
+    K(dram_cwl, D, dram_cwl, 0, 4096)                               \
+    K(dram_rcd, D, dram_rcd, 0, 4096)                               \
+    K(dram_rp, D, dram_rp, 0, 4096)                                 \
+    K(dram_rp_all, D, dram_rp_all, 0, 4096)                         \
+    K(dram_ras, D, dram_ras, 0, 4096)                               \
+    K(dram_rc, D, dram_rc, 0, 4096)                                 \
+    K(dram_wr, D, dram_wr, 0, 4096)                                 \
+    K(dram_rtp, D, dram_rtp, 0, 4096)                               \
+    K(dram_ccd, D, dram_ccd, 0, 4096)                               \
+    K(dram_rrd, D, dram_rrd, 0, 4096)                               \
+    K(dram_wtr_s, D, dram_wtr_s, 0, 4096)                           \
+    K(dram_wtr_l, D, dram_wtr_l, 0, 4096)                           \
+    K(dram_faw, D, dram_faw, 0, 4096)                               \
+    K(dram_rtw, D, dram_rtw, 0, 4096)                               \
+    K(dram_trefi_ns, D, dram_trefi_ns, 1, 1e9)                      \
+    K(dram_trfc_ns, D, dram_trfc_ns, 0, 1e6)                        \
+    K(dram_rw_switch_bytes, I32, dram_rw_switch_bytes, 32, 1u << 31) \
+    K(dram_reorder_bursts, D, dram_reorder_bursts, 0, 1e9)
 
 enum {
 #define K(key, ty, f, lo, hi) KEY_##key,

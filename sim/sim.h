@@ -40,6 +40,34 @@ typedef struct {
     double sfp_complex_cycles; /* per stick: exp, log, div, tanh, ... */
     double dma_issue_cycles; /* descriptor overhead per DMA */
     double lx_bytes_per_cycle; /* LX port bandwidth for LX->LX copies */
+    /* LPDDR5 timing model (sim/dram.c, docs/dram.md); timings without _ns are in tCK */
+    int dram_channels;              /* independent x16 channels */
+    int dram_bank_groups;           /* bank groups per channel */
+    int dram_banks_per_group;       /* banks per bank group */
+    uint32_t dram_row_bytes;        /* row (page) of one bank, bytes */
+    uint32_t dram_interleave_bytes; /* bytes on one channel before the next */
+    uint32_t dram_burst_bytes;      /* bytes moved by one BL16 burst */
+    double dram_tck_ns;             /* command clock period */
+    double dram_burst_tck;          /* data bus occupancy per burst, tCK (fitted) */
+    double dram_cl;                 /* read CAS latency */
+    double dram_cwl;                /* write CAS latency */
+    double dram_rcd;                /* ACT to RD/WR */
+    double dram_rp;                 /* per-bank PRE to ACT */
+    double dram_rp_all;             /* all-bank PRE to REF */
+    double dram_ras;                /* ACT to PRE */
+    double dram_rc;                 /* ACT to ACT, same bank */
+    double dram_wr;                 /* end of write data to PRE */
+    double dram_rtp;                /* RD to PRE */
+    double dram_ccd;                /* RD to RD / WR to WR, same bank group */
+    double dram_rrd;                /* ACT to ACT, different banks */
+    double dram_wtr_s;              /* end of write data to RD, other bank group */
+    double dram_wtr_l;              /* end of write data to RD, same bank group */
+    double dram_faw;                /* window holding at most four ACTs */
+    double dram_rtw;                /* bus idle from read data to write data */
+    double dram_trefi_ns;           /* all-bank refresh interval */
+    double dram_trfc_ns;            /* all-bank refresh duration */
+    uint32_t dram_rw_switch_bytes;  /* per-channel batch between direction switches (fitted) */
+    double dram_reorder_bursts;     /* bursts served ahead of a segment waiting for its bank */
 } sim_config;
 
 /* Load a configuration file.  Returns 0, or -1 with "file:line: message". */

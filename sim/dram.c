@@ -1,0 +1,441 @@
+/* dram.c: transaction-level LPDDR5 timing model (dram.h, docs/dram.md).
+ *
+ * Address map (mixed radix, so no field has to be a power of two):
+ *
+ *   granule q = addr / interleave      offset o = addr % interleave
+ *   channel   = q % channels
+ *   local     = (q / channels) * interleave + o     channel-local address
+ *   column    = local % row_bytes      r = local / row_bytes
+ *   row       = r / banks              (banks = bank_groups * banks_per_group)
+ *   slot      = (r % banks + digit sum of row in base banks) % banks
+ *   bank group = slot % bank_groups    bank = slot / bank_groups
+ *
+ * With the shipped values: o = addr[7:0], channel = addr[11:8], the 2 KB of
+ * one row are 8 granules addr[14:12], then the slot addr[18:15] (bank group
+ * in its low two bits), row above; the slot is rotated by the row's digit
+ * sum so that streams whose bases differ by whole rows spread over banks.
+ * A contiguous access covers one contiguous range of each channel's local
+ * space; cut at row boundaries, each piece is one row segment (one channel,
+ * bank and row).
+ *
+ * Time is in ns (double).  Per channel the model keeps the data bus work
+ * pointer, the CAS stream of each bank group, the end of the last read and
+ * write data (turnaround), the last four ACTs (tRRD, tFAW) and the next
+ * refresh; per bank the open row and the earliest ACT, CAS and PRE.  A
+ * segment is planned from that state, the refresh due before it is issued
+ * first if needed, and the plan is committed. */
+#include "dram.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LONG_AGO (-1e300) /* a time before every event */
+
+enum { RD = 0, WR = 1 };
+enum { HIT, MISS, CONFLICT }; /* open row / bank precharged / other row open */
+
+typedef struct {
+    int64_t row;       /* open row, -1 when precharged */
+    double act;        /* last ACT */
+    double cas_ready;  /* earliest RD/WR to the open row: ACT + tRCD */
+    double pre_ready;  /* earliest PRE: ACT + tRAS, RD + tRTP, write data + tWR */
+    double act_ready;  /* earliest ACT: ACT + tRC, end of refresh */
+    uint64_t hit_call; /* the access (call number) that served a row hit here */
+    int64_t hit_row;   /* and its row: pass 2 of that access skips it */
+} dram_bank;
+
+typedef struct {
+    double bus_free;    /* data bus work scheduled up to here */
+    double dir_end[2];  /* end of the last read / write data */
+    int last_dir;       /* direction of the last segment, -1 before any */
+    int last_write_bg;  /* bank group of the last write (tWTR_L or _S) */
+    double acts[4];     /* the last four ACTs, a ring; acts[act_pos] is the oldest */
+    int act_pos;
+    double last_act;
+    double ref_due;     /* when the next all-bank refresh is due */
+} dram_chan;
+
+struct sim_dram {
+    /* organisation */
+    int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
+    uint64_t gran, row_bytes, burst_bytes;
+    /* timings, ns */
+    double burst, cl, cwl, rcd, rp, rp_all, ras, rc, wr, rtp, ccd, rrd;
+    double wtr_s, wtr_l, faw, rtw, trefi, trfc;
+    double switch_bytes, switch_ns; /* read/write batch and the cost of one turn */
+    double window;                  /* bus time a waiting segment lends to ready ones */
+    /* state */
+    dram_chan *ch;
+    dram_bank *bank;    /* nch * nbank */
+    double *bg_free;    /* nch * nbg: the bank group's CAS stream is busy up to here */
+    uint64_t call;
+    sim_dram_stats st;
+};
+
+typedef struct {
+    int kind;
+    double act;     /* ACT issued (MISS, CONFLICT) */
+    double start;   /* first data on the bus, as far as this segment is concerned */
+    double bus_end; /* bus work pointer after it */
+    double bg_end;  /* its bank group's CAS stream after it */
+    double end;     /* last data */
+    double mix;     /* bus time charged for read/write interleaving */
+} dram_plan;
+
+/* Bank group, bank (index in the channel) and row of local row index r. */
+static void place(const sim_dram *d, uint64_t r, int *g, int *bi, int64_t *row)
+{
+    uint64_t nb = (uint64_t)d->nbank, rw = r / nb, lin = r % nb;
+    for (uint64_t x = nb > 1 ? rw : 0; x; x /= nb) /* rotate by the digit sum of the row */
+        lin += x % nb;
+    lin %= nb;
+    *g = (int)(lin % (uint64_t)d->nbg);
+    *bi = *g * d->nbpg + (int)(lin / (uint64_t)d->nbg);
+    *row = (int64_t)rw;
+}
+
+const char *sim_dram_config_error(const sim_config *cfg)
+{
+    if (cfg->dram_channels < 1 || cfg->dram_channels > SIM_DRAM_MAX_CHANNELS)
+        return "dram_channels must be between 1 and 64";
+    if (cfg->dram_bank_groups < 1 || cfg->dram_banks_per_group < 1)
+        return "dram_bank_groups and dram_banks_per_group must be positive";
+    if (!cfg->dram_burst_bytes || !cfg->dram_interleave_bytes || !cfg->dram_row_bytes)
+        return "dram_burst_bytes, dram_interleave_bytes and dram_row_bytes must be positive";
+    if (cfg->dram_row_bytes % cfg->dram_burst_bytes)
+        return "dram_row_bytes must be a whole number of bursts (dram_burst_bytes)";
+    if (cfg->dram_interleave_bytes % cfg->dram_burst_bytes)
+        return "dram_interleave_bytes must be a whole number of bursts (dram_burst_bytes)";
+    if (!(cfg->dram_tck_ns > 0) || !(cfg->dram_burst_tck > 0))
+        return "dram_tck_ns and dram_burst_tck must be positive";
+    if (!cfg->dram_rw_switch_bytes)
+        return "dram_rw_switch_bytes must be positive";
+    double lat = cfg->dram_cl > cfg->dram_cwl ? cfg->dram_cl : cfg->dram_cwl;
+    double wake = cfg->dram_trfc_ns + (cfg->dram_rp_all + cfg->dram_rcd + lat) * cfg->dram_tck_ns;
+    if (!(wake < cfg->dram_trefi_ns))
+        return "dram_trefi_ns must exceed dram_trfc_ns plus (rp_all + rcd + cl) tCK";
+    return NULL;
+}
+
+sim_dram *sim_dram_new(const sim_config *cfg)
+{
+    if (sim_dram_config_error(cfg))
+        return NULL;
+    sim_dram *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->nch = cfg->dram_channels;
+    d->nbg = cfg->dram_bank_groups;
+    d->nbpg = cfg->dram_banks_per_group;
+    d->nbank = d->nbg * d->nbpg;
+    d->gran = cfg->dram_interleave_bytes;
+    d->row_bytes = cfg->dram_row_bytes;
+    d->burst_bytes = cfg->dram_burst_bytes;
+    double t = cfg->dram_tck_ns;
+    d->burst = cfg->dram_burst_tck * t;
+    d->cl = cfg->dram_cl * t;
+    d->cwl = cfg->dram_cwl * t;
+    d->rcd = cfg->dram_rcd * t;
+    d->rp = cfg->dram_rp * t;
+    d->rp_all = cfg->dram_rp_all * t;
+    d->ras = cfg->dram_ras * t;
+    d->rc = cfg->dram_rc * t;
+    d->wr = cfg->dram_wr * t;
+    d->rtp = cfg->dram_rtp * t;
+    d->ccd = cfg->dram_ccd * t;
+    d->rrd = cfg->dram_rrd * t;
+    d->wtr_s = cfg->dram_wtr_s * t;
+    d->wtr_l = cfg->dram_wtr_l * t;
+    d->faw = cfg->dram_faw * t;
+    d->rtw = cfg->dram_rtw * t;
+    d->trefi = cfg->dram_trefi_ns;
+    d->trfc = cfg->dram_trfc_ns;
+    d->switch_bytes = cfg->dram_rw_switch_bytes;
+    d->window = cfg->dram_reorder_bursts * d->burst;
+    /* one turn of the bus, averaged over read-to-write and write-to-read */
+    d->switch_ns = (d->rtw + d->wtr_s + d->cl) / 2;
+    d->ch = calloc((size_t)d->nch, sizeof *d->ch);
+    d->bank = calloc((size_t)d->nch * (size_t)d->nbank, sizeof *d->bank);
+    d->bg_free = calloc((size_t)d->nch * (size_t)d->nbg, sizeof *d->bg_free);
+    if (!d->ch || !d->bank || !d->bg_free) {
+        sim_dram_free(d);
+        return NULL;
+    }
+    sim_dram_reset(d);
+    return d;
+}
+
+void sim_dram_free(sim_dram *d)
+{
+    if (!d)
+        return;
+    free(d->ch);
+    free(d->bank);
+    free(d->bg_free);
+    free(d);
+}
+
+void sim_dram_reset(sim_dram *d)
+{
+    for (int c = 0; c < d->nch; c++) {
+        dram_chan *ch = &d->ch[c];
+        ch->bus_free = 0;
+        ch->dir_end[RD] = ch->dir_end[WR] = LONG_AGO;
+        ch->last_dir = -1;
+        ch->last_write_bg = -1;
+        for (int i = 0; i < 4; i++)
+            ch->acts[i] = LONG_AGO;
+        ch->act_pos = 0;
+        ch->last_act = LONG_AGO;
+        /* channels refresh in turn, spread over one interval */
+        ch->ref_due = d->trefi * (c + 1) / d->nch;
+    }
+    for (int i = 0; i < d->nch * d->nbank; i++) {
+        dram_bank *b = &d->bank[i];
+        b->row = -1;
+        b->act = LONG_AGO;
+        b->cas_ready = b->pre_ready = b->act_ready = 0;
+        b->hit_call = 0;
+        b->hit_row = -1;
+    }
+    for (int i = 0; i < d->nch * d->nbg; i++)
+        d->bg_free[i] = 0;
+    d->call = 0;
+    memset(&d->st, 0, sizeof d->st);
+}
+
+const sim_dram_stats *sim_dram_get_stats(const sim_dram *d)
+{
+    return &d->st;
+}
+
+sim_dram_loc sim_dram_map(const sim_dram *d, uint64_t addr)
+{
+    uint64_t q = addr / d->gran;
+    uint64_t local = q / (uint64_t)d->nch * d->gran + addr % d->gran;
+    sim_dram_loc l;
+    int bi;
+    int64_t row;
+    place(d, local / d->row_bytes, &l.bank_group, &bi, &row);
+    l.channel = (int)(q % (uint64_t)d->nch);
+    l.column = (uint32_t)(local % d->row_bytes);
+    l.bank = bi % d->nbpg;
+    l.row = (uint64_t)row;
+    return l;
+}
+
+/* The bytes of [addr, addr + bytes) that live on channel c form one
+ * contiguous range [*lo, *hi) of its local space; 0 when there are none. */
+static int chan_range(const sim_dram *d, uint64_t addr, uint64_t bytes, int c, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t g = d->gran, n = (uint64_t)d->nch, uc = (uint64_t)c;
+    uint64_t q0 = addr / g, q1 = (addr + bytes - 1) / g;
+    uint64_t first = q0 + (uc + n - q0 % n) % n; /* first granule of c at or after q0 */
+    if (first > q1)
+        return 0;
+    uint64_t last = q1 - (q1 % n + n - uc) % n;  /* last granule of c at or before q1 */
+    *lo = first / n * g + (first == q0 ? addr % g : 0);
+    *hi = last / n * g + (last == q1 ? (addr + bytes - 1) % g + 1 : g);
+    return 1;
+}
+
+uint64_t sim_dram_segments(const sim_dram *d, uint64_t addr, uint64_t bytes)
+{
+    uint64_t n = 0, lo, hi;
+    if (!bytes)
+        return 0;
+    for (int c = 0; c < d->nch; c++)
+        if (chan_range(d, addr, bytes, c, &lo, &hi))
+            n += (hi - 1) / d->row_bytes - lo / d->row_bytes + 1;
+    return n;
+}
+
+/* Earliest ACT at or after x allowed by tRRD and tFAW.  ACTs of a channel
+ * are kept in issue order (a later segment never activates before an
+ * earlier one). */
+static double act_slot(const sim_dram *d, const dram_chan *c, double x)
+{
+    double a = fmax(x, c->last_act + d->rrd);
+    return fmax(a, c->acts[c->act_pos] + d->faw);
+}
+
+/* Plan a segment of nb bursts in direction dir to row `row` of bank b (in
+ * bank group g) arriving at t, without changing any state. */
+static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, const double *bg_free, int g,
+                 int64_t row, uint64_t nb, int dir, double t, dram_plan *p)
+{
+    double cas;
+    p->act = LONG_AGO;
+    if (b->row == row) {
+        p->kind = HIT;
+        cas = fmax(t, b->cas_ready);
+    } else if (b->row < 0) {
+        p->kind = MISS;
+        p->act = act_slot(d, c, fmax(t, b->act_ready));
+        cas = p->act + d->rcd;
+    } else {
+        p->kind = CONFLICT;
+        double pre = fmax(t, b->pre_ready);
+        p->act = act_slot(d, c, fmax(pre + d->rp, b->act_ready));
+        cas = p->act + d->rcd;
+    }
+    double s = cas + (dir == WR ? d->cwl : d->cl);
+    double other = c->dir_end[!dir];
+    p->mix = 0;
+    if (other <= t) {
+        /* the other direction is done: one JEDEC turnaround */
+        if (dir == RD) /* WR data end -> tWTR -> RD command -> CL -> data */
+            s = fmax(s, other + (g == c->last_write_bg ? d->wtr_l : d->wtr_s) + d->cl);
+        else /* RD data end -> preamble and bus release -> WR data */
+            s = fmax(s, other + d->rtw);
+    } else {
+        /* Traffic of the other direction still queued when this arrives is
+         * interleaved with it in batches of switch_bytes, each batch turning
+         * the bus once: bus time charged to the segment being planned. */
+        double pend = (other - t) / d->burst * (double)d->burst_bytes;
+        double bytes = (double)nb * (double)d->burst_bytes;
+        p->mix = fmin(bytes, pend) / d->switch_bytes * d->switch_ns;
+    }
+    p->start = s;
+    /* First ready: behind queued work, up to `window` of bus time waiting
+     * for this bank is lent to younger requests that are ready (the bus work
+     * pointer runs ahead); on an idle bus the data starts when ready. */
+    double lo = c->bus_free > t ? s - d->window : s;
+    p->bus_end = fmax(c->bus_free, lo) + (double)nb * d->burst + p->mix;
+    /* one bank group streams one burst per tCCD; other groups fill the bus */
+    p->bg_end = fmax(s, bg_free[g]) + (double)nb * d->ccd;
+    p->end = fmax(fmax(p->bus_end, p->bg_end), s + (double)nb * d->burst);
+}
+
+/* Earliest time an all-bank refresh can start on channel c: data done and
+ * every open bank precharged. */
+static double chan_quiet(const sim_dram *d, int c)
+{
+    const dram_chan *ch = &d->ch[c];
+    double q = fmax(ch->bus_free, fmax(ch->dir_end[RD], ch->dir_end[WR]));
+    const dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank];
+    for (int i = 0; i < d->nbank; i++)
+        if (b[i].row >= 0)
+            q = fmax(q, fmax(b[i].pre_ready + d->rp_all, b[i].act + d->rc));
+    return q;
+}
+
+/* Issue the refresh that is due on channel c (for a segment arriving at t). */
+static void refresh(sim_dram *d, int c, double t)
+{
+    dram_chan *ch = &d->ch[c];
+    double q = chan_quiet(d, c);
+    if (q <= ch->ref_due && t >= ch->ref_due + d->trefi) {
+        /* idle through several intervals: those refreshes ended long ago */
+        double k = floor((t - ch->ref_due) / d->trefi);
+        ch->ref_due += k * d->trefi;
+        d->st.refreshes += (uint64_t)k;
+    }
+    double done = fmax(ch->ref_due, q) + d->trfc;
+    dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank];
+    for (int i = 0; i < d->nbank; i++) {
+        b[i].row = -1;
+        b[i].act_ready = fmax(b[i].act_ready, done);
+    }
+    ch->bus_free = fmax(ch->bus_free, done); /* the channel is blocked */
+    ch->ref_due += d->trefi;
+    d->st.refreshes++;
+}
+
+/* Schedule one segment: local range [lo, hi) of channel c.  Returns its end. */
+static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, double t)
+{
+    int g, bi;
+    int64_t row;
+    place(d, lo / d->row_bytes, &g, &bi, &row);
+    uint64_t nb = (hi - 1) / d->burst_bytes - lo / d->burst_bytes + 1;
+    dram_chan *ch = &d->ch[c];
+    dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
+    double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
+    dram_plan p;
+    for (;;) {
+        plan(d, ch, b, bg_free, g, row, nb, dir, t, &p);
+        if (p.start < ch->ref_due)
+            break;
+        refresh(d, c, t); /* data would start after the due refresh: refresh first */
+    }
+    if (p.kind != HIT) {
+        b->act = p.act;
+        b->act_ready = p.act + d->rc;
+        b->cas_ready = p.act + d->rcd;
+        b->pre_ready = p.act + d->ras;
+        ch->acts[ch->act_pos] = p.act;
+        ch->act_pos = (ch->act_pos + 1) % 4;
+        ch->last_act = p.act;
+    }
+    b->row = row;
+    if (dir == RD) /* last RD command = last data burst - CL */
+        b->pre_ready = fmax(b->pre_ready, p.end - d->burst - d->cl + d->rtp);
+    else
+        b->pre_ready = fmax(b->pre_ready, p.end + d->wr);
+    ch->bus_free = p.bus_end;
+    bg_free[g] = p.bg_end;
+    ch->dir_end[dir] = fmax(ch->dir_end[dir], p.end);
+    if (dir == WR)
+        ch->last_write_bg = g;
+    if (ch->last_dir >= 0 && ch->last_dir != dir)
+        d->st.turnarounds++;
+    ch->last_dir = dir;
+
+    d->st.segments++;
+    if (p.kind == HIT)
+        d->st.row_hits++;
+    else if (p.kind == MISS)
+        d->st.row_misses++;
+    else
+        d->st.row_conflicts++;
+    d->st.busy_ns[c] += (double)nb * d->burst;
+    d->st.mix_ns += p.mix;
+    return p.end;
+}
+
+double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, int is_write)
+{
+    if (!bytes)
+        return t_ns;
+    int dir = is_write ? WR : RD;
+    uint64_t call = ++d->call;
+    double done = t_ns;
+    for (int c = 0; c < d->nch; c++) {
+        uint64_t lo, hi;
+        if (!chan_range(d, addr, bytes, c, &lo, &hi))
+            continue;
+        dram_bank *banks = &d->bank[(size_t)c * (size_t)d->nbank];
+        /* FR-FCFS inside the access: segments whose row is open go first,
+         * then the rest, each pass in address order. */
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint64_t a = lo; a < hi;) {
+                uint64_t r = a / d->row_bytes, e = (r + 1) * d->row_bytes;
+                if (e > hi)
+                    e = hi;
+                int g, bi;
+                int64_t row;
+                place(d, r, &g, &bi, &row);
+                dram_bank *b = &banks[bi];
+                if (pass == 0 && b->row == row) {
+                    b->hit_call = call;
+                    b->hit_row = row;
+                    done = fmax(done, segment(d, c, a, e, dir, t_ns));
+                } else if (pass == 1 && !(b->hit_call == call && b->hit_row == row)) {
+                    done = fmax(done, segment(d, c, a, e, dir, t_ns));
+                }
+                a = e;
+            }
+        }
+    }
+    if (dir == WR) {
+        d->st.writes++;
+        d->st.bytes_written += bytes;
+    } else {
+        d->st.reads++;
+        d->st.bytes_read += bytes;
+    }
+    d->st.last_ns = fmax(d->st.last_ns, done);
+    return done;
+}
