@@ -65,7 +65,7 @@ static int check_align(sim *s, sim_core *c, const sim_qent *e, int u, const char
 
 /* ---- DMA and ring copies ---- */
 
-static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u)
+static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
@@ -78,29 +78,44 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u)
     if ((d_dram ? check_dram : check_lx)(s, c, e, u, "d", ds) ||
         (a_dram ? check_dram : check_lx)(s, c, e, u, "a", as))
         return -1;
+    sim_dma_timer dt;
+    sim_dma_begin(s, &dt, tm->start);
     uint64_t bytes = 0;
+    const int values = s->opt.values;
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)
                 for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                     int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1] + i2 * in->ds[2] + i3 * in->ds[3];
                     int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1] + i2 * in->as[2] + i3 * in->as[3];
-                    if (a_dram)
-                        sim_dram_copy_out(s, s->dram_base + (uint64_t)a, c->lx + d, (size_t)run);
-                    else if (d_dram)
-                        sim_dram_copy_in(s, s->dram_base + (uint64_t)d, c->lx + a, (size_t)run);
-                    else
-                        memmove(c->lx + d, c->lx + a, (size_t)run);
+                    uint64_t da = s->dram_base + (uint64_t)(a_dram ? a : d);
+                    if (a_dram || d_dram)
+                        sim_dma_piece(s, &dt, da, (uint64_t)run, d_dram);
+                    if (s->race) {
+                        sim_race_access(s, c, u, e->index, a_dram ? -1 : c->id,
+                                        a_dram ? da : (uint64_t)a, (a_dram ? da : (uint64_t)a) + (uint64_t)run, 0);
+                        sim_race_access(s, c, u, e->index, d_dram ? -1 : c->id,
+                                        d_dram ? da : (uint64_t)d, (d_dram ? da : (uint64_t)d) + (uint64_t)run, 1);
+                    }
+                    if (values) {
+                        if (a_dram)
+                            sim_dram_copy_out(s, da, c->lx + d, (size_t)run);
+                        else if (d_dram)
+                            sim_dram_copy_in(s, da, c->lx + a, (size_t)run);
+                        else
+                            memmove(c->lx + d, c->lx + a, (size_t)run);
+                    }
                     bytes += (uint64_t)run;
                 }
     if (a_dram)
         s->st->dram_bytes_read += bytes;
     if (d_dram)
         s->st->dram_bytes_written += bytes;
+    tm->end = a_dram || d_dram ? sim_dma_end(s, c, &dt, tm->start, d_dram) : sim_time_lx_copy(s, tm->start, bytes);
     return 0;
 }
 
-static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u)
+static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
     if (in->core >= s->cfg.cores)
@@ -115,10 +130,21 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u)
     if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) ||
         check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
         return -1;
+    const int values = s->opt.values;
     for (int64_t i1 = 0; i1 < in->n[1]; i1++)
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-            uint8_t *d = dst->lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
-            const uint8_t *a = c->lx + in->a.off + i0 * in->as[0] + i1 * in->as[1];
+            int64_t doff = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            int64_t aoff = in->a.off + i0 * in->as[0] + i1 * in->as[1];
+            if (s->race) {
+                sim_race_access(s, c, u, e->index, c->id, (uint64_t)aoff, (uint64_t)(aoff + run), 0);
+                if (in->op == ISA_OP_RING_RED)
+                    sim_race_access(s, c, u, e->index, dst->id, (uint64_t)doff, (uint64_t)(doff + run), 0);
+                sim_race_access(s, c, u, e->index, dst->id, (uint64_t)doff, (uint64_t)(doff + run), 1);
+            }
+            if (!values)
+                continue;
+            uint8_t *d = dst->lx + doff;
+            const uint8_t *a = c->lx + aoff;
             if (in->op == ISA_OP_RING_SEND) {
                 memmove(d, a, (size_t)run);
             } else if (in->t == ISA_T_F32) {
@@ -138,11 +164,12 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u)
                     memcpy(d + 2 * j, &x, 2);
                 }
             }
-            s->st->ring_bytes += (uint64_t)run;
         }
-    if (in->tok != 255 && ++dst->tokens[in->tok] > s->cfg.token_max)
-        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " of core %" PRId64 " overflows",
-                          isa_info(in->op)->mnemonic, in->tok, in->core);
+    tm->end = sim_time_ring(s, c, dst->id, tm->start, (uint64_t)(run * in->n[0] * in->n[1]));
+    if (in->tok != 255) {
+        tm->remote_core = dst->id;
+        tm->remote_tok = in->tok;
+    }
     return 0;
 }
 
@@ -162,7 +189,7 @@ static float *grow(float **buf, size_t *cap, size_t n)
     return *buf;
 }
 
-static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u)
+static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
     const int64_t sb = s->cfg.stick_bytes, l16 = sb / 2, l32 = sb / 4;
@@ -181,6 +208,24 @@ static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u)
     if (check_lx(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs) || check_lx(s, c, e, u, "d", ds) ||
         (acc && check_lx(s, c, e, u, "p", ps)))
         return -1;
+    if (s->race) {
+        for (int64_t g = 0; g < ga; g++)
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->a.off + g * in->as[0]),
+                            (uint64_t)(in->a.off + g * in->as[0] + m * sb), 0);
+        for (int64_t g = 0; g < gb; g++)
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->b.off + g * in->bs[0]),
+                            (uint64_t)(in->b.off + g * in->bs[0] + k * sb), 0);
+        for (int64_t g = 0; acc && g < g32; g++)
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->p.off + g * in->ps),
+                            (uint64_t)(in->p.off + g * in->ps + m * sb), 0);
+        for (int64_t g = 0; g < gd; g++)
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->d.off + g * in->ds[0]),
+                            (uint64_t)(in->d.off + g * in->ds[0] + m * sb), 1);
+    }
+    s->st->macs += (uint64_t)(m * n * k);
+    tm->end = sim_time_pt(s, tm->start, m, n, k);
+    if (!s->opt.values)
+        return 0;
     float *A = grow(&s->pt_a, &s->pt_a_cap, (size_t)(m * k));
     float *B = grow(&s->pt_b, &s->pt_b_cap, (size_t)(k * n));
     float *C = grow(&s->pt_c, &s->pt_c_cap, (size_t)(m * n));
@@ -222,7 +267,6 @@ static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u)
                 isa_dl16_from_f32_n(C + r * n + g * l16, (uint16_t *)(base + r * sb), (size_t)w);
         }
     }
-    s->st->macs += (uint64_t)(m * n * k);
     return 0;
 }
 
@@ -303,7 +347,7 @@ static int is_binary(int op) { return op >= ISA_OP_SFP_ADD && op <= ISA_OP_SFP_M
 
 #define MAX_LANES 256
 
-static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u)
+static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
     const int64_t sb = s->cfg.stick_bytes;
@@ -336,6 +380,25 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u)
                 return -1;
         }
     }
+    const int64_t dunit_w = reduce ? (lane_reduce ? esz : sb) : op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
+    if (s->race)
+        for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+            for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                uint64_t a = (uint64_t)(in->a.off + i0 * in->as[0] + i1 * in->as[1]);
+                sim_race_access(s, c, u, e->index, c->id, a, a + (uint64_t)sb, 0);
+                if (is_binary(op) && in->bm != ISA_BM_IMM) {
+                    uint64_t b = (uint64_t)(in->b.off + i0 * in->bs[0] + i1 * in->bs[1]);
+                    sim_race_access(s, c, u, e->index, c->id, b, b + (uint64_t)(in->bm == ISA_BM_ELEM ? esz : sb), 0);
+                }
+                if (!reduce || i0 == 0) {
+                    uint64_t d = (uint64_t)(in->d.off + (reduce ? 0 : i0 * in->ds[0]) + i1 * in->ds[1]);
+                    sim_race_access(s, c, u, e->index, c->id, d, d + (uint64_t)dunit_w, 1);
+                }
+            }
+    tm->end = sim_time_sfp(s, tm->start, op, in->n[0] * in->n[1]);
+    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
+    if (!s->opt.values)
+        return 0;
     float x[MAX_LANES], y[MAX_LANES];
     uint8_t *lx = c->lx;
     if (reduce) {
@@ -368,7 +431,6 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u)
             } else {
                 store_stick(d, t, acc, lanes);
             }
-            s->st->sfp_elems += (uint64_t)(in->n[0] * lanes);
         }
         return 0;
     }
@@ -393,19 +455,18 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u)
             sfp_lanes(op, x, y, lanes);
             store_stick(d, t, x, lanes);
         }
-    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
     return 0;
 }
 
-int sim_exec(sim *s, sim_core *c, const sim_qent *e)
+int sim_exec(sim *s, sim_core *c, const sim_qent *e, sim_timing *tm)
 {
     int u = (int)isa_insn_unit(&e->in);
     switch (isa_info(e->in.op)->cls) {
     case ISA_C_DMAI:
-    case ISA_C_DMAO: return exec_dma(s, c, e, u);
-    case ISA_C_PT: return exec_pt(s, c, e, u);
-    case ISA_C_SFP: return exec_sfp(s, c, e, u);
-    case ISA_C_RING: return exec_ring(s, c, e, u);
+    case ISA_C_DMAO: return exec_dma(s, c, e, u, tm);
+    case ISA_C_PT: return exec_pt(s, c, e, u, tm);
+    case ISA_C_SFP: return exec_sfp(s, c, e, u, tm);
+    case ISA_C_RING: return exec_ring(s, c, e, u, tm);
     default: return sim_faultf(s, c->id, u, e->index, "%s cannot run on %s", isa_info(e->in.op)->mnemonic, unit_name(u));
     }
 }

@@ -10,7 +10,8 @@
 /* An instruction waiting in a unit queue, registers already resolved. */
 typedef struct {
     isa_insn in;
-    long index; /* position in the core's stream */
+    long index;   /* position in the core's stream */
+    double ready; /* cycle it was dispatched */
 } sim_qent;
 
 typedef struct {
@@ -24,28 +25,67 @@ typedef struct {
 } sim_loop;
 
 typedef struct {
+    double free_at;     /* cycle the unit finishes its current instruction */
+    double busy, stall; /* accumulated cycles */
+    double wait_since;  /* cycle a blocked wait started, or -1 */
+    int64_t waiting_tok;/* token a blocked wait needs, or -1 */
+    int scheduled;      /* an event for this unit is pending */
+} sim_unit_state;
+
+typedef struct {
     int id;
     uint8_t *lx;
     int64_t regs[ISA_NREGS];
     long pc;
     int seq_done;     /* halt reached (or stream ended) */
     int at_barrier;
+    double seq_time;  /* the sequencer's clock */
+    int seq_scheduled;
+    int seq_blocked_on; /* unit whose full queue stalls the sequencer, or -1 */
     sim_loop loops[SIM_MAX_LOOP_DEPTH];
     int nloops;
     sim_queue units[ISA_NUNITS];
+    sim_unit_state ustate[ISA_NUNITS];
     int64_t *tokens;
     uint64_t lx_peak;
 } sim_core;
 
+typedef struct {
+    double start, end;
+    int core, unit;
+    long index;
+    uint64_t lx_high;
+    isa_insn in;
+} sim_trace_rec;
+
+typedef struct {
+    double start, end;
+    uint64_t bytes;
+    int is_write;
+} sim_bw_rec;
+
+typedef struct sim_dram sim_dram;
+typedef struct sim_race sim_race;
+
 struct sim {
     sim_config cfg;
+    sim_options opt;
     sim_core *cores;
     uint8_t **pages;   /* sparse DRAM */
     uint64_t npages;
     int page_shift;
+    sim_dram *dram;    /* LPDDR5 timing model */
+    double *link_free; /* ring links: [direction][stop] cycle each is free */
+    sim_race *race;
+    int race_found;
     /* scratch for the PT unit's fp32 operands */
     float *pt_a, *pt_b, *pt_c;
     size_t pt_a_cap, pt_b_cap, pt_c_cap;
+    /* trace of the last run */
+    sim_trace_rec *trace;
+    size_t ntrace, trace_cap;
+    sim_bw_rec *bw;
+    size_t nbw, bw_cap;
     /* the run in progress */
     const isa_program *prog;
     uint64_t dram_base, seg_bytes;
@@ -57,8 +97,46 @@ struct sim {
 int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Execute one unit instruction (DMA, PT, SFP, ring).  0 or -1 (fault set). */
-int sim_exec(sim *s, sim_core *c, const sim_qent *e);
+/* engine.c: run a program to completion (event-driven). */
+int sim_engine_run(sim *s, const isa_program *p);
+
+/* exec.c: execute one unit instruction starting at cycle `start`: check
+ * it, apply its effect (unless timing only) and return when it ends in
+ * *end.  A ring instruction that signals another core's token sets
+ * *remote_core / *remote_tok (else -1).  0, or -1 with the fault set. */
+typedef struct {
+    double start, end;
+    int remote_core;
+    int64_t remote_tok;
+} sim_timing;
+int sim_exec(sim *s, sim_core *c, const sim_qent *e, sim_timing *tm);
+
+/* timing.c: latency models. */
+typedef struct {
+    double issue, done;
+    uint64_t bytes;
+} sim_dma_timer;
+void sim_timing_reset(sim *s);
+void sim_dma_begin(sim *s, sim_dma_timer *tm, double t);
+void sim_dma_piece(sim *s, sim_dma_timer *tm, uint64_t addr, uint64_t bytes, int is_write);
+double sim_dma_end(sim *s, sim_core *c, sim_dma_timer *tm, double t, int is_write);
+double sim_time_lx_copy(const sim *s, double t, uint64_t bytes);
+double sim_time_ring(sim *s, sim_core *c, int dst, double t, uint64_t bytes);
+double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k);
+double sim_time_sfp(const sim *s, double t, int op, int64_t sticks);
+
+/* race.c: hazard detection (no-ops unless opt.detect_races). */
+void sim_race_reset(sim *s);
+void sim_race_free(sim *s);
+void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t lo, uint64_t hi, int is_write);
+void sim_race_signal(sim *s, sim_core *src, int u, sim_core *dst, int64_t tok);
+void sim_race_wait(sim *s, sim_core *c, int u, int64_t tok);
+void sim_race_barrier(sim *s);
+
+/* trace.c: timeline recording. */
+void sim_trace_reset(sim *s);
+void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end);
+void sim_trace_dram(sim *s, double start, double end, uint64_t bytes, int is_write);
 
 /* DRAM copies in the program's segment, with bounds checks by the caller. */
 void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len);

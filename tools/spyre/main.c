@@ -254,35 +254,79 @@ static int cmd_gen(int argc, char **argv)
 
 static void print_stats(const sim_stats *st, const sim_config *cfg)
 {
+    double us = sim_stats_time_us(st, cfg);
+    uint64_t dram = st->dram_bytes_read + st->dram_bytes_written, rows = st->dram_row_hits + st->dram_row_misses;
+    printf("cycles=%.0f time_us=%.3f (at %.3g GHz)\n", st->cycles, us, cfg->clock_ghz);
+    printf("mac_utilization=%.4f macs=%" PRIu64 " insns=%" PRIu64 " sfp_elems=%" PRIu64 "\n",
+           sim_stats_mac_utilization(st, cfg), st->macs, st->insns, st->sfp_elems);
+    printf("dram_bytes_read=%" PRIu64 " dram_bytes_written=%" PRIu64 " dram_gbps=%.2f row_hit_rate=%.4f\n",
+           st->dram_bytes_read, st->dram_bytes_written, us > 0 ? (double)dram / (us * 1e3) : 0.0,
+           rows ? (double)st->dram_row_hits / (double)rows : 0.0);
     uint64_t peak = 0;
-    for (int i = 0; i < cfg->cores && i < 256; i++)
-        if (st->lx_peak[i] > peak)
+    int peak_core = 0, ncores = cfg->cores < SIM_MAX_CORES ? cfg->cores : SIM_MAX_CORES;
+    for (int i = 0; i < ncores; i++)
+        if (st->lx_peak[i] > peak) {
             peak = st->lx_peak[i];
-    printf("stats: insns=%" PRIu64 " macs=%" PRIu64 " sfp_elems=%" PRIu64 " dram_bytes_read=%" PRIu64
-           " dram_bytes_written=%" PRIu64 " ring_bytes=%" PRIu64 " lx_peak_bytes=%" PRIu64 "\n",
-           st->insns, st->macs, st->sfp_elems, st->dram_bytes_read, st->dram_bytes_written, st->ring_bytes, peak);
+            peak_core = i;
+        }
+    printf("ring_bytes=%" PRIu64 " lx_peak_bytes=%" PRIu64 " (core %d of %" PRIu64 ")\n", st->ring_bytes, peak, peak_core,
+           cfg->lx_bytes);
+    printf("units: busy%% / stall%% of the run, mean over cores (busiest core)\n");
+    for (int u = 0; u < ISA_NUNITS; u++) {
+        double busy = 0, stall = 0, top = 0;
+        int topc = 0;
+        for (int i = 0; i < ncores; i++) {
+            busy += st->unit_busy[i][u];
+            stall += st->unit_stall[i][u];
+            if (st->unit_busy[i][u] > top) {
+                top = st->unit_busy[i][u];
+                topc = i;
+            }
+        }
+        double denom = st->cycles > 0 ? st->cycles * ncores : 1;
+        printf("  %-5s busy %5.1f%%  stall %5.1f%%  (core %d busy %.1f%%)\n", isa_unit_names[u], 100 * busy / denom,
+               100 * stall / denom, topc, st->cycles > 0 ? 100 * top / st->cycles : 0.0);
+    }
 }
 
 static int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv, "run"))
         return EXIT_OK;
-    const char *path = NULL, *config = NULL;
+    const char *path = NULL, *config = NULL, *stats_json = NULL, *trace = NULL;
     int check = 0;
     uint64_t seed = 1;
     const char *inputs[64];
     int ninputs = 0;
+    sim_options opt = {1, 1, SIM_TRACE_OFF};
+    sim_trace_level level = SIM_TRACE_INSN;
     for (int i = 1; i < argc; i++) {
         int64_t v;
         if (!strcmp(argv[i], "--check"))
             check = 1;
+        else if (!strcmp(argv[i], "--no-values"))
+            opt.values = 0;
+        else if (!strcmp(argv[i], "--no-race-check"))
+            opt.detect_races = 0;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (parse_i64(argv[++i], &v) || v < 0)
                 return usage_error("run", "--seed takes a non-negative integer");
             seed = (uint64_t)v;
         } else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
-        else if (!strcmp(argv[i], "--input") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
+            stats_json = argv[++i];
+        else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+            trace = argv[++i];
+        else if (!strcmp(argv[i], "--trace-level") && i + 1 < argc) {
+            i++;
+            if (!strcmp(argv[i], "insn"))
+                level = SIM_TRACE_INSN;
+            else if (!strcmp(argv[i], "kernel"))
+                level = SIM_TRACE_KERNEL;
+            else
+                return usage_error("run", "--trace-level is insn or kernel");
+        } else if (!strcmp(argv[i], "--input") && i + 1 < argc) {
             if (ninputs == 64)
                 return usage_error("run", "too many --input options");
             inputs[ninputs++] = argv[++i];
@@ -293,11 +337,16 @@ static int cmd_run(int argc, char **argv)
     }
     if (!path)
         return usage_error("run", "needs FILE.elf");
+    if (check && !opt.values)
+        return usage_error("run", "--check needs values: drop --no-values");
+    if (trace)
+        opt.trace = level;
     char cfgpath[1024], err[1024];
     sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return fail("spyre run: %s", err);
+    sim_set_options(rt_sim(dev), &opt);
     int status = EXIT_USAGE;
     rt_program *prog = rt_load(dev, path, err, sizeof err);
     if (!prog) {
@@ -313,17 +362,31 @@ static int cmd_run(int argc, char **argv)
             fprintf(stderr, "spyre run: %s\n", err);
             goto out;
         }
-    rt_run_result res;
-    char line[2048];
-    if (rt_launch(prog, &res)) {
-        rt_run_format(&res, line, sizeof line);
-        fprintf(stderr, "spyre run: %s: %s\n", path, line);
-        status = EXIT_FAULT;
+    rt_run_result *res = malloc(sizeof *res);
+    if (!res) {
+        fprintf(stderr, "spyre run: out of memory\n");
         goto out;
     }
-    rt_run_format(&res, line, sizeof line);
+    char line[2048];
+    int rc = rt_launch(prog, res);
+    if (trace && sim_write_trace(rt_sim(dev), rt_program_isa(prog), trace, err, sizeof err))
+        fprintf(stderr, "spyre run: %s\n", err);
+    if (rc) {
+        rt_run_format(res, line, sizeof line);
+        fprintf(stderr, "spyre run: %s: %s\n", path, line);
+        status = EXIT_FAULT;
+        free(res);
+        goto out;
+    }
+    rt_run_format(res, line, sizeof line);
     printf("%s\n", line);
-    print_stats(&res.stats, rt_config(dev));
+    print_stats(&res->stats, rt_config(dev));
+    if (stats_json && sim_write_stats_json(&res->stats, rt_config(dev), stats_json, err, sizeof err)) {
+        fprintf(stderr, "spyre run: %s\n", err);
+        free(res);
+        goto out;
+    }
+    free(res);
     status = EXIT_OK;
     if (check) {
         rt_check_result *r = NULL;
@@ -357,12 +420,22 @@ static const command commands[] = {
      "Generate a program: C = A x B (A is M x K, B is K x N) split across all cores, or a softmax over\n"
      "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"
      "default spyre)."},
-    {"run", cmd_run, "run FILE.elf [--check] [--seed N] [--config FILE] [--input NAME=FILE]...",
+    {"run", cmd_run,
+     "run FILE.elf [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
+     "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--no-race-check]",
      "Load a program on a simulated chip, fill its inputs with seeded random values in [-1, 1)\n"
-     "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print statistics.\n"
+     "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print the\n"
+     "simulated cycles and time, MAC utilization, DRAM traffic, bandwidth and row-hit rate, ring\n"
+     "traffic, peak LX use and per-unit busy/stall time.\n"
      "--check compares every output with the reference (OpenBLAS for matrix products) and prints one\n"
      "line per output ending in ok or MISMATCH.\n"
-     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule."},
+     "--no-values simulates timing only (no arithmetic; addresses and ordering are still checked).\n"
+     "--stats-json writes the statistics as JSON (keys in docs/stats.md); --trace writes a Chrome\n"
+     "trace-event timeline (Perfetto, chrome://tracing): one slice per instruction, or per kernel with\n"
+     "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
+     "--no-race-check turns race detection off.\n"
+     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
+     "race or a deadlock)."},
 };
 
 static const command *find_command(const char *name)

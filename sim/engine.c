@@ -1,0 +1,424 @@
+/* engine.c: the event-driven run loop.  Agents (each core's sequencer and
+ * its units) wake at event times; a unit runs the instruction at the head
+ * of its queue when it is free, applies its effect on LX and DRAM (values,
+ * unless timing only) and becomes free again after the instruction's
+ * latency.  Tokens order units; barriers order cores.  Time is in core
+ * cycles; the DRAM model works in ns and is converted at the boundary. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dram.h"
+
+enum { EV_AGENT, EV_TOKEN };
+
+typedef struct {
+    double t;
+    uint64_t seq; /* insertion order: ties run first come first served */
+    int type, core, agent;
+    int64_t tok;
+} event;
+
+typedef struct {
+    event *v;
+    size_t n, cap;
+} heap;
+
+static int ev_less(const event *a, const event *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+
+static void heap_push(heap *h, event e)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 256;
+        h->v = realloc(h->v, h->cap * sizeof *h->v);
+        if (!h->v) {
+            fprintf(stderr, "spyre: out of host memory\n");
+            abort();
+        }
+    }
+    size_t i = h->n++;
+    while (i && ev_less(&e, &h->v[(i - 1) / 2])) {
+        h->v[i] = h->v[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->v[i] = e;
+}
+
+static event heap_pop(heap *h)
+{
+    event top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && ev_less(&h->v[c + 1], &h->v[c]))
+            c++;
+        if (!ev_less(&h->v[c], &last))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return top;
+}
+
+#define AGENT_SEQ ISA_NUNITS
+
+typedef struct {
+    sim *s;
+    const isa_program *p;
+    heap h;
+    uint64_t seq;
+    double now;
+} engine;
+
+static void schedule(engine *g, double t, int type, int core, int agent, int64_t tok)
+{
+    event e = {t, g->seq++, type, core, agent, tok};
+    heap_push(&g->h, e);
+}
+
+/* Wake a unit at time t unless it already has an event pending. */
+static void wake_unit(engine *g, sim_core *c, int u, double t)
+{
+    sim_unit_state *us = &c->ustate[u];
+    if (us->scheduled)
+        return;
+    us->scheduled = 1;
+    schedule(g, t > us->free_at ? t : us->free_at, EV_AGENT, c->id, u, 0);
+}
+
+static void wake_seq(engine *g, sim_core *c, double t)
+{
+    if (c->seq_scheduled)
+        return;
+    c->seq_scheduled = 1;
+    schedule(g, t > c->seq_time ? t : c->seq_time, EV_AGENT, c->id, AGENT_SEQ, 0);
+}
+
+static int units_idle(const sim_core *c)
+{
+    for (int u = 0; u < ISA_NUNITS; u++)
+        if (c->units[u].count || c->ustate[u].scheduled)
+            return 0;
+    return 1;
+}
+
+static void resolve(const sim_core *c, isa_addr *a)
+{
+    a->off += c->regs[a->reg];
+    a->reg = 0;
+}
+
+/* Release the barrier when every core sits at it with idle units. */
+static void try_barrier(engine *g)
+{
+    sim *s = g->s;
+    double t = 0;
+    for (int i = 0; i < s->cfg.cores; i++) {
+        const sim_core *c = &s->cores[i];
+        if (!c->at_barrier || !units_idle(c))
+            return;
+        if (c->seq_time > t)
+            t = c->seq_time;
+        for (int u = 0; u < ISA_NUNITS; u++)
+            if (c->ustate[u].free_at > t)
+                t = c->ustate[u].free_at;
+    }
+    t += s->cfg.barrier_cycles;
+    sim_race_barrier(s);
+    for (int i = 0; i < s->cfg.cores; i++) {
+        sim_core *c = &s->cores[i];
+        c->at_barrier = 0;
+        c->pc++;
+        c->seq_time = t;
+        wake_seq(g, c, t);
+    }
+}
+
+/* The sequencer: control instructions and dispatch, until a queue is
+ * full, a barrier is reached or the stream ends. */
+static int run_seq(engine *g, sim_core *c, double t)
+{
+    sim *s = g->s;
+    const isa_stream *str = c->id < g->p->ncores ? &g->p->cores[c->id] : NULL;
+    const int depth = s->cfg.queue_depth;
+    c->seq_scheduled = 0;
+    if (t > c->seq_time)
+        c->seq_time = t;
+    while (!c->seq_done && !c->at_barrier) {
+        if (!str || c->pc >= (long)str->n) {
+            if (c->nloops)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "stream ends inside a loop (missing endl)");
+            c->seq_done = 1;
+            break;
+        }
+        const isa_insn *in = &str->insns[c->pc];
+        isa_unit u = isa_insn_unit(in);
+        if (u != ISA_U_SEQ) {
+            if ((int)u >= ISA_NUNITS)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "instruction names no unit");
+            sim_queue *q = &c->units[u];
+            if (q->count == depth) {
+                c->seq_blocked_on = u;
+                return 0;
+            }
+            sim_qent *e = &q->q[(q->head + q->count) % depth];
+            e->in = *in;
+            e->index = c->pc;
+            e->ready = c->seq_time;
+            resolve(c, &e->in.d);
+            resolve(c, &e->in.a);
+            resolve(c, &e->in.b);
+            resolve(c, &e->in.p);
+            q->count++;
+            wake_unit(g, c, u, c->seq_time);
+            c->pc++;
+            c->seq_time += s->cfg.seq_issue_cycles;
+            continue;
+        }
+        c->seq_time += s->cfg.seq_issue_cycles;
+        switch (in->op) {
+        case ISA_OP_NOP:
+            c->pc++;
+            break;
+        case ISA_OP_HALT:
+            if (c->nloops)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "halt inside a loop");
+            c->seq_done = 1;
+            break;
+        case ISA_OP_BAR:
+            c->at_barrier = 1;
+            try_barrier(g);
+            return 0;
+        case ISA_OP_LI:
+        case ISA_OP_ADDI:
+            if (in->reg == 0)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "r0 is read-only");
+            c->regs[in->reg] = (in->op == ISA_OP_LI ? 0 : c->regs[in->reg]) + in->val;
+            c->pc++;
+            break;
+        case ISA_OP_LOOP:
+            if (c->nloops == SIM_MAX_LOOP_DEPTH)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "loops nested deeper than %d", SIM_MAX_LOOP_DEPTH);
+            c->loops[c->nloops].start = c->pc + 1;
+            c->loops[c->nloops].remaining = in->val - 1;
+            c->nloops++;
+            c->pc++;
+            break;
+        case ISA_OP_ENDL:
+            if (!c->nloops)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "endl without loop");
+            if (c->loops[c->nloops - 1].remaining > 0) {
+                c->loops[c->nloops - 1].remaining--;
+                c->pc = c->loops[c->nloops - 1].start;
+            } else {
+                c->nloops--;
+                c->pc++;
+            }
+            break;
+        default:
+            return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "opcode %s is not a control instruction",
+                              isa_info(in->op)->mnemonic);
+        }
+    }
+    return 0;
+}
+
+static void token_inc(engine *g, sim_core *c, int64_t tok, double t)
+{
+    c->tokens[tok]++;
+    for (int u = 0; u < ISA_NUNITS; u++)
+        if (c->ustate[u].waiting_tok == tok) {
+            c->ustate[u].waiting_tok = -1;
+            wake_unit(g, c, u, t);
+        }
+}
+
+/* A unit at time t: run the head of its queue if it can. */
+static int run_unit(engine *g, sim_core *c, int u, double t)
+{
+    sim *s = g->s;
+    sim_unit_state *us = &c->ustate[u];
+    sim_queue *q = &c->units[u];
+    const int depth = s->cfg.queue_depth;
+    us->scheduled = 0;
+    if (!q->count) {
+        if (c->at_barrier)
+            try_barrier(g);
+        return 0;
+    }
+    sim_qent *e = &q->q[q->head];
+    if (e->ready > t) {
+        wake_unit(g, c, u, e->ready);
+        return 0;
+    }
+    const isa_insn *in = &e->in;
+    double dur;
+    if (in->op == ISA_OP_WAIT || in->op == ISA_OP_SIG) {
+        if (in->tok >= s->cfg.tokens)
+            return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", in->tok,
+                              s->cfg.tokens);
+        if (in->op == ISA_OP_WAIT) {
+            if (c->tokens[in->tok] == 0) {
+                if (us->waiting_tok < 0)
+                    us->wait_since = t;
+                us->waiting_tok = in->tok;
+                return 0;
+            }
+            if (us->wait_since >= 0) {
+                us->stall += t - us->wait_since;
+                us->wait_since = -1;
+            }
+            c->tokens[in->tok]--;
+            sim_race_wait(s, c, u, in->tok);
+        } else {
+            if (c->tokens[in->tok] + 1 > s->cfg.token_max)
+                return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " overflow (more than %" PRId64 ")", in->tok,
+                                  s->cfg.token_max);
+            sim_race_signal(s, c, u, c, in->tok);
+            token_inc(g, c, in->tok, t);
+        }
+        dur = s->cfg.sync_cycles;
+    } else {
+        sim_timing tm = {t, t, -1, -1};
+        if (sim_exec(s, c, e, &tm))
+            return -1;
+        dur = tm.end - t;
+        s->st->insns++;
+        if (tm.remote_core >= 0) {
+            sim_core *dst = &s->cores[tm.remote_core];
+            if (dst->tokens[tm.remote_tok] + 1 > s->cfg.token_max)
+                return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " of core %d overflows", tm.remote_tok,
+                                  tm.remote_core);
+            sim_race_signal(s, c, u, dst, tm.remote_tok);
+            schedule(g, tm.end, EV_TOKEN, tm.remote_core, 0, tm.remote_tok);
+        }
+    }
+    sim_trace_insn(s, c->id, u, e, t, t + dur);
+    us->busy += dur;
+    us->free_at = t + dur;
+    if (us->free_at > s->st->cycles)
+        s->st->cycles = us->free_at;
+    q->head = (q->head + 1) % depth;
+    q->count--;
+    if (c->seq_blocked_on == u) {
+        c->seq_blocked_on = -1;
+        wake_seq(g, c, t);
+    }
+    wake_unit(g, c, u, us->free_at);
+    return 0;
+}
+
+static int all_done(const sim *s)
+{
+    for (int i = 0; i < s->cfg.cores; i++)
+        if (!s->cores[i].seq_done || !units_idle(&s->cores[i]))
+            return 0;
+    return 1;
+}
+
+static void report_deadlock(sim *s)
+{
+    char buf[sizeof s->fault->msg];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "deadlock: nothing can proceed;");
+    int first_core = -1, first_unit = ISA_U_SEQ;
+    long first_index = -1;
+    for (int i = 0; i < s->cfg.cores && n < sizeof buf; i++) {
+        sim_core *c = &s->cores[i];
+        for (int u = 0; u < ISA_NUNITS && n < sizeof buf; u++) {
+            if (!c->units[u].count)
+                continue;
+            const sim_qent *e = &c->units[u].q[c->units[u].head];
+            n += (size_t)snprintf(buf + n, sizeof buf - n,
+                                  " core %d %s #%ld waits on token %" PRId64 " (0, never signalled);", i,
+                                  isa_unit_names[u], e->index, e->in.tok);
+            if (first_core < 0) {
+                first_core = i;
+                first_unit = u;
+                first_index = e->index;
+            }
+        }
+        if (c->at_barrier && n < sizeof buf) {
+            n += (size_t)snprintf(buf + n, sizeof buf - n, " core %d sequencer #%ld waits at bar;", i, c->pc);
+            if (first_core < 0) {
+                first_core = i;
+                first_index = c->pc;
+            }
+        }
+    }
+    sim_faultf(s, first_core, first_unit, first_index, "%s", buf);
+}
+
+static void reset_cores(sim *s)
+{
+    for (int i = 0; i < s->cfg.cores; i++) {
+        sim_core *c = &s->cores[i];
+        memset(c->regs, 0, sizeof c->regs);
+        c->pc = 0;
+        c->seq_done = 0;
+        c->at_barrier = 0;
+        c->nloops = 0;
+        c->lx_peak = 0;
+        c->seq_time = 0;
+        c->seq_scheduled = 0;
+        c->seq_blocked_on = -1;
+        for (int u = 0; u < ISA_NUNITS; u++) {
+            c->units[u].head = c->units[u].count = 0;
+            memset(&c->ustate[u], 0, sizeof c->ustate[u]);
+            c->ustate[u].waiting_tok = -1;
+            c->ustate[u].wait_since = -1;
+        }
+        memset(c->tokens, 0, (size_t)s->cfg.tokens * sizeof *c->tokens);
+    }
+}
+
+int sim_engine_run(sim *s, const isa_program *p)
+{
+    engine g = {s, p, {NULL, 0, 0}, 0, 0};
+    reset_cores(s);
+    sim_timing_reset(s);
+    sim_race_reset(s);
+    sim_trace_reset(s);
+    for (int i = 0; i < s->cfg.cores; i++)
+        wake_seq(&g, &s->cores[i], 0);
+    int rc = 0;
+    while (g.h.n) {
+        event e = heap_pop(&g.h);
+        sim_core *c = &s->cores[e.core];
+        if (e.type == EV_TOKEN)
+            token_inc(&g, c, e.tok, e.t);
+        else if (e.agent == AGENT_SEQ)
+            rc = run_seq(&g, c, e.t);
+        else
+            rc = run_unit(&g, c, e.agent, e.t);
+        if (rc || s->race_found) {
+            rc = -1;
+            break;
+        }
+    }
+    if (!rc && !all_done(s)) {
+        report_deadlock(s);
+        rc = -1;
+    }
+    for (int i = 0; i < s->cfg.cores; i++) {
+        sim_core *c = &s->cores[i];
+        if (c->seq_time > s->st->cycles)
+            s->st->cycles = c->seq_time;
+        if (i < SIM_MAX_CORES) {
+            s->st->lx_peak[i] = c->lx_peak;
+            for (int u = 0; u < ISA_NUNITS; u++) {
+                s->st->unit_busy[i][u] = c->ustate[u].busy;
+                s->st->unit_stall[i][u] = c->ustate[u].stall;
+            }
+        }
+    }
+    free(g.h.v);
+    return rc;
+}

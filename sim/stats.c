@@ -1,0 +1,54 @@
+/* stats.c: figures derived from a run's statistics, and their JSON form
+ * (keys documented in docs/stats.md). */
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+double sim_stats_time_us(const sim_stats *st, const sim_config *cfg)
+{
+    return st->cycles / (cfg->clock_ghz * 1000.0);
+}
+
+double sim_stats_mac_utilization(const sim_stats *st, const sim_config *cfg)
+{
+    double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
+    return st->cycles > 0 ? (double)st->macs / (st->cycles * peak) : 0.0;
+}
+
+int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    double us = sim_stats_time_us(st, cfg);
+    uint64_t dram = st->dram_bytes_read + st->dram_bytes_written, rows = st->dram_row_hits + st->dram_row_misses;
+    fprintf(f, "{\n  \"config\": \"%s\",\n  \"cycles\": %.0f,\n  \"time_us\": %.4f,\n", cfg->name, st->cycles, us);
+    fprintf(f, "  \"mac_utilization\": %.6f,\n  \"macs\": %" PRIu64 ",\n  \"insns\": %" PRIu64 ",\n",
+            sim_stats_mac_utilization(st, cfg), st->macs, st->insns);
+    fprintf(f, "  \"sfp_elems\": %" PRIu64 ",\n  \"dram_bytes_read\": %" PRIu64 ",\n  \"dram_bytes_written\": %" PRIu64 ",\n",
+            st->sfp_elems, st->dram_bytes_read, st->dram_bytes_written);
+    fprintf(f, "  \"dram_gbps\": %.3f,\n  \"dram_row_hit_rate\": %.6f,\n  \"ring_bytes\": %" PRIu64 ",\n",
+            us > 0 ? (double)dram / (us * 1e3) : 0.0, rows ? (double)st->dram_row_hits / (double)rows : 0.0,
+            st->ring_bytes);
+    fprintf(f, "  \"cores\": [\n");
+    for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++) {
+        fprintf(f, "    {\"core\": %d, \"lx_peak_bytes\": %" PRIu64 ", \"busy_cycles\": {", c, st->lx_peak[c]);
+        for (int u = 0; u < ISA_NUNITS; u++)
+            fprintf(f, "%s\"%s\": %.0f", u ? ", " : "", isa_unit_names[u], st->unit_busy[c][u]);
+        fprintf(f, "}, \"stall_cycles\": {");
+        for (int u = 0; u < ISA_NUNITS; u++)
+            fprintf(f, "%s\"%s\": %.0f", u ? ", " : "", isa_unit_names[u], st->unit_stall[c][u]);
+        fprintf(f, "}}%s\n", c + 1 < cfg->cores ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    if (fclose(f)) {
+        snprintf(err, errlen, "%s: write failed", path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,122 @@
+/* timing.c: latency of each unit instruction: PT passes, SFP sticks, DMA
+ * through the ring and the LPDDR5 model, ring transfers with per-link
+ * contention.  Every number comes from the configuration. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dram.h"
+
+void sim_timing_reset(sim *s)
+{
+    size_t n = 2 * (size_t)s->cfg.cores;
+    if (!s->link_free) {
+        s->link_free = calloc(n, sizeof *s->link_free);
+        if (!s->link_free)
+            abort();
+    }
+    memset(s->link_free, 0, n * sizeof *s->link_free);
+    sim_dram_reset(s->dram);
+}
+
+static double cycles_from_ns(const sim *s, double ns) { return ns * s->cfg.clock_ghz; }
+static double ns_from_cycles(const sim *s, double cyc) { return cyc / s->cfg.clock_ghz; }
+
+/* Reserve the ring links from stop a to stop b (shorter way round) for
+ * `bytes` starting no earlier than t; returns when the last byte arrives.
+ * The transfer occupies every link of its path for bytes / bandwidth
+ * (cut-through), so transfers sharing a link queue behind each other. */
+static double ring_reserve(sim *s, int a, int b, double t, double bytes)
+{
+    const int n = s->cfg.cores;
+    int cw = ((b - a) % n + n) % n, ccw = n - cw;
+    int dir = cw <= ccw ? 0 : 1, hops = dir == 0 ? cw : ccw;
+    double occupy = bytes / s->cfg.ring_bytes_per_cycle;
+    if (hops == 0)
+        return t + occupy;
+    double start = t;
+    for (int h = 0, stop = a; h < hops; h++) {
+        double f = s->link_free[dir * n + stop];
+        if (f > start)
+            start = f;
+        stop = dir == 0 ? (stop + 1) % n : (stop - 1 + n) % n;
+    }
+    for (int h = 0, stop = a; h < hops; h++) {
+        s->link_free[dir * n + stop] = start + occupy;
+        stop = dir == 0 ? (stop + 1) % n : (stop - 1 + n) % n;
+    }
+    s->st->ring_bytes += (uint64_t)bytes;
+    return start + occupy + hops * s->cfg.ring_hop_cycles;
+}
+
+static int port_stop(const sim *s, int port) { return port * s->cfg.cores / s->cfg.ring_dram_ports; }
+
+void sim_dma_begin(sim *s, sim_dma_timer *tm, double t)
+{
+    tm->issue = t + s->cfg.dma_issue_cycles;
+    tm->done = tm->issue;
+    tm->bytes = 0;
+    (void)s;
+}
+
+/* One contiguous piece of DRAM: it reaches the controller when the DMA
+ * engine issues it; the engine issues at the ring's injection rate. */
+void sim_dma_piece(sim *s, sim_dma_timer *tm, uint64_t addr, uint64_t bytes, int is_write)
+{
+    double done_ns = sim_dram_access(s->dram, ns_from_cycles(s, tm->issue), addr, bytes, is_write);
+    double done = cycles_from_ns(s, done_ns);
+    if (done > tm->done)
+        tm->done = done;
+    tm->issue += (double)bytes / s->cfg.ring_bytes_per_cycle;
+    tm->bytes += bytes;
+}
+
+/* The data crosses the ring between the memory controllers and the core;
+ * interleaving spreads an access over every controller evenly. */
+double sim_dma_end(sim *s, sim_core *c, sim_dma_timer *tm, double t, int is_write)
+{
+    const int ports = s->cfg.ring_dram_ports;
+    double arrive = tm->done;
+    double share = (double)tm->bytes / ports;
+    for (int p = 0; p < ports && tm->bytes; p++) {
+        int ps = port_stop(s, p);
+        double r = is_write ? ring_reserve(s, c->id, ps, t, share) : ring_reserve(s, ps, c->id, t, share);
+        if (r > arrive)
+            arrive = r;
+    }
+    return arrive;
+}
+
+double sim_time_lx_copy(const sim *s, double t, uint64_t bytes)
+{
+    return t + s->cfg.dma_issue_cycles + (double)bytes / s->cfg.lx_bytes_per_cycle;
+}
+
+double sim_time_ring(sim *s, sim_core *c, int dst, double t, uint64_t bytes)
+{
+    return ring_reserve(s, c->id, dst, t + s->cfg.dma_issue_cycles, (double)bytes);
+}
+
+/* PT: M streams through the array in passes of pt_rows rows; each pass
+ * computes pt_cols * pt_lanes output columns per K step. */
+double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k)
+{
+    const sim_config *cfg = &s->cfg;
+    int64_t passes = (m + cfg->pt_rows - 1) / cfg->pt_rows;
+    int64_t colw = (int64_t)cfg->pt_cols * cfg->pt_lanes;
+    int64_t cols = (n + colw - 1) / colw;
+    return t + cfg->pt_issue_cycles + cfg->pt_fill_cycles + (double)(passes * cols * k);
+}
+
+double sim_time_sfp(const sim *s, double t, int op, int64_t sticks)
+{
+    const sim_config *cfg = &s->cfg;
+    int complex_op = op == ISA_OP_SFP_EXP || op == ISA_OP_SFP_LOG || op == ISA_OP_SFP_SQRT ||
+                     op == ISA_OP_SFP_RSQRT || op == ISA_OP_SFP_RECIP || op == ISA_OP_SFP_DIV ||
+                     op == ISA_OP_SFP_TANH || op == ISA_OP_SFP_SIGM || op == ISA_OP_SFP_GELU ||
+                     op == ISA_OP_SFP_GELUT || op == ISA_OP_SFP_SILU;
+    double per = complex_op ? cfg->sfp_complex_cycles : cfg->sfp_simple_cycles;
+    return t + cfg->sfp_issue_cycles + per * (double)sticks;
+}
