@@ -1,0 +1,213 @@
+/* test_cli.c: the spyre command: subcommands, reports and exit status
+ * (0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule). */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char out[1 << 16];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int spyref(const char *fmt, const char *a, const char *b)
+{
+    char args[2048];
+    snprintf(args, sizeof args, fmt, a, b);
+    return tu_spyre(args, out, sizeof out);
+}
+
+static void test_help_and_usage_errors(void)
+{
+    CU_ASSERT_EQUAL(tu_spyre("--help", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "run FILE.elf"));
+    const char *cmds[] = {"as", "dis", "info", "gen", "run"};
+    for (int i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(spyref("%s --help", cmds[i], ""), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "usage: spyre"));
+    }
+    CU_ASSERT_EQUAL(tu_spyre("", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("frobnicate", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown command"));
+    CU_ASSERT_EQUAL(tu_spyre("gen gemm 10 x 10 -o /dev/null", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("gen gemm 0 10 10 -o /dev/null", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("run", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("run x.elf --seed -3", out, sizeof out), 2);
+}
+
+static void test_gen_run_check_passes_on_both_configs(void)
+{
+    char elf[512];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    const char *cfgs[] = {"spyre", "spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "gen gemm 100 70 130 -o %s --config %s", elf, cfgs[i]);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+        snprintf(args, sizeof args, "run %s --check --seed 7 --config %s", elf, cfgs[i]);
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "check C:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "cycles="));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "mac_utilization="));
+        snprintf(args, sizeof args, "gen softmax 37 200 -o %s --config %s", elf, cfgs[i]);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+        snprintf(args, sizeof args, "run %s --check --config %s", elf, cfgs[i]);
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y:"));
+    }
+    remove(elf);
+}
+
+static void test_program_for_32_cores_is_refused_by_a_4_core_chip(void)
+{
+    char elf[512];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen gemm 64 64 64 -o %s%s", elf, ""), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --config spyre-4core%s", elf, ""), 2);
+    remove(elf);
+}
+
+static void test_bad_files_exit_2_with_one_line(void)
+{
+    char path[512];
+    tu_tmpfile(".elf", path, sizeof path);
+    write_file(path, "this is not an ELF file\n");
+    CU_ASSERT_EQUAL(spyref("run %s%s", path, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, path));
+    CU_ASSERT_EQUAL(spyref("info %s%s", path, ""), 2);
+    CU_ASSERT_EQUAL(spyref("dis %s%s", "/nonexistent.elf", ""), 2);
+    char cfg[512];
+    tu_tmpfile(".cfg", cfg, sizeof cfg);
+    write_file(cfg, "include = " SPYRE_SOURCE_DIR "/sim/configs/spyre.cfg\ncores = many\n");
+    CU_ASSERT_EQUAL(spyref("gen gemm 8 8 8 -o %s --config %s", path, cfg), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":2: cores"));
+    char src[512];
+    tu_tmpfile(".s", src, sizeof src);
+    write_file(src, ".core 0\n  nop\n  dma.xyz d=0\n");
+    CU_ASSERT_EQUAL(spyref("as %s -o %s", src, path), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":3:"));
+    remove(path);
+    remove(cfg);
+    remove(src);
+}
+
+/* Assemble src and run it; returns the run's exit status. */
+static int run_asm(const char *src, const char *extra)
+{
+    char s[512], elf[512], args[1536];
+    tu_tmpfile(".s", s, sizeof s);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    write_file(s, src);
+    snprintf(args, sizeof args, "as %s -o %s", s, elf);
+    int rc = tu_spyre(args, out, sizeof out);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "\n%s\n", out);
+    snprintf(args, sizeof args, "run %s --config spyre-4core %s", elf, extra);
+    rc = tu_spyre(args, out, sizeof out);
+    remove(s);
+    remove(elf);
+    return rc;
+}
+
+static void test_rule_breaking_programs_exit_3_naming_core_and_instruction(void)
+{
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 64\n"
+                            ".core 1\n  nop\n  dma.ld d=0x40000 a=0x0\n  halt\n", ""), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "core 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "outside LX"));
+    /* a race: the vector unit reads what the DMA is still writing */
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 64\n"
+                            ".core 2\n  dma.ld d=0x0 a=0x0\n  sfp.exp d=0x100 a=0x0\n  halt\n", ""), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "race"));
+    /* the same program passes with race detection off */
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 64\n"
+                            ".core 2\n  dma.ld d=0x0 a=0x0\n  sfp.exp d=0x100 a=0x0\n  halt\n", "--no-race-check"), 0);
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n"
+                            ".core 0\n  wait u=pt1 t=4\n  halt\n", ""), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "deadlock"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "pt1"));
+}
+
+static void test_wrong_result_exits_1_with_mismatch(void)
+{
+    /* claims C = A x B but never writes C */
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n"
+                            ".tensor A input f32 8x8\n.tensor B input f32 8x8\n.tensor C output f32 8x8\n"
+                            ".graph %C = aten.mm(%A, %B)\n.core 0\n  halt\n", "--check"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "MISMATCH"));
+}
+
+static void test_stats_json_and_trace_files_are_written(void)
+{
+    char elf[512], js[512], tr[512];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile(".json", js, sizeof js);
+    tu_tmpfile(".json", tr, sizeof tr);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen softmax 64 128 -o %s --config spyre-4core%s", elf, ""), 0);
+    char args[2048];
+    snprintf(args, sizeof args, "run %s --config spyre-4core --stats-json %s --trace %s --trace-level kernel", elf, js,
+             tr);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    FILE *f = fopen(js, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char buf[256] = "";
+    CU_ASSERT_PTR_NOT_NULL(fgets(buf, sizeof buf, f));
+    fclose(f);
+    CU_ASSERT_EQUAL(buf[0], '{');
+    f = fopen(tr, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+    snprintf(args, sizeof args, "run %s --config spyre-4core --no-values --check", elf);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    snprintf(args, sizeof args, "run %s --config spyre-4core --no-values", elf);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    remove(elf);
+    remove(js);
+    remove(tr);
+}
+
+static void test_info_and_dis_describe_a_generated_program(void)
+{
+    char elf[512], s[512], elf2[512];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile(".s", s, sizeof s);
+    tu_tmpfile(".elf", elf2, sizeof elf2);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen gemm 100 70 130 -o %s --config spyre-4core%s", elf, ""), 0);
+    CU_ASSERT_EQUAL(spyref("info %s%s", elf, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "100x130"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "instructions per core"));
+    CU_ASSERT_EQUAL(spyref("dis %s%s", elf, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "pt.mm"));
+    write_file(s, out);
+    CU_ASSERT_EQUAL(spyref("as %s -o %s", s, elf2), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --check --config spyre-4core%s", elf2, ""), 0);
+    remove(elf);
+    remove(s);
+    remove(elf2);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"help_and_usage_errors", test_help_and_usage_errors},
+        {"gen_run_check_passes_on_both_configs", test_gen_run_check_passes_on_both_configs},
+        {"program_for_32_cores_is_refused_by_a_4_core_chip", test_program_for_32_cores_is_refused_by_a_4_core_chip},
+        {"bad_files_exit_2_with_one_line", test_bad_files_exit_2_with_one_line},
+        {"rule_breaking_programs_exit_3_naming_core_and_instruction",
+         test_rule_breaking_programs_exit_3_naming_core_and_instruction},
+        {"wrong_result_exits_1_with_mismatch", test_wrong_result_exits_1_with_mismatch},
+        {"stats_json_and_trace_files_are_written", test_stats_json_and_trace_files_are_written},
+        {"info_and_dis_describe_a_generated_program", test_info_and_dis_describe_a_generated_program},
+        {NULL, NULL},
+    };
+    return tu_run("cli", tests);
+}

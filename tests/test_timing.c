@@ -1,0 +1,471 @@
+/* test_timing.c: the simulator's time: latency models, overlap of units
+ * and cores, determinism, timing-only runs, hazard and deadlock detection,
+ * the trace and the statistics files. */
+#include <CUnit/CUnit.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "sim.h"
+#include "testutil.h"
+
+static sim_config cfg4;
+
+static isa_program *prog_new(void)
+{
+    isa_program *p = isa_program_new(cfg4.cores);
+    p->dram_bytes = 4 << 20;
+    return p;
+}
+
+static isa_insn *emit(isa_program *p, int core, int op)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    isa_stream_push(&p->cores[core], &in);
+    return &p->cores[core].insns[p->cores[core].n - 1];
+}
+
+static void sync_op(isa_program *p, int core, int op, int unit, int tok)
+{
+    isa_insn *in = emit(p, core, op);
+    in->u = unit;
+    in->tok = tok;
+}
+
+static void halt_all(isa_program *p)
+{
+    for (int i = 0; i < p->ncores; i++)
+        emit(p, i, ISA_OP_HALT);
+}
+
+static isa_insn *load(isa_program *p, int core, int64_t lx, int64_t dram, int64_t sticks)
+{
+    isa_insn *in = emit(p, core, ISA_OP_DMA_LD);
+    in->d.off = lx;
+    in->a.off = dram;
+    in->run = sticks;
+    return in;
+}
+
+/* Run and return cycles, or -1 on a fault (message in f). */
+static double run_cycles(isa_program *p, sim_fault *f)
+{
+    sim *s = sim_create(&cfg4);
+    sim_stats *st = malloc(sizeof *st);
+    double c = sim_run(s, p, 0, st, f) ? -1 : st->cycles;
+    free(st);
+    sim_destroy(s);
+    return c;
+}
+
+static void test_pt_latency_counts_passes_of_rows_and_k(void)
+{
+    isa_program *p = prog_new();
+    isa_insn *mm = emit(p, 0, ISA_OP_PT_MM);
+    mm->m = 64;
+    mm->nn = 64;
+    mm->k = 128;
+    mm->a.off = 0;
+    mm->as[0] = 64 * 128;
+    mm->b.off = 0x10000;
+    mm->d.off = 0x20000;
+    halt_all(p);
+    sim_fault f;
+    double passes = 64.0 / cfg4.pt_rows, cols = ceil(64.0 / (cfg4.pt_cols * cfg4.pt_lanes));
+    CU_ASSERT_DOUBLE_EQUAL(run_cycles(p, &f), cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + passes * cols * 128, 1e-9);
+    isa_program_free(p);
+}
+
+static double sfp_cycles(int op)
+{
+    isa_program *p = prog_new();
+    isa_insn *in = emit(p, 0, op);
+    in->n[0] = 100;
+    in->as[0] = 128;
+    in->ds[0] = 128;
+    in->d.off = 0x10000;
+    halt_all(p);
+    sim_fault f;
+    double c = run_cycles(p, &f);
+    isa_program_free(p);
+    return c;
+}
+
+static void test_sfp_cost_is_per_stick_and_higher_for_transcendentals(void)
+{
+    double add = sfp_cycles(ISA_OP_SFP_RELU), ex = sfp_cycles(ISA_OP_SFP_EXP);
+    CU_ASSERT_DOUBLE_EQUAL(add, cfg4.sfp_issue_cycles + 100 * cfg4.sfp_simple_cycles, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(ex, cfg4.sfp_issue_cycles + 100 * cfg4.sfp_complex_cycles, 1e-9);
+    CU_ASSERT(ex > add);
+}
+
+/* Cycles for one core, or two cores at once, each loading `sticks`. */
+static double dma_cycles(int cores, int64_t sticks)
+{
+    sim_fault f;
+    isa_program *p = prog_new();
+    for (int c = 0; c < cores; c++)
+        load(p, 2 * c, 0, (int64_t)c << 20, sticks);
+    halt_all(p);
+    double t = run_cycles(p, &f);
+    isa_program_free(p);
+    return t;
+}
+
+static void test_small_dmas_on_two_cores_overlap(void)
+{
+    double t1 = dma_cycles(1, 4), t2 = dma_cycles(2, 4);
+    CU_ASSERT(t1 > cfg4.dma_issue_cycles);
+    CU_ASSERT(t2 >= t1);
+    CU_ASSERT(t2 < 1.2 * t1); /* latency-bound: they run side by side */
+}
+
+static void test_large_dmas_share_dram_bandwidth(void)
+{
+    double t1 = dma_cycles(1, 512), t2 = dma_cycles(2, 512);
+    double gbs1 = 65536.0 / (t1 / cfg4.clock_ghz); /* bytes per ns = GB/s */
+    CU_ASSERT(gbs1 > 100 && gbs1 < 205); /* one 64 KB load streams near the DRAM rate */
+    CU_ASSERT(t2 > 1.7 * t1);             /* two of them split it */
+}
+
+static void test_token_makes_pt_wait_for_dma(void)
+{
+    sim_fault f;
+    isa_program *a = prog_new();
+    load(a, 0, 0, 0, 512);
+    halt_all(a);
+    double dma = run_cycles(a, &f);
+    isa_program *b = prog_new();
+    load(b, 0, 0, 0, 512);
+    sync_op(b, 0, ISA_OP_SIG, ISA_U_DMAI, 3);
+    sync_op(b, 0, ISA_OP_WAIT, ISA_U_PT0, 3);
+    isa_insn *mm = emit(b, 0, ISA_OP_PT_MM);
+    mm->m = 64;
+    mm->nn = 64;
+    mm->k = 64;
+    mm->b.off = 0x8000;
+    mm->d.off = 0x20000;
+    halt_all(b);
+    double both = run_cycles(b, &f);
+    double pt = cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + 8 * 64;
+    CU_ASSERT_DOUBLE_EQUAL(both, dma + 2 * cfg4.sync_cycles + pt, 1.0);
+    isa_program_free(a);
+    isa_program_free(b);
+}
+
+static isa_program *small_gemm(void)
+{
+    char err[256];
+    isa_program *p = cc_gen_gemm(&cfg4, 200, 130, 300, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+static void fill_inputs(sim *s, const isa_program *p)
+{
+    for (size_t t = 0; t < p->ntensors; t++) {
+        const isa_tensor *ten = &p->tensors[t];
+        if (ten->role != ISA_ROLE_INPUT)
+            continue;
+        uint16_t *buf = malloc(ten->bytes);
+        for (uint64_t i = 0; i < ten->bytes / 2; i++)
+            buf[i] = isa_dl16_from_f32((float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f);
+        sim_dram_write(s, ten->dram_off, buf, ten->bytes);
+        free(buf);
+    }
+}
+
+static void test_same_program_same_cycles_and_bits(void)
+{
+    isa_program *p = small_gemm();
+    int c = isa_program_find_tensor(p, "C");
+    const isa_tensor *C = &p->tensors[c];
+    uint8_t *out[2];
+    double cycles[2];
+    for (int r = 0; r < 2; r++) {
+        sim *s = sim_create(&cfg4);
+        fill_inputs(s, p);
+        sim_stats *st = malloc(sizeof *st);
+        sim_fault f;
+        CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st, &f), 0);
+        cycles[r] = st->cycles;
+        out[r] = malloc(C->bytes);
+        sim_dram_read(s, C->dram_off, out[r], C->bytes);
+        free(st);
+        sim_destroy(s);
+    }
+    CU_ASSERT_EQUAL(cycles[0], cycles[1]);
+    CU_ASSERT(cycles[0] > 0);
+    CU_ASSERT_EQUAL(memcmp(out[0], out[1], C->bytes), 0);
+    free(out[0]);
+    free(out[1]);
+    isa_program_free(p);
+}
+
+static void test_timing_only_run_has_the_same_time_and_traffic(void)
+{
+    isa_program *p = small_gemm();
+    sim_stats *st[2];
+    for (int r = 0; r < 2; r++) {
+        sim *s = sim_create(&cfg4);
+        sim_options o = {r == 0, 1, SIM_TRACE_OFF};
+        sim_set_options(s, &o);
+        st[r] = malloc(sizeof *st[r]);
+        sim_fault f;
+        CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st[r], &f), 0);
+        sim_destroy(s);
+    }
+    CU_ASSERT_EQUAL(st[0]->cycles, st[1]->cycles);
+    CU_ASSERT_EQUAL(st[0]->macs, st[1]->macs);
+    CU_ASSERT_EQUAL(st[0]->dram_bytes_read, st[1]->dram_bytes_read);
+    CU_ASSERT(st[0]->macs >= 200ull * 130 * 300);
+    free(st[0]);
+    free(st[1]);
+    isa_program_free(p);
+}
+
+static void expect_fault(isa_program *p, int core, const char *a, const char *b)
+{
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_cycles(p, &f), -1);
+    CU_ASSERT_EQUAL(f.core, core);
+    if (!strstr(f.msg, a) || !strstr(f.msg, b))
+        fprintf(stderr, "\nfault '%s' lacks '%s' or '%s'\n", f.msg, a, b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, a));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, b));
+    isa_program_free(p);
+}
+
+static isa_program *dma_then_exp(int ordered)
+{
+    isa_program *p = prog_new();
+    load(p, 1, 0x400, 0, 2);
+    if (ordered) {
+        sync_op(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
+        sync_op(p, 1, ISA_OP_WAIT, ISA_U_SFP0, 0);
+    }
+    isa_insn *ex = emit(p, 1, ISA_OP_SFP_EXP);
+    ex->a.off = 0x480;
+    ex->d.off = 0x1000;
+    halt_all(p);
+    return p;
+}
+
+static void test_unordered_dma_and_sfp_on_same_lx_is_a_race(void)
+{
+    expect_fault(dma_then_exp(0), 1, "race: core 1 sfp0 #1 reads core 1's LX", "dmai #0 wrote");
+}
+
+static void test_token_ordering_removes_the_race(void)
+{
+    isa_program *p = dma_then_exp(1);
+    sim_fault f;
+    CU_ASSERT(run_cycles(p, &f) > 0);
+    isa_program_free(p);
+}
+
+static isa_program *store_then_load(int barrier)
+{
+    isa_program *p = prog_new();
+    isa_insn *st = emit(p, 0, ISA_OP_DMA_ST);
+    st->d.off = 0x3000;
+    st->run = 4;
+    if (barrier)
+        for (int c = 0; c < p->ncores; c++)
+            emit(p, c, ISA_OP_BAR);
+    load(p, 3, 0, 0x3100, 1);
+    halt_all(p);
+    return p;
+}
+
+static void test_cores_sharing_dram_without_barrier_race(void)
+{
+    expect_fault(store_then_load(0), 3, "race: core 3 dmai", "reads DRAM");
+    isa_program *p = store_then_load(1);
+    sim_fault f;
+    CU_ASSERT(run_cycles(p, &f) > 0);
+    isa_program_free(p);
+}
+
+static void test_disjoint_bytes_of_one_stick_do_not_race(void)
+{
+    /* two SFP units write different elements of one stick concurrently */
+    isa_program *p = prog_new();
+    for (int c = 0; c < 2; c++) {
+        isa_insn *r = emit(p, 0, ISA_OP_SFP_RMAX);
+        r->c = c;
+        r->flags = ISA_F_LANES;
+        r->a.off = 0x800 * c;
+        r->d.off = 0x4000 + 2 * c;
+    }
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT(run_cycles(p, &f) > 0);
+    isa_program_free(p);
+}
+
+static void test_deadlock_lists_every_waiting_unit(void)
+{
+    isa_program *p = prog_new();
+    sync_op(p, 2, ISA_OP_WAIT, ISA_U_DMAI, 1);
+    sync_op(p, 2, ISA_OP_SIG, ISA_U_DMAI, 2);
+    sync_op(p, 2, ISA_OP_WAIT, ISA_U_PT0, 2);
+    sync_op(p, 2, ISA_OP_SIG, ISA_U_PT0, 1);
+    halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_cycles(p, &f), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "deadlock"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "core 2 dmai #0 waits on token 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "core 2 pt0 #2 waits on token 2"));
+    isa_program_free(p);
+}
+
+static cJSON *read_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    CU_ASSERT_EQUAL_FATAL(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = 0;
+    fclose(f);
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    return j;
+}
+
+typedef struct {
+    double ts, end;
+} slice;
+
+static int by_ts(const void *a, const void *b)
+{
+    const slice *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Checks the trace parses, has X slices, and no two on one track overlap;
+ * returns the number of slices. */
+static int check_trace(const char *path)
+{
+    cJSON *j = read_json(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    cJSON *ev = cJSON_GetObjectItem(j, "traceEvents");
+    CU_ASSERT_FATAL(cJSON_IsArray(ev));
+    enum { TRACKS = 4 * ISA_NUNITS };
+    slice *tr[TRACKS] = {0};
+    int n[TRACKS] = {0}, total = 0, counters = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, ev)
+    {
+        const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ph"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ph);
+        if (!strcmp(ph, "C"))
+            counters++;
+        if (strcmp(ph, "X"))
+            continue;
+        int pid = cJSON_GetObjectItem(e, "pid")->valueint, tid = cJSON_GetObjectItem(e, "tid")->valueint;
+        CU_ASSERT_FATAL(pid >= 0 && pid < 4 && tid >= 0 && tid < ISA_NUNITS);
+        int k = pid * ISA_NUNITS + tid;
+        tr[k] = realloc(tr[k], (size_t)(n[k] + 1) * sizeof(slice));
+        double ts = cJSON_GetObjectItem(e, "ts")->valuedouble, dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
+        CU_ASSERT(dur >= 0);
+        tr[k][n[k]++] = (slice){ts, ts + dur};
+        total++;
+    }
+    int overlaps = 0;
+    for (int k = 0; k < TRACKS; k++) {
+        qsort(tr[k], (size_t)n[k], sizeof(slice), by_ts);
+        for (int i = 1; i < n[k]; i++)
+            if (tr[k][i].ts < tr[k][i - 1].end - 1e-9 * (1 + tr[k][i].ts))
+                overlaps++;
+        free(tr[k]);
+    }
+    CU_ASSERT_EQUAL(overlaps, 0);
+    CU_ASSERT(counters > 0);
+    cJSON_Delete(j);
+    return total;
+}
+
+static void test_trace_parses_and_slices_on_a_track_never_overlap(void)
+{
+    isa_program *p = small_gemm();
+    int slices[2];
+    for (int lvl = 0; lvl < 2; lvl++) {
+        sim *s = sim_create(&cfg4);
+        sim_options o = {1, 1, lvl ? SIM_TRACE_KERNEL : SIM_TRACE_INSN};
+        sim_set_options(s, &o);
+        sim_stats *st = malloc(sizeof *st);
+        sim_fault f;
+        CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st, &f), 0);
+        char path[512], err[256];
+        tu_tmpfile(".json", path, sizeof path);
+        CU_ASSERT_EQUAL_FATAL(sim_write_trace(s, p, path, err, sizeof err), 0);
+        slices[lvl] = check_trace(path);
+        remove(path);
+        if (lvl == 0)
+            CU_ASSERT(slices[0] >= (int)st->insns); /* every unit instruction, plus waits and signals */
+        free(st);
+        sim_destroy(s);
+    }
+    CU_ASSERT(slices[0] > 0);
+    CU_ASSERT(slices[1] > 0);
+    CU_ASSERT(slices[1] < slices[0]); /* a slice per kernel per unit, not per instruction */
+    isa_program_free(p);
+}
+
+static void test_stats_json_has_the_documented_keys(void)
+{
+    isa_program *p = small_gemm();
+    sim *s = sim_create(&cfg4);
+    sim_stats *st = malloc(sizeof *st);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st, &f), 0);
+    char path[512], err[256];
+    tu_tmpfile(".json", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(sim_write_stats_json(st, &cfg4, path, err, sizeof err), 0);
+    cJSON *j = read_json(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_DOUBLE_EQUAL(cJSON_GetObjectItem(j, "cycles")->valuedouble, st->cycles, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(cJSON_GetObjectItem(j, "time_us")->valuedouble, st->cycles / (cfg4.clock_ghz * 1000), 1e-3);
+    double util = cJSON_GetObjectItem(j, "mac_utilization")->valuedouble;
+    CU_ASSERT(util > 0 && util <= 1);
+    CU_ASSERT_EQUAL((uint64_t)cJSON_GetObjectItem(j, "dram_bytes_read")->valuedouble, st->dram_bytes_read);
+    CU_ASSERT_EQUAL((uint64_t)cJSON_GetObjectItem(j, "dram_bytes_written")->valuedouble, st->dram_bytes_written);
+    CU_ASSERT(st->dram_bytes_written >= 200ull * 130 * 2);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(j, "cores")), cfg4.cores);
+    cJSON_Delete(j);
+    remove(path);
+    free(st);
+    sim_destroy(s);
+    isa_program_free(p);
+}
+
+int main(void)
+{
+    tu_config("spyre-4core", &cfg4);
+    static const tu_test tests[] = {
+        {"pt_latency_counts_passes_of_rows_and_k", test_pt_latency_counts_passes_of_rows_and_k},
+        {"sfp_cost_is_per_stick_and_higher_for_transcendentals", test_sfp_cost_is_per_stick_and_higher_for_transcendentals},
+        {"small_dmas_on_two_cores_overlap", test_small_dmas_on_two_cores_overlap},
+        {"large_dmas_share_dram_bandwidth", test_large_dmas_share_dram_bandwidth},
+        {"token_makes_pt_wait_for_dma", test_token_makes_pt_wait_for_dma},
+        {"same_program_same_cycles_and_bits", test_same_program_same_cycles_and_bits},
+        {"timing_only_run_has_the_same_time_and_traffic", test_timing_only_run_has_the_same_time_and_traffic},
+        {"unordered_dma_and_sfp_on_same_lx_is_a_race", test_unordered_dma_and_sfp_on_same_lx_is_a_race},
+        {"token_ordering_removes_the_race", test_token_ordering_removes_the_race},
+        {"cores_sharing_dram_without_barrier_race", test_cores_sharing_dram_without_barrier_race},
+        {"disjoint_bytes_of_one_stick_do_not_race", test_disjoint_bytes_of_one_stick_do_not_race},
+        {"deadlock_lists_every_waiting_unit", test_deadlock_lists_every_waiting_unit},
+        {"trace_parses_and_slices_on_a_track_never_overlap", test_trace_parses_and_slices_on_a_track_never_overlap},
+        {"stats_json_has_the_documented_keys", test_stats_json_has_the_documented_keys},
+        {NULL, NULL},
+    };
+    return tu_run("timing", tests);
+}
