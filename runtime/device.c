@@ -1,0 +1,100 @@
+/* device.c: opening and closing a simulated device, and the runtime's
+ * shared error helper. */
+#include "rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rt_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    uint8_t b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+rt_device *rt_open_config(const sim_config *cfg, char *err, size_t errlen)
+{
+    if (!host_is_little_endian()) {
+        rt_errf(err, errlen, "rt_open: the runtime needs a little-endian host");
+        return NULL;
+    }
+    if (!cfg->dram_align || (cfg->dram_align & (cfg->dram_align - 1))) {
+        rt_errf(err, errlen, "rt_open: configuration %s: dram_align %llu is not a power of two",
+                cfg->name, (unsigned long long)cfg->dram_align);
+        return NULL;
+    }
+    if (cfg->stick_bytes < 4 || cfg->stick_bytes % 4 || cfg->stick_bytes > (1u << 20)) {
+        rt_errf(err, errlen, "rt_open: configuration %s: stick_bytes %u is not a multiple of 4 in 4..2^20",
+                cfg->name, cfg->stick_bytes);
+        return NULL;
+    }
+    if (cfg->dram_bytes < cfg->dram_align) {
+        rt_errf(err, errlen, "rt_open: configuration %s: dram_bytes %llu is smaller than dram_align",
+                cfg->name, (unsigned long long)cfg->dram_bytes);
+        return NULL;
+    }
+    rt_device *dev = calloc(1, sizeof *dev);
+    if (!dev) {
+        rt_errf(err, errlen, "rt_open: out of host memory");
+        return NULL;
+    }
+    dev->cfg = *cfg;
+    dev->sim = sim_create(&dev->cfg);
+    dev->free_list = malloc(16 * sizeof *dev->free_list);
+    if (!dev->sim || !dev->free_list) {
+        rt_errf(err, errlen, "rt_open: out of host memory creating the simulated chip");
+        rt_close(dev);
+        return NULL;
+    }
+    dev->capfree = 16;
+    dev->free_list[0] = (rt_block){0, cfg->dram_bytes};
+    dev->nfree = 1;
+    return dev;
+}
+
+rt_device *rt_open(const char *config_path, char *err, size_t errlen)
+{
+    sim_config cfg;
+    char msg[512];
+    if (sim_config_load(config_path, &cfg, msg, sizeof msg)) {
+        rt_errf(err, errlen, "%s", msg);
+        return NULL;
+    }
+    return rt_open_config(&cfg, err, errlen);
+}
+
+void rt_close(rt_device *dev)
+{
+    if (!dev)
+        return;
+    while (dev->programs)
+        rt_unload(dev->programs);
+    if (dev->sim)
+        sim_destroy(dev->sim);
+    free(dev->free_list);
+    free(dev->used);
+    free(dev);
+}
+
+const sim_config *rt_config(const rt_device *dev)
+{
+    return &dev->cfg;
+}
+
+sim *rt_sim(rt_device *dev)
+{
+    return dev->sim;
+}

@@ -1,0 +1,169 @@
+/* inputs.c: giving a program its inputs: seeded random values (splitmix64,
+ * reproducible on every machine) and raw little-endian fp32 files. */
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
+ * generators", 2014): a Weyl sequence through a 64-bit finaliser. */
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* FNV-1a, 64 bits. */
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (uint8_t)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void rt_random_uniform(uint64_t seed, const char *name, float *out, size_t n)
+{
+    uint64_t state = seed ^ fnv1a64(name);
+    for (size_t i = 0; i < n; i++) {
+        int32_t k = (int32_t)(splitmix64(&state) >> 40); /* 24 bits */
+        out[i] = (float)(k - (1 << 23)) * 0x1p-23f;
+    }
+}
+
+static int is_input_role(isa_role r)
+{
+    return r == ISA_ROLE_INPUT || r == ISA_ROLE_WEIGHT;
+}
+
+/* Round to the host dtype, keep the host copy, write the device. */
+static int set_input(rt_program *prog, int i, float *vals, char *err, size_t errlen)
+{
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (t->host_dtype == ISA_HT_F16) {
+        size_t n = (size_t)rt_tensor_elems(t);
+        for (size_t k = 0; k < n; k++)
+            vals[k] = isa_f16_to_f32(isa_f16_from_f32(vals[k]));
+    }
+    if (rt_keep_host(prog, i, vals, err, errlen))
+        return -1;
+    return rt_write_f32(prog, i, vals, err, errlen);
+}
+
+int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < prog->p->ntensors; i++) {
+        const isa_tensor *t = &prog->p->tensors[i];
+        if (!is_input_role(t->role) || t->const_off >= 0)
+            continue;
+        size_t n = (size_t)rt_tensor_elems(t);
+        float *v = malloc(n ? n * sizeof *v : 1);
+        if (!v)
+            return rt_errf(err, errlen, "tensor %s: out of host memory", t->name);
+        rt_random_uniform(seed, t->name, v, n);
+        int rc = set_input(prog, (int)i, v, err, errlen);
+        free(v);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* Index of an input or weight tensor, or -1 with a message. */
+static int find_input(rt_program *prog, const char *name, char *err, size_t errlen)
+{
+    int i = rt_find_tensor(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (!is_input_role(t->role))
+        return rt_errf(err, errlen, "tensor %s is %s %s, not an input or weight", name,
+                       t->role == ISA_ROLE_OUTPUT ? "an" : "a", isa_role_names[t->role]);
+    return i;
+}
+
+int rt_set_input(rt_program *prog, const char *name, const float *values, char *err, size_t errlen)
+{
+    int i = find_input(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
+    float *v = malloc(n ? n * sizeof *v : 1);
+    if (!v)
+        return rt_errf(err, errlen, "tensor %s: out of host memory", name);
+    if (n)
+        memcpy(v, values, n * sizeof *v);
+    int rc = set_input(prog, i, v, err, errlen);
+    free(v);
+    return rc;
+}
+
+int rt_load_input_file(rt_program *prog, const char *name, const char *path, char *err, size_t errlen)
+{
+    int i = find_input(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    const isa_tensor *t = &prog->p->tensors[i];
+    size_t n = (size_t)rt_tensor_elems(t);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return rt_errf(err, errlen, "input %s: cannot open %s: %s", name, path, strerror(errno));
+    uint8_t *raw = malloc(n ? n * 4 : 1);
+    float *v = malloc(n ? n * sizeof *v : 1);
+    if (!raw || !v) {
+        fclose(f);
+        free(raw);
+        free(v);
+        return rt_errf(err, errlen, "input %s: out of host memory", name);
+    }
+    size_t got = fread(raw, 1, n * 4, f);
+    int extra = fgetc(f) != EOF;
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != n * 4 || extra) {
+        /* Measure the real size for the message. */
+        long long size = -1;
+        FILE *g = fopen(path, "rb");
+        if (g && fseek(g, 0, SEEK_END) == 0)
+            size = ftell(g);
+        if (g)
+            fclose(g);
+        free(raw);
+        free(v);
+        char shape[192];
+        rt_shape_str(t, shape, sizeof shape);
+        if (bad)
+            return rt_errf(err, errlen, "input %s: read error on %s", name, path);
+        return rt_errf(err, errlen, "input %s: %s has %lld bytes but shape %s needs %zu bytes of fp32",
+                       name, path, size, shape, n * 4);
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint32_t u = (uint32_t)raw[4 * k] | (uint32_t)raw[4 * k + 1] << 8 |
+                     (uint32_t)raw[4 * k + 2] << 16 | (uint32_t)raw[4 * k + 3] << 24;
+        memcpy(&v[k], &u, 4);
+    }
+    free(raw);
+    int rc = set_input(prog, i, v, err, errlen);
+    free(v);
+    return rc;
+}
+
+int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return rt_errf(err, errlen, "input argument '%s' is not NAME=FILE", arg);
+    size_t len = (size_t)(eq - arg);
+    char name[ISA_NAME_MAX];
+    if (len >= sizeof name)
+        return rt_errf(err, errlen, "input argument '%s': name longer than %d characters", arg, ISA_NAME_MAX - 1);
+    memcpy(name, arg, len);
+    name[len] = 0;
+    return rt_load_input_file(prog, name, eq + 1, err, errlen);
+}

@@ -1,0 +1,214 @@
+/* layout.c: host (row-major) <-> device layout conversion, and tensor
+ * writes and reads through device DRAM.
+ *
+ * View the host tensor as (outer, len, inner): len is the stick dimension,
+ * outer the product of the dims before it, inner of those after it.  The
+ * device tensor is (groups, rows, lanes) with rows = outer * inner, so
+ *
+ *   host  [(o * len + g * lanes + lane) * inner + i]
+ *   device[((g * rows) + o * inner + i) * lanes + lane]
+ *
+ * With the stick dimension last (inner == 1) every device stick is a
+ * contiguous piece of a host row and converts in one call; otherwise the
+ * lanes of a stick are gathered with stride inner (for consecutive i the
+ * same 64 host cache lines are reused, so the gather stays in L1).
+ */
+#include "rt_internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t outer, len, inner; /* host view */
+    int64_t groups, rows, lanes; /* device view */
+    size_t esize;              /* device element bytes */
+} geom;
+
+int64_t rt_tensor_elems(const isa_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+static void get_geom(const isa_tensor *t, uint32_t stick_bytes, geom *g)
+{
+    g->outer = g->inner = 1;
+    g->len = t->rank ? t->shape[t->stick_dim] : 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (i < t->stick_dim)
+            g->outer *= t->shape[i];
+        else if (i > t->stick_dim)
+            g->inner *= t->shape[i];
+    }
+    g->lanes = isa_tensor_lanes(t, stick_bytes);
+    g->groups = isa_tensor_groups(t, stick_bytes);
+    g->rows = g->outer * g->inner;
+    g->esize = t->dev_dtype == ISA_T_F32 ? 4 : 2;
+    assert(g->lanes > 0 && (uint64_t)g->lanes * g->esize == stick_bytes);
+}
+
+/* Values converted per gather of a strided stick (a stack buffer). */
+#define CHUNK 256
+
+/* n fp32 values to device elements at dst. */
+static inline void put_vals(const geom *g, const float *src, int64_t n, uint8_t *dst)
+{
+    if (g->esize == 4)
+        memcpy(dst, src, (size_t)n * 4);
+    else
+        isa_dl16_from_f32_n(src, (uint16_t *)(void *)dst, (size_t)n);
+}
+
+/* n device elements at src to fp32. */
+static inline void get_vals(const geom *g, const uint8_t *src, int64_t n, float *dst)
+{
+    if (g->esize == 4)
+        memcpy(dst, src, (size_t)n * 4);
+    else
+        isa_dl16_to_f32_n((const uint16_t *)(const void *)src, dst, (size_t)n);
+}
+
+void rt_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev)
+{
+    geom g;
+    get_geom(t, stick_bytes, &g);
+    float buf[CHUNK];
+    for (int64_t o = 0; o < g.outer; o++) {
+        for (int64_t gr = 0; gr < g.groups; gr++) {
+            int64_t n = g.len - gr * g.lanes < g.lanes ? g.len - gr * g.lanes : g.lanes;
+            const float *src = host + (o * g.len + gr * g.lanes) * g.inner;
+            uint8_t *dst = (uint8_t *)dev + (size_t)((gr * g.rows + o * g.inner) * g.lanes) * g.esize;
+            for (int64_t i = 0; i < g.inner; i++, dst += (size_t)g.lanes * g.esize) {
+                if (g.inner == 1) {
+                    put_vals(&g, src, n, dst);
+                } else {
+                    for (int64_t c = 0; c < n; c += CHUNK) {
+                        int64_t m = n - c < CHUNK ? n - c : CHUNK;
+                        const float *s = src + c * g.inner + i;
+                        for (int64_t l = 0; l < m; l++)
+                            buf[l] = s[l * g.inner];
+                        put_vals(&g, buf, m, dst + (size_t)c * g.esize);
+                    }
+                }
+                if (n < g.lanes) /* padding of the last stick */
+                    memset(dst + (size_t)n * g.esize, 0, (size_t)(g.lanes - n) * g.esize);
+            }
+        }
+    }
+}
+
+void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev, float *host)
+{
+    geom g;
+    get_geom(t, stick_bytes, &g);
+    float buf[CHUNK];
+    for (int64_t o = 0; o < g.outer; o++) {
+        for (int64_t gr = 0; gr < g.groups; gr++) {
+            int64_t n = g.len - gr * g.lanes < g.lanes ? g.len - gr * g.lanes : g.lanes;
+            float *dst = host + (o * g.len + gr * g.lanes) * g.inner;
+            const uint8_t *src = (const uint8_t *)dev + (size_t)((gr * g.rows + o * g.inner) * g.lanes) * g.esize;
+            for (int64_t i = 0; i < g.inner; i++, src += (size_t)g.lanes * g.esize) {
+                if (g.inner == 1) {
+                    get_vals(&g, src, n, dst);
+                    continue;
+                }
+                for (int64_t c = 0; c < n; c += CHUNK) {
+                    int64_t m = n - c < CHUNK ? n - c : CHUNK;
+                    get_vals(&g, src + (size_t)c * g.esize, m, buf);
+                    float *d = dst + c * g.inner + i;
+                    for (int64_t l = 0; l < m; l++)
+                        d[l * g.inner] = buf[l];
+                }
+            }
+        }
+    }
+}
+
+uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index)
+{
+    geom g;
+    get_geom(t, stick_bytes, &g);
+    int64_t o = 0, s = 0, i = 0;
+    for (int d = 0; d < t->rank; d++) {
+        assert(index[d] >= 0 && index[d] < t->shape[d]);
+        if (d < t->stick_dim)
+            o = o * t->shape[d] + index[d];
+        else if (d == t->stick_dim)
+            s = index[d];
+        else
+            i = i * t->shape[d] + index[d];
+    }
+    int64_t gr = s / g.lanes, lane = s % g.lanes;
+    return (uint64_t)(((gr * g.rows + o * g.inner + i) * g.lanes + lane) * (int64_t)g.esize);
+}
+
+int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen)
+{
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (!t->bytes)
+        return 0;
+    void *buf = malloc((size_t)t->bytes);
+    if (!buf)
+        return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
+                       (unsigned long long)t->bytes);
+    rt_layout_pack(t, prog->p->stick_bytes, values, buf);
+    int rc = sim_dram_write(prog->dev->sim, prog->base + t->dram_off, buf, (size_t)t->bytes);
+    free(buf);
+    if (rc)
+        return rt_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
+                       (unsigned long long)t->bytes, (unsigned long long)(prog->base + t->dram_off));
+    return 0;
+}
+
+int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_host_dtype dt,
+                    char *err, size_t errlen)
+{
+    int i = rt_find_tensor(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    if (dt != ISA_HT_F32 && dt != ISA_HT_F16)
+        return rt_errf(err, errlen, "tensor %s: unknown host dtype %d", name, (int)dt);
+    const isa_tensor *t = &prog->p->tensors[i];
+    size_t n = (size_t)rt_tensor_elems(t);
+    const float *vals = host;
+    float *conv = NULL;
+    if (dt == ISA_HT_F16) {
+        conv = malloc(n ? n * sizeof *conv : 1);
+        if (!conv)
+            return rt_errf(err, errlen, "tensor %s: out of host memory", name);
+        const uint16_t *h = host;
+        for (size_t k = 0; k < n; k++)
+            conv[k] = isa_f16_to_f32(h[k]);
+        vals = conv;
+    }
+    int rc = rt_keep_host(prog, i, vals, err, errlen);
+    if (!rc)
+        rc = rt_write_f32(prog, i, vals, err, errlen);
+    free(conv);
+    return rc;
+}
+
+int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen)
+{
+    int i = rt_find_tensor(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (!t->bytes)
+        return 0;
+    void *buf = malloc((size_t)t->bytes);
+    if (!buf)
+        return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
+                       (unsigned long long)t->bytes);
+    if (sim_dram_read(prog->dev->sim, prog->base + t->dram_off, buf, (size_t)t->bytes)) {
+        free(buf);
+        return rt_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
+                       (unsigned long long)t->bytes, (unsigned long long)(prog->base + t->dram_off));
+    }
+    rt_layout_unpack(t, prog->p->stick_bytes, buf, host);
+    free(buf);
+    return 0;
+}

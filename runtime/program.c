@@ -1,0 +1,277 @@
+/* program.c: loading programs onto a device: the fit checks against the
+ * chip, the consistency checks of the tensor table (an ELF file is user
+ * input), the DRAM segment and the constant data. */
+#include "rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Element counts beyond this are rejected as corrupt before any
+ * multiplication can overflow (2^44 elements is far beyond any device). */
+#define RT_SIZE_LIMIT ((uint64_t)1 << 44)
+
+static const char *enum_name(const char *const *names, int n, int v)
+{
+    return v >= 0 && v < n ? names[v] : "?";
+}
+
+void rt_shape_str(const isa_tensor *t, char *buf, size_t len)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < t->rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    if (o < len)
+        snprintf(buf + o, len - o, ")");
+}
+
+/* Check one tensor of the table (after the program's stick size). */
+static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errlen)
+{
+    const isa_tensor *t = &p->tensors[idx];
+    if (!memchr(t->name, 0, sizeof t->name) || !t->name[0])
+        return rt_errf(err, errlen, "tensor %zu has an empty or unterminated name", idx);
+    for (size_t j = 0; j < idx; j++)
+        if (strcmp(p->tensors[j].name, t->name) == 0)
+            return rt_errf(err, errlen, "tensor %s is defined twice", t->name);
+    if ((int)t->role < 0 || t->role > ISA_ROLE_SCRATCH)
+        return rt_errf(err, errlen, "tensor %s: bad role %d", t->name, (int)t->role);
+    if ((int)t->host_dtype < 0 || t->host_dtype > ISA_HT_F16)
+        return rt_errf(err, errlen, "tensor %s: bad host dtype %d", t->name, (int)t->host_dtype);
+    if ((int)t->dev_dtype < 0 || t->dev_dtype > ISA_T_F32)
+        return rt_errf(err, errlen, "tensor %s: bad device dtype %d", t->name, (int)t->dev_dtype);
+    if (t->rank < 0 || t->rank > ISA_MAX_RANK)
+        return rt_errf(err, errlen, "tensor %s: rank %d is outside 0..%d", t->name, t->rank, ISA_MAX_RANK);
+    if (t->rank ? (t->stick_dim < 0 || t->stick_dim >= t->rank) : t->stick_dim != 0)
+        return rt_errf(err, errlen, "tensor %s: stick_dim %d is outside 0..%d", t->name, t->stick_dim,
+                       t->rank ? t->rank - 1 : 0);
+    uint64_t elems = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->shape[i] < 0 || (uint64_t)t->shape[i] > RT_SIZE_LIMIT)
+            return rt_errf(err, errlen, "tensor %s: bad dimension %d of size %lld", t->name, i,
+                           (long long)t->shape[i]);
+        if (t->shape[i] && elems > RT_SIZE_LIMIT / (uint64_t)t->shape[i])
+            return rt_errf(err, errlen, "tensor %s: too many elements", t->name);
+        elems *= (uint64_t)t->shape[i];
+    }
+    /* groups * rows <= max(elems, 1) <= 2^44, so the device bytes cannot
+     * overflow for any sane stick size (checked by rt_open_config). */
+    uint64_t want = isa_tensor_device_bytes(t, p->stick_bytes);
+    if (t->bytes != want)
+        return rt_errf(err, errlen, "tensor %s: records %llu device bytes but its shape and layout need %llu",
+                       t->name, (unsigned long long)t->bytes, (unsigned long long)want);
+    if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off)
+        return rt_errf(err, errlen, "tensor %s: [%llu, +%llu) lies outside the program's DRAM segment of %llu bytes",
+                       t->name, (unsigned long long)t->dram_off, (unsigned long long)t->bytes,
+                       (unsigned long long)p->dram_bytes);
+    if (t->const_off != -1 &&
+        (t->const_off < 0 || (uint64_t)t->const_off > p->nconsts || t->bytes > p->nconsts - (uint64_t)t->const_off))
+        return rt_errf(err, errlen, "tensor %s: constant data [%lld, +%llu) lies outside the %zu constant bytes",
+                       t->name, (long long)t->const_off, (unsigned long long)t->bytes, p->nconsts);
+    return 0;
+}
+
+/* Does the program fit this chip, and is it self-consistent? */
+static int check_program(const rt_device *dev, const isa_program *p, char *err, size_t errlen)
+{
+    const sim_config *c = &dev->cfg;
+    if (p->ncores < 1 || p->ncores > c->cores)
+        return rt_errf(err, errlen, "program built for %d cores (config %s) does not fit chip %s with %d cores",
+                       p->ncores, p->config, c->name, c->cores);
+    if (p->lx_bytes > c->lx_bytes)
+        return rt_errf(err, errlen, "program assumes %llu bytes of LX per core (config %s) but chip %s has %llu",
+                       (unsigned long long)p->lx_bytes, p->config, c->name, (unsigned long long)c->lx_bytes);
+    if (p->stick_bytes != c->stick_bytes)
+        return rt_errf(err, errlen, "program uses %u-byte sticks (config %s) but chip %s has %u-byte sticks",
+                       p->stick_bytes, p->config, c->name, c->stick_bytes);
+    if (p->dram_bytes > c->dram_bytes)
+        return rt_errf(err, errlen, "program needs a DRAM segment of %llu bytes but chip %s has %llu bytes of DRAM",
+                       (unsigned long long)p->dram_bytes, c->name, (unsigned long long)c->dram_bytes);
+    for (size_t i = 0; i < p->ntensors; i++)
+        if (check_tensor(p, i, err, errlen))
+            return -1;
+    return 0;
+}
+
+/* Zero [addr, addr + len) of device DRAM. */
+static int zero_dram(sim *s, uint64_t addr, uint64_t len, char *err, size_t errlen)
+{
+    enum { CHUNK = 1 << 20 };
+    void *z = calloc(1, len < CHUNK ? (size_t)len : CHUNK);
+    if (!z)
+        return rt_errf(err, errlen, "out of host memory");
+    while (len) {
+        size_t n = len < CHUNK ? (size_t)len : CHUNK;
+        if (sim_dram_write(s, addr, z, n)) {
+            free(z);
+            return rt_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
+        }
+        addr += n;
+        len -= n;
+    }
+    free(z);
+    return 0;
+}
+
+static int write_consts(rt_program *prog, char *err, size_t errlen)
+{
+    const isa_program *p = prog->p;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        if (t->const_off < 0 || !t->bytes)
+            continue;
+        const uint8_t *src = p->consts + t->const_off;
+        if (sim_dram_write(prog->dev->sim, prog->base + t->dram_off, src, (size_t)t->bytes))
+            return rt_errf(err, errlen, "tensor %s: device DRAM write failed", t->name);
+        /* The host copy of constant data is its decoded device value. */
+        size_t n = (size_t)rt_tensor_elems(t);
+        float *h = malloc(n ? n * sizeof *h : 1);
+        if (!h)
+            return rt_errf(err, errlen, "out of host memory");
+        rt_layout_unpack(t, p->stick_bytes, src, h);
+        free(prog->host[i]);
+        prog->host[i] = h;
+    }
+    return 0;
+}
+
+/* Outputs in a region an earlier allocation may have written are zeroed,
+ * so that a program that faults never shows another program's data. */
+static int zero_stale_outputs(rt_program *prog, uint64_t dirty_end, char *err, size_t errlen)
+{
+    const isa_program *p = prog->p;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        uint64_t lo = prog->base + t->dram_off;
+        if (t->role != ISA_ROLE_OUTPUT || t->const_off >= 0 || lo >= dirty_end)
+            continue;
+        uint64_t hi = lo + t->bytes < dirty_end ? lo + t->bytes : dirty_end;
+        if (zero_dram(prog->dev->sim, lo, hi - lo, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t errlen)
+{
+    char msg[512];
+    if (check_program(dev, p, msg, sizeof msg)) {
+        rt_errf(err, errlen, "load: %s", msg);
+        isa_program_free(p);
+        return NULL;
+    }
+    rt_program *prog = calloc(1, sizeof *prog);
+    float **host = calloc(p->ntensors ? p->ntensors : 1, sizeof *host);
+    if (!prog || !host) {
+        rt_errf(err, errlen, "load: out of host memory");
+        free(prog);
+        free(host);
+        isa_program_free(p);
+        return NULL;
+    }
+    prog->dev = dev;
+    prog->p = p;
+    prog->host = host;
+    uint64_t dirty_end = dev->dirty_end;
+    if (rt_alloc(dev, p->dram_bytes ? p->dram_bytes : 1, &prog->base, msg, sizeof msg)) {
+        rt_errf(err, errlen, "load: program DRAM segment: %s", msg);
+        free(host);
+        free(prog);
+        isa_program_free(p);
+        return NULL;
+    }
+    prog->next = dev->programs;
+    dev->programs = prog;
+    if (zero_stale_outputs(prog, dirty_end, msg, sizeof msg) || write_consts(prog, msg, sizeof msg)) {
+        rt_errf(err, errlen, "load: %s", msg);
+        rt_unload(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errlen)
+{
+    char msg[512];
+    isa_program *p = isa_elf_read(elf_path, msg, sizeof msg);
+    if (!p) {
+        rt_errf(err, errlen, "%s", msg);
+        return NULL;
+    }
+    return rt_load_program(dev, p, err, errlen);
+}
+
+void rt_unload(rt_program *prog)
+{
+    if (!prog)
+        return;
+    rt_device *dev = prog->dev;
+    for (rt_program **pp = &dev->programs; *pp; pp = &(*pp)->next)
+        if (*pp == prog) {
+            *pp = prog->next;
+            break;
+        }
+    int rc = rt_free(dev, prog->base);
+    (void)rc;
+    for (size_t i = 0; i < prog->p->ntensors; i++)
+        free(prog->host[i]);
+    free(prog->host);
+    isa_program_free(prog->p);
+    free(prog);
+}
+
+const isa_program *rt_program_isa(const rt_program *prog)
+{
+    return prog->p;
+}
+
+uint64_t rt_program_base(const rt_program *prog)
+{
+    return prog->base;
+}
+
+rt_device *rt_program_device(rt_program *prog)
+{
+    return prog->dev;
+}
+
+int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t errlen)
+{
+    int i = isa_program_find_tensor(prog->p, name);
+    if (i >= 0)
+        return i;
+    char list[512];
+    size_t o = 0;
+    list[0] = 0;
+    for (size_t j = 0; j < prog->p->ntensors && o < sizeof list; j++) {
+        const isa_tensor *t = &prog->p->tensors[j];
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s (%s)", j ? ", " : "", t->name,
+                              enum_name(isa_role_names, ISA_ROLE_SCRATCH + 1, (int)t->role));
+    }
+    rt_errf(err, errlen, "no tensor %s in the program; tensors: %s", name, prog->p->ntensors ? list : "none");
+    return -1;
+}
+
+int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen)
+{
+    size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
+    float *h = malloc(n ? n * sizeof *h : 1);
+    if (!h)
+        return rt_errf(err, errlen, "out of host memory");
+    if (n)
+        memcpy(h, values, n * sizeof *h);
+    free(prog->host[i]);
+    prog->host[i] = h;
+    return 0;
+}
+
+const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count)
+{
+    int i = isa_program_find_tensor(prog->p, name);
+    if (i < 0)
+        return NULL;
+    if (count)
+        *count = rt_tensor_elems(&prog->p->tensors[i]);
+    return prog->host[i];
+}

@@ -1,0 +1,185 @@
+/* rt: the Spyre runtime.  Opens a simulated device, allocates its DRAM,
+ * loads programs, moves tensors between host (row-major fp32 / fp16) and
+ * device layout, launches programs and validates their outputs against a
+ * host reference.
+ *
+ * Typical use:
+ *
+ *   rt_device *dev = rt_open("sim/configs/spyre.cfg", err, sizeof err);
+ *   rt_program *prog = rt_load(dev, "mm.elf", err, sizeof err);
+ *   rt_fill_inputs(prog, 42, err, sizeof err);     (or rt_write_tensor)
+ *   rt_run_result res;
+ *   rt_launch(prog, &res);
+ *   rt_check_result *chk; int n;
+ *   rt_check(prog, &chk, &n, err, sizeof err);     (one line per output:)
+ *   rt_check_format(&chk[0], line, sizeof line);
+ *   free(chk); rt_unload(prog); rt_close(dev);
+ *
+ * Errors a user can cause (bad file, program too large, unknown tensor,
+ * DRAM exhausted...) return -1 / NULL with a one-line message in err
+ * (err may be NULL); nothing here exits or aborts on them.  Internal
+ * invariants are asserts.  The device is little-endian; so is the host
+ * this runtime supports (rt_open refuses a big-endian host).
+ */
+#ifndef RT_H
+#define RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa.h"
+#include "sim.h"
+
+typedef struct rt_device rt_device;
+typedef struct rt_program rt_program;
+
+/* ---- Device ---- */
+
+/* Load a chip configuration file (sim_config_load) and create the
+ * simulated chip.  NULL with a message on error. */
+rt_device *rt_open(const char *config_path, char *err, size_t errlen);
+/* The same from a configuration already in memory (copied). */
+rt_device *rt_open_config(const sim_config *cfg, char *err, size_t errlen);
+/* Destroy the device; unloads every program still loaded on it. */
+void rt_close(rt_device *dev);
+const sim_config *rt_config(const rt_device *dev);
+/* The underlying simulator, for raw DRAM / LX access in tests and tools. */
+sim *rt_sim(rt_device *dev);
+
+/* ---- Device DRAM allocator ----
+ * First-fit over [0, cfg.dram_bytes) in blocks aligned to cfg.dram_align,
+ * sizes rounded up to the alignment, neighbours coalesced on free.  Only
+ * the block lists live in host memory (the simulator stores DRAM sparsely). */
+
+/* Allocate bytes (> 0); the address goes to *addr.  On exhaustion the
+ * message names the request, the free total and the largest free block. */
+int rt_alloc(rt_device *dev, uint64_t bytes, uint64_t *addr, char *err, size_t errlen);
+/* Free a block returned by rt_alloc; -1 when addr is not one. */
+int rt_free(rt_device *dev, uint64_t addr);
+/* Bytes free in total, and the largest free block (either may be NULL). */
+void rt_dram_usage(const rt_device *dev, uint64_t *free_bytes, uint64_t *largest_free);
+
+/* ---- Programs ---- */
+
+/* Read an ELF program (isa_elf_read) and load it (rt_load_program). */
+rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errlen);
+/* Load a program built in memory; takes ownership of p (freed on error
+ * too).  Checks that it fits the chip (cores, LX size, stick size) and that
+ * its tensor table is consistent, allocates its DRAM segment
+ * (p->dram_bytes), zeroes the segment where an earlier allocation may have
+ * left data, and writes the constant data of every tensor with
+ * const_off >= 0 (t->bytes bytes of device layout at consts + const_off). */
+rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t errlen);
+/* Free the program's DRAM segment and the program. */
+void rt_unload(rt_program *prog);
+const isa_program *rt_program_isa(const rt_program *prog);
+/* Device address of the program's DRAM segment (tensor dram_off is relative to it). */
+uint64_t rt_program_base(const rt_program *prog);
+rt_device *rt_program_device(rt_program *prog);
+/* Index of a tensor by name, or -1 (with "no tensor NAME; tensors: ..." in err). */
+int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t errlen);
+
+/* ---- Tensors ----
+ * Host tensors are row-major.  Device layout (see isa.h): the host
+ * dimension stick_dim is split into whole sticks of `lanes` elements;
+ * device shape (sticks, the other host dims in order, lanes), row-major,
+ * padding zero; elements DL16 or fp32 (dev_dtype). */
+
+/* Number of host elements (product of the shape; 1 for rank 0). */
+int64_t rt_tensor_elems(const isa_tensor *t);
+/* Pure layout conversions between a row-major fp32 host tensor and
+ * t->bytes of device layout (fp32 values rounded to DL16 when dev_dtype is
+ * DL16; padding written as zero). */
+void rt_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev);
+void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev, float *host);
+/* Byte offset inside the tensor's device bytes of the host element at
+ * index[0..rank-1]. */
+uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index);
+
+/* Convert a host tensor (fp32 or IEEE fp16, per dt) to device layout and
+ * write it at base + dram_off.  Keeps an fp32 copy of the values as the
+ * host copy of the tensor (used by rt_check). */
+int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_host_dtype dt,
+                    char *err, size_t errlen);
+/* Read a tensor from device DRAM into a row-major fp32 host array. */
+int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen);
+/* The fp32 host copy of a tensor (written, filled, loaded from a file or
+ * decoded from constant data), or NULL; *count gets its element count. */
+const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count);
+
+/* ---- Inputs ----
+ * Random inputs: for each tensor, a splitmix64 generator seeded with
+ * seed ^ fnv1a64(tensor name) gives one 64-bit word per element in
+ * row-major order; the top 24 bits k give the value (k - 2^23) / 2^23, a
+ * uniform value in [-1, 1) exactly representable in fp32.  Same seed, same
+ * data on every machine, independent of the order of the tensor table. */
+
+/* Fill n values for tensor `name` from seed (the generator above). */
+void rt_random_uniform(uint64_t seed, const char *name, float *out, size_t n);
+/* Fill every input and weight tensor without constant data with random
+ * values (rounded to fp16 first when its host dtype is fp16, as a host
+ * fp16 tensor would be) and write it to the device.  The values are kept
+ * as host copies. */
+int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen);
+/* Set an input or weight tensor from fp32 values (rounded to the tensor's
+ * host dtype), keep the host copy and write it to the device. */
+int rt_set_input(rt_program *prog, const char *name, const float *values, char *err, size_t errlen);
+/* Set an input from a raw little-endian fp32 file whose size must be
+ * exactly elements * 4 bytes. */
+int rt_load_input_file(rt_program *prog, const char *name, const char *path, char *err, size_t errlen);
+/* The same from a command-line argument "NAME=FILE". */
+int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen);
+
+/* ---- Execution ---- */
+
+typedef enum { RT_RUN_OK, RT_RUN_FAULT } rt_run_status;
+
+typedef struct {
+    rt_run_status status;
+    sim_fault fault; /* valid when status is RT_RUN_FAULT */
+    sim_stats stats;
+} rt_run_result;
+
+/* Run the program on the simulator (synchronous).  Returns 0 when it ran
+ * to completion, -1 when it faulted (res->fault says where and why).  res
+ * may be NULL. */
+int rt_launch(rt_program *prog, rt_run_result *res);
+/* The result of the last launch; -1 when the program was never launched. */
+int rt_wait(rt_program *prog, rt_run_result *res);
+/* One line: "run: ok insns=... macs=..." or "run: FAULT core C unit U insn I: msg". */
+void rt_run_format(const rt_run_result *res, char *buf, size_t len);
+
+/* ---- Validation (runtime/validate.c, derivation in docs/validation.md) ----
+ * The program's graph text names what it computes; each output tensor the
+ * graph defines is compared with a host reference computed from the host
+ * copies of the inputs. */
+
+typedef struct {
+    char name[ISA_NAME_MAX]; /* output tensor */
+    char op[32];             /* the graph op that defines it */
+    int line;                /* its graph line */
+    int rank;                /* shape of the output */
+    int64_t shape[ISA_MAX_RANK];
+    int64_t count;           /* elements compared */
+    int64_t within;          /* elements within tolerance */
+    int64_t nans;            /* NaN (or NINF) elements in the output */
+    double max_abs_err;      /* over non-NaN elements */
+    double max_rel_err;      /* |y - ref| / max(|ref|, RT_REL_TINY) */
+    int64_t worst;           /* flat index of the largest err / tol, -1 if none */
+    float worst_value, worst_ref, worst_tol;
+    int ok;                  /* every element within tolerance and no NaN */
+} rt_check_result;
+
+#define RT_REL_TINY 0x1p-30
+
+/* Validate every output the graph defines.  *results (malloc'd, free()
+ * it) gets one entry per output.  Returns -1 on error (no graph, an
+ * unsupported op, an input without host data, shape mismatch...), else the
+ * number of outputs that are not ok. */
+int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen);
+/* "check C: max_abs_err=1.2e-03 max_rel_err=3.1e-03 within_tol=1.000000
+ * (1048576/1048576) ok"; a mismatch also names its worst element and ends
+ * in " MISMATCH". */
+void rt_check_format(const rt_check_result *r, char *buf, size_t len);
+
+#endif

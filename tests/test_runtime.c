@@ -1,0 +1,1000 @@
+/* test_runtime.c: the runtime: the DRAM allocator, program loading, the
+ * host <-> device layout conversion (checked byte by byte in device DRAM),
+ * inputs (seeded random data, files), validation tolerances, and running a
+ * small hand-built program end to end on the simulator. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt.h"
+#include "testutil.h"
+
+#define CFG4 SPYRE_SOURCE_DIR "/sim/configs/spyre-4core.cfg"
+#define GB (1024ull * 1024 * 1024)
+#define U 0x1p-10 /* DL16 unit roundoff */
+
+static char err[1024];
+
+static rt_device *open4(void)
+{
+    err[0] = 0;
+    rt_device *dev = rt_open(CFG4, err, sizeof err);
+    if (!dev)
+        fprintf(stderr, "rt_open: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    return dev;
+}
+
+/* ---- building programs in memory ---- */
+
+typedef struct {
+    const char *name;
+    isa_role role;
+    isa_dtype_dev dt;
+    int rank;
+    int64_t shape[ISA_MAX_RANK];
+    int stick_dim; /* -1: the last dim */
+} tspec;
+
+/* A one-core program whose tensors follow each other in DRAM, each
+ * starting on a 128-byte boundary. */
+static isa_program *build(const tspec *ts, int n, const char *graph)
+{
+    isa_program *p = isa_program_new(1);
+    snprintf(p->config, sizeof p->config, "spyre-4core");
+    p->lx_bytes = 262144;
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        int k = isa_program_add_tensor(p, ts[i].name, ts[i].role, ISA_HT_F32, ts[i].dt, ts[i].rank,
+                                       ts[i].shape, off);
+        isa_tensor *t = &p->tensors[k];
+        if (ts[i].stick_dim >= 0)
+            t->stick_dim = ts[i].stick_dim;
+        t->bytes = isa_tensor_device_bytes(t, p->stick_bytes);
+        off += (t->bytes + 127) / 128 * 128;
+    }
+    p->dram_bytes = off ? off : 128;
+    p->graph = graph ? strdup(graph) : NULL;
+    return p;
+}
+
+static rt_program *load(rt_device *dev, isa_program *p)
+{
+    err[0] = 0;
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    if (!prog)
+        fprintf(stderr, "rt_load_program: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}
+
+static float *randoms(uint64_t seed, const char *name, size_t n, float scale)
+{
+    float *v = malloc(n * sizeof *v);
+    rt_random_uniform(seed, name, v, n);
+    for (size_t i = 0; i < n; i++)
+        v[i] *= scale;
+    return v;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ---- allocator ---- */
+
+static void test_alloc_aligns_every_block_to_dram_align(void)
+{
+    rt_device *dev = open4();
+    CU_ASSERT_EQUAL(rt_config(dev)->dram_align, 128);
+    uint64_t a, b, c;
+    CU_ASSERT_EQUAL(rt_alloc(dev, 1, &a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_alloc(dev, 129, &b, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_alloc(dev, 100, &c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(a % 128, 0);
+    CU_ASSERT_EQUAL(b % 128, 0);
+    CU_ASSERT_EQUAL(c % 128, 0);
+    /* Sizes round up to the alignment: first fit packs them back to back. */
+    CU_ASSERT_EQUAL(a, 0);
+    CU_ASSERT_EQUAL(b, 128);
+    CU_ASSERT_EQUAL(c, 384);
+    uint64_t freeb, largest;
+    rt_dram_usage(dev, &freeb, &largest);
+    CU_ASSERT_EQUAL(freeb, GB - 512);
+    CU_ASSERT_EQUAL(largest, GB - 512);
+    rt_close(dev);
+}
+
+static void test_alloc_reuses_a_freed_block(void)
+{
+    rt_device *dev = open4();
+    uint64_t a, b, c;
+    CU_ASSERT_EQUAL(rt_alloc(dev, 4096, &a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_alloc(dev, 4096, &b, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_free(dev, a), 0);
+    CU_ASSERT_EQUAL(rt_alloc(dev, 1000, &c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c, a); /* first fit takes the hole before b */
+    CU_ASSERT_EQUAL(rt_free(dev, c), 0);
+    CU_ASSERT_EQUAL(rt_free(dev, c), -1); /* double free is refused */
+    CU_ASSERT_EQUAL(rt_free(dev, 12345), -1); /* not a block */
+    CU_ASSERT_EQUAL(rt_alloc(dev, 0, &c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "0 bytes"));
+    rt_close(dev);
+}
+
+static void test_alloc_coalesces_free_neighbours(void)
+{
+    rt_device *dev = open4();
+    uint64_t blk[4], freeb, largest;
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(rt_alloc(dev, 256 << 20, &blk[i], err, sizeof err), 0);
+    rt_dram_usage(dev, &freeb, &largest);
+    CU_ASSERT_EQUAL(freeb, 0);
+    /* Free 0 and 2, then 1: the three merge into one 768 MiB block. */
+    CU_ASSERT_EQUAL(rt_free(dev, blk[0]), 0);
+    CU_ASSERT_EQUAL(rt_free(dev, blk[2]), 0);
+    rt_dram_usage(dev, &freeb, &largest);
+    CU_ASSERT_EQUAL(freeb, 512ull << 20);
+    CU_ASSERT_EQUAL(largest, 256ull << 20);
+    uint64_t big;
+    CU_ASSERT_EQUAL(rt_alloc(dev, 300 << 20, &big, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(rt_free(dev, blk[1]), 0);
+    rt_dram_usage(dev, &freeb, &largest);
+    CU_ASSERT_EQUAL(largest, 768ull << 20);
+    CU_ASSERT_EQUAL(rt_alloc(dev, 700 << 20, &big, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(big, 0);
+    /* Everything freed: the whole DRAM is one block again. */
+    CU_ASSERT_EQUAL(rt_free(dev, big), 0);
+    CU_ASSERT_EQUAL(rt_free(dev, blk[3]), 0);
+    rt_dram_usage(dev, &freeb, &largest);
+    CU_ASSERT_EQUAL(freeb, GB);
+    CU_ASSERT_EQUAL(largest, GB);
+    CU_ASSERT_EQUAL(rt_alloc(dev, GB, &big, err, sizeof err), 0);
+    rt_close(dev);
+}
+
+static void test_alloc_exhaustion_names_request_and_largest_block(void)
+{
+    rt_device *dev = open4();
+    uint64_t a, b;
+    CU_ASSERT_EQUAL(rt_alloc(dev, 2 * GB, &a, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "2147483648 bytes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "largest free block 1073741824 bytes"));
+    CU_ASSERT_EQUAL(rt_alloc(dev, 600ull << 20, &a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_alloc(dev, 600ull << 20, &b, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot allocate 629145600 bytes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "largest free block 444596224 bytes"));
+    rt_close(dev);
+}
+
+/* ---- loading ---- */
+
+static void test_load_refuses_programs_that_do_not_fit_the_chip(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_DL16, 2, {4, 64}, -1}};
+    isa_program *p = isa_program_new(8);
+    p->lx_bytes = 262144;
+    snprintf(p->config, sizeof p->config, "spyre");
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "8 cores"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "4 cores"));
+
+    p = build(ts, 1, NULL);
+    p->lx_bytes = 2097152;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "2097152 bytes of LX"));
+
+    p = build(ts, 1, NULL);
+    p->stick_bytes = 64;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "64-byte sticks"));
+
+    p = build(ts, 1, NULL);
+    p->tensors[0].bytes = 100;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor X: records 100 device bytes"));
+
+    p = build(ts, 1, NULL);
+    p->dram_bytes = 2 * GB;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "DRAM"));
+
+    p = build(ts, 1, NULL);
+    p->tensors[0].const_off = 0; /* no constant bytes */
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "constant data"));
+
+    uint64_t freeb;
+    rt_dram_usage(dev, &freeb, NULL);
+    CU_ASSERT_EQUAL(freeb, GB); /* nothing leaked on device */
+    CU_ASSERT_PTR_NULL(rt_load(dev, "/nonexistent/prog.elf", err, sizeof err));
+    CU_ASSERT_NOT_EQUAL(err[0], 0);
+    rt_close(dev);
+}
+
+static void test_load_writes_constant_data_in_device_layout(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"W", ISA_ROLE_WEIGHT, ISA_T_DL16, 2, {10, 70}, -1},
+                  {"X", ISA_ROLE_INPUT, ISA_T_DL16, 2, {10, 70}, -1}};
+    isa_program *p = build(ts, 2, NULL);
+    float *w = randoms(1, "W", 700, 1);
+    isa_tensor *t = &p->tensors[0];
+    p->consts = calloc(1, t->bytes);
+    p->nconsts = t->bytes;
+    rt_layout_pack(t, p->stick_bytes, w, p->consts);
+    t->const_off = 0;
+    rt_program *prog = load(dev, p);
+    float back[700];
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "W", back, err, sizeof err), 0);
+    int same = 0;
+    for (int i = 0; i < 700; i++)
+        same += back[i] == isa_dl16_round(w[i]);
+    CU_ASSERT_EQUAL(same, 700);
+    int64_t n;
+    const float *h = rt_host_tensor(prog, "W", &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_EQUAL(n, 700);
+    CU_ASSERT_EQUAL(memcmp(h, back, sizeof back), 0);
+    /* Filling inputs leaves constant tensors alone. */
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 9, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "W", back, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(memcmp(h, back, sizeof back), 0);
+    CU_ASSERT_PTR_NOT_NULL(rt_host_tensor(prog, "X", NULL));
+    free(w);
+    rt_close(dev); /* also unloads prog */
+}
+
+static void test_load_zeroes_outputs_left_by_an_earlier_program(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"Y", ISA_ROLE_OUTPUT, ISA_T_F32, 1, {40}, -1}};
+    rt_program *prog = load(dev, build(ts, 1, NULL));
+    float ones[40], back[40];
+    for (int i = 0; i < 40; i++)
+        ones[i] = 1;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", ones, ISA_HT_F32, err, sizeof err), 0);
+    uint64_t base = rt_program_base(prog);
+    rt_unload(prog);
+    prog = load(dev, build(ts, 1, NULL));
+    CU_ASSERT_EQUAL(rt_program_base(prog), base);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "Y", back, err, sizeof err), 0);
+    int zeros = 0;
+    for (int i = 0; i < 40; i++)
+        zeros += back[i] == 0;
+    CU_ASSERT_EQUAL(zeros, 40);
+    rt_close(dev);
+}
+
+/* ---- layout ---- */
+
+/* Write random values to one tensor of the given spec, over DRAM dirtied
+ * with 0xab bytes, then check: the read-back equals the values rounded to
+ * the device type; every element sits at the byte offset the layout gives
+ * (rt_layout_offset), decoded from raw DRAM; every other byte is zero. */
+static void round_trip(const tspec *ts, isa_host_dtype hdt)
+{
+    rt_device *dev = open4();
+    rt_program *prog = load(dev, build(ts, 1, NULL));
+    const isa_tensor *t = &rt_program_isa(prog)->tensors[0];
+    size_t n = (size_t)rt_tensor_elems(t);
+    uint64_t addr = rt_program_base(prog) + t->dram_off;
+    uint8_t *raw = malloc(t->bytes + 1);
+    memset(raw, 0xab, t->bytes);
+    CU_ASSERT_EQUAL(sim_dram_write(rt_sim(dev), addr, raw, t->bytes), 0);
+
+    float *v = randoms(5, ts->name, n, 3);
+    uint16_t *h16 = malloc(n * sizeof *h16 + 1);
+    for (size_t i = 0; i < n; i++) {
+        h16[i] = isa_f16_from_f32(v[i]);
+        if (hdt == ISA_HT_F16)
+            v[i] = isa_f16_to_f32(h16[i]); /* the values the host really has */
+    }
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, ts->name, hdt == ISA_HT_F16 ? (void *)h16 : (void *)v, hdt, err,
+                                    sizeof err), 0);
+    float *back = malloc(n * sizeof *back + 1);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, ts->name, back, err, sizeof err), 0);
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++)
+        same += back[i] == (t->dev_dtype == ISA_T_F32 ? v[i] : isa_dl16_round(v[i]));
+    CU_ASSERT_EQUAL(same, n);
+    int64_t cnt;
+    const float *host = rt_host_tensor(prog, ts->name, &cnt);
+    CU_ASSERT_EQUAL((size_t)cnt, n);
+    CU_ASSERT(host && memcmp(host, v, n * sizeof *v) == 0);
+
+    /* Raw device bytes. */
+    CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), addr, raw, t->bytes), 0);
+    uint8_t *used = calloc(1, t->bytes + 1);
+    int64_t idx[ISA_MAX_RANK] = {0};
+    size_t at_offset = 0, es = t->dev_dtype == ISA_T_F32 ? 4 : 2;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t off = rt_layout_offset(t, 128, idx);
+        CU_ASSERT_FATAL(off + es <= t->bytes);
+        float got;
+        if (es == 4) {
+            memcpy(&got, raw + off, 4);
+        } else {
+            uint16_t hb = (uint16_t)(raw[off] | raw[off + 1] << 8);
+            got = isa_dl16_to_f32(hb);
+        }
+        at_offset += got == back[i];
+        memset(used + off, 1, es);
+        for (int d = t->rank - 1; d >= 0; d--) { /* row-major increment */
+            if (++idx[d] < t->shape[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    CU_ASSERT_EQUAL(at_offset, n);
+    size_t padding = 0, padding_zero = 0, elems_used = 0;
+    for (uint64_t b = 0; b < t->bytes; b++) {
+        elems_used += used[b];
+        if (!used[b]) {
+            padding++;
+            padding_zero += raw[b] == 0;
+        }
+    }
+    CU_ASSERT_EQUAL(elems_used, n * es); /* no two elements share bytes */
+    CU_ASSERT_EQUAL(padding_zero, padding);
+    free(used);
+    free(back);
+    free(h16);
+    free(v);
+    free(raw);
+    rt_close(dev);
+}
+
+static void test_layout_round_trip_2d_not_multiple_of_64(void)
+{
+    tspec a = {"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {100, 70}, -1};
+    round_trip(&a, ISA_HT_F32);
+    tspec b = {"B", ISA_ROLE_INPUT, ISA_T_F32, 2, {33, 45}, -1};
+    round_trip(&b, ISA_HT_F32);
+}
+
+static void test_layout_round_trip_1d_and_scalar(void)
+{
+    tspec a = {"V", ISA_ROLE_INPUT, ISA_T_DL16, 1, {1000}, -1};
+    round_trip(&a, ISA_HT_F32);
+    tspec b = {"s", ISA_ROLE_INPUT, ISA_T_DL16, 1, {1}, -1};
+    round_trip(&b, ISA_HT_F32);
+    tspec c = {"scalar", ISA_ROLE_INPUT, ISA_T_F32, 0, {0}, -1};
+    round_trip(&c, ISA_HT_F32);
+}
+
+static void test_layout_round_trip_3d_any_stick_dim(void)
+{
+    tspec a = {"T", ISA_ROLE_INPUT, ISA_T_DL16, 3, {3, 5, 130}, -1};
+    round_trip(&a, ISA_HT_F32);
+    tspec b = {"T0", ISA_ROLE_INPUT, ISA_T_DL16, 3, {130, 3, 5}, 0};
+    round_trip(&b, ISA_HT_F32);
+    tspec c = {"T1", ISA_ROLE_INPUT, ISA_T_F32, 3, {3, 70, 5}, 1};
+    round_trip(&c, ISA_HT_F32);
+    tspec d = {"R6", ISA_ROLE_INPUT, ISA_T_DL16, 6, {2, 3, 1, 2, 67, 3}, 4};
+    round_trip(&d, ISA_HT_F32);
+}
+
+static void test_layout_round_trip_fp16_host_input(void)
+{
+    tspec a = {"H", ISA_ROLE_INPUT, ISA_T_DL16, 2, {100, 70}, -1};
+    round_trip(&a, ISA_HT_F16);
+    tspec b = {"H3", ISA_ROLE_INPUT, ISA_T_F32, 3, {3, 5, 130}, 1};
+    round_trip(&b, ISA_HT_F16);
+}
+
+/* Hand-computed offsets: the layout of isa.h, independently of
+ * rt_layout_offset, checked in raw device DRAM. */
+static void test_layout_puts_elements_where_isa_h_says(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {100, 70}, -1},
+                  {"T", ISA_ROLE_INPUT, ISA_T_F32, 3, {130, 3, 5}, 0}};
+    rt_program *prog = load(dev, build(ts, 2, NULL));
+    const isa_program *p = rt_program_isa(prog);
+    /* A: 2 sticks of 64 DL16 per row -> device (2, 100, 64), 25600 bytes. */
+    CU_ASSERT_EQUAL(p->tensors[0].bytes, 2 * 100 * 128);
+    /* T: stick dim 0 of 130 fp32 -> device (5, 3, 5, 32), 5 * 15 * 128 bytes. */
+    CU_ASSERT_EQUAL(p->tensors[1].bytes, 5 * 15 * 128);
+    CU_ASSERT_EQUAL(p->tensors[1].dram_off, 25600);
+
+    float *a = calloc(7000, sizeof *a), *tv = calloc(1950, sizeof *tv);
+    a[5 * 70 + 66] = 1.5f;   /* (5, 66): group 1, row 5, lane 2 */
+    a[99 * 70 + 69] = -2.0f; /* (99, 69): group 1, row 99, lane 5 */
+    a[0] = 0.25f;            /* (0, 0): group 0, row 0, lane 0 */
+    tv[(100 * 3 + 2) * 5 + 3] = 7.0f; /* (100, 2, 3): group 3, row 13, lane 4 */
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "A", a, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "T", tv, ISA_HT_F32, err, sizeof err), 0);
+
+    uint64_t base = rt_program_base(prog);
+    uint8_t raw[25600];
+    CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), base, raw, sizeof raw), 0);
+    uint16_t h;
+    memcpy(&h, raw + ((1 * 100 + 5) * 64 + 2) * 2, 2);
+    CU_ASSERT_EQUAL(h, isa_dl16_from_f32(1.5f));
+    memcpy(&h, raw + ((1 * 100 + 99) * 64 + 5) * 2, 2);
+    CU_ASSERT_EQUAL(h, isa_dl16_from_f32(-2.0f));
+    memcpy(&h, raw, 2);
+    CU_ASSERT_EQUAL(h, isa_dl16_from_f32(0.25f));
+    int nonzero = 0;
+    for (size_t i = 0; i < sizeof raw; i++)
+        nonzero += raw[i] != 0;
+    CU_ASSERT(nonzero <= 6); /* just the three values */
+
+    float f;
+    CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), base + 25600 + ((3 * 15 + 13) * 32 + 4) * 4, &f, 4), 0);
+    CU_ASSERT_EQUAL(f, 7.0f);
+    int64_t idx[3] = {100, 2, 3};
+    CU_ASSERT_EQUAL(rt_layout_offset(&p->tensors[1], 128, idx), ((3 * 15 + 13) * 32 + 4) * 4);
+    int64_t ia[2] = {99, 69};
+    CU_ASSERT_EQUAL(rt_layout_offset(&p->tensors[0], 128, ia), ((1 * 100 + 99) * 64 + 5) * 2);
+    free(a);
+    free(tv);
+    rt_close(dev);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void test_layout_1024x1024_converts_in_milliseconds(void)
+{
+    for (int sd = 1; sd >= 0; sd--) {
+        isa_tensor t;
+        memset(&t, 0, sizeof t);
+        t.rank = 2;
+        t.shape[0] = t.shape[1] = 1024;
+        t.stick_dim = sd;
+        t.dev_dtype = ISA_T_DL16;
+        t.bytes = isa_tensor_device_bytes(&t, 128);
+        float *v = randoms(3, "perf", 1 << 20, 1), *back = malloc(sizeof(float) << 20);
+        void *dev = malloc(t.bytes);
+        double t0 = now_ms();
+        rt_layout_pack(&t, 128, v, dev);
+        double t1 = now_ms();
+        rt_layout_unpack(&t, 128, dev, back);
+        double t2 = now_ms();
+        printf("\n    1024x1024 DL16 stick_dim %d: pack %.2f ms, unpack %.2f ms ", sd, t1 - t0, t2 - t1);
+        CU_ASSERT(t1 - t0 < 250 && t2 - t1 < 250); /* generous for sanitizer builds */
+        size_t same = 0;
+        for (size_t i = 0; i < 1u << 20; i++)
+            same += back[i] == isa_dl16_round(v[i]);
+        CU_ASSERT_EQUAL(same, 1u << 20);
+        free(v);
+        free(back);
+        free(dev);
+    }
+}
+
+static void test_write_and_read_name_unknown_tensors(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {2, 2}, -1}};
+    rt_program *prog = load(dev, build(ts, 1, NULL));
+    float v[4] = {0};
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Q", v, ISA_HT_F32, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no tensor Q"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "A (input)"));
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "Q", v, err, sizeof err), -1);
+    rt_close(dev);
+}
+
+/* ---- inputs ---- */
+
+static void test_random_fill_is_seeded_and_reproducible(void)
+{
+    float a[1000], b[1000], c[1000], d[1000];
+    rt_random_uniform(42, "A", a, 1000);
+    rt_random_uniform(42, "A", b, 1000);
+    rt_random_uniform(43, "A", c, 1000);
+    rt_random_uniform(42, "B", d, 1000);
+    CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(a, c, sizeof a), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(a, d, sizeof a), 0);
+    /* The documented generator, computed independently (splitmix64 on
+     * 42 ^ fnv1a64("A"), top 24 bits). */
+    CU_ASSERT_EQUAL(a[0], 0x1.203ee4p-1f);
+    CU_ASSERT_EQUAL(a[1], 0x1.def7ep-3f);
+    CU_ASSERT_EQUAL(a[2], 0x1.39e184p-1f);
+    CU_ASSERT_EQUAL(a[3], 0x1.f8f508p-2f);
+    double sum = 0, lo = 1, hi = -1;
+    for (int i = 0; i < 1000; i++) {
+        sum += a[i];
+        lo = fmin(lo, a[i]);
+        hi = fmax(hi, a[i]);
+    }
+    CU_ASSERT(lo >= -1 && hi < 1 && lo < -0.9 && hi > 0.9);
+    CU_ASSERT(fabs(sum / 1000) < 0.1);
+}
+
+static void test_fill_inputs_writes_inputs_and_weights_only(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_DL16, 2, {10, 70}, -1},
+                  {"W", ISA_ROLE_WEIGHT, ISA_T_F32, 1, {50}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_DL16, 2, {10, 70}, -1}};
+    rt_program *p1 = load(dev, build(ts, 3, NULL));
+    rt_program *p2 = load(dev, build(ts, 3, NULL));
+    CU_ASSERT_EQUAL(rt_fill_inputs(p1, 7, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_fill_inputs(p2, 7, err, sizeof err), 0);
+    int64_t n;
+    const float *x1 = rt_host_tensor(p1, "X", &n), *x2 = rt_host_tensor(p2, "X", NULL);
+    CU_ASSERT_EQUAL(n, 700);
+    CU_ASSERT_FATAL(x1 && x2);
+    CU_ASSERT_EQUAL(memcmp(x1, x2, 700 * sizeof *x1), 0);
+    float ref[700], back[700];
+    rt_random_uniform(7, "X", ref, 700);
+    CU_ASSERT_EQUAL(memcmp(x1, ref, sizeof ref), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(p1, "X", back, err, sizeof err), 0);
+    int same = 0;
+    for (int i = 0; i < 700; i++)
+        same += back[i] == isa_dl16_round(ref[i]);
+    CU_ASSERT_EQUAL(same, 700);
+    float w[50];
+    CU_ASSERT_EQUAL(rt_read_tensor(p1, "W", w, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(memcmp(w, rt_host_tensor(p1, "W", NULL), sizeof w), 0);
+    CU_ASSERT_PTR_NULL(rt_host_tensor(p1, "Y", NULL));
+    CU_ASSERT_EQUAL(rt_fill_inputs(p2, 8, err, sizeof err), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(rt_host_tensor(p2, "X", NULL), x1, 700 * sizeof *x1), 0);
+    rt_close(dev);
+}
+
+static void test_fill_rounds_fp16_host_tensors_to_fp16(void)
+{
+    rt_device *dev = open4();
+    isa_program *p = build((tspec[]){{"X", ISA_ROLE_INPUT, ISA_T_F32, 1, {300}, -1}}, 1, NULL);
+    p->tensors[0].host_dtype = ISA_HT_F16;
+    rt_program *prog = load(dev, p);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    float raw[300], back[300];
+    rt_random_uniform(1, "X", raw, 300);
+    const float *h = rt_host_tensor(prog, "X", NULL);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "X", back, err, sizeof err), 0);
+    int ok = 0, changed = 0;
+    for (int i = 0; i < 300; i++) {
+        float r = isa_f16_to_f32(isa_f16_from_f32(raw[i]));
+        ok += h[i] == r && back[i] == r;
+        changed += r != raw[i];
+    }
+    CU_ASSERT_EQUAL(ok, 300);
+    CU_ASSERT(changed > 200); /* 24-bit randoms rarely fit in fp16 */
+    rt_close(dev);
+}
+
+static void test_input_file_loads_raw_fp32_and_checks_size(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_F32, 2, {3, 4}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_F32, 2, {3, 4}, -1}};
+    rt_program *prog = load(dev, build(ts, 2, NULL));
+    char path[1024], arg[1100];
+    tu_tmpfile(".f32", path, sizeof path);
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (int i = 0; i < 12; i++) { /* little-endian fp32, written byte by byte */
+        float v = (float)i * 0.5f - 1;
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        for (int b = 0; b < 4; b++)
+            fputc((int)(u >> (8 * b)) & 0xff, f);
+    }
+    fclose(f);
+    snprintf(arg, sizeof arg, "X=%s", path);
+    CU_ASSERT_EQUAL(rt_input_arg(prog, arg, err, sizeof err), 0);
+    float back[12];
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "X", back, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(back[0], -1.0f);
+    CU_ASSERT_EQUAL(back[7], 2.5f);
+    CU_ASSERT_EQUAL(back[11], 4.5f);
+
+    /* Wrong size: the message names the file size and what the shape needs. */
+    f = fopen(path, "ab");
+    fputc(0, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(rt_input_arg(prog, arg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "has 49 bytes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "(3, 4) needs 48 bytes"));
+    CU_ASSERT_EQUAL(rt_load_input_file(prog, "X", "/nonexistent.f32", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
+    CU_ASSERT_EQUAL(rt_input_arg(prog, "X", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "NAME=FILE"));
+    snprintf(arg, sizeof arg, "Y=%s", path);
+    CU_ASSERT_EQUAL(rt_input_arg(prog, arg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not an input"));
+    snprintf(arg, sizeof arg, "Z=%s", path);
+    CU_ASSERT_EQUAL(rt_input_arg(prog, arg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no tensor Z"));
+    remove(path);
+    rt_close(dev);
+}
+
+/* ---- validation ---- */
+
+/* A device-like matmul: inputs rounded to DL16, products summed in fp32
+ * in k order; the output is rounded to DL16 when written. */
+static void device_mm(const float *a, const float *b, float *c, int M, int K, int N)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += isa_dl16_round(a[i * K + k]) * isa_dl16_round(b[k * N + j]);
+            c[i * N + j] = s;
+        }
+}
+
+static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
+{
+    rt_device *dev = open4();
+    enum { M = 64, K = 100, N = 70 };
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {M, K}, -1},
+                  {"B", ISA_ROLE_WEIGHT, ISA_T_DL16, 2, {K, N}, -1},
+                  {"C", ISA_ROLE_OUTPUT, ISA_T_DL16, 2, {M, N}, -1}};
+    rt_program *prog = load(dev, build(ts, 3, "# a matmul\n%C = aten.mm(%A, %B)\n"));
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 11, err, sizeof err), 0);
+    static float c[M * N];
+    device_mm(rt_host_tensor(prog, "A", NULL), rt_host_tensor(prog, "B", NULL), c, M, K, N);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
+
+    rt_check_result *r;
+    int n;
+    char line[512];
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_STRING_EQUAL(r[0].name, "C");
+    CU_ASSERT_STRING_EQUAL(r[0].op, "aten.mm");
+    CU_ASSERT_EQUAL(r[0].line, 2);
+    CU_ASSERT_EQUAL(r[0].count, M * N);
+    CU_ASSERT_EQUAL(r[0].within, M * N);
+    CU_ASSERT(r[0].ok);
+    CU_ASSERT(r[0].max_abs_err > 0 && r[0].max_abs_err < 0.05);
+    rt_check_format(&r[0], line, sizeof line);
+    CU_ASSERT(strncmp(line, "check C: max_abs_err=", 21) == 0);
+    CU_ASSERT(ends_with(line, "(4480/4480) ok"));
+    free(r);
+
+    /* One element off by 0.25: exactly that one fails, and is the worst. */
+    float good = c[3 * N + 17];
+    c[3 * N + 17] += 0.25f;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT_FALSE(r[0].ok);
+    CU_ASSERT_EQUAL(r[0].within, M * N - 1);
+    CU_ASSERT_EQUAL(r[0].worst, 3 * N + 17);
+    rt_check_format(&r[0], line, sizeof line);
+    CU_ASSERT(ends_with(line, " MISMATCH"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "(4479/4480)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "worst[3,17]="));
+    free(r);
+
+    /* A NaN fails even though no other element is off. */
+    c[3 * N + 17] = good;
+    c[0] = NAN;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT_EQUAL(r[0].nans, 1);
+    CU_ASSERT_EQUAL(r[0].within, M * N - 1);
+    rt_check_format(&r[0], line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "nan=1"));
+    free(r);
+
+    /* A 5% scale error fails most elements. */
+    c[0] = 0;
+    device_mm(rt_host_tensor(prog, "A", NULL), rt_host_tensor(prog, "B", NULL), c, M, K, N);
+    for (int i = 0; i < M * N; i++)
+        c[i] *= 1.05f;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT(r[0].within < M * N / 2);
+    free(r);
+    rt_close(dev);
+}
+
+/* The mm tolerance at one element, exactly: C = a*b for 1x1 operands,
+ * with an fp32 output so the written value is the tested value. */
+static void test_check_mm_tolerance_is_the_documented_formula(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {1, 1}, -1},
+                  {"B", ISA_ROLE_INPUT, ISA_T_DL16, 2, {1, 1}, -1},
+                  {"C", ISA_ROLE_OUTPUT, ISA_T_F32, 2, {1, 1}, -1}};
+    rt_program *prog = load(dev, build(ts, 3, "%C = aten.mm(%A, %B)"));
+    float a = 0.75f, b = -0.5f;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "A", &a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "B", &b, err, sizeof err), 0);
+    double ref = -0.375, ab = 0.375;
+    double tol = 2 * U * (1 + U) * ab + U * fabs(ref) + 1 * 0x1p-23 * ab + 0x1p-30;
+    float inside = (float)(ref - 0.99 * tol), outside = (float)(ref - 1.01 * tol);
+    rt_check_result *r;
+    int n;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", &inside, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT(fabs(r[0].worst_tol - tol) < 1e-9);
+    free(r);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", &outside, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT(fabs(r[0].max_abs_err - 1.01 * tol) < 1e-6);
+    CU_ASSERT(fabs(r[0].max_rel_err - 1.01 * tol / 0.375) < 1e-5);
+    free(r);
+    rt_close(dev);
+}
+
+/* A device-like softmax: DL16 input, sub, exp, fp32 sum, reciprocal and
+ * multiply, each rounded to DL16. */
+static void device_softmax(const float *x, float *y, int rows, int n)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float m = -INFINITY, s = 0;
+        for (int j = 0; j < n; j++)
+            m = fmaxf(m, isa_dl16_round(xr[j]));
+        for (int j = 0; j < n; j++) {
+            y[r * n + j] = isa_dl16_round(expf(isa_dl16_round(isa_dl16_round(xr[j]) - m)));
+            s += y[r * n + j];
+        }
+        float rs = isa_dl16_round(1.0f / s);
+        for (int j = 0; j < n; j++)
+            y[r * n + j] = isa_dl16_round(y[r * n + j] * rs);
+    }
+}
+
+static void test_check_softmax_passes_rounded_and_fails_wrong_output(void)
+{
+    rt_device *dev = open4();
+    enum { R = 8, N = 130 };
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_DL16, 2, {R, N}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_DL16, 2, {R, N}, -1}};
+    rt_program *prog = load(dev, build(ts, 2, "%Y = aten._softmax(%X, -1, False)"));
+    float *x = randoms(3, "X", R * N, 4), y[R * N];
+    CU_ASSERT_EQUAL(rt_set_input(prog, "X", x, err, sizeof err), 0);
+    device_softmax(x, y, R, N);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", y, ISA_HT_F32, err, sizeof err), 0);
+    rt_check_result *r;
+    int n;
+    char line[512];
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT(r[0].ok);
+    CU_ASSERT(r[0].max_abs_err > 0);
+    rt_check_format(&r[0], line, sizeof line);
+    CU_ASSERT(ends_with(line, "(1040/1040) ok"));
+    free(r);
+
+    /* Normalised by a sum 10% off: every element fails (with inputs in
+     * [-4, 4) the tolerance is at most u (8 + 16 + 8) = 3.1% of y). */
+    for (int i = 0; i < R * N; i++)
+        y[i] *= 1.1f;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", y, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT(r[0].within < R * N / 10);
+    free(r);
+    free(x);
+    rt_close(dev);
+}
+
+static void test_check_softmax_tolerance_is_the_documented_formula(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_F32, 2, {1, 2}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_F32, 2, {1, 2}, -1}};
+    rt_program *prog = load(dev, build(ts, 2, "%Y = aten._softmax(%X, 1, False)"));
+    float x[2] = {1, -1};
+    CU_ASSERT_EQUAL(rt_set_input(prog, "X", x, err, sizeof err), 0);
+    /* max|x| = 1, max|x - m| = 2: tol_i = u y_i (2 + 4 + 8) + 2^-30. */
+    double y0 = exp(1.0) / (exp(1.0) + exp(-1.0)), y1 = 1 - y0;
+    double t0 = U * y0 * 14 + 0x1p-30, t1 = U * y1 * 14 + 0x1p-30;
+    float in[2] = {(float)(y0 + 0.98 * t0), (float)(y1 - 0.98 * t1)};
+    float out[2] = {(float)y0, (float)(y1 - 1.02 * t1)};
+    rt_check_result *r;
+    int n;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", in, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    free(r);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", out, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT_EQUAL(r[0].within, 1);
+    CU_ASSERT_EQUAL(r[0].worst, 1);
+    CU_ASSERT(fabs(r[0].worst_tol - t1) < 1e-9);
+    free(r);
+    rt_close(dev);
+}
+
+static void expect_check_error(const char *graph, int fill, const char *msg)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {4, 3}, -1},
+                  {"B", ISA_ROLE_INPUT, ISA_T_DL16, 2, {3, 5}, -1},
+                  {"C", ISA_ROLE_OUTPUT, ISA_T_DL16, 2, {4, 5}, -1}};
+    rt_program *prog = load(dev, build(ts, 3, graph));
+    if (fill)
+        CU_ASSERT_EQUAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    rt_check_result dummy, *r = &dummy;
+    int n = 99;
+    err[0] = 0;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_EQUAL(n, 0);
+    if (!strstr(err, msg))
+        fprintf(stderr, "\n    expected '%s' in '%s'\n", msg, err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, msg));
+    rt_close(dev);
+}
+
+static void test_check_reports_graph_errors_with_line_numbers(void)
+{
+    expect_check_error(NULL, 1, "no graph");
+    expect_check_error("# comment\n%C = aten.add(%A, %B)\n", 1, "reference: unsupported op aten.add at graph line 2");
+    expect_check_error("C = aten.mm(A, B)", 1, "cannot parse graph line 1");
+    expect_check_error("%C = aten.mm(%A, %Q)", 1, "unknown tensor %Q at graph line 1");
+    expect_check_error("%C = aten.mm(%A, %B)", 0, "tensor A (graph line 1) has no host data");
+    expect_check_error("%C = aten.mm(%B, %A)", 1, "shapes do not multiply at graph line 1");
+    expect_check_error("%C = aten.mm(%A)", 1, "aten.mm takes 2 arguments");
+    expect_check_error("%C = aten._softmax(%A, 0, False)", 1, "unsupported op aten._softmax over dim 0");
+    expect_check_error("%C = aten._softmax(%A, -1, False)", 1, "output C has shape (4, 5) but graph line 1 computes shape (4, 3)");
+    expect_check_error("%D = aten.mm(%A, %B)", 1, "output C is not computed by the graph");
+}
+
+/* Values flow by name from one line to the next. */
+static void test_check_chains_graph_lines(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_F32, 2, {2, 3}, -1},
+                  {"B", ISA_ROLE_INPUT, ISA_T_F32, 2, {3, 4}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_F32, 2, {2, 4}, -1}};
+    rt_program *prog = load(dev, build(ts, 3, "%T = aten.mm(%A, %B)\n%Y = aten._softmax(%T, -1, False)\n"));
+    float a[6] = {1, 0, 0, 0, 1, 0}, b[12] = {0, 1, 2, 3, 1, 1, 1, 1, 0, 0, 0, 0};
+    CU_ASSERT_EQUAL(rt_set_input(prog, "A", a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "B", b, err, sizeof err), 0);
+    /* T = [[0 1 2 3], [1 1 1 1]]; Y = softmax rows. */
+    double s = 1 + exp(1) + exp(2) + exp(3);
+    float y[8] = {(float)(1 / s), (float)(exp(1) / s), (float)(exp(2) / s), (float)(exp(3) / s),
+                  0.25f, 0.25f, 0.25f, 0.25f};
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", y, ISA_HT_F32, err, sizeof err), 0);
+    rt_check_result *r;
+    int n;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT(r[0].ok && r[0].max_abs_err < 1e-6);
+    CU_ASSERT_EQUAL(r[0].line, 2);
+    free(r);
+    rt_close(dev);
+}
+
+/* ---- end to end on the simulator ---- */
+
+/* One core: X -> LX by dma.ld, token 0 from dmai to dmao, LX -> Y by
+ * dma.st.  X and Y are 100x70 DL16: 200 sticks each. */
+static isa_program *copy_program(int64_t load_from)
+{
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_DL16, 2, {100, 70}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_DL16, 2, {100, 70}, -1}};
+    isa_program *p = build(ts, 2, NULL);
+    int64_t sticks = (int64_t)(p->tensors[0].bytes / 128);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    in.d.off = 0;
+    in.a.off = load_from;
+    in.run = sticks;
+    isa_stream_push(&p->cores[0], &in);
+    isa_insn_init(&in, ISA_OP_SIG);
+    in.u = ISA_U_DMAI;
+    in.tok = 0;
+    isa_stream_push(&p->cores[0], &in);
+    isa_insn_init(&in, ISA_OP_WAIT);
+    in.u = ISA_U_DMAO;
+    in.tok = 0;
+    isa_stream_push(&p->cores[0], &in);
+    isa_insn_init(&in, ISA_OP_DMA_ST);
+    in.d.off = (int64_t)p->tensors[1].dram_off;
+    in.a.off = 0;
+    in.run = sticks;
+    isa_stream_push(&p->cores[0], &in);
+    isa_insn_init(&in, ISA_OP_HALT);
+    isa_stream_push(&p->cores[0], &in);
+    return p;
+}
+
+static void test_launch_runs_a_dma_copy_on_the_simulator(void)
+{
+    rt_device *dev = open4();
+    /* Through the ELF container, as a user would. */
+    isa_program *p = copy_program(0);
+    char path[1024];
+    tu_tmpfile(".elf", path, sizeof path);
+    if (isa_elf_write(p, path, err, sizeof err))
+        fprintf(stderr, "isa_elf_write: %s\n", err);
+    isa_program_free(p);
+    rt_program *prog = rt_load(dev, path, err, sizeof err);
+    if (!prog)
+        fprintf(stderr, "rt_load: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    remove(path);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 5, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_wait(prog, &res), -1); /* not launched yet */
+    int rc = rt_launch(prog, &res);
+    char line[768];
+    rt_run_format(&res, line, sizeof line);
+    if (rc)
+        fprintf(stderr, "\n    %s\n", line);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_OK);
+    CU_ASSERT(strncmp(line, "run: ok", 7) == 0);
+    CU_ASSERT_EQUAL(res.stats.dram_bytes_read, 25600);
+    CU_ASSERT_EQUAL(res.stats.dram_bytes_written, 25600);
+    float y[7000];
+    const float *x = rt_host_tensor(prog, "X", NULL);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "Y", y, err, sizeof err), 0);
+    int same = 0;
+    for (int i = 0; i < 7000; i++)
+        same += y[i] == isa_dl16_round(x[i]);
+    CU_ASSERT_EQUAL(same, 7000);
+    rt_run_result again;
+    CU_ASSERT_EQUAL(rt_wait(prog, &again), 0);
+    CU_ASSERT_EQUAL(again.stats.dram_bytes_read, 25600);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
+static void test_launch_reports_a_fault_with_core_unit_and_index(void)
+{
+    rt_device *dev = open4();
+    isa_program *p = copy_program(0);
+    int64_t outside = (int64_t)p->dram_bytes; /* the load reads past the segment */
+    p->cores[0].insns[0].a.off = outside;
+    rt_program *prog = load(dev, p);
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_EQUAL(res.fault.core, 0);
+    CU_ASSERT_EQUAL(res.fault.unit, ISA_U_DMAI);
+    CU_ASSERT_EQUAL(res.fault.index, 0);
+    char line[768];
+    rt_run_format(&res, line, sizeof line);
+    CU_ASSERT(strncmp(line, "run: FAULT core 0 unit dmai insn 0: ", 36) == 0);
+    CU_ASSERT_EQUAL(rt_wait(prog, NULL), -1);
+    rt_close(dev);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"alloc aligns every block to dram_align", test_alloc_aligns_every_block_to_dram_align},
+        {"alloc reuses a freed block", test_alloc_reuses_a_freed_block},
+        {"alloc coalesces free neighbours", test_alloc_coalesces_free_neighbours},
+        {"alloc exhaustion names request and largest block", test_alloc_exhaustion_names_request_and_largest_block},
+        {"load refuses programs that do not fit the chip", test_load_refuses_programs_that_do_not_fit_the_chip},
+        {"load writes constant data in device layout", test_load_writes_constant_data_in_device_layout},
+        {"load zeroes outputs left by an earlier program", test_load_zeroes_outputs_left_by_an_earlier_program},
+        {"layout round trip 2-D not multiple of 64", test_layout_round_trip_2d_not_multiple_of_64},
+        {"layout round trip 1-D and scalar", test_layout_round_trip_1d_and_scalar},
+        {"layout round trip 3-D any stick_dim", test_layout_round_trip_3d_any_stick_dim},
+        {"layout round trip fp16 host input", test_layout_round_trip_fp16_host_input},
+        {"layout puts elements where isa.h says", test_layout_puts_elements_where_isa_h_says},
+        {"layout 1024x1024 converts in milliseconds", test_layout_1024x1024_converts_in_milliseconds},
+        {"write and read name unknown tensors", test_write_and_read_name_unknown_tensors},
+        {"random fill is seeded and reproducible", test_random_fill_is_seeded_and_reproducible},
+        {"fill inputs writes inputs and weights only", test_fill_inputs_writes_inputs_and_weights_only},
+        {"fill rounds fp16 host tensors to fp16", test_fill_rounds_fp16_host_tensors_to_fp16},
+        {"input file loads raw fp32 and checks size", test_input_file_loads_raw_fp32_and_checks_size},
+        {"check mm passes rounded and fails wrong output", test_check_mm_passes_rounded_and_fails_wrong_output},
+        {"check mm tolerance is the documented formula", test_check_mm_tolerance_is_the_documented_formula},
+        {"check softmax passes rounded and fails wrong output", test_check_softmax_passes_rounded_and_fails_wrong_output},
+        {"check softmax tolerance is the documented formula", test_check_softmax_tolerance_is_the_documented_formula},
+        {"check reports graph errors with line numbers", test_check_reports_graph_errors_with_line_numbers},
+        {"check chains graph lines", test_check_chains_graph_lines},
+        {"launch runs a DMA copy on the simulator", test_launch_runs_a_dma_copy_on_the_simulator},
+        {"launch reports a fault with core, unit and index", test_launch_reports_a_fault_with_core_unit_and_index},
+        {NULL, NULL},
+    };
+    return tu_run("runtime", tests);
+}
