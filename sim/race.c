@@ -5,9 +5,13 @@
  * and a few reads with the byte range each touched.  Two accesses to
  * overlapping bytes, one a write, neither ordered before the other by the
  * clocks, are a race.  Approximations (they can miss a race, never invent
- * one): a stick remembers one write and SHADOW_READS reads. */
+ * one): a stick remembers one write and SHADOW_READS reads.
+ * Sticks are grouped in blocks of BLOCK_STICKS; a block whose sticks all
+ * share one state keeps it once, so a DMA or PT access over whole blocks
+ * costs one check per block instead of one per stick. */
 #include "internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +27,24 @@ typedef struct {
 } access_rec;
 
 typedef struct {
+    uint32_t nr;    /* reads in r */
     access_rec w;
     access_rec r[SHADOW_READS];
 } shadow;
+
+#define BLOCK_STICKS 64
+
+typedef struct {
+    uint32_t gen;     /* run the block belongs to; an older block reads as empty */
+    uint32_t uniform; /* every stick has state `sum` (sticks[] not used) */
+    shadow sum;
+} block;
+
+/* Shadow of one LX or one DRAM page: blocks and their sticks. */
+typedef struct {
+    block *blocks;
+    shadow *sticks;
+} space_shadow;
 
 typedef struct {
     uint32_t *vc; /* nunits clocks */
@@ -40,10 +59,11 @@ struct sim_race {
     int nunits;
     uint32_t *vc;     /* nunits x nunits: the clock of each unit */
     vc_fifo *fifos;   /* cores x tokens */
-    shadow **lx;      /* per core, lx_bytes / stick sticks, allocated on first use */
-    shadow **dram;    /* per DRAM page, allocated on first use */
+    space_shadow *lx;   /* per core, allocated on first use */
+    space_shadow *dram; /* per DRAM page, allocated on first use */
     uint64_t dram_pages;
     size_t sticks_per_page;
+    uint32_t gen; /* current run */
 };
 
 static void *xcalloc(size_t n, size_t sz)
@@ -70,11 +90,15 @@ void sim_race_free(sim *s)
         free(f->v);
     }
     free(r->fifos);
-    for (int i = 0; i < s->cfg.cores; i++)
-        free(r->lx[i]);
+    for (int i = 0; i < s->cfg.cores; i++) {
+        free(r->lx[i].blocks);
+        free(r->lx[i].sticks);
+    }
     free(r->lx);
-    for (uint64_t i = 0; i < r->dram_pages; i++)
-        free(r->dram[i]);
+    for (uint64_t i = 0; i < r->dram_pages; i++) {
+        free(r->dram[i].blocks);
+        free(r->dram[i].sticks);
+    }
     free(r->dram);
     free(r->vc);
     free(r);
@@ -93,6 +117,8 @@ void sim_race_reset(sim *s)
         r->vc = xcalloc((size_t)r->nunits * (size_t)r->nunits, sizeof *r->vc);
         r->fifos = xcalloc((size_t)s->cfg.cores * (size_t)s->cfg.tokens, sizeof *r->fifos);
         r->lx = xcalloc((size_t)s->cfg.cores, sizeof *r->lx);
+        assert(s->cfg.lx_bytes % (s->cfg.stick_bytes * BLOCK_STICKS) == 0); /* sim_config_load checks */
+        assert(s->cfg.dram_page_bytes % (s->cfg.stick_bytes * BLOCK_STICKS) == 0);
         r->dram_pages = s->npages;
         r->dram = xcalloc(r->dram_pages, sizeof *r->dram);
         r->sticks_per_page = s->cfg.dram_page_bytes / s->cfg.stick_bytes;
@@ -102,13 +128,7 @@ void sim_race_reset(sim *s)
         clock_of(r, g)[g] = 1;
     for (int i = 0; i < s->cfg.cores * s->cfg.tokens; i++)
         r->fifos[i].head = r->fifos[i].n = 0;
-    size_t lx_sticks = s->cfg.lx_bytes / s->cfg.stick_bytes;
-    for (int i = 0; i < s->cfg.cores; i++)
-        if (r->lx[i])
-            memset(r->lx[i], 0, lx_sticks * sizeof(shadow));
-    for (uint64_t i = 0; i < r->dram_pages; i++)
-        if (r->dram[i])
-            memset(r->dram[i], 0, r->sticks_per_page * sizeof(shadow));
+    r->gen++; /* every shadow entry of earlier runs now reads as empty */
 }
 
 static int gid(const sim_core *c, int u) { return c->id * ISA_NUNITS + u; }
@@ -194,40 +214,85 @@ static void report(sim *s, int g, long index, int is_write, const access_rec *ot
                stick_addr + other->hi, ocore, isa_unit_names[ounit], other->index, other_write ? "wrote" : "read");
 }
 
-static int overlaps(const access_rec *a, unsigned lo, unsigned hi) { return a->clock && a->lo < hi && lo < a->hi; }
+static int overlaps(const access_rec *a, unsigned lo, unsigned hi) { return a->lo < hi && lo < a->hi; }
 
-static void access_stick(sim *s, shadow *sh, int g, const uint32_t *vc, long index, unsigned lo, unsigned hi,
-                         int is_write, int space, uint64_t stick_addr)
+static inline void access_stick(sim *s, shadow *sh, int g, const uint32_t *vc, long index, unsigned lo, unsigned hi,
+                                int is_write, int space, uint64_t stick_addr)
 {
     access_rec me = {vc[g], (uint32_t)index, (uint16_t)g, (uint8_t)lo, (uint8_t)hi};
-    if (sh->w.unit != g && overlaps(&sh->w, lo, hi) && vc[sh->w.unit] < sh->w.clock)
+    if (sh->w.clock && sh->w.unit != g && vc[sh->w.unit] < sh->w.clock && overlaps(&sh->w, lo, hi))
         report(s, g, index, is_write, &sh->w, 1, space, stick_addr);
     if (is_write) {
-        for (int i = 0; i < SHADOW_READS; i++) {
+        uint32_t keep = 0;
+        for (uint32_t i = 0; i < sh->nr; i++) {
             access_rec *rd = &sh->r[i];
-            if (!rd->clock)
-                continue;
-            if (rd->unit != g && overlaps(rd, lo, hi) && vc[rd->unit] < rd->clock)
-                report(s, g, index, 1, rd, 0, space, stick_addr);
             if (rd->unit == g || vc[rd->unit] >= rd->clock)
-                rd->clock = 0; /* ordered before this write: no longer needed */
+                continue; /* ordered before this write: no longer needed */
+            if (overlaps(rd, lo, hi))
+                report(s, g, index, 1, rd, 0, space, stick_addr);
+            sh->r[keep++] = *rd;
         }
+        sh->nr = keep;
         sh->w = me;
         return;
     }
-    int slot = -1;
-    for (int i = 0; i < SHADOW_READS; i++) {
+    for (uint32_t i = 0; i < sh->nr; i++) {
         access_rec *rd = &sh->r[i];
-        if (rd->clock && rd->unit == g && rd->lo == lo && rd->hi == hi) {
-            slot = i;
-            break;
+        if ((rd->unit == g && rd->lo == lo && rd->hi == hi) || vc[rd->unit] >= rd->clock) {
+            *rd = me; /* the same reader again, or one ordered before this read */
+            return;
         }
-        if (slot < 0 && (!rd->clock || vc[rd->unit] >= rd->clock))
-            slot = i;
     }
-    if (slot < 0) /* more concurrent readers than we track: forget the oldest */
-        slot = 0;
-    sh->r[slot] = me;
+    if (sh->nr < SHADOW_READS)
+        sh->r[sh->nr++] = me;
+    else /* more concurrent readers than we track: forget the oldest */
+        sh->r[0] = me;
+}
+
+/* Sticks [s0, s1) of one block, bytes [lo, hi) of the space. */
+static void access_block(sim *s, sim_race *r, block *b, shadow *sticks, uint64_t bstart, uint64_t s0, uint64_t s1,
+                         int g, const uint32_t *vc, long index, uint64_t lo, uint64_t hi, int is_write, int space)
+{
+    const uint64_t sb = s->cfg.stick_bytes;
+    if (b->gen != r->gen) {
+        memset(b, 0, sizeof *b);
+        b->gen = r->gen;
+        b->uniform = 1;
+    }
+    uint64_t blo = bstart * sb, bhi = (bstart + BLOCK_STICKS) * sb;
+    int full = lo <= blo && hi >= bhi;
+    if (b->uniform && full) {
+        access_stick(s, &b->sum, g, vc, index, 0, (unsigned)sb, is_write, space, blo);
+        return;
+    }
+    if (b->uniform) {
+        for (int i = 0; i < BLOCK_STICKS; i++)
+            sticks[i] = b->sum;
+        b->uniform = 0;
+    }
+    for (uint64_t st = s0; st < s1; st++) {
+        uint64_t a = st * sb;
+        unsigned l = lo > a ? (unsigned)(lo - a) : 0;
+        unsigned h = hi < a + sb ? (unsigned)(hi - a) : (unsigned)sb;
+        access_stick(s, &sticks[st - bstart], g, vc, index, l, h, is_write, space, a);
+    }
+    if (full) { /* a whole-block access often leaves every stick alike again */
+        for (int i = 1; i < BLOCK_STICKS; i++)
+            if (memcmp(&sticks[i], &sticks[0], sizeof sticks[0]))
+                return;
+        b->sum = sticks[0];
+        b->uniform = 1;
+    }
+}
+
+static space_shadow *shadow_of(sim_race *r, size_t sticks, space_shadow *sp)
+{
+    if (!sp->blocks) {
+        sp->blocks = xcalloc(sticks / BLOCK_STICKS, sizeof *sp->blocks);
+        sp->sticks = xcalloc(sticks, sizeof *sp->sticks);
+    }
+    (void)r;
+    return sp;
 }
 
 void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t lo, uint64_t hi, int is_write)
@@ -238,21 +303,22 @@ void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t
     const uint64_t sb = s->cfg.stick_bytes;
     int g = gid(c, u);
     const uint32_t *vc = clock_of(r, g);
-    for (uint64_t st = lo / sb; st * sb < hi; st++) {
-        shadow *sh;
+    uint64_t st = lo / sb, end = (hi + sb - 1) / sb;
+    while (st < end) {
+        space_shadow *sp;
+        uint64_t base; /* first stick of the shadow's range */
         if (space >= 0) {
-            if (!r->lx[space])
-                r->lx[space] = xcalloc(s->cfg.lx_bytes / sb, sizeof(shadow));
-            sh = &r->lx[space][st];
+            sp = shadow_of(r, s->cfg.lx_bytes / sb, &r->lx[space]);
+            base = 0;
         } else {
             uint64_t page = st / r->sticks_per_page;
-            if (!r->dram[page])
-                r->dram[page] = xcalloc(r->sticks_per_page, sizeof(shadow));
-            sh = &r->dram[page][st % r->sticks_per_page];
+            sp = shadow_of(r, r->sticks_per_page, &r->dram[page]);
+            base = page * r->sticks_per_page;
         }
-        uint64_t a = st * sb;
-        unsigned blo = lo > a ? (unsigned)(lo - a) : 0;
-        unsigned bhi = hi < a + sb ? (unsigned)(hi - a) : (unsigned)sb;
-        access_stick(s, sh, g, vc, index, blo, bhi, is_write, space, a);
+        uint64_t bi = (st - base) / BLOCK_STICKS, bstart = base + bi * BLOCK_STICKS;
+        uint64_t s1 = end < bstart + BLOCK_STICKS ? end : bstart + BLOCK_STICKS;
+        access_block(s, r, &sp->blocks[bi], sp->sticks + (bstart - base), bstart, st, s1, g, vc, index, lo, hi,
+                     is_write, space);
+        st = s1;
     }
 }
