@@ -6,7 +6,6 @@
 #include "isa.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 #define F32_FRAC_BITS 23
@@ -19,62 +18,54 @@
 #define F32_DL16_MAX ((uint32_t)(63 - DL16_EXP_BIAS + F32_EXP_BIAS) << F32_FRAC_BITS | \
                       (uint32_t)510 << (F32_FRAC_BITS - DL16_FRAC_BITS) | (ROUND_BIT - 1))
 
+/* Branch-free so that loops over whole sticks vectorise. */
+static inline uint16_t from_bits(uint32_t u)
+{
+    uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
+    /* adding the rounding bit carries into the exponent when the fraction overflows */
+    int32_t v = (int32_t)((mag + ROUND_BIT) >> (F32_FRAC_BITS - DL16_FRAC_BITS)) -
+                ((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS);
+    v = v < 0 ? 0 : v;                                   /* below the smallest: signed zero */
+    v = mag > F32_DL16_MAX ? (int32_t)ISA_DL16_NINF : v; /* too large, infinity or NaN */
+    return (uint16_t)(sign | (uint32_t)v);
+}
+
+static inline uint32_t to_bits(uint32_t h)
+{
+    uint32_t sign = (h & 0x8000u) << 16, mag = h & 0x7fffu;
+    uint32_t u = sign | (mag + ((uint32_t)(F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS))
+                            << (F32_FRAC_BITS - DL16_FRAC_BITS);
+    u = mag == 0 ? sign : u;
+    return mag == ISA_DL16_NINF ? 0x7fc00000u : u; /* NINF reads as NaN */
+}
+
 uint16_t isa_dl16_from_f32(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t mag = u & 0x7fffffffu;
-    if (mag > F32_DL16_MAX)
-        return sign | ISA_DL16_NINF; /* too large, infinity or NaN */
-    int exp = (int)(mag >> F32_FRAC_BITS) - F32_EXP_BIAS + DL16_EXP_BIAS;
-    uint32_t frac = (mag & 0x7fffffu) + ROUND_BIT;
-    if (frac > 0x7fffffu) {
-        frac = 0;
-        exp++;
-    }
-    if (exp < 0)
-        return sign;
-    return sign | (uint16_t)(exp << DL16_FRAC_BITS) | (uint16_t)(frac >> (F32_FRAC_BITS - DL16_FRAC_BITS));
+    return from_bits(u);
 }
 
 float isa_dl16_to_f32(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t mag = h & 0x7fffu;
+    uint32_t u = to_bits(h);
     float f;
-    if (mag == 0) {
-        memcpy(&f, &sign, 4);
-        return f;
-    }
-    if (mag == ISA_DL16_NINF)
-        return NAN;
-    uint32_t exp = (mag >> DL16_FRAC_BITS) - DL16_EXP_BIAS + F32_EXP_BIAS;
-    uint32_t u = sign | exp << F32_FRAC_BITS | (mag & 0x1ffu) << (F32_FRAC_BITS - DL16_FRAC_BITS);
     memcpy(&f, &u, 4);
     return f;
 }
 
-static float to_f32_table[65536];
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-
-static void build_table(void)
-{
-    for (uint32_t i = 0; i < 65536; i++)
-        to_f32_table[i] = isa_dl16_to_f32((uint16_t)i);
-}
-
 void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
-    pthread_once(&table_once, build_table);
+    uint32_t *o = (uint32_t *)(void *)out;
     for (size_t i = 0; i < n; i++)
-        out[i] = to_f32_table[in[i]];
+        o[i] = to_bits(in[i]);
 }
 
 void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n)
 {
+    const uint32_t *u = (const uint32_t *)(const void *)in;
     for (size_t i = 0; i < n; i++)
-        out[i] = isa_dl16_from_f32(in[i]);
+        out[i] = from_bits(u[i]);
 }
 
 float isa_dl16_round(float f)

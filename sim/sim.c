@@ -6,6 +6,7 @@
 
 #include "dram.h"
 
+#include <cblas.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -188,7 +189,12 @@ int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim
                           s->cfg.cores);
     if (dram_base + p->dram_bytes > s->cfg.dram_bytes)
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "program DRAM segment does not fit device DRAM");
+    /* PT tiles are small: OpenBLAS threads cost more to wake than they
+     * save there, so the simulator's products run on this thread. */
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
     int rc = sim_engine_run(s, p);
+    openblas_set_num_threads(blas_threads);
     const sim_dram_stats *ds = sim_dram_get_stats(s->dram);
     st->dram_row_hits = ds->row_hits;
     st->dram_row_misses = ds->row_misses + ds->row_conflicts;
