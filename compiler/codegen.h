@@ -47,10 +47,18 @@ static inline int64_t cc_round_up(int64_t a, int64_t b) { return cc_ceil_div(a, 
 static inline int64_t cc_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t cc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* ---- Options ---- */
+
+/* Check the generator options against cfg and resolve them: out->cores is
+ * the number of cores to use (1..cfg->cores), out->lx_plan 0 or 1.  NULL
+ * opts are CC_GEN_OPTS_DEFAULT.  Returns 0, or -1 with a message in err. */
+int cc_resolve_opts(const sim_config *cfg, const cc_gen_opts *opts, cc_gen_opts *out, char *err, size_t errlen);
+
 /* ---- Programs ---- */
 
 /* A program for every core of cfg, with its config fields set and a copy
- * of `graph` as its graph text.  NULL (message in err) on failure. */
+ * of `graph` as its graph text (NULL: none).  NULL (message in err) on
+ * failure. */
 isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err, size_t errlen);
 /* Add a 2-D tensor (rows, cols), sticked on cols, at the next aligned DRAM
  * offset; returns its DRAM offset. */
@@ -68,6 +76,8 @@ typedef struct {
     int ntokens;        /* tokens handed out */
     int nregs;          /* registers handed out (r1..) */
     int depth;          /* open loops */
+    const char *kname;  /* open kernel (cc_kernel_begin), or NULL */
+    size_t kfirst;      /* its first instruction */
     int failed;
     char *err;
     size_t errlen;
@@ -77,6 +87,13 @@ void cc_emit_begin(cc_emit *e, const sim_config *cfg, isa_program *p, int core, 
 int cc_emit_failed(const cc_emit *e);
 /* Record an error (printf style) unless one is already recorded; returns -1. */
 int cc_emit_error(cc_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Kernels: the instructions emitted from cc_kernel_begin to cc_kernel_end
+ * form the kernel `name` (a string that lives until cc_kernel_end) of this
+ * core, recorded in the program by cc_kernel_end.  Kernels do not nest
+ * and hold at least one instruction; halt belongs to none. */
+void cc_kernel_begin(cc_emit *e, const char *name);
+void cc_kernel_end(cc_emit *e);
 
 /* LX bytes, stick-aligned, within cfg->lx_usable_bytes; returns the LX
  * offset or -1 (error recorded) when the budget is exceeded. */
@@ -108,6 +125,8 @@ void cc_emit_endl(cc_emit *e);
  * next. */
 void cc_emit_repeat(cc_emit *e, int64_t count, int unroll, void (*body)(void *ctx), void *ctx);
 void cc_emit_halt(cc_emit *e);
+/* bar: this core's units drain and every core reaches a bar. */
+void cc_emit_bar(cc_emit *e);
 void cc_emit_wait(cc_emit *e, isa_unit u, int tok);
 void cc_emit_sig(cc_emit *e, isa_unit u, int tok);
 

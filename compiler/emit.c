@@ -40,6 +40,25 @@ void cc_split(int64_t total, int64_t parts, int64_t i, int64_t *start, int64_t *
     *len = q + (i < r ? 1 : 0);
 }
 
+/* ---- Options ---- */
+
+int cc_resolve_opts(const sim_config *cfg, const cc_gen_opts *opts, cc_gen_opts *out, char *err, size_t errlen)
+{
+    *out = opts ? *opts : CC_GEN_OPTS_DEFAULT;
+    if (out->cores < 0 || out->cores > cfg->cores) {
+        snprintf(err, errlen, "option cores=%d out of range [0, %d] (0: every core of %s)", out->cores, cfg->cores,
+                 cfg->name);
+        return -1;
+    }
+    if (out->lx_plan != 0 && out->lx_plan != 1) {
+        snprintf(err, errlen, "option lx_plan=%d is neither 0 (intermediates in DRAM) nor 1 (in LX)", out->lx_plan);
+        return -1;
+    }
+    if (out->cores == 0)
+        out->cores = cfg->cores;
+    return 0;
+}
+
 /* ---- Programs ---- */
 
 isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err, size_t errlen)
@@ -57,6 +76,8 @@ isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err,
     snprintf(p->config, sizeof p->config, "%s", cfg->name);
     p->lx_bytes = cfg->lx_bytes;
     p->stick_bytes = cfg->stick_bytes;
+    if (!graph)
+        return p;
     p->graph = malloc(strlen(graph) + 1);
     if (!p->graph) {
         isa_program_free(p);
@@ -109,6 +130,29 @@ int cc_emit_error(cc_emit *e, const char *fmt, ...)
         va_end(ap);
     }
     return -1;
+}
+
+void cc_kernel_begin(cc_emit *e, const char *name)
+{
+    if (e->kname) {
+        cc_emit_error(e, "kernel %s begins inside kernel %s", name, e->kname);
+        return;
+    }
+    e->kname = name;
+    e->kfirst = e->s->n;
+}
+
+void cc_kernel_end(cc_emit *e)
+{
+    if (!e->kname) {
+        cc_emit_error(e, "kernel end without a kernel");
+        return;
+    }
+    if (e->s->n == e->kfirst)
+        cc_emit_error(e, "kernel %s has no instructions", e->kname);
+    if (!e->failed)
+        isa_program_add_kernel(e->prog, e->kname, e->core, (long)e->kfirst, (long)e->s->n - 1);
+    e->kname = NULL;
 }
 
 int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
@@ -218,8 +262,19 @@ void cc_emit_halt(cc_emit *e)
 {
     if (e->depth)
         cc_emit_error(e, "halt inside %d open loop(s)", e->depth);
+    if (e->kname)
+        cc_emit_error(e, "halt inside kernel %s", e->kname);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_HALT);
+    cc_push(e, &in);
+}
+
+void cc_emit_bar(cc_emit *e)
+{
+    if (e->depth)
+        cc_emit_error(e, "bar inside %d open loop(s)", e->depth);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_BAR);
     cc_push(e, &in);
 }
 

@@ -1,4 +1,5 @@
-/* gen_gemm.c: C (M, N) = A (M, K) @ B (K, N) on every core of the chip.
+/* gen_gemm.c: C (M, N) = A (M, K) @ B (K, N) on the cores of the chip (at
+ * most cc_gen_opts.cores of them), as one kernel "gemm" per working core.
  *
  * Work division: the output is cut into a gm x gn grid of core tiles, M in
  * rows and N in whole sticks (uneven edges allowed); a cost model picks
@@ -54,6 +55,7 @@ typedef struct {
     int64_t M, N, K;
     int64_t GN;             /* sticks along N */
     uint64_t budget;        /* LX bytes per core */
+    int64_t cores;          /* cores it may use */
     uint64_t a_dram, b_dram, c_dram;
 } gemm_ctx;
 
@@ -224,7 +226,7 @@ static int plan_tile(const gemm_ctx *g, int64_t mt, int64_t ns, tile_plan *out)
  * to fewer DRAM bytes over the chip, then to fewer cores. */
 static int choose_grid(const gemm_ctx *g, int64_t *gm_out, int64_t *gn_out)
 {
-    int64_t cores = g->t->cfg->cores;
+    int64_t cores = g->cores;
     double best_cycles = DBL_MAX, pick_cycles = 0, pick_bytes = 0;
     int64_t pick_cores = 0;
     for (int pass = 0; pass < 2; pass++)
@@ -461,6 +463,7 @@ static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, in
     if (cc_emit_failed(e))
         return -1;
 
+    cc_kernel_begin(e, "gemm");
     /* Prologue: every buffer starts empty. */
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < gc.nc; c++) {
@@ -487,12 +490,25 @@ static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, in
             cc_emit_wait(e, ISA_U_DMAI, gc.empty[s][c]);
             cc_emit_wait(e, c ? ISA_U_PT1 : ISA_U_PT0, gc.cempty[s][c]);
         }
+    cc_kernel_end(e);
     cc_emit_halt(e);
     return cc_emit_failed(e) ? -1 : 0;
 }
 
 isa_program *cc_gen_gemm(const sim_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen)
 {
+    return cc_gen_gemm_opts(cfg, M, N, K, NULL, err, errlen);
+}
+
+isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
+                              char *err, size_t errlen)
+{
+    cc_gen_opts o;
+    char why[200];
+    if (cc_resolve_opts(cfg, opts, &o, why, sizeof why)) {
+        snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": %s", M, N, K, why);
+        return NULL;
+    }
     if (M <= 0 || N <= 0 || K <= 0) {
         snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": every dimension must be positive", M, N, K);
         return NULL;
@@ -514,6 +530,7 @@ isa_program *cc_gen_gemm(const sim_config *cfg, int64_t M, int64_t N, int64_t K,
     g.K = K;
     g.GN = cc_ceil_div(N, t.lanes16);
     g.budget = cfg->lx_usable_bytes;
+    g.cores = o.cores;
     double dram = ((double)M * (double)cc_ceil_div(K, t.lanes16) + (double)K * (double)g.GN + (double)M * (double)g.GN) *
                   (double)sb;
     if (dram > (double)cfg->dram_bytes || dram >= (double)(1ull << 40)) {

@@ -1,10 +1,16 @@
 /* gen_softmax.c: y (rows, cols) = softmax(x, dim=-1), DL16 throughout.
  *
- * Work division: rows split across the cores (uneven allowed; a core with
- * no rows only halts).  A core walks its rows in chunks of R rows that are
- * loaded into two alternating LX slots (G groups of R sticks, G = sticks
- * per row) and computed in place; corelet 0 takes rows [0, h0) of a chunk
- * and corelet 1 rows [h0, R).  Per half-chunk, on its SFP unit:
+ * Work division: rows split across the cores in use (uneven allowed; a core
+ * with no rows only halts, or with two kernels only joins the barrier).  A
+ * core walks its rows in chunks of R rows that are loaded into two
+ * alternating LX slots (G groups of R sticks, G = sticks per row) and
+ * computed in place; corelet 0 takes rows [0, h0) of a chunk and corelet 1
+ * rows [h0, R).  Each SFP instruction covers all of a half's rows (i1
+ * walks rows, i0 the sticks of a row); padding lanes never enter the
+ * reductions (vl), but they are not zero in y (exp(0 - max) / sum), as
+ * sticks are stored whole.
+ *
+ * lx_plan=1: one fused kernel "softmax"; per half-chunk, on its SFP unit:
  *
  *   rmax (f=lanes, vl=cols) -> mx[i]     one DL16 element per row
  *   sub  x - mx[i]  (bm=elem)            in place
@@ -12,23 +18,35 @@
  *   rsum (f=lanes, vl=cols) -> sm[i]
  *   div  x / sm[i]  (bm=elem)            in place
  *
- * each one instruction covering all the half's rows (i1 walks rows, i0 the
- * sticks of a row).  Padding lanes never enter the reductions (vl); note
- * that they are not zero in y (exp(0 - max) / sum), as sticks are stored
- * whole.
+ * lx_plan=0: every intermediate tensor goes through DRAM, as two kernels
+ * with the same chunks, slots and tokens, and a barrier between them:
  *
- * Units and tokens (slot s, corelet c):
+ *   softmax_max_exp: load x; rmax, sub, exp, rsum -> element 0 of one
+ *                    stick per row (S[slot]); store e = exp(x - max) to
+ *                    scratch "e" and the sums to scratch "rsum" (rows, 1)
+ *   bar
+ *   softmax_div:     load e and the sums; div (bm=elem, b one stick per
+ *                    row); store y
+ *
+ * Units and tokens (slot s, corelet c), the same in every kernel:
  *   dmai: wait empty[s][c]; load slot s; sig full[s][c]
- *   sfpc: wait full[s][c]; the five ops; sig done[s][c]
+ *   sfpc: wait full[s][c]; the SFP ops; sig done[s][c]
  *   dmao: wait done[s][c]; store half c; sig empty[s][c]
- * empty starts with one credit (prologue) and is drained at the end.  Full
- * chunks run in a counted loop unrolled by two (one per slot), with the
- * DRAM addresses in registers advanced by addi. */
+ * empty starts with one credit (a kernel's prologue) and is drained at the
+ * kernel's end.  Full chunks run in a counted loop unrolled by two (one
+ * per slot), with the DRAM addresses in registers advanced by addi. */
 #include "codegen.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+enum { SM_FUSED, SM_MAX_EXP, SM_DIV };
+
+/* DRAM offsets of the tensors (e and rsum only without LX planning). */
+typedef struct {
+    uint64_t x, y, e, rsum;
+} sm_dram;
 
 typedef struct {
     cc_emit e;
@@ -36,25 +54,31 @@ typedef struct {
     int64_t rows, cols, G;     /* tensor shape, sticks per row */
     int64_t R, h0;             /* chunk rows, corelet 1's first row */
     int nc;                    /* corelets in use */
-    int64_t X[2], mx[2], sm[2];
+    int phase;                 /* kernel being emitted, SM_* */
+    int64_t X[2], S[2];        /* slots: chunk rows, row sums (lx_plan=0) */
+    int64_t mx[2], sm[2];      /* per corelet: row maxima, row sums (fused) */
     int full[2][2], done[2][2], empty[2][2];
-    int rX, rY;
+    int rIn, rOut, rS;         /* DRAM addresses: kernel input, output, row sums */
     int64_t chunk;
 } sm_core;
 
 #define SM_MIN_CHUNK_ROWS 16
 
-/* LX bytes for chunks of R rows: two slots and, per corelet, a DL16 max
- * and sum per row (sized for all R rows: an upper bound). */
-static uint64_t sm_lx(const cc_target *t, int64_t G, int64_t R)
+/* LX bytes for chunks of R rows.  Fused: two slots and, per corelet, a
+ * DL16 max and sum per row (sized for all R rows: an upper bound).  Two
+ * kernels: two slots with a sum stick per row, and the maxima. */
+static uint64_t sm_lx(const cc_target *t, int64_t G, int64_t R, int lx_plan)
 {
     int64_t scal = cc_round_up(R * 2, t->stick);
-    return (uint64_t)(2 * G * R * t->stick + 4 * scal);
+    if (lx_plan)
+        return (uint64_t)(2 * G * R * t->stick + 4 * scal);
+    return (uint64_t)(2 * (G + 1) * R * t->stick + 2 * scal);
 }
 
-/* The five softmax steps on nrows rows of a chunk starting at LX x, on
- * corelet c's SFP unit, in place. */
-static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows)
+/* The SFP steps of the current kernel on nrows rows of a chunk starting at
+ * LX x, on corelet c's SFP unit, in place; row i's sum is the DL16 element
+ * at sum + i * sum_stride. */
+static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows, int64_t sum, int64_t sum_stride)
 {
     cc_emit *e = &sc->e;
     const int64_t sb = sc->t->stick, R = sc->R, G = sc->G;
@@ -69,7 +93,6 @@ static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows)
     red.as0 = R * sb;
     red.n1 = nrows;
     red.as1 = sb;
-    red.ds1 = 2;
     red.vl = sc->cols;
     /* Elementwise in place over the same sticks. */
     cc_sfp_args ew = {0};
@@ -81,27 +104,33 @@ static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows)
     ew.n1 = nrows;
     ew.ds1 = ew.as1 = sb;
 
-    red.op = ISA_OP_SFP_RMAX;
-    red.d = cc_abs(sc->mx[c]);
-    cc_emit_sfp(e, &red);
-    ew.op = ISA_OP_SFP_SUB;
-    ew.bm = ISA_BM_ELEM;
-    ew.b = cc_abs(sc->mx[c]);
-    ew.bs1 = 2;
-    cc_emit_sfp(e, &ew);
-    ew.op = ISA_OP_SFP_EXP;
-    ew.bm = ISA_BM_VEC;
-    ew.b = cc_abs(0);
-    ew.bs1 = 0;
-    cc_emit_sfp(e, &ew);
-    red.op = ISA_OP_SFP_RSUM;
-    red.d = cc_abs(sc->sm[c]);
-    cc_emit_sfp(e, &red);
-    ew.op = ISA_OP_SFP_DIV;
-    ew.bm = ISA_BM_ELEM;
-    ew.b = cc_abs(sc->sm[c]);
-    ew.bs1 = 2;
-    cc_emit_sfp(e, &ew);
+    if (sc->phase != SM_DIV) {
+        red.op = ISA_OP_SFP_RMAX;
+        red.d = cc_abs(sc->mx[c]);
+        red.ds1 = 2;
+        cc_emit_sfp(e, &red);
+        ew.op = ISA_OP_SFP_SUB;
+        ew.bm = ISA_BM_ELEM;
+        ew.b = cc_abs(sc->mx[c]);
+        ew.bs1 = 2;
+        cc_emit_sfp(e, &ew);
+        ew.op = ISA_OP_SFP_EXP;
+        ew.bm = ISA_BM_VEC;
+        ew.b = cc_abs(0);
+        ew.bs1 = 0;
+        cc_emit_sfp(e, &ew);
+        red.op = ISA_OP_SFP_RSUM;
+        red.d = cc_abs(sum);
+        red.ds1 = sum_stride;
+        cc_emit_sfp(e, &red);
+    }
+    if (sc->phase != SM_MAX_EXP) {
+        ew.op = ISA_OP_SFP_DIV;
+        ew.bm = ISA_BM_ELEM;
+        ew.b = cc_abs(sum);
+        ew.bs1 = sum_stride;
+        cc_emit_sfp(e, &ew);
+    }
 }
 
 static void emit_chunk(sm_core *sc, int64_t r)
@@ -116,16 +145,25 @@ static void emit_chunk(sm_core *sc, int64_t r)
     for (int c = 0; c < sc->nc; c++)
         cc_emit_wait(e, ISA_U_DMAI, sc->empty[s][c]);
     cc_dma_shape ld = cc_dma_groups(r, G, R * sb, sc->rows * sb);
-    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->X[s]), cc_reg(sc->rX, 0), &ld);
-    cc_emit_addi(e, sc->rX, R * sb);
+    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->X[s]), cc_reg(sc->rIn, 0), &ld);
+    cc_emit_addi(e, sc->rIn, R * sb);
+    if (sc->phase == SM_DIV) {
+        cc_dma_shape sums = cc_dma_groups(r, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->S[s]), cc_reg(sc->rS, 0), &sums);
+        cc_emit_addi(e, sc->rS, R * sb);
+    }
     for (int c = 0; c < sc->nc; c++)
         cc_emit_sig(e, ISA_U_DMAI, sc->full[s][c]);
 
     for (int c = 0; c < sc->nc; c++) {
         isa_unit u = c ? ISA_U_SFP1 : ISA_U_SFP0;
         cc_emit_wait(e, u, sc->full[s][c]);
-        if (n[c] > 0)
-            emit_rows(sc, c, sc->X[s] + off[c] * sb, n[c]);
+        if (n[c] > 0) {
+            if (sc->phase == SM_FUSED)
+                emit_rows(sc, c, sc->X[s] + off[c] * sb, n[c], sc->sm[c], 2);
+            else
+                emit_rows(sc, c, sc->X[s] + off[c] * sb, n[c], sc->S[s] + off[c] * sb, sb);
+        }
         cc_emit_sig(e, u, sc->done[s][c]);
     }
 
@@ -133,11 +171,17 @@ static void emit_chunk(sm_core *sc, int64_t r)
         cc_emit_wait(e, ISA_U_DMAO, sc->done[s][c]);
         if (n[c] > 0) {
             cc_dma_shape st = cc_dma_groups(n[c], G, sc->rows * sb, R * sb);
-            cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rY, off[c] * sb), cc_abs(sc->X[s] + off[c] * sb), &st);
+            cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rOut, off[c] * sb), cc_abs(sc->X[s] + off[c] * sb), &st);
+            if (sc->phase == SM_MAX_EXP) {
+                cc_dma_shape sums = cc_dma_groups(n[c], 1, 0, 0);
+                cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rS, off[c] * sb), cc_abs(sc->S[s] + off[c] * sb), &sums);
+            }
         }
         cc_emit_sig(e, ISA_U_DMAO, sc->empty[s][c]);
     }
-    cc_emit_addi(e, sc->rY, R * sb);
+    cc_emit_addi(e, sc->rOut, R * sb);
+    if (sc->phase == SM_MAX_EXP)
+        cc_emit_addi(e, sc->rS, R * sb);
 }
 
 static void full_chunk(void *ctx)
@@ -146,14 +190,46 @@ static void full_chunk(void *ctx)
     emit_chunk(sc, sc->R);
 }
 
-static int emit_core(const cc_target *t, isa_program *p, int core, int64_t rows, int64_t cols, uint64_t x_dram,
-                     uint64_t y_dram, int64_t r0, int64_t rt, char *err, size_t errlen)
+/* One kernel over the core's rows [r0, r0 + rt): from input tensor `in`
+ * to output tensor `out` (sums: the rsum tensor, when the kernel uses it). */
+static void emit_kernel(sm_core *sc, const char *name, int phase, uint64_t in, uint64_t out, uint64_t sums,
+                        int64_t r0, int64_t rt)
+{
+    cc_emit *e = &sc->e;
+    const int64_t sb = sc->t->stick;
+    sc->phase = phase;
+    sc->chunk = 0;
+    cc_kernel_begin(e, name);
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < sc->nc; c++)
+            cc_emit_sig(e, ISA_U_DMAI, sc->empty[s][c]);
+    cc_emit_li(e, sc->rIn, (int64_t)in + r0 * sb);
+    cc_emit_li(e, sc->rOut, (int64_t)out + r0 * sb);
+    if (phase != SM_FUSED)
+        cc_emit_li(e, sc->rS, (int64_t)sums + r0 * sb);
+    int64_t rest = rt % sc->R;
+    cc_emit_repeat(e, rt / sc->R, 2, full_chunk, sc);
+    if (rest)
+        emit_chunk(sc, rest);
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < sc->nc; c++)
+            cc_emit_wait(e, ISA_U_DMAI, sc->empty[s][c]);
+    /* The next kernel reads what every core of this one wrote. */
+    if (phase == SM_MAX_EXP)
+        cc_emit_bar(e);
+    cc_kernel_end(e);
+}
+
+static int emit_core(const cc_target *t, isa_program *p, int core, int lx_plan, int64_t rows, int64_t cols,
+                     const sm_dram *dram, int64_t r0, int64_t rt, char *err, size_t errlen)
 {
     sm_core sc;
     memset(&sc, 0, sizeof sc);
     cc_emit *e = &sc.e;
     cc_emit_begin(e, t->cfg, p, core, err, errlen);
     if (rt == 0) {
+        if (!lx_plan) /* every core takes part in the barrier between the kernels */
+            cc_emit_bar(e);
         cc_emit_halt(e);
         return cc_emit_failed(e) ? -1 : 0;
     }
@@ -167,12 +243,12 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int64_t rows,
     int64_t lo = 1, hi = cc_min(rt, 65535);
     while (lo < hi) {
         int64_t mid = (lo + hi + 1) / 2;
-        if (sm_lx(t, sc.G, mid) <= t->cfg->lx_usable_bytes)
+        if (sm_lx(t, sc.G, mid, lx_plan) <= t->cfg->lx_usable_bytes)
             lo = mid;
         else
             hi = mid - 1;
     }
-    if (sm_lx(t, sc.G, lo) > t->cfg->lx_usable_bytes)
+    if (sm_lx(t, sc.G, lo, lx_plan) > t->cfg->lx_usable_bytes)
         return cc_emit_error(e, "softmax rows of %" PRId64 " columns do not fit %llu bytes of LX", cols,
                              (unsigned long long)t->cfg->lx_usable_bytes);
     int64_t R = cc_min(lo, cc_max(cc_ceil_div(rt, 4), cc_min(rt, SM_MIN_CHUNK_ROWS)));
@@ -180,11 +256,15 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int64_t rows,
     sc.nc = R >= 2 && t->corelets >= 2 ? 2 : 1;
     sc.h0 = sc.nc == 2 ? cc_ceil_div(R, 2) : R;
 
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < 2; s++) {
         sc.X[s] = cc_lx_alloc(e, sc.G * R * t->stick, "softmax chunk");
+        if (!lx_plan)
+            sc.S[s] = cc_lx_alloc(e, R * t->stick, "softmax row sums");
+    }
     for (int c = 0; c < 2; c++) {
         sc.mx[c] = cc_lx_alloc(e, sc.h0 * 2, "softmax row max");
-        sc.sm[c] = cc_lx_alloc(e, sc.h0 * 2, "softmax row sum");
+        if (lx_plan)
+            sc.sm[c] = cc_lx_alloc(e, sc.h0 * 2, "softmax row sum");
     }
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < sc.nc; c++) {
@@ -192,29 +272,37 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int64_t rows,
             sc.done[s][c] = cc_tok_alloc(e, "softmax done");
             sc.empty[s][c] = cc_tok_alloc(e, "softmax empty");
         }
-    sc.rX = cc_reg_alloc(e);
-    sc.rY = cc_reg_alloc(e);
+    sc.rIn = cc_reg_alloc(e);
+    sc.rOut = cc_reg_alloc(e);
+    if (!lx_plan)
+        sc.rS = cc_reg_alloc(e);
     if (cc_emit_failed(e))
         return -1;
 
-    for (int s = 0; s < 2; s++)
-        for (int c = 0; c < sc.nc; c++)
-            cc_emit_sig(e, ISA_U_DMAI, sc.empty[s][c]);
-    cc_emit_li(e, sc.rX, (int64_t)x_dram + r0 * t->stick);
-    cc_emit_li(e, sc.rY, (int64_t)y_dram + r0 * t->stick);
-    int64_t rest = rt % R;
-    cc_emit_repeat(e, rt / R, 2, full_chunk, &sc);
-    if (rest)
-        emit_chunk(&sc, rest);
-    for (int s = 0; s < 2; s++)
-        for (int c = 0; c < sc.nc; c++)
-            cc_emit_wait(e, ISA_U_DMAI, sc.empty[s][c]);
+    if (lx_plan) {
+        emit_kernel(&sc, "softmax", SM_FUSED, dram->x, dram->y, 0, r0, rt);
+    } else {
+        emit_kernel(&sc, "softmax_max_exp", SM_MAX_EXP, dram->x, dram->e, dram->rsum, r0, rt);
+        emit_kernel(&sc, "softmax_div", SM_DIV, dram->e, dram->y, dram->rsum, r0, rt);
+    }
     cc_emit_halt(e);
     return cc_emit_failed(e) ? -1 : 0;
 }
 
 isa_program *cc_gen_softmax(const sim_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen)
 {
+    return cc_gen_softmax_opts(cfg, rows, cols, NULL, err, errlen);
+}
+
+isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
+                                 char *err, size_t errlen)
+{
+    cc_gen_opts o;
+    char why[256] = "";
+    if (cc_resolve_opts(cfg, opts, &o, why, sizeof why)) {
+        snprintf(err, errlen, "softmax %" PRId64 "x%" PRId64 ": %s", rows, cols, why);
+        return NULL;
+    }
     if (rows <= 0 || cols <= 0) {
         snprintf(err, errlen, "softmax %" PRId64 "x%" PRId64 ": both dimensions must be positive", rows, cols);
         return NULL;
@@ -231,13 +319,15 @@ isa_program *cc_gen_softmax(const sim_config *cfg, int64_t rows, int64_t cols, c
                  cols, max_rows, max_cols);
         return NULL;
     }
-    double dram = 2.0 * (double)rows * (double)G * (double)t.stick;
+    /* x and y; without LX planning also e and the row sums. */
+    double dram = (o.lx_plan ? 2.0 : 3.0) * (double)rows * (double)G * (double)t.stick +
+                  (o.lx_plan ? 0.0 : (double)rows * (double)t.stick);
     if (dram > (double)cfg->dram_bytes) {
         snprintf(err, errlen, "softmax %" PRId64 "x%" PRId64 ": tensors need %.0f bytes of DRAM, more than %s has", rows,
                  cols, dram, cfg->name);
         return NULL;
     }
-    if (sm_lx(&t, G, 1) > cfg->lx_usable_bytes) {
+    if (sm_lx(&t, G, 1, o.lx_plan) > cfg->lx_usable_bytes) {
         snprintf(err, errlen,
                  "softmax %" PRId64 "x%" PRId64 ": one row of %" PRId64 " columns does not fit %llu bytes of LX twice",
                  rows, cols, cols, (unsigned long long)cfg->lx_usable_bytes);
@@ -246,15 +336,19 @@ isa_program *cc_gen_softmax(const sim_config *cfg, int64_t rows, int64_t cols, c
     isa_program *p = cc_program_new(cfg, "%y = aten._softmax(%x, -1, False)\n", err, errlen);
     if (!p)
         return NULL;
-    uint64_t x = cc_program_add_2d(p, cfg, "x", ISA_ROLE_INPUT, rows, cols);
-    uint64_t y = cc_program_add_2d(p, cfg, "y", ISA_ROLE_OUTPUT, rows, cols);
-    int64_t used = cc_min(rows, cfg->cores);
+    sm_dram dram_at = {0};
+    dram_at.x = cc_program_add_2d(p, cfg, "x", ISA_ROLE_INPUT, rows, cols);
+    dram_at.y = cc_program_add_2d(p, cfg, "y", ISA_ROLE_OUTPUT, rows, cols);
+    if (!o.lx_plan) {
+        dram_at.e = cc_program_add_2d(p, cfg, "e", ISA_ROLE_SCRATCH, rows, cols);
+        dram_at.rsum = cc_program_add_2d(p, cfg, "rsum", ISA_ROLE_SCRATCH, rows, 1);
+    }
+    int64_t used = cc_min(rows, o.cores);
     for (int core = 0; core < cfg->cores; core++) {
         int64_t r0 = 0, rt = 0;
         if (core < used)
             cc_split(rows, used, core, &r0, &rt);
-        char why[256] = "";
-        if (emit_core(&t, p, core, rows, cols, x, y, r0, rt, why, sizeof why)) {
+        if (emit_core(&t, p, core, o.lx_plan, rows, cols, &dram_at, r0, rt, why, sizeof why)) {
             snprintf(err, errlen, "softmax %" PRId64 "x%" PRId64 ": %s", rows, cols, why);
             isa_program_free(p);
             return NULL;

@@ -5,6 +5,10 @@
  *   leading whitespace are ignored
  *   .config NAME [ncores=N] [lx=BYTES] [stick=BYTES]
  *   .core N                   following instructions go to core N
+ *   .kernel NAME              the next instructions of this .core block
+ *                             form kernel NAME, up to the next .kernel,
+ *                             .endkernel or the end of the block
+ *   .endkernel                end the open kernel here
  *   .tensor NAME ROLE HOSTDTYPE DIMS [dev=dl16|f32] [at=OFFSET]
  *           [stick=DIM] [bytes=BYTES] [const=OFFSET]
  *   .dram BYTES               size of the program's DRAM segment
@@ -13,8 +17,8 @@
  *   MNEMONIC NAME=VALUE ...   one instruction (isa_parse_insn)
  *
  * The disassembler prints directives first, then each non-empty core, with
- * loop bodies indented, so that assembling its output gives the program
- * back.  docs/isa.md describes the syntax for users. */
+ * loop bodies indented and .kernel / .endkernel around each kernel's
+ * instructions, so that assembling its output gives the program back.  docs/isa.md describes the syntax for users. */
 #include "isa.h"
 
 #include <ctype.h>
@@ -100,6 +104,11 @@ typedef struct {
     int *tensor_line;      /* line of each .tensor, for late errors */
     strbuf consts, graph;
     int have_graph;
+    /* the open .kernel of the current .core block, if any */
+    int kernel_open;
+    char kernel_name[ISA_NAME_MAX];
+    size_t kernel_first;   /* its first instruction */
+    int kernel_line;
 } assembler;
 
 static int fail(assembler *a, const char *fmt, ...)
@@ -216,10 +225,53 @@ static int dir_config(assembler *a, char **tok, int n)
     return 0;
 }
 
+/* End the open kernel, if any, after the last instruction of its core. */
+static int close_kernel(assembler *a)
+{
+    if (!a->kernel_open)
+        return 0;
+    a->kernel_open = 0;
+    size_t n = a->p->cores[a->core].n;
+    if (n == a->kernel_first) {
+        a->line = a->kernel_line;
+        return fail(a, ".kernel %s has no instructions", a->kernel_name);
+    }
+    isa_program_add_kernel(a->p, a->kernel_name, a->core, (long)a->kernel_first, (long)n - 1);
+    return 0;
+}
+
+static int dir_kernel(assembler *a, char **tok, int n)
+{
+    if (n != 2)
+        return fail(a, "expected .kernel NAME");
+    if (a->core < 0)
+        return fail(a, ".kernel outside a core: put '.core N' before it");
+    if (strlen(tok[1]) >= ISA_NAME_MAX)
+        return fail(a, ".kernel: name '%s' longer than %d characters", tok[1], ISA_NAME_MAX - 1);
+    if (close_kernel(a))
+        return -1;
+    a->kernel_open = 1;
+    snprintf(a->kernel_name, sizeof a->kernel_name, "%s", tok[1]);
+    a->kernel_first = a->p->cores[a->core].n;
+    a->kernel_line = a->line;
+    return 0;
+}
+
+static int dir_endkernel(assembler *a, int n)
+{
+    if (n != 1)
+        return fail(a, "expected .endkernel alone");
+    if (!a->kernel_open)
+        return fail(a, ".endkernel without an open .kernel");
+    return close_kernel(a);
+}
+
 static int dir_core(assembler *a, char **tok, int n)
 {
     if (n != 2)
         return fail(a, "expected .core N");
+    if (close_kernel(a))
+        return -1;
     isa_program *p = program(a);
     uint64_t c;
     if (parse_u64(tok[1], &c))
@@ -411,7 +463,12 @@ static int directive(assembler *a, char *line)
         return dir_dram(a, tok, n);
     if (strcmp(tok[0], ".const") == 0)
         return dir_const(a, tok, n);
-    return fail(a, "unknown directive '%s' (.config .core .tensor .dram .const .graph)", tok[0]);
+    if (strcmp(tok[0], ".kernel") == 0)
+        return dir_kernel(a, tok, n);
+    if (strcmp(tok[0], ".endkernel") == 0)
+        return dir_endkernel(a, n);
+    return fail(a, "unknown directive '%s' (.config .core .kernel .endkernel .tensor .dram .const .graph)",
+                tok[0]);
 }
 
 static int instruction(assembler *a, const char *line)
@@ -433,6 +490,8 @@ static int instruction(assembler *a, const char *line)
  * may overlap in DRAM (a compiler may alias scratch space). */
 static int finish(assembler *a)
 {
+    if (close_kernel(a))
+        return -1;
     isa_program *p = program(a);
     uint64_t need = 0;
     for (size_t i = 0; i < p->ntensors; i++) {
@@ -541,6 +600,49 @@ static const char *name_of(const char *const *names, int v)
     return "?";
 }
 
+/* Can a kernel name be written as the token of `.kernel NAME`? */
+static int printable_name(const char *name)
+{
+    size_t n = strnlen(name, ISA_NAME_MAX);
+    if (n == 0 || n == ISA_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)name[i]) || name[i] == '#' || name[i] == ';')
+            return 0;
+    return 1;
+}
+
+/* Core c's kernels that the text can express, in stream order: in range,
+ * printable and clear of the one before; returns how many, their indices
+ * in idx.  Every other kernel of c is noted as a comment. */
+static size_t core_kernels(strbuf *s, const isa_program *p, int c, size_t *idx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nkernels; i++)
+        if (p->kernels[i].core == c) {
+            size_t j = n++;
+            for (; j > 0 && p->kernels[idx[j - 1]].first > p->kernels[i].first; j--)
+                idx[j] = idx[j - 1];
+            idx[j] = i;
+        }
+    size_t kept = 0;
+    long end = -1;
+    for (size_t j = 0; j < n; j++) {
+        const isa_kernel *k = &p->kernels[idx[j]];
+        if (k->first > end && k->first <= k->last && (unsigned long)k->last < p->cores[c].n &&
+            printable_name(k->name)) {
+            idx[kept++] = idx[j];
+            end = k->last;
+        } else {
+            sb_printf(s,
+                      "# kernel %zu [%ld, %ld] cannot be written as .kernel (overlapping, outside the stream, "
+                      "or an unprintable name)\n",
+                      idx[j], k->first, k->last);
+        }
+    }
+    return kept;
+}
+
 char *isa_disassemble(const isa_program *p)
 {
     strbuf s = {0};
@@ -580,21 +682,48 @@ char *isa_disassemble(const isa_program *p)
         sb_printf(&s, "\n");
         g += len + (g[len] == '\n');
     }
+    size_t *kidx = malloc((p->nkernels ? p->nkernels : 1) * sizeof *kidx);
+    if (!kidx) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
     for (int c = 0; c < p->ncores; c++) {
         const isa_stream *st = &p->cores[c];
         if (!st->n)
             continue;
         sb_printf(&s, ".core %d\n", c);
+        size_t nk = core_kernels(&s, p, c, kidx), next = 0;
+        const isa_kernel *open = NULL;
         int depth = 0;
         for (size_t i = 0; i < st->n; i++) {
             char text[1024];
+            const isa_kernel *k = next < nk ? &p->kernels[kidx[next]] : NULL;
+            if (k && (size_t)k->first == i) {
+                sb_printf(&s, ".kernel %s\n", k->name);
+                open = k;
+                next++;
+            }
             if (st->insns[i].op == ISA_OP_ENDL && depth > 0)
                 depth--;
             isa_format_insn(&st->insns[i], text, sizeof text);
             sb_printf(&s, "%*s%s\n", depth * ASM_INDENT, "", text);
             if (st->insns[i].op == ISA_OP_LOOP)
                 depth++;
+            /* A kernel that ends before the block and the next kernel. */
+            if (open && (size_t)open->last == i) {
+                k = next < nk ? &p->kernels[kidx[next]] : NULL;
+                if (i + 1 < st->n && !(k && (size_t)k->first == i + 1))
+                    sb_printf(&s, ".endkernel\n");
+                open = NULL;
+            }
         }
     }
+    for (size_t i = 0; i < p->nkernels; i++) {
+        const isa_kernel *k = &p->kernels[i];
+        if (k->core < 0 || k->core >= p->ncores || !p->cores[k->core].n)
+            sb_printf(&s, "# kernel %zu [%ld, %ld] is on core %d, which has no instructions\n", i, k->first, k->last,
+                      k->core);
+    }
+    free(kidx);
     return s.buf;
 }

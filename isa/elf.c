@@ -5,6 +5,9 @@
  *                   instruction (isa_encode); only cores with instructions
  *   .spyre.tensors  SHT_PROGBITS: the tensor table, one TR_SIZE-byte
  *                   little-endian record per tensor (layout: TR_* below)
+ *   .spyre.kernels  SHT_PROGBITS: the kernels, one KR_SIZE-byte little-endian
+ *                   record each (layout: KR_* below); only when there are
+ *                   some (no section: no kernels)
  *   .spyre.const    SHT_PROGBITS: constant data (only when there is some)
  *   .spyre.graph    SHT_PROGBITS: the graph text (only when there is one)
  *   .note.spyre     SHT_NOTE, owner "Spyre", type NOTE_TYPE_CONFIG: the
@@ -44,6 +47,16 @@ enum {
     TR_BYTES = 144, /* u64 device bytes */
     TR_CONST = 152, /* i64 offset of its initial data in .spyre.const, or -1 */
     TR_SIZE = 160
+};
+
+/* Kernel record: byte offsets of its fields. */
+enum {
+    KR_NAME = 0,    /* ISA_NAME_MAX bytes, NUL-terminated, NUL-padded */
+    KR_CORE = 64,   /* u32 core */
+    KR_PAD = 68,    /* u32 zero */
+    KR_FIRST = 72,  /* u64 index of its first instruction in the core's stream */
+    KR_LAST = 80,   /* u64 index of its last instruction */
+    KR_SIZE = 88
 };
 
 /* Description of the configuration note: byte offsets of its fields. */
@@ -195,6 +208,40 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
     return 0;
 }
 
+/* Is kernel i of p named, inside its core's stream and clear of the
+ * kernels before it on that core? */
+static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
+{
+    const isa_kernel *k = &p->kernels[i];
+    if (!memchr(k->name, 0, sizeof k->name)) {
+        set_err(msg, len, "kernel %zu: name is not NUL-terminated", i);
+        return -1;
+    }
+    if (!k->name[0]) {
+        set_err(msg, len, "kernel %zu: empty name", i);
+        return -1;
+    }
+    if (k->core < 0 || k->core >= p->ncores) {
+        set_err(msg, len, "kernel %s: core %d out of range [0, %d)", k->name, k->core, p->ncores);
+        return -1;
+    }
+    size_t n = p->cores[k->core].n;
+    if (k->first < 0 || k->first > k->last || (unsigned long)k->last >= n) {
+        set_err(msg, len, "kernel %s: instructions [%ld, %ld] are not a range of core %d's %zu instructions",
+                k->name, k->first, k->last, k->core, n);
+        return -1;
+    }
+    for (size_t j = 0; j < i; j++) {
+        const isa_kernel *o = &p->kernels[j];
+        if (o->core == k->core && o->first <= k->last && k->first <= o->last) {
+            set_err(msg, len, "kernel %s: instructions [%ld, %ld] overlap kernel %s [%ld, %ld] on core %d", k->name,
+                    k->first, k->last, o->name, o->first, o->last, k->core);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- writing ---- */
 
 typedef struct {
@@ -273,6 +320,22 @@ static uint8_t *encode_tensors(const isa_program *p)
     return tab;
 }
 
+static uint8_t *encode_kernels(const isa_program *p)
+{
+    uint8_t *tab = calloc(p->nkernels ? p->nkernels : 1, KR_SIZE);
+    if (!tab)
+        return NULL;
+    for (size_t i = 0; i < p->nkernels; i++) {
+        const isa_kernel *k = &p->kernels[i];
+        uint8_t *r = tab + i * KR_SIZE;
+        memcpy(r + KR_NAME, k->name, strlen(k->name)); /* rest stays NUL */
+        put_le(r + KR_CORE, (uint32_t)k->core, 4);
+        put_le(r + KR_FIRST, (uint64_t)k->first, 8);
+        put_le(r + KR_LAST, (uint64_t)k->last, 8);
+    }
+    return tab;
+}
+
 /* The configuration note: header, owner padded to 4, description. */
 #define NOTE_NAME_PADDED ((sizeof NOTE_OWNER + NOTE_ALIGN - 1) / NOTE_ALIGN * NOTE_ALIGN)
 #define NOTE_BYTES (12 + NOTE_NAME_PADDED + ND_SIZE)
@@ -305,17 +368,23 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
             set_err(err, errlen, "%s: %s", path, msg);
             return -1;
         }
+    for (size_t i = 0; i < p->nkernels; i++)
+        if (check_kernel(p, i, msg, sizeof msg)) {
+            set_err(err, errlen, "%s: %s", path, msg);
+            return -1;
+        }
 
     int rc = -1, fd = -1;
     Elf *e = NULL;
     strbuf shstr = {0}, str = {0};
     uint8_t **text = calloc((size_t)p->ncores, sizeof *text);
     uint8_t *tensors = encode_tensors(p);
+    uint8_t *kernels = encode_kernels(p);
     size_t nsyms = 1 + p->ntensors + (size_t)p->ncores;
     Elf64_Sym *syms = calloc(nsyms, sizeof *syms);
     uint8_t note[NOTE_BYTES];
     encode_note(p, note);
-    if (!text || !tensors || !syms) {
+    if (!text || !tensors || !kernels || !syms) {
         set_err(err, errlen, "%s: out of memory", path);
         goto out;
     }
@@ -389,6 +458,9 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
         sym->st_value = t->dram_off;
         sym->st_size = t->bytes;
     }
+    if (p->nkernels && !add_section(e, sb_add(&shstr, ".spyre.kernels"), SHT_PROGBITS, 0, kernels,
+                                    p->nkernels * KR_SIZE, 8, ELF_T_BYTE, KR_SIZE))
+        goto elf_fail;
     if (p->nconsts && !add_section(e, sb_add(&shstr, ".spyre.const"), SHT_PROGBITS, 0, p->consts, p->nconsts, 8,
                                    ELF_T_BYTE, 0))
         goto elf_fail;
@@ -439,6 +511,7 @@ out:
             free(text[c]);
     free(text);
     free(tensors);
+    free(kernels);
     free(syms);
     free(shstr.buf);
     free(str.buf);
@@ -675,6 +748,58 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
     return 0;
 }
 
+/* The kernel records; the streams are read already, so every range can
+ * be checked against its core's stream. */
+static int parse_kernels(const reader *r, blob b, isa_program *p)
+{
+    if (b.size % KR_SIZE) {
+        rfail(r, "corrupt .spyre.kernels: %zu bytes is not a multiple of the %d-byte record", b.size, KR_SIZE);
+        return -1;
+    }
+    size_t n = b.size / KR_SIZE;
+    p->kernels = calloc(n ? n : 1, sizeof *p->kernels);
+    if (!p->kernels) {
+        rfail(r, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *rec = b.data + i * KR_SIZE;
+        isa_kernel *k = &p->kernels[i];
+        if (!memchr(rec + KR_NAME, 0, ISA_NAME_MAX)) {
+            rfail(r, "corrupt .spyre.kernels: kernel %zu: name is not NUL-terminated", i);
+            return -1;
+        }
+        memcpy(k->name, rec + KR_NAME, ISA_NAME_MAX);
+        uint64_t core = get_le(rec + KR_CORE, 4), first = get_le(rec + KR_FIRST, 8), last = get_le(rec + KR_LAST, 8);
+        if (get_le(rec + KR_PAD, 4)) {
+            rfail(r, "corrupt .spyre.kernels: kernel %s: non-zero padding", k->name);
+            return -1;
+        }
+        if (core >= (uint64_t)p->ncores) {
+            rfail(r, "corrupt .spyre.kernels: kernel %s: core %" PRIu64 " out of range [0, %d)", k->name, core,
+                  p->ncores);
+            return -1;
+        }
+        /* Beyond any stream: keeps the values representable in a long. */
+        if (first > (uint64_t)INT32_MAX || last > (uint64_t)INT32_MAX) {
+            rfail(r, "corrupt .spyre.kernels: kernel %s: instructions [%" PRIu64 ", %" PRIu64
+                     "] are not a range of core %" PRIu64 "'s %zu instructions",
+                  k->name, first, last, core, p->cores[core].n);
+            return -1;
+        }
+        k->core = (int)core;
+        k->first = (long)first;
+        k->last = (long)last;
+        p->nkernels = i + 1;
+        char msg[300];
+        if (check_kernel(p, i, msg, sizeof msg)) {
+            rfail(r, "corrupt .spyre.kernels: %s", msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ".text.core<N>" with N in decimal, no leading zeros; -1 if not such a name. */
 static long text_core(const char *name)
 {
@@ -713,10 +838,10 @@ static int parse_text(const reader *r, blob b, int core, isa_program *p)
 }
 
 /* Sections the reader knows, by name. */
-enum { S_TENSORS, S_CONST, S_GRAPH, S_NOTE, S_NKNOWN };
-static const char *const known_names[S_NKNOWN] = {".spyre.tensors", ".spyre.const", ".spyre.graph",
-                                                  ".note.spyre"};
-static const Elf64_Word known_types[S_NKNOWN] = {SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_NOTE};
+enum { S_TENSORS, S_KERNELS, S_CONST, S_GRAPH, S_NOTE, S_NKNOWN };
+static const char *const known_names[S_NKNOWN] = {".spyre.tensors", ".spyre.kernels", ".spyre.const",
+                                                  ".spyre.graph", ".note.spyre"};
+static const Elf64_Word known_types[S_NKNOWN] = {SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_NOTE};
 
 static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
 {
@@ -840,6 +965,8 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
     for (int c = 0; c < p->ncores; c++)
         if (text[c].present && parse_text(r, text[c], c, p))
             goto fail;
+    if (known[S_KERNELS].present && parse_kernels(r, known[S_KERNELS], p))
+        goto fail;
     return p;
 fail:
     isa_program_free(p);

@@ -403,6 +403,7 @@ int sim_engine_run(sim *s, const isa_program *p)
             break;
         }
     }
+    sim_pt_drain(s);
     if (!rc && !all_done(s)) {
         report_deadlock(s);
         rc = -1;

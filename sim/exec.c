@@ -78,6 +78,10 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     if ((d_dram ? check_dram : check_lx)(s, c, e, u, "d", ds) ||
         (a_dram ? check_dram : check_lx)(s, c, e, u, "a", as))
         return -1;
+    if (!d_dram)
+        sim_pt_fence(s, c->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
+    if (!a_dram)
+        sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
     sim_dma_timer dt;
     sim_dma_begin(s, &dt, tm->start);
     uint64_t bytes = 0;
@@ -130,6 +134,8 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
     if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) ||
         check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
         return -1;
+    sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
+    sim_pt_fence(s, dst->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
     const int values = s->opt.values;
     for (int64_t i1 = 0; i1 < in->n[1]; i1++)
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
@@ -175,20 +181,6 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
 
 /* ---- PT: matrix multiply on DL16 tiles with fp32 sums ---- */
 
-static float *grow(float **buf, size_t *cap, size_t n)
-{
-    if (n > *cap) {
-        free(*buf);
-        *buf = malloc(n * sizeof **buf);
-        if (!*buf) {
-            fprintf(stderr, "spyre: out of host memory\n");
-            abort();
-        }
-        *cap = n;
-    }
-    return *buf;
-}
-
 static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
@@ -226,47 +218,11 @@ static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm
     tm->end = sim_time_pt(s, tm->start, m, n, k);
     if (!s->opt.values)
         return 0;
-    float *A = grow(&s->pt_a, &s->pt_a_cap, (size_t)(m * k));
-    float *B = grow(&s->pt_b, &s->pt_b_cap, (size_t)(k * n));
-    float *C = grow(&s->pt_c, &s->pt_c_cap, (size_t)(m * n));
-    /* Gather the stick layouts into row-major fp32. */
-    for (int64_t g = 0; g < ga; g++) {
-        int64_t w = k - g * l16 < l16 ? k - g * l16 : l16;
-        const uint8_t *base = c->lx + in->a.off + g * in->as[0];
-        for (int64_t r = 0; r < m; r++)
-            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), A + r * k + g * l16, (size_t)w);
-    }
-    for (int64_t g = 0; g < gb; g++) {
-        int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
-        const uint8_t *base = c->lx + in->b.off + g * in->bs[0];
-        for (int64_t r = 0; r < k; r++)
-            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), B + r * n + g * l16, (size_t)w);
-    }
-    if (acc) {
-        for (int64_t g = 0; g < g32; g++) {
-            int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            const uint8_t *base = c->lx + in->p.off + g * in->ps;
-            for (int64_t r = 0; r < m; r++)
-                memcpy(C + r * n + g * l32, base + r * sb, (size_t)w * 4);
-        }
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
-                acc ? 1.0f : 0.0f, C, (int)n);
-    if (out32) {
-        for (int64_t g = 0; g < g32; g++) {
-            int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            uint8_t *base = c->lx + in->d.off + g * in->ds[0];
-            for (int64_t r = 0; r < m; r++)
-                memcpy(base + r * sb, C + r * n + g * l32, (size_t)w * 4);
-        }
-    } else {
-        for (int64_t g = 0; g < gb; g++) {
-            int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
-            uint8_t *base = c->lx + in->d.off + g * in->ds[0];
-            for (int64_t r = 0; r < m; r++)
-                isa_dl16_from_f32_n(C + r * n + g * l16, (uint16_t *)(base + r * sb), (size_t)w);
-        }
-    }
+    const sim_lx_set ops[4] = {{in->a.off, ga, in->as[0], m * sb},
+                               {in->b.off, gb, in->bs[0], k * sb},
+                               {in->p.off, acc ? g32 : 0, in->ps, m * sb},
+                               {in->d.off, gd, in->ds[0], m * sb}};
+    sim_pt_submit(s, c->id, in, ops);
     return 0;
 }
 
@@ -358,37 +314,34 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     const int lane_reduce = reduce && (in->flags & ISA_F_LANES);
     /* Checks: a is always sticks; d sticks (or elements for a lane
      * reduction, or the other type for cvt); b per its mode. */
+    const int has_b = is_binary(op) && in->bm != ISA_BM_IMM;
+    /* cvt writes the same lanes in the other type: half or twice a stick */
+    const int64_t dunit_w = reduce ? (lane_reduce ? esz : sb) : op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
+    const int64_t bunit = in->bm == ISA_BM_ELEM ? esz : sb;
     span as = extent(in->a.off, 2, in->n, in->as, sb);
+    span dsp = reduce ? extent(in->d.off, 1, &in->n[1], &in->ds[1], dunit_w) : extent(in->d.off, 2, in->n, in->ds, dunit_w);
+    span bsp = extent(in->b.off, 2, in->n, in->bs, bunit);
     if (check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) || check_lx(s, c, e, u, "a", as))
         return -1;
-    if (reduce) {
-        int64_t dunit = lane_reduce ? esz : sb;
-        if (check_align(s, c, e, u, "d", in->d.off, 1, &in->ds[1], dunit) ||
-            check_lx(s, c, e, u, "d", extent(in->d.off, 1, &in->n[1], &in->ds[1], dunit)))
-            return -1;
-    } else {
-        /* cvt writes the same lanes in the other type: half or twice a stick */
-        int64_t dunit = op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
-        int64_t dalign = dunit < sb ? dunit : sb;
-        if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, dalign) ||
-            check_lx(s, c, e, u, "d", extent(in->d.off, 2, in->n, in->ds, dunit)))
-            return -1;
-        if (is_binary(op) && in->bm != ISA_BM_IMM) {
-            int64_t bunit = in->bm == ISA_BM_ELEM ? esz : sb;
-            if (check_align(s, c, e, u, "b", in->b.off, 2, in->bs, bunit) ||
-                check_lx(s, c, e, u, "b", extent(in->b.off, 2, in->n, in->bs, bunit)))
-                return -1;
-        }
-    }
-    const int64_t dunit_w = reduce ? (lane_reduce ? esz : sb) : op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
+    if (reduce ? check_align(s, c, e, u, "d", in->d.off, 1, &in->ds[1], dunit_w)
+               : check_align(s, c, e, u, "d", in->d.off, 2, in->ds, dunit_w < sb ? dunit_w : sb))
+        return -1;
+    if (check_lx(s, c, e, u, "d", dsp))
+        return -1;
+    if (has_b && (check_align(s, c, e, u, "b", in->b.off, 2, in->bs, bunit) || check_lx(s, c, e, u, "b", bsp)))
+        return -1;
+    sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
+    if (has_b)
+        sim_pt_fence(s, c->id, (uint64_t)bsp.lo, (uint64_t)bsp.hi, 0);
+    sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
     if (s->race)
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                 uint64_t a = (uint64_t)(in->a.off + i0 * in->as[0] + i1 * in->as[1]);
                 sim_race_access(s, c, u, e->index, c->id, a, a + (uint64_t)sb, 0);
-                if (is_binary(op) && in->bm != ISA_BM_IMM) {
+                if (has_b) {
                     uint64_t b = (uint64_t)(in->b.off + i0 * in->bs[0] + i1 * in->bs[1]);
-                    sim_race_access(s, c, u, e->index, c->id, b, b + (uint64_t)(in->bm == ISA_BM_ELEM ? esz : sb), 0);
+                    sim_race_access(s, c, u, e->index, c->id, b, b + (uint64_t)bunit, 0);
                 }
                 if (!reduce || i0 == 0) {
                     uint64_t d = (uint64_t)(in->d.off + (reduce ? 0 : i0 * in->ds[0]) + i1 * in->ds[1]);

@@ -66,6 +66,7 @@ typedef struct {
 
 typedef struct sim_dram sim_dram;
 typedef struct sim_race sim_race;
+typedef struct sim_ptq sim_ptq;
 
 struct sim {
     sim_config cfg;
@@ -78,9 +79,7 @@ struct sim {
     double *link_free; /* ring links: [direction][stop] cycle each is free */
     sim_race *race;
     int race_found;
-    /* scratch for the PT unit's fp32 operands */
-    float *pt_a, *pt_b, *pt_c;
-    size_t pt_a_cap, pt_b_cap, pt_c_cap;
+    sim_ptq *ptq;      /* PT arithmetic on a worker thread */
     /* trace of the last run */
     sim_trace_rec *trace;
     size_t ntrace, trace_cap;
@@ -132,6 +131,16 @@ void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t
 void sim_race_signal(sim *s, sim_core *src, int u, sim_core *dst, int64_t tok);
 void sim_race_wait(sim *s, sim_core *c, int u, int64_t tok);
 void sim_race_barrier(sim *s);
+
+/* ptworker.c: PT products run on a worker thread in issue order; any
+ * other access to LX bytes a queued product uses waits for it first. */
+typedef struct {
+    int64_t base, count, stride, len; /* count ranges [base + i * stride, + len) */
+} sim_lx_set;
+void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]);
+void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write);
+void sim_pt_drain(sim *s);
+void sim_pt_stop(sim *s);
 
 /* trace.c: timeline recording. */
 void sim_trace_reset(sim *s);

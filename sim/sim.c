@@ -83,9 +83,7 @@ void sim_destroy(sim *s)
         for (uint64_t i = 0; i < s->npages; i++)
             free(s->pages[i]);
     free(s->pages);
-    free(s->pt_a);
-    free(s->pt_b);
-    free(s->pt_c);
+    sim_pt_stop(s);
     free(s->trace);
     free(s->bw);
     free(s->link_free);
@@ -99,6 +97,7 @@ const sim_config *sim_get_config(const sim *s) { return &s->cfg; }
 
 uint8_t *sim_lx(sim *s, int core)
 {
+    sim_pt_drain(s);
     return core >= 0 && core < s->cfg.cores ? s->cores[core].lx : NULL;
 }
 

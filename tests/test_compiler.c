@@ -1,7 +1,9 @@
-/* test_compiler.c: the kernel generators (cc_gen_gemm, cc_gen_softmax):
- * the shape of the programs they produce (streams, work division, LX and
- * token use, compactness, errors) and their results on the simulator
- * against references computed here (OpenBLAS on the DL16-rounded inputs). */
+/* test_compiler.c: the kernel generators (cc_gen_gemm, cc_gen_softmax,
+ * cc_gen_stream and their options): the shape of the programs they produce
+ * (streams, kernels, work division, LX and token use, compactness, errors)
+ * and their results on the simulator, with race and deadlock detection on,
+ * against references computed here (OpenBLAS on the DL16-rounded inputs,
+ * a C softmax, the input bytes of a copy). */
 #include <CUnit/CUnit.h>
 #include <cblas.h>
 #include <math.h>
@@ -86,9 +88,12 @@ static int64_t nonzero_padding(sim *s, const isa_program *p, const isa_tensor *t
     return bad;
 }
 
-/* Run p; on a fault print it and fail.  Returns 0 on success. */
+/* Run p with races and deadlocks reported as faults; on a fault print it
+ * and fail.  Returns 0 on success. */
 static int run(sim *s, const isa_program *p, sim_stats *st)
 {
+    sim_options opt = {1, 1, SIM_TRACE_OFF};
+    sim_set_options(s, &opt);
     sim_fault f;
     memset(&f, 0, sizeof f);
     memset(st, 0, sizeof *st);
@@ -107,8 +112,79 @@ static int has_op(const isa_stream *s, int op)
     return 0;
 }
 
-/* Every core has a stream, it ends in halt, loops are balanced, and every
- * token is signalled as often as it is waited for (counting loop trips). */
+/* Does core c do any work (an instruction for a unit, not only control)? */
+static int core_works(const isa_program *p, int c)
+{
+    const isa_stream *s = &p->cores[c];
+    for (size_t i = 0; i < s->n; i++)
+        if (isa_insn_unit(&s->insns[i]) != ISA_U_SEQ)
+            return 1;
+    return 0;
+}
+
+static int cores_working(const isa_program *p)
+{
+    int n = 0;
+    for (int c = 0; c < p->ncores; c++)
+        n += core_works(p, c);
+    return n;
+}
+
+/* The kernels of every working core cover each of its instructions but
+ * the final halt exactly once; idle cores have no kernels and only halt
+ * (after a bar when the program has one between kernels). */
+static void check_kernels(const isa_program *p)
+{
+    for (int c = 0; c < p->ncores; c++) {
+        const isa_stream *s = &p->cores[c];
+        int *cover = calloc(s->n ? s->n : 1, sizeof *cover);
+        CU_ASSERT_FATAL(cover != NULL);
+        for (size_t k = 0; k < p->nkernels; k++) {
+            const isa_kernel *kn = &p->kernels[k];
+            CU_ASSERT_FATAL(kn->core >= 0 && kn->core < p->ncores);
+            if (kn->core != c)
+                continue;
+            CU_ASSERT(kn->name[0] != 0);
+            CU_ASSERT_FATAL(kn->first >= 0 && kn->first <= kn->last && (size_t)kn->last < s->n);
+            for (long i = kn->first; i <= kn->last; i++)
+                cover[i]++;
+        }
+        if (core_works(p, c)) {
+            int64_t bad = 0;
+            for (size_t i = 0; i + 1 < s->n; i++)
+                bad += cover[i] != 1;
+            CU_ASSERT_EQUAL(bad, 0);
+            CU_ASSERT_EQUAL(cover[s->n - 1], 0); /* the halt */
+        } else {
+            for (size_t i = 0; i < s->n; i++) {
+                CU_ASSERT_EQUAL(cover[i], 0);
+                CU_ASSERT(s->insns[i].op == ISA_OP_HALT || s->insns[i].op == ISA_OP_BAR);
+            }
+        }
+        free(cover);
+    }
+}
+
+/* The names of core c's kernels in stream order, joined by spaces. */
+static void kernel_names(const isa_program *p, int c, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (long at = 0;; at++) {
+        const isa_kernel *next = NULL;
+        for (size_t k = 0; k < p->nkernels; k++)
+            if (p->kernels[k].core == c && p->kernels[k].first >= at && (!next || p->kernels[k].first < next->first))
+                next = &p->kernels[k];
+        if (!next)
+            return;
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "%s%s", n ? " " : "", next->name);
+        at = next->first;
+    }
+}
+
+/* Every core has a stream, it ends in halt, loops are balanced, every
+ * token is signalled as often as it is waited for (counting loop trips),
+ * and the kernels cover the working cores (check_kernels). */
 static void check_structure(const sim_config *cfg, const isa_program *p)
 {
     CU_ASSERT_EQUAL(p->ncores, cfg->cores);
@@ -140,6 +216,7 @@ static void check_structure(const sim_config *cfg, const isa_program *p)
             CU_ASSERT_EQUAL(bal[t], 0);
         free(bal);
     }
+    check_kernels(p);
 }
 
 static size_t max_stream(const isa_program *p)
@@ -153,16 +230,25 @@ static size_t max_stream(const isa_program *p)
 
 /* ---- GEMM ---- */
 
-static void gemm_on(const char *cfgname, int64_t M, int64_t N, int64_t K)
+/* Generate C = A @ B with opts (NULL: defaults), run it, check it against
+ * OpenBLAS; returns the number of cores that work. */
+static int gemm_on_opts(const char *cfgname, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts)
 {
     sim_config cfg;
     tu_config(cfgname, &cfg);
     char err[256] = "";
-    isa_program *p = cc_gen_gemm(&cfg, M, N, K, err, sizeof err);
+    isa_program *p = cc_gen_gemm_opts(&cfg, M, N, K, opts, err, sizeof err);
     if (!p)
         fprintf(stderr, "\n  %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     check_structure(&cfg, p);
+    int working = cores_working(p);
+    for (int c = 0; c < p->ncores; c++)
+        if (core_works(p, c)) {
+            char names[256];
+            kernel_names(p, c, names, sizeof names);
+            CU_ASSERT_STRING_EQUAL(names, "gemm");
+        }
     CU_ASSERT_STRING_EQUAL(p->graph, "%C = aten.mm(%A, %B)\n");
     const isa_tensor *ta = tensor(p, "A"), *tb = tensor(p, "B"), *tc = tensor(p, "C");
     CU_ASSERT_EQUAL(ta->role, ISA_ROLE_INPUT);
@@ -218,7 +304,10 @@ static void gemm_on(const char *cfgname, int64_t M, int64_t N, int64_t K)
     free(aa);
     free(ab);
     isa_program_free(p);
+    return working;
 }
+
+static void gemm_on(const char *cfgname, int64_t M, int64_t N, int64_t K) { gemm_on_opts(cfgname, M, N, K, NULL); }
 
 static void test_gemm_100x70x130_uneven_edges(void)
 {
@@ -335,12 +424,17 @@ static void test_budget_errors_name_the_resource(void)
 
 /* ---- softmax ---- */
 
-static void softmax_on(const char *cfgname, int64_t rows, int64_t cols)
+/* Generate y = softmax(x) with opts (NULL: defaults), check its tensors
+ * and kernels, run it and check y against a C softmax; the run's
+ * statistics go to *out (may be NULL).  Returns the number of cores that
+ * work. */
+static int softmax_on_opts(const char *cfgname, int64_t rows, int64_t cols, const cc_gen_opts *opts,
+                           sim_stats *out)
 {
     sim_config cfg;
     tu_config(cfgname, &cfg);
     char err[256] = "";
-    isa_program *p = cc_gen_softmax(&cfg, rows, cols, err, sizeof err);
+    isa_program *p = cc_gen_softmax_opts(&cfg, rows, cols, opts, err, sizeof err);
     if (!p)
         fprintf(stderr, "\n  %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -349,6 +443,21 @@ static void softmax_on(const char *cfgname, int64_t rows, int64_t cols)
     const isa_tensor *tx = tensor(p, "x"), *ty = tensor(p, "y");
     CU_ASSERT_EQUAL(tx->role, ISA_ROLE_INPUT);
     CU_ASSERT_EQUAL(ty->role, ISA_ROLE_OUTPUT);
+    int in_dram = opts && !opts->lx_plan;
+    if (in_dram) { /* the intermediates: e = exp(x - max) and the row sums */
+        const isa_tensor *te = tensor(p, "e"), *ts = tensor(p, "rsum");
+        CU_ASSERT_EQUAL(te->role, ISA_ROLE_SCRATCH);
+        CU_ASSERT_EQUAL(ts->role, ISA_ROLE_SCRATCH);
+        CU_ASSERT(te->shape[0] == rows && te->shape[1] == cols && ts->shape[0] == rows && ts->shape[1] == 1);
+    }
+    CU_ASSERT_EQUAL(p->ntensors, in_dram ? 4u : 2u);
+    int working = cores_working(p);
+    for (int c = 0; c < p->ncores; c++)
+        if (core_works(p, c)) {
+            char names[256];
+            kernel_names(p, c, names, sizeof names);
+            CU_ASSERT_STRING_EQUAL(names, in_dram ? "softmax_max_exp softmax_div" : "softmax");
+        }
 
     float *x = malloc((size_t)(rows * cols) * sizeof *x);
     CU_ASSERT_FATAL(x != NULL);
@@ -379,9 +488,17 @@ static void softmax_on(const char *cfgname, int64_t rows, int64_t cols)
             CU_ASSERT(st.lx_peak[i] <= cfg.lx_usable_bytes);
         free(y);
     }
+    if (out)
+        *out = st;
     sim_destroy(s);
     free(x);
     isa_program_free(p);
+    return working;
+}
+
+static void softmax_on(const char *cfgname, int64_t rows, int64_t cols)
+{
+    softmax_on_opts(cfgname, rows, cols, NULL, NULL);
 }
 
 static void test_softmax_37x200(void)
@@ -419,6 +536,259 @@ static void test_softmax_bad_shapes_fail_with_message(void)
     }
 }
 
+/* ---- kernels and options ---- */
+
+/* Generate one of the programs the kernel tests look at. */
+static isa_program *generate(const sim_config *cfg, int which)
+{
+    char err[256] = "";
+    cc_gen_opts in_lx = {0, 1}, in_dram = {0, 0}, three = {3, 0};
+    isa_program *p = NULL;
+    switch (which) {
+    case 0: p = cc_gen_gemm(cfg, 1024, 1024, 1024, err, sizeof err); break;
+    case 1: p = cc_gen_gemm(cfg, 100, 70, 130, err, sizeof err); break;
+    case 2: p = cc_gen_softmax_opts(cfg, 512, 1024, &in_lx, err, sizeof err); break;
+    case 3: p = cc_gen_softmax_opts(cfg, 512, 1024, &in_dram, err, sizeof err); break;
+    case 4: p = cc_gen_softmax_opts(cfg, 37, 200, &three, err, sizeof err); break;
+    case 5: p = cc_gen_stream(cfg, 1 << 20, 1, NULL, err, sizeof err); break;
+    default: p = cc_gen_stream(cfg, 3 << 20, 0, &three, err, sizeof err); break;
+    }
+    if (!p)
+        fprintf(stderr, "\n  program %d: %s\n", which, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+static void test_kernels_cover_each_working_instruction_once(void)
+{
+    const char *names[] = {"spyre", "spyre-4core"};
+    const char *expect[] = {"gemm", "gemm", "softmax", "softmax_max_exp softmax_div", "softmax_max_exp softmax_div",
+                            "stream", "stream"};
+    for (int i = 0; i < 2; i++) {
+        sim_config cfg;
+        tu_config(names[i], &cfg);
+        for (int which = 0; which < 7; which++) {
+            isa_program *p = generate(&cfg, which);
+            check_kernels(p);
+            CU_ASSERT(p->nkernels >= 1);
+            for (int c = 0; c < p->ncores; c++) {
+                char got[256];
+                kernel_names(p, c, got, sizeof got);
+                CU_ASSERT_STRING_EQUAL(got, core_works(p, c) ? expect[which] : "");
+            }
+            isa_program_free(p);
+        }
+    }
+}
+
+/* spyre dis shows the kernels, and its text assembles to the same kernels. */
+static void test_disassembly_of_compiled_kernels_reassembles(void)
+{
+    sim_config cfg;
+    tu_config("spyre-4core", &cfg);
+    for (int which = 0; which < 7; which++) {
+        isa_program *p = generate(&cfg, which);
+        char *text = isa_disassemble(p), err[256] = "";
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.kernel "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.endkernel\nhalt\n"));
+        isa_program *q = isa_assemble(text, "compiled.s", err, sizeof err);
+        if (!q)
+            fprintf(stderr, "\n  %s\n", err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        CU_ASSERT_EQUAL_FATAL(q->nkernels, p->nkernels);
+        for (size_t k = 0; k < p->nkernels; k++) {
+            CU_ASSERT_STRING_EQUAL(q->kernels[k].name, p->kernels[k].name);
+            CU_ASSERT_EQUAL(q->kernels[k].core, p->kernels[k].core);
+            CU_ASSERT_EQUAL(q->kernels[k].first, p->kernels[k].first);
+            CU_ASSERT_EQUAL(q->kernels[k].last, p->kernels[k].last);
+        }
+        free(text);
+        isa_program_free(p);
+        isa_program_free(q);
+    }
+}
+
+static void test_softmax_with_intermediates_in_dram_validates(void)
+{
+    cc_gen_opts o = {0, 0};
+    softmax_on_opts("spyre", 512, 1024, &o, NULL);
+    softmax_on_opts("spyre-4core", 512, 1024, &o, NULL);
+    softmax_on_opts("spyre", 37, 200, &o, NULL);
+    softmax_on_opts("spyre-4core", 1001, 70, &o, NULL);
+    softmax_on_opts("spyre-4core", 3, 20000, &o, NULL);
+    softmax_on_opts("spyre", 1, 1, &o, NULL);
+}
+
+/* lx_plan=0 adds e and the row sums (one stick per row) to the DRAM
+ * traffic in both directions: x + e + sums read, e + sums + y written. */
+static void test_softmax_in_dram_moves_more_bytes_and_is_not_faster(void)
+{
+    const int64_t rows = 512, cols = 1024;
+    const uint64_t tensor_bytes = (uint64_t)rows * (cols / 64) * 128, sum_bytes = (uint64_t)rows * 128;
+    const char *names[] = {"spyre", "spyre-4core"};
+    const int cores[] = {1, 4, 0};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++) {
+            cc_gen_opts in_lx = {cores[k], 1}, in_dram = {cores[k], 0};
+            sim_stats *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+            CU_ASSERT_FATAL(a && b);
+            softmax_on_opts(names[i], rows, cols, &in_lx, a);
+            softmax_on_opts(names[i], rows, cols, &in_dram, b);
+            CU_ASSERT_EQUAL(a->dram_bytes_read, tensor_bytes);
+            CU_ASSERT_EQUAL(a->dram_bytes_written, tensor_bytes);
+            CU_ASSERT_EQUAL(b->dram_bytes_read, 2 * tensor_bytes + sum_bytes);
+            CU_ASSERT_EQUAL(b->dram_bytes_written, 2 * tensor_bytes + sum_bytes);
+            CU_ASSERT(b->cycles >= a->cycles);
+            CU_ASSERT(a->cycles > 0);
+            free(a);
+            free(b);
+        }
+}
+
+/* Idle cores of a program hold only halt, after a bar when it has two kernels. */
+static void check_idle_cores(const isa_program *p, int barrier)
+{
+    for (int c = 0; c < p->ncores; c++) {
+        if (core_works(p, c))
+            continue;
+        const isa_stream *s = &p->cores[c];
+        CU_ASSERT_EQUAL_FATAL(s->n, barrier ? 2u : 1u);
+        if (barrier)
+            CU_ASSERT_EQUAL(s->insns[0].op, ISA_OP_BAR);
+        CU_ASSERT_EQUAL(s->insns[s->n - 1].op, ISA_OP_HALT);
+    }
+}
+
+static void test_core_limit_uses_exactly_that_many_cores(void)
+{
+    const int limits[] = {1, 4};
+    for (int i = 0; i < 2; i++)
+        for (int lx = 0; lx < 2; lx++) {
+            cc_gen_opts o = {limits[i], lx};
+            CU_ASSERT_EQUAL(softmax_on_opts("spyre", 512, 1024, &o, NULL), limits[i]);
+            CU_ASSERT_EQUAL(softmax_on_opts("spyre-4core", 100, 70, &o, NULL), limits[i]);
+            sim_config cfg;
+            tu_config("spyre", &cfg);
+            char err[256];
+            isa_program *p = cc_gen_softmax_opts(&cfg, 512, 1024, &o, err, sizeof err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            check_idle_cores(p, !lx);
+            isa_program_free(p);
+            p = cc_gen_gemm_opts(&cfg, 256, 256, 256, &o, err, sizeof err);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            CU_ASSERT_EQUAL(cores_with_pt(p), limits[i]);
+            check_idle_cores(p, 0);
+            isa_program_free(p);
+        }
+    cc_gen_opts one = {1, 1}, four = {4, 1};
+    CU_ASSERT_EQUAL(gemm_on_opts("spyre", 256, 256, 256, &one), 1);
+    CU_ASSERT_EQUAL(gemm_on_opts("spyre", 256, 256, 256, &four), 4);
+    CU_ASSERT_EQUAL(gemm_on_opts("spyre-4core", 100, 70, 130, &one), 1);
+}
+
+/* Generate the stream program, check its tensors and kernels, run it with
+ * random bytes in "in": every byte read once, and with write_back written
+ * once to the same place of "out". */
+static void stream_on(const char *cfgname, uint64_t bytes, int write_back, int cores)
+{
+    sim_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_gen_opts o = {cores, 1};
+    char err[256] = "";
+    isa_program *p = cc_gen_stream(&cfg, bytes, write_back, &o, err, sizeof err);
+    if (!p)
+        fprintf(stderr, "\n  %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    check_structure(&cfg, p);
+    const int n = cores ? cores : cfg.cores;
+    const uint64_t total = bytes * (uint64_t)n;
+    CU_ASSERT_EQUAL(cores_working(p), n);
+    check_idle_cores(p, 0);
+    const isa_tensor *ti = tensor(p, "in"), *to = NULL;
+    CU_ASSERT_EQUAL(ti->role, ISA_ROLE_INPUT);
+    CU_ASSERT_EQUAL(ti->bytes, total);
+    if (write_back) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p->graph);
+        CU_ASSERT_STRING_EQUAL(p->graph, "%out = aten.clone(%in)\n");
+        to = tensor(p, "out");
+        CU_ASSERT_EQUAL(to->role, ISA_ROLE_OUTPUT);
+        CU_ASSERT_EQUAL(to->bytes, total);
+        CU_ASSERT(to->dram_off >= ti->dram_off + ti->bytes);
+    } else {
+        CU_ASSERT_PTR_NULL(p->graph);
+        CU_ASSERT_EQUAL(p->ntensors, 1u);
+    }
+
+    uint8_t *in = malloc(total), *out = malloc(total);
+    CU_ASSERT_FATAL(in && out);
+    for (uint64_t i = 0; i < total; i++) {
+        rng_state = rng_state * 1664525u + 1013904223u;
+        in[i] = (uint8_t)(rng_state >> 24);
+    }
+    sim *s = sim_create(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(sim_dram_write(s, DRAM_BASE + ti->dram_off, in, total), 0);
+    sim_stats *st = calloc(1, sizeof *st);
+    CU_ASSERT_FATAL(st != NULL);
+    if (run(s, p, st) == 0) {
+        CU_ASSERT_EQUAL(st->dram_bytes_read, total);
+        CU_ASSERT_EQUAL(st->dram_bytes_written, write_back ? total : 0);
+        CU_ASSERT_EQUAL(st->insns > 0, 1);
+        if (write_back) {
+            CU_ASSERT_EQUAL(sim_dram_read(s, DRAM_BASE + to->dram_off, out, total), 0);
+            CU_ASSERT_EQUAL(memcmp(in, out, total), 0);
+        }
+    }
+    free(st);
+    sim_destroy(s);
+    free(in);
+    free(out);
+    isa_program_free(p);
+}
+
+static void test_stream_with_write_back_copies_its_input_exactly(void)
+{
+    stream_on("spyre-4core", 1 << 20, 1, 0);
+    stream_on("spyre-4core", 300 * 1024 + 128, 1, 3); /* chunks that do not divide the slice */
+    stream_on("spyre", 1 << 20, 1, 0);
+    stream_on("spyre", 128, 1, 1);
+}
+
+static void test_stream_without_write_back_only_reads(void)
+{
+    stream_on("spyre-4core", 1 << 20, 0, 0);
+    stream_on("spyre", 640 * 1024, 0, 4);
+}
+
+static void test_bad_options_fail_with_message(void)
+{
+    sim_config cfg;
+    tu_config("spyre-4core", &cfg);
+    const cc_gen_opts bad[] = {{-1, 1}, {5, 1}, {0, 2}, {0, -1}};
+    const char *want[] = {"cores=-1", "cores=5", "lx_plan=2", "lx_plan=-1"};
+    for (int i = 0; i < 4; i++) {
+        char err[256] = "";
+        CU_ASSERT_PTR_NULL(cc_gen_gemm_opts(&cfg, 64, 64, 64, &bad[i], err, sizeof err));
+        CU_ASSERT(strstr(err, "gemm") && strstr(err, want[i]));
+        err[0] = 0;
+        CU_ASSERT_PTR_NULL(cc_gen_softmax_opts(&cfg, 64, 64, &bad[i], err, sizeof err));
+        CU_ASSERT(strstr(err, "softmax") && strstr(err, want[i]));
+        err[0] = 0;
+        CU_ASSERT_PTR_NULL(cc_gen_stream(&cfg, 4096, 1, &bad[i], err, sizeof err));
+        CU_ASSERT(strstr(err, "stream") && strstr(err, want[i]));
+    }
+    char err[256] = "";
+    CU_ASSERT_PTR_NULL(cc_gen_stream(&cfg, 0, 1, NULL, err, sizeof err));
+    CU_ASSERT(strstr(err, "multiple of the 128-byte stick") != NULL);
+    err[0] = 0;
+    CU_ASSERT_PTR_NULL(cc_gen_stream(&cfg, 1000, 0, NULL, err, sizeof err));
+    CU_ASSERT(strstr(err, "multiple of the 128-byte stick") != NULL);
+    err[0] = 0;
+    CU_ASSERT_PTR_NULL(cc_gen_stream(&cfg, 256ull << 20, 1, NULL, err, sizeof err)); /* 2 GB of a 1 GB DRAM */
+    CU_ASSERT(strstr(err, "DRAM") != NULL);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -435,6 +805,16 @@ int main(void)
         {"softmax 512x1024 and uneven chunks", test_softmax_512x1024_loops},
         {"softmax wide rows and a single element", test_softmax_wide_rows_and_single_row},
         {"softmax bad shapes fail with a message", test_softmax_bad_shapes_fail_with_message},
+        {"kernels cover each working instruction once, halt in none",
+         test_kernels_cover_each_working_instruction_once},
+        {"the disassembly of compiled kernels reassembles", test_disassembly_of_compiled_kernels_reassembles},
+        {"softmax with intermediates in DRAM validates on both configs",
+         test_softmax_with_intermediates_in_dram_validates},
+        {"softmax in DRAM moves more bytes and is not faster", test_softmax_in_dram_moves_more_bytes_and_is_not_faster},
+        {"a core limit uses exactly that many cores", test_core_limit_uses_exactly_that_many_cores},
+        {"stream with write-back copies its input exactly", test_stream_with_write_back_copies_its_input_exactly},
+        {"stream without write-back only reads", test_stream_without_write_back_only_reads},
+        {"bad options fail with a message", test_bad_options_fail_with_message},
         {NULL, NULL},
     };
     return tu_run("compiler", tests);

@@ -24,7 +24,8 @@ static void push(isa_program *p, int core, const char *text)
 }
 
 /* Four cores (one of them idle), four tensors of different kinds, constant
- * data for the weight and graph text. */
+ * data for the weight, graph text, and four kernels (two back to back on
+ * core 0, instructions outside every kernel on cores 0 and 2). */
 static isa_program *sample_program(void)
 {
     isa_program *p = isa_program_new(4);
@@ -66,6 +67,10 @@ static isa_program *sample_program(void)
     push(p, 3, "sfp.add t=f32 bm=imm imm=0.5 d=0x0 a=0x0");
     push(p, 3, "ring.red core=1 tok=3 t=f32 d=0x0 a=0x1000 run=4");
     push(p, 3, "halt");
+    isa_program_add_kernel(p, "load", 0, 0, 2);
+    isa_program_add_kernel(p, "exp_store", 0, 3, 7);
+    isa_program_add_kernel(p, "copy", 2, 0, 3);
+    isa_program_add_kernel(p, "mm", 3, 0, 2);
     return p;
 }
 
@@ -97,6 +102,13 @@ static void assert_programs_equal(const isa_program *a, const isa_program *b)
     CU_ASSERT_EQUAL(!a->graph, !b->graph);
     if (a->graph && b->graph)
         CU_ASSERT_STRING_EQUAL(a->graph, b->graph);
+    CU_ASSERT_EQUAL_FATAL(a->nkernels, b->nkernels);
+    for (size_t i = 0; i < a->nkernels; i++) {
+        CU_ASSERT_STRING_EQUAL(a->kernels[i].name, b->kernels[i].name);
+        CU_ASSERT_EQUAL(a->kernels[i].core, b->kernels[i].core);
+        CU_ASSERT_EQUAL(a->kernels[i].first, b->kernels[i].first);
+        CU_ASSERT_EQUAL(a->kernels[i].last, b->kernels[i].last);
+    }
     if (a->ncores != b->ncores)
         return;
     for (int c = 0; c < a->ncores; c++) {
@@ -222,6 +234,8 @@ static void expect_patched_error(const uint8_t *good, size_t size, size_t off, u
 /* Tensor record layout (docs/isa.md): field offsets in a 160-byte record. */
 enum { TR_NAME = 0, TR_ROLE = 64, TR_HOST = 68, TR_DEV = 72, TR_RANK = 76, TR_SHAPE = 80, TR_STICK = 128,
        TR_DRAM = 136, TR_BYTES = 144, TR_CONST = 152, TR_SIZE = 160 };
+/* Kernel record layout (docs/isa.md): field offsets in an 88-byte record. */
+enum { KR_NAME = 0, KR_CORE = 64, KR_PAD = 68, KR_FIRST = 72, KR_LAST = 80, KR_SIZE = 88 };
 
 /* ---- the container ---- */
 
@@ -245,6 +259,12 @@ static void test_program_round_trips_through_elf(void)
     CU_ASSERT_EQUAL(q->tensors[3].stick_dim, 1);
     CU_ASSERT_EQUAL(q->tensors[3].bytes, 2 * 70 * 128); /* 1 stick x (2*70) rows */
     CU_ASSERT_EQUAL(q->tensors[1].const_off, 256);
+    CU_ASSERT_EQUAL_FATAL(q->nkernels, 4);
+    CU_ASSERT_STRING_EQUAL(q->kernels[1].name, "exp_store");
+    CU_ASSERT_EQUAL(q->kernels[1].core, 0);
+    CU_ASSERT_EQUAL(q->kernels[1].first, 3);
+    CU_ASSERT_EQUAL(q->kernels[1].last, 7);
+    CU_ASSERT_EQUAL(q->kernels[3].core, 3);
     isa_program_free(p);
     isa_program_free(q);
     remove(path);
@@ -265,6 +285,12 @@ static void test_program_without_consts_or_graph_round_trips(void)
     assert_programs_equal(p, q);
     CU_ASSERT_PTR_NULL(q->graph);
     CU_ASSERT_PTR_NULL(q->consts);
+    CU_ASSERT_EQUAL(q->nkernels, 0);
+    size_t n;
+    uint8_t *img = slurp(path, &n);
+    section none;
+    CU_ASSERT_FALSE(find_section(img, n, ".spyre.kernels", &none)); /* no kernels: no section */
+    free(img);
     CU_ASSERT_EQUAL(q->stick_bytes, 256);
     isa_program_free(p);
     isa_program_free(q);
@@ -299,6 +325,16 @@ static void test_elf_sections_and_symbols_describe_the_program(void)
     CU_ASSERT_EQUAL(img[cst.offset + 1], 10);
     CU_ASSERT_FATAL(find_section(img, n, ".spyre.graph", &graph));
     CU_ASSERT_EQUAL(memcmp(img + graph.offset, "x = input", 9), 0);
+    section kern;
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.kernels", &kern));
+    CU_ASSERT_EQUAL(kern.type, SHT_PROGBITS);
+    CU_ASSERT_EQUAL(kern.size, 4 * KR_SIZE);
+    const uint8_t *k1 = img + kern.offset + KR_SIZE; /* "exp_store": core 0, [3, 7] */
+    CU_ASSERT_STRING_EQUAL((const char *)k1 + KR_NAME, "exp_store");
+    CU_ASSERT_EQUAL(k1[KR_CORE], 0);
+    CU_ASSERT_EQUAL(k1[KR_FIRST], 3);
+    CU_ASSERT_EQUAL(k1[KR_LAST], 7);
+    CU_ASSERT_EQUAL(img[kern.offset + 3 * KR_SIZE + KR_CORE], 3);
 
     /* symbols, through libelf as readelf -s would list them */
     char *copy = malloc(n);
@@ -429,6 +465,55 @@ static void test_corrupt_tensor_table_is_an_error(void)
     expect_patched_error(img, n, t.shdr + offsetof(Elf64_Shdr, sh_size), t.size - 1, 8, "not a multiple");
     remove(path);
     free(img);
+}
+
+/* Records: 0 load (core 0, [0, 2]), 1 exp_store (core 0, [3, 7]), 2 copy
+ * (core 2, [0, 3]), 3 mm (core 3, [0, 2]); core 0 has 9 instructions,
+ * core 1 none. */
+static void test_corrupt_kernel_records_are_an_error(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section k;
+    CU_ASSERT_FATAL(find_section(img, n, ".spyre.kernels", &k));
+    size_t rec0 = k.offset, rec1 = k.offset + KR_SIZE, rec2 = k.offset + 2 * KR_SIZE, rec3 = k.offset + 3 * KR_SIZE;
+    expect_patched_error(img, n, rec2 + KR_CORE, 4, 4, "kernel copy: core 4 out of range [0, 4)");
+    expect_patched_error(img, n, rec2 + KR_CORE, 1, 4, "not a range of core 1's 0 instructions");
+    expect_patched_error(img, n, rec1 + KR_FIRST, 8, 8, "kernel exp_store: instructions [8, 7]");
+    expect_patched_error(img, n, rec1 + KR_LAST, 9, 8, "not a range of core 0's 9 instructions");
+    expect_patched_error(img, n, rec3 + KR_FIRST, (uint64_t)-1, 8, "kernel mm: instructions");
+    expect_patched_error(img, n, rec1 + KR_FIRST, 2, 8, "overlap kernel load [0, 2] on core 0");
+    expect_patched_error(img, n, rec0 + KR_PAD, 1, 4, "kernel load: non-zero padding");
+    expect_patched_error(img, n, rec0 + KR_NAME, 0, 1, "kernel 0: empty name");
+    { /* a name that fills all 64 bytes has no terminating NUL */
+        uint8_t *bad = malloc(n);
+        char p2[1024];
+        memcpy(bad, img, n);
+        memset(bad + rec3 + KR_NAME, 'K', 64);
+        tu_tmpfile(".elf", p2, sizeof p2);
+        spit(p2, bad, n);
+        expect_read_error(p2, "kernel 3: name is not NUL-terminated");
+        remove(p2);
+        free(bad);
+    }
+    expect_patched_error(img, n, k.shdr + offsetof(Elf64_Shdr, sh_size), k.size - 8, 8,
+                         ".spyre.kernels: 344 bytes is not a multiple of the 88-byte record");
+    remove(path);
+    free(img);
+
+    /* The writer checks the same. */
+    char err[512] = "";
+    isa_program *p = sample_program();
+    tu_tmpfile(".elf", path, sizeof path);
+    p->kernels[2].last = 6;
+    CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel copy: instructions [0, 6] are not a range of core 2's 6 instructions"));
+    p->kernels[2].last = 3;
+    p->kernels[3].core = 7;
+    CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel mm: core 7 out of range"));
+    isa_program_free(p);
 }
 
 static void test_bad_instruction_is_an_error_naming_core_and_index(void)
@@ -643,6 +728,108 @@ static void test_disassembly_of_a_full_program_reassembles(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, " const=256"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.graph y = matmul(x, w) ; # kept verbatim\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "loop n=4\n  addi r=2 v=-128\n  dma.lx"));
+    /* kernels back to back, then one ending before the halt */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 0\n.kernel load\nli r=1 v=4096\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nsig\n.kernel exp_store\nwait u=sfp0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "dma.st d=0x8000 a=0x8000 run=64\n.endkernel\nhalt\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 2\n.kernel copy\nloop n=4\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "endl\n.endkernel\nbar\nhalt\n"));
+    free(text);
+    isa_program_free(p);
+    isa_program_free(q);
+}
+
+static const char *kernel_source =
+    ".config k ncores=2\n"
+    ".core 1\n"
+    "  li r=1 v=0              # before any kernel\n"
+    ".kernel first\n"
+    "  loop n=2\n"
+    "    dma.ld d=r1+0x0\n"
+    "    addi r=1 v=128\n"
+    "  endl\n"
+    ".kernel second            ; ends the first\n"
+    "  sig u=dmai t=0\n"
+    "  wait u=dmai t=0\n"
+    ".endkernel\n"
+    "  bar\n"
+    ".core 0\n"
+    ".kernel only\n"
+    "  bar\n"
+    "  halt                    # the end of the file ends it\n"
+    ".core 1\n"
+    ".kernel tail              ; a core opened again: its stream goes on at 8\n"
+    "  nop\n"
+    ".core 1\n"
+    "  halt\n";
+
+static void test_kernels_assemble_disassemble_and_reassemble(void)
+{
+    char err[512] = "";
+    isa_program *p = isa_assemble(kernel_source, "k.s", err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->cores[1].n, 10);
+    CU_ASSERT_EQUAL_FATAL(p->nkernels, 4);
+    const char *names[] = {"first", "second", "only", "tail"};
+    const int cores[] = {1, 1, 0, 1};
+    const long first[] = {1, 5, 0, 8}, last[] = {4, 6, 1, 8};
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_STRING_EQUAL(p->kernels[i].name, names[i]);
+        CU_ASSERT_EQUAL(p->kernels[i].core, cores[i]);
+        CU_ASSERT_EQUAL(p->kernels[i].first, first[i]);
+        CU_ASSERT_EQUAL(p->kernels[i].last, last[i]);
+    }
+
+    char *text = isa_disassemble(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 0\n.kernel only\nbar\nhalt\n.core 1\nli r=1\n.kernel first\n"
+                                        "loop n=2\n  dma.ld d=r1+0x0\n  addi r=1 v=128\nendl\n"
+                                        ".kernel second\nsig\nwait\n.endkernel\nbar\n.kernel tail\nnop\n"
+                                        ".endkernel\nhalt\n"));
+    isa_program *q = isa_assemble(text, "k-dis.s", err, sizeof err);
+    if (!q)
+        fprintf(stderr, "%s\n---\n%s", err, text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    /* The disassembly lists cores in order: the kernels come back sorted by core. */
+    CU_ASSERT_EQUAL_FATAL(q->nkernels, 4);
+    CU_ASSERT_STRING_EQUAL(q->kernels[0].name, "only");
+    CU_ASSERT_STRING_EQUAL(q->kernels[3].name, "tail");
+    char *text2 = isa_disassemble(q);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+
+    /* and through ELF */
+    char path[1024];
+    tu_tmpfile(".elf", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(q, path, err, sizeof err), 0);
+    isa_program *r = isa_elf_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    assert_programs_equal(q, r);
+    remove(path);
+    free(text);
+    free(text2);
+    isa_program_free(p);
+    isa_program_free(q);
+    isa_program_free(r);
+}
+
+/* A kernel the text cannot express is kept out of .kernel lines, as a comment. */
+static void test_disassembly_comments_kernels_it_cannot_express(void)
+{
+    isa_program *p = sample_program();
+    isa_program_add_kernel(p, "inside", 0, 4, 5); /* overlaps exp_store */
+    isa_program_add_kernel(p, "far", 3, 2, 10);   /* past core 3's 4 instructions */
+    isa_program_add_kernel(p, "two words", 2, 4, 4);
+    isa_program_add_kernel(p, "idle", 1, 0, 0);   /* core 1 has no instructions */
+    char *text = isa_disassemble(p), err[512] = "";
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 4 [4, 5] cannot be written as .kernel"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 5 [2, 10] cannot be written"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 6 [4, 4] cannot be written"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 7 [0, 0] is on core 1, which has no instructions"));
+    isa_program *q = isa_assemble(text, "c.s", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL(q->nkernels, 4); /* the sample's own */
     free(text);
     isa_program_free(p);
     isa_program_free(q);
@@ -721,6 +908,18 @@ static void test_bad_directives_are_errors(void)
     expect_asm_error(".const abc\n", 1, "odd number");
     expect_asm_error(".const zz\n", 1, "not hex");
     expect_asm_error(".bogus 1\n", 1, "unknown directive '.bogus'");
+    expect_asm_error(".kernel k\nnop\n", 1, ".kernel outside a core");
+    expect_asm_error(".core 0\n.kernel\n", 2, "expected .kernel NAME");
+    expect_asm_error(".core 0\n.kernel a b\n", 2, "expected .kernel NAME");
+    expect_asm_error(".core 0\n.kernel "
+                     "a234567890123456789012345678901234567890123456789012345678901234\n",
+                     2, "longer than 63");
+    expect_asm_error(".core 0\nnop\n.kernel empty\n.kernel next\nnop\n", 3, ".kernel empty has no instructions");
+    expect_asm_error(".core 0\n.kernel empty\n.core 1\nnop\n", 2, ".kernel empty has no instructions");
+    expect_asm_error(".core 0\nnop\n.kernel last\n", 3, ".kernel last has no instructions");
+    expect_asm_error(".core 0\n.kernel k\n.endkernel\n", 2, "no instructions");
+    expect_asm_error(".core 0\nnop\n.endkernel\n", 3, ".endkernel without an open .kernel");
+    expect_asm_error(".core 0\n.kernel k\nnop\n.endkernel x\n", 4, "expected .endkernel alone");
 }
 
 int main(void)
@@ -734,6 +933,7 @@ int main(void)
         {"a foreign ELF is not a Spyre program", test_foreign_elf_is_not_a_spyre_program},
         {"a truncated file is an error at every length", test_truncated_file_is_an_error_at_every_length},
         {"a corrupt tensor table is an error", test_corrupt_tensor_table_is_an_error},
+        {"corrupt kernel records are an error", test_corrupt_kernel_records_are_an_error},
         {"a bad instruction is an error naming core and index",
          test_bad_instruction_is_an_error_naming_core_and_index},
         {"a wrong ELF header is an error", test_wrong_elf_header_is_an_error},
@@ -743,6 +943,8 @@ int main(void)
         {"assembly disassembles and reassembles identically",
          test_assembly_disassembles_and_reassembles_identically},
         {"the disassembly of a full program reassembles", test_disassembly_of_a_full_program_reassembles},
+        {"kernels assemble, disassemble and reassemble", test_kernels_assemble_disassemble_and_reassemble},
+        {"the disassembly comments kernels it cannot express", test_disassembly_comments_kernels_it_cannot_express},
         {"assembler defaults: 32 cores, spyre, packed tensors", test_assembler_defaults},
         {"an unknown instruction names file, line and mnemonic",
          test_unknown_instruction_names_file_line_and_mnemonic},
