@@ -38,6 +38,7 @@
     K(pt_lanes, I, pt_lanes, 1, 1024)                               \
     K(pt_issue_cycles, D, pt_issue_cycles, 0, 1e6)                  \
     K(pt_fill_cycles, D, pt_fill_cycles, 0, 1e6)                    \
+    K(pt_k_step_cycles, D, pt_k_step_cycles, 0.01, 1e3)             \
     K(sfp_issue_cycles, D, sfp_issue_cycles, 0, 1e6)                \
     K(sfp_simple_cycles, D, sfp_simple_cycles, 0, 1e6)              \
     K(sfp_complex_cycles, D, sfp_complex_cycles, 0, 1e6)            \

@@ -34,7 +34,8 @@ typedef struct {
     double barrier_cycles;   /* release of a barrier */
     int pt_lanes;            /* MACs per PE per cycle */
     double pt_issue_cycles;  /* per pt.mm */
-    double pt_fill_cycles;   /* pipeline fill and drain per pass group */
+    double pt_fill_cycles;   /* pipeline fill and drain per pt.mm */
+    double pt_k_step_cycles; /* cycles per K step of one pass (1 at the datasheet peak) */
     double sfp_issue_cycles; /* per SFP instruction */
     double sfp_simple_cycles;  /* per stick: add, mul, max, mov, ... */
     double sfp_complex_cycles; /* per stick: exp, log, div, tanh, ... */

@@ -107,7 +107,7 @@ double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k)
     int64_t passes = (m + cfg->pt_rows - 1) / cfg->pt_rows;
     int64_t colw = (int64_t)cfg->pt_cols * cfg->pt_lanes;
     int64_t cols = (n + colw - 1) / colw;
-    return t + cfg->pt_issue_cycles + cfg->pt_fill_cycles + (double)(passes * cols * k);
+    return t + cfg->pt_issue_cycles + cfg->pt_fill_cycles + (double)(passes * cols * k) * cfg->pt_k_step_cycles;
 }
 
 double sim_time_sfp(const sim *s, double t, int op, int64_t sticks)

@@ -76,7 +76,8 @@ static void test_pt_latency_counts_passes_of_rows_and_k(void)
     halt_all(p);
     sim_fault f;
     double passes = 64.0 / cfg4.pt_rows, cols = ceil(64.0 / (cfg4.pt_cols * cfg4.pt_lanes));
-    CU_ASSERT_DOUBLE_EQUAL(run_cycles(p, &f), cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + passes * cols * 128, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(run_cycles(p, &f),
+                           cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + passes * cols * 128 * cfg4.pt_k_step_cycles, 1e-9);
     isa_program_free(p);
 }
 
@@ -151,7 +152,7 @@ static void test_token_makes_pt_wait_for_dma(void)
     mm->d.off = 0x20000;
     halt_all(b);
     double both = run_cycles(b, &f);
-    double pt = cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + 8 * 64;
+    double pt = cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + 8 * 64 * cfg4.pt_k_step_cycles;
     CU_ASSERT_DOUBLE_EQUAL(both, dma + 2 * cfg4.sync_cycles + pt, 1.0);
     isa_program_free(a);
     isa_program_free(b);
