@@ -382,7 +382,8 @@ static int check_trace(const char *path)
     }
     int overlaps = 0;
     for (int k = 0; k < TRACKS; k++) {
-        qsort(tr[k], (size_t)n[k], sizeof(slice), by_ts);
+        if (n[k])
+            qsort(tr[k], (size_t)n[k], sizeof(slice), by_ts);
         for (int i = 1; i < n[k]; i++)
             if (tr[k][i].ts < tr[k][i - 1].end - 1e-9 * (1 + tr[k][i].ts))
                 overlaps++;
