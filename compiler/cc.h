@@ -44,10 +44,13 @@ isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64
 
 /* y (rows, cols) = softmax(x, dim=-1).  Tensors "x" (input), "y" (output);
  * graph "%y = aten._softmax(%x, -1, False)\n".  With lx_plan=1 one fused
- * kernel "softmax"; with lx_plan=0 two kernels separated by a barrier:
- * "softmax_max_exp" writes e = exp(x - rowmax) to the scratch tensor "e"
- * (rows, cols) and the row sums of e to the scratch tensor "rsum"
- * (rows, 1), and "softmax_div" writes y = e / rsum. */
+ * kernel "softmax"; with lx_plan=0 two kernels separated by a barrier, as
+ * TorchInductor structures softmax without on-chip tensors: the reduction
+ * "softmax_reduce" reads x and writes the row maxima to the scratch tensor
+ * "rmax" and the row sums of exp(x - rmax) to the scratch tensor "rsum"
+ * (both (rows, 1), one stick per row), and the pointwise
+ * "softmax_normalize" reads x again with rmax and rsum and writes
+ * y = exp(x - rmax) / rsum. */
 isa_program *cc_gen_softmax(const sim_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen);
 isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
                                  char *err, size_t errlen);

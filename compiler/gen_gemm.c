@@ -14,6 +14,15 @@
  *        P     fp32 partial sums of the block (2*NBS groups of MB sticks)
  *        C[2]  DL16 result of a block (NBS groups of MB sticks)
  *
+ * K chunks: 1, 2, 4 or 8 sticks (64 to 512 rows), and all of K in one
+ * chunk when it is at most 8 sticks.  Among the blockings the cost model
+ * counts as equal (plan_tile) the largest chunk wins: fewer pt.mm and DMA
+ * instructions, each with a fixed cost on the chip and in the simulator.
+ * (Sizes in between, such as 192 or 448 rows for a long K, let the model
+ * pick plans that look a little faster and move far more DRAM bytes, a
+ * cost it does not see while the DRAM the cores share is not modelled:
+ * 2048^3 on four cores moved 50% more bytes in 30% more cycles.)
+ *
  * Units and tokens (per slot s of A/B, slot q of C, corelet c):
  *   dmai: wait empty[s][c]; load A, B chunk into slot s; sig full[s][c]
  *   ptc:  wait full[s][c]; (last chunk: wait cempty[q][c]) pt.mm;
@@ -26,6 +35,15 @@
  * DRAM addresses live in registers advanced by addi, so the middle chunks
  * of a block, the full blocks of a row and the full rows of a tile run as
  * counted loops (unrolled by two where the slot alternation needs it).
+ *
+ * Columns: every pt.mm covers the true columns of its part of the tile,
+ * so the tile's last stick, when N is not a multiple of 64, is partial
+ * (the last block of each row is emitted outside the block loop for it);
+ * the layout stays in whole sticks.  pt.mm writes only those columns, and
+ * C is stored in whole sticks, so the padding lanes of that stick in
+ * C[0] and C[1] are zeroed once, before any pt.mm writes C: sfp0 runs
+ * relu then min with 0 over them (+0 whatever LX held, NaN included) and
+ * gives the first cempty credits in place of dmao.
  *
  * The two PT corelets split each block by rows (at a fixed row r0) or by
  * sticks (at a fixed stick s0); every buffer uses the plan's fixed strides
@@ -148,20 +166,22 @@ static int better(double best_cycles, double ac, double ab, double bc, double bb
     return ac < bc;
 }
 
+/* The largest K chunk, in sticks (512 rows). */
+#define KC_MAX_STICKS 8
+
 /* Candidate blockings of an mt x ns tile that fit the LX budget: K chunks
- * of 1, 2, 4 or 8 sticks, every distinct split of the sticks into blocks,
+ * of 1, 2, 4 ... KC_MAX_STICKS sticks, the last candidate all of K when
+ * that is fewer sticks; every distinct split of the sticks into blocks;
  * and for each the most rows that fit, balanced over the row blocks.
  * Calls visit(ctx, plan) for each; returns how many. */
 static int each_blocking(const gemm_ctx *g, int64_t mt, int64_t ns, void (*visit)(void *, const tile_plan *), void *ctx)
 {
     const cc_target *t = g->t;
-    int64_t lanes = t->lanes16, kpad = cc_round_up(g->K, lanes);
+    int64_t lanes = t->lanes16, kg = cc_ceil_div(g->K, lanes);
     int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
     int n = 0;
-    for (int64_t KC = lanes; KC <= 8 * lanes; KC *= 2) {
-        if (KC > lanes && KC > kpad)
-            break;
-        int64_t nch = cc_ceil_div(g->K, KC);
+    for (int64_t ks = 1;; ks *= 2) {
+        int64_t KC = cc_min(ks, kg) * lanes, nch = cc_ceil_div(g->K, KC);
         int64_t prev = -1;
         for (int64_t q = 1; q <= ns; q++) {
             int64_t NBS = cc_ceil_div(ns, q);
@@ -185,39 +205,52 @@ static int each_blocking(const gemm_ctx *g, int64_t mt, int64_t ns, void (*visit
             visit(ctx, &pl);
             n++;
         }
+        if (ks >= kg || 2 * ks > KC_MAX_STICKS)
+            return n;
     }
-    return n;
 }
 
+/* The search for a tile's blocking, in three passes over the candidates:
+ * the fewest cycles; the fewest DRAM bytes among the blockings within
+ * COST_SLACK of those cycles; the pick among the blockings within
+ * COST_SLACK of both. */
 typedef struct {
-    double best_cycles;
+    int pass;
+    double best_cycles, best_bytes;
     tile_plan pick;
     int have;
 } plan_search;
 
-static void note_fastest(void *ctx, const tile_plan *pl)
+static void note_plan(void *ctx, const tile_plan *pl)
 {
     plan_search *ps = ctx;
-    if (pl->cycles < ps->best_cycles)
-        ps->best_cycles = pl->cycles;
-}
-
-static void note_pick(void *ctx, const tile_plan *pl)
-{
-    plan_search *ps = ctx;
-    if (!ps->have || better(ps->best_cycles, pl->cycles, pl->bytes, ps->pick.cycles, ps->pick.bytes)) {
-        ps->pick = *pl;
-        ps->have = 1;
+    int fast = pl->cycles <= ps->best_cycles * (1 + COST_SLACK);
+    if (ps->pass == 0) {
+        if (pl->cycles < ps->best_cycles)
+            ps->best_cycles = pl->cycles;
+    } else if (ps->pass == 1) {
+        if (fast && pl->bytes < ps->best_bytes)
+            ps->best_bytes = pl->bytes;
+    } else if (fast && pl->bytes <= ps->best_bytes * (1 + COST_SLACK)) {
+        const tile_plan *q = &ps->pick;
+        if (!ps->have || pl->KC > q->KC ||
+            (pl->KC == q->KC && better(ps->best_cycles, pl->cycles, pl->bytes, q->cycles, q->bytes))) {
+            ps->pick = *pl;
+            ps->have = 1;
+        }
     }
 }
 
-/* The blocking of an mt x ns tile to use; 0, or -1 when nothing fits. */
+/* The blocking of an mt x ns tile to use; 0, or -1 when nothing fits.
+ * Among the blockings the estimates count as equal, the largest K chunk,
+ * then the fewest bytes, then the fewest cycles. */
 static int plan_tile(const gemm_ctx *g, int64_t mt, int64_t ns, tile_plan *out)
 {
-    plan_search ps = {DBL_MAX, {0}, 0};
-    if (!each_blocking(g, mt, ns, note_fastest, &ps))
+    plan_search ps = {0, DBL_MAX, DBL_MAX, {0}, 0};
+    if (!each_blocking(g, mt, ns, note_plan, &ps))
         return -1;
-    each_blocking(g, mt, ns, note_pick, &ps);
+    for (ps.pass = 1; ps.pass <= 2; ps.pass++)
+        each_blocking(g, mt, ns, note_plan, &ps);
     *out = ps.pick;
     return 0;
 }
@@ -262,8 +295,9 @@ typedef struct {
     int full[2][2], empty[2][2], cfull[2][2], cempty[2][2];
     int rA, rB, rC;            /* DRAM addresses: A chunk, B chunk, C block */
     int64_t chunk, nblk;       /* chunks and blocks emitted: their parity picks the slots */
-    /* current block */
-    int64_t mb, nbs, q;
+    int64_t tail;              /* columns in the tile's last stick (lanes16 when it is whole) */
+    /* current block: rows, sticks, true columns, C slot */
+    int64_t mb, nbs, cols, q;
     int active[2];
     int64_t crow[2], cnrows[2], cstick[2], cnsticks[2];
 } gemm_core;
@@ -286,7 +320,7 @@ static void emit_mm(gemm_core *gc, int c, int kind, int s, int64_t kc)
     pa.b = cc_abs(gc->B[s] + st * KC * sb);
     pa.bs = KC * sb;
     pa.m = gc->cnrows[c];
-    pa.n = gc->cnsticks[c] * lanes; /* whole sticks: B's zero padding gives zero padding in C */
+    pa.n = cc_min(gc->cnsticks[c] * lanes, gc->cols - st * lanes); /* true columns; padding zeroed once */
     pa.k = kc;
     pa.ds = rs;
     switch (kind) {
@@ -339,7 +373,8 @@ static void mid_chunk(void *ctx)
     emit_chunk(gc, CH_MID, gc->pl->KC);
 }
 
-/* One block of mb rows x nbs sticks: its K chunks, then its store. */
+/* One block of mb rows x nbs sticks (cols true columns): its K chunks,
+ * then its store. */
 static void emit_block(gemm_core *gc)
 {
     cc_emit *e = &gc->e;
@@ -396,18 +431,23 @@ static void full_block(void *ctx)
 {
     gemm_core *gc = ctx;
     gc->nbs = gc->pl->NBS;
+    gc->cols = gc->nbs * gc->g->t->lanes16;
     emit_block(gc);
 }
 
 /* One row of blocks: mb rows across the tile's sticks, full blocks in a
- * loop (two per iteration, for the C slots), then the edge block. */
+ * loop (two per iteration, for the C slots), then the last block when it
+ * is an edge block or ends in a partial stick. */
 static void emit_row(gemm_core *gc)
 {
     const tile_plan *pl = gc->pl;
-    const int64_t sb = gc->g->t->stick, nbn = cc_ceil_div(pl->ns, pl->NBS);
-    cc_emit_repeat(&gc->e, pl->ns / pl->NBS, 2, full_block, gc);
-    if (pl->ns % pl->NBS) {
-        gc->nbs = pl->ns % pl->NBS;
+    const int64_t sb = gc->g->t->stick, lanes = gc->g->t->lanes16, nbn = cc_ceil_div(pl->ns, pl->NBS);
+    const int64_t last_nbs = pl->ns % pl->NBS ? pl->ns % pl->NBS : pl->NBS;
+    const int64_t looped = pl->ns / pl->NBS - (last_nbs == pl->NBS && gc->tail < lanes);
+    cc_emit_repeat(&gc->e, looped, 2, full_block, gc);
+    if (looped < nbn) {
+        gc->nbs = last_nbs;
+        gc->cols = (last_nbs - 1) * lanes + gc->tail;
         emit_block(gc);
     }
     /* Registers to the first block of the next row. */
@@ -421,6 +461,30 @@ static void full_row(void *ctx)
     gemm_core *gc = ctx;
     gc->mb = gc->pl->MB;
     emit_row(gc);
+}
+
+/* Zero the padding lanes of the tile's partial last stick in both C
+ * slots (rows 0..MB-1 of its group in the last block of a row) on sfp0:
+ * relu maps anything, NaN included, to +0 or above, min with 0 to +0. */
+static void emit_zero_padding(gemm_core *gc)
+{
+    const tile_plan *pl = gc->pl;
+    const int64_t sb = gc->g->t->stick, last_nbs = pl->ns % pl->NBS ? pl->ns % pl->NBS : pl->NBS;
+    cc_sfp_args z = {0};
+    z.c = 0;
+    z.t = ISA_T_DL16;
+    z.d = z.a = cc_abs(gc->C[0] + (last_nbs - 1) * pl->MB * sb);
+    z.n0 = pl->MB;
+    z.ds0 = z.as0 = sb;
+    z.n1 = 2;
+    z.ds1 = z.as1 = gc->C[1] - gc->C[0];
+    z.op = ISA_OP_SFP_RELU;
+    z.bm = ISA_BM_VEC;
+    cc_emit_sfp(&gc->e, &z);
+    z.op = ISA_OP_SFP_MIN;
+    z.bm = ISA_BM_IMM;
+    z.imm = 0.0f;
+    cc_emit_sfp(&gc->e, &z);
 }
 
 static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, int64_t mt, int64_t g0, int64_t ns,
@@ -441,7 +505,8 @@ static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, in
     gc.g = g;
     gc.pl = &pl;
     gc.nc = pl.split == SPLIT_NONE ? 1 : 2;
-    const int64_t sb = g->t->stick;
+    const int64_t sb = g->t->stick, lanes = g->t->lanes16;
+    gc.tail = cc_min(ns * lanes, g->N - g0 * lanes) - (ns - 1) * lanes;
     for (int s = 0; s < 2; s++) {
         gc.A[s] = cc_lx_alloc(e, (pl.KC / g->t->lanes16) * pl.MB * sb, "gemm A chunk");
         gc.B[s] = cc_lx_alloc(e, pl.NBS * pl.KC * sb, "gemm B chunk");
@@ -464,11 +529,15 @@ static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, in
         return -1;
 
     cc_kernel_begin(e, "gemm");
-    /* Prologue: every buffer starts empty. */
+    /* Prologue: every buffer starts empty; with a partial last stick sfp0
+     * zeroes C's padding lanes and gives the first C credits. */
+    int zero = gc.tail < lanes;
+    if (zero)
+        emit_zero_padding(&gc);
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < gc.nc; c++) {
             cc_emit_sig(e, ISA_U_DMAI, gc.empty[s][c]);
-            cc_emit_sig(e, ISA_U_DMAO, gc.cempty[s][c]);
+            cc_emit_sig(e, zero ? ISA_U_SFP0 : ISA_U_DMAO, gc.cempty[s][c]);
         }
     /* Blocks row by row; every block leaves the registers at the next
      * one, so identical blocks and rows can run as counted loops.  A loop

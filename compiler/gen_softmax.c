@@ -18,15 +18,23 @@
  *   rsum (f=lanes, vl=cols) -> sm[i]
  *   div  x / sm[i]  (bm=elem)            in place
  *
- * lx_plan=0: every intermediate tensor goes through DRAM, as two kernels
- * with the same chunks, slots and tokens, and a barrier between them:
+ * lx_plan=0: the structure TorchInductor gives softmax when no tensor stays
+ * on chip between kernels: a reduction kernel and a pointwise kernel with
+ * the same chunks, slots and tokens, and a barrier between them; x is read
+ * by both, e = exp(x - max) is never stored, and only the two per-row
+ * statistics go through DRAM, in the scratch tensors "rmax" and "rsum"
+ * (rows, 1): one stick per row, the value in its element 0 (the other
+ * lanes are whatever LX held), so any chunk of rows is whole sticks of
+ * DRAM and no two cores or chunks share a stick (packing 64 rows to a
+ * stick would need chunk and core boundaries at multiples of 64 rows).
  *
- *   softmax_max_exp: load x; rmax, sub, exp, rsum -> element 0 of one
- *                    stick per row (S[slot]); store e = exp(x - max) to
- *                    scratch "e" and the sums to scratch "rsum" (rows, 1)
+ *   softmax_reduce:    load x; rmax -> M[slot], sub, exp (in place: the
+ *                      slot is scratch), rsum -> S[slot]; store M, S to
+ *                      rmax, rsum
  *   bar
- *   softmax_div:     load e and the sums; div (bm=elem, b one stick per
- *                    row); store y
+ *   softmax_normalize: load x again, rmax -> M[slot], rsum -> S[slot];
+ *                      sub, exp, div (bm=elem, b one stick per row), in
+ *                      place; store y
  *
  * Units and tokens (slot s, corelet c), the same in every kernel:
  *   dmai: wait empty[s][c]; load slot s; sig full[s][c]
@@ -41,11 +49,11 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { SM_FUSED, SM_MAX_EXP, SM_DIV };
+enum { SM_FUSED, SM_REDUCE, SM_NORMALIZE };
 
-/* DRAM offsets of the tensors (e and rsum only without LX planning). */
+/* DRAM offsets of the tensors (rmax and rsum only without LX planning). */
 typedef struct {
-    uint64_t x, y, e, rsum;
+    uint64_t x, y, rmax, rsum;
 } sm_dram;
 
 typedef struct {
@@ -55,10 +63,11 @@ typedef struct {
     int64_t R, h0;             /* chunk rows, corelet 1's first row */
     int nc;                    /* corelets in use */
     int phase;                 /* kernel being emitted, SM_* */
-    int64_t X[2], S[2];        /* slots: chunk rows, row sums (lx_plan=0) */
+    int64_t X[2];              /* slots: chunk rows */
+    int64_t M[2], S[2];        /* slots: a max and a sum stick per row (lx_plan=0) */
     int64_t mx[2], sm[2];      /* per corelet: row maxima, row sums (fused) */
     int full[2][2], done[2][2], empty[2][2];
-    int rIn, rOut, rS;         /* DRAM addresses: kernel input, output, row sums */
+    int rX, rY, rM, rS;        /* DRAM addresses: x, y, rmax, rsum */
     int64_t chunk;
 } sm_core;
 
@@ -66,22 +75,23 @@ typedef struct {
 
 /* LX bytes for chunks of R rows.  Fused: two slots and, per corelet, a
  * DL16 max and sum per row (sized for all R rows: an upper bound).  Two
- * kernels: two slots with a sum stick per row, and the maxima. */
+ * kernels: two slots with a max and a sum stick per row. */
 static uint64_t sm_lx(const cc_target *t, int64_t G, int64_t R, int lx_plan)
 {
     int64_t scal = cc_round_up(R * 2, t->stick);
     if (lx_plan)
         return (uint64_t)(2 * G * R * t->stick + 4 * scal);
-    return (uint64_t)(2 * (G + 1) * R * t->stick + 2 * scal);
+    return (uint64_t)(2 * (G + 2) * R * t->stick);
 }
 
 /* The SFP steps of the current kernel on nrows rows of a chunk starting at
- * LX x, on corelet c's SFP unit, in place; row i's sum is the DL16 element
- * at sum + i * sum_stride. */
-static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows, int64_t sum, int64_t sum_stride)
+ * LX x, on corelet c's SFP unit, in place; row i's max and sum are the
+ * DL16 elements at mx + i * stride and sum + i * stride. */
+static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows, int64_t mx, int64_t sum, int64_t stride)
 {
     cc_emit *e = &sc->e;
     const int64_t sb = sc->t->stick, R = sc->R, G = sc->G;
+    const int reduce = sc->phase != SM_NORMALIZE, normalize = sc->phase != SM_REDUCE;
     /* Row reductions: i0 walks a row's sticks, i1 the rows. */
     cc_sfp_args red = {0};
     red.c = c;
@@ -93,6 +103,7 @@ static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows, int64_t sum,
     red.as0 = R * sb;
     red.n1 = nrows;
     red.as1 = sb;
+    red.ds1 = stride;
     red.vl = sc->cols;
     /* Elementwise in place over the same sticks. */
     cc_sfp_args ew = {0};
@@ -104,31 +115,31 @@ static void emit_rows(sm_core *sc, int c, int64_t x, int64_t nrows, int64_t sum,
     ew.n1 = nrows;
     ew.ds1 = ew.as1 = sb;
 
-    if (sc->phase != SM_DIV) {
+    if (reduce) {
         red.op = ISA_OP_SFP_RMAX;
-        red.d = cc_abs(sc->mx[c]);
-        red.ds1 = 2;
-        cc_emit_sfp(e, &red);
-        ew.op = ISA_OP_SFP_SUB;
-        ew.bm = ISA_BM_ELEM;
-        ew.b = cc_abs(sc->mx[c]);
-        ew.bs1 = 2;
-        cc_emit_sfp(e, &ew);
-        ew.op = ISA_OP_SFP_EXP;
-        ew.bm = ISA_BM_VEC;
-        ew.b = cc_abs(0);
-        ew.bs1 = 0;
-        cc_emit_sfp(e, &ew);
-        red.op = ISA_OP_SFP_RSUM;
-        red.d = cc_abs(sum);
-        red.ds1 = sum_stride;
+        red.d = cc_abs(mx);
         cc_emit_sfp(e, &red);
     }
-    if (sc->phase != SM_MAX_EXP) {
+    ew.op = ISA_OP_SFP_SUB;
+    ew.bm = ISA_BM_ELEM;
+    ew.b = cc_abs(mx);
+    ew.bs1 = stride;
+    cc_emit_sfp(e, &ew);
+    ew.op = ISA_OP_SFP_EXP;
+    ew.bm = ISA_BM_VEC;
+    ew.b = cc_abs(0);
+    ew.bs1 = 0;
+    cc_emit_sfp(e, &ew);
+    if (reduce) {
+        red.op = ISA_OP_SFP_RSUM;
+        red.d = cc_abs(sum);
+        cc_emit_sfp(e, &red);
+    }
+    if (normalize) {
         ew.op = ISA_OP_SFP_DIV;
         ew.bm = ISA_BM_ELEM;
         ew.b = cc_abs(sum);
-        ew.bs1 = sum_stride;
+        ew.bs1 = stride;
         cc_emit_sfp(e, &ew);
     }
 }
@@ -145,12 +156,12 @@ static void emit_chunk(sm_core *sc, int64_t r)
     for (int c = 0; c < sc->nc; c++)
         cc_emit_wait(e, ISA_U_DMAI, sc->empty[s][c]);
     cc_dma_shape ld = cc_dma_groups(r, G, R * sb, sc->rows * sb);
-    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->X[s]), cc_reg(sc->rIn, 0), &ld);
-    cc_emit_addi(e, sc->rIn, R * sb);
-    if (sc->phase == SM_DIV) {
-        cc_dma_shape sums = cc_dma_groups(r, 1, 0, 0);
-        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->S[s]), cc_reg(sc->rS, 0), &sums);
-        cc_emit_addi(e, sc->rS, R * sb);
+    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->X[s]), cc_reg(sc->rX, 0), &ld);
+    cc_emit_addi(e, sc->rX, R * sb);
+    if (sc->phase == SM_NORMALIZE) { /* the chunk's maxima and sums: one stick per row */
+        cc_dma_shape stats = cc_dma_groups(r, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->M[s]), cc_reg(sc->rM, 0), &stats);
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(sc->S[s]), cc_reg(sc->rS, 0), &stats);
     }
     for (int c = 0; c < sc->nc; c++)
         cc_emit_sig(e, ISA_U_DMAI, sc->full[s][c]);
@@ -159,29 +170,33 @@ static void emit_chunk(sm_core *sc, int64_t r)
         isa_unit u = c ? ISA_U_SFP1 : ISA_U_SFP0;
         cc_emit_wait(e, u, sc->full[s][c]);
         if (n[c] > 0) {
+            int64_t x = sc->X[s] + off[c] * sb;
             if (sc->phase == SM_FUSED)
-                emit_rows(sc, c, sc->X[s] + off[c] * sb, n[c], sc->sm[c], 2);
+                emit_rows(sc, c, x, n[c], sc->mx[c], sc->sm[c], 2);
             else
-                emit_rows(sc, c, sc->X[s] + off[c] * sb, n[c], sc->S[s] + off[c] * sb, sb);
+                emit_rows(sc, c, x, n[c], sc->M[s] + off[c] * sb, sc->S[s] + off[c] * sb, sb);
         }
         cc_emit_sig(e, u, sc->done[s][c]);
     }
 
     for (int c = 0; c < sc->nc; c++) {
         cc_emit_wait(e, ISA_U_DMAO, sc->done[s][c]);
-        if (n[c] > 0) {
+        if (n[c] > 0 && sc->phase == SM_REDUCE) { /* the half's maxima and sums */
+            cc_dma_shape half = cc_dma_groups(n[c], 1, 0, 0);
+            cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rM, off[c] * sb), cc_abs(sc->M[s] + off[c] * sb), &half);
+            cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rS, off[c] * sb), cc_abs(sc->S[s] + off[c] * sb), &half);
+        } else if (n[c] > 0) {
             cc_dma_shape st = cc_dma_groups(n[c], G, sc->rows * sb, R * sb);
-            cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rOut, off[c] * sb), cc_abs(sc->X[s] + off[c] * sb), &st);
-            if (sc->phase == SM_MAX_EXP) {
-                cc_dma_shape sums = cc_dma_groups(n[c], 1, 0, 0);
-                cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rS, off[c] * sb), cc_abs(sc->S[s] + off[c] * sb), &sums);
-            }
+            cc_emit_dma(e, ISA_OP_DMA_ST, cc_reg(sc->rY, off[c] * sb), cc_abs(sc->X[s] + off[c] * sb), &st);
         }
         cc_emit_sig(e, ISA_U_DMAO, sc->empty[s][c]);
     }
-    cc_emit_addi(e, sc->rOut, R * sb);
-    if (sc->phase == SM_MAX_EXP)
+    if (sc->phase != SM_FUSED) {
+        cc_emit_addi(e, sc->rM, R * sb);
         cc_emit_addi(e, sc->rS, R * sb);
+    }
+    if (sc->phase != SM_REDUCE)
+        cc_emit_addi(e, sc->rY, R * sb);
 }
 
 static void full_chunk(void *ctx)
@@ -190,10 +205,9 @@ static void full_chunk(void *ctx)
     emit_chunk(sc, sc->R);
 }
 
-/* One kernel over the core's rows [r0, r0 + rt): from input tensor `in`
- * to output tensor `out` (sums: the rsum tensor, when the kernel uses it). */
-static void emit_kernel(sm_core *sc, const char *name, int phase, uint64_t in, uint64_t out, uint64_t sums,
-                        int64_t r0, int64_t rt)
+/* One kernel over the core's rows [r0, r0 + rt), with the tensors it uses
+ * at their DRAM offsets. */
+static void emit_kernel(sm_core *sc, const char *name, int phase, const sm_dram *dram, int64_t r0, int64_t rt)
 {
     cc_emit *e = &sc->e;
     const int64_t sb = sc->t->stick;
@@ -203,10 +217,13 @@ static void emit_kernel(sm_core *sc, const char *name, int phase, uint64_t in, u
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < sc->nc; c++)
             cc_emit_sig(e, ISA_U_DMAI, sc->empty[s][c]);
-    cc_emit_li(e, sc->rIn, (int64_t)in + r0 * sb);
-    cc_emit_li(e, sc->rOut, (int64_t)out + r0 * sb);
-    if (phase != SM_FUSED)
-        cc_emit_li(e, sc->rS, (int64_t)sums + r0 * sb);
+    cc_emit_li(e, sc->rX, (int64_t)dram->x + r0 * sb);
+    if (phase != SM_REDUCE)
+        cc_emit_li(e, sc->rY, (int64_t)dram->y + r0 * sb);
+    if (phase != SM_FUSED) {
+        cc_emit_li(e, sc->rM, (int64_t)dram->rmax + r0 * sb);
+        cc_emit_li(e, sc->rS, (int64_t)dram->rsum + r0 * sb);
+    }
     int64_t rest = rt % sc->R;
     cc_emit_repeat(e, rt / sc->R, 2, full_chunk, sc);
     if (rest)
@@ -215,7 +232,7 @@ static void emit_kernel(sm_core *sc, const char *name, int phase, uint64_t in, u
         for (int c = 0; c < sc->nc; c++)
             cc_emit_wait(e, ISA_U_DMAI, sc->empty[s][c]);
     /* The next kernel reads what every core of this one wrote. */
-    if (phase == SM_MAX_EXP)
+    if (phase == SM_REDUCE)
         cc_emit_bar(e);
     cc_kernel_end(e);
 }
@@ -258,13 +275,14 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int lx_plan, 
 
     for (int s = 0; s < 2; s++) {
         sc.X[s] = cc_lx_alloc(e, sc.G * R * t->stick, "softmax chunk");
-        if (!lx_plan)
+        if (!lx_plan) {
+            sc.M[s] = cc_lx_alloc(e, R * t->stick, "softmax row maxima");
             sc.S[s] = cc_lx_alloc(e, R * t->stick, "softmax row sums");
+        }
     }
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; lx_plan && c < 2; c++) {
         sc.mx[c] = cc_lx_alloc(e, sc.h0 * 2, "softmax row max");
-        if (lx_plan)
-            sc.sm[c] = cc_lx_alloc(e, sc.h0 * 2, "softmax row sum");
+        sc.sm[c] = cc_lx_alloc(e, sc.h0 * 2, "softmax row sum");
     }
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < sc.nc; c++) {
@@ -272,18 +290,20 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int lx_plan, 
             sc.done[s][c] = cc_tok_alloc(e, "softmax done");
             sc.empty[s][c] = cc_tok_alloc(e, "softmax empty");
         }
-    sc.rIn = cc_reg_alloc(e);
-    sc.rOut = cc_reg_alloc(e);
-    if (!lx_plan)
+    sc.rX = cc_reg_alloc(e);
+    sc.rY = cc_reg_alloc(e);
+    if (!lx_plan) {
+        sc.rM = cc_reg_alloc(e);
         sc.rS = cc_reg_alloc(e);
+    }
     if (cc_emit_failed(e))
         return -1;
 
     if (lx_plan) {
-        emit_kernel(&sc, "softmax", SM_FUSED, dram->x, dram->y, 0, r0, rt);
+        emit_kernel(&sc, "softmax", SM_FUSED, dram, r0, rt);
     } else {
-        emit_kernel(&sc, "softmax_max_exp", SM_MAX_EXP, dram->x, dram->e, dram->rsum, r0, rt);
-        emit_kernel(&sc, "softmax_div", SM_DIV, dram->e, dram->y, dram->rsum, r0, rt);
+        emit_kernel(&sc, "softmax_reduce", SM_REDUCE, dram, r0, rt);
+        emit_kernel(&sc, "softmax_normalize", SM_NORMALIZE, dram, r0, rt);
     }
     cc_emit_halt(e);
     return cc_emit_failed(e) ? -1 : 0;
@@ -319,9 +339,9 @@ isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t co
                  cols, max_rows, max_cols);
         return NULL;
     }
-    /* x and y; without LX planning also e and the row sums. */
-    double dram = (o.lx_plan ? 2.0 : 3.0) * (double)rows * (double)G * (double)t.stick +
-                  (o.lx_plan ? 0.0 : (double)rows * (double)t.stick);
+    /* x and y; without LX planning also the row maxima and sums. */
+    double dram = 2.0 * (double)rows * (double)G * (double)t.stick +
+                  (o.lx_plan ? 0.0 : 2.0 * (double)rows * (double)t.stick);
     if (dram > (double)cfg->dram_bytes) {
         snprintf(err, errlen, "softmax %" PRId64 "x%" PRId64 ": tensors need %.0f bytes of DRAM, more than %s has", rows,
                  cols, dram, cfg->name);
@@ -340,7 +360,7 @@ isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t co
     dram_at.x = cc_program_add_2d(p, cfg, "x", ISA_ROLE_INPUT, rows, cols);
     dram_at.y = cc_program_add_2d(p, cfg, "y", ISA_ROLE_OUTPUT, rows, cols);
     if (!o.lx_plan) {
-        dram_at.e = cc_program_add_2d(p, cfg, "e", ISA_ROLE_SCRATCH, rows, cols);
+        dram_at.rmax = cc_program_add_2d(p, cfg, "rmax", ISA_ROLE_SCRATCH, rows, 1);
         dram_at.rsum = cc_program_add_2d(p, cfg, "rsum", ISA_ROLE_SCRATCH, rows, 1);
     }
     int64_t used = cc_min(rows, o.cores);

@@ -99,4 +99,18 @@ int64_t cc_ttype_numel(const cc_ttype *t);
 /* Argument by position (counting positional ones only) or keyword; NULL if absent. */
 const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key);
 
+/* ---- Additions (helpers shared by the compiler and the runtime) ---- */
+
+/* A type as the text writes it: "f32[8, 64]", "f32[]"; the tuple of a
+ * multi-output value is written by cc_value_type_str. */
+void cc_ttype_str(const cc_ttype *t, char *buf, size_t len);
+/* The type of a value: its tensor type, or "(f32[8, 64], f32[8, 1])". */
+void cc_value_type_str(const cc_value *v, char *buf, size_t len);
+/* FILE (e.g. g->weights) taken relative to the directory of the graph
+ * file g->path; FILE itself when absolute or when the graph has no
+ * directory.  0, or -1 when it does not fit in buf. */
+int cc_graph_relpath(const cc_graph *g, const char *file, char *buf, size_t len);
+/* The dtype named by "f32", "i64", ...; -1 if none. */
+int cc_dtype_parse(const char *name);
+
 #endif

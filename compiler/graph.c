@@ -1,0 +1,1587 @@
+/* graph.c: the graph text format (docs/graph-format.md): a hand-written
+ * lexer, a recursive-descent parser, name resolution, a stable topological
+ * sort, and the printer.
+ *
+ * Parsing runs in three steps:
+ *   1. lines: each line is lexed and parsed on its own into values
+ *      (input, param, op results) and nodes; a use of a value is kept by
+ *      name (arg.s) with its column (arg.i) until step 2;
+ *   2. resolution: every use and every output name is looked up;
+ *   3. ordering: nodes are sorted topologically, keeping text order where
+ *      the data flow allows (Kahn's algorithm taking the earliest ready
+ *      node first); what is left over contains a cycle, which is reported.
+ * The first error wins; nothing after it is looked at. */
+#include "graph.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *const cc_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "bool"};
+
+#define MAX_NEST 64                 /* nested lists in an argument */
+#define MAX_NUMEL ((int64_t)1 << 50) /* elements of one tensor type */
+
+/* ---- Lexer ---- */
+
+typedef enum {
+    T_EOF,
+    T_NL,
+    T_IDENT,   /* name, op name, keyword, dtype, True/False/None/inf/nan */
+    T_VALNAME, /* %name (p, len: the name without %) */
+    T_INT,
+    T_FLOAT,
+    T_STR,     /* "..." (p, len: the raw text between the quotes) */
+    T_PUNCT,   /* : = ( ) [ ] , */
+    T_BAD,     /* a character that starts no token (an error was set) */
+} tok_kind;
+
+typedef struct {
+    tok_kind k;
+    const char *p; /* start of the token's text */
+    size_t len;
+    int line, col;
+    int64_t i;
+    double f;
+} token;
+
+typedef struct {
+    const char *path;
+    const char *s; /* the text */
+    size_t pos;
+    int line;
+    size_t line_start;
+    token tok;     /* the current token */
+    char *err;
+    size_t errlen;
+    int failed;
+} lexer;
+
+static void errv(lexer *L, const char *fmt, va_list ap)
+{
+    if (L->failed)
+        return;
+    L->failed = 1;
+    if (L->err && L->errlen)
+        vsnprintf(L->err, L->errlen, fmt, ap);
+}
+
+static void errf(lexer *L, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void errf(lexer *L, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    errv(L, fmt, ap);
+    va_end(ap);
+}
+
+static int is_name_start(int c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+static int is_name_char(int c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '.'; }
+static int is_digit(int c) { return c >= '0' && c <= '9'; }
+
+/* A token described for "found X". */
+static void describe(const token *t, char *buf, size_t len)
+{
+    switch (t->k) {
+    case T_EOF:
+        snprintf(buf, len, "end of file");
+        return;
+    case T_NL:
+        snprintf(buf, len, "end of line");
+        return;
+    case T_VALNAME:
+        snprintf(buf, len, "'%%%.*s'", (int)(t->len > 60 ? 60 : t->len), t->p);
+        return;
+    case T_STR:
+        snprintf(buf, len, "string \"%.*s%s\"", (int)(t->len > 40 ? 40 : t->len), t->p, t->len > 40 ? "..." : "");
+        return;
+    case T_BAD: {
+        unsigned char c = (unsigned char)t->p[0];
+        if (c >= 0x21 && c < 0x7f)
+            snprintf(buf, len, "'%c'", c);
+        else
+            snprintf(buf, len, "byte 0x%02x", c);
+        return;
+    }
+    default:
+        snprintf(buf, len, "'%.*s'", (int)(t->len > 60 ? 60 : t->len), t->p);
+        return;
+    }
+}
+
+/* "FILE:LINE:COL: expected WHAT, found <the current token>" */
+static void expected(lexer *L, const char *what)
+{
+    char found[160];
+    describe(&L->tok, found, sizeof found);
+    errf(L, "%s:%d:%d: expected %s, found %s", L->path, L->tok.line, L->tok.col, what, found);
+}
+
+/* Lex a number at s (an optional '-' already checked to be followed by a
+ * digit, "inf" or "nan"). */
+static void lex_number(lexer *L, token *t)
+{
+    const char *s = L->s + L->pos, *q = s;
+    int neg = 0;
+    if (*q == '-') {
+        neg = 1;
+        q++;
+    }
+    if (!is_digit((unsigned char)*q)) { /* -inf, -nan */
+        t->k = T_FLOAT;
+        t->f = q[0] == 'i' ? -INFINITY : -NAN;
+        t->len = 4;
+        return;
+    }
+    const char *d = q;
+    while (is_digit((unsigned char)*q))
+        q++;
+    int isfloat = 0;
+    if (*q == '.') {
+        isfloat = 1;
+        q++;
+        while (is_digit((unsigned char)*q))
+            q++;
+    }
+    if ((*q == 'e' || *q == 'E') &&
+        (is_digit((unsigned char)q[1]) || ((q[1] == '+' || q[1] == '-') && is_digit((unsigned char)q[2])))) {
+        isfloat = 1;
+        q += 2;
+        while (is_digit((unsigned char)*q))
+            q++;
+    }
+    t->len = (size_t)(q - s);
+    if (isfloat) {
+        char buf[128];
+        if (t->len >= sizeof buf) {
+            errf(L, "%s:%d:%d: number too long", L->path, t->line, t->col);
+            t->k = T_BAD;
+            return;
+        }
+        memcpy(buf, s, t->len);
+        buf[t->len] = 0;
+        t->k = T_FLOAT;
+        t->f = strtod(buf, NULL);
+        return;
+    }
+    uint64_t v = 0;
+    for (; d < q; d++) {
+        unsigned dig = (unsigned)(*d - '0');
+        if (v > (UINT64_MAX - dig) / 10) {
+            v = UINT64_MAX;
+            break;
+        }
+        v = v * 10 + dig;
+    }
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) {
+        errf(L, "%s:%d:%d: integer %.*s out of range", L->path, t->line, t->col, (int)(t->len > 40 ? 40 : t->len), s);
+        t->k = T_BAD;
+        return;
+    }
+    t->k = T_INT;
+    t->i = neg ? (int64_t)(0 - v) : (int64_t)v;
+}
+
+static void lex_string(lexer *L, token *t)
+{
+    const char *s = L->s + L->pos + 1, *q = s;
+    for (;;) {
+        if (*q == 0 || *q == '\n') {
+            errf(L, "%s:%d:%d: unterminated string", L->path, t->line, t->col);
+            t->k = T_BAD;
+            t->len = 1;
+            return;
+        }
+        if (*q == '"')
+            break;
+        if (*q == '\\') {
+            if (q[1] != '"' && q[1] != '\\' && q[1] != 'n' && q[1] != 't') {
+                int col = t->col + 1 + (int)(q - s);
+                if (q[1] == 0 || q[1] == '\n')
+                    errf(L, "%s:%d:%d: unterminated string", L->path, t->line, t->col);
+                else
+                    errf(L, "%s:%d:%d: unknown escape in string (only \\\" \\\\ \\n \\t)", L->path, t->line, col);
+                t->k = T_BAD;
+                t->len = 1;
+                return;
+            }
+            q += 2;
+            continue;
+        }
+        q++;
+    }
+    t->k = T_STR;
+    t->p = s;
+    t->len = (size_t)(q - s);
+    L->pos = (size_t)(q + 1 - L->s); /* past the closing quote */
+}
+
+/* Read the next token into L->tok. */
+static void next(lexer *L)
+{
+    const char *s = L->s;
+    for (;;) {
+        char c = s[L->pos];
+        if (c == ' ' || c == '\t' || c == '\r')
+            L->pos++;
+        else if (c == '#')
+            while (s[L->pos] && s[L->pos] != '\n')
+                L->pos++;
+        else
+            break;
+    }
+    token *t = &L->tok;
+    memset(t, 0, sizeof *t);
+    t->p = s + L->pos;
+    t->line = L->line;
+    t->col = (int)(L->pos - L->line_start) + 1;
+    char c = s[L->pos];
+    if (c == 0) {
+        t->k = T_EOF;
+        return;
+    }
+    if (c == '\n') {
+        t->k = T_NL;
+        t->len = 1;
+        L->pos++;
+        L->line++;
+        L->line_start = L->pos;
+        return;
+    }
+    if (c == '%') {
+        if (!is_name_start((unsigned char)s[L->pos + 1])) {
+            t->k = T_BAD;
+            t->len = 1;
+            return;
+        }
+        size_t q = L->pos + 1;
+        while (is_name_char((unsigned char)s[q]))
+            q++;
+        t->k = T_VALNAME;
+        t->p = s + L->pos + 1;
+        t->len = q - L->pos - 1;
+        L->pos = q;
+        return;
+    }
+    if (is_name_start((unsigned char)c)) {
+        size_t q = L->pos;
+        while (is_name_char((unsigned char)s[q]))
+            q++;
+        t->k = T_IDENT;
+        t->len = q - L->pos;
+        L->pos = q;
+        return;
+    }
+    if (is_digit((unsigned char)c) ||
+        (c == '-' && (is_digit((unsigned char)s[L->pos + 1]) ||
+                      ((strncmp(s + L->pos + 1, "inf", 3) == 0 || strncmp(s + L->pos + 1, "nan", 3) == 0) &&
+                       !is_name_char((unsigned char)s[L->pos + 4]))))) {
+        lex_number(L, t);
+        if (t->k != T_BAD)
+            L->pos += t->len;
+        return;
+    }
+    if (c == '"') {
+        lex_string(L, t);
+        return;
+    }
+    if (strchr(":=()[],", c)) {
+        t->k = T_PUNCT;
+        t->len = 1;
+        L->pos++;
+        return;
+    }
+    t->k = T_BAD;
+    t->len = 1;
+}
+
+static int is_punct(const token *t, char c) { return t->k == T_PUNCT && t->p[0] == c; }
+static int is_ident(const token *t, const char *w)
+{
+    return t->k == T_IDENT && t->len == strlen(w) && memcmp(t->p, w, t->len) == 0;
+}
+
+/* The token after the current one, without consuming anything. */
+static token peek(lexer *L)
+{
+    lexer save = *L;
+    char dummy[1];
+    L->err = dummy; /* a lexing error here is reported when it is reached */
+    L->errlen = 0;
+    next(L);
+    token t = L->tok;
+    int failed = L->failed;
+    *L = save;
+    if (failed)
+        t.k = T_BAD;
+    return t;
+}
+
+/* ---- Parser ---- */
+
+typedef struct {
+    lexer L;
+    cc_graph *g;
+    int capvalues, capnodes, capinputs, capparams;
+    /* name -> value index, open addressing */
+    int *hash;
+    size_t hashcap;
+    /* the output line, names kept until resolution */
+    int output_line;
+    char **outnames;
+    int *outcols;
+    int graph_line, weights_line;
+} parser;
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+static void *grow(void *p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    int ncap = *cap ? *cap : 8;
+    while (ncap < need) {
+        if (ncap > INT_MAX / 2)
+            return NULL;
+        ncap *= 2;
+    }
+    void *np = realloc(p, (size_t)ncap * elem);
+    if (np)
+        *cap = ncap;
+    return np;
+}
+
+static void oom(parser *P) { errf(&P->L, "%s: out of memory", P->L.path); }
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Look up a name: its value index, or -1. */
+static int lookup(const parser *P, const char *name)
+{
+    if (!P->hashcap)
+        return -1;
+    for (size_t h = hash_str(name) & (P->hashcap - 1);; h = (h + 1) & (P->hashcap - 1)) {
+        int v = P->hash[h];
+        if (v < 0)
+            return -1;
+        if (strcmp(P->g->values[v].name, name) == 0)
+            return v;
+    }
+}
+
+static int hash_insert(parser *P, int v)
+{
+    if ((size_t)P->g->nvalues * 2 >= P->hashcap) {
+        size_t ncap = P->hashcap ? P->hashcap * 2 : 64;
+        int *nh = malloc(ncap * sizeof *nh);
+        if (!nh)
+            return -1;
+        for (size_t i = 0; i < ncap; i++)
+            nh[i] = -1;
+        for (size_t i = 0; i < P->hashcap; i++)
+            if (P->hash[i] >= 0)
+                for (size_t h = hash_str(P->g->values[P->hash[i]].name) & (ncap - 1);; h = (h + 1) & (ncap - 1))
+                    if (nh[h] < 0) {
+                        nh[h] = P->hash[i];
+                        break;
+                    }
+        free(P->hash);
+        P->hash = nh;
+        P->hashcap = ncap;
+    }
+    for (size_t h = hash_str(P->g->values[v].name) & (P->hashcap - 1);; h = (h + 1) & (P->hashcap - 1))
+        if (P->hash[h] < 0) {
+            P->hash[h] = v;
+            return 0;
+        }
+}
+
+/* A new value named by the current T_VALNAME token; -1 on error. */
+static int new_value(parser *P, cc_value_kind kind)
+{
+    const token *t = &P->L.tok;
+    char *name = dupn(t->p, t->len);
+    if (!name) {
+        oom(P);
+        return -1;
+    }
+    int prev = lookup(P, name);
+    if (prev >= 0) {
+        errf(&P->L, "%s:%d: %%%s is defined twice (first at line %d)", P->L.path, t->line, name,
+             P->g->values[prev].line);
+        free(name);
+        return -1;
+    }
+    cc_graph *g = P->g;
+    cc_value *nv = grow(g->values, &P->capvalues, g->nvalues + 1, sizeof *nv);
+    if (!nv) {
+        free(name);
+        oom(P);
+        return -1;
+    }
+    g->values = nv;
+    int v = g->nvalues++;
+    memset(&g->values[v], 0, sizeof g->values[v]);
+    g->values[v].name = name;
+    g->values[v].kind = kind;
+    g->values[v].node = -1;
+    g->values[v].line = t->line;
+    if (hash_insert(P, v)) {
+        oom(P);
+        return -1;
+    }
+    return v;
+}
+
+static int expect_punct(parser *P, char c)
+{
+    if (!is_punct(&P->L.tok, c)) {
+        char what[8] = {'\'', c, '\'', 0};
+        expected(&P->L, what);
+        return -1;
+    }
+    next(&P->L);
+    return 0;
+}
+
+static int expect_eol(parser *P)
+{
+    if (P->L.tok.k != T_NL && P->L.tok.k != T_EOF) {
+        expected(&P->L, "end of line");
+        return -1;
+    }
+    return 0;
+}
+
+int cc_dtype_parse(const char *name)
+{
+    for (int d = 0; d < CC_NDTYPES; d++)
+        if (strcmp(name, cc_dtype_names[d]) == 0)
+            return d;
+    return -1;
+}
+
+static int tok_dtype(const token *t)
+{
+    if (t->k != T_IDENT)
+        return -1;
+    for (int d = 0; d < CC_NDTYPES; d++)
+        if (is_ident(t, cc_dtype_names[d]))
+            return d;
+    return -1;
+}
+
+/* DTYPE[d0, d1, ...] */
+static int parse_ttype(parser *P, cc_ttype *ty)
+{
+    lexer *L = &P->L;
+    memset(ty, 0, sizeof *ty);
+    int d = tok_dtype(&L->tok);
+    if (d < 0) {
+        expected(L, "a type (f32, f16, bf16, f64, i64, i32 or bool)");
+        return -1;
+    }
+    ty->dtype = (cc_dtype)d;
+    int line = L->tok.line, col = L->tok.col;
+    next(L);
+    if (expect_punct(P, '['))
+        return -1;
+    int64_t numel = 1;
+    if (!is_punct(&L->tok, ']'))
+        for (;;) {
+            if (L->tok.k != T_INT || L->tok.i < 0) {
+                expected(L, "a dimension (an integer >= 0)");
+                return -1;
+            }
+            if (ty->rank == CC_MAX_RANK) {
+                errf(L, "%s:%d:%d: more than %d dimensions", L->path, L->tok.line, L->tok.col, CC_MAX_RANK);
+                return -1;
+            }
+            int64_t dim = L->tok.i;
+            ty->shape[ty->rank++] = dim;
+            if (dim && numel > MAX_NUMEL / dim) {
+                errf(L, "%s:%d:%d: type has more than 2^50 elements", L->path, line, col);
+                return -1;
+            }
+            numel *= dim;
+            next(L);
+            if (is_punct(&L->tok, ']'))
+                break;
+            if (!is_punct(&L->tok, ',')) {
+                expected(L, "',' or ']'");
+                return -1;
+            }
+            next(L);
+        }
+    next(L); /* ']' */
+    return 0;
+}
+
+/* A value's type: a tensor type, or (with tuple_ok) a tuple of them. */
+static int parse_type(parser *P, cc_value *v, int tuple_ok)
+{
+    lexer *L = &P->L;
+    if (!is_punct(&L->tok, '('))
+        return parse_ttype(P, &v->type);
+    if (!tuple_ok) {
+        expected(L, "a tensor type");
+        return -1;
+    }
+    next(L);
+    int cap = 0;
+    for (;;) {
+        cc_ttype *nt = grow(v->tuple, &cap, v->ntuple + 1, sizeof *nt);
+        if (!nt) {
+            oom(P);
+            return -1;
+        }
+        v->tuple = nt;
+        if (parse_ttype(P, &v->tuple[v->ntuple]))
+            return -1;
+        v->ntuple++;
+        if (is_punct(&L->tok, ')'))
+            break;
+        if (!is_punct(&L->tok, ',')) {
+            expected(L, "',' or ')'");
+            return -1;
+        }
+        next(L);
+    }
+    next(L);
+    return 0;
+}
+
+/* Decode the raw text of a string token (escapes already validated). */
+static char *string_value(const token *t)
+{
+    char *s = malloc(t->len + 1);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < t->len; i++) {
+        char c = t->p[i];
+        if (c == '\\') {
+            c = t->p[++i];
+            c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+        }
+        s[o++] = c;
+    }
+    s[o] = 0;
+    return s;
+}
+
+static void free_arg(cc_arg *a)
+{
+    free(a->key);
+    free(a->s);
+    for (int i = 0; i < a->nitems; i++)
+        free_arg(&a->items[i]);
+    free(a->items);
+}
+
+/* One argument value (no keyword) into *a. */
+static int parse_value(parser *P, cc_arg *a, int depth)
+{
+    lexer *L = &P->L;
+    token *t = &L->tok;
+    switch (t->k) {
+    case T_VALNAME:
+        a->kind = CC_ARG_VALUE;
+        a->value = -1;
+        a->s = dupn(t->p, t->len); /* resolved later */
+        a->i = t->col;
+        if (!a->s) {
+            oom(P);
+            return -1;
+        }
+        break;
+    case T_INT:
+        a->kind = CC_ARG_INT;
+        a->i = t->i;
+        break;
+    case T_FLOAT:
+        a->kind = CC_ARG_FLOAT;
+        a->f = t->f;
+        break;
+    case T_STR:
+        a->kind = CC_ARG_STR;
+        a->s = string_value(t);
+        if (!a->s) {
+            oom(P);
+            return -1;
+        }
+        break;
+    case T_IDENT:
+        if (is_ident(t, "True") || is_ident(t, "False")) {
+            a->kind = CC_ARG_BOOL;
+            a->i = t->p[0] == 'T';
+        } else if (is_ident(t, "None")) {
+            a->kind = CC_ARG_NONE;
+        } else if (is_ident(t, "inf") || is_ident(t, "nan")) {
+            a->kind = CC_ARG_FLOAT;
+            a->f = t->p[0] == 'i' ? INFINITY : NAN;
+        } else if (tok_dtype(t) >= 0) {
+            a->kind = CC_ARG_DTYPE;
+            a->i = tok_dtype(t);
+        } else {
+            expected(L, "an argument");
+            return -1;
+        }
+        break;
+    case T_PUNCT:
+        if (is_punct(t, '[')) {
+            if (depth >= MAX_NEST) {
+                errf(L, "%s:%d:%d: lists nested more than %d deep", L->path, t->line, t->col, MAX_NEST);
+                return -1;
+            }
+            a->kind = CC_ARG_LIST;
+            next(L);
+            int cap = 0;
+            if (is_punct(t, ']'))
+                break;
+            for (;;) {
+                cc_arg *ni = grow(a->items, &cap, a->nitems + 1, sizeof *ni);
+                if (!ni) {
+                    oom(P);
+                    return -1;
+                }
+                a->items = ni;
+                memset(&a->items[a->nitems], 0, sizeof *ni);
+                a->nitems++;
+                if (parse_value(P, &a->items[a->nitems - 1], depth + 1))
+                    return -1;
+                if (is_punct(t, ']'))
+                    break;
+                if (!is_punct(t, ',')) {
+                    expected(L, "',' or ']'");
+                    return -1;
+                }
+                next(L);
+            }
+            break;
+        }
+        expected(L, "an argument");
+        return -1;
+    default:
+        expected(L, "an argument");
+        return -1;
+    }
+    next(L);
+    return 0;
+}
+
+/* %NAME: TYPE = OP(ARGS) with the current token at %NAME. */
+static int parse_op_line(parser *P)
+{
+    lexer *L = &P->L;
+    int v = new_value(P, CC_VAL_NODE);
+    if (v < 0)
+        return -1;
+    next(L);
+    if (expect_punct(P, ':'))
+        return -1;
+    if (parse_type(P, &P->g->values[v], 1))
+        return -1;
+    if (expect_punct(P, '='))
+        return -1;
+    if (L->tok.k != T_IDENT) {
+        expected(L, "an op name");
+        return -1;
+    }
+    cc_graph *g = P->g;
+    cc_node *nn = grow(g->nodes, &P->capnodes, g->nnodes + 1, sizeof *nn);
+    if (!nn) {
+        oom(P);
+        return -1;
+    }
+    g->nodes = nn;
+    cc_node *n = &g->nodes[g->nnodes++];
+    memset(n, 0, sizeof *n);
+    n->out = v;
+    n->line = L->tok.line;
+    n->col = L->tok.col;
+    n->op = dupn(L->tok.p, L->tok.len);
+    if (!n->op) {
+        oom(P);
+        return -1;
+    }
+    /* base: the second dot-separated part ("aten.add.Tensor" -> "add"),
+     * or the whole name when it has no namespace. */
+    const char *dot = strchr(n->op, '.');
+    const char *b = dot ? dot + 1 : n->op;
+    const char *e = strchr(b, '.');
+    n->base = dupn(b, e ? (size_t)(e - b) : strlen(b));
+    if (!n->base) {
+        oom(P);
+        return -1;
+    }
+    g->values[v].node = g->nnodes - 1;
+    next(L);
+    if (expect_punct(P, '('))
+        return -1;
+    int cap = 0, seen_key = 0;
+    if (!is_punct(&L->tok, ')'))
+        for (;;) {
+            cc_arg *na = grow(n->args, &cap, n->nargs + 1, sizeof *na);
+            if (!na) {
+                oom(P);
+                return -1;
+            }
+            n->args = na;
+            cc_arg *a = &n->args[n->nargs++];
+            memset(a, 0, sizeof *a);
+            if (L->tok.k == T_IDENT) {
+                token after = peek(L);
+                if (is_punct(&after, '=')) {
+                    a->key = dupn(L->tok.p, L->tok.len);
+                    if (!a->key) {
+                        oom(P);
+                        return -1;
+                    }
+                    seen_key = 1;
+                    next(L);
+                    next(L);
+                }
+            }
+            if (!a->key && seen_key) {
+                expected(L, "a keyword argument (name=value) after a keyword argument");
+                return -1;
+            }
+            if (parse_value(P, a, 0))
+                return -1;
+            if (is_punct(&L->tok, ')'))
+                break;
+            if (!is_punct(&L->tok, ',')) {
+                expected(L, "',' or ')'");
+                return -1;
+            }
+            next(L);
+        }
+    next(L); /* ')' */
+    return expect_eol(P);
+}
+
+/* input %NAME: TYPE  /  param %NAME: TYPE = "KEY" */
+static int parse_decl(parser *P, cc_value_kind kind)
+{
+    lexer *L = &P->L;
+    cc_graph *g = P->g;
+    next(L);
+    if (L->tok.k != T_VALNAME) {
+        expected(L, "a %name");
+        return -1;
+    }
+    int v = new_value(P, kind);
+    if (v < 0)
+        return -1;
+    next(L);
+    if (expect_punct(P, ':') || parse_type(P, &g->values[v], 0))
+        return -1;
+    if (kind == CC_VAL_PARAM) {
+        if (expect_punct(P, '='))
+            return -1;
+        if (L->tok.k != T_STR) {
+            expected(L, "the weight's key as a \"string\"");
+            return -1;
+        }
+        g->values[v].param_key = string_value(&L->tok);
+        if (!g->values[v].param_key) {
+            oom(P);
+            return -1;
+        }
+        next(L);
+        int *np = grow(g->params, &P->capparams, g->nparams + 1, sizeof *np);
+        if (!np) {
+            oom(P);
+            return -1;
+        }
+        g->params = np;
+        g->params[g->nparams++] = v;
+    } else {
+        int *ni = grow(g->inputs, &P->capinputs, g->ninputs + 1, sizeof *ni);
+        if (!ni) {
+            oom(P);
+            return -1;
+        }
+        g->inputs = ni;
+        g->inputs[g->ninputs++] = v;
+    }
+    return expect_eol(P);
+}
+
+/* output %A, %B, ... */
+static int parse_output(parser *P)
+{
+    lexer *L = &P->L;
+    int line = L->tok.line;
+    if (P->output_line) {
+        errf(L, "%s:%d: a second output line (the first is line %d)", L->path, line, P->output_line);
+        return -1;
+    }
+    P->output_line = line;
+    next(L);
+    int cap = 0, cap2 = 0;
+    for (;;) {
+        if (L->tok.k != T_VALNAME) {
+            expected(L, "a %name");
+            return -1;
+        }
+        char **nn = grow(P->outnames, &cap, P->g->noutputs + 1, sizeof *nn);
+        if (nn)
+            P->outnames = nn;
+        int *nc = grow(P->outcols, &cap2, P->g->noutputs + 1, sizeof *nc);
+        if (nc)
+            P->outcols = nc;
+        char *name = dupn(L->tok.p, L->tok.len);
+        if (!nn || !nc || !name) {
+            free(name);
+            oom(P);
+            return -1;
+        }
+        P->outcols[P->g->noutputs] = L->tok.col;
+        P->outnames[P->g->noutputs++] = name;
+        next(L);
+        if (!is_punct(&L->tok, ','))
+            break;
+        next(L);
+    }
+    return expect_eol(P);
+}
+
+/* hint TEXT: the rest of the line, without a comment and outer blanks. */
+static int parse_hint(parser *P)
+{
+    lexer *L = &P->L;
+    const char *s = L->s + L->pos, *e = s;
+    int instr = 0;
+    while (*e && *e != '\n' && (instr || *e != '#')) {
+        if (*e == '"')
+            instr = !instr;
+        else if (*e == '\\' && instr && e[1] && e[1] != '\n')
+            e++;
+        e++;
+    }
+    const char *q = e;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    while (q > s && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
+        q--;
+    if (q == s) {
+        next(L);
+        expected(L, "the hint's text");
+        return -1;
+    }
+    cc_graph *g = P->g;
+    char **nh = realloc(g->hints, (size_t)(g->nhints + 1) * sizeof *nh);
+    if (!nh) {
+        oom(P);
+        return -1;
+    }
+    g->hints = nh;
+    if (!(g->hints[g->nhints] = dupn(s, (size_t)(q - s)))) {
+        oom(P);
+        return -1;
+    }
+    g->nhints++;
+    while (L->s[L->pos] && L->s[L->pos] != '\n')
+        L->pos++;
+    next(L);
+    return 0;
+}
+
+static int parse_lines(parser *P)
+{
+    lexer *L = &P->L;
+    next(L);
+    while (!L->failed) {
+        token *t = &L->tok;
+        if (t->k == T_EOF)
+            break;
+        if (t->k == T_NL) {
+            next(L);
+            continue;
+        }
+        int rc;
+        if (t->k == T_VALNAME) {
+            rc = parse_op_line(P);
+        } else if (is_ident(t, "input")) {
+            rc = parse_decl(P, CC_VAL_INPUT);
+        } else if (is_ident(t, "param")) {
+            rc = parse_decl(P, CC_VAL_PARAM);
+        } else if (is_ident(t, "output")) {
+            rc = parse_output(P);
+        } else if (is_ident(t, "hint")) {
+            rc = parse_hint(P);
+            continue;
+        } else if (is_ident(t, "graph")) {
+            if (P->graph_line) {
+                errf(L, "%s:%d: a second graph line (the first is line %d)", L->path, t->line, P->graph_line);
+                return -1;
+            }
+            P->graph_line = t->line;
+            next(L);
+            if (L->tok.k != T_IDENT) {
+                expected(L, "the graph's name");
+                return -1;
+            }
+            free(P->g->name);
+            if (!(P->g->name = dupn(L->tok.p, L->tok.len))) {
+                oom(P);
+                return -1;
+            }
+            next(L);
+            rc = expect_eol(P);
+        } else if (is_ident(t, "weights")) {
+            if (P->weights_line) {
+                errf(L, "%s:%d: a second weights line (the first is line %d)", L->path, t->line, P->weights_line);
+                return -1;
+            }
+            P->weights_line = t->line;
+            next(L);
+            if (L->tok.k != T_STR) {
+                expected(L, "the weights file as a \"string\"");
+                return -1;
+            }
+            if (!(P->g->weights = string_value(&L->tok))) {
+                oom(P);
+                return -1;
+            }
+            next(L);
+            rc = expect_eol(P);
+        } else {
+            expected(L, "a line (graph, weights, input, param, %NAME: TYPE = OP(...), output or hint)");
+            return -1;
+        }
+        if (rc || L->failed)
+            return -1;
+    }
+    return L->failed ? -1 : 0;
+}
+
+/* ---- Resolution ---- */
+
+static int resolve_arg(parser *P, cc_arg *a, int line)
+{
+    if (a->kind == CC_ARG_VALUE) {
+        int v = lookup(P, a->s);
+        if (v < 0) {
+            errf(&P->L, "%s:%d: %%%s is not defined", P->L.path, line, a->s);
+            return -1;
+        }
+        free(a->s);
+        a->s = NULL;
+        a->i = 0;
+        a->value = v;
+    }
+    for (int i = 0; i < a->nitems; i++)
+        if (resolve_arg(P, &a->items[i], line))
+            return -1;
+    return 0;
+}
+
+static int resolve(parser *P)
+{
+    cc_graph *g = P->g;
+    for (int n = 0; n < g->nnodes; n++)
+        for (int i = 0; i < g->nodes[n].nargs; i++)
+            if (resolve_arg(P, &g->nodes[n].args[i], g->nodes[n].line))
+                return -1;
+    if (!P->output_line) {
+        errf(&P->L, "%s: missing output line (a graph names its outputs: output %%a, %%b)", P->L.path);
+        return -1;
+    }
+    g->outputs = malloc((size_t)g->noutputs * sizeof *g->outputs);
+    if (!g->outputs) {
+        oom(P);
+        return -1;
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        int v = lookup(P, P->outnames[i]);
+        if (v < 0) {
+            errf(&P->L, "%s:%d: %%%s is not defined", P->L.path, P->output_line, P->outnames[i]);
+            return -1;
+        }
+        g->outputs[i] = v;
+    }
+    return 0;
+}
+
+/* ---- Topological sort ---- */
+
+/* Call fn for every value used by arg a (lists included). */
+static void each_use(const cc_arg *a, void (*fn)(void *, int), void *ctx)
+{
+    if (a->kind == CC_ARG_VALUE)
+        fn(ctx, a->value);
+    for (int i = 0; i < a->nitems; i++)
+        each_use(&a->items[i], fn, ctx);
+}
+
+typedef struct {
+    const cc_graph *g;
+    int *indeg;   /* per node: uses of node results not yet emitted */
+    int *edges;   /* CSR: users of each node */
+    int *first;   /* per node: start of its users in edges */
+    int *fill;
+    int cur;      /* node being examined */
+    int pass;     /* 0: count, 1: fill */
+} topo;
+
+static void topo_use(void *ctx, int v)
+{
+    topo *T = ctx;
+    int prod = T->g->values[v].node;
+    if (T->g->values[v].kind != CC_VAL_NODE || prod < 0)
+        return;
+    if (T->pass == 0) {
+        T->indeg[T->cur]++;
+        T->first[prod + 1]++;
+    } else {
+        T->edges[T->fill[prod]++] = T->cur;
+    }
+}
+
+/* Min-heap of node indices (text order). */
+static void heap_push(int *h, int *n, int x)
+{
+    int i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > x) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int heap_pop(int *h, int *n)
+{
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= x)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = x;
+    return top;
+}
+
+typedef struct {
+    const cc_graph *g;
+    const char *done;
+    int found;
+} first_dep;
+
+static void first_dep_use(void *ctx, int v)
+{
+    first_dep *F = ctx;
+    int prod = F->g->values[v].node;
+    if (F->found < 0 && F->g->values[v].kind == CC_VAL_NODE && prod >= 0 && !F->done[prod])
+        F->found = prod;
+}
+
+/* Report a cycle among the nodes not emitted (done[n] == 0). */
+static void report_cycle(parser *P, const char *done)
+{
+    cc_graph *g = P->g;
+    int n = g->nnodes;
+    int *pos = malloc((size_t)n * sizeof *pos), *path = malloc((size_t)n * sizeof *path);
+    if (!pos || !path) {
+        free(pos);
+        free(path);
+        oom(P);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        pos[i] = -1;
+    int start = 0;
+    while (done[start])
+        start++;
+    /* Walk from user to producer until a node repeats: every node left
+     * over uses a node left over, so the walk must repeat. */
+    int len = 0, cur = start;
+    while (pos[cur] < 0) {
+        pos[cur] = len;
+        path[len++] = cur;
+        first_dep F = {g, done, -1};
+        for (int i = 0; i < g->nodes[cur].nargs; i++)
+            each_use(&g->nodes[cur].args[i], first_dep_use, &F);
+        cur = F.found;
+    }
+    /* path[pos[cur] .. len-1] is the cycle, each using the next; data
+     * flows the other way.  Print from the earliest line. */
+    int c0 = pos[cur], k = len - c0, best = c0;
+    for (int i = c0; i < len; i++)
+        if (g->nodes[path[i]].line < g->nodes[path[best]].line)
+            best = i;
+    char msg[512];
+    size_t o = 0;
+    for (int j = 0; j <= k && o < sizeof msg; j++) {
+        int idx = c0 + ((best - c0) - j % k + k) % k;
+        o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%%%s", j ? " -> " : "",
+                              g->values[g->nodes[path[idx]].out].name);
+    }
+    errf(&P->L, "%s:%d: cycle: %s", P->L.path, g->nodes[path[best]].line, msg);
+    free(pos);
+    free(path);
+}
+
+static int topo_sort(parser *P)
+{
+    cc_graph *g = P->g;
+    int n = g->nnodes;
+    if (n <= 0)
+        return 0;
+    topo T = {.g = g};
+    T.indeg = calloc((size_t)n, sizeof *T.indeg);
+    T.first = calloc((size_t)n + 1, sizeof *T.first);
+    T.fill = malloc((size_t)n * sizeof *T.fill);
+    int *heap = malloc((size_t)n * sizeof *heap), *order = malloc((size_t)n * sizeof *order);
+    char *done = calloc((size_t)n, 1);
+    int rc = -1;
+    if (!T.indeg || !T.first || !T.fill || !heap || !order || !done) {
+        oom(P);
+        goto out;
+    }
+    for (T.cur = 0; T.cur < n; T.cur++)
+        for (int i = 0; i < g->nodes[T.cur].nargs; i++)
+            each_use(&g->nodes[T.cur].args[i], topo_use, &T);
+    for (int i = 0; i < n; i++)
+        T.first[i + 1] += T.first[i];
+    T.edges = malloc(((size_t)T.first[n] + 1) * sizeof *T.edges);
+    if (!T.edges) {
+        oom(P);
+        goto out;
+    }
+    memcpy(T.fill, T.first, (size_t)n * sizeof *T.fill);
+    T.pass = 1;
+    for (T.cur = 0; T.cur < n; T.cur++)
+        for (int i = 0; i < g->nodes[T.cur].nargs; i++)
+            each_use(&g->nodes[T.cur].args[i], topo_use, &T);
+    int nh = 0, no = 0;
+    for (int i = 0; i < n; i++)
+        if (!T.indeg[i])
+            heap_push(heap, &nh, i);
+    while (nh) {
+        int x = heap_pop(heap, &nh);
+        order[no++] = x;
+        done[x] = 1;
+        for (int e = T.first[x]; e < T.first[x + 1]; e++)
+            if (--T.indeg[T.edges[e]] == 0)
+                heap_push(heap, &nh, T.edges[e]);
+    }
+    if (no < n) {
+        report_cycle(P, done);
+        goto out;
+    }
+    cc_node *sorted = malloc((size_t)n * sizeof *sorted);
+    if (!sorted) {
+        oom(P);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        sorted[i] = g->nodes[order[i]];
+        g->values[sorted[i].out].node = i;
+    }
+    free(g->nodes);
+    g->nodes = sorted;
+    rc = 0;
+out:
+    free(T.indeg);
+    free(T.first);
+    free(T.fill);
+    free(T.edges);
+    free(heap);
+    free(order);
+    free(done);
+    return rc;
+}
+
+/* ---- Entry points ---- */
+
+/* The base name of path without directory and extension. */
+static char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *e = strrchr(b, '.');
+    size_t n = e && e != b ? (size_t)(e - b) : strlen(b);
+    return dupn(b, n);
+}
+
+static cc_graph *parse(const char *text, const char *path, const char *default_name, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    parser P;
+    memset(&P, 0, sizeof P);
+    P.L.path = path ? path : "<graph>";
+    P.L.s = text ? text : "";
+    P.L.line = 1;
+    P.L.err = err;
+    P.L.errlen = errlen;
+    P.g = calloc(1, sizeof *P.g);
+    if (!P.g) {
+        errf(&P.L, "%s: out of memory", P.L.path);
+        return NULL;
+    }
+    P.g->path = dupn(P.L.path, strlen(P.L.path));
+    if (!P.g->path)
+        oom(&P);
+    int rc = P.L.failed ? -1 : parse_lines(&P);
+    if (!rc)
+        rc = resolve(&P);
+    if (!rc)
+        rc = topo_sort(&P);
+    if (!rc && !P.g->name && !(P.g->name = default_name ? dupn(default_name, strlen(default_name))
+                                                       : path ? base_name(path) : dupn("graph", 5)))
+        oom(&P), rc = -1;
+    for (int i = 0; i < P.g->noutputs && P.outnames; i++)
+        free(P.outnames[i]);
+    free(P.outnames);
+    free(P.outcols);
+    free(P.hash);
+    if (rc || P.L.failed) {
+        /* Unresolved uses still hold their names in arg.s: free_arg frees them. */
+        cc_graph_free(P.g);
+        return NULL;
+    }
+    return P.g;
+}
+
+cc_graph *cc_graph_parse(const char *text, const char *path, char *err, size_t errlen)
+{
+    return parse(text, path, NULL, err, errlen);
+}
+
+cc_graph *cc_graph_load(const char *path, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    struct stat st;
+    char *file = NULL, *dirname = NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+            n--;
+        file = malloc(n + sizeof "/graph.txt");
+        if (!file) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            return NULL;
+        }
+        memcpy(file, path, n);
+        strcpy(file + n, "/graph.txt");
+        /* the default graph name: the directory's own name */
+        const char *b = path + n;
+        while (b > path && b[-1] != '/')
+            b--;
+        dirname = dupn(b, (size_t)(path + n - b));
+    } else {
+        file = dupn(path, strlen(path));
+    }
+    if (!file) {
+        free(dirname);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", file, strerror(errno));
+        free(file);
+        free(dirname);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *text = malloc(cap);
+    cc_graph *g = NULL;
+    while (text) {
+        if (n + 1 >= cap) {
+            char *nt = realloc(text, cap * 2);
+            if (!nt) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = nt;
+            cap *= 2;
+        }
+        size_t r = fread(text + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    if (!text) {
+        snprintf(err, errlen, "%s: out of memory", file);
+    } else if (ferror(f)) {
+        snprintf(err, errlen, "%s: read error", file);
+    } else {
+        text[n] = 0;
+        const char *nul = memchr(text, 0, n);
+        if (nul) {
+            int line = 1;
+            for (const char *q = text; q < nul; q++)
+                line += *q == '\n';
+            snprintf(err, errlen, "%s:%d: a NUL byte in the text", file, line);
+        } else {
+            g = parse(text, file, dirname, err, errlen);
+        }
+    }
+    fclose(f);
+    free(text);
+    free(file);
+    free(dirname);
+    return g;
+}
+
+void cc_graph_free(cc_graph *g)
+{
+    if (!g)
+        return;
+    free(g->name);
+    free(g->path);
+    free(g->weights);
+    for (int i = 0; i < g->nvalues; i++) {
+        free(g->values[i].name);
+        free(g->values[i].tuple);
+        free(g->values[i].param_key);
+    }
+    free(g->values);
+    for (int n = 0; n < g->nnodes; n++) {
+        free(g->nodes[n].op);
+        free(g->nodes[n].base);
+        for (int i = 0; i < g->nodes[n].nargs; i++)
+            free_arg(&g->nodes[n].args[i]);
+        free(g->nodes[n].args);
+    }
+    free(g->nodes);
+    free(g->inputs);
+    free(g->params);
+    free(g->outputs);
+    for (int i = 0; i < g->nhints; i++)
+        free(g->hints[i]);
+    free(g->hints);
+    free(g);
+}
+
+/* ---- Printing ---- */
+
+void cc_ttype_str(const cc_ttype *t, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    size_t o = (size_t)snprintf(buf, len, "%s[", (unsigned)t->dtype < CC_NDTYPES ? cc_dtype_names[t->dtype] : "?");
+    for (int i = 0; i < t->rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    if (o < len)
+        snprintf(buf + o, len - o, "]");
+}
+
+void cc_value_type_str(const cc_value *v, char *buf, size_t len)
+{
+    if (!len)
+        return;
+    if (!v->ntuple) {
+        cc_ttype_str(&v->type, buf, len);
+        return;
+    }
+    size_t o = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < v->ntuple && o < len; i++) {
+        if (i)
+            o += (size_t)snprintf(buf + o, len - o, ", ");
+        if (o < len)
+            cc_ttype_str(&v->tuple[i], buf + o, len - o);
+        o += strlen(buf + o);
+    }
+    if (o < len)
+        snprintf(buf + o, len - o, ")");
+}
+
+static void print_string(const char *s, FILE *f)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else if (*s == '\t')
+            fputs("\\t", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* The shortest text that reads back as the same double, and as a float
+ * (with a '.' or an exponent). */
+static void print_float(double x, FILE *f)
+{
+    if (isnan(x)) {
+        fputs("nan", f);
+        return;
+    }
+    if (isinf(x)) {
+        fputs(x < 0 ? "-inf" : "inf", f);
+        return;
+    }
+    char buf[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    if (!strpbrk(buf, ".e"))
+        strcat(buf, ".0");
+    fputs(buf, f);
+}
+
+static void print_arg(const cc_graph *g, const cc_arg *a, FILE *f)
+{
+    switch (a->kind) {
+    case CC_ARG_VALUE:
+        fprintf(f, "%%%s", a->value >= 0 && a->value < g->nvalues ? g->values[a->value].name : "?");
+        break;
+    case CC_ARG_INT:
+        fprintf(f, "%lld", (long long)a->i);
+        break;
+    case CC_ARG_FLOAT:
+        print_float(a->f, f);
+        break;
+    case CC_ARG_BOOL:
+        fputs(a->i ? "True" : "False", f);
+        break;
+    case CC_ARG_NONE:
+        fputs("None", f);
+        break;
+    case CC_ARG_STR:
+        print_string(a->s ? a->s : "", f);
+        break;
+    case CC_ARG_DTYPE:
+        fputs(a->i >= 0 && a->i < CC_NDTYPES ? cc_dtype_names[a->i] : "?", f);
+        break;
+    case CC_ARG_LIST:
+        fputc('[', f);
+        for (int i = 0; i < a->nitems; i++) {
+            if (i)
+                fputs(", ", f);
+            print_arg(g, &a->items[i], f);
+        }
+        fputc(']', f);
+        break;
+    }
+}
+
+void cc_graph_print(const cc_graph *g, FILE *f)
+{
+    char ty[1024];
+    fprintf(f, "graph %s\n", g->name ? g->name : "graph");
+    if (g->weights) {
+        fputs("weights ", f);
+        print_string(g->weights, f);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        const cc_value *v = &g->values[g->inputs[i]];
+        cc_value_type_str(v, ty, sizeof ty);
+        fprintf(f, "input %%%s: %s\n", v->name, ty);
+    }
+    for (int i = 0; i < g->nparams; i++) {
+        const cc_value *v = &g->values[g->params[i]];
+        cc_value_type_str(v, ty, sizeof ty);
+        fprintf(f, "param %%%s: %s = ", v->name, ty);
+        print_string(v->param_key ? v->param_key : "", f);
+        fputc('\n', f);
+    }
+    for (int n = 0; n < g->nnodes; n++) {
+        const cc_node *nd = &g->nodes[n];
+        const cc_value *v = &g->values[nd->out];
+        cc_value_type_str(v, ty, sizeof ty);
+        fprintf(f, "%%%s: %s = %s(", v->name, ty, nd->op);
+        for (int i = 0; i < nd->nargs; i++) {
+            if (i)
+                fputs(", ", f);
+            if (nd->args[i].key)
+                fprintf(f, "%s=", nd->args[i].key);
+            print_arg(g, &nd->args[i], f);
+        }
+        fputs(")\n", f);
+    }
+    fputs("output ", f);
+    for (int i = 0; i < g->noutputs; i++)
+        fprintf(f, "%s%%%s", i ? ", " : "", g->values[g->outputs[i]].name);
+    fputc('\n', f);
+    for (int i = 0; i < g->nhints; i++)
+        fprintf(f, "hint %s\n", g->hints[i]);
+}
+
+/* ---- Helpers ---- */
+
+int cc_graph_find(const cc_graph *g, const char *name)
+{
+    if (name && name[0] == '%')
+        name++;
+    for (int i = 0; i < g->nvalues; i++)
+        if (strcmp(g->values[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int64_t cc_ttype_numel(const cc_ttype *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key)
+{
+    int k = 0;
+    for (int i = 0; i < n->nargs; i++) {
+        if (n->args[i].key) {
+            if (key && strcmp(n->args[i].key, key) == 0)
+                return &n->args[i];
+        } else if (k++ == pos) {
+            return &n->args[i];
+        }
+    }
+    return NULL;
+}
+
+int cc_graph_relpath(const cc_graph *g, const char *file, char *buf, size_t len)
+{
+    const char *slash = g->path ? strrchr(g->path, '/') : NULL;
+    int n;
+    if (file[0] == '/' || !slash)
+        n = snprintf(buf, len, "%s", file);
+    else
+        n = snprintf(buf, len, "%.*s/%s", (int)(slash - g->path), g->path, file);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
