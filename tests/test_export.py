@@ -1,0 +1,497 @@
+#!/usr/bin/python3
+"""tests/test_export.py: checks tools/export.py and the committed traces.
+
+Run with the system interpreter (Debian's python3-torch):
+
+    /usr/bin/python3 tests/test_export.py
+
+Prints one line per check and then "N passed, M failed"; exits 0 only if
+nothing failed.  Everything is read back with readers written here, not with
+the exporter's code: a small parser of docs/graph-format.md, a safetensors
+reader, and an evaluator that runs a graph's text with torch.ops.aten.
+"""
+import importlib.util
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXPORT = os.path.join(ROOT, "tools", "export.py")
+MODELS = os.path.join(ROOT, "traces", "models")
+
+# The small workloads: traces/NAME/ holds the export of models/FILE:NAME.
+SMALL = [
+    ("mlp.py", "mlp"),
+    ("encoder.py", "encoder_small"),
+    ("encoder.py", "bert_handwritten_small"),
+    ("gpt2.py", "gpt2_small_block_tiny"),
+    ("llama.py", "llama_tiny"),
+    ("decoder.py", "decoder_small"),
+    ("embedding.py", "embed_small"),
+]
+FUSED_OPS = ("_transformer_encoder_layer_fwd", "_native_multi_head_attention")
+FILES = ("graph.txt", "weights.safetensors", "inputs.safetensors", "expected.safetensors")
+
+passed = failed = skipped = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok    {name}")
+    else:
+        failed += 1
+        print(f"FAIL  {name}" + (f": {detail}" if detail else ""))
+    return ok
+
+
+def skip(name, why):
+    global skipped
+    skipped += 1
+    print(f"skip  {name}: {why}")
+
+
+# --------------------------------------------------------------------------
+# Graph text reader (docs/graph-format.md)
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+          "f64": torch.float64, "i64": torch.int64, "i32": torch.int32, "bool": torch.bool}
+
+TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<value>%[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<number>-?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![A-Za-z0-9_.]))
+  | (?P<name>[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<punct>[()\[\],:=])
+""", re.VERBOSE)
+
+
+class GraphError(Exception):
+    pass
+
+
+def tokenize(line, lineno):
+    tokens, pos = [], 0
+    while pos < len(line):
+        if line[pos] == "#":  # comment (strings are matched whole, so this is outside one)
+            break
+        m = TOKEN.match(line, pos)
+        if not m:
+            raise GraphError(f"line {lineno}: cannot read {line[pos:]!r}")
+        if m.lastgroup != "space":
+            tokens.append((m.lastgroup, m.group()))
+        pos = m.end()
+    return tokens
+
+
+class Line:
+    def __init__(self, tokens, lineno):
+        self.tokens, self.pos, self.lineno = tokens, 0, lineno
+
+    def peek(self):
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else (None, None)
+
+    def take(self, kind=None, text=None):
+        k, t = self.peek()
+        if k is None or (kind and k != kind) or (text and t != text):
+            raise GraphError(f"line {self.lineno}: expected {text or kind}, found {t}")
+        self.pos += 1
+        return t
+
+    def done(self):
+        if self.pos != len(self.tokens):
+            raise GraphError(f"line {self.lineno}: unexpected {self.tokens[self.pos][1]}")
+
+
+def parse_type(ln):
+    """("tensor", dtype, shape) or ("tuple", [types])."""
+    if ln.peek()[1] == "(":
+        ln.take(text="(")
+        items = [parse_type(ln)]
+        while ln.peek()[1] == ",":
+            ln.take(text=",")
+            items.append(parse_type(ln))
+        ln.take(text=")")
+        return ("tuple", items)
+    dtype = ln.take("name")
+    if dtype not in DTYPES:
+        raise GraphError(f"line {ln.lineno}: unknown dtype {dtype}")
+    ln.take(text="[")
+    shape = []
+    while ln.peek()[1] != "]":
+        if shape:
+            ln.take(text=",")
+        shape.append(int(ln.take("number")))
+    ln.take(text="]")
+    return ("tensor", DTYPES[dtype], tuple(shape))
+
+
+def parse_value(ln):
+    """An argument: ("value", name), ("int", i), ("float", f), ("bool", b),
+    ("none", None), ("str", s), ("dtype", torch dtype), ("list", [...])."""
+    kind, text = ln.peek()
+    if kind == "value":
+        return ("value", ln.take()[1:])
+    if kind == "string":
+        raw = ln.take()[1:-1]
+        return ("str", re.sub(r"\\(.)", r"\1", raw))
+    if kind == "number":
+        text = ln.take()
+        if re.fullmatch(r"-?\d+", text):
+            return ("int", int(text))
+        return ("float", float(text))
+    if text == "[":
+        ln.take()
+        items = []
+        while ln.peek()[1] != "]":
+            if items:
+                ln.take(text=",")
+            items.append(parse_value(ln))
+        ln.take(text="]")
+        return ("list", items)
+    if kind == "name":
+        ln.take()
+        if text in ("True", "False"):
+            return ("bool", text == "True")
+        if text == "None":
+            return ("none", None)
+        if text in DTYPES:
+            return ("dtype", DTYPES[text])
+    raise GraphError(f"line {ln.lineno}: expected an argument, found {text}")
+
+
+def parse_args(ln):
+    args, kwargs = [], {}
+    ln.take(text="(")
+    while ln.peek()[1] != ")":
+        if args or kwargs:
+            ln.take(text=",")
+        k1, t1 = ln.peek()
+        if k1 == "name" and ln.pos + 1 < len(ln.tokens) and ln.tokens[ln.pos + 1][1] == "=":
+            ln.take()
+            ln.take(text="=")
+            kwargs[t1] = parse_value(ln)
+        else:
+            if kwargs:
+                raise GraphError(f"line {ln.lineno}: positional argument after a keyword")
+            args.append(parse_value(ln))
+    ln.take(text=")")
+    return args, kwargs
+
+
+def read_graph(text):
+    """Parse graph text; check names are defined once and every use defined."""
+    g = {"name": None, "weights": None, "inputs": [], "params": [], "nodes": [],
+         "outputs": None, "types": {}}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        ln = Line(tokenize(line, lineno), lineno)
+        kind, head = ln.peek()
+        if kind is None:
+            continue
+
+        def define(name, typ):
+            if name in g["types"]:
+                raise GraphError(f"line {lineno}: %{name} is defined twice")
+            g["types"][name] = typ
+
+        if head == "graph":
+            ln.take()
+            g["name"] = ln.take("name")
+        elif head == "weights":
+            ln.take()
+            g["weights"] = parse_value(ln)[1]
+        elif head == "input":
+            ln.take()
+            name = ln.take("value")[1:]
+            ln.take(text=":")
+            define(name, parse_type(ln))
+            g["inputs"].append(name)
+        elif head == "param":
+            ln.take()
+            name = ln.take("value")[1:]
+            ln.take(text=":")
+            define(name, parse_type(ln))
+            ln.take(text="=")
+            g["params"].append((name, parse_value(ln)[1]))
+        elif head == "output":
+            ln.take()
+            if g["outputs"] is not None:
+                raise GraphError(f"line {lineno}: a second output line")
+            g["outputs"] = [ln.take("value")[1:]]
+            while ln.peek()[1] == ",":
+                ln.take()
+                g["outputs"].append(ln.take("value")[1:])
+        elif head == "hint":
+            continue
+        elif kind == "value":
+            name = ln.take()[1:]
+            ln.take(text=":")
+            typ = parse_type(ln)
+            ln.take(text="=")
+            op = ln.take("name")
+            args, kwargs = parse_args(ln)
+            define(name, typ)
+            g["nodes"].append({"name": name, "op": op, "args": args, "kwargs": kwargs,
+                               "line": lineno})
+        else:
+            raise GraphError(f"line {lineno}: unexpected {head}")
+        ln.done()
+    if g["outputs"] is None:
+        raise GraphError("no output line")
+
+    def uses(arg):
+        if arg[0] == "value":
+            yield arg[1]
+        elif arg[0] == "list":
+            for a in arg[1]:
+                yield from uses(a)
+
+    for node in g["nodes"]:
+        for arg in node["args"] + list(node["kwargs"].values()):
+            for name in uses(arg):
+                if name not in g["types"]:
+                    raise GraphError(f"line {node['line']}: %{name} is not defined")
+    for name in g["outputs"]:
+        if name not in g["types"]:
+            raise GraphError(f"output %{name} is not defined")
+    return g
+
+
+# --------------------------------------------------------------------------
+# Evaluating a graph's text with torch.ops.aten
+
+NAMED_CONSTANTS = {
+    "memory_format": lambda s: getattr(torch, s),
+    "layout": lambda s: getattr(torch, s),
+    "device": torch.device,
+}
+
+
+def run_graph(g, inputs, weights):
+    env = dict(inputs)
+    for name, key in g["params"]:
+        env[name] = weights[key]
+    nodes = {n["name"]: n for n in g["nodes"]}
+
+    def arg(a, key=None):
+        kind, v = a
+        if kind == "value":
+            return value(v)
+        if kind == "list":
+            return [arg(x) for x in v]
+        if kind == "str" and key in NAMED_CONSTANTS:
+            return NAMED_CONSTANTS[key](v)
+        return v
+
+    def value(name):  # evaluated on first use: ops may come in any order
+        if name not in env:
+            node = nodes[name]
+            args = [arg(a) for a in node["args"]]
+            kwargs = {k: arg(a, k) for k, a in node["kwargs"].items()}
+            if node["op"] == "getitem":
+                env[name] = args[0][args[1]]
+            else:
+                namespace, op, overload = node["op"].split(".")
+                fn = getattr(getattr(getattr(torch.ops, namespace), op), overload)
+                env[name] = fn(*args, **kwargs)
+        return env[name]
+
+    with torch.no_grad():
+        outs = [value(name) for name in g["outputs"]]
+        for name in g["types"]:
+            value(name)
+    return outs, env
+
+
+def type_of(t):
+    if isinstance(t, (tuple, list)):
+        return ("tuple", [type_of(x) for x in t])
+    return ("tensor", t.dtype, tuple(t.shape))
+
+
+# --------------------------------------------------------------------------
+# safetensors reader
+
+ST_DTYPES = {"F32": (np.float32, torch.float32), "F16": (np.float16, torch.float16),
+             "BF16": (np.int16, torch.bfloat16), "F64": (np.float64, torch.float64),
+             "I64": (np.int64, torch.int64), "I32": (np.int32, torch.int32),
+             "BOOL": (np.bool_, torch.bool)}
+
+
+def read_safetensors(path):
+    """{key: tensor}, in file order; checks the layout of the file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    body = data[8 + n:]
+    tensors, end = {}, 0
+    for key, info in header.items():
+        np_dtype, torch_dtype = ST_DTYPES[info["dtype"]]
+        begin, stop = info["data_offsets"]
+        count = int(np.prod(info["shape"], dtype=np.int64))
+        if begin != end or stop - begin != count * np.dtype(np_dtype).itemsize:
+            raise ValueError(f"{path}: {key}: bad data_offsets {info['data_offsets']}")
+        end = stop
+        a = np.frombuffer(body[begin:stop], dtype=np.dtype(np_dtype).newbyteorder("<"))
+        t = torch.from_numpy(a.astype(np_dtype)).reshape(info["shape"])
+        tensors[key] = t.view(torch_dtype) if torch_dtype == torch.bfloat16 else t
+    if end != len(body):
+        raise ValueError(f"{path}: {len(body) - end} bytes after the last tensor")
+    return tensors
+
+
+# --------------------------------------------------------------------------
+
+def load_workload(file, func):
+    spec = importlib.util.spec_from_file_location("_test_" + func, os.path.join(MODELS, file))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, func)()
+
+
+def export(file, func, out_dir):
+    return subprocess.run([sys.executable, EXPORT, f"{os.path.join(MODELS, file)}:{func}",
+                           "-o", out_dir], capture_output=True, text=True)
+
+
+def same_tensors(a, b):
+    return (list(a) == list(b)
+            and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a))
+
+
+def check_export(file, func, out_dir):
+    """Everything about one export directory, against the module itself."""
+    model, inputs = load_workload(file, func)[:2]
+    model.eval()
+    with open(os.path.join(out_dir, "graph.txt")) as f:
+        text = f.read()
+    try:
+        g = read_graph(text)
+    except GraphError as e:
+        check(f"{func}: graph.txt parses", False, str(e))
+        return
+    check(f"{func}: graph.txt parses, names defined once, every use defined, one output line",
+          True)
+    check(f"{func}: graph name and weights file", g["name"] == func
+          and g["weights"] == "weights.safetensors", f"{g['name']} {g['weights']}")
+    ops = {n["op"] for n in g["nodes"]}
+    check(f"{func}: ops are aten.NAME.OVERLOAD or getitem",
+          all(op == "getitem" or re.fullmatch(r"aten\.\w+\.\w+", op) for op in ops),
+          " ".join(sorted(ops)))
+    fused = [op for op in ops if any(f in op for f in FUSED_OPS)]
+    check(f"{func}: no fused fast-path op", not fused, " ".join(fused))
+
+    try:
+        weights = read_safetensors(os.path.join(out_dir, "weights.safetensors"))
+        ins = read_safetensors(os.path.join(out_dir, "inputs.safetensors"))
+        expected = read_safetensors(os.path.join(out_dir, "expected.safetensors"))
+    except (ValueError, KeyError) as e:
+        check(f"{func}: safetensors files read back", False, str(e))
+        return
+    state = dict(model.named_parameters())
+    state.update(model.named_buffers())
+    state = {k: v.detach() for k, v in state.items()}
+    check(f"{func}: weights.safetensors holds the module's parameters and buffers",
+          same_tensors(weights, state), f"keys {list(weights)} vs {list(state)}")
+    check(f"{func}: inputs.safetensors holds the example inputs, by input name",
+          list(ins) == g["inputs"]
+          and same_tensors(ins, dict(zip(g["inputs"], inputs))), f"keys {list(ins)}")
+    check(f"{func}: every param key is in weights.safetensors",
+          sorted(key for _, key in g["params"]) == sorted(weights))
+    declared = [g["types"][n] for n in g["inputs"]] + [g["types"][n] for n, _ in g["params"]]
+    actual = [type_of(ins[n]) for n in g["inputs"]] + [type_of(weights[k]) for _, k in g["params"]]
+    check(f"{func}: input and param types match the stored tensors", declared == actual)
+
+    with torch.enable_grad():  # as exported: autograd on, so no fused fast path
+        outputs = model(*inputs)
+    outputs = [o.detach() for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
+    check(f"{func}: expected.safetensors equals the module's output",
+          same_tensors(expected, {f"output{i}": o for i, o in enumerate(outputs)}),
+          f"keys {list(expected)}")
+
+    try:
+        graph_outs, env = run_graph(g, ins, weights)
+    except Exception as e:
+        check(f"{func}: graph.txt runs with torch.ops.aten", False, f"{type(e).__name__}: {e}")
+        return
+    wrong = [n for n in g["types"] if type_of(env[n]) != g["types"][n]]
+    check(f"{func}: every value has its declared type when run", not wrong,
+          f"{len(wrong)} wrong, first %{wrong[0]}" if wrong else "")
+    errs = [(o - e).abs().max().item() if o.is_floating_point() else float(not torch.equal(o, e))
+            for o, e in zip(graph_outs, expected.values())]
+    check(f"{func}: graph.txt run with torch.ops.aten reproduces expected.safetensors",
+          len(graph_outs) == len(expected) and all(err <= 1e-5 for err in errs),
+          f"max abs errors {errs}")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = {}
+        for file, func in SMALL:
+            out = os.path.join(tmp, func)
+            r = export(file, func, out)
+            if check(f"{func}: export exits 0", r.returncode == 0, r.stderr.strip()):
+                fresh[func] = out
+
+        for file, func in SMALL[:2]:  # mlp and encoder_small in full
+            if func in fresh:
+                check_export(file, func, fresh[func])
+
+        # The committed traces are the export of the same code: byte-identical.
+        for file, func in SMALL:
+            committed = os.path.join(ROOT, "traces", func)
+            if func not in fresh:
+                continue
+            if not os.path.isdir(committed):
+                check(f"traces/{func}: committed", False, "missing; run traces/export_all.sh")
+                continue
+            with open(os.path.join(committed, "graph.txt")) as f:
+                first = f.readline()
+            m = re.search(r"\(torch (\S+),", first)
+            if not m or m.group(1) != torch.__version__:
+                skip(f"traces/{func}: identical to a fresh export",
+                     f"made with torch {m.group(1) if m else '?'}, this is {torch.__version__}")
+                continue
+            differ = []
+            for name in FILES:
+                with open(os.path.join(committed, name), "rb") as a, \
+                        open(os.path.join(fresh[func], name), "rb") as b:
+                    if a.read() != b.read():
+                        differ.append(name)
+            check(f"traces/{func}: identical to a fresh export", not differ,
+                  "differs: " + " ".join(differ) + "; run traces/export_all.sh")
+
+        # The committed small traces run as written.
+        for file, func in SMALL[2:]:
+            committed = os.path.join(ROOT, "traces", func)
+            if os.path.isdir(committed):
+                check_export(file, func, committed)
+
+        # User errors: one line, status 2.
+        for spec, what in [("mlp.py:no_such_func", "a missing FUNC"),
+                           ("no_such_file.py:mlp", "a missing FILE"),
+                           ("mlp.py", "no :FUNC")]:
+            r = subprocess.run([sys.executable, EXPORT, os.path.join(MODELS, spec),
+                                "-o", os.path.join(tmp, "bad")], capture_output=True, text=True)
+            check(f"export of {what} exits 2 with one line",
+                  r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1,
+                  f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+
+    summary = f"{passed} passed, {failed} failed"
+    print(summary + (f", {skipped} skipped" if skipped else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

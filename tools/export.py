@@ -1,0 +1,484 @@
+#!/usr/bin/python3
+"""tools/export.py: export a PyTorch module as an ATen graph (docs/graph-format.md).
+
+Usage (with the system interpreter, which has Debian's python3-torch):
+
+    /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
+
+FILE.py is imported (its directory first on sys.path) and FUNC() is called.
+It returns (module, inputs) with inputs a tuple of tensors, or
+(module, inputs, options) with options a dict; {"eval": False} keeps the
+module in the mode FUNC left it in (by default it is put in eval mode).
+
+The module is traced to ATen ops by PyTorch's own tracer and DIR gets:
+
+    graph.txt               the graph, in the format of docs/graph-format.md
+    weights.safetensors     parameters, buffers and constant tensors, by key
+    inputs.safetensors      the example inputs, by input name
+    expected.safetensors    the module's own outputs: output0, output1, ...
+
+Tracing (make_fx, PyTorch 1.13 and later) runs in two passes:
+  1. make_fx on the module with autograd on and every floating-point
+     parameter and input requiring grad.  This is what keeps
+     nn.TransformerEncoderLayer and nn.MultiheadAttention off their fused
+     inference fast path (_transformer_encoder_layer_fwd,
+     _native_multi_head_attention): the trace holds the decomposed ops.
+  2. make_fx again over that ATen graph, functionalized, so that in-place
+     ops become their out-of-place forms (as AOTAutograd hands Inductor).
+Then aten.detach, aten.lift_fresh_copy and aten.alias (identities here)
+are bypassed and dead nodes dropped.  With --tracer export (the default
+where torch.export exists) torch.export.export + run_decompositions is used.
+
+--seed N (default 0) seeds torch before FILE.py is imported and before FUNC
+and the module run.  Output is deterministic: the same FILE, FUNC, seed and
+PyTorch version give byte-identical files.
+
+A user error (bad FILE:FUNC, FUNC returning something else, an input or
+output that is not a tensor, an op whose result is not a tensor, a module
+that mutates its inputs or buffers) prints one line and exits with status 2.
+"""
+import argparse
+import importlib.util
+import inspect
+import json
+import operator
+import os
+import re
+import struct
+import sys
+
+import torch
+import torch.fx
+
+
+class UserError(Exception):
+    """A mistake in what the user asked for: one line, exit status 2."""
+
+
+def describe(e):
+    """An exception from the user's code, on one line."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+# --------------------------------------------------------------------------
+# dtypes: one table for the graph text and for safetensors
+
+DTYPES = [  # torch dtype, graph name, safetensors name
+    (torch.float32, "f32", "F32"),
+    (torch.float16, "f16", "F16"),
+    (torch.bfloat16, "bf16", "BF16"),
+    (torch.float64, "f64", "F64"),
+    (torch.int64, "i64", "I64"),
+    (torch.int32, "i32", "I32"),
+    (torch.bool, "bool", "BOOL"),
+]
+GRAPH_DTYPE = {t: g for t, g, _ in DTYPES}
+SAFETENSORS_DTYPE = {t: s for t, _, s in DTYPES}
+
+
+def graph_dtype(dtype, what):
+    if dtype not in GRAPH_DTYPE:
+        raise UserError(f"{what}: dtype {dtype} is not one the graph format has "
+                        f"({' '.join(GRAPH_DTYPE.values())})")
+    return GRAPH_DTYPE[dtype]
+
+
+# --------------------------------------------------------------------------
+# safetensors: u64 little-endian header length, JSON header, raw data
+
+def tensor_bytes(t):
+    """Row-major little-endian bytes of a CPU tensor."""
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:  # numpy has no bf16: same bits as int16
+        t = t.view(torch.int16)
+    a = t.numpy()
+    return a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def write_safetensors(path, tensors):
+    """tensors: list of (key, tensor), stored in that order."""
+    header, blobs, offset = {}, [], 0
+    for key, t in tensors:
+        data = tensor_bytes(t)
+        header[key] = {"dtype": SAFETENSORS_DTYPE[t.dtype], "shape": list(t.shape),
+                       "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # pad so the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for data in blobs:
+            f.write(data)
+
+
+# --------------------------------------------------------------------------
+# FILE.py:FUNC -> (module, inputs, options)
+
+def load_workload(spec):
+    path, sep, func_name = spec.rpartition(":")
+    if not sep or not path or not func_name:
+        raise UserError(f"{spec}: expected FILE.py:FUNC")
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such file")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    name = "_export_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    try:
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        pymod = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(pymod)
+    except Exception as e:
+        raise UserError(f"{path}: import failed: {describe(e)}")
+    func = getattr(pymod, func_name, None)
+    if not callable(func):
+        raise UserError(f"{path}: no function {func_name}")
+    try:
+        result = func()
+    except Exception as e:
+        raise UserError(f"{spec}: FUNC raised {describe(e)}")
+    if not isinstance(result, tuple) or len(result) not in (2, 3):
+        raise UserError(f"{spec}: expected FUNC to return (module, inputs[, options]), "
+                        f"got {type(result).__name__}")
+    model, inputs = result[0], result[1]
+    options = result[2] if len(result) == 3 else {}
+    if not isinstance(model, torch.nn.Module):
+        raise UserError(f"{spec}: FUNC returned a {type(model).__name__}, not a torch.nn.Module")
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    if not isinstance(inputs, (tuple, list)) or not all(isinstance(x, torch.Tensor) for x in inputs):
+        raise UserError(f"{spec}: expected FUNC's inputs to be a tuple of tensors")
+    if not isinstance(options, dict) or set(options) - {"eval"}:
+        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval")
+    return model, tuple(inputs), options
+
+
+def input_names(model, count):
+    """Names of forward's first `count` positional parameters (input0, ... if unknown)."""
+    names = []
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        names.append(p.name)
+    if len(names) < count:
+        return [f"input{i}" for i in range(count)]
+    return names[:count]
+
+
+# --------------------------------------------------------------------------
+# Tracing.  Each tracer returns (gm, roles): roles[i] says what the i-th
+# placeholder is, ("input", index) or ("param", key, tensor).
+
+def prepare(t):
+    """A copy for tracing: a floating-point tensor requires grad."""
+    t = t.detach().clone()
+    return t.requires_grad_(True) if t.is_floating_point() else t
+
+
+def trace_make_fx(model, inputs):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        from torch.func import functional_call, functionalize
+    except ImportError:  # PyTorch 1.13
+        from torch.nn.utils.stateless import functional_call
+        from functorch.experimental import functionalize
+
+    state = list(model.named_parameters()) + list(model.named_buffers())
+    keys = [k for k, _ in state]
+
+    def run(state_values, args):
+        return functional_call(model, dict(zip(keys, state_values)), tuple(args))
+
+    values = [prepare(v) for _, v in model.named_parameters()]
+    values += [v.detach().clone() for _, v in model.named_buffers()]
+    args = [prepare(x) for x in inputs]
+    with torch.enable_grad():  # pass 1: autograd on, so no fused fast path
+        first = make_fx(run)(values, args)
+    values = [v.detach() for v in values]
+    args = [x.detach() for x in args]
+    with torch.no_grad():  # pass 2: in-place ops to out-of-place
+        gm = make_fx(functionalize(first))(values, args)
+
+    roles = [("param", k, v) for k, v in state] + [("input", i) for i in range(len(inputs))]
+    return gm, roles
+
+
+def trace_export(model, inputs):
+    """torch.export (PyTorch 2.x), decomposed to core ATen ops."""
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        mha.set_fastpath_enabled(False)
+    with torch.enable_grad():
+        ep = torch.export.export(model, tuple(prepare(x) for x in inputs))
+    ep = ep.run_decompositions()
+    sig = ep.graph_signature
+    for spec in sig.output_specs:
+        if spec.kind.name != "USER_OUTPUT":
+            raise UserError(f"the module mutates {spec.target} ({spec.kind.name})")
+    roles, user = [], 0
+    for spec in sig.input_specs:
+        kind = spec.kind.name
+        if kind == "USER_INPUT":
+            roles.append(("input", user))
+            user += 1
+        elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+            t = ep.state_dict.get(spec.target)
+            if t is None:
+                t = ep.constants[spec.target]
+            roles.append(("param", spec.target, t))
+        else:
+            raise UserError(f"torch.export input {spec.target} of kind {kind} is not supported")
+    return ep.graph_module, roles
+
+
+# --------------------------------------------------------------------------
+# Clean-up of the traced graph
+
+IDENTITIES = ("aten.detach.default", "aten.lift_fresh_copy.default", "aten.alias.default")
+
+
+def clean(gm):
+    """Bypass identity ops, refuse mutation, drop dead nodes."""
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and str(node.target) in IDENTITIES:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op == "call_function" and schema is not None and schema.is_mutable:
+            raise UserError(f"{node.target} mutates a tensor in place, which a graph cannot "
+                            f"express (does the module change an input or a buffer, or "
+                            f"run a random op such as dropout in training mode?)")
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+
+
+def fetch_attr(gm, target):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+class TypeRecorder(torch.fx.Interpreter):
+    """Runs the graph on real tensors and keeps each node's result type:
+    (dtype, shape) for a tensor, a list of them for a tuple."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.types = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node.op == "output":
+            return result
+        if isinstance(result, torch.Tensor):
+            self.types[node] = (result.dtype, tuple(result.shape))
+        elif (isinstance(result, (tuple, list)) and result
+              and all(isinstance(r, torch.Tensor) for r in result)):
+            self.types[node] = [(r.dtype, tuple(r.shape)) for r in result]
+        else:
+            raise UserError(f"{node.target} (node {node.name}) produces a "
+                            f"{type(result).__name__}, not a tensor")
+        return result
+
+
+def flatten(value):
+    """The leaves of nested lists, tuples and dicts, in order."""
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in flatten(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in flatten(v)]
+    return [value]
+
+
+# --------------------------------------------------------------------------
+# Graph text
+
+def sanitize(name):
+    """A NAME of the graph format: [A-Za-z_][A-Za-z0-9_.]*, dots as _."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return name if re.match(r"[A-Za-z_]", name) else "_" + name
+
+
+def quote(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def format_type(t, what):
+    if isinstance(t, list):
+        return "(" + ", ".join(format_type(e, what) for e in t) + ")"
+    dtype, shape = t
+    return f"{graph_dtype(dtype, what)}[{', '.join(str(d) for d in shape)}]"
+
+
+def op_name(node):
+    if node.target is operator.getitem:
+        return "getitem"
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target)  # "aten.addmm.default"
+    raise UserError(f"node {node.name} calls {node.target}, which is not an ATen op")
+
+
+def format_arg(a, names, where):
+    if isinstance(a, torch.fx.Node):
+        return "%" + names[a]
+    if a is None:
+        return "None"
+    if isinstance(a, bool):
+        return "True" if a else "False"
+    if isinstance(a, int):
+        return str(a)
+    if isinstance(a, float):
+        return repr(a)  # round-trips; "inf", "-inf", "nan"
+    if isinstance(a, str):
+        return quote(a)
+    if isinstance(a, torch.dtype):
+        return graph_dtype(a, where)
+    if isinstance(a, (list, tuple)):
+        return "[" + ", ".join(format_arg(x, names, where) for x in a) + "]"
+    if isinstance(a, torch.device):
+        return quote(str(a))  # "cpu"
+    if isinstance(a, (torch.layout, torch.memory_format)):
+        return quote(str(a).replace("torch.", ""))  # "strided", "contiguous_format"
+    raise UserError(f"{where}: cannot write argument {a!r} ({type(a).__name__})")
+
+
+def graph_text(name, comment, gm, roles, in_names, types):
+    """The graph; also returns the params as a list of (key, tensor)."""
+    names, used = {}, set()
+
+    def define(node, base):
+        name = sanitize(base)
+        if name in used:
+            i = 1
+            while f"{name}_{i}" in used:
+                i += 1
+            name = f"{name}_{i}"
+        used.add(name)
+        names[node] = name
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == len(roles), "a role for every placeholder"
+    consts = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+
+    inputs = sorted((r[1], n) for n, r in zip(placeholders, roles) if r[0] == "input")
+    params = [(n, r[1], r[2]) for n, r in zip(placeholders, roles) if r[0] == "param"]
+    params += [(n, n.target, fetch_attr(gm, n.target)) for n in consts]
+    for index, node in inputs:
+        define(node, in_names[index])
+    for node, key, _ in params:
+        define(node, key)
+    for node in ops:
+        define(node, node.name)
+
+    lines = [f"# {comment}", f"graph {name}", 'weights "weights.safetensors"']
+    for _, node in inputs:
+        lines.append(f"input %{names[node]}: {format_type(types[node], names[node])}")
+    for node, key, _ in params:
+        lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}")
+    for node in ops:
+        where = f"%{names[node]} = {node.target}"
+        args = [format_arg(a, names, where) for a in node.args]
+        args += [f"{k}={format_arg(v, names, where)}" for k, v in node.kwargs.items()]
+        lines.append(f"%{names[node]}: {format_type(types[node], where)} = "
+                     f"{op_name(node)}({', '.join(args)})")
+    outs = flatten(out_node.args[0])
+    for i, o in enumerate(outs):
+        if not isinstance(o, torch.fx.Node):
+            raise UserError(f"output {i} of the module is {o!r}, not a tensor")
+    lines.append("output " + ", ".join("%" + names[o] for o in outs))
+    return "\n".join(lines) + "\n", [(key, t) for _, key, t in params]
+
+
+# --------------------------------------------------------------------------
+
+def export(spec, out_dir, seed, tracer):
+    torch.manual_seed(seed)
+    model, inputs, options = load_workload(spec)
+    if options.get("eval", True):
+        model.eval()
+    func_name = spec.rpartition(":")[2]
+    in_names = [sanitize(n) for n in input_names(model, len(inputs))]
+    if len(set(in_names)) != len(in_names):
+        in_names = [f"input{i}" for i in range(len(inputs))]
+
+    if tracer == "auto":
+        tracer = "export" if hasattr(torch, "export") and hasattr(torch.export, "export") else "make_fx"
+    torch.manual_seed(seed)
+    try:
+        gm, roles = (trace_export if tracer == "export" else trace_make_fx)(model, inputs)
+    except UserError:
+        raise
+    except Exception as e:
+        raise UserError(f"{spec}: tracing failed: {describe(e)}")
+    clean(gm)
+
+    # Types of every value, from running the graph itself.
+    flat = [r[2] if r[0] == "param" else inputs[r[1]] for r in roles]
+    recorder = TypeRecorder(gm)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        graph_outputs = flatten(recorder.run(*[t.detach() for t in flat]))
+
+    # PyTorch's own outputs, computed as traced (autograd on: no fast path).
+    torch.manual_seed(seed)
+    try:
+        with torch.enable_grad():
+            expected = flatten(model(*[prepare(x) for x in inputs]))
+    except Exception as e:
+        raise UserError(f"{spec}: the module raised {describe(e)}")
+    for i, o in enumerate(expected):
+        if not isinstance(o, torch.Tensor):
+            raise UserError(f"{spec}: output {i} of the module is a {type(o).__name__}, not a tensor")
+    expected = [o.detach() for o in expected]
+    if len(expected) != len(graph_outputs):
+        raise RuntimeError(f"graph has {len(graph_outputs)} outputs, the module {len(expected)}")
+    if not model.training:  # a training-mode graph may hold random ops
+        for i, (g, e) in enumerate(zip(graph_outputs, expected)):
+            if g.shape != e.shape or g.dtype != e.dtype or not torch.allclose(
+                    g.double(), e.double(), rtol=1e-4, atol=1e-5, equal_nan=True):
+                raise RuntimeError(f"the traced graph does not reproduce output {i} of the module")
+
+    comment = (f"{func_name}: exported by tools/export.py from {os.path.basename(spec)} "
+               f"(torch {torch.__version__}, {tracer}, seed {seed})")
+    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, recorder.types)
+
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "graph.txt"), "w") as f:
+        f.write(text)
+    write_safetensors(os.path.join(out_dir, "weights.safetensors"), params)
+    write_safetensors(os.path.join(out_dir, "inputs.safetensors"),
+                      [(n, x) for n, x in zip(in_names, inputs)])
+    write_safetensors(os.path.join(out_dir, "expected.safetensors"),
+                      [(f"output{i}", o) for i, o in enumerate(expected)])
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="export.py", description="Export a PyTorch module as an ATen graph "
+        "(docs/graph-format.md).")
+    parser.add_argument("workload", metavar="FILE.py:FUNC",
+                        help="FUNC() returns (module, inputs[, options])")
+    parser.add_argument("-o", dest="out_dir", metavar="DIR", required=True,
+                        help="directory to write graph.txt and the safetensors files to")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed (default 0)")
+    parser.add_argument("--tracer", choices=("auto", "make_fx", "export"), default="auto",
+                        help="auto: torch.export where PyTorch has it, else make_fx")
+    args = parser.parse_args()  # usage errors exit with status 2
+    try:
+        export(args.workload, args.out_dir, args.seed, args.tracer)
+    except UserError as e:
+        print(f"export.py: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

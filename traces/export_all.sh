@@ -1,0 +1,23 @@
+#!/bin/sh
+# traces/export_all.sh: export the small workloads of traces/models/ into
+# traces/NAME/ (graph.txt and the safetensors files; see traces/README.md).
+# Runs with the system interpreter, which has Debian's python3-torch.
+# The large workloads (bert_base, bert_handwritten, gpt2_block,
+# llama_8b_layer) are not exported here: see traces/README.md.
+set -e
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+python=${PYTHON:-/usr/bin/python3}
+
+export_one() {  # FILE.py FUNC
+    echo "traces/$2"
+    "$python" "$root/tools/export.py" "$here/models/$1:$2" -o "$here/$2"
+}
+
+export_one mlp.py mlp
+export_one encoder.py encoder_small
+export_one encoder.py bert_handwritten_small
+export_one gpt2.py gpt2_small_block_tiny
+export_one llama.py llama_tiny
+export_one decoder.py decoder_small
+export_one embedding.py embed_small
