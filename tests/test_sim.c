@@ -11,37 +11,6 @@
 
 static sim_config cfg4;
 
-/* ---- program building helpers ---- */
-
-static isa_program *prog_new(void)
-{
-    isa_program *p = isa_program_new(cfg4.cores);
-    p->dram_bytes = 1 << 20;
-    return p;
-}
-
-static isa_insn *emit(isa_program *p, int core, int op)
-{
-    isa_insn in;
-    isa_insn_init(&in, op);
-    isa_stream_push(&p->cores[core], &in);
-    return &p->cores[core].insns[p->cores[core].n - 1];
-}
-
-static void halt_all(isa_program *p)
-{
-    for (int i = 0; i < p->ncores; i++)
-        emit(p, i, ISA_OP_HALT);
-}
-
-static isa_insn *sync(isa_program *p, int core, int op, int unit, int tok)
-{
-    isa_insn *in = emit(p, core, op);
-    in->u = unit;
-    in->tok = tok;
-    return in;
-}
-
 static void put_dl16(uint8_t *lx, int64_t off, const float *v, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -160,25 +129,25 @@ static void test_dram_is_sparse_and_reads_zero_when_untouched(void)
 static void test_dma_moves_strided_sticks_both_ways(void)
 {
     sim *s = sim_create(&cfg4);
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     uint8_t src[4 * 128];
     for (int i = 0; i < (int)sizeof src; i++)
         src[i] = (uint8_t)(i * 7);
     sim_dram_write(s, 0x1000, src, sizeof src);
     /* gather sticks 0 and 2 (stride 256 in DRAM) into LX 0x200, 0x280 */
-    isa_insn *ld = emit(p, 1, ISA_OP_DMA_LD);
+    isa_insn *ld = tu_emit(p, 1, ISA_OP_DMA_LD);
     ld->d.off = 0x200;
     ld->a.off = 0x1000;
     ld->n[0] = 2;
     ld->ds[0] = 128;
     ld->as[0] = 256;
-    sync(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
-    sync(p, 1, ISA_OP_WAIT, ISA_U_DMAO, 0);
-    isa_insn *st = emit(p, 1, ISA_OP_DMA_ST);
+    tu_sync(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
+    tu_sync(p, 1, ISA_OP_WAIT, ISA_U_DMAO, 0);
+    isa_insn *st = tu_emit(p, 1, ISA_OP_DMA_ST);
     st->d.off = 0x8000;
     st->a.off = 0x200;
     st->run = 2;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     uint8_t out[256];
@@ -209,8 +178,8 @@ static void test_pt_matmul_matches_hand_computation(void)
     }
     for (int j = 0; j < k; j++)
         put_dl16(lx, 0x4000 + j * 128, B[j], n);
-    isa_program *p = prog_new();
-    isa_insn *mm = emit(p, 0, ISA_OP_PT_MM);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
     mm->flags = ISA_F_F32;
     mm->d.off = 0x10000;
     mm->a.off = 0;
@@ -221,17 +190,17 @@ static void test_pt_matmul_matches_hand_computation(void)
     mm->as[0] = 0x1000;
     mm->ds[0] = 0x1000;
     const isa_insn first = *mm;
-    sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 1);
-    sync(p, 0, ISA_OP_WAIT, ISA_U_PT1, 1);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 1);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_PT1, 1);
     /* second product accumulates onto the first, rounded to DL16 */
-    isa_insn *mm2 = emit(p, 0, ISA_OP_PT_MM);
+    isa_insn *mm2 = tu_emit(p, 0, ISA_OP_PT_MM);
     *mm2 = first;
     mm2->c = 1;
     mm2->flags = ISA_F_ACC;
     mm2->p.off = 0x10000;
     mm2->ps = 0x1000;
     mm2->d.off = 0x20000;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     for (int r = 0; r < m; r++)
@@ -259,9 +228,9 @@ static void test_sfp_binary_broadcast_and_reductions(void)
     }
     put_dl16(lx, 0, row0, 64);
     put_dl16(lx, 128, row1, 64);
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     /* max over the first 40 elements of each row -> two elements at 0x400 */
-    isa_insn *mx = emit(p, 2, ISA_OP_SFP_RMAX);
+    isa_insn *mx = tu_emit(p, 2, ISA_OP_SFP_RMAX);
     mx->c = 1;
     mx->flags = ISA_F_LANES;
     mx->a.off = 0;
@@ -271,7 +240,7 @@ static void test_sfp_binary_broadcast_and_reductions(void)
     mx->ds[1] = 2;
     mx->vl = 40;
     /* rows - their max (element broadcast), on the same unit so in order */
-    isa_insn *sub = emit(p, 2, ISA_OP_SFP_SUB);
+    isa_insn *sub = tu_emit(p, 2, ISA_OP_SFP_SUB);
     sub->c = 1;
     sub->bm = ISA_BM_ELEM;
     sub->d.off = 0x800;
@@ -282,13 +251,13 @@ static void test_sfp_binary_broadcast_and_reductions(void)
     sub->as[0] = 128;
     sub->bs[0] = 2;
     /* row0 times an immediate */
-    isa_insn *mul = emit(p, 2, ISA_OP_SFP_MUL);
+    isa_insn *mul = tu_emit(p, 2, ISA_OP_SFP_MUL);
     mul->c = 1;
     mul->bm = ISA_BM_IMM;
     mul->imm = 0.5f;
     mul->d.off = 0xc00;
     mul->a.off = 0;
-    isa_insn *sum = emit(p, 2, ISA_OP_SFP_RSUM);
+    isa_insn *sum = tu_emit(p, 2, ISA_OP_SFP_RSUM);
     sum->c = 1;
     sum->flags = ISA_F_LANES;
     sum->t = ISA_T_DL16;
@@ -296,7 +265,7 @@ static void test_sfp_binary_broadcast_and_reductions(void)
     sum->n[0] = 2;
     sum->as[0] = 128;
     sum->d.off = 0x1000;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     CU_ASSERT_EQUAL(get_dl16(lx, 0x400), 39.0f / 8);
@@ -320,14 +289,14 @@ static void test_sfp_unary_ops_and_conversion(void)
     put_dl16(lx, 0, x, 64);
     const int ops[] = {ISA_OP_SFP_EXP, ISA_OP_SFP_TANH, ISA_OP_SFP_SIGM, ISA_OP_SFP_GELU, ISA_OP_SFP_SILU,
                        ISA_OP_SFP_RELU, ISA_OP_SFP_NEG};
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     for (int i = 0; i < 7; i++) {
-        isa_insn *in = emit(p, 0, ops[i]);
+        isa_insn *in = tu_emit(p, 0, ops[i]);
         in->d.off = 0x1000 + 0x80 * i;
     }
-    isa_insn *cvt = emit(p, 0, ISA_OP_SFP_CVT);
+    isa_insn *cvt = tu_emit(p, 0, ISA_OP_SFP_CVT);
     cvt->d.off = 0x2000;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     for (int i = 0; i < 64; i++) {
@@ -352,22 +321,22 @@ static void test_loops_and_registers_step_addresses(void)
     for (int i = 0; i < (int)sizeof src; i++)
         src[i] = (uint8_t)(i ^ 0x5a);
     sim_dram_write(s, 0, src, sizeof src);
-    isa_program *p = prog_new();
-    isa_insn *li = emit(p, 3, ISA_OP_LI);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *li = tu_emit(p, 3, ISA_OP_LI);
     li->reg = 2;
     li->val = 0x100;
-    emit(p, 3, ISA_OP_LOOP)->val = 5;
-    isa_insn *ld = emit(p, 3, ISA_OP_DMA_LD);
+    tu_emit(p, 3, ISA_OP_LOOP)->val = 5;
+    isa_insn *ld = tu_emit(p, 3, ISA_OP_DMA_LD);
     ld->d.reg = 2;
     ld->a.reg = 1;
-    isa_insn *a1 = emit(p, 3, ISA_OP_ADDI);
+    isa_insn *a1 = tu_emit(p, 3, ISA_OP_ADDI);
     a1->reg = 1;
     a1->val = 128;
-    isa_insn *a2 = emit(p, 3, ISA_OP_ADDI);
+    isa_insn *a2 = tu_emit(p, 3, ISA_OP_ADDI);
     a2->reg = 2;
     a2->val = 128;
-    emit(p, 3, ISA_OP_ENDL);
-    halt_all(p);
+    tu_emit(p, 3, ISA_OP_ENDL);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     CU_ASSERT_EQUAL(memcmp(sim_lx(s, 3) + 0x100, src, sizeof src), 0);
@@ -386,27 +355,27 @@ static void test_ring_send_and_reduce_signal_remote_core(void)
     memcpy(sim_lx(s, 0), one, 128);
     memcpy(sim_lx(s, 1), two, 128);
     memcpy(sim_lx(s, 2) + 0x100, two, 128);
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     /* core 0 sends its stick to core 2 at 0x200 and signals core 2 token 4;
      * core 1 reduce-adds into core 2 at 0x100 (fp32), token 5. */
-    isa_insn *snd = emit(p, 0, ISA_OP_RING_SEND);
+    isa_insn *snd = tu_emit(p, 0, ISA_OP_RING_SEND);
     snd->core = 2;
     snd->tok = 4;
     snd->d.off = 0x200;
-    isa_insn *red = emit(p, 1, ISA_OP_RING_RED);
+    isa_insn *red = tu_emit(p, 1, ISA_OP_RING_RED);
     red->core = 2;
     red->tok = 5;
     red->t = ISA_T_F32;
     red->d.off = 0x100;
     /* core 2 waits for both then adds them */
-    sync(p, 2, ISA_OP_WAIT, ISA_U_SFP0, 4);
-    sync(p, 2, ISA_OP_WAIT, ISA_U_SFP0, 5);
-    isa_insn *add = emit(p, 2, ISA_OP_SFP_ADD);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_SFP0, 4);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_SFP0, 5);
+    isa_insn *add = tu_emit(p, 2, ISA_OP_SFP_ADD);
     add->t = ISA_T_F32;
     add->d.off = 0x300;
     add->a.off = 0x100;
     add->b.off = 0x200;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     float out[32];
@@ -422,14 +391,14 @@ static void test_barrier_orders_cores(void)
     /* core 0 stores to DRAM, barrier, core 1 loads it */
     sim *s = sim_create(&cfg4);
     memset(sim_lx(s, 0), 0x42, 128);
-    isa_program *p = prog_new();
-    emit(p, 0, ISA_OP_DMA_ST)->d.off = 0x400;
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_DMA_ST)->d.off = 0x400;
     for (int c = 0; c < 4; c++)
-        emit(p, c, ISA_OP_BAR);
-    isa_insn *ld = emit(p, 1, ISA_OP_DMA_LD);
+        tu_emit(p, c, ISA_OP_BAR);
+    isa_insn *ld = tu_emit(p, 1, ISA_OP_DMA_LD);
     ld->d.off = 0x80;
     ld->a.off = 0x400;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     CU_ASSERT_EQUAL(sim_lx(s, 1)[0x80], 0x42);
@@ -457,80 +426,80 @@ static void expect_fault(isa_program *p, int core, int unit, long index, const c
 
 static void test_lx_out_of_bounds_names_core_unit_and_index(void)
 {
-    isa_program *p = prog_new();
-    emit(p, 2, ISA_OP_NOP);
-    isa_insn *ld = emit(p, 2, ISA_OP_DMA_LD);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 2, ISA_OP_NOP);
+    isa_insn *ld = tu_emit(p, 2, ISA_OP_DMA_LD);
     ld->d.off = cfg4.lx_bytes - 128;
     ld->run = 2;
-    halt_all(p);
+    tu_halt_all(p);
     expect_fault(p, 2, ISA_U_DMAI, 1, "outside LX");
 }
 
 static void test_dram_outside_segment_faults(void)
 {
-    isa_program *p = prog_new();
-    isa_insn *st = emit(p, 0, ISA_OP_DMA_ST);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *st = tu_emit(p, 0, ISA_OP_DMA_ST);
     st->d.off = (1 << 20) - 128;
     st->n[0] = 2;
     st->ds[0] = 128;
-    halt_all(p);
+    tu_halt_all(p);
     expect_fault(p, 0, ISA_U_DMAO, 0, "outside the program's segment");
 }
 
 static void test_unaligned_stick_faults(void)
 {
-    isa_program *p = prog_new();
-    isa_insn *in = emit(p, 1, ISA_OP_SFP_EXP);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *in = tu_emit(p, 1, ISA_OP_SFP_EXP);
     in->c = 1;
     in->a.off = 64;
-    halt_all(p);
+    tu_halt_all(p);
     expect_fault(p, 1, ISA_U_SFP1, 0, "not aligned");
 }
 
 static void test_wait_on_never_signalled_token_is_deadlock(void)
 {
-    isa_program *p = prog_new();
-    emit(p, 3, ISA_OP_NOP);
-    sync(p, 3, ISA_OP_WAIT, ISA_U_PT1, 7);
-    halt_all(p);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 3, ISA_OP_NOP);
+    tu_sync(p, 3, ISA_OP_WAIT, ISA_U_PT1, 7);
+    tu_halt_all(p);
     expect_fault(p, 3, ISA_U_PT1, 1, "deadlock");
 }
 
 static void test_barrier_missed_by_halted_core_is_deadlock(void)
 {
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     for (int c = 0; c < 3; c++)
-        emit(p, c, ISA_OP_BAR);
-    halt_all(p);
+        tu_emit(p, c, ISA_OP_BAR);
+    tu_halt_all(p);
     expect_fault(p, 0, ISA_U_SEQ, 0, "waits at bar");
 }
 
 static void test_missing_token_and_bad_loop_fault(void)
 {
-    isa_program *p = prog_new();
-    sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 200);
-    halt_all(p);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 200);
+    tu_halt_all(p);
     expect_fault(p, 0, ISA_U_DMAI, 0, "token 200 does not exist");
-    p = prog_new();
-    emit(p, 1, ISA_OP_ENDL);
-    halt_all(p);
+    p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_ENDL);
+    tu_halt_all(p);
     expect_fault(p, 1, ISA_U_SEQ, 0, "endl without loop");
-    p = prog_new();
-    emit(p, 1, ISA_OP_LOOP)->val = 2;
-    halt_all(p);
+    p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_LOOP)->val = 2;
+    tu_halt_all(p);
     expect_fault(p, 1, ISA_U_SEQ, 1, "halt inside a loop");
 }
 
 static void test_runs_are_deterministic(void)
 {
     sim *s = sim_create(&cfg4);
-    isa_program *p = prog_new();
-    isa_insn *in = emit(p, 0, ISA_OP_SFP_EXP);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *in = tu_emit(p, 0, ISA_OP_SFP_EXP);
     in->n[0] = 4;
     in->as[0] = 128;
     in->ds[0] = 128;
     in->d.off = 0x1000;
-    halt_all(p);
+    tu_halt_all(p);
     for (int i = 0; i < 512; i++)
         sim_lx(s, 0)[i] = (uint8_t)(i * 31);
     sim_stats a, b;

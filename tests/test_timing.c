@@ -14,37 +14,9 @@
 
 static sim_config cfg4;
 
-static isa_program *prog_new(void)
-{
-    isa_program *p = isa_program_new(cfg4.cores);
-    p->dram_bytes = 4 << 20;
-    return p;
-}
-
-static isa_insn *emit(isa_program *p, int core, int op)
-{
-    isa_insn in;
-    isa_insn_init(&in, op);
-    isa_stream_push(&p->cores[core], &in);
-    return &p->cores[core].insns[p->cores[core].n - 1];
-}
-
-static void sync_op(isa_program *p, int core, int op, int unit, int tok)
-{
-    isa_insn *in = emit(p, core, op);
-    in->u = unit;
-    in->tok = tok;
-}
-
-static void halt_all(isa_program *p)
-{
-    for (int i = 0; i < p->ncores; i++)
-        emit(p, i, ISA_OP_HALT);
-}
-
 static isa_insn *load(isa_program *p, int core, int64_t lx, int64_t dram, int64_t sticks)
 {
-    isa_insn *in = emit(p, core, ISA_OP_DMA_LD);
+    isa_insn *in = tu_emit(p, core, ISA_OP_DMA_LD);
     in->d.off = lx;
     in->a.off = dram;
     in->run = sticks;
@@ -64,8 +36,8 @@ static double run_cycles(isa_program *p, sim_fault *f)
 
 static void test_pt_latency_counts_passes_of_rows_and_k(void)
 {
-    isa_program *p = prog_new();
-    isa_insn *mm = emit(p, 0, ISA_OP_PT_MM);
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
+    isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
     mm->m = 64;
     mm->nn = 64;
     mm->k = 128;
@@ -73,7 +45,7 @@ static void test_pt_latency_counts_passes_of_rows_and_k(void)
     mm->as[0] = 64 * 128;
     mm->b.off = 0x10000;
     mm->d.off = 0x20000;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     double passes = 64.0 / cfg4.pt_rows, cols = ceil(64.0 / (cfg4.pt_cols * cfg4.pt_lanes));
     CU_ASSERT_DOUBLE_EQUAL(run_cycles(p, &f),
@@ -83,13 +55,13 @@ static void test_pt_latency_counts_passes_of_rows_and_k(void)
 
 static double sfp_cycles(int op)
 {
-    isa_program *p = prog_new();
-    isa_insn *in = emit(p, 0, op);
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
+    isa_insn *in = tu_emit(p, 0, op);
     in->n[0] = 100;
     in->as[0] = 128;
     in->ds[0] = 128;
     in->d.off = 0x10000;
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     double c = run_cycles(p, &f);
     isa_program_free(p);
@@ -108,10 +80,10 @@ static void test_sfp_cost_is_per_stick_and_higher_for_transcendentals(void)
 static double dma_cycles(int cores, int64_t sticks)
 {
     sim_fault f;
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
     for (int c = 0; c < cores; c++)
         load(p, 2 * c, 0, (int64_t)c << 20, sticks);
-    halt_all(p);
+    tu_halt_all(p);
     double t = run_cycles(p, &f);
     isa_program_free(p);
     return t;
@@ -136,21 +108,21 @@ static void test_large_dmas_share_dram_bandwidth(void)
 static void test_token_makes_pt_wait_for_dma(void)
 {
     sim_fault f;
-    isa_program *a = prog_new();
+    isa_program *a = tu_prog_new(cfg4.cores, 4 << 20);
     load(a, 0, 0, 0, 512);
-    halt_all(a);
+    tu_halt_all(a);
     double dma = run_cycles(a, &f);
-    isa_program *b = prog_new();
+    isa_program *b = tu_prog_new(cfg4.cores, 4 << 20);
     load(b, 0, 0, 0, 512);
-    sync_op(b, 0, ISA_OP_SIG, ISA_U_DMAI, 3);
-    sync_op(b, 0, ISA_OP_WAIT, ISA_U_PT0, 3);
-    isa_insn *mm = emit(b, 0, ISA_OP_PT_MM);
+    tu_sync(b, 0, ISA_OP_SIG, ISA_U_DMAI, 3);
+    tu_sync(b, 0, ISA_OP_WAIT, ISA_U_PT0, 3);
+    isa_insn *mm = tu_emit(b, 0, ISA_OP_PT_MM);
     mm->m = 64;
     mm->nn = 64;
     mm->k = 64;
     mm->b.off = 0x8000;
     mm->d.off = 0x20000;
-    halt_all(b);
+    tu_halt_all(b);
     double both = run_cycles(b, &f);
     double pt = cfg4.pt_issue_cycles + cfg4.pt_fill_cycles + 8 * 64 * cfg4.pt_k_step_cycles;
     CU_ASSERT_DOUBLE_EQUAL(both, dma + 2 * cfg4.sync_cycles + pt, 1.0);
@@ -243,16 +215,16 @@ static void expect_fault(isa_program *p, int core, const char *a, const char *b)
 
 static isa_program *dma_then_exp(int ordered)
 {
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
     load(p, 1, 0x400, 0, 2);
     if (ordered) {
-        sync_op(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
-        sync_op(p, 1, ISA_OP_WAIT, ISA_U_SFP0, 0);
+        tu_sync(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
+        tu_sync(p, 1, ISA_OP_WAIT, ISA_U_SFP0, 0);
     }
-    isa_insn *ex = emit(p, 1, ISA_OP_SFP_EXP);
+    isa_insn *ex = tu_emit(p, 1, ISA_OP_SFP_EXP);
     ex->a.off = 0x480;
     ex->d.off = 0x1000;
-    halt_all(p);
+    tu_halt_all(p);
     return p;
 }
 
@@ -271,15 +243,15 @@ static void test_token_ordering_removes_the_race(void)
 
 static isa_program *store_then_load(int barrier)
 {
-    isa_program *p = prog_new();
-    isa_insn *st = emit(p, 0, ISA_OP_DMA_ST);
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
+    isa_insn *st = tu_emit(p, 0, ISA_OP_DMA_ST);
     st->d.off = 0x3000;
     st->run = 4;
     if (barrier)
         for (int c = 0; c < p->ncores; c++)
-            emit(p, c, ISA_OP_BAR);
+            tu_emit(p, c, ISA_OP_BAR);
     load(p, 3, 0, 0x3100, 1);
-    halt_all(p);
+    tu_halt_all(p);
     return p;
 }
 
@@ -295,15 +267,15 @@ static void test_cores_sharing_dram_without_barrier_race(void)
 static void test_disjoint_bytes_of_one_stick_do_not_race(void)
 {
     /* two SFP units write different elements of one stick concurrently */
-    isa_program *p = prog_new();
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
     for (int c = 0; c < 2; c++) {
-        isa_insn *r = emit(p, 0, ISA_OP_SFP_RMAX);
+        isa_insn *r = tu_emit(p, 0, ISA_OP_SFP_RMAX);
         r->c = c;
         r->flags = ISA_F_LANES;
         r->a.off = 0x800 * c;
         r->d.off = 0x4000 + 2 * c;
     }
-    halt_all(p);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT(run_cycles(p, &f) > 0);
     isa_program_free(p);
@@ -311,12 +283,12 @@ static void test_disjoint_bytes_of_one_stick_do_not_race(void)
 
 static void test_deadlock_lists_every_waiting_unit(void)
 {
-    isa_program *p = prog_new();
-    sync_op(p, 2, ISA_OP_WAIT, ISA_U_DMAI, 1);
-    sync_op(p, 2, ISA_OP_SIG, ISA_U_DMAI, 2);
-    sync_op(p, 2, ISA_OP_WAIT, ISA_U_PT0, 2);
-    sync_op(p, 2, ISA_OP_SIG, ISA_U_PT0, 1);
-    halt_all(p);
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_DMAI, 1);
+    tu_sync(p, 2, ISA_OP_SIG, ISA_U_DMAI, 2);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_PT0, 2);
+    tu_sync(p, 2, ISA_OP_SIG, ISA_U_PT0, 1);
+    tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL(run_cycles(p, &f), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "deadlock"));

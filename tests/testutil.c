@@ -58,3 +58,32 @@ int tu_spyre(const char *args, char *out, size_t outlen)
         return -1;
     return WEXITSTATUS(st);
 }
+
+isa_program *tu_prog_new(int ncores, uint64_t dram_bytes)
+{
+    isa_program *p = isa_program_new(ncores);
+    p->dram_bytes = dram_bytes;
+    return p;
+}
+
+isa_insn *tu_emit(isa_program *p, int core, int op)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    isa_stream_push(&p->cores[core], &in);
+    return &p->cores[core].insns[p->cores[core].n - 1];
+}
+
+isa_insn *tu_sync(isa_program *p, int core, int op, int unit, int tok)
+{
+    isa_insn *in = tu_emit(p, core, op);
+    in->u = unit;
+    in->tok = tok;
+    return in;
+}
+
+void tu_halt_all(isa_program *p)
+{
+    for (int i = 0; i < p->ncores; i++)
+        tu_emit(p, i, ISA_OP_HALT);
+}

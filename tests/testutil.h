@@ -22,4 +22,13 @@ void tu_tmpfile(const char *suffix, char *buf, size_t len);
  * status, with stdout+stderr captured into out (may be NULL). */
 int tu_spyre(const char *args, char *out, size_t outlen);
 
+/* Hand-built programs: an empty program for ncores with a DRAM segment of
+ * dram_bytes; append an instruction at its defaults to a core's stream
+ * (the pointer is valid until the next append); a wait or sig; a halt on
+ * every core. */
+isa_program *tu_prog_new(int ncores, uint64_t dram_bytes);
+isa_insn *tu_emit(isa_program *p, int core, int op);
+isa_insn *tu_sync(isa_program *p, int core, int op, int unit, int tok);
+void tu_halt_all(isa_program *p);
+
 #endif
