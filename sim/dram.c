@@ -23,7 +23,16 @@
  * write data (turnaround), the last four ACTs (tRRD, tFAW) and the next
  * refresh; per bank the open row and the earliest ACT, CAS and PRE.  A
  * segment is planned from that state, the refresh due before it is issued
- * first if needed, and the plan is committed. */
+ * first if needed, and the plan is committed.
+ *
+ * Writes are posted (unless dram_write_buffer_bytes is 0): each channel
+ * has a write buffer, a ring of row segments in arrival order.  A write
+ * segment is accepted into it and acknowledged; it is scheduled
+ * ("released", as a segment like any other) later, oldest first: into the
+ * idle time the channel's reads leave before the next access arrives, when
+ * the waiting writes pass the high watermark (then down to the low one),
+ * or when a write finds the buffer full of waiting writes.  An entry holds
+ * its room until its data starts to go out. */
 #include "dram.h"
 
 #include <math.h>
@@ -54,7 +63,20 @@ typedef struct {
     int act_pos;
     double last_act;
     double ref_due;     /* when the next all-bank refresh is due */
+    /* posted writes: wq_n entries from wq_head; the first wq_rel are
+     * scheduled (released), the rest wait in the buffer */
+    uint32_t wq_head, wq_n, wq_rel;
+    uint64_t wq_occ;    /* bursts held by all entries */
+    uint64_t wq_wait;   /* bursts of the entries not yet released */
+    double wr_done;     /* latest end of scheduled write data */
 } dram_chan;
+
+typedef struct {
+    uint64_t lo, hi;    /* channel-local range: one row segment */
+    uint64_t nb;        /* bursts, the buffer space it holds */
+    double ready;       /* accepted: may be released from then on */
+    double start, end;  /* released: its first and last data on the bus */
+} dram_wentry;
 
 struct sim_dram {
     /* organisation */
@@ -65,12 +87,18 @@ struct sim_dram {
     double wtr_s, wtr_l, faw, rtw, trefi, trfc;
     double switch_bytes, switch_ns; /* read/write batch and the cost of one turn */
     double window;                  /* bus time a waiting segment lends to ready ones */
+    /* posted writes (wq_cap 0: writes are scheduled on arrival) */
+    uint64_t wq_cap;                /* buffer per channel, bursts (= ring entries) */
+    double wq_high, wq_low;         /* watermarks on waiting bursts */
+    double ack;                     /* arrival to acceptance */
     /* state */
     dram_chan *ch;
     dram_bank *bank;    /* nch * nbank */
     double *bg_free;    /* nch * nbg: the bank group's CAS stream is busy up to here */
+    dram_wentry *wq;    /* nch * wq_cap: the write buffers */
     uint64_t call;
     sim_dram_stats st;
+    sim_dram *shadow;   /* scratch copy for sim_dram_drain_time */
 };
 
 typedef struct {
@@ -111,11 +139,27 @@ const char *sim_dram_config_error(const sim_config *cfg)
         return "dram_tck_ns and dram_burst_tck must be positive";
     if (!cfg->dram_rw_switch_bytes)
         return "dram_rw_switch_bytes must be positive";
+    double wb = cfg->dram_write_buffer_bytes;
+    if (wb != 0 && !(fmod(wb, cfg->dram_burst_bytes) == 0 && wb >= cfg->dram_row_bytes && wb <= 1 << 30))
+        return "dram_write_buffer_bytes must be 0 or a whole number of bursts holding at least one row";
+    if (!(cfg->dram_write_low_pct <= cfg->dram_write_high_pct))
+        return "dram_write_low_pct must not exceed dram_write_high_pct";
     double lat = cfg->dram_cl > cfg->dram_cwl ? cfg->dram_cl : cfg->dram_cwl;
     double wake = cfg->dram_trfc_ns + (cfg->dram_rp_all + cfg->dram_rcd + lat) * cfg->dram_tck_ns;
     if (!(wake < cfg->dram_trefi_ns))
         return "dram_trefi_ns must exceed dram_trfc_ns plus (rp_all + rcd + cl) tCK";
     return NULL;
+}
+
+/* The state arrays of d (all NULL on entry); nonzero on out of memory. */
+static int alloc_state(sim_dram *d)
+{
+    size_t n = (size_t)d->nch;
+    d->ch = calloc(n, sizeof *d->ch);
+    d->bank = calloc(n * (size_t)d->nbank, sizeof *d->bank);
+    d->bg_free = calloc(n * (size_t)d->nbg, sizeof *d->bg_free);
+    d->wq = d->wq_cap ? calloc(n * (size_t)d->wq_cap, sizeof *d->wq) : NULL;
+    return !d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq);
 }
 
 sim_dram *sim_dram_new(const sim_config *cfg)
@@ -155,10 +199,18 @@ sim_dram *sim_dram_new(const sim_config *cfg)
     d->window = cfg->dram_reorder_bursts * d->burst;
     /* one turn of the bus, averaged over read-to-write and write-to-read */
     d->switch_ns = (d->rtw + d->wtr_s + d->cl) / 2;
-    d->ch = calloc((size_t)d->nch, sizeof *d->ch);
-    d->bank = calloc((size_t)d->nch * (size_t)d->nbank, sizeof *d->bank);
-    d->bg_free = calloc((size_t)d->nch * (size_t)d->nbg, sizeof *d->bg_free);
-    if (!d->ch || !d->bank || !d->bg_free) {
+    d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
+    d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
+    d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
+    d->ack = cfg->dram_write_ack_ns;
+    if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
+        sim_dram_free(d);
+        return NULL;
+    }
+    sim_dram *sh = d->shadow;
+    *sh = *d; /* the parameters; its own state arrays */
+    sh->ch = NULL, sh->bank = NULL, sh->bg_free = NULL, sh->wq = NULL, sh->shadow = NULL;
+    if (alloc_state(sh)) {
         sim_dram_free(d);
         return NULL;
     }
@@ -170,9 +222,14 @@ void sim_dram_free(sim_dram *d)
 {
     if (!d)
         return;
+    if (d->shadow) {
+        d->shadow->shadow = NULL;
+        sim_dram_free(d->shadow);
+    }
     free(d->ch);
     free(d->bank);
     free(d->bg_free);
+    free(d->wq);
     free(d);
 }
 
@@ -190,6 +247,9 @@ void sim_dram_reset(sim_dram *d)
         ch->last_act = LONG_AGO;
         /* channels refresh in turn, spread over one interval */
         ch->ref_due = d->trefi * (c + 1) / d->nch;
+        ch->wq_head = ch->wq_n = ch->wq_rel = 0;
+        ch->wq_occ = ch->wq_wait = 0;
+        ch->wr_done = LONG_AGO;
     }
     for (int i = 0; i < d->nch * d->nbank; i++) {
         dram_bank *b = &d->bank[i];
@@ -343,8 +403,9 @@ static void refresh(sim_dram *d, int c, double t)
     d->st.refreshes++;
 }
 
-/* Schedule one segment: local range [lo, hi) of channel c.  Returns its end. */
-static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, double t)
+/* Schedule one segment: local range [lo, hi) of channel c.  Returns its
+ * end; *first (if not NULL) is its first data on the bus. */
+static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, double t, double *first)
 {
     int g, bi;
     int64_t row;
@@ -377,8 +438,10 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, dou
     ch->bus_free = p.bus_end;
     bg_free[g] = p.bg_end;
     ch->dir_end[dir] = fmax(ch->dir_end[dir], p.end);
-    if (dir == WR)
+    if (dir == WR) {
         ch->last_write_bg = g;
+        ch->wr_done = fmax(ch->wr_done, p.end);
+    }
     if (ch->last_dir >= 0 && ch->last_dir != dir)
         d->st.turnarounds++;
     ch->last_dir = dir;
@@ -392,7 +455,130 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, dou
         d->st.row_conflicts++;
     d->st.busy_ns[c] += (double)nb * d->burst;
     d->st.mix_ns += p.mix;
+    if (first) /* not before it is ready, nor before its bus work begins */
+        *first = fmax(p.start, p.bus_end - (double)nb * d->burst - p.mix);
     return p.end;
+}
+
+/* ---- posted writes ---- */
+
+/* The i-th entry of channel c's write buffer, counting from the oldest. */
+static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
+{
+    return &d->wq[(size_t)c * d->wq_cap + (d->ch[c].wq_head + i) % d->wq_cap];
+}
+
+/* Schedule the oldest waiting write of channel c as arriving at t. */
+static void wq_release(sim_dram *d, int c, double t)
+{
+    dram_chan *ch = &d->ch[c];
+    dram_wentry *e = wq_at(d, c, ch->wq_rel);
+    e->end = segment(d, c, e->lo, e->hi, WR, t, &e->start);
+    ch->wq_rel++;
+    ch->wq_wait -= e->nb;
+    d->st.last_ns = fmax(d->st.last_ns, e->end);
+}
+
+/* Free, oldest first, the released entries whose data has started to go
+ * out by t (the controller moves a write's data to the PHY as its WR
+ * commands issue). */
+static void wq_retire(sim_dram *d, int c, double t)
+{
+    dram_chan *ch = &d->ch[c];
+    while (ch->wq_rel) {
+        dram_wentry *e = wq_at(d, c, 0);
+        if (e->start > t)
+            break;
+        ch->wq_head = (uint32_t)((ch->wq_head + 1) % d->wq_cap);
+        ch->wq_n--;
+        ch->wq_rel--;
+        ch->wq_occ -= e->nb;
+    }
+}
+
+/* Read priority: waiting writes go to the bus only when the channel has
+ * no reads to serve.  Release them, oldest first, from the end of the
+ * channel's read data until the bus is busy up to t (the arrival of the
+ * next access to the channel: accesses arrive in order, so every read
+ * queued before t has been seen).  The last one released may run past t. */
+static void wq_idle(sim_dram *d, int c, double t)
+{
+    dram_chan *ch = &d->ch[c];
+    double idle = ch->dir_end[RD];
+    while (ch->wq_rel < ch->wq_n && ch->bus_free < t) {
+        double r = fmax(idle, wq_at(d, c, ch->wq_rel)->ready);
+        if (r >= t)
+            break;
+        wq_release(d, c, r);
+    }
+}
+
+/* Put the write segment [lo, hi) of channel c into its buffer; it reaches
+ * the controller at x.  Returns when it is accepted: at x, or once enough
+ * older writes have started to go out to make room.
+ *
+ * The drains this write forces (buffer full of waiting writes, or waiting
+ * writes past the high watermark) are scheduled as arriving with it, at x,
+ * even if it then waits for room: the controller reacts when the write
+ * arrives, and ACTs and the read/write interleaving are judged from there,
+ * as for any access.  A write's data still never goes out before it is in
+ * the buffer: the room it waits for is made by an older write whose data
+ * starts on the channel's bus pointer, and everything released later is
+ * placed at or after that pointer. */
+static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
+{
+    dram_chan *ch = &d->ch[c];
+    uint64_t nb = (hi - 1) / d->burst_bytes - lo / d->burst_bytes + 1;
+    double arrive = x;
+    wq_retire(d, c, x);
+    while (ch->wq_occ + nb > d->wq_cap) {
+        if (!ch->wq_rel) { /* full of waiting writes: drain the oldest */
+            wq_release(d, c, arrive);
+            continue;
+        }
+        x = fmax(x, wq_at(d, c, 0)->start); /* wait for the oldest in flight */
+        wq_retire(d, c, x);
+    }
+    if (x > arrive) {
+        d->st.write_stalls++;
+        d->st.write_stall_ns += x - arrive;
+    }
+    dram_wentry *e = wq_at(d, c, ch->wq_n);
+    e->lo = lo;
+    e->hi = hi;
+    e->nb = nb;
+    e->ready = e->start = e->end = x;
+    ch->wq_n++;
+    ch->wq_occ += nb;
+    ch->wq_wait += nb;
+    if ((double)ch->wq_wait > d->wq_high) { /* write drain ahead of reads */
+        d->st.write_drains++;
+        while ((double)ch->wq_wait > d->wq_low)
+            wq_release(d, c, arrive);
+    }
+    return x;
+}
+
+double sim_dram_drain_time(const sim_dram *d)
+{
+    double t = 0;
+    for (int c = 0; c < d->nch; c++) {
+        const dram_chan *ch = &d->ch[c];
+        t = fmax(t, ch->wr_done);
+        if (ch->wq_rel == ch->wq_n)
+            continue;
+        /* no further access: every waiting write goes out once the reads
+         * are done; play that on a copy of the channel */
+        sim_dram *s = d->shadow;
+        size_t nb = (size_t)d->nbank, ng = (size_t)d->nbg, nq = (size_t)d->wq_cap, uc = (size_t)c;
+        s->ch[c] = *ch;
+        memcpy(&s->bank[uc * nb], &d->bank[uc * nb], nb * sizeof *s->bank);
+        memcpy(&s->bg_free[uc * ng], &d->bg_free[uc * ng], ng * sizeof *s->bg_free);
+        memcpy(&s->wq[uc * nq], &d->wq[uc * nq], nq * sizeof *s->wq);
+        wq_idle(s, c, INFINITY);
+        t = fmax(t, s->ch[c].wr_done);
+    }
+    return t;
 }
 
 double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, int is_write)
@@ -406,6 +592,19 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
         uint64_t lo, hi;
         if (!chan_range(d, addr, bytes, c, &lo, &hi))
             continue;
+        if (d->wq_cap) {
+            wq_idle(d, c, t_ns);
+            if (dir == WR) { /* posted: into the buffer, in address order */
+                for (uint64_t a = lo; a < hi;) {
+                    uint64_t e = (a / d->row_bytes + 1) * d->row_bytes;
+                    if (e > hi)
+                        e = hi;
+                    done = fmax(done, wq_accept(d, c, a, e, t_ns + d->ack));
+                    a = e;
+                }
+                continue;
+            }
+        }
         dram_bank *banks = &d->bank[(size_t)c * (size_t)d->nbank];
         /* FR-FCFS inside the access: segments whose row is open go first,
          * then the rest, each pass in address order. */
@@ -421,9 +620,9 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
                 if (pass == 0 && b->row == row) {
                     b->hit_call = call;
                     b->hit_row = row;
-                    done = fmax(done, segment(d, c, a, e, dir, t_ns));
+                    done = fmax(done, segment(d, c, a, e, dir, t_ns, NULL));
                 } else if (pass == 1 && !(b->hit_call == call && b->hit_row == row)) {
-                    done = fmax(done, segment(d, c, a, e, dir, t_ns));
+                    done = fmax(done, segment(d, c, a, e, dir, t_ns, NULL));
                 }
                 a = e;
             }

@@ -5,8 +5,11 @@
  * into per-channel row segments (the bytes of the access that fall in one
  * channel, bank and row) and schedules every segment against the state of
  * its channel (data bus, bank groups, turnaround, activation window,
- * refresh) and its bank (open row, earliest PRE/ACT/CAS).  The cost of a
- * call is O(channels + segments); nothing is simulated per burst.
+ * refresh) and its bank (open row, earliest PRE/ACT/CAS).  Writes are
+ * posted into a per-channel write buffer and drained to DRAM later (when
+ * reads leave the bus idle, past a high watermark, or when the buffer is
+ * full).  The cost of a call is O(channels + segments), amortised over the
+ * writes it drains; nothing is simulated per burst.
  *
  * Every number comes from the dram_* keys of the chip configuration. */
 #ifndef SIM_DRAM_H
@@ -31,8 +34,11 @@ typedef struct {
     uint64_t refreshes;                   /* all-bank refreshes, all channels */
     uint64_t turnarounds;                 /* bus direction changes */
     double mix_ns;                        /* bus time charged for read/write interleaving */
+    uint64_t write_stalls;                /* write segments that found their buffer full */
+    double write_stall_ns;                /* time they waited for room */
+    uint64_t write_drains;                /* high-watermark drains (writes ahead of reads) */
     double busy_ns[SIM_DRAM_MAX_CHANNELS];/* data bus occupied, per channel */
-    double last_ns;                       /* latest completion so far */
+    double last_ns;                       /* latest completion or drained write data so far */
 } sim_dram_stats;
 
 /* Where an address lands under the interleaving map. */
@@ -56,9 +62,21 @@ void sim_dram_reset(sim_dram *d);
 /* One access of `bytes` contiguous bytes at device address addr, arriving
  * at the controller at t_ns.  Arrival times should be non-decreasing; a
  * slightly earlier one is served no earlier than the state allows (the
- * model never goes back in time).  Returns the time in ns when the last
- * byte has been transferred (t_ns for an empty access). */
+ * model never goes back in time).  Returns the time in ns when the access
+ * is done (t_ns for an empty access): for a read, when its last byte has
+ * been transferred; for a write (with dram_write_buffer_bytes > 0), when
+ * its last byte has been accepted into the write buffers, which is
+ * t_ns + dram_write_ack_ns unless a buffer was full.  The write's data
+ * reaches DRAM later; see sim_dram_drain_time. */
 double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, int is_write);
+
+/* When every write so far has its data in DRAM, assuming no further
+ * access arrives (0 before any write).  Buffered writes still waiting are
+ * drained as soon as the reads already queued are done.  For the end of a
+ * run: the run is over when this and its last completion have passed.
+ * Does not change the model's state; O(channels x (banks + buffer
+ * entries)). */
+double sim_dram_drain_time(const sim_dram *d);
 
 const sim_dram_stats *sim_dram_get_stats(const sim_dram *d);
 

@@ -69,6 +69,10 @@ typedef struct {
     double dram_trfc_ns;            /* all-bank refresh duration */
     uint32_t dram_rw_switch_bytes;  /* per-channel batch between direction switches (fitted) */
     double dram_reorder_bursts;     /* bursts served ahead of a segment waiting for its bank */
+    double dram_write_buffer_bytes; /* per-channel posted-write buffer, whole bursts; 0: not posted */
+    double dram_write_high_pct;     /* buffer fill (%) that forces a drain ahead of reads */
+    double dram_write_low_pct;      /* a forced drain stops at this fill (%) */
+    double dram_write_ack_ns;       /* arrival to acceptance into the write buffer */
 } sim_config;
 
 /* Load a configuration file.  Returns 0, or -1 with "file:line: message". */

@@ -1,8 +1,12 @@
 /* test_dram.c: the LPDDR5 timing model (sim/dram.c): address map and
  * segmentation, row hit / miss / conflict latencies, channel overlap,
- * turnaround, refresh, the calibrated streaming bandwidths, determinism
- * and host cost.  Expected latencies are written from the configuration's
- * timings so that the tests say which JEDEC terms each case pays. */
+ * turnaround, refresh, posted writes (write buffer, watermarks, drain),
+ * the calibrated streaming bandwidths, determinism and host cost.
+ * Expected latencies are written from the configuration's timings so that
+ * the tests say which JEDEC terms each case pays.  The bank-timing tests
+ * of writes use `direct`, the configuration without a write buffer, where
+ * a write is scheduled when it arrives and returns when its data is in
+ * DRAM. */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +16,7 @@
 #include "dram.h"
 #include "testutil.h"
 
-static sim_config cfg;
+static sim_config cfg, direct;
 static double tck;
 
 #define NEAR(a, b) CU_ASSERT_DOUBLE_EQUAL((a), (b), 1e-6)
@@ -20,6 +24,14 @@ static double tck;
 static sim_dram *fresh(void)
 {
     sim_dram *d = sim_dram_new(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    return d;
+}
+
+/* Writes not posted: scheduled on arrival, done when in DRAM. */
+static sim_dram *fresh_direct(void)
+{
+    sim_dram *d = sim_dram_new(&direct);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     return d;
 }
@@ -157,7 +169,8 @@ static void test_same_bank_other_row_waits_for_precharge_and_activate(void)
     double pre = last_rd + cfg.dram_rtp * tck;
     NEAR(second, pre + (cfg.dram_rp + cfg.dram_rcd + cfg.dram_cl) * tck + stream_ns(b));
     /* a write keeps the row until tWR after its data */
-    sim_dram_reset(d);
+    sim_dram_free(d);
+    d = fresh_direct();
     first = sim_dram_access(d, 0, chan_addr(c, 0), b, 1);
     second = sim_dram_access(d, 0, other_row_same_bank(d, c), b, 1);
     NEAR(second, first + (cfg.dram_wr + cfg.dram_rp + cfg.dram_rcd + cfg.dram_cwl) * tck + stream_ns(b));
@@ -183,7 +196,7 @@ static void test_accesses_to_different_channels_overlap(void)
 
 static void test_write_then_read_pays_turnaround(void)
 {
-    sim_dram *d = fresh();
+    sim_dram *d = fresh_direct();
     int c = cfg.dram_channels - 1;
     uint64_t b = gran(), other_bg = cfg.dram_row_bytes / b;
     /* read after read of an open row: RD at arrival, CL, data */
@@ -244,12 +257,156 @@ static void test_earlier_arrival_never_goes_back_in_time(void)
     sim_dram_free(d);
 }
 
+/* ---- posted writes ---- */
+
+/* Bytes of one channel's write buffer, and of all of them. */
+static uint64_t wbuf(void)
+{
+    return (uint64_t)cfg.dram_write_buffer_bytes;
+}
+
+static void test_lone_write_is_acknowledged_and_drains_like_a_direct_one(void)
+{
+    sim_dram *d = fresh(), *e = fresh_direct();
+    int c = cfg.dram_channels - 1;
+    uint64_t b = gran();
+    CU_ASSERT_EQUAL(sim_dram_drain_time(d), 0); /* nothing written yet */
+    double t = 100, ack = cfg.dram_write_ack_ns;
+    NEAR(sim_dram_access(d, t, chan_addr(c, 0), b, 1), t + ack);
+    /* nothing else arrives: it goes to DRAM on the idle bus when it is in
+     * the buffer, exactly as a direct write arriving then */
+    double direct_end = sim_dram_access(e, t + ack, chan_addr(c, 0), b, 1);
+    NEAR(direct_end - (t + ack), (cfg.dram_rcd + cfg.dram_cwl) * tck + stream_ns(b));
+    NEAR(sim_dram_drain_time(d), direct_end);
+    NEAR(sim_dram_drain_time(e), direct_end); /* not posted: its data end */
+    /* asking does not change the model: it drains the same way later */
+    NEAR(sim_dram_drain_time(d), direct_end);
+    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->segments, 0);
+    double r = sim_dram_access(d, 1000, chan_addr(c, 1), b, 0);
+    double r_direct = sim_dram_access(e, 1000, chan_addr(c, 1), b, 0);
+    NEAR(r, r_direct);
+    NEAR(sim_dram_drain_time(d), direct_end);
+    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->segments, 2);
+    sim_dram_free(d);
+    sim_dram_free(e);
+}
+
+/* The case that motivated the buffer: a 2 KB store arriving while a 256 KB
+ * load streams is done in the write-ack latency instead of after the load,
+ * and a load queued after it is not delayed by it (read priority). */
+static void test_small_write_during_large_read_is_posted(void)
+{
+    const uint64_t big = 256 << 10, small = 2048;
+    const uint64_t rd0 = 0, rd1 = 1 << 20, wr = 8 << 20;
+    double ack = cfg.dram_write_ack_ns;
+    sim_dram *d = fresh(), *e = fresh_direct(), *f = fresh();
+    double r0 = sim_dram_access(d, 0, rd0, big, 0);
+    double w = sim_dram_access(d, 100, wr, small, 1);
+    double r1 = sim_dram_access(d, 200, rd1, big, 0);
+    NEAR(w, 100 + ack);
+    /* without a write buffer the store waits for the load's data */
+    sim_dram_access(e, 0, rd0, big, 0);
+    double w_direct = sim_dram_access(e, 100, wr, small, 1);
+    CU_ASSERT(w_direct > r0 * 0.9);
+    /* the second load finishes as if the store had not been there */
+    sim_dram_access(f, 0, rd0, big, 0);
+    NEAR(sim_dram_access(f, 200, rd1, big, 0), r1);
+    /* the store drains once the loads are done */
+    double drain = sim_dram_drain_time(d);
+    CU_ASSERT(drain > r1);
+    CU_ASSERT(drain < r1 + 200);
+    printf("\n  2 KB store during a 256 KB load: done at %.0f ns posted, %.0f ns direct (load done at %.0f)\n", w,
+           w_direct, r0);
+    sim_dram_free(d);
+    sim_dram_free(e);
+    sim_dram_free(f);
+}
+
+/* A store of four buffers' worth per channel waits until all but about a
+ * buffer per channel has gone out; one that fits is acknowledged at once. */
+static void test_write_burst_larger_than_buffer_blocks_until_drain(void)
+{
+    sim_dram *d = fresh();
+    uint64_t C = (uint64_t)cfg.dram_channels, fits = C * wbuf() / 2, big = 4 * C * wbuf();
+    double ack = cfg.dram_write_ack_ns;
+    NEAR(sim_dram_access(d, 0, 0, fits, 1), ack);
+    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->write_stalls, 0);
+    sim_dram_reset(d);
+    double done = sim_dram_access(d, 0, 0, big, 1);
+    const sim_dram_stats *st = sim_dram_get_stats(d);
+    CU_ASSERT(st->write_stalls > 0);
+    CU_ASSERT(st->write_stall_ns > 0);
+    /* the bus time of what had to leave the buffer first, at peak rate (an
+     * entry's room is free once its data starts to go out) */
+    double peak = (double)C * cfg.dram_burst_bytes / (cfg.dram_burst_tck * tck); /* bytes per ns */
+    CU_ASSERT(done > (double)(big - C * (wbuf() + cfg.dram_row_bytes)) / peak);
+    /* and the rest drains after it */
+    double drain = sim_dram_drain_time(d);
+    CU_ASSERT(drain > done);
+    CU_ASSERT(drain > (double)big / peak);
+    /* through the buffer the burst takes about as long as written directly.
+     * The last rows go out only when nothing needs their room, so they may
+     * meet a refresh the direct schedule postponed, and the very last one
+     * streams alone in its bank group (one burst per tCCD_L). */
+    sim_dram *e = fresh_direct();
+    double direct = sim_dram_access(e, 0, 0, big, 1);
+    double slack = cfg.dram_trfc_ns + (cfg.dram_wr + cfg.dram_rp_all + cfg.dram_rcd + cfg.dram_cwl) * tck +
+                   (double)bursts(cfg.dram_row_bytes) * cfg.dram_ccd * tck;
+    CU_ASSERT(drain > direct - 0.05 * direct);
+    CU_ASSERT(drain < direct + slack);
+    printf("\n  %llu KB store: done at %.0f ns, in DRAM at %.0f ns (direct: %.0f ns)\n",
+           (unsigned long long)(big >> 10), done, drain, direct);
+    sim_dram_free(e);
+    sim_dram_free(d);
+}
+
+/* Past the high watermark the controller drains writes ahead of reads, and
+ * a read arriving afterwards waits for their bus time, exactly as behind a
+ * direct write of what was drained; the writes still waiting in the buffer
+ * do not delay it. */
+static void test_reads_after_a_drain_see_its_bus_time(void)
+{
+    int c = cfg.dram_channels - 1;
+    uint64_t C = (uint64_t)cfg.dram_channels, R = cfg.dram_row_bytes, per_row = R / gran(), rows = wbuf() / R;
+    double ack = cfg.dram_write_ack_ns, t = 100;
+    /* fill the buffers with whole rows (a row of every channel per write):
+     * the last one passes the high watermark and the oldest rows down to
+     * the low watermark are drained */
+    uint64_t drained = 0, wait = 0;
+    for (uint64_t i = 0; i < rows; i++) {
+        wait += R;
+        if ((double)wait > cfg.dram_write_high_pct / 100 * (double)wbuf())
+            while ((double)wait > cfg.dram_write_low_pct / 100 * (double)wbuf())
+                wait -= R, drained += R;
+    }
+    CU_ASSERT_FATAL(drained > 0);
+    sim_dram *d = fresh(), *e = fresh_direct(), *f = fresh();
+    for (uint64_t i = 0; i < rows; i++)
+        NEAR(sim_dram_access(d, t, i * R * C, R * C, 1), t + ack);
+    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->write_drains, C);
+    uint64_t rd = chan_addr(c, rows * per_row + per_row / 2); /* another row */
+    double r = sim_dram_access(d, t + ack, rd, gran(), 0);
+    for (uint64_t i = 0; i < drained / R; i++)
+        sim_dram_access(e, t + ack, i * R * C, R * C, 1);
+    NEAR(r, sim_dram_access(e, t + ack, rd, gran(), 0));
+    /* so it ends after the drained data and its own have crossed the bus,
+     * well after the same read on the idle channel */
+    CU_ASSERT(r >= t + ack + (double)bursts(drained + gran()) * cfg.dram_burst_tck * tck);
+    double idle = sim_dram_access(f, t + ack, rd, gran(), 0);
+    CU_ASSERT(r - idle > (double)bursts(drained) / 2 * cfg.dram_burst_tck * tck);
+    sim_dram_free(d);
+    sim_dram_free(e);
+    sim_dram_free(f);
+}
+
 /* ---- streaming ---- */
 
 /* `streams` DMA engines, each walking its own slice of a 256 MB region in
  * `acc`-byte accesses and issuing the next when the previous completes
  * (the controller sees them in arrival order).  Stream i writes when
- * write_every > 0 and i % write_every == write_every - 1.  Returns GB/s. */
+ * write_every > 0 and i % write_every == write_every - 1.  Returns GB/s
+ * over the whole transfer: until the last byte of every access is in DRAM,
+ * which for posted writes is the drain time, not the last completion. */
 static double stream_bw(sim_dram *d, int streams, uint64_t acc, int write_every)
 {
     enum { MAXS = 64 };
@@ -277,7 +434,9 @@ static double stream_bw(sim_dram *d, int streams, uint64_t acc, int write_every)
         left[s]--;
         moved += acc;
     }
-    return (double)moved / end;
+    double drain = sim_dram_drain_time(d);
+    CU_ASSERT(write_every == 0 ? drain == 0 : drain > 0);
+    return (double)moved / fmax(end, drain);
 }
 
 static double read_bw_64k, mixed_bw_64k, write_bw_64k, read_bw_4k, mixed_bw_4k;
@@ -340,7 +499,9 @@ static void test_bus_busy_time_accounts_every_burst(void)
 
 /* ---- determinism and cost ---- */
 
-static void run_mix(sim_dram *d, double *out, int n)
+/* Random reads and writes; with ask, sim_dram_drain_time after each
+ * (which must not change anything). */
+static void run_mix(sim_dram *d, double *out, int n, int ask)
 {
     uint64_t x = 12345;
     double t = 0;
@@ -349,6 +510,8 @@ static void run_mix(sim_dram *d, double *out, int n)
         uint64_t addr = (x >> 20) % (1ull << 30);
         uint64_t bytes = 128 + (x >> 50) % 8192;
         out[i] = sim_dram_access(d, t, addr, bytes, (int)(x >> 63));
+        if (ask)
+            CU_ASSERT(sim_dram_drain_time(d) >= 0);
         t += (double)((x >> 40) % 50);
     }
 }
@@ -358,11 +521,15 @@ static void test_model_is_deterministic(void)
     enum { N = 4000 };
     static double a[N], b[N], c[N];
     sim_dram *d = fresh(), *e = fresh();
-    run_mix(d, a, N);
+    run_mix(d, a, N, 0);
     sim_dram_stats sa = *sim_dram_get_stats(d);
-    run_mix(e, b, N);
+    double drain = sim_dram_drain_time(d);
+    run_mix(e, b, N, 1);
     sim_dram_reset(d);
-    run_mix(d, c, N);
+    run_mix(d, c, N, 0);
+    CU_ASSERT(drain > 0);
+    CU_ASSERT_EQUAL(drain, sim_dram_drain_time(d));
+    CU_ASSERT_EQUAL(drain, sim_dram_drain_time(e));
     CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
     CU_ASSERT_EQUAL(memcmp(a, c, sizeof a), 0);
     CU_ASSERT_EQUAL(memcmp(&sa, sim_dram_get_stats(d), sizeof sa), 0);
@@ -375,17 +542,27 @@ static void test_model_is_deterministic(void)
 
 static void test_megabyte_access_costs_microseconds_of_host_time(void)
 {
-    sim_dram *d = fresh();
     enum { N = 1000 };
-    clock_t t0 = clock();
-    double t = 0;
-    for (int i = 0; i < N; i++)
-        t = sim_dram_access(d, t, (uint64_t)i << 20, 1 << 20, i & 1);
-    double per_us = (double)(clock() - t0) / CLOCKS_PER_SEC / N * 1e6;
-    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->segments, (uint64_t)N * sim_dram_segments(d, 0, 1 << 20));
-    CU_ASSERT(per_us < 1000); /* typically tens of microseconds */
-    printf("\n  host time per 1 MB access: %.1f us\n", per_us);
-    sim_dram_free(d);
+    double per_us[2];
+    for (int posted = 0; posted < 2; posted++) {
+        sim_dram *d = posted ? fresh() : fresh_direct();
+        clock_t t0 = clock();
+        double t = 0;
+        for (int i = 0; i < N; i++)
+            t = sim_dram_access(d, t, (uint64_t)i << 20, 1 << 20, i & 1);
+        sim_dram_drain_time(d);
+        per_us[posted] = (double)(clock() - t0) / CLOCKS_PER_SEC / N * 1e6;
+        /* every segment scheduled once (posted: but those still buffered) */
+        uint64_t segs = sim_dram_get_stats(d)->segments, all = (uint64_t)N * sim_dram_segments(d, 0, 1 << 20);
+        if (posted) {
+            CU_ASSERT(segs <= all && segs + (uint64_t)cfg.dram_channels * wbuf() / cfg.dram_row_bytes >= all);
+        } else {
+            CU_ASSERT_EQUAL(segs, all);
+        }
+        CU_ASSERT(per_us[posted] < 1000); /* typically tens of microseconds */
+        sim_dram_free(d);
+    }
+    printf("\n  host time per 1 MB access: %.1f us direct, %.1f us posted\n", per_us[0], per_us[1]);
 }
 
 static void test_bad_configuration_is_named(void)
@@ -399,11 +576,23 @@ static void test_bad_configuration_is_named(void)
     c.dram_trfc_ns = c.dram_trefi_ns;
     CU_ASSERT_PTR_NOT_NULL(strstr(sim_dram_config_error(&c), "dram_trefi_ns"));
     CU_ASSERT_PTR_NULL(sim_dram_new(&c));
+    c = cfg;
+    c.dram_write_buffer_bytes = c.dram_row_bytes + 16; /* not whole bursts */
+    CU_ASSERT_PTR_NOT_NULL(strstr(sim_dram_config_error(&c), "dram_write_buffer_bytes"));
+    c.dram_write_buffer_bytes = c.dram_row_bytes / 2; /* a row segment would never fit */
+    CU_ASSERT_PTR_NOT_NULL(strstr(sim_dram_config_error(&c), "dram_write_buffer_bytes"));
+    c.dram_write_buffer_bytes = 0; /* not posted */
+    CU_ASSERT_PTR_NULL(sim_dram_config_error(&c));
+    c = cfg;
+    c.dram_write_low_pct = c.dram_write_high_pct + 1;
+    CU_ASSERT_PTR_NOT_NULL(strstr(sim_dram_config_error(&c), "dram_write_low_pct"));
 }
 
 int main(void)
 {
     tu_config("spyre", &cfg);
+    direct = cfg;
+    direct.dram_write_buffer_bytes = 0;
     tck = cfg.dram_tck_ns;
     static const tu_test tests[] = {
         {"map_interleaves_channels_then_columns_then_banks", test_map_interleaves_channels_then_columns_then_banks},
@@ -416,6 +605,11 @@ int main(void)
         {"write_then_read_pays_turnaround", test_write_then_read_pays_turnaround},
         {"refresh_delays_an_access_in_its_window", test_refresh_delays_an_access_in_its_window},
         {"earlier_arrival_never_goes_back_in_time", test_earlier_arrival_never_goes_back_in_time},
+        {"lone_write_is_acknowledged_and_drains_like_a_direct_one",
+         test_lone_write_is_acknowledged_and_drains_like_a_direct_one},
+        {"small_write_during_large_read_is_posted", test_small_write_during_large_read_is_posted},
+        {"write_burst_larger_than_buffer_blocks_until_drain", test_write_burst_larger_than_buffer_blocks_until_drain},
+        {"reads_after_a_drain_see_its_bus_time", test_reads_after_a_drain_see_its_bus_time},
         {"streaming_reads_reach_measured_150_gbs", test_streaming_reads_reach_measured_150_gbs},
         {"balanced_read_write_reaches_measured_105_gbs", test_balanced_read_write_reaches_measured_105_gbs},
         {"streaming_bandwidth_does_not_hinge_on_access_size", test_streaming_bandwidth_does_not_hinge_on_access_size},
