@@ -1260,9 +1260,26 @@ static cc_graph *parse(const char *text, const char *path, const char *default_n
         rc = resolve(&P);
     if (!rc)
         rc = topo_sort(&P);
-    if (!rc && !P.g->name && !(P.g->name = default_name ? dupn(default_name, strlen(default_name))
-                                                       : path ? base_name(path) : dupn("graph", 5)))
-        oom(&P), rc = -1;
+    if (!rc && !P.g->name) {
+        /* the default name, made a NAME so that the printed graph parses */
+        char *nm = default_name ? dupn(default_name, strlen(default_name)) : path ? base_name(path) : NULL;
+        size_t len = nm ? strlen(nm) : 0;
+        P.g->name = malloc(len + sizeof "graph");
+        if (!P.g->name) {
+            oom(&P);
+            rc = -1;
+        } else if (!len) {
+            strcpy(P.g->name, "graph");
+        } else {
+            char *o = P.g->name;
+            if (!is_name_start((unsigned char)nm[0]))
+                *o++ = '_';
+            for (size_t i = 0; i < len; i++)
+                *o++ = is_name_char((unsigned char)nm[i]) ? nm[i] : '_';
+            *o = 0;
+        }
+        free(nm);
+    }
     for (int i = 0; i < P.g->noutputs && P.outnames; i++)
         free(P.outnames[i]);
     free(P.outnames);

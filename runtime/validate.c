@@ -1,15 +1,23 @@
 /* validate.c: checking a program's outputs against a host reference.
  *
- * The program's graph text says what it computes, one op per line:
- *   %C = aten.mm(%A, %B)
- *   %Y = aten._softmax(%X, -1, False)
- * Lines starting with '#' are comments.  Values flow by name: a line's
- * arguments are the host copies of the program's tensors or the results of
- * earlier lines.  Each op computes its reference and a per-element
- * tolerance (docs/validation.md derives them); every output tensor the
- * graph defines is read from the device and compared.
+ * The program's graph text says what it computes, in one of two forms:
  *
- * This is deliberately small: a later reference executor replaces it.
+ * - a full graph (docs/graph-format.md: typed values, `input`, `param`,
+ *   `output` lines): it is parsed (compiler/graph.h) and run by the
+ *   reference executor (runtime/reference.c) on the host copies of the
+ *   program's tensors; every op the executor implements can be checked.
+ *   rt_check_graph does the same for a graph already parsed.
+ * - short lines, one op each, without types:
+ *     %C = aten.mm(%A, %B)
+ *     %Y = aten._softmax(%X, -1, False)
+ *   Lines starting with '#' are comments.  Values flow by name: a line's
+ *   arguments are the host copies of the program's tensors or the results
+ *   of earlier lines.  Only these two ops are understood.
+ *
+ * Each output gets a per-element tolerance (docs/validation.md derives
+ * them): the DL16 bounds of mm and softmax, and a provisional generic
+ * bound for every other op of a full graph.  Every output tensor of the
+ * program is read from the device and compared.
  */
 #include "rt_internal.h"
 
@@ -25,6 +33,7 @@
 #define F32_EPS 0x1p-23   /* fp32 machine epsilon */
 #define ABS_FLOOR 0x1p-30 /* absolute floor: values DL16 flushes to zero */
 #define MAX_ARGS 8
+#define GENERIC_REL 0x1p-7 /* provisional tolerance of the other ops (docs/validation.md) */
 
 /* A named value of the reference computation. */
 typedef struct {
@@ -154,8 +163,30 @@ static void free_values(ref_ctx *c)
 
 typedef int (*ref_fn)(ref_ctx *c, const char *out, char **args, int nargs);
 
-/* %C = aten.mm(%A, %B): cblas_sgemm on the fp32 inputs; tolerance
+/* The mm tolerance of C = A (M, K) x B (K, N) into tol (M x N), with
+ * scratch absa (M x K), absb (K x N), ab (M x N):
  *   2u(1+u) (|A||B|)_ij + u |C_ij| + K 2^-23 (|A||B|)_ij + 2^-30. */
+static void mm_tolerance(const float *a, const float *b, const float *ref, int64_t M, int64_t K, int64_t N,
+                         float *absa, float *absb, float *ab, double *tol)
+{
+    size_t mn = (size_t)(M * N), mk = (size_t)(M * K), kn = (size_t)(K * N);
+    for (size_t i = 0; i < mk; i++)
+        absa[i] = fabsf(a[i]);
+    for (size_t i = 0; i < kn; i++)
+        absb[i] = fabsf(b[i]);
+    if (mn && K)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, absa, (int)K, absb,
+                    (int)N, 0.0f, ab, (int)N);
+    else
+        memset(ab, 0, mn * sizeof *ab);
+    const double u = DL16_U;
+    const double kab = 2 * u * (1 + u) + (double)K * F32_EPS;
+    for (size_t i = 0; i < mn; i++)
+        tol[i] = kab * ab[i] + u * fabs(ref[i]) + ABS_FLOOR;
+}
+
+/* %C = aten.mm(%A, %B): cblas_sgemm on the fp32 inputs; tolerance
+ * mm_tolerance. */
 static int ref_mm(ref_ctx *c, const char *out, char **args, int nargs)
 {
     if (nargs != 2)
@@ -186,23 +217,12 @@ static int ref_mm(ref_ctx *c, const char *out, char **args, int nargs)
         free(ref), free(ab), free(absa), free(absb), free(tol);
         return rt_errf(c->err, c->errlen, "reference: out of host memory at graph line %d", c->line);
     }
-    for (size_t i = 0; i < mk; i++)
-        absa[i] = fabsf(a->val[i]);
-    for (size_t i = 0; i < kn; i++)
-        absb[i] = fabsf(b->val[i]);
-    if (mn && K) {
+    if (mn && K)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a->val, (int)K,
                     b->val, (int)N, 0.0f, ref, (int)N);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, absa, (int)K,
-                    absb, (int)N, 0.0f, ab, (int)N);
-    } else {
+    else
         memset(ref, 0, mn * sizeof *ref);
-        memset(ab, 0, mn * sizeof *ab);
-    }
-    const double u = DL16_U;
-    const double kab = 2 * u * (1 + u) + (double)K * F32_EPS;
-    for (size_t i = 0; i < mn; i++)
-        tol[i] = kab * ab[i] + u * fabs(ref[i]) + ABS_FLOOR;
+    mm_tolerance(a->val, b->val, ref, M, K, N, absa, absb, ab, tol);
     free(ab), free(absa), free(absb);
     int64_t shape[2] = {M, N};
     return define_value(c, out, "aten.mm", 2, shape, ref, tol);
@@ -394,7 +414,7 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
             }
             continue;
         }
-        double e = fabs((double)y[i] - ref);
+        double e = (double)y[i] == ref ? 0 : fabs((double)y[i] - ref); /* an equal infinity is exact */
         if (e <= tol) /* false when ref is NaN */
             r->within++;
         if (e > r->max_abs_err)
@@ -418,6 +438,271 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
     return 0;
 }
 
+/* ---- Full graphs: the reference executor ---- */
+
+/* A full graph has typed values or declaration lines; the short form has
+ * neither. */
+static int is_full_graph(const char *text)
+{
+    static const char *const words[] = {"graph", "weights", "input", "param", "output", "hint"};
+    for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        while (*l == ' ' || *l == '\t')
+            l++;
+        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+            size_t k = strlen(words[w]);
+            if (strncmp(l, words[w], k) == 0 && (l[k] == ' ' || l[k] == '\t' || l[k] == '%'))
+                return 1;
+        }
+        if (*l == '%') { /* %name: TYPE = ... */
+            const char *q = l + 1;
+            while (*q && !strchr(" \t:=(\n", *q))
+                q++;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            if (*q == ':')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The largest finite |x| of the tensor arguments of node nd (through a
+ * getitem, of the node that made the tuple). */
+static double args_scale(rt_ref *r, const cc_graph *g, const cc_node *nd)
+{
+    if (strcmp(nd->base, "getitem") == 0 && nd->nargs > 0 && nd->args[0].kind == CC_ARG_VALUE &&
+        g->values[nd->args[0].value].node >= 0)
+        nd = &g->nodes[g->values[nd->args[0].value].node];
+    double s = 0;
+    for (int i = 0; i < nd->nargs; i++) {
+        const cc_arg *a = &nd->args[i];
+        for (int j = 0; j < (a->kind == CC_ARG_LIST ? a->nitems : 1); j++) {
+            const cc_arg *x = a->kind == CC_ARG_LIST ? &a->items[j] : a;
+            cc_ttype t;
+            const float *v = x->kind == CC_ARG_VALUE ? rt_ref_value(r, x->value, &t) : NULL;
+            for (int64_t k = 0; v && k < cc_ttype_numel(&t); k++)
+                if (isfinite(v[k]) && fabs(v[k]) > s)
+                    s = fabs(v[k]);
+        }
+    }
+    return s;
+}
+
+/* Mark what the tolerance of output value v reads. */
+static void keep_for_tolerance(rt_ref *r, const cc_graph *g, int v)
+{
+    rt_ref_keep(r, v);
+    if (g->values[v].node < 0)
+        return;
+    const cc_node *nd = &g->nodes[g->values[v].node];
+    if (strcmp(nd->base, "getitem") == 0 && nd->nargs > 0 && nd->args[0].kind == CC_ARG_VALUE &&
+        g->values[nd->args[0].value].node >= 0)
+        nd = &g->nodes[g->values[nd->args[0].value].node];
+    for (int i = 0; i < nd->nargs; i++) {
+        const cc_arg *a = &nd->args[i];
+        for (int j = 0; j < (a->kind == CC_ARG_LIST ? a->nitems : 1); j++) {
+            const cc_arg *x = a->kind == CC_ARG_LIST ? &a->items[j] : a;
+            if (x->kind == CC_ARG_VALUE)
+                rt_ref_keep(r, x->value);
+        }
+    }
+}
+
+/* The tolerance of every element of output value v (reference ref, n
+ * elements) into tol: mm and softmax get their DL16 bounds, everything
+ * else the generic one. */
+static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref, int64_t n, double *tol, char *err,
+                           size_t errlen)
+{
+    const cc_node *nd = g->values[v].node >= 0 ? &g->nodes[g->values[v].node] : NULL;
+    cc_ttype ta, tb;
+    if (nd && strcmp(nd->base, "mm") == 0 && nd->nargs >= 2 && nd->args[0].kind == CC_ARG_VALUE &&
+        nd->args[1].kind == CC_ARG_VALUE) {
+        const float *a = rt_ref_value(r, nd->args[0].value, &ta), *b = rt_ref_value(r, nd->args[1].value, &tb);
+        if (a && b && ta.rank == 2 && tb.rank == 2) {
+            int64_t M = ta.shape[0], K = ta.shape[1], N = tb.shape[1];
+            float *absa = malloc((size_t)(M * K + 1) * sizeof *absa), *absb = malloc((size_t)(K * N + 1) * sizeof *absb);
+            float *ab = malloc((size_t)(M * N + 1) * sizeof *ab);
+            if (!absa || !absb || !ab) {
+                free(absa), free(absb), free(ab);
+                return rt_errf(err, errlen, "reference: out of host memory");
+            }
+            mm_tolerance(a, b, ref, M, K, N, absa, absb, ab, tol);
+            free(absa), free(absb), free(ab);
+            return 0;
+        }
+    }
+    if (nd && (strcmp(nd->base, "_softmax") == 0 || strcmp(nd->base, "softmax") == 0)) {
+        const cc_arg *xa = cc_node_arg(nd, 0, "self"), *da = cc_node_arg(nd, 1, "dim");
+        const float *x = xa && xa->kind == CC_ARG_VALUE ? rt_ref_value(r, xa->value, &ta) : NULL;
+        if (x && da && da->kind == CC_ARG_INT && ta.rank > 0 && da->i >= -ta.rank && da->i < ta.rank) {
+            /* per row along dim: u y_i (2 max|x_j| + 2 max|x_j - m| + 8) + 2^-30 */
+            int d = (int)(da->i < 0 ? da->i + ta.rank : da->i);
+            int64_t D = ta.shape[d], inner = 1;
+            for (int k = d + 1; k < ta.rank; k++)
+                inner *= ta.shape[k];
+            int64_t outer = D && inner ? n / (D * inner) : 0;
+            for (int64_t q = 0; q < outer; q++)
+                for (int64_t i = 0; i < inner; i++) {
+                    const int64_t b = q * D * inner + i;
+                    double m = -INFINITY, amax = 0, dmax = 0;
+                    for (int64_t j = 0; j < D; j++) {
+                        double xv = x[b + j * inner];
+                        if (xv > m)
+                            m = xv;
+                        if (isfinite(xv) && fabs(xv) > amax)
+                            amax = fabs(xv);
+                    }
+                    for (int64_t j = 0; j < D; j++) {
+                        double xv = x[b + j * inner];
+                        if (isfinite(xv) && fabs(xv - m) > dmax)
+                            dmax = fabs(xv - m);
+                    }
+                    double k = DL16_U * (2 * amax + 2 * dmax + 8);
+                    for (int64_t j = 0; j < D; j++)
+                        tol[b + j * inner] = k * fabs(ref[b + j * inner]) + ABS_FLOOR;
+                }
+            return 0;
+        }
+    }
+    /* generic (provisional): 2^-7 max(|ref_i|, S) + 2^-30, S the largest
+     * finite magnitude among the op's tensor arguments */
+    double s = nd ? args_scale(r, g, nd) : 0;
+    for (int64_t i = 0; i < n; i++)
+        tol[i] = GENERIC_REL * fmax(fabs(ref[i]), s) + ABS_FLOOR;
+    return 0;
+}
+
+/* The graph value an output tensor of the program stands for: the value of
+ * the same name, else "outputN" is the graph's output N. */
+static int output_value(const cc_graph *g, const char *name)
+{
+    int v = cc_graph_find(g, name);
+    if (v >= 0)
+        return v;
+    char *end;
+    if (strncmp(name, "output", 6) == 0 && name[6] >= '0' && name[6] <= '9') {
+        long i = strtol(name + 6, &end, 10);
+        if (!*end && i < g->noutputs)
+            return g->outputs[i];
+    }
+    return -1;
+}
+
+/* The program tensor holding graph leaf v: by name, or by weight key. */
+static int leaf_tensor(const isa_program *p, const cc_value *val)
+{
+    int i = isa_program_find_tensor(p, val->name);
+    if (i < 0 && val->param_key)
+        i = isa_program_find_tensor(p, val->param_key);
+    return i;
+}
+
+int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err, size_t errlen)
+{
+    *results = NULL;
+    *n = 0;
+    const isa_program *p = prog->p;
+    char rerr[1024];
+    rt_ref *r = rt_ref_new(g, rerr, sizeof rerr);
+    if (!r)
+        return rt_errf(err, errlen, "reference: %s", rerr);
+    rt_check_result *res = calloc(p->ntensors ? p->ntensors : 1, sizeof *res);
+    int rc = res ? 0 : rt_errf(err, errlen, "reference: out of host memory");
+    /* Parameters the program does not hold come from the weights file. */
+    int need_file = 0;
+    for (int i = 0; i < g->nparams; i++)
+        need_file |= leaf_tensor(p, &g->values[g->params[i]]) < 0;
+    if (!rc && need_file && g->weights && rt_ref_load_weights(r, NULL, rerr, sizeof rerr))
+        rc = rt_errf(err, errlen, "reference: %s", rerr);
+    for (int k = 0; k < g->ninputs + g->nparams && !rc; k++) {
+        int v = k < g->ninputs ? g->inputs[k] : g->params[k - g->ninputs];
+        const cc_value *val = &g->values[v];
+        int ti = leaf_tensor(p, val);
+        if (ti < 0) {
+            if (val->kind == CC_VAL_PARAM && g->weights)
+                continue; /* loaded from the file */
+            rc = rt_errf(err, errlen, "reference: %s %%%s (graph line %d) is not a tensor of the program",
+                         val->kind == CC_VAL_INPUT ? "input" : "param", val->name, val->line);
+            break;
+        }
+        if (!prog->host[ti]) {
+            rc = rt_errf(err, errlen,
+                         "reference: tensor %s (graph line %d) has no host data: write it (rt_write_tensor) or fill "
+                         "the inputs (rt_fill_inputs) first", p->tensors[ti].name, val->line);
+            break;
+        }
+        if (rt_ref_set(r, val->name, prog->host[ti], rt_tensor_elems(&p->tensors[ti]), rerr, sizeof rerr))
+            rc = rt_errf(err, errlen, "reference: %s", rerr);
+    }
+    /* Outputs, in the order of the tensor table. */
+    int *outv = malloc((p->ntensors ? p->ntensors : 1) * sizeof *outv);
+    if (!rc && !outv)
+        rc = rt_errf(err, errlen, "reference: out of host memory");
+    for (size_t i = 0; i < p->ntensors && !rc; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        outv[i] = -1;
+        if (t->role != ISA_ROLE_OUTPUT)
+            continue;
+        int v = output_value(g, t->name);
+        if (v < 0 || g->values[v].ntuple) {
+            rc = rt_errf(err, errlen, "reference: output %s is not computed by the graph", t->name);
+            break;
+        }
+        outv[i] = v;
+        keep_for_tolerance(r, g, v);
+    }
+    if (!rc && rt_ref_run(r, rerr, sizeof rerr))
+        rc = rt_errf(err, errlen, "reference: %s", rerr);
+    int nres = 0, bad = 0;
+    ref_ctx c = {.prog = prog, .err = err, .errlen = errlen};
+    for (size_t i = 0; i < p->ntensors && !rc; i++) {
+        if (outv[i] < 0)
+            continue;
+        int v = outv[i];
+        const cc_value *val = &g->values[v];
+        cc_ttype ty;
+        const float *ref = rt_ref_value(r, v, &ty);
+        if (!ref || ty.rank > ISA_MAX_RANK) {
+            rc = rt_errf(err, errlen, "reference: output %s has no reference value", p->tensors[i].name);
+            break;
+        }
+        int64_t cnt = cc_ttype_numel(&ty);
+        double *tol = malloc((cnt ? (size_t)cnt : 1) * sizeof *tol);
+        if (!tol) {
+            rc = rt_errf(err, errlen, "reference: out of host memory");
+            break;
+        }
+        if ((rc = graph_tolerance(r, g, v, ref, cnt, tol, err, errlen))) {
+            free(tol);
+            break;
+        }
+        ref_value rv;
+        memset(&rv, 0, sizeof rv);
+        snprintf(rv.name, sizeof rv.name, "%s", val->name);
+        rv.rank = ty.rank;
+        memcpy(rv.shape, ty.shape, (size_t)ty.rank * sizeof *ty.shape);
+        rv.val = ref;
+        rv.tol = tol;
+        rv.line = val->line;
+        rv.op = val->node >= 0 ? g->nodes[val->node].op : val->kind == CC_VAL_INPUT ? "input" : "param";
+        rc = compare(&c, &rv, (int)i, &res[nres]);
+        free(tol);
+        if (!rc && !res[nres].ok)
+            bad++;
+        nres++;
+    }
+    free(outv);
+    rt_ref_free(r);
+    if (rc) {
+        free(res);
+        return -1;
+    }
+    *results = res;
+    *n = nres;
+    return bad;
+}
+
 int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen)
 {
     *results = NULL;
@@ -425,6 +710,15 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
     const isa_program *p = prog->p;
     if (!p->graph)
         return rt_errf(err, errlen, "reference: the program has no graph, so there is nothing to validate against");
+    if (is_full_graph(p->graph)) {
+        char perr[1024];
+        cc_graph *g = cc_graph_parse(p->graph, "graph", perr, sizeof perr);
+        if (!g)
+            return rt_errf(err, errlen, "reference: %s", perr);
+        int rc = rt_check_graph(prog, g, results, n, err, errlen);
+        cc_graph_free(g);
+        return rc;
+    }
     char *text = malloc(strlen(p->graph) + 1);
     rt_check_result *res = calloc(p->ntensors ? p->ntensors : 1, sizeof *res);
     if (!text || !res) {

@@ -128,8 +128,8 @@ static void try_barrier(engine *g)
         if (c->seq_time > t)
             t = c->seq_time;
         for (int u = 0; u < ISA_NUNITS; u++)
-            if (c->ustate[u].free_at > t)
-                t = c->ustate[u].free_at;
+            if (c->ustate[u].done_at > t)
+                t = c->ustate[u].done_at;
     }
     t += s->cfg.barrier_cycles;
     sim_race_barrier(s);
@@ -260,7 +260,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         return 0;
     }
     const isa_insn *in = &e->in;
-    double dur;
+    double dur, done;
     if (in->op == ISA_OP_WAIT || in->op == ISA_OP_SIG) {
         if (in->tok >= s->cfg.tokens)
             return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", in->tok,
@@ -279,6 +279,11 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             c->tokens[in->tok]--;
             sim_race_wait(s, c, u, in->tok);
         } else {
+            if (us->done_at > t) { /* signal once the unit's transfers in flight are complete */
+                us->scheduled = 1;
+                schedule(g, us->done_at, EV_AGENT, c->id, u, 0);
+                return 0;
+            }
             if (c->tokens[in->tok] + 1 > s->cfg.token_max)
                 return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " overflow (more than %" PRId64 ")", in->tok,
                                   s->cfg.token_max);
@@ -286,11 +291,13 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             token_inc(g, c, in->tok, t);
         }
         dur = s->cfg.sync_cycles;
+        done = t + dur;
     } else {
-        sim_timing tm = {t, t, -1, -1};
+        sim_timing tm = {t, t, -1, -1, -1};
         if (sim_exec(s, c, e, &tm))
             return -1;
-        dur = tm.end - t;
+        done = tm.end;
+        dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
         s->st->insns++;
         if (tm.remote_core >= 0) {
             sim_core *dst = &s->cores[tm.remote_core];
@@ -304,8 +311,10 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     sim_trace_insn(s, c->id, u, e, t, t + dur);
     us->busy += dur;
     us->free_at = t + dur;
-    if (us->free_at > s->st->cycles)
-        s->st->cycles = us->free_at;
+    if (done > us->done_at)
+        us->done_at = done;
+    if (us->done_at > s->st->cycles)
+        s->st->cycles = us->done_at;
     q->head = (q->head + 1) % depth;
     q->count--;
     if (c->seq_blocked_on == u) {
@@ -404,6 +413,10 @@ int sim_engine_run(sim *s, const isa_program *p)
         }
     }
     sim_pt_drain(s);
+    /* the run ends when posted writes have reached DRAM too */
+    double drain = sim_dram_drain_time(s->dram) * s->cfg.clock_ghz;
+    if (drain > s->st->cycles)
+        s->st->cycles = drain;
     if (!rc && !all_done(s)) {
         report_deadlock(s);
         rc = -1;

@@ -115,7 +115,12 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
         s->st->dram_bytes_read += bytes;
     if (d_dram)
         s->st->dram_bytes_written += bytes;
-    tm->end = a_dram || d_dram ? sim_dma_end(s, c, &dt, tm->start, d_dram) : sim_time_lx_copy(s, tm->start, bytes);
+    if (a_dram || d_dram) {
+        tm->end = sim_dma_end(s, c, &dt, tm->start, d_dram);
+        tm->busy_end = dt.issue; /* the engine moves on once the last piece is issued */
+    } else {
+        tm->end = sim_time_lx_copy(s, tm->start, bytes);
+    }
     return 0;
 }
 

@@ -25,7 +25,8 @@ typedef struct {
 } sim_loop;
 
 typedef struct {
-    double free_at;     /* cycle the unit finishes its current instruction */
+    double free_at;     /* cycle the unit can start its next instruction */
+    double done_at;     /* cycle every instruction it started has completed */
     double busy, stall; /* accumulated cycles */
     double wait_since;  /* cycle a blocked wait started, or -1 */
     int64_t waiting_tok;/* token a blocked wait needs, or -1 */
@@ -101,10 +102,12 @@ int sim_engine_run(sim *s, const isa_program *p);
 
 /* exec.c: execute one unit instruction starting at cycle `start`: check
  * it, apply its effect (unless timing only) and return when it ends in
- * *end.  A ring instruction that signals another core's token sets
+ * end and when its unit is free again in busy_end.  A ring instruction that signals another core's token sets
  * *remote_core / *remote_tok (else -1).  0, or -1 with the fault set. */
 typedef struct {
-    double start, end;
+    double start, end; /* end: the instruction's effect is complete */
+    double busy_end;   /* the unit may start its next instruction (<= end; a
+                          DMA engine keeps transfers in flight) */
     int remote_core;
     int64_t remote_tok;
 } sim_timing;

@@ -1,0 +1,1226 @@
+/* test_reference.c: the reference executor (runtime/reference.c) op by op
+ * against values worked out by hand, its errors, safetensors files
+ * (runtime/safetensors.c) and each corruption they can have, the exported
+ * traces against PyTorch's own outputs, and validation of a program whose
+ * graph is a full graph (runtime/validate.c). */
+#include <CUnit/CUnit.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt.h"
+#include "testutil.h"
+
+static char err[2048];
+
+/* ---- Running a graph ---- */
+
+typedef struct {
+    cc_graph *g;
+    rt_ref *r;
+} run_t;
+
+/* Parse text as "t.txt", set its inputs in order from in[], run. */
+static int run_text(run_t *t, const char *text, const float *const *in)
+{
+    memset(t, 0, sizeof *t);
+    err[0] = 0;
+    if (!(t->g = cc_graph_parse(text, "t.txt", err, sizeof err)))
+        return -1;
+    if (!(t->r = rt_ref_new(t->g, err, sizeof err)))
+        return -1;
+    for (int i = 0; i < t->g->ninputs; i++) {
+        const cc_value *v = &t->g->values[t->g->inputs[i]];
+        if (rt_ref_set(t->r, v->name, in[i], cc_ttype_numel(&v->type), err, sizeof err))
+            return -1;
+    }
+    return rt_ref_run(t->r, err, sizeof err);
+}
+
+static void done(run_t *t)
+{
+    rt_ref_free(t->r);
+    cc_graph_free(t->g);
+}
+
+#define RUN(t, text, ...)                                                                                              \
+    do {                                                                                                               \
+        const float *ins_[] = {__VA_ARGS__};                                                                           \
+        int rc_ = run_text(t, text, ins_);                                                                             \
+        if (rc_)                                                                                                       \
+            fprintf(stderr, "\n    %s\n", err);                                                                        \
+        CU_ASSERT_EQUAL_FATAL(rc_, 0);                                                                                 \
+    } while (0)
+
+/* The text must fail (at parse, rt_ref_new or run) with exactly msg. */
+static void expect_fail(const char *text, const float *const *in, const char *msg)
+{
+    run_t t;
+    int rc = run_text(&t, text, in);
+    CU_ASSERT_EQUAL(rc, -1);
+    if (strcmp(err, msg) != 0)
+        fprintf(stderr, "\n    expected '%s'\n    got      '%s'\n", msg, err);
+    CU_ASSERT_STRING_EQUAL(err, msg);
+    done(&t);
+}
+
+/* Output i (by name) equals want[] (n elements) to fp32 rounding; NaN
+ * and infinities must match exactly. */
+static void expect_value(run_t *t, const char *name, const float *want, int64_t n)
+{
+    int v = cc_graph_find(t->g, name);
+    CU_ASSERT_FATAL(v >= 0);
+    cc_ttype ty;
+    const float *got = rt_ref_value(t->r, v, &ty);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL_FATAL(cc_ttype_numel(&ty), n);
+    for (int64_t i = 0; i < n; i++) {
+        int ok = isnan(want[i]) ? isnan(got[i])
+                                : isinf(want[i]) ? got[i] == want[i]
+                                                 : fabs((double)got[i] - want[i]) <= 2e-7 * fmax(1, fabs(want[i]));
+        if (!ok)
+            fprintf(stderr, "\n    %%%s[%lld] = %.9g, want %.9g\n", name, (long long)i, got[i], want[i]);
+        CU_ASSERT(ok);
+    }
+}
+
+#define EXPECT(t, name, ...)                                                                                           \
+    do {                                                                                                               \
+        const float w_[] = {__VA_ARGS__};                                                                              \
+        expect_value(t, name, w_, (int64_t)(sizeof w_ / sizeof w_[0]));                                                \
+    } while (0)
+
+static const float iota24[24] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
+
+/* ---- Elementwise ---- */
+
+static void test_add_sub_mul_div_broadcast_with_alpha_and_scalars(void)
+{
+    const float x[] = {1, 2, 3, 4, 5, 6}, b[] = {10, 20, 30}, c[] = {2, -1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %b: f32[3]\ninput %c: f32[2, 1]\n"
+        "%add: f32[2, 3] = aten.add.Tensor(%x, %b, alpha=2)\n"
+        "%sub: f32[2, 3] = aten.sub.Tensor(%x, %b)\n"
+        "%rsub: f32[2, 3] = aten.rsub.Scalar(%x, 1)\n"
+        "%mul: f32[2, 3] = aten.mul.Tensor(%x, %c)\n"
+        "%div: f32[2, 3] = aten.div.Scalar(%x, 4)\n"
+        "%divt: f32[2, 3] = aten.div.Tensor(%b, %c)\n"
+        "%adds: f32[2, 3] = aten.add.Scalar(%x, 0.5)\n"
+        "%mx: f32[2, 3] = aten.maximum.default(%x, %c)\n"
+        "%mn: f32[2, 3] = aten.minimum.default(%x, %c)\n"
+        "%pw: f32[2, 3] = aten.pow.Tensor_Scalar(%x, 2)\n"
+        "output %add, %sub, %rsub, %mul, %div, %divt, %adds, %mx, %mn, %pw\n",
+        x, b, c);
+    EXPECT(&t, "add", 21, 42, 63, 24, 45, 66);
+    EXPECT(&t, "sub", -9, -18, -27, -6, -15, -24);
+    EXPECT(&t, "rsub", 0, -1, -2, -3, -4, -5);
+    EXPECT(&t, "mul", 2, 4, 6, -4, -5, -6);
+    EXPECT(&t, "div", 0.25, 0.5, 0.75, 1, 1.25, 1.5);
+    EXPECT(&t, "divt", 5, 10, 15, -10, -20, -30);
+    EXPECT(&t, "adds", 1.5, 2.5, 3.5, 4.5, 5.5, 6.5);
+    EXPECT(&t, "mx", 2, 2, 3, 4, 5, 6);
+    EXPECT(&t, "mn", 1, 2, 2, -1, -1, -1);
+    EXPECT(&t, "pw", 1, 4, 9, 16, 25, 36);
+    done(&t);
+}
+
+static void test_integer_tensors_promote_divide_and_compare(void)
+{
+    const float i[] = {-7, -2, 3, 8};
+    run_t t;
+    RUN(&t,
+        "input %i: i64[4]\n"
+        "%half: f32[4] = aten.mul.Scalar(%i, 0.5)\n"
+        "%tdiv: f32[4] = aten.div.Scalar(%i, 2)\n"
+        "%floor: i64[4] = aten.div.Scalar_mode(%i, 2, rounding_mode=\"floor\")\n"
+        "%trunc: i64[4] = aten.div.Scalar_mode(%i, 2, rounding_mode=\"trunc\")\n"
+        "%inc: i64[4] = aten.add.Scalar(%i, 1)\n"
+        "%gt: bool[4] = aten.gt.Scalar(%i, 0)\n"
+        "%not: bool[4] = aten.logical_not.default(%gt)\n"
+        "%bnot: i64[4] = aten.bitwise_not.default(%i)\n"
+        "%bnotb: bool[4] = aten.bitwise_not.default(%gt)\n"
+        "%ne: bool[4] = aten.ne.Scalar(%i, 3)\n"
+        "%le: bool[4] = aten.le.Scalar(%i, 3)\n"
+        "%lt: bool[4] = aten.lt.Scalar(%i, 3)\n"
+        "%eq: bool[4] = aten.eq.Scalar(%i, -2)\n"
+        "%ge: bool[4] = aten.ge.Tensor(%i, %half)\n"
+        "%any: bool[] = aten.any.default(%gt)\n"
+        "%gt2: bool[2, 2] = aten.view.default(%gt, [2, 2])\n"
+        "%anyd: bool[2] = aten.any.dim(%gt2, 1)\n"
+        "%sum: i64[] = aten.sum.default(%i)\n"
+        "%f: f32[4] = aten._to_copy.default(%i, dtype=f32)\n"
+        "output %half, %tdiv, %floor, %trunc, %inc, %not, %bnot, %bnotb, %ne, %le, %lt, %eq, %ge, %any, %anyd, "
+        "%sum, %f\n",
+        i);
+    EXPECT(&t, "half", -3.5, -1, 1.5, 4);
+    EXPECT(&t, "tdiv", -3.5, -1, 1.5, 4);
+    EXPECT(&t, "floor", -4, -1, 1, 4);
+    EXPECT(&t, "trunc", -3, -1, 1, 4);
+    EXPECT(&t, "inc", -6, -1, 4, 9);
+    EXPECT(&t, "not", 1, 1, 0, 0);
+    EXPECT(&t, "bnot", 6, 1, -4, -9);
+    EXPECT(&t, "bnotb", 1, 1, 0, 0);
+    EXPECT(&t, "ne", 1, 1, 0, 1);
+    EXPECT(&t, "le", 1, 1, 1, 0);
+    EXPECT(&t, "lt", 1, 1, 0, 0);
+    EXPECT(&t, "eq", 0, 1, 0, 0);
+    EXPECT(&t, "ge", 0, 0, 1, 1);
+    EXPECT(&t, "any", 1);
+    EXPECT(&t, "anyd", 0, 1);
+    EXPECT(&t, "sum", 2);
+    EXPECT(&t, "f", -7, -2, 3, 8);
+    /* integer results keep int64 data */
+    cc_ttype ty;
+    const int64_t *fl = rt_ref_value_i64(t.r, cc_graph_find(t.g, "floor"), &ty);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
+    CU_ASSERT_EQUAL(ty.dtype, CC_I64);
+    CU_ASSERT_EQUAL(fl[0], -4);
+    CU_ASSERT_PTR_NULL(rt_ref_value_i64(t.r, cc_graph_find(t.g, "half"), NULL));
+    done(&t);
+}
+
+static void test_unary_functions_give_known_values(void)
+{
+    const float x[] = {0, 1, -1, 4};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[4]\n"
+        "%exp: f32[4] = aten.exp.default(%x)\n"
+        "%log: f32[4] = aten.log.default(%x)\n"
+        "%sqrt: f32[4] = aten.sqrt.default(%x)\n"
+        "%rsqrt: f32[4] = aten.rsqrt.default(%x)\n"
+        "%tanh: f32[4] = aten.tanh.default(%x)\n"
+        "%sig: f32[4] = aten.sigmoid.default(%x)\n"
+        "%relu: f32[4] = aten.relu.default(%x)\n"
+        "%gelu: f32[4] = aten.gelu.default(%x)\n"
+        "%gelut: f32[4] = aten.gelu.default(%x, approximate=\"tanh\")\n"
+        "%silu: f32[4] = aten.silu.default(%x)\n"
+        "%neg: f32[4] = aten.neg.default(%x)\n"
+        "%sin: f32[4] = aten.sin.default(%x)\n"
+        "%cos: f32[4] = aten.cos.default(%x)\n"
+        "%clamp: f32[4] = aten.clamp.default(%x, -0.5, 2)\n"
+        "%cmin: f32[4] = aten.clamp_min.default(%x, 0.5)\n"
+        "%cmax: f32[4] = aten.clamp.default(%x, max=0)\n"
+        "output %exp, %log, %sqrt, %rsqrt, %tanh, %sig, %relu, %gelu, %gelut, %silu, %neg, %sin, %cos, %clamp, "
+        "%cmin, %cmax\n",
+        x);
+    EXPECT(&t, "exp", 1, 2.71828183, 0.367879441, 54.59815);
+    EXPECT(&t, "log", -INFINITY, 0, NAN, 1.38629436);
+    EXPECT(&t, "sqrt", 0, 1, NAN, 2);
+    EXPECT(&t, "rsqrt", INFINITY, 1, NAN, 0.5);
+    EXPECT(&t, "tanh", 0, 0.761594156, -0.761594156, 0.9993293);
+    EXPECT(&t, "sig", 0.5, 0.731058579, 0.268941421, 0.98201379);
+    EXPECT(&t, "relu", 0, 1, 0, 4);
+    EXPECT(&t, "gelu", 0, 0.841344746, -0.158655254, 3.99987332);
+    EXPECT(&t, "gelut", 0, 0.841191991, -0.158808009, 3.99992975);
+    EXPECT(&t, "silu", 0, 0.731058579, -0.268941421, 3.92805516);
+    EXPECT(&t, "neg", 0, -1, 1, -4);
+    EXPECT(&t, "sin", 0, 0.841470985, -0.841470985, -0.756802495);
+    EXPECT(&t, "cos", 1, 0.540302306, 0.540302306, -0.653643621);
+    EXPECT(&t, "clamp", 0, 1, -0.5, 2);
+    EXPECT(&t, "cmin", 0.5, 1, 0.5, 4);
+    EXPECT(&t, "cmax", 0, 0, -1, 0);
+    done(&t);
+}
+
+/* ---- Matrix products ---- */
+
+static void test_matrix_products_use_the_schemas_arguments(void)
+{
+    const float a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, w[] = {7, 9, 11, 8, 10, 12};
+    const float bias[] = {1, -1}, c[] = {1, 2, 3, 4, 5, 6, 2, 4, 6, 8, 10, 12}, v[] = {1, 0, -1};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[2, 3]\ninput %b: f32[3, 2]\ninput %w: f32[2, 3]\ninput %bias: f32[2]\n"
+        "input %c: f32[2, 2, 3]\ninput %v: f32[3]\n"
+        "%mm: f32[2, 2] = aten.mm.default(%a, %b)\n"
+        "%addmm: f32[2, 2] = aten.addmm.default(%bias, %a, %b, beta=2, alpha=0.5)\n"
+        "%linear: f32[2, 2] = aten.linear.default(%a, %w, %bias)\n"
+        "%lin3: f32[2, 2, 2] = aten.linear.default(%c, %w)\n"
+        "%bb: f32[2, 3, 2] = aten.expand.default(%b, [2, 3, 2])\n"
+        "%bmm: f32[2, 2, 2] = aten.bmm.default(%c, %bb)\n"
+        "%bad: f32[2, 2, 2] = aten.baddbmm.default(%bias, %c, %bb)\n"
+        "%mat3: f32[2, 2, 2] = aten.matmul.default(%c, %b)\n"
+        "%mv: f32[2] = aten.matmul.default(%a, %v)\n"
+        "%vm: f32[2] = aten.matmul.default(%v, %b)\n"
+        "%dot: f32[] = aten.matmul.default(%v, %v)\n"
+        "output %mm, %addmm, %linear, %lin3, %bmm, %bad, %mat3, %mv, %vm, %dot\n",
+        a, b, w, bias, c, v);
+    EXPECT(&t, "mm", 58, 64, 139, 154);
+    EXPECT(&t, "addmm", 31, 30, 71.5, 75);
+    EXPECT(&t, "linear", 59, 63, 140, 153);
+    EXPECT(&t, "lin3", 58, 64, 139, 154, 116, 128, 278, 308);
+    EXPECT(&t, "bmm", 58, 64, 139, 154, 116, 128, 278, 308);
+    EXPECT(&t, "bad", 59, 63, 140, 153, 117, 127, 279, 307);
+    EXPECT(&t, "mat3", 58, 64, 139, 154, 116, 128, 278, 308);
+    EXPECT(&t, "mv", -2, -2);
+    EXPECT(&t, "vm", -4, -4);
+    EXPECT(&t, "dot", 2);
+    done(&t);
+}
+
+static void test_matmul_broadcasts_batch_dims(void)
+{
+    /* e (2, 1, 1, 2) @ f (3, 2, 1) -> (2, 3, 1, 1): e_i . f_j */
+    const float e[] = {1, 2, 3, 4}, f[] = {1, 0, 0, 1, 1, 1};
+    run_t t;
+    RUN(&t,
+        "input %e: f32[2, 1, 1, 2]\ninput %f: f32[3, 2, 1]\n"
+        "%y: f32[2, 3, 1, 1] = aten.matmul.default(%e, %f)\n"
+        "output %y\n",
+        e, f);
+    EXPECT(&t, "y", 1, 2, 3, 3, 4, 7);
+    done(&t);
+}
+
+/* ---- Views ---- */
+
+static void test_views_copy_in_row_major_order(void)
+{
+    const float b[] = {1, 2, 3};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %y: f32[2, 3, 4]\ninput %b: f32[3, 1]\n"
+        "%t: f32[3, 2] = aten.t.default(%x)\n"
+        "%tr: f32[3, 2] = aten.transpose.int(%x, -1, 0)\n"
+        "%perm: f32[4, 2, 3] = aten.permute.default(%y, [2, 0, -2])\n"
+        "%view: f32[3, 2] = aten.view.default(%x, [3, -1])\n"
+        "%flat: f32[6] = aten.reshape.default(%x, [-1])\n"
+        "%uv: f32[6] = aten._unsafe_view.default(%x, [6])\n"
+        "%ra: f32[3, 2] = aten._reshape_alias.default(%x, [3, 2], [2, 1])\n"
+        "%exp: f32[2, 3, 2] = aten.expand.default(%b, [2, -1, 2])\n"
+        "%expas: f32[2, 3, 2] = aten.expand_as.default(%b, %exp)\n"
+        "%un: f32[2, 3, 1] = aten.unsqueeze.default(%x, -1)\n"
+        "%sq: f32[2, 3] = aten.squeeze.dim(%un, -1)\n"
+        "%sq0: f32[2, 3, 1] = aten.squeeze.dim(%un, 0)\n"
+        "%u2: f32[1, 2, 1, 3] = aten.view.default(%x, [1, 2, 1, 3])\n"
+        "%sqs: f32[2, 3] = aten.squeeze.dims(%u2, [0, 2])\n"
+        "%sqa: f32[2, 3] = aten.squeeze.default(%u2)\n"
+        "%sl: f32[2, 2] = aten.slice.Tensor(%x, -1, 1, 9223372036854775807)\n"
+        "%sl2: f32[2, 3, 2] = aten.slice.Tensor(%y, 2, 0, -1, 2)\n"
+        "%sl3: f32[2, 0] = aten.slice.Tensor(%x, 1, 2, 1)\n"
+        "%sl4: f32[1, 3] = aten.slice.Tensor(%x, 0, -1)\n"
+        "%sel: f32[3] = aten.select.int(%x, 0, -1)\n"
+        "%sel2: f32[2, 3] = aten.select.int(%y, -1, 1)\n"
+        "%cl: f32[2, 3] = aten.clone.default(%x, memory_format=\"contiguous_format\")\n"
+        "output %t, %tr, %perm, %view, %flat, %uv, %ra, %exp, %expas, %un, %sq, %sq0, %sqs, %sqa, %sl, %sl2, %sl3, "
+        "%sl4, %sel, %sel2, %cl\n",
+        iota24, iota24, b);
+    EXPECT(&t, "t", 0, 3, 1, 4, 2, 5);
+    EXPECT(&t, "tr", 0, 3, 1, 4, 2, 5);
+    EXPECT(&t, "perm", 0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18, 22, 3, 7, 11, 15, 19, 23);
+    EXPECT(&t, "view", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "flat", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "uv", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "ra", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "exp", 1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3);
+    EXPECT(&t, "expas", 1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3);
+    EXPECT(&t, "un", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "sq", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "sqs", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "sqa", 0, 1, 2, 3, 4, 5);
+    EXPECT(&t, "sl", 1, 2, 4, 5);
+    EXPECT(&t, "sl2", 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22);
+    CU_ASSERT_PTR_NOT_NULL(rt_ref_value(t.r, cc_graph_find(t.g, "sl3"), NULL));
+    EXPECT(&t, "sl4", 3, 4, 5);
+    EXPECT(&t, "sel", 3, 4, 5);
+    EXPECT(&t, "sel2", 1, 5, 9, 13, 17, 21);
+    EXPECT(&t, "cl", 0, 1, 2, 3, 4, 5);
+    done(&t);
+}
+
+static void test_split_forms_give_tuples_read_by_getitem(void)
+{
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5, 2]\n"
+        "%s: (f32[2, 2], f32[2, 2], f32[1, 2]) = aten.split.Tensor(%x, 2)\n"
+        "%s2: f32[1, 2] = getitem(%s, 2)\n"
+        "%s1: f32[2, 2] = getitem(%s, -2)\n"
+        "%w: (f32[1, 2], f32[4, 2]) = aten.split_with_sizes.default(%x, [1, 4], -2)\n"
+        "%w0: f32[1, 2] = getitem(%w, 0)\n"
+        "%c: (f32[5, 1], f32[5, 1]) = aten.split.Tensor(%x, 1, -1)\n"
+        "%c1: f32[5, 1] = getitem(%c, 1)\n"
+        "%u: (f32[5], f32[5]) = aten.unbind.int(%x, 1)\n"
+        "%u0: f32[5] = getitem(%u, 0)\n"
+        "%k: (f32[3, 2], f32[2, 2]) = aten.chunk.default(%x, 2)\n"
+        "%k1: f32[2, 2] = getitem(%k, 1)\n"
+        "output %s2, %s1, %w0, %c1, %u0, %k1\n",
+        iota24);
+    EXPECT(&t, "s2", 8, 9);
+    EXPECT(&t, "s1", 4, 5, 6, 7);
+    EXPECT(&t, "w0", 0, 1);
+    EXPECT(&t, "c1", 1, 3, 5, 7, 9);
+    EXPECT(&t, "u0", 0, 2, 4, 6, 8);
+    EXPECT(&t, "k1", 6, 7, 8, 9);
+    /* a tuple is not a tensor */
+    CU_ASSERT_PTR_NULL(rt_ref_value(t.r, cc_graph_find(t.g, "s"), NULL));
+    done(&t);
+}
+
+static void test_cat_and_stack_along_negative_dims(void)
+{
+    const float a[] = {1, 2, 3, 4}, b[] = {5, 6};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[2, 2]\ninput %b: f32[2, 1]\ninput %e: f32[0]\n"
+        "%c1: f32[2, 3] = aten.cat.default([%a, %b], -1)\n"
+        "%c0: f32[4, 2] = aten.cat.default([%a, %a])\n"
+        "%ce: f32[2, 2] = aten.cat.default([%a, %e], 0)\n"
+        "%st: f32[2, 2, 2] = aten.stack.default([%a, %a], 1)\n"
+        "output %c1, %c0, %ce, %st\n",
+        a, b, a);
+    EXPECT(&t, "c1", 1, 2, 5, 3, 4, 6);
+    EXPECT(&t, "c0", 1, 2, 3, 4, 1, 2, 3, 4);
+    EXPECT(&t, "ce", 1, 2, 3, 4);
+    EXPECT(&t, "st", 1, 2, 1, 2, 3, 4, 3, 4);
+    done(&t);
+}
+
+/* ---- Normalisations and reductions ---- */
+
+static void test_native_layer_norm_gives_output_mean_and_rstd(void)
+{
+    const float x[] = {1, 2, 3, 4, 2, 2, 2, 2}, w[] = {1, 1, 2, 2}, b[] = {0, 0, 0, 1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 4]\ninput %w: f32[4]\ninput %b: f32[4]\n"
+        "%ln: (f32[2, 4], f32[2, 1], f32[2, 1]) = aten.native_layer_norm.default(%x, [4], %w, %b, 1e-05)\n"
+        "%y: f32[2, 4] = getitem(%ln, 0)\n"
+        "%mean: f32[2, 1] = getitem(%ln, 1)\n"
+        "%rstd: f32[2, 1] = getitem(%ln, 2)\n"
+        "%plain: f32[2, 4] = aten.layer_norm.default(%x, [4], None, None, 1e-05)\n"
+        "output %y, %mean, %rstd, %plain\n",
+        x, w, b);
+    /* row 0: mean 2.5, biased var 1.25, rstd = 1/sqrt(1.25 + 1e-5);
+     * row 1: constant, so (x - mean) = 0 and y = b */
+    EXPECT(&t, "y", -1.34163542, -0.447211807, 0.894423613, 3.68327084, 0, 0, 0, 1);
+    EXPECT(&t, "mean", 2.5, 2);
+    EXPECT(&t, "rstd", 0.894423613, 316.227766);
+    EXPECT(&t, "plain", -1.34163542, -0.447211807, 0.447211807, 1.34163542, 0, 0, 0, 0);
+    done(&t);
+}
+
+static void test_var_with_correction_and_var_mean(void)
+{
+    const float x[] = {1, 2, 3, 4, 1, 1, 1, 5};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 4]\n"
+        "%v0: f32[2] = aten.var.correction(%x, [1], correction=0)\n"
+        "%v1: f32[2, 1] = aten.var.correction(%x, [-1], correction=1, keepdim=True)\n"
+        "%vall: f32[] = aten.var.correction(%x)\n"
+        "%vdim: f32[4] = aten.var.dim(%x, [0], False)\n"
+        "%vdef: f32[] = aten.var.default(%x, False)\n"
+        "%vm: (f32[2], f32[2]) = aten.var_mean.correction(%x, [1], correction=0)\n"
+        "%vmv: f32[2] = getitem(%vm, 0)\n"
+        "%vmm: f32[2] = getitem(%vm, 1)\n"
+        "output %v0, %v1, %vall, %vdim, %vdef, %vmv, %vmm\n",
+        x);
+    EXPECT(&t, "v0", 1.25, 3);
+    EXPECT(&t, "v1", 1.66666667, 4);
+    EXPECT(&t, "vall", 2.5); /* mean 2.25, squares sum to 17.5, / 7 */
+    EXPECT(&t, "vdim", 0, 0.25, 1, 0.25);
+    EXPECT(&t, "vdef", 2.1875); /* 17.5 / 8 */
+    EXPECT(&t, "vmv", 1.25, 3);
+    EXPECT(&t, "vmm", 2.5, 2);
+    done(&t);
+}
+
+static void test_sum_mean_amax_over_dims_with_keepdim(void)
+{
+    const float x[] = {1, -2, 3, 4, 5, -6};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %y: f32[2, 3, 2]\n"
+        "%s1: f32[2] = aten.sum.dim_IntList(%x, [1])\n"
+        "%s0: f32[1, 3] = aten.sum.dim_IntList(%x, [0], True)\n"
+        "%sall: f32[] = aten.sum.default(%x)\n"
+        "%m1: f32[2, 1] = aten.mean.dim(%x, [-1], True)\n"
+        "%mall: f32[] = aten.mean.default(%x)\n"
+        "%mboth: f32[] = aten.mean.dim(%x, [0, 1])\n"
+        "%a1: f32[2] = aten.amax.default(%x, [1])\n"
+        "%aall: f32[] = aten.amax.default(%x)\n"
+        "%n0: f32[3] = aten.amin.default(%x, [0])\n"
+        "%s02: f32[3] = aten.sum.dim_IntList(%y, [0, 2])\n"
+        "%s02k: f32[1, 3, 1] = aten.sum.dim_IntList(%y, [2, 0], True)\n"
+        "output %s1, %s0, %sall, %m1, %mall, %mboth, %a1, %aall, %n0, %s02, %s02k\n",
+        x, iota24);
+    EXPECT(&t, "s1", 2, 3);
+    EXPECT(&t, "s0", 5, 3, -3);
+    EXPECT(&t, "sall", 5);
+    EXPECT(&t, "m1", 0.666666667, 1);
+    EXPECT(&t, "mall", 0.833333333);
+    EXPECT(&t, "mboth", 0.833333333);
+    EXPECT(&t, "a1", 3, 5);
+    EXPECT(&t, "aall", 5);
+    EXPECT(&t, "n0", 1, -2, -6);
+    EXPECT(&t, "s02", 14, 22, 30);
+    EXPECT(&t, "s02k", 14, 22, 30);
+    done(&t);
+}
+
+static void test_softmax_over_any_dim_and_masked_fill_with_minus_inf(void)
+{
+    const float x[] = {1, 2, 3, 0, 0, 0}, mask[] = {0, 0, 1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %mask: bool[1, 3]\n"
+        "%m: f32[2, 3] = aten.masked_fill.Scalar(%x, %mask, -inf)\n"
+        "%s: f32[2, 3] = aten._softmax.default(%m, -1, False)\n"
+        "%s0: f32[2, 3] = aten._softmax.default(%x, 0, False)\n"
+        "%ls0: f32[2, 3] = aten._log_softmax.default(%x, 0, False)\n"
+        "output %m, %s, %s0, %ls0\n",
+        x, mask);
+    EXPECT(&t, "m", 1, 2, -INFINITY, 0, 0, -INFINITY);
+    EXPECT(&t, "s", 0.268941421, 0.731058579, 0, 0.5, 0.5, 0);
+    EXPECT(&t, "s0", 0.731058579, 0.880797078, 0.952574127, 0.268941421, 0.119202922, 0.0474258732);
+    EXPECT(&t, "ls0", -0.313261688, -0.126928011, -0.0485873516, -1.31326169, -2.12692801, -3.04858735);
+    done(&t);
+}
+
+static void test_embedding_gathers_rows_by_index(void)
+{
+    const float w[] = {0, 1, 10, 11, 20, 21, 30, 31};
+    const int64_t ids[] = {3, 0, 1, 3};
+    run_t t;
+    const char *text = "input %w: f32[4, 2]\ninput %ids: i64[2, 2]\n"
+                       "%e: f32[2, 2, 2] = aten.embedding.default(%w, %ids)\n"
+                       "output %e\n";
+    t.g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t.g);
+    t.r = rt_ref_new(t.g, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t.r);
+    CU_ASSERT_EQUAL(rt_ref_set(t.r, "w", w, 8, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_set_i64(t.r, "%ids", ids, 4, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_ref_run(t.r, err, sizeof err), 0);
+    EXPECT(&t, "e", 30, 31, 0, 1, 10, 11, 30, 31);
+    cc_ttype ty;
+    const float *y = rt_ref_output(t.r, 0, &ty);
+    CU_ASSERT_PTR_NOT_NULL(y);
+    CU_ASSERT_EQUAL(ty.rank, 3);
+    CU_ASSERT_PTR_NULL(rt_ref_output(t.r, 1, NULL));
+    /* out of range */
+    const int64_t bad[] = {3, 4, 0, 0};
+    CU_ASSERT_EQUAL(rt_ref_set_i64(t.r, "ids", bad, 4, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_run(t.r, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "t.txt:3: aten.embedding.default: index 4 (element 1 of the indices) out of range [0, 4)");
+    done(&t);
+}
+
+/* ---- Creation, selection, casts ---- */
+
+static void test_creation_ops_infer_dtypes_as_pytorch(void)
+{
+    const float x[] = {1.7f, -1.7f, 2}, m[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, cond[] = {1, 0, 1}, o[] = {-1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[3]\ninput %m: f32[3, 3]\ninput %cond: bool[3]\ninput %o: f32[1]\n"
+        "%full: f32[2, 2] = aten.full.default([2, 2], 1.5)\n"
+        "%fulli: i64[3] = aten.full.default([3], 7)\n"
+        "%zeros: f32[2] = aten.zeros.default([2])\n"
+        "%ones: i64[2] = aten.ones.default([2], dtype=i64)\n"
+        "%sc: f32[] = aten.scalar_tensor.default(-inf)\n"
+        "%ol: f32[3] = aten.ones_like.default(%x)\n"
+        "%zl: bool[3] = aten.zeros_like.default(%x, dtype=bool)\n"
+        "%fl: f32[3] = aten.full_like.default(%x, 3)\n"
+        "%nz: f32[1, 2] = aten.new_zeros.default(%x, [1, 2])\n"
+        "%no: i64[2] = aten.new_ones.default(%x, [2], dtype=i64)\n"
+        "%ar: i64[5] = aten.arange.default(5)\n"
+        "%ar2: f32[4] = aten.arange.start_step(0, 1, 0.25)\n"
+        "%ar3: i64[3] = aten.arange.start(2, 5)\n"
+        "%ar4: f32[3] = aten.arange.default(3, dtype=f32)\n"
+        "%triu: f32[3, 3] = aten.triu.default(%m, 1)\n"
+        "%tril: f32[3, 3] = aten.tril.default(%m)\n"
+        "%trilm: f32[3, 3] = aten.tril.default(%m, -1)\n"
+        "%wh: f32[3] = aten.where.self(%cond, %x, %o)\n"
+        "%whs: f32[3] = aten.where.ScalarOther(%cond, %x, 0.0)\n"
+        "%toi: i64[3] = aten._to_copy.default(%x, dtype=i64)\n"
+        "%tob: bool[3] = aten._to_copy.default(%x, dtype=bool)\n"
+        "%ri: f32[6] = aten.repeat_interleave.self_int(%x, 2)\n"
+        "%m2: f32[2, 2] = aten.slice.Tensor(%full, 0, 0, 2)\n"
+        "%rid: f32[2, 4] = aten.repeat_interleave.self_int(%m2, 2, 1)\n"
+        "%dr: (f32[3], bool[3]) = aten.native_dropout.default(%x, 0.1, False)\n"
+        "%dr0: f32[3] = getitem(%dr, 0)\n"
+        "%dr1: bool[3] = getitem(%dr, 1)\n"
+        "%z23: f32[2, 3] = aten.zeros.default([2, 3])\n"
+        "%cp: f32[2, 3] = aten.copy.default(%z23, %x)\n"
+        "%det: f32[3] = aten.detach.default(%x)\n"
+        "%al: f32[3] = aten.alias.default(%x)\n"
+        "%lf: f32[3] = aten.lift_fresh_copy.default(%x)\n"
+        "output %full, %fulli, %zeros, %ones, %sc, %ol, %zl, %fl, %nz, %no, %ar, %ar2, %ar3, %ar4, %triu, %tril, "
+        "%trilm, %wh, %whs, %toi, %tob, %ri, %rid, %dr0, %dr1, %cp, %det, %al, %lf\n",
+        x, m, cond, o);
+    EXPECT(&t, "full", 1.5, 1.5, 1.5, 1.5);
+    EXPECT(&t, "fulli", 7, 7, 7);
+    EXPECT(&t, "zeros", 0, 0);
+    EXPECT(&t, "ones", 1, 1);
+    EXPECT(&t, "sc", -INFINITY);
+    EXPECT(&t, "ol", 1, 1, 1);
+    EXPECT(&t, "zl", 0, 0, 0);
+    EXPECT(&t, "fl", 3, 3, 3);
+    EXPECT(&t, "nz", 0, 0);
+    EXPECT(&t, "no", 1, 1);
+    EXPECT(&t, "ar", 0, 1, 2, 3, 4);
+    EXPECT(&t, "ar2", 0, 0.25, 0.5, 0.75);
+    EXPECT(&t, "ar3", 2, 3, 4);
+    EXPECT(&t, "ar4", 0, 1, 2);
+    EXPECT(&t, "triu", 0, 2, 3, 0, 0, 6, 0, 0, 0);
+    EXPECT(&t, "tril", 1, 0, 0, 4, 5, 0, 7, 8, 9);
+    EXPECT(&t, "trilm", 0, 0, 0, 4, 0, 0, 7, 8, 0);
+    EXPECT(&t, "wh", 1.7f, -1, 2);
+    EXPECT(&t, "whs", 1.7f, 0, 2);
+    EXPECT(&t, "toi", 1, -1, 2);
+    EXPECT(&t, "tob", 1, 1, 1);
+    EXPECT(&t, "ri", 1.7f, 1.7f, -1.7f, -1.7f, 2, 2);
+    EXPECT(&t, "rid", 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5);
+    EXPECT(&t, "dr0", 1.7f, -1.7f, 2);
+    EXPECT(&t, "dr1", 1, 1, 1);
+    EXPECT(&t, "cp", 1.7f, -1.7f, 2, 1.7f, -1.7f, 2);
+    EXPECT(&t, "det", 1.7f, -1.7f, 2);
+    EXPECT(&t, "al", 1.7f, -1.7f, 2);
+    EXPECT(&t, "lf", 1.7f, -1.7f, 2);
+    done(&t);
+}
+
+/* The composite ops the compiler decomposes, run here as written. */
+static void test_composite_ops_run_as_written(void)
+{
+    const float x[] = {1, 2, 3, 4, 1, 1, 1, 5}, eye[] = {1, 0, 0, 1}, v[] = {1, 2, 3, 4}, keep[] = {1, 0, 1, 1};
+    const float add[] = {0, -INFINITY, 0, 0};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 4]\ninput %q: f32[1, 2, 2]\ninput %v: f32[1, 2, 2]\ninput %keep: bool[2, 2]\n"
+        "input %add: f32[2, 2]\n"
+        "%sq: f32[2, 4] = aten.square.default(%x)\n"
+        "%std: f32[2] = aten.std.correction(%x, [1])\n"
+        "%rep: f32[2, 2, 8] = aten.repeat.default(%x, [2, 1, 2])\n"
+        "%fl: f32[8] = aten.flatten.using_ints(%x)\n"
+        "%q3: f32[1, 2, 1, 2] = aten.unflatten.int(%v, -1, [1, -1])\n"
+        "%uf: f32[2, 2, 2] = aten.unflatten.int(%x, 1, [2, 2])\n"
+        "%va: f32[1, 2, 2] = aten.view_as.default(%add, %q)\n"
+        "%ti: i64[2, 4] = aten.type_as.default(%x, %ti0)\n"
+        "%ti0: i64[1] = aten.zeros.default([1], dtype=i64)\n"
+        "%el: f32[1, 2, 2] = aten.empty_like.default(%q)\n"
+        "%att: f32[1, 2, 2] = aten.scaled_dot_product_attention.default(%q, %q, %v)\n"
+        "%causal: f32[1, 2, 2] = aten.scaled_dot_product_attention.default(%q, %q, %v, is_causal=True)\n"
+        "%bm: f32[1, 2, 2] = aten.scaled_dot_product_attention.default(%q, %q, %v, %keep)\n"
+        "%fm: f32[1, 2, 2] = aten.scaled_dot_product_attention.default(%q, %q, %v, %add, 0.0, False, 1.0)\n"
+        "output %sq, %std, %rep, %fl, %q3, %uf, %va, %ti, %el, %att, %causal, %bm, %fm\n",
+        x, eye, v, keep, add);
+    EXPECT(&t, "sq", 1, 4, 9, 16, 1, 1, 1, 25);
+    EXPECT(&t, "std", 1.29099445, 2);
+    EXPECT(&t, "rep", 1, 2, 3, 4, 1, 2, 3, 4, 1, 1, 1, 5, 1, 1, 1, 5, 1, 2, 3, 4, 1, 2, 3, 4, 1, 1, 1, 5, 1, 1, 1, 5);
+    EXPECT(&t, "fl", 1, 2, 3, 4, 1, 1, 1, 5);
+    EXPECT(&t, "q3", 1, 2, 3, 4);
+    EXPECT(&t, "uf", 1, 2, 3, 4, 1, 1, 1, 5);
+    EXPECT(&t, "va", 0, -INFINITY, 0, 0);
+    EXPECT(&t, "ti", 1, 2, 3, 4, 1, 1, 1, 5);
+    EXPECT(&t, "el", 0, 0, 0, 0);
+    /* scores = q q^T / sqrt(2) = I / sqrt(2); row 0 weights (p, 1 - p) with
+     * p = 1 / (1 + e^(-1/sqrt(2))) */
+    EXPECT(&t, "att", 1.6604769, 2.6604769, 2.3395231, 3.3395231);
+    EXPECT(&t, "causal", 1, 2, 2.3395231, 3.3395231);
+    EXPECT(&t, "bm", 1, 2, 2.3395231, 3.3395231);
+    /* scale 1: p = 1 / (1 + e^-1) for row 1; row 0 masked to key 0 */
+    EXPECT(&t, "fm", 1, 2, 1 * 0.268941421 + 3 * 0.731058579, 2 * 0.268941421 + 4 * 0.731058579);
+    done(&t);
+}
+
+/* ---- Errors ---- */
+
+static void test_errors_name_the_line_op_and_shapes(void)
+{
+    const float a[6] = {0}, b[12] = {0};
+    const float *ab[] = {a, b};
+    /* a declared shape that is not what the op computes */
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 2] = aten.mm.default(%a, %b)\noutput %y\n", ab,
+                "t.txt:3: aten.mm.default: declared f32[2, 2] but computes f32[2, 4]");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 3] = aten.gt.Scalar(%a, 0)\noutput %y\n", ab,
+                "t.txt:3: aten.gt.Scalar: declared f32[2, 3] but computes bool[2, 3]");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n"
+                "%s: (f32[1, 3], f32[1, 3]) = aten.split.Tensor(%a, 1, 1)\noutput %a\n",
+                ab, "t.txt:3: aten.split.Tensor: result 0 declared f32[1, 3] but computes f32[2, 1]");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n"
+                "%s: (f32[2, 1], f32[2, 1]) = aten.split.Tensor(%a, 1, 1)\n%t: f32[2, 1] = getitem(%s, 1)\noutput %t\n",
+                ab, "t.txt:3: aten.split.Tensor: declares 2 results but the op computes more");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 3] = aten.mm.default(%a, %a)\noutput %y\n", ab,
+                "t.txt:3: aten.mm.default: shapes [2, 3] and [2, 3] cannot be multiplied");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 3] = aten.add.Tensor(%a, %b)\noutput %y\n", ab,
+                "t.txt:3: aten.add.Tensor: shapes [2, 3] and [3, 4] do not broadcast");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 3] = aten._softmax.default(%a, 2, False)\n"
+                "output %y\n",
+                ab, "t.txt:3: aten._softmax.default: dim 2 out of range for a rank-2 tensor");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[6] = aten.view.default(%a, [4])\noutput %y\n", ab,
+                "t.txt:3: aten.view.default: a view of shape [2, 3] as [4] changes the number of elements");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 3] = aten.relu.default()\noutput %y\n", ab,
+                "t.txt:3: aten.relu.default: missing argument self");
+    expect_fail("input %a: f32[2, 3]\ninput %b: f32[3, 4]\n%y: f32[2, 3] = aten.native_dropout.default(%a, 0.5, True)\n"
+                "output %y\n",
+                ab, "t.txt:3: aten.native_dropout.default: dropout with p=0.5 in training is random: the reference "
+                    "runs only p=0 or train=False");
+    /* an op the executor does not implement: found before running */
+    expect_fail("input %a: f32[2, 3]\n\n%y: f32[2, 3] = aten.foo.bar(%a)\noutput %y\n", ab,
+                "t.txt:3: unsupported op aten.foo.bar");
+    expect_fail("input %a: f32[2, 3]\n%y: f32[2, 3] = prims.add.default(%a, %a)\noutput %y\n", ab,
+                "t.txt:2: unsupported op prims.add.default");
+}
+
+static void test_inputs_must_be_set_with_the_declared_size(void)
+{
+    cc_graph *g = cc_graph_parse("input %x: f32[2, 3]\nparam %w: f32[3] = \"w.key\"\n"
+                                 "%y: f32[2, 3] = aten.mul.Tensor(%x, %w)\noutput %y\n",
+                                 "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    rt_ref *r = rt_ref_new(g, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(rt_ref_run(r, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "t.txt:1: input %x has no value (rt_ref_set or rt_ref_load_inputs first)");
+    const float x[6] = {1, 2, 3, 4, 5, 6}, w[3] = {1, 0, -1};
+    CU_ASSERT_EQUAL(rt_ref_set(r, "x", x, 5, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "t.txt:1: %x is f32[2, 3] (6 elements) but 5 values were given");
+    CU_ASSERT_EQUAL(rt_ref_set(r, "y", x, 6, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "t.txt: y is computed by the graph, not an input or a parameter");
+    CU_ASSERT_EQUAL(rt_ref_set(r, "q", x, 6, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "t.txt: no input or parameter q");
+    CU_ASSERT_EQUAL(rt_ref_set(r, "x", x, 6, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_run(r, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "t.txt:2: param %w has no value (rt_ref_load_weights first)");
+    CU_ASSERT_EQUAL(rt_ref_set(r, "w.key", w, 3, err, sizeof err), 0); /* by weight key */
+    CU_ASSERT_EQUAL(rt_ref_run(r, err, sizeof err), 0);
+    const float *y = rt_ref_output(r, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    CU_ASSERT_EQUAL(y[0], 1);
+    CU_ASSERT_EQUAL(y[2], -3);
+    CU_ASSERT_EQUAL(y[5], -6);
+    /* running twice gives the same */
+    CU_ASSERT_EQUAL(rt_ref_run(r, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_output(r, 0, NULL)[5], -6);
+    rt_ref_free(r);
+    cc_graph_free(g);
+}
+
+/* ---- Safetensors ---- */
+
+static void st_path(const char *name, char *buf, size_t len) { tu_tmpfile(name, buf, len); }
+
+static void test_safetensors_round_trip_every_dtype(void)
+{
+    char path[512];
+    st_path("-rt.safetensors", path, sizeof path);
+    const float f32[6] = {1, -2.5f, 3, 0.125f, -0, 65504};
+    const uint16_t f16[5] = {0x3C00, 0xC100, 0x7BFF, 0x0001, 0x7C00};  /* 1, -2.5, 65504, 2^-24, inf */
+    const uint16_t bf16[3] = {0x3F80, 0xC020, 0xFF80};                  /* 1, -2.5, -inf */
+    const double f64[2] = {0.1, -1e300};
+    const int64_t i64[3] = {-5, 0, (int64_t)1 << 40};
+    const int32_t i32[2] = {-7, 7};
+    const uint8_t bools[4] = {0, 1, 1, 0};
+    rt_st_entry e[] = {
+        {"a.f32", RT_ST_F32, 2, {2, 3}, f32},
+        {"f16", RT_ST_F16, 1, {5}, f16},
+        {"bf16", RT_ST_BF16, 1, {3}, bf16},
+        {"f64", RT_ST_F64, 1, {2}, f64},
+        {"i64", RT_ST_I64, 1, {3}, i64},
+        {"i32", RT_ST_I32, 2, {1, 2}, i32},
+        {"bool", RT_ST_BOOL, 2, {2, 2}, bools},
+        {"scalar", RT_ST_F32, 0, {0}, f32},
+        {"empty", RT_ST_F32, 2, {0, 3}, f32},
+    };
+    int n = (int)(sizeof e / sizeof e[0]);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, n, err, sizeof err), 0);
+    rt_st_file *f = rt_st_read(path, err, sizeof err);
+    if (!f)
+        fprintf(stderr, "\n    %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL_FATAL(f->ntensors, n);
+    for (int i = 0; i < n; i++) {
+        const rt_st_tensor *t = rt_st_find(f, e[i].name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        CU_ASSERT_PTR_EQUAL(t, &f->tensors[i]); /* header order kept */
+        CU_ASSERT_EQUAL(t->dtype, e[i].dtype);
+        CU_ASSERT_EQUAL(t->rank, e[i].rank);
+        for (int d = 0; d < t->rank; d++)
+            CU_ASSERT_EQUAL(t->shape[d], e[i].shape[d]);
+        CU_ASSERT_EQUAL(t->nbytes, (uint64_t)t->numel * rt_st_dtype_size(t->dtype));
+        if (t->nbytes)
+            CU_ASSERT_EQUAL(memcmp(t->data, e[i].data, (size_t)t->nbytes), 0);
+    }
+    CU_ASSERT_PTR_NULL(rt_st_find(f, "nope"));
+    CU_ASSERT_EQUAL(rt_st_find(f, "scalar")->numel, 1);
+    CU_ASSERT_EQUAL(rt_st_find(f, "empty")->numel, 0);
+    float v[8];
+    rt_st_to_f32(rt_st_find(f, "f16"), v);
+    CU_ASSERT(v[0] == 1 && v[1] == -2.5f && v[2] == 65504 && v[3] == 0x1p-24f && isinf(v[4]));
+    rt_st_to_f32(rt_st_find(f, "bf16"), v);
+    CU_ASSERT(v[0] == 1 && v[1] == -2.5f && isinf(v[2]) && v[2] < 0);
+    rt_st_to_f32(rt_st_find(f, "f64"), v);
+    CU_ASSERT(v[0] == 0.1f && isinf(v[1]));
+    rt_st_to_f32(rt_st_find(f, "i64"), v);
+    CU_ASSERT(v[0] == -5 && v[2] == 0x1p40f);
+    rt_st_to_f32(rt_st_find(f, "i32"), v);
+    CU_ASSERT(v[0] == -7 && v[1] == 7);
+    rt_st_to_f32(rt_st_find(f, "bool"), v);
+    CU_ASSERT(v[0] == 0 && v[1] == 1 && v[2] == 1 && v[3] == 0);
+    int64_t iv[8];
+    CU_ASSERT_EQUAL(rt_st_to_i64(rt_st_find(f, "a.f32"), path, iv, err, sizeof err), 0);
+    CU_ASSERT(iv[0] == 1 && iv[1] == -2 && iv[3] == 0 && iv[5] == 65504); /* truncated toward zero */
+    CU_ASSERT_EQUAL(rt_st_to_i64(rt_st_find(f, "i32"), path, iv, err, sizeof err), 0);
+    CU_ASSERT(iv[0] == -7);
+    CU_ASSERT_EQUAL(rt_st_to_i64(rt_st_find(f, "f16"), path, iv, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor 'f16': element 4 (inf) does not convert to an integer"));
+    CU_ASSERT_STRING_EQUAL(rt_st_dtype_name(RT_ST_BF16), "BF16");
+    rt_st_free(f);
+    remove(path);
+}
+
+/* A file of an 8-byte length (hlen, or the header's length when hlen <
+ * 0), the header text and ndata bytes of data. */
+static void write_raw(const char *path, long long hlen, const char *header, size_t ndata)
+{
+    FILE *f = fopen(path, "wb");
+    uint64_t h = hlen < 0 ? strlen(header) : (uint64_t)hlen;
+    for (int i = 0; i < 8; i++)
+        fputc((int)(h >> (8 * i)) & 0xff, f);
+    fputs(header, f);
+    for (size_t i = 0; i < ndata; i++)
+        fputc(0, f);
+    fclose(f);
+}
+
+static void expect_st_error(const char *header, long long hlen, size_t ndata, const char *msg)
+{
+    char path[512], want[1024];
+    st_path("-bad.safetensors", path, sizeof path);
+    write_raw(path, hlen, header, ndata);
+    rt_st_file *f = rt_st_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NULL(f);
+    rt_st_free(f);
+    snprintf(want, sizeof want, "%s: %s", path, msg);
+    if (strncmp(err, want, strlen(want)) != 0)
+        fprintf(stderr, "\n    expected '%s'\n    got      '%s'\n", want, err);
+    CU_ASSERT_EQUAL(strncmp(err, want, strlen(want)), 0);
+    remove(path);
+}
+
+static void test_safetensors_reports_each_corruption(void)
+{
+    char path[512];
+    st_path("-short.safetensors", path, sizeof path);
+    FILE *f = fopen(path, "wb");
+    fputs("abcd", f);
+    fclose(f);
+    CU_ASSERT_PTR_NULL(rt_st_read(path, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": 4 bytes is too short for a safetensors file"));
+    remove(path);
+    CU_ASSERT_PTR_NULL(rt_st_read(path, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file or directory"));
+
+    const char *w24 = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
+    expect_st_error(w24, 1000, 24, "header length 1000 exceeds the");
+    expect_st_error("{not json", -1, 0, "header is not valid JSON");
+    expect_st_error("[1, 2]", -1, 0, "header is not a JSON object");
+    expect_st_error("{} x", -1, 0, "header has text after its JSON object (at byte 3 of the header)");
+    expect_st_error("{\"__metadata__\": 3}", -1, 0, "__metadata__ is not an object");
+    expect_st_error("{\"w\":{\"dtype\":\"F8\",\"shape\":[1],\"data_offsets\":[0,1]}}", -1, 1,
+                    "tensor 'w': unknown dtype \"F8\"");
+    expect_st_error("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", -1, 4, "tensor 'w': no \"dtype\" string");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", -1, 4, "tensor 'w': no \"shape\" array");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,-3],\"data_offsets\":[0,24]}}", -1, 24,
+                    "tensor 'w': shape entry 1 is not an integer >= 0");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", -1, 4,
+                    "tensor 'w': rank 9 is more than 8");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", -1, 24,
+                    "tensor 'w': shape [2, 3] of F32 needs 24 bytes but data_offsets [0, 20] span 20");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,48]}}", -1, 24,
+                    "tensor 'w': data_offsets [0, 48] past the end of the data (24 bytes)");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[8,4]}}", -1, 24,
+                    "tensor 'w': data_offsets [8, 4] end before they begin");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0]}}", -1, 24,
+                    "tensor 'w': \"data_offsets\" is not [begin, end] of integers >= 0");
+    expect_st_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                    "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+                    -1, 24, "tensors 'a' [0, 16] and 'b' [8, 24] overlap");
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                    "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                    -1, 8, "tensor 'w' appears twice in the header");
+    /* metadata and padding blanks are fine */
+    st_path("-ok.safetensors", path, sizeof path);
+    write_raw(path, -1, "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"I32\",\"shape\":[],"
+                        "\"data_offsets\":[0,4]}}    ", 4);
+    rt_st_file *ok = rt_st_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(ok);
+    if (ok)
+        CU_ASSERT_EQUAL(ok->ntensors, 1);
+    rt_st_free(ok);
+    remove(path);
+}
+
+static void test_weights_and_inputs_load_by_key_and_name(void)
+{
+    char dir[512], wpath[600], ipath[600], gpath[600];
+    tu_tmpfile("-refdir", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
+    snprintf(wpath, sizeof wpath, "%s/w.safetensors", dir);
+    snprintf(ipath, sizeof ipath, "%s/in.safetensors", dir);
+    snprintf(gpath, sizeof gpath, "%s/graph.txt", dir);
+    FILE *f = fopen(gpath, "w");
+    fputs("weights \"w.safetensors\"\n"
+          "input %ids: i64[2]\n"
+          "param %emb: f32[3, 2] = \"emb.weight\"\n"
+          "param %scale: f32[2] = \"scale\"\n"
+          "%e: f32[2, 2] = aten.embedding.default(%emb, %ids)\n"
+          "%y: f32[2, 2] = aten.mul.Tensor(%e, %scale)\n"
+          "output %y\n",
+          f);
+    fclose(f);
+    const float emb[6] = {1, 2, 3, 4, 5, 6}, scale[2] = {10, -1};
+    const int64_t ids[2] = {2, 0};
+    rt_st_entry w[] = {{"emb.weight", RT_ST_F32, 2, {3, 2}, emb}, {"scale", RT_ST_F32, 1, {2}, scale}};
+    rt_st_entry in[] = {{"ids", RT_ST_I64, 1, {2}, ids}};
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(wpath, w, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(ipath, in, 1, err, sizeof err), 0);
+    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    rt_ref *r = rt_ref_new(g, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(rt_ref_load_weights(r, NULL, err, sizeof err), 0); /* the graph's weights line */
+    CU_ASSERT_EQUAL(rt_ref_load_inputs(r, ipath, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_ref_run(r, err, sizeof err), 0);
+    const float *y = rt_ref_output(r, 0, NULL);
+    CU_ASSERT(y[0] == 50 && y[1] == -6 && y[2] == 10 && y[3] == -2);
+    char want[1400];
+    /* a missing key */
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(wpath, w, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_load_weights(r, wpath, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: missing weight scale for %%scale (graph line 4)", wpath);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    /* a wrong shape */
+    rt_st_entry w2[] = {{"emb.weight", RT_ST_F32, 2, {2, 3}, emb}, {"scale", RT_ST_F32, 1, {2}, scale}};
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(wpath, w2, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_load_weights(r, wpath, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: weight 'emb.weight' has shape [2, 3] but %%emb (graph line 3) is f32[3, 2]",
+             wpath);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    /* integers stored for a float parameter */
+    rt_st_entry w3[] = {{"emb.weight", RT_ST_I64, 2, {3, 2}, emb}, {"scale", RT_ST_F32, 1, {2}, scale}};
+    int64_t embi[6] = {0};
+    w3[0].data = embi;
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(wpath, w3, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_ref_load_weights(r, wpath, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: weight 'emb.weight' is I64 but %%emb (graph line 3) is f32[3, 2]", wpath);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    /* a missing input */
+    CU_ASSERT_EQUAL(rt_ref_load_inputs(r, wpath, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: missing input ids for %%ids (graph line 2)", wpath);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    rt_ref_free(r);
+    cc_graph_free(g);
+    remove(wpath);
+    remove(ipath);
+    remove(gpath);
+    rmdir(dir);
+}
+
+/* ---- Traces exported from PyTorch ---- */
+
+/* Run an export directory; returns the largest |ref - expected| over all
+ * outputs, or -1 on an error (printed). */
+static double run_trace(const char *dir)
+{
+    char path[1200];
+    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    rt_ref *r = g ? rt_ref_new(g, err, sizeof err) : NULL;
+    snprintf(path, sizeof path, "%s/inputs.safetensors", dir);
+    double worst = -1;
+    rt_st_file *f = NULL;
+    if (!r || rt_ref_load_weights(r, NULL, err, sizeof err) || rt_ref_load_inputs(r, path, err, sizeof err) ||
+        rt_ref_run(r, err, sizeof err))
+        goto out;
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    if (!(f = rt_st_read(path, err, sizeof err)))
+        goto out;
+    worst = 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "output%d", i);
+        const rt_st_tensor *t = rt_st_find(f, name);
+        cc_ttype ty;
+        const float *y = rt_ref_output(r, i, &ty);
+        if (!t || !y || t->numel != cc_ttype_numel(&ty)) {
+            snprintf(err, sizeof err, "%s: %s missing or of another size", path, name);
+            worst = -1;
+            goto out;
+        }
+        float *e = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *e);
+        rt_st_to_f32(t, e);
+        for (int64_t k = 0; k < t->numel; k++) {
+            double d = fabs((double)y[k] - e[k]);
+            if (isnan(d) && !(isnan(y[k]) && isnan(e[k])) && y[k] != e[k])
+                d = INFINITY;
+            if (d > worst)
+                worst = d;
+        }
+        free(e);
+    }
+out:
+    if (worst < 0)
+        fprintf(stderr, "\n    %s: %s\n", dir, err);
+    rt_st_free(f);
+    rt_ref_free(r);
+    cc_graph_free(g);
+    return worst;
+}
+
+static void test_encoder_small_trace_matches_pytorch(void)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/traces/encoder_small", SPYRE_SOURCE_DIR);
+    double e = run_trace(dir);
+    printf("\n    encoder_small: max abs err %.3g against PyTorch ", e);
+    CU_ASSERT(e >= 0 && e <= 1e-4);
+}
+
+/* Every traces/NAME/ with a graph.txt and under 64 MB of files. */
+static void test_every_small_trace_matches_pytorch(void)
+{
+    char root[1024], dir[1400], file[1600];
+    snprintf(root, sizeof root, "%s/traces", SPYRE_SOURCE_DIR);
+    DIR *d = opendir(root);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct dirent *de;
+    int ran = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(dir, sizeof dir, "%s/%s", root, de->d_name);
+        snprintf(file, sizeof file, "%s/graph.txt", dir);
+        struct stat st;
+        if (stat(file, &st) != 0)
+            continue;
+        const char *files[] = {"weights.safetensors", "inputs.safetensors", "expected.safetensors"};
+        off_t total = st.st_size;
+        for (int i = 0; i < 3; i++) {
+            snprintf(file, sizeof file, "%s/%s", dir, files[i]);
+            if (stat(file, &st) == 0)
+                total += st.st_size;
+        }
+        if (total > 64 << 20)
+            continue;
+        double e = run_trace(dir);
+        printf("\n    %s: max abs err %.3g against PyTorch", de->d_name, e);
+        CU_ASSERT(e >= 0 && e <= 1e-4);
+        ran++;
+    }
+    closedir(d);
+    printf("\n    ");
+    CU_ASSERT(ran > 0);
+}
+
+/* ---- Validation of a program whose graph is a full graph ---- */
+
+#define CFG4 SPYRE_SOURCE_DIR "/sim/configs/spyre-4core.cfg"
+
+typedef struct {
+    const char *name;
+    isa_role role;
+    int rank;
+    int64_t shape[2];
+} tdesc;
+
+/* A one-core program holding fp32 tensors (so written values read back
+ * exactly) and the graph text. */
+static rt_program *load_prog(rt_device *dev, const tdesc *ts, int n, const char *graph)
+{
+    isa_program *p = isa_program_new(1);
+    snprintf(p->config, sizeof p->config, "spyre-4core");
+    p->lx_bytes = 262144;
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        int k = isa_program_add_tensor(p, ts[i].name, ts[i].role, ISA_HT_F32, ISA_T_F32, ts[i].rank, ts[i].shape, off);
+        isa_tensor *t = &p->tensors[k];
+        t->bytes = isa_tensor_device_bytes(t, p->stick_bytes);
+        off += (t->bytes + 127) / 128 * 128;
+    }
+    p->dram_bytes = off ? off : 128;
+    p->graph = graph ? strdup(graph) : NULL;
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    if (!prog)
+        fprintf(stderr, "\n    %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}
+
+static const char *mm_relu_graph = "# a full graph\n"
+                                   "input %x: f32[4, 8]\n"
+                                   "param %w: f32[8, 3] = \"w\"\n"
+                                   "%y: f32[4, 3] = aten.mm.default(%x, %w)\n"
+                                   "%z: f32[4, 3] = aten.relu.default(%y)\n"
+                                   "output %y, %z\n";
+
+static void test_check_runs_a_full_graph_through_the_executor(void)
+{
+    rt_device *dev = rt_open(CFG4, err, sizeof err);
+    if (!dev)
+        fprintf(stderr, "\n    %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    tdesc ts[] = {{"x", ISA_ROLE_INPUT, 2, {4, 8}},
+                  {"w", ISA_ROLE_WEIGHT, 2, {8, 3}},
+                  {"y", ISA_ROLE_OUTPUT, 2, {4, 3}},
+                  {"z", ISA_ROLE_OUTPUT, 2, {4, 3}}};
+    rt_program *prog = load_prog(dev, ts, 4, mm_relu_graph);
+    CU_ASSERT_EQUAL_FATAL(rt_fill_inputs(prog, 5, err, sizeof err), 0);
+    const float *x = rt_host_tensor(prog, "x", NULL), *w = rt_host_tensor(prog, "w", NULL);
+    float y[12], z[12];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) {
+            double s = 0;
+            for (int k = 0; k < 8; k++)
+                s += (double)x[i * 8 + k] * w[k * 3 + j];
+            y[i * 3 + j] = (float)s;
+            z[i * 3 + j] = s > 0 ? (float)s : 0;
+        }
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "y", y, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "z", z, ISA_HT_F32, err, sizeof err), 0);
+    rt_check_result *r;
+    int n;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(r[0].name, "y");
+    CU_ASSERT_STRING_EQUAL(r[0].op, "aten.mm.default");
+    CU_ASSERT_EQUAL(r[0].line, 4);
+    CU_ASSERT_STRING_EQUAL(r[1].name, "z");
+    CU_ASSERT_STRING_EQUAL(r[1].op, "aten.relu.default");
+    CU_ASSERT_EQUAL(r[1].line, 5);
+    CU_ASSERT(r[0].ok && r[1].ok && r[1].max_abs_err < 1e-6);
+    free(r);
+    /* one element of z off by 0.5: only that one fails */
+    z[7] += 0.5f;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "z", z, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    CU_ASSERT(r[0].ok);
+    CU_ASSERT_FALSE(r[1].ok);
+    CU_ASSERT_EQUAL(r[1].within, 11);
+    CU_ASSERT_EQUAL(r[1].worst, 7);
+    free(r);
+    /* the same through a graph parsed by the caller */
+    cc_graph *g = cc_graph_parse(mm_relu_graph, "mine.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(rt_check_graph(prog, g, &r, &n, err, sizeof err), 1);
+    CU_ASSERT_EQUAL(n, 2);
+    free(r);
+    cc_graph_free(g);
+    rt_close(dev);
+}
+
+/* 1x1: y = x w = -0.375 gets the mm tolerance of docs/validation.md;
+ * z = relu(y) = 0 the generic one, 2^-7 max(|ref|, S) + 2^-30 with S =
+ * max |y| = 0.375. */
+static void test_check_full_graph_tolerances_are_the_documented_formulas(void)
+{
+    rt_device *dev = rt_open(CFG4, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    tdesc ts[] = {{"x", ISA_ROLE_INPUT, 2, {1, 1}},
+                  {"w", ISA_ROLE_INPUT, 2, {1, 1}},
+                  {"y", ISA_ROLE_OUTPUT, 2, {1, 1}},
+                  {"output1", ISA_ROLE_OUTPUT, 2, {1, 1}}};
+    rt_program *prog = load_prog(dev, ts, 4,
+                                 "input %x: f32[1, 1]\ninput %w: f32[1, 1]\n"
+                                 "%y: f32[1, 1] = aten.mm.default(%x, %w)\n"
+                                 "%z: f32[1, 1] = aten.relu.default(%y)\n"
+                                 "output %y, %z\n");
+    float x = 0.75f, w = -0.5f;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", &x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "w", &w, err, sizeof err), 0);
+    const double u = 0x1p-10;
+    double tol_y = 2 * u * (1 + u) * 0.375 + u * 0.375 + 0x1p-23 * 0.375 + 0x1p-30;
+    double tol_z = 0x1p-7 * 0.375 + 0x1p-30;
+    float yin = (float)(-0.375 + 0.99 * tol_y), zin = (float)(0.99 * tol_z);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "y", &yin, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "output1", &zin, ISA_HT_F32, err, sizeof err), 0);
+    rt_check_result *r;
+    int n;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(fabs(r[0].worst_tol - tol_y) < 1e-9);
+    CU_ASSERT(fabs(r[1].worst_tol - tol_z) < 1e-9);
+    CU_ASSERT_STRING_EQUAL(r[1].op, "aten.relu.default"); /* "output1" is the graph's output 1 */
+    free(r);
+    float yout = (float)(-0.375 + 1.01 * tol_y), zout = (float)(-1.01 * tol_z);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "y", &yout, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "output1", &zout, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 2);
+    free(r);
+    rt_close(dev);
+}
+
+static void expect_check_error(const char *graph, const char *msg)
+{
+    rt_device *dev = rt_open(CFG4, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    tdesc ts[] = {{"x", ISA_ROLE_INPUT, 2, {2, 2}}, {"y", ISA_ROLE_OUTPUT, 2, {2, 2}}};
+    rt_program *prog = load_prog(dev, ts, 2, graph);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    rt_check_result *r = (rt_check_result *)1;
+    int n = 7;
+    err[0] = 0;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_EQUAL(n, 0);
+    if (strcmp(err, msg) != 0)
+        fprintf(stderr, "\n    expected '%s'\n    got      '%s'\n", msg, err);
+    CU_ASSERT_STRING_EQUAL(err, msg);
+    rt_close(dev);
+}
+
+static void test_check_full_graph_errors_name_the_graph_line(void)
+{
+    expect_check_error("input %x: f32[2, 2]\n%y: f32[2, 2] = aten.foo.bar(%x)\noutput %y\n",
+                       "reference: graph:2: unsupported op aten.foo.bar");
+    expect_check_error("input %x: f32[2, 2]\n%y: f32[2, 2] = aten.relu.default(%x\noutput %y\n",
+                       "reference: graph:2:37: expected ',' or ')', found end of line");
+    expect_check_error("input %x: f32[2, 2]\n%y: f32[2, 3] = aten.relu.default(%x)\noutput %y\n",
+                       "reference: graph:2: aten.relu.default: declared f32[2, 3] but computes f32[2, 2]");
+    expect_check_error("input %x: f32[2, 2]\n%q: f32[2, 2] = aten.relu.default(%x)\noutput %q\n",
+                       "reference: output y is not computed by the graph");
+    expect_check_error("input %x: f32[2, 2]\ninput %v: f32[2]\n%y: f32[2, 2] = aten.add.Tensor(%x, %v)\noutput %y\n",
+                       "reference: input %v (graph line 2) is not a tensor of the program");
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"add sub mul div broadcast with alpha and scalars", test_add_sub_mul_div_broadcast_with_alpha_and_scalars},
+        {"integer tensors promote divide and compare", test_integer_tensors_promote_divide_and_compare},
+        {"unary functions give known values", test_unary_functions_give_known_values},
+        {"matrix products use the schemas arguments", test_matrix_products_use_the_schemas_arguments},
+        {"matmul broadcasts batch dims", test_matmul_broadcasts_batch_dims},
+        {"views copy in row-major order", test_views_copy_in_row_major_order},
+        {"split forms give tuples read by getitem", test_split_forms_give_tuples_read_by_getitem},
+        {"cat and stack along negative dims", test_cat_and_stack_along_negative_dims},
+        {"native_layer_norm gives output mean and rstd", test_native_layer_norm_gives_output_mean_and_rstd},
+        {"var with correction and var_mean", test_var_with_correction_and_var_mean},
+        {"sum mean amax over dims with keepdim", test_sum_mean_amax_over_dims_with_keepdim},
+        {"softmax over any dim and masked_fill with -inf", test_softmax_over_any_dim_and_masked_fill_with_minus_inf},
+        {"embedding gathers rows by index", test_embedding_gathers_rows_by_index},
+        {"creation ops infer dtypes as PyTorch", test_creation_ops_infer_dtypes_as_pytorch},
+        {"composite ops run as written", test_composite_ops_run_as_written},
+        {"errors name the line op and shapes", test_errors_name_the_line_op_and_shapes},
+        {"inputs must be set with the declared size", test_inputs_must_be_set_with_the_declared_size},
+        {"safetensors round trip every dtype", test_safetensors_round_trip_every_dtype},
+        {"safetensors reports each corruption", test_safetensors_reports_each_corruption},
+        {"weights and inputs load by key and name", test_weights_and_inputs_load_by_key_and_name},
+        {"encoder_small trace matches PyTorch", test_encoder_small_trace_matches_pytorch},
+        {"every small trace matches PyTorch", test_every_small_trace_matches_pytorch},
+        {"check runs a full graph through the executor", test_check_runs_a_full_graph_through_the_executor},
+        {"check full graph tolerances are the documented formulas",
+         test_check_full_graph_tolerances_are_the_documented_formulas},
+        {"check full graph errors name the graph line", test_check_full_graph_errors_name_the_graph_line},
+        {NULL, NULL},
+    };
+    return tu_run("reference", tests);
+}
