@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph.h"
 #include "isa.h"
 #include "sim.h"
 
@@ -177,9 +178,135 @@ typedef struct {
  * unsupported op, an input without host data, shape mismatch...), else the
  * number of outputs that are not ok. */
 int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen);
+/* The same against a parsed graph (what rt_check does when the program's
+ * graph text is a full graph, docs/graph-format.md): its inputs and
+ * parameters are the program's tensors of the same name (a parameter also
+ * by its weight key, else from the graph's weights file), each output
+ * tensor of the program is the graph value of the same name (or "outputN":
+ * the graph's output N), and the reference executor (rt_ref) computes the
+ * references. */
+int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err,
+                   size_t errlen);
 /* "check C: max_abs_err=1.2e-03 max_rel_err=3.1e-03 within_tol=1.000000
  * (1048576/1048576) ok"; a mismatch also names its worst element and ends
  * in " MISMATCH". */
 void rt_check_format(const rt_check_result *r, char *buf, size_t len);
+
+/* ==== Safetensors files (runtime/safetensors.c) ====
+ * The tensor files of the Hugging Face ecosystem: a little-endian u64
+ * header length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
+ * "data_offsets": [begin, end]}, ..., "__metadata__": {..}}, then the raw
+ * row-major little-endian data; offsets are relative to the data.
+ * Reading validates everything (header length against the file size, the
+ * JSON, each dtype, shape x itemsize == the span of data_offsets, offsets
+ * inside the data and not overlapping, no name twice); every message
+ * names the file and, where there is one, the tensor. */
+
+typedef enum {
+    RT_ST_F32, RT_ST_F16, RT_ST_BF16, RT_ST_F64, RT_ST_I64, RT_ST_I32, RT_ST_I16, RT_ST_I8, RT_ST_U8,
+    RT_ST_BOOL, RT_ST_NDTYPES
+} rt_st_dtype;
+
+#define RT_ST_MAX_RANK 8
+
+typedef struct {
+    char *name;
+    rt_st_dtype dtype;
+    int rank;
+    int64_t shape[RT_ST_MAX_RANK];
+    int64_t numel;    /* product of the shape (1 for rank 0) */
+    const void *data; /* numel elements inside the file's bytes (not aligned) */
+    uint64_t nbytes;
+} rt_st_tensor;
+
+typedef struct {
+    char *path;
+    rt_st_tensor *tensors; /* in header order */
+    int ntensors;
+    void *map;             /* the whole file (private) */
+    size_t size;
+} rt_st_file;
+
+/* Read and validate a file.  NULL with a message on error. */
+rt_st_file *rt_st_read(const char *path, char *err, size_t errlen);
+void rt_st_free(rt_st_file *f);
+/* A tensor by name, or NULL. */
+const rt_st_tensor *rt_st_find(const rt_st_file *f, const char *name);
+/* "F32", "BF16", ...; and the element size in bytes. */
+const char *rt_st_dtype_name(rt_st_dtype d);
+size_t rt_st_dtype_size(rt_st_dtype d);
+/* Convert all numel elements to fp32 (BOOL: 0 / 1; integers rounded to
+ * the nearest float). */
+void rt_st_to_f32(const rt_st_tensor *t, float *out);
+/* Convert to int64 (floats truncated toward zero, as torch's .long()
+ * does); -1 with a message naming the element when a value is NaN,
+ * infinite or out of the int64 range. */
+int rt_st_to_i64(const rt_st_tensor *t, const char *path, int64_t *out, char *err, size_t errlen);
+
+/* A tensor to write: numel(shape) elements of dtype at data. */
+typedef struct {
+    const char *name;
+    rt_st_dtype dtype;
+    int rank;
+    int64_t shape[RT_ST_MAX_RANK];
+    const void *data;
+} rt_st_entry;
+
+/* Write n tensors (header in the given order, the header padded with
+ * spaces to a multiple of 8 bytes, data packed in order). */
+int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t errlen);
+
+/* ==== Reference executor (runtime/reference.c) ====
+ * Runs a parsed graph (compiler/graph.h) as written, op by op, on the
+ * host: the independent reference the compiler's output is checked
+ * against.  It shares no lowering or decomposition with the compiler.
+ * Every float tensor (whatever its declared float dtype) is computed in
+ * fp32, integer tensors as int64, bool as 0 / 1; data is plain row-major
+ * contiguous; matrix products go to OpenBLAS (cblas_sgemm), the rest is
+ * plain C.  At every node the executor computes the output shape and
+ * kind (float, integer, bool) itself and compares them with the declared
+ * type.  Errors are one line "FILE:LINE: OP: message" naming the graph
+ * line ("FILE:LINE: unsupported op aten.foo.bar" for an op it does not
+ * implement).  The ops it implements are listed in reference.c's op table.
+ *
+ *   rt_ref *r = rt_ref_new(g, err, sizeof err);
+ *   rt_ref_load_weights(r, NULL, err, sizeof err);    (g->weights)
+ *   rt_ref_load_inputs(r, "inputs.safetensors", err, sizeof err);
+ *   rt_ref_run(r, err, sizeof err);
+ *   const float *y = rt_ref_output(r, 0, &type);
+ */
+
+typedef struct rt_ref rt_ref;
+
+/* An executor for g (which must outlive it).  NULL with a message when the
+ * graph uses an op the executor does not implement. */
+rt_ref *rt_ref_new(const cc_graph *g, char *err, size_t errlen);
+void rt_ref_free(rt_ref *r);
+/* Set an input or a parameter (by value name, with or without %, or by a
+ * parameter's weight key) from count values, which must be the numel of
+ * its declared type; converted to the declared kind (float -> integer
+ * truncates). */
+int rt_ref_set(rt_ref *r, const char *name, const float *data, int64_t count, char *err, size_t errlen);
+int rt_ref_set_i64(rt_ref *r, const char *name, const int64_t *data, int64_t count, char *err, size_t errlen);
+/* Set every parameter from a safetensors file, by key (path NULL: the
+ * graph's `weights` file, relative to the graph file).  Errors: "missing
+ * weight KEY for %name (graph line N)", a shape other than the declared
+ * one, a float stored for an integer parameter or the reverse. */
+int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen);
+/* Set every input from a safetensors file, by name (without %). */
+int rt_ref_load_inputs(rt_ref *r, const char *path, char *err, size_t errlen);
+/* Keep value v (an index into g->values) after rt_ref_run; intermediate
+ * values are otherwise freed after their last use.  Outputs are kept. */
+void rt_ref_keep(rt_ref *r, int v);
+/* Run every node in order.  0, or -1 with a message. */
+int rt_ref_run(rt_ref *r, char *err, size_t errlen);
+/* Output i of the last run as fp32 (integers and bools converted), or NULL;
+ * *type (may be NULL) gets its declared type. */
+const float *rt_ref_output(rt_ref *r, int i, cc_ttype *type);
+/* The same for any tensor value that is still held (inputs, parameters,
+ * outputs, kept values), or NULL. */
+const float *rt_ref_value(rt_ref *r, int v, cc_ttype *type);
+/* The int64 data of an integer or bool value, or NULL (float values). */
+const int64_t *rt_ref_value_i64(rt_ref *r, int v, cc_ttype *type);
 
 #endif
