@@ -65,4 +65,51 @@ isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t co
 isa_program *cc_gen_stream(const sim_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
                            char *err, size_t errlen);
 
+/* ==== The graph compiler's front half (compile.c, docs/compiler.md) ====
+ * An ATen graph (graph.h) in; out a scheduled list of fused kernels:
+ * decomposition into core ops, Inductor-style lowering to loop-level IR
+ * (pointwise, reduction and matmul-template nodes over affine indices),
+ * dependencies, dead-code elimination, fusion, ordering, last uses. */
+#include "graph.h"
+
+typedef struct {
+    const char *dump_after; /* a pass of cc_pass_names(): print the IR after it (NULL: none) */
+    FILE *dump;             /* where the dump goes (NULL: stderr) */
+    int max_reads;          /* realize a value read by more consumers than this (0: 1) */
+    int max_body;           /* realize an expression of more nodes than this (0: 64) */
+} cc_compile_opts;
+
+typedef struct cc_result cc_result;
+typedef enum { CC_KERNEL_POINTWISE, CC_KERNEL_REDUCTION, CC_KERNEL_MATMUL } cc_kernel_kind;
+
+/* The passes, in the order cc_compile runs them; NULL-terminated. */
+const char *const *cc_pass_names(void);
+/* Compile g (opts may be NULL).  On a user error (an op the compiler does
+ * not lower, a declared type that disagrees with the op, an unknown pass
+ * in dump_after) returns NULL with "FILE:LINE: message" in err. */
+cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen);
+/* The kernels in order: kind, iteration space, the ATen ops fused into
+ * each (with graph lines), buffers read and written (internal ones
+ * marked), and totals. */
+void cc_compile_report(const cc_result *r, FILE *f);
+void cc_result_free(cc_result *r);
+
+/* Kernels in execution order, i in [0, cc_result_nkernels). */
+int cc_result_nkernels(const cc_result *r);
+cc_kernel_kind cc_result_kernel_kind(const cc_result *r, int i);
+const char *cc_result_kernel_name(const cc_result *r, int i);
+int cc_result_kernel_nnodes(const cc_result *r, int i);
+/* The ATen ops fused into kernel i, ordered by line: op j's name, and its
+ * graph line in *line (if not NULL). */
+int cc_result_kernel_nops(const cc_result *r, int i);
+const char *cc_result_kernel_op(const cc_result *r, int i, int j, int *line);
+/* 1: the buffer named `name` never leaves its kernel; 0: it goes through
+ * memory; -1: no such buffer (or removed as dead). */
+int cc_result_buffer_internal(const cc_result *r, const char *name);
+/* Estimated bytes moved through memory (every non-internal buffer). */
+void cc_result_traffic(const cc_result *r, int64_t *bytes_read, int64_t *bytes_written);
+/* The decomposition table: one line per composite op and what it becomes. */
+void cc_decompositions_print(FILE *f);
+/* ==== end of the graph compiler's front half ==== */
+
 #endif

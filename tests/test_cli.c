@@ -195,6 +195,46 @@ static void test_info_and_dis_describe_a_generated_program(void)
     remove(elf2);
 }
 
+static void test_compile_reports_kernels_and_dumps_passes(void)
+{
+    CU_ASSERT_EQUAL(tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "graph mlp: 2 kernels"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "aten.gelu.default"));
+    CU_ASSERT_EQUAL(tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp/graph.txt --dump-after=lower", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "buffer x: f32[8, 64] input"));
+    CU_ASSERT_EQUAL(tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp --dump-after=nosuchpass", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fuse_epilogue"));
+    CU_ASSERT_EQUAL(tu_spyre("compile --list-passes", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "decompose\nlower\n"));
+}
+
+static void test_compile_errors_name_the_graph_line(void)
+{
+    char g[512];
+    tu_tmpfile(".txt", g, sizeof g);
+    write_file(g, "input %x: f32[4, 4]\n%y: f32[4, 4] = aten.frobnicate.default(%x)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("compile %s%s", g, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":2: the compiler does not lower aten.frobnicate.default"));
+    write_file(g, "input %x: f32[4, 4]\n%y: f32[4, 5] = aten.exp.default(%x)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("compile %s%s", g, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":2:"));
+    write_file(g, "input %x: f32[4, 4]\n%y: f32[4, 4] = aten.exp.default(%z)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("compile %s%s", g, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "%z is not defined"));
+    remove(g);
+}
+
+static void test_ref_reproduces_pytorch_on_the_traces(void)
+{
+    const char *traces[] = {"encoder_small", "bert_handwritten_small", "gpt2_small_block_tiny", "llama_tiny"};
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(spyref("ref " SPYRE_SOURCE_DIR "/traces/%s%s", traces[i], ""), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "ref output0"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    }
+    CU_ASSERT_EQUAL(tu_spyre("ref /nonexistent", out, sizeof out), 2);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -207,6 +247,9 @@ int main(void)
         {"wrong_result_exits_1_with_mismatch", test_wrong_result_exits_1_with_mismatch},
         {"stats_json_and_trace_files_are_written", test_stats_json_and_trace_files_are_written},
         {"info_and_dis_describe_a_generated_program", test_info_and_dis_describe_a_generated_program},
+        {"compile_reports_kernels_and_dumps_passes", test_compile_reports_kernels_and_dumps_passes},
+        {"compile_errors_name_the_graph_line", test_compile_errors_name_the_graph_line},
+        {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {NULL, NULL},
     };
     return tu_run("cli", tests);

@@ -4,6 +4,7 @@
  * 3 the simulated program broke a rule. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,10 +413,156 @@ out:
     return status;
 }
 
+/* ---- compile ---- */
+
+static int cmd_compile(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "compile"))
+        return EXIT_OK;
+    const char *path = NULL, *dump = NULL;
+    int report = 0, list = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "--dump-after=", 13))
+            dump = argv[i] + 13;
+        else if (!strcmp(argv[i], "--dump-after") && i + 1 < argc)
+            dump = argv[++i];
+        else if (!strcmp(argv[i], "--report"))
+            report = 1;
+        else if (!strcmp(argv[i], "--list-passes"))
+            list = 1;
+        else if (argv[i][0] == '-' || path)
+            return usage_error("compile", "unexpected argument");
+        else
+            path = argv[i];
+    }
+    if (list) {
+        for (const char *const *p = cc_pass_names(); *p; p++)
+            printf("%s\n", *p);
+        return EXIT_OK;
+    }
+    if (!path)
+        return usage_error("compile", "needs GRAPH (a graph file or an export directory)");
+    char err[1024];
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    if (!g)
+        return fail("spyre compile: %s", err);
+    cc_compile_opts opts = {dump, stdout, 0, 0};
+    cc_result *r = cc_compile(g, &opts, err, sizeof err);
+    int status = EXIT_OK;
+    if (!r) {
+        fprintf(stderr, "spyre compile: %s\n", err);
+        status = EXIT_USAGE;
+    } else {
+        if (report || !dump)
+            cc_compile_report(r, stdout);
+        cc_result_free(r);
+    }
+    cc_graph_free(g);
+    return status;
+}
+
+/* ---- ref ---- */
+
+/* Directory part of a path to a graph file or export directory. */
+static void export_dir(const char *path, char *dir, size_t len)
+{
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".txt")) {
+        const char *slash = strrchr(path, '/');
+        snprintf(dir, len, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    } else {
+        snprintf(dir, len, "%s", path);
+    }
+}
+
+static int cmd_ref(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "ref"))
+        return EXIT_OK;
+    const char *path = NULL, *inputs = NULL, *expected = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--inputs") && i + 1 < argc)
+            inputs = argv[++i];
+        else if (!strcmp(argv[i], "--expected") && i + 1 < argc)
+            expected = argv[++i];
+        else if (argv[i][0] == '-' || path)
+            return usage_error("ref", "unexpected argument");
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return usage_error("ref", "needs GRAPH (a graph file or an export directory)");
+    char err[1024], dir[1024], in_path[1200], exp_path[1200];
+    export_dir(path, dir, sizeof dir);
+    snprintf(in_path, sizeof in_path, "%s", inputs ? inputs : "");
+    if (!inputs)
+        snprintf(in_path, sizeof in_path, "%s/inputs.safetensors", dir);
+    snprintf(exp_path, sizeof exp_path, "%s", expected ? expected : "");
+    if (!expected)
+        snprintf(exp_path, sizeof exp_path, "%s/expected.safetensors", dir);
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    if (!g)
+        return fail("spyre ref: %s", err);
+    int status = EXIT_USAGE;
+    rt_st_file *want = NULL;
+    rt_ref *r = rt_ref_new(g, err, sizeof err);
+    if (!r || rt_ref_load_weights(r, NULL, err, sizeof err) || rt_ref_load_inputs(r, in_path, err, sizeof err) ||
+        rt_ref_run(r, err, sizeof err) || !(want = rt_st_read(exp_path, err, sizeof err))) {
+        fprintf(stderr, "spyre ref: %s\n", err);
+        goto out;
+    }
+    status = EXIT_OK;
+    for (int i = 0; i < g->noutputs; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "output%d", i);
+        cc_ttype type;
+        const float *y = rt_ref_output(r, i, &type);
+        const rt_st_tensor *t = rt_st_find(want, key);
+        int64_t n = cc_ttype_numel(&type);
+        if (!y || !t || (int64_t)(t->nbytes / rt_st_dtype_size(t->dtype)) != n) {
+            fprintf(stderr, "spyre ref: %s: no %s of %lld elements\n", exp_path, key, (long long)n);
+            status = EXIT_USAGE;
+            continue;
+        }
+        float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+        rt_st_to_f32(t, w);
+        /* fp32 rounding of a reordered computation: relative to the output's scale */
+        double scale = 0, maxerr = 0;
+        for (int64_t j = 0; j < n; j++)
+            scale = fabs(w[j]) > scale ? fabs(w[j]) : scale;
+        for (int64_t j = 0; j < n; j++) {
+            double e = fabs((double)y[j] - w[j]);
+            if (e > maxerr || e != e)
+                maxerr = e != e ? INFINITY : e;
+        }
+        int ok = maxerr <= 1e-5 * (scale > 1 ? scale : 1) * 16;
+        printf("ref %s (%%%s): max_abs_err=%.3g scale=%.3g %s\n", key, g->values[g->outputs[i]].name, maxerr, scale,
+               ok ? "ok" : "MISMATCH");
+        if (!ok && status == EXIT_OK)
+            status = EXIT_MISMATCH;
+        free(w);
+    }
+out:
+    rt_st_free(want);
+    rt_ref_free(r);
+    cc_graph_free(g);
+    return status;
+}
+
 static const command commands[] = {
     {"as", cmd_as, "as FILE.s -o FILE.elf", "Assemble a program (syntax: docs/isa.md) into an ELF file."},
     {"dis", cmd_dis, "dis FILE.elf", "Print a program as assembler text that `spyre as` accepts."},
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
+    {"compile", cmd_compile, "compile GRAPH [--report] [--dump-after=PASS] [--list-passes]",
+     "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
+     "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
+     "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
+     "fused kernels with the ATen ops in each (--report, the default); --dump-after=PASS prints the IR\n"
+     "after that pass (--list-passes names them)."},
+    {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
+     "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
+     "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
+     "compare each output with PyTorch's expected.safetensors.  Exit 1 on a mismatch."},
     {"gen", cmd_gen, "gen gemm M N K -o FILE.elf [--config FILE] | gen softmax ROWS COLS -o FILE.elf [--config FILE]",
      "Generate a program: C = A x B (A is M x K, B is K x N) split across all cores, or a softmax over\n"
      "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"

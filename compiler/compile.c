@@ -1,0 +1,252 @@
+/* compile.c: the graph compiler's driver (its front half): the passes in
+ * order, the dump after any of them, the report, and the accessors of
+ * cc.h.  docs/compiler.md describes each pass and the text they print. */
+#include "ir.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const pass_names[] = {
+    "decompose",      "lower",          "deps",          "dce",   "fuse_vertical", "fuse_reduction",
+    "fuse_epilogue", "fuse_horizontal", "order",         "lastuse", NULL,
+};
+
+const char *const *cc_pass_names(void)
+{
+    return pass_names;
+}
+
+/* After pass `name` (the *i-th of pass_names) returned rc: dump if asked. */
+static int step(ir_prog *p, int *i, const char *name, int rc)
+{
+    assert(pass_names[*i] && !strcmp(pass_names[*i], name));
+    (*i)++;
+    if (rc)
+        return rc;
+    p->stage = name;
+    if (p->opts.dump_after && !strcmp(p->opts.dump_after, name))
+        ir_print(p, p->opts.dump ? p->opts.dump : stderr);
+    return 0;
+}
+
+static ir_prog *prog_new(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+{
+    ir_prog *p = ir_xalloc(sizeof *p);
+    if (opts)
+        p->opts = *opts;
+    p->path = ir_xstrdup(g->path ? g->path : "<graph>");
+    p->gname = ir_xstrdup(g->name ? g->name : "graph");
+    p->err = err;
+    p->errlen = errlen;
+    p->stage = "start";
+    p->nsrc = g->nnodes;
+    p->src = ir_xalloc((size_t)(g->nnodes + 1) * sizeof *p->src);
+    for (int n = 0; n < g->nnodes; n++) {
+        p->src[n].op = ir_xstrdup(g->nodes[n].op);
+        p->src[n].line = g->nodes[n].line;
+    }
+    return p;
+}
+
+cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    if (opts && opts->dump_after) {
+        int known = 0;
+        for (int i = 0; pass_names[i]; i++)
+            known |= !strcmp(pass_names[i], opts->dump_after);
+        if (!known) {
+            size_t o = (size_t)snprintf(err, errlen, "unknown pass \"%s\" (the passes are", opts->dump_after);
+            for (int i = 0; pass_names[i] && o < errlen; i++)
+                o += (size_t)snprintf(err + o, errlen - o, "%s %s", i ? "," : "", pass_names[i]);
+            if (o < errlen)
+                snprintf(err + o, errlen - o, ")");
+            return NULL;
+        }
+    }
+    ir_prog *p = prog_new(g, opts, err, errlen);
+    int i = 0;
+    if (step(p, &i, "decompose", ir_decompose(p, g)) ||
+        step(p, &i, "lower", ir_lower(p)) ||
+        step(p, &i, "deps", ir_deps(p)) ||
+        step(p, &i, "dce", ir_dce(p)) ||
+        step(p, &i, "fuse_vertical", ir_fuse_vertical(p)) ||
+        step(p, &i, "fuse_reduction", ir_fuse_reduction(p)) ||
+        step(p, &i, "fuse_epilogue", ir_fuse_epilogue(p)) ||
+        step(p, &i, "fuse_horizontal", ir_fuse_horizontal(p)) ||
+        step(p, &i, "order", ir_order(p)) ||
+        step(p, &i, "lastuse", ir_lastuse(p))) {
+        cc_result_free(p);
+        return NULL;
+    }
+    assert(!pass_names[i]);
+    p->err = NULL; /* the caller's buffer is not ours to keep */
+    p->errlen = 0;
+    return p;
+}
+
+void cc_result_free(cc_result *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nsrc; i++)
+        free(p->src[i].op);
+    free(p->src);
+    cc_graph_free(p->dg);
+    free(p->dfrom);
+    ir_arena_free(&p->A);
+    for (int b = 0; b < p->nbufs; b++) {
+        free(p->bufs[b].name);
+        free(p->bufs[b].param_key);
+    }
+    free(p->bufs);
+    free(p->bnames);
+    for (int n = 0; n < p->nnodes; n++) {
+        free(p->nodes[n].ops);
+        free(p->nodes[n].reads);
+    }
+    free(p->nodes);
+    for (int o = 0; o < p->noutputs; o++)
+        free(p->outputs[o].name);
+    free(p->outputs);
+    for (int k = 0; k < p->nkernels; k++) {
+        free(p->kernels[k].nodes);
+        free(p->kernels[k].name);
+        free(p->kernels[k].ops);
+    }
+    free(p->kernels);
+    free(p->order);
+    free(p->path);
+    free(p->gname);
+    free(p);
+}
+
+/* ---- The report ---- */
+
+static void print_bufs(const ir_prog *p, const char *what, const int *b, int n, FILE *f)
+{
+    char ty[256];
+    fprintf(f, "  %s:", what);
+    for (int i = 0; i < n; i++) {
+        cc_ttype_str(&p->bufs[b[i]].type, ty, sizeof ty);
+        fprintf(f, "%s %s %s%s", i ? "," : "", p->bufs[b[i]].name, ty, p->bufs[b[i]].internal ? " (internal)" : "");
+    }
+    fputs(n ? "\n" : " none\n", f);
+}
+
+void cc_result_traffic(const cc_result *p, int64_t *bytes_read, int64_t *bytes_written)
+{
+    int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
+    int nr, nw;
+    *bytes_read = *bytes_written = 0;
+    for (int i = 0; i < p->norder; i++) {
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        for (int r = 0; r < nr; r++)
+            *bytes_read += ir_buf_bytes(&p->bufs[reads[r]]);
+        for (int w = 0; w < nw; w++)
+            if (!p->bufs[writes[w]].internal)
+                *bytes_written += ir_buf_bytes(&p->bufs[writes[w]]);
+    }
+    free(reads);
+    free(writes);
+}
+
+void cc_compile_report(const cc_result *p, FILE *f)
+{
+    int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
+    int nr, nw;
+    fprintf(f, "graph %s: %d kernel%s\n", p->gname, p->norder, p->norder == 1 ? "" : "s");
+    for (int i = 0; i < p->norder; i++) {
+        const ir_kernel *K = &p->kernels[p->order[i]];
+        fprintf(f, "%s: %s ", K->name, ir_node_kind_names[K->kind]);
+        ir_sig_print(&K->sig, f);
+        fputc('\n', f);
+        fputs("  ops:", f);
+        for (int j = 0; j < K->nops; j++)
+            fprintf(f, "%s %s (line %d)", j ? "," : "", p->src[K->ops[j]].op, p->src[K->ops[j]].line);
+        fputs(K->nops ? "\n" : " none\n", f);
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        print_bufs(p, "reads", reads, nr, f);
+        print_bufs(p, "writes", writes, nw, f);
+        if (K->kind != IR_MATMUL || K->nnodes == 1)
+            continue;
+        /* What the template stores: acc itself (when read outside), and
+         * each epilogue result leaving the kernel. */
+        const ir_node *mm = &p->nodes[K->nodes[0]];
+        const char *const *vn = ir_node_var_names(mm);
+        for (int j = 0; j < K->nnodes; j++) {
+            const ir_node *n = &p->nodes[K->nodes[j]];
+            if (p->bufs[n->out].internal)
+                continue;
+            fprintf(f, "  epilogue: %s[", p->bufs[n->out].name);
+            ir_idx_print(j ? &n->epi_store : &n->store, IR_MAX_VARS, vn, f);
+            fputs("] = ", f);
+            if (j)
+                ir_expr_print(&p->A, n->epi, vn, p->bnames, f);
+            else
+                fputs("acc", f);
+            fputc('\n', f);
+        }
+    }
+    int64_t rd, wr;
+    cc_result_traffic(p, &rd, &wr);
+    fprintf(f, "total: %d kernel%s, %lld bytes read, %lld bytes written, peak %lld bytes between kernels\n", p->norder,
+            p->norder == 1 ? "" : "s", (long long)rd, (long long)wr, (long long)p->peak_bytes);
+    free(reads);
+    free(writes);
+}
+
+/* ---- Accessors ---- */
+
+int cc_result_nkernels(const cc_result *r)
+{
+    return r->norder;
+}
+
+static const ir_kernel *kernel_at(const cc_result *r, int i)
+{
+    assert(i >= 0 && i < r->norder);
+    return &r->kernels[r->order[i]];
+}
+
+cc_kernel_kind cc_result_kernel_kind(const cc_result *r, int i)
+{
+    static const cc_kernel_kind kinds[] = {[IR_POINTWISE] = CC_KERNEL_POINTWISE,
+                                           [IR_REDUCTION] = CC_KERNEL_REDUCTION,
+                                           [IR_MATMUL] = CC_KERNEL_MATMUL};
+    return kinds[kernel_at(r, i)->kind];
+}
+
+const char *cc_result_kernel_name(const cc_result *r, int i)
+{
+    return kernel_at(r, i)->name;
+}
+
+int cc_result_kernel_nnodes(const cc_result *r, int i)
+{
+    return kernel_at(r, i)->nnodes;
+}
+
+int cc_result_kernel_nops(const cc_result *r, int i)
+{
+    return kernel_at(r, i)->nops;
+}
+
+const char *cc_result_kernel_op(const cc_result *r, int i, int j, int *line)
+{
+    const ir_kernel *K = kernel_at(r, i);
+    assert(j >= 0 && j < K->nops);
+    if (line)
+        *line = r->src[K->ops[j]].line;
+    return r->src[K->ops[j]].op;
+}
+
+int cc_result_buffer_internal(const cc_result *r, const char *name)
+{
+    for (int b = 0; b < r->nbufs; b++)
+        if (!r->bufs[b].dead && !strcmp(r->bufs[b].name, name))
+            return r->bufs[b].internal;
+    return -1;
+}

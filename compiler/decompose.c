@@ -1,0 +1,1417 @@
+/* decompose.c: the `decompose` pass.  Rewrites the source graph into a
+ * private copy (p->dg) that holds only core ops, the set `lower` knows:
+ * composite ATen ops (layer norm, softmax, GELU, linear, addmm, var,
+ * mean, ...) become small graphs of core ops, identities (clone, detach,
+ * dropout with p = 0, ...) disappear, and multi-output ops become their
+ * separate results, so `getitem` disappears too.
+ *
+ * Each rule is one small function in the table `rules` at the end; a rule
+ * reads the source node's arguments, emits core nodes with their types
+ * and returns its results, whose types are then checked against the
+ * types the source graph declares.  A node no rule matches is copied as
+ * it is (lower decides whether it knows the op).  Every emitted node
+ * remembers the source node it comes from (p->dfrom), for messages and
+ * for the report. */
+#include "ir.h"
+
+#include <assert.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    ir_prog *p;
+    const cc_graph *g; /* source */
+    cc_graph *d;       /* being built */
+    int capvalues, capnodes;
+    int *vmap;         /* source value -> d value (-1: a tuple) */
+    int **tmap;        /* source tuple value -> its elements' d values */
+    int *res;          /* the results of a rule (capacity nres) */
+    int nres;
+    int cur;           /* the source node being decomposed */
+    int fresh;         /* d values from here on were made by the current rule */
+    jmp_buf fail;
+} dctx;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static _Noreturn void
+fail(dctx *c, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const cc_node *n = &c->g->nodes[c->cur];
+    ir_error(c->p, n->line, "%s: %s", n->op, msg);
+    longjmp(c->fail, 1);
+}
+
+/* ---- Building the core graph ---- */
+
+static int new_value(dctx *c, const char *name, const cc_ttype *t)
+{
+    cc_graph *d = c->d;
+    d->values = ir_xgrow(d->values, &c->capvalues, d->nvalues + 1, sizeof *d->values);
+    cc_value *v = &d->values[d->nvalues];
+    v->name = ir_xstrdup(name);
+    v->kind = CC_VAL_NODE;
+    v->type = *t;
+    v->node = -1;
+    v->line = c->g->nodes[c->cur].line;
+    return d->nvalues++;
+}
+
+static int name_taken(const cc_graph *d, const char *name)
+{
+    for (int i = 0; i < d->nvalues; i++)
+        if (!strcmp(d->values[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* "aten.sum.dim_IntList" -> "sum" */
+static char *op_base(const char *op)
+{
+    const char *s = strchr(op, '.');
+    s = s ? s + 1 : op;
+    const char *e = strchr(s, '.');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    char *b = ir_xalloc(n + 1);
+    memcpy(b, s, n);
+    return b;
+}
+
+/* Append node `op(args) : t`, named after the source node's result and
+ * the op ("ln.rsqrt"); takes ownership of the args.  Returns its value. */
+static int emit(dctx *c, const char *op, cc_ttype t, int nargs, const cc_arg *args)
+{
+    cc_graph *d = c->d;
+    char *base = op_base(op);
+    char name[256];
+    const char *src = c->g->values[c->g->nodes[c->cur].out].name;
+    snprintf(name, sizeof name, "%s.%s", src, base);
+    for (int k = 1; name_taken(d, name); k++)
+        snprintf(name, sizeof name, "%s.%s.%d", src, base, k);
+    int v = new_value(c, name, &t);
+    d->nodes = ir_xgrow(d->nodes, &c->capnodes, d->nnodes + 1, sizeof *d->nodes);
+    c->p->dfrom = realloc(c->p->dfrom, (size_t)c->capnodes * sizeof *c->p->dfrom);
+    if (!c->p->dfrom)
+        abort();
+    cc_node *n = &d->nodes[d->nnodes];
+    n->op = ir_xstrdup(op);
+    n->base = base;
+    n->nargs = nargs;
+    n->args = ir_xalloc((size_t)(nargs ? nargs : 1) * sizeof *n->args);
+    memcpy(n->args, args, (size_t)nargs * sizeof *args);
+    n->out = v;
+    n->line = c->g->nodes[c->cur].line;
+    n->col = c->g->nodes[c->cur].col;
+    d->values[v].node = d->nnodes;
+    c->p->dfrom[d->nnodes] = c->cur;
+    d->nnodes++;
+    return v;
+}
+
+#define EMIT(c, op, t, ...) \
+    emit(c, op, t, (int)(sizeof((cc_arg[]){__VA_ARGS__}) / sizeof(cc_arg)), (cc_arg[]){__VA_ARGS__})
+
+static cc_arg A_val(int v)
+{
+    cc_arg a = {.kind = CC_ARG_VALUE, .value = v};
+    return a;
+}
+
+static cc_arg A_int(int64_t i)
+{
+    cc_arg a = {.kind = CC_ARG_INT, .i = i};
+    return a;
+}
+
+static cc_arg A_num(double f)
+{
+    cc_arg a = {.kind = CC_ARG_FLOAT, .f = f};
+    return a;
+}
+
+static cc_arg A_bool(int b)
+{
+    cc_arg a = {.kind = CC_ARG_BOOL, .i = b != 0};
+    return a;
+}
+
+static cc_arg A_ints(int n, const int64_t *x)
+{
+    cc_arg a = {.kind = CC_ARG_LIST, .nitems = n};
+    a.items = ir_xalloc((size_t)(n ? n : 1) * sizeof *a.items);
+    for (int i = 0; i < n; i++)
+        a.items[i] = A_int(x[i]);
+    return a;
+}
+
+static cc_arg A_vals(int n, const int *x)
+{
+    cc_arg a = {.kind = CC_ARG_LIST, .nitems = n};
+    a.items = ir_xalloc((size_t)(n ? n : 1) * sizeof *a.items);
+    for (int i = 0; i < n; i++)
+        a.items[i] = A_val(x[i]);
+    return a;
+}
+
+static cc_arg A_kw(const char *key, cc_arg a)
+{
+    a.key = ir_xstrdup(key);
+    return a;
+}
+
+static cc_arg A_dtype(cc_dtype dt)
+{
+    cc_arg a = {.kind = CC_ARG_DTYPE, .i = dt};
+    return a;
+}
+
+/* A copy of a source argument, its values mapped into the core graph. */
+static cc_arg arg_copy(dctx *c, const cc_arg *s)
+{
+    cc_arg a = *s;
+    a.key = s->key ? ir_xstrdup(s->key) : NULL;
+    a.s = s->s ? ir_xstrdup(s->s) : NULL;
+    if (s->kind == CC_ARG_VALUE) {
+        a.value = c->vmap[s->value];
+        if (a.value < 0)
+            fail(c, "uses the tuple %%%s as a tensor", c->g->values[s->value].name);
+    }
+    if (s->nitems) {
+        a.items = ir_xalloc((size_t)s->nitems * sizeof *a.items);
+        for (int i = 0; i < s->nitems; i++)
+            a.items[i] = arg_copy(c, &s->items[i]);
+    }
+    return a;
+}
+
+/* ---- Reading the source node's arguments ---- */
+
+static cc_ttype T(dctx *c, int v)
+{
+    return c->d->values[v].type;
+}
+
+/* Tensor argument (required): its value in the core graph. */
+static int val(dctx *c, const cc_node *n, int pos, const char *key)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    if (!a || a->kind != CC_ARG_VALUE)
+        fail(c, "argument %s must be a tensor", key);
+    int v = c->vmap[a->value];
+    if (v < 0)
+        fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
+    return v;
+}
+
+/* Optional tensor argument: -1 when absent or None. */
+static int opt_val(dctx *c, const cc_node *n, int pos, const char *key)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    if (!a || a->kind == CC_ARG_NONE)
+        return -1;
+    return val(c, n, pos, key);
+}
+
+static int is_number(const cc_arg *a)
+{
+    return a && (a->kind == CC_ARG_INT || a->kind == CC_ARG_FLOAT || a->kind == CC_ARG_BOOL);
+}
+
+static double num(dctx *c, const cc_node *n, int pos, const char *key, double dflt)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    if (!a || a->kind == CC_ARG_NONE)
+        return dflt;
+    if (!is_number(a))
+        fail(c, "argument %s must be a number", key);
+    return a->kind == CC_ARG_FLOAT ? a->f : (double)a->i;
+}
+
+/* A list of ints (or a single int) into out; -1 when absent or None. */
+static int ints(dctx *c, const cc_node *n, int pos, const char *key, int64_t *out)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    if (!a || a->kind == CC_ARG_NONE)
+        return -1;
+    if (a->kind == CC_ARG_INT) {
+        out[0] = a->i;
+        return 1;
+    }
+    if (a->kind != CC_ARG_LIST || a->nitems > CC_MAX_RANK)
+        fail(c, "argument %s must be a list of at most %d ints", key, CC_MAX_RANK);
+    for (int i = 0; i < a->nitems; i++) {
+        if (a->items[i].kind != CC_ARG_INT)
+            fail(c, "argument %s must be a list of ints", key);
+        out[i] = a->items[i].i;
+    }
+    return a->nitems;
+}
+
+static int dtype_arg(dctx *c, const cc_node *n, int pos, const char *key)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    if (!a || a->kind == CC_ARG_NONE)
+        return -1;
+    if (a->kind != CC_ARG_DTYPE)
+        fail(c, "argument %s must be a dtype", key);
+    return (int)a->i;
+}
+
+static int normdim(dctx *c, int64_t d, int rank)
+{
+    int r = rank ? rank : 1;
+    if (d < -r || d >= r)
+        fail(c, "dimension %lld is out of range for rank %d", (long long)d, rank);
+    return (int)(d < 0 ? d + r : d);
+}
+
+static int64_t numel(const cc_ttype *t)
+{
+    return cc_ttype_numel(t);
+}
+
+/* ---- Emitting core ops, with their result types ---- */
+
+static int is_float(cc_dtype dt)
+{
+    return ir_dtype_is_float(dt);
+}
+
+static int bin(dctx *c, const char *op, int a, int b)
+{
+    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    if (ir_broadcast(&ta, &tb, &t))
+        fail(c, "operand shapes do not broadcast");
+    cc_dtype dt[2] = {ta.dtype, tb.dtype};
+    int cls[2] = {ta.rank ? 0 : 1, tb.rank ? 0 : 1};
+    t.dtype = ir_promote(2, dt, cls);
+    if (strstr(op, ".div.") && !is_float(t.dtype))
+        t.dtype = CC_F32;
+    return EMIT(c, op, t, A_val(a), A_val(b));
+}
+
+static int bins(dctx *c, const char *op, int a, double s)
+{
+    cc_ttype t = T(c, a);
+    cc_dtype dt[2] = {t.dtype, CC_F64};
+    int cls[2] = {t.rank ? 0 : 1, 2};
+    t.dtype = ir_promote(2, dt, cls);
+    return EMIT(c, op, t, A_val(a), A_num(s));
+}
+
+static int un(dctx *c, const char *op, int a)
+{
+    cc_ttype t = T(c, a);
+    if (!is_float(t.dtype))
+        t.dtype = CC_F32;
+    return EMIT(c, op, t, A_val(a));
+}
+
+/* sum / amax over dims (nd >= 0), kept as extent 1 or dropped. */
+static int red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int keepdim)
+{
+    cc_ttype ta = T(c, a), t = ta;
+    int reduced[CC_MAX_RANK] = {0};
+    int64_t nds[CC_MAX_RANK];
+    for (int i = 0; i < nd; i++) {
+        nds[i] = normdim(c, dims[i], ta.rank);
+        reduced[nds[i]] = 1;
+    }
+    t.rank = 0;
+    for (int d = 0; d < ta.rank; d++) {
+        if (!reduced[d] && nd)
+            t.shape[t.rank++] = ta.shape[d];
+        else if (keepdim)
+            t.shape[t.rank++] = 1;
+    }
+    if (strstr(op, ".sum.") && !is_float(t.dtype))
+        t.dtype = CC_I64;
+    return EMIT(c, op, t, A_val(a), A_ints(nd, nds), A_bool(keepdim));
+}
+
+static int reshape(dctx *c, int a, int rank, const int64_t *shape)
+{
+    cc_ttype t = T(c, a);
+    t.rank = rank;
+    memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
+    if (numel(&t) != numel(&c->d->values[a].type))
+        fail(c, "cannot reshape %lld elements to %lld", (long long)numel(&c->d->values[a].type),
+             (long long)numel(&t));
+    return EMIT(c, "aten.reshape.default", t, A_val(a), A_ints(rank, shape));
+}
+
+static int transpose(dctx *c, int a, int64_t d0, int64_t d1)
+{
+    cc_ttype t = T(c, a);
+    int i = normdim(c, d0, t.rank), j = normdim(c, d1, t.rank);
+    int64_t s = t.shape[i];
+    t.shape[i] = t.shape[j];
+    t.shape[j] = s;
+    return EMIT(c, "aten.transpose.int", t, A_val(a), A_int(d0), A_int(d1));
+}
+
+static int unsqueeze(dctx *c, int a, int64_t dim)
+{
+    cc_ttype t = T(c, a);
+    if (t.rank >= CC_MAX_RANK)
+        fail(c, "more than %d dimensions", CC_MAX_RANK);
+    int d = normdim(c, dim, t.rank + 1);
+    memmove(&t.shape[d + 1], &t.shape[d], (size_t)(t.rank - d) * sizeof *t.shape);
+    t.shape[d] = 1;
+    t.rank++;
+    return EMIT(c, "aten.unsqueeze.default", t, A_val(a), A_int(d));
+}
+
+static int expand(dctx *c, int a, int rank, const int64_t *shape)
+{
+    cc_ttype t = T(c, a);
+    t.rank = rank;
+    memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
+    return EMIT(c, "aten.expand.default", t, A_val(a), A_ints(rank, shape));
+}
+
+static int slice(dctx *c, int a, int dim, int64_t start, int64_t end, int64_t step)
+{
+    cc_ttype t = T(c, a);
+    t.shape[dim] = (end - start + step - 1) / step;
+    return EMIT(c, "aten.slice.Tensor", t, A_val(a), A_int(dim), A_int(start), A_int(end), A_int(step));
+}
+
+static int select(dctx *c, int a, int dim, int64_t i)
+{
+    cc_ttype t = T(c, a);
+    memmove(&t.shape[dim], &t.shape[dim + 1], (size_t)(t.rank - dim - 1) * sizeof *t.shape);
+    t.rank--;
+    return EMIT(c, "aten.select.int", t, A_val(a), A_int(dim), A_int(i));
+}
+
+static int full(dctx *c, int rank, const int64_t *shape, double v, cc_dtype dt)
+{
+    cc_ttype t = {.dtype = dt, .rank = rank};
+    memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
+    return EMIT(c, "aten.full.default", t, A_ints(rank, shape), A_num(v), A_kw("dtype", A_dtype(dt)));
+}
+
+static int cast(dctx *c, int a, cc_dtype dt)
+{
+    cc_ttype t = T(c, a);
+    if (t.dtype == dt)
+        return a;
+    t.dtype = dt;
+    return EMIT(c, "aten._to_copy.default", t, A_val(a), A_kw("dtype", A_dtype(dt)));
+}
+
+/* Matrix product of a (.., M, K) and b (.., K, N), batch dims broadcast. */
+static int matmul(dctx *c, const char *op, int a, int b)
+{
+    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    if (ta.rank < 2 || tb.rank < 2 || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 2])
+        fail(c, "matrix shapes do not agree");
+    cc_ttype ba = ta, bb = tb;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    if (ir_broadcast(&ba, &bb, &t))
+        fail(c, "batch dimensions do not broadcast");
+    t.shape[t.rank++] = ta.shape[ta.rank - 2];
+    t.shape[t.rank++] = tb.shape[tb.rank - 1];
+    t.dtype = ta.dtype;
+    return EMIT(c, op, t, A_val(a), A_val(b));
+}
+
+static int where(dctx *c, int cond, int a, int b)
+{
+    cc_ttype ta = T(c, a), tb = T(c, b), tc = T(c, cond), t, t2;
+    if (ir_broadcast(&ta, &tb, &t) || ir_broadcast(&t, &tc, &t2))
+        fail(c, "operand shapes do not broadcast");
+    cc_dtype dt[2] = {ta.dtype, tb.dtype};
+    int cls[2] = {ta.rank ? 0 : 1, tb.rank ? 0 : 1};
+    t2.dtype = ir_promote(2, dt, cls);
+    return EMIT(c, "aten.where.self", t2, A_val(cond), A_val(a), A_val(b));
+}
+
+/* where(cond, a, s) (scalar_first: where(cond, s, a)) with a scalar s */
+static int where_s(dctx *c, int cond, int a, double s, int scalar_first)
+{
+    cc_ttype ta = T(c, a), tc = T(c, cond), t;
+    if (ir_broadcast(&ta, &tc, &t))
+        fail(c, "operand shapes do not broadcast");
+    t.dtype = ta.dtype;
+    if (scalar_first)
+        return EMIT(c, "aten.where.ScalarSelf", t, A_val(cond), A_num(s), A_val(a));
+    return EMIT(c, "aten.where.ScalarOther", t, A_val(cond), A_val(a), A_num(s));
+}
+
+/* ---- Shared pieces of rules ---- */
+
+static int softmax(dctx *c, int x, int64_t dim, int logsoft)
+{
+    int64_t d = normdim(c, dim, T(c, x).rank);
+    int m = red(c, "aten.amax.default", x, 1, &d, 1);
+    int sh = bin(c, "aten.sub.Tensor", x, m);
+    int e = un(c, "aten.exp.default", sh);
+    int s = red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
+    if (logsoft)
+        return bin(c, "aten.sub.Tensor", sh, un(c, "aten.log.default", s));
+    return bin(c, "aten.div.Tensor", e, s);
+}
+
+/* The dims a reduction argument names (all when nd < 0 or 0), normalised;
+ * returns the count, and the number of elements reduced in *count. */
+static int red_dims(dctx *c, int x, int nd, const int64_t *in, int64_t *dims, int64_t *count)
+{
+    cc_ttype t = T(c, x);
+    *count = 1;
+    if (nd <= 0) {
+        for (int d = 0; d < t.rank; d++)
+            dims[d] = d;
+        nd = t.rank;
+    } else {
+        for (int i = 0; i < nd; i++)
+            dims[i] = normdim(c, in[i], t.rank);
+    }
+    for (int i = 0; i < nd; i++)
+        *count *= t.shape[dims[i]];
+    return nd;
+}
+
+/* mean over dims, kept as extent 1 or not */
+static int mean(dctx *c, int x, int nd, const int64_t *dims, int keepdim, int64_t count)
+{
+    int s = red(c, "aten.sum.dim_IntList", x, nd, dims, keepdim);
+    return bins(c, "aten.div.Tensor", s, (double)count);
+}
+
+/* var over dims with a correction; also its mean (kept dims) in *meanv */
+static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, double corr, int keepdim,
+                    int *meanv)
+{
+    int m = mean(c, x, nd, dims, 1, count);
+    int xc = bin(c, "aten.sub.Tensor", x, m);
+    int sq = bin(c, "aten.mul.Tensor", xc, xc);
+    int s = red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
+    if (meanv)
+        *meanv = m;
+    return bins(c, "aten.div.Tensor", s, (double)count - corr);
+}
+
+static void var_args(dctx *c, const cc_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
+                     int *keepdim)
+{
+    int64_t in[CC_MAX_RANK];
+    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
+    int k = -1;
+    *corr = 1;
+    if (a1 && a1->kind == CC_ARG_BOOL) { /* var.default(self, unbiased) */
+        *corr = a1->i ? 1 : 0;
+    } else {
+        k = ints(c, n, 1, "dim", in);
+        const cc_arg *u = cc_node_arg(n, 2, "unbiased");
+        if (u && u->kind == CC_ARG_BOOL)
+            *corr = u->i ? 1 : 0;
+        *corr = num(c, n, 99, "correction", *corr);
+    }
+    const cc_arg *kd = cc_node_arg(n, 3, "keepdim");
+    *keepdim = kd && kd->kind == CC_ARG_BOOL ? (int)kd->i : 0;
+    *nd = red_dims(c, x, k, in, dims, count);
+}
+
+static void layer_norm(dctx *c, const cc_node *n, int res[3])
+{
+    int x = val(c, n, 0, "input");
+    int64_t ns[CC_MAX_RANK];
+    int nn = ints(c, n, 1, "normalized_shape", ns);
+    int w = opt_val(c, n, 2, "weight"), b = opt_val(c, n, 3, "bias");
+    double eps = num(c, n, 4, "eps", 1e-5);
+    cc_ttype t = T(c, x);
+    if (nn < 1 || nn > t.rank)
+        fail(c, "normalized_shape must name 1 to %d trailing dimensions", t.rank);
+    int64_t dims[CC_MAX_RANK], count = 1;
+    for (int i = 0; i < nn; i++) {
+        dims[i] = t.rank - nn + i;
+        if (t.shape[dims[i]] != ns[i])
+            fail(c, "normalized_shape does not match the input's trailing dimensions");
+        count *= ns[i];
+    }
+    int m = mean(c, x, nn, dims, 1, count);
+    int xc = bin(c, "aten.sub.Tensor", x, m);
+    int var = mean(c, bin(c, "aten.mul.Tensor", xc, xc), nn, dims, 1, count);
+    int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", var, eps));
+    int y = bin(c, "aten.mul.Tensor", xc, rstd);
+    if (w >= 0)
+        y = bin(c, "aten.mul.Tensor", y, w);
+    if (b >= 0)
+        y = bin(c, "aten.add.Tensor", y, b);
+    res[0] = y;
+    res[1] = m;
+    res[2] = rstd;
+}
+
+/* The fill value of a factory op as a double, and its default dtype. */
+static double fill_value(dctx *c, const cc_node *n, int pos, cc_dtype *dt)
+{
+    const cc_arg *a = cc_node_arg(n, pos, "fill_value");
+    if (!is_number(a))
+        fail(c, "argument fill_value must be a number");
+    *dt = a->kind == CC_ARG_FLOAT ? CC_F32 : a->kind == CC_ARG_BOOL ? CC_BOOL : CC_I64;
+    return a->kind == CC_ARG_FLOAT ? a->f : (double)a->i;
+}
+
+/* ---- Rules: each returns its number of results (0: keep the node as a
+ * core op) with the results in out[] ---- */
+
+typedef int (*rule_fn)(dctx *c, const cc_node *n, int *out);
+
+static int r_identity(dctx *c, const cc_node *n, int *out)
+{
+    out[0] = val(c, n, 0, "self");
+    return 1;
+}
+
+static int r_to_copy(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int dt = dtype_arg(c, n, 99, "dtype");
+    if (dt >= 0 && dt != (int)T(c, x).dtype)
+        return 0;
+    out[0] = x;
+    return 1;
+}
+
+/* to(x, [device,] dtype, ...): its dtype argument, wherever it is */
+static int r_to_dtype(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), dt = -1;
+    for (int i = 0; i < n->nargs; i++)
+        if (n->args[i].kind == CC_ARG_DTYPE)
+            dt = (int)n->args[i].i;
+    out[0] = dt < 0 ? x : cast(c, x, (cc_dtype)dt);
+    return 1;
+}
+
+static int r_type_as(dctx *c, const cc_node *n, int *out)
+{
+    out[0] = cast(c, val(c, n, 0, "self"), T(c, val(c, n, 1, "other")).dtype);
+    return 1;
+}
+
+static void no_dropout(dctx *c, const cc_node *n)
+{
+    double pr = num(c, n, 1, "p", 0);
+    const cc_arg *tr = cc_node_arg(n, 2, "train");
+    int train = tr && tr->kind == CC_ARG_BOOL ? (int)tr->i : 1;
+    if (pr > 0 && train)
+        fail(c, "the compiler does not lower dropout with p > 0 in training mode");
+}
+
+static int r_dropout(dctx *c, const cc_node *n, int *out)
+{
+    no_dropout(c, n);
+    out[0] = val(c, n, 0, "input");
+    return 1;
+}
+
+static int r_native_dropout(dctx *c, const cc_node *n, int *out)
+{
+    no_dropout(c, n);
+    out[0] = val(c, n, 0, "input");
+    cc_ttype t = T(c, out[0]);
+    out[1] = full(c, t.rank, t.shape, 1, CC_BOOL);
+    return 2;
+}
+
+static int r_native_layer_norm(dctx *c, const cc_node *n, int *out)
+{
+    layer_norm(c, n, out);
+    return 3;
+}
+
+static int r_layer_norm(dctx *c, const cc_node *n, int *out)
+{
+    int res[3];
+    layer_norm(c, n, res);
+    out[0] = res[0];
+    return 1;
+}
+
+static int r_softmax(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int64_t dim = (int64_t)num(c, n, 1, "dim", -1);
+    if (n->base[0] == '_') { /* _softmax(x, dim, half_to_float) */
+        const cc_arg *h = cc_node_arg(n, 2, "half_to_float");
+        if (h && h->kind == CC_ARG_BOOL && h->i)
+            x = cast(c, x, CC_F32);
+    } else { /* softmax(x, dim, dtype) */
+        int dt = dtype_arg(c, n, 2, "dtype");
+        if (dt >= 0)
+            x = cast(c, x, (cc_dtype)dt);
+    }
+    out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL);
+    return 1;
+}
+
+static int r_gelu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    const cc_arg *ap = cc_node_arg(n, 1, "approximate");
+    int tanh_form = ap && ap->kind == CC_ARG_STR && !strcmp(ap->s, "tanh");
+    if (ap && !(ap->kind == CC_ARG_STR && (!strcmp(ap->s, "tanh") || !strcmp(ap->s, "none"))))
+        fail(c, "approximate must be \"none\" or \"tanh\"");
+    int half = bins(c, "aten.mul.Tensor", x, 0.5);
+    int inner;
+    if (tanh_form) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+        int x3 = bin(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", x, x), x);
+        int s = bin(c, "aten.add.Tensor", x, bins(c, "aten.mul.Tensor", x3, 0.044715));
+        inner = un(c, "aten.tanh.default", bins(c, "aten.mul.Tensor", s, 0.7978845608028654));
+    } else { /* 0.5 x (1 + erf(x / sqrt(2))) */
+        inner = un(c, "aten.erf.default", bins(c, "aten.mul.Tensor", x, 0.7071067811865476));
+    }
+    out[0] = bin(c, "aten.mul.Tensor", half, bins(c, "aten.add.Tensor", inner, 1.0));
+    return 1;
+}
+
+static int r_silu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.sigmoid.default", x));
+    return 1;
+}
+
+static int r_square(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.mul.Tensor", x, x);
+    return 1;
+}
+
+/* bias * beta + product * alpha */
+static int add_scaled(dctx *c, const cc_node *n, int bias, int prod)
+{
+    double beta = num(c, n, 99, "beta", 1), alpha = num(c, n, 99, "alpha", 1);
+    if (alpha != 1)
+        prod = bins(c, "aten.mul.Tensor", prod, alpha);
+    if (beta == 0)
+        return prod;
+    if (beta != 1)
+        bias = bins(c, "aten.mul.Tensor", bias, beta);
+    return bin(c, "aten.add.Tensor", prod, bias);
+}
+
+static int r_addmm(dctx *c, const cc_node *n, int *out)
+{
+    int bias = val(c, n, 0, "self");
+    int p = matmul(c, "aten.mm.default", val(c, n, 1, "mat1"), val(c, n, 2, "mat2"));
+    out[0] = add_scaled(c, n, bias, p);
+    return 1;
+}
+
+static int r_baddbmm(dctx *c, const cc_node *n, int *out)
+{
+    int bias = val(c, n, 0, "self");
+    int p = matmul(c, "aten.bmm.default", val(c, n, 1, "batch1"), val(c, n, 2, "batch2"));
+    out[0] = add_scaled(c, n, bias, p);
+    return 1;
+}
+
+static int r_linear(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "input"), w = val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
+    cc_ttype tx = T(c, x), tw = T(c, w);
+    if (tw.rank != 2 || tx.rank < 1)
+        fail(c, "weight must be 2-D");
+    cc_ttype twt = tw;
+    twt.shape[0] = tw.shape[1];
+    twt.shape[1] = tw.shape[0];
+    int wt = EMIT(c, "aten.t.default", twt, A_val(w));
+    int64_t k = tx.shape[tx.rank - 1], rows = numel(&tx) / (k ? k : 1);
+    int x2 = tx.rank == 2 ? x : reshape(c, x, 2, (int64_t[]){rows, k});
+    int y = matmul(c, "aten.mm.default", x2, wt);
+    if (b >= 0)
+        y = bin(c, "aten.add.Tensor", y, b);
+    if (tx.rank != 2) {
+        cc_ttype ty = tx;
+        ty.shape[ty.rank - 1] = tw.shape[0];
+        y = reshape(c, y, ty.rank, ty.shape);
+    }
+    out[0] = y;
+    return 1;
+}
+
+/* add / sub with alpha != 1: the other operand scaled first */
+static int r_add_alpha(dctx *c, const cc_node *n, int *out)
+{
+    double alpha = num(c, n, 99, "alpha", 1);
+    if (alpha == 1)
+        return 0;
+    int x = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    char op[64];
+    snprintf(op, sizeof op, "aten.%s.Tensor", n->base);
+    if (is_number(o))
+        out[0] = bins(c, op, x, alpha * (o->kind == CC_ARG_FLOAT ? o->f : (double)o->i));
+    else
+        out[0] = bin(c, op, x, bins(c, "aten.mul.Tensor", val(c, n, 1, "other"), alpha));
+    return 1;
+}
+
+static int r_rsub(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double alpha = num(c, n, 2, "alpha", 1);
+    if (alpha != 1)
+        x = bins(c, "aten.mul.Tensor", x, alpha);
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    if (is_number(o))
+        out[0] = bins(c, "aten.add.Tensor", un(c, "aten.neg.default", x), o->kind == CC_ARG_FLOAT ? o->f : (double)o->i);
+    else
+        out[0] = bin(c, "aten.sub.Tensor", val(c, n, 1, "other"), x);
+    return 1;
+}
+
+static int r_clamp(dctx *c, const cc_node *n, int *out)
+{
+    int y = val(c, n, 0, "self");
+    const char *which[2] = {"min", "max"};
+    for (int i = 0; i < 2; i++) {
+        const cc_arg *a = cc_node_arg(n, 1 + i, which[i]);
+        if (!a || a->kind == CC_ARG_NONE)
+            continue;
+        char op[64];
+        snprintf(op, sizeof op, "aten.clamp_%s.%s", which[i], a->kind == CC_ARG_VALUE ? "Tensor" : "default");
+        if (a->kind == CC_ARG_VALUE)
+            y = bin(c, op, y, val(c, n, 1 + i, which[i]));
+        else
+            y = bins(c, op, y, num(c, n, 1 + i, which[i], 0));
+    }
+    out[0] = y;
+    return 1;
+}
+
+static int r_masked_fill(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), mask = val(c, n, 1, "mask");
+    const cc_arg *v = cc_node_arg(n, 2, "value");
+    cc_dtype dt = T(c, x).dtype;
+    int y;
+    if (v && v->kind == CC_ARG_VALUE)
+        y = where(c, mask, cast(c, val(c, n, 2, "value"), dt), x);
+    else
+        y = where_s(c, mask, x, num(c, n, 2, "value", 0), 1);
+    out[0] = cast(c, y, dt);
+    return 1;
+}
+
+static int r_mean(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int dt = dtype_arg(c, n, 99, "dtype");
+    if (dt >= 0)
+        x = cast(c, x, (cc_dtype)dt);
+    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
+    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
+    int k = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
+    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+    int nd = red_dims(c, x, k, in, dims, &count);
+    out[0] = mean(c, x, nd, dims, kd && kd->kind == CC_ARG_BOOL && kd->i, count);
+    return 1;
+}
+
+static int r_var(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), nd, keepdim;
+    int64_t dims[CC_MAX_RANK], count;
+    double corr;
+    var_args(c, n, x, dims, &nd, &count, &corr, &keepdim);
+    int m;
+    out[0] = variance(c, x, nd, dims, count, corr, keepdim, &m);
+    if (!strcmp(n->base, "std"))
+        out[0] = un(c, "aten.sqrt.default", out[0]);
+    if (strcmp(n->base, "var_mean"))
+        return 1;
+    out[1] = keepdim ? m : mean(c, x, nd, dims, 0, count);
+    return 2;
+}
+
+static int r_split(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    int dim = normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank);
+    int64_t size = t.shape[dim], sizes[256];
+    int k = 0;
+    if (!strcmp(n->base, "split_with_sizes")) {
+        const cc_arg *a = cc_node_arg(n, 1, "split_sizes");
+        if (!a || a->kind != CC_ARG_LIST || a->nitems > 256)
+            fail(c, "argument split_sizes must be a list of ints");
+        for (; k < a->nitems; k++)
+            sizes[k] = a->items[k].i;
+    } else {
+        int64_t each = (int64_t)num(c, n, 1, "split_size", 0);
+        if (!strcmp(n->base, "chunk")) /* chunks -> size of each */
+            each = each > 0 ? (size + each - 1) / each : 0;
+        if (each <= 0)
+            fail(c, "the split size must be positive");
+        for (int64_t at = 0; at < size || (size == 0 && k == 0); at += each) {
+            if (k == 256)
+                fail(c, "more than 256 pieces");
+            sizes[k++] = each < size - at ? each : size - at;
+        }
+    }
+    int64_t at = 0;
+    for (int i = 0; i < k; i++) {
+        out[i] = slice(c, x, dim, at, at + sizes[i], 1);
+        at += sizes[i];
+    }
+    if (at != size)
+        fail(c, "split sizes add up to %lld, not %lld", (long long)at, (long long)size);
+    return k;
+}
+
+static int r_unbind(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    int dim = normdim(c, (int64_t)num(c, n, 1, "dim", 0), t.rank);
+    if (t.shape[dim] > 256)
+        fail(c, "more than 256 pieces");
+    for (int64_t i = 0; i < t.shape[dim]; i++)
+        out[i] = select(c, x, dim, i);
+    return (int)t.shape[dim];
+}
+
+static int r_stack(dctx *c, const cc_node *n, int *out)
+{
+    const cc_arg *a = cc_node_arg(n, 0, "tensors");
+    if (!a || a->kind != CC_ARG_LIST || !a->nitems || a->nitems > 256)
+        fail(c, "argument tensors must be a list of tensors");
+    int v[256];
+    int64_t dim = (int64_t)num(c, n, 1, "dim", 0);
+    for (int i = 0; i < a->nitems; i++) {
+        if (a->items[i].kind != CC_ARG_VALUE || c->vmap[a->items[i].value] < 0)
+            fail(c, "argument tensors must be a list of tensors");
+        v[i] = unsqueeze(c, c->vmap[a->items[i].value], dim);
+    }
+    cc_ttype t = T(c, v[0]);
+    int d = normdim(c, dim, t.rank);
+    t.shape[d] = a->nitems;
+    out[0] = EMIT(c, "aten.cat.default", t, A_vals(a->nitems, v), A_int(d));
+    return 1;
+}
+
+/* fill(x, value): full(x's shape, value) in x's dtype */
+static int r_fill(dctx *c, const cc_node *n, int *out)
+{
+    cc_ttype t = T(c, val(c, n, 0, "self"));
+    const cc_arg *v = cc_node_arg(n, 1, "value");
+    if (!is_number(v))
+        fail(c, "the compiler lowers fill only with a number");
+    out[0] = full(c, t.rank, t.shape, v->kind == CC_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
+    return 1;
+}
+
+/* A factory: full(shape, value) with shape and dtype from the arguments. */
+static int r_factory(dctx *c, const cc_node *n, int *out)
+{
+    const char *b = n->base;
+    int like = strstr(b, "_like") != NULL, newop = !strncmp(b, "new_", 4);
+    int src = like || newop ? val(c, n, 0, "self") : -1;
+    int64_t shape[CC_MAX_RANK];
+    int rank;
+    if (like) {
+        cc_ttype t = T(c, src);
+        rank = t.rank;
+        memcpy(shape, t.shape, sizeof shape);
+    } else {
+        rank = ints(c, n, newop ? 1 : 0, "size", shape);
+        if (rank < 0)
+            fail(c, "argument size must be a list of ints");
+    }
+    cc_dtype dt = src >= 0 ? T(c, src).dtype : CC_F32;
+    double v = strstr(b, "ones") ? 1 : 0;
+    if (strstr(b, "full")) {
+        cc_dtype vdt;
+        v = fill_value(c, n, like ? 1 : 2, &vdt);
+        if (src < 0)
+            dt = vdt;
+    }
+    int d = dtype_arg(c, n, 99, "dtype");
+    out[0] = full(c, rank, shape, v, d >= 0 ? (cc_dtype)d : dt);
+    return 1;
+}
+
+static int r_view_like(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    int64_t shape[CC_MAX_RANK];
+    int rank;
+    if (!strcmp(n->base, "_reshape_alias")) {
+        rank = ints(c, n, 1, "size", shape);
+    } else if (!strcmp(n->base, "flatten")) {
+        int s = normdim(c, (int64_t)num(c, n, 1, "start_dim", 0), t.rank);
+        int e = normdim(c, (int64_t)num(c, n, 2, "end_dim", -1), t.rank);
+        rank = 0;
+        for (int d = 0; d < t.rank; d++) {
+            if (d > s && d <= e)
+                shape[rank - 1] *= t.shape[d];
+            else
+                shape[rank++] = t.shape[d];
+        }
+    } else if (!strcmp(n->base, "unflatten")) {
+        int dim = normdim(c, (int64_t)num(c, n, 1, "dim", 0), t.rank);
+        int64_t sz[CC_MAX_RANK];
+        int k = ints(c, n, 2, "sizes", sz);
+        if (k < 1 || t.rank - 1 + k > CC_MAX_RANK)
+            fail(c, "argument sizes must be a list of ints");
+        int64_t known = 1;
+        int infer = -1;
+        for (int i = 0; i < k; i++) {
+            if (sz[i] == -1)
+                infer = i;
+            else
+                known *= sz[i];
+        }
+        if (infer >= 0)
+            sz[infer] = known ? t.shape[dim] / known : 0;
+        rank = 0;
+        for (int d = 0; d < t.rank; d++) {
+            if (d == dim)
+                for (int i = 0; i < k; i++)
+                    shape[rank++] = sz[i];
+            else
+                shape[rank++] = t.shape[d];
+        }
+    } else { /* view_as, reshape_as, expand_as */
+        cc_ttype o = T(c, val(c, n, 1, "other"));
+        if (!strcmp(n->base, "expand_as")) {
+            out[0] = expand(c, x, o.rank, o.shape);
+            return 1;
+        }
+        rank = o.rank;
+        memcpy(shape, o.shape, sizeof shape);
+    }
+    if (rank < 0)
+        fail(c, "argument size must be a list of ints");
+    out[0] = reshape(c, x, rank, shape);
+    return 1;
+}
+
+/* repeat_interleave(x, repeats, dim): x[.., j, ..] repeated r times in place:
+ * unsqueeze after dim, expand it to r, merge. */
+static int r_repeat_interleave(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    const cc_arg *r = cc_node_arg(n, 1, "repeats");
+    if (!r || r->kind != CC_ARG_INT)
+        fail(c, "the compiler lowers repeat_interleave only with an int number of repeats");
+    const cc_arg *da = cc_node_arg(n, 2, "dim");
+    cc_ttype t = T(c, x);
+    if (!da || da->kind == CC_ARG_NONE) {
+        int64_t all = numel(&t);
+        x = reshape(c, x, 1, &all);
+        t = T(c, x);
+    }
+    int dim = da && da->kind != CC_ARG_NONE ? normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank) : 0;
+    int u = unsqueeze(c, x, dim + 1);
+    cc_ttype tu = T(c, u);
+    tu.shape[dim + 1] = r->i;
+    int e = expand(c, u, tu.rank, tu.shape);
+    t.shape[dim] *= r->i;
+    out[0] = reshape(c, e, t.rank, t.shape);
+    return 1;
+}
+
+/* repeat(x, sizes): tile; x as [1, s0, 1, s1, ..] expanded to [r0, s0, r1, s1, ..] */
+static int r_repeat(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int64_t rep[CC_MAX_RANK];
+    int k = ints(c, n, 1, "repeats", rep);
+    cc_ttype t = T(c, x);
+    if (k < t.rank || 2 * k > CC_MAX_RANK)
+        fail(c, "the compiler lowers repeat of at most %d dimensions", CC_MAX_RANK / 2);
+    int64_t inter[CC_MAX_RANK], big[CC_MAX_RANK], res[CC_MAX_RANK];
+    for (int d = 0; d < k; d++) {
+        int sd = d - (k - t.rank);
+        int64_t s = sd >= 0 ? t.shape[sd] : 1;
+        inter[2 * d] = 1;
+        inter[2 * d + 1] = s;
+        big[2 * d] = rep[d];
+        big[2 * d + 1] = s;
+        res[d] = rep[d] * s;
+    }
+    int v = reshape(c, x, 2 * k, inter);
+    v = expand(c, v, 2 * k, big);
+    out[0] = reshape(c, v, k, res);
+    return 1;
+}
+
+/* scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale) */
+static int r_sdpa(dctx *c, const cc_node *n, int *out)
+{
+    int q = val(c, n, 0, "query"), k = val(c, n, 1, "key"), v = val(c, n, 2, "value");
+    int mask = opt_val(c, n, 3, "attn_mask");
+    if (num(c, n, 4, "dropout_p", 0) != 0)
+        fail(c, "the compiler does not lower attention dropout");
+    const cc_arg *ca = cc_node_arg(n, 5, "is_causal");
+    cc_ttype tq = T(c, q), tk = T(c, k);
+    double scale = num(c, n, 6, "scale", 1.0 / sqrt((double)tq.shape[tq.rank - 1]));
+    int s = matmul(c, "aten.matmul.default", q, transpose(c, k, -2, -1));
+    s = bins(c, "aten.mul.Tensor", s, scale);
+    if (ca && ca->kind == CC_ARG_BOOL && ca->i) {
+        int64_t ls[2] = {tq.shape[tq.rank - 2], tk.shape[tk.rank - 2]};
+        int ones = full(c, 2, ls, 1, CC_BOOL);
+        cc_ttype tt = T(c, ones);
+        int tril = EMIT(c, "aten.tril.default", tt, A_val(ones), A_int(0));
+        s = where_s(c, tril, s, -INFINITY, 0);
+    }
+    if (mask >= 0)
+        s = T(c, mask).dtype == CC_BOOL ? where_s(c, mask, s, -INFINITY, 0) : bin(c, "aten.add.Tensor", s, mask);
+    out[0] = matmul(c, "aten.matmul.default", softmax(c, s, -1, 0), v);
+    return 1;
+}
+
+/* ---- The table ---- */
+
+static const struct {
+    const char *op; /* base name: the ATen op without namespace and overload */
+    rule_fn fn;
+    const char *into;
+} rules[] = {
+    {"native_layer_norm", r_native_layer_norm, "(out, mean, rstd): mean = sum/N, xc = x - mean, "
+                                               "rstd = rsqrt(sum(xc*xc)/N + eps), out = xc*rstd*weight + bias"},
+    {"layer_norm", r_layer_norm, "as native_layer_norm, out only"},
+    {"_softmax", r_softmax, "amax, sub, exp, sum, div"},
+    {"softmax", r_softmax, "amax, sub, exp, sum, div (after a cast to dtype)"},
+    {"_log_softmax", r_softmax, "amax, sub, exp, sum, log, sub"},
+    {"log_softmax", r_softmax, "amax, sub, exp, sum, log, sub"},
+    {"gelu", r_gelu, "x*0.5 * (1 + erf(x*0.70710678)); approximate=\"tanh\": "
+                     "x*0.5 * (1 + tanh(0.79788456 * (x + 0.044715*x*x*x)))"},
+    {"silu", r_silu, "x * sigmoid(x)"},
+    {"square", r_square, "x * x"},
+    {"linear", r_linear, "t(weight), mm (inputs of rank > 2 reshaped to 2-D and back), add bias"},
+    {"addmm", r_addmm, "mm, add (bias*beta + product*alpha)"},
+    {"baddbmm", r_baddbmm, "bmm, add (bias*beta + product*alpha)"},
+    {"add", r_add_alpha, "with alpha != 1: add(x, other*alpha)"},
+    {"sub", r_add_alpha, "with alpha != 1: sub(x, other*alpha)"},
+    {"rsub", r_rsub, "other - x*alpha"},
+    {"clamp", r_clamp, "clamp_min, clamp_max"},
+    {"masked_fill", r_masked_fill, "where(mask, value, x)"},
+    {"mean", r_mean, "sum, div"},
+    {"var", r_var, "mean, sub, mul, sum, div by N - correction"},
+    {"std", r_var, "as var, then sqrt"},
+    {"var_mean", r_var, "(var, mean) as var"},
+    {"split", r_split, "slice per piece"},
+    {"split_with_sizes", r_split, "slice per piece"},
+    {"chunk", r_split, "slice per piece"},
+    {"unbind", r_unbind, "select per piece"},
+    {"stack", r_stack, "unsqueeze each, cat"},
+    {"repeat_interleave", r_repeat_interleave, "unsqueeze, expand, reshape (int repeats)"},
+    {"repeat", r_repeat, "reshape, expand, reshape"},
+    {"scaled_dot_product_attention", r_sdpa, "matmul(q, k^T) * scale, mask (add, or where), "
+                                             "softmax, matmul v"},
+    {"clone", r_identity, "identity"},
+    {"contiguous", r_identity, "identity"},
+    {"detach", r_identity, "identity"},
+    {"alias", r_identity, "identity"},
+    {"lift_fresh_copy", r_identity, "identity"},
+    {"_to_copy", r_to_copy, "identity, unless dtype changes (then kept: a cast)"},
+    {"to", r_to_dtype, "_to_copy with dtype (a cast), or identity"},
+    {"type_as", r_type_as, "_to_copy to other's dtype"},
+    {"dropout", r_dropout, "identity (p = 0 or not training)"},
+    {"native_dropout", r_native_dropout, "(x, full(True)) (p = 0 or not training)"},
+    {"_reshape_alias", r_view_like, "reshape"},
+    {"flatten", r_view_like, "reshape"},
+    {"unflatten", r_view_like, "reshape"},
+    {"view_as", r_view_like, "reshape"},
+    {"reshape_as", r_view_like, "reshape"},
+    {"expand_as", r_view_like, "expand"},
+    {"zeros", r_factory, "full(size, 0)"},
+    {"ones", r_factory, "full(size, 1)"},
+    {"empty", r_factory, "full(size, 0)"},
+    {"zeros_like", r_factory, "full(x's shape, 0)"},
+    {"ones_like", r_factory, "full(x's shape, 1)"},
+    {"empty_like", r_factory, "full(x's shape, 0)"},
+    {"full_like", r_factory, "full(x's shape, value)"},
+    {"new_zeros", r_factory, "full(size, 0)"},
+    {"new_ones", r_factory, "full(size, 1)"},
+    {"new_empty", r_factory, "full(size, 0)"},
+    {"new_full", r_factory, "full(size, value)"},
+    {"fill", r_fill, "full(x's shape, value)"},
+};
+
+void cc_decompositions_print(FILE *f)
+{
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        fprintf(f, "%-28s -> %s\n", rules[i].op, rules[i].into);
+}
+
+static rule_fn find_rule(const char *base)
+{
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        if (!strcmp(rules[i].op, base))
+            return rules[i].fn;
+    return NULL;
+}
+
+/* ---- The pass ---- */
+
+static int same_type(const cc_ttype *a, const cc_ttype *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank && !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape);
+}
+
+/* The results of the rule for node n against the types n declares. */
+static void check_results(dctx *c, const cc_node *n, const int *res, int nres)
+{
+    const cc_value *v = &c->g->values[n->out];
+    int want = v->ntuple ? v->ntuple : 1;
+    char dt[256], pt[256];
+    if (nres != want)
+        fail(c, "%%%s is declared with %d results but the op produces %d", v->name, want, nres);
+    for (int i = 0; i < nres; i++) {
+        const cc_ttype *decl = v->ntuple ? &v->tuple[i] : &v->type;
+        cc_ttype got = T(c, res[i]);
+        if (same_type(decl, &got))
+            continue;
+        cc_ttype_str(decl, dt, sizeof dt);
+        cc_ttype_str(&got, pt, sizeof pt);
+        if (v->ntuple)
+            fail(c, "result %d of %%%s is declared %s but the op produces %s", i, v->name, dt, pt);
+        fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
+    }
+}
+
+static void copy_node(dctx *c, const cc_node *n)
+{
+    const cc_value *v = &c->g->values[n->out];
+    if (v->ntuple) { /* every multi-output op we lower has a rule */
+        ir_error(c->p, n->line, "the compiler does not lower %s", n->op);
+        longjmp(c->fail, 1);
+    }
+    cc_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
+    for (int i = 0; i < n->nargs; i++)
+        args[i] = arg_copy(c, &n->args[i]);
+    int out = emit(c, n->op, v->type, n->nargs, args);
+    free(args);
+    free(c->d->values[out].name);
+    c->d->values[out].name = ir_xstrdup(v->name);
+    c->vmap[n->out] = out;
+}
+
+static void getitem(dctx *c, const cc_node *n)
+{
+    const cc_arg *t = cc_node_arg(n, 0, NULL), *i = cc_node_arg(n, 1, NULL);
+    if (!t || t->kind != CC_ARG_VALUE || !i || i->kind != CC_ARG_INT)
+        fail(c, "expected getitem(%%tuple, index)");
+    const cc_value *tv = &c->g->values[t->value];
+    if (!c->tmap[t->value] || i->i < 0 || i->i >= tv->ntuple)
+        fail(c, "%%%s has no element %lld", tv->name, (long long)i->i);
+    int v = c->tmap[t->value][i->i];
+    const cc_value *out = &c->g->values[n->out];
+    if (!same_type(&out->type, &c->d->values[v].type)) {
+        char dt[256], pt[256];
+        cc_ttype_str(&out->type, dt, sizeof dt);
+        cc_ttype_str(&c->d->values[v].type, pt, sizeof pt);
+        fail(c, "%%%s is declared %s but element %lld of %%%s is %s", out->name, dt, (long long)i->i, tv->name, pt);
+    }
+    /* The element takes the name the graph gives it, unless it is a value
+     * of its own (an identity's input). */
+    if (c->d->values[v].kind == CC_VAL_NODE && c->d->values[v].node >= 0 &&
+        c->p->dfrom[c->d->values[v].node] == c->g->values[t->value].node) {
+        free(c->d->values[v].name);
+        c->d->values[v].name = ir_xstrdup(out->name);
+    }
+    c->vmap[n->out] = v;
+}
+
+static void decompose_node(dctx *c, int id)
+{
+    const cc_node *n = &c->g->nodes[id];
+    c->cur = id;
+    c->fresh = c->d->nvalues;
+    if (!strcmp(n->op, "getitem")) {
+        getitem(c, n);
+        return;
+    }
+    rule_fn fn = find_rule(n->base);
+    const cc_value *v = &c->g->values[n->out];
+    int *res = c->res;
+    int nres = fn ? fn(c, n, res) : 0;
+    if (!nres) {
+        copy_node(c, n);
+        return;
+    }
+    check_results(c, n, res, nres);
+    if (v->ntuple) {
+        c->tmap[n->out] = ir_xalloc((size_t)nres * sizeof *res);
+        memcpy(c->tmap[n->out], res, (size_t)nres * sizeof *res);
+        return;
+    }
+    if (res[0] >= c->fresh) { /* the result takes the graph's name */
+        free(c->d->values[res[0]].name);
+        c->d->values[res[0]].name = ir_xstrdup(v->name);
+    }
+    c->vmap[n->out] = res[0];
+}
+
+int ir_decompose(ir_prog *p, const cc_graph *g)
+{
+    dctx *c = ir_xalloc(sizeof *c); /* on the heap: longjmp keeps it intact */
+    c->p = p;
+    c->g = g;
+    c->d = ir_xalloc(sizeof *c->d);
+    p->dg = c->d;
+    c->d->name = ir_xstrdup(g->name ? g->name : "graph");
+    c->d->path = ir_xstrdup(p->path);
+    c->vmap = ir_xalloc((size_t)(g->nvalues + 1) * sizeof *c->vmap);
+    c->tmap = ir_xalloc((size_t)(g->nvalues + 1) * sizeof *c->tmap);
+    c->nres = 256; /* split, unbind: at most 256 pieces */
+    for (int i = 0; i < g->nvalues; i++) {
+        c->vmap[i] = -1;
+        if (g->values[i].ntuple > c->nres)
+            c->nres = g->values[i].ntuple;
+    }
+    c->res = ir_xalloc((size_t)c->nres * sizeof *c->res);
+    volatile int rc = 0;
+    if (setjmp(c->fail)) {
+        rc = -1;
+        goto done;
+    }
+    for (int i = 0; i < g->nvalues; i++) {
+        const cc_value *v = &g->values[i];
+        if (v->kind == CC_VAL_NODE)
+            continue;
+        cc_value *d;
+        c->d->values = ir_xgrow(c->d->values, &c->capvalues, c->d->nvalues + 1, sizeof *c->d->values);
+        d = &c->d->values[c->d->nvalues];
+        d->name = ir_xstrdup(v->name);
+        d->kind = v->kind;
+        d->type = v->type;
+        d->node = -1;
+        d->param_key = v->param_key ? ir_xstrdup(v->param_key) : NULL;
+        d->line = v->line;
+        c->vmap[i] = c->d->nvalues++;
+    }
+    c->d->inputs = ir_xalloc((size_t)(g->ninputs + 1) * sizeof(int));
+    for (int i = 0; i < g->ninputs; i++)
+        c->d->inputs[c->d->ninputs++] = c->vmap[g->inputs[i]];
+    c->d->params = ir_xalloc((size_t)(g->nparams + 1) * sizeof(int));
+    for (int i = 0; i < g->nparams; i++)
+        c->d->params[c->d->nparams++] = c->vmap[g->params[i]];
+    for (int n = 0; n < g->nnodes; n++)
+        decompose_node(c, n);
+    c->d->outputs = ir_xalloc((size_t)(g->noutputs + 1) * sizeof(int));
+    for (int i = 0; i < g->noutputs; i++) {
+        int v = c->vmap[g->outputs[i]];
+        if (v < 0) {
+            ir_error(p, g->values[g->outputs[i]].line, "output %%%s is a tuple, not a tensor",
+                     g->values[g->outputs[i]].name);
+            rc = -1;
+            goto done;
+        }
+        c->d->outputs[c->d->noutputs++] = v;
+    }
+    /* The program's outputs keep the source graph's names (an identity
+     * may have made the core graph's output another value). */
+    p->outputs = ir_xalloc((size_t)(g->noutputs + 1) * sizeof *p->outputs);
+    for (int i = 0; i < g->noutputs; i++) {
+        p->outputs[i].name = ir_xstrdup(g->values[g->outputs[i]].name);
+        p->outputs[i].buf = -1;
+    }
+    p->noutputs = g->noutputs;
+    c->d->hints = ir_xalloc((size_t)(g->nhints + 1) * sizeof(char *));
+    for (int i = 0; i < g->nhints; i++)
+        c->d->hints[c->d->nhints++] = ir_xstrdup(g->hints[i]);
+done:
+    for (int i = 0; i < g->nvalues; i++)
+        free(c->tmap[i]);
+    free(c->tmap);
+    free(c->vmap);
+    free(c->res);
+    free(c);
+    return rc;
+}
+
+/* ---- Printing the core graph ---- */
+
+static void print_arg(const cc_graph *d, const cc_arg *a, FILE *f)
+{
+    if (a->key)
+        fprintf(f, "%s=", a->key);
+    switch (a->kind) {
+    case CC_ARG_VALUE:
+        fprintf(f, "%%%s", d->values[a->value].name);
+        break;
+    case CC_ARG_INT:
+        fprintf(f, "%lld", (long long)a->i);
+        break;
+    case CC_ARG_FLOAT:
+        ir_print_double(a->f, f);
+        break;
+    case CC_ARG_BOOL:
+        fputs(a->i ? "True" : "False", f);
+        break;
+    case CC_ARG_NONE:
+        fputs("None", f);
+        break;
+    case CC_ARG_STR:
+        fprintf(f, "\"%s\"", a->s);
+        break;
+    case CC_ARG_DTYPE:
+        fputs(cc_dtype_names[a->i], f);
+        break;
+    case CC_ARG_LIST:
+        fputc('[', f);
+        for (int i = 0; i < a->nitems; i++) {
+            if (i)
+                fputs(", ", f);
+            print_arg(d, &a->items[i], f);
+        }
+        fputc(']', f);
+        break;
+    }
+}
+
+void ir_print_dgraph(const ir_prog *p, FILE *f)
+{
+    const cc_graph *d = p->dg;
+    char ty[256];
+    for (int i = 0; i < d->ninputs; i++) {
+        cc_ttype_str(&d->values[d->inputs[i]].type, ty, sizeof ty);
+        fprintf(f, "input %%%s: %s\n", d->values[d->inputs[i]].name, ty);
+    }
+    for (int i = 0; i < d->nparams; i++) {
+        const cc_value *v = &d->values[d->params[i]];
+        cc_ttype_str(&v->type, ty, sizeof ty);
+        fprintf(f, "param %%%s: %s = \"%s\"\n", v->name, ty, v->param_key ? v->param_key : "");
+    }
+    for (int n = 0; n < d->nnodes; n++) {
+        const cc_node *nd = &d->nodes[n];
+        const ir_srcop *s = &p->src[p->dfrom[n]];
+        cc_ttype_str(&d->values[nd->out].type, ty, sizeof ty);
+        fprintf(f, "%%%s: %s = %s(", d->values[nd->out].name, ty, nd->op);
+        for (int i = 0; i < nd->nargs; i++) {
+            if (i)
+                fputs(", ", f);
+            print_arg(d, &nd->args[i], f);
+        }
+        if (strcmp(s->op, nd->op))
+            fprintf(f, ")  # line %d: %s\n", s->line, s->op);
+        else
+            fprintf(f, ")  # line %d\n", s->line);
+    }
+    fputs("output ", f);
+    for (int i = 0; i < d->noutputs; i++)
+        fprintf(f, "%s%%%s", i ? ", " : "", d->values[d->outputs[i]].name);
+    fputc('\n', f);
+}

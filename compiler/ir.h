@@ -1,0 +1,393 @@
+/* ir.h: the graph compiler's internal IR (its front half), shared by the
+ * passes; the public entry points are in cc.h (cc_compile and friends).
+ * docs/compiler.md describes the pipeline, the text form and the fusion
+ * rules for a user.
+ *
+ * Pipeline (compile.c lists the passes in this order):
+ *
+ *   cc_graph --decompose--> core-op graph --lower--> buffers + nodes
+ *     --deps--> reads, one kernel per node --dce--> live nodes
+ *     --fuse_vertical, fuse_reduction, fuse_epilogue, fuse_horizontal--> kernels
+ *     --order--> kernels in execution order --lastuse--> last uses, internal buffers
+ *
+ * The IR, bottom up:
+ *
+ *   ir_index   an AFFINE index: offset + sum coef[v] * var_v over the loop
+ *              variables of a node.  A buffer element is always addressed
+ *              by its flat row-major offset, so every view (permute,
+ *              transpose, expand with stride 0, slice, select, reshape of a
+ *              contiguous buffer ...) is just another index.
+ *   ir_expr    a value computed per loop iteration: a DAG of loads,
+ *              constants, index values, arithmetic, where, casts, held in
+ *              one hash-consed arena per program (equal expressions share
+ *              one id).  Operators come from the IR_OPS table.
+ *   ir_buf     a tensor in memory: graph input, parameter or computed;
+ *              contiguous row-major in its shape.
+ *   ir_node    one loop nest writing one buffer: POINTWISE, REDUCTION or
+ *              the MATMUL template.
+ *   ir_kernel  nodes fused to run as one kernel over one loop structure.
+ *
+ * Loop variables are numbered per node; their names in the text form are
+ * i0, i1, ... (outer loops), r0, r1, ... (reduced loops of a REDUCTION)
+ * and b0, ..., m, n, k (MATMUL).  A node's loops need not be its output's
+ * dims: extent-1 loops are dropped and contiguous neighbours merged
+ * (ir_node_simplify); its store index says where each element goes. */
+#ifndef CC_IR_H
+#define CC_IR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cc.h"
+#include "graph.h"
+
+/* The compiler's state (defined below); the user sees it as cc_result. */
+typedef struct cc_result ir_prog;
+
+/* A REDUCTION with keepdim can have rank output dims plus rank reduced dims. */
+#define IR_MAX_VARS (2 * CC_MAX_RANK)
+
+/* ---- Affine indices ---- */
+
+typedef struct {
+    int64_t offset;
+    int64_t coef[IR_MAX_VARS];
+} ir_index;
+
+ir_index ir_idx_const(int64_t c);
+ir_index ir_idx_var(int v);
+/* row(coords): row is an index over nvars variables, coords[v] the index
+ * each variable stands for; the result is an index over coords' variables. */
+ir_index ir_idx_compose(const ir_index *row, int nvars, const ir_index *coords);
+int ir_idx_equal(const ir_index *a, const ir_index *b);
+/* "64*i0 + i1 - 3"; names[v] names variable v; "0" when empty. */
+void ir_idx_print(const ir_index *x, int nvars, const char *const *names, FILE *f);
+
+/* ---- Expressions ---- */
+
+/* The operators of unary and binary expressions: name, arity, how it
+ * prints (an infix symbol with its precedence, or a function name).
+ * Comparisons and the logical operators produce bool; the other binary
+ * operators take and produce operands of one dtype. */
+#define IR_OPS(X)                                                        \
+    X(NEG, 1, "neg", 0)      /* -a                                    */ \
+    X(EXP, 1, "exp", 0)      /* e^a                                   */ \
+    X(LOG, 1, "log", 0)      /* natural log                           */ \
+    X(SQRT, 1, "sqrt", 0)    /* square root                           */ \
+    X(RSQRT, 1, "rsqrt", 0)  /* 1 / sqrt(a)                           */ \
+    X(RECIP, 1, "recip", 0)  /* 1 / a                                 */ \
+    X(TANH, 1, "tanh", 0)    /* hyperbolic tangent                    */ \
+    X(SIGMOID, 1, "sigmoid", 0) /* 1 / (1 + e^-a)                     */ \
+    X(ERF, 1, "erf", 0)      /* error function                        */ \
+    X(RELU, 1, "relu", 0)    /* max(a, 0)                             */ \
+    X(SIN, 1, "sin", 0)      /* sine                                  */ \
+    X(COS, 1, "cos", 0)      /* cosine                                */ \
+    X(ABS, 1, "abs", 0)      /* |a|                                   */ \
+    X(NOT, 1, "not", 0)      /* logical not (bool)                    */ \
+    X(ADD, 2, "+", 1)        /* a + b                                 */ \
+    X(SUB, 2, "-", 1)        /* a - b                                 */ \
+    X(MUL, 2, "*", 2)        /* a * b                                 */ \
+    X(DIV, 2, "/", 2)        /* a / b (true division)                 */ \
+    X(MAX, 2, "max", 0)      /* larger of a, b (NaN propagates)       */ \
+    X(MIN, 2, "min", 0)      /* smaller of a, b (NaN propagates)      */ \
+    X(POW, 2, "pow", 0)      /* a ^ b                                 */ \
+    X(EQ, 2, "eq", 0)        /* a == b -> bool                        */ \
+    X(NE, 2, "ne", 0)        /* a != b -> bool                        */ \
+    X(LT, 2, "lt", 0)        /* a < b -> bool                         */ \
+    X(LE, 2, "le", 0)        /* a <= b -> bool                        */ \
+    X(GT, 2, "gt", 0)        /* a > b -> bool                         */ \
+    X(GE, 2, "ge", 0)        /* a >= b -> bool                        */ \
+    X(AND, 2, "and", 0)      /* logical and (bool) -> bool            */ \
+    X(OR, 2, "or", 0)        /* logical or (bool) -> bool             */
+
+typedef enum {
+#define X(name, arity, text, prec) IR_##name,
+    IR_OPS(X)
+#undef X
+    IR_NOPS
+} ir_op;
+
+typedef struct {
+    const char *text;
+    int arity;
+    int prec; /* > 0: infix with this precedence */
+} ir_op_info;
+extern const ir_op_info ir_ops[IR_NOPS];
+
+typedef enum {
+    IR_E_LOAD,  /* load(buf, idx): the element at flat offset idx           */
+    IR_E_ILOAD, /* load(buf, idx + stride*a): a gather, a an integer expr   */
+    IR_E_CONST, /* the constant value                                       */
+    IR_E_INDEX, /* the integer value of idx (arange, triangular masks)      */
+    IR_E_ACC,   /* acc: the matmul accumulator (MATMUL epilogues only)      */
+    IR_E_OP,    /* op(a) or op(a, b)                                         */
+    IR_E_WHERE, /* where(a, b, c): b if a else c; only the chosen operand is
+                   evaluated, so a load it guards may be out of range (cat) */
+    IR_E_CAST,  /* a converted to dtype                                     */
+} ir_expr_kind;
+
+typedef struct {
+    ir_expr_kind kind;
+    ir_op op;         /* IR_E_OP */
+    cc_dtype dtype;   /* of the result */
+    int a, b, c;      /* operand expressions, -1 if unused */
+    int buf;          /* LOAD, ILOAD */
+    int64_t stride;   /* ILOAD */
+    double value;     /* CONST */
+    ir_index idx;     /* LOAD, ILOAD, INDEX */
+} ir_expr;
+
+/* The arena: expressions by id, hash-consed. */
+typedef struct {
+    ir_expr *e;
+    int n, cap;
+    int *hash;        /* open addressing: expression id + 1, 0 empty */
+    int hcap;
+    int *memo, *stamp; /* scratch for rewrites, per expression id */
+    int gen;
+} ir_arena;
+
+int ir_load(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx);
+int ir_iload(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx, int64_t stride, int sub);
+int ir_const(ir_arena *A, double v, cc_dtype dt);
+int ir_indexval(ir_arena *A, const ir_index *idx);
+int ir_acc(ir_arena *A, cc_dtype dt);
+int ir_op1(ir_arena *A, ir_op op, int a);
+int ir_op2(ir_arena *A, ir_op op, int a, int b);
+int ir_where(ir_arena *A, int c, int a, int b);
+int ir_cast(ir_arena *A, int a, cc_dtype dt); /* a itself when already dt */
+
+/* e with every variable v (of nvars) replaced by the index vars[v], and,
+ * if repl is not NULL, every load of a buffer b with repl[b] >= 0
+ * replaced by the expression repl[b] (for epilogues: the index of such a
+ * load is known to be the one the replacement was computed at). */
+int ir_subst(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl);
+/* Number of distinct expressions in the DAG of e. */
+int ir_expr_size(ir_arena *A, int e);
+/* Call fn for each expression in the DAG of e (each once). */
+void ir_expr_walk(ir_arena *A, int e, void (*fn)(void *ctx, const ir_expr *x), void *ctx);
+/* The shortest text that reads back as the same double ("0.5", "1.0",
+ * "-inf"). */
+void ir_print_double(double v, FILE *f);
+/* Print e: "exp(load(x, 64*i0 + i1) - load(amax, i0))". */
+void ir_expr_print(const ir_arena *A, int e, const char *const *vars, const char *const *bufs, FILE *f);
+
+/* ---- Buffers ---- */
+
+typedef enum { IR_BUF_INPUT, IR_BUF_PARAM, IR_BUF_COMPUTED } ir_buf_kind;
+
+typedef struct {
+    char *name;       /* unique in the program */
+    cc_ttype type;    /* contiguous row-major */
+    ir_buf_kind kind;
+    char *param_key;  /* PARAM: its key in the weights file */
+    int output;       /* a graph output */
+    int node;         /* COMPUTED: the node writing it */
+    int dead;         /* its node was removed by dce */
+    int internal;     /* lastuse: written and read only inside one kernel */
+    int last_use;     /* lastuse: position of the last kernel reading it, -1 */
+} ir_buf;
+
+int64_t ir_dtype_size(cc_dtype dt);
+int64_t ir_buf_bytes(const ir_buf *b);
+
+/* ---- Nodes ---- */
+
+typedef enum { IR_POINTWISE, IR_REDUCTION, IR_MATMUL } ir_node_kind;
+extern const char *const ir_node_kind_names[]; /* "pointwise", ... */
+typedef enum { IR_RSUM, IR_RMAX, IR_RMIN } ir_reduce_op;
+extern const char *const ir_reduce_names[];    /* "sum", "max", "min" */
+
+/* A read of a buffer at an index; star: at an index known only at run
+ * time (a gather), i.e. possibly anywhere in the buffer. */
+typedef struct {
+    int buf;
+    int star;
+    ir_index idx;
+} ir_dep;
+
+/* One loop nest writing the buffer `out` at the flat offset `store`.
+ *   POINTWISE  loops i0.. over the output's elements; out[store] = body.
+ *   REDUCTION  loops i0.. over the output's elements (whether the op kept
+ *              the reduced dims as extent 1 or dropped them, the buffer's
+ *              shape says), then r0.. over the reduced elements (the last
+ *              nred loops); out[store] = rop over the r loops of body.
+ *   MATMUL     loops b0.. (batch), m, n, k (all kept, even of extent 1);
+ *              out[store] = sum over k of load(a, aidx) * load(b, bidx);
+ *              body is -1.  Pointwise nodes fused after it form its
+ *              epilogue (`epi`). */
+typedef struct {
+    ir_node_kind kind;
+    int out;
+    int nvars;
+    int64_t ranges[IR_MAX_VARS];
+    int nred;          /* REDUCTION */
+    ir_reduce_op rop;  /* REDUCTION */
+    int nbatch;        /* MATMUL: nvars = nbatch + 3 */
+    int body;
+    ir_index store;
+    int a, b;          /* MATMUL operands (buffers) and their indices */
+    ir_index aidx, bidx;
+    int *ops, nops;    /* the source ATen ops lowered into it (prog->src), by line */
+    ir_dep *reads;     /* deps */
+    int nreads;
+    int dead;          /* dce */
+    int kernel;        /* deps: the kernel holding it */
+    int epi;           /* POINTWISE node in a MATMUL kernel (an epilogue):
+                          its value as an expression of the template's
+                          variables and acc, stored at epi_store; else -1 */
+    ir_index epi_store;
+} ir_node;
+
+/* Names of node n's variables ("i0", "r0", "m", ...). */
+const char *const *ir_node_var_names(const ir_node *n);
+
+/* The loop structure of a kernel (or a node): extents, none of them 1.
+ *   POINTWISE  outer = the loop dims
+ *   REDUCTION  outer = the kept dims, red = the reduced dims
+ *   MATMUL     outer = b.., m, n; red = k (the template's own loops)
+ * A kernel's structure is the common refinement of its nodes' (a loop of
+ * 4096 and loops of 32 x 128 run as 32 x 128: splitting a loop keeps every
+ * index affine).  A pointwise node joins a REDUCTION kernel as a row op
+ * (its loops cover outer and red: one value per element) or a per-row op
+ * (its loops cover outer), and a MATMUL kernel when its loops coarsen the
+ * template's b.., m, n (then it can be written in the template's variables). */
+typedef struct {
+    ir_node_kind kind;
+    int nouter, nred;
+    int64_t outer[IR_MAX_VARS], red[IR_MAX_VARS];
+} ir_sig;
+
+void ir_node_sig(const ir_prog *p, int n, ir_sig *s);
+/* The structure of a kernel holding what a and b hold; -1 if none. */
+int ir_sig_join(const ir_sig *a, const ir_sig *b, ir_sig *out);
+/* Node n's variables in the kernel structure s: vars[v] is an index over
+ * s's positions (outer then red).  -1 if n does not fit s. */
+int ir_node_vars(const ir_prog *p, int n, const ir_sig *s, ir_index *vars);
+void ir_sig_print(const ir_sig *s, FILE *f);
+
+/* ---- Kernels ---- */
+
+typedef struct {
+    ir_node_kind kind; /* MATMUL if it holds one, else REDUCTION if it holds one, else POINTWISE */
+    int *nodes, nnodes; /* in execution order */
+    int dead;          /* merged into another kernel */
+    char *name;        /* order: "k3_softmax" */
+    int pos;           /* order: position in the execution order */
+    int *ops, nops;    /* order: the source ops of its nodes, by line */
+    ir_sig sig;        /* its loop structure */
+} ir_kernel;
+
+
+/* ---- The program ---- */
+
+typedef struct {
+    char *name;        /* the graph value */
+    int buf;
+    cc_ttype type;     /* may differ from the buffer's shape (a reshaped output) */
+} ir_output;
+
+typedef struct {
+    char *op;          /* "aten.native_layer_norm.default" */
+    int line;
+} ir_srcop;
+
+/* The compiler's state, passed from pass to pass; also the result
+ * returned to the user (struct cc_result in cc.h). */
+struct cc_result {
+    cc_compile_opts opts;
+    char *path;        /* of the source graph, for messages */
+    char *gname;
+    char *err;
+    size_t errlen;
+    const char *stage; /* the last pass run */
+
+    ir_srcop *src;     /* the source graph's nodes */
+    int nsrc;
+
+    cc_graph *dg;      /* decompose: the graph in core ops */
+    int *dfrom;        /* per node of dg: the source node it comes from */
+
+    ir_arena A;
+    ir_buf *bufs;
+    int nbufs, capbufs;
+    const char **bnames; /* bufs[i].name, as the expression printer wants them */
+    int capbnames;
+    ir_node *nodes;
+    int nnodes, capnodes;
+    ir_output *outputs;
+    int noutputs;
+
+    int deps_done;
+    ir_kernel *kernels;
+    int nkernels;
+    int *order;        /* order: kernel ids in execution order */
+    int norder;
+    int lastuse_done;
+    int64_t peak_bytes; /* lastuse: most bytes of buffers between kernels alive at once */
+};
+
+/* ---- Passes (each returns 0, or -1 with a message in p->err) ---- */
+
+int ir_decompose(ir_prog *p, const cc_graph *g); /* decompose.c */
+int ir_lower(ir_prog *p);                        /* lower.c */
+int ir_deps(ir_prog *p);                         /* schedule.c */
+int ir_dce(ir_prog *p);
+int ir_fuse_vertical(ir_prog *p);
+int ir_fuse_reduction(ir_prog *p);
+int ir_fuse_epilogue(ir_prog *p);
+int ir_fuse_horizontal(ir_prog *p);
+int ir_order(ir_prog *p);
+int ir_lastuse(ir_prog *p);
+
+/* ---- Helpers (ir.c) ---- */
+
+void *ir_xalloc(size_t n);           /* calloc that aborts when out of memory */
+void *ir_xgrow(void *p, int *cap, int need, size_t elem);
+char *ir_xstrdup(const char *s);
+void ir_arena_free(ir_arena *A);
+
+/* A new buffer (its name made unique); returns its id. */
+int ir_buf_new(ir_prog *p, const char *name, const cc_ttype *t, ir_buf_kind kind);
+/* A new node writing buffer out; returns its id (fields to be filled). */
+int ir_node_new(ir_prog *p, ir_node_kind kind, int out);
+/* Simplify a new node's loops: drop extent-1 loops and merge neighbouring
+ * loops that every index walks contiguously (i0 of 2 and i1 of 16 become
+ * one loop of 32 when each index has coef(i0) = 16 coef(i1)), as
+ * Inductor's simplify_loops; reduced loops merge only with reduced ones.
+ * A MATMUL keeps its loops (its indices only lose extent-1 terms). */
+void ir_node_simplify(ir_prog *p, int n);
+/* Rewrite node n onto new loops (nvars, ranges, nred): its old variable v
+ * becomes map[v], an index over the new ones. */
+void ir_node_remap(ir_prog *p, int n, int nvars, const int64_t *ranges, int nred, const ir_index *map);
+
+/* Type promotion as PyTorch does it: operand i has dtype dt[i] and kind
+ * cls[i]: 0 a tensor with dimensions, 1 a 0-d tensor, 2 a Python scalar
+ * (dt: CC_BOOL, CC_I64 or CC_F64 for bool, int, float). */
+cc_dtype ir_promote(int n, const cc_dtype *dt, const int *cls);
+int ir_dtype_is_float(cc_dtype dt);
+/* Broadcast shapes a and b into out; -1 if they do not broadcast. */
+int ir_broadcast(const cc_ttype *a, const cc_ttype *b, cc_ttype *out);
+
+/* A user error at a line of the source graph (-1: none): "FILE:LINE:
+ * message" into p->err.  Returns -1. */
+int ir_error(ir_prog *p, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Dumps: the state after the last pass, in text (docs/compiler.md). */
+void ir_print(const ir_prog *p, FILE *f);
+void ir_print_dgraph(const ir_prog *p, FILE *f);      /* decompose.c */
+void ir_print_node(const ir_prog *p, int n, FILE *f); /* one line */
+void ir_print_kernel(const ir_prog *p, int k, FILE *f);
+/* The buffers kernel k reads from / writes to memory (not counting what
+ * its own nodes produce and consume), as buffer id lists; returns counts. */
+void ir_kernel_io(const ir_prog *p, int k, int *reads, int *nreads, int *writes, int *nwrites);
+/* A buffer is internal to kernel k: written by a node of k, read only by
+ * nodes of k, not a graph output. */
+int ir_buf_is_internal(const ir_prog *p, int b);
+
+#endif

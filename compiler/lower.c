@@ -1,0 +1,1477 @@
+/* lower.c: the `lower` pass.  Maps every core op of the decomposed graph
+ * to loop-level IR, Inductor-style.
+ *
+ * A lowered value (Inductor's TensorBox) is a view of a *base*: base
+ * coordinate j = map[j], an affine index over the value's coordinates.  A
+ * base (Inductor's StorageBox) is an expression over its own coordinates;
+ * either unrealized (consumers inline it, substituting their coordinates)
+ * or realized: a POINTWISE node computed it into a buffer and its
+ * expression is now a load of that buffer.  So a pointwise op makes a new
+ * base from its inputs' expressions, and a view op (permute, expand,
+ * slice, reshape, ...) makes a new value of the same base with another
+ * map.  A base is realized when:
+ *   - a value on it is a graph output, or read by more consumers than
+ *     opts.max_reads, or its expression grows beyond opts.max_body nodes;
+ *   - a value on it is the input of a reduction or a matmul (these read
+ *     buffers through affine indices only);
+ *   - a reshape cannot be expressed as an affine map of it (then either
+ *     the base is realized, if that makes the reshape a view of a
+ *     contiguous buffer, or the value itself is copied into its own
+ *     buffer, as Inductor does).
+ * Reductions and matmuls always write buffers.  Broadcasting and type
+ * promotion (PyTorch's rules) happen here, as casts in the expressions. */
+#include "ir.h"
+
+#include <assert.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    cc_ttype type;     /* shape and dtype of its coordinates */
+    int body;          /* expression over variables 0..rank-1 */
+    int buf;           /* realized: the buffer, else -1 */
+    uint64_t *ops;     /* source ops the (unrealized) expression computes */
+    char *name;
+} lbase;
+
+typedef struct {
+    int base;          /* -1: not lowered */
+    cc_ttype type;
+    ir_index map[CC_MAX_RANK]; /* base coordinates over the value's */
+    uint64_t *ops;     /* source ops of the views since the base */
+} lval;
+
+typedef struct {
+    ir_prog *p;
+    const cc_graph *d;
+    lbase *bases;
+    int nbases, capbases;
+    lval *vals;        /* per value of d */
+    int *consumers;    /* per value of d: nodes (and outputs) reading it */
+    int *flat;         /* per buffer: its flat base, or -1 */
+    int capflat;
+    int nwords;        /* of an ops bitset */
+    int cur;           /* the node of d being lowered */
+    int max_reads, max_body;
+    jmp_buf fail;
+} lctx;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static _Noreturn void
+fail(lctx *c, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const cc_node *n = &c->d->nodes[c->cur];
+    ir_error(c->p, c->p->src[c->p->dfrom[c->cur]].line, "%s: %s", n->op, msg);
+    longjmp(c->fail, 1);
+}
+
+/* ---- Source-op sets ---- */
+
+static uint64_t *ops_new(lctx *c)
+{
+    return ir_xalloc((size_t)c->nwords * sizeof(uint64_t));
+}
+
+static void ops_or(lctx *c, uint64_t *dst, const uint64_t *src)
+{
+    for (int i = 0; i < c->nwords; i++)
+        dst[i] |= src[i];
+}
+
+static void ops_add_cur(lctx *c, uint64_t *dst)
+{
+    int s = c->p->dfrom[c->cur];
+    dst[s / 64] |= 1ull << (s % 64);
+}
+
+/* The source ops reading value v brings in: its views, and its base's
+ * expression while unrealized. */
+static void ops_of(lctx *c, uint64_t *dst, int v)
+{
+    const lval *V = &c->vals[v];
+    ops_or(c, dst, V->ops);
+    if (c->bases[V->base].buf < 0)
+        ops_or(c, dst, c->bases[V->base].ops);
+}
+
+/* The set as a list sorted by line (then by position). */
+static void ops_list(lctx *c, const uint64_t *set, int **out, int *n)
+{
+    int cnt = 0;
+    for (int s = 0; s < c->p->nsrc; s++)
+        cnt += (set[s / 64] >> (s % 64)) & 1;
+    *out = ir_xalloc((size_t)(cnt ? cnt : 1) * sizeof **out);
+    *n = 0;
+    for (int s = 0; s < c->p->nsrc; s++)
+        if ((set[s / 64] >> (s % 64)) & 1) {
+            int at = (*n)++;
+            while (at > 0 && c->p->src[(*out)[at - 1]].line > c->p->src[s].line) {
+                (*out)[at] = (*out)[at - 1];
+                at--;
+            }
+            (*out)[at] = s;
+        }
+}
+
+/* ---- Bases and values ---- */
+
+static cc_ttype ttype(cc_dtype dt, int rank, const int64_t *shape)
+{
+    cc_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.rank = rank;
+    if (rank)
+        memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
+    return t;
+}
+
+/* Flat row-major offset of coordinates (variables 0..rank-1) in shape. */
+static ir_index contiguous(const cc_ttype *t)
+{
+    ir_index x = ir_idx_const(0);
+    int64_t st = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        x.coef[d] = t->shape[d] == 1 ? 0 : st;
+        st *= t->shape[d];
+    }
+    return x;
+}
+
+static int new_base(lctx *c, const cc_ttype *t, int body, const char *name)
+{
+    c->bases = ir_xgrow(c->bases, &c->capbases, c->nbases + 1, sizeof *c->bases);
+    lbase *B = &c->bases[c->nbases];
+    B->type = *t;
+    B->body = body;
+    B->buf = -1;
+    B->ops = ops_new(c);
+    B->name = ir_xstrdup(name);
+    return c->nbases++;
+}
+
+/* Value v as the whole of base b (identity map). */
+static void set_whole(lctx *c, int v, int b)
+{
+    lval *V = &c->vals[v];
+    V->base = b;
+    V->type = c->bases[b].type;
+    for (int j = 0; j < V->type.rank; j++)
+        V->map[j] = ir_idx_var(j);
+    if (!V->ops)
+        V->ops = ops_new(c);
+    memset(V->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+}
+
+/* A base that is buffer buf, read over its shape (or flat: one coordinate). */
+static int buffer_base(lctx *c, int buf, int flat)
+{
+    const ir_buf *B = &c->p->bufs[buf];
+    cc_ttype t = B->type;
+    if (flat) {
+        int64_t n = cc_ttype_numel(&t);
+        t = ttype(t.dtype, 1, &n);
+    }
+    ir_index idx = contiguous(&t);
+    int b = new_base(c, &t, ir_load(&c->p->A, buf, t.dtype, &idx), B->name);
+    c->bases[b].buf = buf;
+    return b;
+}
+
+static int flat_base(lctx *c, int buf)
+{
+    int old = c->capflat;
+    c->flat = ir_xgrow(c->flat, &c->capflat, c->p->nbufs, sizeof *c->flat);
+    for (int i = old; i < c->capflat; i++)
+        c->flat[i] = -1;
+    if (c->flat[buf] < 0)
+        c->flat[buf] = buffer_base(c, buf, 1);
+    return c->flat[buf];
+}
+
+/* Value v read at coords (one index per coordinate of v, over the
+ * reader's variables): its base's expression with the composed map. */
+static int read_at(lctx *c, int v, const ir_index *coords)
+{
+    const lval *V = &c->vals[v];
+    const lbase *B = &c->bases[V->base];
+    ir_index bc[CC_MAX_RANK];
+    for (int j = 0; j < B->type.rank; j++)
+        bc[j] = ir_idx_compose(&V->map[j], V->type.rank, coords);
+    return ir_subst(&c->p->A, B->body, B->type.rank, bc, NULL);
+}
+
+static int read_whole(lctx *c, int v)
+{
+    ir_index id[CC_MAX_RANK];
+    for (int d = 0; d < c->vals[v].type.rank; d++)
+        id[d] = ir_idx_var(d);
+    return read_at(c, v, id);
+}
+
+static int new_node(lctx *c, ir_node_kind kind, const cc_ttype *t, const char *name, const uint64_t *ops)
+{
+    int buf = ir_buf_new(c->p, name, t, IR_BUF_COMPUTED);
+    int n = ir_node_new(c->p, kind, buf);
+    ops_list(c, ops, &c->p->nodes[n].ops, &c->p->nodes[n].nops);
+    return n;
+}
+
+/* Compute base b into a buffer: a POINTWISE node over its shape. */
+static void realize_base(lctx *c, int b)
+{
+    lbase *B = &c->bases[b];
+    if (B->buf >= 0)
+        return;
+    int n = new_node(c, IR_POINTWISE, &B->type, B->name, B->ops);
+    ir_node *N = &c->p->nodes[n];
+    N->nvars = B->type.rank;
+    memcpy(N->ranges, B->type.shape, (size_t)N->nvars * sizeof *N->ranges);
+    N->body = B->body;
+    N->store = contiguous(&B->type);
+    ir_node_simplify(c->p, n);
+    B = &c->bases[b];
+    B->buf = c->p->nodes[n].out;
+    ir_index idx = contiguous(&B->type);
+    B->body = ir_load(&c->p->A, B->buf, B->type.dtype, &idx);
+    memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+}
+
+/* Copy value v into a buffer of its own shape; v becomes that buffer. */
+static void realize_copy(lctx *c, int v, const char *name)
+{
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, v);
+    int b = new_base(c, &c->vals[v].type, read_whole(c, v), name);
+    ops_or(c, c->bases[b].ops, ops);
+    free(ops);
+    set_whole(c, v, b);
+    realize_base(c, b);
+}
+
+/* The map of value x as if its base were a contiguous buffer: one row,
+ * the flat element offset. */
+static ir_index flat_row(lctx *c, int x)
+{
+    const lval *X = &c->vals[x];
+    const lbase *B = &c->bases[X->base];
+    ir_index row = ir_idx_const(0);
+    int64_t st = 1;
+    for (int j = B->type.rank - 1; j >= 0; j--) {
+        row.offset += st * X->map[j].offset;
+        for (int w = 0; w < IR_MAX_VARS; w++)
+            row.coef[w] += st * X->map[j].coef[w];
+        st *= B->type.shape[j];
+    }
+    return row;
+}
+
+/* Value v on a realized base, seen as a strided view of the buffer:
+ * one coordinate, the flat element offset. */
+static void flatten(lctx *c, int v)
+{
+    int buf = c->bases[c->vals[v].base].buf;
+    assert(buf >= 0);
+    int fb = flat_base(c, buf);
+    if (c->vals[v].base == fb)
+        return;
+    ir_index row = flat_row(c, v);
+    c->vals[v].base = fb;
+    c->vals[v].map[0] = row;
+}
+
+/* Make value v a strided view of a buffer (for a matmul or reduction
+ * input): realize its base when v covers all of it, else copy v. */
+static void as_buffer_view(lctx *c, int v)
+{
+    lval *V = &c->vals[v];
+    lbase *B = &c->bases[V->base];
+    if (B->buf < 0) {
+        if (cc_ttype_numel(&V->type) >= cc_ttype_numel(&B->type))
+            realize_base(c, V->base);
+        else
+            realize_copy(c, v, c->d->values[v].name);
+    }
+    flatten(c, v);
+}
+
+/* Realize what value v needs to be read many times. */
+static void realize_for_reuse(lctx *c, int v)
+{
+    const lval *V = &c->vals[v];
+    const lbase *B = &c->bases[V->base];
+    if (B->buf >= 0)
+        return;
+    if (cc_ttype_numel(&V->type) >= cc_ttype_numel(&B->type))
+        realize_base(c, V->base);
+    else
+        realize_copy(c, v, c->d->values[v].name);
+}
+
+/* The result of the current node: a new base computing body over t. */
+static void set_computed(lctx *c, int v, const cc_ttype *t, int body, const uint64_t *ops)
+{
+    int b = new_base(c, t, body, c->d->values[v].name);
+    ops_or(c, c->bases[b].ops, ops);
+    ops_add_cur(c, c->bases[b].ops);
+    set_whole(c, v, b);
+}
+
+/* Value w a view of v: v's coordinate d is coords[d] over w's. */
+static void set_view(lctx *c, int w, int v, const cc_ttype *t, const ir_index *coords)
+{
+    const lval *V = &c->vals[v];
+    lval *W = &c->vals[w];
+    int rank = c->bases[V->base].type.rank;
+    ir_index map[CC_MAX_RANK];
+    for (int j = 0; j < rank; j++)
+        map[j] = ir_idx_compose(&V->map[j], V->type.rank, coords);
+    W->base = V->base;
+    W->type = *t;
+    memcpy(W->map, map, sizeof map);
+    if (!W->ops)
+        W->ops = ops_new(c);
+    ops_or(c, W->ops, c->vals[v].ops);
+    ops_add_cur(c, W->ops);
+}
+
+/* ---- Arguments ---- */
+
+static const cc_arg *arg(lctx *c, int pos, const char *key)
+{
+    return cc_node_arg(&c->d->nodes[c->cur], pos, key);
+}
+
+static int is_number(const cc_arg *a)
+{
+    return a && (a->kind == CC_ARG_INT || a->kind == CC_ARG_FLOAT || a->kind == CC_ARG_BOOL);
+}
+
+static double number(const cc_arg *a)
+{
+    return a->kind == CC_ARG_FLOAT ? a->f : (double)a->i;
+}
+
+static int tensor(lctx *c, int pos, const char *key)
+{
+    const cc_arg *a = arg(c, pos, key);
+    if (!a || a->kind != CC_ARG_VALUE)
+        fail(c, "argument %s must be a tensor", key);
+    assert(c->vals[a->value].base >= 0);
+    return a->value;
+}
+
+static double num(lctx *c, int pos, const char *key, double dflt)
+{
+    const cc_arg *a = arg(c, pos, key);
+    if (!a || a->kind == CC_ARG_NONE)
+        return dflt;
+    if (!is_number(a))
+        fail(c, "argument %s must be a number", key);
+    return number(a);
+}
+
+static int ints(lctx *c, int pos, const char *key, int64_t *out)
+{
+    const cc_arg *a = arg(c, pos, key);
+    if (!a || a->kind == CC_ARG_NONE)
+        return -1;
+    if (a->kind == CC_ARG_INT) {
+        out[0] = a->i;
+        return 1;
+    }
+    if (a->kind != CC_ARG_LIST || a->nitems > CC_MAX_RANK)
+        fail(c, "argument %s must be a list of at most %d ints", key, CC_MAX_RANK);
+    for (int i = 0; i < a->nitems; i++) {
+        if (a->items[i].kind != CC_ARG_INT)
+            fail(c, "argument %s must be a list of ints", key);
+        out[i] = a->items[i].i;
+    }
+    return a->nitems;
+}
+
+static int dtype_kw(lctx *c)
+{
+    const cc_arg *a = arg(c, 99, "dtype");
+    if (!a || a->kind == CC_ARG_NONE)
+        return -1;
+    if (a->kind != CC_ARG_DTYPE)
+        fail(c, "argument dtype must be a dtype");
+    return (int)a->i;
+}
+
+static int normdim(lctx *c, int64_t d, int rank)
+{
+    int r = rank ? rank : 1;
+    if (d < -r || d >= r)
+        fail(c, "dimension %lld is out of range for rank %d", (long long)d, rank);
+    return (int)(d < 0 ? d + r : d);
+}
+
+static const cc_ttype *vtype(lctx *c, int v)
+{
+    return &c->vals[v].type;
+}
+
+/* ---- Pointwise ops ---- */
+
+/* An operand of a pointwise op: a tensor value or a Python scalar. */
+typedef struct {
+    int v;          /* tensor, or -1 */
+    double s;       /* scalar */
+    cc_dtype dt;
+    int cls;        /* for promotion: 0 tensor, 1 0-d tensor, 2 scalar */
+} operand;
+
+static operand get_operand(lctx *c, int pos, const char *key)
+{
+    const cc_arg *a = arg(c, pos, key);
+    operand o = {-1, 0, CC_F32, 2};
+    if (a && a->kind == CC_ARG_VALUE) {
+        o.v = a->value;
+        o.dt = vtype(c, o.v)->dtype;
+        o.cls = vtype(c, o.v)->rank ? 0 : 1;
+    } else if (is_number(a)) {
+        o.s = number(a);
+        o.dt = a->kind == CC_ARG_FLOAT ? CC_F64 : a->kind == CC_ARG_BOOL ? CC_BOOL : CC_I64;
+    } else {
+        fail(c, "argument %s must be a tensor or a number", key);
+    }
+    return o;
+}
+
+/* The broadcast shape of the tensor operands. */
+static cc_ttype broadcast(lctx *c, const operand *o, int n)
+{
+    cc_ttype t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < n; i++)
+        if (o[i].v >= 0 && ir_broadcast(&t, vtype(c, o[i].v), &t)) {
+            char a[256], b[256];
+            cc_ttype_str(vtype(c, o[0].v), a, sizeof a);
+            cc_ttype_str(vtype(c, o[i].v), b, sizeof b);
+            fail(c, "shapes %s and %s do not broadcast", a, b);
+        }
+    return t;
+}
+
+static cc_dtype promote(const operand *o, int n)
+{
+    cc_dtype dt[3];
+    int cls[3];
+    for (int i = 0; i < n; i++) {
+        dt[i] = o[i].dt;
+        cls[i] = o[i].cls;
+    }
+    return ir_promote(n, dt, cls);
+}
+
+/* Operand o read at the coordinates of a value of shape t (broadcast),
+ * converted to dt; its source ops go into ops. */
+static int operand_expr(lctx *c, const operand *o, const cc_ttype *t, cc_dtype dt, uint64_t *ops)
+{
+    if (o->v < 0)
+        return ir_const(&c->p->A, o->s, dt);
+    const cc_ttype *vt = vtype(c, o->v);
+    ir_index coords[CC_MAX_RANK];
+    for (int d = 0; d < vt->rank; d++) {
+        int od = d + t->rank - vt->rank;
+        coords[d] = vt->shape[d] == 1 ? ir_idx_const(0) : ir_idx_var(od);
+    }
+    ops_of(c, ops, o->v);
+    return ir_cast(&c->p->A, read_at(c, o->v, coords), dt);
+}
+
+static int is_compare(ir_op op)
+{
+    return op >= IR_EQ && op <= IR_GE;
+}
+
+static void l_binary(lctx *c, int out, int opi)
+{
+    ir_op op = (ir_op)opi;
+    operand o[2] = {get_operand(c, 0, "self"), get_operand(c, 1, "other")};
+    if (o[0].v < 0 && o[1].v < 0)
+        fail(c, "needs a tensor operand");
+    cc_ttype t = broadcast(c, o, 2);
+    cc_dtype dt = promote(o, 2);
+    if (op == IR_DIV && !ir_dtype_is_float(dt))
+        dt = CC_F32;
+    if (op == IR_AND || op == IR_OR)
+        dt = CC_BOOL;
+    uint64_t *ops = ops_new(c);
+    int a = operand_expr(c, &o[0], &t, dt, ops), b = operand_expr(c, &o[1], &t, dt, ops);
+    t.dtype = is_compare(op) || op == IR_AND || op == IR_OR ? CC_BOOL : dt;
+    set_computed(c, out, &t, ir_op2(&c->p->A, op, a, b), ops);
+    free(ops);
+}
+
+static int is_float_op(ir_op op)
+{
+    return op != IR_NEG && op != IR_ABS && op != IR_RELU && op != IR_NOT;
+}
+
+static void l_unary(lctx *c, int out, int opi)
+{
+    ir_op op = (ir_op)opi;
+    operand o = get_operand(c, 0, "self");
+    if (o.v < 0)
+        fail(c, "argument self must be a tensor");
+    cc_ttype t = *vtype(c, o.v);
+    cc_dtype dt = op == IR_NOT ? CC_BOOL : is_float_op(op) && !ir_dtype_is_float(t.dtype) ? CC_F32 : t.dtype;
+    uint64_t *ops = ops_new(c);
+    int a = operand_expr(c, &o, &t, dt, ops);
+    t.dtype = dt;
+    set_computed(c, out, &t, ir_op1(&c->p->A, op, a), ops);
+    free(ops);
+}
+
+/* pow: a scalar exponent of 2, 0.5, -0.5, 1 or -1 is a cheaper op. */
+static void l_pow(lctx *c, int out, int opi)
+{
+    (void)opi;
+    operand o[2] = {get_operand(c, 0, "self"), get_operand(c, 1, "exponent")};
+    if (o[0].v < 0 && o[1].v < 0)
+        fail(c, "needs a tensor operand");
+    cc_ttype t = broadcast(c, o, 2);
+    t.dtype = promote(o, 2);
+    uint64_t *ops = ops_new(c);
+    ir_arena *A = &c->p->A;
+    int x = operand_expr(c, &o[0], &t, t.dtype, ops), body;
+    double e = o[1].s;
+    if (o[1].v >= 0 || !ir_dtype_is_float(t.dtype))
+        body = ir_op2(A, IR_POW, x, operand_expr(c, &o[1], &t, t.dtype, ops));
+    else if (e == 2)
+        body = ir_op2(A, IR_MUL, x, x);
+    else if (e == 1)
+        body = x;
+    else if (e == 0.5)
+        body = ir_op1(A, IR_SQRT, x);
+    else if (e == -0.5)
+        body = ir_op1(A, IR_RSQRT, x);
+    else if (e == -1)
+        body = ir_op1(A, IR_RECIP, x);
+    else
+        body = ir_op2(A, IR_POW, x, ir_const(A, e, t.dtype));
+    set_computed(c, out, &t, body, ops);
+    free(ops);
+}
+
+static void l_where(lctx *c, int out, int opi)
+{
+    (void)opi;
+    operand o[3] = {get_operand(c, 0, "condition"), get_operand(c, 1, "self"), get_operand(c, 2, "other")};
+    if (o[0].v < 0)
+        fail(c, "argument condition must be a tensor");
+    cc_ttype t = broadcast(c, o, 3);
+    cc_dtype dt = promote(o + 1, 2);
+    uint64_t *ops = ops_new(c);
+    int cond = operand_expr(c, &o[0], &t, CC_BOOL, ops);
+    int a = operand_expr(c, &o[1], &t, dt, ops), b = operand_expr(c, &o[2], &t, dt, ops);
+    t.dtype = dt;
+    set_computed(c, out, &t, ir_where(&c->p->A, cond, a, b), ops);
+    free(ops);
+}
+
+static void l_to_copy(lctx *c, int out, int opi)
+{
+    (void)opi;
+    operand o = get_operand(c, 0, "self");
+    if (o.v < 0)
+        fail(c, "argument self must be a tensor");
+    int dt = dtype_kw(c);
+    cc_ttype t = *vtype(c, o.v);
+    if (dt >= 0)
+        t.dtype = (cc_dtype)dt;
+    uint64_t *ops = ops_new(c);
+    int e = operand_expr(c, &o, &t, t.dtype, ops);
+    set_computed(c, out, &t, e, ops);
+    free(ops);
+}
+
+static void l_full(lctx *c, int out, int opi)
+{
+    int64_t shape[CC_MAX_RANK];
+    int rank = 0;
+    const cc_arg *v;
+    if (opi) { /* scalar_tensor(s) */
+        v = arg(c, 0, "s");
+    } else {
+        rank = ints(c, 0, "size", shape);
+        if (rank < 0)
+            fail(c, "argument size must be a list of ints");
+        v = arg(c, 1, "fill_value");
+    }
+    if (!is_number(v))
+        fail(c, "the fill value must be a number");
+    int dt = dtype_kw(c);
+    if (dt < 0)
+        dt = opi || v->kind == CC_ARG_FLOAT ? CC_F32 : v->kind == CC_ARG_BOOL ? CC_BOOL : CC_I64;
+    cc_ttype t = ttype((cc_dtype)dt, rank, shape);
+    uint64_t *ops = ops_new(c);
+    set_computed(c, out, &t, ir_const(&c->p->A, number(v), (cc_dtype)dt), ops);
+    free(ops);
+}
+
+static void l_arange(lctx *c, int out, int opi)
+{
+    (void)opi;
+    double x[3] = {0, 0, 1};
+    int n = 0, all_int = 1;
+    for (; n < 3; n++) {
+        const cc_arg *a = arg(c, n, NULL);
+        if (!is_number(a))
+            break;
+        x[n] = number(a);
+        all_int &= a->kind == CC_ARG_INT;
+    }
+    if (n == 0)
+        fail(c, "needs an end");
+    double start = n == 1 ? 0 : x[0], end = n == 1 ? x[0] : x[1], step = n == 3 ? x[2] : 1;
+    if (step == 0)
+        fail(c, "step must not be 0");
+    int64_t len = (int64_t)ceil((end - start) / step);
+    if (len < 0)
+        len = 0;
+    int dt = dtype_kw(c);
+    if (dt < 0)
+        dt = all_int ? CC_I64 : CC_F32;
+    ir_arena *A = &c->p->A;
+    int body;
+    if (all_int) {
+        ir_index i = ir_idx_var(0);
+        i.coef[0] = (int64_t)step;
+        i.offset = (int64_t)start;
+        body = ir_cast(A, ir_indexval(A, &i), (cc_dtype)dt);
+    } else {
+        ir_index i = ir_idx_var(0);
+        int iv = ir_cast(A, ir_indexval(A, &i), (cc_dtype)dt);
+        body = ir_op2(A, IR_ADD, ir_const(A, start, (cc_dtype)dt), ir_op2(A, IR_MUL, iv, ir_const(A, step, (cc_dtype)dt)));
+    }
+    cc_ttype t = ttype((cc_dtype)dt, 1, &len);
+    uint64_t *ops = ops_new(c);
+    set_computed(c, out, &t, body, ops);
+    free(ops);
+}
+
+/* triu (upper = 1) / tril: where(col - row >= k (<= k), x, 0) */
+static void l_tri(lctx *c, int out, int upper)
+{
+    operand o = get_operand(c, 0, "self");
+    if (o.v < 0 || vtype(c, o.v)->rank < 2)
+        fail(c, "argument self must be a tensor of rank >= 2");
+    int64_t k = (int64_t)num(c, 1, "diagonal", 0);
+    cc_ttype t = *vtype(c, o.v);
+    ir_arena *A = &c->p->A;
+    ir_index diff = ir_idx_const(0);
+    diff.coef[t.rank - 1] = 1;
+    diff.coef[t.rank - 2] = -1;
+    int cond = ir_op2(A, upper ? IR_GE : IR_LE, ir_indexval(A, &diff), ir_const(A, (double)k, CC_I64));
+    uint64_t *ops = ops_new(c);
+    int x = operand_expr(c, &o, &t, t.dtype, ops);
+    set_computed(c, out, &t, ir_where(A, cond, x, ir_const(A, 0, t.dtype)), ops);
+    free(ops);
+}
+
+/* cat: a chain of where(i_dim < end of piece, piece at i_dim - its start, ...);
+ * only the chosen piece is read (ir.h, IR_E_WHERE). */
+static void l_cat(lctx *c, int out, int opi)
+{
+    (void)opi;
+    const cc_arg *l = arg(c, 0, "tensors");
+    if (!l || l->kind != CC_ARG_LIST || !l->nitems)
+        fail(c, "argument tensors must be a list of tensors");
+    int n = l->nitems, v[256], nv = 0;
+    if (n > 256)
+        fail(c, "more than 256 tensors");
+    operand o[256];
+    for (int i = 0; i < n; i++) {
+        if (l->items[i].kind != CC_ARG_VALUE)
+            fail(c, "argument tensors must be a list of tensors");
+        int x = l->items[i].value;
+        const cc_ttype *xt = vtype(c, x);
+        if (xt->rank == 1 && xt->shape[0] == 0)
+            continue; /* legacy empty tensors take no part */
+        v[nv] = x;
+        o[nv] = (operand){x, 0, xt->dtype, xt->rank ? 0 : 1};
+        nv++;
+    }
+    if (!nv)
+        fail(c, "every tensor is empty");
+    cc_ttype t = *vtype(c, v[0]);
+    int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), t.rank);
+    int64_t start[256];
+    t.shape[dim] = 0;
+    for (int i = 0; i < nv; i++) {
+        const cc_ttype *xt = vtype(c, v[i]);
+        for (int d = 0; d < t.rank; d++)
+            if (xt->rank != t.rank || (d != dim && xt->shape[d] != t.shape[d]))
+                fail(c, "tensor %d does not match the others outside dimension %d", i, dim);
+        start[i] = t.shape[dim];
+        t.shape[dim] += xt->shape[dim];
+    }
+    {
+        cc_dtype dts[256];
+        int cls[256];
+        for (int i = 0; i < nv; i++) {
+            dts[i] = o[i].dt;
+            cls[i] = o[i].cls;
+        }
+        t.dtype = ir_promote(nv, dts, cls);
+    }
+    ir_arena *A = &c->p->A;
+    uint64_t *ops = ops_new(c);
+    int body = -1;
+    for (int i = nv - 1; i >= 0; i--) {
+        ir_index coords[CC_MAX_RANK];
+        for (int d = 0; d < t.rank; d++) {
+            coords[d] = ir_idx_var(d);
+            if (d == dim)
+                coords[d].offset = -start[i];
+        }
+        ops_of(c, ops, v[i]);
+        int piece = ir_cast(A, read_at(c, v[i], coords), t.dtype);
+        if (body < 0) {
+            body = piece;
+        } else {
+            ir_index at = ir_idx_var(dim);
+            int cond = ir_op2(A, IR_LT, ir_indexval(A, &at), ir_const(A, (double)start[i + 1], CC_I64));
+            body = ir_where(A, cond, piece, body);
+        }
+    }
+    set_computed(c, out, &t, body, ops);
+    free(ops);
+}
+
+/* embedding(weight, indices): out[.., d] = weight[indices[..], d], a gather. */
+static void l_embedding(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int w = tensor(c, 0, "weight"), ix = tensor(c, 1, "indices");
+    const cc_ttype *wt = vtype(c, w), *it = vtype(c, ix);
+    if (wt->rank != 2 || it->rank >= CC_MAX_RANK || ir_dtype_is_float(it->dtype))
+        fail(c, "expects a 2-D weight and integer indices");
+    cc_ttype t = *it;
+    t.dtype = wt->dtype;
+    t.shape[t.rank++] = wt->shape[1];
+    as_buffer_view(c, w);
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, ix);
+    ops_of(c, ops, w);
+    const lval *W = &c->vals[w];
+    ir_index coords[CC_MAX_RANK];
+    for (int d = 0; d < it->rank; d++)
+        coords[d] = ir_idx_var(d);
+    int sub = ir_cast(&c->p->A, read_at(c, ix, coords), CC_I64);
+    ir_index idx = ir_idx_const(W->map[0].offset);
+    idx.coef[t.rank - 1] = W->map[0].coef[1];
+    int body = ir_iload(&c->p->A, c->bases[W->base].buf, t.dtype, &idx, W->map[0].coef[0], sub);
+    set_computed(c, out, &t, body, ops);
+    free(ops);
+}
+
+/* index_select(x, dim, index): out[.., i, ..] = x[.., index[i], ..], a gather. */
+static void l_index_select(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self"), ix = tensor(c, 2, "index");
+    const cc_ttype *it = vtype(c, ix);
+    cc_ttype t = *vtype(c, x);
+    int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), t.rank);
+    if (it->rank > 1 || ir_dtype_is_float(it->dtype))
+        fail(c, "expects a 1-D integer index");
+    t.shape[dim] = it->rank ? it->shape[0] : 1;
+    as_buffer_view(c, x);
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, ix);
+    ops_of(c, ops, x);
+    const lval *X = &c->vals[x];
+    ir_index at = ir_idx_var(dim), idx = X->map[0];
+    idx.coef[dim] = 0;
+    int sub = ir_cast(&c->p->A, read_at(c, ix, &at), CC_I64);
+    int body = ir_iload(&c->p->A, c->bases[X->base].buf, t.dtype, &idx, X->map[0].coef[dim], sub);
+    set_computed(c, out, &t, body, ops);
+    free(ops);
+}
+
+/* ---- Reductions ---- */
+
+static void l_reduce(lctx *c, int out, int opi)
+{
+    ir_reduce_op rop = (ir_reduce_op)opi;
+    int x = tensor(c, 0, "self");
+    int64_t in[CC_MAX_RANK];
+    const cc_arg *a1 = arg(c, 1, "dim");
+    int nd = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, 1, "dim", in) : -1;
+    const cc_arg *kd = arg(c, 2, "keepdim");
+    int keepdim = kd && kd->kind == CC_ARG_BOOL && kd->i;
+    cc_ttype xt = *vtype(c, x);
+    int reduced[CC_MAX_RANK] = {0};
+    for (int i = 0; i < nd; i++)
+        reduced[normdim(c, in[i], xt.rank)] = 1;
+    if (nd <= 0)
+        for (int d = 0; d < xt.rank; d++)
+            reduced[d] = 1;
+    cc_dtype dt = xt.dtype;
+    int kwdt = dtype_kw(c);
+    if (kwdt >= 0)
+        dt = (cc_dtype)kwdt;
+    else if (rop == IR_RSUM && !ir_dtype_is_float(dt))
+        dt = CC_I64;
+    /* The output's dims, and where each input dim goes. */
+    cc_ttype t = ttype(dt, 0, NULL);
+    int64_t red_ext[CC_MAX_RANK];
+    int nred = 0, pos[CC_MAX_RANK], trivial = 1;
+    for (int d = 0; d < xt.rank; d++) {
+        if (!reduced[d]) {
+            pos[d] = t.rank;
+            t.shape[t.rank++] = xt.shape[d];
+            continue;
+        }
+        if (keepdim)
+            t.shape[t.rank++] = 1;
+        pos[d] = -1 - nred;
+        red_ext[nred++] = xt.shape[d];
+        trivial &= xt.shape[d] == 1;
+    }
+    ir_index coords[CC_MAX_RANK];
+    if (trivial) { /* nothing to reduce: a pointwise view of x */
+        uint64_t *ops = ops_new(c);
+        for (int d = 0; d < xt.rank; d++)
+            coords[d] = pos[d] >= 0 ? ir_idx_var(pos[d]) : ir_idx_const(0);
+        ops_of(c, ops, x);
+        set_computed(c, out, &t, ir_cast(&c->p->A, read_at(c, x, coords), dt), ops);
+        free(ops);
+        return;
+    }
+    as_buffer_view(c, x);
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, x);
+    ops_add_cur(c, ops);
+    for (int d = 0; d < xt.rank; d++)
+        coords[d] = pos[d] >= 0 ? ir_idx_var(pos[d]) : ir_idx_var(t.rank - 1 - pos[d]);
+    int n = new_node(c, IR_REDUCTION, &t, c->d->values[out].name, ops);
+    ir_node *N = &c->p->nodes[n];
+    N->rop = rop;
+    N->nvars = t.rank + nred;
+    N->nred = nred;
+    memcpy(N->ranges, t.shape, (size_t)t.rank * sizeof *N->ranges);
+    memcpy(N->ranges + t.rank, red_ext, (size_t)nred * sizeof *N->ranges);
+    N->store = contiguous(&t);
+    N->body = ir_cast(&c->p->A, read_at(c, x, coords), dt);
+    ir_node_simplify(c->p, n);
+    set_whole(c, out, buffer_base(c, c->p->nodes[n].out, 0));
+    free(ops);
+}
+
+/* ---- Matmul ---- */
+
+static int is_reshape_op(const char *base)
+{
+    return !strcmp(base, "view") || !strcmp(base, "_unsafe_view") || !strcmp(base, "reshape");
+}
+
+/* The operand to read for value v of a batched matmul: v itself, or (when
+ * v merely merges batch dims of a value x, e.g. [2, 4, 16, 16] viewed as
+ * [8, 16, 16]) x, whose separate batch dims keep its index affine. */
+static int unmerged(lctx *c, int v)
+{
+    const cc_value *dv = &c->d->values[v];
+    if (dv->node < 0 || !is_reshape_op(c->d->nodes[dv->node].base))
+        return v;
+    const cc_arg *a = cc_node_arg(&c->d->nodes[dv->node], 0, NULL);
+    if (!a || a->kind != CC_ARG_VALUE)
+        return v;
+    const cc_ttype *vt = vtype(c, v), *xt = vtype(c, a->value);
+    if (vt->rank < 3 || xt->rank <= vt->rank || xt->shape[xt->rank - 1] != vt->shape[vt->rank - 1] ||
+        xt->shape[xt->rank - 2] != vt->shape[vt->rank - 2])
+        return v;
+    return a->value;
+}
+
+static int same_batch(const cc_ttype *a, const cc_ttype *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int d = 0; d < a->rank - 2; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
+static void l_matmul(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int a = tensor(c, 0, "self"), b = tensor(c, 1, "mat2");
+    cc_ttype ta = *vtype(c, a), tb = *vtype(c, b);
+    int vec_a = ta.rank == 1, vec_b = tb.rank == 1; /* matmul of vectors: a row / a column */
+    if (ta.rank < 1 || tb.rank < 1 || ta.shape[ta.rank - 1] != tb.shape[vec_b ? 0 : tb.rank - 2])
+        fail(c, "matrix shapes do not agree");
+    int64_t M = vec_a ? 1 : ta.shape[ta.rank - 2], K = ta.shape[ta.rank - 1], N = vec_b ? 1 : tb.shape[tb.rank - 1];
+    cc_ttype ba = ta, bb = tb, batch;
+    ba.rank = vec_a ? 0 : ta.rank - 2;
+    bb.rank = vec_b ? 0 : tb.rank - 2;
+    if (ir_broadcast(&ba, &bb, &batch))
+        fail(c, "batch dimensions do not broadcast");
+    cc_ttype t = batch;
+    t.dtype = ta.dtype;
+    if (!vec_a)
+        t.shape[t.rank++] = M;
+    if (!vec_b)
+        t.shape[t.rank++] = N;
+    if (ta.dtype != tb.dtype)
+        fail(c, "operands have different dtypes");
+
+    /* Batch dims merged by a reshape are read unmerged when both operands
+     * agree on them (or one has no batch dims). */
+    uint64_t *ops = ops_new(c);
+    ops_or(c, ops, c->vals[a].ops);
+    ops_or(c, ops, c->vals[b].ops);
+    ops_add_cur(c, ops);
+    if (!vec_a && !vec_b) {
+        int ua = unmerged(c, a), ub = unmerged(c, b);
+        const cc_ttype *xa = vtype(c, ua), *xb = vtype(c, ub);
+        if ((ua != a && ub != b && same_batch(xa, xb)) || (ua != a && ub == b && tb.rank == 2) ||
+            (ua == a && ub != b && ta.rank == 2)) {
+            a = ua;
+            b = ub;
+            cc_ttype ba2 = *vtype(c, a), bb2 = *vtype(c, b);
+            ba2.rank -= 2;
+            bb2.rank -= 2;
+            if (ir_broadcast(&ba2, &bb2, &batch))
+                fail(c, "batch dimensions do not broadcast");
+        }
+    }
+    as_buffer_view(c, a);
+    as_buffer_view(c, b);
+    ops_of(c, ops, a);
+    ops_of(c, ops, b);
+
+    /* Variables b0.., m, n, k; operands' coordinates over them. */
+    int nb = batch.rank, vm = nb, vn = nb + 1, vk = nb + 2;
+    const cc_ttype *pa = vtype(c, a), *pb = vtype(c, b);
+    ir_index ca[CC_MAX_RANK], cb[CC_MAX_RANK];
+    int ra = pa->rank, rb = pb->rank;
+    for (int d = 0; d < ra - (vec_a ? 1 : 2); d++)
+        ca[d] = pa->shape[d] == 1 ? ir_idx_const(0) : ir_idx_var(d + nb - (ra - 2));
+    for (int d = 0; d < rb - (vec_b ? 1 : 2); d++)
+        cb[d] = pb->shape[d] == 1 ? ir_idx_const(0) : ir_idx_var(d + nb - (rb - 2));
+    if (!vec_a)
+        ca[ra - 2] = ir_idx_var(vm);
+    ca[ra - 1] = ir_idx_var(vk);
+    if (vec_b) {
+        cb[0] = ir_idx_var(vk);
+    } else {
+        cb[rb - 2] = ir_idx_var(vk);
+        cb[rb - 1] = ir_idx_var(vn);
+    }
+    int n = new_node(c, IR_MATMUL, &t, c->d->values[out].name, ops);
+    ir_node *Nd = &c->p->nodes[n];
+    Nd->nbatch = nb;
+    Nd->nvars = nb + 3;
+    memcpy(Nd->ranges, batch.shape, (size_t)nb * sizeof *Nd->ranges);
+    Nd->ranges[vm] = M;
+    Nd->ranges[vn] = N;
+    Nd->ranges[vk] = K;
+    Nd->a = c->bases[c->vals[a].base].buf;
+    Nd->b = c->bases[c->vals[b].base].buf;
+    Nd->aidx = ir_idx_compose(&c->vals[a].map[0], ra, ca);
+    Nd->bidx = ir_idx_compose(&c->vals[b].map[0], rb, cb);
+    /* The output is contiguous in (b.., m, n). */
+    int64_t st = 1;
+    Nd->store = ir_idx_const(0);
+    Nd->store.coef[vn] = 1;
+    st = N;
+    Nd->store.coef[vm] = st;
+    st *= M;
+    for (int d = nb - 1; d >= 0; d--) {
+        Nd->store.coef[d] = st;
+        st *= batch.shape[d];
+    }
+    ir_node_simplify(c->p, n);
+    set_whole(c, out, buffer_base(c, c->p->nodes[n].out, 0));
+    free(ops);
+}
+
+/* ---- Views ---- */
+
+static void view_as(lctx *c, int out, int x, const cc_ttype *t, const ir_index *coords)
+{
+    cc_ttype tt = *t;
+    tt.dtype = vtype(c, x)->dtype;
+    set_view(c, out, x, &tt, coords);
+}
+
+/* Map value x (old shape) to the new shape when every base coordinate
+ * stays affine: dims group into runs of equal product; within a run the
+ * base coordinate's coefficients must be proportional to the run's
+ * contiguous strides.  0 and map in out, or -1. */
+static int reshape_map(const ir_index *map, int nrows, const cc_ttype *old, const cc_ttype *nw, ir_index *out)
+{
+    int od[CC_MAX_RANK], nd[CC_MAX_RANK], no = 0, nn = 0;
+    for (int d = 0; d < old->rank; d++)
+        if (old->shape[d] != 1)
+            od[no++] = d;
+    for (int d = 0; d < nw->rank; d++)
+        if (nw->shape[d] != 1)
+            nd[nn++] = d;
+    for (int r = 0; r < nrows; r++) {
+        out[r] = ir_idx_const(map[r].offset);
+        for (int v = 0; v < IR_MAX_VARS; v++)
+            if (v >= old->rank && map[r].coef[v])
+                return -1;
+    }
+    int i = 0, j = 0;
+    while (i < no || j < nn) {
+        if (i >= no || j >= nn)
+            return -1;
+        int i0 = i, j0 = j;
+        int64_t po = old->shape[od[i++]], pn = nw->shape[nd[j++]];
+        while (po != pn) {
+            if (po < pn) {
+                if (i >= no)
+                    return -1;
+                po *= old->shape[od[i++]];
+            } else {
+                if (j >= nn)
+                    return -1;
+                pn *= nw->shape[nd[j++]];
+            }
+        }
+        for (int r = 0; r < nrows; r++) {
+            int64_t alpha = map[r].coef[od[i - 1]], st = 1;
+            for (int k = i - 1; k >= i0; k--) {
+                if (map[r].coef[od[k]] != alpha * st)
+                    return -1;
+                st *= old->shape[od[k]];
+            }
+            st = 1;
+            for (int k = j - 1; k >= j0; k--) {
+                out[r].coef[nd[k]] = alpha * st;
+                st *= nw->shape[nd[k]];
+            }
+        }
+    }
+    return 0;
+}
+
+/* out = x with shape t: a view when the data of x (or of its base, once
+ * realized) can be read in the new shape through an affine map, else a
+ * contiguous copy of x made for out (x itself stays a view, so a matmul
+ * can still read it unmerged). */
+static void reshape_to(lctx *c, int out, int x, const cc_ttype *t)
+{
+    cc_ttype nt = *t;
+    nt.dtype = vtype(c, x)->dtype;
+    if (cc_ttype_numel(&nt) != cc_ttype_numel(vtype(c, x)))
+        fail(c, "cannot reshape %lld elements to %lld", (long long)cc_ttype_numel(vtype(c, x)),
+             (long long)cc_ttype_numel(&nt));
+    if (c->bases[c->vals[x].base].buf >= 0)
+        flatten(c, x);
+    ir_index m[CC_MAX_RANK], row = flat_row(c, x);
+    const lval *X = &c->vals[x];
+    const lbase *B = &c->bases[X->base];
+    int src = x;
+    if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
+        if (B->buf < 0 && cc_ttype_numel(&X->type) >= cc_ttype_numel(&B->type) &&
+            !reshape_map(&row, 1, &X->type, &nt, m)) {
+            realize_base(c, X->base);
+            flatten(c, x);
+        } else {
+            uint64_t *ops = ops_new(c);
+            ops_of(c, ops, x);
+            ops_add_cur(c, ops);
+            int b = new_base(c, &X->type, read_whole(c, x), c->d->values[out].name);
+            ops_or(c, c->bases[b].ops, ops);
+            free(ops);
+            realize_base(c, b);
+            set_whole(c, out, b);
+            flatten(c, out);
+            src = out;
+        }
+        X = &c->vals[src];
+        int rc = reshape_map(X->map, 1, &X->type, &nt, m);
+        assert(rc == 0);
+        (void)rc;
+    }
+    lval *O = &c->vals[out];
+    O->base = c->vals[src].base;
+    O->type = nt;
+    memcpy(O->map, m, sizeof m);
+    if (!O->ops)
+        O->ops = ops_new(c);
+    if (src == x)
+        ops_or(c, O->ops, c->vals[x].ops);
+    ops_add_cur(c, O->ops);
+}
+
+static void l_view(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    int64_t shape[CC_MAX_RANK];
+    int rank = ints(c, 1, "size", shape);
+    if (rank < 0)
+        fail(c, "argument size must be a list of ints");
+    int64_t known = 1, total = cc_ttype_numel(vtype(c, x));
+    int infer = -1;
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] == -1) {
+            if (infer >= 0)
+                fail(c, "more than one -1 in the shape");
+            infer = d;
+        } else {
+            known *= shape[d];
+        }
+    }
+    if (infer >= 0)
+        shape[infer] = known ? total / known : 0;
+    cc_ttype t = ttype(vtype(c, x)->dtype, rank, shape);
+    reshape_to(c, out, x, &t);
+}
+
+static void permute_by(lctx *c, int out, int x, const int64_t *perm, int n)
+{
+    cc_ttype xt = *vtype(c, x), t = xt;
+    if (n != xt.rank)
+        fail(c, "the permutation has %d dims, the tensor %d", n, xt.rank);
+    ir_index coords[CC_MAX_RANK];
+    int seen[CC_MAX_RANK] = {0};
+    for (int k = 0; k < n; k++) {
+        int d = normdim(c, perm[k], xt.rank);
+        if (seen[d]++)
+            fail(c, "dimension %d appears twice in the permutation", d);
+        t.shape[k] = xt.shape[d];
+        coords[d] = ir_idx_var(k);
+    }
+    view_as(c, out, x, &t, coords);
+}
+
+static void l_permute(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    int64_t perm[CC_MAX_RANK];
+    int n = ints(c, 1, "dims", perm);
+    permute_by(c, out, x, perm, n < 0 ? 0 : n);
+}
+
+static void l_transpose(lctx *c, int out, int is_t)
+{
+    int x = tensor(c, 0, "self");
+    int r = vtype(c, x)->rank;
+    int64_t perm[CC_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        perm[d] = d;
+    if (is_t && r > 2)
+        fail(c, "t() expects a tensor of rank <= 2");
+    int64_t d0 = is_t ? 0 : (int64_t)num(c, 1, "dim0", 0), d1 = is_t ? (r == 2) : (int64_t)num(c, 2, "dim1", 0);
+    if (r > 0) {
+        int i = normdim(c, d0, r), j = normdim(c, d1, r);
+        perm[i] = j;
+        perm[j] = i;
+    }
+    permute_by(c, out, x, perm, r);
+}
+
+static void l_expand(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    int64_t shape[CC_MAX_RANK];
+    int rank = ints(c, 1, "size", shape);
+    cc_ttype xt = *vtype(c, x);
+    if (rank < xt.rank)
+        fail(c, "cannot expand rank %d to rank %d", xt.rank, rank);
+    ir_index coords[CC_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        int xd = d - (rank - xt.rank);
+        if (shape[d] == -1) {
+            if (xd < 0)
+                fail(c, "-1 in a new leading dimension");
+            shape[d] = xt.shape[xd];
+        }
+        if (xd < 0)
+            continue;
+        if (xt.shape[xd] != 1 && xt.shape[xd] != shape[d])
+            fail(c, "cannot expand dimension %d of size %lld to %lld", xd, (long long)xt.shape[xd],
+                 (long long)shape[d]);
+        coords[xd] = xt.shape[xd] == 1 ? ir_idx_const(0) : ir_idx_var(d);
+    }
+    cc_ttype t = ttype(xt.dtype, rank, shape);
+    view_as(c, out, x, &t, coords);
+}
+
+static void l_slice(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    cc_ttype xt = *vtype(c, x), t = xt;
+    int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), xt.rank);
+    int64_t size = xt.shape[dim];
+    double s = num(c, 2, "start", 0), e = num(c, 3, "end", (double)INT64_MAX), st = num(c, 4, "step", 1);
+    int64_t start = s >= (double)INT64_MAX ? size : (int64_t)s;
+    int64_t end = e >= (double)INT64_MAX ? size : (int64_t)e, step = (int64_t)st;
+    if (step <= 0)
+        fail(c, "step must be positive");
+    if (start < 0)
+        start += size;
+    if (end < 0)
+        end += size;
+    start = start < 0 ? 0 : start > size ? size : start;
+    end = end < start ? start : end > size ? size : end;
+    t.shape[dim] = (end - start + step - 1) / step;
+    ir_index coords[CC_MAX_RANK];
+    for (int d = 0; d < xt.rank; d++)
+        coords[d] = ir_idx_var(d);
+    coords[dim].coef[dim] = step;
+    coords[dim].offset = start;
+    view_as(c, out, x, &t, coords);
+}
+
+static void l_select(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    cc_ttype xt = *vtype(c, x), t = xt;
+    if (!xt.rank)
+        fail(c, "cannot select from a 0-d tensor");
+    int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), xt.rank);
+    int64_t i = (int64_t)num(c, 2, "index", 0);
+    if (i < -xt.shape[dim] || i >= xt.shape[dim])
+        fail(c, "index %lld is out of range for size %lld", (long long)i, (long long)xt.shape[dim]);
+    if (i < 0)
+        i += xt.shape[dim];
+    ir_index coords[CC_MAX_RANK];
+    for (int d = 0; d < xt.rank; d++)
+        coords[d] = d < dim ? ir_idx_var(d) : d == dim ? ir_idx_const(i) : ir_idx_var(d - 1);
+    memmove(&t.shape[dim], &t.shape[dim + 1], (size_t)(t.rank - dim - 1) * sizeof *t.shape);
+    t.rank--;
+    view_as(c, out, x, &t, coords);
+}
+
+static void l_unsqueeze(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    cc_ttype xt = *vtype(c, x), t = xt;
+    if (xt.rank >= CC_MAX_RANK)
+        fail(c, "more than %d dimensions", CC_MAX_RANK);
+    int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), xt.rank + 1);
+    ir_index coords[CC_MAX_RANK];
+    for (int d = 0; d < xt.rank; d++)
+        coords[d] = ir_idx_var(d < dim ? d : d + 1);
+    memmove(&t.shape[dim + 1], &t.shape[dim], (size_t)(xt.rank - dim) * sizeof *t.shape);
+    t.shape[dim] = 1;
+    t.rank++;
+    view_as(c, out, x, &t, coords);
+}
+
+static void l_squeeze(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    cc_ttype xt = *vtype(c, x), t = xt;
+    int64_t dims[CC_MAX_RANK];
+    int nd = ints(c, 1, "dim", dims), drop[CC_MAX_RANK] = {0};
+    for (int d = 0; d < xt.rank; d++)
+        drop[d] = nd < 0 && xt.shape[d] == 1;
+    for (int i = 0; i < nd; i++) {
+        int d = normdim(c, dims[i], xt.rank);
+        drop[d] = xt.shape[d] == 1;
+    }
+    ir_index coords[CC_MAX_RANK];
+    t.rank = 0;
+    for (int d = 0; d < xt.rank; d++) {
+        if (drop[d]) {
+            coords[d] = ir_idx_const(0);
+            continue;
+        }
+        coords[d] = ir_idx_var(t.rank);
+        t.shape[t.rank++] = xt.shape[d];
+    }
+    view_as(c, out, x, &t, coords);
+}
+
+/* ---- The table ---- */
+
+typedef void (*lower_fn)(lctx *c, int out, int param);
+
+static const struct {
+    const char *op; /* base name */
+    lower_fn fn;
+    int param;
+} lowerings[] = {
+    {"add", l_binary, IR_ADD},         {"sub", l_binary, IR_SUB},
+    {"mul", l_binary, IR_MUL},         {"div", l_binary, IR_DIV},
+    {"maximum", l_binary, IR_MAX},     {"minimum", l_binary, IR_MIN},
+    {"clamp_min", l_binary, IR_MAX},   {"clamp_max", l_binary, IR_MIN},
+    {"eq", l_binary, IR_EQ},           {"ne", l_binary, IR_NE},
+    {"lt", l_binary, IR_LT},           {"le", l_binary, IR_LE},
+    {"gt", l_binary, IR_GT},           {"ge", l_binary, IR_GE},
+    {"logical_and", l_binary, IR_AND}, {"logical_or", l_binary, IR_OR},
+    {"bitwise_and", l_binary, IR_AND}, {"bitwise_or", l_binary, IR_OR},
+    {"pow", l_pow, 0},                 {"neg", l_unary, IR_NEG},
+    {"exp", l_unary, IR_EXP},          {"log", l_unary, IR_LOG},
+    {"sqrt", l_unary, IR_SQRT},        {"rsqrt", l_unary, IR_RSQRT},
+    {"reciprocal", l_unary, IR_RECIP}, {"tanh", l_unary, IR_TANH},
+    {"sigmoid", l_unary, IR_SIGMOID},  {"erf", l_unary, IR_ERF},
+    {"relu", l_unary, IR_RELU},        {"sin", l_unary, IR_SIN},
+    {"cos", l_unary, IR_COS},          {"abs", l_unary, IR_ABS},
+    {"logical_not", l_unary, IR_NOT},  {"bitwise_not", l_unary, IR_NOT},
+    {"where", l_where, 0},             {"_to_copy", l_to_copy, 0},
+    {"full", l_full, 0},               {"scalar_tensor", l_full, 1},
+    {"arange", l_arange, 0},           {"triu", l_tri, 1},
+    {"tril", l_tri, 0},                {"cat", l_cat, 0},
+    {"embedding", l_embedding, 0},     {"index_select", l_index_select, 0},
+    {"sum", l_reduce, IR_RSUM},
+    {"amax", l_reduce, IR_RMAX},       {"amin", l_reduce, IR_RMIN},
+    {"mm", l_matmul, 0},               {"bmm", l_matmul, 0},
+    {"matmul", l_matmul, 0},           {"mv", l_matmul, 0},
+    {"view", l_view, 0},
+    {"_unsafe_view", l_view, 0},       {"reshape", l_view, 0},
+    {"permute", l_permute, 0},         {"t", l_transpose, 1},
+    {"transpose", l_transpose, 0},     {"expand", l_expand, 0},
+    {"slice", l_slice, 0},             {"select", l_select, 0},
+    {"unsqueeze", l_unsqueeze, 0},     {"squeeze", l_squeeze, 0},
+};
+
+/* ---- The pass ---- */
+
+static int same_type(const cc_ttype *a, const cc_ttype *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape);
+}
+
+static void count_uses(lctx *c, const cc_arg *a, int node, int *last)
+{
+    if (a->kind == CC_ARG_VALUE && last[a->value] != node) {
+        last[a->value] = node;
+        c->consumers[a->value]++;
+    }
+    for (int i = 0; i < a->nitems; i++)
+        count_uses(c, &a->items[i], node, last);
+}
+
+static void lower_node(lctx *c, int id)
+{
+    const cc_node *n = &c->d->nodes[id];
+    c->cur = id;
+    size_t i = 0;
+    while (i < sizeof lowerings / sizeof lowerings[0] && strcmp(lowerings[i].op, n->base))
+        i++;
+    if (i == sizeof lowerings / sizeof lowerings[0]) {
+        ir_error(c->p, c->p->src[c->p->dfrom[id]].line, "the compiler does not lower %s", n->op);
+        longjmp(c->fail, 1);
+    }
+    lowerings[i].fn(c, n->out, lowerings[i].param);
+    const cc_value *v = &c->d->values[n->out];
+    if (!same_type(&v->type, &c->vals[n->out].type)) {
+        char dt[256], pt[256];
+        cc_ttype_str(&v->type, dt, sizeof dt);
+        cc_ttype_str(&c->vals[n->out].type, pt, sizeof pt);
+        fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
+    }
+    if (c->consumers[n->out] > c->max_reads ||
+        (c->bases[c->vals[n->out].base].buf < 0 && ir_expr_size(&c->p->A, c->bases[c->vals[n->out].base].body) > c->max_body))
+        realize_for_reuse(c, n->out);
+}
+
+/* Graph output v (named o->name): a computed buffer holding exactly v (a
+ * contiguous view of all of it), else a copy. */
+static void lower_output(lctx *c, int v, ir_output *o)
+{
+    lval *V = &c->vals[v];
+    lbase *B = &c->bases[V->base];
+    if (B->buf < 0 && same_type(&V->type, &B->type)) {
+        int identity = 1;
+        for (int j = 0; j < V->type.rank; j++) {
+            ir_index id = ir_idx_var(j);
+            identity &= V->type.shape[j] == 1 || ir_idx_equal(&V->map[j], &id);
+        }
+        if (identity)
+            realize_base(c, V->base);
+    }
+    if (c->bases[V->base].buf < 0)
+        realize_copy(c, v, o->name);
+    flatten(c, v);
+    V = &c->vals[v];
+    int buf = c->bases[V->base].buf;
+    ir_index want = contiguous(&V->type);
+    for (int d = 0; d < V->type.rank; d++)
+        if (V->type.shape[d] == 1)
+            V->map[0].coef[d] = 0;
+    if (c->p->bufs[buf].kind != IR_BUF_COMPUTED || !ir_idx_equal(&V->map[0], &want) ||
+        cc_ttype_numel(&V->type) != cc_ttype_numel(&c->p->bufs[buf].type)) {
+        realize_copy(c, v, o->name);
+        buf = c->bases[c->vals[v].base].buf;
+    }
+    o->buf = buf;
+    o->type = c->vals[v].type;
+    c->p->bufs[buf].output = 1;
+}
+
+int ir_lower(ir_prog *p)
+{
+    lctx *c = ir_xalloc(sizeof *c); /* on the heap: longjmp keeps it intact */
+    c->p = p;
+    c->d = p->dg;
+    c->nwords = (p->nsrc + 63) / 64 + 1;
+    c->max_reads = p->opts.max_reads > 0 ? p->opts.max_reads : 1;
+    c->max_body = p->opts.max_body > 0 ? p->opts.max_body : 64;
+    c->vals = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *c->vals);
+    c->consumers = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *c->consumers);
+    int *last = ir_xalloc((size_t)(c->d->nvalues + 1) * sizeof *last);
+    for (int v = 0; v < c->d->nvalues; v++) {
+        c->vals[v].base = -1;
+        last[v] = -1;
+    }
+    for (int n = 0; n < c->d->nnodes; n++)
+        for (int i = 0; i < c->d->nodes[n].nargs; i++)
+            count_uses(c, &c->d->nodes[n].args[i], n, last);
+    for (int i = 0; i < c->d->noutputs; i++)
+        c->consumers[c->d->outputs[i]]++;
+    free(last);
+    volatile int rc = 0;
+    if (setjmp(c->fail)) {
+        rc = -1;
+        goto done;
+    }
+    for (int v = 0; v < c->d->nvalues; v++) {
+        const cc_value *dv = &c->d->values[v];
+        if (dv->kind == CC_VAL_NODE)
+            continue;
+        int b = ir_buf_new(p, dv->name, &dv->type, dv->kind == CC_VAL_INPUT ? IR_BUF_INPUT : IR_BUF_PARAM);
+        if (dv->param_key)
+            p->bufs[b].param_key = ir_xstrdup(dv->param_key);
+        set_whole(c, v, buffer_base(c, b, 0));
+    }
+    for (int n = 0; n < c->d->nnodes; n++)
+        lower_node(c, n);
+    for (int i = 0; i < c->d->noutputs; i++)
+        lower_output(c, c->d->outputs[i], &p->outputs[i]);
+done:
+    for (int b = 0; b < c->nbases; b++) {
+        free(c->bases[b].ops);
+        free(c->bases[b].name);
+    }
+    free(c->bases);
+    for (int v = 0; v < c->d->nvalues; v++)
+        free(c->vals[v].ops);
+    free(c->vals);
+    free(c->consumers);
+    free(c->flat);
+    free(c);
+    return rc;
+}

@@ -1,0 +1,682 @@
+/* schedule.c: the scheduler passes, in the order compile.c runs them:
+ *   deps             each node's reads (from its loads; a gather reads "*"),
+ *                    a check that node order is topological, one kernel per node
+ *   dce              nodes whose results nobody reads go
+ *   fuse_vertical    a pointwise producer into a pointwise consumer
+ *   fuse_reduction   nodes over the same outer loops and reduced extent join
+ *                    one REDUCTION kernel (softmax, layer norm: one kernel)
+ *   fuse_epilogue    pointwise consumers of a matmul become its epilogue
+ *   fuse_horizontal  independent kernels with the same loops sharing reads
+ *   order            an execution order that keeps peak memory low
+ *   lastuse          each buffer's last reader; kernel-internal buffers
+ *
+ * Fusion follows Inductor's scheduler: candidate pairs of kernels are
+ * scored by the bytes of the buffers they share (score_fusion_memory),
+ * the best legal pair is fused, and that repeats until none is left.  A
+ * pair is legal when its pass's rule allows it, the loop structures join
+ * (ir_sig_join), every buffer one writes and the other reads is read at
+ * exactly the index it is written at (so a value flows within one loop
+ * iteration), and fusing creates no cycle. */
+#include "ir.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- deps ---- */
+
+typedef struct {
+    ir_prog *p;
+    int n;
+} dep_ctx;
+
+static void add_dep(ir_node *n, int buf, int star, const ir_index *idx)
+{
+    for (int r = 0; r < n->nreads; r++)
+        if (n->reads[r].buf == buf && n->reads[r].star == star && (star || ir_idx_equal(&n->reads[r].idx, idx)))
+            return;
+    n->reads = realloc(n->reads, (size_t)(n->nreads + 1) * sizeof *n->reads);
+    if (!n->reads)
+        abort();
+    ir_dep *d = &n->reads[n->nreads++];
+    d->buf = buf;
+    d->star = star;
+    d->idx = star ? ir_idx_const(0) : *idx;
+}
+
+static void dep_visit(void *ctx, const ir_expr *x)
+{
+    dep_ctx *c = ctx;
+    if (x->kind == IR_E_LOAD || x->kind == IR_E_ILOAD)
+        add_dep(&c->p->nodes[c->n], x->buf, x->kind == IR_E_ILOAD, &x->idx);
+}
+
+static int new_kernel(ir_prog *p, int node)
+{
+    int k = p->nkernels++;
+    ir_kernel *K = &p->kernels[k];
+    memset(K, 0, sizeof *K);
+    K->nodes = ir_xalloc(sizeof *K->nodes);
+    K->nodes[K->nnodes++] = node;
+    K->kind = p->nodes[node].kind;
+    K->pos = -1;
+    ir_node_sig(p, node, &K->sig);
+    p->nodes[node].kernel = k;
+    return k;
+}
+
+/* The reads of node i, from its loads. */
+static void node_deps(ir_prog *p, int i)
+{
+    ir_node *n = &p->nodes[i];
+    n->nreads = 0;
+    if (n->kind == IR_MATMUL) {
+        add_dep(n, n->a, 0, &n->aidx);
+        add_dep(n, n->b, 0, &n->bidx);
+    } else {
+        dep_ctx c = {p, i};
+        ir_expr_walk(&p->A, n->body, dep_visit, &c);
+    }
+}
+
+int ir_deps(ir_prog *p)
+{
+    for (int i = 0; i < p->nnodes; i++) {
+        ir_node *n = &p->nodes[i];
+        node_deps(p, i);
+        /* Lowering creates a node only once what it reads exists, so the
+         * creation order is a topological order. */
+        for (int r = 0; r < n->nreads; r++)
+            assert(p->bufs[n->reads[r].buf].node < i);
+    }
+    p->kernels = ir_xalloc((size_t)(p->nnodes + 1) * sizeof *p->kernels);
+    for (int i = 0; i < p->nnodes; i++)
+        new_kernel(p, i);
+    p->deps_done = 1;
+    return 0;
+}
+
+/* ---- dce ---- */
+
+int ir_dce(ir_prog *p)
+{
+    int *live = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *live);
+    for (int b = 0; b < p->nbufs; b++)
+        live[b] = p->bufs[b].output;
+    for (int i = p->nnodes - 1; i >= 0; i--) { /* readers come after writers */
+        ir_node *n = &p->nodes[i];
+        if (!live[n->out]) {
+            n->dead = 1;
+            p->bufs[n->out].dead = 1;
+            p->kernels[n->kernel].dead = 1;
+            continue;
+        }
+        for (int r = 0; r < n->nreads; r++)
+            live[n->reads[r].buf] = 1;
+    }
+    free(live);
+    return 0;
+}
+
+/* ---- The kernel graph ---- */
+
+/* Kernel a -> kernel b when b reads a buffer a writes; per kernel its
+ * successors, and per buffer the kernels touching it (writer, readers). */
+typedef struct {
+    int **succ, *nsucc;
+    int **touch, *ntouch;
+} kgraph;
+
+static void add_to(int **list, int *n, int x)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*list)[i] == x)
+            return;
+    *list = realloc(*list, (size_t)(*n + 1) * sizeof **list);
+    if (!*list)
+        abort();
+    (*list)[(*n)++] = x;
+}
+
+static void kgraph_build(const ir_prog *p, kgraph *G)
+{
+    G->succ = ir_xalloc((size_t)(p->nkernels + 1) * sizeof *G->succ);
+    G->nsucc = ir_xalloc((size_t)(p->nkernels + 1) * sizeof *G->nsucc);
+    G->touch = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *G->touch);
+    G->ntouch = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *G->ntouch);
+    for (int i = 0; i < p->nnodes; i++) {
+        const ir_node *n = &p->nodes[i];
+        if (n->dead)
+            continue;
+        add_to(&G->touch[n->out], &G->ntouch[n->out], n->kernel);
+        for (int r = 0; r < n->nreads; r++) {
+            int b = n->reads[r].buf, w = p->bufs[b].node;
+            add_to(&G->touch[b], &G->ntouch[b], n->kernel);
+            if (w >= 0 && p->nodes[w].kernel != n->kernel)
+                add_to(&G->succ[p->nodes[w].kernel], &G->nsucc[p->nodes[w].kernel], n->kernel);
+        }
+    }
+}
+
+static void kgraph_free(const ir_prog *p, kgraph *G)
+{
+    for (int k = 0; k < p->nkernels; k++)
+        free(G->succ[k]);
+    for (int b = 0; b < p->nbufs; b++)
+        free(G->touch[b]);
+    free(G->succ);
+    free(G->nsucc);
+    free(G->touch);
+    free(G->ntouch);
+}
+
+static int has_edge(const kgraph *G, int a, int b)
+{
+    for (int i = 0; i < G->nsucc[a]; i++)
+        if (G->succ[a][i] == b)
+            return 1;
+    return 0;
+}
+
+/* A path a -> x -> ... -> b through some other kernel x. */
+static int indirect_path(const ir_prog *p, const kgraph *G, int a, int b)
+{
+    int *stack = ir_xalloc((size_t)p->nkernels * sizeof *stack), top = 0, found = 0;
+    char *seen = ir_xalloc((size_t)p->nkernels);
+    for (int i = 0; i < G->nsucc[a]; i++)
+        if (G->succ[a][i] != b) {
+            seen[G->succ[a][i]] = 1;
+            stack[top++] = G->succ[a][i];
+        }
+    while (top && !found) {
+        int x = stack[--top];
+        for (int i = 0; i < G->nsucc[x] && !found; i++) {
+            int y = G->succ[x][i];
+            found = y == b;
+            if (!found && !seen[y]) {
+                seen[y] = 1;
+                stack[top++] = y;
+            }
+        }
+    }
+    free(stack);
+    free(seen);
+    return found;
+}
+
+/* ---- Fusion ---- */
+
+/* A pair of kernels that share buffers, scored by their bytes
+ * (Inductor's score_fusion_memory). */
+typedef struct {
+    int a, b; /* a < b */
+    int64_t score;
+    int dist; /* of their first nodes: nearer pairs first */
+} cand;
+
+static int cmp_cand_pair(const void *x, const void *y)
+{
+    const cand *c = x, *d = y;
+    return c->a != d->a ? c->a - d->a : c->b - d->b;
+}
+
+static int cmp_cand_rank(const void *x, const void *y)
+{
+    const cand *c = x, *d = y;
+    if (c->score != d->score)
+        return c->score > d->score ? -1 : 1;
+    if (c->dist != d->dist)
+        return c->dist - d->dist;
+    return cmp_cand_pair(x, y);
+}
+
+/* The pairs of kernels touching a common buffer, best first. */
+static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
+{
+    int n = 0, cap = 1;
+    cand *cs = ir_xalloc(sizeof *cs);
+    for (int b = 0; b < p->nbufs; b++)
+        for (int i = 0; i < G->ntouch[b]; i++)
+            for (int j = 0; j < G->ntouch[b]; j++) {
+                int ka = G->touch[b][i], kb = G->touch[b][j];
+                if (ka >= kb)
+                    continue;
+                cs = ir_xgrow(cs, &cap, n + 1, sizeof *cs);
+                cs[n].a = ka;
+                cs[n].b = kb;
+                cs[n].score = ir_buf_bytes(&p->bufs[b]);
+                cs[n].dist = abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0]);
+                n++;
+            }
+    qsort(cs, (size_t)n, sizeof *cs, cmp_cand_pair);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m && cs[m - 1].a == cs[i].a && cs[m - 1].b == cs[i].b)
+            cs[m - 1].score += cs[i].score;
+        else
+            cs[m++] = cs[i];
+    }
+    qsort(cs, (size_t)m, sizeof *cs, cmp_cand_rank);
+    *ncand = m;
+    return cs;
+}
+
+/* Every buffer a node of one kernel writes and a node of the other reads
+ * is read at the index it is written at, both seen in the joined loops. */
+static int indices_match(const ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    const ir_kernel *K[2] = {&p->kernels[k1], &p->kernels[k2]};
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < K[side]->nnodes; i++) {
+            int cn = K[side]->nodes[i];
+            const ir_node *c = &p->nodes[cn];
+            ir_index cv[IR_MAX_VARS];
+            if (ir_node_vars(p, cn, s, cv))
+                return 0;
+            for (int r = 0; r < c->nreads; r++) {
+                int wn = p->bufs[c->reads[r].buf].node;
+                if (wn < 0 || p->nodes[wn].kernel != (side ? k1 : k2))
+                    continue;
+                ir_index wv[IR_MAX_VARS];
+                if (c->reads[r].star || ir_node_vars(p, wn, s, wv))
+                    return 0;
+                ir_index ri = ir_idx_compose(&c->reads[r].idx, c->nvars, cv);
+                ir_index wi = ir_idx_compose(&p->nodes[wn].store, p->nodes[wn].nvars, wv);
+                if (!ir_idx_equal(&ri, &wi))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
+/* Every node of both kernels fits the joined loops. */
+static int nodes_fit(const ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    const int ks[2] = {k1, k2};
+    for (int side = 0; side < 2; side++) {
+        const ir_kernel *K = &p->kernels[ks[side]];
+        for (int i = 0; i < K->nnodes; i++) {
+            ir_index v[IR_MAX_VARS];
+            if (ir_node_vars(p, K->nodes[i], s, v))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
+
+/* The kinds of fusion each pass makes, given kernels a (lower id) and b,
+ * and how they depend on each other. */
+typedef int (*fusion_rule)(const ir_kernel *a, const ir_kernel *b, dep_dir dir);
+
+static int rule_vertical(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
+{
+    return dir != DEP_NONE && a->kind == IR_POINTWISE && b->kind == IR_POINTWISE;
+}
+
+static int rule_reduction(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
+{
+    return dir != DEP_NONE && a->kind != IR_MATMUL && b->kind != IR_MATMUL &&
+           (a->kind == IR_REDUCTION || b->kind == IR_REDUCTION);
+}
+
+static int rule_epilogue(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
+{
+    return (dir == DEP_12 && a->kind == IR_MATMUL && b->kind == IR_POINTWISE) ||
+           (dir == DEP_21 && b->kind == IR_MATMUL && a->kind == IR_POINTWISE);
+}
+
+static int rule_horizontal(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
+{
+    return dir == DEP_NONE && a->kind == b->kind && a->kind != IR_MATMUL;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
+    A->nodes = realloc(A->nodes, (size_t)(A->nnodes + B->nnodes) * sizeof *A->nodes);
+    if (!A->nodes)
+        abort();
+    memcpy(A->nodes + A->nnodes, B->nodes, (size_t)B->nnodes * sizeof *B->nodes);
+    A->nnodes += B->nnodes;
+    qsort(A->nodes, (size_t)A->nnodes, sizeof *A->nodes, cmp_int); /* node order is topological */
+    for (int i = 0; i < A->nnodes; i++)
+        p->nodes[A->nodes[i]].kernel = k1;
+    A->sig = *s;
+    A->kind = s->kind;
+    free(B->nodes);
+    B->nodes = NULL;
+    B->nnodes = 0;
+    B->dead = 1;
+}
+
+/* Fuse the best-scoring legal pair until none is left. */
+static int fuse(ir_prog *p, fusion_rule rule)
+{
+    for (int fused = 1; fused;) {
+        kgraph G;
+        kgraph_build(p, &G);
+        int nc;
+        cand *cs = candidates(p, &G, &nc);
+        fused = 0;
+        for (int i = 0; i < nc && !fused; i++) {
+            int k1 = cs[i].a, k2 = cs[i].b;
+            const ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
+            int e12 = has_edge(&G, k1, k2), e21 = has_edge(&G, k2, k1);
+            if (e12 && e21)
+                continue;
+            dep_dir dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
+            ir_sig s;
+            if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
+                !indices_match(p, k1, k2, &s))
+                continue;
+            /* A path through a third kernel: fusing would make a cycle. */
+            if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
+                continue;
+            merge(p, k1, k2, &s);
+            fused = 1;
+        }
+        free(cs);
+        kgraph_free(p, &G);
+    }
+    return 0;
+}
+
+int ir_fuse_vertical(ir_prog *p)
+{
+    return fuse(p, rule_vertical);
+}
+
+int ir_fuse_reduction(ir_prog *p)
+{
+    return fuse(p, rule_reduction);
+}
+
+/* The epilogue of each MATMUL kernel: every pointwise node after the
+ * template written in the template's variables, reads of the template's
+ * result replaced by acc and reads of earlier epilogue nodes by their
+ * expressions. */
+static void compose_epilogues(ir_prog *p, int k)
+{
+    const ir_kernel *K = &p->kernels[k];
+    const ir_node *mm = &p->nodes[K->nodes[0]];
+    assert(mm->kind == IR_MATMUL);
+    /* kernel position -> template variable */
+    ir_index pos2t[IR_MAX_VARS];
+    int at = 0;
+    for (int v = 0; v < mm->nvars - 1; v++)
+        if (mm->ranges[v] != 1)
+            pos2t[at++] = ir_idx_var(v);
+    int *repl = ir_xalloc((size_t)p->nbufs * sizeof *repl);
+    for (int b = 0; b < p->nbufs; b++)
+        repl[b] = -1;
+    repl[mm->out] = ir_acc(&p->A, p->bufs[mm->out].type.dtype);
+    for (int i = 1; i < K->nnodes; i++) {
+        int id = K->nodes[i];
+        ir_index kv[IR_MAX_VARS], tv[IR_MAX_VARS];
+        int rc = ir_node_vars(p, id, &K->sig, kv);
+        assert(rc == 0);
+        (void)rc;
+        ir_node *n = &p->nodes[id];
+        for (int v = 0; v < n->nvars; v++)
+            tv[v] = ir_idx_compose(&kv[v], at, pos2t);
+        n->epi = ir_subst(&p->A, n->body, n->nvars, tv, repl);
+        n->epi_store = ir_idx_compose(&n->store, n->nvars, tv);
+        repl[n->out] = n->epi;
+    }
+    free(repl);
+}
+
+/* Loop reordering: pointwise node id reads the matmul mm's result in
+ * another loop order (a transpose of it); give it the template's order
+ * when each of its loops is one of the template's output loops (same
+ * extent, same stride in the read), so that it can be the epilogue (which
+ * then stores through a permuted index). */
+static void reorder_like(ir_prog *p, int id, int mm)
+{
+    ir_node *n = &p->nodes[id];
+    const ir_node *M = &p->nodes[mm];
+    const ir_index *r = NULL;
+    for (int i = 0; i < n->nreads; i++) {
+        if (n->reads[i].buf != M->out)
+            continue;
+        if (r || n->reads[i].star)
+            return; /* read twice, or gathered */
+        r = &n->reads[i].idx;
+    }
+    if (!r || r->offset != M->store.offset)
+        return;
+    int match[IR_MAX_VARS], used[IR_MAX_VARS] = {0}, sorted = 1;
+    for (int v = 0; v < n->nvars; v++) {
+        match[v] = -1;
+        for (int t = 0; t < M->nvars - 1 && match[v] < 0; t++)
+            if (!used[t] && M->ranges[t] == n->ranges[v] && M->store.coef[t] == r->coef[v])
+                match[v] = t;
+        if (match[v] < 0)
+            return;
+        used[match[v]] = 1;
+        sorted &= v == 0 || match[v] > match[v - 1];
+    }
+    if (sorted)
+        return;
+    ir_index map[IR_MAX_VARS];
+    int64_t ranges[IR_MAX_VARS];
+    for (int v = 0; v < n->nvars; v++) {
+        int pos = 0;
+        for (int w = 0; w < n->nvars; w++)
+            pos += match[w] < match[v];
+        map[v] = ir_idx_var(pos);
+        ranges[pos] = n->ranges[v];
+    }
+    ir_node_remap(p, id, n->nvars, ranges, 0, map);
+    node_deps(p, id);
+    ir_node_sig(p, id, &p->kernels[n->kernel].sig);
+}
+
+int ir_fuse_epilogue(ir_prog *p)
+{
+    for (int k = 0; k < p->nkernels; k++) {
+        const ir_kernel *K = &p->kernels[k];
+        if (K->dead || K->nnodes != 1 || K->kind != IR_POINTWISE)
+            continue;
+        const ir_node *n = &p->nodes[K->nodes[0]];
+        for (int i = 0; i < n->nreads; i++) {
+            int w = p->bufs[n->reads[i].buf].node;
+            if (w >= 0 && p->nodes[w].kind == IR_MATMUL && p->kernels[p->nodes[w].kernel].nnodes == 1) {
+                reorder_like(p, K->nodes[0], w);
+                break;
+            }
+        }
+    }
+    fuse(p, rule_epilogue);
+    for (int k = 0; k < p->nkernels; k++)
+        if (!p->kernels[k].dead && p->kernels[k].kind == IR_MATMUL && p->kernels[k].nnodes > 1)
+            compose_epilogues(p, k);
+    return 0;
+}
+
+int ir_fuse_horizontal(ir_prog *p)
+{
+    return fuse(p, rule_horizontal);
+}
+
+/* ---- order ---- */
+
+/* Bytes kernel k lets go of when it runs: buffers between kernels
+ * (computed, not outputs) that no other unscheduled kernel reads. */
+static int64_t freed_bytes(const ir_prog *p, const int *reads, int nr, const int *readers_left)
+{
+    int64_t s = 0;
+    for (int i = 0; i < nr; i++) {
+        const ir_buf *B = &p->bufs[reads[i]];
+        if (B->kind == IR_BUF_COMPUTED && !B->output && readers_left[reads[i]] == 1)
+            s += ir_buf_bytes(B);
+    }
+    return s;
+}
+
+/* "k3_softmax": position and the kernel's main source ops (its views
+ * only when it has nothing else), at most three. */
+static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
+{
+    static const char *const views[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose",
+                                        "permute", "expand", "clone", "contiguous", "slice", "select",
+                                        "unsqueeze", "squeeze", "detach", "alias", "split", NULL};
+    char name[128], parts[3][48];
+    int o = snprintf(name, sizeof name, "k%d", pos), np = 0;
+    for (int pass = 0; pass < 2 && !np; pass++)
+        for (int i = 0; i < K->nops && np < 3; i++) {
+            const char *op = p->src[K->ops[i]].op, *s = strchr(op, '.');
+            s = s ? s + 1 : op;
+            int len = (int)strcspn(s, ".");
+            int view = 0, dup = 0;
+            for (int v = 0; views[v] && !view; v++)
+                view = (int)strlen(views[v]) == len && !strncmp(views[v], s, (size_t)len);
+            if (view && pass == 0)
+                continue;
+            while (len > 1 && *s == '_') {
+                s++;
+                len--;
+            }
+            snprintf(parts[np], sizeof parts[np], "%.*s", len, s);
+            for (int j = 0; j < np && !dup; j++)
+                dup = !strcmp(parts[j], parts[np]);
+            if (dup)
+                continue;
+            o += snprintf(name + o, sizeof name - (size_t)o, "_%s", parts[np]);
+            np++;
+        }
+    return ir_xstrdup(name);
+}
+
+static void kernel_ops(const ir_prog *p, ir_kernel *K)
+{
+    int cap = 0;
+    for (int i = 0; i < K->nnodes; i++)
+        cap += p->nodes[K->nodes[i]].nops;
+    K->ops = ir_xalloc((size_t)(cap ? cap : 1) * sizeof *K->ops);
+    K->nops = 0;
+    for (int i = 0; i < K->nnodes; i++) {
+        const ir_node *n = &p->nodes[K->nodes[i]];
+        for (int j = 0; j < n->nops; j++) {
+            int s = n->ops[j], dup = 0;
+            for (int k = 0; k < K->nops && !dup; k++)
+                dup = K->ops[k] == s;
+            if (dup)
+                continue;
+            int at = K->nops++;
+            while (at > 0 && (p->src[K->ops[at - 1]].line > p->src[s].line ||
+                              (p->src[K->ops[at - 1]].line == p->src[s].line && K->ops[at - 1] > s))) {
+                K->ops[at] = K->ops[at - 1];
+                at--;
+            }
+            K->ops[at] = s;
+        }
+    }
+}
+
+/* Greedy list scheduling: among the kernels whose inputs are ready, run
+ * the one that frees the most bytes (the earliest on ties). */
+int ir_order(ir_prog *p)
+{
+    int K = p->nkernels, live = 0;
+    kgraph G;
+    kgraph_build(p, &G);
+    int *preds = ir_xalloc((size_t)(K + 1) * sizeof *preds), *left = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *left);
+    int **reads = ir_xalloc((size_t)(K + 1) * sizeof *reads), *nreads = ir_xalloc((size_t)(K + 1) * sizeof *nreads);
+    int *writes = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writes), nw;
+    char *done = ir_xalloc((size_t)K + 1);
+    for (int k = 0; k < K; k++) {
+        if (p->kernels[k].dead)
+            continue;
+        live++;
+        for (int i = 0; i < G.nsucc[k]; i++)
+            preds[G.succ[k][i]]++;
+        reads[k] = ir_xalloc((size_t)(p->nbufs + 1) * sizeof **reads);
+        ir_kernel_io(p, k, reads[k], &nreads[k], writes, &nw);
+        for (int i = 0; i < nreads[k]; i++)
+            left[reads[k][i]]++;
+    }
+    p->order = ir_xalloc((size_t)(live + 1) * sizeof *p->order);
+    p->norder = 0;
+    while (p->norder < live) {
+        int best = -1;
+        int64_t bfree = -1;
+        for (int k = 0; k < K; k++) {
+            if (p->kernels[k].dead || done[k] || preds[k])
+                continue;
+            int64_t f = freed_bytes(p, reads[k], nreads[k], left);
+            if (f > bfree || (f == bfree && p->kernels[k].nodes[0] < p->kernels[best].nodes[0])) {
+                best = k;
+                bfree = f;
+            }
+        }
+        assert(best >= 0); /* the kernel graph is acyclic */
+        done[best] = 1;
+        for (int i = 0; i < G.nsucc[best]; i++)
+            preds[G.succ[best][i]]--;
+        for (int i = 0; i < nreads[best]; i++)
+            left[reads[best][i]]--;
+        p->kernels[best].pos = p->norder;
+        p->order[p->norder++] = best;
+    }
+    for (int i = 0; i < p->norder; i++) {
+        ir_kernel *Kp = &p->kernels[p->order[i]];
+        kernel_ops(p, Kp);
+        Kp->name = kernel_name(p, Kp, i);
+    }
+    for (int k = 0; k < K; k++)
+        free(reads[k]);
+    free(reads);
+    free(nreads);
+    free(writes);
+    free(preds);
+    free(left);
+    free(done);
+    kgraph_free(p, &G);
+    return 0;
+}
+
+/* ---- lastuse ---- */
+
+int ir_lastuse(ir_prog *p)
+{
+    int64_t live = 0, peak = 0;
+    int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
+    int nr, nw;
+    for (int b = 0; b < p->nbufs; b++) {
+        ir_buf *B = &p->bufs[b];
+        B->internal = !B->dead && ir_buf_is_internal(p, b);
+        B->last_use = -1;
+    }
+    for (int i = 0; i < p->norder; i++) {
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        for (int r = 0; r < nr; r++)
+            p->bufs[reads[r]].last_use = i;
+    }
+    /* Peak bytes of buffers between kernels: allocated when written, freed
+     * after the last reader (graph outputs stay). */
+    for (int i = 0; i < p->norder; i++) {
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        for (int w = 0; w < nw; w++)
+            if (!p->bufs[writes[w]].internal)
+                live += ir_buf_bytes(&p->bufs[writes[w]]);
+        peak = live > peak ? live : peak;
+        for (int b = 0; b < p->nbufs; b++) {
+            const ir_buf *B = &p->bufs[b];
+            if (B->kind == IR_BUF_COMPUTED && !B->dead && !B->internal && !B->output && B->last_use == i)
+                live -= ir_buf_bytes(B);
+        }
+    }
+    free(reads);
+    free(writes);
+    p->peak_bytes = peak;
+    p->lastuse_done = 1;
+    return 0;
+}

@@ -1,0 +1,647 @@
+/* test_lowering.c: the graph compiler's front half (cc_compile): ATen
+ * graphs in, scheduled fused kernels out.  Graphs are written here as text
+ * (docs/graph-format.md) or taken from traces/; the tests assert the
+ * kernels (count, kind, fused ops and their lines), the IR text of the
+ * passes, which buffers stay inside their kernel, and the errors. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "testutil.h"
+
+/* ---- helpers ---- */
+
+static cc_graph *parse(const char *text)
+{
+    char err[512];
+    cc_graph *g = cc_graph_parse(text, "g.txt", err, sizeof err);
+    if (!g)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_FATAL(g != NULL);
+    return g;
+}
+
+/* Compile text; NULL on error (the message in err). */
+static cc_result *compile_opts(const char *text, const cc_compile_opts *o, char *err, size_t errlen)
+{
+    cc_graph *g = parse(text);
+    cc_result *r = cc_compile(g, o, err, errlen);
+    cc_graph_free(g);
+    return r;
+}
+
+static cc_result *compile(const char *text)
+{
+    char err[512];
+    cc_result *r = compile_opts(text, NULL, err, sizeof err);
+    if (!r)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_FATAL(r != NULL);
+    return r;
+}
+
+/* The IR text after pass `pass` (malloc'd). */
+static char *dump_after(const char *text, const char *pass)
+{
+    char *buf = NULL, err[512];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    cc_compile_opts o = {.dump_after = pass, .dump = f};
+    cc_result *r = compile_opts(text, &o, err, sizeof err);
+    fclose(f);
+    CU_ASSERT_FATAL(r != NULL);
+    cc_result_free(r);
+    return buf;
+}
+
+static char *report(const cc_result *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    cc_compile_report(r, f);
+    fclose(f);
+    return buf;
+}
+
+/* Kernel i fuses source op `op` at `line`. */
+static int kernel_has_op(const cc_result *r, int i, const char *op, int line)
+{
+    for (int j = 0; j < cc_result_kernel_nops(r, i); j++) {
+        int l;
+        const char *o = cc_result_kernel_op(r, i, j, &l);
+        if (!strcmp(o, op) && l == line)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- fusion ---- */
+
+static const char *layer_norm_graph = "graph ln\n"
+                                      "input %x: f32[16, 64]\n"
+                                      "param %w: f32[64] = \"w\"\n"
+                                      "param %b: f32[64] = \"b\"\n"
+                                      "%ln: (f32[16, 64], f32[16, 1], f32[16, 1]) = "
+                                      "aten.native_layer_norm.default(%x, [64], %w, %b, 1e-05)\n"
+                                      "%y: f32[16, 64] = getitem(%ln, 0)\n"
+                                      "output %y\n";
+
+static void test_layer_norm_is_one_reduction_kernel(void)
+{
+    cc_result *r = compile(layer_norm_graph);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_REDUCTION);
+    CU_ASSERT_STRING_EQUAL(cc_result_kernel_name(r, 0), "k0_native_layer_norm");
+    CU_ASSERT_EQUAL(cc_result_kernel_nops(r, 0), 1);
+    CU_ASSERT(kernel_has_op(r, 0, "aten.native_layer_norm.default", 5));
+    /* sum(x), x - mean (read twice: realized), its square, sum of squares, out */
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 0), 5);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "ln.sum"), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "ln.sub"), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "y"), 0);
+    int64_t rd, wr;
+    cc_result_traffic(r, &rd, &wr);
+    CU_ASSERT_EQUAL(rd, 16 * 64 * 4 + 2 * 64 * 4); /* x, w, b once */
+    CU_ASSERT_EQUAL(wr, 16 * 64 * 4);               /* y only */
+    cc_result_free(r);
+}
+
+static void test_layer_norm_decomposes_into_mean_var_rsqrt(void)
+{
+    char *d = dump_after(layer_norm_graph, "decompose");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.sum: f32[16, 1] = aten.sum.dim_IntList(%x, [1], True)  "
+                                     "# line 5: aten.native_layer_norm.default\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.rsqrt: f32[16, 1] = aten.rsqrt.default(%ln.add)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%y: f32[16, 64] = aten.add.Tensor(%ln.mul.2, %b)"));
+    CU_ASSERT_PTR_NULL(strstr(d, "getitem"));
+    free(d);
+}
+
+static const char *linear_gelu_graph = "graph mlp\n"
+                                       "input %x: f32[8, 64]\n"
+                                       "param %w: f32[256, 64] = \"w\"\n"
+                                       "param %b: f32[256] = \"b\"\n"
+                                       "%h: f32[8, 256] = aten.linear.default(%x, %w, %b)\n"
+                                       "%g: f32[8, 256] = aten.gelu.default(%h)\n"
+                                       "output %g\n";
+
+static void test_linear_gelu_is_one_matmul_with_bias_and_gelu_epilogue(void)
+{
+    cc_result *r = compile(linear_gelu_graph);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_MATMUL);
+    CU_ASSERT(kernel_has_op(r, 0, "aten.linear.default", 5));
+    CU_ASSERT(kernel_has_op(r, 0, "aten.gelu.default", 6));
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "h"), 1); /* bias added, read twice by GELU */
+    char *rep = report(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  epilogue: g[256*m + n] = (acc + load(b, n)) * 0.5 * "
+                                       "(erf((acc + load(b, n)) * 0.7071067811865476) + 1.0)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  reads: x f32[8, 64], w f32[256, 64], b f32[256]\n"));
+    free(rep);
+    cc_result_free(r);
+}
+
+static void test_gelu_tanh_form_in_epilogue(void)
+{
+    const char *g = "input %x: f32[8, 64]\n"
+                    "input %w: f32[64, 32]\n"
+                    "%h: f32[8, 32] = aten.mm.default(%x, %w)\n"
+                    "%g: f32[8, 32] = aten.gelu.default(%h, approximate=\"tanh\")\n"
+                    "output %g\n";
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    char *rep = report(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "tanh((acc + acc * acc * acc * 0.044715) * 0.7978845608028654)"));
+    free(rep);
+    cc_result_free(r);
+}
+
+static void test_epilogue_takes_scaling_and_residual_add(void)
+{
+    const char *g = "input %x: f32[32, 64]\n"
+                    "input %res: f32[32, 16]\n"
+                    "param %w: f32[16, 64] = \"w\"\n"
+                    "param %b: f32[16] = \"b\"\n"
+                    "%t: f32[64, 16] = aten.t.default(%w)\n"
+                    "%h: f32[32, 16] = aten.addmm.default(%b, %x, %t)\n"
+                    "%s: f32[32, 16] = aten.mul.Tensor(%h, 0.5)\n"
+                    "%y: f32[32, 16] = aten.add.Tensor(%s, %res)\n"
+                    "output %y\n";
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_MATMUL);
+    char *rep = report(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  epilogue: y[16*m + n] = (acc + load(b, n)) * 0.5 + load(res, 16*m + n)\n"));
+    free(rep);
+    cc_result_free(r);
+}
+
+static const char *softmax_graph = "graph sm\n"
+                                   "input %x: f32[16, 64]\n"
+                                   "%y: f32[16, 64] = aten._softmax.default(%x, -1, False)\n"
+                                   "output %y\n";
+
+static void test_softmax_is_one_reduction_kernel(void)
+{
+    cc_result *r = compile(softmax_graph);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_REDUCTION);
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 0), 4); /* amax, exp, sum, div */
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "y.exp"), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "y.amax"), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "y.sum"), 1);
+    char *rep = report(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "k0_softmax: reduction [16 | 64]\n"
+                                       "  ops: aten._softmax.default (line 3)\n"
+                                       "  reads: x f32[16, 64]\n"));
+    free(rep);
+    cc_result_free(r);
+}
+
+static void test_softmax_lowers_to_readable_loops(void)
+{
+    char *d = dump_after(softmax_graph, "lower");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y.amax: reduction max [i0=16 | r0=64] y.amax[i0] = "
+                                     "reduce_max[r0](load(x, 64*i0 + r0))"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y.exp: pointwise [i0=16, i1=64] y.exp[64*i0 + i1] = "
+                                     "exp(load(x, 64*i0 + i1) - load(y.amax, i0))"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "y[64*i0 + i1] = load(y.exp, 64*i0 + i1) / load(y.sum, i0)"));
+    free(d);
+}
+
+static void test_horizontal_fusion_joins_independent_kernels_sharing_a_read(void)
+{
+    const char *g = "input %x: f32[16, 64]\n"
+                    "%s: f32[16] = aten.sum.dim_IntList(%x, [1])\n"
+                    "%m: f32[16] = aten.amax.default(%x, [1])\n"
+                    "%e: f32[16, 64] = aten.exp.default(%x)\n"
+                    "%c: f32[16, 64] = aten.cos.default(%x)\n"
+                    "output %s, %m, %e, %c\n";
+    char *before = dump_after(g, "fuse_epilogue");
+    CU_ASSERT_PTR_NOT_NULL(strstr(before, "kernel #0: reduction [16 | 64] nodes s\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(before, "kernel #1: reduction [16 | 64] nodes m\n"));
+    free(before);
+    cc_result *r = compile(g);
+    /* the two reductions share x; the two pointwise nodes share x */
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 2);
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 0), 2);
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 1), 2);
+    cc_result_free(r);
+}
+
+static void test_value_read_twice_is_realized_unless_max_reads_allows(void)
+{
+    const char *g = "input %x: f32[16, 64]\n"
+                    "%a: f32[16, 64] = aten.exp.default(%x)\n"
+                    "%b: f32[16, 64] = aten.add.Tensor(%a, 1.0)\n"
+                    "%c: f32[16, 64] = aten.mul.Tensor(%a, 2.0)\n"
+                    "output %b, %c\n";
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 0), 3); /* a, b, c */
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "a"), 1);
+    cc_result_free(r);
+    char err[512];
+    cc_compile_opts o = {.max_reads = 2};
+    r = compile_opts(g, &o, err, sizeof err);
+    CU_ASSERT_FATAL(r != NULL);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 0), 2); /* exp inlined into b and c */
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "a"), -1);
+    cc_result_free(r);
+}
+
+/* ---- views ---- */
+
+static void test_transpose_feeding_matmul_needs_no_copy(void)
+{
+    const char *g = "input %x: f32[16, 64]\n"
+                    "param %w: f32[32, 64] = \"w\"\n"
+                    "input %q: f32[4, 16, 8]\n"
+                    "input %k: f32[4, 16, 8]\n"
+                    "%wt: f32[64, 32] = aten.t.default(%w)\n"
+                    "%y: f32[16, 32] = aten.mm.default(%x, %wt)\n"
+                    "%kt: f32[4, 8, 16] = aten.transpose.int(%k, -1, -2)\n"
+                    "%s: f32[4, 16, 16] = aten.bmm.default(%q, %kt)\n"
+                    "output %y, %s\n";
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 2);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_MATMUL);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 1), CC_KERNEL_MATMUL);
+    cc_result_free(r);
+    char *d = dump_after(g, "lower");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y: matmul [m=16, n=32, k=64] y[32*m + n] = "
+                                     "reduce_sum[k](load(x, 64*m + k) * load(w, 64*n + k))"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node s: matmul [b0=4, m=16, n=16, k=8] s[256*b0 + 16*m + n] = "
+                                     "reduce_sum[k](load(q, 128*b0 + 8*m + k) * load(k, 128*b0 + 8*n + k))"));
+    free(d);
+}
+
+static void test_attention_head_split_and_merge_need_no_copy(void)
+{
+    /* q and k come out of linear layers as [2, 16, 64], split into 4
+     * heads and merged into a batch of 8 for bmm; the result goes back
+     * to [2, 16, 64] through a transpose: the head dims are read and
+     * written through affine indices, so only matmul kernels remain. */
+    const char *g = "input %q: f32[2, 16, 64]\n"
+                    "input %k: f32[2, 16, 64]\n"
+                    "input %v: f32[2, 4, 16, 16]\n"
+                    "%q4: f32[2, 16, 4, 16] = aten.view.default(%q, [2, 16, 4, 16])\n"
+                    "%qh: f32[2, 4, 16, 16] = aten.transpose.int(%q4, 1, 2)\n"
+                    "%k4: f32[2, 16, 4, 16] = aten.view.default(%k, [2, 16, 4, 16])\n"
+                    "%kh: f32[2, 4, 16, 16] = aten.transpose.int(%k4, 1, 2)\n"
+                    "%kt: f32[2, 4, 16, 16] = aten.transpose.int(%kh, -1, -2)\n"
+                    "%qc: f32[2, 4, 16, 16] = aten.clone.default(%qh, memory_format=\"contiguous_format\")\n"
+                    "%q3: f32[8, 16, 16] = aten._unsafe_view.default(%qc, [8, 16, 16])\n"
+                    "%kc: f32[2, 4, 16, 16] = aten.clone.default(%kt, memory_format=\"contiguous_format\")\n"
+                    "%k3: f32[8, 16, 16] = aten._unsafe_view.default(%kc, [8, 16, 16])\n"
+                    "%s: f32[8, 16, 16] = aten.bmm.default(%q3, %k3)\n"
+                    "%s4: f32[2, 4, 16, 16] = aten.view.default(%s, [2, 4, 16, 16])\n"
+                    "%o: f32[2, 16, 4, 16] = aten.transpose.int(%s4, 1, 2)\n"
+                    "%oc: f32[2, 16, 4, 16] = aten.clone.default(%o, memory_format=\"contiguous_format\")\n"
+                    "%y: f32[2, 16, 64] = aten.view.default(%oc, [2, 16, 64])\n"
+                    "output %y\n";
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_MATMUL);
+    char *rep = report(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "k0_bmm: matmul [2, 4, 16, 16 | 16]\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  epilogue: y[1024*b0 + 16*b1 + 64*m + n] = acc\n"));
+    free(rep);
+    char *d = dump_after(g, "lower");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "load(q, 1024*b0 + 16*b1 + 64*m + k) * load(k, 1024*b0 + 16*b1 + 64*n + k)"));
+    free(d);
+    cc_result_free(r);
+}
+
+static void test_reshape_that_is_no_view_forces_a_copy(void)
+{
+    const char *viewable = "input %x: f32[4, 8]\n"
+                           "%r: f32[32] = aten.view.default(%x, [32])\n"
+                           "%y: f32[32] = aten.exp.default(%r)\n"
+                           "output %y\n";
+    char *d = dump_after(viewable, "lower");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y: pointwise [i0=32] y[i0] = exp(load(x, i0))"));
+    CU_ASSERT_PTR_NULL(strstr(d, "node r"));
+    free(d);
+    const char *copied = "input %x: f32[4, 8]\n"
+                         "%t: f32[8, 4] = aten.t.default(%x)\n"
+                         "%r: f32[32] = aten.view.default(%t, [32])\n"
+                         "%y: f32[32] = aten.exp.default(%r)\n"
+                         "output %y\n";
+    d = dump_after(copied, "lower");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node r: pointwise [i0=8, i1=4] r[4*i0 + i1] = load(x, i0 + 8*i1)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y: pointwise [i0=32] y[i0] = exp(load(r, i0))"));
+    free(d);
+    cc_result *r = compile(copied); /* the copy and the exp fuse: r stays inside */
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "r"), 1);
+    cc_result_free(r);
+}
+
+static void test_output_that_is_a_view_of_an_input_is_copied(void)
+{
+    const char *g = "input %x: f32[4, 8]\n"
+                    "%v: f32[8, 4] = aten.t.default(%x)\n"
+                    "%d: f32[4, 8] = aten.detach.default(%x)\n"
+                    "output %v, %d\n";
+    cc_result *r = compile(g);
+    /* two copies, fused horizontally: both read x over 8 x 4 loops */
+    CU_ASSERT_EQUAL_FATAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_POINTWISE);
+    CU_ASSERT_EQUAL(cc_result_kernel_nnodes(r, 0), 2);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "v"), 0);
+    cc_result_free(r);
+    char *d = dump_after(g, "lastuse");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "output v: f32[8, 4] = v\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "output d: f32[4, 8] = d\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "v[4*i0 + i1] = load(x, i0 + 8*i1)"));
+    free(d);
+}
+
+static void test_output_that_is_a_view_of_a_result_needs_no_copy(void)
+{
+    const char *g = "input %x: f32[4, 8]\n"
+                    "%e: f32[4, 8] = aten.exp.default(%x)\n"
+                    "%v: f32[2, 16] = aten.view.default(%e, [2, 16])\n"
+                    "output %v\n";
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    cc_result_free(r);
+    char *d = dump_after(g, "lastuse");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "output v: f32[2, 16] = e\n"));
+    free(d);
+}
+
+static void test_embedding_is_a_gather_load(void)
+{
+    const char *g = "input %ids: i64[2, 16]\n"
+                    "param %w: f32[100, 64] = \"w\"\n"
+                    "param %pos: f32[16, 64] = \"pos\"\n"
+                    "%e: f32[2, 16, 64] = aten.embedding.default(%w, %ids)\n"
+                    "%a: f32[2, 16, 64] = aten.add.Tensor(%e, %pos)\n"
+                    "output %a\n";
+    char *d = dump_after(g, "deps");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "= load(w, i2 + 64*load(ids, 16*i0 + i1)) + load(pos, 64*i1 + i2)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "reads w[*], ids[16*i0 + i1], pos[64*i1 + i2]"));
+    free(d);
+}
+
+static void test_causal_mask_is_an_index_expression(void)
+{
+    const char *g = "input %s: f32[16, 16]\n"
+                    "%f: f32[16, 16] = aten.full.default([16, 16], -inf, dtype=f32, pin_memory=False)\n"
+                    "%m: f32[16, 16] = aten.triu.default(%f, 1)\n"
+                    "%y: f32[16, 16] = aten.add.Tensor(%s, %m)\n"
+                    "%p: f32[16, 16] = aten._softmax.default(%y, -1, False)\n"
+                    "output %p\n";
+    char *d = dump_after(g, "lower");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "load(s, 16*i0 + i1) + where(ge(-i0 + i1, 1), -inf, 0.0)"));
+    free(d);
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT(kernel_has_op(r, 0, "aten.triu.default", 3));
+    cc_result_free(r);
+}
+
+static void test_dead_nodes_are_removed(void)
+{
+    const char *g = "input %x: f32[16, 64]\n"
+                    "input %w: f32[64, 64]\n"
+                    "%unused_sum: f32[16] = aten.sum.dim_IntList(%x, [1])\n"
+                    "%unused_mm: f32[16, 64] = aten.mm.default(%x, %w)\n"
+                    "%unused_exp: f32[16, 64] = aten.exp.default(%x)\n"
+                    "%y: f32[16, 64] = aten.relu.default(%x)\n"
+                    "output %y\n";
+    char *d = dump_after(g, "deps");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node unused_sum:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node unused_mm:"));
+    CU_ASSERT_PTR_NULL(strstr(d, "node unused_exp:")); /* never realized */
+    free(d);
+    d = dump_after(g, "dce");
+    CU_ASSERT_PTR_NULL(strstr(d, "unused"));
+    free(d);
+    cc_result *r = compile(g);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "unused_sum"), -1);
+    cc_result_free(r);
+}
+
+/* ---- errors ---- */
+
+static void test_unknown_op_is_an_error_naming_op_and_line(void)
+{
+    const char *g = "input %x: f32[4, 8]\n"
+                    "%a: f32[4, 8] = aten.exp.default(%x)\n"
+                    "%y: f32[4, 8] = aten.foo.bar(%a)\n"
+                    "output %y\n";
+    char err[512];
+    CU_ASSERT_PTR_NULL(compile_opts(g, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:3: the compiler does not lower aten.foo.bar");
+    const char *t = "input %x: f32[4, 8]\n"
+                    "%m: (f32[4], f32[4]) = aten.max.dim(%x, 1)\n"
+                    "%y: f32[4] = getitem(%m, 0)\n"
+                    "output %y\n";
+    CU_ASSERT_PTR_NULL(compile_opts(t, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:2: the compiler does not lower aten.max.dim");
+}
+
+static void test_shape_mismatch_is_an_error_with_line_and_shapes(void)
+{
+    const char *g = "input %x: f32[8, 64]\n"
+                    "\n"
+                    "%y: f32[8, 32] = aten.add.Tensor(%x, %x)\n"
+                    "output %y\n";
+    char err[512];
+    CU_ASSERT_PTR_NULL(compile_opts(g, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:3: aten.add.Tensor: %y is declared f32[8, 32] but the op produces f32[8, 64]");
+    const char *ln = "input %x: f32[16, 64]\n"
+                     "%ln: (f32[16, 64], f32[16, 1], f32[16]) = aten.native_layer_norm.default(%x, [64], None, None, "
+                     "1e-05)\n"
+                     "%y: f32[16, 64] = getitem(%ln, 0)\n"
+                     "output %y\n";
+    CU_ASSERT_PTR_NULL(compile_opts(ln, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:2: aten.native_layer_norm.default: result 2 of %ln is declared f32[16] but "
+                                "the op produces f32[16, 1]");
+    const char *bc = "input %x: f32[8, 64]\n"
+                     "input %z: f32[8, 32]\n"
+                     "%y: f32[8, 64] = aten.mul.Tensor(%x, %z)\n"
+                     "output %y\n";
+    CU_ASSERT_PTR_NULL(compile_opts(bc, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:3: aten.mul.Tensor: shapes f32[8, 64] and f32[8, 32] do not broadcast");
+}
+
+static void test_dropout_in_training_is_refused(void)
+{
+    const char *g = "input %x: f32[4, 8]\n"
+                    "%d: (f32[4, 8], bool[4, 8]) = aten.native_dropout.default(%x, 0.1, True)\n"
+                    "%y: f32[4, 8] = getitem(%d, 0)\n"
+                    "output %y\n";
+    char err[512];
+    CU_ASSERT_PTR_NULL(compile_opts(g, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:2: aten.native_dropout.default: the compiler does not lower dropout with "
+                                "p > 0 in training mode");
+    const char *ok = "input %x: f32[4, 8]\n"
+                     "%d: (f32[4, 8], bool[4, 8]) = aten.native_dropout.default(%x, 0.0, True)\n"
+                     "%y: f32[4, 8] = getitem(%d, 0)\n"
+                     "%z: f32[4, 8] = aten.relu.default(%y)\n"
+                     "output %z\n";
+    cc_result *r = compile(ok);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
+    cc_result_free(r);
+}
+
+/* ---- passes and dumps ---- */
+
+static void test_dump_after_every_pass_and_unknown_pass_rejected(void)
+{
+    const char *const *passes = cc_pass_names();
+    int n = 0;
+    for (; passes[n]; n++) {
+        char *d = dump_after(linear_gelu_graph, passes[n]);
+        char head[64];
+        snprintf(head, sizeof head, "# mlp after %s\n", passes[n]);
+        CU_ASSERT_EQUAL(strncmp(d, head, strlen(head)), 0);
+        CU_ASSERT(strlen(d) > strlen(head) + 20);
+        free(d);
+    }
+    CU_ASSERT_EQUAL(n, 10);
+    CU_ASSERT_STRING_EQUAL(passes[0], "decompose");
+    CU_ASSERT_STRING_EQUAL(passes[n - 1], "lastuse");
+    char err[512];
+    cc_compile_opts o = {.dump_after = "fuse", .dump = stderr};
+    CU_ASSERT_PTR_NULL(compile_opts(linear_gelu_graph, &o, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "unknown pass \"fuse\" (the passes are decompose, lower, deps, dce, fuse_vertical, "
+                                "fuse_reduction, fuse_epilogue, fuse_horizontal, order, lastuse)");
+}
+
+static void test_fusion_dumps_show_each_step(void)
+{
+    char *v = dump_after(linear_gelu_graph, "fuse_reduction");
+    /* before epilogue fusion: the matmul alone, h and g fused vertically */
+    CU_ASSERT_PTR_NOT_NULL(strstr(v, "kernel #0: matmul [8, 256 | 64] nodes h.mm\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(v, "kernel #1: pointwise [8, 256] nodes h, g\n"));
+    free(v);
+    char *e = dump_after(linear_gelu_graph, "fuse_epilogue");
+    CU_ASSERT_PTR_NOT_NULL(strstr(e, "kernel #0: matmul [8, 256 | 64] nodes h.mm, h, g\n"));
+    free(e);
+    char *l = dump_after(linear_gelu_graph, "lastuse");
+    CU_ASSERT_PTR_NOT_NULL(strstr(l, "buffer h.mm: f32[8, 256] computed internal\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(l, "buffer x: f32[8, 64] input last_use=k0_linear_gelu\n"));
+    free(l);
+}
+
+static void test_decomposition_table_is_printable(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cc_decompositions_print(f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "native_layer_norm"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "_softmax                     -> amax, sub, exp, sum, div\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "silu                         -> x * sigmoid(x)\n"));
+    free(buf);
+}
+
+/* ---- a whole encoder layer ---- */
+
+static void test_bert_encoder_layer_is_11_kernels(void)
+{
+    /* traces/bert_handwritten_small: a hand-written BERT layer, d_model
+     * 64, 4 heads, sequence 16, batch 2, FFN 128, exported by
+     * tools/export.py.  11 kernels, in this order:
+     *   k0  q = x Wq^T + bq        matmul, bias epilogue
+     *   k1  k = x Wk^T + bk        matmul, bias epilogue
+     *   k2  q k^T per head         matmul over (batch 2, heads 4): the head
+     *                              split/transpose is read through affine
+     *                              indices, no copy
+     *   k3  softmax(s / 4 + mask)  one reduction kernel: scale, mask add,
+     *                              amax, exp, sum, div
+     *   k4  v = x Wv^T + bv        matmul, bias epilogue (ordered late:
+     *                              it frees no memory before the softmax)
+     *   k5  p v per head           matmul whose epilogue stores the heads
+     *                              merged back to [2, 16, 64] (a permuted
+     *                              store instead of a transpose copy)
+     *   k6  ctx Wo^T               matmul
+     *   k7  LN(x + ctx Wo^T + bo)  one reduction kernel: bias, residual,
+     *                              layer norm
+     *   k8  gelu(h W1^T + b1)      matmul, bias + GELU epilogue
+     *   k9  g W2^T                 matmul
+     *   k10 LN(h + g W2^T + b2)    one reduction kernel
+     * The attention-out and FFN-out biases join their layer norms rather
+     * than their matmuls: the residual add makes the sum a [2, 16, 64]
+     * loop that the reduction fusion (run before epilogue fusion) takes. */
+    char err[512], path[1024];
+    snprintf(path, sizeof path, "%s/traces/bert_handwritten_small/graph.txt", SPYRE_SOURCE_DIR);
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    CU_ASSERT_FATAL(g != NULL);
+    cc_result *r = cc_compile(g, NULL, err, sizeof err);
+    cc_graph_free(g);
+    CU_ASSERT_FATAL(r != NULL);
+    cc_compile_report(r, stdout);
+    static const struct {
+        const char *name;
+        cc_kernel_kind kind;
+    } want[] = {
+        {"k0_addmm", CC_KERNEL_MATMUL},
+        {"k1_addmm", CC_KERNEL_MATMUL},
+        {"k2_bmm", CC_KERNEL_MATMUL},
+        {"k3_div_add_softmax", CC_KERNEL_REDUCTION},
+        {"k4_addmm", CC_KERNEL_MATMUL},
+        {"k5_bmm", CC_KERNEL_MATMUL},
+        {"k6_addmm", CC_KERNEL_MATMUL},
+        {"k7_addmm_add_native_layer_norm", CC_KERNEL_REDUCTION},
+        {"k8_addmm_gelu", CC_KERNEL_MATMUL},
+        {"k9_addmm", CC_KERNEL_MATMUL},
+        {"k10_addmm_add_native_layer_norm", CC_KERNEL_REDUCTION},
+    };
+    CU_ASSERT_EQUAL_FATAL(cc_result_nkernels(r), 11);
+    for (int i = 0; i < 11; i++) {
+        CU_ASSERT_STRING_EQUAL(cc_result_kernel_name(r, i), want[i].name);
+        CU_ASSERT_EQUAL(cc_result_kernel_kind(r, i), want[i].kind);
+    }
+    CU_ASSERT(kernel_has_op(r, 3, "aten._softmax.default", 51));
+    CU_ASSERT(kernel_has_op(r, 8, "aten.gelu.default", 73));
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "_softmax.exp"), 1);
+    CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "bmm_1"), 1);
+    cc_result_free(r);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"layer_norm_is_one_reduction_kernel", test_layer_norm_is_one_reduction_kernel},
+        {"layer_norm_decomposes_into_mean_var_rsqrt", test_layer_norm_decomposes_into_mean_var_rsqrt},
+        {"linear_gelu_is_one_matmul_with_bias_and_gelu_epilogue", test_linear_gelu_is_one_matmul_with_bias_and_gelu_epilogue},
+        {"gelu_tanh_form_in_epilogue", test_gelu_tanh_form_in_epilogue},
+        {"epilogue_takes_scaling_and_residual_add", test_epilogue_takes_scaling_and_residual_add},
+        {"softmax_is_one_reduction_kernel", test_softmax_is_one_reduction_kernel},
+        {"softmax_lowers_to_readable_loops", test_softmax_lowers_to_readable_loops},
+        {"horizontal_fusion_joins_independent_kernels_sharing_a_read",
+         test_horizontal_fusion_joins_independent_kernels_sharing_a_read},
+        {"value_read_twice_is_realized_unless_max_reads_allows", test_value_read_twice_is_realized_unless_max_reads_allows},
+        {"transpose_feeding_matmul_needs_no_copy", test_transpose_feeding_matmul_needs_no_copy},
+        {"attention_head_split_and_merge_need_no_copy", test_attention_head_split_and_merge_need_no_copy},
+        {"reshape_that_is_no_view_forces_a_copy", test_reshape_that_is_no_view_forces_a_copy},
+        {"output_that_is_a_view_of_an_input_is_copied", test_output_that_is_a_view_of_an_input_is_copied},
+        {"output_that_is_a_view_of_a_result_needs_no_copy", test_output_that_is_a_view_of_a_result_needs_no_copy},
+        {"embedding_is_a_gather_load", test_embedding_is_a_gather_load},
+        {"causal_mask_is_an_index_expression", test_causal_mask_is_an_index_expression},
+        {"dead_nodes_are_removed", test_dead_nodes_are_removed},
+        {"unknown_op_is_an_error_naming_op_and_line", test_unknown_op_is_an_error_naming_op_and_line},
+        {"shape_mismatch_is_an_error_with_line_and_shapes", test_shape_mismatch_is_an_error_with_line_and_shapes},
+        {"dropout_in_training_is_refused", test_dropout_in_training_is_refused},
+        {"dump_after_every_pass_and_unknown_pass_rejected", test_dump_after_every_pass_and_unknown_pass_rejected},
+        {"fusion_dumps_show_each_step", test_fusion_dumps_show_each_step},
+        {"decomposition_table_is_printable", test_decomposition_table_is_printable},
+        {"bert_encoder_layer_is_11_kernels", test_bert_encoder_layer_is_11_kernels},
+        {NULL, NULL},
+    };
+    return tu_run("lowering", tests);
+}
