@@ -1344,44 +1344,6 @@ done:
 
 /* ---- Printing the core graph ---- */
 
-static void print_arg(const cc_graph *d, const cc_arg *a, FILE *f)
-{
-    if (a->key)
-        fprintf(f, "%s=", a->key);
-    switch (a->kind) {
-    case CC_ARG_VALUE:
-        fprintf(f, "%%%s", d->values[a->value].name);
-        break;
-    case CC_ARG_INT:
-        fprintf(f, "%lld", (long long)a->i);
-        break;
-    case CC_ARG_FLOAT:
-        ir_print_double(a->f, f);
-        break;
-    case CC_ARG_BOOL:
-        fputs(a->i ? "True" : "False", f);
-        break;
-    case CC_ARG_NONE:
-        fputs("None", f);
-        break;
-    case CC_ARG_STR:
-        fprintf(f, "\"%s\"", a->s);
-        break;
-    case CC_ARG_DTYPE:
-        fputs(cc_dtype_names[a->i], f);
-        break;
-    case CC_ARG_LIST:
-        fputc('[', f);
-        for (int i = 0; i < a->nitems; i++) {
-            if (i)
-                fputs(", ", f);
-            print_arg(d, &a->items[i], f);
-        }
-        fputc(']', f);
-        break;
-    }
-}
-
 void ir_print_dgraph(const ir_prog *p, FILE *f)
 {
     const cc_graph *d = p->dg;
@@ -1403,7 +1365,7 @@ void ir_print_dgraph(const ir_prog *p, FILE *f)
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
                 fputs(", ", f);
-            print_arg(d, &nd->args[i], f);
+            cc_arg_print(d, &nd->args[i], f);
         }
         if (strcmp(s->op, nd->op))
             fprintf(f, ")  # line %d: %s\n", s->line, s->op);

@@ -1479,7 +1479,7 @@ static void print_float(double x, FILE *f)
     fputs(buf, f);
 }
 
-static void print_arg(const cc_graph *g, const cc_arg *a, FILE *f)
+void cc_arg_print(const cc_graph *g, const cc_arg *a, FILE *f)
 {
     switch (a->kind) {
     case CC_ARG_VALUE:
@@ -1508,7 +1508,7 @@ static void print_arg(const cc_graph *g, const cc_arg *a, FILE *f)
         for (int i = 0; i < a->nitems; i++) {
             if (i)
                 fputs(", ", f);
-            print_arg(g, &a->items[i], f);
+            cc_arg_print(g, &a->items[i], f);
         }
         fputc(']', f);
         break;
@@ -1546,7 +1546,7 @@ void cc_graph_print(const cc_graph *g, FILE *f)
                 fputs(", ", f);
             if (nd->args[i].key)
                 fprintf(f, "%s=", nd->args[i].key);
-            print_arg(g, &nd->args[i], f);
+            cc_arg_print(g, &nd->args[i], f);
         }
         fputs(")\n", f);
     }

@@ -92,6 +92,8 @@ cc_graph *cc_graph_load(const char *path, char *err, size_t errlen);
 void cc_graph_free(cc_graph *g);
 /* Print in the text format (parses back to the same graph). */
 void cc_graph_print(const cc_graph *g, FILE *f);
+/* Print one argument as the text format writes it. */
+void cc_arg_print(const cc_graph *g, const cc_arg *a, FILE *f);
 
 /* Helpers for interpreters of the graph. */
 int cc_graph_find(const cc_graph *g, const char *name); /* value index or -1 */
