@@ -309,7 +309,11 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         }
     }
     sim_trace_insn(s, c->id, u, e, t, t + dur);
-    us->busy += dur;
+    /* busy: the union of the instructions' [start, completion) spans, so a
+     * DMA engine with transfers in flight counts as busy while they move */
+    double covered = us->done_at > t ? us->done_at : t;
+    if (done > covered)
+        us->busy += done - covered;
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
