@@ -77,6 +77,8 @@ typedef struct {
     FILE *dump;             /* where the dump goes (NULL: stderr) */
     int max_reads;          /* realize a value read by more consumers than this (0: 1) */
     int max_body;           /* realize an expression of more nodes than this (0: 64) */
+    const sim_config *target; /* not NULL: also run the back half for this chip
+                                 (cc_backend_pass_names); cc_result_program has the program */
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;
@@ -111,5 +113,25 @@ void cc_result_traffic(const cc_result *r, int64_t *bytes_read, int64_t *bytes_w
 /* The decomposition table: one line per composite op and what it becomes. */
 void cc_decompositions_print(FILE *f);
 /* ==== end of the graph compiler's front half ==== */
+
+/* ==== The back half (backend.c, be_matmul.c, be_rows.c; docs/compiler.md) ====
+ * layout (a device layout per DRAM buffer), workdiv (each kernel's output
+ * split across cores), codegen (per-core streams, the tensor table, the
+ * source graph as the program's graph text). */
+
+/* The back half's passes, in order; NULL-terminated.  (cc_pass_names
+ * lists the front half's; dump_after accepts these with a target.) */
+const char *const *cc_backend_pass_names(void);
+/* Generate the program for cfg from a compiled result: graph inputs are
+ * tensors of role input named as the input values, parameters role
+ * weight named by their value names, graph outputs role output named by
+ * their output value names, other DRAM buffers role scratch.  NULL with
+ * "kernel K: what is missing" (or another one-line reason) in err when
+ * the back half cannot handle the graph; never wrong code. */
+isa_program *cc_codegen(const cc_result *r, const sim_config *cfg, char *err, size_t errlen);
+/* The program cc_compile made (opts->target set), handed to the caller
+ * (who frees it); NULL without a target or when already taken. */
+isa_program *cc_result_take_program(cc_result *r);
+/* ==== end of the back half ==== */
 
 #endif

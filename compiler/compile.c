@@ -7,14 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pass_names[] = {
+/* Every pass in order: the front half, then (after its NULL) the back
+ * half, which runs only for a target chip. */
+static const char *const all_passes[] = {
     "decompose",      "lower",          "deps",          "dce",   "fuse_vertical", "fuse_reduction",
     "fuse_epilogue", "fuse_horizontal", "order",         "lastuse", NULL,
+    "layout",         "workdiv",        "codegen",       NULL,
 };
+static const char *const *const pass_names = all_passes;
+static const char *const *const backend_pass_names = all_passes + 11;
 
 const char *const *cc_pass_names(void)
 {
     return pass_names;
+}
+
+const char *const *cc_backend_pass_names(void)
+{
+    return backend_pass_names;
+}
+
+isa_program *cc_result_take_program(cc_result *r)
+{
+    isa_program *p = r->program;
+    r->program = NULL;
+    return p;
 }
 
 /* After pass `name` (the *i-th of pass_names) returned rc: dump if asked. */
@@ -46,6 +63,13 @@ static ir_prog *prog_new(const cc_graph *g, const cc_compile_opts *opts, char *e
         p->src[n].op = ir_xstrdup(g->nodes[n].op);
         p->src[n].line = g->nodes[n].line;
     }
+    /* The program's graph text: the source graph as the printer writes it. */
+    size_t len = 0;
+    FILE *f = open_memstream(&p->graph_text, &len);
+    if (!f)
+        abort();
+    cc_graph_print(g, f);
+    fclose(f);
     return p;
 }
 
@@ -57,10 +81,14 @@ cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err,
         int known = 0;
         for (int i = 0; pass_names[i]; i++)
             known |= !strcmp(pass_names[i], opts->dump_after);
+        for (int i = 0; opts->target && backend_pass_names[i]; i++)
+            known |= !strcmp(backend_pass_names[i], opts->dump_after);
         if (!known) {
             size_t o = (size_t)snprintf(err, errlen, "unknown pass \"%s\" (the passes are", opts->dump_after);
             for (int i = 0; pass_names[i] && o < errlen; i++)
                 o += (size_t)snprintf(err + o, errlen - o, "%s %s", i ? "," : "", pass_names[i]);
+            for (int i = 0; opts->target && backend_pass_names[i] && o < errlen; i++)
+                o += (size_t)snprintf(err + o, errlen - o, ", %s", backend_pass_names[i]);
             if (o < errlen)
                 snprintf(err + o, errlen - o, ")");
             return NULL;
@@ -82,6 +110,13 @@ cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err,
         return NULL;
     }
     assert(!pass_names[i]);
+    if (opts && opts->target) {
+        p->program = cc_codegen(p, opts->target, err, errlen);
+        if (!p->program) {
+            cc_result_free(p);
+            return NULL;
+        }
+    }
     p->err = NULL; /* the caller's buffer is not ours to keep */
     p->errlen = 0;
     return p;
@@ -91,6 +126,9 @@ void cc_result_free(cc_result *p)
 {
     if (!p)
         return;
+    be_free(p);
+    isa_program_free(p->program);
+    free(p->graph_text);
     for (int i = 0; i < p->nsrc; i++)
         free(p->src[i].op);
     free(p->src);

@@ -326,6 +326,10 @@ struct cc_result {
     int norder;
     int lastuse_done;
     int64_t peak_bytes; /* lastuse: most bytes of buffers between kernels alive at once */
+
+    char *graph_text;  /* the source graph as cc_graph_print writes it (the program's graph) */
+    struct be_ctx *be; /* the back half's state (backend.h), after layout */
+    isa_program *program; /* codegen: the program (cc_compile with a target) */
 };
 
 /* ---- Passes (each returns 0, or -1 with a message in p->err) ---- */
@@ -340,6 +344,12 @@ int ir_fuse_epilogue(ir_prog *p);
 int ir_fuse_horizontal(ir_prog *p);
 int ir_order(ir_prog *p);
 int ir_lastuse(ir_prog *p);
+/* The back half (backend.c): each needs the one before. */
+int be_layout_pass(ir_prog *p, const sim_config *cfg);
+int be_workdiv_pass(ir_prog *p);
+int be_codegen_pass(ir_prog *p);
+void be_free(ir_prog *p);
+void be_print(const ir_prog *p, const char *pass, FILE *f);
 
 /* ---- Helpers (ir.c) ---- */
 

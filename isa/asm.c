@@ -12,6 +12,7 @@
  *   .tensor NAME ROLE HOSTDTYPE DIMS [dev=dl16|f32] [at=OFFSET]
  *           [stick=DIM] [bytes=BYTES] [const=OFFSET]
  *   .dram BYTES               size of the program's DRAM segment
+ *   .weights BYTES            size of its weights region, [0, BYTES)
  *   .const HEX                append bytes to the constant data
  *   .graph TEXT               append the line TEXT to the graph text
  *   MNEMONIC NAME=VALUE ...   one instruction (isa_parse_insn)
@@ -101,6 +102,8 @@ typedef struct {
     int core;              /* current .core, -1 before the first */
     uint64_t dram;
     int dram_line;         /* 0: no .dram, the tensors decide */
+    uint64_t weights;
+    int weights_line;      /* 0: no .weights, no weights region */
     int *tensor_line;      /* line of each .tensor, for late errors */
     strbuf consts, graph;
     int have_graph;
@@ -386,9 +389,14 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ASM_MAX_BYTES);
     if (have_bytes && bytes < need)
         return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);
-    if (!have_at) { /* next free offset after the tensors so far */
+    if (!have_at) { /* next free offset after the tensors so far (of its region, after .weights) */
+        int weight = role == ISA_ROLE_WEIGHT;
+        if (a->weights_line && !weight)
+            at = a->weights;
         for (size_t i = 0; i < p->ntensors; i++) {
             uint64_t end = p->tensors[i].dram_off + p->tensors[i].bytes;
+            if (a->weights_line && (p->tensors[i].role == ISA_ROLE_WEIGHT) != weight)
+                continue;
             if (end > at)
                 at = end;
         }
@@ -419,6 +427,18 @@ static int dir_dram(assembler *a, char **tok, int n)
     if (parse_bounded(a, ".dram", tok[1], 0, ASM_MAX_BYTES, &a->dram))
         return -1;
     a->dram_line = a->line;
+    return 0;
+}
+
+static int dir_weights(assembler *a, char **tok, int n)
+{
+    if (n != 2)
+        return fail(a, "expected .weights BYTES");
+    if (a->weights_line)
+        return fail(a, ".weights given twice (first on line %d)", a->weights_line);
+    if (parse_bounded(a, ".weights", tok[1], 0, ASM_MAX_BYTES, &a->weights))
+        return -1;
+    a->weights_line = a->line;
     return 0;
 }
 
@@ -461,13 +481,15 @@ static int directive(assembler *a, char *line)
         return dir_tensor(a, tok, n);
     if (strcmp(tok[0], ".dram") == 0)
         return dir_dram(a, tok, n);
+    if (strcmp(tok[0], ".weights") == 0)
+        return dir_weights(a, tok, n);
     if (strcmp(tok[0], ".const") == 0)
         return dir_const(a, tok, n);
     if (strcmp(tok[0], ".kernel") == 0)
         return dir_kernel(a, tok, n);
     if (strcmp(tok[0], ".endkernel") == 0)
         return dir_endkernel(a, n);
-    return fail(a, "unknown directive '%s' (.config .core .kernel .endkernel .tensor .dram .const .graph)",
+    return fail(a, "unknown directive '%s' (.config .core .kernel .endkernel .tensor .dram .weights .const .graph)",
                 tok[0]);
 }
 
@@ -503,15 +525,24 @@ static int finish(assembler *a)
                                   t->bytes > a->consts.len - (uint64_t)t->const_off))
             return fail(a, ".tensor %s: const=%" PRId64 " plus %" PRIu64 " bytes is past the %zu .const bytes",
                         t->name, t->const_off, t->bytes, a->consts.len);
+        int weight = t->role == ISA_ROLE_WEIGHT;
+        if (a->weights_line && (weight ? t->dram_off + t->bytes > a->weights : t->dram_off < a->weights))
+            return fail(a, ".tensor %s: [%" PRIu64 ", +%" PRIu64 ") is not in the %s region (.weights %" PRIu64
+                        " on line %d: weights at [0, %" PRIu64 "), every other tensor after)",
+                        t->name, t->dram_off, t->bytes, weight ? "weights" : "activation", a->weights,
+                        a->weights_line, a->weights);
     }
+    if (a->weights > need)
+        need = a->weights;
     if (a->dram_line) {
         a->line = a->dram_line;
         if (a->dram < need)
-            return fail(a, ".dram %" PRIu64 " is smaller than the %" PRIu64 " bytes the tensors need", a->dram,
-                        need);
+            return fail(a, ".dram %" PRIu64 " is smaller than the %" PRIu64 " bytes the tensors%s need", a->dram,
+                        need, a->weights_line ? " and .weights" : "");
         need = a->dram;
     }
     p->dram_bytes = need;
+    p->weight_bytes = a->weights;
     if (a->consts.len) {
         p->consts = (uint8_t *)a->consts.buf;
         p->nconsts = a->consts.len;
@@ -651,6 +682,8 @@ char *isa_disassemble(const isa_program *p)
     if (p->stick_bytes != ASM_DEFAULT_STICK)
         sb_printf(&s, " stick=%" PRIu32, p->stick_bytes);
     sb_printf(&s, "\n");
+    if (p->weight_bytes)
+        sb_printf(&s, ".weights %" PRIu64 "\n", p->weight_bytes);
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *t = &p->tensors[i];
         sb_printf(&s, ".tensor %s %s %s ", t->name, name_of(isa_role_names, (int)t->role),

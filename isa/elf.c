@@ -59,21 +59,24 @@ enum {
     KR_SIZE = 88
 };
 
-/* Description of the configuration note: byte offsets of its fields. */
+/* Description of the configuration note: byte offsets of its fields.
+ * Version 1 ended at ND_SIZE_V1 (read as weight_bytes 0). */
 enum {
-    ND_VERSION = 0, /* u32 NOTE_VERSION */
-    ND_NCORES = 4,  /* u32 cores (streams) */
-    ND_STICK = 8,   /* u32 stick bytes */
-    ND_PAD = 12,    /* u32 zero */
-    ND_LX = 16,     /* u64 LX bytes per core */
-    ND_DRAM = 24,   /* u64 size of the program's DRAM segment */
-    ND_NAME = 32,   /* ISA_NAME_MAX bytes: configuration name */
-    ND_SIZE = 96
+    ND_VERSION = 0,  /* u32 NOTE_VERSION */
+    ND_NCORES = 4,   /* u32 cores (streams) */
+    ND_STICK = 8,    /* u32 stick bytes */
+    ND_PAD = 12,     /* u32 zero */
+    ND_LX = 16,      /* u64 LX bytes per core */
+    ND_DRAM = 24,    /* u64 size of the program's DRAM segment */
+    ND_NAME = 32,    /* ISA_NAME_MAX bytes: configuration name */
+    ND_SIZE_V1 = 96,
+    ND_WEIGHTS = 96, /* u64 size of the weights region (version 2) */
+    ND_SIZE = 104
 };
 
 #define NOTE_OWNER "Spyre"
 #define NOTE_TYPE_CONFIG 0x5350u /* "SP"; 1 would read as NT_VERSION in readelf */
-#define NOTE_VERSION 1u
+#define NOTE_VERSION 2u
 #define NOTE_ALIGN 4
 #define TEXT_PREFIX ".text.core"
 #define MAX_CORES 256 /* the ring's core operand has 8 bits */
@@ -129,6 +132,11 @@ static int check_config(const isa_program *p, char *msg, size_t len)
     }
     if (p->lx_bytes == 0) {
         set_err(msg, len, "lx_bytes is 0");
+        return -1;
+    }
+    if (p->weight_bytes > p->dram_bytes) {
+        set_err(msg, len, "weights region of %" PRIu64 " bytes is larger than the DRAM segment of %" PRIu64 " bytes",
+                p->weight_bytes, p->dram_bytes);
         return -1;
     }
     return 0;
@@ -192,6 +200,14 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
         set_err(msg, len,
                 "tensor %s: bytes [%" PRIu64 ", +%" PRIu64 ") outside the DRAM segment of %" PRIu64 " bytes",
                 t->name, t->dram_off, t->bytes, p->dram_bytes);
+        return -1;
+    }
+    int is_weight = t->role == ISA_ROLE_WEIGHT;
+    if (p->weight_bytes && (is_weight ? t->dram_off + t->bytes > p->weight_bytes : t->dram_off < p->weight_bytes)) {
+        set_err(msg, len,
+                "tensor %s (%s): bytes [%" PRIu64 ", +%" PRIu64 ") are not in the %s region (weights: [0, %" PRIu64 "))",
+                t->name, isa_role_names[t->role], t->dram_off, t->bytes,
+                is_weight ? "weights" : "activation", p->weight_bytes);
         return -1;
     }
     if (t->const_off != -1 &&
@@ -354,6 +370,7 @@ static void encode_note(const isa_program *p, uint8_t *n)
     put_le(d + ND_LX, p->lx_bytes, 8);
     put_le(d + ND_DRAM, p->dram_bytes, 8);
     memcpy(d + ND_NAME, p->config, strlen(p->config));
+    put_le(d + ND_WEIGHTS, p->weight_bytes, 8);
 }
 
 int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen)
@@ -647,14 +664,15 @@ static int parse_note(const reader *r, blob b, isa_program *cfg)
             rfail(r, "corrupt .note.spyre: two configuration notes");
             return -1;
         }
-        if (descsz != ND_SIZE) {
-            rfail(r, "corrupt .note.spyre: description of %" PRIu64 " bytes, expected %d", descsz, ND_SIZE);
+        uint64_t version = descsz >= 4 ? get_le(desc + ND_VERSION, 4) : 0;
+        if (descsz >= 4 && (version < 1 || version > NOTE_VERSION)) {
+            rfail(r, "unsupported program format version %" PRIu64 " (this reader knows 1 to %u)", version,
+                  NOTE_VERSION);
             return -1;
         }
-        uint64_t version = get_le(desc + ND_VERSION, 4);
-        if (version != NOTE_VERSION) {
-            rfail(r, "unsupported program format version %" PRIu64 " (this reader knows %u)", version,
-                  NOTE_VERSION);
+        uint64_t want = version == 1 ? ND_SIZE_V1 : ND_SIZE;
+        if (descsz != want) {
+            rfail(r, "corrupt .note.spyre: description of %" PRIu64 " bytes, expected %" PRIu64, descsz, want);
             return -1;
         }
         if (!memchr(desc + ND_NAME, 0, ISA_NAME_MAX)) {
@@ -671,6 +689,7 @@ static int parse_note(const reader *r, blob b, isa_program *cfg)
         cfg->stick_bytes = (uint32_t)get_le(desc + ND_STICK, 4);
         cfg->lx_bytes = get_le(desc + ND_LX, 8);
         cfg->dram_bytes = get_le(desc + ND_DRAM, 8);
+        cfg->weight_bytes = version >= 2 ? get_le(desc + ND_WEIGHTS, 8) : 0;
     }
     if (!found) {
         rfail(r, "not a Spyre program: no \"" NOTE_OWNER "\" configuration note");
@@ -937,6 +956,7 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
     p->lx_bytes = cfg.lx_bytes;
     p->stick_bytes = cfg.stick_bytes;
     p->dram_bytes = cfg.dram_bytes;
+    p->weight_bytes = cfg.weight_bytes;
     if (known[S_CONST].present) {
         p->nconsts = known[S_CONST].size;
         p->consts = malloc(p->nconsts ? p->nconsts : 1);

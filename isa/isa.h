@@ -179,12 +179,24 @@ typedef struct isa_insn {
     X(SFP_GELUT, "sfp.gelut", 0x3a, SFP, ISA_C_SFP, "d := a * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3))) / 2") \
     X(SFP_SILU,  "sfp.silu",  0x3b, SFP, ISA_C_SFP, "d := a / (1 + exp(-a))") \
     X(SFP_RELU,  "sfp.relu",  0x3c, SFP, ISA_C_SFP, "d := max(a, 0)") \
+    X(SFP_ERF,   "sfp.erf",   0x3d, SFP, ISA_C_SFP, "d := erf(a)") \
+    X(SFP_ABS,   "sfp.abs",   0x3e, SFP, ISA_C_SFP, "d := |a|") \
+    X(SFP_SIN,   "sfp.sin",   0x3f, SFP, ISA_C_SFP, "d := sin(a)") \
+    X(SFP_COS,   "sfp.cos",   0x52, SFP, ISA_C_SFP, "d := cos(a)") \
     X(SFP_ADD,   "sfp.add",   0x40, SFP, ISA_C_SFP, "d := a + b") \
     X(SFP_SUB,   "sfp.sub",   0x41, SFP, ISA_C_SFP, "d := a - b") \
     X(SFP_MUL,   "sfp.mul",   0x42, SFP, ISA_C_SFP, "d := a * b") \
     X(SFP_DIV,   "sfp.div",   0x43, SFP, ISA_C_SFP, "d := a / b") \
     X(SFP_MAX,   "sfp.max",   0x44, SFP, ISA_C_SFP, "d := max(a, b)") \
     X(SFP_MIN,   "sfp.min",   0x45, SFP, ISA_C_SFP, "d := min(a, b)") \
+    X(SFP_POW,   "sfp.pow",   0x46, SFP, ISA_C_SFP, "d := a ^ b") \
+    X(SFP_EQ,    "sfp.eq",    0x47, SFP, ISA_C_SFP, "d := a == b ? 1 : 0") \
+    X(SFP_NE,    "sfp.ne",    0x48, SFP, ISA_C_SFP, "d := a != b ? 1 : 0") \
+    X(SFP_LT,    "sfp.lt",    0x49, SFP, ISA_C_SFP, "d := a < b ? 1 : 0") \
+    X(SFP_LE,    "sfp.le",    0x4a, SFP, ISA_C_SFP, "d := a <= b ? 1 : 0") \
+    X(SFP_GT,    "sfp.gt",    0x4b, SFP, ISA_C_SFP, "d := a > b ? 1 : 0") \
+    X(SFP_GE,    "sfp.ge",    0x4c, SFP, ISA_C_SFP, "d := a >= b ? 1 : 0") \
+    X(SFP_SEL,   "sfp.sel",   0x4d, SFP, ISA_C_SFP, "d := d != 0 ? a : b (d is read first: the condition)") \
     X(SFP_RSUM,  "sfp.rsum",  0x50, SFP, ISA_C_SFP, "d := sum of a over i0 (and lanes with f=lanes), fp32 accumulation") \
     X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, "d := max of a over i0 (and lanes with f=lanes)") \
     X(SFP_CVT,   "sfp.cvt",   0x58, SFP, ISA_C_SFP, "d := a converted from type t to the other type (DL16 <-> fp32); strides are per operand") \
@@ -312,6 +324,13 @@ typedef struct {
     isa_tensor *tensors;
     size_t ntensors;
     uint64_t dram_bytes;       /* size of the program's DRAM segment */
+    /* The segment is two regions (docs/runtime.md): weights at offsets
+     * [0, weight_bytes), resident on the device across runs, and
+     * activations at [weight_bytes, dram_bytes), allocated per run.  When
+     * weight_bytes > 0 every weight tensor lies in the first and every
+     * other tensor in the second; 0: no weights region (every tensor,
+     * weights included, is per-run data). */
+    uint64_t weight_bytes;
     uint8_t *consts;           /* constant data (weights baked in) */
     size_t nconsts;
     char *graph;               /* what the program computes, as graph text for the reference; may be NULL */
@@ -337,7 +356,7 @@ int64_t isa_tensor_groups(const isa_tensor *t, uint32_t stick_bytes);
 int64_t isa_tensor_rows(const isa_tensor *t);
 uint64_t isa_tensor_device_bytes(const isa_tensor *t, uint32_t stick_bytes);
 
-/* Assembler: text (directives .config .core .tensor .dram, instructions)
+/* Assembler: text (directives .config .core .tensor .dram .weights, instructions)
  * to a program.  Errors name file:line.  Returns NULL on error. */
 isa_program *isa_assemble(const char *text, const char *filename, char *err, size_t errlen);
 /* Disassembler: a program back to assembler text that isa_assemble accepts. */

@@ -86,6 +86,7 @@ void rt_close(rt_device *dev)
         sim_destroy(dev->sim);
     free(dev->free_list);
     free(dev->used);
+    free(dev->sched);
     free(dev);
 }
 

@@ -1,4 +1,5 @@
-/* launch.c: running a loaded program on the simulator. */
+/* launch.c: running a loaded program on the simulator: its regions placed
+ * (residency.c), the run, its outputs read back. */
 #include "rt_internal.h"
 
 #include <stdio.h>
@@ -11,8 +12,30 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     r.fault.core = -1;
     r.fault.unit = ISA_U_SEQ;
     r.fault.index = -1;
-    int rc = sim_run(prog->dev->sim, prog->p, prog->base, &r.stats, &r.fault);
+    rt_device *dev = prog->dev;
+    prog->last_use = ++dev->clock;
+    size_t from = rt_sched_from(prog, 1);
+    char msg[sizeof r.fault.msg];
+    int rc = 0;
+    /* Its weights back if they were evicted, then its activations. */
+    if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, msg, sizeof msg)) {
+        snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+        rc = -1;
+    } else {
+        const isa_program *p = prog->p;
+        rc = sim_run_regions(dev->sim, p, p->weight_bytes ? prog->wbase : 0, prog->staged ? prog->abase : 0,
+                             &r.stats, &r.fault);
+        /* Outputs come back (also after a fault: what the run wrote), then
+         * the activation region is freed. */
+        if (rt_download_outputs(prog, msg, sizeof msg) && !rc) {
+            snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+            rc = -1;
+        }
+        rt_unstage(prog);
+    }
     r.status = rc ? RT_RUN_FAULT : RT_RUN_OK;
+    r.xfer = prog->pending;
+    memset(&prog->pending, 0, sizeof prog->pending);
     prog->last = r;
     prog->launched = 1;
     if (res)
@@ -39,12 +62,18 @@ static const char *unit_name(int unit)
 void rt_run_format(const rt_run_result *res, char *buf, size_t len)
 {
     if (res->status == RT_RUN_OK) {
-        snprintf(buf, len, "run: ok insns=%llu macs=%llu sfp_elems=%llu dram_read=%llu dram_written=%llu ring=%llu",
+        const rt_transfer_stats *x = &res->xfer;
+        snprintf(buf, len,
+                 "run: ok insns=%llu macs=%llu sfp_elems=%llu dram_read=%llu dram_written=%llu ring=%llu "
+                 "uploaded=%llu weights_uploaded=%llu downloaded=%llu evicted=%d (%llu bytes) restored=%d (%llu bytes)",
                  (unsigned long long)res->stats.insns, (unsigned long long)res->stats.macs,
                  (unsigned long long)res->stats.sfp_elems,
                  (unsigned long long)res->stats.dram_bytes_read,
                  (unsigned long long)res->stats.dram_bytes_written,
-                 (unsigned long long)res->stats.ring_bytes);
+                 (unsigned long long)res->stats.ring_bytes, (unsigned long long)x->bytes_uploaded,
+                 (unsigned long long)x->weight_bytes_uploaded, (unsigned long long)x->bytes_downloaded,
+                 x->weights_evicted, (unsigned long long)x->weight_bytes_evicted, x->weights_restored,
+                 (unsigned long long)x->weight_bytes_restored);
         return;
     }
     const sim_fault *f = &res->fault;

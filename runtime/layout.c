@@ -148,18 +148,20 @@ uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64
 int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen)
 {
     const isa_tensor *t = &prog->p->tensors[i];
-    if (!t->bytes)
-        return 0;
+    if (!t->bytes || !rt_region_present(prog, t))
+        return 0; /* uploaded from the host copy when its region is placed */
     void *buf = malloc((size_t)t->bytes);
     if (!buf)
         return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
                        (unsigned long long)t->bytes);
     rt_layout_pack(t, prog->p->stick_bytes, values, buf);
-    int rc = sim_dram_write(prog->dev->sim, prog->base + t->dram_off, buf, (size_t)t->bytes);
+    uint64_t addr = rt_tensor_dev_addr(prog, t);
+    int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
     free(buf);
     if (rc)
         return rt_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
-                       (unsigned long long)t->bytes, (unsigned long long)(prog->base + t->dram_off));
+                       (unsigned long long)t->bytes, (unsigned long long)addr);
+    rt_count_upload(prog, t, t->bytes);
     return 0;
 }
 
@@ -199,14 +201,23 @@ int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, s
     const isa_tensor *t = &prog->p->tensors[i];
     if (!t->bytes)
         return 0;
-    void *buf = malloc((size_t)t->bytes);
+    int present = rt_region_present(prog, t);
+    if (!present && t->role == ISA_ROLE_SCRATCH)
+        return rt_errf(err, errlen, "tensor %s is scratch: it exists only in device DRAM, during a launch", name);
+    void *buf = calloc(1, (size_t)t->bytes);
     if (!buf)
         return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
                        (unsigned long long)t->bytes);
-    if (sim_dram_read(prog->dev->sim, prog->base + t->dram_off, buf, (size_t)t->bytes)) {
-        free(buf);
-        return rt_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
-                       (unsigned long long)t->bytes, (unsigned long long)(prog->base + t->dram_off));
+    if (present) {
+        uint64_t addr = rt_tensor_dev_addr(prog, t);
+        if (sim_dram_read(prog->dev->sim, addr, buf, (size_t)t->bytes)) {
+            free(buf);
+            return rt_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
+                           (unsigned long long)t->bytes, (unsigned long long)addr);
+        }
+    } else if (prog->host[i]) {
+        /* Not on the device now: the host copy in device precision. */
+        rt_layout_pack(t, prog->p->stick_bytes, prog->host[i], buf);
     }
     rt_layout_unpack(t, prog->p->stick_bytes, buf, host);
     free(buf);

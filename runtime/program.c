@@ -1,6 +1,6 @@
 /* program.c: loading programs onto a device: the fit checks against the
  * chip, the consistency checks of the tensor table (an ELF file is user
- * input), the DRAM segment and the constant data. */
+ * input), placing its DRAM regions (residency.c) and the constant data. */
 #include "rt_internal.h"
 
 #include <stdio.h>
@@ -65,6 +65,12 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
         return rt_errf(err, errlen, "tensor %s: [%llu, +%llu) lies outside the program's DRAM segment of %llu bytes",
                        t->name, (unsigned long long)t->dram_off, (unsigned long long)t->bytes,
                        (unsigned long long)p->dram_bytes);
+    int weight = t->role == ISA_ROLE_WEIGHT;
+    if (p->weight_bytes && (weight ? t->dram_off + t->bytes > p->weight_bytes : t->dram_off < p->weight_bytes))
+        return rt_errf(err, errlen, "tensor %s (%s): [%llu, +%llu) is not in the %s region (weights: [0, %llu))",
+                       t->name, isa_role_names[t->role], (unsigned long long)t->dram_off,
+                       (unsigned long long)t->bytes, weight ? "weights" : "activation",
+                       (unsigned long long)p->weight_bytes);
     if (t->const_off != -1 &&
         (t->const_off < 0 || (uint64_t)t->const_off > p->nconsts || t->bytes > p->nconsts - (uint64_t)t->const_off))
         return rt_errf(err, errlen, "tensor %s: constant data [%lld, +%llu) lies outside the %zu constant bytes",
@@ -88,67 +94,30 @@ static int check_program(const rt_device *dev, const isa_program *p, char *err, 
     if (p->dram_bytes > c->dram_bytes)
         return rt_errf(err, errlen, "program needs a DRAM segment of %llu bytes but chip %s has %llu bytes of DRAM",
                        (unsigned long long)p->dram_bytes, c->name, (unsigned long long)c->dram_bytes);
+    if (p->weight_bytes > p->dram_bytes)
+        return rt_errf(err, errlen, "weights region of %llu bytes is larger than the DRAM segment of %llu bytes",
+                       (unsigned long long)p->weight_bytes, (unsigned long long)p->dram_bytes);
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, err, errlen))
             return -1;
     return 0;
 }
 
-/* Zero [addr, addr + len) of device DRAM. */
-static int zero_dram(sim *s, uint64_t addr, uint64_t len, char *err, size_t errlen)
-{
-    enum { CHUNK = 1 << 20 };
-    void *z = calloc(1, len < CHUNK ? (size_t)len : CHUNK);
-    if (!z)
-        return rt_errf(err, errlen, "out of host memory");
-    while (len) {
-        size_t n = len < CHUNK ? (size_t)len : CHUNK;
-        if (sim_dram_write(s, addr, z, n)) {
-            free(z);
-            return rt_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
-        }
-        addr += n;
-        len -= n;
-    }
-    free(z);
-    return 0;
-}
-
-static int write_consts(rt_program *prog, char *err, size_t errlen)
+/* The host copy of constant data is its decoded device value. */
+static int decode_consts(rt_program *prog, char *err, size_t errlen)
 {
     const isa_program *p = prog->p;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *t = &p->tensors[i];
         if (t->const_off < 0 || !t->bytes)
             continue;
-        const uint8_t *src = p->consts + t->const_off;
-        if (sim_dram_write(prog->dev->sim, prog->base + t->dram_off, src, (size_t)t->bytes))
-            return rt_errf(err, errlen, "tensor %s: device DRAM write failed", t->name);
-        /* The host copy of constant data is its decoded device value. */
         size_t n = (size_t)rt_tensor_elems(t);
         float *h = malloc(n ? n * sizeof *h : 1);
         if (!h)
             return rt_errf(err, errlen, "out of host memory");
-        rt_layout_unpack(t, p->stick_bytes, src, h);
+        rt_layout_unpack(t, p->stick_bytes, p->consts + t->const_off, h);
         free(prog->host[i]);
         prog->host[i] = h;
-    }
-    return 0;
-}
-
-/* Outputs in a region an earlier allocation may have written are zeroed,
- * so that a program that faults never shows another program's data. */
-static int zero_stale_outputs(rt_program *prog, uint64_t dirty_end, char *err, size_t errlen)
-{
-    const isa_program *p = prog->p;
-    for (size_t i = 0; i < p->ntensors; i++) {
-        const isa_tensor *t = &p->tensors[i];
-        uint64_t lo = prog->base + t->dram_off;
-        if (t->role != ISA_ROLE_OUTPUT || t->const_off >= 0 || lo >= dirty_end)
-            continue;
-        uint64_t hi = lo + t->bytes < dirty_end ? lo + t->bytes : dirty_end;
-        if (zero_dram(prog->dev->sim, lo, hi - lo, err, errlen))
-            return -1;
     }
     return 0;
 }
@@ -173,17 +142,13 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     prog->dev = dev;
     prog->p = p;
     prog->host = host;
-    uint64_t dirty_end = dev->dirty_end;
-    if (rt_alloc(dev, p->dram_bytes ? p->dram_bytes : 1, &prog->base, msg, sizeof msg)) {
-        rt_errf(err, errlen, "load: program DRAM segment: %s", msg);
-        free(host);
-        free(prog);
-        isa_program_free(p);
-        return NULL;
-    }
+    prog->abase = UINT64_MAX;
+    prog->last_use = ++dev->clock;
     prog->next = dev->programs;
     dev->programs = prog;
-    if (zero_stale_outputs(prog, dirty_end, msg, sizeof msg) || write_consts(prog, msg, sizeof msg)) {
+    size_t from = rt_sched_from(prog, 0);
+    if (decode_consts(prog, msg, sizeof msg) || rt_place_weights(prog, from, 0, msg, sizeof msg) ||
+        rt_stage(prog, from, msg, sizeof msg)) {
         rt_errf(err, errlen, "load: %s", msg);
         rt_unload(prog);
         return NULL;
@@ -212,8 +177,9 @@ void rt_unload(rt_program *prog)
             *pp = prog->next;
             break;
         }
-    int rc = rt_free(dev, prog->base);
-    (void)rc;
+    rt_sched_forget(prog);
+    rt_drop_weights(prog);
+    rt_unstage(prog);
     for (size_t i = 0; i < prog->p->ntensors; i++)
         free(prog->host[i]);
     free(prog->host);
@@ -228,7 +194,7 @@ const isa_program *rt_program_isa(const rt_program *prog)
 
 uint64_t rt_program_base(const rt_program *prog)
 {
-    return prog->base;
+    return prog->staged ? prog->abase : UINT64_MAX;
 }
 
 rt_device *rt_program_device(rt_program *prog)

@@ -66,16 +66,28 @@ void rt_dram_usage(const rt_device *dev, uint64_t *free_bytes, uint64_t *largest
 rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errlen);
 /* Load a program built in memory; takes ownership of p (freed on error
  * too).  Checks that it fits the chip (cores, LX size, stick size) and that
- * its tensor table is consistent, allocates its DRAM segment
- * (p->dram_bytes), zeroes the segment where an earlier allocation may have
- * left data, and writes the constant data of every tensor with
- * const_off >= 0 (t->bytes bytes of device layout at consts + const_off). */
+ * its tensor table is consistent, allocates its weights region
+ * (p->weight_bytes, resident until unload or eviction) and its activation
+ * region (the rest of p->dram_bytes, until the end of the first launch),
+ * evicting other programs' weights when they do not fit (see "Where
+ * tensors live" below), zeroes tensors without data where an earlier
+ * allocation may have left data, and writes the constant data of every
+ * tensor with const_off >= 0 (t->bytes bytes of device layout at
+ * consts + const_off). */
 rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t errlen);
-/* Free the program's DRAM segment and the program. */
+/* Free the program's DRAM regions and the program (and drop it from the
+ * device's schedule). */
 void rt_unload(rt_program *prog);
 const isa_program *rt_program_isa(const rt_program *prog);
-/* Device address of the program's DRAM segment (tensor dram_off is relative to it). */
+/* Device address of the program's activation region while it is allocated
+ * (from load to the end of the first launch): a tensor at dram_off >=
+ * weight_bytes lives at base + dram_off - weight_bytes, so for a program
+ * without weights region this is where its whole segment starts.
+ * UINT64_MAX while the region is not allocated. */
 uint64_t rt_program_base(const rt_program *prog);
+/* Device address of a tensor while its region is in device DRAM; -1 with a
+ * message when it is not (evicted weights, activations between runs). */
+int rt_tensor_addr(const rt_program *prog, const char *name, uint64_t *addr, char *err, size_t errlen);
 rt_device *rt_program_device(rt_program *prog);
 /* Index of a tensor by name, or -1 (with "no tensor NAME; tensors: ..." in err). */
 int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t errlen);
@@ -97,15 +109,21 @@ void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev
  * index[0..rank-1]. */
 uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index);
 
-/* Convert a host tensor (fp32 or IEEE fp16, per dt) to device layout and
- * write it at base + dram_off.  Keeps an fp32 copy of the values as the
- * host copy of the tensor (used by rt_check). */
+/* Convert a host tensor (fp32 or IEEE fp16, per dt) to device layout.
+ * Keeps an fp32 copy of the values as the host copy of the tensor (used by
+ * rt_check and to upload it later), and writes the device layout to the
+ * device when the tensor's region is there (else the next launch uploads
+ * it from the host copy). */
 int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_host_dtype dt,
                     char *err, size_t errlen);
-/* Read a tensor from device DRAM into a row-major fp32 host array. */
+/* Read a tensor into a row-major fp32 host array: from device DRAM while
+ * its region is there, else the values the device would hold (its host
+ * copy in device precision; an output: what the last launch read back;
+ * zero without data).  Scratch tensors exist only on the device. */
 int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen);
-/* The fp32 host copy of a tensor (written, filled, loaded from a file or
- * decoded from constant data), or NULL; *count gets its element count. */
+/* The fp32 host copy of a tensor (written, filled, loaded from a file,
+ * decoded from constant data, or an output read back by a launch), or
+ * NULL; *count gets its element count. */
 const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count);
 
 /* ---- Inputs ----
@@ -135,20 +153,62 @@ int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen);
 
 typedef enum { RT_RUN_OK, RT_RUN_FAULT } rt_run_status;
 
+/* Data moved between host and device for a run: everything since the
+ * previous launch of the program (its load, tensor writes, evictions made
+ * to load it) and the launch itself.  Zero fills are not counted. */
+typedef struct {
+    uint64_t bytes_uploaded;        /* host -> device, device layout bytes */
+    uint64_t weight_bytes_uploaded; /* the part of it that went to the weights region */
+    uint64_t bytes_downloaded;      /* device -> host: outputs read back after the run */
+    int weights_evicted;            /* other programs' weights regions evicted to make room */
+    uint64_t weight_bytes_evicted;
+    int weights_restored;           /* this program's weights re-uploaded after an eviction */
+    uint64_t weight_bytes_restored;
+} rt_transfer_stats;
+
 typedef struct {
     rt_run_status status;
     sim_fault fault; /* valid when status is RT_RUN_FAULT */
     sim_stats stats;
+    rt_transfer_stats xfer;
 } rt_run_result;
 
-/* Run the program on the simulator (synchronous).  Returns 0 when it ran
- * to completion, -1 when it faulted (res->fault says where and why).  res
- * may be NULL. */
+/* Run the program on the simulator (synchronous): restore its weights if
+ * they were evicted, allocate its activation region if it is not (uploading
+ * the host copies of its inputs), run, read every output back into its host
+ * copy, free the activation region.  Returns 0 when it ran to completion,
+ * -1 when it faulted (res->fault says where and why; core -1 when its
+ * regions could not be placed in device DRAM).  res may be NULL. */
 int rt_launch(rt_program *prog, rt_run_result *res);
 /* The result of the last launch; -1 when the program was never launched. */
 int rt_wait(rt_program *prog, rt_run_result *res);
-/* One line: "run: ok insns=... macs=..." or "run: FAULT core C unit U insn I: msg". */
+/* One line: "run: ok insns=... macs=... uploaded=... evicted=N (B bytes)
+ * restored=N (B bytes)" or "run: FAULT core C unit U insn I: msg". */
 void rt_run_format(const rt_run_result *res, char *buf, size_t len);
+
+/* ---- Where tensors live (runtime/residency.c, docs/runtime.md) ----
+ * A program's DRAM segment is two regions (isa_program.weight_bytes): its
+ * weights are uploaded once and stay in device DRAM across launches;
+ * activations (inputs, outputs, scratch) get a region per launch, freed
+ * when the launch has read the outputs back.  When an allocation does not
+ * fit, the runtime first frees the activation regions other programs hold
+ * before their first launch (their inputs have host copies), then evicts
+ * other programs' weights regions (their host copies stay; nothing moves)
+ * until it fits, and restores a program's weights at its next launch.
+ * The victim is the program whose next launch is furthest in the future
+ * in the schedule (Belady); without a schedule, or among programs the
+ * schedule never runs again, the least recently used (load or launch). */
+
+/* Declare the order the caller will launch programs in, repeated
+ * cyclically (e.g. the layers of a model, one inference after another);
+ * n == 0 clears it (LRU).  Every program must be loaded on dev.  A launch
+ * moves the position past the next occurrence of its program; launching a
+ * program out of order is allowed. */
+int rt_set_schedule(rt_device *dev, rt_program *const *order, size_t n, char *err, size_t errlen);
+/* 1 when the program has a weights region and it is in device DRAM. */
+int rt_weights_resident(const rt_program *prog);
+/* Totals over the device's life (every load and launch). */
+void rt_device_transfers(const rt_device *dev, rt_transfer_stats *total);
 
 /* ---- Validation (runtime/validate.c, derivation in docs/validation.md) ----
  * The program's graph text names what it computes; each output tensor the
@@ -191,6 +251,15 @@ int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **result
  * (1048576/1048576) ok"; a mismatch also names its worst element and ends
  * in " MISMATCH". */
 void rt_check_format(const rt_check_result *r, char *buf, size_t len);
+
+/* ==== A compiled graph's data (runtime/graphdata.c) ====
+ * For a program compiled from graph g (cc_codegen): write every input
+ * tensor from the safetensors file inputs_path (by name; NULL: leave the
+ * inputs alone) and every weight tensor from g's weights file (by the
+ * parameter's key), as fp32 host data through rt_write_tensor, so the
+ * host copies are there for rt_check_graph.  -1 with a message naming the
+ * file and tensor on a missing tensor or an element count mismatch. */
+int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *inputs_path, char *err, size_t errlen);
 
 /* ==== Safetensors files (runtime/safetensors.c) ====
  * The tensor files of the Hugging Face ecosystem: a little-endian u64

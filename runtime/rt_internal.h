@@ -21,12 +21,21 @@ struct rt_device {
     size_t nused, capused;
     uint64_t dirty_end;  /* end of the highest block ever allocated */
     rt_program *programs;/* loaded programs, linked through next */
+    rt_program **sched;  /* declared launch order, cyclic (rt_set_schedule); nsched 0: LRU */
+    size_t nsched, sched_pos; /* sched_pos: index of the next expected launch */
+    uint64_t clock;      /* counts loads and launches, for LRU */
+    rt_transfer_stats total;
 };
 
 struct rt_program {
     rt_device *dev;
     isa_program *p;
-    uint64_t base;       /* device address of the DRAM segment */
+    uint64_t wbase;      /* device address of the weights region, while resident */
+    uint64_t abase;      /* device address of the activation region, while staged */
+    int resident;        /* the weights region is allocated and holds the weights */
+    int staged;          /* the activation region is allocated */
+    uint64_t last_use;   /* dev->clock at its last load or launch */
+    rt_transfer_stats pending; /* moved since the last launch; reported by the next */
     float **host;        /* per tensor: fp32 host copy or NULL */
     int launched;
     rt_run_result last;
@@ -45,7 +54,31 @@ void rt_shape_str(const isa_tensor *t, char *buf, size_t len);
 
 /* Replace the host copy of tensor i with a copy of values. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-/* Convert fp32 values to device layout and write them to tensor i. */
+/* Convert fp32 values to device layout and write them to tensor i when
+ * its region is in device DRAM (counted as uploaded); else nothing. */
 int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+
+/* residency.c: the two regions of a program. */
+/* Does tensor t live in p's weights region? */
+int rt_in_weights(const isa_program *p, const isa_tensor *t);
+/* Is t's region in device DRAM now, and where does t live there? */
+int rt_region_present(const rt_program *prog, const isa_tensor *t);
+uint64_t rt_tensor_dev_addr(const rt_program *prog, const isa_tensor *t);
+/* Count bytes written from the host to tensor t. */
+void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes);
+/* Schedule position for decisions made by a load (advance 0) or a launch
+ * of prog (advance 1: moves past prog's next occurrence). */
+size_t rt_sched_from(rt_program *prog, int advance);
+/* Allocate and fill the weights region (restoring: after an eviction). */
+int rt_place_weights(rt_program *prog, size_t from, int restoring, char *err, size_t errlen);
+/* Allocate the activation region and upload what the host holds for it. */
+int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen);
+/* Read every output back into its host copy (counted as downloaded). */
+int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
+/* Free the activation region / the weights region, if allocated. */
+void rt_unstage(rt_program *prog);
+void rt_drop_weights(rt_program *prog);
+/* Forget prog in the device's schedule (at unload). */
+void rt_sched_forget(rt_program *prog);
 
 #endif

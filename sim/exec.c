@@ -50,6 +50,47 @@ static int check_dram(sim *s, sim_core *c, const sim_qent *e, int u, const char 
     return 0;
 }
 
+/* Device address of segment offset off: the weights region holds
+ * [0, weight_bytes), the activation region the rest. */
+static uint64_t dram_addr(const sim *s, int64_t off)
+{
+    uint64_t o = (uint64_t)off;
+    return o < s->weight_bytes ? s->weights_base + o : s->act_base + (o - s->weight_bytes);
+}
+
+/* The DRAM operand of a DMA whose pieces (`run` bytes at base + sum(i_l *
+ * stride_l)) span r, already inside the segment: no piece may straddle the
+ * end of the weights region, and a store may not write the weights. */
+static int check_regions(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, span r, int store,
+                         int64_t base, const int64_t *stride, int64_t run)
+{
+    const int64_t wb = (int64_t)s->weight_bytes;
+    const isa_insn *in = &e->in;
+    if (r.lo >= wb)
+        return 0; /* all activations (and every program without weights) */
+    if (r.hi <= wb && !store)
+        return 0; /* all weights, read */
+    for (int64_t i3 = 0; i3 < in->n[3]; i3++)
+        for (int64_t i2 = 0; i2 < in->n[2]; i2++)
+            for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+                for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                    int64_t lo = base + i0 * stride[0] + i1 * stride[1] + i2 * stride[2] + i3 * stride[3];
+                    if (lo < wb && lo + run > wb)
+                        return sim_faultf(s, c->id, u, e->index,
+                                          "%s: DRAM piece [0x%" PRIx64 ", 0x%" PRIx64 ") of operand %s straddles the end of "
+                                          "the weights region (0x%" PRIx64 " bytes); a piece lies in one region",
+                                          isa_info(in->op)->mnemonic, (uint64_t)lo, (uint64_t)(lo + run), opnd,
+                                          (uint64_t)wb);
+                    if (lo < wb && store)
+                        return sim_faultf(s, c->id, u, e->index,
+                                          "%s: DRAM write [0x%" PRIx64 ", 0x%" PRIx64 ") of operand %s lies in the "
+                                          "weights region [0, 0x%" PRIx64 "), which is read-only",
+                                          isa_info(in->op)->mnemonic, (uint64_t)lo, (uint64_t)(lo + run), opnd,
+                                          (uint64_t)wb);
+                }
+    return 0;
+}
+
 /* Every address and stride given must be a multiple of `align`. */
 static int check_align(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, int64_t base,
                        int levels, const int64_t *stride, int64_t align)
@@ -78,6 +119,9 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     if ((d_dram ? check_dram : check_lx)(s, c, e, u, "d", ds) ||
         (a_dram ? check_dram : check_lx)(s, c, e, u, "a", as))
         return -1;
+    if ((d_dram && check_regions(s, c, e, u, "d", ds, 1, in->d.off, in->ds, run)) ||
+        (a_dram && check_regions(s, c, e, u, "a", as, 0, in->a.off, in->as, run)))
+        return -1;
     if (!d_dram)
         sim_pt_fence(s, c->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
     if (!a_dram)
@@ -92,7 +136,7 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
                 for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                     int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1] + i2 * in->ds[2] + i3 * in->ds[3];
                     int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1] + i2 * in->as[2] + i3 * in->as[3];
-                    uint64_t da = s->dram_base + (uint64_t)(a_dram ? a : d);
+                    uint64_t da = dram_addr(s, a_dram ? a : d);
                     if (a_dram || d_dram)
                         sim_dma_piece(s, &dt, da, (uint64_t)run, d_dram);
                     if (s->race) {
@@ -295,16 +339,28 @@ static void sfp_lanes(int op, float *x, const float *y, int n)
         break;
     case ISA_OP_SFP_SILU: for (i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i])); break;
     case ISA_OP_SFP_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f; break;
+    case ISA_OP_SFP_ERF: for (i = 0; i < n; i++) x[i] = erff(x[i]); break;
+    case ISA_OP_SFP_ABS: for (i = 0; i < n; i++) x[i] = fabsf(x[i]); break;
+    case ISA_OP_SFP_SIN: for (i = 0; i < n; i++) x[i] = sinf(x[i]); break;
+    case ISA_OP_SFP_COS: for (i = 0; i < n; i++) x[i] = cosf(x[i]); break;
     case ISA_OP_SFP_ADD: for (i = 0; i < n; i++) x[i] += y[i]; break;
     case ISA_OP_SFP_SUB: for (i = 0; i < n; i++) x[i] -= y[i]; break;
     case ISA_OP_SFP_MUL: for (i = 0; i < n; i++) x[i] *= y[i]; break;
     case ISA_OP_SFP_DIV: for (i = 0; i < n; i++) x[i] /= y[i]; break;
     case ISA_OP_SFP_MAX: for (i = 0; i < n; i++) x[i] = fmaxf(x[i], y[i]); break;
     case ISA_OP_SFP_MIN: for (i = 0; i < n; i++) x[i] = fminf(x[i], y[i]); break;
+    case ISA_OP_SFP_POW: for (i = 0; i < n; i++) x[i] = powf(x[i], y[i]); break;
+    case ISA_OP_SFP_EQ: for (i = 0; i < n; i++) x[i] = x[i] == y[i] ? 1.0f : 0.0f; break;
+    case ISA_OP_SFP_NE: for (i = 0; i < n; i++) x[i] = x[i] != y[i] ? 1.0f : 0.0f; break;
+    case ISA_OP_SFP_LT: for (i = 0; i < n; i++) x[i] = x[i] < y[i] ? 1.0f : 0.0f; break;
+    case ISA_OP_SFP_LE: for (i = 0; i < n; i++) x[i] = x[i] <= y[i] ? 1.0f : 0.0f; break;
+    case ISA_OP_SFP_GT: for (i = 0; i < n; i++) x[i] = x[i] > y[i] ? 1.0f : 0.0f; break;
+    case ISA_OP_SFP_GE: for (i = 0; i < n; i++) x[i] = x[i] >= y[i] ? 1.0f : 0.0f; break;
     }
 }
 
-static int is_binary(int op) { return op >= ISA_OP_SFP_ADD && op <= ISA_OP_SFP_MIN; }
+/* The binary rows sit together in the table, sfp.add .. sfp.sel. */
+static int is_binary(int op) { return op >= ISA_OP_SFP_ADD && op <= ISA_OP_SFP_SEL; }
 
 #define MAX_LANES 256
 
@@ -398,6 +454,19 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
             uint8_t *d = lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
             if (op == ISA_OP_SFP_CVT) {
                 store_stick(d, t == ISA_T_F32 ? ISA_T_DL16 : ISA_T_F32, x, lanes);
+                continue;
+            }
+            if (op == ISA_OP_SFP_SEL) { /* the condition is d's old value */
+                float cond[MAX_LANES];
+                load_stick(d, t, cond, lanes);
+                const uint8_t *b = lx + in->b.off + i0 * in->bs[0] + i1 * in->bs[1];
+                for (int l = 0; l < lanes; l++)
+                    y[l] = in->bm == ISA_BM_VEC ? 0.0f : in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
+                if (in->bm == ISA_BM_VEC)
+                    load_stick(b, t, y, lanes);
+                for (int l = 0; l < lanes; l++)
+                    x[l] = cond[l] != 0.0f ? x[l] : y[l];
+                store_stick(d, t, x, lanes);
                 continue;
             }
             if (is_binary(op)) {

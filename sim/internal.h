@@ -88,7 +88,8 @@ struct sim {
     size_t nbw, bw_cap;
     /* the run in progress */
     const isa_program *prog;
-    uint64_t dram_base, seg_bytes;
+    uint64_t weights_base, act_base; /* device addresses of the two DRAM regions */
+    uint64_t weight_bytes, seg_bytes; /* segment offsets [0, weight_bytes) are weights */
     sim_stats *st;
     sim_fault *fault;
 };

@@ -167,6 +167,19 @@ int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len)
 
 int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim_fault *fault)
 {
+    uint64_t act = p->weight_bytes <= UINT64_MAX - dram_base ? dram_base + p->weight_bytes : UINT64_MAX;
+    return sim_run_regions(s, p, dram_base, act, st, fault);
+}
+
+/* Does [base, base + len) lie inside device DRAM? */
+static int region_fits(const sim *s, uint64_t base, uint64_t len)
+{
+    return base <= s->cfg.dram_bytes && len <= s->cfg.dram_bytes - base;
+}
+
+int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
+                    sim_fault *fault)
+{
     sim_stats local;
     sim_fault lfault;
     if (!st)
@@ -181,13 +194,25 @@ int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim
     s->st = st;
     s->fault = fault;
     s->prog = p;
-    s->dram_base = dram_base;
+    s->weights_base = weights_base;
+    s->act_base = act_base;
+    s->weight_bytes = p->weight_bytes;
     s->seg_bytes = p->dram_bytes;
     if (p->ncores > s->cfg.cores)
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "program has streams for %d cores, the chip has %d", p->ncores,
                           s->cfg.cores);
-    if (dram_base + p->dram_bytes > s->cfg.dram_bytes)
-        return sim_faultf(s, -1, ISA_U_SEQ, -1, "program DRAM segment does not fit device DRAM");
+    if (p->weight_bytes > p->dram_bytes)
+        return sim_faultf(s, -1, ISA_U_SEQ, -1,
+                          "program weights region (%" PRIu64 " bytes) is larger than its DRAM segment (%" PRIu64 " bytes)",
+                          p->weight_bytes, p->dram_bytes);
+    if (!region_fits(s, weights_base, p->weight_bytes))
+        return sim_faultf(s, -1, ISA_U_SEQ, -1,
+                          "program weights region [0x%" PRIx64 ", +%" PRIu64 ") does not fit device DRAM (%" PRIu64 " bytes)",
+                          weights_base, p->weight_bytes, s->cfg.dram_bytes);
+    if (!region_fits(s, act_base, p->dram_bytes - p->weight_bytes))
+        return sim_faultf(s, -1, ISA_U_SEQ, -1,
+                          "program activation region [0x%" PRIx64 ", +%" PRIu64 ") does not fit device DRAM (%" PRIu64 " bytes)",
+                          act_base, p->dram_bytes - p->weight_bytes, s->cfg.dram_bytes);
     /* PT tiles are small: OpenBLAS threads cost more to wake than they
      * save there, so the simulator's products run on this thread. */
     int blas_threads = openblas_get_num_threads();

@@ -131,9 +131,19 @@ const sim_config *sim_get_config(const sim *s);
 int sim_dram_write(sim *s, uint64_t addr, const void *src, size_t len);
 int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len);
 
-/* Run a program's streams to completion.  DRAM addresses in DMA
- * instructions are relative to dram_base.  Returns 0, or -1 with the fault
- * filled in (the program broke a rule or deadlocked). */
+/* Run a program's streams to completion.  A DRAM address off in a DMA
+ * instruction (an offset in the program's segment) lies in the weights
+ * region when off < p->weight_bytes and goes to device address
+ * weights_base + off, else in the activation region and goes to
+ * act_base + (off - p->weight_bytes).  Each region is checked against its
+ * own size; one DMA piece (`run` sticks) may not straddle the boundary, and
+ * DMA stores into the weights region fault (weights are read-only).
+ * Returns 0, or -1 with the fault filled in (the program broke a rule or
+ * deadlocked). */
+int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
+                    sim_fault *fault);
+/* The contiguous case: the segment at dram_base (weights_base = dram_base,
+ * act_base = dram_base + p->weight_bytes). */
 int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim_fault *fault);
 
 /* Options for the next runs (default: values on, races detected, no trace). */

@@ -81,6 +81,7 @@ static void assert_programs_equal(const isa_program *a, const isa_program *b)
     CU_ASSERT_EQUAL(a->lx_bytes, b->lx_bytes);
     CU_ASSERT_EQUAL(a->stick_bytes, b->stick_bytes);
     CU_ASSERT_EQUAL(a->dram_bytes, b->dram_bytes);
+    CU_ASSERT_EQUAL(a->weight_bytes, b->weight_bytes);
     CU_ASSERT_EQUAL_FATAL(a->ntensors, b->ntensors);
     for (size_t i = 0; i < a->ntensors; i++) {
         const isa_tensor *x = &a->tensors[i], *y = &b->tensors[i];
@@ -922,6 +923,100 @@ static void test_bad_directives_are_errors(void)
     expect_asm_error(".core 0\n.kernel k\nnop\n.endkernel x\n", 4, "expected .endkernel alone");
 }
 
+/* ---- the weights region ---- */
+
+static const char *weights_source =
+    ".config spyre-4core ncores=4 lx=262144\n"
+    ".weights 8192\n"
+    ".tensor x input f32 8x64\n"   /* after the weights region: 8192 */
+    ".tensor w weight f32 64x64\n" /* the weights region: 0 */
+    ".tensor y output f32 8x64\n"  /* after x: 9216 */
+    ".core 0\n"
+    "dma.ld d=0x0 a=0x0 run=64\n"
+    "halt\n";
+
+static void test_weights_region_assembles_and_round_trips(void)
+{
+    char err[512] = "", path[1024];
+    isa_program *p = isa_assemble(weights_source, "w.s", err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->weight_bytes, 8192);
+    CU_ASSERT_EQUAL(p->tensors[0].dram_off, 8192);
+    CU_ASSERT_EQUAL(p->tensors[1].dram_off, 0);
+    CU_ASSERT_EQUAL(p->tensors[2].dram_off, 9216);
+    CU_ASSERT_EQUAL(p->dram_bytes, 10240);
+    char *text = isa_disassemble(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "lx=262144\n.weights 8192\n.tensor x "));
+    isa_program *q = isa_assemble(text, "w2.s", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    assert_programs_equal(p, q);
+    tu_tmpfile(".elf", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, path, err, sizeof err), 0);
+    isa_program *r = isa_elf_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    assert_programs_equal(p, r);
+    remove(path);
+    /* A tensor outside its region is refused by the writer too. */
+    p->tensors[0].role = ISA_ROLE_WEIGHT;
+    CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor x (weight): bytes [8192, +1024) are not in the weights region"));
+    free(text);
+    isa_program_free(p);
+    isa_program_free(q);
+    isa_program_free(r);
+}
+
+/* A version 1 note (96 bytes, before weights regions) reads as
+ * weight_bytes 0; a version 2 note is checked like the rest. */
+static void test_version_1_note_reads_without_weights_region(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    section note;
+    CU_ASSERT_FATAL(find_section(img, n, ".note.spyre", &note));
+    size_t desc = note.offset + 12 + 8;
+    CU_ASSERT_EQUAL(img[desc], 2); /* the format version written today */
+    CU_ASSERT_EQUAL(img[note.offset + 4], 104);
+    uint8_t *old = malloc(n);
+    memcpy(old, img, n);
+    put_le(old + desc, 1, 4);
+    put_le(old + note.offset + 4, 96, 4);                       /* descsz */
+    put_le(old + note.shdr + offsetof(Elf64_Shdr, sh_size), note.size - 8, 8);
+    char p1[1024], err[512];
+    tu_tmpfile(".elf", p1, sizeof p1);
+    spit(p1, old, n);
+    isa_program *p = isa_elf_read(p1, err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *want = sample_program();
+    assert_programs_equal(p, want);
+    CU_ASSERT_EQUAL(p->weight_bytes, 0);
+    /* The sample's input x sits at offset 0: a weights region over it is corrupt. */
+    expect_patched_error(img, n, desc + 96, 128, 8, "tensor x (input): bytes [0, +16384) are not in the activation region");
+    expect_patched_error(img, n, desc + 96, (1 << 20) + 128, 8, "weights region of 1048704 bytes is larger");
+    expect_patched_error(old, n, desc, 3, 4, "version 3 (this reader knows 1 to 2)");
+    expect_patched_error(old, n, desc, 2, 4, "description of 96 bytes, expected 104");
+    remove(p1);
+    remove(path);
+    isa_program_free(p);
+    isa_program_free(want);
+    free(old);
+    free(img);
+}
+
+static void test_weights_directive_errors(void)
+{
+    expect_asm_error(".weights 256\n.tensor w weight f32 4x64\n", 2, "not in the weights region (.weights 256 on line 1");
+    expect_asm_error(".tensor x input f32 4x64\n.weights 512\n", 1, "not in the activation region");
+    expect_asm_error(".weights 1\n.weights 2\n", 2, ".weights given twice (first on line 1)");
+    expect_asm_error(".weights\n", 1, "expected .weights BYTES");
+    expect_asm_error(".dram 100\n.weights 512\n", 1, "smaller than the 512 bytes the tensors and .weights need");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -949,6 +1044,9 @@ int main(void)
         {"an unknown instruction names file, line and mnemonic",
          test_unknown_instruction_names_file_line_and_mnemonic},
         {"bad directives are errors", test_bad_directives_are_errors},
+        {"a weights region assembles and round-trips", test_weights_region_assembles_and_round_trips},
+        {"a version 1 note reads without weights region", test_version_1_note_reads_without_weights_region},
+        {".weights errors", test_weights_directive_errors},
         {NULL, NULL},
     };
     return tu_run("elf", tests);

@@ -1,7 +1,9 @@
 /* test_runtime.c: the runtime: the DRAM allocator, program loading, the
  * host <-> device layout conversion (checked byte by byte in device DRAM),
- * inputs (seeded random data, files), validation tolerances, and running a
- * small hand-built program end to end on the simulator. */
+ * inputs (seeded random data, files), validation tolerances, running a
+ * small hand-built program end to end on the simulator, and where tensors
+ * live (weights resident across launches, activations per launch,
+ * eviction on a small DRAM). */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -965,6 +967,374 @@ static void test_launch_reports_a_fault_with_core_unit_and_index(void)
     rt_close(dev);
 }
 
+/* ---- where tensors live: weights resident, activations per run, eviction ---- */
+
+#define CFG_SMALL SPYRE_SOURCE_DIR "/sim/configs/spyre-smalldram.cfg"
+#define MM_M 8   /* rows of X and Y */
+#define MM_K 256 /* columns of X, rows of W */
+
+static rt_device *open_small(void)
+{
+    err[0] = 0;
+    rt_device *dev = rt_open(CFG_SMALL, err, sizeof err);
+    if (!dev)
+        fprintf(stderr, "rt_open: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    CU_ASSERT_EQUAL(rt_config(dev)->dram_bytes, 1 << 20);
+    return dev;
+}
+
+/* Y = X x W on the 4 cores: X (8, 256) input, W (256, n) weight in the
+ * weights region [0, 256 n 2), Y (8, n) output after X.  Core c computes
+ * the columns [c n/4, (c+1) n/4): whole 64-column groups, contiguous in
+ * device layout, so it loads X and its part of W with one dma.ld each, runs
+ * one pt.mm and stores its part of Y with one dma.st. */
+static isa_program *mm_weights_program(int64_t n)
+{
+    const int64_t sb = 128, gq = n / 64 / 4; /* W column groups per core */
+    CU_ASSERT_FATAL(n % 256 == 0);
+    isa_program *p = isa_program_new(4);
+    snprintf(p->config, sizeof p->config, "spyre-4core");
+    p->lx_bytes = 262144;
+    int64_t xs[2] = {MM_M, MM_K}, ws[2] = {MM_K, n}, ys[2] = {MM_M, n};
+    int w = isa_program_add_tensor(p, "W", ISA_ROLE_WEIGHT, ISA_HT_F32, ISA_T_DL16, 2, ws, 0);
+    p->weight_bytes = p->tensors[w].bytes;
+    int x = isa_program_add_tensor(p, "X", ISA_ROLE_INPUT, ISA_HT_F32, ISA_T_DL16, 2, xs, p->weight_bytes);
+    int y = isa_program_add_tensor(p, "Y", ISA_ROLE_OUTPUT, ISA_HT_F32, ISA_T_DL16, 2, ys,
+                                   p->tensors[x].dram_off + p->tensors[x].bytes);
+    CU_ASSERT_EQUAL(p->dram_bytes, p->tensors[y].dram_off + p->tensors[y].bytes);
+    const int64_t x_lx = 0, w_lx = MM_M * MM_K * 2, y_lx = w_lx + gq * MM_K * sb;
+    for (int c = 0; c < 4; c++) {
+        isa_insn *in = tu_emit(p, c, ISA_OP_DMA_LD);
+        in->d.off = x_lx;
+        in->a.off = (int64_t)p->tensors[x].dram_off;
+        in->run = (int64_t)(p->tensors[x].bytes / sb);
+        in = tu_emit(p, c, ISA_OP_DMA_LD);
+        in->d.off = w_lx;
+        in->a.off = c * gq * MM_K * sb;
+        in->run = gq * MM_K;
+        tu_sync(p, c, ISA_OP_SIG, ISA_U_DMAI, 0);
+        tu_sync(p, c, ISA_OP_WAIT, ISA_U_PT0, 0);
+        in = tu_emit(p, c, ISA_OP_PT_MM);
+        in->d.off = y_lx;
+        in->a.off = x_lx;
+        in->b.off = w_lx;
+        in->m = MM_M;
+        in->nn = n / 4;
+        in->k = MM_K;
+        in->ds[0] = MM_M * sb;
+        in->as[0] = MM_M * sb;
+        in->bs[0] = MM_K * sb;
+        tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 1);
+        tu_sync(p, c, ISA_OP_WAIT, ISA_U_DMAO, 1);
+        in = tu_emit(p, c, ISA_OP_DMA_ST);
+        in->d.off = (int64_t)p->tensors[y].dram_off + c * gq * MM_M * sb;
+        in->a.off = y_lx;
+        in->run = gq * MM_M;
+    }
+    tu_halt_all(p);
+    p->graph = strdup("%Y = aten.mm(%X, %W)");
+    return p;
+}
+
+/* Launch, expect success, and validate Y against the host reference. */
+static void launch_and_check(rt_program *prog, rt_run_result *res)
+{
+    char line[1024];
+    int rc = rt_launch(prog, res);
+    rt_run_format(res, line, sizeof line);
+    if (rc)
+        fprintf(stderr, "\n    %s\n", line);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    rt_check_result *r = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT(n == 1 && r[0].ok && r[0].count == MM_M * (int64_t)rt_program_isa(prog)->tensors[2].shape[1]);
+    free(r);
+}
+
+static uint64_t tensor_bytes(const rt_program *prog, const char *name)
+{
+    const isa_program *p = rt_program_isa(prog);
+    return p->tensors[isa_program_find_tensor(p, name)].bytes;
+}
+
+static void test_weights_stay_resident_across_launches(void)
+{
+    rt_device *dev = open4();
+    rt_program *prog = load(dev, mm_weights_program(1280));
+    const uint64_t wb = tensor_bytes(prog, "W"), xb = tensor_bytes(prog, "X"), yb = tensor_bytes(prog, "Y");
+    CU_ASSERT_EQUAL(wb, 655360);
+    CU_ASSERT_EQUAL(rt_program_isa(prog)->weight_bytes, wb);
+    CU_ASSERT(rt_weights_resident(prog));
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 3, err, sizeof err), 0);
+
+    /* First launch: the weights written after load, X, and Y back. */
+    rt_run_result res;
+    launch_and_check(prog, &res);
+    CU_ASSERT_EQUAL(res.xfer.weight_bytes_uploaded, wb);
+    CU_ASSERT_EQUAL(res.xfer.bytes_uploaded, wb + xb);
+    CU_ASSERT_EQUAL(res.xfer.bytes_downloaded, yb);
+    CU_ASSERT_EQUAL(res.xfer.weights_evicted, 0);
+    CU_ASSERT_EQUAL(res.xfer.weights_restored, 0);
+    CU_ASSERT_EQUAL(res.stats.dram_bytes_read, 4 * xb + wb); /* every core reads X and its part of W */
+
+    /* Second launch with a new X: no weight byte moves, and it validates. */
+    float *x = randoms(99, "X", MM_M * MM_K, 1);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "X", x, err, sizeof err), 0);
+    launch_and_check(prog, &res);
+    CU_ASSERT_EQUAL(res.xfer.weight_bytes_uploaded, 0);
+    CU_ASSERT_EQUAL(res.xfer.bytes_uploaded, xb);
+    CU_ASSERT_EQUAL(res.xfer.bytes_downloaded, yb);
+    char line[1024];
+    rt_run_format(&res, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " uploaded=4096 weights_uploaded=0 downloaded=20480 evicted=0 (0 bytes) "
+                                        "restored=0 (0 bytes)"));
+
+    /* W is still in device DRAM, in device layout. */
+    uint64_t addr;
+    CU_ASSERT_EQUAL_FATAL(rt_tensor_addr(prog, "W", &addr, err, sizeof err), 0);
+    const float *w = rt_host_tensor(prog, "W", NULL);
+    uint16_t h;
+    int64_t idx[2] = {200, 1000};
+    CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), addr + rt_layout_offset(&rt_program_isa(prog)->tensors[0], 128, idx),
+                                  &h, 2), 0);
+    CU_ASSERT_EQUAL(h, isa_dl16_from_f32(w[200 * 1280 + 1000]));
+    free(x);
+    rt_close(dev);
+}
+
+static void test_activations_are_freed_after_each_launch(void)
+{
+    rt_device *dev = open4();
+    uint64_t free0, free1, free2, free3;
+    rt_dram_usage(dev, &free0, NULL);
+    rt_program *prog = load(dev, mm_weights_program(256));
+    const isa_program *p = rt_program_isa(prog);
+    const uint64_t wb = p->weight_bytes, ab = p->dram_bytes - p->weight_bytes;
+    CU_ASSERT_EQUAL(wb % 128, 0);
+    CU_ASSERT_EQUAL(ab % 128, 0);
+    /* After load: both regions (activations until the first launch). */
+    rt_dram_usage(dev, &free1, NULL);
+    CU_ASSERT_EQUAL(free1, free0 - wb - ab);
+    CU_ASSERT_NOT_EQUAL(rt_program_base(prog), UINT64_MAX);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 4, err, sizeof err), 0);
+    rt_run_result res;
+    launch_and_check(prog, &res);
+    /* After a launch only the weights stay. */
+    rt_dram_usage(dev, &free2, NULL);
+    CU_ASSERT_EQUAL(free2, free0 - wb);
+    CU_ASSERT_EQUAL(rt_program_base(prog), UINT64_MAX);
+    uint64_t addr;
+    CU_ASSERT_EQUAL(rt_tensor_addr(prog, "Y", &addr, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor Y is not in device DRAM"));
+    CU_ASSERT_EQUAL(rt_tensor_addr(prog, "W", &addr, err, sizeof err), 0);
+
+    /* Y reads back from its host copy: exactly what the device computed. */
+    float y1[MM_M * 256], y2[MM_M * 256];
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "Y", y1, err, sizeof err), 0);
+    int64_t cnt;
+    const float *hy = rt_host_tensor(prog, "Y", &cnt);
+    CU_ASSERT_EQUAL(cnt, MM_M * 256);
+    CU_ASSERT(hy && memcmp(hy, y1, sizeof y1) == 0);
+    /* An input written between launches reads back in device precision. */
+    float *x = randoms(5, "X", MM_M * MM_K, 1), xb[MM_M * MM_K];
+    CU_ASSERT_EQUAL(rt_set_input(prog, "X", x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "X", xb, err, sizeof err), 0);
+    int same = 0;
+    for (int i = 0; i < MM_M * MM_K; i++)
+        same += xb[i] == isa_dl16_round(x[i]);
+    CU_ASSERT_EQUAL(same, MM_M * MM_K);
+
+    launch_and_check(prog, &res);
+    rt_dram_usage(dev, &free3, NULL);
+    CU_ASSERT_EQUAL(free3, free2);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "Y", y2, err, sizeof err), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(y1, y2, sizeof y1), 0); /* the new X went up */
+    rt_unload(prog);
+    rt_dram_usage(dev, &free3, NULL);
+    CU_ASSERT_EQUAL(free3, free0);
+    free(x);
+    rt_close(dev);
+}
+
+/* Two programs whose weights do not fit together: run in turn, each launch
+ * evicts the other's weights and restores its own, and every run
+ * validates. */
+static void test_small_dram_evicts_and_restores_weights(void)
+{
+    rt_device *dev = open_small();
+    rt_program *g[2];
+    g[0] = load(dev, mm_weights_program(1280));
+    const uint64_t wb = rt_program_isa(g[0])->weight_bytes, xb = tensor_bytes(g[0], "X");
+    CU_ASSERT_EQUAL(rt_fill_inputs(g[0], 10, err, sizeof err), 0);
+    rt_run_result res;
+    launch_and_check(g[0], &res);
+    CU_ASSERT_EQUAL(res.xfer.weights_evicted, 0);
+
+    /* Loading the second evicts the first's weights. */
+    g[1] = load(dev, mm_weights_program(1280));
+    CU_ASSERT_FALSE(rt_weights_resident(g[0]));
+    CU_ASSERT_TRUE(rt_weights_resident(g[1]));
+    CU_ASSERT_EQUAL(rt_fill_inputs(g[1], 11, err, sizeof err), 0);
+    CU_ASSERT_NOT_EQUAL(memcmp(rt_host_tensor(g[0], "W", NULL), rt_host_tensor(g[1], "W", NULL), 4096), 0);
+    launch_and_check(g[1], &res);
+    CU_ASSERT_EQUAL(res.xfer.weights_evicted, 1);
+    CU_ASSERT_EQUAL(res.xfer.weight_bytes_evicted, wb);
+    CU_ASSERT_EQUAL(res.xfer.weights_restored, 0);
+
+    /* A weight read while evicted: its host copy in device precision. */
+    uint64_t addr;
+    CU_ASSERT_EQUAL(rt_tensor_addr(g[0], "W", &addr, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "weights are evicted"));
+    float *w0 = malloc(wb * 2);
+    const float *h0 = rt_host_tensor(g[0], "W", NULL);
+    CU_ASSERT_EQUAL(rt_read_tensor(g[0], "W", w0, err, sizeof err), 0);
+    size_t same = 0;
+    for (size_t i = 0; i < wb / 2; i++)
+        same += w0[i] == isa_dl16_round(h0[i]);
+    CU_ASSERT_EQUAL(same, wb / 2);
+    free(w0);
+
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < 2; k++) {
+            launch_and_check(g[k], &res);
+            CU_ASSERT_TRUE(rt_weights_resident(g[k]));
+            CU_ASSERT_FALSE(rt_weights_resident(g[1 - k]));
+            CU_ASSERT_EQUAL(res.xfer.weights_evicted, 1);
+            CU_ASSERT_EQUAL(res.xfer.weight_bytes_evicted, wb);
+            CU_ASSERT_EQUAL(res.xfer.weights_restored, 1);
+            CU_ASSERT_EQUAL(res.xfer.weight_bytes_restored, wb);
+            CU_ASSERT_EQUAL(res.xfer.weight_bytes_uploaded, wb);
+            CU_ASSERT_EQUAL(res.xfer.bytes_uploaded, wb + xb); /* X comes back from its host copy too */
+            char line[1024];
+            rt_run_format(&res, line, sizeof line);
+            CU_ASSERT_PTR_NOT_NULL(strstr(line, "evicted=1 (655360 bytes) restored=1 (655360 bytes)"));
+        }
+    rt_transfer_stats tot;
+    rt_device_transfers(dev, &tot);
+    CU_ASSERT_EQUAL(tot.weights_evicted, 5);
+    CU_ASSERT_EQUAL(tot.weights_restored, 4);
+    CU_ASSERT_EQUAL(tot.weight_bytes_restored, 4 * wb);
+    rt_close(dev);
+}
+
+/* Run A, B, C, A, B, C with room for two programs' weights: returns the
+ * number of restorations, and the victims of the first two evictions made
+ * by launches (program index, -1 for none) in victim[]. */
+static int run_cycle(int with_schedule, int victim[2])
+{
+    rt_device *dev = open_small();
+    rt_program *g[3];
+    for (int i = 0; i < 3; i++) {
+        g[i] = load(dev, mm_weights_program(768));
+        CU_ASSERT_EQUAL(rt_fill_inputs(g[i], 20 + (uint64_t)i, err, sizeof err), 0);
+    }
+    /* Loading C evicted A (the least recently used; no schedule yet). */
+    CU_ASSERT_FALSE(rt_weights_resident(g[0]));
+    if (with_schedule)
+        CU_ASSERT_EQUAL(rt_set_schedule(dev, g, 3, err, sizeof err), 0);
+    int restored = 0, nv = 0;
+    victim[0] = victim[1] = -1;
+    for (int step = 0; step < 6; step++) {
+        int was[3];
+        for (int i = 0; i < 3; i++)
+            was[i] = rt_weights_resident(g[i]);
+        rt_run_result res;
+        launch_and_check(g[step % 3], &res);
+        restored += res.xfer.weights_restored;
+        for (int i = 0; i < 3; i++)
+            if (was[i] && !rt_weights_resident(g[i]) && nv < 2)
+                victim[nv++] = i;
+    }
+    rt_close(dev);
+    return restored;
+}
+
+static void test_belady_evicts_the_weights_used_furthest_ahead(void)
+{
+    int v[2];
+    /* Schedule A, B, C: launching A evicts C (B runs next), launching C
+     * evicts B (A runs next); B and A then find their weights resident. */
+    int belady = run_cycle(1, v);
+    CU_ASSERT_EQUAL(v[0], 2);
+    CU_ASSERT_EQUAL(v[1], 1);
+    CU_ASSERT_EQUAL(belady, 3);
+    /* Without a schedule, least recently used: launching A evicts B, and
+     * every launch then evicts the program that runs next. */
+    int lru = run_cycle(0, v);
+    CU_ASSERT_EQUAL(v[0], 1);
+    CU_ASSERT_EQUAL(v[1], 2);
+    CU_ASSERT_EQUAL(lru, 6);
+}
+
+static void test_schedule_names_only_loaded_programs(void)
+{
+    rt_device *dev = open4(), *other = open4();
+    rt_program *a = load(dev, mm_weights_program(256)), *b = load(other, mm_weights_program(256));
+    rt_program *order[2] = {a, b};
+    CU_ASSERT_EQUAL(rt_set_schedule(dev, order, 2, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "entry 1 is not a program loaded on this device"));
+    CU_ASSERT_EQUAL(rt_set_schedule(dev, order, 1, err, sizeof err), 0);
+    rt_unload(a); /* drops it from the schedule */
+    CU_ASSERT_EQUAL(rt_set_schedule(dev, NULL, 0, err, sizeof err), 0);
+    rt_close(other);
+    rt_close(dev);
+}
+
+/* Blocks the runtime cannot evict (rt_alloc) leave no room: a clear error
+ * at load, and at launch (which then works once there is room). */
+static void test_eviction_reports_when_nothing_can_make_room(void)
+{
+    rt_device *dev = open_small();
+    uint64_t blk, freeb;
+    CU_ASSERT_EQUAL(rt_alloc(dev, 512 << 10, &blk, err, sizeof err), 0);
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, mm_weights_program(1280), err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "load: weights region: rt_alloc: out of device DRAM: cannot allocate 655360"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no other program's weights are left to evict"));
+    CU_ASSERT_EQUAL(rt_free(dev, blk), 0);
+    rt_dram_usage(dev, &freeb, NULL);
+    CU_ASSERT_EQUAL(freeb, 1 << 20); /* nothing leaked */
+
+    rt_program *g = load(dev, mm_weights_program(1280));
+    CU_ASSERT_EQUAL(rt_fill_inputs(g, 1, err, sizeof err), 0);
+    rt_run_result res;
+    launch_and_check(g, &res);
+    rt_dram_usage(dev, &freeb, NULL);
+    CU_ASSERT_EQUAL(freeb, (1 << 20) - 655360);
+    CU_ASSERT_EQUAL(rt_alloc(dev, freeb - 8192, &blk, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(g, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_EQUAL(res.fault.core, -1);
+    char line[1024];
+    rt_run_format(&res, line, sizeof line);
+    CU_ASSERT(strncmp(line, "run: FAULT: activation region: rt_alloc: out of device DRAM: cannot allocate 24576 ", 83) == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "no other program's weights are left to evict"));
+    CU_ASSERT_EQUAL(rt_free(dev, blk), 0);
+    launch_and_check(g, &res);
+    rt_close(dev);
+}
+
+/* A weights region in the wrong place is refused at load. */
+static void test_load_refuses_tensors_outside_their_region(void)
+{
+    rt_device *dev = open4();
+    isa_program *p = mm_weights_program(256);
+    p->tensors[1].role = ISA_ROLE_WEIGHT; /* X, in the activation region */
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor X (weight): [131072, +4096) is not in the weights region"));
+    p = mm_weights_program(256);
+    p->weight_bytes += 128; /* X now starts inside the weights region */
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor X (input)"));
+    p = mm_weights_program(256);
+    p->weight_bytes = p->dram_bytes + 128;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "larger than the DRAM segment"));
+    rt_close(dev);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -994,6 +1364,13 @@ int main(void)
         {"check chains graph lines", test_check_chains_graph_lines},
         {"launch runs a DMA copy on the simulator", test_launch_runs_a_dma_copy_on_the_simulator},
         {"launch reports a fault with core, unit and index", test_launch_reports_a_fault_with_core_unit_and_index},
+        {"weights stay resident across launches", test_weights_stay_resident_across_launches},
+        {"activations are freed after each launch", test_activations_are_freed_after_each_launch},
+        {"small DRAM evicts and restores weights", test_small_dram_evicts_and_restores_weights},
+        {"Belady evicts the weights used furthest ahead", test_belady_evicts_the_weights_used_furthest_ahead},
+        {"schedule names only loaded programs", test_schedule_names_only_loaded_programs},
+        {"eviction reports when nothing can make room", test_eviction_reports_when_nothing_can_make_room},
+        {"load refuses tensors outside their region", test_load_refuses_tensors_outside_their_region},
         {NULL, NULL},
     };
     return tu_run("runtime", tests);

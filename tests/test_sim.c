@@ -515,6 +515,103 @@ static void test_runs_are_deterministic(void)
     sim_destroy(s);
 }
 
+/* ---- DRAM regions: weights and activations at separate device addresses ---- */
+
+/* A segment of 4096 bytes whose first 1024 are weights: core 0 loads two
+ * weight sticks (offset 0) and two activation sticks (offset 1024), and
+ * stores the four at activation offset 2048. */
+static isa_program *regions_program(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 4096);
+    p->weight_bytes = 1024;
+    isa_insn *in = tu_emit(p, 0, ISA_OP_DMA_LD);
+    in->run = 2;
+    in = tu_emit(p, 0, ISA_OP_DMA_LD);
+    in->d.off = 256;
+    in->a.off = 1024;
+    in->run = 2;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 0);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAO, 0);
+    in = tu_emit(p, 0, ISA_OP_DMA_ST);
+    in->d.off = 2048;
+    in->run = 4;
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_dma_translates_weight_and_activation_offsets(void)
+{
+    sim *s = sim_create(&cfg4);
+    isa_program *p = regions_program();
+    const uint64_t wbase = 1 << 20, abase = 128 << 10; /* activations below the weights */
+    uint8_t w[256], x[256], out[512];
+    for (int i = 0; i < 256; i++) {
+        w[i] = (uint8_t)(i + 1);
+        x[i] = (uint8_t)(200 - i);
+    }
+    CU_ASSERT_EQUAL(sim_dram_write(s, wbase, w, 256), 0);
+    CU_ASSERT_EQUAL(sim_dram_write(s, abase, x, 256), 0);
+    sim_stats st;
+    sim_fault f;
+    int rc = sim_run_regions(s, p, wbase, abase, &st, &f);
+    if (rc)
+        fprintf(stderr, "\n    %s\n", f.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    /* Offset 2048 is activation byte 1024. */
+    CU_ASSERT_EQUAL(sim_dram_read(s, abase + 1024, out, 512), 0);
+    CU_ASSERT_EQUAL(memcmp(out, w, 256), 0);
+    CU_ASSERT_EQUAL(memcmp(out + 256, x, 256), 0);
+    /* Nothing landed where a contiguous segment would have put it. */
+    CU_ASSERT_EQUAL(sim_dram_read(s, wbase + 2048, out, 512), 0);
+    int zeros = 0;
+    for (int i = 0; i < 512; i++)
+        zeros += out[i] == 0;
+    CU_ASSERT_EQUAL(zeros, 512);
+
+    /* sim_run is the contiguous case: activations right after the weights. */
+    CU_ASSERT_EQUAL(sim_dram_write(s, 8192, w, 256), 0);
+    CU_ASSERT_EQUAL(sim_dram_write(s, 8192 + 1024, x, 256), 0);
+    CU_ASSERT_EQUAL(sim_run(s, p, 8192, &st, &f), 0);
+    CU_ASSERT_EQUAL(sim_dram_read(s, 8192 + 2048, out, 512), 0);
+    CU_ASSERT_EQUAL(memcmp(out, w, 256), 0);
+    CU_ASSERT_EQUAL(memcmp(out + 256, x, 256), 0);
+
+    /* Each region must fit device DRAM. */
+    CU_ASSERT_EQUAL(sim_run_regions(s, p, 0, cfg4.dram_bytes - 1024, &st, &f), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "activation region"));
+    CU_ASSERT_EQUAL(sim_run_regions(s, p, cfg4.dram_bytes - 512, 0, &st, &f), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "weights region"));
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_dma_piece_straddling_the_regions_faults(void)
+{
+    isa_program *p = regions_program();
+    p->cores[0].insns[1].a.off = 1024 - 128; /* two sticks: one weight, one activation */
+    expect_fault(p, 0, ISA_U_DMAI, 1, "straddles the end of the weights region (0x400 bytes)");
+    /* Pieces on either side of the boundary are fine. */
+    p = regions_program();
+    isa_insn *in = &p->cores[0].insns[1];
+    in->a.off = 1024 - 128;
+    in->run = 1;
+    in->n[0] = 2;
+    in->as[0] = 128;
+    in->ds[0] = 128;
+    sim *s = sim_create(&cfg4);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), 0);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_dma_store_into_weights_faults(void)
+{
+    isa_program *p = regions_program();
+    p->cores[0].insns[4].d.off = 512;
+    expect_fault(p, 0, ISA_U_DMAO, 4, "lies in the weights region [0, 0x400), which is read-only");
+}
+
 int main(void)
 {
     tu_config("spyre-4core", &cfg4);
@@ -538,6 +635,9 @@ int main(void)
         {"barrier_missed_by_halted_core_is_deadlock", test_barrier_missed_by_halted_core_is_deadlock},
         {"missing_token_and_bad_loop_fault", test_missing_token_and_bad_loop_fault},
         {"runs_are_deterministic", test_runs_are_deterministic},
+        {"dma_translates_weight_and_activation_offsets", test_dma_translates_weight_and_activation_offsets},
+        {"dma_piece_straddling_the_regions_faults", test_dma_piece_straddling_the_regions_faults},
+        {"dma_store_into_weights_faults", test_dma_store_into_weights_faults},
         {NULL, NULL},
     };
     return tu_run("sim", tests);

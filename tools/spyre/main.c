@@ -290,6 +290,70 @@ static void print_stats(const sim_stats *st, const sim_config *cfg)
     }
 }
 
+static void export_dir(const char *path, char *dir, size_t len);
+
+/* A path that names a graph (a graph file or an export directory), not a
+ * program: anything but FILE.elf. */
+static int names_graph(const char *path)
+{
+    size_t n = strlen(path);
+    return !(n > 4 && !strcmp(path + n - 4, ".elf"));
+}
+
+/* Compile graph g for the device's chip and load the program. */
+static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err, size_t errlen)
+{
+    cc_compile_opts o = {0};
+    o.target = rt_config(dev);
+    cc_result *r = cc_compile(g, &o, err, errlen);
+    if (!r)
+        return NULL;
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    return rt_load_program(dev, p, err, errlen);
+}
+
+/* Compare each output with PyTorch's expected.safetensors (max abs error
+ * against a DL16-sized tolerance of the output's scale); 1 if any is off. */
+static int check_expected(rt_program *prog, const cc_graph *g, const char *path)
+{
+    char err[1024];
+    rt_st_file *want = rt_st_read(path, err, sizeof err);
+    if (!want)
+        return 0;
+    int bad = 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "output%d", i);
+        const rt_st_tensor *t = rt_st_find(want, key);
+        const char *name = g->values[g->outputs[i]].name;
+        if (!t)
+            continue;
+        float *w = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *w);
+        float *y = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *y);
+        if (!w || !y || rt_read_tensor(prog, name, y, err, sizeof err)) {
+            printf("expected %s: cannot read the output\n", name);
+            bad = 1;
+        } else {
+            rt_st_to_f32(t, w);
+            double scale = 0, maxerr = 0;
+            for (int64_t j = 0; j < t->numel; j++) {
+                scale = fmax(scale, fabs(w[j]));
+                double d = fabs((double)y[j] - w[j]);
+                maxerr = d != d ? INFINITY : fmax(maxerr, d);
+            }
+            int ok = maxerr <= 0.05 * fmax(scale, 1);
+            printf("expected %s (%s): max_abs_err=%.3g scale=%.3g %s\n", name, key, maxerr, scale,
+                   ok ? "ok" : "MISMATCH");
+            bad |= !ok;
+        }
+        free(w);
+        free(y);
+    }
+    rt_st_free(want);
+    return bad;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv, "run"))
@@ -337,7 +401,7 @@ static int cmd_run(int argc, char **argv)
             path = argv[i];
     }
     if (!path)
-        return usage_error("run", "needs FILE.elf");
+        return usage_error("run", "needs FILE.elf, GRAPH or DIR");
     if (check && !opt.values)
         return usage_error("run", "--check needs values: drop --no-values");
     if (trace)
@@ -349,7 +413,22 @@ static int cmd_run(int argc, char **argv)
         return fail("spyre run: %s", err);
     sim_set_options(rt_sim(dev), &opt);
     int status = EXIT_USAGE;
-    rt_program *prog = rt_load(dev, path, err, sizeof err);
+    cc_graph *g = NULL;
+    rt_program *prog = NULL;
+    char gdir[1024], gin[1200], gexp[1200];
+    if (names_graph(path)) {
+        g = cc_graph_load(path, err, sizeof err);
+        if (!g) {
+            fprintf(stderr, "spyre run: %s\n", err);
+            goto out;
+        }
+        export_dir(path, gdir, sizeof gdir);
+        snprintf(gin, sizeof gin, "%s/inputs.safetensors", gdir);
+        snprintf(gexp, sizeof gexp, "%s/expected.safetensors", gdir);
+        prog = compile_and_load(dev, g, err, sizeof err);
+    } else {
+        prog = rt_load(dev, path, err, sizeof err);
+    }
     if (!prog) {
         fprintf(stderr, "spyre run: %s\n", err);
         goto out;
@@ -357,6 +436,15 @@ static int cmd_run(int argc, char **argv)
     if (rt_fill_inputs(prog, seed, err, sizeof err)) {
         fprintf(stderr, "spyre run: %s\n", err);
         goto out;
+    }
+    if (g) {
+        FILE *probe = fopen(gin, "rb");
+        if (probe)
+            fclose(probe);
+        if (rt_load_graph_tensors(prog, g, probe ? gin : NULL, err, sizeof err)) {
+            fprintf(stderr, "spyre run: %s\n", err);
+            goto out;
+        }
     }
     for (int i = 0; i < ninputs; i++)
         if (rt_input_arg(prog, inputs[i], err, sizeof err)) {
@@ -392,7 +480,7 @@ static int cmd_run(int argc, char **argv)
     if (check) {
         rt_check_result *r = NULL;
         int n = 0;
-        int bad = rt_check(prog, &r, &n, err, sizeof err);
+        int bad = g ? rt_check_graph(prog, g, &r, &n, err, sizeof err) : rt_check(prog, &r, &n, err, sizeof err);
         if (bad < 0) {
             fprintf(stderr, "spyre run: %s\n", err);
             status = EXIT_USAGE;
@@ -405,8 +493,11 @@ static int cmd_run(int argc, char **argv)
                 status = EXIT_MISMATCH;
         }
         free(r);
+        if (g && status == EXIT_OK && check_expected(prog, g, gexp))
+            status = EXIT_MISMATCH;
     }
 out:
+    cc_graph_free(g);
     if (prog)
         rt_unload(prog);
     rt_close(dev);
@@ -419,10 +510,14 @@ static int cmd_compile(int argc, char **argv)
 {
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
-    const char *path = NULL, *dump = NULL;
+    const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL;
     int report = 0, list = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strncmp(argv[i], "--dump-after=", 13))
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            config = argv[++i];
+        else if (!strncmp(argv[i], "--dump-after=", 13))
             dump = argv[i] + 13;
         else if (!strcmp(argv[i], "--dump-after") && i + 1 < argc)
             dump = argv[++i];
@@ -438,6 +533,8 @@ static int cmd_compile(int argc, char **argv)
     if (list) {
         for (const char *const *p = cc_pass_names(); *p; p++)
             printf("%s\n", *p);
+        for (const char *const *p = cc_backend_pass_names(); *p; p++)
+            printf("%s\n", *p);
         return EXIT_OK;
     }
     if (!path)
@@ -446,15 +543,34 @@ static int cmd_compile(int argc, char **argv)
     cc_graph *g = cc_graph_load(path, err, sizeof err);
     if (!g)
         return fail("spyre compile: %s", err);
-    cc_compile_opts opts = {dump, stdout, 0, 0};
+    cc_compile_opts opts = {dump, stdout, 0, 0, NULL};
+    sim_config cfg;
+    int backend_dump = 0;
+    for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
+        backend_dump |= !strcmp(*p, dump);
+    if (out || config || backend_dump) {
+        char cfgpath[1024];
+        sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+        if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+            cc_graph_free(g);
+            return fail("spyre compile: %s", err);
+        }
+        opts.target = &cfg;
+    }
     cc_result *r = cc_compile(g, &opts, err, sizeof err);
     int status = EXIT_OK;
     if (!r) {
         fprintf(stderr, "spyre compile: %s\n", err);
         status = EXIT_USAGE;
     } else {
-        if (report || !dump)
+        if (report || (!dump && !out))
             cc_compile_report(r, stdout);
+        isa_program *p = cc_result_take_program(r);
+        if (out && isa_elf_write(p, out, err, sizeof err)) {
+            fprintf(stderr, "spyre compile: %s\n", err);
+            status = EXIT_USAGE;
+        }
+        isa_program_free(p);
         cc_result_free(r);
     }
     cc_graph_free(g);
@@ -553,12 +669,14 @@ static const command commands[] = {
     {"as", cmd_as, "as FILE.s -o FILE.elf", "Assemble a program (syntax: docs/isa.md) into an ELF file."},
     {"dis", cmd_dis, "dis FILE.elf", "Print a program as assembler text that `spyre as` accepts."},
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
-    {"compile", cmd_compile, "compile GRAPH [--report] [--dump-after=PASS] [--list-passes]",
+    {"compile", cmd_compile, "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
      "fused kernels with the ATen ops in each (--report, the default); --dump-after=PASS prints the IR\n"
-     "after that pass (--list-passes names them)."},
+     "after that pass (--list-passes names them).  With -o (or --config, or a back-half pass to dump)\n"
+     "the back half runs too (layout, workdiv, codegen) for the chip of --config (default spyre) and\n"
+     "-o writes the program."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -568,8 +686,11 @@ static const command commands[] = {
      "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"
      "default spyre)."},
     {"run", cmd_run,
-     "run FILE.elf [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
+     "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--no-race-check]",
+     "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
+     "when there is one and its weights from the graph's weights file; --check then validates against the\n"
+     "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
      "Load a program on a simulated chip, fill its inputs with seeded random values in [-1, 1)\n"
      "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print the\n"
      "simulated cycles and time, MAC utilization, DRAM traffic, bandwidth and row-hit rate, ring\n"

@@ -1,0 +1,186 @@
+/* backend.h: the graph compiler's back half, internal to the compiler.
+ * It turns the front half's scheduled kernels (ir.h) into an isa_program
+ * for one chip (docs/compiler.md, "Back half"):
+ *
+ *   layout   a device layout per buffer that goes through DRAM (backend.c)
+ *   workdiv  each kernel's output split across the cores (backend.c)
+ *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
+ *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
+ *            a `bar` between dependent kernels, the tensor table
+ *
+ * Shared pieces: stick views (how an affine index walks a buffer's device
+ * layout, turned into DMA descriptors) and the SFP expression evaluator
+ * (one instruction per IR expression node over a tile in LX). */
+#ifndef CC_BACKEND_H
+#define CC_BACKEND_H
+
+#include "codegen.h"
+#include "ir.h"
+
+/* The device layout of a buffer that goes through DRAM. */
+typedef struct {
+    int dram;          /* 1: it has a tensor in the program */
+    int stick_dim;     /* host dimension cut into sticks */
+    int64_t groups;    /* sticks along stick_dim */
+    int64_t rows;      /* product of the other dims */
+    uint64_t off;      /* DRAM offset of the tensor */
+    int want_dim;      /* layout: stick dim asked for by matmul B uses (-1 none, -2 conflict) */
+} be_layout;
+
+/* How a kernel's work is split across cores. */
+typedef struct {
+    int cores;         /* cores with work */
+    int64_t gm, gn;    /* MATMUL: core grid over M (rows) and N (sticks) */
+    int64_t rows, cols;/* row kernels: rows split across cores, columns per row */
+    double est_cycles; /* MATMUL: the cost model's estimate of the largest tile */
+} be_work;
+
+typedef struct be_ctx {
+    ir_prog *p;
+    const sim_config *cfg;
+    cc_target t;
+    be_layout *lay;    /* per buffer */
+    be_work *work;     /* per kernel position */
+    int restick;       /* layout conflicts that would need a restickify */
+    isa_program *prog;
+    cc_emit *em;       /* one emitter per core */
+    char *err;
+    size_t errlen;
+} be_ctx;
+
+/* A buffer's device layout walked by an affine index: the stick holding
+ * the element at row coordinates c_v (v over the index's variables other
+ * than the lane variable) and group g is at
+ *   base + g * gstride + sum_v rs[v] * c_v * stick
+ * and, for a view without a lane variable, the element is at lane `lane`. */
+typedef struct {
+    int64_t base;      /* DRAM byte offset */
+    int64_t gstride;   /* bytes between groups */
+    int64_t rs[IR_MAX_VARS]; /* row strides in sticks */
+    int lane;
+    int64_t groups;    /* groups the buffer has from base on */
+} be_view;
+
+/* A row space: variables (outermost first) and extents; rows are
+ * numbered row-major over them. */
+typedef struct {
+    int nv;
+    int var[IR_MAX_VARS];
+    int64_t ext[IR_MAX_VARS];
+} be_rowspace;
+
+/* Error naming the kernel: "kernel K: message"; returns -1. */
+int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The view of buffer `buf` through idx (over nvars variables) with lane
+ * variable lane_var (-1: none; then the element's lane is reported).
+ * -1 with the reason in why when the layout cannot be walked so. */
+int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, be_view *v, char *why,
+               size_t whylen);
+
+/* DMA between LX and the view: rows [r0, r0 + n) of the row space, groups
+ * [0, ng) of the view; LX holds row i of group g at lx + i*stick + g*lx_gs.
+ * op is ISA_OP_DMA_LD or ISA_OP_DMA_ST. */
+void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
+                 int64_t r0, int64_t n, int64_t ng);
+
+/* ---- SFP expression evaluation over a tile (be_rows.c) ---- */
+
+typedef enum { BE_V_NONE, BE_V_CONST, BE_V_ROW, BE_V_COL, BE_V_TILE } be_vclass;
+
+/* A value in LX: CONST an immediate; ROW one stick per row (the value at
+ * lane `lane`); COL `G` sticks shared by every row (stride 0 over rows);
+ * TILE G groups of `R` row sticks (group stride gs). */
+typedef struct {
+    be_vclass cls;
+    double imm;
+    int64_t lx;
+    int lane;
+} be_val;
+
+/* The tile being computed: rows R (this chunk's), groups G, group stride
+ * gs (bytes), valid columns (for reductions), the SFP corelet, and a bump
+ * allocator over this slot's scratch [lx, lx_end). */
+typedef struct {
+    be_ctx *c;
+    cc_emit *e;
+    const ir_kernel *K;
+    int corelet;
+    int64_t R, G, gs, cols;
+    int64_t rows_cap;     /* rows the slot is sized for */
+    int64_t top, end;     /* scratch allocator */
+    int acc_expr;         /* matmul: the acc expression id, or -1 */
+    be_val acc;           /* its value */
+    /* resolved loads: expression id -> value (filled by the caller) */
+    int *memo_id;
+    be_val *memo;
+    int nmemo, capmemo;
+} be_tile;
+
+/* The value of expression e (loads must have been bound with be_bind);
+ * emits SFP instructions.  -1 on an unsupported expression (error set). */
+int be_eval(be_tile *T, int e, be_val *out);
+void be_bind(be_tile *T, int e, const be_val *v);
+/* Classify expression e over the kernel's row/column variables: the
+ * class its value will have (loads only; see be_rows.c). */
+
+/* SFP helpers: a temp of class cls in the tile's scratch; one SFP
+ * instruction writing class cls (a_col: a is a COL value broadcast over
+ * rows); v widened to class cls (COL -> TILE). */
+int be_temp(be_tile *T, be_vclass cls, be_val *v);
+void be_sfp(be_tile *T, int op, be_vclass cls, int64_t d, int64_t a, int64_t a_col, const be_val *b);
+int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out);
+
+/* ---- Row structure shared by row kernels and matmul epilogues ---- */
+
+/* A load the kernel reads from DRAM. */
+typedef struct {
+    int e;            /* the load expression */
+    be_vclass cls;
+    be_view v;
+    int64_t lx;       /* COL: fixed; TILE / ROW: offset inside a slot */
+} rk_load;
+
+typedef struct {
+    int node;
+    int expr;         /* value, in the kernel's positions */
+    ir_index store;
+    be_vclass cls;
+    int dram;         /* stored */
+    be_view sv;
+} rk_node;
+
+typedef struct {
+    be_ctx *c;
+    const ir_kernel *K;
+    int nvars, colvar;
+    int64_t cols, G, rows;
+    be_rowspace rsp;
+    rk_node *nodes;
+    int nn;
+    rk_load *loads;
+    int nl;
+    int64_t nexpr;    /* upper bound of SFP temps per chunk */
+} rk_plan;
+
+typedef struct {
+    rk_plan *k;
+    char *produced;   /* per buffer: written by a node of this kernel */
+    int failed;
+} rk_walk;
+
+/* ir_expr_walk callback (ctx an rk_walk): record the DRAM loads of k's
+ * expressions, classified against k->colvar and k->rsp. */
+void be_collect_load(void *ctx, const ir_expr *x);
+void rk_free(rk_plan *k);
+/* Temps expression e adds to those already counted in seen (per arena id). */
+int64_t be_count_temps(ir_prog *p, int e, char *seen);
+
+
+/* Kernel generators: -1 with an error. */
+int be_matmul_plan(be_ctx *c, int pos);
+int be_matmul_emit(be_ctx *c, int pos);
+int be_rows_plan(be_ctx *c, int pos);
+int be_rows_emit(be_ctx *c, int pos);
+
+#endif

@@ -1,0 +1,442 @@
+/* be_matmul.c: MATMUL kernels with their epilogues.
+ *
+ * Work division: per batch index, the output (M rows, N in sticks) is cut
+ * into a gm x gn grid of core tiles (uneven edges allowed); a small cost
+ * model fed by the configuration (PT passes against the DMA bytes a core
+ * moves at its ring stop's rate) picks the grid, near-ties going to fewer
+ * cores.  Each core walks its tile in blocks of MB rows x NBS sticks with
+ * all of K at once (batch dims outermost); operands are read through
+ * their affine indices as DMA descriptors (be_view), so transposed
+ * weights (B = W^T, the weight sticked on N by the layout pass) and
+ * per-batch strided operands need no copy.
+ *
+ * Per block, slot s of two:
+ *   dmai: wait empty[s]; load A (K/64 groups of MB sticks), B (NBS groups
+ *         of K sticks) and the epilogue's tiles, columns, rows; sig full[s]
+ *   pt0:  wait full[s]; pt.mm -> C[s] (DL16); sig mmd[s]
+ *   sfp0: wait mmd[s]; the epilogue, one SFP instruction per expression
+ *         node over the block (acc = C[s]); sig done[s]
+ *   dmao: wait done[s]; store every result leaving the kernel; sig empty[s] */
+#include "backend.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    be_ctx *c;
+    const ir_kernel *K;
+    const ir_node *mm;
+    int nb, vm, vn, vk;
+    int64_t nbatch, M, N, Kd, GN, KG;
+    be_rowspace arsp, brsp;
+    be_view av, bv;
+    rk_plan ep;          /* the epilogue as a row structure: columns n, rows (batch.., m) */
+    int acc;             /* the acc expression */
+} mm_plan;
+
+static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+
+static int mm_build(be_ctx *c, int pos, mm_plan *m)
+{
+    ir_prog *p = c->p;
+    const ir_kernel *K = &p->kernels[p->order[pos]];
+    memset(m, 0, sizeof *m);
+    m->c = c;
+    m->K = K;
+    m->mm = &p->nodes[K->nodes[0]];
+    const ir_node *mm = m->mm;
+    if (mm->kind != IR_MATMUL)
+        return be_error(c, K, "internal: a matmul kernel whose first node is not the template");
+    m->nb = mm->nbatch;
+    m->vm = m->nb;
+    m->vn = m->nb + 1;
+    m->vk = m->nb + 2;
+    m->nbatch = 1;
+    for (int i = 0; i < m->nb; i++)
+        m->nbatch *= mm->ranges[i];
+    m->M = mm->ranges[m->vm];
+    m->N = mm->ranges[m->vn];
+    m->Kd = mm->ranges[m->vk];
+    m->GN = cc_ceil_div(m->N, c->t.lanes16);
+    m->KG = cc_ceil_div(m->Kd, c->t.lanes16);
+    if (m->M > 65535 || m->N > 65535 || m->Kd > 65535)
+        return be_error(c, K, "matmul %" PRId64 " x %" PRId64 " x %" PRId64 " is larger than one pt.mm (not supported yet)",
+                        m->M, m->N, m->Kd);
+    for (int i = 0; i < m->nb; i++) {
+        m->arsp.var[i] = m->brsp.var[i] = i;
+        m->arsp.ext[i] = m->brsp.ext[i] = mm->ranges[i];
+    }
+    m->arsp.nv = m->brsp.nv = m->nb + 1;
+    m->arsp.var[m->nb] = m->vm;
+    m->arsp.ext[m->nb] = m->M;
+    m->brsp.var[m->nb] = m->vk;
+    m->brsp.ext[m->nb] = m->Kd;
+    char why[256];
+    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why))
+        return be_error(c, K, "operand A: %s", why);
+    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, &m->bv, why, sizeof why))
+        return be_error(c, K, "operand B: %s", why);
+    if (mm->aidx.coef[m->vk] == 0 || mm->bidx.coef[m->vn] == 0 || m->av.rs[m->vk] || m->bv.rs[m->vn])
+        return be_error(c, K, "internal: operand without its lane variable");
+    if (m->av.groups < m->KG || m->bv.groups < m->GN)
+        return be_error(c, K, "an operand has fewer sticks than the product needs");
+
+    /* The epilogue: node 0 stores acc, each later node its epi value. */
+    rk_plan *k = &m->ep;
+    k->c = c;
+    k->K = K;
+    k->nvars = mm->nvars;
+    k->colvar = m->vn;
+    k->cols = m->N;
+    k->G = m->GN;
+    k->rsp = m->arsp;
+    k->rows = m->nbatch * m->M;
+    k->nodes = ir_xalloc((size_t)K->nnodes * sizeof *k->nodes);
+    m->acc = ir_acc(&p->A, p->bufs[mm->out].type.dtype);
+    rk_walk w = {k, ir_xalloc((size_t)p->nbufs), 0};
+    char *seen = ir_xalloc((size_t)p->A.n + 1);
+    for (int j = 0; j < K->nnodes && !w.failed; j++) {
+        const ir_node *N = &p->nodes[K->nodes[j]];
+        rk_node *rn = &k->nodes[k->nn++];
+        rn->node = K->nodes[j];
+        rn->expr = j ? N->epi : m->acc;
+        rn->store = j ? N->epi_store : N->store;
+        rn->cls = BE_V_TILE;
+        rn->dram = c->lay[N->out].dram;
+        if (j && N->epi < 0) {
+            free(w.produced);
+            free(seen);
+            return be_error(c, K, "internal: node %s of a matmul kernel is not an epilogue", p->bufs[N->out].name);
+        }
+        ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
+        k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
+        if (rn->dram && !w.failed &&
+            be_view_of(c, N->out, &rn->store, k->nvars, m->vn, &rn->sv, why, sizeof why)) {
+            free(w.produced);
+            free(seen);
+            return be_error(c, K, "storing %s: %s", p->bufs[N->out].name, why);
+        }
+    }
+    free(w.produced);
+    free(seen);
+    return w.failed ? -1 : 0;
+}
+
+/* LX of one C slot (result, epilogue operands and temps) for blocks of
+ * MB rows x NBS sticks, of one A/B slot for K chunks of KC rows, and of
+ * the fp32 partial sums when K takes several chunks. */
+static int64_t mm_cslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS)
+{
+    int64_t b = NBS * MB;
+    for (int i = 0; i < m->ep.nl; i++)
+        b += m->ep.loads[i].cls == BE_V_TILE ? NBS * MB : m->ep.loads[i].cls == BE_V_COL ? NBS : MB;
+    b += m->ep.nexpr * NBS * MB;
+    return b * m->c->t.stick;
+}
+
+static int64_t mm_abslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    return (cc_ceil_div(KC, m->c->t.lanes16) * MB + NBS * KC) * m->c->t.stick;
+}
+
+static int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    return KC < m->Kd ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
+}
+
+static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    return 2 * mm_cslot_bytes(m, MB, NBS) + 2 * mm_abslot_bytes(m, MB, NBS, KC) + mm_p_bytes(m, MB, NBS, KC);
+}
+
+/* The blocking of a tile of mt rows x ns sticks: all of K if it fits,
+ * else chunks of 512, 256, 128 or 64 rows; the most sticks, then the
+ * most rows, that fit LX with every buffer doubled. */
+static int mm_block(const mm_plan *m, int64_t mt, int64_t ns, int64_t *MB, int64_t *NBS, int64_t *KC)
+{
+    const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes, lanes = m->c->t.lanes16;
+    int64_t kcs[6] = {m->Kd, 8 * lanes, 4 * lanes, 2 * lanes, lanes, 0};
+    for (int ki = 0; kcs[ki]; ki++) {
+        int64_t kc = kcs[ki];
+        if (ki && kc >= m->Kd)
+            continue;
+        for (int64_t nbs = ns; nbs >= 1; nbs = nbs > 1 ? cc_ceil_div(nbs, 2) : 0) {
+            int64_t lo = 0, hi = mt;
+            while (lo < hi) {
+                int64_t mid = (lo + hi + 1) / 2;
+                if (mm_lx_bytes(m, mid, nbs, kc) <= budget)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            if (lo >= cc_min(mt, 64) || (lo >= 1 && nbs == 1)) {
+                *MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
+                *NBS = nbs;
+                *KC = kc;
+                return 0;
+            }
+            if (nbs == 1)
+                break;
+        }
+    }
+    return -1;
+}
+
+/* Estimated cycles of a core's tile: PT work against DMA traffic. */
+static double mm_cost(const mm_plan *m, int64_t mt, int64_t ns)
+{
+    const cc_target *t = &m->c->t;
+    int64_t MB, NBS, KC;
+    if (mm_block(m, mt, ns, &MB, &NBS, &KC))
+        return DBL_MAX;
+    int64_t blocks = cc_ceil_div(mt, MB) * cc_ceil_div(ns, NBS);
+    double pt = (double)cc_ceil_div(mt, t->pt_rows) * (double)cc_ceil_div(ns * t->lanes16, t->pt_cols_per_pass) *
+                    (double)m->Kd +
+                (double)blocks * t->pt_insn_cycles;
+    double bytes = (double)cc_ceil_div(ns, NBS) * (double)(mt * m->KG * t->stick) +
+                   (double)cc_ceil_div(mt, MB) * (double)(ns * m->Kd * t->stick) + (double)(mt * ns * t->stick);
+    double dma = bytes / t->dma_bytes_per_cycle + (double)(3 * blocks * cc_ceil_div(m->Kd, KC)) * t->dma_insn_cycles;
+    double sfp = (double)blocks * (double)m->ep.nexpr * (double)(NBS * MB) * 0.5;
+    double c = pt > dma ? pt : dma;
+    return (double)m->nbatch * (c > sfp ? c : sfp);
+}
+
+int be_matmul_plan(be_ctx *c, int pos)
+{
+    mm_plan m;
+    int rc = mm_build(c, pos, &m);
+    if (!rc) {
+        be_work *w = &c->work[pos];
+        double best = DBL_MAX;
+        int64_t cores = c->cfg->cores;
+        for (int64_t gm = 1; gm <= cc_min(cores, m.M); gm++)
+            for (int64_t gn = 1; gn <= cc_min(cores / gm, m.GN); gn++) {
+                double e = mm_cost(&m, cc_ceil_div(m.M, gm), cc_ceil_div(m.GN, gn));
+                if (e < best * 0.97) {
+                    best = e;
+                    w->gm = gm;
+                    w->gn = gn;
+                }
+            }
+        if (best == DBL_MAX)
+            rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
+                          (unsigned long long)c->cfg->lx_usable_bytes);
+        w->cores = (int)(w->gm * w->gn);
+        w->est_cycles = best;
+        w->rows = m.M;
+        w->cols = m.N;
+    }
+    mm_free(&m);
+    return rc;
+}
+
+static be_view shifted(const be_view *v, int64_t groups)
+{
+    be_view s = *v;
+    s.base += groups * v->gstride;
+    s.groups -= groups;
+    return s;
+}
+
+typedef struct {
+    mm_plan *m;
+    cc_emit *e;
+    int64_t MB, NBS, KC, nch;
+    int64_t ab[2], cs[2], P, cslot_bytes;
+    int abfull[2], abempty[2], efull[2], eempty[2], mmd[2], done[2], cempty[2];
+    int64_t nblk, nchunk;
+    be_tile T;
+} mm_core;
+
+static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MB = mc->MB, KC = mc->KC;
+    const int q = (int)(mc->nblk++ % 2);
+    const int64_t C = mc->cs[q];
+    int64_t at = C + mc->NBS * MB * sb;
+    const int64_t cols = cc_min(nbs * lanes, m->N - g0 * lanes);
+    const int64_t arow = b * m->M + m0;
+    rk_plan *k = &m->ep;
+
+    /* the epilogue's operands into C slot q */
+    be_tile *T = &mc->T;
+    T->nmemo = 0;
+    cc_emit_wait(e, ISA_U_DMAI, mc->eempty[q]);
+    for (int i = 0; i < k->nl; i++) {
+        rk_load *L = &k->loads[i];
+        be_view v = L->cls == BE_V_ROW ? L->v : shifted(&L->v, g0);
+        be_val val = {L->cls, 0, at, L->v.lane};
+        if (L->cls == BE_V_TILE) {
+            be_dma_rows(c, e, ISA_OP_DMA_LD, at, MB * sb, &v, &k->rsp, arow, mb, nbs);
+            at += mc->NBS * MB * sb;
+        } else if (L->cls == BE_V_COL) {
+            be_dma_rows(c, e, ISA_OP_DMA_LD, at, sb, &v, &k->rsp, arow, 1, nbs);
+            at += mc->NBS * sb;
+        } else {
+            be_dma_rows(c, e, ISA_OP_DMA_LD, at, MB * sb, &v, &k->rsp, arow, mb, 1);
+            at += MB * sb;
+        }
+        be_bind(T, L->e, &val);
+    }
+    cc_emit_sig(e, ISA_U_DMAI, mc->efull[q]);
+
+    /* K in chunks through the A/B slots */
+    be_view bv0 = shifted(&m->bv, g0);
+    for (int64_t j = 0; j < mc->nch; j++) {
+        const int s = (int)(mc->nchunk++ % 2);
+        const int64_t k0 = j * KC, kc = cc_min(KC, m->Kd - k0), A = mc->ab[s];
+        const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
+        cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s]);
+        be_view av = shifted(&m->av, k0 / lanes);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
+        be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
+        cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s]);
+
+        cc_emit_wait(e, ISA_U_PT0, mc->abfull[s]);
+        if (j == 0)
+            cc_emit_wait(e, ISA_U_PT0, mc->cempty[q]);
+        cc_pt_args pa = {0};
+        pa.c = 0;
+        pa.a = cc_abs(A);
+        pa.b = cc_abs(B);
+        pa.m = mb;
+        pa.n = cols;
+        pa.k = kc;
+        pa.ds = pa.ps = MB * sb;
+        pa.as = MB * sb;
+        pa.bs = KC * sb;
+        const int first = j == 0, last = j == mc->nch - 1;
+        pa.flags = (first ? 0 : ISA_F_ACC) | (last ? 0 : ISA_F_F32);
+        pa.d = cc_abs(last ? C : mc->P);
+        pa.p = cc_abs(first ? 0 : mc->P);
+        if (first)
+            pa.ps = 0;
+        cc_emit_pt(e, &pa);
+        cc_emit_sig(e, ISA_U_PT0, mc->abempty[s]);
+        if (last)
+            cc_emit_sig(e, ISA_U_PT0, mc->mmd[q]);
+    }
+
+    cc_emit_wait(e, ISA_U_SFP0, mc->mmd[q]);
+    cc_emit_wait(e, ISA_U_SFP0, mc->efull[q]);
+    T->R = mb;
+    T->G = nbs;
+    T->top = at;
+    T->end = C + mc->cslot_bytes;
+    T->acc.cls = BE_V_TILE;
+    T->acc.lx = C;
+    T->acc.lane = 0;
+    be_val vals[64];
+    for (int j = 0; j < k->nn && j < 64; j++) {
+        be_val v;
+        if (be_eval(T, k->nodes[j].expr, &v))
+            return -1;
+        if (v.cls != BE_V_TILE) {
+            be_val w;
+            if (be_widen(T, &v, BE_V_TILE, &w))
+                return -1;
+            v = w;
+        }
+        vals[j] = v;
+    }
+    cc_emit_sig(e, ISA_U_SFP0, mc->done[q]);
+
+    cc_emit_wait(e, ISA_U_DMAO, mc->done[q]);
+    for (int j = 0; j < k->nn && j < 64; j++) {
+        if (!k->nodes[j].dram)
+            continue;
+        be_view v = shifted(&k->nodes[j].sv, g0);
+        be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, arow, mb, nbs);
+    }
+    cc_emit_sig(e, ISA_U_DMAO, mc->eempty[q]);
+    cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q]);
+    return 0;
+}
+
+int be_matmul_emit(be_ctx *c, int pos)
+{
+    mm_plan m;
+    if (mm_build(c, pos, &m)) {
+        mm_free(&m);
+        return -1;
+    }
+    if (m.ep.nn > 64) {
+        mm_free(&m);
+        return be_error(c, m.K, "more than 64 epilogue nodes (not supported yet)");
+    }
+    const be_work *w = &c->work[pos];
+    const int64_t sb = c->t.stick;
+    int rc = 0;
+    for (int core = 0; core < w->cores && !rc; core++) {
+        int64_t m0, mt, g0, ns;
+        cc_split(m.M, w->gm, core / w->gn, &m0, &mt);
+        cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
+        if (!mt || !ns)
+            continue;
+        cc_emit *e = &c->em[core];
+        e->lx_top = 0;
+        e->ntokens = 0;
+        mm_core mc;
+        memset(&mc, 0, sizeof mc);
+        mc.m = &m;
+        mc.e = e;
+        if (mm_block(&m, mt, ns, &mc.MB, &mc.NBS, &mc.KC)) {
+            rc = be_error(c, m.K, "no block of the product fits LX");
+            break;
+        }
+        mc.nch = cc_ceil_div(m.Kd, mc.KC);
+        mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
+        for (int s = 0; s < 2; s++) {
+            mc.ab[s] = cc_lx_alloc(e, mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul A/B chunk");
+            mc.cs[s] = cc_lx_alloc(e, mc.cslot_bytes, "matmul block");
+            mc.abfull[s] = cc_tok_alloc(e, "matmul A/B full");
+            mc.abempty[s] = cc_tok_alloc(e, "matmul A/B empty");
+            mc.efull[s] = cc_tok_alloc(e, "matmul epilogue operands full");
+            mc.eempty[s] = cc_tok_alloc(e, "matmul block empty");
+            mc.mmd[s] = cc_tok_alloc(e, "matmul product done");
+            mc.done[s] = cc_tok_alloc(e, "matmul epilogue done");
+            mc.cempty[s] = cc_tok_alloc(e, "matmul result empty");
+        }
+        if (mc.nch > 1)
+            mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
+        if (cc_emit_failed(e)) {
+            rc = -1;
+            break;
+        }
+        mc.T.c = c;
+        mc.T.e = e;
+        mc.T.K = m.K;
+        mc.T.corelet = 0;
+        mc.T.gs = mc.MB * sb;
+        mc.T.rows_cap = mc.MB;
+        mc.T.cols = m.N;
+        mc.T.acc_expr = m.acc;
+        cc_kernel_begin(e, m.K->name);
+        for (int s = 0; s < 2; s++) {
+            cc_emit_sig(e, ISA_U_DMAI, mc.abempty[s]);
+            cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
+            cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s]);
+        }
+        for (int64_t b = 0; b < m.nbatch && !rc; b++)
+            for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
+                for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
+                    rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
+        for (int s = 0; s < 2; s++) {
+            cc_emit_wait(e, ISA_U_DMAI, mc.abempty[s]);
+            cc_emit_wait(e, ISA_U_DMAI, mc.eempty[s]);
+            cc_emit_wait(e, ISA_U_PT0, mc.cempty[s]);
+        }
+        cc_kernel_end(e);
+        free(mc.T.memo);
+        free(mc.T.memo_id);
+        if (cc_emit_failed(e))
+            rc = -1;
+    }
+    mm_free(&m);
+    return rc;
+}

@@ -1,0 +1,820 @@
+/* be_rows.c: POINTWISE and REDUCTION kernels as row kernels, and the SFP
+ * expression evaluator the matmul epilogues share.
+ *
+ * A row kernel sees its iteration space as rows x columns: the columns
+ * are the reduced loop (REDUCTION) or the innermost loop (POINTWISE), the
+ * rows everything outside.  Rows are split across cores; each core walks
+ * its rows in chunks that alternate between two LX slots:
+ *
+ *   dmai: wait empty[s]; load the chunk's tiles and per-row values; sig full[s]
+ *   sfp0: wait full[s]; one SFP instruction per expression node; sig done[s]
+ *   dmao: wait done[s]; store the results leaving the kernel; sig empty[s]
+ *
+ * Values (be_val): a TILE is G groups of R row sticks; a ROW value one
+ * stick per row (reductions write it with f=lanes, one element per row;
+ * it enters a tile op as bm=elem); a COL value G sticks shared by every
+ * row (bias, layer-norm weight: loaded once per kernel, bs1 = 0); a
+ * constant enters as bm=imm. */
+#include "backend.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- The evaluator ---- */
+
+void be_bind(be_tile *T, int e, const be_val *v)
+{
+    for (int i = 0; i < T->nmemo; i++)
+        if (T->memo_id[i] == e) {
+            T->memo[i] = *v;
+            return;
+        }
+    if (T->nmemo == T->capmemo) {
+        T->capmemo = T->capmemo ? 2 * T->capmemo : 32;
+        T->memo_id = realloc(T->memo_id, (size_t)T->capmemo * sizeof *T->memo_id);
+        T->memo = realloc(T->memo, (size_t)T->capmemo * sizeof *T->memo);
+        if (!T->memo_id || !T->memo)
+            abort();
+    }
+    T->memo_id[T->nmemo] = e;
+    T->memo[T->nmemo++] = *v;
+}
+
+static const be_val *lookup(const be_tile *T, int e)
+{
+    for (int i = 0; i < T->nmemo; i++)
+        if (T->memo_id[i] == e)
+            return &T->memo[i];
+    return NULL;
+}
+
+static int64_t val_bytes(const be_tile *T, be_vclass cls)
+{
+    const int64_t sb = T->c->t.stick;
+    return cls == BE_V_TILE ? T->G * T->rows_cap * sb : cls == BE_V_ROW ? T->rows_cap * sb : T->G * sb;
+}
+
+int be_temp(be_tile *T, be_vclass cls, be_val *v)
+{
+    int64_t n = val_bytes(T, cls);
+    if (T->top + n > T->end)
+        return be_error(T->c, T->K, "the expression needs more LX than the %" PRId64 " bytes planned for its tile",
+                        T->end - (T->end - T->top));
+    memset(v, 0, sizeof *v);
+    v->cls = cls;
+    v->lx = T->top;
+    T->top += n;
+    return 0;
+}
+
+/* The loop shape of an SFP instruction writing a value of class cls. */
+static void shape_for(const be_tile *T, be_vclass cls, cc_sfp_args *s)
+{
+    const int64_t sb = T->c->t.stick;
+    if (cls == BE_V_TILE) {
+        s->n0 = T->G;
+        s->ds0 = s->as0 = T->gs;
+        s->n1 = T->R;
+        s->ds1 = s->as1 = sb;
+    } else if (cls == BE_V_ROW) {
+        s->n0 = 1;
+        s->n1 = T->R;
+        s->ds1 = s->as1 = sb;
+    } else {
+        s->n0 = T->G;
+        s->ds0 = s->as0 = sb;
+        s->n1 = 1;
+    }
+}
+
+/* b operand of an op whose result has class cls. */
+static int set_b(be_tile *T, be_vclass cls, const be_val *b, cc_sfp_args *s)
+{
+    const int64_t sb = T->c->t.stick;
+    switch (b->cls) {
+    case BE_V_CONST: s->bm = ISA_BM_IMM; s->imm = (float)b->imm; return 0;
+    case BE_V_TILE: s->bm = ISA_BM_VEC; s->b = cc_abs(b->lx); s->bs0 = T->gs; s->bs1 = sb; return 0;
+    case BE_V_COL: s->bm = ISA_BM_VEC; s->b = cc_abs(b->lx); s->bs0 = sb; s->bs1 = 0; return 0;
+    case BE_V_ROW:
+        if (cls == BE_V_ROW) {
+            s->bm = ISA_BM_VEC;
+            s->b = cc_abs(b->lx);
+            s->bs1 = sb;
+        } else {
+            s->bm = ISA_BM_ELEM;
+            s->b = cc_abs(b->lx + b->lane * 2);
+            s->bs0 = 0;
+            s->bs1 = sb;
+        }
+        return 0;
+    default: return be_error(T->c, T->K, "internal: operand without a value");
+    }
+}
+
+void be_sfp(be_tile *T, int op, be_vclass cls, int64_t d, int64_t a, int64_t a_rowstride_zero, const be_val *b)
+{
+    cc_sfp_args s = {0};
+    s.op = op;
+    s.c = T->corelet;
+    s.t = ISA_T_DL16;
+    shape_for(T, cls, &s);
+    s.d = cc_abs(d);
+    s.a = cc_abs(a);
+    if (a_rowstride_zero) { /* a COL value broadcast over the rows of a tile */
+        s.as0 = T->c->t.stick;
+        s.as1 = 0;
+    }
+    if (b)
+        set_b(T, cls, b, &s);
+    cc_emit_sfp(T->e, &s);
+}
+
+static int unary_op(ir_op op)
+{
+    switch (op) {
+    case IR_NEG: return ISA_OP_SFP_NEG;
+    case IR_EXP: return ISA_OP_SFP_EXP;
+    case IR_LOG: return ISA_OP_SFP_LOG;
+    case IR_SQRT: return ISA_OP_SFP_SQRT;
+    case IR_RSQRT: return ISA_OP_SFP_RSQRT;
+    case IR_RECIP: return ISA_OP_SFP_RECIP;
+    case IR_TANH: return ISA_OP_SFP_TANH;
+    case IR_SIGMOID: return ISA_OP_SFP_SIGM;
+    case IR_ERF: return ISA_OP_SFP_ERF;
+    case IR_RELU: return ISA_OP_SFP_RELU;
+    case IR_SIN: return ISA_OP_SFP_SIN;
+    case IR_COS: return ISA_OP_SFP_COS;
+    case IR_ABS: return ISA_OP_SFP_ABS;
+    default: return -1;
+    }
+}
+
+static int binary_op(ir_op op)
+{
+    switch (op) {
+    case IR_ADD: return ISA_OP_SFP_ADD;
+    case IR_SUB: return ISA_OP_SFP_SUB;
+    case IR_MUL: return ISA_OP_SFP_MUL;
+    case IR_DIV: return ISA_OP_SFP_DIV;
+    case IR_MAX: return ISA_OP_SFP_MAX;
+    case IR_MIN: return ISA_OP_SFP_MIN;
+    case IR_POW: return ISA_OP_SFP_POW;
+    case IR_EQ: return ISA_OP_SFP_EQ;
+    case IR_NE: return ISA_OP_SFP_NE;
+    case IR_LT: return ISA_OP_SFP_LT;
+    case IR_LE: return ISA_OP_SFP_LE;
+    case IR_GT: return ISA_OP_SFP_GT;
+    case IR_GE: return ISA_OP_SFP_GE;
+    case IR_AND: return ISA_OP_SFP_MUL; /* on 0 / 1 */
+    case IR_OR: return ISA_OP_SFP_MAX;
+    default: return -1;
+    }
+}
+
+/* op with its operands swapped: a op b == b swapped(op) a; -1 if none. */
+static int mirrored(int op)
+{
+    switch (op) {
+    case ISA_OP_SFP_ADD: case ISA_OP_SFP_MUL: case ISA_OP_SFP_MAX: case ISA_OP_SFP_MIN:
+    case ISA_OP_SFP_EQ: case ISA_OP_SFP_NE: return op;
+    case ISA_OP_SFP_LT: return ISA_OP_SFP_GT;
+    case ISA_OP_SFP_GT: return ISA_OP_SFP_LT;
+    case ISA_OP_SFP_LE: return ISA_OP_SFP_GE;
+    case ISA_OP_SFP_GE: return ISA_OP_SFP_LE;
+    default: return -1;
+    }
+}
+
+static double fold(ir_op op, double a, double b)
+{
+    switch (op) {
+    case IR_NEG: return -a;
+    case IR_EXP: return exp(a);
+    case IR_LOG: return log(a);
+    case IR_SQRT: return sqrt(a);
+    case IR_RSQRT: return 1 / sqrt(a);
+    case IR_RECIP: return 1 / a;
+    case IR_TANH: return tanh(a);
+    case IR_SIGMOID: return 1 / (1 + exp(-a));
+    case IR_ERF: return erf(a);
+    case IR_RELU: return a > 0 ? a : 0;
+    case IR_SIN: return sin(a);
+    case IR_COS: return cos(a);
+    case IR_ABS: return fabs(a);
+    case IR_NOT: return a == 0;
+    case IR_ADD: return a + b;
+    case IR_SUB: return a - b;
+    case IR_MUL: return a * b;
+    case IR_DIV: return a / b;
+    case IR_MAX: return a > b ? a : b;
+    case IR_MIN: return a < b ? a : b;
+    case IR_POW: return pow(a, b);
+    case IR_EQ: return a == b;
+    case IR_NE: return a != b;
+    case IR_LT: return a < b;
+    case IR_LE: return a <= b;
+    case IR_GT: return a > b;
+    case IR_GE: return a >= b;
+    case IR_AND: return a != 0 && b != 0;
+    case IR_OR: return a != 0 || b != 0;
+    default: return NAN;
+    }
+}
+
+static be_vclass join(be_vclass a, be_vclass b)
+{
+    if (a == BE_V_TILE || b == BE_V_TILE || (a == BE_V_ROW && b == BE_V_COL) || (a == BE_V_COL && b == BE_V_ROW))
+        return BE_V_TILE;
+    return a > b ? a : b;
+}
+
+/* v as a value of class cls (a broadcast): COL -> TILE by a mov with row
+ * stride 0; a constant from any finite 0/1 or real value x: x*0 + c is
+ * not safe for inf/NaN, so only COL and the value itself are supported. */
+int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out)
+{
+    if (v->cls == cls) {
+        *out = *v;
+        return 0;
+    }
+    if (v->cls == BE_V_COL && cls == BE_V_TILE) {
+        if (be_temp(T, BE_V_TILE, out))
+            return -1;
+        be_sfp(T, ISA_OP_SFP_MOV, BE_V_TILE, out->lx, v->lx, 1, NULL);
+        return 0;
+    }
+    return be_error(T->c, T->K, "cannot broadcast a %s value to a %s (not supported yet)",
+                    v->cls == BE_V_ROW ? "per-row" : v->cls == BE_V_CONST ? "constant" : "per-column",
+                    cls == BE_V_TILE ? "tile" : cls == BE_V_ROW ? "per-row value" : "per-column value");
+}
+
+/* d := a op b over class cls, where a is already of class cls. */
+static int emit_bin(be_tile *T, int op, be_vclass cls, const be_val *a, const be_val *b, be_val *out)
+{
+    if (b->cls == BE_V_ROW && a->cls == BE_V_ROW && a->lane != b->lane)
+        return be_error(T->c, T->K, "per-row values at different lanes of their sticks (not supported yet)");
+    if (be_temp(T, cls, out))
+        return -1;
+    out->lane = a->cls == BE_V_ROW ? a->lane : 0;
+    be_sfp(T, op, cls, out->lx, a->lx, 0, b);
+    return 0;
+}
+
+static int eval_binary(be_tile *T, ir_op iop, const be_val *a, const be_val *b, be_val *out)
+{
+    int op = binary_op(iop);
+    if (op < 0)
+        return be_error(T->c, T->K, "the SFP has no operation for %s", ir_ops[iop].text);
+    be_vclass cls = join(a->cls, b->cls);
+    if (a->cls == cls && a->cls != BE_V_CONST) {
+        if (b->cls == BE_V_COL && cls == BE_V_ROW)
+            return be_error(T->c, T->K, "internal: per-column operand of a per-row value");
+        return emit_bin(T, op, cls, a, b, out);
+    }
+    if (b->cls == cls) { /* a is broadcast: put b first */
+        int m = mirrored(op);
+        if (m >= 0)
+            return emit_bin(T, m, cls, b, a, out);
+        if (op == ISA_OP_SFP_SUB) { /* a - b = -(b - a) */
+            be_val t;
+            if (emit_bin(T, ISA_OP_SFP_SUB, cls, b, a, &t) || be_temp(T, cls, out))
+                return -1;
+            be_sfp(T, ISA_OP_SFP_NEG, cls, out->lx, t.lx, 0, NULL);
+            return 0;
+        }
+        if (op == ISA_OP_SFP_DIV) { /* a / b = (1 / b) * a */
+            be_val t;
+            if (be_temp(T, cls, &t))
+                return -1;
+            be_sfp(T, ISA_OP_SFP_RECIP, cls, t.lx, b->lx, 0, NULL);
+            return emit_bin(T, ISA_OP_SFP_MUL, cls, &t, a, out);
+        }
+    }
+    be_val w;
+    if (be_widen(T, a, cls, &w))
+        return -1;
+    return emit_bin(T, op, cls, &w, b, out);
+}
+
+int be_eval(be_tile *T, int e, be_val *out)
+{
+    const be_val *m = lookup(T, e);
+    if (m) {
+        *out = *m;
+        return 0;
+    }
+    const ir_expr *x = &T->c->p->A.e[e];
+    const ir_prog *p = T->c->p;
+    be_val a, b, cnd;
+    memset(out, 0, sizeof *out);
+    switch (x->kind) {
+    case IR_E_CONST:
+        out->cls = BE_V_CONST;
+        out->imm = x->value;
+        break;
+    case IR_E_ACC:
+        if (T->acc_expr < 0)
+            return be_error(T->c, T->K, "internal: acc outside a matmul epilogue");
+        *out = T->acc;
+        break;
+    case IR_E_LOAD:
+        return be_error(T->c, T->K, "internal: load of %s not bound", p->bufs[x->buf].name);
+    case IR_E_ILOAD:
+        return be_error(T->c, T->K, "gathers (load of %s at a computed index) are not supported by the back half yet",
+                        p->bufs[x->buf].name);
+    case IR_E_INDEX:
+        return be_error(T->c, T->K, "index values (arange, triangular masks) are not supported by the back half yet");
+    case IR_E_CAST:
+        if (be_eval(T, x->a, &a))
+            return -1;
+        if (x->dtype == CC_I64 || x->dtype == CC_I32)
+            return be_error(T->c, T->K, "casts to %s are not supported by the back half yet", cc_dtype_names[x->dtype]);
+        if (x->dtype == CC_BOOL && ir_dtype_is_float(p->A.e[x->a].dtype)) {
+            be_val zero = {BE_V_CONST, 0, 0, 0};
+            return eval_binary(T, IR_NE, &a, &zero, out);
+        }
+        *out = a;
+        break;
+    case IR_E_OP:
+        if (be_eval(T, x->a, &a))
+            return -1;
+        if (ir_ops[x->op].arity == 1) {
+            if (a.cls == BE_V_CONST) {
+                out->cls = BE_V_CONST;
+                out->imm = fold(x->op, a.imm, 0);
+                break;
+            }
+            if (x->op == IR_NOT) {
+                be_val zero = {BE_V_CONST, 0, 0, 0};
+                if (eval_binary(T, IR_EQ, &a, &zero, out))
+                    return -1;
+                break;
+            }
+            int op = unary_op(x->op);
+            if (op < 0)
+                return be_error(T->c, T->K, "the SFP has no operation for %s", ir_ops[x->op].text);
+            if (be_temp(T, a.cls, out))
+                return -1;
+            out->lane = a.lane;
+            be_sfp(T, op, a.cls, out->lx, a.lx, 0, NULL);
+            break;
+        }
+        if (be_eval(T, x->b, &b))
+            return -1;
+        if (a.cls == BE_V_CONST && b.cls == BE_V_CONST) {
+            out->cls = BE_V_CONST;
+            out->imm = fold(x->op, a.imm, b.imm);
+            break;
+        }
+        if (eval_binary(T, x->op, &a, &b, out))
+            return -1;
+        break;
+    case IR_E_WHERE: {
+        if (be_eval(T, x->a, &cnd) || be_eval(T, x->b, &a) || be_eval(T, x->c, &b))
+            return -1;
+        be_vclass cls = join(cnd.cls, join(a.cls, b.cls));
+        if (cnd.cls == BE_V_CONST) {
+            *out = cnd.imm != 0 ? a : b;
+            break;
+        }
+        if (cls == BE_V_CONST || cls == BE_V_NONE)
+            return be_error(T->c, T->K, "internal: where over constants");
+        be_val c2;
+        if (be_widen(T, &cnd, cls, &c2))
+            return -1;
+        /* sel: d := d != 0 ? a : b, with d a copy of the condition and a
+         * a vector of the result's class; else the condition inverted. */
+        const be_val *va = &a, *vb = &b;
+        int invert = 0;
+        if (a.cls != cls) {
+            if (b.cls == cls) {
+                va = &b;
+                vb = &a;
+                invert = 1;
+            }
+        }
+        be_val wa;
+        if (be_widen(T, va, cls, &wa) || be_temp(T, cls, out))
+            return -1;
+        be_val zero = {BE_V_CONST, 0, 0, 0};
+        be_sfp(T, invert ? ISA_OP_SFP_EQ : ISA_OP_SFP_NE, cls, out->lx, c2.lx, 0, &zero);
+        be_sfp(T, ISA_OP_SFP_SEL, cls, out->lx, wa.lx, 0, vb);
+        break;
+    }
+    }
+    be_bind(T, e, out);
+    return 0;
+}
+
+/* ---- Row kernels ---- */
+
+/* Count the expression nodes of e not seen before (seen: per arena id):
+ * the evaluator gives each distinct node at most one temp, a few two
+ * (sub and div with a broadcast first operand, where, min reductions). */
+typedef struct {
+    char *seen;
+    const ir_expr *base;
+    int64_t n;
+} rk_count;
+
+static void count_new(void *ctx, const ir_expr *x)
+{
+    rk_count *rc = ctx;
+    size_t id = (size_t)(x - rc->base);
+    if (rc->seen[id] || x->kind == IR_E_LOAD || x->kind == IR_E_CONST)
+        return;
+    rc->seen[id] = 1;
+    rc->n += x->kind == IR_E_WHERE || (x->kind == IR_E_OP && (x->op == IR_SUB || x->op == IR_DIV)) ? 2 : 1;
+}
+
+int64_t be_count_temps(ir_prog *p, int e, char *seen)
+{
+    rk_count rc = {seen, p->A.e, 0};
+    ir_expr_walk(&p->A, e, count_new, &rc);
+    return rc.n;
+}
+
+void rk_free(rk_plan *k)
+{
+    free(k->nodes);
+    free(k->loads);
+}
+
+void be_collect_load(void *ctx, const ir_expr *x)
+{
+    rk_walk *w = ctx;
+    rk_plan *k = w->k;
+    if (w->failed || x->kind != IR_E_LOAD || w->produced[x->buf])
+        return;
+    int e = (int)(x - k->c->p->A.e);
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].e == e)
+            return;
+    rk_load L = {0};
+    L.e = e;
+    int has_col = x->idx.coef[k->colvar] != 0, has_row = 0;
+    for (int i = 0; i < k->rsp.nv; i++)
+        has_row |= x->idx.coef[k->rsp.var[i]] != 0;
+    L.cls = has_col ? (has_row ? BE_V_TILE : BE_V_COL) : has_row ? BE_V_ROW : BE_V_NONE;
+    char why[256];
+    if (L.cls == BE_V_NONE) {
+        be_error(k->c, k->K, "load of one element of %s for every row (not supported yet)", k->c->p->bufs[x->buf].name);
+        w->failed = 1;
+        return;
+    }
+    if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, &L.v, why, sizeof why)) {
+        be_error(k->c, k->K, "%s", why);
+        w->failed = 1;
+        return;
+    }
+    if (has_col && L.v.groups < k->G) {
+        be_error(k->c, k->K, "%s has fewer sticks than the kernel's columns", k->c->p->bufs[x->buf].name);
+        w->failed = 1;
+        return;
+    }
+    k->loads = ir_xgrow(k->loads, &(int){k->nl}, k->nl + 1, sizeof *k->loads);
+    k->loads[k->nl++] = L;
+}
+
+/* Plan a row kernel's structure: rows, columns, node values, loads. */
+static int rk_build(be_ctx *c, int pos, rk_plan *k)
+{
+    ir_prog *p = c->p;
+    const ir_kernel *K = &p->kernels[p->order[pos]];
+    memset(k, 0, sizeof *k);
+    k->c = c;
+    k->K = K;
+    const ir_sig *s = &K->sig;
+    k->nvars = s->nouter + s->nred;
+    if (K->kind == IR_REDUCTION) {
+        if (s->nred != 1)
+            return be_error(c, K, "reduces over %d dimensions at once (the back half reduces one)", s->nred);
+        k->colvar = s->nouter;
+        k->cols = s->red[0];
+        k->rsp.nv = s->nouter;
+    } else {
+        if (s->nouter < 1)
+            return be_error(c, K, "a kernel without loops is not supported yet");
+        k->colvar = s->nouter - 1;
+        k->cols = s->outer[s->nouter - 1];
+        k->rsp.nv = s->nouter - 1;
+    }
+    k->rows = 1;
+    for (int i = 0; i < k->rsp.nv; i++) {
+        k->rsp.var[i] = i;
+        k->rsp.ext[i] = s->outer[i];
+        k->rows *= s->outer[i];
+    }
+    k->G = cc_ceil_div(k->cols, c->t.lanes16);
+    k->nodes = ir_xalloc((size_t)K->nnodes * sizeof *k->nodes);
+    rk_walk w = {k, ir_xalloc((size_t)p->nbufs), 0};
+    char *seen = ir_xalloc((size_t)p->A.n + 1);
+    for (int j = 0; j < K->nnodes && !w.failed; j++) {
+        int n = K->nodes[j];
+        const ir_node *N = &p->nodes[n];
+        ir_index vars[IR_MAX_VARS];
+        if (ir_node_vars(p, n, s, vars)) {
+            free(w.produced);
+            free(seen);
+            return be_error(c, K, "internal: node %s does not fit the kernel's loops", p->bufs[N->out].name);
+        }
+        rk_node *rn = &k->nodes[k->nn++];
+        rn->node = n;
+        rn->expr = ir_subst(&p->A, N->body, N->nvars, vars, NULL);
+        rn->store = ir_idx_compose(&N->store, N->nvars, vars);
+        rn->cls = N->kind == IR_REDUCTION || rn->store.coef[k->colvar] == 0 ? BE_V_ROW : BE_V_TILE;
+        ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
+        k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
+        w.produced[N->out] = 1;
+        rn->dram = c->lay[N->out].dram;
+        if (rn->dram && !w.failed) {
+            char why[256];
+            if (be_view_of(c, N->out, &rn->store, k->nvars, rn->cls == BE_V_TILE ? k->colvar : -1, &rn->sv, why,
+                           sizeof why)) {
+                free(w.produced);
+                free(seen);
+                return be_error(c, K, "storing %s: %s", p->bufs[N->out].name, why);
+            }
+            if (rn->cls == BE_V_ROW && rn->sv.lane) {
+                free(w.produced);
+                free(seen);
+                return be_error(c, K, "storing per-row %s inside a stick (not supported yet)", p->bufs[N->out].name);
+            }
+        }
+    }
+    free(w.produced);
+    free(seen);
+    return w.failed ? -1 : 0;
+}
+
+/* LX bytes per row of a slot, and fixed. */
+static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
+{
+    const int64_t sb = k->c->t.stick;
+    *per_row = 0;
+    *fixed = 0;
+    for (int i = 0; i < k->nl; i++) {
+        if (k->loads[i].cls == BE_V_COL)
+            *fixed += k->G * sb;
+        else
+            *per_row += (k->loads[i].cls == BE_V_TILE ? k->G : 1) * sb;
+    }
+    /* temps: a tile per expression node (COL temps fit in a tile's row) */
+    *per_row += k->nexpr * k->G * sb;
+    int cols = 0; /* per-column temps exist only where per-column loads do */
+    for (int i = 0; i < k->nl; i++)
+        cols |= k->loads[i].cls == BE_V_COL;
+    if (cols)
+        *fixed += 2 * k->nexpr * k->G * sb;
+}
+
+int be_rows_plan(be_ctx *c, int pos)
+{
+    rk_plan k;
+    int rc = rk_build(c, pos, &k);
+    if (!rc) {
+        be_work *w = &c->work[pos];
+        w->rows = k.rows;
+        w->cols = k.cols;
+        w->cores = (int)cc_min(c->cfg->cores, k.rows);
+        int64_t per_row, fixed;
+        rk_lx(&k, &per_row, &fixed);
+        if (fixed + 2 * per_row > (int64_t)c->cfg->lx_usable_bytes)
+            rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu", k.cols,
+                          fixed + 2 * per_row, (unsigned long long)c->cfg->lx_usable_bytes);
+    }
+    rk_free(&k);
+    return rc;
+}
+
+typedef struct {
+    rk_plan *k;
+    cc_emit *e;
+    int64_t R, slot[2], slot_bytes, colbase;
+    int full[2], done[2], empty[2];
+    int64_t chunk;
+    be_tile T;
+    char *tmp_produced;
+} rk_core;
+
+static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    cc_emit *e = rc->e;
+    const int64_t sb = c->t.stick, gs = rc->R * sb;
+    int s = (int)(rc->chunk++ % 2);
+    int64_t base = rc->slot[s];
+
+    /* loads */
+    cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
+    int64_t at = base;
+    int64_t lx_of[256];
+    for (int i = 0; i < k->nl && i < 256; i++) {
+        rk_load *L = &k->loads[i];
+        if (L->cls == BE_V_COL) {
+            lx_of[i] = L->lx;
+            continue;
+        }
+        lx_of[i] = at;
+        int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
+        be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
+        at += ng * gs;
+    }
+    cc_emit_sig(e, ISA_U_DMAI, rc->full[s]);
+
+    /* compute */
+    isa_unit u = ISA_U_SFP0;
+    cc_emit_wait(e, u, rc->full[s]);
+    be_tile *T = &rc->T;
+    T->nmemo = 0;
+    T->R = n;
+    T->top = at;
+    T->end = base + rc->slot_bytes;
+    for (int i = 0; i < k->nl && i < 256; i++) {
+        be_val v = {k->loads[i].cls, 0, lx_of[i], k->loads[i].v.lane};
+        be_bind(T, k->loads[i].e, &v);
+    }
+    be_val nv[64];
+    int failed = 0;
+    for (int j = 0; j < k->nn && !failed; j++) {
+        rk_node *rn = &k->nodes[j];
+        const ir_node *N = &c->p->nodes[rn->node];
+        be_val v;
+        if (N->kind == IR_REDUCTION) {
+            be_val body;
+            if (be_eval(T, rn->expr, &body)) {
+                failed = 1;
+                break;
+            }
+            if (body.cls != BE_V_TILE) {
+                be_error(c, k->K, "a reduction over a value that is not a tile (not supported yet)");
+                failed = 1;
+                break;
+            }
+            if (N->rop == IR_RMIN) { /* min = -max(-x) */
+                be_val t;
+                if (be_temp(T, BE_V_TILE, &t)) {
+                    failed = 1;
+                    break;
+                }
+                be_sfp(T, ISA_OP_SFP_NEG, BE_V_TILE, t.lx, body.lx, 0, NULL);
+                body = t;
+            }
+            if (be_temp(T, BE_V_ROW, &v)) {
+                failed = 1;
+                break;
+            }
+            cc_sfp_args r = {0};
+            r.op = N->rop == IR_RSUM ? ISA_OP_SFP_RSUM : ISA_OP_SFP_RMAX;
+            r.c = T->corelet;
+            r.t = ISA_T_DL16;
+            r.flags = ISA_F_LANES;
+            r.d = cc_abs(v.lx);
+            r.a = cc_abs(body.lx);
+            r.n0 = k->G;
+            r.as0 = T->gs;
+            r.n1 = n;
+            r.as1 = sb;
+            r.ds1 = sb;
+            r.vl = k->cols;
+            cc_emit_sfp(e, &r);
+            if (N->rop == IR_RMIN)
+                be_sfp(T, ISA_OP_SFP_NEG, BE_V_ROW, v.lx, v.lx, 0, NULL);
+        } else {
+            if (be_eval(T, rn->expr, &v)) {
+                failed = 1;
+                break;
+            }
+            if (v.cls != rn->cls && !(rn->cls == BE_V_TILE && v.cls == BE_V_COL)) {
+                if (v.cls == BE_V_CONST) {
+                    be_error(c, k->K, "%s is a constant (not supported yet)", c->p->bufs[N->out].name);
+                    failed = 1;
+                    break;
+                }
+            }
+            if (rn->cls == BE_V_TILE && v.cls != BE_V_TILE) {
+                be_val w;
+                if (be_widen(T, &v, BE_V_TILE, &w)) {
+                    failed = 1;
+                    break;
+                }
+                v = w;
+            }
+        }
+        nv[j < 64 ? j : 63] = v;
+        /* later nodes read this node's buffer through loads: bind them */
+        rc->tmp_produced[N->out] = 1;
+        for (int x = 0; x < c->p->A.n; x++) {
+            const ir_expr *ex = &c->p->A.e[x];
+            if (ex->kind == IR_E_LOAD && ex->buf == N->out)
+                be_bind(T, x, &v);
+        }
+    }
+    cc_emit_sig(e, u, rc->done[s]);
+
+    /* stores */
+    cc_emit_wait(e, ISA_U_DMAO, rc->done[s]);
+    for (int j = 0; j < k->nn && !failed && j < 64; j++) {
+        rk_node *rn = &k->nodes[j];
+        if (!rn->dram)
+            continue;
+        int64_t ng = rn->cls == BE_V_TILE ? k->G : 1;
+        be_dma_rows(c, e, ISA_OP_DMA_ST, nv[j].lx, gs, &rn->sv, &k->rsp, r0, n, ng);
+    }
+    cc_emit_sig(e, ISA_U_DMAO, rc->empty[s]);
+    if (failed && !e->failed)
+        e->failed = 1;
+}
+
+int be_rows_emit(be_ctx *c, int pos)
+{
+    rk_plan k;
+    if (rk_build(c, pos, &k)) {
+        rk_free(&k);
+        return -1;
+    }
+    if (k.nn > 64) {
+        rk_free(&k);
+        return be_error(c, k.K, "more than 64 nodes in one kernel (not supported yet)");
+    }
+    if (k.nl > 256) {
+        rk_free(&k);
+        return be_error(c, k.K, "more than 256 loads in one kernel (not supported yet)");
+    }
+    const be_work *w = &c->work[pos];
+    const int64_t sb = c->t.stick;
+    int rc_ = 0;
+    for (int core = 0; core < w->cores && !rc_; core++) {
+        int64_t r0, rt;
+        cc_split(k.rows, w->cores, core, &r0, &rt);
+        if (!rt)
+            continue;
+        cc_emit *e = &c->em[core];
+        e->lx_top = 0;
+        e->ntokens = 0;
+        rk_core rc;
+        memset(&rc, 0, sizeof rc);
+        rc.k = &k;
+        rc.e = e;
+        int64_t per_row, fixed;
+        rk_lx(&k, &per_row, &fixed);
+        int64_t fit = ((int64_t)c->cfg->lx_usable_bytes - fixed) / (2 * per_row), col_fixed = 0;
+        for (int i = 0; i < k.nl; i++)
+            col_fixed += k.loads[i].cls == BE_V_COL ? k.G * sb : 0;
+        int64_t R = cc_min(cc_min(fit, rt), cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16)));
+        R = cc_min(R, 4096);
+        if (R < 1) {
+            rc_ = be_error(c, k.K, "no chunk of rows fits LX");
+            break;
+        }
+        rc.R = R;
+        /* per-column loads once, then the slots */
+        for (int i = 0; i < k.nl; i++)
+            if (k.loads[i].cls == BE_V_COL)
+                k.loads[i].lx = cc_lx_alloc(e, k.G * sb, "per-column values");
+        rc.slot_bytes = per_row * R + (fixed - col_fixed) / 2;
+        rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
+        rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
+        for (int s = 0; s < 2; s++) {
+            rc.full[s] = cc_tok_alloc(e, "rows full");
+            rc.done[s] = cc_tok_alloc(e, "rows done");
+            rc.empty[s] = cc_tok_alloc(e, "rows empty");
+        }
+        if (cc_emit_failed(e)) {
+            rc_ = -1;
+            break;
+        }
+        rc.T.c = c;
+        rc.T.e = e;
+        rc.T.K = k.K;
+        rc.T.corelet = 0;
+        rc.T.G = k.G;
+        rc.T.gs = R * sb;
+        rc.T.rows_cap = R;
+        rc.T.cols = k.cols;
+        rc.T.acc_expr = -1;
+        rc.tmp_produced = ir_xalloc((size_t)c->p->nbufs);
+        cc_kernel_begin(e, k.K->name);
+        for (int s = 0; s < 2; s++)
+            cc_emit_sig(e, ISA_U_DMAI, rc.empty[s]);
+        be_rowspace one = k.rsp;
+        for (int i = 0; i < k.nl; i++)
+            if (k.loads[i].cls == BE_V_COL)
+                be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].lx, sb, &k.loads[i].v, &one, 0, 1, k.G);
+        for (int64_t r = r0; r < r0 + rt; r += R)
+            rk_chunk(&rc, r, cc_min(R, r0 + rt - r));
+        for (int s = 0; s < 2; s++)
+            cc_emit_wait(e, ISA_U_DMAI, rc.empty[s]);
+        cc_kernel_end(e);
+        free(rc.T.memo);
+        free(rc.T.memo_id);
+        free(rc.tmp_produced);
+        if (cc_emit_failed(e) || (c->err && c->err[0]))
+            rc_ = -1;
+    }
+    rk_free(&k);
+    return rc_;
+}

@@ -1,0 +1,79 @@
+/* graphdata.c: a compiled graph's data into its program: inputs from a
+ * safetensors file, parameters from the graph's weights file. */
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Write safetensors tensor t (any dtype, converted to fp32) as the
+ * program's tensor `name`, checking the element count. */
+static int write_st(rt_program *prog, const char *name, const rt_st_tensor *t, const char *path, char *err,
+                    size_t errlen)
+{
+    const isa_program *p = rt_program_isa(prog);
+    int ti = isa_program_find_tensor(p, name);
+    int64_t n = rt_tensor_elems(&p->tensors[ti]);
+    if (t->numel != n) {
+        snprintf(err, errlen, "%s: tensor %s has %lld elements, the program's %s has %lld", path, t->name,
+                 (long long)t->numel, name, (long long)n);
+        return -1;
+    }
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    rt_st_to_f32(t, v);
+    int rc = rt_write_tensor(prog, name, v, ISA_HT_F32, err, errlen);
+    free(v);
+    return rc;
+}
+
+int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *inputs_path, char *err, size_t errlen)
+{
+    const isa_program *p = rt_program_isa(prog);
+    rt_st_file *in = NULL, *w = NULL;
+    int rc = -1;
+    char wpath[2048];
+    if (inputs_path && !(in = rt_st_read(inputs_path, err, errlen)))
+        goto out;
+    if (g->weights) {
+        if (cc_graph_relpath(g, g->weights, wpath, sizeof wpath)) {
+            snprintf(err, errlen, "%s: weights path too long", g->path ? g->path : "graph");
+            goto out;
+        }
+        if (!(w = rt_st_read(wpath, err, errlen)))
+            goto out;
+    }
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *T = &p->tensors[i];
+        if (T->role == ISA_ROLE_INPUT) {
+            if (!in)
+                continue;
+            const rt_st_tensor *t = rt_st_find(in, T->name);
+            if (!t) {
+                snprintf(err, errlen, "%s: no tensor %s (an input of the graph)", inputs_path, T->name);
+                goto out;
+            }
+            if (write_st(prog, T->name, t, inputs_path, err, errlen))
+                goto out;
+        } else if (T->role == ISA_ROLE_WEIGHT) {
+            int v = cc_graph_find(g, T->name);
+            const char *key = v >= 0 && g->values[v].param_key ? g->values[v].param_key : T->name;
+            const rt_st_tensor *t = w ? rt_st_find(w, key) : NULL;
+            if (!t) {
+                snprintf(err, errlen, "%s: missing weight %s for %%%s", w ? wpath : "graph without weights file", key,
+                         T->name);
+                goto out;
+            }
+            if (write_st(prog, T->name, t, wpath, err, errlen))
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    rt_st_free(in);
+    rt_st_free(w);
+    return rc;
+}
