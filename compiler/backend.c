@@ -276,47 +276,53 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
     uint64_t align = cfg->stick_bytes;
     if (cfg->dram_align > align && cfg->dram_align % align == 0)
         align = cfg->dram_align;
-    for (int b = 0; b < p->nbufs; b++) {
-        be_layout *L = &c->lay[b];
-        const ir_buf *B = &p->bufs[b];
-        if (!L->dram)
-            continue;
-        const cc_ttype *ht;
-        const char *name = tensor_name(p, b, &ht);
-        if (B->type.rank > ISA_MAX_RANK || ht->rank > ISA_MAX_RANK)
-            return ir_error(p, -1, "buffer %s: rank %d is more than the device's %d", B->name, B->type.rank,
-                            ISA_MAX_RANK);
-        if (strlen(name) >= ISA_NAME_MAX)
-            return ir_error(p, -1, "buffer %s: the name is longer than %d characters", name, ISA_NAME_MAX - 1);
-        if (isa_program_find_tensor(c->prog, name) >= 0)
-            return ir_error(p, -1, "two buffers would be the tensor %s", name);
-        /* An output reshaped from its buffer keeps the buffer's device
-         * bytes only when the stick dimension (the last) is unchanged. */
-        if (ht != &B->type && (ht->rank == 0) != (B->type.rank == 0))
-            return ir_error(p, -1, "output %s: a reshape to or from a scalar is not supported by the back half", name);
-        if (ht != &B->type && ht->rank && (ht->shape[ht->rank - 1] != B->type.shape[B->type.rank - 1] ||
-                                          L->stick_dim != B->type.rank - 1))
-            return ir_error(p, -1, "output %s: reshaped from buffer %s across its last dimension (needs a restickify)",
-                            name, B->name);
-        isa_role role = B->kind == IR_BUF_INPUT ? ISA_ROLE_INPUT
-                        : B->kind == IR_BUF_PARAM ? ISA_ROLE_WEIGHT
-                        : B->output ? ISA_ROLE_OUTPUT
-                                    : ISA_ROLE_SCRATCH;
-        uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
-        isa_host_dtype hdt = B->type.dtype == CC_F16 ? ISA_HT_F16 : ISA_HT_F32;
-        int ti = isa_program_add_tensor(c->prog, name, role, hdt, ISA_T_DL16, ht->rank, ht->shape, off);
-        isa_tensor *T = &c->prog->tensors[ti];
-        if (ht == &B->type)
-            T->stick_dim = L->stick_dim;
-        T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
-        if (off + T->bytes > c->prog->dram_bytes)
-            c->prog->dram_bytes = off + T->bytes;
-        L->off = off;
-        L->groups = B->type.rank ? cc_ceil_div(B->type.shape[L->stick_dim], c->t.lanes16) : 1;
-        L->rows = 1;
-        for (int d = 0; d < B->type.rank; d++)
-            if (d != L->stick_dim)
-                L->rows *= B->type.shape[d];
+    /* Parameters first: they form the weights region, which the runtime
+     * keeps resident across runs (docs/runtime.md). */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            c->prog->weight_bytes = (c->prog->dram_bytes + align - 1) / align * align;
+        for (int b = 0; b < p->nbufs; b++) {
+            be_layout *L = &c->lay[b];
+            const ir_buf *B = &p->bufs[b];
+            if (!L->dram || (B->kind == IR_BUF_PARAM) != (pass == 0))
+                continue;
+            const cc_ttype *ht;
+            const char *name = tensor_name(p, b, &ht);
+            if (B->type.rank > ISA_MAX_RANK || ht->rank > ISA_MAX_RANK)
+                return ir_error(p, -1, "buffer %s: rank %d is more than the device's %d", B->name, B->type.rank,
+                                ISA_MAX_RANK);
+            if (strlen(name) >= ISA_NAME_MAX)
+                return ir_error(p, -1, "buffer %s: the name is longer than %d characters", name, ISA_NAME_MAX - 1);
+            if (isa_program_find_tensor(c->prog, name) >= 0)
+                return ir_error(p, -1, "two buffers would be the tensor %s", name);
+            /* An output reshaped from its buffer keeps the buffer's device
+             * bytes only when the stick dimension (the last) is unchanged. */
+            if (ht != &B->type && (ht->rank == 0) != (B->type.rank == 0))
+                return ir_error(p, -1, "output %s: a reshape to or from a scalar is not supported by the back half", name);
+            if (ht != &B->type && ht->rank && (ht->shape[ht->rank - 1] != B->type.shape[B->type.rank - 1] ||
+                                              L->stick_dim != B->type.rank - 1))
+                return ir_error(p, -1, "output %s: reshaped from buffer %s across its last dimension (needs a restickify)",
+                                name, B->name);
+            isa_role role = B->kind == IR_BUF_INPUT ? ISA_ROLE_INPUT
+                            : B->kind == IR_BUF_PARAM ? ISA_ROLE_WEIGHT
+                            : B->output ? ISA_ROLE_OUTPUT
+                                        : ISA_ROLE_SCRATCH;
+            uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
+            isa_host_dtype hdt = B->type.dtype == CC_F16 ? ISA_HT_F16 : ISA_HT_F32;
+            int ti = isa_program_add_tensor(c->prog, name, role, hdt, ISA_T_DL16, ht->rank, ht->shape, off);
+            isa_tensor *T = &c->prog->tensors[ti];
+            if (ht == &B->type)
+                T->stick_dim = L->stick_dim;
+            T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
+            if (off + T->bytes > c->prog->dram_bytes)
+                c->prog->dram_bytes = off + T->bytes;
+            L->off = off;
+            L->groups = B->type.rank ? cc_ceil_div(B->type.shape[L->stick_dim], c->t.lanes16) : 1;
+            L->rows = 1;
+            for (int d = 0; d < B->type.rank; d++)
+                if (d != L->stick_dim)
+                    L->rows *= B->type.shape[d];
+        }
     }
     if (c->prog->dram_bytes > cfg->dram_bytes)
         return ir_error(p, -1, "the tensors need %llu bytes of DRAM, more than %s has",
