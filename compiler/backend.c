@@ -36,6 +36,41 @@ static void coords_of(const cc_ttype *t, int64_t flat, int64_t *co)
         co[0] = flat;
 }
 
+int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
+{
+    const ir_buf *B = &c->p->bufs[buf];
+    const be_layout *L = &c->lay[buf];
+    const cc_ttype *t = &B->type;
+    const int64_t lanes = c->t.lanes16;
+    int64_t co[CC_MAX_RANK] = {0};
+    coords_of(t, flat, co);
+    int64_t row = 0;
+    for (int d = 0; d < t->rank; d++)
+        if (d != L->stick_dim)
+            row = row * t->shape[d] + co[d];
+    int64_t sc = t->rank ? co[L->stick_dim] : 0;
+    return ((sc / lanes) * L->rows + row) * c->t.stick + (sc % lanes) * 2;
+}
+
+int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
+{
+    const cc_ttype *t = &c->p->bufs[buf].type;
+    const int s = c->lay[buf].stick_dim;
+    int64_t co[CC_MAX_RANK] = {0};
+    if (!t->rank)
+        return extent <= 1;
+    coords_of(t, idx->offset, co);
+    return co[s] + extent <= t->shape[s];
+}
+
+int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val)
+{
+    int64_t f = idx->offset;
+    for (int v = 0; v < nvars; v++)
+        f += idx->coef[v] * val[v];
+    return f;
+}
+
 int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, be_view *v, char *why,
                size_t whylen)
 {
@@ -345,19 +380,6 @@ int be_workdiv_pass(ir_prog *p)
 
 /* ---- codegen ---- */
 
-/* Does the kernel at position pos read a buffer an earlier kernel wrote? */
-static int needs_bar(const ir_prog *p, int pos)
-{
-    int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
-    int nr, nw, dep = 0;
-    ir_kernel_io(p, p->order[pos], reads, &nr, writes, &nw);
-    for (int r = 0; r < nr && !dep; r++)
-        dep = p->bufs[reads[r]].kind == IR_BUF_COMPUTED;
-    free(reads);
-    free(writes);
-    return dep;
-}
-
 int be_codegen_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -366,7 +388,11 @@ int be_codegen_pass(ir_prog *p)
     for (int core = 0; core < ncores; core++)
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
     for (int i = 0; i < p->norder; i++) {
-        if (i > 0 && needs_bar(p, i))
+        /* A bar before every kernel after the first: it orders a kernel
+         * that reads an earlier kernel's result, and since each kernel
+         * numbers its tokens from 0, without it a unit of the next kernel
+         * could take a token signalled for a unit still running this one. */
+        if (i > 0)
             for (int core = 0; core < ncores; core++)
                 cc_emit_bar(&c->em[core]);
         int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_emit(c, i) : be_rows_emit(c, i);

@@ -84,6 +84,36 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
 void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                  int64_t r0, int64_t n, int64_t ng);
 
+/* ---- Restickify in LX (be_restick.c) ---- */
+
+/* Byte offset, inside buffer buf's device layout (from its tensor's
+ * start), of the element at flat row-major index `flat`. */
+int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
+/* Does the lane variable, walking `extent` elements from idx's offset,
+ * stay inside buf's stick dimension (a view from be_view_of is only
+ * valid then)? */
+int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent);
+/* Flat index of idx at the variable values val[0..nvars). */
+int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val);
+
+/* sfp.rst emission: element copies given as pairs of LX byte addresses,
+ * one destination stick's worth (a "row") at a time; runs of constant
+ * strides become one instruction, and consecutive rows of the same shape
+ * merge into its i0 loop. */
+typedef struct {
+    cc_emit *e;
+    int corelet;
+    int have;
+    cc_sfp_args pend;
+} be_rst;
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
+void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
+void be_rst_flush(be_rst *r);
+/* Load a buffer's whole device layout from DRAM into LX at lx (dmai). */
+void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx);
+/* Device bytes of a buffer that goes through DRAM. */
+int64_t be_buf_bytes(const be_ctx *c, int buf);
+
 /* ---- SFP expression evaluation over a tile (be_rows.c) ---- */
 
 typedef enum { BE_V_NONE, BE_V_CONST, BE_V_ROW, BE_V_COL, BE_V_TILE } be_vclass;
@@ -139,6 +169,8 @@ typedef struct {
     be_vclass cls;
     be_view v;
     int64_t lx;       /* COL: fixed; TILE / ROW: offset inside a slot */
+    int staged;       /* TILE restickified by sfp.rst from a staged copy of its buffer (v unused) */
+    int64_t stage;    /* LX of that copy (per core) */
 } rk_load;
 
 typedef struct {
@@ -147,6 +179,7 @@ typedef struct {
     ir_index store;
     be_vclass cls;
     int dram;         /* stored */
+    int staged;       /* stored through a staged copy in LX (sfp.rst), not a view */
     be_view sv;
 } rk_node;
 

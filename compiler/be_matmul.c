@@ -34,6 +34,8 @@ typedef struct {
     be_view av, bv;
     rk_plan ep;          /* the epilogue as a row structure: columns n, rows (batch.., m) */
     int acc;             /* the acc expression */
+    int ag, bg;          /* A / B restickified in LX (sfp.rst from a staged copy of its buffer) */
+    int64_t stage_bytes; /* LX of the staged copies (A, B, results stored through sfp.rst) */
 } mm_plan;
 
 static void mm_free(mm_plan *m) { rk_free(&m->ep); }
@@ -74,13 +76,27 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     m->brsp.var[m->nb] = m->vk;
     m->brsp.ext[m->nb] = m->Kd;
     char why[256];
-    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why))
-        return be_error(c, K, "operand A: %s", why);
-    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, &m->bv, why, sizeof why))
-        return be_error(c, K, "operand B: %s", why);
-    if (mm->aidx.coef[m->vk] == 0 || mm->bidx.coef[m->vn] == 0 || m->av.rs[m->vk] || m->bv.rs[m->vn])
+    /* An operand its stick layout cannot give the PT directly (a lane
+     * offset, a transposed walk) is restickified in LX when its buffer is
+     * in DRAM. */
+    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why) ||
+        !be_lane_fits(c, mm->a, &mm->aidx, m->Kd)) {
+        if (!c->lay[mm->a].dram)
+            return be_error(c, K, "operand A: %s", why);
+        m->ag = 1;
+        m->stage_bytes += be_buf_bytes(c, mm->a);
+    }
+    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, &m->bv, why, sizeof why) ||
+        !be_lane_fits(c, mm->b, &mm->bidx, m->N)) {
+        if (!c->lay[mm->b].dram)
+            return be_error(c, K, "operand B: %s", why);
+        m->bg = 1;
+        m->stage_bytes += be_buf_bytes(c, mm->b);
+    }
+    if (mm->aidx.coef[m->vk] == 0 || mm->bidx.coef[m->vn] == 0 || (!m->ag && m->av.rs[m->vk]) ||
+        (!m->bg && m->bv.rs[m->vn]))
         return be_error(c, K, "internal: operand without its lane variable");
-    if (m->av.groups < m->KG || m->bv.groups < m->GN)
+    if ((!m->ag && m->av.groups < m->KG) || (!m->bg && m->bv.groups < m->GN))
         return be_error(c, K, "an operand has fewer sticks than the product needs");
 
     /* The epilogue: node 0 stores acc, each later node its epi value. */
@@ -113,14 +129,18 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
         k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
         if (rn->dram && !w.failed &&
-            be_view_of(c, N->out, &rn->store, k->nvars, m->vn, &rn->sv, why, sizeof why)) {
-            free(w.produced);
-            free(seen);
-            return be_error(c, K, "storing %s: %s", p->bufs[N->out].name, why);
+            (be_view_of(c, N->out, &rn->store, k->nvars, m->vn, &rn->sv, why, sizeof why) ||
+             !be_lane_fits(c, N->out, &rn->store, m->N))) {
+            rn->staged = 1; /* stored through sfp.rst into a staged copy */
+            m->stage_bytes += be_buf_bytes(c, N->out);
         }
     }
     free(w.produced);
     free(seen);
+    for (int i = 0; i < k->nl && !w.failed; i++)
+        if (k->loads[i].staged)
+            return be_error(c, K, "an epilogue operand of %s needs a restickify (not supported yet)",
+                            p->bufs[p->A.e[k->loads[i].e].buf].name);
     return w.failed ? -1 : 0;
 }
 
@@ -156,7 +176,7 @@ static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC
  * most rows, that fit LX with every buffer doubled. */
 static int mm_block(const mm_plan *m, int64_t mt, int64_t ns, int64_t *MB, int64_t *NBS, int64_t *KC)
 {
-    const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes, lanes = m->c->t.lanes16;
+    const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes - m->stage_bytes, lanes = m->c->t.lanes16;
     int64_t kcs[6] = {m->Kd, 8 * lanes, 4 * lanes, 2 * lanes, lanes, 0};
     for (int ki = 0; kcs[ki]; ki++) {
         int64_t kc = kcs[ki];
@@ -246,9 +266,120 @@ typedef struct {
     int64_t MB, NBS, KC, nch;
     int64_t ab[2], cs[2], P, cslot_bytes;
     int abfull[2], abempty[2], efull[2], eempty[2], mmd[2], done[2], cempty[2];
+    /* restickify in LX: staged copies of A's and B's buffers (loaded once,
+     * then stk), A/B slots written by sfp0 (abrst), staged results (one
+     * per epilogue node, -1 none) with per-stick element counts, stored
+     * by dmao after strd */
+    int64_t astage, bstage, *ostage;
+    int64_t **ocount;
+    int stk, abrst[2], strd;
     int64_t nblk, nchunk;
     be_tile T;
 } mm_core;
+
+#define RST_LANES 2048
+
+/* The batch loops' values at batch index b (row-major over them). */
+static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
+{
+    for (int i = m->nb - 1; i >= 0; i--) {
+        val[i] = b % m->mm->ranges[i];
+        b /= m->mm->ranges[i];
+    }
+}
+
+/* Restickify an operand block from the staged copy of its buffer into an
+ * A or B slot: the slot's stick (row i, group g) at slot + g*gs + i*stick
+ * gets, in lane l, the element at rowvar = r0 + i, lanevar = l0 + g*lanes
+ * + l (nl lanes in all) of batch index b. */
+static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t stage, int64_t b, int rowvar, int64_t r0,
+                      int64_t nrows, int lanevar, int64_t l0, int64_t nl, int64_t slot, int64_t gs)
+{
+    const mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16;
+    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
+    batch_vals(m, b, val);
+    be_rst r;
+    be_rst_begin(&r, mc->e, 0);
+    for (int64_t g = 0; g * lanes < nl; g++)
+        for (int64_t i = 0; i < nrows; i++) {
+            int64_t n = cc_min(lanes, nl - g * lanes);
+            val[rowvar] = r0 + i;
+            for (int64_t l = 0; l < n; l++) {
+                val[lanevar] = l0 + g * lanes + l;
+                src[l] = stage + be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val));
+                dst[l] = slot + g * gs + i * sb + l * 2;
+            }
+            be_rst_row(&r, dst, src, n);
+        }
+    be_rst_flush(&r);
+}
+
+/* Restickify a result tile (mb rows x cols, group stride gs, at lx) into
+ * the staged copy of node j's buffer, counting the elements each stick
+ * receives. */
+static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, int64_t m0, int64_t mb, int64_t n0,
+                       int64_t cols)
+{
+    const mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    const rk_node *rn = &m->ep.nodes[j];
+    const int out = c->p->nodes[rn->node].out;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16;
+    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
+    batch_vals(m, b, val);
+    be_rst r;
+    be_rst_begin(&r, mc->e, 0);
+    for (int64_t g = 0; g * lanes < cols; g++)
+        for (int64_t i = 0; i < mb; i++) {
+            int64_t n = cc_min(lanes, cols - g * lanes);
+            val[m->vm] = m0 + i;
+            for (int64_t l = 0; l < n; l++) {
+                val[m->vn] = n0 + g * lanes + l;
+                int64_t off = be_elem_off(c, out, be_index_at(&rn->store, m->mm->nvars, val));
+                mc->ocount[j][off / sb]++;
+                dst[l] = mc->ostage[j] + off;
+                src[l] = lx + g * gs + i * sb + l * 2;
+            }
+            be_rst_row(&r, dst, src, n);
+        }
+    be_rst_flush(&r);
+}
+
+/* Store the sticks of node j's staged copy that this core wrote; each
+ * must be whole (its valid lanes all written here), else another core
+ * would hold the rest. */
+static int mm_store_staged(mm_core *mc, int j)
+{
+    const mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    const int out = c->p->nodes[m->ep.nodes[j].node].out;
+    const be_layout *L = &c->lay[out];
+    const ir_buf *B = &c->p->bufs[out];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, sticks = be_buf_bytes(c, out) / sb;
+    const int64_t dimlen = B->type.rank ? B->type.shape[L->stick_dim] : 1;
+    for (int64_t st = 0; st < sticks;) {
+        if (!mc->ocount[j][st]) {
+            st++;
+            continue;
+        }
+        int64_t s1 = st;
+        while (s1 < sticks && mc->ocount[j][s1] && s1 - st < 65535) {
+            int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
+            if (mc->ocount[j][s1] != valid)
+                return be_error(c, m->K,
+                                "storing %s: core %d writes %" PRId64 " of the %" PRId64
+                                " elements of a stick (the rest is another core's; not supported yet)",
+                                B->name, mc->e->core, mc->ocount[j][s1], valid);
+            s1++;
+        }
+        cc_dma_shape sh = cc_dma_groups(s1 - st, 1, 0, 0);
+        cc_emit_dma(mc->e, ISA_OP_DMA_ST, cc_abs((int64_t)L->off + st * sb), cc_abs(mc->ostage[j] + st * sb), &sh);
+        st = s1;
+    }
+    return 0;
+}
 
 static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
 {
@@ -292,12 +423,24 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         const int64_t k0 = j * KC, kc = cc_min(KC, m->Kd - k0), A = mc->ab[s];
         const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
         cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s]);
-        be_view av = shifted(&m->av, k0 / lanes);
-        be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
-        be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
+        if (!m->ag) {
+            be_view av = shifted(&m->av, k0 / lanes);
+            be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
+        }
+        if (!m->bg)
+            be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
         cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s]);
+        if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
+            cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s]);
+            if (m->ag)
+                mm_gather(mc, m->mm->a, &m->mm->aidx, mc->astage, b, m->vm, m0, mb, m->vk, k0, kc, A, MB * sb);
+            if (m->bg)
+                mm_gather(mc, m->mm->b, &m->mm->bidx, mc->bstage, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, B,
+                          KC * sb);
+            cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s]);
+        }
 
-        cc_emit_wait(e, ISA_U_PT0, mc->abfull[s]);
+        cc_emit_wait(e, ISA_U_PT0, m->ag || m->bg ? mc->abrst[s] : mc->abfull[s]);
         if (j == 0)
             cc_emit_wait(e, ISA_U_PT0, mc->cempty[q]);
         cc_pt_args pa = {0};
@@ -344,11 +487,14 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         }
         vals[j] = v;
     }
+    for (int j = 0; j < k->nn && j < 64; j++)
+        if (k->nodes[j].dram && k->nodes[j].staged)
+            mm_scatter(mc, j, vals[j].lx, MB * sb, b, m0, mb, g0 * lanes, cols);
     cc_emit_sig(e, ISA_U_SFP0, mc->done[q]);
 
     cc_emit_wait(e, ISA_U_DMAO, mc->done[q]);
     for (int j = 0; j < k->nn && j < 64; j++) {
-        if (!k->nodes[j].dram)
+        if (!k->nodes[j].dram || k->nodes[j].staged)
             continue;
         be_view v = shifted(&k->nodes[j].sv, g0);
         be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, arow, mb, nbs);
@@ -404,6 +550,27 @@ int be_matmul_emit(be_ctx *c, int pos)
         }
         if (mc.nch > 1)
             mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
+        int nstaged = 0;
+        mc.ostage = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ostage);
+        mc.ocount = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ocount);
+        if (m.ag)
+            mc.astage = cc_lx_alloc(e, be_buf_bytes(c, m.mm->a), "restickify: staged copy of A");
+        if (m.bg)
+            mc.bstage = cc_lx_alloc(e, be_buf_bytes(c, m.mm->b), "restickify: staged copy of B");
+        if (m.ag || m.bg) {
+            mc.stk = cc_tok_alloc(e, "restickify: staged operands loaded");
+            mc.abrst[0] = cc_tok_alloc(e, "restickify: A/B slot written");
+            mc.abrst[1] = cc_tok_alloc(e, "restickify: A/B slot written");
+        }
+        for (int j = 0; j < m.ep.nn; j++)
+            if (m.ep.nodes[j].dram && m.ep.nodes[j].staged) {
+                int out = c->p->nodes[m.ep.nodes[j].node].out;
+                mc.ostage[j] = cc_lx_alloc(e, be_buf_bytes(c, out), "restickify: staged result");
+                mc.ocount[j] = ir_xalloc((size_t)(be_buf_bytes(c, out) / sb) * sizeof **mc.ocount);
+                nstaged++;
+            }
+        if (nstaged)
+            mc.strd = cc_tok_alloc(e, "restickify: staged results written");
         if (cc_emit_failed(e)) {
             rc = -1;
             break;
@@ -422,10 +589,25 @@ int be_matmul_emit(be_ctx *c, int pos)
             cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
             cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s]);
         }
+        if (m.ag || m.bg) {
+            if (m.ag)
+                be_stage_load(c, e, m.mm->a, mc.astage);
+            if (m.bg)
+                be_stage_load(c, e, m.mm->b, mc.bstage);
+            cc_emit_sig(e, ISA_U_DMAI, mc.stk);
+            cc_emit_wait(e, ISA_U_SFP0, mc.stk);
+        }
         for (int64_t b = 0; b < m.nbatch && !rc; b++)
             for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
                 for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
                     rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
+        if (nstaged && !rc) {
+            cc_emit_sig(e, ISA_U_SFP0, mc.strd);
+            cc_emit_wait(e, ISA_U_DMAO, mc.strd);
+            for (int j = 0; j < m.ep.nn && !rc; j++)
+                if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
+                    rc = mm_store_staged(&mc, j);
+        }
         for (int s = 0; s < 2; s++) {
             cc_emit_wait(e, ISA_U_DMAI, mc.abempty[s]);
             cc_emit_wait(e, ISA_U_DMAI, mc.eempty[s]);
@@ -434,6 +616,10 @@ int be_matmul_emit(be_ctx *c, int pos)
         cc_kernel_end(e);
         free(mc.T.memo);
         free(mc.T.memo_id);
+        for (int j = 0; j < m.ep.nn; j++)
+            free(mc.ocount[j]);
+        free(mc.ocount);
+        free(mc.ostage);
         if (cc_emit_failed(e))
             rc = -1;
     }

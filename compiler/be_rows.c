@@ -458,18 +458,22 @@ void be_collect_load(void *ctx, const ir_expr *x)
     for (int i = 0; i < k->rsp.nv; i++)
         has_row |= x->idx.coef[k->rsp.var[i]] != 0;
     L.cls = has_col ? (has_row ? BE_V_TILE : BE_V_COL) : has_row ? BE_V_ROW : BE_V_NONE;
-    char why[256];
+    char why[256] = "";
     if (L.cls == BE_V_NONE) {
         be_error(k->c, k->K, "load of one element of %s for every row (not supported yet)", k->c->p->bufs[x->buf].name);
         w->failed = 1;
         return;
     }
-    if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, &L.v, why, sizeof why)) {
-        be_error(k->c, k->K, "%s", why);
-        w->failed = 1;
-        return;
+    if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, &L.v, why, sizeof why) ||
+        (has_col && !be_lane_fits(k->c, x->buf, &x->idx, k->cols))) {
+        if (L.cls != BE_V_TILE || !k->c->lay[x->buf].dram) {
+            be_error(k->c, k->K, "%s", why[0] ? why : "a load runs past its stick dimension (needs a restickify)");
+            w->failed = 1;
+            return;
+        }
+        L.staged = 1; /* restickified in LX by sfp.rst */
     }
-    if (has_col && L.v.groups < k->G) {
+    if (has_col && !L.staged && L.v.groups < k->G) {
         be_error(k->c, k->K, "%s has fewer sticks than the kernel's columns", k->c->p->bufs[x->buf].name);
         w->failed = 1;
         return;
@@ -510,7 +514,8 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     k->G = cc_ceil_div(k->cols, c->t.lanes16);
     k->nodes = ir_xalloc((size_t)K->nnodes * sizeof *k->nodes);
     rk_walk w = {k, ir_xalloc((size_t)p->nbufs), 0};
-    char *seen = ir_xalloc((size_t)p->A.n + 1);
+    size_t seen_n = (size_t)p->A.n + 1;
+    char *seen = ir_xalloc(seen_n);
     for (int j = 0; j < K->nnodes && !w.failed; j++) {
         int n = K->nodes[j];
         const ir_node *N = &p->nodes[n];
@@ -526,6 +531,13 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
         rn->store = ir_idx_compose(&N->store, N->nvars, vars);
         rn->cls = N->kind == IR_REDUCTION || rn->store.coef[k->colvar] == 0 ? BE_V_ROW : BE_V_TILE;
         ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
+        if ((size_t)p->A.n + 1 > seen_n) { /* ir_subst grew the arena: grow seen with it */
+            seen = realloc(seen, (size_t)p->A.n + 1);
+            if (!seen)
+                abort();
+            memset(seen + seen_n, 0, (size_t)p->A.n + 1 - seen_n);
+            seen_n = (size_t)p->A.n + 1;
+        }
         k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
         w.produced[N->out] = 1;
         rn->dram = c->lay[N->out].dram;
@@ -556,6 +568,8 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
     *per_row = 0;
     *fixed = 0;
     for (int i = 0; i < k->nl; i++) {
+        if (k->loads[i].staged)
+            *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
         if (k->loads[i].cls == BE_V_COL)
             *fixed += k->G * sb;
         else
@@ -594,10 +608,40 @@ typedef struct {
     cc_emit *e;
     int64_t R, slot[2], slot_bytes, colbase;
     int full[2], done[2], empty[2];
+    int stk, nstaged;    /* restickified loads: staged copies loaded */
     int64_t chunk;
     be_tile T;
     char *tmp_produced;
 } rk_core;
+
+/* A restickified tile load: rows [r0, r0 + n) of the row space, every
+ * column, from the staged copy of its buffer into the slot at lx (sfp0). */
+static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int64_t n)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    const ir_expr *x = &c->p->A.e[L->e];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb;
+    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
+    be_rst r;
+    be_rst_begin(&r, rc->e, 0);
+    for (int64_t g = 0; g * lanes < k->cols; g++)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t rest = r0 + i;
+            for (int v = k->rsp.nv - 1; v >= 0; v--) {
+                val[k->rsp.var[v]] = rest % k->rsp.ext[v];
+                rest /= k->rsp.ext[v];
+            }
+            int64_t cnt = cc_min(lanes, k->cols - g * lanes);
+            for (int64_t l = 0; l < cnt; l++) {
+                val[k->colvar] = g * lanes + l;
+                src[l] = L->stage + be_elem_off(c, x->buf, be_index_at(&x->idx, k->nvars, val));
+                dst[l] = lx + g * gs + i * sb + l * 2;
+            }
+            be_rst_row(&r, dst, src, cnt);
+        }
+    be_rst_flush(&r);
+}
 
 static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 {
@@ -620,7 +664,8 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         }
         lx_of[i] = at;
         int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
-        be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
+        if (!L->staged)
+            be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
         at += ng * gs;
     }
     cc_emit_sig(e, ISA_U_DMAI, rc->full[s]);
@@ -628,6 +673,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     /* compute */
     isa_unit u = ISA_U_SFP0;
     cc_emit_wait(e, u, rc->full[s]);
+    for (int i = 0; i < k->nl && i < 256; i++)
+        if (k->loads[i].staged)
+            rk_gather(rc, &k->loads[i], lx_of[i], r0, n);
     be_tile *T = &rc->T;
     T->nmemo = 0;
     T->R = n;
@@ -775,7 +823,17 @@ int be_rows_emit(be_ctx *c, int pos)
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].cls == BE_V_COL)
                 k.loads[i].lx = cc_lx_alloc(e, k.G * sb, "per-column values");
-        rc.slot_bytes = per_row * R + (fixed - col_fixed) / 2;
+        for (int i = 0; i < k.nl; i++)
+            if (k.loads[i].staged) {
+                k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].e].buf), "restickify: staged copy");
+                rc.nstaged++;
+            }
+        if (rc.nstaged)
+            rc.stk = cc_tok_alloc(e, "restickify: staged copies loaded");
+        int64_t stage_fixed = 0;
+        for (int i = 0; i < k.nl; i++)
+            stage_fixed += k.loads[i].staged ? be_buf_bytes(c, c->p->A.e[k.loads[i].e].buf) : 0;
+        rc.slot_bytes = per_row * R + (fixed - col_fixed - stage_fixed) / 2;
         rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         for (int s = 0; s < 2; s++) {
@@ -804,6 +862,13 @@ int be_rows_emit(be_ctx *c, int pos)
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].cls == BE_V_COL)
                 be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].lx, sb, &k.loads[i].v, &one, 0, 1, k.G);
+        if (rc.nstaged) {
+            for (int i = 0; i < k.nl; i++)
+                if (k.loads[i].staged)
+                    be_stage_load(c, e, c->p->A.e[k.loads[i].e].buf, k.loads[i].stage);
+            cc_emit_sig(e, ISA_U_DMAI, rc.stk);
+            cc_emit_wait(e, ISA_U_SFP0, rc.stk);
+        }
         for (int64_t r = r0; r < r0 + rt; r += R)
             rk_chunk(&rc, r, cc_min(R, r0 + rt - r));
         for (int s = 0; s < 2; s++)

@@ -309,6 +309,27 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
     cc_push(e, &in);
 }
 
+void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
+{
+    if (sh->levels > 2) {
+        cc_emit_error(e, "a ring transfer has 2 loop levels, not %d", sh->levels);
+        return;
+    }
+    isa_insn in;
+    isa_insn_init(&in, op);
+    in.core = core;
+    in.tok = tok;
+    in.d = d;
+    in.a = a;
+    in.run = sh->run;
+    for (int l = 0; l < sh->levels; l++) {
+        in.n[l] = sh->n[l];
+        in.ds[l] = sh->ds[l];
+        in.as[l] = sh->as[l];
+    }
+    cc_push(e, &in);
+}
+
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
 {
     isa_insn in;

@@ -1,6 +1,12 @@
 /* gen_gemm.c: C (M, N) = A (M, K) @ B (K, N) on the cores of the chip (at
  * most cc_gen_opts.cores of them), as one kernel "gemm" per working core.
  *
+ * Two schemes.  When every core's whole A row panel and B column panel fit
+ * its LX, the panels are shared over the ring (see "Shared panels" below:
+ * DRAM reads A and B once); otherwise each core loads its own panels, as
+ * described here.  The cheaper estimate wins, both bounded by the chip's
+ * DRAM bandwidth from the configuration.
+ *
  * Work division: the output is cut into a gm x gn grid of core tiles, M in
  * rows and N in whole sticks (uneven edges allowed); a cost model picks
  * the grid and each core's blocking (plan_cost: the busier corelet's PT
@@ -564,6 +570,403 @@ static int emit_core(const gemm_ctx *g, isa_program *p, int core, int64_t m0, in
     return cc_emit_failed(e) ? -1 : 0;
 }
 
+/* ---- Shared panels: operands loaded from DRAM once, passed on the ring ----
+ *
+ * Cores of the gm x gn grid are numbered row by row, so the cores of a grid
+ * row sit next to each other on the ring.  Every core keeps its whole A row
+ * panel (mt rows x K) and B column panel (K x ns sticks) resident in LX,
+ * at the same LX offsets on every core.  The panels arrive in items: an A
+ * item is one row block (MB rows) x one K chunk (KC rows of B), a B item
+ * one K chunk of the column panel.  Each item is loaded from DRAM by one
+ * core of its grid row (A) or column (B), the items of a row or column
+ * taking turns over its first la (lb) cores, and that core ring.send's it
+ * to the others of the row (column) at the same LX offset.  DRAM so reads
+ * A and B once, and writes C once.
+ *
+ * Tokens (the same numbers on every core):
+ *   arrA[o], arrB[o]  an item from loader slot o has landed (remote: the
+ *                     ring.send's token; the loader itself: sig on dmai).
+ *                     One token per loader, since items from two loaders
+ *                     may land out of order while one loader's land in order.
+ *   loaded            dmai -> ring on a loader: an item is in LX to send on.
+ *   rdy[c]            sfp1 -> ptc: the chunk's items are here (sfp1 waits for
+ *                     the arrival tokens in chunk order and passes them on to
+ *                     both corelets; with one corelet pt0 waits directly).
+ *   cfull, cempty     ptc <-> dmao, the double-buffered C block as before.
+ * Nothing waits for a remote core's consumer (panels are never overwritten,
+ * so no credits go back): the only cross-core edges are data arrivals, and
+ * they depend only on the sender's own loads, so there is no cycle.  With
+ * the units' queues bounded, the core whose sequencer is furthest behind
+ * still finds every item it waits for dispatched by its loader, so the
+ * finite queues do not create one either.
+ *
+ * Each block of MB rows x ns sticks accumulates its K chunks in fp32 (P)
+ * and writes DL16 to C[q] on the last chunk; dmao stores it while the next
+ * block computes, so C streams out during the run instead of at its end. */
+
+typedef struct {
+    int64_t gm, gn;          /* grid */
+    int64_t mt, ns;          /* the largest tile */
+    int64_t MB, KC, nch;     /* row block, K chunk, chunks */
+    int64_t la, lb;          /* loaders per grid row (A) and column (B) */
+    double cycles;           /* estimate */
+} share_plan;
+
+/* The loaders per row or column that fit the tokens: arrival tokens for
+ * la + lb loaders plus loaded, 2 rdy and 8 C tokens. */
+#define SHARE_FIXED_TOKENS 11
+#define SHARE_MAX_LOADERS 64
+/* At most this many chunk steps per core: the streams are straight code. */
+#define SHARE_MAX_STEPS 256
+
+/* DRAM bytes per core cycle the chip's channels can move (0: unknown). */
+static double dram_bytes_per_cycle(const sim_config *cfg)
+{
+    if (cfg->dram_channels <= 0 || cfg->dram_burst_bytes == 0 || cfg->dram_burst_tck <= 0 || cfg->dram_tck_ns <= 0 ||
+        cfg->clock_ghz <= 0)
+        return 0;
+    double gbs = cfg->dram_channels * (double)cfg->dram_burst_bytes / (cfg->dram_burst_tck * cfg->dram_tck_ns);
+    return gbs / cfg->clock_ghz;
+}
+
+static uint64_t share_lx(const cc_target *t, int64_t K, int64_t mt, int64_t ns, int64_t MB, int64_t nch)
+{
+    int64_t sb = t->stick, kg = cc_ceil_div(K, t->lanes16);
+    int64_t a = kg * mt * sb, b = ns * K * sb, c = ns * MB * sb;
+    int64_t p = nch > 1 ? cc_ceil_div(ns * t->lanes16, t->lanes32) * MB * sb : 0;
+    return (uint64_t)(a + b + p + 2 * c);
+}
+
+/* Estimated cycles of the shared scheme: the first items' way in, then the
+ * slowest of the PT work, the chip's DRAM traffic, a loader's DMA and a
+ * loader's ring sends, then the last block's store, which all cores make
+ * at once through the shared DRAM. */
+static double share_cost(const gemm_ctx *g, share_plan *sp)
+{
+    const cc_target *t = g->t;
+    const sim_config *cfg = t->cfg;
+    int64_t sb = t->stick, kg = cc_ceil_div(g->K, t->lanes16), cores = sp->gm * sp->gn;
+    int64_t nbm = cc_ceil_div(sp->mt, sp->MB), steps = nbm * sp->nch;
+    tile_plan blk = {0};
+    blk.MB = sp->MB;
+    blk.NBS = sp->ns;
+    choose_split(t, &blk);
+    int64_t rows = blk.split == SPLIT_ROWS ? cc_max(blk.r0, sp->MB - blk.r0) : sp->MB;
+    int64_t sticks = blk.split == SPLIT_STICKS ? cc_max(blk.s0, sp->ns - blk.s0) : sp->ns;
+    /* Each step also waits, on its critical path, for one item's issue on
+     * a loader (its DMA or ring descriptor). */
+    double pt = (double)nbm * (pt_cycles(t, rows, sticks * t->lanes16, g->K) - t->pt_insn_cycles) +
+                (double)steps * (t->pt_insn_cycles + 4 * t->sync_cycles + t->dma_insn_cycles);
+    double dbpc = dram_bytes_per_cycle(cfg);
+    double chip_bytes = (double)(g->M * kg + g->K * g->GN + g->M * g->GN) * (double)sb;
+    double dram = dbpc > 0 ? chip_bytes / dbpc : 0;
+    double a_panel = (double)(sp->mt * kg * sb), b_panel = (double)(g->K * sp->ns * sb);
+    double a_items = (double)steps / (double)sp->la, b_items = (double)sp->nch / (double)sp->lb;
+    double dma = (a_panel / (double)sp->la + b_panel / (double)sp->lb) / t->dma_bytes_per_cycle +
+                 (a_items + b_items) * t->dma_insn_cycles;
+    double ring_bpc = cfg->ring_bytes_per_cycle > 0 ? cfg->ring_bytes_per_cycle : (double)sb;
+    double ring = (a_panel / (double)sp->la * (double)(sp->gn - 1) + b_panel / (double)sp->lb * (double)(sp->gm - 1)) /
+                      ring_bpc +
+                  (a_items * (double)(sp->gn - 1) + b_items * (double)(sp->gm - 1)) * t->dma_insn_cycles;
+    /* The first chunk waits for the first items of every loader, which
+     * the chip's DRAM serves together, then for the loader's sends. */
+    double a_item = (double)(cc_min(sp->MB, sp->mt) * (sp->KC / t->lanes16) * sb), b_item = (double)(sp->KC * sp->ns * sb);
+    double first = (double)cores * (a_item + b_item) / (double)(sp->la + sp->lb);
+    double fill = (dbpc > 0 ? first / dbpc : 0) + 2 * t->dma_insn_cycles +
+                  (double)(sp->gn - 1) * (t->dma_insn_cycles + a_item / ring_bpc) +
+                  (double)(sp->gm - 1) * (t->dma_insn_cycles + b_item / ring_bpc);
+    /* The first block needs all of B and its rows of A: the later blocks'
+     * PT work cannot start before the chip has read that. */
+    if (dbpc > 0) {
+        double block0 = (double)(g->K * g->GN + sp->gm * cc_min(sp->MB, sp->mt) * kg) * (double)sb / dbpc;
+        double later = (double)(nbm - 1) * (pt / (double)nbm);
+        if (block0 + later > pt)
+            pt = block0 + later;
+    }
+    double last_c = (double)(cores * sp->MB * sp->ns * sb);
+    double tail = (dbpc > 0 ? last_c / dbpc : 0) + pt_cycles(t, rows, sticks * t->lanes16, sp->KC);
+    double body = pt;
+    if (dram > body)
+        body = dram;
+    if (dma > body)
+        body = dma;
+    if (ring > body)
+        body = ring;
+    sp->cycles = fill + body + tail;
+    return sp->cycles;
+}
+
+/* The best shared plan for up to g->cores cores; 0, or -1 when none fits
+ * (LX, tokens, stream length). */
+static int choose_share(const gemm_ctx *g, share_plan *out)
+{
+    const cc_target *t = g->t;
+    int64_t lanes = t->lanes16, kg = cc_ceil_div(g->K, lanes);
+    int64_t lmax = (t->cfg->tokens - SHARE_FIXED_TOKENS) / 2;
+    lmax = cc_min(lmax, SHARE_MAX_LOADERS);
+    if (lmax < 1)
+        return -1;
+    int have = 0;
+    for (int64_t gm = 1; gm <= cc_min(g->cores, g->M); gm++)
+        for (int64_t gn = 1; gn <= cc_min(g->cores / gm, g->GN); gn++) {
+            share_plan sp = {0};
+            sp.gm = gm;
+            sp.gn = gn;
+            sp.mt = cc_ceil_div(g->M, gm);
+            sp.ns = cc_ceil_div(g->GN, gn);
+            sp.la = cc_min(gn, lmax);
+            sp.lb = cc_min(gm, lmax);
+            if (sp.ns * lanes > 65535)
+                continue;
+            for (int64_t ks = 1;; ks *= 2) {
+                sp.KC = cc_min(ks, kg) * lanes;
+                sp.nch = cc_ceil_div(g->K, sp.KC);
+                for (int64_t parts = 1; parts <= 16; parts *= 2) {
+                    sp.MB = cc_round_up(cc_ceil_div(sp.mt, parts), t->pt_rows);
+                    if (sp.MB > sp.mt)
+                        sp.MB = sp.mt;
+                    if (parts > 1 && sp.MB == cc_round_up(cc_ceil_div(sp.mt, parts / 2), t->pt_rows))
+                        continue;
+                    if (cc_ceil_div(sp.mt, sp.MB) * sp.nch > SHARE_MAX_STEPS ||
+                        share_lx(t, g->K, sp.mt, sp.ns, sp.MB, sp.nch) > g->budget)
+                        continue;
+                    share_cost(g, &sp);
+                    if (!have || sp.cycles < out->cycles) {
+                        *out = sp;
+                        have = 1;
+                    }
+                }
+                if (ks >= kg || 2 * ks > KC_MAX_STICKS)
+                    break;
+            }
+        }
+    return have ? 0 : -1;
+}
+
+/* The estimate of the per-core scheme with grid gm x gn, with the chip's
+ * DRAM bandwidth as a bound (its own plan_cost leaves that out). */
+static double private_cost(const gemm_ctx *g, int64_t gm, int64_t gn)
+{
+    tile_plan pl;
+    if (plan_tile(g, cc_ceil_div(g->M, gm), cc_ceil_div(g->GN, gn), &pl))
+        return DBL_MAX;
+    double dbpc = dram_bytes_per_cycle(g->t->cfg);
+    double dram = dbpc > 0 ? pl.bytes * (double)(gm * gn) / dbpc : 0;
+    return pl.cycles > dram ? pl.cycles : dram;
+}
+
+typedef struct {
+    cc_emit e;
+    const gemm_ctx *g;
+    const share_plan *sp;
+    int64_t row, col;          /* grid position */
+    int64_t m0, mt, g0, ns;    /* tile */
+    int64_t tail;              /* columns in the tile's last stick */
+    int64_t A, B, P, C[2];     /* LX */
+    int nc;
+    tile_plan blk;             /* corelet split of a full block */
+    int arrA[SHARE_MAX_LOADERS], arrB[SHARE_MAX_LOADERS], loaded, rdy[2], cfull[2][2], cempty[2][2];
+} share_core;
+
+static int64_t grid_core(const share_core *sc, int64_t row, int64_t col) { return row * sc->sp->gn + col; }
+
+/* One item (A: row block rb, chunk j; B: chunk j): the loader's dmai and
+ * ring instructions (nothing on other cores). */
+static void share_item(share_core *sc, int is_a, int64_t rb, int64_t j, int64_t mb, int64_t kc)
+{
+    cc_emit *e = &sc->e;
+    const gemm_ctx *g = sc->g;
+    const share_plan *sp = sc->sp;
+    const int64_t sb = g->t->stick, lanes = g->t->lanes16;
+    int64_t idx = is_a ? rb * sp->nch + j : j;
+    int64_t slot = idx % (is_a ? sp->la : sp->lb);
+    int64_t loader = is_a ? grid_core(sc, sc->row, slot) : grid_core(sc, slot, sc->col);
+    if (loader != e->core)
+        return;
+    int tok = is_a ? sc->arrA[slot] : sc->arrB[slot];
+    int64_t lx, dram;
+    cc_dma_shape sh;
+    if (is_a) {
+        int64_t gk = j * (sp->KC / lanes), groups = cc_ceil_div(kc, lanes);
+        lx = sc->A + (gk * sc->mt + rb * sp->MB) * sb;
+        dram = (int64_t)g->a_dram + (gk * g->M + sc->m0 + rb * sp->MB) * sb;
+        sh = cc_dma_groups(mb, groups, sc->mt * sb, g->M * sb);
+    } else {
+        lx = sc->B + j * sp->KC * sb;
+        dram = (int64_t)g->b_dram + (sc->g0 * g->K + j * sp->KC) * sb;
+        sh = cc_dma_groups(kc, sc->ns, g->K * sb, g->K * sb);
+    }
+    int64_t peers = (is_a ? sp->gn : sp->gm) - 1;
+    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx), cc_abs(dram), &sh);
+    cc_emit_sig(e, ISA_U_DMAI, tok);
+    if (!peers)
+        return;
+    cc_emit_sig(e, ISA_U_DMAI, sc->loaded);
+    cc_emit_wait(e, ISA_U_RING, sc->loaded);
+    /* Nearest peers first: the earliest arrivals are the shortest paths. */
+    int64_t self = is_a ? sc->col : sc->row;
+    for (int64_t d = 1; d <= peers; d++)
+        for (int side = 0; side < 2; side++) {
+            int64_t p = side ? self - d : self + d;
+            if (p < 0 || p > peers)
+                continue;
+            int dst = (int)(is_a ? grid_core(sc, sc->row, p) : grid_core(sc, p, sc->col));
+            cc_dma_shape same = cc_dma_groups(sh.run, sh.n[0], sh.ds[0], sh.ds[0]);
+            cc_emit_ring(e, ISA_OP_RING_SEND, dst, tok, cc_abs(lx), cc_abs(lx), &same);
+        }
+}
+
+static void share_mm(share_core *sc, int c, int64_t rb, int64_t j, int64_t mb, int64_t kc, int q)
+{
+    const gemm_ctx *g = sc->g;
+    const share_plan *sp = sc->sp;
+    const int64_t sb = g->t->stick, lanes = g->t->lanes16, rs = sp->MB * sb;
+    int by_rows = sc->blk.split == SPLIT_ROWS, by_sticks = sc->blk.split == SPLIT_STICKS;
+    int64_t r = c && by_rows ? sc->blk.r0 : 0, rows = !by_rows ? mb : c ? mb - sc->blk.r0 : cc_min(mb, sc->blk.r0);
+    int64_t st = c && by_sticks ? sc->blk.s0 : 0;
+    int64_t nst = !by_sticks ? sc->ns : c ? sc->ns - sc->blk.s0 : cc_min(sc->ns, sc->blk.s0);
+    if (rows <= 0 || nst <= 0)
+        return;
+    int64_t cols = cc_min(nst * lanes, g->N - (sc->g0 + st) * lanes);
+    int first = j == 0, last = j == sp->nch - 1;
+    isa_addr p_at = cc_abs(sc->P + r * sb + st * (lanes / g->t->lanes32) * rs);
+    isa_addr c_at = cc_abs(sc->C[q] + r * sb + st * rs);
+    cc_pt_args pa = {0};
+    pa.c = c;
+    pa.a = cc_abs(sc->A + (j * (sp->KC / lanes) * sc->mt + rb * sp->MB + r) * sb);
+    pa.as = sc->mt * sb;
+    pa.b = cc_abs(sc->B + (st * g->K + j * sp->KC) * sb);
+    pa.bs = g->K * sb;
+    pa.m = rows;
+    pa.n = cols;
+    pa.k = kc;
+    pa.ds = rs;
+    pa.flags = (first ? 0 : ISA_F_ACC) | (last ? 0 : ISA_F_F32);
+    pa.d = last ? c_at : p_at;
+    if (!first) {
+        pa.p = p_at;
+        pa.ps = rs;
+    }
+    cc_emit_pt(&sc->e, &pa);
+}
+
+static int emit_share_core(const gemm_ctx *g, const share_plan *sp, isa_program *p, int core, char *err, size_t errlen)
+{
+    share_core sc;
+    memset(&sc, 0, sizeof sc);
+    cc_emit_begin(&sc.e, g->t->cfg, p, core, err, errlen);
+    cc_emit *e = &sc.e;
+    if (core >= sp->gm * sp->gn) {
+        cc_emit_halt(e);
+        return cc_emit_failed(e) ? -1 : 0;
+    }
+    const cc_target *t = g->t;
+    const int64_t sb = t->stick, lanes = t->lanes16, kg = cc_ceil_div(g->K, lanes);
+    sc.g = g;
+    sc.sp = sp;
+    sc.row = core / sp->gn;
+    sc.col = core % sp->gn;
+    cc_split(g->M, sp->gm, sc.row, &sc.m0, &sc.mt);
+    cc_split(g->GN, sp->gn, sc.col, &sc.g0, &sc.ns);
+    sc.tail = cc_min(sc.ns * lanes, g->N - sc.g0 * lanes) - (sc.ns - 1) * lanes;
+    sc.blk.MB = sp->MB;
+    sc.blk.NBS = sc.ns;
+    choose_split(t, &sc.blk);
+    sc.nc = sc.blk.split == SPLIT_NONE ? 1 : 2;
+    /* The same layout on every core, sized for the largest tile. */
+    sc.A = cc_lx_alloc(e, kg * sp->mt * sb, "gemm A panel");
+    sc.B = cc_lx_alloc(e, sp->ns * g->K * sb, "gemm B panel");
+    sc.P = sp->nch > 1 ? cc_lx_alloc(e, cc_ceil_div(sp->ns * lanes, t->lanes32) * sp->MB * sb, "gemm partial sums") : 0;
+    for (int q = 0; q < 2; q++)
+        sc.C[q] = cc_lx_alloc(e, sp->ns * sp->MB * sb, "gemm C block");
+    for (int64_t o = 0; o < sp->la; o++)
+        sc.arrA[o] = cc_tok_alloc(e, "gemm A arrival");
+    for (int64_t o = 0; o < sp->lb; o++)
+        sc.arrB[o] = cc_tok_alloc(e, "gemm B arrival");
+    sc.loaded = cc_tok_alloc(e, "gemm item loaded");
+    for (int c = 0; c < 2; c++)
+        sc.rdy[c] = cc_tok_alloc(e, "gemm chunk ready");
+    for (int q = 0; q < 2; q++)
+        for (int c = 0; c < 2; c++) {
+            sc.cfull[q][c] = cc_tok_alloc(e, "gemm C full");
+            sc.cempty[q][c] = cc_tok_alloc(e, "gemm C empty");
+        }
+    if (cc_emit_failed(e))
+        return -1;
+
+    cc_kernel_begin(e, "gemm");
+    int zero = sc.tail < lanes;
+    if (zero) {
+        /* The padding lanes of the tile's partial last stick in both C
+         * slots: relu, then min with 0, gives +0 whatever LX held. */
+        cc_sfp_args z = {0};
+        z.t = ISA_T_DL16;
+        z.d = z.a = cc_abs(sc.C[0] + (sc.ns - 1) * sp->MB * sb);
+        z.n0 = sp->MB;
+        z.ds0 = z.as0 = sb;
+        z.n1 = 2;
+        z.ds1 = z.as1 = sc.C[1] - sc.C[0];
+        z.op = ISA_OP_SFP_RELU;
+        z.bm = ISA_BM_VEC;
+        cc_emit_sfp(e, &z);
+        z.op = ISA_OP_SFP_MIN;
+        z.bm = ISA_BM_IMM;
+        cc_emit_sfp(e, &z);
+    }
+    for (int q = 0; q < 2; q++)
+        for (int c = 0; c < sc.nc; c++)
+            cc_emit_sig(e, zero ? ISA_U_SFP0 : ISA_U_DMAO, sc.cempty[q][c]);
+
+    int64_t nbm = cc_ceil_div(sc.mt, sp->MB);
+    for (int64_t rb = 0; rb < nbm; rb++) {
+        int64_t mb = cc_min(sp->MB, sc.mt - rb * sp->MB);
+        int q = (int)(rb % 2);
+        for (int64_t j = 0; j < sp->nch; j++) {
+            int64_t kc = cc_min(sp->KC, g->K - j * sp->KC);
+            share_item(&sc, 1, rb, j, mb, kc);
+            if (rb == 0)
+                share_item(&sc, 0, rb, j, mb, kc);
+            int ta = sc.arrA[(rb * sp->nch + j) % sp->la], tb = sc.arrB[j % sp->lb];
+            int last = j == sp->nch - 1;
+            if (sc.nc == 2) {
+                cc_emit_wait(e, ISA_U_SFP1, ta);
+                if (rb == 0)
+                    cc_emit_wait(e, ISA_U_SFP1, tb);
+                cc_emit_sig(e, ISA_U_SFP1, sc.rdy[0]);
+                cc_emit_sig(e, ISA_U_SFP1, sc.rdy[1]);
+            }
+            for (int c = 0; c < sc.nc; c++) {
+                isa_unit pt = c ? ISA_U_PT1 : ISA_U_PT0;
+                if (sc.nc == 2) {
+                    cc_emit_wait(e, pt, sc.rdy[c]);
+                } else {
+                    cc_emit_wait(e, pt, ta);
+                    if (rb == 0)
+                        cc_emit_wait(e, pt, tb);
+                }
+                if (last)
+                    cc_emit_wait(e, pt, sc.cempty[q][c]);
+                share_mm(&sc, c, rb, j, mb, kc, q);
+                if (last)
+                    cc_emit_sig(e, pt, sc.cfull[q][c]);
+            }
+        }
+        for (int c = 0; c < sc.nc; c++)
+            cc_emit_wait(e, ISA_U_DMAO, sc.cfull[q][c]);
+        cc_dma_shape st = cc_dma_groups(mb, sc.ns, g->M * sb, sp->MB * sb);
+        cc_emit_dma(e, ISA_OP_DMA_ST, cc_abs((int64_t)g->c_dram + (sc.g0 * g->M + sc.m0 + rb * sp->MB) * sb),
+                    cc_abs(sc.C[q]), &st);
+        for (int c = 0; c < sc.nc; c++)
+            cc_emit_sig(e, ISA_U_DMAO, sc.cempty[q][c]);
+    }
+    for (int q = 0; q < 2; q++)
+        for (int c = 0; c < sc.nc; c++)
+            cc_emit_wait(e, c ? ISA_U_PT1 : ISA_U_PT0, sc.cempty[q][c]);
+    cc_kernel_end(e);
+    cc_emit_halt(e);
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
 isa_program *cc_gen_gemm(const sim_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen)
 {
     return cc_gen_gemm_opts(cfg, M, N, K, NULL, err, errlen);
@@ -608,10 +1011,16 @@ isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64
         return NULL;
     }
     int64_t gm = 0, gn = 0;
+    share_plan sp;
+    int shared = choose_share(&g, &sp) == 0;
     if (choose_grid(&g, &gm, &gn)) {
-        snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": no tiling fits %llu bytes of LX per core", M, N,
-                 K, (unsigned long long)g.budget);
-        return NULL;
+        if (!shared) {
+            snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": no tiling fits %llu bytes of LX per core",
+                     M, N, K, (unsigned long long)g.budget);
+            return NULL;
+        }
+    } else if (shared && sp.cycles >= private_cost(&g, gm, gn)) {
+        shared = 0;
     }
     isa_program *p = cc_program_new(cfg, "%C = aten.mm(%A, %B)\n", err, errlen);
     if (!p)
@@ -626,7 +1035,8 @@ isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64
             cc_split(g.GN, gn, core % gn, &g0, &ns);
         }
         char why[256] = "";
-        if (emit_core(&g, p, core, m0, mt, g0, ns, why, sizeof why)) {
+        if (shared ? emit_share_core(&g, &sp, p, core, why, sizeof why)
+                   : emit_core(&g, p, core, m0, mt, g0, ns, why, sizeof why)) {
             snprintf(err, errlen, "gemm %" PRId64 "x%" PRId64 "x%" PRId64 ": %s", M, N, K, why);
             isa_program_free(p);
             return NULL;

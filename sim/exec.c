@@ -364,6 +364,53 @@ static int is_binary(int op) { return op >= ISA_OP_SFP_ADD && op <= ISA_OP_SFP_S
 
 #define MAX_LANES 256
 
+/* sfp.rst: vl elements per (i0, i1), read at stride bs0 and written at
+ * stride bs1, each address element-aligned; the bits are copied. */
+static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+{
+    const isa_insn *in = &e->in;
+    const int64_t sb = s->cfg.stick_bytes;
+    const int64_t esz = in->t == ISA_T_F32 ? 4 : 2;
+    const int64_t vl = in->vl ? in->vl : sb / esz;
+    const int64_t n3[3] = {in->n[0], in->n[1], vl};
+    const int64_t dst[3] = {in->ds[0], in->ds[1], in->bs[1]}, ast[3] = {in->as[0], in->as[1], in->bs[0]};
+    span dsp = extent(in->d.off, 3, n3, dst, esz), asp = extent(in->a.off, 3, n3, ast, esz);
+    if (check_align(s, c, e, u, "d", in->d.off, 3, dst, esz) || check_align(s, c, e, u, "a", in->a.off, 3, ast, esz) ||
+        check_lx(s, c, e, u, "d", dsp) || check_lx(s, c, e, u, "a", asp))
+        return -1;
+    sim_pt_fence(s, c->id, (uint64_t)asp.lo, (uint64_t)asp.hi, 0);
+    sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
+    if (s->race)
+        for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+            for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1];
+                int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+                /* a unit stride is one access; any other, one per element */
+                int64_t na = in->bs[0] == esz ? 1 : vl, nd = in->bs[1] == esz ? 1 : vl;
+                int64_t ua = in->bs[0] == esz ? vl * esz : esz, ud = in->bs[1] == esz ? vl * esz : esz;
+                for (int64_t l = 0; l < na; l++)
+                    sim_race_access(s, c, u, e->index, c->id, (uint64_t)(a + l * in->bs[0]),
+                                    (uint64_t)(a + l * in->bs[0] + ua), 0);
+                for (int64_t l = 0; l < nd; l++)
+                    sim_race_access(s, c, u, e->index, c->id, (uint64_t)(d + l * in->bs[1]),
+                                    (uint64_t)(d + l * in->bs[1] + ud), 1);
+            }
+    /* one stick-time per destination stick's worth of elements */
+    tm->end = sim_time_sfp(s, tm->start, in->op, in->n[0] * in->n[1] * ((vl * esz + sb - 1) / sb));
+    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * vl);
+    if (!s->opt.values)
+        return 0;
+    uint8_t *lx = c->lx;
+    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+        for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+            int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1];
+            int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            for (int64_t l = 0; l < vl; l++)
+                memmove(lx + d + l * in->bs[1], lx + a + l * in->bs[0], (size_t)esz);
+        }
+    return 0;
+}
+
 static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
@@ -371,6 +418,8 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2;
     const int lanes = (int)(sb / esz);
     const int op = in->op;
+    if (op == ISA_OP_SFP_RST)
+        return exec_rst(s, c, e, u, tm);
     const int reduce = op == ISA_OP_SFP_RSUM || op == ISA_OP_SFP_RMAX;
     const int lane_reduce = reduce && (in->flags & ISA_F_LANES);
     /* Checks: a is always sticks; d sticks (or elements for a lane

@@ -612,6 +612,61 @@ static void test_dma_store_into_weights_faults(void)
     expect_fault(p, 0, ISA_U_DMAO, 4, "lies in the weights region [0, 0x400), which is read-only");
 }
 
+static uint16_t get_bits(const uint8_t *lx, int64_t off)
+{
+    uint16_t h;
+    memcpy(&h, lx + off, 2);
+    return h;
+}
+
+static void test_sfp_rst_transposes_shifts_lanes_and_keeps_the_rest(void)
+{
+    /* four sticks, element (r, c) holding the bits 0x100*r + c */
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 64; c++) {
+            uint16_t h = (uint16_t)(0x100 * r + c);
+            memcpy(lx + 128 * r + 2 * c, &h, 2);
+        }
+    for (int i = 0; i < 64 * 7; i++)
+        memcpy(lx + 0x1000 + 2 * i, &(uint16_t){0xaaaa}, 2);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    /* transpose the 4 x 6 block at lane 2: stick i of d gets lane 2 + i
+     * of the four sticks */
+    isa_insn *tr = tu_emit(p, 0, ISA_OP_SFP_RST);
+    tr->d.off = 0x1000;
+    tr->a.off = 4;
+    tr->n[0] = 6;
+    tr->ds[0] = 128;
+    tr->as[0] = 2;
+    tr->bs[0] = 128;
+    tr->bs[1] = 2;
+    tr->vl = 4;
+    /* shift lanes 1..16 of stick 3 to lanes 40..55 of another stick */
+    isa_insn *sh = tu_emit(p, 0, ISA_OP_SFP_RST);
+    sh->d.off = 0x1000 + 6 * 128 + 80;
+    sh->a.off = 3 * 128 + 2;
+    sh->bs[0] = sh->bs[1] = 2;
+    sh->vl = 16;
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int i = 0; i < 6; i++)
+        for (int l = 0; l < 64; l++)
+            CU_ASSERT_EQUAL(get_bits(lx, 0x1000 + 128 * i + 2 * l), l < 4 ? 0x100 * l + 2 + i : 0xaaaa);
+    for (int l = 0; l < 64; l++)
+        CU_ASSERT_EQUAL(get_bits(lx, 0x1000 + 6 * 128 + 2 * l), l >= 40 && l < 56 ? 0x300 + l - 39 : 0xaaaa);
+    isa_program_free(p);
+    sim_destroy(s);
+    /* an odd address is not an element */
+    isa_program *q = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *bad = tu_emit(q, 0, ISA_OP_SFP_RST);
+    bad->a.off = 3;
+    tu_halt_all(q);
+    expect_fault(q, 0, ISA_U_SFP0, 0, "operand a is not aligned to 2 bytes");
+}
+
 int main(void)
 {
     tu_config("spyre-4core", &cfg4);
@@ -638,6 +693,7 @@ int main(void)
         {"dma_translates_weight_and_activation_offsets", test_dma_translates_weight_and_activation_offsets},
         {"dma_piece_straddling_the_regions_faults", test_dma_piece_straddling_the_regions_faults},
         {"dma_store_into_weights_faults", test_dma_store_into_weights_faults},
+        {"sfp_rst_transposes_shifts_lanes_and_keeps_the_rest", test_sfp_rst_transposes_shifts_lanes_and_keeps_the_rest},
         {NULL, NULL},
     };
     return tu_run("sim", tests);

@@ -1,0 +1,90 @@
+/* be_restick.c: restickify in LX.  An operand whose affine index does not
+ * walk its buffer's stick layout (a head's 16 columns starting inside a
+ * 64-lane stick, k^T read as a B sticked on K, a result stored into the
+ * middle of sticks) is copied element by element with sfp.rst between a
+ * staged copy of the buffer (its device layout, whole, in LX) and the
+ * layout the PT or the SFP wants.  The caller lists the element pairs one
+ * destination stick at a time; this file turns them into few
+ * instructions: a run of constant source and destination strides is one
+ * sfp.rst, and equal runs of consecutive sticks share its i0 loop. */
+#include "backend.h"
+
+#include <string.h>
+
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet)
+{
+    memset(r, 0, sizeof *r);
+    r->e = e;
+    r->corelet = corelet;
+}
+
+void be_rst_flush(be_rst *r)
+{
+    if (r->have)
+        cc_emit_sfp(r->e, &r->pend);
+    r->have = 0;
+}
+
+/* One run: vl elements from src (stride ss) to dst (stride sd). */
+static void rst_run(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+{
+    cc_sfp_args *p = &r->pend;
+    if (r->have && p->vl == vl && p->bs1 == sd && p->bs0 == ss && p->n0 < 65535) {
+        if (p->n0 == 1) {
+            p->ds0 = dst - p->d.off;
+            p->as0 = src - p->a.off;
+            p->n0 = 2;
+            return;
+        }
+        if (dst == p->d.off + p->n0 * p->ds0 && src == p->a.off + p->n0 * p->as0) {
+            p->n0++;
+            return;
+        }
+    }
+    be_rst_flush(r);
+    memset(p, 0, sizeof *p);
+    p->op = ISA_OP_SFP_RST;
+    p->c = r->corelet;
+    p->t = ISA_T_DL16;
+    p->bm = ISA_BM_VEC;
+    p->d = cc_abs(dst);
+    p->a = cc_abs(src);
+    p->n0 = p->n1 = 1;
+    p->vl = vl;
+    p->bs0 = ss;
+    p->bs1 = sd;
+    r->have = 1;
+}
+
+void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n)
+{
+    for (int64_t j = 0; j < n;) {
+        int64_t len = 1, sd = 0, ss = 0;
+        if (j + 1 < n) {
+            sd = dst[j + 1] - dst[j];
+            ss = src[j + 1] - src[j];
+            len = 2;
+            while (j + len < n && dst[j + len] - dst[j + len - 1] == sd && src[j + len] - src[j + len - 1] == ss)
+                len++;
+        }
+        rst_run(r, dst[j], src[j], len, sd, ss);
+        j += len;
+    }
+}
+
+int64_t be_buf_bytes(const be_ctx *c, int buf)
+{
+    const be_layout *L = &c->lay[buf];
+    return L->groups * L->rows * c->t.stick;
+}
+
+void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx)
+{
+    const int64_t sb = c->t.stick;
+    int64_t sticks = be_buf_bytes(c, buf) / sb;
+    for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+        int64_t run = cc_min(65535, sticks - s0);
+        cc_dma_shape sh = cc_dma_groups(run, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
+    }
+}
