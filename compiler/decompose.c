@@ -239,21 +239,10 @@ static double num(dctx *c, const cc_node *n, int pos, const char *key, double df
 /* A list of ints (or a single int) into out; -1 when absent or None. */
 static int ints(dctx *c, const cc_node *n, int pos, const char *key, int64_t *out)
 {
-    const cc_arg *a = cc_node_arg(n, pos, key);
-    if (!a || a->kind == CC_ARG_NONE)
-        return -1;
-    if (a->kind == CC_ARG_INT) {
-        out[0] = a->i;
-        return 1;
-    }
-    if (a->kind != CC_ARG_LIST || a->nitems > CC_MAX_RANK)
-        fail(c, "argument %s must be a list of at most %d ints", key, CC_MAX_RANK);
-    for (int i = 0; i < a->nitems; i++) {
-        if (a->items[i].kind != CC_ARG_INT)
-            fail(c, "argument %s must be a list of ints", key);
-        out[i] = a->items[i].i;
-    }
-    return a->nitems;
+    int cnt = cc_arg_ints(cc_node_arg(n, pos, key), out);
+    if (cnt == -2)
+        fail(c, "argument %s must be an int or a list of at most %d ints", key, CC_MAX_RANK);
+    return cnt;
 }
 
 static int dtype_arg(dctx *c, const cc_node *n, int pos, const char *key)

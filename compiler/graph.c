@@ -1602,3 +1602,21 @@ int cc_graph_relpath(const cc_graph *g, const char *file, char *buf, size_t len)
         n = snprintf(buf, len, "%.*s/%s", (int)(slash - g->path), g->path, file);
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
+
+int cc_arg_ints(const cc_arg *a, int64_t *out)
+{
+    if (!a || a->kind == CC_ARG_NONE)
+        return -1;
+    if (a->kind == CC_ARG_INT) {
+        out[0] = a->i;
+        return 1;
+    }
+    if (a->kind != CC_ARG_LIST || a->nitems > CC_MAX_RANK)
+        return -2;
+    for (int i = 0; i < a->nitems; i++) {
+        if (a->items[i].kind != CC_ARG_INT)
+            return -2;
+        out[i] = a->items[i].i;
+    }
+    return a->nitems;
+}

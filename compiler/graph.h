@@ -98,6 +98,9 @@ void cc_arg_print(const cc_graph *g, const cc_arg *a, FILE *f);
 /* Helpers for interpreters of the graph. */
 int cc_graph_find(const cc_graph *g, const char *name); /* value index or -1 */
 int64_t cc_ttype_numel(const cc_ttype *t);
+/* An int or a list of at most CC_MAX_RANK ints into out: the count; -1
+ * when a is NULL or None; -2 when it is anything else. */
+int cc_arg_ints(const cc_arg *a, int64_t *out);
 /* Argument by position (counting positional ones only) or keyword; NULL if absent. */
 const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key);
 

@@ -383,21 +383,10 @@ static double num(lctx *c, int pos, const char *key, double dflt)
 
 static int ints(lctx *c, int pos, const char *key, int64_t *out)
 {
-    const cc_arg *a = arg(c, pos, key);
-    if (!a || a->kind == CC_ARG_NONE)
-        return -1;
-    if (a->kind == CC_ARG_INT) {
-        out[0] = a->i;
-        return 1;
-    }
-    if (a->kind != CC_ARG_LIST || a->nitems > CC_MAX_RANK)
-        fail(c, "argument %s must be a list of at most %d ints", key, CC_MAX_RANK);
-    for (int i = 0; i < a->nitems; i++) {
-        if (a->items[i].kind != CC_ARG_INT)
-            fail(c, "argument %s must be a list of ints", key);
-        out[i] = a->items[i].i;
-    }
-    return a->nitems;
+    int cnt = cc_arg_ints(arg(c, pos, key), out);
+    if (cnt == -2)
+        fail(c, "argument %s must be an int or a list of at most %d ints", key, CC_MAX_RANK);
+    return cnt;
 }
 
 static int dtype_kw(lctx *c)
