@@ -20,6 +20,7 @@
  * Every record field is written and read explicitly, little-endian; the
  * reader checks every size, offset, enum and name before trusting it. */
 #include "isa.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,15 +82,6 @@ enum {
 #define TEXT_PREFIX ".text.core"
 #define MAX_CORES 256 /* the ring's core operand has 8 bits */
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {
@@ -119,23 +111,23 @@ static int mul_ok(uint64_t a, uint64_t b, uint64_t *r)
 static int check_config(const isa_program *p, char *msg, size_t len)
 {
     if (!memchr(p->config, 0, sizeof p->config)) {
-        set_err(msg, len, "configuration name is not NUL-terminated");
+        isa_set_err(msg, len, "configuration name is not NUL-terminated");
         return -1;
     }
     if (p->ncores < 1 || p->ncores > MAX_CORES) {
-        set_err(msg, len, "ncores %d out of range [1, %d]", p->ncores, MAX_CORES);
+        isa_set_err(msg, len, "ncores %d out of range [1, %d]", p->ncores, MAX_CORES);
         return -1;
     }
     if (p->stick_bytes < 4 || p->stick_bytes % 4) {
-        set_err(msg, len, "stick_bytes %" PRIu32 " is not a positive multiple of 4", p->stick_bytes);
+        isa_set_err(msg, len, "stick_bytes %" PRIu32 " is not a positive multiple of 4", p->stick_bytes);
         return -1;
     }
     if (p->lx_bytes == 0) {
-        set_err(msg, len, "lx_bytes is 0");
+        isa_set_err(msg, len, "lx_bytes is 0");
         return -1;
     }
     if (p->weight_bytes > p->dram_bytes) {
-        set_err(msg, len, "weights region of %" PRIu64 " bytes is larger than the DRAM segment of %" PRIu64 " bytes",
+        isa_set_err(msg, len, "weights region of %" PRIu64 " bytes is larger than the DRAM segment of %" PRIu64 " bytes",
                 p->weight_bytes, p->dram_bytes);
         return -1;
     }
@@ -147,31 +139,31 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
 {
     const isa_tensor *t = &p->tensors[i];
     if (!memchr(t->name, 0, sizeof t->name)) {
-        set_err(msg, len, "tensor %zu: name is not NUL-terminated", i);
+        isa_set_err(msg, len, "tensor %zu: name is not NUL-terminated", i);
         return -1;
     }
     if (!t->name[0]) {
-        set_err(msg, len, "tensor %zu: empty name", i);
+        isa_set_err(msg, len, "tensor %zu: empty name", i);
         return -1;
     }
     if ((unsigned)t->role > ISA_ROLE_SCRATCH) {
-        set_err(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
+        isa_set_err(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
         return -1;
     }
     if ((unsigned)t->host_dtype > ISA_HT_F16) {
-        set_err(msg, len, "tensor %s: host dtype %d out of range", t->name, (int)t->host_dtype);
+        isa_set_err(msg, len, "tensor %s: host dtype %d out of range", t->name, (int)t->host_dtype);
         return -1;
     }
     if ((unsigned)t->dev_dtype > ISA_T_F32) {
-        set_err(msg, len, "tensor %s: device dtype %d out of range", t->name, (int)t->dev_dtype);
+        isa_set_err(msg, len, "tensor %s: device dtype %d out of range", t->name, (int)t->dev_dtype);
         return -1;
     }
     if (t->rank < 0 || t->rank > ISA_MAX_RANK) {
-        set_err(msg, len, "tensor %s: rank %d out of range [0, %d]", t->name, t->rank, ISA_MAX_RANK);
+        isa_set_err(msg, len, "tensor %s: rank %d out of range [0, %d]", t->name, t->rank, ISA_MAX_RANK);
         return -1;
     }
     if (t->rank ? t->stick_dim < 0 || t->stick_dim >= t->rank : t->stick_dim != 0) {
-        set_err(msg, len, "tensor %s: stick dimension %d out of range for rank %d", t->name, t->stick_dim,
+        isa_set_err(msg, len, "tensor %s: stick dimension %d out of range for rank %d", t->name, t->stick_dim,
                 t->rank);
         return -1;
     }
@@ -179,32 +171,32 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
     uint64_t need = p->stick_bytes, lanes = p->stick_bytes / (t->dev_dtype == ISA_T_F32 ? 4 : 2);
     for (int d = 0; d < t->rank; d++) {
         if (t->shape[d] < 1) {
-            set_err(msg, len, "tensor %s: dimension %d is %" PRId64, t->name, d, t->shape[d]);
+            isa_set_err(msg, len, "tensor %s: dimension %d is %" PRId64, t->name, d, t->shape[d]);
             return -1;
         }
         uint64_t f = (uint64_t)t->shape[d];
         if (d == t->stick_dim)
             f = (f + lanes - 1) / lanes;
         if (!mul_ok(need, f, &need) || need > p->dram_bytes) {
-            set_err(msg, len, "tensor %s: larger than the DRAM segment (%" PRIu64 " bytes)", t->name,
+            isa_set_err(msg, len, "tensor %s: larger than the DRAM segment (%" PRIu64 " bytes)", t->name,
                     p->dram_bytes);
             return -1;
         }
     }
     if (t->bytes < need) {
-        set_err(msg, len, "tensor %s: %" PRIu64 " bytes, but its shape needs %" PRIu64, t->name, t->bytes,
+        isa_set_err(msg, len, "tensor %s: %" PRIu64 " bytes, but its shape needs %" PRIu64, t->name, t->bytes,
                 need);
         return -1;
     }
     if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off) {
-        set_err(msg, len,
+        isa_set_err(msg, len,
                 "tensor %s: bytes [%" PRIu64 ", +%" PRIu64 ") outside the DRAM segment of %" PRIu64 " bytes",
                 t->name, t->dram_off, t->bytes, p->dram_bytes);
         return -1;
     }
     int is_weight = t->role == ISA_ROLE_WEIGHT;
     if (p->weight_bytes && (is_weight ? t->dram_off + t->bytes > p->weight_bytes : t->dram_off < p->weight_bytes)) {
-        set_err(msg, len,
+        isa_set_err(msg, len,
                 "tensor %s (%s): bytes [%" PRIu64 ", +%" PRIu64 ") are not in the %s region (weights: [0, %" PRIu64 "))",
                 t->name, isa_role_names[t->role], t->dram_off, t->bytes,
                 is_weight ? "weights" : "activation", p->weight_bytes);
@@ -212,13 +204,13 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
     }
     if (t->const_off != -1 &&
         (t->const_off < 0 || (uint64_t)t->const_off > p->nconsts || t->bytes > p->nconsts - (uint64_t)t->const_off)) {
-        set_err(msg, len, "tensor %s: initial data at %" PRId64 " (+%" PRIu64 ") outside the %zu constant bytes",
+        isa_set_err(msg, len, "tensor %s: initial data at %" PRId64 " (+%" PRIu64 ") outside the %zu constant bytes",
                 t->name, t->const_off, t->bytes, p->nconsts);
         return -1;
     }
     for (size_t j = 0; j < i; j++)
         if (strcmp(p->tensors[j].name, t->name) == 0) {
-            set_err(msg, len, "tensor %s: name used twice", t->name);
+            isa_set_err(msg, len, "tensor %s: name used twice", t->name);
             return -1;
         }
     return 0;
@@ -230,27 +222,27 @@ static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
 {
     const isa_kernel *k = &p->kernels[i];
     if (!memchr(k->name, 0, sizeof k->name)) {
-        set_err(msg, len, "kernel %zu: name is not NUL-terminated", i);
+        isa_set_err(msg, len, "kernel %zu: name is not NUL-terminated", i);
         return -1;
     }
     if (!k->name[0]) {
-        set_err(msg, len, "kernel %zu: empty name", i);
+        isa_set_err(msg, len, "kernel %zu: empty name", i);
         return -1;
     }
     if (k->core < 0 || k->core >= p->ncores) {
-        set_err(msg, len, "kernel %s: core %d out of range [0, %d)", k->name, k->core, p->ncores);
+        isa_set_err(msg, len, "kernel %s: core %d out of range [0, %d)", k->name, k->core, p->ncores);
         return -1;
     }
     size_t n = p->cores[k->core].n;
     if (k->first < 0 || k->first > k->last || (unsigned long)k->last >= n) {
-        set_err(msg, len, "kernel %s: instructions [%ld, %ld] are not a range of core %d's %zu instructions",
+        isa_set_err(msg, len, "kernel %s: instructions [%ld, %ld] are not a range of core %d's %zu instructions",
                 k->name, k->first, k->last, k->core, n);
         return -1;
     }
     for (size_t j = 0; j < i; j++) {
         const isa_kernel *o = &p->kernels[j];
         if (o->core == k->core && o->first <= k->last && k->first <= o->last) {
-            set_err(msg, len, "kernel %s: instructions [%ld, %ld] overlap kernel %s [%ld, %ld] on core %d", k->name,
+            isa_set_err(msg, len, "kernel %s: instructions [%ld, %ld] overlap kernel %s [%ld, %ld] on core %d", k->name,
                     k->first, k->last, o->name, o->first, o->last, k->core);
             return -1;
         }
@@ -377,17 +369,17 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
 {
     char msg[400];
     if (check_config(p, msg, sizeof msg)) {
-        set_err(err, errlen, "%s: %s", path, msg);
+        isa_set_err(err, errlen, "%s: %s", path, msg);
         return -1;
     }
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, msg, sizeof msg)) {
-            set_err(err, errlen, "%s: %s", path, msg);
+            isa_set_err(err, errlen, "%s: %s", path, msg);
             return -1;
         }
     for (size_t i = 0; i < p->nkernels; i++)
         if (check_kernel(p, i, msg, sizeof msg)) {
-            set_err(err, errlen, "%s: %s", path, msg);
+            isa_set_err(err, errlen, "%s: %s", path, msg);
             return -1;
         }
 
@@ -402,7 +394,7 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
     uint8_t note[NOTE_BYTES];
     encode_note(p, note);
     if (!text || !tensors || !kernels || !syms) {
-        set_err(err, errlen, "%s: out of memory", path);
+        isa_set_err(err, errlen, "%s: out of memory", path);
         goto out;
     }
     for (int c = 0; c < p->ncores; c++) {
@@ -411,23 +403,23 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
             continue;
         text[c] = malloc(s->n * ISA_INSN_BYTES);
         if (!text[c]) {
-            set_err(err, errlen, "%s: out of memory", path);
+            isa_set_err(err, errlen, "%s: out of memory", path);
             goto out;
         }
         for (size_t i = 0; i < s->n; i++)
             if (isa_encode(&s->insns[i], text[c] + i * ISA_INSN_BYTES, msg, sizeof msg)) {
-                set_err(err, errlen, "%s: core %d instruction %zu: %s", path, c, i, msg);
+                isa_set_err(err, errlen, "%s: core %d instruction %zu: %s", path, c, i, msg);
                 goto out;
             }
     }
 
     if (elf_version(EV_CURRENT) == EV_NONE) {
-        set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+        isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
         goto out;
     }
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        isa_set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         goto out;
     }
     e = elf_begin(fd, ELF_C_WRITE, NULL);
@@ -513,12 +505,12 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
     goto out;
 
 elf_fail:
-    set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+    isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
 out:
     if (e)
         elf_end(e);
     if (fd >= 0 && close(fd) && rc == 0) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        isa_set_err(err, errlen, "%s: %s", path, strerror(errno));
         rc = -1;
     }
     if (rc && fd >= 0)
@@ -550,7 +542,7 @@ static void rfail(const reader *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    set_err(r->err, r->errlen, "%s: %s", r->path, msg);
+    isa_set_err(r->err, r->errlen, "%s: %s", r->path, msg);
 }
 
 /* A section's bytes inside the file image. */

@@ -266,6 +266,8 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
 int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_t errlen);
 /* Canonical text: mnemonic, then every operand that differs from its default. */
 void isa_format_insn(const isa_insn *in, char *buf, size_t len);
+/* A decimal, hex (0x) or octal integer that fills the whole string; 0 or -1. */
+int isa_parse_int(const char *s, int64_t *out);
 /* Parse one line of assembler text (no comments, no directives). */
 int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen);
 

@@ -81,16 +81,6 @@ static char *read_text_file(const char *path, char *err, size_t len)
     return buf;
 }
 
-static int parse_i64(const char *s, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 0);
-    if (errno || end == s || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static int load_config(const char *path_or_name, sim_config *cfg)
 {
@@ -223,7 +213,7 @@ static int cmd_gen(int argc, char **argv)
             return usage_error("gen", "unknown option");
         else if (!kind)
             kind = argv[i];
-        else if (ndims == 3 || parse_i64(argv[i], &dims[ndims++]))
+        else if (ndims == 3 || isa_parse_int(argv[i], &dims[ndims++]))
             return usage_error("gen", "dimensions must be integers");
     }
     if (!kind || !out)
@@ -374,7 +364,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-race-check"))
             opt.detect_races = 0;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-            if (parse_i64(argv[++i], &v) || v < 0)
+            if (isa_parse_int(argv[++i], &v) || v < 0)
                 return usage_error("run", "--seed takes a non-negative integer");
             seed = (uint64_t)v;
         } else if (!strcmp(argv[i], "--config") && i + 1 < argc)
