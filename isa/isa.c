@@ -158,7 +158,7 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
     case ISA_K_U:
         if (v < o->min || (o->bits < 63 && (uint64_t)v >= (1ull << o->bits))) {
             isa_set_err(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRIu64 "]", o->name,
-                    v, o->min, (1ull << o->bits) - 1);
+                    v, o->min, (uint64_t)((1ull << o->bits) - 1));
             return -1;
         }
         return 0;
