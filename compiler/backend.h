@@ -139,6 +139,9 @@ typedef struct {
     int64_t R, G, gs, cols;
     int64_t rows_cap;     /* rows the slot is sized for */
     int64_t top, end;     /* scratch allocator */
+    const be_rowspace *rsp; /* row kernels: the row space (NULL in matmul epilogues) */
+    int colvar;           /* row kernels: the column variable */
+    int64_t r0;           /* row kernels: this chunk's first row */
     int acc_expr;         /* matmul: the acc expression id, or -1 */
     be_val acc;           /* its value */
     /* resolved loads: expression id -> value (filled by the caller) */
@@ -153,6 +156,12 @@ int be_eval(be_tile *T, int e, be_val *out);
 void be_bind(be_tile *T, int e, const be_val *v);
 /* Classify expression e over the kernel's row/column variables: the
  * class its value will have (loads only; see be_rows.c). */
+
+/* The finite stand-in for an infinite constant in DL16 arithmetic (DL16
+ * has no infinity; be_rows.c): 2^30.  be_dl16_imm(v) is v as an SFP
+ * immediate, +-inf replaced by +-BE_DL16_INF. */
+#define BE_DL16_INF 1073741824.0f
+float be_dl16_imm(double v);
 
 /* SFP helpers: a temp of class cls in the tile's scratch; one SFP
  * instruction writing class cls (a_col: a is a COL value broadcast over

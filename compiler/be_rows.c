@@ -89,12 +89,27 @@ static void shape_for(const be_tile *T, be_vclass cls, cc_sfp_args *s)
     }
 }
 
+/* DL16 has no infinity: its one NINF pattern stands for infinity and NaN
+ * alike and reads back as NaN, so an infinite constant written to a DL16
+ * tile (masked_fill(x, mask, -inf) before a softmax) would make the whole
+ * row NaN through max and exp.  An infinite immediate becomes
+ * +-BE_DL16_INF instead: finite, far beyond any activation, and with room
+ * left below the largest DL16 (about 8.6e9) so that softmax's
+ * x - max(x) stays finite; exp of it is exactly 0.  (A row whose every
+ * element is masked comes out uniform instead of NaN.) */
+float be_dl16_imm(double v)
+{
+    if (isinf(v))
+        return v < 0 ? -BE_DL16_INF : BE_DL16_INF;
+    return (float)v;
+}
+
 /* b operand of an op whose result has class cls. */
 static int set_b(be_tile *T, be_vclass cls, const be_val *b, cc_sfp_args *s)
 {
     const int64_t sb = T->c->t.stick;
     switch (b->cls) {
-    case BE_V_CONST: s->bm = ISA_BM_IMM; s->imm = (float)b->imm; return 0;
+    case BE_V_CONST: s->bm = ISA_BM_IMM; s->imm = be_dl16_imm(b->imm); return 0;
     case BE_V_TILE: s->bm = ISA_BM_VEC; s->b = cc_abs(b->lx); s->bs0 = T->gs; s->bs1 = sb; return 0;
     case BE_V_COL: s->bm = ISA_BM_VEC; s->b = cc_abs(b->lx); s->bs0 = sb; s->bs1 = 0; return 0;
     case BE_V_ROW:
@@ -298,6 +313,89 @@ static int eval_binary(be_tile *T, ir_op iop, const be_val *a, const be_val *b, 
     return emit_bin(T, op, cls, &w, b, out);
 }
 
+/* Index values (IR_E_INDEX) by sfp.iota: idx is affine over the kernel's
+ * column variable and row variables.  Over one chunk its value is
+ * off + cc*column + rowpart(row); rowpart is affine along runs of rows
+ * (between wraps of an inner row variable), one sfp.iota per run. */
+#define BE_IOTA_EXACT 1024 /* DL16 keeps every integer up to here */
+static int eval_index(be_tile *T, const ir_index *idx, be_val *out)
+{
+    if (!T->rsp)
+        return be_error(T->c, T->K, "index values in a matmul epilogue are not supported by the back half yet");
+    const be_rowspace *rs = T->rsp;
+    const int64_t sb = T->c->t.stick;
+    int64_t cc = idx->coef[T->colvar], lo = idx->offset, hi = idx->offset;
+    int hasrow = 0;
+    for (int v = 0; v < IR_MAX_VARS; v++) {
+        int row = 0;
+        for (int i = 0; i < rs->nv; i++)
+            if (rs->var[i] == v) {
+                row = 1;
+                int64_t span = idx->coef[v] * (rs->ext[i] - 1);
+                lo += span < 0 ? span : 0;
+                hi += span > 0 ? span : 0;
+                hasrow |= idx->coef[v] != 0;
+            }
+        if (!row && v != T->colvar && idx->coef[v])
+            return be_error(T->c, T->K, "internal: an index value over a variable outside the rows and columns");
+    }
+    int64_t cspan = cc * (T->cols - 1);
+    lo += cspan < 0 ? cspan : 0;
+    hi += cspan > 0 ? cspan : 0;
+    if (lo < -BE_IOTA_EXACT || hi > BE_IOTA_EXACT)
+        return be_error(T->c, T->K,
+                        "index values from %" PRId64 " to %" PRId64 " are not exact in DL16 (limit %d; not supported yet)",
+                        lo, hi, BE_IOTA_EXACT);
+    if (!cc && !hasrow) {
+        out->cls = BE_V_CONST;
+        out->imm = (double)idx->offset;
+        return 0;
+    }
+    be_vclass cls = cc && hasrow ? BE_V_TILE : cc ? BE_V_COL : BE_V_ROW;
+    if (be_temp(T, cls, out))
+        return -1;
+    cc_sfp_args s = {0};
+    s.op = ISA_OP_SFP_IOTA;
+    s.c = T->corelet;
+    s.t = ISA_T_DL16;
+    s.bs0 = cc;
+    if (cls == BE_V_COL) {
+        s.d = cc_abs(out->lx);
+        s.n0 = T->G;
+        s.ds0 = sb;
+        s.n1 = 1;
+        s.imm = (float)idx->offset;
+        cc_emit_sfp(T->e, &s);
+        return 0;
+    }
+    /* the row part of each row of the chunk, in runs of constant step */
+    int64_t n = T->R, *rv = ir_xalloc((size_t)n * sizeof *rv);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rest = T->r0 + i, v = 0;
+        for (int j = rs->nv - 1; j >= 0; j--) {
+            v += idx->coef[rs->var[j]] * (rest % rs->ext[j]);
+            rest /= rs->ext[j];
+        }
+        rv[i] = v;
+    }
+    for (int64_t i = 0; i < n;) {
+        int64_t len = 1, step = i + 1 < n ? rv[i + 1] - rv[i] : 0;
+        while (i + len < n && rv[i + len] - rv[i + len - 1] == step)
+            len++;
+        s.d = cc_abs(out->lx + i * sb);
+        s.n0 = cls == BE_V_TILE ? T->G : 1;
+        s.ds0 = cls == BE_V_TILE ? T->gs : 0;
+        s.n1 = len;
+        s.ds1 = sb;
+        s.bs1 = step;
+        s.imm = (float)(idx->offset + rv[i]);
+        cc_emit_sfp(T->e, &s);
+        i += len;
+    }
+    free(rv);
+    return 0;
+}
+
 int be_eval(be_tile *T, int e, be_val *out)
 {
     const be_val *m = lookup(T, e);
@@ -325,7 +423,9 @@ int be_eval(be_tile *T, int e, be_val *out)
         return be_error(T->c, T->K, "gathers (load of %s at a computed index) are not supported by the back half yet",
                         p->bufs[x->buf].name);
     case IR_E_INDEX:
-        return be_error(T->c, T->K, "index values (arange, triangular masks) are not supported by the back half yet");
+        if (eval_index(T, &x->idx, out))
+            return -1;
+        break;
     case IR_E_CAST:
         if (be_eval(T, x->a, &a))
             return -1;
@@ -623,6 +723,9 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb;
     int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
+    int64_t nel = 1;
+    for (int d = 0; d < c->p->bufs[x->buf].type.rank; d++)
+        nel *= c->p->bufs[x->buf].type.shape[d];
     be_rst r;
     be_rst_begin(&r, rc->e, 0);
     for (int64_t g = 0; g * lanes < k->cols; g++)
@@ -635,7 +738,13 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             for (int64_t l = 0; l < cnt; l++) {
                 val[k->colvar] = g * lanes + l;
-                src[l] = L->stage + be_elem_off(c, x->buf, be_index_at(&x->idx, k->nvars, val));
+                /* a load guarded by a where (cat) may index past its
+                 * buffer where the other operand is chosen: read element
+                 * 0 there, a value the where discards */
+                int64_t flat = be_index_at(&x->idx, k->nvars, val);
+                if (flat < 0 || flat >= nel)
+                    flat = 0;
+                src[l] = L->stage + be_elem_off(c, x->buf, flat);
                 dst[l] = lx + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, cnt);
@@ -679,6 +788,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     be_tile *T = &rc->T;
     T->nmemo = 0;
     T->R = n;
+    T->r0 = r0;
     T->top = at;
     T->end = base + rc->slot_bytes;
     for (int i = 0; i < k->nl && i < 256; i++) {
@@ -854,6 +964,8 @@ int be_rows_emit(be_ctx *c, int pos)
         rc.T.rows_cap = R;
         rc.T.cols = k.cols;
         rc.T.acc_expr = -1;
+        rc.T.rsp = &k.rsp;
+        rc.T.colvar = k.colvar;
         rc.tmp_produced = ir_xalloc((size_t)c->p->nbufs);
         cc_kernel_begin(e, k.K->name);
         for (int s = 0; s < 2; s++)

@@ -155,7 +155,11 @@ typedef struct isa_insn {
  * SFP restickify (sfp.rst): element-granular copy between stick layouts in
  * LX (transposes, lane shifts, partial-stick merges): for i1<n1, i0<n0,
  * l<vl, the element (t's size) at a + i0*as0 + i1*as1 + l*bs0 is copied to
- * d + i0*ds0 + i1*ds1 + l*bs1; addresses and strides are element-aligned. */
+ * d + i0*ds0 + i1*ds1 + l*bs1; addresses and strides are element-aligned.
+ * SFP index values (sfp.iota): writes an affine function of the column
+ * (i0*lanes + lane, lanes of type t per stick) and the row i1, with the
+ * integer coefficients bs0 and bs1 and the offset imm: arange, triangular
+ * masks and cat conditions without loading a constant tensor. */
 #define ISA_TABLE(X) \
     X(NOP,   "nop",   0x00, NONE, ISA_C_SEQ,  "nothing") \
     X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ,  "end of this core's stream; the core is done when its units drain") \
@@ -205,6 +209,7 @@ typedef struct isa_insn {
     X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, "d := max of a over i0 (and lanes with f=lanes)") \
     X(SFP_CVT,   "sfp.cvt",   0x58, SFP, ISA_C_SFP, "d := a converted from type t to the other type (DL16 <-> fp32); strides are per operand") \
     X(SFP_RST,   "sfp.rst",   0x59, SFP, ISA_C_SFP, "restickify: element d + i0*ds0 + i1*ds1 + l*bs1 := element a + i0*as0 + i1*as1 + l*bs0, l < vl (0: a stick's lanes); bits copied") \
+    X(SFP_IOTA,  "sfp.iota",  0x5a, SFP, ISA_C_SFP, "index values: lane e of stick d + i0*ds0 + i1*ds1 := imm + bs0*(i0*lanes + e) + bs1*i1, rounded to t; a, b unused") \
     X(RING_SEND, "ring.send", 0x60, RING, ISA_C_RING, "core's LX[d..] := LX[a..]; then token tok of that core += 1 (tok 255: none)") \
     X(RING_RED,  "ring.red",  0x61, RING, ISA_C_RING, "core's LX[d..] += LX[a..] as type t; then token tok of that core += 1")
 

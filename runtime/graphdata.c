@@ -2,6 +2,7 @@
  * safetensors file, parameters from the graph's weights file. */
 #include "rt.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,15 @@ static int write_st(rt_program *prog, const char *name, const rt_st_tensor *t, c
         return -1;
     }
     rt_st_to_f32(t, v);
+    /* DL16 has no infinity (its NINF reads back as NaN): an infinite value
+     * in the graph's data, such as the -inf of an additive causal mask,
+     * becomes +-2^30, the stand-in the compiler uses for infinite
+     * constants (BE_DL16_INF, docs/compiler.md).  Integer data (token ids)
+     * arrives here as fp32 values, exact up to 2^24. */
+    if (p->tensors[ti].dev_dtype == ISA_T_DL16)
+        for (int64_t i = 0; i < n; i++)
+            if (isinf(v[i]))
+                v[i] = v[i] < 0 ? -1073741824.0f : 1073741824.0f;
     int rc = rt_write_tensor(prog, name, v, ISA_HT_F32, err, errlen);
     free(v);
     return rc;

@@ -217,11 +217,11 @@ int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen)
         return seterr(err, errlen, "%s: missing key 'name'", path);
     if (cfg->lx_usable_bytes > cfg->lx_bytes)
         return seterr(err, errlen, "%s: lx_usable_bytes exceeds lx_bytes", path);
-    /* the race detector tracks LX and DRAM pages in blocks of 64 sticks */
-    if (cfg->lx_bytes % (64ull * cfg->stick_bytes))
-        return seterr(err, errlen, "%s: lx_bytes must be a multiple of 64 sticks (%u bytes)", path, 64 * cfg->stick_bytes);
-    if (cfg->dram_page_bytes % (64ull * cfg->stick_bytes))
-        return seterr(err, errlen, "%s: dram_page_bytes must be a multiple of 64 sticks", path);
+    /* the race detector tracks LX and DRAM pages in blocks of 16 sticks */
+    if (cfg->lx_bytes % (16ull * cfg->stick_bytes))
+        return seterr(err, errlen, "%s: lx_bytes must be a multiple of 16 sticks (%u bytes)", path, 16 * cfg->stick_bytes);
+    if (cfg->dram_page_bytes % (16ull * cfg->stick_bytes))
+        return seterr(err, errlen, "%s: dram_page_bytes must be a multiple of 16 sticks", path);
     if (cfg->dram_page_bytes & (cfg->dram_page_bytes - 1))
         return seterr(err, errlen, "%s: dram_page_bytes must be a power of two", path);
     if (cfg->dram_align & (cfg->dram_align - 1))

@@ -411,6 +411,39 @@ static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     return 0;
 }
 
+/* sfp.iota: stick (i0, i1) at d + i0*ds0 + i1*ds1 gets, in lane l, the
+ * value imm + bs0*(i0*lanes + l) + bs1*i1 (computed in double, exact for
+ * integers, then rounded to t); nothing is read. */
+static int exec_iota(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+{
+    const isa_insn *in = &e->in;
+    const int64_t sb = s->cfg.stick_bytes;
+    const int t = (int)in->t, lanes = (int)(sb / (t == ISA_T_F32 ? 4 : 2));
+    span dsp = extent(in->d.off, 2, in->n, in->ds, sb);
+    if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_lx(s, c, e, u, "d", dsp))
+        return -1;
+    sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
+    if (s->race)
+        for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+            for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                uint64_t d = (uint64_t)(in->d.off + i0 * in->ds[0] + i1 * in->ds[1]);
+                sim_race_access(s, c, u, e->index, c->id, d, d + (uint64_t)sb, 1);
+            }
+    tm->end = sim_time_sfp(s, tm->start, in->op, in->n[0] * in->n[1]);
+    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
+    if (!s->opt.values)
+        return 0;
+    float x[MAX_LANES];
+    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+        for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+            for (int l = 0; l < lanes; l++)
+                x[l] = (float)((double)in->imm + (double)in->bs[0] * (double)(i0 * lanes + l) +
+                               (double)in->bs[1] * (double)i1);
+            store_stick(c->lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1], t, x, lanes);
+        }
+    return 0;
+}
+
 static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
@@ -420,6 +453,8 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     const int op = in->op;
     if (op == ISA_OP_SFP_RST)
         return exec_rst(s, c, e, u, tm);
+    if (op == ISA_OP_SFP_IOTA)
+        return exec_iota(s, c, e, u, tm);
     const int reduce = op == ISA_OP_SFP_RSUM || op == ISA_OP_SFP_RMAX;
     const int lane_reduce = reduce && (in->flags & ISA_F_LANES);
     /* Checks: a is always sticks; d sticks (or elements for a lane

@@ -32,7 +32,7 @@ typedef struct {
     access_rec r[SHADOW_READS];
 } shadow;
 
-#define BLOCK_STICKS 64
+#define BLOCK_STICKS 16
 
 typedef struct {
     uint32_t gen;     /* run the block belongs to; an older block reads as empty */

@@ -118,6 +118,8 @@ double sim_time_sfp(const sim *s, double t, int op, int64_t sticks)
                      op == ISA_OP_SFP_TANH || op == ISA_OP_SFP_SIGM || op == ISA_OP_SFP_GELU ||
                      op == ISA_OP_SFP_GELUT || op == ISA_OP_SFP_SILU ||
                      op == ISA_OP_SFP_ERF || op == ISA_OP_SFP_SIN || op == ISA_OP_SFP_COS || op == ISA_OP_SFP_POW;
+    /* sfp.iota (index values: a multiply-add of lane and loop counters,
+     * no operand read) costs a simple op per stick written */
     double per = complex_op ? cfg->sfp_complex_cycles : cfg->sfp_simple_cycles;
     return t + cfg->sfp_issue_cycles + per * (double)sticks;
 }

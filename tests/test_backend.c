@@ -220,17 +220,39 @@ static void compile_error(const char *text, const char *cfgname, char *err, size
     cc_graph_free(g);
 }
 
-static void test_unsupported_index_value_is_a_clear_error_naming_the_kernel(void)
+static void test_index_values_come_from_sfp_iota_and_validate_on_both_chips(void)
+{
+    /* arange over the columns (a per-column value) and a triangular mask
+     * over rows and columns (a tile): sfp.iota writes both */
+    const char *g = "graph ar\n"
+                    "input %x: f32[8, 64]\n"
+                    "%a: i64[64] = aten.arange.default(64)\n"
+                    "%y: f32[8, 64] = aten.add.Tensor(%x, %a)\n"
+                    "%t: f32[8, 64] = aten.triu.default(%y, 1)\n"
+                    "output %t\n";
+    CU_ASSERT_EQUAL(run_text(g, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(g, "spyre-4core"), 0);
+}
+
+static void test_index_values_beyond_dl16_exactness_are_a_clear_error(void)
 {
     char err[512];
     compile_error("graph ar\n"
-                  "input %x: f32[8, 64]\n"
-                  "%a: i64[64] = aten.arange.default(64)\n"
-                  "%y: f32[8, 64] = aten.add.Tensor(%x, %a)\n"
+                  "input %x: f32[8, 2048]\n"
+                  "%a: i64[2048] = aten.arange.default(2048)\n"
+                  "%y: f32[8, 2048] = aten.add.Tensor(%x, %a)\n"
                   "output %y\n",
                   "spyre", err, sizeof err);
-    CU_ASSERT_STRING_EQUAL(err, "kernel k0_arange_add: index values (arange, triangular masks) are not supported "
-                                "by the back half yet");
+    CU_ASSERT_STRING_EQUAL(err, "kernel k0_arange_add: index values from 0 to 2047 are not exact in DL16 (limit 1024; "
+                                "not supported yet)");
+}
+
+static void test_llama_block_with_rope_cat_gqa_and_swiglu_validates_on_both_chips(void)
+{
+    /* rotate_half's cat becomes where(i < 8, ...) over sfp.iota index
+     * values; the f32 causal mask's -inf is uploaded as -2^30 */
+    CU_ASSERT_EQUAL(run_trace("llama_tiny", "spyre", NULL), 0);
+    CU_ASSERT_EQUAL(run_trace("llama_tiny", "spyre-4core", NULL), 0);
 }
 
 static void test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips(void)
@@ -252,6 +274,16 @@ static void test_encoder_and_decoder_attention_validate_on_both_chips(void)
     CU_ASSERT_EQUAL(run_trace("encoder_small", "spyre-4core", NULL), 0);
     CU_ASSERT_EQUAL(run_trace("decoder_small", "spyre", NULL), 0);
     CU_ASSERT_EQUAL(run_trace("decoder_small", "spyre-4core", NULL), 0);
+}
+
+static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips(void)
+{
+    /* masked_fill(scores, mask, -inf) then softmax: DL16 has no infinity
+     * (NINF reads back as NaN), so the -inf immediate is written as the
+     * finite stand-in -BE_DL16_INF; before the fix 1920 of the 2048
+     * outputs were NaN */
+    CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre", NULL), 0);
+    CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre-4core", NULL), 0);
 }
 
 static void test_back_half_passes_dump_layout_workdiv_and_codegen(void)
@@ -310,12 +342,18 @@ int main(void)
          test_linear_with_epilogue_and_where_validates_on_both_chips},
         {"a long K is chunked with fp32 partial sums on the small chip",
          test_long_k_is_chunked_with_fp32_partial_sums_on_the_small_chip},
-        {"an unsupported index value is a clear error naming the kernel",
-         test_unsupported_index_value_is_a_clear_error_naming_the_kernel},
+        {"index values come from sfp.iota and validate on both chips",
+         test_index_values_come_from_sfp_iota_and_validate_on_both_chips},
+        {"index values beyond DL16 exactness are a clear error",
+         test_index_values_beyond_dl16_exactness_are_a_clear_error},
+        {"a llama block with rope cat, GQA and SwiGLU validates on both chips",
+         test_llama_block_with_rope_cat_gqa_and_swiglu_validates_on_both_chips},
         {"bert attention restickifies heads in LX and validates on both chips",
          test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips},
         {"encoder and decoder attention validate on both chips",
          test_encoder_and_decoder_attention_validate_on_both_chips},
+        {"a gpt2 block with a -inf causal mask validates on both chips",
+         test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips},
         {"the back half's passes dump layout, workdiv and codegen",
          test_back_half_passes_dump_layout_workdiv_and_codegen},
         {NULL, NULL},

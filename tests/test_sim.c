@@ -667,6 +667,45 @@ static void test_sfp_rst_transposes_shifts_lanes_and_keeps_the_rest(void)
     expect_fault(q, 0, ISA_U_SFP0, 0, "operand a is not aligned to 2 bytes");
 }
 
+static void test_sfp_iota_writes_affine_index_values_per_column_and_row(void)
+{
+    /* a 2-group x 3-row DL16 tile: group stride 3 sticks; value =
+     * 5 + 2*column - 64*row, the column running across groups */
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *io = tu_emit(p, 0, ISA_OP_SFP_IOTA);
+    io->d.off = 0x2000;
+    io->n[0] = 2;
+    io->ds[0] = 3 * 128;
+    io->n[1] = 3;
+    io->ds[1] = 128;
+    io->bs[0] = 2;
+    io->bs[1] = -64;
+    io->imm = 5.0f;
+    /* fp32: 32 lanes per stick, the lane alone */
+    isa_insn *f = tu_emit(p, 0, ISA_OP_SFP_IOTA);
+    f->t = ISA_T_F32;
+    f->d.off = 0x4000;
+    f->bs[0] = 1;
+    tu_halt_all(p);
+    sim_fault ft;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &ft), 0);
+    for (int g = 0; g < 2; g++)
+        for (int r = 0; r < 3; r++)
+            for (int l = 0; l < 64; l++)
+                CU_ASSERT_EQUAL(get_dl16(lx, 0x2000 + g * 3 * 128 + r * 128 + 2 * l),
+                                (float)(5 + 2 * (g * 64 + l) - 64 * r));
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x2000 + 3 * 128 + 2 * 63), 259.0f); /* column 127, row 0 */
+    for (int l = 0; l < 32; l++) {
+        float v;
+        memcpy(&v, lx + 0x4000 + 4 * l, 4);
+        CU_ASSERT_EQUAL(v, (float)l);
+    }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 int main(void)
 {
     tu_config("spyre-4core", &cfg4);
@@ -694,6 +733,8 @@ int main(void)
         {"dma_piece_straddling_the_regions_faults", test_dma_piece_straddling_the_regions_faults},
         {"dma_store_into_weights_faults", test_dma_store_into_weights_faults},
         {"sfp_rst_transposes_shifts_lanes_and_keeps_the_rest", test_sfp_rst_transposes_shifts_lanes_and_keeps_the_rest},
+        {"sfp_iota_writes_affine_index_values_per_column_and_row",
+         test_sfp_iota_writes_affine_index_values_per_column_and_row},
         {NULL, NULL},
     };
     return tu_run("sim", tests);
