@@ -1,7 +1,8 @@
 /* bench_simspeed: host time of the simulator against OpenBLAS on the same
  * work, measured in the same run.  Values and timing together (the
  * default run, race detection on) for the 1024^3 GEMM and the (512, 1024)
- * softmax; timing only for the GEMM; and how host time scales over three
+ * softmax; timing only for the GEMM (as `spyre run --no-values` runs it:
+ * no race check; also printed with one); and how host time scales over three
  * GEMM sizes each 8x the work of the last.  Headline last:
  * timing_only_vs_openblas_time. */
 #include <cblas.h>
@@ -22,10 +23,10 @@ static double now(void)
 static rt_device *dev;
 
 /* Best host seconds of `reps` runs of a generated program. */
-static double sim_seconds(isa_program *p, int values, int reps, double *cycles)
+static double sim_seconds(isa_program *p, int values, int races, int reps, double *cycles)
 {
     char err[1024];
-    sim_options o = {values, 1, SIM_TRACE_OFF};
+    sim_options o = {values, races, SIM_TRACE_OFF};
     sim_set_options(rt_sim(dev), &o);
     rt_program *prog = rt_load_program(dev, p, err, sizeof err);
     if (!prog || rt_fill_inputs(prog, 1, err, sizeof err)) {
@@ -91,18 +92,19 @@ int main(void)
     }
     double cyc;
     double blas = blas_seconds(1024, 5);
-    double timed = sim_seconds(gemm(1024), 1, 3, &cyc);
+    double timed = sim_seconds(gemm(1024), 1, 1, 3, &cyc);
     isa_program *sm = cc_gen_softmax(rt_config(dev), 512, 1024, err, sizeof err);
     if (!sm) {
         fprintf(stderr, "bench_simspeed: %s\n", err);
         return 2;
     }
-    double smx = sim_seconds(sm, 1, 5, &cyc);
-    double tonly = sim_seconds(gemm(1024), 0, 5, &cyc);
+    double smx = sim_seconds(sm, 1, 1, 5, &cyc);
+    double tonly = sim_seconds(gemm(1024), 0, 0, 5, &cyc);
+    double tonly_races = sim_seconds(gemm(1024), 0, 1, 5, &cyc);
     /* scaling: 512^3, 1024^3, 2048^3, each 8x the MACs of the last */
     double t[3];
     for (int i = 0; i < 3; i++)
-        t[i] = sim_seconds(gemm(512 << i), 1, 2, &cyc);
+        t[i] = sim_seconds(gemm(512 << i), 1, 1, 2, &cyc);
     printf("openblas_gemm1024_seconds=%.6f\n", blas);
     printf("sim_gemm1024_seconds=%.6f\n", timed);
     printf("sim_softmax_512x1024_seconds=%.6f\n", smx);
@@ -111,6 +113,7 @@ int main(void)
     printf("scaling_step1=%.3f\nscaling_step2=%.3f\n", t[1] / t[0], t[2] / t[1]);
     double worst = t[1] / t[0] > t[2] / t[1] ? t[1] / t[0] : t[2] / t[1];
     printf("scaling_vs_work=%.3f\n", worst / 8.0);
+    printf("timing_only_race_check_vs_openblas_time=%.3f\n", tonly_races / blas);
     printf("timed_sim_vs_openblas_time=%.3f\n", timed / blas);
     printf("timing_only_vs_openblas_time=%.3f\n", tonly / blas);
     rt_close(dev);

@@ -139,7 +139,7 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
                     uint64_t da = dram_addr(s, a_dram ? a : d);
                     if (a_dram || d_dram)
                         sim_dma_piece(s, &dt, da, (uint64_t)run, d_dram);
-                    if (s->race) {
+                    if (sim_race_active(s)) {
                         sim_race_access(s, c, u, e->index, a_dram ? -1 : c->id,
                                         a_dram ? da : (uint64_t)a, (a_dram ? da : (uint64_t)a) + (uint64_t)run, 0);
                         sim_race_access(s, c, u, e->index, d_dram ? -1 : c->id,
@@ -190,7 +190,7 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
             int64_t doff = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
             int64_t aoff = in->a.off + i0 * in->as[0] + i1 * in->as[1];
-            if (s->race) {
+            if (sim_race_active(s)) {
                 sim_race_access(s, c, u, e->index, c->id, (uint64_t)aoff, (uint64_t)(aoff + run), 0);
                 if (in->op == ISA_OP_RING_RED)
                     sim_race_access(s, c, u, e->index, dst->id, (uint64_t)doff, (uint64_t)(doff + run), 0);
@@ -249,7 +249,7 @@ static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm
     if (check_lx(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs) || check_lx(s, c, e, u, "d", ds) ||
         (acc && check_lx(s, c, e, u, "p", ps)))
         return -1;
-    if (s->race) {
+    if (sim_race_active(s)) {
         for (int64_t g = 0; g < ga; g++)
             sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->a.off + g * in->as[0]),
                             (uint64_t)(in->a.off + g * in->as[0] + m * sb), 0);
@@ -380,7 +380,7 @@ static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)asp.lo, (uint64_t)asp.hi, 0);
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
-    if (s->race)
+    if (sim_race_active(s))
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                 int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1];
@@ -423,7 +423,7 @@ static int exec_iota(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
     if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_lx(s, c, e, u, "d", dsp))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
-    if (s->race)
+    if (sim_race_active(s))
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                 uint64_t d = (uint64_t)(in->d.off + i0 * in->ds[0] + i1 * in->ds[1]);
@@ -479,7 +479,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     if (has_b)
         sim_pt_fence(s, c->id, (uint64_t)bsp.lo, (uint64_t)bsp.hi, 0);
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
-    if (s->race)
+    if (sim_race_active(s))
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                 uint64_t a = (uint64_t)(in->a.off + i0 * in->as[0] + i1 * in->as[1]);

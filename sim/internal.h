@@ -129,6 +129,7 @@ double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k);
 double sim_time_sfp(const sim *s, double t, int op, int64_t sticks);
 
 /* race.c: hazard detection (no-ops unless opt.detect_races). */
+static inline sim_race *sim_race_active(sim *s) { return s->opt.detect_races ? s->race : NULL; }
 void sim_race_reset(sim *s);
 void sim_race_free(sim *s);
 void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t lo, uint64_t hi, int is_write);

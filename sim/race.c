@@ -110,7 +110,7 @@ void sim_race_reset(sim *s)
     s->race_found = 0;
     if (!s->opt.detect_races)
         return;
-    sim_race *r = s->race;
+    sim_race *r = sim_race_active(s);
     if (!r) {
         r = s->race = xcalloc(1, sizeof *r);
         r->nunits = s->cfg.cores * ISA_NUNITS;
@@ -135,7 +135,7 @@ static int gid(const sim_core *c, int u) { return c->id * ISA_NUNITS + u; }
 
 void sim_race_signal(sim *s, sim_core *src, int u, sim_core *dst, int64_t tok)
 {
-    sim_race *r = s->race;
+    sim_race *r = sim_race_active(s);
     if (!r)
         return;
     vc_fifo *f = &r->fifos[dst->id * s->cfg.tokens + tok];
@@ -159,7 +159,7 @@ void sim_race_signal(sim *s, sim_core *src, int u, sim_core *dst, int64_t tok)
 
 void sim_race_wait(sim *s, sim_core *c, int u, int64_t tok)
 {
-    sim_race *r = s->race;
+    sim_race *r = sim_race_active(s);
     if (!r)
         return;
     vc_fifo *f = &r->fifos[c->id * s->cfg.tokens + tok];
@@ -176,7 +176,7 @@ void sim_race_wait(sim *s, sim_core *c, int u, int64_t tok)
 
 void sim_race_barrier(sim *s)
 {
-    sim_race *r = s->race;
+    sim_race *r = sim_race_active(s);
     if (!r)
         return;
     uint32_t *join = xcalloc((size_t)r->nunits, sizeof *join);
@@ -297,7 +297,7 @@ static space_shadow *shadow_of(sim_race *r, size_t sticks, space_shadow *sp)
 
 void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t lo, uint64_t hi, int is_write)
 {
-    sim_race *r = s->race;
+    sim_race *r = sim_race_active(s);
     if (!r || lo >= hi || s->race_found)
         return;
     const uint64_t sb = s->cfg.stick_bytes;

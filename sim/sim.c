@@ -215,10 +215,12 @@ int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_
                           act_base, p->dram_bytes - p->weight_bytes, s->cfg.dram_bytes);
     /* PT tiles are small: OpenBLAS threads cost more to wake than they
      * save there, so the simulator's products run on this thread. */
-    int blas_threads = openblas_get_num_threads();
-    openblas_set_num_threads(1);
+    int blas_threads = s->opt.values ? openblas_get_num_threads() : 0;
+    if (blas_threads > 1)
+        openblas_set_num_threads(1);
     int rc = sim_engine_run(s, p);
-    openblas_set_num_threads(blas_threads);
+    if (blas_threads > 1)
+        openblas_set_num_threads(blas_threads);
     const sim_dram_stats *ds = sim_dram_get_stats(s->dram);
     st->dram_row_hits = ds->row_hits;
     st->dram_row_misses = ds->row_misses + ds->row_conflicts;

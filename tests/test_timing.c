@@ -264,6 +264,27 @@ static void test_cores_sharing_dram_without_barrier_race(void)
     isa_program_free(p);
 }
 
+static void test_race_check_off_after_a_checked_run_reports_nothing(void)
+{
+    sim *s = sim_create(&cfg4);
+    sim_stats *st = malloc(sizeof *st);
+    sim_fault f;
+    isa_program *clean = dma_then_exp(1), *racy = dma_then_exp(0);
+    CU_ASSERT_EQUAL(sim_run(s, clean, 0, st, &f), 0);
+    sim_options off = {1, 0, SIM_TRACE_OFF};
+    sim_set_options(s, &off);
+    CU_ASSERT_EQUAL(sim_run(s, racy, 0, st, &f), 0);
+    sim_options on = {1, 1, SIM_TRACE_OFF};
+    sim_set_options(s, &on);
+    CU_ASSERT_EQUAL(sim_run(s, racy, 0, st, &f), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "race"));
+    CU_ASSERT_EQUAL(sim_run(s, clean, 0, st, &f), 0);
+    isa_program_free(clean);
+    isa_program_free(racy);
+    free(st);
+    sim_destroy(s);
+}
+
 static void test_disjoint_bytes_of_one_stick_do_not_race(void)
 {
     /* two SFP units write different elements of one stick concurrently */
@@ -436,6 +457,7 @@ int main(void)
         {"token_ordering_removes_the_race", test_token_ordering_removes_the_race},
         {"cores_sharing_dram_without_barrier_race", test_cores_sharing_dram_without_barrier_race},
         {"disjoint_bytes_of_one_stick_do_not_race", test_disjoint_bytes_of_one_stick_do_not_race},
+        {"race_check_off_after_a_checked_run_reports_nothing", test_race_check_off_after_a_checked_run_reports_nothing},
         {"deadlock_lists_every_waiting_unit", test_deadlock_lists_every_waiting_unit},
         {"trace_parses_and_slices_on_a_track_never_overlap", test_trace_parses_and_slices_on_a_track_never_overlap},
         {"stats_json_has_the_documented_keys", test_stats_json_has_the_documented_keys},

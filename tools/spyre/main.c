@@ -355,6 +355,7 @@ static int cmd_run(int argc, char **argv)
     int ninputs = 0;
     sim_options opt = {1, 1, SIM_TRACE_OFF};
     sim_trace_level level = SIM_TRACE_INSN;
+    int race_flag = -1; /* --race-check / --no-race-check; default: on with values */
     for (int i = 1; i < argc; i++) {
         int64_t v;
         if (!strcmp(argv[i], "--check"))
@@ -362,7 +363,9 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(argv[i], "--no-values"))
             opt.values = 0;
         else if (!strcmp(argv[i], "--no-race-check"))
-            opt.detect_races = 0;
+            race_flag = 0;
+        else if (!strcmp(argv[i], "--race-check"))
+            race_flag = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (isa_parse_int(argv[++i], &v) || v < 0)
                 return usage_error("run", "--seed takes a non-negative integer");
@@ -394,6 +397,8 @@ static int cmd_run(int argc, char **argv)
         return usage_error("run", "needs FILE.elf, GRAPH or DIR");
     if (check && !opt.values)
         return usage_error("run", "--check needs values: drop --no-values");
+    /* timing-only runs are for speed: they check races only when asked */
+    opt.detect_races = race_flag >= 0 ? race_flag : opt.values;
     if (trace)
         opt.trace = level;
     char cfgpath[1024], err[1024];
@@ -677,7 +682,7 @@ static const command commands[] = {
      "default spyre)."},
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
-     "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--no-race-check]",
+     "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
@@ -691,7 +696,8 @@ static const command commands[] = {
      "--stats-json writes the statistics as JSON (keys in docs/stats.md); --trace writes a Chrome\n"
      "trace-event timeline (Perfetto, chrome://tracing): one slice per instruction, or per kernel with\n"
      "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
-     "--no-race-check turns race detection off.\n"
+     "--no-race-check turns race detection off; timing-only runs (--no-values) check races only\n"
+     "with --race-check.\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race or a deadlock)."},
 };
