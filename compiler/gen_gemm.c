@@ -616,6 +616,11 @@ typedef struct {
  * la + lb loaders plus loaded, 2 rdy and 8 C tokens. */
 #define SHARE_FIXED_TOKENS 11
 #define SHARE_MAX_LOADERS 64
+/* A core's rows go to at most this many row blocks: long products keep the
+ * PT pipeline full (torch-spyre aims for 8 passes of 8 rows per product:
+ * 2 blocks of a 256-row tile give each of the 2 PTs 64 rows) and cost the
+ * simulator less host time per MAC. */
+#define SHARE_MAX_ROW_BLOCKS 2
 /* At most this many chunk steps per core: the streams are straight code. */
 #define SHARE_MAX_STEPS 256
 
@@ -721,7 +726,7 @@ static int choose_share(const gemm_ctx *g, share_plan *out)
             for (int64_t ks = 1;; ks *= 2) {
                 sp.KC = cc_min(ks, kg) * lanes;
                 sp.nch = cc_ceil_div(g->K, sp.KC);
-                for (int64_t parts = 1; parts <= 16; parts *= 2) {
+                for (int64_t parts = 1; parts <= SHARE_MAX_ROW_BLOCKS; parts *= 2) {
                     sp.MB = cc_round_up(cc_ceil_div(sp.mt, parts), t->pt_rows);
                     if (sp.MB > sp.mt)
                         sp.MB = sp.mt;
