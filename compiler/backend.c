@@ -22,6 +22,60 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
     return -1;
 }
 
+/* ---- The back half's state, and what the report shows ----
+ *
+ * p->be points at the be_ctx that opens a be_state; the rest is what the
+ * report prints beyond be_work: notes from the *_plan functions (tiles,
+ * restickified operands), whether a work_div override chose the split,
+ * and what the codegen pass measured in each kernel's instructions.  It
+ * stays with the result after cc_codegen (freed by cc_result_free). */
+typedef struct {
+    char tiles[192];     /* be_note(..., BE_NOTE_TILES, ...) */
+    char restick[256];   /* be_note(..., BE_NOTE_RESTICK, ...), ", "-separated */
+    int nrestick;
+    int forced;          /* the split came from a work_div override */
+    int64_t dram_rd, dram_wr; /* bytes of dma.ld / dma.st, all cores */
+    int64_t lx_max;      /* most LX one core allocates */
+    int loops;           /* the code has counted loops: bytes counted once per loop body */
+} be_kinfo;
+
+typedef struct {
+    be_ctx c;            /* first: p->be is &state->c */
+    be_kinfo *k;         /* per kernel position */
+    char cfgname[ISA_NAME_MAX];
+    int ncores;
+} be_state;
+
+static be_state *state_of(be_ctx *c)
+{
+    return (be_state *)c;
+}
+
+enum { BE_NOTE_TILES, BE_NOTE_RESTICK };
+
+/* A note for the report about the kernel at pos, from the *_plan
+ * functions (be_matmul.c, be_rows.c declare it where they call it):
+ * what 0 the tiles (replacing), 1 a restickified operand (appended). */
+void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
+{
+    be_kinfo *ki = &state_of(c)->k[pos];
+    char *dst = what == BE_NOTE_TILES ? ki->tiles : ki->restick;
+    size_t cap = what == BE_NOTE_TILES ? sizeof ki->tiles : sizeof ki->restick, o = 0;
+    if (what == BE_NOTE_RESTICK) {
+        o = strlen(dst);
+        if (o && o + 2 < cap)
+            o += (size_t)snprintf(dst + o, cap - o, ", ");
+        ki->nrestick++;
+    }
+    if (o >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + o, cap - o, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- Stick views ---- */
 
 /* Row-major coordinates of a flat offset (or of a coefficient: the
@@ -41,7 +95,7 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
     const ir_buf *B = &c->p->bufs[buf];
     const be_layout *L = &c->lay[buf];
     const cc_ttype *t = &B->type;
-    const int64_t lanes = c->t.lanes16;
+    const int64_t lanes = L->f32 ? c->t.lanes32 : c->t.lanes16, esz = L->f32 ? 4 : 2;
     int64_t co[CC_MAX_RANK] = {0};
     coords_of(t, flat, co);
     int64_t row = 0;
@@ -49,7 +103,7 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
         if (d != L->stick_dim)
             row = row * t->shape[d] + co[d];
     int64_t sc = t->rank ? co[L->stick_dim] : 0;
-    return ((sc / lanes) * L->rows + row) * c->t.stick + (sc % lanes) * 2;
+    return ((sc / lanes) * L->rows + row) * c->t.stick + (sc % lanes) * esz;
 }
 
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
@@ -245,7 +299,11 @@ static int walked_dim(const cc_ttype *t, int64_t coef)
 int be_layout_pass(ir_prog *p, const sim_config *cfg)
 {
     be_free(p);
-    be_ctx *c = ir_xalloc(sizeof *c);
+    be_state *st = ir_xalloc(sizeof *st);
+    be_ctx *c = &st->c;
+    st->k = ir_xalloc((size_t)(p->norder + 1) * sizeof *st->k);
+    snprintf(st->cfgname, sizeof st->cfgname, "%s", cfg->name);
+    st->ncores = (int)cfg->cores;
     p->be = c;
     c->p = p;
     c->cfg = cfg;
@@ -344,7 +402,11 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
                                         : ISA_ROLE_SCRATCH;
             uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
             isa_host_dtype hdt = B->type.dtype == CC_F16 ? ISA_HT_F16 : ISA_HT_F32;
-            int ti = isa_program_add_tensor(c->prog, name, role, hdt, ISA_T_DL16, ht->rank, ht->shape, off);
+            /* Integer inputs (token ids) are fp32 values on the device,
+             * exact up to 2^24: dma.gather reads them as row numbers. */
+            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == CC_I64 || B->type.dtype == CC_I32);
+            int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
+                                            ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];
             if (ht == &B->type)
                 T->stick_dim = L->stick_dim;
@@ -352,7 +414,7 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
             if (off + T->bytes > c->prog->dram_bytes)
                 c->prog->dram_bytes = off + T->bytes;
             L->off = off;
-            L->groups = B->type.rank ? cc_ceil_div(B->type.shape[L->stick_dim], c->t.lanes16) : 1;
+            L->groups = B->type.rank ? cc_ceil_div(B->type.shape[L->stick_dim], L->f32 ? c->t.lanes32 : c->t.lanes16) : 1;
             L->rows = 1;
             for (int d = 0; d < B->type.rank; d++)
                 if (d != L->stick_dim)
@@ -367,9 +429,86 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
 
 /* ---- workdiv ---- */
 
+/* A positive decimal number at *s (advanced past it); -1 if none. */
+static int64_t spec_num(const char **s)
+{
+    int64_t v = 0;
+    const char *q = *s;
+    while (*q >= '0' && *q <= '9' && v < 1000000)
+        v = v * 10 + (*q++ - '0');
+    if (q == *s || v < 1)
+        return -1;
+    *s = q;
+    return v;
+}
+
+/* Apply one work_div override "KERNEL=SPEC": the split goes into the
+ * kernel's be_work, where its *_plan function checks that the kernel can
+ * take it. */
+static int workdiv_override(be_ctx *c, const char *text)
+{
+    ir_prog *p = c->p;
+    const char *s = text, *eq = strchr(text, '=');
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = eq ? (size_t)(eq - s) : 0;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (!eq || !n)
+        return be_error(c, NULL, "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN for a matmul, CORES for a row kernel)",
+                        text);
+    int pos = -1;
+    for (int i = 0; i < p->norder && pos < 0; i++) {
+        const char *name = p->kernels[p->order[i]].name;
+        if (strlen(name) == n && !strncmp(name, s, n))
+            pos = i;
+    }
+    if (pos < 0) {
+        size_t o = (size_t)snprintf(c->err, c->errlen, "work_div \"%s\": no kernel %.*s (the kernels are", text, (int)n, s);
+        for (int i = 0; i < p->norder && o < c->errlen; i++)
+            o += (size_t)snprintf(c->err + o, c->errlen - o, "%s %s", i ? "," : "", p->kernels[p->order[i]].name);
+        if (o < c->errlen)
+            snprintf(c->err + o, c->errlen - o, ")");
+        return -1;
+    }
+    const ir_kernel *K = &p->kernels[p->order[pos]];
+    const char *q = eq + 1;
+    while (*q == ' ' || *q == '\t')
+        q++;
+    const char *spec = q;
+    int64_t a = spec_num(&q), b = 1;
+    if (K->kind == IR_MATMUL && a > 0 && (*q == 'x' || *q == 'X')) {
+        q++;
+        b = spec_num(&q);
+    } else if (K->kind == IR_MATMUL) {
+        b = -1;
+    }
+    while (*q == ' ' || *q == '\t')
+        q++;
+    if (a < 1 || b < 1 || *q)
+        return be_error(c, K, "work_div \"%s\": %s", spec,
+                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4)"
+                                             : "a row kernel takes a core count (e.g. 16)");
+    if (a * b > (int64_t)c->cfg->cores)
+        return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b,
+                        (unsigned)c->cfg->cores, c->cfg->name);
+    be_work *w = &c->work[pos];
+    if (K->kind == IR_MATMUL) {
+        w->gm = a;
+        w->gn = b;
+    } else {
+        w->cores = (int)a;
+    }
+    state_of(c)->k[pos].forced = 1;
+    return 0;
+}
+
 int be_workdiv_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
+    for (int h = 0; h < p->opts.nwork_div; h++)
+        if (workdiv_override(c, p->opts.work_div[h]))
+            return -1;
     for (int i = 0; i < p->norder; i++) {
         int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_plan(c, i) : be_rows_plan(c, i);
         if (rc)
@@ -379,6 +518,29 @@ int be_workdiv_pass(ir_prog *p)
 }
 
 /* ---- codegen ---- */
+
+/* What kernel pos's instructions (from first[core] on) move between DRAM
+ * and LX, and the most LX a core allocated for it. */
+static void measure(be_ctx *c, int pos, const size_t *first)
+{
+    be_kinfo *ki = &state_of(c)->k[pos];
+    for (int core = 0; core < (int)c->cfg->cores; core++) {
+        const isa_stream *s = c->em[core].s;
+        for (size_t j = first[core]; j < s->n; j++) {
+            const isa_insn *in = &s->insns[j];
+            if (in->op == ISA_OP_LOOP)
+                ki->loops = 1;
+            if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
+                continue;
+            int64_t sticks = in->run;
+            for (int l = 0; l < ISA_MAX_LOOPS; l++)
+                sticks *= in->n[l] > 1 ? in->n[l] : 1;
+            *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
+        }
+        if ((int64_t)c->em[core].lx_top > ki->lx_max)
+            ki->lx_max = (int64_t)c->em[core].lx_top;
+    }
+}
 
 int be_codegen_pass(ir_prog *p)
 {
@@ -395,12 +557,20 @@ int be_codegen_pass(ir_prog *p)
         if (i > 0)
             for (int core = 0; core < ncores; core++)
                 cc_emit_bar(&c->em[core]);
+        size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
+        for (int core = 0; core < ncores; core++) {
+            first[core] = c->em[core].s->n;
+            c->em[core].lx_top = 0;
+        }
         int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_emit(c, i) : be_rows_emit(c, i);
+        for (int core = 0; core < ncores && !rc; core++)
+            if (cc_emit_failed(&c->em[core]))
+                rc = -1;
+        if (!rc)
+            measure(c, i, first);
+        free(first);
         if (rc)
             return -1;
-        for (int core = 0; core < ncores; core++)
-            if (cc_emit_failed(&c->em[core]))
-                return -1;
     }
     for (int core = 0; core < ncores; core++) {
         cc_emit_halt(&c->em[core]);
@@ -415,19 +585,104 @@ void be_free(ir_prog *p)
     be_ctx *c = p->be;
     if (!c)
         return;
+    be_state *st = state_of(c);
     free(c->lay);
     free(c->work);
     free(c->em);
     isa_program_free(c->prog);
-    free(c);
+    free(st->k);
+    free(st);
     p->be = NULL;
 }
 
 /* ---- dumps ---- */
 
+/* "TOTAL UNIT whole", "... in N parts of Q", "... of Q or Q-1 (uneven)". */
+static void print_split(FILE *f, const char *dim, int64_t total, int64_t parts, const char *unit)
+{
+    if (parts <= 1)
+        fprintf(f, "%s %" PRId64 " %s whole", dim, total, unit);
+    else if (total % parts == 0)
+        fprintf(f, "%s %" PRId64 " %s in %" PRId64 " parts of %" PRId64, dim, total, unit, parts, total / parts);
+    else
+        fprintf(f, "%s %" PRId64 " %s in %" PRId64 " parts of %" PRId64 " or %" PRId64 " (uneven edge)", dim, total,
+                unit, parts, total / parts + 1, total / parts);
+}
+
+static void print_names(const ir_prog *p, FILE *f, const int *b, int n, int dram, const be_layout *lay, int *printed)
+{
+    for (int i = 0; i < n; i++)
+        if (!lay[b[i]].dram == !dram)
+            fprintf(f, "%s %s", (*printed)++ ? "," : "", p->bufs[b[i]].name);
+}
+
+/* The back half's section of cc_compile_report (docs/compiler.md). */
+static void print_report(const ir_prog *p, FILE *f)
+{
+    be_ctx *c = p->be;
+    const be_state *st = state_of(c);
+    int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
+    int nr, nw, maxcores = 0, nrestick = 0, loops = 0;
+    int64_t rd = 0, wr = 0, lx = 0;
+    fprintf(f, "target %s (%d cores):\n", st->cfgname, st->ncores);
+    for (int i = 0; i < p->norder; i++) {
+        const ir_kernel *K = &p->kernels[p->order[i]];
+        const be_work *w = &c->work[i];
+        const be_kinfo *ki = &st->k[i];
+        if (K->kind == IR_MATMUL) {
+            int64_t gsticks = cc_ceil_div(w->cols, c->t.lanes16);
+            fprintf(f, "%s: grid %" PRId64 "x%" PRId64 " on %d core%s%s, split %s; ", K->name, w->gm, w->gn, w->cores,
+                    w->cores == 1 ? "" : "s", ki->forced ? " (work_div)" : "",
+                    w->gm > 1 && w->gn > 1 ? "m and n" : w->gm > 1 ? "m" : w->gn > 1 ? "n" : "nothing");
+            print_split(f, "m:", w->rows, w->gm, "rows");
+            fputs("; ", f);
+            print_split(f, "n:", gsticks, w->gn, "sticks");
+            fputc('\n', f);
+        } else {
+            fprintf(f, "%s: rows over %d core%s%s, split %s; ", K->name, w->cores, w->cores == 1 ? "" : "s",
+                    ki->forced ? " (work_div)" : "", w->cores > 1 ? "rows" : "nothing");
+            print_split(f, "rows:", w->rows, w->cores, "rows");
+            fprintf(f, "; %" PRId64 " columns whole\n", w->cols);
+        }
+        fprintf(f, "  tiles: %s\n", ki->tiles[0] ? ki->tiles : "none");
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        int printed = 0;
+        fputs("  lx:", f);
+        print_names(p, f, writes, nw, 0, c->lay, &printed);
+        fputs(printed ? " (never leave the kernel)\n" : " none\n", f);
+        printed = 0;
+        fputs("  dram: reads", f);
+        print_names(p, f, reads, nr, 1, c->lay, &printed);
+        fputs(printed ? "; writes" : " none; writes", f);
+        printed = 0;
+        print_names(p, f, writes, nw, 1, c->lay, &printed);
+        fputs(printed ? "\n" : " none\n", f);
+        fprintf(f, "  restickified: %s\n", ki->restick[0] ? ki->restick : "none");
+        fprintf(f, "  dram bytes: %" PRId64 " read, %" PRId64 " written%s; lx up to %" PRId64 " bytes per core\n",
+                ki->dram_rd, ki->dram_wr, ki->loops ? " (loop bodies counted once)" : "", ki->lx_max);
+        rd += ki->dram_rd;
+        wr += ki->dram_wr;
+        lx = cc_max(lx, ki->lx_max);
+        maxcores = w->cores > maxcores ? w->cores : maxcores;
+        nrestick += ki->nrestick;
+        loops |= ki->loops;
+    }
+    fprintf(f,
+            "total on %s: %d kernel%s, up to %d cores, %" PRId64 " bytes read from DRAM, %" PRId64
+            " bytes written%s, %d operand%s restickified, lx up to %" PRId64 " bytes per core\n",
+            st->cfgname, p->norder, p->norder == 1 ? "" : "s", maxcores, rd, wr,
+            loops ? " (loop bodies counted once)" : "", nrestick, nrestick == 1 ? "" : "s", lx);
+    free(reads);
+    free(writes);
+}
+
 void be_print(const ir_prog *p, const char *pass, FILE *f)
 {
     const be_ctx *c = p->be;
+    if (!strcmp(pass, "report")) {
+        print_report(p, f);
+        return;
+    }
     fprintf(f, "# %s after %s (target %s, %d cores)\n", p->gname, pass, c->cfg->name, c->cfg->cores);
     if (!strcmp(pass, "layout")) {
         for (size_t i = 0; i < c->prog->ntensors; i++) {
@@ -435,8 +690,8 @@ void be_print(const ir_prog *p, const char *pass, FILE *f)
             fprintf(f, "tensor %s %s dims", T->name, isa_role_names[T->role]);
             for (int d = 0; d < T->rank; d++)
                 fprintf(f, "%s%" PRId64, d ? "x" : " ", T->shape[d]);
-            fprintf(f, " dl16 stick_dim %d at %llu bytes %llu\n", T->stick_dim, (unsigned long long)T->dram_off,
-                    (unsigned long long)T->bytes);
+            fprintf(f, " %s stick_dim %d at %llu bytes %llu\n", isa_dtype_names[T->dev_dtype], T->stick_dim,
+                    (unsigned long long)T->dram_off, (unsigned long long)T->bytes);
         }
         for (int b = 0; b < p->nbufs; b++)
             if (!p->bufs[b].dead && !c->lay[b].dram && p->bufs[b].internal)
@@ -489,8 +744,17 @@ isa_program *cc_codegen(const cc_result *r, const sim_config *cfg, char *err, si
         be_print(p, "codegen", f);
     out = p->be->prog;
     p->be->prog = NULL;
+    /* Keep the plan for the report; the emitters and the caller's error
+     * buffer are no longer ours. */
+    free(p->be->em);
+    p->be->em = NULL;
+    p->be->err = NULL;
+    p->be->errlen = 0;
+    p->be->cfg = NULL;
+    p->be->t.cfg = NULL;
 done:
-    be_free(p);
+    if (!out)
+        be_free(p);
     p->err = oerr;
     p->errlen = olen;
     return out;

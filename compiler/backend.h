@@ -25,6 +25,7 @@ typedef struct {
     int64_t rows;      /* product of the other dims */
     uint64_t off;      /* DRAM offset of the tensor */
     int want_dim;      /* layout: stick dim asked for by matmul B uses (-1 none, -2 conflict) */
+    int f32;           /* fp32 values on the device (integer inputs: gather indices), else DL16 */
 } be_layout;
 
 /* How a kernel's work is split across cores. */
@@ -180,6 +181,8 @@ typedef struct {
     int64_t lx;       /* COL: fixed; TILE / ROW: offset inside a slot */
     int staged;       /* TILE restickified by sfp.rst from a staged copy of its buffer (v unused) */
     int64_t stage;    /* LX of that copy (per core) */
+    int gather;       /* TILE of weight rows picked by dma.gather (an ILOAD; v unused) */
+    int ids;          /* gather: the load expression of its row numbers (an fp32 input) */
 } rk_load;
 
 typedef struct {

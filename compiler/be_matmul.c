@@ -225,28 +225,61 @@ static double mm_cost(const mm_plan *m, int64_t mt, int64_t ns)
 
 int be_matmul_plan(be_ctx *c, int pos)
 {
+    void be_note(be_ctx *c, int pos, int what, const char *fmt, ...); /* backend.c: report notes */
     mm_plan m;
     int rc = mm_build(c, pos, &m);
     if (!rc) {
         be_work *w = &c->work[pos];
         double best = DBL_MAX;
         int64_t cores = c->cfg->cores;
-        for (int64_t gm = 1; gm <= cc_min(cores, m.M); gm++)
-            for (int64_t gn = 1; gn <= cc_min(cores / gm, m.GN); gn++) {
-                double e = mm_cost(&m, cc_ceil_div(m.M, gm), cc_ceil_div(m.GN, gn));
-                if (e < best * 0.97) {
-                    best = e;
-                    w->gm = gm;
-                    w->gn = gn;
+        if (w->gm) { /* a work_div override (backend.c checked the core count) */
+            if (w->gm > m.M)
+                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": M has %" PRId64 " rows, fewer than %" PRId64
+                              " parts", w->gm, w->gn, m.M, w->gm);
+            else if (w->gn > m.GN)
+                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": N has %" PRId64 " sticks (%" PRId64
+                              " columns), fewer than %" PRId64 " parts", w->gm, w->gn, m.GN, m.N, w->gn);
+            else
+                best = mm_cost(&m, cc_ceil_div(m.M, w->gm), cc_ceil_div(m.GN, w->gn));
+        } else {
+            for (int64_t gm = 1; gm <= cc_min(cores, m.M); gm++)
+                for (int64_t gn = 1; gn <= cc_min(cores / gm, m.GN); gn++) {
+                    double e = mm_cost(&m, cc_ceil_div(m.M, gm), cc_ceil_div(m.GN, gn));
+                    if (e < best * 0.97) {
+                        best = e;
+                        w->gm = gm;
+                        w->gn = gn;
+                    }
                 }
-            }
-        if (best == DBL_MAX)
+        }
+        if (!rc && best == DBL_MAX)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
                           (unsigned long long)c->cfg->lx_usable_bytes);
         w->cores = (int)(w->gm * w->gn);
         w->est_cycles = best;
         w->rows = m.M;
         w->cols = m.N;
+        int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0, MB, NBS, KC;
+        if (!rc && !mm_block(&m, mt, ns, &MB, &NBS, &KC)) {
+            char kb[96];
+            if (KC >= m.Kd)
+                snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
+            else
+                snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, KC);
+            be_note(c, pos, 0,
+                    "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
+                    " sticks (%" PRId64 " columns), %s%s, estimate %.0f cycles",
+                    mt, ns, MB, NBS, cc_min(NBS * c->t.lanes16, m.N), kb, m.nbatch > 1 ? ", per batch index" : "",
+                    best);
+        }
+        if (!rc && m.ag)
+            be_note(c, pos, 1, "A %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->a].name);
+        if (!rc && m.bg)
+            be_note(c, pos, 1, "B %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->b].name);
+        for (int j = 0; !rc && j < m.ep.nn; j++)
+            if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
+                be_note(c, pos, 1, "result %s (stored through a staged copy)",
+                        c->p->bufs[c->p->nodes[m.ep.nodes[j].node].out].name);
     }
     mm_free(&m);
     return rc;

@@ -542,16 +542,73 @@ void rk_free(rk_plan *k)
     free(k->loads);
 }
 
+/* A gather (IR_E_ILOAD) the back half emits as dma.gather: whole rows of
+ * a 2-D table sticked on its rows, walked along the kernel's columns, at
+ * row numbers read directly (casts aside) from an integer input, one per
+ * row of the kernel.  The walk is pre-order: the gather is recorded before
+ * its row-number load, which be_collect_load then skips. */
+static void collect_gather(rk_walk *w, const ir_expr *x)
+{
+    rk_plan *k = w->k;
+    be_ctx *c = k->c;
+    const ir_prog *p = c->p;
+    int e = (int)(x - p->A.e);
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].e == e)
+            return;
+    const ir_buf *W = &p->bufs[x->buf];
+    const be_layout *L = &c->lay[x->buf];
+    int ids = x->a;
+    while (ids >= 0 && p->A.e[ids].kind == IR_E_CAST && !ir_dtype_is_float(p->A.e[ids].dtype))
+        ids = p->A.e[ids].a;
+    const ir_expr *ix = ids >= 0 ? &p->A.e[ids] : NULL;
+    int has_row = 0;
+    for (int i = 0; i < k->rsp.nv; i++)
+        has_row |= x->idx.coef[k->rsp.var[i]] != 0;
+    const char *why = NULL;
+    if (W->type.rank != 2 || !L->dram || L->stick_dim != 1 || L->f32)
+        why = "the table is not a 2-D tensor in DRAM sticked on its rows";
+    else if (x->stride != W->type.shape[1] || x->idx.offset != 0 || x->idx.coef[k->colvar] != 1 || has_row ||
+             k->cols > W->type.shape[1])
+        why = "it does not read whole rows along the kernel's columns";
+    else if (!ix || ix->kind != IR_E_LOAD || !c->lay[ix->buf].f32 || w->produced[ix->buf])
+        why = "the row numbers are not read directly from an integer input";
+    else if (ix->idx.coef[k->colvar] != 0)
+        why = "the row numbers vary along the kernel's columns";
+    if (why) {
+        be_error(c, k->K, "gather of %s: %s (not supported yet)", W->name, why);
+        w->failed = 1;
+        return;
+    }
+    rk_load G = {0};
+    G.e = e;
+    G.cls = BE_V_TILE;
+    G.gather = 1;
+    G.ids = ids;
+    k->loads = ir_xgrow(k->loads, &(int){k->nl}, k->nl + 1, sizeof *k->loads);
+    k->loads[k->nl++] = G;
+}
+
 void be_collect_load(void *ctx, const ir_expr *x)
 {
     rk_walk *w = ctx;
     rk_plan *k = w->k;
+    if (!w->failed && x->kind == IR_E_ILOAD && !w->produced[x->buf]) {
+        collect_gather(w, x);
+        return;
+    }
     if (w->failed || x->kind != IR_E_LOAD || w->produced[x->buf])
         return;
     int e = (int)(x - k->c->p->A.e);
     for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].e == e)
+        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e))
             return;
+    if (k->c->lay[x->buf].f32) {
+        be_error(k->c, k->K, "%s holds integers (fp32 on the device): only a gather reads them (not supported yet)",
+                 k->c->p->bufs[x->buf].name);
+        w->failed = 1;
+        return;
+    }
     rk_load L = {0};
     L.e = e;
     int has_col = x->idx.coef[k->colvar] != 0, has_row = 0;
@@ -670,6 +727,8 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
     for (int i = 0; i < k->nl; i++) {
         if (k->loads[i].staged)
             *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
+        if (k->loads[i].gather) /* its row numbers, staged whole */
+            *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].ids].buf);
         if (k->loads[i].cls == BE_V_COL)
             *fixed += k->G * sb;
         else
@@ -686,18 +745,32 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
 
 int be_rows_plan(be_ctx *c, int pos)
 {
+    void be_note(be_ctx *c, int pos, int what, const char *fmt, ...); /* backend.c: report notes */
     rk_plan k;
     int rc = rk_build(c, pos, &k);
     if (!rc) {
         be_work *w = &c->work[pos];
         w->rows = k.rows;
         w->cols = k.cols;
-        w->cores = (int)cc_min(c->cfg->cores, k.rows);
+        if (w->cores > k.rows) /* a work_div override (backend.c checked the core count) */
+            rc = be_error(c, k.K, "work_div %d: the kernel has %" PRId64 " rows, fewer than %d cores", w->cores, k.rows,
+                          w->cores);
+        else if (!w->cores)
+            w->cores = (int)cc_min(c->cfg->cores, k.rows);
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
-        if (fixed + 2 * per_row > (int64_t)c->cfg->lx_usable_bytes)
+        if (!rc && fixed + 2 * per_row > (int64_t)c->cfg->lx_usable_bytes)
             rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu", k.cols,
                           fixed + 2 * per_row, (unsigned long long)c->cfg->lx_usable_bytes);
+        if (!rc) { /* the largest part's chunk, as be_rows_emit picks it */
+            int64_t rt = cc_ceil_div(k.rows, w->cores), fit = ((int64_t)c->cfg->lx_usable_bytes - fixed) / (2 * per_row);
+            int64_t R = cc_min(cc_min(cc_min(fit, rt), cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16))), 4096);
+            be_note(c, pos, 0, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
+                    " columns), two slots", rt, R, k.G, k.cols);
+            for (int i = 0; i < k.nl; i++)
+                if (k.loads[i].staged)
+                    be_note(c, pos, 1, "%s (sfp.rst from a staged copy)", c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
+        }
     }
     rk_free(&k);
     return rc;
@@ -752,6 +825,49 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst_flush(&r);
 }
 
+/* A gathered tile: rows [r0, r0 + n) of the row space, every group, into
+ * the slot at lx, by dma.gather (dmai) from the row numbers staged in LX;
+ * one instruction per run of rows whose row numbers lie at a constant
+ * stride (they jump where the ids wrap to the next stick). */
+static void rk_gather_rows(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int64_t n)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    const ir_expr *x = &c->p->A.e[L->e], *ix = &c->p->A.e[L->ids];
+    const be_layout *W = &c->lay[x->buf];
+    const int64_t sb = c->t.stick;
+    int64_t val[IR_MAX_VARS] = {0}, *src = ir_xalloc((size_t)n * sizeof *src);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rest = r0 + i;
+        for (int v = k->rsp.nv - 1; v >= 0; v--) {
+            val[k->rsp.var[v]] = rest % k->rsp.ext[v];
+            rest /= k->rsp.ext[v];
+        }
+        src[i] = L->stage + be_elem_off(c, ix->buf, be_index_at(&ix->idx, k->nvars, val));
+    }
+    for (int64_t i = 0; i < n;) {
+        int64_t len = 1, step = i + 1 < n ? src[i + 1] - src[i] : 4;
+        while (i + len < n && src[i + len] - src[i + len - 1] == step)
+            len++;
+        isa_insn g;
+        isa_insn_init(&g, ISA_OP_DMA_GATHER);
+        g.d = cc_abs(lx + i * sb);
+        g.a = cc_abs((int64_t)W->off);
+        g.b = cc_abs(src[i]);
+        g.vl = W->rows;
+        g.n[0] = len;
+        g.ds[0] = sb;
+        g.as[0] = sb;
+        g.bs[0] = step;
+        g.n[1] = k->G;
+        g.ds[1] = rc->R * sb;
+        g.as[1] = W->rows * sb;
+        cc_push(rc->e, &g);
+        i += len;
+    }
+    free(src);
+}
+
 static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 {
     rk_plan *k = rc->k;
@@ -773,7 +889,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         }
         lx_of[i] = at;
         int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
-        if (!L->staged)
+        if (L->gather)
+            rk_gather_rows(rc, L, at, r0, n);
+        else if (!L->staged)
             be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
         at += ng * gs;
     }
@@ -940,9 +1058,14 @@ int be_rows_emit(be_ctx *c, int pos)
             }
         if (rc.nstaged)
             rc.stk = cc_tok_alloc(e, "restickify: staged copies loaded");
-        int64_t stage_fixed = 0;
         for (int i = 0; i < k.nl; i++)
+            if (k.loads[i].gather)
+                k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
+        int64_t stage_fixed = 0;
+        for (int i = 0; i < k.nl; i++) {
             stage_fixed += k.loads[i].staged ? be_buf_bytes(c, c->p->A.e[k.loads[i].e].buf) : 0;
+            stage_fixed += k.loads[i].gather ? be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf) : 0;
+        }
         rc.slot_bytes = per_row * R + (fixed - col_fixed - stage_fixed) / 2;
         rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
@@ -974,6 +1097,11 @@ int be_rows_emit(be_ctx *c, int pos)
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].cls == BE_V_COL)
                 be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].lx, sb, &k.loads[i].v, &one, 0, 1, k.G);
+        /* a gather's row numbers, on dmai ahead of the gathers that read
+         * them (one queue, in order: no token) */
+        for (int i = 0; i < k.nl; i++)
+            if (k.loads[i].gather)
+                be_stage_load(c, e, c->p->A.e[k.loads[i].ids].buf, k.loads[i].stage);
         if (rc.nstaged) {
             for (int i = 0; i < k.nl; i++)
                 if (k.loads[i].staged)

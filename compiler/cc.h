@@ -79,6 +79,15 @@ typedef struct {
     int max_body;           /* realize an expression of more nodes than this (0: 64) */
     const sim_config *target; /* not NULL: also run the back half for this chip
                                  (cc_backend_pass_names); cc_result_program has the program */
+    /* Work-division overrides for the workdiv pass, each "KERNEL=SPEC"
+     * with KERNEL a kernel's name as the report prints it and SPEC
+     * "GMxGN" (a matmul's core grid: M parts x N parts) or "CORES" (a
+     * row kernel's core count).  The graph's `hint work_div KERNEL=SPEC`
+     * lines come first, these after them: for one kernel the last wins.
+     * An unknown kernel or a split the kernel or chip cannot take is an
+     * error naming the kernel.  Used only with a target. */
+    const char *const *work_div;
+    int nwork_div;
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;
@@ -92,7 +101,10 @@ const char *const *cc_pass_names(void);
 cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen);
 /* The kernels in order: kind, iteration space, the ATen ops fused into
  * each (with graph lines), buffers read and written (internal ones
- * marked), and totals. */
+ * marked), and totals.  When the back half ran (a target), then a
+ * section per kernel for the chip: core split, tiles, tensors kept in LX
+ * and those through DRAM, restickified operands, DRAM bytes moved, and
+ * totals (docs/compiler.md, "The report"). */
 void cc_compile_report(const cc_result *r, FILE *f);
 void cc_result_free(cc_result *r);
 

@@ -111,7 +111,21 @@ cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err,
     }
     assert(!pass_names[i]);
     if (opts && opts->target) {
+        /* The workdiv pass sees the graph's work_div hints, then the
+         * caller's overrides (the last for a kernel wins). */
+        int nwd = 0;
+        const char **wd = ir_xalloc((size_t)(g->nhints + opts->nwork_div + 1) * sizeof *wd);
+        for (int h = 0; h < g->nhints; h++)
+            if (!strncmp(g->hints[h], "work_div", 8) && (g->hints[h][8] == ' ' || g->hints[h][8] == '\t'))
+                wd[nwd++] = g->hints[h] + 9;
+        for (int h = 0; h < opts->nwork_div; h++)
+            wd[nwd++] = opts->work_div[h];
+        p->opts.work_div = wd;
+        p->opts.nwork_div = nwd;
         p->program = cc_codegen(p, opts->target, err, errlen);
+        p->opts.work_div = opts->work_div;
+        p->opts.nwork_div = opts->nwork_div;
+        free(wd);
         if (!p->program) {
             cc_result_free(p);
             return NULL;
@@ -232,6 +246,8 @@ void cc_compile_report(const cc_result *p, FILE *f)
     cc_result_traffic(p, &rd, &wr);
     fprintf(f, "total: %d kernel%s, %lld bytes read, %lld bytes written, peak %lld bytes between kernels\n", p->norder,
             p->norder == 1 ? "" : "s", (long long)rd, (long long)wr, (long long)p->peak_bytes);
+    if (p->be) /* the back half ran: its section */
+        be_print(p, "report", f);
     free(reads);
     free(writes);
 }

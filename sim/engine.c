@@ -76,7 +76,84 @@ typedef struct {
     heap h;
     uint64_t seq;
     double now;
+    int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
 } engine;
+
+/* Name the kernels of the run in st->kernels (one entry per name, in
+ * program order) and map every instruction index of every stream to its
+ * entry.  Returns 0, or -1 when out of host memory. */
+static int kernels_begin(engine *g)
+{
+    const isa_program *p = g->p;
+    sim_stats *st = g->s->st;
+    st->nkernels = 0;
+    g->kmap = NULL;
+    if (!p->nkernels)
+        return 0;
+    g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
+    if (!g->kmap)
+        return -1;
+    for (int c = 0; c < p->ncores; c++) {
+        size_t n = p->cores[c].n;
+        g->kmap[c] = malloc((n ? n : 1) * sizeof **g->kmap);
+        if (!g->kmap[c])
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            g->kmap[c][i] = -1;
+    }
+    for (size_t k = 0; k < p->nkernels; k++) {
+        const isa_kernel *kn = &p->kernels[k];
+        if (kn->core < 0 || kn->core >= p->ncores)
+            continue;
+        int slot = -1;
+        for (int j = 0; j < st->nkernels && slot < 0; j++)
+            if (!strcmp(st->kernels[j].name, kn->name))
+                slot = j;
+        if (slot < 0) {
+            if (st->nkernels < SIM_MAX_KERNELS) {
+                slot = st->nkernels++;
+                snprintf(st->kernels[slot].name, sizeof st->kernels[slot].name, "%s",
+                         st->nkernels == SIM_MAX_KERNELS ? "(other kernels)" : kn->name);
+            } else
+                slot = SIM_MAX_KERNELS - 1;
+        }
+        long n = (long)p->cores[kn->core].n;
+        for (long i = kn->first < 0 ? 0 : kn->first; i <= kn->last && i < n; i++)
+            if (g->kmap[kn->core][i] < 0) /* the first kernel naming an instruction owns it, as in traces */
+                g->kmap[kn->core][i] = slot;
+    }
+    return 0;
+}
+
+static void kernels_end(engine *g)
+{
+    if (!g->kmap)
+        return;
+    for (int c = 0; c < g->p->ncores; c++)
+        free(g->kmap[c]);
+    free(g->kmap);
+    g->kmap = NULL;
+}
+
+/* Charge an instruction that ran over [start, done) to its kernel. */
+static void kernel_charge(engine *g, int core, long index, double start, double done, double busy, uint64_t macs,
+                          uint64_t dram_bytes)
+{
+    if (!g->kmap || core >= g->p->ncores || index < 0 || (size_t)index >= g->p->cores[core].n)
+        return;
+    int slot = g->kmap[core][index];
+    if (slot < 0)
+        return;
+    sim_kernel_stats *k = &g->s->st->kernels[slot];
+    if (!k->insns || start < k->start)
+        k->start = start;
+    if (done > k->end)
+        k->end = done;
+    k->insns++;
+    k->busy += busy;
+    k->macs += macs;
+    k->dram_bytes += dram_bytes;
+}
 
 static void schedule(engine *g, double t, int type, int core, int agent, int64_t tok)
 {
@@ -261,6 +338,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     }
     const isa_insn *in = &e->in;
     double dur, done;
+    const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
     if (in->op == ISA_OP_WAIT || in->op == ISA_OP_SIG) {
         if (in->tok >= s->cfg.tokens)
             return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", in->tok,
@@ -314,6 +392,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     double covered = us->done_at > t ? us->done_at : t;
     if (done > covered)
         us->busy += done - covered;
+    kernel_charge(g, c->id, e->index, t, done, done > covered ? done - covered : 0, s->st->macs - macs0,
+                  s->st->dram_bytes_read + s->st->dram_bytes_written - dram0);
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
@@ -394,7 +474,11 @@ static void reset_cores(sim *s)
 
 int sim_engine_run(sim *s, const isa_program *p)
 {
-    engine g = {s, p, {NULL, 0, 0}, 0, 0};
+    engine g = {s, p, {NULL, 0, 0}, 0, 0, NULL};
+    if (kernels_begin(&g)) {
+        kernels_end(&g);
+        return sim_faultf(s, -1, ISA_U_SEQ, -1, "out of host memory (kernel map)");
+    }
     reset_cores(s);
     sim_timing_reset(s);
     sim_race_reset(s);
@@ -438,5 +522,6 @@ int sim_engine_run(sim *s, const isa_program *p)
         }
     }
     free(g.h.v);
+    kernels_end(&g);
     return rc;
 }

@@ -168,6 +168,77 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     return 0;
 }
 
+/* dma.gather: row lookups.  Every index is read and checked before
+ * anything is copied; with values off (--no-values) LX holds no indices,
+ * so every lookup times as row 0. */
+static int exec_gather(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+{
+    const isa_insn *in = &e->in;
+    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb, n0 = in->n[0], n1 = in->n[1];
+    const int64_t tn[2] = {in->vl, n1}, tst[2] = {in->as[0], in->as[1]};
+    span ds = extent(in->d.off, 2, in->n, in->ds, run);
+    span as = extent(in->a.off, 2, tn, tst, run); /* the whole table */
+    span bs = extent(in->b.off, 1, in->n, in->bs, 4);
+    if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) ||
+        check_align(s, c, e, u, "b", in->b.off, 1, in->bs, 4))
+        return -1;
+    if (check_lx(s, c, e, u, "d", ds) || check_dram(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs))
+        return -1;
+    const int64_t wb = (int64_t)s->weight_bytes;
+    if (as.lo < wb && as.hi > wb)
+        return sim_faultf(s, c->id, u, e->index,
+                          "dma.gather: the table [0x%" PRIx64 ", 0x%" PRIx64 ") straddles the end of the weights "
+                          "region (0x%" PRIx64 " bytes); a table lies in one region",
+                          (uint64_t)as.lo, (uint64_t)as.hi, (uint64_t)wb);
+    sim_pt_fence(s, c->id, (uint64_t)bs.lo, (uint64_t)bs.hi, 0);
+    sim_pt_fence(s, c->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
+    const int values = s->opt.values;
+    int64_t *row = malloc((size_t)n0 * sizeof *row);
+    if (!row)
+        abort();
+    for (int64_t i0 = 0; i0 < n0; i0++) {
+        float x = 0.0f;
+        if (values)
+            memcpy(&x, c->lx + in->b.off + i0 * in->bs[0], 4);
+        /* fp32 holds every integer up to 2^24 exactly */
+        if (!(x >= 0.0f && x < (float)in->vl && x <= 16777216.0f && x == floorf(x))) {
+            free(row);
+            return sim_faultf(s, c->id, u, e->index,
+                              "dma.gather: index %" PRId64 " (LX 0x%" PRIx64 ") is %g, not an integer row in [0, %" PRId64 ")",
+                              i0, (uint64_t)(in->b.off + i0 * in->bs[0]), (double)x, in->vl);
+        }
+        row[i0] = (int64_t)x;
+    }
+    if (sim_race_active(s)) {
+        if (in->bs[0] == 4)
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)in->b.off, (uint64_t)(in->b.off + 4 * n0), 0);
+        else
+            for (int64_t i0 = 0; i0 < n0; i0++) {
+                uint64_t b = (uint64_t)(in->b.off + i0 * in->bs[0]);
+                sim_race_access(s, c, u, e->index, c->id, b, b + 4, 0);
+            }
+    }
+    sim_dma_timer dt;
+    sim_dma_begin(s, &dt, tm->start);
+    for (int64_t i1 = 0; i1 < n1; i1++)
+        for (int64_t i0 = 0; i0 < n0; i0++) {
+            int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            uint64_t da = dram_addr(s, in->a.off + row[i0] * in->as[0] + i1 * in->as[1]);
+            sim_dma_piece(s, &dt, da, (uint64_t)run, 0);
+            if (sim_race_active(s)) {
+                sim_race_access(s, c, u, e->index, -1, da, da + (uint64_t)run, 0);
+                sim_race_access(s, c, u, e->index, c->id, (uint64_t)d, (uint64_t)(d + run), 1);
+            }
+            if (values)
+                sim_dram_copy_out(s, da, c->lx + d, (size_t)run);
+        }
+    free(row);
+    s->st->dram_bytes_read += (uint64_t)(run * n0 * n1);
+    tm->end = sim_dma_end(s, c, &dt, tm->start, 0);
+    tm->busy_end = dt.issue;
+    return 0;
+}
+
 static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
 {
     const isa_insn *in = &e->in;
@@ -574,7 +645,7 @@ int sim_exec(sim *s, sim_core *c, const sim_qent *e, sim_timing *tm)
     int u = (int)isa_insn_unit(&e->in);
     switch (isa_info(e->in.op)->cls) {
     case ISA_C_DMAI:
-    case ISA_C_DMAO: return exec_dma(s, c, e, u, tm);
+    case ISA_C_DMAO: return e->in.op == ISA_OP_DMA_GATHER ? exec_gather(s, c, e, u, tm) : exec_dma(s, c, e, u, tm);
     case ISA_C_PT: return exec_pt(s, c, e, u, tm);
     case ISA_C_SFP: return exec_sfp(s, c, e, u, tm);
     case ISA_C_RING: return exec_ring(s, c, e, u, tm);

@@ -91,6 +91,21 @@ typedef struct {
 } sim_fault;
 
 #define SIM_MAX_CORES 256
+#define SIM_MAX_KERNELS 256
+
+/* One kernel's share of a run, over every core that runs a kernel of that
+ * name (isa_program.kernels).  Unit instructions only: the sequencer's
+ * control instructions take no unit time.  When a program names more than
+ * SIM_MAX_KERNELS kernels, the last entry, "(other kernels)", holds the rest. */
+typedef struct {
+    char name[ISA_NAME_MAX];
+    double start;        /* cycle the earliest of its instructions started */
+    double end;          /* cycle the last of them completed */
+    double busy;         /* unit cycles, summed over units and cores (as unit_busy) */
+    uint64_t insns;      /* unit instructions executed */
+    uint64_t macs;       /* multiply-accumulates of its pt.mm */
+    uint64_t dram_bytes; /* DRAM bytes read and written by its DMAs */
+} sim_kernel_stats;
 
 typedef struct {
     double cycles;             /* simulated core cycles from launch to the last unit done */
@@ -104,12 +119,17 @@ typedef struct {
     uint64_t lx_peak[SIM_MAX_CORES];            /* highest LX byte touched + 1, per core */
     double unit_busy[SIM_MAX_CORES][ISA_NUNITS];  /* cycles executing */
     double unit_stall[SIM_MAX_CORES][ISA_NUNITS]; /* cycles blocked on a token */
+    int nkernels;              /* entries of kernels[] in use */
+    sim_kernel_stats kernels[SIM_MAX_KERNELS];  /* per kernel name, in program order */
 } sim_stats;
+
+/* The entry of stats for kernel `name`, or NULL. */
+const sim_kernel_stats *sim_stats_kernel(const sim_stats *st, const char *name);
 
 /* Figures derived from stats and the configuration. */
 double sim_stats_time_us(const sim_stats *st, const sim_config *cfg);
 double sim_stats_mac_utilization(const sim_stats *st, const sim_config *cfg);
-/* Write the statistics as one JSON object (keys in docs/stats.md). */
+/* Write the statistics as one JSON object (keys in docs/timing.md). */
 int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen);
 
 typedef enum { SIM_TRACE_OFF, SIM_TRACE_KERNEL, SIM_TRACE_INSN } sim_trace_level;

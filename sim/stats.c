@@ -1,5 +1,5 @@
 /* stats.c: figures derived from a run's statistics, and their JSON form
- * (keys documented in docs/stats.md). */
+ * (keys documented in docs/timing.md). */
 #include "internal.h"
 
 #include <errno.h>
@@ -16,6 +16,27 @@ double sim_stats_mac_utilization(const sim_stats *st, const sim_config *cfg)
 {
     double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
     return st->cycles > 0 ? (double)st->macs / (st->cycles * peak) : 0.0;
+}
+
+const sim_kernel_stats *sim_stats_kernel(const sim_stats *st, const char *name)
+{
+    for (int k = 0; k < st->nkernels && k < SIM_MAX_KERNELS; k++)
+        if (!strcmp(st->kernels[k].name, name))
+            return &st->kernels[k];
+    return NULL;
+}
+
+static void json_name(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if ((unsigned char)*s < 0x20)
+            continue;
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
 }
 
 int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen)
@@ -44,6 +65,15 @@ int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char 
         for (int u = 0; u < ISA_NUNITS; u++)
             fprintf(f, "%s\"%s\": %.0f", u ? ", " : "", isa_unit_names[u], st->unit_stall[c][u]);
         fprintf(f, "}}%s\n", c + 1 < cfg->cores ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"kernels\": [\n");
+    for (int k = 0; k < st->nkernels && k < SIM_MAX_KERNELS; k++) {
+        const sim_kernel_stats *ks = &st->kernels[k];
+        fprintf(f, "    {\"name\": ");
+        json_name(f, ks->name);
+        fprintf(f, ", \"start_cycles\": %.0f, \"end_cycles\": %.0f, \"busy_cycles\": %.0f, \"insns\": %" PRIu64
+                   ", \"macs\": %" PRIu64 ", \"dram_bytes\": %" PRIu64 "}%s\n",
+                ks->start, ks->end, ks->busy, ks->insns, ks->macs, ks->dram_bytes, k + 1 < st->nkernels ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     if (fclose(f)) {

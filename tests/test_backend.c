@@ -286,6 +286,32 @@ static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips
     CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre-4core", NULL), 0);
 }
 
+static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips(void)
+{
+    /* embedding(weight, ids) then layer norm: the ids (i64 on the host)
+     * are fp32 on the device and dma.gather picks each token's row */
+    sim_stats st;
+    CU_ASSERT_EQUAL(run_trace("embed_small", "spyre", &st), 0);
+    CU_ASSERT(st.dram_bytes_read > 0);
+    CU_ASSERT_EQUAL(run_trace("embed_small", "spyre-4core", &st), 0);
+}
+
+static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
+{
+    /* the row numbers come from arithmetic on the ids, not the ids themselves */
+    char err[512];
+    compile_error("graph g\n"
+                  "input %ids: i64[8]\n"
+                  "input %w: f32[10, 64]\n"
+                  "%j: i64[8] = aten.add.Tensor(%ids, 1)\n"
+                  "%y: f32[8, 64] = aten.embedding.default(%w, %j)\n"
+                  "output %y\n",
+                  "spyre", err, sizeof err);
+    if (!strstr(err, "not supported yet"))
+        fprintf(stderr, "\nerror: '%s'\n", err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "gather of w: the row numbers are not read directly from an integer input"));
+}
+
 static void test_back_half_passes_dump_layout_workdiv_and_codegen(void)
 {
     const char *const *bp = cc_backend_pass_names();
@@ -331,6 +357,230 @@ static void test_back_half_passes_dump_layout_workdiv_and_codegen(void)
     cc_graph_free(g);
 }
 
+/* ---- the report and work-division overrides ---- */
+
+/* The mlp trace, optionally with extra lines (hints) appended to its text. */
+static cc_graph *load_mlp(const char *extra)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/traces/mlp/graph.txt", SPYRE_SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1024, f);
+    fclose(f);
+    snprintf(text + n, sizeof text - n, "%s", extra ? extra : "");
+    cc_graph *g = cc_graph_parse(text, path, err, sizeof err);
+    if (!g)
+        fprintf(stderr, "mlp: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    return g;
+}
+
+/* Compile g for cfgname with the work_div overrides wd[0..n): the report
+ * in *report (malloc'd, NULL on an error) and the error text in err. */
+static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, char **report,
+                             char *err, size_t errlen)
+{
+    static sim_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    o.work_div = wd;
+    o.nwork_div = n;
+    *report = NULL;
+    cc_result *r = cc_compile(g, &o, err, errlen);
+    if (r) {
+        size_t len = 0;
+        FILE *f = open_memstream(report, &len);
+        cc_compile_report(r, f);
+        fclose(f);
+    }
+    return r;
+}
+
+/* Run a compiled result's program on cfgname with mlp's inputs and
+ * weights; outputs not ok against the reference executor (-1: failed
+ * before the check), cycles in *cycles. */
+static int run_result(cc_result *r, const cc_graph *g, const char *cfgname, double *cycles)
+{
+    sim_config cfg;
+    tu_config(cfgname, &cfg);
+    char err[1024], in[600];
+    snprintf(in, sizeof in, "%s/traces/mlp/inputs.safetensors", SPYRE_SOURCE_DIR);
+    isa_program *p = cc_result_take_program(r);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    int bad = -1;
+    rt_run_result res;
+    if (rt_load_graph_tensors(prog, g, in, err, sizeof err) || rt_launch(prog, &res)) {
+        fprintf(stderr, "mlp: %s\n", err);
+    } else {
+        *cycles = res.stats.cycles;
+        rt_check_result *chk = NULL;
+        int n = 0;
+        bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
+        CU_ASSERT_EQUAL(n, g->noutputs);
+        free(chk);
+    }
+    rt_unload(prog);
+    rt_close(dev);
+    return bad;
+}
+
+/* The grid the report gives kernel `name` ("NAME: grid GMxGN on C cores"). */
+static int report_grid(const char *report, const char *name, long *gm, long *gn, int *cores)
+{
+    char key[128];
+    snprintf(key, sizeof key, "\n%s: grid ", name);
+    const char *at = report ? strstr(report, key) : NULL;
+    return at && sscanf(at + strlen(key), "%ldx%ld on %d core", gm, gn, cores) == 3 ? 0 : -1;
+}
+
+static void test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre(void)
+{
+    cc_graph *g = load_mlp(NULL);
+    char err[1024], *rep;
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    /* the front half's lines stay */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "graph mlp: 2 kernels\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: matmul [8, 256 | 64]\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\ntotal: 2 kernels, "));
+    /* then the chip's section, per kernel */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\ntarget spyre (32 cores):\n"));
+    const char *names[] = {"k0_addmm_gelu", "k1_addmm"};
+    for (int k = 0; k < 2; k++) {
+        long gm = 0, gn = 0;
+        int cores = 0;
+        CU_ASSERT_EQUAL(report_grid(rep, names[k], &gm, &gn, &cores), 0);
+        CU_ASSERT(gm >= 1 && gn >= 1 && gm * gn == cores && cores <= 32);
+        char key[128];
+        snprintf(key, sizeof key, "\n%s: grid ", names[k]);
+        const char *sec = strstr(rep, key);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
+        const char *tiles = strstr(sec, "\n  tiles: core tile ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tiles);
+        /* the tile the grid gives: M rows / gm, rounded up */
+        long mt = 0;
+        CU_ASSERT_EQUAL(sscanf(tiles, "\n  tiles: core tile %ld rows", &mt), 1);
+        CU_ASSERT_EQUAL(mt, (8 + gm - 1) / gm);
+        CU_ASSERT_PTR_NOT_NULL(strstr(sec, " in blocks of "));
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  lx: addmm.mm, addmm (never leave the kernel)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  dram: reads x, fc1_weight, fc1_bias; writes gelu\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  dram: reads gelu, fc2_weight, fc2_bias; writes addmm_1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  restickified: none\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\ntotal on spyre: 2 kernels, up to "));
+    /* k0 reads at least x, W1 and b1 once (DL16): 8x64 + 256x64 + 256 elements */
+    long rd = 0;
+    const char *db = strstr(rep, "  dram bytes: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+    CU_ASSERT_EQUAL(sscanf(db, "  dram bytes: %ld read", &rd), 1);
+    CU_ASSERT(rd >= 2 * (8 * 64 + 256 * 64 + 256));
+    free(rep);
+    cc_result_free(r);
+    cc_graph_free(g);
+}
+
+static void test_work_div_forces_a_grid_that_validates_with_other_cycles(void)
+{
+    cc_graph *g = load_mlp(NULL);
+    char err[1024], *rep;
+    double c0 = 0, c1 = 0;
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    long gm, gn;
+    int cores;
+    CU_ASSERT_EQUAL_FATAL(report_grid(rep, "k0_addmm_gelu", &gm, &gn, &cores), 0);
+    CU_ASSERT_FALSE(gm == 1 && gn == 2); /* the override below changes the split */
+    CU_ASSERT_EQUAL(run_result(r, g, "spyre", &c0), 0);
+    free(rep);
+    cc_result_free(r);
+
+    const char *wd[] = {"k0_addmm_gelu=1x2", "k1_addmm=2x1"};
+    r = compile_wd(g, "spyre", wd, 2, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: grid 1x2 on 2 cores (work_div), split n;"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_addmm: grid 2x1 on 2 cores (work_div), split m;"));
+    CU_ASSERT_EQUAL(run_result(r, g, "spyre", &c1), 0);
+    CU_ASSERT(c0 > 0 && c1 > 0 && c0 != c1);
+    free(rep);
+    cc_result_free(r);
+    cc_graph_free(g);
+}
+
+static void test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it(void)
+{
+    cc_graph *g = load_mlp("hint work_div k0_addmm_gelu=2x2\nhint something_else 1\n");
+    char err[1024], *rep;
+    double cyc = 0;
+    cc_result *r = compile_wd(g, "spyre-4core", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: grid 2x2 on 4 cores (work_div), split m and n;"));
+    CU_ASSERT_PTR_NULL(strstr(rep, "\nk1_addmm: grid 2x2 on 4 cores (work_div)"));
+    CU_ASSERT_EQUAL(run_result(r, g, "spyre-4core", &cyc), 0);
+    free(rep);
+    cc_result_free(r);
+    const char *wd[] = {"k0_addmm_gelu=1x1"};
+    r = compile_wd(g, "spyre-4core", wd, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: grid 1x1 on 1 core (work_div), split nothing;"));
+    free(rep);
+    cc_result_free(r);
+    cc_graph_free(g);
+}
+
+static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
+{
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"k7_nothing=2x2", "work_div \"k7_nothing=2x2\": no kernel k7_nothing (the kernels are k0_addmm_gelu, k1_addmm)"},
+        {"k0_addmm_gelu=8x8", "kernel k0_addmm_gelu: work_div \"8x8\" uses 64 cores, more than the 32 of spyre"},
+        {"k0_addmm_gelu=16x1", "kernel k0_addmm_gelu: work_div 16x1: M has 8 rows, fewer than 16 parts"},
+        {"k1_addmm=1x2", "kernel k1_addmm: work_div 1x2: N has 1 sticks (64 columns), fewer than 2 parts"},
+        {"k0_addmm_gelu=4", "kernel k0_addmm_gelu: work_div \"4\": a matmul kernel takes GMxGN"},
+        {"k0_addmm_gelu=0x2", "kernel k0_addmm_gelu: work_div \"0x2\": a matmul kernel takes GMxGN"},
+        {"k0_addmm_gelu", "work_div \"k0_addmm_gelu\": expected KERNEL=SPEC"},
+    };
+    cc_graph *g = load_mlp(NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[1024], *rep;
+        const char *wd[] = {cases[i].spec};
+        cc_result *r = compile_wd(g, "spyre", wd, 1, &rep, err, sizeof err);
+        CU_ASSERT_PTR_NULL(r);
+        if (!strstr(err, cases[i].want))
+            fprintf(stderr, "work_div %s: got \"%s\"\n", cases[i].spec, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].want));
+        cc_result_free(r);
+    }
+    cc_graph_free(g);
+    /* a row kernel takes a core count, at most its rows */
+    const char *sm = "graph sm\ninput %x: f32[4, 64]\n%y: f32[4, 64] = aten._softmax.default(%x, -1, False)\n"
+                     "output %y\nhint work_div k0_softmax=8\n";
+    char err[1024], *rep;
+    g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores"));
+    const char *two[] = {"k0_softmax=2"};
+    r = compile_wd(g, "spyre", two, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;"));
+    free(rep);
+    cc_result_free(r);
+    const char *bad[] = {"k0_softmax=2x2"};
+    r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count"));
+    cc_graph_free(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -354,8 +604,18 @@ int main(void)
          test_encoder_and_decoder_attention_validate_on_both_chips},
         {"a gpt2 block with a -inf causal mask validates on both chips",
          test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips},
+        {"an embedding gathers rows by dma.gather and validates on both chips",
+         test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
+        {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
         {"the back half's passes dump layout, workdiv and codegen",
          test_back_half_passes_dump_layout_workdiv_and_codegen},
+        {"the report shows each kernel's split, tiles, LX and DRAM on spyre",
+         test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre},
+        {"work_div forces a grid that validates with other cycles",
+         test_work_div_forces_a_grid_that_validates_with_other_cycles},
+        {"a work_div hint line forces the grid and options win over it",
+         test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it},
+        {"bad work_div specs are errors naming the kernel", test_bad_work_div_specs_are_errors_naming_the_kernel},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

@@ -235,6 +235,29 @@ static void test_ref_reproduces_pytorch_on_the_traces(void)
     CU_ASSERT_EQUAL(tu_spyre("ref /nonexistent", out, sizeof out), 2);
 }
 
+/* A compiled graph's run ends with the kernels that took longest, each
+ * with its share of the run; the JSON statistics list every kernel. */
+static void test_run_graph_reports_top_kernels(void)
+{
+    char js[512];
+    tu_tmpfile(".json", js, sizeof js);
+    CU_ASSERT_EQUAL(spyref("run " SPYRE_SOURCE_DIR "/traces/mlp --check --stats-json %s%s", js, ""), 0);
+    const char *top = strstr(out, "top kernels:");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(top);
+    CU_ASSERT_PTR_NOT_NULL(strstr(top, "k0_addmm_gelu"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(top, "k1_addmm"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(top, "share="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(top, " ok\n")); /* the check lines follow, unchanged */
+    FILE *f = fopen(js, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"kernels\": ["));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "{\"name\": \"k0_addmm_gelu\", \"start_cycles\": 0,"));
+    remove(js);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -250,6 +273,7 @@ int main(void)
         {"compile_reports_kernels_and_dumps_passes", test_compile_reports_kernels_and_dumps_passes},
         {"compile_errors_name_the_graph_line", test_compile_errors_name_the_graph_line},
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
+        {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {NULL, NULL},
     };
     return tu_run("cli", tests);

@@ -706,6 +706,102 @@ static void test_sfp_iota_writes_affine_index_values_per_column_and_row(void)
     sim_destroy(s);
 }
 
+/* A 5-row x 2-group fp32 table at DRAM 0x1000 (row stride one stick,
+ * group stride 5 sticks): lane l of row r, group g holds 1000g + 40r + l. */
+static void put_gather_table(sim *s)
+{
+    float t[2 * 5 * 32];
+    for (int g = 0; g < 2; g++)
+        for (int r = 0; r < 5; r++)
+            for (int l = 0; l < 32; l++)
+                t[(g * 5 + r) * 32 + l] = (float)(1000 * g + 40 * r + l);
+    sim_dram_write(s, 0x1000, t, sizeof t);
+}
+
+static isa_insn *emit_gather(isa_program *p, int core, int64_t n0)
+{
+    isa_insn *g = tu_emit(p, core, ISA_OP_DMA_GATHER);
+    g->d.off = 0x2000;
+    g->a.off = 0x1000;
+    g->b.off = 0x100;
+    g->vl = 5;
+    g->n[0] = n0;
+    g->ds[0] = 128;
+    g->as[0] = 128;
+    g->n[1] = 2;
+    g->ds[1] = n0 * 128;
+    g->as[1] = 5 * 128;
+    return g;
+}
+
+static void test_dma_gather_copies_the_indexed_rows_of_every_group(void)
+{
+    sim *s = sim_create(&cfg4);
+    put_gather_table(s);
+    const float idx[4] = {3, 0, 3, 4};
+    memcpy(sim_lx(s, 2) + 0x100, idx, sizeof idx);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    CU_ASSERT_EQUAL(emit_gather(p, 2, 4)->bs[0], 4); /* the default index stride: packed fp32 */
+    /* strided indices: every other fp32 of 0x100.. (3, 3) into 0x3000 */
+    isa_insn *g = emit_gather(p, 2, 2);
+    g->bs[0] = 8;
+    g->d.off = 0x3000;
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    const uint8_t *lx = sim_lx(s, 2);
+    for (int grp = 0; grp < 2; grp++)
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < 32; l++) {
+                float v;
+                memcpy(&v, lx + 0x2000 + grp * 4 * 128 + i * 128 + 4 * l, 4);
+                CU_ASSERT_EQUAL(v, (float)(1000 * grp + 40 * idx[i] + l));
+            }
+    float v;
+    memcpy(&v, lx + 0x2000 + 4 * 128 + 3 * 128 + 4 * 31, 4); /* group 1, index 4, lane 31 */
+    CU_ASSERT_EQUAL(v, 1191.0f);
+    memcpy(&v, lx + 0x3000 + 1 * 128 + 4 * 5, 4); /* strided: index 1 is idx[2] = 3 */
+    CU_ASSERT_EQUAL(v, 125.0f);
+    memcpy(&v, lx + 0x3000 + 2 * 128 + 1 * 128, 4); /* group 1 (ds1 = 2 sticks), index 1, lane 0 */
+    CU_ASSERT_EQUAL(v, 1120.0f);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void expect_gather_fault(float bad, const char *text)
+{
+    sim *s = sim_create(&cfg4);
+    put_gather_table(s);
+    const float idx[3] = {1, bad, 2};
+    memcpy(sim_lx(s, 1) + 0x100, idx, sizeof idx);
+    memset(sim_lx(s, 1) + 0x2000, 0x5a, 6 * 128);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_NOP);
+    emit_gather(p, 1, 3);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 1);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_DMAI);
+    CU_ASSERT_EQUAL(f.index, 1);
+    if (!strstr(f.msg, text))
+        fprintf(stderr, "\nfault message '%s' lacks '%s'\n", f.msg, text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, text));
+    /* the faulting gather copied nothing */
+    CU_ASSERT_EQUAL(sim_lx(s, 1)[0x2000], 0x5a);
+    CU_ASSERT_EQUAL(sim_lx(s, 1)[0x2000 + 6 * 128 - 1], 0x5a);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_dma_gather_faults_on_an_index_that_is_not_an_integer_row(void)
+{
+    expect_gather_fault(1.5f, "dma.gather: index 1 (LX 0x104) is 1.5, not an integer row in [0, 5)");
+    expect_gather_fault(5.0f, "dma.gather: index 1 (LX 0x104) is 5, not an integer row in [0, 5)");
+    expect_gather_fault(-1.0f, "is -1, not an integer row in [0, 5)");
+    expect_gather_fault(NAN, "not an integer row in [0, 5)");
+}
+
 int main(void)
 {
     tu_config("spyre-4core", &cfg4);
@@ -735,6 +831,9 @@ int main(void)
         {"sfp_rst_transposes_shifts_lanes_and_keeps_the_rest", test_sfp_rst_transposes_shifts_lanes_and_keeps_the_rest},
         {"sfp_iota_writes_affine_index_values_per_column_and_row",
          test_sfp_iota_writes_affine_index_values_per_column_and_row},
+        {"dma_gather_copies_the_indexed_rows_of_every_group", test_dma_gather_copies_the_indexed_rows_of_every_group},
+        {"dma_gather_faults_on_an_index_that_is_not_an_integer_row",
+         test_dma_gather_faults_on_an_index_that_is_not_an_integer_row},
         {NULL, NULL},
     };
     return tu_run("sim", tests);

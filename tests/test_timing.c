@@ -442,6 +442,42 @@ static void test_stats_json_has_the_documented_keys(void)
     isa_program_free(p);
 }
 
+/* Per-kernel figures: a kernel name is aggregated over cores, and the
+ * kernels' MACs, DRAM bytes and busy cycles add up to the run's. */
+static void test_kernel_stats_add_up_to_the_run(void)
+{
+    isa_program *p = small_gemm();
+    p->nkernels = 0;
+    for (int c = 0; c < p->ncores; c++) {
+        long n = (long)p->cores[c].n;
+        CU_ASSERT_FATAL(n >= 2);
+        isa_program_add_kernel(p, "first_half", c, 0, n / 2 - 1);
+        isa_program_add_kernel(p, "second_half", c, n / 2, n - 1);
+    }
+    sim *s = sim_create(&cfg4);
+    sim_stats *st = malloc(sizeof *st);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st, &f), 0);
+    CU_ASSERT_EQUAL_FATAL(st->nkernels, 2);
+    const sim_kernel_stats *a = sim_stats_kernel(st, "first_half"), *b = sim_stats_kernel(st, "second_half");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_PTR_NULL(sim_stats_kernel(st, "nope"));
+    CU_ASSERT_EQUAL(a->macs + b->macs, st->macs);
+    CU_ASSERT_EQUAL(a->dram_bytes + b->dram_bytes, st->dram_bytes_read + st->dram_bytes_written);
+    double busy = 0;
+    for (int c = 0; c < cfg4.cores; c++)
+        for (int u = 0; u < ISA_NUNITS; u++)
+            busy += st->unit_busy[c][u];
+    CU_ASSERT_DOUBLE_EQUAL(a->busy + b->busy, busy, 1e-6 * busy + 1e-6);
+    CU_ASSERT(a->start >= 0 && a->start < a->end && a->end <= st->cycles);
+    CU_ASSERT(b->start > a->start && b->start < b->end && b->end <= st->cycles);
+    CU_ASSERT(a->insns + b->insns >= st->insns); /* waits and signals count too */
+    free(st);
+    sim_destroy(s);
+    isa_program_free(p);
+}
+
 int main(void)
 {
     tu_config("spyre-4core", &cfg4);
@@ -461,6 +497,7 @@ int main(void)
         {"deadlock_lists_every_waiting_unit", test_deadlock_lists_every_waiting_unit},
         {"trace_parses_and_slices_on_a_track_never_overlap", test_trace_parses_and_slices_on_a_track_never_overlap},
         {"stats_json_has_the_documented_keys", test_stats_json_has_the_documented_keys},
+        {"kernel_stats_add_up_to_the_run", test_kernel_stats_add_up_to_the_run},
         {NULL, NULL},
     };
     return tu_run("timing", tests);

@@ -280,6 +280,42 @@ static void print_stats(const sim_stats *st, const sim_config *cfg)
     }
 }
 
+/* The five kernels with the longest span (end - start): share of the run,
+ * MAC utilization of the whole chip over the span, DRAM bytes moved. */
+static void print_top_kernels(const sim_stats *st, const sim_config *cfg)
+{
+    enum { TOP = 5 };
+    int top[TOP], ntop = 0;
+    for (int k = 0; k < st->nkernels && k < SIM_MAX_KERNELS; k++) {
+        const sim_kernel_stats *ks = &st->kernels[k];
+        if (!ks->insns)
+            continue;
+        double span = ks->end - ks->start;
+        int at = ntop < TOP ? ntop : TOP;
+        while (at > 0 && span > st->kernels[top[at - 1]].end - st->kernels[top[at - 1]].start)
+            at--;
+        if (at == TOP)
+            continue;
+        int last = ntop < TOP ? ntop : TOP - 1;
+        for (int j = last; j > at; j--)
+            top[j] = top[j - 1];
+        top[at] = k;
+        if (ntop < TOP)
+            ntop++;
+    }
+    if (!ntop)
+        return;
+    double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
+    printf("top kernels: span (end - start), share of the run, MAC utilization of the chip over the span, DRAM bytes\n");
+    for (int j = 0; j < ntop; j++) {
+        const sim_kernel_stats *ks = &st->kernels[top[j]];
+        double span = ks->end - ks->start;
+        printf("  %-24s cycles=%.0f share=%5.1f%% mac_utilization=%.4f dram_bytes=%" PRIu64 "\n", ks->name, span,
+               st->cycles > 0 ? 100 * span / st->cycles : 0.0, span > 0 ? (double)ks->macs / (span * peak) : 0.0,
+               ks->dram_bytes);
+    }
+}
+
 static void export_dir(const char *path, char *dir, size_t len);
 
 /* A path that names a graph (a graph file or an export directory), not a
@@ -290,11 +326,17 @@ static int names_graph(const char *path)
     return !(n > 4 && !strcmp(path + n - 4, ".elf"));
 }
 
+/* `spyre run --work-div KERNEL=SPEC` overrides, for compile_and_load. */
+static const char *run_work_div[64];
+static int run_nwork_div;
+
 /* Compile graph g for the device's chip and load the program. */
 static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err, size_t errlen)
 {
     cc_compile_opts o = {0};
     o.target = rt_config(dev);
+    o.work_div = run_work_div;
+    o.nwork_div = run_nwork_div;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -372,7 +414,11 @@ static int cmd_run(int argc, char **argv)
             seed = (uint64_t)v;
         } else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
-        else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--work-div") && i + 1 < argc) {
+            if (run_nwork_div == 64)
+                return usage_error("run", "too many --work-div options");
+            run_work_div[run_nwork_div++] = argv[++i];
+        } else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
             stats_json = argv[++i];
         else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
             trace = argv[++i];
@@ -465,6 +511,7 @@ static int cmd_run(int argc, char **argv)
     rt_run_format(res, line, sizeof line);
     printf("%s\n", line);
     print_stats(&res->stats, rt_config(dev));
+    print_top_kernels(&res->stats, rt_config(dev));
     if (stats_json && sim_write_stats_json(&res->stats, rt_config(dev), stats_json, err, sizeof err)) {
         fprintf(stderr, "spyre run: %s\n", err);
         free(res);
@@ -507,8 +554,16 @@ static int cmd_compile(int argc, char **argv)
         return EXIT_OK;
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL;
     int report = 0, list = 0;
+    const char *work_div[64];
+    int nwork_div = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+        if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
+            if (argv[i][10] != '=' && i + 1 >= argc)
+                return usage_error("compile", "--work-div takes KERNEL=SPEC");
+            if (nwork_div == 64)
+                return usage_error("compile", "too many --work-div options");
+            work_div[nwork_div++] = argv[i][10] == '=' ? argv[i] + 11 : argv[++i];
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
@@ -538,12 +593,12 @@ static int cmd_compile(int argc, char **argv)
     cc_graph *g = cc_graph_load(path, err, sizeof err);
     if (!g)
         return fail("spyre compile: %s", err);
-    cc_compile_opts opts = {dump, stdout, 0, 0, NULL};
+    cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div};
     sim_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
         backend_dump |= !strcmp(*p, dump);
-    if (out || config || backend_dump) {
+    if (out || config || backend_dump || nwork_div) {
         char cfgpath[1024];
         sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
         if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {

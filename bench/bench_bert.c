@@ -1,0 +1,175 @@
+/* bench_bert: one BERT-base encoder layer (hidden 768, 12 heads, FFN 3072,
+ * sequence 128; traces/models/encoder.py:bert_handwritten) compiled for the
+ * reference chip (sim/configs/spyre.cfg), run with values and validated
+ * against the reference executor.  Reports the simulated time and, measured
+ * in the same run on the same graph and inputs, the host time of the
+ * simulation against the host time of the reference executor (rt_ref).
+ *
+ * The graph is exported on first use into BUILD/traces/bert_base (BUILD is
+ * the build directory holding this program; never the source tree) with
+ * /usr/bin/python3 tools/export.py, which needs PyTorch (tools/setup).
+ * Exit status: 0 ok, 1 an output does not match, 2 the graph cannot be
+ * exported, loaded or compiled, 3 the program faulted.  Headline last:
+ * sim_vs_reference_time. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cc.h"
+#include "rt.h"
+
+enum { REPS = 3 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int die(int status, const char *what, const char *msg)
+{
+    fprintf(stderr, "bench_bert: %s: %s\n", what, msg);
+    return status;
+}
+
+/* dir with its last path component removed, in place. */
+static void parent(char *dir)
+{
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir)
+        *slash = 0;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+int main(void)
+{
+    /* source root: the shipped configurations live in SRC/sim/configs */
+    char src[PATH_MAX], build[PATH_MAX], dir[PATH_MAX + 32], graph[PATH_MAX + 64], inputs[PATH_MAX + 64];
+    char cfgpath[PATH_MAX], err[2048], cmd[4 * PATH_MAX];
+    snprintf(src, sizeof src, "%s", sim_config_dir());
+    parent(src);
+    parent(src);
+    ssize_t n = readlink("/proc/self/exe", build, sizeof build - 1);
+    if (n <= 0)
+        return die(2, "/proc/self/exe", "cannot find the build directory");
+    build[n] = 0;
+    parent(build); /* BUILD/bench/bench_bert -> BUILD/bench */
+    parent(build); /* -> BUILD */
+    snprintf(dir, sizeof dir, "%s/traces/bert_base", build);
+    snprintf(graph, sizeof graph, "%s/graph.txt", dir);
+    snprintf(inputs, sizeof inputs, "%s/inputs.safetensors", dir);
+    if (!exists(graph)) {
+        snprintf(cmd, sizeof cmd,
+                 "/usr/bin/python3 '%s/tools/export.py' '%s/traces/models/encoder.py:bert_handwritten' -o '%s' >&2",
+                 src, src, dir);
+        fprintf(stderr, "bench_bert: exporting %s\n", dir);
+        if (system(cmd) != 0 || !exists(graph))
+            return die(2, "export failed (needs /usr/bin/python3 with torch: tools/setup)", cmd);
+    }
+
+    sim_config_path("spyre", cfgpath, sizeof cfgpath);
+    rt_device *dev = rt_open(cfgpath, err, sizeof err);
+    if (!dev)
+        return die(2, cfgpath, err);
+    cc_graph *g = cc_graph_load(graph, err, sizeof err);
+    if (!g)
+        return die(2, "load", err);
+
+    /* compile for the chip (front and back half) */
+    cc_compile_opts o;
+    memset(&o, 0, sizeof o);
+    o.target = rt_config(dev);
+    double t0 = now();
+    cc_result *cr = cc_compile(g, &o, err, sizeof err);
+    if (!cr)
+        return die(2, "the compiler cannot compile BERT-base", err);
+    isa_program *p = cc_result_take_program(cr);
+    cc_result_free(cr);
+    double compile_s = now() - t0;
+    rt_program *prog = p ? rt_load_program(dev, p, err, sizeof err) : NULL;
+    if (!prog)
+        return die(2, "load program", p ? err : "the compiler returned no program");
+    if (rt_fill_inputs(prog, 1, err, sizeof err) || rt_load_graph_tensors(prog, g, inputs, err, sizeof err))
+        return die(2, "inputs", err);
+
+    /* the simulation, with values and race detection (spyre run's default):
+     * best of REPS launches (the first also uploads the weights) */
+    sim_options so = {1, 1, SIM_TRACE_OFF};
+    sim_set_options(rt_sim(dev), &so);
+    rt_run_result *res = malloc(sizeof *res);
+    if (!res)
+        return die(2, "host", "out of memory");
+    double sim_s = 1e30, first_s = 0;
+    for (int r = 0; r < REPS; r++) {
+        t0 = now();
+        if (rt_launch(prog, res)) {
+            rt_run_format(res, err, sizeof err);
+            return die(3, "run", err);
+        }
+        double t = now() - t0;
+        if (r == 0)
+            first_s = t;
+        if (t < sim_s)
+            sim_s = t;
+    }
+
+    /* validation: every output against the reference executor */
+    rt_check_result *chk = NULL;
+    int nchk = 0;
+    int bad = rt_check_graph(prog, g, &chk, &nchk, err, sizeof err);
+    if (bad < 0)
+        return die(2, "check", err);
+    for (int i = 0; i < nchk; i++) {
+        char line[1024];
+        rt_check_format(&chk[i], line, sizeof line);
+        printf("%s\n", line);
+    }
+    free(chk);
+
+    /* the reference executor on the same graph, weights and inputs: best
+     * of REPS runs (loading the files is not timed) */
+    rt_ref *ref = rt_ref_new(g, err, sizeof err);
+    if (!ref || rt_ref_load_weights(ref, NULL, err, sizeof err) || rt_ref_load_inputs(ref, inputs, err, sizeof err))
+        return die(2, "reference", err);
+    double ref_s = 1e30;
+    for (int r = 0; r < REPS; r++) {
+        t0 = now();
+        if (rt_ref_run(ref, err, sizeof err))
+            return die(2, "reference", err);
+        double t = now() - t0;
+        if (t < ref_s)
+            ref_s = t;
+    }
+    rt_ref_free(ref);
+
+    const sim_config *cfg = rt_config(dev);
+    const sim_stats *st = &res->stats;
+    printf("graph=%s\n", graph);
+    printf("kernels=%d\n", st->nkernels);
+    printf("compile_seconds=%.3f\n", compile_s);
+    printf("sim_cycles=%.0f\n", st->cycles);
+    printf("sim_time_us=%.3f\n", sim_stats_time_us(st, cfg));
+    printf("mac_utilization=%.4f\n", sim_stats_mac_utilization(st, cfg));
+    printf("macs=%llu\n", (unsigned long long)st->macs);
+    printf("dram_bytes=%llu\n", (unsigned long long)(st->dram_bytes_read + st->dram_bytes_written));
+    printf("outputs_ok=%s\n", bad ? "no" : "yes");
+    printf("sim_first_launch_host_seconds=%.4f\n", first_s);
+    printf("sim_host_seconds=%.4f\n", sim_s);
+    printf("reference_host_seconds=%.4f\n", ref_s);
+    printf("sim_vs_reference_time=%.3f\n", ref_s > 0 ? sim_s / ref_s : 0.0);
+    free(res);
+    cc_graph_free(g);
+    rt_unload(prog);
+    rt_close(dev);
+    return bad ? 1 : 0;
+}
