@@ -51,12 +51,6 @@ static be_state *state_of(be_ctx *c)
     return (be_state *)c;
 }
 
-enum { BE_NOTE_TILES, BE_NOTE_RESTICK };
-
-/* A note for the report about the kernel at pos, from the *_plan
- * functions (be_matmul.c, be_rows.c declare it where they call it):
- * what 0 the tiles (replacing), 1 a restickified operand (appended). */
-void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
 {
     be_kinfo *ki = &state_of(c)->k[pos];

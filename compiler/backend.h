@@ -228,4 +228,10 @@ int be_matmul_emit(be_ctx *c, int pos);
 int be_rows_plan(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 
+/* A note for the report about the kernel at pos, from the *_plan
+ * functions: BE_NOTE_TILES replaces the tile description,
+ * BE_NOTE_RESTICK appends a restickified operand. */
+enum { BE_NOTE_TILES, BE_NOTE_RESTICK };
+void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif

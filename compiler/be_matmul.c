@@ -225,7 +225,6 @@ static double mm_cost(const mm_plan *m, int64_t mt, int64_t ns)
 
 int be_matmul_plan(be_ctx *c, int pos)
 {
-    void be_note(be_ctx *c, int pos, int what, const char *fmt, ...); /* backend.c: report notes */
     mm_plan m;
     int rc = mm_build(c, pos, &m);
     if (!rc) {
@@ -266,19 +265,19 @@ int be_matmul_plan(be_ctx *c, int pos)
                 snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
             else
                 snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, KC);
-            be_note(c, pos, 0,
+            be_note(c, pos, BE_NOTE_TILES,
                     "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
                     " sticks (%" PRId64 " columns), %s%s, estimate %.0f cycles",
                     mt, ns, MB, NBS, cc_min(NBS * c->t.lanes16, m.N), kb, m.nbatch > 1 ? ", per batch index" : "",
                     best);
         }
         if (!rc && m.ag)
-            be_note(c, pos, 1, "A %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->a].name);
+            be_note(c, pos, BE_NOTE_RESTICK, "A %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->a].name);
         if (!rc && m.bg)
-            be_note(c, pos, 1, "B %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->b].name);
+            be_note(c, pos, BE_NOTE_RESTICK, "B %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->b].name);
         for (int j = 0; !rc && j < m.ep.nn; j++)
             if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
-                be_note(c, pos, 1, "result %s (stored through a staged copy)",
+                be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
                         c->p->bufs[c->p->nodes[m.ep.nodes[j].node].out].name);
     }
     mm_free(&m);

@@ -745,7 +745,6 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
 
 int be_rows_plan(be_ctx *c, int pos)
 {
-    void be_note(be_ctx *c, int pos, int what, const char *fmt, ...); /* backend.c: report notes */
     rk_plan k;
     int rc = rk_build(c, pos, &k);
     if (!rc) {
@@ -765,11 +764,11 @@ int be_rows_plan(be_ctx *c, int pos)
         if (!rc) { /* the largest part's chunk, as be_rows_emit picks it */
             int64_t rt = cc_ceil_div(k.rows, w->cores), fit = ((int64_t)c->cfg->lx_usable_bytes - fixed) / (2 * per_row);
             int64_t R = cc_min(cc_min(cc_min(fit, rt), cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16))), 4096);
-            be_note(c, pos, 0, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
+            be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
                     " columns), two slots", rt, R, k.G, k.cols);
             for (int i = 0; i < k.nl; i++)
                 if (k.loads[i].staged)
-                    be_note(c, pos, 1, "%s (sfp.rst from a staged copy)", c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
+                    be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from a staged copy)", c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
         }
     }
     rk_free(&k);

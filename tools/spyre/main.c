@@ -719,14 +719,17 @@ static const command commands[] = {
     {"as", cmd_as, "as FILE.s -o FILE.elf", "Assemble a program (syntax: docs/isa.md) into an ELF file."},
     {"dis", cmd_dis, "dis FILE.elf", "Print a program as assembler text that `spyre as` accepts."},
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
-    {"compile", cmd_compile, "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes]",
+    {"compile", cmd_compile,
+     "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes]\n"
+     "               [--work-div KERNEL=SPEC]...",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
      "fused kernels with the ATen ops in each (--report, the default); --dump-after=PASS prints the IR\n"
      "after that pass (--list-passes names them).  With -o (or --config, or a back-half pass to dump)\n"
      "the back half runs too (layout, workdiv, codegen) for the chip of --config (default spyre) and\n"
-     "-o writes the program."},
+     "-o writes the program.  --work-div KERNEL=SPEC forces a kernel's split across cores (a matmul\n"
+     "grid MxN such as 4x8, or a row kernel's core count), as a `hint work_div` line in the graph does."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -737,18 +740,19 @@ static const command commands[] = {
      "default spyre)."},
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
-     "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]",
+     "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
+     "           [--work-div KERNEL=SPEC]...",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
      "Load a program on a simulated chip, fill its inputs with seeded random values in [-1, 1)\n"
      "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print the\n"
      "simulated cycles and time, MAC utilization, DRAM traffic, bandwidth and row-hit rate, ring\n"
-     "traffic, peak LX use and per-unit busy/stall time.\n"
+     "traffic, peak LX use, per-unit busy/stall time and the five most expensive kernels.\n"
      "--check compares every output with the reference (OpenBLAS for matrix products) and prints one\n"
      "line per output ending in ok or MISMATCH.\n"
      "--no-values simulates timing only (no arithmetic; addresses and ordering are still checked).\n"
-     "--stats-json writes the statistics as JSON (keys in docs/stats.md); --trace writes a Chrome\n"
+     "--stats-json writes the statistics as JSON (keys in docs/timing.md); --trace writes a Chrome\n"
      "trace-event timeline (Perfetto, chrome://tracing): one slice per instruction, or per kernel with\n"
      "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
      "--no-race-check turns race detection off; timing-only runs (--no-values) check races only\n"
