@@ -1,22 +1,28 @@
 /* be_matmul.c: MATMUL kernels with their epilogues.
  *
  * Work division: per batch index, the output (M rows, N in sticks) is cut
- * into a gm x gn grid of core tiles (uneven edges allowed); a small cost
- * model fed by the configuration (PT passes against the DMA bytes a core
- * moves at its ring stop's rate) picks the grid, near-ties going to fewer
- * cores.  Each core walks its tile in blocks of MB rows x NBS sticks with
- * all of K at once (batch dims outermost); operands are read through
- * their affine indices as DMA descriptors (be_view), so transposed
- * weights (B = W^T, the weight sticked on N by the layout pass) and
- * per-batch strided operands need no copy.
+ * into a gm x gn grid of core tiles (uneven edges allowed); a cost model
+ * fed by the configuration (mm_estimate: the busier PT corelet's passes,
+ * the core's DMA at its ring stop's rate, the epilogue's SFP work, and the
+ * DRAM bytes the whole grid moves, re-reads counted, at the chip's DRAM
+ * rate) picks the grid and each core's blocking, near-ties going to fewer
+ * DRAM bytes.  Each core walks its tile in blocks of MB rows x NBS sticks,
+ * K whole or in chunks with fp32 partial sums (batch dims outermost);
+ * operands are read through their affine indices as DMA descriptors
+ * (be_view), so transposed weights (B = W^T, the weight sticked on N by
+ * the layout pass) and per-batch strided operands need no copy.  The two
+ * PT corelets split each block by rows or by sticks at a fixed point.
  *
- * Per block, slot s of two:
- *   dmai: wait empty[s]; load A (K/64 groups of MB sticks), B (NBS groups
- *         of K sticks) and the epilogue's tiles, columns, rows; sig full[s]
- *   pt0:  wait full[s]; pt.mm -> C[s] (DL16); sig mmd[s]
- *   sfp0: wait mmd[s]; the epilogue, one SFP instruction per expression
- *         node over the block (acc = C[s]); sig done[s]
- *   dmao: wait done[s]; store every result leaving the kernel; sig empty[s] */
+ * Per block, slot s of two, corelet u of nc:
+ *   dmai: wait empty[s][u] (every u); load A (K/64 groups of MB sticks),
+ *         B (NBS groups of K sticks) and the epilogue's tiles, columns,
+ *         rows; sig full[s][u] (every u)
+ *   ptu:  wait full[s][u]; pt.mm of its part -> C[s] (DL16); sig
+ *         empty[s][u], mmd[s][u]
+ *   sfp0: wait mmd[s][u] (every u); the epilogue, one SFP instruction per
+ *         expression node over the block (acc = C[s]); sig done[s]
+ *   dmao: wait done[s]; store every result leaving the kernel; sig
+ *         cempty[s][u] (every u) */
 #include "backend.h"
 
 #include <float.h>
@@ -171,19 +177,156 @@ static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC
     return 2 * mm_cslot_bytes(m, MB, NBS) + 2 * mm_abslot_bytes(m, MB, NBS, KC) + mm_p_bytes(m, MB, NBS, KC);
 }
 
-/* The blocking of a tile of mt rows x ns sticks: all of K if it fits,
- * else chunks of 512, 256, 128 or 64 rows; the most sticks, then the
- * most rows, that fit LX with every buffer doubled. */
-static int mm_block(const mm_plan *m, int64_t mt, int64_t ns, int64_t *MB, int64_t *NBS, int64_t *KC)
+/* How one core walks its tile: blocks of MB rows x NBS sticks, K in
+ * chunks of KC rows (nch of them), and the split of each block between
+ * the PT corelets: SPLIT_ROWS gives corelet 1 the rows from r0 on,
+ * SPLIT_STICKS the sticks from s0 on (fixed points, so a corelet's part of
+ * the A, P and C slots never moves between blocks). */
+enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_STICKS };
+
+typedef struct {
+    int64_t MB, NBS, KC, nch;
+    int split;
+    int64_t r0, s0;
+    double cycles;     /* estimate for the kernel with this tiling on every core */
+    double bytes;      /* DRAM bytes the whole grid moves */
+} mm_tiling;
+
+/* Tokens a core needs: per slot, A/B full and empty and product done and
+ * result empty per corelet, epilogue operands full, block empty and
+ * epilogue done; restickify: staged loaded, slot written per corelet,
+ * staged results written. */
+static int mm_tokens(const mm_plan *m, int nc)
+{
+    return 2 * (4 * nc + 3) + (m->ag || m->bg ? 1 + 2 * nc : 0) + 1;
+}
+
+/* PT cycles of an m x (sticks) x k product on one corelet, issue included. */
+static double mm_pt_cycles(const cc_target *t, int64_t rows, int64_t sticks, int64_t k)
+{
+    return (double)cc_ceil_div(rows, t->pt_rows) * (double)cc_ceil_div(sticks * t->lanes16, t->pt_cols_per_pass) *
+               (double)k +
+           t->pt_insn_cycles;
+}
+
+/* The corelet split of a full block whose busier corelet has the fewest
+ * PT passes (rows on a tie; none with one corelet or too few tokens). */
+static void mm_split_block(const mm_plan *m, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    double best = mm_pt_cycles(t, tl->MB, tl->NBS, 1);
+    tl->split = SPLIT_NONE;
+    tl->r0 = tl->MB;
+    tl->s0 = tl->NBS;
+    if (t->corelets < 2 || mm_tokens(m, 2) > m->c->cfg->tokens)
+        return;
+    if (tl->MB >= 2) {
+        int64_t r0 = cc_ceil_div(tl->MB, 2);
+        if (cc_round_up(r0, t->pt_rows) < tl->MB)
+            r0 = cc_round_up(r0, t->pt_rows);
+        double e = mm_pt_cycles(t, cc_max(r0, tl->MB - r0), tl->NBS, 1);
+        if (e < best) {
+            best = e;
+            tl->split = SPLIT_ROWS;
+            tl->r0 = r0;
+        }
+    }
+    if (tl->NBS >= 2) {
+        int64_t s0 = cc_ceil_div(tl->NBS, 2);
+        if (mm_pt_cycles(t, tl->MB, s0, 1) < best) {
+            tl->split = SPLIT_STICKS;
+            tl->r0 = tl->MB;
+            tl->s0 = s0;
+        }
+    }
+}
+
+/* Estimate a tiling of the gm x gn grid whose largest tile is mt rows x
+ * ns sticks: the slowest of the busier corelet's PT work, the core's DMA
+ * in and out at its ring stop's rate, the epilogue's SFP work, and the
+ * DRAM bytes of every core together at the chip's DRAM rate (a weight
+ * re-read by each row of cores, or by each block of a core, counts each
+ * time), after the first chunk's way in. */
+static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    const double sb = (double)t->stick, nbat = (double)m->nbatch;
+    mm_split_block(m, tl);
+    const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
+    const int64_t chunks = blocks * tl->nch;
+    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
+    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
+    double pt = nbat * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kd) - t->pt_insn_cycles) +
+                        (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
+    /* bytes in per core and over the grid */
+    double a_core = m->ag ? (double)be_buf_bytes(m->c, m->mm->a) : nbat * (double)(nbn * mt * m->KG) * sb;
+    double a_chip = m->ag ? a_core * (double)(gm * gn) : nbat * (double)(gn * nbn * m->M * m->KG) * sb;
+    double b_core = m->bg ? (double)be_buf_bytes(m->c, m->mm->b) : nbat * (double)(nbm * ns * m->Kd) * sb;
+    double b_chip = m->bg ? b_core * (double)(gm * gn) : nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
+    double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0;
+    for (int i = 0; i < m->ep.nl; i++) {
+        be_vclass cls = m->ep.loads[i].cls;
+        e_core += nbat * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
+        e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
+                                                                                         : gn * nbn * m->M);
+    }
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram) {
+            o_core += nbat * sb * (double)(mt * ns);
+            o_chip += nbat * sb * (double)(m->M * m->GN);
+        }
+    double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
+                  nbat * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
+    double dmao = o_core / t->dma_bytes_per_cycle + nbat * (double)blocks * t->dma_insn_cycles;
+    double sfp = nbat * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
+    tl->bytes = a_chip + b_chip + e_chip + o_chip;
+    double dram = t->dram_bytes_per_cycle > 0 ? tl->bytes / t->dram_bytes_per_cycle : 0;
+    double fill = (double)mm_abslot_bytes(m, tl->MB, tl->NBS, tl->KC) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    double c = pt;
+    c = c > dmai ? c : dmai;
+    c = c > dmao ? c : dmao;
+    c = c > sfp ? c : sfp;
+    c = c > dram ? c : dram;
+    tl->cycles = fill + c;
+}
+
+/* Estimates this close to the best count as equal: the one moving fewer
+ * DRAM bytes wins, then the larger K chunk (fewer instructions). */
+#define MM_SLACK 0.03
+
+static int mm_better(const mm_tiling *a, const mm_tiling *b)
+{
+    double lo = a->cycles < b->cycles ? a->cycles : b->cycles;
+    int a_ok = a->cycles <= lo * (1 + MM_SLACK), b_ok = b->cycles <= lo * (1 + MM_SLACK);
+    if (a_ok != b_ok)
+        return a_ok;
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes;
+    if (a->KC != b->KC)
+        return a->KC > b->KC;
+    return a->cycles < b->cycles;
+}
+
+/* The tiling of the grid's tile of mt rows x ns sticks: every K chunk
+ * (all of K, else 4096 down to 64 rows), every distinct split of the
+ * sticks into blocks, with the most rows that fit LX with every buffer
+ * doubled (balanced over the row blocks); the cheapest estimate wins. */
+static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
     const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes - m->stage_bytes, lanes = m->c->t.lanes16;
-    int64_t kcs[6] = {m->Kd, 8 * lanes, 4 * lanes, 2 * lanes, lanes, 0};
-    for (int ki = 0; kcs[ki]; ki++) {
-        int64_t kc = kcs[ki];
-        if (ki && kc >= m->Kd)
+    const int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
+    int found = 0;
+    for (int64_t ks = 128; ks >= 0; ks = ks ? ks / 2 : -1) {
+        int64_t kc = ks == 128 ? m->Kd : ks * lanes;
+        if (!kc || (ks != 128 && kc >= m->Kd))
             continue;
-        for (int64_t nbs = ns; nbs >= 1; nbs = nbs > 1 ? cc_ceil_div(nbs, 2) : 0) {
-            int64_t lo = 0, hi = mt;
+        int64_t prev = -1;
+        for (int64_t q = 1; q <= ns; q++) {
+            int64_t nbs = cc_ceil_div(ns, q);
+            if (nbs == prev || nbs > max_sticks)
+                continue;
+            prev = nbs;
+            int64_t lo = 0, hi = cc_min(mt, 65535);
             while (lo < hi) {
                 int64_t mid = (lo + hi + 1) / 2;
                 if (mm_lx_bytes(m, mid, nbs, kc) <= budget)
@@ -191,36 +334,31 @@ static int mm_block(const mm_plan *m, int64_t mt, int64_t ns, int64_t *MB, int64
                 else
                     hi = mid - 1;
             }
-            if (lo >= cc_min(mt, 64) || (lo >= 1 && nbs == 1)) {
-                *MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
-                *NBS = nbs;
-                *KC = kc;
-                return 0;
-            }
-            if (nbs == 1)
-                break;
+            if (lo < 1)
+                continue;
+            mm_tiling tl = {0};
+            tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
+            tl.NBS = nbs;
+            tl.KC = kc;
+            tl.nch = cc_ceil_div(m->Kd, kc);
+            mm_estimate(m, gm, gn, mt, ns, &tl);
+            if (!found || mm_better(&tl, out))
+                *out = tl;
+            found = 1;
         }
     }
-    return -1;
+    return found ? 0 : -1;
 }
 
-/* Estimated cycles of a core's tile: PT work against DMA traffic. */
-static double mm_cost(const mm_plan *m, int64_t mt, int64_t ns)
+/* Estimated cycles of the kernel on a gm x gn grid (DBL_MAX: no tiling
+ * fits LX), and the DRAM bytes it moves. */
+static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
 {
-    const cc_target *t = &m->c->t;
-    int64_t MB, NBS, KC;
-    if (mm_block(m, mt, ns, &MB, &NBS, &KC))
+    mm_tiling tl;
+    if (mm_block(m, gm, gn, cc_ceil_div(m->M, gm), cc_ceil_div(m->GN, gn), &tl))
         return DBL_MAX;
-    int64_t blocks = cc_ceil_div(mt, MB) * cc_ceil_div(ns, NBS);
-    double pt = (double)cc_ceil_div(mt, t->pt_rows) * (double)cc_ceil_div(ns * t->lanes16, t->pt_cols_per_pass) *
-                    (double)m->Kd +
-                (double)blocks * t->pt_insn_cycles;
-    double bytes = (double)cc_ceil_div(ns, NBS) * (double)(mt * m->KG * t->stick) +
-                   (double)cc_ceil_div(mt, MB) * (double)(ns * m->Kd * t->stick) + (double)(mt * ns * t->stick);
-    double dma = bytes / t->dma_bytes_per_cycle + (double)(3 * blocks * cc_ceil_div(m->Kd, KC)) * t->dma_insn_cycles;
-    double sfp = (double)blocks * (double)m->ep.nexpr * (double)(NBS * MB) * 0.5;
-    double c = pt > dma ? pt : dma;
-    return (double)m->nbatch * (c > sfp ? c : sfp);
+    *bytes = tl.bytes;
+    return tl.cycles;
 }
 
 int be_matmul_plan(be_ctx *c, int pos)
@@ -229,7 +367,7 @@ int be_matmul_plan(be_ctx *c, int pos)
     int rc = mm_build(c, pos, &m);
     if (!rc) {
         be_work *w = &c->work[pos];
-        double best = DBL_MAX;
+        double best = DBL_MAX, bytes = 0;
         int64_t cores = c->cfg->cores;
         if (w->gm) { /* a work_div override (backend.c checked the core count) */
             if (w->gm > m.M)
@@ -239,12 +377,13 @@ int be_matmul_plan(be_ctx *c, int pos)
                 rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": N has %" PRId64 " sticks (%" PRId64
                               " columns), fewer than %" PRId64 " parts", w->gm, w->gn, m.GN, m.N, w->gn);
             else
-                best = mm_cost(&m, cc_ceil_div(m.M, w->gm), cc_ceil_div(m.GN, w->gn));
+                best = mm_cost(&m, w->gm, w->gn, &bytes);
         } else {
+            /* near-ties go to the grid found first: fewer rows of cores */
             for (int64_t gm = 1; gm <= cc_min(cores, m.M); gm++)
                 for (int64_t gn = 1; gn <= cc_min(cores / gm, m.GN); gn++) {
-                    double e = mm_cost(&m, cc_ceil_div(m.M, gm), cc_ceil_div(m.GN, gn));
-                    if (e < best * 0.97) {
+                    double e = mm_cost(&m, gm, gn, &bytes);
+                    if (e < best * (1 - MM_SLACK)) {
                         best = e;
                         w->gm = gm;
                         w->gn = gn;
@@ -258,18 +397,25 @@ int be_matmul_plan(be_ctx *c, int pos)
         w->est_cycles = best;
         w->rows = m.M;
         w->cols = m.N;
-        int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0, MB, NBS, KC;
-        if (!rc && !mm_block(&m, mt, ns, &MB, &NBS, &KC)) {
-            char kb[96];
-            if (KC >= m.Kd)
+        int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0;
+        mm_tiling tl;
+        if (!rc && !mm_block(&m, w->gm, w->gn, mt, ns, &tl)) {
+            char kb[96], sp[96];
+            if (tl.KC >= m.Kd)
                 snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
             else
-                snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, KC);
+                snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, tl.KC);
+            if (tl.split == SPLIT_ROWS)
+                snprintf(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
+            else if (tl.split == SPLIT_STICKS)
+                snprintf(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
+            else
+                snprintf(sp, sizeof sp, ", pt0 only");
             be_note(c, pos, BE_NOTE_TILES,
                     "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
-                    " sticks (%" PRId64 " columns), %s%s, estimate %.0f cycles",
-                    mt, ns, MB, NBS, cc_min(NBS * c->t.lanes16, m.N), kb, m.nbatch > 1 ? ", per batch index" : "",
-                    best);
+                    " sticks (%" PRId64 " columns), %s%s%s, estimate %.0f cycles",
+                    mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m.N), kb, sp,
+                    m.nbatch > 1 ? ", per batch index" : "", best);
         }
         if (!rc && m.ag)
             be_note(c, pos, BE_NOTE_RESTICK, "A %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->a].name);
@@ -295,16 +441,20 @@ static be_view shifted(const be_view *v, int64_t groups)
 typedef struct {
     mm_plan *m;
     cc_emit *e;
+    mm_tiling tl;
     int64_t MB, NBS, KC, nch;
+    int nc; /* PT corelets in use */
     int64_t ab[2], cs[2], P, cslot_bytes;
-    int abfull[2], abempty[2], efull[2], eempty[2], mmd[2], done[2], cempty[2];
+    /* [slot][corelet] */
+    int abfull[2][2], abempty[2][2], mmd[2][2], cempty[2][2];
+    int efull[2], eempty[2], done[2];
     /* restickify in LX: staged copies of A's and B's buffers (loaded once,
      * then stk), A/B slots written by sfp0 (abrst), staged results (one
      * per epilogue node, -1 none) with per-stick element counts, stored
      * by dmao after strd */
     int64_t astage, bstage, *ostage;
     int64_t **ocount;
-    int stk, abrst[2], strd;
+    int stk, abrst[2][2], strd;
     int64_t nblk, nchunk;
     be_tile T;
 } mm_core;
@@ -448,56 +598,82 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     }
     cc_emit_sig(e, ISA_U_DMAI, mc->efull[q]);
 
-    /* K in chunks through the A/B slots */
+    /* K in chunks through the A/B slots; corelet c computes its part of
+     * the block (rows from crow, sticks from cst). */
+    int64_t crow[2] = {0, 0}, cnr[2] = {mb, 0}, cst[2] = {0, 0}, cns[2] = {nbs, 0};
+    if (mc->tl.split == SPLIT_ROWS) {
+        cnr[0] = cc_min(mc->tl.r0, mb);
+        crow[1] = mc->tl.r0;
+        cnr[1] = mb - mc->tl.r0;
+        cns[1] = nbs;
+    } else if (mc->tl.split == SPLIT_STICKS) {
+        cns[0] = cc_min(mc->tl.s0, nbs);
+        cst[1] = mc->tl.s0;
+        cns[1] = nbs - mc->tl.s0;
+        cnr[1] = mb;
+    }
     be_view bv0 = shifted(&m->bv, g0);
     for (int64_t j = 0; j < mc->nch; j++) {
         const int s = (int)(mc->nchunk++ % 2);
         const int64_t k0 = j * KC, kc = cc_min(KC, m->Kd - k0), A = mc->ab[s];
         const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
-        cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s]);
+        for (int u = 0; u < mc->nc; u++)
+            cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
         if (!m->ag) {
             be_view av = shifted(&m->av, k0 / lanes);
             be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
         }
         if (!m->bg)
             be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
-        cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s]);
+        for (int u = 0; u < mc->nc; u++)
+            cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
         if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
-            cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s]);
+            for (int u = 0; u < mc->nc; u++)
+                cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
             if (m->ag)
                 mm_gather(mc, m->mm->a, &m->mm->aidx, mc->astage, b, m->vm, m0, mb, m->vk, k0, kc, A, MB * sb);
             if (m->bg)
                 mm_gather(mc, m->mm->b, &m->mm->bidx, mc->bstage, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, B,
                           KC * sb);
-            cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s]);
+            for (int u = 0; u < mc->nc; u++)
+                cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
         }
 
-        cc_emit_wait(e, ISA_U_PT0, m->ag || m->bg ? mc->abrst[s] : mc->abfull[s]);
-        if (j == 0)
-            cc_emit_wait(e, ISA_U_PT0, mc->cempty[q]);
-        cc_pt_args pa = {0};
-        pa.c = 0;
-        pa.a = cc_abs(A);
-        pa.b = cc_abs(B);
-        pa.m = mb;
-        pa.n = cols;
-        pa.k = kc;
-        pa.ds = pa.ps = MB * sb;
-        pa.as = MB * sb;
-        pa.bs = KC * sb;
         const int first = j == 0, last = j == mc->nch - 1;
-        pa.flags = (first ? 0 : ISA_F_ACC) | (last ? 0 : ISA_F_F32);
-        pa.d = cc_abs(last ? C : mc->P);
-        pa.p = cc_abs(first ? 0 : mc->P);
-        if (first)
-            pa.ps = 0;
-        cc_emit_pt(e, &pa);
-        cc_emit_sig(e, ISA_U_PT0, mc->abempty[s]);
-        if (last)
-            cc_emit_sig(e, ISA_U_PT0, mc->mmd[q]);
+        for (int u = 0; u < mc->nc; u++) {
+            const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+            cc_emit_wait(e, pt, m->ag || m->bg ? mc->abrst[s][u] : mc->abfull[s][u]);
+            if (first)
+                cc_emit_wait(e, pt, mc->cempty[q][u]);
+            const int64_t ncols = cc_min(cns[u] * lanes, cols - cst[u] * lanes);
+            if (cnr[u] > 0 && cns[u] > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+                const int64_t roff = crow[u] * sb;
+                const int64_t poff = roff + cst[u] * cc_ceil_div(lanes, c->t.lanes32) * MB * sb;
+                cc_pt_args pa = {0};
+                pa.c = u;
+                pa.a = cc_abs(A + roff);
+                pa.b = cc_abs(B + cst[u] * KC * sb);
+                pa.m = cnr[u];
+                pa.n = ncols;
+                pa.k = kc;
+                pa.ds = pa.ps = MB * sb;
+                pa.as = MB * sb;
+                pa.bs = KC * sb;
+                pa.flags = (first ? 0 : ISA_F_ACC) | (last ? 0 : ISA_F_F32);
+                pa.d = cc_abs(last ? C + roff + cst[u] * MB * sb : mc->P + poff);
+                pa.p = cc_abs(first ? 0 : mc->P + poff);
+                if (first)
+                    pa.ps = 0;
+                cc_emit_pt(e, &pa);
+            }
+            cc_emit_sig(e, pt, mc->abempty[s][u]);
+            if (last)
+                cc_emit_sig(e, pt, mc->mmd[q][u]);
+        }
     }
 
-    cc_emit_wait(e, ISA_U_SFP0, mc->mmd[q]);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_SFP0, mc->mmd[q][u]);
     cc_emit_wait(e, ISA_U_SFP0, mc->efull[q]);
     T->R = mb;
     T->G = nbs;
@@ -532,7 +708,8 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, arow, mb, nbs);
     }
     cc_emit_sig(e, ISA_U_DMAO, mc->eempty[q]);
-    cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q]);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
     return 0;
 }
 
@@ -563,22 +740,28 @@ int be_matmul_emit(be_ctx *c, int pos)
         memset(&mc, 0, sizeof mc);
         mc.m = &m;
         mc.e = e;
-        if (mm_block(&m, mt, ns, &mc.MB, &mc.NBS, &mc.KC)) {
+        if (mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
             rc = be_error(c, m.K, "no block of the product fits LX");
             break;
         }
-        mc.nch = cc_ceil_div(m.Kd, mc.KC);
+        mc.MB = mc.tl.MB;
+        mc.NBS = mc.tl.NBS;
+        mc.KC = mc.tl.KC;
+        mc.nch = mc.tl.nch;
+        mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
         mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
         for (int s = 0; s < 2; s++) {
             mc.ab[s] = cc_lx_alloc(e, mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul A/B chunk");
             mc.cs[s] = cc_lx_alloc(e, mc.cslot_bytes, "matmul block");
-            mc.abfull[s] = cc_tok_alloc(e, "matmul A/B full");
-            mc.abempty[s] = cc_tok_alloc(e, "matmul A/B empty");
+            for (int u = 0; u < mc.nc; u++) {
+                mc.abfull[s][u] = cc_tok_alloc(e, "matmul A/B full");
+                mc.abempty[s][u] = cc_tok_alloc(e, "matmul A/B empty");
+                mc.mmd[s][u] = cc_tok_alloc(e, "matmul product done");
+                mc.cempty[s][u] = cc_tok_alloc(e, "matmul result empty");
+            }
             mc.efull[s] = cc_tok_alloc(e, "matmul epilogue operands full");
             mc.eempty[s] = cc_tok_alloc(e, "matmul block empty");
-            mc.mmd[s] = cc_tok_alloc(e, "matmul product done");
             mc.done[s] = cc_tok_alloc(e, "matmul epilogue done");
-            mc.cempty[s] = cc_tok_alloc(e, "matmul result empty");
         }
         if (mc.nch > 1)
             mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
@@ -591,8 +774,9 @@ int be_matmul_emit(be_ctx *c, int pos)
             mc.bstage = cc_lx_alloc(e, be_buf_bytes(c, m.mm->b), "restickify: staged copy of B");
         if (m.ag || m.bg) {
             mc.stk = cc_tok_alloc(e, "restickify: staged operands loaded");
-            mc.abrst[0] = cc_tok_alloc(e, "restickify: A/B slot written");
-            mc.abrst[1] = cc_tok_alloc(e, "restickify: A/B slot written");
+            for (int s = 0; s < 2; s++)
+                for (int u = 0; u < mc.nc; u++)
+                    mc.abrst[s][u] = cc_tok_alloc(e, "restickify: A/B slot written");
         }
         for (int j = 0; j < m.ep.nn; j++)
             if (m.ep.nodes[j].dram && m.ep.nodes[j].staged) {
@@ -617,9 +801,11 @@ int be_matmul_emit(be_ctx *c, int pos)
         mc.T.acc_expr = m.acc;
         cc_kernel_begin(e, m.K->name);
         for (int s = 0; s < 2; s++) {
-            cc_emit_sig(e, ISA_U_DMAI, mc.abempty[s]);
+            for (int u = 0; u < mc.nc; u++) {
+                cc_emit_sig(e, ISA_U_DMAI, mc.abempty[s][u]);
+                cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s][u]);
+            }
             cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
-            cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s]);
         }
         if (m.ag || m.bg) {
             if (m.ag)
@@ -641,9 +827,11 @@ int be_matmul_emit(be_ctx *c, int pos)
                     rc = mm_store_staged(&mc, j);
         }
         for (int s = 0; s < 2; s++) {
-            cc_emit_wait(e, ISA_U_DMAI, mc.abempty[s]);
+            for (int u = 0; u < mc.nc; u++) {
+                cc_emit_wait(e, ISA_U_DMAI, mc.abempty[s][u]);
+                cc_emit_wait(e, u ? ISA_U_PT1 : ISA_U_PT0, mc.cempty[s][u]);
+            }
             cc_emit_wait(e, ISA_U_DMAI, mc.eempty[s]);
-            cc_emit_wait(e, ISA_U_PT0, mc.cempty[s]);
         }
         cc_kernel_end(e);
         free(mc.T.memo);

@@ -35,6 +35,7 @@ typedef struct {
     double pt_insn_cycles;    /* fixed cost of one pt.mm: issue, fill and drain */
     double dma_insn_cycles;   /* fixed cost of one DMA: descriptor setup */
     double sync_cycles;       /* a token hand-off between units */
+    double dram_bytes_per_cycle; /* the chip's DRAM channels together, per core cycle (0: unknown) */
 } cc_target;
 
 void cc_target_init(cc_target *t, const sim_config *cfg);

@@ -31,6 +31,11 @@ void cc_target_init(cc_target *t, const sim_config *cfg)
     t->pt_insn_cycles = or_default(cfg->pt_issue_cycles, 8) + or_default(cfg->pt_fill_cycles, 16);
     t->dma_insn_cycles = or_default(cfg->dma_issue_cycles, 32);
     t->sync_cycles = or_default(cfg->sync_cycles, 1);
+    /* Every channel streaming bursts back to back. */
+    if (cfg->dram_channels > 0 && cfg->dram_burst_bytes && cfg->dram_burst_tck > 0 && cfg->dram_tck_ns > 0 &&
+        cfg->clock_ghz > 0)
+        t->dram_bytes_per_cycle = cfg->dram_channels * (double)cfg->dram_burst_bytes /
+                                  (cfg->dram_burst_tck * cfg->dram_tck_ns) / cfg->clock_ghz;
 }
 
 void cc_split(int64_t total, int64_t parts, int64_t i, int64_t *start, int64_t *len)

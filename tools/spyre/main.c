@@ -13,6 +13,7 @@
 #include "isa.h"
 #include "rt.h"
 #include "sim.h"
+#include "sweep.h"
 
 enum { EXIT_OK = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_FAULT = 3 };
 
@@ -330,6 +331,30 @@ static int names_graph(const char *path)
 static const char *run_work_div[64];
 static int run_nwork_div;
 
+/* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
+ * and chip go before the --work-div options in wd (so those win); the
+ * strings it adds are tuned[0..*ntuned), for the caller to free. */
+static int apply_tuning(const char *file, const char *path, const cc_graph *g, const sim_config *cfg, const char **wd,
+                        int *n, char **tuned, int *ntuned)
+{
+    const char *t[64];
+    int nt = 0;
+    char err[1024];
+    if (sweep_tuning_load(file, path, g, cfg, t, &nt, 64 - *n, err, sizeof err)) {
+        fprintf(stderr, "spyre: %s\n", err);
+        return -1;
+    }
+    for (int i = 0; i < *n; i++)
+        t[nt + i] = wd[i];
+    for (int i = 0; i < nt; i++)
+        tuned[i] = (char *)t[i];
+    *ntuned = nt;
+    *n += nt;
+    for (int i = 0; i < *n; i++)
+        wd[i] = t[i];
+    return 0;
+}
+
 /* Compile graph g for the device's chip and load the program. */
 static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err, size_t errlen)
 {
@@ -390,7 +415,9 @@ static int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv, "run"))
         return EXIT_OK;
-    const char *path = NULL, *config = NULL, *stats_json = NULL, *trace = NULL;
+    const char *path = NULL, *config = NULL, *stats_json = NULL, *trace = NULL, *tuning = NULL;
+    char *tuned[64];
+    int ntuned = 0;
     int check = 0;
     uint64_t seed = 1;
     const char *inputs[64];
@@ -418,7 +445,9 @@ static int cmd_run(int argc, char **argv)
             if (run_nwork_div == 64)
                 return usage_error("run", "too many --work-div options");
             run_work_div[run_nwork_div++] = argv[++i];
-        } else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
+            tuning = argv[++i];
+        else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
             stats_json = argv[++i];
         else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
             trace = argv[++i];
@@ -466,6 +495,8 @@ static int cmd_run(int argc, char **argv)
         export_dir(path, gdir, sizeof gdir);
         snprintf(gin, sizeof gin, "%s/inputs.safetensors", gdir);
         snprintf(gexp, sizeof gexp, "%s/expected.safetensors", gdir);
+        if (tuning && apply_tuning(tuning, path, g, rt_config(dev), run_work_div, &run_nwork_div, tuned, &ntuned))
+            goto out;
         prog = compile_and_load(dev, g, err, sizeof err);
     } else {
         prog = rt_load(dev, path, err, sizeof err);
@@ -539,6 +570,8 @@ static int cmd_run(int argc, char **argv)
             status = EXIT_MISMATCH;
     }
 out:
+    for (int i = 0; i < ntuned; i++)
+        free(tuned[i]);
     cc_graph_free(g);
     if (prog)
         rt_unload(prog);
@@ -552,10 +585,12 @@ static int cmd_compile(int argc, char **argv)
 {
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
-    const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL;
+    const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0;
     const char *work_div[64];
     int nwork_div = 0;
+    char *tuned[64];
+    int ntuned = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
             if (argv[i][10] != '=' && i + 1 >= argc)
@@ -565,6 +600,8 @@ static int cmd_compile(int argc, char **argv)
             work_div[nwork_div++] = argv[i][10] == '=' ? argv[i] + 11 : argv[++i];
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
+        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
+            tuning = argv[++i];
         else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
         else if (!strncmp(argv[i], "--dump-after=", 13))
@@ -598,7 +635,7 @@ static int cmd_compile(int argc, char **argv)
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
         backend_dump |= !strcmp(*p, dump);
-    if (out || config || backend_dump || nwork_div) {
+    if (out || config || backend_dump || nwork_div || tuning) {
         char cfgpath[1024];
         sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
         if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
@@ -606,8 +643,15 @@ static int cmd_compile(int argc, char **argv)
             return fail("spyre compile: %s", err);
         }
         opts.target = &cfg;
+        if (tuning && apply_tuning(tuning, path, g, &cfg, work_div, &nwork_div, tuned, &ntuned)) {
+            cc_graph_free(g);
+            return EXIT_USAGE;
+        }
+        opts.nwork_div = nwork_div;
     }
     cc_result *r = cc_compile(g, &opts, err, sizeof err);
+    for (int i = 0; i < ntuned; i++)
+        free(tuned[i]);
     int status = EXIT_OK;
     if (!r) {
         fprintf(stderr, "spyre compile: %s\n", err);
@@ -721,7 +765,7 @@ static const command commands[] = {
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes]\n"
-     "               [--work-div KERNEL=SPEC]...",
+     "               [--work-div KERNEL=SPEC]... [--tuning FILE]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
@@ -729,7 +773,9 @@ static const command commands[] = {
      "after that pass (--list-passes names them).  With -o (or --config, or a back-half pass to dump)\n"
      "the back half runs too (layout, workdiv, codegen) for the chip of --config (default spyre) and\n"
      "-o writes the program.  --work-div KERNEL=SPEC forces a kernel's split across cores (a matmul\n"
-     "grid MxN such as 4x8, or a row kernel's core count), as a `hint work_div` line in the graph does."},
+     "grid MxN such as 4x8, or a row kernel's core count), as a `hint work_div` line in the graph does.\n"
+     "--tuning FILE applies a tuning file of `spyre sweep --autotune` (lines for other graphs, chips\n"
+     "or kernels are ignored; --work-div options win over it)."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -741,7 +787,7 @@ static const command commands[] = {
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
-     "           [--work-div KERNEL=SPEC]...",
+     "           [--work-div KERNEL=SPEC]... [--tuning FILE]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
@@ -757,8 +803,10 @@ static const command commands[] = {
      "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
      "--no-race-check turns race detection off; timing-only runs (--no-values) check races only\n"
      "with --race-check.\n"
+     "--work-div and --tuning FILE force work divisions as for `spyre compile`.\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race or a deadlock)."},
+    {"sweep", cmd_sweep, sweep_usage, sweep_help},
 };
 
 static const command *find_command(const char *name)

@@ -1,0 +1,204 @@
+/* test_sweep: `spyre sweep` on traces/mlp for the 4-core chip: the CSV has
+ * one row per legal variant and one default per kernel, the last line
+ * compares the default with the best, a second run resumes without
+ * re-running, two shards merged equal the whole sweep, bad specs exit 2,
+ * and an --autotune file applied with --tuning reproduces the best. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define MLP SPYRE_SOURCE_DIR "/traces/mlp"
+
+static char out[1 << 16];
+
+/* The rows of DIR/sweep.csv after the header, concatenated; their count. */
+static int csv_rows(const char *dir, char *buf, size_t len)
+{
+    char path[1100], line[512];
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (buf)
+        buf[0] = 0;
+    if (!f)
+        return -1;
+    int n = 0;
+    if (!fgets(line, sizeof line, f) || strncmp(line, "index,kernel,choice,cycles,", 27)) {
+        fclose(f);
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        if (buf && strlen(buf) + strlen(line) < len)
+            strcat(buf, line);
+    }
+    fclose(f);
+    return n;
+}
+
+static const char *last_line(const char *text)
+{
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        n--;
+    while (n && text[n - 1] != '\n')
+        n--;
+    return text + n;
+}
+
+static int sweep(const char *dir, const char *extra)
+{
+    char args[8192];
+    snprintf(args, sizeof args, "sweep " MLP " --config spyre-4core --out %s %s", dir, extra);
+    return tu_spyre(args, out, sizeof out);
+}
+
+static void test_full_sweep_and_resume(void)
+{
+    char dir[1024];
+    tu_tmpfile("-sweep", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, ""), 0);
+    /* the variant count the tool announces is the CSV's row count */
+    int nvar = -1;
+    const char *p = strstr(out, "legal variants");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    while (p > out && p[-1] != ' ')
+        p--;
+    while (p > out && p[-1] == ' ')
+        p--;
+    while (p > out && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    nvar = atoi(p);
+    static char rows[1 << 15];
+    int n = csv_rows(dir, rows, sizeof rows);
+    CU_ASSERT(n > 2);
+    CU_ASSERT_EQUAL(n, nvar);
+    /* exactly one default row per kernel (the mlp has two kernels) */
+    int def0 = 0, def1 = 0;
+    for (const char *l = rows; *l; l = strchr(l, '\n') + 1) {
+        const char *end = strchr(l, '\n');
+        int is_default = end[-3] == '1';
+        if (strstr(l, ",k0_addmm_gelu,") && strstr(l, ",k0_addmm_gelu,") < end)
+            def0 += is_default;
+        else
+            def1 += is_default;
+    }
+    CU_ASSERT_EQUAL(def0, 1);
+    CU_ASSERT_EQUAL(def1, 1);
+    const char *last = last_line(out);
+    CU_ASSERT_EQUAL(strncmp(last, "default_vs_best=", 16), 0);
+    CU_ASSERT(atof(last + 16) >= 1.0);
+    /* resume: nothing re-run, the rows unchanged */
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, ""), 0);
+    char want[64];
+    snprintf(want, sizeof want, "resume: %d variants already done", n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "running 0 variants"));
+    static char again[1 << 15];
+    CU_ASSERT_EQUAL(csv_rows(dir, again, sizeof again), n);
+    CU_ASSERT_STRING_EQUAL(again, rows);
+    char svg[1100];
+    snprintf(svg, sizeof svg, "%s/k0_addmm_gelu.svg", dir);
+    FILE *f = fopen(svg, "r");
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f)
+        fclose(f);
+
+    /* shards 0/2 and 1/2, merged, equal the full sweep */
+    char s0[1024], s1[1024], m[1024], args[8192];
+    tu_tmpfile("-shard0", s0, sizeof s0);
+    tu_tmpfile("-shard1", s1, sizeof s1);
+    tu_tmpfile("-merged", m, sizeof m);
+    CU_ASSERT_EQUAL_FATAL(sweep(s0, "--shard 0/2 --jobs 1"), 0);
+    int n0 = csv_rows(s0, NULL, 0);
+    CU_ASSERT_EQUAL_FATAL(sweep(s1, "--shard 1/2"), 0);
+    int n1 = csv_rows(s1, NULL, 0);
+    CU_ASSERT_EQUAL(n0 + n1, n);
+    CU_ASSERT(n0 > 0 && n1 > 0);
+    snprintf(args, sizeof args, "sweep merge %s %s --out %s", s0, s1, m);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    static char merged[1 << 15];
+    CU_ASSERT_EQUAL(csv_rows(m, merged, sizeof merged), n);
+    CU_ASSERT_STRING_EQUAL(merged, rows);
+    CU_ASSERT_EQUAL(strncmp(last_line(out), "default_vs_best=", 16), 0);
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s' '%s'", dir, s0, s1, m);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+static void test_bad_specs(void)
+{
+    char dir[1024];
+    tu_tmpfile("-sweepbad", dir, sizeof dir);
+    CU_ASSERT_EQUAL(sweep(dir, "--kernel k9_nothing"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "no such kernel"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_addmm_gelu"));
+    CU_ASSERT_EQUAL(sweep(dir, "--shard 2/2"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--shard x"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--jobs 0"), 2);
+    CU_ASSERT_EQUAL(tu_spyre("sweep merge /nonexistent-dir", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("sweep --help", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--shard I/N"));
+}
+
+static void test_one_kernel(void)
+{
+    char dir[1024];
+    tu_tmpfile("-sweepk", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm"), 0);
+    static char rows[1 << 14];
+    int n = csv_rows(dir, rows, sizeof rows);
+    CU_ASSERT(n >= 2);
+    CU_ASSERT_PTR_NULL(strstr(rows, "k0_addmm_gelu"));
+    char args[1100];
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+static void test_autotune(void)
+{
+    char dir[1024], tune[1024], args[4096];
+    tu_tmpfile("-sweept", dir, sizeof dir);
+    tu_tmpfile("-tune.txt", tune, sizeof tune);
+    snprintf(args, sizeof args, "--autotune %s", tune);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, args), 0);
+    FILE *f = fopen(tune, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[256], k0[64] = "", k1[64] = "";
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "tune mlp spyre-4core k0_addmm_gelu ", 35))
+            sscanf(line + 35, "%63s", k0);
+        if (!strncmp(line, "tune mlp spyre-4core k1_addmm ", 30))
+            sscanf(line + 30, "%63s", k1);
+    }
+    fclose(f);
+    CU_ASSERT(k0[0] && k1[0]);
+    /* applied: both kernels forced; a line for another graph is ignored */
+    f = fopen(tune, "a");
+    fprintf(f, "tune other_graph spyre-4core k0_addmm_gelu 4x1\ntune mlp spyre-4core k5_gone 2\n");
+    fclose(f);
+    snprintf(args, sizeof args, "compile " MLP " --config spyre-4core --tuning %s", tune);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    char want[128];
+    snprintf(want, sizeof want, "k0_addmm_gelu: grid %s on", k0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(strstr(out, "k1_addmm: grid"), "(work_div)"));
+    snprintf(args, sizeof args, "run " MLP " --config spyre-4core --no-values --tuning %s", tune);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    remove(tune);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
+static const tu_test tests[] = {
+    {"full sweep, resume, shards merged", test_full_sweep_and_resume},
+    {"bad specs exit 2", test_bad_specs},
+    {"--kernel sweeps one kernel", test_one_kernel},
+    {"--autotune writes a file --tuning applies", test_autotune},
+    {NULL, NULL},
+};
+
+int main(void)
+{
+    return tu_run("sweep", tests);
+}

@@ -1,0 +1,913 @@
+/* spyre sweep: performance modelling of work-division choices.
+ *
+ * For each kernel of a graph (or one, --kernel), every split the back half
+ * accepts (matmul grids GMxGN with GM*GN <= cores, uneven ones included;
+ * row-kernel core counts) is compiled with that one kernel forced
+ * (cc_compile_opts.work_div) and the others at the compiler's default,
+ * then simulated timing-only.  Variants run in forked worker processes,
+ * each with its own device.  Results go to OUT/sweep.csv (appended as
+ * they finish, so an interrupted sweep resumes), then OUT/sweep.json and
+ * an SVG per kernel.  docs/sweep.md has the formats. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cc.h"
+#include "rt.h"
+#include "sim.h"
+#include "sweep.h"
+
+enum { SW_OK = 0, SW_USAGE = 2 };
+
+/* One variant: a kernel with one forced split, and what the run measured. */
+typedef struct {
+    int index;            /* position in the enumeration (shards take index % N == I) */
+    char kernel[64];
+    char choice[24];      /* "GMxGN" or "CORES" */
+    double cycles;        /* whole graph */
+    double kernel_cycles; /* the kernel's span: end - start */
+    uint64_t dram_bytes;  /* the kernel's DMA bytes */
+    double mac_util;      /* the kernel's MACs / (span x the chip's peak MACs per cycle) */
+    uint64_t lx_peak;     /* highest LX byte touched + 1, busiest core, whole run */
+    int is_default, is_best;
+    int done;             /* measured (now or in an earlier run) */
+} sw_row;
+
+typedef struct {
+    sw_row *v;
+    int n, cap;
+} sw_rows;
+
+static sw_row *rows_push(sw_rows *rs)
+{
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? 2 * rs->cap : 64;
+        sw_row *nv = realloc(rs->v, (size_t)cap * sizeof *nv);
+        if (!nv) {
+            fprintf(stderr, "spyre sweep: out of memory\n");
+            exit(SW_USAGE);
+        }
+        rs->v = nv;
+        rs->cap = cap;
+    }
+    sw_row *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static sw_row *rows_find(const sw_rows *rs, const char *kernel, const char *choice)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->v[i].kernel, kernel) && !strcmp(rs->v[i].choice, choice))
+            return &rs->v[i];
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                return -1;
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    return 0;
+}
+
+/* The last path component of a graph path, without a trailing slash or,
+ * for a graph file, the directory holding it ("traces/mlp/graph.txt" and
+ * "traces/mlp/" are both "mlp"). */
+static void graph_name(const char *path, char *out, size_t len)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = 0;
+    if (n > 4 && !strcmp(buf + n - 4, ".txt")) {
+        char *slash = strrchr(buf, '/');
+        if (slash)
+            *slash = 0;
+        else
+            snprintf(buf, sizeof buf, ".");
+    }
+    const char *base = strrchr(buf, '/');
+    snprintf(out, len, "%s", base ? base + 1 : buf);
+}
+
+/* ---- CSV ---- */
+
+static const char csv_header[] =
+    "index,kernel,choice,cycles,kernel_cycles,dram_bytes,mac_utilization,lx_peak,is_default,is_best\n";
+
+static void csv_write_row(FILE *f, const sw_row *r)
+{
+    fprintf(f, "%d,%s,%s,%.12g,%.12g,%" PRIu64 ",%.6f,%" PRIu64 ",%d,%d\n", r->index, r->kernel, r->choice, r->cycles,
+            r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak, r->is_default, r->is_best);
+}
+
+/* Append the rows of a sweep.csv to rs (skipping ones already there);
+ * 0 when the file does not exist, -1 with err on a malformed file. */
+static int csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (lineno == 1 && !strncmp(line, "index,", 6))
+            continue;
+        if (line[0] == '\n' || !line[0])
+            continue;
+        sw_row r = {0};
+        unsigned long long dram, lx;
+        /* kernel names and choices have no commas */
+        if (sscanf(line, "%d,%63[^,],%23[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
+                   &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10) {
+            snprintf(err, errlen, "%s:%d: not a sweep row: %.60s", path, lineno, line);
+            fclose(f);
+            return -1;
+        }
+        r.dram_bytes = dram;
+        r.lx_peak = lx;
+        r.done = 1;
+        if (!rows_find(rs, r.kernel, r.choice))
+            *rows_push(rs) = r;
+    }
+    fclose(f);
+    return 0;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+    const sw_row *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* ---- results: best per kernel, csv, json, svg ---- */
+
+typedef struct {
+    char name[64];
+    int def, best; /* row indices into rs, -1 when none */
+    int n;
+} sw_kernel;
+
+static int kernels_of(const sw_rows *rs, sw_kernel *ks, int max)
+{
+    int nk = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const sw_row *r = &rs->v[i];
+        int k = 0;
+        while (k < nk && strcmp(ks[k].name, r->kernel))
+            k++;
+        if (k == nk) {
+            if (nk == max)
+                continue;
+            snprintf(ks[nk].name, sizeof ks[nk].name, "%s", r->kernel);
+            ks[nk].def = ks[nk].best = -1;
+            ks[nk].n = 0;
+            nk++;
+        }
+        ks[k].n++;
+        if (r->is_default && ks[k].def < 0)
+            ks[k].def = i;
+        /* best: fewest whole-graph cycles, then fewest kernel cycles */
+        int b = ks[k].best;
+        if (b < 0 || r->cycles < rs->v[b].cycles ||
+            (r->cycles == rs->v[b].cycles && r->kernel_cycles < rs->v[b].kernel_cycles))
+            ks[k].best = i;
+    }
+    return nk;
+}
+
+static void svg_text(FILE *f, double x, double y, const char *anchor, int size, const char *s)
+{
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\">%s</text>\n", x, y, anchor, size, s);
+}
+
+/* Bars of the kernel's cycles per variant (default blue, best green) and a
+ * scatter of the kernel's cycles against its DRAM bytes. */
+static int write_svg(const char *path, const sw_rows *rs, const sw_kernel *k)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    const double W = 1000, H = 420, top = 50, bot = 330, bl = 60, br = 560, sl = 640, sr = 960;
+    double ymax = 0, xmax = 0;
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->v[i].kernel, k->name)) {
+            if (rs->v[i].kernel_cycles > ymax)
+                ymax = rs->v[i].kernel_cycles;
+            if ((double)rs->v[i].dram_bytes > xmax)
+                xmax = (double)rs->v[i].dram_bytes;
+        }
+    if (ymax <= 0)
+        ymax = 1;
+    if (xmax <= 0)
+        xmax = 1;
+    char t[512];
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
+            W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    snprintf(t, sizeof t, "%.63s: kernel cycles per work division (blue: default %.23s, green: best %.23s)", k->name,
+             k->def >= 0 ? rs->v[k->def].choice : "?", k->best >= 0 ? rs->v[k->best].choice : "?");
+    svg_text(f, 20, 25, "start", 14, t);
+    /* axes */
+    fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", bl, top, bot, br);
+    fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", sl, top, bot, sr);
+    snprintf(t, sizeof t, "%.0f", ymax);
+    svg_text(f, bl - 4, top + 4, "end", 10, t);
+    svg_text(f, sl - 4, top + 4, "end", 10, t);
+    svg_text(f, bl - 4, bot, "end", 10, "0");
+    svg_text(f, sl - 4, bot, "end", 10, "0");
+    snprintf(t, sizeof t, "%.0f", xmax);
+    svg_text(f, sr, bot + 14, "end", 10, t);
+    svg_text(f, (sl + sr) / 2, bot + 30, "middle", 11, "kernel DRAM bytes");
+    svg_text(f, (bl + br) / 2, H - 10, "middle", 11, "variant (work division)");
+    fprintf(f, "<text x=\"14\" y=\"%.0f\" font-size=\"11\" transform=\"rotate(-90 14 %.0f)\" "
+               "text-anchor=\"middle\">kernel cycles</text>\n", (top + bot) / 2, (top + bot) / 2);
+    double bw = (br - bl) / (k->n ? k->n : 1);
+    int j = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const sw_row *r = &rs->v[i];
+        if (strcmp(r->kernel, k->name))
+            continue;
+        const char *col = i == k->best ? "#2a2" : i == k->def ? "#36c" : "#999";
+        double h = (bot - top) * r->kernel_cycles / ymax, x = bl + j * bw;
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>%s: %.0f cycles"
+                   "</title></rect>\n", x + 0.1 * bw, bot - h, 0.8 * bw, h, col, r->choice, r->kernel_cycles);
+        if (k->n <= 48)
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
+                       "transform=\"rotate(-60 %.1f %.1f)\">%s</text>\n", x + bw / 2, bot + 10, x + bw / 2, bot + 10,
+                    r->choice);
+        double px = sl + (sr - sl) * (double)r->dram_bytes / xmax, py = bot - h;
+        fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%d\" fill=\"%s\"><title>%s: %.0f cycles, %" PRIu64
+                   " bytes</title></circle>\n", px, py, i == k->best || i == k->def ? 5 : 3, col, r->choice,
+                r->kernel_cycles, r->dram_bytes);
+        j++;
+    }
+    fprintf(f, "</svg>\n");
+    return fclose(f) ? -1 : 0;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Mark defaults and bests, rewrite sweep.csv, write sweep.json and the
+ * SVGs, print the per-kernel summary and the last line.  Returns the exit
+ * status. */
+static int finish(sw_rows *rs, const char *out, const char *graph, const char *config, const char *autotune)
+{
+    qsort(rs->v, (size_t)rs->n, sizeof *rs->v, cmp_index);
+    static sw_kernel ks[SIM_MAX_KERNELS];
+    for (int i = 0; i < rs->n; i++)
+        rs->v[i].is_best = 0;
+    int nk = kernels_of(rs, ks, SIM_MAX_KERNELS);
+    for (int k = 0; k < nk; k++)
+        rs->v[ks[k].best].is_best = 1;
+    double def = -1, best = -1;
+    for (int i = 0; i < rs->n; i++) {
+        if (rs->v[i].is_default && def < 0)
+            def = rs->v[i].cycles;
+        if (best < 0 || rs->v[i].cycles < best)
+            best = rs->v[i].cycles;
+    }
+    char path[1200];
+    snprintf(path, sizeof path, "%s/sweep.csv", out);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+        return SW_USAGE;
+    }
+    fputs(csv_header, f);
+    for (int i = 0; i < rs->n; i++)
+        csv_write_row(f, &rs->v[i]);
+    fclose(f);
+
+    snprintf(path, sizeof path, "%s/sweep.json", out);
+    f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+        return SW_USAGE;
+    }
+    fprintf(f, "{\n  \"graph\": ");
+    json_str(f, graph ? graph : "");
+    fprintf(f, ",\n  \"config\": ");
+    json_str(f, config ? config : "");
+    fprintf(f, ",\n  \"variants\": %d,\n  \"default_cycles\": %.12g,\n  \"best_cycles\": %.12g,\n"
+               "  \"default_vs_best\": %.6f,\n  \"kernels\": [", rs->n, def, best, def > 0 && best > 0 ? def / best : 0.0);
+    for (int k = 0; k < nk; k++) {
+        const sw_row *d = ks[k].def >= 0 ? &rs->v[ks[k].def] : NULL, *b = &rs->v[ks[k].best];
+        fprintf(f, "%s\n    {\"kernel\": ", k ? "," : "");
+        json_str(f, ks[k].name);
+        fprintf(f, ", \"variants\": %d, \"default\": ", ks[k].n);
+        json_str(f, d ? d->choice : "");
+        fprintf(f, ", \"best\": ");
+        json_str(f, b->choice);
+        fprintf(f, ", \"default_cycles\": %.12g, \"best_cycles\": %.12g, \"default_vs_best\": %.6f, "
+                   "\"default_kernel_cycles\": %.12g, \"best_kernel_cycles\": %.12g}", d ? d->cycles : -1, b->cycles,
+                d && b->cycles > 0 ? d->cycles / b->cycles : 0.0, d ? d->kernel_cycles : -1, b->kernel_cycles);
+    }
+    fprintf(f, "\n  ],\n  \"rows\": [");
+    for (int i = 0; i < rs->n; i++) {
+        const sw_row *r = &rs->v[i];
+        fprintf(f, "%s\n    {\"index\": %d, \"kernel\": ", i ? "," : "", r->index);
+        json_str(f, r->kernel);
+        fprintf(f, ", \"choice\": ");
+        json_str(f, r->choice);
+        fprintf(f, ", \"cycles\": %.12g, \"kernel_cycles\": %.12g, \"dram_bytes\": %" PRIu64
+                   ", \"mac_utilization\": %.6f, \"lx_peak\": %" PRIu64 ", \"is_default\": %s, \"is_best\": %s}",
+                r->cycles, r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak,
+                r->is_default ? "true" : "false", r->is_best ? "true" : "false");
+    }
+    fprintf(f, "\n  ]\n}\n");
+    fclose(f);
+
+    for (int k = 0; k < nk; k++) {
+        snprintf(path, sizeof path, "%.1000s/%.63s.svg", out, ks[k].name);
+        if (write_svg(path, rs, &ks[k]))
+            fprintf(stderr, "spyre sweep: %s: cannot write\n", path);
+    }
+    for (int k = 0; k < nk; k++) {
+        const sw_row *d = ks[k].def >= 0 ? &rs->v[ks[k].def] : NULL, *b = &rs->v[ks[k].best];
+        printf("%-36s %4d variants  default %-6s cycles=%-10.0f best %-6s cycles=%-10.0f default/best=%.4f\n",
+               ks[k].name, ks[k].n, d ? d->choice : "?", d ? d->cycles : 0, b->choice, b->cycles,
+               d && b->cycles > 0 ? d->cycles / b->cycles : 0.0);
+    }
+    if (autotune) {
+        f = fopen(autotune, "w");
+        if (!f) {
+            fprintf(stderr, "spyre sweep: %s: %s\n", autotune, strerror(errno));
+            return SW_USAGE;
+        }
+        fprintf(f, "# spyre sweep --autotune: best work division per kernel (docs/sweep.md)\n"
+                   "# tune GRAPH CONFIG KERNEL SPEC\n");
+        for (int k = 0; k < nk; k++)
+            fprintf(f, "tune %s %s %s %s\n", graph ? graph : "-", config ? config : "-", ks[k].name,
+                    rs->v[ks[k].best].choice);
+        fclose(f);
+    }
+    printf("wrote %s/sweep.csv, %s/sweep.json and %d SVG plots\n", out, out, nk);
+    if (def <= 0 || best <= 0) {
+        fprintf(stderr, "spyre sweep: no default variant among the rows: cannot compare\n");
+        printf("default_vs_best=nan\n");
+        return SW_USAGE;
+    }
+    printf("default_vs_best=%.4f\n", def / best);
+    return SW_OK;
+}
+
+/* ---- compiling and running one variant ---- */
+
+/* The default split of each kernel, from the compile report's target
+ * section ("NAME: grid GMxGN on ..." or "NAME: rows over C cores"). */
+static int default_choice(const cc_result *r, const char *kernel, char *out, size_t len)
+{
+    FILE *f = tmpfile();
+    if (!f)
+        return -1;
+    cc_compile_report(r, f);
+    rewind(f);
+    char line[1024];
+    size_t kl = strlen(kernel);
+    int found = -1;
+    int in_target = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "target ", 7))
+            in_target = 1;
+        if (!in_target || strncmp(line, kernel, kl) || line[kl] != ':')
+            continue;
+        int a, b;
+        if (sscanf(line + kl, ": grid %dx%d", &a, &b) == 2) {
+            snprintf(out, len, "%dx%d", a, b);
+            found = 0;
+        } else if (sscanf(line + kl, ": rows over %d", &a) == 1) {
+            snprintf(out, len, "%d", a);
+            found = 0;
+        }
+        if (!found)
+            break;
+    }
+    fclose(f);
+    return found;
+}
+
+static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
+                                  char *err, size_t errlen)
+{
+    char wd[128];
+    const char *wds[1] = {wd};
+    cc_compile_opts o = {0};
+    o.target = cfg;
+    if (kernel) {
+        snprintf(wd, sizeof wd, "%s=%s", kernel, choice);
+        o.work_div = wds;
+        o.nwork_div = 1;
+    }
+    return cc_compile(g, &o, err, errlen);
+}
+
+/* Compile and simulate one variant timing-only; fills r's measurements.
+ * 0 on success, -1 with err. */
+static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char *err, size_t errlen)
+{
+    cc_result *cr = compile_variant(g, cfg, r->kernel, r->choice, err, errlen);
+    if (!cr)
+        return -1;
+    isa_program *p = cc_result_take_program(cr);
+    cc_result_free(cr);
+    rt_device *dev = rt_open_config(cfg, err, errlen);
+    if (!dev) {
+        isa_program_free(p);
+        return -1;
+    }
+    sim_options opt = {0, 0, SIM_TRACE_OFF};
+    sim_set_options(rt_sim(dev), &opt);
+    rt_program *prog = rt_load_program(dev, p, err, errlen);
+    rt_run_result *res = prog ? malloc(sizeof *res) : NULL;
+    int rc = -1;
+    if (res && !rt_launch(prog, res)) {
+        const sim_stats *st = &res->stats;
+        const sim_kernel_stats *ks = sim_stats_kernel(st, r->kernel);
+        double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
+        r->cycles = st->cycles;
+        r->kernel_cycles = ks ? ks->end - ks->start : 0;
+        r->dram_bytes = ks ? ks->dram_bytes : 0;
+        r->mac_util = ks && r->kernel_cycles > 0 ? (double)ks->macs / (r->kernel_cycles * peak) : 0;
+        r->lx_peak = 0;
+        for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++)
+            if (st->lx_peak[c] > r->lx_peak)
+                r->lx_peak = st->lx_peak[c];
+        r->done = 1;
+        rc = 0;
+    } else if (res) {
+        rt_run_format(res, err, errlen);
+    } else if (prog) {
+        snprintf(err, errlen, "out of memory");
+    }
+    free(res);
+    if (prog)
+        rt_unload(prog);
+    rt_close(dev);
+    return rc;
+}
+
+/* ---- the sweep ---- */
+
+typedef struct {
+    pid_t pid;
+    int fd;
+    int row;
+} sw_worker;
+
+/* Run rows todo[0..ntodo) in up to jobs worker processes, appending each
+ * finished row to csv.  Returns the number that failed. */
+static int run_all(const cc_graph *g, const sim_config *cfg, sw_rows *rs, const int *todo, int ntodo, int jobs,
+                   const char *csv)
+{
+    sw_worker *w = calloc((size_t)jobs, sizeof *w);
+    int next = 0, running = 0, finished = 0, failed = 0;
+    int tty = isatty(2);
+    double t0 = now_s();
+    FILE *out = fopen(csv, "a");
+    if (!w || !out) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+        free(w);
+        if (out)
+            fclose(out);
+        return ntodo;
+    }
+    fflush(NULL);
+    while (finished < ntodo) {
+        while (running < jobs && next < ntodo) {
+            int fds[2];
+            if (pipe(fds)) {
+                perror("spyre sweep: pipe");
+                break;
+            }
+            pid_t pid = fork();
+            if (pid < 0) {
+                perror("spyre sweep: fork");
+                close(fds[0]);
+                close(fds[1]);
+                break;
+            }
+            if (pid == 0) {
+                close(fds[0]);
+                sw_row r = rs->v[todo[next]];
+                char err[1024] = "";
+                int rc = run_variant(g, cfg, &r, err, sizeof err);
+                if (rc)
+                    fprintf(stderr, "%sspyre sweep: %s=%s: %s\n", tty ? "\n" : "", r.kernel, r.choice, err);
+                else if (write(fds[1], &r, sizeof r) != (ssize_t)sizeof r)
+                    rc = -1;
+                _exit(rc ? 1 : 0);
+            }
+            close(fds[1]);
+            int s = 0;
+            while (w[s].pid)
+                s++;
+            w[s] = (sw_worker){pid, fds[0], todo[next]};
+            next++;
+            running++;
+        }
+        if (!running)
+            break; /* could not start a worker */
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("spyre sweep: waitpid");
+            break;
+        }
+        int s = 0;
+        while (s < jobs && w[s].pid != pid)
+            s++;
+        if (s == jobs)
+            continue;
+        sw_row r;
+        sw_row *dst = &rs->v[w[s].row];
+        if (read(w[s].fd, &r, sizeof r) == (ssize_t)sizeof r) {
+            *dst = r;
+            csv_write_row(out, dst);
+            fflush(out);
+        } else {
+            failed++;
+        }
+        close(w[s].fd);
+        w[s].pid = 0;
+        running--;
+        finished++;
+        if (tty) {
+            double el = now_s() - t0;
+            fprintf(stderr, "\rsweep: %d/%d variants, %d running, %.1f s, about %.0f s left   ", finished, ntodo,
+                    running, el, finished ? el / finished * (ntodo - finished) : 0.0);
+        }
+    }
+    if (tty)
+        fprintf(stderr, "\n");
+    fclose(out);
+    free(w);
+    return failed + (ntodo - finished);
+}
+
+static int sw_usage(const char *what)
+{
+    fprintf(stderr, "spyre sweep: %s\nusage: spyre %s\n", what, sweep_usage);
+    return SW_USAGE;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    const char *out = "sweep-out";
+    const char *dirs[256];
+    int ndirs = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else if (argv[i][0] == '-')
+            return sw_usage("merge: unexpected option");
+        else if (ndirs < 256)
+            dirs[ndirs++] = argv[i];
+    }
+    if (!ndirs)
+        return sw_usage("merge needs one or more shard directories");
+    sw_rows rs = {0};
+    char err[1024], path[1200];
+    char graph[256] = "", config[256] = "";
+    for (int i = 0; i < ndirs; i++) {
+        snprintf(path, sizeof path, "%s/sweep.csv", dirs[i]);
+        FILE *probe = fopen(path, "r");
+        if (!probe) {
+            free(rs.v);
+            fprintf(stderr, "spyre sweep merge: %s: %s\n", path, strerror(errno));
+            return SW_USAGE;
+        }
+        fclose(probe);
+        if (csv_read(path, &rs, err, sizeof err)) {
+            free(rs.v);
+            fprintf(stderr, "spyre sweep merge: %s\n", err);
+            return SW_USAGE;
+        }
+        /* the graph and config names, from a shard's sweep.json */
+        snprintf(path, sizeof path, "%s/sweep.json", dirs[i]);
+        FILE *j = fopen(path, "r");
+        char line[512];
+        while (j && fgets(line, sizeof line, j)) {
+            if (!graph[0])
+                sscanf(line, " \"graph\": \"%255[^\"]\"", graph);
+            if (!config[0])
+                sscanf(line, " \"config\": \"%255[^\"]\"", config);
+        }
+        if (j)
+            fclose(j);
+    }
+    if (make_dirs(out)) {
+        free(rs.v);
+        fprintf(stderr, "spyre sweep merge: %s: %s\n", out, strerror(errno));
+        return SW_USAGE;
+    }
+    printf("merged %d rows from %d directories\n", rs.n, ndirs);
+    int rc = finish(&rs, out, graph, config, NULL);
+    free(rs.v);
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: spyre %s\n\n%s\n", sweep_usage, sweep_help);
+            return SW_OK;
+        }
+    if (argc > 1 && !strcmp(argv[1], "merge"))
+        return cmd_merge(argc, argv);
+    const char *path = NULL, *config = NULL, *only = NULL, *out = "sweep-out", *autotune = NULL;
+    long jobs = 0;
+    int shard_i = 0, shard_n = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            config = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--autotune") && i + 1 < argc)
+            autotune = argv[++i];
+        else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
+            char *end;
+            jobs = strtol(argv[++i], &end, 10);
+            if (*end || jobs < 1 || jobs > 1024)
+                return sw_usage("--jobs takes a count from 1 to 1024");
+        } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
+            char tail;
+            if (sscanf(argv[++i], "%d/%d%c", &shard_i, &shard_n, &tail) != 2 || shard_n < 1 || shard_i < 0 ||
+                shard_i >= shard_n) {
+                fprintf(stderr, "spyre sweep: --shard %s: expected I/N with 0 <= I < N\n", argv[i]);
+                return SW_USAGE;
+            }
+        } else if (argv[i][0] == '-' || path)
+            return sw_usage("unexpected argument");
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return sw_usage("needs GRAPH (a graph file or an export directory)");
+    if (!jobs) {
+        jobs = sysconf(_SC_NPROCESSORS_ONLN);
+        if (jobs < 1)
+            jobs = 1;
+    }
+    char err[1024], cfgpath[1024];
+    sim_config cfg;
+    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+    if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        return SW_USAGE;
+    }
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        return SW_USAGE;
+    }
+    int status = SW_USAGE;
+    sw_rows rs = {0};
+    int *todo = NULL;
+    cc_result *base = compile_variant(g, &cfg, NULL, NULL, err, sizeof err);
+    if (!base) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        goto out;
+    }
+    int nk = cc_result_nkernels(base), found = !only;
+    for (int k = 0; k < nk; k++)
+        found |= only && !strcmp(only, cc_result_kernel_name(base, k));
+    if (!found) {
+        fprintf(stderr, "spyre sweep: --kernel %s: no such kernel (the kernels are", only);
+        for (int k = 0; k < nk; k++)
+            fprintf(stderr, "%s %s", k ? "," : "", cc_result_kernel_name(base, k));
+        fprintf(stderr, ")\n");
+        goto out;
+    }
+    /* Enumerate: every candidate the compiler accepts, in a fixed order. */
+    double t0 = now_s();
+    int ncand = 0;
+    for (int k = 0; k < nk; k++) {
+        const char *name = cc_result_kernel_name(base, k);
+        if (only && strcmp(only, name))
+            continue;
+        char def[16];
+        if (default_choice(base, name, def, sizeof def)) {
+            fprintf(stderr, "spyre sweep: kernel %s: no split in the compile report\n", name);
+            goto out;
+        }
+        int matmul = cc_result_kernel_kind(base, k) == CC_KERNEL_MATMUL;
+        for (int a = 1; a <= cfg.cores; a++)
+            for (int b = 1; b <= (matmul ? cfg.cores / a : 1); b++) {
+                char choice[24];
+                if (matmul)
+                    snprintf(choice, sizeof choice, "%dx%d", a, b);
+                else
+                    snprintf(choice, sizeof choice, "%d", a);
+                ncand++;
+                char e[1024];
+                cc_result *r = compile_variant(g, &cfg, name, choice, e, sizeof e);
+                if (!r)
+                    continue; /* the back half does not take this split */
+                cc_result_free(r);
+                sw_row *row = rows_push(&rs);
+                row->index = rs.n - 1;
+                snprintf(row->kernel, sizeof row->kernel, "%s", name);
+                snprintf(row->choice, sizeof row->choice, "%s", choice);
+                row->is_default = !strcmp(choice, def);
+            }
+    }
+    char gname[256];
+    graph_name(path, gname, sizeof gname);
+    printf("sweep %s on %s: %d kernel%s, %d legal variants of %d candidates (enumerated in %.2f s)\n", gname, cfg.name,
+           only ? 1 : nk, only || nk == 1 ? "" : "s", rs.n, ncand, now_s() - t0);
+    if (make_dirs(out)) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", out, strerror(errno));
+        goto out;
+    }
+    /* Resume: rows already in OUT/sweep.csv are not re-run. */
+    char csv[1200];
+    snprintf(csv, sizeof csv, "%s/sweep.csv", out);
+    sw_rows prev = {0};
+    if (csv_read(csv, &prev, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        free(prev.v);
+        goto out;
+    }
+    int ndone = 0;
+    for (int i = 0; i < prev.n; i++) {
+        sw_row *r = rows_find(&rs, prev.v[i].kernel, prev.v[i].choice);
+        if (r && !r->done) {
+            int is_default = r->is_default, index = r->index;
+            *r = prev.v[i];
+            r->is_default = is_default;
+            r->index = index;
+            ndone++;
+        }
+    }
+    free(prev.v);
+    todo = malloc((size_t)(rs.n ? rs.n : 1) * sizeof *todo);
+    int ntodo = 0, inshard = 0;
+    for (int i = 0; todo && i < rs.n; i++) {
+        if (rs.v[i].index % shard_n != shard_i)
+            continue;
+        inshard++;
+        if (!rs.v[i].done)
+            todo[ntodo++] = i;
+    }
+    if (ndone)
+        printf("resume: %d variants already done in %s\n", ndone, csv);
+    if (shard_n > 1)
+        printf("shard %d/%d: %d variants\n", shard_i, shard_n, inshard);
+    FILE *probe = fopen(csv, "r");
+    if (!probe) {
+        FILE *f = fopen(csv, "w");
+        if (!f) {
+            fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+            goto out;
+        }
+        fputs(csv_header, f);
+        fclose(f);
+    } else {
+        fclose(probe);
+    }
+    t0 = now_s();
+    printf("running %d variants on %ld worker%s\n", ntodo, jobs, jobs == 1 ? "" : "s");
+    int failed = run_all(g, &cfg, &rs, todo, ntodo, (int)jobs, csv);
+    printf("ran %d variants in %.2f s%s\n", ntodo - failed, now_s() - t0, failed ? " (some failed: see above)" : "");
+    /* Only the measured rows of this shard (and earlier runs) are written. */
+    sw_rows keep = {0};
+    for (int i = 0; i < rs.n; i++)
+        if (rs.v[i].done)
+            *rows_push(&keep) = rs.v[i];
+    status = finish(&keep, out, gname, cfg.name, autotune);
+    free(keep.v);
+    if (failed && status == SW_OK)
+        status = 1;
+out:
+    free(todo);
+    free(rs.v);
+    cc_result_free(base);
+    cc_graph_free(g);
+    return status;
+}
+
+/* ---- usage ---- */
+
+const char sweep_usage[] =
+    "sweep GRAPH [--kernel NAME] [--config FILE] [--out DIR] [--jobs N] [--shard I/N] [--autotune FILE]\n"
+    "             | sweep merge DIR... [--out DIR]";
+const char sweep_help[] =
+    "Model the work-division choices of a graph's kernels (docs/sweep.md).  For each kernel (or only\n"
+    "--kernel NAME) every split the compiler accepts (a matmul's grids GMxGN with GM*GN <= cores, uneven\n"
+    "ones included; a row kernel's core counts) is compiled with that kernel forced and the others at\n"
+    "the compiler's default, and simulated timing-only on the chip of --config (default spyre), in\n"
+    "--jobs worker processes (default: every host core).  OUT (--out, default sweep-out) gets\n"
+    "sweep.csv and sweep.json (one row per variant: kernel, choice, cycles, kernel_cycles, dram_bytes,\n"
+    "mac_utilization, lx_peak, is_default, is_best; per kernel the default, the best and their ratio)\n"
+    "and KERNEL.svg per kernel.  Variants already in OUT/sweep.csv are not re-run (resume).\n"
+    "--shard I/N runs only the variants whose index % N == I; `sweep merge DIR... --out DIR` combines\n"
+    "shard directories.  --autotune FILE writes the best choice per kernel as a tuning file for\n"
+    "`spyre compile/run --tuning FILE`.  The last line is default_vs_best=RATIO: the default\n"
+    "whole-graph cycles over the best among all variants.\n"
+    "Exit status: 0 ok, 1 some variants failed to run, 2 bad input or usage.";
+
+/* ---- tuning files ---- */
+
+int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
+                      const char **work_div, int *n, int max, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char gname[256], line[512];
+    graph_name(graph_path, gname, sizeof gname);
+    int lineno = 0, rc = 0;
+    cc_result *kernels = NULL;
+    const cc_graph *graph = g;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char gk[256], c[256], k[128], s[32];
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+            continue;
+        if (sscanf(line, "tune %255s %255s %127s %31s", gk, c, k, s) != 4) {
+            snprintf(err, errlen, "%s:%d: expected `tune GRAPH CONFIG KERNEL SPEC`", path, lineno);
+            rc = -1;
+            break;
+        }
+        if (strcmp(gk, gname) || strcmp(c, cfg->name))
+            continue; /* another graph or chip: ignored */
+        if (!kernels) {
+            char e[1024];
+            kernels = compile_variant(graph, cfg, NULL, NULL, e, sizeof e);
+            if (!kernels)
+                continue; /* the graph does not compile: cc_compile will say why */
+        }
+        int known = 0;
+        for (int i = 0; i < cc_result_nkernels(kernels); i++)
+            known |= !strcmp(k, cc_result_kernel_name(kernels, i));
+        if (!known)
+            continue; /* a kernel the graph no longer has: ignored */
+        if (*n == max) {
+            snprintf(err, errlen, "%s:%d: too many work divisions", path, lineno);
+            rc = -1;
+            break;
+        }
+        size_t len = strlen(k) + strlen(s) + 2;
+        char *wd = malloc(len);
+        if (!wd) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+            break;
+        }
+        snprintf(wd, len, "%s=%s", k, s);
+        work_div[(*n)++] = wd;
+    }
+    fclose(f);
+    cc_result_free(kernels);
+    return rc;
+}
