@@ -42,7 +42,7 @@ static int count_operands(const isa_operand *o)
 }
 
 static isa_opinfo op_table[ISA_NOPS] = {
-#define X(id, mn, opc, fmt, cls, sem) {mn, opc, ISA_FMT_ID_##fmt, cls, sem, NULL, 0},
+#define X(id, mn, opc, fmt, cls, cost, sem) {mn, opc, ISA_FMT_ID_##fmt, cls, ISA_COST_##cost, sem, NULL, 0},
     ISA_TABLE(X)
 #undef X
 };

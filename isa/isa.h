@@ -63,6 +63,11 @@ typedef enum {
 /* Unit class an opcode belongs to; PT and SFP add the corelet operand c. */
 typedef enum { ISA_C_SEQ, ISA_C_SYNC, ISA_C_DMAI, ISA_C_DMAO, ISA_C_PT, ISA_C_SFP, ISA_C_RING } isa_class;
 
+/* How an instruction's time is modelled (sim/timing.c): SFP ops cost
+ * sfp_simple_cycles or sfp_complex_cycles per stick; the rest have their
+ * own latency models. */
+typedef enum { ISA_COST_FIXED, ISA_COST_SIMPLE, ISA_COST_COMPLEX } isa_cost;
+
 /* Value types of SFP and ring operands (`t`). */
 typedef enum { ISA_T_DL16, ISA_T_F32 } isa_dtype_dev;
 
@@ -149,7 +154,8 @@ typedef struct isa_insn {
 #define ISA_FORMATS(F) F(NONE) F(REG) F(LOOP) F(TOK) F(DMA) F(PT) F(SFP) F(RING) F(GATHER)
 
 /* The instruction table.
- * X(ID, mnemonic, opcode, format, class, semantics)
+ * X(ID, mnemonic, opcode, format, class, cost, semantics); cost is the
+ * SFP timing class (SIMPLE or COMPLEX per stick; FIXED for the others). 
  * DMA and ring loops: for i3<n3, i2<n2, i1<n1, i0<n0, copy run sticks
  * from a + sum(i_l * as_l) to d + sum(i_l * ds_l).
  * SFP elementwise: for i1<n1, i0<n0, for each lane e of the stick:
@@ -172,61 +178,61 @@ typedef struct isa_insn {
  * fault); run sticks from DRAM a + x*as0 + i1*as1 go to LX d + i0*ds0 +
  * i1*ds1 (i1 walks the table's stick groups). */
 #define ISA_TABLE(X) \
-    X(NOP,   "nop",   0x00, NONE, ISA_C_SEQ,  "nothing") \
-    X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ,  "end of this core's stream; the core is done when its units drain") \
-    X(BAR,   "bar",   0x02, NONE, ISA_C_SEQ,  "wait until this core's units are idle and every core reached the barrier") \
-    X(LI,    "li",    0x03, REG,  ISA_C_SEQ,  "r[r] := v") \
-    X(ADDI,  "addi",  0x04, REG,  ISA_C_SEQ,  "r[r] := r[r] + v") \
-    X(LOOP,  "loop",  0x05, LOOP, ISA_C_SEQ,  "run the instructions up to the matching endl n times (nesting depth 4)") \
-    X(ENDL,  "endl",  0x06, NONE, ISA_C_SEQ,  "end of the innermost loop body") \
-    X(WAIT,  "wait",  0x08, TOK,  ISA_C_SYNC, "unit u blocks until token t > 0, then token t -= 1") \
-    X(SIG,   "sig",   0x09, TOK,  ISA_C_SYNC, "unit u: token t += 1 once its earlier instructions are done") \
-    X(DMA_LD, "dma.ld", 0x10, DMA, ISA_C_DMAI, "LX[d..] := DRAM[a..], run sticks x 4 loop levels") \
-    X(DMA_ST, "dma.st", 0x11, DMA, ISA_C_DMAO, "DRAM[d..] := LX[a..], run sticks x 4 loop levels") \
-    X(DMA_LX, "dma.lx", 0x12, DMA, ISA_C_DMAI, "LX[d..] := LX[a..], run sticks x 4 loop levels") \
-    X(DMA_GATHER, "dma.gather", 0x13, GATHER, ISA_C_DMAI, "for i1<n1, i0<n0: LX[d + i0*ds0 + i1*ds1..] := DRAM[a + x*as0 + i1*as1..], run sticks, x = fp32 LX[b + i0*bs0], an integer in [0, rows)") \
-    X(PT_MM, "pt.mm", 0x20, PT,   ISA_C_PT,   "d[m x n] := (f&acc ? p : 0) + a[m x k] * b[k x n], fp32 sums, d in DL16 or fp32 (f&f32)") \
-    X(SFP_MOV,   "sfp.mov",   0x30, SFP, ISA_C_SFP, "d := a") \
-    X(SFP_NEG,   "sfp.neg",   0x31, SFP, ISA_C_SFP, "d := -a") \
-    X(SFP_EXP,   "sfp.exp",   0x32, SFP, ISA_C_SFP, "d := exp(a)") \
-    X(SFP_LOG,   "sfp.log",   0x33, SFP, ISA_C_SFP, "d := log(a)") \
-    X(SFP_SQRT,  "sfp.sqrt",  0x34, SFP, ISA_C_SFP, "d := sqrt(a)") \
-    X(SFP_RSQRT, "sfp.rsqrt", 0x35, SFP, ISA_C_SFP, "d := 1 / sqrt(a)") \
-    X(SFP_RECIP, "sfp.recip", 0x36, SFP, ISA_C_SFP, "d := 1 / a") \
-    X(SFP_TANH,  "sfp.tanh",  0x37, SFP, ISA_C_SFP, "d := tanh(a)") \
-    X(SFP_SIGM,  "sfp.sigm",  0x38, SFP, ISA_C_SFP, "d := 1 / (1 + exp(-a))") \
-    X(SFP_GELU,  "sfp.gelu",  0x39, SFP, ISA_C_SFP, "d := a * (1 + erf(a / sqrt 2)) / 2") \
-    X(SFP_GELUT, "sfp.gelut", 0x3a, SFP, ISA_C_SFP, "d := a * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3))) / 2") \
-    X(SFP_SILU,  "sfp.silu",  0x3b, SFP, ISA_C_SFP, "d := a / (1 + exp(-a))") \
-    X(SFP_RELU,  "sfp.relu",  0x3c, SFP, ISA_C_SFP, "d := max(a, 0)") \
-    X(SFP_ERF,   "sfp.erf",   0x3d, SFP, ISA_C_SFP, "d := erf(a)") \
-    X(SFP_ABS,   "sfp.abs",   0x3e, SFP, ISA_C_SFP, "d := |a|") \
-    X(SFP_SIN,   "sfp.sin",   0x3f, SFP, ISA_C_SFP, "d := sin(a)") \
-    X(SFP_COS,   "sfp.cos",   0x52, SFP, ISA_C_SFP, "d := cos(a)") \
-    X(SFP_ADD,   "sfp.add",   0x40, SFP, ISA_C_SFP, "d := a + b") \
-    X(SFP_SUB,   "sfp.sub",   0x41, SFP, ISA_C_SFP, "d := a - b") \
-    X(SFP_MUL,   "sfp.mul",   0x42, SFP, ISA_C_SFP, "d := a * b") \
-    X(SFP_DIV,   "sfp.div",   0x43, SFP, ISA_C_SFP, "d := a / b") \
-    X(SFP_MAX,   "sfp.max",   0x44, SFP, ISA_C_SFP, "d := max(a, b)") \
-    X(SFP_MIN,   "sfp.min",   0x45, SFP, ISA_C_SFP, "d := min(a, b)") \
-    X(SFP_POW,   "sfp.pow",   0x46, SFP, ISA_C_SFP, "d := a ^ b") \
-    X(SFP_EQ,    "sfp.eq",    0x47, SFP, ISA_C_SFP, "d := a == b ? 1 : 0") \
-    X(SFP_NE,    "sfp.ne",    0x48, SFP, ISA_C_SFP, "d := a != b ? 1 : 0") \
-    X(SFP_LT,    "sfp.lt",    0x49, SFP, ISA_C_SFP, "d := a < b ? 1 : 0") \
-    X(SFP_LE,    "sfp.le",    0x4a, SFP, ISA_C_SFP, "d := a <= b ? 1 : 0") \
-    X(SFP_GT,    "sfp.gt",    0x4b, SFP, ISA_C_SFP, "d := a > b ? 1 : 0") \
-    X(SFP_GE,    "sfp.ge",    0x4c, SFP, ISA_C_SFP, "d := a >= b ? 1 : 0") \
-    X(SFP_SEL,   "sfp.sel",   0x4d, SFP, ISA_C_SFP, "d := d != 0 ? a : b (d is read first: the condition)") \
-    X(SFP_RSUM,  "sfp.rsum",  0x50, SFP, ISA_C_SFP, "d := sum of a over i0 (and lanes with f=lanes), fp32 accumulation") \
-    X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, "d := max of a over i0 (and lanes with f=lanes)") \
-    X(SFP_CVT,   "sfp.cvt",   0x58, SFP, ISA_C_SFP, "d := a converted from type t to the other type (DL16 <-> fp32); strides are per operand") \
-    X(SFP_RST,   "sfp.rst",   0x59, SFP, ISA_C_SFP, "restickify: element d + i0*ds0 + i1*ds1 + l*bs1 := element a + i0*as0 + i1*as1 + l*bs0, l < vl (0: a stick's lanes); bits copied") \
-    X(SFP_IOTA,  "sfp.iota",  0x5a, SFP, ISA_C_SFP, "index values: lane e of stick d + i0*ds0 + i1*ds1 := imm + bs0*(i0*lanes + e) + bs1*i1, rounded to t; a, b unused") \
-    X(RING_SEND, "ring.send", 0x60, RING, ISA_C_RING, "core's LX[d..] := LX[a..]; then token tok of that core += 1 (tok 255: none)") \
-    X(RING_RED,  "ring.red",  0x61, RING, ISA_C_RING, "core's LX[d..] += LX[a..] as type t; then token tok of that core += 1")
+    X(NOP,   "nop",   0x00, NONE, ISA_C_SEQ, FIXED,  "nothing") \
+    X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ, FIXED,  "end of this core's stream; the core is done when its units drain") \
+    X(BAR,   "bar",   0x02, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle and every core reached the barrier") \
+    X(LI,    "li",    0x03, REG, ISA_C_SEQ, FIXED,  "r[r] := v") \
+    X(ADDI,  "addi",  0x04, REG, ISA_C_SEQ, FIXED,  "r[r] := r[r] + v") \
+    X(LOOP,  "loop",  0x05, LOOP, ISA_C_SEQ, FIXED,  "run the instructions up to the matching endl n times (nesting depth 4)") \
+    X(ENDL,  "endl",  0x06, NONE, ISA_C_SEQ, FIXED,  "end of the innermost loop body") \
+    X(WAIT,  "wait",  0x08, TOK, ISA_C_SYNC, FIXED, "unit u blocks until token t > 0, then token t -= 1") \
+    X(SIG,   "sig",   0x09, TOK, ISA_C_SYNC, FIXED, "unit u: token t += 1 once its earlier instructions are done") \
+    X(DMA_LD, "dma.ld", 0x10, DMA, ISA_C_DMAI, FIXED, "LX[d..] := DRAM[a..], run sticks x 4 loop levels") \
+    X(DMA_ST, "dma.st", 0x11, DMA, ISA_C_DMAO, FIXED, "DRAM[d..] := LX[a..], run sticks x 4 loop levels") \
+    X(DMA_LX, "dma.lx", 0x12, DMA, ISA_C_DMAI, FIXED, "LX[d..] := LX[a..], run sticks x 4 loop levels") \
+    X(DMA_GATHER, "dma.gather", 0x13, GATHER, ISA_C_DMAI, FIXED, "for i1<n1, i0<n0: LX[d + i0*ds0 + i1*ds1..] := DRAM[a + x*as0 + i1*as1..], run sticks, x = fp32 LX[b + i0*bs0], an integer in [0, rows)") \
+    X(PT_MM, "pt.mm", 0x20, PT, ISA_C_PT, FIXED,   "d[m x n] := (f&acc ? p : 0) + a[m x k] * b[k x n], fp32 sums, d in DL16 or fp32 (f&f32)") \
+    X(SFP_MOV,   "sfp.mov",   0x30, SFP, ISA_C_SFP, SIMPLE, "d := a") \
+    X(SFP_NEG,   "sfp.neg",   0x31, SFP, ISA_C_SFP, SIMPLE, "d := -a") \
+    X(SFP_EXP,   "sfp.exp",   0x32, SFP, ISA_C_SFP, COMPLEX, "d := exp(a)") \
+    X(SFP_LOG,   "sfp.log",   0x33, SFP, ISA_C_SFP, COMPLEX, "d := log(a)") \
+    X(SFP_SQRT,  "sfp.sqrt",  0x34, SFP, ISA_C_SFP, COMPLEX, "d := sqrt(a)") \
+    X(SFP_RSQRT, "sfp.rsqrt", 0x35, SFP, ISA_C_SFP, COMPLEX, "d := 1 / sqrt(a)") \
+    X(SFP_RECIP, "sfp.recip", 0x36, SFP, ISA_C_SFP, COMPLEX, "d := 1 / a") \
+    X(SFP_TANH,  "sfp.tanh",  0x37, SFP, ISA_C_SFP, COMPLEX, "d := tanh(a)") \
+    X(SFP_SIGM,  "sfp.sigm",  0x38, SFP, ISA_C_SFP, COMPLEX, "d := 1 / (1 + exp(-a))") \
+    X(SFP_GELU,  "sfp.gelu",  0x39, SFP, ISA_C_SFP, COMPLEX, "d := a * (1 + erf(a / sqrt 2)) / 2") \
+    X(SFP_GELUT, "sfp.gelut", 0x3a, SFP, ISA_C_SFP, COMPLEX, "d := a * (1 + tanh(sqrt(2/pi) * (a + 0.044715 a^3))) / 2") \
+    X(SFP_SILU,  "sfp.silu",  0x3b, SFP, ISA_C_SFP, COMPLEX, "d := a / (1 + exp(-a))") \
+    X(SFP_RELU,  "sfp.relu",  0x3c, SFP, ISA_C_SFP, SIMPLE, "d := max(a, 0)") \
+    X(SFP_ERF,   "sfp.erf",   0x3d, SFP, ISA_C_SFP, COMPLEX, "d := erf(a)") \
+    X(SFP_ABS,   "sfp.abs",   0x3e, SFP, ISA_C_SFP, SIMPLE, "d := |a|") \
+    X(SFP_SIN,   "sfp.sin",   0x3f, SFP, ISA_C_SFP, COMPLEX, "d := sin(a)") \
+    X(SFP_COS,   "sfp.cos",   0x52, SFP, ISA_C_SFP, COMPLEX, "d := cos(a)") \
+    X(SFP_ADD,   "sfp.add",   0x40, SFP, ISA_C_SFP, SIMPLE, "d := a + b") \
+    X(SFP_SUB,   "sfp.sub",   0x41, SFP, ISA_C_SFP, SIMPLE, "d := a - b") \
+    X(SFP_MUL,   "sfp.mul",   0x42, SFP, ISA_C_SFP, SIMPLE, "d := a * b") \
+    X(SFP_DIV,   "sfp.div",   0x43, SFP, ISA_C_SFP, COMPLEX, "d := a / b") \
+    X(SFP_MAX,   "sfp.max",   0x44, SFP, ISA_C_SFP, SIMPLE, "d := max(a, b)") \
+    X(SFP_MIN,   "sfp.min",   0x45, SFP, ISA_C_SFP, SIMPLE, "d := min(a, b)") \
+    X(SFP_POW,   "sfp.pow",   0x46, SFP, ISA_C_SFP, COMPLEX, "d := a ^ b") \
+    X(SFP_EQ,    "sfp.eq",    0x47, SFP, ISA_C_SFP, SIMPLE, "d := a == b ? 1 : 0") \
+    X(SFP_NE,    "sfp.ne",    0x48, SFP, ISA_C_SFP, SIMPLE, "d := a != b ? 1 : 0") \
+    X(SFP_LT,    "sfp.lt",    0x49, SFP, ISA_C_SFP, SIMPLE, "d := a < b ? 1 : 0") \
+    X(SFP_LE,    "sfp.le",    0x4a, SFP, ISA_C_SFP, SIMPLE, "d := a <= b ? 1 : 0") \
+    X(SFP_GT,    "sfp.gt",    0x4b, SFP, ISA_C_SFP, SIMPLE, "d := a > b ? 1 : 0") \
+    X(SFP_GE,    "sfp.ge",    0x4c, SFP, ISA_C_SFP, SIMPLE, "d := a >= b ? 1 : 0") \
+    X(SFP_SEL,   "sfp.sel",   0x4d, SFP, ISA_C_SFP, SIMPLE, "d := d != 0 ? a : b (d is read first: the condition)") \
+    X(SFP_RSUM,  "sfp.rsum",  0x50, SFP, ISA_C_SFP, SIMPLE, "d := sum of a over i0 (and lanes with f=lanes), fp32 accumulation") \
+    X(SFP_RMAX,  "sfp.rmax",  0x51, SFP, ISA_C_SFP, SIMPLE, "d := max of a over i0 (and lanes with f=lanes)") \
+    X(SFP_CVT,   "sfp.cvt",   0x58, SFP, ISA_C_SFP, SIMPLE, "d := a converted from type t to the other type (DL16 <-> fp32); strides are per operand") \
+    X(SFP_RST,   "sfp.rst",   0x59, SFP, ISA_C_SFP, SIMPLE, "restickify: element d + i0*ds0 + i1*ds1 + l*bs1 := element a + i0*as0 + i1*as1 + l*bs0, l < vl (0: a stick's lanes); bits copied") \
+    X(SFP_IOTA,  "sfp.iota",  0x5a, SFP, ISA_C_SFP, SIMPLE, "index values: lane e of stick d + i0*ds0 + i1*ds1 := imm + bs0*(i0*lanes + e) + bs1*i1, rounded to t; a, b unused") \
+    X(RING_SEND, "ring.send", 0x60, RING, ISA_C_RING, FIXED, "core's LX[d..] := LX[a..]; then token tok of that core += 1 (tok 255: none)") \
+    X(RING_RED,  "ring.red",  0x61, RING, ISA_C_RING, FIXED, "core's LX[d..] += LX[a..] as type t; then token tok of that core += 1")
 
 typedef enum {
-#define X(id, mn, opc, fmt, cls, sem) ISA_OP_##id,
+#define X(id, mn, opc, fmt, cls, cost, sem) ISA_OP_##id,
     ISA_TABLE(X)
 #undef X
     ISA_NOPS
@@ -254,6 +260,7 @@ typedef struct {
     uint8_t opcode;
     isa_format format;
     isa_class cls;
+    isa_cost cost;
     const char *semantics;
     const isa_operand *operands;
     int noperands;

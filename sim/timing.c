@@ -113,13 +113,6 @@ double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k)
 double sim_time_sfp(const sim *s, double t, int op, int64_t sticks)
 {
     const sim_config *cfg = &s->cfg;
-    int complex_op = op == ISA_OP_SFP_EXP || op == ISA_OP_SFP_LOG || op == ISA_OP_SFP_SQRT ||
-                     op == ISA_OP_SFP_RSQRT || op == ISA_OP_SFP_RECIP || op == ISA_OP_SFP_DIV ||
-                     op == ISA_OP_SFP_TANH || op == ISA_OP_SFP_SIGM || op == ISA_OP_SFP_GELU ||
-                     op == ISA_OP_SFP_GELUT || op == ISA_OP_SFP_SILU ||
-                     op == ISA_OP_SFP_ERF || op == ISA_OP_SFP_SIN || op == ISA_OP_SFP_COS || op == ISA_OP_SFP_POW;
-    /* sfp.iota (index values: a multiply-add of lane and loop counters,
-     * no operand read) costs a simple op per stick written */
-    double per = complex_op ? cfg->sfp_complex_cycles : cfg->sfp_simple_cycles;
+    double per = isa_info(op)->cost == ISA_COST_COMPLEX ? cfg->sfp_complex_cycles : cfg->sfp_simple_cycles;
     return t + cfg->sfp_issue_cycles + per * (double)sticks;
 }

@@ -4,6 +4,7 @@
 Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
+                                     [--graph-only]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -28,6 +29,14 @@ Tracing (make_fx, PyTorch 1.13 and later) runs in two passes:
 Then aten.detach, aten.lift_fresh_copy and aten.alias (identities here)
 are bypassed and dead nodes dropped.  With --tracer export (the default
 where torch.export exists) torch.export.export + run_decompositions is used.
+
+--graph-only writes graph.txt alone, for timing-only simulation of a model
+too large to export whole (an 8B-size layer's files are 850 MB).  The
+module and inputs are moved to the meta device first (shapes and dtypes,
+no data), so tracing and typing allocate nothing; the graph's `weights`
+line still names weights.safetensors, which is not written, and the module
+is not run (no expected outputs, no comparison).  If tracing on meta
+tensors fails, it traces real tensors and just skips the files.
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
@@ -400,11 +409,22 @@ def graph_text(name, comment, gm, roles, in_names, types):
 
 # --------------------------------------------------------------------------
 
-def export(spec, out_dir, seed, tracer):
+def to_meta(model, inputs):
+    """The module and inputs on the meta device: shapes and dtypes, no data."""
+    return model.to("meta"), tuple(x.to("meta") for x in inputs)
+
+
+def export(spec, out_dir, seed, tracer, graph_only=False):
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec)
     if options.get("eval", True):
         model.eval()
+    if graph_only:
+        real = (model, inputs)
+        try:
+            model, inputs = to_meta(model, inputs)
+        except Exception:
+            model, inputs = real
     func_name = spec.rpartition(":")[2]
     in_names = [sanitize(n) for n in input_names(model, len(inputs))]
     if len(set(in_names)) != len(in_names):
@@ -412,21 +432,45 @@ def export(spec, out_dir, seed, tracer):
 
     if tracer == "auto":
         tracer = "export" if hasattr(torch, "export") and hasattr(torch.export, "export") else "make_fx"
-    torch.manual_seed(seed)
-    try:
-        gm, roles = (trace_export if tracer == "export" else trace_make_fx)(model, inputs)
-    except UserError:
-        raise
-    except Exception as e:
-        raise UserError(f"{spec}: tracing failed: {describe(e)}")
-    clean(gm)
+    trace = trace_export if tracer == "export" else trace_make_fx
 
-    # Types of every value, from running the graph itself.
-    flat = [r[2] if r[0] == "param" else inputs[r[1]] for r in roles]
-    recorder = TypeRecorder(gm)
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        graph_outputs = flatten(recorder.run(*[t.detach() for t in flat]))
+    def trace_and_type(model, inputs):
+        torch.manual_seed(seed)
+        try:
+            gm, roles = trace(model, inputs)
+        except UserError:
+            raise
+        except Exception as e:
+            raise UserError(f"{spec}: tracing failed: {describe(e)}")
+        clean(gm)
+        # Types of every value, from running the graph itself.
+        flat = [r[2] if r[0] == "param" else inputs[r[1]] for r in roles]
+        recorder = TypeRecorder(gm)
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            outputs = flatten(recorder.run(*[t.detach() for t in flat]))
+        return gm, roles, recorder, outputs
+
+    try:
+        gm, roles, recorder, graph_outputs = trace_and_type(model, inputs)
+    except Exception:
+        if not graph_only or model is real[0] and inputs is real[1]:
+            raise
+        # meta tensors are not enough for this module: trace real ones
+        torch.manual_seed(seed)
+        model, inputs, options = load_workload(spec)
+        if options.get("eval", True):
+            model.eval()
+        gm, roles, recorder, graph_outputs = trace_and_type(model, inputs)
+
+    if graph_only:
+        comment = (f"{func_name}: exported by tools/export.py --graph-only from "
+                   f"{os.path.basename(spec)} (torch {torch.__version__}, {tracer}, seed {seed})")
+        text, _ = graph_text(sanitize(func_name), comment, gm, roles, in_names, recorder.types)
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "graph.txt"), "w") as f:
+            f.write(text)
+        return
 
     # PyTorch's own outputs, computed as traced (autograd on: no fast path).
     torch.manual_seed(seed)
@@ -470,11 +514,14 @@ def main():
     parser.add_argument("-o", dest="out_dir", metavar="DIR", required=True,
                         help="directory to write graph.txt and the safetensors files to")
     parser.add_argument("--seed", type=int, default=0, help="torch seed (default 0)")
+    parser.add_argument("--graph-only", action="store_true",
+                        help="write graph.txt only (traced on meta tensors; no safetensors files, "
+                        "no run of the module): for timing-only simulation")
     parser.add_argument("--tracer", choices=("auto", "make_fx", "export"), default="auto",
                         help="auto: torch.export where PyTorch has it, else make_fx")
     args = parser.parse_args()  # usage errors exit with status 2
     try:
-        export(args.workload, args.out_dir, args.seed, args.tracer)
+        export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only)
     except UserError as e:
         print(f"export.py: {e}", file=sys.stderr)
         sys.exit(2)

@@ -1,11 +1,20 @@
 """A LLaMA decoder layer: RMSNorm, rotary position embeddings, grouped-query
 causal self-attention, RMSNorm, SwiGLU MLP, two residual connections.  No
-biases, no KV cache (the whole sequence at once, as in a prefill).
+biases.  llama_tiny and llama_8b_layer have no KV cache (the whole sequence
+at once, as in a prefill); the *_decode functions run one decode step
+against a KV cache.
 
 llama_tiny()      hidden 64, 4 query heads, 2 KV heads, FFN 160, x (2, 16, 64)
 llama_8b_layer()  hidden 4096, 32 query heads, 8 KV heads, FFN 14336,
                   x (1, 512, 4096): one layer of Llama 3 8B (about 218 M
                   parameters, 0.9 GB in f32; never exported by the tests)
+llama_8b_decode() the same layer for one decode step: the new token's hidden
+                  state x (1, 1, 4096) at position 512 plus a KV cache of 512
+                  positions, k_cache and v_cache (1, 8, 512, 128) (keys
+                  already rotated); outputs the new hidden state and the
+                  token's k and v (1, 8, 1, 128) for the caller to append
+                  (bench/bench_llama.c exports it with --graph-only)
+llama_tiny_decode() the tiny layer's decode step, context 16
 
 Written out by hand: RMSNorm as pow, mean, rsqrt, mul; rotary embeddings
 from precomputed cos/sin buffers with rotate_half (slices and cat); K and V
@@ -84,10 +93,44 @@ class LlamaLayer(nn.Module):
         context = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, hidden)
         return self.o_proj(context)
 
+    def decode_attention(self, x, k_cache, v_cache):
+        """One new token (seq 1) at position k_cache.shape[2], attending to
+        the cache and to itself (no mask: every position is in the past)."""
+        batch, seq, hidden = x.shape
+        pos = k_cache.shape[2]
+        q = self.q_proj(x).view(batch, seq, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(batch, seq, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(batch, seq, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rope_cos[pos:pos + seq], self.rope_sin[pos:pos + seq]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        keys = self.repeat_kv(torch.cat((k_cache, k), dim=2))
+        values = self.repeat_kv(torch.cat((v_cache, v), dim=2))
+        scores = torch.matmul(q, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
+        probs = F.softmax(scores, dim=-1)
+        context = torch.matmul(probs, values).transpose(1, 2).reshape(batch, seq, hidden)
+        return self.o_proj(context), k, v
+
     def forward(self, x):
         x = x + self.attention(self.input_layernorm(x))
         h = self.post_attention_layernorm(x)
         return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class LlamaDecodeStep(nn.Module):
+    """forward(x, k_cache, v_cache) -> (new hidden state, k, v) of one
+    decode step through a LlamaLayer."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x, k_cache, v_cache):
+        layer = self.layer
+        attn, k, v = layer.decode_attention(layer.input_layernorm(x), k_cache, v_cache)
+        x = x + attn
+        h = layer.post_attention_layernorm(x)
+        return x + layer.down_proj(F.silu(layer.gate_proj(h)) * layer.up_proj(h)), k, v
 
 
 def _layer(hidden, n_heads, n_kv_heads, ffn, batch, seq):
@@ -108,3 +151,26 @@ def llama_tiny():
 
 def llama_8b_layer():
     return _layer(4096, 32, 8, 14336, batch=1, seq=512)
+
+
+def _decode(hidden, n_heads, n_kv_heads, ffn, context):
+    torch.manual_seed(0)
+    layer = LlamaLayer(hidden, n_heads, n_kv_heads, ffn, max_seq=context + 1)
+    with torch.no_grad():
+        for norm in (layer.input_layernorm, layer.post_attention_layernorm):
+            norm.weight.add_(0.1 * torch.randn(hidden))
+    # the causal mask is a prefill's; a decode step has none
+    del layer._buffers["causal_mask"]
+    head_dim = hidden // n_heads
+    x = torch.randn(1, 1, hidden)
+    k_cache = torch.randn(1, n_kv_heads, context, head_dim)
+    v_cache = torch.randn(1, n_kv_heads, context, head_dim)
+    return LlamaDecodeStep(layer), (x, k_cache, v_cache)
+
+
+def llama_tiny_decode():
+    return _decode(64, 4, 2, 160, context=16)
+
+
+def llama_8b_decode():
+    return _decode(4096, 32, 8, 14336, context=512)
