@@ -743,6 +743,50 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
         *fixed += 2 * k->nexpr * k->G * sb;
 }
 
+/* Estimated cycles of a row kernel on `cores` cores: the slowest of a
+ * core's vector work, its DMA stream, and the chip's DRAM, which also
+ * carries each core's whole copy of every staged (restickified) operand. */
+static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
+{
+    const cc_target *t = &c->t;
+    const sim_config *cfg = c->cfg;
+    int64_t rt = cc_ceil_div(k->rows, cores), sb = t->stick;
+    double tile = (double)rt * k->G * sb, staged = 0, per_core = 0;
+    for (int i = 0; i < k->nl; i++) {
+        const rk_load *L = &k->loads[i];
+        if (L->staged) {
+            const ir_buf *B = &c->p->bufs[c->p->A.e[L->e].buf];
+            staged += (double)cc_ttype_numel(&B->type) * 2; /* DL16 */
+        } else {
+            per_core += L->cls == BE_V_COL ? (double)k->G * sb : tile;
+        }
+    }
+    for (int i = 0; i < k->nn; i++)
+        if (k->nodes[i].dram)
+            per_core += tile;
+    per_core += staged;
+    double sfp = (double)k->nexpr * (cfg->sfp_issue_cycles + (double)rt * k->G * cfg->sfp_simple_cycles);
+    double dma = per_core / t->dma_bytes_per_cycle;
+    double dram = t->dram_bytes_per_cycle > 0 ? per_core * (double)cores / t->dram_bytes_per_cycle : 0;
+    double est = sfp > dma ? sfp : dma;
+    return est > dram ? est : dram;
+}
+
+/* The core count with the lowest estimate (ties: fewer cores). */
+static int rows_cores(const be_ctx *c, const rk_plan *k)
+{
+    int64_t most = cc_min(c->cfg->cores, k->rows), best = 1;
+    double best_cost = rows_cost(c, k, 1);
+    for (int64_t n = 2; n <= most; n++) {
+        double e = rows_cost(c, k, n);
+        if (e < 0.97 * best_cost) {
+            best = n;
+            best_cost = e;
+        }
+    }
+    return (int)best;
+}
+
 int be_rows_plan(be_ctx *c, int pos)
 {
     rk_plan k;
@@ -754,10 +798,10 @@ int be_rows_plan(be_ctx *c, int pos)
         if (w->cores > k.rows) /* a work_div override (backend.c checked the core count) */
             rc = be_error(c, k.K, "work_div %d: the kernel has %" PRId64 " rows, fewer than %d cores", w->cores, k.rows,
                           w->cores);
-        else if (!w->cores)
-            w->cores = (int)cc_min(c->cfg->cores, k.rows);
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
+        if (!rc && !w->cores)
+            w->cores = rows_cores(c, &k);
         if (!rc && fixed + 2 * per_row > (int64_t)c->cfg->lx_usable_bytes)
             rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu", k.cols,
                           fixed + 2 * per_row, (unsigned long long)c->cfg->lx_usable_bytes);
