@@ -745,7 +745,8 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
 
 /* Estimated cycles of a row kernel on `cores` cores: the slowest of a
  * core's vector work, its DMA stream, and the chip's DRAM, which also
- * carries each core's whole copy of every staged (restickified) operand. */
+ * carries each core's whole copy of every staged (restickified) operand
+ * and of a gather's row numbers. */
 static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 {
     const cc_target *t = &c->t;
@@ -757,6 +758,10 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
         if (L->staged) {
             const ir_buf *B = &c->p->bufs[c->p->A.e[L->e].buf];
             staged += (double)cc_ttype_numel(&B->type) * 2; /* DL16 */
+        } else if (L->gather) { /* its rows, and the whole row-number tensor on every core */
+            const ir_buf *ids = &c->p->bufs[c->p->A.e[L->ids].buf];
+            staged += (double)cc_ttype_numel(&ids->type) * 4; /* fp32 */
+            per_core += tile;
         } else {
             per_core += L->cls == BE_V_COL ? (double)k->G * sb : tile;
         }
@@ -772,10 +777,17 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
     return est > dram ? est : dram;
 }
 
+/* A core's part should be worth a DMA's fixed cost (descriptor and DRAM
+ * latency, a few hundred cycles): at least this many sticks, unless the
+ * kernel is too small to give every core that much. */
+#define ROWS_MIN_PART_STICKS 16
+
 /* The core count with the lowest estimate (ties: fewer cores). */
 static int rows_cores(const be_ctx *c, const rk_plan *k)
 {
     int64_t most = cc_min(c->cfg->cores, k->rows), best = 1;
+    int64_t worth = cc_max(1, k->rows * k->G / ROWS_MIN_PART_STICKS);
+    most = cc_min(most, worth);
     double best_cost = rows_cost(c, k, 1);
     for (int64_t n = 2; n <= most; n++) {
         double e = rows_cost(c, k, n);
