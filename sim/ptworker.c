@@ -55,14 +55,14 @@ typedef struct {
 } pt_worker;
 
 #define MAX_WORKERS 8
-#define B_VERSIONS 16 /* B operands whose version the event loop tracks, per core */
-#define B_CACHED 8    /* converted B operands a worker keeps, per core */
+#define B_VERSIONS 32 /* B operands whose version the event loop tracks, per core */
+#define B_CACHED 16    /* converted B operands a worker keeps, per core */
 
 /* A B operand's LX bytes and a version number that changes whenever
  * anything may write them; kept per core by the event loop. */
 typedef struct {
     int64_t off, stride, k, n;
-    uint64_t lo, hi;
+    sim_lx_set bytes; /* the sticks the operand reads */
     uint64_t gen;
 } b_version;
 
@@ -223,13 +223,24 @@ static void wait_until(pt_worker *w, uint64_t upto)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* Does [lo, hi) overlap any of the set's ranges? */
+static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
+{
+    for (int64_t g = 0; g < x->count; g++) {
+        uint64_t a = (uint64_t)(x->base + g * x->stride);
+        if (lo < a + (uint64_t)x->len && a < hi)
+            return 1;
+    }
+    return 0;
+}
+
 /* Something may write core's LX bytes [lo, hi): B operands there get a
  * new version. */
 static void b_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
 {
     for (int i = 0; i < B_VERSIONS; i++) {
         b_version *v = &q->bv[core * B_VERSIONS + i];
-        if (v->gen && lo < v->hi && v->lo < hi)
+        if (v->gen && hits(&v->bytes, lo, hi))
             v->gen = ++q->gen;
     }
 }
@@ -248,8 +259,7 @@ static uint64_t b_current(sim_ptq *q, int core, const isa_insn *in, const sim_lx
     v->stride = in->bs[0];
     v->k = in->k;
     v->n = in->nn;
-    v->lo = (uint64_t)set->base;
-    v->hi = (uint64_t)(set->base + (set->count - 1) * set->stride + set->len);
+    v->bytes = *set;
     v->gen = ++q->gen;
     return v->gen;
 }
@@ -285,17 +295,6 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     w->submitted++;
     pthread_cond_signal(&w->more);
     pthread_mutex_unlock(&w->mu);
-}
-
-/* Does [lo, hi) overlap any of the set's ranges? */
-static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
-{
-    for (int64_t g = 0; g < x->count; g++) {
-        uint64_t a = (uint64_t)(x->base + g * x->stride);
-        if (lo < a + (uint64_t)x->len && a < hi)
-            return 1;
-    }
-    return 0;
 }
 
 void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
