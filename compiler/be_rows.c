@@ -725,8 +725,7 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
     *per_row = 0;
     *fixed = 0;
     for (int i = 0; i < k->nl; i++) {
-        if (k->loads[i].staged)
-            *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
+        /* a staged load's sticks come per chunk (rk_stage_need) */
         if (k->loads[i].gather) /* its row numbers, staged whole */
             *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].ids].buf);
         if (k->loads[i].cls == BE_V_COL)
@@ -745,8 +744,7 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
 
 /* Estimated cycles of a row kernel on `cores` cores: the slowest of a
  * core's vector work, its DMA stream, and the chip's DRAM, which also
- * carries each core's whole copy of every staged (restickified) operand
- * and of a gather's row numbers. */
+ * carries each core's whole copy of a gather's row numbers. */
 static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 {
     const cc_target *t = &c->t;
@@ -755,9 +753,8 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
     double tile = (double)rt * k->G * sb, staged = 0, per_core = 0;
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
-        if (L->staged) {
-            const ir_buf *B = &c->p->bufs[c->p->A.e[L->e].buf];
-            staged += (double)cc_ttype_numel(&B->type) * 2; /* DL16 */
+        if (L->staged) { /* the sticks each chunk reads: about a tile */
+            per_core += tile;
         } else if (L->gather) { /* its rows, and the whole row-number tensor on every core */
             const ir_buf *ids = &c->p->bufs[c->p->A.e[L->ids].buf];
             staged += (double)cc_ttype_numel(&ids->type) * 4; /* fp32 */
@@ -799,6 +796,122 @@ static int rows_cores(const be_ctx *c, const rk_plan *k)
     return (int)best;
 }
 
+/* The flat index of buffer element read by staged load x at row `row`
+ * of the row space and column col, or -1 past the buffer (a load guarded
+ * by a where, like cat's, may index past its buffer where the other
+ * operand is chosen; any value will do there). */
+static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, int64_t row, int64_t col,
+                             int64_t *val)
+{
+    for (int v = k->rsp.nv - 1; v >= 0; v--) {
+        val[k->rsp.var[v]] = row % k->rsp.ext[v];
+        row /= k->rsp.ext[v];
+    }
+    val[k->colvar] = col;
+    int64_t flat = be_index_at(&x->idx, k->nvars, val);
+    return flat < 0 || flat >= nel ? -1 : flat;
+}
+
+static int64_t rk_numel(const be_ctx *c, int buf)
+{
+    return cc_ttype_numel(&c->p->bufs[buf].type);
+}
+
+/* The sticks of its buffer's device layout that staged load L reads for
+ * rows [r0, r0 + n): per stick group g of the buffer, the layout rows
+ * lo[g]..hi[g] (lo > hi: none).  Returns the sticks in all; a chunk that
+ * reads no element inside the buffer gets the first stick. */
+static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
+{
+    const be_ctx *c = k->c;
+    const ir_expr *x = &c->p->A.e[L->e];
+    const be_layout *B = &c->lay[x->buf];
+    const int64_t sb = c->t.stick, nel = rk_numel(c, x->buf);
+    int64_t val[IR_MAX_VARS] = {0};
+    for (int64_t g = 0; g < B->groups; g++) {
+        lo[g] = B->rows;
+        hi[g] = -1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t col = 0; col < k->cols; col++) {
+            int64_t flat = rk_stage_flat(k, x, nel, r0 + i, col, val);
+            if (flat < 0)
+                continue;
+            int64_t st = be_elem_off(c, x->buf, flat) / sb, g = st / B->rows, r = st % B->rows;
+            lo[g] = cc_min(lo[g], r);
+            hi[g] = cc_max(hi[g], r);
+        }
+    int64_t sticks = 0;
+    for (int64_t g = 0; g < B->groups; g++)
+        sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+    if (!sticks) {
+        lo[0] = hi[0] = 0;
+        sticks = 1;
+    }
+    return sticks;
+}
+
+/* The most LX bytes the staged loads' sticks take in one chunk, over
+ * the chunks of R rows of the part [r0, r0 + rt). */
+static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R)
+{
+    int64_t most = 0;
+    for (int64_t r = r0; r < r0 + rt; r += R) {
+        int64_t sum = 0;
+        for (int i = 0; i < k->nl; i++) {
+            if (!k->loads[i].staged)
+                continue;
+            const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
+            int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+            sum += rk_stage_span(k, &k->loads[i], r, cc_min(R, r0 + rt - r), lo, lo + B->groups);
+            free(lo);
+        }
+        most = cc_max(most, sum * k->c->t.stick);
+    }
+    return most;
+}
+
+/* Rows per chunk for the part [r0, r0 + rt): as many as two slots (each
+ * per_row bytes a row plus the chunk's staged sticks) and `fixed` allow,
+ * at most a quarter of the part (16 rows at least) and 4096.  0 when not
+ * even one row fits; *stage is the staged bytes a slot needs. */
+static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t per_row, int64_t fixed,
+                             int64_t *stage)
+{
+    const int64_t lx = (int64_t)k->c->cfg->lx_usable_bytes;
+    int64_t R = cc_min(cc_min(rt, cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16))), 4096);
+    R = cc_min(R, (lx - fixed) / (2 * per_row));
+    int staged = 0;
+    for (int i = 0; i < k->nl; i++)
+        staged |= k->loads[i].staged;
+    *stage = 0;
+    int64_t bad = 0; /* the last row count that did not fit */
+    while (R >= 1) {
+        int64_t s = staged ? rk_stage_need(k, r0, rt, R) : 0;
+        if (fixed + 2 * (per_row * R + s) <= lx) {
+            *stage = s;
+            /* the shrink below can overshoot: bisect up to `bad` a few times */
+            for (int step = 0; step < 6 && bad > R + 1; step++) {
+                int64_t mid = R + (bad - R) / 2, ms = rk_stage_need(k, r0, rt, mid);
+                if (fixed + 2 * (per_row * mid + ms) <= lx) {
+                    R = mid;
+                    *stage = ms;
+                } else {
+                    bad = mid;
+                }
+            }
+            return R;
+        }
+        bad = R;
+        /* shrink in proportion to the excess (at least by one row) */
+        int64_t want = (int64_t)((double)R * (double)(lx - fixed) / (double)(2 * (per_row * R + s)));
+        R = cc_min(R - 1, want);
+    }
+    if (staged) /* what one row needs, for the error */
+        *stage = rk_stage_need(k, r0, rt, 1);
+    return 0;
+}
+
 int be_rows_plan(be_ctx *c, int pos)
 {
     rk_plan k;
@@ -814,17 +927,22 @@ int be_rows_plan(be_ctx *c, int pos)
         rk_lx(&k, &per_row, &fixed);
         if (!rc && !w->cores)
             w->cores = rows_cores(c, &k);
-        if (!rc && fixed + 2 * per_row > (int64_t)c->cfg->lx_usable_bytes)
-            rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu", k.cols,
-                          fixed + 2 * per_row, (unsigned long long)c->cfg->lx_usable_bytes);
-        if (!rc) { /* the largest part's chunk, as be_rows_emit picks it */
-            int64_t rt = cc_ceil_div(k.rows, w->cores), fit = ((int64_t)c->cfg->lx_usable_bytes - fixed) / (2 * per_row);
-            int64_t R = cc_min(cc_min(cc_min(fit, rt), cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16))), 4096);
+        int64_t R = 0, rt = 0, stage = 0;
+        if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
+            int64_t r0;
+            cc_split(k.rows, w->cores, 0, &r0, &rt);
+            R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
+            if (R < 1)
+                rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu",
+                              k.cols, fixed + 2 * (per_row + stage), (unsigned long long)c->cfg->lx_usable_bytes);
+        }
+        if (!rc) {
             be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
                     " columns), two slots", rt, R, k.G, k.cols);
             for (int i = 0; i < k.nl; i++)
                 if (k.loads[i].staged)
-                    be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from a staged copy)", c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
+                    be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
+                            c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
         }
     }
     rk_free(&k);
@@ -836,48 +954,69 @@ typedef struct {
     cc_emit *e;
     int64_t R, slot[2], slot_bytes, colbase;
     int full[2], done[2], empty[2];
-    int stk, nstaged;    /* restickified loads: staged copies loaded */
     int64_t chunk;
     be_tile T;
     char *tmp_produced;
 } rk_core;
 
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
- * column, from the staged copy of its buffer into the slot at lx (sfp0). */
-static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int64_t n)
+ * column, into the slot at lx (sfp0), from the sticks of its buffer this
+ * chunk reads, staged at st: group g's layout rows lo[g].. at st + go[g]. */
+static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int64_t n, int64_t st,
+                      const int64_t *lo, const int64_t *go)
 {
     rk_plan *k = rc->k;
     be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb;
+    const be_layout *B = &c->lay[x->buf];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
-    int64_t nel = 1;
-    for (int d = 0; d < c->p->bufs[x->buf].type.rank; d++)
-        nel *= c->p->bufs[x->buf].type.shape[d];
     be_rst r;
     be_rst_begin(&r, rc->e, 0);
     for (int64_t g = 0; g * lanes < k->cols; g++)
         for (int64_t i = 0; i < n; i++) {
-            int64_t rest = r0 + i;
-            for (int v = k->rsp.nv - 1; v >= 0; v--) {
-                val[k->rsp.var[v]] = rest % k->rsp.ext[v];
-                rest /= k->rsp.ext[v];
-            }
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             for (int64_t l = 0; l < cnt; l++) {
-                val[k->colvar] = g * lanes + l;
-                /* a load guarded by a where (cat) may index past its
-                 * buffer where the other operand is chosen: read element
-                 * 0 there, a value the where discards */
-                int64_t flat = be_index_at(&x->idx, k->nvars, val);
-                if (flat < 0 || flat >= nel)
-                    flat = 0;
-                src[l] = L->stage + be_elem_off(c, x->buf, flat);
+                int64_t flat = rk_stage_flat(k, x, nel, r0 + i, g * lanes + l, val);
+                src[l] = st; /* past the buffer: any staged value (the where discards it) */
+                if (flat >= 0) {
+                    int64_t off = be_elem_off(c, x->buf, flat), s = off / sb;
+                    int64_t bg = s / B->rows, br = s % B->rows;
+                    src[l] = st + go[bg] + (br - lo[bg]) * sb + off % sb;
+                }
                 dst[l] = lx + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, cnt);
         }
     be_rst_flush(&r);
+}
+
+/* Stage the sticks staged load L reads for rows [r0, r0 + n) at st
+ * (dmai): one contiguous run per stick group of its buffer.  Fills lo
+ * (layout row of each group's first staged stick) and go (its offset
+ * from st); returns the bytes staged. */
+static int64_t rk_stage_chunk(rk_core *rc, const rk_load *L, int64_t st, int64_t r0, int64_t n, int64_t *lo,
+                              int64_t *go)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    const be_layout *B = &c->lay[c->p->A.e[L->e].buf];
+    const int64_t sb = c->t.stick;
+    int64_t *hi = ir_xalloc((size_t)B->groups * sizeof *hi), at = 0;
+    rk_stage_span(k, L, r0, n, lo, hi);
+    for (int64_t g = 0; g < B->groups; g++) {
+        go[g] = at;
+        int64_t run = hi[g] - lo[g] + 1;
+        for (int64_t s0 = 0; s0 < run; s0 += 65535) {
+            int64_t m = cc_min(65535, run - s0);
+            cc_dma_shape sh = cc_dma_groups(m, 1, 0, 0);
+            cc_emit_dma(rc->e, ISA_OP_DMA_LD, cc_abs(st + at + s0 * sb),
+                        cc_abs((int64_t)B->off + (g * B->rows + lo[g] + s0) * sb), &sh);
+        }
+        at += run > 0 ? run * sb : 0;
+    }
+    free(hi);
+    return at;
 }
 
 /* A gathered tile: rows [r0, r0 + n) of the row space, every group, into
@@ -935,7 +1074,8 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     /* loads */
     cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
     int64_t at = base;
-    int64_t lx_of[256];
+    int64_t lx_of[256], st_of[256];
+    int64_t *st_lo[256] = {0}, *st_go[256] = {0};
     for (int i = 0; i < k->nl && i < 256; i++) {
         rk_load *L = &k->loads[i];
         if (L->cls == BE_V_COL) {
@@ -950,14 +1090,28 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
             be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
         at += ng * gs;
     }
+    /* the sticks each restickified load reads in this chunk, in the slot */
+    for (int i = 0; i < k->nl && i < 256; i++) {
+        rk_load *L = &k->loads[i];
+        if (!L->staged)
+            continue;
+        int64_t groups = c->lay[c->p->A.e[L->e].buf].groups;
+        st_lo[i] = ir_xalloc((size_t)groups * sizeof *st_lo[i]);
+        st_go[i] = ir_xalloc((size_t)groups * sizeof *st_go[i]);
+        st_of[i] = at;
+        at += rk_stage_chunk(rc, L, at, r0, n, st_lo[i], st_go[i]);
+    }
     cc_emit_sig(e, ISA_U_DMAI, rc->full[s]);
 
     /* compute */
     isa_unit u = ISA_U_SFP0;
     cc_emit_wait(e, u, rc->full[s]);
     for (int i = 0; i < k->nl && i < 256; i++)
-        if (k->loads[i].staged)
-            rk_gather(rc, &k->loads[i], lx_of[i], r0, n);
+        if (k->loads[i].staged) {
+            rk_gather(rc, &k->loads[i], lx_of[i], r0, n, st_of[i], st_lo[i], st_go[i]);
+            free(st_lo[i]);
+            free(st_go[i]);
+        }
     be_tile *T = &rc->T;
     T->nmemo = 0;
     T->R = n;
@@ -1092,11 +1246,10 @@ int be_rows_emit(be_ctx *c, int pos)
         rc.e = e;
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
-        int64_t fit = ((int64_t)c->cfg->lx_usable_bytes - fixed) / (2 * per_row), col_fixed = 0;
+        int64_t col_fixed = 0, stage;
         for (int i = 0; i < k.nl; i++)
             col_fixed += k.loads[i].cls == BE_V_COL ? k.G * sb : 0;
-        int64_t R = cc_min(cc_min(fit, rt), cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16)));
-        R = cc_min(R, 4096);
+        int64_t R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
         if (R < 1) {
             rc_ = be_error(c, k.K, "no chunk of rows fits LX");
             break;
@@ -1107,21 +1260,12 @@ int be_rows_emit(be_ctx *c, int pos)
             if (k.loads[i].cls == BE_V_COL)
                 k.loads[i].lx = cc_lx_alloc(e, k.G * sb, "per-column values");
         for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].staged) {
-                k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].e].buf), "restickify: staged copy");
-                rc.nstaged++;
-            }
-        if (rc.nstaged)
-            rc.stk = cc_tok_alloc(e, "restickify: staged copies loaded");
-        for (int i = 0; i < k.nl; i++)
             if (k.loads[i].gather)
                 k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
         int64_t stage_fixed = 0;
-        for (int i = 0; i < k.nl; i++) {
-            stage_fixed += k.loads[i].staged ? be_buf_bytes(c, c->p->A.e[k.loads[i].e].buf) : 0;
+        for (int i = 0; i < k.nl; i++)
             stage_fixed += k.loads[i].gather ? be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf) : 0;
-        }
-        rc.slot_bytes = per_row * R + (fixed - col_fixed - stage_fixed) / 2;
+        rc.slot_bytes = per_row * R + stage + (fixed - col_fixed - stage_fixed) / 2;
         rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         for (int s = 0; s < 2; s++) {
@@ -1157,13 +1301,6 @@ int be_rows_emit(be_ctx *c, int pos)
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].gather)
                 be_stage_load(c, e, c->p->A.e[k.loads[i].ids].buf, k.loads[i].stage);
-        if (rc.nstaged) {
-            for (int i = 0; i < k.nl; i++)
-                if (k.loads[i].staged)
-                    be_stage_load(c, e, c->p->A.e[k.loads[i].e].buf, k.loads[i].stage);
-            cc_emit_sig(e, ISA_U_DMAI, rc.stk);
-            cc_emit_wait(e, ISA_U_SFP0, rc.stk);
-        }
         for (int64_t r = r0; r < r0 + rt; r += R)
             rk_chunk(&rc, r, cc_min(R, r0 + rt - r));
         for (int s = 0; s < 2; s++)

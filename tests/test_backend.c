@@ -614,6 +614,27 @@ static void test_a_skinny_linear_reads_its_weight_about_once_on_both_pt_corelets
     CU_ASSERT(pt1 >= 0.4 * pt0 && pt0 >= 0.4 * pt1);
 }
 
+/* rotate_half over heads of 32 columns read from a 256 x 512 input
+ * (256 KiB in DL16, more than spyre-4core's LX): each row chunk stages
+ * only the sticks its restickify reads, so the kernel compiles and
+ * validates (races checked) instead of needing the whole input in LX. */
+static const char *staged_rows_graph = "graph rh\n"
+                                       "input %x: f32[256, 512]\n"
+                                       "%v: f32[256, 16, 32] = aten.view.default(%x, [256, 16, 32])\n"
+                                       "%t: f32[16, 256, 32] = aten.transpose.int(%v, 0, 1)\n"
+                                       "%a: f32[16, 256, 16] = aten.slice.Tensor(%t, 2, 16, 9223372036854775807)\n"
+                                       "%n: f32[16, 256, 16] = aten.neg.default(%a)\n"
+                                       "%b: f32[16, 256, 16] = aten.slice.Tensor(%t, 2, 0, 16)\n"
+                                       "%c: f32[16, 256, 32] = aten.cat.default([%n, %b], -1)\n"
+                                       "%m: f32[16, 256, 32] = aten.mul.Tensor(%t, %c)\n"
+                                       "output %m\n";
+
+static void test_a_staged_operand_larger_than_lx_is_staged_per_chunk(void)
+{
+    CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre-4core"), 0);
+    CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre"), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -651,6 +672,8 @@ int main(void)
         {"bad work_div specs are errors naming the kernel", test_bad_work_div_specs_are_errors_naming_the_kernel},
         {"a skinny linear reads its weight about once on both PT corelets",
          test_a_skinny_linear_reads_its_weight_about_once_on_both_pt_corelets},
+        {"a staged operand larger than LX is staged per chunk",
+         test_a_staged_operand_larger_than_lx_is_staged_per_chunk},
         {NULL, NULL},
     };
     return tu_run("backend", tests);
