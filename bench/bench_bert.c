@@ -20,16 +20,10 @@
 #include <unistd.h>
 
 #include "cc.h"
+#include "benchutil.h"
 #include "rt.h"
 
 enum { REPS = 3 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int die(int status, const char *what, const char *msg)
 {
@@ -38,42 +32,29 @@ static int die(int status, const char *what, const char *msg)
 }
 
 /* dir with its last path component removed, in place. */
-static void parent(char *dir)
-{
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir)
-        *slash = 0;
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
-
 int main(void)
 {
     /* source root: the shipped configurations live in SRC/sim/configs */
     char src[PATH_MAX], build[PATH_MAX], dir[PATH_MAX + 32], graph[PATH_MAX + 64], inputs[PATH_MAX + 64];
     char cfgpath[PATH_MAX], err[2048], cmd[4 * PATH_MAX];
     snprintf(src, sizeof src, "%s", sim_config_dir());
-    parent(src);
-    parent(src);
+    bench_parent(src);
+    bench_parent(src);
     ssize_t n = readlink("/proc/self/exe", build, sizeof build - 1);
     if (n <= 0)
         return die(2, "/proc/self/exe", "cannot find the build directory");
     build[n] = 0;
-    parent(build); /* BUILD/bench/bench_bert -> BUILD/bench */
-    parent(build); /* -> BUILD */
+    bench_parent(build); /* BUILD/bench/bench_bert -> BUILD/bench */
+    bench_parent(build); /* -> BUILD */
     snprintf(dir, sizeof dir, "%s/traces/bert_base", build);
     snprintf(graph, sizeof graph, "%s/graph.txt", dir);
     snprintf(inputs, sizeof inputs, "%s/inputs.safetensors", dir);
-    if (!exists(graph)) {
+    if (!bench_exists(graph)) {
         snprintf(cmd, sizeof cmd,
                  "/usr/bin/python3 '%s/tools/export.py' '%s/traces/models/encoder.py:bert_handwritten' -o '%s' >&2",
                  src, src, dir);
         fprintf(stderr, "bench_bert: exporting %s\n", dir);
-        if (system(cmd) != 0 || !exists(graph))
+        if (system(cmd) != 0 || !bench_exists(graph))
             return die(2, "export failed (needs /usr/bin/python3 with torch: tools/setup)", cmd);
     }
 
@@ -89,13 +70,13 @@ int main(void)
     cc_compile_opts o;
     memset(&o, 0, sizeof o);
     o.target = rt_config(dev);
-    double t0 = now();
+    double t0 = bench_now();
     cc_result *cr = cc_compile(g, &o, err, sizeof err);
     if (!cr)
         return die(2, "the compiler cannot compile BERT-base", err);
     isa_program *p = cc_result_take_program(cr);
     cc_result_free(cr);
-    double compile_s = now() - t0;
+    double compile_s = bench_now() - t0;
     rt_program *prog = p ? rt_load_program(dev, p, err, sizeof err) : NULL;
     if (!prog)
         return die(2, "load program", p ? err : "the compiler returned no program");
@@ -111,12 +92,12 @@ int main(void)
         return die(2, "host", "out of memory");
     double sim_s = 1e30, first_s = 0;
     for (int r = 0; r < REPS; r++) {
-        t0 = now();
+        t0 = bench_now();
         if (rt_launch(prog, res)) {
             rt_run_format(res, err, sizeof err);
             return die(3, "run", err);
         }
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (r == 0)
             first_s = t;
         if (t < sim_s)
@@ -143,10 +124,10 @@ int main(void)
         return die(2, "reference", err);
     double ref_s = 1e30;
     for (int r = 0; r < REPS; r++) {
-        t0 = now();
+        t0 = bench_now();
         if (rt_ref_run(ref, err, sizeof err))
             return die(2, "reference", err);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < ref_s)
             ref_s = t;
     }

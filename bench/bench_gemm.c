@@ -8,14 +8,8 @@
 #include <time.h>
 
 #include "cc.h"
+#include "benchutil.h"
 #include "rt.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -38,14 +32,14 @@ int main(int argc, char **argv)
     double sim_best = 1e30;
     rt_run_result res;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (rt_launch(prog, &res)) {
             char line[1024];
             rt_run_format(&res, line, sizeof line);
             fprintf(stderr, "bench_gemm: %s\n", line);
             return 3;
         }
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < sim_best)
             sim_best = t;
     }
@@ -55,10 +49,10 @@ int main(int argc, char **argv)
     rt_random_uniform(1, "B", B, (size_t)(K * N));
     double blas_best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)K, B, (int)N,
                     0.0f, C, (int)N);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < blas_best)
             blas_best = t;
     }

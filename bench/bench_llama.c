@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "cc.h"
+#include "benchutil.h"
 #include "rt.h"
 
 /* The layer's shape: traces/models/llama.py, _layer / _decode for 8B. */
@@ -54,30 +55,10 @@ enum {
     ELEM_BYTES = 2 /* DL16 on the device */
 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int die(int status, const char *what, const char *msg)
 {
     fprintf(stderr, "bench_llama: %s: %s\n", what, msg);
     return status;
-}
-
-static void parent(char *dir)
-{
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir)
-        *slash = 0;
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
 }
 
 /* Parameters of the layer's linears and norms (the rope tables, a few
@@ -110,12 +91,12 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     char dir[PATH_MAX + 64], graph[PATH_MAX + 96], cmd[4 * PATH_MAX], err[4096], what[128];
     snprintf(dir, sizeof dir, "%s/traces/%s", build, ph->name);
     snprintf(graph, sizeof graph, "%s/graph.txt", dir);
-    if (!exists(graph)) {
+    if (!bench_exists(graph)) {
         snprintf(cmd, sizeof cmd,
                  "/usr/bin/python3 '%s/tools/export.py' '%s/traces/models/llama.py:%s' -o '%s' --graph-only >&2",
                  src, src, ph->name, dir);
         fprintf(stderr, "bench_llama: exporting %s\n", dir);
-        if (system(cmd) != 0 || !exists(graph))
+        if (system(cmd) != 0 || !bench_exists(graph))
             return die(2, "export failed (needs /usr/bin/python3 with torch: tools/setup)", cmd);
     }
     cc_graph *g = cc_graph_load(graph, err, sizeof err);
@@ -124,7 +105,7 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     cc_compile_opts o;
     memset(&o, 0, sizeof o);
     o.target = rt_config(dev);
-    double t0 = now();
+    double t0 = bench_now();
     cc_result *cr = cc_compile(g, &o, err, sizeof err);
     snprintf(what, sizeof what, "the compiler cannot compile %s", ph->name);
     if (!cr) {
@@ -133,7 +114,7 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     }
     isa_program *p = cc_result_take_program(cr);
     cc_result_free(cr);
-    ph->compile_s = now() - t0;
+    ph->compile_s = bench_now() - t0;
     if (!p) {
         cc_graph_free(g);
         return die(2, what, "the compiler returned no program");
@@ -150,12 +131,12 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     rt_run_result *res = malloc(sizeof *res);
     if (!res)
         return die(2, "host", "out of memory");
-    t0 = now();
+    t0 = bench_now();
     if (rt_launch(prog, res)) {
         rt_run_format(res, err, sizeof err);
         return die(3, ph->name, err);
     }
-    ph->sim_host_s = now() - t0;
+    ph->sim_host_s = bench_now() - t0;
     ph->st = res->stats;
     ph->sim_us = sim_stats_time_us(&res->stats, rt_config(dev));
     free(res);
@@ -168,14 +149,14 @@ int main(void)
 {
     char src[PATH_MAX], build[PATH_MAX], cfgpath[PATH_MAX], err[2048];
     snprintf(src, sizeof src, "%s", sim_config_dir());
-    parent(src);
-    parent(src);
+    bench_parent(src);
+    bench_parent(src);
     ssize_t n = readlink("/proc/self/exe", build, sizeof build - 1);
     if (n <= 0)
         return die(2, "/proc/self/exe", "cannot find the build directory");
     build[n] = 0;
-    parent(build); /* BUILD/bench/bench_llama -> BUILD/bench */
-    parent(build); /* -> BUILD */
+    bench_parent(build); /* BUILD/bench/bench_llama -> BUILD/bench */
+    bench_parent(build); /* -> BUILD */
 
     sim_config_path("spyre", cfgpath, sizeof cfgpath);
     rt_device *dev = rt_open(cfgpath, err, sizeof err);

@@ -11,14 +11,8 @@
 #include <time.h>
 
 #include "cc.h"
+#include "benchutil.h"
 #include "rt.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static rt_device *dev;
 
@@ -36,12 +30,12 @@ static double sim_seconds(isa_program *p, int values, int races, int reps, doubl
     rt_run_result *res = malloc(sizeof *res);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (rt_launch(prog, res)) {
             fprintf(stderr, "bench_simspeed: run failed: %s\n", res->fault.msg);
             exit(3);
         }
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < best)
             best = t;
     }
@@ -58,9 +52,9 @@ static double blas_seconds(int n, int reps)
     rt_random_uniform(1, "B", B, (size_t)n * n);
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < best)
             best = t;
     }
