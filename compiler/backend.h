@@ -34,6 +34,7 @@ typedef struct {
     int64_t gm, gn;    /* MATMUL: core grid over M (rows) and N (sticks) */
     int64_t rows, cols;/* row kernels: rows split across cores, columns per row */
     double est_cycles; /* MATMUL: the cost model's estimate of the largest tile */
+    double stage_scale;/* MATMUL: restickified operands' staged sticks over their estimate (0: 1) */
 } be_work;
 
 typedef struct be_ctx {

@@ -16,7 +16,11 @@
  * Per block, slot s of two, corelet u of nc:
  *   dmai: wait empty[s][u] (every u); load A (K/64 groups of MB sticks),
  *         B (NBS groups of K sticks) and the epilogue's tiles, columns,
- *         rows; sig full[s][u] (every u)
+ *         rows; a restickified A or B: only the sticks of its buffer this
+ *         block's K chunk reads, staged after the slot's A and B parts;
+ *         sig full[s][u] (every u)
+ *   sfp0: (restickify) wait full[s][u]; sfp.rst the staged sticks into
+ *         the A / B part; sig rst[s][u] (every u), which pt u waits for
  *   ptu:  wait full[s][u]; pt.mm of its part -> C[s] (DL16); sig
  *         empty[s][u], mmd[s][u]
  *   sfp0: wait mmd[s][u] (every u); the epilogue, one SFP instruction per
@@ -40,11 +44,26 @@ typedef struct {
     be_view av, bv;
     rk_plan ep;          /* the epilogue as a row structure: columns n, rows (batch.., m) */
     int acc;             /* the acc expression */
-    int ag, bg;          /* A / B restickified in LX (sfp.rst from a staged copy of its buffer) */
-    int64_t stage_bytes; /* LX of the staged copies (A, B, results stored through sfp.rst) */
+    int ag, bg;          /* A / B restickified in LX (sfp.rst from the sticks each block reads) */
+    int at, bt;          /* ... its lane variable walks across its buffer's sticks (a transpose) */
+    double sscale;       /* staged sticks per slot: the estimate (mm_stage_est) times this */
+    int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
 } mm_plan;
 
 static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+
+/* Does the lane variable of a restickified operand step across its
+ * buffer's sticks (its two first elements not neighbours in one stick)? */
+static int mm_across(const mm_plan *m, int buf, const ir_index *idx, int lanevar, int64_t extent)
+{
+    if (extent < 2)
+        return 0;
+    int64_t val[IR_MAX_VARS] = {0};
+    int64_t o0 = be_elem_off(m->c, buf, be_index_at(idx, m->mm->nvars, val));
+    val[lanevar] = 1;
+    int64_t o1 = be_elem_off(m->c, buf, be_index_at(idx, m->mm->nvars, val));
+    return o1 - o0 != 2;
+}
 
 static int mm_build(be_ctx *c, int pos, mm_plan *m)
 {
@@ -62,6 +81,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     m->vn = m->nb + 1;
     m->vk = m->nb + 2;
     m->nbatch = 1;
+    m->sscale = c->work[pos].stage_scale > 0 ? c->work[pos].stage_scale : 1;
     for (int i = 0; i < m->nb; i++)
         m->nbatch *= mm->ranges[i];
     m->M = mm->ranges[m->vm];
@@ -90,14 +110,14 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         if (!c->lay[mm->a].dram)
             return be_error(c, K, "operand A: %s", why);
         m->ag = 1;
-        m->stage_bytes += be_buf_bytes(c, mm->a);
+        m->at = mm_across(m, mm->a, &mm->aidx, m->vk, m->Kd);
     }
     if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, &m->bv, why, sizeof why) ||
         !be_lane_fits(c, mm->b, &mm->bidx, m->N)) {
         if (!c->lay[mm->b].dram)
             return be_error(c, K, "operand B: %s", why);
         m->bg = 1;
-        m->stage_bytes += be_buf_bytes(c, mm->b);
+        m->bt = mm_across(m, mm->b, &mm->bidx, m->vn, m->N);
     }
     if (mm->aidx.coef[m->vk] == 0 || mm->bidx.coef[m->vn] == 0 || (!m->ag && m->av.rs[m->vk]) ||
         (!m->bg && m->bv.rs[m->vn]))
@@ -172,9 +192,26 @@ static int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
     return KC < m->Kd ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
 }
 
+/* Sticks one block's restickified operands read, estimated: the slot's
+ * part plus one more stick group (a lane offset), or for an operand
+ * whose lane variable walks across its buffer's sticks, the sticks of
+ * its rows' groups; times sscale (raised when be_matmul_plan measures
+ * more). */
+static int64_t mm_stage_est(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    const int64_t lanes = m->c->t.lanes16, kg = cc_ceil_div(KC, lanes);
+    int64_t st = 0;
+    if (m->ag)
+        st += m->at ? (cc_ceil_div(MB, lanes) + 1) * KC : (kg + 1) * MB;
+    if (m->bg)
+        st += m->bt ? (kg + 1) * NBS * lanes : (NBS + 1) * KC;
+    return (int64_t)((double)st * m->sscale) * m->c->t.stick;
+}
+
 static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
 {
-    return 2 * mm_cslot_bytes(m, MB, NBS) + 2 * mm_abslot_bytes(m, MB, NBS, KC) + mm_p_bytes(m, MB, NBS, KC);
+    return 2 * mm_cslot_bytes(m, MB, NBS) + 2 * (mm_abslot_bytes(m, MB, NBS, KC) + mm_stage_est(m, MB, NBS, KC)) +
+           mm_p_bytes(m, MB, NBS, KC);
 }
 
 /* How one core walks its tile: blocks of MB rows x NBS sticks, K in
@@ -194,11 +231,11 @@ typedef struct {
 
 /* Tokens a core needs: per slot, A/B full and empty and product done and
  * result empty per corelet, epilogue operands full, block empty and
- * epilogue done; restickify: staged loaded, slot written per corelet,
- * staged results written. */
+ * epilogue done; restickify: slot written per corelet, staged results
+ * written. */
 static int mm_tokens(const mm_plan *m, int nc)
 {
-    return 2 * (4 * nc + 3) + (m->ag || m->bg ? 1 + 2 * nc : 0) + 1;
+    return 2 * (4 * nc + 3) + (m->ag || m->bg ? 2 * nc : 0) + 1;
 }
 
 /* PT cycles of an m x (sticks) x k product on one corelet, issue included. */
@@ -259,10 +296,11 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     double pt = nbat * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kd) - t->pt_insn_cycles) +
                         (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
     /* bytes in per core and over the grid */
-    double a_core = m->ag ? (double)be_buf_bytes(m->c, m->mm->a) : nbat * (double)(nbn * mt * m->KG) * sb;
-    double a_chip = m->ag ? a_core * (double)(gm * gn) : nbat * (double)(gn * nbn * m->M * m->KG) * sb;
-    double b_core = m->bg ? (double)be_buf_bytes(m->c, m->mm->b) : nbat * (double)(nbm * ns * m->Kd) * sb;
-    double b_chip = m->bg ? b_core * (double)(gm * gn) : nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
+    /* (a restickified operand's staged sticks are counted as its slot's) */
+    double a_core = nbat * (double)(nbn * mt * m->KG) * sb;
+    double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
+    double b_core = nbat * (double)(nbm * ns * m->Kd) * sb;
+    double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
     double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0;
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
@@ -350,6 +388,96 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
     return found ? 0 : -1;
 }
 
+/* The batch loops' values at batch index b (row-major over them). */
+static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
+{
+    for (int i = m->nb - 1; i >= 0; i--) {
+        val[i] = b % m->mm->ranges[i];
+        b /= m->mm->ranges[i];
+    }
+}
+
+/* The sticks of buf's device layout a restickified operand block reads
+ * (batch index b, rowvar over [r0, r0 + nr), lanevar over [l0, l0 + nl)):
+ * per stick group g of the buffer, the layout rows lo[g]..hi[g] (lo > hi:
+ * none).  Returns the sticks in all (at least one). */
+static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
+                       int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
+{
+    const be_ctx *c = m->c;
+    const be_layout *L = &c->lay[buf];
+    const int64_t sb = c->t.stick;
+    int64_t val[IR_MAX_VARS] = {0};
+    batch_vals(m, b, val);
+    for (int64_t g = 0; g < L->groups; g++) {
+        lo[g] = L->rows;
+        hi[g] = -1;
+    }
+    for (int64_t i = 0; i < nr; i++) {
+        val[rowvar] = r0 + i;
+        for (int64_t l = 0; l < nl; l++) {
+            val[lanevar] = l0 + l;
+            int64_t st = be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val)) / sb;
+            int64_t g = st / L->rows, r = st % L->rows;
+            lo[g] = cc_min(lo[g], r);
+            hi[g] = cc_max(hi[g], r);
+        }
+    }
+    int64_t sticks = 0;
+    for (int64_t g = 0; g < L->groups; g++)
+        sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+    if (!sticks) {
+        lo[0] = hi[0] = 0;
+        sticks = 1;
+    }
+    return sticks;
+}
+
+/* The most LX bytes the staged sticks of A (*na) and of B (*nb) take in
+ * one A/B slot, over the blocks and K chunks of the core tile of rows
+ * [m0, m0 + mt) and sticks [g0, g0 + ns) walked with tiling tl. */
+static void mm_stage_need(const mm_plan *m, const mm_tiling *tl, int64_t m0, int64_t mt, int64_t g0, int64_t ns,
+                          int64_t *na, int64_t *nb)
+{
+    const int64_t sb = m->c->t.stick, lanes = m->c->t.lanes16;
+    *na = *nb = 0;
+    for (int w = 0; w < 2; w++) {
+        if (!(w ? m->bg : m->ag))
+            continue;
+        int buf = w ? m->mm->b : m->mm->a;
+        int64_t groups = m->c->lay[buf].groups, most = 0;
+        int64_t *lo = ir_xalloc((size_t)groups * 2 * sizeof *lo);
+        for (int64_t b = 0; b < m->nbatch; b++)
+            for (int64_t k0 = 0; k0 < m->Kd; k0 += tl->KC) {
+                int64_t kc = cc_min(tl->KC, m->Kd - k0);
+                if (!w)
+                    for (int64_t r = m0; r < m0 + mt; r += tl->MB)
+                        most = cc_max(most, mm_span(m, buf, &m->mm->aidx, b, m->vm, r, cc_min(tl->MB, m0 + mt - r),
+                                                    m->vk, k0, kc, lo, lo + groups));
+                else
+                    for (int64_t g = g0; g < g0 + ns; g += tl->NBS) {
+                        int64_t nbs = cc_min(tl->NBS, g0 + ns - g);
+                        int64_t cols = cc_min(nbs * lanes, m->N - g * lanes);
+                        most = cc_max(most, mm_span(m, buf, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g * lanes, cols,
+                                                    lo, lo + groups));
+                    }
+            }
+        free(lo);
+        *(w ? nb : na) = most * sb;
+    }
+}
+
+/* LX a core of tile (m0, mt, g0, ns) needs with tiling tl, the staged
+ * sticks measured; *est the same with them estimated. */
+static int64_t mm_lx_measured(const mm_plan *m, const mm_tiling *tl, int64_t m0, int64_t mt, int64_t g0, int64_t ns,
+                              int64_t *est)
+{
+    int64_t na, nb;
+    mm_stage_need(m, tl, m0, mt, g0, ns, &na, &nb);
+    *est = mm_lx_bytes(m, tl->MB, tl->NBS, tl->KC) + m->stage_bytes;
+    return *est + 2 * (na + nb - mm_stage_est(m, tl->MB, tl->NBS, tl->KC));
+}
+
 /* Estimated cycles of the kernel on a gm x gn grid (DBL_MAX: no tiling
  * fits LX), and the DRAM bytes it moves. */
 static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
@@ -369,7 +497,15 @@ int be_matmul_plan(be_ctx *c, int pos)
         be_work *w = &c->work[pos];
         double best = DBL_MAX, bytes = 0;
         int64_t cores = c->cfg->cores;
-        if (w->gm) { /* a work_div override (backend.c checked the core count) */
+        const int over = w->gm != 0;
+        /* Restickified operands: pick with the staged sticks estimated,
+         * measure them on every core's blocks, and pick again with the
+         * estimate scaled up while some core's LX would overflow. */
+        for (int round = 0; round < 8 && !rc; round++) {
+        best = DBL_MAX;
+        if (!over)
+            w->gm = w->gn = 0;
+        if (over) { /* a work_div override (backend.c checked the core count) */
             if (w->gm > m.M)
                 rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": M has %" PRId64 " rows, fewer than %" PRId64
                               " parts", w->gm, w->gn, m.M, w->gm);
@@ -389,6 +525,29 @@ int be_matmul_plan(be_ctx *c, int pos)
                         w->gn = gn;
                     }
                 }
+        }
+        if (rc || best == DBL_MAX || !(m.ag || m.bg))
+            break;
+        double grow = 0;
+        for (int64_t core = 0; core < w->gm * w->gn; core++) {
+            int64_t m0, mt, g0, ns, est;
+            mm_tiling tl;
+            cc_split(m.M, w->gm, core / w->gn, &m0, &mt);
+            cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
+            if (!mt || !ns || mm_block(&m, w->gm, w->gn, mt, ns, &tl))
+                continue;
+            int64_t need = mm_lx_measured(&m, &tl, m0, mt, g0, ns, &est);
+            if (need > (int64_t)c->cfg->lx_usable_bytes) {
+                double se = (double)mm_stage_est(&m, tl.MB, tl.NBS, tl.KC);
+                double sm = se + (double)(need - est) / 2;
+                grow = grow > sm / se ? grow : sm / se;
+            }
+        }
+        if (grow == 0)
+            break;
+        m.sscale *= grow > 1.1 ? grow : 1.1;
+        w->stage_scale = m.sscale;
+        best = DBL_MAX;
         }
         if (!rc && best == DBL_MAX)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
@@ -418,9 +577,9 @@ int be_matmul_plan(be_ctx *c, int pos)
                     m.nbatch > 1 ? ", per batch index" : "", best);
         }
         if (!rc && m.ag)
-            be_note(c, pos, BE_NOTE_RESTICK, "A %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->a].name);
+            be_note(c, pos, BE_NOTE_RESTICK, "A %s (sfp.rst from the sticks each block reads, staged)", c->p->bufs[m.mm->a].name);
         if (!rc && m.bg)
-            be_note(c, pos, BE_NOTE_RESTICK, "B %s (sfp.rst from a staged copy)", c->p->bufs[m.mm->b].name);
+            be_note(c, pos, BE_NOTE_RESTICK, "B %s (sfp.rst from the sticks each block reads, staged)", c->p->bufs[m.mm->b].name);
         for (int j = 0; !rc && j < m.ep.nn; j++)
             if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
                 be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
@@ -448,38 +607,59 @@ typedef struct {
     /* [slot][corelet] */
     int abfull[2][2], abempty[2][2], mmd[2][2], cempty[2][2];
     int efull[2], eempty[2], done[2];
-    /* restickify in LX: staged copies of A's and B's buffers (loaded once,
-     * then stk), A/B slots written by sfp0 (abrst), staged results (one
-     * per epilogue node, -1 none) with per-stick element counts, stored
-     * by dmao after strd */
-    int64_t astage, bstage, *ostage;
+    /* restickify in LX: the sticks of A's and B's buffers each chunk
+     * reads, staged in its A/B slot at offsets ast and bst (dmai, with
+     * the slot's tokens), copied into the slot's A and B parts by sfp0
+     * (then abrst); staged results (one per epilogue node, -1 none) with
+     * per-stick element counts, stored by dmao after strd */
+    int64_t abslot_bytes, ast, bst, *alo, *ago, *blo, *bgo, *ostage;
     int64_t **ocount;
-    int stk, abrst[2][2], strd;
+    int abrst[2][2], strd;
     int64_t nblk, nchunk;
     be_tile T;
 } mm_core;
 
 #define RST_LANES 2048
 
-/* The batch loops' values at batch index b (row-major over them). */
-static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
+
+/* Stage the sticks of buf an operand block reads (as mm_span) at st
+ * (dmai): one contiguous run per stick group of the buffer.  Fills lo
+ * (layout row of each group's first staged stick) and go (its offset
+ * from st). */
+static void mm_stage_block(mm_core *mc, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0, int64_t nr,
+                           int lanevar, int64_t l0, int64_t nl, int64_t st, int64_t *lo, int64_t *go)
 {
-    for (int i = m->nb - 1; i >= 0; i--) {
-        val[i] = b % m->mm->ranges[i];
-        b /= m->mm->ranges[i];
+    const mm_plan *m = mc->m;
+    const be_layout *L = &m->c->lay[buf];
+    const int64_t sb = m->c->t.stick;
+    int64_t *hi = ir_xalloc((size_t)L->groups * sizeof *hi), at = 0;
+    mm_span(m, buf, idx, b, rowvar, r0, nr, lanevar, l0, nl, lo, hi);
+    for (int64_t g = 0; g < L->groups; g++) {
+        go[g] = at;
+        int64_t run = hi[g] - lo[g] + 1;
+        for (int64_t s0 = 0; s0 < run; s0 += 65535) {
+            int64_t n = cc_min(65535, run - s0);
+            cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
+            cc_emit_dma(mc->e, ISA_OP_DMA_LD, cc_abs(st + at + s0 * sb),
+                        cc_abs((int64_t)L->off + (g * L->rows + lo[g] + s0) * sb), &sh);
+        }
+        at += run > 0 ? run * sb : 0;
     }
+    free(hi);
 }
 
-/* Restickify an operand block from the staged copy of its buffer into an
- * A or B slot: the slot's stick (row i, group g) at slot + g*gs + i*stick
- * gets, in lane l, the element at rowvar = r0 + i, lanevar = l0 + g*lanes
- * + l (nl lanes in all) of batch index b. */
-static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t stage, int64_t b, int rowvar, int64_t r0,
-                      int64_t nrows, int lanevar, int64_t l0, int64_t nl, int64_t slot, int64_t gs)
+/* Restickify an operand block from its staged sticks (at st, placed as
+ * mm_stage_block's lo and go say) into an A or B slot: the slot's stick
+ * (row i, group g) at slot + g*gs + i*stick gets, in lane l, the element
+ * at rowvar = r0 + i, lanevar = l0 + g*lanes + l (nl lanes in all) of
+ * batch index b. */
+static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, const int64_t *lo, const int64_t *go,
+                      int64_t b, int rowvar, int64_t r0, int64_t nrows, int lanevar, int64_t l0, int64_t nl,
+                      int64_t slot, int64_t gs)
 {
     const mm_plan *m = mc->m;
     be_ctx *c = m->c;
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, lrows = c->lay[buf].rows;
     int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
     batch_vals(m, b, val);
     be_rst r;
@@ -490,7 +670,8 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t stage, 
             val[rowvar] = r0 + i;
             for (int64_t l = 0; l < n; l++) {
                 val[lanevar] = l0 + g * lanes + l;
-                src[l] = stage + be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val));
+                int64_t off = be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val)), s = off / sb;
+                src[l] = st + go[s / lrows] + (s % lrows - lo[s / lrows]) * sb + off % sb;
                 dst[l] = slot + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, n);
@@ -625,16 +806,23 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         }
         if (!m->bg)
             be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
+        if (m->ag)
+            mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo,
+                           mc->ago);
+        if (m->bg)
+            mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, A + mc->bst,
+                           mc->blo, mc->bgo);
         for (int u = 0; u < mc->nc; u++)
             cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
         if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
             for (int u = 0; u < mc->nc; u++)
                 cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
             if (m->ag)
-                mm_gather(mc, m->mm->a, &m->mm->aidx, mc->astage, b, m->vm, m0, mb, m->vk, k0, kc, A, MB * sb);
+                mm_gather(mc, m->mm->a, &m->mm->aidx, A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk, k0, kc,
+                          A, MB * sb);
             if (m->bg)
-                mm_gather(mc, m->mm->b, &m->mm->bidx, mc->bstage, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, B,
-                          KC * sb);
+                mm_gather(mc, m->mm->b, &m->mm->bidx, A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
+                          g0 * lanes, cols, B, KC * sb);
             for (int u = 0; u < mc->nc; u++)
                 cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
         }
@@ -750,8 +938,24 @@ int be_matmul_emit(be_ctx *c, int pos)
         mc.nch = mc.tl.nch;
         mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
         mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
+        mc.abslot_bytes = mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC);
+        if (m.ag || m.bg) { /* the staged sticks after the A and B parts */
+            int64_t na, nb;
+            mm_stage_need(&m, &mc.tl, m0, mt, g0, ns, &na, &nb);
+            mc.ast = mc.abslot_bytes;
+            mc.bst = mc.ast + na;
+            mc.abslot_bytes = mc.bst + nb;
+            if (m.ag) {
+                mc.alo = ir_xalloc((size_t)c->lay[m.mm->a].groups * sizeof *mc.alo);
+                mc.ago = ir_xalloc((size_t)c->lay[m.mm->a].groups * sizeof *mc.ago);
+            }
+            if (m.bg) {
+                mc.blo = ir_xalloc((size_t)c->lay[m.mm->b].groups * sizeof *mc.blo);
+                mc.bgo = ir_xalloc((size_t)c->lay[m.mm->b].groups * sizeof *mc.bgo);
+            }
+        }
         for (int s = 0; s < 2; s++) {
-            mc.ab[s] = cc_lx_alloc(e, mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul A/B chunk");
+            mc.ab[s] = cc_lx_alloc(e, mc.abslot_bytes, "matmul A/B chunk (and staged sticks)");
             mc.cs[s] = cc_lx_alloc(e, mc.cslot_bytes, "matmul block");
             for (int u = 0; u < mc.nc; u++) {
                 mc.abfull[s][u] = cc_tok_alloc(e, "matmul A/B full");
@@ -768,12 +972,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         int nstaged = 0;
         mc.ostage = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ostage);
         mc.ocount = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ocount);
-        if (m.ag)
-            mc.astage = cc_lx_alloc(e, be_buf_bytes(c, m.mm->a), "restickify: staged copy of A");
-        if (m.bg)
-            mc.bstage = cc_lx_alloc(e, be_buf_bytes(c, m.mm->b), "restickify: staged copy of B");
         if (m.ag || m.bg) {
-            mc.stk = cc_tok_alloc(e, "restickify: staged operands loaded");
             for (int s = 0; s < 2; s++)
                 for (int u = 0; u < mc.nc; u++)
                     mc.abrst[s][u] = cc_tok_alloc(e, "restickify: A/B slot written");
@@ -807,14 +1006,6 @@ int be_matmul_emit(be_ctx *c, int pos)
             }
             cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
         }
-        if (m.ag || m.bg) {
-            if (m.ag)
-                be_stage_load(c, e, m.mm->a, mc.astage);
-            if (m.bg)
-                be_stage_load(c, e, m.mm->b, mc.bstage);
-            cc_emit_sig(e, ISA_U_DMAI, mc.stk);
-            cc_emit_wait(e, ISA_U_SFP0, mc.stk);
-        }
         for (int64_t b = 0; b < m.nbatch && !rc; b++)
             for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
                 for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
@@ -840,6 +1031,10 @@ int be_matmul_emit(be_ctx *c, int pos)
             free(mc.ocount[j]);
         free(mc.ocount);
         free(mc.ostage);
+        free(mc.alo);
+        free(mc.ago);
+        free(mc.blo);
+        free(mc.bgo);
         if (cc_emit_failed(e))
             rc = -1;
     }

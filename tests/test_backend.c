@@ -635,6 +635,27 @@ static void test_a_staged_operand_larger_than_lx_is_staged_per_chunk(void)
     CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre"), 0);
 }
 
+/* Per-head products over 8 heads of 32 columns of a 1024 x 256 input
+ * (512 KiB in DL16, more than spyre-4core's LX): every other head starts
+ * in the middle of a stick, so A needs a restickify, and each block's K
+ * chunk stages only the sticks its sfp.rst reads, in the block's A/B
+ * slot; the kernel compiles and validates (races checked) on both chips
+ * instead of needing the whole input in each core's LX. */
+static const char *staged_matmul_graph =
+    "graph qh\n"
+    "input %x: f32[1024, 256]\n"
+    "input %w: f32[8, 32, 64]\n"
+    "%v: f32[1024, 8, 32] = aten.view.default(%x, [1024, 8, 32])\n"
+    "%t: f32[8, 1024, 32] = aten.transpose.int(%v, 0, 1)\n"
+    "%s: f32[8, 1024, 64] = aten.bmm.default(%t, %w)\n"
+    "output %s\n";
+
+static void test_a_matmul_operand_larger_than_lx_is_staged_per_block(void)
+{
+    CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre-4core"), 0);
+    CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre"), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -674,6 +695,8 @@ int main(void)
          test_a_skinny_linear_reads_its_weight_about_once_on_both_pt_corelets},
         {"a staged operand larger than LX is staged per chunk",
          test_a_staged_operand_larger_than_lx_is_staged_per_chunk},
+        {"a matmul operand larger than LX is staged per block",
+         test_a_matmul_operand_larger_than_lx_is_staged_per_block},
         {NULL, NULL},
     };
     return tu_run("backend", tests);
