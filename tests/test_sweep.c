@@ -190,11 +190,93 @@ static void test_autotune(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* --vary: cores=2,4 on spyre-4core gives two rows with different cycles,
+ * the last line names the faster; a configuration the graph does not
+ * compile on is a failed row; a rerun resumes; a bad key or value exits 2. */
+static void test_vary(void)
+{
+    char dir[1024], args[4096];
+    tu_tmpfile("-sweepv", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--vary cores=2,4 --jobs 2"), 0);
+    static char rows[1 << 14];
+    CU_ASSERT_EQUAL_FATAL(csv_rows(dir, NULL, 0), -1); /* not the work-division header */
+    char path[1100], line[1024];
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    CU_ASSERT_EQUAL(strncmp(line, "index,config,status,cycles,", 27), 0);
+    double c2 = -1, c4 = -1;
+    int n = 0;
+    rows[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        strcat(rows, line);
+        double c;
+        if (sscanf(line, "0,cores=2,ok,%lf,", &c) == 1)
+            c2 = c;
+        if (sscanf(line, "1,cores=4,ok,%lf,", &c) == 1)
+            c4 = c;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT(c2 > 0 && c4 > 0);
+    CU_ASSERT(c2 != c4);
+    char want[128];
+    snprintf(want, sizeof want, "best_config=cores=%d cycles=%.0f", c2 < c4 ? 2 : 4, c2 < c4 ? c2 : c4);
+    CU_ASSERT_EQUAL(strncmp(last_line(out), want, strlen(want)), 0);
+    CU_ASSERT(last_line(out)[strlen(want)] == '\n' || !last_line(out)[strlen(want)]);
+    snprintf(path, sizeof path, "%s/configs.svg", dir);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL(f);
+    if (f)
+        fclose(f);
+    /* resume: nothing re-run, rows unchanged */
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--vary cores=2,4"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "resume: 2 configurations already done"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "running 0 configurations"));
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    static char again[1 << 14];
+    again[0] = 0;
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    while (fgets(line, sizeof line, f))
+        strcat(again, line);
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(again, rows);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+
+    /* an LX too small for the graph: a failed row with the compiler's message */
+    tu_tmpfile("-sweepvf", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--vary lx_usable_bytes=157312,1024"), 0);
+    const char *bad = strstr(out, "lx_usable_bytes=1024 ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    bad += strspn(bad + 20, " ") + 20;
+    CU_ASSERT_EQUAL(strncmp(bad, "failed: ", 8), 0);
+    CU_ASSERT(strlen(bad) > 12);
+    CU_ASSERT_EQUAL(strncmp(last_line(out), "best_config=lx_usable_bytes=157312 cycles=", 42), 0);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+
+    tu_tmpfile("-sweepvb", dir, sizeof dir);
+    CU_ASSERT_EQUAL(sweep(dir, "--vary no_such_key=1,2"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown key 'no_such_key'"));
+    CU_ASSERT_EQUAL(sweep(dir, "--vary cores=2,x"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cores must be an integer"));
+    CU_ASSERT_EQUAL(sweep(dir, "--vary cores"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--vary cores=2 --vary cores=4"), 2);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 static const tu_test tests[] = {
     {"full sweep, resume, shards merged", test_full_sweep_and_resume},
     {"bad specs exit 2", test_bad_specs},
     {"--kernel sweeps one kernel", test_one_kernel},
     {"--autotune writes a file --tuning applies", test_autotune},
+    {"--vary runs the graph on each configuration", test_vary},
     {NULL, NULL},
 };
 

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,11 +445,14 @@ static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, cons
     return cc_compile(g, &o, err, errlen);
 }
 
-/* Compile and simulate one variant timing-only; fills r's measurements.
- * 0 on success, -1 with err. */
-static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char *err, size_t errlen)
+/* Compile g for cfg (with kernel forced to choice when kernel is not NULL)
+ * and simulate it timing-only into *res.  0 on success; -1 with err, and
+ * *no_compile set when the compiler refused the graph. */
+static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
+                    rt_run_result *res, int *no_compile, char *err, size_t errlen)
 {
-    cc_result *cr = compile_variant(g, cfg, r->kernel, r->choice, err, errlen);
+    cc_result *cr = compile_variant(g, cfg, kernel, choice, err, errlen);
+    *no_compile = !cr;
     if (!cr)
         return -1;
     isa_program *p = cc_result_take_program(cr);
@@ -461,9 +465,29 @@ static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char
     sim_options opt = {0, 0, SIM_TRACE_OFF};
     sim_set_options(rt_sim(dev), &opt);
     rt_program *prog = rt_load_program(dev, p, err, errlen);
-    rt_run_result *res = prog ? malloc(sizeof *res) : NULL;
     int rc = -1;
-    if (res && !rt_launch(prog, res)) {
+    if (prog && !rt_launch(prog, res))
+        rc = 0;
+    else if (prog)
+        rt_run_format(res, err, errlen);
+    if (prog)
+        rt_unload(prog);
+    rt_close(dev);
+    return rc;
+}
+
+/* Compile and simulate one variant timing-only; fills r's measurements.
+ * 0 on success, -1 with err. */
+static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char *err, size_t errlen)
+{
+    rt_run_result *res = malloc(sizeof *res);
+    int no_compile;
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = simulate(g, cfg, r->kernel, r->choice, res, &no_compile, err, errlen);
+    if (!rc) {
         const sim_stats *st = &res->stats;
         const sim_kernel_stats *ks = sim_stats_kernel(st, r->kernel);
         double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
@@ -476,42 +500,40 @@ static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char
             if (st->lx_peak[c] > r->lx_peak)
                 r->lx_peak = st->lx_peak[c];
         r->done = 1;
-        rc = 0;
-    } else if (res) {
-        rt_run_format(res, err, errlen);
-    } else if (prog) {
-        snprintf(err, errlen, "out of memory");
     }
     free(res);
-    if (prog)
-        rt_unload(prog);
-    rt_close(dev);
     return rc;
 }
 
-/* ---- the sweep ---- */
+/* ---- the worker pool ---- */
+
+/* In a forked worker: measure item into buf (size bytes).  0 sends buf
+ * back; anything else sends nothing (the worker has said why on stderr). */
+typedef int (*sw_work_fn)(void *ctx, int item, void *buf);
+/* In the parent: item's buf arrived. */
+typedef void (*sw_done_fn)(void *ctx, int item, const void *buf);
 
 typedef struct {
     pid_t pid;
     int fd;
-    int row;
+    int item;
 } sw_worker;
 
-/* Run rows todo[0..ntodo) in up to jobs worker processes, appending each
- * finished row to csv.  Returns the number that failed. */
-static int run_all(const cc_graph *g, const sim_config *cfg, sw_rows *rs, const int *todo, int ntodo, int jobs,
-                   const char *csv)
+/* Run work for items todo[0..ntodo) in up to jobs forked workers, calling
+ * done in the parent as each result arrives; on a terminal, a progress
+ * line counting `what`.  Returns the number of items without a result. */
+static int run_pool(void *ctx, const int *todo, int ntodo, int jobs, size_t size, sw_work_fn work, sw_done_fn done,
+                    const char *what)
 {
     sw_worker *w = calloc((size_t)jobs, sizeof *w);
+    void *buf = malloc(size);
     int next = 0, running = 0, finished = 0, failed = 0;
     int tty = isatty(2);
     double t0 = now_s();
-    FILE *out = fopen(csv, "a");
-    if (!w || !out) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+    if (!w || !buf) {
+        fprintf(stderr, "spyre sweep: out of memory\n");
         free(w);
-        if (out)
-            fclose(out);
+        free(buf);
         return ntodo;
     }
     fflush(NULL);
@@ -531,12 +553,9 @@ static int run_all(const cc_graph *g, const sim_config *cfg, sw_rows *rs, const 
             }
             if (pid == 0) {
                 close(fds[0]);
-                sw_row r = rs->v[todo[next]];
-                char err[1024] = "";
-                int rc = run_variant(g, cfg, &r, err, sizeof err);
-                if (rc)
-                    fprintf(stderr, "%sspyre sweep: %s=%s: %s\n", tty ? "\n" : "", r.kernel, r.choice, err);
-                else if (write(fds[1], &r, sizeof r) != (ssize_t)sizeof r)
+                memset(buf, 0, size);
+                int rc = work(ctx, todo[next], buf);
+                if (!rc && write(fds[1], buf, size) != (ssize_t)size)
                     rc = -1;
                 _exit(rc ? 1 : 0);
             }
@@ -563,30 +582,586 @@ static int run_all(const cc_graph *g, const sim_config *cfg, sw_rows *rs, const 
             s++;
         if (s == jobs)
             continue;
-        sw_row r;
-        sw_row *dst = &rs->v[w[s].row];
-        if (read(w[s].fd, &r, sizeof r) == (ssize_t)sizeof r) {
-            *dst = r;
-            csv_write_row(out, dst);
-            fflush(out);
-        } else {
+        if (read(w[s].fd, buf, size) == (ssize_t)size)
+            done(ctx, w[s].item, buf);
+        else
             failed++;
-        }
         close(w[s].fd);
         w[s].pid = 0;
         running--;
         finished++;
         if (tty) {
             double el = now_s() - t0;
-            fprintf(stderr, "\rsweep: %d/%d variants, %d running, %.1f s, about %.0f s left   ", finished, ntodo,
+            fprintf(stderr, "\rsweep: %d/%d %s, %d running, %.1f s, about %.0f s left   ", finished, ntodo, what,
                     running, el, finished ? el / finished * (ntodo - finished) : 0.0);
         }
     }
     if (tty)
         fprintf(stderr, "\n");
-    fclose(out);
+    free(buf);
     free(w);
     return failed + (ntodo - finished);
+}
+
+/* ---- the sweep ---- */
+
+typedef struct {
+    const cc_graph *g;
+    const sim_config *cfg;
+    sw_rows *rs;
+    FILE *csv;
+} sw_variants;
+
+static int variant_work(void *ctx, int item, void *buf)
+{
+    sw_variants *c = ctx;
+    sw_row *r = buf;
+    *r = c->rs->v[item];
+    char err[1024] = "";
+    if (!run_variant(c->g, c->cfg, r, err, sizeof err))
+        return 0;
+    fprintf(stderr, "%sspyre sweep: %s=%s: %s\n", isatty(2) ? "\n" : "", r->kernel, r->choice, err);
+    return -1;
+}
+
+static void variant_done(void *ctx, int item, const void *buf)
+{
+    sw_variants *c = ctx;
+    sw_row *dst = &c->rs->v[item];
+    memcpy(dst, buf, sizeof *dst);
+    csv_write_row(c->csv, dst);
+    fflush(c->csv);
+}
+
+/* Run rows todo[0..ntodo) in up to jobs worker processes, appending each
+ * finished row to csv.  Returns the number that failed. */
+static int run_all(const cc_graph *g, const sim_config *cfg, sw_rows *rs, const int *todo, int ntodo, int jobs,
+                   const char *csv)
+{
+    sw_variants c = {g, cfg, rs, fopen(csv, "a")};
+    if (!c.csv) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+        return ntodo;
+    }
+    int failed = run_pool(&c, todo, ntodo, jobs, sizeof(sw_row), variant_work, variant_done, "variants");
+    fclose(c.csv);
+    return failed;
+}
+
+/* ---- --vary: the same graph on several chip configurations ---- */
+
+enum { VARY_MAX_KEYS = 8, VARY_MAX_VALUES = 64, VARY_MAX_CONFIGS = 4096 };
+
+/* One configuration: the base --config with some keys set, and what the
+ * run measured (whole graph). */
+typedef struct {
+    int index;          /* position in the cross product (shards take index % N == I) */
+    char config[256];   /* "KEY=V;KEY=V", keys in --vary order */
+    int failed;         /* the graph does not compile on it; message says why */
+    char message[512];
+    double cycles;
+    uint64_t dram_bytes; /* read + written, whole run */
+    double mac_util;     /* sim_stats_mac_utilization */
+    uint64_t lx_peak;    /* highest LX byte touched + 1, busiest core */
+    int is_best;
+    int done;
+} sw_vrow;
+
+typedef struct {
+    sw_vrow *v;
+    int n, cap;
+} sw_vrows;
+
+static sw_vrow *vrows_push(sw_vrows *rs)
+{
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? 2 * rs->cap : 64;
+        sw_vrow *nv = realloc(rs->v, (size_t)cap * sizeof *nv);
+        if (!nv) {
+            fprintf(stderr, "spyre sweep: out of memory\n");
+            exit(SW_USAGE);
+        }
+        rs->v = nv;
+        rs->cap = cap;
+    }
+    sw_vrow *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+static sw_vrow *vrows_find(const sw_vrows *rs, const char *config)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->v[i].config, config))
+            return &rs->v[i];
+    return NULL;
+}
+
+static const char vary_header[] = "index,config,status,cycles,dram_bytes,mac_utilization,lx_peak,is_best,message\n";
+
+/* The message is the last column, quoted, with quotes doubled. */
+static void vary_write_row(FILE *f, const sw_vrow *r)
+{
+    fprintf(f, "%d,%s,%s,%.12g,%" PRIu64 ",%.6f,%" PRIu64 ",%d,\"", r->index, r->config, r->failed ? "failed" : "ok",
+            r->cycles, r->dram_bytes, r->mac_util, r->lx_peak, r->is_best);
+    for (const char *m = r->message; *m; m++)
+        fprintf(f, *m == '"' ? "\"\"" : "%c", *m);
+    fprintf(f, "\"\n");
+}
+
+/* Append the rows of a --vary sweep.csv to rs (skipping configurations
+ * already there); 0 when the file does not exist, -1 with err on a
+ * malformed file. */
+static int vary_csv_read(const char *path, sw_vrows *rs, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[2048];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (lineno == 1 && !strcmp(line, vary_header))
+            continue;
+        if (line[0] == '\n' || !line[0])
+            continue;
+        sw_vrow r = {0};
+        char status[8];
+        unsigned long long dram, lx;
+        int at = -1;
+        if (sscanf(line, "%d,%255[^,],%7[^,],%lf,%llu,%lf,%llu,%d,%n", &r.index, r.config, status, &r.cycles, &dram,
+                   &r.mac_util, &lx, &r.is_best, &at) != 8 || at < 0 || line[at] != '"' ||
+            (strcmp(status, "ok") && strcmp(status, "failed"))) {
+            snprintf(err, errlen, "%s:%d: not a --vary sweep row: %.60s", path, lineno, line);
+            fclose(f);
+            return -1;
+        }
+        size_t n = 0;
+        for (const char *m = line + at + 1; *m && *m != '\n' && n + 1 < sizeof r.message; m++) {
+            if (*m == '"' && m[1] != '"')
+                break;
+            if (*m == '"')
+                m++;
+            r.message[n++] = *m;
+        }
+        r.message[n] = 0;
+        r.failed = !strcmp(status, "failed");
+        r.dram_bytes = dram;
+        r.lx_peak = lx;
+        r.done = 1;
+        if (!vrows_find(rs, r.config))
+            *vrows_push(rs) = r;
+    }
+    fclose(f);
+    return 0;
+}
+
+static int cmp_vindex(const void *a, const void *b)
+{
+    const sw_vrow *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* A bar of whole-graph cycles per configuration (green the best, a red
+ * mark for a configuration the graph does not compile on). */
+static int vary_svg(const char *path, const sw_vrows *rs, int best)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    const double W = 1000, H = 420, top = 50, bot = 300, l = 70, r = 980;
+    double ymax = 0;
+    for (int i = 0; i < rs->n; i++)
+        if (!rs->v[i].failed && rs->v[i].cycles > ymax)
+            ymax = rs->v[i].cycles;
+    if (ymax <= 0)
+        ymax = 1;
+    char t[512];
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
+            W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    snprintf(t, sizeof t, "whole-graph cycles per configuration (green: best %.200s; red: does not compile)",
+             best >= 0 ? rs->v[best].config : "none");
+    svg_text(f, 20, 25, "start", 14, t);
+    fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", l, top, bot, r);
+    snprintf(t, sizeof t, "%.0f", ymax);
+    svg_text(f, l - 4, top + 4, "end", 10, t);
+    svg_text(f, l - 4, bot, "end", 10, "0");
+    svg_text(f, (l + r) / 2, H - 10, "middle", 11, "configuration");
+    fprintf(f, "<text x=\"14\" y=\"%.0f\" font-size=\"11\" transform=\"rotate(-90 14 %.0f)\" "
+               "text-anchor=\"middle\">cycles</text>\n", (top + bot) / 2, (top + bot) / 2);
+    double bw = (r - l) / (rs->n ? rs->n : 1);
+    for (int i = 0; i < rs->n; i++) {
+        const sw_vrow *v = &rs->v[i];
+        double x = l + i * bw;
+        if (v->failed)
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"4\" fill=\"#c33\"><title>%s: failed"
+                       "</title></rect>\n", x + 0.1 * bw, bot - 4, 0.8 * bw, v->config);
+        else {
+            double h = (bot - top) * v->cycles / ymax;
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>%s: %.0f cycles, "
+                       "%" PRIu64 " DRAM bytes, MAC utilization %.4f</title></rect>\n", x + 0.1 * bw, bot - h,
+                    0.8 * bw, h, i == best ? "#2a2" : "#999", v->config, v->cycles, v->dram_bytes, v->mac_util);
+        }
+        if (rs->n <= 48)
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
+                       "transform=\"rotate(-60 %.1f %.1f)\">%s</text>\n", x + bw / 2, bot + 10, x + bw / 2, bot + 10,
+                    v->config);
+    }
+    fprintf(f, "</svg>\n");
+    return fclose(f) ? -1 : 0;
+}
+
+/* Mark the best configuration, rewrite sweep.csv, write sweep.json and
+ * configs.svg, print a line per configuration and, last,
+ * best_config=VALUES cycles=N.  Returns the exit status. */
+static int vary_finish(sw_vrows *rs, const char *out, const char *graph, const char *config)
+{
+    qsort(rs->v, (size_t)rs->n, sizeof *rs->v, cmp_vindex);
+    int best = -1, nfailed = 0;
+    for (int i = 0; i < rs->n; i++) {
+        rs->v[i].is_best = 0;
+        nfailed += rs->v[i].failed;
+        if (!rs->v[i].failed && (best < 0 || rs->v[i].cycles < rs->v[best].cycles))
+            best = i;
+    }
+    if (best >= 0)
+        rs->v[best].is_best = 1;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/sweep.csv", out);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+        return SW_USAGE;
+    }
+    fputs(vary_header, f);
+    for (int i = 0; i < rs->n; i++)
+        vary_write_row(f, &rs->v[i]);
+    fclose(f);
+
+    snprintf(path, sizeof path, "%s/sweep.json", out);
+    f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+        return SW_USAGE;
+    }
+    fprintf(f, "{\n  \"graph\": ");
+    json_str(f, graph ? graph : "");
+    fprintf(f, ",\n  \"config\": ");
+    json_str(f, config ? config : "");
+    fprintf(f, ",\n  \"configurations\": %d,\n  \"failed\": %d,\n  \"best_config\": ", rs->n, nfailed);
+    json_str(f, best >= 0 ? rs->v[best].config : "");
+    fprintf(f, ",\n  \"best_cycles\": %.12g,\n  \"rows\": [", best >= 0 ? rs->v[best].cycles : -1.0);
+    for (int i = 0; i < rs->n; i++) {
+        const sw_vrow *r = &rs->v[i];
+        fprintf(f, "%s\n    {\"index\": %d, \"config\": ", i ? "," : "", r->index);
+        json_str(f, r->config);
+        fprintf(f, ", \"status\": \"%s\", \"cycles\": %.12g, \"dram_bytes\": %" PRIu64 ", \"mac_utilization\": %.6f, "
+                   "\"lx_peak\": %" PRIu64 ", \"is_best\": %s, \"message\": ", r->failed ? "failed" : "ok", r->cycles,
+                r->dram_bytes, r->mac_util, r->lx_peak, r->is_best ? "true" : "false");
+        json_str(f, r->message);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ]\n}\n");
+    fclose(f);
+
+    snprintf(path, sizeof path, "%s/configs.svg", out);
+    if (vary_svg(path, rs, best))
+        fprintf(stderr, "spyre sweep: %s: cannot write\n", path);
+    for (int i = 0; i < rs->n; i++) {
+        const sw_vrow *r = &rs->v[i];
+        if (r->failed)
+            printf("%-40s failed: %s\n", r->config, r->message);
+        else
+            printf("%-40s cycles=%-10.0f dram_bytes=%-10" PRIu64 " mac_utilization=%.4f%s\n", r->config, r->cycles,
+                   r->dram_bytes, r->mac_util, r->is_best ? "  (best)" : "");
+    }
+    printf("wrote %s/sweep.csv, %s/sweep.json and %s/configs.svg\n", out, out, out);
+    if (best < 0) {
+        fprintf(stderr, "spyre sweep: the graph compiles on none of the configurations\n");
+        printf("best_config=none cycles=nan\n");
+        return 1;
+    }
+    printf("best_config=%s cycles=%.0f\n", rs->v[best].config, rs->v[best].cycles);
+    return SW_OK;
+}
+
+/* A worker's context: the graph, each row's loaded configuration, the
+ * rows and the CSV they are appended to. */
+typedef struct {
+    const cc_graph *g;
+    const sim_config *cfgs;
+    sw_vrows *rs;
+    FILE *csv;
+} sw_vary;
+
+static int vary_work(void *ctx, int item, void *buf)
+{
+    sw_vary *c = ctx;
+    sw_vrow *r = buf;
+    const sim_config *cfg = &c->cfgs[item];
+    *r = c->rs->v[item];
+    rt_run_result *res = malloc(sizeof *res);
+    char err[1024] = "";
+    int no_compile = 0;
+    if (!res || simulate(c->g, cfg, NULL, NULL, res, &no_compile, err, sizeof err)) {
+        free(res);
+        if (no_compile) { /* a result: this chip cannot hold the graph */
+            r->failed = 1;
+            snprintf(r->message, sizeof r->message, "%.500s", err);
+            for (char *m = r->message; *m; m++)
+                if (*m == '\n' || *m == '\r')
+                    *m = ' ';
+            r->done = 1;
+            return 0;
+        }
+        fprintf(stderr, "%sspyre sweep: %s: %s\n", isatty(2) ? "\n" : "", r->config, res ? err : "out of memory");
+        return -1;
+    }
+    const sim_stats *st = &res->stats;
+    r->cycles = st->cycles;
+    r->dram_bytes = st->dram_bytes_read + st->dram_bytes_written;
+    r->mac_util = sim_stats_mac_utilization(st, cfg);
+    for (int k = 0; k < cfg->cores && k < SIM_MAX_CORES; k++)
+        if (st->lx_peak[k] > r->lx_peak)
+            r->lx_peak = st->lx_peak[k];
+    r->done = 1;
+    free(res);
+    return 0;
+}
+
+static void vary_done(void *ctx, int item, const void *buf)
+{
+    sw_vary *c = ctx;
+    sw_vrow *dst = &c->rs->v[item];
+    memcpy(dst, buf, sizeof *dst);
+    vary_write_row(c->csv, dst);
+    fflush(c->csv);
+}
+
+/* The values of one --vary KEY=V1,V2,... */
+typedef struct {
+    char key[64];
+    char *vals[VARY_MAX_VALUES];
+    int n;
+} sw_axis;
+
+/* Parse "KEY=V1,V2,..." into a (values point into spec, which is
+ * modified).  -1 with err. */
+static int vary_parse(char *spec, sw_axis *a, char *err, size_t errlen)
+{
+    char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1]) {
+        snprintf(err, errlen, "--vary %s: expected KEY=V1,V2,...", spec);
+        return -1;
+    }
+    *eq = 0;
+    if ((size_t)(eq - spec) >= sizeof a->key || strspn(spec, "abcdefghijklmnopqrstuvwxyz0123456789_") != (size_t)(eq - spec) ||
+        !strcmp(spec, "name") || !strcmp(spec, "include")) {
+        snprintf(err, errlen, "--vary %s: not a configuration key (see sim/configs/spyre.cfg)", spec);
+        return -1;
+    }
+    snprintf(a->key, sizeof a->key, "%s", spec);
+    a->n = 0;
+    for (char *v = eq + 1;;) {
+        char *comma = strchr(v, ',');
+        if (comma)
+            *comma = 0;
+        if (!*v || strpbrk(v, " \t#;=\"\n")) {
+            snprintf(err, errlen, "--vary %s: bad value '%s'", a->key, v);
+            return -1;
+        }
+        if (a->n == VARY_MAX_VALUES) {
+            snprintf(err, errlen, "--vary %s: more than %d values", a->key, VARY_MAX_VALUES);
+            return -1;
+        }
+        a->vals[a->n++] = v;
+        if (!comma)
+            break;
+        v = comma + 1;
+    }
+    return 0;
+}
+
+/* snprintf without the compiler's truncation warning: a message cut at the
+ * buffer's end is fine here. */
+static void msgf(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void msgf(char *dst, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, len, fmt, ap);
+    va_end(ap);
+}
+
+/* Load the configuration base + "KEY = V" lines through a temporary file
+ * that includes base (an absolute path), so the normal loader checks every
+ * value.  -1 with err. */
+static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pick, sim_config *cfg, char *err,
+                     size_t errlen)
+{
+    const char *dir = getenv("TMPDIR");
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s/spyre-vary-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        msgf(err, errlen, "%s: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    fprintf(f, "include = %s\n", base);
+    for (int k = 0; k < nax; k++)
+        fprintf(f, "%s = %s\n", ax[k].key, ax[k].vals[pick[k]]);
+    fclose(f);
+    char e[1024];
+    int rc = sim_config_load(tmp, cfg, e, sizeof e);
+    remove(tmp);
+    if (rc) {
+        char desc[512] = "";
+        for (int k = 0; k < nax; k++)
+            msgf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s=%s", k ? ";" : "", ax[k].key,
+                 ax[k].vals[pick[k]]);
+        msgf(err, errlen, "configuration %s on %s: %s", desc, base, e);
+    }
+    return rc;
+}
+
+static int sw_usage(const char *what);
+
+/* spyre sweep GRAPH --vary ...: the graph compiled with the compiler's
+ * defaults on every configuration of the cross product. */
+static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const char *out, int jobs, int shard_i,
+                    int shard_n)
+{
+    char err[1024], cfgpath[1024], base[2048];
+    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+    sim_config cfg;
+    if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        return SW_USAGE;
+    }
+    char cwd[1024];
+    if (cfgpath[0] == '/' || !getcwd(cwd, sizeof cwd))
+        snprintf(base, sizeof base, "%s", cfgpath);
+    else
+        snprintf(base, sizeof base, "%s/%s", cwd, cfgpath);
+    long total = 1;
+    for (int k = 0; k < nax; k++)
+        total *= ax[k].n;
+    if (total > VARY_MAX_CONFIGS) {
+        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", total, VARY_MAX_CONFIGS);
+        return SW_USAGE;
+    }
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        return SW_USAGE;
+    }
+    int status = SW_USAGE;
+    sw_vrows rs = {0};
+    sim_config *cfgs = calloc((size_t)total, sizeof *cfgs);
+    int *todo = calloc((size_t)total, sizeof *todo);
+    if (!cfgs || !todo) {
+        fprintf(stderr, "spyre sweep: out of memory\n");
+        goto out;
+    }
+    /* The cross product, the first --vary slowest; every one loaded now so
+     * a bad key or value stops the sweep before anything runs. */
+    for (int i = 0; i < total; i++) {
+        int pick[VARY_MAX_KEYS];
+        long rest = i;
+        for (int k = nax - 1; k >= 0; k--) {
+            pick[k] = (int)(rest % ax[k].n);
+            rest /= ax[k].n;
+        }
+        if (vary_load(base, ax, nax, pick, &cfgs[i], err, sizeof err)) {
+            fprintf(stderr, "spyre sweep: %s\n", err);
+            goto out;
+        }
+        sw_vrow *r = vrows_push(&rs);
+        r->index = i;
+        for (int k = 0; k < nax; k++)
+            snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%s%s=%s", k ? ";" : "",
+                     ax[k].key, ax[k].vals[pick[k]]);
+    }
+    char gname[256];
+    graph_name(path, gname, sizeof gname);
+    printf("sweep %s on %s: %d configurations\n", gname, cfg.name, rs.n);
+    if (make_dirs(out)) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", out, strerror(errno));
+        goto out;
+    }
+    /* Resume: configurations already in OUT/sweep.csv are not re-run. */
+    char csv[1200];
+    snprintf(csv, sizeof csv, "%s/sweep.csv", out);
+    FILE *probe = fopen(csv, "r");
+    if (probe) {
+        char line[256] = "";
+        if (!fgets(line, sizeof line, probe) || strcmp(line, vary_header)) {
+            fclose(probe);
+            fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", csv);
+            goto out;
+        }
+        fclose(probe);
+    }
+    sw_vrows prev = {0};
+    if (vary_csv_read(csv, &prev, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        free(prev.v);
+        goto out;
+    }
+    int ndone = 0;
+    for (int i = 0; i < prev.n; i++) {
+        sw_vrow *r = vrows_find(&rs, prev.v[i].config);
+        if (r && !r->done) {
+            int index = r->index;
+            *r = prev.v[i];
+            r->index = index;
+            ndone++;
+        }
+    }
+    free(prev.v);
+    int ntodo = 0, inshard = 0;
+    for (int i = 0; i < rs.n; i++) {
+        if (rs.v[i].index % shard_n != shard_i)
+            continue;
+        inshard++;
+        if (!rs.v[i].done)
+            todo[ntodo++] = i;
+    }
+    if (ndone)
+        printf("resume: %d configurations already done in %s\n", ndone, csv);
+    if (shard_n > 1)
+        printf("shard %d/%d: %d configurations\n", shard_i, shard_n, inshard);
+    sw_vary c = {g, cfgs, &rs, fopen(csv, "a")};
+    if (!c.csv) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+        goto out;
+    }
+    if (!ftell(c.csv))
+        fputs(vary_header, c.csv);
+    double t0 = now_s();
+    printf("running %d configurations on %d worker%s\n", ntodo, jobs, jobs == 1 ? "" : "s");
+    int failed = run_pool(&c, todo, ntodo, jobs, sizeof(sw_vrow), vary_work, vary_done, "configurations");
+    fclose(c.csv);
+    printf("ran %d configurations in %.2f s%s\n", ntodo - failed, now_s() - t0,
+           failed ? " (some failed to run: see above)" : "");
+    sw_vrows keep = {0};
+    for (int i = 0; i < rs.n; i++)
+        if (rs.v[i].done)
+            *vrows_push(&keep) = rs.v[i];
+    status = vary_finish(&keep, out, gname, cfg.name);
+    free(keep.v);
+    if (failed && status == SW_OK)
+        status = 1;
+out:
+    free(todo);
+    free(cfgs);
+    free(rs.v);
+    cc_graph_free(g);
+    return status;
 }
 
 static int sw_usage(const char *what)
@@ -611,19 +1186,28 @@ static int cmd_merge(int argc, char **argv)
     if (!ndirs)
         return sw_usage("merge needs one or more shard directories");
     sw_rows rs = {0};
+    sw_vrows vrs = {0};
     char err[1024], path[1200];
     char graph[256] = "", config[256] = "";
+    int vary = 0;
     for (int i = 0; i < ndirs; i++) {
         snprintf(path, sizeof path, "%s/sweep.csv", dirs[i]);
         FILE *probe = fopen(path, "r");
         if (!probe) {
             free(rs.v);
+            free(vrs.v);
             fprintf(stderr, "spyre sweep merge: %s: %s\n", path, strerror(errno));
             return SW_USAGE;
         }
+        char head[256] = "";
+        if (!fgets(head, sizeof head, probe))
+            head[0] = 0;
         fclose(probe);
-        if (csv_read(path, &rs, err, sizeof err)) {
+        if (!i)
+            vary = !strcmp(head, vary_header);
+        if (vary ? vary_csv_read(path, &vrs, err, sizeof err) : csv_read(path, &rs, err, sizeof err)) {
             free(rs.v);
+            free(vrs.v);
             fprintf(stderr, "spyre sweep merge: %s\n", err);
             return SW_USAGE;
         }
@@ -642,12 +1226,14 @@ static int cmd_merge(int argc, char **argv)
     }
     if (make_dirs(out)) {
         free(rs.v);
+        free(vrs.v);
         fprintf(stderr, "spyre sweep merge: %s: %s\n", out, strerror(errno));
         return SW_USAGE;
     }
-    printf("merged %d rows from %d directories\n", rs.n, ndirs);
-    int rc = finish(&rs, out, graph, config, NULL);
+    printf("merged %d rows from %d directories\n", vary ? vrs.n : rs.n, ndirs);
+    int rc = vary ? vary_finish(&vrs, out, graph, config) : finish(&rs, out, graph, config, NULL);
     free(rs.v);
+    free(vrs.v);
     return rc;
 }
 
@@ -662,9 +1248,26 @@ int cmd_sweep(int argc, char **argv)
         return cmd_merge(argc, argv);
     const char *path = NULL, *config = NULL, *only = NULL, *out = "sweep-out", *autotune = NULL;
     long jobs = 0;
-    int shard_i = 0, shard_n = 1;
+    int shard_i = 0, shard_n = 1, nax = 0;
+    static sw_axis ax[VARY_MAX_KEYS];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
+        if (!strcmp(argv[i], "--vary") && i + 1 < argc) {
+            char err[1024];
+            if (nax == VARY_MAX_KEYS) {
+                fprintf(stderr, "spyre sweep: at most %d --vary keys\n", VARY_MAX_KEYS);
+                return SW_USAGE;
+            }
+            if (vary_parse(argv[++i], &ax[nax], err, sizeof err)) {
+                fprintf(stderr, "spyre sweep: %s\n", err);
+                return SW_USAGE;
+            }
+            for (int k = 0; k < nax; k++)
+                if (!strcmp(ax[k].key, ax[nax].key)) {
+                    fprintf(stderr, "spyre sweep: --vary %s given twice\n", ax[k].key);
+                    return SW_USAGE;
+                }
+            nax++;
+        } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
@@ -695,6 +1298,11 @@ int cmd_sweep(int argc, char **argv)
         jobs = sysconf(_SC_NPROCESSORS_ONLN);
         if (jobs < 1)
             jobs = 1;
+    }
+    if (nax) {
+        if (only || autotune)
+            return sw_usage("--vary takes neither --kernel nor --autotune");
+        return cmd_vary(path, config, ax, nax, out, (int)jobs, shard_i, shard_n);
     }
     char err[1024], cfgpath[1024];
     sim_config cfg;
@@ -838,6 +1446,8 @@ out:
 
 const char sweep_usage[] =
     "sweep GRAPH [--kernel NAME] [--config FILE] [--out DIR] [--jobs N] [--shard I/N] [--autotune FILE]\n"
+    "             | sweep GRAPH --vary KEY=V1,V2,... [--vary KEY=...] [--config FILE] [--out DIR] [--jobs N]\n"
+    "               [--shard I/N]\n"
     "             | sweep merge DIR... [--out DIR]";
 const char sweep_help[] =
     "Model the work-division choices of a graph's kernels (docs/sweep.md).  For each kernel (or only\n"
@@ -852,6 +1462,12 @@ const char sweep_help[] =
     "shard directories.  --autotune FILE writes the best choice per kernel as a tuning file for\n"
     "`spyre compile/run --tuning FILE`.  The last line is default_vs_best=RATIO: the default\n"
     "whole-graph cycles over the best among all variants.\n"
+    "--vary KEY=V1,V2,... (repeatable) instead runs the graph, compiled with the compiler's defaults, on\n"
+    "every configuration of the cross product of the values (keys of sim/configs/spyre.cfg, set on top\n"
+    "of --config): sweep.csv/json rows per configuration (config, status, cycles, dram_bytes,\n"
+    "mac_utilization, lx_peak, is_best, message; a configuration the graph does not compile on is\n"
+    "status failed with the compiler's message), configs.svg, and the last line\n"
+    "best_config=KEY=V;... cycles=N.  Resume and shards work the same way.\n"
     "Exit status: 0 ok, 1 some variants failed to run, 2 bad input or usage.";
 
 /* ---- tuning files ---- */
