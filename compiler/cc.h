@@ -88,6 +88,11 @@ typedef struct {
      * error naming the kernel.  Used only with a target. */
     const char *const *work_div;
     int nwork_div;
+    /* 1: no LX planning: the fusion passes keep nothing on chip, so every
+     * intermediate tensor goes to DRAM between single-node kernels (for
+     * comparison with the default, where fused kernels keep their
+     * intermediates in LX). */
+    int no_lx_plan;
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;

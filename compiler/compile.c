@@ -95,15 +95,17 @@ cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err,
         }
     }
     ir_prog *p = prog_new(g, opts, err, errlen);
+    /* without LX planning nothing is fused: no intermediate stays on chip */
+    const int lx_plan = !(opts && opts->no_lx_plan);
     int i = 0;
     if (step(p, &i, "decompose", ir_decompose(p, g)) ||
         step(p, &i, "lower", ir_lower(p)) ||
         step(p, &i, "deps", ir_deps(p)) ||
         step(p, &i, "dce", ir_dce(p)) ||
-        step(p, &i, "fuse_vertical", ir_fuse_vertical(p)) ||
-        step(p, &i, "fuse_reduction", ir_fuse_reduction(p)) ||
-        step(p, &i, "fuse_epilogue", ir_fuse_epilogue(p)) ||
-        step(p, &i, "fuse_horizontal", ir_fuse_horizontal(p)) ||
+        step(p, &i, "fuse_vertical", lx_plan ? ir_fuse_vertical(p) : 0) ||
+        step(p, &i, "fuse_reduction", lx_plan ? ir_fuse_reduction(p) : 0) ||
+        step(p, &i, "fuse_epilogue", lx_plan ? ir_fuse_epilogue(p) : 0) ||
+        step(p, &i, "fuse_horizontal", lx_plan ? ir_fuse_horizontal(p) : 0) ||
         step(p, &i, "order", ir_order(p)) ||
         step(p, &i, "lastuse", ir_lastuse(p))) {
         cc_result_free(p);

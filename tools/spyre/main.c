@@ -327,9 +327,11 @@ static int names_graph(const char *path)
     return !(n > 4 && !strcmp(path + n - 4, ".elf"));
 }
 
-/* `spyre run --work-div KERNEL=SPEC` overrides, for compile_and_load. */
+/* `spyre run --work-div KERNEL=SPEC` overrides and --no-lx-plan, for
+ * compile_and_load. */
 static const char *run_work_div[64];
 static int run_nwork_div;
+static int run_no_lx_plan;
 
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
@@ -362,6 +364,7 @@ static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err
     o.target = rt_config(dev);
     o.work_div = run_work_div;
     o.nwork_div = run_nwork_div;
+    o.no_lx_plan = run_no_lx_plan;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -445,7 +448,9 @@ static int cmd_run(int argc, char **argv)
             if (run_nwork_div == 64)
                 return usage_error("run", "too many --work-div options");
             run_work_div[run_nwork_div++] = argv[++i];
-        } else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--no-lx-plan"))
+            run_no_lx_plan = 1;
+        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
             tuning = argv[++i];
         else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
             stats_json = argv[++i];
@@ -586,12 +591,16 @@ static int cmd_compile(int argc, char **argv)
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
-    int report = 0, list = 0;
+    int report = 0, list = 0, no_lx_plan = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
     int ntuned = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-lx-plan")) {
+            no_lx_plan = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
             if (argv[i][10] != '=' && i + 1 >= argc)
                 return usage_error("compile", "--work-div takes KERNEL=SPEC");
@@ -630,7 +639,8 @@ static int cmd_compile(int argc, char **argv)
     cc_graph *g = cc_graph_load(path, err, sizeof err);
     if (!g)
         return fail("spyre compile: %s", err);
-    cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div};
+    cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
+                            .no_lx_plan = no_lx_plan};
     sim_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
