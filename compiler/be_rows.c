@@ -246,7 +246,7 @@ static be_vclass join(be_vclass a, be_vclass b)
 }
 
 /* v as a value of class cls (a broadcast): COL -> TILE by a mov with row
- * stride 0; a constant from any finite 0/1 or real value x: x*0 + c is
+ * stride 0; ROW -> TILE by 0 + the row's element (bm=elem); a constant from any finite 0/1 or real value x: x*0 + c is
  * not safe for inf/NaN, so only COL and the value itself are supported. */
 int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out)
 {
@@ -258,6 +258,19 @@ int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out)
         if (be_temp(T, BE_V_TILE, out))
             return -1;
         be_sfp(T, ISA_OP_SFP_MOV, BE_V_TILE, out->lx, v->lx, 1, NULL);
+        return 0;
+    }
+    if (v->cls == BE_V_ROW && cls == BE_V_TILE) { /* zeros by sfp.iota, + the row's element */
+        if (be_temp(T, BE_V_TILE, out))
+            return -1;
+        cc_sfp_args s = {0};
+        s.op = ISA_OP_SFP_IOTA;
+        s.c = T->corelet;
+        s.t = ISA_T_DL16;
+        shape_for(T, BE_V_TILE, &s);
+        s.d = cc_abs(out->lx);
+        cc_emit_sfp(T->e, &s);
+        be_sfp(T, ISA_OP_SFP_ADD, BE_V_TILE, out->lx, out->lx, 0, v);
         return 0;
     }
     return be_error(T->c, T->K, "cannot broadcast a %s value to a %s (not supported yet)",

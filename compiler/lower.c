@@ -1401,8 +1401,15 @@ static void lower_output(lctx *c, int v, ir_output *o)
     for (int d = 0; d < V->type.rank; d++)
         if (V->type.shape[d] == 1)
             V->map[0].coef[d] = 0;
+    /* With a target, a reshape that regroups the last dimension is a copy
+     * too: the device sticks a computed buffer on its last dimension, so
+     * such an output needs its own layout (docs/compiler.md, Back half). */
+    const cc_ttype *bt = &c->p->bufs[buf].type;
+    int regroups = c->p->opts.target &&
+                   ((V->type.rank == 0) != (bt->rank == 0) ||
+                    (V->type.rank && V->type.shape[V->type.rank - 1] != bt->shape[bt->rank - 1]));
     if (c->p->bufs[buf].kind != IR_BUF_COMPUTED || !ir_idx_equal(&V->map[0], &want) ||
-        cc_ttype_numel(&V->type) != cc_ttype_numel(&c->p->bufs[buf].type)) {
+        cc_ttype_numel(&V->type) != cc_ttype_numel(bt) || regroups) {
         realize_copy(c, v, o->name);
         buf = c->bases[c->vals[v].base].buf;
     }

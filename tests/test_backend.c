@@ -693,6 +693,33 @@ static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
     cc_graph_free(g);
 }
 
+/* Graph outputs that are views of a matmul result across its stick
+ * dimension (the decode step's new V heads, and a plain transpose): the
+ * lowering gives each its own buffer, written by a copy kernel whose load
+ * is restickified in LX, so the output has a row-major layout of its own.
+ * A where over a per-row condition (the KV cache cat) needs the per-row
+ * value broadcast to a tile. */
+static const char *transposed_output_graph =
+    "graph tout\n"
+    "input %x: f32[1, 64]\n"
+    "input %h: f32[8, 64]\n"
+    "input %w: f32[64, 32]\n"
+    "input %cache: f32[2, 3, 16]\n"
+    "%mm: f32[1, 32] = aten.mm.default(%x, %w)\n"
+    "%v: f32[1, 1, 2, 16] = aten.view.default(%mm, [1, 1, 2, 16])\n"
+    "%vt: f32[1, 2, 1, 16] = aten.transpose.int(%v, 1, 2)\n"
+    "%v3: f32[2, 1, 16] = aten.view.default(%vt, [2, 1, 16])\n"
+    "%c: f32[2, 4, 16] = aten.cat.default([%cache, %v3], 1)\n"
+    "%mh: f32[8, 32] = aten.mm.default(%h, %w)\n"
+    "%ht: f32[32, 8] = aten.t.default(%mh)\n"
+    "output %vt, %ht, %c\n";
+
+static void test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_both_chips(void)
+{
+    CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre-4core"), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -735,6 +762,8 @@ int main(void)
          test_a_staged_operand_larger_than_lx_is_staged_per_chunk},
         {"a matmul operand larger than LX is staged per block",
          test_a_matmul_operand_larger_than_lx_is_staged_per_block},
+        {"an output transposed from a matmul is copied and validates on both chips",
+         test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_both_chips},
         {NULL, NULL},
     };
     return tu_run("backend", tests);
