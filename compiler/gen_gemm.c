@@ -621,6 +621,11 @@ typedef struct {
  * 2 blocks of a 256-row tile give each of the 2 PTs 64 rows) and cost the
  * simulator less host time per MAC. */
 #define SHARE_MAX_ROW_BLOCKS 2
+/* Items of at least this many sticks of K: one-stick items leave the PT
+ * waiting on per-item DMA, ring and token overheads (1024^3: 0.40 of peak
+ * with 64-row chunks, 0.44 with 128), when K has enough sticks for 4
+ * such items. */
+#define SHARE_MIN_KC_STICKS 2
 /* At most this many chunk steps per core: the streams are straight code. */
 #define SHARE_MAX_STEPS 256
 
@@ -723,7 +728,7 @@ static int choose_share(const gemm_ctx *g, share_plan *out)
             sp.lb = cc_min(gm, lmax);
             if (sp.ns * lanes > 65535)
                 continue;
-            for (int64_t ks = 1;; ks *= 2) {
+            for (int64_t ks = kg >= 4 * SHARE_MIN_KC_STICKS ? SHARE_MIN_KC_STICKS : 1;; ks *= 2) {
                 sp.KC = cc_min(ks, kg) * lanes;
                 sp.nch = cc_ceil_div(g->K, sp.KC);
                 for (int64_t parts = 1; parts <= SHARE_MAX_ROW_BLOCKS; parts *= 2) {

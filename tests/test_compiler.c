@@ -440,10 +440,11 @@ static void test_gemm_prefers_the_largest_k_chunk(void)
     } cases[] = {
         /* On the 32-core chip these two share their panels over the ring,
          * whose plan trades the first chunk's way in against the cost of
-         * each item (with at most two row blocks per core): 64 rows. */
-        {"spyre", 0, 1024, 1024, 1024, 64, 64},
+         * each item (with at most two row blocks per core and items of at
+         * least two sticks when K has enough of them): 128 rows. */
+        {"spyre", 0, 1024, 1024, 1024, 128, 128},
         {"spyre-4core", 0, 1024, 1024, 1024, 64, 64},
-        {"spyre", 0, 64, 64, 4096, 64, 64},
+        {"spyre", 0, 64, 64, 4096, 128, 128},
         {"spyre", 1, 300, 300, 192, 192, 192},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -902,7 +903,7 @@ static double mac_utilization(const sim_config *cfg, const sim_stats *st)
 /* 1024^3 on the 32-core chip: every core works, the result validates, A
  * and B are read from DRAM once (4 MB; it was 24 MB with every core loading
  * its own panels), C written once, and the MAC rate is 4x what it was
- * (0.105 before, 0.3975 measured now; the bound is the DRAM traffic and the
+ * (0.105 before, 0.438 measured now; the bound is the DRAM traffic and the
  * first block's wait for all of B, see gen_gemm.c). */
 static void test_gemm_1024_cube_shares_panels_over_the_ring(void)
 {
@@ -913,9 +914,9 @@ static void test_gemm_1024_cube_shares_panels_over_the_ring(void)
     CU_ASSERT(gemm_stats.dram_bytes_read <= operands + operands / 20);
     CU_ASSERT_EQUAL(gemm_stats.dram_bytes_written, result);
     double u = mac_utilization(&cfg, &gemm_stats);
-    if (u < 0.39)
+    if (u < 0.43)
         fprintf(stderr, "\n  gemm 1024^3 mac_utilization %.4f", u);
-    CU_ASSERT(u >= 0.39);
+    CU_ASSERT(u >= 0.43);
     char err[256] = "";
     isa_program *p = cc_gen_gemm(&cfg, 1024, 1024, 1024, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
