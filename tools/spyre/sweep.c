@@ -291,6 +291,17 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Open DIR/NAME for writing; NULL (message printed) on failure. */
+static FILE *out_open(const char *dir, const char *name)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
 /* Mark defaults and bests, rewrite sweep.csv, write sweep.json and the
  * SVGs, print the per-kernel summary and the last line.  Returns the exit
  * status. */
@@ -311,23 +322,17 @@ static int finish(sw_rows *rs, const char *out, const char *graph, const char *c
             best = rs->v[i].cycles;
     }
     char path[1200];
-    snprintf(path, sizeof path, "%s/sweep.csv", out);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+    FILE *f = out_open(out, "sweep.csv");
+    if (!f)
         return SW_USAGE;
-    }
     fputs(csv_header, f);
     for (int i = 0; i < rs->n; i++)
         csv_write_row(f, &rs->v[i]);
     fclose(f);
 
-    snprintf(path, sizeof path, "%s/sweep.json", out);
-    f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+    f = out_open(out, "sweep.json");
+    if (!f)
         return SW_USAGE;
-    }
     fprintf(f, "{\n  \"graph\": ");
     json_str(f, graph ? graph : "");
     fprintf(f, ",\n  \"config\": ");
@@ -828,23 +833,17 @@ static int vary_finish(sw_vrows *rs, const char *out, const char *graph, const c
     if (best >= 0)
         rs->v[best].is_best = 1;
     char path[1200];
-    snprintf(path, sizeof path, "%s/sweep.csv", out);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+    FILE *f = out_open(out, "sweep.csv");
+    if (!f)
         return SW_USAGE;
-    }
     fputs(vary_header, f);
     for (int i = 0; i < rs->n; i++)
         vary_write_row(f, &rs->v[i]);
     fclose(f);
 
-    snprintf(path, sizeof path, "%s/sweep.json", out);
-    f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
+    f = out_open(out, "sweep.json");
+    if (!f)
         return SW_USAGE;
-    }
     fprintf(f, "{\n  \"graph\": ");
     json_str(f, graph ? graph : "");
     fprintf(f, ",\n  \"config\": ");
