@@ -450,13 +450,17 @@ static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, cons
     return cc_compile(g, &o, err, errlen);
 }
 
-/* Compile g for cfg (with kernel forced to choice when kernel is not NULL)
- * and simulate it timing-only into *res.  0 on success; -1 with err, and
+/* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC") and
+ * simulate it timing-only into *res.  0 on success; -1 with err, and
  * *no_compile set when the compiler refused the graph. */
-static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
-                    rt_run_result *res, int *no_compile, char *err, size_t errlen)
+static int simulate_wd(const cc_graph *g, const sim_config *cfg, const char *const *wd, int n, rt_run_result *res,
+                       int *no_compile, char *err, size_t errlen)
 {
-    cc_result *cr = compile_variant(g, cfg, kernel, choice, err, errlen);
+    cc_compile_opts o = {0};
+    o.target = cfg;
+    o.work_div = wd;
+    o.nwork_div = n;
+    cc_result *cr = cc_compile(g, &o, err, errlen);
     *no_compile = !cr;
     if (!cr)
         return -1;
@@ -479,6 +483,78 @@ static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel
         rt_unload(prog);
     rt_close(dev);
     return rc;
+}
+
+/* The same with at most one kernel forced to choice. */
+static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
+                    rt_run_result *res, int *no_compile, char *err, size_t errlen)
+{
+    char wd[128];
+    const char *wds[1] = {wd};
+    if (kernel)
+        snprintf(wd, sizeof wd, "%s=%s", kernel, choice);
+    return simulate_wd(g, cfg, wds, kernel ? 1 : 0, res, no_compile, err, errlen);
+}
+
+/* --autotune: the best choice of each kernel that beat its default, then
+ * checked together: while the graph with all of them is slower than with
+ * none, the one that gained least alone is dropped, so the tuning file never
+ * makes the whole graph slower.  Rewrites the file with what is kept. */
+static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_rows *rs, const char *graph,
+                          const char *file)
+{
+    sw_kernel ks[256];
+    int nk = kernels_of(rs, ks, 256);
+    char spec[256][128];
+    const char *wd[256];
+    double gain[256];
+    int n = 0;
+    for (int k = 0; k < nk; k++) {
+        if (ks[k].def < 0 || ks[k].best == ks[k].def || rs->v[ks[k].best].cycles >= rs->v[ks[k].def].cycles)
+            continue;
+        int j = n++; /* insertion by gain, largest first */
+        double gk = rs->v[ks[k].def].cycles - rs->v[ks[k].best].cycles;
+        while (j > 0 && gain[j - 1] < gk) {
+            gain[j] = gain[j - 1];
+            memcpy(spec[j], spec[j - 1], sizeof spec[j]);
+            j--;
+        }
+        gain[j] = gk;
+        snprintf(spec[j], sizeof spec[j], "%.63s=%.63s", ks[k].name, rs->v[ks[k].best].choice);
+    }
+    for (int i = 0; i < n; i++)
+        wd[i] = spec[i];
+    rt_run_result *res = malloc(sizeof *res);
+    char err[1024];
+    int nc;
+    if (!res || simulate_wd(g, cfg, wd, 0, res, &nc, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: autotune: %s\n", res ? err : "out of memory");
+        free(res);
+        return SW_USAGE;
+    }
+    double none = res->stats.cycles, all = none;
+    while (n > 0) {
+        if (simulate_wd(g, cfg, wd, n, res, &nc, err, sizeof err) == 0 && (all = res->stats.cycles) <= none)
+            break;
+        n--; /* slower together (or refused): drop the smallest gain */
+        all = none;
+    }
+    free(res);
+    FILE *f = fopen(file, "w");
+    if (!f) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", file, strerror(errno));
+        return SW_USAGE;
+    }
+    fprintf(f, "# spyre sweep --autotune: work divisions that beat the defaults, checked together\n"
+               "# (docs/sweep.md): tune GRAPH CONFIG KERNEL SPEC\n");
+    for (int i = 0; i < n; i++) {
+        const char *eq = strchr(spec[i], '=');
+        fprintf(f, "tune %s %s %.*s %s\n", graph ? graph : "-", cfg->name, (int)(eq - spec[i]), spec[i], eq + 1);
+    }
+    fclose(f);
+    printf("autotune: %d choice%s in %s: whole graph %.0f cycles with them, %.0f without\n", n, n == 1 ? "" : "s",
+           file, all, none);
+    return SW_OK;
 }
 
 /* Compile and simulate one variant timing-only; fills r's measurements.
@@ -1430,6 +1506,8 @@ int cmd_sweep(int argc, char **argv)
         if (rs.v[i].done)
             *rows_push(&keep) = rs.v[i];
     status = finish(&keep, out, gname, cfg.name, autotune);
+    if (status == SW_OK && autotune)
+        status = autotune_joint(g, &cfg, &keep, gname, autotune);
     free(keep.v);
     if (failed && status == SW_OK)
         status = 1;
