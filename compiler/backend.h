@@ -35,6 +35,7 @@ typedef struct {
     int64_t rows, cols;/* row kernels: rows split across cores, columns per row */
     double est_cycles; /* MATMUL: the cost model's estimate of the largest tile */
     double stage_scale;/* MATMUL: restickified operands' staged sticks over their estimate (0: 1) */
+    int stage_whole;   /* MATMUL: restickified operands staged whole once per core (bit 0 A, bit 1 B) */
 } be_work;
 
 typedef struct be_ctx {

@@ -17,7 +17,10 @@
  *   dmai: wait empty[s][u] (every u); load A (K/64 groups of MB sticks),
  *         B (NBS groups of K sticks) and the epilogue's tiles, columns,
  *         rows; a restickified A or B: only the sticks of its buffer this
- *         block's K chunk reads, staged after the slot's A and B parts;
+ *         block's K chunk reads, staged after the slot's A and B parts
+ *         (or, when the whole operand fits LX with the rest of the
+ *         kernel, its buffer staged once per core before the first
+ *         block, sig wld once, which sfp0 waits for once);
  *         sig full[s][u] (every u)
  *   sfp0: (restickify) wait full[s][u]; sfp.rst the staged sticks into
  *         the A / B part; sig rst[s][u] (every u), which pt u waits for
@@ -48,9 +51,20 @@ typedef struct {
     int at, bt;          /* ... its lane variable walks across its buffer's sticks (a transpose) */
     double sscale;       /* staged sticks per slot: the estimate (mm_stage_est) times this */
     int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
+    int aw, bw;          /* A / B staged whole once per core (not per block) */
+    int64_t whole_bytes; /* LX of the operands staged whole */
 } mm_plan;
 
 static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+
+/* Stage the restickified operands of mask (bit 0 A, bit 1 B) whole, once
+ * per core, the rest per block. */
+static void mm_set_whole(mm_plan *m, int mask)
+{
+    m->aw = m->ag && (mask & 1);
+    m->bw = m->bg && (mask & 2);
+    m->whole_bytes = (m->aw ? be_buf_bytes(m->c, m->mm->a) : 0) + (m->bw ? be_buf_bytes(m->c, m->mm->b) : 0);
+}
 
 /* Does the lane variable of a restickified operand step across its
  * buffer's sticks (its two first elements not neighbours in one stick)? */
@@ -167,6 +181,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         if (k->loads[i].staged)
             return be_error(c, K, "an epilogue operand of %s needs a restickify (not supported yet)",
                             p->bufs[p->A.e[k->loads[i].e].buf].name);
+    mm_set_whole(m, c->work[pos].stage_whole);
     return w.failed ? -1 : 0;
 }
 
@@ -201,9 +216,9 @@ static int64_t mm_stage_est(const mm_plan *m, int64_t MB, int64_t NBS, int64_t K
 {
     const int64_t lanes = m->c->t.lanes16, kg = cc_ceil_div(KC, lanes);
     int64_t st = 0;
-    if (m->ag)
+    if (m->ag && !m->aw)
         st += m->at ? (cc_ceil_div(MB, lanes) + 1) * KC : (kg + 1) * MB;
-    if (m->bg)
+    if (m->bg && !m->bw)
         st += m->bt ? (kg + 1) * NBS * lanes : (NBS + 1) * KC;
     return (int64_t)((double)st * m->sscale) * m->c->t.stick;
 }
@@ -235,7 +250,7 @@ typedef struct {
  * written. */
 static int mm_tokens(const mm_plan *m, int nc)
 {
-    return 2 * (4 * nc + 3) + (m->ag || m->bg ? 2 * nc : 0) + 1;
+    return 2 * (4 * nc + 3) + (m->ag || m->bg ? 2 * nc : 0) + 1 + (m->aw || m->bw);
 }
 
 /* PT cycles of an m x (sticks) x k product on one corelet, issue included. */
@@ -351,7 +366,7 @@ static int mm_better(const mm_tiling *a, const mm_tiling *b)
  * doubled (balanced over the row blocks); the cheapest estimate wins. */
 static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
-    const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes - m->stage_bytes, lanes = m->c->t.lanes16;
+    const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
     const int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
     int found = 0;
     for (int64_t ks = 128; ks >= 0; ks = ks ? ks / 2 : -1) {
@@ -442,7 +457,7 @@ static void mm_stage_need(const mm_plan *m, const mm_tiling *tl, int64_t m0, int
     const int64_t sb = m->c->t.stick, lanes = m->c->t.lanes16;
     *na = *nb = 0;
     for (int w = 0; w < 2; w++) {
-        if (!(w ? m->bg : m->ag))
+        if (!(w ? m->bg && !m->bw : m->ag && !m->aw))
             continue;
         int buf = w ? m->mm->b : m->mm->a;
         int64_t groups = m->c->lay[buf].groups, most = 0;
@@ -474,7 +489,7 @@ static int64_t mm_lx_measured(const mm_plan *m, const mm_tiling *tl, int64_t m0,
 {
     int64_t na, nb;
     mm_stage_need(m, tl, m0, mt, g0, ns, &na, &nb);
-    *est = mm_lx_bytes(m, tl->MB, tl->NBS, tl->KC) + m->stage_bytes;
+    *est = mm_lx_bytes(m, tl->MB, tl->NBS, tl->KC) + m->stage_bytes + m->whole_bytes;
     return *est + 2 * (na + nb - mm_stage_est(m, tl->MB, tl->NBS, tl->KC));
 }
 
@@ -498,9 +513,20 @@ int be_matmul_plan(be_ctx *c, int pos)
         double best = DBL_MAX, bytes = 0;
         int64_t cores = c->cfg->cores;
         const int over = w->gm != 0;
-        /* Restickified operands: pick with the staged sticks estimated,
+        /* Restickified operands: staged whole once per core when they fit
+         * LX with the rest of the kernel (both, else one, else none);
+         * the others per block: pick with the staged sticks estimated,
          * measure them on every core's blocks, and pick again with the
          * estimate scaled up while some core's LX would overflow. */
+        const int full = (m.ag ? 1 : 0) | (m.bg ? 2 : 0);
+        const int masks[4] = {full, full == 3 ? 1 : 0, full == 3 ? 2 : 0, 0};
+        for (int mi = 0; mi < 4 && !rc; mi++) {
+        if (mi && masks[mi] == masks[mi - 1])
+            continue;
+        w->stage_whole = masks[mi];
+        mm_set_whole(&m, masks[mi]);
+        m.sscale = 1;
+        w->stage_scale = 0;
         for (int round = 0; round < 8 && !rc; round++) {
         best = DBL_MAX;
         if (!over)
@@ -526,7 +552,7 @@ int be_matmul_plan(be_ctx *c, int pos)
                     }
                 }
         }
-        if (rc || best == DBL_MAX || !(m.ag || m.bg))
+        if (rc || best == DBL_MAX || !((m.ag && !m.aw) || (m.bg && !m.bw)))
             break;
         double grow = 0;
         for (int64_t core = 0; core < w->gm * w->gn; core++) {
@@ -548,6 +574,9 @@ int be_matmul_plan(be_ctx *c, int pos)
         m.sscale *= grow > 1.1 ? grow : 1.1;
         w->stage_scale = m.sscale;
         best = DBL_MAX;
+        }
+        if (rc || best != DBL_MAX || !masks[mi])
+            break;
         }
         if (!rc && best == DBL_MAX)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
@@ -577,9 +606,13 @@ int be_matmul_plan(be_ctx *c, int pos)
                     m.nbatch > 1 ? ", per batch index" : "", best);
         }
         if (!rc && m.ag)
-            be_note(c, pos, BE_NOTE_RESTICK, "A %s (sfp.rst from the sticks each block reads, staged)", c->p->bufs[m.mm->a].name);
+            be_note(c, pos, BE_NOTE_RESTICK, m.aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
+                                                  : "A %s (sfp.rst from the sticks each block reads, staged)",
+                    c->p->bufs[m.mm->a].name);
         if (!rc && m.bg)
-            be_note(c, pos, BE_NOTE_RESTICK, "B %s (sfp.rst from the sticks each block reads, staged)", c->p->bufs[m.mm->b].name);
+            be_note(c, pos, BE_NOTE_RESTICK, m.bw ? "B %s (sfp.rst from its sticks, staged whole once per core)"
+                                                  : "B %s (sfp.rst from the sticks each block reads, staged)",
+                    c->p->bufs[m.mm->b].name);
         for (int j = 0; !rc && j < m.ep.nn; j++)
             if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
                 be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
@@ -615,6 +648,8 @@ typedef struct {
     int64_t abslot_bytes, ast, bst, *alo, *ago, *blo, *bgo, *ostage;
     int64_t **ocount;
     int abrst[2][2], strd;
+    int64_t aws, bws; /* operands staged whole (m->aw / m->bw) at these */
+    int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
     int64_t nblk, nchunk;
     be_tile T;
 } mm_core;
@@ -806,10 +841,10 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         }
         if (!m->bg)
             be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
-        if (m->ag)
+        if (m->ag && !m->aw)
             mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo,
                            mc->ago);
-        if (m->bg)
+        if (m->bg && !m->bw)
             mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, A + mc->bst,
                            mc->blo, mc->bgo);
         for (int u = 0; u < mc->nc; u++)
@@ -818,10 +853,10 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
             for (int u = 0; u < mc->nc; u++)
                 cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
             if (m->ag)
-                mm_gather(mc, m->mm->a, &m->mm->aidx, A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk, k0, kc,
+                mm_gather(mc, m->mm->a, &m->mm->aidx, m->aw ? mc->aws : A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk, k0, kc,
                           A, MB * sb);
             if (m->bg)
-                mm_gather(mc, m->mm->b, &m->mm->bidx, A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
+                mm_gather(mc, m->mm->b, &m->mm->bidx, m->bw ? mc->bws : A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
                           g0 * lanes, cols, B, KC * sb);
             for (int u = 0; u < mc->nc; u++)
                 cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
@@ -967,6 +1002,20 @@ int be_matmul_emit(be_ctx *c, int pos)
             mc.eempty[s] = cc_tok_alloc(e, "matmul block empty");
             mc.done[s] = cc_tok_alloc(e, "matmul epilogue done");
         }
+        for (int wo = 0; wo < 2; wo++) { /* operands staged whole: lo 0, go the group's offset */
+            if (!(wo ? m.bw : m.aw))
+                continue;
+            int buf = wo ? m.mm->b : m.mm->a;
+            int64_t *lo = wo ? mc.blo : mc.alo, *go = wo ? mc.bgo : mc.ago;
+            *(wo ? &mc.bws : &mc.aws) = cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole"
+                                                                                 : "restickify: A staged whole");
+            for (int64_t g = 0; g < c->lay[buf].groups; g++) {
+                lo[g] = 0;
+                go[g] = g * c->lay[buf].rows * sb;
+            }
+        }
+        if (m.aw || m.bw)
+            mc.wld = cc_tok_alloc(e, "restickify: operands staged whole");
         if (mc.nch > 1)
             mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
         int nstaged = 0;
@@ -1005,6 +1054,22 @@ int be_matmul_emit(be_ctx *c, int pos)
                 cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s][u]);
             }
             cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
+        }
+        if (m.aw || m.bw) { /* dmai loads them once; sfp0 waits once before its first sfp.rst */
+            for (int wo = 0; wo < 2; wo++) {
+                if (!(wo ? m.bw : m.aw))
+                    continue;
+                int buf = wo ? m.mm->b : m.mm->a;
+                int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc.bws : mc.aws;
+                for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+                    int64_t n = cc_min(65535, sticks - s0);
+                    cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
+                    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb),
+                                &sh);
+                }
+            }
+            cc_emit_sig(e, ISA_U_DMAI, mc.wld);
+            cc_emit_wait(e, ISA_U_SFP0, mc.wld);
         }
         for (int64_t b = 0; b < m.nbatch && !rc; b++)
             for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
