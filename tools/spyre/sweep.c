@@ -50,18 +50,25 @@ typedef struct {
     int n, cap;
 } sw_rows;
 
+/* Room for one more element of `elem` bytes in the array v of n elements
+ * and capacity *cap (both row tables grow this way). */
+static void *grow_rows(void *v, int n, int *cap, size_t elem)
+{
+    if (n < *cap)
+        return v;
+    int ncap = *cap ? 2 * *cap : 64;
+    void *nv = realloc(v, (size_t)ncap * elem);
+    if (!nv) {
+        fprintf(stderr, "spyre sweep: out of memory\n");
+        exit(SW_USAGE);
+    }
+    *cap = ncap;
+    return nv;
+}
+
 static sw_row *rows_push(sw_rows *rs)
 {
-    if (rs->n == rs->cap) {
-        int cap = rs->cap ? 2 * rs->cap : 64;
-        sw_row *nv = realloc(rs->v, (size_t)cap * sizeof *nv);
-        if (!nv) {
-            fprintf(stderr, "spyre sweep: out of memory\n");
-            exit(SW_USAGE);
-        }
-        rs->v = nv;
-        rs->cap = cap;
-    }
+    rs->v = grow_rows(rs->v, rs->n, &rs->cap, sizeof *rs->v);
     sw_row *r = &rs->v[rs->n++];
     memset(r, 0, sizeof *r);
     return r;
@@ -302,10 +309,23 @@ static FILE *out_open(const char *dir, const char *name)
     return f;
 }
 
+/* DIR/sweep.json, opened with its first keys (graph, config) written. */
+static FILE *json_open(const char *dir, const char *graph, const char *config)
+{
+    FILE *f = out_open(dir, "sweep.json");
+    if (!f)
+        return NULL;
+    fprintf(f, "{\n  \"graph\": ");
+    json_str(f, graph ? graph : "");
+    fprintf(f, ",\n  \"config\": ");
+    json_str(f, config ? config : "");
+    return f;
+}
+
 /* Mark defaults and bests, rewrite sweep.csv, write sweep.json and the
  * SVGs, print the per-kernel summary and the last line.  Returns the exit
  * status. */
-static int finish(sw_rows *rs, const char *out, const char *graph, const char *config, const char *autotune)
+static int finish(sw_rows *rs, const char *out, const char *graph, const char *config)
 {
     qsort(rs->v, (size_t)rs->n, sizeof *rs->v, cmp_index);
     static sw_kernel ks[SIM_MAX_KERNELS];
@@ -330,13 +350,9 @@ static int finish(sw_rows *rs, const char *out, const char *graph, const char *c
         csv_write_row(f, &rs->v[i]);
     fclose(f);
 
-    f = out_open(out, "sweep.json");
+    f = json_open(out, graph, config);
     if (!f)
         return SW_USAGE;
-    fprintf(f, "{\n  \"graph\": ");
-    json_str(f, graph ? graph : "");
-    fprintf(f, ",\n  \"config\": ");
-    json_str(f, config ? config : "");
     fprintf(f, ",\n  \"variants\": %d,\n  \"default_cycles\": %.12g,\n  \"best_cycles\": %.12g,\n"
                "  \"default_vs_best\": %.6f,\n  \"kernels\": [", rs->n, def, best, def > 0 && best > 0 ? def / best : 0.0);
     for (int k = 0; k < nk; k++) {
@@ -376,19 +392,6 @@ static int finish(sw_rows *rs, const char *out, const char *graph, const char *c
         printf("%-36s %4d variants  default %-6s cycles=%-10.0f best %-6s cycles=%-10.0f default/best=%.4f\n",
                ks[k].name, ks[k].n, d ? d->choice : "?", d ? d->cycles : 0, b->choice, b->cycles,
                d && b->cycles > 0 ? d->cycles / b->cycles : 0.0);
-    }
-    if (autotune) {
-        f = fopen(autotune, "w");
-        if (!f) {
-            fprintf(stderr, "spyre sweep: %s: %s\n", autotune, strerror(errno));
-            return SW_USAGE;
-        }
-        fprintf(f, "# spyre sweep --autotune: best work division per kernel (docs/sweep.md)\n"
-                   "# tune GRAPH CONFIG KERNEL SPEC\n");
-        for (int k = 0; k < nk; k++)
-            fprintf(f, "tune %s %s %s %s\n", graph ? graph : "-", config ? config : "-", ks[k].name,
-                    rs->v[ks[k].best].choice);
-        fclose(f);
     }
     printf("wrote %s/sweep.csv, %s/sweep.json and %d SVG plots\n", out, out, nk);
     if (def <= 0 || best <= 0) {
@@ -755,16 +758,7 @@ typedef struct {
 
 static sw_vrow *vrows_push(sw_vrows *rs)
 {
-    if (rs->n == rs->cap) {
-        int cap = rs->cap ? 2 * rs->cap : 64;
-        sw_vrow *nv = realloc(rs->v, (size_t)cap * sizeof *nv);
-        if (!nv) {
-            fprintf(stderr, "spyre sweep: out of memory\n");
-            exit(SW_USAGE);
-        }
-        rs->v = nv;
-        rs->cap = cap;
-    }
+    rs->v = grow_rows(rs->v, rs->n, &rs->cap, sizeof *rs->v);
     sw_vrow *r = &rs->v[rs->n++];
     memset(r, 0, sizeof *r);
     return r;
@@ -917,13 +911,9 @@ static int vary_finish(sw_vrows *rs, const char *out, const char *graph, const c
         vary_write_row(f, &rs->v[i]);
     fclose(f);
 
-    f = out_open(out, "sweep.json");
+    f = json_open(out, graph, config);
     if (!f)
         return SW_USAGE;
-    fprintf(f, "{\n  \"graph\": ");
-    json_str(f, graph ? graph : "");
-    fprintf(f, ",\n  \"config\": ");
-    json_str(f, config ? config : "");
     fprintf(f, ",\n  \"configurations\": %d,\n  \"failed\": %d,\n  \"best_config\": ", rs->n, nfailed);
     json_str(f, best >= 0 ? rs->v[best].config : "");
     fprintf(f, ",\n  \"best_cycles\": %.12g,\n  \"rows\": [", best >= 0 ? rs->v[best].cycles : -1.0);
@@ -1306,7 +1296,7 @@ static int cmd_merge(int argc, char **argv)
         return SW_USAGE;
     }
     printf("merged %d rows from %d directories\n", vary ? vrs.n : rs.n, ndirs);
-    int rc = vary ? vary_finish(&vrs, out, graph, config) : finish(&rs, out, graph, config, NULL);
+    int rc = vary ? vary_finish(&vrs, out, graph, config) : finish(&rs, out, graph, config);
     free(rs.v);
     free(vrs.v);
     return rc;
@@ -1505,9 +1495,10 @@ int cmd_sweep(int argc, char **argv)
     for (int i = 0; i < rs.n; i++)
         if (rs.v[i].done)
             *rows_push(&keep) = rs.v[i];
-    status = finish(&keep, out, gname, cfg.name, autotune);
-    if (status == SW_OK && autotune)
-        status = autotune_joint(g, &cfg, &keep, gname, autotune);
+    /* the tuning file first: finish's last line is default_vs_best= */
+    status = autotune ? autotune_joint(g, &cfg, &keep, gname, autotune) : SW_OK;
+    if (status == SW_OK)
+        status = finish(&keep, out, gname, cfg.name);
     free(keep.v);
     if (failed && status == SW_OK)
         status = 1;
