@@ -112,6 +112,14 @@ typedef struct {
 void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
 void be_rst_flush(be_rst *r);
+/* The sticks of a buffer's device layout L that a staged restickify
+ * reads, as a span per stick group g: layout rows lo[g]..hi[g] (lo > hi:
+ * none).  Start empty, add each stick read (its stick number in the
+ * layout), then count them: the total, and an empty span becomes the first
+ * stick so that every chunk stages something. */
+void be_span_init(const be_layout *L, int64_t *lo, int64_t *hi);
+void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi);
+int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi);
 /* Load a buffer's whole device layout from DRAM into LX at lx (dmai). */
 void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx);
 /* Device bytes of a buffer that goes through DRAM. */

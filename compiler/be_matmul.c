@@ -424,28 +424,15 @@ static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b
     const int64_t sb = c->t.stick;
     int64_t val[IR_MAX_VARS] = {0};
     batch_vals(m, b, val);
-    for (int64_t g = 0; g < L->groups; g++) {
-        lo[g] = L->rows;
-        hi[g] = -1;
-    }
+    be_span_init(L, lo, hi);
     for (int64_t i = 0; i < nr; i++) {
         val[rowvar] = r0 + i;
         for (int64_t l = 0; l < nl; l++) {
             val[lanevar] = l0 + l;
-            int64_t st = be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val)) / sb;
-            int64_t g = st / L->rows, r = st % L->rows;
-            lo[g] = cc_min(lo[g], r);
-            hi[g] = cc_max(hi[g], r);
+            be_span_add(L, be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val)) / sb, lo, hi);
         }
     }
-    int64_t sticks = 0;
-    for (int64_t g = 0; g < L->groups; g++)
-        sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
-    if (!sticks) {
-        lo[0] = hi[0] = 0;
-        sticks = 1;
-    }
-    return sticks;
+    return be_span_total(L, lo, hi);
 }
 
 /* The most LX bytes the staged sticks of A (*na) and of B (*nb) take in

@@ -88,3 +88,30 @@ void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx)
         cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
     }
 }
+
+void be_span_init(const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    for (int64_t g = 0; g < L->groups; g++) {
+        lo[g] = L->rows;
+        hi[g] = -1;
+    }
+}
+
+void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi)
+{
+    int64_t g = stick / L->rows, r = stick % L->rows;
+    lo[g] = cc_min(lo[g], r);
+    hi[g] = cc_max(hi[g], r);
+}
+
+int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    int64_t sticks = 0;
+    for (int64_t g = 0; g < L->groups; g++)
+        sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+    if (!sticks) {
+        lo[0] = hi[0] = 0;
+        sticks = 1;
+    }
+    return sticks;
+}

@@ -841,27 +841,14 @@ static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int
     const be_layout *B = &c->lay[x->buf];
     const int64_t sb = c->t.stick, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
-    for (int64_t g = 0; g < B->groups; g++) {
-        lo[g] = B->rows;
-        hi[g] = -1;
-    }
+    be_span_init(B, lo, hi);
     for (int64_t i = 0; i < n; i++)
         for (int64_t col = 0; col < k->cols; col++) {
             int64_t flat = rk_stage_flat(k, x, nel, r0 + i, col, val);
-            if (flat < 0)
-                continue;
-            int64_t st = be_elem_off(c, x->buf, flat) / sb, g = st / B->rows, r = st % B->rows;
-            lo[g] = cc_min(lo[g], r);
-            hi[g] = cc_max(hi[g], r);
+            if (flat >= 0)
+                be_span_add(B, be_elem_off(c, x->buf, flat) / sb, lo, hi);
         }
-    int64_t sticks = 0;
-    for (int64_t g = 0; g < B->groups; g++)
-        sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
-    if (!sticks) {
-        lo[0] = hi[0] = 0;
-        sticks = 1;
-    }
-    return sticks;
+    return be_span_total(B, lo, hi);
 }
 
 /* The most LX bytes the staged loads' sticks take in one chunk, over
