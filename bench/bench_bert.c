@@ -15,9 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cc.h"
 #include "benchutil.h"
@@ -31,32 +29,17 @@ static int die(int status, const char *what, const char *msg)
     return status;
 }
 
-/* dir with its last path component removed, in place. */
 int main(void)
 {
-    /* source root: the shipped configurations live in SRC/sim/configs */
     char src[PATH_MAX], build[PATH_MAX], dir[PATH_MAX + 32], graph[PATH_MAX + 64], inputs[PATH_MAX + 64];
-    char cfgpath[PATH_MAX], err[2048], cmd[4 * PATH_MAX];
-    snprintf(src, sizeof src, "%s", sim_config_dir());
-    bench_parent(src);
-    bench_parent(src);
-    ssize_t n = readlink("/proc/self/exe", build, sizeof build - 1);
-    if (n <= 0)
+    char cfgpath[PATH_MAX], err[2048];
+    if (bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
-    build[n] = 0;
-    bench_parent(build); /* BUILD/bench/bench_bert -> BUILD/bench */
-    bench_parent(build); /* -> BUILD */
     snprintf(dir, sizeof dir, "%s/traces/bert_base", build);
     snprintf(graph, sizeof graph, "%s/graph.txt", dir);
     snprintf(inputs, sizeof inputs, "%s/inputs.safetensors", dir);
-    if (!bench_exists(graph)) {
-        snprintf(cmd, sizeof cmd,
-                 "/usr/bin/python3 '%s/tools/export.py' '%s/traces/models/encoder.py:bert_handwritten' -o '%s' >&2",
-                 src, src, dir);
-        fprintf(stderr, "bench_bert: exporting %s\n", dir);
-        if (system(cmd) != 0 || !bench_exists(graph))
-            return die(2, "export failed (needs /usr/bin/python3 with torch: tools/setup)", cmd);
-    }
+    if (bench_export("bench_bert", src, "encoder.py:bert_handwritten", dir, ""))
+        return 2;
 
     sim_config_path("spyre", cfgpath, sizeof cfgpath);
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
@@ -67,19 +50,13 @@ int main(void)
         return die(2, "load", err);
 
     /* compile for the chip (front and back half) */
-    cc_compile_opts o;
-    memset(&o, 0, sizeof o);
-    o.target = rt_config(dev);
-    double t0 = bench_now();
-    cc_result *cr = cc_compile(g, &o, err, sizeof err);
-    if (!cr)
+    double compile_s = 0, t0;
+    isa_program *p = bench_compile(g, rt_config(dev), &compile_s, err, sizeof err);
+    if (!p)
         return die(2, "the compiler cannot compile BERT-base", err);
-    isa_program *p = cc_result_take_program(cr);
-    cc_result_free(cr);
-    double compile_s = bench_now() - t0;
-    rt_program *prog = p ? rt_load_program(dev, p, err, sizeof err) : NULL;
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
     if (!prog)
-        return die(2, "load program", p ? err : "the compiler returned no program");
+        return die(2, "load program", err);
     if (rt_fill_inputs(prog, 1, err, sizeof err) || rt_load_graph_tensors(prog, g, inputs, err, sizeof err))
         return die(2, "inputs", err);
 

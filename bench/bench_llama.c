@@ -35,9 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cc.h"
 #include "benchutil.h"
@@ -88,36 +86,20 @@ typedef struct {
 /* Export (if needed), compile, load and run one graph timing-only. */
 static int run_phase(rt_device *dev, const char *src, const char *build, phase *ph)
 {
-    char dir[PATH_MAX + 64], graph[PATH_MAX + 96], cmd[4 * PATH_MAX], err[4096], what[128];
+    char dir[PATH_MAX + 64], graph[PATH_MAX + 96], model[128], err[4096], what[128];
     snprintf(dir, sizeof dir, "%s/traces/%s", build, ph->name);
     snprintf(graph, sizeof graph, "%s/graph.txt", dir);
-    if (!bench_exists(graph)) {
-        snprintf(cmd, sizeof cmd,
-                 "/usr/bin/python3 '%s/tools/export.py' '%s/traces/models/llama.py:%s' -o '%s' --graph-only >&2",
-                 src, src, ph->name, dir);
-        fprintf(stderr, "bench_llama: exporting %s\n", dir);
-        if (system(cmd) != 0 || !bench_exists(graph))
-            return die(2, "export failed (needs /usr/bin/python3 with torch: tools/setup)", cmd);
-    }
+    snprintf(model, sizeof model, "llama.py:%s", ph->name);
+    if (bench_export("bench_llama", src, model, dir, "--graph-only"))
+        return 2;
     cc_graph *g = cc_graph_load(graph, err, sizeof err);
     if (!g)
         return die(2, "load", err);
-    cc_compile_opts o;
-    memset(&o, 0, sizeof o);
-    o.target = rt_config(dev);
-    double t0 = bench_now();
-    cc_result *cr = cc_compile(g, &o, err, sizeof err);
     snprintf(what, sizeof what, "the compiler cannot compile %s", ph->name);
-    if (!cr) {
-        cc_graph_free(g);
-        return die(2, what, err);
-    }
-    isa_program *p = cc_result_take_program(cr);
-    cc_result_free(cr);
-    ph->compile_s = bench_now() - t0;
+    isa_program *p = bench_compile(g, rt_config(dev), &ph->compile_s, err, sizeof err);
     if (!p) {
         cc_graph_free(g);
-        return die(2, what, "the compiler returned no program");
+        return die(2, what, err);
     }
     ph->weight_bytes = p->weight_bytes;
     /* no tensor is written: timing only needs no values */
@@ -131,7 +113,7 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     rt_run_result *res = malloc(sizeof *res);
     if (!res)
         return die(2, "host", "out of memory");
-    t0 = bench_now();
+    double t0 = bench_now();
     if (rt_launch(prog, res)) {
         rt_run_format(res, err, sizeof err);
         return die(3, ph->name, err);
@@ -148,15 +130,8 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
 int main(void)
 {
     char src[PATH_MAX], build[PATH_MAX], cfgpath[PATH_MAX], err[2048];
-    snprintf(src, sizeof src, "%s", sim_config_dir());
-    bench_parent(src);
-    bench_parent(src);
-    ssize_t n = readlink("/proc/self/exe", build, sizeof build - 1);
-    if (n <= 0)
+    if (bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
-    build[n] = 0;
-    bench_parent(build); /* BUILD/bench/bench_llama -> BUILD/bench */
-    bench_parent(build); /* -> BUILD */
 
     sim_config_path("spyre", cfgpath, sizeof cfgpath);
     rt_device *dev = rt_open(cfgpath, err, sizeof err);

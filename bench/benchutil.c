@@ -1,9 +1,13 @@
 /* benchutil.c: helpers shared by the benchmark programs. */
 #include "benchutil.h"
 
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 double bench_now(void)
 {
@@ -23,4 +27,51 @@ int bench_exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+int bench_dirs(char *src, size_t srclen, char *build, size_t buildlen)
+{
+    snprintf(src, srclen, "%s", sim_config_dir());
+    bench_parent(src); /* SRC/sim/configs -> SRC/sim */
+    bench_parent(src); /* -> SRC */
+    ssize_t n = readlink("/proc/self/exe", build, buildlen - 1);
+    if (n <= 0)
+        return -1;
+    build[n] = 0;
+    bench_parent(build); /* BUILD/bench/bench_NAME -> BUILD/bench */
+    bench_parent(build); /* -> BUILD */
+    return 0;
+}
+
+int bench_export(const char *who, const char *src, const char *model, const char *dir, const char *flags)
+{
+    char graph[PATH_MAX + 64], cmd[4 * PATH_MAX];
+    snprintf(graph, sizeof graph, "%s/graph.txt", dir);
+    if (bench_exists(graph))
+        return 0;
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tools/export.py' '%s/traces/models/%s' -o '%s' %s >&2", src, src,
+             model, dir, flags);
+    fprintf(stderr, "%s: exporting %s\n", who, dir);
+    if (system(cmd) != 0 || !bench_exists(graph)) {
+        fprintf(stderr, "%s: export failed (needs /usr/bin/python3 with torch: tools/setup): %s\n", who, cmd);
+        return -1;
+    }
+    return 0;
+}
+
+isa_program *bench_compile(const cc_graph *g, const sim_config *cfg, double *seconds, char *err, size_t errlen)
+{
+    cc_compile_opts o;
+    memset(&o, 0, sizeof o);
+    o.target = cfg;
+    double t0 = bench_now();
+    cc_result *cr = cc_compile(g, &o, err, errlen);
+    if (!cr)
+        return NULL;
+    isa_program *p = cc_result_take_program(cr);
+    cc_result_free(cr);
+    *seconds = bench_now() - t0;
+    if (!p)
+        snprintf(err, errlen, "the compiler returned no program");
+    return p;
 }

@@ -9,4 +9,19 @@ void bench_parent(char *dir);
 /* 1 if path exists. */
 int bench_exists(const char *path);
 
+#include <stddef.h>
+
+#include "cc.h"
+
+/* The source tree (two levels above the shipped configurations) and the
+ * build directory (two levels above this program).  0, or -1. */
+int bench_dirs(char *src, size_t srclen, char *build, size_t buildlen);
+/* Unless DIR/graph.txt exists, export SRC/traces/models/MODEL ("FILE.py:FUNC")
+ * into DIR with tools/export.py and the extra flags.  0, or -1 (message on
+ * stderr, naming who). */
+int bench_export(const char *who, const char *src, const char *model, const char *dir, const char *flags);
+/* Compile g for cfg, front and back half; the program, or NULL with err.
+ * *seconds gets the compile time. */
+isa_program *bench_compile(const cc_graph *g, const sim_config *cfg, double *seconds, char *err, size_t errlen);
+
 #endif
