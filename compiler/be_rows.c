@@ -652,6 +652,33 @@ void be_collect_load(void *ctx, const ir_expr *x)
     k->loads[k->nl++] = L;
 }
 
+/* The row length to cut a pointwise kernel's column loop colvar into, or
+ * 0 to keep it: the last dimension of the first buffer the kernel stores
+ * to DRAM, when the loop walks that buffer contiguously, runs past that
+ * dimension, and the buffer is sticked on it. */
+static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
+{
+    const ir_prog *p = c->p;
+    int64_t cols = K->sig.outer[colvar];
+    for (int j = 0; j < K->nnodes; j++) {
+        int n = K->nodes[j];
+        const ir_node *N = &p->nodes[n];
+        const be_layout *L = &c->lay[N->out];
+        if (!L->dram)
+            continue;
+        ir_index vars[IR_MAX_VARS];
+        if (ir_node_vars(p, n, &K->sig, vars))
+            return 0;
+        ir_index st = ir_idx_compose(&N->store, N->nvars, vars);
+        const cc_ttype *T = &p->bufs[N->out].type;
+        int64_t last = T->rank ? T->shape[T->rank - 1] : 1;
+        if (st.coef[colvar] != 1 || L->stick_dim != T->rank - 1 || last >= cols || cols % last)
+            return 0;
+        return last;
+    }
+    return 0;
+}
+
 /* Plan a row kernel's structure: rows, columns, node values, loads. */
 static int rk_build(be_ctx *c, int pos, rk_plan *k)
 {
@@ -675,11 +702,27 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
         k->cols = s->outer[s->nouter - 1];
         k->rsp.nv = s->nouter - 1;
     }
+    for (int i = 0; i < k->rsp.nv; i++)
+        k->rsp.ext[i] = s->outer[i];
+    /* A pointwise loop merged past its output's last dimension (a relu over
+     * (1024, 1024) is one loop of 2^20) walks sticks only within a row of
+     * that dimension: cut it back into rows x that dimension. */
+    ir_index split[IR_MAX_VARS];
+    int64_t inner = K->kind == IR_POINTWISE ? rk_split_cols(c, K, k->colvar) : 0;
+    if (inner) {
+        for (int v = 0; v < k->nvars; v++)
+            split[v] = ir_idx_var(v + (v >= k->colvar));
+        split[k->colvar].coef[k->colvar] = inner;
+        split[k->colvar].coef[k->colvar + 1] = 1;
+        k->rsp.ext[k->rsp.nv++] = k->cols / inner;
+        k->cols = inner;
+        k->colvar++;
+        k->nvars++;
+    }
     k->rows = 1;
     for (int i = 0; i < k->rsp.nv; i++) {
         k->rsp.var[i] = i;
-        k->rsp.ext[i] = s->outer[i];
-        k->rows *= s->outer[i];
+        k->rows *= k->rsp.ext[i];
     }
     k->G = cc_ceil_div(k->cols, c->t.lanes16);
     k->nodes = ir_xalloc((size_t)K->nnodes * sizeof *k->nodes);
@@ -695,6 +738,8 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
             free(seen);
             return be_error(c, K, "internal: node %s does not fit the kernel's loops", p->bufs[N->out].name);
         }
+        for (int v = 0; inner && v < N->nvars; v++)
+            vars[v] = ir_idx_compose(&vars[v], k->nvars - 1, split);
         rk_node *rn = &k->nodes[k->nn++];
         rn->node = n;
         rn->expr = ir_subst(&p->A, N->body, N->nvars, vars, NULL);

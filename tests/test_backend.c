@@ -154,6 +154,23 @@ static void test_softmax_graph_validates_on_both_chips(void)
     CU_ASSERT_EQUAL(run_text(softmax_graph, "spyre-4core"), 0);
 }
 
+static const char *relu_chain_graph = "graph rc\n"
+                                      "input %x: f32[96, 320]\n"
+                                      "input %w: f32[320, 200]\n"
+                                      "%a: f32[96, 320] = aten.relu.default(%x)\n"
+                                      "%c: f32[96, 200] = aten.mm.default(%a, %w)\n"
+                                      "%d: f32[96, 200] = aten.neg.default(%c)\n"
+                                      "%e: f32[96, 200] = aten.relu.default(%d)\n"
+                                      "output %a, %e\n";
+
+static void test_a_pointwise_loop_merged_across_rows_is_cut_back_and_validates_on_both_chips(void)
+{
+    /* the front half merges relu's (96, 320) loops into one of 30720; the
+     * back half walks sticks per row of 320 */
+    CU_ASSERT_EQUAL(run_text(relu_chain_graph, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(relu_chain_graph, "spyre-4core"), 0);
+}
+
 static const char *layer_norm_graph =
     "graph ln\n"
     "input %x: f32[37, 200]\n"
@@ -727,6 +744,8 @@ int main(void)
         {"mlp runs and matches the reference and PyTorch on both chips",
          test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips},
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
+        {"a pointwise loop merged across rows is cut back and validates on both chips",
+         test_a_pointwise_loop_merged_across_rows_is_cut_back_and_validates_on_both_chips},
         {"a layer-norm graph validates on both chips", test_layer_norm_graph_validates_on_both_chips},
         {"a linear with an epilogue and a where validates on both chips",
          test_linear_with_epilogue_and_where_validates_on_both_chips},
