@@ -3,7 +3,9 @@
  * The kernel generators are be_matmul.c and be_rows.c. */
 #include "backend.h"
 
+#include <assert.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,8 @@ typedef struct {
     char tiles[192];     /* be_note(..., BE_NOTE_TILES, ...) */
     char restick[256];   /* be_note(..., BE_NOTE_RESTICK, ...), ", "-separated */
     int nrestick;
+    char lxread[256];    /* be_note(..., BE_NOTE_LXREAD, ...), ", "-separated */
+    int nlxread;
     int forced;          /* the split came from a work_div override */
     int64_t dram_rd, dram_wr; /* bytes of dma.ld / dma.st, all cores */
     int64_t lx_max;      /* most LX one core allocates */
@@ -54,13 +58,13 @@ static be_state *state_of(be_ctx *c)
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
-    char *dst = what == BE_NOTE_TILES ? ki->tiles : ki->restick;
+    char *dst = what == BE_NOTE_TILES ? ki->tiles : what == BE_NOTE_RESTICK ? ki->restick : ki->lxread;
     size_t cap = what == BE_NOTE_TILES ? sizeof ki->tiles : sizeof ki->restick, o = 0;
-    if (what == BE_NOTE_RESTICK) {
+    if (what != BE_NOTE_TILES) {
         o = strlen(dst);
         if (o && o + 2 < cap)
             o += (size_t)snprintf(dst + o, cap - o, ", ");
-        ki->nrestick++;
+        *(what == BE_NOTE_RESTICK ? &ki->nrestick : &ki->nlxread) += 1;
     }
     if (o >= cap)
         return;
@@ -536,13 +540,23 @@ static void measure(be_ctx *c, int pos, const size_t *first)
     }
 }
 
-int be_codegen_pass(ir_prog *p)
+int64_t be_lx_budget(const be_ctx *c, int pos)
 {
-    be_ctx *c = p->be;
+    return c->lx_floor ? c->lx_floor[pos] : (int64_t)c->cfg->lx_usable_bytes;
+}
+
+/* Emit every kernel into prog (the program's streams, or a scratch
+ * program for the LX plan's dry runs): a bar between kernels, each
+ * kernel tiled into the LX below the tensors kept there.  need (dry
+ * runs): per position, the most LX a core's kernel code allocated, -1
+ * where the kernel did not fit (the run goes on).  report: the report's
+ * figures. */
+static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report)
+{
+    ir_prog *p = c->p;
     const int ncores = c->cfg->cores;
-    c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
     for (int core = 0; core < ncores; core++)
-        cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
+        cc_emit_begin(&c->em[core], c->cfg, prog, core, p->err, p->errlen);
     for (int i = 0; i < p->norder; i++) {
         /* A bar before every kernel after the first: it orders a kernel
          * that reads an earlier kernel's result, and since each kernel
@@ -555,15 +569,21 @@ int be_codegen_pass(ir_prog *p)
         for (int core = 0; core < ncores; core++) {
             first[core] = c->em[core].s->n;
             c->em[core].lx_top = 0;
+            c->em[core].lx_limit = (uint64_t)c->lx_floor[i];
         }
         int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_emit(c, i) : be_rows_emit(c, i);
         for (int core = 0; core < ncores && !rc; core++)
             if (cc_emit_failed(&c->em[core]))
                 rc = -1;
-        if (!rc)
+        if (!rc && report)
             measure(c, i, first);
+        for (int core = 0; core < ncores && need; core++) {
+            need[i] = rc ? -1 : cc_max(need[i], (int64_t)c->em[core].lx_top);
+            c->em[core].failed = 0;
+            c->em[core].kname = NULL;
+        }
         free(first);
-        if (rc)
+        if (rc && !need)
             return -1;
     }
     for (int core = 0; core < ncores; core++) {
@@ -572,6 +592,241 @@ int be_codegen_pass(ir_prog *p)
             return -1;
     }
     return 0;
+}
+
+/* ---- lxplan: tensors kept in LX across kernels ----
+ *
+ * A result stays in LX from its producer to a later kernel when both
+ * walk it aligned (be_access) and split its rows over the same number of
+ * cores: each core then keeps exactly the rows it wrote and later reads.
+ * The plan walks the kernels in order.  A new result gets the highest LX
+ * range that is free and lies above the working LX (measured by a dry
+ * run of codegen) of every kernel it lives through; when none is free,
+ * of it and the tensors already kept the one read again furthest in the
+ * future leaves LX (Belady): a kept tensor "spills" (its producer also
+ * writes it to DRAM, and its later readers reload it from there), the new
+ * one simply goes to DRAM. */
+
+typedef struct {
+    int *uses;    /* positions that read it aligned, ascending */
+    int nuses;
+    int producer; /* position that writes it aligned (-1: none) */
+    int cores;    /* the producer's cores */
+    int other;    /* read or written some other way: DRAM needed */
+} lx_cand;
+
+int be_res_reads(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    return r && r->on && r->from < pos && pos <= r->to;
+}
+
+int be_res_writes(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    return r && r->on && r->from == pos;
+}
+
+void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
+                 int64_t gs)
+{
+    const be_res *r = &c->res[buf];
+    const int64_t sb = c->t.stick, part = r->lx + (g0 * r->rows_cap + i0) * sb;
+    assert(r->on && i0 >= 0 && i0 + n <= r->rows_cap);
+    cc_dma_shape sh = cc_dma_groups(n, G, store ? r->rows_cap * sb : gs, store ? gs : r->rows_cap * sb);
+    cc_emit_dma(e, store ? ISA_OP_DMA_LXS : ISA_OP_DMA_LX, cc_abs(store ? part : lx), cc_abs(store ? lx : part), &sh);
+}
+
+/* The next position >= pos that reads candidate x aligned (INT_MAX: none). */
+static int next_use(const lx_cand *x, int pos)
+{
+    for (int i = 0; i < x->nuses; i++)
+        if (x->uses[i] >= pos)
+            return x->uses[i];
+    return INT_MAX;
+}
+
+/* The highest stick-aligned range of `bytes` in [floor, top) that no
+ * region of the tensors in LX at pos overlaps; -1 when none. */
+static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int64_t bytes)
+{
+    const ir_prog *p = c->p;
+    int64_t hi = top;
+    for (;;) {
+        int64_t lo = hi - bytes;
+        if (lo < floor)
+            return -1;
+        int64_t clash = -1; /* the lowest start of a region overlapping [lo, hi) */
+        for (int b = 0; b < p->nbufs; b++) {
+            const be_res *r = &c->res[b];
+            if (r->on && r->from <= pos && pos <= r->to && r->lx < hi && lo < r->lx + r->bytes)
+                clash = clash < 0 || r->lx < clash ? r->lx : clash;
+        }
+        if (clash < 0)
+            return lo;
+        hi = clash;
+    }
+}
+
+static int lx_plan(be_ctx *c, const int64_t *need)
+{
+    ir_prog *p = c->p;
+    const int64_t sb = c->t.stick, top = (int64_t)c->cfg->lx_usable_bytes / sb * sb;
+    lx_cand *x = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *x);
+    int *reads = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *reads), *writes = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writes);
+    int rc = 0;
+    for (int b = 0; b < p->nbufs; b++) {
+        x[b].producer = -1;
+        x[b].other = p->bufs[b].output || p->bufs[b].kind != IR_BUF_COMPUTED;
+    }
+    for (int i = 0; i < p->norder && !rc; i++) {
+        int nr, nw, na = 0;
+        be_access *acc = NULL;
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        if ((p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_access : be_rows_access)(c, i, &acc, &na)) {
+            rc = -1;
+            break;
+        }
+        for (int j = 0; j < nr + nw; j++) {
+            const int b = j < nr ? reads[j] : writes[j - nr], write = j >= nr;
+            if (!c->lay[b].dram)
+                continue;
+            int aligned = na > 0;
+            for (int a = 0; a < na; a++)
+                if (acc[a].buf == b && acc[a].write == write)
+                    aligned &= acc[a].aligned;
+            int found = 0;
+            for (int a = 0; a < na; a++)
+                found |= acc[a].buf == b && acc[a].write == write;
+            if (!found || !aligned) {
+                x[b].other = 1;
+            } else if (write) {
+                x[b].producer = i;
+                x[b].cores = c->work[i].cores;
+            } else if (x[b].producer >= 0 && c->work[i].cores == x[b].cores) {
+                x[b].uses = ir_xgrow(x[b].uses, &(int){x[b].nuses}, x[b].nuses + 1, sizeof *x[b].uses);
+                x[b].uses[x[b].nuses++] = i;
+            } else {
+                x[b].other = 1;
+            }
+        }
+        free(acc);
+    }
+    for (int i = 0; i < p->norder && !rc; i++) {
+        for (int b = 0; b < p->nbufs; b++) {
+            if (x[b].producer != i || !x[b].nuses)
+                continue;
+            be_res *r = &c->res[b];
+            const be_layout *L = &c->lay[b];
+            r->from = i;
+            r->to = x[b].uses[x[b].nuses - 1];
+            r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
+            r->bytes = r->rows_cap * L->groups * sb;
+            r->dram = x[b].other;
+            int64_t floor = 0;
+            for (int k = r->from; k <= r->to; k++)
+                floor = cc_max(floor, cc_round_up(need[k], sb));
+            for (;;) {
+                int64_t at = lx_fit(c, i, floor, top, r->bytes);
+                if (at >= 0) {
+                    r->on = 1;
+                    r->lx = at;
+                    break;
+                }
+                /* Belady: of the tensors in LX and this one, the one read again furthest away leaves */
+                int victim = b, far = next_use(&x[b], i + 1);
+                for (int v = 0; v < p->nbufs; v++) {
+                    const be_res *q = &c->res[v];
+                    if (v != b && q->on && q->from < i && i <= q->to && next_use(&x[v], i) > far) {
+                        far = next_use(&x[v], i);
+                        victim = v;
+                    }
+                }
+                if (victim == b) {
+                    r->dram = 1;
+                    break;
+                }
+                be_res *q = &c->res[victim];
+                q->to = i - 1;
+                q->spilled = 1;
+                q->dram = 1;
+                q->on = q->to > q->from; /* no reader left in LX: it simply goes to DRAM */
+            }
+        }
+    }
+    for (int b = 0; b < p->nbufs; b++)
+        free(x[b].uses);
+    free(x);
+    free(reads);
+    free(writes);
+    return rc;
+}
+
+/* The share of LX a kernel is asked to tile into when tensors kept
+ * across kernels need the rest: half, an even trade between a kernel's
+ * double buffers and what stays on chip (docs/compiler.md). */
+#define LX_KERNEL_SHARE 0.5
+/* ... when its estimate grows by at most this (row kernels: chunks
+ * smaller than a quarter of a core's part only add DMA instructions) */
+#define LX_SHRINK_COST 0.02
+
+int be_codegen_pass(ir_prog *p)
+{
+    be_ctx *c = p->be;
+    const int ncores = c->cfg->cores;
+    c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
+    c->res = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c->res);
+    c->lx_floor = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_floor);
+    for (int i = 0; i < p->norder; i++)
+        c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
+    if (!p->opts.no_lx_plan && !p->opts.no_lx_keep) {
+        /* Dry runs measure each kernel's working LX, tiled into all of LX
+         * and into LX_KERNEL_SHARE of it; the plan keeps the smaller free
+         * (the larger where only it fits).  A kernel is tiled into the LX
+         * the kept tensors leave it, so a kernel with none keeps all. */
+        int64_t *need = ir_xalloc((size_t)(p->norder + 1) * sizeof *need);
+        int64_t *small = ir_xalloc((size_t)(p->norder + 1) * sizeof *small);
+        isa_program *dry = isa_program_new(ncores), *dry2 = isa_program_new(ncores);
+        if (!dry || !dry2)
+            abort();
+        double *est = ir_xalloc((size_t)(p->norder + 1) * sizeof *est);
+        int rc = emit_all(c, dry, need, 0);
+        for (int i = 0; i < p->norder && !rc; i++) {
+            rc = need[i] < 0; /* the error is the kernel's own */
+            if (p->kernels[p->order[i]].kind == IR_MATMUL)
+                est[i] = be_matmul_estimate(c, i);
+            c->lx_floor[i] = (int64_t)(c->cfg->lx_usable_bytes * LX_KERNEL_SHARE) / c->t.stick * c->t.stick;
+        }
+        if (!rc) {
+            p->err[0] = 0;
+            rc = emit_all(c, dry2, small, 0);
+        }
+        /* the smaller tiling only where the cost model sees it cost
+         * nothing: a matmul's smaller blocks can re-read operands */
+        for (int i = 0; i < p->norder && !rc; i++) {
+            if (small[i] >= 0 &&
+                (p->kernels[p->order[i]].kind != IR_MATMUL || be_matmul_estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST)))
+                need[i] = small[i];
+            c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
+        }
+        free(est);
+        if (!rc) {
+            p->err[0] = 0; /* a kernel that did not fit in the smaller share */
+            rc = lx_plan(c, need);
+        }
+        isa_program_free(dry);
+        isa_program_free(dry2);
+        free(need);
+        free(small);
+        if (rc)
+            return -1;
+        for (int b = 0; b < p->nbufs; b++) {
+            const be_res *r = &c->res[b];
+            for (int i = r->from; r->on && i <= r->to; i++)
+                c->lx_floor[i] = cc_min(c->lx_floor[i], r->lx);
+        }
+    }
+    return emit_all(c, c->prog, NULL, 1);
 }
 
 void be_free(ir_prog *p)
@@ -583,6 +838,8 @@ void be_free(ir_prog *p)
     free(c->lay);
     free(c->work);
     free(c->em);
+    free(c->res);
+    free(c->lx_floor);
     isa_program_free(c->prog);
     free(st->k);
     free(st);
@@ -610,13 +867,44 @@ static void print_names(const ir_prog *p, FILE *f, const int *b, int n, int dram
             fprintf(f, "%s %s", (*printed)++ ? "," : "", p->bufs[b[i]].name);
 }
 
+/* The report's lines on the tensors kernel pos keeps in LX for later
+ * kernels, the ones it spills, and the spilled ones it reloads. */
+static void print_kept(const be_ctx *c, FILE *f, int pos, const int *reads, int nr, const int *writes, int nw,
+                       int *kept, int *spills, int *reloads)
+{
+    const ir_prog *p = c->p;
+    int printed = 0;
+    fputs("  kept in lx:", f);
+    for (int j = 0; j < nw; j++) {
+        const be_res *r = &c->res[writes[j]];
+        if (!r->on || r->from != pos)
+            continue;
+        fprintf(f, "%s %s for %s..%s (%" PRId64 " bytes per core at lx %" PRId64 "%s)", printed++ ? "," : "",
+                p->bufs[writes[j]].name, p->kernels[p->order[pos]].name, p->kernels[p->order[r->to]].name, r->bytes,
+                r->lx, r->spilled ? "; spilled: also written to dram" : r->dram ? "; also written to dram" : "");
+        (*kept)++;
+        *spills += r->spilled;
+    }
+    fputs(printed ? "\n" : " none\n", f);
+    printed = 0;
+    for (int j = 0; j < nr; j++) {
+        const be_res *r = &c->res[reads[j]];
+        if (!r->spilled || pos <= r->to)
+            continue;
+        fprintf(f, "%s%s", printed++ ? ", " : "  reloads from dram (spilled): ", p->bufs[reads[j]].name);
+        (*reloads)++;
+    }
+    if (printed)
+        fputc('\n', f);
+}
+
 /* The back half's section of cc_compile_report (docs/compiler.md). */
 static void print_report(const ir_prog *p, FILE *f)
 {
     be_ctx *c = p->be;
     const be_state *st = state_of(c);
     int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
-    int nr, nw, maxcores = 0, nrestick = 0, loops = 0;
+    int nr, nw, maxcores = 0, nrestick = 0, loops = 0, kept = 0, spills = 0, reloads = 0, lxreads = 0;
     int64_t rd = 0, wr = 0, lx = 0;
     fprintf(f, "target %s (%d cores):\n", st->cfgname, st->ncores);
     for (int i = 0; i < p->norder; i++) {
@@ -652,6 +940,9 @@ static void print_report(const ir_prog *p, FILE *f)
         print_names(p, f, writes, nw, 1, c->lay, &printed);
         fputs(printed ? "\n" : " none\n", f);
         fprintf(f, "  restickified: %s\n", ki->restick[0] ? ki->restick : "none");
+        print_kept(c, f, i, reads, nr, writes, nw, &kept, &spills, &reloads);
+        fprintf(f, "  from lx: %s\n", ki->lxread[0] ? ki->lxread : "none");
+        lxreads += ki->nlxread;
         fprintf(f, "  dram bytes: %" PRId64 " read, %" PRId64 " written%s; lx up to %" PRId64 " bytes per core\n",
                 ki->dram_rd, ki->dram_wr, ki->loops ? " (loop bodies counted once)" : "", ki->lx_max);
         rd += ki->dram_rd;
@@ -666,6 +957,9 @@ static void print_report(const ir_prog *p, FILE *f)
             " bytes written%s, %d operand%s restickified, lx up to %" PRId64 " bytes per core\n",
             st->cfgname, p->norder, p->norder == 1 ? "" : "s", maxcores, rd, wr,
             loops ? " (loop bodies counted once)" : "", nrestick, nrestick == 1 ? "" : "s", lx);
+    fprintf(f, "lx across kernels: %d tensor%s kept, %d read%s from lx, %d spill%s, %d reload%s from dram%s\n", kept,
+            kept == 1 ? "" : "s", lxreads, lxreads == 1 ? "" : "s", spills, spills == 1 ? "" : "s", reloads,
+            reloads == 1 ? "" : "s", p->opts.no_lx_plan ? " (--no-lx-plan)" : p->opts.no_lx_keep ? " (--no-lx-keep)" : "");
     free(reads);
     free(writes);
 }

@@ -38,6 +38,31 @@ typedef struct {
     int stage_whole;   /* MATMUL: restickified operands staged whole once per core (bit 0 A, bit 1 B) */
 } be_work;
 
+/* A tensor kept in LX across kernels (the lxplan step of codegen,
+ * backend.c): from its producer's position to the last consumer that
+ * reads it there.  Every core holds its own rows of it, the rows the
+ * producer and those consumers give that core alike, at the same LX
+ * offset: row i of the core's part, stick group g, at
+ * lx + (g * rows_cap + i) * stick. */
+typedef struct {
+    int on;            /* kept in LX for positions from..to */
+    int from, to;
+    int64_t lx, rows_cap, bytes;
+    int dram;          /* the producer also stores it to DRAM: a graph output, a reader that
+                          cannot take it from LX, or a spill */
+    int spilled;       /* evicted before its last reader (LX was needed): later readers reload
+                          it from DRAM */
+} be_res;
+
+/* How a kernel touches a DRAM buffer: aligned when it walks the buffer
+ * as its own rows x all columns, so that the same split of rows over the
+ * same cores gives every core the same rows of it (be_rows_access). */
+typedef struct {
+    int buf;
+    int write;
+    int aligned;
+} be_access;
+
 typedef struct be_ctx {
     ir_prog *p;
     const sim_config *cfg;
@@ -45,6 +70,8 @@ typedef struct be_ctx {
     be_layout *lay;    /* per buffer */
     be_work *work;     /* per kernel position */
     int restick;       /* layout conflicts that would need a restickify */
+    be_res *res;       /* per buffer: kept in LX across kernels (all off with no_lx_plan) */
+    int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     char *err;
@@ -193,6 +220,7 @@ typedef struct {
     int64_t stage;    /* LX of that copy (per core) */
     int gather;       /* TILE of weight rows picked by dma.gather (an ILOAD; v unused) */
     int ids;          /* gather: the load expression of its row numbers (an fp32 input) */
+    int res;          /* TILE read from its buffer's LX region (kept there by an earlier kernel) */
 } rk_load;
 
 typedef struct {
@@ -202,12 +230,14 @@ typedef struct {
     be_vclass cls;
     int dram;         /* stored */
     int staged;       /* stored through a staged copy in LX (sfp.rst), not a view */
+    int res;          /* also copied to its buffer's LX region, kept there for later kernels */
     be_view sv;
 } rk_node;
 
 typedef struct {
     be_ctx *c;
     const ir_kernel *K;
+    int pos;          /* the kernel's position */
     int nvars, colvar;
     int64_t cols, G, rows;
     be_rowspace rsp;
@@ -228,9 +258,35 @@ typedef struct {
  * expressions, classified against k->colvar and k->rsp. */
 void be_collect_load(void *ctx, const ir_expr *x);
 void rk_free(rk_plan *k);
+/* Does view v walk buffer buf as k's rows x all its columns: row r of
+ * the row space at layout row r, every stick group, the lane variable
+ * along the sticks?  Then kernels that split rows alike over the same
+ * cores give each core the same rows of buf. */
+int be_rows_aligned(const rk_plan *k, int buf, const be_view *v);
 /* Temps expression e adds to those already counted in seen (per arena id). */
 int64_t be_count_temps(ir_prog *p, int e, char *seen);
 
+
+/* The LX kernel pos may allocate: all the compiler may plan, less the
+ * tensors kept in LX across it (lxplan). */
+int64_t be_lx_budget(const be_ctx *c, int pos);
+/* Does kernel pos read buffer buf from its LX region (kept there, and
+ * read aligned by this kernel)?  Does it store it there? */
+int be_res_reads(const be_ctx *c, int buf, int pos);
+int be_res_writes(const be_ctx *c, int buf, int pos);
+/* dma.lx (load) or dma.lxs (store) between rows [i0, i0 + n), stick
+ * groups [g0, g0 + G) of a core's part of resident buf and a tile of G
+ * groups at lx, group stride gs. */
+void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
+                 int64_t gs);
+
+/* The DRAM buffers a kernel reads and writes (*out, n of them; the
+ * caller frees *out); -1 with an error. */
+int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
+int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
+/* The cost model's cycles for matmul kernel pos as planned, tiled into
+ * be_lx_budget (DBL_MAX: no tiling fits). */
+double be_matmul_estimate(be_ctx *c, int pos);
 
 /* Kernel generators: -1 with an error. */
 int be_matmul_plan(be_ctx *c, int pos);
@@ -240,8 +296,9 @@ int be_rows_emit(be_ctx *c, int pos);
 
 /* A note for the report about the kernel at pos, from the *_plan
  * functions: BE_NOTE_TILES replaces the tile description,
- * BE_NOTE_RESTICK appends a restickified operand. */
-enum { BE_NOTE_TILES, BE_NOTE_RESTICK };
+ * BE_NOTE_RESTICK appends a restickified operand, BE_NOTE_LXREAD a
+ * tensor read from where an earlier kernel kept it in LX. */
+enum { BE_NOTE_TILES, BE_NOTE_RESTICK, BE_NOTE_LXREAD };
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -53,6 +53,7 @@ typedef struct {
     int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
     int aw, bw;          /* A / B staged whole once per core (not per block) */
     int64_t whole_bytes; /* LX of the operands staged whole */
+    int ares;            /* A read from its LX region (kept there by an earlier kernel) */
 } mm_plan;
 
 static void mm_free(mm_plan *m) { rk_free(&m->ep); }
@@ -143,6 +144,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     rk_plan *k = &m->ep;
     k->c = c;
     k->K = K;
+    k->pos = pos;
     k->nvars = mm->nvars;
     k->colvar = m->vn;
     k->cols = m->N;
@@ -366,7 +368,7 @@ static int mm_better(const mm_tiling *a, const mm_tiling *b)
  * doubled (balanced over the row blocks); the cheapest estimate wins. */
 static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
-    const int64_t budget = (int64_t)m->c->cfg->lx_usable_bytes - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
+    const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
     const int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
     int found = 0;
     for (int64_t ks = 128; ks >= 0; ks = ks ? ks / 2 : -1) {
@@ -491,6 +493,70 @@ static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
     return tl.cycles;
 }
 
+/* Can this kernel take A and its epilogue's tiles from, and leave its
+ * results in, LX regions kept across kernels?  With one core per row
+ * part (gn 1, no batch) a core's rows are a contiguous part as in row
+ * kernels; then each buffer walked aligned (be_rows_aligned) qualifies. */
+static int mm_aligned_a(const mm_plan *m, int pos)
+{
+    const be_work *w = &m->c->work[pos];
+    if (w->gn != 1 || m->nbatch != 1 || m->ag)
+        return 0;
+    rk_plan a = {0};
+    a.c = m->c;
+    a.rsp = m->arsp;
+    a.rows = m->M;
+    a.G = m->KG;
+    a.cols = m->Kd;
+    return be_rows_aligned(&a, m->mm->a, &m->av);
+}
+
+static int mm_aligned_tile(const mm_plan *m, int pos, int buf, const be_view *v)
+{
+    const be_work *w = &m->c->work[pos];
+    return w->gn == 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v);
+}
+
+int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
+{
+    mm_plan m;
+    *out = NULL;
+    *n = 0;
+    if (mm_build(c, pos, &m)) {
+        mm_free(&m);
+        return -1;
+    }
+    be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
+    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos)};
+    a[(*n)++] = (be_access){m.mm->b, 0, 0};
+    for (int i = 0; i < m.ep.nl; i++) {
+        const rk_load *L = &m.ep.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        a[(*n)++] = (be_access){buf, 0, L->cls == BE_V_TILE && !L->staged && !L->gather && mm_aligned_tile(&m, pos, buf, &L->v)};
+    }
+    for (int j = 0; j < m.ep.nn; j++) {
+        const rk_node *rn = &m.ep.nodes[j];
+        const int buf = c->p->nodes[rn->node].out;
+        if (rn->dram)
+            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv)};
+    }
+    mm_free(&m);
+    *out = a;
+    return 0;
+}
+
+double be_matmul_estimate(be_ctx *c, int pos)
+{
+    mm_plan m;
+    double e = DBL_MAX, bytes;
+    if (!mm_build(c, pos, &m)) {
+        mm_set_whole(&m, c->work[pos].stage_whole);
+        e = mm_cost(&m, c->work[pos].gm, c->work[pos].gn, &bytes);
+    }
+    mm_free(&m);
+    return e;
+}
+
 int be_matmul_plan(be_ctx *c, int pos)
 {
     mm_plan m;
@@ -550,7 +616,7 @@ int be_matmul_plan(be_ctx *c, int pos)
             if (!mt || !ns || mm_block(&m, w->gm, w->gn, mt, ns, &tl))
                 continue;
             int64_t need = mm_lx_measured(&m, &tl, m0, mt, g0, ns, &est);
-            if (need > (int64_t)c->cfg->lx_usable_bytes) {
+            if (need > be_lx_budget(c, pos)) {
                 double se = (double)mm_stage_est(&m, tl.MB, tl.NBS, tl.KC);
                 double sm = se + (double)(need - est) / 2;
                 grow = grow > sm / se ? grow : sm / se;
@@ -567,7 +633,7 @@ int be_matmul_plan(be_ctx *c, int pos)
         }
         if (!rc && best == DBL_MAX)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
-                          (unsigned long long)c->cfg->lx_usable_bytes);
+                          (unsigned long long)be_lx_budget(c, pos));
         w->cores = (int)(w->gm * w->gn);
         w->est_cycles = best;
         w->rows = m.M;
@@ -638,6 +704,7 @@ typedef struct {
     int64_t aws, bws; /* operands staged whole (m->aw / m->bw) at these */
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
     int64_t nblk, nchunk;
+    int64_t m0;       /* the core's first row */
     be_tile T;
 } mm_core;
 
@@ -787,7 +854,10 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         rk_load *L = &k->loads[i];
         be_view v = L->cls == BE_V_ROW ? L->v : shifted(&L->v, g0);
         be_val val = {L->cls, 0, at, L->v.lane};
-        if (L->cls == BE_V_TILE) {
+        if (L->res) {
+            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, m0 - mc->m0, mb, g0, nbs, at, MB * sb);
+            at += mc->NBS * MB * sb;
+        } else if (L->cls == BE_V_TILE) {
             be_dma_rows(c, e, ISA_OP_DMA_LD, at, MB * sb, &v, &k->rsp, arow, mb, nbs);
             at += mc->NBS * MB * sb;
         } else if (L->cls == BE_V_COL) {
@@ -822,7 +892,9 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
         for (int u = 0; u < mc->nc; u++)
             cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
-        if (!m->ag) {
+        if (m->ares) {
+            be_res_copy(c, e, 0, m->mm->a, m0 - mc->m0, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
+        } else if (!m->ag) {
             be_view av = shifted(&m->av, k0 / lanes);
             be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
         }
@@ -917,6 +989,9 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         be_view v = shifted(&k->nodes[j].sv, g0);
         be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, arow, mb, nbs);
     }
+    for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
+        if (k->nodes[j].res)
+            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, m0 - mc->m0, mb, g0, nbs, vals[j].lx, MB * sb);
     cc_emit_sig(e, ISA_U_DMAO, mc->eempty[q]);
     for (int u = 0; u < mc->nc; u++)
         cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
@@ -934,6 +1009,24 @@ int be_matmul_emit(be_ctx *c, int pos)
         mm_free(&m);
         return be_error(c, m.K, "more than 64 epilogue nodes (not supported yet)");
     }
+    /* tensors kept in LX across kernels (lxplan) */
+    m.ares = mm_aligned_a(&m, pos) && be_res_reads(c, m.mm->a, pos);
+    if (m.ares)
+        be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m.mm->a].name);
+    for (int i = 0; i < m.ep.nl; i++) {
+        rk_load *L = &m.ep.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
+                 mm_aligned_tile(&m, pos, buf, &L->v);
+        if (L->res)
+            be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
+    }
+    for (int j = 0; j < m.ep.nn; j++) {
+        rk_node *rn = &m.ep.nodes[j];
+        const int buf = c->p->nodes[rn->node].out;
+        rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
+        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
+    }
     const be_work *w = &c->work[pos];
     const int64_t sb = c->t.stick;
     int rc = 0;
@@ -950,6 +1043,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         memset(&mc, 0, sizeof mc);
         mc.m = &m;
         mc.e = e;
+        mc.m0 = m0;
         if (mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
             rc = be_error(c, m.K, "no block of the product fits LX");
             break;

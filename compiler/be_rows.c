@@ -687,6 +687,7 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     memset(k, 0, sizeof *k);
     k->c = c;
     k->K = K;
+    k->pos = pos;
     const ir_sig *s = &K->sig;
     k->nvars = s->nouter + s->nred;
     if (K->kind == IR_REDUCTION) {
@@ -774,6 +775,53 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     free(w.produced);
     free(seen);
     return w.failed ? -1 : 0;
+}
+
+int be_rows_aligned(const rk_plan *k, int buf, const be_view *v)
+{
+    const be_ctx *c = k->c;
+    const be_layout *L = &c->lay[buf];
+    const cc_ttype *T = &c->p->bufs[buf].type;
+    if (!L->dram || L->f32 || v->lane || v->base != (int64_t)L->off || k->rows != L->rows || k->G != L->groups ||
+        (L->groups > 1 && v->gstride != L->rows * c->t.stick) || !T->rank || k->cols != T->shape[L->stick_dim])
+        return 0;
+    int64_t st = 1;
+    for (int i = k->rsp.nv - 1; i >= 0; i--) {
+        if (k->rsp.ext[i] > 1 && v->rs[k->rsp.var[i]] != st)
+            return 0;
+        st *= k->rsp.ext[i];
+    }
+    return 1;
+}
+
+int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
+{
+    rk_plan k;
+    *out = NULL;
+    *n = 0;
+    if (rk_build(c, pos, &k)) {
+        rk_free(&k);
+        return -1;
+    }
+    be_access *a = ir_xalloc((size_t)(k.nl + k.nn + 1) * sizeof *a);
+    for (int i = 0; i < k.nl; i++) {
+        const rk_load *L = &k.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        a[*n] = (be_access){buf, 0, L->cls == BE_V_TILE && !L->staged && !L->gather && be_rows_aligned(&k, buf, &L->v)};
+        (*n)++;
+        if (L->gather) /* and its row numbers */
+            a[(*n)++] = (be_access){c->p->A.e[L->ids].buf, 0, 0};
+    }
+    for (int i = 0; i < k.nn; i++) {
+        const rk_node *N = &k.nodes[i];
+        if (!N->dram)
+            continue;
+        const int buf = c->p->nodes[N->node].out;
+        a[(*n)++] = (be_access){buf, 1, N->cls == BE_V_TILE && !N->staged && be_rows_aligned(&k, buf, &N->sv)};
+    }
+    rk_free(&k);
+    *out = a;
+    return 0;
 }
 
 /* LX bytes per row of a slot, and fixed. */
@@ -923,7 +971,7 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
 static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t per_row, int64_t fixed,
                              int64_t *stage)
 {
-    const int64_t lx = (int64_t)k->c->cfg->lx_usable_bytes;
+    const int64_t lx = be_lx_budget(k->c, k->pos);
     int64_t R = cc_min(cc_min(rt, cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16))), 4096);
     R = cc_min(R, (lx - fixed) / (2 * per_row));
     int staged = 0;
@@ -979,7 +1027,7 @@ int be_rows_plan(be_ctx *c, int pos)
             R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
             if (R < 1)
                 rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu",
-                              k.cols, fixed + 2 * (per_row + stage), (unsigned long long)c->cfg->lx_usable_bytes);
+                              k.cols, fixed + 2 * (per_row + stage), (unsigned long long)be_lx_budget(c, pos));
         }
         if (!rc) {
             be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
@@ -998,6 +1046,7 @@ typedef struct {
     rk_plan *k;
     cc_emit *e;
     int64_t R, slot[2], slot_bytes, colbase;
+    int64_t part0;        /* the core's first row */
     int full[2], done[2], empty[2];
     int64_t chunk;
     be_tile T;
@@ -1131,6 +1180,8 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
         if (L->gather)
             rk_gather_rows(rc, L, at, r0, n);
+        else if (L->res)
+            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, r0 - rc->part0, n, 0, ng, at, gs);
         else if (!L->staged)
             be_dma_rows(c, e, ISA_OP_DMA_LD, at, gs, &L->v, &k->rsp, r0, n, ng);
         at += ng * gs;
@@ -1249,10 +1300,14 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     cc_emit_wait(e, ISA_U_DMAO, rc->done[s]);
     for (int j = 0; j < k->nn && !failed && j < 64; j++) {
         rk_node *rn = &k->nodes[j];
-        if (!rn->dram)
-            continue;
         int64_t ng = rn->cls == BE_V_TILE ? k->G : 1;
-        be_dma_rows(c, e, ISA_OP_DMA_ST, nv[j].lx, gs, &rn->sv, &k->rsp, r0, n, ng);
+        if (rn->dram)
+            be_dma_rows(c, e, ISA_OP_DMA_ST, nv[j].lx, gs, &rn->sv, &k->rsp, r0, n, ng);
+    }
+    for (int j = 0; j < k->nn && !failed && j < 64; j++) { /* after the DRAM stores, which take longer */
+        rk_node *rn = &k->nodes[j];
+        if (rn->res)
+            be_res_copy(c, e, 1, c->p->nodes[rn->node].out, r0 - rc->part0, n, 0, k->G, nv[j].lx, gs);
     }
     cc_emit_sig(e, ISA_U_DMAO, rc->empty[s]);
     if (failed && !e->failed)
@@ -1274,6 +1329,22 @@ int be_rows_emit(be_ctx *c, int pos)
         rk_free(&k);
         return be_error(c, k.K, "more than 256 loads in one kernel (not supported yet)");
     }
+    /* tensors kept in LX across kernels (lxplan): read from / copied to
+     * their regions; a kept result goes to DRAM only when it must */
+    for (int i = 0; i < k.nl; i++) {
+        rk_load *L = &k.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
+                 be_rows_aligned(&k, buf, &L->v);
+        if (L->res)
+            be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
+    }
+    for (int j = 0; j < k.nn; j++) {
+        rk_node *rn = &k.nodes[j];
+        const int buf = c->p->nodes[rn->node].out;
+        rn->res = rn->dram && be_res_writes(c, buf, pos);
+        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
+    }
     const be_work *w = &c->work[pos];
     const int64_t sb = c->t.stick;
     int rc_ = 0;
@@ -1289,6 +1360,7 @@ int be_rows_emit(be_ctx *c, int pos)
         memset(&rc, 0, sizeof rc);
         rc.k = &k;
         rc.e = e;
+        rc.part0 = r0;
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
         int64_t col_fixed = 0, stage;

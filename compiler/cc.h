@@ -93,6 +93,9 @@ typedef struct {
      * comparison with the default, where fused kernels keep their
      * intermediates in LX). */
     int no_lx_plan;
+    /* 1: no tensor is kept in LX from one kernel to a later one (the
+     * fusions still keep their intermediates); no_lx_plan implies it. */
+    int no_lx_keep;
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;

@@ -74,6 +74,7 @@ typedef struct {
     int core;
     isa_stream *s;
     uint64_t lx_top;    /* next free LX byte */
+    uint64_t lx_limit;  /* LX a kernel may allocate below (0: cfg->lx_usable_bytes); tensors kept in LX across kernels lie above */
     int ntokens;        /* tokens handed out */
     int nregs;          /* registers handed out (r1..) */
     int depth;          /* open loops */

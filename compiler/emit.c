@@ -166,10 +166,10 @@ int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
         return -1;
     uint64_t sb = e->cfg->stick_bytes;
     uint64_t size = ((uint64_t)bytes + sb - 1) / sb * sb;
-    if (bytes <= 0 || e->lx_top + size > e->cfg->lx_usable_bytes)
+    uint64_t limit = e->lx_limit ? e->lx_limit : e->cfg->lx_usable_bytes;
+    if (bytes <= 0 || e->lx_top + size > limit)
         return cc_emit_error(e, "LX budget exceeded allocating %s (%" PRId64 " bytes; %llu of %llu usable bytes in use)",
-                             what, bytes, (unsigned long long)e->lx_top,
-                             (unsigned long long)e->cfg->lx_usable_bytes);
+                             what, bytes, (unsigned long long)e->lx_top, (unsigned long long)limit);
     int64_t off = (int64_t)e->lx_top;
     e->lx_top += size;
     return off;

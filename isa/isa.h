@@ -190,6 +190,7 @@ typedef struct isa_insn {
     X(DMA_LD, "dma.ld", 0x10, DMA, ISA_C_DMAI, FIXED, "LX[d..] := DRAM[a..], run sticks x 4 loop levels") \
     X(DMA_ST, "dma.st", 0x11, DMA, ISA_C_DMAO, FIXED, "DRAM[d..] := LX[a..], run sticks x 4 loop levels") \
     X(DMA_LX, "dma.lx", 0x12, DMA, ISA_C_DMAI, FIXED, "LX[d..] := LX[a..], run sticks x 4 loop levels") \
+    X(DMA_LXS, "dma.lxs", 0x14, DMA, ISA_C_DMAO, FIXED, "LX[d..] := LX[a..] on the store engine (a result kept in LX past its kernel), run sticks x 4 loop levels") \
     X(DMA_GATHER, "dma.gather", 0x13, GATHER, ISA_C_DMAI, FIXED, "for i1<n1, i0<n0: LX[d + i0*ds0 + i1*ds1..] := DRAM[a + x*as0 + i1*as1..], run sticks, x = fp32 LX[b + i0*bs0], an integer in [0, rows)") \
     X(PT_MM, "pt.mm", 0x20, PT, ISA_C_PT, FIXED,   "d[m x n] := (f&acc ? p : 0) + a[m x k] * b[k x n], fp32 sums, d in DL16 or fp32 (f&f32)") \
     X(SFP_MOV,   "sfp.mov",   0x30, SFP, ISA_C_SFP, SIMPLE, "d := a") \

@@ -16,6 +16,9 @@
  * and weights, run, check.  Returns the number of outputs not ok, -1 on
  * a failure before the check (message printed). */
 static int no_lx_plan; /* compile with cc_compile_opts.no_lx_plan */
+static int no_lx_keep; /* ... no_lx_keep */
+static const char *const *run_wd; /* ... work_div (run_nwd of them) */
+static int run_nwd;
 
 static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs, const char *expected,
                      sim_stats *stats_out)
@@ -26,6 +29,9 @@ static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs,
     cc_compile_opts o = {0};
     o.target = &cfg;
     o.no_lx_plan = no_lx_plan;
+    o.no_lx_keep = no_lx_keep;
+    o.work_div = run_wd;
+    o.nwork_div = run_nwd;
     cc_result *r = cc_compile(g, &o, err, sizeof err);
     if (!r) {
         fprintf(stderr, "compile %s on %s: %s\n", g->name, cfgname, err);
@@ -680,6 +686,62 @@ static void test_a_matmul_operand_larger_than_lx_is_staged_per_block(void)
  * kernel keeps max, exp and sum on chip) fewer DRAM bytes and fewer cycles
  * than without (every intermediate through DRAM), on both chips, and both
  * validate. */
+/* Five results, each read again later; a1 last at the very end. */
+static const char *keep_graph = "graph keep\n"
+                                "input %x: f32[8192, 256]\n"
+                                "input %w: f32[256, 256]\n"
+                                "%a1: f32[8192, 256] = aten.neg.default(%x)\n"
+                                "%m1: f32[8192, 256] = aten.mm.default(%a1, %w)\n"
+                                "%a2: f32[8192, 256] = aten.relu.default(%m1)\n"
+                                "%m2: f32[8192, 256] = aten.mm.default(%a2, %w)\n"
+                                "%a3: f32[8192, 256] = aten.relu.default(%m2)\n"
+                                "%m3: f32[8192, 256] = aten.mm.default(%a3, %w)\n"
+                                "%a4: f32[8192, 256] = aten.relu.default(%m3)\n"
+                                "%m4: f32[8192, 256] = aten.mm.default(%a4, %w)\n"
+                                "%a5: f32[8192, 256] = aten.relu.default(%m4)\n"
+                                "%s1: f32[8192, 256] = aten.add.Tensor(%a5, %a4)\n"
+                                "%s2: f32[8192, 256] = aten.add.Tensor(%s1, %a3)\n"
+                                "%s3: f32[8192, 256] = aten.add.Tensor(%s2, %a2)\n"
+                                "%y: f32[8192, 256] = aten.add.Tensor(%s3, %a1)\n"
+                                "output %y\n";
+
+static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate(void)
+{
+    /* every kernel splits the 8192 rows over all 32 cores alike, so each
+     * core keeps its 256 rows (128 KiB) of a result for the kernels that
+     * read it; a1, a2, a3 and a4 do not fit LX with the kernels' own
+     * tiles, so a1, read again only by the last kernel, spills */
+    static const char *const wd[] = {"k0_neg=32", "k1_mm_relu=32x1", "k2_mm_relu=32x1", "k3_mm_relu=32x1",
+                                     "k4_mm_relu_add=32x1"};
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(keep_graph, "keep.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", wd, 5, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: a1 for k0_neg..k1_mm_relu (131072 bytes per core at lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "; spilled: also written to dram)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: a2 for k1_mm_relu..k4_mm_relu_add (131072 bytes per core"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  reloads from dram (spilled): a1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 3 tensors kept, 5 reads from lx, 1 spill, 1 reload from dram\n"));
+    free(rep);
+    cc_result_free(r);
+    sim_stats kept, off;
+    run_wd = wd;
+    run_nwd = 5;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &kept), 0);
+    no_lx_keep = 1;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &off), 0);
+    no_lx_keep = 0;
+    run_wd = NULL;
+    run_nwd = 0;
+    printf("\n  kept in lx: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", kept.cycles,
+           (unsigned long long)(kept.dram_bytes_read + kept.dram_bytes_written), off.cycles,
+           (unsigned long long)(off.dram_bytes_read + off.dram_bytes_written));
+    CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
+    CU_ASSERT(kept.cycles < off.cycles);
+    cc_graph_free(g);
+}
+
 static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
 {
     static const char text[] = "graph softmax_rows\n"
@@ -744,6 +806,8 @@ int main(void)
         {"mlp runs and matches the reference and PyTorch on both chips",
          test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips},
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
+        {"tensors kept in LX across kernels spill the furthest used and validate",
+         test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate},
         {"a pointwise loop merged across rows is cut back and validates on both chips",
          test_a_pointwise_loop_merged_across_rows_is_cut_back_and_validates_on_both_chips},
         {"a layer-norm graph validates on both chips", test_layer_norm_graph_validates_on_both_chips},
