@@ -453,7 +453,9 @@ static int workdiv_override(be_ctx *c, const char *text)
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
     if (!eq || !n)
-        return be_error(c, NULL, "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN for a matmul, CORES for a row kernel)",
+        return be_error(c, NULL,
+                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[/MBxNBSxKC] for a matmul, CORES[/ROWS] for a "
+                        "row kernel)",
                         text);
     int pos = -1;
     for (int i = 0; i < p->norder && pos < 0; i++) {
@@ -481,12 +483,27 @@ static int workdiv_override(be_ctx *c, const char *text)
     } else if (K->kind == IR_MATMUL) {
         b = -1;
     }
+    /* a forced tiling: /MBxNBSxKC (block rows, block sticks, K chunk rows) or /ROWS (rows per chunk) */
+    int64_t t[3] = {0, 0, 0};
+    if (a > 0 && b > 0 && *q == '/') {
+        q++;
+        for (int i = 0; i < (K->kind == IR_MATMUL ? 3 : 1); i++) {
+            if (i && *q != 'x' && *q != 'X') {
+                t[i] = -1;
+                break;
+            }
+            q += i > 0;
+            t[i] = spec_num(&q);
+        }
+    }
     while (*q == ' ' || *q == '\t')
         q++;
-    if (a < 1 || b < 1 || *q)
+    if (a < 1 || b < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0 || *q)
         return be_error(c, K, "work_div \"%s\": %s", spec,
-                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4)"
-                                             : "a row kernel takes a core count (e.g. 16)");
+                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), optionally "
+                                               "/MBxNBSxKC (block rows x block sticks x K chunk rows, e.g. 2x4/64x4x256)"
+                                             : "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per "
+                                               "chunk, e.g. 16/32)");
     if (a * b > (int64_t)c->cfg->cores)
         return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b,
                         (unsigned)c->cfg->cores, c->cfg->name);
@@ -494,8 +511,12 @@ static int workdiv_override(be_ctx *c, const char *text)
     if (K->kind == IR_MATMUL) {
         w->gm = a;
         w->gn = b;
+        w->mb = t[0];
+        w->nbs = t[1];
+        w->kc = t[2];
     } else {
         w->cores = (int)a;
+        w->chunk = t[0];
     }
     state_of(c)->k[pos].forced = 1;
     return 0;

@@ -36,6 +36,9 @@ typedef struct {
     double est_cycles; /* MATMUL: the cost model's estimate of the largest tile */
     double stage_scale;/* MATMUL: restickified operands' staged sticks over their estimate (0: 1) */
     int stage_whole;   /* MATMUL: restickified operands staged whole once per core (bit 0 A, bit 1 B) */
+    int64_t mb, nbs, kc; /* MATMUL: a tiling forced by work_div (block rows, block sticks, K chunk; 0: the
+                            cost model's) */
+    int64_t chunk;     /* row kernels: rows per chunk forced by work_div (0: as many as fit) */
 } be_work;
 
 /* A tensor kept in LX across kernels (the lxplan step of codegen,

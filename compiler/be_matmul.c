@@ -370,7 +370,20 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
 {
     const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
     const int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
+    const be_work *w = &m->c->work[m->ep.pos];
     int found = 0;
+    if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
+        mm_tiling tl = {0};
+        tl.MB = cc_min(w->mb, mt);
+        tl.NBS = cc_min(cc_min(w->nbs, ns), max_sticks);
+        tl.KC = cc_min(w->kc, m->Kd);
+        tl.nch = cc_ceil_div(m->Kd, tl.KC);
+        if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kd && tl.KC % lanes))
+            return -1;
+        mm_estimate(m, gm, gn, mt, ns, &tl);
+        *out = tl;
+        return 0;
+    }
     for (int64_t ks = 128; ks >= 0; ks = ks ? ks / 2 : -1) {
         int64_t kc = ks == 128 ? m->Kd : ks * lanes;
         if (!kc || (ks != 128 && kc >= m->Kd))
@@ -631,7 +644,12 @@ int be_matmul_plan(be_ctx *c, int pos)
         if (rc || best != DBL_MAX || !masks[mi])
             break;
         }
-        if (!rc && best == DBL_MAX)
+        if (!rc && best == DBL_MAX && w->mb)
+            rc = be_error(c, m.K,
+                          "work_div tiling %" PRId64 "x%" PRId64 "x%" PRId64
+                          ": the blocks do not fit %llu bytes of LX, or the K chunk is not a multiple of %" PRId64,
+                          w->mb, w->nbs, w->kc, (unsigned long long)be_lx_budget(c, pos), c->t.lanes16);
+        else if (!rc && best == DBL_MAX)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
                           (unsigned long long)be_lx_budget(c, pos));
         w->cores = (int)(w->gm * w->gn);

@@ -971,13 +971,18 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
 static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t per_row, int64_t fixed,
                              int64_t *stage)
 {
-    const int64_t lx = be_lx_budget(k->c, k->pos);
+    const int64_t lx = be_lx_budget(k->c, k->pos), forced = k->c->work[k->pos].chunk;
     int64_t R = cc_min(cc_min(rt, cc_max(cc_ceil_div(rt, 4), cc_min(rt, 16))), 4096);
-    R = cc_min(R, (lx - fixed) / (2 * per_row));
     int staged = 0;
     for (int i = 0; i < k->nl; i++)
         staged |= k->loads[i].staged;
     *stage = 0;
+    if (forced) { /* by work_div: that many rows, if they fit */
+        R = cc_min(forced, rt);
+        *stage = staged ? rk_stage_need(k, r0, rt, R) : 0;
+        return fixed + 2 * (per_row * R + *stage) <= lx ? R : 0;
+    }
+    R = cc_min(R, (lx - fixed) / (2 * per_row));
     int64_t bad = 0; /* the last row count that did not fit */
     while (R >= 1) {
         int64_t s = staged ? rk_stage_need(k, r0, rt, R) : 0;
@@ -1025,7 +1030,10 @@ int be_rows_plan(be_ctx *c, int pos)
             int64_t r0;
             cc_split(k.rows, w->cores, 0, &r0, &rt);
             R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
-            if (R < 1)
+            if (R < 1 && w->chunk)
+                rc = be_error(c, k.K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
+                              (unsigned long long)be_lx_budget(c, pos));
+            else if (R < 1)
                 rc = be_error(c, k.K, "one row of %" PRId64 " columns needs %" PRId64 " bytes of LX, more than %llu",
                               k.cols, fixed + 2 * (per_row + stage), (unsigned long long)be_lx_budget(c, pos));
         }

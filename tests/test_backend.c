@@ -539,6 +539,58 @@ static void test_work_div_forces_a_grid_that_validates_with_other_cycles(void)
     cc_graph_free(g);
 }
 
+static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void)
+{
+    /* the same grids as the default, other blocks / chunks */
+    cc_graph *g = load_mlp(NULL);
+    char err[1024], *rep;
+    double c0 = 0, c1 = 0;
+    const char *grid[] = {"k0_addmm_gelu=1x2", "k1_addmm=2x1"};
+    cc_result *r = compile_wd(g, "spyre", grid, 2, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(run_result(r, g, "spyre", &c0), 0);
+    free(rep);
+    cc_result_free(r);
+    const char *tiled[] = {"k0_addmm_gelu=1x2/8x1x64", "k1_addmm=2x1/4x1x128"};
+    r = compile_wd(g, "spyre", tiled, 2, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core tile 8 rows x 2 sticks in blocks of 8 rows x 1 sticks (64 columns), k 64 whole,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core tile 4 rows x 1 sticks in blocks of 4 rows x 1 sticks (64 columns), k 256 in "
+                                       "chunks of 128 (fp32 partial sums),"));
+    CU_ASSERT_EQUAL(run_result(r, g, "spyre", &c1), 0);
+    CU_ASSERT(c0 > 0 && c1 > 0 && c0 != c1);
+    free(rep);
+    cc_result_free(r);
+    cc_graph_free(g);
+    /* a row kernel's rows per chunk */
+    const char *sm = "graph sm\ninput %x: f32[64, 64]\n%y: f32[64, 64] = aten._softmax.default(%x, -1, False)\n"
+                     "output %y\n";
+    g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const char *rows[] = {"k0_softmax=2/5"};
+    r = compile_wd(g, "spyre", rows, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots"));
+    free(rep);
+    cc_result_free(r);
+    run_wd = rows;
+    run_nwd = 1;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    run_wd = NULL;
+    run_nwd = 0;
+    cc_graph_free(g);
+    /* more rows than LX holds (a count beyond a core's part is clipped to it) */
+    const char *wide = "graph sm\ninput %x: f32[512, 1024]\n%y: f32[512, 1024] = aten._softmax.default(%x, -1, False)\n"
+                       "output %y\n";
+    g = cc_graph_parse(wide, "wide.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const char *huge[] = {"k0_softmax=2/200"};
+    r = compile_wd(g, "spyre-4core", huge, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div chunks of 200 rows do not fit 157312 bytes of LX"));
+    cc_graph_free(g);
+}
+
 static void test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it(void)
 {
     cc_graph *g = load_mlp("hint work_div k0_addmm_gelu=2x2\nhint something_else 1\n");
@@ -572,6 +624,11 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
         {"k0_addmm_gelu=4", "kernel k0_addmm_gelu: work_div \"4\": a matmul kernel takes GMxGN"},
         {"k0_addmm_gelu=0x2", "kernel k0_addmm_gelu: work_div \"0x2\": a matmul kernel takes GMxGN"},
         {"k0_addmm_gelu", "work_div \"k0_addmm_gelu\": expected KERNEL=SPEC"},
+        {"k0_addmm_gelu=1x2/8x1", "kernel k0_addmm_gelu: work_div \"1x2/8x1\": a matmul kernel takes GMxGN"},
+        {"k0_addmm_gelu=1x2/8x1x0", "kernel k0_addmm_gelu: work_div \"1x2/8x1x0\": a matmul kernel takes GMxGN"},
+        {"k1_addmm=1x1/8x1x100",
+         "kernel k1_addmm: work_div tiling 8x1x100: the blocks do not fit 1625344 bytes of LX, or the K chunk is not a "
+         "multiple of 64"},
     };
     cc_graph *g = load_mlp(NULL);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -604,6 +661,10 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
     r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
     CU_ASSERT_PTR_NULL(r);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count"));
+    const char *badrows[] = {"k0_softmax=2/x"};
+    r = compile_wd(g, "spyre", badrows, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count"));
     cc_graph_free(g);
 }
 
@@ -839,6 +900,8 @@ int main(void)
         {"a work_div hint line forces the grid and options win over it",
          test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it},
         {"bad work_div specs are errors naming the kernel", test_bad_work_div_specs_are_errors_naming_the_kernel},
+        {"work_div forces tile sizes that validate with other cycles",
+         test_work_div_forces_tile_sizes_that_validate_with_other_cycles},
         {"a skinny linear reads its weight about once on both PT corelets",
          test_a_skinny_linear_reads_its_weight_about_once_on_both_pt_corelets},
         {"a staged operand larger than LX is staged per chunk",
