@@ -19,7 +19,15 @@
  * level of kinds: bool < integer < float, the result of arithmetic is the
  * highest kind of its operands (a Python float scalar makes an integer
  * tensor float), true division and the transcendental functions make
- * floats, comparisons make bools. */
+ * floats, comparisons make bools.
+ *
+ * Error bounds (rt_ref_track_errors): every tensor then also carries eb[2],
+ * per element two bounds on |device value - reference value| (the worst
+ * case, and the probabilistic scale) for a device that stores every value
+ * of the decomposed graph in DL16.  Each op computes its result's bounds
+ * from its arguments' values and bounds (the rules are in the section
+ * "Error bounds" below and derived in docs/validation.md); views and copies
+ * move the bounds with the values.  The bounds never change a value. */
 #include "rt_internal.h"
 
 #include <cblas.h>
@@ -47,6 +55,7 @@ typedef struct {
     float *f;     /* K_F */
     int64_t *i;   /* K_I, K_B */
     float *fview; /* fp32 copy of i, made on request */
+    float *eb[2]; /* error bounds per element (tracking on), else NULL: worst case, probabilistic scale */
 } tens;
 
 typedef struct {
@@ -65,6 +74,7 @@ struct rt_ref {
     int nres, capres;
     char *err;
     size_t errlen;
+    int bounds; /* propagate error bounds (rt_ref_track_errors) */
 };
 
 typedef rt_ref ex;
@@ -76,6 +86,8 @@ static void tfree(tens *t)
     free(t->f);
     free(t->i);
     free(t->fview);
+    free(t->eb[0]);
+    free(t->eb[1]);
     memset(t, 0, sizeof *t);
 }
 
@@ -122,6 +134,147 @@ static void contiguous_strides(int rank, const int64_t *shape, int64_t *st)
 static inline float ldf(const tens *t, int64_t k) { return t->f ? t->f[k] : (float)t->i[k]; }
 static inline int64_t ldi(const tens *t, int64_t k) { return t->i ? t->i[k] : (int64_t)t->f[k]; }
 static inline double ldd(const tens *t, int64_t k) { return t->f ? (double)t->f[k] : (double)t->i[k]; }
+/* Error bound track w of element k (0 without bounds). */
+static inline double ldb(const tens *t, int w, int64_t k) { return t->eb[w] ? (double)t->eb[w][k] : 0; }
+
+/* ---- Error bounds: the element rules (docs/validation.md, "Error bounds") ----
+ * The device's value of every stored tensor is the reference value plus an
+ * error.  Two bounds of its magnitude are carried, per element, in two
+ * tracks that follow the same rules:
+ *
+ * - track 0, the worst case: every error at its largest and of the worst
+ *   sign, so the errors of the terms of a sum add up;
+ * - track 1, the probabilistic scale S: rounding errors are independent
+ *   and of mean zero, so the errors of the terms of a sum add in quadrature
+ *   (root-sum-square); the error exceeds EB_LAMBDA S with probability at
+ *   most 2 exp(-EB_LAMBDA^2 / 2) (Hoeffding).  A nonlinear function is
+ *   followed over EB_LAMBDA times the bound, and its swing scaled back.
+ *
+ * A rule takes its arguments' reference values and bounds and gives the
+ * result's: the propagated part (how far the exact op moves when its
+ * arguments move within their bounds, at the reference values) plus the
+ * op's own rounding when the device stores the result.  An infinite
+ * reference value is exact by convention: the device holds a stand-in
+ * (+-2^30) that saturates the same way. */
+
+#define EB_U 0x1p-10            /* DL16 unit roundoff */
+#define EB_RHO (EB_U + 0x1p-21) /* one SFP result: fp32 evaluation (4 fp32 ulps), then DL16 */
+#define EB_FLUSH 0x1p-31        /* DL16 flushes smaller magnitudes to zero */
+#define EB_ACC 0x1p-23          /* an fp32 sum, per term: twice the first-order 2^-24 */
+#define EB_LAMBDA RT_REF_LAMBDA /* track 1: the bound is EB_LAMBDA S */
+
+/* How far track w follows a nonlinear function: 1 or EB_LAMBDA. */
+static double eb_lam(int w) { return w ? EB_LAMBDA : 1; }
+
+/* The bound (track w) of a value v computed with propagated error prop
+ * and then stored with relative rounding rel: the rounding of a magnitude
+ * up to |v| + prop, or the flush to zero of one below 2^-31, added to prop
+ * (track 0), or in quadrature (track 1: a new rounding is independent of
+ * every earlier one). */
+static double eb_round(double v, double prop, double rel, int w)
+{
+    if (isinf(v))
+        return 0;
+    double hi = fabs(v) + eb_lam(w) * prop, r = rel * hi;
+    if (fabs(v) - eb_lam(w) * prop < EB_FLUSH && fmin(hi, EB_FLUSH) > r)
+        r = fmin(hi, EB_FLUSH);
+    return w ? sqrt(prop * prop + r * r) : prop + r;
+}
+
+/* A result of one SFP operation, stored in DL16. */
+static double eb_store(double v, double prop, int w) { return eb_round(v, prop, EB_RHO, w); }
+
+/* A graph input or parameter: rounded to DL16 once, when uploaded. */
+static double eb_leaf(double x) { return eb_round(x, 0, EB_U, 0); }
+
+/* The device's copy of constant c: an fp32 immediate here, DL16 on a chip
+ * that keeps constants so; the larger of the two rounding errors. */
+static double eb_const(double c)
+{
+    if (!isfinite(c))
+        return 0;
+    float f = (float)c;
+    double d = fabs((double)isa_dl16_round(f) - c);
+    return fmax(fabs((double)f - c), isnan(d) ? 0 : d);
+}
+
+/* |a~ b~ - a b| for |a~ - a| <= ea, |b~ - b| <= eb (track w). */
+static double eb_prod(double a, double ea, double b, double eb, int w)
+{
+    return (ea ? fabs(b) * ea : 0) + (eb ? fabs(a) * eb : 0) + (ea && eb ? eb_lam(w) * ea * eb : 0);
+}
+
+/* |a~ / b~ - a / b|; unbounded when b~ may be 0. */
+static double eb_quot(double a, double ea, double b, double eb, int w)
+{
+    double lb = eb_lam(w) * eb;
+    if (!(fabs(b) > lb))
+        return INFINITY;
+    return ((ea ? ea * fabs(b) : 0) + (eb ? fabs(a) * eb : 0)) / (fabs(b) * (fabs(b) - lb));
+}
+
+/* A comparison or a test against zero whose outcome may differ on the
+ * device: its operands' bounds reach across the threshold. */
+static int eb_flips(double d, double e, int w) { return e > 0 && fabs(d) <= eb_lam(w) * e; }
+
+/* The bound of a jump of size j (a bool that may flip: 1): in track 1
+ * scaled so that EB_LAMBDA times it is the jump. */
+static double eb_jump(double j, int w) { return j / eb_lam(w); }
+
+/* A value, its bound and the bound's track, for rules written as the
+ * device's sequence of operations (composite ops: GELU, layer norm, ...). */
+typedef struct {
+    double v, e;
+    int w;
+} bv;
+
+static int bv_w(bv a, bv b) { return a.w > b.w ? a.w : b.w; }
+static bv bv_k(double c) { return (bv){c, eb_const(c), 0}; }
+static bv bv_add(bv a, bv b)
+{
+    int w = bv_w(a, b);
+    return (bv){a.v + b.v, eb_store(a.v + b.v, a.e + b.e, w), w};
+}
+static bv bv_sub(bv a, bv b)
+{
+    int w = bv_w(a, b);
+    return (bv){a.v - b.v, eb_store(a.v - b.v, a.e + b.e, w), w};
+}
+static bv bv_mul(bv a, bv b)
+{
+    int w = bv_w(a, b);
+    return (bv){a.v * b.v, eb_store(a.v * b.v, eb_prod(a.v, a.e, b.v, b.e, w), w), w};
+}
+/* a / b: a divide, or a reciprocal and a multiply: two roundings */
+static bv bv_div(bv a, bv b)
+{
+    int w = bv_w(a, b);
+    double v = a.v / b.v;
+    return (bv){v, eb_store(v, eb_store(v, eb_quot(a.v, a.e, b.v, b.e, w), w), w), w};
+}
+
+/* A sum over elements accumulated in fp32 and stored (sfp.rsum): the
+ * terms' bounds add (track 0) or add in quadrature (track 1), and the fp32
+ * accumulation adds n 2^-23 sum (|term| + bound). */
+typedef struct {
+    double s, p, mag;
+    int64_t n;
+    int w;
+} eb_acc;
+
+static void acc_add(eb_acc *a, double v, double e)
+{
+    a->s += v;
+    a->p += a->w ? e * e : e;
+    a->mag += fabs(v) + e;
+    a->n++;
+}
+
+static bv acc_sum(const eb_acc *a)
+{
+    double p = a->w ? sqrt(a->p) : a->p;
+    return (bv){a->s, eb_store(a->s, p + (double)a->n * EB_ACC * a->mag, a->w), a->w};
+}
 
 /* ---- Errors ---- */
 
@@ -202,8 +355,11 @@ static tens *new_result(ex *E, kind k, int rank, const int64_t *shape)
         t->f = calloc(n, sizeof *t->f);
     else
         t->i = calloc(n, sizeof *t->i);
-    if (!t->f && !t->i) {
-        fail(E, "out of host memory for %lld elements", (long long)t->n);
+    for (int w = 0; E->bounds && w < 2; w++)
+        t->eb[w] = calloc(n, sizeof *t->eb[w]);
+    if ((!t->f && !t->i) || (E->bounds && (!t->eb[0] || !t->eb[1]))) {
+        tfree(t);
+        fail(E, "out of host memory for %lld elements", (long long)numel(rank, shape));
         return NULL;
     }
     E->nres++;
@@ -223,8 +379,12 @@ static int temp_tensor(ex *E, tens *t, kind k, int rank, const int64_t *shape)
         t->f = calloc(n, sizeof *t->f);
     else
         t->i = calloc(n, sizeof *t->i);
-    if (!t->f && !t->i)
-        return fail(E, "out of host memory for %lld elements", (long long)t->n);
+    for (int w = 0; E->bounds && w < 2; w++)
+        t->eb[w] = calloc(n, sizeof *t->eb[w]);
+    if ((!t->f && !t->i) || (E->bounds && (!t->eb[0] || !t->eb[1]))) {
+        tfree(t);
+        return fail(E, "out of host memory for %lld elements", (long long)numel(rank, shape));
+    }
     return 0;
 }
 
@@ -385,6 +545,7 @@ typedef struct {
     tens t;
     float f;
     int64_t i;
+    float eb; /* the device's rounding of the number (error bounds) */
 } scalar_box;
 
 static const tens *operand(ex *E, const cc_arg *a, const char *what, scalar_box *box)
@@ -398,6 +559,8 @@ static const tens *operand(ex *E, const cc_arg *a, const char *what, scalar_box 
     memset(box, 0, sizeof *box);
     box->t.dtype = dtype_of(k);
     box->t.n = 1;
+    box->eb = (float)eb_const(v);
+    box->t.eb[0] = box->t.eb[1] = &box->eb;
     if (k == K_F) {
         box->f = (float)v;
         box->t.f = &box->f;
@@ -509,6 +672,8 @@ static void strided_copy(const tens *x, int rank, const int64_t *shape, const in
             out->f[k] = ldf(x, off);
         else
             out->i[k] = ldi(x, off);
+        for (int w = 0; out->eb[0] && w < 2; w++)
+            out->eb[w][k] = (float)ldb(x, w, off);
         for (int d = rank - 1; d >= 0; d--) {
             idx[d]++;
             off += strides[d];
@@ -530,7 +695,25 @@ static int result_reshaped(ex *E, const tens *x, int rank, const int64_t *shape)
         memcpy(o->f, x->f, (size_t)x->n * sizeof *o->f);
     else
         memcpy(o->i, x->i, (size_t)x->n * sizeof *o->i);
+    for (int w = 0; o->eb[0] && x->eb[0] && w < 2; w++)
+        memcpy(o->eb[w], x->eb[w], (size_t)x->n * sizeof *o->eb[w]);
     return 0;
+}
+
+/* The bound of element j of x converted to kind k: an integer becomes a
+ * DL16 float (exact up to 1024); a float truncated to an integer moves as
+ * far as trunc moves over its interval; a test against zero may flip. */
+static double convert_bound(const tens *x, int64_t j, kind k, int w)
+{
+    double v = ldd(x, j), e = ldb(x, w, j), le = eb_lam(w) * e;
+    kind kx = kind_of(x->dtype);
+    if (k == K_B)
+        return eb_flips(v, e, w) ? eb_jump(1, w) : 0;
+    if (k == K_F)
+        return kx == K_F ? e : e + eb_const(v);
+    if (kx != K_F || e == 0)
+        return e;
+    return fmax(fabs(trunc(v + le) - trunc(v)), fabs(trunc(v - le) - trunc(v))) / eb_lam(w);
 }
 
 /* A result converted to kind k (float -> integer truncates, -> bool is != 0). */
@@ -546,6 +729,8 @@ static int result_as(ex *E, const tens *x, kind k, int rank, const int64_t *shap
             o->i[j] = x->f ? x->f[j] != 0 : x->i[j] != 0;
         else
             o->i[j] = ldi(x, j);
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][j] = (float)convert_bound(x, j, k, w);
     }
     return 0;
 }
@@ -576,11 +761,90 @@ static float powf_exact(float x, float y)
     return powf(x, y);
 }
 
+/* max |t^p - x^p| over |t - x| <= lam e, over lam: t^p is monotone on
+ * each side of 0. */
+static double pow_swing(double x, double e, double p, int w)
+{
+    if (e == 0)
+        return 0;
+    double le = eb_lam(w) * e, pts[3] = {x - le, x + le, 0}, fx = pow(x, p), s = 0;
+    int n = x - e < 0 && x + e > 0 ? 3 : 2;
+    for (int i = 0; i < n; i++) {
+        double d = fabs(pow(pts[i], p) - fx);
+        if (isnan(d))
+            return INFINITY;
+        s = fmax(s, d);
+    }
+    return s / eb_lam(w);
+}
+
+/* The bound (track w) of one element of binary op `op` on x and y with
+ * bounds ex and ey.  stored: the result is a float, rounded to DL16 (an
+ * integer result is exact on the device, fp32 up to 2^24). */
+static double eb_binary(int op, double x, double ex, double y, double ey, double alpha, int rmode, int stored, int w)
+{
+    double r, p;
+    switch (op) {
+    case B_ADD:
+    case B_SUB:
+    case B_RSUB: { /* a +- alpha b; with alpha != 1 alpha b is a multiply of its own */
+        int rs = op == B_RSUB;
+        double a = rs ? y : x, ea = rs ? ey : ex, b = rs ? x : y, eb = rs ? ex : ey;
+        double es = alpha == 1 ? eb : stored ? eb_store(alpha * b, eb_prod(b, eb, alpha, eb_const(alpha), w), w)
+                                             : fabs(alpha) * eb;
+        r = op == B_ADD ? a + alpha * b : a - alpha * b;
+        p = ea + es;
+        break;
+    }
+    case B_MUL:
+        r = x * y;
+        p = eb_prod(x, ex, y, ey, w);
+        break;
+    case B_DIV:
+        r = x / y;
+        p = eb_quot(x, ex, y, ey, w);
+        if (stored) /* a divide, or a reciprocal and a multiply */
+            p = eb_store(r, p, w);
+        if (rmode) { /* the quotient, then trunc or floor: exact integers */
+            double q = rmode == 1 ? trunc(r) : floor(r), pq = eb_lam(w) * (stored ? eb_store(r, p, w) : p);
+            if (pq == 0)
+                return 0;
+            double lo = rmode == 1 ? trunc(r - pq) : floor(r - pq), hi = rmode == 1 ? trunc(r + pq) : floor(r + pq);
+            return fmax(fabs(lo - q), fabs(hi - q)) / eb_lam(w);
+        }
+        break;
+    case B_POW:
+        r = pow(x, y);
+        if (ey == 0)
+            p = pow_swing(x, ex, y, w);
+        else /* a tensor exponent: first order */
+            p = fabs(y * pow(x, y - 1)) * ex + fabs(r * log(fabs(x))) * ey;
+        break;
+    case B_MIN:
+    case B_MAX: /* a selection: no rounding */
+        return fmax(ex, ey);
+    case B_EQ:
+    case B_NE:
+    case B_LT:
+    case B_GT:
+    case B_LE:
+    case B_GE:
+        return eb_flips(x - y, ex + ey, w) ? eb_jump(1, w) : 0;
+    case B_LAND:
+    case B_LOR:
+    case B_LXOR:
+        return eb_flips(x, ex, w) || eb_flips(y, ey, w) ? eb_jump(1, w) : 0;
+    default: /* bitwise: any doubt about an operand and nothing is known */
+        return ex > 0 || ey > 0 ? INFINITY : 0;
+    }
+    return stored ? eb_store(r, p, w) : p;
+}
+
 /* div with rounding_mode: 0 none, 1 trunc, 2 floor */
 static int binary(ex *E, int op, const tens *a, const tens *b, double alpha, int rmode)
 {
     const tens *ab[2] = {a, b};
-    int rank;
+    int rank = 0;
     int64_t shape[MAXR];
     if (bcast(E, 2, ab, &rank, shape))
         return -1;
@@ -630,6 +894,9 @@ static int binary(ex *E, int op, const tens *a, const tens *b, double alpha, int
                 o->f[k] = r;
             else
                 o->i[k] = (int64_t)r;
+            for (int w = 0; o->eb[0] && w < 2; w++)
+                o->eb[w][k] = (float)eb_binary(op, x, ldb(a, w, it.off[0]), y, ldb(b, w, it.off[1]), alpha, rmode,
+                                               kr == K_F, w);
         }
         return 0;
     }
@@ -677,6 +944,9 @@ static int binary(ex *E, int op, const tens *a, const tens *b, double alpha, int
         default: r = 0; break;
         }
         o->i[k] = kr == K_B ? r != 0 : r;
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)eb_binary(op, (double)x, ldb(a, w, it.off[0]), (double)y, ldb(b, w, it.off[1]), alpha,
+                                           rmode, 0, w);
     }
     return 0;
 }
@@ -722,6 +992,129 @@ static double gelu_tanh(double x)
     return 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x)));
 }
 
+/* The unary functions in double, for the bounds. */
+static double un_eval(int op, double d)
+{
+    switch (op) {
+    case U_NEG: return -d;
+    case U_EXP: return exp(d);
+    case U_LOG: return log(d);
+    case U_SQRT: return sqrt(d);
+    case U_RSQRT: return 1 / sqrt(d);
+    case U_TANH: return tanh(d);
+    case U_SIGMOID: return 1 / (1 + exp(-d));
+    case U_RELU: return d > 0 ? d : 0;
+    case U_SILU: return d / (1 + exp(-d));
+    case U_SIN: return sin(d);
+    case U_COS: return cos(d);
+    case U_ABS: return fabs(d);
+    case U_RECIP: return 1 / d;
+    case U_ERF: return erf(d);
+    case U_LOG1P: return log1p(d);
+    case U_EXPM1: return expm1(d);
+    case U_FLOOR: return floor(d);
+    case U_CEIL: return ceil(d);
+    case U_ROUND: return nearbyint(d);
+    case U_TRUNC: return trunc(d);
+    case U_SIGN: return (double)((d > 0) - (d < 0));
+    case U_GELU: return gelu(d);
+    case U_GELU_TANH: return gelu_tanh(d);
+    case U_SQUARE: return d * d;
+    default: return NAN;
+    }
+}
+
+#define EB_PI 3.14159265358979323846
+
+/* max |f(t) - f(x)| over |t - x| <= lam e, over lam (track w), f =
+ * un_eval(op): f is monotone between the points tried (the ends, and the
+ * extremes or the pole inside the interval), so the largest change is at
+ * one of them. */
+static double eb_swing(int op, double x, double e0, int w)
+{
+    if (!(e0 > 0) || isinf(x))
+        return isnan(e0) ? e0 : 0;
+    double e = eb_lam(w) * e0, pts[6] = {x - e, x + e};
+    int n = 2;
+    switch (op) {
+    case U_RECIP:
+        if (x - e <= 0 && x + e >= 0)
+            return INFINITY;
+        break;
+    case U_ABS:
+    case U_SQUARE:
+        if (x - e < 0 && x + e > 0)
+            pts[n++] = 0;
+        break;
+    case U_SIN:
+    case U_COS: {
+        if (e >= EB_PI)
+            return 2 / eb_lam(w);
+        double off = op == U_SIN ? EB_PI / 2 : 0; /* extremes at off + k pi: at most two inside */
+        for (double k = ceil((x - e - off) / EB_PI); k * EB_PI + off <= x + e && n < 6; k++)
+            pts[n++] = k * EB_PI + off;
+        break;
+    }
+    default: /* monotone */
+        break;
+    }
+    double fx = un_eval(op, x), s = 0;
+    for (int i = 0; i < n; i++) {
+        double d = fabs(un_eval(op, pts[i]) - fx);
+        if (isnan(d))
+            return INFINITY;
+        s = fmax(s, d);
+    }
+    return s / eb_lam(w);
+}
+
+/* One SFP function of a value with a bound, stored. */
+static bv bv_fn(int op, bv x)
+{
+    double v = un_eval(op, x.v);
+    return (bv){v, eb_store(v, eb_swing(op, x.v, x.e, x.w), x.w), x.w};
+}
+
+/* GELU as the device computes it (the compiler's decomposition):
+ * x*0.5 * (1 + erf(x*0.70710678)), or with approximate="tanh"
+ * x*0.5 * (1 + tanh(0.79788456 * (x + 0.044715*x*x*x))), every step stored. */
+static bv bv_gelu(bv x, int tanh_form)
+{
+    bv half = bv_mul(x, bv_k(0.5)), inner;
+    if (tanh_form) {
+        bv x3 = bv_mul(bv_mul(x, x), x);
+        bv s = bv_add(x, bv_mul(x3, bv_k(0.044715)));
+        inner = bv_fn(U_TANH, bv_mul(s, bv_k(0.7978845608028654)));
+    } else {
+        inner = bv_fn(U_ERF, bv_mul(x, bv_k(0.7071067811865476)));
+    }
+    return bv_mul(half, bv_add(inner, bv_k(1.0)));
+}
+
+/* The bound (track w) of element x (bound e) of unary op `op` with a
+ * float result. */
+static double unary_bound(int op, double x, double e, int w)
+{
+    bv b = {x, e, w};
+    switch (op) {
+    case U_NEG: /* exact on the device */
+    case U_ABS:
+        return e;
+    case U_RELU: /* selections: no rounding */
+    case U_SIGN:
+        return eb_swing(op, x, e, w);
+    case U_GELU:
+    case U_GELU_TANH:
+        return bv_gelu(b, op == U_GELU_TANH).e;
+    case U_SILU: /* x * sigmoid(x) */
+        return bv_mul(b, bv_fn(U_SIGMOID, b)).e;
+    case U_SQUARE: /* x * x */
+        return bv_mul(b, b).e;
+    default:
+        return bv_fn(op, b).e;
+    }
+}
+
 static int unary(ex *E, int op, const tens *x)
 {
     kind kx = kind_of(x->dtype), kr;
@@ -756,6 +1149,8 @@ static int unary(ex *E, int op, const tens *x)
         for (int64_t k = 0; k < x->n; k++) {
             if (op == U_LNOT) {
                 o->i[k] = x->f ? x->f[k] == 0 : x->i[k] == 0;
+                for (int w = 0; o->eb[0] && w < 2; w++)
+                    o->eb[w][k] = (float)(eb_flips(ldd(x, k), ldb(x, w, k), w) ? eb_jump(1, w) : 0);
                 continue;
             }
             int64_t v = x->i[k], r;
@@ -769,6 +1164,13 @@ static int unary(ex *E, int op, const tens *x)
             default: r = v; break; /* floor, ceil, round, trunc of integers */
             }
             o->i[k] = r;
+            for (int w = 0; o->eb[0] && w < 2; w++) { /* integers are exact; one known only within e: */
+                double e = ldb(x, w, k);
+                o->eb[w][k] = (float)(e == 0 ? 0 : op == U_NEG || op == U_ABS || op == U_RELU || op == U_FLOOR ||
+                                                        op == U_CEIL || op == U_ROUND || op == U_TRUNC
+                                                        ? e
+                                                        : INFINITY);
+            }
         }
         return 0;
     }
@@ -804,6 +1206,8 @@ static int unary(ex *E, int op, const tens *x)
         default: r = NAN; break;
         }
         o->f[k] = r;
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)unary_bound(op, d, ldb(x, w, k), w);
     }
     return 0;
 }
@@ -870,8 +1274,26 @@ static int op_clamp(ex *E, int which)
                 v = (int64_t)h;
             o->i[k] = v;
         }
+        for (int w = 0; o->eb[0] && w < 2; w++) { /* 1-Lipschitz; a clamped element is the constant */
+            double v = ldd(x, k), e = ldb(x, w, k), c = fmin(fmax(v, l), h);
+            double sw = e == 0 ? 0 : fmax(fabs(fmin(fmax(v + e, l), h) - c), fabs(fmin(fmax(v - e, l), h) - c));
+            o->eb[w][k] = (float)(sw + (v - eb_lam(w) * e <= l ? eb_const(l) : 0) +
+                                  (v + eb_lam(w) * e >= h ? eb_const(h) : 0));
+        }
     }
     return 0;
+}
+
+/* The bound (track w) of a selection between a and b (bounds ea, eb)
+ * that picked a (pick) or b: the picked bound, or when the condition may
+ * flip, also the jump to the other side and that side's bound. */
+static double select_bound(int flips, double a, double ea, double b, double eb, int pick, int w)
+{
+    double e = pick ? ea : eb;
+    if (!flips)
+        return e;
+    double d = pick ? eb_jump(fabs(b - a), w) + eb : eb_jump(fabs(a - b), w) + ea;
+    return isnan(d) ? INFINITY : fmax(e, d);
 }
 
 /* where(condition, self, other): condition != 0 picks self. */
@@ -885,7 +1307,7 @@ static int op_where(ex *E, int unused)
     if (!b)
         return -1;
     const tens *ts[3] = {c, a, b};
-    int rank;
+    int rank = 0;
     int64_t shape[MAXR];
     if (bcast(E, 3, ts, &rank, shape))
         return -1;
@@ -903,6 +1325,9 @@ static int op_where(ex *E, int unused)
             o->f[k] = ldf(s, off);
         else
             o->i[k] = ldi(s, off);
+        for (int w = 0; o->eb[0] && w < 2; w++) /* the picked bound, or if the condition may flip ... */
+            o->eb[w][k] = (float)select_bound(eb_flips(ldd(c, it.off[0]), ldb(c, w, it.off[0]), w), ldd(a, it.off[1]),
+                                              ldb(a, w, it.off[1]), ldd(b, it.off[2]), ldb(b, w, it.off[2]), pick, w);
     }
     return 0;
 }
@@ -921,7 +1346,7 @@ static int op_masked_fill(ex *E, int unused)
     if (v->n != 1 || v->rank != 0)
         return fail(E, "value is not a number or a rank-0 tensor");
     const tens *ts[2] = {x, m};
-    int rank;
+    int rank = 0;
     int64_t shape[MAXR];
     if (bcast(E, 2, ts, &rank, shape))
         return -1;
@@ -937,6 +1362,9 @@ static int op_masked_fill(ex *E, int unused)
             o->f[k] = fill ? ldf(v, 0) : ldf(x, it.off[0]);
         else
             o->i[k] = fill ? (kr == K_B ? ldi(v, 0) != 0 : ldi(v, 0)) : ldi(x, it.off[0]);
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)select_bound(eb_flips(ldd(m, it.off[1]), ldb(m, w, it.off[1]), w), ldd(v, 0),
+                                              ldb(v, w, 0), ldd(x, it.off[0]), ldb(x, w, it.off[0]), fill, w);
     }
     return 0;
 }
@@ -973,7 +1401,7 @@ static int op_copy_into(ex *E, int unused)
     if (!s)
         return -1;
     const tens *ts[2] = {x, s};
-    int rank;
+    int rank = 0;
     int64_t shape[MAXR];
     if (bcast(E, 2, ts, &rank, shape))
         return -1;
@@ -990,6 +1418,8 @@ static int op_copy_into(ex *E, int unused)
             o->f[k] = ldf(s, it.off[1]);
         else
             o->i[k] = kr == K_B ? ldd(s, it.off[1]) != 0 : ldi(s, it.off[1]);
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)convert_bound(s, it.off[1], kr, w);
     }
     return 0;
 }
@@ -1001,8 +1431,8 @@ static int op_dropout(ex *E, int tuple)
     const tens *x = arg_tensor(E, 0, "input");
     if (!x)
         return -1;
-    double p;
-    int train;
+    double p = 0;
+    int train = 0;
     if (arg_num(E, 1, "p", 0, &p) || arg_bool(E, 2, "train", 0, &train))
         return -1;
     if (train && p != 0)
@@ -1127,7 +1557,7 @@ static int op_transpose(ex *E, int is_t)
             return result_reshaped(E, x, x->rank, x->shape);
         return transpose_result(E, x, 0, 1);
     }
-    int64_t a, b;
+    int64_t a = 0, b = 0;
     int d0 = 0, d1 = 0;
     if (arg_req_int(E, 1, "dim0", &a) || arg_req_int(E, 2, "dim1", &b) || norm_dim(E, a, x->rank, &d0) ||
         norm_dim(E, b, x->rank, &d1))
@@ -1191,7 +1621,7 @@ static int op_slice(ex *E, int unused)
     const tens *x = arg_tensor(E, 0, "self");
     if (!x)
         return -1;
-    int64_t dim, step, start, end;
+    int64_t dim = 0, step = 1, start = 0, end = 0;
     int d = 0;
     if (arg_int(E, 1, "dim", 0, &dim) || norm_dim(E, dim, x->rank, &d))
         return -1;
@@ -1235,7 +1665,7 @@ static int op_select(ex *E, int unused)
     const tens *x = arg_tensor(E, 0, "self");
     if (!x)
         return -1;
-    int64_t dim, index;
+    int64_t dim = 0, index = 0;
     int d = 0;
     if (arg_req_int(E, 1, "dim", &dim) || arg_req_int(E, 2, "index", &index) || norm_dim(E, dim, x->rank, &d))
         return -1;
@@ -1289,7 +1719,7 @@ static int op_split(ex *E, int how)
         return -1;
     if (x->rank == 0)
         return fail(E, "split of a rank-0 tensor");
-    int64_t dim;
+    int64_t dim = 0;
     int d = 0;
     if (arg_int(E, how == SP_UNBIND ? 1 : 2, "dim", 0, &dim) || norm_dim(E, dim, x->rank, &d))
         return -1;
@@ -1399,7 +1829,7 @@ static int op_unsqueeze(ex *E, int unused)
 {
     (void)unused;
     const tens *x = arg_tensor(E, 0, "self");
-    int64_t dim;
+    int64_t dim = 0;
     int d = 0;
     if (!x || arg_req_int(E, 1, "dim", &dim) || norm_dim(E, dim, x->rank + 1, &d))
         return -1;
@@ -1469,7 +1899,7 @@ static int op_cat(ex *E, int stack)
         ts[m++] = tensor_of(E, &a->items[0], "tensors");
     const tens *ref = ts[0];
     int rank = ref->rank + stack;
-    int64_t dim;
+    int64_t dim = 0;
     int d = 0;
     if (arg_int(E, 1, "dim", 0, &dim) || norm_dim(E, dim, rank, &d))
         goto out;
@@ -1515,6 +1945,8 @@ static int op_cat(ex *E, int stack)
                     o->f[dst] = ldf(t, src);
                 else
                     o->i[dst] = ldi(t, src);
+                for (int w = 0; o->eb[0] && w < 2; w++)
+                    o->eb[w][dst] = (float)convert_bound(t, src, kr, w);
             }
         at += len;
     }
@@ -1528,7 +1960,7 @@ out:
 static int op_tri(ex *E, int upper)
 {
     const tens *x = arg_tensor(E, 0, "self");
-    int64_t diag;
+    int64_t diag = 0;
     if (!x || arg_int(E, 1, "diagonal", 0, &diag))
         return -1;
     if (x->rank < 2)
@@ -1547,6 +1979,8 @@ static int op_tri(ex *E, int upper)
                         o->f[k] = 0;
                     else
                         o->i[k] = 0;
+                    for (int w = 0; o->eb[0] && w < 2; w++)
+                        o->eb[w][k] = 0;
                 }
             }
     return 0;
@@ -1557,7 +1991,7 @@ static int op_repeat_interleave(ex *E, int unused)
 {
     (void)unused;
     const tens *x = arg_tensor(E, 0, "self");
-    int64_t rep, dim;
+    int64_t rep = 0, dim = 0;
     if (!x || arg_req_int(E, 1, "repeats", &rep) || arg_int(E, 2, "dim", INT64_MIN, &dim))
         return -1;
     if (rep < 0)
@@ -1592,6 +2026,8 @@ static int op_repeat_interleave(ex *E, int unused)
                     o->f[dst] = x->f[src];
                 else
                     o->i[dst] = x->i[src];
+                for (int w = 0; o->eb[0] && w < 2; w++)
+                    o->eb[w][dst] = (float)ldb(x, w, src);
             }
     return 0;
 }
@@ -1626,6 +2062,8 @@ static int op_embedding(ex *E, int unused)
                 o->f[k * D + j] = w->f[ix->i[k] * D + j];
             else
                 o->i[k * D + j] = w->i[ix->i[k] * D + j];
+            for (int t = 0; o->eb[0] && t < 2; t++) /* a row picked by an index known only within a bound: any row */
+                o->eb[t][k * D + j] = (float)(ldb(ix, t, k) > 0 ? INFINITY : ldb(w, t, ix->i[k] * D + j));
         }
     return 0;
 }
@@ -1703,6 +2141,8 @@ static int op_create(ex *E, int how)
             o->f[j] = (float)fill;
         else
             o->i[j] = k == K_B ? fill != 0 : (int64_t)fill;
+        for (int w = 0; o->eb[0] && k == K_F && w < 2; w++)
+            o->eb[w][j] = (float)eb_const(fill);
     }
     return 0;
 }
@@ -1756,6 +2196,8 @@ static int op_arange(ex *E, int unused)
             o->f[j] = (float)x;
         else
             o->i[j] = (int64_t)x;
+        for (int w = 0; o->eb[0] && k == K_F && w < 2; w++) /* index values: sfp.iota rounds them once */
+            o->eb[w][j] = (float)eb_const(x);
     }
     return 0;
 }
@@ -1763,6 +2205,51 @@ static int op_arange(ex *E, int unused)
 /* ---- Reductions ---- */
 
 enum { R_SUM, R_MEAN, R_AMAX, R_AMIN, R_ANY, R_ALL, R_VAR, R_VAR_MEAN, R_STD };
+
+/* The bound (track w) of one reduction over the cols elements of src
+ * from b (the device: sfp.rsum / sfp.rmax over the row, fp32
+ * accumulation, one rounding; mean = sum / N; var as the compiler
+ * decomposes it); for var also the mean's bound in *mean_e. */
+static double reduce_bound(const tens *src, int64_t b, int64_t cols, int op, double corr, kind kr, int w,
+                           double *mean_e)
+{
+    double p = 0;
+    switch (op) {
+    case R_AMAX: /* a selection: within the largest bound */
+    case R_AMIN:
+        for (int64_t c = 0; c < cols; c++)
+            p = fmax(p, ldb(src, w, b + c));
+        return p;
+    case R_ANY:
+    case R_ALL:
+        for (int64_t c = 0; c < cols; c++)
+            if (eb_flips(ldd(src, b + c), ldb(src, w, b + c), w))
+                return eb_jump(1, w);
+        return 0;
+    default:
+        break;
+    }
+    eb_acc acc = {.w = w};
+    for (int64_t c = 0; c < cols; c++)
+        acc_add(&acc, ldd(src, b + c), ldb(src, w, b + c));
+    bv sum = acc_sum(&acc);
+    if (op == R_SUM)
+        return kr == K_F ? sum.e : w ? sqrt(acc.p) : acc.p;
+    bv mean = bv_div(sum, bv_k((double)cols));
+    if (mean_e)
+        *mean_e = mean.e;
+    if (op == R_MEAN)
+        return mean.e;
+    /* var: the mean, x - mean, its square, their sum, / (N - correction) */
+    eb_acc sq = {.w = w};
+    for (int64_t c = 0; c < cols; c++) {
+        bv xc = bv_sub((bv){ldd(src, b + c), ldb(src, w, b + c), w}, mean);
+        bv x2 = bv_mul(xc, xc);
+        acc_add(&sq, x2.v, x2.e);
+    }
+    bv var = bv_div(acc_sum(&sq), bv_k((double)cols - corr));
+    return op == R_STD ? bv_fn(U_SQRT, var).e : var.e;
+}
 
 /* Reduce x over the dims in mask: rows (kept dims) x cols (reduced dims),
  * with the reduced dims moved last when they are not already. */
@@ -1902,6 +2389,12 @@ static int reduce(ex *E, const tens *x, const char *mask, int keepdim, int op, d
             break;
         }
         }
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            double me = 0;
+            o->eb[w][r] = (float)reduce_bound(src, b, cols, op, correction, kr, w, &me);
+            if (o2)
+                o2->eb[w][r] = (float)me;
+        }
         if (kr == K_F)
             o->f[r] = (float)acc;
         else if (kr == K_B)
@@ -1982,7 +2475,7 @@ static int op_var(ex *E, int op)
     } else if (dims_mask(E, x, 1, "dim", mask)) {
         return -1;
     } else if (strcmp(ov, "dim") == 0) { /* var.dim(self, dim, unbiased=True, keepdim=False) */
-        int unbiased;
+        int unbiased = 1;
         if (arg_bool(E, 2, "unbiased", 1, &unbiased) || arg_bool(E, 3, "keepdim", 0, &keep))
             return -1;
         corr = unbiased;
@@ -1993,12 +2486,105 @@ static int op_var(ex *E, int op)
     return reduce(E, x, mask, keep, op, corr, -1);
 }
 
+/* The bounds (track w) of y = softmax(x) over one row (D elements at
+ * stride st, x with bounds ex) as the device computes it (the compiler's
+ * decomposition: m = max x~, d = x~ - m, e = exp(d), s = sum e in fp32,
+ * y = e / s, each stored in DL16).  Every error is written as a
+ * perturbation Delta_j of the exponent (|Delta_j| <= D_j: the input's
+ * bound, the rounding of d, the rounding of exp as log(1 + rho)), eta of
+ * the sum and zeta of the quotient, so that
+ *   y_j~ / y_j = e^Delta_j / (sum_k y_k e^Delta_k) (1 + zeta) / (1 + eta).
+ * Track 0 bounds it at its extremes; track 1 takes it to first order,
+ * Delta_j (1 - y_j) - sum_k!=j y_k Delta_k + zeta - eta, the sum over k in
+ * quadrature, each term scaled by the exponential's growth over
+ * EB_LAMBDA D_k.  A masked element (-inf, the device's -2^30) is exactly
+ * 0.  ey may be ex (docs/validation.md). */
+static void softmax_bound(const float *x, const float *ex, int64_t D, int64_t st, float *ey, int w)
+{
+    double m = -INFINITY, emax = 0, s = 0, sp = 0, sm = 0, q2 = 0;
+    int64_t nf = 0;
+    int64_t jm = 0;
+    for (int64_t j = 0; j < D; j++) {
+        double v = x[j * st];
+        if (isnan(v))
+            m = NAN;
+        if (isfinite(v)) {
+            if (v > m)
+                m = v, jm = j;
+            nf++;
+        }
+    }
+    if (!isfinite(m)) { /* every element masked, or a NaN: the reference is NaN */
+        for (int64_t j = 0; j < D; j++)
+            ey[j * st] = 0;
+        return;
+    }
+    /* emax bounds |m~ - m|: m~ >= x~ at the max, and m~ - m <= x_k + E_k - m for every k */
+    emax = ex[jm * st];
+    for (int64_t j = 0; j < D; j++)
+        if (isfinite(x[j * st]))
+            emax = fmax(emax, (x[j * st] + eb_lam(w) * ex[j * st] - m) / eb_lam(w));
+    for (int64_t j = 0; j < D; j++)
+        if (isfinite(x[j * st]))
+            s += exp(x[j * st] - m);
+#define SM_DELTA(j) (ex[(j) * st] + EB_RHO * (fabs(x[(j) * st] - m) + ex[(j) * st] + emax) + EB_RHO / (1 - EB_RHO))
+#define SM_GROW(d) ((d) > 0 ? expm1(EB_LAMBDA * (d)) / (EB_LAMBDA * (d)) : 1)
+    for (int64_t j = 0; j < D; j++)
+        if (isfinite(x[j * st])) {
+            double y = exp(x[j * st] - m) / s, dj = SM_DELTA(j), t = y == 0 ? 0 : y * dj * SM_GROW(dj);
+            sp += y == 0 ? 0 : y * exp(dj);
+            sm += y * exp(-dj);
+            q2 += t * t;
+        }
+    double eta = (1 + (double)nf * EB_ACC) * (1 + EB_RHO) - 1 + (double)nf * EB_FLUSH; /* s >= 1 */
+    double zeta = (1 + EB_RHO) * (1 + EB_RHO) - 1;
+    for (int64_t j = 0; j < D; j++) {
+        double y = isfinite(x[j * st]) ? exp(x[j * st] - m) / s : 0, dj = SM_DELTA(j), r;
+        if (y == 0) { /* masked, or below what exp can hold: the device's exp gives 0 or less than 2^-31 */
+            ey[j * st] = (float)(2 * EB_FLUSH);
+            continue;
+        }
+        if (w) {
+            double g = SM_GROW(dj), t = y * dj * g, others = sqrt(fmax(0, q2 - t * t));
+            r = g * (1 - y) * dj + others + zeta + eta;
+        } else {
+            double up = exp(dj) / sm * (1 + zeta) / (1 - eta) - 1, lo = 1 - exp(-dj) / sp * (1 - zeta) / (1 + eta);
+            r = fmax(up, lo);
+        }
+        ey[j * st] = (float)(y * r + 2 * EB_FLUSH); /* exp's and y's flush to zero */
+    }
+#undef SM_DELTA
+#undef SM_GROW
+}
+
+/* The bounds (track w) of log_softmax over one row, as the device
+ * computes it: d = x~ - max x~, s = sum exp(d), y = d - log(s), each
+ * stored. */
+static void log_softmax_bound(const float *x, const float *ex, int64_t D, int64_t st, float *ey, int w)
+{
+    double m = -INFINITY, emax = 0;
+    for (int64_t j = 0; j < D; j++)
+        if (!isinf(x[j * st])) {
+            m = fmax(m, x[j * st]);
+            emax = fmax(emax, ex[j * st]);
+        }
+    bv mb = {m, emax, w};
+    eb_acc acc = {.w = w};
+    for (int64_t j = 0; j < D; j++) {
+        bv e = bv_fn(U_EXP, bv_sub((bv){x[j * st], ex[j * st], w}, mb));
+        acc_add(&acc, e.v, e.e);
+    }
+    bv ls = bv_fn(U_LOG, acc_sum(&acc));
+    for (int64_t j = 0; j < D; j++)
+        ey[j * st] = (float)bv_sub(bv_sub((bv){x[j * st], ex[j * st], w}, mb), ls).e;
+}
+
 /* _softmax(self, dim, half_to_float), softmax.int(self, dim, dtype=None),
  * _log_softmax, log_softmax.int; computed in double over dim. */
 static int op_softmax(ex *E, int logsm)
 {
     const tens *x = arg_tensor(E, 0, "self");
-    int64_t dim;
+    int64_t dim = 0;
     int d = 0;
     if (!x || arg_req_int(E, 1, "dim", &dim) || norm_dim(E, dim, x->rank, &d))
         return -1;
@@ -2011,6 +2597,8 @@ static int op_softmax(ex *E, int logsm)
         for (int64_t i = 0; i < inner; i++) {
             int64_t b = q * D * inner + i;
             double m = -INFINITY, s = 0;
+            for (int w = 0; o->eb[0] && x->f && x->eb[0] && w < 2; w++)
+                (logsm ? log_softmax_bound : softmax_bound)(x->f + b, x->eb[w] + b, D, inner, o->eb[w] + b, w);
             for (int64_t j = 0; j < D; j++) {
                 double v = ldd(x, b + j * inner);
                 if (v > m || isnan(v))
@@ -2027,6 +2615,34 @@ static int op_softmax(ex *E, int logsm)
     return 0;
 }
 
+/* The bounds (track w) of one row of a layer norm (cols elements of x
+ * from base, weight w and bias b or NULL) into ey, as the device computes
+ * it (the compiler's decomposition, each step stored): mean = sum(x) / N,
+ * xc = x - mean, var = sum(xc * xc) / N, rstd = rsqrt(var + eps),
+ * y = xc * rstd * w + b.  The mean and rstd (values and bounds) too. */
+static void layer_norm_bound(const tens *x, int64_t base, int64_t cols, const tens *wt, const tens *b, double eps,
+                             int w, float *ey, bv *mean, bv *rstd)
+{
+    eb_acc s1 = {.w = w}, s2 = {.w = w};
+    for (int64_t c = 0; c < cols; c++)
+        acc_add(&s1, ldd(x, base + c), ldb(x, w, base + c));
+    *mean = bv_div(acc_sum(&s1), bv_k((double)cols));
+    for (int64_t c = 0; c < cols; c++) {
+        bv xc = bv_sub((bv){ldd(x, base + c), ldb(x, w, base + c), w}, *mean), sq = bv_mul(xc, xc);
+        acc_add(&s2, sq.v, sq.e);
+    }
+    bv var = bv_div(acc_sum(&s2), bv_k((double)cols));
+    *rstd = bv_fn(U_RSQRT, bv_add(var, bv_k(eps)));
+    for (int64_t c = 0; c < cols; c++) {
+        bv y = bv_mul(bv_sub((bv){ldd(x, base + c), ldb(x, w, base + c), w}, *mean), *rstd);
+        if (wt)
+            y = bv_mul(y, (bv){ldd(wt, c), ldb(wt, w, c), w});
+        if (b)
+            y = bv_add(y, (bv){ldd(b, c), ldb(b, w, c), w});
+        ey[c] = (float)y.e;
+    }
+}
+
 /* native_layer_norm(input, normalized_shape, weight, bias, eps) -> (out, mean, rstd);
  * layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05) -> out */
 static int op_layer_norm(ex *E, int native)
@@ -2036,7 +2652,7 @@ static int op_layer_norm(ex *E, int native)
         return -1;
     int64_t ns[MAXR];
     int cnt;
-    double eps;
+    double eps = 1e-5;
     if (arg_ints(E, 1, "normalized_shape", ns, &cnt, MAXR) || arg_num(E, 4, "eps", 1e-5, &eps))
         return -1;
     if (cnt < 0 || cnt > x->rank)
@@ -2089,6 +2705,14 @@ static int op_layer_norm(ex *E, int native)
         if (native) {
             E->res[E->nres - 2].f[r] = (float)mean;
             E->res[E->nres - 1].f[r] = (float)rstd;
+        }
+        for (int t = 0; o->eb[0] && t < 2; t++) {
+            bv bm, br;
+            layer_norm_bound(x, base, cols, w, b, eps, t, o->eb[t] + base, &bm, &br);
+            if (native) {
+                E->res[E->nres - 2].eb[t][r] = (float)bm.e;
+                E->res[E->nres - 1].eb[t][r] = (float)br.e;
+            }
         }
     }
     return 0;
@@ -2144,7 +2768,7 @@ static int mm_shapes_fail(ex *E, const tens *a, const tens *b)
 static int add_scaled_bias(ex *E, tens *o, const tens *bias, double alpha, double beta)
 {
     const tens *ts[2] = {o, bias};
-    int rank;
+    int rank = 0;
     int64_t shape[MAXR];
     if (bcast(E, 2, ts, &rank, shape))
         return -1;
@@ -2154,10 +2778,126 @@ static int add_scaled_bias(ex *E, tens *o, const tens *bias, double alpha, doubl
     iter_tensors(&it, rank, shape, 2, ts);
     float al = (float)alpha, be = (float)beta;
     for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
+        for (int w = 0; o->eb[0] && w < 2; w++) { /* the product stored, then alpha *, beta * bias, + */
+            bv pr = {o->f[k], o->eb[w][k], w};
+            if (alpha != 1)
+                pr = bv_mul(pr, bv_k(alpha));
+            if (beta != 0) {
+                bv bb = {ldd(bias, it.off[1]), ldb(bias, w, it.off[1]), w};
+                pr = bv_add(pr, beta == 1 ? bb : bv_mul(bb, bv_k(beta)));
+            }
+            o->eb[w][k] = (float)pr.e;
+        }
         float p = alpha == 1 ? o->f[k] : al * o->f[k];
         o->f[k] = beta == 0 ? p : beta == 1 ? ldf(bias, it.off[1]) + p : be * ldf(bias, it.off[1]) + p;
     }
     return 0;
+}
+
+/* matmul's batch geometry: out = a x b, b one matrix (a's batch folded
+ * into rows) or batches of n x k times k x m, broadcast. */
+typedef struct {
+    const tens *a, *b;
+    int64_t n, k, m, batches;
+    int br, bra, brb;
+    int64_t bshape[MAXR];
+} mm_geom;
+
+static int mm_apply(ex *E, const mm_geom *g, const float *fa, const float *fb, float *out)
+{
+    int64_t n = g->n, k = g->k, m = g->m;
+    if (g->brb == 0 || g->batches == 1) {
+        /* b is one matrix: fold a's batch into rows */
+        int64_t rows = g->a->n / (k ? k : 1);
+        if (!k)
+            rows = numel(g->a->rank - 1, g->a->shape);
+        return gemm(E, 0, 0, rows, m, k, fa, k, fb, m, out, m);
+    }
+    int ranks[2] = {g->bra, g->brb}, rc = 0;
+    const int64_t *shapes[2] = {g->a->shape, g->b->shape};
+    iter it;
+    iter_init(&it, g->br, g->bshape, 2, ranks, shapes);
+    for (int64_t q = 0; q < g->batches && !rc; q++, iter_next(&it))
+        rc = gemm(E, 0, 0, n, m, k, fa + it.off[0] * n * k, k, fb + it.off[1] * k * m, m, out + q * n * m, m);
+    return rc;
+}
+
+/* A product as mm_apply does it (linear 0), or x (rows x K) times w^T
+ * (w M x K) as linear does it. */
+typedef struct {
+    int linear;
+    mm_geom g;
+    int64_t rows, M, K;
+} mm_plan;
+
+static int mm_prod(ex *E, const mm_plan *p, const float *a, const float *b, float *out)
+{
+    if (p->linear)
+        return gemm(E, 0, 1, p->rows, p->M, p->K, a, p->K, b, p->K, out, p->M);
+    return mm_apply(E, &p->g, a, b, out);
+}
+
+/* The bounds of a matrix product C = A B (the PT unit: operands in DL16,
+ * exact products, K fp32 sums, C stored in DL16; docs/validation.md), per
+ * element, track 0:
+ *   (1+u) (E_A |B| + |A| E_B) + E_A E_B + K 2^-23 |A||B| + u |C|
+ * as the two products (K 2^-23 |A| + (1+u) E_A) |B| and ((1+u)|A| + E_A) E_B;
+ * track 1, the terms of the sum over k in quadrature:
+ *   (1+u) (sqrt(S_A^2 (|B| + lambda S_B)^2) + sqrt(A^2 S_B^2)) + K 2^-23 |A||B| + u |C|
+ * (squares and roots elementwise, the products over k).  Both with the
+ * flush to zero of a result below 2^-31. */
+static int mm_bounds(ex *E, const mm_plan *p, const float *fa, const tens *a, const float *fb, const tens *b, tens *o)
+{
+    size_t na = a->n ? (size_t)a->n : 1, nb = b->n ? (size_t)b->n : 1, no = o->n ? (size_t)o->n : 1;
+    float *a1 = malloc(na * sizeof *a1), *a2 = malloc(na * sizeof *a2);
+    float *b1 = malloc(nb * sizeof *b1), *b2 = malloc(nb * sizeof *b2);
+    float *t1 = malloc(no * sizeof *t1), *t2 = malloc(no * sizeof *t2);
+    int rc = a1 && a2 && b1 && b2 && t1 && t2 ? 0 : fail(E, "out of host memory");
+    const double K = (double)p->K, u = EB_U, lam = EB_LAMBDA;
+    /* track 0 */
+    for (int64_t i = 0; !rc && i < a->n; i++) {
+        double x = fabs(fa[i]), e = ldb(a, 0, i);
+        a1[i] = (float)(K * EB_ACC * x + (1 + u) * e);
+        a2[i] = (float)((1 + u) * x + e);
+    }
+    for (int64_t i = 0; !rc && i < b->n; i++) {
+        b1[i] = fabsf(fb[i]);
+        b2[i] = (float)ldb(b, 0, i);
+    }
+    if (!rc)
+        rc = mm_prod(E, p, a1, b1, o->eb[0]) || mm_prod(E, p, a2, b2, t1) ? -1 : 0;
+    for (int64_t i = 0; !rc && i < o->n; i++) {
+        double c = fabs(o->f[i]), q = (double)o->eb[0][i] + t1[i], r = u * c;
+        o->eb[0][i] = (float)(q + (c - q < EB_FLUSH ? fmax(r, EB_FLUSH) : r));
+    }
+    /* track 1: S_A^2 (|B| + lambda S_B)^2, A^2 S_B^2, |A||B| */
+    for (int64_t i = 0; !rc && i < a->n; i++) {
+        double e = ldb(a, 1, i);
+        a1[i] = (float)(e * e);
+        a2[i] = fa[i] * fa[i];
+    }
+    for (int64_t i = 0; !rc && i < b->n; i++) {
+        double e = ldb(b, 1, i), x = fabs(fb[i]) + lam * e;
+        b2[i] = (float)(x * x);
+    }
+    if (!rc)
+        rc = mm_prod(E, p, a1, b2, t1) ? -1 : 0;
+    for (int64_t i = 0; !rc && i < b->n; i++) {
+        double e = ldb(b, 1, i);
+        b2[i] = (float)(e * e);
+    }
+    for (int64_t i = 0; !rc && i < a->n; i++)
+        a1[i] = fabsf(fa[i]);
+    if (!rc)
+        rc = mm_prod(E, p, a2, b2, t2) || mm_prod(E, p, a1, b1, o->eb[1]) ? -1 : 0;
+    for (int64_t i = 0; !rc && i < o->n; i++) {
+        double c = fabs(o->f[i]), r = u * c;
+        double q = (1 + u) * (sqrt(fmax(0, t1[i])) + sqrt(fmax(0, t2[i]))) + K * EB_ACC * o->eb[1][i];
+        r = c - lam * q < EB_FLUSH ? fmax(r, EB_FLUSH) : r;
+        o->eb[1][i] = (float)sqrt(q * q + r * r);
+    }
+    free(a1), free(a2), free(b1), free(b2), free(t1), free(t2);
+    return rc;
 }
 
 /* matmul with PyTorch's rules: 1-D operands get a dim added and removed,
@@ -2199,21 +2939,12 @@ static int matmul(ex *E, const tens *a, const tens *b, tens **out, tens *tmp)
         free(oa);
         return -1;
     }
-    int rc = 0;
-    int64_t batches = numel(br, bshape);
-    if (brb == 0 || batches == 1) {
-        /* b is one matrix: fold a's batch into rows */
-        int64_t rows = a->n / (k ? k : 1);
-        if (!k)
-            rows = numel(ra - 1, a->shape);
-        rc = gemm(E, 0, 0, rows, m, k, fa, k, fb, m, o->f, m);
-    } else {
-        int ranks[2] = {bra, brb};
-        const int64_t *shapes[2] = {a->shape, b->shape};
-        iter it;
-        iter_init(&it, br, bshape, 2, ranks, shapes);
-        for (int64_t q = 0; q < batches && !rc; q++, iter_next(&it))
-            rc = gemm(E, 0, 0, n, m, k, fa + it.off[0] * n * k, k, fb + it.off[1] * k * m, m, o->f + q * n * m, m);
+    mm_geom g = {a, b, n, k, m, numel(br, bshape), br, bra, brb, {0}};
+    memcpy(g.bshape, bshape, sizeof g.bshape);
+    int rc = mm_apply(E, &g, fa, fb, o->f);
+    if (!rc && o->eb[0]) {
+        mm_plan pl = {0, g, 0, 0, k};
+        rc = mm_bounds(E, &pl, fa, a, fb, b, o);
     }
     free(oa);
     free(ob);
@@ -2246,6 +2977,10 @@ static int op_matmul(ex *E, int how)
         float *ox, *ow;
         const float *fx = as_f32(E, x, &ox), *fw = fx ? as_f32(E, w, &ow) : NULL;
         int rc = fw ? gemm(E, 0, 1, rows, M, K, fx, K, fw, K, o->f, M) : -1;
+        if (!rc && o->eb[0]) { /* the mm bounds with w transposed */
+            mm_plan pl = {1, {0}, rows, M, K};
+            rc = mm_bounds(E, &pl, fx, x, fw, w, o);
+        }
         free(ox);
         if (fw)
             free(ow);
@@ -2288,7 +3023,7 @@ static int op_sdpa(ex *E, int unused)
     const cc_arg *am = A(E, 3, "attn_mask");
     const tens *mask = present(am) ? tensor_of(E, am, "attn_mask") : NULL;
     double p, scale;
-    int causal;
+    int causal = 0;
     if ((present(am) && !mask) || arg_num(E, 4, "dropout_p", 0, &p) || arg_bool(E, 5, "is_causal", 0, &causal))
         return -1;
     if (p != 0)
@@ -2337,6 +3072,15 @@ static int op_sdpa(ex *E, int unused)
     for (int64_t e = 0; e < s.n; e++, iter_next(&it)) {
         int64_t i = (e / S) % L, j = e % S;
         float x = (float)(s.f[e] * scale);
+        for (int w = 0; s.eb[0] && w < 2; w++) { /* the scores scaled, then masked (a select, or an add) */
+            bv b = bv_mul((bv){s.f[e], s.eb[w][e], w}, bv_k(scale));
+            if (mask && kind_of(mask->dtype) == K_B)
+                b.e = select_bound(eb_flips(ldd(mask, it.off[1]), ldb(mask, w, it.off[1]), w), b.v, b.e, -INFINITY, 0,
+                                   mask->i[it.off[1]] != 0, w);
+            else if (mask)
+                b = bv_add(b, (bv){ldd(mask, it.off[1]), ldb(mask, w, it.off[1]), w});
+            s.eb[w][e] = (float)(causal && j > i ? 0 : b.e);
+        }
         if (mask && kind_of(mask->dtype) == K_B)
             x = mask->i[it.off[1]] ? x : -INFINITY;
         else if (mask)
@@ -2344,10 +3088,15 @@ static int op_sdpa(ex *E, int unused)
         if (causal && j > i)
             x = -INFINITY;
         s.f[e] = x;
+        for (int w = 0; s.eb[0] && w < 2; w++)
+            if (!isfinite(x) && isfinite(s.eb[w][e]))
+                s.eb[w][e] = 0;
     }
     /* softmax over the last dim, in double */
     for (int64_t row = 0; S && row < s.n / S; row++) {
         float *x = s.f + row * S;
+        for (int w = 0; s.eb[0] && w < 2; w++)
+            softmax_bound(x, s.eb[w] + row * S, S, 1, s.eb[w] + row * S, w);
         double m = -INFINITY, sum = 0;
         for (int64_t j = 0; j < S; j++)
             m = x[j] > m ? x[j] : m;
@@ -2397,6 +3146,8 @@ static int op_repeat(ex *E, int unused)
             o->f[k] = x->f[off];
         else
             o->i[k] = x->i[off];
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)ldb(x, w, off);
         for (int d = cnt - 1; d >= 0; d--) {
             if (++idx[d] < shape[d])
                 break;
@@ -2426,7 +3177,7 @@ static int op_reshape_like(ex *E, int how)
         return result_reshaped(E, x, o->rank, o->shape);
     }
     if (how == RS_FLATTEN) {
-        int64_t a, b;
+        int64_t a = 0, b = 0;
         int s = 0, e = 0;
         if (arg_int(E, 1, "start_dim", 0, &a) || arg_int(E, 2, "end_dim", -1, &b) || norm_dim(E, a, x->rank, &s) ||
             norm_dim(E, b, x->rank, &e))
@@ -2442,7 +3193,7 @@ static int op_reshape_like(ex *E, int how)
             shape[rank++] = x->shape[d];
         return result_reshaped(E, x, rank, shape);
     }
-    int64_t dim, sz[MAXR];
+    int64_t dim = 0, sz[MAXR];
     int d = 0, cnt;
     if (arg_req_int(E, 1, "dim", &dim) || norm_dim(E, dim, x->rank, &d) || arg_ints(E, 2, "sizes", sz, &cnt, MAXR))
         return -1;
@@ -2857,6 +3608,30 @@ int rt_ref_load_inputs(rt_ref *r, const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* An input or parameter's bounds: its rounding to DL16 when uploaded
+ * (integers are exact: the device holds them in fp32). */
+static int leaf_bounds(tens *t)
+{
+    for (int w = 0; w < 2; w++) {
+        t->eb[w] = calloc(t->n ? (size_t)t->n : 1, sizeof *t->eb[w]);
+        if (!t->eb[w])
+            return -1;
+        for (int64_t k = 0; t->f && k < t->n; k++)
+            t->eb[w][k] = (float)eb_leaf(t->f[k]);
+    }
+    return 0;
+}
+
+void rt_ref_track_errors(rt_ref *r, int on) { r->bounds = on != 0; }
+
+const float *rt_ref_error(rt_ref *r, int v, int track)
+{
+    if (v < 0 || v >= r->g->nvalues || track < 0 || track > 1)
+        return NULL;
+    const slot *s = &r->vals[v];
+    return r->g->values[v].ntuple || s->nt != 1 ? NULL : s->t[0].eb[track];
+}
+
 static void last_uses(const cc_arg *a, int node, int *last)
 {
     if (a->kind == CC_ARG_VALUE)
@@ -2879,6 +3654,8 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
             return rt_errf(err, errlen, "%s:%d: %s %%%s has no value (%s first)", g->path, val->line,
                            val->kind == CC_VAL_INPUT ? "input" : "param", val->name,
                            val->kind == CC_VAL_INPUT ? "rt_ref_set or rt_ref_load_inputs" : "rt_ref_load_weights");
+        else if (r->bounds && !r->vals[v].t[0].eb[0] && leaf_bounds(&r->vals[v].t[0]))
+            return rt_errf(err, errlen, "%s: out of host memory for the bounds of %%%s", g->path, val->name);
         r->last_use[v] = -1;
     }
     for (int n = 0; n < g->nnodes; n++)

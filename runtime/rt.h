@@ -228,6 +228,7 @@ typedef struct {
     double max_rel_err;      /* |y - ref| / max(|ref|, RT_REL_TINY) */
     int64_t worst;           /* flat index of the largest err / tol, -1 if none */
     float worst_value, worst_ref, worst_tol;
+    double worst_ratio;      /* that largest err / tol (inf for a NaN), 0 if none */
     int ok;                  /* every element within tolerance and no NaN */
 } rt_check_result;
 
@@ -247,9 +248,15 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
  * references. */
 int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err,
                    size_t errlen);
+/* The same against PyTorch's outputs: output N of the graph is compared
+ * with tensor "outputN" of the safetensors file path (tools/export.py's
+ * expected.safetensors), with rt_check_graph's tolerance widened by 2^-10
+ * of itself (PyTorch computes in fp32: docs/validation.md). */
+int rt_check_expected(rt_program *prog, const cc_graph *g, const char *path, rt_check_result **results, int *n,
+                      char *err, size_t errlen);
 /* "check C: max_abs_err=1.2e-03 max_rel_err=3.1e-03 within_tol=1.000000
- * (1048576/1048576) ok"; a mismatch also names its worst element and ends
- * in " MISMATCH". */
+ * (1048576/1048576) worst_err_over_tol=0.031 ok"; a mismatch also names its
+ * worst element and ends in " MISMATCH". */
 void rt_check_format(const rt_check_result *r, char *buf, size_t len);
 
 /* ==== A compiled graph's data (runtime/graphdata.c) ====
@@ -377,5 +384,24 @@ const float *rt_ref_output(rt_ref *r, int i, cc_ttype *type);
 const float *rt_ref_value(rt_ref *r, int v, cc_ttype *type);
 /* The int64 data of an integer or bool value, or NULL (float values). */
 const int64_t *rt_ref_value_i64(rt_ref *r, int v, cc_ttype *type);
+
+/* Error bounds (docs/validation.md, "Error bounds"): with tracking on
+ * (before rt_ref_run), every value also gets, per element, two bounds on
+ * |device value - reference value| for a device that rounds the graph's
+ * inputs and parameters and every value of its decomposition to DL16:
+ * each op's bound is its arguments' bounds carried through it at the
+ * reference values, plus its own rounding.  Track 0 is the worst case
+ * (every rounding error at its largest and of the same sign); track 1 is
+ * the probabilistic scale S, for rounding errors that are independent and
+ * of mean zero (the errors of the terms of a sum add in quadrature): the
+ * error exceeds RT_REF_LAMBDA * S with probability at most
+ * 2 exp(-RT_REF_LAMBDA^2 / 2), about 3e-8.  A bool's bound is 1 where the
+ * device's comparison may come out the other way.  rt_check_graph's
+ * tolerance is min(track 0, RT_REF_LAMBDA * track 1) + 2^-30. */
+#define RT_REF_LAMBDA 6.0
+void rt_ref_track_errors(rt_ref *r, int on);
+/* The bounds (track 0 or 1) of a value that is still held (see
+ * rt_ref_value), as fp32, or NULL (tracking off, a tuple, a value freed). */
+const float *rt_ref_error(rt_ref *r, int v, int track);
 
 #endif

@@ -15,9 +15,13 @@
  *   of earlier lines.  Only these two ops are understood.
  *
  * Each output gets a per-element tolerance (docs/validation.md derives
- * them): the DL16 bounds of mm and softmax, and a provisional generic
- * bound for every other op of a full graph.  Every output tensor of the
- * program is read from the device and compared.
+ * them): for the short form the DL16 bounds of mm and softmax; for a full
+ * graph the error bounds the reference executor propagates through the
+ * whole graph (rt_ref_track_errors: every op's own DL16 rounding plus its
+ * arguments' bounds carried through it), the smaller of the worst case
+ * and RT_REF_LAMBDA times the probabilistic scale, plus 2^-30.  Every
+ * output tensor of the program is read from the device and compared, with
+ * the executor's values or (rt_check_expected) PyTorch's.
  */
 #include "rt_internal.h"
 
@@ -33,7 +37,8 @@
 #define F32_EPS 0x1p-23   /* fp32 machine epsilon */
 #define ABS_FLOOR 0x1p-30 /* absolute floor: values DL16 flushes to zero */
 #define MAX_ARGS 8
-#define GENERIC_REL 0x1p-7 /* provisional tolerance of the other ops (docs/validation.md) */
+#define DL16_INF 0x1p30   /* the device's stand-in for an infinity (docs/compiler.md) */
+#define TORCH_REL 0x1p-10 /* PyTorch's fp32 outputs: the tolerance widened by this much of itself */
 
 /* A named value of the reference computation. */
 typedef struct {
@@ -414,7 +419,11 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
             }
             continue;
         }
-        double e = (double)y[i] == ref ? 0 : fabs((double)y[i] - ref); /* an equal infinity is exact */
+        /* an equal infinity is exact, and so is the device's stand-in for it
+         * (+-2^30 or beyond, the same sign) */
+        double e = (double)y[i] == ref || (isinf(ref) && fabs(y[i]) >= DL16_INF && (y[i] < 0) == (ref < 0))
+                       ? 0
+                       : fabs((double)y[i] - ref);
         if (e <= tol) /* false when ref is NaN */
             r->within++;
         if (e > r->max_abs_err)
@@ -428,6 +437,7 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
             r->worst = i;
         }
     }
+    r->worst_ratio = worst_ratio < 0 ? 0 : worst_ratio;
     if (r->worst >= 0) {
         r->worst_value = y[r->worst];
         r->worst_ref = v->val[r->worst];
@@ -466,110 +476,17 @@ static int is_full_graph(const char *text)
     return 0;
 }
 
-/* The largest finite |x| of the tensor arguments of node nd (through a
- * getitem, of the node that made the tuple). */
-static double args_scale(rt_ref *r, const cc_graph *g, const cc_node *nd)
+/* The tolerance of every element of output value v (n elements) into
+ * tol: the smaller of the two error bounds the executor propagated to it
+ * (rt_ref_error: the worst case, and RT_REF_LAMBDA times the probabilistic
+ * scale) plus the absolute floor 2^-30. */
+static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, int64_t n, double *tol, char *err, size_t errlen)
 {
-    if (strcmp(nd->base, "getitem") == 0 && nd->nargs > 0 && nd->args[0].kind == CC_ARG_VALUE &&
-        g->values[nd->args[0].value].node >= 0)
-        nd = &g->nodes[g->values[nd->args[0].value].node];
-    double s = 0;
-    for (int i = 0; i < nd->nargs; i++) {
-        const cc_arg *a = &nd->args[i];
-        for (int j = 0; j < (a->kind == CC_ARG_LIST ? a->nitems : 1); j++) {
-            const cc_arg *x = a->kind == CC_ARG_LIST ? &a->items[j] : a;
-            cc_ttype t;
-            const float *v = x->kind == CC_ARG_VALUE ? rt_ref_value(r, x->value, &t) : NULL;
-            for (int64_t k = 0; v && k < cc_ttype_numel(&t); k++)
-                if (isfinite(v[k]) && fabs(v[k]) > s)
-                    s = fabs(v[k]);
-        }
-    }
-    return s;
-}
-
-/* Mark what the tolerance of output value v reads. */
-static void keep_for_tolerance(rt_ref *r, const cc_graph *g, int v)
-{
-    rt_ref_keep(r, v);
-    if (g->values[v].node < 0)
-        return;
-    const cc_node *nd = &g->nodes[g->values[v].node];
-    if (strcmp(nd->base, "getitem") == 0 && nd->nargs > 0 && nd->args[0].kind == CC_ARG_VALUE &&
-        g->values[nd->args[0].value].node >= 0)
-        nd = &g->nodes[g->values[nd->args[0].value].node];
-    for (int i = 0; i < nd->nargs; i++) {
-        const cc_arg *a = &nd->args[i];
-        for (int j = 0; j < (a->kind == CC_ARG_LIST ? a->nitems : 1); j++) {
-            const cc_arg *x = a->kind == CC_ARG_LIST ? &a->items[j] : a;
-            if (x->kind == CC_ARG_VALUE)
-                rt_ref_keep(r, x->value);
-        }
-    }
-}
-
-/* The tolerance of every element of output value v (reference ref, n
- * elements) into tol: mm and softmax get their DL16 bounds, everything
- * else the generic one. */
-static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref, int64_t n, double *tol, char *err,
-                           size_t errlen)
-{
-    const cc_node *nd = g->values[v].node >= 0 ? &g->nodes[g->values[v].node] : NULL;
-    cc_ttype ta, tb;
-    if (nd && strcmp(nd->base, "mm") == 0 && nd->nargs >= 2 && nd->args[0].kind == CC_ARG_VALUE &&
-        nd->args[1].kind == CC_ARG_VALUE) {
-        const float *a = rt_ref_value(r, nd->args[0].value, &ta), *b = rt_ref_value(r, nd->args[1].value, &tb);
-        if (a && b && ta.rank == 2 && tb.rank == 2) {
-            int64_t M = ta.shape[0], K = ta.shape[1], N = tb.shape[1];
-            float *absa = malloc((size_t)(M * K + 1) * sizeof *absa), *absb = malloc((size_t)(K * N + 1) * sizeof *absb);
-            float *ab = malloc((size_t)(M * N + 1) * sizeof *ab);
-            if (!absa || !absb || !ab) {
-                free(absa), free(absb), free(ab);
-                return rt_errf(err, errlen, "reference: out of host memory");
-            }
-            mm_tolerance(a, b, ref, M, K, N, absa, absb, ab, tol);
-            free(absa), free(absb), free(ab);
-            return 0;
-        }
-    }
-    if (nd && (strcmp(nd->base, "_softmax") == 0 || strcmp(nd->base, "softmax") == 0)) {
-        const cc_arg *xa = cc_node_arg(nd, 0, "self"), *da = cc_node_arg(nd, 1, "dim");
-        const float *x = xa && xa->kind == CC_ARG_VALUE ? rt_ref_value(r, xa->value, &ta) : NULL;
-        if (x && da && da->kind == CC_ARG_INT && ta.rank > 0 && da->i >= -ta.rank && da->i < ta.rank) {
-            /* per row along dim: u y_i (2 max|x_j| + 2 max|x_j - m| + 8) + 2^-30 */
-            int d = (int)(da->i < 0 ? da->i + ta.rank : da->i);
-            int64_t D = ta.shape[d], inner = 1;
-            for (int k = d + 1; k < ta.rank; k++)
-                inner *= ta.shape[k];
-            int64_t outer = D && inner ? n / (D * inner) : 0;
-            for (int64_t q = 0; q < outer; q++)
-                for (int64_t i = 0; i < inner; i++) {
-                    const int64_t b = q * D * inner + i;
-                    double m = -INFINITY, amax = 0, dmax = 0;
-                    for (int64_t j = 0; j < D; j++) {
-                        double xv = x[b + j * inner];
-                        if (xv > m)
-                            m = xv;
-                        if (isfinite(xv) && fabs(xv) > amax)
-                            amax = fabs(xv);
-                    }
-                    for (int64_t j = 0; j < D; j++) {
-                        double xv = x[b + j * inner];
-                        if (isfinite(xv) && fabs(xv - m) > dmax)
-                            dmax = fabs(xv - m);
-                    }
-                    double k = DL16_U * (2 * amax + 2 * dmax + 8);
-                    for (int64_t j = 0; j < D; j++)
-                        tol[b + j * inner] = k * fabs(ref[b + j * inner]) + ABS_FLOOR;
-                }
-            return 0;
-        }
-    }
-    /* generic (provisional): 2^-7 max(|ref_i|, S) + 2^-30, S the largest
-     * finite magnitude among the op's tensor arguments */
-    double s = nd ? args_scale(r, g, nd) : 0;
+    const float *w = rt_ref_error(r, v, 0), *s = rt_ref_error(r, v, 1);
+    if (!w || !s)
+        return rt_errf(err, errlen, "reference: output %%%s has no error bound", g->values[v].name);
     for (int64_t i = 0; i < n; i++)
-        tol[i] = GENERIC_REL * fmax(fabs(ref[i]), s) + ABS_FLOOR;
+        tol[i] = fmin((double)w[i], RT_REF_LAMBDA * s[i]) + ABS_FLOOR;
     return 0;
 }
 
@@ -598,7 +515,36 @@ static int leaf_tensor(const isa_program *p, const cc_value *val)
     return i;
 }
 
-int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err, size_t errlen)
+/* The graph's output index of value v, or -1. */
+static int output_index(const cc_graph *g, int v)
+{
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return i;
+    return -1;
+}
+
+/* PyTorch's value of graph output v ("outputN" of want) as fp32 into out
+ * (cnt elements). */
+static int expected_values(const rt_st_file *want, const cc_graph *g, int v, int64_t cnt, float *out, char *err,
+                           size_t errlen)
+{
+    char key[32];
+    int i = output_index(g, v);
+    snprintf(key, sizeof key, "output%d", i);
+    const rt_st_tensor *t = i >= 0 ? rt_st_find(want, key) : NULL;
+    if (!t)
+        return rt_errf(err, errlen, "%s: no tensor %s for %%%s", want->path, key, g->values[v].name);
+    if (t->numel != cnt)
+        return rt_errf(err, errlen, "%s: %s has %lld elements but %%%s has %lld", want->path, key,
+                       (long long)t->numel, g->values[v].name, (long long)cnt);
+    rt_st_to_f32(t, out);
+    return 0;
+}
+
+/* rt_check_graph, against the executor (want NULL) or PyTorch's outputs. */
+static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *want, rt_check_result **results, int *n,
+                       char *err, size_t errlen)
 {
     *results = NULL;
     *n = 0;
@@ -607,6 +553,7 @@ int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **result
     rt_ref *r = rt_ref_new(g, rerr, sizeof rerr);
     if (!r)
         return rt_errf(err, errlen, "reference: %s", rerr);
+    rt_ref_track_errors(r, 1);
     rt_check_result *res = calloc(p->ntensors ? p->ntensors : 1, sizeof *res);
     int rc = res ? 0 : rt_errf(err, errlen, "reference: out of host memory");
     /* Parameters the program does not hold come from the weights file. */
@@ -650,7 +597,7 @@ int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **result
             break;
         }
         outv[i] = v;
-        keep_for_tolerance(r, g, v);
+        rt_ref_keep(r, v);
     }
     if (!rc && rt_ref_run(r, rerr, sizeof rerr))
         rc = rt_errf(err, errlen, "reference: %s", rerr);
@@ -673,9 +620,22 @@ int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **result
             rc = rt_errf(err, errlen, "reference: out of host memory");
             break;
         }
-        if ((rc = graph_tolerance(r, g, v, ref, cnt, tol, err, errlen))) {
+        float *torch = want ? malloc((cnt ? (size_t)cnt : 1) * sizeof *torch) : NULL;
+        if (want && !torch)
+            rc = rt_errf(err, errlen, "reference: out of host memory");
+        if (!rc && want)
+            rc = expected_values(want, g, v, cnt, torch, err, errlen);
+        if (!rc)
+            rc = graph_tolerance(r, g, v, cnt, tol, err, errlen);
+        if (rc) {
             free(tol);
+            free(torch);
             break;
+        }
+        if (torch) { /* PyTorch's fp32 value for the reference, the tolerance widened by 2^-10 of itself */
+            ref = torch;
+            for (int64_t k = 0; k < cnt; k++)
+                tol[k] += TORCH_REL * (tol[k] - ABS_FLOOR);
         }
         ref_value rv;
         memset(&rv, 0, sizeof rv);
@@ -688,6 +648,7 @@ int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **result
         rv.op = val->node >= 0 ? g->nodes[val->node].op : val->kind == CC_VAL_INPUT ? "input" : "param";
         rc = compare(&c, &rv, (int)i, &res[nres]);
         free(tol);
+        free(torch);
         if (!rc && !res[nres].ok)
             bad++;
         nres++;
@@ -701,6 +662,24 @@ int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **result
     *results = res;
     *n = nres;
     return bad;
+}
+
+int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err, size_t errlen)
+{
+    return check_graph(prog, g, NULL, results, n, err, errlen);
+}
+
+int rt_check_expected(rt_program *prog, const cc_graph *g, const char *path, rt_check_result **results, int *n,
+                      char *err, size_t errlen)
+{
+    *results = NULL;
+    *n = 0;
+    rt_st_file *want = rt_st_read(path, err, errlen);
+    if (!want)
+        return -1;
+    int rc = check_graph(prog, g, want, results, n, err, errlen);
+    rt_st_free(want);
+    return rc;
 }
 
 int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen)
@@ -772,6 +751,9 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len)
     int o = snprintf(buf, len, "check %s: max_abs_err=%.1e max_rel_err=%.1e within_tol=%.6f (%lld/%lld)", r->name,
                      r->max_abs_err, r->max_rel_err, r->count ? (double)r->within / (double)r->count : 1.0,
                      (long long)r->within, (long long)r->count);
+    if (o < 0 || (size_t)o >= len)
+        return;
+    o += snprintf(buf + o, len - (size_t)o, " worst_err_over_tol=%.2g", r->worst_ratio);
     if (o < 0 || (size_t)o >= len)
         return;
     if (r->ok) {

@@ -661,7 +661,9 @@ static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
     CU_ASSERT(r[0].max_abs_err > 0 && r[0].max_abs_err < 0.05);
     rt_check_format(&r[0], line, sizeof line);
     CU_ASSERT(strncmp(line, "check C: max_abs_err=", 21) == 0);
-    CU_ASSERT(ends_with(line, "(4480/4480) ok"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " (4480/4480) worst_err_over_tol="));
+    CU_ASSERT(ends_with(line, " ok"));
+    CU_ASSERT(r[0].worst_ratio > 0 && r[0].worst_ratio <= 1);
     free(r);
 
     /* One element off by 0.25: exactly that one fails, and is the worst. */
@@ -718,9 +720,14 @@ static void test_check_mm_tolerance_is_the_documented_formula(void)
     float inside = (float)(ref - 0.99 * tol), outside = (float)(ref - 1.01 * tol);
     rt_check_result *r;
     int n;
+    char line[512];
     CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", &inside, ISA_HT_F32, err, sizeof err), 0);
     CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
     CU_ASSERT(fabs(r[0].worst_tol - tol) < 1e-9);
+    /* the line says how much of its tolerance the worst element used */
+    CU_ASSERT(fabs(r[0].worst_ratio - 0.99) < 1e-4);
+    rt_check_format(&r[0], line, sizeof line);
+    CU_ASSERT(ends_with(line, " (1/1) worst_err_over_tol=0.99 ok"));
     free(r);
     CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", &outside, ISA_HT_F32, err, sizeof err), 0);
     CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
@@ -768,7 +775,8 @@ static void test_check_softmax_passes_rounded_and_fails_wrong_output(void)
     CU_ASSERT(r[0].ok);
     CU_ASSERT(r[0].max_abs_err > 0);
     rt_check_format(&r[0], line, sizeof line);
-    CU_ASSERT(ends_with(line, "(1040/1040) ok"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " (1040/1040) worst_err_over_tol="));
+    CU_ASSERT(ends_with(line, " ok"));
     free(r);
 
     /* Normalised by a sum 10% off: every element fails (with inputs in
