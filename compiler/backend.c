@@ -825,7 +825,7 @@ int be_codegen_pass(ir_prog *p)
         /* the smaller tiling only where the cost model sees it cost
          * nothing: a matmul's smaller blocks can re-read operands */
         for (int i = 0; i < p->norder && !rc; i++) {
-            if (small[i] >= 0 &&
+            if (small[i] >= 0 && !c->work[i].bcast &&
                 (p->kernels[p->order[i]].kind != IR_MATMUL || be_matmul_estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST)))
                 need[i] = small[i];
             c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;

@@ -39,6 +39,7 @@ typedef struct {
     int64_t mb, nbs, kc; /* MATMUL: a tiling forced by work_div (block rows, block sticks, K chunk; 0: the
                             cost model's) */
     int64_t chunk;     /* row kernels: rows per chunk forced by work_div (0: as many as fit) */
+    int bcast;         /* MATMUL: gm x 1 with B broadcast over the ring (be_matmul.c) */
 } be_work;
 
 /* A tensor kept in LX across kernels (the lxplan step of codegen,

@@ -558,13 +558,176 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     return 0;
 }
 
+/* ---- B broadcast over the ring ----
+ *
+ * On a grid of all the chip's cores x 1 (every core all of N for its
+ * rows) every core walks the same sequence of B chunks (KC rows x NBS
+ * sticks).  Each chunk is read from DRAM once, by one loader core (four
+ * for the first chunk and two for the second: a shorter way in), whose
+ * place rotates with the chunk, and passed rightward around the ring
+ * from core to core up to the next loader, one stick group (a "piece") at
+ * a time: a core sends a piece on as soon as it has it, and its PT
+ * corelet starts once its own sticks are in.  Each core holds BC_SLOTS
+ * chunks; it tells its left neighbour that a slot is free again (a
+ * one-stick ring.send, a credit) once its PTs and its forwarding are
+ * done with the chunk it held.  (A loader sending both ways would halve
+ * its rate; announcing its pieces one by one would serialize its loads:
+ * a sig waits for every load before it.)
+ *
+ *   dmai (loader): wait slotfree; dma.ld the chunk; sig loaded
+ *   ring:  (loader: wait loaded) per piece: (else wait arr) sig have[u]
+ *          once corelet u's last piece is in; ring.send it to the right
+ *          neighbour unless that one is a loader (first waiting for its
+ *          credit, cred); then wait ptdone[u] of the previous chunk and
+ *          free that slot for the chunk BC_SLOTS - 1 later (slotfree when
+ *          this core loads it, else a credit to the left neighbour)
+ *   ptu:   wait abfull (the A chunk, dmai as before) and have[u]; pt.mm;
+ *          sig abempty and ptdone[u] */
+#define BC_SLOTS 3
+/* cycles from a DRAM read's issue to its first data, for the estimate
+ * (seen in traces of this scheme: about 700) */
+#define BC_DRAM_LATENCY 700.0
+#define BC_TOKENS 8 /* slotfree, loaded, arr, cred, have[2], ptdone[2] */
+
+/* The loaders of chunk `step` among cores [0, gm), ascending: one, its
+ * place rotating with the chunk so the DRAM reads spread over the cores;
+ * four for the first chunk and two for the second, each then feeding a
+ * quarter or a half of the cores (a shorter way in).  Without the wrap
+ * link (a grid smaller than the chip) core 0 is always one. */
+static int bc_loaders(int64_t gm, int wrap, int64_t step, int64_t nsteps, int *L)
+{
+    int64_t n = step == 0 ? 4 : step == 1 ? 2 : 1;
+    while (n > 1 && gm < 4 * n)
+        n /= 2;
+    int64_t first = wrap ? step * cc_max(1, gm / cc_max(1, cc_min(gm, nsteps))) % (gm / n) : 0;
+    for (int64_t k = 0; k < n; k++)
+        L[k] = (int)(first + k * (gm / n));
+    return (int)n;
+}
+
+typedef struct {
+    int loader;   /* this core reads the chunk from DRAM */
+    int up;       /* else its left neighbour, which passes it on */
+    int down;     /* the right neighbour it passes it on to (-1: none) */
+} bc_route;
+
+/* Neighbours on the ring among cores [0, gm): a line, closed into a ring
+ * when the grid has every core of the chip. */
+static int bc_left(int64_t gm, int wrap, int c) { return c > 0 ? c - 1 : wrap ? (int)gm - 1 : -1; }
+static int bc_right(int64_t gm, int wrap, int c) { return c + 1 < gm ? c + 1 : wrap ? 0 : -1; }
+
+/* How chunk `step` reaches core `core`: it travels rightward from each
+ * loader up to the next one (one ring direction: a loader sending both
+ * ways would halve its rate). */
+static void bc_route_of(int64_t gm, int wrap, int64_t step, int64_t nsteps, int core, bc_route *r)
+{
+    int L[4], nl = bc_loaders(gm, wrap, step, nsteps, L), right = bc_right(gm, wrap, core);
+    r->loader = 0;
+    for (int k = 0; k < nl; k++)
+        r->loader |= L[k] == core;
+    r->up = r->loader ? -1 : bc_left(gm, wrap, core);
+    r->down = right;
+    for (int k = 0; k < nl; k++)
+        if (L[k] == right)
+            r->down = -1;
+}
+
+static int64_t mm_bc_lx(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    const int64_t sb = m->c->t.stick;
+    return 2 * mm_cslot_bytes(m, MB, NBS) + 2 * cc_ceil_div(KC, m->c->t.lanes16) * MB * sb +
+           BC_SLOTS * KC * NBS * sb + mm_p_bytes(m, MB, NBS, KC) + 2 * sb;
+}
+
+/* Estimate of the broadcast scheme with tiling tl on gm cores: per chunk
+ * the slowest of the busier PT, the ring forwarding a chunk's pieces, and
+ * the DRAM bytes of the chunk and every core's A chunk; plus the way in
+ * of the first pieces and the last block's epilogue and store. */
+static void mm_bc_estimate(const mm_plan *m, int64_t gm, int64_t mt, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    const double sb = (double)t->stick;
+    mm_split_block(m, tl);
+    const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(m->GN, tl->NBS), steps = nbm * nbn * tl->nch;
+    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
+    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
+    double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
+                t->pt_insn_cycles + 2 * t->sync_cycles;
+    double piece = t->dma_insn_cycles + (double)tl->KC * sb / (double)t->cfg->ring_bytes_per_cycle;
+    double ring = (double)tl->NBS * piece;
+    double chunk_b = (double)(tl->KC * tl->NBS) * sb, chunk_a = (double)(gm * tl->MB * cc_ceil_div(tl->KC, t->lanes16)) * sb;
+    double dram = t->dram_bytes_per_cycle > 0 ? (chunk_b + chunk_a) / t->dram_bytes_per_cycle : 0;
+    /* a chunk's way from its loader's DRAM read to the last core: the
+     * slots ahead must cover it */
+    double way = t->dma_insn_cycles + BC_DRAM_LATENCY + chunk_b / t->dma_bytes_per_cycle +
+                 (double)(gm - 1 + tl->NBS) * piece;
+    double step = pt > ring ? pt : ring;
+    step = step > dram ? step : dram;
+    step = step > way / (BC_SLOTS - 1) ? step : way / (BC_SLOTS - 1);
+    double in = way;
+    double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
+                  (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    tl->cycles = (double)steps * step + in + tail;
+    tl->bytes = (double)(nbm * m->Kd * m->GN) * sb + (double)(nbn * m->M * m->KG) * sb + (double)(m->M * m->GN) * sb;
+}
+
+/* The tiling of the broadcast scheme on gm cores: every core the same
+ * number of blocks (the sequence of chunks is the chip's), the cheapest
+ * estimate that fits LX; -1 when the scheme does not apply. */
+static int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
+{
+    const be_ctx *c = m->c;
+    const int64_t budget = be_lx_budget(c, m->ep.pos), lanes = c->t.lanes16;
+    const int64_t mt = cc_ceil_div(m->M, gm), mtmin = m->M / gm;
+    if (gm < 2 || m->nbatch != 1 || m->ag || m->bg || mtmin < 1 || m->stage_bytes ||
+        2 * (4 * 2 + 3) + BC_TOKENS > (int)c->cfg->tokens) /* mm_tokens without restickify */
+        return -1;
+    int found = 0;
+    for (int64_t ks = 8; ks >= 1; ks /= 2) {
+        int64_t kc = cc_min(ks * lanes, m->Kd);
+        if (ks > 1 && ks * lanes >= m->Kd + lanes)
+            continue;
+        for (int64_t q = 1; q <= m->GN; q++) {
+            int64_t nbs = cc_ceil_div(m->GN, q);
+            if (q > 1 && nbs == cc_ceil_div(m->GN, q - 1))
+                continue;
+            int64_t lo = 0, hi = mt;
+            while (lo < hi) {
+                int64_t mid = (lo + hi + 1) / 2;
+                if (mm_bc_lx(m, mid, nbs, kc) <= budget)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            if (lo < 1)
+                continue;
+            mm_tiling tl = {0};
+            tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
+            if (cc_ceil_div(mt, tl.MB) != cc_ceil_div(mtmin, tl.MB))
+                continue;
+            tl.NBS = nbs;
+            tl.KC = kc;
+            tl.nch = cc_ceil_div(m->Kd, kc);
+            mm_bc_estimate(m, gm, mt, &tl);
+            if (!found || tl.cycles < out->cycles)
+                *out = tl;
+            found = 1;
+        }
+    }
+    return found ? 0 : -1;
+}
+
 double be_matmul_estimate(be_ctx *c, int pos)
 {
     mm_plan m;
     double e = DBL_MAX, bytes;
     if (!mm_build(c, pos, &m)) {
         mm_set_whole(&m, c->work[pos].stage_whole);
-        e = mm_cost(&m, c->work[pos].gm, c->work[pos].gn, &bytes);
+        mm_tiling tl;
+        if (c->work[pos].bcast)
+            e = mm_bc_tiling(&m, c->work[pos].gm, &tl) ? DBL_MAX : tl.cycles;
+        else
+            e = mm_cost(&m, c->work[pos].gm, c->work[pos].gn, &bytes);
     }
     mm_free(&m);
     return e;
@@ -652,13 +815,25 @@ int be_matmul_plan(be_ctx *c, int pos)
         else if (!rc && best == DBL_MAX)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
                           (unsigned long long)be_lx_budget(c, pos));
+        /* B broadcast over the ring on every core (cores x 1), when the
+         * cost model prefers it */
+        w->bcast = 0;
+        for (int64_t gm = cores; !rc && !over && best != DBL_MAX && gm == cores && gm <= m.M; gm++) {
+            mm_tiling tl;
+            if (!mm_bc_tiling(&m, gm, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
+                best = tl.cycles;
+                w->gm = gm;
+                w->gn = 1;
+                w->bcast = 1;
+            }
+        }
         w->cores = (int)(w->gm * w->gn);
         w->est_cycles = best;
         w->rows = m.M;
         w->cols = m.N;
         int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0;
         mm_tiling tl;
-        if (!rc && !mm_block(&m, w->gm, w->gn, mt, ns, &tl)) {
+        if (!rc && !(w->bcast ? mm_bc_tiling(&m, w->gm, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
             char kb[96], sp[96];
             if (tl.KC >= m.Kd)
                 snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
@@ -672,9 +847,10 @@ int be_matmul_plan(be_ctx *c, int pos)
                 snprintf(sp, sizeof sp, ", pt0 only");
             be_note(c, pos, BE_NOTE_TILES,
                     "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
-                    " sticks (%" PRId64 " columns), %s%s%s, estimate %.0f cycles",
+                    " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
                     mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m.N), kb, sp,
-                    m.nbatch > 1 ? ", per batch index" : "", best);
+                    m.nbatch > 1 ? ", per batch index" : "",
+                    w->bcast ? ", B broadcast over the ring (each chunk read from DRAM once)" : "", best);
         }
         if (!rc && m.ag)
             be_note(c, pos, BE_NOTE_RESTICK, m.aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
@@ -723,8 +899,73 @@ typedef struct {
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
     int64_t nblk, nchunk;
     int64_t m0;       /* the core's first row */
+    /* B broadcast over the ring (be_work.bcast) */
+    int bc, wrap;
+    int64_t gm, nsteps;
+    int64_t bslot[BC_SLOTS], cred_src, cred_in; /* credits come from the right neighbour */
+    int slotfree, loaded, arr, cred, have[2], ptdone[2];
     be_tile T;
 } mm_core;
+
+/* Free this core's slot of chunk `step` (its chunk BC_SLOTS earlier is
+ * done): slotfree to its own dmai when it loads that chunk, else a credit
+ * to the neighbour it comes from (ring). */
+static void bc_release(mm_core *mc, int64_t step)
+{
+    if (step >= mc->nsteps)
+        return;
+    cc_emit *e = mc->e;
+    bc_route r;
+    bc_route_of(mc->gm, mc->wrap, step, mc->nsteps, e->core, &r);
+    if (r.loader) {
+        cc_emit_sig(e, ISA_U_RING, mc->slotfree);
+        return;
+    }
+    cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
+    cc_emit_ring(e, ISA_OP_RING_SEND, r.up, mc->cred, cc_abs(mc->cred_in), cc_abs(mc->cred_src), &sh);
+}
+
+/* Chunk `step` of B (rows [k0, k0 + kc), sticks [g0, g0 + nbs) of view
+ * bv) into its slot: loaded from DRAM by a loader, passed on over the
+ * ring piece by piece; have[u] once corelet u's last piece (last[u]) is
+ * in; then the previous chunk's slot is freed. */
+static void bc_chunk(mm_core *mc, int64_t step, const be_view *bv, int64_t krow, int64_t kc, int64_t nbs,
+                     const int64_t *last)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, slot = mc->bslot[step % BC_SLOTS];
+    bc_route r;
+    bc_route_of(mc->gm, mc->wrap, step, mc->nsteps, e->core, &r);
+    if (r.loader) {
+        /* one load for the chunk: a sig waits for every load before it,
+         * so announcing pieces one by one would keep one load in flight */
+        cc_emit_wait(e, ISA_U_DMAI, mc->slotfree);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, slot, mc->KC * sb, bv, &m->brsp, krow, kc, nbs);
+        cc_emit_sig(e, ISA_U_DMAI, mc->loaded);
+        cc_emit_wait(e, ISA_U_RING, mc->loaded);
+    }
+    for (int64_t p = 0; p < nbs; p++) {
+        if (!r.loader)
+            cc_emit_wait(e, ISA_U_RING, mc->arr);
+        for (int u = 0; u < mc->nc; u++)
+            if (last[u] == p)
+                cc_emit_sig(e, ISA_U_RING, mc->have[u]);
+        if (r.down < 0)
+            continue;
+        if (p == 0)
+            cc_emit_wait(e, ISA_U_RING, mc->cred);
+        cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
+        cc_emit_ring(e, ISA_OP_RING_SEND, r.down, mc->arr, cc_abs(slot + p * mc->KC * sb), cc_abs(slot + p * mc->KC * sb),
+                     &sh);
+    }
+    if (step > 0) {
+        for (int u = 0; u < mc->nc; u++)
+            cc_emit_wait(e, ISA_U_RING, mc->ptdone[u]);
+        bc_release(mc, step - 1 + BC_SLOTS);
+    }
+}
 
 #define RST_LANES 2048
 
@@ -916,7 +1157,7 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
             be_view av = shifted(&m->av, k0 / lanes);
             be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
         }
-        if (!m->bg)
+        if (!m->bg && !mc->bc)
             be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
         if (m->ag && !m->aw)
             mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo,
@@ -926,6 +1167,13 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
                            mc->blo, mc->bgo);
         for (int u = 0; u < mc->nc; u++)
             cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
+        const int64_t step = mc->nchunk - 1;
+        if (mc->bc) { /* B comes over the ring: corelet u can start after its last stick's piece */
+            int64_t last[2];
+            for (int u = 0; u < 2; u++)
+                last[u] = u >= mc->nc || cns[u] < 1 || cst[u] >= nbs ? 0 : cc_min(nbs, cst[u] + cns[u]) - 1;
+            bc_chunk(mc, step, &bv0, b * m->Kd + k0, kc, nbs, last);
+        }
         if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
             for (int u = 0; u < mc->nc; u++)
                 cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
@@ -943,6 +1191,8 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         for (int u = 0; u < mc->nc; u++) {
             const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
             cc_emit_wait(e, pt, m->ag || m->bg ? mc->abrst[s][u] : mc->abfull[s][u]);
+            if (mc->bc)
+                cc_emit_wait(e, pt, mc->have[u]);
             if (first)
                 cc_emit_wait(e, pt, mc->cempty[q][u]);
             const int64_t ncols = cc_min(cns[u] * lanes, cols - cst[u] * lanes);
@@ -952,7 +1202,7 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
                 cc_pt_args pa = {0};
                 pa.c = u;
                 pa.a = cc_abs(A + roff);
-                pa.b = cc_abs(B + cst[u] * KC * sb);
+                pa.b = cc_abs((mc->bc ? mc->bslot[step % BC_SLOTS] : B) + cst[u] * KC * sb);
                 pa.m = cnr[u];
                 pa.n = ncols;
                 pa.k = kc;
@@ -967,6 +1217,8 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
                 cc_emit_pt(e, &pa);
             }
             cc_emit_sig(e, pt, mc->abempty[s][u]);
+            if (mc->bc)
+                cc_emit_sig(e, pt, mc->ptdone[u]);
             if (last)
                 cc_emit_sig(e, pt, mc->mmd[q][u]);
         }
@@ -1062,7 +1314,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         mc.m = &m;
         mc.e = e;
         mc.m0 = m0;
-        if (mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
+        if (w->bcast ? mm_bc_tiling(&m, w->gm, &mc.tl) : mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
             rc = be_error(c, m.K, "no block of the product fits LX");
             break;
         }
@@ -1073,6 +1325,13 @@ int be_matmul_emit(be_ctx *c, int pos)
         mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
         mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
         mc.abslot_bytes = mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC);
+        if (w->bcast) { /* the A/B slots hold A; B has its own slots */
+            mc.bc = 1;
+            mc.gm = w->gm;
+            mc.wrap = w->gm == (int64_t)c->cfg->cores;
+            mc.nsteps = cc_ceil_div(mt, mc.MB) * cc_ceil_div(ns, mc.NBS) * mc.nch;
+            mc.abslot_bytes = cc_ceil_div(mc.KC, c->t.lanes16) * mc.MB * sb;
+        }
         if (m.ag || m.bg) { /* the staged sticks after the A and B parts */
             int64_t na, nb;
             mm_stage_need(&m, &mc.tl, m0, mt, g0, ns, &na, &nb);
@@ -1115,6 +1374,20 @@ int be_matmul_emit(be_ctx *c, int pos)
         }
         if (m.aw || m.bw)
             mc.wld = cc_tok_alloc(e, "restickify: operands staged whole");
+        if (mc.bc) {
+            for (int i = 0; i < BC_SLOTS; i++)
+                mc.bslot[i] = cc_lx_alloc(e, mc.KC * mc.NBS * sb, "matmul B chunk (ring)");
+            mc.cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
+            mc.cred_in = cc_lx_alloc(e, sb, "ring credit (from the right neighbour)");
+            mc.slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
+            mc.loaded = cc_tok_alloc(e, "B piece loaded (dmai -> ring)");
+            mc.arr = cc_tok_alloc(e, "B piece arrived (from the left neighbour)");
+            mc.cred = cc_tok_alloc(e, "B slot credit (from the right neighbour)");
+            for (int u = 0; u < 2; u++) {
+                mc.have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+                mc.ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
+            }
+        }
         if (mc.nch > 1)
             mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
         int nstaged = 0;
@@ -1170,10 +1443,14 @@ int be_matmul_emit(be_ctx *c, int pos)
             cc_emit_sig(e, ISA_U_DMAI, mc.wld);
             cc_emit_wait(e, ISA_U_SFP0, mc.wld);
         }
+        for (int64_t i = 0; mc.bc && i < BC_SLOTS; i++) /* every slot starts free */
+            bc_release(&mc, i);
         for (int64_t b = 0; b < m.nbatch && !rc; b++)
             for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
                 for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
                     rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
+        for (int u = 0; mc.bc && u < mc.nc; u++) /* the last chunk's slot */
+            cc_emit_wait(e, ISA_U_RING, mc.ptdone[u]);
         if (nstaged && !rc) {
             cc_emit_sig(e, ISA_U_SFP0, mc.strd);
             cc_emit_wait(e, ISA_U_DMAO, mc.strd);
