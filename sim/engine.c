@@ -187,10 +187,16 @@ static int units_idle(const sim_core *c)
     return 1;
 }
 
-static void resolve(const sim_core *c, isa_addr *a)
+static int64_t resolve(const sim_core *c, const isa_addr *a) { return a->off + c->regs[a->reg]; }
+
+/* Record the slot's instruction, its registers resolved, in the trace. */
+static void trace_slot(sim *s, int core, int u, const sim_slot *e, double start, double end)
 {
-    a->off += c->regs[a->reg];
-    a->reg = 0;
+    if (s->opt.trace == SIM_TRACE_OFF)
+        return;
+    sim_qent r = {.index = e->index, .ready = e->ready};
+    sim_slot_insn(e, &r.in);
+    sim_trace_insn(s, core, u, &r, start, end);
 }
 
 /* Release the barrier when every core sits at it with idle units. */
@@ -246,14 +252,14 @@ static int run_seq(engine *g, sim_core *c, double t)
                 c->seq_blocked_on = u;
                 return 0;
             }
-            sim_qent *e = &q->q[(q->head + q->count) % depth];
-            e->in = *in;
+            sim_slot *e = &q->q[(q->head + q->count) % depth];
+            e->in = in;
+            e->d = resolve(c, &in->d);
+            e->a = resolve(c, &in->a);
+            e->b = resolve(c, &in->b);
+            e->p = resolve(c, &in->p);
             e->index = c->pc;
             e->ready = c->seq_time;
-            resolve(c, &e->in.d);
-            resolve(c, &e->in.a);
-            resolve(c, &e->in.b);
-            resolve(c, &e->in.p);
             q->count++;
             wake_unit(g, c, u, c->seq_time);
             c->pc++;
@@ -331,12 +337,12 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             try_barrier(g);
         return 0;
     }
-    sim_qent *e = &q->q[q->head];
+    sim_slot *e = &q->q[q->head];
     if (e->ready > t) {
         wake_unit(g, c, u, e->ready);
         return 0;
     }
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     double dur, done;
     const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
     if (in->op == ISA_OP_WAIT || in->op == ISA_OP_SIG) {
@@ -372,7 +378,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
-        if (sim_exec(s, c, e, &tm))
+        if (sim_exec(s, c, u, e, &tm))
             return -1;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
@@ -386,7 +392,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             schedule(g, tm.end, EV_TOKEN, tm.remote_core, 0, tm.remote_tok);
         }
     }
-    sim_trace_insn(s, c->id, u, e, t, t + dur);
+    trace_slot(s, c->id, u, e, t, t + dur);
     /* busy: the union of the instructions' [start, completion) spans, so a
      * DMA engine with transfers in flight counts as busy while they move */
     double covered = us->done_at > t ? us->done_at : t;
@@ -428,10 +434,10 @@ static void report_deadlock(sim *s)
         for (int u = 0; u < ISA_NUNITS && n < sizeof buf; u++) {
             if (!c->units[u].count)
                 continue;
-            const sim_qent *e = &c->units[u].q[c->units[u].head];
+            const sim_slot *e = &c->units[u].q[c->units[u].head];
             n += (size_t)snprintf(buf + n, sizeof buf - n,
                                   " core %d %s #%ld waits on token %" PRId64 " (0, never signalled);", i,
-                                  isa_unit_names[u], e->index, e->in.tok);
+                                  isa_unit_names[u], e->index, e->in->tok);
             if (first_core < 0) {
                 first_core = i;
                 first_unit = u;

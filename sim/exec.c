@@ -30,23 +30,23 @@ static span extent(int64_t base, int levels, const int64_t *n, const int64_t *st
 
 static const char *unit_name(int u) { return u < ISA_NUNITS ? isa_unit_names[u] : "seq"; }
 
-static int check_lx(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, span r)
+static int check_lx(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, span r)
 {
     if (r.lo < 0 || (uint64_t)r.hi > s->cfg.lx_bytes)
         return sim_faultf(s, c->id, u, e->index,
                           "%s: LX access [0x%" PRIx64 ", 0x%" PRIx64 ") of operand %s is outside LX (0x%" PRIx64 " bytes)",
-                          isa_info(e->in.op)->mnemonic, (uint64_t)r.lo, (uint64_t)r.hi, opnd, s->cfg.lx_bytes);
+                          isa_info(e->in->op)->mnemonic, (uint64_t)r.lo, (uint64_t)r.hi, opnd, s->cfg.lx_bytes);
     if ((uint64_t)r.hi > c->lx_peak)
         c->lx_peak = (uint64_t)r.hi;
     return 0;
 }
 
-static int check_dram(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, span r)
+static int check_dram(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, span r)
 {
     if (r.lo < 0 || (uint64_t)r.hi > s->seg_bytes)
         return sim_faultf(s, c->id, u, e->index,
                           "%s: DRAM access [0x%" PRIx64 ", 0x%" PRIx64 ") of operand %s is outside the program's segment (0x%" PRIx64 " bytes)",
-                          isa_info(e->in.op)->mnemonic, (uint64_t)r.lo, (uint64_t)r.hi, opnd, s->seg_bytes);
+                          isa_info(e->in->op)->mnemonic, (uint64_t)r.lo, (uint64_t)r.hi, opnd, s->seg_bytes);
     return 0;
 }
 
@@ -61,11 +61,11 @@ static uint64_t dram_addr(const sim *s, int64_t off)
 /* The DRAM operand of a DMA whose pieces (`run` bytes at base + sum(i_l *
  * stride_l)) span r, already inside the segment: no piece may straddle the
  * end of the weights region, and a store may not write the weights. */
-static int check_regions(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, span r, int store,
+static int check_regions(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, span r, int store,
                          int64_t base, const int64_t *stride, int64_t run)
 {
     const int64_t wb = (int64_t)s->weight_bytes;
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     if (r.lo >= wb)
         return 0; /* all activations (and every program without weights) */
     if (r.hi <= wb && !store)
@@ -92,7 +92,7 @@ static int check_regions(sim *s, sim_core *c, const sim_qent *e, int u, const ch
 }
 
 /* Every address and stride given must be a multiple of `align`. */
-static int check_align(sim *s, sim_core *c, const sim_qent *e, int u, const char *opnd, int64_t base,
+static int check_align(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, int64_t base,
                        int levels, const int64_t *stride, int64_t align)
 {
     int bad = base % align != 0;
@@ -100,27 +100,27 @@ static int check_align(sim *s, sim_core *c, const sim_qent *e, int u, const char
         bad |= stride[l] % align != 0;
     if (bad)
         return sim_faultf(s, c->id, u, e->index, "%s: operand %s is not aligned to %" PRId64 " bytes (address 0x%" PRIx64 ")",
-                          isa_info(e->in.op)->mnemonic, opnd, align, (uint64_t)base);
+                          isa_info(e->in->op)->mnemonic, opnd, align, (uint64_t)base);
     return 0;
 }
 
 /* ---- DMA and ring copies ---- */
 
-static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
-    span ds = extent(in->d.off, ISA_MAX_LOOPS, in->n, in->ds, run);
-    span as = extent(in->a.off, ISA_MAX_LOOPS, in->n, in->as, run);
-    if (check_align(s, c, e, u, "d", in->d.off, ISA_MAX_LOOPS, in->ds, sb) ||
-        check_align(s, c, e, u, "a", in->a.off, ISA_MAX_LOOPS, in->as, sb))
+    span ds = extent(e->d, ISA_MAX_LOOPS, in->n, in->ds, run);
+    span as = extent(e->a, ISA_MAX_LOOPS, in->n, in->as, run);
+    if (check_align(s, c, e, u, "d", e->d, ISA_MAX_LOOPS, in->ds, sb) ||
+        check_align(s, c, e, u, "a", e->a, ISA_MAX_LOOPS, in->as, sb))
         return -1;
     int d_dram = in->op == ISA_OP_DMA_ST, a_dram = in->op == ISA_OP_DMA_LD;
     if ((d_dram ? check_dram : check_lx)(s, c, e, u, "d", ds) ||
         (a_dram ? check_dram : check_lx)(s, c, e, u, "a", as))
         return -1;
-    if ((d_dram && check_regions(s, c, e, u, "d", ds, 1, in->d.off, in->ds, run)) ||
-        (a_dram && check_regions(s, c, e, u, "a", as, 0, in->a.off, in->as, run)))
+    if ((d_dram && check_regions(s, c, e, u, "d", ds, 1, e->d, in->ds, run)) ||
+        (a_dram && check_regions(s, c, e, u, "a", as, 0, e->a, in->as, run)))
         return -1;
     if (!d_dram)
         sim_pt_fence(s, c->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
@@ -134,8 +134,8 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)
                 for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                    int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1] + i2 * in->ds[2] + i3 * in->ds[3];
-                    int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1] + i2 * in->as[2] + i3 * in->as[3];
+                    int64_t d = e->d + i0 * in->ds[0] + i1 * in->ds[1] + i2 * in->ds[2] + i3 * in->ds[3];
+                    int64_t a = e->a + i0 * in->as[0] + i1 * in->as[1] + i2 * in->as[2] + i3 * in->as[3];
                     uint64_t da = dram_addr(s, a_dram ? a : d);
                     if (a_dram || d_dram)
                         sim_dma_piece(s, &dt, da, (uint64_t)run, d_dram);
@@ -171,16 +171,16 @@ static int exec_dma(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
 /* dma.gather: row lookups.  Every index is read and checked before
  * anything is copied; with values off (--no-values) LX holds no indices,
  * so every lookup times as row 0. */
-static int exec_gather(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_gather(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb, n0 = in->n[0], n1 = in->n[1];
     const int64_t tn[2] = {in->vl, n1}, tst[2] = {in->as[0], in->as[1]};
-    span ds = extent(in->d.off, 2, in->n, in->ds, run);
-    span as = extent(in->a.off, 2, tn, tst, run); /* the whole table */
-    span bs = extent(in->b.off, 1, in->n, in->bs, 4);
-    if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) ||
-        check_align(s, c, e, u, "b", in->b.off, 1, in->bs, 4))
+    span ds = extent(e->d, 2, in->n, in->ds, run);
+    span as = extent(e->a, 2, tn, tst, run); /* the whole table */
+    span bs = extent(e->b, 1, in->n, in->bs, 4);
+    if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_align(s, c, e, u, "a", e->a, 2, in->as, sb) ||
+        check_align(s, c, e, u, "b", e->b, 1, in->bs, 4))
         return -1;
     if (check_lx(s, c, e, u, "d", ds) || check_dram(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs))
         return -1;
@@ -199,22 +199,22 @@ static int exec_gather(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing
     for (int64_t i0 = 0; i0 < n0; i0++) {
         float x = 0.0f;
         if (values)
-            memcpy(&x, c->lx + in->b.off + i0 * in->bs[0], 4);
+            memcpy(&x, c->lx + e->b + i0 * in->bs[0], 4);
         /* fp32 holds every integer up to 2^24 exactly */
         if (!(x >= 0.0f && x < (float)in->vl && x <= 16777216.0f && x == floorf(x))) {
             free(row);
             return sim_faultf(s, c->id, u, e->index,
                               "dma.gather: index %" PRId64 " (LX 0x%" PRIx64 ") is %g, not an integer row in [0, %" PRId64 ")",
-                              i0, (uint64_t)(in->b.off + i0 * in->bs[0]), (double)x, in->vl);
+                              i0, (uint64_t)(e->b + i0 * in->bs[0]), (double)x, in->vl);
         }
         row[i0] = (int64_t)x;
     }
     if (sim_race_active(s)) {
         if (in->bs[0] == 4)
-            sim_race_access(s, c, u, e->index, c->id, (uint64_t)in->b.off, (uint64_t)(in->b.off + 4 * n0), 0);
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)e->b, (uint64_t)(e->b + 4 * n0), 0);
         else
             for (int64_t i0 = 0; i0 < n0; i0++) {
-                uint64_t b = (uint64_t)(in->b.off + i0 * in->bs[0]);
+                uint64_t b = (uint64_t)(e->b + i0 * in->bs[0]);
                 sim_race_access(s, c, u, e->index, c->id, b, b + 4, 0);
             }
     }
@@ -222,8 +222,8 @@ static int exec_gather(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing
     sim_dma_begin(s, &dt, tm->start);
     for (int64_t i1 = 0; i1 < n1; i1++)
         for (int64_t i0 = 0; i0 < n0; i0++) {
-            int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
-            uint64_t da = dram_addr(s, in->a.off + row[i0] * in->as[0] + i1 * in->as[1]);
+            int64_t d = e->d + i0 * in->ds[0] + i1 * in->ds[1];
+            uint64_t da = dram_addr(s, e->a + row[i0] * in->as[0] + i1 * in->as[1]);
             sim_dma_piece(s, &dt, da, (uint64_t)run, 0);
             if (sim_race_active(s)) {
                 sim_race_access(s, c, u, e->index, -1, da, da + (uint64_t)run, 0);
@@ -239,9 +239,9 @@ static int exec_gather(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing
     return 0;
 }
 
-static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     if (in->core >= s->cfg.cores)
         return sim_faultf(s, c->id, u, e->index, "%s: core %" PRId64 " does not exist (the chip has %d)",
                           isa_info(in->op)->mnemonic, in->core, s->cfg.cores);
@@ -249,9 +249,9 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
         return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, in->tok);
     sim_core *dst = &s->cores[in->core];
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
-    span ds = extent(in->d.off, 2, in->n, in->ds, run);
-    span as = extent(in->a.off, 2, in->n, in->as, run);
-    if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) ||
+    span ds = extent(e->d, 2, in->n, in->ds, run);
+    span as = extent(e->a, 2, in->n, in->as, run);
+    if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_align(s, c, e, u, "a", e->a, 2, in->as, sb) ||
         check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
@@ -259,8 +259,8 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
     const int values = s->opt.values;
     for (int64_t i1 = 0; i1 < in->n[1]; i1++)
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-            int64_t doff = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
-            int64_t aoff = in->a.off + i0 * in->as[0] + i1 * in->as[1];
+            int64_t doff = e->d + i0 * in->ds[0] + i1 * in->ds[1];
+            int64_t aoff = e->a + i0 * in->as[0] + i1 * in->as[1];
             if (sim_race_active(s)) {
                 sim_race_access(s, c, u, e->index, c->id, (uint64_t)aoff, (uint64_t)(aoff + run), 0);
                 if (in->op == ISA_OP_RING_RED)
@@ -301,48 +301,50 @@ static int exec_ring(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
 
 /* ---- PT: matrix multiply on DL16 tiles with fp32 sums ---- */
 
-static int exec_pt(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_pt(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes, l16 = sb / 2, l32 = sb / 4;
     const int64_t m = in->m, n = in->nn, k = in->k;
     const int acc = (in->flags & ISA_F_ACC) != 0, out32 = (in->flags & ISA_F_F32) != 0;
     int64_t ga = (k + l16 - 1) / l16, gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
     int64_t gd = out32 ? g32 : gb;
-    span as = extent(in->a.off, 1, &ga, &in->as[0], m * sb);
-    span bs = extent(in->b.off, 1, &gb, &in->bs[0], k * sb);
-    span ds = extent(in->d.off, 1, &gd, &in->ds[0], m * sb);
-    span ps = extent(in->p.off, 1, &g32, &in->ps, m * sb);
-    if (check_align(s, c, e, u, "a", in->a.off, 1, in->as, sb) || check_align(s, c, e, u, "b", in->b.off, 1, in->bs, sb) ||
-        check_align(s, c, e, u, "d", in->d.off, 1, in->ds, sb) ||
-        (acc && check_align(s, c, e, u, "p", in->p.off, 1, &in->ps, sb)))
+    span as = extent(e->a, 1, &ga, &in->as[0], m * sb);
+    span bs = extent(e->b, 1, &gb, &in->bs[0], k * sb);
+    span ds = extent(e->d, 1, &gd, &in->ds[0], m * sb);
+    span ps = extent(e->p, 1, &g32, &in->ps, m * sb);
+    if (check_align(s, c, e, u, "a", e->a, 1, in->as, sb) || check_align(s, c, e, u, "b", e->b, 1, in->bs, sb) ||
+        check_align(s, c, e, u, "d", e->d, 1, in->ds, sb) ||
+        (acc && check_align(s, c, e, u, "p", e->p, 1, &in->ps, sb)))
         return -1;
     if (check_lx(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs) || check_lx(s, c, e, u, "d", ds) ||
         (acc && check_lx(s, c, e, u, "p", ps)))
         return -1;
     if (sim_race_active(s)) {
         for (int64_t g = 0; g < ga; g++)
-            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->a.off + g * in->as[0]),
-                            (uint64_t)(in->a.off + g * in->as[0] + m * sb), 0);
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(e->a + g * in->as[0]),
+                            (uint64_t)(e->a + g * in->as[0] + m * sb), 0);
         for (int64_t g = 0; g < gb; g++)
-            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->b.off + g * in->bs[0]),
-                            (uint64_t)(in->b.off + g * in->bs[0] + k * sb), 0);
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(e->b + g * in->bs[0]),
+                            (uint64_t)(e->b + g * in->bs[0] + k * sb), 0);
         for (int64_t g = 0; acc && g < g32; g++)
-            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->p.off + g * in->ps),
-                            (uint64_t)(in->p.off + g * in->ps + m * sb), 0);
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(e->p + g * in->ps),
+                            (uint64_t)(e->p + g * in->ps + m * sb), 0);
         for (int64_t g = 0; g < gd; g++)
-            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(in->d.off + g * in->ds[0]),
-                            (uint64_t)(in->d.off + g * in->ds[0] + m * sb), 1);
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)(e->d + g * in->ds[0]),
+                            (uint64_t)(e->d + g * in->ds[0] + m * sb), 1);
     }
     s->st->macs += (uint64_t)(m * n * k);
     tm->end = sim_time_pt(s, tm->start, m, n, k);
     if (!s->opt.values)
         return 0;
-    const sim_lx_set ops[4] = {{in->a.off, ga, in->as[0], m * sb},
-                               {in->b.off, gb, in->bs[0], k * sb},
-                               {in->p.off, acc ? g32 : 0, in->ps, m * sb},
-                               {in->d.off, gd, in->ds[0], m * sb}};
-    sim_pt_submit(s, c->id, in, ops);
+    const sim_lx_set ops[4] = {{e->a, ga, in->as[0], m * sb},
+                               {e->b, gb, in->bs[0], k * sb},
+                               {e->p, acc ? g32 : 0, in->ps, m * sb},
+                               {e->d, gd, in->ds[0], m * sb}};
+    isa_insn r; /* the worker reads the operands' addresses from the instruction */
+    sim_slot_insn(e, &r);
+    sim_pt_submit(s, c->id, &r, ops);
     return 0;
 }
 
@@ -437,16 +439,16 @@ static int is_binary(int op) { return op >= ISA_OP_SFP_ADD && op <= ISA_OP_SFP_S
 
 /* sfp.rst: vl elements per (i0, i1), read at stride bs0 and written at
  * stride bs1, each address element-aligned; the bits are copied. */
-static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_rst(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes;
     const int64_t esz = in->t == ISA_T_F32 ? 4 : 2;
     const int64_t vl = in->vl ? in->vl : sb / esz;
     const int64_t n3[3] = {in->n[0], in->n[1], vl};
     const int64_t dst[3] = {in->ds[0], in->ds[1], in->bs[1]}, ast[3] = {in->as[0], in->as[1], in->bs[0]};
-    span dsp = extent(in->d.off, 3, n3, dst, esz), asp = extent(in->a.off, 3, n3, ast, esz);
-    if (check_align(s, c, e, u, "d", in->d.off, 3, dst, esz) || check_align(s, c, e, u, "a", in->a.off, 3, ast, esz) ||
+    span dsp = extent(e->d, 3, n3, dst, esz), asp = extent(e->a, 3, n3, ast, esz);
+    if (check_align(s, c, e, u, "d", e->d, 3, dst, esz) || check_align(s, c, e, u, "a", e->a, 3, ast, esz) ||
         check_lx(s, c, e, u, "d", dsp) || check_lx(s, c, e, u, "a", asp))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)asp.lo, (uint64_t)asp.hi, 0);
@@ -454,8 +456,8 @@ static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     if (sim_race_active(s))
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1];
-                int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+                int64_t a = e->a + i0 * in->as[0] + i1 * in->as[1];
+                int64_t d = e->d + i0 * in->ds[0] + i1 * in->ds[1];
                 /* a unit stride is one access; any other, one per element */
                 int64_t na = in->bs[0] == esz ? 1 : vl, nd = in->bs[1] == esz ? 1 : vl;
                 int64_t ua = in->bs[0] == esz ? vl * esz : esz, ud = in->bs[1] == esz ? vl * esz : esz;
@@ -474,8 +476,8 @@ static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     uint8_t *lx = c->lx;
     for (int64_t i1 = 0; i1 < in->n[1]; i1++)
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-            int64_t a = in->a.off + i0 * in->as[0] + i1 * in->as[1];
-            int64_t d = in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            int64_t a = e->a + i0 * in->as[0] + i1 * in->as[1];
+            int64_t d = e->d + i0 * in->ds[0] + i1 * in->ds[1];
             for (int64_t l = 0; l < vl; l++)
                 memmove(lx + d + l * in->bs[1], lx + a + l * in->bs[0], (size_t)esz);
         }
@@ -485,19 +487,19 @@ static int exec_rst(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
 /* sfp.iota: stick (i0, i1) at d + i0*ds0 + i1*ds1 gets, in lane l, the
  * value imm + bs0*(i0*lanes + l) + bs1*i1 (computed in double, exact for
  * integers, then rounded to t); nothing is read. */
-static int exec_iota(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_iota(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes;
     const int t = (int)in->t, lanes = (int)(sb / (t == ISA_T_F32 ? 4 : 2));
-    span dsp = extent(in->d.off, 2, in->n, in->ds, sb);
-    if (check_align(s, c, e, u, "d", in->d.off, 2, in->ds, sb) || check_lx(s, c, e, u, "d", dsp))
+    span dsp = extent(e->d, 2, in->n, in->ds, sb);
+    if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_lx(s, c, e, u, "d", dsp))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
     if (sim_race_active(s))
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                uint64_t d = (uint64_t)(in->d.off + i0 * in->ds[0] + i1 * in->ds[1]);
+                uint64_t d = (uint64_t)(e->d + i0 * in->ds[0] + i1 * in->ds[1]);
                 sim_race_access(s, c, u, e->index, c->id, d, d + (uint64_t)sb, 1);
             }
     tm->end = sim_time_sfp(s, tm->start, in->op, in->n[0] * in->n[1]);
@@ -510,14 +512,14 @@ static int exec_iota(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *
             for (int l = 0; l < lanes; l++)
                 x[l] = (float)((double)in->imm + (double)in->bs[0] * (double)(i0 * lanes + l) +
                                (double)in->bs[1] * (double)i1);
-            store_stick(c->lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1], t, x, lanes);
+            store_stick(c->lx + e->d + i0 * in->ds[0] + i1 * in->ds[1], t, x, lanes);
         }
     return 0;
 }
 
-static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *tm)
+static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
 {
-    const isa_insn *in = &e->in;
+    const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes;
     const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2;
     const int lanes = (int)(sb / esz);
@@ -534,17 +536,17 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     /* cvt writes the same lanes in the other type: half or twice a stick */
     const int64_t dunit_w = reduce ? (lane_reduce ? esz : sb) : op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
     const int64_t bunit = in->bm == ISA_BM_ELEM ? esz : sb;
-    span as = extent(in->a.off, 2, in->n, in->as, sb);
-    span dsp = reduce ? extent(in->d.off, 1, &in->n[1], &in->ds[1], dunit_w) : extent(in->d.off, 2, in->n, in->ds, dunit_w);
-    span bsp = extent(in->b.off, 2, in->n, in->bs, bunit);
-    if (check_align(s, c, e, u, "a", in->a.off, 2, in->as, sb) || check_lx(s, c, e, u, "a", as))
+    span as = extent(e->a, 2, in->n, in->as, sb);
+    span dsp = reduce ? extent(e->d, 1, &in->n[1], &in->ds[1], dunit_w) : extent(e->d, 2, in->n, in->ds, dunit_w);
+    span bsp = extent(e->b, 2, in->n, in->bs, bunit);
+    if (check_align(s, c, e, u, "a", e->a, 2, in->as, sb) || check_lx(s, c, e, u, "a", as))
         return -1;
-    if (reduce ? check_align(s, c, e, u, "d", in->d.off, 1, &in->ds[1], dunit_w)
-               : check_align(s, c, e, u, "d", in->d.off, 2, in->ds, dunit_w < sb ? dunit_w : sb))
+    if (reduce ? check_align(s, c, e, u, "d", e->d, 1, &in->ds[1], dunit_w)
+               : check_align(s, c, e, u, "d", e->d, 2, in->ds, dunit_w < sb ? dunit_w : sb))
         return -1;
     if (check_lx(s, c, e, u, "d", dsp))
         return -1;
-    if (has_b && (check_align(s, c, e, u, "b", in->b.off, 2, in->bs, bunit) || check_lx(s, c, e, u, "b", bsp)))
+    if (has_b && (check_align(s, c, e, u, "b", e->b, 2, in->bs, bunit) || check_lx(s, c, e, u, "b", bsp)))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
     if (has_b)
@@ -553,14 +555,14 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     if (sim_race_active(s))
         for (int64_t i1 = 0; i1 < in->n[1]; i1++)
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                uint64_t a = (uint64_t)(in->a.off + i0 * in->as[0] + i1 * in->as[1]);
+                uint64_t a = (uint64_t)(e->a + i0 * in->as[0] + i1 * in->as[1]);
                 sim_race_access(s, c, u, e->index, c->id, a, a + (uint64_t)sb, 0);
                 if (has_b) {
-                    uint64_t b = (uint64_t)(in->b.off + i0 * in->bs[0] + i1 * in->bs[1]);
+                    uint64_t b = (uint64_t)(e->b + i0 * in->bs[0] + i1 * in->bs[1]);
                     sim_race_access(s, c, u, e->index, c->id, b, b + (uint64_t)bunit, 0);
                 }
                 if (!reduce || i0 == 0) {
-                    uint64_t d = (uint64_t)(in->d.off + (reduce ? 0 : i0 * in->ds[0]) + i1 * in->ds[1]);
+                    uint64_t d = (uint64_t)(e->d + (reduce ? 0 : i0 * in->ds[0]) + i1 * in->ds[1]);
                     sim_race_access(s, c, u, e->index, c->id, d, d + (uint64_t)dunit_w, 1);
                 }
             }
@@ -578,7 +580,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
             for (int l = 0; l < lanes; l++)
                 acc[l] = ident;
             for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                load_stick(lx + in->a.off + i0 * in->as[0] + i1 * in->as[1], t, x, lanes);
+                load_stick(lx + e->a + i0 * in->as[0] + i1 * in->as[1], t, x, lanes);
                 int valid = lanes;
                 if (in->vl > 0) {
                     int64_t left = in->vl - i0 * lanes;
@@ -591,7 +593,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
                     for (int l = 0; l < valid; l++)
                         acc[l] += x[l];
             }
-            uint8_t *d = lx + in->d.off + i1 * in->ds[1];
+            uint8_t *d = lx + e->d + i1 * in->ds[1];
             if (lane_reduce) {
                 float r = ident;
                 for (int l = 0; l < lanes; l++)
@@ -605,8 +607,8 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     }
     for (int64_t i1 = 0; i1 < in->n[1]; i1++)
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-            load_stick(lx + in->a.off + i0 * in->as[0] + i1 * in->as[1], t, x, lanes);
-            uint8_t *d = lx + in->d.off + i0 * in->ds[0] + i1 * in->ds[1];
+            load_stick(lx + e->a + i0 * in->as[0] + i1 * in->as[1], t, x, lanes);
+            uint8_t *d = lx + e->d + i0 * in->ds[0] + i1 * in->ds[1];
             if (op == ISA_OP_SFP_CVT) {
                 store_stick(d, t == ISA_T_F32 ? ISA_T_DL16 : ISA_T_F32, x, lanes);
                 continue;
@@ -614,7 +616,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
             if (op == ISA_OP_SFP_SEL) { /* the condition is d's old value */
                 float cond[MAX_LANES];
                 load_stick(d, t, cond, lanes);
-                const uint8_t *b = lx + in->b.off + i0 * in->bs[0] + i1 * in->bs[1];
+                const uint8_t *b = lx + e->b + i0 * in->bs[0] + i1 * in->bs[1];
                 for (int l = 0; l < lanes; l++)
                     y[l] = in->bm == ISA_BM_VEC ? 0.0f : in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
                 if (in->bm == ISA_BM_VEC)
@@ -625,7 +627,7 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
                 continue;
             }
             if (is_binary(op)) {
-                const uint8_t *b = lx + in->b.off + i0 * in->bs[0] + i1 * in->bs[1];
+                const uint8_t *b = lx + e->b + i0 * in->bs[0] + i1 * in->bs[1];
                 if (in->bm == ISA_BM_VEC) {
                     load_stick(b, t, y, lanes);
                 } else {
@@ -640,15 +642,14 @@ static int exec_sfp(sim *s, sim_core *c, const sim_qent *e, int u, sim_timing *t
     return 0;
 }
 
-int sim_exec(sim *s, sim_core *c, const sim_qent *e, sim_timing *tm)
+int sim_exec(sim *s, sim_core *c, int u, const sim_slot *e, sim_timing *tm)
 {
-    int u = (int)isa_insn_unit(&e->in);
-    switch (isa_info(e->in.op)->cls) {
+    switch (isa_info(e->in->op)->cls) {
     case ISA_C_DMAI:
-    case ISA_C_DMAO: return e->in.op == ISA_OP_DMA_GATHER ? exec_gather(s, c, e, u, tm) : exec_dma(s, c, e, u, tm);
+    case ISA_C_DMAO: return e->in->op == ISA_OP_DMA_GATHER ? exec_gather(s, c, e, u, tm) : exec_dma(s, c, e, u, tm);
     case ISA_C_PT: return exec_pt(s, c, e, u, tm);
     case ISA_C_SFP: return exec_sfp(s, c, e, u, tm);
     case ISA_C_RING: return exec_ring(s, c, e, u, tm);
-    default: return sim_faultf(s, c->id, u, e->index, "%s cannot run on %s", isa_info(e->in.op)->mnemonic, unit_name(u));
+    default: return sim_faultf(s, c->id, u, e->index, "%s cannot run on %s", isa_info(e->in->op)->mnemonic, unit_name(u));
     }
 }

@@ -7,15 +7,40 @@
 
 #define SIM_MAX_LOOP_DEPTH 4
 
-/* An instruction waiting in a unit queue, registers already resolved. */
+/* An instruction waiting in a unit queue: the program's decoded
+ * instruction (not copied: the program does not change during a run) and
+ * what dispatch resolved, the byte offsets of its address operands (base
+ * register + offset, at the time the sequencer issued it). */
+typedef struct {
+    const isa_insn *in;
+    int64_t d, a, b, p; /* resolved in->d.off + regs[in->d.reg], ... */
+    long index;         /* position in the core's stream */
+    double ready;       /* cycle it was dispatched */
+} sim_slot;
+
+/* An instruction as it ran, registers resolved (reg 0, off the resolved
+ * offset): what a trace record keeps (sim_trace_insn). */
 typedef struct {
     isa_insn in;
     long index;   /* position in the core's stream */
     double ready; /* cycle it was dispatched */
 } sim_qent;
 
+/* sim.c allocates each queue as queue_depth * sizeof(sim_qent) */
+_Static_assert(sizeof(sim_qent) >= sizeof(sim_slot), "unit queues are allocated with sizeof(sim_qent)");
+
+/* The instruction of a slot with its resolved addresses filled in. */
+static inline void sim_slot_insn(const sim_slot *e, isa_insn *out)
+{
+    *out = *e->in;
+    out->d = (isa_addr){0, e->d};
+    out->a = (isa_addr){0, e->a};
+    out->b = (isa_addr){0, e->b};
+    out->p = (isa_addr){0, e->p};
+}
+
 typedef struct {
-    sim_qent *q;
+    sim_slot *q;
     int head, count;
 } sim_queue;
 
@@ -101,9 +126,9 @@ int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
 /* engine.c: run a program to completion (event-driven). */
 int sim_engine_run(sim *s, const isa_program *p);
 
-/* exec.c: execute one unit instruction starting at cycle `start`: check
- * it, apply its effect (unless timing only) and return when it ends in
- * end and when its unit is free again in busy_end.  A ring instruction that signals another core's token sets
+/* exec.c: execute one unit instruction (queued on `unit`) starting at
+ * cycle `start`: check it, apply its effect (unless timing only) and
+ * return when it ends in end and when its unit is free again in busy_end.  A ring instruction that signals another core's token sets
  * *remote_core / *remote_tok (else -1).  0, or -1 with the fault set. */
 typedef struct {
     double start, end; /* end: the instruction's effect is complete */
@@ -112,7 +137,7 @@ typedef struct {
     int remote_core;
     int64_t remote_tok;
 } sim_timing;
-int sim_exec(sim *s, sim_core *c, const sim_qent *e, sim_timing *tm);
+int sim_exec(sim *s, sim_core *c, int unit, const sim_slot *e, sim_timing *tm);
 
 /* timing.c: latency models. */
 typedef struct {

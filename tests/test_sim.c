@@ -344,6 +344,67 @@ static void test_loops_and_registers_step_addresses(void)
     sim_destroy(s);
 }
 
+/* The sequencer queues an instruction with its address registers read at
+ * dispatch: a later addi does not move it.  A queue holds more than one
+ * dma.ld here, so the unit runs each after the registers have moved on; the
+ * trace shows each with the addresses it was dispatched with, and the
+ * program's own instruction keeps its register form. */
+static void test_queued_instructions_keep_the_addresses_of_their_dispatch(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t src[5 * 128];
+    for (int i = 0; i < (int)sizeof src; i++)
+        src[i] = (uint8_t)(i * 13 + 1);
+    sim_dram_write(s, 0, src, sizeof src);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *li = tu_emit(p, 2, ISA_OP_LI);
+    li->reg = 2;
+    li->val = 0x100;
+    tu_emit(p, 2, ISA_OP_LOOP)->val = 5;
+    isa_insn *ld = tu_emit(p, 2, ISA_OP_DMA_LD);
+    ld->d.reg = 2;
+    ld->a.reg = 1;
+    ld->a.off = 0;
+    isa_insn *a1 = tu_emit(p, 2, ISA_OP_ADDI);
+    a1->reg = 1;
+    a1->val = 128;
+    isa_insn *a2 = tu_emit(p, 2, ISA_OP_ADDI);
+    a2->reg = 2;
+    a2->val = 256; /* LX 0x100, 0x200, ... 0x500 */
+    tu_emit(p, 2, ISA_OP_ENDL);
+    tu_halt_all(p);
+    for (int values = 1; values >= 0; values--) {
+        sim_options o = {values, 1, SIM_TRACE_INSN};
+        sim_set_options(s, &o);
+        sim_fault f;
+        CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+        for (int i = 0; values && i < 5; i++)
+            CU_ASSERT_EQUAL(memcmp(sim_lx(s, 2) + 0x100 + 256 * i, src + 128 * i, 128), 0);
+        char path[512], err[512];
+        tu_tmpfile(".json", path, sizeof path);
+        CU_ASSERT_EQUAL_FATAL(sim_write_trace(s, p, path, err, sizeof err), 0);
+        FILE *fp = fopen(path, "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+        static char text[1 << 16];
+        size_t n = fread(text, 1, sizeof text - 1, fp);
+        text[n] = 0;
+        fclose(fp);
+        remove(path);
+        for (int i = 0; i < 5; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "\"insn\":\"dma.ld d=0x%x a=0x%x\"", 0x100 + 256 * i, 128 * i);
+            if (i == 0)
+                snprintf(want, sizeof want, "\"insn\":\"dma.ld d=0x100\"");
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+        }
+        CU_ASSERT_PTR_NULL(strstr(text, "r2+"));
+    }
+    CU_ASSERT_EQUAL(p->cores[2].insns[2].d.reg, 2); /* the program is not changed */
+    CU_ASSERT_EQUAL(p->cores[2].insns[2].d.off, 0);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 static void test_ring_send_and_reduce_signal_remote_core(void)
 {
     sim *s = sim_create(&cfg4);
@@ -816,6 +877,8 @@ int main(void)
         {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
         {"sfp_unary_ops_and_conversion", test_sfp_unary_ops_and_conversion},
         {"loops_and_registers_step_addresses", test_loops_and_registers_step_addresses},
+        {"queued_instructions_keep_the_addresses_of_their_dispatch",
+         test_queued_instructions_keep_the_addresses_of_their_dispatch},
         {"ring_send_and_reduce_signal_remote_core", test_ring_send_and_reduce_signal_remote_core},
         {"barrier_orders_cores", test_barrier_orders_cores},
         {"lx_out_of_bounds_names_core_unit_and_index", test_lx_out_of_bounds_names_core_unit_and_index},

@@ -1,7 +1,8 @@
 /* test_sweep: `spyre sweep` on traces/mlp for the 4-core chip: the CSV has
  * one row per legal variant and one default per kernel, the last line
  * compares the default with the best, a second run resumes without
- * re-running, two shards merged equal the whole sweep, bad specs exit 2,
+ * re-running, more workers give the same rows, two shards (each running
+ * only its share) merged equal the whole sweep, bad specs exit 2,
  * and an --autotune file applied with --tuning reproduces the best. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,9 @@ static void test_full_sweep_and_resume(void)
     int n = csv_rows(dir, rows, sizeof rows);
     CU_ASSERT(n > 2);
     CU_ASSERT_EQUAL(n, nvar);
+    char ran[64];
+    snprintf(ran, sizeof ran, "ran %d variants", n);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ran));
     /* exactly one default row per kernel (the mlp has two kernels) */
     int def0 = 0, def1 = 0;
     for (const char *l = rows; *l; l = strchr(l, '\n') + 1) {
@@ -94,7 +98,7 @@ static void test_full_sweep_and_resume(void)
     char want[64];
     snprintf(want, sizeof want, "resume: %d variants already done", n);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "running 0 variants"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ran 0 variants"));
     static char again[1 << 15];
     CU_ASSERT_EQUAL(csv_rows(dir, again, sizeof again), n);
     CU_ASSERT_STRING_EQUAL(again, rows);
@@ -105,6 +109,18 @@ static void test_full_sweep_and_resume(void)
     if (f)
         fclose(f);
 
+    /* more workers than candidates per kernel: results arrive out of order
+     * (and before earlier candidates are known), the rows do not change */
+    char d5[1024];
+    tu_tmpfile("-sweep5", d5, sizeof d5);
+    CU_ASSERT_EQUAL_FATAL(sweep(d5, "--jobs 7"), 0);
+    static char rows5[1 << 15];
+    CU_ASSERT_EQUAL(csv_rows(d5, rows5, sizeof rows5), n);
+    CU_ASSERT_STRING_EQUAL(rows5, rows);
+    char rm[1100];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", d5);
+    CU_ASSERT_EQUAL(system(rm), 0);
+
     /* shards 0/2 and 1/2, merged, equal the full sweep */
     char s0[1024], s1[1024], m[1024], args[8192];
     tu_tmpfile("-shard0", s0, sizeof s0);
@@ -112,7 +128,9 @@ static void test_full_sweep_and_resume(void)
     tu_tmpfile("-merged", m, sizeof m);
     CU_ASSERT_EQUAL_FATAL(sweep(s0, "--shard 0/2 --jobs 1"), 0);
     int n0 = csv_rows(s0, NULL, 0);
-    CU_ASSERT_EQUAL_FATAL(sweep(s1, "--shard 1/2"), 0);
+    snprintf(ran, sizeof ran, "ran %d variants", n0); /* only its own share is simulated */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ran));
+    CU_ASSERT_EQUAL_FATAL(sweep(s1, "--shard 1/2 --jobs 3"), 0);
     int n1 = csv_rows(s1, NULL, 0);
     CU_ASSERT_EQUAL(n0 + n1, n);
     CU_ASSERT(n0 > 0 && n1 > 0);

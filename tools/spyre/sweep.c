@@ -4,8 +4,11 @@
  * accepts (matmul grids GMxGN with GM*GN <= cores, uneven ones included;
  * row-kernel core counts) is compiled with that one kernel forced
  * (cc_compile_opts.work_div) and the others at the compiler's default,
- * then simulated timing-only.  Variants run in forked worker processes,
- * each with its own device.  Results go to OUT/sweep.csv (appended as
+ * then simulated timing-only.  Each candidate is compiled once, in a
+ * forked worker process (with its own device), which simulates the program
+ * it compiled when the compiler accepted it and the parent, which numbers
+ * the accepted ones in order, says this run needs it (not done before, in
+ * this shard).  Results go to OUT/sweep.csv (appended as
  * they finish, so an interrupted sweep resumes), then OUT/sweep.json and
  * an SVG per kernel.  docs/sweep.md has the formats. */
 #ifndef _POSIX_C_SOURCE
@@ -14,7 +17,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,22 +459,10 @@ static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, cons
     return cc_compile(g, &o, err, errlen);
 }
 
-/* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC") and
- * simulate it timing-only into *res.  0 on success; -1 with err, and
- * *no_compile set when the compiler refused the graph. */
-static int simulate_wd(const cc_graph *g, const sim_config *cfg, const char *const *wd, int n, rt_run_result *res,
-                       int *no_compile, char *err, size_t errlen)
+/* Simulate p (taken: freed here) timing-only on a device of its own for
+ * cfg, into *res.  0 on success, -1 with err. */
+static int simulate_program(isa_program *p, const sim_config *cfg, rt_run_result *res, char *err, size_t errlen)
 {
-    cc_compile_opts o = {0};
-    o.target = cfg;
-    o.work_div = wd;
-    o.nwork_div = n;
-    cc_result *cr = cc_compile(g, &o, err, errlen);
-    *no_compile = !cr;
-    if (!cr)
-        return -1;
-    isa_program *p = cc_result_take_program(cr);
-    cc_result_free(cr);
     rt_device *dev = rt_open_config(cfg, err, errlen);
     if (!dev) {
         isa_program_free(p);
@@ -486,6 +480,25 @@ static int simulate_wd(const cc_graph *g, const sim_config *cfg, const char *con
         rt_unload(prog);
     rt_close(dev);
     return rc;
+}
+
+/* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC") and
+ * simulate it timing-only into *res.  0 on success; -1 with err, and
+ * *no_compile set when the compiler refused the graph. */
+static int simulate_wd(const cc_graph *g, const sim_config *cfg, const char *const *wd, int n, rt_run_result *res,
+                       int *no_compile, char *err, size_t errlen)
+{
+    cc_compile_opts o = {0};
+    o.target = cfg;
+    o.work_div = wd;
+    o.nwork_div = n;
+    cc_result *cr = cc_compile(g, &o, err, errlen);
+    *no_compile = !cr;
+    if (!cr)
+        return -1;
+    isa_program *p = cc_result_take_program(cr);
+    cc_result_free(cr);
+    return simulate_program(p, cfg, res, err, errlen);
 }
 
 /* The same with at most one kernel forced to choice. */
@@ -560,17 +573,17 @@ static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_row
     return SW_OK;
 }
 
-/* Compile and simulate one variant timing-only; fills r's measurements.
- * 0 on success, -1 with err. */
-static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char *err, size_t errlen)
+/* Simulate r's compiled program p (taken) timing-only; fills r's
+ * measurements.  0 on success, -1 with err. */
+static int run_variant(isa_program *p, const sim_config *cfg, sw_row *r, char *err, size_t errlen)
 {
     rt_run_result *res = malloc(sizeof *res);
-    int no_compile;
     if (!res) {
+        isa_program_free(p);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int rc = simulate(g, cfg, r->kernel, r->choice, res, &no_compile, err, errlen);
+    int rc = simulate_program(p, cfg, res, err, errlen);
     if (!rc) {
         const sim_stats *st = &res->stats;
         const sim_kernel_stats *ks = sim_stats_kernel(st, r->kernel);
@@ -591,145 +604,362 @@ static int run_variant(const cc_graph *g, const sim_config *cfg, sw_row *r, char
 
 /* ---- the worker pool ---- */
 
-/* In a forked worker: measure item into buf (size bytes).  0 sends buf
- * back; anything else sends nothing (the worker has said why on stderr). */
-typedef int (*sw_work_fn)(void *ctx, int item, void *buf);
+/* A worker's line to the parent: it sends results and questions, the
+ * parent sends answers. */
+typedef struct {
+    int to_parent, from_parent;
+} sw_chan;
+
+/* In a forked worker: measure item into buf (size bytes), asking the
+ * parent with sw_ask when it must.  0 sends buf back; 1 ends the item
+ * with nothing to send; -1 is a failure (the worker has said why on
+ * stderr). */
+typedef int (*sw_work_fn)(void *ctx, int item, void *buf, sw_chan *ch);
+/* In the parent: the answer (0..255) to item's question, or -1 when it
+ * cannot be given yet (asked again after the next event). */
+typedef int (*sw_ask_fn)(void *ctx, int item);
 /* In the parent: item's buf arrived. */
 typedef void (*sw_done_fn)(void *ctx, int item, const void *buf);
+/* In the parent: item's worker is gone (ok: it exited with status 0). */
+typedef void (*sw_end_fn)(void *ctx, int item, int ok);
+
+typedef struct {
+    sw_work_fn work;
+    sw_ask_fn ask;   /* NULL when the work never asks */
+    sw_done_fn done;
+    sw_end_fn end;   /* may be NULL */
+} sw_job;
+
+/* In a worker: ask the parent about this item and wait for the answer
+ * (0..255); -1 when the parent is gone. */
+static int sw_ask(sw_chan *ch)
+{
+    char q = 'q';
+    unsigned char a;
+    if (write(ch->to_parent, &q, 1) != 1 || read(ch->from_parent, &a, 1) != 1)
+        return -1;
+    return a;
+}
+
+enum { MSG_HEAD = sizeof(max_align_t) }; /* a result's tag and padding */
 
 typedef struct {
     pid_t pid;
-    int fd;
+    int rfd, wfd; /* from the worker (results, questions); to it (answers) */
     int item;
+    int asking;   /* a question waits for its answer */
 } sw_worker;
 
-/* Run work for items todo[0..ntodo) in up to jobs forked workers, calling
- * done in the parent as each result arrives; on a terminal, a progress
- * line counting `what`.  Returns the number of items without a result. */
-static int run_pool(void *ctx, const int *todo, int ntodo, int jobs, size_t size, sw_work_fn work, sw_done_fn done,
-                    const char *what)
+static int read_full(int fd, void *buf, size_t size)
+{
+    for (size_t got = 0; got < size;) {
+        ssize_t k = read(fd, (char *)buf + got, size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+/* Run job for items todo[0..ntodo) in up to jobs forked workers, in
+ * order, calling done in the parent as each result arrives and answering
+ * questions as they can be; on a terminal, a progress line counting
+ * `what`.  Returns the number of items whose worker failed (or that could
+ * not start). */
+static int run_pool(void *ctx, const int *todo, int ntodo, int jobs, size_t size, const sw_job *job, const char *what)
 {
     sw_worker *w = calloc((size_t)jobs, sizeof *w);
-    void *buf = malloc(size);
+    struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
+    int *slot = calloc((size_t)jobs, sizeof *slot);
+    /* a message from a worker: a tag ('r' result, 'q' question) and, for
+     * a result, size bytes at MSG_HEAD (aligned) */
+    char *msg = malloc(MSG_HEAD + size);
     int next = 0, running = 0, finished = 0, failed = 0;
     int tty = isatty(2);
     double t0 = now_s();
-    if (!w || !buf) {
+    if (!w || !pf || !slot || !msg) {
         fprintf(stderr, "spyre sweep: out of memory\n");
         free(w);
-        free(buf);
+        free(pf);
+        free(slot);
+        free(msg);
         return ntodo;
     }
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN); /* a worker that died does not take the parent */
     fflush(NULL);
     while (finished < ntodo) {
         while (running < jobs && next < ntodo) {
-            int fds[2];
-            if (pipe(fds)) {
+            int res[2], ctl[2];
+            if (pipe(res)) {
                 perror("spyre sweep: pipe");
+                break;
+            }
+            if (pipe(ctl)) {
+                perror("spyre sweep: pipe");
+                close(res[0]);
+                close(res[1]);
                 break;
             }
             pid_t pid = fork();
             if (pid < 0) {
                 perror("spyre sweep: fork");
-                close(fds[0]);
-                close(fds[1]);
+                close(res[0]);
+                close(res[1]);
+                close(ctl[0]);
+                close(ctl[1]);
                 break;
             }
             if (pid == 0) {
-                close(fds[0]);
-                memset(buf, 0, size);
-                int rc = work(ctx, todo[next], buf);
-                if (!rc && write(fds[1], buf, size) != (ssize_t)size)
+                signal(SIGPIPE, old_pipe);
+                for (int s = 0; s < jobs; s++)
+                    if (w[s].pid) {
+                        close(w[s].rfd);
+                        close(w[s].wfd);
+                    }
+                close(res[0]);
+                close(ctl[1]);
+                sw_chan ch = {res[1], ctl[0]};
+                memset(msg, 0, MSG_HEAD + size);
+                msg[0] = 'r';
+                int rc = job->work(ctx, todo[next], msg + MSG_HEAD, &ch);
+                if (!rc && write(res[1], msg, MSG_HEAD + size) != (ssize_t)(MSG_HEAD + size))
                     rc = -1;
-                _exit(rc ? 1 : 0);
+                _exit(rc < 0 ? 1 : 0);
             }
-            close(fds[1]);
+            close(res[1]);
+            close(ctl[0]);
             int s = 0;
             while (w[s].pid)
                 s++;
-            w[s] = (sw_worker){pid, fds[0], todo[next]};
+            w[s] = (sw_worker){pid, res[0], ctl[1], todo[next], 0};
             next++;
             running++;
         }
         if (!running)
             break; /* could not start a worker */
-        int status;
-        pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) {
+        int np = 0;
+        for (int s = 0; s < jobs; s++) {
+            if (!w[s].pid)
+                continue;
+            if (w[s].asking) {
+                int a = job->ask(ctx, w[s].item);
+                if (a >= 0) {
+                    unsigned char b = (unsigned char)a;
+                    if (write(w[s].wfd, &b, 1) != 1) { /* gone: its end is seen below */
+                    }
+                    w[s].asking = 0;
+                }
+            }
+            pf[np] = (struct pollfd){w[s].rfd, POLLIN, 0};
+            slot[np++] = s;
+        }
+        if (poll(pf, (nfds_t)np, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            perror("spyre sweep: waitpid");
+            perror("spyre sweep: poll");
             break;
         }
-        int s = 0;
-        while (s < jobs && w[s].pid != pid)
-            s++;
-        if (s == jobs)
-            continue;
-        if (read(w[s].fd, buf, size) == (ssize_t)size)
-            done(ctx, w[s].item, buf);
-        else
-            failed++;
-        close(w[s].fd);
-        w[s].pid = 0;
-        running--;
-        finished++;
-        if (tty) {
-            double el = now_s() - t0;
-            fprintf(stderr, "\rsweep: %d/%d %s, %d running, %.1f s, about %.0f s left   ", finished, ntodo, what,
-                    running, el, finished ? el / finished * (ntodo - finished) : 0.0);
+        for (int i = 0; i < np; i++) {
+            if (!pf[i].revents)
+                continue;
+            sw_worker *k = &w[slot[i]];
+            ssize_t got = read(k->rfd, msg, 1);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got == 1 && msg[0] == 'q' && job->ask) {
+                k->asking = 1;
+                continue;
+            }
+            if (got == 1 && msg[0] == 'r' && !read_full(k->rfd, msg + 1, MSG_HEAD - 1 + size)) {
+                job->done(ctx, k->item, msg + MSG_HEAD);
+                continue;
+            }
+            /* the end of the worker (or a message it should not send) */
+            if (got != 0)
+                kill(k->pid, SIGKILL);
+            int status = 0;
+            while (waitpid(k->pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == 0;
+            failed += !ok;
+            if (job->end)
+                job->end(ctx, k->item, ok);
+            close(k->rfd);
+            close(k->wfd);
+            k->pid = 0;
+            running--;
+            finished++;
+            if (tty) {
+                double el = now_s() - t0;
+                fprintf(stderr, "\rsweep: %d/%d %s, %d running, %.1f s, about %.0f s left   ", finished, ntodo, what,
+                        running, el, el / finished * (ntodo - finished));
+            }
         }
     }
     if (tty)
         fprintf(stderr, "\n");
-    free(buf);
+    signal(SIGPIPE, old_pipe);
+    free(msg);
+    free(slot);
+    free(pf);
     free(w);
     return failed + (ntodo - finished);
 }
 
 /* ---- the sweep ---- */
 
+/* One candidate: a kernel and a split to force on it, and what is known.
+ * Each is compiled once, in a worker, which then simulates it with the
+ * program it compiled if the compiler accepted it and this run needs it.
+ * The accepted ones (variants) are numbered in candidate order as soon as
+ * every earlier candidate is known, so the numbering is the same however
+ * the workers interleave; a result that arrives before its number waits
+ * here. */
+enum { CAND_PENDING, CAND_LEGAL, CAND_ILLEGAL, CAND_LOST };
+typedef struct {
+    char kernel[64];
+    char choice[24];
+    int is_default;
+    int done_before; /* measured by an earlier run (a row of the CSV resumed from) */
+    int state;       /* CAND_* */
+    int row;         /* its row in rs once numbered, else -1 */
+    int run;         /* 1 to simulate it in this run: legal, not done before, in this shard */
+    int have;        /* res holds its measurement, not yet numbered */
+    sw_row res;
+} sw_cand;
+
 typedef struct {
     const cc_graph *g;
     const sim_config *cfg;
-    sw_rows *rs;
+    sw_cand *cands;
+    int ncand;
+    int numbered;        /* candidates [0, numbered) are known and numbered */
+    int lost;            /* a worker died before saying whether its candidate compiles */
+    sw_rows *rs;         /* the variants, in index order */
+    const sw_rows *prev; /* rows of an earlier run (resume) */
+    int shard_i, shard_n;
+    int ndone, inshard, nran;
     FILE *csv;
 } sw_variants;
 
-static int variant_work(void *ctx, int item, void *buf)
+/* A measured variant: into its row, and appended to the CSV. */
+static void variant_record(sw_variants *c, const sw_cand *cd, const sw_row *m)
+{
+    sw_row *dst = &c->rs->v[cd->row];
+    int index = dst->index, is_default = dst->is_default;
+    *dst = *m;
+    dst->index = index;
+    dst->is_default = is_default;
+    csv_write_row(c->csv, dst);
+    fflush(c->csv);
+    c->nran++;
+}
+
+/* Number every candidate that can be: a variant's index is the count of
+ * legal candidates before it.  Without shards whether to run a variant
+ * does not depend on its number and was decided when it compiled. */
+static void number_candidates(sw_variants *c)
+{
+    while (!c->lost && c->numbered < c->ncand && c->cands[c->numbered].state != CAND_PENDING) {
+        sw_cand *cd = &c->cands[c->numbered++];
+        if (cd->state == CAND_LOST)
+            c->lost = 1;
+        if (cd->state != CAND_LEGAL)
+            continue;
+        sw_row *r = rows_push(c->rs);
+        r->index = c->rs->n - 1;
+        cd->row = r->index;
+        snprintf(r->kernel, sizeof r->kernel, "%s", cd->kernel);
+        snprintf(r->choice, sizeof r->choice, "%s", cd->choice);
+        r->is_default = cd->is_default;
+        if (cd->done_before) { /* kept, with this run's numbering */
+            *r = *rows_find(c->prev, cd->kernel, cd->choice);
+            r->index = cd->row;
+            r->is_default = cd->is_default;
+            c->ndone++;
+        }
+        if (r->index % c->shard_n != c->shard_i)
+            continue;
+        c->inshard++;
+        cd->run = !cd->done_before;
+        if (cd->have) {
+            cd->have = 0;
+            variant_record(c, cd, &cd->res);
+        }
+    }
+}
+
+/* In a worker: compile the candidate; if the compiler accepts it, ask the
+ * parent whether to run it and simulate it with the program just compiled.
+ * A refused candidate is sent back with done = 0. */
+static int variant_work(void *ctx, int item, void *buf, sw_chan *ch)
 {
     sw_variants *c = ctx;
+    const sw_cand *cd = &c->cands[item];
     sw_row *r = buf;
-    *r = c->rs->v[item];
+    snprintf(r->kernel, sizeof r->kernel, "%s", cd->kernel);
+    snprintf(r->choice, sizeof r->choice, "%s", cd->choice);
     char err[1024] = "";
-    if (!run_variant(c->g, c->cfg, r, err, sizeof err))
+    cc_result *cr = compile_variant(c->g, c->cfg, cd->kernel, cd->choice, err, sizeof err);
+    if (!cr)
+        return 0; /* the back half does not take this split: not a variant */
+    isa_program *p = cc_result_take_program(cr);
+    cc_result_free(cr);
+    int run = sw_ask(ch);
+    if (run != 1) {
+        isa_program_free(p);
+        return run == 0 ? 1 : -1;
+    }
+    if (!run_variant(p, c->cfg, r, err, sizeof err))
         return 0;
     fprintf(stderr, "%sspyre sweep: %s=%s: %s\n", isatty(2) ? "\n" : "", r->kernel, r->choice, err);
     return -1;
 }
 
+/* The candidate compiled: run it?  With shards, once it is numbered. */
+static int variant_ask(void *ctx, int item)
+{
+    sw_variants *c = ctx;
+    sw_cand *cd = &c->cands[item];
+    if (cd->state == CAND_PENDING)
+        cd->state = CAND_LEGAL;
+    number_candidates(c);
+    if (c->shard_n == 1)
+        return !cd->done_before;
+    if (item >= c->numbered)
+        return c->lost ? 0 : -1; /* after a lost candidate nothing can be numbered */
+    return cd->run;
+}
+
 static void variant_done(void *ctx, int item, const void *buf)
 {
     sw_variants *c = ctx;
-    sw_row *dst = &c->rs->v[item];
-    memcpy(dst, buf, sizeof *dst);
-    csv_write_row(c->csv, dst);
-    fflush(c->csv);
+    const sw_row *r = buf;
+    sw_cand *cd = &c->cands[item];
+    if (!r->done) {
+        cd->state = CAND_ILLEGAL;
+        number_candidates(c);
+    } else if (cd->row >= 0) {
+        variant_record(c, cd, r);
+    } else { /* an earlier candidate is still compiling */
+        cd->res = *r;
+        cd->have = 1;
+    }
 }
 
-/* Run rows todo[0..ntodo) in up to jobs worker processes, appending each
- * finished row to csv.  Returns the number that failed. */
-static int run_all(const cc_graph *g, const sim_config *cfg, sw_rows *rs, const int *todo, int ntodo, int jobs,
-                   const char *csv)
+static void variant_end(void *ctx, int item, int ok)
 {
-    sw_variants c = {g, cfg, rs, fopen(csv, "a")};
-    if (!c.csv) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
-        return ntodo;
-    }
-    int failed = run_pool(&c, todo, ntodo, jobs, sizeof(sw_row), variant_work, variant_done, "variants");
-    fclose(c.csv);
-    return failed;
+    sw_variants *c = ctx;
+    sw_cand *cd = &c->cands[item];
+    (void)ok;
+    if (cd->state != CAND_PENDING)
+        return;
+    fprintf(stderr, "%sspyre sweep: %s=%s: the worker ended before the compile did; the variants after it are not "
+                    "numbered or written\n", isatty(2) ? "\n" : "", cd->kernel, cd->choice);
+    cd->state = CAND_LOST;
+    number_candidates(c);
 }
 
 /* ---- --vary: the same graph on several chip configurations ---- */
@@ -960,8 +1190,9 @@ typedef struct {
     FILE *csv;
 } sw_vary;
 
-static int vary_work(void *ctx, int item, void *buf)
+static int vary_work(void *ctx, int item, void *buf, sw_chan *ch)
 {
+    (void)ch;
     sw_vary *c = ctx;
     sw_vrow *r = buf;
     const sim_config *cfg = &c->cfgs[item];
@@ -1209,7 +1440,8 @@ static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, 
         fputs(vary_header, c.csv);
     double t0 = now_s();
     printf("running %d configurations on %d worker%s\n", ntodo, jobs, jobs == 1 ? "" : "s");
-    int failed = run_pool(&c, todo, ntodo, jobs, sizeof(sw_vrow), vary_work, vary_done, "configurations");
+    const sw_job job = {vary_work, NULL, vary_done, NULL};
+    int failed = run_pool(&c, todo, ntodo, jobs, sizeof(sw_vrow), &job, "configurations");
     fclose(c.csv);
     printf("ran %d configurations in %.2f s%s\n", ntodo - failed, now_s() - t0,
            failed ? " (some failed to run: see above)" : "");
@@ -1382,7 +1614,9 @@ int cmd_sweep(int argc, char **argv)
         return SW_USAGE;
     }
     int status = SW_USAGE;
-    sw_rows rs = {0};
+    sw_rows rs = {0}, prev = {0};
+    sw_cand *cands = NULL;
+    int ncand = 0, cand_cap = 0;
     int *todo = NULL;
     cc_result *base = compile_variant(g, &cfg, NULL, NULL, err, sizeof err);
     if (!base) {
@@ -1399,9 +1633,10 @@ int cmd_sweep(int argc, char **argv)
         fprintf(stderr, ")\n");
         goto out;
     }
-    /* Enumerate: every candidate the compiler accepts, in a fixed order. */
-    double t0 = now_s();
-    int ncand = 0;
+    /* The candidates, in a fixed order: kernels in program order, GM then
+     * GN ascending.  Workers compile each once, and simulate the ones the
+     * compiler accepts (the variants) that this run needs, with the
+     * program they compiled. */
     for (int k = 0; k < nk; k++) {
         const char *name = cc_result_kernel_name(base, k);
         if (only && strcmp(only, name))
@@ -1414,28 +1649,23 @@ int cmd_sweep(int argc, char **argv)
         int matmul = cc_result_kernel_kind(base, k) == CC_KERNEL_MATMUL;
         for (int a = 1; a <= cfg.cores; a++)
             for (int b = 1; b <= (matmul ? cfg.cores / a : 1); b++) {
-                char choice[24];
+                cands = grow_rows(cands, ncand, &cand_cap, sizeof *cands);
+                sw_cand *cd = &cands[ncand++];
+                memset(cd, 0, sizeof *cd);
+                snprintf(cd->kernel, sizeof cd->kernel, "%s", name);
                 if (matmul)
-                    snprintf(choice, sizeof choice, "%dx%d", a, b);
+                    snprintf(cd->choice, sizeof cd->choice, "%dx%d", a, b);
                 else
-                    snprintf(choice, sizeof choice, "%d", a);
-                ncand++;
-                char e[1024];
-                cc_result *r = compile_variant(g, &cfg, name, choice, e, sizeof e);
-                if (!r)
-                    continue; /* the back half does not take this split */
-                cc_result_free(r);
-                sw_row *row = rows_push(&rs);
-                row->index = rs.n - 1;
-                snprintf(row->kernel, sizeof row->kernel, "%s", name);
-                snprintf(row->choice, sizeof row->choice, "%s", choice);
-                row->is_default = !strcmp(choice, def);
+                    snprintf(cd->choice, sizeof cd->choice, "%d", a);
+                cd->is_default = !strcmp(cd->choice, def);
+                cd->state = CAND_PENDING;
+                cd->row = -1;
             }
     }
     char gname[256];
     graph_name(path, gname, sizeof gname);
-    printf("sweep %s on %s: %d kernel%s, %d legal variants of %d candidates (enumerated in %.2f s)\n", gname, cfg.name,
-           only ? 1 : nk, only || nk == 1 ? "" : "s", rs.n, ncand, now_s() - t0);
+    printf("sweep %s on %s: %d kernel%s, %d candidates, compiled on %ld worker%s\n", gname, cfg.name, only ? 1 : nk,
+           only || nk == 1 ? "" : "s", ncand, jobs, jobs == 1 ? "" : "s");
     if (make_dirs(out)) {
         fprintf(stderr, "spyre sweep: %s: %s\n", out, strerror(errno));
         goto out;
@@ -1443,37 +1673,10 @@ int cmd_sweep(int argc, char **argv)
     /* Resume: rows already in OUT/sweep.csv are not re-run. */
     char csv[1200];
     snprintf(csv, sizeof csv, "%s/sweep.csv", out);
-    sw_rows prev = {0};
     if (csv_read(csv, &prev, err, sizeof err)) {
         fprintf(stderr, "spyre sweep: %s\n", err);
-        free(prev.v);
         goto out;
     }
-    int ndone = 0;
-    for (int i = 0; i < prev.n; i++) {
-        sw_row *r = rows_find(&rs, prev.v[i].kernel, prev.v[i].choice);
-        if (r && !r->done) {
-            int is_default = r->is_default, index = r->index;
-            *r = prev.v[i];
-            r->is_default = is_default;
-            r->index = index;
-            ndone++;
-        }
-    }
-    free(prev.v);
-    todo = malloc((size_t)(rs.n ? rs.n : 1) * sizeof *todo);
-    int ntodo = 0, inshard = 0;
-    for (int i = 0; todo && i < rs.n; i++) {
-        if (rs.v[i].index % shard_n != shard_i)
-            continue;
-        inshard++;
-        if (!rs.v[i].done)
-            todo[ntodo++] = i;
-    }
-    if (ndone)
-        printf("resume: %d variants already done in %s\n", ndone, csv);
-    if (shard_n > 1)
-        printf("shard %d/%d: %d variants\n", shard_i, shard_n, inshard);
     FILE *probe = fopen(csv, "r");
     if (!probe) {
         FILE *f = fopen(csv, "w");
@@ -1486,10 +1689,32 @@ int cmd_sweep(int argc, char **argv)
     } else {
         fclose(probe);
     }
-    t0 = now_s();
-    printf("running %d variants on %ld worker%s\n", ntodo, jobs, jobs == 1 ? "" : "s");
-    int failed = run_all(g, &cfg, &rs, todo, ntodo, (int)jobs, csv);
-    printf("ran %d variants in %.2f s%s\n", ntodo - failed, now_s() - t0, failed ? " (some failed: see above)" : "");
+    todo = malloc((size_t)(ncand ? ncand : 1) * sizeof *todo);
+    if (!todo) {
+        fprintf(stderr, "spyre sweep: out of memory\n");
+        goto out;
+    }
+    for (int i = 0; i < ncand; i++) {
+        todo[i] = i;
+        cands[i].done_before = rows_find(&prev, cands[i].kernel, cands[i].choice) != NULL;
+    }
+    sw_variants vc = {g, &cfg, cands, ncand, 0, 0, &rs, &prev, shard_i, shard_n, 0, 0, 0, fopen(csv, "a")};
+    if (!vc.csv) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+        goto out;
+    }
+    double t0 = now_s();
+    const sw_job job = {variant_work, variant_ask, variant_done, variant_end};
+    int failed = run_pool(&vc, todo, ncand, (int)jobs, sizeof(sw_row), &job, "candidates");
+    fclose(vc.csv);
+    number_candidates(&vc);
+    printf("%d legal variants of %d candidates%s\n", rs.n, ncand, vc.lost ? " before the one lost (see above)" : "");
+    if (vc.ndone)
+        printf("resume: %d variants already done in %s\n", vc.ndone, csv);
+    if (shard_n > 1)
+        printf("shard %d/%d: %d variants\n", shard_i, shard_n, vc.inshard);
+    printf("ran %d variants in %.2f s (with the compile of every candidate)%s\n", vc.nran, now_s() - t0,
+           failed ? " (some failed: see above)" : "");
     /* Only the measured rows of this shard (and earlier runs) are written. */
     sw_rows keep = {0};
     for (int i = 0; i < rs.n; i++)
@@ -1504,6 +1729,8 @@ int cmd_sweep(int argc, char **argv)
         status = 1;
 out:
     free(todo);
+    free(cands);
+    free(prev.v);
     free(rs.v);
     cc_result_free(base);
     cc_graph_free(g);
