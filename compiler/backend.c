@@ -454,8 +454,8 @@ static int workdiv_override(be_ctx *c, const char *text)
         n--;
     if (!eq || !n)
         return be_error(c, NULL,
-                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[/MBxNBSxKC] for a matmul, CORES[/ROWS] for a "
-                        "row kernel)",
+                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[r][/MBxNBSxKC][+nokeep] for a matmul, "
+                        "CORES[/ROWS][+nokeep] for a row kernel)",
                         text);
     int pos = -1;
     for (int i = 0; i < p->norder && pos < 0; i++) {
@@ -477,9 +477,14 @@ static int workdiv_override(be_ctx *c, const char *text)
         q++;
     const char *spec = q;
     int64_t a = spec_num(&q), b = 1;
+    int ring = 0;
     if (K->kind == IR_MATMUL && a > 0 && (*q == 'x' || *q == 'X')) {
         q++;
         b = spec_num(&q);
+        if (b > 0 && *q == 'r') { /* B broadcast over the ring */
+            ring = 1;
+            q++;
+        }
     } else if (K->kind == IR_MATMUL) {
         b = -1;
     }
@@ -496,14 +501,24 @@ static int workdiv_override(be_ctx *c, const char *text)
             t[i] = spec_num(&q);
         }
     }
+    /* +nokeep: nothing this kernel reads or writes stays in LX across kernels */
+    int nokeep = 0;
+    if (!strncmp(q, "+nokeep", 7)) {
+        nokeep = 1;
+        q += 7;
+    }
     while (*q == ' ' || *q == '\t')
         q++;
     if (a < 1 || b < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0 || *q)
         return be_error(c, K, "work_div \"%s\": %s", spec,
-                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), optionally "
-                                               "/MBxNBSxKC (block rows x block sticks x K chunk rows, e.g. 2x4/64x4x256)"
+                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4) or GMx1r (B "
+                                               "broadcast over the ring), optionally /MBxNBSxKC (block rows x block "
+                                               "sticks x K chunk rows, e.g. 2x4/64x4x256), optionally +nokeep"
                                              : "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per "
-                                               "chunk, e.g. 16/32)");
+                                               "chunk, e.g. 16/32), optionally +nokeep");
+    if (ring && (b != 1 || a != (int64_t)c->cfg->cores))
+        return be_error(c, K, "work_div \"%s\": B broadcast over the ring takes every core, %ux1r on %s", spec,
+                        (unsigned)c->cfg->cores, c->cfg->name);
     if (a * b > (int64_t)c->cfg->cores)
         return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b,
                         (unsigned)c->cfg->cores, c->cfg->name);
@@ -514,10 +529,12 @@ static int workdiv_override(be_ctx *c, const char *text)
         w->mb = t[0];
         w->nbs = t[1];
         w->kc = t[2];
+        w->bcast = ring;
     } else {
         w->cores = (int)a;
         w->chunk = t[0];
     }
+    w->nokeep = nokeep;
     state_of(c)->k[pos].forced = 1;
     return 0;
 }
@@ -719,7 +736,7 @@ static int lx_plan(be_ctx *c, const int64_t *need)
             int found = 0;
             for (int a = 0; a < na; a++)
                 found |= acc[a].buf == b && acc[a].write == write;
-            if (!found || !aligned) {
+            if (!found || !aligned || c->work[i].nokeep) {
                 x[b].other = 1;
             } else if (write) {
                 x[b].producer = i;
@@ -934,8 +951,8 @@ static void print_report(const ir_prog *p, FILE *f)
         const be_kinfo *ki = &st->k[i];
         if (K->kind == IR_MATMUL) {
             int64_t gsticks = cc_ceil_div(w->cols, c->t.lanes16);
-            fprintf(f, "%s: grid %" PRId64 "x%" PRId64 " on %d core%s%s, split %s; ", K->name, w->gm, w->gn, w->cores,
-                    w->cores == 1 ? "" : "s", ki->forced ? " (work_div)" : "",
+            fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn,
+                    w->bcast ? "r" : "", w->cores, w->cores == 1 ? "" : "s", ki->forced ? " (work_div)" : "",
                     w->gm > 1 && w->gn > 1 ? "m and n" : w->gm > 1 ? "m" : w->gn > 1 ? "n" : "nothing");
             print_split(f, "m:", w->rows, w->gm, "rows");
             fputs("; ", f);

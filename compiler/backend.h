@@ -40,6 +40,7 @@ typedef struct {
                             cost model's) */
     int64_t chunk;     /* row kernels: rows per chunk forced by work_div (0: as many as fit) */
     int bcast;         /* MATMUL: gm x 1 with B broadcast over the ring (be_matmul.c) */
+    int nokeep;        /* work_div "+nokeep": no tensor it reads or writes is kept in LX across kernels */
 } be_work;
 
 /* A tensor kept in LX across kernels (the lxplan step of codegen,
@@ -171,8 +172,16 @@ typedef struct {
 } be_val;
 
 /* The tile being computed: rows R (this chunk's), groups G, group stride
- * gs (bytes), valid columns (for reductions), the SFP corelet, and a bump
- * allocator over this slot's scratch [lx, lx_end). */
+ * gs (bytes), valid columns (for reductions), the SFP corelet, and an
+ * allocator over this slot's scratch [top, end).
+ *
+ * Matmul epilogues (reads NULL) bump-allocate: every temp keeps its LX.
+ * Row kernels reuse it: temps take tile-sized cells from top on, the
+ * lowest free one first, and a cell is given back after the last read of
+ * the values it holds.  reads[e] is how often a chunk's evaluation reads
+ * expression e's value (counted by a dry run of the same evaluation,
+ * be_rows.c); refs[i] is the reads still to come of cell i's values (-1:
+ * free; a stored node value holds one more until the chunk's end). */
 typedef struct {
     be_ctx *c;
     cc_emit *e;
@@ -190,6 +199,11 @@ typedef struct {
     int *memo_id;
     be_val *memo;
     int nmemo, capmemo;
+    /* row kernels: temps reuse LX (above) */
+    int *reads;           /* per arena expression; NULL: bump allocation */
+    int counting;         /* the dry run that counts reads[] (nothing is given back) */
+    int *refs;            /* per cell */
+    int ncells, capcells; /* cells opened in this chunk, and room for them */
 } be_tile;
 
 /* The value of expression e (loads must have been bound with be_bind);
@@ -249,7 +263,9 @@ typedef struct {
     int nn;
     rk_load *loads;
     int nl;
-    int64_t nexpr;    /* upper bound of SFP temps per chunk */
+    int64_t nexpr;    /* upper bound of SFP temps per chunk, none reused (the SFP cost model's count) */
+    int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
+    int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
 } rk_plan;
 
 typedef struct {

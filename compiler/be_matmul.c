@@ -682,6 +682,20 @@ static int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
     if (gm < 2 || m->nbatch != 1 || m->ag || m->bg || mtmin < 1 || m->stage_bytes ||
         2 * (4 * 2 + 3) + BC_TOKENS > (int)c->cfg->tokens) /* mm_tokens without restickify */
         return -1;
+    const be_work *w = &c->work[m->ep.pos];
+    if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
+        mm_tiling tl = {0};
+        tl.MB = cc_min(w->mb, mt);
+        tl.NBS = cc_min(w->nbs, m->GN);
+        tl.KC = cc_min(w->kc, m->Kd);
+        tl.nch = cc_ceil_div(m->Kd, tl.KC);
+        if (mm_bc_lx(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kd && tl.KC % lanes) ||
+            cc_ceil_div(mt, tl.MB) != cc_ceil_div(mtmin, tl.MB))
+            return -1;
+        mm_bc_estimate(m, gm, mt, &tl);
+        *out = tl;
+        return 0;
+    }
     int found = 0;
     for (int64_t ks = 8; ks >= 1; ks /= 2) {
         int64_t kc = cc_min(ks * lanes, m->Kd);
@@ -816,8 +830,16 @@ int be_matmul_plan(be_ctx *c, int pos)
             rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
                           (unsigned long long)be_lx_budget(c, pos));
         /* B broadcast over the ring on every core (cores x 1), when the
-         * cost model prefers it */
-        w->bcast = 0;
+         * cost model prefers it or a work_div asks for it (GMx1r) */
+        if (!rc && over && w->bcast) {
+            mm_tiling tl;
+            if (mm_bc_tiling(&m, w->gm, &tl))
+                rc = be_error(c, m.K, "work_div %" PRId64 "x1r: B cannot be broadcast over the ring here (a batch, "
+                              "a restickified operand, fewer rows than cores, or no tiling that fits LX)", w->gm);
+            best = rc ? DBL_MAX : tl.cycles;
+        } else if (!over) {
+            w->bcast = 0;
+        }
         for (int64_t gm = cores; !rc && !over && best != DBL_MAX && gm == cores && gm <= m.M; gm++) {
             mm_tiling tl;
             if (!mm_bc_tiling(&m, gm, &tl) && tl.cycles < best * (1 - MM_SLACK)) {

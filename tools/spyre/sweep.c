@@ -41,7 +41,7 @@ enum { SW_OK = 0, SW_USAGE = 2 };
 typedef struct {
     int index;            /* position in the enumeration (shards take index % N == I) */
     char kernel[64];
-    char choice[24];      /* "GMxGN" or "CORES" */
+    char choice[64];      /* a work_div SPEC: "GMxGN", "CORES", with tiling or +nokeep */
     double cycles;        /* whole graph */
     double kernel_cycles; /* the kernel's span: end - start */
     uint64_t dram_bytes;  /* the kernel's DMA bytes */
@@ -164,7 +164,7 @@ static int csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
         sw_row r = {0};
         unsigned long long dram, lx;
         /* kernel names and choices have no commas */
-        if (sscanf(line, "%d,%63[^,],%23[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
+        if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
                    &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10) {
             snprintf(err, errlen, "%s:%d: not a sweep row: %.60s", path, lineno, line);
             fclose(f);
@@ -413,7 +413,7 @@ static int finish(sw_rows *rs, const char *out, const char *graph, const char *c
 
 /* The default split of each kernel, from the compile report's target
  * section ("NAME: grid GMxGN on ..." or "NAME: rows over C cores"). */
-static int default_choice(const cc_result *r, const char *kernel, char *out, size_t len)
+static int default_choice(const cc_result *r, const char *kernel, char *out, size_t len, char *tiles, size_t tlen)
 {
     FILE *f = tmpfile();
     if (!f)
@@ -429,19 +429,63 @@ static int default_choice(const cc_result *r, const char *kernel, char *out, siz
             in_target = 1;
         if (!in_target || strncmp(line, kernel, kl) || line[kl] != ':')
             continue;
-        int a, b;
-        if (sscanf(line + kl, ": grid %dx%d", &a, &b) == 2) {
-            snprintf(out, len, "%dx%d", a, b);
+        int a, b, n = 0;
+        if (sscanf(line + kl, ": grid %dx%d%n", &a, &b, &n) == 2) {
+            snprintf(out, len, "%dx%d%s", a, b, line[kl + (size_t)n] == 'r' ? "r" : "");
             found = 0;
         } else if (sscanf(line + kl, ": rows over %d", &a) == 1) {
             snprintf(out, len, "%d", a);
             found = 0;
         }
-        if (!found)
+        if (!found) {
+            /* the next line: "  tiles: ..." */
+            tiles[0] = 0;
+            if (fgets(line, sizeof line, f) && !strncmp(line, "  tiles: ", 9))
+                snprintf(tiles, tlen, "%s", line + 9);
             break;
+        }
     }
     fclose(f);
     return found;
+}
+
+/* Tiling variants of a kernel's default choice def (its report's tiles
+ * line): other K chunks, half the block rows or sticks for a matmul;
+ * other rows per chunk for a row kernel.  Appends "DEF/TILING" choices. */
+static int tile_variants(int matmul, const char *def, const char *tiles, int64_t kmax, char (*out)[64], int max)
+{
+    int n = 0;
+    if (matmul) {
+        long mt, ns, mb, nbs, k, kc;
+        if (sscanf(tiles, "core tile %ld rows x %ld sticks in blocks of %ld rows x %ld sticks", &mt, &ns, &mb, &nbs) != 4)
+            return 0;
+        const char *kp = strstr(tiles, "), k ");
+        if (!kp || sscanf(kp, "), k %ld", &k) != 1)
+            return 0;
+        kc = k;
+        const char *ch = strstr(kp, " in chunks of ");
+        if (ch && ch < strchr(kp + 4, ','))
+            sscanf(ch, " in chunks of %ld", &kc);
+        long cand[8][3] = {{mb / 2, nbs, kc}, {mb, nbs / 2, kc}};
+        int nc = 2;
+        for (long c = 64; c < k && c <= kmax && nc < 7; c *= 2)
+            cand[nc][0] = mb, cand[nc][1] = nbs, cand[nc++][2] = c;
+        cand[nc][0] = mb, cand[nc][1] = nbs, cand[nc++][2] = k;
+        for (int i = 0; i < nc && n < max; i++) {
+            if (cand[i][0] < 1 || cand[i][1] < 1 || (cand[i][0] == mb && cand[i][1] == nbs && cand[i][2] == kc))
+                continue;
+            snprintf(out[n++], 64, "%s/%ldx%ldx%ld", def, cand[i][0], cand[i][1], cand[i][2]);
+        }
+    } else {
+        long part, rows;
+        if (sscanf(tiles, "core part %ld rows in chunks of %ld rows", &part, &rows) != 2)
+            return 0;
+        const long cand[3] = {rows / 4, rows / 2, rows * 2};
+        for (int i = 0; i < 3 && n < max; i++)
+            if (cand[i] >= 1 && cand[i] <= part && cand[i] != rows)
+                snprintf(out[n++], 64, "%s/%ld", def, cand[i]);
+    }
+    return n;
 }
 
 static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
@@ -516,6 +560,8 @@ static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel
  * checked together: while the graph with all of them is slower than with
  * none, the one that gained least alone is dropped, so the tuning file never
  * makes the whole graph slower.  Rewrites the file with what is kept. */
+#define JOINT_TRY 3
+
 static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_rows *rs, const char *graph,
                           const char *file)
 {
@@ -555,7 +601,58 @@ static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_row
         n--; /* slower together (or refused): drop the smallest gain */
         all = none;
     }
+    /* Joint search, one pass of coordinate descent: kernel by kernel, its
+     * JOINT_TRY fastest choices alone (and its default), each tried with
+     * the others' current choices; the whole graph's cycles decide. */
+    double before = all;
+    int evals = 0;
+    for (int k = 0; k < nk; k++) {
+        int cur = -1; /* its spec, or -1: the default */
+        size_t kl = strlen(ks[k].name);
+        for (int i = 0; i < n; i++)
+            if (!strncmp(spec[i], ks[k].name, kl) && spec[i][kl] == '=')
+                cur = i;
+        int tried[JOINT_TRY + 1], ntried = 0;
+        for (int t = 0; t <= JOINT_TRY; t++) { /* the next fastest not tried yet; last the default */
+            int pick = -1;
+            for (int r = 0; r < rs->n && t < JOINT_TRY; r++) {
+                const sw_row *row = &rs->v[r];
+                int seen = 0;
+                for (int i = 0; i < ntried; i++)
+                    seen |= tried[i] == r;
+                if (!seen && !strcmp(row->kernel, ks[k].name) && row->cycles > 0 &&
+                    (pick < 0 || row->cycles < rs->v[pick].cycles))
+                    pick = r;
+            }
+            if (t == JOINT_TRY)
+                pick = ks[k].def;
+            if (pick < 0)
+                continue;
+            tried[ntried++] = pick;
+            const char *choice = rs->v[pick].choice;
+            if (cur >= 0 ? !strcmp(strchr(spec[cur], '=') + 1, choice) : pick == ks[k].def)
+                continue; /* what it has now */
+            char save[128];
+            int slot = cur >= 0 ? cur : n;
+            if (slot == 256)
+                continue;
+            memcpy(save, spec[slot], sizeof save);
+            snprintf(spec[slot], sizeof spec[slot], "%.63s=%.63s", ks[k].name, choice);
+            wd[slot] = spec[slot];
+            int m = cur >= 0 ? n : n + 1;
+            evals++;
+            if (simulate_wd(g, cfg, wd, m, res, &nc, err, sizeof err) == 0 && res->stats.cycles < all) {
+                all = res->stats.cycles;
+                cur = slot;
+                n = m;
+            } else {
+                memcpy(spec[slot], save, sizeof save);
+            }
+        }
+    }
     free(res);
+    printf("joint search: %d graph%s simulated, the tuned graph %.0f -> %.0f cycles\n", evals, evals == 1 ? "" : "s",
+           before, all);
     FILE *f = fopen(file, "w");
     if (!f) {
         fprintf(stderr, "spyre sweep: %s: %s\n", file, strerror(errno));
@@ -820,7 +917,7 @@ static int run_pool(void *ctx, const int *todo, int ntodo, int jobs, size_t size
 enum { CAND_PENDING, CAND_LEGAL, CAND_ILLEGAL, CAND_LOST };
 typedef struct {
     char kernel[64];
-    char choice[24];
+    char choice[64];
     int is_default;
     int done_before; /* measured by an earlier run (a row of the CSV resumed from) */
     int state;       /* CAND_* */
@@ -880,7 +977,7 @@ static void number_candidates(sw_variants *c)
             r->is_default = cd->is_default;
             c->ndone++;
         }
-        if (r->index % c->shard_n != c->shard_i)
+        if (r->index % c->shard_n != c->shard_i && !cd->is_default) /* every shard has the defaults */
             continue;
         c->inshard++;
         cd->run = !cd->done_before;
@@ -1641,26 +1738,47 @@ int cmd_sweep(int argc, char **argv)
         const char *name = cc_result_kernel_name(base, k);
         if (only && strcmp(only, name))
             continue;
-        char def[16];
-        if (default_choice(base, name, def, sizeof def)) {
+        char def[16], tiles[1024];
+        if (default_choice(base, name, def, sizeof def, tiles, sizeof tiles)) {
             fprintf(stderr, "spyre sweep: kernel %s: no split in the compile report\n", name);
             goto out;
         }
         int matmul = cc_result_kernel_kind(base, k) == CC_KERNEL_MATMUL;
-        for (int a = 1; a <= cfg.cores; a++)
-            for (int b = 1; b <= (matmul ? cfg.cores / a : 1); b++) {
-                cands = grow_rows(cands, ncand, &cand_cap, sizeof *cands);
-                sw_cand *cd = &cands[ncand++];
-                memset(cd, 0, sizeof *cd);
-                snprintf(cd->kernel, sizeof cd->kernel, "%s", name);
+        /* every split; for a matmul also B broadcast over the ring on
+         * every core; then the default's other tilings, and the default
+         * without tensors kept in LX across kernels */
+        char extra[12][64];
+        int nextra = 0;
+        if (matmul)
+            snprintf(extra[nextra++], 64, "%dx1r", cfg.cores);
+        nextra += tile_variants(matmul, def, tiles, 4096, extra + nextra, 10);
+        snprintf(extra[nextra++], 64, "%s+nokeep", def);
+        int nsplit = matmul ? 0 : cfg.cores;
+        for (int a = 1; matmul && a <= cfg.cores; a++)
+            nsplit += cfg.cores / a;
+        for (int i = 0, a = 1, b = 1; i < nsplit + nextra; i++) {
+            char choice[64];
+            if (i >= nsplit) {
+                snprintf(choice, sizeof choice, "%s", extra[i - nsplit]);
+            } else {
                 if (matmul)
-                    snprintf(cd->choice, sizeof cd->choice, "%dx%d", a, b);
+                    snprintf(choice, sizeof choice, "%dx%d", a, b);
                 else
-                    snprintf(cd->choice, sizeof cd->choice, "%d", a);
-                cd->is_default = !strcmp(cd->choice, def);
-                cd->state = CAND_PENDING;
-                cd->row = -1;
+                    snprintf(choice, sizeof choice, "%d", a);
+                if (!matmul || ++b > cfg.cores / a) {
+                    a++;
+                    b = 1;
+                }
             }
+            cands = grow_rows(cands, ncand, &cand_cap, sizeof *cands);
+            sw_cand *cd = &cands[ncand++];
+            memset(cd, 0, sizeof *cd);
+            snprintf(cd->kernel, sizeof cd->kernel, "%s", name);
+            snprintf(cd->choice, sizeof cd->choice, "%s", choice);
+            cd->is_default = !strcmp(cd->choice, def);
+            cd->state = CAND_PENDING;
+            cd->row = -1;
+        }
     }
     char gname[256];
     graph_name(path, gname, sizeof gname);
@@ -1782,10 +1900,10 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
     const cc_graph *graph = g;
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        char gk[256], c[256], k[128], s[32];
+        char gk[256], c[256], k[128], s[64];
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
             continue;
-        if (sscanf(line, "tune %255s %255s %127s %31s", gk, c, k, s) != 4) {
+        if (sscanf(line, "tune %255s %255s %127s %63s", gk, c, k, s) != 4) {
             snprintf(err, errlen, "%s:%d: expected `tune GRAPH CONFIG KERNEL SPEC`", path, lineno);
             rc = -1;
             break;
