@@ -454,7 +454,7 @@ static int workdiv_override(be_ctx *c, const char *text)
         n--;
     if (!eq || !n)
         return be_error(c, NULL,
-                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[r][/MBxNBSxKC][+nokeep] for a matmul, "
+                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[xGK|r][/MBxNBSxKC][+nokeep] for a matmul, "
                         "CORES[/ROWS][+nokeep] for a row kernel)",
                         text);
     int pos = -1;
@@ -478,10 +478,15 @@ static int workdiv_override(be_ctx *c, const char *text)
     const char *spec = q;
     int64_t a = spec_num(&q), b = 1;
     int ring = 0;
+    int64_t gk = 1;
     if (K->kind == IR_MATMUL && a > 0 && (*q == 'x' || *q == 'X')) {
         q++;
         b = spec_num(&q);
-        if (b > 0 && *q == 'r') { /* B broadcast over the ring */
+        if (b > 0 && (*q == 'x' || *q == 'X')) { /* K parts: split-K */
+            q++;
+            gk = spec_num(&q);
+        }
+        if (b > 0 && gk == 1 && *q == 'r') { /* B broadcast over the ring */
             ring = 1;
             q++;
         }
@@ -509,9 +514,10 @@ static int workdiv_override(be_ctx *c, const char *text)
     }
     while (*q == ' ' || *q == '\t')
         q++;
-    if (a < 1 || b < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0 || *q)
+    if (a < 1 || b < 1 || gk < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0 || *q)
         return be_error(c, K, "work_div \"%s\": %s", spec,
-                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4) or GMx1r (B "
+                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K "
+                                               "in GK parts too, e.g. 1x4x8) or GMx1r (B "
                                                "broadcast over the ring), optionally /MBxNBSxKC (block rows x block "
                                                "sticks x K chunk rows, e.g. 2x4/64x4x256), optionally +nokeep"
                                              : "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per "
@@ -519,8 +525,8 @@ static int workdiv_override(be_ctx *c, const char *text)
     if (ring && (b != 1 || a != (int64_t)c->cfg->cores))
         return be_error(c, K, "work_div \"%s\": B broadcast over the ring takes every core, %ux1r on %s", spec,
                         (unsigned)c->cfg->cores, c->cfg->name);
-    if (a * b > (int64_t)c->cfg->cores)
-        return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b,
+    if (a * b * gk > (int64_t)c->cfg->cores)
+        return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b * gk,
                         (unsigned)c->cfg->cores, c->cfg->name);
     be_work *w = &c->work[pos];
     if (K->kind == IR_MATMUL) {
@@ -530,6 +536,7 @@ static int workdiv_override(be_ctx *c, const char *text)
         w->nbs = t[1];
         w->kc = t[2];
         w->bcast = ring;
+        w->gk = gk;
     } else {
         w->cores = (int)a;
         w->chunk = t[0];
@@ -951,12 +958,19 @@ static void print_report(const ir_prog *p, FILE *f)
         const be_kinfo *ki = &st->k[i];
         if (K->kind == IR_MATMUL) {
             int64_t gsticks = cc_ceil_div(w->cols, c->t.lanes16);
-            fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn,
+            char gk[32] = "", split[32];
+            if (w->gk > 1)
+                snprintf(gk, sizeof gk, "x%" PRId64, w->gk);
+            snprintf(split, sizeof split, "%s%s%s%s%s", w->gm > 1 ? "m" : "", w->gm > 1 && w->gn > 1 ? " and " : "",
+                     w->gn > 1 ? "n" : "", (w->gm > 1 || w->gn > 1) && w->gk > 1 ? " and " : "", w->gk > 1 ? "k" : "");
+            fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn, gk,
                     w->bcast ? "r" : "", w->cores, w->cores == 1 ? "" : "s", ki->forced ? " (work_div)" : "",
-                    w->gm > 1 && w->gn > 1 ? "m and n" : w->gm > 1 ? "m" : w->gn > 1 ? "n" : "nothing");
+                    split[0] ? split : "nothing");
             print_split(f, "m:", w->rows, w->gm, "rows");
             fputs("; ", f);
             print_split(f, "n:", gsticks, w->gn, "sticks");
+            if (w->gk > 1)
+                fprintf(f, "; k in %" PRId64 " parts of whole sticks, partial sums reduced over the ring", w->gk);
             fputc('\n', f);
         } else {
             fprintf(f, "%s: rows over %d core%s%s, split %s; ", K->name, w->cores, w->cores == 1 ? "" : "s",

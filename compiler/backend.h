@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
     int cores;         /* cores with work */
     int64_t gm, gn;    /* MATMUL: core grid over M (rows) and N (sticks) */
+    int64_t gk;        /* MATMUL: K parts (split-K, partial sums reduced over the ring); 1 none */
     int64_t rows, cols;/* row kernels: rows split across cores, columns per row */
     double est_cycles; /* MATMUL: the cost model's estimate of the largest tile */
     double stage_scale;/* MATMUL: restickified operands' staged sticks over their estimate (0: 1) */

@@ -54,9 +54,18 @@ typedef struct {
     int aw, bw;          /* A / B staged whole once per core (not per block) */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
+    int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
 } mm_plan;
 
 static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+
+/* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
+static void mm_set_gk(mm_plan *m, int64_t gk)
+{
+    m->gk = gk;
+    m->KGc = cc_ceil_div(m->KG, gk);
+    m->Kc = cc_min(m->KGc * m->c->t.lanes16, m->Kd);
+}
 
 /* Stage the restickified operands of mask (bit 0 A, bit 1 B) whole, once
  * per core, the rest per block. */
@@ -104,6 +113,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     m->Kd = mm->ranges[m->vk];
     m->GN = cc_ceil_div(m->N, c->t.lanes16);
     m->KG = cc_ceil_div(m->Kd, c->t.lanes16);
+    mm_set_gk(m, 1);
     if (m->M > 65535 || m->N > 65535 || m->Kd > 65535)
         return be_error(c, K, "matmul %" PRId64 " x %" PRId64 " x %" PRId64 " is larger than one pt.mm (not supported yet)",
                         m->M, m->N, m->Kd);
@@ -206,7 +216,7 @@ static int64_t mm_abslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_
 
 static int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
 {
-    return KC < m->Kd ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
+    return KC < m->Kc || m->gk > 1 ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
 }
 
 /* Sticks one block's restickified operands read, estimated: the slot's
@@ -310,13 +320,13 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     const int64_t chunks = blocks * tl->nch;
     int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
     int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
-    double pt = nbat * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kd) - t->pt_insn_cycles) +
+    double pt = nbat * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
                         (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
     /* bytes in per core and over the grid */
     /* (a restickified operand's staged sticks are counted as its slot's) */
-    double a_core = nbat * (double)(nbn * mt * m->KG) * sb;
+    double a_core = nbat * (double)(nbn * mt * m->KGc) * sb;
     double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
-    double b_core = nbat * (double)(nbm * ns * m->Kd) * sb;
+    double b_core = nbat * (double)(nbm * ns * m->Kc) * sb;
     double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
     double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0;
     for (int i = 0; i < m->ep.nl; i++) {
@@ -336,18 +346,33 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     double sfp = nbat * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
     tl->bytes = a_chip + b_chip + e_chip + o_chip;
     double dram = t->dram_bytes_per_cycle > 0 ? tl->bytes / t->dram_bytes_per_cycle : 0;
+    /* split-K: the fp32 partial sums reduced along the chain of K parts, then converted */
+    /* (per step of the chain a ready message and the ring.red, each a
+     * transfer's fixed cost, with the hand-offs; then two sfp.cvt) */
+    double reduce = m->gk > 1 ? (double)(m->gk - 1) * (2 * t->dma_insn_cycles + 4 * t->sync_cycles +
+                                                       (double)mm_p_bytes(m, tl->MB, tl->NBS, tl->KC) /
+                                                           (double)t->cfg->ring_bytes_per_cycle) +
+                                    2 * (t->cfg->sfp_issue_cycles + (double)(tl->NBS * tl->MB))
+                              : 0;
     double fill = (double)mm_abslot_bytes(m, tl->MB, tl->NBS, tl->KC) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
     double c = pt;
     c = c > dmai ? c : dmai;
     c = c > dmao ? c : dmao;
     c = c > sfp ? c : sfp;
     c = c > dram ? c : dram;
-    tl->cycles = fill + c;
+    tl->cycles = fill + c + reduce;
 }
 
 /* Estimates this close to the best count as equal: the one moving fewer
  * DRAM bytes wins, then the larger K chunk (fewer instructions). */
 #define MM_SLACK 0.03
+
+/* A split of K must look this many cycles better than the best grid
+ * without one: the chain of reductions adds latencies (a ready message,
+ * the ring.red, the conversion, the units draining before the next bar)
+ * the estimate only roughly counts; on traces/mlp's 8 x 64 x 256 product
+ * a 97-cycle lead in the estimate made the graph 366 cycles slower. */
+#define MM_SPLITK_CYCLES 1000.0
 
 static int mm_better(const mm_tiling *a, const mm_tiling *b)
 {
@@ -376,17 +401,17 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         mm_tiling tl = {0};
         tl.MB = cc_min(w->mb, mt);
         tl.NBS = cc_min(cc_min(w->nbs, ns), max_sticks);
-        tl.KC = cc_min(w->kc, m->Kd);
-        tl.nch = cc_ceil_div(m->Kd, tl.KC);
-        if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kd && tl.KC % lanes))
+        tl.KC = cc_min(w->kc, m->Kc);
+        tl.nch = cc_ceil_div(m->Kc, tl.KC);
+        if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes))
             return -1;
         mm_estimate(m, gm, gn, mt, ns, &tl);
         *out = tl;
         return 0;
     }
     for (int64_t ks = 128; ks >= 0; ks = ks ? ks / 2 : -1) {
-        int64_t kc = ks == 128 ? m->Kd : ks * lanes;
-        if (!kc || (ks != 128 && kc >= m->Kd))
+        int64_t kc = ks == 128 ? m->Kc : ks * lanes;
+        if (!kc || (ks != 128 && kc >= m->Kc))
             continue;
         int64_t prev = -1;
         for (int64_t q = 1; q <= ns; q++) {
@@ -408,7 +433,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
             tl.NBS = nbs;
             tl.KC = kc;
-            tl.nch = cc_ceil_div(m->Kd, kc);
+            tl.nch = cc_ceil_div(m->Kc, kc);
             mm_estimate(m, gm, gn, mt, ns, &tl);
             if (!found || mm_better(&tl, out))
                 *out = tl;
@@ -495,12 +520,22 @@ static int64_t mm_lx_measured(const mm_plan *m, const mm_tiling *tl, int64_t m0,
     return *est + 2 * (na + nb - mm_stage_est(m, tl->MB, tl->NBS, tl->KC));
 }
 
+/* Split-K takes one block per core (the partial sums of the whole tile
+ * stay in LX until reduced), operands the PT reads as they are, no batch. */
+static int mm_splitk_ok(const mm_plan *m, const mm_tiling *tl, int64_t mt, int64_t ns)
+{
+    return cc_ceil_div(mt, tl->MB) * cc_ceil_div(ns, tl->NBS) == 1 && m->nbatch == 1 && !m->ag && !m->bg &&
+           !m->stage_bytes && m->gk <= m->KG;
+}
+
 /* Estimated cycles of the kernel on a gm x gn grid (DBL_MAX: no tiling
  * fits LX), and the DRAM bytes it moves. */
 static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
 {
     mm_tiling tl;
     if (mm_block(m, gm, gn, cc_ceil_div(m->M, gm), cc_ceil_div(m->GN, gn), &tl))
+        return DBL_MAX;
+    if (m->gk > 1 && !mm_splitk_ok(m, &tl, cc_ceil_div(m->M, gm), cc_ceil_div(m->GN, gn)))
         return DBL_MAX;
     *bytes = tl.bytes;
     return tl.cycles;
@@ -513,7 +548,7 @@ static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
 static int mm_aligned_a(const mm_plan *m, int pos)
 {
     const be_work *w = &m->c->work[pos];
-    if (w->gn != 1 || m->nbatch != 1 || m->ag)
+    if (w->gn != 1 || w->gk > 1 || m->nbatch != 1 || m->ag)
         return 0;
     rk_plan a = {0};
     a.c = m->c;
@@ -527,7 +562,7 @@ static int mm_aligned_a(const mm_plan *m, int pos)
 static int mm_aligned_tile(const mm_plan *m, int pos, int buf, const be_view *v)
 {
     const be_work *w = &m->c->work[pos];
-    return w->gn == 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v);
+    return w->gn == 1 && w->gk <= 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v);
 }
 
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
@@ -737,6 +772,7 @@ double be_matmul_estimate(be_ctx *c, int pos)
     double e = DBL_MAX, bytes;
     if (!mm_build(c, pos, &m)) {
         mm_set_whole(&m, c->work[pos].stage_whole);
+        mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
         mm_tiling tl;
         if (c->work[pos].bcast)
             e = mm_bc_tiling(&m, c->work[pos].gm, &tl) ? DBL_MAX : tl.cycles;
@@ -756,6 +792,8 @@ int be_matmul_plan(be_ctx *c, int pos)
         double best = DBL_MAX, bytes = 0;
         int64_t cores = c->cfg->cores;
         const int over = w->gm != 0;
+        if (!w->gk)
+            w->gk = 1;
         /* Restickified operands: staged whole once per core when they fit
          * LX with the rest of the kernel (both, else one, else none);
          * the others per block: pick with the staged sticks estimated,
@@ -781,19 +819,33 @@ int be_matmul_plan(be_ctx *c, int pos)
             else if (w->gn > m.GN)
                 rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": N has %" PRId64 " sticks (%" PRId64
                               " columns), fewer than %" PRId64 " parts", w->gm, w->gn, m.GN, m.N, w->gn);
-            else
+            else if (w->gk > m.KG)
+                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
+                              " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m.KG, w->gk);
+            else {
+                mm_set_gk(&m, w->gk);
                 best = mm_cost(&m, w->gm, w->gn, &bytes);
+                if (best == DBL_MAX && w->gk > 1)
+                    rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": split-K needs one block "
+                                  "per core that fits LX, no batch and no restickified operand", w->gm, w->gn, w->gk);
+            }
         } else {
-            /* near-ties go to the grid found first: fewer rows of cores */
-            for (int64_t gm = 1; gm <= cc_min(cores, m.M); gm++)
-                for (int64_t gn = 1; gn <= cc_min(cores / gm, m.GN); gn++) {
-                    double e = mm_cost(&m, gm, gn, &bytes);
-                    if (e < best * (1 - MM_SLACK)) {
-                        best = e;
-                        w->gm = gm;
-                        w->gn = gn;
+            /* near-ties go to the grid found first: fewer rows of cores,
+             * no split of K */
+            w->gk = 1;
+            for (int64_t gk = 1; gk <= cc_min(cores, m.KG); gk++)
+                for (int64_t gm = 1; gm <= cc_min(cores / gk, m.M); gm++)
+                    for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m.GN); gn++) {
+                        mm_set_gk(&m, gk);
+                        double e = mm_cost(&m, gm, gn, &bytes);
+                        if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < best * (1 - MM_SLACK)) {
+                            best = e;
+                            w->gm = gm;
+                            w->gn = gn;
+                            w->gk = gk;
+                        }
                     }
-                }
+            mm_set_gk(&m, w->gk);
         }
         if (rc || best == DBL_MAX || !((m.ag && !m.aw) || (m.bg && !m.bw)))
             break;
@@ -846,10 +898,12 @@ int be_matmul_plan(be_ctx *c, int pos)
                 best = tl.cycles;
                 w->gm = gm;
                 w->gn = 1;
+                w->gk = 1;
                 w->bcast = 1;
             }
         }
-        w->cores = (int)(w->gm * w->gn);
+        mm_set_gk(&m, w->gk);
+        w->cores = (int)(w->gm * w->gn * w->gk);
         w->est_cycles = best;
         w->rows = m.M;
         w->cols = m.N;
@@ -857,7 +911,10 @@ int be_matmul_plan(be_ctx *c, int pos)
         mm_tiling tl;
         if (!rc && !(w->bcast ? mm_bc_tiling(&m, w->gm, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
             char kb[96], sp[96];
-            if (tl.KC >= m.Kd)
+            if (w->gk > 1)
+                snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
+                         " (fp32 partial sums)", m.Kd, w->gk, m.Kc, tl.KC);
+            else if (tl.KC >= m.Kd)
                 snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
             else
                 snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, tl.KC);
@@ -921,6 +978,12 @@ typedef struct {
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
     int64_t nblk, nchunk;
     int64_t m0;       /* the core's first row */
+    /* split-K (be_work.gk > 1): this core's K rows [kb, kb + kt), its part
+     * ik of gk; the partial sums go along the chain ik -> ik - 1 -> ... 0,
+     * where core ik - 1 is the ring neighbour on the left */
+    int64_t kb, kt, gk, ik;
+    int64_t rdy_src, rdy_in;
+    int pdone[2], rdy, red;
     /* B broadcast over the ring (be_work.bcast) */
     int bc, wrap;
     int64_t gm, nsteps;
@@ -1114,6 +1177,39 @@ static int mm_store_staged(mm_core *mc, int j)
     return 0;
 }
 
+/* Split-K, on the ring unit once this core's PTs are done with the block:
+ * tell part ik + 1 that this core's sums are final (rdy), wait for its
+ * ring.red into them (red; part 0's sfp0 waits for that one itself), then
+ * add them into part ik - 1's once that one is ready. */
+static void mm_splitk_reduce(mm_core *mc)
+{
+    cc_emit *e = mc->e;
+    const int64_t sb = mc->m->c->t.stick;
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_RING, mc->pdone[u]);
+    cc_dma_shape one = cc_dma_groups(1, 1, 0, 0);
+    if (mc->ik + 1 < mc->gk)
+        cc_emit_ring(e, ISA_OP_RING_SEND, e->core + 1, mc->rdy, cc_abs(mc->rdy_in), cc_abs(mc->rdy_src), &one);
+    if (mc->ik == 0)
+        return;
+    if (mc->ik + 1 < mc->gk)
+        cc_emit_wait(e, ISA_U_RING, mc->red);
+    cc_emit_wait(e, ISA_U_RING, mc->rdy);
+    int64_t sticks = mm_p_bytes(mc->m, mc->MB, mc->NBS, mc->KC) / sb;
+    for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+        cc_dma_shape sh = cc_dma_groups(cc_min(65535, sticks - s0), 1, 0, 0);
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_RING_RED);
+        in.core = e->core - 1;
+        in.tok = s0 + 65535 >= sticks ? mc->red : 255;
+        in.t = ISA_T_F32;
+        in.d = cc_abs(mc->P + s0 * sb);
+        in.a = cc_abs(mc->P + s0 * sb);
+        in.run = sh.run;
+        cc_push(e, &in);
+    }
+}
+
 static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
 {
     mm_plan *m = mc->m;
@@ -1131,7 +1227,7 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     be_tile *T = &mc->T;
     T->nmemo = 0;
     cc_emit_wait(e, ISA_U_DMAI, mc->eempty[q]);
-    for (int i = 0; i < k->nl; i++) {
+    for (int i = 0; i < k->nl && !mc->ik; i++) { /* split-K: only part 0 runs the epilogue */
         rk_load *L = &k->loads[i];
         be_view v = L->cls == BE_V_ROW ? L->v : shifted(&L->v, g0);
         be_val val = {L->cls, 0, at, L->v.lane};
@@ -1169,7 +1265,7 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     be_view bv0 = shifted(&m->bv, g0);
     for (int64_t j = 0; j < mc->nch; j++) {
         const int s = (int)(mc->nchunk++ % 2);
-        const int64_t k0 = j * KC, kc = cc_min(KC, m->Kd - k0), A = mc->ab[s];
+        const int64_t k0 = mc->kb + j * KC, kc = cc_min(KC, mc->kb + mc->kt - k0), A = mc->ab[s];
         const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
         for (int u = 0; u < mc->nc; u++)
             cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
@@ -1231,8 +1327,9 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
                 pa.ds = pa.ps = MB * sb;
                 pa.as = MB * sb;
                 pa.bs = KC * sb;
-                pa.flags = (first ? 0 : ISA_F_ACC) | (last ? 0 : ISA_F_F32);
-                pa.d = cc_abs(last ? C + roff + cst[u] * MB * sb : mc->P + poff);
+                const int dl16 = last && mc->gk == 1; /* split-K: fp32 sums to reduce */
+                pa.flags = (first ? 0 : ISA_F_ACC) | (dl16 ? 0 : ISA_F_F32);
+                pa.d = cc_abs(dl16 ? C + roff + cst[u] * MB * sb : mc->P + poff);
                 pa.p = cc_abs(first ? 0 : mc->P + poff);
                 if (first)
                     pa.ps = 0;
@@ -1243,12 +1340,41 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
                 cc_emit_sig(e, pt, mc->ptdone[u]);
             if (last)
                 cc_emit_sig(e, pt, mc->mmd[q][u]);
+            if (last && mc->gk > 1)
+                cc_emit_sig(e, pt, mc->pdone[u]);
         }
     }
 
+    if (mc->gk > 1)
+        mm_splitk_reduce(mc);
     for (int u = 0; u < mc->nc; u++)
         cc_emit_wait(e, ISA_U_SFP0, mc->mmd[q][u]);
     cc_emit_wait(e, ISA_U_SFP0, mc->efull[q]);
+    if (mc->ik) { /* split-K part > 0: its sums went to part ik - 1; no epilogue, no stores */
+        cc_emit_sig(e, ISA_U_SFP0, mc->done[q]);
+        cc_emit_wait(e, ISA_U_DMAO, mc->done[q]);
+        cc_emit_sig(e, ISA_U_DMAO, mc->eempty[q]);
+        for (int u = 0; u < mc->nc; u++)
+            cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
+        return 0;
+    }
+    if (mc->gk > 1) { /* the reduced fp32 sums of the block into C as DL16 (even / odd fp32 groups: lanes 0-31 / 32-63) */
+        cc_emit_wait(e, ISA_U_SFP0, mc->red);
+        for (int h = 0; h < 2; h++) {
+            cc_sfp_args cv = {0};
+            cv.op = ISA_OP_SFP_CVT;
+            cv.t = ISA_T_F32;
+            cv.d = cc_abs(C + h * (sb / 2));
+            cv.a = cc_abs(mc->P + h * MB * sb);
+            cv.n0 = mb;
+            cv.ds0 = sb;
+            cv.as0 = sb;
+            cv.n1 = nbs;
+            cv.ds1 = MB * sb;
+            cv.as1 = 2 * MB * sb;
+            cc_emit_sfp(e, &cv);
+        }
+    }
     T->R = mb;
     T->G = nbs;
     T->top = at;
@@ -1301,6 +1427,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         mm_free(&m);
         return be_error(c, m.K, "more than 64 epilogue nodes (not supported yet)");
     }
+    mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
     /* tensors kept in LX across kernels (lxplan) */
     m.ares = mm_aligned_a(&m, pos) && be_res_reads(c, m.mm->a, pos);
     if (m.ares)
@@ -1323,10 +1450,11 @@ int be_matmul_emit(be_ctx *c, int pos)
     const int64_t sb = c->t.stick;
     int rc = 0;
     for (int core = 0; core < w->cores && !rc; core++) {
-        int64_t m0, mt, g0, ns;
-        cc_split(m.M, w->gm, core / w->gn, &m0, &mt);
-        cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
-        if (!mt || !ns)
+        int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
+        cc_split(m.M, w->gm, cell / w->gn, &m0, &mt);
+        cc_split(m.GN, w->gn, cell % w->gn, &g0, &ns);
+        cc_split(m.KG, w->gk, core % w->gk, &ks0, &ksn);
+        if (!mt || !ns || !ksn)
             continue;
         cc_emit *e = &c->em[core];
         e->lx_top = 0;
@@ -1336,6 +1464,10 @@ int be_matmul_emit(be_ctx *c, int pos)
         mc.m = &m;
         mc.e = e;
         mc.m0 = m0;
+        mc.gk = w->gk;
+        mc.ik = core % w->gk;
+        mc.kb = ks0 * c->t.lanes16;
+        mc.kt = cc_min(ksn * c->t.lanes16, m.Kd - mc.kb);
         if (w->bcast ? mm_bc_tiling(&m, w->gm, &mc.tl) : mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
             rc = be_error(c, m.K, "no block of the product fits LX");
             break;
@@ -1343,7 +1475,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         mc.MB = mc.tl.MB;
         mc.NBS = mc.tl.NBS;
         mc.KC = mc.tl.KC;
-        mc.nch = mc.tl.nch;
+        mc.nch = cc_ceil_div(mc.kt, mc.KC);
         mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
         mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
         mc.abslot_bytes = mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC);
@@ -1410,8 +1542,16 @@ int be_matmul_emit(be_ctx *c, int pos)
                 mc.ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
             }
         }
-        if (mc.nch > 1)
+        if (mc.nch > 1 || mc.gk > 1)
             mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
+        if (mc.gk > 1) {
+            mc.rdy_src = cc_lx_alloc(e, sb, "split-K ready (source)");
+            mc.rdy_in = cc_lx_alloc(e, sb, "split-K ready (from the left neighbour)");
+            for (int u = 0; u < 2; u++)
+                mc.pdone[u] = cc_tok_alloc(e, "split-K partial sums done (pt -> ring)");
+            mc.rdy = cc_tok_alloc(e, "split-K: the left neighbour's sums are ready");
+            mc.red = cc_tok_alloc(e, "split-K: the right neighbour's sums are added");
+        }
         int nstaged = 0;
         mc.ostage = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ostage);
         mc.ocount = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ocount);

@@ -450,7 +450,12 @@ static int report_grid(const char *report, const char *name, long *gm, long *gn,
     char key[128];
     snprintf(key, sizeof key, "\n%s: grid ", name);
     const char *at = report ? strstr(report, key) : NULL;
-    return at && sscanf(at + strlen(key), "%ldx%ld on %d core", gm, gn, cores) == 3 ? 0 : -1;
+    int n = 0;
+    if (!at || sscanf(at + strlen(key), "%ldx%ld%n", gm, gn, &n) != 2)
+        return -1;
+    at += strlen(key) + (size_t)n;
+    at += strcspn(at, " "); /* xGK or r */
+    return sscanf(at, " on %d core", cores) == 1 ? 0 : -1;
 }
 
 static void test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre(void)
@@ -835,6 +840,54 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
     cc_graph_free(g);
 }
 
+/* A skinny product with a long K: the cores split K too, and the fp32
+ * partial sums go along the ring (ring.red) before the epilogue. */
+static const char *splitk_graph = "graph sk\n"
+                                  "input %x: f32[64, 8192]\n"
+                                  "input %w: f32[8192, 128]\n"
+                                  "input %b: f32[64, 128]\n"
+                                  "%y: f32[64, 128] = aten.mm.default(%x, %w)\n"
+                                  "%z: f32[64, 128] = aten.add.Tensor(%y, %b)\n"
+                                  "output %z\n";
+
+static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates(void)
+{
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(splitk_graph, "sk.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    long gm, gn;
+    int cores;
+    CU_ASSERT_EQUAL(report_grid(rep, "k0_mm_add", &gm, &gn, &cores), 0);
+    CU_ASSERT(cores > gm * gn); /* the rest split K */
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "partial sums reduced over the ring"));
+    free(rep);
+    cc_result_free(r);
+    sim_stats split, whole;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &split), 0);
+    static const char *const one[] = {"k0_mm_add=1x2"};
+    run_wd = one;
+    run_nwd = 1;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &whole), 0);
+    printf("\n  K split: %.0f cycles; 1x2 without: %.0f cycles", split.cycles, whole.cycles);
+    CU_ASSERT(split.cycles < whole.cycles);
+    /* forced: four parts, the middle ones passing sums on */
+    static const char *const four[] = {"k0_mm_add=1x1x4"};
+    run_wd = four;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    static const char *const bad[] = {"k0_mm_add=1x1x200"};
+    r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre"));
+    static const char *const many[] = {"k0_mm_add=1x1x32"};
+    run_wd = many;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    run_wd = NULL;
+    run_nwd = 0;
+    cc_graph_free(g);
+}
+
 static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
 {
     static const char text[] = "graph softmax_rows\n"
@@ -901,6 +954,8 @@ int main(void)
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
         {"matmuls on all cores broadcast B over the ring and validate",
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
+        {"a long K is split over cores, reduced over the ring and validates",
+         test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"tensors kept in LX across kernels spill the furthest used and validate",
          test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate},
         {"a pointwise loop merged across rows is cut back and validates on both chips",

@@ -429,9 +429,15 @@ static int default_choice(const cc_result *r, const char *kernel, char *out, siz
             in_target = 1;
         if (!in_target || strncmp(line, kernel, kl) || line[kl] != ':')
             continue;
-        int a, b, n = 0;
+        int a, b, n = 0, gk = 1, n2 = 0;
         if (sscanf(line + kl, ": grid %dx%d%n", &a, &b, &n) == 2) {
-            snprintf(out, len, "%dx%d%s", a, b, line[kl + (size_t)n] == 'r' ? "r" : "");
+            const char *rest = line + kl + n;
+            if (rest[0] == 'x' && sscanf(rest, "x%d%n", &gk, &n2) == 1)
+                rest += n2;
+            if (gk > 1)
+                snprintf(out, len, "%dx%dx%d", a, b, gk);
+            else
+                snprintf(out, len, "%dx%d%s", a, b, rest[0] == 'r' ? "r" : "");
             found = 0;
         } else if (sscanf(line + kl, ": rows over %d", &a) == 1) {
             snprintf(out, len, "%d", a);
@@ -1745,12 +1751,23 @@ int cmd_sweep(int argc, char **argv)
         }
         int matmul = cc_result_kernel_kind(base, k) == CC_KERNEL_MATMUL;
         /* every split; for a matmul also B broadcast over the ring on
-         * every core; then the default's other tilings, and the default
-         * without tensors kept in LX across kernels */
-        char extra[12][64];
+         * every core and the default grid with K split; then the
+         * default's other tilings, and the default without tensors kept
+         * in LX across kernels */
+        char extra[18][64];
         int nextra = 0;
-        if (matmul)
+        int dm, dn, dk = 1, dl = 0;
+        if (matmul) {
             snprintf(extra[nextra++], 64, "%dx1r", cfg.cores);
+            /* split-K: the default grid with K in 2, 4, ... parts */
+            if (sscanf(def, "%dx%d%n", &dm, &dn, &dl) == 2 && def[dl] == 'x')
+                sscanf(def + dl + 1, "%d", &dk);
+            for (int gk = 2; dl && dm * dn * gk <= cfg.cores && nextra < 6; gk *= 2)
+                if (gk != dk)
+                    snprintf(extra[nextra++], 64, "%dx%dx%d", dm, dn, gk);
+            if (dk > 1) /* the default itself, with its K split */
+                snprintf(extra[nextra++], 64, "%s", def);
+        }
         nextra += tile_variants(matmul, def, tiles, 4096, extra + nextra, 10);
         snprintf(extra[nextra++], 64, "%s+nokeep", def);
         int nsplit = matmul ? 0 : cfg.cores;
