@@ -595,14 +595,16 @@ int64_t be_lx_budget(const be_ctx *c, int pos)
  * kernel tiled into the LX below the tensors kept there.  need (dry
  * runs): per position, the most LX a core's kernel code allocated, -1
  * where the kernel did not fit (the run goes on).  report: the report's
- * figures. */
-static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report)
+ * figures.  only (dry runs): the kernels to emit (NULL: all). */
+static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, const char *only)
 {
     ir_prog *p = c->p;
     const int ncores = c->cfg->cores;
     for (int core = 0; core < ncores; core++)
         cc_emit_begin(&c->em[core], c->cfg, prog, core, p->err, p->errlen);
     for (int i = 0; i < p->norder; i++) {
+        if (only && !only[i])
+            continue;
         /* A bar before every kernel after the first: it orders a kernel
          * that reads an earlier kernel's result, and since each kernel
          * numbers its tokens from 0, without it a unit of the next kernel
@@ -713,10 +715,14 @@ static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int6
     }
 }
 
-static int lx_plan(be_ctx *c, const int64_t *need)
+static void lx_free(const be_ctx *c, lx_cand *x);
+
+/* Per buffer: who writes it aligned and which later kernels read it
+ * aligned on the same cores (the tensors that could stay in LX); NULL
+ * with an error. */
+static lx_cand *lx_candidates(be_ctx *c)
 {
     ir_prog *p = c->p;
-    const int64_t sb = c->t.stick, top = (int64_t)c->cfg->lx_usable_bytes / sb * sb;
     lx_cand *x = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *x);
     int *reads = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *reads), *writes = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writes);
     int rc = 0;
@@ -757,7 +763,27 @@ static int lx_plan(be_ctx *c, const int64_t *need)
         }
         free(acc);
     }
-    for (int i = 0; i < p->norder && !rc; i++) {
+    free(reads);
+    free(writes);
+    if (rc)
+        lx_free(c, x);
+    return rc ? NULL : x;
+}
+
+static void lx_free(const be_ctx *c, lx_cand *x)
+{
+    for (int b = 0; b < c->p->nbufs; b++)
+        free(x[b].uses);
+    free(x);
+}
+
+/* Place the candidates x in LX, kernel by kernel (need: each kernel's
+ * working LX). */
+static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
+{
+    ir_prog *p = c->p;
+    const int64_t sb = c->t.stick, top = (int64_t)c->cfg->lx_usable_bytes / sb * sb;
+    for (int i = 0; i < p->norder; i++) {
         for (int b = 0; b < p->nbufs; b++) {
             if (x[b].producer != i || !x[b].nuses)
                 continue;
@@ -799,12 +825,6 @@ static int lx_plan(be_ctx *c, const int64_t *need)
             }
         }
     }
-    for (int b = 0; b < p->nbufs; b++)
-        free(x[b].uses);
-    free(x);
-    free(reads);
-    free(writes);
-    return rc;
 }
 
 /* The share of LX a kernel is asked to tile into when tensors kept
@@ -824,8 +844,17 @@ int be_codegen_pass(ir_prog *p)
     c->lx_floor = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_floor);
     for (int i = 0; i < p->norder; i++)
         c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
-    if (!p->opts.no_lx_plan && !p->opts.no_lx_keep) {
-        /* Dry runs measure each kernel's working LX, tiled into all of LX
+    lx_cand *x = p->opts.no_lx_plan || p->opts.no_lx_keep ? NULL : lx_candidates(c);
+    if (!x && !p->opts.no_lx_plan && !p->opts.no_lx_keep)
+        return -1;
+    /* the kernels a candidate would live through: only their working LX matters */
+    char *live = ir_xalloc((size_t)(p->norder + 1));
+    int any = 0;
+    for (int b = 0; x && b < p->nbufs; b++)
+        for (int i = x[b].producer; x[b].nuses && i <= x[b].uses[x[b].nuses - 1]; i++)
+            any = live[i] = 1;
+    if (any) {
+        /* Dry runs measure those kernels' working LX, tiled into all of LX
          * and into LX_KERNEL_SHARE of it; the plan keeps the smaller free
          * (the larger where only it fits).  A kernel is tiled into the LX
          * the kept tensors leave it, so a kernel with none keeps all. */
@@ -835,21 +864,21 @@ int be_codegen_pass(ir_prog *p)
         if (!dry || !dry2)
             abort();
         double *est = ir_xalloc((size_t)(p->norder + 1) * sizeof *est);
-        int rc = emit_all(c, dry, need, 0);
+        int rc = emit_all(c, dry, need, 0, live);
         for (int i = 0; i < p->norder && !rc; i++) {
             rc = need[i] < 0; /* the error is the kernel's own */
-            if (p->kernels[p->order[i]].kind == IR_MATMUL)
+            if (live[i] && p->kernels[p->order[i]].kind == IR_MATMUL)
                 est[i] = be_matmul_estimate(c, i);
             c->lx_floor[i] = (int64_t)(c->cfg->lx_usable_bytes * LX_KERNEL_SHARE) / c->t.stick * c->t.stick;
         }
         if (!rc) {
             p->err[0] = 0;
-            rc = emit_all(c, dry2, small, 0);
+            rc = emit_all(c, dry2, small, 0, live);
         }
         /* the smaller tiling only where the cost model sees it cost
          * nothing: a matmul's smaller blocks can re-read operands */
         for (int i = 0; i < p->norder && !rc; i++) {
-            if (small[i] >= 0 && !c->work[i].bcast &&
+            if (live[i] && small[i] >= 0 && !c->work[i].bcast &&
                 (p->kernels[p->order[i]].kind != IR_MATMUL || be_matmul_estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST)))
                 need[i] = small[i];
             c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
@@ -857,21 +886,27 @@ int be_codegen_pass(ir_prog *p)
         free(est);
         if (!rc) {
             p->err[0] = 0; /* a kernel that did not fit in the smaller share */
-            rc = lx_plan(c, need);
+            lx_plan(c, x, need);
         }
         isa_program_free(dry);
         isa_program_free(dry2);
         free(need);
         free(small);
-        if (rc)
+        if (rc) {
+            free(live);
+            lx_free(c, x);
             return -1;
+        }
         for (int b = 0; b < p->nbufs; b++) {
             const be_res *r = &c->res[b];
             for (int i = r->from; r->on && i <= r->to; i++)
                 c->lx_floor[i] = cc_min(c->lx_floor[i], r->lx);
         }
     }
-    return emit_all(c, c->prog, NULL, 1);
+    free(live);
+    if (x)
+        lx_free(c, x);
+    return emit_all(c, c->prog, NULL, 1, NULL);
 }
 
 void be_free(ir_prog *p)
