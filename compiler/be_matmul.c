@@ -387,6 +387,22 @@ static int mm_better(const mm_tiling *a, const mm_tiling *b)
     return a->cycles < b->cycles;
 }
 
+/* The most block rows, up to hi, whose LX (lx: the scheme's LX bytes of
+ * a block of MB rows x NBS sticks with K chunks of KC) fits budget; 0 none. */
+static int64_t mm_most_rows(const mm_plan *m, int64_t (*lx)(const mm_plan *, int64_t, int64_t, int64_t), int64_t hi,
+                            int64_t nbs, int64_t kc, int64_t budget)
+{
+    int64_t lo = 0;
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2;
+        if (lx(m, mid, nbs, kc) <= budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* The tiling of the grid's tile of mt rows x ns sticks: every K chunk
  * (all of K, else 4096 down to 64 rows), every distinct split of the
  * sticks into blocks, with the most rows that fit LX with every buffer
@@ -419,14 +435,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             if (nbs == prev || nbs > max_sticks)
                 continue;
             prev = nbs;
-            int64_t lo = 0, hi = cc_min(mt, 65535);
-            while (lo < hi) {
-                int64_t mid = (lo + hi + 1) / 2;
-                if (mm_lx_bytes(m, mid, nbs, kc) <= budget)
-                    lo = mid;
-                else
-                    hi = mid - 1;
-            }
+            int64_t lo = mm_most_rows(m, mm_lx_bytes, cc_min(mt, 65535), nbs, kc, budget);
             if (lo < 1)
                 continue;
             mm_tiling tl = {0};
@@ -740,14 +749,7 @@ static int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
             int64_t nbs = cc_ceil_div(m->GN, q);
             if (q > 1 && nbs == cc_ceil_div(m->GN, q - 1))
                 continue;
-            int64_t lo = 0, hi = mt;
-            while (lo < hi) {
-                int64_t mid = (lo + hi + 1) / 2;
-                if (mm_bc_lx(m, mid, nbs, kc) <= budget)
-                    lo = mid;
-                else
-                    hi = mid - 1;
-            }
+            int64_t lo = mm_most_rows(m, mm_bc_lx, mt, nbs, kc, budget);
             if (lo < 1)
                 continue;
             mm_tiling tl = {0};
