@@ -24,8 +24,25 @@
 
 /* ---- The evaluator ---- */
 
+static int64_t val_bytes(const be_tile *T, be_vclass cls)
+{
+    const int64_t sb = T->c->t.stick;
+    return cls == BE_V_TILE ? T->G * T->rows_cap * sb : cls == BE_V_ROW ? T->rows_cap * sb : T->G * sb;
+}
+
+/* The cell holding v, or -1 (a constant, a load, a matmul epilogue). */
+static int cell_of(const be_tile *T, const be_val *v)
+{
+    if (!T->reads || v->cls == BE_V_NONE || v->cls == BE_V_CONST || v->lx < T->top)
+        return -1;
+    return (int)((v->lx - T->top) / val_bytes(T, BE_V_TILE));
+}
+
 void be_bind(be_tile *T, int e, const be_val *v)
 {
+    int cell = cell_of(T, v);
+    if (cell >= 0 && !T->counting)
+        T->refs[cell] += T->reads[e];
     for (int i = 0; i < T->nmemo; i++)
         if (T->memo_id[i] == e) {
             T->memo[i] = *v;
@@ -50,23 +67,62 @@ static const be_val *lookup(const be_tile *T, int e)
     return NULL;
 }
 
-static int64_t val_bytes(const be_tile *T, be_vclass cls)
-{
-    const int64_t sb = T->c->t.stick;
-    return cls == BE_V_TILE ? T->G * T->rows_cap * sb : cls == BE_V_ROW ? T->rows_cap * sb : T->G * sb;
-}
-
 int be_temp(be_tile *T, be_vclass cls, be_val *v)
 {
-    int64_t n = val_bytes(T, cls);
-    if (T->top + n > T->end)
-        return be_error(T->c, T->K, "the expression needs more LX than the %" PRId64 " bytes planned for its tile",
-                        T->end - (T->end - T->top));
     memset(v, 0, sizeof *v);
     v->cls = cls;
-    v->lx = T->top;
-    T->top += n;
+    if (!T->reads) { /* bump */
+        int64_t n = val_bytes(T, cls);
+        if (T->top + n > T->end)
+            return be_error(T->c, T->K, "the expression needs more LX than the %" PRId64 " bytes planned for its tile",
+                            T->end - (T->end - T->top));
+        v->lx = T->top;
+        T->top += n;
+        return 0;
+    }
+    int i = 0; /* the lowest free cell, or a new one */
+    while (i < T->ncells && T->refs[i] >= 0)
+        i++;
+    if (i == T->ncells)
+        T->refs = ir_xgrow(T->refs, &T->capcells, ++T->ncells, sizeof *T->refs);
+    v->lx = T->top + i * val_bytes(T, BE_V_TILE);
+    if (v->lx + val_bytes(T, BE_V_TILE) > T->end) /* the plan's count of cells fell short */
+        return be_error(T->c, T->K, "internal: the expression's temps need more than the %" PRId64 " bytes of LX planned",
+                        T->end - T->top);
+    T->refs[i] = 0;
     return 0;
+}
+
+/* The evaluation read expression e's value once more: count the read (the
+ * dry run), or give its cell back after its last read. */
+static int note_read(be_tile *T, int e)
+{
+    if (!T->reads)
+        return 0;
+    if (T->counting) {
+        T->reads[e]++;
+        return 0;
+    }
+    const be_val *v = lookup(T, e);
+    if (!v)
+        return be_error(T->c, T->K, "internal: expression %d read before it has a value", e);
+    int i = cell_of(T, v);
+    if (i < 0)
+        return 0;
+    if (T->refs[i] <= 0)
+        return be_error(T->c, T->K, "internal: a temp read more often than counted");
+    if (--T->refs[i] == 0)
+        T->refs[i] = -1;
+    return 0;
+}
+
+/* Give back v's cell when nothing will read it: a temp only this node's
+ * instructions read, or a node value with no reader left. */
+static void drop_temp(be_tile *T, const be_val *v)
+{
+    int i = cell_of(T, v);
+    if (i >= 0 && T->refs[i] == 0)
+        T->refs[i] = -1;
 }
 
 /* The loop shape of an SFP instruction writing a value of class cls. */
@@ -305,25 +361,30 @@ static int eval_binary(be_tile *T, ir_op iop, const be_val *a, const be_val *b, 
         int m = mirrored(op);
         if (m >= 0)
             return emit_bin(T, m, cls, b, a, out);
+        be_val t = {0};
         if (op == ISA_OP_SFP_SUB) { /* a - b = -(b - a) */
-            be_val t;
             if (emit_bin(T, ISA_OP_SFP_SUB, cls, b, a, &t) || be_temp(T, cls, out))
                 return -1;
             be_sfp(T, ISA_OP_SFP_NEG, cls, out->lx, t.lx, 0, NULL);
+            drop_temp(T, &t);
             return 0;
         }
         if (op == ISA_OP_SFP_DIV) { /* a / b = (1 / b) * a */
-            be_val t;
             if (be_temp(T, cls, &t))
                 return -1;
             be_sfp(T, ISA_OP_SFP_RECIP, cls, t.lx, b->lx, 0, NULL);
-            return emit_bin(T, ISA_OP_SFP_MUL, cls, &t, a, out);
+            if (emit_bin(T, ISA_OP_SFP_MUL, cls, &t, a, out))
+                return -1;
+            drop_temp(T, &t);
+            return 0;
         }
     }
     be_val w;
-    if (be_widen(T, a, cls, &w))
+    if (be_widen(T, a, cls, &w) || emit_bin(T, op, cls, &w, b, out))
         return -1;
-    return emit_bin(T, op, cls, &w, b, out);
+    if (a->cls != cls) /* w is a temp of its own */
+        drop_temp(T, &w);
+    return 0;
 }
 
 /* Index values (IR_E_INDEX) by sfp.iota: idx is affine over the kernel's
@@ -446,7 +507,9 @@ int be_eval(be_tile *T, int e, be_val *out)
             return be_error(T->c, T->K, "casts to %s are not supported by the back half yet", cc_dtype_names[x->dtype]);
         if (x->dtype == CC_BOOL && ir_dtype_is_float(p->A.e[x->a].dtype)) {
             be_val zero = {BE_V_CONST, 0, 0, 0};
-            return eval_binary(T, IR_NE, &a, &zero, out);
+            if (eval_binary(T, IR_NE, &a, &zero, out))
+                return -1;
+            break;
         }
         *out = a;
         break;
@@ -514,10 +577,25 @@ int be_eval(be_tile *T, int e, be_val *out)
         be_val zero = {BE_V_CONST, 0, 0, 0};
         be_sfp(T, invert ? ISA_OP_SFP_EQ : ISA_OP_SFP_NE, cls, out->lx, c2.lx, 0, &zero);
         be_sfp(T, ISA_OP_SFP_SEL, cls, out->lx, wa.lx, 0, vb);
+        if (cnd.cls != cls)
+            drop_temp(T, &c2);
+        if (va->cls != cls)
+            drop_temp(T, &wa);
         break;
     }
     }
     be_bind(T, e, out);
+    /* its operands have been read (after the bind: out may be one of them) */
+    int ops[3] = {-1, -1, -1};
+    if (x->kind == IR_E_CAST || x->kind == IR_E_OP || x->kind == IR_E_WHERE)
+        ops[0] = x->a;
+    if ((x->kind == IR_E_OP && ir_ops[x->op].arity == 2) || x->kind == IR_E_WHERE)
+        ops[1] = x->b;
+    if (x->kind == IR_E_WHERE)
+        ops[2] = x->c;
+    for (int i = 0; i < 3; i++)
+        if (ops[i] >= 0 && note_read(T, ops[i]))
+            return -1;
     return 0;
 }
 
@@ -553,6 +631,7 @@ void rk_free(rk_plan *k)
 {
     free(k->nodes);
     free(k->loads);
+    free(k->reads);
 }
 
 /* A gather (IR_E_ILOAD) the back half emits as dma.gather: whole rows of
@@ -679,7 +758,10 @@ static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
     return 0;
 }
 
-/* Plan a row kernel's structure: rows, columns, node values, loads. */
+static void rk_measure(rk_plan *k);
+
+/* Plan a row kernel's structure: rows, columns, node values, loads, and
+ * how its evaluation uses temps (rk_measure). */
 static int rk_build(be_ctx *c, int pos, rk_plan *k)
 {
     ir_prog *p = c->p;
@@ -774,7 +856,10 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     }
     free(w.produced);
     free(seen);
-    return w.failed ? -1 : 0;
+    if (w.failed)
+        return -1;
+    rk_measure(k);
+    return 0;
 }
 
 int be_rows_aligned(const rk_plan *k, int buf, const be_view *v)
@@ -824,7 +909,8 @@ int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
     return 0;
 }
 
-/* LX bytes per row of a slot, and fixed. */
+/* LX bytes per row of a slot, and fixed (outside the slots: per-column
+ * loads, a gather's row numbers). */
 static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
 {
     const int64_t sb = k->c->t.stick;
@@ -839,13 +925,9 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
         else
             *per_row += (k->loads[i].cls == BE_V_TILE ? k->G : 1) * sb;
     }
-    /* temps: a tile per expression node (COL temps fit in a tile's row) */
-    *per_row += k->nexpr * k->G * sb;
-    int cols = 0; /* per-column temps exist only where per-column loads do */
-    for (int i = 0; i < k->nl; i++)
-        cols |= k->loads[i].cls == BE_V_COL;
-    if (cols)
-        *fixed += 2 * k->nexpr * k->G * sb;
+    /* temps: a tile per cell (per-row and per-column temps take one too),
+     * as many cells as a chunk's evaluation uses (rk_measure) */
+    *per_row += k->ntemps * k->G * sb;
 }
 
 /* Estimated cycles of a row kernel on `cores` cores: the slowest of a
@@ -1001,9 +1083,10 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
             return R;
         }
         bad = R;
-        /* shrink in proportion to the excess (at least by one row) */
+        /* shrink in proportion to the excess (at least by one row, and
+         * not past one row: staged sticks shrink faster than the rows) */
         int64_t want = (int64_t)((double)R * (double)(lx - fixed) / (double)(2 * (per_row * R + s)));
-        R = cc_min(R - 1, want);
+        R = cc_min(R - 1, cc_max(want, 1));
     }
     if (staged) /* what one row needs, for the error */
         *stage = rk_stage_need(k, r0, rt, 1);
@@ -1058,7 +1141,6 @@ typedef struct {
     int full[2], done[2], empty[2];
     int64_t chunk;
     be_tile T;
-    char *tmp_produced;
 } rk_core;
 
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
@@ -1164,6 +1246,125 @@ static void rk_gather_rows(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0
     free(src);
 }
 
+/* Evaluate the kernel's nodes over the tile T (its loads bound), each
+ * node's value into nv: one SFP instruction per expression node.  A
+ * node's value is bound to the loads later nodes read it through, and one
+ * that dmao stores after the SFP work keeps its cell to the chunk's end. */
+static int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv)
+{
+    be_ctx *c = k->c;
+    const int64_t sb = c->t.stick;
+    for (int j = 0; j < k->nn; j++) {
+        const rk_node *rn = &k->nodes[j];
+        const ir_node *N = &c->p->nodes[rn->node];
+        be_val body, v;
+        if (be_eval(T, rn->expr, &body))
+            return -1;
+        if (N->kind == IR_REDUCTION) {
+            if (body.cls != BE_V_TILE)
+                return be_error(c, k->K, "a reduction over a value that is not a tile (not supported yet)");
+            be_val t = body;
+            if (N->rop == IR_RMIN) { /* min = -max(-x) */
+                if (be_temp(T, BE_V_TILE, &t))
+                    return -1;
+                be_sfp(T, ISA_OP_SFP_NEG, BE_V_TILE, t.lx, body.lx, 0, NULL);
+            }
+            if (be_temp(T, BE_V_ROW, &v))
+                return -1;
+            cc_sfp_args r = {0};
+            r.op = N->rop == IR_RSUM ? ISA_OP_SFP_RSUM : ISA_OP_SFP_RMAX;
+            r.c = T->corelet;
+            r.t = ISA_T_DL16;
+            r.flags = ISA_F_LANES;
+            r.d = cc_abs(v.lx);
+            r.a = cc_abs(t.lx);
+            r.n0 = k->G;
+            r.as0 = T->gs;
+            r.n1 = T->R;
+            r.as1 = sb;
+            r.ds1 = sb;
+            r.vl = k->cols;
+            cc_emit_sfp(T->e, &r);
+            if (N->rop == IR_RMIN) {
+                be_sfp(T, ISA_OP_SFP_NEG, BE_V_ROW, v.lx, v.lx, 0, NULL);
+                drop_temp(T, &t);
+            }
+        } else {
+            if (body.cls == BE_V_CONST)
+                return be_error(c, k->K, "%s is a constant (not supported yet)", c->p->bufs[N->out].name);
+            v = body;
+            if (rn->cls == BE_V_TILE && body.cls != BE_V_TILE && be_widen(T, &body, BE_V_TILE, &v))
+                return -1;
+        }
+        nv[j < 64 ? j : 63] = v;
+        /* later nodes read this node's buffer through loads: bind them */
+        for (int x = 0; x < c->p->A.n; x++) {
+            const ir_expr *ex = &c->p->A.e[x];
+            if (ex->kind == IR_E_LOAD && ex->buf == N->out)
+                be_bind(T, x, &v);
+        }
+        int cell = cell_of(T, &v);
+        if (cell >= 0 && !T->counting && (rn->dram || rn->res))
+            T->refs[cell]++; /* read by the stores at the chunk's end: never given back */
+        if (note_read(T, rn->expr)) /* the node has read its expression's value */
+            return -1;
+        drop_temp(T, &v); /* v without a reader left */
+    }
+    return 0;
+}
+
+/* How the kernel's evaluation uses temps, for rk_lx and the emitter: two
+ * dry runs of rk_eval_nodes on an emitter that emits nothing, the first
+ * counting how often each expression's value is read (k->reads), the
+ * second giving each temp's cell back after its last read, which measures
+ * the cells a chunk uses (k->ntemps).  If the evaluation fails (the
+ * emitter reports why), temps are not reused and nexpr bounds them. */
+static void rk_measure(rk_plan *k)
+{
+    be_ctx *c = k->c;
+    cc_emit dry = {0};
+    dry.failed = 1;
+    be_tile T = {0};
+    T.c = c;
+    T.e = &dry;
+    T.K = k->K;
+    T.R = T.rows_cap = 1;
+    T.G = k->G;
+    T.gs = c->t.stick;
+    T.cols = k->cols;
+    T.rsp = &k->rsp;
+    T.colvar = k->colvar;
+    T.acc_expr = -1;
+    T.end = INT64_MAX / 2;
+    T.reads = ir_xalloc((size_t)c->p->A.n * sizeof *T.reads);
+    char *err = c->err;
+    c->err = NULL; /* no error reports from the dry runs */
+    be_val nv[64];
+    int failed = 0;
+    for (int pass = 0; pass < 2 && !failed; pass++) {
+        T.counting = pass == 0;
+        T.nmemo = 0;
+        T.ncells = 0;
+        for (int i = 0; i < k->nl; i++) {
+            be_val v = {k->loads[i].cls, 0, -1, k->loads[i].v.lane}; /* not a cell */
+            be_bind(&T, k->loads[i].e, &v);
+        }
+        failed = rk_eval_nodes(k, &T, nv) != 0;
+    }
+    c->err = err;
+    free(T.memo);
+    free(T.memo_id);
+    free(T.refs);
+    if (failed) {
+        free(T.reads);
+        k->reads = NULL;
+        k->ntemps = k->nexpr;
+        return;
+    }
+    k->reads = T.reads;
+    k->ntemps = T.ncells;
+}
+
 static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 {
     rk_plan *k = rc->k;
@@ -1218,6 +1419,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         }
     be_tile *T = &rc->T;
     T->nmemo = 0;
+    T->ncells = 0;
     T->R = n;
     T->r0 = r0;
     T->top = at;
@@ -1227,81 +1429,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         be_bind(T, k->loads[i].e, &v);
     }
     be_val nv[64];
-    int failed = 0;
-    for (int j = 0; j < k->nn && !failed; j++) {
-        rk_node *rn = &k->nodes[j];
-        const ir_node *N = &c->p->nodes[rn->node];
-        be_val v;
-        if (N->kind == IR_REDUCTION) {
-            be_val body;
-            if (be_eval(T, rn->expr, &body)) {
-                failed = 1;
-                break;
-            }
-            if (body.cls != BE_V_TILE) {
-                be_error(c, k->K, "a reduction over a value that is not a tile (not supported yet)");
-                failed = 1;
-                break;
-            }
-            if (N->rop == IR_RMIN) { /* min = -max(-x) */
-                be_val t;
-                if (be_temp(T, BE_V_TILE, &t)) {
-                    failed = 1;
-                    break;
-                }
-                be_sfp(T, ISA_OP_SFP_NEG, BE_V_TILE, t.lx, body.lx, 0, NULL);
-                body = t;
-            }
-            if (be_temp(T, BE_V_ROW, &v)) {
-                failed = 1;
-                break;
-            }
-            cc_sfp_args r = {0};
-            r.op = N->rop == IR_RSUM ? ISA_OP_SFP_RSUM : ISA_OP_SFP_RMAX;
-            r.c = T->corelet;
-            r.t = ISA_T_DL16;
-            r.flags = ISA_F_LANES;
-            r.d = cc_abs(v.lx);
-            r.a = cc_abs(body.lx);
-            r.n0 = k->G;
-            r.as0 = T->gs;
-            r.n1 = n;
-            r.as1 = sb;
-            r.ds1 = sb;
-            r.vl = k->cols;
-            cc_emit_sfp(e, &r);
-            if (N->rop == IR_RMIN)
-                be_sfp(T, ISA_OP_SFP_NEG, BE_V_ROW, v.lx, v.lx, 0, NULL);
-        } else {
-            if (be_eval(T, rn->expr, &v)) {
-                failed = 1;
-                break;
-            }
-            if (v.cls != rn->cls && !(rn->cls == BE_V_TILE && v.cls == BE_V_COL)) {
-                if (v.cls == BE_V_CONST) {
-                    be_error(c, k->K, "%s is a constant (not supported yet)", c->p->bufs[N->out].name);
-                    failed = 1;
-                    break;
-                }
-            }
-            if (rn->cls == BE_V_TILE && v.cls != BE_V_TILE) {
-                be_val w;
-                if (be_widen(T, &v, BE_V_TILE, &w)) {
-                    failed = 1;
-                    break;
-                }
-                v = w;
-            }
-        }
-        nv[j < 64 ? j : 63] = v;
-        /* later nodes read this node's buffer through loads: bind them */
-        rc->tmp_produced[N->out] = 1;
-        for (int x = 0; x < c->p->A.n; x++) {
-            const ir_expr *ex = &c->p->A.e[x];
-            if (ex->kind == IR_E_LOAD && ex->buf == N->out)
-                be_bind(T, x, &v);
-        }
-    }
+    int failed = rk_eval_nodes(k, T, nv) != 0;
     cc_emit_sig(e, u, rc->done[s]);
 
     /* stores */
@@ -1371,9 +1499,7 @@ int be_rows_emit(be_ctx *c, int pos)
         rc.part0 = r0;
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
-        int64_t col_fixed = 0, stage;
-        for (int i = 0; i < k.nl; i++)
-            col_fixed += k.loads[i].cls == BE_V_COL ? k.G * sb : 0;
+        int64_t stage;
         int64_t R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
         if (R < 1) {
             rc_ = be_error(c, k.K, "no chunk of rows fits LX");
@@ -1387,10 +1513,7 @@ int be_rows_emit(be_ctx *c, int pos)
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].gather)
                 k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
-        int64_t stage_fixed = 0;
-        for (int i = 0; i < k.nl; i++)
-            stage_fixed += k.loads[i].gather ? be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf) : 0;
-        rc.slot_bytes = per_row * R + stage + (fixed - col_fixed - stage_fixed) / 2;
+        rc.slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads and row numbers, above */
         rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         for (int s = 0; s < 2; s++) {
@@ -1413,7 +1536,7 @@ int be_rows_emit(be_ctx *c, int pos)
         rc.T.acc_expr = -1;
         rc.T.rsp = &k.rsp;
         rc.T.colvar = k.colvar;
-        rc.tmp_produced = ir_xalloc((size_t)c->p->nbufs);
+        rc.T.reads = k.reads;
         cc_kernel_begin(e, k.K->name);
         for (int s = 0; s < 2; s++)
             cc_emit_sig(e, ISA_U_DMAI, rc.empty[s]);
@@ -1433,7 +1556,7 @@ int be_rows_emit(be_ctx *c, int pos)
         cc_kernel_end(e);
         free(rc.T.memo);
         free(rc.T.memo_id);
-        free(rc.tmp_produced);
+        free(rc.T.refs);
         if (cc_emit_failed(e) || (c->err && c->err[0]))
             rc_ = -1;
     }
