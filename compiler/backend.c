@@ -546,17 +546,71 @@ static int workdiv_override(be_ctx *c, const char *text)
     return 0;
 }
 
+/* Split row kernel pos like the earlier kernel that writes a tensor it
+ * reads, so that the tensor can stay in LX between them, when its cost
+ * model says the other core count costs less than the tensor's round
+ * trip through DRAM (its bytes at the chip's DRAM rate, written and read).
+ * writer[b]: the position that writes buffer b aligned, or -1. */
+static void align_rows(be_ctx *c, int pos, const int *writer)
+{
+    be_work *w = &c->work[pos];
+    be_access *acc = NULL;
+    int n = 0;
+    if (state_of(c)->k[pos].forced || be_rows_access(c, pos, &acc, &n))
+        return;
+    double now = be_rows_estimate(c, pos, w->cores), best = 0;
+    int to = -1;
+    for (int a = 0; a < n; a++) {
+        int src = acc[a].write || !acc[a].aligned ? -1 : writer[acc[a].buf];
+        if (src < 0 || c->work[src].cores == w->cores || c->work[src].cores > w->rows)
+            continue;
+        double cost = be_rows_estimate(c, pos, c->work[src].cores) - now;
+        double trip = c->t.dram_bytes_per_cycle > 0 ? 2.0 * (double)be_buf_bytes(c, acc[a].buf) / c->t.dram_bytes_per_cycle : 0;
+        if (cost < trip && trip - cost > best) {
+            best = trip - cost;
+            to = src;
+        }
+    }
+    free(acc);
+    if (to >= 0) {
+        w->cores = c->work[to].cores;
+        w->aligned_to = to + 1;
+    }
+}
+
 int be_workdiv_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
     for (int h = 0; h < p->opts.nwork_div; h++)
         if (workdiv_override(c, p->opts.work_div[h]))
             return -1;
+    const int keep = !p->opts.no_lx_plan && !p->opts.no_lx_keep;
+    int *writer = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writer);
+    for (int b = 0; b < p->nbufs; b++)
+        writer[b] = -1;
     for (int i = 0; i < p->norder; i++) {
-        int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_plan(c, i) : be_rows_plan(c, i);
-        if (rc)
+        const int matmul = p->kernels[p->order[i]].kind == IR_MATMUL;
+        int rc = matmul ? be_matmul_plan(c, i) : be_rows_plan(c, i);
+        if (!rc && keep && !matmul) {
+            int cores = c->work[i].cores;
+            align_rows(c, i, writer);
+            if (c->work[i].cores != cores)
+                rc = be_rows_plan(c, i); /* again, on the aligned cores */
+        }
+        be_access *acc = NULL;
+        int n = 0;
+        if (!rc && keep)
+            rc = (matmul ? be_matmul_access : be_rows_access)(c, i, &acc, &n);
+        for (int a = 0; a < n; a++)
+            if (acc[a].write)
+                writer[acc[a].buf] = acc[a].aligned ? i : -1;
+        free(acc);
+        if (rc) {
+            free(writer);
             return -1;
+        }
     }
+    free(writer);
     return 0;
 }
 
@@ -1008,8 +1062,10 @@ static void print_report(const ir_prog *p, FILE *f)
                 fprintf(f, "; k in %" PRId64 " parts of whole sticks, partial sums reduced over the ring", w->gk);
             fputc('\n', f);
         } else {
-            fprintf(f, "%s: rows over %d core%s%s, split %s; ", K->name, w->cores, w->cores == 1 ? "" : "s",
-                    ki->forced ? " (work_div)" : "", w->cores > 1 ? "rows" : "nothing");
+            fprintf(f, "%s: rows over %d core%s%s%s%s%s, split %s; ", K->name, w->cores, w->cores == 1 ? "" : "s",
+                    ki->forced ? " (work_div)" : "", w->aligned_to ? " (as " : "",
+                    w->aligned_to ? p->kernels[p->order[w->aligned_to - 1]].name : "", w->aligned_to ? ", for LX)" : "",
+                    w->cores > 1 ? "rows" : "nothing");
             print_split(f, "rows:", w->rows, w->cores, "rows");
             fprintf(f, "; %" PRId64 " columns whole\n", w->cols);
         }

@@ -42,6 +42,8 @@ typedef struct {
     int64_t chunk;     /* row kernels: rows per chunk forced by work_div (0: as many as fit) */
     int bcast;         /* MATMUL: gm x 1 with B broadcast over the ring (be_matmul.c) */
     int nokeep;        /* work_div "+nokeep": no tensor it reads or writes is kept in LX across kernels */
+    int aligned_to;    /* row kernels: its cores were set to those of the kernel at this position + 1, which
+                          writes a tensor it reads, so that the tensor can stay in LX (0: not) */
 } be_work;
 
 /* A tensor kept in LX across kernels (the lxplan step of codegen,
@@ -304,6 +306,8 @@ void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t 
 /* The DRAM buffers a kernel reads and writes (*out, n of them; the
  * caller frees *out); -1 with an error. */
 int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
+/* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
+double be_rows_estimate(be_ctx *c, int pos, int cores);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
 /* The cost model's cycles for matmul kernel pos as planned, tiled into
  * be_lx_budget (DBL_MAX: no tiling fits). */

@@ -1093,6 +1093,14 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     return 0;
 }
 
+double be_rows_estimate(be_ctx *c, int pos, int cores)
+{
+    rk_plan k;
+    double e = rk_build(c, pos, &k) ? -1 : rows_cost(c, &k, cores);
+    rk_free(&k);
+    return e;
+}
+
 int be_rows_plan(be_ctx *c, int pos)
 {
     rk_plan k;

@@ -888,6 +888,43 @@ static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validate
     cc_graph_free(g);
 }
 
+/* linear, layer norm, linear: the layer norm's cost model alone would
+ * take fewer cores than the matmuls' 32 */
+static const char *ln_chain_graph =
+    "graph ln3\n"
+    "input %x: f32[512, 512]\n"
+    "input %w1: f32[512, 512]\n"
+    "input %w2: f32[512, 512]\n"
+    "input %g: f32[512]\n"
+    "input %b: f32[512]\n"
+    "%h1: f32[512, 512] = aten.mm.default(%x, %w1)\n"
+    "%ln: (f32[512, 512], f32[512, 1], f32[512, 1]) = aten.native_layer_norm.default(%h1, [512], %g, %b, 1e-05)\n"
+    "%y: f32[512, 512] = getitem(%ln, 0)\n"
+    "%h2: f32[512, 512] = aten.mm.default(%y, %w2)\n"
+    "output %h2\n";
+
+static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx(void)
+{
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(ln_chain_graph, "ln3.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_native_layer_norm: rows over 32 cores (as k0_mm, for LX), split rows;"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: h1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: y\n"));
+    free(rep);
+    cc_result_free(r);
+    sim_stats kept, off;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &kept), 0);
+    no_lx_keep = 1;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &off), 0);
+    no_lx_keep = 0;
+    printf("\n  aligned and kept: %.0f cycles; --no-lx-keep: %.0f", kept.cycles, off.cycles);
+    CU_ASSERT(kept.cycles < off.cycles);
+    cc_graph_free(g);
+}
+
 static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
 {
     static const char text[] = "graph softmax_rows\n"
@@ -956,6 +993,8 @@ int main(void)
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
         {"a long K is split over cores, reduced over the ring and validates",
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
+        {"a row kernel takes its producer's split so the tensor stays in LX",
+         test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx},
         {"tensors kept in LX across kernels spill the furthest used and validate",
          test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate},
         {"a pointwise loop merged across rows is cut back and validates on both chips",
