@@ -546,6 +546,11 @@ static int workdiv_override(be_ctx *c, const char *text)
     return 0;
 }
 
+/* The share of LX a kernel is asked to tile into when tensors kept
+ * across kernels need the rest: half, an even trade between a kernel's
+ * double buffers and what stays on chip (docs/compiler.md). */
+#define LX_KERNEL_SHARE 0.5
+
 /* Split row kernel pos like the earlier kernel that writes a tensor it
  * reads, so that the tensor can stay in LX between them, when its cost
  * model says the other core count costs less than the tensor's round
@@ -563,6 +568,11 @@ static void align_rows(be_ctx *c, int pos, const int *writer)
     for (int a = 0; a < n; a++) {
         int src = acc[a].write || !acc[a].aligned ? -1 : writer[acc[a].buf];
         if (src < 0 || c->work[src].cores == w->cores || c->work[src].cores > w->rows)
+            continue;
+        /* a core's part must fit the LX kept tensors can have */
+        const be_layout *L = &c->lay[acc[a].buf];
+        int64_t part = cc_ceil_div(L->rows, c->work[src].cores) * L->groups * c->t.stick;
+        if ((double)part > (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE))
             continue;
         double cost = be_rows_estimate(c, pos, c->work[src].cores) - now;
         double trip = c->t.dram_bytes_per_cycle > 0 ? 2.0 * (double)be_buf_bytes(c, acc[a].buf) / c->t.dram_bytes_per_cycle : 0;
@@ -719,7 +729,12 @@ typedef struct {
 int be_res_reads(const be_ctx *c, int buf, int pos)
 {
     const be_res *r = c->res ? &c->res[buf] : NULL;
-    return r && r->on && r->from < pos && pos <= r->to;
+    if (!r || !r->on || pos <= r->from || pos > r->to)
+        return 0;
+    for (int i = 0; i < r->nuses; i++)
+        if (r->uses[i] == pos)
+            return 1;
+    return 0; /* it reads the tensor some other way, or on other cores: from DRAM */
 }
 
 int be_res_writes(const be_ctx *c, int buf, int pos)
@@ -856,6 +871,9 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
                 if (at >= 0) {
                     r->on = 1;
                     r->lx = at;
+                    r->nuses = x[b].nuses;
+                    r->uses = ir_xalloc((size_t)r->nuses * sizeof *r->uses);
+                    memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
                     break;
                 }
                 /* Belady: of the tensors in LX and this one, the one read again furthest away leaves */
@@ -881,10 +899,6 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
     }
 }
 
-/* The share of LX a kernel is asked to tile into when tensors kept
- * across kernels need the rest: half, an even trade between a kernel's
- * double buffers and what stays on chip (docs/compiler.md). */
-#define LX_KERNEL_SHARE 0.5
 /* ... when its estimate grows by at most this (row kernels: chunks
  * smaller than a quarter of a core's part only add DMA instructions) */
 #define LX_SHRINK_COST 0.02
@@ -972,6 +986,8 @@ void be_free(ir_prog *p)
     free(c->lay);
     free(c->work);
     free(c->em);
+    for (int b = 0; c->res && b < p->nbufs; b++)
+        free(c->res[b].uses);
     free(c->res);
     free(c->lx_floor);
     isa_program_free(c->prog);

@@ -60,6 +60,9 @@ typedef struct {
                           cannot take it from LX, or a spill */
     int spilled;       /* evicted before its last reader (LX was needed): later readers reload
                           it from DRAM */
+    int *uses;         /* the positions that read it aligned on the producer's cores, ascending:
+                          only these read it from LX */
+    int nuses;
 } be_res;
 
 /* How a kernel touches a DRAM buffer: aligned when it walks the buffer

@@ -419,7 +419,8 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         tl.NBS = cc_min(cc_min(w->nbs, ns), max_sticks);
         tl.KC = cc_min(w->kc, m->Kc);
         tl.nch = cc_ceil_div(m->Kc, tl.KC);
-        if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes))
+        if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes) ||
+            (m->gk > 1 && (tl.MB < mt || tl.NBS < ns)))
             return -1;
         mm_estimate(m, gm, gn, mt, ns, &tl);
         *out = tl;
@@ -430,13 +431,14 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         if (!kc || (ks != 128 && kc >= m->Kc))
             continue;
         int64_t prev = -1;
-        for (int64_t q = 1; q <= ns; q++) {
+        /* split-K: one block per core (the tile's partial sums stay in LX until reduced) */
+        for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q++) {
             int64_t nbs = cc_ceil_div(ns, q);
             if (nbs == prev || nbs > max_sticks)
                 continue;
             prev = nbs;
             int64_t lo = mm_most_rows(m, mm_lx_bytes, cc_min(mt, 65535), nbs, kc, budget);
-            if (lo < 1)
+            if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
             mm_tiling tl = {0};
             tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));

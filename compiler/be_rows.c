@@ -732,14 +732,14 @@ void be_collect_load(void *ctx, const ir_expr *x)
 }
 
 /* The row length to cut a pointwise kernel's column loop colvar into, or
- * 0 to keep it: the last dimension of the first buffer the kernel stores
- * to DRAM, when the loop walks that buffer contiguously, runs past that
- * dimension, and the buffer is sticked on it. */
+ * 0 to keep it: the last dimension of the buffers the kernel stores to
+ * DRAM, when every one has that last dimension, is sticked on it and
+ * walked contiguously by the loop, which runs past it. */
 static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
 {
     const ir_prog *p = c->p;
-    int64_t cols = K->sig.outer[colvar];
-    for (int j = 0; j < K->nnodes; j++) {
+    int64_t cols = K->sig.outer[colvar], cut = 0;
+    for (int j = 0; j < K->nnodes; j++) { /* every stored buffer must agree */
         int n = K->nodes[j];
         const ir_node *N = &p->nodes[n];
         const be_layout *L = &c->lay[N->out];
@@ -751,11 +751,12 @@ static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
         ir_index st = ir_idx_compose(&N->store, N->nvars, vars);
         const cc_ttype *T = &p->bufs[N->out].type;
         int64_t last = T->rank ? T->shape[T->rank - 1] : 1;
-        if (st.coef[colvar] != 1 || L->stick_dim != T->rank - 1 || last >= cols || cols % last)
+        if (st.coef[colvar] != 1 || L->stick_dim != T->rank - 1 || last >= cols || cols % last ||
+            (cut && last != cut))
             return 0;
-        return last;
+        cut = last;
     }
-    return 0;
+    return cut;
 }
 
 static void rk_measure(rk_plan *k);
@@ -846,6 +847,12 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
                 free(w.produced);
                 free(seen);
                 return be_error(c, K, "storing %s: %s", p->bufs[N->out].name, why);
+            }
+            if (rn->cls == BE_V_TILE && !be_lane_fits(c, N->out, &rn->store, k->cols)) {
+                free(w.produced);
+                free(seen);
+                return be_error(c, K, "storing %s: the row runs past its stick dimension (needs a restickify)",
+                                p->bufs[N->out].name);
             }
             if (rn->cls == BE_V_ROW && rn->sv.lane) {
                 free(w.produced);

@@ -925,6 +925,70 @@ static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_l
     cc_graph_free(g);
 }
 
+/* v0 stays in LX for k2 (its cores); k1, on other cores, reads it from DRAM */
+static const char *two_proj_graph = "graph twoproj\n"
+                                    "input %x: f32[1000, 128]\n"
+                                    "input %w1: f32[128, 128]\n"
+                                    "input %w0: f32[128, 128]\n"
+                                    "%v0: f32[1000, 128] = aten.add.Tensor(%x, %x)\n"
+                                    "%v1: f32[1000, 128] = aten.mm.default(%v0, %w0)\n"
+                                    "%v2: f32[1000, 128] = aten.mm.default(%v0, %w1)\n"
+                                    "%v3: f32[1000, 128] = aten.mul.Tensor(%v2, %v1)\n"
+                                    "output %v3\n";
+
+static void test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram(void)
+{
+    static const char *const wd[] = {"k0_add=2", "k1_mm=3x1", "k2_mm_mul=2x1"};
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(two_proj_graph, "twoproj.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: v0 for k0_add..k2_mm_mul"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 1 tensor kept, 1 read from lx,"));
+    free(rep);
+    cc_result_free(r);
+    run_wd = wd;
+    run_nwd = 3;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    run_wd = NULL;
+    run_nwd = 0;
+    cc_graph_free(g);
+}
+
+/* An uneven split-K grid: the cells' tiles differ, each is one block. */
+static void test_split_k_on_an_uneven_grid_validates(void)
+{
+    const char *text = "graph t\ninput %x: f32[1, 700]\ninput %w: f32[700, 300]\ninput %b: f32[300]\n"
+                       "%y: f32[1, 300] = aten.addmm.default(%b, %x, %w)\noutput %y\n";
+    static const char *const wd[] = {"k0_addmm=1x2x2"};
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    run_wd = wd;
+    run_nwd = 1;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    run_wd = NULL;
+    run_nwd = 0;
+    cc_graph_free(g);
+}
+
+/* Stores of different row lengths in one kernel: not cut, a clear error. */
+static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
+{
+    const char *text = "graph t\ninput %x: f32[64, 128]\n%a: f32[64, 128] = aten.relu.default(%x)\n"
+                       "%v: f32[128, 64] = aten.view.default(%x, [128, 64])\n"
+                       "%b: f32[128, 64] = aten.neg.default(%v)\noutput %a, %b\n";
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs a restickify"));
+    cc_result_free(r);
+    cc_graph_free(g);
+}
+
 static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
 {
     static const char text[] = "graph softmax_rows\n"
@@ -995,6 +1059,10 @@ int main(void)
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",
          test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx},
+        {"a reader on other cores takes a kept tensor from DRAM",
+         test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram},
+        {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
+        {"a kernel storing two row lengths is a clear error", test_a_kernel_storing_two_row_lengths_is_a_clear_error},
         {"tensors kept in LX across kernels spill the furthest used and validate",
          test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate},
         {"a pointwise loop merged across rows is cut back and validates on both chips",
