@@ -346,6 +346,17 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
     memcpy(A->nodes + A->nnodes, B->nodes, (size_t)B->nnodes * sizeof *B->nodes);
     A->nnodes += B->nnodes;
     qsort(A->nodes, (size_t)A->nnodes, sizeof *A->nodes, cmp_int); /* node order is topological */
+    /* A matmul kernel's template comes first: the pointwise nodes fused
+     * with it either read its result or do not depend on it at all (a
+     * pointwise node it reads would have made a cycle), so all can follow
+     * it as its epilogue. */
+    for (int i = 1; s->kind == IR_MATMUL && i < A->nnodes; i++)
+        if (p->nodes[A->nodes[i]].kind == IR_MATMUL) {
+            int mm = A->nodes[i];
+            memmove(A->nodes + 1, A->nodes, (size_t)i * sizeof *A->nodes);
+            A->nodes[0] = mm;
+            break;
+        }
     for (int i = 0; i < A->nnodes; i++)
         p->nodes[A->nodes[i]].kernel = k1;
     A->sig = *s;

@@ -973,6 +973,18 @@ static void test_split_k_on_an_uneven_grid_validates(void)
     cc_graph_free(g);
 }
 
+/* relu(x) does not depend on the product but is fused into its kernel
+ * with the node that reads both: the template must stay first. */
+static void test_a_pointwise_node_independent_of_the_product_joins_its_epilogue(void)
+{
+    const char *text = "graph t\ninput %x: f32[64, 64]\ninput %w0: f32[64, 64]\n"
+                       "%v0: f32[64, 64] = aten.relu.default(%x)\n%v1: f32[64, 64] = aten.mul.Tensor(%v0, %v0)\n"
+                       "%v2: f32[64, 64] = aten.mm.default(%x, %w0)\n%v3: f32[64, 64] = aten.mul.Tensor(%v0, %v2)\n"
+                       "%v4: f32[64, 64] = aten.add.Tensor(%v3, %x)\noutput %v4\n";
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
 /* Stores of different row lengths in one kernel: not cut, a clear error. */
 static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
 {
@@ -1062,6 +1074,8 @@ int main(void)
         {"a reader on other cores takes a kept tensor from DRAM",
          test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
+        {"a pointwise node independent of the product joins its epilogue",
+         test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
         {"a kernel storing two row lengths is a clear error", test_a_kernel_storing_two_row_lengths_is_a_clear_error},
         {"tensors kept in LX across kernels spill the furthest used and validate",
          test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate},
