@@ -126,6 +126,28 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     m->arsp.ext[m->nb] = m->M;
     m->brsp.var[m->nb] = m->vk;
     m->brsp.ext[m->nb] = m->Kd;
+    /* A product with N (or K) of 1 has lost its lane variable's term (the
+     * front half drops extent-1 terms); the variable only takes 0, so the
+     * term is put back as a walk along the operand's last dimension of
+     * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first). */
+    ir_node *mmw = &p->nodes[K->nodes[0]];
+    const int lanes_of[2] = {m->vk, m->vn};
+    const int opbuf[2] = {mm->a, mm->b};
+    ir_index *opidx[2] = {&mmw->aidx, &mmw->bidx};
+    for (int o = 0; o < 2; o++) {
+        const cc_ttype *T = &p->bufs[opbuf[o]].type;
+        if (opidx[o]->coef[lanes_of[o]] != 0 || mm->ranges[lanes_of[o]] != 1)
+            continue;
+        int64_t stride = 1, coef = 0;
+        for (int d = T->rank - 1; d >= 0 && !coef; d--) {
+            if (T->shape[d] == 1)
+                coef = stride;
+            stride *= T->shape[d];
+        }
+        if (!coef)
+            return be_error(c, K, "internal: operand %s has no dimension of 1 for its lane", o ? "B" : "A");
+        opidx[o]->coef[lanes_of[o]] = coef;
+    }
     char why[256];
     /* An operand its stick layout cannot give the PT directly (a lane
      * offset, a transposed walk) is restickified in LX when its buffer is

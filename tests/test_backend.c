@@ -985,6 +985,22 @@ static void test_a_pointwise_node_independent_of_the_product_joins_its_epilogue(
     CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
 }
 
+/* Products with N or K of 1: matrix-vector, with a transposed weight,
+ * and an outer product. */
+static void test_products_with_n_or_k_of_one_validate(void)
+{
+    const char *mv = "graph t\ninput %x: f32[64, 128]\ninput %w: f32[128, 1]\n"
+                     "%y: f32[64, 1] = aten.mm.default(%x, %w)\noutput %y\n";
+    const char *mvt = "graph t\ninput %x: f32[64, 128]\ninput %w: f32[1, 128]\n%t: f32[128, 1] = aten.t.default(%w)\n"
+                      "%y: f32[64, 1] = aten.mm.default(%x, %t)\noutput %y\n";
+    const char *outer = "graph t\ninput %x: f32[64, 1]\ninput %w: f32[1, 100]\n"
+                        "%y: f32[64, 100] = aten.mm.default(%x, %w)\noutput %y\n";
+    CU_ASSERT_EQUAL(run_text(mv, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(mv, "spyre-4core"), 0);
+    CU_ASSERT_EQUAL(run_text(mvt, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(outer, "spyre-4core"), 0);
+}
+
 /* Stores of different row lengths in one kernel: not cut, a clear error. */
 static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
 {
@@ -1074,6 +1090,7 @@ int main(void)
         {"a reader on other cores takes a kept tensor from DRAM",
          test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
+        {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"a pointwise node independent of the product joins its epilogue",
          test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
         {"a kernel storing two row lengths is a clear error", test_a_kernel_storing_two_row_lengths_is_a_clear_error},
