@@ -190,6 +190,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     v->base = (int64_t)L->off + ((os / lanes) * L->rows + base_row) * sb;
     v->gstride = L->rows * sb;
     v->groups = L->groups - os / lanes;
+    v->rows_left = L->rows - base_row;
     return 0;
 }
 
@@ -226,7 +227,14 @@ void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const
             if (i == 0)
                 c0 = ci;
         }
-        int64_t len = cc_min(r0 + n - r, mext[0] - c0);
+        int64_t len = cc_min(r0 + n - r, mext[0] - c0), step = len;
+        /* a load's rows past its buffer are not read (their values are never used) */
+        if (op != ISA_OP_DMA_ST && stick + (len - 1) * mstr[0] >= v->rows_left)
+            len = stick >= v->rows_left ? 0 : mstr[0] ? cc_min(len, (v->rows_left - stick + mstr[0] - 1) / mstr[0]) : len;
+        if (!len) {
+            r += step;
+            continue;
+        }
         int64_t dram = v->base + stick * sb, lxa = lx + (r - r0) * sb;
         cc_dma_shape sh;
         memset(&sh, 0, sizeof sh);
@@ -257,7 +265,7 @@ void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const
             cc_emit_dma(e, op, cc_abs(dram), cc_abs(lxa), &sh);
         else
             cc_emit_dma(e, op, cc_abs(lxa), cc_abs(dram), &sh);
-        r += len;
+        r += step;
     }
 }
 

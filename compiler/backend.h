@@ -100,6 +100,8 @@ typedef struct {
     int64_t rs[IR_MAX_VARS]; /* row strides in sticks */
     int lane;
     int64_t groups;    /* groups the buffer has from base on */
+    int64_t rows_left; /* sticks of a group from base to the group's end: a load past them reads
+                          another tensor (a where-guarded cat reads past its operand), so it is cut */
 } be_view;
 
 /* A row space: variables (outermost first) and extents; rows are

@@ -1001,6 +1001,17 @@ static void test_products_with_n_or_k_of_one_validate(void)
     CU_ASSERT_EQUAL(run_text(outer, "spyre-4core"), 0);
 }
 
+/* cat along rows: each operand's load is guarded by a where and covers
+ * every row of the kernel; the rows past an operand are not read (they
+ * were the output's own rows in DRAM: a race with its store). */
+static void test_a_cat_along_rows_reads_nothing_past_its_operands(void)
+{
+    const char *text = "graph t\ninput %a: f32[1, 64]\ninput %b: f32[16, 64]\n"
+                       "%c: f32[17, 64] = aten.cat.default([%b, %a], 0)\noutput %c\n";
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
 /* Stores of different row lengths in one kernel: not cut, a clear error. */
 static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
 {
@@ -1090,6 +1101,7 @@ int main(void)
         {"a reader on other cores takes a kept tensor from DRAM",
          test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
+        {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"a pointwise node independent of the product joins its epilogue",
          test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
