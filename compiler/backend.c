@@ -392,8 +392,12 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
                                 ISA_MAX_RANK);
             if (strlen(name) >= ISA_NAME_MAX)
                 return ir_error(p, -1, "buffer %s: the name is longer than %d characters", name, ISA_NAME_MAX - 1);
-            if (isa_program_find_tensor(c->prog, name) >= 0)
-                return ir_error(p, -1, "two buffers would be the tensor %s", name);
+            int twin = isa_program_find_tensor(c->prog, name);
+            if (twin >= 0)
+                return ir_error(p, -1, "output %s: %s (not supported yet)", name,
+                                c->prog->tensors[twin].role == ISA_ROLE_INPUT || c->prog->tensors[twin].role == ISA_ROLE_WEIGHT
+                                    ? "the graph returns one of its inputs unchanged"
+                                    : "two values of the graph would be this one tensor (an output that is a view of another)");
             /* An output reshaped from its buffer keeps the buffer's device
              * bytes only when the stick dimension (the last) is unchanged. */
             if (ht != &B->type && (ht->rank == 0) != (B->type.rank == 0))

@@ -129,7 +129,8 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     /* A product with N (or K) of 1 has lost its lane variable's term (the
      * front half drops extent-1 terms); the variable only takes 0, so the
      * term is put back as a walk along the operand's last dimension of
-     * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first). */
+     * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first),
+     * or else along its last dimension (a one-column slice). */
     ir_node *mmw = &p->nodes[K->nodes[0]];
     const int lanes_of[2] = {m->vk, m->vn};
     const int opbuf[2] = {mm->a, mm->b};
@@ -144,9 +145,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
                 coef = stride;
             stride *= T->shape[d];
         }
-        if (!coef)
-            return be_error(c, K, "internal: operand %s has no dimension of 1 for its lane", o ? "B" : "A");
-        opidx[o]->coef[lanes_of[o]] = coef;
+        opidx[o]->coef[lanes_of[o]] = coef ? coef : 1; /* else along its last dimension */
     }
     char why[256];
     /* An operand its stick layout cannot give the PT directly (a lane

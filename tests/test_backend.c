@@ -999,6 +999,24 @@ static void test_products_with_n_or_k_of_one_validate(void)
     CU_ASSERT_EQUAL(run_text(mv, "spyre-4core"), 0);
     CU_ASSERT_EQUAL(run_text(mvt, "spyre"), 0);
     CU_ASSERT_EQUAL(run_text(outer, "spyre-4core"), 0);
+    /* K of 1 from a one-column slice: no dimension of extent 1 to walk */
+    const char *slice = "graph t\ninput %x: f32[2, 64]\ninput %w: f32[1, 100]\n"
+                        "%a: f32[2, 1] = aten.slice.Tensor(%x, 1, 38, 39)\n"
+                        "%y: f32[2, 100] = aten.mm.default(%a, %w)\noutput %y\n";
+    CU_ASSERT_EQUAL(run_text(slice, "spyre"), 0);
+}
+
+static void test_returning_an_input_is_a_clear_error(void)
+{
+    const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "output x: the graph returns one of its inputs unchanged (not supported yet)"));
+    cc_result_free(r);
+    cc_graph_free(g);
 }
 
 /* cat along rows: each operand's load is guarded by a where and covers
@@ -1103,6 +1121,7 @@ int main(void)
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
+        {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
         {"a pointwise node independent of the product joins its epilogue",
          test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
         {"a kernel storing two row lengths is a clear error", test_a_kernel_storing_two_row_lengths_is_a_clear_error},
