@@ -162,6 +162,7 @@ static inline double ldb(const tens *t, int w, int64_t k) { return t->eb[w] ? (d
 #define EB_FLUSH 0x1p-31        /* DL16 flushes smaller magnitudes to zero */
 #define EB_ACC 0x1p-23          /* an fp32 sum, per term: twice the first-order 2^-24 */
 #define EB_LAMBDA RT_REF_LAMBDA /* track 1: the bound is EB_LAMBDA S */
+#define EB_JUMP_MARGIN 0x1p-20  /* a flip's jump, widened to survive fp32 storage of bounds */
 
 /* How far track w follows a nonlinear function: 1 or EB_LAMBDA. */
 static double eb_lam(int w) { return w ? EB_LAMBDA : 1; }
@@ -198,10 +199,15 @@ static double eb_const(double c)
     return fmax(fabs((double)f - c), isnan(d) ? 0 : d);
 }
 
+/* x y for a factor x and a bound y (or two bounds) where a zero factor
+ * is exact: 0 times an infinite bound is 0, not NaN (an exact zero times
+ * anything the device holds is exactly zero). */
+static double eb_mul0(double x, double y) { return x == 0 || y == 0 ? 0 : x * y; }
+
 /* |a~ b~ - a b| for |a~ - a| <= ea, |b~ - b| <= eb (track w). */
 static double eb_prod(double a, double ea, double b, double eb, int w)
 {
-    return (ea ? fabs(b) * ea : 0) + (eb ? fabs(a) * eb : 0) + (ea && eb ? eb_lam(w) * ea * eb : 0);
+    return eb_mul0(fabs(b), ea) + eb_mul0(fabs(a), eb) + eb_mul0(eb_lam(w) * ea, eb);
 }
 
 /* |a~ / b~ - a / b|; unbounded when b~ may be 0. */
@@ -1274,11 +1280,16 @@ static int op_clamp(ex *E, int which)
                 v = (int64_t)h;
             o->i[k] = v;
         }
-        for (int w = 0; o->eb[0] && w < 2; w++) { /* 1-Lipschitz; a clamped element is the constant */
-            double v = ldd(x, k), e = ldb(x, w, k), c = fmin(fmax(v, l), h);
-            double sw = e == 0 ? 0 : fmax(fabs(fmin(fmax(v + e, l), h) - c), fabs(fmin(fmax(v - e, l), h) - c));
-            o->eb[w][k] = (float)(sw + (v - eb_lam(w) * e <= l ? eb_const(l) : 0) +
-                                  (v + eb_lam(w) * e >= h ? eb_const(h) : 0));
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            /* clamp is monotone: its swing over [v - lam e, v + lam e] (over
+             * lam, as every piecewise function) is at the ends, never the
+             * derivative at v (0 at a clamped v); a clamped element is the
+             * constant, with its rounding */
+            double v = ldd(x, k), e = ldb(x, w, k), le = eb_lam(w) * e, c = fmin(fmax(v, l), h);
+            double sw = e == 0 ? 0
+                               : fmax(fabs(fmin(fmax(v + le, l), h) - c), fabs(fmin(fmax(v - le, l), h) - c)) /
+                                     eb_lam(w);
+            o->eb[w][k] = (float)(sw + (v - le <= l ? eb_const(l) : 0) + (v + le >= h ? eb_const(h) : 0));
         }
     }
     return 0;
@@ -1292,7 +1303,12 @@ static double select_bound(int flips, double a, double ea, double b, double eb, 
     double e = pick ? ea : eb;
     if (!flips)
         return e;
-    double d = pick ? eb_jump(fabs(b - a), w) + eb : eb_jump(fabs(a - b), w) + ea;
+    /* A flipped element's error |b~ - a| reaches |b - a| + E_b exactly (a
+     * selection is exact, and E_b = 0 for a constant), so the bound must not
+     * lose anything to the fp32 storage of bounds (2^-24 relative per store,
+     * and the division and multiplication by lambda): EB_JUMP_MARGIN. */
+    double j = fabs(b - a) * (1 + EB_JUMP_MARGIN);
+    double d = pick ? eb_jump(j, w) + eb : eb_jump(j, w) + ea;
     return isnan(d) ? INFINITY : fmax(e, d);
 }
 
@@ -2498,10 +2514,15 @@ static int op_var(ex *E, int op)
  * Delta_j (1 - y_j) - sum_k!=j y_k Delta_k + zeta - eta, the sum over k in
  * quadrature, each term scaled by the exponential's growth over
  * EB_LAMBDA D_k.  A masked element (-inf, the device's -2^30) is exactly
- * 0.  ey may be ex (docs/validation.md). */
+ * 0.  Large logit bounds: the terms are formed in the log domain (y_k
+ * underflows, e^(lambda D) overflows), each capped at 1 (a change of the
+ * others moves y_j by at most y_j, its own by at most 1 - y_j), and the
+ * result at max(y_j, y_max - y_j), y_max = (1 + zeta) / (1 - eta) the
+ * largest value the device's e_j / s can take.  ey may be ex
+ * (docs/validation.md). */
 static void softmax_bound(const float *x, const float *ex, int64_t D, int64_t st, float *ey, int w)
 {
-    double m = -INFINITY, emax = 0, s = 0, sp = 0, sm = 0, q2 = 0;
+    double m = -INFINITY, emax = 0, s = 0, s1 = 0, sp = 0, sm = 0, q2 = 0;
     int64_t nf = 0;
     int64_t jm = 0;
     for (int64_t j = 0; j < D; j++) {
@@ -2525,36 +2546,45 @@ static void softmax_bound(const float *x, const float *ex, int64_t D, int64_t st
         if (isfinite(x[j * st]))
             emax = fmax(emax, (x[j * st] + eb_lam(w) * ex[j * st] - m) / eb_lam(w));
     for (int64_t j = 0; j < D; j++)
-        if (isfinite(x[j * st]))
-            s += exp(x[j * st] - m);
+        if (isfinite(x[j * st]) && j != jm)
+            s1 += exp(x[j * st] - m); /* 1 - y at the max is s1 / s, without cancellation */
+    s = 1 + s1;
+    double ls = log(s);
 #define SM_DELTA(j) (ex[(j) * st] + EB_RHO * (fabs(x[(j) * st] - m) + ex[(j) * st] + emax) + EB_RHO / (1 - EB_RHO))
-#define SM_GROW(d) ((d) > 0 ? expm1(EB_LAMBDA * (d)) / (EB_LAMBDA * (d)) : 1)
+/* log of the growth g(d) = (e^(lambda d) - 1) / (lambda d) */
+#define SM_LOGG(d) (EB_LAMBDA * (d) > 30 ? EB_LAMBDA * (d) - log(EB_LAMBDA * (d)) : log(SM_G(d)))
+#define SM_G(d) ((d) > 0 ? expm1(EB_LAMBDA * (d)) / (EB_LAMBDA * (d)) : 1)
+/* y_j D_j g(D_j), capped at 1 */
+#define SM_T(j, dj) fmin(1, exp(x[(j) * st] - m - ls + log(dj) + SM_LOGG(dj)))
     for (int64_t j = 0; j < D; j++)
         if (isfinite(x[j * st])) {
-            double y = exp(x[j * st] - m) / s, dj = SM_DELTA(j), t = y == 0 ? 0 : y * dj * SM_GROW(dj);
-            sp += y == 0 ? 0 : y * exp(dj);
-            sm += y * exp(-dj);
+            double ly = x[j * st] - m - ls, dj = SM_DELTA(j), t = SM_T(j, dj);
+            sp += exp(ly + dj);
+            sm += exp(ly - dj);
             q2 += t * t;
         }
     double eta = (1 + (double)nf * EB_ACC) * (1 + EB_RHO) - 1 + (double)nf * EB_FLUSH; /* s >= 1 */
-    double zeta = (1 + EB_RHO) * (1 + EB_RHO) - 1;
+    double zeta = (1 + EB_RHO) * (1 + EB_RHO) - 1, ymax = (1 + zeta) / (1 - eta);
     for (int64_t j = 0; j < D; j++) {
-        double y = isfinite(x[j * st]) ? exp(x[j * st] - m) / s : 0, dj = SM_DELTA(j), r;
-        if (y == 0) { /* masked, or below what exp can hold: the device's exp gives 0 or less than 2^-31 */
+        if (!isfinite(x[j * st])) { /* masked: the device's exp gives exactly 0 */
             ey[j * st] = (float)(2 * EB_FLUSH);
             continue;
         }
+        double ly = x[j * st] - m - ls, y = exp(ly), y1 = j == jm ? s1 / s : 1 - y, dj = SM_DELTA(j), r;
         if (w) {
-            double g = SM_GROW(dj), t = y * dj * g, others = sqrt(fmax(0, q2 - t * t));
-            r = g * (1 - y) * dj + others + zeta + eta;
-        } else {
-            double up = exp(dj) / sm * (1 + zeta) / (1 - eta) - 1, lo = 1 - exp(-dj) / sp * (1 - zeta) / (1 + eta);
+            double t = SM_T(j, dj), others = sqrt(fmax(0, q2 - t * t));
+            r = t * y1 + y * (others + zeta + eta);
+        } else { /* y at the ratio's extremes, minus y */
+            double up = sm > 0 ? exp(ly + dj - log(sm)) * (1 + zeta) / (1 - eta) - y : INFINITY;
+            double lo = y - exp(ly - dj - log(sp)) * (1 - zeta) / (1 + eta);
             r = fmax(up, lo);
         }
-        ey[j * st] = (float)(y * r + 2 * EB_FLUSH); /* exp's and y's flush to zero */
+        ey[j * st] = (float)(fmin(r, fmax(y, ymax - y)) + 2 * EB_FLUSH); /* exp's and y's flush to zero */
     }
 #undef SM_DELTA
-#undef SM_GROW
+#undef SM_LOGG
+#undef SM_G
+#undef SM_T
 }
 
 /* The bounds (track w) of log_softmax over one row, as the device
@@ -3632,6 +3662,21 @@ const float *rt_ref_error(rt_ref *r, int v, int track)
     return r->g->values[v].ntuple || s->nt != 1 ? NULL : s->t[0].eb[track];
 }
 
+/* A NaN bound of an element whose reference value is a number is a bug in
+ * the bound rules (a 0 * inf, an inf - inf): it would turn into a NaN
+ * tolerance, which fails its element and hides the bug as a MISMATCH (and
+ * fmin would silently drop it).  Reported as the executor's error, with
+ * the op's line. */
+static int check_bounds(ex *E, const tens *t)
+{
+    for (int w = 0; t->eb[0] && w < 2; w++)
+        for (int64_t k = 0; k < t->n; k++)
+            if (isnan(t->eb[w][k]) && !isnan(ldd(t, k)))
+                return fail(E, "internal error: the error bound (track %d) of element %lld is NaN for the value %g",
+                            w, (long long)k, ldd(t, k));
+    return 0;
+}
+
 static void last_uses(const cc_arg *a, int node, int *last)
 {
     if (a->kind == CC_ARG_VALUE)
@@ -3677,6 +3722,8 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
         int want = val->ntuple ? val->ntuple : 1;
         if (!rc && r->nres != want)
             rc = fail(r, "declares %d result%s but the op computes %d", want, want > 1 ? "s" : "", r->nres);
+        for (int i = 0; !rc && i < r->nres; i++)
+            rc = check_bounds(r, &r->res[i]);
         if (rc) {
             for (int i = 0; i < r->nres; i++)
                 tfree(&r->res[i]);

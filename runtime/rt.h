@@ -397,7 +397,9 @@ const int64_t *rt_ref_value_i64(rt_ref *r, int v, cc_ttype *type);
  * error exceeds RT_REF_LAMBDA * S with probability at most
  * 2 exp(-RT_REF_LAMBDA^2 / 2), about 3e-8.  A bool's bound is 1 where the
  * device's comparison may come out the other way.  rt_check_graph's
- * tolerance is min(track 0, RT_REF_LAMBDA * track 1) + 2^-30. */
+ * tolerance is min(track 0, RT_REF_LAMBDA * track 1) + 2^-30.  A bound is
+ * never NaN: rt_ref_run fails ("internal error") when a rule gives a NaN
+ * bound to an element whose value is a number. */
 #define RT_REF_LAMBDA 6.0
 void rt_ref_track_errors(rt_ref *r, int on);
 /* The bounds (track 0 or 1) of a value that is still held (see

@@ -480,13 +480,21 @@ static int is_full_graph(const char *text)
  * tol: the smaller of the two error bounds the executor propagated to it
  * (rt_ref_error: the worst case, and RT_REF_LAMBDA times the probabilistic
  * scale) plus the absolute floor 2^-30. */
-static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, int64_t n, double *tol, char *err, size_t errlen)
+static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref, int64_t n, double *tol,
+                           char *err, size_t errlen)
 {
     const float *w = rt_ref_error(r, v, 0), *s = rt_ref_error(r, v, 1);
     if (!w || !s)
         return rt_errf(err, errlen, "reference: output %%%s has no error bound", g->values[v].name);
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
+        /* a NaN bound is a bug of the bound rules, never a verdict: fmin
+         * would drop it, and a NaN tolerance would fail the element as a
+         * MISMATCH (rt_ref_run reports it first; this is the last guard) */
+        if ((isnan(w[i]) || isnan(s[i])) && !isnan(ref[i]))
+            return rt_errf(err, errlen, "reference: internal error: output %%%s element %lld has a NaN error bound",
+                           g->values[v].name, (long long)i);
         tol[i] = fmin((double)w[i], RT_REF_LAMBDA * s[i]) + ABS_FLOOR;
+    }
     return 0;
 }
 
@@ -626,7 +634,7 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         if (!rc && want)
             rc = expected_values(want, g, v, cnt, torch, err, errlen);
         if (!rc)
-            rc = graph_tolerance(r, g, v, cnt, tol, err, errlen);
+            rc = graph_tolerance(r, g, v, ref, cnt, tol, err, errlen);
         if (rc) {
             free(tol);
             free(torch);

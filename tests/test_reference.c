@@ -1288,6 +1288,126 @@ static void test_masked_softmax_elements_are_exact_and_change_no_other_bound(voi
     done(&t2);
 }
 
+/* The tolerance of track bounds w0, w1 as rt_check forms it (without the
+ * 2^-30 floor). */
+static double tol_of(run_t *t, const char *name, int i)
+{
+    int v = cc_graph_find(t->g, name);
+    return fmin(rt_ref_error(t->r, v, 0)[i], ELAM * rt_ref_error(t->r, v, 1)[i]);
+}
+
+/* An exact zero (relu of -1: value 0, bound 0) times a value with an
+ * infinite bound (the reciprocal of an input that may flush to 0) is
+ * exactly 0: its bound is 0, not 0 * inf = NaN.  And a layer norm of a
+ * constant row (the softmax of a single element: 1 with a bound, so the
+ * variance's bound reaches below -eps and rstd's is infinite) has a bound,
+ * not NaN: xc = 0 with a bound times rstd. */
+static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
+{
+    const float x[] = {-1, 0x1p-32f};
+    run_t t;
+    run_tracked(&t,
+                "input %x: f32[2]\n"
+                "%r: f32[2] = aten.relu.default(%x)\n"
+                "%q: f32[2] = aten.reciprocal.default(%x)\n"
+                "%s: f32[1] = aten.slice.Tensor(%r, 0, 0, 1)\n"
+                "%p: f32[1] = aten.slice.Tensor(%q, 0, 1, 2)\n"
+                "%y: f32[1] = aten.mul.Tensor(%s, %p)\n"
+                "output %y\n",
+                (const float *const[]){x});
+    for (int w = 0; w < 2; w++) {
+        CU_ASSERT(isinf(rt_ref_error(t.r, cc_graph_find(t.g, "p"), w)[0]));
+        expect_bound(&t, "y", w, (double[]){0}, 1);
+    }
+    done(&t);
+    float c[16];
+    for (int i = 0; i < 16; i++)
+        c[i] = 0.25f * (float)(i - 8);
+    run_tracked(&t,
+                "input %x: f32[1, 16]\n"
+                "%s: f32[1, 16] = aten._softmax.default(%x, 0, False)\n"
+                "%ln: (f32[1, 16], f32[1, 1], f32[1, 1]) = aten.native_layer_norm.default(%s, [16], None, None, 1e-05)\n"
+                "%y: f32[1, 16] = getitem(%ln, 0)\n"
+                "output %y\n",
+                (const float *const[]){c});
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < 16; i++)
+            CU_ASSERT(!isnan(rt_ref_error(t.r, cc_graph_find(t.g, "y"), w)[i]));
+    done(&t);
+}
+
+/* where(x < y, x, -1.5) with y a hair above x: the condition may flip,
+ * and a flipped element is exactly -1.5, off by |x + 1.5|: the whole
+ * bound, which fp32 storage (and lambda's division) must not round below
+ * it, for any x. */
+static void test_a_flipping_where_covers_its_whole_jump(void)
+{
+    float x[64], y[64];
+    for (int i = 0; i < 64; i++) {
+        x[i] = -0.5f - (float)i / 97.0f;
+        y[i] = x[i] + 0x1p-12f * fabsf(x[i]);
+    }
+    run_t t;
+    run_tracked(&t,
+                "input %x: f32[64]\ninput %y: f32[64]\n"
+                "%m: bool[64] = aten.lt.Tensor(%x, %y)\n"
+                "%o: f32[64] = aten.where.self(%m, %x, -1.5)\n"
+                "output %o\n",
+                (const float *const[]){x, y});
+    for (int i = 0; i < 64; i++) {
+        double j = fabs((double)x[i] + 1.5);
+        int ok = tol_of(&t, "o", i) >= j;
+        if (!ok)
+            fprintf(stderr, "\n    x = %.9g: tolerance %.9g < jump %.9g\n", x[i], tol_of(&t, "o", i), j);
+        CU_ASSERT(ok);
+    }
+    done(&t);
+}
+
+/* clamp(masked_fill(x, x > z, -10000), -0.5, 0.5) with z a hair below x:
+ * the fill may not happen on the device, which then gives clamp(x) = 0.5
+ * where the reference is -0.5.  The clamp's bound is its swing over the
+ * input's whole interval (both tracks), so the tolerance covers 1. */
+static void test_clamp_follows_its_input_over_the_whole_interval(void)
+{
+    const float x[] = {0.75f}, z[] = {0.75f * (1 - 0x1p-12f)};
+    run_t t;
+    run_tracked(&t,
+                "input %x: f32[1]\ninput %z: f32[1]\n"
+                "%m: bool[1] = aten.gt.Tensor(%x, %z)\n"
+                "%f: f32[1] = aten.masked_fill.Scalar(%x, %m, -10000.0)\n"
+                "%c: f32[1] = aten.clamp.default(%f, -0.5, 0.5)\n"
+                "output %c\n",
+                (const float *const[]){x, z});
+    CU_ASSERT(tol_of(&t, "c", 0) >= 1);
+    CU_ASSERT(tol_of(&t, "c", 0) <= 1.01);
+    done(&t);
+}
+
+/* softmax(50000 x) for x = (1, 1 - 2^-11, -1): the logits' bounds (u of
+ * 50000, about 49) reach across the gap of the first two (24), so the
+ * device may give (0.5, 0.5, 0) where the reference is (1, 0, 0): the
+ * first two bounds grow to cover 0.5 and saturate at max(y, 1 - y)
+ * (plus the roundings of the last division), the third stays exact. */
+static void test_softmax_of_logits_with_large_bounds_saturates(void)
+{
+    const float x[] = {1, 1 - 0x1p-11f, -1};
+    run_t t;
+    run_tracked(&t,
+                "input %x: f32[1, 3]\n"
+                "%l: f32[1, 3] = aten.mul.Tensor(%x, 50000)\n"
+                "%y: f32[1, 3] = aten._softmax.default(%l, -1, False)\n"
+                "output %y\n",
+                (const float *const[]){x});
+    for (int i = 0; i < 2; i++) {
+        double tol = tol_of(&t, "y", i);
+        CU_ASSERT(tol >= 0.5);
+        CU_ASSERT(tol <= 1.01);
+    }
+    CU_ASSERT(tol_of(&t, "y", 2) < 1e-8);
+    done(&t);
+}
+
 /* ---- Validation of a program whose graph is a full graph ---- */
 
 #define CFG4 SPYRE_SOURCE_DIR "/sim/configs/spyre-4core.cfg"
@@ -1598,6 +1718,10 @@ int main(void)
         {"error bound of layer norm follows its decomposition", test_error_bound_of_layer_norm_follows_its_decomposition},
         {"masked softmax elements are exact and change no other bound",
          test_masked_softmax_elements_are_exact_and_change_no_other_bound},
+        {"a zero times an infinite bound is zero never NaN", test_a_zero_times_an_infinite_bound_is_zero_never_nan},
+        {"a flipping where covers its whole jump", test_a_flipping_where_covers_its_whole_jump},
+        {"clamp follows its input over the whole interval", test_clamp_follows_its_input_over_the_whole_interval},
+        {"softmax of logits with large bounds saturates", test_softmax_of_logits_with_large_bounds_saturates},
         {"check runs a full graph through the executor", test_check_runs_a_full_graph_through_the_executor},
         {"check full graph tolerances are the documented formulas",
          test_check_full_graph_tolerances_are_the_documented_formulas},
