@@ -1030,6 +1030,90 @@ static void test_a_cat_along_rows_reads_nothing_past_its_operands(void)
     CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
 }
 
+/* ---- Row kernels' temps in LX: given back after their last read ---- */
+
+/* Rows per chunk of the graph's first row kernel on cfgname, from the
+ * report's tiles line (-1: not compiled or no such line). */
+static long chunk_rows(const char *text, const char *cfgname)
+{
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    sim_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    cc_graph_free(g);
+    if (!r) {
+        fprintf(stderr, "compile on %s: %s\n", cfgname, err);
+        return -1;
+    }
+    char *rep = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&rep, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    cc_result_free(r);
+    const char *at = strstr(rep, " rows in chunks of ");
+    long rows = at ? strtol(at + strlen(" rows in chunks of "), NULL, 10) : -1;
+    free(rep);
+    return rows;
+}
+
+
+/* BERT's residual + bias + layer norm over 768 columns, one row kernel.
+ * With a tile per expression node it needed 170496 bytes of LX for one
+ * row, more than spyre-4core's 157312. */
+static const char *wide_layer_norm_graph =
+    "graph ln768\n"
+    "input %x: f32[128, 768]\n"
+    "input %r: f32[128, 768]\n"
+    "input %bias: f32[768]\n"
+    "input %w: f32[768]\n"
+    "input %b: f32[768]\n"
+    "%a: f32[128, 768] = aten.add.Tensor(%x, %bias)\n"
+    "%s: f32[128, 768] = aten.add.Tensor(%a, %r)\n"
+    "%ln: (f32[128, 768], f32[128, 1], f32[128, 1]) = aten.native_layer_norm.default(%s, [768], %w, %b, 1e-05)\n"
+    "%y: f32[128, 768] = getitem(%ln, 0)\n"
+    "output %y\n";
+
+static void test_a_wide_layer_norm_fits_a_small_lx_by_reusing_temps(void)
+{
+    CU_ASSERT_EQUAL(run_text(wide_layer_norm_graph, "spyre-4core"), 0);
+    CU_ASSERT_EQUAL(run_text(wide_layer_norm_graph, "spyre"), 0);
+}
+
+/* Every way the evaluator makes a temp of its own: a per-row first
+ * operand of sub and div (-(b - a), recip(b) * a), a where whose per-row
+ * condition is widened to a tile, a min reduction (-max(-x)); a per-row
+ * result read by later nodes, and a value (d) shared between nodes.  The
+ * threshold is the midpoint between two DL16 values, so rounding m to DL16
+ * never flips it. */
+static const char *temps_graph =
+    "graph temps\n"
+    "input %x: f32[128, 1024]\n"
+    "input %m: f32[128, 1]\n"
+    "%mn: f32[128, 1] = aten.amin.default(%x, [1], True)\n"
+    "%d: f32[128, 1024] = aten.sub.Tensor(%mn, %x)\n"
+    "%sq: f32[128, 1024] = aten.mul.Tensor(%x, %x)\n"
+    "%den: f32[128, 1024] = aten.add.Tensor(%sq, 1.0)\n"
+    "%q: f32[128, 1024] = aten.div.Tensor(%mn, %den)\n"
+    "%c: bool[128, 1] = aten.gt.Scalar(%m, 0.250244140625)\n"
+    "%z: f32[128, 1024] = aten.where.self(%c, %d, %q)\n"
+    "%s: f32[128, 1] = aten.amax.default(%z, [1], True)\n"
+    "%y: f32[128, 1024] = aten.sub.Tensor(%s, %z)\n"
+    "output %y\n";
+
+static void test_temps_given_back_after_their_last_read_give_chunks_more_rows(void)
+{
+    CU_ASSERT_EQUAL(run_text(temps_graph, "spyre-4core"), 0);
+    CU_ASSERT_EQUAL(run_text(temps_graph, "spyre"), 0);
+    /* one kernel of 19 temps, at most 6 live at once: a tile per temp left
+     * room for chunks of one row on spyre-4core, six cells for five */
+    CU_ASSERT(chunk_rows(temps_graph, "spyre-4core") >= 4);
+}
+
 /* Stores of different row lengths in one kernel: not cut, a clear error. */
 static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
 {
@@ -1119,6 +1203,10 @@ int main(void)
         {"a reader on other cores takes a kept tensor from DRAM",
          test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
+        {"a wide layer norm fits a small LX by reusing temps",
+         test_a_wide_layer_norm_fits_a_small_lx_by_reusing_temps},
+        {"temps given back after their last read give chunks more rows",
+         test_temps_given_back_after_their_last_read_give_chunks_more_rows},
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
