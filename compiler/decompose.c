@@ -532,7 +532,10 @@ static void layer_norm(dctx *c, const cc_node *n, int res[3])
     }
     int m = mean(c, x, nn, dims, 1, count);
     int xc = bin(c, "aten.sub.Tensor", x, m);
-    int var = mean(c, bin(c, "aten.mul.Tensor", xc, xc), nn, dims, 1, count);
+    /* the squares scaled by 1/N before the sum: the sum of squares itself
+     * leaves DL16's range (about 8.6e9) for rows of values around 1e4 */
+    int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / (double)count);
+    int var = red(c, "aten.sum.dim_IntList", sq, nn, dims, 1);
     int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", var, eps));
     int y = bin(c, "aten.mul.Tensor", xc, rstd);
     if (w >= 0)
@@ -1077,7 +1080,7 @@ static const struct {
     const char *into;
 } rules[] = {
     {"native_layer_norm", r_native_layer_norm, "(out, mean, rstd): mean = sum/N, xc = x - mean, "
-                                               "rstd = rsqrt(sum(xc*xc)/N + eps), out = xc*rstd*weight + bias"},
+                                               "rstd = rsqrt(sum(xc*xc*(1/N)) + eps), out = xc*rstd*weight + bias"},
     {"layer_norm", r_layer_norm, "as native_layer_norm, out only"},
     {"_softmax", r_softmax, "amax, sub, exp, sum, div"},
     {"softmax", r_softmax, "amax, sub, exp, sum, div (after a cast to dtype)"},

@@ -117,7 +117,10 @@ static void test_layer_norm_decomposes_into_mean_var_rsqrt(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.sum: f32[16, 1] = aten.sum.dim_IntList(%x, [1], True)  "
                                      "# line 5: aten.native_layer_norm.default\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.rsqrt: f32[16, 1] = aten.rsqrt.default(%ln.add)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%y: f32[16, 64] = aten.add.Tensor(%ln.mul.2, %b)"));
+    /* the squares are scaled by 1/N before their sum (DL16's range) */
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.mul.1: f32[16, 64] = aten.mul.Tensor(%ln.mul, 0.015625)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.sum.1: f32[16, 1] = aten.sum.dim_IntList(%ln.mul.1, [1], True)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%y: f32[16, 64] = aten.add.Tensor(%ln.mul.3, %b)"));
     CU_ASSERT_PTR_NULL(strstr(d, "getitem"));
     free(d);
 }
