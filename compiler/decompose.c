@@ -485,11 +485,11 @@ static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, 
 {
     int m = mean(c, x, nd, dims, 1, count);
     int xc = bin(c, "aten.sub.Tensor", x, m);
-    int sq = bin(c, "aten.mul.Tensor", xc, xc);
-    int s = red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
+    /* scaled before the sum, which would leave DL16's range first */
+    int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / ((double)count - corr));
     if (meanv)
         *meanv = m;
-    return bins(c, "aten.div.Tensor", s, (double)count - corr);
+    return red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
 }
 
 static void var_args(dctx *c, const cc_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
@@ -661,8 +661,9 @@ static int r_gelu(dctx *c, const cc_node *n, int *out)
     int half = bins(c, "aten.mul.Tensor", x, 0.5);
     int inner;
     if (tanh_form) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-        int x3 = bin(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", x, x), x);
-        int s = bin(c, "aten.add.Tensor", x, bins(c, "aten.mul.Tensor", x3, 0.044715));
+        /* the constant before the last factor: x^3 itself leaves DL16's range from |x| = 2048 */
+        int x2c = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", x, x), 0.044715);
+        int s = bin(c, "aten.add.Tensor", x, bin(c, "aten.mul.Tensor", x2c, x));
         inner = un(c, "aten.tanh.default", bins(c, "aten.mul.Tensor", s, 0.7978845608028654));
     } else { /* 0.5 x (1 + erf(x / sqrt(2))) */
         inner = un(c, "aten.erf.default", bins(c, "aten.mul.Tensor", x, 0.7071067811865476));
@@ -1087,7 +1088,7 @@ static const struct {
     {"_log_softmax", r_softmax, "amax, sub, exp, sum, log, sub"},
     {"log_softmax", r_softmax, "amax, sub, exp, sum, log, sub"},
     {"gelu", r_gelu, "x*0.5 * (1 + erf(x*0.70710678)); approximate=\"tanh\": "
-                     "x*0.5 * (1 + tanh(0.79788456 * (x + 0.044715*x*x*x)))"},
+                     "x*0.5 * (1 + tanh(0.79788456 * (x + x*x*0.044715*x)))"},
     {"silu", r_silu, "x * sigmoid(x)"},
     {"square", r_square, "x * x"},
     {"linear", r_linear, "t(weight), mm (inputs of rank > 2 reshaped to 2-D and back), add bias"},
@@ -1099,7 +1100,7 @@ static const struct {
     {"clamp", r_clamp, "clamp_min, clamp_max"},
     {"masked_fill", r_masked_fill, "where(mask, value, x)"},
     {"mean", r_mean, "sum, div"},
-    {"var", r_var, "mean, sub, mul, sum, div by N - correction"},
+    {"var", r_var, "mean, sub, mul, scale by 1/(N - correction), sum"},
     {"std", r_var, "as var, then sqrt"},
     {"var_mean", r_var, "(var, mean) as var"},
     {"split", r_split, "slice per piece"},
