@@ -245,6 +245,8 @@ typedef struct {
     int staged;       /* TILE restickified by sfp.rst from a staged copy of its buffer (v unused) */
     int64_t stage;    /* LX of that copy (per core) */
     int gather;       /* TILE of weight rows picked by dma.gather (an ILOAD; v unused) */
+    int scalar;       /* one element for every row and column: a COL value made once per core from the
+                         element's stick (staged at stage) */
     int ids;          /* gather: the load expression of its row numbers (an fp32 input) */
     int res;          /* TILE read from its buffer's LX region (kept there by an earlier kernel) */
 } rk_load;
@@ -274,6 +276,7 @@ typedef struct {
     int64_t nexpr;    /* upper bound of SFP temps per chunk, none reused (the SFP cost model's count) */
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
+    int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
 } rk_plan;
 
 typedef struct {

@@ -708,6 +708,18 @@ void be_collect_load(void *ctx, const ir_expr *x)
         has_row |= x->idx.coef[k->rsp.var[i]] != 0;
     L.cls = has_col ? (has_row ? BE_V_TILE : BE_V_COL) : has_row ? BE_V_ROW : BE_V_NONE;
     char why[256] = "";
+    if (L.cls == BE_V_NONE && k->scalars) { /* a scalar: its stick, then every lane of a COL value */
+        if (be_view_of(k->c, x->buf, &x->idx, k->nvars, -1, &L.v, why, sizeof why)) {
+            be_error(k->c, k->K, "%s", why);
+            w->failed = 1;
+            return;
+        }
+        L.cls = BE_V_COL;
+        L.scalar = 1;
+        k->loads = ir_xgrow(k->loads, &(int){k->nl}, k->nl + 1, sizeof *k->loads);
+        k->loads[k->nl++] = L;
+        return;
+    }
     if (L.cls == BE_V_NONE) {
         be_error(k->c, k->K, "load of one element of %s for every row (not supported yet)", k->c->p->bufs[x->buf].name);
         w->failed = 1;
@@ -771,6 +783,7 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     k->c = c;
     k->K = K;
     k->pos = pos;
+    k->scalars = 1;
     const ir_sig *s = &K->sig;
     k->nvars = s->nouter + s->nred;
     if (K->kind == IR_REDUCTION) {
@@ -928,7 +941,7 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
         if (k->loads[i].gather) /* its row numbers, staged whole */
             *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].ids].buf);
         if (k->loads[i].cls == BE_V_COL)
-            *fixed += k->G * sb;
+            *fixed += (k->G + (k->loads[i].scalar ? 1 : 0)) * sb; /* a scalar's own stick too */
         else
             *per_row += (k->loads[i].cls == BE_V_TILE ? k->G : 1) * sb;
     }
@@ -1426,6 +1439,29 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     /* compute */
     isa_unit u = ISA_U_SFP0;
     cc_emit_wait(e, u, rc->full[s]);
+    for (int i = 0; i < k->nl && rc->chunk == 1; i++) { /* once: each scalar into every lane of its COL value */
+        const rk_load *L = &k->loads[i];
+        if (!L->scalar)
+            continue;
+        cc_sfp_args z = {0};
+        z.op = ISA_OP_SFP_IOTA; /* zeros */
+        z.t = ISA_T_DL16;
+        z.d = cc_abs(L->lx);
+        z.n0 = k->G;
+        z.ds0 = sb;
+        z.n1 = 1;
+        cc_emit_sfp(e, &z);
+        cc_sfp_args a = {0};
+        a.op = ISA_OP_SFP_ADD;
+        a.t = ISA_T_DL16;
+        a.d = a.a = cc_abs(L->lx);
+        a.n0 = k->G;
+        a.ds0 = a.as0 = sb;
+        a.n1 = 1;
+        a.bm = ISA_BM_ELEM;
+        a.b = cc_abs(L->stage + L->v.lane * 2);
+        cc_emit_sfp(e, &a);
+    }
     for (int i = 0; i < k->nl && i < 256; i++)
         if (k->loads[i].staged) {
             rk_gather(rc, &k->loads[i], lx_of[i], r0, n, st_of[i], st_lo[i], st_go[i]);
@@ -1523,8 +1559,11 @@ int be_rows_emit(be_ctx *c, int pos)
         rc.R = R;
         /* per-column loads once, then the slots */
         for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].cls == BE_V_COL)
+            if (k.loads[i].cls == BE_V_COL) {
                 k.loads[i].lx = cc_lx_alloc(e, k.G * sb, "per-column values");
+                if (k.loads[i].scalar)
+                    k.loads[i].stage = cc_lx_alloc(e, sb, "a scalar's stick");
+            }
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].gather)
                 k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
@@ -1558,7 +1597,8 @@ int be_rows_emit(be_ctx *c, int pos)
         be_rowspace one = k.rsp;
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].cls == BE_V_COL)
-                be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].lx, sb, &k.loads[i].v, &one, 0, 1, k.G);
+                be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].scalar ? k.loads[i].stage : k.loads[i].lx, sb,
+                            &k.loads[i].v, &one, 0, 1, k.loads[i].scalar ? 1 : k.G);
         /* a gather's row numbers, on dmai ahead of the gathers that read
          * them (one queue, in order: no token) */
         for (int i = 0; i < k.nl; i++)

@@ -1006,6 +1006,17 @@ static void test_products_with_n_or_k_of_one_validate(void)
     CU_ASSERT_EQUAL(run_text(slice, "spyre"), 0);
 }
 
+/* A 0-d and a one-element tensor read for every element: each becomes
+ * every lane of a per-column value, once per core. */
+static void test_a_scalar_read_for_every_element_validates(void)
+{
+    const char *text = "graph sc\ninput %x: f32[100, 200]\ninput %s: f32[]\ninput %t: f32[1]\n"
+                       "%y: f32[100, 200] = aten.mul.Tensor(%x, %s)\n%z: f32[100, 200] = aten.add.Tensor(%y, %t)\n"
+                       "output %z\n";
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
 static void test_returning_an_input_is_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
@@ -1210,6 +1221,7 @@ int main(void)
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
+        {"a scalar read for every element validates", test_a_scalar_read_for_every_element_validates},
         {"a pointwise node independent of the product joins its epilogue",
          test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
         {"a kernel storing two row lengths is a clear error", test_a_kernel_storing_two_row_lengths_is_a_clear_error},
