@@ -1289,6 +1289,14 @@ static int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv)
         if (be_eval(T, rn->expr, &body))
             return -1;
         if (N->kind == IR_REDUCTION) {
+            /* a per-column value (a kernel of one row) or a per-row one: as a tile */
+            be_val wide = {0};
+            const int widened = body.cls == BE_V_COL || body.cls == BE_V_ROW;
+            if (widened) {
+                if (be_widen(T, &body, BE_V_TILE, &wide))
+                    return -1;
+                body = wide;
+            }
             if (body.cls != BE_V_TILE)
                 return be_error(c, k->K, "a reduction over a value that is not a tile (not supported yet)");
             be_val t = body;
@@ -1317,6 +1325,8 @@ static int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv)
                 be_sfp(T, ISA_OP_SFP_NEG, BE_V_ROW, v.lx, v.lx, 0, NULL);
                 drop_temp(T, &t);
             }
+            if (widened)
+                drop_temp(T, &wide);
         } else {
             if (body.cls == BE_V_CONST)
                 return be_error(c, k->K, "%s is a constant (not supported yet)", c->p->bufs[N->out].name);

@@ -1017,6 +1017,19 @@ static void test_a_scalar_read_for_every_element_validates(void)
     CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
 }
 
+/* Reductions of a kernel with one row (a 1-D softmax, a layer norm of a
+ * single vector): the values are per-column, reduced as a tile of one row. */
+static void test_reductions_over_a_single_row_validate(void)
+{
+    const char *text = "graph one\ninput %b: f32[7]\ninput %v: f32[1, 1, 64]\ninput %w: f32[64]\ninput %c: f32[64]\n"
+                       "%s: f32[7] = aten._log_softmax.default(%b, -1, False)\n"
+                       "%ln: (f32[1, 1, 64], f32[1, 1, 1], f32[1, 1, 1]) = "
+                       "aten.native_layer_norm.default(%v, [64], %w, %c, 1e-05)\n"
+                       "%y: f32[1, 1, 64] = getitem(%ln, 0)\noutput %s, %y\n";
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
 static void test_returning_an_input_is_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
@@ -1221,6 +1234,7 @@ int main(void)
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
+        {"reductions over a single row validate", test_reductions_over_a_single_row_validate},
         {"a scalar read for every element validates", test_a_scalar_read_for_every_element_validates},
         {"a pointwise node independent of the product joins its epilogue",
          test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
