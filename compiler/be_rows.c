@@ -792,9 +792,12 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
         k->colvar = s->nouter;
         k->cols = s->red[0];
         k->rsp.nv = s->nouter;
+    } else if (s->nouter < 1) { /* one element: a column loop of one, which nothing walks */
+        k->nvars = 1;
+        k->colvar = 0;
+        k->cols = 1;
+        k->rsp.nv = 0;
     } else {
-        if (s->nouter < 1)
-            return be_error(c, K, "a kernel without loops is not supported yet");
         k->colvar = s->nouter - 1;
         k->cols = s->outer[s->nouter - 1];
         k->rsp.nv = s->nouter - 1;
@@ -805,7 +808,7 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
      * (1024, 1024) is one loop of 2^20) walks sticks only within a row of
      * that dimension: cut it back into rows x that dimension. */
     ir_index split[IR_MAX_VARS];
-    int64_t inner = K->kind == IR_POINTWISE ? rk_split_cols(c, K, k->colvar) : 0;
+    int64_t inner = K->kind == IR_POINTWISE && s->nouter ? rk_split_cols(c, K, k->colvar) : 0;
     if (inner) {
         for (int v = 0; v < k->nvars; v++)
             split[v] = ir_idx_var(v + (v >= k->colvar));
@@ -948,6 +951,8 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
     /* temps: a tile per cell (per-row and per-column temps take one too),
      * as many cells as a chunk's evaluation uses (rk_measure) */
     *per_row += k->ntemps * k->G * sb;
+    if (!*per_row) /* nothing per row (a copy of one element): a row still counts a stick */
+        *per_row = sb;
 }
 
 /* Estimated cycles of a row kernel on `cores` cores: the slowest of a

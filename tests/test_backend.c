@@ -1030,6 +1030,19 @@ static void test_reductions_over_a_single_row_validate(void)
     CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
 }
 
+/* Kernels of one element (no loops left): a column loop of one. */
+static void test_one_element_kernels_validate(void)
+{
+    const char *one = "graph one\ninput %x: f32[1, 1]\ninput %s: f32[]\n%y: f32[1, 1] = aten.mul.Tensor(%x, %s)\n"
+                      "%z: f32[1, 1] = aten.exp.default(%y)\noutput %z\n";
+    const char *zd = "graph zd\ninput %x: f32[]\n%y: f32[] = aten.relu.default(%x)\noutput %y\n";
+    const char *copy = "graph cp\ninput %a: f32[2, 64]\ninput %s: f32[1]\n%v: f32[1] = aten._unsafe_view.default(%s, [1])\n"
+                       "%r: f32[2, 64] = aten.relu.default(%a)\noutput %v, %r\n";
+    CU_ASSERT_EQUAL(run_text(one, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(zd, "spyre-4core"), 0);
+    CU_ASSERT_EQUAL(run_text(copy, "spyre"), 0);
+}
+
 static void test_returning_an_input_is_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
@@ -1234,6 +1247,7 @@ int main(void)
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
+        {"one-element kernels validate", test_one_element_kernels_validate},
         {"reductions over a single row validate", test_reductions_over_a_single_row_validate},
         {"a scalar read for every element validates", test_a_scalar_read_for_every_element_validates},
         {"a pointwise node independent of the product joins its epilogue",
