@@ -858,22 +858,17 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
         rn->dram = c->lay[N->out].dram;
         if (rn->dram && !w.failed) {
             char why[256];
-            if (be_view_of(c, N->out, &rn->store, k->nvars, rn->cls == BE_V_TILE ? k->colvar : -1, &rn->sv, why,
-                           sizeof why)) {
+            /* a result its layout cannot take as the kernel walks it (a transposed
+             * store, a per-row value inside a stick) goes through a staged copy
+             * of its buffer in LX, restickified element by element (sfp.rst) */
+            rn->staged = be_view_of(c, N->out, &rn->store, k->nvars, rn->cls == BE_V_TILE ? k->colvar : -1, &rn->sv,
+                                    why, sizeof why) ||
+                         (rn->cls == BE_V_TILE && !be_lane_fits(c, N->out, &rn->store, k->cols)) ||
+                         (rn->cls == BE_V_ROW && rn->sv.lane);
+            if (rn->staged && c->lay[N->out].f32) {
                 free(w.produced);
                 free(seen);
                 return be_error(c, K, "storing %s: %s", p->bufs[N->out].name, why);
-            }
-            if (rn->cls == BE_V_TILE && !be_lane_fits(c, N->out, &rn->store, k->cols)) {
-                free(w.produced);
-                free(seen);
-                return be_error(c, K, "storing %s: the row runs past its stick dimension (needs a restickify)",
-                                p->bufs[N->out].name);
-            }
-            if (rn->cls == BE_V_ROW && rn->sv.lane) {
-                free(w.produced);
-                free(seen);
-                return be_error(c, K, "storing per-row %s inside a stick (not supported yet)", p->bufs[N->out].name);
             }
         }
     }
@@ -953,6 +948,9 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
     *per_row += k->ntemps * k->G * sb;
     if (!*per_row) /* nothing per row (a copy of one element): a row still counts a stick */
         *per_row = sb;
+    for (int j = 0; j < k->nn; j++) /* staged results: a copy of the whole buffer */
+        if (k->nodes[j].dram && k->nodes[j].staged)
+            *fixed += be_buf_bytes(k->c, k->c->p->nodes[k->nodes[j].node].out);
 }
 
 /* Estimated cycles of a row kernel on `cores` cores: the slowest of a
@@ -1139,8 +1137,16 @@ int be_rows_plan(be_ctx *c, int pos)
                           w->cores);
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
-        if (!rc && !w->cores)
+        if (!rc && !w->cores) {
             w->cores = rows_cores(c, &k);
+            /* a staged result's sticks run across rows: every core's part a
+             * whole number of sticks' rows, else one core */
+            int staged = 0;
+            for (int j = 0; j < k.nn; j++)
+                staged |= k.nodes[j].dram && k.nodes[j].staged;
+            while (staged && w->cores > 1 && k.rows % ((int64_t)w->cores * c->t.lanes16))
+                w->cores--;
+        }
         int64_t R = 0, rt = 0, stage = 0;
         if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
             int64_t r0;
@@ -1160,6 +1166,10 @@ int be_rows_plan(be_ctx *c, int pos)
                 if (k.loads[i].staged)
                     be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
                             c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
+            for (int j = 0; j < k.nn; j++)
+                if (k.nodes[j].dram && k.nodes[j].staged)
+                    be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
+                            c->p->bufs[c->p->nodes[k.nodes[j].node].out].name);
         }
     }
     rk_free(&k);
@@ -1173,8 +1183,77 @@ typedef struct {
     int64_t part0;        /* the core's first row */
     int full[2], done[2], empty[2];
     int64_t chunk;
+    int64_t *ostage;      /* per node: LX of the staged copy of its buffer (staged stores) */
+    int64_t **ocount;     /* ... elements written per stick of it */
+    int strd;             /* sfp0 -> dmao: the staged copies are complete */
     be_tile T;
 } rk_core;
+
+/* A staged result's elements for rows [r0, r0 + n) from the value at lx
+ * (TILE: group stride gs; ROW: one element per row at lane `lane`) into
+ * the staged copy of its buffer, counting the elements each stick gets. */
+static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t r0, int64_t n)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    const rk_node *rn = &k->nodes[j];
+    const int out = c->p->nodes[rn->node].out;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, ncols = rn->cls == BE_V_TILE ? k->cols : 1;
+    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
+    be_rst r;
+    be_rst_begin(&r, rc->e, 0);
+    for (int64_t g = 0; g * lanes < ncols; g++)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t cnt = cc_min(lanes, ncols - g * lanes), rest = r0 + i;
+            for (int vv = k->rsp.nv - 1; vv >= 0; vv--) {
+                val[k->rsp.var[vv]] = rest % k->rsp.ext[vv];
+                rest /= k->rsp.ext[vv];
+            }
+            for (int64_t l = 0; l < cnt; l++) {
+                val[k->colvar] = g * lanes + l;
+                int64_t off = be_elem_off(c, out, be_index_at(&rn->store, k->nvars, val));
+                rc->ocount[j][off / sb]++;
+                dst[l] = rc->ostage[j] + off;
+                src[l] = rn->cls == BE_V_TILE ? v->lx + g * gs + i * sb + l * 2
+                                              : v->lx + (v->cls == BE_V_ROW ? i * sb : 0) + v->lane * 2;
+            }
+            be_rst_row(&r, dst, src, cnt);
+        }
+    be_rst_flush(&r);
+}
+
+/* Store the sticks of node j's staged copy this core wrote (dmao); each
+ * must be whole, else another core holds the rest of it. */
+static int rk_store_staged(rk_core *rc, int j)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    const int out = c->p->nodes[k->nodes[j].node].out;
+    const be_layout *L = &c->lay[out];
+    const ir_buf *B = &c->p->bufs[out];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, sticks = be_buf_bytes(c, out) / sb;
+    const int64_t dimlen = B->type.rank ? B->type.shape[L->stick_dim] : 1;
+    for (int64_t st = 0; st < sticks;) {
+        if (!rc->ocount[j][st]) {
+            st++;
+            continue;
+        }
+        int64_t s1 = st;
+        while (s1 < sticks && rc->ocount[j][s1] && s1 - st < 65535) {
+            int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
+            if (rc->ocount[j][s1] != valid)
+                return be_error(c, k->K,
+                                "storing %s: core %d writes %" PRId64 " of the %" PRId64
+                                " elements of a stick (the rest is another core's; not supported yet)",
+                                B->name, rc->e->core, rc->ocount[j][s1], valid);
+            s1++;
+        }
+        cc_dma_shape sh = cc_dma_groups(s1 - st, 1, 0, 0);
+        cc_emit_dma(rc->e, ISA_OP_DMA_ST, cc_abs((int64_t)L->off + st * sb), cc_abs(rc->ostage[j] + st * sb), &sh);
+        st = s1;
+    }
+    return 0;
+}
 
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
  * column, into the slot at lx (sfp0), from the sticks of its buffer this
@@ -1496,6 +1575,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     }
     be_val nv[64];
     int failed = rk_eval_nodes(k, T, nv) != 0;
+    for (int j = 0; j < k->nn && !failed && j < 64; j++)
+        if (k->nodes[j].dram && k->nodes[j].staged)
+            rk_scatter(rc, j, &nv[j], gs, r0, n);
     cc_emit_sig(e, u, rc->done[s]);
 
     /* stores */
@@ -1503,7 +1585,7 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     for (int j = 0; j < k->nn && !failed && j < 64; j++) {
         rk_node *rn = &k->nodes[j];
         int64_t ng = rn->cls == BE_V_TILE ? k->G : 1;
-        if (rn->dram)
+        if (rn->dram && !rn->staged)
             be_dma_rows(c, e, ISA_OP_DMA_ST, nv[j].lx, gs, &rn->sv, &k->rsp, r0, n, ng);
     }
     for (int j = 0; j < k->nn && !failed && j < 64; j++) { /* after the DRAM stores, which take longer */
@@ -1582,7 +1664,19 @@ int be_rows_emit(be_ctx *c, int pos)
         for (int i = 0; i < k.nl; i++)
             if (k.loads[i].gather)
                 k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
-        rc.slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads and row numbers, above */
+        rc.ostage = ir_xalloc((size_t)(k.nn + 1) * sizeof *rc.ostage);
+        rc.ocount = ir_xalloc((size_t)(k.nn + 1) * sizeof *rc.ocount);
+        int nstaged = 0;
+        for (int j = 0; j < k.nn; j++)
+            if (k.nodes[j].dram && k.nodes[j].staged) {
+                int64_t bytes = be_buf_bytes(c, c->p->nodes[k.nodes[j].node].out);
+                rc.ostage[j] = cc_lx_alloc(e, bytes, "restickify: staged result");
+                rc.ocount[j] = ir_xalloc((size_t)(bytes / sb + 1) * sizeof **rc.ocount);
+                nstaged++;
+            }
+        if (nstaged)
+            rc.strd = cc_tok_alloc(e, "staged results written");
+        rc.slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads, row numbers, staged results */
         rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
         for (int s = 0; s < 2; s++) {
@@ -1621,12 +1715,23 @@ int be_rows_emit(be_ctx *c, int pos)
                 be_stage_load(c, e, c->p->A.e[k.loads[i].ids].buf, k.loads[i].stage);
         for (int64_t r = r0; r < r0 + rt; r += R)
             rk_chunk(&rc, r, cc_min(R, r0 + rt - r));
+        if (nstaged) { /* the staged copies, complete on sfp0, stored whole sticks at a time */
+            cc_emit_sig(e, ISA_U_SFP0, rc.strd);
+            cc_emit_wait(e, ISA_U_DMAO, rc.strd);
+            for (int j = 0; j < k.nn && !rc_; j++)
+                if (k.nodes[j].dram && k.nodes[j].staged)
+                    rc_ = rk_store_staged(&rc, j);
+        }
         for (int s = 0; s < 2; s++)
             cc_emit_wait(e, ISA_U_DMAI, rc.empty[s]);
         cc_kernel_end(e);
         free(rc.T.memo);
         free(rc.T.memo_id);
         free(rc.T.refs);
+        for (int j = 0; j < k.nn; j++)
+            free(rc.ocount[j]);
+        free(rc.ocount);
+        free(rc.ostage);
         if (cc_emit_failed(e) || (c->err && c->err[0]))
             rc_ = -1;
     }

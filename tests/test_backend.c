@@ -1043,6 +1043,27 @@ static void test_one_element_kernels_validate(void)
     CU_ASSERT_EQUAL(run_text(copy, "spyre"), 0);
 }
 
+/* Reductions over the first dimension: a per-row result (one element per
+ * column of x) whose layout runs along the kernel's rows, stored through
+ * a staged copy; on cores whose parts are whole sticks of rows. */
+static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_copy(void)
+{
+    const char *text = "graph cs\ninput %x: f32[256, 128]\ninput %y: f32[512, 64]\n"
+                       "%s: f32[1, 128] = aten.sum.dim_IntList(%x, [0], True)\n"
+                       "%m: f32[64] = aten.amax.default(%y, [0])\noutput %s, %m\n";
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(text, "cs.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "result s (stored through a staged copy)"));
+    free(rep);
+    cc_result_free(r);
+    cc_graph_free(g);
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
 static void test_returning_an_input_is_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
@@ -1247,6 +1268,8 @@ int main(void)
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
         {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
+        {"a reduction over the first dimension stores through a staged copy",
+         test_a_reduction_over_the_first_dimension_stores_through_a_staged_copy},
         {"one-element kernels validate", test_one_element_kernels_validate},
         {"reductions over a single row validate", test_reductions_over_a_single_row_validate},
         {"a scalar read for every element validates", test_a_scalar_read_for_every_element_validates},
