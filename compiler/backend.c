@@ -269,6 +269,37 @@ void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const
     }
 }
 
+/* Store the sticks of buf's staged copy (at stage) that this core wrote,
+ * count[s] elements of stick s (dmao); each must be whole (its valid
+ * lanes all written here), else another core would hold the rest. */
+int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t stage, const int64_t *count)
+{
+    const be_layout *L = &c->lay[buf];
+    const ir_buf *B = &c->p->bufs[buf];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, sticks = be_buf_bytes(c, buf) / sb;
+    const int64_t dimlen = B->type.rank ? B->type.shape[L->stick_dim] : 1;
+    for (int64_t st = 0; st < sticks;) {
+        if (!count[st]) {
+            st++;
+            continue;
+        }
+        int64_t s1 = st;
+        while (s1 < sticks && count[s1] && s1 - st < 65535) {
+            int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
+            if (count[s1] != valid)
+                return be_error(c, K,
+                                "storing %s: core %d writes %" PRId64 " of the %" PRId64
+                                " elements of a stick (the rest is another core's; not supported yet)",
+                                B->name, e->core, count[s1], valid);
+            s1++;
+        }
+        cc_dma_shape sh = cc_dma_groups(s1 - st, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_ST, cc_abs((int64_t)L->off + st * sb), cc_abs(stage + st * sb), &sh);
+        st = s1;
+    }
+    return 0;
+}
+
 /* ---- layout ---- */
 
 /* The name a DRAM buffer's tensor gets: a graph output's value name, else

@@ -162,6 +162,10 @@ void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi);
 int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi);
 /* Load a buffer's whole device layout from DRAM into LX at lx (dmai). */
 void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx);
+/* Store the sticks of buf's staged copy in LX (at stage) this core wrote,
+ * count[s] elements of stick s, with dmao; -1 with an error naming the
+ * kernel when a stick is not whole (another core holds the rest). */
+int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t stage, const int64_t *count);
 /* Device bytes of a buffer that goes through DRAM. */
 int64_t be_buf_bytes(const be_ctx *c, int buf);
 

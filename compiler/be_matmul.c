@@ -1168,40 +1168,6 @@ static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, in
     be_rst_flush(&r);
 }
 
-/* Store the sticks of node j's staged copy that this core wrote; each
- * must be whole (its valid lanes all written here), else another core
- * would hold the rest. */
-static int mm_store_staged(mm_core *mc, int j)
-{
-    const mm_plan *m = mc->m;
-    be_ctx *c = m->c;
-    const int out = c->p->nodes[m->ep.nodes[j].node].out;
-    const be_layout *L = &c->lay[out];
-    const ir_buf *B = &c->p->bufs[out];
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16, sticks = be_buf_bytes(c, out) / sb;
-    const int64_t dimlen = B->type.rank ? B->type.shape[L->stick_dim] : 1;
-    for (int64_t st = 0; st < sticks;) {
-        if (!mc->ocount[j][st]) {
-            st++;
-            continue;
-        }
-        int64_t s1 = st;
-        while (s1 < sticks && mc->ocount[j][s1] && s1 - st < 65535) {
-            int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
-            if (mc->ocount[j][s1] != valid)
-                return be_error(c, m->K,
-                                "storing %s: core %d writes %" PRId64 " of the %" PRId64
-                                " elements of a stick (the rest is another core's; not supported yet)",
-                                B->name, mc->e->core, mc->ocount[j][s1], valid);
-            s1++;
-        }
-        cc_dma_shape sh = cc_dma_groups(s1 - st, 1, 0, 0);
-        cc_emit_dma(mc->e, ISA_OP_DMA_ST, cc_abs((int64_t)L->off + st * sb), cc_abs(mc->ostage[j] + st * sb), &sh);
-        st = s1;
-    }
-    return 0;
-}
-
 /* Split-K, on the ring unit once this core's PTs are done with the block:
  * tell part ik + 1 that this core's sums are final (rdy), wait for its
  * ring.red into them (red; part 0's sfp0 waits for that one itself), then
@@ -1643,7 +1609,7 @@ int be_matmul_emit(be_ctx *c, int pos)
             cc_emit_wait(e, ISA_U_DMAO, mc.strd);
             for (int j = 0; j < m.ep.nn && !rc; j++)
                 if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
-                    rc = mm_store_staged(&mc, j);
+                    rc = be_store_staged(c, m.K, e, c->p->nodes[m.ep.nodes[j].node].out, mc.ostage[j], mc.ocount[j]);
         }
         for (int s = 0; s < 2; s++) {
             for (int u = 0; u < mc.nc; u++) {

@@ -1222,39 +1222,6 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     be_rst_flush(&r);
 }
 
-/* Store the sticks of node j's staged copy this core wrote (dmao); each
- * must be whole, else another core holds the rest of it. */
-static int rk_store_staged(rk_core *rc, int j)
-{
-    rk_plan *k = rc->k;
-    be_ctx *c = k->c;
-    const int out = c->p->nodes[k->nodes[j].node].out;
-    const be_layout *L = &c->lay[out];
-    const ir_buf *B = &c->p->bufs[out];
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16, sticks = be_buf_bytes(c, out) / sb;
-    const int64_t dimlen = B->type.rank ? B->type.shape[L->stick_dim] : 1;
-    for (int64_t st = 0; st < sticks;) {
-        if (!rc->ocount[j][st]) {
-            st++;
-            continue;
-        }
-        int64_t s1 = st;
-        while (s1 < sticks && rc->ocount[j][s1] && s1 - st < 65535) {
-            int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
-            if (rc->ocount[j][s1] != valid)
-                return be_error(c, k->K,
-                                "storing %s: core %d writes %" PRId64 " of the %" PRId64
-                                " elements of a stick (the rest is another core's; not supported yet)",
-                                B->name, rc->e->core, rc->ocount[j][s1], valid);
-            s1++;
-        }
-        cc_dma_shape sh = cc_dma_groups(s1 - st, 1, 0, 0);
-        cc_emit_dma(rc->e, ISA_OP_DMA_ST, cc_abs((int64_t)L->off + st * sb), cc_abs(rc->ostage[j] + st * sb), &sh);
-        st = s1;
-    }
-    return 0;
-}
-
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
  * column, into the slot at lx (sfp0), from the sticks of its buffer this
  * chunk reads, staged at st: group g's layout rows lo[g].. at st + go[g]. */
@@ -1720,7 +1687,7 @@ int be_rows_emit(be_ctx *c, int pos)
             cc_emit_wait(e, ISA_U_DMAO, rc.strd);
             for (int j = 0; j < k.nn && !rc_; j++)
                 if (k.nodes[j].dram && k.nodes[j].staged)
-                    rc_ = rk_store_staged(&rc, j);
+                    rc_ = be_store_staged(c, k.K, e, c->p->nodes[k.nodes[j].node].out, rc.ostage[j], rc.ocount[j]);
         }
         for (int s = 0; s < 2; s++)
             cc_emit_wait(e, ISA_U_DMAI, rc.empty[s]);
