@@ -32,7 +32,7 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
  * and what the codegen pass measured in each kernel's instructions.  It
  * stays with the result after cc_codegen (freed by cc_result_free). */
 typedef struct {
-    char tiles[192];     /* be_note(..., BE_NOTE_TILES, ...) */
+    char tiles[384];     /* be_note(..., BE_NOTE_TILES, ...) */
     char restick[256];   /* be_note(..., BE_NOTE_RESTICK, ...), ", "-separated */
     int nrestick;
     char lxread[256];    /* be_note(..., BE_NOTE_LXREAD, ...), ", "-separated */
@@ -560,14 +560,14 @@ static int workdiv_override(be_ctx *c, const char *text)
     if (a < 1 || b < 1 || gk < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0 || *q)
         return be_error(c, K, "work_div \"%s\": %s", spec,
                         K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K "
-                                               "in GK parts too, e.g. 1x4x8) or GMx1r (B "
-                                               "broadcast over the ring), optionally /MBxNBSxKC (block rows x block "
+                                               "in GK parts too, e.g. 1x4x8), GMx1r (B "
+                                               "broadcast over the ring) or GMxGNr (a grid over the ring, e.g. 8x4r), optionally /MBxNBSxKC (block rows x block "
                                                "sticks x K chunk rows, e.g. 2x4/64x4x256), optionally +nokeep"
                                              : "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per "
                                                "chunk, e.g. 16/32), optionally +nokeep");
-    if (ring && (b != 1 || a != (int64_t)c->cfg->cores))
-        return be_error(c, K, "work_div \"%s\": B broadcast over the ring takes every core, %ux1r on %s", spec,
-                        (unsigned)c->cfg->cores, c->cfg->name);
+    if (ring && a * b != (int64_t)c->cfg->cores)
+        return be_error(c, K, "work_div \"%s\": a matmul over the ring takes every core (%ux1r, or GMxGNr with GM x "
+                        "GN = %u) on %s", spec, (unsigned)c->cfg->cores, (unsigned)c->cfg->cores, c->cfg->name);
     if (a * b * gk > (int64_t)c->cfg->cores)
         return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b * gk,
                         (unsigned)c->cfg->cores, c->cfg->name);

@@ -32,6 +32,7 @@
  *         cempty[s][u] (every u) */
 #include "backend.h"
 
+#include <assert.h>
 #include <float.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -58,6 +59,17 @@ typedef struct {
 } mm_plan;
 
 static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+
+/* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */
+#define RG_MAX_GN 8
+
+/* Rows of a block as segments of the row space: segment s is rows
+ * [row[s], row[s] + len[s]) at row off[s] of the block (a grid over the
+ * ring computes several cores' parts; other blocks are one segment). */
+typedef struct {
+    int n;
+    int64_t row[RG_MAX_GN], off[RG_MAX_GN], len[RG_MAX_GN];
+} mm_rows;
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
 static void mm_set_gk(mm_plan *m, int64_t gk)
@@ -580,7 +592,7 @@ static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
 static int mm_aligned_a(const mm_plan *m, int pos)
 {
     const be_work *w = &m->c->work[pos];
-    if (w->gn != 1 || w->gk > 1 || m->nbatch != 1 || m->ag)
+    if ((w->gn != 1 && !w->bcast) || w->gk > 1 || m->nbatch != 1 || m->ag)
         return 0;
     rk_plan a = {0};
     a.c = m->c;
@@ -591,10 +603,13 @@ static int mm_aligned_a(const mm_plan *m, int pos)
     return be_rows_aligned(&a, m->mm->a, &m->av);
 }
 
-static int mm_aligned_tile(const mm_plan *m, int pos, int buf, const be_view *v)
+/* ... a tile the epilogue reads (out 0) or writes (out 1): a grid over
+ * the ring (gm x gn r) computes other cores' rows, so it reads their
+ * tiles from DRAM, and sends its results to the cores that keep them. */
+static int mm_aligned_tile(const mm_plan *m, int pos, int buf, const be_view *v, int out)
 {
     const be_work *w = &m->c->work[pos];
-    return w->gn == 1 && w->gk <= 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v);
+    return (w->gn == 1 || (w->bcast && out)) && w->gk <= 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v);
 }
 
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
@@ -612,13 +627,13 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
         const int buf = c->p->A.e[L->e].buf;
-        a[(*n)++] = (be_access){buf, 0, L->cls == BE_V_TILE && !L->staged && !L->gather && mm_aligned_tile(&m, pos, buf, &L->v)};
+        a[(*n)++] = (be_access){buf, 0, L->cls == BE_V_TILE && !L->staged && !L->gather && mm_aligned_tile(&m, pos, buf, &L->v, 0)};
     }
     for (int j = 0; j < m.ep.nn; j++) {
         const rk_node *rn = &m.ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         if (rn->dram)
-            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv)};
+            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1)};
     }
     mm_free(&m);
     *out = a;
@@ -791,6 +806,140 @@ static int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
     return found ? 0 : -1;
 }
 
+/* ---- A grid over the ring (be_work.bcast with gn > 1) ----
+ *
+ * The chip's cores as a gm x gn grid, column j the ring's stretch of
+ * cores j * gm .. j * gm + gm - 1; core j * gm + i computes grid row i
+ * (the parts of M, as a cores x 1 grid cuts it, of cores i, i + gm, ...,
+ * i + (gn - 1) * gm) times column block j of N, K whole in chunks:
+ *   - A: each core loads (or takes from the LX region an earlier kernel
+ *     kept it in) the rows of its own part, chunk by chunk, and sends
+ *     them to the other gn - 1 cores of its grid row over the ring;
+ *   - B: column block j is read from DRAM once, by the middle core of
+ *     column j, and passed up and down the column piece by piece (no
+ *     two columns share a ring link, and the way is gm / 2 hops);
+ *   - results: every core's product covers gn cores' parts of the rows;
+ *     a result kept in LX goes to the core that keeps those rows (ring),
+ *     so later kernels find it aligned as after a cores x 1 grid.
+ * Each core holds its row group's A and its column block's B whole in
+ * LX (the same offsets on every core, where the others write), so no
+ * slot is reused and nothing needs a credit.  Against the broadcast to
+ * all cores (gm x 1r) a core forwards 1/gn of B plus its own A rows
+ * gn - 1 times, and a chunk is gm - 1 hops from DRAM instead of 31.
+ *
+ *   dmai: per chunk: (the middle core) dma.ld B's chunk, sig loaded;
+ *         its A rows into the row's A, sig aload (and aload_r: the ring
+ *         sends them)
+ *   ring: per chunk: the A rows to each partner q (token aarr[j] there);
+ *         per piece (a stick group of the chunk): wait arr (or loaded),
+ *         sig have[u] once corelet u's last piece is in, send it on
+ *         (the middle core: both ways);
+ *         at the end: wait rdone, kept results to their rows' cores
+ *   sfp1: per chunk: wait aarr[q] of every partner and aload; sig
+ *         abfull[u]
+ *   ptu:  per chunk: wait abfull[u], have[u]; pt.mm; sig mmd[u] at last
+ *   sfp0: the epilogue (wait mmd, efull); sig done / rdone
+ *   dmao: wait done; results to DRAM, the core's own rows of a kept one */
+#define RG_TOKENS (5 + 5 * 2 + RG_MAX_GN)
+
+/* Rows of part p: M cut in one part per core, as a cores x 1 grid (and
+ * the row kernels sharing its tensors) cut it. */
+static void rg_part(const mm_plan *m, int64_t p, int64_t *r0, int64_t *n)
+{
+    cc_split(m->M, (int64_t)m->c->cfg->cores, p, r0, n);
+}
+
+/* The rows of row i of the grid (cores i * gn .. i * gn + gn - 1, one
+ * per column): those cores' parts, one segment each, in column order. */
+static int64_t rg_rows(const mm_plan *m, int64_t gn, int64_t i, mm_rows *rs)
+{
+    int64_t at = 0;
+    rs->n = (int)gn;
+    for (int64_t j = 0; j < gn; j++) {
+        rg_part(m, i * gn + j, &rs->row[j], &rs->len[j]);
+        rs->off[j] = at;
+        at += rs->len[j];
+    }
+    return at;
+}
+
+/* LX of a core: its row group's A and column block's B whole, the block's
+ * result, epilogue operands and temps, the partial sums. */
+static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC)
+{
+    const int64_t sb = m->c->t.stick;
+    return (m->KG * MT + NS * m->Kd + MT) * sb + mm_cslot_bytes(m, MT, NS) + mm_p_bytes(m, MT, NS, KC);
+}
+
+/* Estimate as mm_bc_estimate: per chunk the slowest of the busier PT, the
+ * ring (B's pieces forwarded, the own A rows sent to gn - 1 partners) and
+ * the DRAM (B once, A once); plus the way of the first chunk down gm - 1
+ * hops and the epilogue's tail. */
+static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    const double sb = (double)t->stick, rbpc = (double)t->cfg->ring_bytes_per_cycle;
+    mm_split_block(m, tl);
+    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
+    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
+    double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
+                t->pt_insn_cycles + 2 * t->sync_cycles;
+    const double mp = (double)cc_ceil_div(m->M, (int64_t)t->cfg->cores), kg = (double)cc_ceil_div(tl->KC, t->lanes16);
+    double piece = t->dma_insn_cycles + (double)tl->KC * sb / rbpc;
+    double ring = (double)tl->NBS * piece + (double)(gn - 1) * (t->dma_insn_cycles + kg * mp * sb / rbpc);
+    double dram = t->dram_bytes_per_cycle > 0
+                      ? (double)(m->GN * m->Kd + m->M * m->KG) * sb / t->dram_bytes_per_cycle / (double)tl->nch
+                      : 0;
+    double step = pt > ring ? pt : ring;
+    step = step > dram ? step : dram;
+    double in = t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / t->dma_bytes_per_cycle +
+                (double)(gm - 1 + tl->NBS - 1) * piece;
+    double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
+                  (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    tl->cycles = (double)tl->nch * step + in + tail;
+    tl->bytes = (double)(m->GN * m->Kd + m->M * m->KG + m->M * m->GN) * sb;
+}
+
+/* The tiling of the grid over the ring, gm x gn on every core of the
+ * chip: the K chunk with the cheapest estimate that fits LX (or the one a
+ * work_div forces); -1 when the scheme does not apply. */
+static int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
+{
+    const be_ctx *c = m->c;
+    const int64_t cores = c->cfg->cores, lanes = c->t.lanes16, budget = be_lx_budget(c, m->ep.pos);
+    if (gn < 2 || gm < 2 || gn > RG_MAX_GN || gm * gn != cores || m->nbatch != 1 || m->ag || m->bg ||
+        m->stage_bytes || m->gk > 1 || m->M < cores || m->GN < gn || RG_TOKENS > (int)c->cfg->tokens)
+        return -1;
+    mm_tiling tl = {0};
+    for (int64_t i = 0; i < gm; i++) {
+        mm_rows rs;
+        tl.MB = cc_max(tl.MB, rg_rows(m, gn, i, &rs));
+    }
+    tl.NBS = cc_ceil_div(m->GN, gn);
+    const be_work *w = &c->work[m->ep.pos];
+    int found = 0;
+    for (int64_t ks = 1; ks <= cc_ceil_div(m->Kd, lanes); ks *= 2) {
+        tl.KC = cc_min(ks * lanes, m->Kd);
+        if (w->kc && (tl.KC != cc_min(w->kc, m->Kd) || (w->mb && w->mb != tl.MB) || (w->nbs && w->nbs != tl.NBS)))
+            continue;
+        tl.nch = cc_ceil_div(m->Kd, tl.KC);
+        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC) > budget)
+            continue;
+        mm_rg_estimate(m, gm, gn, &tl);
+        if (!found || tl.cycles < out->cycles)
+            *out = tl;
+        found = 1;
+    }
+    return found ? 0 : -1;
+}
+
+/* The tiling of a scheme over the ring: gm x 1r (B broadcast to every
+ * core) or gm x gn r (a grid over the ring). */
+static int mm_ring_tiling(const mm_plan *m, const be_work *w, mm_tiling *tl)
+{
+    return w->gn > 1 ? mm_rg_tiling(m, w->gm, w->gn, tl) : mm_bc_tiling(m, w->gm, tl);
+}
+
 double be_matmul_estimate(be_ctx *c, int pos)
 {
     mm_plan m;
@@ -800,7 +949,7 @@ double be_matmul_estimate(be_ctx *c, int pos)
         mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
         mm_tiling tl;
         if (c->work[pos].bcast)
-            e = mm_bc_tiling(&m, c->work[pos].gm, &tl) ? DBL_MAX : tl.cycles;
+            e = mm_ring_tiling(&m, &c->work[pos], &tl) ? DBL_MAX : tl.cycles;
         else
             e = mm_cost(&m, c->work[pos].gm, c->work[pos].gn, &bytes);
     }
@@ -910,9 +1059,10 @@ int be_matmul_plan(be_ctx *c, int pos)
          * cost model prefers it or a work_div asks for it (GMx1r) */
         if (!rc && over && w->bcast) {
             mm_tiling tl;
-            if (mm_bc_tiling(&m, w->gm, &tl))
-                rc = be_error(c, m.K, "work_div %" PRId64 "x1r: B cannot be broadcast over the ring here (a batch, "
-                              "a restickified operand, fewer rows than cores, or no tiling that fits LX)", w->gm);
+            if (mm_ring_tiling(&m, w, &tl))
+                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "r: %s cannot run over the ring here (a batch, "
+                              "a restickified operand or staged result, fewer rows than cores, or no tiling that "
+                              "fits LX)", w->gm, w->gn, w->gn > 1 ? "the grid" : "B");
             best = rc ? DBL_MAX : tl.cycles;
         } else if (!over) {
             w->bcast = 0;
@@ -927,6 +1077,16 @@ int be_matmul_plan(be_ctx *c, int pos)
                 w->bcast = 1;
             }
         }
+        for (int64_t gn = 2; !rc && !over && best != DBL_MAX && gn <= RG_MAX_GN; gn++) {
+            mm_tiling tl;
+            if (cores % gn == 0 && !mm_rg_tiling(&m, cores / gn, gn, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
+                best = tl.cycles;
+                w->gm = cores / gn;
+                w->gn = gn;
+                w->gk = 1;
+                w->bcast = 1;
+            }
+        }
         mm_set_gk(&m, w->gk);
         w->cores = (int)(w->gm * w->gn * w->gk);
         w->est_cycles = best;
@@ -934,7 +1094,7 @@ int be_matmul_plan(be_ctx *c, int pos)
         w->cols = m.N;
         int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0;
         mm_tiling tl;
-        if (!rc && !(w->bcast ? mm_bc_tiling(&m, w->gm, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
+        if (!rc && !(w->bcast ? mm_ring_tiling(&m, w, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
             char kb[96], sp[96];
             if (w->gk > 1)
                 snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
@@ -954,7 +1114,11 @@ int be_matmul_plan(be_ctx *c, int pos)
                     " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
                     mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m.N), kb, sp,
                     m.nbatch > 1 ? ", per batch index" : "",
-                    w->bcast ? ", B broadcast over the ring (each chunk read from DRAM once)" : "", best);
+                    !w->bcast     ? ""
+                    : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
+                                 : ", A shared in rows of the grid and B passed down its columns over the ring (each "
+                                   "read from DRAM once), results to the cores keeping their rows",
+                    best);
         }
         if (!rc && m.ag)
             be_note(c, pos, BE_NOTE_RESTICK, m.aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
@@ -1201,6 +1365,86 @@ static void mm_splitk_reduce(mm_core *mc)
     }
 }
 
+/* Load the epilogue's operands of the block (rows rs, i0 the first
+ * within the core's part of a kept tensor, sticks from g0) into LX from
+ * at (dmai) and bind them (base: where each went, if wanted); returns
+ * the LX after them. */
+static int64_t mm_ep_load(mm_core *mc, const mm_rows *rs, int64_t i0, int64_t g0, int64_t nbs, int64_t at,
+                          int64_t *base)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, MB = mc->MB;
+    rk_plan *k = &m->ep;
+    be_tile *T = &mc->T;
+    T->nmemo = 0;
+    for (int i = 0; i < k->nl; i++) {
+        rk_load *L = &k->loads[i];
+        be_view v = L->cls == BE_V_ROW ? L->v : shifted(&L->v, g0);
+        be_val val = {L->cls, 0, at, L->v.lane};
+        if (base)
+            base[i] = at;
+        if (L->res) {
+            assert(rs->n == 1);
+            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, i0, rs->len[0], g0, nbs, at, MB * sb);
+            at += mc->NBS * MB * sb;
+        } else if (L->cls == BE_V_COL) {
+            be_dma_rows(c, e, ISA_OP_DMA_LD, at, sb, &v, &k->rsp, rs->row[0], 1, nbs);
+            at += mc->NBS * sb;
+        } else {
+            for (int s = 0; s < rs->n; s++)
+                be_dma_rows(c, e, ISA_OP_DMA_LD, at + rs->off[s] * sb, MB * sb, &v, &k->rsp, rs->row[s], rs->len[s],
+                            L->cls == BE_V_TILE ? nbs : 1);
+            at += (L->cls == BE_V_TILE ? mc->NBS : 1) * MB * sb;
+        }
+        be_bind(T, L->e, &val);
+    }
+    return at;
+}
+
+/* Bind the epilogue's operands loaded at base (mm_ep_load) for the rows
+ * from row off of the block. */
+static void mm_ep_rebind(mm_core *mc, const int64_t *base, int64_t off)
+{
+    const rk_plan *k = &mc->m->ep;
+    mc->T.nmemo = 0;
+    for (int i = 0; i < k->nl; i++) {
+        const rk_load *L = &k->loads[i];
+        be_val v = {L->cls, 0, base[i] + (L->cls == BE_V_COL ? 0 : off * mc->m->c->t.stick), L->v.lane};
+        be_bind(&mc->T, L->e, &v);
+    }
+}
+
+/* The epilogue over the block's product (DL16 at C, mb rows x nbs
+ * sticks; temps from top up to end): each node's value, a tile, into
+ * vals (the SFP of T's corelet). */
+static int mm_ep_eval(mm_core *mc, int64_t mb, int64_t nbs, int64_t top, int64_t C, int64_t end, be_val *vals)
+{
+    rk_plan *k = &mc->m->ep;
+    be_tile *T = &mc->T;
+    T->R = mb;
+    T->G = nbs;
+    T->top = top;
+    T->end = end;
+    T->acc.cls = BE_V_TILE;
+    T->acc.lx = C;
+    T->acc.lane = 0;
+    for (int j = 0; j < k->nn && j < 64; j++) {
+        be_val v;
+        if (be_eval(T, k->nodes[j].expr, &v))
+            return -1;
+        if (v.cls != BE_V_TILE) {
+            be_val w;
+            if (be_widen(T, &v, BE_V_TILE, &w))
+                return -1;
+            v = w;
+        }
+        vals[j] = v;
+    }
+    return 0;
+}
+
 static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
 {
     mm_plan *m = mc->m;
@@ -1215,28 +1459,10 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     rk_plan *k = &m->ep;
 
     /* the epilogue's operands into C slot q */
-    be_tile *T = &mc->T;
-    T->nmemo = 0;
     cc_emit_wait(e, ISA_U_DMAI, mc->eempty[q]);
-    for (int i = 0; i < k->nl && !mc->ik; i++) { /* split-K: only part 0 runs the epilogue */
-        rk_load *L = &k->loads[i];
-        be_view v = L->cls == BE_V_ROW ? L->v : shifted(&L->v, g0);
-        be_val val = {L->cls, 0, at, L->v.lane};
-        if (L->res) {
-            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, m0 - mc->m0, mb, g0, nbs, at, MB * sb);
-            at += mc->NBS * MB * sb;
-        } else if (L->cls == BE_V_TILE) {
-            be_dma_rows(c, e, ISA_OP_DMA_LD, at, MB * sb, &v, &k->rsp, arow, mb, nbs);
-            at += mc->NBS * MB * sb;
-        } else if (L->cls == BE_V_COL) {
-            be_dma_rows(c, e, ISA_OP_DMA_LD, at, sb, &v, &k->rsp, arow, 1, nbs);
-            at += mc->NBS * sb;
-        } else {
-            be_dma_rows(c, e, ISA_OP_DMA_LD, at, MB * sb, &v, &k->rsp, arow, mb, 1);
-            at += MB * sb;
-        }
-        be_bind(T, L->e, &val);
-    }
+    const mm_rows rs = {1, {arow}, {0}, {mb}};
+    if (!mc->ik) /* split-K: only part 0 runs the epilogue */
+        at = mm_ep_load(mc, &rs, m0 - mc->m0, g0, nbs, at, NULL);
     cc_emit_sig(e, ISA_U_DMAI, mc->efull[q]);
 
     /* K in chunks through the A/B slots; corelet c computes its part of
@@ -1366,26 +1592,9 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
             cc_emit_sfp(e, &cv);
         }
     }
-    T->R = mb;
-    T->G = nbs;
-    T->top = at;
-    T->end = C + mc->cslot_bytes;
-    T->acc.cls = BE_V_TILE;
-    T->acc.lx = C;
-    T->acc.lane = 0;
     be_val vals[64];
-    for (int j = 0; j < k->nn && j < 64; j++) {
-        be_val v;
-        if (be_eval(T, k->nodes[j].expr, &v))
-            return -1;
-        if (v.cls != BE_V_TILE) {
-            be_val w;
-            if (be_widen(T, &v, BE_V_TILE, &w))
-                return -1;
-            v = w;
-        }
-        vals[j] = v;
-    }
+    if (mm_ep_eval(mc, mb, nbs, at, C, C + mc->cslot_bytes, vals))
+        return -1;
     for (int j = 0; j < k->nn && j < 64; j++)
         if (k->nodes[j].dram && k->nodes[j].staged)
             mm_scatter(mc, j, vals[j].lx, MB * sb, b, m0, mb, g0 * lanes, cols);
@@ -1405,6 +1614,272 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     for (int u = 0; u < mc->nc; u++)
         cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
     return 0;
+}
+
+/* A core of the grid over the ring (see mm_rg_tiling). */
+static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, gm = w->gm, gn = w->gn, i = core / gn, j = core % gn;
+    const int64_t mid = gm / 2; /* the column's loader */
+    mm_rows rs;
+    const int64_t mt = rg_rows(m, gn, i, &rs), p0 = rs.row[j], pn = rs.len[j], own = rs.off[j];
+    int64_t g0, ns;
+    cc_split(m->GN, gn, j, &g0, &ns);
+    cc_emit *e = &c->em[core];
+    e->lx_top = 0;
+    e->ntokens = 0;
+    mm_core mc;
+    memset(&mc, 0, sizeof mc);
+    mc.m = m;
+    mc.e = e;
+    mc.m0 = p0;
+    if (mm_rg_tiling(m, gm, gn, &mc.tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    const int64_t MT = mc.MB = mc.tl.MB, NS = mc.NBS = mc.tl.NBS, KC = mc.KC = mc.tl.KC;
+    mc.nch = mc.tl.nch;
+    mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
+    mc.cslot_bytes = mm_cslot_bytes(m, MT, NS);
+    /* allocated first and at their largest: the same offsets on every
+     * core, where the row's and the column's other cores write */
+    const int64_t AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
+    const int64_t BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
+    /* one row more: the epilogue of a piece puts its temps at its rows */
+    const int64_t C = cc_lx_alloc(e, mc.cslot_bytes + MT * sb, "matmul block");
+    if (mc.nch > 1)
+        mc.P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    int aarr[RG_MAX_GN];
+    for (int64_t q = 0; q < gn; q++)
+        aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
+    const int aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
+    const int aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
+    const int loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
+    const int arr = cc_tok_alloc(e, "B piece arrived (from the column)");
+    const int efull = cc_tok_alloc(e, "matmul epilogue operands full");
+    int abfull[2], have[2], mmd[2], done[2], rdone[2];
+    for (int u = 0; u < 2; u++) {
+        done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
+        rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
+        abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
+        have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+        mmd[u] = cc_tok_alloc(e, "matmul product done");
+    }
+    if (cc_emit_failed(e))
+        return -1;
+    mc.T.c = c;
+    mc.T.e = e;
+    mc.T.K = m->K;
+    mc.T.gs = MT * sb;
+    mc.T.rows_cap = MT;
+    mc.T.cols = m->N;
+    mc.T.acc_expr = m->acc;
+    cc_kernel_begin(e, m->K->name);
+
+    /* corelet u: rows from crow, sticks from cst (as mm_block_emit) */
+    int64_t crow[2] = {0, 0}, cnr[2] = {mt, 0}, cst[2] = {0, 0}, cns[2] = {ns, 0}, last[2];
+    if (mc.tl.split == SPLIT_ROWS) {
+        cnr[0] = cc_min(mc.tl.r0, mt);
+        crow[1] = mc.tl.r0;
+        cnr[1] = mt - mc.tl.r0;
+        cns[1] = ns;
+    } else if (mc.tl.split == SPLIT_STICKS) {
+        cns[0] = cc_min(mc.tl.s0, ns);
+        cst[1] = mc.tl.s0;
+        cns[1] = ns - mc.tl.s0;
+        cnr[1] = mt;
+    }
+    for (int u = 0; u < 2; u++)
+        last[u] = u >= mc.nc || cns[u] < 1 || cst[u] >= ns ? 0 : cc_min(ns, cst[u] + cns[u]) - 1;
+    /* pipe: the last chunk's product part by part (seg[u]: corelet u's
+     * parts), and each part's epilogue and results as soon as it is
+     * done, on its corelet's SFP; when the corelets split rows at a part's
+     * edge (or one corelet works) */
+    int nseg[2] = {0, 0}, seg[2][RG_MAX_GN];
+    int pipe = mc.nch > 1 && (mc.nc == 1 || mc.tl.split == SPLIT_ROWS);
+    for (int sg = 0; sg < rs.n && pipe; sg++) {
+        const int u = mc.nc > 1 && rs.off[sg] >= crow[1];
+        pipe = u ? rs.off[sg] >= crow[1] : rs.off[sg] + rs.len[sg] <= cnr[0];
+        seg[u][nseg[u]++] = sg;
+    }
+    /* B's way: from the middle core up and down the column */
+    int down[2] = {-1, -1};
+    if (i <= mid && i > 0)
+        down[0] = core - (int)gn;
+    if (i >= mid && i + 1 < gm)
+        down[1] = core + (int)gn;
+    const be_res *ra = m->ares ? &c->res[m->mm->a] : NULL;
+    const int64_t cols = cc_min(ns * lanes, m->N - g0 * lanes);
+    be_view bv0 = shifted(&m->bv, g0);
+    for (int64_t jc = 0; jc < mc.nch; jc++) {
+        const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), g = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+        const int64_t aoff = AG + (g * MT + own) * sb;
+        /* dmai: B's chunk (the middle core), then the own A rows */
+        if (i == mid) {
+            be_dma_rows(c, e, ISA_OP_DMA_LD, BW + k0 * sb, m->Kd * sb, &bv0, &m->brsp, k0, kc, ns);
+            cc_emit_sig(e, ISA_U_DMAI, loaded);
+        }
+        if (ra) {
+            be_res_copy(c, e, 0, m->mm->a, 0, pn, g, kg, aoff, MT * sb);
+        } else {
+            be_view av = shifted(&m->av, g);
+            be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, p0, pn, kg);
+            cc_emit_sig(e, ISA_U_DMAI, aload_r);
+        }
+        cc_emit_sig(e, ISA_U_DMAI, aload);
+        /* ring: the own A rows to the grid row's other cores (from the
+         * kept region directly), then B's pieces on down the column */
+        if (!ra)
+            cc_emit_wait(e, ISA_U_RING, aload_r);
+        for (int64_t d = 1; d < gn; d++) {
+            const int64_t q = (j + d) % gn;
+            cc_dma_shape sh = cc_dma_groups(pn, kg, MT * sb, ra ? ra->rows_cap * sb : MT * sb);
+            cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + q), aarr[j], cc_abs(aoff),
+                         cc_abs(ra ? ra->lx + g * ra->rows_cap * sb : aoff), &sh);
+        }
+        if (i == mid)
+            cc_emit_wait(e, ISA_U_RING, loaded);
+        for (int64_t pc = 0; pc < ns; pc++) {
+            if (i != mid)
+                cc_emit_wait(e, ISA_U_RING, arr);
+            for (int u = 0; u < mc.nc; u++)
+                if (jc == 0 ? pc >= cst[u] && pc < cst[u] + cns[u] : cns[u] > 0 && last[u] == pc)
+                    cc_emit_sig(e, ISA_U_RING, have[u]);
+            const int64_t at = BW + (pc * m->Kd + k0) * sb;
+            cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
+            for (int h = 0; h < 2; h++)
+                if (down[h] >= 0)
+                    cc_emit_ring(e, ISA_OP_RING_SEND, down[h], arr, cc_abs(at), cc_abs(at), &sh);
+        }
+        /* sfp1 collects the grid row's A rows of the chunk */
+        for (int64_t q = 0; q < gn; q++)
+            if (q != j)
+                cc_emit_wait(e, ISA_U_SFP1, aarr[q]);
+        cc_emit_wait(e, ISA_U_SFP1, aload);
+        for (int u = 0; u < mc.nc; u++)
+            cc_emit_sig(e, ISA_U_SFP1, abfull[u]);
+        const int first = jc == 0, lastc = jc == mc.nch - 1;
+        for (int u = 0; u < mc.nc; u++) {
+            const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+            cc_emit_wait(e, pt, abfull[u]);
+            const int parts = lastc && pipe;
+            /* the first chunk piece by piece, as its sticks come in: the
+             * corelets start a hop's worth of pieces earlier */
+            for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
+                cc_emit_wait(e, pt, have[u]);
+                const int64_t ncols = cc_min(sn * lanes, cols - s0 * lanes);
+                for (int r = 0; r < (parts ? nseg[u] : 1); r++) {
+                    const int64_t r0 = parts ? rs.off[seg[u][r]] : crow[u], rn = parts ? rs.len[seg[u][r]] : cnr[u];
+                    if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+                        const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
+                        cc_pt_args pa = {0};
+                        pa.c = u;
+                        pa.a = cc_abs(AG + (g * MT + r0) * sb);
+                        pa.b = cc_abs(BW + (s0 * m->Kd + k0) * sb);
+                        pa.m = rn;
+                        pa.n = ncols;
+                        pa.k = kc;
+                        pa.ds = pa.ps = pa.as = MT * sb;
+                        pa.bs = m->Kd * sb;
+                        pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
+                        pa.d = cc_abs(lastc ? C + (r0 + s0 * MT) * sb : mc.P + poff);
+                        pa.p = cc_abs(first ? 0 : mc.P + poff);
+                        if (first)
+                            pa.ps = 0;
+                        cc_emit_pt(e, &pa);
+                    }
+                    if (parts)
+                        cc_emit_sig(e, pt, mmd[u]);
+                }
+            }
+            if (lastc && !pipe)
+                cc_emit_sig(e, pt, mmd[u]);
+        }
+    }
+
+    /* the epilogue: operands (dmai), values (sfp), results (dmao: DRAM
+     * and the own rows of a kept one; ring: the other rows' cores), in
+     * pieces (pc_*: rows from off, segments [s0, s1) of rs, corelet u's
+     * SFP) in the order they complete */
+    int np = 0, pc_u[RG_MAX_GN], pc_s0[RG_MAX_GN], pc_s1[RG_MAX_GN];
+    if (pipe) {
+        for (int r = 0; r < rs.n; r++)
+            for (int u = 0; u < mc.nc; u++)
+                if (r < nseg[u]) {
+                    pc_u[np] = u;
+                    pc_s0[np] = seg[u][r];
+                    pc_s1[np++] = seg[u][r] + 1;
+                }
+    } else {
+        pc_u[0] = 0;
+        pc_s0[0] = 0;
+        pc_s1[0] = rs.n;
+        np = 1;
+    }
+    rk_plan *k = &m->ep;
+    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
+    const int64_t at = mm_ep_load(&mc, &rs, 0, g0, ns, C + NS * MT * sb, base);
+    int nres = 0, rc = 0;
+    for (int jj = 0; jj < k->nn && jj < 64; jj++)
+        nres += k->nodes[jj].res;
+    for (int u = 0; u < (pipe ? mc.nc : 1); u++)
+        cc_emit_sig(e, ISA_U_DMAI, efull);
+    int sfp_used[2] = {0, 0};
+    be_val vals[RG_MAX_GN][64];
+    for (int q = 0; q < np && !rc; q++) {
+        const int u = pc_u[q];
+        const isa_unit sfp = u ? ISA_U_SFP1 : ISA_U_SFP0;
+        const int64_t off = rs.off[pc_s0[q]], len = rs.off[pc_s1[q] - 1] + rs.len[pc_s1[q] - 1] - off;
+        if (pipe) {
+            cc_emit_wait(e, sfp, mmd[u]);
+        } else {
+            for (int v = 0; v < mc.nc; v++)
+                cc_emit_wait(e, sfp, mmd[v]);
+        }
+        if (!sfp_used[u]++)
+            cc_emit_wait(e, sfp, efull);
+        mc.T.corelet = u;
+        mm_ep_rebind(&mc, base, off);
+        rc = mm_ep_eval(&mc, len, ns, at + off * sb, C + off * sb, C + mc.cslot_bytes + MT * sb, vals[q]);
+        cc_emit_sig(e, sfp, done[u]);
+        if (nres)
+            cc_emit_sig(e, sfp, rdone[u]);
+    }
+    for (int q = 0; q < np && !rc; q++) {
+        const int64_t off = rs.off[pc_s0[q]];
+        cc_emit_wait(e, ISA_U_DMAO, done[pc_u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            be_view v = shifted(&rn->sv, g0);
+            for (int sg = pc_s0[q]; rn->dram && sg < pc_s1[q]; sg++)
+                be_dma_rows(c, e, ISA_OP_DMA_ST, vals[q][jj].lx + (rs.off[sg] - off) * sb, MT * sb, &v, &k->rsp,
+                            rs.row[sg], rs.len[sg], ns);
+            if (rn->res && j >= pc_s0[q] && j < pc_s1[q])
+                be_res_copy(c, e, 1, c->p->nodes[rn->node].out, 0, pn, g0, ns, vals[q][jj].lx + (own - off) * sb,
+                            MT * sb);
+        }
+    }
+    for (int q = 0; q < np && !rc && nres; q++) {
+        const int64_t off = rs.off[pc_s0[q]];
+        cc_emit_wait(e, ISA_U_RING, rdone[pc_u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            if (!rn->res)
+                continue;
+            const be_res *r = &c->res[c->p->nodes[rn->node].out];
+            for (int sg = pc_s0[q]; sg < pc_s1[q]; sg++) {
+                if (sg == j)
+                    continue;
+                cc_dma_shape sh = cc_dma_groups(rs.len[sg], ns, r->rows_cap * sb, MT * sb);
+                cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + sg), 255, cc_abs(r->lx + g0 * r->rows_cap * sb),
+                             cc_abs(vals[q][jj].lx + (rs.off[sg] - off) * sb), &sh);
+            }
+        }
+    }
+    free(base);
+    cc_kernel_end(e);
+    free(mc.T.memo);
+    free(mc.T.memo_id);
+    return rc || cc_emit_failed(e) ? -1 : 0;
 }
 
 int be_matmul_emit(be_ctx *c, int pos)
@@ -1427,7 +1902,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         rk_load *L = &m.ep.loads[i];
         const int buf = c->p->A.e[L->e].buf;
         L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
-                 mm_aligned_tile(&m, pos, buf, &L->v);
+                 mm_aligned_tile(&m, pos, buf, &L->v, 0);
         if (L->res)
             be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
     }
@@ -1441,6 +1916,10 @@ int be_matmul_emit(be_ctx *c, int pos)
     const int64_t sb = c->t.stick;
     int rc = 0;
     for (int core = 0; core < w->cores && !rc; core++) {
+        if (w->bcast && w->gn > 1) {
+            rc = mm_rg_core(c, &m, core);
+            continue;
+        }
         int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
         cc_split(m.M, w->gm, cell / w->gn, &m0, &mt);
         cc_split(m.GN, w->gn, cell % w->gn, &g0, &ns);

@@ -814,9 +814,10 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
     char err[1024], *rep;
     cc_graph *g = cc_graph_parse(mlp3_graph, "mlp3.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    static const char *const bc[] = {"k0_mm_relu=32x1r", "k1_mm_relu=32x1r", "k2_mm=32x1r"};
+    cc_result *r = compile_wd(g, "spyre", bc, 3, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_mm_relu: grid 32x1r on 32 cores, split m;"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_mm_relu: grid 32x1r on 32 cores (work_div), split m;"));
     int nb = 0;
     for (const char *q = rep; (q = strstr(q, "B broadcast over the ring")); q++)
         nb++;
@@ -825,6 +826,8 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
     free(rep);
     cc_result_free(r);
     sim_stats ring, own;
+    run_wd = bc;
+    run_nwd = 3;
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &ring), 0);
     /* the same grid with every core loading its own copy of B */
     static const char *const wd[] = {"k0_mm_relu=32x1", "k1_mm_relu=32x1", "k2_mm=32x1"};
@@ -837,6 +840,75 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
            (unsigned long long)ring.dram_bytes_read, own.cycles, (unsigned long long)own.dram_bytes_read);
     CU_ASSERT(ring.cycles < own.cycles);
     CU_ASSERT(ring.dram_bytes_read < own.dram_bytes_read);
+    cc_graph_free(g);
+}
+
+/* The cost model takes a grid over the ring for the chained linears:
+ * each core shares its A rows along its grid row and passes B down its
+ * column, results go to the cores keeping their rows (in LX for the next
+ * kernel); faster than B broadcast to all 32 cores. */
+static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void)
+{
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(mlp3_graph, "mlp3.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_mm_relu: grid 4x8r on 32 cores, split m and n;"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "A shared in rows of the grid and B passed down its columns over the ring"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: r2 for k1_mm_relu..k2_mm"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: r1\n"));
+    free(rep);
+    cc_result_free(r);
+    sim_stats grid, bcast;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &grid), 0);
+    static const char *const bc[] = {"k0_mm_relu=32x1r", "k1_mm_relu=32x1r", "k2_mm=32x1r"};
+    run_wd = bc;
+    run_nwd = 3;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &bcast), 0);
+    run_wd = NULL;
+    run_nwd = 0;
+    printf("\n  grid over the ring: %.0f cycles; B to all cores: %.0f cycles", grid.cycles, bcast.cycles);
+    CU_ASSERT(grid.cycles < bcast.cycles);
+    cc_graph_free(g);
+}
+
+/* Uneven parts (70 rows over 32 cores; 200 columns: a partial stick), A and
+ * the epilogue's bias and residual from DRAM, the result to DRAM: forced
+ * grids over the ring validate on both chips. */
+static void test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates(void)
+{
+    static const char *gtext = "graph lin\n"
+                               "input %x: f32[70, 128]\n"
+                               "input %w: f32[200, 128]\n"
+                               "input %b: f32[200]\n"
+                               "input %res: f32[70, 200]\n"
+                               "%y: f32[70, 200] = aten.linear.default(%x, %w, %b)\n"
+                               "%z: f32[70, 200] = aten.add.Tensor(%y, %res)\n"
+                               "output %z\n";
+    char err[1024];
+    cc_graph *g = cc_graph_parse(gtext, "lin.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const char *kname = "k0_linear_add";
+    static const char *cases[][2] = {{"spyre", "8x4r"}, {"spyre", "16x2r"}, {"spyre-4core", "2x2r"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "%s=%s", kname, cases[i][1]);
+        const char *wd[] = {spec};
+        char *rep;
+        cc_result *r = compile_wd(g, cases[i][0], wd, 1, &rep, err, sizeof err);
+        if (!r)
+            fprintf(stderr, "%s %s: %s\n", cases[i][0], spec, err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        CU_ASSERT_PTR_NOT_NULL(strstr(rep, "A shared in rows of the grid"));
+        free(rep);
+        cc_result_free(r);
+        run_wd = wd;
+        run_nwd = 1;
+        CU_ASSERT_EQUAL(run_graph(g, cases[i][0], NULL, NULL, NULL), 0);
+        run_wd = NULL;
+        run_nwd = 0;
+    }
     cc_graph_free(g);
 }
 
@@ -1254,6 +1326,10 @@ int main(void)
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
         {"matmuls on all cores broadcast B over the ring and validate",
          test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate},
+        {"matmuls on a grid over the ring share A and B and validate",
+         test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate},
+        {"a grid over the ring with uneven parts and DRAM operands validates",
+         test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates},
         {"a long K is split over cores, reduced over the ring and validates",
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",

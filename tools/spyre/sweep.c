@@ -1751,14 +1751,18 @@ int cmd_sweep(int argc, char **argv)
         }
         int matmul = cc_result_kernel_kind(base, k) == CC_KERNEL_MATMUL;
         /* every split; for a matmul also B broadcast over the ring on
-         * every core and the default grid with K split; then the
-         * default's other tilings, and the default without tensors kept
-         * in LX across kernels */
-        char extra[18][64];
+         * every core, the grids over the ring (GMxGNr, GN up to 8) and
+         * the default grid with K split; then the default's other
+         * tilings, and the default without tensors kept in LX across
+         * kernels */
+        char extra[26][64];
         int nextra = 0;
         int dm, dn, dk = 1, dl = 0;
         if (matmul) {
             snprintf(extra[nextra++], 64, "%dx1r", cfg.cores);
+            for (int gn = 2; gn <= 8; gn++)
+                if (cfg.cores % gn == 0 && cfg.cores / gn >= 2)
+                    snprintf(extra[nextra++], 64, "%dx%dr", cfg.cores / gn, gn);
             /* split-K: the default grid with K in 2, 4, ... parts */
             if (sscanf(def, "%dx%d%n", &dm, &dn, &dl) == 2 && def[dl] == 'x')
                 sscanf(def + dl + 1, "%d", &dk);
