@@ -564,6 +564,15 @@ static void test_barrier_missed_by_halted_core_is_deadlock(void)
     expect_fault(p, 0, ISA_U_SEQ, 0, "waits at bar");
 }
 
+static void test_fence_behind_a_unit_that_never_goes_idle_is_deadlock(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_PT0, 7);
+    tu_emit(p, 0, ISA_OP_FENCE);
+    tu_halt_all(p);
+    expect_fault(p, 0, ISA_U_PT0, 0, "core 0 pt0 #0 waits on token 7 (0, never signalled); core 0 sequencer #1 waits at fence;");
+}
+
 static void test_missing_token_and_bad_loop_fault(void)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
@@ -916,6 +925,7 @@ int main(void)
         {"unaligned_stick_faults", test_unaligned_stick_faults},
         {"wait_on_never_signalled_token_is_deadlock", test_wait_on_never_signalled_token_is_deadlock},
         {"barrier_missed_by_halted_core_is_deadlock", test_barrier_missed_by_halted_core_is_deadlock},
+        {"fence_behind_a_unit_that_never_goes_idle_is_deadlock", test_fence_behind_a_unit_that_never_goes_idle_is_deadlock},
         {"missing_token_and_bad_loop_fault", test_missing_token_and_bad_loop_fault},
         {"runs_are_deterministic", test_runs_are_deterministic},
         {"dma_translates_weight_and_activation_offsets", test_dma_translates_weight_and_activation_offsets},
