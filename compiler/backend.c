@@ -731,8 +731,8 @@ typedef struct {
     int64_t nuse;
     int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
     int ring;                    /* ring traffic since the last bar */
-    bd_piece *pc;                /* the next kernel's DRAM accesses */
-    size_t npc, cappc;
+    bd_piece *pieces;            /* the next kernel's DRAM accesses */
+    size_t npieces, cap;
     int kring;                   /* the next kernel's ring traffic */
 } bd_state;
 
@@ -747,24 +747,24 @@ static void bd_free(bd_state *b)
 {
     free(b->use);
     free(b->regs);
-    free(b->pc);
+    free(b->pieces);
 }
 
 static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
 {
     assert(lo >= 0 && lo < hi);
-    bd_piece *last = b->npc ? &b->pc[b->npc - 1] : NULL;
+    bd_piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
     if (last && last->core == core && last->write == write && last->hi == lo) {
         last->hi = hi;
         return;
     }
-    if (b->npc == b->cappc) {
-        b->cappc = b->cappc ? 2 * b->cappc : 256;
-        b->pc = realloc(b->pc, b->cappc * sizeof *b->pc);
-        if (!b->pc)
+    if (b->npieces == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->pieces = realloc(b->pieces, b->cap * sizeof *b->pieces);
+        if (!b->pieces)
             abort();
     }
-    b->pc[b->npc++] = (bd_piece){lo, hi, core, write};
+    b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
 /* Run core `core`'s instructions from `first` on as its sequencer would
@@ -837,21 +837,22 @@ static int bd_needs_bar(const bd_state *b, char *why, size_t len)
         snprintf(why, len, "ring traffic in %s", b->kring ? "this kernel" : "the kernel before");
         return 1;
     }
-    for (size_t i = 0; i < b->npc; i++) {
-        const bd_piece *p = &b->pc[i];
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
         for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
             const bd_stick *u = &b->use[st];
-            int other = u->w != BD_NONE && u->w != p->core ? u->w
-                        : p->write && u->r != BD_NONE && u->r != p->core ? u->r : BD_NONE;
-            if (other == BD_NONE)
+            const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
+            const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
+            if (!wrote && !read)
                 continue;
+            const int other = wrote ? u->w : u->r;
             char who[32];
             if (other == BD_MANY)
                 snprintf(who, sizeof who, "other cores");
             else
                 snprintf(who, sizeof who, "core %d", other);
             snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
-                     (uint64_t)(st * b->stick), who, u->w != BD_NONE && u->w != p->core ? "wrote" : "read");
+                     (uint64_t)(st * b->stick), who, wrote ? "wrote" : "read");
             return 1;
         }
     }
@@ -873,8 +874,8 @@ static void bd_record(bd_state *b, int bar)
         b->ring = 0;
     }
     b->ring |= b->kring;
-    for (size_t i = 0; i < b->npc; i++) {
-        const bd_piece *p = &b->pc[i];
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
         if (p->hi > b->nuse) {
             int64_t n = cc_max(p->hi, 2 * b->nuse);
             b->use = realloc(b->use, (size_t)n * sizeof *b->use);
@@ -892,7 +893,7 @@ static void bd_record(bd_state *b, int bar)
                 u->r = bd_merge(u->r, p->core);
         }
     }
-    b->npc = 0;
+    b->npieces = 0;
     b->kring = 0;
 }
 
@@ -903,10 +904,11 @@ int64_t be_lx_budget(const be_ctx *c, int pos)
 
 /* Emit every kernel into prog (the program's streams, or a scratch
  * program for the LX plan's dry runs): a fence or a bar between kernels
- * (bd_needs_bar), each kernel tiled into the LX below the tensors kept there.  need (dry
- * runs): per position, the most LX a core's kernel code allocated, -1
- * where the kernel did not fit (the run goes on).  report: the report's
- * figures.  only (dry runs): the kernels to emit (NULL: all). */
+ * (bd_needs_bar), each kernel tiled into the LX below the tensors kept
+ * there.  need (dry runs): per position, the most LX a core's kernel
+ * code allocated, -1 where the kernel did not fit (the run goes on).
+ * report: the report's figures.  only (dry runs): the kernels to emit
+ * (NULL: all). */
 static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, const char *only)
 {
     ir_prog *p = c->p;
