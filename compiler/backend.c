@@ -41,6 +41,8 @@ typedef struct {
     int64_t dram_rd, dram_wr; /* bytes of dma.ld / dma.st, all cores */
     int64_t lx_max;      /* most LX one core allocates */
     int loops;           /* the code has counted loops: bytes counted once per loop body */
+    int bar;             /* a bar before it, not a fence (kernels after the first) */
+    char boundary[160];  /* why that bar */
 } be_kinfo;
 
 typedef struct {
@@ -692,33 +694,241 @@ static void measure(be_ctx *c, int pos, const size_t *first)
     }
 }
 
+/* ---- Kernel boundaries: a bar only where a dependency crosses cores ----
+ *
+ * Before every kernel after the first, each core either fences (its
+ * units drain: its later instructions follow all its earlier ones) or
+ * bars (every core's units drain and every core waits for the others).
+ * A core always needs the fence: each kernel numbers its tokens from 0
+ * and reuses the core's LX.  It needs the bar when the next kernel and
+ * the kernels since the last bar have a dependency that crosses cores:
+ *   - the next kernel reads DRAM another core wrote (RAW), or writes DRAM
+ *     another core read or wrote (WAR, WAW: buffers are reused);
+ *   - either moves data over the ring: ring.send / ring.red write another
+ *     core's LX (a tensor kept there, too) and signal its tokens, which
+ *     that core's kernel before or after uses as well.
+ * Without the ring a core's LX is its own, so a tensor kept in LX is read
+ * where it was written.  The accesses come from the emitted instructions
+ * (each core's stream interpreted: registers, loops, every DMA piece), so
+ * the decision is exact whatever the kernel's plan; per DRAM stick it
+ * remembers the core that wrote it and the core that read it since the
+ * last bar. */
+
+enum { BD_NONE = -1, BD_MANY = -2 }; /* no core, or more than one */
+
+typedef struct {
+    int16_t w, r; /* the core that wrote / read the stick since the last bar */
+} bd_stick;
+
+typedef struct {
+    int64_t lo, hi; /* DRAM sticks [lo, hi) */
+    int core, write;
+} bd_piece;
+
+typedef struct {
+    int64_t stick;
+    bd_stick *use;               /* per DRAM stick of the segment */
+    int64_t nuse;
+    int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
+    int ring;                    /* ring traffic since the last bar */
+    bd_piece *pieces;            /* the next kernel's DRAM accesses */
+    size_t npieces, cap;
+    int kring;                   /* the next kernel's ring traffic */
+} bd_state;
+
+static void bd_begin(bd_state *b, const be_ctx *c)
+{
+    memset(b, 0, sizeof *b);
+    b->stick = c->t.stick;
+    b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
+}
+
+static void bd_free(bd_state *b)
+{
+    free(b->use);
+    free(b->regs);
+    free(b->pieces);
+}
+
+static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
+{
+    assert(lo >= 0 && lo < hi);
+    bd_piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
+    if (last && last->core == core && last->write == write && last->hi == lo) {
+        last->hi = hi;
+        return;
+    }
+    if (b->npieces == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->pieces = realloc(b->pieces, b->cap * sizeof *b->pieces);
+        if (!b->pieces)
+            abort();
+    }
+    b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
+}
+
+/* Run core `core`'s instructions from `first` on as its sequencer would
+ * (registers, loops) and collect the DRAM sticks its DMAs touch and
+ * whether it uses the ring. */
+static void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
+{
+    int64_t *r = b->regs[core];
+    struct {
+        size_t start;
+        int64_t left;
+    } loop[ISA_MAX_LOOPS];
+    int depth = 0;
+    for (size_t pc = first; pc < s->n; pc++) {
+        const isa_insn *in = &s->insns[pc];
+        switch (in->op) {
+        case ISA_OP_LI:
+            r[in->reg] = in->val;
+            break;
+        case ISA_OP_ADDI:
+            r[in->reg] += in->val;
+            break;
+        case ISA_OP_LOOP:
+            assert(depth < ISA_MAX_LOOPS);
+            loop[depth].start = pc + 1;
+            loop[depth++].left = in->val - 1;
+            break;
+        case ISA_OP_ENDL:
+            assert(depth > 0);
+            if (loop[depth - 1].left-- > 0)
+                pc = loop[depth - 1].start - 1;
+            else
+                depth--;
+            break;
+        case ISA_OP_DMA_LD:
+        case ISA_OP_DMA_ST: {
+            const int st = in->op == ISA_OP_DMA_ST;
+            const isa_addr *x = st ? &in->d : &in->a;
+            const int64_t *str = st ? in->ds : in->as, base = x->off + r[x->reg];
+            for (int64_t i3 = 0; i3 < in->n[3]; i3++)
+                for (int64_t i2 = 0; i2 < in->n[2]; i2++)
+                    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+                        for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                            int64_t a = base + i0 * str[0] + i1 * str[1] + i2 * str[2] + i3 * str[3];
+                            bd_add(b, core, st, a / b->stick, a / b->stick + in->run);
+                        }
+            break;
+        }
+        case ISA_OP_DMA_GATHER: { /* the rows it picks are data: any row of the table */
+            int64_t lo = in->a.off + r[in->a.reg], hi = lo + in->run * b->stick;
+            const int64_t step[2] = {(in->vl - 1) * in->as[0], (in->n[1] - 1) * in->as[1]};
+            for (int l = 0; l < 2; l++)
+                *(step[l] < 0 ? &lo : &hi) += step[l];
+            bd_add(b, core, 0, lo / b->stick, cc_ceil_div(hi, b->stick));
+            break;
+        }
+        case ISA_OP_RING_SEND:
+        case ISA_OP_RING_RED:
+            b->kring = 1;
+            break;
+        }
+    }
+}
+
+/* Does the next kernel (the collected accesses) need a bar before it?
+ * The reason goes to why. */
+static int bd_needs_bar(const bd_state *b, char *why, size_t len)
+{
+    if (b->ring || b->kring) {
+        snprintf(why, len, "ring traffic in %s", b->kring ? "this kernel" : "the kernel before");
+        return 1;
+    }
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
+        for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
+            const bd_stick *u = &b->use[st];
+            const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
+            const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
+            if (!wrote && !read)
+                continue;
+            const int other = wrote ? u->w : u->r;
+            char who[32];
+            if (other == BD_MANY)
+                snprintf(who, sizeof who, "other cores");
+            else
+                snprintf(who, sizeof who, "core %d", other);
+            snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
+                     (uint64_t)(st * b->stick), who, wrote ? "wrote" : "read");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int16_t bd_merge(int16_t had, int core)
+{
+    return had == BD_NONE || had == core ? (int16_t)core : BD_MANY;
+}
+
+/* The next kernel ran after a bar (forget what came before) or a fence:
+ * add its accesses to those since the last bar. */
+static void bd_record(bd_state *b, int bar)
+{
+    if (bar) {
+        for (int64_t st = 0; st < b->nuse; st++)
+            b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        b->ring = 0;
+    }
+    b->ring |= b->kring;
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
+        if (p->hi > b->nuse) {
+            int64_t n = cc_max(p->hi, 2 * b->nuse);
+            b->use = realloc(b->use, (size_t)n * sizeof *b->use);
+            if (!b->use)
+                abort();
+            for (int64_t st = b->nuse; st < n; st++)
+                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+            b->nuse = n;
+        }
+        for (int64_t st = p->lo; st < p->hi; st++) {
+            bd_stick *u = &b->use[st];
+            if (p->write)
+                u->w = bd_merge(u->w, p->core);
+            else
+                u->r = bd_merge(u->r, p->core);
+        }
+    }
+    b->npieces = 0;
+    b->kring = 0;
+}
+
 int64_t be_lx_budget(const be_ctx *c, int pos)
 {
     return c->lx_floor ? c->lx_floor[pos] : (int64_t)c->cfg->lx_usable_bytes;
 }
 
 /* Emit every kernel into prog (the program's streams, or a scratch
- * program for the LX plan's dry runs): a bar between kernels, each
- * kernel tiled into the LX below the tensors kept there.  need (dry
- * runs): per position, the most LX a core's kernel code allocated, -1
- * where the kernel did not fit (the run goes on).  report: the report's
- * figures.  only (dry runs): the kernels to emit (NULL: all). */
+ * program for the LX plan's dry runs): a fence or a bar between kernels
+ * (bd_needs_bar), each kernel tiled into the LX below the tensors kept
+ * there.  need (dry runs): per position, the most LX a core's kernel
+ * code allocated, -1 where the kernel did not fit (the run goes on).
+ * report: the report's figures.  only (dry runs): the kernels to emit
+ * (NULL: all). */
 static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, const char *only)
 {
     ir_prog *p = c->p;
     const int ncores = c->cfg->cores;
     for (int core = 0; core < ncores; core++)
         cc_emit_begin(&c->em[core], c->cfg, prog, core, p->err, p->errlen);
+    bd_state bd;
+    bd_begin(&bd, c);
     for (int i = 0; i < p->norder; i++) {
         if (only && !only[i])
             continue;
-        /* A bar before every kernel after the first: it orders a kernel
-         * that reads an earlier kernel's result, and since each kernel
-         * numbers its tokens from 0, without it a unit of the next kernel
-         * could take a token signalled for a unit still running this one. */
+        /* A fence before every kernel after the first, made a bar once the
+         * kernel's instructions show a dependency across cores: the fence
+         * orders a kernel that reads this core's earlier results, and since
+         * each kernel numbers its tokens from 0, without it a unit of the
+         * next kernel could take a token signalled for a unit still running
+         * this one. */
         if (i > 0)
             for (int core = 0; core < ncores; core++)
-                cc_emit_bar(&c->em[core]);
+                cc_emit_fence(&c->em[core]);
         size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
         for (int core = 0; core < ncores; core++) {
             first[core] = c->em[core].s->n;
@@ -729,6 +939,23 @@ static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, con
         for (int core = 0; core < ncores && !rc; core++)
             if (cc_emit_failed(&c->em[core]))
                 rc = -1;
+        /* code that failed half way (a dry run goes on) is not analysed:
+         * a bar, and the program is not run */
+        char why[160] = "the kernel's code failed";
+        for (int core = 0; core < ncores && !rc; core++)
+            bd_collect(&bd, c->em[core].s, first[core], core);
+        const int bar = rc || bd_needs_bar(&bd, why, sizeof why);
+        bd_record(&bd, bar);
+        for (int core = 0; core < ncores && i > 0 && bar; core++) {
+            /* fence and bar have no operands: the placeholder becomes a bar in place */
+            isa_insn *in = &c->em[core].s->insns[first[core] - 1];
+            assert(in->op == ISA_OP_FENCE);
+            in->op = ISA_OP_BAR;
+        }
+        if (report) {
+            state_of(c)->k[i].bar = i > 0 && bar;
+            snprintf(state_of(c)->k[i].boundary, sizeof state_of(c)->k[i].boundary, "%s", bar ? why : "");
+        }
         if (!rc && report)
             measure(c, i, first);
         for (int core = 0; core < ncores && need; core++) {
@@ -737,9 +964,12 @@ static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, con
             c->em[core].kname = NULL;
         }
         free(first);
-        if (rc && !need)
+        if (rc && !need) {
+            bd_free(&bd);
             return -1;
+        }
     }
+    bd_free(&bd);
     for (int core = 0; core < ncores; core++) {
         cc_emit_halt(&c->em[core]);
         if (cc_emit_failed(&c->em[core]))
@@ -1097,7 +1327,7 @@ static void print_report(const ir_prog *p, FILE *f)
     be_ctx *c = p->be;
     const be_state *st = state_of(c);
     int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
-    int nr, nw, maxcores = 0, nrestick = 0, loops = 0, kept = 0, spills = 0, reloads = 0, lxreads = 0;
+    int nr, nw, maxcores = 0, nrestick = 0, loops = 0, kept = 0, spills = 0, reloads = 0, lxreads = 0, bars = 0;
     int64_t rd = 0, wr = 0, lx = 0;
     fprintf(f, "target %s (%d cores):\n", st->cfgname, st->ncores);
     for (int i = 0; i < p->norder; i++) {
@@ -1147,6 +1377,10 @@ static void print_report(const ir_prog *p, FILE *f)
         lxreads += ki->nlxread;
         fprintf(f, "  dram bytes: %" PRId64 " read, %" PRId64 " written%s; lx up to %" PRId64 " bytes per core\n",
                 ki->dram_rd, ki->dram_wr, ki->loops ? " (loop bodies counted once)" : "", ki->lx_max);
+        if (i > 0)
+            fprintf(f, "  before it: %s%s%s\n", ki->bar ? "bar (" : "fence", ki->bar ? ki->boundary : "",
+                    ki->bar ? ")" : "");
+        bars += ki->bar;
         rd += ki->dram_rd;
         wr += ki->dram_wr;
         lx = cc_max(lx, ki->lx_max);
@@ -1162,6 +1396,8 @@ static void print_report(const ir_prog *p, FILE *f)
     fprintf(f, "lx across kernels: %d tensor%s kept, %d read%s from lx, %d spill%s, %d reload%s from dram%s\n", kept,
             kept == 1 ? "" : "s", lxreads, lxreads == 1 ? "" : "s", spills, spills == 1 ? "" : "s", reloads,
             reloads == 1 ? "" : "s", p->opts.no_lx_plan ? " (--no-lx-plan)" : p->opts.no_lx_keep ? " (--no-lx-keep)" : "");
+    const int fences = p->norder > 1 ? p->norder - 1 - bars : 0;
+    fprintf(f, "boundaries: %d bar%s, %d fence%s\n", bars, bars == 1 ? "" : "s", fences, fences == 1 ? "" : "s");
     free(reads);
     free(writes);
 }

@@ -6,7 +6,8 @@
  *   workdiv  each kernel's output split across the cores (backend.c)
  *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
  *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
- *            a `bar` between dependent kernels, the tensor table
+ *            a `fence` between kernels, a `bar` where a dependency
+ *            crosses cores, the tensor table
  *
  * Shared pieces: stick views (how an affine index walks a buffer's device
  * layout, turned into DMA descriptors) and the SFP expression evaluator

@@ -9,8 +9,8 @@
  * Every generator returns a complete program for cfg: tensors laid out in
  * device layout (last dimension sticked, DL16 on the device, fp32 on the
  * host), config name/ncores/lx_bytes/stick_bytes copied from cfg, one
- * stream per core (cores without work only halt, or only `bar` and halt
- * in a program of several kernels), the kernels of every working core
+ * stream per core (cores without work only halt, or only `bar` or `fence`
+ * and halt in a program of several kernels), the kernels of every working core
  * named (isa_program_add_kernel: together they cover every instruction
  * but the final halt), and graph text naming the ATen operation, which
  * the runtime uses to compute a reference.  On a shape, option or budget

@@ -129,6 +129,8 @@ void cc_emit_repeat(cc_emit *e, int64_t count, int unroll, void (*body)(void *ct
 void cc_emit_halt(cc_emit *e);
 /* bar: this core's units drain and every core reaches a bar. */
 void cc_emit_bar(cc_emit *e);
+/* fence: this core's units drain; no other core takes part. */
+void cc_emit_fence(cc_emit *e);
 void cc_emit_wait(cc_emit *e, isa_unit u, int tok);
 void cc_emit_sig(cc_emit *e, isa_unit u, int tok);
 

@@ -283,6 +283,15 @@ void cc_emit_bar(cc_emit *e)
     cc_push(e, &in);
 }
 
+void cc_emit_fence(cc_emit *e)
+{
+    if (e->depth)
+        cc_emit_error(e, "fence inside %d open loop(s)", e->depth);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_FENCE);
+    cc_push(e, &in);
+}
+
 static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
 {
     if (tok < 0 || tok >= e->ntokens) {

@@ -13,14 +13,15 @@
  * byte offset; the effective address is offset + r[reg], and r0 reads as 0.
  *
  * Units of a core: the sequencer (control instructions: loops, registers,
- * barrier, halt) reads the core's stream in order and dispatches every
+ * barrier, fence, halt) reads the core's stream in order and dispatches every
  * other instruction, with register operands resolved, to one unit's queue:
  *   dmai  DRAM->LX and LX->LX copies      pt0 pt1    matrix units (corelet 0/1)
  *   dmao  LX->DRAM copies                  sfp0 sfp1  vector units (corelet 0/1)
  *   ring  sends and reduce-sums to another core's LX
  * Each unit runs its own queue in order; units of one core run concurrently
  * and are ordered only by tokens (per-core counting semaphores: `sig`
- * increments, `wait` blocks while zero and then decrements) and by `bar`.
+ * increments, `wait` blocks while zero and then decrements), by `fence`
+ * (this core's units) and by `bar` (every core's).
  *
  * Data: LX and DRAM hold sticks of 128 bytes (config stick_bytes): 64 DL16
  * or 32 fp32 values.  A 2-D tile of R rows whose stick dimension has G
@@ -181,6 +182,7 @@ typedef struct isa_insn {
     X(NOP,   "nop",   0x00, NONE, ISA_C_SEQ, FIXED,  "nothing") \
     X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ, FIXED,  "end of this core's stream; the core is done when its units drain") \
     X(BAR,   "bar",   0x02, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle and every core reached the barrier") \
+    X(FENCE, "fence", 0x07, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle; no other core takes part") \
     X(LI,    "li",    0x03, REG, ISA_C_SEQ, FIXED,  "r[r] := v") \
     X(ADDI,  "addi",  0x04, REG, ISA_C_SEQ, FIXED,  "r[r] := r[r] + v") \
     X(LOOP,  "loop",  0x05, LOOP, ISA_C_SEQ, FIXED,  "run the instructions up to the matching endl n times (nesting depth 4)") \

@@ -2,7 +2,8 @@
  * its units) wake at event times; a unit runs the instruction at the head
  * of its queue when it is free, applies its effect on LX and DRAM (values,
  * unless timing only) and becomes free again after the instruction's
- * latency.  Tokens order units; barriers order cores.  Time is in core
+ * latency.  Tokens order units; fences order a core's units; barriers
+ * order cores.  Time is in core
  * cycles; the DRAM model works in ns and is converted at the boundary. */
 #include "internal.h"
 
@@ -225,8 +226,27 @@ static void try_barrier(engine *g)
     }
 }
 
+/* Release core c's fence when its units are idle: the sequencer goes on
+ * sync_cycles after the last of them completes, the same local hand-off
+ * as a token (no other core takes part, so no barrier_cycles). */
+static void try_fence(engine *g, sim_core *c)
+{
+    sim *s = g->s;
+    if (!units_idle(c))
+        return;
+    double t = c->seq_time;
+    for (int u = 0; u < ISA_NUNITS; u++)
+        if (c->ustate[u].done_at > t)
+            t = c->ustate[u].done_at;
+    sim_race_fence(s, c);
+    c->at_fence = 0;
+    c->pc++;
+    c->seq_time = t + s->cfg.sync_cycles;
+    wake_seq(g, c, c->seq_time);
+}
+
 /* The sequencer: control instructions and dispatch, until a queue is
- * full, a barrier is reached or the stream ends. */
+ * full, a barrier or fence is reached or the stream ends. */
 static int run_seq(engine *g, sim_core *c, double t)
 {
     sim *s = g->s;
@@ -235,7 +255,7 @@ static int run_seq(engine *g, sim_core *c, double t)
     c->seq_scheduled = 0;
     if (t > c->seq_time)
         c->seq_time = t;
-    while (!c->seq_done && !c->at_barrier) {
+    while (!c->seq_done && !c->at_barrier && !c->at_fence) {
         if (!str || c->pc >= (long)str->n) {
             if (c->nloops)
                 return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "stream ends inside a loop (missing endl)");
@@ -279,6 +299,10 @@ static int run_seq(engine *g, sim_core *c, double t)
         case ISA_OP_BAR:
             c->at_barrier = 1;
             try_barrier(g);
+            return 0;
+        case ISA_OP_FENCE:
+            c->at_fence = 1;
+            try_fence(g, c);
             return 0;
         case ISA_OP_LI:
         case ISA_OP_ADDI:
@@ -335,6 +359,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     if (!q->count) {
         if (c->at_barrier)
             try_barrier(g);
+        if (c->at_fence)
+            try_fence(g, c);
         return 0;
     }
     sim_slot *e = &q->q[q->head];
@@ -444,8 +470,9 @@ static void report_deadlock(sim *s)
                 first_index = e->index;
             }
         }
-        if (c->at_barrier && n < sizeof buf) {
-            n += (size_t)snprintf(buf + n, sizeof buf - n, " core %d sequencer #%ld waits at bar;", i, c->pc);
+        if ((c->at_barrier || c->at_fence) && n < sizeof buf) {
+            n += (size_t)snprintf(buf + n, sizeof buf - n, " core %d sequencer #%ld waits at %s;", i, c->pc,
+                                  c->at_barrier ? "bar" : "fence");
             if (first_core < 0) {
                 first_core = i;
                 first_index = c->pc;
@@ -463,6 +490,7 @@ static void reset_cores(sim *s)
         c->pc = 0;
         c->seq_done = 0;
         c->at_barrier = 0;
+        c->at_fence = 0;
         c->nloops = 0;
         c->lx_peak = 0;
         c->seq_time = 0;

@@ -65,6 +65,7 @@ typedef struct {
     long pc;
     int seq_done;     /* halt reached (or stream ended) */
     int at_barrier;
+    int at_fence;     /* the sequencer waits at a fence for this core's units */
     double seq_time;  /* the sequencer's clock */
     int seq_scheduled;
     int seq_blocked_on; /* unit whose full queue stalls the sequencer, or -1 */
@@ -161,6 +162,7 @@ void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t
 void sim_race_signal(sim *s, sim_core *src, int u, sim_core *dst, int64_t tok);
 void sim_race_wait(sim *s, sim_core *c, int u, int64_t tok);
 void sim_race_barrier(sim *s);
+void sim_race_fence(sim *s, sim_core *c);
 
 /* ptworker.c: PT products run on a worker thread in issue order; any
  * other access to LX bytes a queued product uses waits for it first. */

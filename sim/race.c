@@ -1,6 +1,7 @@
 /* race.c: hazard detection.  Every unit carries a vector clock; `sig`
  * publishes the signaller's clock on the token (a FIFO per token, since
- * tokens count), `wait` joins the clock it consumes, a barrier joins all.
+ * tokens count), `wait` joins the clock it consumes, a barrier joins all,
+ * a fence joins the units of its core.
  * Shadow memory keeps, per 128-byte stick of LX and DRAM, the last write
  * and a few reads with the byte range each touched.  Two accesses to
  * overlapping bytes, one a write, neither ordered before the other by the
@@ -194,6 +195,28 @@ void sim_race_barrier(sim *s)
     free(join);
 }
 
+/* A fence: every earlier instruction of core c's units happens before
+ * every later one, as a barrier orders them, but no other core's. */
+void sim_race_fence(sim *s, sim_core *c)
+{
+    sim_race *r = sim_race_active(s);
+    if (!r)
+        return;
+    uint32_t *join = xcalloc((size_t)r->nunits, sizeof *join);
+    for (int u = 0; u < ISA_NUNITS; u++) {
+        const uint32_t *v = clock_of(r, gid(c, u));
+        for (int k = 0; k < r->nunits; k++)
+            if (v[k] > join[k])
+                join[k] = v[k];
+    }
+    for (int u = 0; u < ISA_NUNITS; u++) {
+        uint32_t *v = clock_of(r, gid(c, u));
+        memcpy(v, join, (size_t)r->nunits * sizeof *v);
+        v[gid(c, u)]++;
+    }
+    free(join);
+}
+
 static void report(sim *s, int g, long index, int is_write, const access_rec *other, int other_write, int space,
                    uint64_t stick_addr)
 {
@@ -209,7 +232,7 @@ static void report(sim *s, int g, long index, int is_write, const access_rec *ot
         snprintf(where, sizeof where, "core %d's LX", space);
     sim_faultf(s, core, unit, index,
                "race: core %d %s #%ld %s %s bytes [0x%" PRIx64 ", 0x%" PRIx64 ") that core %d %s #%u %s, "
-               "with no token or barrier ordering the two",
+               "with no token, fence or barrier ordering the two",
                core, isa_unit_names[unit], index, is_write ? "writes" : "reads", where, stick_addr + other->lo,
                stick_addr + other->hi, ocore, isa_unit_names[ounit], other->index, other_write ? "wrote" : "read");
 }

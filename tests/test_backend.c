@@ -390,7 +390,8 @@ static cc_graph *load_mlp(const char *extra)
     return g;
 }
 
-/* Compile g for cfgname with the work_div overrides wd[0..n): the report
+/* Compile g for cfgname with the work_div overrides wd[0..n) (and
+ * no_lx_keep): the report
  * in *report (malloc'd, NULL on an error) and the error text in err. */
 static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, char **report,
                              char *err, size_t errlen)
@@ -401,6 +402,7 @@ static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char 
     o.target = &cfg;
     o.work_div = wd;
     o.nwork_div = n;
+    o.no_lx_keep = no_lx_keep;
     *report = NULL;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (r) {
@@ -1317,6 +1319,143 @@ static void test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_b
     CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre-4core"), 0);
 }
 
+/* ---- kernel boundaries: a fence, or a bar where a dependency crosses cores ---- */
+
+/* relu on rows, then a matmul reading those rows (twice: A and the add) */
+static const char *relu_mm_graph = "graph relumm\n"
+                                   "input %x: f32[64, 128]\n"
+                                   "input %w: f32[128, 128]\n"
+                                   "%y: f32[64, 128] = aten.relu.default(%x)\n"
+                                   "%m: f32[64, 128] = aten.mm.default(%y, %w)\n"
+                                   "%z: f32[64, 128] = aten.add.Tensor(%m, %y)\n"
+                                   "output %z\n";
+
+/* How many instructions of op each core's stream holds: the same count
+ * on every core, or -1. */
+static int per_core_count(const isa_program *p, int op)
+{
+    int want = -1;
+    for (int c = 0; c < p->ncores; c++) {
+        int n = 0;
+        for (size_t i = 0; i < p->cores[c].n; i++)
+            n += p->cores[c].insns[i].op == op;
+        if (c && n != want)
+            return -1;
+        want = n;
+    }
+    return want;
+}
+
+/* Compile relu_mm_graph with relu on 2 cores and the matmul on grid
+ * (the program in *out, the report in *rep). */
+static void compile_relu_mm(const char *grid, cc_graph **g, isa_program **out, char **rep)
+{
+    char err[1024], wd1[64];
+    snprintf(wd1, sizeof wd1, "k1_mm_add=%s", grid);
+    const char *const wd[] = {"k0_relu=2", wd1};
+    *g = cc_graph_parse(relu_mm_graph, "relumm.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*g);
+    cc_result *r = compile_wd(*g, "spyre", wd, 2, rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    *out = cc_result_take_program(r);
+    cc_result_free(r);
+}
+
+static void test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence(void)
+{
+    /* each matmul core reads the rows of y its relu core wrote: from LX
+     * (kept there) or, with --no-lx-keep, from DRAM */
+    for (int keep = 1; keep >= 0; keep--) {
+        no_lx_keep = !keep;
+        cc_graph *g;
+        isa_program *p;
+        char *rep;
+        compile_relu_mm("2x1", &g, &p, &rep);
+        CU_ASSERT_PTR_NOT_NULL(strstr(rep, keep ? "  from lx: y, y\n" : "  dram: reads y, w; writes z\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\n  before it: fence\n"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 0 bars, 1 fence\n"));
+        CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_FENCE), 1);
+        CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_BAR), 0);
+        isa_program_free(p);
+        free(rep);
+        static const char *const wd[] = {"k0_relu=2", "k1_mm_add=2x1"};
+        run_wd = wd;
+        run_nwd = 2;
+        CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0); /* race-checked */
+        run_wd = NULL;
+        run_nwd = 0;
+        cc_graph_free(g);
+    }
+    no_lx_keep = 0;
+}
+
+static void test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar(void)
+{
+    /* split n: core 0 reads every row of y, half of them written by core 1 */
+    cc_graph *g;
+    isa_program *p;
+    char *rep;
+    compile_relu_mm("1x2", &g, &p, &rep);
+    const char *why = strstr(rep, "\n  before it: bar (core 0 reads DRAM 0x");
+    CU_ASSERT_PTR_NOT_NULL(why);
+    CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, " that core 1 wrote)\n") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 1 bar, 0 fences\n"));
+    CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_BAR), 1);
+    CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_FENCE), 0);
+    free(rep);
+    /* the simulator reports the race a fence in its place would leave */
+    sim_config cfg;
+    tu_config("spyre", &cfg);
+    for (int c = 0; c < p->ncores; c++)
+        for (size_t i = 0; i < p->cores[c].n; i++)
+            if (p->cores[c].insns[i].op == ISA_OP_BAR)
+                p->cores[c].insns[i].op = ISA_OP_FENCE;
+    sim *s = sim_create(&cfg);
+    sim_stats *st = malloc(sizeof *st);
+    sim_fault f;
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, st, &f), -1);
+    if (!strstr(f.msg, "race: core 0 dmai"))
+        fprintf(stderr, "\nfault: %s\n", f.msg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "race: core 0 dmai"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "that core 1 dmao"));
+    free(st);
+    sim_destroy(s);
+    isa_program_free(p);
+    cc_graph_free(g);
+}
+
+/* relu, a product split over K (partial sums over the ring), softmax:
+ * each on the same rows of the same two cores */
+static const char *ring_graph = "graph rk\n"
+                                "input %x: f32[64, 2048]\n"
+                                "input %w: f32[2048, 128]\n"
+                                "%y: f32[64, 2048] = aten.relu.default(%x)\n"
+                                "%m: f32[64, 128] = aten.mm.default(%y, %w)\n"
+                                "%s: f32[64, 128] = aten._softmax.default(%m, -1, False)\n"
+                                "output %s\n";
+
+static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
+{
+    static const char *const wd[] = {"k0_relu=2", "k1_mm=2x1x2", "k2_softmax=2"};
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(ring_graph, "rk.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "partial sums reduced over the ring\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\n  before it: bar (ring traffic in this kernel)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\n  before it: bar (ring traffic in the kernel before)\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 2 bars, 0 fences\n"));
+    free(rep);
+    cc_result_free(r);
+    run_wd = wd;
+    run_nwd = 3;
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    run_wd = NULL;
+    run_nwd = 0;
+    cc_graph_free(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1395,6 +1534,11 @@ int main(void)
          test_a_matmul_operand_larger_than_lx_is_staged_per_block},
         {"an output transposed from a matmul is copied and validates on both chips",
          test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_both_chips},
+        {"kernels whose rows stay on their cores are separated by a fence",
+         test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence},
+        {"a kernel reading rows another core wrote waits at a bar",
+         test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar},
+        {"ring traffic puts a bar on both sides of its kernel", test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

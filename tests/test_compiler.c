@@ -151,7 +151,7 @@ static int cores_working(const isa_program *p)
 
 /* The kernels of every working core cover each of its instructions but
  * the final halt exactly once; idle cores have no kernels and only halt
- * (after a bar when the program has one between kernels). */
+ * (after a bar or fence when the program has one between kernels). */
 static void check_kernels(const isa_program *p)
 {
     for (int c = 0; c < p->ncores; c++) {
@@ -177,7 +177,7 @@ static void check_kernels(const isa_program *p)
         } else {
             for (size_t i = 0; i < s->n; i++) {
                 CU_ASSERT_EQUAL(cover[i], 0);
-                CU_ASSERT(s->insns[i].op == ISA_OP_HALT || s->insns[i].op == ISA_OP_BAR);
+                CU_ASSERT(s->insns[i].op == ISA_OP_HALT || s->insns[i].op == ISA_OP_BAR || s->insns[i].op == ISA_OP_FENCE);
             }
         }
         free(cover);

@@ -525,8 +525,8 @@ static void test_bad_instruction_is_an_error_naming_core_and_index(void)
     section t0, t2;
     CU_ASSERT_FATAL(find_section(img, n, ".text.core0", &t0));
     CU_ASSERT_FATAL(find_section(img, n, ".text.core2", &t2));
-    expect_patched_error(img, n, t0.offset + 4 * ISA_INSN_BYTES, 0x07, 1,
-                         "core 0 instruction 4: unknown opcode 0x07");
+    expect_patched_error(img, n, t0.offset + 4 * ISA_INSN_BYTES, 0x0f, 1,
+                         "core 0 instruction 4: unknown opcode 0x0f");
     expect_patched_error(img, n, t2.offset + 5 * ISA_INSN_BYTES + 63, 0x80, 1, "core 2 instruction 5:");
     /* dma.lx with run=0: an operand below its minimum */
     expect_patched_error(img, n, t2.offset + 2 * ISA_INSN_BYTES + 12, 0, 1, "core 2 instruction 2:");

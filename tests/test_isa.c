@@ -345,6 +345,23 @@ static void test_parse_reads_addresses_flags_and_enums(void)
     CU_ASSERT_EQUAL(isa_insn_unit(&in), ISA_U_SFP0);
 }
 
+static void test_fence_is_a_sequencer_instruction_without_operands(void)
+{
+    isa_insn in;
+    char err[256], text[64];
+    CU_ASSERT_EQUAL_FATAL(isa_parse_insn("fence", &in, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(in.op, ISA_OP_FENCE);
+    CU_ASSERT_EQUAL(isa_insn_unit(&in), ISA_U_SEQ);
+    CU_ASSERT_EQUAL(isa_info(ISA_OP_FENCE)->noperands, 0);
+    uint8_t w[ISA_INSN_BYTES], zero[ISA_INSN_BYTES - 1] = {0};
+    CU_ASSERT_EQUAL_FATAL(isa_encode(&in, w, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(w[0], 0x07);
+    CU_ASSERT_EQUAL(memcmp(w + 1, zero, sizeof zero), 0);
+    isa_format_insn(&in, text, sizeof text);
+    CU_ASSERT_STRING_EQUAL(text, "fence");
+    CU_ASSERT_EQUAL(isa_parse_insn("fence u=dmai", &in, err, sizeof err), -1);
+}
+
 /* ---- DL16 ---- */
 
 static void test_dl16_every_pattern_round_trips_through_f32(void)
@@ -497,6 +514,7 @@ static void test_docs_list_every_instruction_with_its_opcode_and_format(void)
 int main(void)
 {
     static const tu_test tests[] = {
+        {"fence is a sequencer instruction without operands", test_fence_is_a_sequencer_instruction_without_operands},
         {"every instruction encodes, decodes, formats and parses back",
          test_every_instruction_encodes_decodes_formats_and_parses_back},
         {"an instruction at its defaults formats as the bare mnemonic", test_default_instruction_formats_as_bare_mnemonic},

@@ -485,6 +485,35 @@ static void expect_fault(isa_program *p, int core, int unit, long index, const c
     sim_destroy(s);
 }
 
+/* Core 0 stores LX to DRAM on dmao and loads it back on dmai, with no
+ * token between the two units; fence: a fence between them. */
+static isa_program *store_then_load_on_one_core(int fence)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_DMA_ST)->d.off = 0x400;
+    if (fence)
+        tu_emit(p, 0, ISA_OP_FENCE);
+    isa_insn *ld = tu_emit(p, 0, ISA_OP_DMA_LD);
+    ld->d.off = 0x80;
+    ld->a.off = 0x400;
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_fence_orders_a_cores_own_units(void)
+{
+    sim *s = sim_create(&cfg4);
+    memset(sim_lx(s, 0), 0x42, 128);
+    isa_program *p = store_then_load_on_one_core(1);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    CU_ASSERT_EQUAL(sim_lx(s, 0)[0x80], 0x42);
+    CU_ASSERT_EQUAL(sim_lx(s, 0)[0xff], 0x42);
+    isa_program_free(p);
+    sim_destroy(s);
+    expect_fault(store_then_load_on_one_core(0), 0, ISA_U_DMAI, 1, "race: core 0 dmai #1 reads DRAM");
+}
+
 static void test_lx_out_of_bounds_names_core_unit_and_index(void)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
@@ -533,6 +562,15 @@ static void test_barrier_missed_by_halted_core_is_deadlock(void)
         tu_emit(p, c, ISA_OP_BAR);
     tu_halt_all(p);
     expect_fault(p, 0, ISA_U_SEQ, 0, "waits at bar");
+}
+
+static void test_fence_behind_a_unit_that_never_goes_idle_is_deadlock(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_PT0, 7);
+    tu_emit(p, 0, ISA_OP_FENCE);
+    tu_halt_all(p);
+    expect_fault(p, 0, ISA_U_PT0, 0, "core 0 pt0 #0 waits on token 7 (0, never signalled); core 0 sequencer #1 waits at fence;");
 }
 
 static void test_missing_token_and_bad_loop_fault(void)
@@ -881,11 +919,13 @@ int main(void)
          test_queued_instructions_keep_the_addresses_of_their_dispatch},
         {"ring_send_and_reduce_signal_remote_core", test_ring_send_and_reduce_signal_remote_core},
         {"barrier_orders_cores", test_barrier_orders_cores},
+        {"fence_orders_a_cores_own_units", test_fence_orders_a_cores_own_units},
         {"lx_out_of_bounds_names_core_unit_and_index", test_lx_out_of_bounds_names_core_unit_and_index},
         {"dram_outside_segment_faults", test_dram_outside_segment_faults},
         {"unaligned_stick_faults", test_unaligned_stick_faults},
         {"wait_on_never_signalled_token_is_deadlock", test_wait_on_never_signalled_token_is_deadlock},
         {"barrier_missed_by_halted_core_is_deadlock", test_barrier_missed_by_halted_core_is_deadlock},
+        {"fence_behind_a_unit_that_never_goes_idle_is_deadlock", test_fence_behind_a_unit_that_never_goes_idle_is_deadlock},
         {"missing_token_and_bad_loop_fault", test_missing_token_and_bad_loop_fault},
         {"runs_are_deterministic", test_runs_are_deterministic},
         {"dma_translates_weight_and_activation_offsets", test_dma_translates_weight_and_activation_offsets},

@@ -241,15 +241,17 @@ static void test_token_ordering_removes_the_race(void)
     isa_program_free(p);
 }
 
-static isa_program *store_then_load(int barrier)
+/* Core 0 stores, core 3 loads the same DRAM; between them on every core
+ * nothing (0), a barrier (ISA_OP_BAR) or a fence (ISA_OP_FENCE). */
+static isa_program *store_then_load(int between)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
     isa_insn *st = tu_emit(p, 0, ISA_OP_DMA_ST);
     st->d.off = 0x3000;
     st->run = 4;
-    if (barrier)
+    if (between)
         for (int c = 0; c < p->ncores; c++)
-            tu_emit(p, c, ISA_OP_BAR);
+            tu_emit(p, c, between);
     load(p, 3, 0, 0x3100, 1);
     tu_halt_all(p);
     return p;
@@ -258,10 +260,47 @@ static isa_program *store_then_load(int barrier)
 static void test_cores_sharing_dram_without_barrier_race(void)
 {
     expect_fault(store_then_load(0), 3, "race: core 3 dmai", "reads DRAM");
-    isa_program *p = store_then_load(1);
+    isa_program *p = store_then_load(ISA_OP_BAR);
     sim_fault f;
     CU_ASSERT(run_cycles(p, &f) > 0);
     isa_program_free(p);
+}
+
+/* A fence orders only its own core's units: the load of another core's
+ * store is still a race (a kernel boundary across cores needs a bar). */
+static void test_a_fence_does_not_order_other_cores(void)
+{
+    expect_fault(store_then_load(ISA_OP_FENCE), 3, "race: core 3 dmai", "that core 0 dmao #0 wrote, with no token, fence or barrier");
+}
+
+/* Two 100-stick SFP ops on the two corelets of core 0: they overlap, but
+ * with a fence between them the second is dispatched sync_cycles after
+ * the first completes. */
+static double sfp_pair_cycles(int fence)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
+    for (int c = 0; c < 2; c++) {
+        if (c && fence)
+            tu_emit(p, 0, ISA_OP_FENCE);
+        isa_insn *in = tu_emit(p, 0, ISA_OP_SFP_RELU);
+        in->c = c;
+        in->n[0] = 100;
+        in->as[0] = in->ds[0] = 128;
+        in->a.off = c * 0x10000;
+        in->d.off = 0x20000 + c * 0x10000;
+    }
+    tu_halt_all(p);
+    sim_fault f;
+    double cyc = run_cycles(p, &f);
+    isa_program_free(p);
+    return cyc;
+}
+
+static void test_a_fence_holds_dispatch_until_the_cores_units_are_idle(void)
+{
+    const double one = cfg4.sfp_issue_cycles + 100 * cfg4.sfp_simple_cycles;
+    CU_ASSERT_DOUBLE_EQUAL(sfp_pair_cycles(0), cfg4.seq_issue_cycles + one, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(sfp_pair_cycles(1), 2 * one + cfg4.sync_cycles, 1e-9);
 }
 
 static void test_race_check_off_after_a_checked_run_reports_nothing(void)
@@ -492,6 +531,8 @@ int main(void)
         {"unordered_dma_and_sfp_on_same_lx_is_a_race", test_unordered_dma_and_sfp_on_same_lx_is_a_race},
         {"token_ordering_removes_the_race", test_token_ordering_removes_the_race},
         {"cores_sharing_dram_without_barrier_race", test_cores_sharing_dram_without_barrier_race},
+        {"a_fence_does_not_order_other_cores", test_a_fence_does_not_order_other_cores},
+        {"a_fence_holds_dispatch_until_the_cores_units_are_idle", test_a_fence_holds_dispatch_until_the_cores_units_are_idle},
         {"disjoint_bytes_of_one_stick_do_not_race", test_disjoint_bytes_of_one_stick_do_not_race},
         {"race_check_off_after_a_checked_run_reports_nothing", test_race_check_off_after_a_checked_run_reports_nothing},
         {"deadlock_lists_every_waiting_unit", test_deadlock_lists_every_waiting_unit},
