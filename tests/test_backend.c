@@ -393,6 +393,17 @@ static cc_graph *load_mlp(const char *extra)
 /* Compile g for cfgname with the work_div overrides wd[0..n) (and
  * no_lx_keep): the report
  * in *report (malloc'd, NULL on an error) and the error text in err. */
+/* run_graph with the work divisions wd[0..n) forced. */
+static int run_graph_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, sim_stats *stats_out)
+{
+    run_wd = wd;
+    run_nwd = n;
+    int rc = run_graph(g, cfgname, NULL, NULL, stats_out);
+    run_wd = NULL;
+    run_nwd = 0;
+    return rc;
+}
+
 static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, char **report,
                              char *err, size_t errlen)
 {
@@ -567,11 +578,7 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots"));
     free(rep);
     cc_result_free(r);
-    run_wd = rows;
-    run_nwd = 1;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", rows, 1, NULL), 0);
     cc_graph_free(g);
     /* more rows than LX holds (a count beyond a core's part is clipped to it) */
     const char *wide = "graph sm\ninput %x: f32[512, 1024]\n%y: f32[512, 1024] = aten._softmax.default(%x, -1, False)\n"
@@ -781,14 +788,10 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
     free(rep);
     cc_result_free(r);
     sim_stats kept, off;
-    run_wd = wd;
-    run_nwd = 5;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &kept), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 5, &kept), 0);
     no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &off), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 5, &off), 0);
     no_lx_keep = 0;
-    run_wd = NULL;
-    run_nwd = 0;
     printf("\n  kept in lx: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", kept.cycles,
            (unsigned long long)(kept.dram_bytes_read + kept.dram_bytes_written), off.cycles,
            (unsigned long long)(off.dram_bytes_read + off.dram_bytes_written));
@@ -828,16 +831,10 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
     free(rep);
     cc_result_free(r);
     sim_stats ring, own;
-    run_wd = bc;
-    run_nwd = 3;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &ring), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", bc, 3, &ring), 0);
     /* the same grid with every core loading its own copy of B */
     static const char *const wd[] = {"k0_mm_relu=32x1", "k1_mm_relu=32x1", "k2_mm=32x1"};
-    run_wd = wd;
-    run_nwd = 3;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &own), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, &own), 0);
     printf("\n  B over the ring: %.0f cycles %llu DRAM bytes read; each core its own B: %.0f cycles %llu", ring.cycles,
            (unsigned long long)ring.dram_bytes_read, own.cycles, (unsigned long long)own.dram_bytes_read);
     CU_ASSERT(ring.cycles < own.cycles);
@@ -865,11 +862,7 @@ static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void
     sim_stats grid, bcast;
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &grid), 0);
     static const char *const bc[] = {"k0_mm_relu=32x1r", "k1_mm_relu=32x1r", "k2_mm=32x1r"};
-    run_wd = bc;
-    run_nwd = 3;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &bcast), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", bc, 3, &bcast), 0);
     printf("\n  grid over the ring: %.0f cycles; B to all cores: %.0f cycles", grid.cycles, bcast.cycles);
     CU_ASSERT(grid.cycles < bcast.cycles);
     cc_graph_free(g);
@@ -905,11 +898,7 @@ static void test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_valida
         CU_ASSERT_PTR_NOT_NULL(strstr(rep, "A shared in rows of the grid"));
         free(rep);
         cc_result_free(r);
-        run_wd = wd;
-        run_nwd = 1;
-        CU_ASSERT_EQUAL(run_graph(g, cases[i][0], NULL, NULL, NULL), 0);
-        run_wd = NULL;
-        run_nwd = 0;
+        CU_ASSERT_EQUAL(run_graph_wd(g, cases[i][0], wd, 1, NULL), 0);
     }
     cc_graph_free(g);
 }
@@ -941,24 +930,18 @@ static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validate
     sim_stats split, whole;
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &split), 0);
     static const char *const one[] = {"k0_mm_add=1x2"};
-    run_wd = one;
-    run_nwd = 1;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &whole), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", one, 1, &whole), 0);
     printf("\n  K split: %.0f cycles; 1x2 without: %.0f cycles", split.cycles, whole.cycles);
     CU_ASSERT(split.cycles < whole.cycles);
     /* forced: four parts, the middle ones passing sums on */
     static const char *const four[] = {"k0_mm_add=1x1x4"};
-    run_wd = four;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", four, 1, NULL), 0);
     static const char *const bad[] = {"k0_mm_add=1x1x200"};
     r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
     CU_ASSERT_PTR_NULL(r);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre"));
     static const char *const many[] = {"k0_mm_add=1x1x32"};
-    run_wd = many;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", many, 1, NULL), 0);
     cc_graph_free(g);
 }
 
@@ -1022,11 +1005,7 @@ static void test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 1 tensor kept, 1 read from lx,"));
     free(rep);
     cc_result_free(r);
-    run_wd = wd;
-    run_nwd = 3;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
     cc_graph_free(g);
 }
 
@@ -1039,11 +1018,7 @@ static void test_split_k_on_an_uneven_grid_validates(void)
     char err[1024];
     cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    run_wd = wd;
-    run_nwd = 1;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, NULL), 0);
     cc_graph_free(g);
 }
 
@@ -1379,11 +1354,7 @@ static void test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence
         isa_program_free(p);
         free(rep);
         static const char *const wd[] = {"k0_relu=2", "k1_mm_add=2x1"};
-        run_wd = wd;
-        run_nwd = 2;
-        CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0); /* race-checked */
-        run_wd = NULL;
-        run_nwd = 0;
+        CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 2, NULL), 0); /* race-checked */
         cc_graph_free(g);
     }
     no_lx_keep = 0;
@@ -1448,11 +1419,7 @@ static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 2 bars, 0 fences\n"));
     free(rep);
     cc_result_free(r);
-    run_wd = wd;
-    run_nwd = 3;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    run_wd = NULL;
-    run_nwd = 0;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
     cc_graph_free(g);
 }
 
