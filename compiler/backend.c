@@ -902,6 +902,63 @@ int64_t be_lx_budget(const be_ctx *c, int pos)
     return c->lx_floor ? c->lx_floor[pos] : (int64_t)c->cfg->lx_usable_bytes;
 }
 
+/* The ring exchange of kept tensor buf before the kernel at pos (NULL: none). */
+static const be_xreg *res_xreg(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    for (int i = 0; r && i < r->nx; i++)
+        if (r->x[i].pos == pos)
+            return &r->x[i];
+    return NULL;
+}
+
+/* The ring exchanges before the kernel at pos (be_xreg), as a kernel of
+ * their own, "NAME.xchg": every core holding rows of such a tensor sends
+ * each reader core its share (a dma.lx to itself); a bar then orders
+ * them before the kernel, which reads the region with no tokens. */
+static void xchg_emit(be_ctx *c, int pos)
+{
+    const ir_prog *p = c->p;
+    const int ncores = c->cfg->cores;
+    const int64_t sb = c->t.stick;
+    char name[ISA_NAME_MAX];
+    snprintf(name, sizeof name, "%s.xchg", p->kernels[p->order[pos]].name);
+    int any = 0;
+    for (int b = 0; b < p->nbufs; b++) {
+        const be_res *r = &c->res[b];
+        const be_xreg *x = res_xreg(c, b, pos);
+        if (!x)
+            continue;
+        any = 1;
+        const int64_t rows = c->lay[b].rows, G = c->lay[b].groups;
+        for (int core = 0; core < r->cores; core++) {
+            cc_emit *e = &c->em[core];
+            int64_t p0, pn;
+            cc_split(rows, r->cores, core, &p0, &pn);
+            for (int k = 0; k < x->cores; k++) {
+                int64_t q0, qn;
+                cc_split(rows, x->cores, k, &q0, &qn);
+                for (int64_t lo = cc_max(p0, q0), hi = cc_min(p0 + pn, q0 + qn); lo < hi; lo += 65535) {
+                    const int64_t n = cc_min(65535, hi - lo);
+                    const isa_addr d = cc_abs(x->lx + (lo - q0) * sb), a = cc_abs(r->lx + (lo - p0) * sb);
+                    cc_dma_shape sh = cc_dma_groups(n, G, x->rows_cap * sb, r->rows_cap * sb);
+                    if (!e->kname)
+                        cc_kernel_begin(e, name);
+                    if (k == core)
+                        cc_emit_dma(e, ISA_OP_DMA_LX, d, a, &sh);
+                    else
+                        cc_emit_ring(e, ISA_OP_RING_SEND, k, 255, d, a, &sh);
+                }
+            }
+        }
+    }
+    for (int core = 0; core < ncores && any; core++) {
+        if (c->em[core].kname)
+            cc_kernel_end(&c->em[core]);
+        cc_emit_bar(&c->em[core]);
+    }
+}
+
 /* Emit every kernel into prog (the program's streams, or a scratch
  * program for the LX plan's dry runs): a fence or a bar between kernels
  * (bd_needs_bar), each kernel tiled into the LX below the tensors kept
@@ -935,6 +992,8 @@ static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, con
             c->em[core].lx_top = 0;
             c->em[core].lx_limit = (uint64_t)c->lx_floor[i];
         }
+        c->pos = i;
+        xchg_emit(c, i);
         int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_emit(c, i) : be_rows_emit(c, i);
         for (int core = 0; core < ncores && !rc; core++)
             if (cc_emit_failed(&c->em[core]))
@@ -989,11 +1048,18 @@ static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, con
  * of it and the tensors already kept the one read again furthest in the
  * future leaves LX (Belady): a kept tensor "spills" (its producer also
  * writes it to DRAM, and its later readers reload it from there), the new
- * one simply goes to DRAM. */
+ * one simply goes to DRAM.
+ *
+ * A later kernel that walks the tensor aligned but splits its rows over
+ * another number of cores gets it by a ring exchange (be_xreg) when that
+ * is estimated cheaper than the DRAM round trip and its region fits LX
+ * above the kernel's working LX; otherwise it reads DRAM. */
 
 typedef struct {
     int *uses;    /* positions that read it aligned, ascending */
     int nuses;
+    int *xuses;   /* positions that read it aligned on another number of cores (a ring exchange) */
+    int nxuses;
     int producer; /* position that writes it aligned (-1: none) */
     int cores;    /* the producer's cores */
     int other;    /* read or written some other way: DRAM needed */
@@ -1002,12 +1068,21 @@ typedef struct {
 int be_res_reads(const be_ctx *c, int buf, int pos)
 {
     const be_res *r = c->res ? &c->res[buf] : NULL;
+    if (res_xreg(c, buf, pos))
+        return 1;
     if (!r || !r->on || pos <= r->from || pos > r->to)
         return 0;
     for (int i = 0; i < r->nuses; i++)
         if (r->uses[i] == pos)
             return 1;
     return 0; /* it reads the tensor some other way, or on other cores: from DRAM */
+}
+
+void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap)
+{
+    const be_xreg *x = res_xreg(c, buf, pos);
+    *lx = x ? x->lx : c->res[buf].lx;
+    *rows_cap = x ? x->rows_cap : c->res[buf].rows_cap;
 }
 
 int be_res_writes(const be_ctx *c, int buf, int pos)
@@ -1019,20 +1094,31 @@ int be_res_writes(const be_ctx *c, int buf, int pos)
 void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
                  int64_t gs)
 {
-    const be_res *r = &c->res[buf];
-    const int64_t sb = c->t.stick, part = r->lx + (g0 * r->rows_cap + i0) * sb;
-    assert(r->on && i0 >= 0 && i0 + n <= r->rows_cap);
-    cc_dma_shape sh = cc_dma_groups(n, G, store ? r->rows_cap * sb : gs, store ? gs : r->rows_cap * sb);
+    int64_t at, cap;
+    be_res_at(c, buf, store ? -1 : c->pos, &at, &cap);
+    const int64_t sb = c->t.stick, part = at + (g0 * cap + i0) * sb;
+    assert((c->res[buf].on || res_xreg(c, buf, c->pos)) && i0 >= 0 && i0 + n <= cap);
+    cc_dma_shape sh = cc_dma_groups(n, G, store ? cap * sb : gs, store ? gs : cap * sb);
     cc_emit_dma(e, store ? ISA_OP_DMA_LXS : ISA_OP_DMA_LX, cc_abs(store ? part : lx), cc_abs(store ? lx : part), &sh);
 }
 
 /* The next position >= pos that reads candidate x aligned (INT_MAX: none). */
 static int next_use(const lx_cand *x, int pos)
 {
+    int n = INT_MAX;
     for (int i = 0; i < x->nuses; i++)
-        if (x->uses[i] >= pos)
-            return x->uses[i];
-    return INT_MAX;
+        if (x->uses[i] >= pos && x->uses[i] < n)
+            n = x->uses[i];
+    for (int i = 0; i < x->nxuses; i++)
+        if (x->xuses[i] >= pos && x->xuses[i] < n)
+            n = x->xuses[i];
+    return n;
+}
+
+/* The last position that reads candidate x from LX (-1: none). */
+static int last_use(const lx_cand *x)
+{
+    return cc_max(x->nuses ? x->uses[x->nuses - 1] : -1, x->nxuses ? x->xuses[x->nxuses - 1] : -1);
 }
 
 /* The highest stick-aligned range of `bytes` in [floor, top) that no
@@ -1050,6 +1136,9 @@ static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int6
             const be_res *r = &c->res[b];
             if (r->on && r->from <= pos && pos <= r->to && r->lx < hi && lo < r->lx + r->bytes)
                 clash = clash < 0 || r->lx < clash ? r->lx : clash;
+            const be_xreg *x = res_xreg(c, b, pos);
+            if (x && x->lx < hi && lo < x->lx + x->bytes)
+                clash = clash < 0 || x->lx < clash ? x->lx : clash;
         }
         if (clash < 0)
             return lo;
@@ -1099,6 +1188,9 @@ static lx_cand *lx_candidates(be_ctx *c)
             } else if (x[b].producer >= 0 && c->work[i].cores == x[b].cores) {
                 x[b].uses = ir_xgrow(x[b].uses, &(int){x[b].nuses}, x[b].nuses + 1, sizeof *x[b].uses);
                 x[b].uses[x[b].nuses++] = i;
+            } else if (x[b].producer >= 0) {
+                x[b].xuses = ir_xgrow(x[b].xuses, &(int){x[b].nxuses}, x[b].nxuses + 1, sizeof *x[b].xuses);
+                x[b].xuses[x[b].nxuses++] = i;
             } else {
                 x[b].other = 1;
             }
@@ -1114,9 +1206,69 @@ static lx_cand *lx_candidates(be_ctx *c)
 
 static void lx_free(const be_ctx *c, lx_cand *x)
 {
-    for (int b = 0; b < c->p->nbufs; b++)
+    for (int b = 0; b < c->p->nbufs; b++) {
         free(x[b].uses);
+        free(x[b].xuses);
+    }
     free(x);
+}
+
+/* Estimated cycles of the ring exchange of kept tensor b to the kernel
+ * at pos: the busier of the busiest sender (one transfer per reader core
+ * its rows reach, or a local copy) and the busiest ring link (each
+ * transfer the shorter way round), and the bar after them. */
+static double xchg_cost(const be_ctx *c, int b, int pos)
+{
+    const be_res *r = &c->res[b];
+    const int n = c->cfg->cores;
+    const int64_t rows = c->lay[b].rows, bytes_row = c->lay[b].groups * c->t.stick, qc = c->work[pos].cores;
+    double *link = ir_xalloc((size_t)(2 * n) * sizeof *link), worst = 0;
+    for (int core = 0; core < r->cores; core++) {
+        int64_t p0, pn;
+        cc_split(rows, r->cores, core, &p0, &pn);
+        double t = 0;
+        for (int k = 0; k < qc; k++) {
+            int64_t q0, qn;
+            cc_split(rows, qc, k, &q0, &qn);
+            const int64_t m = cc_min(p0 + pn, q0 + qn) - cc_max(p0, q0);
+            if (m < 1)
+                continue;
+            const double bytes = (double)(m * bytes_row);
+            t += c->t.dma_insn_cycles + bytes / c->cfg->ring_bytes_per_cycle;
+            const int cw = ((k - core) % n + n) % n, dir = cw <= n - cw ? 0 : 1, hops = dir ? n - cw : cw;
+            for (int h = 0, stop = core; h < hops; h++, stop = ((dir ? stop - 1 : stop + 1) % n + n) % n)
+                link[dir * n + stop] += bytes;
+        }
+        worst = worst > t ? worst : t;
+    }
+    for (int l = 0; l < 2 * n; l++)
+        worst = worst > link[l] / c->cfg->ring_bytes_per_cycle ? worst : link[l] / c->cfg->ring_bytes_per_cycle;
+    free(link);
+    return worst + c->cfg->barrier_cycles;
+}
+
+/* A ring exchange of kept tensor b to the kernel at pos, which reads it
+ * split over another number of cores: planned when it is estimated
+ * cheaper than the DRAM round trip (the write only if nothing else needs
+ * the tensor in DRAM) and its region fits above the kernel's working LX
+ * (floor); otherwise the kernel reads DRAM, so the producer writes it. */
+static void xchg_plan(be_ctx *c, int b, int pos, int64_t floor, int64_t top)
+{
+    be_res *r = &c->res[b];
+    if (!r->on || pos <= r->from || pos > r->to)
+        return; /* not kept (or spilled) by now: DRAM already */
+    const int64_t qc = c->work[pos].cores, rows = c->lay[b].rows, sb = c->t.stick;
+    be_xreg xr = {pos, (int)qc, 0, cc_ceil_div(rows, qc), cc_ceil_div(rows, qc) * c->lay[b].groups * sb, 0, 0};
+    const double bytes = (double)(rows * c->lay[b].groups * sb);
+    xr.est = xchg_cost(c, b, pos);
+    xr.dram_est = c->t.dram_bytes_per_cycle > 0 ? bytes * (r->dram ? 1 : 2) / c->t.dram_bytes_per_cycle : 0;
+    xr.lx = xr.est < xr.dram_est ? lx_fit(c, pos, floor, top, xr.bytes) : -1;
+    if (xr.lx < 0) {
+        r->dram = 1;
+        return;
+    }
+    r->x = ir_xgrow(r->x, &(int){r->nx}, r->nx + 1, sizeof *r->x);
+    r->x[r->nx++] = xr;
 }
 
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's
@@ -1126,13 +1278,18 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
     ir_prog *p = c->p;
     const int64_t sb = c->t.stick, top = (int64_t)c->cfg->lx_usable_bytes / sb * sb;
     for (int i = 0; i < p->norder; i++) {
+        for (int b = 0; b < p->nbufs; b++)
+            for (int k = 0; k < x[b].nxuses; k++)
+                if (x[b].xuses[k] == i)
+                    xchg_plan(c, b, i, cc_round_up(need[i], sb), top);
         for (int b = 0; b < p->nbufs; b++) {
-            if (x[b].producer != i || !x[b].nuses)
+            if (x[b].producer != i || last_use(&x[b]) < 0)
                 continue;
             be_res *r = &c->res[b];
             const be_layout *L = &c->lay[b];
             r->from = i;
-            r->to = x[b].uses[x[b].nuses - 1];
+            r->to = last_use(&x[b]);
+            r->cores = x[b].cores;
             r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
             r->bytes = r->rows_cap * L->groups * sb;
             r->dram = x[b].other;
@@ -1145,7 +1302,7 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
                     r->on = 1;
                     r->lx = at;
                     r->nuses = x[b].nuses;
-                    r->uses = ir_xalloc((size_t)r->nuses * sizeof *r->uses);
+                    r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
                     memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
                     break;
                 }
@@ -1170,6 +1327,21 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
             }
         }
     }
+    /* a region ends at its last reader from LX: exchanges that fell to
+     * DRAM leave it shorter, or with none, not kept at all */
+    for (int b = 0; b < p->nbufs; b++) {
+        be_res *r = &c->res[b];
+        int last = -1;
+        for (int k = 0; r->on && k < r->nuses; k++)
+            if (r->uses[k] <= r->to)
+                last = cc_max(last, r->uses[k]);
+        for (int k = 0; r->on && k < r->nx; k++)
+            last = cc_max(last, r->x[k].pos);
+        if (r->on && last < 0)
+            r->on = 0;
+        else if (r->on)
+            r->to = last;
+    }
 }
 
 /* ... when its estimate grows by at most this (row kernels: chunks
@@ -1192,7 +1364,7 @@ int be_codegen_pass(ir_prog *p)
     char *live = ir_xalloc((size_t)(p->norder + 1));
     int any = 0;
     for (int b = 0; x && b < p->nbufs; b++)
-        for (int i = x[b].producer; x[b].nuses && i <= x[b].uses[x[b].nuses - 1]; i++)
+        for (int i = x[b].producer; i >= 0 && i <= last_use(&x[b]); i++)
             any = live[i] = 1;
     if (any) {
         /* Dry runs measure those kernels' working LX, tiled into all of LX
@@ -1242,6 +1414,8 @@ int be_codegen_pass(ir_prog *p)
             const be_res *r = &c->res[b];
             for (int i = r->from; r->on && i <= r->to; i++)
                 c->lx_floor[i] = cc_min(c->lx_floor[i], r->lx);
+            for (int k = 0; k < r->nx; k++)
+                c->lx_floor[r->x[k].pos] = cc_min(c->lx_floor[r->x[k].pos], r->x[k].lx);
         }
     }
     free(live);
@@ -1259,8 +1433,10 @@ void be_free(ir_prog *p)
     free(c->lay);
     free(c->work);
     free(c->em);
-    for (int b = 0; c->res && b < p->nbufs; b++)
+    for (int b = 0; c->res && b < p->nbufs; b++) {
         free(c->res[b].uses);
+        free(c->res[b].x);
+    }
     free(c->res);
     free(c->lx_floor);
     isa_program_free(c->prog);
@@ -1327,7 +1503,7 @@ static void print_report(const ir_prog *p, FILE *f)
     be_ctx *c = p->be;
     const be_state *st = state_of(c);
     int *reads = ir_xalloc((size_t)p->nbufs * sizeof *reads), *writes = ir_xalloc((size_t)p->nbufs * sizeof *writes);
-    int nr, nw, maxcores = 0, nrestick = 0, loops = 0, kept = 0, spills = 0, reloads = 0, lxreads = 0, bars = 0;
+    int nr, nw, maxcores = 0, nrestick = 0, loops = 0, kept = 0, spills = 0, reloads = 0, lxreads = 0, bars = 0, xchgs = 0;
     int64_t rd = 0, wr = 0, lx = 0;
     fprintf(f, "target %s (%d cores):\n", st->cfgname, st->ncores);
     for (int i = 0; i < p->norder; i++) {
@@ -1374,6 +1550,16 @@ static void print_report(const ir_prog *p, FILE *f)
         fprintf(f, "  restickified: %s\n", ki->restick[0] ? ki->restick : "none");
         print_kept(c, f, i, reads, nr, writes, nw, &kept, &spills, &reloads);
         fprintf(f, "  from lx: %s\n", ki->lxread[0] ? ki->lxread : "none");
+        printed = 0;
+        for (int b = 0; b < p->nbufs; b++) {
+            const be_xreg *x = res_xreg(c, b, i);
+            if (x)
+                fprintf(f, "%s%s (%d -> %d cores, estimate %.0f cycles against %.0f through DRAM)",
+                        printed++ ? ", " : "  ring exchange: ", p->bufs[b].name, c->res[b].cores, x->cores, x->est,
+                        x->dram_est);
+        }
+        fputs(printed ? "\n" : "  ring exchange: none\n", f);
+        xchgs += printed;
         lxreads += ki->nlxread;
         fprintf(f, "  dram bytes: %" PRId64 " read, %" PRId64 " written%s; lx up to %" PRId64 " bytes per core\n",
                 ki->dram_rd, ki->dram_wr, ki->loops ? " (loop bodies counted once)" : "", ki->lx_max);
@@ -1396,6 +1582,7 @@ static void print_report(const ir_prog *p, FILE *f)
     fprintf(f, "lx across kernels: %d tensor%s kept, %d read%s from lx, %d spill%s, %d reload%s from dram%s\n", kept,
             kept == 1 ? "" : "s", lxreads, lxreads == 1 ? "" : "s", spills, spills == 1 ? "" : "s", reloads,
             reloads == 1 ? "" : "s", p->opts.no_lx_plan ? " (--no-lx-plan)" : p->opts.no_lx_keep ? " (--no-lx-keep)" : "");
+    fprintf(f, "ring exchanges between kernels: %d\n", xchgs);
     const int fences = p->norder > 1 ? p->norder - 1 - bars : 0;
     fprintf(f, "boundaries: %d bar%s, %d fence%s\n", bars, bars == 1 ? "" : "s", fences, fences == 1 ? "" : "s");
     free(reads);

@@ -47,6 +47,19 @@ typedef struct {
                           writes a tensor it reads, so that the tensor can stay in LX (0: not) */
 } be_work;
 
+/* A ring exchange (lxplan, backend.c): before the kernel at pos, which
+ * reads a kept tensor aligned but split over another number of cores,
+ * each core that holds rows of it sends every reader core its rows, into
+ * this region (the reader's part: row i, stick group g at
+ * lx + (g * rows_cap + i) * stick, on every reader core); the reader then
+ * takes the tensor from there as from a kept one.  Estimates: the
+ * exchange, and the DRAM round trip it replaces (cycles). */
+typedef struct {
+    int pos, cores;
+    int64_t lx, rows_cap, bytes;
+    double est, dram_est;
+} be_xreg;
+
 /* A tensor kept in LX across kernels (the lxplan step of codegen,
  * backend.c): from its producer's position to the last consumer that
  * reads it there.  Every core holds its own rows of it, the rows the
@@ -64,6 +77,9 @@ typedef struct {
     int *uses;         /* the positions that read it aligned on the producer's cores, ascending:
                           only these read it from LX */
     int nuses;
+    int cores;         /* the producer's cores */
+    be_xreg *x;        /* ring exchanges: readers split over other cores, ascending by position */
+    int nx;
 } be_res;
 
 /* How a kernel touches a DRAM buffer: aligned when it walks the buffer
@@ -86,6 +102,7 @@ typedef struct be_ctx {
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
+    int pos;           /* codegen: the kernel position being emitted */
     char *err;
     size_t errlen;
 } be_ctx;
@@ -310,6 +327,10 @@ int64_t be_lx_budget(const be_ctx *c, int pos);
  * read aligned by this kernel)?  Does it store it there? */
 int be_res_reads(const be_ctx *c, int buf, int pos);
 int be_res_writes(const be_ctx *c, int buf, int pos);
+/* Where kernel pos, which reads buf from LX, finds a core's rows of it:
+ * the region's LX offset and rows per core (a ring exchange's region
+ * when pos splits it over other cores than its producer). */
+void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap);
 /* dma.lx (load) or dma.lxs (store) between rows [i0, i0 + n), stick
  * groups [g0, g0 + G) of a core's part of resident buf and a tile of G
  * groups at lx, group stride gs. */

@@ -1707,7 +1707,9 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         down[0] = core - (int)gn;
     if (i >= mid && i + 1 < gm)
         down[1] = core + (int)gn;
-    const be_res *ra = m->ares ? &c->res[m->mm->a] : NULL;
+    int64_t ra_lx = 0, ra_cap = 0; /* A's kept rows: where they are (m->ares) */
+    if (m->ares)
+        be_res_at(c, m->mm->a, m->ep.pos, &ra_lx, &ra_cap);
     const int64_t cols = cc_min(ns * lanes, m->N - g0 * lanes);
     be_view bv0 = shifted(&m->bv, g0);
     for (int64_t jc = 0; jc < mc.nch; jc++) {
@@ -1718,7 +1720,7 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
             be_dma_rows(c, e, ISA_OP_DMA_LD, BW + k0 * sb, m->Kd * sb, &bv0, &m->brsp, k0, kc, ns);
             cc_emit_sig(e, ISA_U_DMAI, loaded);
         }
-        if (ra) {
+        if (m->ares) {
             be_res_copy(c, e, 0, m->mm->a, 0, pn, g, kg, aoff, MT * sb);
         } else {
             be_view av = shifted(&m->av, g);
@@ -1728,13 +1730,13 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         cc_emit_sig(e, ISA_U_DMAI, aload);
         /* ring: the own A rows to the grid row's other cores (from the
          * kept region directly), then B's pieces on down the column */
-        if (!ra)
+        if (!m->ares)
             cc_emit_wait(e, ISA_U_RING, aload_r);
         for (int64_t d = 1; d < gn; d++) {
             const int64_t q = (j + d) % gn;
-            cc_dma_shape sh = cc_dma_groups(pn, kg, MT * sb, ra ? ra->rows_cap * sb : MT * sb);
+            cc_dma_shape sh = cc_dma_groups(pn, kg, MT * sb, m->ares ? ra_cap * sb : MT * sb);
             cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + q), aarr[j], cc_abs(aoff),
-                         cc_abs(ra ? ra->lx + g * ra->rows_cap * sb : aoff), &sh);
+                         cc_abs(m->ares ? ra_lx + g * ra_cap * sb : aoff), &sh);
         }
         if (i == mid)
             cc_emit_wait(e, ISA_U_RING, loaded);

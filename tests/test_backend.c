@@ -982,7 +982,9 @@ static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_l
     cc_graph_free(g);
 }
 
-/* v0 stays in LX for k2 (its cores); k1, on other cores, reads it from DRAM */
+/* v0 stays in LX for k2 (its cores); k1, on other cores, gets its rows by
+ * a ring exchange; v1 (3 cores) cannot stay for k2 (2 cores) and goes
+ * through DRAM */
 static const char *two_proj_graph = "graph twoproj\n"
                                     "input %x: f32[1000, 128]\n"
                                     "input %w1: f32[128, 128]\n"
@@ -993,7 +995,7 @@ static const char *two_proj_graph = "graph twoproj\n"
                                     "%v3: f32[1000, 128] = aten.mul.Tensor(%v2, %v1)\n"
                                     "output %v3\n";
 
-static void test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram(void)
+static void test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange(void)
 {
     static const char *const wd[] = {"k0_add=2", "k1_mm=3x1", "k2_mm_mul=2x1"};
     char err[1024], *rep;
@@ -1002,10 +1004,47 @@ static void test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram(void)
     cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: v0 for k0_add..k2_mm_mul"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 1 tensor kept, 1 read from lx,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  ring exchange: v0 (2 -> 3 cores, estimate "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 1 tensor kept, 2 reads from lx,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nring exchanges between kernels: 1\n"));
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
+    cc_graph_free(g);
+}
+
+/* A product on all 32 cores and a softmax forced onto fewer: the softmax
+ * takes the product's rows over the ring (a kernel "k1_softmax.xchg" of
+ * its own) instead of a DRAM round trip; faster, and it validates. */
+static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
+{
+    static const char *text = "graph xg\n"
+                              "input %x: f32[4096, 256]\n"
+                              "input %w: f32[256, 256]\n"
+                              "%m: f32[4096, 256] = aten.mm.default(%x, %w)\n"
+                              "%s: f32[4096, 256] = aten._softmax.default(%m, 1, False)\n"
+                              "output %s\n";
+    static const char *const wd[] = {"k1_softmax=6"};
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(text, "xg.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", wd, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  ring exchange: m (32 -> 6 cores, estimate "));
+    free(rep);
+    cc_result_free(r);
+    sim_stats xchg, dram;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &xchg), 0);
+    no_lx_keep = 1;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &dram), 0);
+    no_lx_keep = 0;
+    printf("\n  ring exchange: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", xchg.cycles,
+           (unsigned long long)(xchg.dram_bytes_read + xchg.dram_bytes_written), dram.cycles,
+           (unsigned long long)(dram.dram_bytes_read + dram.dram_bytes_written));
+    CU_ASSERT(xchg.cycles < dram.cycles);
+    CU_ASSERT(xchg.dram_bytes_read + xchg.dram_bytes_written < dram.dram_bytes_read + dram.dram_bytes_written);
+    static const char *const wd4[] = {"k0_mm=4x1", "k1_softmax=3"};
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre-4core", wd4, 2, NULL), 0);
     cc_graph_free(g);
 }
 
@@ -1440,8 +1479,10 @@ int main(void)
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",
          test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx},
-        {"a reader on other cores takes a kept tensor from DRAM",
-         test_a_reader_on_other_cores_takes_a_kept_tensor_from_dram},
+        {"a reader on other cores takes a kept tensor by a ring exchange",
+         test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange},
+        {"a ring exchange beats the DRAM round trip between splits",
+         test_a_ring_exchange_beats_the_dram_round_trip_between_splits},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},
         {"a wide layer norm fits a small LX by reusing temps",
          test_a_wide_layer_norm_fits_a_small_lx_by_reusing_temps},
