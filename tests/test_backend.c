@@ -777,8 +777,8 @@ static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on
 /* Wrapped walks that start inside a period and are cut anywhere: A is
  * columns 64..319 of [64, 3, 128] viewed as [64, 384] (its first K stick
  * is a head's second), B is [96, 2, 128] viewed as [96, 256] (N wraps);
- * K chunks of one stick, whole K, row splits, split-K and a grid over the
- * ring all validate. */
+ * K chunks of one stick, whole K, row splits, split-K, B broadcast over
+ * the ring and a grid over the ring all validate. */
 static const char *wrap_graph = "graph wrap\n"
                                 "input %x: f32[64, 3, 128]\n"
                                 "input %w: f32[256, 96]\n"
@@ -795,7 +795,7 @@ static void test_operands_wrapping_from_inside_a_period_validate_under_any_tilin
     static const char *const wd[][2] = {
         {"k0_mm=1x2/64x1x64", "k1_mm=1x4/64x1x64"},  {"k0_mm=1x1/64x2x256", "k1_mm=1x1/64x4x96"},
         {"k0_mm=2x1/32x2x128", "k1_mm=2x2"},         {"k0_mm=1x1x2", "k1_mm=1x2x2"},
-        {"k0_mm=32x1r", "k1_mm=16x2r"},
+        {"k0_mm=32x1r", "k1_mm=16x2r"},               {"k0_mm=8x2", "k1_mm=32x1r"},
     };
     char err[1024], *rep;
     cc_graph *g = cc_graph_parse(wrap_graph, "wrap.txt", err, sizeof err);
