@@ -196,6 +196,37 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     return 0;
 }
 
+int be_view_wrap(const be_ctx *c, int buf, const ir_index *idx, be_view *v)
+{
+    const be_layout *L = &c->lay[buf];
+    const cc_ttype *t = &c->p->bufs[buf].type;
+    const int s = L->stick_dim;
+    const int64_t lanes = c->t.lanes16;
+    if (L->f32 || s == 0 || t->shape[s] % lanes)
+        return -1;
+    /* one step of dimension s - 1 moves this many layout rows (the rows
+     * are the other dimensions row-major, so a carry past it moves on
+     * alike) */
+    int64_t prow = 1, co[CC_MAX_RANK] = {0};
+    for (int d = s + 1; d < t->rank; d++)
+        prow *= t->shape[d];
+    coords_of(t, idx->offset, co);
+    v->gper = L->groups;
+    v->gph = co[s] / lanes;
+    v->pstride = prow * c->t.stick;
+    v->groups = L->groups - v->gph + (v->rows_left - 1) / prow * L->groups;
+    v->rows_left = INT64_MAX;
+    return 0;
+}
+
+int64_t be_view_group(const be_view *v, int64_t g)
+{
+    if (!v->gper)
+        return g * v->gstride;
+    const int64_t q = v->gph + g;
+    return (q % v->gper - v->gph) * v->gstride + q / v->gper * v->pstride;
+}
+
 void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                  int64_t r0, int64_t n, int64_t ng)
 {
@@ -238,35 +269,52 @@ void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const
             continue;
         }
         int64_t dram = v->base + stick * sb, lxa = lx + (r - r0) * sb;
-        cc_dma_shape sh;
-        memset(&sh, 0, sizeof sh);
-        for (int l = 0; l < ISA_MAX_LOOPS; l++)
-            sh.n[l] = 1;
-        int64_t lxs[2], drs[2];
-        if (mstr[0] == 1 || len == 1) {
-            sh.run = len;
-            sh.levels = 1;
-            sh.n[0] = ng;
-            lxs[0] = lx_gs;
-            drs[0] = v->gstride;
-        } else {
-            sh.run = 1;
-            sh.levels = 2;
-            sh.n[0] = len;
-            lxs[0] = sb;
-            drs[0] = mstr[0] * sb;
-            sh.n[1] = ng;
-            lxs[1] = lx_gs;
-            drs[1] = v->gstride;
+        /* The groups: one piece, or for a wrapped view a piece per part of
+         * a period, whole periods as one more loop level. */
+        for (int64_t g = 0; g < ng;) {
+            int64_t gn = ng - g, np = 1;
+            if (v->gper) {
+                const int64_t ph = (v->gph + g) % v->gper;
+                gn = cc_min(gn, v->gper - ph);
+                if (!ph && gn == v->gper)
+                    np = (ng - g) / v->gper;
+            }
+            /* loop levels (count, DRAM stride, LX stride), the smallest
+             * DRAM stride innermost so that DRAM is read in address order */
+            int64_t ln[3], ld[3], ll[3], run = 1;
+            int nl = 0;
+            if (mstr[0] == 1 || len == 1)
+                run = len;
+            else
+                ln[nl] = len, ld[nl] = mstr[0] * sb, ll[nl++] = sb;
+            ln[nl] = gn, ld[nl] = v->gstride, ll[nl++] = lx_gs;
+            if (np > 1)
+                ln[nl] = np, ld[nl] = v->pstride, ll[nl++] = v->gper * lx_gs;
+            for (int i = 1; i < nl; i++)
+                for (int j = i; j > 0 && ld[j] < ld[j - 1]; j--) {
+                    int64_t t;
+                    t = ln[j], ln[j] = ln[j - 1], ln[j - 1] = t;
+                    t = ld[j], ld[j] = ld[j - 1], ld[j - 1] = t;
+                    t = ll[j], ll[j] = ll[j - 1], ll[j - 1] = t;
+                }
+            cc_dma_shape sh;
+            memset(&sh, 0, sizeof sh);
+            for (int l = 0; l < ISA_MAX_LOOPS; l++)
+                sh.n[l] = 1;
+            sh.run = run;
+            sh.levels = nl;
+            for (int l = 0; l < nl; l++) {
+                sh.n[l] = ln[l];
+                sh.ds[l] = op == ISA_OP_DMA_ST ? ld[l] : ll[l];
+                sh.as[l] = op == ISA_OP_DMA_ST ? ll[l] : ld[l];
+            }
+            const int64_t da = dram + be_view_group(v, g), la = lxa + g * lx_gs;
+            if (op == ISA_OP_DMA_ST)
+                cc_emit_dma(e, op, cc_abs(da), cc_abs(la), &sh);
+            else
+                cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
+            g += gn * np;
         }
-        for (int l = 0; l < sh.levels; l++) {
-            sh.ds[l] = op == ISA_OP_DMA_ST ? drs[l] : lxs[l];
-            sh.as[l] = op == ISA_OP_DMA_ST ? lxs[l] : drs[l];
-        }
-        if (op == ISA_OP_DMA_ST)
-            cc_emit_dma(e, op, cc_abs(dram), cc_abs(lxa), &sh);
-        else
-            cc_emit_dma(e, op, cc_abs(lxa), cc_abs(dram), &sh);
         r += step;
     }
 }

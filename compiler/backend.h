@@ -110,8 +110,10 @@ typedef struct be_ctx {
 /* A buffer's device layout walked by an affine index: the stick holding
  * the element at row coordinates c_v (v over the index's variables other
  * than the lane variable) and group g is at
- *   base + g * gstride + sum_v rs[v] * c_v * stick
- * and, for a view without a lane variable, the element is at lane `lane`. */
+ *   base + be_view_group(v, g) + sum_v rs[v] * c_v * stick
+ * (be_view_group: g * gstride, or for a wrapped view, see be_view_wrap,
+ * group (gph + g) % gper of period (gph + g) / gper) and, for a view
+ * without a lane variable, the element is at lane `lane`. */
 typedef struct {
     int64_t base;      /* DRAM byte offset */
     int64_t gstride;   /* bytes between groups */
@@ -120,6 +122,9 @@ typedef struct {
     int64_t groups;    /* groups the buffer has from base on */
     int64_t rows_left; /* sticks of a group from base to the group's end: a load past them reads
                           another tensor (a where-guarded cat reads past its operand), so it is cut */
+    int64_t gper;      /* wrapped: groups per period (the stick dimension's groups); 0 not wrapped */
+    int64_t gph;       /* wrapped: base's group within its period */
+    int64_t pstride;   /* wrapped: bytes between periods */
 } be_view;
 
 /* A row space: variables (outermost first) and extents; rows are
@@ -138,6 +143,19 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...) __attribute__(
  * -1 with the reason in why when the layout cannot be walked so. */
 int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, be_view *v, char *why,
                size_t whylen);
+
+/* Make v, be_view_of's view of idx with a lane variable, a wrapped view:
+ * for a lane walk that runs past the end of the stick dimension
+ * (be_lane_fits fails) into the next index of the dimension before it: the attention output [t, h, d] sticked on d read
+ * as [t, h*d].  Each period of the walk is then the stick dimension's
+ * groups at gstride, and the next period starts that dimension's row
+ * stride further on.  -1 (v unchanged) when the walk cannot wrap so: the
+ * stick dimension is the first, is not whole sticks, or the values are
+ * fp32.  A wrapped view reads no rows past its buffer (rows_left unused):
+ * only matmul operands, whose every element is in their buffer, wrap. */
+int be_view_wrap(const be_ctx *c, int buf, const ir_index *idx, be_view *v);
+/* Byte offset of v's group g from v's base. */
+int64_t be_view_group(const be_view *v, int64_t g);
 
 /* DMA between LX and the view: rows [r0, r0 + n) of the row space, groups
  * [0, ng) of the view; LX holds row i of group g at lx + i*stick + g*lx_gs.

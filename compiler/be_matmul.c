@@ -162,16 +162,19 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     char why[256];
     /* An operand its stick layout cannot give the PT directly (a lane
      * offset, a transposed walk) is restickified in LX when its buffer is
-     * in DRAM. */
+     * in DRAM.  A lane walk that runs on past the stick dimension into the
+     * next index of the one before (heads merged back: [t, h, d] read as
+     * [t, h*d]) still reads whole sticks: its view wraps, each period of
+     * groups loaded from where it lies (be_view_wrap). */
     if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why) ||
-        !be_lane_fits(c, mm->a, &mm->aidx, m->Kd)) {
+        (!be_lane_fits(c, mm->a, &mm->aidx, m->Kd) && be_view_wrap(c, mm->a, &mm->aidx, &m->av))) {
         if (!c->lay[mm->a].dram)
             return be_error(c, K, "operand A: %s", why);
         m->ag = 1;
         m->at = mm_across(m, mm->a, &mm->aidx, m->vk, m->Kd);
     }
     if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, &m->bv, why, sizeof why) ||
-        !be_lane_fits(c, mm->b, &mm->bidx, m->N)) {
+        (!be_lane_fits(c, mm->b, &mm->bidx, m->N) && be_view_wrap(c, mm->b, &mm->bidx, &m->bv))) {
         if (!c->lay[mm->b].dram)
             return be_error(c, K, "operand B: %s", why);
         m->bg = 1;
@@ -1140,8 +1143,10 @@ int be_matmul_plan(be_ctx *c, int pos)
 static be_view shifted(const be_view *v, int64_t groups)
 {
     be_view s = *v;
-    s.base += groups * v->gstride;
+    s.base += be_view_group(v, groups);
     s.groups -= groups;
+    if (v->gper)
+        s.gph = (v->gph + groups) % v->gper;
     return s;
 }
 

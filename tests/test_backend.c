@@ -744,6 +744,88 @@ static void test_a_matmul_operand_larger_than_lx_is_staged_per_block(void)
     CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre"), 0);
 }
 
+/* Attention's output projection: the per-head products [h, t, d] are
+ * transposed and merged back into the A of a linear, [t, h*d].  Its lane
+ * walk runs past each head's 128 columns (2 sticks) into the next head,
+ * but every K stick is still a whole stick of the bmm's result: the view
+ * wraps (be_view_wrap) and A is loaded in place, no restickify. */
+static const char *attn_out_graph =
+    "graph attn_out\n"
+    "input %p: f32[4, 64, 64]\n"
+    "input %v: f32[4, 64, 128]\n"
+    "input %w: f32[256, 512]\n"
+    "%o: f32[4, 64, 128] = aten.bmm.default(%p, %v)\n"
+    "%o4: f32[1, 4, 64, 128] = aten._unsafe_view.default(%o, [1, 4, 64, 128])\n"
+    "%tr: f32[1, 64, 4, 128] = aten.transpose.int(%o4, 1, 2)\n"
+    "%cl: f32[1, 64, 4, 128] = aten.clone.default(%tr, memory_format=\"contiguous_format\")\n"
+    "%r: f32[64, 512] = aten._unsafe_view.default(%cl, [64, 512])\n"
+    "%wt: f32[512, 256] = aten.t.default(%w)\n"
+    "%y: f32[64, 256] = aten.mm.default(%r, %wt)\n"
+    "output %y\n";
+
+static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on_both_chips(void)
+{
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(attn_out_graph, "attn_out.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    const char *k1 = strstr(rep, "\nk1_mm: grid");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k1);
+    CU_ASSERT_EQUAL(strncmp(strstr(k1, "  restickified: "), "  restickified: none\n", 21), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, " 0 operands restickified,"));
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    cc_graph_free(g);
+}
+
+/* Wrapped walks that start inside a period and are cut anywhere: A is
+ * columns 64..319 of [64, 3, 128] viewed as [64, 384] (its first K stick
+ * is a head's second), B is [96, 2, 128] viewed as [96, 256] (N wraps);
+ * K chunks of one stick, whole K, row splits, split-K, B broadcast over
+ * the ring and a grid over the ring all validate. */
+static const char *wrap_graph = "graph wrap\n"
+                                "input %x: f32[64, 3, 128]\n"
+                                "input %w: f32[256, 96]\n"
+                                "input %wb: f32[96, 2, 128]\n"
+                                "%r: f32[64, 384] = aten.view.default(%x, [64, 384])\n"
+                                "%a: f32[64, 256] = aten.slice.Tensor(%r, 1, 64, 320)\n"
+                                "%y: f32[64, 96] = aten.mm.default(%a, %w)\n"
+                                "%b: f32[96, 256] = aten.view.default(%wb, [96, 256])\n"
+                                "%z: f32[64, 256] = aten.mm.default(%y, %b)\n"
+                                "output %y, %z\n";
+
+static void test_operands_wrapping_from_inside_a_period_validate_under_any_tiling(void)
+{
+    static const char *const wd[][2] = {
+        {"k0_mm=1x2/64x1x64", "k1_mm=1x4/64x1x64"},  {"k0_mm=1x1/64x2x256", "k1_mm=1x1/64x4x96"},
+        {"k0_mm=2x1/32x2x128", "k1_mm=2x2"},         {"k0_mm=1x1x2", "k1_mm=1x2x2"},
+        {"k0_mm=32x1r", "k1_mm=16x2r"},               {"k0_mm=8x2", "k1_mm=32x1r"},
+    };
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(wrap_graph, "wrap.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, " 0 operands restickified,"));
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    for (size_t i = 0; i < sizeof wd / sizeof wd[0]; i++) {
+        run_wd = wd[i];
+        run_nwd = 2;
+        int bad = run_graph(g, "spyre", NULL, NULL, NULL);
+        if (bad)
+            fprintf(stderr, "wrap with work_div %s, %s\n", wd[i][0], wd[i][1]);
+        CU_ASSERT_EQUAL(bad, 0);
+        run_wd = NULL;
+        run_nwd = 0;
+    }
+    cc_graph_free(g);
+}
+
 /* The issue's softmax over (512, 1024): with LX planning (the fused
  * kernel keeps max, exp and sum on chip) fewer DRAM bytes and fewer cycles
  * than without (every intermediate through DRAM), on both chips, and both
@@ -1540,6 +1622,10 @@ int main(void)
          test_a_staged_operand_larger_than_lx_is_staged_per_chunk},
         {"a matmul operand larger than LX is staged per block",
          test_a_matmul_operand_larger_than_lx_is_staged_per_block},
+        {"heads merged into a linear's A are read in place and validate on both chips",
+         test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on_both_chips},
+        {"operands wrapping from inside a period validate under any tiling",
+         test_operands_wrapping_from_inside_a_period_validate_under_any_tiling},
         {"an output transposed from a matmul is copied and validates on both chips",
          test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_both_chips},
         {"kernels whose rows stay on their cores are separated by a fence",
