@@ -7,6 +7,7 @@
  *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
  *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
  *            a `bar` between dependent kernels, the tensor table
+ *   reroll   each kernel's stream rolled into counted loops (be_reroll.c)
  *
  * Shared pieces: stick views (how an affine index walks a buffer's device
  * layout, turned into DMA descriptors) and the SFP expression evaluator
@@ -87,6 +88,7 @@ typedef struct be_ctx {
     cc_emit *em;       /* one emitter per core */
     char *err;
     size_t errlen;
+    struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
 } be_ctx;
 
 /* A buffer's device layout walked by an affine index: the stick holding
@@ -337,5 +339,8 @@ int be_rows_emit(be_ctx *c, int pos);
  * tensor read from where an earlier kernel kept it in LX. */
 enum { BE_NOTE_TILES, BE_NOTE_RESTICK, BE_NOTE_LXREAD };
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The reroll pass's figures, freed with the back half's state. */
+void be_reroll_free(be_ctx *c);
 
 #endif
