@@ -74,21 +74,23 @@ struct be_reroll {
     char cfgname[ISA_NAME_MAX];
 };
 
-static void vec_push(rr_vec *v, const rr_ent *e)
+static void vec_append(rr_vec *v, const rr_ent *e, long n)
 {
-    if (v->n == v->cap) {
+    if (v->n + n > v->cap) {
         v->cap = v->cap ? 2 * v->cap : 256;
+        if (v->cap < v->n + n)
+            v->cap = v->n + n;
         v->v = realloc(v->v, (size_t)v->cap * sizeof *v->v);
         if (!v->v)
             abort();
     }
-    v->v[v->n++] = *e;
+    memcpy(v->v + v->n, e, (size_t)n * sizeof *e);
+    v->n += n;
 }
 
-static void vec_append(rr_vec *v, const rr_ent *e, long n)
+static void vec_push(rr_vec *v, const rr_ent *e)
 {
-    for (long i = 0; i < n; i++)
-        vec_push(v, &e[i]);
+    vec_append(v, e, 1);
 }
 
 /* ---- instruction fields, from the ISA's operand table ---- */
@@ -310,8 +312,10 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
     free(body.v);
 }
 
-/* One left-to-right scan of list e (n entries) into out; returns the
- * number of loops it made. */
+/* One left-to-right scan of list e (n entries); when it finds loops,
+ * the list with them into out.  Returns the number of loops (0: out
+ * untouched, the list stays as it is: most scans find none, and entries
+ * are large to copy). */
 static long roll_once(const rr_ent *e, long n, rr_vec *out)
 {
     rr_scan s = {0};
@@ -351,7 +355,9 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
         tab[slot] = q;
     }
     free(tab);
-    long loops = 0;
+    /* choose: the loop starting at each item that saves the most */
+    long loops = 0, *at = NULL;
+    rr_cand *pick = NULL;
     for (long i = 0; i < nitems;) {
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
@@ -360,17 +366,32 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
             if (c.save > best.save)
                 best = c;
         }
-        if (best.save > 0) {
-            /* try_period left the strides of the last candidate tried */
-            try_period(&s, e, nitems, i, best.L);
-            emit_loop(&s, e, i, &best, out);
-            i += best.L * best.reps;
-            loops++;
-        } else {
-            vec_append(out, &e[s.start[i]], span(&s, i, 1));
+        if (best.save <= 0) {
             i++;
+            continue;
         }
+        if (!(loops & (loops - 1))) {
+            at = realloc(at, (size_t)(2 * loops + 1) * sizeof *at);
+            pick = realloc(pick, (size_t)(2 * loops + 1) * sizeof *pick);
+            if (!at || !pick)
+                abort();
+        }
+        at[loops] = i;
+        pick[loops++] = best;
+        i += best.L * best.reps;
     }
+    /* rewrite */
+    long i = 0;
+    for (long q = 0; q < loops; q++) {
+        vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
+        try_period(&s, e, nitems, at[q], pick[q].L); /* its strides, in s.stride */
+        emit_loop(&s, e, at[q], &pick[q], out);
+        i = at[q] + pick[q].L * pick[q].reps;
+    }
+    if (loops)
+        vec_append(out, &e[s.start[i]], n - s.start[i]);
+    free(at);
+    free(pick);
     free(s.start);
     free(s.h);
     free(s.next);
@@ -382,20 +403,20 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
  * once bodies hold loops), a few at most. */
 static void roll_list(const rr_ent *e, long n, rr_vec *out)
 {
-    rr_vec cur = {0}, nxt = {0};
-    vec_append(&cur, e, n);
+    rr_vec buf[2] = {{0}, {0}};
+    const rr_ent *cur = e;
+    long ncur = n;
     for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
-        nxt.n = 0;
-        long made = roll_once(cur.v, cur.n, &nxt);
-        rr_vec t = cur;
-        cur = nxt;
-        nxt = t;
-        if (!made)
+        rr_vec *dst = &buf[pass & 1];
+        dst->n = 0;
+        if (!roll_once(cur, ncur, dst))
             break;
+        cur = dst->v;
+        ncur = dst->n;
     }
-    vec_append(out, cur.v, cur.n);
-    free(cur.v);
-    free(nxt.v);
+    vec_append(out, cur, ncur);
+    free(buf[0].v);
+    free(buf[1].v);
 }
 
 /* ---- registers and emission ----
