@@ -415,10 +415,10 @@ static isa_program *compile_reroll(const char *text, const char *cfgname, int no
     return p;
 }
 
-/* Run p on cfgname with seeded inputs: output `out` (count floats) into
- * vals, the cycles; the outputs not ok against the reference executor. */
+/* Run p on cfgname with seeded inputs: output `out` into vals, the
+ * statistics; the outputs not ok against the reference executor. */
 static int run_reroll(isa_program *p, const char *text, const char *cfgname, const char *out, float *vals,
-                      double *cycles)
+                      sim_stats *st)
 {
     char err[1024];
     sim_config cfg;
@@ -434,7 +434,7 @@ static int run_reroll(isa_program *p, const char *text, const char *cfgname, con
         rt_read_tensor(prog, out, vals, err, sizeof err)) {
         fprintf(stderr, "reroll graph: %s\n", err);
     } else {
-        *cycles = res.stats.cycles;
+        *st = res.stats;
         rt_check_result *chk = NULL;
         int n = 0;
         bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
@@ -495,12 +495,21 @@ static void test_rerolled_loops_compute_the_same_values_in_nearly_the_same_cycle
     CU_ASSERT_EQUAL(on->nkernels, off->nkernels);
     enum { N = 512 * 384 };
     float *v_on = malloc(N * sizeof *v_on), *v_off = malloc(N * sizeof *v_off);
-    double c_on = 0, c_off = 0;
-    CU_ASSERT_EQUAL(run_reroll(on, reroll_graph, "spyre-4core", "s", v_on, &c_on), 0);
-    CU_ASSERT_EQUAL(run_reroll(off, reroll_graph, "spyre-4core", "s", v_off, &c_off), 0);
+    sim_stats s_on, s_off;
+    CU_ASSERT_EQUAL(run_reroll(on, reroll_graph, "spyre-4core", "s", v_on, &s_on), 0);
+    CU_ASSERT_EQUAL(run_reroll(off, reroll_graph, "spyre-4core", "s", v_off, &s_off), 0);
     CU_ASSERT_EQUAL(memcmp(v_on, v_off, N * sizeof *v_on), 0); /* bit for bit */
     /* the sequencer's extra loop, endl, li and addi hide behind the units */
-    CU_ASSERT(c_on > 0 && fabs(c_on - c_off) <= 0.005 * c_off);
+    CU_ASSERT(s_on.cycles > 0 && fabs(s_on.cycles - s_off.cycles) <= 0.005 * s_off.cycles);
+    /* every executed instruction is still counted to its kernel */
+    CU_ASSERT_EQUAL(s_on.nkernels, 2);
+    CU_ASSERT_EQUAL(s_on.nkernels, s_off.nkernels);
+    for (int k = 0; k < s_on.nkernels; k++) {
+        CU_ASSERT_STRING_EQUAL(s_on.kernels[k].name, s_off.kernels[k].name);
+        CU_ASSERT_EQUAL(s_on.kernels[k].insns, s_off.kernels[k].insns);
+        CU_ASSERT_EQUAL(s_on.kernels[k].macs, s_off.kernels[k].macs);
+    }
+    CU_ASSERT_EQUAL(s_on.insns, s_off.insns);
     free(v_on);
     free(v_off);
 }
