@@ -1488,6 +1488,7 @@ void be_free(ir_prog *p)
     free(c->res);
     free(c->lx_floor);
     isa_program_free(c->prog);
+    be_reroll_free(c);
     free(st->k);
     free(st);
     p->be = NULL;
@@ -1703,6 +1704,10 @@ isa_program *cc_codegen(const cc_result *r, const sim_config *cfg, char *err, si
         goto done;
     if (dump && !strcmp(dump, "codegen"))
         be_print(p, "codegen", f);
+    if (be_reroll_pass(p))
+        goto done;
+    if (dump && !strcmp(dump, "reroll"))
+        be_reroll_print(p, "reroll", f);
     out = p->be->prog;
     p->be->prog = NULL;
     /* Keep the plan for the report; the emitters and the caller's error

@@ -8,6 +8,7 @@
  *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
  *            a `fence` between kernels, a `bar` where a dependency
  *            crosses cores, the tensor table
+ *   reroll   each kernel's stream rolled into counted loops (be_reroll.c)
  *
  * Shared pieces: stick views (how an affine index walks a buffer's device
  * layout, turned into DMA descriptors) and the SFP expression evaluator
@@ -105,6 +106,7 @@ typedef struct be_ctx {
     int pos;           /* codegen: the kernel position being emitted */
     char *err;
     size_t errlen;
+    struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
 } be_ctx;
 
 /* A buffer's device layout walked by an affine index: the stick holding
@@ -377,5 +379,8 @@ int be_rows_emit(be_ctx *c, int pos);
  * tensor read from where an earlier kernel kept it in LX. */
 enum { BE_NOTE_TILES, BE_NOTE_RESTICK, BE_NOTE_LXREAD };
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The reroll pass's figures, freed with the back half's state. */
+void be_reroll_free(be_ctx *c);
 
 #endif

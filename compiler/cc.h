@@ -96,6 +96,10 @@ typedef struct {
     /* 1: no tensor is kept in LX from one kernel to a later one (the
      * fusions still keep their intermediates); no_lx_plan implies it. */
     int no_lx_keep;
+    /* 1: the reroll pass leaves the streams as code generation spelled
+     * them out, every chunk of every kernel, instead of rolling them into
+     * counted loops (for comparison). */
+    int no_reroll;
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;
@@ -134,10 +138,11 @@ void cc_result_traffic(const cc_result *r, int64_t *bytes_read, int64_t *bytes_w
 void cc_decompositions_print(FILE *f);
 /* ==== end of the graph compiler's front half ==== */
 
-/* ==== The back half (backend.c, be_matmul.c, be_rows.c; docs/compiler.md) ====
+/* ==== The back half (backend.c, be_matmul.c, be_rows.c, be_reroll.c; docs/compiler.md) ====
  * layout (a device layout per DRAM buffer), workdiv (each kernel's output
  * split across cores), codegen (per-core streams, the tensor table, the
- * source graph as the program's graph text). */
+ * source graph as the program's graph text), reroll (each kernel's stream
+ * rolled into counted loops). */
 
 /* The back half's passes, in order; NULL-terminated.  (cc_pass_names
  * lists the front half's; dump_after accepts these with a target.) */

@@ -12,7 +12,7 @@
 static const char *const all_passes[] = {
     "decompose",      "lower",          "deps",          "dce",   "fuse_vertical", "fuse_reduction",
     "fuse_epilogue", "fuse_horizontal", "order",         "lastuse", NULL,
-    "layout",         "workdiv",        "codegen",       NULL,
+    "layout",         "workdiv",        "codegen",       "reroll",        NULL,
 };
 static const char *const *const pass_names = all_passes;
 static const char *const *const backend_pass_names = all_passes + 11;
@@ -248,8 +248,10 @@ void cc_compile_report(const cc_result *p, FILE *f)
     cc_result_traffic(p, &rd, &wr);
     fprintf(f, "total: %d kernel%s, %lld bytes read, %lld bytes written, peak %lld bytes between kernels\n", p->norder,
             p->norder == 1 ? "" : "s", (long long)rd, (long long)wr, (long long)p->peak_bytes);
-    if (p->be) /* the back half ran: its section */
+    if (p->be) { /* the back half ran: its section */
         be_print(p, "report", f);
+        be_reroll_print(p, "report", f);
+    }
     free(reads);
     free(writes);
 }

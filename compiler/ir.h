@@ -348,8 +348,12 @@ int ir_lastuse(ir_prog *p);
 int be_layout_pass(ir_prog *p, const sim_config *cfg);
 int be_workdiv_pass(ir_prog *p);
 int be_codegen_pass(ir_prog *p);
+int be_reroll_pass(ir_prog *p); /* be_reroll.c */
 void be_free(ir_prog *p);
 void be_print(const ir_prog *p, const char *pass, FILE *f);
+/* The reroll pass's dump (what "reroll") or its section of the report
+ * ("report"): instructions per kernel before and after, loops. */
+void be_reroll_print(const ir_prog *p, const char *what, FILE *f);
 
 /* ---- Helpers (ir.c) ---- */
 

@@ -325,13 +325,14 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "gather of w: the row numbers are not read directly from an integer input"));
 }
 
-static void test_back_half_passes_dump_layout_workdiv_and_codegen(void)
+static void test_back_half_passes_dump_layout_workdiv_codegen_and_reroll(void)
 {
     const char *const *bp = cc_backend_pass_names();
     CU_ASSERT_STRING_EQUAL(bp[0], "layout");
     CU_ASSERT_STRING_EQUAL(bp[1], "workdiv");
     CU_ASSERT_STRING_EQUAL(bp[2], "codegen");
-    CU_ASSERT_PTR_NULL(bp[3]);
+    CU_ASSERT_STRING_EQUAL(bp[3], "reroll");
+    CU_ASSERT_PTR_NULL(bp[4]);
     char dir[512], err[512];
     snprintf(dir, sizeof dir, "%s/traces/mlp", SPYRE_SOURCE_DIR);
     cc_graph *g = cc_graph_load(dir, err, sizeof err);
@@ -361,6 +362,11 @@ static void test_back_half_passes_dump_layout_workdiv_and_codegen(void)
         }
         if (i == 1)
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "kernel k0_addmm_gelu: matmul grid"));
+        if (i == 3) { /* instructions before and after, per kernel, per core and in total */
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k0_addmm_gelu: "));
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncore 0: "));
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: "));
+        }
         free(text);
         isa_program *p = cc_result_take_program(r);
         CU_ASSERT_PTR_NOT_NULL(p);
@@ -368,6 +374,199 @@ static void test_back_half_passes_dump_layout_workdiv_and_codegen(void)
         cc_result_free(r);
     }
     cc_graph_free(g);
+}
+
+/* ---- the reroll pass ---- */
+
+/* A long-K product (many K chunks per core, blocks of rows) and a softmax
+ * over its rows (many row chunks). */
+static const char *reroll_graph = "graph rr\n"
+                                  "input %x: f32[512, 2048]\n"
+                                  "input %w: f32[2048, 384]\n"
+                                  "%c: f32[512, 384] = aten.mm.default(%x, %w)\n"
+                                  "%s: f32[512, 384] = aten._softmax.default(%c, -1, False)\n"
+                                  "output %s\n";
+
+/* Compile text for cfgname (no_reroll as given): the program, and the
+ * report in *report (malloc'd) when report is not NULL. */
+static isa_program *compile_reroll(const char *text, const char *cfgname, int no_reroll, char **report)
+{
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static sim_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    o.no_reroll = no_reroll;
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    if (!r)
+        fprintf(stderr, "reroll graph: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    if (report) {
+        size_t len = 0;
+        FILE *f = open_memstream(report, &len);
+        cc_compile_report(r, f);
+        fclose(f);
+    }
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    cc_graph_free(g);
+    return p;
+}
+
+/* Run p on cfgname with seeded inputs: output `out` into vals, the
+ * statistics; the outputs not ok against the reference executor. */
+static int run_reroll(isa_program *p, const char *text, const char *cfgname, const char *out, float *vals,
+                      sim_stats *st)
+{
+    char err[1024];
+    sim_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_run_result res;
+    int bad = -1;
+    if (rt_fill_inputs(prog, 7, err, sizeof err) || rt_launch(prog, &res) ||
+        rt_read_tensor(prog, out, vals, err, sizeof err)) {
+        fprintf(stderr, "reroll graph: %s\n", err);
+    } else {
+        *st = res.stats;
+        rt_check_result *chk = NULL;
+        int n = 0;
+        bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
+        free(chk);
+    }
+    rt_unload(prog);
+    rt_close(dev);
+    cc_graph_free(g);
+    return bad;
+}
+
+static size_t total_insns(const isa_program *p)
+{
+    size_t n = 0;
+    for (int c = 0; c < p->ncores; c++)
+        n += p->cores[c].n;
+    return n;
+}
+
+/* Instructions of p inside its kernels (bars between them and halts are not). */
+static long kernel_insns(const isa_program *p)
+{
+    long n = 0;
+    for (size_t k = 0; k < p->nkernels; k++)
+        n += p->kernels[k].last - p->kernels[k].first + 1;
+    return n;
+}
+
+/* The deepest loop nesting of p; -1 when a kernel's loops do not open and
+ * close inside the kernel. */
+static int loop_depth(const isa_program *p)
+{
+    int deepest = 0;
+    for (size_t k = 0; k < p->nkernels; k++) {
+        const isa_kernel *K = &p->kernels[k];
+        int d = 0;
+        for (long i = K->first; i <= K->last; i++) {
+            int op = p->cores[K->core].insns[i].op;
+            d += op == ISA_OP_LOOP ? 1 : op == ISA_OP_ENDL ? -1 : 0;
+            if (d < 0)
+                return -1;
+            deepest = d > deepest ? d : deepest;
+        }
+        if (d)
+            return -1;
+    }
+    return deepest;
+}
+
+static void test_rerolled_loops_compute_the_same_values_in_nearly_the_same_cycles_with_many_fewer_instructions(void)
+{
+    isa_program *on = compile_reroll(reroll_graph, "spyre-4core", 0, NULL);
+    isa_program *off = compile_reroll(reroll_graph, "spyre-4core", 1, NULL);
+    const size_t n_on = total_insns(on), n_off = total_insns(off);
+    CU_ASSERT(n_off >= 8 * n_on); /* 14752 -> 1134 when written */
+    CU_ASSERT_EQUAL(loop_depth(off), 0);
+    CU_ASSERT(loop_depth(on) >= 2); /* chunk loops inside block loops */
+    CU_ASSERT_EQUAL(on->nkernels, off->nkernels);
+    enum { N = 512 * 384 };
+    float *v_on = malloc(N * sizeof *v_on), *v_off = malloc(N * sizeof *v_off);
+    sim_stats s_on, s_off;
+    CU_ASSERT_EQUAL(run_reroll(on, reroll_graph, "spyre-4core", "s", v_on, &s_on), 0);
+    CU_ASSERT_EQUAL(run_reroll(off, reroll_graph, "spyre-4core", "s", v_off, &s_off), 0);
+    CU_ASSERT_EQUAL(memcmp(v_on, v_off, N * sizeof *v_on), 0); /* bit for bit */
+    /* the sequencer's extra loop, endl, li and addi hide behind the units */
+    CU_ASSERT(s_on.cycles > 0 && fabs(s_on.cycles - s_off.cycles) <= 0.005 * s_off.cycles);
+    /* every executed instruction is still counted to its kernel */
+    CU_ASSERT_EQUAL(s_on.nkernels, 2);
+    CU_ASSERT_EQUAL(s_on.nkernels, s_off.nkernels);
+    for (int k = 0; k < s_on.nkernels; k++) {
+        CU_ASSERT_STRING_EQUAL(s_on.kernels[k].name, s_off.kernels[k].name);
+        CU_ASSERT_EQUAL(s_on.kernels[k].insns, s_off.kernels[k].insns);
+        CU_ASSERT_EQUAL(s_on.kernels[k].macs, s_off.kernels[k].macs);
+    }
+    CU_ASSERT_EQUAL(s_on.insns, s_off.insns);
+    free(v_on);
+    free(v_off);
+}
+
+static void test_a_stream_without_repetition_is_left_as_generated(void)
+{
+    const char *text = "graph one\n"
+                       "input %x: f32[8, 64]\n"
+                       "%y: f32[8, 64] = aten.exp.default(%x)\n"
+                       "output %y\n";
+    char *report = NULL;
+    isa_program *on = compile_reroll(text, "spyre-4core", 0, &report);
+    isa_program *off = compile_reroll(text, "spyre-4core", 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\n  k0_exp: ")); /* the kernel's line: as many after as before */
+    CU_ASSERT_PTR_NOT_NULL(strstr(report, "(1.0x fewer), 0 loops\n  total: "));
+    for (int c = 0; c < on->ncores; c++) {
+        CU_ASSERT_EQUAL_FATAL(on->cores[c].n, off->cores[c].n);
+        for (size_t i = 0; i < on->cores[c].n; i++) {
+            uint8_t a[ISA_INSN_BYTES], b[ISA_INSN_BYTES];
+            char err[256];
+            CU_ASSERT_EQUAL(isa_encode(&on->cores[c].insns[i], a, err, sizeof err), 0);
+            CU_ASSERT_EQUAL(isa_encode(&off->cores[c].insns[i], b, err, sizeof err), 0);
+            CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
+        }
+    }
+    for (size_t k = 0; k < on->nkernels; k++) {
+        CU_ASSERT_EQUAL(on->kernels[k].first, off->kernels[k].first);
+        CU_ASSERT_EQUAL(on->kernels[k].last, off->kernels[k].last);
+    }
+    free(report);
+    isa_program_free(on);
+    isa_program_free(off);
+}
+
+static void test_the_report_counts_each_kernels_instructions_before_and_after_reroll(void)
+{
+    char *report = NULL, *report_off = NULL;
+    isa_program *on = compile_reroll(reroll_graph, "spyre-4core", 0, &report);
+    isa_program *off = compile_reroll(reroll_graph, "spyre-4core", 1, &report_off);
+    const long before = kernel_insns(off), after = kernel_insns(on);
+    CU_ASSERT(before >= 8 * after);
+    char want[128];
+    snprintf(want, sizeof want, "\n  total: %ld -> %ld instructions", before, after);
+    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\nreroll: instructions per kernel on all cores, as generated -> in counted loops\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(report, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\n  k0_mm: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\n  k1_softmax: "));
+    snprintf(want, sizeof want, "\n  total: %ld -> %ld instructions", before, before);
+    CU_ASSERT_PTR_NOT_NULL(strstr(report_off, "\nreroll (off: --no-reroll): "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(report_off, want));
+    /* the sections before it are the same with the pass on and off */
+    CU_ASSERT_EQUAL(strstr(report, "\nreroll") - report, strstr(report_off, "\nreroll") - report_off);
+    CU_ASSERT_EQUAL(strncmp(report, report_off, (size_t)(strstr(report, "\nreroll") - report)), 0);
+    free(report);
+    free(report_off);
+    isa_program_free(on);
+    isa_program_free(off);
 }
 
 /* ---- the report and work-division overrides ---- */
@@ -1605,8 +1804,13 @@ int main(void)
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
-        {"the back half's passes dump layout, workdiv and codegen",
-         test_back_half_passes_dump_layout_workdiv_and_codegen},
+        {"the back half's passes dump layout, workdiv, codegen and reroll",
+         test_back_half_passes_dump_layout_workdiv_codegen_and_reroll},
+        {"rerolled loops compute the same values in nearly the same cycles with many fewer instructions",
+         test_rerolled_loops_compute_the_same_values_in_nearly_the_same_cycles_with_many_fewer_instructions},
+        {"a stream without repetition is left as generated", test_a_stream_without_repetition_is_left_as_generated},
+        {"the report counts each kernel's instructions before and after reroll",
+         test_the_report_counts_each_kernels_instructions_before_and_after_reroll},
         {"the report shows each kernel's split, tiles, LX and DRAM on spyre",
          test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre},
         {"work_div forces a grid that validates with other cycles",

@@ -258,6 +258,23 @@ static void test_run_graph_reports_top_kernels(void)
     remove(js);
 }
 
+/* The reroll pass is listed, and --no-reroll turns it off for compile
+ * and run alike (the run checks the same either way). */
+static void test_compile_and_run_take_no_reroll(void)
+{
+    CU_ASSERT_EQUAL(tu_spyre("compile --list-passes", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ncodegen\nreroll\n"));
+    CU_ASSERT_EQUAL(tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/llama_tiny --config spyre --report", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nreroll: instructions per kernel"));
+    const char *total = strstr(out, "\n  total: ");
+    CU_ASSERT(total && strstr(total, " loops, depth ")); /* llama_tiny has loops to roll */
+    CU_ASSERT_EQUAL(
+        tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/llama_tiny --config spyre --report --no-reroll", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nreroll (off: --no-reroll): "));
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/llama_tiny --check --no-reroll", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -274,6 +291,7 @@ int main(void)
         {"compile_errors_name_the_graph_line", test_compile_errors_name_the_graph_line},
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
+        {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
         {NULL, NULL},
     };
     return tu_run("cli", tests);

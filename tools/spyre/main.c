@@ -327,11 +327,11 @@ static int names_graph(const char *path)
     return !(n > 4 && !strcmp(path + n - 4, ".elf"));
 }
 
-/* `spyre run --work-div KERNEL=SPEC` overrides, --no-lx-plan and --no-lx-keep, for
- * compile_and_load. */
+/* `spyre run --work-div KERNEL=SPEC` overrides, --no-lx-plan, --no-lx-keep and
+ * --no-reroll, for compile_and_load. */
 static const char *run_work_div[64];
 static int run_nwork_div;
-static int run_no_lx_plan, run_no_lx_keep;
+static int run_no_lx_plan, run_no_lx_keep, run_no_reroll;
 
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
@@ -366,6 +366,7 @@ static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err
     o.nwork_div = run_nwork_div;
     o.no_lx_plan = run_no_lx_plan;
     o.no_lx_keep = run_no_lx_keep;
+    o.no_reroll = run_no_reroll;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -439,6 +440,8 @@ static int cmd_run(int argc, char **argv)
             run_no_lx_plan = 1;
         else if (!strcmp(argv[i], "--no-lx-keep"))
             run_no_lx_keep = 1;
+        else if (!strcmp(argv[i], "--no-reroll"))
+            run_no_reroll = 1;
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
             tuning = argv[++i];
         else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
@@ -580,7 +583,7 @@ static int cmd_compile(int argc, char **argv)
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
-    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0;
+    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -588,6 +591,10 @@ static int cmd_compile(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-lx-plan") || !strcmp(argv[i], "--no-lx-keep")) {
             *(argv[i][8] == 'p' ? &no_lx_plan : &no_lx_keep) = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--no-reroll")) {
+            no_reroll = 1;
             continue;
         }
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
@@ -629,7 +636,7 @@ static int cmd_compile(int argc, char **argv)
     if (!g)
         return fail("spyre compile: %s", err);
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
-                            .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep};
+                            .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll};
     sim_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
@@ -764,20 +771,22 @@ static const command commands[] = {
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes]\n"
-     "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep]",
+     "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
      "fused kernels with the ATen ops in each (--report, the default); --dump-after=PASS prints the IR\n"
      "after that pass (--list-passes names them).  With -o (or --config, or a back-half pass to dump)\n"
-     "the back half runs too (layout, workdiv, codegen) for the chip of --config (default spyre) and\n"
+     "the back half runs too (layout, workdiv, codegen, reroll) for the chip of --config (default spyre) and\n"
      "-o writes the program.  --work-div KERNEL=SPEC forces a kernel's split across cores (a matmul\n"
      "grid MxN such as 4x8, or a row kernel's core count), as a `hint work_div` line in the graph does.\n"
      "--tuning FILE applies a tuning file of `spyre sweep --autotune` (lines for other graphs, chips\n"
      "or kernels are ignored; --work-div options win over it).\n"
      "--no-lx-plan turns LX planning off (no fusion: every intermediate goes through DRAM, and no tensor\n"
      "stays in LX between kernels); --no-lx-keep keeps the fusions but no tensor in LX between kernels.\n"
-     "The report shows per kernel the tensors kept in LX, read from LX, spilled and reloaded."},
+     "The report shows per kernel the tensors kept in LX, read from LX, spilled and reloaded.\n"
+     "The reroll pass rolls each kernel's instructions into counted loops (the report's last section\n"
+     "gives instructions per kernel before and after); --no-reroll leaves them spelled out, for comparison."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -789,7 +798,7 @@ static const command commands[] = {
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
-     "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep]",
+     "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
@@ -805,7 +814,7 @@ static const command commands[] = {
      "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
      "--no-race-check turns race detection off; timing-only runs (--no-values) check races only\n"
      "with --race-check.\n"
-     "--work-div, --tuning FILE, --no-lx-plan and --no-lx-keep act as for `spyre compile`.\n"
+     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep and --no-reroll act as for `spyre compile`.\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race or a deadlock)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},

@@ -1,0 +1,885 @@
+/* be_reroll.c: the reroll pass of the back half.  Code generation spells
+ * out every chunk of every kernel; this pass rolls each core's stream,
+ * kernel by kernel, back into counted loops (docs/compiler.md, "The
+ * reroll pass").
+ *
+ * A run of a body of L instructions repeated n >= 2 times, identical in
+ * every field but address offsets that advance by a constant stride per
+ * repetition (each operand its own stride), becomes
+ *
+ *     li r, 0 ...         (once per outermost loop, its registers)
+ *     loop n
+ *       body              (an operand with a stride: rK + its first address)
+ *       addi r, stride ...
+ *     endl
+ *
+ * Rolling works on a list of entries: instructions, which keep the
+ * addresses of their first iteration and a stride per enclosing loop, and
+ * loop/endl markers.  A list is scanned left to right; at each item (an
+ * instruction or a whole loop) the candidate periods are the distances to
+ * the next items of the same shape (a hash with address offsets left out),
+ * each is checked repetition by repetition, and the one that saves the
+ * most instructions wins.  Its first repetition becomes the body, which is
+ * rolled in turn (inner loops), and the list is scanned again until a scan
+ * makes no loop (outer loops over bodies that now hold loops).  Only at
+ * the end are registers assigned, per outermost loop (at most 15, shared
+ * by operands whose strides agree in the loops they share); a nest that
+ * needs more has its innermost loops unrolled until it fits.  The result
+ * is checked against the stream it replaces, instruction by instruction
+ * with addresses resolved, so a bug here aborts instead of changing what
+ * the program computes. */
+#include "backend.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Address operands an instruction format has at most (pt.mm: d, p, a, b). */
+#define RR_NADDR 4
+/* Candidate periods tried at an item: its next items of the same shape.
+ * More is not better: the Llama-8B prefill layer rolls to 403,008
+ * instructions with 8 (6 to 12 alike), 416,907 with 16, 459,789 with 32,
+ * as a longer period that saves more at its start can roll worse inside. */
+#define RR_CANDIDATES 8
+/* Registers a loop nest may take: r1..r15 (r0 reads as zero). */
+#define RR_REGS (ISA_NREGS - 1)
+
+enum { RR_INSN, RR_LOOP, RR_ENDL };
+
+typedef struct {
+    int kind;
+    isa_insn in;   /* RR_INSN: addresses of its first iteration, register 0 */
+    int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
+    int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
+    int64_t n;     /* RR_LOOP: iterations */
+    long len;      /* RR_LOOP: entries up to its RR_ENDL inclusive; otherwise 1 */
+} rr_ent;
+
+typedef struct {
+    rr_ent *v;
+    long n, cap;
+} rr_vec;
+
+/* Per kernel position: the figures the dump and the report print. */
+typedef struct {
+    long before, after; /* instructions, all cores */
+    long loops;         /* loop instructions emitted */
+    int depth;          /* deepest nesting */
+    long unrolled;      /* loops unrolled again for want of registers */
+} rr_kstat;
+
+struct be_reroll {
+    int off;            /* the pass did not run (no_reroll) */
+    rr_kstat *k;        /* per kernel position */
+    long *core_before, *core_after;
+    int ncores;
+    char cfgname[ISA_NAME_MAX];
+};
+
+static void vec_append(rr_vec *v, const rr_ent *e, long n)
+{
+    if (!n)
+        return;
+    if (v->n + n > v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 256;
+        if (v->cap < v->n + n)
+            v->cap = v->n + n;
+        v->v = realloc(v->v, (size_t)v->cap * sizeof *v->v);
+        if (!v->v)
+            abort();
+    }
+    memcpy(v->v + v->n, e, (size_t)n * sizeof *e);
+    v->n += n;
+}
+
+static void vec_push(rr_vec *v, const rr_ent *e)
+{
+    vec_append(v, e, 1);
+}
+
+/* ---- instruction fields, from the ISA's operand table ---- */
+
+static isa_addr *addr_at(isa_insn *in, const isa_operand *o)
+{
+    return (isa_addr *)((char *)in + o->offset);
+}
+
+static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
+{
+    return (const isa_addr *)((const char *)in + o->offset);
+}
+
+/* The address operands of an instruction, in format order (k indexes st). */
+static int addr_ops(const isa_insn *in, const isa_operand **out)
+{
+    const isa_opinfo *oi = isa_info(in->op);
+    int n = 0;
+    for (int o = 0; o < oi->noperands; o++)
+        if (oi->operands[o].kind == ISA_K_ADDR) {
+            assert(n < RR_NADDR);
+            out[n++] = &oi->operands[o];
+        }
+    return n;
+}
+
+/* Do two instructions agree in every encoded field, addresses included
+ * only when `addrs`? */
+static int insn_same(const isa_insn *x, const isa_insn *y, int addrs)
+{
+    if (x->op != y->op)
+        return 0;
+    const isa_opinfo *oi = isa_info(x->op);
+    for (int o = 0; o < oi->noperands; o++) {
+        const isa_operand *op = &oi->operands[o];
+        const char *px = (const char *)x + op->offset, *py = (const char *)y + op->offset;
+        if (op->kind == ISA_K_ADDR) {
+            const isa_addr *ax = (const isa_addr *)px, *ay = (const isa_addr *)py;
+            if (addrs && (ax->off != ay->off || ax->reg != ay->reg))
+                return 0;
+        } else if (memcmp(px, py, op->kind == ISA_K_F32 ? sizeof(float) : sizeof(int64_t))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* Shape hash of an entry: every field but address offsets, with strides. */
+static uint64_t ent_hash(const rr_ent *e)
+{
+    if (e->kind != RR_INSN)
+        return mix((uint64_t)e->kind, (uint64_t)e->n);
+    const isa_opinfo *oi = isa_info(e->in.op);
+    uint64_t h = mix(0x5eed, (uint64_t)e->in.op);
+    int k = 0;
+    for (int o = 0; o < oi->noperands; o++) {
+        const isa_operand *op = &oi->operands[o];
+        const char *p = (const char *)&e->in + op->offset;
+        if (op->kind == ISA_K_ADDR) {
+            for (int l = 0; l < e->depth; l++)
+                h = mix(h, (uint64_t)e->st[k][l]);
+            k++;
+        } else if (op->kind == ISA_K_F32) {
+            uint32_t u;
+            memcpy(&u, p, sizeof u);
+            h = mix(h, u);
+        } else {
+            h = mix(h, (uint64_t) * (const int64_t *)p);
+        }
+    }
+    return h;
+}
+
+/* Do entries x and y have the same shape: instructions equal but for
+ * address offsets, with equal strides; loops of equal counts?  Control
+ * instructions (bar, halt) never repeat inside a loop. */
+static int ent_same(const rr_ent *x, const rr_ent *y)
+{
+    if (x->kind != y->kind)
+        return 0;
+    if (x->kind != RR_INSN)
+        return x->n == y->n;
+    if (isa_info(x->in.op)->cls == ISA_C_SEQ || x->depth != y->depth || !insn_same(&x->in, &y->in, 0))
+        return 0;
+    for (int k = 0; k < RR_NADDR; k++)
+        for (int l = 0; l < x->depth; l++)
+            if (x->st[k][l] != y->st[k][l])
+                return 0;
+    return 1;
+}
+
+/* ---- rolling a list ---- */
+
+typedef struct {
+    long *start;    /* per item: its first entry (nitems + 1 of them) */
+    uint64_t *h;    /* per item: shape hash */
+    long *next;     /* per item: the next item of the same hash, -1 none */
+    int64_t *stride;/* scratch: per entry of a body and address operand */
+    long scap;
+} rr_scan;
+
+/* A candidate: items [i, i + L) repeated reps times. */
+typedef struct {
+    long L, reps, save;
+} rr_cand;
+
+/* Entries of items [i, i + L) of list e. */
+static long span(const rr_scan *s, long i, long L)
+{
+    return s->start[i + L] - s->start[i];
+}
+
+/* Check period L at item i: how many times items [i, i + L) repeat with
+ * constant strides (rep 1's differences are the strides, in s->stride),
+ * and the instructions that saves. */
+static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long L)
+{
+    rr_cand c = {L, 1, 0};
+    const long b0 = s->start[i], len = span(s, i, L);
+    if (len > s->scap) {
+        s->scap = 2 * len;
+        s->stride = realloc(s->stride, (size_t)s->scap * RR_NADDR * sizeof *s->stride);
+        if (!s->stride)
+            abort();
+    }
+    for (long r = 1; i + (r + 1) * L <= nitems; r++) {
+        const long br = s->start[i + r * L], bp = s->start[i + (r - 1) * L];
+        if (span(s, i + r * L, L) != len)
+            break;
+        int ok = 1;
+        for (long t = 0; t < L && ok; t++)
+            ok = s->h[i + r * L + t] == s->h[i + t];
+        for (long j = 0; j < len && ok; j++) {
+            const rr_ent *x = &e[b0 + j], *y = &e[br + j];
+            if (!ent_same(x, y)) {
+                ok = 0;
+                break;
+            }
+            if (x->kind != RR_INSN)
+                continue;
+            const isa_operand *ao[RR_NADDR];
+            int na = addr_ops(&x->in, ao);
+            for (int k = 0; k < na && ok; k++) {
+                int64_t d = caddr_at(&y->in, ao[k])->off - caddr_at(&e[bp + j].in, ao[k])->off;
+                if (r == 1)
+                    s->stride[j * RR_NADDR + k] = d;
+                else
+                    ok = s->stride[j * RR_NADDR + k] == d;
+            }
+        }
+        if (!ok)
+            break;
+        c.reps = r + 1;
+    }
+    for (long j = 0; j < len && c.reps > 1; j++)
+        if (e[b0 + j].kind == RR_INSN && e[b0 + j].depth >= ISA_MAX_LOOPS)
+            c.reps = 1; /* no room for another level */
+    if (c.reps < 2)
+        return c;
+    /* cost: loop, endl, and per distinct stride a register's li and addi */
+    int64_t seen[RR_REGS + 1];
+    int nseen = 0;
+    for (long j = 0; j < len && nseen <= RR_REGS; j++) {
+        if (e[b0 + j].kind != RR_INSN)
+            continue;
+        const isa_operand *ao[RR_NADDR];
+        int na = addr_ops(&e[b0 + j].in, ao);
+        for (int k = 0; k < na && nseen <= RR_REGS; k++) {
+            int64_t d = s->stride[j * RR_NADDR + k], f = 0;
+            for (int q = 0; q < nseen; q++)
+                f |= seen[q] == d;
+            if (d && !f)
+                seen[nseen++] = d;
+        }
+    }
+    c.save = (c.reps - 1) * len - (2 + 2 * nseen);
+    return c;
+}
+
+static void roll_list(const rr_ent *e, long n, rr_vec *out);
+
+/* Append to out the loop of candidate c at item i: its first repetition
+ * with the strides s->stride as a new loop level, rolled in turn. */
+static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
+{
+    const long b0 = s->start[i], len = span(s, i, c->L);
+    rr_vec body = {0};
+    int rel = 0; /* loops around the entry inside the item: the new level's index */
+    for (long j = 0; j < len; j++) {
+        rr_ent x = e[b0 + j];
+        if (x.kind == RR_ENDL)
+            rel--;
+        if (x.kind == RR_INSN) {
+            const isa_operand *ao[RR_NADDR];
+            int na = addr_ops(&x.in, ao);
+            for (int k = 0; k < na; k++) {
+                memmove(&x.st[k][rel + 1], &x.st[k][rel], (size_t)(x.depth - rel) * sizeof x.st[k][0]);
+                x.st[k][rel] = s->stride[j * RR_NADDR + k];
+            }
+            x.depth++;
+        }
+        if (x.kind == RR_LOOP)
+            rel++;
+        vec_push(&body, &x);
+    }
+    rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
+    long at = out->n;
+    vec_push(out, &lp);
+    roll_list(body.v, body.n, out);
+    vec_push(out, &el);
+    out->v[at].len = out->n - at;
+    free(body.v);
+}
+
+/* One left-to-right scan of list e (n entries); when it finds loops,
+ * the list with them into out.  Returns the number of loops (0: out
+ * untouched, the list stays as it is: most scans find none, and entries
+ * are large to copy). */
+static long roll_once(const rr_ent *e, long n, rr_vec *out)
+{
+    rr_scan s = {0};
+    long nitems = 0;
+    for (long j = 0; j < n; j += e[j].kind == RR_LOOP ? e[j].len : 1)
+        nitems++;
+    s.start = malloc((size_t)(nitems + 1) * sizeof *s.start);
+    s.h = malloc((size_t)(nitems + 1) * sizeof *s.h);
+    s.next = malloc((size_t)(nitems + 1) * sizeof *s.next);
+    if (!s.start || !s.h || !s.next)
+        abort();
+    long it = 0;
+    for (long j = 0; j < n; it++) {
+        long len = e[j].kind == RR_LOOP ? e[j].len : 1;
+        s.start[it] = j;
+        uint64_t h = 0x1234;
+        for (long q = 0; q < len; q++)
+            h = mix(h, ent_hash(&e[j + q]));
+        s.h[it] = h;
+        j += len;
+    }
+    s.start[nitems] = n;
+    /* next item of the same hash: an open-addressed table of the last seen */
+    long cap = 16;
+    while (cap < 2 * nitems)
+        cap *= 2;
+    long *tab = malloc((size_t)cap * sizeof *tab);
+    if (!tab)
+        abort();
+    for (long q = 0; q < cap; q++)
+        tab[q] = -1;
+    for (long q = nitems - 1; q >= 0; q--) {
+        long slot = (long)(s.h[q] & (uint64_t)(cap - 1));
+        while (tab[slot] >= 0 && s.h[tab[slot]] != s.h[q])
+            slot = (slot + 1) & (cap - 1);
+        s.next[q] = tab[slot];
+        tab[slot] = q;
+    }
+    free(tab);
+    /* choose: the loop starting at each item that saves the most */
+    long loops = 0, *at = NULL;
+    rr_cand *pick = NULL;
+    for (long i = 0; i < nitems;) {
+        rr_cand best = {0, 1, 0};
+        long j = s.next[i];
+        for (int t = 0; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j]) {
+            rr_cand c = try_period(&s, e, nitems, i, j - i);
+            if (c.save > best.save)
+                best = c;
+        }
+        if (best.save <= 0) {
+            i++;
+            continue;
+        }
+        if (!(loops & (loops - 1))) {
+            at = realloc(at, (size_t)(2 * loops + 1) * sizeof *at);
+            pick = realloc(pick, (size_t)(2 * loops + 1) * sizeof *pick);
+            if (!at || !pick)
+                abort();
+        }
+        at[loops] = i;
+        pick[loops++] = best;
+        i += best.L * best.reps;
+    }
+    /* rewrite */
+    long i = 0;
+    for (long q = 0; q < loops; q++) {
+        vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
+        try_period(&s, e, nitems, at[q], pick[q].L); /* its strides, in s.stride */
+        emit_loop(&s, e, at[q], &pick[q], out);
+        i = at[q] + pick[q].L * pick[q].reps;
+    }
+    if (loops)
+        vec_append(out, &e[s.start[i]], n - s.start[i]);
+    free(at);
+    free(pick);
+    free(s.start);
+    free(s.h);
+    free(s.next);
+    free(s.stride);
+    return loops;
+}
+
+/* Roll list e into out: scans until one makes no loop (outer loops appear
+ * once bodies hold loops), a few at most. */
+static void roll_list(const rr_ent *e, long n, rr_vec *out)
+{
+    rr_vec buf[2] = {{0}, {0}};
+    const rr_ent *cur = e;
+    long ncur = n;
+    for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
+        rr_vec *dst = &buf[pass & 1];
+        dst->n = 0;
+        if (!roll_once(cur, ncur, dst))
+            break;
+        cur = dst->v;
+        ncur = dst->n;
+    }
+    vec_append(out, cur, ncur);
+    free(buf[0].v);
+    free(buf[1].v);
+}
+
+/* ---- registers and emission ----
+ *
+ * A register of a loop nest holds, at every point of the code, a sum over
+ * the loops open there of (that loop's index) x (the register's
+ * coefficient for the loop), plus a constant K the compiler knows.  An
+ * operand whose address steps by stride s_L in each loop L around it can
+ * use a register whose coefficient for each such L is s_L; its offset is
+ * then its first address less K.  Coefficients for loops the operand is
+ * not in are free, so operands of sibling loops share registers.  The end
+ * of a loop body adds the loop's coefficient, and undoes whatever the
+ * body changed K by (inner loops leave their count x coefficient behind),
+ * with one addi; after the loop, K holds what it added.  The li that
+ * starts a register gives K a value low enough that no offset is negative
+ * (offsets are unsigned). */
+
+typedef struct {
+    int nregs;       /* RR_REGS + 1: out of registers */
+    long nloops;
+    int64_t *coef;   /* [register][loop id] */
+    char *def;       /* coefficient set */
+    int *assign;     /* per entry and address operand: register, 0 none */
+} rr_regs;
+
+static void regs_free(rr_regs *R)
+{
+    free(R->coef);
+    free(R->def);
+    free(R->assign);
+}
+
+/* Registers for nest e[0..n) (one loop): 0, or -1 when it needs more than
+ * RR_REGS. */
+static int assign_regs(const rr_ent *e, long n, rr_regs *R)
+{
+    R->nregs = 0;
+    R->nloops = 0;
+    for (long j = 0; j < n; j++)
+        R->nloops += e[j].kind == RR_LOOP;
+    R->coef = ir_xalloc((size_t)(RR_REGS * R->nloops) * sizeof *R->coef);
+    R->def = ir_xalloc((size_t)(RR_REGS * R->nloops));
+    R->assign = ir_xalloc((size_t)n * RR_NADDR * sizeof *R->assign);
+    long path[ISA_MAX_LOOPS], ids = 0;
+    int d = 0;
+    for (long j = 0; j < n; j++) {
+        if (e[j].kind == RR_LOOP) {
+            path[d++] = ids++;
+            continue;
+        }
+        if (e[j].kind == RR_ENDL) {
+            d--;
+            continue;
+        }
+        const isa_operand *ao[RR_NADDR];
+        int na = addr_ops(&e[j].in, ao);
+        assert(e[j].depth == d);
+        for (int k = 0; k < na; k++) {
+            const int64_t *st = e[j].st[k];
+            int any = 0;
+            for (int l = 0; l < d; l++)
+                any |= st[l] != 0;
+            if (!any)
+                continue;
+            /* the compatible register with the most coefficients already set */
+            int best = -1, bestset = -1;
+            for (int r = 0; r < R->nregs; r++) {
+                int ok = 1, set = 0;
+                for (int l = 0; l < d && ok; l++) {
+                    long id = r * R->nloops + path[d - 1 - l];
+                    ok = !R->def[id] || R->coef[id] == st[l];
+                    set += R->def[id];
+                }
+                if (ok && set > bestset) {
+                    best = r;
+                    bestset = set;
+                }
+            }
+            if (best < 0) {
+                if (R->nregs == RR_REGS) {
+                    R->nregs = RR_REGS + 1;
+                    return -1;
+                }
+                best = R->nregs++;
+            }
+            for (int l = 0; l < d; l++) {
+                long id = best * R->nloops + path[d - 1 - l];
+                R->def[id] = 1;
+                R->coef[id] = st[l];
+            }
+            R->assign[j * RR_NADDR + k] = best + 1;
+        }
+    }
+    return 0;
+}
+
+/* Unroll, into out, the innermost loop of nest e[0..n) that holds an
+ * operand with a stride and costs the fewest instructions to unroll (one
+ * with none when there is no such loop). */
+static void unroll_one(const rr_ent *e, long n, rr_vec *out)
+{
+    long pick = -1, cost = 0;
+    int pick_strided = 0;
+    for (long j = 0; j < n; j++) {
+        if (e[j].kind != RR_LOOP)
+            continue;
+        int inner = 0, strided = 0;
+        for (long q = j + 1; q < j + e[j].len - 1; q++) {
+            inner |= e[q].kind == RR_LOOP;
+            for (int k = 0; k < RR_NADDR && e[q].kind == RR_INSN; k++)
+                strided |= e[q].st[k][0] != 0;
+        }
+        long c = (long)(e[j].n - 1) * (e[j].len - 2);
+        if (!inner && (pick < 0 || strided > pick_strided || (strided == pick_strided && c < cost))) {
+            pick = j;
+            cost = c;
+            pick_strided = strided;
+        }
+    }
+    assert(pick >= 0);
+    vec_append(out, e, pick);
+    for (int64_t it = 0; it < e[pick].n; it++)
+        for (long q = pick + 1; q < pick + e[pick].len - 1; q++) {
+            rr_ent x = e[q];
+            const isa_operand *ao[RR_NADDR];
+            int na = addr_ops(&x.in, ao);
+            for (int k = 0; k < na; k++) {
+                addr_at(&x.in, ao[k])->off += it * x.st[k][0];
+                memmove(&x.st[k][0], &x.st[k][1], (size_t)(x.depth - 1) * sizeof x.st[k][0]);
+            }
+            x.depth--;
+            vec_push(out, &x);
+        }
+    vec_append(out, e + pick + e[pick].len, n - pick - e[pick].len);
+    /* the loops around it grew */
+    long open[ISA_MAX_LOOPS];
+    int d = 0;
+    for (long j = 0; j < out->n; j++) {
+        if (out->v[j].kind == RR_LOOP)
+            open[d++] = j;
+        else if (out->v[j].kind == RR_ENDL) {
+            d--;
+            out->v[open[d]].len = j - open[d] + 1;
+        }
+    }
+}
+
+typedef struct {
+    isa_stream *s;    /* the new stream */
+    rr_kstat *ks;
+} rr_out;
+
+/* Append to the new stream; an operand out of its field (an offset or a
+ * register value the pass got wrong) is an internal error. */
+static void push(rr_out *o, const isa_insn *in)
+{
+    uint8_t buf[ISA_INSN_BYTES];
+    char msg[256];
+    if (isa_encode(in, buf, msg, sizeof msg)) {
+        fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
+        abort();
+    }
+    isa_stream_push(o->s, in);
+}
+
+static void push_reg(rr_out *o, int op, int reg, int64_t v)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    in.reg = reg;
+    in.val = v;
+    push(o, &in);
+}
+
+static void emit_list(rr_out *o, const rr_ent *e, long n);
+
+/* Walk nest e[0..n) with registers R starting at init[]: emit it, or
+ * (o NULL) find, per register, the lowest first address less K of an
+ * operand using it (an offset is never negative: init is set below it). */
+static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, const int64_t *init, int64_t *low)
+{
+    int64_t K[RR_REGS], entry[ISA_MAX_LOOPS][RR_REGS], cnt[ISA_MAX_LOOPS];
+    long path[ISA_MAX_LOOPS], ids = 0;
+    int d = 0;
+    memcpy(K, init, sizeof K);
+    for (int r = 0; r < R->nregs && o; r++)
+        push_reg(o, ISA_OP_LI, r + 1, init[r]);
+    for (long j = 0; j < n; j++) {
+        const rr_ent *x = &e[j];
+        if (x->kind == RR_LOOP) {
+            memcpy(entry[d], K, sizeof K);
+            cnt[d] = x->n;
+            path[d++] = ids++;
+            if (!o)
+                continue;
+            isa_insn in;
+            isa_insn_init(&in, ISA_OP_LOOP);
+            in.val = x->n;
+            push(o, &in);
+            o->ks->loops++;
+            if (d > o->ks->depth)
+                o->ks->depth = d;
+        } else if (x->kind == RR_ENDL) {
+            d--;
+            const long L = path[d];
+            for (int r = 0; r < R->nregs; r++) {
+                const int64_t c = R->def[r * R->nloops + L] ? R->coef[r * R->nloops + L] : 0;
+                if (o && c + entry[d][r] - K[r])
+                    push_reg(o, ISA_OP_ADDI, r + 1, c + entry[d][r] - K[r]);
+                K[r] = entry[d][r] + cnt[d] * c;
+            }
+            if (!o)
+                continue;
+            isa_insn in;
+            isa_insn_init(&in, ISA_OP_ENDL);
+            push(o, &in);
+        } else {
+            isa_insn in = x->in;
+            const isa_operand *ao[RR_NADDR];
+            int na = addr_ops(&in, ao);
+            for (int k = 0; k < na; k++) {
+                const int r = R->assign[j * RR_NADDR + k];
+                isa_addr *a = addr_at(&in, ao[k]);
+                a->reg = r;
+                a->off -= r ? K[r - 1] : 0;
+                if (r && !o && a->off < low[r - 1])
+                    low[r - 1] = a->off;
+            }
+            if (o)
+                push(o, &in);
+        }
+    }
+}
+
+/* Emit nest e[0..n) (one loop) with its registers. */
+static void emit_nest(rr_out *o, const rr_ent *e, long n)
+{
+    rr_regs R = {0};
+    if (assign_regs(e, n, &R) < 0) {
+        rr_vec u = {0};
+        regs_free(&R);
+        unroll_one(e, n, &u);
+        o->ks->unrolled++;
+        emit_list(o, u.v, u.n);
+        free(u.v);
+        return;
+    }
+    int64_t init[RR_REGS] = {0}, low[RR_REGS] = {0};
+    walk_nest(NULL, e, n, &R, init, low);
+    for (int r = 0; r < R.nregs; r++)
+        init[r] = low[r]; /* K moves with init: every offset becomes >= 0 */
+    walk_nest(o, e, n, &R, init, low);
+    regs_free(&R);
+}
+
+static void emit_list(rr_out *o, const rr_ent *e, long n)
+{
+    for (long j = 0; j < n;) {
+        if (e[j].kind == RR_LOOP) {
+            emit_nest(o, &e[j], e[j].len);
+            j += e[j].len;
+        } else {
+            push(o, &e[j].in);
+            j++;
+        }
+    }
+}
+
+/* Run stream t[0..n) as the sequencer would, addresses resolved, and
+ * check it issues exactly the instructions of s[0..m). */
+static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
+{
+    int64_t reg[ISA_NREGS] = {0};
+    long start[ISA_MAX_LOOPS];
+    int64_t left[ISA_MAX_LOOPS];
+    int d = 0;
+    long k = 0;
+    for (long pc = 0; pc < n; pc++) {
+        const isa_insn *in = &t[pc];
+        if (in->op == ISA_OP_LI || in->op == ISA_OP_ADDI) {
+            reg[in->reg] = (in->op == ISA_OP_LI ? 0 : reg[in->reg]) + in->val;
+        } else if (in->op == ISA_OP_LOOP) {
+            start[d] = pc;
+            left[d++] = in->val - 1;
+        } else if (in->op == ISA_OP_ENDL) {
+            if (left[d - 1]-- > 0)
+                pc = start[d - 1];
+            else
+                d--;
+        } else {
+            isa_insn r = *in;
+            const isa_operand *ao[RR_NADDR];
+            int na = addr_ops(&r, ao);
+            for (int q = 0; q < na; q++) {
+                isa_addr *a = addr_at(&r, ao[q]);
+                a->off += reg[a->reg];
+                a->reg = 0;
+            }
+            if (k >= m || !insn_same(&r, &s[k], 1)) {
+                fprintf(stderr, "be_reroll: internal error: rolled instruction %ld differs from the original %ld\n",
+                        pc, k);
+                abort();
+            }
+            k++;
+        }
+    }
+    if (k != m) {
+        fprintf(stderr, "be_reroll: internal error: %ld instructions rolled, %ld original\n", k, m);
+        abort();
+    }
+}
+
+/* Roll instructions s[0..n) of one kernel into o; left as they are when
+ * they already use loops or registers (not code this back half makes). */
+static void roll_kernel(rr_out *o, const isa_insn *s, long n)
+{
+    rr_vec e = {0}, r = {0};
+    int plain = 1;
+    for (long j = 0; j < n && plain; j++) {
+        const isa_operand *ao[RR_NADDR];
+        int na = addr_ops(&s[j], ao);
+        plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
+        for (int k = 0; k < na; k++)
+            plain &= caddr_at(&s[j], ao[k])->reg == 0;
+    }
+    if (!plain) {
+        for (long j = 0; j < n; j++)
+            push(o, &s[j]);
+        return;
+    }
+    for (long j = 0; j < n; j++) {
+        rr_ent x = {.kind = RR_INSN, .in = s[j], .len = 1};
+        vec_push(&e, &x);
+    }
+    roll_list(e.v, e.n, &r);
+    long first = (long)o->s->n;
+    emit_list(o, r.v, r.n);
+    check_same(o->s->insns + first, (long)o->s->n - first, s, n);
+    free(e.v);
+    free(r.v);
+}
+
+/* ---- the pass ---- */
+
+static int by_first(const void *a, const void *b)
+{
+    const isa_kernel *x = *(isa_kernel *const *)a, *y = *(isa_kernel *const *)b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+int be_reroll_pass(ir_prog *p)
+{
+    be_ctx *c = p->be;
+    isa_program *prog = c->prog;
+    struct be_reroll *rr = ir_xalloc(sizeof *rr);
+    c->rr = rr;
+    rr->off = p->opts.no_reroll;
+    rr->ncores = prog->ncores;
+    snprintf(rr->cfgname, sizeof rr->cfgname, "%s", c->cfg->name);
+    rr->k = ir_xalloc((size_t)(p->norder + 1) * sizeof *rr->k);
+    rr->core_before = ir_xalloc((size_t)prog->ncores * sizeof *rr->core_before);
+    rr->core_after = ir_xalloc((size_t)prog->ncores * sizeof *rr->core_after);
+    isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
+    for (int core = 0; core < prog->ncores; core++) {
+        isa_stream *old = &prog->cores[core], neu = {0};
+        int nk = 0;
+        for (size_t q = 0; q < prog->nkernels; q++)
+            if (prog->kernels[q].core == core)
+                ks[nk++] = &prog->kernels[q];
+        qsort(ks, (size_t)nk, sizeof *ks, by_first);
+        rr->core_before[core] = (long)old->n;
+        long at = 0;
+        for (int q = 0; q <= nk; q++) {
+            long first = q < nk ? ks[q]->first : (long)old->n;
+            for (; at < first; at++) /* bars between kernels, the halt */
+                isa_stream_push(&neu, &old->insns[at]);
+            if (q == nk)
+                break;
+            int pos = 0; /* the kernel's position: codegen names each kernel of the program as its kernel */
+            while (pos < p->norder && strcmp(p->kernels[p->order[pos]].name, ks[q]->name))
+                pos++;
+            assert(pos < p->norder);
+            rr_kstat *st = &rr->k[pos];
+            rr_out o = {&neu, st};
+            long n = ks[q]->last - ks[q]->first + 1;
+            st->before += n;
+            ks[q]->first = (long)neu.n;
+            if (rr->off)
+                for (long j = 0; j < n; j++)
+                    isa_stream_push(&neu, &old->insns[at + j]);
+            else
+                roll_kernel(&o, old->insns + at, n);
+            ks[q]->last = (long)neu.n - 1;
+            st->after += (long)neu.n - ks[q]->first;
+            at += n;
+        }
+        rr->core_after[core] = (long)neu.n;
+        free(old->insns);
+        *old = neu;
+    }
+    free(ks);
+    return 0;
+}
+
+void be_reroll_free(be_ctx *c)
+{
+    if (!c->rr)
+        return;
+    free(c->rr->k);
+    free(c->rr->core_before);
+    free(c->rr->core_after);
+    free(c->rr);
+    c->rr = NULL;
+}
+
+/* "N -> M instructions (L loops, depth D)" */
+static void print_counts(FILE *f, long before, long after, long loops, int depth, long unrolled)
+{
+    fprintf(f, "%ld -> %ld instructions", before, after);
+    if (after)
+        fprintf(f, " (%.1fx fewer)", (double)before / (double)after);
+    fprintf(f, ", %ld loop%s", loops, loops == 1 ? "" : "s");
+    if (loops)
+        fprintf(f, ", depth %d", depth);
+    if (unrolled)
+        fprintf(f, ", %ld unrolled for registers", unrolled);
+}
+
+void be_reroll_print(const ir_prog *p, const char *what, FILE *f)
+{
+    const be_ctx *c = p->be;
+    const struct be_reroll *rr = c ? c->rr : NULL;
+    if (!rr)
+        return;
+    const int report = !strcmp(what, "report");
+    long before = 0, after = 0, loops = 0, unrolled = 0;
+    int depth = 0;
+    if (report)
+        fprintf(f, "reroll%s: instructions per kernel on all cores, as generated -> in counted loops\n",
+                rr->off ? " (off: --no-reroll)" : "");
+    else
+        fprintf(f, "# %s after reroll (target %s, %d cores)%s\n", p->gname, rr->cfgname, rr->ncores,
+                rr->off ? ": off (no_reroll)" : "");
+    for (int i = 0; i < p->norder; i++) {
+        const rr_kstat *k = &rr->k[i];
+        fprintf(f, report ? "  %s: " : "kernel %s: ", p->kernels[p->order[i]].name);
+        print_counts(f, k->before, k->after, k->loops, k->depth, k->unrolled);
+        fputc('\n', f);
+        before += k->before;
+        after += k->after;
+        loops += k->loops;
+        unrolled += k->unrolled;
+        depth = k->depth > depth ? k->depth : depth;
+    }
+    if (!report)
+        for (int core = 0; core < rr->ncores; core++)
+            fprintf(f, "core %d: %ld -> %ld instructions\n", core, rr->core_before[core], rr->core_after[core]);
+    fputs(report ? "  total: " : "total: ", f);
+    print_counts(f, before, after, loops, depth, unrolled);
+    fputc('\n', f);
+}
