@@ -1569,7 +1569,12 @@ static void print_report(const ir_prog *p, FILE *f)
             fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn, gk,
                     w->bcast ? "r" : "", w->cores, w->cores == 1 ? "" : "s", ki->forced ? " (work_div)" : "",
                     split[0] ? split : "nothing");
-            print_split(f, "m:", w->rows, w->gm, "rows");
+            if (w->bcast && w->gn > 1) { /* a grid over the ring: a part of M per core, gn to a grid row */
+                print_split(f, "m:", w->rows, (int64_t)w->cores, "rows");
+                fprintf(f, ", %" PRId64 " to a grid row", w->gn);
+            } else {
+                print_split(f, "m:", w->rows, w->gm, "rows");
+            }
             fputs("; ", f);
             print_split(f, "n:", gsticks, w->gn, "sticks");
             if (w->gk > 1)

@@ -240,6 +240,9 @@ typedef struct {
     int64_t R, G, gs, cols;
     int64_t rows_cap;     /* rows the slot is sized for */
     int64_t top, end;     /* scratch allocator */
+    int carea;            /* per-column temps from their own area [ctop, cend), not with the
+                             others: the parts of a matmul epilogue share tiles row-wise, not columns */
+    int64_t ctop, cend;
     const be_rowspace *rsp; /* row kernels: the row space (NULL in matmul epilogues) */
     int colvar;           /* row kernels: the column variable */
     int64_t r0;           /* row kernels: this chunk's first row */

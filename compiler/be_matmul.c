@@ -811,16 +811,17 @@ static int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
 
 /* ---- A grid over the ring (be_work.bcast with gn > 1) ----
  *
- * The chip's cores as a gm x gn grid, column j the ring's stretch of
- * cores j * gm .. j * gm + gm - 1; core j * gm + i computes grid row i
- * (the parts of M, as a cores x 1 grid cuts it, of cores i, i + gm, ...,
- * i + (gn - 1) * gm) times column block j of N, K whole in chunks:
+ * The chip's cores as a gm x gn grid: core i * gn + j computes grid row
+ * i (the parts of M, as a cores x 1 grid cuts it, of cores i * gn ..
+ * i * gn + gn - 1, its neighbours on the ring) times column block j of
+ * N, K whole in chunks:
  *   - A: each core loads (or takes from the LX region an earlier kernel
  *     kept it in) the rows of its own part, chunk by chunk, and sends
  *     them to the other gn - 1 cores of its grid row over the ring;
  *   - B: column block j is read from DRAM once, by the middle core of
- *     column j, and passed up and down the column piece by piece (no
- *     two columns share a ring link, and the way is gm / 2 hops);
+ *     column j (cores j, j + gn, ...), and passed up and down the column
+ *     piece by piece: the way is gm / 2 hops (the columns share the ring
+ *     links they cross);
  *   - results: every core's product covers gn cores' parts of the rows;
  *     a result kept in LX goes to the core that keeps those rows (ring),
  *     so later kernels find it aligned as after a cores x 1 grid.
@@ -871,7 +872,8 @@ static int64_t rg_rows(const mm_plan *m, int64_t gn, int64_t i, mm_rows *rs)
 static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC)
 {
     const int64_t sb = m->c->t.stick;
-    return (m->KG * MT + NS * m->Kd + MT) * sb + mm_cslot_bytes(m, MT, NS) + mm_p_bytes(m, MT, NS, KC);
+    return (m->KG * MT + NS * m->Kd + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
+           mm_p_bytes(m, MT, NS, KC);
 }
 
 /* Estimate as mm_bc_estimate: per chunk the slowest of the busier PT, the
@@ -990,12 +992,13 @@ int be_matmul_plan(be_ctx *c, int pos)
         if (!over)
             w->gm = w->gn = 0;
         if (over) { /* a work_div override (backend.c checked the core count) */
+            const char *r = w->bcast ? "r" : "";
             if (w->gm > m.M)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": M has %" PRId64 " rows, fewer than %" PRId64
-                              " parts", w->gm, w->gn, m.M, w->gm);
+                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "%s: M has %" PRId64 " rows, fewer than %" PRId64
+                              " parts", w->gm, w->gn, r, m.M, w->gm);
             else if (w->gn > m.GN)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 ": N has %" PRId64 " sticks (%" PRId64
-                              " columns), fewer than %" PRId64 " parts", w->gm, w->gn, m.GN, m.N, w->gn);
+                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "%s: N has %" PRId64 " sticks (%" PRId64
+                              " columns), fewer than %" PRId64 " parts", w->gm, w->gn, r, m.GN, m.N, w->gn);
             else if (w->gk > m.KG)
                 rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
                               " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m.KG, w->gk);
@@ -1098,6 +1101,8 @@ int be_matmul_plan(be_ctx *c, int pos)
         int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0;
         mm_tiling tl;
         if (!rc && !(w->bcast ? mm_ring_tiling(&m, w, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
+            if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
+                mt = tl.MB;
             char kb[96], sp[96];
             if (w->gk > 1)
                 snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
@@ -1651,6 +1656,8 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     const int64_t BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
     /* one row more: the epilogue of a piece puts its temps at its rows */
     const int64_t C = cc_lx_alloc(e, mc.cslot_bytes + MT * sb, "matmul block");
+    /* and its per-column temps in an area of its own */
+    const int64_t colt = m->ep.nexpr * NS * sb, CT = colt ? cc_lx_alloc(e, RG_MAX_GN * colt, "matmul epilogue column temps") : 0;
     if (mc.nch > 1)
         mc.P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
     int aarr[RG_MAX_GN];
@@ -1829,7 +1836,8 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     for (int jj = 0; jj < k->nn && jj < 64; jj++)
         nres += k->nodes[jj].res;
     for (int u = 0; u < (pipe ? mc.nc : 1); u++)
-        cc_emit_sig(e, ISA_U_DMAI, efull);
+        if (!pipe || nseg[u] > 0) /* an SFP with no piece takes none */
+            cc_emit_sig(e, ISA_U_DMAI, efull);
     int sfp_used[2] = {0, 0};
     be_val vals[RG_MAX_GN][64];
     for (int q = 0; q < np && !rc; q++) {
@@ -1845,6 +1853,9 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         if (!sfp_used[u]++)
             cc_emit_wait(e, sfp, efull);
         mc.T.corelet = u;
+        mc.T.carea = 1;
+        mc.T.ctop = CT + q * colt;
+        mc.T.cend = mc.T.ctop + colt;
         mm_ep_rebind(&mc, base, off);
         rc = mm_ep_eval(&mc, len, ns, at + off * sb, C + off * sb, C + mc.cslot_bytes + MT * sb, vals[q]);
         cc_emit_sig(e, sfp, done[u]);

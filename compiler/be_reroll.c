@@ -800,8 +800,12 @@ int be_reroll_pass(ir_prog *p)
                 isa_stream_push(&neu, &old->insns[at]);
             if (q == nk)
                 break;
-            int pos = 0; /* the kernel's position: codegen names each kernel of the program as its kernel */
-            while (pos < p->norder && strcmp(p->kernels[p->order[pos]].name, ks[q]->name))
+            /* the kernel's position: codegen names each kernel of the program as its kernel, and a
+             * ring exchange before one as that kernel with ".xchg" (counted with it) */
+            int pos = 0;
+            const size_t kl = strcspn(ks[q]->name, ".");
+            while (pos < p->norder && (strlen(p->kernels[p->order[pos]].name) != kl ||
+                                       strncmp(p->kernels[p->order[pos]].name, ks[q]->name, kl)))
                 pos++;
             assert(pos < p->norder);
             rr_kstat *st = &rr->k[pos];

@@ -71,6 +71,15 @@ int be_temp(be_tile *T, be_vclass cls, be_val *v)
 {
     memset(v, 0, sizeof *v);
     v->cls = cls;
+    if (!T->reads && cls == BE_V_COL && T->carea) {
+        int64_t n = val_bytes(T, cls);
+        if (T->ctop + n > T->cend)
+            return be_error(T->c, T->K, "internal: the expression's per-column temps need more than the %" PRId64
+                            " bytes of LX planned", T->cend - T->ctop);
+        v->lx = T->ctop;
+        T->ctop += n;
+        return 0;
+    }
     if (!T->reads) { /* bump */
         int64_t n = val_bytes(T, cls);
         if (T->top + n > T->end)
@@ -1137,13 +1146,19 @@ int be_rows_plan(be_ctx *c, int pos)
                           w->cores);
         int64_t per_row, fixed;
         rk_lx(&k, &per_row, &fixed);
+        /* a staged result's sticks run across rows: every core's part a
+         * whole number of sticks' rows, else one core; a split taken from
+         * the producer (align_rows) that breaks this is dropped */
+        int staged = 0;
+        for (int j = 0; j < k.nn; j++)
+            staged |= k.nodes[j].dram && k.nodes[j].staged;
+        const int split_ok = !staged || w->cores <= 1 || k.rows % ((int64_t)w->cores * c->t.lanes16) == 0;
+        if (!rc && w->aligned_to && !split_ok) {
+            w->cores = 0;
+            w->aligned_to = 0;
+        }
         if (!rc && !w->cores) {
             w->cores = rows_cores(c, &k);
-            /* a staged result's sticks run across rows: every core's part a
-             * whole number of sticks' rows, else one core */
-            int staged = 0;
-            for (int j = 0; j < k.nn; j++)
-                staged |= k.nodes[j].dram && k.nodes[j].staged;
             while (staged && w->cores > 1 && k.rows % ((int64_t)w->cores * c->t.lanes16))
                 w->cores--;
         }

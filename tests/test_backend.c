@@ -1149,6 +1149,62 @@ static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void
     cc_graph_free(g);
 }
 
+/* Found by fuzzing the grid over the ring (each raced or gave wrong values,
+ * or stopped with an error, before its fix):
+ * - an epilogue with a per-column value (sigmoid of a bias): its parts
+ *   share the epilogue's tiles row-wise, so per-column temps need an area
+ *   of their own, else a part's temp lands in another part's rows;
+ * - a grid row smaller than the corelets' row split (130 rows over 32
+ *   cores): the SFP without a part took an operand token no one waited
+ *   for, and a later kernel's wait found it;
+ * - a row kernel split like the grid's 32 cores (for LX) whose result is
+ *   stored through a staged copy needs whole sticks of rows per core: the
+ *   aligned split is dropped when it has not. */
+static void test_grid_over_the_ring_regressions_from_fuzzing_validate(void)
+{
+    static const char *coltemp = "graph coltemp\n"
+                                 "input %x: f32[64, 128]\n"
+                                 "input %w: f32[128, 128]\n"
+                                 "input %c: f32[128]\n"
+                                 "%y: f32[64, 128] = aten.mm.default(%x, %w)\n"
+                                 "%s: f32[128] = aten.sigmoid.default(%c)\n"
+                                 "%z: f32[64, 128] = aten.mul.Tensor(%y, %s)\n"
+                                 "output %z\n";
+    static const char *efull = "graph efull\n"
+                               "input %x: f32[130, 300]\n"
+                               "input %w: f32[300, 128]\n"
+                               "%y: f32[130, 128] = aten.mm.default(%x, %w)\n"
+                               "%t: f32[128, 130] = aten.t.default(%y)\n"
+                               "%z: f32[130, 130] = aten.mm.default(%y, %t)\n"
+                               "output %z\n";
+    static const char *staged = "graph staged\n"
+                                "input %x: f32[130, 256]\n"
+                                "input %w: f32[256, 300]\n"
+                                "%h: f32[130, 300] = aten.mm.default(%x, %w)\n"
+                                "%s: f32[130, 300] = aten._softmax.default(%h, -1, False)\n"
+                                "%f: f32[39000] = aten.view.default(%s, [39000])\n"
+                                "%c: f32[39000] = aten.clamp.default(%f, -0.5, 0.5)\n"
+                                "%o: f32[39000] = aten._softmax.default(%c, -1, False)\n"
+                                "output %o\n";
+    static const char *const ct[] = {"k0_mm_sigmoid_mul=16x2r"}, *const ct4[] = {"k0_mm_sigmoid_mul=2x2r"};
+    static const char *const ef[] = {"k0_mm=16x2r"};
+    char err[1024];
+    cc_graph *g = cc_graph_parse(coltemp, "coltemp.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", ct, 1, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre-4core", ct4, 1, NULL), 0);
+    cc_graph_free(g);
+    g = cc_graph_parse(efull, "efull.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", ef, 1, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    cc_graph_free(g);
+    g = cc_graph_parse(staged, "staged.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    cc_graph_free(g);
+}
+
 /* Uneven parts (70 rows over 32 cores; 200 columns: a partial stick), A and
  * the epilogue's bias and residual from DRAM, the result to DRAM: forced
  * grids over the ring validate on both chips. */
@@ -1756,6 +1812,7 @@ int main(void)
          test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate},
         {"a grid over the ring with uneven parts and DRAM operands validates",
          test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates},
+        {"grid over the ring regressions from fuzzing validate", test_grid_over_the_ring_regressions_from_fuzzing_validate},
         {"a long K is split over cores, reduced over the ring and validates",
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",
