@@ -200,15 +200,30 @@ static void trace_slot(sim *s, int core, int u, const sim_slot *e, double start,
     sim_trace_insn(s, core, u, &r, start, end);
 }
 
+/* With the race checker on: a token left above zero at a barrier or
+ * fence is a signal no wait took, which a later kernel's wait on the same
+ * token would take for its own (compiled kernels number their tokens
+ * from 0 and leave every one at 0). */
+static int check_tokens(sim *s, const sim_core *c, const char *at)
+{
+    for (int t = 0; sim_race_active(s) && t < s->cfg.tokens; t++)
+        if (c->tokens[t])
+            return sim_faultf(s, c->id, ISA_U_SEQ, c->pc,
+                              "token %d is %" PRId64 " at a %s: a signal no wait took, which a later wait on it "
+                              "would take for its own",
+                              t, c->tokens[t], at);
+    return 0;
+}
+
 /* Release the barrier when every core sits at it with idle units. */
-static void try_barrier(engine *g)
+static int try_barrier(engine *g)
 {
     sim *s = g->s;
     double t = 0;
     for (int i = 0; i < s->cfg.cores; i++) {
         const sim_core *c = &s->cores[i];
         if (!c->at_barrier || !units_idle(c))
-            return;
+            return 0;
         if (c->seq_time > t)
             t = c->seq_time;
         for (int u = 0; u < ISA_NUNITS; u++)
@@ -216,6 +231,9 @@ static void try_barrier(engine *g)
                 t = c->ustate[u].done_at;
     }
     t += s->cfg.barrier_cycles;
+    for (int i = 0; i < s->cfg.cores; i++)
+        if (check_tokens(s, &s->cores[i], "bar"))
+            return -1;
     sim_race_barrier(s);
     for (int i = 0; i < s->cfg.cores; i++) {
         sim_core *c = &s->cores[i];
@@ -224,16 +242,19 @@ static void try_barrier(engine *g)
         c->seq_time = t;
         wake_seq(g, c, t);
     }
+    return 0;
 }
 
 /* Release core c's fence when its units are idle: the sequencer goes on
  * sync_cycles after the last of them completes, the same local hand-off
  * as a token (no other core takes part, so no barrier_cycles). */
-static void try_fence(engine *g, sim_core *c)
+static int try_fence(engine *g, sim_core *c)
 {
     sim *s = g->s;
     if (!units_idle(c))
-        return;
+        return 0;
+    if (check_tokens(s, c, "fence"))
+        return -1;
     double t = c->seq_time;
     for (int u = 0; u < ISA_NUNITS; u++)
         if (c->ustate[u].done_at > t)
@@ -243,6 +264,7 @@ static void try_fence(engine *g, sim_core *c)
     c->pc++;
     c->seq_time = t + s->cfg.sync_cycles;
     wake_seq(g, c, c->seq_time);
+    return 0;
 }
 
 /* The sequencer: control instructions and dispatch, until a queue is
@@ -298,12 +320,10 @@ static int run_seq(engine *g, sim_core *c, double t)
             break;
         case ISA_OP_BAR:
             c->at_barrier = 1;
-            try_barrier(g);
-            return 0;
+            return try_barrier(g);
         case ISA_OP_FENCE:
             c->at_fence = 1;
-            try_fence(g, c);
-            return 0;
+            return try_fence(g, c);
         case ISA_OP_LI:
         case ISA_OP_ADDI:
             if (in->reg == 0)
@@ -357,10 +377,10 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     const int depth = s->cfg.queue_depth;
     us->scheduled = 0;
     if (!q->count) {
-        if (c->at_barrier)
-            try_barrier(g);
-        if (c->at_fence)
-            try_fence(g, c);
+        if (c->at_barrier && try_barrier(g))
+            return -1;
+        if (c->at_fence && try_fence(g, c))
+            return -1;
         return 0;
     }
     sim_slot *e = &q->q[q->head];

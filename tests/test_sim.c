@@ -573,6 +573,22 @@ static void test_fence_behind_a_unit_that_never_goes_idle_is_deadlock(void)
     expect_fault(p, 0, ISA_U_PT0, 0, "core 0 pt0 #0 waits on token 7 (0, never signalled); core 0 sequencer #1 waits at fence;");
 }
 
+/* A signal no wait took is still on its token at the next fence or bar. */
+static void test_a_token_left_at_a_fence_or_bar_faults(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 5);
+    tu_emit(p, 0, ISA_OP_FENCE);
+    tu_halt_all(p);
+    expect_fault(p, 0, ISA_U_SEQ, 1, "token 5 is 1 at a fence: a signal no wait took");
+    p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_sync(p, 2, ISA_OP_SIG, ISA_U_PT0, 3);
+    for (int c = 0; c < cfg4.cores; c++)
+        tu_emit(p, c, ISA_OP_BAR);
+    tu_halt_all(p);
+    expect_fault(p, 2, ISA_U_SEQ, 1, "token 3 is 1 at a bar");
+}
+
 static void test_missing_token_and_bad_loop_fault(void)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
@@ -924,6 +940,7 @@ int main(void)
         {"dram_outside_segment_faults", test_dram_outside_segment_faults},
         {"unaligned_stick_faults", test_unaligned_stick_faults},
         {"wait_on_never_signalled_token_is_deadlock", test_wait_on_never_signalled_token_is_deadlock},
+        {"a_token_left_at_a_fence_or_bar_faults", test_a_token_left_at_a_fence_or_bar_faults},
         {"barrier_missed_by_halted_core_is_deadlock", test_barrier_missed_by_halted_core_is_deadlock},
         {"fence_behind_a_unit_that_never_goes_idle_is_deadlock", test_fence_behind_a_unit_that_never_goes_idle_is_deadlock},
         {"missing_token_and_bad_loop_fault", test_missing_token_and_bad_loop_fault},
