@@ -1351,7 +1351,8 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
                     r->lx = at;
                     r->nuses = x[b].nuses;
                     r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
-                    memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
+                    if (r->nuses) /* none: read only by ring exchanges */
+                        memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
                     break;
                 }
                 /* Belady: of the tensors in LX and this one, the one read again furthest away leaves */
