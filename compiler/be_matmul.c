@@ -1073,6 +1073,8 @@ int be_matmul_plan(be_ctx *c, int pos)
         } else if (!over) {
             w->bcast = 0;
         }
+        if (!over) /* the schemes over the ring do not split K */
+            mm_set_gk(&m, 1);
         for (int64_t gm = cores; !rc && !over && best != DBL_MAX && gm == cores && gm <= m.M; gm++) {
             mm_tiling tl;
             if (!mm_bc_tiling(&m, gm, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
