@@ -180,8 +180,12 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         m->bg = 1;
         m->bt = mm_across(m, mm->b, &mm->bidx, m->vn, m->N);
     }
-    if (mm->aidx.coef[m->vk] == 0 || mm->bidx.coef[m->vn] == 0 || (!m->ag && m->av.rs[m->vk]) ||
-        (!m->bg && m->bv.rs[m->vn]))
+    if (mm->aidx.coef[m->vk] == 0)
+        return be_error(c, K, "operand A is the same for every k (an expand along the reduced dimension): not "
+                        "supported yet");
+    if (mm->bidx.coef[m->vn] == 0)
+        return be_error(c, K, "operand B is the same for every column (an expand along N): not supported yet");
+    if ((!m->ag && m->av.rs[m->vk]) || (!m->bg && m->bv.rs[m->vn]))
         return be_error(c, K, "internal: operand without its lane variable");
     if ((!m->ag && m->av.groups < m->KG) || (!m->bg && m->bv.groups < m->GN))
         return be_error(c, K, "an operand has fewer sticks than the product needs");

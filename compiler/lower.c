@@ -898,6 +898,20 @@ static int same_batch(const cc_ttype *a, const cc_ttype *b)
     return 1;
 }
 
+/* Is value v the same all along its last dimension (of more than one
+ * element)? */
+static int broadcast_last(lctx *c, int v)
+{
+    const lval *V = &c->vals[v];
+    const int d = V->type.rank - 1;
+    if (d < 0 || V->type.shape[d] < 2)
+        return 0;
+    for (int j = 0; j < c->bases[V->base].type.rank; j++)
+        if (V->map[j].coef[d])
+            return 0;
+    return 1;
+}
+
 static void l_matmul(lctx *c, int out, int opi)
 {
     (void)opi;
@@ -941,6 +955,13 @@ static void l_matmul(lctx *c, int out, int opi)
                 fail(c, "batch dimensions do not broadcast");
         }
     }
+    /* An operand broadcast along its last dimension (an expand into A's K
+     * or B's N) is copied first: the PT reads that dimension as the lanes
+     * of its sticks. */
+    if (broadcast_last(c, a))
+        realize_copy(c, a, c->d->values[a].name);
+    if (broadcast_last(c, b))
+        realize_copy(c, b, c->d->values[b].name);
     as_buffer_view(c, a);
     as_buffer_view(c, b);
     ops_of(c, ops, a);

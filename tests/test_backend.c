@@ -1205,6 +1205,25 @@ static void test_grid_over_the_ring_regressions_from_fuzzing_validate(void)
     cc_graph_free(g);
 }
 
+/* A matmul operand the same all along K (an expand of a column, found by
+ * fuzzing: "internal: operand without its lane variable") is copied into
+ * a buffer first and validates on both chips. */
+static void test_an_operand_expanded_along_k_is_copied_and_validates(void)
+{
+    static const char *text = "graph ex\n"
+                              "input %x: f32[64, 1]\n"
+                              "input %w: f32[128, 32]\n"
+                              "%e: f32[64, 128] = aten.expand.default(%x, [-1, 128])\n"
+                              "%m: f32[64, 32] = aten.mm.default(%e, %w)\n"
+                              "output %m\n";
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "ex.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    cc_graph_free(g);
+}
+
 /* Uneven parts (70 rows over 32 cores; 200 columns: a partial stick), A and
  * the epilogue's bias and residual from DRAM, the result to DRAM: forced
  * grids over the ring validate on both chips. */
@@ -1813,6 +1832,7 @@ int main(void)
         {"a grid over the ring with uneven parts and DRAM operands validates",
          test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates},
         {"grid over the ring regressions from fuzzing validate", test_grid_over_the_ring_regressions_from_fuzzing_validate},
+        {"an operand expanded along K is copied and validates", test_an_operand_expanded_along_k_is_copied_and_validates},
         {"a long K is split over cores, reduced over the ring and validates",
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",
