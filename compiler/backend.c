@@ -60,6 +60,10 @@ static be_state *state_of(be_ctx *c)
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
+    if (what == BE_NOTE_TILES) { /* a kernel planned again (align_rows) notes its operands again */
+        ki->restick[0] = 0;
+        ki->nrestick = 0;
+    }
     char *dst = what == BE_NOTE_TILES ? ki->tiles : what == BE_NOTE_RESTICK ? ki->restick : ki->lxread;
     size_t cap = what == BE_NOTE_TILES ? sizeof ki->tiles : sizeof ki->restick, o = 0;
     if (what != BE_NOTE_TILES) {

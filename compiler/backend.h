@@ -76,7 +76,7 @@ typedef struct {
     int spilled;       /* evicted before its last reader (LX was needed): later readers reload
                           it from DRAM */
     int *uses;         /* the positions that read it aligned on the producer's cores, ascending:
-                          only these read it from LX */
+                          these and the ring exchanges (x) read it from LX */
     int nuses;
     int cores;         /* the producer's cores */
     be_xreg *x;        /* ring exchanges: readers split over other cores, ascending by position */
@@ -377,8 +377,9 @@ int be_rows_plan(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 
 /* A note for the report about the kernel at pos, from the *_plan
- * functions: BE_NOTE_TILES replaces the tile description,
- * BE_NOTE_RESTICK appends a restickified operand, BE_NOTE_LXREAD a
+ * functions: BE_NOTE_TILES replaces the tile description (and starts the
+ * restickified operands afresh), BE_NOTE_RESTICK appends a restickified
+ * operand, BE_NOTE_LXREAD a
  * tensor read from where an earlier kernel kept it in LX. */
 enum { BE_NOTE_TILES, BE_NOTE_RESTICK, BE_NOTE_LXREAD };
 void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
