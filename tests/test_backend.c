@@ -1205,6 +1205,34 @@ static void test_grid_over_the_ring_regressions_from_fuzzing_validate(void)
     cc_graph_free(g);
 }
 
+/* A forced tiling of a grid over the ring sets its K chunk (a multiple
+ * of 64 or all of K; blocks larger than the tile are clipped) and
+ * validates; blocks smaller than a core's tile are refused, saying why. */
+static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
+{
+    static const char *text = "graph kc\n"
+                              "input %x: f32[512, 300]\n"
+                              "input %w: f32[300, 512]\n"
+                              "%y: f32[512, 512] = aten.mm.default(%x, %w)\n"
+                              "output %y\n";
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(text, "kc.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static const char *const k192[] = {"k0_mm=8x4r/64x2x192"}, *const whole[] = {"k0_mm=8x4r/999x9x300"};
+    cc_result *r = compile_wd(g, "spyre", k192, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "k 300 in chunks of 192 (fp32 partial sums)"));
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", k192, 1, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", whole, 1, NULL), 0);
+    static const char *const small[] = {"k0_mm=8x4r/16x2x128"};
+    r = compile_wd(g, "spyre", small, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "forced blocks smaller than a core's whole tile"));
+    cc_graph_free(g);
+}
+
 /* A matmul operand the same all along K (an expand of a column, found by
  * fuzzing: "internal: operand without its lane variable") is copied into
  * a buffer first and validates on both chips. */
@@ -1833,6 +1861,8 @@ int main(void)
          test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates},
         {"grid over the ring regressions from fuzzing validate", test_grid_over_the_ring_regressions_from_fuzzing_validate},
         {"an operand expanded along K is copied and validates", test_an_operand_expanded_along_k_is_copied_and_validates},
+        {"a forced tiling of a grid over the ring sets its K chunk",
+         test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk},
         {"a long K is split over cores, reduced over the ring and validates",
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",
