@@ -1775,9 +1775,11 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
                     cc_emit_sig(e, ISA_U_RING, have[u]);
             const int64_t at = BW + (pc * m->Kd + k0) * sb;
             cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
-            for (int h = 0; h < 2; h++)
+            for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
+                const int h = (int)((h0 + j) % 2);
                 if (down[h] >= 0)
                     cc_emit_ring(e, ISA_OP_RING_SEND, down[h], arr, cc_abs(at), cc_abs(at), &sh);
+            }
         }
         /* sfp1 collects the grid row's A rows of the chunk */
         for (int64_t q = 0; q < gn; q++)
