@@ -964,6 +964,20 @@ static const be_xreg *res_xreg(const be_ctx *c, int buf, int pos)
     return NULL;
 }
 
+/* The rows of a tensor of `rows` rows that core p holds under a split
+ * over pc cores and core k reads under a split over qc cores: [*lo, *hi)
+ * (empty when *lo >= *hi), and the first rows of the two parts, *p0 and
+ * *q0. */
+static void xchg_share(int64_t rows, int64_t pc, int64_t p, int64_t qc, int64_t k, int64_t *p0, int64_t *q0,
+                       int64_t *lo, int64_t *hi)
+{
+    int64_t pn, qn;
+    cc_split(rows, pc, p, p0, &pn);
+    cc_split(rows, qc, k, q0, &qn);
+    *lo = cc_max(*p0, *q0);
+    *hi = cc_min(*p0 + pn, *q0 + qn);
+}
+
 /* The ring exchanges before the kernel at pos (be_xreg), as a kernel of
  * their own, "NAME.xchg": every core holding rows of such a tensor sends
  * each reader core its share (a dma.lx to itself); a bar then orders
@@ -985,12 +999,9 @@ static void xchg_emit(be_ctx *c, int pos)
         const int64_t rows = c->lay[b].rows, G = c->lay[b].groups;
         for (int core = 0; core < r->cores; core++) {
             cc_emit *e = &c->em[core];
-            int64_t p0, pn;
-            cc_split(rows, r->cores, core, &p0, &pn);
             for (int k = 0; k < x->cores; k++) {
-                int64_t q0, qn;
-                cc_split(rows, x->cores, k, &q0, &qn);
-                for (int64_t lo = cc_max(p0, q0), hi = cc_min(p0 + pn, q0 + qn); lo < hi; lo += 65535) {
+                int64_t p0, q0, lo, hi;
+                for (xchg_share(rows, r->cores, core, x->cores, k, &p0, &q0, &lo, &hi); lo < hi; lo += 65535) {
                     const int64_t n = cc_min(65535, hi - lo);
                     const isa_addr d = cc_abs(x->lx + (lo - q0) * sb), a = cc_abs(r->lx + (lo - p0) * sb);
                     cc_dma_shape sh = cc_dma_groups(n, G, x->rows_cap * sb, r->rows_cap * sb);
@@ -1276,16 +1287,13 @@ static double xchg_cost(const be_ctx *c, int b, int pos)
     const int64_t rows = c->lay[b].rows, bytes_row = c->lay[b].groups * c->t.stick, qc = c->work[pos].cores;
     double *link = ir_xalloc((size_t)(2 * n) * sizeof *link), worst = 0;
     for (int core = 0; core < r->cores; core++) {
-        int64_t p0, pn;
-        cc_split(rows, r->cores, core, &p0, &pn);
         double t = 0;
         for (int k = 0; k < qc; k++) {
-            int64_t q0, qn;
-            cc_split(rows, qc, k, &q0, &qn);
-            const int64_t m = cc_min(p0 + pn, q0 + qn) - cc_max(p0, q0);
-            if (m < 1)
+            int64_t p0, q0, lo, hi;
+            xchg_share(rows, r->cores, core, qc, k, &p0, &q0, &lo, &hi);
+            if (lo >= hi)
                 continue;
-            const double bytes = (double)(m * bytes_row);
+            const double bytes = (double)((hi - lo) * bytes_row);
             t += c->t.dma_insn_cycles + bytes / c->cfg->ring_bytes_per_cycle;
             const int cw = ((k - core) % n + n) % n, dir = cw <= n - cw ? 0 : 1, hops = dir ? n - cw : cw;
             for (int h = 0, stop = core; h < hops; h++, stop = ((dir ? stop - 1 : stop + 1) % n + n) % n)

@@ -1470,6 +1470,32 @@ static int mm_ep_eval(mm_core *mc, int64_t mb, int64_t nbs, int64_t top, int64_t
     return 0;
 }
 
+/* Each corelet's part of a block of mb rows x nbs sticks under tiling
+ * tl with nc corelets: rows [crow, crow + cnr), sticks [cst, cst + cns)
+ * (an edge block can leave corelet 1 nothing), and last, the last stick
+ * it needs (0 for none). */
+typedef struct {
+    int64_t crow[2], cnr[2], cst[2], cns[2], last[2];
+} mm_parts;
+
+static void mm_corelet_parts(const mm_tiling *tl, int nc, int64_t mb, int64_t nbs, mm_parts *cp)
+{
+    *cp = (mm_parts){{0, 0}, {mb, 0}, {0, 0}, {nbs, 0}, {0, 0}};
+    if (tl->split == SPLIT_ROWS) {
+        cp->cnr[0] = cc_min(tl->r0, mb);
+        cp->crow[1] = tl->r0;
+        cp->cnr[1] = mb - tl->r0;
+        cp->cns[1] = nbs;
+    } else if (tl->split == SPLIT_STICKS) {
+        cp->cns[0] = cc_min(tl->s0, nbs);
+        cp->cst[1] = tl->s0;
+        cp->cns[1] = nbs - tl->s0;
+        cp->cnr[1] = mb;
+    }
+    for (int u = 0; u < 2; u++)
+        cp->last[u] = u >= nc || cp->cns[u] < 1 || cp->cst[u] >= nbs ? 0 : cc_min(nbs, cp->cst[u] + cp->cns[u]) - 1;
+}
+
 static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
 {
     mm_plan *m = mc->m;
@@ -1492,18 +1518,9 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
 
     /* K in chunks through the A/B slots; corelet c computes its part of
      * the block (rows from crow, sticks from cst). */
-    int64_t crow[2] = {0, 0}, cnr[2] = {mb, 0}, cst[2] = {0, 0}, cns[2] = {nbs, 0};
-    if (mc->tl.split == SPLIT_ROWS) {
-        cnr[0] = cc_min(mc->tl.r0, mb);
-        crow[1] = mc->tl.r0;
-        cnr[1] = mb - mc->tl.r0;
-        cns[1] = nbs;
-    } else if (mc->tl.split == SPLIT_STICKS) {
-        cns[0] = cc_min(mc->tl.s0, nbs);
-        cst[1] = mc->tl.s0;
-        cns[1] = nbs - mc->tl.s0;
-        cnr[1] = mb;
-    }
+    mm_parts cp;
+    mm_corelet_parts(&mc->tl, mc->nc, mb, nbs, &cp);
+    const int64_t *crow = cp.crow, *cnr = cp.cnr, *cst = cp.cst, *cns = cp.cns;
     be_view bv0 = shifted(&m->bv, g0);
     for (int64_t j = 0; j < mc->nch; j++) {
         const int s = (int)(mc->nchunk++ % 2);
@@ -1528,12 +1545,8 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
         for (int u = 0; u < mc->nc; u++)
             cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
         const int64_t step = mc->nchunk - 1;
-        if (mc->bc) { /* B comes over the ring: corelet u can start after its last stick's piece */
-            int64_t last[2];
-            for (int u = 0; u < 2; u++)
-                last[u] = u >= mc->nc || cns[u] < 1 || cst[u] >= nbs ? 0 : cc_min(nbs, cst[u] + cns[u]) - 1;
-            bc_chunk(mc, step, &bv0, b * m->Kd + k0, kc, nbs, last);
-        }
+        if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
+            bc_chunk(mc, step, &bv0, b * m->Kd + k0, kc, nbs, cp.last);
         if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
             for (int u = 0; u < mc->nc; u++)
                 cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
@@ -1702,21 +1715,10 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     mc.T.acc_expr = m->acc;
     cc_kernel_begin(e, m->K->name);
 
-    /* corelet u: rows from crow, sticks from cst (as mm_block_emit) */
-    int64_t crow[2] = {0, 0}, cnr[2] = {mt, 0}, cst[2] = {0, 0}, cns[2] = {ns, 0}, last[2];
-    if (mc.tl.split == SPLIT_ROWS) {
-        cnr[0] = cc_min(mc.tl.r0, mt);
-        crow[1] = mc.tl.r0;
-        cnr[1] = mt - mc.tl.r0;
-        cns[1] = ns;
-    } else if (mc.tl.split == SPLIT_STICKS) {
-        cns[0] = cc_min(mc.tl.s0, ns);
-        cst[1] = mc.tl.s0;
-        cns[1] = ns - mc.tl.s0;
-        cnr[1] = mt;
-    }
-    for (int u = 0; u < 2; u++)
-        last[u] = u >= mc.nc || cns[u] < 1 || cst[u] >= ns ? 0 : cc_min(ns, cst[u] + cns[u]) - 1;
+    /* corelet u: rows from crow, sticks from cst */
+    mm_parts cp;
+    mm_corelet_parts(&mc.tl, mc.nc, mt, ns, &cp);
+    const int64_t *crow = cp.crow, *cnr = cp.cnr, *cst = cp.cst, *cns = cp.cns, *last = cp.last;
     /* pipe: the last chunk's product part by part (seg[u]: corelet u's
      * parts), and each part's epilogue and results as soon as it is
      * done, on its corelet's SFP; when the corelets split rows at a part's
