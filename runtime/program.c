@@ -84,14 +84,11 @@ static int by_offset(const void *a, const void *b)
     return x->dram_off < y->dram_off ? -1 : x->dram_off > y->dram_off;
 }
 
-/* Tensors start on a stick (DMA moves whole sticks; the regions are
- * placed stick-aligned, so the weights region is whole sticks too) and no
- * two share a byte: one tensor's data would be another's. */
+/* Tensors start on a stick (DMA moves whole sticks, and the regions are
+ * placed stick-aligned) and no two share a byte: one tensor's data would
+ * be another's. */
 static int check_placement(const isa_program *p, char *err, size_t errlen)
 {
-    if (p->weight_bytes % p->stick_bytes)
-        return rt_errf(err, errlen, "weights region of %llu bytes is not a whole number of %u-byte sticks",
-                       (unsigned long long)p->weight_bytes, p->stick_bytes);
     const isa_tensor **order = malloc((p->ntensors ? p->ntensors : 1) * sizeof *order);
     size_t n = 0;
     if (!order)
@@ -137,6 +134,10 @@ static int check_program(const rt_device *dev, const isa_program *p, char *err, 
     if (p->weight_bytes > p->dram_bytes)
         return rt_errf(err, errlen, "weights region of %llu bytes is larger than the DRAM segment of %llu bytes",
                        (unsigned long long)p->weight_bytes, (unsigned long long)p->dram_bytes);
+    /* activations live at their offset minus weight_bytes in a stick-aligned region */
+    if (p->weight_bytes % p->stick_bytes)
+        return rt_errf(err, errlen, "weights region of %llu bytes is not a whole number of %u-byte sticks",
+                       (unsigned long long)p->weight_bytes, p->stick_bytes);
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, err, errlen))
             return -1;
