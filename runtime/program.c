@@ -205,7 +205,10 @@ rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errl
         rt_errf(err, errlen, "%s", msg);
         return NULL;
     }
-    return rt_load_program(dev, p, err, errlen);
+    rt_program *prog = rt_load_program(dev, p, msg, sizeof msg);
+    if (!prog)
+        rt_errf(err, errlen, "%s: %s", elf_path, msg);
+    return prog;
 }
 
 void rt_unload(rt_program *prog)

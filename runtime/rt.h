@@ -62,11 +62,13 @@ void rt_dram_usage(const rt_device *dev, uint64_t *free_bytes, uint64_t *largest
 
 /* ---- Programs ---- */
 
-/* Read an ELF program (isa_elf_read) and load it (rt_load_program). */
+/* Read an ELF program (isa_elf_read) and load it (rt_load_program);
+ * every message names the file. */
 rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errlen);
 /* Load a program built in memory; takes ownership of p (freed on error
  * too).  Checks that it fits the chip (cores, LX size, stick size) and that
- * its tensor table is consistent, allocates its weights region
+ * its tensor table is consistent (every tensor starts on a stick, no two
+ * share a byte, the weights region is whole sticks), allocates its weights region
  * (p->weight_bytes, resident until unload or eviction) and its activation
  * region (the rest of p->dram_bytes, until the end of the first launch),
  * evicting other programs' weights when they do not fit (see "Where
