@@ -396,9 +396,9 @@ static void test_corrupt_expected_outputs_exit_2_in_run_and_ref(void)
     remove_export_dir(dir);
 }
 
-/* PyTorch's outputs are for the export's inputs: with an input replaced
- * the comparison with them is skipped (said so), the reference
- * executor's still runs. */
+/* PyTorch's outputs are for the export's inputs: with an input replaced,
+ * or random inputs for want of inputs.safetensors, the comparison with
+ * them is skipped (said so); the reference executor's still runs. */
 static void test_replaced_inputs_skip_the_comparison_with_pytorch(void)
 {
     char dir[512], raw[600];
@@ -416,6 +416,10 @@ static void test_replaced_inputs_skip_the_comparison_with_pytorch(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected: skipped: --input replaced inputs"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    snprintf(raw, sizeof raw, "%s/inputs.safetensors", dir); /* random inputs: the same */
+    remove(raw);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected: skipped: no inputs.safetensors: the inputs are random"));
     remove_export_dir(dir);
 }
 

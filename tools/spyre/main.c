@@ -388,14 +388,15 @@ static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err
 /* Compare the outputs with PyTorch's (an export's expected.safetensors)
  * at the reference's tolerances (rt_check_expected): an exit status, 1 on
  * a mismatch, 2 when the file is unreadable or does not fit the graph.
- * PyTorch's outputs are for the export's inputs, so --input replacing any
- * of them skips the comparison (the reference executor's still runs). */
-static int check_expected(rt_program *prog, const cc_graph *g, const char *path, int replaced)
+ * PyTorch's outputs are for the export's inputs: when the run has other
+ * inputs (why: skip) the comparison is skipped, said so (the reference
+ * executor's still runs). */
+static int check_expected(rt_program *prog, const cc_graph *g, const char *path, const char *skip)
 {
     if (file_absent(path))
         return EXIT_OK;
-    if (replaced) {
-        printf("expected: skipped: --input replaced inputs that %s was computed for\n", path);
+    if (skip) {
+        printf("expected: skipped: %s\n", skip);
         return EXIT_OK;
     }
     char err[1024];
@@ -496,6 +497,7 @@ static int cmd_run(int argc, char **argv)
     cc_graph *g = NULL;
     rt_program *prog = NULL;
     char gdir[1024], gin[1200], gexp[1200];
+    int random_inputs = 0;
     if (names_graph(path)) {
         g = cc_graph_load(path, err, sizeof err);
         if (!g) {
@@ -520,7 +522,8 @@ static int cmd_run(int argc, char **argv)
         goto out;
     }
     if (g) {
-        if (rt_load_graph_tensors(prog, g, file_absent(gin) ? NULL : gin, err, sizeof err)) {
+        random_inputs = file_absent(gin);
+        if (rt_load_graph_tensors(prog, g, random_inputs ? NULL : gin, err, sizeof err)) {
             fprintf(stderr, "spyre run: %s\n", err);
             goto out;
         }
@@ -578,7 +581,9 @@ static int cmd_run(int argc, char **argv)
         }
         free(r);
         if (g && status == EXIT_OK)
-            status = check_expected(prog, g, gexp, ninputs > 0);
+            status = check_expected(prog, g, gexp,
+                                    ninputs ? "--input replaced inputs that PyTorch's outputs were computed for"
+                                    : random_inputs ? "no inputs.safetensors: the inputs are random" : NULL);
     }
 out:
     for (int i = 0; i < ntuned; i++)
