@@ -814,7 +814,8 @@ static const command commands[] = {
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
-     "compare each output with PyTorch's expected.safetensors.  Exit 1 on a mismatch."},
+     "compare each output with PyTorch's expected.safetensors.  Exit 1 on a mismatch, 2 when a file's\n"
+     "tensor is missing or has another shape or dtype than the graph declares."},
     {"gen", cmd_gen, "gen gemm M N K -o FILE.elf [--config FILE] | gen softmax ROWS COLS -o FILE.elf [--config FILE]",
      "Generate a program: C = A x B (A is M x K, B is K x N) split across all cores, or a softmax over\n"
      "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"
@@ -825,7 +826,9 @@ static const command commands[] = {
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
-     "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
+     "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs (skipped,\n"
+     "said so, when --input replaces an input or there is no inputs.safetensors).  Every tensor loaded\n"
+     "from a file must have the shape and dtype the graph declares.\n"
      "Load a program on a simulated chip, fill its inputs with seeded random values in [-1, 1)\n"
      "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print the\n"
      "simulated cycles and time, MAC utilization, DRAM traffic, bandwidth and row-hit rate, ring\n"
