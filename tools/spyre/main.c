@@ -580,10 +580,13 @@ static int cmd_run(int argc, char **argv)
                 status = EXIT_MISMATCH;
         }
         free(r);
-        if (g && status == EXIT_OK)
-            status = check_expected(prog, g, gexp,
-                                    ninputs ? "--input replaced inputs that PyTorch's outputs were computed for"
-                                    : random_inputs ? "no inputs.safetensors: the inputs are random" : NULL);
+        /* also after a mismatch: a bad expected.safetensors is exit 2 either way */
+        int e = g && status != EXIT_USAGE
+                    ? check_expected(prog, g, gexp,
+                                     ninputs ? "--input replaced inputs that PyTorch's outputs were computed for"
+                                     : random_inputs ? "no inputs.safetensors: the inputs are random" : NULL)
+                    : EXIT_OK;
+        status = e > status ? e : status;
     }
 out:
     for (int i = 0; i < ntuned; i++)
@@ -765,6 +768,11 @@ static int cmd_ref(int argc, char **argv)
             continue;
         }
         float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+        if (!w) {
+            fprintf(stderr, "spyre ref: %s: out of memory for %s\n", exp_path, key);
+            status = EXIT_USAGE;
+            break;
+        }
         rt_st_to_f32(t, w);
         /* fp32 rounding of a reordered computation: relative to the output's scale */
         double scale = 0, maxerr = 0;
