@@ -388,9 +388,9 @@ static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err
 /* Compare the outputs with PyTorch's (an export's expected.safetensors)
  * at the reference's tolerances (rt_check_expected): an exit status, 1 on
  * a mismatch, 2 when the file is unreadable or does not fit the graph.
- * PyTorch's outputs are for the export's inputs: when the run has other
- * inputs (why: skip) the comparison is skipped, said so (the reference
- * executor's still runs). */
+ * PyTorch's outputs are for the export's inputs: skip, when not NULL,
+ * says why the run's inputs are others, and the comparison is skipped
+ * with a line saying so (the reference executor's comparison stands). */
 static int check_expected(rt_program *prog, const cc_graph *g, const char *path, const char *skip)
 {
     if (file_absent(path))
