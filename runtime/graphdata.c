@@ -7,14 +7,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *val, const char *what, char *err,
+                     size_t errlen)
+{
+    int same = t->rank == val->type.rank;
+    for (int d = 0; same && d < t->rank; d++)
+        same = t->shape[d] == val->type.shape[d];
+    char ts[256];
+    cc_ttype_str(&val->type, ts, sizeof ts);
+    if (!same) {
+        char fs[256] = "[";
+        size_t o = 1;
+        for (int d = 0; d < t->rank && o < sizeof fs; d++)
+            o += (size_t)snprintf(fs + o, sizeof fs - o, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        if (o < sizeof fs)
+            snprintf(fs + o, sizeof fs - o, "]");
+        snprintf(err, errlen, "%s: %s '%s' has shape %s but %%%s (graph line %d) is %s", path, what, t->name, fs,
+                 val->name, val->line, ts);
+        return -1;
+    }
+    int tfloat = t->dtype == RT_ST_F32 || t->dtype == RT_ST_F16 || t->dtype == RT_ST_BF16 || t->dtype == RT_ST_F64;
+    cc_dtype d = val->type.dtype;
+    int vfloat = d == CC_F32 || d == CC_F16 || d == CC_BF16 || d == CC_F64;
+    if (tfloat != vfloat) {
+        snprintf(err, errlen, "%s: %s '%s' is %s but %%%s (graph line %d) is %s", path, what, t->name,
+                 rt_st_dtype_name(t->dtype), val->name, val->line, ts);
+        return -1;
+    }
+    return 0;
+}
+
 /* Write safetensors tensor t (any dtype, converted to fp32) as the
- * program's tensor `name`, checking the element count. */
-static int write_st(rt_program *prog, const char *name, const rt_st_tensor *t, const char *path, char *err,
-                    size_t errlen)
+ * program's tensor `name`, checking it against the graph value's declared
+ * type (the file is user input) and the program tensor's element count. */
+static int write_st(rt_program *prog, const cc_graph *g, const char *name, const rt_st_tensor *t, const char *path,
+                    const char *what, char *err, size_t errlen)
 {
     const isa_program *p = rt_program_isa(prog);
     int ti = isa_program_find_tensor(p, name);
     int64_t n = rt_tensor_elems(&p->tensors[ti]);
+    int gv = cc_graph_find(g, name);
+    if (gv >= 0 && rt_st_check_type(t, path, &g->values[gv], what, err, errlen))
+        return -1;
     if (t->numel != n) {
         snprintf(err, errlen, "%s: tensor %s has %lld elements, the program's %s has %lld", path, t->name,
                  (long long)t->numel, name, (long long)n);
@@ -66,7 +100,7 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
                 snprintf(err, errlen, "%s: no tensor %s (an input of the graph)", inputs_path, T->name);
                 goto out;
             }
-            if (write_st(prog, T->name, t, inputs_path, err, errlen))
+            if (write_st(prog, g, T->name, t, inputs_path, "input", err, errlen))
                 goto out;
         } else if (T->role == ISA_ROLE_WEIGHT) {
             int v = cc_graph_find(g, T->name);
@@ -77,7 +111,7 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
                          T->name);
                 goto out;
             }
-            if (write_st(prog, T->name, t, wpath, err, errlen))
+            if (write_st(prog, g, T->name, t, wpath, "weight", err, errlen))
                 goto out;
         }
     }

@@ -78,6 +78,43 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
     return 0;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+    const isa_tensor *x = *(const isa_tensor *const *)a, *y = *(const isa_tensor *const *)b;
+    return x->dram_off < y->dram_off ? -1 : x->dram_off > y->dram_off;
+}
+
+/* Tensors start on a stick (DMA moves whole sticks, and the regions are
+ * placed stick-aligned) and no two share a byte: one tensor's data would
+ * be another's. */
+static int check_placement(const isa_program *p, char *err, size_t errlen)
+{
+    const isa_tensor **order = malloc((p->ntensors ? p->ntensors : 1) * sizeof *order);
+    size_t n = 0;
+    if (!order)
+        return rt_errf(err, errlen, "out of host memory");
+    int rc = 0;
+    for (size_t i = 0; i < p->ntensors && !rc; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        if (t->dram_off % p->stick_bytes)
+            rc = rt_errf(err, errlen, "tensor %s: DRAM offset %llu is not a multiple of the %u-byte stick", t->name,
+                         (unsigned long long)t->dram_off, p->stick_bytes);
+        if (t->bytes)
+            order[n++] = t;
+    }
+    if (!rc)
+        qsort(order, n, sizeof *order, by_offset);
+    for (size_t k = 1; k < n && !rc; k++) {
+        const isa_tensor *a = order[k - 1], *b = order[k];
+        if (a->dram_off + a->bytes > b->dram_off)
+            rc = rt_errf(err, errlen, "tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap in DRAM", a->name,
+                         (unsigned long long)a->dram_off, (unsigned long long)a->bytes, b->name,
+                         (unsigned long long)b->dram_off, (unsigned long long)b->bytes);
+    }
+    free(order);
+    return rc;
+}
+
 /* Does the program fit this chip, and is it self-consistent? */
 static int check_program(const rt_device *dev, const isa_program *p, char *err, size_t errlen)
 {
@@ -97,10 +134,14 @@ static int check_program(const rt_device *dev, const isa_program *p, char *err, 
     if (p->weight_bytes > p->dram_bytes)
         return rt_errf(err, errlen, "weights region of %llu bytes is larger than the DRAM segment of %llu bytes",
                        (unsigned long long)p->weight_bytes, (unsigned long long)p->dram_bytes);
+    /* activations live at their offset minus weight_bytes in a stick-aligned region */
+    if (p->weight_bytes % p->stick_bytes)
+        return rt_errf(err, errlen, "weights region of %llu bytes is not a whole number of %u-byte sticks",
+                       (unsigned long long)p->weight_bytes, p->stick_bytes);
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, err, errlen))
             return -1;
-    return 0;
+    return check_placement(p, err, errlen);
 }
 
 /* The host copy of constant data is its decoded device value. */
@@ -164,7 +205,10 @@ rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errl
         rt_errf(err, errlen, "%s", msg);
         return NULL;
     }
-    return rt_load_program(dev, p, err, errlen);
+    rt_program *prog = rt_load_program(dev, p, msg, sizeof msg);
+    if (!prog)
+        rt_errf(err, errlen, "%s: %s", elf_path, msg);
+    return prog;
 }
 
 void rt_unload(rt_program *prog)

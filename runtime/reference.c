@@ -3546,26 +3546,9 @@ static int set_from_file(rt_ref *r, int v, const rt_st_file *f, const rt_st_tens
                          size_t errlen)
 {
     const cc_value *val = &r->g->values[v];
-    int same = t->rank == val->type.rank;
-    for (int d = 0; same && d < t->rank; d++)
-        same = t->shape[d] == val->type.shape[d];
-    char ts[256];
-    cc_ttype_str(&val->type, ts, sizeof ts);
-    if (!same) {
-        char fs[256] = "[";
-        size_t o = 1;
-        for (int d = 0; d < t->rank && o < sizeof fs; d++)
-            o += (size_t)snprintf(fs + o, sizeof fs - o, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-        if (o < sizeof fs)
-            snprintf(fs + o, sizeof fs - o, "]");
-        return rt_errf(err, errlen, "%s: %s '%s' has shape %s but %%%s (graph line %d) is %s", f->path, what, t->name,
-                       fs, val->name, val->line, ts);
-    }
-    int tfloat = t->dtype == RT_ST_F32 || t->dtype == RT_ST_F16 || t->dtype == RT_ST_BF16 || t->dtype == RT_ST_F64;
+    if (rt_st_check_type(t, f->path, val, what, err, errlen))
+        return -1;
     kind k = kind_of(val->type.dtype);
-    if (tfloat != (k == K_F))
-        return rt_errf(err, errlen, "%s: %s '%s' is %s but %%%s (graph line %d) is %s", f->path, what, t->name,
-                       rt_st_dtype_name(t->dtype), val->name, val->line, ts);
     int rc;
     if (k == K_F) {
         float *buf = malloc((t->numel ? (size_t)t->numel : 1) * sizeof *buf);

@@ -62,11 +62,13 @@ void rt_dram_usage(const rt_device *dev, uint64_t *free_bytes, uint64_t *largest
 
 /* ---- Programs ---- */
 
-/* Read an ELF program (isa_elf_read) and load it (rt_load_program). */
+/* Read an ELF program (isa_elf_read) and load it (rt_load_program);
+ * every message names the file. */
 rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errlen);
 /* Load a program built in memory; takes ownership of p (freed on error
  * too).  Checks that it fits the chip (cores, LX size, stick size) and that
- * its tensor table is consistent, allocates its weights region
+ * its tensor table is consistent (every tensor starts on a stick, no two
+ * share a byte, the weights region is whole sticks), allocates its weights region
  * (p->weight_bytes, resident until unload or eviction) and its activation
  * region (the rest of p->dram_bytes, until the end of the first launch),
  * evicting other programs' weights when they do not fit (see "Where
@@ -265,7 +267,8 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len);
  * inputs alone) and every weight tensor from g's weights file (by the
  * parameter's key), as fp32 host data through rt_write_tensor, so the
  * host copies are there for rt_check_graph.  -1 with a message naming the
- * file and tensor on a missing tensor or an element count mismatch. */
+ * file and tensor on a missing tensor, a shape or kind other than the
+ * graph declares (rt_st_check_type) or an element count mismatch. */
 int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *inputs_path, char *err, size_t errlen);
 
 /* ==== Safetensors files (runtime/safetensors.c) ====
@@ -331,6 +334,15 @@ typedef struct {
 /* Write n tensors (header in the given order, the header padded with
  * spaces to a multiple of 8 bytes, data packed in order). */
 int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t errlen);
+
+/* The one check of a file's tensor t against the graph value val it
+ * stands for (an input, a parameter, an expected output), shared by run
+ * and ref (runtime/graphdata.c): the same shape as declared, and a float dtype exactly when the
+ * declared one is (F16 data for an f32 value is fine, I32 is not).  -1
+ * with "PATH: WHAT 'NAME' has shape [3, 8] but %x (graph line 4) is
+ * f32[8, 3]" or "... is I32 but ...". */
+int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *val, const char *what, char *err,
+                     size_t errlen);
 
 /* ==== Reference executor (runtime/reference.c) ====
  * Runs a parsed graph (compiler/graph.h) as written, op by op, on the

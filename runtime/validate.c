@@ -448,6 +448,19 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
     return 0;
 }
 
+/* A value the graph computes that the program holds as data it reads (an
+ * input or a weight) would be filled, not computed, and --check would
+ * compare nothing: refused, naming the tensor. */
+static int computed_as_data(const isa_program *p, const char *name, int line, char *err, size_t errlen)
+{
+    int i = isa_program_find_tensor(p, name);
+    if (i < 0 || (p->tensors[i].role != ISA_ROLE_INPUT && p->tensors[i].role != ISA_ROLE_WEIGHT))
+        return 0;
+    return rt_errf(err, errlen, "reference: %%%s is computed by the graph (line %d) but the program's tensor %s is %s %s, "
+                   "not an output", name, line, name, p->tensors[i].role == ISA_ROLE_INPUT ? "an" : "a",
+                   isa_role_names[p->tensors[i].role]);
+}
+
 /* ---- Full graphs: the reference executor ---- */
 
 /* A full graph has typed values or declaration lines; the short form has
@@ -543,10 +556,31 @@ static int expected_values(const rt_st_file *want, const cc_graph *g, int v, int
     const rt_st_tensor *t = i >= 0 ? rt_st_find(want, key) : NULL;
     if (!t)
         return rt_errf(err, errlen, "%s: no tensor %s for %%%s", want->path, key, g->values[v].name);
+    if (rt_st_check_type(t, want->path, &g->values[v], "expected output", err, errlen))
+        return -1;
     if (t->numel != cnt)
         return rt_errf(err, errlen, "%s: %s has %lld elements but %%%s has %lld", want->path, key,
                        (long long)t->numel, g->values[v].name, (long long)cnt);
     rt_st_to_f32(t, out);
+    return 0;
+}
+
+/* Every output of graph g is an output tensor of the program (outv[i]:
+ * the graph value tensor i stands for), so --check compares them all. */
+static int outputs_covered(const isa_program *p, const cc_graph *g, const int *outv, char *err, size_t errlen)
+{
+    for (int k = 0; k < g->noutputs; k++) {
+        int v = g->outputs[k], found = 0;
+        for (size_t i = 0; i < p->ntensors && !found; i++)
+            found = outv[i] == v;
+        if (found)
+            continue;
+        const cc_value *val = &g->values[v];
+        if (computed_as_data(p, val->name, val->line, err, errlen))
+            return -1;
+        return rt_errf(err, errlen, "reference: output %d of the graph, %%%s (graph line %d), is not an output tensor "
+                       "of the program", k, val->name, val->line);
+    }
     return 0;
 }
 
@@ -607,6 +641,8 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         outv[i] = v;
         rt_ref_keep(r, v);
     }
+    if (!rc)
+        rc = outputs_covered(p, g, outv, err, errlen);
     if (!rc && rt_ref_run(r, rerr, sizeof rerr))
         rc = rt_errf(err, errlen, "reference: %s", rerr);
     int nres = 0, bad = 0;
@@ -726,6 +762,9 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
             rc = run_line(&c, s);
         line = nl ? nl + 1 : NULL;
     }
+    for (size_t i = 0; i < c.nvals && !rc; i++)
+        if (c.vals[i].op)
+            rc = computed_as_data(p, c.vals[i].name, c.vals[i].line, err, errlen);
     /* Every output tensor must be defined by the graph; compare them in
      * the order of the tensor table. */
     int nres = 0, bad = 0;
@@ -743,6 +782,8 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
             bad++;
         nres++;
     }
+    if (!rc && !nres)
+        rc = rt_errf(err, errlen, "reference: the program has no output tensor, so --check has nothing to compare");
     free_values(&c);
     free(text);
     if (rc) {

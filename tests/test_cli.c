@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "rt.h"
 #include "testutil.h"
 
 static char out[1 << 16];
@@ -275,6 +278,241 @@ static void test_compile_and_run_take_no_reroll(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
 }
 
+/* ---- What a run loads is checked (docs/robustness.md) ---- */
+
+static const char *const export_files[] = {"graph.txt", "weights.safetensors", "inputs.safetensors",
+                                           "expected.safetensors"};
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        CU_ASSERT_EQUAL(fwrite(buf, 1, n, g), n);
+    fclose(f);
+    fclose(g);
+}
+
+/* (Re)write file NAME of export directory dir as traces/mlp has it. */
+static void restore_export_file(const char *dir, const char *name)
+{
+    char from[1024], to[1024];
+    snprintf(from, sizeof from, "%s/traces/mlp/%s", SPYRE_SOURCE_DIR, name);
+    snprintf(to, sizeof to, "%s/%s", dir, name);
+    copy_file(from, to);
+}
+
+/* A copy of traces/mlp in a fresh directory dir (from mkdtemp). */
+static void make_export_dir(char *dir, size_t len)
+{
+    snprintf(dir, len, "%s/tmp-export-XXXXXX", SPYRE_BINARY_DIR);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    for (int i = 0; i < 4; i++)
+        restore_export_file(dir, export_files[i]);
+}
+
+static void remove_export_dir(const char *dir)
+{
+    char path[1024];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, export_files[i]);
+        remove(path);
+    }
+    snprintf(path, sizeof path, "%s/x.f32", dir);
+    remove(path);
+    CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
+/* Rewrite tensor `name` of safetensors file dir/file with another dtype
+ * of the same element size or another shape of the same element count,
+ * keeping its bytes (what a transposed or mistyped export looks like). */
+static void retype_tensor(const char *dir, const char *file, const char *name, rt_st_dtype dt, int rank,
+                          const int64_t *shape)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    rt_st_file *f = rt_st_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    rt_st_entry e[16];
+    CU_ASSERT_FATAL(f->ntensors <= 16);
+    for (int i = 0; i < f->ntensors; i++) {
+        const rt_st_tensor *t = &f->tensors[i];
+        int hit = !strcmp(t->name, name);
+        e[i] = (rt_st_entry){.name = t->name, .dtype = hit ? dt : t->dtype, .rank = hit ? rank : t->rank,
+                             .data = t->data};
+        memcpy(e[i].shape, hit ? shape : t->shape, (size_t)e[i].rank * sizeof *shape);
+    }
+    char tmp[1100]; /* f maps path: write beside it, then replace it */
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    CU_ASSERT_EQUAL(rt_st_write(tmp, e, f->ntensors, err, sizeof err), 0);
+    rt_st_free(f);
+    CU_ASSERT_EQUAL(rename(tmp, path), 0);
+}
+
+/* Run and ref both exit 2 with a line naming the file and the tensor. */
+static void expect_both_refuse(const char *dir, const char *want)
+{
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+    CU_ASSERT_EQUAL(spyref("ref %s%s", dir, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+}
+
+static void test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load(void)
+{
+    char dir[512], want[1024];
+    make_export_dir(dir, sizeof dir);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 0); /* the copy as exported passes */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected addmm_1:"));
+    const int64_t x_t[] = {64, 8}, bias[] = {64};
+    retype_tensor(dir, "inputs.safetensors", "x", RT_ST_F32, 2, x_t);
+    snprintf(want, sizeof want, "%s/inputs.safetensors: input 'x' has shape [64, 8] but %%x (graph line 4) is "
+             "f32[8, 64]", dir);
+    expect_both_refuse(dir, want);
+    restore_export_file(dir, "inputs.safetensors");
+    retype_tensor(dir, "weights.safetensors", "fc2.bias", RT_ST_I32, 1, bias);
+    snprintf(want, sizeof want, "%s/weights.safetensors: weight 'fc2.bias' is I32 but %%fc2_bias", dir);
+    expect_both_refuse(dir, want);
+    restore_export_file(dir, "weights.safetensors");
+    retype_tensor(dir, "expected.safetensors", "output0", RT_ST_F32, 2, x_t);
+    snprintf(want, sizeof want, "%s/expected.safetensors: expected output 'output0' has shape [64, 8]", dir);
+    expect_both_refuse(dir, want);
+    remove_export_dir(dir);
+}
+
+/* A corrupt expected.safetensors is bad input (2) in run as in ref, not
+ * a mismatch (1). */
+static void test_corrupt_expected_outputs_exit_2_in_run_and_ref(void)
+{
+    char dir[512], path[600];
+    make_export_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    write_file(path, "this is not a safetensors file\n");
+    expect_both_refuse(dir, path);
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove_export_dir(dir);
+}
+
+/* PyTorch's outputs are for the export's inputs: with an input replaced,
+ * or random inputs for want of inputs.safetensors, the comparison with
+ * them is skipped (said so); the reference executor's still runs. */
+static void test_replaced_inputs_skip_the_comparison_with_pytorch(void)
+{
+    char dir[512], raw[600];
+    make_export_dir(dir, sizeof dir);
+    snprintf(raw, sizeof raw, "%s/x.f32", dir);
+    FILE *f = fopen(raw, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (int i = 0; i < 8 * 64; i++) {
+        float v = (float)(i % 17) / 16 - 0.5f;
+        fwrite(&v, sizeof v, 1, f);
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(spyref("run %s --check --input x=%s", dir, raw), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check addmm_1:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected: skipped: --input replaced inputs"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    snprintf(raw, sizeof raw, "%s/inputs.safetensors", dir); /* random inputs: the same */
+    remove(raw);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected: skipped: no inputs.safetensors: the inputs are random"));
+    remove_export_dir(dir);
+}
+
+/* An output the program holds as a weight would be filled, not computed:
+ * --check refuses it instead of comparing nothing and saying ok. */
+static void test_check_refuses_an_output_held_as_a_weight(void)
+{
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n"
+                            ".tensor A input f32 8x8\n.tensor B input f32 8x8\n.tensor C weight f32 8x8\n"
+                            ".graph %C = aten.mm(%A, %B)\n.core 0\n  halt\n", "--check"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the program's tensor C is a weight, not an output"));
+}
+
+static void test_overlapping_or_unaligned_tensors_exit_2_at_load(void)
+{
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 64\n"
+                            ".tensor y output f32 64 at=64\n.core 0\n  halt\n", ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "tensor y: DRAM offset 64 is not a multiple of the 128-byte stick"));
+    CU_ASSERT_EQUAL(run_asm(".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 64\n"
+                            ".tensor y output f32 64 at=0\n.core 0\n  halt\n", ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ".elf: load: tensors x [0, +128) and y [0, +128) overlap in DRAM"));
+}
+
+/* --trace and --stats-json files that cannot be written: exit 2. */
+static void test_unwritable_trace_or_stats_json_exits_2(void)
+{
+    char elf[512], bad[600];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile("-no-such-dir/out.json", bad, sizeof bad);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen softmax 8 64 -o %s --config spyre-4core%s", elf, ""), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --config spyre-4core --trace %s", elf, bad), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, bad));
+    CU_ASSERT_EQUAL(spyref("run %s --config spyre-4core --stats-json %s", elf, bad), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, bad));
+    remove(elf);
+}
+
+/* A report that cannot reach the standard output is not a success. */
+static void test_failed_standard_output_exits_2(void)
+{
+    char elf[512], log[512], cmd[2048];
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile(".log", log, sizeof log);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen softmax 8 64 -o %s --config spyre-4core%s", elf, ""), 0);
+    snprintf(cmd, sizeof cmd, "%s/spyre info %s >&- 2>%s", SPYRE_BINARY_DIR, elf, log);
+    int st = system(cmd);
+    CU_ASSERT(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    remove(elf);
+    remove(log);
+}
+
+/* The block of docs/isa.md after the line `<!-- test: NAME -->`: what the
+ * doc shows, so the test checks the doc as it stands. */
+static void doc_block(const char *name, char *buf, size_t len)
+{
+    FILE *f = fopen(SPYRE_SOURCE_DIR "/docs/isa.md", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char marker[128], line[512];
+    snprintf(marker, sizeof marker, "<!-- test: %s -->\n", name);
+    int state = 0; /* 0 before the marker, 1 before the fence, 2 inside */
+    size_t n = 0;
+    buf[0] = 0;
+    while (state < 3 && fgets(line, sizeof line, f)) {
+        if (state == 0)
+            state = !strcmp(line, marker);
+        else if (!strncmp(line, "```", 3))
+            state++;
+        else if (state == 2 && n + strlen(line) < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s", line);
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(state, 3);
+}
+
+static void test_worked_example_in_isa_md_runs_and_checks(void)
+{
+    static char src[8192], dis[8192];
+    doc_block("worked-example", src, sizeof src);
+    doc_block("worked-example-dis", dis, sizeof dis);
+    CU_ASSERT_EQUAL(run_asm(src, "--check"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    char s[512], elf[512];
+    tu_tmpfile(".s", s, sizeof s);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    write_file(s, src);
+    CU_ASSERT_EQUAL_FATAL(spyref("as %s -o %s", s, elf), 0);
+    CU_ASSERT_EQUAL(spyref("dis %s%s", elf, ""), 0);
+    CU_ASSERT_STRING_EQUAL(out, dis);
+    remove(s);
+    remove(elf);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -292,6 +530,15 @@ int main(void)
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
+        {"run_and_ref_check_shape_and_dtype_of_every_tensor_they_load",
+         test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},
+        {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},
+        {"replaced_inputs_skip_the_comparison_with_pytorch", test_replaced_inputs_skip_the_comparison_with_pytorch},
+        {"check_refuses_an_output_held_as_a_weight", test_check_refuses_an_output_held_as_a_weight},
+        {"overlapping_or_unaligned_tensors_exit_2_at_load", test_overlapping_or_unaligned_tensors_exit_2_at_load},
+        {"unwritable_trace_or_stats_json_exits_2", test_unwritable_trace_or_stats_json_exits_2},
+        {"failed_standard_output_exits_2", test_failed_standard_output_exits_2},
+        {"worked_example_in_isa_md_runs_and_checks", test_worked_example_in_isa_md_runs_and_checks},
         {NULL, NULL},
     };
     return tu_run("cli", tests);

@@ -1343,6 +1343,77 @@ static void test_load_refuses_tensors_outside_their_region(void)
     rt_close(dev);
 }
 
+/* A tensor table is user input: a tensor that does not start on a stick,
+ * two tensors sharing bytes, or a weights region of part of a stick would
+ * run and end as a wrong result; the load refuses them, naming them. */
+static void test_load_refuses_unaligned_or_overlapping_tensors(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"X", ISA_ROLE_INPUT, ISA_T_DL16, 2, {4, 64}, -1},
+                  {"Y", ISA_ROLE_OUTPUT, ISA_T_DL16, 2, {4, 64}, -1}};
+    isa_program *p = build(ts, 2, NULL);
+    p->tensors[1].dram_off = 64;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor Y: DRAM offset 64 is not a multiple of the 128-byte stick"));
+    p = build(ts, 2, NULL);
+    p->tensors[1].dram_off = 384; /* X is [0, +512) */
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensors X [0, +512) and Y [384, +512) overlap in DRAM"));
+    p = build(ts, 2, NULL);
+    p->tensors[0].dram_off = 512; /* the same bytes, the later one first in the table */
+    p->tensors[1].dram_off = 512;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "overlap in DRAM"));
+    p = mm_weights_program(256);
+    p->weight_bytes -= 64;
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "is not a whole number of 128-byte sticks"));
+    p = build(ts, 2, NULL); /* the same tensors, placed apart: loads */
+    rt_unload(load(dev, p));
+    rt_close(dev);
+}
+
+/* --check compares every output or refuses: a value the graph computes
+ * that the program holds as a weight or an input, or a program without
+ * output tensors, is an error naming the tensor, never a silent pass. */
+static void test_check_refuses_a_computed_value_held_as_data(void)
+{
+    rt_device *dev = open4();
+    tspec ts[] = {{"A", ISA_ROLE_INPUT, ISA_T_DL16, 2, {4, 64}, -1},
+                  {"B", ISA_ROLE_INPUT, ISA_T_DL16, 2, {64, 64}, -1},
+                  {"C", ISA_ROLE_WEIGHT, ISA_T_DL16, 2, {4, 64}, -1}};
+    const char *graphs[] = {"%C = aten.mm(%A, %B)\n",
+                            "input %A: f32[4, 64]\ninput %B: f32[64, 64]\n"
+                            "%C: f32[4, 64] = aten.mm.default(%A, %B)\noutput %C\n"};
+    for (int i = 0; i < 2; i++) {
+        rt_program *prog = load(dev, build(ts, 3, graphs[i]));
+        CU_ASSERT_EQUAL_FATAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+        rt_check_result *r = NULL;
+        int n = 0;
+        CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), -1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "%C is computed by the graph (line "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "the program's tensor C is a weight, not an output"));
+        free(r);
+        rt_unload(prog);
+    }
+    ts[2].role = ISA_ROLE_SCRATCH;
+    rt_program *prog = load(dev, build(ts, 3, graphs[0]));
+    CU_ASSERT_EQUAL_FATAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    rt_check_result *r = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no output tensor, so --check has nothing to compare"));
+    free(r);
+    rt_unload(prog);
+    prog = load(dev, build(ts, 3, graphs[1]));
+    CU_ASSERT_EQUAL_FATAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "output 0 of the graph, %C (graph line 3), is not an output tensor"));
+    free(r);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1379,6 +1450,8 @@ int main(void)
         {"schedule names only loaded programs", test_schedule_names_only_loaded_programs},
         {"eviction reports when nothing can make room", test_eviction_reports_when_nothing_can_make_room},
         {"load refuses tensors outside their region", test_load_refuses_tensors_outside_their_region},
+        {"load refuses unaligned or overlapping tensors", test_load_refuses_unaligned_or_overlapping_tensors},
+        {"check refuses a computed value held as data", test_check_refuses_a_computed_value_held_as_data},
         {NULL, NULL},
     };
     return tu_run("runtime", tests);

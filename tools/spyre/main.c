@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cc.h"
 #include "isa.h"
@@ -319,6 +320,15 @@ static void print_top_kernels(const sim_stats *st, const sim_config *cfg)
 
 static void export_dir(const char *path, char *dir, size_t len);
 
+/* An export's optional file (inputs.safetensors, expected.safetensors) is
+ * absent only when nothing is at the path: one that is there but cannot be
+ * read is an error of its reader, never a silent fallback. */
+static int file_absent(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) != 0 && errno == ENOENT;
+}
+
 /* A path that names a graph (a graph file or an export directory), not a
  * program: anything but FILE.elf. */
 static int names_graph(const char *path)
@@ -375,23 +385,27 @@ static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err
     return rt_load_program(dev, p, err, errlen);
 }
 
-/* Compare each output with PyTorch's expected.safetensors (max abs error
- * against a DL16-sized tolerance of the output's scale); 1 if any is off. */
 /* Compare the outputs with PyTorch's (an export's expected.safetensors)
- * at the reference's tolerances (rt_check_expected); 1 on a mismatch. */
-static int check_expected(rt_program *prog, const cc_graph *g, const char *path)
+ * at the reference's tolerances (rt_check_expected): an exit status, 1 on
+ * a mismatch, 2 when the file is unreadable or does not fit the graph.
+ * PyTorch's outputs are for the export's inputs: skip, when not NULL,
+ * says why the run's inputs are others, and the comparison is skipped
+ * with a line saying so (the reference executor's comparison stands). */
+static int check_expected(rt_program *prog, const cc_graph *g, const char *path, const char *skip)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    fclose(f);
+    if (file_absent(path))
+        return EXIT_OK;
+    if (skip) {
+        printf("expected: skipped: %s\n", skip);
+        return EXIT_OK;
+    }
     char err[1024];
     rt_check_result *chk = NULL;
     int n = 0, bad = rt_check_expected(prog, g, path, &chk, &n, err, sizeof err);
     if (bad < 0) {
-        printf("expected: %s\n", err);
+        fprintf(stderr, "spyre run: %s\n", err);
         free(chk);
-        return 1;
+        return EXIT_USAGE;
     }
     for (int i = 0; i < n; i++) {
         char line[1024];
@@ -399,7 +413,7 @@ static int check_expected(rt_program *prog, const cc_graph *g, const char *path)
         printf("expected %s\n", strncmp(line, "check ", 6) ? line : line + 6);
     }
     free(chk);
-    return bad > 0;
+    return bad > 0 ? EXIT_MISMATCH : EXIT_OK;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -483,6 +497,7 @@ static int cmd_run(int argc, char **argv)
     cc_graph *g = NULL;
     rt_program *prog = NULL;
     char gdir[1024], gin[1200], gexp[1200];
+    int random_inputs = 0;
     if (names_graph(path)) {
         g = cc_graph_load(path, err, sizeof err);
         if (!g) {
@@ -507,10 +522,8 @@ static int cmd_run(int argc, char **argv)
         goto out;
     }
     if (g) {
-        FILE *probe = fopen(gin, "rb");
-        if (probe)
-            fclose(probe);
-        if (rt_load_graph_tensors(prog, g, probe ? gin : NULL, err, sizeof err)) {
+        random_inputs = file_absent(gin);
+        if (rt_load_graph_tensors(prog, g, random_inputs ? NULL : gin, err, sizeof err)) {
             fprintf(stderr, "spyre run: %s\n", err);
             goto out;
         }
@@ -527,12 +540,16 @@ static int cmd_run(int argc, char **argv)
     }
     char line[2048];
     int rc = rt_launch(prog, res);
-    if (trace && sim_write_trace(rt_sim(dev), rt_program_isa(prog), trace, err, sizeof err))
+    /* a trace that cannot be written is exit 2, unless the run faulted (3) */
+    int trace_bad = trace && sim_write_trace(rt_sim(dev), rt_program_isa(prog), trace, err, sizeof err);
+    if (trace_bad)
         fprintf(stderr, "spyre run: %s\n", err);
     if (rc) {
         rt_run_format(res, line, sizeof line);
         fprintf(stderr, "spyre run: %s: %s\n", path, line);
-        status = EXIT_FAULT;
+    }
+    if (rc || trace_bad) {
+        status = rc ? EXIT_FAULT : EXIT_USAGE;
         free(res);
         goto out;
     }
@@ -563,8 +580,13 @@ static int cmd_run(int argc, char **argv)
                 status = EXIT_MISMATCH;
         }
         free(r);
-        if (g && status == EXIT_OK && check_expected(prog, g, gexp))
-            status = EXIT_MISMATCH;
+        /* also after a mismatch: a bad expected.safetensors is exit 2 either way */
+        int e = g && status != EXIT_USAGE
+                    ? check_expected(prog, g, gexp,
+                                     ninputs ? "--input replaced inputs that PyTorch's outputs were computed for"
+                                     : random_inputs ? "no inputs.safetensors: the inputs are random" : NULL)
+                    : EXIT_OK;
+        status = e > status ? e : status;
     }
 out:
     for (int i = 0; i < ntuned; i++)
@@ -735,12 +757,22 @@ static int cmd_ref(int argc, char **argv)
         const float *y = rt_ref_output(r, i, &type);
         const rt_st_tensor *t = rt_st_find(want, key);
         int64_t n = cc_ttype_numel(&type);
-        if (!y || !t || (int64_t)(t->nbytes / rt_st_dtype_size(t->dtype)) != n) {
+        if (!y || !t) {
             fprintf(stderr, "spyre ref: %s: no %s of %lld elements\n", exp_path, key, (long long)n);
             status = EXIT_USAGE;
             continue;
         }
+        if (rt_st_check_type(t, exp_path, &g->values[g->outputs[i]], "expected output", err, sizeof err)) {
+            fprintf(stderr, "spyre ref: %s\n", err);
+            status = EXIT_USAGE;
+            continue;
+        }
         float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+        if (!w) {
+            fprintf(stderr, "spyre ref: %s: out of memory for %s\n", exp_path, key);
+            status = EXIT_USAGE;
+            break;
+        }
         rt_st_to_f32(t, w);
         /* fp32 rounding of a reordered computation: relative to the output's scale */
         double scale = 0, maxerr = 0;
@@ -790,7 +822,8 @@ static const command commands[] = {
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
-     "compare each output with PyTorch's expected.safetensors.  Exit 1 on a mismatch."},
+     "compare each output with PyTorch's expected.safetensors.  Exit 1 on a mismatch, 2 when a file's\n"
+     "tensor is missing or has another shape or dtype than the graph declares."},
     {"gen", cmd_gen, "gen gemm M N K -o FILE.elf [--config FILE] | gen softmax ROWS COLS -o FILE.elf [--config FILE]",
      "Generate a program: C = A x B (A is M x K, B is K x N) split across all cores, or a softmax over\n"
      "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"
@@ -801,7 +834,9 @@ static const command commands[] = {
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
-     "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs.\n"
+     "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs (skipped,\n"
+     "said so, when --input replaces an input or there is no inputs.safetensors).  Every tensor loaded\n"
+     "from a file must have the shape and dtype the graph declares.\n"
      "Load a program on a simulated chip, fill its inputs with seeded random values in [-1, 1)\n"
      "(--seed, default 1) or from raw little-endian fp32 files (--input), run it and print the\n"
      "simulated cycles and time, MAC utilization, DRAM traffic, bandwidth and row-hit rate, ring\n"
@@ -851,5 +886,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    return c->fn(argc - 1, argv + 1);
+    int rc = c->fn(argc - 1, argv + 1);
+    /* a report that did not reach its reader is not a success */
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "spyre %s: cannot write the standard output: %s\n", argv[1], strerror(errno));
+        return rc ? rc : EXIT_USAGE;
+    }
+    return rc;
 }
