@@ -32,9 +32,6 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
     const isa_tensor *t = &p->tensors[idx];
     if (!memchr(t->name, 0, sizeof t->name) || !t->name[0])
         return rt_errf(err, errlen, "tensor %zu has an empty or unterminated name", idx);
-    for (size_t j = 0; j < idx; j++)
-        if (strcmp(p->tensors[j].name, t->name) == 0)
-            return rt_errf(err, errlen, "tensor %s is defined twice", t->name);
     if ((int)t->role < 0 || t->role > ISA_ROLE_SCRATCH)
         return rt_errf(err, errlen, "tensor %s: bad role %d", t->name, (int)t->role);
     if ((int)t->host_dtype < 0 || t->host_dtype > ISA_HT_F16)
@@ -76,6 +73,28 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
         return rt_errf(err, errlen, "tensor %s: constant data [%lld, +%llu) lies outside the %zu constant bytes",
                        t->name, (long long)t->const_off, (unsigned long long)t->bytes, p->nconsts);
     return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const isa_tensor *const *)a)->name, (*(const isa_tensor *const *)b)->name);
+}
+
+/* Sorted, not pairwise: a table of 200,000 tensors must not take minutes. */
+static int check_unique_names(const isa_program *p, char *err, size_t errlen)
+{
+    const isa_tensor **order = malloc((p->ntensors ? p->ntensors : 1) * sizeof *order);
+    if (!order)
+        return rt_errf(err, errlen, "out of host memory");
+    for (size_t i = 0; i < p->ntensors; i++)
+        order[i] = &p->tensors[i];
+    qsort(order, p->ntensors, sizeof *order, by_name);
+    int rc = 0;
+    for (size_t k = 1; k < p->ntensors && !rc; k++)
+        if (strcmp(order[k - 1]->name, order[k]->name) == 0)
+            rc = rt_errf(err, errlen, "tensor %s is defined twice", order[k]->name);
+    free(order);
+    return rc;
 }
 
 static int by_offset(const void *a, const void *b)
@@ -141,7 +160,7 @@ static int check_program(const rt_device *dev, const isa_program *p, char *err, 
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, err, errlen))
             return -1;
-    return check_placement(p, err, errlen);
+    return check_unique_names(p, err, errlen) ? -1 : check_placement(p, err, errlen);
 }
 
 /* The host copy of constant data is its decoded device value. */

@@ -1373,6 +1373,25 @@ static void test_load_refuses_unaligned_or_overlapping_tensors(void)
     rt_close(dev);
 }
 
+/* The duplicate-name check sorts: a table of 200,000 tensors with one name
+ * given twice is refused at once (pairwise it took minutes). */
+static void test_load_finds_a_duplicate_among_many_tensors(void)
+{
+    rt_device *dev = open4();
+    isa_program *p = isa_program_new(1);
+    snprintf(p->config, sizeof p->config, "spyre-4core");
+    p->lx_bytes = 262144;
+    int64_t shape[2] = {1, 64};
+    char name[32];
+    for (int i = 0; i <= 200000; i++) {
+        snprintf(name, sizeof name, "t%d", i == 200000 ? 123 : i);
+        isa_program_add_tensor(p, name, ISA_ROLE_INPUT, ISA_HT_F32, ISA_T_DL16, 2, shape, (uint64_t)i * 128);
+    }
+    CU_ASSERT_PTR_NULL(rt_load_program(dev, p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor t123 is defined twice"));
+    rt_close(dev);
+}
+
 /* --check compares every output or refuses: a value the graph computes
  * that the program holds as a weight or an input, or a program without
  * output tensors, is an error naming the tensor, never a silent pass. */
@@ -1452,6 +1471,7 @@ int main(void)
         {"load refuses tensors outside their region", test_load_refuses_tensors_outside_their_region},
         {"load refuses unaligned or overlapping tensors", test_load_refuses_unaligned_or_overlapping_tensors},
         {"check refuses a computed value held as data", test_check_refuses_a_computed_value_held_as_data},
+        {"load finds a duplicate among many tensors", test_load_finds_a_duplicate_among_many_tensors},
         {NULL, NULL},
     };
     return tu_run("runtime", tests);
