@@ -243,3 +243,34 @@ int isa_out_close(isa_outfile *o, int ok, char *err, size_t errlen)
     memset(o, 0, sizeof *o);
     return rc;
 }
+
+/* ---- paths ---- */
+
+char *isa_path_join(const char *dir, const char *name)
+{
+    if (name[0] == '/')
+        dir = NULL;
+    size_t n = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
+    char *p = malloc(n);
+    if (!p) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    snprintf(p, n, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+    return p;
+}
+
+char *isa_text_line(char **cur)
+{
+    char *line = *cur;
+    if (!*line)
+        return NULL;
+    char *nl = strchr(line, '\n');
+    if (nl) {
+        *nl = 0;
+        *cur = nl + 1;
+    } else {
+        *cur = line + strlen(line);
+    }
+    return line;
+}

@@ -413,10 +413,18 @@ char *isa_file_read(const char *path, uint64_t max, size_t *size, char *err, siz
 /* A text file: as isa_file_read, and a NUL byte in it is "PATH:LINE: a NUL
  * byte in the text". */
 char *isa_text_read(const char *path, uint64_t max, char *err, size_t errlen);
+/* The next line of a text at *cur, its '\n' replaced by a NUL, and *cur
+ * moved past it; NULL at the end.  Lines of any length. */
+char *isa_text_line(char **cur);
 /* Caps on input files, by what each format can need. */
 #define ISA_CONFIG_MAX (1ull << 20)  /* a chip configuration: 1 MB */
 #define ISA_TEXT_MAX (1ull << 30)    /* assembly, graph text, tuning, sweep CSV/JSON: 1 GB */
 #define ISA_ELF_MAX (16ull << 30)    /* a program: 16 GB (constants included) */
+
+/* "DIR/NAME" in a new string of any length (free() it); NAME alone when
+ * it is absolute or DIR is NULL.  Aborts when out of memory, as
+ * isa_stream_push does. */
+char *isa_path_join(const char *dir, const char *name);
 
 /* An output file.  isa_out_open starts a temporary file beside path; the
  * caller writes to f (or fileno(f), which may seek); isa_out_close(o, ok)

@@ -14,6 +14,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+#define _XOPEN_SOURCE 700 /* realpath */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1434,34 +1435,38 @@ static int sw_usage(const char *what);
 static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const char *out, int jobs, int shard_i,
                     int shard_n)
 {
-    char err[1024], cfgpath[1024], base[2048];
-    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+    char err[1024];
+    char *cfgpath = sim_config_path(config ? config : "spyre");
     sim_config cfg;
-    if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+    /* the temporary configurations include it by absolute path */
+    char *base = bad ? NULL : realpath(cfgpath, NULL);
+    if (!bad && !base)
+        snprintf(err, sizeof err, "%s: %s", cfgpath, strerror(errno));
+    free(cfgpath);
+    if (!base) {
         fprintf(stderr, "spyre sweep: %s\n", err);
         return SW_USAGE;
     }
-    char cwd[1024];
-    if (cfgpath[0] == '/' || !getcwd(cwd, sizeof cwd))
-        snprintf(base, sizeof base, "%s", cfgpath);
-    else
-        snprintf(base, sizeof base, "%s/%s", cwd, cfgpath);
     long total = 1;
     for (int k = 0; k < nax; k++)
         total *= ax[k].n;
-    if (total > VARY_MAX_CONFIGS) {
-        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", total, VARY_MAX_CONFIGS);
-        return SW_USAGE;
-    }
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        return SW_USAGE;
-    }
     int status = SW_USAGE;
     sw_vrows rs = {0};
-    sim_config *cfgs = calloc((size_t)total, sizeof *cfgs);
-    int *todo = calloc((size_t)total, sizeof *todo);
+    sim_config *cfgs = NULL;
+    int *todo = NULL;
+    cc_graph *g = NULL;
+    if (total > VARY_MAX_CONFIGS) {
+        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", total, VARY_MAX_CONFIGS);
+        goto out;
+    }
+    g = cc_graph_load(path, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        goto out;
+    }
+    cfgs = calloc((size_t)total, sizeof *cfgs);
+    todo = calloc((size_t)total, sizeof *todo);
     if (!cfgs || !todo) {
         fprintf(stderr, "spyre sweep: out of memory\n");
         goto out;
@@ -1560,6 +1565,7 @@ out:
     free(todo);
     free(cfgs);
     free(rs.v);
+    free(base);
     cc_graph_free(g);
     return status;
 }
@@ -1704,10 +1710,12 @@ int cmd_sweep(int argc, char **argv)
             return sw_usage("--vary takes neither --kernel nor --autotune");
         return cmd_vary(path, config, ax, nax, out, (int)jobs, shard_i, shard_n);
     }
-    char err[1024], cfgpath[1024];
+    char err[1024];
     sim_config cfg;
-    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
-    if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+    char *cfgpath = sim_config_path(config ? config : "spyre");
+    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+    free(cfgpath);
+    if (bad) {
         fprintf(stderr, "spyre sweep: %s\n", err);
         return SW_USAGE;
     }
@@ -1909,22 +1917,22 @@ const char sweep_help[] =
 int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);
+    if (!text)
         return -1;
-    }
-    char gname[256], line[512];
+    char gname[256], *cur = text, *line;
     graph_name(graph_path, gname, sizeof gname);
     int lineno = 0, rc = 0;
     cc_result *kernels = NULL;
     const cc_graph *graph = g;
-    while (fgets(line, sizeof line, f)) {
+    while ((line = isa_text_line(&cur))) {
         lineno++;
-        char gk[256], c[256], k[128], s[64];
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+        char gk[256], c[256], k[128], s[64], extra;
+        if (line[0] == '#' || line[strspn(line, " \t\r")] == 0)
             continue;
-        if (sscanf(line, "tune %255s %255s %127s %63s", gk, c, k, s) != 4) {
+        /* exactly four words, each within its field */
+        if (sscanf(line, "tune %255s %255s %127s %63s %c", gk, c, k, s, &extra) != 4 || strlen(gk) == 255 ||
+            strlen(c) == 255 || strlen(k) == 127 || strlen(s) == 63) {
             snprintf(err, errlen, "%s:%d: expected `tune GRAPH CONFIG KERNEL SPEC`", path, lineno);
             rc = -1;
             break;
@@ -1957,7 +1965,7 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
         snprintf(wd, len, "%s=%s", k, s);
         work_div[(*n)++] = wd;
     }
-    fclose(f);
+    free(text);
     cc_result_free(kernels);
     return rc;
 }
