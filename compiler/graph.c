@@ -12,8 +12,8 @@
  *      node first); what is left over contains a cycle, which is reported.
  * The first error wins; nothing after it is looked at. */
 #include "graph.h"
+#include "isa.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1328,49 +1328,10 @@ cc_graph *cc_graph_load(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", file, strerror(errno));
-        free(file);
-        free(dirname);
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *text = malloc(cap);
     cc_graph *g = NULL;
-    while (text) {
-        if (n + 1 >= cap) {
-            char *nt = realloc(text, cap * 2);
-            if (!nt) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = nt;
-            cap *= 2;
-        }
-        size_t r = fread(text + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (!text) {
-        snprintf(err, errlen, "%s: out of memory", file);
-    } else if (ferror(f)) {
-        snprintf(err, errlen, "%s: read error", file);
-    } else {
-        text[n] = 0;
-        const char *nul = memchr(text, 0, n);
-        if (nul) {
-            int line = 1;
-            for (const char *q = text; q < nul; q++)
-                line += *q == '\n';
-            snprintf(err, errlen, "%s:%d: a NUL byte in the text", file, line);
-        } else {
-            g = parse(text, file, dirname, err, errlen);
-        }
-    }
-    fclose(f);
+    char *text = isa_text_read(file, ISA_TEXT_MAX, err, errlen);
+    if (text)
+        g = parse(text, file, dirname, err, errlen);
     free(text);
     free(file);
     free(dirname);

@@ -379,7 +379,7 @@ static void test_load_reads_an_export_directory(void)
     CU_ASSERT_STRING_EQUAL(err, werr);
     remove(file);
     CU_ASSERT_PTR_NULL(cc_graph_load(dir, err, sizeof err));
-    snprintf(werr, sizeof werr, "%s: No such file or directory", file);
+    snprintf(werr, sizeof werr, "%s: cannot open: No such file or directory", file);
     CU_ASSERT_STRING_EQUAL(err, werr);
     rmdir(dir);
 }
