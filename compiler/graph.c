@@ -1553,15 +1553,15 @@ const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key)
     return NULL;
 }
 
-int cc_graph_relpath(const cc_graph *g, const char *file, char *buf, size_t len)
+char *cc_graph_relpath(const cc_graph *g, const char *file)
 {
     const char *slash = g->path ? strrchr(g->path, '/') : NULL;
-    int n;
-    if (file[0] == '/' || !slash)
-        n = snprintf(buf, len, "%s", file);
-    else
-        n = snprintf(buf, len, "%.*s/%s", (int)(slash - g->path), g->path, file);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
+    char *dir = slash ? dupn(g->path, (size_t)(slash - g->path)) : NULL;
+    if (slash && !dir)
+        abort();
+    char *p = isa_path_join(dir, file);
+    free(dir);
+    return p;
 }
 
 int cc_arg_ints(const cc_arg *a, int64_t *out)

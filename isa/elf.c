@@ -17,6 +17,8 @@
  *                   non-empty stream, for readelf and friends; the reader
  *                   ignores them
  *   .shstrtab
+ * Any other section is refused: one misnamed (".text.corex") would
+ * otherwise be skipped and its core's code lost.
  * Every record field is written and read explicitly, little-endian; the
  * reader checks every size, offset, enum and name before trusting it. */
 #include "isa.h"
@@ -807,6 +809,12 @@ static const char *const known_names[S_NKNOWN] = {".spyre.tensors", ".spyre.kern
                                                   ".spyre.graph", ".note.spyre"};
 static const Elf64_Word known_types[S_NKNOWN] = {SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_NOTE};
 
+/* Sections the writer adds for readelf and friends; the reader skips them. */
+static int is_table(const char *name)
+{
+    return !strcmp(name, ".symtab") || !strcmp(name, ".strtab") || !strcmp(name, ".shstrtab");
+}
+
 static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
 {
     GElf_Ehdr eh;
@@ -862,8 +870,13 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
                 slot = &known[k];
                 want = known_types[k];
             }
+        if (!slot && !is_table(name)) {
+            /* a misnamed code section would drop a core's code */
+            rfail(r, "unknown section %s", name);
+            return NULL;
+        }
         if (!slot)
-            continue; /* symbols, string tables, anything else */
+            continue; /* the symbol and string tables, for other tools */
         if (sh.sh_type != want) {
             rfail(r, "corrupt: section %s has type %u, expected %u", name, (unsigned)sh.sh_type, (unsigned)want);
             return NULL;
