@@ -119,14 +119,15 @@ static int parse_entry(const char *path, const cJSON *e, const unsigned char *da
         return rt_errf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] past the end of the data (%llu bytes)",
                        path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)dsize);
     size_t isz = st_dtypes[d].size;
-    char ss[256];
-    shape_str(t, ss, sizeof ss);
-    if (overflow || numel > UINT64_MAX / isz || numel * isz != en - b)
+    if (overflow || numel > UINT64_MAX / isz || numel * isz != en - b) {
+        char ss[256];
+        shape_str(t, ss, sizeof ss);
         return rt_errf(err, errlen, "%s: tensor '%s': shape %s of %s needs %s%llu bytes but data_offsets [%llu, %llu] span %llu",
                        path, name, ss, st_dtypes[d].name, overflow || numel > UINT64_MAX / isz ? "more than " : "",
                        overflow || numel > UINT64_MAX / isz ? (unsigned long long)UINT64_MAX
                                                             : (unsigned long long)(numel * isz),
                        (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b));
+    }
     t->numel = (int64_t)numel;
     t->nbytes = en - b;
     t->data = data + b;
