@@ -78,11 +78,18 @@ char *tu_long_dir(const char *dir, size_t min)
 
 int tu_spyre(const char *args, char *out, size_t outlen)
 {
-    char log[1024];
+    return tu_spyre_timeout(0, args, out, outlen);
+}
+
+int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen)
+{
+    char log[1024], limit[32] = "";
     tu_tmpfile(".log", log, sizeof log);
-    size_t n = strlen(SPYRE_BINARY_DIR) + strlen(args) + strlen(log) + 32;
+    if (seconds)
+        snprintf(limit, sizeof limit, "timeout %d ", seconds);
+    size_t n = strlen(SPYRE_BINARY_DIR) + strlen(args) + strlen(log) + 64;
     char *cmd = malloc(n); /* arguments of any length: long paths are tested */
-    snprintf(cmd, n, "%s/spyre %s > %s 2>&1", SPYRE_BINARY_DIR, args, log);
+    snprintf(cmd, n, "%s%s/spyre %s > %s 2>&1", limit, SPYRE_BINARY_DIR, args, log);
     int st = system(cmd);
     free(cmd);
     if (out && outlen) {

@@ -29,6 +29,9 @@ char *tu_long_dir(const char *dir, size_t min);
 /* Run the spyre command with arguments (shell syntax); returns its exit
  * status, with stdout+stderr captured into out (may be NULL). */
 int tu_spyre(const char *args, char *out, size_t outlen);
+/* tu_spyre under `timeout SECONDS`: a command that would block (reading a
+ * FIFO) fails with status 124 instead of hanging the test. */
+int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen);
 
 /* Hand-built programs: an empty program for ncores with a DRAM segment of
  * dram_bytes; append an instruction at its defaults to a core's stream
