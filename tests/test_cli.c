@@ -379,6 +379,17 @@ static void test_outputs_never_remove_what_was_there(void)
     CU_ASSERT_EQUAL(spyref("gen gemm 64 64 64 -o %s%s", elf, ""), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cannot create"));
     CU_ASSERT_EQUAL(lstat(copy, &st), 0);
+
+    /* The reproducer itself, on a device node of our own (as root only:
+     * mknod needs it): a full device fails the write and stays. */
+    snprintf(cmd, sizeof cmd, "mknod %s/full c 1 7 2>/dev/null", dir);
+    if (system(cmd) == 0) {
+        snprintf(elf, sizeof elf, "%s/full", dir);
+        CU_ASSERT_EQUAL(spyref("gen gemm 64 64 64 -o %s%s", elf, ""), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "full: write error: No space left on device"));
+        CU_ASSERT_EQUAL(lstat(elf, &st), 0);
+        CU_ASSERT_TRUE(S_ISCHR(st.st_mode));
+    }
     tu_rmtree(dir);
 }
 
