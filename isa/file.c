@@ -103,7 +103,9 @@ char *isa_text_read(const char *path, uint64_t max, char *err, size_t errlen)
 
 /* ---- writing ---- */
 
-/* The mode a new file gets from open(..., 0666): without the umask. */
+/* The mode a new file gets from open(..., 0666): without the umask (read by
+ * setting it, the only portable way; outputs are written between runs, not
+ * while other threads create files). */
 static mode_t new_file_mode(void)
 {
     mode_t m = umask(0);
@@ -111,7 +113,8 @@ static mode_t new_file_mode(void)
     return 0666 & ~m;
 }
 
-/* "DIR/.BASE.XXXXXX" beside path, for mkstemp. */
+/* "DIR/.BASE.XXXXXX" beside path, for mkstemp; BASE cut to 200 bytes so
+ * that a target name near NAME_MAX (255) still has a temporary. */
 static char *temp_name(const char *path)
 {
     const char *base = strrchr(path, '/');
@@ -119,7 +122,7 @@ static char *temp_name(const char *path)
     base = base ? base + 1 : path;
     char *t = malloc(dirlen + strlen(base) + 9);
     if (t)
-        sprintf(t, "%.*s.%s.XXXXXX", (int)dirlen, path, base);
+        sprintf(t, "%.*s.%.200s.XXXXXX", (int)dirlen, path, base);
     return t;
 }
 

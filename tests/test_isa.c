@@ -699,6 +699,22 @@ static void test_an_output_to_a_fifo_is_written_in_place(void)
     tu_rmtree(dir);
 }
 
+/* A name of 250 bytes is legal; its temporary must be too. */
+static void test_an_output_with_a_long_name(void)
+{
+    char dir[1024], path[1400], err[1600];
+    tu_tmpdir(dir, sizeof dir);
+    int n = snprintf(path, sizeof path, "%s/", dir);
+    memset(path + n, 'n', 250);
+    path[n + 250] = 0;
+    isa_outfile o;
+    CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, path, err, sizeof err), 0);
+    fputs("x", o.f);
+    CU_ASSERT_EQUAL(isa_out_close(&o, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    tu_rmtree(dir);
+}
+
 static void test_path_join(void)
 {
     char *p = isa_path_join("dir", "name");
@@ -753,6 +769,7 @@ int main(void)
         {"an output that cannot be made touches nothing", test_an_output_that_cannot_be_made_touches_nothing},
         {"an output through a symlink replaces its target", test_an_output_through_a_symlink_replaces_its_target},
         {"an output to a FIFO is written in place", test_an_output_to_a_fifo_is_written_in_place},
+        {"an output with a 250-byte name", test_an_output_with_a_long_name},
         {"paths of any length are joined", test_path_join},
         {NULL, NULL},
     };
