@@ -23,11 +23,15 @@
 int isa_file_open(const char *path, uint64_t max, uint64_t *size, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
     if (fd < 0) {
-        isa_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        int e = errno;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* a socket cannot be opened at all */
+            isa_set_err(err, errlen, "%s: not a regular file", path);
+        else
+            isa_set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
         return -1;
     }
-    struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         isa_set_err(err, errlen, "%s: not a regular file", path);
         close(fd);
