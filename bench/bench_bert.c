@@ -32,7 +32,7 @@ static int die(int status, const char *what, const char *msg)
 int main(void)
 {
     char src[PATH_MAX], build[PATH_MAX], dir[PATH_MAX + 32], graph[PATH_MAX + 64], inputs[PATH_MAX + 64];
-    char cfgpath[PATH_MAX], err[2048];
+    char err[2048];
     if (bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
     snprintf(dir, sizeof dir, "%s/traces/bert_base", build);
@@ -41,7 +41,7 @@ int main(void)
     if (bench_export("bench_bert", src, "encoder.py:bert_handwritten", dir, ""))
         return 2;
 
-    sim_config_path("spyre", cfgpath, sizeof cfgpath);
+    char *cfgpath = sim_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return die(2, cfgpath, err);

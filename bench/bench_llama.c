@@ -129,11 +129,11 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
 
 int main(void)
 {
-    char src[PATH_MAX], build[PATH_MAX], cfgpath[PATH_MAX], err[2048];
+    char src[PATH_MAX], build[PATH_MAX], err[2048];
     if (bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
 
-    sim_config_path("spyre", cfgpath, sizeof cfgpath);
+    char *cfgpath = sim_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return die(2, cfgpath, err);

@@ -12,8 +12,8 @@
  *      node first); what is left over contains a cycle, which is reported.
  * The first error wins; nothing after it is looked at. */
 #include "graph.h"
+#include "isa.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1328,49 +1328,10 @@ cc_graph *cc_graph_load(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", file, strerror(errno));
-        free(file);
-        free(dirname);
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *text = malloc(cap);
     cc_graph *g = NULL;
-    while (text) {
-        if (n + 1 >= cap) {
-            char *nt = realloc(text, cap * 2);
-            if (!nt) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = nt;
-            cap *= 2;
-        }
-        size_t r = fread(text + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (!text) {
-        snprintf(err, errlen, "%s: out of memory", file);
-    } else if (ferror(f)) {
-        snprintf(err, errlen, "%s: read error", file);
-    } else {
-        text[n] = 0;
-        const char *nul = memchr(text, 0, n);
-        if (nul) {
-            int line = 1;
-            for (const char *q = text; q < nul; q++)
-                line += *q == '\n';
-            snprintf(err, errlen, "%s:%d: a NUL byte in the text", file, line);
-        } else {
-            g = parse(text, file, dirname, err, errlen);
-        }
-    }
-    fclose(f);
+    char *text = isa_text_read(file, ISA_TEXT_MAX, err, errlen);
+    if (text)
+        g = parse(text, file, dirname, err, errlen);
     free(text);
     free(file);
     free(dirname);
@@ -1592,15 +1553,15 @@ const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key)
     return NULL;
 }
 
-int cc_graph_relpath(const cc_graph *g, const char *file, char *buf, size_t len)
+char *cc_graph_relpath(const cc_graph *g, const char *file)
 {
     const char *slash = g->path ? strrchr(g->path, '/') : NULL;
-    int n;
-    if (file[0] == '/' || !slash)
-        n = snprintf(buf, len, "%s", file);
-    else
-        n = snprintf(buf, len, "%.*s/%s", (int)(slash - g->path), g->path, file);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
+    char *dir = slash ? dupn(g->path, (size_t)(slash - g->path)) : NULL;
+    if (slash && !dir)
+        abort();
+    char *p = isa_path_join(dir, file);
+    free(dir);
+    return p;
 }
 
 int cc_arg_ints(const cc_arg *a, int64_t *out)

@@ -113,8 +113,8 @@ void cc_ttype_str(const cc_ttype *t, char *buf, size_t len);
 void cc_value_type_str(const cc_value *v, char *buf, size_t len);
 /* FILE (e.g. g->weights) taken relative to the directory of the graph
  * file g->path; FILE itself when absolute or when the graph has no
- * directory.  0, or -1 when it does not fit in buf. */
-int cc_graph_relpath(const cc_graph *g, const char *file, char *buf, size_t len);
+ * directory.  A new string (free() it). */
+char *cc_graph_relpath(const cc_graph *g, const char *file);
 /* The dtype named by "f32", "i64", ...; -1 if none. */
 int cc_dtype_parse(const char *name);
 

@@ -17,13 +17,13 @@
  *                   non-empty stream, for readelf and friends; the reader
  *                   ignores them
  *   .shstrtab
+ * Any other section is refused: one misnamed (".text.corex") would
+ * otherwise be skipped and its core's code lost.
  * Every record field is written and read explicitly, little-endian; the
  * reader checks every size, offset, enum and name before trusting it. */
 #include "isa.h"
 #include "internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
@@ -31,8 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Tensor record: byte offsets of its fields. */
 enum {
@@ -384,6 +382,7 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
         }
 
     int rc = -1, fd = -1;
+    isa_outfile of;
     Elf *e = NULL;
     strbuf shstr = {0}, str = {0};
     uint8_t **text = calloc((size_t)p->ncores, sizeof *text);
@@ -417,11 +416,9 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
         isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
         goto out;
     }
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        isa_set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (isa_out_open(&of, path, err, errlen))
         goto out;
-    }
+    fd = fileno(of.f);
     e = elf_begin(fd, ELF_C_WRITE, NULL);
     Elf64_Ehdr *eh = e ? elf64_newehdr(e) : NULL;
     if (!eh)
@@ -509,12 +506,8 @@ elf_fail:
 out:
     if (e)
         elf_end(e);
-    if (fd >= 0 && close(fd) && rc == 0) {
-        isa_set_err(err, errlen, "%s: %s", path, strerror(errno));
+    if (fd >= 0 && isa_out_close(&of, rc == 0, err, errlen))
         rc = -1;
-    }
-    if (rc && fd >= 0)
-        unlink(path);
     if (text)
         for (int c = 0; c < p->ncores; c++)
             free(text[c]);
@@ -551,44 +544,6 @@ typedef struct {
     size_t size;
     int present;
 } blob;
-
-static int read_file(const reader *r, uint8_t **out, size_t *size)
-{
-    int fd = open(r->path, O_RDONLY);
-    if (fd < 0) {
-        rfail(r, "cannot open: %s", strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        rfail(r, "not a regular file");
-        close(fd);
-        return -1;
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        rfail(r, "out of memory reading %zu bytes", n);
-        close(fd);
-        return -1;
-    }
-    while (got < n) {
-        ssize_t k = read(fd, buf + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            rfail(r, "read error: %s", k ? strerror(errno) : "file shrank");
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        got += (size_t)k;
-    }
-    close(fd);
-    *out = buf;
-    *size = n;
-    return 0;
-}
 
 /* The checks libelf does not promise: identity, and that the section
  * header table lies inside the file. */
@@ -854,6 +809,12 @@ static const char *const known_names[S_NKNOWN] = {".spyre.tensors", ".spyre.kern
                                                   ".spyre.graph", ".note.spyre"};
 static const Elf64_Word known_types[S_NKNOWN] = {SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_PROGBITS, SHT_NOTE};
 
+/* Sections the writer adds for readelf and friends; the reader skips them. */
+static int is_table(const char *name)
+{
+    return !strcmp(name, ".symtab") || !strcmp(name, ".strtab") || !strcmp(name, ".shstrtab");
+}
+
 static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
 {
     GElf_Ehdr eh;
@@ -909,8 +870,13 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
                 slot = &known[k];
                 want = known_types[k];
             }
+        if (!slot && !is_table(name)) {
+            /* a misnamed code section would drop a core's code */
+            rfail(r, "unknown section %s", name);
+            return NULL;
+        }
         if (!slot)
-            continue; /* symbols, string tables, anything else */
+            continue; /* the symbol and string tables, for other tools */
         if (sh.sh_type != want) {
             rfail(r, "corrupt: section %s has type %u, expected %u", name, (unsigned)sh.sh_type, (unsigned)want);
             return NULL;
@@ -988,9 +954,9 @@ fail:
 isa_program *isa_elf_read(const char *path, char *err, size_t errlen)
 {
     reader r = {path, err, errlen};
-    uint8_t *buf;
     size_t size;
-    if (read_file(&r, &buf, &size))
+    uint8_t *buf = (uint8_t *)isa_file_read(path, ISA_ELF_MAX, &size, err, errlen);
+    if (!buf)
         return NULL;
     isa_program *p = NULL;
     if (check_header(&r, buf, size) == 0) {

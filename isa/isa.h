@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define ISA_INSN_BYTES 64
 #define ISA_MAX_LOOPS 4   /* DMA loop levels; SFP and ring use the first 2 */
@@ -401,4 +402,43 @@ char *isa_disassemble(const isa_program *p);
 int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen);
 isa_program *isa_elf_read(const char *path, char *err, size_t errlen);
 
+/* Files (file.c).  Every reader opens its input with isa_file_open or
+ * isa_file_read: a FIFO, device, directory or socket is refused ("PATH: not
+ * a regular file") and so is a file over the format's cap (max bytes),
+ * before a byte is read.  Errors are one line naming the path. */
+/* The open descriptor (size in *size), or -1. */
+int isa_file_open(const char *path, uint64_t max, uint64_t *size, char *err, size_t errlen);
+/* The whole file, NUL-terminated (not counted in *size); free() it. */
+char *isa_file_read(const char *path, uint64_t max, size_t *size, char *err, size_t errlen);
+/* A text file: as isa_file_read, and a NUL byte in it is "PATH:LINE: a NUL
+ * byte in the text". */
+char *isa_text_read(const char *path, uint64_t max, char *err, size_t errlen);
+/* The next line of a text at *cur, its '\n' replaced by a NUL, and *cur
+ * moved past it; NULL at the end.  Lines of any length. */
+char *isa_text_line(char **cur);
+/* Caps on input files, by what each format can need. */
+#define ISA_CONFIG_MAX (1ull << 20)  /* a chip configuration: 1 MB */
+#define ISA_TEXT_MAX (1ull << 30)    /* assembly, graph text, tuning, sweep CSV/JSON: 1 GB */
+#define ISA_ELF_MAX (16ull << 30)    /* a program: 16 GB (constants included) */
+
+/* "DIR/NAME" in a new string of any length (free() it); NAME alone when
+ * it is absolute or DIR is NULL.  Aborts when out of memory, as
+ * isa_stream_push does. */
+char *isa_path_join(const char *dir, const char *name);
+
+/* An output file.  isa_out_open starts a temporary file beside path; the
+ * caller writes to f (or fileno(f), which may seek); isa_out_close(o, ok)
+ * renames the temporary over path if ok and every write succeeded, and
+ * otherwise removes the temporary, leaving path as it was.  An existing
+ * device or FIFO is written in place, at close, from an anonymous
+ * temporary.  Nothing we did not create is ever unlinked. */
+typedef struct {
+    FILE *f;
+    char *path, *tmp; /* tmp: the file beside path, if any */
+    int in_place;
+} isa_outfile;
+int isa_out_open(isa_outfile *o, const char *path, char *err, size_t errlen);
+int isa_out_close(isa_outfile *o, int ok, char *err, size_t errlen);
+
 #endif
+

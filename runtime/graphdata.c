@@ -78,18 +78,12 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
 {
     const isa_program *p = rt_program_isa(prog);
     rt_st_file *in = NULL, *w = NULL;
+    char *wpath = NULL;
     int rc = -1;
-    char wpath[2048];
     if (inputs_path && !(in = rt_st_read(inputs_path, err, errlen)))
         goto out;
-    if (g->weights) {
-        if (cc_graph_relpath(g, g->weights, wpath, sizeof wpath)) {
-            snprintf(err, errlen, "%s: weights path too long", g->path ? g->path : "graph");
-            goto out;
-        }
-        if (!(w = rt_st_read(wpath, err, errlen)))
-            goto out;
-    }
+    if (g->weights && !(w = rt_st_read(wpath = cc_graph_relpath(g, g->weights), err, errlen)))
+        goto out;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *T = &p->tensors[i];
         if (T->role == ISA_ROLE_INPUT) {
@@ -119,5 +113,6 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
 out:
     rt_st_free(in);
     rt_st_free(w);
+    free(wpath);
     return rc;
 }

@@ -2,10 +2,10 @@
  * reproducible on every machine) and raw little-endian fp32 files. */
 #include "rt_internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
  * generators", 2014): a Weyl sequence through a 64-bit finaliser. */
@@ -111,37 +111,28 @@ int rt_load_input_file(rt_program *prog, const char *name, const char *path, cha
         return -1;
     const isa_tensor *t = &prog->p->tensors[i];
     size_t n = (size_t)rt_tensor_elems(t);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rt_errf(err, errlen, "input %s: cannot open %s: %s", name, path, strerror(errno));
-    uint8_t *raw = malloc(n ? n * 4 : 1);
-    float *v = malloc(n ? n * sizeof *v : 1);
-    if (!raw || !v) {
-        fclose(f);
-        free(raw);
-        free(v);
-        return rt_errf(err, errlen, "input %s: out of host memory", name);
-    }
-    size_t got = fread(raw, 1, n * 4, f);
-    int extra = fgetc(f) != EOF;
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || got != n * 4 || extra) {
-        /* Measure the real size for the message. */
-        long long size = -1;
-        FILE *g = fopen(path, "rb");
-        if (g && fseek(g, 0, SEEK_END) == 0)
-            size = ftell(g);
-        if (g)
-            fclose(g);
-        free(raw);
-        free(v);
+    /* The size first, from fstat: a file of the wrong size is not read. */
+    char e[1024];
+    uint64_t size;
+    int fd = isa_file_open(path, UINT64_MAX, &size, e, sizeof e);
+    if (fd < 0)
+        return rt_errf(err, errlen, "input %s: %s", name, e);
+    close(fd);
+    if (size != (uint64_t)n * 4) {
         char shape[192];
         rt_shape_str(t, shape, sizeof shape);
-        if (bad)
-            return rt_errf(err, errlen, "input %s: read error on %s", name, path);
-        return rt_errf(err, errlen, "input %s: %s has %lld bytes but shape %s needs %zu bytes of fp32",
-                       name, path, size, shape, n * 4);
+        return rt_errf(err, errlen, "input %s: %s has %llu bytes but shape %s needs %zu bytes of fp32", name, path,
+                       (unsigned long long)size, shape, n * 4);
+    }
+    size_t got;
+    uint8_t *raw = (uint8_t *)isa_file_read(path, (uint64_t)n * 4, &got, e, sizeof e);
+    if (!raw)
+        return rt_errf(err, errlen, "input %s: %s", name, e);
+    float *v = got == n * 4 ? malloc(n ? n * sizeof *v : 1) : NULL;
+    if (!v) {
+        free(raw);
+        return got == n * 4 ? rt_errf(err, errlen, "input %s: out of host memory", name)
+                            : rt_errf(err, errlen, "input %s: %s changed size while read", name, path);
     }
     for (size_t k = 0; k < n; k++) {
         uint32_t u = (uint32_t)raw[4 * k] | (uint32_t)raw[4 * k + 1] << 8 |

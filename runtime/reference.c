@@ -3571,22 +3571,18 @@ static int set_from_file(rt_ref *r, int v, const rt_st_file *f, const rt_st_tens
 
 int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen)
 {
-    char buf[4096];
     const cc_graph *g = r->g;
+    char *rel = NULL;
     if (!path) {
         if (!g->nparams)
             return 0;
         if (!g->weights)
             return rt_errf(err, errlen, "%s: the graph has parameters but no weights line", g->path);
-        if (cc_graph_relpath(g, g->weights, buf, sizeof buf))
-            return rt_errf(err, errlen, "%s: weights path too long", g->path);
-        path = buf;
+        path = rel = cc_graph_relpath(g, g->weights);
     }
     rt_st_file *f = rt_st_read(path, err, errlen);
-    if (!f)
-        return -1;
-    int rc = 0;
-    for (int i = 0; i < g->nparams && !rc; i++) {
+    int rc = f ? 0 : -1;
+    for (int i = 0; f && i < g->nparams && !rc; i++) {
         int v = g->params[i];
         const cc_value *val = &g->values[v];
         const rt_st_tensor *t = rt_st_find(f, val->param_key);
@@ -3597,6 +3593,7 @@ int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen)
             rc = set_from_file(r, v, f, t, "weight", err, errlen);
     }
     rt_st_free(f);
+    free(rel);
     return rc;
 }
 

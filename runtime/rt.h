@@ -287,6 +287,10 @@ typedef enum {
 } rt_st_dtype;
 
 #define RT_ST_MAX_RANK 8
+/* The header's JSON is at most 100 MB: the limit of the reference
+ * implementation (Hugging Face safetensors, MAX_HEADER_SIZE).  The file is
+ * mapped, not read, so the data has no cap beyond the address space. */
+#define RT_ST_HEADER_MAX 100000000ull
 
 typedef struct {
     char *name;

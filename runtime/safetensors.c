@@ -119,14 +119,15 @@ static int parse_entry(const char *path, const cJSON *e, const unsigned char *da
         return rt_errf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] past the end of the data (%llu bytes)",
                        path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)dsize);
     size_t isz = st_dtypes[d].size;
-    char ss[256];
-    shape_str(t, ss, sizeof ss);
-    if (overflow || numel > UINT64_MAX / isz || numel * isz != en - b)
+    if (overflow || numel > UINT64_MAX / isz || numel * isz != en - b) {
+        char ss[256];
+        shape_str(t, ss, sizeof ss);
         return rt_errf(err, errlen, "%s: tensor '%s': shape %s of %s needs %s%llu bytes but data_offsets [%llu, %llu] span %llu",
                        path, name, ss, st_dtypes[d].name, overflow || numel > UINT64_MAX / isz ? "more than " : "",
                        overflow || numel > UINT64_MAX / isz ? (unsigned long long)UINT64_MAX
                                                             : (unsigned long long)(numel * isz),
                        (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b));
+    }
     t->numel = (int64_t)numel;
     t->nbytes = en - b;
     t->data = data + b;
@@ -142,6 +143,27 @@ static int cmp_range(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static const rt_st_tensor *sort_tensors;
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(sort_tensors[*(const int *)a].name, sort_tensors[*(const int *)b].name);
+}
+
+/* No name twice: sorted, so a header of any size is checked in
+ * O(n log n) (order: room for f->ntensors indices). */
+static int check_names(const rt_st_file *f, int *order, char *err, size_t errlen)
+{
+    for (int i = 0; i < f->ntensors; i++)
+        order[i] = i;
+    sort_tensors = f->tensors;
+    qsort(order, (size_t)f->ntensors, sizeof *order, cmp_name);
+    for (int k = 1; k < f->ntensors; k++)
+        if (strcmp(f->tensors[order[k - 1]].name, f->tensors[order[k]].name) == 0)
+            return rt_errf(err, errlen, "%s: tensor '%s' appears twice in the header", f->path,
+                           f->tensors[order[k]].name);
+    return 0;
+}
+
 static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, char *err, size_t errlen)
 {
     const char *path = f->path;
@@ -151,6 +173,9 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | bytes[i];
+    if (hlen > RT_ST_HEADER_MAX)
+        return rt_errf(err, errlen, "%s: header length %llu exceeds the format's limit of %llu bytes", path,
+                       (unsigned long long)hlen, (unsigned long long)RT_ST_HEADER_MAX);
     if (hlen > size - 8)
         return rt_errf(err, errlen, "%s: header length %llu exceeds the %zu bytes after it", path,
                        (unsigned long long)hlen, size - 8);
@@ -198,11 +223,6 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
             }
             continue;
         }
-        for (int i = 0; i < f->ntensors; i++)
-            if (strcmp(f->tensors[i].name, e->string) == 0) {
-                rc = rt_errf(err, errlen, "%s: tensor '%s' appears twice in the header", path, e->string);
-                goto out;
-            }
         rt_st_tensor *t = &f->tensors[f->ntensors];
         t->name = malloc(strlen(e->string) + 1);
         if (!t->name) {
@@ -214,6 +234,8 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
         if ((rc = parse_entry(path, e, data, dsize, t, &ranges[2 * (f->ntensors - 1)], err, errlen)))
             goto out;
     }
+    if ((rc = check_names(f, order, err, errlen)))
+        goto out;
     /* No two tensors may share a byte. */
     for (int i = 0; i < f->ntensors; i++)
         order[i] = i;
@@ -249,22 +271,13 @@ rt_st_file *rt_st_read(const char *path, char *err, size_t errlen)
         return NULL;
     }
     strcpy(f->path, path);
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        rt_errf(err, errlen, "%s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    uint64_t fsize;
+    int fd = isa_file_open(path, UINT64_MAX, &fsize, err, errlen);
+    if (fd < 0) {
         rt_st_free(f);
         return NULL;
     }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        rt_errf(err, errlen, "%s: not a regular file", path);
-        rt_st_free(f);
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)fsize;
     unsigned char empty[1] = {0};
     const unsigned char *bytes = empty;
     if (size) {
@@ -450,10 +463,11 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
         return rc ? rc : rt_errf(err, errlen, "%s: out of memory", path);
     }
     size_t jl = strlen(json), hl = (jl + 7) / 8 * 8;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        rc = rt_errf(err, errlen, "%s: %s", path, strerror(errno));
+    isa_outfile o;
+    if (isa_out_open(&o, path, err, errlen)) {
+        rc = -1;
     } else {
+        FILE *f = o.f;
         unsigned char len8[8];
         for (int i = 0; i < 8; i++)
             len8[i] = (unsigned char)((uint64_t)hl >> (8 * i));
@@ -462,8 +476,10 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
             ok = fputc(' ', f) != EOF;
         for (int i = 0; i < n && ok; i++)
             ok = !sizes[i] || fwrite(t[i].data, 1, (size_t)sizes[i], f) == sizes[i];
-        if (fclose(f) != 0 || !ok)
-            rc = rt_errf(err, errlen, "%s: write error", path);
+        if (!ok)
+            rt_errf(err, errlen, "%s: write error: %s", path, strerror(errno));
+        if (isa_out_close(&o, ok, ok ? err : NULL, errlen) || !ok)
+            rc = -1;
     }
     free(json);
     free(sizes);

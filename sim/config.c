@@ -151,56 +151,70 @@ static char *trim(char *s)
     return s;
 }
 
+static int load_file(const char *path, sim_config *cfg, int *seen, int depth, char *err, size_t len);
+
+/* One line (comment stripped, NUL-terminated in place) of a configuration
+ * file; where is "file:line". */
+static int load_line(const char *path, char *line, const char *where, sim_config *cfg, int *seen, int depth,
+                     char *err, size_t len)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = 0;
+    char *s = trim(line);
+    if (!*s)
+        return 0;
+    char *eq = strchr(s, '=');
+    if (!eq)
+        return seterr(err, len, "%s: expected 'key = value'", where);
+    *eq = 0;
+    char *key = trim(s), *val = trim(eq + 1);
+    if (!*val)
+        return seterr(err, len, "%s: %s has no value", where, key);
+    if (strcmp(key, "include") == 0) {
+        /* relative to the including file's directory */
+        const char *slash = strrchr(path, '/');
+        char *dir = slash ? strndup(path, (size_t)(slash - path)) : NULL;
+        if (slash && !dir)
+            abort();
+        char *inc = isa_path_join(dir, val);
+        int rc = load_file(inc, cfg, seen, depth + 1, err, len);
+        free(inc);
+        free(dir);
+        return rc;
+    }
+    if (strcmp(key, "name") == 0) {
+        snprintf(cfg->name, sizeof cfg->name, "%s", val);
+        return 0;
+    }
+    for (int i = 0; i < NKEYS; i++)
+        if (strcmp(key_names[i], key) == 0) {
+            seen[i] = 1;
+            return set_key(cfg, i, val, where, err, len);
+        }
+    return seterr(err, len, "%s: unknown key '%s'", where, key);
+}
+
+/* The whole file at once, line by line, any line length; a NUL byte
+ * anywhere is an error (isa_text_read). */
 static int load_file(const char *path, sim_config *cfg, int *seen, int depth, char *err, size_t len)
 {
     if (depth > 8)
         return seterr(err, len, "%s: includes nested too deeply", path);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return seterr(err, len, "%s: cannot open: %s", path, strerror(errno));
-    char line[1024];
+    char *text = isa_text_read(path, ISA_CONFIG_MAX, err, len);
+    if (!text)
+        return -1;
+    char *where = malloc(strlen(path) + 24);
+    if (!where)
+        abort();
     int lineno = 0, rc = 0;
-    while (!rc && fgets(line, sizeof line, f)) {
-        lineno++;
-        char where[600];
-        snprintf(where, sizeof where, "%s:%d", path, lineno);
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = 0;
-        char *s = trim(line);
-        if (!*s)
-            continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            rc = seterr(err, len, "%s: expected 'key = value'", where);
-            break;
-        }
-        *eq = 0;
-        char *key = trim(s), *val = trim(eq + 1);
-        if (!*val) {
-            rc = seterr(err, len, "%s: %s has no value", where, key);
-        } else if (strcmp(key, "include") == 0) {
-            char inc[1024];
-            const char *slash = strrchr(path, '/');
-            if (val[0] == '/' || !slash)
-                snprintf(inc, sizeof inc, "%s", val);
-            else
-                snprintf(inc, sizeof inc, "%.*s/%s", (int)(slash - path), path, val);
-            rc = load_file(inc, cfg, seen, depth + 1, err, len);
-        } else if (strcmp(key, "name") == 0) {
-            snprintf(cfg->name, sizeof cfg->name, "%s", val);
-        } else {
-            int k = -1;
-            for (int i = 0; i < NKEYS; i++)
-                if (strcmp(key_names[i], key) == 0)
-                    k = i;
-            if (k < 0)
-                rc = seterr(err, len, "%s: unknown key '%s'", where, key);
-            else if (!(rc = set_key(cfg, k, val, where, err, len)))
-                seen[k] = 1;
-        }
+    char *cur = text, *line;
+    while (!rc && (line = isa_text_line(&cur))) {
+        sprintf(where, "%s:%d", path, ++lineno);
+        rc = load_line(path, line, where, cfg, seen, depth, err, len);
     }
-    fclose(f);
+    free(where);
+    free(text);
     return rc;
 }
 
@@ -235,10 +249,16 @@ const char *sim_config_dir(void)
     return env && *env ? env : SPYRE_CONFIG_DIR;
 }
 
-void sim_config_path(const char *name, char *buf, size_t len)
+char *sim_config_path(const char *name)
 {
     if (strchr(name, '/') || strstr(name, ".cfg"))
-        snprintf(buf, len, "%s", name);
-    else
-        snprintf(buf, len, "%s/%s.cfg", sim_config_dir(), name);
+        return isa_path_join(NULL, name);
+    size_t n = strlen(name) + 5;
+    char *file = malloc(n);
+    if (!file)
+        abort();
+    snprintf(file, n, "%s.cfg", name);
+    char *p = isa_path_join(sim_config_dir(), file);
+    free(file);
+    return p;
 }

@@ -79,8 +79,9 @@ typedef struct {
 int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen);
 /* Directory holding the configurations shipped with the simulator. */
 const char *sim_config_dir(void);
-/* Path of a shipped configuration by name ("spyre", "spyre-4core"). */
-void sim_config_path(const char *name, char *buf, size_t len);
+/* Path of a shipped configuration by name ("spyre", "spyre-4core"), or of
+ * a configuration file (a name with a '/' or ".cfg"), in a new string. */
+char *sim_config_path(const char *name);
 
 /* Where and why a simulated program broke a rule. */
 typedef struct {

@@ -2,7 +2,6 @@
  * (keys documented in docs/timing.md). */
 #include "internal.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,11 +40,10 @@ static void json_name(FILE *f, const char *s)
 
 int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    isa_outfile o;
+    if (isa_out_open(&o, path, err, errlen))
         return -1;
-    }
+    FILE *f = o.f;
     double us = sim_stats_time_us(st, cfg);
     uint64_t dram = st->dram_bytes_read + st->dram_bytes_written, rows = st->dram_row_hits + st->dram_row_misses;
     fprintf(f, "{\n  \"config\": \"%s\",\n  \"cycles\": %.0f,\n  \"time_us\": %.4f,\n", cfg->name, st->cycles, us);
@@ -76,9 +74,5 @@ int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char 
                 ks->start, ks->end, ks->busy, ks->insns, ks->macs, ks->dram_bytes, k + 1 < st->nkernels ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
-    if (fclose(f)) {
-        snprintf(err, errlen, "%s: write failed", path);
-        return -1;
-    }
-    return 0;
+    return isa_out_close(&o, 1, err, errlen);
 }

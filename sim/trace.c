@@ -4,7 +4,6 @@
  * tracks for DRAM bandwidth and LX use. */
 #include "internal.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -109,11 +108,10 @@ static void emit_kslice(FILE *f, const char *sep, const kslice *x, double us)
 
 int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    isa_outfile o;
+    if (isa_out_open(&o, path, err, errlen))
         return -1;
-    }
+    FILE *f = o.f;
     const double us = 1.0 / (s->cfg.clock_ghz * 1000.0); /* microseconds per cycle */
     const int chip = s->cfg.cores;                      /* pid of the chip-wide counters */
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
@@ -201,9 +199,5 @@ int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, s
     free(peak);
 #undef SEP
     fprintf(f, "\n]}\n");
-    if (fclose(f)) {
-        snprintf(err, errlen, "%s: write failed", path);
-        return -1;
-    }
-    return 0;
+    return isa_out_close(&o, 1, err, errlen);
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -513,6 +515,142 @@ static void test_worked_example_in_isa_md_runs_and_checks(void)
     remove(elf);
 }
 
+/* ---- input and output files ---- */
+
+/* spyre under `timeout 10` with "%s" in fmt replaced by a, then b: every
+ * reproducer of a hang is run this way. */
+static int spyre_t(const char *fmt, const char *a, const char *b)
+{
+    size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+    char *args = malloc(n);
+    snprintf(args, n, fmt, a, b);
+    int rc = tu_spyre_timeout(10, args, out, sizeof out);
+    free(args);
+    return rc;
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* A FIFO or /dev/zero as any input blocked forever (spyre as /dev/zero
+ * grew to 4 GB); a directory as an assembly file made an empty program. */
+static void test_fifos_devices_and_directories_are_refused_as_inputs(void)
+{
+    char dir[1024], fifo[1100], elf[1100], cfg[1100], mlp[1100], cmd[4000];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(elf, sizeof elf, "%s/x.elf", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    CU_ASSERT_EQUAL(spyre_t("dis %s%s", fifo, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fifo: not a regular file\n"));
+    CU_ASSERT_EQUAL(spyre_t("dis %s%s", "/dev/zero", ""), 2);
+    CU_ASSERT_EQUAL(spyre_t("as %s -o %s", "/dev/zero", elf), 2);
+    CU_ASSERT_STRING_EQUAL(out, "spyre as: /dev/zero: not a regular file\n");
+    CU_ASSERT_EQUAL(spyre_t("as %s -o %s", fifo, elf), 2);
+    CU_ASSERT_EQUAL(spyre_t("as %s -o %s", dir, elf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ": not a regular file"));
+    CU_ASSERT_FALSE(exists(elf));
+
+    CU_ASSERT_EQUAL_FATAL(spyref("gen softmax 37 200 -o %s%s", elf, ""), 0);
+    CU_ASSERT_EQUAL(spyre_t("run %s --input x=%s", elf, fifo), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "input x: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fifo: not a regular file"));
+    CU_ASSERT_EQUAL(spyre_t("run %s --config %s", elf, fifo), 2);
+    snprintf(cfg, sizeof cfg, "%s/inc.cfg", dir);
+    write_file(cfg, "include = fifo\n");
+    CU_ASSERT_EQUAL(spyre_t("run %s --config %s", elf, cfg), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fifo: not a regular file"));
+    CU_ASSERT_EQUAL(spyre_t("compile " SPYRE_SOURCE_DIR "/traces/mlp --tuning %s%s", fifo, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fifo: not a regular file"));
+
+    /* an export whose weights file is a FIFO */
+    snprintf(mlp, sizeof mlp, "%s/mlp", dir);
+    snprintf(cmd, sizeof cmd, "mkdir %s && cp " SPYRE_SOURCE_DIR "/traces/mlp/*.* %s && rm %s/weights.safetensors", mlp,
+             mlp, mlp);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/weights.safetensors", mlp);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(cmd, 0600), 0);
+    CU_ASSERT_EQUAL(spyre_t("run %s%s", mlp, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "weights.safetensors: not a regular file"));
+    CU_ASSERT_EQUAL(spyre_t("ref %s%s", mlp, ""), 2);
+    tu_rmtree(dir);
+}
+
+/* A NUL byte dropped the rest of an assembly file. */
+static void test_a_nul_byte_in_assembly_is_an_error_naming_the_line(void)
+{
+    char src[512], elf[512];
+    tu_tmpfile(".s", src, sizeof src);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    FILE *f = fopen(src, "wb");
+    fwrite(".core 0\n  nop\n\0  halt\n", 1, 22, f);
+    fclose(f);
+    CU_ASSERT_EQUAL(spyref("as %s -o %s", src, elf), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":3: a NUL byte in the text"));
+    CU_ASSERT_FALSE(exists(elf));
+    remove(src);
+}
+
+/* The ELF writer unlinked its path on any failure: as root, -o /dev/full
+ * deleted the device node.  Outputs now go through a temporary renamed
+ * into place; a device or FIFO is written in place and never removed. */
+static void test_outputs_never_remove_what_was_there(void)
+{
+    char dir[1024], fifo[1100], copy[1100], elf[1100], cmd[4000];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(copy, sizeof copy, "%s/copy.elf", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    snprintf(cmd, sizeof cmd, "(timeout 10 cat %s > %s &); timeout 10 %s/spyre gen gemm 64 64 64 -o %s", fifo, copy,
+             SPYRE_BINARY_DIR, fifo);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    struct stat st;
+    CU_ASSERT_EQUAL(lstat(fifo, &st), 0);
+    CU_ASSERT_TRUE(S_ISFIFO(st.st_mode)); /* still the FIFO */
+    for (int i = 0; i < 100 && (stat(copy, &st) || st.st_size == 0); i++)
+        nanosleep(&(struct timespec){0, 20000000}, NULL); /* the reader copies in the background */
+    CU_ASSERT_EQUAL(spyref("info %s%s", copy, ""), 0); /* what went through is the program */
+
+    CU_ASSERT_EQUAL(spyref("gen gemm 64 64 64 -o %s%s", dir, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ": is a directory"));
+    snprintf(elf, sizeof elf, "%s/missing/x.elf", dir);
+    CU_ASSERT_EQUAL(spyref("gen gemm 64 64 64 -o %s%s", elf, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cannot create"));
+    CU_ASSERT_EQUAL(lstat(copy, &st), 0);
+
+    /* The reproducer itself, on a device node of our own (as root only:
+     * mknod needs it): a full device fails the write and stays. */
+    snprintf(cmd, sizeof cmd, "mknod %s/full c 1 7 2>/dev/null", dir);
+    if (system(cmd) == 0) {
+        snprintf(elf, sizeof elf, "%s/full", dir);
+        CU_ASSERT_EQUAL(spyref("gen gemm 64 64 64 -o %s%s", elf, ""), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "full: write error: No space left on device"));
+        CU_ASSERT_EQUAL(lstat(elf, &st), 0);
+        CU_ASSERT_TRUE(S_ISCHR(st.st_mode));
+    }
+    tu_rmtree(dir);
+}
+
+/* Export directories with paths over 1,024 bytes: run --check used random
+ * inputs and skipped the comparison with PyTorch. */
+static void test_an_export_under_a_long_path_is_checked(void)
+{
+    char dir[1024];
+    tu_tmpdir(dir, sizeof dir);
+    char *deep = tu_long_dir(dir, 1100);
+    size_t n = 2 * strlen(deep) + 256;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "mkdir %s/mlp && cp " SPYRE_SOURCE_DIR "/traces/mlp/*.* %s/mlp", deep, deep);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    CU_ASSERT(strlen(deep) > 1100);
+    CU_ASSERT_EQUAL(spyre_t("run %s/mlp --check%s", deep, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nexpected addmm_1: "));
+    CU_ASSERT_EQUAL(spyre_t("ref %s/mlp%s", deep, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    free(cmd);
+    free(deep);
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -539,6 +677,10 @@ int main(void)
         {"unwritable_trace_or_stats_json_exits_2", test_unwritable_trace_or_stats_json_exits_2},
         {"failed_standard_output_exits_2", test_failed_standard_output_exits_2},
         {"worked_example_in_isa_md_runs_and_checks", test_worked_example_in_isa_md_runs_and_checks},
+        {"FIFOs, devices and directories are refused as inputs", test_fifos_devices_and_directories_are_refused_as_inputs},
+        {"a NUL byte in assembly is an error naming the line", test_a_nul_byte_in_assembly_is_an_error_naming_the_line},
+        {"outputs never remove what was there", test_outputs_never_remove_what_was_there},
+        {"an export under a long path is checked", test_an_export_under_a_long_path_is_checked},
         {NULL, NULL},
     };
     return tu_run("cli", tests);

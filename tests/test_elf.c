@@ -1,11 +1,16 @@
 /* test_elf: the ELF container (write, read, and every way a file can be
  * bad) and the assembler / disassembler. */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "isa.h"
 #include "testutil.h"
@@ -636,6 +641,78 @@ static void test_write_errors_are_reported(void)
     isa_program_free(p);
 }
 
+static void test_a_misnamed_code_section_is_refused(void)
+{
+    char path[1024], bad[1024];
+    size_t n;
+    uint8_t *img = good_elf(path, sizeof path, &n);
+    /* ".text.core2" -> ".text.corex" in the section name table: that
+     * core's code would otherwise be skipped */
+    uint8_t *at = NULL;
+    for (size_t i = 0; i + 12 <= n && !at; i++)
+        if (!memcmp(img + i, ".text.core2", 12))
+            at = img + i;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    at[10] = 'x';
+    tu_tmpfile(".elf", bad, sizeof bad);
+    spit(bad, img, n);
+    expect_read_error(bad, "unknown section .text.corex");
+    remove(bad);
+    remove(path);
+    free(img);
+}
+
+static void test_a_fifo_device_or_directory_is_not_read(void)
+{
+    char dir[1024], fifo[1100];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/prog.elf", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    alarm(10); /* a blocking open would hang: fail instead */
+    expect_read_error(fifo, "not a regular file");
+    expect_read_error("/dev/zero", "not a regular file");
+    expect_read_error(dir, "not a regular file");
+    alarm(0);
+    tu_rmtree(dir);
+}
+
+/* A write that fails part-way (here: the file size limit) leaves the file
+ * that was there untouched and no temporary behind.  Before, the writer
+ * unlinked the path whatever it was (as root, -o /dev/full removed the
+ * device node). */
+static void test_a_failed_write_keeps_the_old_file(void)
+{
+    char dir[1024], path[1100], err[512] = "";
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/prog.elf", dir);
+    spit(path, "old contents", 12);
+    isa_program *p = sample_program();
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 1000; /* smaller than the program */
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    CU_ASSERT_EQUAL(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = isa_elf_write(p, path, err, sizeof err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_EQUAL(strncmp(err, path, strlen(path)), 0);
+    size_t n;
+    uint8_t *kept = slurp(path, &n);
+    CU_ASSERT_EQUAL(n, 12);
+    CU_ASSERT_EQUAL(memcmp(kept, "old contents", 12), 0);
+    free(kept);
+    DIR *d = opendir(dir);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    CU_ASSERT_EQUAL(entries, 1); /* no temporary left */
+    isa_program_free(p);
+    tu_rmtree(dir);
+}
+
 /* ---- the assembler ---- */
 
 static const char *tiny_source =
@@ -1035,6 +1112,9 @@ int main(void)
         {"a bad configuration note is an error", test_bad_configuration_note_is_an_error},
         {"any flipped byte is read or reported", test_any_flipped_byte_is_read_or_reported},
         {"write errors are reported", test_write_errors_are_reported},
+        {"a misnamed code section is refused", test_a_misnamed_code_section_is_refused},
+        {"a FIFO, device or directory is not read", test_a_fifo_device_or_directory_is_not_read},
+        {"a failed write keeps the old file", test_a_failed_write_keeps_the_old_file},
         {"assembly disassembles and reassembles identically",
          test_assembly_disassembles_and_reassembles_identically},
         {"the disassembly of a full program reassembles", test_disassembly_of_a_full_program_reassembles},

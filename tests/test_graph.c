@@ -349,13 +349,13 @@ static void test_load_reads_an_export_directory(void)
         if (*c == '-')
             *c = '_';
     CU_ASSERT_STRING_EQUAL(g->name, base);
-    char w[700];
-    CU_ASSERT_EQUAL(cc_graph_relpath(g, g->weights, w, sizeof w), 0);
+    char *w = cc_graph_relpath(g, g->weights);
     snprintf(werr, sizeof werr, "%s/w.safetensors", dir);
     CU_ASSERT_STRING_EQUAL(w, werr);
-    CU_ASSERT_EQUAL(cc_graph_relpath(g, "/abs/file", w, sizeof w), 0);
+    free(w);
+    w = cc_graph_relpath(g, "/abs/file");
     CU_ASSERT_STRING_EQUAL(w, "/abs/file");
-    CU_ASSERT_EQUAL(cc_graph_relpath(g, g->weights, w, 8), -1);
+    free(w);
     cc_graph_free(g);
     /* the file itself: named after the file */
     g = cc_graph_load(file, err, sizeof err);
@@ -379,7 +379,7 @@ static void test_load_reads_an_export_directory(void)
     CU_ASSERT_STRING_EQUAL(err, werr);
     remove(file);
     CU_ASSERT_PTR_NULL(cc_graph_load(dir, err, sizeof err));
-    snprintf(werr, sizeof werr, "%s: No such file or directory", file);
+    snprintf(werr, sizeof werr, "%s: cannot open: No such file or directory", file);
     CU_ASSERT_STRING_EQUAL(err, werr);
     rmdir(dir);
 }

@@ -1,9 +1,13 @@
 /* test_isa: the instruction table, encoding, decoding, text form, and the
  * DL16 / fp16 number conversions. */
 #include <CUnit/CUnit.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "isa.h"
 #include "testutil.h"
@@ -511,6 +515,225 @@ static void test_docs_list_every_instruction_with_its_opcode_and_format(void)
     }
 }
 
+/* ---- files (isa/file.c) ---- */
+
+static void write_bytes(const char *path, const char *buf, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(buf, 1, n, f), n);
+    fclose(f);
+}
+
+/* err is "PATH: not a regular file" */
+static void assert_not_regular(const char *path, const char *err)
+{
+    char want[1200];
+    snprintf(want, sizeof want, "%s: not a regular file", path);
+    CU_ASSERT_STRING_EQUAL(err, want);
+}
+
+static void test_fifo_device_and_directory_are_refused_before_reading(void)
+{
+    char dir[1024], fifo[1100], err[1200];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    size_t n;
+    alarm(10); /* a blocking open or read would hang: fail instead */
+    CU_ASSERT_PTR_NULL(isa_file_read(fifo, 1 << 20, &n, err, sizeof err));
+    assert_not_regular(fifo, err);
+    CU_ASSERT_PTR_NULL(isa_text_read("/dev/zero", 1 << 20, err, sizeof err));
+    assert_not_regular("/dev/zero", err);
+    CU_ASSERT_PTR_NULL(isa_text_read(dir, 1 << 20, err, sizeof err));
+    assert_not_regular(dir, err);
+    alarm(0);
+    tu_rmtree(dir);
+}
+
+static void test_a_file_over_its_cap_is_refused(void)
+{
+    char path[1024], err[1200];
+    tu_tmpfile(".txt", path, sizeof path);
+    char buf[100];
+    memset(buf, 'x', sizeof buf);
+    write_bytes(path, buf, sizeof buf);
+    size_t n = 0;
+    CU_ASSERT_PTR_NULL(isa_file_read(path, 99, &n, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": 100 bytes, more than the 99"));
+    char *text = isa_file_read(path, 100, &n, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_EQUAL(n, 100);
+    CU_ASSERT_EQUAL(text[100], 0);
+    free(text);
+    remove(path);
+}
+
+static void test_a_nul_byte_in_a_text_file_names_its_line(void)
+{
+    char path[1024], err[1200], want[1200];
+    tu_tmpfile(".txt", path, sizeof path);
+    write_bytes(path, "one\ntwo\nth\0ree\nfour\n", 20);
+    CU_ASSERT_PTR_NULL(isa_text_read(path, 1 << 20, err, sizeof err));
+    snprintf(want, sizeof want, "%s:3: a NUL byte in the text", path);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    remove(path);
+}
+
+static void test_text_lines_of_any_length(void)
+{
+    size_t n = 100000;
+    char *text = malloc(n + 16);
+    memset(text, 'a', n);
+    strcpy(text + n, "\nlast");
+    char *cur = text, *line = isa_text_line(&cur);
+    CU_ASSERT_EQUAL(strlen(line), n);
+    CU_ASSERT_STRING_EQUAL(isa_text_line(&cur), "last");
+    CU_ASSERT_PTR_NULL(isa_text_line(&cur));
+    free(text);
+}
+
+/* The names in dir, sorted, joined with spaces. */
+static void list_dir(const char *dir, char *out, size_t len)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | tr '\\n' ' '", dir);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, len - 1, p) : 0;
+    out[n] = 0;
+    if (p)
+        pclose(p);
+}
+
+static void test_an_output_replaces_its_file_only_when_complete(void)
+{
+    char dir[1024], path[1100], err[1200], names[256];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    write_bytes(path, "old\n", 4);
+    CU_ASSERT_EQUAL(chmod(path, 0640), 0);
+    isa_outfile o;
+    CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, path, err, sizeof err), 0);
+    fputs("half", o.f);
+    CU_ASSERT_EQUAL(isa_out_close(&o, 0, err, sizeof err), -1); /* a failed run */
+    size_t n;
+    char *text = isa_file_read(path, 100, &n, err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(text, "old\n");
+    free(text);
+    list_dir(dir, names, sizeof names);
+    CU_ASSERT_STRING_EQUAL(names, "out.txt "); /* no temporary left */
+
+    CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, path, err, sizeof err), 0);
+    fputs("new\n", o.f);
+    CU_ASSERT_EQUAL(isa_out_close(&o, 1, err, sizeof err), 0);
+    text = isa_file_read(path, 100, &n, err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(text, "new\n");
+    free(text);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_EQUAL(st.st_mode & 0777, 0640); /* the old file's mode */
+    list_dir(dir, names, sizeof names);
+    CU_ASSERT_STRING_EQUAL(names, "out.txt ");
+    tu_rmtree(dir);
+}
+
+static void test_an_output_that_cannot_be_made_touches_nothing(void)
+{
+    char dir[1024], path[1100], err[1200], names[256];
+    tu_tmpdir(dir, sizeof dir);
+    isa_outfile o;
+    CU_ASSERT_EQUAL(isa_out_open(&o, dir, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": is a directory"));
+    snprintf(path, sizeof path, "%s/missing/out.txt", dir);
+    CU_ASSERT_EQUAL(isa_out_open(&o, path, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing/out.txt: cannot create: No such file or directory"));
+    list_dir(dir, names, sizeof names);
+    CU_ASSERT_STRING_EQUAL(names, "");
+    tu_rmtree(dir);
+}
+
+static void test_an_output_through_a_symlink_replaces_its_target(void)
+{
+    char dir[1024], path[1100], link[1100], err[1200];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/target", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    write_bytes(path, "old", 3);
+    CU_ASSERT_EQUAL_FATAL(symlink("target", link), 0);
+    isa_outfile o;
+    CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, link, err, sizeof err), 0);
+    fputs("new", o.f);
+    CU_ASSERT_EQUAL(isa_out_close(&o, 1, err, sizeof err), 0);
+    struct stat st;
+    CU_ASSERT_EQUAL(lstat(link, &st), 0);
+    CU_ASSERT_TRUE(S_ISLNK(st.st_mode));
+    size_t n;
+    char *text = isa_file_read(path, 100, &n, err, sizeof err);
+    CU_ASSERT_STRING_EQUAL(text, "new");
+    free(text);
+    tu_rmtree(dir);
+}
+
+/* A FIFO (like a device) is written in place and stays a FIFO. */
+static void test_an_output_to_a_fifo_is_written_in_place(void)
+{
+    char dir[1024], fifo[1100], err[1200];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    alarm(10);
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK); /* a reader, so the writer's open does not wait */
+    CU_ASSERT_FATAL(rd >= 0);
+    isa_outfile o;
+    CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, fifo, err, sizeof err), 0);
+    fputs("through the pipe", o.f);
+    CU_ASSERT_EQUAL(isa_out_close(&o, 1, err, sizeof err), 0);
+    char buf[64] = "";
+    CU_ASSERT_EQUAL(read(rd, buf, sizeof buf - 1), 16);
+    CU_ASSERT_STRING_EQUAL(buf, "through the pipe");
+    close(rd);
+    alarm(0);
+    struct stat st;
+    CU_ASSERT_EQUAL(lstat(fifo, &st), 0);
+    CU_ASSERT_TRUE(S_ISFIFO(st.st_mode));
+    tu_rmtree(dir);
+}
+
+/* A name of 250 bytes is legal; its temporary must be too. */
+static void test_an_output_with_a_long_name(void)
+{
+    char dir[1024], path[1400], err[1600];
+    tu_tmpdir(dir, sizeof dir);
+    int n = snprintf(path, sizeof path, "%s/", dir);
+    memset(path + n, 'n', 250);
+    path[n + 250] = 0;
+    isa_outfile o;
+    CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, path, err, sizeof err), 0);
+    fputs("x", o.f);
+    CU_ASSERT_EQUAL(isa_out_close(&o, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    tu_rmtree(dir);
+}
+
+static void test_path_join(void)
+{
+    char *p = isa_path_join("dir", "name");
+    CU_ASSERT_STRING_EQUAL(p, "dir/name");
+    free(p);
+    p = isa_path_join("dir", "/abs");
+    CU_ASSERT_STRING_EQUAL(p, "/abs");
+    free(p);
+    p = isa_path_join(NULL, "rel");
+    CU_ASSERT_STRING_EQUAL(p, "rel");
+    free(p);
+    char long_dir[3000];
+    memset(long_dir, 'd', sizeof long_dir - 1);
+    long_dir[sizeof long_dir - 1] = 0;
+    p = isa_path_join(long_dir, "x");
+    CU_ASSERT_EQUAL(strlen(p), sizeof long_dir + 1);
+    free(p);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -537,6 +760,17 @@ int main(void)
         {"f16: known values", test_f16_known_values},
         {"docs/isa.md lists every instruction with its opcode and format",
          test_docs_list_every_instruction_with_its_opcode_and_format},
+        {"a FIFO, a device and a directory are refused before reading",
+         test_fifo_device_and_directory_are_refused_before_reading},
+        {"a file over its cap is refused", test_a_file_over_its_cap_is_refused},
+        {"a NUL byte in a text file names its line", test_a_nul_byte_in_a_text_file_names_its_line},
+        {"text lines of any length", test_text_lines_of_any_length},
+        {"an output replaces its file only when complete", test_an_output_replaces_its_file_only_when_complete},
+        {"an output that cannot be made touches nothing", test_an_output_that_cannot_be_made_touches_nothing},
+        {"an output through a symlink replaces its target", test_an_output_through_a_symlink_replaces_its_target},
+        {"an output to a FIFO is written in place", test_an_output_to_a_fifo_is_written_in_place},
+        {"an output with a 250-byte name", test_an_output_with_a_long_name},
+        {"paths of any length are joined", test_path_join},
         {NULL, NULL},
     };
     return tu_run("isa", tests);

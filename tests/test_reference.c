@@ -6,10 +6,13 @@
 #include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -1684,6 +1687,97 @@ static void test_check_full_graph_errors_name_the_graph_line(void)
                        "reference: input %v (graph line 2) is not a tensor of the program");
 }
 
+/* The duplicate-name check was quadratic: 200,000 entries took over a
+ * minute.  Now sorted: 0.7 s of CPU (mostly cJSON's allocations). */
+static void test_safetensors_header_of_200000_entries_loads_fast(void)
+{
+    enum { N = 200000 };
+    char path[512];
+    st_path("-many.safetensors", path, sizeof path);
+    size_t cap = (size_t)N * 64 + 16, n = 0;
+    char *h = malloc(cap);
+    h[n++] = '{';
+    for (int i = 0; i < N; i++)
+        n += (size_t)snprintf(h + n, cap - n, "%s\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                              i ? "," : "", i);
+    strcpy(h + n, "}");
+    write_raw(path, -1, h, 0);
+    /* CPU time, not wall time: the test machine may be busy */
+    clock_t t0 = clock();
+    rt_st_file *f = rt_st_read(path, err, sizeof err);
+    double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->ntensors, N);
+#ifdef __SANITIZE_ADDRESS__
+    const double limit = 10; /* ASan's allocator is several times slower */
+#else
+    const double limit = 2;
+#endif
+    CU_ASSERT(s < limit);
+    if (s >= limit)
+        fprintf(stderr, "\n    200,000 entries: %.2f s\n", s);
+    rt_st_free(f);
+    /* and a duplicate among them is still found */
+    memcpy(strstr(h, "\"t199999\""), "\"t1\"     ", 9);
+    write_raw(path, -1, h, 0);
+    CU_ASSERT_PTR_NULL(rt_st_read(path, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor 't1' appears twice in the header"));
+    free(h);
+    remove(path);
+}
+
+static void test_safetensors_header_over_100_mb_is_refused(void)
+{
+    const char *w24 = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
+    expect_st_error(w24, 200000000, 24, "header length 200000000 exceeds the format's limit of 100000000 bytes");
+}
+
+static void test_safetensors_fifo_or_directory_is_not_read(void)
+{
+    char dir[1024], fifo[1100];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/weights.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    alarm(10); /* a blocking open would hang: fail instead */
+    CU_ASSERT_PTR_NULL(rt_st_read(fifo, err, sizeof err));
+    alarm(0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "weights.safetensors: not a regular file"));
+    CU_ASSERT_PTR_NULL(rt_st_read(dir, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": not a regular file"));
+    tu_rmtree(dir);
+}
+
+/* A write that fails part-way leaves the old file as it was. */
+static void test_safetensors_failed_write_keeps_the_old_file(void)
+{
+    char dir[1024], path[1100];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/out.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    fputs("old", f);
+    fclose(f);
+    static float big[4096];
+    rt_st_entry e = {"big", RT_ST_F32, 1, {4096}, big};
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 1000;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    CU_ASSERT_EQUAL(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = rt_st_write(path, &e, 1, err, sizeof err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "out.safetensors: write error"));
+    char buf[16] = "";
+    f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fread(buf, 1, sizeof buf, f), 3);
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(buf, "old");
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1706,6 +1800,10 @@ int main(void)
         {"inputs must be set with the declared size", test_inputs_must_be_set_with_the_declared_size},
         {"safetensors round trip every dtype", test_safetensors_round_trip_every_dtype},
         {"safetensors reports each corruption", test_safetensors_reports_each_corruption},
+        {"safetensors: a header of 200,000 entries loads fast", test_safetensors_header_of_200000_entries_loads_fast},
+        {"safetensors: a header over 100 MB is refused", test_safetensors_header_over_100_mb_is_refused},
+        {"safetensors: a FIFO or directory is not read", test_safetensors_fifo_or_directory_is_not_read},
+        {"safetensors: a failed write keeps the old file", test_safetensors_failed_write_keeps_the_old_file},
         {"weights and inputs load by key and name", test_weights_and_inputs_load_by_key_and_name},
         {"encoder_small trace matches PyTorch", test_encoder_small_trace_matches_pytorch},
         {"every small trace matches PyTorch", test_every_small_trace_matches_pytorch},

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rt.h"
 #include "testutil.h"
@@ -616,6 +618,18 @@ static void test_input_file_loads_raw_fp32_and_checks_size(void)
     CU_ASSERT_EQUAL(rt_input_arg(prog, arg, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no tensor Z"));
     remove(path);
+    /* a FIFO or device blocked or read forever; refused before any read */
+    char dir[1024], fifo[1100];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/x.f32", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    alarm(10);
+    CU_ASSERT_EQUAL(rt_load_input_file(prog, "X", fifo, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "x.f32: not a regular file"));
+    CU_ASSERT_EQUAL(rt_load_input_file(prog, "X", "/dev/zero", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/dev/zero: not a regular file"));
+    alarm(0);
+    tu_rmtree(dir);
     rt_close(dev);
 }
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sim.h"
 #include "testutil.h"
@@ -96,6 +98,112 @@ static void test_config_reports_missing_key_and_file(void)
     remove(path);
     CU_ASSERT_EQUAL(sim_config_load("/nonexistent/x.cfg", &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
+}
+
+/* A configuration file of raw bytes (n of them) in dir; its path in path. */
+static void write_cfg(const char *path, const char *text, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(text, 1, n, f), n);
+    fclose(f);
+}
+
+/* Lines were read in 1,023-byte pieces: the tail of a long comment was
+ * parsed as a key. */
+static void test_config_lines_of_any_length(void)
+{
+    size_t n = 5000;
+    char *text = malloc(n + 64);
+    strcpy(text, "# ");
+    memset(text + 2, 'x', n);
+    strcpy(text + 2 + n - 20, " cores = 7 comment\ncores = 8\n");
+    char err[512];
+    CU_ASSERT_EQUAL(load_text(text, err, sizeof err), 0);
+    sim_config c;
+    char path[512];
+    tu_tmpfile(".cfg", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "include = %s/sim/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
+    fclose(f);
+    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.cores, 8);
+    remove(path);
+    free(text);
+}
+
+/* A NUL byte cut a value short; now it is an error naming the line. */
+static void test_config_nul_byte_is_an_error_naming_the_line(void)
+{
+    char path[512], err[512], want[600];
+    tu_tmpfile(".cfg", path, sizeof path);
+    write_cfg(path, "name = x\ncores = 4\0 # hidden\n", 29);
+    sim_config c;
+    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s:2: a NUL byte in the text", path);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    remove(path);
+}
+
+static void test_config_include_of_a_fifo_or_directory_is_refused(void)
+{
+    char dir[1024], path[1100], fifo[1100], err[1200];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/x.cfg", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo.cfg", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    write_cfg(path, "include = fifo.cfg\n", 19);
+    sim_config c;
+    alarm(10); /* a blocking open would hang: fail instead */
+    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    alarm(0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "fifo.cfg: not a regular file"));
+    write_cfg(path, "include = /dev/zero\n", 20);
+    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    CU_ASSERT_STRING_EQUAL(err, "/dev/zero: not a regular file");
+    CU_ASSERT_EQUAL(sim_config_load(dir, &c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": not a regular file"));
+    tu_rmtree(dir);
+}
+
+static void test_config_over_its_cap_is_refused(void)
+{
+    char path[512], err[512];
+    tu_tmpfile(".cfg", path, sizeof path);
+    size_t n = ISA_CONFIG_MAX + 1;
+    char *text = malloc(n);
+    memset(text, '\n', n);
+    write_cfg(path, text, n);
+    sim_config c;
+    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than the 1048576"));
+    remove(path);
+    free(text);
+}
+
+/* Includes and configuration paths had 1,024-byte buffers. */
+static void test_config_include_by_a_long_path(void)
+{
+    char dir[1024], err[4096];
+    tu_tmpdir(dir, sizeof dir);
+    char *deep = tu_long_dir(dir, 1200);
+    char *inner = isa_path_join(deep, "inner.cfg"), *outer = isa_path_join(deep, "outer.cfg");
+    char text[600];
+    int n = snprintf(text, sizeof text, "include = %s/sim/configs/spyre.cfg\ncores = 6\n", SPYRE_SOURCE_DIR);
+    write_cfg(inner, text, (size_t)n);
+    write_cfg(outer, "include = inner.cfg\nname = deep\n", 32);
+    sim_config c;
+    int rc = sim_config_load(outer, &c, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(c.cores, 6);
+    CU_ASSERT_STRING_EQUAL(c.name, "deep");
+    CU_ASSERT(strlen(outer) > 1100);
+    free(inner);
+    free(outer);
+    free(deep);
+    tu_rmtree(dir);
 }
 
 /* ---- DRAM ---- */
@@ -923,6 +1031,11 @@ int main(void)
     static const tu_test tests[] = {
         {"config_default_has_reference_values", test_config_default_has_reference_values},
         {"config_4core_overrides_included_file", test_config_4core_overrides_included_file},
+        {"config lines of any length", test_config_lines_of_any_length},
+        {"config: a NUL byte is an error naming the line", test_config_nul_byte_is_an_error_naming_the_line},
+        {"config: an include of a FIFO or directory is refused", test_config_include_of_a_fifo_or_directory_is_refused},
+        {"config: a file over its cap is refused", test_config_over_its_cap_is_refused},
+        {"config: an include by a long path", test_config_include_by_a_long_path},
         {"config_rejects_bad_values_with_line", test_config_rejects_bad_values_with_line},
         {"config_reports_missing_key_and_file", test_config_reports_missing_key_and_file},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},

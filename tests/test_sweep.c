@@ -206,6 +206,11 @@ static void test_autotune(void)
     f = fopen(tune, "a");
     fprintf(f, "tune mlp spyre-4core k0_addmm_gelu 1x2\ntune other_graph spyre-4core k0_addmm_gelu 4x1\n"
                "tune mlp spyre-4core k5_gone 2\n");
+    /* a comment longer than any line buffer: whole, never a second line */
+    fputc('#', f);
+    for (int i = 0; i < 700; i++)
+        fputc(' ', f);
+    fprintf(f, "tune mlp spyre-4core k0_addmm_gelu 2x1\n");
     fclose(f);
     snprintf(args, sizeof args, "compile " MLP " --config spyre-4core --tuning %s", tune);
     CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,12 +39,59 @@ void tu_tmpfile(const char *suffix, char *buf, size_t len)
     snprintf(buf, len, "%s/tmp-%d-%d%s", SPYRE_BINARY_DIR, (int)getpid(), counter++, suffix);
 }
 
+void tu_tmpdir(char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/tmpdir-XXXXXX", SPYRE_BINARY_DIR);
+    if (!mkdtemp(buf)) {
+        perror(buf);
+        abort();
+    }
+}
+
+void tu_rmtree(const char *dir)
+{
+    size_t n = strlen(dir) + 16;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "rm -rf '%s'", dir);
+    if (system(cmd))
+        fprintf(stderr, "%s failed\n", cmd);
+    free(cmd);
+}
+
+char *tu_long_dir(const char *dir, size_t min)
+{
+    static const char part[] = "/a-directory-name-of-one-hundred-bytes-to-make-the-whole-path-longer-than-any-"
+                               "fixed-buffer-0123456";
+    size_t n = strlen(dir);
+    char *p = malloc(n + min + sizeof part);
+    strcpy(p, dir);
+    while (n <= min) {
+        strcpy(p + n, part);
+        n += sizeof part - 1;
+        if (mkdir(p, 0777)) {
+            perror(p);
+            abort();
+        }
+    }
+    return p;
+}
+
 int tu_spyre(const char *args, char *out, size_t outlen)
 {
-    char cmd[4096], log[1024];
+    return tu_spyre_timeout(0, args, out, outlen);
+}
+
+int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen)
+{
+    char log[1024], limit[32] = "";
     tu_tmpfile(".log", log, sizeof log);
-    snprintf(cmd, sizeof cmd, "%s/spyre %s > %s 2>&1", SPYRE_BINARY_DIR, args, log);
+    if (seconds)
+        snprintf(limit, sizeof limit, "timeout %d ", seconds);
+    size_t n = strlen(SPYRE_BINARY_DIR) + strlen(args) + strlen(log) + 64;
+    char *cmd = malloc(n); /* arguments of any length: long paths are tested */
+    snprintf(cmd, n, "%s%s/spyre %s > %s 2>&1", limit, SPYRE_BINARY_DIR, args, log);
     int st = system(cmd);
+    free(cmd);
     if (out && outlen) {
         out[0] = 0;
         FILE *f = fopen(log, "r");

@@ -18,9 +18,20 @@ int tu_run(const char *suite, const tu_test *tests);
 void tu_config(const char *name, sim_config *cfg);
 /* A scratch file path under the build directory, unique per call. */
 void tu_tmpfile(const char *suffix, char *buf, size_t len);
+/* A fresh directory under the build directory (mkdtemp); FIFOs and other
+ * special files of the tests are made only inside one.  tu_rmtree removes
+ * it and everything in it. */
+void tu_tmpdir(char *buf, size_t len);
+void tu_rmtree(const char *dir);
+/* A directory path of more than min bytes, nested dirs made under dir (each
+ * component under NAME_MAX); returns it in a new string. */
+char *tu_long_dir(const char *dir, size_t min);
 /* Run the spyre command with arguments (shell syntax); returns its exit
  * status, with stdout+stderr captured into out (may be NULL). */
 int tu_spyre(const char *args, char *out, size_t outlen);
+/* tu_spyre under `timeout SECONDS`: a command that would block (reading a
+ * FIFO) fails with status 124 instead of hanging the test. */
+int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen);
 
 /* Hand-built programs: an empty program for ncores with a DRAM segment of
  * dram_bytes; append an instruction at its defaults to a core's stream

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cc.h"
 #include "isa.h"
@@ -53,46 +54,14 @@ static int usage_error(const char *name, const char *what)
     return EXIT_USAGE;
 }
 
-static char *read_text_file(const char *path, char *err, size_t len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, len, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, len, "%s: out of memory", path);
-        return NULL;
-    }
-    buf[n] = 0;
-    return buf;
-}
-
-
 static int load_config(const char *path_or_name, sim_config *cfg)
 {
-    char path[1024], err[1024];
-    sim_config_path(path_or_name ? path_or_name : "spyre", path, sizeof path);
-    if (sim_config_load(path, cfg, err, sizeof err)) {
+    char err[1024], *path = sim_config_path(path_or_name ? path_or_name : "spyre");
+    int rc = sim_config_load(path, cfg, err, sizeof err);
+    free(path);
+    if (rc)
         fprintf(stderr, "spyre: %s\n", err);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 /* ---- as ---- */
@@ -113,7 +82,7 @@ static int cmd_as(int argc, char **argv)
     if (!in || !out)
         return usage_error("as", "needs FILE.s and -o FILE.elf");
     char err[1024];
-    char *text = read_text_file(in, err, sizeof err);
+    char *text = isa_text_read(in, ISA_TEXT_MAX, err, sizeof err);
     if (!text)
         return fail("spyre as: %s", err);
     isa_program *p = isa_assemble(text, in, err, sizeof err);
@@ -318,7 +287,7 @@ static void print_top_kernels(const sim_stats *st, const sim_config *cfg)
     }
 }
 
-static void export_dir(const char *path, char *dir, size_t len);
+static char *export_file(const char *path, const char *name);
 
 /* An export's optional file (inputs.safetensors, expected.safetensors) is
  * absent only when nothing is at the path: one that is there but cannot be
@@ -487,16 +456,16 @@ static int cmd_run(int argc, char **argv)
     opt.detect_races = race_flag >= 0 ? race_flag : opt.values;
     if (trace)
         opt.trace = level;
-    char cfgpath[1024], err[1024];
-    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+    char err[1024], *cfgpath = sim_config_path(config ? config : "spyre");
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
+    free(cfgpath);
     if (!dev)
         return fail("spyre run: %s", err);
     sim_set_options(rt_sim(dev), &opt);
     int status = EXIT_USAGE;
     cc_graph *g = NULL;
     rt_program *prog = NULL;
-    char gdir[1024], gin[1200], gexp[1200];
+    char *gin = NULL, *gexp = NULL;
     int random_inputs = 0;
     if (names_graph(path)) {
         g = cc_graph_load(path, err, sizeof err);
@@ -504,9 +473,8 @@ static int cmd_run(int argc, char **argv)
             fprintf(stderr, "spyre run: %s\n", err);
             goto out;
         }
-        export_dir(path, gdir, sizeof gdir);
-        snprintf(gin, sizeof gin, "%s/inputs.safetensors", gdir);
-        snprintf(gexp, sizeof gexp, "%s/expected.safetensors", gdir);
+        gin = export_file(path, "inputs.safetensors");
+        gexp = export_file(path, "expected.safetensors");
         if (tuning && apply_tuning(tuning, path, g, rt_config(dev), run_work_div, &run_nwork_div, tuned, &ntuned))
             goto out;
         prog = compile_and_load(dev, g, err, sizeof err);
@@ -591,6 +559,8 @@ static int cmd_run(int argc, char **argv)
 out:
     for (int i = 0; i < ntuned; i++)
         free(tuned[i]);
+    free(gin);
+    free(gexp);
     cc_graph_free(g);
     if (prog)
         rt_unload(prog);
@@ -664,9 +634,10 @@ static int cmd_compile(int argc, char **argv)
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
         backend_dump |= !strcmp(*p, dump);
     if (out || config || backend_dump || nwork_div || tuning) {
-        char cfgpath[1024];
-        sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
-        if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+        char *cfgpath = sim_config_path(config ? config : "spyre");
+        int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+        free(cfgpath);
+        if (bad) {
             cc_graph_free(g);
             return fail("spyre compile: %s", err);
         }
@@ -701,16 +672,20 @@ static int cmd_compile(int argc, char **argv)
 
 /* ---- ref ---- */
 
-/* Directory part of a path to a graph file or export directory. */
-static void export_dir(const char *path, char *dir, size_t len)
+/* DIR/NAME, DIR the directory of a graph file or an export directory. */
+static char *export_file(const char *path, const char *name)
 {
     size_t n = strlen(path);
     if (n > 4 && !strcmp(path + n - 4, ".txt")) {
         const char *slash = strrchr(path, '/');
-        snprintf(dir, len, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-    } else {
-        snprintf(dir, len, "%s", path);
+        char *dir = slash ? strndup(path, (size_t)(slash - path)) : NULL;
+        if (slash && !dir)
+            abort();
+        char *file = isa_path_join(dir ? dir : ".", name);
+        free(dir);
+        return file;
     }
+    return isa_path_join(path, name);
 }
 
 static int cmd_ref(int argc, char **argv)
@@ -730,17 +705,12 @@ static int cmd_ref(int argc, char **argv)
     }
     if (!path)
         return usage_error("ref", "needs GRAPH (a graph file or an export directory)");
-    char err[1024], dir[1024], in_path[1200], exp_path[1200];
-    export_dir(path, dir, sizeof dir);
-    snprintf(in_path, sizeof in_path, "%s", inputs ? inputs : "");
-    if (!inputs)
-        snprintf(in_path, sizeof in_path, "%s/inputs.safetensors", dir);
-    snprintf(exp_path, sizeof exp_path, "%s", expected ? expected : "");
-    if (!expected)
-        snprintf(exp_path, sizeof exp_path, "%s/expected.safetensors", dir);
+    char err[1024];
     cc_graph *g = cc_graph_load(path, err, sizeof err);
     if (!g)
         return fail("spyre ref: %s", err);
+    char *in_path = inputs ? isa_path_join(NULL, inputs) : export_file(path, "inputs.safetensors");
+    char *exp_path = expected ? isa_path_join(NULL, expected) : export_file(path, "expected.safetensors");
     int status = EXIT_USAGE;
     rt_st_file *want = NULL;
     rt_ref *r = rt_ref_new(g, err, sizeof err);
@@ -794,6 +764,8 @@ out:
     rt_st_free(want);
     rt_ref_free(r);
     cc_graph_free(g);
+    free(in_path);
+    free(exp_path);
     return status;
 }
 

@@ -14,6 +14,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
+#define _XOPEN_SOURCE 700 /* realpath */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -98,20 +99,23 @@ static double now_s(void)
 /* mkdir -p */
 static int make_dirs(const char *path)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
+    char *buf = isa_path_join(NULL, path);
+    int rc = 0;
+    for (char *p = buf + 1; !rc; p++) {
         if (*p == '/' || !*p) {
             char c = *p;
             *p = 0;
             if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
+                rc = -1;
             *p = c;
             if (!c)
                 break;
         }
     }
-    return 0;
+    int e = errno;
+    free(buf);
+    errno = e;
+    return rc;
 }
 
 /* The last path component of a graph path, without a trailing slash or,
@@ -119,8 +123,7 @@ static int make_dirs(const char *path)
  * "traces/mlp/" are both "mlp"). */
 static void graph_name(const char *path, char *out, size_t len)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
+    char *buf = isa_path_join(NULL, path);
     size_t n = strlen(buf);
     while (n > 1 && buf[n - 1] == '/')
         buf[--n] = 0;
@@ -129,10 +132,27 @@ static void graph_name(const char *path, char *out, size_t len)
         if (slash)
             *slash = 0;
         else
-            snprintf(buf, sizeof buf, ".");
+            strcpy(buf, ".");
     }
     const char *base = strrchr(buf, '/');
     snprintf(out, len, "%s", base ? base + 1 : buf);
+    free(buf);
+}
+
+/* The text of a sweep file that may not exist yet: NULL with err[0] == 0
+ * when there is none, NULL with err when it cannot be read (isa_text_read:
+ * not a regular file, a NUL byte, ...). */
+static char *read_if_present(const char *path, char *err, size_t errlen)
+{
+    err[0] = 0;
+    return access(path, F_OK) ? NULL : isa_text_read(path, ISA_TEXT_MAX, err, errlen);
+}
+
+/* Is line (without its '\n') the header line hdr (with it)? */
+static int is_header(const char *line, const char *hdr)
+{
+    size_t n = strlen(hdr) - 1;
+    return !strncmp(line, hdr, n) && !line[n];
 }
 
 /* ---- CSV ---- */
@@ -150,16 +170,15 @@ static void csv_write_row(FILE *f, const sw_row *r)
  * 0 when the file does not exist, -1 with err on a malformed file. */
 static int csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[512];
+    char *text = read_if_present(path, err, errlen), *cur = text, *line;
+    if (!text)
+        return err[0] ? -1 : 0;
     int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    while ((line = isa_text_line(&cur))) {
         lineno++;
         if (lineno == 1 && !strncmp(line, "index,", 6))
             continue;
-        if (line[0] == '\n' || !line[0])
+        if (!line[0])
             continue;
         sw_row r = {0};
         unsigned long long dram, lx;
@@ -167,7 +186,7 @@ static int csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
         if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
                    &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10) {
             snprintf(err, errlen, "%s:%d: not a sweep row: %.60s", path, lineno, line);
-            fclose(f);
+            free(text);
             return -1;
         }
         r.dram_bytes = dram;
@@ -176,7 +195,7 @@ static int csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
         if (!rows_find(rs, r.kernel, r.choice))
             *rows_push(rs) = r;
     }
-    fclose(f);
+    free(text);
     return 0;
 }
 
@@ -229,11 +248,8 @@ static void svg_text(FILE *f, double x, double y, const char *anchor, int size, 
 
 /* Bars of the kernel's cycles per variant (default blue, best green) and a
  * scatter of the kernel's cycles against its DRAM bytes. */
-static int write_svg(const char *path, const sw_rows *rs, const sw_kernel *k)
+static void write_svg(FILE *f, const sw_rows *rs, const sw_kernel *k)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
     const double W = 1000, H = 420, top = 50, bot = 330, bl = 60, br = 560, sl = 640, sr = 960;
     double ymax = 0, xmax = 0;
     for (int i = 0; i < rs->n; i++)
@@ -289,7 +305,6 @@ static int write_svg(const char *path, const sw_rows *rs, const sw_kernel *k)
         j++;
     }
     fprintf(f, "</svg>\n");
-    return fclose(f) ? -1 : 0;
 }
 
 static void json_str(FILE *f, const char *s)
@@ -304,21 +319,32 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Open DIR/NAME for writing; NULL (message printed) on failure. */
-static FILE *out_open(const char *dir, const char *name)
+/* Start writing DIR/NAME (isa_out_open: a temporary renamed into place by
+ * out_close); NULL (message printed) on failure. */
+static FILE *out_open(isa_outfile *o, const char *dir, const char *name)
 {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        fprintf(stderr, "spyre sweep: %s: %s\n", path, strerror(errno));
-    return f;
+    char err[1024], *path = isa_path_join(dir, name);
+    int rc = isa_out_open(o, path, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "spyre sweep: %s\n", err);
+    free(path);
+    return rc ? NULL : o->f;
+}
+
+/* Finish a file of out_open: 0, or -1 (message printed). */
+static int out_close(isa_outfile *o)
+{
+    char err[1024];
+    if (!isa_out_close(o, 1, err, sizeof err))
+        return 0;
+    fprintf(stderr, "spyre sweep: %s\n", err);
+    return -1;
 }
 
 /* DIR/sweep.json, opened with its first keys (graph, config) written. */
-static FILE *json_open(const char *dir, const char *graph, const char *config)
+static FILE *json_open(isa_outfile *o, const char *dir, const char *graph, const char *config)
 {
-    FILE *f = out_open(dir, "sweep.json");
+    FILE *f = out_open(o, dir, "sweep.json");
     if (!f)
         return NULL;
     fprintf(f, "{\n  \"graph\": ");
@@ -347,16 +373,17 @@ static int finish(sw_rows *rs, const char *out, const char *graph, const char *c
         if (best < 0 || rs->v[i].cycles < best)
             best = rs->v[i].cycles;
     }
-    char path[1200];
-    FILE *f = out_open(out, "sweep.csv");
+    isa_outfile o;
+    FILE *f = out_open(&o, out, "sweep.csv");
     if (!f)
         return SW_USAGE;
     fputs(csv_header, f);
     for (int i = 0; i < rs->n; i++)
         csv_write_row(f, &rs->v[i]);
-    fclose(f);
+    if (out_close(&o))
+        return SW_USAGE;
 
-    f = json_open(out, graph, config);
+    f = json_open(&o, out, graph, config);
     if (!f)
         return SW_USAGE;
     fprintf(f, ",\n  \"variants\": %d,\n  \"default_cycles\": %.12g,\n  \"best_cycles\": %.12g,\n"
@@ -386,12 +413,16 @@ static int finish(sw_rows *rs, const char *out, const char *graph, const char *c
                 r->is_default ? "true" : "false", r->is_best ? "true" : "false");
     }
     fprintf(f, "\n  ]\n}\n");
-    fclose(f);
+    if (out_close(&o))
+        return SW_USAGE;
 
     for (int k = 0; k < nk; k++) {
-        snprintf(path, sizeof path, "%.1000s/%.63s.svg", out, ks[k].name);
-        if (write_svg(path, rs, &ks[k]))
-            fprintf(stderr, "spyre sweep: %s: cannot write\n", path);
+        char name[80];
+        snprintf(name, sizeof name, "%.63s.svg", ks[k].name);
+        if ((f = out_open(&o, out, name))) { /* a plot that fails is reported, the sweep goes on */
+            write_svg(f, rs, &ks[k]);
+            out_close(&o);
+        }
     }
     for (int k = 0; k < nk; k++) {
         const sw_row *d = ks[k].def >= 0 ? &rs->v[ks[k].def] : NULL, *b = &rs->v[ks[k].best];
@@ -659,18 +690,22 @@ static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_row
     free(res);
     printf("joint search: %d graph%s simulated, the tuned graph %.0f -> %.0f cycles\n", evals, evals == 1 ? "" : "s",
            before, all);
-    FILE *f = fopen(file, "w");
-    if (!f) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", file, strerror(errno));
+    isa_outfile o;
+    if (isa_out_open(&o, file, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
         return SW_USAGE;
     }
+    FILE *f = o.f;
     fprintf(f, "# spyre sweep --autotune: work divisions that beat the defaults, checked together\n"
                "# (docs/sweep.md): tune GRAPH CONFIG KERNEL SPEC\n");
     for (int i = 0; i < n; i++) {
         const char *eq = strchr(spec[i], '=');
         fprintf(f, "tune %s %s %.*s %s\n", graph ? graph : "-", cfg->name, (int)(eq - spec[i]), spec[i], eq + 1);
     }
-    fclose(f);
+    if (isa_out_close(&o, 1, err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        return SW_USAGE;
+    }
     printf("autotune: %d choice%s in %s: whole graph %.0f cycles with them, %.0f without\n", n, n == 1 ? "" : "s",
            file, all, none);
     return SW_OK;
@@ -1122,16 +1157,15 @@ static void vary_write_row(FILE *f, const sw_vrow *r)
  * malformed file. */
 static int vary_csv_read(const char *path, sw_vrows *rs, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[2048];
+    char *text = read_if_present(path, err, errlen), *cur = text, *line;
+    if (!text)
+        return err[0] ? -1 : 0;
     int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    while ((line = isa_text_line(&cur))) {
         lineno++;
-        if (lineno == 1 && !strcmp(line, vary_header))
+        if (lineno == 1 && is_header(line, vary_header))
             continue;
-        if (line[0] == '\n' || !line[0])
+        if (!line[0])
             continue;
         sw_vrow r = {0};
         char status[8];
@@ -1141,11 +1175,11 @@ static int vary_csv_read(const char *path, sw_vrows *rs, char *err, size_t errle
                    &r.mac_util, &lx, &r.is_best, &at) != 8 || at < 0 || line[at] != '"' ||
             (strcmp(status, "ok") && strcmp(status, "failed"))) {
             snprintf(err, errlen, "%s:%d: not a --vary sweep row: %.60s", path, lineno, line);
-            fclose(f);
+            free(text);
             return -1;
         }
         size_t n = 0;
-        for (const char *m = line + at + 1; *m && *m != '\n' && n + 1 < sizeof r.message; m++) {
+        for (const char *m = line + at + 1; *m && n + 1 < sizeof r.message; m++) {
             if (*m == '"' && m[1] != '"')
                 break;
             if (*m == '"')
@@ -1160,7 +1194,7 @@ static int vary_csv_read(const char *path, sw_vrows *rs, char *err, size_t errle
         if (!vrows_find(rs, r.config))
             *vrows_push(rs) = r;
     }
-    fclose(f);
+    free(text);
     return 0;
 }
 
@@ -1172,11 +1206,8 @@ static int cmp_vindex(const void *a, const void *b)
 
 /* A bar of whole-graph cycles per configuration (green the best, a red
  * mark for a configuration the graph does not compile on). */
-static int vary_svg(const char *path, const sw_vrows *rs, int best)
+static void vary_svg(FILE *f, const sw_vrows *rs, int best)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
     const double W = 1000, H = 420, top = 50, bot = 300, l = 70, r = 980;
     double ymax = 0;
     for (int i = 0; i < rs->n; i++)
@@ -1217,7 +1248,6 @@ static int vary_svg(const char *path, const sw_vrows *rs, int best)
                     v->config);
     }
     fprintf(f, "</svg>\n");
-    return fclose(f) ? -1 : 0;
 }
 
 /* Mark the best configuration, rewrite sweep.csv, write sweep.json and
@@ -1235,16 +1265,17 @@ static int vary_finish(sw_vrows *rs, const char *out, const char *graph, const c
     }
     if (best >= 0)
         rs->v[best].is_best = 1;
-    char path[1200];
-    FILE *f = out_open(out, "sweep.csv");
+    isa_outfile o;
+    FILE *f = out_open(&o, out, "sweep.csv");
     if (!f)
         return SW_USAGE;
     fputs(vary_header, f);
     for (int i = 0; i < rs->n; i++)
         vary_write_row(f, &rs->v[i]);
-    fclose(f);
+    if (out_close(&o))
+        return SW_USAGE;
 
-    f = json_open(out, graph, config);
+    f = json_open(&o, out, graph, config);
     if (!f)
         return SW_USAGE;
     fprintf(f, ",\n  \"configurations\": %d,\n  \"failed\": %d,\n  \"best_config\": ", rs->n, nfailed);
@@ -1261,11 +1292,13 @@ static int vary_finish(sw_vrows *rs, const char *out, const char *graph, const c
         fputc('}', f);
     }
     fprintf(f, "\n  ]\n}\n");
-    fclose(f);
+    if (out_close(&o))
+        return SW_USAGE;
 
-    snprintf(path, sizeof path, "%s/configs.svg", out);
-    if (vary_svg(path, rs, best))
-        fprintf(stderr, "spyre sweep: %s: cannot write\n", path);
+    if ((f = out_open(&o, out, "configs.svg"))) { /* reported, the sweep goes on */
+        vary_svg(f, rs, best);
+        out_close(&o);
+    }
     for (int i = 0; i < rs->n; i++) {
         const sw_vrow *r = &rs->v[i];
         if (r->failed)
@@ -1400,14 +1433,14 @@ static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pi
                      size_t errlen)
 {
     const char *dir = getenv("TMPDIR");
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s/spyre-vary-XXXXXX", dir && *dir ? dir : "/tmp");
+    char *tmp = isa_path_join(dir && *dir ? dir : "/tmp", "spyre-vary-XXXXXX");
     int fd = mkstemp(tmp);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
         msgf(err, errlen, "%s: %s", tmp, strerror(errno));
         if (fd >= 0)
             close(fd);
+        free(tmp);
         return -1;
     }
     fprintf(f, "include = %s\n", base);
@@ -1417,6 +1450,7 @@ static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pi
     char e[1024];
     int rc = sim_config_load(tmp, cfg, e, sizeof e);
     remove(tmp);
+    free(tmp);
     if (rc) {
         char desc[512] = "";
         for (int k = 0; k < nax; k++)
@@ -1434,34 +1468,39 @@ static int sw_usage(const char *what);
 static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const char *out, int jobs, int shard_i,
                     int shard_n)
 {
-    char err[1024], cfgpath[1024], base[2048];
-    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
+    char err[1024];
+    char *cfgpath = sim_config_path(config ? config : "spyre");
     sim_config cfg;
-    if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+    /* the temporary configurations include it by absolute path */
+    char *base = bad ? NULL : realpath(cfgpath, NULL);
+    if (!bad && !base)
+        snprintf(err, sizeof err, "%s: %s", cfgpath, strerror(errno));
+    free(cfgpath);
+    if (!base) {
         fprintf(stderr, "spyre sweep: %s\n", err);
         return SW_USAGE;
     }
-    char cwd[1024];
-    if (cfgpath[0] == '/' || !getcwd(cwd, sizeof cwd))
-        snprintf(base, sizeof base, "%s", cfgpath);
-    else
-        snprintf(base, sizeof base, "%s/%s", cwd, cfgpath);
     long total = 1;
     for (int k = 0; k < nax; k++)
         total *= ax[k].n;
-    if (total > VARY_MAX_CONFIGS) {
-        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", total, VARY_MAX_CONFIGS);
-        return SW_USAGE;
-    }
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        return SW_USAGE;
-    }
     int status = SW_USAGE;
     sw_vrows rs = {0};
-    sim_config *cfgs = calloc((size_t)total, sizeof *cfgs);
-    int *todo = calloc((size_t)total, sizeof *todo);
+    sim_config *cfgs = NULL;
+    int *todo = NULL;
+    cc_graph *g = NULL;
+    char *csv = NULL;
+    if (total > VARY_MAX_CONFIGS) {
+        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", total, VARY_MAX_CONFIGS);
+        goto out;
+    }
+    g = cc_graph_load(path, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        goto out;
+    }
+    cfgs = calloc((size_t)total, sizeof *cfgs);
+    todo = calloc((size_t)total, sizeof *todo);
     if (!cfgs || !todo) {
         fprintf(stderr, "spyre sweep: out of memory\n");
         goto out;
@@ -1493,17 +1532,17 @@ static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, 
         goto out;
     }
     /* Resume: configurations already in OUT/sweep.csv are not re-run. */
-    char csv[1200];
-    snprintf(csv, sizeof csv, "%s/sweep.csv", out);
-    FILE *probe = fopen(csv, "r");
-    if (probe) {
-        char line[256] = "";
-        if (!fgets(line, sizeof line, probe) || strcmp(line, vary_header)) {
-            fclose(probe);
-            fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", csv);
-            goto out;
-        }
-        fclose(probe);
+    csv = isa_path_join(out, "sweep.csv");
+    char *old = read_if_present(csv, err, sizeof err);
+    int foreign = old && strncmp(old, vary_header, strlen(vary_header));
+    free(old);
+    if (err[0]) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        goto out;
+    }
+    if (foreign) {
+        fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", csv);
+        goto out;
     }
     sw_vrows prev = {0};
     if (vary_csv_read(csv, &prev, err, sizeof err)) {
@@ -1560,6 +1599,8 @@ out:
     free(todo);
     free(cfgs);
     free(rs.v);
+    free(base);
+    free(csv);
     cc_graph_free(g);
     return status;
 }
@@ -1568,6 +1609,34 @@ static int sw_usage(const char *what)
 {
     fprintf(stderr, "spyre sweep: %s\nusage: spyre %s\n", what, sweep_usage);
     return SW_USAGE;
+}
+
+/* The rows of shard directory dir (the i-th; the first says whether the
+ * shards are --vary sweeps), and the graph and config names from its
+ * sweep.json if not known yet (graph and config: 256 bytes each). */
+static int merge_dir(const char *dir, int i, int *vary, sw_rows *rs, sw_vrows *vrs, char *graph, char *config,
+                     char *err, size_t errlen)
+{
+    char *path = isa_path_join(dir, "sweep.csv");
+    char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);
+    if (text && !i)
+        *vary = !strncmp(text, vary_header, strlen(vary_header));
+    int rc = !text || (*vary ? vary_csv_read(path, vrs, err, errlen) : csv_read(path, rs, err, errlen));
+    free(text);
+    free(path);
+    if (rc)
+        return -1;
+    path = isa_path_join(dir, "sweep.json");
+    char *json = read_if_present(path, err, errlen), *cur = json, *line;
+    free(path);
+    while (json && (line = isa_text_line(&cur))) {
+        if (!graph[0])
+            sscanf(line, " \"graph\": \"%255[^\"]\"", graph);
+        if (!config[0])
+            sscanf(line, " \"config\": \"%255[^\"]\"", config);
+    }
+    free(json);
+    return err[0] ? -1 : 0;
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -1587,42 +1656,16 @@ static int cmd_merge(int argc, char **argv)
         return sw_usage("merge needs one or more shard directories");
     sw_rows rs = {0};
     sw_vrows vrs = {0};
-    char err[1024], path[1200];
+    char err[1024];
     char graph[256] = "", config[256] = "";
     int vary = 0;
     for (int i = 0; i < ndirs; i++) {
-        snprintf(path, sizeof path, "%s/sweep.csv", dirs[i]);
-        FILE *probe = fopen(path, "r");
-        if (!probe) {
-            free(rs.v);
-            free(vrs.v);
-            fprintf(stderr, "spyre sweep merge: %s: %s\n", path, strerror(errno));
-            return SW_USAGE;
-        }
-        char head[256] = "";
-        if (!fgets(head, sizeof head, probe))
-            head[0] = 0;
-        fclose(probe);
-        if (!i)
-            vary = !strcmp(head, vary_header);
-        if (vary ? vary_csv_read(path, &vrs, err, sizeof err) : csv_read(path, &rs, err, sizeof err)) {
+        if (merge_dir(dirs[i], i, &vary, &rs, &vrs, graph, config, err, sizeof err)) {
             free(rs.v);
             free(vrs.v);
             fprintf(stderr, "spyre sweep merge: %s\n", err);
             return SW_USAGE;
         }
-        /* the graph and config names, from a shard's sweep.json */
-        snprintf(path, sizeof path, "%s/sweep.json", dirs[i]);
-        FILE *j = fopen(path, "r");
-        char line[512];
-        while (j && fgets(line, sizeof line, j)) {
-            if (!graph[0])
-                sscanf(line, " \"graph\": \"%255[^\"]\"", graph);
-            if (!config[0])
-                sscanf(line, " \"config\": \"%255[^\"]\"", config);
-        }
-        if (j)
-            fclose(j);
     }
     if (make_dirs(out)) {
         free(rs.v);
@@ -1704,10 +1747,12 @@ int cmd_sweep(int argc, char **argv)
             return sw_usage("--vary takes neither --kernel nor --autotune");
         return cmd_vary(path, config, ax, nax, out, (int)jobs, shard_i, shard_n);
     }
-    char err[1024], cfgpath[1024];
+    char err[1024];
     sim_config cfg;
-    sim_config_path(config ? config : "spyre", cfgpath, sizeof cfgpath);
-    if (sim_config_load(cfgpath, &cfg, err, sizeof err)) {
+    char *cfgpath = sim_config_path(config ? config : "spyre");
+    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+    free(cfgpath);
+    if (bad) {
         fprintf(stderr, "spyre sweep: %s\n", err);
         return SW_USAGE;
     }
@@ -1721,6 +1766,7 @@ int cmd_sweep(int argc, char **argv)
     sw_cand *cands = NULL;
     int ncand = 0, cand_cap = 0;
     int *todo = NULL;
+    char *csv = NULL;
     cc_result *base = compile_variant(g, &cfg, NULL, NULL, err, sizeof err);
     if (!base) {
         fprintf(stderr, "spyre sweep: %s\n", err);
@@ -1810,23 +1856,16 @@ int cmd_sweep(int argc, char **argv)
         goto out;
     }
     /* Resume: rows already in OUT/sweep.csv are not re-run. */
-    char csv[1200];
-    snprintf(csv, sizeof csv, "%s/sweep.csv", out);
+    csv = isa_path_join(out, "sweep.csv");
     if (csv_read(csv, &prev, err, sizeof err)) {
         fprintf(stderr, "spyre sweep: %s\n", err);
         goto out;
     }
-    FILE *probe = fopen(csv, "r");
-    if (!probe) {
-        FILE *f = fopen(csv, "w");
-        if (!f) {
-            fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
-            goto out;
-        }
-        fputs(csv_header, f);
-        fclose(f);
-    } else {
-        fclose(probe);
+    /* a new journal starts with the header; rows are appended as they finish */
+    FILE *f = access(csv, F_OK) ? fopen(csv, "w") : NULL;
+    if (f && (fputs(csv_header, f) < 0) + fclose(f)) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
+        goto out;
     }
     todo = malloc((size_t)(ncand ? ncand : 1) * sizeof *todo);
     if (!todo) {
@@ -1871,6 +1910,7 @@ out:
     free(cands);
     free(prev.v);
     free(rs.v);
+    free(csv);
     cc_result_free(base);
     cc_graph_free(g);
     return status;
@@ -1909,22 +1949,22 @@ const char sweep_help[] =
 int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);
+    if (!text)
         return -1;
-    }
-    char gname[256], line[512];
+    char gname[256], *cur = text, *line;
     graph_name(graph_path, gname, sizeof gname);
     int lineno = 0, rc = 0;
     cc_result *kernels = NULL;
     const cc_graph *graph = g;
-    while (fgets(line, sizeof line, f)) {
+    while ((line = isa_text_line(&cur))) {
         lineno++;
-        char gk[256], c[256], k[128], s[64];
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+        char gk[256], c[256], k[128], s[64], extra;
+        if (line[0] == '#' || line[strspn(line, " \t\r")] == 0)
             continue;
-        if (sscanf(line, "tune %255s %255s %127s %63s", gk, c, k, s) != 4) {
+        /* exactly four words, each within its field */
+        if (sscanf(line, "tune %255s %255s %127s %63s %c", gk, c, k, s, &extra) != 4 || strlen(gk) == 255 ||
+            strlen(c) == 255 || strlen(k) == 127 || strlen(s) == 63) {
             snprintf(err, errlen, "%s:%d: expected `tune GRAPH CONFIG KERNEL SPEC`", path, lineno);
             rc = -1;
             break;
@@ -1957,7 +1997,7 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
         snprintf(wd, len, "%s=%s", k, s);
         work_div[(*n)++] = wd;
     }
-    fclose(f);
+    free(text);
     cc_result_free(kernels);
     return rc;
 }
