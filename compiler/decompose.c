@@ -92,12 +92,14 @@ static int emit(dctx *c, const char *op, cc_ttype t, int nargs, const cc_arg *ar
 {
     cc_graph *d = c->d;
     char *base = op_base(op);
-    char name[256];
     const char *src = c->g->values[c->g->nodes[c->cur].out].name;
-    snprintf(name, sizeof name, "%s.%s", src, base);
-    for (int k = 1; name_taken(d, name); k++)
-        snprintf(name, sizeof name, "%s.%s.%d", src, base, k);
+    char *name = ir_xsprintf("%s.%s", src, base);
+    for (int k = 1; name_taken(d, name); k++) {
+        free(name);
+        name = ir_xsprintf("%s.%s.%d", src, base, k);
+    }
     int v = new_value(c, name, &t);
+    free(name);
     d->nodes = ir_xgrow(d->nodes, &c->capnodes, d->nnodes + 1, sizeof *d->nodes);
     c->p->dfrom = realloc(c->p->dfrom, (size_t)c->capnodes * sizeof *c->p->dfrom);
     if (!c->p->dfrom)

@@ -502,7 +502,7 @@ static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref
  * the same name, else "outputN" is the graph's output N. */
 static int output_value(const cc_graph *g, const char *name)
 {
-    int v = cc_graph_find(g, name);
+    int v = cc_graph_find_tensor(g, name);
     if (v >= 0)
         return v;
     char *end;
@@ -517,9 +517,13 @@ static int output_value(const cc_graph *g, const char *name)
 /* The program tensor holding graph leaf v: by name, or by weight key. */
 static int leaf_tensor(const isa_program *p, const cc_value *val)
 {
-    int i = isa_program_find_tensor(p, val->name);
-    if (i < 0 && val->param_key)
-        i = isa_program_find_tensor(p, val->param_key);
+    char tn[CC_TENSOR_NAME_MAX];
+    cc_tensor_name(val->name, tn);
+    int i = isa_program_find_tensor(p, tn);
+    if (i < 0 && val->param_key) {
+        cc_tensor_name(val->param_key, tn);
+        i = isa_program_find_tensor(p, tn);
+    }
     return i;
 }
 
