@@ -415,7 +415,9 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
         const ir_buf *B = &p->bufs[b];
         be_layout *L = &c->lay[b];
         L->want_dim = -1;
-        L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED || (!B->internal && B->node >= 0 && !p->nodes[B->node].dead));
+        /* an empty output has no live node (dce) but is a tensor of the program */
+        L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED ||
+                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B))));
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
     }
     /* Matmul operands: B wants its stick on the dim n walks, A on the dim
