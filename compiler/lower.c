@@ -1092,7 +1092,10 @@ static void reshape_to(lctx *c, int out, int x, const cc_ttype *t)
     const lval *X = &c->vals[x];
     const lbase *B = &c->bases[X->base];
     int src = x;
-    if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
+    if (!cc_ttype_numel(&nt)) { /* no element is ever read: any map will do */
+        for (int r = 0; r < CC_MAX_RANK; r++)
+            m[r] = ir_idx_const(0);
+    } else if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
         if (B->buf < 0 && cc_ttype_numel(&X->type) >= cc_ttype_numel(&B->type) &&
             !reshape_map(&row, 1, &X->type, &nt, m)) {
             realize_base(c, X->base);

@@ -411,6 +411,10 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
     double worst_ratio = -1;
     for (int64_t i = 0; i < n; i++) {
         double ref = v->val[i], tol = v->tol[i];
+        if (isnan(y[i]) && isnan(ref)) { /* NaN where the reference has one (a mean over no element) */
+            r->within++;
+            continue;
+        }
         if (isnan(y[i])) {
             r->nans++;
             if (worst_ratio < INFINITY) {
