@@ -40,9 +40,16 @@ void tu_tmpfile(const char *suffix, char *buf, size_t len)
 
 int tu_spyre(const char *args, char *out, size_t outlen)
 {
-    char cmd[4096], log[1024];
+    return tu_spyre_timed(0, args, out, outlen);
+}
+
+int tu_spyre_timed(int seconds, const char *args, char *out, size_t outlen)
+{
+    char cmd[4096], log[1024], limit[32] = "";
     tu_tmpfile(".log", log, sizeof log);
-    snprintf(cmd, sizeof cmd, "%s/spyre %s > %s 2>&1", SPYRE_BINARY_DIR, args, log);
+    if (seconds > 0)
+        snprintf(limit, sizeof limit, "timeout %d ", seconds);
+    snprintf(cmd, sizeof cmd, "%s%s/spyre %s > %s 2>&1", limit, SPYRE_BINARY_DIR, args, log);
     int st = system(cmd);
     if (out && outlen) {
         out[0] = 0;

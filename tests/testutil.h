@@ -21,6 +21,8 @@ void tu_tmpfile(const char *suffix, char *buf, size_t len);
 /* Run the spyre command with arguments (shell syntax); returns its exit
  * status, with stdout+stderr captured into out (may be NULL). */
 int tu_spyre(const char *args, char *out, size_t outlen);
+/* tu_spyre killed after seconds (coreutils timeout): then it returns 124. */
+int tu_spyre_timed(int seconds, const char *args, char *out, size_t outlen);
 
 /* Hand-built programs: an empty program for ncores with a DRAM segment of
  * dram_bytes; append an instruction at its defaults to a core's stream
