@@ -753,6 +753,8 @@ static void l_embedding(lctx *c, int out, int opi)
     cc_ttype t = *it;
     t.dtype = wt->dtype;
     t.shape[t.rank++] = wt->shape[1];
+    if (!wt->shape[0] && cc_ttype_numel(&t))
+        fail(c, "every index is out of range of an empty weight");
     as_buffer_view(c, w);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);
@@ -780,6 +782,8 @@ static void l_index_select(lctx *c, int out, int opi)
     if (it->rank > 1 || ir_dtype_is_float(it->dtype))
         fail(c, "expects a 1-D integer index");
     t.shape[dim] = it->rank ? it->shape[0] : 1;
+    if (!vtype(c, x)->shape[dim] && cc_ttype_numel(&t))
+        fail(c, "every index is out of range of an empty dimension %d", dim);
     as_buffer_view(c, x);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);

@@ -362,6 +362,12 @@ static void test_empty_tensors_compile_run_check_and_ref(void)
     CU_ASSERT_EQUAL(spyref("info %s%s", elf, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "8x0"));
     remove(elf);
+    /* a gather of rows from an empty tensor has no index in range: the graph's line */
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    write_file(path, "input %x: f32[0, 4]\ninput %i: i64[3]\n"
+                     "%y: f32[3, 4] = aten.index_select.default(%x, 0, %i)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "graph.txt:3: aten.index_select.default: every index is out of range"));
     const char *files[] = {"graph.txt", "inputs.safetensors", "expected.safetensors"};
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
