@@ -730,37 +730,11 @@ static void merge_visit(void *ctx, const ir_expr *x)
         m->ok = 0;
 }
 
-/* A reduction (or the k loop of a MATMUL) over no element, for an output
- * that has elements: every element is the reduction's identity, so the
- * node becomes a POINTWISE fill over its outer loops (sum: 0, max: -inf,
- * min: +inf, as the sup and inf of the empty set). */
-static void empty_reduction(ir_prog *p, ir_node *n)
-{
-    int outer = n->kind == IR_MATMUL ? n->nbatch + 2 : n->nvars - n->nred, empty_out = 0, empty_red = 0;
-    for (int v = 0; v < n->nvars; v++) {
-        empty_out |= v < outer && n->ranges[v] == 0;
-        empty_red |= v >= outer && n->ranges[v] == 0;
-    }
-    if (empty_out || !empty_red) /* no output element (dce drops the node), or some work */
-        return;
-    double id = n->kind == IR_MATMUL || n->rop == IR_RSUM ? 0 : n->rop == IR_RMAX ? -INFINITY : INFINITY;
-    n->body = ir_const(&p->A, id, p->bufs[n->out].type.dtype);
-    n->kind = IR_POINTWISE;
-    n->nvars = outer;
-    n->nred = n->nbatch = 0;
-    n->a = n->b = -1;
-    for (int v = outer; v < IR_MAX_VARS; v++) {
-        n->ranges[v] = 0;
-        n->store.coef[v] = 0;
-    }
-}
-
 void ir_node_simplify(ir_prog *p, int id)
 {
     ir_node *n = &p->nodes[id];
     ir_index map[IR_MAX_VARS];
     int64_t ranges[IR_MAX_VARS];
-    empty_reduction(p, n);
     if (n->kind == IR_MATMUL) { /* the template keeps its loops */
         for (int v = 0; v < n->nvars; v++)
             map[v] = n->ranges[v] == 1 ? ir_idx_const(0) : ir_idx_var(v);

@@ -371,9 +371,7 @@ int ir_node_new(ir_prog *p, ir_node_kind kind, int out);
  * loops that every index walks contiguously (i0 of 2 and i1 of 16 become
  * one loop of 32 when each index has coef(i0) = 16 coef(i1)), as
  * Inductor's simplify_loops; reduced loops merge only with reduced ones.
- * A MATMUL keeps its loops (its indices only lose extent-1 terms).  A
- * reduction over no element (a MATMUL with k of extent 0) becomes a
- * POINTWISE fill with the reduction's identity. */
+ * A MATMUL keeps its loops (its indices only lose extent-1 terms). */
 void ir_node_simplify(ir_prog *p, int n);
 /* Rewrite node n onto new loops (nvars, ranges, nred): its old variable v
  * becomes map[v], an index over the new ones. */

@@ -799,6 +799,11 @@ static void l_index_select(lctx *c, int out, int opi)
 
 /* ---- Reductions ---- */
 
+/* A reduction over no element is its identity: 0 for a sum (and for a
+ * matrix product with K = 0), -inf for max and +inf for min, the sup and
+ * inf of the empty set (PyTorch raises an error for those two instead). */
+static const double identity[] = {[IR_RSUM] = 0, [IR_RMAX] = -INFINITY, [IR_RMIN] = INFINITY};
+
 static void l_reduce(lctx *c, int out, int opi)
 {
     ir_reduce_op rop = (ir_reduce_op)opi;
@@ -838,6 +843,16 @@ static void l_reduce(lctx *c, int out, int opi)
         trivial &= xt.shape[d] == 1;
     }
     ir_index coords[CC_MAX_RANK];
+    int64_t nelems = 1;
+    for (int i = 0; i < nred; i++)
+        nelems *= red_ext[i];
+    if (!nelems) { /* over no element: the identity, a constant its readers fold in */
+        uint64_t *ops = ops_new(c);
+        ops_of(c, ops, x);
+        set_computed(c, out, &t, ir_const(&c->p->A, identity[rop], dt), ops);
+        free(ops);
+        return;
+    }
     if (trivial) { /* nothing to reduce: a pointwise view of x */
         uint64_t *ops = ops_new(c);
         for (int d = 0; d < xt.rank; d++)
@@ -945,6 +960,11 @@ static void l_matmul(lctx *c, int out, int opi)
     ops_or(c, ops, c->vals[a].ops);
     ops_or(c, ops, c->vals[b].ops);
     ops_add_cur(c, ops);
+    if (!K) { /* a sum over no element (so addmm gives its bias) */
+        set_computed(c, out, &t, ir_const(&c->p->A, identity[IR_RSUM], t.dtype), ops);
+        free(ops);
+        return;
+    }
     if (!vec_a && !vec_b) {
         int ua = unmerged(c, a), ub = unmerged(c, b);
         const cc_ttype *xa = vtype(c, ua), *xb = vtype(c, ub);

@@ -2013,6 +2013,43 @@ static void test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips(void)
     }
 }
 
+/* Statistics over no element are PyTorch's: var and mean NaN, a layer
+ * norm's mean 0 and rstd NaN; a sum over no element read by a later
+ * kernel along a row is 0. */
+static void test_statistics_over_no_element_are_pytorchs_on_both_chips(void)
+{
+    const char *text = "graph stats\n"
+                       "input %x: f32[3, 0]\n"
+                       "input %y: f32[3, 8]\n"
+                       "%vm: (f32[3, 1], f32[3, 1]) = aten.var_mean.correction(%x, [1], correction=0, keepdim=True)\n"
+                       "%v: f32[3, 1] = getitem(%vm, 0)\n"
+                       "%m: f32[3, 1] = getitem(%vm, 1)\n"
+                       "%ln: (f32[3, 0], f32[3, 1], f32[3, 1]) = aten.native_layer_norm.default(%x, [0], None, None, 1e-05)\n"
+                       "%lm: f32[3, 1] = getitem(%ln, 1)\n"
+                       "%lr: f32[3, 1] = getitem(%ln, 2)\n"
+                       "%s: f32[3, 1] = aten.sum.dim_IntList(%x, [1], True)\n"
+                       "%z: f32[3, 8] = aten.add.Tensor(%y, %s)\n"
+                       "output %v, %m, %lm, %lr, %z\n";
+    const char *names[] = {"v", "m", "lm", "lr", "z", "y"};
+    for (int c = 0; c < 2; c++) {
+        float *v[6] = {0};
+        int64_t n[6] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "stats.txt", both_chips[c], 6, names, v, n), 0);
+        int nan = 0, zero = 0, same = 0;
+        for (int i = 0; i < 3; i++) {
+            nan += isnan(v[0][i]) + isnan(v[1][i]) + isnan(v[3][i]);
+            zero += v[2][i] == 0.0f;
+        }
+        for (int i = 0; i < 24; i++)
+            same += fabsf(v[4][i] - v[5][i]) <= 0x1p-9f * fabsf(v[5][i]) + 1e-6f;
+        CU_ASSERT_EQUAL(nan, 9);
+        CU_ASSERT_EQUAL(zero, 3);
+        CU_ASSERT_EQUAL(same, 24);
+        for (int i = 0; i < 6; i++)
+            free(v[i]);
+    }
+}
+
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
@@ -2066,6 +2103,8 @@ int main(void)
         {"graphs with an empty batch run to empty outputs on both chips",
          test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
+        {"statistics over no element are PyTorch's on both chips",
+         test_statistics_over_no_element_are_pytorchs_on_both_chips},
         {"names of any length compile and run", test_names_of_any_length_compile_and_run},
         {"lx_planning_beats_no_lx_plan_on_softmax", test_lx_planning_beats_no_lx_plan_on_softmax},
         {"mlp runs and matches the reference and PyTorch on both chips",
