@@ -362,6 +362,11 @@ static void test_empty_tensors_compile_run_check_and_ref(void)
     CU_ASSERT_EQUAL(spyref("info %s%s", elf, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "8x0"));
     remove(elf);
+    /* a cat of legacy empty tensors (shape [0]) only is an empty tensor */
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    write_file(path, "input %v: f32[0]\n%c: f32[0] = aten.cat.default([%v, %v])\noutput %c\n");
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check c: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
     /* a gather of rows from an empty tensor has no index in range: the graph's line */
     snprintf(path, sizeof path, "%s/graph.txt", dir);
     write_file(path, "input %x: f32[0, 4]\ninput %i: i64[3]\n"
