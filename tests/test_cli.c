@@ -367,13 +367,33 @@ static void test_empty_tensors_compile_run_check_and_ref(void)
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         remove(path);
     }
-    /* a cat of legacy empty tensors (shape [0]) only is an empty tensor */
+    /* traces/mlp with a batch of 0 (its weights from the trace) and F.linear of a (0, 3) batch */
     snprintf(path, sizeof path, "%s/graph.txt", dir);
+    write_file(path, "weights \"" SPYRE_SOURCE_DIR "/traces/mlp/weights.safetensors\"\n"
+                     "input %x: f32[0, 64]\n"
+                     "param %fc1_weight: f32[256, 64] = \"fc1.weight\"\n"
+                     "param %fc1_bias: f32[256] = \"fc1.bias\"\n"
+                     "param %fc2_weight: f32[64, 256] = \"fc2.weight\"\n"
+                     "param %fc2_bias: f32[64] = \"fc2.bias\"\n"
+                     "%t: f32[64, 256] = aten.t.default(%fc1_weight)\n"
+                     "%addmm: f32[0, 256] = aten.addmm.default(%fc1_bias, %x, %t)\n"
+                     "%gelu: f32[0, 256] = aten.gelu.default(%addmm)\n"
+                     "%t_1: f32[256, 64] = aten.t.default(%fc2_weight)\n"
+                     "%addmm_1: f32[0, 64] = aten.addmm.default(%fc2_bias, %gelu, %t_1)\n"
+                     "output %addmm_1\n");
+    CU_ASSERT_EQUAL(spyref("compile %s%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ": 0 kernels"));
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check addmm_1: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    write_file(path, "input %x: f32[0, 3]\ninput %w: f32[4, 3]\ninput %b: f32[4]\n"
+                     "%t: f32[3, 4] = aten.t.default(%w)\n%y: f32[0, 4] = aten.addmm.default(%b, %x, %t)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    /* a cat of legacy empty tensors (shape [0]) only is an empty tensor */
     write_file(path, "input %v: f32[0]\n%c: f32[0] = aten.cat.default([%v, %v])\noutput %c\n");
     CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check c: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
     /* a gather of rows from an empty tensor has no index in range: the graph's line */
-    snprintf(path, sizeof path, "%s/graph.txt", dir);
     write_file(path, "input %x: f32[0, 4]\ninput %i: i64[3]\n"
                      "%y: f32[3, 4] = aten.index_select.default(%x, 0, %i)\noutput %y\n");
     CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 2);
