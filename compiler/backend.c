@@ -356,17 +356,20 @@ int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t 
 
 /* ---- layout ---- */
 
-/* The name a DRAM buffer's tensor gets: a graph output's value name, else
- * the buffer's (an input's or parameter's value name). */
-static const char *tensor_name(const ir_prog *p, int b, const cc_ttype **type)
+/* The name a DRAM buffer's tensor gets (cc_tensor_name of): a graph
+ * output's value name, else the buffer's (an input's or parameter's value
+ * name). */
+static void tensor_name(const ir_prog *p, int b, const cc_ttype **type, char name[ISA_NAME_MAX])
 {
+    _Static_assert(CC_TENSOR_NAME_MAX == ISA_NAME_MAX, "device tensor names are the ELF's");
     *type = &p->bufs[b].type;
     for (int o = 0; o < p->noutputs; o++)
         if (p->outputs[o].buf == b) {
             *type = &p->outputs[o].type;
-            return p->outputs[o].name;
+            cc_tensor_name(p->outputs[o].name, name);
+            return;
         }
-    return p->bufs[b].name;
+    cc_tensor_name(p->bufs[b].name, name);
 }
 
 /* The host dim a variable walks with unit coordinate step, or -1. */
@@ -412,7 +415,9 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
         const ir_buf *B = &p->bufs[b];
         be_layout *L = &c->lay[b];
         L->want_dim = -1;
-        L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED || (!B->internal && B->node >= 0 && !p->nodes[B->node].dead));
+        /* an empty output has no live node (dce) but is a tensor of the program */
+        L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED ||
+                               (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B))));
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
     }
     /* Matmul operands: B wants its stick on the dim n walks, A on the dim
@@ -471,12 +476,11 @@ int be_layout_pass(ir_prog *p, const sim_config *cfg)
             if (!L->dram || (B->kind == IR_BUF_PARAM) != (pass == 0))
                 continue;
             const cc_ttype *ht;
-            const char *name = tensor_name(p, b, &ht);
+            char name[ISA_NAME_MAX];
+            tensor_name(p, b, &ht, name);
             if (B->type.rank > ISA_MAX_RANK || ht->rank > ISA_MAX_RANK)
                 return ir_error(p, -1, "buffer %s: rank %d is more than the device's %d", B->name, B->type.rank,
                                 ISA_MAX_RANK);
-            if (strlen(name) >= ISA_NAME_MAX)
-                return ir_error(p, -1, "buffer %s: the name is longer than %d characters", name, ISA_NAME_MAX - 1);
             int twin = isa_program_find_tensor(c->prog, name);
             if (twin >= 0)
                 return ir_error(p, -1, "output %s: %s (not supported yet)", name,

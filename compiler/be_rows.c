@@ -338,6 +338,19 @@ int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out)
         be_sfp(T, ISA_OP_SFP_ADD, BE_V_TILE, out->lx, out->lx, 0, v);
         return 0;
     }
+    if (v->cls == BE_V_CONST) { /* a constant fill (a sum over no element): sfp.iota with no step */
+        if (be_temp(T, cls, out))
+            return -1;
+        cc_sfp_args s = {0};
+        s.op = ISA_OP_SFP_IOTA;
+        s.c = T->corelet;
+        s.t = ISA_T_DL16;
+        shape_for(T, cls, &s);
+        s.d = cc_abs(out->lx);
+        s.imm = be_dl16_imm(v->imm);
+        cc_emit_sfp(T->e, &s);
+        return 0;
+    }
     return be_error(T->c, T->K, "cannot broadcast a %s value to a %s (not supported yet)",
                     v->cls == BE_V_ROW ? "per-row" : v->cls == BE_V_CONST ? "constant" : "per-column",
                     cls == BE_V_TILE ? "tile" : cls == BE_V_ROW ? "per-row value" : "per-column value");
@@ -1394,10 +1407,9 @@ static int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv)
             if (widened)
                 drop_temp(T, &wide);
         } else {
-            if (body.cls == BE_V_CONST)
-                return be_error(c, k->K, "%s is a constant (not supported yet)", c->p->bufs[N->out].name);
             v = body;
-            if (rn->cls == BE_V_TILE && body.cls != BE_V_TILE && be_widen(T, &body, BE_V_TILE, &v))
+            if ((rn->cls == BE_V_TILE || body.cls == BE_V_CONST) && body.cls != rn->cls &&
+                be_widen(T, &body, rn->cls, &v))
                 return -1;
         }
         nv[j < 64 ? j : 63] = v;

@@ -92,12 +92,14 @@ static int emit(dctx *c, const char *op, cc_ttype t, int nargs, const cc_arg *ar
 {
     cc_graph *d = c->d;
     char *base = op_base(op);
-    char name[256];
     const char *src = c->g->values[c->g->nodes[c->cur].out].name;
-    snprintf(name, sizeof name, "%s.%s", src, base);
-    for (int k = 1; name_taken(d, name); k++)
-        snprintf(name, sizeof name, "%s.%s.%d", src, base, k);
+    char *name = ir_xsprintf("%s.%s", src, base);
+    for (int k = 1; name_taken(d, name); k++) {
+        free(name);
+        name = ir_xsprintf("%s.%s.%d", src, base, k);
+    }
     int v = new_value(c, name, &t);
+    free(name);
     d->nodes = ir_xgrow(d->nodes, &c->capnodes, d->nnodes + 1, sizeof *d->nodes);
     c->p->dfrom = realloc(c->p->dfrom, (size_t)c->capnodes * sizeof *c->p->dfrom);
     if (!c->p->dfrom)
@@ -479,17 +481,27 @@ static int mean(dctx *c, int x, int nd, const int64_t *dims, int keepdim, int64_
     return bins(c, "aten.div.Tensor", s, (double)count);
 }
 
+/* The sum over dims of xc * xc / div, scaled before the sum: the sum of
+ * squares itself leaves DL16's range (about 8.6e9) for rows of values
+ * around 1e4.  Over no element (count 0) it is 0 / 0, NaN as in PyTorch
+ * (scaling each of no square by 1 / 0 would give 0). */
+static int sum_sq(dctx *c, int xc, int nd, const int64_t *dims, int keepdim, int64_t count, double div)
+{
+    if (!count)
+        return bins(c, "aten.div.Tensor", red(c, "aten.sum.dim_IntList", xc, nd, dims, keepdim), 0.0);
+    int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / div);
+    return red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
+}
+
 /* var over dims with a correction; also its mean (kept dims) in *meanv */
 static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, double corr, int keepdim,
                     int *meanv)
 {
     int m = mean(c, x, nd, dims, 1, count);
     int xc = bin(c, "aten.sub.Tensor", x, m);
-    /* scaled before the sum, which would leave DL16's range first */
-    int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / ((double)count - corr));
     if (meanv)
         *meanv = m;
-    return red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
+    return sum_sq(c, xc, nd, dims, keepdim, count, (double)count - corr);
 }
 
 static void var_args(dctx *c, const cc_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
@@ -530,12 +542,10 @@ static void layer_norm(dctx *c, const cc_node *n, int res[3])
             fail(c, "normalized_shape does not match the input's trailing dimensions");
         count *= ns[i];
     }
-    int m = mean(c, x, nn, dims, 1, count);
+    /* over an empty normalized shape: mean 0 (the sum), rstd NaN, as in PyTorch */
+    int m = count ? mean(c, x, nn, dims, 1, count) : red(c, "aten.sum.dim_IntList", x, nn, dims, 1);
     int xc = bin(c, "aten.sub.Tensor", x, m);
-    /* the squares scaled by 1/N before the sum: the sum of squares itself
-     * leaves DL16's range (about 8.6e9) for rows of values around 1e4 */
-    int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / (double)count);
-    int var = red(c, "aten.sum.dim_IntList", sq, nn, dims, 1);
+    int var = sum_sq(c, xc, nn, dims, 1, count, (double)count);
     int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", var, eps));
     int y = bin(c, "aten.mul.Tensor", xc, rstd);
     if (w >= 0)

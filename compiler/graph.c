@@ -1531,6 +1531,30 @@ int cc_graph_find(const cc_graph *g, const char *name)
     return -1;
 }
 
+void cc_tensor_name(const char *name, char buf[CC_TENSOR_NAME_MAX])
+{
+    size_t n = strlen(name);
+    if (n < CC_TENSOR_NAME_MAX) {
+        memcpy(buf, name, n + 1);
+        return;
+    }
+    uint64_t h = 14695981039346656037u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)name[i]) * 1099511628211u;
+    snprintf(buf, CC_TENSOR_NAME_MAX, "%.46s~%016llx", name, (unsigned long long)h);
+}
+
+int cc_graph_find_tensor(const cc_graph *g, const char *tensor)
+{
+    char tn[CC_TENSOR_NAME_MAX];
+    for (int i = 0; i < g->nvalues; i++) {
+        cc_tensor_name(g->values[i].name, tn);
+        if (strcmp(tn, tensor) == 0)
+            return i;
+    }
+    return -1;
+}
+
 int64_t cc_ttype_numel(const cc_ttype *t)
 {
     int64_t n = 1;

@@ -117,5 +117,14 @@ void cc_value_type_str(const cc_value *v, char *buf, size_t len);
 char *cc_graph_relpath(const cc_graph *g, const char *file);
 /* The dtype named by "f32", "i64", ...; -1 if none. */
 int cc_dtype_parse(const char *name);
+/* Device tensor names are at most CC_TENSOR_NAME_MAX - 1 bytes (the ELF's
+ * ISA_NAME_MAX); value names have any length.  The tensor of value (or
+ * weight key) `name` is named `name` when it fits, else its first 46
+ * bytes, '~' (which no value name contains) and 16 hex digits of a hash
+ * of the whole name. */
+#define CC_TENSOR_NAME_MAX 64
+void cc_tensor_name(const char *name, char buf[CC_TENSOR_NAME_MAX]);
+/* The value whose tensor cc_tensor_name names `tensor`, or -1. */
+int cc_graph_find_tensor(const cc_graph *g, const char *tensor);
 
 #endif

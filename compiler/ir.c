@@ -46,6 +46,19 @@ char *ir_xstrdup(const char *s)
     return d;
 }
 
+char *ir_xsprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = ir_xalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 const ir_op_info ir_ops[IR_NOPS] = {
 #define X(name, arity, text, prec) {text, arity, prec},
     IR_OPS(X)
@@ -612,19 +625,19 @@ int ir_broadcast(const cc_ttype *a, const cc_ttype *b, cc_ttype *out)
 
 int ir_buf_new(ir_prog *p, const char *name, const cc_ttype *t, ir_buf_kind kind)
 {
-    char nm[256];
-    snprintf(nm, sizeof nm, "%s", name);
+    char *nm = ir_xstrdup(name);
     for (int k = 1;; k++) {
         int clash = 0;
         for (int i = 0; i < p->nbufs && !clash; i++)
             clash = !strcmp(p->bufs[i].name, nm);
         if (!clash)
             break;
-        snprintf(nm, sizeof nm, "%s.%d", name, k);
+        free(nm);
+        nm = ir_xsprintf("%s.%d", name, k);
     }
     p->bufs = ir_xgrow(p->bufs, &p->capbufs, p->nbufs + 1, sizeof *p->bufs);
     ir_buf *b = &p->bufs[p->nbufs];
-    b->name = ir_xstrdup(nm);
+    b->name = nm;
     b->type = *t;
     b->kind = kind;
     b->node = -1;

@@ -360,6 +360,7 @@ void be_reroll_print(const ir_prog *p, const char *what, FILE *f);
 void *ir_xalloc(size_t n);           /* calloc that aborts when out of memory */
 void *ir_xgrow(void *p, int *cap, int need, size_t elem);
 char *ir_xstrdup(const char *s);
+char *ir_xsprintf(const char *fmt, ...); /* a new string of any length */
 void ir_arena_free(ir_arena *A);
 
 /* A new buffer (its name made unique); returns its id. */

@@ -695,8 +695,14 @@ static void l_cat(lctx *c, int out, int opi)
         o[nv] = (operand){x, 0, xt->dtype, xt->rank ? 0 : 1};
         nv++;
     }
-    if (!nv)
-        fail(c, "every tensor is empty");
+    if (!nv) { /* only legacy empty tensors: an empty tensor */
+        const int64_t zero = 0;
+        cc_ttype t = ttype(vtype(c, l->items[0].value)->dtype, 1, &zero);
+        uint64_t *ops = ops_new(c);
+        set_computed(c, out, &t, ir_const(&c->p->A, 0, t.dtype), ops);
+        free(ops);
+        return;
+    }
     cc_ttype t = *vtype(c, v[0]);
     int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), t.rank);
     int64_t start[256];
@@ -753,6 +759,8 @@ static void l_embedding(lctx *c, int out, int opi)
     cc_ttype t = *it;
     t.dtype = wt->dtype;
     t.shape[t.rank++] = wt->shape[1];
+    if (!wt->shape[0] && cc_ttype_numel(&t))
+        fail(c, "every index is out of range of an empty weight");
     as_buffer_view(c, w);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);
@@ -780,6 +788,8 @@ static void l_index_select(lctx *c, int out, int opi)
     if (it->rank > 1 || ir_dtype_is_float(it->dtype))
         fail(c, "expects a 1-D integer index");
     t.shape[dim] = it->rank ? it->shape[0] : 1;
+    if (!vtype(c, x)->shape[dim] && cc_ttype_numel(&t))
+        fail(c, "every index is out of range of an empty dimension %d", dim);
     as_buffer_view(c, x);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);
@@ -794,6 +804,11 @@ static void l_index_select(lctx *c, int out, int opi)
 }
 
 /* ---- Reductions ---- */
+
+/* A reduction over no element is its identity: 0 for a sum (and for a
+ * matrix product with K = 0), -inf for max and +inf for min, the sup and
+ * inf of the empty set (PyTorch raises an error for those two instead). */
+static const double identity[] = {[IR_RSUM] = 0, [IR_RMAX] = -INFINITY, [IR_RMIN] = INFINITY};
 
 static void l_reduce(lctx *c, int out, int opi)
 {
@@ -834,6 +849,16 @@ static void l_reduce(lctx *c, int out, int opi)
         trivial &= xt.shape[d] == 1;
     }
     ir_index coords[CC_MAX_RANK];
+    int64_t nelems = 1;
+    for (int i = 0; i < nred; i++)
+        nelems *= red_ext[i];
+    if (!nelems) { /* over no element: the identity, a constant its readers fold in */
+        uint64_t *ops = ops_new(c);
+        ops_of(c, ops, x);
+        set_computed(c, out, &t, ir_const(&c->p->A, identity[rop], dt), ops);
+        free(ops);
+        return;
+    }
     if (trivial) { /* nothing to reduce: a pointwise view of x */
         uint64_t *ops = ops_new(c);
         for (int d = 0; d < xt.rank; d++)
@@ -941,6 +966,11 @@ static void l_matmul(lctx *c, int out, int opi)
     ops_or(c, ops, c->vals[a].ops);
     ops_or(c, ops, c->vals[b].ops);
     ops_add_cur(c, ops);
+    if (!K) { /* a sum over no element (so addmm gives its bias) */
+        set_computed(c, out, &t, ir_const(&c->p->A, identity[IR_RSUM], t.dtype), ops);
+        free(ops);
+        return;
+    }
     if (!vec_a && !vec_b) {
         int ua = unmerged(c, a), ub = unmerged(c, b);
         const cc_ttype *xa = vtype(c, ua), *xb = vtype(c, ub);
@@ -1092,7 +1122,10 @@ static void reshape_to(lctx *c, int out, int x, const cc_ttype *t)
     const lval *X = &c->vals[x];
     const lbase *B = &c->bases[X->base];
     int src = x;
-    if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
+    if (!cc_ttype_numel(&nt)) { /* no element is ever read: any map will do */
+        for (int r = 0; r < CC_MAX_RANK; r++)
+            m[r] = ir_idx_const(0);
+    } else if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
         if (B->buf < 0 && cc_ttype_numel(&X->type) >= cc_ttype_numel(&B->type) &&
             !reshape_map(&row, 1, &X->type, &nt, m)) {
             realize_base(c, X->base);

@@ -105,9 +105,11 @@ int ir_dce(ir_prog *p)
         live[b] = p->bufs[b].output;
     for (int i = p->nnodes - 1; i >= 0; i--) { /* readers come after writers */
         ir_node *n = &p->nodes[i];
-        if (!live[n->out]) {
+        /* A node with no output element has no work: it goes, and its
+         * buffer stays only if it is an output (an empty tensor). */
+        if (!live[n->out] || !ir_buf_bytes(&p->bufs[n->out])) {
             n->dead = 1;
-            p->bufs[n->out].dead = 1;
+            p->bufs[n->out].dead = !live[n->out];
             p->kernels[n->kernel].dead = 1;
             continue;
         }

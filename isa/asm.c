@@ -303,7 +303,7 @@ static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
         return fail(a, ".tensor: more than %d dimensions in '%s'", ISA_MAX_RANK, s);
     for (char *d = strtok_r(buf, "x", &save); d; d = strtok_r(NULL, "x", &save)) {
         uint64_t v;
-        if (parse_u64(d, &v) || v < 1 || v > ASM_MAX_BYTES)
+        if (parse_u64(d, &v) || v > ASM_MAX_BYTES) /* 0: an empty tensor */
             return fail(a, ".tensor: bad dimensions '%s' (expected e.g. 512x1024)", s);
         shape[(*rank)++] = (int64_t)v;
     }
@@ -312,7 +312,8 @@ static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
     return 0;
 }
 
-/* Device bytes of a shape, or 0 when it is larger than ASM_MAX_BYTES. */
+/* Device bytes of a shape (0 for an empty one), or UINT64_MAX when it is
+ * larger than ASM_MAX_BYTES. */
 static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape, int stick_dim, isa_dtype_dev t)
 {
     uint64_t bytes = p->stick_bytes, lanes = p->stick_bytes / (t == ISA_T_F32 ? 4 : 2);
@@ -320,11 +321,11 @@ static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape
         uint64_t f = (uint64_t)shape[d];
         if (d == stick_dim)
             f = (f + lanes - 1) / lanes;
-        if (f > ASM_MAX_BYTES / bytes)
-            return 0;
+        if (bytes && f > ASM_MAX_BYTES / bytes)
+            return UINT64_MAX;
         bytes *= f;
     }
-    return bytes;
+    return bytes; /* 0 for an empty tensor */
 }
 
 static int dir_tensor(assembler *a, char **tok, int n)
@@ -385,7 +386,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
-    if (!need)
+    if (need == UINT64_MAX)
         return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ASM_MAX_BYTES);
     if (have_bytes && bytes < need)
         return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);

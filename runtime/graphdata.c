@@ -86,18 +86,20 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
         goto out;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *T = &p->tensors[i];
+        /* the value's own name: a long one is shortened in the program */
+        int v = cc_graph_find_tensor(g, T->name);
         if (T->role == ISA_ROLE_INPUT) {
             if (!in)
                 continue;
-            const rt_st_tensor *t = rt_st_find(in, T->name);
+            const char *key = v >= 0 ? g->values[v].name : T->name;
+            const rt_st_tensor *t = rt_st_find(in, key);
             if (!t) {
-                snprintf(err, errlen, "%s: no tensor %s (an input of the graph)", inputs_path, T->name);
+                snprintf(err, errlen, "%s: no tensor %s (an input of the graph)", inputs_path, key);
                 goto out;
             }
             if (write_st(prog, g, T->name, t, inputs_path, "input", err, errlen))
                 goto out;
         } else if (T->role == ISA_ROLE_WEIGHT) {
-            int v = cc_graph_find(g, T->name);
             const char *key = v >= 0 && g->values[v].param_key ? g->values[v].param_key : T->name;
             const rt_st_tensor *t = w ? rt_st_find(w, key) : NULL;
             if (!t) {

@@ -150,11 +150,10 @@ int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen)
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
         return rt_errf(err, errlen, "input argument '%s' is not NAME=FILE", arg);
-    size_t len = (size_t)(eq - arg);
-    char name[ISA_NAME_MAX];
-    if (len >= sizeof name)
-        return rt_errf(err, errlen, "input argument '%s': name longer than %d characters", arg, ISA_NAME_MAX - 1);
-    memcpy(name, arg, len);
-    name[len] = 0;
+    char *value = strndup(arg, (size_t)(eq - arg)), name[CC_TENSOR_NAME_MAX];
+    if (!value)
+        return rt_errf(err, errlen, "out of host memory");
+    cc_tensor_name(value, name); /* a long value name is shortened in the program */
+    free(value);
     return rt_load_input_file(prog, name, eq + 1, err, errlen);
 }

@@ -2656,7 +2656,7 @@ static void layer_norm_bound(const tens *x, int64_t base, int64_t cols, const te
     eb_acc s1 = {.w = w}, s2 = {.w = w};
     for (int64_t c = 0; c < cols; c++)
         acc_add(&s1, ldd(x, base + c), ldb(x, w, base + c));
-    *mean = bv_div(acc_sum(&s1), bv_k((double)cols));
+    *mean = cols ? bv_div(acc_sum(&s1), bv_k((double)cols)) : bv_k(0); /* the mean of no element: 0, exact */
     for (int64_t c = 0; c < cols; c++) {
         bv xc = bv_sub((bv){ldd(x, base + c), ldb(x, w, base + c), w}, *mean), sq = bv_mul(xc, xc);
         acc_add(&s2, sq.v, sq.e);
@@ -2697,7 +2697,9 @@ static int op_layer_norm(ex *E, int native)
         return -1;
     if (present(abias) && !(b = tensor_of(E, abias, "bias")))
         return -1;
-    int64_t cols = numel(cnt, ns), rows = cols ? x->n / cols : 0;
+    /* rows from the leading dims: over an empty normalized shape each row
+     * still has its mean (0) and rstd (NaN), as in PyTorch */
+    int64_t cols = numel(cnt, ns), rows = numel(axis, x->shape);
     if ((w && w->n != cols) || (b && b->n != cols))
         return fail(E, "weight or bias does not have normalized_shape's %lld elements", (long long)cols);
     tens *o = new_result(E, K_F, x->rank, x->shape), *om = NULL, *orstd = NULL;
@@ -2717,7 +2719,7 @@ static int op_layer_norm(ex *E, int native)
         double mean = 0, var = 0;
         for (int64_t c = 0; c < cols; c++)
             mean += ldd(x, base + c);
-        mean /= (double)cols;
+        mean = cols ? mean / (double)cols : 0;
         for (int64_t c = 0; c < cols; c++) {
             double dv = ldd(x, base + c) - mean;
             var += dv * dv;

@@ -1846,9 +1846,266 @@ static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
     cc_graph_free(g);
 }
 
+/* ---- Zero-size dimensions and long names ---- */
+
+/* Compile text for cfgname, run it on seeded inputs and check every output
+ * against the reference executor; then read the n tensors names[] (inputs
+ * or outputs, as fp32) into vals[] and their element counts into elems[].
+ * Returns the outputs not ok, -1 on a failure (message printed). */
+static int run_and_read(const char *text, const char *path, const char *cfgname, int n, const char *const *names,
+                        float **vals, int64_t *elems)
+{
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, path, err, sizeof err);
+    if (!g)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    sim_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "compile on %s: %s\n", cfgname, err);
+        cc_graph_free(g);
+        return -1;
+    }
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_run_result res;
+    rt_check_result *chk = NULL;
+    int bad = -1, nchk = 0;
+    if (rt_fill_inputs(prog, 7, err, sizeof err) || rt_load_graph_tensors(prog, g, NULL, err, sizeof err) ||
+        rt_launch(prog, &res) || (bad = rt_check_graph(prog, g, &chk, &nchk, err, sizeof err)) < 0)
+        fprintf(stderr, "on %s: %s\n", cfgname, err);
+    CU_ASSERT_EQUAL(nchk, g->noutputs);
+    free(chk);
+    for (int i = 0; i < n && bad >= 0; i++) {
+        const isa_program *ip = rt_program_isa(prog);
+        int ti = isa_program_find_tensor(ip, names[i]);
+        CU_ASSERT_FATAL(ti >= 0);
+        elems[i] = rt_tensor_elems(&ip->tensors[ti]);
+        vals[i] = malloc((size_t)(elems[i] ? elems[i] : 1) * sizeof *vals[i]);
+        if (rt_read_tensor(prog, names[i], vals[i], err, sizeof err)) {
+            fprintf(stderr, "read %s: %s\n", names[i], err);
+            bad = -1;
+        }
+    }
+    rt_unload(prog);
+    rt_close(dev);
+    cc_graph_free(g);
+    return bad;
+}
+
+static const char *const both_chips[] = {"spyre", "spyre-4core"};
+
+/* Issue 12: mm of f32[8, 0] by f32[0, 8] divided by zero in coords_of.  A
+ * matmul or a sum over K = 0 is a fill with 0 (addmm: the bias), an op
+ * with no output element is no kernel and leaves an empty tensor. */
+static void test_a_product_or_sum_over_no_element_gives_zeros_or_the_bias_on_both_chips(void)
+{
+    const char *text = "graph k0\n"
+                       "input %a: f32[8, 0]\n"
+                       "input %b: f32[0, 8]\n"
+                       "input %bias: f32[8]\n"
+                       "%mm: f32[8, 8] = aten.mm.default(%a, %b)\n"
+                       "%addmm: f32[8, 8] = aten.addmm.default(%bias, %a, %b)\n"
+                       "%s: f32[8] = aten.sum.dim_IntList(%a, [1])\n"
+                       "%e: f32[8, 0] = aten.exp.default(%a)\n"
+                       "output %mm, %addmm, %s, %e\n";
+    const char *names[] = {"mm", "addmm", "s", "e", "bias"};
+    for (int c = 0; c < 2; c++) {
+        float *v[5] = {0};
+        int64_t n[5] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "k0.txt", both_chips[c], 5, names, v, n), 0);
+        CU_ASSERT_EQUAL(n[0], 64);
+        CU_ASSERT_EQUAL(n[2], 8);
+        CU_ASSERT_EQUAL(n[3], 0);
+        int zeros = 0, bias = 0;
+        for (int i = 0; i < 64; i++) {
+            zeros += v[0][i] == 0.0f && (i >= 8 || v[2][i] == 0.0f);
+            /* DL16 keeps 9 fraction bits */
+            bias += fabsf(v[1][i] - v[4][i % 8]) <= 0x1p-9f * fabsf(v[4][i % 8]) + 1e-6f;
+        }
+        CU_ASSERT_EQUAL(zeros, 64);
+        CU_ASSERT_EQUAL(bias, 64);
+        for (int i = 0; i < 5; i++)
+            free(v[i]);
+    }
+}
+
+/* Issue 12: traces/mlp with every [8, made [0, divided by zero in refine;
+ * F.linear of a (0, 3) batch and exp of a (0, 5) tensor likewise failed.
+ * They run: no kernel, empty outputs, checked. */
+static void test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips(void)
+{
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/traces/mlp/graph.txt", SPYRE_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char mlp[4096];
+    size_t len = fread(mlp, 1, sizeof mlp - 1, f);
+    fclose(f);
+    mlp[len] = 0;
+    for (char *q = mlp; (q = strstr(q, "[8, ")); q++)
+        q[1] = '0';
+    const char *linear = "graph linear0\n"
+                         "input %x: f32[0, 3]\n"
+                         "input %w: f32[4, 3]\n"
+                         "input %b: f32[4]\n"
+                         "%t: f32[3, 4] = aten.t.default(%w)\n"
+                         "%y: f32[0, 4] = aten.addmm.default(%b, %x, %t)\n"
+                         "output %y\n";
+    const char *expo = "graph exp0\ninput %x: f32[0, 5]\n%y: f32[0, 5] = aten.exp.default(%x)\noutput %y\n";
+    const char *texts[] = {mlp, linear, expo}, *paths[] = {path, "linear0.txt", "exp0.txt"};
+    const char *outs[] = {"addmm_1", "y", "y"};
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 3; i++) {
+            float *v = NULL;
+            int64_t n = -1;
+            CU_ASSERT_EQUAL(run_and_read(texts[i], paths[i], both_chips[c], 1, &outs[i], &v, &n), 0);
+            CU_ASSERT_EQUAL(n, 0);
+            free(v);
+        }
+    /* no kernel is generated for them */
+    cc_graph *g = cc_graph_parse(mlp, path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = cc_compile(g, NULL, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(cc_result_nkernels(r), 0);
+    cc_result_free(r);
+    cc_graph_free(g);
+}
+
+/* An empty input feeding a cat with a full one, a reshape and a mean over
+ * no element (NaN, as in PyTorch). */
+static void test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips(void)
+{
+    const char *text = "graph mix\n"
+                       "input %a: f32[0, 16]\n"
+                       "input %b: f32[3, 16]\n"
+                       "%c: f32[3, 16] = aten.cat.default([%a, %b])\n"
+                       "%d: f32[3, 16] = aten.exp.default(%c)\n"
+                       "%r: f32[0, 4, 4] = aten.reshape.default(%a, [-1, 4, 4])\n"
+                       "%m: f32[16] = aten.mean.dim(%a, [0])\n"
+                       "output %d, %r, %m\n";
+    const char *names[] = {"d", "b", "r", "m"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "mix.txt", both_chips[c], 4, names, v, n), 0);
+        CU_ASSERT_EQUAL(n[0], 48);
+        CU_ASSERT_EQUAL(n[2], 0);
+        CU_ASSERT_EQUAL(n[3], 16);
+        int ok = 0, nan = 0;
+        for (int i = 0; i < 48; i++)
+            ok += fabsf(v[0][i] - expf(v[1][i])) <= 0x1p-7f * expf(v[1][i]);
+        for (int i = 0; i < 16; i++)
+            nan += isnan(v[3][i]);
+        CU_ASSERT_EQUAL(ok, 48);
+        CU_ASSERT_EQUAL(nan, 16);
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
+/* Statistics over no element are PyTorch's: var and mean NaN, a layer
+ * norm's mean 0 and rstd NaN; a sum over no element read by a later
+ * kernel along a row is 0. */
+static void test_statistics_over_no_element_are_pytorchs_on_both_chips(void)
+{
+    const char *text = "graph stats\n"
+                       "input %x: f32[3, 0]\n"
+                       "input %y: f32[3, 8]\n"
+                       "%vm: (f32[3, 1], f32[3, 1]) = aten.var_mean.correction(%x, [1], correction=0, keepdim=True)\n"
+                       "%v: f32[3, 1] = getitem(%vm, 0)\n"
+                       "%m: f32[3, 1] = getitem(%vm, 1)\n"
+                       "%ln: (f32[3, 0], f32[3, 1], f32[3, 1]) = aten.native_layer_norm.default(%x, [0], None, None, 1e-05)\n"
+                       "%lm: f32[3, 1] = getitem(%ln, 1)\n"
+                       "%lr: f32[3, 1] = getitem(%ln, 2)\n"
+                       "%s: f32[3, 1] = aten.sum.dim_IntList(%x, [1], True)\n"
+                       "%z: f32[3, 8] = aten.add.Tensor(%y, %s)\n"
+                       "output %v, %m, %lm, %lr, %z\n";
+    const char *names[] = {"v", "m", "lm", "lr", "z", "y"};
+    for (int c = 0; c < 2; c++) {
+        float *v[6] = {0};
+        int64_t n[6] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "stats.txt", both_chips[c], 6, names, v, n), 0);
+        int nan = 0, zero = 0, same = 0;
+        for (int i = 0; i < 3; i++) {
+            nan += isnan(v[0][i]) + isnan(v[1][i]) + isnan(v[3][i]);
+            zero += v[2][i] == 0.0f;
+        }
+        for (int i = 0; i < 24; i++)
+            same += fabsf(v[4][i] - v[5][i]) <= 0x1p-9f * fabsf(v[5][i]) + 1e-6f;
+        CU_ASSERT_EQUAL(nan, 9);
+        CU_ASSERT_EQUAL(zero, 3);
+        CU_ASSERT_EQUAL(same, 24);
+        for (int i = 0; i < 6; i++)
+            free(v[i]);
+    }
+}
+
+/* Issue 12: a value name of about 250 characters looped forever (a
+ * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
+ * length run; device tensors of names over 63 bytes get shortened names
+ * (cc_tensor_name) that the runtime maps back. */
+static void test_names_of_any_length_compile_and_run(void)
+{
+    const int lens[] = {250, 300, 1000};
+    for (int i = 0; i < 3; i++) {
+        int L = lens[i];
+        char *nm = malloc((size_t)L + 1);
+        memset(nm, 'v', (size_t)L);
+        nm[L] = 0;
+        size_t cap = 8 * (size_t)L + 512;
+        char *text = malloc(cap);
+        /* an input, an intermediate, two ops of one source (decomposed names) and an output, all long */
+        snprintf(text, cap,
+                 "input %%%s: f32[8, 64]\n"
+                 "%%%s.t: f32[8, 64] = aten.exp.default(%%%s)\n"
+                 "%%%s.s: (f32[8, 64], f32[8, 1], f32[8, 1]) = aten.native_layer_norm.default(%%%s.t, [64], None, None, 1e-05)\n"
+                 "%%%s.o: f32[8, 64] = getitem(%%%s.s, 0)\n"
+                 "output %%%s.o\n",
+                 nm, nm, nm, nm, nm, nm, nm, nm);
+        char tn[CC_TENSOR_NAME_MAX], full[1100];
+        snprintf(full, sizeof full, "%s.o", nm);
+        cc_tensor_name(full, tn);
+        CU_ASSERT_EQUAL(strlen(tn), CC_TENSOR_NAME_MAX - 1);
+        const char *names[] = {tn};
+        float *v = NULL;
+        int64_t n = 0;
+        CU_ASSERT_EQUAL(run_and_read(text, "long.txt", "spyre-4core", 1, names, &v, &n), 0);
+        CU_ASSERT_EQUAL(n, 512);
+        free(v);
+        free(text);
+        free(nm);
+    }
+    /* shortened names differ when the long names do */
+    char a[CC_TENSOR_NAME_MAX], b[CC_TENSOR_NAME_MAX], x[300];
+    memset(x, 'v', sizeof x - 1);
+    x[sizeof x - 1] = 0;
+    cc_tensor_name(x, a);
+    x[sizeof x - 2] = 'w';
+    cc_tensor_name(x, b);
+    CU_ASSERT_NOT_EQUAL(strcmp(a, b), 0);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"a product or sum over no element gives zeros or the bias on both chips",
+         test_a_product_or_sum_over_no_element_gives_zeros_or_the_bias_on_both_chips},
+        {"graphs with an empty batch run to empty outputs on both chips",
+         test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
+        {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
+        {"statistics over no element are PyTorch's on both chips",
+         test_statistics_over_no_element_are_pytorchs_on_both_chips},
+        {"names of any length compile and run", test_names_of_any_length_compile_and_run},
         {"lx_planning_beats_no_lx_plan_on_softmax", test_lx_planning_beats_no_lx_plan_on_softmax},
         {"mlp runs and matches the reference and PyTorch on both chips",
          test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips},

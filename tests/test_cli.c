@@ -651,6 +651,165 @@ static void test_an_export_under_a_long_path_is_checked(void)
     tu_rmtree(dir);
 }
 
+/* ---- Empty tensors and long names (issue 12) ---- */
+
+/* A safetensors file of F32 tensors: names[i] of shape shapes[i] (rank 2,
+ * a dim of -1 ends a rank-1 shape) holding vals[i]; tensors follow each
+ * other, so an empty one has data_offsets [x, x] with x > 0. */
+static void write_st(const char *path, int n, const char *const *names, const int (*shapes)[2], const float *const *vals)
+{
+    char hdr[2048] = "{";
+    size_t o = 1, off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t cnt = (size_t)shapes[i][0] * (size_t)(shapes[i][1] < 0 ? 1 : shapes[i][1]);
+        char dims[32];
+        if (shapes[i][1] < 0)
+            snprintf(dims, sizeof dims, "%d", shapes[i][0]);
+        else
+            snprintf(dims, sizeof dims, "%d,%d", shapes[i][0], shapes[i][1]);
+        o += (size_t)snprintf(hdr + o, sizeof hdr - o, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%s],\"data_offsets\":[%zu,%zu]}",
+                              i ? "," : "", names[i], dims, off, off + 4 * cnt);
+        off += 4 * cnt;
+    }
+    o += (size_t)snprintf(hdr + o, sizeof hdr - o, "}");
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)o >> (8 * i));
+    fwrite(len, 1, 8, f);
+    fwrite(hdr, 1, o, f);
+    for (int i = 0; i < n; i++) /* little-endian x86-64: the floats as they are */
+        fwrite(vals[i], 4, (size_t)shapes[i][0] * (size_t)(shapes[i][1] < 0 ? 1 : shapes[i][1]), f);
+    fclose(f);
+}
+
+/* Issue 12: mm of f32[8, 0] by f32[0, 8] and exp of (0, 5) crashed or
+ * stopped with "internal".  An export directory of empty inputs
+ * (safetensors shape [8, 0], data_offsets [32, 32]) compiles, runs, checks
+ * against the reference and PyTorch's outputs (zeros, the bias, empty) and
+ * runs from its ELF file; `spyre ref` agrees. */
+static void test_empty_tensors_compile_run_check_and_ref(void)
+{
+    char dir[512], path[700], elf[512];
+    tu_tmpfile(".d", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    write_file(path, "graph empty\n"
+                     "input %bias: f32[8]\n"
+                     "input %a: f32[8, 0]\n"
+                     "input %b: f32[0, 8]\n"
+                     "input %x: f32[0, 5]\n"
+                     "%mm: f32[8, 8] = aten.mm.default(%a, %b)\n"
+                     "%addmm: f32[8, 8] = aten.addmm.default(%bias, %a, %b)\n"
+                     "%e: f32[0, 5] = aten.exp.default(%x)\n"
+                     "output %mm, %addmm, %e\n");
+    float bias[8], zeros[64], biased[64];
+    for (int i = 0; i < 8; i++)
+        bias[i] = 0.25f * (float)(i - 3);
+    for (int i = 0; i < 64; i++) {
+        zeros[i] = 0;
+        biased[i] = bias[i % 8];
+    }
+    const char *in_names[] = {"bias", "a", "b", "x"}, *out_names[] = {"output0", "output1", "output2"};
+    const int in_shapes[][2] = {{8, -1}, {8, 0}, {0, 8}, {0, 5}}, out_shapes[][2] = {{8, 8}, {8, 8}, {0, 5}};
+    const float *in_vals[] = {bias, zeros, zeros, zeros}, *out_vals[] = {zeros, biased, zeros};
+    snprintf(path, sizeof path, "%s/inputs.safetensors", dir);
+    write_st(path, 4, in_names, in_shapes, in_vals);
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    write_st(path, 3, out_names, out_shapes, out_vals);
+    CU_ASSERT_EQUAL(spyref("compile %s%s", dir, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "graph empty: 2 kernels"));
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check mm: max_abs_err=0.0e+00"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "(64/64)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check e: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "expected addmm:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    CU_ASSERT_EQUAL(spyref("ref %s%s", dir, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ref output1 (%addmm): max_abs_err=0 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "ref output2 (%e): max_abs_err=0 "));
+    tu_tmpfile(".elf", elf, sizeof elf);
+    CU_ASSERT_EQUAL(spyref("compile %s -o %s", dir, elf), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", elf, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check addmm:"));
+    CU_ASSERT_EQUAL(spyref("info %s%s", elf, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "8x0"));
+    remove(elf);
+    const char *files[] = {"inputs.safetensors", "expected.safetensors"};
+    for (int i = 0; i < 2; i++) { /* the graphs below take random inputs */
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    /* traces/mlp with a batch of 0 (its weights from the trace) and F.linear of a (0, 3) batch */
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    write_file(path, "weights \"" SPYRE_SOURCE_DIR "/traces/mlp/weights.safetensors\"\n"
+                     "input %x: f32[0, 64]\n"
+                     "param %fc1_weight: f32[256, 64] = \"fc1.weight\"\n"
+                     "param %fc1_bias: f32[256] = \"fc1.bias\"\n"
+                     "param %fc2_weight: f32[64, 256] = \"fc2.weight\"\n"
+                     "param %fc2_bias: f32[64] = \"fc2.bias\"\n"
+                     "%t: f32[64, 256] = aten.t.default(%fc1_weight)\n"
+                     "%addmm: f32[0, 256] = aten.addmm.default(%fc1_bias, %x, %t)\n"
+                     "%gelu: f32[0, 256] = aten.gelu.default(%addmm)\n"
+                     "%t_1: f32[256, 64] = aten.t.default(%fc2_weight)\n"
+                     "%addmm_1: f32[0, 64] = aten.addmm.default(%fc2_bias, %gelu, %t_1)\n"
+                     "output %addmm_1\n");
+    CU_ASSERT_EQUAL(spyref("compile %s%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ": 0 kernels"));
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check addmm_1: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    write_file(path, "input %x: f32[0, 3]\ninput %w: f32[4, 3]\ninput %b: f32[4]\n"
+                     "%t: f32[3, 4] = aten.t.default(%w)\n%y: f32[0, 4] = aten.addmm.default(%b, %x, %t)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    /* a cat of legacy empty tensors (shape [0]) only is an empty tensor */
+    write_file(path, "input %v: f32[0]\n%c: f32[0] = aten.cat.default([%v, %v])\noutput %c\n");
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check c: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    /* a gather of rows from an empty tensor has no index in range: the graph's line */
+    write_file(path, "input %x: f32[0, 4]\ninput %i: i64[3]\n"
+                     "%y: f32[3, 4] = aten.index_select.default(%x, 0, %i)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "graph.txt:3: aten.index_select.default: every index is out of range"));
+    remove(path);
+    rmdir(dir);
+}
+
+/* Issue 12: a value name of about 250 characters made compile and run loop
+ * forever (a generated name cut to 255 bytes lost its ".N" suffix).  Names
+ * of 250, 300 and 1000 characters (inputs, intermediates, the ops a layer
+ * norm decomposes into, outputs) compile and run --check in seconds. */
+static void test_long_names_compile_and_run_quickly(void)
+{
+    const int lens[] = {250, 300, 1000};
+    char g[512];
+    tu_tmpfile(".txt", g, sizeof g);
+    for (int i = 0; i < 3; i++) {
+        char nm[1001], text[16384];
+        memset(nm, 'n', (size_t)lens[i]);
+        nm[lens[i]] = 0;
+        snprintf(text, sizeof text,
+                 "input %%%s: f32[8, 64]\n"
+                 "%%%s.a: f32[8, 64] = aten.exp.default(%%%s)\n"
+                 "%%%s.b: f32[8, 64] = aten.add.Tensor(%%%s.a, %%%s)\n"
+                 "%%%s.s: (f32[8, 64], f32[8, 1], f32[8, 1]) = "
+                 "aten.native_layer_norm.default(%%%s.b, [64], None, None, 1e-05)\n"
+                 "%%%s.c: f32[8, 64] = getitem(%%%s.s, 0)\n" /* decomposed into ops named %%NAME.c.mul.1, ... */
+                 "output %%%s.c\n",
+                 nm, nm, nm, nm, nm, nm, nm, nm, nm, nm, nm);
+        write_file(g, text);
+        char args[1024];
+        snprintf(args, sizeof args, "compile %s", g);
+        CU_ASSERT_EQUAL(tu_spyre_timeout(60, args, out, sizeof out), 0);
+        snprintf(args, sizeof args, "run %s --check --no-lx-plan", g);
+        CU_ASSERT_EQUAL(tu_spyre_timeout(60, args, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "(512/512)"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    }
+    remove(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -681,6 +840,8 @@ int main(void)
         {"a NUL byte in assembly is an error naming the line", test_a_nul_byte_in_assembly_is_an_error_naming_the_line},
         {"outputs never remove what was there", test_outputs_never_remove_what_was_there},
         {"an export under a long path is checked", test_an_export_under_a_long_path_is_checked},
+        {"empty_tensors_compile_run_check_and_ref", test_empty_tensors_compile_run_check_and_ref},
+        {"long_names_compile_and_run_quickly", test_long_names_compile_and_run_quickly},
         {NULL, NULL},
     };
     return tu_run("cli", tests);
