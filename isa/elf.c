@@ -209,11 +209,6 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                 t->name, t->const_off, t->bytes, p->nconsts);
         return -1;
     }
-    for (size_t j = 0; j < i; j++)
-        if (strcmp(p->tensors[j].name, t->name) == 0) {
-            isa_set_err(msg, len, "tensor %s: name used twice", t->name);
-            return -1;
-        }
     return 0;
 }
 
@@ -378,6 +373,11 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
             isa_set_err(err, errlen, "%s: %s", path, msg);
             return -1;
         }
+    const char *dup = isa_program_duplicate_tensor(p);
+    if (dup) {
+        isa_set_err(err, errlen, "%s: tensor %s: name used twice", path, dup);
+        return -1;
+    }
     for (size_t i = 0; i < p->nkernels; i++)
         if (check_kernel(p, i, msg, sizeof msg)) {
             isa_set_err(err, errlen, "%s: %s", path, msg);
@@ -713,6 +713,11 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             rfail(r, "corrupt .spyre.tensors: %s", msg);
             return -1;
         }
+    }
+    const char *dup = isa_program_duplicate_tensor(p);
+    if (dup) {
+        rfail(r, "corrupt .spyre.tensors: tensor %s: name used twice", dup);
+        return -1;
     }
     return 0;
 }

@@ -382,6 +382,8 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
                            const int64_t *shape, uint64_t dram_off);
 int isa_program_find_tensor(const isa_program *p, const char *name);
+/* The name of a tensor that p lists twice, or NULL (O(n log n)). */
+const char *isa_program_duplicate_tensor(const isa_program *p);
 /* Name instructions [first, last] of a core's stream as a kernel. */
 void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last);
 /* Device layout helpers for a tensor: elements per stick, number of sticks

@@ -117,6 +117,28 @@ int isa_program_find_tensor(const isa_program *p, const char *name)
     return -1;
 }
 
+static int by_tensor_name(const void *a, const void *b)
+{
+    return strcmp((*(const isa_tensor *const *)a)->name, (*(const isa_tensor *const *)b)->name);
+}
+
+/* Sorted, not pairwise: a table of 200,000 tensors must not take minutes. */
+const char *isa_program_duplicate_tensor(const isa_program *p)
+{
+    if (p->ntensors < 2)
+        return NULL;
+    const isa_tensor **order = xrealloc(NULL, p->ntensors * sizeof *order);
+    for (size_t i = 0; i < p->ntensors; i++)
+        order[i] = &p->tensors[i];
+    qsort(order, p->ntensors, sizeof *order, by_tensor_name);
+    const char *dup = NULL;
+    for (size_t k = 1; k < p->ntensors && !dup; k++)
+        if (strcmp(order[k - 1]->name, order[k]->name) == 0)
+            dup = order[k]->name;
+    free(order);
+    return dup;
+}
+
 void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last)
 {
     p->kernels = xrealloc(p->kernels, (p->nkernels + 1) * sizeof *p->kernels);

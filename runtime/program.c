@@ -75,28 +75,6 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
     return 0;
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp((*(const isa_tensor *const *)a)->name, (*(const isa_tensor *const *)b)->name);
-}
-
-/* Sorted, not pairwise: a table of 200,000 tensors must not take minutes. */
-static int check_unique_names(const isa_program *p, char *err, size_t errlen)
-{
-    const isa_tensor **order = malloc((p->ntensors ? p->ntensors : 1) * sizeof *order);
-    if (!order)
-        return rt_errf(err, errlen, "out of host memory");
-    for (size_t i = 0; i < p->ntensors; i++)
-        order[i] = &p->tensors[i];
-    qsort(order, p->ntensors, sizeof *order, by_name);
-    int rc = 0;
-    for (size_t k = 1; k < p->ntensors && !rc; k++)
-        if (strcmp(order[k - 1]->name, order[k]->name) == 0)
-            rc = rt_errf(err, errlen, "tensor %s is defined twice", order[k]->name);
-    free(order);
-    return rc;
-}
-
 static int by_offset(const void *a, const void *b)
 {
     const isa_tensor *x = *(const isa_tensor *const *)a, *y = *(const isa_tensor *const *)b;
@@ -160,7 +138,10 @@ static int check_program(const rt_device *dev, const isa_program *p, char *err, 
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, err, errlen))
             return -1;
-    return check_unique_names(p, err, errlen) ? -1 : check_placement(p, err, errlen);
+    const char *dup = isa_program_duplicate_tensor(p);
+    if (dup)
+        return rt_errf(err, errlen, "tensor %s is defined twice", dup);
+    return check_placement(p, err, errlen);
 }
 
 /* The host copy of constant data is its decoded device value. */
