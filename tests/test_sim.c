@@ -1,6 +1,7 @@
 /* test_sim.c: the simulator: configuration files, device DRAM, every unit's
  * semantics on small hand-built programs, and the rule checks. */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ static void test_config_rejects_bad_values_with_line(void)
 {
     char err[512];
     CU_ASSERT_EQUAL(load_text("cores = 0\n", err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2: cores must be"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2: cores = 0: must be an integer in [1, 256]"));
     CU_ASSERT_EQUAL(load_text("clock_ghz = fast\n", err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "clock_ghz"));
     CU_ASSERT_EQUAL(load_text("lx_bytes = -5\n", err, sizeof err), -1);
@@ -96,6 +97,95 @@ static void test_config_reports_missing_key_and_file(void)
     remove(path);
     CU_ASSERT_EQUAL(sim_config_load("/nonexistent/x.cfg", &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
+}
+
+/* Every invalid value is refused by the loader with one line naming the
+ * key, its value and the reason (before this, nine DRAM settings passed it
+ * and failed later as "out of host memory creating the simulated chip"). */
+static void test_config_rejects_each_invalid_setting_naming_the_key(void)
+{
+    static const struct {
+        const char *lines;  /* appended after "include = spyre.cfg" */
+        const char *expect; /* in the message */
+    } bad[] = {
+        {"dram_burst_bytes = 3\n", "dram_burst_bytes = 3: must be a power of two"},
+        {"dram_burst_bytes = 4096\n", "dram_row_bytes = 2048: must be a whole number of bursts"},
+        {"dram_row_bytes = 2000\n", "dram_row_bytes = 2000: must be a whole number of bursts"},
+        {"dram_interleave_bytes = 48\n", "dram_interleave_bytes = 48: must be a whole number of bursts"},
+        {"dram_write_buffer_bytes = 100\n", "dram_write_buffer_bytes = 100: must be 0"},
+        {"dram_write_buffer_bytes = 1024\n", "dram_write_buffer_bytes = 1024: must be 0 (writes not posted) or hold"},
+        {"dram_write_low_pct = 90\n", "dram_write_low_pct = 90: must not exceed dram_write_high_pct"},
+        {"dram_write_high_pct = 10\n", "dram_write_low_pct = 50: must not exceed dram_write_high_pct"},
+        {"dram_trefi_ns = 1\n", "dram_trefi_ns = 1: must exceed dram_trfc_ns"},
+        {"dram_trfc_ns = 5000\n", "dram_trefi_ns = 3906: must exceed dram_trfc_ns"},
+        {"dram_cl = 4000\n", "dram_trefi_ns = 3906: must exceed"},
+        {"dram_channels = 65\n", "dram_channels = 65: must be an integer in [1, 64]"},
+        {"dram_tck_ns = 0\n", "dram_tck_ns = 0: must be a number in"},
+        {"dram_page_bytes = 12288\n", "dram_page_bytes = 12288: must be a power of two"},
+        {"dram_page_bytes = 4096\ndram_bytes = 1099511627776\n", "dram_bytes = 1099511627776: needs more than 2^24 pages"},
+        {"dram_align = 384\n", "dram_align = 384: must be a power of two"},
+        {"dram_bytes = 1048576\ndram_align = 2097152\n", "dram_bytes = 1048576: must be at least dram_align"},
+        {"lx_bytes = 2000000\n", "lx_bytes = 2000000: must be a multiple of 16 sticks"},
+        {"lx_usable_bytes = 1000\n", "lx_usable_bytes = 1000: must be a whole number of sticks"},
+        {"lx_usable_bytes = 4194304\n", "lx_usable_bytes = 4194304: must not exceed lx_bytes"},
+        {"ring_dram_ports = 33\n", "ring_dram_ports = 33: must not exceed cores"},
+        {"queue_depth = 100000\n", "queue_depth = 100000: must be an integer in [1, 4096]"},
+        {"cores = 0\n", "cores = 0: must be an integer in [1, 256]"},
+        {"clock_ghz = 0\n", "clock_ghz = 0: must be a number in"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        CU_ASSERT_EQUAL(load_text(bad[i].lines, err, sizeof err), -1);
+        if (!strstr(err, bad[i].expect) || !strstr(err, ".cfg:"))
+            fprintf(stderr, "\n%s: got '%s', want '%s'\n", bad[i].lines, err, bad[i].expect);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].expect));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, ".cfg:")); /* the file and line that set the key */
+        CU_ASSERT_PTR_NULL(strchr(err, '\n'));
+    }
+}
+
+static void test_every_shipped_config_loads(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/sim/configs", SPYRE_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".cfg"))
+            continue;
+        char path[1024], err[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        sim_config c;
+        int rc = sim_config_load(path, &c, err, sizeof err);
+        if (rc)
+            fprintf(stderr, "\n%s\n", err);
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), 0);
+        n++;
+    }
+    closedir(d);
+    CU_ASSERT(n >= 3);
+}
+
+/* A configuration built in memory is validated the same way. */
+static void test_config_check_names_the_key_of_an_in_memory_config(void)
+{
+    sim_config c;
+    char err[512];
+    tu_config("spyre", &c);
+    c.dram_burst_bytes = 3;
+    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "configuration spyre: dram_burst_bytes = 3: must be a power of two"));
+    tu_config("spyre", &c);
+    c.pt_rows = 0;
+    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "pt_rows = 0: must be in [1, 1024]"));
+    tu_config("spyre", &c);
+    c.clock_ghz = NAN;
+    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "clock_ghz = nan"));
 }
 
 /* ---- DRAM ---- */
@@ -374,7 +464,7 @@ static void test_queued_instructions_keep_the_addresses_of_their_dispatch(void)
     tu_emit(p, 2, ISA_OP_ENDL);
     tu_halt_all(p);
     for (int values = 1; values >= 0; values--) {
-        sim_options o = {values, 1, SIM_TRACE_INSN};
+        sim_options o = {.values = values, .detect_races = 1, .trace = SIM_TRACE_INSN};
         sim_set_options(s, &o);
         sim_fault f;
         CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
@@ -925,6 +1015,9 @@ int main(void)
         {"config_4core_overrides_included_file", test_config_4core_overrides_included_file},
         {"config_rejects_bad_values_with_line", test_config_rejects_bad_values_with_line},
         {"config_reports_missing_key_and_file", test_config_reports_missing_key_and_file},
+        {"config rejects each invalid setting naming the key", test_config_rejects_each_invalid_setting_naming_the_key},
+        {"every shipped config loads", test_every_shipped_config_loads},
+        {"config check names the key of an in-memory config", test_config_check_names_the_key_of_an_in_memory_config},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
