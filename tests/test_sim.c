@@ -695,6 +695,126 @@ static void test_missing_token_and_bad_loop_fault(void)
     expect_fault(p, 1, ISA_U_SEQ, 1, "halt inside a loop");
 }
 
+/* Run p on the 4-core chip with the given limits; the fault in *f. */
+static int run_limited(isa_program *p, uint64_t max_insns, uint64_t max_cycles, sim_fault *f)
+{
+    sim *s = sim_create(&cfg4);
+    sim_options o = {.values = 1, .detect_races = 1, .max_insns = max_insns, .max_cycles = max_cycles};
+    sim_set_options(s, &o);
+    int rc = sim_run(s, p, 0, NULL, f);
+    sim_destroy(s);
+    return rc;
+}
+
+/* Two nested loops of 2^32 - 1 around a nop: without limits this ran for
+ * ever; each limit stops it at the instruction past it. */
+static isa_program *nested_nop_loops(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 2, ISA_OP_LOOP)->val = 4294967295;
+    tu_emit(p, 2, ISA_OP_LOOP)->val = 4294967295;
+    tu_emit(p, 2, ISA_OP_NOP);
+    tu_emit(p, 2, ISA_OP_ENDL);
+    tu_emit(p, 2, ISA_OP_ENDL);
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits(void)
+{
+    isa_program *p = nested_nop_loops();
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_limited(p, 1000, 0, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 2);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_SEQ);
+    CU_ASSERT(f.index >= 2 && f.index <= 4); /* inside the inner loop */
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "instruction limit (1000; spyre run --max-insns N raises it, 0 removes it)"));
+    /* the sequencer takes seq_issue_cycles (1) per instruction */
+    CU_ASSERT_EQUAL(run_limited(p, SIM_NO_LIMIT, 5000, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit (5000 cycles; spyre run --max-cycles N raises it"));
+    isa_program_free(p);
+}
+
+/* A unit instruction that would end past the cycle limit faults on its
+ * unit, naming its index; the same program passes with the limit above. */
+static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_NOP);
+    isa_insn *in = tu_emit(p, 1, ISA_OP_SFP_EXP);
+    in->n[0] = 1000; /* about 2000 cycles of the vector unit */
+    in->as[0] = in->ds[0] = 0;
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_limited(p, 0, 500, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 1);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_SFP0);
+    CU_ASSERT_EQUAL(f.index, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit (500 cycles"));
+    CU_ASSERT_EQUAL(run_limited(p, 0, 100000, &f), 0);
+    CU_ASSERT_EQUAL(run_limited(p, 0, SIM_NO_LIMIT, &f), 0);
+    isa_program_free(p);
+}
+
+/* 0 in sim_options takes the defaults, far above a normal program. */
+static void test_zero_limits_take_the_defaults(void)
+{
+    CU_ASSERT(SIM_DEFAULT_MAX_INSNS >= 100000000ull);
+    CU_ASSERT(SIM_DEFAULT_MAX_CYCLES >= 100000000ull);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_LOOP)->val = 100000;
+    tu_emit(p, 0, ISA_OP_NOP);
+    tu_emit(p, 0, ISA_OP_ENDL);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_limited(p, 0, 0, &f), 0);
+    isa_program_free(p);
+}
+
+/* addi wraps modulo 2^64: 2^16 steps of 2^47 - 1 and one of 2^16 give
+ * 2^63, which wraps to INT64_MIN, an address outside every memory; 2^17
+ * steps of -2^47 go once round and give 0, a usable address again. */
+static void test_addi_wraps_modulo_2_64(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_LOOP)->val = 65536;
+    isa_insn *in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 1;
+    in->val = (1ll << 47) - 1;
+    tu_emit(p, 0, ISA_OP_ENDL);
+    in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 1;
+    in->val = 65536;
+    tu_emit(p, 0, ISA_OP_DMA_LD)->d.reg = 1;
+    tu_halt_all(p);
+    expect_fault(p, 0, ISA_U_DMAI, 4, "address 0x8000000000000000 of operand d is outside every memory");
+
+    p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_LOOP)->val = 131072;
+    in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 2;
+    in->val = -(1ll << 47);
+    tu_emit(p, 0, ISA_OP_ENDL);
+    in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 2;
+    in->val = 0x200;
+    in = tu_emit(p, 0, ISA_OP_DMA_LD);
+    in->d.reg = 2;
+    in->a.off = 0x1000;
+    tu_halt_all(p);
+    sim *s = sim_create(&cfg4);
+    uint8_t stick[128];
+    for (int i = 0; i < 128; i++)
+        stick[i] = (uint8_t)(i + 1);
+    sim_dram_write(s, 0x1000, stick, sizeof stick);
+    sim_fault f;
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, NULL, &f), 0);
+    CU_ASSERT_EQUAL(memcmp(sim_lx(s, 0) + 0x200, stick, sizeof stick), 0);
+    sim_destroy(s);
+    isa_program_free(p);
+}
+
 static void test_runs_are_deterministic(void)
 {
     sim *s = sim_create(&cfg4);
@@ -1018,6 +1138,12 @@ int main(void)
         {"config rejects each invalid setting naming the key", test_config_rejects_each_invalid_setting_naming_the_key},
         {"every shipped config loads", test_every_shipped_config_loads},
         {"config check names the key of an in-memory config", test_config_check_names_the_key_of_an_in_memory_config},
+        {"a runaway loop stops at the instruction and cycle limits",
+         test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits},
+        {"the cycle limit names the unit instruction that passes it",
+         test_the_cycle_limit_names_the_unit_instruction_that_passes_it},
+        {"zero limits take the defaults", test_zero_limits_take_the_defaults},
+        {"addi wraps modulo 2^64", test_addi_wraps_modulo_2_64},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
