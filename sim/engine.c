@@ -469,7 +469,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
-        if (sim_exec(s, c, u, e, &tm))
+        if (past_cycles(g, c->id, u, e->index, t + sim_time_min(s, in)) || sim_exec(s, c, u, e, &tm))
             return -1;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;

@@ -757,6 +757,29 @@ static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
     isa_program_free(p);
 }
 
+/* One DMA of 65535^4 pieces (stride 0) would loop for ever even timing
+ * only: its least possible duration passes the default cycle limit, so it
+ * faults before any of its work. */
+static void test_one_endless_dma_stops_at_the_cycle_limit_before_it_runs(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *in = tu_emit(p, 0, ISA_OP_DMA_LD);
+    for (int l = 0; l < ISA_MAX_LOOPS; l++)
+        in->n[l] = 65535;
+    tu_halt_all(p);
+    sim *s = sim_create(&cfg4);
+    sim_options o = {.values = 0, .detect_races = 0};
+    sim_set_options(s, &o);
+    sim_fault f;
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, NULL, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 0);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_DMAI);
+    CU_ASSERT_EQUAL(f.index, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit"));
+    sim_destroy(s);
+    isa_program_free(p);
+}
+
 /* 0 in sim_options takes the defaults, far above a normal program. */
 static void test_zero_limits_take_the_defaults(void)
 {
@@ -1142,6 +1165,8 @@ int main(void)
          test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits},
         {"the cycle limit names the unit instruction that passes it",
          test_the_cycle_limit_names_the_unit_instruction_that_passes_it},
+        {"one endless DMA stops at the cycle limit before it runs",
+         test_one_endless_dma_stops_at_the_cycle_limit_before_it_runs},
         {"zero limits take the defaults", test_zero_limits_take_the_defaults},
         {"addi wraps modulo 2^64", test_addi_wraps_modulo_2_64},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
