@@ -73,7 +73,7 @@
     K(dram_trfc_ns, D, dram_trfc_ns, 0, 1e6)                        \
     K(dram_rw_switch_bytes, I32, dram_rw_switch_bytes, 32, 1u << 31) \
     K(dram_reorder_bursts, D, dram_reorder_bursts, 0, 1e9)          \
-    K(dram_write_buffer_bytes, D, dram_write_buffer_bytes, 0, 1 << 30)   \
+    K(dram_write_buffer_bytes, D, dram_write_buffer_bytes, 0, 1 << 20)   \
     K(dram_write_high_pct, D, dram_write_high_pct, 0, 100)          \
     K(dram_write_low_pct, D, dram_write_low_pct, 0, 100)            \
     K(dram_write_ack_ns, D, dram_write_ack_ns, 0, 1e6)

@@ -114,6 +114,7 @@ static void test_config_rejects_each_invalid_setting_naming_the_key(void)
         {"dram_interleave_bytes = 48\n", "dram_interleave_bytes = 48: must be a whole number of bursts"},
         {"dram_write_buffer_bytes = 100\n", "dram_write_buffer_bytes = 100: must be 0"},
         {"dram_write_buffer_bytes = 1024\n", "dram_write_buffer_bytes = 1024: must be 0 (writes not posted) or hold"},
+        {"dram_write_buffer_bytes = 1073741824\n", "dram_write_buffer_bytes = 1073741824: must be a number in [0, "},
         {"dram_write_low_pct = 90\n", "dram_write_low_pct = 90: must not exceed dram_write_high_pct"},
         {"dram_write_high_pct = 10\n", "dram_write_low_pct = 50: must not exceed dram_write_high_pct"},
         {"dram_trefi_ns = 1\n", "dram_trefi_ns = 1: must exceed dram_trfc_ns"},
