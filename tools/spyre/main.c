@@ -824,7 +824,7 @@ static const command commands[] = {
      "--max-insns N stops the run (exit 3) once the cores have issued N instructions (default 1e9,\n"
      "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
      "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"
-     "prefill layer) issues about 2e6 instructions in 1.35e7 cycles.\n"
+     "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
      "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep and --no-reroll act as for `spyre compile`.\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race, a deadlock or a limit)."},
