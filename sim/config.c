@@ -156,7 +156,7 @@ static void key_value(const sim_config *c, int k, char *buf, size_t len)
 #define V_I32 V_I
 #define V_I64 V_I
 #define V_U(f) snprintf(buf, len, "%llu", (unsigned long long)c->f)
-#define V_D(f) snprintf(buf, len, "%.17g", c->f)
+#define V_D(f) snprintf(buf, len, "%.15g", c->f)
 #define K(key, ty, f, lo, hi) case KEY_##key: V_##ty(f); break;
         CONFIG_KEYS(K)
 #undef K
