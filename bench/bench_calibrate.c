@@ -57,7 +57,7 @@ int main(void)
         return 2;
     }
     const sim_config *cfg = rt_config(dev);
-    sim_options o = {0, 1, SIM_TRACE_OFF}; /* timing only: same cycles, less host time */
+    sim_options o = {.values = 0, .detect_races = 1, .trace = SIM_TRACE_OFF}; /* timing only: same cycles, less host time */
     sim_set_options(rt_sim(dev), &o);
     struct {
         const char *name;

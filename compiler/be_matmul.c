@@ -1206,6 +1206,21 @@ typedef struct {
     be_tile T;
 } mm_core;
 
+/* The host memory a core's emission holds (every path out frees it). */
+static void mm_core_free(mm_core *mc, int nn)
+{
+    free(mc->T.memo);
+    free(mc->T.memo_id);
+    for (int j = 0; mc->ocount && j < nn; j++)
+        free(mc->ocount[j]);
+    free(mc->ocount);
+    free(mc->ostage);
+    free(mc->alo);
+    free(mc->ago);
+    free(mc->blo);
+    free(mc->bgo);
+}
+
 /* Free this core's slot of chunk `step` (its chunk BC_SLOTS earlier is
  * done): slotfree to its own dmai when it loads that chunk, else a credit
  * to the neighbour it comes from (ring). */
@@ -2077,6 +2092,7 @@ int be_matmul_emit(be_ctx *c, int pos)
         if (nstaged)
             mc.strd = cc_tok_alloc(e, "restickify: staged results written");
         if (cc_emit_failed(e)) {
+            mm_core_free(&mc, m.ep.nn);
             rc = -1;
             break;
         }
@@ -2135,16 +2151,7 @@ int be_matmul_emit(be_ctx *c, int pos)
             cc_emit_wait(e, ISA_U_DMAI, mc.eempty[s]);
         }
         cc_kernel_end(e);
-        free(mc.T.memo);
-        free(mc.T.memo_id);
-        for (int j = 0; j < m.ep.nn; j++)
-            free(mc.ocount[j]);
-        free(mc.ocount);
-        free(mc.ostage);
-        free(mc.alo);
-        free(mc.ago);
-        free(mc.blo);
-        free(mc.bgo);
+        mm_core_free(&mc, m.ep.nn);
         if (cc_emit_failed(e))
             rc = -1;
     }

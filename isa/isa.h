@@ -185,7 +185,7 @@ typedef struct isa_insn {
     X(BAR,   "bar",   0x02, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle and every core reached the barrier") \
     X(FENCE, "fence", 0x07, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle; no other core takes part") \
     X(LI,    "li",    0x03, REG, ISA_C_SEQ, FIXED,  "r[r] := v") \
-    X(ADDI,  "addi",  0x04, REG, ISA_C_SEQ, FIXED,  "r[r] := r[r] + v") \
+    X(ADDI,  "addi",  0x04, REG, ISA_C_SEQ, FIXED,  "r[r] := r[r] + v, modulo 2^64 (wraps)") \
     X(LOOP,  "loop",  0x05, LOOP, ISA_C_SEQ, FIXED,  "run the instructions up to the matching endl n times (nesting depth 4)") \
     X(ENDL,  "endl",  0x06, NONE, ISA_C_SEQ, FIXED,  "end of the innermost loop body") \
     X(WAIT,  "wait",  0x08, TOK, ISA_C_SYNC, FIXED, "unit u blocks until token t > 0, then token t -= 1") \

@@ -31,19 +31,9 @@ rt_device *rt_open_config(const sim_config *cfg, char *err, size_t errlen)
         rt_errf(err, errlen, "rt_open: the runtime needs a little-endian host");
         return NULL;
     }
-    if (!cfg->dram_align || (cfg->dram_align & (cfg->dram_align - 1))) {
-        rt_errf(err, errlen, "rt_open: configuration %s: dram_align %llu is not a power of two",
-                cfg->name, (unsigned long long)cfg->dram_align);
-        return NULL;
-    }
-    if (cfg->stick_bytes < 4 || cfg->stick_bytes % 4 || cfg->stick_bytes > (1u << 20)) {
-        rt_errf(err, errlen, "rt_open: configuration %s: stick_bytes %u is not a multiple of 4 in 4..2^20",
-                cfg->name, cfg->stick_bytes);
-        return NULL;
-    }
-    if (cfg->dram_bytes < cfg->dram_align) {
-        rt_errf(err, errlen, "rt_open: configuration %s: dram_bytes %llu is smaller than dram_align",
-                cfg->name, (unsigned long long)cfg->dram_bytes);
+    char why[512];
+    if (sim_config_check(cfg, why, sizeof why)) {
+        rt_errf(err, errlen, "rt_open: %s", why);
         return NULL;
     }
     rt_device *dev = calloc(1, sizeof *dev);
@@ -98,4 +88,9 @@ const sim_config *rt_config(const rt_device *dev)
 sim *rt_sim(rt_device *dev)
 {
     return dev->sim;
+}
+
+void rt_set_options(rt_device *dev, const sim_options *opt)
+{
+    sim_set_options(dev->sim, opt);
 }

@@ -46,6 +46,10 @@ void rt_close(rt_device *dev);
 const sim_config *rt_config(const rt_device *dev);
 /* The underlying simulator, for raw DRAM / LX access in tests and tools. */
 sim *rt_sim(rt_device *dev);
+/* Options of the device's next launches: timing only, race check, trace,
+ * and the instruction and cycle limits that stop a runaway program (a
+ * launch past one faults; sim_options gives the defaults). */
+void rt_set_options(rt_device *dev, const sim_options *opt);
 
 /* ---- Device DRAM allocator ----
  * First-fit over [0, cfg.dram_bytes) in blocks aligned to cfg.dram_align,

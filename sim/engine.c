@@ -78,7 +78,42 @@ typedef struct {
     uint64_t seq;
     double now;
     int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
+    uint64_t issued;    /* instructions the sequencers issued so far */
+    uint64_t max_insns; /* the limits of sim_options, defaults applied */
+    double max_cycles;
 } engine;
+
+/* The run's limits: checked once per instruction issued or started, so a
+ * runaway program stops without any per-element work. */
+static void limits_begin(engine *g)
+{
+    const sim_options *o = &g->s->opt;
+    g->issued = 0;
+    g->max_insns = o->max_insns ? o->max_insns : SIM_DEFAULT_MAX_INSNS;
+    uint64_t mc = o->max_cycles ? o->max_cycles : SIM_DEFAULT_MAX_CYCLES;
+    g->max_cycles = mc == SIM_NO_LIMIT ? INFINITY : (double)mc;
+}
+
+static int past_cycles(engine *g, int core, int u, long index, double t)
+{
+    if (t <= g->max_cycles)
+        return 0;
+    return sim_faultf(g->s, core, u, index,
+                      "simulated time passes the cycle limit (%.0f cycles; spyre run --max-cycles N raises it, 0 "
+                      "removes it)",
+                      g->max_cycles);
+}
+
+/* Count the instruction core c's sequencer issues now (to unit u). */
+static int issue_limits(engine *g, const sim_core *c, int u)
+{
+    if (++g->issued > g->max_insns)
+        return sim_faultf(g->s, c->id, u, c->pc,
+                          "the cores issued more than the instruction limit (%" PRIu64
+                          "; spyre run --max-insns N raises it, 0 removes it)",
+                          g->max_insns);
+    return past_cycles(g, c->id, u, c->pc, c->seq_time);
+}
 
 /* Name the kernels of the run in st->kernels (one entry per name, in
  * program order) and map every instruction index of every stream to its
@@ -188,7 +223,11 @@ static int units_idle(const sim_core *c)
     return 1;
 }
 
-static int64_t resolve(const sim_core *c, const isa_addr *a) { return a->off + c->regs[a->reg]; }
+/* Register arithmetic wraps modulo 2^64 (docs/isa.md): the sum is taken
+ * unsigned, where overflow is defined, and read back as two's complement. */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
+static int64_t resolve(const sim_core *c, const isa_addr *a) { return wrap_add(a->off, c->regs[a->reg]); }
 
 /* Record the slot's instruction, its registers resolved, in the trace. */
 static void trace_slot(sim *s, int core, int u, const sim_slot *e, double start, double end)
@@ -294,6 +333,8 @@ static int run_seq(engine *g, sim_core *c, double t)
                 c->seq_blocked_on = u;
                 return 0;
             }
+            if (issue_limits(g, c, u))
+                return -1;
             sim_slot *e = &q->q[(q->head + q->count) % depth];
             e->in = in;
             e->d = resolve(c, &in->d);
@@ -308,6 +349,8 @@ static int run_seq(engine *g, sim_core *c, double t)
             c->seq_time += s->cfg.seq_issue_cycles;
             continue;
         }
+        if (issue_limits(g, c, ISA_U_SEQ))
+            return -1;
         c->seq_time += s->cfg.seq_issue_cycles;
         switch (in->op) {
         case ISA_OP_NOP:
@@ -328,7 +371,7 @@ static int run_seq(engine *g, sim_core *c, double t)
         case ISA_OP_ADDI:
             if (in->reg == 0)
                 return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "r0 is read-only");
-            c->regs[in->reg] = (in->op == ISA_OP_LI ? 0 : c->regs[in->reg]) + in->val;
+            c->regs[in->reg] = wrap_add(in->op == ISA_OP_LI ? 0 : c->regs[in->reg], in->val);
             c->pc++;
             break;
         case ISA_OP_LOOP:
@@ -388,6 +431,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         wake_unit(g, c, u, e->ready);
         return 0;
     }
+    if (past_cycles(g, c->id, u, e->index, t))
+        return -1;
     const isa_insn *in = e->in;
     double dur, done;
     const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
@@ -424,7 +469,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
-        if (sim_exec(s, c, u, e, &tm))
+        if (past_cycles(g, c->id, u, e->index, t + sim_time_min(s, in)) || sim_exec(s, c, u, e, &tm))
             return -1;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
@@ -438,6 +483,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             schedule(g, tm.end, EV_TOKEN, tm.remote_core, 0, tm.remote_tok);
         }
     }
+    if (past_cycles(g, c->id, u, e->index, done))
+        return -1;
     trace_slot(s, c->id, u, e, t, t + dur);
     /* busy: the union of the instructions' [start, completion) spans, so a
      * DMA engine with transfers in flight counts as busy while they move */
@@ -528,11 +575,12 @@ static void reset_cores(sim *s)
 
 int sim_engine_run(sim *s, const isa_program *p)
 {
-    engine g = {s, p, {NULL, 0, 0}, 0, 0, NULL};
+    engine g = {.s = s, .p = p};
     if (kernels_begin(&g)) {
         kernels_end(&g);
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "out of host memory (kernel map)");
     }
+    limits_begin(&g);
     reset_cores(s);
     sim_timing_reset(s);
     sim_race_reset(s);

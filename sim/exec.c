@@ -642,8 +642,25 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     return 0;
 }
 
+/* Resolved addresses wrap with their registers (docs/isa.md), so they can
+ * be anywhere in int64; one at or beyond 2^48 is outside every memory (LX
+ * and DRAM are far smaller), and refusing it keeps the address sums of the
+ * checks below (at most 2^50 with the ISA's strides and counts) exact. */
+static int check_resolved(sim *s, const sim_core *c, int u, const sim_slot *e)
+{
+    const int64_t v[4] = {e->d, e->a, e->b, e->p}, lim = (int64_t)1 << 48;
+    static const char *const names[4] = {"d", "a", "b", "p"};
+    for (int i = 0; i < 4; i++)
+        if (v[i] < 0 || v[i] >= lim)
+            return sim_faultf(s, c->id, u, e->index, "%s: address 0x%" PRIx64 " of operand %s is outside every memory",
+                              isa_info(e->in->op)->mnemonic, (uint64_t)v[i], names[i]);
+    return 0;
+}
+
 int sim_exec(sim *s, sim_core *c, int u, const sim_slot *e, sim_timing *tm)
 {
+    if (check_resolved(s, c, u, e))
+        return -1;
     switch (isa_info(e->in->op)->cls) {
     case ISA_C_DMAI:
     case ISA_C_DMAO: return e->in->op == ISA_OP_DMA_GATHER ? exec_gather(s, c, e, u, tm) : exec_dma(s, c, e, u, tm);

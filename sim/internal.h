@@ -153,6 +153,9 @@ double sim_time_lx_copy(const sim *s, double t, uint64_t bytes);
 double sim_time_ring(sim *s, sim_core *c, int dst, double t, uint64_t bytes);
 double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k);
 double sim_time_sfp(const sim *s, double t, int op, int64_t sticks);
+/* A lower bound of an instruction's duration from its counts alone, for
+ * the cycle limit before any of its work: one DMA can name 65535^4 pieces. */
+double sim_time_min(const sim *s, const isa_insn *in);
 
 /* race.c: hazard detection (no-ops unless opt.detect_races). */
 static inline sim_race *sim_race_active(sim *s) { return s->opt.detect_races ? s->race : NULL; }

@@ -75,8 +75,13 @@ typedef struct {
     double dram_write_ack_ns;       /* arrival to acceptance into the write buffer */
 } sim_config;
 
-/* Load a configuration file.  Returns 0, or -1 with "file:line: message". */
+/* Load a configuration file and validate every value (its range, and the
+ * constraints between keys).  Returns 0, or -1 with one line
+ * "file:line: KEY = VALUE: reason" (or "file: message"). */
 int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen);
+/* The same validation of a configuration built in memory: 0, or -1 with
+ * "configuration NAME: KEY = VALUE: reason". */
+int sim_config_check(const sim_config *cfg, char *err, size_t errlen);
 /* Directory holding the configurations shipped with the simulator. */
 const char *sim_config_dir(void);
 /* Path of a shipped configuration by name ("spyre", "spyre-4core"), or of
@@ -135,10 +140,26 @@ int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char 
 
 typedef enum { SIM_TRACE_OFF, SIM_TRACE_KERNEL, SIM_TRACE_INSN } sim_trace_level;
 
+/* Limits that stop a runaway program (docs/robustness.md "Limits").  The
+ * instruction limit bounds host time (a loop of nops, the cheapest
+ * instruction, issues 1e9 in about 25 s), the cycle limit simulated time
+ * and so host time for loops of real work.  The largest shipped workload,
+ * the Llama-8B prefill layer, issues 4.0e6 to 4.5e6 instructions in
+ * 1.35e7 cycles: each default is over 100 times that. */
+#define SIM_DEFAULT_MAX_INSNS 1000000000ull  /* 1e9 */
+#define SIM_DEFAULT_MAX_CYCLES 1500000000ull /* 1 s simulated at 1.5 GHz */
+#define SIM_NO_LIMIT UINT64_MAX
+
 typedef struct {
     int values;             /* compute values; 0 = timing only (addresses still checked) */
     int detect_races;       /* report unordered overlapping accesses as faults */
     sim_trace_level trace;  /* record a timeline for sim_write_trace */
+    /* A run faults when its cores' sequencers together issue more than
+     * max_insns instructions (control ones included), or when simulated
+     * time would pass max_cycles.  0 takes the default (SIM_DEFAULT_MAX_*),
+     * so an initializer that omits them keeps the limits; SIM_NO_LIMIT: none. */
+    uint64_t max_insns;
+    uint64_t max_cycles;
 } sim_options;
 
 typedef struct sim sim;

@@ -116,3 +116,22 @@ double sim_time_sfp(const sim *s, double t, int op, int64_t sticks)
     double per = isa_info(op)->cost == ISA_COST_COMPLEX ? cfg->sfp_complex_cycles : cfg->sfp_simple_cycles;
     return t + cfg->sfp_issue_cycles + per * (double)sticks;
 }
+
+double sim_time_min(const sim *s, const isa_insn *in)
+{
+    const sim_config *cfg = &s->cfg;
+    const double n01 = (double)in->n[0] * (double)in->n[1], run = (double)in->run * cfg->stick_bytes;
+    const double fastest = cfg->ring_bytes_per_cycle > cfg->lx_bytes_per_cycle ? cfg->ring_bytes_per_cycle
+                                                                              : cfg->lx_bytes_per_cycle;
+    switch (isa_info(in->op)->cls) {
+    case ISA_C_DMAI:
+    case ISA_C_DMAO: /* its pieces issue one after another at the ring's or LX's rate */
+        if (in->op == ISA_OP_DMA_GATHER)
+            return cfg->dma_issue_cycles + (n01 - 1) * run / cfg->ring_bytes_per_cycle;
+        return cfg->dma_issue_cycles + (n01 * (double)in->n[2] * (double)in->n[3] - 1) * run / fastest;
+    case ISA_C_RING: return cfg->dma_issue_cycles + n01 * run / cfg->ring_bytes_per_cycle;
+    case ISA_C_SFP: /* sfp.rst's sticks depend on vl: count none */
+        return sim_time_sfp(s, 0, in->op, in->op == ISA_OP_SFP_RST ? 0 : in->n[0] * in->n[1]);
+    default: return 0;
+    }
+}

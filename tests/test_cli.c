@@ -142,6 +142,42 @@ static void test_rule_breaking_programs_exit_3_naming_core_and_instruction(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "pt1"));
 }
 
+/* Two nested loops of 2^32 - 1 nops ran for ever; the limits stop them
+ * with exit 3 and one line naming the core, unit, instruction and flag. */
+static void test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3(void)
+{
+    const char *src = ".config spyre-4core ncores=4 lx=262144\n"
+                      ".core 3\n  loop n=4294967295\n    loop n=4294967295\n      nop\n    endl\n  endl\n  halt\n";
+    CU_ASSERT_EQUAL(run_asm(src, "--max-insns 100000"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "core 3 unit seq insn "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "instruction limit (100000; spyre run --max-insns N raises it"));
+    CU_ASSERT_PTR_NULL(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL); /* one line */
+    CU_ASSERT_EQUAL(run_asm(src, "--max-cycles 20000 --max-insns 0"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cycle limit (20000 cycles; spyre run --max-cycles N raises it"));
+    CU_ASSERT_EQUAL(tu_spyre("run x.elf --max-insns -1", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("run x.elf --max-cycles lots", out, sizeof out), 2);
+    CU_ASSERT_EQUAL(tu_spyre("run --help", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--max-insns N"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--max-cycles N"));
+}
+
+/* An invalid configuration value stops at load (exit 2) with one line
+ * naming the file, the key, its value and why, not as "out of host memory". */
+static void test_an_invalid_config_value_exits_2_naming_file_key_and_reason(void)
+{
+    char cfg[512], elf[512], text[1024];
+    tu_tmpfile(".cfg", cfg, sizeof cfg);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    snprintf(text, sizeof text, "include = %s/sim/configs/spyre-4core.cfg\ndram_trefi_ns = 1\n", SPYRE_SOURCE_DIR);
+    write_file(cfg, text);
+    CU_ASSERT_EQUAL_FATAL(spyref("gen gemm 64 64 64 -o %s --config spyre-4core%s", elf, ""), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --config %s", elf, cfg), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ".cfg:2: dram_trefi_ns = 1: must exceed dram_trfc_ns"));
+    CU_ASSERT_PTR_NULL(strstr(out, "host memory"));
+    remove(cfg);
+    remove(elf);
+}
+
 static void test_wrong_result_exits_1_with_mismatch(void)
 {
     /* claims C = A x B but never writes C */
@@ -819,6 +855,10 @@ int main(void)
         {"bad_files_exit_2_with_one_line", test_bad_files_exit_2_with_one_line},
         {"rule_breaking_programs_exit_3_naming_core_and_instruction",
          test_rule_breaking_programs_exit_3_naming_core_and_instruction},
+        {"a runaway program stops at max_insns or max_cycles with exit 3",
+         test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3},
+        {"an invalid config value exits 2 naming file, key and reason",
+         test_an_invalid_config_value_exits_2_naming_file_key_and_reason},
         {"wrong_result_exits_1_with_mismatch", test_wrong_result_exits_1_with_mismatch},
         {"stats_json_and_trace_files_are_written", test_stats_json_and_trace_files_are_written},
         {"info_and_dis_describe_a_generated_program", test_info_and_dis_describe_a_generated_program},

@@ -111,7 +111,7 @@ static void fill_garbage(sim *s, const sim_config *cfg, const isa_tensor *t)
  * and fail.  Returns 0 on success. */
 static int run(sim *s, const isa_program *p, sim_stats *st)
 {
-    sim_options opt = {1, 1, SIM_TRACE_OFF};
+    sim_options opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF};
     sim_set_options(s, &opt);
     sim_fault f;
     memset(&f, 0, sizeof f);

@@ -1,6 +1,7 @@
 /* test_sim.c: the simulator: configuration files, device DRAM, every unit's
  * semantics on small hand-built programs, and the rule checks. */
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ static void test_config_rejects_bad_values_with_line(void)
 {
     char err[512];
     CU_ASSERT_EQUAL(load_text("cores = 0\n", err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2: cores must be"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2: cores = 0: must be an integer in [1, 256]"));
     CU_ASSERT_EQUAL(load_text("clock_ghz = fast\n", err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "clock_ghz"));
     CU_ASSERT_EQUAL(load_text("lx_bytes = -5\n", err, sizeof err), -1);
@@ -204,6 +205,96 @@ static void test_config_include_by_a_long_path(void)
     free(outer);
     free(deep);
     tu_rmtree(dir);
+}
+
+/* Every invalid value is refused by the loader with one line naming the
+ * key, its value and the reason (before this, nine DRAM settings passed it
+ * and failed later as "out of host memory creating the simulated chip"). */
+static void test_config_rejects_each_invalid_setting_naming_the_key(void)
+{
+    static const struct {
+        const char *lines;  /* appended after "include = spyre.cfg" */
+        const char *expect; /* in the message */
+    } bad[] = {
+        {"dram_burst_bytes = 3\n", "dram_burst_bytes = 3: must be a power of two"},
+        {"dram_burst_bytes = 4096\n", "dram_row_bytes = 2048: must be a whole number of bursts"},
+        {"dram_row_bytes = 2000\n", "dram_row_bytes = 2000: must be a whole number of bursts"},
+        {"dram_interleave_bytes = 48\n", "dram_interleave_bytes = 48: must be a whole number of bursts"},
+        {"dram_write_buffer_bytes = 100\n", "dram_write_buffer_bytes = 100: must be 0"},
+        {"dram_write_buffer_bytes = 1024\n", "dram_write_buffer_bytes = 1024: must be 0 (writes not posted) or hold"},
+        {"dram_write_buffer_bytes = 1073741824\n", "dram_write_buffer_bytes = 1073741824: must be a number in [0, "},
+        {"dram_write_low_pct = 90\n", "dram_write_low_pct = 90: must not exceed dram_write_high_pct"},
+        {"dram_write_high_pct = 10\n", "dram_write_low_pct = 50: must not exceed dram_write_high_pct"},
+        {"dram_trefi_ns = 1\n", "dram_trefi_ns = 1: must exceed dram_trfc_ns"},
+        {"dram_trfc_ns = 5000\n", "dram_trefi_ns = 3906: must exceed dram_trfc_ns"},
+        {"dram_cl = 4000\n", "dram_trefi_ns = 3906: must exceed"},
+        {"dram_channels = 65\n", "dram_channels = 65: must be an integer in [1, 64]"},
+        {"dram_tck_ns = 0\n", "dram_tck_ns = 0: must be a number in"},
+        {"dram_page_bytes = 12288\n", "dram_page_bytes = 12288: must be a power of two"},
+        {"dram_page_bytes = 4096\ndram_bytes = 1099511627776\n", "dram_bytes = 1099511627776: needs more than 2^24 pages"},
+        {"dram_align = 384\n", "dram_align = 384: must be a power of two"},
+        {"dram_bytes = 1048576\ndram_align = 2097152\n", "dram_bytes = 1048576: must be at least dram_align"},
+        {"lx_bytes = 2000000\n", "lx_bytes = 2000000: must be a multiple of 16 sticks"},
+        {"lx_usable_bytes = 1000\n", "lx_usable_bytes = 1000: must be a whole number of sticks"},
+        {"lx_usable_bytes = 4194304\n", "lx_usable_bytes = 4194304: must not exceed lx_bytes"},
+        {"ring_dram_ports = 33\n", "ring_dram_ports = 33: must not exceed cores"},
+        {"queue_depth = 100000\n", "queue_depth = 100000: must be an integer in [1, 4096]"},
+        {"cores = 0\n", "cores = 0: must be an integer in [1, 256]"},
+        {"clock_ghz = 0\n", "clock_ghz = 0: must be a number in"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        CU_ASSERT_EQUAL(load_text(bad[i].lines, err, sizeof err), -1);
+        if (!strstr(err, bad[i].expect) || !strstr(err, ".cfg:"))
+            fprintf(stderr, "\n%s: got '%s', want '%s'\n", bad[i].lines, err, bad[i].expect);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].expect));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, ".cfg:")); /* the file and line that set the key */
+        CU_ASSERT_PTR_NULL(strchr(err, '\n'));
+    }
+}
+
+static void test_every_shipped_config_loads(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/sim/configs", SPYRE_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".cfg"))
+            continue;
+        char path[1024], err[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        sim_config c;
+        int rc = sim_config_load(path, &c, err, sizeof err);
+        if (rc)
+            fprintf(stderr, "\n%s\n", err);
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), 0);
+        n++;
+    }
+    closedir(d);
+    CU_ASSERT(n >= 3);
+}
+
+/* A configuration built in memory is validated the same way. */
+static void test_config_check_names_the_key_of_an_in_memory_config(void)
+{
+    sim_config c;
+    char err[512];
+    tu_config("spyre", &c);
+    c.dram_burst_bytes = 3;
+    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "configuration spyre: dram_burst_bytes = 3: must be a power of two"));
+    tu_config("spyre", &c);
+    c.pt_rows = 0;
+    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "pt_rows = 0: must be in [1, 1024]"));
+    tu_config("spyre", &c);
+    c.clock_ghz = NAN;
+    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "clock_ghz = nan"));
 }
 
 /* ---- DRAM ---- */
@@ -482,7 +573,7 @@ static void test_queued_instructions_keep_the_addresses_of_their_dispatch(void)
     tu_emit(p, 2, ISA_OP_ENDL);
     tu_halt_all(p);
     for (int values = 1; values >= 0; values--) {
-        sim_options o = {values, 1, SIM_TRACE_INSN};
+        sim_options o = {.values = values, .detect_races = 1, .trace = SIM_TRACE_INSN};
         sim_set_options(s, &o);
         sim_fault f;
         CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
@@ -711,6 +802,149 @@ static void test_missing_token_and_bad_loop_fault(void)
     tu_emit(p, 1, ISA_OP_LOOP)->val = 2;
     tu_halt_all(p);
     expect_fault(p, 1, ISA_U_SEQ, 1, "halt inside a loop");
+}
+
+/* Run p on the 4-core chip with the given limits; the fault in *f. */
+static int run_limited(isa_program *p, uint64_t max_insns, uint64_t max_cycles, sim_fault *f)
+{
+    sim *s = sim_create(&cfg4);
+    sim_options o = {.values = 1, .detect_races = 1, .max_insns = max_insns, .max_cycles = max_cycles};
+    sim_set_options(s, &o);
+    int rc = sim_run(s, p, 0, NULL, f);
+    sim_destroy(s);
+    return rc;
+}
+
+/* Two nested loops of 2^32 - 1 around a nop: without limits this ran for
+ * ever; each limit stops it at the instruction past it. */
+static isa_program *nested_nop_loops(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 2, ISA_OP_LOOP)->val = 4294967295;
+    tu_emit(p, 2, ISA_OP_LOOP)->val = 4294967295;
+    tu_emit(p, 2, ISA_OP_NOP);
+    tu_emit(p, 2, ISA_OP_ENDL);
+    tu_emit(p, 2, ISA_OP_ENDL);
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits(void)
+{
+    isa_program *p = nested_nop_loops();
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_limited(p, 1000, 0, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 2);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_SEQ);
+    CU_ASSERT(f.index >= 2 && f.index <= 4); /* inside the inner loop */
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "instruction limit (1000; spyre run --max-insns N raises it, 0 removes it)"));
+    /* the sequencer takes seq_issue_cycles (1) per instruction */
+    CU_ASSERT_EQUAL(run_limited(p, SIM_NO_LIMIT, 5000, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit (5000 cycles; spyre run --max-cycles N raises it"));
+    isa_program_free(p);
+}
+
+/* A unit instruction that would end past the cycle limit faults on its
+ * unit, naming its index; the same program passes with the limit above. */
+static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_NOP);
+    isa_insn *in = tu_emit(p, 1, ISA_OP_SFP_EXP);
+    in->n[0] = 1000; /* about 2000 cycles of the vector unit */
+    in->as[0] = in->ds[0] = 0;
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_limited(p, 0, 500, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 1);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_SFP0);
+    CU_ASSERT_EQUAL(f.index, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit (500 cycles"));
+    CU_ASSERT_EQUAL(run_limited(p, 0, 100000, &f), 0);
+    CU_ASSERT_EQUAL(run_limited(p, 0, SIM_NO_LIMIT, &f), 0);
+    isa_program_free(p);
+}
+
+/* One DMA of 65535^4 pieces (stride 0) would loop for ever even timing
+ * only: its least possible duration passes the default cycle limit, so it
+ * faults before any of its work. */
+static void test_one_endless_dma_stops_at_the_cycle_limit_before_it_runs(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *in = tu_emit(p, 0, ISA_OP_DMA_LD);
+    for (int l = 0; l < ISA_MAX_LOOPS; l++)
+        in->n[l] = 65535;
+    tu_halt_all(p);
+    sim *s = sim_create(&cfg4);
+    sim_options o = {.values = 0, .detect_races = 0};
+    sim_set_options(s, &o);
+    sim_fault f;
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, NULL, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 0);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_DMAI);
+    CU_ASSERT_EQUAL(f.index, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit"));
+    sim_destroy(s);
+    isa_program_free(p);
+}
+
+/* 0 in sim_options takes the defaults, far above a normal program. */
+static void test_zero_limits_take_the_defaults(void)
+{
+    CU_ASSERT(SIM_DEFAULT_MAX_INSNS >= 100000000ull);
+    CU_ASSERT(SIM_DEFAULT_MAX_CYCLES >= 100000000ull);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_LOOP)->val = 100000;
+    tu_emit(p, 0, ISA_OP_NOP);
+    tu_emit(p, 0, ISA_OP_ENDL);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run_limited(p, 0, 0, &f), 0);
+    isa_program_free(p);
+}
+
+/* addi wraps modulo 2^64: 2^16 steps of 2^47 - 1 and one of 2^16 give
+ * 2^63, which wraps to INT64_MIN, an address outside every memory; 2^17
+ * steps of -2^47 go once round and give 0, a usable address again. */
+static void test_addi_wraps_modulo_2_64(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_LOOP)->val = 65536;
+    isa_insn *in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 1;
+    in->val = (1ll << 47) - 1;
+    tu_emit(p, 0, ISA_OP_ENDL);
+    in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 1;
+    in->val = 65536;
+    tu_emit(p, 0, ISA_OP_DMA_LD)->d.reg = 1;
+    tu_halt_all(p);
+    expect_fault(p, 0, ISA_U_DMAI, 4, "address 0x8000000000000000 of operand d is outside every memory");
+
+    p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 0, ISA_OP_LOOP)->val = 131072;
+    in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 2;
+    in->val = -(1ll << 47);
+    tu_emit(p, 0, ISA_OP_ENDL);
+    in = tu_emit(p, 0, ISA_OP_ADDI);
+    in->reg = 2;
+    in->val = 0x200;
+    in = tu_emit(p, 0, ISA_OP_DMA_LD);
+    in->d.reg = 2;
+    in->a.off = 0x1000;
+    tu_halt_all(p);
+    sim *s = sim_create(&cfg4);
+    uint8_t stick[128];
+    for (int i = 0; i < 128; i++)
+        stick[i] = (uint8_t)(i + 1);
+    sim_dram_write(s, 0x1000, stick, sizeof stick);
+    sim_fault f;
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, NULL, &f), 0);
+    CU_ASSERT_EQUAL(memcmp(sim_lx(s, 0) + 0x200, stick, sizeof stick), 0);
+    sim_destroy(s);
+    isa_program_free(p);
 }
 
 static void test_runs_are_deterministic(void)
@@ -1038,6 +1272,17 @@ int main(void)
         {"config: an include by a long path", test_config_include_by_a_long_path},
         {"config_rejects_bad_values_with_line", test_config_rejects_bad_values_with_line},
         {"config_reports_missing_key_and_file", test_config_reports_missing_key_and_file},
+        {"config rejects each invalid setting naming the key", test_config_rejects_each_invalid_setting_naming_the_key},
+        {"every shipped config loads", test_every_shipped_config_loads},
+        {"config check names the key of an in-memory config", test_config_check_names_the_key_of_an_in_memory_config},
+        {"a runaway loop stops at the instruction and cycle limits",
+         test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits},
+        {"the cycle limit names the unit instruction that passes it",
+         test_the_cycle_limit_names_the_unit_instruction_that_passes_it},
+        {"one endless DMA stops at the cycle limit before it runs",
+         test_one_endless_dma_stops_at_the_cycle_limit_before_it_runs},
+        {"zero limits take the defaults", test_zero_limits_take_the_defaults},
+        {"addi wraps modulo 2^64", test_addi_wraps_modulo_2_64},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},

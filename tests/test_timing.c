@@ -185,7 +185,7 @@ static void test_timing_only_run_has_the_same_time_and_traffic(void)
     sim_stats *st[2];
     for (int r = 0; r < 2; r++) {
         sim *s = sim_create(&cfg4);
-        sim_options o = {r == 0, 1, SIM_TRACE_OFF};
+        sim_options o = {.values = r == 0, .detect_races = 1, .trace = SIM_TRACE_OFF};
         sim_set_options(s, &o);
         st[r] = malloc(sizeof *st[r]);
         sim_fault f;
@@ -310,10 +310,10 @@ static void test_race_check_off_after_a_checked_run_reports_nothing(void)
     sim_fault f;
     isa_program *clean = dma_then_exp(1), *racy = dma_then_exp(0);
     CU_ASSERT_EQUAL(sim_run(s, clean, 0, st, &f), 0);
-    sim_options off = {1, 0, SIM_TRACE_OFF};
+    sim_options off = {.values = 1, .detect_races = 0, .trace = SIM_TRACE_OFF};
     sim_set_options(s, &off);
     CU_ASSERT_EQUAL(sim_run(s, racy, 0, st, &f), 0);
-    sim_options on = {1, 1, SIM_TRACE_OFF};
+    sim_options on = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF};
     sim_set_options(s, &on);
     CU_ASSERT_EQUAL(sim_run(s, racy, 0, st, &f), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "race"));
@@ -433,7 +433,7 @@ static void test_trace_parses_and_slices_on_a_track_never_overlap(void)
     int slices[2];
     for (int lvl = 0; lvl < 2; lvl++) {
         sim *s = sim_create(&cfg4);
-        sim_options o = {1, 1, lvl ? SIM_TRACE_KERNEL : SIM_TRACE_INSN};
+        sim_options o = {.values = 1, .detect_races = 1, .trace = lvl ? SIM_TRACE_KERNEL : SIM_TRACE_INSN};
         sim_set_options(s, &o);
         sim_stats *st = malloc(sizeof *st);
         sim_fault f;

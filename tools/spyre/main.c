@@ -396,7 +396,7 @@ static int cmd_run(int argc, char **argv)
     uint64_t seed = 1;
     const char *inputs[64];
     int ninputs = 0;
-    sim_options opt = {1, 1, SIM_TRACE_OFF};
+    sim_options opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF};
     sim_trace_level level = SIM_TRACE_INSN;
     int race_flag = -1; /* --race-check / --no-race-check; default: on with values */
     for (int i = 1; i < argc; i++) {
@@ -413,6 +413,12 @@ static int cmd_run(int argc, char **argv)
             if (isa_parse_int(argv[++i], &v) || v < 0)
                 return usage_error("run", "--seed takes a non-negative integer");
             seed = (uint64_t)v;
+        } else if ((!strcmp(argv[i], "--max-insns") || !strcmp(argv[i], "--max-cycles")) && i + 1 < argc) {
+            int insns = !strcmp(argv[i], "--max-insns");
+            if (isa_parse_int(argv[++i], &v) || v < 0)
+                return usage_error("run", insns ? "--max-insns takes a non-negative integer"
+                                                : "--max-cycles takes a non-negative integer");
+            *(insns ? &opt.max_insns : &opt.max_cycles) = v ? (uint64_t)v : SIM_NO_LIMIT; /* 0: no limit */
         } else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
         else if (!strcmp(argv[i], "--work-div") && i + 1 < argc) {
@@ -461,7 +467,7 @@ static int cmd_run(int argc, char **argv)
     free(cfgpath);
     if (!dev)
         return fail("spyre run: %s", err);
-    sim_set_options(rt_sim(dev), &opt);
+    rt_set_options(dev, &opt);
     int status = EXIT_USAGE;
     cc_graph *g = NULL;
     rt_program *prog = NULL;
@@ -805,7 +811,8 @@ static const command commands[] = {
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
-     "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
+     "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
+     "           [--max-insns N] [--max-cycles N]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs (skipped,\n"
@@ -823,9 +830,13 @@ static const command commands[] = {
      "--trace-level kernel.  Unordered overlapping accesses (races) and deadlocks are faults unless\n"
      "--no-race-check turns race detection off; timing-only runs (--no-values) check races only\n"
      "with --race-check.\n"
+     "--max-insns N stops the run (exit 3) once the cores have issued N instructions (default 1e9,\n"
+     "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
+     "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"
+     "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
      "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep and --no-reroll act as for `spyre compile`.\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
-     "race or a deadlock)."},
+     "race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
 };
 

@@ -549,7 +549,7 @@ static int simulate_program(isa_program *p, const sim_config *cfg, rt_run_result
         isa_program_free(p);
         return -1;
     }
-    sim_options opt = {0, 0, SIM_TRACE_OFF};
+    sim_options opt = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF};
     sim_set_options(rt_sim(dev), &opt);
     rt_program *prog = rt_load_program(dev, p, err, errlen);
     int rc = -1;
