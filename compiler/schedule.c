@@ -541,7 +541,7 @@ static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
     static const char *const views[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose",
                                         "permute", "expand", "clone", "contiguous", "slice", "select",
                                         "unsqueeze", "squeeze", "detach", "alias", "split", NULL};
-    char name[128], parts[3][48];
+    char parts[3][48], name[16 + 3 * sizeof parts[0]]; /* "k" and an int, then 3 parts: never cut */
     int o = snprintf(name, sizeof name, "k%d", pos), np = 0;
     for (int pass = 0; pass < 2 && !np; pass++)
         for (int i = 0; i < K->nops && np < 3; i++) {

@@ -795,6 +795,10 @@ static void test_empty_tensors_compile_run_check_and_ref(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, ": 0 kernels"));
     CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check addmm_1: max_abs_err=0.0e+00 max_rel_err=0.0e+00 within_tol=1.000000 (0/0)"));
+    char sweep_out[600];
+    snprintf(sweep_out, sizeof sweep_out, "%s/sweep", dir);
+    CU_ASSERT_EQUAL(spyref("sweep %s --out %s", path, sweep_out), 0); /* no kernel: nothing to sweep */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "the graph compiles to no kernel: nothing to sweep"));
     write_file(path, "input %x: f32[0, 3]\ninput %w: f32[4, 3]\ninput %b: f32[4]\n"
                      "%t: f32[3, 4] = aten.t.default(%w)\n%y: f32[0, 4] = aten.addmm.default(%b, %x, %t)\noutput %y\n");
     CU_ASSERT_EQUAL(spyref("run %s --check%s", path, ""), 0);

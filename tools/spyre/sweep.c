@@ -1773,6 +1773,11 @@ int cmd_sweep(int argc, char **argv)
         goto out;
     }
     int nk = cc_result_nkernels(base), found = !only;
+    if (nk == 0) { /* every value is empty (a zero-size dimension): no work, no choice */
+        printf("sweep %s: the graph compiles to no kernel: nothing to sweep\n", path);
+        status = SW_OK;
+        goto out;
+    }
     for (int k = 0; k < nk; k++)
         found |= only && !strcmp(only, cc_result_kernel_name(base, k));
     if (!found) {
