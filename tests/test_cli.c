@@ -850,6 +850,22 @@ static void test_long_names_compile_and_run_quickly(void)
     remove(g);
 }
 
+/* A --graph-only export has no weights file: a timing-only run needs no
+ * data, so it runs (it stopped on the missing weights.safetensors). */
+static void test_timing_only_run_needs_no_weights_file(void)
+{
+    char g[512];
+    tu_tmpfile(".txt", g, sizeof g);
+    write_file(g, "weights \"no-such-weights.safetensors\"\n"
+                  "input %x: f32[8, 64]\nparam %w: f32[64, 64] = \"w\"\n"
+                  "%y: f32[8, 64] = aten.mm.default(%x, %w)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("run %s --no-values%s", g, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cycles="));
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", g, ""), 2); /* with values the weights are needed */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "no-such-weights.safetensors"));
+    remove(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -871,6 +887,7 @@ int main(void)
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
+        {"timing_only_run_needs_no_weights_file", test_timing_only_run_needs_no_weights_file},
         {"run_and_ref_check_shape_and_dtype_of_every_tensor_they_load",
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},
         {"corrupt_expected_outputs_exit_2_in_run_and_ref", test_corrupt_expected_outputs_exit_2_in_run_and_ref},

@@ -495,7 +495,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "spyre run: %s\n", err);
         goto out;
     }
-    if (g) {
+    if (g && opt.values) { /* timing only needs no data: a --graph-only export has none */
         random_inputs = file_absent(gin);
         if (rt_load_graph_tensors(prog, g, random_inputs ? NULL : gin, err, sizeof err)) {
             fprintf(stderr, "spyre run: %s\n", err);
