@@ -1,4 +1,4 @@
-/* fuzzutil: shared helpers of the libFuzzer targets (tests/fuzz/README.md). */
+/* fuzzutil: shared helpers of the libFuzzer targets (docs/robustness.md, "Fuzzing"). */
 #ifndef FUZZUTIL_H
 #define FUZZUTIL_H
 
