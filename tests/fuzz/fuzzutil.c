@@ -27,8 +27,12 @@ static const char *scratch_path(const char *name)
 {
     static char path[512];
     if (!scratch[0]) {
+        /* memory-backed when possible: a disk's metadata updates made the
+         * file targets 15 times slower */
         const char *tmp = getenv("TMPDIR");
-        snprintf(scratch, sizeof scratch, "%s/spyre-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!tmp || !*tmp)
+            tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+        snprintf(scratch, sizeof scratch, "%s/spyre-fuzz-XXXXXX", tmp);
         if (!mkdtemp(scratch))
             fz_fail("mkdtemp", scratch);
         atexit(scratch_remove);

@@ -15,7 +15,8 @@ char *fz_text(const uint8_t *data, size_t size);
 
 /* For parsers that take only a path: the input written to a file named
  * NAME inside this process's private scratch directory (made on the first
- * call, removed at exit), whose path is returned.  Aborts if the write
+ * call, removed at exit; in $TMPDIR, else /dev/shm, else /tmp), whose
+ * path is returned.  Aborts if the write
  * fails: that is the harness's fault, not the parser's. */
 const char *fz_file(const char *name, const uint8_t *data, size_t size);
 /* Link TARGET into the scratch directory as NAME (e.g. a shipped
