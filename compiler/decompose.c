@@ -177,16 +177,23 @@ static cc_arg A_dtype(cc_dtype dt)
 }
 
 /* A copy of a source argument, its values mapped into the core graph. */
+/* Fails if a value in a (or in its list) is a tuple: checked before
+ * arg_copy allocates, so that the failure leaks nothing. */
+static void check_no_tuple(dctx *c, const cc_arg *a)
+{
+    if (a->kind == CC_ARG_VALUE && c->vmap[a->value] < 0)
+        fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
+    for (int i = 0; i < a->nitems; i++)
+        check_no_tuple(c, &a->items[i]);
+}
+
 static cc_arg arg_copy(dctx *c, const cc_arg *s)
 {
     cc_arg a = *s;
     a.key = s->key ? ir_xstrdup(s->key) : NULL;
     a.s = s->s ? ir_xstrdup(s->s) : NULL;
-    if (s->kind == CC_ARG_VALUE) {
+    if (s->kind == CC_ARG_VALUE)
         a.value = c->vmap[s->value];
-        if (a.value < 0)
-            fail(c, "uses the tuple %%%s as a tensor", c->g->values[s->value].name);
-    }
     if (s->nitems) {
         a.items = ir_xalloc((size_t)s->nitems * sizeof *a.items);
         for (int i = 0; i < s->nitems; i++)
@@ -1201,6 +1208,8 @@ static void copy_node(dctx *c, const cc_node *n)
         ir_error(c->p, n->line, "the compiler does not lower %s", n->op);
         longjmp(c->fail, 1);
     }
+    for (int i = 0; i < n->nargs; i++)
+        check_no_tuple(c, &n->args[i]);
     cc_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
     for (int i = 0; i < n->nargs; i++)
         args[i] = arg_copy(c, &n->args[i]);

@@ -454,6 +454,27 @@ static void test_unknown_op_is_an_error_naming_op_and_line(void)
     CU_ASSERT_STRING_EQUAL(err, "g.txt:2: the compiler does not lower aten.max.dim");
 }
 
+/* Found by tests/fuzz/fuzz_compile: the error leaked the copied arguments
+ * (the ASan build of the suite reports a leak). */
+static void test_tuple_used_as_a_tensor_is_an_error_naming_it(void)
+{
+    const char *g = "input %x: f32[4, 8]\n"
+                    "%m: (f32[4, 8], f32[4, 1], f32[4, 1]) = aten.native_layer_norm.default(%x, [8], None, None, "
+                    "1e-05)\n"
+                    "%y: f32[4, 8] = aten.relu.default(%m)\n"
+                    "output %y\n";
+    char err[512];
+    CU_ASSERT_PTR_NULL(compile_opts(g, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:3: aten.relu.default: uses the tuple %m as a tensor");
+    const char *in_list = "input %x: f32[4, 8]\n"
+                          "%m: (f32[4, 8], f32[4, 1], f32[4, 1]) = aten.native_layer_norm.default(%x, [8], None, "
+                          "None, 1e-05)\n"
+                          "%y: f32[8, 8] = aten.foo.bar([%x, %m], key=\"s\")\n"
+                          "output %y\n";
+    CU_ASSERT_PTR_NULL(compile_opts(in_list, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:3: aten.foo.bar: uses the tuple %m as a tensor");
+}
+
 static void test_shape_mismatch_is_an_error_with_line_and_shapes(void)
 {
     const char *g = "input %x: f32[8, 64]\n"
@@ -638,6 +659,7 @@ int main(void)
         {"causal_mask_is_an_index_expression", test_causal_mask_is_an_index_expression},
         {"dead_nodes_are_removed", test_dead_nodes_are_removed},
         {"unknown_op_is_an_error_naming_op_and_line", test_unknown_op_is_an_error_naming_op_and_line},
+        {"tuple_used_as_a_tensor_is_an_error_naming_it", test_tuple_used_as_a_tensor_is_an_error_naming_it},
         {"shape_mismatch_is_an_error_with_line_and_shapes", test_shape_mismatch_is_an_error_with_line_and_shapes},
         {"dropout_in_training_is_refused", test_dropout_in_training_is_refused},
         {"dump_after_every_pass_and_unknown_pass_rejected", test_dump_after_every_pass_and_unknown_pass_rejected},

@@ -1,0 +1,5 @@
+.core 0
+.kernel ké
+nop
+.endkernel
+halt

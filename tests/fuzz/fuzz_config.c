@@ -1,0 +1,31 @@
+/* fuzz_config: the chip configuration loader (sim/config.c), which takes
+ * a path, so each input is written to input.cfg in a scratch directory
+ * that also links the shipped configurations, so that an input's
+ * `include = spyre.cfg` finds them as it would next to them. */
+#include "fuzzutil.h"
+#include "sim.h"
+
+#include <stdio.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    static const char *const shipped[] = {"spyre", "spyre-4core", "spyre-smalldram"};
+    for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
+        char target[1024], name[64];
+        sim_config_path(shipped[i], target, sizeof target);
+        snprintf(name, sizeof name, "%s.cfg", shipped[i]);
+        fz_link(name, target);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = fz_file("input.cfg", data, size);
+    sim_config cfg;
+    char err[512];
+    (void)sim_config_load(path, &cfg, err, sizeof err);
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* fuzz_dict: prints the libFuzzer dictionary of a target (asm, graph,
+ * compile, config, safetensors) from the tables the parsers use: the
+ * instruction table and its operand names, the decomposition rules' op
+ * names, the keys of the reference configuration (it must set every key),
+ * the safetensors dtype names.  Words the parsers spell only in their code
+ * (directives, line keywords, JSON keys) are listed here.  The ELF target
+ * has none: its strings are section names, which libFuzzer picks up from
+ * the reader's comparisons. */
+#include "cc.h"
+#include "isa.h"
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void word(const char *w)
+{
+    putchar('"');
+    for (const char *c = w; *c; c++)
+        printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    puts("\"");
+}
+
+static void names(const char *const *list)
+{
+    for (; list && *list; list++)
+        word(*list);
+}
+
+static void asm_dict(void)
+{
+    static const char *const directives[] = {".config", ".core", ".kernel", ".endkernel", ".tensor", ".dram",
+                                             ".weights", ".const", ".graph", "ncores=", "lx=", "stick=",
+                                             "dev=", "at=", "bytes=", "const=", NULL};
+    names(directives);
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = isa_info(op);
+        word(info->mnemonic);
+        for (int i = 0; i < info->noperands; i++) {
+            char w[64];
+            snprintf(w, sizeof w, "%s=", info->operands[i].name);
+            word(w);
+            names(info->operands[i].names);
+        }
+    }
+    names(isa_role_names);
+    names(isa_host_dtype_names);
+    names(isa_dtype_names);
+}
+
+/* The op names of the decomposition rules, from the "op -> into" lines
+ * cc_decompositions_print writes, each as "aten.OP(". */
+static void graph_dict(void)
+{
+    static const char *const keywords[] = {"graph ", "weights ", "input ", "param ", "output ", "hint ",
+                                           "hint work_div ", "getitem(", "True", "False", "None",
+                                           "inf", "nan", NULL};
+    names(keywords);
+    for (int d = 0; d < CC_NDTYPES; d++)
+        word(cc_dtype_names[d]);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cc_decompositions_print(f);
+    fclose(f);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char op[128], w[160];
+        if (sscanf(line, "%127s", op) == 1) {
+            snprintf(w, sizeof w, "aten.%s(", op);
+            word(w);
+        }
+    }
+    free(buf);
+}
+
+static int config_dict(void)
+{
+    char path[1024], line[4096];
+    sim_config_path("spyre", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    word("include");
+    while (fgets(line, sizeof line, f)) {
+        char key[128];
+        if (line[0] != '#' && sscanf(line, " %127[a-z0-9_] =", key) == 1)
+            word(key);
+    }
+    fclose(f);
+    return 0;
+}
+
+static void safetensors_dict(void)
+{
+    static const char *const keys[] = {"\"dtype\"", "\"shape\"", "\"data_offsets\"", "\"__metadata__\"", NULL};
+    names(keys);
+    for (int d = 0; d < RT_ST_NDTYPES; d++) {
+        char w[32];
+        snprintf(w, sizeof w, "\"%s\"", rt_st_dtype_name((rt_st_dtype)d));
+        word(w);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *t = argc == 2 ? argv[1] : "";
+    if (!strcmp(t, "asm"))
+        asm_dict();
+    else if (!strcmp(t, "graph") || !strcmp(t, "compile"))
+        graph_dict();
+    else if (!strcmp(t, "config"))
+        return config_dict();
+    else if (!strcmp(t, "safetensors"))
+        safetensors_dict();
+    else if (strcmp(t, "elf")) {
+        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors\n");
+        return 2;
+    }
+    return 0;
+}
