@@ -36,7 +36,6 @@
 #define ASM_DEFAULT_STICK 128u
 #define ASM_TENSOR_ALIGN 128u  /* default placement of a tensor without at= */
 #define ASM_MAX_CORES 256      /* the ring's core operand has 8 bits */
-#define ASM_MAX_BYTES (1ull << 48) /* largest DRAM size or tensor we accept */
 #define ASM_LINE_MAX 4096
 #define ASM_CONST_PER_LINE 32  /* bytes per .const line in the disassembly */
 #define ASM_INDENT 2
@@ -211,7 +210,7 @@ static int dir_config(assembler *a, char **tok, int n)
                 return -1;
             a->ncores = (int)v;
         } else if (strcmp(tok[i], "lx") == 0) {
-            if (parse_bounded(a, ".config lx", val, 1, ASM_MAX_BYTES, &v))
+            if (parse_bounded(a, ".config lx", val, 1, ISA_BYTES_MAX, &v))
                 return -1;
             a->lx = v;
         } else if (strcmp(tok[i], "stick") == 0) {
@@ -243,6 +242,18 @@ static int close_kernel(assembler *a)
     return 0;
 }
 
+/* Can a kernel name be written as the token of `.kernel NAME`? */
+static int printable_name(const char *name)
+{
+    size_t n = strnlen(name, ISA_NAME_MAX);
+    if (n == 0 || n == ISA_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)name[i]) || name[i] == '#' || name[i] == ';')
+            return 0;
+    return 1;
+}
+
 static int dir_kernel(assembler *a, char **tok, int n)
 {
     if (n != 2)
@@ -251,6 +262,8 @@ static int dir_kernel(assembler *a, char **tok, int n)
         return fail(a, ".kernel outside a core: put '.core N' before it");
     if (strlen(tok[1]) >= ISA_NAME_MAX)
         return fail(a, ".kernel: name '%s' longer than %d characters", tok[1], ISA_NAME_MAX - 1);
+    if (!printable_name(tok[1])) /* the disassembler could not write it back */
+        return fail(a, ".kernel: a name is printable ASCII without '#' or ';'");
     if (close_kernel(a))
         return -1;
     a->kernel_open = 1;
@@ -303,7 +316,7 @@ static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
         return fail(a, ".tensor: more than %d dimensions in '%s'", ISA_MAX_RANK, s);
     for (char *d = strtok_r(buf, "x", &save); d; d = strtok_r(NULL, "x", &save)) {
         uint64_t v;
-        if (parse_u64(d, &v) || v > ASM_MAX_BYTES) /* 0: an empty tensor */
+        if (parse_u64(d, &v) || v > ISA_BYTES_MAX) /* 0: an empty tensor */
             return fail(a, ".tensor: bad dimensions '%s' (expected e.g. 512x1024)", s);
         shape[(*rank)++] = (int64_t)v;
     }
@@ -313,7 +326,7 @@ static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
 }
 
 /* Device bytes of a shape (0 for an empty one), or UINT64_MAX when it is
- * larger than ASM_MAX_BYTES. */
+ * larger than ISA_BYTES_MAX. */
 static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape, int stick_dim, isa_dtype_dev t)
 {
     uint64_t bytes = p->stick_bytes, lanes = p->stick_bytes / (t == ISA_T_F32 ? 4 : 2);
@@ -321,7 +334,7 @@ static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape
         uint64_t f = (uint64_t)shape[d];
         if (d == stick_dim)
             f = (f + lanes - 1) / lanes;
-        if (bytes && f > ASM_MAX_BYTES / bytes)
+        if (bytes && f > ISA_BYTES_MAX / bytes)
             return UINT64_MAX;
         bytes *= f;
     }
@@ -366,7 +379,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (ddt < 0)
                 return fail(a, ".tensor %s: unknown device dtype '%s' (dl16, f32)", name, val);
         } else if (strcmp(key, "at") == 0) {
-            if (parse_bounded(a, ".tensor at", val, 0, ASM_MAX_BYTES, &at))
+            if (parse_bounded(a, ".tensor at", val, 0, ISA_BYTES_MAX, &at))
                 return -1;
             have_at = 1;
         } else if (strcmp(key, "stick") == 0) {
@@ -374,11 +387,11 @@ static int dir_tensor(assembler *a, char **tok, int n)
                 return -1;
             stick_dim = (int)v;
         } else if (strcmp(key, "bytes") == 0) {
-            if (parse_bounded(a, ".tensor bytes", val, 1, ASM_MAX_BYTES, &bytes))
+            if (parse_bounded(a, ".tensor bytes", val, 1, ISA_BYTES_MAX, &bytes))
                 return -1;
             have_bytes = 1;
         } else if (strcmp(key, "const") == 0) {
-            if (parse_bounded(a, ".tensor const", val, 0, ASM_MAX_BYTES, &v))
+            if (parse_bounded(a, ".tensor const", val, 0, ISA_BYTES_MAX, &v))
                 return -1;
             const_off = (int64_t)v;
         } else {
@@ -387,7 +400,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
     if (need == UINT64_MAX)
-        return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ASM_MAX_BYTES);
+        return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ISA_BYTES_MAX);
     if (have_bytes && bytes < need)
         return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);
     if (!have_at) { /* next free offset after the tensors so far (of its region, after .weights) */
@@ -425,7 +438,7 @@ static int dir_dram(assembler *a, char **tok, int n)
         return fail(a, "expected .dram BYTES");
     if (a->dram_line)
         return fail(a, ".dram given twice (first on line %d)", a->dram_line);
-    if (parse_bounded(a, ".dram", tok[1], 0, ASM_MAX_BYTES, &a->dram))
+    if (parse_bounded(a, ".dram", tok[1], 0, ISA_BYTES_MAX, &a->dram))
         return -1;
     a->dram_line = a->line;
     return 0;
@@ -437,7 +450,7 @@ static int dir_weights(assembler *a, char **tok, int n)
         return fail(a, "expected .weights BYTES");
     if (a->weights_line)
         return fail(a, ".weights given twice (first on line %d)", a->weights_line);
-    if (parse_bounded(a, ".weights", tok[1], 0, ASM_MAX_BYTES, &a->weights))
+    if (parse_bounded(a, ".weights", tok[1], 0, ISA_BYTES_MAX, &a->weights))
         return -1;
     a->weights_line = a->line;
     return 0;
@@ -632,17 +645,6 @@ static const char *name_of(const char *const *names, int v)
     return "?";
 }
 
-/* Can a kernel name be written as the token of `.kernel NAME`? */
-static int printable_name(const char *name)
-{
-    size_t n = strnlen(name, ISA_NAME_MAX);
-    if (n == 0 || n == ISA_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isgraph((unsigned char)name[i]) || name[i] == '#' || name[i] == ';')
-            return 0;
-    return 1;
-}
 
 /* Core c's kernels that the text can express, in stream order: in range,
  * printable and clear of the one before; returns how many, their indices

@@ -120,8 +120,9 @@ static int check_config(const isa_program *p, char *msg, size_t len)
         isa_set_err(msg, len, "stick_bytes %" PRIu32 " is not a positive multiple of 4", p->stick_bytes);
         return -1;
     }
-    if (p->lx_bytes == 0) {
-        isa_set_err(msg, len, "lx_bytes is 0");
+    if (p->lx_bytes == 0 || p->lx_bytes > ISA_BYTES_MAX || p->dram_bytes > ISA_BYTES_MAX) {
+        isa_set_err(msg, len, "LX of %" PRIu64 " bytes or DRAM segment of %" PRIu64 " bytes is outside [1, 2^48]",
+                    p->lx_bytes, p->dram_bytes);
         return -1;
     }
     if (p->weight_bytes > p->dram_bytes) {

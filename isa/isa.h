@@ -40,6 +40,10 @@
 #define ISA_NREGS 16
 #define ISA_MAX_RANK 6
 #define ISA_NAME_MAX 64
+/* The largest DRAM segment, LX, tensor or offset a program may declare: the
+ * 48-bit addresses the simulator resolves (the assembler and the ELF reader
+ * hold programs to it alike, so whatever one accepts the other does). */
+#define ISA_BYTES_MAX (1ull << 48)
 
 /* Operand kinds. */
 typedef enum {

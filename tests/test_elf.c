@@ -570,6 +570,9 @@ static void test_bad_configuration_note_is_an_error(void)
     expect_patched_error(img, n, desc + 4, 2, 4, "but the program has 2 cores"); /* core3 exists */
     expect_patched_error(img, n, desc + 8, 6, 4, "stick_bytes 6");
     expect_patched_error(img, n, desc + 24, 4096, 8, "DRAM segment"); /* too small for the tensors */
+    /* beyond what the assembler accepts, so dis printed what as refused (fuzz_elf) */
+    expect_patched_error(img, n, desc + 16, (1ull << 48) + 1, 8, "is outside [1, 2^48]");
+    expect_patched_error(img, n, desc + 24, 1ull << 50, 8, "is outside [1, 2^48]");
     uint8_t *bad = malloc(n);
     char p2[1024];
     memcpy(bad, img, n);
@@ -991,6 +994,9 @@ static void test_bad_directives_are_errors(void)
     expect_asm_error(".core 0\n.kernel "
                      "a234567890123456789012345678901234567890123456789012345678901234\n",
                      2, "longer than 63");
+    /* the disassembler could not write these back: found by fuzz_asm */
+    expect_asm_error(".core 0\n.kernel k\xe9\nnop\n", 2, "a name is printable ASCII");
+    expect_asm_error(".core 0\n.kernel k\rx\nnop\n", 2, "a name is printable ASCII");
     expect_asm_error(".core 0\nnop\n.kernel empty\n.kernel next\nnop\n", 3, ".kernel empty has no instructions");
     expect_asm_error(".core 0\n.kernel empty\n.core 1\nnop\n", 2, ".kernel empty has no instructions");
     expect_asm_error(".core 0\nnop\n.kernel last\n", 3, ".kernel last has no instructions");
