@@ -19,10 +19,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    char path[1024], err[512];
-    sim_config_path("spyre-4core", path, sizeof path);
+    char err[512], *path = sim_config_path("spyre-4core");
     if (sim_config_load(path, &cfg, err, sizeof err))
         fz_fail("cannot load the 4-core configuration", err);
+    free(path);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "sim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -13,10 +14,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     static const char *const shipped[] = {"spyre", "spyre-4core", "spyre-smalldram"};
     for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
-        char target[1024], name[64];
-        sim_config_path(shipped[i], target, sizeof target);
+        char name[64], *target = sim_config_path(shipped[i]);
         snprintf(name, sizeof name, "%s.cfg", shipped[i]);
         fz_link(name, target);
+        free(target);
     }
     return 0;
 }

@@ -76,13 +76,13 @@ static void graph_dict(void)
 
 static int config_dict(void)
 {
-    char path[1024], line[4096];
-    sim_config_path("spyre", path, sizeof path);
+    char line[4096], *path = sim_config_path("spyre");
     FILE *f = fopen(path, "r");
     if (!f) {
         perror(path);
         return 1;
     }
+    free(path);
     word("include");
     while (fgets(line, sizeof line, f)) {
         char key[128];
