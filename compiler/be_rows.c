@@ -310,6 +310,23 @@ static be_vclass join(be_vclass a, be_vclass b)
     return a > b ? a : b;
 }
 
+/* A new temp of class cls, every element imm (an SFP immediate: sfp.iota
+ * with no step). */
+static int fill(be_tile *T, be_vclass cls, float imm, be_val *out)
+{
+    if (be_temp(T, cls, out))
+        return -1;
+    cc_sfp_args s = {0};
+    s.op = ISA_OP_SFP_IOTA;
+    s.c = T->corelet;
+    s.t = ISA_T_DL16;
+    shape_for(T, cls, &s);
+    s.d = cc_abs(out->lx);
+    s.imm = imm;
+    cc_emit_sfp(T->e, &s);
+    return 0;
+}
+
 /* v as a value of class cls (a broadcast): COL -> TILE by a mov with row
  * stride 0; ROW -> TILE by 0 + the row's element (bm=elem); a constant from any finite 0/1 or real value x: x*0 + c is
  * not safe for inf/NaN, so only COL and the value itself are supported. */
@@ -325,32 +342,14 @@ int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out)
         be_sfp(T, ISA_OP_SFP_MOV, BE_V_TILE, out->lx, v->lx, 1, NULL);
         return 0;
     }
-    if (v->cls == BE_V_ROW && cls == BE_V_TILE) { /* zeros by sfp.iota, + the row's element */
-        if (be_temp(T, BE_V_TILE, out))
+    if (v->cls == BE_V_ROW && cls == BE_V_TILE) { /* zeros, + the row's element */
+        if (fill(T, BE_V_TILE, 0, out))
             return -1;
-        cc_sfp_args s = {0};
-        s.op = ISA_OP_SFP_IOTA;
-        s.c = T->corelet;
-        s.t = ISA_T_DL16;
-        shape_for(T, BE_V_TILE, &s);
-        s.d = cc_abs(out->lx);
-        cc_emit_sfp(T->e, &s);
         be_sfp(T, ISA_OP_SFP_ADD, BE_V_TILE, out->lx, out->lx, 0, v);
         return 0;
     }
-    if (v->cls == BE_V_CONST) { /* a constant fill (a sum over no element): sfp.iota with no step */
-        if (be_temp(T, cls, out))
-            return -1;
-        cc_sfp_args s = {0};
-        s.op = ISA_OP_SFP_IOTA;
-        s.c = T->corelet;
-        s.t = ISA_T_DL16;
-        shape_for(T, cls, &s);
-        s.d = cc_abs(out->lx);
-        s.imm = be_dl16_imm(v->imm);
-        cc_emit_sfp(T->e, &s);
-        return 0;
-    }
+    if (v->cls == BE_V_CONST) /* a constant fill (a sum over no element) */
+        return fill(T, cls, be_dl16_imm(v->imm), out);
     return be_error(T->c, T->K, "cannot broadcast a %s value to a %s (not supported yet)",
                     v->cls == BE_V_ROW ? "per-row" : v->cls == BE_V_CONST ? "constant" : "per-column",
                     cls == BE_V_TILE ? "tile" : cls == BE_V_ROW ? "per-row value" : "per-column value");
