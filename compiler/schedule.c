@@ -565,6 +565,11 @@ static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
             o += snprintf(name + o, sizeof name - (size_t)o, "_%s", parts[np]);
             np++;
         }
+    /* The ELF's kernel record holds ISA_NAME_MAX - 1 bytes, ".xchg" included
+     * for a ring exchange before the kernel: a longer name was cut there, no
+     * longer matched its kernel and aborted the reroll pass.  The "k<pos>"
+     * prefix keeps cut names unique. */
+    name[ISA_NAME_MAX - 1 - strlen(".xchg")] = '\0';
     return ir_xstrdup(name);
 }
 

@@ -816,6 +816,37 @@ static void test_empty_tensors_compile_run_check_and_ref(void)
     rmdir(dir);
 }
 
+/* A kernel is named for its position and up to three of its ops; the ELF's
+ * kernel record holds 63 bytes.  The fourth attention's last kernel,
+ * "k11_scaled_dot_product_attention_repeat_interleave_scalar_tensor" (64),
+ * was cut there, no longer matched its kernel and aborted the reroll pass
+ * (SIGABRT in compile, run and sweep).  Names are cut to 58 bytes (room for
+ * ".xchg"), unique by their "k<pos>" prefix. */
+static void test_a_kernel_name_longer_than_the_elf_holds_is_cut(void)
+{
+    char g[512], elf[512];
+    tu_tmpfile(".txt", g, sizeof g);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    write_file(g, "input %q: f32[2, 64, 64]\ninput %k: f32[2, 64, 64]\ninput %v: f32[2, 64, 64]\n"
+                  "%t0: f32[2, 64, 64] = aten.scaled_dot_product_attention.default(%q, %k, %v)\n"
+                  "%t1: f32[2, 64, 64] = aten.scaled_dot_product_attention.default(%t0, %k, %v)\n"
+                  "%t2: f32[2, 64, 64] = aten.scaled_dot_product_attention.default(%t1, %k, %v)\n"
+                  "%att: f32[2, 64, 64] = aten.scaled_dot_product_attention.default(%t2, %k, %v)\n"
+                  "%r: f32[2, 64, 64] = aten.repeat_interleave.self_int(%att, 1, 0)\n"
+                  "%s: f32[] = aten.scalar_tensor.default(2.0)\n"
+                  "%y: f32[2, 64, 64] = aten.mul.Tensor(%r, %s)\noutput %y\n");
+    CU_ASSERT_EQUAL(spyref("compile %s%s", g, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k11_scaled_dot_product_attention_repeat_interleave_scalar_: matmul"));
+    CU_ASSERT_EQUAL(spyref("compile %s -o %s", g, elf), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", g, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    CU_ASSERT_EQUAL(spyref("run %s --check --work-div k11_scaled_dot_product_attention_repeat_interleave_scalar_=2x1%s",
+                           g, ""), 0);
+    remove(g);
+    remove(elf);
+}
+
 /* Issue 12: a value name of about 250 characters made compile and run loop
  * forever (a generated name cut to 255 bytes lost its ".N" suffix).  Names
  * of 250, 300 and 1000 characters (inputs, intermediates, the ops a layer
@@ -903,6 +934,7 @@ int main(void)
         {"an export under a long path is checked", test_an_export_under_a_long_path_is_checked},
         {"empty_tensors_compile_run_check_and_ref", test_empty_tensors_compile_run_check_and_ref},
         {"long_names_compile_and_run_quickly", test_long_names_compile_and_run_quickly},
+        {"a kernel name longer than the ELF holds is cut", test_a_kernel_name_longer_than_the_elf_holds_is_cut},
         {NULL, NULL},
     };
     return tu_run("cli", tests);

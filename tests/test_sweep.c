@@ -153,6 +153,12 @@ static void test_bad_specs(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_addmm_gelu"));
     CU_ASSERT_EQUAL(sweep(dir, "--shard 2/2"), 2);
     CU_ASSERT_EQUAL(sweep(dir, "--shard x"), 2);
+    /* an index past INT_MAX is refused, not wrapped into range (to 1/2) */
+    CU_ASSERT_EQUAL(sweep(dir, "--shard 4294967297/2"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--shard 4294967297/2: expected I/N"));
+    CU_ASSERT_EQUAL(sweep(dir, "--shard 0/4294967297"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--shard -1/2"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--shard 1/+2"), 2);
     CU_ASSERT_EQUAL(sweep(dir, "--jobs 0"), 2);
     CU_ASSERT_EQUAL(tu_spyre("sweep merge /nonexistent-dir", out, sizeof out), 2);
     CU_ASSERT_EQUAL(tu_spyre("sweep --help", out, sizeof out), 0);

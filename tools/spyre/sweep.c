@@ -16,8 +16,10 @@
 #endif
 #define _XOPEN_SOURCE 700 /* realpath */
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1605,6 +1607,24 @@ out:
     return status;
 }
 
+/* "I/N" with 0 <= I < N, in decimal.  Not sscanf's %d: an I past INT_MAX
+ * (4294967297/2) wrapped into range and ran shard 1/2. */
+static int shard_parse(const char *s, int *shard_i, int *shard_n)
+{
+    char *end;
+    errno = 0;
+    long i = strtol(s, &end, 10);
+    if (errno || end == s || *end != '/' || !isdigit((unsigned char)s[0]))
+        return -1;
+    const char *ns = end + 1;
+    long n = strtol(ns, &end, 10);
+    if (errno || end == ns || *end || !isdigit((unsigned char)ns[0]) || n < 1 || n > INT_MAX || i >= n)
+        return -1;
+    *shard_i = (int)i;
+    *shard_n = (int)n;
+    return 0;
+}
+
 static int sw_usage(const char *what)
 {
     fprintf(stderr, "spyre sweep: %s\nusage: spyre %s\n", what, sweep_usage);
@@ -1724,9 +1744,7 @@ int cmd_sweep(int argc, char **argv)
             if (*end || jobs < 1 || jobs > 1024)
                 return sw_usage("--jobs takes a count from 1 to 1024");
         } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
-            char tail;
-            if (sscanf(argv[++i], "%d/%d%c", &shard_i, &shard_n, &tail) != 2 || shard_n < 1 || shard_i < 0 ||
-                shard_i >= shard_n) {
+            if (shard_parse(argv[++i], &shard_i, &shard_n)) {
                 fprintf(stderr, "spyre sweep: --shard %s: expected I/N with 0 <= I < N\n", argv[i]);
                 return SW_USAGE;
             }
