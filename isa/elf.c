@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Tensor record: byte offsets of its fields. */
 enum {
@@ -960,11 +962,30 @@ fail:
     return NULL;
 }
 
+/* The file mapped, not read: a foreign file of gigabytes is refused by its
+ * header at once, and a program costs only the pages its sections occupy.
+ * Copy-on-write, as libelf may write to the image it is given. */
+static uint8_t *map_file(const char *path, size_t *size, char *err, size_t errlen)
+{
+    uint64_t n;
+    int fd = isa_file_open(path, ISA_ELF_MAX, &n, err, errlen);
+    if (fd < 0)
+        return NULL;
+    void *m = mmap(NULL, n ? (size_t)n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        isa_set_err(err, errlen, "%s: cannot map %" PRIu64 " bytes", path, n);
+        return NULL;
+    }
+    *size = (size_t)n;
+    return m;
+}
+
 isa_program *isa_elf_read(const char *path, char *err, size_t errlen)
 {
     reader r = {path, err, errlen};
     size_t size;
-    uint8_t *buf = (uint8_t *)isa_file_read(path, ISA_ELF_MAX, &size, err, errlen);
+    uint8_t *buf = map_file(path, &size, err, errlen);
     if (!buf)
         return NULL;
     isa_program *p = NULL;
@@ -981,6 +1002,6 @@ isa_program *isa_elf_read(const char *path, char *err, size_t errlen)
             }
         }
     }
-    free(buf);
+    munmap(buf, size ? size : 1);
     return p;
 }

@@ -612,6 +612,21 @@ static void test_fifos_devices_and_directories_are_refused_as_inputs(void)
 }
 
 /* A NUL byte dropped the rest of an assembly file. */
+/* A program is mapped, not read: a 15 GB file of zeros (sparse: no disk)
+ * is refused by its header at once; reading it whole took minutes. */
+static void test_a_huge_foreign_file_is_refused_by_its_header(void)
+{
+    char path[512];
+    tu_tmpfile(".elf", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(truncate(path, 15ll << 30), 0);
+    CU_ASSERT_EQUAL(spyre_t("dis %s%s", path, ""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "not an ELF file"));
+    remove(path);
+}
+
 static void test_a_nul_byte_in_assembly_is_an_error_naming_the_line(void)
 {
     char src[512], elf[512];
@@ -930,6 +945,7 @@ int main(void)
         {"worked_example_in_isa_md_runs_and_checks", test_worked_example_in_isa_md_runs_and_checks},
         {"FIFOs, devices and directories are refused as inputs", test_fifos_devices_and_directories_are_refused_as_inputs},
         {"a NUL byte in assembly is an error naming the line", test_a_nul_byte_in_assembly_is_an_error_naming_the_line},
+        {"a huge foreign file is refused by its header", test_a_huge_foreign_file_is_refused_by_its_header},
         {"outputs never remove what was there", test_outputs_never_remove_what_was_there},
         {"an export under a long path is checked", test_an_export_under_a_long_path_is_checked},
         {"empty_tensors_compile_run_check_and_ref", test_empty_tensors_compile_run_check_and_ref},
