@@ -236,25 +236,33 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
     }
     if ((rc = check_names(f, order, err, errlen)))
         goto out;
-    /* No two tensors may share a byte. */
+    /* No two tensors may share a byte, and every byte of the data is some
+     * tensor's (as the format's reference reader demands: a hole or a tail
+     * is a file cut or written wrong). */
     for (int i = 0; i < f->ntensors; i++)
         order[i] = i;
     sort_ranges = ranges;
     qsort(order, (size_t)f->ntensors, sizeof *order, cmp_range);
     int prev = -1;
-    for (int k = 0; k < f->ntensors; k++) {
+    uint64_t covered = 0;
+    for (int k = 0; k < f->ntensors && !rc; k++) {
         int i = order[k];
         if (ranges[2 * i] == ranges[2 * i + 1])
             continue; /* empty */
-        if (prev >= 0 && ranges[2 * i] < ranges[2 * prev + 1]) {
+        if (prev >= 0 && ranges[2 * i] < ranges[2 * prev + 1])
             rc = rt_errf(err, errlen, "%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] overlap", path,
                          f->tensors[prev].name, (unsigned long long)ranges[2 * prev],
                          (unsigned long long)ranges[2 * prev + 1], f->tensors[i].name,
                          (unsigned long long)ranges[2 * i], (unsigned long long)ranges[2 * i + 1]);
-            goto out;
-        }
+        else if (ranges[2 * i] != covered)
+            rc = rt_errf(err, errlen, "%s: data bytes [%llu, %llu) belong to no tensor", path,
+                         (unsigned long long)covered, (unsigned long long)ranges[2 * i]);
+        covered = ranges[2 * i + 1];
         prev = i;
     }
+    if (!rc && covered != dsize)
+        rc = rt_errf(err, errlen, "%s: data bytes [%llu, %llu) belong to no tensor", path,
+                     (unsigned long long)covered, (unsigned long long)dsize);
 out:
     free(ranges);
     free(order);

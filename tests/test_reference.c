@@ -851,6 +851,12 @@ static void test_safetensors_reports_each_corruption(void)
     expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                     "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
                     -1, 8, "tensor 'w' appears twice in the header");
+    /* every data byte is some tensor's: a hole or a tail is a file cut or written wrong */
+    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 12,
+                    "data bytes [8, 12) belong to no tensor");
+    expect_st_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                    "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+                    -1, 12, "data bytes [4, 8) belong to no tensor");
     /* metadata and padding blanks are fine */
     st_path("-ok.safetensors", path, sizeof path);
     write_raw(path, -1, "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"I32\",\"shape\":[],"
