@@ -223,6 +223,13 @@ static void test_autotune(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_addmm_gelu: grid 1x2 on"));
     snprintf(args, sizeof args, "run " MLP " --config spyre-4core --no-values --tuning %s", tune);
     CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    /* the same kernel tuned twice: the second would win unseen */
+    f = fopen(tune, "a");
+    fprintf(f, "tune mlp spyre-4core k0_addmm_gelu 2x1\n");
+    fclose(f);
+    snprintf(args, sizeof args, "compile " MLP " --config spyre-4core --tuning %s", tune);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ": kernel k0_addmm_gelu of mlp on spyre-4core is tuned twice"));
     remove(tune);
     snprintf(args, sizeof args, "rm -rf '%s'", dir);
     CU_ASSERT_EQUAL(system(args), 0);

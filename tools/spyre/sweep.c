@@ -1969,6 +1969,16 @@ const char sweep_help[] =
 
 /* ---- tuning files ---- */
 
+/* Does work_div[from..to) already hold KERNEL=...? */
+static int tuned_before(const char **work_div, int from, int to, const char *kernel)
+{
+    size_t len = strlen(kernel);
+    for (int i = from; i < to; i++)
+        if (!strncmp(work_div[i], kernel, len) && work_div[i][len] == '=')
+            return 1;
+    return 0;
+}
+
 int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen)
 {
@@ -1977,7 +1987,7 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
         return -1;
     char gname[256], *cur = text, *line;
     graph_name(graph_path, gname, sizeof gname);
-    int lineno = 0, rc = 0;
+    int lineno = 0, rc = 0, n0 = *n;
     cc_result *kernels = NULL;
     const cc_graph *graph = g;
     while ((line = isa_text_line(&cur))) {
@@ -2005,6 +2015,11 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
             known |= !strcmp(k, cc_result_kernel_name(kernels, i));
         if (!known)
             continue; /* a kernel the graph no longer has: ignored */
+        if (tuned_before(work_div, n0, *n, k)) { /* the last would win unseen */
+            snprintf(err, errlen, "%s:%d: kernel %s of %s on %s is tuned twice", path, lineno, k, gname, c);
+            rc = -1;
+            break;
+        }
         if (*n == max) {
             snprintf(err, errlen, "%s:%d: too many work divisions", path, lineno);
             rc = -1;
