@@ -171,8 +171,9 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
     /* Device bytes without overflow: every factor is bounded by the segment. */
     uint64_t need = p->stick_bytes, lanes = p->stick_bytes / (t->dev_dtype == ISA_T_F32 ? 4 : 2);
     for (int d = 0; d < t->rank; d++) {
-        if (t->shape[d] < 0) {
-            isa_set_err(msg, len, "tensor %s: dimension %d is %" PRId64, t->name, d, t->shape[d]);
+        if (t->shape[d] < 0 || (uint64_t)t->shape[d] > ISA_BYTES_MAX) { /* as the assembler: even beside a 0 */
+            isa_set_err(msg, len, "tensor %s: dimension %d is %" PRId64 ", outside [0, 2^48]", t->name, d,
+                        t->shape[d]);
             return -1;
         }
         need = t->shape[d] ? need : 0; /* an empty tensor has no bytes */
