@@ -12,7 +12,7 @@
 #include "sim.h"
 #include "testutil.h"
 
-static sim_config cfg4;
+static chip_config cfg4;
 
 static void put_dl16(uint8_t *lx, int64_t off, const float *v, int n)
 {
@@ -39,7 +39,7 @@ static int run(sim *s, isa_program *p, sim_fault *f)
 
 static void test_config_default_has_reference_values(void)
 {
-    sim_config c;
+    chip_config c;
     tu_config("spyre", &c);
     CU_ASSERT_EQUAL(c.cores, 32);
     CU_ASSERT_EQUAL(c.lx_bytes, 2097152);
@@ -64,8 +64,8 @@ static int load_text(const char *text, char *err, size_t len)
     FILE *f = fopen(path, "w");
     fprintf(f, "include = %s/sim/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
     fclose(f);
-    sim_config c;
-    int rc = sim_config_load(path, &c, err, len);
+    chip_config c;
+    int rc = chip_config_load(path, &c, err, len);
     remove(path);
     return rc;
 }
@@ -93,11 +93,11 @@ static void test_config_reports_missing_key_and_file(void)
     FILE *f = fopen(path, "w");
     fprintf(f, "name = x\ncores = 4\n");
     fclose(f);
-    sim_config c;
-    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    chip_config c;
+    CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing key"));
     remove(path);
-    CU_ASSERT_EQUAL(sim_config_load("/nonexistent/x.cfg", &c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_load("/nonexistent/x.cfg", &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
 }
 
@@ -121,13 +121,13 @@ static void test_config_lines_of_any_length(void)
     strcpy(text + 2 + n - 20, " cores = 7 comment\ncores = 8\n");
     char err[512];
     CU_ASSERT_EQUAL(load_text(text, err, sizeof err), 0);
-    sim_config c;
+    chip_config c;
     char path[512];
     tu_tmpfile(".cfg", path, sizeof path);
     FILE *f = fopen(path, "w");
     fprintf(f, "include = %s/sim/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
     fclose(f);
-    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.cores, 8);
     remove(path);
     free(text);
@@ -139,8 +139,8 @@ static void test_config_nul_byte_is_an_error_naming_the_line(void)
     char path[512], err[512], want[600];
     tu_tmpfile(".cfg", path, sizeof path);
     write_cfg(path, "name = x\ncores = 4\0 # hidden\n", 29);
-    sim_config c;
-    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    chip_config c;
+    CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     snprintf(want, sizeof want, "%s:2: a NUL byte in the text", path);
     CU_ASSERT_STRING_EQUAL(err, want);
     remove(path);
@@ -154,15 +154,15 @@ static void test_config_include_of_a_fifo_or_directory_is_refused(void)
     snprintf(fifo, sizeof fifo, "%s/fifo.cfg", dir);
     CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
     write_cfg(path, "include = fifo.cfg\n", 19);
-    sim_config c;
+    chip_config c;
     alarm(10); /* a blocking open would hang: fail instead */
-    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     alarm(0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "fifo.cfg: not a regular file"));
     write_cfg(path, "include = /dev/zero\n", 20);
-    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     CU_ASSERT_STRING_EQUAL(err, "/dev/zero: not a regular file");
-    CU_ASSERT_EQUAL(sim_config_load(dir, &c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_load(dir, &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ": not a regular file"));
     tu_rmtree(dir);
 }
@@ -175,8 +175,8 @@ static void test_config_over_its_cap_is_refused(void)
     char *text = malloc(n);
     memset(text, '\n', n);
     write_cfg(path, text, n);
-    sim_config c;
-    CU_ASSERT_EQUAL(sim_config_load(path, &c, err, sizeof err), -1);
+    chip_config c;
+    CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than the 1048576"));
     remove(path);
     free(text);
@@ -193,8 +193,8 @@ static void test_config_include_by_a_long_path(void)
     int n = snprintf(text, sizeof text, "include = %s/sim/configs/spyre.cfg\ncores = 6\n", SPYRE_SOURCE_DIR);
     write_cfg(inner, text, (size_t)n);
     write_cfg(outer, "include = inner.cfg\nname = deep\n", 32);
-    sim_config c;
-    int rc = sim_config_load(outer, &c, err, sizeof err);
+    chip_config c;
+    int rc = chip_config_load(outer, &c, err, sizeof err);
     if (rc)
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_EQUAL(rc, 0);
@@ -266,12 +266,12 @@ static void test_every_shipped_config_loads(void)
             continue;
         char path[1024], err[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        sim_config c;
-        int rc = sim_config_load(path, &c, err, sizeof err);
+        chip_config c;
+        int rc = chip_config_load(path, &c, err, sizeof err);
         if (rc)
             fprintf(stderr, "\n%s\n", err);
         CU_ASSERT_EQUAL(rc, 0);
-        CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), 0);
+        CU_ASSERT_EQUAL(chip_config_check(&c, err, sizeof err), 0);
         n++;
     }
     closedir(d);
@@ -281,19 +281,19 @@ static void test_every_shipped_config_loads(void)
 /* A configuration built in memory is validated the same way. */
 static void test_config_check_names_the_key_of_an_in_memory_config(void)
 {
-    sim_config c;
+    chip_config c;
     char err[512];
     tu_config("spyre", &c);
     c.dram_burst_bytes = 3;
-    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_check(&c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "configuration spyre: dram_burst_bytes = 3: must be a power of two"));
     tu_config("spyre", &c);
     c.pt_rows = 0;
-    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_check(&c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "pt_rows = 0: must be in [1, 1024]"));
     tu_config("spyre", &c);
     c.clock_ghz = NAN;
-    CU_ASSERT_EQUAL(sim_config_check(&c, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(chip_config_check(&c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "clock_ghz = nan"));
 }
 
@@ -301,7 +301,7 @@ static void test_config_check_names_the_key_of_an_in_memory_config(void)
 
 static void test_dram_is_sparse_and_reads_zero_when_untouched(void)
 {
-    sim_config c;
+    chip_config c;
     tu_config("spyre", &c);
     sim *s = sim_create(&c); /* 128 GB device: must not allocate it */
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
