@@ -104,8 +104,9 @@ const char *chip_config_dir(void);
 /* Path of a shipped configuration by name ("spyre", "spyre-4core"), or of
  * a configuration file (a name with a '/' or ".cfg"), in a new string. */
 char *chip_config_path(const char *name);
-/* The markdown table of every key (key, type, range, unit, meaning), as
- * docs/chip.md holds it; `spyre config --keys` prints it. */
+/* The markdown tables of every key (type, range, unit, meaning) and of the
+ * constraints between keys, as docs/chip.md holds them; `spyre config
+ * --keys` prints them. */
 void chip_config_doc(FILE *out);
 
 #endif

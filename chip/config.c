@@ -345,14 +345,39 @@ char *chip_config_path(const char *name)
     return p;
 }
 
-/* One bound of key k for the documentation table. */
+/* One bound of key k for the documentation table: large powers of two
+ * (and one less) as 2^n, other large numbers as 1e6. */
 static void doc_bound(int k, int hi, char *buf, size_t len)
 {
-    if (key_is_int[k])
-        snprintf(buf, len, "%" PRIu64, key_int_range[k][hi]);
-    else
-        snprintf(buf, len, "%g", key_range[k][hi]);
+    double v = key_range[k][hi];
+    uint64_t x = key_is_int[k] ? key_int_range[k][hi] : (uint64_t)v;
+    int n = 0;
+    while (n < 63 && (1ull << (n + 1)) <= x)
+        n++;
+    if ((key_is_int[k] || v == (double)x) && x >= 65536 && x == 1ull << n)
+        snprintf(buf, len, "2^%d", n);
+    else if (key_is_int[k] && x >= 65536 && x + 1 == 1ull << (n + 1))
+        snprintf(buf, len, "2^%d-1", n + 1);
+    else if (key_is_int[k])
+        snprintf(buf, len, "%" PRIu64, x);
+    else {
+        snprintf(buf, len, "%g", v);
+        char *p = strstr(buf, "e+"), *q = p ? p + 2 : NULL;
+        while (q && *q == '0' && q[1])
+            q++;
+        if (p)
+            memmove(p + 1, q, strlen(q) + 1);
+    }
 }
+
+static const struct {
+    int key;
+    const char *rule;
+} rules[] = {
+#define R(key, cond, reason) {KEY_##key, reason},
+    CONFIG_RULES(R)
+#undef R
+};
 
 void chip_config_doc(FILE *out)
 {
@@ -364,4 +389,7 @@ void chip_config_doc(FILE *out)
         fprintf(out, "| `%s` | %s | %s%s%s | %s | %s |\n", key_names[k], key_is_int[k] ? "integer" : "number", lo,
                 strcmp(lo, hi) ? " .. " : "", strcmp(lo, hi) ? hi : "", key_unit[k], key_doc[k]);
     }
+    fprintf(out, "\n| key | constraint between keys, checked in this order |\n|---|---|\n");
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        fprintf(out, "| `%s` | %s |\n", key_names[rules[i].key], rules[i].rule);
 }

@@ -1,4 +1,4 @@
-/* fuzz_config: the chip configuration loader (sim/config.c), which takes
+/* fuzz_config: the chip configuration loader (chip/config.c), which takes
  * a path, so each input is written to input.cfg in a scratch directory
  * that also links the shipped configurations, so that an input's
  * `include = spyre.cfg` finds them as it would next to them. */

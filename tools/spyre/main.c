@@ -694,6 +694,16 @@ static char *export_file(const char *path, const char *name)
     return isa_path_join(path, name);
 }
 
+static int cmd_config(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "config"))
+        return EXIT_OK;
+    if (argc != 2 || strcmp(argv[1], "--keys"))
+        return usage_error("config", "needs --keys");
+    chip_config_doc(stdout);
+    return EXIT_OK;
+}
+
 static int cmd_ref(int argc, char **argv)
 {
     if (wants_help(argc, argv, "ref"))
@@ -838,6 +848,9 @@ static const command commands[] = {
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
+    {"config", cmd_config, "config --keys",
+     "Print the keys of a chip configuration file (sim/configs/*.cfg) as a markdown table: type, valid\n"
+     "range, unit and meaning, from the one list of keys in chip/chip.h (docs/chip.md holds this table)."},
 };
 
 static const command *find_command(const char *name)
