@@ -346,7 +346,7 @@ char *chip_config_path(const char *name)
 }
 
 /* One bound of key k for the documentation table: large powers of two
- * (and one less) as 2^n, other large numbers as 1e6. */
+ * (and one less) as 2^n, other large numbers as 1e6 (%g writes 1e+06). */
 static void doc_bound(int k, int hi, char *buf, size_t len)
 {
     double v = key_range[k][hi];

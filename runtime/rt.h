@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chip.h"
 #include "graph.h"
 #include "isa.h"
 #include "sim.h"

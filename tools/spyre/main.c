@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cc.h"
+#include "chip.h"
 #include "isa.h"
 #include "rt.h"
 #include "sim.h"
