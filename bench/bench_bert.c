@@ -41,7 +41,7 @@ int main(void)
     if (bench_export("bench_bert", src, "encoder.py:bert_handwritten", dir, ""))
         return 2;
 
-    char *cfgpath = sim_config_path("spyre"); /* lives as long as the benchmark */
+    char *cfgpath = chip_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return die(2, cfgpath, err);
@@ -110,7 +110,7 @@ int main(void)
     }
     rt_ref_free(ref);
 
-    const sim_config *cfg = rt_config(dev);
+    const chip_config *cfg = rt_config(dev);
     const sim_stats *st = &res->stats;
     printf("graph=%s\n", graph);
     printf("kernels=%d\n", st->nkernels);

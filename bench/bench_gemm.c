@@ -15,7 +15,7 @@ int main(int argc, char **argv)
 {
     const int64_t M = 1024, N = 1024, K = 1024;
     const int reps = argc > 1 ? atoi(argv[1]) : 5;
-    char err[1024], *path = sim_config_path("spyre"); /* lives as long as the benchmark */
+    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(path, err, sizeof err);
     if (!dev) {
         fprintf(stderr, "bench_gemm: %s\n", err);

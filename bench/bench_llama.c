@@ -133,11 +133,11 @@ int main(void)
     if (bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
 
-    char *cfgpath = sim_config_path("spyre"); /* lives as long as the benchmark */
+    char *cfgpath = chip_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return die(2, cfgpath, err);
-    const sim_config *cfg = rt_config(dev);
+    const chip_config *cfg = rt_config(dev);
     double mac_rate = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes *
                       cfg->clock_ghz * 1e9; /* MAC/s */
     double dram_bw = cfg->dram_channels * (double)cfg->dram_burst_bytes /

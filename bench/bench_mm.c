@@ -29,7 +29,7 @@ static const char *graph_text = "graph mlp3_1024\n"
 static double run(const cc_graph *g, rt_device *dev, const char *const *wd, int n, const char *tag)
 {
     char err[1024];
-    const sim_config *cfg = rt_config(dev);
+    const chip_config *cfg = rt_config(dev);
     cc_compile_opts o = {0};
     o.target = cfg;
     o.work_div = wd;
@@ -62,7 +62,7 @@ static double run(const cc_graph *g, rt_device *dev, const char *const *wd, int 
 
 int main(void)
 {
-    char err[1024], *path = sim_config_path("spyre"); /* lives as long as the benchmark */
+    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(path, err, sizeof err);
     cc_graph *g = cc_graph_parse(graph_text, "bench_mm", err, sizeof err);
     if (!dev || !g) {

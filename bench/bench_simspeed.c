@@ -77,7 +77,7 @@ static isa_program *gemm(int n)
 
 int main(void)
 {
-    char err[1024], *path = sim_config_path("spyre"); /* lives as long as the benchmark */
+    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
     dev = rt_open(path, err, sizeof err);
     if (!dev) {
         fprintf(stderr, "bench_simspeed: %s\n", err);

@@ -390,7 +390,7 @@ static int walked_dim(const cc_ttype *t, int64_t coef)
     return dim;
 }
 
-int be_layout_pass(ir_prog *p, const sim_config *cfg)
+int be_layout_pass(ir_prog *p, const chip_config *cfg)
 {
     be_free(p);
     be_state *st = ir_xalloc(sizeof *st);
@@ -1700,7 +1700,7 @@ void be_print(const ir_prog *p, const char *pass, FILE *f)
 
 /* ---- the public entry ---- */
 
-isa_program *cc_codegen(const cc_result *r, const sim_config *cfg, char *err, size_t errlen)
+isa_program *cc_codegen(const cc_result *r, const chip_config *cfg, char *err, size_t errlen)
 {
     ir_prog *p = (ir_prog *)r;
     if (errlen)

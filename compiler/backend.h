@@ -94,7 +94,7 @@ typedef struct {
 
 typedef struct be_ctx {
     ir_prog *p;
-    const sim_config *cfg;
+    const chip_config *cfg;
     cc_target t;
     be_layout *lay;    /* per buffer */
     be_work *work;     /* per kernel position */

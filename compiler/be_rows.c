@@ -980,7 +980,7 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
 static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 {
     const cc_target *t = &c->t;
-    const sim_config *cfg = c->cfg;
+    const chip_config *cfg = c->cfg;
     int64_t rt = cc_ceil_div(k->rows, cores), sb = t->stick;
     double tile = (double)rt * k->G * sb, staged = 0, per_core = 0;
     for (int i = 0; i < k->nl; i++) {

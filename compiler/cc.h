@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "isa.h"
-#include "sim.h"
+#include "chip.h"
 
 /* Options of the generators, for calibration and what-if studies.  A NULL
  * options pointer means CC_GEN_OPTS_DEFAULT. */
@@ -38,8 +38,8 @@ typedef struct {
  * graph "%C = aten.mm(%A, %B)\n"; kernel "gemm".  A GEMM has no
  * intermediate tensors (its partial sums are accumulator state), so
  * lx_plan does not change it. */
-isa_program *cc_gen_gemm(const sim_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen);
-isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
+isa_program *cc_gen_gemm(const chip_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen);
+isa_program *cc_gen_gemm_opts(const chip_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
                               char *err, size_t errlen);
 
 /* y (rows, cols) = softmax(x, dim=-1).  Tensors "x" (input), "y" (output);
@@ -51,8 +51,8 @@ isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64
  * (both (rows, 1), one stick per row), and the pointwise
  * "softmax_normalize" reads x again with rmax and rsum and writes
  * y = exp(x - rmax) / rsum. */
-isa_program *cc_gen_softmax(const sim_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen);
-isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
+isa_program *cc_gen_softmax(const chip_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen);
+isa_program *cc_gen_softmax_opts(const chip_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
                                  char *err, size_t errlen);
 
 /* DRAM streaming microbenchmark: every used core copies its own contiguous
@@ -62,7 +62,7 @@ isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t co
  * and writes are balanced.  No compute.  Graph "%out = aten.clone(%in)\n"
  * with write_back, none (NULL) without; kernel "stream"; lx_plan is not
  * used. */
-isa_program *cc_gen_stream(const sim_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
+isa_program *cc_gen_stream(const chip_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
                            char *err, size_t errlen);
 
 /* ==== The graph compiler's front half (compile.c, docs/compiler.md) ====
@@ -77,7 +77,7 @@ typedef struct {
     FILE *dump;             /* where the dump goes (NULL: stderr) */
     int max_reads;          /* realize a value read by more consumers than this (0: 1) */
     int max_body;           /* realize an expression of more nodes than this (0: 64) */
-    const sim_config *target; /* not NULL: also run the back half for this chip
+    const chip_config *target; /* not NULL: also run the back half for this chip
                                  (cc_backend_pass_names); cc_result_program has the program */
     /* Work-division overrides for the workdiv pass, each "KERNEL=SPEC"
      * with KERNEL a kernel's name as the report prints it and SPEC
@@ -153,7 +153,7 @@ const char *const *cc_backend_pass_names(void);
  * their output value names, other DRAM buffers role scratch.  NULL with
  * "kernel K: what is missing" (or another one-line reason) in err when
  * the back half cannot handle the graph; never wrong code. */
-isa_program *cc_codegen(const cc_result *r, const sim_config *cfg, char *err, size_t errlen);
+isa_program *cc_codegen(const cc_result *r, const chip_config *cfg, char *err, size_t errlen);
 /* The program cc_compile made (opts->target set), handed to the caller
  * (who frees it); NULL without a target or when already taken. */
 isa_program *cc_result_take_program(cc_result *r);

@@ -19,12 +19,12 @@
 
 #include "cc.h"
 #include "isa.h"
-#include "sim.h"
+#include "chip.h"
 
 /* ---- Target description for the cost models ---- */
 
 typedef struct {
-    const sim_config *cfg;
+    const chip_config *cfg;
     int64_t stick;            /* bytes per stick */
     int64_t lanes16;          /* DL16 elements per stick */
     int64_t lanes32;          /* fp32 elements per stick */
@@ -38,7 +38,7 @@ typedef struct {
     double dram_bytes_per_cycle; /* the chip's DRAM channels together, per core cycle (0: unknown) */
 } cc_target;
 
-void cc_target_init(cc_target *t, const sim_config *cfg);
+void cc_target_init(cc_target *t, const chip_config *cfg);
 
 /* Split `total` items into `parts` nearly equal parts (the first
  * total % parts get one more); part i starts at *start and has *len. */
@@ -53,23 +53,23 @@ static inline int64_t cc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Check the generator options against cfg and resolve them: out->cores is
  * the number of cores to use (1..cfg->cores), out->lx_plan 0 or 1.  NULL
  * opts are CC_GEN_OPTS_DEFAULT.  Returns 0, or -1 with a message in err. */
-int cc_resolve_opts(const sim_config *cfg, const cc_gen_opts *opts, cc_gen_opts *out, char *err, size_t errlen);
+int cc_resolve_opts(const chip_config *cfg, const cc_gen_opts *opts, cc_gen_opts *out, char *err, size_t errlen);
 
 /* ---- Programs ---- */
 
 /* A program for every core of cfg, with its config fields set and a copy
  * of `graph` as its graph text (NULL: none).  NULL (message in err) on
  * failure. */
-isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err, size_t errlen);
+isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err, size_t errlen);
 /* Add a 2-D tensor (rows, cols), sticked on cols, at the next aligned DRAM
  * offset; returns its DRAM offset. */
-uint64_t cc_program_add_2d(isa_program *p, const sim_config *cfg, const char *name, isa_role role,
+uint64_t cc_program_add_2d(isa_program *p, const chip_config *cfg, const char *name, isa_role role,
                            int64_t rows, int64_t cols);
 
 /* ---- Emitter ---- */
 
 typedef struct {
-    const sim_config *cfg;
+    const chip_config *cfg;
     isa_program *prog;
     int core;
     isa_stream *s;
@@ -85,7 +85,7 @@ typedef struct {
     size_t errlen;
 } cc_emit;
 
-void cc_emit_begin(cc_emit *e, const sim_config *cfg, isa_program *p, int core, char *err, size_t errlen);
+void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core, char *err, size_t errlen);
 int cc_emit_failed(const cc_emit *e);
 /* Record an error (printf style) unless one is already recorded; returns -1. */
 int cc_emit_error(cc_emit *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -12,10 +12,10 @@
 /* ---- Target ---- */
 
 /* A configuration value, or a fallback when it is unset (a hand-built
- * sim_config); the fallbacks are the shipped spyre.cfg values. */
+ * chip_config); the fallbacks are the shipped spyre.cfg values. */
 static double or_default(double v, double def) { return v > 0 ? v : def; }
 
-void cc_target_init(cc_target *t, const sim_config *cfg)
+void cc_target_init(cc_target *t, const chip_config *cfg)
 {
     memset(t, 0, sizeof *t);
     t->cfg = cfg;
@@ -47,7 +47,7 @@ void cc_split(int64_t total, int64_t parts, int64_t i, int64_t *start, int64_t *
 
 /* ---- Options ---- */
 
-int cc_resolve_opts(const sim_config *cfg, const cc_gen_opts *opts, cc_gen_opts *out, char *err, size_t errlen)
+int cc_resolve_opts(const chip_config *cfg, const cc_gen_opts *opts, cc_gen_opts *out, char *err, size_t errlen)
 {
     *out = opts ? *opts : CC_GEN_OPTS_DEFAULT;
     if (out->cores < 0 || out->cores > cfg->cores) {
@@ -66,7 +66,7 @@ int cc_resolve_opts(const sim_config *cfg, const cc_gen_opts *opts, cc_gen_opts 
 
 /* ---- Programs ---- */
 
-isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err, size_t errlen)
+isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err, size_t errlen)
 {
     if (cfg->cores < 1 || cfg->stick_bytes < 4 || cfg->stick_bytes % 4) {
         snprintf(err, errlen, "configuration %s: unusable (cores %d, stick_bytes %u)", cfg->name, cfg->cores,
@@ -93,7 +93,7 @@ isa_program *cc_program_new(const sim_config *cfg, const char *graph, char *err,
     return p;
 }
 
-uint64_t cc_program_add_2d(isa_program *p, const sim_config *cfg, const char *name, isa_role role, int64_t rows,
+uint64_t cc_program_add_2d(isa_program *p, const chip_config *cfg, const char *name, isa_role role, int64_t rows,
                            int64_t cols)
 {
     uint64_t align = cfg->stick_bytes;
@@ -107,7 +107,7 @@ uint64_t cc_program_add_2d(isa_program *p, const sim_config *cfg, const char *na
 
 /* ---- Emitter ---- */
 
-void cc_emit_begin(cc_emit *e, const sim_config *cfg, isa_program *p, int core, char *err, size_t errlen)
+void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core, char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
     e->cfg = cfg;

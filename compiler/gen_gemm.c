@@ -630,7 +630,7 @@ typedef struct {
 #define SHARE_MAX_STEPS 256
 
 /* DRAM bytes per core cycle the chip's channels can move (0: unknown). */
-static double dram_bytes_per_cycle(const sim_config *cfg)
+static double dram_bytes_per_cycle(const chip_config *cfg)
 {
     if (cfg->dram_channels <= 0 || cfg->dram_burst_bytes == 0 || cfg->dram_burst_tck <= 0 || cfg->dram_tck_ns <= 0 ||
         cfg->clock_ghz <= 0)
@@ -654,7 +654,7 @@ static uint64_t share_lx(const cc_target *t, int64_t K, int64_t mt, int64_t ns, 
 static double share_cost(const gemm_ctx *g, share_plan *sp)
 {
     const cc_target *t = g->t;
-    const sim_config *cfg = t->cfg;
+    const chip_config *cfg = t->cfg;
     int64_t sb = t->stick, kg = cc_ceil_div(g->K, t->lanes16), cores = sp->gm * sp->gn;
     int64_t nbm = cc_ceil_div(sp->mt, sp->MB), steps = nbm * sp->nch;
     tile_plan blk = {0};
@@ -977,12 +977,12 @@ static int emit_share_core(const gemm_ctx *g, const share_plan *sp, isa_program 
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-isa_program *cc_gen_gemm(const sim_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen)
+isa_program *cc_gen_gemm(const chip_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen)
 {
     return cc_gen_gemm_opts(cfg, M, N, K, NULL, err, errlen);
 }
 
-isa_program *cc_gen_gemm_opts(const sim_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
+isa_program *cc_gen_gemm_opts(const chip_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
                               char *err, size_t errlen)
 {
     cc_gen_opts o;

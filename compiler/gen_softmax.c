@@ -309,12 +309,12 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int lx_plan, 
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-isa_program *cc_gen_softmax(const sim_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen)
+isa_program *cc_gen_softmax(const chip_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen)
 {
     return cc_gen_softmax_opts(cfg, rows, cols, NULL, err, errlen);
 }
 
-isa_program *cc_gen_softmax_opts(const sim_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
+isa_program *cc_gen_softmax_opts(const chip_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
                                  char *err, size_t errlen)
 {
     cc_gen_opts o;

@@ -111,7 +111,7 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int write_bac
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-isa_program *cc_gen_stream(const sim_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
+isa_program *cc_gen_stream(const chip_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
                            char *err, size_t errlen)
 {
     const char *what = write_back ? "stream (read and write)" : "stream (read)";

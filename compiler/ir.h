@@ -345,7 +345,7 @@ int ir_fuse_horizontal(ir_prog *p);
 int ir_order(ir_prog *p);
 int ir_lastuse(ir_prog *p);
 /* The back half (backend.c): each needs the one before. */
-int be_layout_pass(ir_prog *p, const sim_config *cfg);
+int be_layout_pass(ir_prog *p, const chip_config *cfg);
 int be_workdiv_pass(ir_prog *p);
 int be_codegen_pass(ir_prog *p);
 int be_reroll_pass(ir_prog *p); /* be_reroll.c */

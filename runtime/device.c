@@ -25,14 +25,14 @@ static int host_is_little_endian(void)
     return b == 1;
 }
 
-rt_device *rt_open_config(const sim_config *cfg, char *err, size_t errlen)
+rt_device *rt_open_config(const chip_config *cfg, char *err, size_t errlen)
 {
     if (!host_is_little_endian()) {
         rt_errf(err, errlen, "rt_open: the runtime needs a little-endian host");
         return NULL;
     }
     char why[512];
-    if (sim_config_check(cfg, why, sizeof why)) {
+    if (chip_config_check(cfg, why, sizeof why)) {
         rt_errf(err, errlen, "rt_open: %s", why);
         return NULL;
     }
@@ -57,9 +57,9 @@ rt_device *rt_open_config(const sim_config *cfg, char *err, size_t errlen)
 
 rt_device *rt_open(const char *config_path, char *err, size_t errlen)
 {
-    sim_config cfg;
+    chip_config cfg;
     char msg[512];
-    if (sim_config_load(config_path, &cfg, msg, sizeof msg)) {
+    if (chip_config_load(config_path, &cfg, msg, sizeof msg)) {
         rt_errf(err, errlen, "%s", msg);
         return NULL;
     }
@@ -80,7 +80,7 @@ void rt_close(rt_device *dev)
     free(dev);
 }
 
-const sim_config *rt_config(const rt_device *dev)
+const chip_config *rt_config(const rt_device *dev)
 {
     return &dev->cfg;
 }

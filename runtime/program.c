@@ -115,7 +115,7 @@ static int check_placement(const isa_program *p, char *err, size_t errlen)
 /* Does the program fit this chip, and is it self-consistent? */
 static int check_program(const rt_device *dev, const isa_program *p, char *err, size_t errlen)
 {
-    const sim_config *c = &dev->cfg;
+    const chip_config *c = &dev->cfg;
     if (p->ncores < 1 || p->ncores > c->cores)
         return rt_errf(err, errlen, "program built for %d cores (config %s) does not fit chip %s with %d cores",
                        p->ncores, p->config, c->name, c->cores);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chip.h"
 #include "graph.h"
 #include "isa.h"
 #include "sim.h"
@@ -36,14 +37,14 @@ typedef struct rt_program rt_program;
 
 /* ---- Device ---- */
 
-/* Load a chip configuration file (sim_config_load) and create the
+/* Load a chip configuration file (chip_config_load) and create the
  * simulated chip.  NULL with a message on error. */
 rt_device *rt_open(const char *config_path, char *err, size_t errlen);
 /* The same from a configuration already in memory (copied). */
-rt_device *rt_open_config(const sim_config *cfg, char *err, size_t errlen);
+rt_device *rt_open_config(const chip_config *cfg, char *err, size_t errlen);
 /* Destroy the device; unloads every program still loaded on it. */
 void rt_close(rt_device *dev);
-const sim_config *rt_config(const rt_device *dev);
+const chip_config *rt_config(const rt_device *dev);
 /* The underlying simulator, for raw DRAM / LX access in tests and tools. */
 sim *rt_sim(rt_device *dev);
 /* Options of the device's next launches: timing only, race check, trace,

@@ -13,7 +13,7 @@ typedef struct {
 } rt_block;
 
 struct rt_device {
-    sim_config cfg;
+    chip_config cfg;
     sim *sim;
     rt_block *free_list; /* sorted by addr, never adjacent (coalesced) */
     size_t nfree, capfree;

@@ -123,7 +123,7 @@ static void place(const sim_dram *d, uint64_t r, int *g, int *bi, int64_t *row)
     *row = (int64_t)rw;
 }
 
-const char *sim_dram_config_error(const sim_config *cfg)
+const char *sim_dram_config_error(const chip_config *cfg)
 {
     if (cfg->dram_channels < 1 || cfg->dram_channels > SIM_DRAM_MAX_CHANNELS)
         return "dram_channels must be between 1 and 64";
@@ -162,7 +162,7 @@ static int alloc_state(sim_dram *d)
     return !d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq);
 }
 
-sim_dram *sim_dram_new(const sim_config *cfg)
+sim_dram *sim_dram_new(const chip_config *cfg)
 {
     if (sim_dram_config_error(cfg))
         return NULL;

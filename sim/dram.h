@@ -50,11 +50,11 @@ typedef struct {
 
 /* NULL when the dram_* keys of cfg describe a usable memory, otherwise a
  * message naming the offending key. */
-const char *sim_dram_config_error(const sim_config *cfg);
+const char *sim_dram_config_error(const chip_config *cfg);
 
 /* A model in the reset state; NULL when the configuration is unusable
  * (see sim_dram_config_error) or on out of memory. */
-sim_dram *sim_dram_new(const sim_config *cfg);
+sim_dram *sim_dram_new(const chip_config *cfg);
 void sim_dram_free(sim_dram *d);
 /* Idle, all banks precharged, time 0, statistics cleared. */
 void sim_dram_reset(sim_dram *d);

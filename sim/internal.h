@@ -96,7 +96,7 @@ typedef struct sim_race sim_race;
 typedef struct sim_ptq sim_ptq;
 
 struct sim {
-    sim_config cfg;
+    chip_config cfg;
     sim_options opt;
     sim_core *cores;
     uint8_t **pages;   /* sparse DRAM */

@@ -118,7 +118,7 @@ void sim_race_reset(sim *s)
         r->vc = xcalloc((size_t)r->nunits * (size_t)r->nunits, sizeof *r->vc);
         r->fifos = xcalloc((size_t)s->cfg.cores * (size_t)s->cfg.tokens, sizeof *r->fifos);
         r->lx = xcalloc((size_t)s->cfg.cores, sizeof *r->lx);
-        assert(s->cfg.lx_bytes % (s->cfg.stick_bytes * BLOCK_STICKS) == 0); /* sim_config_load checks */
+        assert(s->cfg.lx_bytes % (s->cfg.stick_bytes * BLOCK_STICKS) == 0); /* chip_config_load checks */
         assert(s->cfg.dram_page_bytes % (s->cfg.stick_bytes * BLOCK_STICKS) == 0);
         r->dram_pages = s->npages;
         r->dram = xcalloc(r->dram_pages, sizeof *r->dram);

@@ -40,7 +40,7 @@ static void destroy_cores(sim *s)
     free(s->cores);
 }
 
-sim *sim_create(const sim_config *cfg)
+sim *sim_create(const chip_config *cfg)
 {
     sim *s = calloc(1, sizeof *s);
     if (!s)
@@ -93,7 +93,7 @@ void sim_destroy(sim *s)
     free(s);
 }
 
-const sim_config *sim_get_config(const sim *s) { return &s->cfg; }
+const chip_config *sim_get_config(const sim *s) { return &s->cfg; }
 
 uint8_t *sim_lx(sim *s, int core)
 {

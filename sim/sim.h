@@ -1,92 +1,13 @@
-/* sim: the simulated Spyre chip: configuration, device memory and the
- * execution of per-core instruction streams. */
+/* sim: the simulated Spyre chip: device memory and the execution of
+ * per-core instruction streams, for a chip configuration (chip.h). */
 #ifndef SIM_H
 #define SIM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chip.h"
 #include "isa.h"
-
-/* Chip configuration: every number the simulator and compiler use.  Read
- * from a `key = value` file (sim/configs/spyre.cfg documents each key). */
-typedef struct {
-    char name[64];
-    int cores;               /* AI cores */
-    int corelets;            /* corelets per core (PT + SFP pairs); the ISA has 2 */
-    uint64_t lx_bytes;       /* scratchpad per core */
-    uint64_t lx_usable_bytes;/* part of LX the compiler may plan */
-    uint32_t stick_bytes;    /* DRAM <-> LX transfer unit */
-    int pt_rows, pt_cols;    /* systolic array shape per corelet */
-    int tokens;              /* sync tokens per core */
-    int64_t token_max;       /* largest token count before overflow */
-    int queue_depth;         /* instructions queued per unit */
-    uint64_t dram_bytes;     /* device DRAM */
-    uint64_t dram_page_bytes;/* granularity of the sparse DRAM store */
-    uint64_t dram_align;     /* runtime allocator alignment */
-    double clock_ghz;        /* core clock */
-    int ring_bytes_per_cycle;/* per direction */
-    /* Timing (cycles at clock_ghz); sim/configs/spyre.cfg explains each. */
-    double ring_hop_cycles;  /* latency per ring stop */
-    int ring_dram_ports;     /* memory controller stops on the ring */
-    double seq_issue_cycles; /* sequencer: per instruction */
-    double sync_cycles;      /* wait / sig */
-    double barrier_cycles;   /* release of a barrier */
-    int pt_lanes;            /* MACs per PE per cycle */
-    double pt_issue_cycles;  /* per pt.mm */
-    double pt_fill_cycles;   /* pipeline fill and drain per pt.mm */
-    double pt_k_step_cycles; /* cycles per K step of one pass (1 at the datasheet peak) */
-    double sfp_issue_cycles; /* per SFP instruction */
-    double sfp_simple_cycles;  /* per stick: add, mul, max, mov, ... */
-    double sfp_complex_cycles; /* per stick: exp, log, div, tanh, ... */
-    double dma_issue_cycles; /* descriptor overhead per DMA */
-    double lx_bytes_per_cycle; /* LX port bandwidth for LX->LX copies */
-    /* LPDDR5 timing model (sim/dram.c, docs/dram.md); timings without _ns are in tCK */
-    int dram_channels;              /* independent x16 channels */
-    int dram_bank_groups;           /* bank groups per channel */
-    int dram_banks_per_group;       /* banks per bank group */
-    uint32_t dram_row_bytes;        /* row (page) of one bank, bytes */
-    uint32_t dram_interleave_bytes; /* bytes on one channel before the next */
-    uint32_t dram_burst_bytes;      /* bytes moved by one BL16 burst */
-    double dram_tck_ns;             /* command clock period */
-    double dram_burst_tck;          /* data bus occupancy per burst, tCK (fitted) */
-    double dram_cl;                 /* read CAS latency */
-    double dram_cwl;                /* write CAS latency */
-    double dram_rcd;                /* ACT to RD/WR */
-    double dram_rp;                 /* per-bank PRE to ACT */
-    double dram_rp_all;             /* all-bank PRE to REF */
-    double dram_ras;                /* ACT to PRE */
-    double dram_rc;                 /* ACT to ACT, same bank */
-    double dram_wr;                 /* end of write data to PRE */
-    double dram_rtp;                /* RD to PRE */
-    double dram_ccd;                /* RD to RD / WR to WR, same bank group */
-    double dram_rrd;                /* ACT to ACT, different banks */
-    double dram_wtr_s;              /* end of write data to RD, other bank group */
-    double dram_wtr_l;              /* end of write data to RD, same bank group */
-    double dram_faw;                /* window holding at most four ACTs */
-    double dram_rtw;                /* bus idle from read data to write data */
-    double dram_trefi_ns;           /* all-bank refresh interval */
-    double dram_trfc_ns;            /* all-bank refresh duration */
-    uint32_t dram_rw_switch_bytes;  /* per-channel batch between direction switches (fitted) */
-    double dram_reorder_bursts;     /* bursts served ahead of a segment waiting for its bank */
-    double dram_write_buffer_bytes; /* per-channel posted-write buffer, whole bursts; 0: not posted */
-    double dram_write_high_pct;     /* buffer fill (%) that forces a drain ahead of reads */
-    double dram_write_low_pct;      /* a forced drain stops at this fill (%) */
-    double dram_write_ack_ns;       /* arrival to acceptance into the write buffer */
-} sim_config;
-
-/* Load a configuration file and validate every value (its range, and the
- * constraints between keys).  Returns 0, or -1 with one line
- * "file:line: KEY = VALUE: reason" (or "file: message"). */
-int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen);
-/* The same validation of a configuration built in memory: 0, or -1 with
- * "configuration NAME: KEY = VALUE: reason". */
-int sim_config_check(const sim_config *cfg, char *err, size_t errlen);
-/* Directory holding the configurations shipped with the simulator. */
-const char *sim_config_dir(void);
-/* Path of a shipped configuration by name ("spyre", "spyre-4core"), or of
- * a configuration file (a name with a '/' or ".cfg"), in a new string. */
-char *sim_config_path(const char *name);
 
 /* Where and why a simulated program broke a rule. */
 typedef struct {
@@ -133,10 +54,10 @@ typedef struct {
 const sim_kernel_stats *sim_stats_kernel(const sim_stats *st, const char *name);
 
 /* Figures derived from stats and the configuration. */
-double sim_stats_time_us(const sim_stats *st, const sim_config *cfg);
-double sim_stats_mac_utilization(const sim_stats *st, const sim_config *cfg);
+double sim_stats_time_us(const sim_stats *st, const chip_config *cfg);
+double sim_stats_mac_utilization(const sim_stats *st, const chip_config *cfg);
 /* Write the statistics as one JSON object (keys in docs/timing.md). */
-int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen);
+int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char *path, char *err, size_t errlen);
 
 typedef enum { SIM_TRACE_OFF, SIM_TRACE_KERNEL, SIM_TRACE_INSN } sim_trace_level;
 
@@ -165,9 +86,9 @@ typedef struct {
 typedef struct sim sim;
 
 /* A chip with zeroed LX and empty DRAM.  NULL on out of memory. */
-sim *sim_create(const sim_config *cfg);
+sim *sim_create(const chip_config *cfg);
 void sim_destroy(sim *s);
-const sim_config *sim_get_config(const sim *s);
+const chip_config *sim_get_config(const sim *s);
 
 /* Host access to device DRAM (sparse: untouched pages read as zero). */
 int sim_dram_write(sim *s, uint64_t addr, const void *src, size_t len);

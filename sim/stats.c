@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-double sim_stats_time_us(const sim_stats *st, const sim_config *cfg)
+double sim_stats_time_us(const sim_stats *st, const chip_config *cfg)
 {
     return st->cycles / (cfg->clock_ghz * 1000.0);
 }
 
-double sim_stats_mac_utilization(const sim_stats *st, const sim_config *cfg)
+double sim_stats_mac_utilization(const sim_stats *st, const chip_config *cfg)
 {
     double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
     return st->cycles > 0 ? (double)st->macs / (st->cycles * peak) : 0.0;
@@ -38,7 +38,7 @@ static void json_name(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int sim_write_stats_json(const sim_stats *st, const sim_config *cfg, const char *path, char *err, size_t errlen)
+int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char *path, char *err, size_t errlen)
 {
     isa_outfile o;
     if (isa_out_open(&o, path, err, errlen))

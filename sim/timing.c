@@ -103,7 +103,7 @@ double sim_time_ring(sim *s, sim_core *c, int dst, double t, uint64_t bytes)
  * computes pt_cols * pt_lanes output columns per K step. */
 double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k)
 {
-    const sim_config *cfg = &s->cfg;
+    const chip_config *cfg = &s->cfg;
     int64_t passes = (m + cfg->pt_rows - 1) / cfg->pt_rows;
     int64_t colw = (int64_t)cfg->pt_cols * cfg->pt_lanes;
     int64_t cols = (n + colw - 1) / colw;
@@ -112,14 +112,14 @@ double sim_time_pt(const sim *s, double t, int64_t m, int64_t n, int64_t k)
 
 double sim_time_sfp(const sim *s, double t, int op, int64_t sticks)
 {
-    const sim_config *cfg = &s->cfg;
+    const chip_config *cfg = &s->cfg;
     double per = isa_info(op)->cost == ISA_COST_COMPLEX ? cfg->sfp_complex_cycles : cfg->sfp_simple_cycles;
     return t + cfg->sfp_issue_cycles + per * (double)sticks;
 }
 
 double sim_time_min(const sim *s, const isa_insn *in)
 {
-    const sim_config *cfg = &s->cfg;
+    const chip_config *cfg = &s->cfg;
     const double n01 = (double)in->n[0] * (double)in->n[1], run = (double)in->run * cfg->stick_bytes;
     const double fastest = cfg->ring_bytes_per_cycle > cfg->lx_bytes_per_cycle ? cfg->ring_bytes_per_cycle
                                                                               : cfg->lx_bytes_per_cycle;

@@ -23,7 +23,7 @@ static int run_nwd;
 static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs, const char *expected,
                      sim_stats *stats_out)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     char err[1024];
     cc_compile_opts o = {0};
@@ -220,7 +220,7 @@ static void test_long_k_is_chunked_with_fp32_partial_sums_on_the_small_chip(void
 /* Compile text for a chip; the back half's error, or "" on success. */
 static void compile_error(const char *text, const char *cfgname, char *err, size_t errlen)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     char perr[512];
     cc_graph *g = cc_graph_parse(text, "test.txt", perr, sizeof perr);
@@ -238,7 +238,7 @@ static void compile_error(const char *text, const char *cfgname, char *err, size
  * (the ASan build's leak check ran into 48 bytes left here). */
 static void test_a_matmul_out_of_sync_tokens_is_an_error_without_a_leak(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre-4core", &cfg);
     cfg.tokens = 4;
     char perr[512], err[512] = "";
@@ -357,7 +357,7 @@ static void test_back_half_passes_dump_layout_workdiv_codegen_and_reroll(void)
     snprintf(dir, sizeof dir, "%s/traces/mlp", SPYRE_SOURCE_DIR);
     cc_graph *g = cc_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre-4core", &cfg);
     for (int i = 0; bp[i]; i++) {
         char *text = NULL;
@@ -414,7 +414,7 @@ static isa_program *compile_reroll(const char *text, const char *cfgname, int no
     char err[1024];
     cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    static sim_config cfg;
+    static chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
     o.target = &cfg;
@@ -441,7 +441,7 @@ static int run_reroll(isa_program *p, const char *text, const char *cfgname, con
                       sim_stats *st)
 {
     char err[1024];
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
     rt_device *dev = rt_open_config(&cfg, err, sizeof err);
@@ -626,7 +626,7 @@ static int run_graph_wd(const cc_graph *g, const char *cfgname, const char *cons
 static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, char **report,
                              char *err, size_t errlen)
 {
-    static sim_config cfg;
+    static chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
     o.target = &cfg;
@@ -649,7 +649,7 @@ static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char 
  * before the check), cycles in *cycles. */
 static int run_result(cc_result *r, const cc_graph *g, const char *cfgname, double *cycles)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     char err[1024], in[600];
     snprintf(in, sizeof in, "%s/traces/mlp/inputs.safetensors", SPYRE_SOURCE_DIR);
@@ -1589,7 +1589,7 @@ static long chunk_rows(const char *text, const char *cfgname)
     char err[1024];
     cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
     o.target = &cfg;
@@ -1818,7 +1818,7 @@ static void test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar(void)
     CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_FENCE), 0);
     free(rep);
     /* the simulator reports the race a fence in its place would leave */
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre", &cfg);
     for (int c = 0; c < p->ncores; c++)
         for (size_t i = 0; i < p->cores[c].n; i++)
@@ -1880,7 +1880,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     if (!g)
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
     o.target = &cfg;

@@ -92,7 +92,7 @@ static int64_t nonzero_padding(sim *s, const isa_program *p, const isa_tensor *t
  * NaN, infinity and negative numbers among them, as a chip that ran
  * something else before might hold: a program must not rely on zeros it
  * did not write. */
-static void fill_garbage(sim *s, const sim_config *cfg, const isa_tensor *t)
+static void fill_garbage(sim *s, const chip_config *cfg, const isa_tensor *t)
 {
     size_t bytes = t->bytes > cfg->lx_bytes ? t->bytes : cfg->lx_bytes;
     uint16_t *buf = malloc(bytes);
@@ -205,7 +205,7 @@ static void kernel_names(const isa_program *p, int c, char *buf, size_t len)
  * token is signalled as often as it is waited for (counting loop trips;
  * a ring transfer's token counts as a signal on its destination core),
  * and the kernels cover the working cores (check_kernels). */
-static void check_structure(const sim_config *cfg, const isa_program *p)
+static void check_structure(const chip_config *cfg, const isa_program *p)
 {
     CU_ASSERT_EQUAL(p->ncores, cfg->cores);
     CU_ASSERT_STRING_EQUAL(p->config, cfg->name);
@@ -262,7 +262,7 @@ static sim_stats gemm_stats;
  * OpenBLAS; returns the number of cores that work. */
 static int gemm_on_opts(const char *cfgname, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     char err[256] = "";
     isa_program *p = cc_gen_gemm_opts(&cfg, M, N, K, opts, err, sizeof err);
@@ -385,7 +385,7 @@ static void test_gemm_1024_cube_uses_every_core_compactly(void)
 {
     const char *names[] = {"spyre", "spyre-4core"};
     for (int i = 0; i < 2; i++) {
-        sim_config cfg;
+        chip_config cfg;
         tu_config(names[i], &cfg);
         char err[256];
         isa_program *p = cc_gen_gemm(&cfg, 1024, 1024, 1024, err, sizeof err);
@@ -399,7 +399,7 @@ static void test_gemm_1024_cube_uses_every_core_compactly(void)
         isa_program_free(p);
     }
     /* A long K runs its middle chunks as a counted loop. */
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre", &cfg);
     char err[256];
     isa_program *p = cc_gen_gemm(&cfg, 64, 64, 1 << 16, err, sizeof err);
@@ -448,7 +448,7 @@ static void test_gemm_prefers_the_largest_k_chunk(void)
         {"spyre", 1, 300, 300, 192, 192, 192},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sim_config cfg;
+        chip_config cfg;
         tu_config(cases[i].cfg, &cfg);
         char err[256] = "";
         cc_gen_opts o = {cases[i].cores, 1};
@@ -468,7 +468,7 @@ static void test_gemm_prefers_the_largest_k_chunk(void)
 
 static void test_gemm_small_leaves_idle_cores_halting(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre", &cfg);
     char err[256];
     isa_program *p = cc_gen_gemm(&cfg, 8, 64, 64, err, sizeof err);
@@ -484,7 +484,7 @@ static void test_gemm_small_leaves_idle_cores_halting(void)
 
 static void test_gemm_bad_shapes_fail_with_message(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre", &cfg);
     char err[256];
     int64_t shapes[][3] = {{0, 4, 4}, {4, -1, 4}, {4, 4, 0}, {1ll << 25, 64, 64}, {64, 64, 1ll << 25},
@@ -502,7 +502,7 @@ static void test_gemm_bad_shapes_fail_with_message(void)
 
 static void test_budget_errors_name_the_resource(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre-4core", &cfg);
     char err[256] = "";
     cfg.lx_usable_bytes = 2048;
@@ -530,7 +530,7 @@ static void test_budget_errors_name_the_resource(void)
 static int softmax_on_opts(const char *cfgname, int64_t rows, int64_t cols, const cc_gen_opts *opts,
                            sim_stats *out)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     char err[256] = "";
     isa_program *p = cc_gen_softmax_opts(&cfg, rows, cols, opts, err, sizeof err);
@@ -623,7 +623,7 @@ static void test_softmax_wide_rows_and_single_row(void)
 
 static void test_softmax_bad_shapes_fail_with_message(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre-4core", &cfg);
     char err[256];
     int64_t shapes[][2] = {{0, 10}, {10, 0}, {4, 1 << 20}};
@@ -639,7 +639,7 @@ static void test_softmax_bad_shapes_fail_with_message(void)
 /* ---- kernels and options ---- */
 
 /* Generate one of the programs the kernel tests look at. */
-static isa_program *generate(const sim_config *cfg, int which)
+static isa_program *generate(const chip_config *cfg, int which)
 {
     char err[256] = "";
     cc_gen_opts in_lx = {0, 1}, in_dram = {0, 0}, three = {3, 0};
@@ -665,7 +665,7 @@ static void test_kernels_cover_each_working_instruction_once(void)
     const char *expect[] = {"gemm", "gemm", "softmax", "softmax_reduce softmax_normalize",
                             "softmax_reduce softmax_normalize", "stream", "stream"};
     for (int i = 0; i < 2; i++) {
-        sim_config cfg;
+        chip_config cfg;
         tu_config(names[i], &cfg);
         for (int which = 0; which < 7; which++) {
             isa_program *p = generate(&cfg, which);
@@ -684,7 +684,7 @@ static void test_kernels_cover_each_working_instruction_once(void)
 /* spyre dis shows the kernels, and its text assembles to the same kernels. */
 static void test_disassembly_of_compiled_kernels_reassembles(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre-4core", &cfg);
     for (int which = 0; which < 7; which++) {
         isa_program *p = generate(&cfg, which);
@@ -770,7 +770,7 @@ static void test_core_limit_uses_exactly_that_many_cores(void)
             cc_gen_opts o = {limits[i], lx};
             CU_ASSERT_EQUAL(softmax_on_opts("spyre", 512, 1024, &o, NULL), limits[i]);
             CU_ASSERT_EQUAL(softmax_on_opts("spyre-4core", 100, 70, &o, NULL), limits[i]);
-            sim_config cfg;
+            chip_config cfg;
             tu_config("spyre", &cfg);
             char err[256];
             isa_program *p = cc_gen_softmax_opts(&cfg, 512, 1024, &o, err, sizeof err);
@@ -794,7 +794,7 @@ static void test_core_limit_uses_exactly_that_many_cores(void)
  * once to the same place of "out". */
 static void stream_on(const char *cfgname, uint64_t bytes, int write_back, int cores)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_gen_opts o = {cores, 1};
     char err[256] = "";
@@ -865,7 +865,7 @@ static void test_stream_without_write_back_only_reads(void)
 
 static void test_bad_options_fail_with_message(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre-4core", &cfg);
     const cc_gen_opts bad[] = {{-1, 1}, {5, 1}, {0, 2}, {0, -1}};
     const char *want[] = {"cores=-1", "cores=5", "lx_plan=2", "lx_plan=-1"};
@@ -894,7 +894,7 @@ static void test_bad_options_fail_with_message(void)
 /* ---- GEMM operand panels shared over the ring ---- */
 
 /* MACs done / what every PT of every core could do in the run's cycles. */
-static double mac_utilization(const sim_config *cfg, const sim_stats *st)
+static double mac_utilization(const chip_config *cfg, const sim_stats *st)
 {
     double peak = st->cycles * cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
     return peak > 0 ? (double)st->macs / peak : 0;
@@ -907,7 +907,7 @@ static double mac_utilization(const sim_config *cfg, const sim_stats *st)
  * first block's wait for all of B, see gen_gemm.c). */
 static void test_gemm_1024_cube_shares_panels_over_the_ring(void)
 {
-    sim_config cfg;
+    chip_config cfg;
     tu_config("spyre", &cfg);
     const uint64_t operands = 2ull * 1024 * 1024 * 2, result = 1024ull * 1024 * 2;
     CU_ASSERT_EQUAL(gemm_on_opts("spyre", 1024, 1024, 1024, NULL), cfg.cores);

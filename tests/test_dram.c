@@ -16,7 +16,7 @@
 #include "dram.h"
 #include "testutil.h"
 
-static sim_config cfg, direct;
+static chip_config cfg, direct;
 static double tck;
 
 #define NEAR(a, b) CU_ASSERT_DOUBLE_EQUAL((a), (b), 1e-6)
@@ -567,7 +567,7 @@ static void test_megabyte_access_costs_microseconds_of_host_time(void)
 
 static void test_bad_configuration_is_named(void)
 {
-    sim_config c = cfg;
+    chip_config c = cfg;
     CU_ASSERT_PTR_NULL(sim_dram_config_error(&c));
     c.dram_row_bytes = 48; /* not a whole number of 32-byte bursts */
     CU_ASSERT_PTR_NOT_NULL(strstr(sim_dram_config_error(&c), "dram_row_bytes"));

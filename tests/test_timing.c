@@ -12,7 +12,7 @@
 #include "sim.h"
 #include "testutil.h"
 
-static sim_config cfg4;
+static chip_config cfg4;
 
 static isa_insn *load(isa_program *p, int core, int64_t lx, int64_t dram, int64_t sticks)
 {

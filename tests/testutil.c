@@ -23,11 +23,11 @@ int tu_run(const char *suite, const tu_test *tests)
     return failed ? 1 : 0;
 }
 
-void tu_config(const char *name, sim_config *cfg)
+void tu_config(const char *name, chip_config *cfg)
 {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/sim/configs/%s.cfg", SPYRE_SOURCE_DIR, name);
-    if (sim_config_load(path, cfg, err, sizeof err)) {
+    if (chip_config_load(path, cfg, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         abort();
     }

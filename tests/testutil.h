@@ -15,7 +15,7 @@ typedef struct {
 int tu_run(const char *suite, const tu_test *tests);
 
 /* Load a shipped configuration ("spyre", "spyre-4core"), asserting success. */
-void tu_config(const char *name, sim_config *cfg);
+void tu_config(const char *name, chip_config *cfg);
 /* A scratch file path under the build directory, unique per call. */
 void tu_tmpfile(const char *suffix, char *buf, size_t len);
 /* A fresh directory under the build directory (mkdtemp); FIFOs and other

@@ -13,14 +13,14 @@
 #define FZ_MAX_NUMEL (1 << 16)
 #define FZ_MAX_NODES 256
 
-static sim_config cfg;
+static chip_config cfg;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    char err[512], *path = sim_config_path("spyre-4core");
-    if (sim_config_load(path, &cfg, err, sizeof err))
+    char err[512], *path = chip_config_path("spyre-4core");
+    if (chip_config_load(path, &cfg, err, sizeof err))
         fz_fail("cannot load the 4-core configuration", err);
     free(path);
     return 0;

@@ -1,4 +1,4 @@
-/* fuzz_config: the chip configuration loader (sim/config.c), which takes
+/* fuzz_config: the chip configuration loader (chip/config.c), which takes
  * a path, so each input is written to input.cfg in a scratch directory
  * that also links the shipped configurations, so that an input's
  * `include = spyre.cfg` finds them as it would next to them. */
@@ -14,7 +14,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     static const char *const shipped[] = {"spyre", "spyre-4core", "spyre-smalldram"};
     for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
-        char name[64], *target = sim_config_path(shipped[i]);
+        char name[64], *target = chip_config_path(shipped[i]);
         snprintf(name, sizeof name, "%s.cfg", shipped[i]);
         fz_link(name, target);
         free(target);
@@ -25,8 +25,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fz_file("input.cfg", data, size);
-    sim_config cfg;
+    chip_config cfg;
     char err[512];
-    (void)sim_config_load(path, &cfg, err, sizeof err);
+    (void)chip_config_load(path, &cfg, err, sizeof err);
     return 0;
 }

@@ -76,7 +76,7 @@ static void graph_dict(void)
 
 static int config_dict(void)
 {
-    char line[4096], *path = sim_config_path("spyre");
+    char line[4096], *path = chip_config_path("spyre");
     FILE *f = fopen(path, "r");
     if (!f) {
         perror(path);

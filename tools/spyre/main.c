@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cc.h"
+#include "chip.h"
 #include "isa.h"
 #include "rt.h"
 #include "sim.h"
@@ -54,10 +55,10 @@ static int usage_error(const char *name, const char *what)
     return EXIT_USAGE;
 }
 
-static int load_config(const char *path_or_name, sim_config *cfg)
+static int load_config(const char *path_or_name, chip_config *cfg)
 {
-    char err[1024], *path = sim_config_path(path_or_name ? path_or_name : "spyre");
-    int rc = sim_config_load(path, cfg, err, sizeof err);
+    char err[1024], *path = chip_config_path(path_or_name ? path_or_name : "spyre");
+    int rc = chip_config_load(path, cfg, err, sizeof err);
     free(path);
     if (rc)
         fprintf(stderr, "spyre: %s\n", err);
@@ -189,7 +190,7 @@ static int cmd_gen(int argc, char **argv)
     }
     if (!kind || !out)
         return usage_error("gen", "needs KIND, its dimensions and -o FILE.elf");
-    sim_config cfg;
+    chip_config cfg;
     if (load_config(config, &cfg))
         return EXIT_USAGE;
     char err[1024];
@@ -214,7 +215,7 @@ static int cmd_gen(int argc, char **argv)
 
 /* ---- run ---- */
 
-static void print_stats(const sim_stats *st, const sim_config *cfg)
+static void print_stats(const sim_stats *st, const chip_config *cfg)
 {
     double us = sim_stats_time_us(st, cfg);
     uint64_t dram = st->dram_bytes_read + st->dram_bytes_written, rows = st->dram_row_hits + st->dram_row_misses;
@@ -253,7 +254,7 @@ static void print_stats(const sim_stats *st, const sim_config *cfg)
 
 /* The five kernels with the longest span (end - start): share of the run,
  * MAC utilization of the whole chip over the span, DRAM bytes moved. */
-static void print_top_kernels(const sim_stats *st, const sim_config *cfg)
+static void print_top_kernels(const sim_stats *st, const chip_config *cfg)
 {
     enum { TOP = 5 };
     int top[TOP], ntop = 0;
@@ -315,7 +316,7 @@ static int run_no_lx_plan, run_no_lx_keep, run_no_reroll;
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
  * strings it adds are tuned[0..*ntuned), for the caller to free. */
-static int apply_tuning(const char *file, const char *path, const cc_graph *g, const sim_config *cfg, const char **wd,
+static int apply_tuning(const char *file, const char *path, const cc_graph *g, const chip_config *cfg, const char **wd,
                         int *n, char **tuned, int *ntuned)
 {
     const char *t[64];
@@ -462,7 +463,7 @@ static int cmd_run(int argc, char **argv)
     opt.detect_races = race_flag >= 0 ? race_flag : opt.values;
     if (trace)
         opt.trace = level;
-    char err[1024], *cfgpath = sim_config_path(config ? config : "spyre");
+    char err[1024], *cfgpath = chip_config_path(config ? config : "spyre");
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     free(cfgpath);
     if (!dev)
@@ -635,13 +636,13 @@ static int cmd_compile(int argc, char **argv)
         return fail("spyre compile: %s", err);
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll};
-    sim_config cfg;
+    chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
         backend_dump |= !strcmp(*p, dump);
     if (out || config || backend_dump || nwork_div || tuning) {
-        char *cfgpath = sim_config_path(config ? config : "spyre");
-        int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+        char *cfgpath = chip_config_path(config ? config : "spyre");
+        int bad = chip_config_load(cfgpath, &cfg, err, sizeof err);
         free(cfgpath);
         if (bad) {
             cc_graph_free(g);
@@ -692,6 +693,16 @@ static char *export_file(const char *path, const char *name)
         return file;
     }
     return isa_path_join(path, name);
+}
+
+static int cmd_config(int argc, char **argv)
+{
+    if (wants_help(argc, argv, "config"))
+        return EXIT_OK;
+    if (argc != 2 || strcmp(argv[1], "--keys"))
+        return usage_error("config", "needs --keys");
+    chip_config_doc(stdout);
+    return EXIT_OK;
 }
 
 static int cmd_ref(int argc, char **argv)
@@ -838,6 +849,9 @@ static const command commands[] = {
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
+    {"config", cmd_config, "config --keys",
+     "Print the keys of a chip configuration file (sim/configs/*.cfg) as a markdown table: type, valid\n"
+     "range, unit and meaning, from the one list of keys in chip/chip.h (docs/chip.md holds this table)."},
 };
 
 static const command *find_command(const char *name)

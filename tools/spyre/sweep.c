@@ -527,7 +527,7 @@ static int tile_variants(int matmul, const char *def, const char *tiles, int64_t
     return n;
 }
 
-static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
+static cc_result *compile_variant(const cc_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                                   char *err, size_t errlen)
 {
     char wd[128];
@@ -544,7 +544,7 @@ static cc_result *compile_variant(const cc_graph *g, const sim_config *cfg, cons
 
 /* Simulate p (taken: freed here) timing-only on a device of its own for
  * cfg, into *res.  0 on success, -1 with err. */
-static int simulate_program(isa_program *p, const sim_config *cfg, rt_run_result *res, char *err, size_t errlen)
+static int simulate_program(isa_program *p, const chip_config *cfg, rt_run_result *res, char *err, size_t errlen)
 {
     rt_device *dev = rt_open_config(cfg, err, errlen);
     if (!dev) {
@@ -568,7 +568,7 @@ static int simulate_program(isa_program *p, const sim_config *cfg, rt_run_result
 /* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC") and
  * simulate it timing-only into *res.  0 on success; -1 with err, and
  * *no_compile set when the compiler refused the graph. */
-static int simulate_wd(const cc_graph *g, const sim_config *cfg, const char *const *wd, int n, rt_run_result *res,
+static int simulate_wd(const cc_graph *g, const chip_config *cfg, const char *const *wd, int n, rt_run_result *res,
                        int *no_compile, char *err, size_t errlen)
 {
     cc_compile_opts o = {0};
@@ -585,7 +585,7 @@ static int simulate_wd(const cc_graph *g, const sim_config *cfg, const char *con
 }
 
 /* The same with at most one kernel forced to choice. */
-static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel, const char *choice,
+static int simulate(const cc_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                     rt_run_result *res, int *no_compile, char *err, size_t errlen)
 {
     char wd[128];
@@ -601,7 +601,7 @@ static int simulate(const cc_graph *g, const sim_config *cfg, const char *kernel
  * makes the whole graph slower.  Rewrites the file with what is kept. */
 #define JOINT_TRY 3
 
-static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_rows *rs, const char *graph,
+static int autotune_joint(const cc_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
                           const char *file)
 {
     sw_kernel ks[256];
@@ -715,7 +715,7 @@ static int autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_row
 
 /* Simulate r's compiled program p (taken) timing-only; fills r's
  * measurements.  0 on success, -1 with err. */
-static int run_variant(isa_program *p, const sim_config *cfg, sw_row *r, char *err, size_t errlen)
+static int run_variant(isa_program *p, const chip_config *cfg, sw_row *r, char *err, size_t errlen)
 {
     rt_run_result *res = malloc(sizeof *res);
     if (!res) {
@@ -972,7 +972,7 @@ typedef struct {
 
 typedef struct {
     const cc_graph *g;
-    const sim_config *cfg;
+    const chip_config *cfg;
     sw_cand *cands;
     int ncand;
     int numbered;        /* candidates [0, numbered) are known and numbered */
@@ -1323,7 +1323,7 @@ static int vary_finish(sw_vrows *rs, const char *out, const char *graph, const c
  * rows and the CSV they are appended to. */
 typedef struct {
     const cc_graph *g;
-    const sim_config *cfgs;
+    const chip_config *cfgs;
     sw_vrows *rs;
     FILE *csv;
 } sw_vary;
@@ -1333,7 +1333,7 @@ static int vary_work(void *ctx, int item, void *buf, sw_chan *ch)
     (void)ch;
     sw_vary *c = ctx;
     sw_vrow *r = buf;
-    const sim_config *cfg = &c->cfgs[item];
+    const chip_config *cfg = &c->cfgs[item];
     *r = c->rs->v[item];
     rt_run_result *res = malloc(sizeof *res);
     char err[1024] = "";
@@ -1431,7 +1431,7 @@ static void msgf(char *dst, size_t len, const char *fmt, ...)
 /* Load the configuration base + "KEY = V" lines through a temporary file
  * that includes base (an absolute path), so the normal loader checks every
  * value.  -1 with err. */
-static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pick, sim_config *cfg, char *err,
+static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pick, chip_config *cfg, char *err,
                      size_t errlen)
 {
     const char *dir = getenv("TMPDIR");
@@ -1450,7 +1450,7 @@ static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pi
         fprintf(f, "%s = %s\n", ax[k].key, ax[k].vals[pick[k]]);
     fclose(f);
     char e[1024];
-    int rc = sim_config_load(tmp, cfg, e, sizeof e);
+    int rc = chip_config_load(tmp, cfg, e, sizeof e);
     remove(tmp);
     free(tmp);
     if (rc) {
@@ -1471,9 +1471,9 @@ static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, 
                     int shard_n)
 {
     char err[1024];
-    char *cfgpath = sim_config_path(config ? config : "spyre");
-    sim_config cfg;
-    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+    char *cfgpath = chip_config_path(config ? config : "spyre");
+    chip_config cfg;
+    int bad = chip_config_load(cfgpath, &cfg, err, sizeof err);
     /* the temporary configurations include it by absolute path */
     char *base = bad ? NULL : realpath(cfgpath, NULL);
     if (!bad && !base)
@@ -1488,7 +1488,7 @@ static int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, 
         total *= ax[k].n;
     int status = SW_USAGE;
     sw_vrows rs = {0};
-    sim_config *cfgs = NULL;
+    chip_config *cfgs = NULL;
     int *todo = NULL;
     cc_graph *g = NULL;
     char *csv = NULL;
@@ -1766,9 +1766,9 @@ int cmd_sweep(int argc, char **argv)
         return cmd_vary(path, config, ax, nax, out, (int)jobs, shard_i, shard_n);
     }
     char err[1024];
-    sim_config cfg;
-    char *cfgpath = sim_config_path(config ? config : "spyre");
-    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
+    chip_config cfg;
+    char *cfgpath = chip_config_path(config ? config : "spyre");
+    int bad = chip_config_load(cfgpath, &cfg, err, sizeof err);
     free(cfgpath);
     if (bad) {
         fprintf(stderr, "spyre sweep: %s\n", err);
@@ -1979,7 +1979,7 @@ static int tuned_before(const char **work_div, int from, int to, const char *ker
     return 0;
 }
 
-int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
+int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const chip_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen)
 {
     char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);

@@ -17,7 +17,7 @@ int cmd_sweep(int argc, char **argv);
  * the name of graph_path (its directory's last component), CONFIG is
  * cfg->name and KERNEL is a kernel of g compiled for cfg; other lines are
  * ignored.  -1 with err on an unreadable or malformed file. */
-int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
+int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const chip_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen);
 
 #endif

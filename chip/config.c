@@ -1,5 +1,6 @@
-/* config.c: the chip configuration file (`key = value` lines). */
-#include "sim.h"
+/* config.c: the chip configuration file (`key = value` lines): parser, checks, key table. */
+#include "chip.h"
+#include "isa.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,87 +14,53 @@
 #define SPYRE_CONFIG_DIR "sim/configs"
 #endif
 
-/* K(key, type, field, min, max): every key with its valid range; type I =
- * int, I32 = uint32, I64 = int64, U = uint64, D = double.  Constraints
- * between keys (and shapes such as "a power of two") are CONFIG_RULES. */
-#define CONFIG_KEYS(K)                                              \
-    K(cores, I, cores, 1, 256)                                      \
-    K(corelets, I, corelets, 2, 2)                                  \
-    K(lx_bytes, U, lx_bytes, 4096, 1ull << 30)                      \
-    K(lx_usable_bytes, U, lx_usable_bytes, 128, 1ull << 30)         \
-    K(stick_bytes, I32, stick_bytes, 128, 128)                      \
-    K(pt_rows, I, pt_rows, 1, 1024)                                 \
-    K(pt_cols, I, pt_cols, 1, 1024)                                 \
-    K(tokens, I, tokens, 1, 256)                                    \
-    K(token_max, I64, token_max, 1, INT64_MAX)                      \
-    K(queue_depth, I, queue_depth, 1, 4096)                         \
-    K(dram_bytes, U, dram_bytes, 1 << 20, 1ull << 40)               \
-    K(dram_page_bytes, U, dram_page_bytes, 4096, 1ull << 30)        \
-    K(dram_align, U, dram_align, 128, 1ull << 30)                   \
-    K(clock_ghz, D, clock_ghz, 0.001, 100)                          \
-    K(ring_bytes_per_cycle, I, ring_bytes_per_cycle, 1, 1 << 20)   \
-    K(ring_hop_cycles, D, ring_hop_cycles, 0, 1e6)                  \
-    K(ring_dram_ports, I, ring_dram_ports, 1, 256)                  \
-    K(seq_issue_cycles, D, seq_issue_cycles, 0, 1e6)                \
-    K(sync_cycles, D, sync_cycles, 0, 1e6)                          \
-    K(barrier_cycles, D, barrier_cycles, 0, 1e9)                    \
-    K(pt_lanes, I, pt_lanes, 1, 1024)                               \
-    K(pt_issue_cycles, D, pt_issue_cycles, 0, 1e6)                  \
-    K(pt_fill_cycles, D, pt_fill_cycles, 0, 1e6)                    \
-    K(pt_k_step_cycles, D, pt_k_step_cycles, 0.01, 1e3)             \
-    K(sfp_issue_cycles, D, sfp_issue_cycles, 0, 1e6)                \
-    K(sfp_simple_cycles, D, sfp_simple_cycles, 0, 1e6)              \
-    K(sfp_complex_cycles, D, sfp_complex_cycles, 0, 1e6)            \
-    K(dma_issue_cycles, D, dma_issue_cycles, 0, 1e6)                \
-    K(lx_bytes_per_cycle, D, lx_bytes_per_cycle, 1, 1e6)            \
-    K(dram_channels, I, dram_channels, 1, 64)                       \
-    K(dram_bank_groups, I, dram_bank_groups, 1, 64)                 \
-    K(dram_banks_per_group, I, dram_banks_per_group, 1, 64)         \
-    K(dram_row_bytes, I32, dram_row_bytes, 32, 1 << 20)             \
-    K(dram_interleave_bytes, I32, dram_interleave_bytes, 32, 1u << 31) \
-    K(dram_burst_bytes, I32, dram_burst_bytes, 1, 4096)             \
-    K(dram_tck_ns, D, dram_tck_ns, 0.01, 100)                       \
-    K(dram_burst_tck, D, dram_burst_tck, 0.25, 64)                  \
-    K(dram_cl, D, dram_cl, 0, 4096)                                 \
-    K(dram_cwl, D, dram_cwl, 0, 4096)                               \
-    K(dram_rcd, D, dram_rcd, 0, 4096)                               \
-    K(dram_rp, D, dram_rp, 0, 4096)                                 \
-    K(dram_rp_all, D, dram_rp_all, 0, 4096)                         \
-    K(dram_ras, D, dram_ras, 0, 4096)                               \
-    K(dram_rc, D, dram_rc, 0, 4096)                                 \
-    K(dram_wr, D, dram_wr, 0, 4096)                                 \
-    K(dram_rtp, D, dram_rtp, 0, 4096)                               \
-    K(dram_ccd, D, dram_ccd, 0, 4096)                               \
-    K(dram_rrd, D, dram_rrd, 0, 4096)                               \
-    K(dram_wtr_s, D, dram_wtr_s, 0, 4096)                           \
-    K(dram_wtr_l, D, dram_wtr_l, 0, 4096)                           \
-    K(dram_faw, D, dram_faw, 0, 4096)                               \
-    K(dram_rtw, D, dram_rtw, 0, 4096)                               \
-    K(dram_trefi_ns, D, dram_trefi_ns, 1, 1e9)                      \
-    K(dram_trfc_ns, D, dram_trfc_ns, 0, 1e6)                        \
-    K(dram_rw_switch_bytes, I32, dram_rw_switch_bytes, 32, 1u << 31) \
-    K(dram_reorder_bursts, D, dram_reorder_bursts, 0, 1e9)          \
-    K(dram_write_buffer_bytes, D, dram_write_buffer_bytes, 0, 1 << 20)   \
-    K(dram_write_high_pct, D, dram_write_high_pct, 0, 100)          \
-    K(dram_write_low_pct, D, dram_write_low_pct, 0, 100)            \
-    K(dram_write_ack_ns, D, dram_write_ack_ns, 0, 1e6)
-
 enum {
-#define K(key, ty, f, lo, hi) KEY_##key,
-    CONFIG_KEYS(K)
+#define K(key, ty, lo, hi, unit, doc) KEY_##key,
+    CHIP_CONFIG_KEYS(K)
 #undef K
     NKEYS
 };
 
 static const char *const key_names[NKEYS] = {
-#define K(key, ty, f, lo, hi) #key,
-    CONFIG_KEYS(K)
+#define K(key, ty, lo, hi, unit, doc) #key,
+    CHIP_CONFIG_KEYS(K)
 #undef K
 };
 
 static const double key_range[NKEYS][2] = {
-#define K(key, ty, f, lo, hi) {(double)(lo), (double)(hi)},
-    CONFIG_KEYS(K)
+#define K(key, ty, lo, hi, unit, doc) {(double)(lo), (double)(hi)},
+    CHIP_CONFIG_KEYS(K)
+#undef K
+};
+
+#define IS_INT_I 1
+#define IS_INT_I32 1
+#define IS_INT_I64 1
+#define IS_INT_U 1
+#define IS_INT_D 0
+/* Integer keys take and print whole numbers; the others are doubles. */
+static const char key_is_int[NKEYS] = {
+#define K(key, ty, lo, hi, unit, doc) IS_INT_##ty,
+    CHIP_CONFIG_KEYS(K)
+#undef K
+};
+
+/* Integer bounds exactly (a double cannot hold INT64_MAX). */
+static const uint64_t key_int_range[NKEYS][2] = {
+#define K(key, ty, lo, hi, unit, doc) {IS_INT_##ty ? (uint64_t)(lo) : 0, IS_INT_##ty ? (uint64_t)(hi) : 0},
+    CHIP_CONFIG_KEYS(K)
+#undef K
+};
+
+static const char *const key_unit[NKEYS] = {
+#define K(key, ty, lo, hi, unit, doc) unit,
+    CHIP_CONFIG_KEYS(K)
+#undef K
+};
+
+static const char *const key_doc[NKEYS] = {
+#define K(key, ty, lo, hi, unit, doc) doc,
+    CHIP_CONFIG_KEYS(K)
 #undef K
 };
 
@@ -136,7 +103,7 @@ static const double key_range[NKEYS][2] = {
       "must exceed dram_trfc_ns plus (dram_rp_all + dram_rcd + max(dram_cl, dram_cwl)) x dram_tck_ns")
 
 /* The key of the first rule c breaks, with its reason; -1 when none. */
-static int broken_rule(const sim_config *c, const char **why)
+static int broken_rule(const chip_config *c, const char **why)
 {
 #define R(key, cond, reason)   \
     if (!(cond)) {             \
@@ -149,7 +116,7 @@ static int broken_rule(const sim_config *c, const char **why)
 }
 
 /* The value of key k in c, as text. */
-static void key_value(const sim_config *c, int k, char *buf, size_t len)
+static void key_value(const chip_config *c, int k, char *buf, size_t len)
 {
     switch (k) {
 #define V_I(f) snprintf(buf, len, "%lld", (long long)c->f)
@@ -157,14 +124,14 @@ static void key_value(const sim_config *c, int k, char *buf, size_t len)
 #define V_I64 V_I
 #define V_U(f) snprintf(buf, len, "%llu", (unsigned long long)c->f)
 #define V_D(f) snprintf(buf, len, "%.15g", c->f)
-#define K(key, ty, f, lo, hi) case KEY_##key: V_##ty(f); break;
-        CONFIG_KEYS(K)
+#define K(key, ty, lo, hi, unit, doc) case KEY_##key: V_##ty(key); break;
+        CHIP_CONFIG_KEYS(K)
 #undef K
     }
 }
 
 /* Is the value of key k in c outside the key's range? */
-static int out_of_range(const sim_config *c, int k)
+static int out_of_range(const chip_config *c, int k)
 {
     switch (k) {
 /* a negative int becomes >= 2^63 as uint64, above every key's maximum */
@@ -174,8 +141,8 @@ static int out_of_range(const sim_config *c, int k)
 #define R_I64 R_I
 #define R_U R_I
 #define R_D(f, lo, hi) return !(isfinite(c->f) && c->f >= (lo) && c->f <= (hi));
-#define K(key, ty, f, lo, hi) case KEY_##key: R_##ty(f, lo, hi)
-        CONFIG_KEYS(K)
+#define K(key, ty, lo, hi, unit, doc) case KEY_##key: R_##ty(key, lo, hi)
+        CHIP_CONFIG_KEYS(K)
 #undef K
     }
     return 0;
@@ -203,7 +170,7 @@ static int parse_u64(const char *v, uint64_t *out)
     return 0;
 }
 
-static int set_key(sim_config *cfg, int kid, const char *v, const char *where, char *err, size_t len)
+static int set_key(chip_config *cfg, int kid, const char *v, const char *where, char *err, size_t len)
 {
     uint64_t u = 0;
     double d = 0;
@@ -226,8 +193,8 @@ static int set_key(sim_config *cfg, int kid, const char *v, const char *where, c
                           key_names[kid], v, (double)(lo), (double)(hi));              \
         cfg->f = d;                                                                    \
         break;
-#define K(kn, ty, f, lo, hi) K_##ty(kn, f, lo, hi)
-        CONFIG_KEYS(K)
+#define K(kn, ty, lo, hi, unit, doc) K_##ty(kn, kn, lo, hi)
+        CHIP_CONFIG_KEYS(K)
 #undef K
     }
     return 0;
@@ -243,11 +210,11 @@ static char *trim(char *s)
     return s;
 }
 
-static int load_file(const char *path, sim_config *cfg, char **where_set, int depth, char *err, size_t len);
+static int load_file(const char *path, chip_config *cfg, char **where_set, int depth, char *err, size_t len);
 
 /* One line (comment stripped, NUL-terminated in place) of a configuration
  * file; where is "file:line". */
-static int load_line(const char *path, char *line, const char *where, sim_config *cfg, char **where_set, int depth,
+static int load_line(const char *path, char *line, const char *where, chip_config *cfg, char **where_set, int depth,
                      char *err, size_t len)
 {
     char *hash = strchr(line, '#');
@@ -294,7 +261,7 @@ static int load_line(const char *path, char *line, const char *where, sim_config
 /* where_set[k]: "file:line" that set key k last (heap), NULL while unset.
  * The whole file at once, line by line, any line length; a NUL byte
  * anywhere is an error (isa_text_read). */
-static int load_file(const char *path, sim_config *cfg, char **where_set, int depth, char *err, size_t len)
+static int load_file(const char *path, chip_config *cfg, char **where_set, int depth, char *err, size_t len)
 {
     if (depth > 8)
         return seterr(err, len, "%s: includes nested too deeply", path);
@@ -316,7 +283,7 @@ static int load_file(const char *path, sim_config *cfg, char **where_set, int de
 }
 
 /* "WHERE: KEY = VALUE: reason" for the first rule cfg breaks; 0 if none. */
-static int check_rules(const sim_config *cfg, char *const *where, const char *fallback, char *err, size_t errlen)
+static int check_rules(const chip_config *cfg, char *const *where, const char *fallback, char *err, size_t errlen)
 {
     const char *why;
     int k = broken_rule(cfg, &why);
@@ -327,7 +294,7 @@ static int check_rules(const sim_config *cfg, char *const *where, const char *fa
     return seterr(err, errlen, "%s: %s = %s: %s", where ? where[k] : fallback, key_names[k], v, why);
 }
 
-int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen)
+int chip_config_load(const char *path, chip_config *cfg, char *err, size_t errlen)
 {
     char *where[NKEYS] = {0};
     memset(cfg, 0, sizeof *cfg);
@@ -344,7 +311,7 @@ int sim_config_load(const char *path, sim_config *cfg, char *err, size_t errlen)
     return rc;
 }
 
-int sim_config_check(const sim_config *cfg, char *err, size_t errlen)
+int chip_config_check(const chip_config *cfg, char *err, size_t errlen)
 {
     char where[96];
     snprintf(where, sizeof where, "configuration %s", cfg->name);
@@ -358,13 +325,13 @@ int sim_config_check(const sim_config *cfg, char *err, size_t errlen)
     return check_rules(cfg, NULL, where, err, errlen);
 }
 
-const char *sim_config_dir(void)
+const char *chip_config_dir(void)
 {
     const char *env = getenv("SPYRE_CONFIG_DIR");
     return env && *env ? env : SPYRE_CONFIG_DIR;
 }
 
-char *sim_config_path(const char *name)
+char *chip_config_path(const char *name)
 {
     if (strchr(name, '/') || strstr(name, ".cfg"))
         return isa_path_join(NULL, name);
@@ -373,7 +340,56 @@ char *sim_config_path(const char *name)
     if (!file)
         abort();
     snprintf(file, n, "%s.cfg", name);
-    char *p = isa_path_join(sim_config_dir(), file);
+    char *p = isa_path_join(chip_config_dir(), file);
     free(file);
     return p;
+}
+
+/* One bound of key k for the documentation table: large powers of two
+ * (and one less) as 2^n, other large numbers as 1e6 (%g writes 1e+06). */
+static void doc_bound(int k, int hi, char *buf, size_t len)
+{
+    double v = key_range[k][hi];
+    uint64_t x = key_is_int[k] ? key_int_range[k][hi] : (uint64_t)v;
+    int n = 0;
+    while (n < 63 && (1ull << (n + 1)) <= x)
+        n++;
+    if ((key_is_int[k] || v == (double)x) && x >= 65536 && x == 1ull << n)
+        snprintf(buf, len, "2^%d", n);
+    else if (key_is_int[k] && x >= 65536 && x + 1 == 1ull << (n + 1))
+        snprintf(buf, len, "2^%d-1", n + 1);
+    else if (key_is_int[k])
+        snprintf(buf, len, "%" PRIu64, x);
+    else {
+        snprintf(buf, len, "%g", v);
+        char *p = strstr(buf, "e+"), *q = p ? p + 2 : NULL;
+        while (q && *q == '0' && q[1])
+            q++;
+        if (p)
+            memmove(p + 1, q, strlen(q) + 1);
+    }
+}
+
+static const struct {
+    int key;
+    const char *rule;
+} rules[] = {
+#define R(key, cond, reason) {KEY_##key, reason},
+    CONFIG_RULES(R)
+#undef R
+};
+
+void chip_config_doc(FILE *out)
+{
+    fprintf(out, "| key | type | range | unit | meaning |\n|---|---|---|---|---|\n");
+    for (int k = 0; k < NKEYS; k++) {
+        char lo[32], hi[32];
+        doc_bound(k, 0, lo, sizeof lo);
+        doc_bound(k, 1, hi, sizeof hi);
+        fprintf(out, "| `%s` | %s | %s%s%s | %s | %s |\n", key_names[k], key_is_int[k] ? "integer" : "number", lo,
+                strcmp(lo, hi) ? " .. " : "", strcmp(lo, hi) ? hi : "", key_unit[k], key_doc[k]);
+    }
+    fprintf(out, "\n| key | constraint between keys, checked in this order |\n|---|---|\n");
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        fprintf(out, "| `%s` | %s |\n", key_names[rules[i].key], rules[i].rule);
 }
