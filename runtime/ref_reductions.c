@@ -51,66 +51,179 @@ static double reduce_bound(const tens *src, int64_t b, int64_t cols, int op, dou
     return op == R_STD ? ref_bv_fn(U_SQRT, var).e : var.e;
 }
 
-/* Reduce x over the dims in mask: rows (kept dims) x cols (reduced dims),
- * with the reduced dims moved last when they are not already. */
-static int reduce(ex *E, const tens *x, const char *mask, int keepdim, int op, double correction, int dt)
+/* The shape of a reduction of x over the dims in mask: perm lists the
+ * kept dims, then the reduced ones; rows kept elements of cols reduced
+ * ones each; the result's shape (1 for a reduced dim when keepdim).
+ * Returns whether perm moves a dim. */
+static int reduce_shape(const tens *x, const char *mask, int keepdim, int *perm, int64_t *rows, int64_t *cols,
+                        int64_t *oshape, int *orank)
 {
-    int rank = x->rank;
-    int perm[MAXR], np = 0;
+    int rank = x->rank, np = 0;
     for (int d = 0; d < rank; d++)
         if (!mask[d])
             perm[np++] = d;
     for (int d = 0; d < rank; d++)
         if (mask[d])
             perm[np++] = d;
-    int64_t rows = 1, cols = 1, oshape[MAXR];
-    int orank = 0;
+    *rows = *cols = 1;
+    *orank = 0;
     for (int d = 0; d < rank; d++) {
         if (mask[d]) {
-            cols *= x->shape[d];
+            *cols *= x->shape[d];
             if (keepdim)
-                oshape[orank++] = 1;
+                oshape[(*orank)++] = 1;
         } else {
-            rows *= x->shape[d];
-            oshape[orank++] = x->shape[d];
+            *rows *= x->shape[d];
+            oshape[(*orank)++] = x->shape[d];
         }
     }
     int moved = 0;
     for (int i = 0; i < rank; i++)
         moved |= perm[i] != i;
-    tens tmp = {0};
-    const tens *src = x;
-    if (moved) {
-        int64_t st[MAXR], pshape[MAXR], pst[MAXR];
-        ref_contiguous_strides(rank, x->shape, st);
-        for (int i = 0; i < rank; i++) {
-            pshape[i] = x->shape[perm[i]];
-            pst[i] = st[perm[i]];
-        }
-        if (ref_temp_tensor(E, &tmp, kind_of(x->dtype), rank, pshape))
-            return -1;
-        ref_strided_copy(x, rank, pshape, pst, 0, &tmp);
-        src = &tmp;
+    return moved;
+}
+
+/* x with its dims in perm's order, in tmp (freed by the caller). */
+static int permuted_copy(ex *E, const tens *x, const int *perm, tens *tmp)
+{
+    int64_t st[MAXR], pshape[MAXR], pst[MAXR];
+    ref_contiguous_strides(x->rank, x->shape, st);
+    for (int i = 0; i < x->rank; i++) {
+        pshape[i] = x->shape[perm[i]];
+        pst[i] = st[perm[i]];
     }
-    kind kx = kind_of(x->dtype), kr;
+    if (ref_temp_tensor(E, tmp, kind_of(x->dtype), x->rank, pshape))
+        return -1;
+    ref_strided_copy(x, x->rank, pshape, pst, 0, tmp);
+    return 0;
+}
+
+/* The result's kind: PyTorch's for op on kind kx, or dtype dt (>= 0). */
+static kind reduce_kind(int op, kind kx, int dt)
+{
+    if (dt >= 0)
+        return kind_of((cc_dtype)dt);
     switch (op) {
     case R_SUM:
-        kr = kx == K_F ? K_F : K_I;
-        break;
+        return kx == K_F ? K_F : K_I;
     case R_AMAX:
     case R_AMIN:
-        kr = kx;
-        break;
+        return kx;
     case R_ANY:
     case R_ALL:
-        kr = K_B;
-        break;
+        return K_B;
     default:
-        kr = K_F;
-        break;
+        return K_F;
     }
-    if (dt >= 0)
-        kr = kind_of((cc_dtype)dt);
+}
+
+/* sum / mean of a row: in double, or exactly in int64 (*iacc) for an
+ * integer sum. */
+static double row_sum(const tens *src, int64_t b, int64_t cols, int op, kind kx, kind kr, int64_t *iacc)
+{
+    double acc = 0;
+    if (kx == K_F || op == R_MEAN || kr == K_F) {
+        for (int64_t c = 0; c < cols; c++)
+            acc += ldd(src, b + c);
+        if (op == R_MEAN)
+            acc /= (double)cols;
+        return acc;
+    }
+    for (int64_t c = 0; c < cols; c++)
+        *iacc += src->i[b + c];
+    return (double)*iacc;
+}
+
+/* amax / amin of a row (a NaN wins), in its own kind (*iacc for integers). */
+static double row_extreme(const tens *src, int64_t b, int64_t cols, int op, kind kx, int64_t *iacc)
+{
+    if (kx == K_F) {
+        float m = op == R_AMAX ? -INFINITY : INFINITY;
+        for (int64_t c = 0; c < cols; c++) {
+            float v = src->f[b + c];
+            if (isnan(v) || (op == R_AMAX ? v > m : v < m))
+                m = v;
+            if (isnan(v))
+                break;
+        }
+        return m;
+    }
+    *iacc = op == R_AMAX ? INT64_MIN : INT64_MAX;
+    for (int64_t c = 0; c < cols; c++) {
+        int64_t v = src->i[b + c];
+        if (op == R_AMAX ? v > *iacc : v < *iacc)
+            *iacc = v;
+    }
+    return (double)*iacc;
+}
+
+/* any / all of a row, as 0 / 1 (also in *iacc). */
+static double row_any_all(const tens *src, int64_t b, int64_t cols, int op, int64_t *iacc)
+{
+    *iacc = op == R_ALL;
+    for (int64_t c = 0; c < cols; c++) {
+        int nz = ldd(src, b + c) != 0;
+        if (op == R_ANY && nz)
+            *iacc = 1;
+        if (op == R_ALL && !nz)
+            *iacc = 0;
+    }
+    return (double)*iacc;
+}
+
+/* var / std of a row: two passes in double; *mean gets the mean. */
+static double row_var(const tens *src, int64_t b, int64_t cols, int op, double correction, double *mean)
+{
+    double m = 0, ss = 0;
+    for (int64_t c = 0; c < cols; c++)
+        m += ldd(src, b + c);
+    m /= (double)cols;
+    for (int64_t c = 0; c < cols; c++) {
+        double dv = ldd(src, b + c) - m;
+        ss += dv * dv;
+    }
+    double den = (double)cols - correction;
+    double acc = ss / (den > 0 ? den : 0);
+    *mean = m;
+    return op == R_STD ? sqrt(acc) : acc;
+}
+
+/* One row's reduction: the value in double, and in *iacc the exact
+ * integer of an integer sum, amax, amin, any or all. */
+static double reduce_row(const tens *src, int64_t b, int64_t cols, int op, kind kx, kind kr, double correction,
+                         int64_t *iacc, double *mean)
+{
+    *iacc = 0;
+    switch (op) {
+    case R_SUM:
+    case R_MEAN:
+        return row_sum(src, b, cols, op, kx, kr, iacc);
+    case R_AMAX:
+    case R_AMIN:
+        return row_extreme(src, b, cols, op, kx, iacc);
+    case R_ANY:
+    case R_ALL:
+        return row_any_all(src, b, cols, op, iacc);
+    default:
+        return row_var(src, b, cols, op, correction, mean);
+    }
+}
+
+/* x reduced over the dims in mask (op, the correction of var / std, the
+ * result's dtype dt or -1): the reduced dims are moved last, then each row
+ * is reduced; var_mean also gives the mean. */
+static int reduce(ex *E, const tens *x, const char *mask, int keepdim, int op, double correction, int dt)
+{
+    int perm[MAXR], orank;
+    int64_t rows, cols, oshape[MAXR];
+    tens tmp = {0};
+    const tens *src = x;
+    if (reduce_shape(x, mask, keepdim, perm, &rows, &cols, oshape, &orank)) {
+        if (permuted_copy(E, x, perm, &tmp))
+            return -1;
+        src = &tmp;
+    }
+    kind kx = kind_of(x->dtype), kr = reduce_kind(op, kx, dt);
     tens *o = ref_new_result(E, kr, orank, oshape), *o2 = NULL;
     if (o && op == R_VAR_MEAN)
         o2 = ref_new_result(E, K_F, orank, oshape);
@@ -119,76 +232,10 @@ static int reduce(ex *E, const tens *x, const char *mask, int keepdim, int op, d
         return -1;
     }
     for (int64_t r = 0; r < rows; r++) {
-        int64_t b = r * cols;
-        double acc = 0;
-        int64_t iacc = 0;
-        switch (op) {
-        case R_SUM:
-        case R_MEAN:
-            if (kx == K_F || op == R_MEAN || kr == K_F) {
-                for (int64_t c = 0; c < cols; c++)
-                    acc += ldd(src, b + c);
-                if (op == R_MEAN)
-                    acc /= (double)cols;
-            } else {
-                for (int64_t c = 0; c < cols; c++)
-                    iacc += src->i[b + c];
-                acc = (double)iacc;
-            }
-            break;
-        case R_AMAX:
-        case R_AMIN: {
-            if (kx == K_F) {
-                float m = op == R_AMAX ? -INFINITY : INFINITY;
-                for (int64_t c = 0; c < cols; c++) {
-                    float v = src->f[b + c];
-                    if (isnan(v) || (op == R_AMAX ? v > m : v < m))
-                        m = v;
-                    if (isnan(v))
-                        break;
-                }
-                acc = m;
-            } else {
-                iacc = op == R_AMAX ? INT64_MIN : INT64_MAX;
-                for (int64_t c = 0; c < cols; c++) {
-                    int64_t v = src->i[b + c];
-                    if (op == R_AMAX ? v > iacc : v < iacc)
-                        iacc = v;
-                }
-                acc = (double)iacc;
-            }
-            break;
-        }
-        case R_ANY:
-        case R_ALL:
-            iacc = op == R_ALL;
-            for (int64_t c = 0; c < cols; c++) {
-                int nz = ldd(src, b + c) != 0;
-                if (op == R_ANY && nz)
-                    iacc = 1;
-                if (op == R_ALL && !nz)
-                    iacc = 0;
-            }
-            acc = (double)iacc;
-            break;
-        default: { /* var, var_mean: two passes in double */
-            double mean = 0, ss = 0;
-            for (int64_t c = 0; c < cols; c++)
-                mean += ldd(src, b + c);
-            mean /= (double)cols;
-            for (int64_t c = 0; c < cols; c++) {
-                double dv = ldd(src, b + c) - mean;
-                ss += dv * dv;
-            }
-            double den = (double)cols - correction;
-            acc = ss / (den > 0 ? den : 0);
-            if (op == R_STD)
-                acc = sqrt(acc);
-            if (o2)
-                o2->f[r] = (float)mean;
-            break;
-        }
-        }
+        int64_t b = r * cols, iacc;
+        double mean = 0, acc = reduce_row(src, b, cols, op, kx, kr, correction, &iacc, &mean);
+        if (o2)
+            o2->f[r] = (float)mean;
         for (int w = 0; o->eb[0] && w < 2; w++) {
             double me = 0;
             o->eb[w][r] = (float)reduce_bound(src, b, cols, op, correction, kr, w, &me);
