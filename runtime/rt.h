@@ -353,7 +353,7 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
 int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *val, const char *what, char *err,
                      size_t errlen);
 
-/* ==== Reference executor (runtime/reference.c) ====
+/* ==== Reference executor (runtime/ref_*.c) ====
  * Runs a parsed graph (compiler/graph.h) as written, op by op, on the
  * host: the independent reference the compiler's output is checked
  * against.  It shares no lowering or decomposition with the compiler.
@@ -364,7 +364,8 @@ int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *va
  * kind (float, integer, bool) itself and compares them with the declared
  * type.  Errors are one line "FILE:LINE: OP: message" naming the graph
  * line ("FILE:LINE: unsupported op aten.foo.bar" for an op it does not
- * implement).  The ops it implements are listed in reference.c's op table.
+ * implement).  The ops it implements are the rows of the op tables of its
+ * family files (ref_binary.c, ref_views.c, ...; ref_exec.c lists them).
  *
  *   rt_ref *r = rt_ref_new(g, err, sizeof err);
  *   rt_ref_load_weights(r, NULL, err, sizeof err);    (g->weights)

@@ -4,7 +4,7 @@
  *
  * - a full graph (docs/graph-format.md: typed values, `input`, `param`,
  *   `output` lines): it is parsed (compiler/graph.h) and run by the
- *   reference executor (runtime/reference.c) on the host copies of the
+ *   reference executor (runtime/ref_*.c) on the host copies of the
  *   program's tensors; every op the executor implements can be checked.
  *   rt_check_graph does the same for a graph already parsed.
  * - short lines, one op each, without types:

@@ -1,4 +1,4 @@
-/* test_reference.c: the reference executor (runtime/reference.c) op by op
+/* test_reference.c: the reference executor (runtime/ref_*.c) op by op
  * against values worked out by hand, its errors, safetensors files
  * (runtime/safetensors.c) and each corruption they can have, the exported
  * traces against PyTorch's own outputs, and validation of a program whose
