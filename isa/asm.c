@@ -325,11 +325,15 @@ static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
     return 0;
 }
 
-/* Device bytes of a shape (0 for an empty one), or UINT64_MAX when it is
- * larger than ISA_BYTES_MAX. */
+/* Device bytes of a shape (0 for an empty one, whatever its other
+ * dimensions, as the ELF reader has it), or UINT64_MAX when it is larger
+ * than ISA_BYTES_MAX. */
 static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape, int stick_dim, isa_dtype_dev t)
 {
     uint64_t bytes = p->stick_bytes, lanes = p->stick_bytes / (t == ISA_T_F32 ? 4 : 2);
+    for (int d = 0; d < rank; d++)
+        if (shape[d] == 0)
+            return 0;
     for (int d = 0; d < rank; d++) {
         uint64_t f = (uint64_t)shape[d];
         if (d == stick_dim)
