@@ -197,6 +197,8 @@ static int dir_config(assembler *a, char **tok, int n)
         return fail(a, ".config: expected a configuration name before '%s'", tok[1]);
     if (strlen(tok[1]) >= ISA_NAME_MAX)
         return fail(a, ".config: name longer than %d characters", ISA_NAME_MAX - 1);
+    if (!isa_name_printable(tok[1]))
+        return fail(a, ".config: a name is printable ASCII without '#' or ';'");
     snprintf(a->config, sizeof a->config, "%s", tok[1]);
     for (int i = 2; i < n; i++) {
         char *eq = strchr(tok[i], '=');
@@ -242,18 +244,6 @@ static int close_kernel(assembler *a)
     return 0;
 }
 
-/* Can a kernel name be written as the token of `.kernel NAME`? */
-static int printable_name(const char *name)
-{
-    size_t n = strnlen(name, ISA_NAME_MAX);
-    if (n == 0 || n == ISA_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isgraph((unsigned char)name[i]) || name[i] == '#' || name[i] == ';')
-            return 0;
-    return 1;
-}
-
 static int dir_kernel(assembler *a, char **tok, int n)
 {
     if (n != 2)
@@ -262,7 +252,7 @@ static int dir_kernel(assembler *a, char **tok, int n)
         return fail(a, ".kernel outside a core: put '.core N' before it");
     if (strlen(tok[1]) >= ISA_NAME_MAX)
         return fail(a, ".kernel: name '%s' longer than %d characters", tok[1], ISA_NAME_MAX - 1);
-    if (!printable_name(tok[1])) /* the disassembler could not write it back */
+    if (!isa_name_printable(tok[1])) /* the disassembler could not write it back */
         return fail(a, ".kernel: a name is printable ASCII without '#' or ';'");
     if (close_kernel(a))
         return -1;
@@ -668,7 +658,7 @@ static size_t core_kernels(strbuf *s, const isa_program *p, int c, size_t *idx)
     for (size_t j = 0; j < n; j++) {
         const isa_kernel *k = &p->kernels[idx[j]];
         if (k->first > end && k->first <= k->last && (unsigned long)k->last < p->cores[c].n &&
-            printable_name(k->name)) {
+            isa_name_printable(k->name)) {
             idx[kept++] = idx[j];
             end = k->last;
         } else {

@@ -388,6 +388,11 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
 int isa_program_find_tensor(const isa_program *p, const char *name);
 /* The name of a tensor that p lists twice, or NULL (O(n log n)). */
 const char *isa_program_duplicate_tensor(const isa_program *p);
+/* Can name stand as one token of the assembly text (printable ASCII, no
+ * blank, no comment character '#' or ';', shorter than ISA_NAME_MAX)? A
+ * configuration name must (the ELF reader and the assembler hold it to
+ * this); a kernel name that cannot is written as a comment by dis. */
+int isa_name_printable(const char *name);
 /* Name instructions [first, last] of a core's stream as a kernel. */
 void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last);
 /* Device layout helpers for a tensor: elements per stick, number of sticks

@@ -4,6 +4,7 @@
 #include "isa.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +148,15 @@ void isa_program_add_kernel(isa_program *p, const char *name, int core, long fir
     k->core = core;
     k->first = first;
     k->last = last;
+}
+
+int isa_name_printable(const char *name)
+{
+    size_t n = strnlen(name, ISA_NAME_MAX);
+    if (n == 0 || n == ISA_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)name[i]) || name[i] == '#' || name[i] == ';')
+            return 0;
+    return 1;
 }

@@ -575,6 +575,9 @@ static void test_bad_configuration_note_is_an_error(void)
     /* beyond what the assembler accepts, so dis printed what as refused (fuzz_elf) */
     expect_patched_error(img, n, desc + 16, (1ull << 48) + 1, 8, "is outside [1, 2^48]");
     expect_patched_error(img, n, desc + 24, 1ull << 50, 8, "is outside [1, 2^48]");
+    /* "spyre-4;ore" was written by dis as the name "spyre-4" and a comment (fuzz_elf) */
+    expect_patched_error(img, n, desc + 32 + 1, ';', 1, "configuration name is not printable ASCII");
+    expect_patched_error(img, n, desc + 32, 0, 1, "configuration name is not printable ASCII");
     uint8_t *bad = malloc(n);
     char p2[1024];
     memcpy(bad, img, n);
@@ -999,6 +1002,7 @@ static void test_bad_directives_are_errors(void)
     /* the disassembler could not write these back: found by fuzz_asm */
     expect_asm_error(".core 0\n.kernel k\xe9\nnop\n", 2, "a name is printable ASCII");
     expect_asm_error(".core 0\n.kernel k\rx\nnop\n", 2, "a name is printable ASCII");
+    expect_asm_error(".config sp\xe9re\n", 1, ".config: a name is printable ASCII");
     expect_asm_error(".core 0\nnop\n.kernel empty\n.kernel next\nnop\n", 3, ".kernel empty has no instructions");
     expect_asm_error(".core 0\n.kernel empty\n.core 1\nnop\n", 2, ".kernel empty has no instructions");
     expect_asm_error(".core 0\nnop\n.kernel last\n", 3, ".kernel last has no instructions");
