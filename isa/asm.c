@@ -345,6 +345,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor: expected a name, got '%s'", name);
     if (strlen(name) >= ISA_NAME_MAX)
         return fail(a, ".tensor: name '%s' longer than %d characters", name, ISA_NAME_MAX - 1);
+    if (!isa_name_printable(name))
+        return fail(a, ".tensor: a name is printable ASCII without '#' or ';'");
     if (isa_program_find_tensor(p, name) >= 0)
         return fail(a, ".tensor: '%s' declared twice", name);
     int role = index_of(isa_role_names, tok[2]);

@@ -151,6 +151,10 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
         isa_set_err(msg, len, "tensor %zu: empty name", i);
         return -1;
     }
+    if (!isa_name_printable(t->name) || strchr(t->name, '=')) { /* as .tensor takes it */
+        isa_set_err(msg, len, "tensor %zu: name is not printable ASCII without '#', ';' or '='", i);
+        return -1;
+    }
     if ((unsigned)t->role > ISA_ROLE_SCRATCH) {
         isa_set_err(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
         return -1;

@@ -457,6 +457,8 @@ static void test_corrupt_tensor_table_is_an_error(void)
     expect_patched_error(img, n, rec1 + TR_CONST, (uint64_t)-2, 8, "constant bytes");
     expect_patched_error(img, n, rec1 + TR_NAME, 'x', 1, "name used twice");
     expect_patched_error(img, n, rec1 + TR_NAME, 0, 1, "empty name");
+    expect_patched_error(img, n, rec1 + TR_NAME, ';', 1, "name is not printable ASCII"); /* dis | as */
+    expect_patched_error(img, n, rec1 + TR_NAME, '=', 1, "name is not printable ASCII");
     { /* a name that fills all 64 bytes has no terminating NUL */
         uint8_t *bad = malloc(n);
         char p2[1024];
@@ -1003,6 +1005,7 @@ static void test_bad_directives_are_errors(void)
     expect_asm_error(".core 0\n.kernel k\xe9\nnop\n", 2, "a name is printable ASCII");
     expect_asm_error(".core 0\n.kernel k\rx\nnop\n", 2, "a name is printable ASCII");
     expect_asm_error(".config sp\xe9re\n", 1, ".config: a name is printable ASCII");
+    expect_asm_error(".tensor x\xe9 input f32 4x64\n", 1, ".tensor: a name is printable ASCII");
     expect_asm_error(".core 0\nnop\n.kernel empty\n.kernel next\nnop\n", 3, ".kernel empty has no instructions");
     expect_asm_error(".core 0\n.kernel empty\n.core 1\nnop\n", 2, ".kernel empty has no instructions");
     expect_asm_error(".core 0\nnop\n.kernel last\n", 3, ".kernel last has no instructions");
