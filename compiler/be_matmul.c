@@ -1511,110 +1511,171 @@ static void mm_corelet_parts(const mm_tiling *tl, int nc, int64_t mb, int64_t nb
         cp->last[u] = u >= nc || cp->cns[u] < 1 || cp->cst[u] >= nbs ? 0 : cc_min(nbs, cp->cst[u] + cp->cns[u]) - 1;
 }
 
-static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
+/* A block under way: batch b, rows [m0, m0 + mb) (arow in A), sticks
+ * [g0, g0 + nbs) (cols columns), its C slot q at C, its corelets' parts,
+ * B's view from its first stick. */
+typedef struct {
+    int64_t b, m0, mb, g0, nbs, cols, arow, C;
+    int q;
+    mm_parts cp;
+    be_view bv0;
+} mm_blk;
+
+/* Chunk of K number j of a block: A/B slot s at A and B, K rows
+ * [k0, k0 + kc), the step of the chunk in the core's sequence. */
+typedef struct {
+    int s, first, last;
+    int64_t k0, kc, A, B, step;
+} mm_chunk;
+
+/* dmai: the chunk's A and B into its slot (B from the ring when
+ * broadcast); sfp0: restickified operands into the slot's parts. */
+static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
 {
     mm_plan *m = mc->m;
     be_ctx *c = m->c;
     cc_emit *e = mc->e;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MB = mc->MB, KC = mc->KC;
-    const int q = (int)(mc->nblk++ % 2);
-    const int64_t C = mc->cs[q];
-    int64_t at = C + mc->NBS * MB * sb;
-    const int64_t cols = cc_min(nbs * lanes, m->N - g0 * lanes);
-    const int64_t arow = b * m->M + m0;
-    rk_plan *k = &m->ep;
-
-    /* the epilogue's operands into C slot q */
-    cc_emit_wait(e, ISA_U_DMAI, mc->eempty[q]);
-    const mm_rows rs = {1, {arow}, {0}, {mb}};
-    if (!mc->ik) /* split-K: only part 0 runs the epilogue */
-        at = mm_ep_load(mc, &rs, m0 - mc->m0, g0, nbs, at, NULL);
-    cc_emit_sig(e, ISA_U_DMAI, mc->efull[q]);
-
-    /* K in chunks through the A/B slots; corelet c computes its part of
-     * the block (rows from crow, sticks from cst). */
-    mm_parts cp;
-    mm_corelet_parts(&mc->tl, mc->nc, mb, nbs, &cp);
-    const int64_t *crow = cp.crow, *cnr = cp.cnr, *cst = cp.cst, *cns = cp.cns;
-    be_view bv0 = shifted(&m->bv, g0);
-    for (int64_t j = 0; j < mc->nch; j++) {
-        const int s = (int)(mc->nchunk++ % 2);
-        const int64_t k0 = mc->kb + j * KC, kc = cc_min(KC, mc->kb + mc->kt - k0), A = mc->ab[s];
-        const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
-        for (int u = 0; u < mc->nc; u++)
-            cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
-        if (m->ares) {
-            be_res_copy(c, e, 0, m->mm->a, m0 - mc->m0, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
-        } else if (!m->ag) {
-            be_view av = shifted(&m->av, k0 / lanes);
-            be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
-        }
-        if (!m->bg && !mc->bc)
-            be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
-        if (m->ag && !m->aw)
-            mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo,
-                           mc->ago);
-        if (m->bg && !m->bw)
-            mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, A + mc->bst,
-                           mc->blo, mc->bgo);
-        for (int u = 0; u < mc->nc; u++)
-            cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
-        const int64_t step = mc->nchunk - 1;
-        if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
-            bc_chunk(mc, step, &bv0, b * m->Kd + k0, kc, nbs, cp.last);
-        if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
-            for (int u = 0; u < mc->nc; u++)
-                cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
-            if (m->ag)
-                mm_gather(mc, m->mm->a, &m->mm->aidx, m->aw ? mc->aws : A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk, k0, kc,
-                          A, MB * sb);
-            if (m->bg)
-                mm_gather(mc, m->mm->b, &m->mm->bidx, m->bw ? mc->bws : A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
-                          g0 * lanes, cols, B, KC * sb);
-            for (int u = 0; u < mc->nc; u++)
-                cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
-        }
-
-        const int first = j == 0, last = j == mc->nch - 1;
-        for (int u = 0; u < mc->nc; u++) {
-            const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
-            cc_emit_wait(e, pt, m->ag || m->bg ? mc->abrst[s][u] : mc->abfull[s][u]);
-            if (mc->bc)
-                cc_emit_wait(e, pt, mc->have[u]);
-            if (first)
-                cc_emit_wait(e, pt, mc->cempty[q][u]);
-            const int64_t ncols = cc_min(cns[u] * lanes, cols - cst[u] * lanes);
-            if (cnr[u] > 0 && cns[u] > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
-                const int64_t roff = crow[u] * sb;
-                const int64_t poff = roff + cst[u] * cc_ceil_div(lanes, c->t.lanes32) * MB * sb;
-                cc_pt_args pa = {0};
-                pa.c = u;
-                pa.a = cc_abs(A + roff);
-                pa.b = cc_abs((mc->bc ? mc->bslot[step % BC_SLOTS] : B) + cst[u] * KC * sb);
-                pa.m = cnr[u];
-                pa.n = ncols;
-                pa.k = kc;
-                pa.ds = pa.ps = MB * sb;
-                pa.as = MB * sb;
-                pa.bs = KC * sb;
-                const int dl16 = last && mc->gk == 1; /* split-K: fp32 sums to reduce */
-                pa.flags = (first ? 0 : ISA_F_ACC) | (dl16 ? 0 : ISA_F_F32);
-                pa.d = cc_abs(dl16 ? C + roff + cst[u] * MB * sb : mc->P + poff);
-                pa.p = cc_abs(first ? 0 : mc->P + poff);
-                if (first)
-                    pa.ps = 0;
-                cc_emit_pt(e, &pa);
-            }
-            cc_emit_sig(e, pt, mc->abempty[s][u]);
-            if (mc->bc)
-                cc_emit_sig(e, pt, mc->ptdone[u]);
-            if (last)
-                cc_emit_sig(e, pt, mc->mmd[q][u]);
-            if (last && mc->gk > 1)
-                cc_emit_sig(e, pt, mc->pdone[u]);
-        }
+    const int64_t k0 = ch->k0, kc = ch->kc, A = ch->A, B = ch->B, b = bk->b, m0 = bk->m0, mb = bk->mb;
+    const int s = ch->s;
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
+    if (m->ares) {
+        be_res_copy(c, e, 0, m->mm->a, m0 - mc->m0, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
+    } else if (!m->ag) {
+        be_view av = shifted(&m->av, k0 / lanes);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, bk->arow, mb, cc_ceil_div(kc, lanes));
     }
+    if (!m->bg && !mc->bc)
+        be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bk->bv0, &m->brsp, b * m->Kd + k0, kc, bk->nbs);
+    if (m->ag && !m->aw)
+        mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo, mc->ago);
+    if (m->bg && !m->bw)
+        mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, bk->g0 * lanes, bk->cols, A + mc->bst,
+                       mc->blo, mc->bgo);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
+    if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
+        bc_chunk(mc, ch->step, &bk->bv0, b * m->Kd + k0, kc, bk->nbs, bk->cp.last);
+    if (!m->ag && !m->bg)
+        return;
+    /* sfp0 restickifies the operands into the slot */
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
+    if (m->ag)
+        mm_gather(mc, m->mm->a, &m->mm->aidx, m->aw ? mc->aws : A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk,
+                  k0, kc, A, MB * sb);
+    if (m->bg)
+        mm_gather(mc, m->mm->b, &m->mm->bidx, m->bw ? mc->bws : A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
+                  bk->g0 * lanes, bk->cols, B, KC * sb);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
+}
 
+/* pt u: its part of the block's product over the chunk (DL16 into C on
+ * the last chunk, fp32 partial sums before it and under split-K). */
+static void mm_chunk_pt(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MB = mc->MB, KC = mc->KC;
+    const int64_t *crow = bk->cp.crow, *cnr = bk->cp.cnr, *cst = bk->cp.cst, *cns = bk->cp.cns;
+    const int s = ch->s, q = bk->q, first = ch->first, last = ch->last;
+    for (int u = 0; u < mc->nc; u++) {
+        const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+        cc_emit_wait(e, pt, m->ag || m->bg ? mc->abrst[s][u] : mc->abfull[s][u]);
+        if (mc->bc)
+            cc_emit_wait(e, pt, mc->have[u]);
+        if (first)
+            cc_emit_wait(e, pt, mc->cempty[q][u]);
+        const int64_t ncols = cc_min(cns[u] * lanes, bk->cols - cst[u] * lanes);
+        if (cnr[u] > 0 && cns[u] > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+            const int64_t roff = crow[u] * sb;
+            const int64_t poff = roff + cst[u] * cc_ceil_div(lanes, c->t.lanes32) * MB * sb;
+            cc_pt_args pa = {0};
+            pa.c = u;
+            pa.a = cc_abs(ch->A + roff);
+            pa.b = cc_abs((mc->bc ? mc->bslot[ch->step % BC_SLOTS] : ch->B) + cst[u] * KC * sb);
+            pa.m = cnr[u];
+            pa.n = ncols;
+            pa.k = ch->kc;
+            pa.ds = pa.ps = MB * sb;
+            pa.as = MB * sb;
+            pa.bs = KC * sb;
+            const int dl16 = last && mc->gk == 1; /* split-K: fp32 sums to reduce */
+            pa.flags = (first ? 0 : ISA_F_ACC) | (dl16 ? 0 : ISA_F_F32);
+            pa.d = cc_abs(dl16 ? bk->C + roff + cst[u] * MB * sb : mc->P + poff);
+            pa.p = cc_abs(first ? 0 : mc->P + poff);
+            if (first)
+                pa.ps = 0;
+            cc_emit_pt(e, &pa);
+        }
+        cc_emit_sig(e, pt, mc->abempty[s][u]);
+        if (mc->bc)
+            cc_emit_sig(e, pt, mc->ptdone[u]);
+        if (last)
+            cc_emit_sig(e, pt, mc->mmd[q][u]);
+        if (last && mc->gk > 1)
+            cc_emit_sig(e, pt, mc->pdone[u]);
+    }
+}
+
+/* Split-K: the reduced fp32 sums of the block into C as DL16 (even / odd
+ * fp32 groups: lanes 0-31 / 32-63). */
+static void mm_splitk_cvt(mm_core *mc, const mm_blk *bk)
+{
+    cc_emit *e = mc->e;
+    const int64_t sb = mc->m->c->t.stick, MB = mc->MB;
+    cc_emit_wait(e, ISA_U_SFP0, mc->red);
+    for (int h = 0; h < 2; h++) {
+        cc_sfp_args cv = {0};
+        cv.op = ISA_OP_SFP_CVT;
+        cv.t = ISA_T_F32;
+        cv.d = cc_abs(bk->C + h * (sb / 2));
+        cv.a = cc_abs(mc->P + h * MB * sb);
+        cv.n0 = bk->mb;
+        cv.ds0 = sb;
+        cv.as0 = sb;
+        cv.n1 = bk->nbs;
+        cv.ds1 = MB * sb;
+        cv.as1 = 2 * MB * sb;
+        cc_emit_sfp(e, &cv);
+    }
+}
+
+/* dmao: the block's results leaving the kernel (DRAM, then the rows of
+ * kept ones); the block's slots free again. */
+static void mm_block_store(mm_core *mc, const mm_blk *bk, const be_val *vals)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const rk_plan *k = &m->ep;
+    const int64_t sb = c->t.stick, MB = mc->MB;
+    cc_emit_wait(e, ISA_U_DMAO, mc->done[bk->q]);
+    for (int j = 0; j < k->nn && j < 64; j++) {
+        if (!k->nodes[j].dram || k->nodes[j].staged)
+            continue;
+        be_view v = shifted(&k->nodes[j].sv, bk->g0);
+        be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, bk->arow, bk->mb, bk->nbs);
+    }
+    for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
+        if (k->nodes[j].res)
+            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, bk->m0 - mc->m0, bk->mb, bk->g0, bk->nbs,
+                        vals[j].lx, MB * sb);
+    cc_emit_sig(e, ISA_U_DMAO, mc->eempty[bk->q]);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_DMAO, mc->cempty[bk->q][u]);
+}
+
+/* After the block's last chunk: split-K's reduction, then the epilogue
+ * over the block (sfp0) and its results' stores (dmao). */
+static int mm_block_finish(mm_core *mc, const mm_blk *bk, int64_t at)
+{
+    mm_plan *m = mc->m;
+    cc_emit *e = mc->e;
+    const int q = bk->q;
     if (mc->gk > 1)
         mm_splitk_reduce(mc);
     for (int u = 0; u < mc->nc; u++)
@@ -1628,45 +1689,63 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
             cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
         return 0;
     }
-    if (mc->gk > 1) { /* the reduced fp32 sums of the block into C as DL16 (even / odd fp32 groups: lanes 0-31 / 32-63) */
-        cc_emit_wait(e, ISA_U_SFP0, mc->red);
-        for (int h = 0; h < 2; h++) {
-            cc_sfp_args cv = {0};
-            cv.op = ISA_OP_SFP_CVT;
-            cv.t = ISA_T_F32;
-            cv.d = cc_abs(C + h * (sb / 2));
-            cv.a = cc_abs(mc->P + h * MB * sb);
-            cv.n0 = mb;
-            cv.ds0 = sb;
-            cv.as0 = sb;
-            cv.n1 = nbs;
-            cv.ds1 = MB * sb;
-            cv.as1 = 2 * MB * sb;
-            cc_emit_sfp(e, &cv);
-        }
-    }
+    if (mc->gk > 1)
+        mm_splitk_cvt(mc, bk);
     be_val vals[64];
-    if (mm_ep_eval(mc, mb, nbs, at, C, C + mc->cslot_bytes, vals))
+    if (mm_ep_eval(mc, bk->mb, bk->nbs, at, bk->C, bk->C + mc->cslot_bytes, vals))
         return -1;
-    for (int j = 0; j < k->nn && j < 64; j++)
-        if (k->nodes[j].dram && k->nodes[j].staged)
-            mm_scatter(mc, j, vals[j].lx, MB * sb, b, m0, mb, g0 * lanes, cols);
+    for (int j = 0; j < m->ep.nn && j < 64; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+            mm_scatter(mc, j, vals[j].lx, mc->MB * m->c->t.stick, bk->b, bk->m0, bk->mb, bk->g0 * m->c->t.lanes16,
+                       bk->cols);
     cc_emit_sig(e, ISA_U_SFP0, mc->done[q]);
-
-    cc_emit_wait(e, ISA_U_DMAO, mc->done[q]);
-    for (int j = 0; j < k->nn && j < 64; j++) {
-        if (!k->nodes[j].dram || k->nodes[j].staged)
-            continue;
-        be_view v = shifted(&k->nodes[j].sv, g0);
-        be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, arow, mb, nbs);
-    }
-    for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
-        if (k->nodes[j].res)
-            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, m0 - mc->m0, mb, g0, nbs, vals[j].lx, MB * sb);
-    cc_emit_sig(e, ISA_U_DMAO, mc->eempty[q]);
-    for (int u = 0; u < mc->nc; u++)
-        cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
+    mm_block_store(mc, bk, vals);
     return 0;
+}
+
+/* One block: its epilogue's operands into C slot q, K in chunks through
+ * the A/B slots (corelet u computes its part of the block: rows from
+ * crow, sticks from cst), then the epilogue and the stores. */
+static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, KC = mc->KC;
+    mm_blk bk = {0};
+    bk.b = b;
+    bk.m0 = m0;
+    bk.mb = mb;
+    bk.g0 = g0;
+    bk.nbs = nbs;
+    bk.cols = cc_min(nbs * lanes, m->N - g0 * lanes);
+    bk.arow = b * m->M + m0;
+    bk.q = (int)(mc->nblk++ % 2);
+    bk.C = mc->cs[bk.q];
+    int64_t at = bk.C + mc->NBS * mc->MB * sb;
+
+    cc_emit_wait(e, ISA_U_DMAI, mc->eempty[bk.q]);
+    const mm_rows rs = {1, {bk.arow}, {0}, {mb}};
+    if (!mc->ik) /* split-K: only part 0 runs the epilogue */
+        at = mm_ep_load(mc, &rs, m0 - mc->m0, g0, nbs, at, NULL);
+    cc_emit_sig(e, ISA_U_DMAI, mc->efull[bk.q]);
+
+    mm_corelet_parts(&mc->tl, mc->nc, mb, nbs, &bk.cp);
+    bk.bv0 = shifted(&m->bv, g0);
+    for (int64_t j = 0; j < mc->nch; j++) {
+        mm_chunk ch;
+        ch.s = (int)(mc->nchunk++ % 2);
+        ch.step = mc->nchunk - 1;
+        ch.k0 = mc->kb + j * KC;
+        ch.kc = cc_min(KC, mc->kb + mc->kt - ch.k0);
+        ch.A = mc->ab[ch.s];
+        ch.B = ch.A + cc_ceil_div(KC, lanes) * mc->MB * sb;
+        ch.first = j == 0;
+        ch.last = j == mc->nch - 1;
+        mm_chunk_in(mc, &bk, &ch);
+        mm_chunk_pt(mc, &bk, &ch);
+    }
+    return mm_block_finish(mc, &bk, at);
 }
 
 /* A core of the grid over the ring (see mm_rg_tiling). */
