@@ -1748,16 +1748,632 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     return mm_block_finish(mc, &bk, at);
 }
 
-/* A core of the grid over the ring (see mm_rg_tiling). */
-static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
+/* The tile state every emission of a core's blocks shares. */
+static void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows)
+{
+    mc->T.c = c;
+    mc->T.e = mc->e;
+    mc->T.K = mc->m->K;
+    mc->T.gs = rows * c->t.stick;
+    mc->T.rows_cap = rows;
+    mc->T.cols = mc->m->N;
+    mc->T.acc_expr = mc->m->acc;
+}
+
+/* A core of the grid over the ring (see mm_rg_tiling): row i, column j of
+ * gm x gn; its own rows [p0, p0 + pn) at own in the grid row's mt rows
+ * (rs: the grid row's parts), sticks [g0, g0 + ns); the LX areas (AG the
+ * grid row's A, BW the column block's B, C the block, CT the epilogue's
+ * column temps) and tokens; the corelets' parts and the epilogue pipe. */
+typedef struct {
+    mm_core mc;
+    be_ctx *c;
+    mm_plan *m;
+    cc_emit *e;
+    int core;
+    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols;
+    mm_rows rs;
+    int64_t AG, BW, C, colt, CT;
+    int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
+    int abfull[2], have[2], mmd[2], done[2], rdone[2];
+    mm_parts cp;
+    int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
+    int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
+    be_view bv0;
+} rg_core;
+
+/* The core's place in the grid, its tiling, LX areas and tokens. */
+static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core)
 {
     const be_work *w = &c->work[m->ep.pos];
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16, gm = w->gm, gn = w->gn, i = core / gn, j = core % gn;
-    const int64_t mid = gm / 2; /* the column's loader */
-    mm_rows rs;
-    const int64_t mt = rg_rows(m, gn, i, &rs), p0 = rs.row[j], pn = rs.len[j], own = rs.off[j];
-    int64_t g0, ns;
-    cc_split(m->GN, gn, j, &g0, &ns);
+    const int64_t sb = c->t.stick;
+    g->c = c;
+    g->m = m;
+    g->core = core;
+    g->gm = w->gm;
+    g->gn = w->gn;
+    g->i = core / g->gn;
+    g->j = core % g->gn;
+    g->mid = g->gm / 2; /* the column's loader */
+    g->mt = rg_rows(m, g->gn, g->i, &g->rs);
+    g->p0 = g->rs.row[g->j];
+    g->pn = g->rs.len[g->j];
+    g->own = g->rs.off[g->j];
+    cc_split(m->GN, g->gn, g->j, &g->g0, &g->ns);
+    cc_emit *e = g->e = &c->em[core];
+    e->lx_top = 0;
+    e->ntokens = 0;
+    mm_core *mc = &g->mc;
+    mc->m = m;
+    mc->e = e;
+    mc->m0 = g->p0;
+    if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
+    mc->nch = mc->tl.nch;
+    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
+    /* allocated first and at their largest: the same offsets on every
+     * core, where the row's and the column's other cores write */
+    g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
+    g->BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
+    /* one row more: the epilogue of a piece puts its temps at its rows */
+    g->C = cc_lx_alloc(e, mc->cslot_bytes + MT * sb, "matmul block");
+    /* and its per-column temps in an area of its own */
+    g->colt = m->ep.nexpr * NS * sb;
+    g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
+    if (mc->nch > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    for (int64_t q = 0; q < g->gn; q++)
+        g->aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
+    g->aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
+    g->aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
+    g->loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
+    g->arr = cc_tok_alloc(e, "B piece arrived (from the column)");
+    g->efull = cc_tok_alloc(e, "matmul epilogue operands full");
+    for (int u = 0; u < 2; u++) {
+        g->done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
+        g->rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
+        g->abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
+        g->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+        g->mmd[u] = cc_tok_alloc(e, "matmul product done");
+    }
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+/* The corelets' parts (corelet u: rows from crow, sticks from cst), the
+ * pipe, B's way down the column and where A's kept rows are. */
+static void rg_layout(rg_core *g)
+{
+    mm_core *mc = &g->mc;
+    mm_corelet_parts(&mc->tl, mc->nc, g->mt, g->ns, &g->cp);
+    /* pipe: the last chunk's product part by part (seg[u]: corelet u's
+     * parts), and each part's epilogue and results as soon as it is
+     * done, on its corelet's SFP; when the corelets split rows at a part's
+     * edge (or one corelet works) */
+    g->pipe = mc->nch > 1 && (mc->nc == 1 || mc->tl.split == SPLIT_ROWS);
+    for (int sg = 0; sg < g->rs.n && g->pipe; sg++) {
+        const int u = mc->nc > 1 && g->rs.off[sg] >= g->cp.crow[1];
+        g->pipe = u ? g->rs.off[sg] >= g->cp.crow[1] : g->rs.off[sg] + g->rs.len[sg] <= g->cp.cnr[0];
+        g->seg[u][g->nseg[u]++] = sg;
+    }
+    /* B's way: from the middle core up and down the column */
+    g->down[0] = g->down[1] = -1;
+    if (g->i <= g->mid && g->i > 0)
+        g->down[0] = g->core - (int)g->gn;
+    if (g->i >= g->mid && g->i + 1 < g->gm)
+        g->down[1] = g->core + (int)g->gn;
+    if (g->m->ares)
+        be_res_at(g->c, g->m->mm->a, g->m->ep.pos, &g->ra_lx, &g->ra_cap);
+    g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
+    g->bv0 = shifted(&g->m->bv, g->g0);
+}
+
+/* Chunk jc of K in: dmai loads B's chunk (the middle core) and the own A
+ * rows; the ring sends the own A rows to the grid row's other cores (from
+ * the kept region directly), then B's pieces on down the column; sfp1
+ * collects the grid row's A rows of the chunk. */
+static void rg_chunk_in(rg_core *g, int64_t jc)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
+    if (g->i == g->mid) {
+        be_dma_rows(c, e, ISA_OP_DMA_LD, g->BW + k0 * sb, m->Kd * sb, &g->bv0, &m->brsp, k0, kc, g->ns);
+        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
+    }
+    if (m->ares) {
+        be_res_copy(c, e, 0, m->mm->a, 0, g->pn, gi, kg, aoff, MT * sb);
+    } else {
+        be_view av = shifted(&m->av, gi);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, g->p0, g->pn, kg);
+        cc_emit_sig(e, ISA_U_DMAI, g->aload_r);
+    }
+    cc_emit_sig(e, ISA_U_DMAI, g->aload);
+    if (!m->ares)
+        cc_emit_wait(e, ISA_U_RING, g->aload_r);
+    for (int64_t d = 1; d < g->gn; d++) {
+        const int64_t q = (g->j + d) % g->gn;
+        cc_dma_shape sh = cc_dma_groups(g->pn, kg, MT * sb, m->ares ? g->ra_cap * sb : MT * sb);
+        cc_emit_ring(e, ISA_OP_RING_SEND, (int)(g->i * g->gn + q), g->aarr[g->j], cc_abs(aoff),
+                     cc_abs(m->ares ? g->ra_lx + gi * g->ra_cap * sb : aoff), &sh);
+    }
+    if (g->i == g->mid)
+        cc_emit_wait(e, ISA_U_RING, g->loaded);
+    for (int64_t pc = 0; pc < g->ns; pc++) {
+        if (g->i != g->mid)
+            cc_emit_wait(e, ISA_U_RING, g->arr);
+        for (int u = 0; u < g->mc.nc; u++)
+            if (jc == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
+                        : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
+                cc_emit_sig(e, ISA_U_RING, g->have[u]);
+        const int64_t at = g->BW + (pc * m->Kd + k0) * sb;
+        cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
+        for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
+            const int h = (int)((h0 + g->j) % 2);
+            if (g->down[h] >= 0)
+                cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
+        }
+    }
+    for (int64_t q = 0; q < g->gn; q++)
+        if (q != g->j)
+            cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
+    cc_emit_wait(e, ISA_U_SFP1, g->aload);
+    for (int u = 0; u < g->mc.nc; u++)
+        cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
+}
+
+/* pt u: its part of chunk jc's product; the first chunk piece by piece,
+ * as its sticks come in (the corelets start a hop's worth of pieces
+ * earlier), the last one part by part when piped. */
+static void rg_chunk_pt(rg_core *g, int64_t jc)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const mm_core *mc = &g->mc;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
+    const int first = jc == 0, lastc = jc == mc->nch - 1;
+    for (int u = 0; u < mc->nc; u++) {
+        const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+        cc_emit_wait(e, pt, g->abfull[u]);
+        const int parts = lastc && g->pipe;
+        for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
+            cc_emit_wait(e, pt, g->have[u]);
+            const int64_t ncols = cc_min(sn * lanes, g->cols - s0 * lanes);
+            for (int r = 0; r < (parts ? g->nseg[u] : 1); r++) {
+                const int64_t r0 = parts ? g->rs.off[g->seg[u][r]] : crow[u];
+                const int64_t rn = parts ? g->rs.len[g->seg[u][r]] : cnr[u];
+                if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+                    const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
+                    cc_pt_args pa = {0};
+                    pa.c = u;
+                    pa.a = cc_abs(g->AG + (gi * MT + r0) * sb);
+                    pa.b = cc_abs(g->BW + (s0 * m->Kd + k0) * sb);
+                    pa.m = rn;
+                    pa.n = ncols;
+                    pa.k = kc;
+                    pa.ds = pa.ps = pa.as = MT * sb;
+                    pa.bs = m->Kd * sb;
+                    pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
+                    pa.d = cc_abs(lastc ? g->C + (r0 + s0 * MT) * sb : mc->P + poff);
+                    pa.p = cc_abs(first ? 0 : mc->P + poff);
+                    if (first)
+                        pa.ps = 0;
+                    cc_emit_pt(e, &pa);
+                }
+                if (parts)
+                    cc_emit_sig(e, pt, g->mmd[u]);
+            }
+        }
+        if (lastc && !g->pipe)
+            cc_emit_sig(e, pt, g->mmd[u]);
+    }
+}
+
+/* The epilogue's pieces (rows from off: segments [s0, s1) of rs on
+ * corelet u's SFP) in the order they complete. */
+typedef struct {
+    int n, u[RG_MAX_GN], s0[RG_MAX_GN], s1[RG_MAX_GN];
+    be_val vals[RG_MAX_GN][64];
+} rg_pieces;
+
+static void rg_pieces_of(const rg_core *g, rg_pieces *p)
+{
+    p->n = 0;
+    if (!g->pipe) {
+        p->u[0] = 0;
+        p->s0[0] = 0;
+        p->s1[0] = g->rs.n;
+        p->n = 1;
+        return;
+    }
+    for (int r = 0; r < g->rs.n; r++)
+        for (int u = 0; u < g->mc.nc; u++)
+            if (r < g->nseg[u]) {
+                p->u[p->n] = u;
+                p->s0[p->n] = g->seg[u][r];
+                p->s1[p->n++] = g->seg[u][r] + 1;
+            }
+}
+
+/* sfp: each piece's values once its product is done (the operands loaded
+ * at at); nres: results kept in LX, which the ring sends on. */
+static int rg_ep_eval(rg_core *g, rg_pieces *p, const int64_t *base, int64_t at, int nres)
+{
+    mm_core *mc = &g->mc;
+    cc_emit *e = g->e;
+    const int64_t sb = g->c->t.stick, MT = mc->MB;
+    int sfp_used[2] = {0, 0}, rc = 0;
+    for (int q = 0; q < p->n && !rc; q++) {
+        const int u = p->u[q];
+        const isa_unit sfp = u ? ISA_U_SFP1 : ISA_U_SFP0;
+        const int64_t off = g->rs.off[p->s0[q]], len = g->rs.off[p->s1[q] - 1] + g->rs.len[p->s1[q] - 1] - off;
+        if (g->pipe) {
+            cc_emit_wait(e, sfp, g->mmd[u]);
+        } else {
+            for (int v = 0; v < mc->nc; v++)
+                cc_emit_wait(e, sfp, g->mmd[v]);
+        }
+        if (!sfp_used[u]++)
+            cc_emit_wait(e, sfp, g->efull);
+        mc->T.corelet = u;
+        mc->T.carea = 1;
+        mc->T.ctop = g->CT + q * g->colt;
+        mc->T.cend = mc->T.ctop + g->colt;
+        mm_ep_rebind(mc, base, off);
+        rc = mm_ep_eval(mc, len, g->ns, at + off * sb, g->C + off * sb, g->C + mc->cslot_bytes + MT * sb, p->vals[q]);
+        cc_emit_sig(e, sfp, g->done[u]);
+        if (nres)
+            cc_emit_sig(e, sfp, g->rdone[u]);
+    }
+    return rc;
+}
+
+/* dmao: each piece's results to DRAM, and the own rows of a kept one. */
+static void rg_ep_store(rg_core *g, const rg_pieces *p)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
+    for (int q = 0; q < p->n; q++) {
+        const int64_t off = g->rs.off[p->s0[q]];
+        cc_emit_wait(g->e, ISA_U_DMAO, g->done[p->u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            be_view v = shifted(&rn->sv, g->g0);
+            for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
+                be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v,
+                            &k->rsp, g->rs.row[sg], g->rs.len[sg], g->ns);
+            if (rn->res && g->j >= p->s0[q] && g->j < p->s1[q])
+                be_res_copy(c, g->e, 1, c->p->nodes[rn->node].out, 0, g->pn, g->g0, g->ns,
+                            p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
+        }
+    }
+}
+
+/* ring: each piece's kept results to the cores keeping the other rows. */
+static void rg_ep_send(rg_core *g, const rg_pieces *p)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
+    for (int q = 0; q < p->n; q++) {
+        const int64_t off = g->rs.off[p->s0[q]];
+        cc_emit_wait(g->e, ISA_U_RING, g->rdone[p->u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            if (!rn->res)
+                continue;
+            const be_res *r = &c->res[c->p->nodes[rn->node].out];
+            for (int sg = p->s0[q]; sg < p->s1[q]; sg++) {
+                if (sg == g->j)
+                    continue;
+                cc_dma_shape sh = cc_dma_groups(g->rs.len[sg], g->ns, r->rows_cap * sb, MT * sb);
+                cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + sg), 255,
+                             cc_abs(r->lx + g->g0 * r->rows_cap * sb),
+                             cc_abs(p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb), &sh);
+            }
+        }
+    }
+}
+
+/* The epilogue: operands (dmai), values (sfp), results (dmao: DRAM and
+ * the own rows of a kept one; ring: the other rows' cores), in pieces. */
+static int rg_epilogue(rg_core *g)
+{
+    mm_core *mc = &g->mc;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = g->c->t.stick;
+    rg_pieces *p = ir_xalloc(sizeof *p);
+    rg_pieces_of(g, p);
+    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
+    const int64_t at = mm_ep_load(mc, &g->rs, 0, g->g0, g->ns, g->C + mc->NBS * mc->MB * sb, base);
+    int nres = 0;
+    for (int jj = 0; jj < k->nn && jj < 64; jj++)
+        nres += k->nodes[jj].res;
+    for (int u = 0; u < (g->pipe ? mc->nc : 1); u++)
+        if (!g->pipe || g->nseg[u] > 0) /* an SFP with no piece takes none */
+            cc_emit_sig(g->e, ISA_U_DMAI, g->efull);
+    int rc = rg_ep_eval(g, p, base, at, nres);
+    if (!rc)
+        rg_ep_store(g, p);
+    if (!rc && nres)
+        rg_ep_send(g, p);
+    free(base);
+    free(p);
+    return rc;
+}
+
+/* A core of the grid over the ring: setup, then K chunk by chunk (in,
+ * products), then the epilogue. */
+static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
+{
+    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
+    int rc = rg_setup(g, c, m, core);
+    if (!rc) {
+        mm_tile_init(&g->mc, c, g->mc.MB);
+        cc_kernel_begin(g->e, m->K->name);
+        rg_layout(g);
+        for (int64_t jc = 0; jc < g->mc.nch; jc++) {
+            rg_chunk_in(g, jc);
+            rg_chunk_pt(g, jc);
+        }
+        rc = rg_epilogue(g);
+        cc_kernel_end(g->e);
+        free(g->mc.T.memo);
+        free(g->mc.T.memo_id);
+        rc = rc || cc_emit_failed(g->e) ? -1 : 0;
+    }
+    free(g);
+    return rc;
+}
+
+/* Tensors kept in LX across kernels (the lxplan's decisions): A and the
+ * epilogue's tiles read from LX, results written there. */
+static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m)
+{
+    m->ares = mm_aligned_a(m, pos) && be_res_reads(c, m->mm->a, pos);
+    if (m->ares)
+        be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m->mm->a].name);
+    for (int i = 0; i < m->ep.nl; i++) {
+        rk_load *L = &m->ep.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
+                 mm_aligned_tile(m, pos, buf, &L->v, 0);
+        if (L->res)
+            be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
+    }
+    for (int j = 0; j < m->ep.nn; j++) {
+        rk_node *rn = &m->ep.nodes[j];
+        const int buf = c->p->nodes[rn->node].out;
+        rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
+        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
+    }
+}
+
+/* The core's blocking: tiling for its tile of mt rows x ns sticks, K
+ * chunks, corelets, slot sizes (B over the ring: slots for A only). */
+static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    if (w->bcast ? mm_bc_tiling(m, w->gm, &mc->tl) : mm_block(m, w->gm, w->gn, mt, ns, &mc->tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    mc->MB = mc->tl.MB;
+    mc->NBS = mc->tl.NBS;
+    mc->KC = mc->tl.KC;
+    mc->nch = cc_ceil_div(mc->kt, mc->KC);
+    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    mc->cslot_bytes = mm_cslot_bytes(m, mc->MB, mc->NBS);
+    mc->abslot_bytes = mm_abslot_bytes(m, mc->MB, mc->NBS, mc->KC);
+    if (w->bcast) { /* the A/B slots hold A; B has its own slots */
+        mc->bc = 1;
+        mc->gm = w->gm;
+        mc->wrap = w->gm == (int64_t)c->cfg->cores;
+        mc->nsteps = cc_ceil_div(mt, mc->MB) * cc_ceil_div(ns, mc->NBS) * mc->nch;
+        mc->abslot_bytes = cc_ceil_div(mc->KC, c->t.lanes16) * mc->MB * c->t.stick;
+    }
+    return 0;
+}
+
+/* Restickified operands: the staged sticks after the A and B parts of a
+ * slot, and the host tables of where each group's sticks are. */
+static void mm_core_stage(mm_core *mc, int64_t m0, int64_t mt, int64_t g0, int64_t ns)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    if (!m->ag && !m->bg)
+        return;
+    int64_t na, nb;
+    mm_stage_need(m, &mc->tl, m0, mt, g0, ns, &na, &nb);
+    mc->ast = mc->abslot_bytes;
+    mc->bst = mc->ast + na;
+    mc->abslot_bytes = mc->bst + nb;
+    if (m->ag) {
+        mc->alo = ir_xalloc((size_t)c->lay[m->mm->a].groups * sizeof *mc->alo);
+        mc->ago = ir_xalloc((size_t)c->lay[m->mm->a].groups * sizeof *mc->ago);
+    }
+    if (m->bg) {
+        mc->blo = ir_xalloc((size_t)c->lay[m->mm->b].groups * sizeof *mc->blo);
+        mc->bgo = ir_xalloc((size_t)c->lay[m->mm->b].groups * sizeof *mc->bgo);
+    }
+}
+
+/* The two A/B and C slots with their tokens, and the operands staged
+ * whole (lo 0, go the group's offset). */
+static void mm_core_slots(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick;
+    for (int s = 0; s < 2; s++) {
+        mc->ab[s] = cc_lx_alloc(e, mc->abslot_bytes, "matmul A/B chunk (and staged sticks)");
+        mc->cs[s] = cc_lx_alloc(e, mc->cslot_bytes, "matmul block");
+        for (int u = 0; u < mc->nc; u++) {
+            mc->abfull[s][u] = cc_tok_alloc(e, "matmul A/B full");
+            mc->abempty[s][u] = cc_tok_alloc(e, "matmul A/B empty");
+            mc->mmd[s][u] = cc_tok_alloc(e, "matmul product done");
+            mc->cempty[s][u] = cc_tok_alloc(e, "matmul result empty");
+        }
+        mc->efull[s] = cc_tok_alloc(e, "matmul epilogue operands full");
+        mc->eempty[s] = cc_tok_alloc(e, "matmul block empty");
+        mc->done[s] = cc_tok_alloc(e, "matmul epilogue done");
+    }
+    for (int wo = 0; wo < 2; wo++) {
+        if (!(wo ? m->bw : m->aw))
+            continue;
+        int buf = wo ? m->mm->b : m->mm->a;
+        int64_t *lo = wo ? mc->blo : mc->alo, *go = wo ? mc->bgo : mc->ago;
+        *(wo ? &mc->bws : &mc->aws) =
+            cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole" : "restickify: A staged whole");
+        for (int64_t g = 0; g < c->lay[buf].groups; g++) {
+            lo[g] = 0;
+            go[g] = g * c->lay[buf].rows * sb;
+        }
+    }
+    if (m->aw || m->bw)
+        mc->wld = cc_tok_alloc(e, "restickify: operands staged whole");
+}
+
+/* B's slots and credits over the ring, the partial sums, split-K's
+ * flags to the neighbours. */
+static void mm_core_ring(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    cc_emit *e = mc->e;
+    const int64_t sb = m->c->t.stick;
+    if (mc->bc) {
+        for (int i = 0; i < BC_SLOTS; i++)
+            mc->bslot[i] = cc_lx_alloc(e, mc->KC * mc->NBS * sb, "matmul B chunk (ring)");
+        mc->cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
+        mc->cred_in = cc_lx_alloc(e, sb, "ring credit (from the right neighbour)");
+        mc->slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
+        mc->loaded = cc_tok_alloc(e, "B piece loaded (dmai -> ring)");
+        mc->arr = cc_tok_alloc(e, "B piece arrived (from the left neighbour)");
+        mc->cred = cc_tok_alloc(e, "B slot credit (from the right neighbour)");
+        for (int u = 0; u < 2; u++) {
+            mc->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+            mc->ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
+        }
+    }
+    if (mc->nch > 1 || mc->gk > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, mc->MB, mc->NBS, mc->KC), "matmul partial sums");
+    if (mc->gk > 1) {
+        mc->rdy_src = cc_lx_alloc(e, sb, "split-K ready (source)");
+        mc->rdy_in = cc_lx_alloc(e, sb, "split-K ready (from the left neighbour)");
+        for (int u = 0; u < 2; u++)
+            mc->pdone[u] = cc_tok_alloc(e, "split-K partial sums done (pt -> ring)");
+        mc->rdy = cc_tok_alloc(e, "split-K: the left neighbour's sums are ready");
+        mc->red = cc_tok_alloc(e, "split-K: the right neighbour's sums are added");
+    }
+}
+
+/* Restickified results: each stored through a staged copy of its buffer
+ * (with per-stick element counts); returns how many. */
+static int mm_core_staged(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    int nstaged = 0;
+    mc->ostage = ir_xalloc((size_t)m->ep.nn * sizeof *mc->ostage);
+    mc->ocount = ir_xalloc((size_t)m->ep.nn * sizeof *mc->ocount);
+    if (m->ag || m->bg) {
+        for (int s = 0; s < 2; s++)
+            for (int u = 0; u < mc->nc; u++)
+                mc->abrst[s][u] = cc_tok_alloc(e, "restickify: A/B slot written");
+    }
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged) {
+            int out = c->p->nodes[m->ep.nodes[j].node].out;
+            mc->ostage[j] = cc_lx_alloc(e, be_buf_bytes(c, out), "restickify: staged result");
+            mc->ocount[j] = ir_xalloc((size_t)(be_buf_bytes(c, out) / c->t.stick) * sizeof **mc->ocount);
+            nstaged++;
+        }
+    if (nstaged)
+        mc->strd = cc_tok_alloc(e, "restickify: staged results written");
+    return nstaged;
+}
+
+/* The kernel's start: every slot empty, the operands staged whole loaded
+ * once (sfp0 waits once before its first sfp.rst), every B slot free. */
+static void mm_core_begin(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick;
+    cc_kernel_begin(e, m->K->name);
+    for (int s = 0; s < 2; s++) {
+        for (int u = 0; u < mc->nc; u++) {
+            cc_emit_sig(e, ISA_U_DMAI, mc->abempty[s][u]);
+            cc_emit_sig(e, ISA_U_DMAO, mc->cempty[s][u]);
+        }
+        cc_emit_sig(e, ISA_U_DMAI, mc->eempty[s]);
+    }
+    if (m->aw || m->bw) {
+        for (int wo = 0; wo < 2; wo++) {
+            if (!(wo ? m->bw : m->aw))
+                continue;
+            int buf = wo ? m->mm->b : m->mm->a;
+            int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc->bws : mc->aws;
+            for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+                int64_t n = cc_min(65535, sticks - s0);
+                cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
+                cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
+            }
+        }
+        cc_emit_sig(e, ISA_U_DMAI, mc->wld);
+        cc_emit_wait(e, ISA_U_SFP0, mc->wld);
+    }
+    for (int64_t i = 0; mc->bc && i < BC_SLOTS; i++) /* every slot starts free */
+        bc_release(mc, i);
+}
+
+/* The kernel's end: the last chunk's B slot, the staged results stored,
+ * every slot drained. */
+static int mm_core_end(mm_core *mc, int nstaged, int rc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    for (int u = 0; mc->bc && u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_RING, mc->ptdone[u]);
+    if (nstaged && !rc) {
+        cc_emit_sig(e, ISA_U_SFP0, mc->strd);
+        cc_emit_wait(e, ISA_U_DMAO, mc->strd);
+        for (int j = 0; j < m->ep.nn && !rc; j++)
+            if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+                rc = be_store_staged(c, m->K, e, c->p->nodes[m->ep.nodes[j].node].out, mc->ostage[j], mc->ocount[j]);
+    }
+    for (int s = 0; s < 2; s++) {
+        for (int u = 0; u < mc->nc; u++) {
+            cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
+            cc_emit_wait(e, u ? ISA_U_PT1 : ISA_U_PT0, mc->cempty[s][u]);
+        }
+        cc_emit_wait(e, ISA_U_DMAI, mc->eempty[s]);
+    }
+    cc_kernel_end(e);
+    return rc;
+}
+
+/* A core of a gm x gn (x gk split-K) grid: its tile, blocking, LX and
+ * tokens, then its blocks in order. */
+static int mm_grid_core(be_ctx *c, mm_plan *m, const be_work *w, int core)
+{
+    int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
+    cc_split(m->M, w->gm, cell / w->gn, &m0, &mt);
+    cc_split(m->GN, w->gn, cell % w->gn, &g0, &ns);
+    cc_split(m->KG, w->gk, core % w->gk, &ks0, &ksn);
+    if (!mt || !ns || !ksn)
+        return 0;
     cc_emit *e = &c->em[core];
     e->lx_top = 0;
     e->ntokens = 0;
@@ -1765,252 +2381,33 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     memset(&mc, 0, sizeof mc);
     mc.m = m;
     mc.e = e;
-    mc.m0 = p0;
-    if (mm_rg_tiling(m, gm, gn, &mc.tl))
-        return be_error(c, m->K, "no block of the product fits LX");
-    const int64_t MT = mc.MB = mc.tl.MB, NS = mc.NBS = mc.tl.NBS, KC = mc.KC = mc.tl.KC;
-    mc.nch = mc.tl.nch;
-    mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
-    mc.cslot_bytes = mm_cslot_bytes(m, MT, NS);
-    /* allocated first and at their largest: the same offsets on every
-     * core, where the row's and the column's other cores write */
-    const int64_t AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
-    const int64_t BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
-    /* one row more: the epilogue of a piece puts its temps at its rows */
-    const int64_t C = cc_lx_alloc(e, mc.cslot_bytes + MT * sb, "matmul block");
-    /* and its per-column temps in an area of its own */
-    const int64_t colt = m->ep.nexpr * NS * sb, CT = colt ? cc_lx_alloc(e, RG_MAX_GN * colt, "matmul epilogue column temps") : 0;
-    if (mc.nch > 1)
-        mc.P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
-    int aarr[RG_MAX_GN];
-    for (int64_t q = 0; q < gn; q++)
-        aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
-    const int aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
-    const int aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
-    const int loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
-    const int arr = cc_tok_alloc(e, "B piece arrived (from the column)");
-    const int efull = cc_tok_alloc(e, "matmul epilogue operands full");
-    int abfull[2], have[2], mmd[2], done[2], rdone[2];
-    for (int u = 0; u < 2; u++) {
-        done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
-        rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
-        abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
-        have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
-        mmd[u] = cc_tok_alloc(e, "matmul product done");
-    }
-    if (cc_emit_failed(e))
+    mc.m0 = m0;
+    mc.gk = w->gk;
+    mc.ik = core % w->gk;
+    mc.kb = ks0 * c->t.lanes16;
+    mc.kt = cc_min(ksn * c->t.lanes16, m->Kd - mc.kb);
+    int rc = mm_core_shape(&mc, w, mt, ns);
+    if (rc)
+        return rc;
+    mm_core_stage(&mc, m0, mt, g0, ns);
+    mm_core_slots(&mc);
+    mm_core_ring(&mc);
+    const int nstaged = mm_core_staged(&mc);
+    if (cc_emit_failed(e)) {
+        mm_core_free(&mc, m->ep.nn);
         return -1;
-    mc.T.c = c;
-    mc.T.e = e;
-    mc.T.K = m->K;
-    mc.T.gs = MT * sb;
-    mc.T.rows_cap = MT;
-    mc.T.cols = m->N;
-    mc.T.acc_expr = m->acc;
-    cc_kernel_begin(e, m->K->name);
-
-    /* corelet u: rows from crow, sticks from cst */
-    mm_parts cp;
-    mm_corelet_parts(&mc.tl, mc.nc, mt, ns, &cp);
-    const int64_t *crow = cp.crow, *cnr = cp.cnr, *cst = cp.cst, *cns = cp.cns, *last = cp.last;
-    /* pipe: the last chunk's product part by part (seg[u]: corelet u's
-     * parts), and each part's epilogue and results as soon as it is
-     * done, on its corelet's SFP; when the corelets split rows at a part's
-     * edge (or one corelet works) */
-    int nseg[2] = {0, 0}, seg[2][RG_MAX_GN];
-    int pipe = mc.nch > 1 && (mc.nc == 1 || mc.tl.split == SPLIT_ROWS);
-    for (int sg = 0; sg < rs.n && pipe; sg++) {
-        const int u = mc.nc > 1 && rs.off[sg] >= crow[1];
-        pipe = u ? rs.off[sg] >= crow[1] : rs.off[sg] + rs.len[sg] <= cnr[0];
-        seg[u][nseg[u]++] = sg;
     }
-    /* B's way: from the middle core up and down the column */
-    int down[2] = {-1, -1};
-    if (i <= mid && i > 0)
-        down[0] = core - (int)gn;
-    if (i >= mid && i + 1 < gm)
-        down[1] = core + (int)gn;
-    int64_t ra_lx = 0, ra_cap = 0; /* A's kept rows: where they are (m->ares) */
-    if (m->ares)
-        be_res_at(c, m->mm->a, m->ep.pos, &ra_lx, &ra_cap);
-    const int64_t cols = cc_min(ns * lanes, m->N - g0 * lanes);
-    be_view bv0 = shifted(&m->bv, g0);
-    for (int64_t jc = 0; jc < mc.nch; jc++) {
-        const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), g = k0 / lanes, kg = cc_ceil_div(kc, lanes);
-        const int64_t aoff = AG + (g * MT + own) * sb;
-        /* dmai: B's chunk (the middle core), then the own A rows */
-        if (i == mid) {
-            be_dma_rows(c, e, ISA_OP_DMA_LD, BW + k0 * sb, m->Kd * sb, &bv0, &m->brsp, k0, kc, ns);
-            cc_emit_sig(e, ISA_U_DMAI, loaded);
-        }
-        if (m->ares) {
-            be_res_copy(c, e, 0, m->mm->a, 0, pn, g, kg, aoff, MT * sb);
-        } else {
-            be_view av = shifted(&m->av, g);
-            be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, p0, pn, kg);
-            cc_emit_sig(e, ISA_U_DMAI, aload_r);
-        }
-        cc_emit_sig(e, ISA_U_DMAI, aload);
-        /* ring: the own A rows to the grid row's other cores (from the
-         * kept region directly), then B's pieces on down the column */
-        if (!m->ares)
-            cc_emit_wait(e, ISA_U_RING, aload_r);
-        for (int64_t d = 1; d < gn; d++) {
-            const int64_t q = (j + d) % gn;
-            cc_dma_shape sh = cc_dma_groups(pn, kg, MT * sb, m->ares ? ra_cap * sb : MT * sb);
-            cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + q), aarr[j], cc_abs(aoff),
-                         cc_abs(m->ares ? ra_lx + g * ra_cap * sb : aoff), &sh);
-        }
-        if (i == mid)
-            cc_emit_wait(e, ISA_U_RING, loaded);
-        for (int64_t pc = 0; pc < ns; pc++) {
-            if (i != mid)
-                cc_emit_wait(e, ISA_U_RING, arr);
-            for (int u = 0; u < mc.nc; u++)
-                if (jc == 0 ? pc >= cst[u] && pc < cst[u] + cns[u] : cns[u] > 0 && last[u] == pc)
-                    cc_emit_sig(e, ISA_U_RING, have[u]);
-            const int64_t at = BW + (pc * m->Kd + k0) * sb;
-            cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
-            for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
-                const int h = (int)((h0 + j) % 2);
-                if (down[h] >= 0)
-                    cc_emit_ring(e, ISA_OP_RING_SEND, down[h], arr, cc_abs(at), cc_abs(at), &sh);
-            }
-        }
-        /* sfp1 collects the grid row's A rows of the chunk */
-        for (int64_t q = 0; q < gn; q++)
-            if (q != j)
-                cc_emit_wait(e, ISA_U_SFP1, aarr[q]);
-        cc_emit_wait(e, ISA_U_SFP1, aload);
-        for (int u = 0; u < mc.nc; u++)
-            cc_emit_sig(e, ISA_U_SFP1, abfull[u]);
-        const int first = jc == 0, lastc = jc == mc.nch - 1;
-        for (int u = 0; u < mc.nc; u++) {
-            const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
-            cc_emit_wait(e, pt, abfull[u]);
-            const int parts = lastc && pipe;
-            /* the first chunk piece by piece, as its sticks come in: the
-             * corelets start a hop's worth of pieces earlier */
-            for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
-                cc_emit_wait(e, pt, have[u]);
-                const int64_t ncols = cc_min(sn * lanes, cols - s0 * lanes);
-                for (int r = 0; r < (parts ? nseg[u] : 1); r++) {
-                    const int64_t r0 = parts ? rs.off[seg[u][r]] : crow[u], rn = parts ? rs.len[seg[u][r]] : cnr[u];
-                    if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
-                        const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
-                        cc_pt_args pa = {0};
-                        pa.c = u;
-                        pa.a = cc_abs(AG + (g * MT + r0) * sb);
-                        pa.b = cc_abs(BW + (s0 * m->Kd + k0) * sb);
-                        pa.m = rn;
-                        pa.n = ncols;
-                        pa.k = kc;
-                        pa.ds = pa.ps = pa.as = MT * sb;
-                        pa.bs = m->Kd * sb;
-                        pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
-                        pa.d = cc_abs(lastc ? C + (r0 + s0 * MT) * sb : mc.P + poff);
-                        pa.p = cc_abs(first ? 0 : mc.P + poff);
-                        if (first)
-                            pa.ps = 0;
-                        cc_emit_pt(e, &pa);
-                    }
-                    if (parts)
-                        cc_emit_sig(e, pt, mmd[u]);
-                }
-            }
-            if (lastc && !pipe)
-                cc_emit_sig(e, pt, mmd[u]);
-        }
-    }
-
-    /* the epilogue: operands (dmai), values (sfp), results (dmao: DRAM
-     * and the own rows of a kept one; ring: the other rows' cores), in
-     * pieces (pc_*: rows from off, segments [s0, s1) of rs, corelet u's
-     * SFP) in the order they complete */
-    int np = 0, pc_u[RG_MAX_GN], pc_s0[RG_MAX_GN], pc_s1[RG_MAX_GN];
-    if (pipe) {
-        for (int r = 0; r < rs.n; r++)
-            for (int u = 0; u < mc.nc; u++)
-                if (r < nseg[u]) {
-                    pc_u[np] = u;
-                    pc_s0[np] = seg[u][r];
-                    pc_s1[np++] = seg[u][r] + 1;
-                }
-    } else {
-        pc_u[0] = 0;
-        pc_s0[0] = 0;
-        pc_s1[0] = rs.n;
-        np = 1;
-    }
-    rk_plan *k = &m->ep;
-    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
-    const int64_t at = mm_ep_load(&mc, &rs, 0, g0, ns, C + NS * MT * sb, base);
-    int nres = 0, rc = 0;
-    for (int jj = 0; jj < k->nn && jj < 64; jj++)
-        nres += k->nodes[jj].res;
-    for (int u = 0; u < (pipe ? mc.nc : 1); u++)
-        if (!pipe || nseg[u] > 0) /* an SFP with no piece takes none */
-            cc_emit_sig(e, ISA_U_DMAI, efull);
-    int sfp_used[2] = {0, 0};
-    be_val vals[RG_MAX_GN][64];
-    for (int q = 0; q < np && !rc; q++) {
-        const int u = pc_u[q];
-        const isa_unit sfp = u ? ISA_U_SFP1 : ISA_U_SFP0;
-        const int64_t off = rs.off[pc_s0[q]], len = rs.off[pc_s1[q] - 1] + rs.len[pc_s1[q] - 1] - off;
-        if (pipe) {
-            cc_emit_wait(e, sfp, mmd[u]);
-        } else {
-            for (int v = 0; v < mc.nc; v++)
-                cc_emit_wait(e, sfp, mmd[v]);
-        }
-        if (!sfp_used[u]++)
-            cc_emit_wait(e, sfp, efull);
-        mc.T.corelet = u;
-        mc.T.carea = 1;
-        mc.T.ctop = CT + q * colt;
-        mc.T.cend = mc.T.ctop + colt;
-        mm_ep_rebind(&mc, base, off);
-        rc = mm_ep_eval(&mc, len, ns, at + off * sb, C + off * sb, C + mc.cslot_bytes + MT * sb, vals[q]);
-        cc_emit_sig(e, sfp, done[u]);
-        if (nres)
-            cc_emit_sig(e, sfp, rdone[u]);
-    }
-    for (int q = 0; q < np && !rc; q++) {
-        const int64_t off = rs.off[pc_s0[q]];
-        cc_emit_wait(e, ISA_U_DMAO, done[pc_u[q]]);
-        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
-            const rk_node *rn = &k->nodes[jj];
-            be_view v = shifted(&rn->sv, g0);
-            for (int sg = pc_s0[q]; rn->dram && sg < pc_s1[q]; sg++)
-                be_dma_rows(c, e, ISA_OP_DMA_ST, vals[q][jj].lx + (rs.off[sg] - off) * sb, MT * sb, &v, &k->rsp,
-                            rs.row[sg], rs.len[sg], ns);
-            if (rn->res && j >= pc_s0[q] && j < pc_s1[q])
-                be_res_copy(c, e, 1, c->p->nodes[rn->node].out, 0, pn, g0, ns, vals[q][jj].lx + (own - off) * sb,
-                            MT * sb);
-        }
-    }
-    for (int q = 0; q < np && !rc && nres; q++) {
-        const int64_t off = rs.off[pc_s0[q]];
-        cc_emit_wait(e, ISA_U_RING, rdone[pc_u[q]]);
-        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
-            const rk_node *rn = &k->nodes[jj];
-            if (!rn->res)
-                continue;
-            const be_res *r = &c->res[c->p->nodes[rn->node].out];
-            for (int sg = pc_s0[q]; sg < pc_s1[q]; sg++) {
-                if (sg == j)
-                    continue;
-                cc_dma_shape sh = cc_dma_groups(rs.len[sg], ns, r->rows_cap * sb, MT * sb);
-                cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + sg), 255, cc_abs(r->lx + g0 * r->rows_cap * sb),
-                             cc_abs(vals[q][jj].lx + (rs.off[sg] - off) * sb), &sh);
-            }
-        }
-    }
-    free(base);
-    cc_kernel_end(e);
-    free(mc.T.memo);
-    free(mc.T.memo_id);
-    return rc || cc_emit_failed(e) ? -1 : 0;
+    mm_tile_init(&mc, c, mc.MB);
+    mm_core_begin(&mc);
+    for (int64_t b = 0; b < m->nbatch && !rc; b++)
+        for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
+            for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
+                rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
+    rc = mm_core_end(&mc, nstaged, rc);
+    mm_core_free(&mc, m->ep.nn);
+    if (cc_emit_failed(e))
+        rc = -1;
+    return rc;
 }
 
 int be_matmul_emit(be_ctx *c, int pos)
@@ -2025,215 +2422,11 @@ int be_matmul_emit(be_ctx *c, int pos)
         return be_error(c, m.K, "more than 64 epilogue nodes (not supported yet)");
     }
     mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
-    /* tensors kept in LX across kernels (lxplan) */
-    m.ares = mm_aligned_a(&m, pos) && be_res_reads(c, m.mm->a, pos);
-    if (m.ares)
-        be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m.mm->a].name);
-    for (int i = 0; i < m.ep.nl; i++) {
-        rk_load *L = &m.ep.loads[i];
-        const int buf = c->p->A.e[L->e].buf;
-        L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
-                 mm_aligned_tile(&m, pos, buf, &L->v, 0);
-        if (L->res)
-            be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
-    }
-    for (int j = 0; j < m.ep.nn; j++) {
-        rk_node *rn = &m.ep.nodes[j];
-        const int buf = c->p->nodes[rn->node].out;
-        rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
-        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
-    }
+    mm_emit_residency(c, pos, &m);
     const be_work *w = &c->work[pos];
-    const int64_t sb = c->t.stick;
     int rc = 0;
-    for (int core = 0; core < w->cores && !rc; core++) {
-        if (w->bcast && w->gn > 1) {
-            rc = mm_rg_core(c, &m, core);
-            continue;
-        }
-        int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
-        cc_split(m.M, w->gm, cell / w->gn, &m0, &mt);
-        cc_split(m.GN, w->gn, cell % w->gn, &g0, &ns);
-        cc_split(m.KG, w->gk, core % w->gk, &ks0, &ksn);
-        if (!mt || !ns || !ksn)
-            continue;
-        cc_emit *e = &c->em[core];
-        e->lx_top = 0;
-        e->ntokens = 0;
-        mm_core mc;
-        memset(&mc, 0, sizeof mc);
-        mc.m = &m;
-        mc.e = e;
-        mc.m0 = m0;
-        mc.gk = w->gk;
-        mc.ik = core % w->gk;
-        mc.kb = ks0 * c->t.lanes16;
-        mc.kt = cc_min(ksn * c->t.lanes16, m.Kd - mc.kb);
-        if (w->bcast ? mm_bc_tiling(&m, w->gm, &mc.tl) : mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
-            rc = be_error(c, m.K, "no block of the product fits LX");
-            break;
-        }
-        mc.MB = mc.tl.MB;
-        mc.NBS = mc.tl.NBS;
-        mc.KC = mc.tl.KC;
-        mc.nch = cc_ceil_div(mc.kt, mc.KC);
-        mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
-        mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
-        mc.abslot_bytes = mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC);
-        if (w->bcast) { /* the A/B slots hold A; B has its own slots */
-            mc.bc = 1;
-            mc.gm = w->gm;
-            mc.wrap = w->gm == (int64_t)c->cfg->cores;
-            mc.nsteps = cc_ceil_div(mt, mc.MB) * cc_ceil_div(ns, mc.NBS) * mc.nch;
-            mc.abslot_bytes = cc_ceil_div(mc.KC, c->t.lanes16) * mc.MB * sb;
-        }
-        if (m.ag || m.bg) { /* the staged sticks after the A and B parts */
-            int64_t na, nb;
-            mm_stage_need(&m, &mc.tl, m0, mt, g0, ns, &na, &nb);
-            mc.ast = mc.abslot_bytes;
-            mc.bst = mc.ast + na;
-            mc.abslot_bytes = mc.bst + nb;
-            if (m.ag) {
-                mc.alo = ir_xalloc((size_t)c->lay[m.mm->a].groups * sizeof *mc.alo);
-                mc.ago = ir_xalloc((size_t)c->lay[m.mm->a].groups * sizeof *mc.ago);
-            }
-            if (m.bg) {
-                mc.blo = ir_xalloc((size_t)c->lay[m.mm->b].groups * sizeof *mc.blo);
-                mc.bgo = ir_xalloc((size_t)c->lay[m.mm->b].groups * sizeof *mc.bgo);
-            }
-        }
-        for (int s = 0; s < 2; s++) {
-            mc.ab[s] = cc_lx_alloc(e, mc.abslot_bytes, "matmul A/B chunk (and staged sticks)");
-            mc.cs[s] = cc_lx_alloc(e, mc.cslot_bytes, "matmul block");
-            for (int u = 0; u < mc.nc; u++) {
-                mc.abfull[s][u] = cc_tok_alloc(e, "matmul A/B full");
-                mc.abempty[s][u] = cc_tok_alloc(e, "matmul A/B empty");
-                mc.mmd[s][u] = cc_tok_alloc(e, "matmul product done");
-                mc.cempty[s][u] = cc_tok_alloc(e, "matmul result empty");
-            }
-            mc.efull[s] = cc_tok_alloc(e, "matmul epilogue operands full");
-            mc.eempty[s] = cc_tok_alloc(e, "matmul block empty");
-            mc.done[s] = cc_tok_alloc(e, "matmul epilogue done");
-        }
-        for (int wo = 0; wo < 2; wo++) { /* operands staged whole: lo 0, go the group's offset */
-            if (!(wo ? m.bw : m.aw))
-                continue;
-            int buf = wo ? m.mm->b : m.mm->a;
-            int64_t *lo = wo ? mc.blo : mc.alo, *go = wo ? mc.bgo : mc.ago;
-            *(wo ? &mc.bws : &mc.aws) = cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole"
-                                                                                 : "restickify: A staged whole");
-            for (int64_t g = 0; g < c->lay[buf].groups; g++) {
-                lo[g] = 0;
-                go[g] = g * c->lay[buf].rows * sb;
-            }
-        }
-        if (m.aw || m.bw)
-            mc.wld = cc_tok_alloc(e, "restickify: operands staged whole");
-        if (mc.bc) {
-            for (int i = 0; i < BC_SLOTS; i++)
-                mc.bslot[i] = cc_lx_alloc(e, mc.KC * mc.NBS * sb, "matmul B chunk (ring)");
-            mc.cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
-            mc.cred_in = cc_lx_alloc(e, sb, "ring credit (from the right neighbour)");
-            mc.slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
-            mc.loaded = cc_tok_alloc(e, "B piece loaded (dmai -> ring)");
-            mc.arr = cc_tok_alloc(e, "B piece arrived (from the left neighbour)");
-            mc.cred = cc_tok_alloc(e, "B slot credit (from the right neighbour)");
-            for (int u = 0; u < 2; u++) {
-                mc.have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
-                mc.ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
-            }
-        }
-        if (mc.nch > 1 || mc.gk > 1)
-            mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
-        if (mc.gk > 1) {
-            mc.rdy_src = cc_lx_alloc(e, sb, "split-K ready (source)");
-            mc.rdy_in = cc_lx_alloc(e, sb, "split-K ready (from the left neighbour)");
-            for (int u = 0; u < 2; u++)
-                mc.pdone[u] = cc_tok_alloc(e, "split-K partial sums done (pt -> ring)");
-            mc.rdy = cc_tok_alloc(e, "split-K: the left neighbour's sums are ready");
-            mc.red = cc_tok_alloc(e, "split-K: the right neighbour's sums are added");
-        }
-        int nstaged = 0;
-        mc.ostage = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ostage);
-        mc.ocount = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ocount);
-        if (m.ag || m.bg) {
-            for (int s = 0; s < 2; s++)
-                for (int u = 0; u < mc.nc; u++)
-                    mc.abrst[s][u] = cc_tok_alloc(e, "restickify: A/B slot written");
-        }
-        for (int j = 0; j < m.ep.nn; j++)
-            if (m.ep.nodes[j].dram && m.ep.nodes[j].staged) {
-                int out = c->p->nodes[m.ep.nodes[j].node].out;
-                mc.ostage[j] = cc_lx_alloc(e, be_buf_bytes(c, out), "restickify: staged result");
-                mc.ocount[j] = ir_xalloc((size_t)(be_buf_bytes(c, out) / sb) * sizeof **mc.ocount);
-                nstaged++;
-            }
-        if (nstaged)
-            mc.strd = cc_tok_alloc(e, "restickify: staged results written");
-        if (cc_emit_failed(e)) {
-            mm_core_free(&mc, m.ep.nn);
-            rc = -1;
-            break;
-        }
-        mc.T.c = c;
-        mc.T.e = e;
-        mc.T.K = m.K;
-        mc.T.corelet = 0;
-        mc.T.gs = mc.MB * sb;
-        mc.T.rows_cap = mc.MB;
-        mc.T.cols = m.N;
-        mc.T.acc_expr = m.acc;
-        cc_kernel_begin(e, m.K->name);
-        for (int s = 0; s < 2; s++) {
-            for (int u = 0; u < mc.nc; u++) {
-                cc_emit_sig(e, ISA_U_DMAI, mc.abempty[s][u]);
-                cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s][u]);
-            }
-            cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
-        }
-        if (m.aw || m.bw) { /* dmai loads them once; sfp0 waits once before its first sfp.rst */
-            for (int wo = 0; wo < 2; wo++) {
-                if (!(wo ? m.bw : m.aw))
-                    continue;
-                int buf = wo ? m.mm->b : m.mm->a;
-                int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc.bws : mc.aws;
-                for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
-                    int64_t n = cc_min(65535, sticks - s0);
-                    cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
-                    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb),
-                                &sh);
-                }
-            }
-            cc_emit_sig(e, ISA_U_DMAI, mc.wld);
-            cc_emit_wait(e, ISA_U_SFP0, mc.wld);
-        }
-        for (int64_t i = 0; mc.bc && i < BC_SLOTS; i++) /* every slot starts free */
-            bc_release(&mc, i);
-        for (int64_t b = 0; b < m.nbatch && !rc; b++)
-            for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
-                for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
-                    rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
-        for (int u = 0; mc.bc && u < mc.nc; u++) /* the last chunk's slot */
-            cc_emit_wait(e, ISA_U_RING, mc.ptdone[u]);
-        if (nstaged && !rc) {
-            cc_emit_sig(e, ISA_U_SFP0, mc.strd);
-            cc_emit_wait(e, ISA_U_DMAO, mc.strd);
-            for (int j = 0; j < m.ep.nn && !rc; j++)
-                if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
-                    rc = be_store_staged(c, m.K, e, c->p->nodes[m.ep.nodes[j].node].out, mc.ostage[j], mc.ocount[j]);
-        }
-        for (int s = 0; s < 2; s++) {
-            for (int u = 0; u < mc.nc; u++) {
-                cc_emit_wait(e, ISA_U_DMAI, mc.abempty[s][u]);
-                cc_emit_wait(e, u ? ISA_U_PT1 : ISA_U_PT0, mc.cempty[s][u]);
-            }
-            cc_emit_wait(e, ISA_U_DMAI, mc.eempty[s]);
-        }
-        cc_kernel_end(e);
-        mm_core_free(&mc, m.ep.nn);
-        if (cc_emit_failed(e))
-            rc = -1;
-    }
+    for (int core = 0; core < w->cores && !rc; core++)
+        rc = w->bcast && w->gn > 1 ? mm_rg_core(c, &m, core) : mm_grid_core(c, &m, w, core);
     mm_free(&m);
     return rc;
 }
