@@ -974,188 +974,262 @@ double be_matmul_estimate(be_ctx *c, int pos)
     return e;
 }
 
+/* A work_div override (backend.c checked the core count): its grid's
+ * estimate, or an error when the operands are too small for it. */
+static int mm_plan_override(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    double bytes;
+    const char *r = w->bcast ? "r" : "";
+    if (w->gm > m->M)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "%s: M has %" PRId64 " rows, fewer than %" PRId64
+                        " parts", w->gm, w->gn, r, m->M, w->gm);
+    if (w->gn > m->GN)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "%s: N has %" PRId64 " sticks (%" PRId64
+                        " columns), fewer than %" PRId64 " parts", w->gm, w->gn, r, m->GN, m->N, w->gn);
+    if (w->gk > m->KG)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
+                        " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m->KG, w->gk);
+    mm_set_gk(m, w->gk);
+    *best = mm_cost(m, w->gm, w->gn, &bytes);
+    if (*best == DBL_MAX && w->gk > 1)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": split-K needs one block "
+                        "per core that fits LX, no batch and no restickified operand", w->gm, w->gn, w->gk);
+    return 0;
+}
+
+/* The cheapest gm x gn x gk grid by the cost model; near-ties go to the
+ * grid found first: fewer rows of cores, no split of K. */
+static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    const int64_t cores = c->cfg->cores;
+    double bytes;
+    w->gk = 1;
+    for (int64_t gk = 1; gk <= cc_min(cores, m->KG); gk++)
+        for (int64_t gm = 1; gm <= cc_min(cores / gk, m->M); gm++)
+            for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m->GN); gn++) {
+                mm_set_gk(m, gk);
+                double e = mm_cost(m, gm, gn, &bytes);
+                if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - MM_SLACK)) {
+                    *best = e;
+                    w->gm = gm;
+                    w->gn = gn;
+                    w->gk = gk;
+                }
+            }
+    mm_set_gk(m, w->gk);
+}
+
+/* How much more the staged sticks of some core's blocks measure than
+ * estimated, where that core's LX would overflow (0: none does). */
+static double mm_stage_growth(be_ctx *c, int pos, const mm_plan *m)
+{
+    const be_work *w = &c->work[pos];
+    double grow = 0;
+    for (int64_t core = 0; core < w->gm * w->gn; core++) {
+        int64_t m0, mt, g0, ns, est;
+        mm_tiling tl;
+        cc_split(m->M, w->gm, core / w->gn, &m0, &mt);
+        cc_split(m->GN, w->gn, core % w->gn, &g0, &ns);
+        if (!mt || !ns || mm_block(m, w->gm, w->gn, mt, ns, &tl))
+            continue;
+        int64_t need = mm_lx_measured(m, &tl, m0, mt, g0, ns, &est);
+        if (need > be_lx_budget(c, pos)) {
+            double se = (double)mm_stage_est(m, tl.MB, tl.NBS, tl.KC);
+            double sm = se + (double)(need - est) / 2;
+            grow = grow > sm / se ? grow : sm / se;
+        }
+    }
+    return grow;
+}
+
+/* The grid (over: a work_div's). Restickified operands: staged whole once
+ * per core when they fit LX with the rest of the kernel (both, else one,
+ * else none); the others per block: pick with the staged sticks
+ * estimated, measure them on every core's blocks, and pick again with
+ * the estimate scaled up while some core's LX would overflow. */
+static int mm_plan_grid(be_ctx *c, int pos, mm_plan *m, int over, double *best)
+{
+    be_work *w = &c->work[pos];
+    const int full = (m->ag ? 1 : 0) | (m->bg ? 2 : 0);
+    const int masks[4] = {full, full == 3 ? 1 : 0, full == 3 ? 2 : 0, 0};
+    int rc = 0;
+    for (int mi = 0; mi < 4 && !rc; mi++) {
+        if (mi && masks[mi] == masks[mi - 1])
+            continue;
+        w->stage_whole = masks[mi];
+        mm_set_whole(m, masks[mi]);
+        m->sscale = 1;
+        w->stage_scale = 0;
+        for (int round = 0; round < 8 && !rc; round++) {
+            *best = DBL_MAX;
+            if (over) {
+                rc = mm_plan_override(c, pos, m, best);
+            } else {
+                w->gm = w->gn = 0;
+                mm_plan_search(c, pos, m, best);
+            }
+            if (rc || *best == DBL_MAX || !((m->ag && !m->aw) || (m->bg && !m->bw)))
+                break;
+            double grow = mm_stage_growth(c, pos, m);
+            if (grow == 0)
+                break;
+            m->sscale *= grow > 1.1 ? grow : 1.1;
+            w->stage_scale = m->sscale;
+            *best = DBL_MAX;
+        }
+        if (rc || *best != DBL_MAX || !masks[mi])
+            break;
+    }
+    return rc;
+}
+
+/* No grid fits: name the forced tiling, or LX's size. */
+static int mm_plan_unfit(be_ctx *c, int pos, const mm_plan *m)
+{
+    const be_work *w = &c->work[pos];
+    if (w->mb)
+        return be_error(c, m->K,
+                        "work_div tiling %" PRId64 "x%" PRId64 "x%" PRId64
+                        ": the blocks do not fit %llu bytes of LX, or the K chunk is not a multiple of %" PRId64,
+                        w->mb, w->nbs, w->kc, (unsigned long long)be_lx_budget(c, pos), c->t.lanes16);
+    return be_error(c, m->K, "no block of the product fits %llu bytes of LX", (unsigned long long)be_lx_budget(c, pos));
+}
+
+/* A work_div asking for B over the ring (GMx1r, GMxGNr): its estimate, or
+ * why it cannot run. */
+static int mm_plan_ring_override(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    mm_tiling tl;
+    int rc = 0;
+    if (mm_ring_tiling(m, w, &tl))
+        rc = be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "r: %s cannot run over the ring here (a batch, "
+                      "a restickified operand or staged result, fewer rows than cores, no tiling that "
+                      "fits LX%s)", w->gm, w->gn, w->gn > 1 ? "the grid" : "B",
+                      w->gn > 1 ? ", or forced blocks smaller than a core's whole tile" : "");
+    *best = rc ? DBL_MAX : tl.cycles;
+    return rc;
+}
+
+/* B broadcast over the ring on every core (cores x 1), or a grid over
+ * the ring, when the cost model prefers it. */
+static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    const int64_t cores = c->cfg->cores;
+    mm_tiling tl;
+    if (cores <= m->M && !mm_bc_tiling(m, cores, &tl) && tl.cycles < *best * (1 - MM_SLACK)) {
+        *best = tl.cycles;
+        w->gm = cores;
+        w->gn = 1;
+        w->gk = 1;
+        w->bcast = 1;
+    }
+    for (int64_t gn = 2; gn <= RG_MAX_GN; gn++) {
+        if (cores % gn == 0 && !mm_rg_tiling(m, cores / gn, gn, &tl) && tl.cycles < *best * (1 - MM_SLACK)) {
+            *best = tl.cycles;
+            w->gm = cores / gn;
+            w->gn = gn;
+            w->gk = 1;
+            w->bcast = 1;
+        }
+    }
+}
+
+/* The plan's note: the core tile, its blocks, K's chunks, the corelets'
+ * split, the ring's scheme and the estimate. */
+static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
+{
+    const be_work *w = &c->work[pos];
+    int64_t mt = w->gm ? cc_ceil_div(m->M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m->GN, w->gn) : 0;
+    mm_tiling tl;
+    if (w->bcast ? mm_ring_tiling(m, w, &tl) : mm_block(m, w->gm, w->gn, mt, ns, &tl))
+        return;
+    if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
+        mt = tl.MB;
+    char kb[96], sp[96];
+    if (w->gk > 1)
+        snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
+                 " (fp32 partial sums)", m->Kd, w->gk, m->Kc, tl.KC);
+    else if (tl.KC >= m->Kd)
+        snprintf(kb, sizeof kb, "k %" PRId64 " whole", m->Kd);
+    else
+        snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m->Kd, tl.KC);
+    if (tl.split == SPLIT_ROWS)
+        snprintf(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
+    else if (tl.split == SPLIT_STICKS)
+        snprintf(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
+    else
+        snprintf(sp, sizeof sp, ", pt0 only");
+    be_note(c, pos, BE_NOTE_TILES,
+            "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
+            " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
+            mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m->N), kb, sp,
+            m->nbatch > 1 ? ", per batch index" : "",
+            !w->bcast     ? ""
+            : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
+                         : ", A shared in rows of the grid and B passed down its columns over the ring (each "
+                           "read from DRAM once), results to the cores keeping their rows",
+            best);
+}
+
+/* The plan's notes on restickified operands and results. */
+static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
+{
+    if (m->ag)
+        be_note(c, pos, BE_NOTE_RESTICK, m->aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
+                                               : "A %s (sfp.rst from the sticks each block reads, staged)",
+                c->p->bufs[m->mm->a].name);
+    if (m->bg)
+        be_note(c, pos, BE_NOTE_RESTICK, m->bw ? "B %s (sfp.rst from its sticks, staged whole once per core)"
+                                               : "B %s (sfp.rst from the sticks each block reads, staged)",
+                c->p->bufs[m->mm->b].name);
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+            be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
+                    c->p->bufs[c->p->nodes[m->ep.nodes[j].node].out].name);
+}
+
+/* The work division of a matmul: the grid (a work_div's or the cost
+ * model's), then the schemes over the ring, then the notes. */
+static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
+{
+    be_work *w = &c->work[pos];
+    double best = DBL_MAX;
+    const int over = w->gm != 0;
+    if (!w->gk)
+        w->gk = 1;
+    int rc = mm_plan_grid(c, pos, m, over, &best);
+    if (!rc && best == DBL_MAX)
+        rc = mm_plan_unfit(c, pos, m);
+    if (!rc && over && w->bcast)
+        rc = mm_plan_ring_override(c, pos, m, &best);
+    else if (!over)
+        w->bcast = 0;
+    if (!over) /* the schemes over the ring do not split K */
+        mm_set_gk(m, 1);
+    if (!rc && !over && best != DBL_MAX)
+        mm_plan_ring_search(c, pos, m, &best);
+    mm_set_gk(m, w->gk);
+    w->cores = (int)(w->gm * w->gn * w->gk);
+    w->est_cycles = best;
+    w->rows = m->M;
+    w->cols = m->N;
+    if (!rc) {
+        mm_note_tiles(c, pos, m, best);
+        mm_note_restick(c, pos, m);
+    }
+    return rc;
+}
+
 int be_matmul_plan(be_ctx *c, int pos)
 {
     mm_plan m;
     int rc = mm_build(c, pos, &m);
-    if (!rc) {
-        be_work *w = &c->work[pos];
-        double best = DBL_MAX, bytes = 0;
-        int64_t cores = c->cfg->cores;
-        const int over = w->gm != 0;
-        if (!w->gk)
-            w->gk = 1;
-        /* Restickified operands: staged whole once per core when they fit
-         * LX with the rest of the kernel (both, else one, else none);
-         * the others per block: pick with the staged sticks estimated,
-         * measure them on every core's blocks, and pick again with the
-         * estimate scaled up while some core's LX would overflow. */
-        const int full = (m.ag ? 1 : 0) | (m.bg ? 2 : 0);
-        const int masks[4] = {full, full == 3 ? 1 : 0, full == 3 ? 2 : 0, 0};
-        for (int mi = 0; mi < 4 && !rc; mi++) {
-        if (mi && masks[mi] == masks[mi - 1])
-            continue;
-        w->stage_whole = masks[mi];
-        mm_set_whole(&m, masks[mi]);
-        m.sscale = 1;
-        w->stage_scale = 0;
-        for (int round = 0; round < 8 && !rc; round++) {
-        best = DBL_MAX;
-        if (!over)
-            w->gm = w->gn = 0;
-        if (over) { /* a work_div override (backend.c checked the core count) */
-            const char *r = w->bcast ? "r" : "";
-            if (w->gm > m.M)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "%s: M has %" PRId64 " rows, fewer than %" PRId64
-                              " parts", w->gm, w->gn, r, m.M, w->gm);
-            else if (w->gn > m.GN)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "%s: N has %" PRId64 " sticks (%" PRId64
-                              " columns), fewer than %" PRId64 " parts", w->gm, w->gn, r, m.GN, m.N, w->gn);
-            else if (w->gk > m.KG)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
-                              " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m.KG, w->gk);
-            else {
-                mm_set_gk(&m, w->gk);
-                best = mm_cost(&m, w->gm, w->gn, &bytes);
-                if (best == DBL_MAX && w->gk > 1)
-                    rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": split-K needs one block "
-                                  "per core that fits LX, no batch and no restickified operand", w->gm, w->gn, w->gk);
-            }
-        } else {
-            /* near-ties go to the grid found first: fewer rows of cores,
-             * no split of K */
-            w->gk = 1;
-            for (int64_t gk = 1; gk <= cc_min(cores, m.KG); gk++)
-                for (int64_t gm = 1; gm <= cc_min(cores / gk, m.M); gm++)
-                    for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m.GN); gn++) {
-                        mm_set_gk(&m, gk);
-                        double e = mm_cost(&m, gm, gn, &bytes);
-                        if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < best * (1 - MM_SLACK)) {
-                            best = e;
-                            w->gm = gm;
-                            w->gn = gn;
-                            w->gk = gk;
-                        }
-                    }
-            mm_set_gk(&m, w->gk);
-        }
-        if (rc || best == DBL_MAX || !((m.ag && !m.aw) || (m.bg && !m.bw)))
-            break;
-        double grow = 0;
-        for (int64_t core = 0; core < w->gm * w->gn; core++) {
-            int64_t m0, mt, g0, ns, est;
-            mm_tiling tl;
-            cc_split(m.M, w->gm, core / w->gn, &m0, &mt);
-            cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
-            if (!mt || !ns || mm_block(&m, w->gm, w->gn, mt, ns, &tl))
-                continue;
-            int64_t need = mm_lx_measured(&m, &tl, m0, mt, g0, ns, &est);
-            if (need > be_lx_budget(c, pos)) {
-                double se = (double)mm_stage_est(&m, tl.MB, tl.NBS, tl.KC);
-                double sm = se + (double)(need - est) / 2;
-                grow = grow > sm / se ? grow : sm / se;
-            }
-        }
-        if (grow == 0)
-            break;
-        m.sscale *= grow > 1.1 ? grow : 1.1;
-        w->stage_scale = m.sscale;
-        best = DBL_MAX;
-        }
-        if (rc || best != DBL_MAX || !masks[mi])
-            break;
-        }
-        if (!rc && best == DBL_MAX && w->mb)
-            rc = be_error(c, m.K,
-                          "work_div tiling %" PRId64 "x%" PRId64 "x%" PRId64
-                          ": the blocks do not fit %llu bytes of LX, or the K chunk is not a multiple of %" PRId64,
-                          w->mb, w->nbs, w->kc, (unsigned long long)be_lx_budget(c, pos), c->t.lanes16);
-        else if (!rc && best == DBL_MAX)
-            rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
-                          (unsigned long long)be_lx_budget(c, pos));
-        /* B broadcast over the ring on every core (cores x 1), when the
-         * cost model prefers it or a work_div asks for it (GMx1r) */
-        if (!rc && over && w->bcast) {
-            mm_tiling tl;
-            if (mm_ring_tiling(&m, w, &tl))
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "r: %s cannot run over the ring here (a batch, "
-                              "a restickified operand or staged result, fewer rows than cores, no tiling that "
-                              "fits LX%s)", w->gm, w->gn, w->gn > 1 ? "the grid" : "B",
-                              w->gn > 1 ? ", or forced blocks smaller than a core's whole tile" : "");
-            best = rc ? DBL_MAX : tl.cycles;
-        } else if (!over) {
-            w->bcast = 0;
-        }
-        if (!over) /* the schemes over the ring do not split K */
-            mm_set_gk(&m, 1);
-        for (int64_t gm = cores; !rc && !over && best != DBL_MAX && gm == cores && gm <= m.M; gm++) {
-            mm_tiling tl;
-            if (!mm_bc_tiling(&m, gm, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
-                best = tl.cycles;
-                w->gm = gm;
-                w->gn = 1;
-                w->gk = 1;
-                w->bcast = 1;
-            }
-        }
-        for (int64_t gn = 2; !rc && !over && best != DBL_MAX && gn <= RG_MAX_GN; gn++) {
-            mm_tiling tl;
-            if (cores % gn == 0 && !mm_rg_tiling(&m, cores / gn, gn, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
-                best = tl.cycles;
-                w->gm = cores / gn;
-                w->gn = gn;
-                w->gk = 1;
-                w->bcast = 1;
-            }
-        }
-        mm_set_gk(&m, w->gk);
-        w->cores = (int)(w->gm * w->gn * w->gk);
-        w->est_cycles = best;
-        w->rows = m.M;
-        w->cols = m.N;
-        int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0;
-        mm_tiling tl;
-        if (!rc && !(w->bcast ? mm_ring_tiling(&m, w, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
-            if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
-                mt = tl.MB;
-            char kb[96], sp[96];
-            if (w->gk > 1)
-                snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
-                         " (fp32 partial sums)", m.Kd, w->gk, m.Kc, tl.KC);
-            else if (tl.KC >= m.Kd)
-                snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
-            else
-                snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, tl.KC);
-            if (tl.split == SPLIT_ROWS)
-                snprintf(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
-            else if (tl.split == SPLIT_STICKS)
-                snprintf(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
-            else
-                snprintf(sp, sizeof sp, ", pt0 only");
-            be_note(c, pos, BE_NOTE_TILES,
-                    "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
-                    " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
-                    mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m.N), kb, sp,
-                    m.nbatch > 1 ? ", per batch index" : "",
-                    !w->bcast     ? ""
-                    : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
-                                 : ", A shared in rows of the grid and B passed down its columns over the ring (each "
-                                   "read from DRAM once), results to the cores keeping their rows",
-                    best);
-        }
-        if (!rc && m.ag)
-            be_note(c, pos, BE_NOTE_RESTICK, m.aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
-                                                  : "A %s (sfp.rst from the sticks each block reads, staged)",
-                    c->p->bufs[m.mm->a].name);
-        if (!rc && m.bg)
-            be_note(c, pos, BE_NOTE_RESTICK, m.bw ? "B %s (sfp.rst from its sticks, staged whole once per core)"
-                                                  : "B %s (sfp.rst from the sticks each block reads, staged)",
-                    c->p->bufs[m.mm->b].name);
-        for (int j = 0; !rc && j < m.ep.nn; j++)
-            if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
-                be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
-                        c->p->bufs[c->p->nodes[m.ep.nodes[j].node].out].name);
-    }
+    if (!rc)
+        rc = mm_plan_work(c, pos, &m);
     mm_free(&m);
     return rc;
 }
