@@ -1680,6 +1680,311 @@ static int cmd_merge(int argc, char **argv)
     return rc;
 }
 
+/* `spyre sweep`'s command line. */
+typedef struct {
+    const char *path, *config, *only, *out, *autotune;
+    long jobs;
+    int shard_i, shard_n, nax;
+    sw_axis *ax; /* [VARY_MAX_KEYS] */
+} sw_args;
+
+/* --vary KEY=V1,V2,... at spec: one more axis, each key once. */
+static int sweep_vary_arg(sw_args *a, char *spec)
+{
+    char err[1024];
+    if (a->nax == VARY_MAX_KEYS) {
+        fprintf(stderr, "spyre sweep: at most %d --vary keys\n", VARY_MAX_KEYS);
+        return SW_USAGE;
+    }
+    if (vary_parse(spec, &a->ax[a->nax], err, sizeof err)) {
+        fprintf(stderr, "spyre sweep: %s\n", err);
+        return SW_USAGE;
+    }
+    for (int k = 0; k < a->nax; k++)
+        if (!strcmp(a->ax[k].key, a->ax[a->nax].key)) {
+            fprintf(stderr, "spyre sweep: --vary %s given twice\n", a->ax[k].key);
+            return SW_USAGE;
+        }
+    a->nax++;
+    return SW_OK;
+}
+
+/* The command line into a: SW_OK, or SW_USAGE after saying why. */
+static int sweep_parse(int argc, char **argv, sw_args *a)
+{
+    static sw_axis ax[VARY_MAX_KEYS];
+    *a = (sw_args){.out = "sweep-out", .shard_n = 1, .ax = ax};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--vary") && i + 1 < argc) {
+            if (sweep_vary_arg(a, argv[++i]))
+                return SW_USAGE;
+        } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
+            a->only = argv[++i];
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            a->config = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            a->out = argv[++i];
+        else if (!strcmp(argv[i], "--autotune") && i + 1 < argc)
+            a->autotune = argv[++i];
+        else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
+            char *end;
+            a->jobs = strtol(argv[++i], &end, 10);
+            if (*end || a->jobs < 1 || a->jobs > 1024)
+                return sw_usage("--jobs takes a count from 1 to 1024");
+        } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
+            char tail;
+            if (sscanf(argv[++i], "%d/%d%c", &a->shard_i, &a->shard_n, &tail) != 2 || a->shard_n < 1 ||
+                a->shard_i < 0 || a->shard_i >= a->shard_n) {
+                fprintf(stderr, "spyre sweep: --shard %s: expected I/N with 0 <= I < N\n", argv[i]);
+                return SW_USAGE;
+            }
+        } else if (argv[i][0] == '-' || a->path)
+            return sw_usage("unexpected argument");
+        else
+            a->path = argv[i];
+    }
+    if (!a->path)
+        return sw_usage("needs GRAPH (a graph file or an export directory)");
+    if (!a->jobs) {
+        a->jobs = sysconf(_SC_NPROCESSORS_ONLN);
+        if (a->jobs < 1)
+            a->jobs = 1;
+    }
+    if (a->nax && (a->only || a->autotune))
+        return sw_usage("--vary takes neither --kernel nor --autotune");
+    return SW_OK;
+}
+
+/* A sweep of work divisions under way: the chip, the graph, its default
+ * compile (base), the candidates, the variants (rs) and an earlier run's
+ * rows (prev), the journal OUT/sweep.csv. */
+typedef struct {
+    const sw_args *a;
+    sim_config cfg;
+    cc_graph *g;
+    cc_result *base;
+    sw_rows rs, prev;
+    sw_cand *cands;
+    int ncand, cand_cap, nk;
+    int *todo;
+    char *csv;
+    char gname[256];
+    char err[1024];
+} sw_sweep;
+
+/* The extra choices of a kernel beyond every split, into extra[]: for a
+ * matmul also B broadcast over the ring on every core, the grids over the
+ * ring (GMxGNr, GN up to 8) and the default grid with K split; then the
+ * default's other tilings, and the default without tensors kept in LX
+ * across kernels. */
+static int kernel_extras(const sim_config *cfg, int matmul, const char *def, const char *tiles, char (*extra)[64])
+{
+    int nextra = 0;
+    int dm, dn, dk = 1, dl = 0;
+    if (matmul) {
+        snprintf(extra[nextra++], 64, "%dx1r", cfg->cores);
+        for (int gn = 2; gn <= 8; gn++)
+            if (cfg->cores % gn == 0 && cfg->cores / gn >= 2)
+                snprintf(extra[nextra++], 64, "%dx%dr", cfg->cores / gn, gn);
+        /* split-K: the default grid with K in 2, 4, ... parts */
+        if (sscanf(def, "%dx%d%n", &dm, &dn, &dl) == 2 && def[dl] == 'x')
+            sscanf(def + dl + 1, "%d", &dk);
+        for (int gk = 2; dl && dm * dn * gk <= cfg->cores && nextra < 6; gk *= 2)
+            if (gk != dk)
+                snprintf(extra[nextra++], 64, "%dx%dx%d", dm, dn, gk);
+        if (dk > 1) /* the default itself, with its K split */
+            snprintf(extra[nextra++], 64, "%s", def);
+    }
+    nextra += tile_variants(matmul, def, tiles, 4096, extra + nextra, 10);
+    snprintf(extra[nextra++], 64, "%s+nokeep", def);
+    return nextra;
+}
+
+/* One more candidate: kernel name with choice (def: the default's). */
+static void add_candidate(sw_sweep *s, const char *name, const char *choice, const char *def)
+{
+    s->cands = grow_rows(s->cands, s->ncand, &s->cand_cap, sizeof *s->cands);
+    sw_cand *cd = &s->cands[s->ncand++];
+    memset(cd, 0, sizeof *cd);
+    snprintf(cd->kernel, sizeof cd->kernel, "%s", name);
+    snprintf(cd->choice, sizeof cd->choice, "%s", choice);
+    cd->is_default = !strcmp(cd->choice, def);
+    cd->state = CAND_PENDING;
+    cd->row = -1;
+}
+
+/* The candidates of kernel k: every split (matmul grids GM then GN
+ * ascending; row kernels' core counts), then its extra choices. */
+static int kernel_candidates(sw_sweep *s, int k)
+{
+    const char *name = cc_result_kernel_name(s->base, k);
+    const int cores = s->cfg.cores;
+    char def[16], tiles[1024];
+    if (default_choice(s->base, name, def, sizeof def, tiles, sizeof tiles)) {
+        fprintf(stderr, "spyre sweep: kernel %s: no split in the compile report\n", name);
+        return -1;
+    }
+    int matmul = cc_result_kernel_kind(s->base, k) == CC_KERNEL_MATMUL;
+    char extra[26][64];
+    int nextra = kernel_extras(&s->cfg, matmul, def, tiles, extra);
+    int nsplit = matmul ? 0 : cores;
+    for (int a = 1; matmul && a <= cores; a++)
+        nsplit += cores / a;
+    for (int i = 0, a = 1, b = 1; i < nsplit + nextra; i++) {
+        char choice[64];
+        if (i >= nsplit) {
+            snprintf(choice, sizeof choice, "%s", extra[i - nsplit]);
+        } else {
+            if (matmul)
+                snprintf(choice, sizeof choice, "%dx%d", a, b);
+            else
+                snprintf(choice, sizeof choice, "%d", a);
+            if (!matmul || ++b > cores / a) {
+                a++;
+                b = 1;
+            }
+        }
+        add_candidate(s, name, choice, def);
+    }
+    return 0;
+}
+
+/* The chip, the graph and its default compile; the kernels to sweep (the
+ * --kernel one must exist). SW_OK, SW_USAGE, or -1: a graph of no kernel
+ * (said so; nothing to do). */
+static int sweep_open(sw_sweep *s)
+{
+    const sw_args *a = s->a;
+    char *cfgpath = sim_config_path(a->config ? a->config : "spyre");
+    int bad = sim_config_load(cfgpath, &s->cfg, s->err, sizeof s->err);
+    free(cfgpath);
+    if (!bad)
+        s->g = cc_graph_load(a->path, s->err, sizeof s->err);
+    if (!bad && s->g)
+        s->base = compile_variant(s->g, &s->cfg, NULL, NULL, s->err, sizeof s->err);
+    if (!s->base) {
+        fprintf(stderr, "spyre sweep: %s\n", s->err);
+        return SW_USAGE;
+    }
+    int nk = s->nk = cc_result_nkernels(s->base), found = !a->only;
+    if (nk == 0) { /* every value is empty (a zero-size dimension): no work, no choice */
+        printf("sweep %s: the graph compiles to no kernel: nothing to sweep\n", a->path);
+        return -1;
+    }
+    for (int k = 0; k < nk; k++)
+        found |= a->only && !strcmp(a->only, cc_result_kernel_name(s->base, k));
+    if (!found) {
+        fprintf(stderr, "spyre sweep: --kernel %s: no such kernel (the kernels are", a->only);
+        for (int k = 0; k < nk; k++)
+            fprintf(stderr, "%s %s", k ? "," : "", cc_result_kernel_name(s->base, k));
+        fprintf(stderr, ")\n");
+        return SW_USAGE;
+    }
+    return SW_OK;
+}
+
+/* OUT and its journal OUT/sweep.csv: rows already in it are not re-run
+ * (resume); a new journal starts with the header, rows are appended as
+ * they finish. */
+static int sweep_journal(sw_sweep *s)
+{
+    const char *out = s->a->out;
+    if (make_dirs(out)) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    s->csv = isa_path_join(out, "sweep.csv");
+    if (csv_read(s->csv, &s->prev, s->err, sizeof s->err)) {
+        fprintf(stderr, "spyre sweep: %s\n", s->err);
+        return -1;
+    }
+    FILE *f = access(s->csv, F_OK) ? fopen(s->csv, "w") : NULL;
+    if (f && (fputs(csv_header, f) < 0) + fclose(f)) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", s->csv, strerror(errno));
+        return -1;
+    }
+    s->todo = malloc((size_t)(s->ncand ? s->ncand : 1) * sizeof *s->todo);
+    if (!s->todo) {
+        fprintf(stderr, "spyre sweep: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < s->ncand; i++) {
+        s->todo[i] = i;
+        s->cands[i].done_before = rows_find(&s->prev, s->cands[i].kernel, s->cands[i].choice) != NULL;
+    }
+    return 0;
+}
+
+/* Every candidate through the worker pool; the counts said. -1 when the
+ * journal cannot be appended to, else whether some failed. */
+static int sweep_variants(sw_sweep *s)
+{
+    const sw_args *a = s->a;
+    sw_variants vc = {s->g, &s->cfg, s->cands, s->ncand, 0, 0, &s->rs, &s->prev, a->shard_i, a->shard_n, 0, 0, 0,
+                      fopen(s->csv, "a")};
+    if (!vc.csv) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", s->csv, strerror(errno));
+        return -1;
+    }
+    double t0 = now_s();
+    const sw_job job = {variant_work, variant_ask, variant_done, variant_end};
+    int failed = run_pool(&vc, s->todo, s->ncand, (int)a->jobs, sizeof(sw_row), &job, "candidates");
+    fclose(vc.csv);
+    number_candidates(&vc);
+    printf("%d legal variants of %d candidates%s\n", s->rs.n, s->ncand,
+           vc.lost ? " before the one lost (see above)" : "");
+    if (vc.ndone)
+        printf("resume: %d variants already done in %s\n", vc.ndone, s->csv);
+    if (a->shard_n > 1)
+        printf("shard %d/%d: %d variants\n", a->shard_i, a->shard_n, vc.inshard);
+    printf("ran %d variants in %.2f s (with the compile of every candidate)%s\n", vc.nran, now_s() - t0,
+           failed ? " (some failed: see above)" : "");
+    return failed ? 1 : 0;
+}
+
+/* The results: the tuning file first (finish's last line is
+ * default_vs_best=), then sweep.json and the SVGs; only the measured rows
+ * of this shard (and earlier runs) are written. */
+static int sweep_report(sw_sweep *s)
+{
+    sw_rows keep = {0};
+    for (int i = 0; i < s->rs.n; i++)
+        if (s->rs.v[i].done)
+            *rows_push(&keep) = s->rs.v[i];
+    int status = s->a->autotune ? autotune_joint(s->g, &s->cfg, &keep, s->gname, s->a->autotune) : SW_OK;
+    if (status == SW_OK)
+        status = finish(&keep, s->a->out, s->gname, s->cfg.name);
+    free(keep.v);
+    return status;
+}
+
+/* The candidates, in a fixed order: kernels in program order, GM then GN
+ * ascending.  Workers compile each once, and simulate the ones the
+ * compiler accepts (the variants) that this run needs, with the program
+ * they compiled. */
+static int sweep_run(sw_sweep *s)
+{
+    const sw_args *a = s->a;
+    int status = sweep_open(s);
+    if (status)
+        return status < 0 ? SW_OK : status;
+    for (int k = 0; k < s->nk; k++)
+        if (!(a->only && strcmp(a->only, cc_result_kernel_name(s->base, k))) && kernel_candidates(s, k))
+            return SW_USAGE;
+    graph_name(a->path, s->gname, sizeof s->gname);
+    printf("sweep %s on %s: %d kernel%s, %d candidates, compiled on %ld worker%s\n", s->gname, s->cfg.name,
+           a->only ? 1 : s->nk, a->only || s->nk == 1 ? "" : "s", s->ncand, a->jobs, a->jobs == 1 ? "" : "s");
+    if (sweep_journal(s))
+        return SW_USAGE;
+    int failed = sweep_variants(s);
+    if (failed < 0)
+        return SW_USAGE;
+    status = sweep_report(s);
+    if (failed && status == SW_OK)
+        status = 1;
+    return status;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -1689,235 +1994,22 @@ int cmd_sweep(int argc, char **argv)
         }
     if (argc > 1 && !strcmp(argv[1], "merge"))
         return cmd_merge(argc, argv);
-    const char *path = NULL, *config = NULL, *only = NULL, *out = "sweep-out", *autotune = NULL;
-    long jobs = 0;
-    int shard_i = 0, shard_n = 1, nax = 0;
-    static sw_axis ax[VARY_MAX_KEYS];
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--vary") && i + 1 < argc) {
-            char err[1024];
-            if (nax == VARY_MAX_KEYS) {
-                fprintf(stderr, "spyre sweep: at most %d --vary keys\n", VARY_MAX_KEYS);
-                return SW_USAGE;
-            }
-            if (vary_parse(argv[++i], &ax[nax], err, sizeof err)) {
-                fprintf(stderr, "spyre sweep: %s\n", err);
-                return SW_USAGE;
-            }
-            for (int k = 0; k < nax; k++)
-                if (!strcmp(ax[k].key, ax[nax].key)) {
-                    fprintf(stderr, "spyre sweep: --vary %s given twice\n", ax[k].key);
-                    return SW_USAGE;
-                }
-            nax++;
-        } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
-            config = argv[++i];
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--autotune") && i + 1 < argc)
-            autotune = argv[++i];
-        else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
-            char *end;
-            jobs = strtol(argv[++i], &end, 10);
-            if (*end || jobs < 1 || jobs > 1024)
-                return sw_usage("--jobs takes a count from 1 to 1024");
-        } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
-            char tail;
-            if (sscanf(argv[++i], "%d/%d%c", &shard_i, &shard_n, &tail) != 2 || shard_n < 1 || shard_i < 0 ||
-                shard_i >= shard_n) {
-                fprintf(stderr, "spyre sweep: --shard %s: expected I/N with 0 <= I < N\n", argv[i]);
-                return SW_USAGE;
-            }
-        } else if (argv[i][0] == '-' || path)
-            return sw_usage("unexpected argument");
-        else
-            path = argv[i];
-    }
-    if (!path)
-        return sw_usage("needs GRAPH (a graph file or an export directory)");
-    if (!jobs) {
-        jobs = sysconf(_SC_NPROCESSORS_ONLN);
-        if (jobs < 1)
-            jobs = 1;
-    }
-    if (nax) {
-        if (only || autotune)
-            return sw_usage("--vary takes neither --kernel nor --autotune");
-        return cmd_vary(path, config, ax, nax, out, (int)jobs, shard_i, shard_n);
-    }
-    char err[1024];
-    sim_config cfg;
-    char *cfgpath = sim_config_path(config ? config : "spyre");
-    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
-    free(cfgpath);
-    if (bad) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        return SW_USAGE;
-    }
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        return SW_USAGE;
-    }
-    int status = SW_USAGE;
-    sw_rows rs = {0}, prev = {0};
-    sw_cand *cands = NULL;
-    int ncand = 0, cand_cap = 0;
-    int *todo = NULL;
-    char *csv = NULL;
-    cc_result *base = compile_variant(g, &cfg, NULL, NULL, err, sizeof err);
-    if (!base) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        goto out;
-    }
-    int nk = cc_result_nkernels(base), found = !only;
-    if (nk == 0) { /* every value is empty (a zero-size dimension): no work, no choice */
-        printf("sweep %s: the graph compiles to no kernel: nothing to sweep\n", path);
-        status = SW_OK;
-        goto out;
-    }
-    for (int k = 0; k < nk; k++)
-        found |= only && !strcmp(only, cc_result_kernel_name(base, k));
-    if (!found) {
-        fprintf(stderr, "spyre sweep: --kernel %s: no such kernel (the kernels are", only);
-        for (int k = 0; k < nk; k++)
-            fprintf(stderr, "%s %s", k ? "," : "", cc_result_kernel_name(base, k));
-        fprintf(stderr, ")\n");
-        goto out;
-    }
-    /* The candidates, in a fixed order: kernels in program order, GM then
-     * GN ascending.  Workers compile each once, and simulate the ones the
-     * compiler accepts (the variants) that this run needs, with the
-     * program they compiled. */
-    for (int k = 0; k < nk; k++) {
-        const char *name = cc_result_kernel_name(base, k);
-        if (only && strcmp(only, name))
-            continue;
-        char def[16], tiles[1024];
-        if (default_choice(base, name, def, sizeof def, tiles, sizeof tiles)) {
-            fprintf(stderr, "spyre sweep: kernel %s: no split in the compile report\n", name);
-            goto out;
-        }
-        int matmul = cc_result_kernel_kind(base, k) == CC_KERNEL_MATMUL;
-        /* every split; for a matmul also B broadcast over the ring on
-         * every core, the grids over the ring (GMxGNr, GN up to 8) and
-         * the default grid with K split; then the default's other
-         * tilings, and the default without tensors kept in LX across
-         * kernels */
-        char extra[26][64];
-        int nextra = 0;
-        int dm, dn, dk = 1, dl = 0;
-        if (matmul) {
-            snprintf(extra[nextra++], 64, "%dx1r", cfg.cores);
-            for (int gn = 2; gn <= 8; gn++)
-                if (cfg.cores % gn == 0 && cfg.cores / gn >= 2)
-                    snprintf(extra[nextra++], 64, "%dx%dr", cfg.cores / gn, gn);
-            /* split-K: the default grid with K in 2, 4, ... parts */
-            if (sscanf(def, "%dx%d%n", &dm, &dn, &dl) == 2 && def[dl] == 'x')
-                sscanf(def + dl + 1, "%d", &dk);
-            for (int gk = 2; dl && dm * dn * gk <= cfg.cores && nextra < 6; gk *= 2)
-                if (gk != dk)
-                    snprintf(extra[nextra++], 64, "%dx%dx%d", dm, dn, gk);
-            if (dk > 1) /* the default itself, with its K split */
-                snprintf(extra[nextra++], 64, "%s", def);
-        }
-        nextra += tile_variants(matmul, def, tiles, 4096, extra + nextra, 10);
-        snprintf(extra[nextra++], 64, "%s+nokeep", def);
-        int nsplit = matmul ? 0 : cfg.cores;
-        for (int a = 1; matmul && a <= cfg.cores; a++)
-            nsplit += cfg.cores / a;
-        for (int i = 0, a = 1, b = 1; i < nsplit + nextra; i++) {
-            char choice[64];
-            if (i >= nsplit) {
-                snprintf(choice, sizeof choice, "%s", extra[i - nsplit]);
-            } else {
-                if (matmul)
-                    snprintf(choice, sizeof choice, "%dx%d", a, b);
-                else
-                    snprintf(choice, sizeof choice, "%d", a);
-                if (!matmul || ++b > cfg.cores / a) {
-                    a++;
-                    b = 1;
-                }
-            }
-            cands = grow_rows(cands, ncand, &cand_cap, sizeof *cands);
-            sw_cand *cd = &cands[ncand++];
-            memset(cd, 0, sizeof *cd);
-            snprintf(cd->kernel, sizeof cd->kernel, "%s", name);
-            snprintf(cd->choice, sizeof cd->choice, "%s", choice);
-            cd->is_default = !strcmp(cd->choice, def);
-            cd->state = CAND_PENDING;
-            cd->row = -1;
-        }
-    }
-    char gname[256];
-    graph_name(path, gname, sizeof gname);
-    printf("sweep %s on %s: %d kernel%s, %d candidates, compiled on %ld worker%s\n", gname, cfg.name, only ? 1 : nk,
-           only || nk == 1 ? "" : "s", ncand, jobs, jobs == 1 ? "" : "s");
-    if (make_dirs(out)) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", out, strerror(errno));
-        goto out;
-    }
-    /* Resume: rows already in OUT/sweep.csv are not re-run. */
-    csv = isa_path_join(out, "sweep.csv");
-    if (csv_read(csv, &prev, err, sizeof err)) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        goto out;
-    }
-    /* a new journal starts with the header; rows are appended as they finish */
-    FILE *f = access(csv, F_OK) ? fopen(csv, "w") : NULL;
-    if (f && (fputs(csv_header, f) < 0) + fclose(f)) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
-        goto out;
-    }
-    todo = malloc((size_t)(ncand ? ncand : 1) * sizeof *todo);
-    if (!todo) {
-        fprintf(stderr, "spyre sweep: out of memory\n");
-        goto out;
-    }
-    for (int i = 0; i < ncand; i++) {
-        todo[i] = i;
-        cands[i].done_before = rows_find(&prev, cands[i].kernel, cands[i].choice) != NULL;
-    }
-    sw_variants vc = {g, &cfg, cands, ncand, 0, 0, &rs, &prev, shard_i, shard_n, 0, 0, 0, fopen(csv, "a")};
-    if (!vc.csv) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
-        goto out;
-    }
-    double t0 = now_s();
-    const sw_job job = {variant_work, variant_ask, variant_done, variant_end};
-    int failed = run_pool(&vc, todo, ncand, (int)jobs, sizeof(sw_row), &job, "candidates");
-    fclose(vc.csv);
-    number_candidates(&vc);
-    printf("%d legal variants of %d candidates%s\n", rs.n, ncand, vc.lost ? " before the one lost (see above)" : "");
-    if (vc.ndone)
-        printf("resume: %d variants already done in %s\n", vc.ndone, csv);
-    if (shard_n > 1)
-        printf("shard %d/%d: %d variants\n", shard_i, shard_n, vc.inshard);
-    printf("ran %d variants in %.2f s (with the compile of every candidate)%s\n", vc.nran, now_s() - t0,
-           failed ? " (some failed: see above)" : "");
-    /* Only the measured rows of this shard (and earlier runs) are written. */
-    sw_rows keep = {0};
-    for (int i = 0; i < rs.n; i++)
-        if (rs.v[i].done)
-            *rows_push(&keep) = rs.v[i];
-    /* the tuning file first: finish's last line is default_vs_best= */
-    status = autotune ? autotune_joint(g, &cfg, &keep, gname, autotune) : SW_OK;
-    if (status == SW_OK)
-        status = finish(&keep, out, gname, cfg.name);
-    free(keep.v);
-    if (failed && status == SW_OK)
-        status = 1;
-out:
-    free(todo);
-    free(cands);
-    free(prev.v);
-    free(rs.v);
-    free(csv);
-    cc_result_free(base);
-    cc_graph_free(g);
+    sw_args a;
+    int status = sweep_parse(argc, argv, &a);
+    if (status)
+        return status;
+    if (a.nax)
+        return cmd_vary(a.path, a.config, a.ax, a.nax, a.out, (int)a.jobs, a.shard_i, a.shard_n);
+    sw_sweep s = {0};
+    s.a = &a;
+    status = sweep_run(&s);
+    free(s.todo);
+    free(s.cands);
+    free(s.prev.v);
+    free(s.rs.v);
+    free(s.csv);
+    cc_result_free(s.base);
+    cc_graph_free(s.g);
     return status;
 }
 
