@@ -151,97 +151,110 @@ static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pi
     return rc;
 }
 
-
-/* spyre sweep GRAPH --vary ...: the graph compiled with the compiler's
- * defaults on every configuration of the cross product. */
-int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const char *out, int jobs, int shard_i,
-             int shard_n)
-{
-    char err[1024];
-    char *cfgpath = sim_config_path(config ? config : "spyre");
+/* A --vary sweep under way: the command line's parts, the base
+ * configuration (cfg; base: its absolute path), the cross product's total
+ * configurations (cfgs) and rows, the items to run, the journal. */
+typedef struct {
+    const char *path, *out;
+    const sw_axis *ax;
+    int nax, jobs, shard_i, shard_n;
     sim_config cfg;
-    int bad = sim_config_load(cfgpath, &cfg, err, sizeof err);
-    /* the temporary configurations include it by absolute path */
-    char *base = bad ? NULL : realpath(cfgpath, NULL);
-    if (!bad && !base)
-        snprintf(err, sizeof err, "%s: %s", cfgpath, strerror(errno));
+    char *base;
+    long total;
+    sw_vrows rs;
+    sim_config *cfgs;
+    int *todo, ntodo;
+    cc_graph *g;
+    char *csv;
+    char gname[256];
+    char err[1024];
+} sw_vsweep;
+
+/* The base configuration and its absolute path, which the temporary
+ * configurations include. */
+static int vary_base(sw_vsweep *v, const char *config)
+{
+    char *cfgpath = sim_config_path(config ? config : "spyre");
+    int bad = sim_config_load(cfgpath, &v->cfg, v->err, sizeof v->err);
+    v->base = bad ? NULL : realpath(cfgpath, NULL);
+    if (!bad && !v->base)
+        snprintf(v->err, sizeof v->err, "%s: %s", cfgpath, strerror(errno));
     free(cfgpath);
-    if (!base) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        return SW_USAGE;
+    if (!v->base) {
+        fprintf(stderr, "spyre sweep: %s\n", v->err);
+        return -1;
     }
-    long total = 1;
-    for (int k = 0; k < nax; k++)
-        total *= ax[k].n;
-    int status = SW_USAGE;
-    sw_vrows rs = {0};
-    sim_config *cfgs = NULL;
-    int *todo = NULL;
-    cc_graph *g = NULL;
-    char *csv = NULL;
-    if (total > VARY_MAX_CONFIGS) {
-        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", total, VARY_MAX_CONFIGS);
-        goto out;
+    v->total = 1;
+    for (int k = 0; k < v->nax; k++)
+        v->total *= v->ax[k].n;
+    return 0;
+}
+
+/* The graph, and the cross product, the first --vary slowest; every one
+ * loaded now so a bad key or value stops the sweep before anything
+ * runs. */
+static int vary_configs(sw_vsweep *v)
+{
+    if (v->total > VARY_MAX_CONFIGS) {
+        fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", v->total, VARY_MAX_CONFIGS);
+        return -1;
     }
-    g = cc_graph_load(path, err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        goto out;
+    v->g = cc_graph_load(v->path, v->err, sizeof v->err);
+    if (!v->g) {
+        fprintf(stderr, "spyre sweep: %s\n", v->err);
+        return -1;
     }
-    cfgs = calloc((size_t)total, sizeof *cfgs);
-    todo = calloc((size_t)total, sizeof *todo);
-    if (!cfgs || !todo) {
+    v->cfgs = calloc((size_t)v->total, sizeof *v->cfgs);
+    v->todo = calloc((size_t)v->total, sizeof *v->todo);
+    if (!v->cfgs || !v->todo) {
         fprintf(stderr, "spyre sweep: out of memory\n");
-        goto out;
+        return -1;
     }
-    /* The cross product, the first --vary slowest; every one loaded now so
-     * a bad key or value stops the sweep before anything runs. */
-    for (int i = 0; i < total; i++) {
+    for (int i = 0; i < v->total; i++) {
         int pick[VARY_MAX_KEYS];
         long rest = i;
-        for (int k = nax - 1; k >= 0; k--) {
-            pick[k] = (int)(rest % ax[k].n);
-            rest /= ax[k].n;
+        for (int k = v->nax - 1; k >= 0; k--) {
+            pick[k] = (int)(rest % v->ax[k].n);
+            rest /= v->ax[k].n;
         }
-        if (vary_load(base, ax, nax, pick, &cfgs[i], err, sizeof err)) {
-            fprintf(stderr, "spyre sweep: %s\n", err);
-            goto out;
+        if (vary_load(v->base, v->ax, v->nax, pick, &v->cfgs[i], v->err, sizeof v->err)) {
+            fprintf(stderr, "spyre sweep: %s\n", v->err);
+            return -1;
         }
-        sw_vrow *r = sw_vrows_push(&rs);
+        sw_vrow *r = sw_vrows_push(&v->rs);
         r->index = i;
-        for (int k = 0; k < nax; k++)
+        for (int k = 0; k < v->nax; k++)
             snprintf(r->config + strlen(r->config), sizeof r->config - strlen(r->config), "%s%s=%s", k ? ";" : "",
-                     ax[k].key, ax[k].vals[pick[k]]);
+                     v->ax[k].key, v->ax[k].vals[pick[k]]);
     }
-    char gname[256];
-    sw_graph_name(path, gname, sizeof gname);
-    printf("sweep %s on %s: %d configurations\n", gname, cfg.name, rs.n);
-    if (sw_make_dirs(out)) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", out, strerror(errno));
-        goto out;
-    }
-    /* Resume: configurations already in OUT/sweep.csv are not re-run. */
-    csv = isa_path_join(out, "sweep.csv");
-    char *old = sw_read_if_present(csv, err, sizeof err);
+    return 0;
+}
+
+/* Resume: configurations already in OUT/sweep.csv (a --vary sweep's) are
+ * not re-run; returns how many, or -1. */
+static int vary_resume(sw_vsweep *v)
+{
+    v->csv = isa_path_join(v->out, "sweep.csv");
+    char *old = sw_read_if_present(v->csv, v->err, sizeof v->err);
     int foreign = old && strncmp(old, sw_vary_header, strlen(sw_vary_header));
     free(old);
-    if (err[0]) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
-        goto out;
+    if (v->err[0]) {
+        fprintf(stderr, "spyre sweep: %s\n", v->err);
+        return -1;
     }
     if (foreign) {
-        fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", csv);
-        goto out;
+        fprintf(stderr, "spyre sweep: %s is not the CSV of a --vary sweep: use another --out\n", v->csv);
+        return -1;
     }
     sw_vrows prev = {0};
-    if (sw_vary_csv_read(csv, &prev, err, sizeof err)) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
+    if (sw_vary_csv_read(v->csv, &prev, v->err, sizeof v->err)) {
+        fprintf(stderr, "spyre sweep: %s\n", v->err);
         free(prev.v);
-        goto out;
+        return -1;
     }
     int ndone = 0;
     for (int i = 0; i < prev.n; i++) {
-        sw_vrow *r = sw_vrows_find(&rs, prev.v[i].config);
+        sw_vrow *r = sw_vrows_find(&v->rs, prev.v[i].config);
         if (r && !r->done) {
             int index = r->index;
             *r = prev.v[i];
@@ -250,46 +263,81 @@ int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const c
         }
     }
     free(prev.v);
-    int ntodo = 0, inshard = 0;
-    for (int i = 0; i < rs.n; i++) {
-        if (rs.v[i].index % shard_n != shard_i)
-            continue;
-        inshard++;
-        if (!rs.v[i].done)
-            todo[ntodo++] = i;
-    }
-    if (ndone)
-        printf("resume: %d configurations already done in %s\n", ndone, csv);
-    if (shard_n > 1)
-        printf("shard %d/%d: %d configurations\n", shard_i, shard_n, inshard);
-    sw_vary c = {g, cfgs, &rs, fopen(csv, "a")};
+    return ndone;
+}
+
+/* The configurations of this shard not done yet, through the worker pool
+ * (rows appended to the journal); then the report. An exit status. */
+static int vary_run(sw_vsweep *v)
+{
+    sw_vary c = {v->g, v->cfgs, &v->rs, fopen(v->csv, "a")};
     if (!c.csv) {
-        fprintf(stderr, "spyre sweep: %s: %s\n", csv, strerror(errno));
-        goto out;
+        fprintf(stderr, "spyre sweep: %s: %s\n", v->csv, strerror(errno));
+        return SW_USAGE;
     }
     if (!ftell(c.csv))
         fputs(sw_vary_header, c.csv);
     double t0 = sw_now_s();
-    printf("running %d configurations on %d worker%s\n", ntodo, jobs, jobs == 1 ? "" : "s");
+    printf("running %d configurations on %d worker%s\n", v->ntodo, v->jobs, v->jobs == 1 ? "" : "s");
     const sw_job job = {vary_work, NULL, vary_done, NULL};
-    int failed = sw_run_pool(&c, todo, ntodo, jobs, sizeof(sw_vrow), &job, "configurations");
+    int failed = sw_run_pool(&c, v->todo, v->ntodo, v->jobs, sizeof(sw_vrow), &job, "configurations");
     fclose(c.csv);
-    printf("ran %d configurations in %.2f s%s\n", ntodo - failed, sw_now_s() - t0,
+    printf("ran %d configurations in %.2f s%s\n", v->ntodo - failed, sw_now_s() - t0,
            failed ? " (some failed to run: see above)" : "");
     sw_vrows keep = {0};
-    for (int i = 0; i < rs.n; i++)
-        if (rs.v[i].done)
-            *sw_vrows_push(&keep) = rs.v[i];
-    status = sw_vary_finish(&keep, out, gname, cfg.name);
+    for (int i = 0; i < v->rs.n; i++)
+        if (v->rs.v[i].done)
+            *sw_vrows_push(&keep) = v->rs.v[i];
+    int status = sw_vary_finish(&keep, v->out, v->gname, v->cfg.name);
     free(keep.v);
     if (failed && status == SW_OK)
         status = 1;
-out:
-    free(todo);
-    free(cfgs);
-    free(rs.v);
-    free(base);
-    free(csv);
-    cc_graph_free(g);
+    return status;
+}
+
+/* The configurations, OUT and its journal (resume), this shard's to do,
+ * the run. An exit status. */
+static int vary_sweep(sw_vsweep *v)
+{
+    if (vary_configs(v))
+        return SW_USAGE;
+    sw_graph_name(v->path, v->gname, sizeof v->gname);
+    printf("sweep %s on %s: %d configurations\n", v->gname, v->cfg.name, v->rs.n);
+    if (sw_make_dirs(v->out)) {
+        fprintf(stderr, "spyre sweep: %s: %s\n", v->out, strerror(errno));
+        return SW_USAGE;
+    }
+    int ndone = vary_resume(v);
+    if (ndone < 0)
+        return SW_USAGE;
+    int inshard = 0;
+    for (int i = 0; i < v->rs.n; i++) {
+        if (v->rs.v[i].index % v->shard_n != v->shard_i)
+            continue;
+        inshard++;
+        if (!v->rs.v[i].done)
+            v->todo[v->ntodo++] = i;
+    }
+    if (ndone)
+        printf("resume: %d configurations already done in %s\n", ndone, v->csv);
+    if (v->shard_n > 1)
+        printf("shard %d/%d: %d configurations\n", v->shard_i, v->shard_n, inshard);
+    return vary_run(v);
+}
+
+/* spyre sweep GRAPH --vary ...: the graph compiled with the compiler's
+ * defaults on every configuration of the cross product. */
+int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const char *out, int jobs, int shard_i,
+             int shard_n)
+{
+    sw_vsweep v = {.path = path, .out = out, .ax = ax, .nax = nax, .jobs = jobs, .shard_i = shard_i,
+                   .shard_n = shard_n};
+    int status = vary_base(&v, config) ? SW_USAGE : vary_sweep(&v);
+    free(v.todo);
+    free(v.cfgs);
+    free(v.rs.v);
+    free(v.base);
+    free(v.csv);
+    cc_graph_free(v.g);
     return status;
 }
