@@ -101,11 +101,12 @@ static int mm_across(const mm_plan *m, int buf, const ir_index *idx, int lanevar
     return o1 - o0 != 2;
 }
 
-static int mm_build(be_ctx *c, int pos, mm_plan *m)
+/* The product's shape: batch dims, M, N and K, their sticks and the
+ * operands' row spaces; the kernel's template node. */
+static int mm_shape(be_ctx *c, int pos, mm_plan *m)
 {
     ir_prog *p = c->p;
     const ir_kernel *K = &p->kernels[p->order[pos]];
-    memset(m, 0, sizeof *m);
     m->c = c;
     m->K = K;
     m->mm = &p->nodes[K->nodes[0]];
@@ -138,11 +139,19 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     m->arsp.ext[m->nb] = m->M;
     m->brsp.var[m->nb] = m->vk;
     m->brsp.ext[m->nb] = m->Kd;
-    /* A product with N (or K) of 1 has lost its lane variable's term (the
-     * front half drops extent-1 terms); the variable only takes 0, so the
-     * term is put back as a walk along the operand's last dimension of
-     * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first),
-     * or else along its last dimension (a one-column slice). */
+    return 0;
+}
+
+/* A product with N (or K) of 1 has lost its lane variable's term (the
+ * front half drops extent-1 terms); the variable only takes 0, so the
+ * term is put back as a walk along the operand's last dimension of
+ * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first),
+ * or else along its last dimension (a one-column slice). */
+static void mm_lane_terms(mm_plan *m)
+{
+    ir_prog *p = m->c->p;
+    const ir_kernel *K = m->K;
+    const ir_node *mm = m->mm;
     ir_node *mmw = &p->nodes[K->nodes[0]];
     const int lanes_of[2] = {m->vk, m->vn};
     const int opbuf[2] = {mm->a, mm->b};
@@ -159,13 +168,20 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         }
         opidx[o]->coef[lanes_of[o]] = coef ? coef : 1; /* else along its last dimension */
     }
+}
+
+/* An operand its stick layout cannot give the PT directly (a lane
+ * offset, a transposed walk) is restickified in LX when its buffer is
+ * in DRAM.  A lane walk that runs on past the stick dimension into the
+ * next index of the one before (heads merged back: [t, h, d] read as
+ * [t, h*d]) still reads whole sticks: its view wraps, each period of
+ * groups loaded from where it lies (be_view_wrap). */
+static int mm_operands(mm_plan *m)
+{
+    be_ctx *c = m->c;
+    const ir_kernel *K = m->K;
+    const ir_node *mm = m->mm;
     char why[256];
-    /* An operand its stick layout cannot give the PT directly (a lane
-     * offset, a transposed walk) is restickified in LX when its buffer is
-     * in DRAM.  A lane walk that runs on past the stick dimension into the
-     * next index of the one before (heads merged back: [t, h, d] read as
-     * [t, h*d]) still reads whole sticks: its view wraps, each period of
-     * groups loaded from where it lies (be_view_wrap). */
     if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why) ||
         (!be_lane_fits(c, mm->a, &mm->aidx, m->Kd) && be_view_wrap(c, mm->a, &mm->aidx, &m->av))) {
         if (!c->lay[mm->a].dram)
@@ -189,8 +205,18 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         return be_error(c, K, "internal: operand without its lane variable");
     if ((!m->ag && m->av.groups < m->KG) || (!m->bg && m->bv.groups < m->GN))
         return be_error(c, K, "an operand has fewer sticks than the product needs");
+    return 0;
+}
 
-    /* The epilogue: node 0 stores acc, each later node its epi value. */
+/* The epilogue as a row structure: node 0 stores acc, each later node
+ * its epi value; results whose stick layout the store cannot take
+ * directly go through a staged copy. */
+static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
+{
+    ir_prog *p = c->p;
+    const ir_kernel *K = m->K;
+    const ir_node *mm = m->mm;
+    char why[256];
     rk_plan *k = &m->ep;
     k->c = c;
     k->K = K;
@@ -233,8 +259,24 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         if (k->loads[i].staged)
             return be_error(c, K, "an epilogue operand of %s needs a restickify (not supported yet)",
                             p->bufs[p->A.e[k->loads[i].e].buf].name);
-    mm_set_whole(m, c->work[pos].stage_whole);
     return w.failed ? -1 : 0;
+}
+
+/* The plan of the matmul kernel at pos: its shape, the lane terms put
+ * back, its operands' views (or restickify), its epilogue. */
+static int mm_build(be_ctx *c, int pos, mm_plan *m)
+{
+    memset(m, 0, sizeof *m);
+    int rc = mm_shape(c, pos, m);
+    if (!rc) {
+        mm_lane_terms(m);
+        rc = mm_operands(m);
+    }
+    if (!rc)
+        rc = mm_epilogue(c, pos, m);
+    if (!rc)
+        mm_set_whole(m, c->work[pos].stage_whole);
+    return rc;
 }
 
 /* LX of one C slot (result, epilogue operands and temps) for blocks of
