@@ -877,44 +877,50 @@ static int is_table(const char *name)
     return !strcmp(name, ".symtab") || !strcmp(name, ".strtab") || !strcmp(name, ".shstrtab");
 }
 
-static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
+/* The ELF header of a Spyre program, and its section name table. */
+static int parse_header(const reader *r, Elf *e, size_t *shstrndx)
 {
     GElf_Ehdr eh;
     if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
         rfail(r, "not an ELF file: %s", elf_errmsg(-1));
-        return NULL;
+        return -1;
     }
     if (eh.e_type != ET_EXEC) {
         rfail(r, "not a Spyre program: ELF type %u, expected ET_EXEC", (unsigned)eh.e_type);
-        return NULL;
+        return -1;
     }
     if (eh.e_machine != EM_NONE) {
         rfail(r, "not a Spyre program: machine %u, expected EM_NONE", (unsigned)eh.e_machine);
-        return NULL;
+        return -1;
     }
-    size_t shstrndx;
-    if (elf_getshdrstrndx(e, &shstrndx)) {
+    if (elf_getshdrstrndx(e, shstrndx)) {
         rfail(r, "corrupt: no section name table: %s", elf_errmsg(-1));
-        return NULL;
+        return -1;
     }
+    return 0;
+}
 
-    blob known[S_NKNOWN] = {{0}};
-    blob text[MAX_CORES] = {{0}};
+/* The sections of the file: each known one (and each core's text) into
+ * its slot, once, of its type; the symbol and string tables skipped;
+ * anything else refused. */
+static int find_sections(const reader *r, Elf *e, const uint8_t *buf, size_t size, size_t shstrndx, blob *known,
+                         blob *text)
+{
     for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh)) {
             rfail(r, "corrupt section header: %s", elf_errmsg(-1));
-            return NULL;
+            return -1;
         }
         const char *name = elf_strptr(e, shstrndx, sh.sh_name);
         if (!name) {
             rfail(r, "corrupt: section %zu has no name", elf_ndxscn(scn));
-            return NULL;
+            return -1;
         }
         if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
             rfail(r, "truncated: section %s ends at %" PRIu64 ", file has %zu bytes", name,
                   (uint64_t)(sh.sh_offset + sh.sh_size), size);
-            return NULL;
+            return -1;
         }
         blob b = {buf + sh.sh_offset, (size_t)sh.sh_size, 1};
         blob *slot = NULL;
@@ -923,7 +929,7 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
         if (core >= 0) {
             if (core >= MAX_CORES) {
                 rfail(r, "corrupt: section %s: core out of range", name);
-                return NULL;
+                return -1;
             }
             slot = &text[core];
         }
@@ -935,38 +941,85 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
         if (!slot && !is_table(name)) {
             /* a misnamed code section would drop a core's code */
             rfail(r, "unknown section %s", name);
-            return NULL;
+            return -1;
         }
         if (!slot)
             continue; /* the symbol and string tables, for other tools */
         if (sh.sh_type != want) {
             rfail(r, "corrupt: section %s has type %u, expected %u", name, (unsigned)sh.sh_type, (unsigned)want);
-            return NULL;
+            return -1;
         }
         if (slot->present) {
             rfail(r, "corrupt: section %s appears twice", name);
-            return NULL;
+            return -1;
         }
         *slot = b;
     }
+    return 0;
+}
 
+/* The sections a program must have, its configuration note into cfg,
+ * and no text for a core it does not have. */
+static int check_sections(const reader *r, const blob *known, const blob *text, isa_program *cfg)
+{
     if (!known[S_NOTE].present) {
         rfail(r, "not a Spyre program: no .note.spyre section");
-        return NULL;
+        return -1;
     }
-    isa_program cfg = {0};
-    if (parse_note(r, known[S_NOTE], &cfg))
-        return NULL;
+    if (parse_note(r, known[S_NOTE], cfg))
+        return -1;
     if (!known[S_TENSORS].present) {
         rfail(r, "corrupt: no .spyre.tensors section");
-        return NULL;
+        return -1;
     }
-    for (int c = cfg.ncores; c < MAX_CORES; c++)
+    for (int c = cfg->ncores; c < MAX_CORES; c++)
         if (text[c].present) {
-            rfail(r, "corrupt: section " TEXT_PREFIX "%d, but the program has %d cores", c, cfg.ncores);
-            return NULL;
+            rfail(r, "corrupt: section " TEXT_PREFIX "%d, but the program has %d cores", c, cfg->ncores);
+            return -1;
         }
+    return 0;
+}
 
+/* The constants and the graph's text (no NUL in it), copied. */
+static int copy_blobs(const reader *r, const blob *known, isa_program *p)
+{
+    if (known[S_CONST].present) {
+        p->nconsts = known[S_CONST].size;
+        p->consts = malloc(p->nconsts ? p->nconsts : 1);
+        if (!p->consts) {
+            rfail(r, "out of memory");
+            return -1;
+        }
+        memcpy(p->consts, known[S_CONST].data, p->nconsts);
+    }
+    if (known[S_GRAPH].present) {
+        blob g = known[S_GRAPH];
+        if (memchr(g.data, 0, g.size)) {
+            rfail(r, "corrupt .spyre.graph: the text contains a NUL byte");
+            return -1;
+        }
+        p->graph = malloc(g.size + 1);
+        if (!p->graph) {
+            rfail(r, "out of memory");
+            return -1;
+        }
+        memcpy(p->graph, g.data, g.size);
+        p->graph[g.size] = 0;
+    }
+    return 0;
+}
+
+/* The program of the file: header, sections, configuration, then its
+ * constants, graph, tensors, each core's code and the kernels. */
+static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
+{
+    size_t shstrndx;
+    blob known[S_NKNOWN] = {{0}};
+    blob text[MAX_CORES] = {{0}};
+    isa_program cfg = {0};
+    if (parse_header(r, e, &shstrndx) || find_sections(r, e, buf, size, shstrndx, known, text) ||
+        check_sections(r, known, text, &cfg))
+        return NULL;
     isa_program *p = isa_program_new(cfg.ncores);
     if (!p) {
         rfail(r, "out of memory");
@@ -977,30 +1030,7 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
     p->stick_bytes = cfg.stick_bytes;
     p->dram_bytes = cfg.dram_bytes;
     p->weight_bytes = cfg.weight_bytes;
-    if (known[S_CONST].present) {
-        p->nconsts = known[S_CONST].size;
-        p->consts = malloc(p->nconsts ? p->nconsts : 1);
-        if (!p->consts) {
-            rfail(r, "out of memory");
-            goto fail;
-        }
-        memcpy(p->consts, known[S_CONST].data, p->nconsts);
-    }
-    if (known[S_GRAPH].present) {
-        blob g = known[S_GRAPH];
-        if (memchr(g.data, 0, g.size)) {
-            rfail(r, "corrupt .spyre.graph: the text contains a NUL byte");
-            goto fail;
-        }
-        p->graph = malloc(g.size + 1);
-        if (!p->graph) {
-            rfail(r, "out of memory");
-            goto fail;
-        }
-        memcpy(p->graph, g.data, g.size);
-        p->graph[g.size] = 0;
-    }
-    if (parse_tensors(r, known[S_TENSORS], p))
+    if (copy_blobs(r, known, p) || parse_tensors(r, known[S_TENSORS], p))
         goto fail;
     for (int c = 0; c < p->ncores; c++)
         if (text[c].present && parse_text(r, text[c], c, p))
