@@ -171,116 +171,182 @@ int sw_simulate(const cc_graph *g, const sim_config *cfg, const char *kernel, co
  * makes the whole graph slower.  Rewrites the file with what is kept. */
 #define JOINT_TRY 3
 
-int sw_autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_rows *rs, const char *graph,
-                      const char *file)
-{
+/* An autotune under way: the kernels, the choices kept (spec[0..n), as
+ * work_div strings wd, largest gain first), the whole graph's cycles
+ * with none of them and with them all, the graphs simulated. */
+typedef struct {
+    const cc_graph *g;
+    const sim_config *cfg;
+    const sw_rows *rs;
     sw_kernel ks[256];
-    int nk = sw_kernels_of(rs, ks, 256);
+    int nk, n, nc, evals;
     char spec[256][128];
     const char *wd[256];
+    double none, all;
+    rt_run_result *res;
+    char err[1024];
+} sw_tune;
+
+/* Each kernel's best choice that beats its default, by gain, largest
+ * first. */
+static void tune_gains(sw_tune *t)
+{
+    const sw_rows *rs = t->rs;
     double gain[256];
-    int n = 0;
-    for (int k = 0; k < nk; k++) {
-        if (ks[k].def < 0 || ks[k].best == ks[k].def || rs->v[ks[k].best].cycles >= rs->v[ks[k].def].cycles)
+    for (int k = 0; k < t->nk; k++) {
+        const sw_kernel *K = &t->ks[k];
+        if (K->def < 0 || K->best == K->def || rs->v[K->best].cycles >= rs->v[K->def].cycles)
             continue;
-        int j = n++; /* insertion by gain, largest first */
-        double gk = rs->v[ks[k].def].cycles - rs->v[ks[k].best].cycles;
+        int j = t->n++; /* insertion by gain, largest first */
+        double gk = rs->v[K->def].cycles - rs->v[K->best].cycles;
         while (j > 0 && gain[j - 1] < gk) {
             gain[j] = gain[j - 1];
-            memcpy(spec[j], spec[j - 1], sizeof spec[j]);
+            memcpy(t->spec[j], t->spec[j - 1], sizeof t->spec[j]);
             j--;
         }
         gain[j] = gk;
-        snprintf(spec[j], sizeof spec[j], "%.63s=%.63s", ks[k].name, rs->v[ks[k].best].choice);
+        snprintf(t->spec[j], sizeof t->spec[j], "%.63s=%.63s", K->name, rs->v[K->best].choice);
     }
-    for (int i = 0; i < n; i++)
-        wd[i] = spec[i];
-    rt_run_result *res = malloc(sizeof *res);
-    char err[1024];
-    int nc;
-    if (!res || simulate_wd(g, cfg, wd, 0, res, &nc, err, sizeof err)) {
-        fprintf(stderr, "spyre sweep: autotune: %s\n", res ? err : "out of memory");
-        free(res);
-        return SW_USAGE;
+    for (int i = 0; i < t->n; i++)
+        t->wd[i] = t->spec[i];
+}
+
+/* The graph with none of the choices, then with all of them, dropping
+ * the smallest gain while together they are slower (or refused). */
+static int tune_together(sw_tune *t)
+{
+    if (simulate_wd(t->g, t->cfg, t->wd, 0, t->res, &t->nc, t->err, sizeof t->err)) {
+        fprintf(stderr, "spyre sweep: autotune: %s\n", t->err);
+        return -1;
     }
-    double none = res->stats.cycles, all = none;
-    while (n > 0) {
-        if (simulate_wd(g, cfg, wd, n, res, &nc, err, sizeof err) == 0 && (all = res->stats.cycles) <= none)
+    t->none = t->all = t->res->stats.cycles;
+    while (t->n > 0) {
+        if (simulate_wd(t->g, t->cfg, t->wd, t->n, t->res, &t->nc, t->err, sizeof t->err) == 0 &&
+            (t->all = t->res->stats.cycles) <= t->none)
             break;
-        n--; /* slower together (or refused): drop the smallest gain */
-        all = none;
+        t->n--; /* slower together (or refused): drop the smallest gain */
+        t->all = t->none;
     }
-    /* Joint search, one pass of coordinate descent: kernel by kernel, its
-     * JOINT_TRY fastest choices alone (and its default), each tried with
-     * the others' current choices; the whole graph's cycles decide. */
-    double before = all;
-    int evals = 0;
-    for (int k = 0; k < nk; k++) {
-        int cur = -1; /* its spec, or -1: the default */
-        size_t kl = strlen(ks[k].name);
-        for (int i = 0; i < n; i++)
-            if (!strncmp(spec[i], ks[k].name, kl) && spec[i][kl] == '=')
-                cur = i;
-        int tried[JOINT_TRY + 1], ntried = 0;
-        for (int t = 0; t <= JOINT_TRY; t++) { /* the next fastest not tried yet; last the default */
-            int pick = -1;
-            for (int r = 0; r < rs->n && t < JOINT_TRY; r++) {
-                const sw_row *row = &rs->v[r];
-                int seen = 0;
-                for (int i = 0; i < ntried; i++)
-                    seen |= tried[i] == r;
-                if (!seen && !strcmp(row->kernel, ks[k].name) && row->cycles > 0 &&
-                    (pick < 0 || row->cycles < rs->v[pick].cycles))
-                    pick = r;
-            }
-            if (t == JOINT_TRY)
-                pick = ks[k].def;
-            if (pick < 0)
-                continue;
-            tried[ntried++] = pick;
-            const char *choice = rs->v[pick].choice;
-            if (cur >= 0 ? !strcmp(strchr(spec[cur], '=') + 1, choice) : pick == ks[k].def)
-                continue; /* what it has now */
-            char save[128];
-            int slot = cur >= 0 ? cur : n;
-            if (slot == 256)
-                continue;
-            memcpy(save, spec[slot], sizeof save);
-            snprintf(spec[slot], sizeof spec[slot], "%.63s=%.63s", ks[k].name, choice);
-            wd[slot] = spec[slot];
-            int m = cur >= 0 ? n : n + 1;
-            evals++;
-            if (simulate_wd(g, cfg, wd, m, res, &nc, err, sizeof err) == 0 && res->stats.cycles < all) {
-                all = res->stats.cycles;
-                cur = slot;
-                n = m;
-            } else {
-                memcpy(spec[slot], save, sizeof save);
-            }
+    return 0;
+}
+
+/* Kernel k's choice for attempt at: the next fastest not tried yet
+ * (-1: none), the last its default. */
+static int tune_pick(const sw_tune *t, int k, const int *tried, int ntried, int at)
+{
+    if (at == JOINT_TRY)
+        return t->ks[k].def;
+    int pick = -1;
+    for (int r = 0; r < t->rs->n; r++) {
+        const sw_row *row = &t->rs->v[r];
+        int seen = 0;
+        for (int i = 0; i < ntried; i++)
+            seen |= tried[i] == r;
+        if (!seen && !strcmp(row->kernel, t->ks[k].name) && row->cycles > 0 &&
+            (pick < 0 || row->cycles < t->rs->v[pick].cycles))
+            pick = r;
+    }
+    return pick;
+}
+
+/* Kernel k's JOINT_TRY fastest choices alone (and its default), each
+ * tried with the others' current choices; the whole graph's cycles
+ * decide. */
+static void tune_kernel(sw_tune *t, int k)
+{
+    const char *name = t->ks[k].name;
+    int cur = -1; /* its spec, or -1: the default */
+    size_t kl = strlen(name);
+    for (int i = 0; i < t->n; i++)
+        if (!strncmp(t->spec[i], name, kl) && t->spec[i][kl] == '=')
+            cur = i;
+    int tried[JOINT_TRY + 1], ntried = 0;
+    for (int at = 0; at <= JOINT_TRY; at++) {
+        int pick = tune_pick(t, k, tried, ntried, at);
+        if (pick < 0)
+            continue;
+        tried[ntried++] = pick;
+        const char *choice = t->rs->v[pick].choice;
+        if (cur >= 0 ? !strcmp(strchr(t->spec[cur], '=') + 1, choice) : pick == t->ks[k].def)
+            continue; /* what it has now */
+        char save[128];
+        int slot = cur >= 0 ? cur : t->n;
+        if (slot == 256)
+            continue;
+        memcpy(save, t->spec[slot], sizeof save);
+        snprintf(t->spec[slot], sizeof t->spec[slot], "%.63s=%.63s", name, choice);
+        t->wd[slot] = t->spec[slot];
+        int m = cur >= 0 ? t->n : t->n + 1;
+        t->evals++;
+        if (simulate_wd(t->g, t->cfg, t->wd, m, t->res, &t->nc, t->err, sizeof t->err) == 0 &&
+            t->res->stats.cycles < t->all) {
+            t->all = t->res->stats.cycles;
+            cur = slot;
+            t->n = m;
+        } else {
+            memcpy(t->spec[slot], save, sizeof save);
         }
     }
-    free(res);
-    printf("joint search: %d graph%s simulated, the tuned graph %.0f -> %.0f cycles\n", evals, evals == 1 ? "" : "s",
-           before, all);
+}
+
+/* The tuning file: a line per kept choice. */
+static int tune_write(sw_tune *t, const char *graph, const char *file)
+{
     isa_outfile o;
-    if (isa_out_open(&o, file, err, sizeof err)) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
+    if (isa_out_open(&o, file, t->err, sizeof t->err)) {
+        fprintf(stderr, "spyre sweep: %s\n", t->err);
         return SW_USAGE;
     }
     FILE *f = o.f;
     fprintf(f, "# spyre sweep --autotune: work divisions that beat the defaults, checked together\n"
                "# (docs/sweep.md): tune GRAPH CONFIG KERNEL SPEC\n");
-    for (int i = 0; i < n; i++) {
-        const char *eq = strchr(spec[i], '=');
-        fprintf(f, "tune %s %s %.*s %s\n", graph ? graph : "-", cfg->name, (int)(eq - spec[i]), spec[i], eq + 1);
+    for (int i = 0; i < t->n; i++) {
+        const char *eq = strchr(t->spec[i], '=');
+        fprintf(f, "tune %s %s %.*s %s\n", graph ? graph : "-", t->cfg->name, (int)(eq - t->spec[i]), t->spec[i],
+                eq + 1);
     }
-    if (isa_out_close(&o, 1, err, sizeof err)) {
-        fprintf(stderr, "spyre sweep: %s\n", err);
+    if (isa_out_close(&o, 1, t->err, sizeof t->err)) {
+        fprintf(stderr, "spyre sweep: %s\n", t->err);
         return SW_USAGE;
     }
-    printf("autotune: %d choice%s in %s: whole graph %.0f cycles with them, %.0f without\n", n, n == 1 ? "" : "s",
-           file, all, none);
+    printf("autotune: %d choice%s in %s: whole graph %.0f cycles with them, %.0f without\n", t->n,
+           t->n == 1 ? "" : "s", file, t->all, t->none);
     return SW_OK;
+}
+
+/* Gains, then together, then one pass of coordinate descent over the
+ * kernels, then the file. */
+int sw_autotune_joint(const cc_graph *g, const sim_config *cfg, const sw_rows *rs, const char *graph,
+                      const char *file)
+{
+    sw_tune *t = calloc(1, sizeof *t);
+    rt_run_result *res = malloc(sizeof *res);
+    if (!t || !res) {
+        fprintf(stderr, "spyre sweep: autotune: out of memory\n");
+        free(t);
+        free(res);
+        return SW_USAGE;
+    }
+    t->g = g;
+    t->cfg = cfg;
+    t->rs = rs;
+    t->res = res;
+    t->nk = sw_kernels_of(rs, t->ks, 256);
+    tune_gains(t);
+    int status = SW_USAGE;
+    if (!tune_together(t)) {
+        double before = t->all;
+        for (int k = 0; k < t->nk; k++)
+            tune_kernel(t, k);
+        printf("joint search: %d graph%s simulated, the tuned graph %.0f -> %.0f cycles\n", t->evals,
+               t->evals == 1 ? "" : "s", before, t->all);
+        free(res);
+        t->res = NULL;
+        status = tune_write(t, graph, file);
+    }
+    free(t->res);
+    free(t);
+    return status;
 }
 
 /* Simulate r's compiled program p (taken) timing-only; fills r's
