@@ -17,8 +17,6 @@
 
 #include "sweep.h"
 
-/* ---- the worker pool ---- */
-
 /* In a worker: ask the parent about this item and wait for the answer
  * (0..255); -1 when the parent is gone. */
 int sw_ask(sw_chan *ch)

@@ -8,8 +8,6 @@
 
 #include "sweep.h"
 
-/* ---- results: best per kernel, csv, json, svg ---- */
-
 int sw_kernels_of(const sw_rows *rs, sw_kernel *ks, int max)
 {
     int nk = 0;

@@ -6,8 +6,6 @@
 
 #include "sweep.h"
 
-/* ---- tuning files ---- */
-
 int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const sim_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen)
 {

@@ -12,8 +12,6 @@
 
 #include "sweep.h"
 
-/* ---- compiling and running one variant ---- */
-
 /* The default split of each kernel, from the compile report's target
  * section ("NAME: grid GMxGN on ..." or "NAME: rows over C cores"). */
 int sw_default_choice(const cc_result *r, const char *kernel, char *out, size_t len, char *tiles, size_t tlen)

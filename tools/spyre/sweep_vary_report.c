@@ -7,8 +7,6 @@
 
 #include "sweep.h"
 
-/* ---- --vary: the same graph on several chip configurations ---- */
-
 sw_vrow *sw_vrows_push(sw_vrows *rs)
 {
     rs->v = sw_grow_rows(rs->v, rs->n, &rs->cap, sizeof *rs->v);
