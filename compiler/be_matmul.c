@@ -101,11 +101,12 @@ static int mm_across(const mm_plan *m, int buf, const ir_index *idx, int lanevar
     return o1 - o0 != 2;
 }
 
-static int mm_build(be_ctx *c, int pos, mm_plan *m)
+/* The product's shape: batch dims, M, N and K, their sticks and the
+ * operands' row spaces; the kernel's template node. */
+static int mm_shape(be_ctx *c, int pos, mm_plan *m)
 {
     ir_prog *p = c->p;
     const ir_kernel *K = &p->kernels[p->order[pos]];
-    memset(m, 0, sizeof *m);
     m->c = c;
     m->K = K;
     m->mm = &p->nodes[K->nodes[0]];
@@ -138,11 +139,19 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     m->arsp.ext[m->nb] = m->M;
     m->brsp.var[m->nb] = m->vk;
     m->brsp.ext[m->nb] = m->Kd;
-    /* A product with N (or K) of 1 has lost its lane variable's term (the
-     * front half drops extent-1 terms); the variable only takes 0, so the
-     * term is put back as a walk along the operand's last dimension of
-     * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first),
-     * or else along its last dimension (a one-column slice). */
+    return 0;
+}
+
+/* A product with N (or K) of 1 has lost its lane variable's term (the
+ * front half drops extent-1 terms); the variable only takes 0, so the
+ * term is put back as a walk along the operand's last dimension of
+ * extent 1 (x @ w with w of K x 1: its last; w^T of 1 x K: its first),
+ * or else along its last dimension (a one-column slice). */
+static void mm_lane_terms(mm_plan *m)
+{
+    ir_prog *p = m->c->p;
+    const ir_kernel *K = m->K;
+    const ir_node *mm = m->mm;
     ir_node *mmw = &p->nodes[K->nodes[0]];
     const int lanes_of[2] = {m->vk, m->vn};
     const int opbuf[2] = {mm->a, mm->b};
@@ -159,13 +168,20 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         }
         opidx[o]->coef[lanes_of[o]] = coef ? coef : 1; /* else along its last dimension */
     }
+}
+
+/* An operand its stick layout cannot give the PT directly (a lane
+ * offset, a transposed walk) is restickified in LX when its buffer is
+ * in DRAM.  A lane walk that runs on past the stick dimension into the
+ * next index of the one before (heads merged back: [t, h, d] read as
+ * [t, h*d]) still reads whole sticks: its view wraps, each period of
+ * groups loaded from where it lies (be_view_wrap). */
+static int mm_operands(mm_plan *m)
+{
+    be_ctx *c = m->c;
+    const ir_kernel *K = m->K;
+    const ir_node *mm = m->mm;
     char why[256];
-    /* An operand its stick layout cannot give the PT directly (a lane
-     * offset, a transposed walk) is restickified in LX when its buffer is
-     * in DRAM.  A lane walk that runs on past the stick dimension into the
-     * next index of the one before (heads merged back: [t, h, d] read as
-     * [t, h*d]) still reads whole sticks: its view wraps, each period of
-     * groups loaded from where it lies (be_view_wrap). */
     if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why) ||
         (!be_lane_fits(c, mm->a, &mm->aidx, m->Kd) && be_view_wrap(c, mm->a, &mm->aidx, &m->av))) {
         if (!c->lay[mm->a].dram)
@@ -189,8 +205,18 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         return be_error(c, K, "internal: operand without its lane variable");
     if ((!m->ag && m->av.groups < m->KG) || (!m->bg && m->bv.groups < m->GN))
         return be_error(c, K, "an operand has fewer sticks than the product needs");
+    return 0;
+}
 
-    /* The epilogue: node 0 stores acc, each later node its epi value. */
+/* The epilogue as a row structure: node 0 stores acc, each later node
+ * its epi value; results whose stick layout the store cannot take
+ * directly go through a staged copy. */
+static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
+{
+    ir_prog *p = c->p;
+    const ir_kernel *K = m->K;
+    const ir_node *mm = m->mm;
+    char why[256];
     rk_plan *k = &m->ep;
     k->c = c;
     k->K = K;
@@ -233,8 +259,24 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         if (k->loads[i].staged)
             return be_error(c, K, "an epilogue operand of %s needs a restickify (not supported yet)",
                             p->bufs[p->A.e[k->loads[i].e].buf].name);
-    mm_set_whole(m, c->work[pos].stage_whole);
     return w.failed ? -1 : 0;
+}
+
+/* The plan of the matmul kernel at pos: its shape, the lane terms put
+ * back, its operands' views (or restickify), its epilogue. */
+static int mm_build(be_ctx *c, int pos, mm_plan *m)
+{
+    memset(m, 0, sizeof *m);
+    int rc = mm_shape(c, pos, m);
+    if (!rc) {
+        mm_lane_terms(m);
+        rc = mm_operands(m);
+    }
+    if (!rc)
+        rc = mm_epilogue(c, pos, m);
+    if (!rc)
+        mm_set_whole(m, c->work[pos].stage_whole);
+    return rc;
 }
 
 /* LX of one C slot (result, epilogue operands and temps) for blocks of
@@ -974,188 +1016,262 @@ double be_matmul_estimate(be_ctx *c, int pos)
     return e;
 }
 
+/* A work_div override (backend.c checked the core count): its grid's
+ * estimate, or an error when the operands are too small for it. */
+static int mm_plan_override(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    double bytes;
+    const char *r = w->bcast ? "r" : "";
+    if (w->gm > m->M)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "%s: M has %" PRId64 " rows, fewer than %" PRId64
+                        " parts", w->gm, w->gn, r, m->M, w->gm);
+    if (w->gn > m->GN)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "%s: N has %" PRId64 " sticks (%" PRId64
+                        " columns), fewer than %" PRId64 " parts", w->gm, w->gn, r, m->GN, m->N, w->gn);
+    if (w->gk > m->KG)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
+                        " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m->KG, w->gk);
+    mm_set_gk(m, w->gk);
+    *best = mm_cost(m, w->gm, w->gn, &bytes);
+    if (*best == DBL_MAX && w->gk > 1)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": split-K needs one block "
+                        "per core that fits LX, no batch and no restickified operand", w->gm, w->gn, w->gk);
+    return 0;
+}
+
+/* The cheapest gm x gn x gk grid by the cost model; near-ties go to the
+ * grid found first: fewer rows of cores, no split of K. */
+static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    const int64_t cores = c->cfg->cores;
+    double bytes;
+    w->gk = 1;
+    for (int64_t gk = 1; gk <= cc_min(cores, m->KG); gk++)
+        for (int64_t gm = 1; gm <= cc_min(cores / gk, m->M); gm++)
+            for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m->GN); gn++) {
+                mm_set_gk(m, gk);
+                double e = mm_cost(m, gm, gn, &bytes);
+                if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - MM_SLACK)) {
+                    *best = e;
+                    w->gm = gm;
+                    w->gn = gn;
+                    w->gk = gk;
+                }
+            }
+    mm_set_gk(m, w->gk);
+}
+
+/* How much more the staged sticks of some core's blocks measure than
+ * estimated, where that core's LX would overflow (0: none does). */
+static double mm_stage_growth(be_ctx *c, int pos, const mm_plan *m)
+{
+    const be_work *w = &c->work[pos];
+    double grow = 0;
+    for (int64_t core = 0; core < w->gm * w->gn; core++) {
+        int64_t m0, mt, g0, ns, est;
+        mm_tiling tl;
+        cc_split(m->M, w->gm, core / w->gn, &m0, &mt);
+        cc_split(m->GN, w->gn, core % w->gn, &g0, &ns);
+        if (!mt || !ns || mm_block(m, w->gm, w->gn, mt, ns, &tl))
+            continue;
+        int64_t need = mm_lx_measured(m, &tl, m0, mt, g0, ns, &est);
+        if (need > be_lx_budget(c, pos)) {
+            double se = (double)mm_stage_est(m, tl.MB, tl.NBS, tl.KC);
+            double sm = se + (double)(need - est) / 2;
+            grow = grow > sm / se ? grow : sm / se;
+        }
+    }
+    return grow;
+}
+
+/* The grid (over: a work_div's). Restickified operands: staged whole once
+ * per core when they fit LX with the rest of the kernel (both, else one,
+ * else none); the others per block: pick with the staged sticks
+ * estimated, measure them on every core's blocks, and pick again with
+ * the estimate scaled up while some core's LX would overflow. */
+static int mm_plan_grid(be_ctx *c, int pos, mm_plan *m, int over, double *best)
+{
+    be_work *w = &c->work[pos];
+    const int full = (m->ag ? 1 : 0) | (m->bg ? 2 : 0);
+    const int masks[4] = {full, full == 3 ? 1 : 0, full == 3 ? 2 : 0, 0};
+    int rc = 0;
+    for (int mi = 0; mi < 4 && !rc; mi++) {
+        if (mi && masks[mi] == masks[mi - 1])
+            continue;
+        w->stage_whole = masks[mi];
+        mm_set_whole(m, masks[mi]);
+        m->sscale = 1;
+        w->stage_scale = 0;
+        for (int round = 0; round < 8 && !rc; round++) {
+            *best = DBL_MAX;
+            if (over) {
+                rc = mm_plan_override(c, pos, m, best);
+            } else {
+                w->gm = w->gn = 0;
+                mm_plan_search(c, pos, m, best);
+            }
+            if (rc || *best == DBL_MAX || !((m->ag && !m->aw) || (m->bg && !m->bw)))
+                break;
+            double grow = mm_stage_growth(c, pos, m);
+            if (grow == 0)
+                break;
+            m->sscale *= grow > 1.1 ? grow : 1.1;
+            w->stage_scale = m->sscale;
+            *best = DBL_MAX;
+        }
+        if (rc || *best != DBL_MAX || !masks[mi])
+            break;
+    }
+    return rc;
+}
+
+/* No grid fits: name the forced tiling, or LX's size. */
+static int mm_plan_unfit(be_ctx *c, int pos, const mm_plan *m)
+{
+    const be_work *w = &c->work[pos];
+    if (w->mb)
+        return be_error(c, m->K,
+                        "work_div tiling %" PRId64 "x%" PRId64 "x%" PRId64
+                        ": the blocks do not fit %llu bytes of LX, or the K chunk is not a multiple of %" PRId64,
+                        w->mb, w->nbs, w->kc, (unsigned long long)be_lx_budget(c, pos), c->t.lanes16);
+    return be_error(c, m->K, "no block of the product fits %llu bytes of LX", (unsigned long long)be_lx_budget(c, pos));
+}
+
+/* A work_div asking for B over the ring (GMx1r, GMxGNr): its estimate, or
+ * why it cannot run. */
+static int mm_plan_ring_override(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    mm_tiling tl;
+    int rc = 0;
+    if (mm_ring_tiling(m, w, &tl))
+        rc = be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "r: %s cannot run over the ring here (a batch, "
+                      "a restickified operand or staged result, fewer rows than cores, no tiling that "
+                      "fits LX%s)", w->gm, w->gn, w->gn > 1 ? "the grid" : "B",
+                      w->gn > 1 ? ", or forced blocks smaller than a core's whole tile" : "");
+    *best = rc ? DBL_MAX : tl.cycles;
+    return rc;
+}
+
+/* B broadcast over the ring on every core (cores x 1), or a grid over
+ * the ring, when the cost model prefers it. */
+static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
+{
+    be_work *w = &c->work[pos];
+    const int64_t cores = c->cfg->cores;
+    mm_tiling tl;
+    if (cores <= m->M && !mm_bc_tiling(m, cores, &tl) && tl.cycles < *best * (1 - MM_SLACK)) {
+        *best = tl.cycles;
+        w->gm = cores;
+        w->gn = 1;
+        w->gk = 1;
+        w->bcast = 1;
+    }
+    for (int64_t gn = 2; gn <= RG_MAX_GN; gn++) {
+        if (cores % gn == 0 && !mm_rg_tiling(m, cores / gn, gn, &tl) && tl.cycles < *best * (1 - MM_SLACK)) {
+            *best = tl.cycles;
+            w->gm = cores / gn;
+            w->gn = gn;
+            w->gk = 1;
+            w->bcast = 1;
+        }
+    }
+}
+
+/* The plan's note: the core tile, its blocks, K's chunks, the corelets'
+ * split, the ring's scheme and the estimate. */
+static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
+{
+    const be_work *w = &c->work[pos];
+    int64_t mt = w->gm ? cc_ceil_div(m->M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m->GN, w->gn) : 0;
+    mm_tiling tl;
+    if (w->bcast ? mm_ring_tiling(m, w, &tl) : mm_block(m, w->gm, w->gn, mt, ns, &tl))
+        return;
+    if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
+        mt = tl.MB;
+    char kb[96], sp[96];
+    if (w->gk > 1)
+        snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
+                 " (fp32 partial sums)", m->Kd, w->gk, m->Kc, tl.KC);
+    else if (tl.KC >= m->Kd)
+        snprintf(kb, sizeof kb, "k %" PRId64 " whole", m->Kd);
+    else
+        snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m->Kd, tl.KC);
+    if (tl.split == SPLIT_ROWS)
+        snprintf(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
+    else if (tl.split == SPLIT_STICKS)
+        snprintf(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
+    else
+        snprintf(sp, sizeof sp, ", pt0 only");
+    be_note(c, pos, BE_NOTE_TILES,
+            "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
+            " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
+            mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m->N), kb, sp,
+            m->nbatch > 1 ? ", per batch index" : "",
+            !w->bcast     ? ""
+            : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
+                         : ", A shared in rows of the grid and B passed down its columns over the ring (each "
+                           "read from DRAM once), results to the cores keeping their rows",
+            best);
+}
+
+/* The plan's notes on restickified operands and results. */
+static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
+{
+    if (m->ag)
+        be_note(c, pos, BE_NOTE_RESTICK, m->aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
+                                               : "A %s (sfp.rst from the sticks each block reads, staged)",
+                c->p->bufs[m->mm->a].name);
+    if (m->bg)
+        be_note(c, pos, BE_NOTE_RESTICK, m->bw ? "B %s (sfp.rst from its sticks, staged whole once per core)"
+                                               : "B %s (sfp.rst from the sticks each block reads, staged)",
+                c->p->bufs[m->mm->b].name);
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+            be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
+                    c->p->bufs[c->p->nodes[m->ep.nodes[j].node].out].name);
+}
+
+/* The work division of a matmul: the grid (a work_div's or the cost
+ * model's), then the schemes over the ring, then the notes. */
+static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
+{
+    be_work *w = &c->work[pos];
+    double best = DBL_MAX;
+    const int over = w->gm != 0;
+    if (!w->gk)
+        w->gk = 1;
+    int rc = mm_plan_grid(c, pos, m, over, &best);
+    if (!rc && best == DBL_MAX)
+        rc = mm_plan_unfit(c, pos, m);
+    if (!rc && over && w->bcast)
+        rc = mm_plan_ring_override(c, pos, m, &best);
+    else if (!over)
+        w->bcast = 0;
+    if (!over) /* the schemes over the ring do not split K */
+        mm_set_gk(m, 1);
+    if (!rc && !over && best != DBL_MAX)
+        mm_plan_ring_search(c, pos, m, &best);
+    mm_set_gk(m, w->gk);
+    w->cores = (int)(w->gm * w->gn * w->gk);
+    w->est_cycles = best;
+    w->rows = m->M;
+    w->cols = m->N;
+    if (!rc) {
+        mm_note_tiles(c, pos, m, best);
+        mm_note_restick(c, pos, m);
+    }
+    return rc;
+}
+
 int be_matmul_plan(be_ctx *c, int pos)
 {
     mm_plan m;
     int rc = mm_build(c, pos, &m);
-    if (!rc) {
-        be_work *w = &c->work[pos];
-        double best = DBL_MAX, bytes = 0;
-        int64_t cores = c->cfg->cores;
-        const int over = w->gm != 0;
-        if (!w->gk)
-            w->gk = 1;
-        /* Restickified operands: staged whole once per core when they fit
-         * LX with the rest of the kernel (both, else one, else none);
-         * the others per block: pick with the staged sticks estimated,
-         * measure them on every core's blocks, and pick again with the
-         * estimate scaled up while some core's LX would overflow. */
-        const int full = (m.ag ? 1 : 0) | (m.bg ? 2 : 0);
-        const int masks[4] = {full, full == 3 ? 1 : 0, full == 3 ? 2 : 0, 0};
-        for (int mi = 0; mi < 4 && !rc; mi++) {
-        if (mi && masks[mi] == masks[mi - 1])
-            continue;
-        w->stage_whole = masks[mi];
-        mm_set_whole(&m, masks[mi]);
-        m.sscale = 1;
-        w->stage_scale = 0;
-        for (int round = 0; round < 8 && !rc; round++) {
-        best = DBL_MAX;
-        if (!over)
-            w->gm = w->gn = 0;
-        if (over) { /* a work_div override (backend.c checked the core count) */
-            const char *r = w->bcast ? "r" : "";
-            if (w->gm > m.M)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "%s: M has %" PRId64 " rows, fewer than %" PRId64
-                              " parts", w->gm, w->gn, r, m.M, w->gm);
-            else if (w->gn > m.GN)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "%s: N has %" PRId64 " sticks (%" PRId64
-                              " columns), fewer than %" PRId64 " parts", w->gm, w->gn, r, m.GN, m.N, w->gn);
-            else if (w->gk > m.KG)
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
-                              " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m.KG, w->gk);
-            else {
-                mm_set_gk(&m, w->gk);
-                best = mm_cost(&m, w->gm, w->gn, &bytes);
-                if (best == DBL_MAX && w->gk > 1)
-                    rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": split-K needs one block "
-                                  "per core that fits LX, no batch and no restickified operand", w->gm, w->gn, w->gk);
-            }
-        } else {
-            /* near-ties go to the grid found first: fewer rows of cores,
-             * no split of K */
-            w->gk = 1;
-            for (int64_t gk = 1; gk <= cc_min(cores, m.KG); gk++)
-                for (int64_t gm = 1; gm <= cc_min(cores / gk, m.M); gm++)
-                    for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m.GN); gn++) {
-                        mm_set_gk(&m, gk);
-                        double e = mm_cost(&m, gm, gn, &bytes);
-                        if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < best * (1 - MM_SLACK)) {
-                            best = e;
-                            w->gm = gm;
-                            w->gn = gn;
-                            w->gk = gk;
-                        }
-                    }
-            mm_set_gk(&m, w->gk);
-        }
-        if (rc || best == DBL_MAX || !((m.ag && !m.aw) || (m.bg && !m.bw)))
-            break;
-        double grow = 0;
-        for (int64_t core = 0; core < w->gm * w->gn; core++) {
-            int64_t m0, mt, g0, ns, est;
-            mm_tiling tl;
-            cc_split(m.M, w->gm, core / w->gn, &m0, &mt);
-            cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
-            if (!mt || !ns || mm_block(&m, w->gm, w->gn, mt, ns, &tl))
-                continue;
-            int64_t need = mm_lx_measured(&m, &tl, m0, mt, g0, ns, &est);
-            if (need > be_lx_budget(c, pos)) {
-                double se = (double)mm_stage_est(&m, tl.MB, tl.NBS, tl.KC);
-                double sm = se + (double)(need - est) / 2;
-                grow = grow > sm / se ? grow : sm / se;
-            }
-        }
-        if (grow == 0)
-            break;
-        m.sscale *= grow > 1.1 ? grow : 1.1;
-        w->stage_scale = m.sscale;
-        best = DBL_MAX;
-        }
-        if (rc || best != DBL_MAX || !masks[mi])
-            break;
-        }
-        if (!rc && best == DBL_MAX && w->mb)
-            rc = be_error(c, m.K,
-                          "work_div tiling %" PRId64 "x%" PRId64 "x%" PRId64
-                          ": the blocks do not fit %llu bytes of LX, or the K chunk is not a multiple of %" PRId64,
-                          w->mb, w->nbs, w->kc, (unsigned long long)be_lx_budget(c, pos), c->t.lanes16);
-        else if (!rc && best == DBL_MAX)
-            rc = be_error(c, m.K, "no block of the product fits %llu bytes of LX",
-                          (unsigned long long)be_lx_budget(c, pos));
-        /* B broadcast over the ring on every core (cores x 1), when the
-         * cost model prefers it or a work_div asks for it (GMx1r) */
-        if (!rc && over && w->bcast) {
-            mm_tiling tl;
-            if (mm_ring_tiling(&m, w, &tl))
-                rc = be_error(c, m.K, "work_div %" PRId64 "x%" PRId64 "r: %s cannot run over the ring here (a batch, "
-                              "a restickified operand or staged result, fewer rows than cores, no tiling that "
-                              "fits LX%s)", w->gm, w->gn, w->gn > 1 ? "the grid" : "B",
-                              w->gn > 1 ? ", or forced blocks smaller than a core's whole tile" : "");
-            best = rc ? DBL_MAX : tl.cycles;
-        } else if (!over) {
-            w->bcast = 0;
-        }
-        if (!over) /* the schemes over the ring do not split K */
-            mm_set_gk(&m, 1);
-        for (int64_t gm = cores; !rc && !over && best != DBL_MAX && gm == cores && gm <= m.M; gm++) {
-            mm_tiling tl;
-            if (!mm_bc_tiling(&m, gm, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
-                best = tl.cycles;
-                w->gm = gm;
-                w->gn = 1;
-                w->gk = 1;
-                w->bcast = 1;
-            }
-        }
-        for (int64_t gn = 2; !rc && !over && best != DBL_MAX && gn <= RG_MAX_GN; gn++) {
-            mm_tiling tl;
-            if (cores % gn == 0 && !mm_rg_tiling(&m, cores / gn, gn, &tl) && tl.cycles < best * (1 - MM_SLACK)) {
-                best = tl.cycles;
-                w->gm = cores / gn;
-                w->gn = gn;
-                w->gk = 1;
-                w->bcast = 1;
-            }
-        }
-        mm_set_gk(&m, w->gk);
-        w->cores = (int)(w->gm * w->gn * w->gk);
-        w->est_cycles = best;
-        w->rows = m.M;
-        w->cols = m.N;
-        int64_t mt = w->gm ? cc_ceil_div(m.M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m.GN, w->gn) : 0;
-        mm_tiling tl;
-        if (!rc && !(w->bcast ? mm_ring_tiling(&m, w, &tl) : mm_block(&m, w->gm, w->gn, mt, ns, &tl))) {
-            if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
-                mt = tl.MB;
-            char kb[96], sp[96];
-            if (w->gk > 1)
-                snprintf(kb, sizeof kb, "k %" PRId64 " in %" PRId64 " parts of up to %" PRId64 " in chunks of %" PRId64
-                         " (fp32 partial sums)", m.Kd, w->gk, m.Kc, tl.KC);
-            else if (tl.KC >= m.Kd)
-                snprintf(kb, sizeof kb, "k %" PRId64 " whole", m.Kd);
-            else
-                snprintf(kb, sizeof kb, "k %" PRId64 " in chunks of %" PRId64 " (fp32 partial sums)", m.Kd, tl.KC);
-            if (tl.split == SPLIT_ROWS)
-                snprintf(sp, sizeof sp, ", pt0/pt1 split rows at %" PRId64, tl.r0);
-            else if (tl.split == SPLIT_STICKS)
-                snprintf(sp, sizeof sp, ", pt0/pt1 split sticks at %" PRId64, tl.s0);
-            else
-                snprintf(sp, sizeof sp, ", pt0 only");
-            be_note(c, pos, BE_NOTE_TILES,
-                    "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
-                    " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
-                    mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m.N), kb, sp,
-                    m.nbatch > 1 ? ", per batch index" : "",
-                    !w->bcast     ? ""
-                    : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
-                                 : ", A shared in rows of the grid and B passed down its columns over the ring (each "
-                                   "read from DRAM once), results to the cores keeping their rows",
-                    best);
-        }
-        if (!rc && m.ag)
-            be_note(c, pos, BE_NOTE_RESTICK, m.aw ? "A %s (sfp.rst from its sticks, staged whole once per core)"
-                                                  : "A %s (sfp.rst from the sticks each block reads, staged)",
-                    c->p->bufs[m.mm->a].name);
-        if (!rc && m.bg)
-            be_note(c, pos, BE_NOTE_RESTICK, m.bw ? "B %s (sfp.rst from its sticks, staged whole once per core)"
-                                                  : "B %s (sfp.rst from the sticks each block reads, staged)",
-                    c->p->bufs[m.mm->b].name);
-        for (int j = 0; !rc && j < m.ep.nn; j++)
-            if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
-                be_note(c, pos, BE_NOTE_RESTICK, "result %s (stored through a staged copy)",
-                        c->p->bufs[c->p->nodes[m.ep.nodes[j].node].out].name);
-    }
+    if (!rc)
+        rc = mm_plan_work(c, pos, &m);
     mm_free(&m);
     return rc;
 }
@@ -1511,110 +1627,171 @@ static void mm_corelet_parts(const mm_tiling *tl, int nc, int64_t mb, int64_t nb
         cp->last[u] = u >= nc || cp->cns[u] < 1 || cp->cst[u] >= nbs ? 0 : cc_min(nbs, cp->cst[u] + cp->cns[u]) - 1;
 }
 
-static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
+/* A block under way: batch b, rows [m0, m0 + mb) (arow in A), sticks
+ * [g0, g0 + nbs) (cols columns), its C slot q at C, its corelets' parts,
+ * B's view from its first stick. */
+typedef struct {
+    int64_t b, m0, mb, g0, nbs, cols, arow, C;
+    int q;
+    mm_parts cp;
+    be_view bv0;
+} mm_blk;
+
+/* Chunk of K number j of a block: A/B slot s at A and B, K rows
+ * [k0, k0 + kc), the step of the chunk in the core's sequence. */
+typedef struct {
+    int s, first, last;
+    int64_t k0, kc, A, B, step;
+} mm_chunk;
+
+/* dmai: the chunk's A and B into its slot (B from the ring when
+ * broadcast); sfp0: restickified operands into the slot's parts. */
+static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
 {
     mm_plan *m = mc->m;
     be_ctx *c = m->c;
     cc_emit *e = mc->e;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MB = mc->MB, KC = mc->KC;
-    const int q = (int)(mc->nblk++ % 2);
-    const int64_t C = mc->cs[q];
-    int64_t at = C + mc->NBS * MB * sb;
-    const int64_t cols = cc_min(nbs * lanes, m->N - g0 * lanes);
-    const int64_t arow = b * m->M + m0;
-    rk_plan *k = &m->ep;
-
-    /* the epilogue's operands into C slot q */
-    cc_emit_wait(e, ISA_U_DMAI, mc->eempty[q]);
-    const mm_rows rs = {1, {arow}, {0}, {mb}};
-    if (!mc->ik) /* split-K: only part 0 runs the epilogue */
-        at = mm_ep_load(mc, &rs, m0 - mc->m0, g0, nbs, at, NULL);
-    cc_emit_sig(e, ISA_U_DMAI, mc->efull[q]);
-
-    /* K in chunks through the A/B slots; corelet c computes its part of
-     * the block (rows from crow, sticks from cst). */
-    mm_parts cp;
-    mm_corelet_parts(&mc->tl, mc->nc, mb, nbs, &cp);
-    const int64_t *crow = cp.crow, *cnr = cp.cnr, *cst = cp.cst, *cns = cp.cns;
-    be_view bv0 = shifted(&m->bv, g0);
-    for (int64_t j = 0; j < mc->nch; j++) {
-        const int s = (int)(mc->nchunk++ % 2);
-        const int64_t k0 = mc->kb + j * KC, kc = cc_min(KC, mc->kb + mc->kt - k0), A = mc->ab[s];
-        const int64_t B = A + cc_ceil_div(KC, lanes) * MB * sb;
-        for (int u = 0; u < mc->nc; u++)
-            cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
-        if (m->ares) {
-            be_res_copy(c, e, 0, m->mm->a, m0 - mc->m0, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
-        } else if (!m->ag) {
-            be_view av = shifted(&m->av, k0 / lanes);
-            be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, arow, mb, cc_ceil_div(kc, lanes));
-        }
-        if (!m->bg && !mc->bc)
-            be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bv0, &m->brsp, b * m->Kd + k0, kc, nbs);
-        if (m->ag && !m->aw)
-            mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo,
-                           mc->ago);
-        if (m->bg && !m->bw)
-            mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g0 * lanes, cols, A + mc->bst,
-                           mc->blo, mc->bgo);
-        for (int u = 0; u < mc->nc; u++)
-            cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
-        const int64_t step = mc->nchunk - 1;
-        if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
-            bc_chunk(mc, step, &bv0, b * m->Kd + k0, kc, nbs, cp.last);
-        if (m->ag || m->bg) { /* sfp0 restickifies the operands into the slot */
-            for (int u = 0; u < mc->nc; u++)
-                cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
-            if (m->ag)
-                mm_gather(mc, m->mm->a, &m->mm->aidx, m->aw ? mc->aws : A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk, k0, kc,
-                          A, MB * sb);
-            if (m->bg)
-                mm_gather(mc, m->mm->b, &m->mm->bidx, m->bw ? mc->bws : A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
-                          g0 * lanes, cols, B, KC * sb);
-            for (int u = 0; u < mc->nc; u++)
-                cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
-        }
-
-        const int first = j == 0, last = j == mc->nch - 1;
-        for (int u = 0; u < mc->nc; u++) {
-            const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
-            cc_emit_wait(e, pt, m->ag || m->bg ? mc->abrst[s][u] : mc->abfull[s][u]);
-            if (mc->bc)
-                cc_emit_wait(e, pt, mc->have[u]);
-            if (first)
-                cc_emit_wait(e, pt, mc->cempty[q][u]);
-            const int64_t ncols = cc_min(cns[u] * lanes, cols - cst[u] * lanes);
-            if (cnr[u] > 0 && cns[u] > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
-                const int64_t roff = crow[u] * sb;
-                const int64_t poff = roff + cst[u] * cc_ceil_div(lanes, c->t.lanes32) * MB * sb;
-                cc_pt_args pa = {0};
-                pa.c = u;
-                pa.a = cc_abs(A + roff);
-                pa.b = cc_abs((mc->bc ? mc->bslot[step % BC_SLOTS] : B) + cst[u] * KC * sb);
-                pa.m = cnr[u];
-                pa.n = ncols;
-                pa.k = kc;
-                pa.ds = pa.ps = MB * sb;
-                pa.as = MB * sb;
-                pa.bs = KC * sb;
-                const int dl16 = last && mc->gk == 1; /* split-K: fp32 sums to reduce */
-                pa.flags = (first ? 0 : ISA_F_ACC) | (dl16 ? 0 : ISA_F_F32);
-                pa.d = cc_abs(dl16 ? C + roff + cst[u] * MB * sb : mc->P + poff);
-                pa.p = cc_abs(first ? 0 : mc->P + poff);
-                if (first)
-                    pa.ps = 0;
-                cc_emit_pt(e, &pa);
-            }
-            cc_emit_sig(e, pt, mc->abempty[s][u]);
-            if (mc->bc)
-                cc_emit_sig(e, pt, mc->ptdone[u]);
-            if (last)
-                cc_emit_sig(e, pt, mc->mmd[q][u]);
-            if (last && mc->gk > 1)
-                cc_emit_sig(e, pt, mc->pdone[u]);
-        }
+    const int64_t k0 = ch->k0, kc = ch->kc, A = ch->A, B = ch->B, b = bk->b, m0 = bk->m0, mb = bk->mb;
+    const int s = ch->s;
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
+    if (m->ares) {
+        be_res_copy(c, e, 0, m->mm->a, m0 - mc->m0, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
+    } else if (!m->ag) {
+        be_view av = shifted(&m->av, k0 / lanes);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, bk->arow, mb, cc_ceil_div(kc, lanes));
     }
+    if (!m->bg && !mc->bc)
+        be_dma_rows(c, e, ISA_OP_DMA_LD, B, KC * sb, &bk->bv0, &m->brsp, b * m->Kd + k0, kc, bk->nbs);
+    if (m->ag && !m->aw)
+        mm_stage_block(mc, m->mm->a, &m->mm->aidx, b, m->vm, m0, mb, m->vk, k0, kc, A + mc->ast, mc->alo, mc->ago);
+    if (m->bg && !m->bw)
+        mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, bk->g0 * lanes, bk->cols, A + mc->bst,
+                       mc->blo, mc->bgo);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
+    if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
+        bc_chunk(mc, ch->step, &bk->bv0, b * m->Kd + k0, kc, bk->nbs, bk->cp.last);
+    if (!m->ag && !m->bg)
+        return;
+    /* sfp0 restickifies the operands into the slot */
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_SFP0, mc->abfull[s][u]);
+    if (m->ag)
+        mm_gather(mc, m->mm->a, &m->mm->aidx, m->aw ? mc->aws : A + mc->ast, mc->alo, mc->ago, b, m->vm, m0, mb, m->vk,
+                  k0, kc, A, MB * sb);
+    if (m->bg)
+        mm_gather(mc, m->mm->b, &m->mm->bidx, m->bw ? mc->bws : A + mc->bst, mc->blo, mc->bgo, b, m->vk, k0, kc, m->vn,
+                  bk->g0 * lanes, bk->cols, B, KC * sb);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_SFP0, mc->abrst[s][u]);
+}
 
+/* pt u: its part of the block's product over the chunk (DL16 into C on
+ * the last chunk, fp32 partial sums before it and under split-K). */
+static void mm_chunk_pt(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MB = mc->MB, KC = mc->KC;
+    const int64_t *crow = bk->cp.crow, *cnr = bk->cp.cnr, *cst = bk->cp.cst, *cns = bk->cp.cns;
+    const int s = ch->s, q = bk->q, first = ch->first, last = ch->last;
+    for (int u = 0; u < mc->nc; u++) {
+        const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+        cc_emit_wait(e, pt, m->ag || m->bg ? mc->abrst[s][u] : mc->abfull[s][u]);
+        if (mc->bc)
+            cc_emit_wait(e, pt, mc->have[u]);
+        if (first)
+            cc_emit_wait(e, pt, mc->cempty[q][u]);
+        const int64_t ncols = cc_min(cns[u] * lanes, bk->cols - cst[u] * lanes);
+        if (cnr[u] > 0 && cns[u] > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+            const int64_t roff = crow[u] * sb;
+            const int64_t poff = roff + cst[u] * cc_ceil_div(lanes, c->t.lanes32) * MB * sb;
+            cc_pt_args pa = {0};
+            pa.c = u;
+            pa.a = cc_abs(ch->A + roff);
+            pa.b = cc_abs((mc->bc ? mc->bslot[ch->step % BC_SLOTS] : ch->B) + cst[u] * KC * sb);
+            pa.m = cnr[u];
+            pa.n = ncols;
+            pa.k = ch->kc;
+            pa.ds = pa.ps = MB * sb;
+            pa.as = MB * sb;
+            pa.bs = KC * sb;
+            const int dl16 = last && mc->gk == 1; /* split-K: fp32 sums to reduce */
+            pa.flags = (first ? 0 : ISA_F_ACC) | (dl16 ? 0 : ISA_F_F32);
+            pa.d = cc_abs(dl16 ? bk->C + roff + cst[u] * MB * sb : mc->P + poff);
+            pa.p = cc_abs(first ? 0 : mc->P + poff);
+            if (first)
+                pa.ps = 0;
+            cc_emit_pt(e, &pa);
+        }
+        cc_emit_sig(e, pt, mc->abempty[s][u]);
+        if (mc->bc)
+            cc_emit_sig(e, pt, mc->ptdone[u]);
+        if (last)
+            cc_emit_sig(e, pt, mc->mmd[q][u]);
+        if (last && mc->gk > 1)
+            cc_emit_sig(e, pt, mc->pdone[u]);
+    }
+}
+
+/* Split-K: the reduced fp32 sums of the block into C as DL16 (even / odd
+ * fp32 groups: lanes 0-31 / 32-63). */
+static void mm_splitk_cvt(mm_core *mc, const mm_blk *bk)
+{
+    cc_emit *e = mc->e;
+    const int64_t sb = mc->m->c->t.stick, MB = mc->MB;
+    cc_emit_wait(e, ISA_U_SFP0, mc->red);
+    for (int h = 0; h < 2; h++) {
+        cc_sfp_args cv = {0};
+        cv.op = ISA_OP_SFP_CVT;
+        cv.t = ISA_T_F32;
+        cv.d = cc_abs(bk->C + h * (sb / 2));
+        cv.a = cc_abs(mc->P + h * MB * sb);
+        cv.n0 = bk->mb;
+        cv.ds0 = sb;
+        cv.as0 = sb;
+        cv.n1 = bk->nbs;
+        cv.ds1 = MB * sb;
+        cv.as1 = 2 * MB * sb;
+        cc_emit_sfp(e, &cv);
+    }
+}
+
+/* dmao: the block's results leaving the kernel (DRAM, then the rows of
+ * kept ones); the block's slots free again. */
+static void mm_block_store(mm_core *mc, const mm_blk *bk, const be_val *vals)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const rk_plan *k = &m->ep;
+    const int64_t sb = c->t.stick, MB = mc->MB;
+    cc_emit_wait(e, ISA_U_DMAO, mc->done[bk->q]);
+    for (int j = 0; j < k->nn && j < 64; j++) {
+        if (!k->nodes[j].dram || k->nodes[j].staged)
+            continue;
+        be_view v = shifted(&k->nodes[j].sv, bk->g0);
+        be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, bk->arow, bk->mb, bk->nbs);
+    }
+    for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
+        if (k->nodes[j].res)
+            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, bk->m0 - mc->m0, bk->mb, bk->g0, bk->nbs,
+                        vals[j].lx, MB * sb);
+    cc_emit_sig(e, ISA_U_DMAO, mc->eempty[bk->q]);
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_sig(e, ISA_U_DMAO, mc->cempty[bk->q][u]);
+}
+
+/* After the block's last chunk: split-K's reduction, then the epilogue
+ * over the block (sfp0) and its results' stores (dmao). */
+static int mm_block_finish(mm_core *mc, const mm_blk *bk, int64_t at)
+{
+    mm_plan *m = mc->m;
+    cc_emit *e = mc->e;
+    const int q = bk->q;
     if (mc->gk > 1)
         mm_splitk_reduce(mc);
     for (int u = 0; u < mc->nc; u++)
@@ -1628,57 +1805,691 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
             cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
         return 0;
     }
-    if (mc->gk > 1) { /* the reduced fp32 sums of the block into C as DL16 (even / odd fp32 groups: lanes 0-31 / 32-63) */
-        cc_emit_wait(e, ISA_U_SFP0, mc->red);
-        for (int h = 0; h < 2; h++) {
-            cc_sfp_args cv = {0};
-            cv.op = ISA_OP_SFP_CVT;
-            cv.t = ISA_T_F32;
-            cv.d = cc_abs(C + h * (sb / 2));
-            cv.a = cc_abs(mc->P + h * MB * sb);
-            cv.n0 = mb;
-            cv.ds0 = sb;
-            cv.as0 = sb;
-            cv.n1 = nbs;
-            cv.ds1 = MB * sb;
-            cv.as1 = 2 * MB * sb;
-            cc_emit_sfp(e, &cv);
-        }
-    }
+    if (mc->gk > 1)
+        mm_splitk_cvt(mc, bk);
     be_val vals[64];
-    if (mm_ep_eval(mc, mb, nbs, at, C, C + mc->cslot_bytes, vals))
+    if (mm_ep_eval(mc, bk->mb, bk->nbs, at, bk->C, bk->C + mc->cslot_bytes, vals))
         return -1;
-    for (int j = 0; j < k->nn && j < 64; j++)
-        if (k->nodes[j].dram && k->nodes[j].staged)
-            mm_scatter(mc, j, vals[j].lx, MB * sb, b, m0, mb, g0 * lanes, cols);
+    for (int j = 0; j < m->ep.nn && j < 64; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+            mm_scatter(mc, j, vals[j].lx, mc->MB * m->c->t.stick, bk->b, bk->m0, bk->mb, bk->g0 * m->c->t.lanes16,
+                       bk->cols);
     cc_emit_sig(e, ISA_U_SFP0, mc->done[q]);
-
-    cc_emit_wait(e, ISA_U_DMAO, mc->done[q]);
-    for (int j = 0; j < k->nn && j < 64; j++) {
-        if (!k->nodes[j].dram || k->nodes[j].staged)
-            continue;
-        be_view v = shifted(&k->nodes[j].sv, g0);
-        be_dma_rows(c, e, ISA_OP_DMA_ST, vals[j].lx, MB * sb, &v, &k->rsp, arow, mb, nbs);
-    }
-    for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
-        if (k->nodes[j].res)
-            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, m0 - mc->m0, mb, g0, nbs, vals[j].lx, MB * sb);
-    cc_emit_sig(e, ISA_U_DMAO, mc->eempty[q]);
-    for (int u = 0; u < mc->nc; u++)
-        cc_emit_sig(e, ISA_U_DMAO, mc->cempty[q][u]);
+    mm_block_store(mc, bk, vals);
     return 0;
 }
 
-/* A core of the grid over the ring (see mm_rg_tiling). */
-static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
+/* One block: its epilogue's operands into C slot q, K in chunks through
+ * the A/B slots (corelet u computes its part of the block: rows from
+ * crow, sticks from cst), then the epilogue and the stores. */
+static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t g0, int64_t nbs)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, KC = mc->KC;
+    mm_blk bk = {0};
+    bk.b = b;
+    bk.m0 = m0;
+    bk.mb = mb;
+    bk.g0 = g0;
+    bk.nbs = nbs;
+    bk.cols = cc_min(nbs * lanes, m->N - g0 * lanes);
+    bk.arow = b * m->M + m0;
+    bk.q = (int)(mc->nblk++ % 2);
+    bk.C = mc->cs[bk.q];
+    int64_t at = bk.C + mc->NBS * mc->MB * sb;
+
+    cc_emit_wait(e, ISA_U_DMAI, mc->eempty[bk.q]);
+    const mm_rows rs = {1, {bk.arow}, {0}, {mb}};
+    if (!mc->ik) /* split-K: only part 0 runs the epilogue */
+        at = mm_ep_load(mc, &rs, m0 - mc->m0, g0, nbs, at, NULL);
+    cc_emit_sig(e, ISA_U_DMAI, mc->efull[bk.q]);
+
+    mm_corelet_parts(&mc->tl, mc->nc, mb, nbs, &bk.cp);
+    bk.bv0 = shifted(&m->bv, g0);
+    for (int64_t j = 0; j < mc->nch; j++) {
+        mm_chunk ch;
+        ch.s = (int)(mc->nchunk++ % 2);
+        ch.step = mc->nchunk - 1;
+        ch.k0 = mc->kb + j * KC;
+        ch.kc = cc_min(KC, mc->kb + mc->kt - ch.k0);
+        ch.A = mc->ab[ch.s];
+        ch.B = ch.A + cc_ceil_div(KC, lanes) * mc->MB * sb;
+        ch.first = j == 0;
+        ch.last = j == mc->nch - 1;
+        mm_chunk_in(mc, &bk, &ch);
+        mm_chunk_pt(mc, &bk, &ch);
+    }
+    return mm_block_finish(mc, &bk, at);
+}
+
+/* The tile state every emission of a core's blocks shares. */
+static void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows)
+{
+    mc->T.c = c;
+    mc->T.e = mc->e;
+    mc->T.K = mc->m->K;
+    mc->T.gs = rows * c->t.stick;
+    mc->T.rows_cap = rows;
+    mc->T.cols = mc->m->N;
+    mc->T.acc_expr = mc->m->acc;
+}
+
+/* A core of the grid over the ring (see mm_rg_tiling): row i, column j of
+ * gm x gn; its own rows [p0, p0 + pn) at own in the grid row's mt rows
+ * (rs: the grid row's parts), sticks [g0, g0 + ns); the LX areas (AG the
+ * grid row's A, BW the column block's B, C the block, CT the epilogue's
+ * column temps) and tokens; the corelets' parts and the epilogue pipe. */
+typedef struct {
+    mm_core mc;
+    be_ctx *c;
+    mm_plan *m;
+    cc_emit *e;
+    int core;
+    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols;
+    mm_rows rs;
+    int64_t AG, BW, C, colt, CT;
+    int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
+    int abfull[2], have[2], mmd[2], done[2], rdone[2];
+    mm_parts cp;
+    int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
+    int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
+    be_view bv0;
+} rg_core;
+
+/* The core's place in the grid, its tiling, LX areas and tokens. */
+static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core)
 {
     const be_work *w = &c->work[m->ep.pos];
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16, gm = w->gm, gn = w->gn, i = core / gn, j = core % gn;
-    const int64_t mid = gm / 2; /* the column's loader */
-    mm_rows rs;
-    const int64_t mt = rg_rows(m, gn, i, &rs), p0 = rs.row[j], pn = rs.len[j], own = rs.off[j];
-    int64_t g0, ns;
-    cc_split(m->GN, gn, j, &g0, &ns);
+    const int64_t sb = c->t.stick;
+    g->c = c;
+    g->m = m;
+    g->core = core;
+    g->gm = w->gm;
+    g->gn = w->gn;
+    g->i = core / g->gn;
+    g->j = core % g->gn;
+    g->mid = g->gm / 2; /* the column's loader */
+    g->mt = rg_rows(m, g->gn, g->i, &g->rs);
+    g->p0 = g->rs.row[g->j];
+    g->pn = g->rs.len[g->j];
+    g->own = g->rs.off[g->j];
+    cc_split(m->GN, g->gn, g->j, &g->g0, &g->ns);
+    cc_emit *e = g->e = &c->em[core];
+    e->lx_top = 0;
+    e->ntokens = 0;
+    mm_core *mc = &g->mc;
+    mc->m = m;
+    mc->e = e;
+    mc->m0 = g->p0;
+    if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
+    mc->nch = mc->tl.nch;
+    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
+    /* allocated first and at their largest: the same offsets on every
+     * core, where the row's and the column's other cores write */
+    g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
+    g->BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
+    /* one row more: the epilogue of a piece puts its temps at its rows */
+    g->C = cc_lx_alloc(e, mc->cslot_bytes + MT * sb, "matmul block");
+    /* and its per-column temps in an area of its own */
+    g->colt = m->ep.nexpr * NS * sb;
+    g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
+    if (mc->nch > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    for (int64_t q = 0; q < g->gn; q++)
+        g->aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
+    g->aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
+    g->aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
+    g->loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
+    g->arr = cc_tok_alloc(e, "B piece arrived (from the column)");
+    g->efull = cc_tok_alloc(e, "matmul epilogue operands full");
+    for (int u = 0; u < 2; u++) {
+        g->done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
+        g->rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
+        g->abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
+        g->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+        g->mmd[u] = cc_tok_alloc(e, "matmul product done");
+    }
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+/* The corelets' parts (corelet u: rows from crow, sticks from cst), the
+ * pipe, B's way down the column and where A's kept rows are. */
+static void rg_layout(rg_core *g)
+{
+    mm_core *mc = &g->mc;
+    mm_corelet_parts(&mc->tl, mc->nc, g->mt, g->ns, &g->cp);
+    /* pipe: the last chunk's product part by part (seg[u]: corelet u's
+     * parts), and each part's epilogue and results as soon as it is
+     * done, on its corelet's SFP; when the corelets split rows at a part's
+     * edge (or one corelet works) */
+    g->pipe = mc->nch > 1 && (mc->nc == 1 || mc->tl.split == SPLIT_ROWS);
+    for (int sg = 0; sg < g->rs.n && g->pipe; sg++) {
+        const int u = mc->nc > 1 && g->rs.off[sg] >= g->cp.crow[1];
+        g->pipe = u ? g->rs.off[sg] >= g->cp.crow[1] : g->rs.off[sg] + g->rs.len[sg] <= g->cp.cnr[0];
+        g->seg[u][g->nseg[u]++] = sg;
+    }
+    /* B's way: from the middle core up and down the column */
+    g->down[0] = g->down[1] = -1;
+    if (g->i <= g->mid && g->i > 0)
+        g->down[0] = g->core - (int)g->gn;
+    if (g->i >= g->mid && g->i + 1 < g->gm)
+        g->down[1] = g->core + (int)g->gn;
+    if (g->m->ares)
+        be_res_at(g->c, g->m->mm->a, g->m->ep.pos, &g->ra_lx, &g->ra_cap);
+    g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
+    g->bv0 = shifted(&g->m->bv, g->g0);
+}
+
+/* Chunk jc of K in: dmai loads B's chunk (the middle core) and the own A
+ * rows; the ring sends the own A rows to the grid row's other cores (from
+ * the kept region directly), then B's pieces on down the column; sfp1
+ * collects the grid row's A rows of the chunk. */
+static void rg_chunk_in(rg_core *g, int64_t jc)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
+    if (g->i == g->mid) {
+        be_dma_rows(c, e, ISA_OP_DMA_LD, g->BW + k0 * sb, m->Kd * sb, &g->bv0, &m->brsp, k0, kc, g->ns);
+        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
+    }
+    if (m->ares) {
+        be_res_copy(c, e, 0, m->mm->a, 0, g->pn, gi, kg, aoff, MT * sb);
+    } else {
+        be_view av = shifted(&m->av, gi);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, g->p0, g->pn, kg);
+        cc_emit_sig(e, ISA_U_DMAI, g->aload_r);
+    }
+    cc_emit_sig(e, ISA_U_DMAI, g->aload);
+    if (!m->ares)
+        cc_emit_wait(e, ISA_U_RING, g->aload_r);
+    for (int64_t d = 1; d < g->gn; d++) {
+        const int64_t q = (g->j + d) % g->gn;
+        cc_dma_shape sh = cc_dma_groups(g->pn, kg, MT * sb, m->ares ? g->ra_cap * sb : MT * sb);
+        cc_emit_ring(e, ISA_OP_RING_SEND, (int)(g->i * g->gn + q), g->aarr[g->j], cc_abs(aoff),
+                     cc_abs(m->ares ? g->ra_lx + gi * g->ra_cap * sb : aoff), &sh);
+    }
+    if (g->i == g->mid)
+        cc_emit_wait(e, ISA_U_RING, g->loaded);
+    for (int64_t pc = 0; pc < g->ns; pc++) {
+        if (g->i != g->mid)
+            cc_emit_wait(e, ISA_U_RING, g->arr);
+        for (int u = 0; u < g->mc.nc; u++)
+            if (jc == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
+                        : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
+                cc_emit_sig(e, ISA_U_RING, g->have[u]);
+        const int64_t at = g->BW + (pc * m->Kd + k0) * sb;
+        cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
+        for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
+            const int h = (int)((h0 + g->j) % 2);
+            if (g->down[h] >= 0)
+                cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
+        }
+    }
+    for (int64_t q = 0; q < g->gn; q++)
+        if (q != g->j)
+            cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
+    cc_emit_wait(e, ISA_U_SFP1, g->aload);
+    for (int u = 0; u < g->mc.nc; u++)
+        cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
+}
+
+/* pt u: its part of chunk jc's product; the first chunk piece by piece,
+ * as its sticks come in (the corelets start a hop's worth of pieces
+ * earlier), the last one part by part when piped. */
+static void rg_chunk_pt(rg_core *g, int64_t jc)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const mm_core *mc = &g->mc;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
+    const int first = jc == 0, lastc = jc == mc->nch - 1;
+    for (int u = 0; u < mc->nc; u++) {
+        const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+        cc_emit_wait(e, pt, g->abfull[u]);
+        const int parts = lastc && g->pipe;
+        for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
+            cc_emit_wait(e, pt, g->have[u]);
+            const int64_t ncols = cc_min(sn * lanes, g->cols - s0 * lanes);
+            for (int r = 0; r < (parts ? g->nseg[u] : 1); r++) {
+                const int64_t r0 = parts ? g->rs.off[g->seg[u][r]] : crow[u];
+                const int64_t rn = parts ? g->rs.len[g->seg[u][r]] : cnr[u];
+                if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+                    const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
+                    cc_pt_args pa = {0};
+                    pa.c = u;
+                    pa.a = cc_abs(g->AG + (gi * MT + r0) * sb);
+                    pa.b = cc_abs(g->BW + (s0 * m->Kd + k0) * sb);
+                    pa.m = rn;
+                    pa.n = ncols;
+                    pa.k = kc;
+                    pa.ds = pa.ps = pa.as = MT * sb;
+                    pa.bs = m->Kd * sb;
+                    pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
+                    pa.d = cc_abs(lastc ? g->C + (r0 + s0 * MT) * sb : mc->P + poff);
+                    pa.p = cc_abs(first ? 0 : mc->P + poff);
+                    if (first)
+                        pa.ps = 0;
+                    cc_emit_pt(e, &pa);
+                }
+                if (parts)
+                    cc_emit_sig(e, pt, g->mmd[u]);
+            }
+        }
+        if (lastc && !g->pipe)
+            cc_emit_sig(e, pt, g->mmd[u]);
+    }
+}
+
+/* The epilogue's pieces (rows from off: segments [s0, s1) of rs on
+ * corelet u's SFP) in the order they complete. */
+typedef struct {
+    int n, u[RG_MAX_GN], s0[RG_MAX_GN], s1[RG_MAX_GN];
+    be_val vals[RG_MAX_GN][64];
+} rg_pieces;
+
+static void rg_pieces_of(const rg_core *g, rg_pieces *p)
+{
+    p->n = 0;
+    if (!g->pipe) {
+        p->u[0] = 0;
+        p->s0[0] = 0;
+        p->s1[0] = g->rs.n;
+        p->n = 1;
+        return;
+    }
+    for (int r = 0; r < g->rs.n; r++)
+        for (int u = 0; u < g->mc.nc; u++)
+            if (r < g->nseg[u]) {
+                p->u[p->n] = u;
+                p->s0[p->n] = g->seg[u][r];
+                p->s1[p->n++] = g->seg[u][r] + 1;
+            }
+}
+
+/* sfp: each piece's values once its product is done (the operands loaded
+ * at at); nres: results kept in LX, which the ring sends on. */
+static int rg_ep_eval(rg_core *g, rg_pieces *p, const int64_t *base, int64_t at, int nres)
+{
+    mm_core *mc = &g->mc;
+    cc_emit *e = g->e;
+    const int64_t sb = g->c->t.stick, MT = mc->MB;
+    int sfp_used[2] = {0, 0}, rc = 0;
+    for (int q = 0; q < p->n && !rc; q++) {
+        const int u = p->u[q];
+        const isa_unit sfp = u ? ISA_U_SFP1 : ISA_U_SFP0;
+        const int64_t off = g->rs.off[p->s0[q]], len = g->rs.off[p->s1[q] - 1] + g->rs.len[p->s1[q] - 1] - off;
+        if (g->pipe) {
+            cc_emit_wait(e, sfp, g->mmd[u]);
+        } else {
+            for (int v = 0; v < mc->nc; v++)
+                cc_emit_wait(e, sfp, g->mmd[v]);
+        }
+        if (!sfp_used[u]++)
+            cc_emit_wait(e, sfp, g->efull);
+        mc->T.corelet = u;
+        mc->T.carea = 1;
+        mc->T.ctop = g->CT + q * g->colt;
+        mc->T.cend = mc->T.ctop + g->colt;
+        mm_ep_rebind(mc, base, off);
+        rc = mm_ep_eval(mc, len, g->ns, at + off * sb, g->C + off * sb, g->C + mc->cslot_bytes + MT * sb, p->vals[q]);
+        cc_emit_sig(e, sfp, g->done[u]);
+        if (nres)
+            cc_emit_sig(e, sfp, g->rdone[u]);
+    }
+    return rc;
+}
+
+/* dmao: each piece's results to DRAM, and the own rows of a kept one. */
+static void rg_ep_store(rg_core *g, const rg_pieces *p)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
+    for (int q = 0; q < p->n; q++) {
+        const int64_t off = g->rs.off[p->s0[q]];
+        cc_emit_wait(g->e, ISA_U_DMAO, g->done[p->u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            be_view v = shifted(&rn->sv, g->g0);
+            for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
+                be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v,
+                            &k->rsp, g->rs.row[sg], g->rs.len[sg], g->ns);
+            if (rn->res && g->j >= p->s0[q] && g->j < p->s1[q])
+                be_res_copy(c, g->e, 1, c->p->nodes[rn->node].out, 0, g->pn, g->g0, g->ns,
+                            p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
+        }
+    }
+}
+
+/* ring: each piece's kept results to the cores keeping the other rows. */
+static void rg_ep_send(rg_core *g, const rg_pieces *p)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
+    for (int q = 0; q < p->n; q++) {
+        const int64_t off = g->rs.off[p->s0[q]];
+        cc_emit_wait(g->e, ISA_U_RING, g->rdone[p->u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            if (!rn->res)
+                continue;
+            const be_res *r = &c->res[c->p->nodes[rn->node].out];
+            for (int sg = p->s0[q]; sg < p->s1[q]; sg++) {
+                if (sg == g->j)
+                    continue;
+                cc_dma_shape sh = cc_dma_groups(g->rs.len[sg], g->ns, r->rows_cap * sb, MT * sb);
+                cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + sg), 255,
+                             cc_abs(r->lx + g->g0 * r->rows_cap * sb),
+                             cc_abs(p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb), &sh);
+            }
+        }
+    }
+}
+
+/* The epilogue: operands (dmai), values (sfp), results (dmao: DRAM and
+ * the own rows of a kept one; ring: the other rows' cores), in pieces. */
+static int rg_epilogue(rg_core *g)
+{
+    mm_core *mc = &g->mc;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = g->c->t.stick;
+    rg_pieces *p = ir_xalloc(sizeof *p);
+    rg_pieces_of(g, p);
+    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
+    const int64_t at = mm_ep_load(mc, &g->rs, 0, g->g0, g->ns, g->C + mc->NBS * mc->MB * sb, base);
+    int nres = 0;
+    for (int jj = 0; jj < k->nn && jj < 64; jj++)
+        nres += k->nodes[jj].res;
+    for (int u = 0; u < (g->pipe ? mc->nc : 1); u++)
+        if (!g->pipe || g->nseg[u] > 0) /* an SFP with no piece takes none */
+            cc_emit_sig(g->e, ISA_U_DMAI, g->efull);
+    int rc = rg_ep_eval(g, p, base, at, nres);
+    if (!rc)
+        rg_ep_store(g, p);
+    if (!rc && nres)
+        rg_ep_send(g, p);
+    free(base);
+    free(p);
+    return rc;
+}
+
+/* A core of the grid over the ring: setup, then K chunk by chunk (in,
+ * products), then the epilogue. */
+static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
+{
+    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
+    int rc = rg_setup(g, c, m, core);
+    if (!rc) {
+        mm_tile_init(&g->mc, c, g->mc.MB);
+        cc_kernel_begin(g->e, m->K->name);
+        rg_layout(g);
+        for (int64_t jc = 0; jc < g->mc.nch; jc++) {
+            rg_chunk_in(g, jc);
+            rg_chunk_pt(g, jc);
+        }
+        rc = rg_epilogue(g);
+        cc_kernel_end(g->e);
+        free(g->mc.T.memo);
+        free(g->mc.T.memo_id);
+        rc = rc || cc_emit_failed(g->e) ? -1 : 0;
+    }
+    free(g);
+    return rc;
+}
+
+/* Tensors kept in LX across kernels (the lxplan's decisions): A and the
+ * epilogue's tiles read from LX, results written there. */
+static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m)
+{
+    m->ares = mm_aligned_a(m, pos) && be_res_reads(c, m->mm->a, pos);
+    if (m->ares)
+        be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m->mm->a].name);
+    for (int i = 0; i < m->ep.nl; i++) {
+        rk_load *L = &m->ep.loads[i];
+        const int buf = c->p->A.e[L->e].buf;
+        L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
+                 mm_aligned_tile(m, pos, buf, &L->v, 0);
+        if (L->res)
+            be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
+    }
+    for (int j = 0; j < m->ep.nn; j++) {
+        rk_node *rn = &m->ep.nodes[j];
+        const int buf = c->p->nodes[rn->node].out;
+        rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
+        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
+    }
+}
+
+/* The core's blocking: tiling for its tile of mt rows x ns sticks, K
+ * chunks, corelets, slot sizes (B over the ring: slots for A only). */
+static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    if (w->bcast ? mm_bc_tiling(m, w->gm, &mc->tl) : mm_block(m, w->gm, w->gn, mt, ns, &mc->tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    mc->MB = mc->tl.MB;
+    mc->NBS = mc->tl.NBS;
+    mc->KC = mc->tl.KC;
+    mc->nch = cc_ceil_div(mc->kt, mc->KC);
+    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    mc->cslot_bytes = mm_cslot_bytes(m, mc->MB, mc->NBS);
+    mc->abslot_bytes = mm_abslot_bytes(m, mc->MB, mc->NBS, mc->KC);
+    if (w->bcast) { /* the A/B slots hold A; B has its own slots */
+        mc->bc = 1;
+        mc->gm = w->gm;
+        mc->wrap = w->gm == (int64_t)c->cfg->cores;
+        mc->nsteps = cc_ceil_div(mt, mc->MB) * cc_ceil_div(ns, mc->NBS) * mc->nch;
+        mc->abslot_bytes = cc_ceil_div(mc->KC, c->t.lanes16) * mc->MB * c->t.stick;
+    }
+    return 0;
+}
+
+/* Restickified operands: the staged sticks after the A and B parts of a
+ * slot, and the host tables of where each group's sticks are. */
+static void mm_core_stage(mm_core *mc, int64_t m0, int64_t mt, int64_t g0, int64_t ns)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    if (!m->ag && !m->bg)
+        return;
+    int64_t na, nb;
+    mm_stage_need(m, &mc->tl, m0, mt, g0, ns, &na, &nb);
+    mc->ast = mc->abslot_bytes;
+    mc->bst = mc->ast + na;
+    mc->abslot_bytes = mc->bst + nb;
+    if (m->ag) {
+        mc->alo = ir_xalloc((size_t)c->lay[m->mm->a].groups * sizeof *mc->alo);
+        mc->ago = ir_xalloc((size_t)c->lay[m->mm->a].groups * sizeof *mc->ago);
+    }
+    if (m->bg) {
+        mc->blo = ir_xalloc((size_t)c->lay[m->mm->b].groups * sizeof *mc->blo);
+        mc->bgo = ir_xalloc((size_t)c->lay[m->mm->b].groups * sizeof *mc->bgo);
+    }
+}
+
+/* The two A/B and C slots with their tokens, and the operands staged
+ * whole (lo 0, go the group's offset). */
+static void mm_core_slots(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick;
+    for (int s = 0; s < 2; s++) {
+        mc->ab[s] = cc_lx_alloc(e, mc->abslot_bytes, "matmul A/B chunk (and staged sticks)");
+        mc->cs[s] = cc_lx_alloc(e, mc->cslot_bytes, "matmul block");
+        for (int u = 0; u < mc->nc; u++) {
+            mc->abfull[s][u] = cc_tok_alloc(e, "matmul A/B full");
+            mc->abempty[s][u] = cc_tok_alloc(e, "matmul A/B empty");
+            mc->mmd[s][u] = cc_tok_alloc(e, "matmul product done");
+            mc->cempty[s][u] = cc_tok_alloc(e, "matmul result empty");
+        }
+        mc->efull[s] = cc_tok_alloc(e, "matmul epilogue operands full");
+        mc->eempty[s] = cc_tok_alloc(e, "matmul block empty");
+        mc->done[s] = cc_tok_alloc(e, "matmul epilogue done");
+    }
+    for (int wo = 0; wo < 2; wo++) {
+        if (!(wo ? m->bw : m->aw))
+            continue;
+        int buf = wo ? m->mm->b : m->mm->a;
+        int64_t *lo = wo ? mc->blo : mc->alo, *go = wo ? mc->bgo : mc->ago;
+        *(wo ? &mc->bws : &mc->aws) =
+            cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole" : "restickify: A staged whole");
+        for (int64_t g = 0; g < c->lay[buf].groups; g++) {
+            lo[g] = 0;
+            go[g] = g * c->lay[buf].rows * sb;
+        }
+    }
+    if (m->aw || m->bw)
+        mc->wld = cc_tok_alloc(e, "restickify: operands staged whole");
+}
+
+/* B's slots and credits over the ring, the partial sums, split-K's
+ * flags to the neighbours. */
+static void mm_core_ring(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    cc_emit *e = mc->e;
+    const int64_t sb = m->c->t.stick;
+    if (mc->bc) {
+        for (int i = 0; i < BC_SLOTS; i++)
+            mc->bslot[i] = cc_lx_alloc(e, mc->KC * mc->NBS * sb, "matmul B chunk (ring)");
+        mc->cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
+        mc->cred_in = cc_lx_alloc(e, sb, "ring credit (from the right neighbour)");
+        mc->slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
+        mc->loaded = cc_tok_alloc(e, "B piece loaded (dmai -> ring)");
+        mc->arr = cc_tok_alloc(e, "B piece arrived (from the left neighbour)");
+        mc->cred = cc_tok_alloc(e, "B slot credit (from the right neighbour)");
+        for (int u = 0; u < 2; u++) {
+            mc->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+            mc->ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
+        }
+    }
+    if (mc->nch > 1 || mc->gk > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, mc->MB, mc->NBS, mc->KC), "matmul partial sums");
+    if (mc->gk > 1) {
+        mc->rdy_src = cc_lx_alloc(e, sb, "split-K ready (source)");
+        mc->rdy_in = cc_lx_alloc(e, sb, "split-K ready (from the left neighbour)");
+        for (int u = 0; u < 2; u++)
+            mc->pdone[u] = cc_tok_alloc(e, "split-K partial sums done (pt -> ring)");
+        mc->rdy = cc_tok_alloc(e, "split-K: the left neighbour's sums are ready");
+        mc->red = cc_tok_alloc(e, "split-K: the right neighbour's sums are added");
+    }
+}
+
+/* Restickified results: each stored through a staged copy of its buffer
+ * (with per-stick element counts); returns how many. */
+static int mm_core_staged(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    int nstaged = 0;
+    mc->ostage = ir_xalloc((size_t)m->ep.nn * sizeof *mc->ostage);
+    mc->ocount = ir_xalloc((size_t)m->ep.nn * sizeof *mc->ocount);
+    if (m->ag || m->bg) {
+        for (int s = 0; s < 2; s++)
+            for (int u = 0; u < mc->nc; u++)
+                mc->abrst[s][u] = cc_tok_alloc(e, "restickify: A/B slot written");
+    }
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged) {
+            int out = c->p->nodes[m->ep.nodes[j].node].out;
+            mc->ostage[j] = cc_lx_alloc(e, be_buf_bytes(c, out), "restickify: staged result");
+            mc->ocount[j] = ir_xalloc((size_t)(be_buf_bytes(c, out) / c->t.stick) * sizeof **mc->ocount);
+            nstaged++;
+        }
+    if (nstaged)
+        mc->strd = cc_tok_alloc(e, "restickify: staged results written");
+    return nstaged;
+}
+
+/* The kernel's start: every slot empty, the operands staged whole loaded
+ * once (sfp0 waits once before its first sfp.rst), every B slot free. */
+static void mm_core_begin(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick;
+    cc_kernel_begin(e, m->K->name);
+    for (int s = 0; s < 2; s++) {
+        for (int u = 0; u < mc->nc; u++) {
+            cc_emit_sig(e, ISA_U_DMAI, mc->abempty[s][u]);
+            cc_emit_sig(e, ISA_U_DMAO, mc->cempty[s][u]);
+        }
+        cc_emit_sig(e, ISA_U_DMAI, mc->eempty[s]);
+    }
+    if (m->aw || m->bw) {
+        for (int wo = 0; wo < 2; wo++) {
+            if (!(wo ? m->bw : m->aw))
+                continue;
+            int buf = wo ? m->mm->b : m->mm->a;
+            int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc->bws : mc->aws;
+            for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+                int64_t n = cc_min(65535, sticks - s0);
+                cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
+                cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
+            }
+        }
+        cc_emit_sig(e, ISA_U_DMAI, mc->wld);
+        cc_emit_wait(e, ISA_U_SFP0, mc->wld);
+    }
+    for (int64_t i = 0; mc->bc && i < BC_SLOTS; i++) /* every slot starts free */
+        bc_release(mc, i);
+}
+
+/* The kernel's end: the last chunk's B slot, the staged results stored,
+ * every slot drained. */
+static int mm_core_end(mm_core *mc, int nstaged, int rc)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    for (int u = 0; mc->bc && u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_RING, mc->ptdone[u]);
+    if (nstaged && !rc) {
+        cc_emit_sig(e, ISA_U_SFP0, mc->strd);
+        cc_emit_wait(e, ISA_U_DMAO, mc->strd);
+        for (int j = 0; j < m->ep.nn && !rc; j++)
+            if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+                rc = be_store_staged(c, m->K, e, c->p->nodes[m->ep.nodes[j].node].out, mc->ostage[j], mc->ocount[j]);
+    }
+    for (int s = 0; s < 2; s++) {
+        for (int u = 0; u < mc->nc; u++) {
+            cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
+            cc_emit_wait(e, u ? ISA_U_PT1 : ISA_U_PT0, mc->cempty[s][u]);
+        }
+        cc_emit_wait(e, ISA_U_DMAI, mc->eempty[s]);
+    }
+    cc_kernel_end(e);
+    return rc;
+}
+
+/* A core of a gm x gn (x gk split-K) grid: its tile, blocking, LX and
+ * tokens, then its blocks in order. */
+static int mm_grid_core(be_ctx *c, mm_plan *m, const be_work *w, int core)
+{
+    int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
+    cc_split(m->M, w->gm, cell / w->gn, &m0, &mt);
+    cc_split(m->GN, w->gn, cell % w->gn, &g0, &ns);
+    cc_split(m->KG, w->gk, core % w->gk, &ks0, &ksn);
+    if (!mt || !ns || !ksn)
+        return 0;
     cc_emit *e = &c->em[core];
     e->lx_top = 0;
     e->ntokens = 0;
@@ -1686,252 +2497,33 @@ static int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     memset(&mc, 0, sizeof mc);
     mc.m = m;
     mc.e = e;
-    mc.m0 = p0;
-    if (mm_rg_tiling(m, gm, gn, &mc.tl))
-        return be_error(c, m->K, "no block of the product fits LX");
-    const int64_t MT = mc.MB = mc.tl.MB, NS = mc.NBS = mc.tl.NBS, KC = mc.KC = mc.tl.KC;
-    mc.nch = mc.tl.nch;
-    mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
-    mc.cslot_bytes = mm_cslot_bytes(m, MT, NS);
-    /* allocated first and at their largest: the same offsets on every
-     * core, where the row's and the column's other cores write */
-    const int64_t AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
-    const int64_t BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
-    /* one row more: the epilogue of a piece puts its temps at its rows */
-    const int64_t C = cc_lx_alloc(e, mc.cslot_bytes + MT * sb, "matmul block");
-    /* and its per-column temps in an area of its own */
-    const int64_t colt = m->ep.nexpr * NS * sb, CT = colt ? cc_lx_alloc(e, RG_MAX_GN * colt, "matmul epilogue column temps") : 0;
-    if (mc.nch > 1)
-        mc.P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
-    int aarr[RG_MAX_GN];
-    for (int64_t q = 0; q < gn; q++)
-        aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
-    const int aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
-    const int aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
-    const int loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
-    const int arr = cc_tok_alloc(e, "B piece arrived (from the column)");
-    const int efull = cc_tok_alloc(e, "matmul epilogue operands full");
-    int abfull[2], have[2], mmd[2], done[2], rdone[2];
-    for (int u = 0; u < 2; u++) {
-        done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
-        rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
-        abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
-        have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
-        mmd[u] = cc_tok_alloc(e, "matmul product done");
-    }
-    if (cc_emit_failed(e))
+    mc.m0 = m0;
+    mc.gk = w->gk;
+    mc.ik = core % w->gk;
+    mc.kb = ks0 * c->t.lanes16;
+    mc.kt = cc_min(ksn * c->t.lanes16, m->Kd - mc.kb);
+    int rc = mm_core_shape(&mc, w, mt, ns);
+    if (rc)
+        return rc;
+    mm_core_stage(&mc, m0, mt, g0, ns);
+    mm_core_slots(&mc);
+    mm_core_ring(&mc);
+    const int nstaged = mm_core_staged(&mc);
+    if (cc_emit_failed(e)) {
+        mm_core_free(&mc, m->ep.nn);
         return -1;
-    mc.T.c = c;
-    mc.T.e = e;
-    mc.T.K = m->K;
-    mc.T.gs = MT * sb;
-    mc.T.rows_cap = MT;
-    mc.T.cols = m->N;
-    mc.T.acc_expr = m->acc;
-    cc_kernel_begin(e, m->K->name);
-
-    /* corelet u: rows from crow, sticks from cst */
-    mm_parts cp;
-    mm_corelet_parts(&mc.tl, mc.nc, mt, ns, &cp);
-    const int64_t *crow = cp.crow, *cnr = cp.cnr, *cst = cp.cst, *cns = cp.cns, *last = cp.last;
-    /* pipe: the last chunk's product part by part (seg[u]: corelet u's
-     * parts), and each part's epilogue and results as soon as it is
-     * done, on its corelet's SFP; when the corelets split rows at a part's
-     * edge (or one corelet works) */
-    int nseg[2] = {0, 0}, seg[2][RG_MAX_GN];
-    int pipe = mc.nch > 1 && (mc.nc == 1 || mc.tl.split == SPLIT_ROWS);
-    for (int sg = 0; sg < rs.n && pipe; sg++) {
-        const int u = mc.nc > 1 && rs.off[sg] >= crow[1];
-        pipe = u ? rs.off[sg] >= crow[1] : rs.off[sg] + rs.len[sg] <= cnr[0];
-        seg[u][nseg[u]++] = sg;
     }
-    /* B's way: from the middle core up and down the column */
-    int down[2] = {-1, -1};
-    if (i <= mid && i > 0)
-        down[0] = core - (int)gn;
-    if (i >= mid && i + 1 < gm)
-        down[1] = core + (int)gn;
-    int64_t ra_lx = 0, ra_cap = 0; /* A's kept rows: where they are (m->ares) */
-    if (m->ares)
-        be_res_at(c, m->mm->a, m->ep.pos, &ra_lx, &ra_cap);
-    const int64_t cols = cc_min(ns * lanes, m->N - g0 * lanes);
-    be_view bv0 = shifted(&m->bv, g0);
-    for (int64_t jc = 0; jc < mc.nch; jc++) {
-        const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), g = k0 / lanes, kg = cc_ceil_div(kc, lanes);
-        const int64_t aoff = AG + (g * MT + own) * sb;
-        /* dmai: B's chunk (the middle core), then the own A rows */
-        if (i == mid) {
-            be_dma_rows(c, e, ISA_OP_DMA_LD, BW + k0 * sb, m->Kd * sb, &bv0, &m->brsp, k0, kc, ns);
-            cc_emit_sig(e, ISA_U_DMAI, loaded);
-        }
-        if (m->ares) {
-            be_res_copy(c, e, 0, m->mm->a, 0, pn, g, kg, aoff, MT * sb);
-        } else {
-            be_view av = shifted(&m->av, g);
-            be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, p0, pn, kg);
-            cc_emit_sig(e, ISA_U_DMAI, aload_r);
-        }
-        cc_emit_sig(e, ISA_U_DMAI, aload);
-        /* ring: the own A rows to the grid row's other cores (from the
-         * kept region directly), then B's pieces on down the column */
-        if (!m->ares)
-            cc_emit_wait(e, ISA_U_RING, aload_r);
-        for (int64_t d = 1; d < gn; d++) {
-            const int64_t q = (j + d) % gn;
-            cc_dma_shape sh = cc_dma_groups(pn, kg, MT * sb, m->ares ? ra_cap * sb : MT * sb);
-            cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + q), aarr[j], cc_abs(aoff),
-                         cc_abs(m->ares ? ra_lx + g * ra_cap * sb : aoff), &sh);
-        }
-        if (i == mid)
-            cc_emit_wait(e, ISA_U_RING, loaded);
-        for (int64_t pc = 0; pc < ns; pc++) {
-            if (i != mid)
-                cc_emit_wait(e, ISA_U_RING, arr);
-            for (int u = 0; u < mc.nc; u++)
-                if (jc == 0 ? pc >= cst[u] && pc < cst[u] + cns[u] : cns[u] > 0 && last[u] == pc)
-                    cc_emit_sig(e, ISA_U_RING, have[u]);
-            const int64_t at = BW + (pc * m->Kd + k0) * sb;
-            cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
-            for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
-                const int h = (int)((h0 + j) % 2);
-                if (down[h] >= 0)
-                    cc_emit_ring(e, ISA_OP_RING_SEND, down[h], arr, cc_abs(at), cc_abs(at), &sh);
-            }
-        }
-        /* sfp1 collects the grid row's A rows of the chunk */
-        for (int64_t q = 0; q < gn; q++)
-            if (q != j)
-                cc_emit_wait(e, ISA_U_SFP1, aarr[q]);
-        cc_emit_wait(e, ISA_U_SFP1, aload);
-        for (int u = 0; u < mc.nc; u++)
-            cc_emit_sig(e, ISA_U_SFP1, abfull[u]);
-        const int first = jc == 0, lastc = jc == mc.nch - 1;
-        for (int u = 0; u < mc.nc; u++) {
-            const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
-            cc_emit_wait(e, pt, abfull[u]);
-            const int parts = lastc && pipe;
-            /* the first chunk piece by piece, as its sticks come in: the
-             * corelets start a hop's worth of pieces earlier */
-            for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
-                cc_emit_wait(e, pt, have[u]);
-                const int64_t ncols = cc_min(sn * lanes, cols - s0 * lanes);
-                for (int r = 0; r < (parts ? nseg[u] : 1); r++) {
-                    const int64_t r0 = parts ? rs.off[seg[u][r]] : crow[u], rn = parts ? rs.len[seg[u][r]] : cnr[u];
-                    if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
-                        const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
-                        cc_pt_args pa = {0};
-                        pa.c = u;
-                        pa.a = cc_abs(AG + (g * MT + r0) * sb);
-                        pa.b = cc_abs(BW + (s0 * m->Kd + k0) * sb);
-                        pa.m = rn;
-                        pa.n = ncols;
-                        pa.k = kc;
-                        pa.ds = pa.ps = pa.as = MT * sb;
-                        pa.bs = m->Kd * sb;
-                        pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
-                        pa.d = cc_abs(lastc ? C + (r0 + s0 * MT) * sb : mc.P + poff);
-                        pa.p = cc_abs(first ? 0 : mc.P + poff);
-                        if (first)
-                            pa.ps = 0;
-                        cc_emit_pt(e, &pa);
-                    }
-                    if (parts)
-                        cc_emit_sig(e, pt, mmd[u]);
-                }
-            }
-            if (lastc && !pipe)
-                cc_emit_sig(e, pt, mmd[u]);
-        }
-    }
-
-    /* the epilogue: operands (dmai), values (sfp), results (dmao: DRAM
-     * and the own rows of a kept one; ring: the other rows' cores), in
-     * pieces (pc_*: rows from off, segments [s0, s1) of rs, corelet u's
-     * SFP) in the order they complete */
-    int np = 0, pc_u[RG_MAX_GN], pc_s0[RG_MAX_GN], pc_s1[RG_MAX_GN];
-    if (pipe) {
-        for (int r = 0; r < rs.n; r++)
-            for (int u = 0; u < mc.nc; u++)
-                if (r < nseg[u]) {
-                    pc_u[np] = u;
-                    pc_s0[np] = seg[u][r];
-                    pc_s1[np++] = seg[u][r] + 1;
-                }
-    } else {
-        pc_u[0] = 0;
-        pc_s0[0] = 0;
-        pc_s1[0] = rs.n;
-        np = 1;
-    }
-    rk_plan *k = &m->ep;
-    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
-    const int64_t at = mm_ep_load(&mc, &rs, 0, g0, ns, C + NS * MT * sb, base);
-    int nres = 0, rc = 0;
-    for (int jj = 0; jj < k->nn && jj < 64; jj++)
-        nres += k->nodes[jj].res;
-    for (int u = 0; u < (pipe ? mc.nc : 1); u++)
-        if (!pipe || nseg[u] > 0) /* an SFP with no piece takes none */
-            cc_emit_sig(e, ISA_U_DMAI, efull);
-    int sfp_used[2] = {0, 0};
-    be_val vals[RG_MAX_GN][64];
-    for (int q = 0; q < np && !rc; q++) {
-        const int u = pc_u[q];
-        const isa_unit sfp = u ? ISA_U_SFP1 : ISA_U_SFP0;
-        const int64_t off = rs.off[pc_s0[q]], len = rs.off[pc_s1[q] - 1] + rs.len[pc_s1[q] - 1] - off;
-        if (pipe) {
-            cc_emit_wait(e, sfp, mmd[u]);
-        } else {
-            for (int v = 0; v < mc.nc; v++)
-                cc_emit_wait(e, sfp, mmd[v]);
-        }
-        if (!sfp_used[u]++)
-            cc_emit_wait(e, sfp, efull);
-        mc.T.corelet = u;
-        mc.T.carea = 1;
-        mc.T.ctop = CT + q * colt;
-        mc.T.cend = mc.T.ctop + colt;
-        mm_ep_rebind(&mc, base, off);
-        rc = mm_ep_eval(&mc, len, ns, at + off * sb, C + off * sb, C + mc.cslot_bytes + MT * sb, vals[q]);
-        cc_emit_sig(e, sfp, done[u]);
-        if (nres)
-            cc_emit_sig(e, sfp, rdone[u]);
-    }
-    for (int q = 0; q < np && !rc; q++) {
-        const int64_t off = rs.off[pc_s0[q]];
-        cc_emit_wait(e, ISA_U_DMAO, done[pc_u[q]]);
-        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
-            const rk_node *rn = &k->nodes[jj];
-            be_view v = shifted(&rn->sv, g0);
-            for (int sg = pc_s0[q]; rn->dram && sg < pc_s1[q]; sg++)
-                be_dma_rows(c, e, ISA_OP_DMA_ST, vals[q][jj].lx + (rs.off[sg] - off) * sb, MT * sb, &v, &k->rsp,
-                            rs.row[sg], rs.len[sg], ns);
-            if (rn->res && j >= pc_s0[q] && j < pc_s1[q])
-                be_res_copy(c, e, 1, c->p->nodes[rn->node].out, 0, pn, g0, ns, vals[q][jj].lx + (own - off) * sb,
-                            MT * sb);
-        }
-    }
-    for (int q = 0; q < np && !rc && nres; q++) {
-        const int64_t off = rs.off[pc_s0[q]];
-        cc_emit_wait(e, ISA_U_RING, rdone[pc_u[q]]);
-        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
-            const rk_node *rn = &k->nodes[jj];
-            if (!rn->res)
-                continue;
-            const be_res *r = &c->res[c->p->nodes[rn->node].out];
-            for (int sg = pc_s0[q]; sg < pc_s1[q]; sg++) {
-                if (sg == j)
-                    continue;
-                cc_dma_shape sh = cc_dma_groups(rs.len[sg], ns, r->rows_cap * sb, MT * sb);
-                cc_emit_ring(e, ISA_OP_RING_SEND, (int)(i * gn + sg), 255, cc_abs(r->lx + g0 * r->rows_cap * sb),
-                             cc_abs(vals[q][jj].lx + (rs.off[sg] - off) * sb), &sh);
-            }
-        }
-    }
-    free(base);
-    cc_kernel_end(e);
-    free(mc.T.memo);
-    free(mc.T.memo_id);
-    return rc || cc_emit_failed(e) ? -1 : 0;
+    mm_tile_init(&mc, c, mc.MB);
+    mm_core_begin(&mc);
+    for (int64_t b = 0; b < m->nbatch && !rc; b++)
+        for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
+            for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
+                rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
+    rc = mm_core_end(&mc, nstaged, rc);
+    mm_core_free(&mc, m->ep.nn);
+    if (cc_emit_failed(e))
+        rc = -1;
+    return rc;
 }
 
 int be_matmul_emit(be_ctx *c, int pos)
@@ -1946,215 +2538,11 @@ int be_matmul_emit(be_ctx *c, int pos)
         return be_error(c, m.K, "more than 64 epilogue nodes (not supported yet)");
     }
     mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
-    /* tensors kept in LX across kernels (lxplan) */
-    m.ares = mm_aligned_a(&m, pos) && be_res_reads(c, m.mm->a, pos);
-    if (m.ares)
-        be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m.mm->a].name);
-    for (int i = 0; i < m.ep.nl; i++) {
-        rk_load *L = &m.ep.loads[i];
-        const int buf = c->p->A.e[L->e].buf;
-        L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
-                 mm_aligned_tile(&m, pos, buf, &L->v, 0);
-        if (L->res)
-            be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
-    }
-    for (int j = 0; j < m.ep.nn; j++) {
-        rk_node *rn = &m.ep.nodes[j];
-        const int buf = c->p->nodes[rn->node].out;
-        rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
-        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
-    }
+    mm_emit_residency(c, pos, &m);
     const be_work *w = &c->work[pos];
-    const int64_t sb = c->t.stick;
     int rc = 0;
-    for (int core = 0; core < w->cores && !rc; core++) {
-        if (w->bcast && w->gn > 1) {
-            rc = mm_rg_core(c, &m, core);
-            continue;
-        }
-        int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
-        cc_split(m.M, w->gm, cell / w->gn, &m0, &mt);
-        cc_split(m.GN, w->gn, cell % w->gn, &g0, &ns);
-        cc_split(m.KG, w->gk, core % w->gk, &ks0, &ksn);
-        if (!mt || !ns || !ksn)
-            continue;
-        cc_emit *e = &c->em[core];
-        e->lx_top = 0;
-        e->ntokens = 0;
-        mm_core mc;
-        memset(&mc, 0, sizeof mc);
-        mc.m = &m;
-        mc.e = e;
-        mc.m0 = m0;
-        mc.gk = w->gk;
-        mc.ik = core % w->gk;
-        mc.kb = ks0 * c->t.lanes16;
-        mc.kt = cc_min(ksn * c->t.lanes16, m.Kd - mc.kb);
-        if (w->bcast ? mm_bc_tiling(&m, w->gm, &mc.tl) : mm_block(&m, w->gm, w->gn, mt, ns, &mc.tl)) {
-            rc = be_error(c, m.K, "no block of the product fits LX");
-            break;
-        }
-        mc.MB = mc.tl.MB;
-        mc.NBS = mc.tl.NBS;
-        mc.KC = mc.tl.KC;
-        mc.nch = cc_ceil_div(mc.kt, mc.KC);
-        mc.nc = mc.tl.split == SPLIT_NONE ? 1 : 2;
-        mc.cslot_bytes = mm_cslot_bytes(&m, mc.MB, mc.NBS);
-        mc.abslot_bytes = mm_abslot_bytes(&m, mc.MB, mc.NBS, mc.KC);
-        if (w->bcast) { /* the A/B slots hold A; B has its own slots */
-            mc.bc = 1;
-            mc.gm = w->gm;
-            mc.wrap = w->gm == (int64_t)c->cfg->cores;
-            mc.nsteps = cc_ceil_div(mt, mc.MB) * cc_ceil_div(ns, mc.NBS) * mc.nch;
-            mc.abslot_bytes = cc_ceil_div(mc.KC, c->t.lanes16) * mc.MB * sb;
-        }
-        if (m.ag || m.bg) { /* the staged sticks after the A and B parts */
-            int64_t na, nb;
-            mm_stage_need(&m, &mc.tl, m0, mt, g0, ns, &na, &nb);
-            mc.ast = mc.abslot_bytes;
-            mc.bst = mc.ast + na;
-            mc.abslot_bytes = mc.bst + nb;
-            if (m.ag) {
-                mc.alo = ir_xalloc((size_t)c->lay[m.mm->a].groups * sizeof *mc.alo);
-                mc.ago = ir_xalloc((size_t)c->lay[m.mm->a].groups * sizeof *mc.ago);
-            }
-            if (m.bg) {
-                mc.blo = ir_xalloc((size_t)c->lay[m.mm->b].groups * sizeof *mc.blo);
-                mc.bgo = ir_xalloc((size_t)c->lay[m.mm->b].groups * sizeof *mc.bgo);
-            }
-        }
-        for (int s = 0; s < 2; s++) {
-            mc.ab[s] = cc_lx_alloc(e, mc.abslot_bytes, "matmul A/B chunk (and staged sticks)");
-            mc.cs[s] = cc_lx_alloc(e, mc.cslot_bytes, "matmul block");
-            for (int u = 0; u < mc.nc; u++) {
-                mc.abfull[s][u] = cc_tok_alloc(e, "matmul A/B full");
-                mc.abempty[s][u] = cc_tok_alloc(e, "matmul A/B empty");
-                mc.mmd[s][u] = cc_tok_alloc(e, "matmul product done");
-                mc.cempty[s][u] = cc_tok_alloc(e, "matmul result empty");
-            }
-            mc.efull[s] = cc_tok_alloc(e, "matmul epilogue operands full");
-            mc.eempty[s] = cc_tok_alloc(e, "matmul block empty");
-            mc.done[s] = cc_tok_alloc(e, "matmul epilogue done");
-        }
-        for (int wo = 0; wo < 2; wo++) { /* operands staged whole: lo 0, go the group's offset */
-            if (!(wo ? m.bw : m.aw))
-                continue;
-            int buf = wo ? m.mm->b : m.mm->a;
-            int64_t *lo = wo ? mc.blo : mc.alo, *go = wo ? mc.bgo : mc.ago;
-            *(wo ? &mc.bws : &mc.aws) = cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole"
-                                                                                 : "restickify: A staged whole");
-            for (int64_t g = 0; g < c->lay[buf].groups; g++) {
-                lo[g] = 0;
-                go[g] = g * c->lay[buf].rows * sb;
-            }
-        }
-        if (m.aw || m.bw)
-            mc.wld = cc_tok_alloc(e, "restickify: operands staged whole");
-        if (mc.bc) {
-            for (int i = 0; i < BC_SLOTS; i++)
-                mc.bslot[i] = cc_lx_alloc(e, mc.KC * mc.NBS * sb, "matmul B chunk (ring)");
-            mc.cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
-            mc.cred_in = cc_lx_alloc(e, sb, "ring credit (from the right neighbour)");
-            mc.slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
-            mc.loaded = cc_tok_alloc(e, "B piece loaded (dmai -> ring)");
-            mc.arr = cc_tok_alloc(e, "B piece arrived (from the left neighbour)");
-            mc.cred = cc_tok_alloc(e, "B slot credit (from the right neighbour)");
-            for (int u = 0; u < 2; u++) {
-                mc.have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
-                mc.ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
-            }
-        }
-        if (mc.nch > 1 || mc.gk > 1)
-            mc.P = cc_lx_alloc(e, mm_p_bytes(&m, mc.MB, mc.NBS, mc.KC), "matmul partial sums");
-        if (mc.gk > 1) {
-            mc.rdy_src = cc_lx_alloc(e, sb, "split-K ready (source)");
-            mc.rdy_in = cc_lx_alloc(e, sb, "split-K ready (from the left neighbour)");
-            for (int u = 0; u < 2; u++)
-                mc.pdone[u] = cc_tok_alloc(e, "split-K partial sums done (pt -> ring)");
-            mc.rdy = cc_tok_alloc(e, "split-K: the left neighbour's sums are ready");
-            mc.red = cc_tok_alloc(e, "split-K: the right neighbour's sums are added");
-        }
-        int nstaged = 0;
-        mc.ostage = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ostage);
-        mc.ocount = ir_xalloc((size_t)m.ep.nn * sizeof *mc.ocount);
-        if (m.ag || m.bg) {
-            for (int s = 0; s < 2; s++)
-                for (int u = 0; u < mc.nc; u++)
-                    mc.abrst[s][u] = cc_tok_alloc(e, "restickify: A/B slot written");
-        }
-        for (int j = 0; j < m.ep.nn; j++)
-            if (m.ep.nodes[j].dram && m.ep.nodes[j].staged) {
-                int out = c->p->nodes[m.ep.nodes[j].node].out;
-                mc.ostage[j] = cc_lx_alloc(e, be_buf_bytes(c, out), "restickify: staged result");
-                mc.ocount[j] = ir_xalloc((size_t)(be_buf_bytes(c, out) / sb) * sizeof **mc.ocount);
-                nstaged++;
-            }
-        if (nstaged)
-            mc.strd = cc_tok_alloc(e, "restickify: staged results written");
-        if (cc_emit_failed(e)) {
-            mm_core_free(&mc, m.ep.nn);
-            rc = -1;
-            break;
-        }
-        mc.T.c = c;
-        mc.T.e = e;
-        mc.T.K = m.K;
-        mc.T.corelet = 0;
-        mc.T.gs = mc.MB * sb;
-        mc.T.rows_cap = mc.MB;
-        mc.T.cols = m.N;
-        mc.T.acc_expr = m.acc;
-        cc_kernel_begin(e, m.K->name);
-        for (int s = 0; s < 2; s++) {
-            for (int u = 0; u < mc.nc; u++) {
-                cc_emit_sig(e, ISA_U_DMAI, mc.abempty[s][u]);
-                cc_emit_sig(e, ISA_U_DMAO, mc.cempty[s][u]);
-            }
-            cc_emit_sig(e, ISA_U_DMAI, mc.eempty[s]);
-        }
-        if (m.aw || m.bw) { /* dmai loads them once; sfp0 waits once before its first sfp.rst */
-            for (int wo = 0; wo < 2; wo++) {
-                if (!(wo ? m.bw : m.aw))
-                    continue;
-                int buf = wo ? m.mm->b : m.mm->a;
-                int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc.bws : mc.aws;
-                for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
-                    int64_t n = cc_min(65535, sticks - s0);
-                    cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
-                    cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb),
-                                &sh);
-                }
-            }
-            cc_emit_sig(e, ISA_U_DMAI, mc.wld);
-            cc_emit_wait(e, ISA_U_SFP0, mc.wld);
-        }
-        for (int64_t i = 0; mc.bc && i < BC_SLOTS; i++) /* every slot starts free */
-            bc_release(&mc, i);
-        for (int64_t b = 0; b < m.nbatch && !rc; b++)
-            for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
-                for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
-                    rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
-        for (int u = 0; mc.bc && u < mc.nc; u++) /* the last chunk's slot */
-            cc_emit_wait(e, ISA_U_RING, mc.ptdone[u]);
-        if (nstaged && !rc) {
-            cc_emit_sig(e, ISA_U_SFP0, mc.strd);
-            cc_emit_wait(e, ISA_U_DMAO, mc.strd);
-            for (int j = 0; j < m.ep.nn && !rc; j++)
-                if (m.ep.nodes[j].dram && m.ep.nodes[j].staged)
-                    rc = be_store_staged(c, m.K, e, c->p->nodes[m.ep.nodes[j].node].out, mc.ostage[j], mc.ocount[j]);
-        }
-        for (int s = 0; s < 2; s++) {
-            for (int u = 0; u < mc.nc; u++) {
-                cc_emit_wait(e, ISA_U_DMAI, mc.abempty[s][u]);
-                cc_emit_wait(e, u ? ISA_U_PT1 : ISA_U_PT0, mc.cempty[s][u]);
-            }
-            cc_emit_wait(e, ISA_U_DMAI, mc.eempty[s]);
-        }
-        cc_kernel_end(e);
-        mm_core_free(&mc, m.ep.nn);
-        if (cc_emit_failed(e))
-            rc = -1;
-    }
+    for (int core = 0; core < w->cores && !rc; core++)
+        rc = w->bcast && w->gn > 1 ? mm_rg_core(c, &m, core) : mm_grid_core(c, &m, w, core);
     mm_free(&m);
     return rc;
 }

@@ -373,7 +373,8 @@ static void encode_note(const isa_program *p, uint8_t *n)
     put_le(d + ND_WEIGHTS, p->weight_bytes, 8);
 }
 
-int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen)
+/* The checks a program passes before it is written. */
+static int check_program(const isa_program *p, const char *path, char *err, size_t errlen)
 {
     char msg[400];
     if (check_config(p, msg, sizeof msg)) {
@@ -395,38 +396,170 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
             isa_set_err(err, errlen, "%s: %s", path, msg);
             return -1;
         }
+    return 0;
+}
 
-    int rc = -1, fd = -1;
-    isa_outfile of;
-    Elf *e = NULL;
-    strbuf shstr = {0}, str = {0};
-    uint8_t **text = calloc((size_t)p->ncores, sizeof *text);
-    uint8_t *tensors = encode_tensors(p);
-    uint8_t *kernels = encode_kernels(p);
-    size_t nsyms = 1 + p->ntensors + (size_t)p->ncores;
-    Elf64_Sym *syms = calloc(nsyms, sizeof *syms);
+/* An ELF file being written: the encoded sections' data, the symbols and
+ * the two string tables as they fill. */
+typedef struct {
+    const isa_program *p;
+    Elf *e;
+    strbuf shstr, str;
+    uint8_t **text; /* per core */
+    uint8_t *tensors, *kernels;
+    Elf64_Sym *syms;
+    size_t nsym;
     uint8_t note[NOTE_BYTES];
-    encode_note(p, note);
-    if (!text || !tensors || !kernels || !syms) {
+} elf_out;
+
+/* Every section's data encoded in memory (the instructions per core). */
+static int encode_all(elf_out *o, const char *path, char *err, size_t errlen)
+{
+    const isa_program *p = o->p;
+    char msg[400];
+    o->text = calloc((size_t)p->ncores, sizeof *o->text);
+    o->tensors = encode_tensors(p);
+    o->kernels = encode_kernels(p);
+    o->syms = calloc(1 + p->ntensors + (size_t)p->ncores, sizeof *o->syms);
+    encode_note(p, o->note);
+    if (!o->text || !o->tensors || !o->kernels || !o->syms) {
         isa_set_err(err, errlen, "%s: out of memory", path);
-        goto out;
+        return -1;
     }
     for (int c = 0; c < p->ncores; c++) {
         const isa_stream *s = &p->cores[c];
         if (!s->n)
             continue;
-        text[c] = malloc(s->n * ISA_INSN_BYTES);
-        if (!text[c]) {
+        o->text[c] = malloc(s->n * ISA_INSN_BYTES);
+        if (!o->text[c]) {
             isa_set_err(err, errlen, "%s: out of memory", path);
-            goto out;
+            return -1;
         }
         for (size_t i = 0; i < s->n; i++)
-            if (isa_encode(&s->insns[i], text[c] + i * ISA_INSN_BYTES, msg, sizeof msg)) {
+            if (isa_encode(&s->insns[i], o->text[c] + i * ISA_INSN_BYTES, msg, sizeof msg)) {
                 isa_set_err(err, errlen, "%s: core %d instruction %zu: %s", path, c, i, msg);
-                goto out;
+                return -1;
             }
     }
+    return 0;
+}
 
+/* A symbol of the table, global. */
+static void add_symbol(elf_out *o, const char *name, int type, Elf64_Section shndx, uint64_t value, uint64_t size)
+{
+    Elf64_Sym *sym = &o->syms[o->nsym++];
+    sym->st_name = (Elf64_Word)sb_add(&o->str, name);
+    sym->st_info = ELF64_ST_INFO(STB_GLOBAL, type);
+    sym->st_other = STV_DEFAULT;
+    sym->st_shndx = shndx;
+    sym->st_value = value;
+    sym->st_size = size;
+}
+
+/* A text section and a symbol (coreN) for each core with instructions. */
+static int add_texts(elf_out *o)
+{
+    const isa_program *p = o->p;
+    char name[64];
+    for (int c = 0; c < p->ncores; c++) {
+        const isa_stream *s = &p->cores[c];
+        if (!s->n)
+            continue;
+        snprintf(name, sizeof name, TEXT_PREFIX "%d", c);
+        Elf_Scn *scn = add_section(o->e, sb_add(&o->shstr, name), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR,
+                                   o->text[c], s->n * ISA_INSN_BYTES, ISA_INSN_BYTES, ELF_T_BYTE, ISA_INSN_BYTES);
+        if (!scn)
+            return -1;
+        snprintf(name, sizeof name, "core%d", c);
+        add_symbol(o, name, STT_FUNC, (Elf64_Section)elf_ndxscn(scn), 0, s->n * ISA_INSN_BYTES);
+    }
+    return 0;
+}
+
+/* The tensor table (and a symbol per tensor at its DRAM offset), the
+ * kernel table, the constants, the graph and the configuration note. */
+static int add_tables(elf_out *o)
+{
+    const isa_program *p = o->p;
+    Elf *e = o->e;
+    if (!add_section(e, sb_add(&o->shstr, ".spyre.tensors"), SHT_PROGBITS, 0, o->tensors, p->ntensors * TR_SIZE, 8,
+                     ELF_T_BYTE, TR_SIZE))
+        return -1;
+    for (size_t i = 0; i < p->ntensors; i++)
+        add_symbol(o, p->tensors[i].name, STT_OBJECT, SHN_ABS, p->tensors[i].dram_off, p->tensors[i].bytes);
+    if (p->nkernels && !add_section(e, sb_add(&o->shstr, ".spyre.kernels"), SHT_PROGBITS, 0, o->kernels,
+                                    p->nkernels * KR_SIZE, 8, ELF_T_BYTE, KR_SIZE))
+        return -1;
+    if (p->nconsts && !add_section(e, sb_add(&o->shstr, ".spyre.const"), SHT_PROGBITS, 0, p->consts, p->nconsts, 8,
+                                   ELF_T_BYTE, 0))
+        return -1;
+    if (p->graph && !add_section(e, sb_add(&o->shstr, ".spyre.graph"), SHT_PROGBITS, 0, p->graph,
+                                 strlen(p->graph), 1, ELF_T_BYTE, 0))
+        return -1;
+    if (!add_section(e, sb_add(&o->shstr, ".note.spyre"), SHT_NOTE, 0, o->note, sizeof o->note, NOTE_ALIGN,
+                     ELF_T_BYTE, 0))
+        return -1;
+    return 0;
+}
+
+/* The symbol table and the string tables, complete once every name is
+ * in; their data pointers are set last because sb_add may move the
+ * buffers. */
+static int add_symtabs(elf_out *o, Elf64_Ehdr *eh)
+{
+    Elf *e = o->e;
+    Elf_Scn *symscn = add_section(e, sb_add(&o->shstr, ".symtab"), SHT_SYMTAB, 0, o->syms, o->nsym * sizeof *o->syms,
+                                  8, ELF_T_SYM, sizeof *o->syms);
+    Elf_Scn *strscn = symscn ? add_section(e, sb_add(&o->shstr, ".strtab"), SHT_STRTAB, 0, NULL, 0, 1, ELF_T_BYTE, 0)
+                             : NULL;
+    Elf_Scn *shscn = strscn ? add_section(e, sb_add(&o->shstr, ".shstrtab"), SHT_STRTAB, 0, NULL, 0, 1, ELF_T_BYTE, 0)
+                            : NULL;
+    if (!shscn)
+        return -1;
+    Elf_Data *d = elf_getdata(strscn, NULL);
+    d->d_buf = o->str.buf;
+    d->d_size = o->str.len;
+    d = elf_getdata(shscn, NULL);
+    d->d_buf = o->shstr.buf;
+    d->d_size = o->shstr.len;
+    Elf64_Shdr *symsh = elf64_getshdr(symscn);
+    symsh->sh_link = (Elf64_Word)elf_ndxscn(strscn);
+    symsh->sh_info = 1; /* every symbol but the null one is global */
+    eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shscn);
+    return 0;
+}
+
+/* The ELF image through libelf into the open file fd. */
+static int write_elf(elf_out *o, int fd)
+{
+    o->e = elf_begin(fd, ELF_C_WRITE, NULL);
+    Elf64_Ehdr *eh = o->e ? elf64_newehdr(o->e) : NULL;
+    if (!eh)
+        return -1;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh->e_type = ET_EXEC;
+    eh->e_machine = EM_NONE;
+    eh->e_version = EV_CURRENT;
+    sb_add(&o->shstr, "");
+    sb_add(&o->str, "");
+    o->nsym = 1;
+    if (add_texts(o) || add_tables(o) || add_symtabs(o, eh))
+        return -1;
+    elf_flagehdr(o->e, ELF_C_SET, ELF_F_DIRTY);
+    return elf_update(o->e, ELF_C_WRITE) < 0 ? -1 : 0;
+}
+
+int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen)
+{
+    if (check_program(p, path, err, errlen))
+        return -1;
+    int rc = -1, fd = -1;
+    isa_outfile of;
+    elf_out o = {0};
+    o.p = p;
+    if (encode_all(&o, path, err, errlen))
+        goto out;
     if (elf_version(EV_CURRENT) == EV_NONE) {
         isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
         goto out;
@@ -434,104 +567,24 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
     if (isa_out_open(&of, path, err, errlen))
         goto out;
     fd = fileno(of.f);
-    e = elf_begin(fd, ELF_C_WRITE, NULL);
-    Elf64_Ehdr *eh = e ? elf64_newehdr(e) : NULL;
-    if (!eh)
-        goto elf_fail;
-    eh->e_ident[EI_DATA] = ELFDATA2LSB;
-    eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
-    eh->e_type = ET_EXEC;
-    eh->e_machine = EM_NONE;
-    eh->e_version = EV_CURRENT;
-
-    sb_add(&shstr, "");
-    sb_add(&str, "");
-    size_t nsym = 1;
-    char name[64];
-    for (int c = 0; c < p->ncores; c++) {
-        const isa_stream *s = &p->cores[c];
-        if (!s->n)
-            continue;
-        snprintf(name, sizeof name, TEXT_PREFIX "%d", c);
-        Elf_Scn *scn = add_section(e, sb_add(&shstr, name), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text[c],
-                                   s->n * ISA_INSN_BYTES, ISA_INSN_BYTES, ELF_T_BYTE, ISA_INSN_BYTES);
-        if (!scn)
-            goto elf_fail;
-        snprintf(name, sizeof name, "core%d", c);
-        Elf64_Sym *sym = &syms[nsym++];
-        sym->st_name = (Elf64_Word)sb_add(&str, name);
-        sym->st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-        sym->st_other = STV_DEFAULT;
-        sym->st_shndx = (Elf64_Section)elf_ndxscn(scn);
-        sym->st_value = 0;
-        sym->st_size = s->n * ISA_INSN_BYTES;
-    }
-    if (!add_section(e, sb_add(&shstr, ".spyre.tensors"), SHT_PROGBITS, 0, tensors, p->ntensors * TR_SIZE, 8,
-                     ELF_T_BYTE, TR_SIZE))
-        goto elf_fail;
-    for (size_t i = 0; i < p->ntensors; i++) {
-        const isa_tensor *t = &p->tensors[i];
-        Elf64_Sym *sym = &syms[nsym++];
-        sym->st_name = (Elf64_Word)sb_add(&str, t->name);
-        sym->st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
-        sym->st_other = STV_DEFAULT;
-        sym->st_shndx = SHN_ABS;
-        sym->st_value = t->dram_off;
-        sym->st_size = t->bytes;
-    }
-    if (p->nkernels && !add_section(e, sb_add(&shstr, ".spyre.kernels"), SHT_PROGBITS, 0, kernels,
-                                    p->nkernels * KR_SIZE, 8, ELF_T_BYTE, KR_SIZE))
-        goto elf_fail;
-    if (p->nconsts && !add_section(e, sb_add(&shstr, ".spyre.const"), SHT_PROGBITS, 0, p->consts, p->nconsts, 8,
-                                   ELF_T_BYTE, 0))
-        goto elf_fail;
-    if (p->graph && !add_section(e, sb_add(&shstr, ".spyre.graph"), SHT_PROGBITS, 0, p->graph,
-                                 strlen(p->graph), 1, ELF_T_BYTE, 0))
-        goto elf_fail;
-    if (!add_section(e, sb_add(&shstr, ".note.spyre"), SHT_NOTE, 0, note, sizeof note, NOTE_ALIGN, ELF_T_BYTE, 0))
-        goto elf_fail;
-    /* The string tables are complete once every name is in; their data
-     * pointers are set last because sb_add may move the buffers. */
-    Elf_Scn *symscn = add_section(e, sb_add(&shstr, ".symtab"), SHT_SYMTAB, 0, syms, nsym * sizeof *syms, 8,
-                                  ELF_T_SYM, sizeof *syms);
-    Elf_Scn *strscn = symscn ? add_section(e, sb_add(&shstr, ".strtab"), SHT_STRTAB, 0, NULL, 0, 1, ELF_T_BYTE, 0)
-                             : NULL;
-    Elf_Scn *shscn = strscn ? add_section(e, sb_add(&shstr, ".shstrtab"), SHT_STRTAB, 0, NULL, 0, 1, ELF_T_BYTE, 0)
-                            : NULL;
-    if (!shscn)
-        goto elf_fail;
-    Elf_Data *d = elf_getdata(strscn, NULL);
-    d->d_buf = str.buf;
-    d->d_size = str.len;
-    d = elf_getdata(shscn, NULL);
-    d->d_buf = shstr.buf;
-    d->d_size = shstr.len;
-    Elf64_Shdr *symsh = elf64_getshdr(symscn);
-    symsh->sh_link = (Elf64_Word)elf_ndxscn(strscn);
-    symsh->sh_info = 1; /* every symbol but the null one is global */
-    eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shscn);
-    elf_flagehdr(e, ELF_C_SET, ELF_F_DIRTY);
-    if (elf_update(e, ELF_C_WRITE) < 0)
-        goto elf_fail;
-    rc = 0;
-    goto out;
-
-elf_fail:
-    isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+    if (write_elf(&o, fd))
+        isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+    else
+        rc = 0;
 out:
-    if (e)
-        elf_end(e);
+    if (o.e)
+        elf_end(o.e);
     if (fd >= 0 && isa_out_close(&of, rc == 0, err, errlen))
         rc = -1;
-    if (text)
+    if (o.text)
         for (int c = 0; c < p->ncores; c++)
-            free(text[c]);
-    free(text);
-    free(tensors);
-    free(kernels);
-    free(syms);
-    free(shstr.buf);
-    free(str.buf);
+            free(o.text[c]);
+    free(o.text);
+    free(o.tensors);
+    free(o.kernels);
+    free(o.syms);
+    free(o.shstr.buf);
+    free(o.str.buf);
     return rc;
 }
 
@@ -835,44 +888,50 @@ static int is_table(const char *name)
     return !strcmp(name, ".symtab") || !strcmp(name, ".strtab") || !strcmp(name, ".shstrtab");
 }
 
-static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
+/* The ELF header of a Spyre program, and its section name table. */
+static int parse_header(const reader *r, Elf *e, size_t *shstrndx)
 {
     GElf_Ehdr eh;
     if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
         rfail(r, "not an ELF file: %s", elf_errmsg(-1));
-        return NULL;
+        return -1;
     }
     if (eh.e_type != ET_EXEC) {
         rfail(r, "not a Spyre program: ELF type %u, expected ET_EXEC", (unsigned)eh.e_type);
-        return NULL;
+        return -1;
     }
     if (eh.e_machine != EM_NONE) {
         rfail(r, "not a Spyre program: machine %u, expected EM_NONE", (unsigned)eh.e_machine);
-        return NULL;
+        return -1;
     }
-    size_t shstrndx;
-    if (elf_getshdrstrndx(e, &shstrndx)) {
+    if (elf_getshdrstrndx(e, shstrndx)) {
         rfail(r, "corrupt: no section name table: %s", elf_errmsg(-1));
-        return NULL;
+        return -1;
     }
+    return 0;
+}
 
-    blob known[S_NKNOWN] = {{0}};
-    blob text[MAX_CORES] = {{0}};
+/* The sections of the file: each known one (and each core's text) into
+ * its slot, once, of its type; the symbol and string tables skipped;
+ * anything else refused. */
+static int find_sections(const reader *r, Elf *e, const uint8_t *buf, size_t size, size_t shstrndx, blob *known,
+                         blob *text)
+{
     for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh)) {
             rfail(r, "corrupt section header: %s", elf_errmsg(-1));
-            return NULL;
+            return -1;
         }
         const char *name = elf_strptr(e, shstrndx, sh.sh_name);
         if (!name) {
             rfail(r, "corrupt: section %zu has no name", elf_ndxscn(scn));
-            return NULL;
+            return -1;
         }
         if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
             rfail(r, "truncated: section %s ends at %" PRIu64 ", file has %zu bytes", name,
                   (uint64_t)(sh.sh_offset + sh.sh_size), size);
-            return NULL;
+            return -1;
         }
         blob b = {buf + sh.sh_offset, (size_t)sh.sh_size, 1};
         blob *slot = NULL;
@@ -881,7 +940,7 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
         if (core >= 0) {
             if (core >= MAX_CORES) {
                 rfail(r, "corrupt: section %s: core out of range", name);
-                return NULL;
+                return -1;
             }
             slot = &text[core];
         }
@@ -893,38 +952,85 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
         if (!slot && !is_table(name)) {
             /* a misnamed code section would drop a core's code */
             rfail(r, "unknown section %s", name);
-            return NULL;
+            return -1;
         }
         if (!slot)
             continue; /* the symbol and string tables, for other tools */
         if (sh.sh_type != want) {
             rfail(r, "corrupt: section %s has type %u, expected %u", name, (unsigned)sh.sh_type, (unsigned)want);
-            return NULL;
+            return -1;
         }
         if (slot->present) {
             rfail(r, "corrupt: section %s appears twice", name);
-            return NULL;
+            return -1;
         }
         *slot = b;
     }
+    return 0;
+}
 
+/* The sections a program must have, its configuration note into cfg,
+ * and no text for a core it does not have. */
+static int check_sections(const reader *r, const blob *known, const blob *text, isa_program *cfg)
+{
     if (!known[S_NOTE].present) {
         rfail(r, "not a Spyre program: no .note.spyre section");
-        return NULL;
+        return -1;
     }
-    isa_program cfg = {0};
-    if (parse_note(r, known[S_NOTE], &cfg))
-        return NULL;
+    if (parse_note(r, known[S_NOTE], cfg))
+        return -1;
     if (!known[S_TENSORS].present) {
         rfail(r, "corrupt: no .spyre.tensors section");
-        return NULL;
+        return -1;
     }
-    for (int c = cfg.ncores; c < MAX_CORES; c++)
+    for (int c = cfg->ncores; c < MAX_CORES; c++)
         if (text[c].present) {
-            rfail(r, "corrupt: section " TEXT_PREFIX "%d, but the program has %d cores", c, cfg.ncores);
-            return NULL;
+            rfail(r, "corrupt: section " TEXT_PREFIX "%d, but the program has %d cores", c, cfg->ncores);
+            return -1;
         }
+    return 0;
+}
 
+/* The constants and the graph's text (no NUL in it), copied. */
+static int copy_blobs(const reader *r, const blob *known, isa_program *p)
+{
+    if (known[S_CONST].present) {
+        p->nconsts = known[S_CONST].size;
+        p->consts = malloc(p->nconsts ? p->nconsts : 1);
+        if (!p->consts) {
+            rfail(r, "out of memory");
+            return -1;
+        }
+        memcpy(p->consts, known[S_CONST].data, p->nconsts);
+    }
+    if (known[S_GRAPH].present) {
+        blob g = known[S_GRAPH];
+        if (memchr(g.data, 0, g.size)) {
+            rfail(r, "corrupt .spyre.graph: the text contains a NUL byte");
+            return -1;
+        }
+        p->graph = malloc(g.size + 1);
+        if (!p->graph) {
+            rfail(r, "out of memory");
+            return -1;
+        }
+        memcpy(p->graph, g.data, g.size);
+        p->graph[g.size] = 0;
+    }
+    return 0;
+}
+
+/* The program of the file: header, sections, configuration, then its
+ * constants, graph, tensors, each core's code and the kernels. */
+static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t size)
+{
+    size_t shstrndx;
+    blob known[S_NKNOWN] = {{0}};
+    blob text[MAX_CORES] = {{0}};
+    isa_program cfg = {0};
+    if (parse_header(r, e, &shstrndx) || find_sections(r, e, buf, size, shstrndx, known, text) ||
+        check_sections(r, known, text, &cfg))
+        return NULL;
     isa_program *p = isa_program_new(cfg.ncores);
     if (!p) {
         rfail(r, "out of memory");
@@ -935,30 +1041,7 @@ static isa_program *parse(const reader *r, Elf *e, const uint8_t *buf, size_t si
     p->stick_bytes = cfg.stick_bytes;
     p->dram_bytes = cfg.dram_bytes;
     p->weight_bytes = cfg.weight_bytes;
-    if (known[S_CONST].present) {
-        p->nconsts = known[S_CONST].size;
-        p->consts = malloc(p->nconsts ? p->nconsts : 1);
-        if (!p->consts) {
-            rfail(r, "out of memory");
-            goto fail;
-        }
-        memcpy(p->consts, known[S_CONST].data, p->nconsts);
-    }
-    if (known[S_GRAPH].present) {
-        blob g = known[S_GRAPH];
-        if (memchr(g.data, 0, g.size)) {
-            rfail(r, "corrupt .spyre.graph: the text contains a NUL byte");
-            goto fail;
-        }
-        p->graph = malloc(g.size + 1);
-        if (!p->graph) {
-            rfail(r, "out of memory");
-            goto fail;
-        }
-        memcpy(p->graph, g.data, g.size);
-        p->graph[g.size] = 0;
-    }
-    if (parse_tensors(r, known[S_TENSORS], p))
+    if (copy_blobs(r, known, p) || parse_tensors(r, known[S_TENSORS], p))
         goto fail;
     for (int c = 0; c < p->ncores; c++)
         if (text[c].present && parse_text(r, text[c], c, p))

@@ -386,192 +386,266 @@ static int check_expected(rt_program *prog, const cc_graph *g, const char *path,
     return bad > 0 ? EXIT_MISMATCH : EXIT_OK;
 }
 
+/* `spyre run`'s command line. */
+typedef struct {
+    const char *path, *config, *stats_json, *trace, *tuning;
+    int check;
+    uint64_t seed;
+    const char *inputs[64];
+    int ninputs;
+    sim_options opt;
+} run_args;
+
+/* One option of `spyre run` at argv[*i] (its value, when it takes one,
+ * after it): 0, or the exit status of a usage error. */
+static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_level *level, int *race_flag)
+{
+    const char *o = argv[*i];
+    const int val = *i + 1 < argc;
+    int64_t v;
+    if (!strcmp(o, "--check"))
+        a->check = 1;
+    else if (!strcmp(o, "--no-values"))
+        a->opt.values = 0;
+    else if (!strcmp(o, "--no-race-check"))
+        *race_flag = 0;
+    else if (!strcmp(o, "--race-check"))
+        *race_flag = 1;
+    else if (!strcmp(o, "--seed") && val) {
+        if (isa_parse_int(argv[++*i], &v) || v < 0)
+            return usage_error("run", "--seed takes a non-negative integer");
+        a->seed = (uint64_t)v;
+    } else if ((!strcmp(o, "--max-insns") || !strcmp(o, "--max-cycles")) && val) {
+        int insns = !strcmp(o, "--max-insns");
+        if (isa_parse_int(argv[++*i], &v) || v < 0)
+            return usage_error("run", insns ? "--max-insns takes a non-negative integer"
+                                            : "--max-cycles takes a non-negative integer");
+        *(insns ? &a->opt.max_insns : &a->opt.max_cycles) = v ? (uint64_t)v : SIM_NO_LIMIT; /* 0: no limit */
+    } else if (!strcmp(o, "--config") && val)
+        a->config = argv[++*i];
+    else if (!strcmp(o, "--work-div") && val) {
+        if (run_nwork_div == 64)
+            return usage_error("run", "too many --work-div options");
+        run_work_div[run_nwork_div++] = argv[++*i];
+    } else if (!strcmp(o, "--no-lx-plan"))
+        run_no_lx_plan = 1;
+    else if (!strcmp(o, "--no-lx-keep"))
+        run_no_lx_keep = 1;
+    else if (!strcmp(o, "--no-reroll"))
+        run_no_reroll = 1;
+    else if (!strcmp(o, "--tuning") && val)
+        a->tuning = argv[++*i];
+    else if (!strcmp(o, "--stats-json") && val)
+        a->stats_json = argv[++*i];
+    else if (!strcmp(o, "--trace") && val)
+        a->trace = argv[++*i];
+    else if (!strcmp(o, "--trace-level") && val) {
+        ++*i;
+        if (!strcmp(argv[*i], "insn"))
+            *level = SIM_TRACE_INSN;
+        else if (!strcmp(argv[*i], "kernel"))
+            *level = SIM_TRACE_KERNEL;
+        else
+            return usage_error("run", "--trace-level is insn or kernel");
+    } else if (!strcmp(o, "--input") && val) {
+        if (a->ninputs == 64)
+            return usage_error("run", "too many --input options");
+        a->inputs[a->ninputs++] = argv[++*i];
+    } else if (o[0] == '-' || a->path)
+        return usage_error("run", "unexpected argument");
+    else
+        a->path = o;
+    return 0;
+}
+
+/* The command line into a: 0, or the exit status of a usage error. */
+static int run_parse(int argc, char **argv, run_args *a)
+{
+    *a = (run_args){.seed = 1, .opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF}};
+    sim_trace_level level = SIM_TRACE_INSN;
+    int race_flag = -1; /* --race-check / --no-race-check; default: on with values */
+    for (int i = 1; i < argc; i++) {
+        int st = run_option(argc, argv, &i, a, &level, &race_flag);
+        if (st)
+            return st;
+    }
+    if (!a->path)
+        return usage_error("run", "needs FILE.elf, GRAPH or DIR");
+    if (a->check && !a->opt.values)
+        return usage_error("run", "--check needs values: drop --no-values");
+    /* timing-only runs are for speed: they check races only when asked */
+    a->opt.detect_races = race_flag >= 0 ? race_flag : a->opt.values;
+    if (a->trace)
+        a->opt.trace = level;
+    return 0;
+}
+
+/* A run under way: the device, the graph (when a graph was named) with
+ * its export's inputs and expected outputs, the program; tuned: the work
+ * divisions a --tuning file added. */
+typedef struct {
+    const run_args *a;
+    rt_device *dev;
+    cc_graph *g;
+    rt_program *prog;
+    char *gin, *gexp;
+    int random_inputs;
+    char *tuned[64];
+    int ntuned;
+    char err[1024];
+} run_state;
+
+/* The program: loaded from FILE.elf, or the graph compiled (with the
+ * tuning file's work divisions) and loaded. */
+static int run_load(run_state *s)
+{
+    const char *path = s->a->path;
+    if (names_graph(path)) {
+        s->g = cc_graph_load(path, s->err, sizeof s->err);
+        if (!s->g) {
+            fprintf(stderr, "spyre run: %s\n", s->err);
+            return -1;
+        }
+        s->gin = export_file(path, "inputs.safetensors");
+        s->gexp = export_file(path, "expected.safetensors");
+        if (s->a->tuning && apply_tuning(s->a->tuning, path, s->g, rt_config(s->dev), run_work_div, &run_nwork_div,
+                                         s->tuned, &s->ntuned))
+            return -1;
+        s->prog = compile_and_load(s->dev, s->g, s->err, sizeof s->err);
+    } else {
+        s->prog = rt_load(s->dev, path, s->err, sizeof s->err);
+    }
+    if (!s->prog) {
+        fprintf(stderr, "spyre run: %s\n", s->err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The inputs: random from the seed, then an export's inputs (values on),
+ * then the --input files. */
+static int run_fill(run_state *s)
+{
+    if (rt_fill_inputs(s->prog, s->a->seed, s->err, sizeof s->err)) {
+        fprintf(stderr, "spyre run: %s\n", s->err);
+        return -1;
+    }
+    if (s->g && s->a->opt.values) { /* timing only needs no data: a --graph-only export has none */
+        s->random_inputs = file_absent(s->gin);
+        if (rt_load_graph_tensors(s->prog, s->g, s->random_inputs ? NULL : s->gin, s->err, sizeof s->err)) {
+            fprintf(stderr, "spyre run: %s\n", s->err);
+            return -1;
+        }
+    }
+    for (int i = 0; i < s->a->ninputs; i++)
+        if (rt_input_arg(s->prog, s->a->inputs[i], s->err, sizeof s->err)) {
+            fprintf(stderr, "spyre run: %s\n", s->err);
+            return -1;
+        }
+    return 0;
+}
+
+/* Run the program and report: the result line, statistics, top kernels,
+ * the trace and --stats-json files. An exit status. */
+static int run_report(run_state *s, rt_run_result *res)
+{
+    const run_args *a = s->a;
+    char line[2048];
+    int rc = rt_launch(s->prog, res);
+    /* a trace that cannot be written is exit 2, unless the run faulted (3) */
+    int trace_bad = a->trace && sim_write_trace(rt_sim(s->dev), rt_program_isa(s->prog), a->trace, s->err, sizeof s->err);
+    if (trace_bad)
+        fprintf(stderr, "spyre run: %s\n", s->err);
+    if (rc) {
+        rt_run_format(res, line, sizeof line);
+        fprintf(stderr, "spyre run: %s: %s\n", a->path, line);
+    }
+    if (rc || trace_bad)
+        return rc ? EXIT_FAULT : EXIT_USAGE;
+    rt_run_format(res, line, sizeof line);
+    printf("%s\n", line);
+    print_stats(&res->stats, rt_config(s->dev));
+    print_top_kernels(&res->stats, rt_config(s->dev));
+    if (a->stats_json && sim_write_stats_json(&res->stats, rt_config(s->dev), a->stats_json, s->err, sizeof s->err)) {
+        fprintf(stderr, "spyre run: %s\n", s->err);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+/* --check: the outputs against the reference executor, then against
+ * PyTorch's expected outputs (an export's). An exit status. */
+static int run_check(run_state *s)
+{
+    rt_check_result *r = NULL;
+    int n = 0, status = EXIT_OK;
+    char line[2048];
+    int bad = s->g ? rt_check_graph(s->prog, s->g, &r, &n, s->err, sizeof s->err)
+                   : rt_check(s->prog, &r, &n, s->err, sizeof s->err);
+    if (bad < 0) {
+        fprintf(stderr, "spyre run: %s\n", s->err);
+        status = EXIT_USAGE;
+    } else {
+        for (int i = 0; i < n; i++) {
+            rt_check_format(&r[i], line, sizeof line);
+            printf("%s\n", line);
+        }
+        if (bad)
+            status = EXIT_MISMATCH;
+    }
+    free(r);
+    /* also after a mismatch: a bad expected.safetensors is exit 2 either way */
+    int e = s->g && status != EXIT_USAGE
+                ? check_expected(s->prog, s->g, s->gexp,
+                                 s->a->ninputs ? "--input replaced inputs that PyTorch's outputs were computed for"
+                                 : s->random_inputs ? "no inputs.safetensors: the inputs are random"
+                                                    : NULL)
+                : EXIT_OK;
+    return e > status ? e : status;
+}
+
+/* Load or compile, fill the inputs, run and report, check. */
+static int run_program(run_state *s)
+{
+    if (run_load(s) || run_fill(s))
+        return EXIT_USAGE;
+    rt_run_result *res = malloc(sizeof *res);
+    if (!res) {
+        fprintf(stderr, "spyre run: out of memory\n");
+        return EXIT_USAGE;
+    }
+    int status = run_report(s, res);
+    free(res);
+    if (status == EXIT_OK && s->a->check)
+        status = run_check(s);
+    return status;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv, "run"))
         return EXIT_OK;
-    const char *path = NULL, *config = NULL, *stats_json = NULL, *trace = NULL, *tuning = NULL;
-    char *tuned[64];
-    int ntuned = 0;
-    int check = 0;
-    uint64_t seed = 1;
-    const char *inputs[64];
-    int ninputs = 0;
-    sim_options opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF};
-    sim_trace_level level = SIM_TRACE_INSN;
-    int race_flag = -1; /* --race-check / --no-race-check; default: on with values */
-    for (int i = 1; i < argc; i++) {
-        int64_t v;
-        if (!strcmp(argv[i], "--check"))
-            check = 1;
-        else if (!strcmp(argv[i], "--no-values"))
-            opt.values = 0;
-        else if (!strcmp(argv[i], "--no-race-check"))
-            race_flag = 0;
-        else if (!strcmp(argv[i], "--race-check"))
-            race_flag = 1;
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-            if (isa_parse_int(argv[++i], &v) || v < 0)
-                return usage_error("run", "--seed takes a non-negative integer");
-            seed = (uint64_t)v;
-        } else if ((!strcmp(argv[i], "--max-insns") || !strcmp(argv[i], "--max-cycles")) && i + 1 < argc) {
-            int insns = !strcmp(argv[i], "--max-insns");
-            if (isa_parse_int(argv[++i], &v) || v < 0)
-                return usage_error("run", insns ? "--max-insns takes a non-negative integer"
-                                                : "--max-cycles takes a non-negative integer");
-            *(insns ? &opt.max_insns : &opt.max_cycles) = v ? (uint64_t)v : SIM_NO_LIMIT; /* 0: no limit */
-        } else if (!strcmp(argv[i], "--config") && i + 1 < argc)
-            config = argv[++i];
-        else if (!strcmp(argv[i], "--work-div") && i + 1 < argc) {
-            if (run_nwork_div == 64)
-                return usage_error("run", "too many --work-div options");
-            run_work_div[run_nwork_div++] = argv[++i];
-        } else if (!strcmp(argv[i], "--no-lx-plan"))
-            run_no_lx_plan = 1;
-        else if (!strcmp(argv[i], "--no-lx-keep"))
-            run_no_lx_keep = 1;
-        else if (!strcmp(argv[i], "--no-reroll"))
-            run_no_reroll = 1;
-        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
-            tuning = argv[++i];
-        else if (!strcmp(argv[i], "--stats-json") && i + 1 < argc)
-            stats_json = argv[++i];
-        else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
-            trace = argv[++i];
-        else if (!strcmp(argv[i], "--trace-level") && i + 1 < argc) {
-            i++;
-            if (!strcmp(argv[i], "insn"))
-                level = SIM_TRACE_INSN;
-            else if (!strcmp(argv[i], "kernel"))
-                level = SIM_TRACE_KERNEL;
-            else
-                return usage_error("run", "--trace-level is insn or kernel");
-        } else if (!strcmp(argv[i], "--input") && i + 1 < argc) {
-            if (ninputs == 64)
-                return usage_error("run", "too many --input options");
-            inputs[ninputs++] = argv[++i];
-        } else if (argv[i][0] == '-' || path)
-            return usage_error("run", "unexpected argument");
-        else
-            path = argv[i];
-    }
-    if (!path)
-        return usage_error("run", "needs FILE.elf, GRAPH or DIR");
-    if (check && !opt.values)
-        return usage_error("run", "--check needs values: drop --no-values");
-    /* timing-only runs are for speed: they check races only when asked */
-    opt.detect_races = race_flag >= 0 ? race_flag : opt.values;
-    if (trace)
-        opt.trace = level;
-    char err[1024], *cfgpath = chip_config_path(config ? config : "spyre");
-    rt_device *dev = rt_open(cfgpath, err, sizeof err);
+    run_args a;
+    int status = run_parse(argc, argv, &a);
+    if (status)
+        return status;
+    run_state s = {0};
+    s.a = &a;
+    char *cfgpath = chip_config_path(a.config ? a.config : "spyre");
+    s.dev = rt_open(cfgpath, s.err, sizeof s.err);
     free(cfgpath);
-    if (!dev)
-        return fail("spyre run: %s", err);
-    rt_set_options(dev, &opt);
-    int status = EXIT_USAGE;
-    cc_graph *g = NULL;
-    rt_program *prog = NULL;
-    char *gin = NULL, *gexp = NULL;
-    int random_inputs = 0;
-    if (names_graph(path)) {
-        g = cc_graph_load(path, err, sizeof err);
-        if (!g) {
-            fprintf(stderr, "spyre run: %s\n", err);
-            goto out;
-        }
-        gin = export_file(path, "inputs.safetensors");
-        gexp = export_file(path, "expected.safetensors");
-        if (tuning && apply_tuning(tuning, path, g, rt_config(dev), run_work_div, &run_nwork_div, tuned, &ntuned))
-            goto out;
-        prog = compile_and_load(dev, g, err, sizeof err);
-    } else {
-        prog = rt_load(dev, path, err, sizeof err);
-    }
-    if (!prog) {
-        fprintf(stderr, "spyre run: %s\n", err);
-        goto out;
-    }
-    if (rt_fill_inputs(prog, seed, err, sizeof err)) {
-        fprintf(stderr, "spyre run: %s\n", err);
-        goto out;
-    }
-    if (g && opt.values) { /* timing only needs no data: a --graph-only export has none */
-        random_inputs = file_absent(gin);
-        if (rt_load_graph_tensors(prog, g, random_inputs ? NULL : gin, err, sizeof err)) {
-            fprintf(stderr, "spyre run: %s\n", err);
-            goto out;
-        }
-    }
-    for (int i = 0; i < ninputs; i++)
-        if (rt_input_arg(prog, inputs[i], err, sizeof err)) {
-            fprintf(stderr, "spyre run: %s\n", err);
-            goto out;
-        }
-    rt_run_result *res = malloc(sizeof *res);
-    if (!res) {
-        fprintf(stderr, "spyre run: out of memory\n");
-        goto out;
-    }
-    char line[2048];
-    int rc = rt_launch(prog, res);
-    /* a trace that cannot be written is exit 2, unless the run faulted (3) */
-    int trace_bad = trace && sim_write_trace(rt_sim(dev), rt_program_isa(prog), trace, err, sizeof err);
-    if (trace_bad)
-        fprintf(stderr, "spyre run: %s\n", err);
-    if (rc) {
-        rt_run_format(res, line, sizeof line);
-        fprintf(stderr, "spyre run: %s: %s\n", path, line);
-    }
-    if (rc || trace_bad) {
-        status = rc ? EXIT_FAULT : EXIT_USAGE;
-        free(res);
-        goto out;
-    }
-    rt_run_format(res, line, sizeof line);
-    printf("%s\n", line);
-    print_stats(&res->stats, rt_config(dev));
-    print_top_kernels(&res->stats, rt_config(dev));
-    if (stats_json && sim_write_stats_json(&res->stats, rt_config(dev), stats_json, err, sizeof err)) {
-        fprintf(stderr, "spyre run: %s\n", err);
-        free(res);
-        goto out;
-    }
-    free(res);
-    status = EXIT_OK;
-    if (check) {
-        rt_check_result *r = NULL;
-        int n = 0;
-        int bad = g ? rt_check_graph(prog, g, &r, &n, err, sizeof err) : rt_check(prog, &r, &n, err, sizeof err);
-        if (bad < 0) {
-            fprintf(stderr, "spyre run: %s\n", err);
-            status = EXIT_USAGE;
-        } else {
-            for (int i = 0; i < n; i++) {
-                rt_check_format(&r[i], line, sizeof line);
-                printf("%s\n", line);
-            }
-            if (bad)
-                status = EXIT_MISMATCH;
-        }
-        free(r);
-        /* also after a mismatch: a bad expected.safetensors is exit 2 either way */
-        int e = g && status != EXIT_USAGE
-                    ? check_expected(prog, g, gexp,
-                                     ninputs ? "--input replaced inputs that PyTorch's outputs were computed for"
-                                     : random_inputs ? "no inputs.safetensors: the inputs are random" : NULL)
-                    : EXIT_OK;
-        status = e > status ? e : status;
-    }
-out:
-    for (int i = 0; i < ntuned; i++)
-        free(tuned[i]);
-    free(gin);
-    free(gexp);
-    cc_graph_free(g);
-    if (prog)
-        rt_unload(prog);
-    rt_close(dev);
+    if (!s.dev)
+        return fail("spyre run: %s", s.err);
+    rt_set_options(s.dev, &a.opt);
+    status = run_program(&s);
+    for (int i = 0; i < s.ntuned; i++)
+        free(s.tuned[i]);
+    free(s.gin);
+    free(s.gexp);
+    cc_graph_free(s.g);
+    if (s.prog)
+        rt_unload(s.prog);
+    rt_close(s.dev);
     return status;
 }
 
@@ -693,16 +767,6 @@ static char *export_file(const char *path, const char *name)
         return file;
     }
     return isa_path_join(path, name);
-}
-
-static int cmd_config(int argc, char **argv)
-{
-    if (wants_help(argc, argv, "config"))
-        return EXIT_OK;
-    if (argc != 2 || strcmp(argv[1], "--keys"))
-        return usage_error("config", "needs --keys");
-    chip_config_doc(stdout);
-    return EXIT_OK;
 }
 
 static int cmd_ref(int argc, char **argv)
@@ -849,9 +913,6 @@ static const command commands[] = {
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
      "race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
-    {"config", cmd_config, "config --keys",
-     "Print the keys of a chip configuration file (sim/configs/*.cfg) as a markdown table: type, valid\n"
-     "range, unit and meaning, from the one list of keys in chip/chip.h (docs/chip.md holds this table)."},
 };
 
 static const command *find_command(const char *name)

@@ -1,0 +1,164 @@
+/* sweep_rows.c: the sweep's tables of rows, its CSV journal and the small file helpers. */
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sweep.h"
+
+/* Room for one more element of `elem` bytes in the array v of n elements
+ * and capacity *cap (both row tables grow this way). */
+void *sw_grow_rows(void *v, int n, int *cap, size_t elem)
+{
+    if (n < *cap)
+        return v;
+    int ncap = *cap ? 2 * *cap : 64;
+    void *nv = realloc(v, (size_t)ncap * elem);
+    if (!nv) {
+        fprintf(stderr, "spyre sweep: out of memory\n");
+        exit(SW_USAGE);
+    }
+    *cap = ncap;
+    return nv;
+}
+
+sw_row *sw_rows_push(sw_rows *rs)
+{
+    rs->v = sw_grow_rows(rs->v, rs->n, &rs->cap, sizeof *rs->v);
+    sw_row *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+sw_row *sw_rows_find(const sw_rows *rs, const char *kernel, const char *choice)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->v[i].kernel, kernel) && !strcmp(rs->v[i].choice, choice))
+            return &rs->v[i];
+    return NULL;
+}
+
+double sw_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p */
+int sw_make_dirs(const char *path)
+{
+    char *buf = isa_path_join(NULL, path);
+    int rc = 0;
+    for (char *p = buf + 1; !rc; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                rc = -1;
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    int e = errno;
+    free(buf);
+    errno = e;
+    return rc;
+}
+
+/* The last path component of a graph path, without a trailing slash or,
+ * for a graph file, the directory holding it ("traces/mlp/graph.txt" and
+ * "traces/mlp/" are both "mlp"). */
+void sw_graph_name(const char *path, char *out, size_t len)
+{
+    char *buf = isa_path_join(NULL, path);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = 0;
+    if (n > 4 && !strcmp(buf + n - 4, ".txt")) {
+        char *slash = strrchr(buf, '/');
+        if (slash)
+            *slash = 0;
+        else
+            strcpy(buf, ".");
+    }
+    const char *base = strrchr(buf, '/');
+    snprintf(out, len, "%s", base ? base + 1 : buf);
+    free(buf);
+}
+
+/* The text of a sweep file that may not exist yet: NULL with err[0] == 0
+ * when there is none, NULL with err when it cannot be read (isa_text_read:
+ * not a regular file, a NUL byte, ...). */
+char *sw_read_if_present(const char *path, char *err, size_t errlen)
+{
+    err[0] = 0;
+    return access(path, F_OK) ? NULL : isa_text_read(path, ISA_TEXT_MAX, err, errlen);
+}
+
+/* Is line (without its '\n') the header line hdr (with it)? */
+int sw_is_header(const char *line, const char *hdr)
+{
+    size_t n = strlen(hdr) - 1;
+    return !strncmp(line, hdr, n) && !line[n];
+}
+
+/* ---- CSV ---- */
+
+const char sw_csv_header[] =
+    "index,kernel,choice,cycles,kernel_cycles,dram_bytes,mac_utilization,lx_peak,is_default,is_best\n";
+
+void sw_csv_write_row(FILE *f, const sw_row *r)
+{
+    fprintf(f, "%d,%s,%s,%.12g,%.12g,%" PRIu64 ",%.6f,%" PRIu64 ",%d,%d\n", r->index, r->kernel, r->choice, r->cycles,
+            r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak, r->is_default, r->is_best);
+}
+
+/* Append the rows of a sweep.csv to rs (skipping ones already there);
+ * 0 when the file does not exist, -1 with err on a malformed file. */
+int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
+{
+    char *text = sw_read_if_present(path, err, errlen), *cur = text, *line;
+    if (!text)
+        return err[0] ? -1 : 0;
+    int lineno = 0;
+    while ((line = isa_text_line(&cur))) {
+        lineno++;
+        if (lineno == 1 && !strncmp(line, "index,", 6))
+            continue;
+        if (!line[0])
+            continue;
+        sw_row r = {0};
+        unsigned long long dram, lx;
+        /* kernel names and choices have no commas */
+        if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
+                   &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10) {
+            snprintf(err, errlen, "%s:%d: not a sweep row: %.60s", path, lineno, line);
+            free(text);
+            return -1;
+        }
+        r.dram_bytes = dram;
+        r.lx_peak = lx;
+        r.done = 1;
+        if (!sw_rows_find(rs, r.kernel, r.choice))
+            *sw_rows_push(rs) = r;
+    }
+    free(text);
+    return 0;
+}
+
+int sw_cmp_index(const void *a, const void *b)
+{
+    const sw_row *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
