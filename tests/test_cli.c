@@ -45,6 +45,16 @@ static void test_help_and_usage_errors(void)
     CU_ASSERT_EQUAL(tu_spyre("gen gemm 0 10 10 -o /dev/null", out, sizeof out), 2);
     CU_ASSERT_EQUAL(tu_spyre("run", out, sizeof out), 2);
     CU_ASSERT_EQUAL(tu_spyre("run x.elf --seed -3", out, sizeof out), 2);
+    /* the message names what it did not expect; a negative dimension is not an option */
+    CU_ASSERT_EQUAL(tu_spyre("run x.elf --bogus", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "spyre run: unexpected argument '--bogus'"));
+    CU_ASSERT_EQUAL(tu_spyre("dis a.elf b.elf", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "unexpected argument 'b.elf'"));
+    CU_ASSERT_EQUAL(tu_spyre("gen gemm -1 64 64 -o /dev/null", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "every dimension must be positive"));
+    /* limits as the help text writes them: 1e9; past 2^64 is refused */
+    CU_ASSERT_EQUAL(tu_spyre("run x.elf --max-insns 1e99", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--max-insns takes a non-negative integer"));
 }
 
 static void test_gen_run_check_passes_on_both_configs(void)
@@ -148,7 +158,7 @@ static void test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3(
 {
     const char *src = ".config spyre-4core ncores=4 lx=262144\n"
                       ".core 3\n  loop n=4294967295\n    loop n=4294967295\n      nop\n    endl\n  endl\n  halt\n";
-    CU_ASSERT_EQUAL(run_asm(src, "--max-insns 100000"), 3);
+    CU_ASSERT_EQUAL(run_asm(src, "--max-insns 1e5"), 3); /* as the help writes the default, 1e9 */
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "core 3 unit seq insn "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "instruction limit (100000; spyre run --max-insns N raises it"));
     CU_ASSERT_PTR_NULL(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL); /* one line */

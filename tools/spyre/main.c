@@ -2,6 +2,7 @@
  * dispatches on the first argument.
  * Exit status: 0 success, 1 validation mismatch, 2 bad input or usage,
  * 3 the simulated program broke a rule. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -55,6 +56,38 @@ static int usage_error(const char *name, const char *what)
     return EXIT_USAGE;
 }
 
+/* "unexpected argument 'ARG'" (an option unknown here, or a second path) */
+static int unexpected(const char *name, const char *arg)
+{
+    const command *c = find_command(name);
+    fprintf(stderr, "spyre %s: unexpected argument '%s'\nusage: spyre %s\n", name, arg, c->usage);
+    return EXIT_USAGE;
+}
+
+/* A count for a limit: an integer >= 0, also written as MeE (1e9, 15e8),
+ * as the help text writes the defaults. */
+static int parse_count(const char *s, uint64_t *out)
+{
+    int64_t v;
+    if (!isa_parse_int(s, &v))
+        return v < 0 ? -1 : (*out = (uint64_t)v, 0);
+    char *end;
+    unsigned long long m = strtoull(s, &end, 10);
+    if (end == s || (*end != 'e' && *end != 'E') || !isdigit((unsigned char)end[1]))
+        return -1;
+    const char *es = end + 1;
+    unsigned long e = strtoul(es, &end, 10);
+    if (*end || e > 19)
+        return -1;
+    for (; e; e--) {
+        if (m > UINT64_MAX / 10)
+            return -1;
+        m *= 10;
+    }
+    *out = m;
+    return 0;
+}
+
 static int load_config(const char *path_or_name, chip_config *cfg)
 {
     char err[1024], *path = chip_config_path(path_or_name ? path_or_name : "spyre");
@@ -76,7 +109,7 @@ static int cmd_as(int argc, char **argv)
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (argv[i][0] == '-' || in)
-            return usage_error("as", "unexpected argument");
+            return unexpected("as", argv[i]);
         else
             in = argv[i];
     }
@@ -102,7 +135,7 @@ static isa_program *read_program(const char *name, int argc, char **argv, const 
     *path = NULL;
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-' || *path) {
-            usage_error(name, "unexpected argument");
+            unexpected(name, argv[i]);
             return NULL;
         }
         *path = argv[i];
@@ -181,8 +214,8 @@ static int cmd_gen(int argc, char **argv)
             out = argv[++i];
         else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
-        else if (argv[i][0] == '-')
-            return usage_error("gen", "unknown option");
+        else if (argv[i][0] == '-' && !isdigit((unsigned char)argv[i][1]))
+            return unexpected("gen", argv[i]);
         else if (!kind)
             kind = argv[i];
         else if (ndims == 3 || isa_parse_int(argv[i], &dims[ndims++]))
@@ -417,10 +450,11 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
         a->seed = (uint64_t)v;
     } else if ((!strcmp(o, "--max-insns") || !strcmp(o, "--max-cycles")) && val) {
         int insns = !strcmp(o, "--max-insns");
-        if (isa_parse_int(argv[++*i], &v) || v < 0)
-            return usage_error("run", insns ? "--max-insns takes a non-negative integer"
-                                            : "--max-cycles takes a non-negative integer");
-        *(insns ? &a->opt.max_insns : &a->opt.max_cycles) = v ? (uint64_t)v : SIM_NO_LIMIT; /* 0: no limit */
+        uint64_t n;
+        if (parse_count(argv[++*i], &n))
+            return usage_error("run", insns ? "--max-insns takes a non-negative integer (or MeE: 1e9)"
+                                            : "--max-cycles takes a non-negative integer (or MeE: 1e9)");
+        *(insns ? &a->opt.max_insns : &a->opt.max_cycles) = n ? n : SIM_NO_LIMIT; /* 0: no limit */
     } else if (!strcmp(o, "--config") && val)
         a->config = argv[++*i];
     else if (!strcmp(o, "--work-div") && val) {
@@ -452,7 +486,7 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
             return usage_error("run", "too many --input options");
         a->inputs[a->ninputs++] = argv[++*i];
     } else if (o[0] == '-' || a->path)
-        return usage_error("run", "unexpected argument");
+        return unexpected("run", o);
     else
         a->path = o;
     return 0;
@@ -691,7 +725,7 @@ static int cmd_compile(int argc, char **argv)
         else if (!strcmp(argv[i], "--list-passes"))
             list = 1;
         else if (argv[i][0] == '-' || path)
-            return usage_error("compile", "unexpected argument");
+            return unexpected("compile", argv[i]);
         else
             path = argv[i];
     }
@@ -780,7 +814,7 @@ static int cmd_ref(int argc, char **argv)
         else if (!strcmp(argv[i], "--expected") && i + 1 < argc)
             expected = argv[++i];
         else if (argv[i][0] == '-' || path)
-            return usage_error("ref", "unexpected argument");
+            return unexpected("ref", argv[i]);
         else
             path = argv[i];
     }
