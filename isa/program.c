@@ -74,6 +74,9 @@ int64_t isa_tensor_groups(const isa_tensor *t, uint32_t stick_bytes)
 
 int64_t isa_tensor_rows(const isa_tensor *t)
 {
+    for (int i = 0; i < t->rank; i++) /* empty: no rows (the other dimensions may multiply past 2^63) */
+        if (t->shape[i] == 0)
+            return 0;
     int64_t r = 1;
     for (int i = 0; i < t->rank; i++)
         if (i != t->stick_dim)

@@ -1065,7 +1065,8 @@ static void test_empty_tensor_round_trips(void)
 {
     /* any dimension beside a 0 (up to 2^48): empty, as the ELF reader has it (fuzz_elf) */
     const char *src = ".config spyre ncores=1\n.tensor e input f32 64x0\n.tensor z output f32 0x8\n"
-                      ".tensor y output f32 4x8\n.tensor big input f32 70368744177764x0\n.core 0\nnop\n";
+                      ".tensor y output f32 4x8\n.tensor big input f32 70368744177764x0\n"
+                      ".tensor rows input f32 70368744177764x70368744177764x0\n.core 0\nnop\n";
     char err[512] = "", path[1024];
     isa_program *p = isa_assemble(src, "e.s", err, sizeof err);
     if (!p)
@@ -1076,6 +1077,8 @@ static void test_empty_tensor_round_trips(void)
     CU_ASSERT_EQUAL(p->tensors[1].bytes, 0);
     CU_ASSERT_EQUAL(p->tensors[2].bytes, 512); /* 4 rows of one stick */
     CU_ASSERT_EQUAL(p->tensors[3].bytes, 0);
+    CU_ASSERT_EQUAL(p->tensors[4].bytes, 0); /* its rows multiplied past 2^63 (UBSan, fuzz_elf) */
+    CU_ASSERT_EQUAL(isa_tensor_rows(&p->tensors[4]), 0);
     char *text = isa_disassemble(p);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, ".tensor e input f32 64x0"));
     isa_program *q = isa_assemble(text, "e2.s", err, sizeof err);
