@@ -730,6 +730,7 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
         rfail(r, "out of memory");
         return -1;
     }
+    p->tensor_cap = n ? n : 1;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *rec = b.data + i * TR_SIZE;
         isa_tensor *t = &p->tensors[i];

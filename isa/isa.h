@@ -362,6 +362,7 @@ typedef struct {
     isa_stream *cores;         /* ncores streams */
     isa_tensor *tensors;
     size_t ntensors;
+    size_t tensor_cap;         /* entries allocated (at most; isa_program_add_tensor grows it) */
     uint64_t dram_bytes;       /* size of the program's DRAM segment */
     /* The segment is two regions (docs/runtime.md): weights at offsets
      * [0, weight_bytes), resident on the device across runs, and

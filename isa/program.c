@@ -94,7 +94,10 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            const int64_t *shape, uint64_t dram_off)
 {
     assert(rank >= 0 && rank <= ISA_MAX_RANK);
-    p->tensors = xrealloc(p->tensors, (p->ntensors + 1) * sizeof *p->tensors);
+    if (p->ntensors >= p->tensor_cap) { /* doubling: a table of 200,000 is not 200,000 copies */
+        p->tensor_cap = p->ntensors < 8 ? 8 : 2 * p->ntensors;
+        p->tensors = xrealloc(p->tensors, p->tensor_cap * sizeof *p->tensors);
+    }
     isa_tensor *t = &p->tensors[p->ntensors];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
