@@ -72,6 +72,8 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
         snprintf(wd, len, "%s=%s", k, s);
         work_div[(*n)++] = wd;
     }
+    for (; rc && *n > n0; (*n)--) /* nothing half-applied, nothing leaked */
+        free((char *)work_div[*n - 1]);
     free(text);
     cc_result_free(kernels);
     return rc;
