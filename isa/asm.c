@@ -583,6 +583,8 @@ static int assemble_line(assembler *a, const char *text, size_t len)
     /* .graph keeps the rest of its line verbatim, comment characters too. */
     if (strncmp(s, ".graph", 6) == 0 && (s[6] == 0 || s[6] == ' ' || s[6] == '\t')) {
         const char *g = s[6] ? s + 7 : s + 6;
+        while (len && line[len - 1] == '\r') /* every one, not the CRLF's alone: dis writes none */
+            line[--len] = 0;
         sb_bytes(&a->graph, g, strlen(g));
         sb_bytes(&a->graph, "\n", 1);
         a->have_graph = 1;
@@ -708,9 +710,11 @@ char *isa_disassemble(const isa_program *p)
         sb_printf(&s, "\n");
     }
     for (const char *g = p->graph; g && *g;) {
-        size_t len = strcspn(g, "\n");
-        sb_printf(&s, ".graph%s", len ? " " : "");
-        sb_bytes(&s, g, len);
+        size_t len = strcspn(g, "\n"), keep = len;
+        while (keep && g[keep - 1] == '\r') /* the assembler would take them for a line end */
+            keep--;
+        sb_printf(&s, ".graph%s", keep ? " " : "");
+        sb_bytes(&s, g, keep);
         sb_printf(&s, "\n");
         g += len + (g[len] == '\n');
     }

@@ -801,6 +801,22 @@ static void test_assembly_disassembles_and_reassembles_identically(void)
     isa_program_free(r);
 }
 
+/* A .graph line's trailing carriage returns are all dropped, not one per
+ * pass of dis | as, and dis writes none (found by fuzz_asm). */
+static void test_graph_lines_lose_every_trailing_carriage_return(void)
+{
+    char err[512] = "";
+    isa_program *p = isa_assemble(".graph x = y\r\r\r\n.graph \r\r\n.core 0\nnop\n", "g.s", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(p->graph, "x = y\n\n");
+    free(p->graph);
+    p->graph = strdup("a\r\r\nb\n"); /* as an ELF may hold it */
+    char *text = isa_disassemble(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.graph a\n.graph b\n"));
+    free(text);
+    isa_program_free(p);
+}
+
 static void test_disassembly_of_a_full_program_reassembles(void)
 {
     char err[512] = "";
@@ -1169,6 +1185,7 @@ int main(void)
         {"assembly disassembles and reassembles identically",
          test_assembly_disassembles_and_reassembles_identically},
         {"the disassembly of a full program reassembles", test_disassembly_of_a_full_program_reassembles},
+        {"graph lines lose every trailing carriage return", test_graph_lines_lose_every_trailing_carriage_return},
         {"kernels assemble, disassemble and reassemble", test_kernels_assemble_disassemble_and_reassemble},
         {"the disassembly comments kernels it cannot express", test_disassembly_comments_kernels_it_cannot_express},
         {"assembler defaults: 32 cores, spyre, packed tensors", test_assembler_defaults},
