@@ -216,7 +216,7 @@ static int dir_config(assembler *a, char **tok, int n)
                 return -1;
             a->lx = v;
         } else if (strcmp(tok[i], "stick") == 0) {
-            if (parse_bounded(a, ".config stick", val, 4, 1u << 16, &v))
+            if (parse_bounded(a, ".config stick", val, 4, ISA_STICK_MAX, &v))
                 return -1;
             if (v % 4)
                 return fail(a, ".config stick=%" PRIu64 " is not a multiple of 4", v);

@@ -122,8 +122,9 @@ static int check_config(const isa_program *p, char *msg, size_t len)
         isa_set_err(msg, len, "ncores %d out of range [1, %d]", p->ncores, MAX_CORES);
         return -1;
     }
-    if (p->stick_bytes < 4 || p->stick_bytes % 4) {
-        isa_set_err(msg, len, "stick_bytes %" PRIu32 " is not a positive multiple of 4", p->stick_bytes);
+    if (p->stick_bytes < 4 || p->stick_bytes % 4 || p->stick_bytes > ISA_STICK_MAX) { /* as .config takes it */
+        isa_set_err(msg, len, "stick_bytes %" PRIu32 " is not a multiple of 4 in [4, %u]", p->stick_bytes,
+                    ISA_STICK_MAX);
         return -1;
     }
     if (p->lx_bytes == 0 || p->lx_bytes > ISA_BYTES_MAX || p->dram_bytes > ISA_BYTES_MAX) {

@@ -44,6 +44,8 @@
  * 48-bit addresses the simulator resolves (the assembler and the ELF reader
  * hold programs to it alike, so whatever one accepts the other does). */
 #define ISA_BYTES_MAX (1ull << 48)
+/* The largest stick a program may declare (assembler and ELF reader alike). */
+#define ISA_STICK_MAX (1u << 16)
 
 /* Operand kinds. */
 typedef enum {

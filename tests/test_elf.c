@@ -573,6 +573,7 @@ static void test_bad_configuration_note_is_an_error(void)
     expect_patched_error(img, n, desc + 4, 1000, 4, "ncores 1000");
     expect_patched_error(img, n, desc + 4, 2, 4, "but the program has 2 cores"); /* core3 exists */
     expect_patched_error(img, n, desc + 8, 6, 4, "stick_bytes 6");
+    expect_patched_error(img, n, desc + 8, 2147483776u, 4, "stick_bytes 2147483776 is not a multiple of 4 in [4, 65536]");
     expect_patched_error(img, n, desc + 24, 4096, 8, "DRAM segment"); /* too small for the tensors */
     /* beyond what the assembler accepts, so dis printed what as refused (fuzz_elf) */
     expect_patched_error(img, n, desc + 16, (1ull << 48) + 1, 8, "is outside [1, 2^48]");
