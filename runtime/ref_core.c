@@ -123,23 +123,9 @@ tens *ref_new_result(ex *E, kind k, int rank, const int64_t *shape)
         E->capres = cap;
     }
     tens *t = &E->res[E->nres];
-    memset(t, 0, sizeof *t);
-    t->dtype = d->dtype;
-    t->rank = rank;
-    memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
-    t->n = ref_numel(rank, shape);
-    size_t n = t->n ? (size_t)t->n : 1;
-    if (k == K_F)
-        t->f = calloc(n, sizeof *t->f);
-    else
-        t->i = calloc(n, sizeof *t->i);
-    for (int w = 0; E->bounds && w < 2; w++)
-        t->eb[w] = calloc(n, sizeof *t->eb[w]);
-    if ((!t->f && !t->i) || (E->bounds && (!t->eb[0] || !t->eb[1]))) {
-        ref_tfree(t);
-        ref_fail(E, "out of host memory for %lld elements", (long long)ref_numel(rank, shape));
+    if (ref_temp_tensor(E, t, k, rank, shape))
         return NULL;
-    }
+    t->dtype = d->dtype; /* the declared one: f16 and f32 are one kind */
     E->nres++;
     return t;
 }
