@@ -243,6 +243,10 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
         return rc;
     }
     if (strcmp(key, "name") == 0) {
+        /* the name is written into every program and read back by as and the ELF reader */
+        if (strlen(val) >= sizeof cfg->name || !isa_config_name_valid(val))
+            return seterr(err, len, "%s: name '%s': at most %zu printable characters without blanks, '#', ';' or '='",
+                          where, val, sizeof cfg->name - 1);
         snprintf(cfg->name, sizeof cfg->name, "%s", val);
         return 0;
     }

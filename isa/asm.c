@@ -197,7 +197,7 @@ static int dir_config(assembler *a, char **tok, int n)
         return fail(a, ".config: expected a configuration name before '%s'", tok[1]);
     if (strlen(tok[1]) >= ISA_NAME_MAX)
         return fail(a, ".config: name longer than %d characters", ISA_NAME_MAX - 1);
-    if (!isa_name_printable(tok[1]))
+    if (!isa_config_name_valid(tok[1]))
         return fail(a, ".config: a name is printable ASCII without '#' or ';'");
     snprintf(a->config, sizeof a->config, "%s", tok[1]);
     for (int i = 2; i < n; i++) {

@@ -114,8 +114,8 @@ static int check_config(const isa_program *p, char *msg, size_t len)
         isa_set_err(msg, len, "configuration name is not NUL-terminated");
         return -1;
     }
-    if (!isa_name_printable(p->config)) { /* dis could not write it back */
-        isa_set_err(msg, len, "configuration name is not printable ASCII without '#' or ';'");
+    if (!isa_config_name_valid(p->config)) { /* dis could not write it back */
+        isa_set_err(msg, len, "configuration name is not printable ASCII without '#', ';' or '='");
         return -1;
     }
     if (p->ncores < 1 || p->ncores > MAX_CORES) {

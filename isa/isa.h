@@ -396,6 +396,9 @@ const char *isa_program_duplicate_tensor(const isa_program *p);
  * configuration name must (the ELF reader and the assembler hold it to
  * this); a kernel name that cannot is written as a comment by dis. */
 int isa_name_printable(const char *name);
+/* Can name stand as a configuration name: printable as above and without
+ * '=', which .config would read as the first KEY=VALUE. */
+int isa_config_name_valid(const char *name);
 /* Name instructions [first, last] of a core's stream as a kernel. */
 void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last);
 /* Device layout helpers for a tensor: elements per stick, number of sticks

@@ -166,3 +166,8 @@ int isa_name_printable(const char *name)
             return 0;
     return 1;
 }
+
+int isa_config_name_valid(const char *name)
+{
+    return isa_name_printable(name) && !strchr(name, '=');
+}

@@ -62,6 +62,16 @@ static void test_config_rejects_bad_values_with_line(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected 'key = value'"));
     CU_ASSERT_EQUAL(load_text("lx_usable_bytes = 4194304\n", err, sizeof err), -1);
     CU_ASSERT_EQUAL(load_text("cores = 8\n", err, sizeof err), 0);
+    /* the name is written into every program: as and the ELF reader must read it back */
+    CU_ASSERT_EQUAL(load_text("name = a=b\n", err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ":2: name 'a=b': at most 63 printable characters"));
+    CU_ASSERT_EQUAL(load_text("name = my chip\n", err, sizeof err), -1);
+    CU_ASSERT_EQUAL(load_text("name = x;y\n", err, sizeof err), -1);
+    char longname[100] = "name = ";
+    memset(longname + 7, 'n', 64);
+    strcpy(longname + 71, "\n");
+    CU_ASSERT_EQUAL(load_text(longname, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "at most 63"));
 }
 
 static void test_config_reports_missing_key_and_file(void)
