@@ -126,7 +126,8 @@ def write_safetensors(path, tensors):
 # --------------------------------------------------------------------------
 # FILE.py:FUNC -> (module, inputs, options)
 
-def load_workload(spec):
+def import_func(spec):
+    """FUNC of FILE.py, for the spec FILE.py:FUNC."""
     path, sep, func_name = spec.rpartition(":")
     if not sep or not path or not func_name:
         raise UserError(f"{spec}: expected FILE.py:FUNC")
@@ -143,6 +144,14 @@ def load_workload(spec):
     func = getattr(pymod, func_name, None)
     if not callable(func):
         raise UserError(f"{path}: no function {func_name}")
+    return func
+
+
+def load_workload(spec, func=None):
+    """(module, inputs, options) from FUNC(): FUNC of the spec FILE.py:FUNC,
+    or func when given (spec then only names it, as LABEL:FUNC)."""
+    if func is None:
+        func = import_func(spec)
     try:
         result = func()
     except Exception as e:
@@ -414,9 +423,11 @@ def to_meta(model, inputs):
     return model.to("meta"), tuple(x.to("meta") for x in inputs)
 
 
-def export(spec, out_dir, seed, tracer, graph_only=False):
+def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
+    """Export FUNC() of the spec FILE.py:FUNC into out_dir; with func, that
+    function instead (in-process callers such as tests/conformance/opinfo.py)."""
     torch.manual_seed(seed)
-    model, inputs, options = load_workload(spec)
+    model, inputs, options = load_workload(spec, func)
     if options.get("eval", True):
         model.eval()
     if graph_only:
@@ -458,7 +469,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False):
             raise
         # meta tensors are not enough for this module: trace real ones
         torch.manual_seed(seed)
-        model, inputs, options = load_workload(spec)
+        model, inputs, options = load_workload(spec, func)
         if options.get("eval", True):
             model.eval()
         gm, roles, recorder, graph_outputs = trace_and_type(model, inputs)
