@@ -476,6 +476,8 @@ static int red_dims(dctx *c, int x, int nd, const int64_t *in, int64_t *dims, in
         for (int i = 0; i < nd; i++)
             dims[i] = normdim(c, in[i], t.rank);
     }
+    if (!t.rank) /* a 0-d tensor's dim 0 (or -1) is one element: reduce over nothing */
+        return 0;
     for (int i = 0; i < nd; i++)
         *count *= t.shape[dims[i]];
     return nd;

@@ -2033,6 +2033,32 @@ static void test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips(void)
     }
 }
 
+/* OpInfo's mean#1: the mean over dim 0 of a 0-d tensor divided by a
+ * count read past the shape (0: NaN).  A 0-d tensor's dim 0 is its one
+ * element: mean, sum and amax over it give the element. */
+static void test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_chips(void)
+{
+    const char *text = "graph zerod\n"
+                       "input %x: f32[]\n"
+                       "%m: f32[] = aten.mean.dim(%x, [0], True)\n"
+                       "%s: f32[] = aten.sum.dim_IntList(%x, [-1])\n"
+                       "%a: f32[] = aten.amax.default(%x, [0])\n"
+                       "output %m, %s, %a\n";
+    const char *names[] = {"x", "m", "s", "a"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "zerod.txt", both_chips[c], 4, names, v, n), 0);
+        for (int i = 1; i < 4; i++) {
+            CU_ASSERT_EQUAL(n[i], 1);
+            /* DL16 keeps 9 fraction bits */
+            CU_ASSERT(fabsf(v[i][0] - v[0][0]) <= 0x1p-9f * fabsf(v[0][0]));
+        }
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
 /* Statistics over no element are PyTorch's: var and mean NaN, a layer
  * norm's mean 0 and rstd NaN; a sum over no element read by a later
  * kernel along a row is 0. */
@@ -2123,6 +2149,8 @@ int main(void)
         {"graphs with an empty batch run to empty outputs on both chips",
          test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips},
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
+        {"reductions over dim 0 of a 0-d tensor give the element on both chips",
+         test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_chips},
         {"statistics over no element are PyTorch's on both chips",
          test_statistics_over_no_element_are_pytorchs_on_both_chips},
         {"names of any length compile and run", test_names_of_any_length_compile_and_run},
