@@ -32,7 +32,10 @@ one key=value per line:
 opinfo_pass counts samples that validate with host fallback allowed,
 opinfo_native_pass those that validate with no fallback op (today they are
 the same: the runtime has no fallback yet).  --strict exits 1 when a
-sample is a mismatch or a crash (CI runs a fixed subset so).
+sample is a mismatch or a crash, or when an op named in the --ops file
+has an exported sample that does not pass, unless its line says
+`refused` after the name (an op the compiler must refuse, not compute
+wrong); CI runs the fixed subset tests/conformance/ci-ops.txt so.
 """
 import argparse
 import concurrent.futures
@@ -160,8 +163,14 @@ def op_list(args):
     wanted = list(args.op or [])
     if args.ops:
         with open(args.ops) as f:
-            wanted += [w.split("#")[0].strip() for w in f]
-        wanted = [w for w in wanted if w]
+            for line in f:
+                words = line.split("#")[0].split()
+                if words:
+                    wanted.append(words[0])
+                    if words[1:] == ["refused"]:
+                        args.may_refuse.add(words[0])
+                    elif words[1:]:
+                        raise SystemExit(f"opinfo.py: {args.ops}: expected NAME [refused], got {line.strip()}")
     ops = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
     if not wanted:
         return ops
@@ -185,6 +194,7 @@ def main():
     ap.add_argument("--keep", help="keep every exported sample under this directory")
     ap.add_argument("--strict", action="store_true", help="exit 1 on a mismatch or a crash")
     args = ap.parse_args()
+    args.may_refuse = set()
     if not os.access(args.spyre, os.X_OK):
         raise SystemExit(f"opinfo.py: {args.spyre}: not an executable (build first: tools/setup)")
     ops = op_list(args)
@@ -225,7 +235,12 @@ def main():
     print(f"opinfo_mismatch={counts['mismatch']}")
     print(f"opinfo_crash={counts['crash']}")
     print(f"opinfo_ops_all_pass={all_pass}")
-    return 1 if args.strict and (counts["mismatch"] or counts["crash"]) else 0
+    if not args.strict:
+        return 0
+    short = [n for n, r in per_op.items() if n not in args.may_refuse and any(x != "pass" for x in r)]
+    if args.ops and short:
+        print(f"opinfo.py: listed ops with a sample that does not pass: {', '.join(short)}", file=sys.stderr)
+    return 1 if counts["mismatch"] or counts["crash"] or (args.ops and short) else 0
 
 
 def report(item, counts, per_op):
