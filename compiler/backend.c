@@ -2,6 +2,7 @@
  * tensor table, stick views and their DMA descriptors, and cc_codegen.
  * The kernel generators are be_matmul.c and be_rows.c. */
 #include "backend.h"
+#include "be_diag.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -9,76 +10,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
-{
-    if (!c->err || !c->errlen || c->err[0])
-        return -1;
-    int n = K ? snprintf(c->err, c->errlen, "kernel %s: ", K->name) : 0;
-    if (n < 0 || (size_t)n >= c->errlen)
-        n = 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* ---- The back half's state, and what the report shows ----
- *
- * p->be points at the be_ctx that opens a be_state; the rest is what the
- * report prints beyond be_work: notes from the *_plan functions (tiles,
- * restickified operands), whether a work_div override chose the split,
- * and what the codegen pass measured in each kernel's instructions.  It
- * stays with the result after cc_codegen (freed by cc_result_free). */
-typedef struct {
-    char tiles[384];     /* be_note(..., BE_NOTE_TILES, ...) */
-    char restick[256];   /* be_note(..., BE_NOTE_RESTICK, ...), ", "-separated */
-    int nrestick;
-    char lxread[256];    /* be_note(..., BE_NOTE_LXREAD, ...), ", "-separated */
-    int nlxread;
-    int forced;          /* the split came from a work_div override */
-    int64_t dram_rd, dram_wr; /* bytes of dma.ld / dma.st, all cores */
-    int64_t lx_max;      /* most LX one core allocates */
-    int loops;           /* the code has counted loops: bytes counted once per loop body */
-    int bar;             /* a bar before it, not a fence (kernels after the first) */
-    char boundary[160];  /* why that bar */
-} be_kinfo;
-
-typedef struct {
-    be_ctx c;            /* first: p->be is &state->c */
-    be_kinfo *k;         /* per kernel position */
-    char cfgname[ISA_NAME_MAX];
-    int ncores;
-} be_state;
-
-static be_state *state_of(be_ctx *c)
-{
-    return (be_state *)c;
-}
-
-void be_note(be_ctx *c, int pos, int what, const char *fmt, ...)
-{
-    be_kinfo *ki = &state_of(c)->k[pos];
-    if (what == BE_NOTE_TILES) { /* a kernel planned again (align_rows) notes its operands again */
-        ki->restick[0] = 0;
-        ki->nrestick = 0;
-    }
-    char *dst = what == BE_NOTE_TILES ? ki->tiles : what == BE_NOTE_RESTICK ? ki->restick : ki->lxread;
-    size_t cap = what == BE_NOTE_TILES ? sizeof ki->tiles : sizeof ki->restick, o = 0;
-    if (what != BE_NOTE_TILES) {
-        o = strlen(dst);
-        if (o && o + 2 < cap)
-            o += (size_t)snprintf(dst + o, cap - o, ", ");
-        *(what == BE_NOTE_RESTICK ? &ki->nrestick : &ki->nlxread) += 1;
-    }
-    if (o >= cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst + o, cap - o, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- Stick views ---- */
 
