@@ -109,6 +109,8 @@ typedef struct be_ctx {
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
 } be_ctx;
 
+/* ---- Stick views (be_view.c) ---- */
+
 /* A buffer's device layout walked by an affine index: the stick holding
  * the element at row coordinates c_v (v over the index's variables other
  * than the lane variable) and group g is at
@@ -164,9 +166,9 @@ int64_t be_view_group(const be_view *v, int64_t g);
  * op is ISA_OP_DMA_LD or ISA_OP_DMA_ST. */
 void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                  int64_t r0, int64_t n, int64_t ng);
-
-/* ---- Restickify in LX (be_restick.c) ---- */
-
+/* Row-major coordinates of a flat offset (or of a coefficient: the
+ * coordinates one step of the variable moves). */
+void be_coords_of(const cc_ttype *t, int64_t flat, int64_t *co);
 /* Byte offset, inside buffer buf's device layout (from its tensor's
  * start), of the element at flat row-major index `flat`. */
 int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
@@ -176,20 +178,6 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent);
 /* Flat index of idx at the variable values val[0..nvars). */
 int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val);
-
-/* sfp.rst emission: element copies given as pairs of LX byte addresses,
- * one destination stick's worth (a "row") at a time; runs of constant
- * strides become one instruction, and consecutive rows of the same shape
- * merge into its i0 loop. */
-typedef struct {
-    cc_emit *e;
-    int corelet;
-    int have;
-    cc_sfp_args pend;
-} be_rst;
-void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
-void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
-void be_rst_flush(be_rst *r);
 /* The sticks of a buffer's device layout L that a staged restickify
  * reads, as a span per stick group g: layout rows lo[g]..hi[g] (lo > hi:
  * none).  Start empty, add each stick read (its stick number in the
@@ -206,6 +194,22 @@ void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx);
 int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t stage, const int64_t *count);
 /* Device bytes of a buffer that goes through DRAM. */
 int64_t be_buf_bytes(const be_ctx *c, int buf);
+
+/* ---- Restickify in LX (be_restick.c) ---- */
+
+/* sfp.rst emission: element copies given as pairs of LX byte addresses,
+ * one destination stick's worth (a "row") at a time; runs of constant
+ * strides become one instruction, and consecutive rows of the same shape
+ * merge into its i0 loop. */
+typedef struct {
+    cc_emit *e;
+    int corelet;
+    int have;
+    cc_sfp_args pend;
+} be_rst;
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
+void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
+void be_rst_flush(be_rst *r);
 
 /* ---- SFP expression evaluation over a tile (be_rows.c) ---- */
 
