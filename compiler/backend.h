@@ -211,7 +211,7 @@ void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
 void be_rst_flush(be_rst *r);
 
-/* ---- SFP expression evaluation over a tile (be_rows.c) ---- */
+/* ---- SFP expression evaluation over a tile (be_sfp.c) ---- */
 
 typedef enum { BE_V_NONE, BE_V_CONST, BE_V_ROW, BE_V_COL, BE_V_TILE } be_vclass;
 
@@ -338,6 +338,9 @@ typedef struct {
  * expressions, classified against k->colvar and k->rsp. */
 void be_collect_load(void *ctx, const ir_expr *x);
 void rk_free(rk_plan *k);
+/* Evaluate row kernel k's nodes over the tile T (its loads bound), each
+ * node's value into nv (be_sfp.c); -1 with an error. */
+int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv);
 /* Does view v walk buffer buf as k's rows x all its columns: row r of
  * the row space at layout row r, every stick group, the lane variable
  * along the sticks?  Then kernels that split rows alike over the same
