@@ -1,6 +1,6 @@
 /* backend.c: the back half's passes (layout, workdiv, codegen), the
- * tensor table, stick views and their DMA descriptors, and cc_codegen.
- * The kernel generators are be_matmul.c and be_rows.c. */
+ * tensor table, and cc_codegen.  The kernel generators are be_matmul.c
+ * and be_rows.c (the file map: docs/compiler.md). */
 #include "backend.h"
 #include "be_bound.h"
 #include "be_diag.h"

@@ -5,14 +5,16 @@
  *   layout   a device layout per buffer that goes through DRAM (backend.c)
  *   workdiv  each kernel's output split across the cores (backend.c)
  *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
- *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
- *            a `fence` between kernels, a `bar` where a dependency
- *            crosses cores, the tensor table
+ *            epilogues; be_ring.c, be_mmblock.c), be_rows.c (POINTWISE
+ *            and REDUCTION row kernels), a `fence` between kernels, a
+ *            `bar` where a dependency crosses cores (be_bound.c), the
+ *            tensor table
  *   reroll   each kernel's stream rolled into counted loops (be_reroll.c)
  *
- * Shared pieces: stick views (how an affine index walks a buffer's device
- * layout, turned into DMA descriptors) and the SFP expression evaluator
- * (one instruction per IR expression node over a tile in LX). */
+ * Shared pieces: stick views (be_view.c: how an affine index walks a
+ * buffer's device layout, turned into DMA descriptors), the SFP
+ * expression evaluator (be_sfp.c: one instruction per IR expression node
+ * over a tile in LX), errors and the report's notes (be_diag.c). */
 #ifndef CC_BACKEND_H
 #define CC_BACKEND_H
 
