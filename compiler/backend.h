@@ -5,14 +5,16 @@
  *   layout   a device layout per buffer that goes through DRAM (backend.c)
  *   workdiv  each kernel's output split across the cores (backend.c)
  *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
- *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
- *            a `fence` between kernels, a `bar` where a dependency
- *            crosses cores, the tensor table
+ *            epilogues; be_ring.c, be_mmblock.c), be_rows.c (POINTWISE
+ *            and REDUCTION row kernels), a `fence` between kernels, a
+ *            `bar` where a dependency crosses cores (be_bound.c), the
+ *            tensor table
  *   reroll   each kernel's stream rolled into counted loops (be_reroll.c)
  *
- * Shared pieces: stick views (how an affine index walks a buffer's device
- * layout, turned into DMA descriptors) and the SFP expression evaluator
- * (one instruction per IR expression node over a tile in LX). */
+ * Shared pieces: stick views (be_view.c: how an affine index walks a
+ * buffer's device layout, turned into DMA descriptors), the SFP
+ * expression evaluator (be_sfp.c: one instruction per IR expression node
+ * over a tile in LX), errors and the report's notes (be_diag.c). */
 #ifndef CC_BACKEND_H
 #define CC_BACKEND_H
 
@@ -109,6 +111,8 @@ typedef struct be_ctx {
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
 } be_ctx;
 
+/* ---- Stick views (be_view.c) ---- */
+
 /* A buffer's device layout walked by an affine index: the stick holding
  * the element at row coordinates c_v (v over the index's variables other
  * than the lane variable) and group g is at
@@ -164,9 +168,9 @@ int64_t be_view_group(const be_view *v, int64_t g);
  * op is ISA_OP_DMA_LD or ISA_OP_DMA_ST. */
 void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                  int64_t r0, int64_t n, int64_t ng);
-
-/* ---- Restickify in LX (be_restick.c) ---- */
-
+/* Row-major coordinates of a flat offset (or of a coefficient: the
+ * coordinates one step of the variable moves). */
+void be_coords_of(const cc_ttype *t, int64_t flat, int64_t *co);
 /* Byte offset, inside buffer buf's device layout (from its tensor's
  * start), of the element at flat row-major index `flat`. */
 int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
@@ -176,20 +180,6 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent);
 /* Flat index of idx at the variable values val[0..nvars). */
 int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val);
-
-/* sfp.rst emission: element copies given as pairs of LX byte addresses,
- * one destination stick's worth (a "row") at a time; runs of constant
- * strides become one instruction, and consecutive rows of the same shape
- * merge into its i0 loop. */
-typedef struct {
-    cc_emit *e;
-    int corelet;
-    int have;
-    cc_sfp_args pend;
-} be_rst;
-void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
-void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
-void be_rst_flush(be_rst *r);
 /* The sticks of a buffer's device layout L that a staged restickify
  * reads, as a span per stick group g: layout rows lo[g]..hi[g] (lo > hi:
  * none).  Start empty, add each stick read (its stick number in the
@@ -207,7 +197,23 @@ int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t 
 /* Device bytes of a buffer that goes through DRAM. */
 int64_t be_buf_bytes(const be_ctx *c, int buf);
 
-/* ---- SFP expression evaluation over a tile (be_rows.c) ---- */
+/* ---- Restickify in LX (be_restick.c) ---- */
+
+/* sfp.rst emission: element copies given as pairs of LX byte addresses,
+ * one destination stick's worth (a "row") at a time; runs of constant
+ * strides become one instruction, and consecutive rows of the same shape
+ * merge into its i0 loop. */
+typedef struct {
+    cc_emit *e;
+    int corelet;
+    int have;
+    cc_sfp_args pend;
+} be_rst;
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
+void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
+void be_rst_flush(be_rst *r);
+
+/* ---- SFP expression evaluation over a tile (be_sfp.c) ---- */
 
 typedef enum { BE_V_NONE, BE_V_CONST, BE_V_ROW, BE_V_COL, BE_V_TILE } be_vclass;
 
@@ -334,6 +340,9 @@ typedef struct {
  * expressions, classified against k->colvar and k->rsp. */
 void be_collect_load(void *ctx, const ir_expr *x);
 void rk_free(rk_plan *k);
+/* Evaluate row kernel k's nodes over the tile T (its loads bound), each
+ * node's value into nv (be_sfp.c); -1 with an error. */
+int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv);
 /* Does view v walk buffer buf as k's rows x all its columns: row r of
  * the row space at layout row r, every stick group, the lane variable
  * along the sticks?  Then kernels that split rows alike over the same

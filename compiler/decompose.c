@@ -1355,39 +1355,3 @@ done:
     free(c);
     return rc;
 }
-
-/* ---- Printing the core graph ---- */
-
-void ir_print_dgraph(const ir_prog *p, FILE *f)
-{
-    const cc_graph *d = p->dg;
-    char ty[256];
-    for (int i = 0; i < d->ninputs; i++) {
-        cc_ttype_str(&d->values[d->inputs[i]].type, ty, sizeof ty);
-        fprintf(f, "input %%%s: %s\n", d->values[d->inputs[i]].name, ty);
-    }
-    for (int i = 0; i < d->nparams; i++) {
-        const cc_value *v = &d->values[d->params[i]];
-        cc_ttype_str(&v->type, ty, sizeof ty);
-        fprintf(f, "param %%%s: %s = \"%s\"\n", v->name, ty, v->param_key ? v->param_key : "");
-    }
-    for (int n = 0; n < d->nnodes; n++) {
-        const cc_node *nd = &d->nodes[n];
-        const ir_srcop *s = &p->src[p->dfrom[n]];
-        cc_ttype_str(&d->values[nd->out].type, ty, sizeof ty);
-        fprintf(f, "%%%s: %s = %s(", d->values[nd->out].name, ty, nd->op);
-        for (int i = 0; i < nd->nargs; i++) {
-            if (i)
-                fputs(", ", f);
-            cc_arg_print(d, &nd->args[i], f);
-        }
-        if (strcmp(s->op, nd->op))
-            fprintf(f, ")  # line %d: %s\n", s->line, s->op);
-        else
-            fprintf(f, ")  # line %d\n", s->line);
-    }
-    fputs("output ", f);
-    for (int i = 0; i < d->noutputs; i++)
-        fprintf(f, "%s%%%s", i ? ", " : "", d->values[d->outputs[i]].name);
-    fputc('\n', f);
-}

@@ -395,7 +395,7 @@ int ir_error(ir_prog *p, int line, const char *fmt, ...)
 
 /* Dumps: the state after the last pass, in text (docs/compiler.md). */
 void ir_print(const ir_prog *p, FILE *f);
-void ir_print_dgraph(const ir_prog *p, FILE *f);      /* decompose.c */
+void ir_print_dgraph(const ir_prog *p, FILE *f);
 void ir_print_node(const ir_prog *p, int n, FILE *f); /* one line */
 void ir_print_kernel(const ir_prog *p, int k, FILE *f);
 /* The buffers kernel k reads from / writes to memory (not counting what

@@ -1,0 +1,170 @@
+/* be_bound.c: kernel boundaries: a bar only where a dependency crosses
+ * cores, else a fence, found by running each core's emitted stream
+ * (be_bound.h). */
+#include "be_bound.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void bd_begin(bd_state *b, const be_ctx *c)
+{
+    memset(b, 0, sizeof *b);
+    b->stick = c->t.stick;
+    b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
+}
+
+void bd_free(bd_state *b)
+{
+    free(b->use);
+    free(b->regs);
+    free(b->pieces);
+}
+
+static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
+{
+    assert(lo >= 0 && lo < hi);
+    bd_piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
+    if (last && last->core == core && last->write == write && last->hi == lo) {
+        last->hi = hi;
+        return;
+    }
+    if (b->npieces == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->pieces = realloc(b->pieces, b->cap * sizeof *b->pieces);
+        if (!b->pieces)
+            abort();
+    }
+    b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
+}
+
+/* Run core `core`'s instructions from `first` on as its sequencer would
+ * (registers, loops) and collect the DRAM sticks its DMAs touch and
+ * whether it uses the ring. */
+void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
+{
+    int64_t *r = b->regs[core];
+    struct {
+        size_t start;
+        int64_t left;
+    } loop[ISA_MAX_LOOPS];
+    int depth = 0;
+    for (size_t pc = first; pc < s->n; pc++) {
+        const isa_insn *in = &s->insns[pc];
+        switch (in->op) {
+        case ISA_OP_LI:
+            r[in->reg] = in->val;
+            break;
+        case ISA_OP_ADDI:
+            r[in->reg] += in->val;
+            break;
+        case ISA_OP_LOOP:
+            assert(depth < ISA_MAX_LOOPS);
+            loop[depth].start = pc + 1;
+            loop[depth++].left = in->val - 1;
+            break;
+        case ISA_OP_ENDL:
+            assert(depth > 0);
+            if (loop[depth - 1].left-- > 0)
+                pc = loop[depth - 1].start - 1;
+            else
+                depth--;
+            break;
+        case ISA_OP_DMA_LD:
+        case ISA_OP_DMA_ST: {
+            const int st = in->op == ISA_OP_DMA_ST;
+            const isa_addr *x = st ? &in->d : &in->a;
+            const int64_t *str = st ? in->ds : in->as, base = x->off + r[x->reg];
+            for (int64_t i3 = 0; i3 < in->n[3]; i3++)
+                for (int64_t i2 = 0; i2 < in->n[2]; i2++)
+                    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+                        for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                            int64_t a = base + i0 * str[0] + i1 * str[1] + i2 * str[2] + i3 * str[3];
+                            bd_add(b, core, st, a / b->stick, a / b->stick + in->run);
+                        }
+            break;
+        }
+        case ISA_OP_DMA_GATHER: { /* the rows it picks are data: any row of the table */
+            int64_t lo = in->a.off + r[in->a.reg], hi = lo + in->run * b->stick;
+            const int64_t step[2] = {(in->vl - 1) * in->as[0], (in->n[1] - 1) * in->as[1]};
+            for (int l = 0; l < 2; l++)
+                *(step[l] < 0 ? &lo : &hi) += step[l];
+            bd_add(b, core, 0, lo / b->stick, cc_ceil_div(hi, b->stick));
+            break;
+        }
+        case ISA_OP_RING_SEND:
+        case ISA_OP_RING_RED:
+            b->kring = 1;
+            break;
+        }
+    }
+}
+
+/* Does the next kernel (the collected accesses) need a bar before it?
+ * The reason goes to why. */
+int bd_needs_bar(const bd_state *b, char *why, size_t len)
+{
+    if (b->ring || b->kring) {
+        snprintf(why, len, "ring traffic in %s", b->kring ? "this kernel" : "the kernel before");
+        return 1;
+    }
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
+        for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
+            const bd_stick *u = &b->use[st];
+            const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
+            const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
+            if (!wrote && !read)
+                continue;
+            const int other = wrote ? u->w : u->r;
+            char who[32];
+            if (other == BD_MANY)
+                snprintf(who, sizeof who, "other cores");
+            else
+                snprintf(who, sizeof who, "core %d", other);
+            snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
+                     (uint64_t)(st * b->stick), who, wrote ? "wrote" : "read");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int16_t bd_merge(int16_t had, int core)
+{
+    return had == BD_NONE || had == core ? (int16_t)core : BD_MANY;
+}
+
+/* The next kernel ran after a bar (forget what came before) or a fence:
+ * add its accesses to those since the last bar. */
+void bd_record(bd_state *b, int bar)
+{
+    if (bar) {
+        for (int64_t st = 0; st < b->nuse; st++)
+            b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        b->ring = 0;
+    }
+    b->ring |= b->kring;
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
+        if (p->hi > b->nuse) {
+            int64_t n = cc_max(p->hi, 2 * b->nuse);
+            b->use = realloc(b->use, (size_t)n * sizeof *b->use);
+            if (!b->use)
+                abort();
+            for (int64_t st = b->nuse; st < n; st++)
+                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+            b->nuse = n;
+        }
+        for (int64_t st = p->lo; st < p->hi; st++) {
+            bd_stick *u = &b->use[st];
+            if (p->write)
+                u->w = bd_merge(u->w, p->core);
+            else
+                u->r = bd_merge(u->r, p->core);
+        }
+    }
+    b->npieces = 0;
+    b->kring = 0;
+}

@@ -1,0 +1,60 @@
+/* be_bound.h: kernel boundaries: whether a bar or only a fence goes
+ * before each kernel (be_bound.c), from the instructions emitted. */
+#ifndef CC_BE_BOUND_H
+#define CC_BE_BOUND_H
+
+#include "backend.h"
+
+/* A bar only where a dependency crosses cores.
+ *
+ * Before every kernel after the first, each core either fences (its
+ * units drain: its later instructions follow all its earlier ones) or
+ * bars (every core's units drain and every core waits for the others).
+ * A core always needs the fence: each kernel numbers its tokens from 0
+ * and reuses the core's LX.  It needs the bar when the next kernel and
+ * the kernels since the last bar have a dependency that crosses cores:
+ *   - the next kernel reads DRAM another core wrote (RAW), or writes DRAM
+ *     another core read or wrote (WAR, WAW: buffers are reused);
+ *   - either moves data over the ring: ring.send / ring.red write another
+ *     core's LX (a tensor kept there, too) and signal its tokens, which
+ *     that core's kernel before or after uses as well.
+ * Without the ring a core's LX is its own, so a tensor kept in LX is read
+ * where it was written.  The accesses come from the emitted instructions
+ * (each core's stream interpreted: registers, loops, every DMA piece), so
+ * the decision is exact whatever the kernel's plan; per DRAM stick it
+ * remembers the core that wrote it and the core that read it since the
+ * last bar. */
+
+enum { BD_NONE = -1, BD_MANY = -2 }; /* no core, or more than one */
+
+typedef struct {
+    int16_t w, r; /* the core that wrote / read the stick since the last bar */
+} bd_stick;
+
+typedef struct {
+    int64_t lo, hi; /* DRAM sticks [lo, hi) */
+    int core, write;
+} bd_piece;
+
+typedef struct {
+    int64_t stick;
+    bd_stick *use;               /* per DRAM stick of the segment */
+    int64_t nuse;
+    int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
+    int ring;                    /* ring traffic since the last bar */
+    bd_piece *pieces;            /* the next kernel's DRAM accesses */
+    size_t npieces, cap;
+    int kring;                   /* the next kernel's ring traffic */
+} bd_state;
+
+/* Start (the DRAM stick size, a register file per core) and free. */
+void bd_begin(bd_state *b, const be_ctx *c);
+void bd_free(bd_state *b);
+/* Add core `core`'s instructions of the next kernel, from `first` on. */
+void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);
+/* Does the next kernel need a bar before it (the reason to why)? */
+int bd_needs_bar(const bd_state *b, char *why, size_t len);
+/* The next kernel was placed after a bar (bar) or a fence. */
+void bd_record(bd_state *b, int bar);
+
+#endif

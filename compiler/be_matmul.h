@@ -1,0 +1,147 @@
+/* be_matmul.h: the matmul template's shared state (internal to the back
+ * half): the plan of a MATMUL kernel, its tilings and a core's emission,
+ * used by be_matmul.c (the grid of cores), be_ring.c (the schemes over the
+ * ring) and be_mmblock.c (the pieces of a block every scheme uses). */
+#ifndef CC_BE_MATMUL_H
+#define CC_BE_MATMUL_H
+
+#include "backend.h"
+
+/* The plan of a MATMUL kernel: its product, operands and epilogue. */
+typedef struct {
+    be_ctx *c;
+    const ir_kernel *K;
+    const ir_node *mm;
+    int nb, vm, vn, vk;
+    int64_t nbatch, M, N, Kd, GN, KG;
+    be_rowspace arsp, brsp;
+    be_view av, bv;
+    rk_plan ep;          /* the epilogue as a row structure: columns n, rows (batch.., m) */
+    int acc;             /* the acc expression */
+    int ag, bg;          /* A / B restickified in LX (sfp.rst from the sticks each block reads) */
+    int at, bt;          /* ... its lane variable walks across its buffer's sticks (a transpose) */
+    double sscale;       /* staged sticks per slot: the estimate (mm_stage_est) times this */
+    int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
+    int aw, bw;          /* A / B staged whole once per core (not per block) */
+    int64_t whole_bytes; /* LX of the operands staged whole */
+    int ares;            /* A read from its LX region (kept there by an earlier kernel) */
+    int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
+} mm_plan;
+
+/* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */
+#define RG_MAX_GN 8
+
+/* Rows of a block as segments of the row space: segment s is rows
+ * [row[s], row[s] + len[s]) at row off[s] of the block (a grid over the
+ * ring computes several cores' parts; other blocks are one segment). */
+typedef struct {
+    int n;
+    int64_t row[RG_MAX_GN], off[RG_MAX_GN], len[RG_MAX_GN];
+} mm_rows;
+
+/* How one core walks its tile: blocks of MB rows x NBS sticks, K in
+ * chunks of KC rows (nch of them), and the split of each block between
+ * the PT corelets: SPLIT_ROWS gives corelet 1 the rows from r0 on,
+ * SPLIT_STICKS the sticks from s0 on (fixed points, so a corelet's part of
+ * the A, P and C slots never moves between blocks). */
+enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_STICKS };
+
+typedef struct {
+    int64_t MB, NBS, KC, nch;
+    int split;
+    int64_t r0, s0;
+    double cycles;     /* estimate for the kernel with this tiling on every core */
+    double bytes;      /* DRAM bytes the whole grid moves */
+} mm_tiling;
+
+/* B chunks a core holds in the broadcast over the ring (be_ring.c). */
+#define BC_SLOTS 3
+
+/* A core's emission of the template: its tiling, LX slots, tokens and
+ * tile, with the state of the schemes over the ring (be_ring.c). */
+typedef struct {
+    mm_plan *m;
+    cc_emit *e;
+    mm_tiling tl;
+    int64_t MB, NBS, KC, nch;
+    int nc; /* PT corelets in use */
+    int64_t ab[2], cs[2], P, cslot_bytes;
+    /* [slot][corelet] */
+    int abfull[2][2], abempty[2][2], mmd[2][2], cempty[2][2];
+    int efull[2], eempty[2], done[2];
+    /* restickify in LX: the sticks of A's and B's buffers each chunk
+     * reads, staged in its A/B slot at offsets ast and bst (dmai, with
+     * the slot's tokens), copied into the slot's A and B parts by sfp0
+     * (then abrst); staged results (one per epilogue node, -1 none) with
+     * per-stick element counts, stored by dmao after strd */
+    int64_t abslot_bytes, ast, bst, *alo, *ago, *blo, *bgo, *ostage;
+    int64_t **ocount;
+    int abrst[2][2], strd;
+    int64_t aws, bws; /* operands staged whole (m->aw / m->bw) at these */
+    int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
+    int64_t nblk, nchunk;
+    int64_t m0;       /* the core's first row */
+    /* split-K (be_work.gk > 1): this core's K rows [kb, kb + kt), its part
+     * ik of gk; the partial sums go along the chain ik -> ik - 1 -> ... 0,
+     * where core ik - 1 is the ring neighbour on the left */
+    int64_t kb, kt, gk, ik;
+    int64_t rdy_src, rdy_in;
+    int pdone[2], rdy, red;
+    /* B broadcast over the ring (be_work.bcast) */
+    int bc, wrap;
+    int64_t gm, nsteps;
+    int64_t bslot[BC_SLOTS], cred_src, cred_in; /* credits come from the right neighbour */
+    int slotfree, loaded, arr, cred, have[2], ptdone[2];
+    be_tile T;
+} mm_core;
+
+/* Each corelet's part of a block of mb rows x nbs sticks under tiling
+ * tl with nc corelets: rows [crow, crow + cnr), sticks [cst, cst + cns)
+ * (an edge block can leave corelet 1 nothing), and last, the last stick
+ * it needs (0 for none). */
+typedef struct {
+    int64_t crow[2], cnr[2], cst[2], cns[2], last[2];
+} mm_parts;
+
+/* ---- A block's pieces every scheme uses (be_mmblock.c) ---- */
+
+/* LX of a block's C slot, A/B slot and fp32 partial sums. */
+int64_t mm_cslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS);
+int64_t mm_abslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC);
+int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC);
+/* PT cycles of a product on one corelet, and a block's corelet split. */
+double mm_pt_cycles(const cc_target *t, int64_t rows, int64_t sticks, int64_t k);
+void mm_split_block(const mm_plan *m, mm_tiling *tl);
+/* The most block rows whose LX fits a budget. */
+int64_t mm_most_rows(const mm_plan *m, int64_t (*lx)(const mm_plan *, int64_t, int64_t, int64_t), int64_t hi,
+                     int64_t nbs, int64_t kc, int64_t budget);
+/* v moved on by `groups` stick groups. */
+be_view mm_shifted(const be_view *v, int64_t groups);
+/* The epilogue over a block: its operands loaded and bound (or bound
+ * again at other rows), evaluated into one tile per node. */
+int64_t mm_ep_load(mm_core *mc, const mm_rows *rs, int64_t i0, int64_t g0, int64_t nbs, int64_t at,
+                   int64_t *base);
+void mm_ep_rebind(mm_core *mc, const int64_t *base, int64_t off);
+int mm_ep_eval(mm_core *mc, int64_t mb, int64_t nbs, int64_t top, int64_t C, int64_t end, be_val *vals);
+void mm_corelet_parts(const mm_tiling *tl, int nc, int64_t mb, int64_t nbs, mm_parts *cp);
+/* The tile state every emission of a core's blocks shares. */
+void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
+
+/* ---- The schemes over the ring (be_ring.c) ---- */
+
+/* Tilings: B broadcast to every core (gm x 1r), a grid over the ring
+ * (gm x gn r), and whichever of the two work w asks for. */
+int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out);
+int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out);
+int mm_ring_tiling(const mm_plan *m, const be_work *w, mm_tiling *tl);
+/* Emission: a core's B chunk of the broadcast and the freeing of its
+ * slot; split-K's reduction of partial sums; a core's ring slots and
+ * tokens; a core of the grid over the ring, whole. */
+void bc_chunk(mm_core *mc, int64_t step, const be_view *bv, int64_t krow, int64_t kc, int64_t nbs,
+              const int64_t *last);
+void bc_release(mm_core *mc, int64_t step);
+void mm_splitk_reduce(mm_core *mc);
+void mm_core_ring(mm_core *mc);
+int mm_rg_core(be_ctx *c, mm_plan *m, int core);
+
+#endif

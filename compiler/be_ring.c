@@ -1,0 +1,816 @@
+/* be_ring.c: the matmul template's schemes over the ring (be_matmul.h):
+ * B broadcast to every core, a grid over the ring (A along its rows, B
+ * down its columns), and split-K's partial sums reduced along a chain of
+ * cores; their tilings, estimates and emission. */
+#include "be_matmul.h"
+
+#include <stdlib.h>
+
+/* ---- B broadcast over the ring ----
+ *
+ * On a grid of all the chip's cores x 1 (every core all of N for its
+ * rows) every core walks the same sequence of B chunks (KC rows x NBS
+ * sticks).  Each chunk is read from DRAM once, by one loader core (four
+ * for the first chunk and two for the second: a shorter way in), whose
+ * place rotates with the chunk, and passed rightward around the ring
+ * from core to core up to the next loader, one stick group (a "piece") at
+ * a time: a core sends a piece on as soon as it has it, and its PT
+ * corelet starts once its own sticks are in.  Each core holds BC_SLOTS
+ * chunks; it tells its left neighbour that a slot is free again (a
+ * one-stick ring.send, a credit) once its PTs and its forwarding are
+ * done with the chunk it held.  (A loader sending both ways would halve
+ * its rate; announcing its pieces one by one would serialize its loads:
+ * a sig waits for every load before it.)
+ *
+ *   dmai (loader): wait slotfree; dma.ld the chunk; sig loaded
+ *   ring:  (loader: wait loaded) per piece: (else wait arr) sig have[u]
+ *          once corelet u's last piece is in; ring.send it to the right
+ *          neighbour unless that one is a loader (first waiting for its
+ *          credit, cred); then wait ptdone[u] of the previous chunk and
+ *          free that slot for the chunk BC_SLOTS - 1 later (slotfree when
+ *          this core loads it, else a credit to the left neighbour)
+ *   ptu:   wait abfull (the A chunk, dmai as before) and have[u]; pt.mm;
+ *          sig abempty and ptdone[u] */
+/* cycles from a DRAM read's issue to its first data, for the estimate
+ * (seen in traces of this scheme: about 700) */
+#define BC_DRAM_LATENCY 700.0
+#define BC_TOKENS 8 /* slotfree, loaded, arr, cred, have[2], ptdone[2] */
+
+/* The loaders of chunk `step` among cores [0, gm), ascending: one, its
+ * place rotating with the chunk so the DRAM reads spread over the cores;
+ * four for the first chunk and two for the second, each then feeding a
+ * quarter or a half of the cores (a shorter way in).  Without the wrap
+ * link (a grid smaller than the chip) core 0 is always one. */
+static int bc_loaders(int64_t gm, int wrap, int64_t step, int64_t nsteps, int *L)
+{
+    int64_t n = step == 0 ? 4 : step == 1 ? 2 : 1;
+    while (n > 1 && gm < 4 * n)
+        n /= 2;
+    int64_t first = wrap ? step * cc_max(1, gm / cc_max(1, cc_min(gm, nsteps))) % (gm / n) : 0;
+    for (int64_t k = 0; k < n; k++)
+        L[k] = (int)(first + k * (gm / n));
+    return (int)n;
+}
+
+typedef struct {
+    int loader;   /* this core reads the chunk from DRAM */
+    int up;       /* else its left neighbour, which passes it on */
+    int down;     /* the right neighbour it passes it on to (-1: none) */
+} bc_route;
+
+/* Neighbours on the ring among cores [0, gm): a line, closed into a ring
+ * when the grid has every core of the chip. */
+static int bc_left(int64_t gm, int wrap, int c) { return c > 0 ? c - 1 : wrap ? (int)gm - 1 : -1; }
+static int bc_right(int64_t gm, int wrap, int c) { return c + 1 < gm ? c + 1 : wrap ? 0 : -1; }
+
+/* How chunk `step` reaches core `core`: it travels rightward from each
+ * loader up to the next one (one ring direction: a loader sending both
+ * ways would halve its rate). */
+static void bc_route_of(int64_t gm, int wrap, int64_t step, int64_t nsteps, int core, bc_route *r)
+{
+    int L[4], nl = bc_loaders(gm, wrap, step, nsteps, L), right = bc_right(gm, wrap, core);
+    r->loader = 0;
+    for (int k = 0; k < nl; k++)
+        r->loader |= L[k] == core;
+    r->up = r->loader ? -1 : bc_left(gm, wrap, core);
+    r->down = right;
+    for (int k = 0; k < nl; k++)
+        if (L[k] == right)
+            r->down = -1;
+}
+
+static int64_t mm_bc_lx(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    const int64_t sb = m->c->t.stick;
+    return 2 * mm_cslot_bytes(m, MB, NBS) + 2 * cc_ceil_div(KC, m->c->t.lanes16) * MB * sb +
+           BC_SLOTS * KC * NBS * sb + mm_p_bytes(m, MB, NBS, KC) + 2 * sb;
+}
+
+/* Estimate of the broadcast scheme with tiling tl on gm cores: per chunk
+ * the slowest of the busier PT, the ring forwarding a chunk's pieces, and
+ * the DRAM bytes of the chunk and every core's A chunk; plus the way in
+ * of the first pieces and the last block's epilogue and store. */
+static void mm_bc_estimate(const mm_plan *m, int64_t gm, int64_t mt, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    const double sb = (double)t->stick;
+    mm_split_block(m, tl);
+    const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(m->GN, tl->NBS), steps = nbm * nbn * tl->nch;
+    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
+    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
+    double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
+                t->pt_insn_cycles + 2 * t->sync_cycles;
+    double piece = t->dma_insn_cycles + (double)tl->KC * sb / (double)t->cfg->ring_bytes_per_cycle;
+    double ring = (double)tl->NBS * piece;
+    double chunk_b = (double)(tl->KC * tl->NBS) * sb, chunk_a = (double)(gm * tl->MB * cc_ceil_div(tl->KC, t->lanes16)) * sb;
+    double dram = t->dram_bytes_per_cycle > 0 ? (chunk_b + chunk_a) / t->dram_bytes_per_cycle : 0;
+    /* a chunk's way from its loader's DRAM read to the last core: the
+     * slots ahead must cover it */
+    double way = t->dma_insn_cycles + BC_DRAM_LATENCY + chunk_b / t->dma_bytes_per_cycle +
+                 (double)(gm - 1 + tl->NBS) * piece;
+    double step = pt > ring ? pt : ring;
+    step = step > dram ? step : dram;
+    step = step > way / (BC_SLOTS - 1) ? step : way / (BC_SLOTS - 1);
+    double in = way;
+    double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
+                  (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    tl->cycles = (double)steps * step + in + tail;
+    tl->bytes = (double)(nbm * m->Kd * m->GN) * sb + (double)(nbn * m->M * m->KG) * sb + (double)(m->M * m->GN) * sb;
+}
+
+/* The tiling of the broadcast scheme on gm cores: every core the same
+ * number of blocks (the sequence of chunks is the chip's), the cheapest
+ * estimate that fits LX; -1 when the scheme does not apply. */
+int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
+{
+    const be_ctx *c = m->c;
+    const int64_t budget = be_lx_budget(c, m->ep.pos), lanes = c->t.lanes16;
+    const int64_t mt = cc_ceil_div(m->M, gm), mtmin = m->M / gm;
+    if (gm < 2 || m->nbatch != 1 || m->ag || m->bg || mtmin < 1 || m->stage_bytes ||
+        2 * (4 * 2 + 3) + BC_TOKENS > (int)c->cfg->tokens) /* mm_tokens without restickify */
+        return -1;
+    const be_work *w = &c->work[m->ep.pos];
+    if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
+        mm_tiling tl = {0};
+        tl.MB = cc_min(w->mb, mt);
+        tl.NBS = cc_min(w->nbs, m->GN);
+        tl.KC = cc_min(w->kc, m->Kd);
+        tl.nch = cc_ceil_div(m->Kd, tl.KC);
+        if (mm_bc_lx(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kd && tl.KC % lanes) ||
+            cc_ceil_div(mt, tl.MB) != cc_ceil_div(mtmin, tl.MB))
+            return -1;
+        mm_bc_estimate(m, gm, mt, &tl);
+        *out = tl;
+        return 0;
+    }
+    int found = 0;
+    for (int64_t ks = 8; ks >= 1; ks /= 2) {
+        int64_t kc = cc_min(ks * lanes, m->Kd);
+        if (ks > 1 && ks * lanes >= m->Kd + lanes)
+            continue;
+        for (int64_t q = 1; q <= m->GN; q++) {
+            int64_t nbs = cc_ceil_div(m->GN, q);
+            if (q > 1 && nbs == cc_ceil_div(m->GN, q - 1))
+                continue;
+            int64_t lo = mm_most_rows(m, mm_bc_lx, mt, nbs, kc, budget);
+            if (lo < 1)
+                continue;
+            mm_tiling tl = {0};
+            tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
+            if (cc_ceil_div(mt, tl.MB) != cc_ceil_div(mtmin, tl.MB))
+                continue;
+            tl.NBS = nbs;
+            tl.KC = kc;
+            tl.nch = cc_ceil_div(m->Kd, kc);
+            mm_bc_estimate(m, gm, mt, &tl);
+            if (!found || tl.cycles < out->cycles)
+                *out = tl;
+            found = 1;
+        }
+    }
+    return found ? 0 : -1;
+}
+
+/* ---- A grid over the ring (be_work.bcast with gn > 1) ----
+ *
+ * The chip's cores as a gm x gn grid: core i * gn + j computes grid row
+ * i (the parts of M, as a cores x 1 grid cuts it, of cores i * gn ..
+ * i * gn + gn - 1, its neighbours on the ring) times column block j of
+ * N, K whole in chunks:
+ *   - A: each core loads (or takes from the LX region an earlier kernel
+ *     kept it in) the rows of its own part, chunk by chunk, and sends
+ *     them to the other gn - 1 cores of its grid row over the ring;
+ *   - B: column block j is read from DRAM once, by the middle core of
+ *     column j (cores j, j + gn, ...), and passed up and down the column
+ *     piece by piece: the way is gm / 2 hops (the columns share the ring
+ *     links they cross);
+ *   - results: every core's product covers gn cores' parts of the rows;
+ *     a result kept in LX goes to the core that keeps those rows (ring),
+ *     so later kernels find it aligned as after a cores x 1 grid.
+ * Each core holds its row group's A and its column block's B whole in
+ * LX (the same offsets on every core, where the others write), so no
+ * slot is reused and nothing needs a credit.  Against the broadcast to
+ * all cores (gm x 1r) a core forwards 1/gn of B plus its own A rows
+ * gn - 1 times, and a chunk is gm / 2 hops from DRAM instead of 31.
+ *
+ *   dmai: per chunk: (the middle core) dma.ld B's chunk, sig loaded;
+ *         its A rows into the row's A, sig aload (and aload_r: the ring
+ *         sends them)
+ *   ring: per chunk: the A rows to each partner q (token aarr[j] there);
+ *         per piece (a stick group of the chunk): wait arr (or loaded),
+ *         sig have[u] once corelet u's last piece is in, send it on
+ *         (the middle core: both ways);
+ *         at the end: wait rdone, kept results to their rows' cores
+ *   sfp1: per chunk: wait aarr[q] of every partner and aload; sig
+ *         abfull[u]
+ *   ptu:  per chunk: wait abfull[u], have[u]; pt.mm; sig mmd[u] at last
+ *   sfp0: the epilogue (wait mmd, efull); sig done / rdone
+ *   dmao: wait done; results to DRAM, the core's own rows of a kept one */
+#define RG_TOKENS (5 + 5 * 2 + RG_MAX_GN)
+
+/* Rows of part p: M cut in one part per core, as a cores x 1 grid (and
+ * the row kernels sharing its tensors) cut it. */
+static void rg_part(const mm_plan *m, int64_t p, int64_t *r0, int64_t *n)
+{
+    cc_split(m->M, (int64_t)m->c->cfg->cores, p, r0, n);
+}
+
+/* The rows of row i of the grid (cores i * gn .. i * gn + gn - 1, one
+ * per column): those cores' parts, one segment each, in column order. */
+static int64_t rg_rows(const mm_plan *m, int64_t gn, int64_t i, mm_rows *rs)
+{
+    int64_t at = 0;
+    rs->n = (int)gn;
+    for (int64_t j = 0; j < gn; j++) {
+        rg_part(m, i * gn + j, &rs->row[j], &rs->len[j]);
+        rs->off[j] = at;
+        at += rs->len[j];
+    }
+    return at;
+}
+
+/* LX of a core: its row group's A and column block's B whole, the block's
+ * result, epilogue operands and temps, the partial sums. */
+static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC)
+{
+    const int64_t sb = m->c->t.stick;
+    return (m->KG * MT + NS * m->Kd + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
+           mm_p_bytes(m, MT, NS, KC);
+}
+
+/* Estimate as mm_bc_estimate: per chunk the slowest of the busier PT, the
+ * ring (B's pieces forwarded, the own A rows sent to gn - 1 partners) and
+ * the DRAM (B once, A once); plus the way of the first chunk and the
+ * epilogue's tail.  The way counts gm - 1 piece times: half a column from
+ * its middle core, each hop about two piece times while every column
+ * sends over the same links (measured on 8x4r: the last core starts its
+ * PTs about 2,800 cycles in). */
+static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    const double sb = (double)t->stick, rbpc = (double)t->cfg->ring_bytes_per_cycle;
+    mm_split_block(m, tl);
+    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
+    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
+    double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
+                t->pt_insn_cycles + 2 * t->sync_cycles;
+    const double mp = (double)cc_ceil_div(m->M, (int64_t)t->cfg->cores), kg = (double)cc_ceil_div(tl->KC, t->lanes16);
+    double piece = t->dma_insn_cycles + (double)tl->KC * sb / rbpc;
+    double ring = (double)tl->NBS * piece + (double)(gn - 1) * (t->dma_insn_cycles + kg * mp * sb / rbpc);
+    double dram = t->dram_bytes_per_cycle > 0
+                      ? (double)(m->GN * m->Kd + m->M * m->KG) * sb / t->dram_bytes_per_cycle / (double)tl->nch
+                      : 0;
+    double step = pt > ring ? pt : ring;
+    step = step > dram ? step : dram;
+    double in = t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / t->dma_bytes_per_cycle +
+                (double)(gm - 1 + tl->NBS - 1) * piece;
+    double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
+                  (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    tl->cycles = (double)tl->nch * step + in + tail;
+    tl->bytes = (double)(m->GN * m->Kd + m->M * m->KG + m->M * m->GN) * sb;
+}
+
+/* The tiling of the grid over the ring, gm x gn on every core of the
+ * chip: the K chunk with the cheapest estimate that fits LX (or the one a
+ * work_div forces); -1 when the scheme does not apply. */
+int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
+{
+    const be_ctx *c = m->c;
+    const int64_t cores = c->cfg->cores, lanes = c->t.lanes16, budget = be_lx_budget(c, m->ep.pos);
+    if (gn < 2 || gm < 2 || gn > RG_MAX_GN || gm * gn != cores || m->nbatch != 1 || m->ag || m->bg ||
+        m->stage_bytes || m->gk > 1 || m->M < cores || m->GN < gn || RG_TOKENS > (int)c->cfg->tokens)
+        return -1;
+    mm_tiling tl = {0};
+    for (int64_t i = 0; i < gm; i++) {
+        mm_rows rs;
+        tl.MB = cc_max(tl.MB, rg_rows(m, gn, i, &rs));
+    }
+    tl.NBS = cc_ceil_div(m->GN, gn);
+    const be_work *w = &c->work[m->ep.pos];
+    /* a forced tiling: its K chunk (a multiple of 64, or all of K); the
+     * scheme takes whole tiles, so blocks are clipped to the tile and
+     * smaller ones refused */
+    if (w->mb && (w->mb < tl.MB || w->nbs < tl.NBS || (w->kc < m->Kd && w->kc % lanes)))
+        return -1;
+    int found = 0;
+    for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
+        tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
+        if (w->mb && ks > 1)
+            break;
+        tl.nch = cc_ceil_div(m->Kd, tl.KC);
+        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC) > budget)
+            continue;
+        mm_rg_estimate(m, gm, gn, &tl);
+        if (!found || tl.cycles < out->cycles)
+            *out = tl;
+        found = 1;
+    }
+    return found ? 0 : -1;
+}
+
+/* The tiling of a scheme over the ring: gm x 1r (B broadcast to every
+ * core) or gm x gn r (a grid over the ring). */
+int mm_ring_tiling(const mm_plan *m, const be_work *w, mm_tiling *tl)
+{
+    return w->gn > 1 ? mm_rg_tiling(m, w->gm, w->gn, tl) : mm_bc_tiling(m, w->gm, tl);
+}
+
+/* Free this core's slot of chunk `step` (its chunk BC_SLOTS earlier is
+ * done): slotfree to its own dmai when it loads that chunk, else a credit
+ * to the neighbour it comes from (ring). */
+void bc_release(mm_core *mc, int64_t step)
+{
+    if (step >= mc->nsteps)
+        return;
+    cc_emit *e = mc->e;
+    bc_route r;
+    bc_route_of(mc->gm, mc->wrap, step, mc->nsteps, e->core, &r);
+    if (r.loader) {
+        cc_emit_sig(e, ISA_U_RING, mc->slotfree);
+        return;
+    }
+    cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
+    cc_emit_ring(e, ISA_OP_RING_SEND, r.up, mc->cred, cc_abs(mc->cred_in), cc_abs(mc->cred_src), &sh);
+}
+
+/* Chunk `step` of B (rows [k0, k0 + kc), sticks [g0, g0 + nbs) of view
+ * bv) into its slot: loaded from DRAM by a loader, passed on over the
+ * ring piece by piece; have[u] once corelet u's last piece (last[u]) is
+ * in; then the previous chunk's slot is freed. */
+void bc_chunk(mm_core *mc, int64_t step, const be_view *bv, int64_t krow, int64_t kc, int64_t nbs,
+              const int64_t *last)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    cc_emit *e = mc->e;
+    const int64_t sb = c->t.stick, slot = mc->bslot[step % BC_SLOTS];
+    bc_route r;
+    bc_route_of(mc->gm, mc->wrap, step, mc->nsteps, e->core, &r);
+    if (r.loader) {
+        /* one load for the chunk: a sig waits for every load before it,
+         * so announcing pieces one by one would keep one load in flight */
+        cc_emit_wait(e, ISA_U_DMAI, mc->slotfree);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, slot, mc->KC * sb, bv, &m->brsp, krow, kc, nbs);
+        cc_emit_sig(e, ISA_U_DMAI, mc->loaded);
+        cc_emit_wait(e, ISA_U_RING, mc->loaded);
+    }
+    for (int64_t p = 0; p < nbs; p++) {
+        if (!r.loader)
+            cc_emit_wait(e, ISA_U_RING, mc->arr);
+        for (int u = 0; u < mc->nc; u++)
+            if (last[u] == p)
+                cc_emit_sig(e, ISA_U_RING, mc->have[u]);
+        if (r.down < 0)
+            continue;
+        if (p == 0)
+            cc_emit_wait(e, ISA_U_RING, mc->cred);
+        cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
+        cc_emit_ring(e, ISA_OP_RING_SEND, r.down, mc->arr, cc_abs(slot + p * mc->KC * sb), cc_abs(slot + p * mc->KC * sb),
+                     &sh);
+    }
+    if (step > 0) {
+        for (int u = 0; u < mc->nc; u++)
+            cc_emit_wait(e, ISA_U_RING, mc->ptdone[u]);
+        bc_release(mc, step - 1 + BC_SLOTS);
+    }
+}
+
+/* Split-K, on the ring unit once this core's PTs are done with the block:
+ * tell part ik + 1 that this core's sums are final (rdy), wait for its
+ * ring.red into them (red; part 0's sfp0 waits for that one itself), then
+ * add them into part ik - 1's once that one is ready. */
+void mm_splitk_reduce(mm_core *mc)
+{
+    cc_emit *e = mc->e;
+    const int64_t sb = mc->m->c->t.stick;
+    for (int u = 0; u < mc->nc; u++)
+        cc_emit_wait(e, ISA_U_RING, mc->pdone[u]);
+    cc_dma_shape one = cc_dma_groups(1, 1, 0, 0);
+    if (mc->ik + 1 < mc->gk)
+        cc_emit_ring(e, ISA_OP_RING_SEND, e->core + 1, mc->rdy, cc_abs(mc->rdy_in), cc_abs(mc->rdy_src), &one);
+    if (mc->ik == 0)
+        return;
+    if (mc->ik + 1 < mc->gk)
+        cc_emit_wait(e, ISA_U_RING, mc->red);
+    cc_emit_wait(e, ISA_U_RING, mc->rdy);
+    int64_t sticks = mm_p_bytes(mc->m, mc->MB, mc->NBS, mc->KC) / sb;
+    for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+        cc_dma_shape sh = cc_dma_groups(cc_min(65535, sticks - s0), 1, 0, 0);
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_RING_RED);
+        in.core = e->core - 1;
+        in.tok = s0 + 65535 >= sticks ? mc->red : 255;
+        in.t = ISA_T_F32;
+        in.d = cc_abs(mc->P + s0 * sb);
+        in.a = cc_abs(mc->P + s0 * sb);
+        in.run = sh.run;
+        cc_push(e, &in);
+    }
+}
+
+/* A core of the grid over the ring (see mm_rg_tiling): row i, column j of
+ * gm x gn; its own rows [p0, p0 + pn) at own in the grid row's mt rows
+ * (rs: the grid row's parts), sticks [g0, g0 + ns); the LX areas (AG the
+ * grid row's A, BW the column block's B, C the block, CT the epilogue's
+ * column temps) and tokens; the corelets' parts and the epilogue pipe. */
+typedef struct {
+    mm_core mc;
+    be_ctx *c;
+    mm_plan *m;
+    cc_emit *e;
+    int core;
+    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols;
+    mm_rows rs;
+    int64_t AG, BW, C, colt, CT;
+    int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
+    int abfull[2], have[2], mmd[2], done[2], rdone[2];
+    mm_parts cp;
+    int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
+    int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
+    be_view bv0;
+} rg_core;
+
+/* The core's place in the grid, its tiling, LX areas and tokens. */
+static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    const int64_t sb = c->t.stick;
+    g->c = c;
+    g->m = m;
+    g->core = core;
+    g->gm = w->gm;
+    g->gn = w->gn;
+    g->i = core / g->gn;
+    g->j = core % g->gn;
+    g->mid = g->gm / 2; /* the column's loader */
+    g->mt = rg_rows(m, g->gn, g->i, &g->rs);
+    g->p0 = g->rs.row[g->j];
+    g->pn = g->rs.len[g->j];
+    g->own = g->rs.off[g->j];
+    cc_split(m->GN, g->gn, g->j, &g->g0, &g->ns);
+    cc_emit *e = g->e = &c->em[core];
+    e->lx_top = 0;
+    e->ntokens = 0;
+    mm_core *mc = &g->mc;
+    mc->m = m;
+    mc->e = e;
+    mc->m0 = g->p0;
+    if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
+    mc->nch = mc->tl.nch;
+    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
+    /* allocated first and at their largest: the same offsets on every
+     * core, where the row's and the column's other cores write */
+    g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
+    g->BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
+    /* one row more: the epilogue of a piece puts its temps at its rows */
+    g->C = cc_lx_alloc(e, mc->cslot_bytes + MT * sb, "matmul block");
+    /* and its per-column temps in an area of its own */
+    g->colt = m->ep.nexpr * NS * sb;
+    g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
+    if (mc->nch > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    for (int64_t q = 0; q < g->gn; q++)
+        g->aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
+    g->aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
+    g->aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
+    g->loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
+    g->arr = cc_tok_alloc(e, "B piece arrived (from the column)");
+    g->efull = cc_tok_alloc(e, "matmul epilogue operands full");
+    for (int u = 0; u < 2; u++) {
+        g->done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
+        g->rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
+        g->abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
+        g->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+        g->mmd[u] = cc_tok_alloc(e, "matmul product done");
+    }
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+/* The corelets' parts (corelet u: rows from crow, sticks from cst), the
+ * pipe, B's way down the column and where A's kept rows are. */
+static void rg_layout(rg_core *g)
+{
+    mm_core *mc = &g->mc;
+    mm_corelet_parts(&mc->tl, mc->nc, g->mt, g->ns, &g->cp);
+    /* pipe: the last chunk's product part by part (seg[u]: corelet u's
+     * parts), and each part's epilogue and results as soon as it is
+     * done, on its corelet's SFP; when the corelets split rows at a part's
+     * edge (or one corelet works) */
+    g->pipe = mc->nch > 1 && (mc->nc == 1 || mc->tl.split == SPLIT_ROWS);
+    for (int sg = 0; sg < g->rs.n && g->pipe; sg++) {
+        const int u = mc->nc > 1 && g->rs.off[sg] >= g->cp.crow[1];
+        g->pipe = u ? g->rs.off[sg] >= g->cp.crow[1] : g->rs.off[sg] + g->rs.len[sg] <= g->cp.cnr[0];
+        g->seg[u][g->nseg[u]++] = sg;
+    }
+    /* B's way: from the middle core up and down the column */
+    g->down[0] = g->down[1] = -1;
+    if (g->i <= g->mid && g->i > 0)
+        g->down[0] = g->core - (int)g->gn;
+    if (g->i >= g->mid && g->i + 1 < g->gm)
+        g->down[1] = g->core + (int)g->gn;
+    if (g->m->ares)
+        be_res_at(g->c, g->m->mm->a, g->m->ep.pos, &g->ra_lx, &g->ra_cap);
+    g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
+    g->bv0 = mm_shifted(&g->m->bv, g->g0);
+}
+
+/* Chunk jc of K in: dmai loads B's chunk (the middle core) and the own A
+ * rows; the ring sends the own A rows to the grid row's other cores (from
+ * the kept region directly), then B's pieces on down the column; sfp1
+ * collects the grid row's A rows of the chunk. */
+static void rg_chunk_in(rg_core *g, int64_t jc)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
+    if (g->i == g->mid) {
+        be_dma_rows(c, e, ISA_OP_DMA_LD, g->BW + k0 * sb, m->Kd * sb, &g->bv0, &m->brsp, k0, kc, g->ns);
+        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
+    }
+    if (m->ares) {
+        be_res_copy(c, e, 0, m->mm->a, 0, g->pn, gi, kg, aoff, MT * sb);
+    } else {
+        be_view av = mm_shifted(&m->av, gi);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, g->p0, g->pn, kg);
+        cc_emit_sig(e, ISA_U_DMAI, g->aload_r);
+    }
+    cc_emit_sig(e, ISA_U_DMAI, g->aload);
+    if (!m->ares)
+        cc_emit_wait(e, ISA_U_RING, g->aload_r);
+    for (int64_t d = 1; d < g->gn; d++) {
+        const int64_t q = (g->j + d) % g->gn;
+        cc_dma_shape sh = cc_dma_groups(g->pn, kg, MT * sb, m->ares ? g->ra_cap * sb : MT * sb);
+        cc_emit_ring(e, ISA_OP_RING_SEND, (int)(g->i * g->gn + q), g->aarr[g->j], cc_abs(aoff),
+                     cc_abs(m->ares ? g->ra_lx + gi * g->ra_cap * sb : aoff), &sh);
+    }
+    if (g->i == g->mid)
+        cc_emit_wait(e, ISA_U_RING, g->loaded);
+    for (int64_t pc = 0; pc < g->ns; pc++) {
+        if (g->i != g->mid)
+            cc_emit_wait(e, ISA_U_RING, g->arr);
+        for (int u = 0; u < g->mc.nc; u++)
+            if (jc == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
+                        : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
+                cc_emit_sig(e, ISA_U_RING, g->have[u]);
+        const int64_t at = g->BW + (pc * m->Kd + k0) * sb;
+        cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
+        for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
+            const int h = (int)((h0 + g->j) % 2);
+            if (g->down[h] >= 0)
+                cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
+        }
+    }
+    for (int64_t q = 0; q < g->gn; q++)
+        if (q != g->j)
+            cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
+    cc_emit_wait(e, ISA_U_SFP1, g->aload);
+    for (int u = 0; u < g->mc.nc; u++)
+        cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
+}
+
+/* pt u: its part of chunk jc's product; the first chunk piece by piece,
+ * as its sticks come in (the corelets start a hop's worth of pieces
+ * earlier), the last one part by part when piped. */
+static void rg_chunk_pt(rg_core *g, int64_t jc)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const mm_core *mc = &g->mc;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
+    const int first = jc == 0, lastc = jc == mc->nch - 1;
+    for (int u = 0; u < mc->nc; u++) {
+        const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
+        cc_emit_wait(e, pt, g->abfull[u]);
+        const int parts = lastc && g->pipe;
+        for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
+            cc_emit_wait(e, pt, g->have[u]);
+            const int64_t ncols = cc_min(sn * lanes, g->cols - s0 * lanes);
+            for (int r = 0; r < (parts ? g->nseg[u] : 1); r++) {
+                const int64_t r0 = parts ? g->rs.off[g->seg[u][r]] : crow[u];
+                const int64_t rn = parts ? g->rs.len[g->seg[u][r]] : cnr[u];
+                if (rn > 0 && ncols > 0) { /* an edge block can leave corelet 1 nothing */
+                    const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
+                    cc_pt_args pa = {0};
+                    pa.c = u;
+                    pa.a = cc_abs(g->AG + (gi * MT + r0) * sb);
+                    pa.b = cc_abs(g->BW + (s0 * m->Kd + k0) * sb);
+                    pa.m = rn;
+                    pa.n = ncols;
+                    pa.k = kc;
+                    pa.ds = pa.ps = pa.as = MT * sb;
+                    pa.bs = m->Kd * sb;
+                    pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
+                    pa.d = cc_abs(lastc ? g->C + (r0 + s0 * MT) * sb : mc->P + poff);
+                    pa.p = cc_abs(first ? 0 : mc->P + poff);
+                    if (first)
+                        pa.ps = 0;
+                    cc_emit_pt(e, &pa);
+                }
+                if (parts)
+                    cc_emit_sig(e, pt, g->mmd[u]);
+            }
+        }
+        if (lastc && !g->pipe)
+            cc_emit_sig(e, pt, g->mmd[u]);
+    }
+}
+
+/* The epilogue's pieces (rows from off: segments [s0, s1) of rs on
+ * corelet u's SFP) in the order they complete. */
+typedef struct {
+    int n, u[RG_MAX_GN], s0[RG_MAX_GN], s1[RG_MAX_GN];
+    be_val vals[RG_MAX_GN][64];
+} rg_pieces;
+
+static void rg_pieces_of(const rg_core *g, rg_pieces *p)
+{
+    p->n = 0;
+    if (!g->pipe) {
+        p->u[0] = 0;
+        p->s0[0] = 0;
+        p->s1[0] = g->rs.n;
+        p->n = 1;
+        return;
+    }
+    for (int r = 0; r < g->rs.n; r++)
+        for (int u = 0; u < g->mc.nc; u++)
+            if (r < g->nseg[u]) {
+                p->u[p->n] = u;
+                p->s0[p->n] = g->seg[u][r];
+                p->s1[p->n++] = g->seg[u][r] + 1;
+            }
+}
+
+/* sfp: each piece's values once its product is done (the operands loaded
+ * at at); nres: results kept in LX, which the ring sends on. */
+static int rg_ep_eval(rg_core *g, rg_pieces *p, const int64_t *base, int64_t at, int nres)
+{
+    mm_core *mc = &g->mc;
+    cc_emit *e = g->e;
+    const int64_t sb = g->c->t.stick, MT = mc->MB;
+    int sfp_used[2] = {0, 0}, rc = 0;
+    for (int q = 0; q < p->n && !rc; q++) {
+        const int u = p->u[q];
+        const isa_unit sfp = u ? ISA_U_SFP1 : ISA_U_SFP0;
+        const int64_t off = g->rs.off[p->s0[q]], len = g->rs.off[p->s1[q] - 1] + g->rs.len[p->s1[q] - 1] - off;
+        if (g->pipe) {
+            cc_emit_wait(e, sfp, g->mmd[u]);
+        } else {
+            for (int v = 0; v < mc->nc; v++)
+                cc_emit_wait(e, sfp, g->mmd[v]);
+        }
+        if (!sfp_used[u]++)
+            cc_emit_wait(e, sfp, g->efull);
+        mc->T.corelet = u;
+        mc->T.carea = 1;
+        mc->T.ctop = g->CT + q * g->colt;
+        mc->T.cend = mc->T.ctop + g->colt;
+        mm_ep_rebind(mc, base, off);
+        rc = mm_ep_eval(mc, len, g->ns, at + off * sb, g->C + off * sb, g->C + mc->cslot_bytes + MT * sb, p->vals[q]);
+        cc_emit_sig(e, sfp, g->done[u]);
+        if (nres)
+            cc_emit_sig(e, sfp, g->rdone[u]);
+    }
+    return rc;
+}
+
+/* dmao: each piece's results to DRAM, and the own rows of a kept one. */
+static void rg_ep_store(rg_core *g, const rg_pieces *p)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
+    for (int q = 0; q < p->n; q++) {
+        const int64_t off = g->rs.off[p->s0[q]];
+        cc_emit_wait(g->e, ISA_U_DMAO, g->done[p->u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            be_view v = mm_shifted(&rn->sv, g->g0);
+            for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
+                be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v,
+                            &k->rsp, g->rs.row[sg], g->rs.len[sg], g->ns);
+            if (rn->res && g->j >= p->s0[q] && g->j < p->s1[q])
+                be_res_copy(c, g->e, 1, c->p->nodes[rn->node].out, 0, g->pn, g->g0, g->ns,
+                            p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
+        }
+    }
+}
+
+/* ring: each piece's kept results to the cores keeping the other rows. */
+static void rg_ep_send(rg_core *g, const rg_pieces *p)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
+    for (int q = 0; q < p->n; q++) {
+        const int64_t off = g->rs.off[p->s0[q]];
+        cc_emit_wait(g->e, ISA_U_RING, g->rdone[p->u[q]]);
+        for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+            const rk_node *rn = &k->nodes[jj];
+            if (!rn->res)
+                continue;
+            const be_res *r = &c->res[c->p->nodes[rn->node].out];
+            for (int sg = p->s0[q]; sg < p->s1[q]; sg++) {
+                if (sg == g->j)
+                    continue;
+                cc_dma_shape sh = cc_dma_groups(g->rs.len[sg], g->ns, r->rows_cap * sb, MT * sb);
+                cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + sg), 255,
+                             cc_abs(r->lx + g->g0 * r->rows_cap * sb),
+                             cc_abs(p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb), &sh);
+            }
+        }
+    }
+}
+
+/* The epilogue: operands (dmai), values (sfp), results (dmao: DRAM and
+ * the own rows of a kept one; ring: the other rows' cores), in pieces. */
+static int rg_epilogue(rg_core *g)
+{
+    mm_core *mc = &g->mc;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = g->c->t.stick;
+    rg_pieces *p = ir_xalloc(sizeof *p);
+    rg_pieces_of(g, p);
+    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
+    const int64_t at = mm_ep_load(mc, &g->rs, 0, g->g0, g->ns, g->C + mc->NBS * mc->MB * sb, base);
+    int nres = 0;
+    for (int jj = 0; jj < k->nn && jj < 64; jj++)
+        nres += k->nodes[jj].res;
+    for (int u = 0; u < (g->pipe ? mc->nc : 1); u++)
+        if (!g->pipe || g->nseg[u] > 0) /* an SFP with no piece takes none */
+            cc_emit_sig(g->e, ISA_U_DMAI, g->efull);
+    int rc = rg_ep_eval(g, p, base, at, nres);
+    if (!rc)
+        rg_ep_store(g, p);
+    if (!rc && nres)
+        rg_ep_send(g, p);
+    free(base);
+    free(p);
+    return rc;
+}
+
+/* A core of the grid over the ring: setup, then K chunk by chunk (in,
+ * products), then the epilogue. */
+int mm_rg_core(be_ctx *c, mm_plan *m, int core)
+{
+    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
+    int rc = rg_setup(g, c, m, core);
+    if (!rc) {
+        mm_tile_init(&g->mc, c, g->mc.MB);
+        cc_kernel_begin(g->e, m->K->name);
+        rg_layout(g);
+        for (int64_t jc = 0; jc < g->mc.nch; jc++) {
+            rg_chunk_in(g, jc);
+            rg_chunk_pt(g, jc);
+        }
+        rc = rg_epilogue(g);
+        cc_kernel_end(g->e);
+        free(g->mc.T.memo);
+        free(g->mc.T.memo_id);
+        rc = rc || cc_emit_failed(g->e) ? -1 : 0;
+    }
+    free(g);
+    return rc;
+}
+
+/* B's slots and credits over the ring, the partial sums, split-K's
+ * flags to the neighbours. */
+void mm_core_ring(mm_core *mc)
+{
+    mm_plan *m = mc->m;
+    cc_emit *e = mc->e;
+    const int64_t sb = m->c->t.stick;
+    if (mc->bc) {
+        for (int i = 0; i < BC_SLOTS; i++)
+            mc->bslot[i] = cc_lx_alloc(e, mc->KC * mc->NBS * sb, "matmul B chunk (ring)");
+        mc->cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
+        mc->cred_in = cc_lx_alloc(e, sb, "ring credit (from the right neighbour)");
+        mc->slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
+        mc->loaded = cc_tok_alloc(e, "B piece loaded (dmai -> ring)");
+        mc->arr = cc_tok_alloc(e, "B piece arrived (from the left neighbour)");
+        mc->cred = cc_tok_alloc(e, "B slot credit (from the right neighbour)");
+        for (int u = 0; u < 2; u++) {
+            mc->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+            mc->ptdone[u] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
+        }
+    }
+    if (mc->nch > 1 || mc->gk > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, mc->MB, mc->NBS, mc->KC), "matmul partial sums");
+    if (mc->gk > 1) {
+        mc->rdy_src = cc_lx_alloc(e, sb, "split-K ready (source)");
+        mc->rdy_in = cc_lx_alloc(e, sb, "split-K ready (from the left neighbour)");
+        for (int u = 0; u < 2; u++)
+            mc->pdone[u] = cc_tok_alloc(e, "split-K partial sums done (pt -> ring)");
+        mc->rdy = cc_tok_alloc(e, "split-K: the left neighbour's sums are ready");
+        mc->red = cc_tok_alloc(e, "split-K: the right neighbour's sums are added");
+    }
+}

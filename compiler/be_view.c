@@ -1,0 +1,323 @@
+/* be_view.c: stick views: how an affine index walks a buffer's device
+ * layout, the DMA descriptors that move its rows, element offsets, and
+ * whole buffers staged in LX for a restickify (backend.h). */
+#include "backend.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* Row-major coordinates of a flat offset (or of a coefficient: the
+ * coordinates one step of the variable moves). */
+void be_coords_of(const cc_ttype *t, int64_t flat, int64_t *co)
+{
+    for (int d = t->rank - 1; d > 0; d--) {
+        co[d] = flat % t->shape[d];
+        flat /= t->shape[d];
+    }
+    if (t->rank)
+        co[0] = flat;
+}
+
+int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
+{
+    const ir_buf *B = &c->p->bufs[buf];
+    const be_layout *L = &c->lay[buf];
+    const cc_ttype *t = &B->type;
+    const int64_t lanes = L->f32 ? c->t.lanes32 : c->t.lanes16, esz = L->f32 ? 4 : 2;
+    int64_t co[CC_MAX_RANK] = {0};
+    be_coords_of(t, flat, co);
+    int64_t row = 0;
+    for (int d = 0; d < t->rank; d++)
+        if (d != L->stick_dim)
+            row = row * t->shape[d] + co[d];
+    int64_t sc = t->rank ? co[L->stick_dim] : 0;
+    return ((sc / lanes) * L->rows + row) * c->t.stick + (sc % lanes) * esz;
+}
+
+int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
+{
+    const cc_ttype *t = &c->p->bufs[buf].type;
+    const int s = c->lay[buf].stick_dim;
+    int64_t co[CC_MAX_RANK] = {0};
+    if (!t->rank)
+        return extent <= 1;
+    be_coords_of(t, idx->offset, co);
+    return co[s] + extent <= t->shape[s];
+}
+
+int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val)
+{
+    int64_t f = idx->offset;
+    for (int v = 0; v < nvars; v++)
+        f += idx->coef[v] * val[v];
+    return f;
+}
+
+int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, be_view *v, char *why,
+               size_t whylen)
+{
+    const ir_buf *B = &c->p->bufs[buf];
+    const be_layout *L = &c->lay[buf];
+    const cc_ttype *t = &B->type;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16;
+    memset(v, 0, sizeof *v);
+    if (!L->dram) {
+        snprintf(why, whylen, "buffer %s is not in DRAM", B->name);
+        return -1;
+    }
+    const int s = L->stick_dim, rank = t->rank;
+    int64_t rstr[CC_MAX_RANK], acc = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        rstr[d] = acc;
+        if (d != s)
+            acc *= t->shape[d];
+    }
+    int64_t co[CC_MAX_RANK] = {0}, off[CC_MAX_RANK] = {0};
+    if (idx->offset < 0) {
+        snprintf(why, whylen, "%s is read at a negative offset", B->name);
+        return -1;
+    }
+    be_coords_of(t, idx->offset, off);
+    for (int x = 0; x < nvars; x++) {
+        int64_t coef = idx->coef[x];
+        if (!coef)
+            continue;
+        if (coef < 0) {
+            snprintf(why, whylen, "%s is walked backwards (stride %" PRId64 ")", B->name, coef);
+            return -1;
+        }
+        memset(co, 0, sizeof co);
+        be_coords_of(t, coef, co);
+        if (x == lane_var) {
+            for (int d = 0; d < rank; d++)
+                if (co[d] != (d == s)) {
+                    snprintf(why, whylen,
+                             "%s is not walked along its stick dimension %d with unit stride (needs a restickify)",
+                             B->name, s);
+                    return -1;
+                }
+            continue;
+        }
+        if (rank && co[s]) {
+            snprintf(why, whylen, "%s: a loop strides inside its stick dimension %d (needs a restickify)", B->name, s);
+            return -1;
+        }
+        for (int d = 0; d < rank; d++)
+            if (d != s)
+                v->rs[x] += co[d] * rstr[d];
+    }
+    int64_t os = rank ? off[s] : 0;
+    if (lane_var >= 0 && os % lanes) {
+        snprintf(why, whylen, "%s is read from element %" PRId64 " of a stick on (needs a restickify)", B->name,
+                 os % lanes);
+        return -1;
+    }
+    int64_t base_row = 0;
+    for (int d = 0; d < rank; d++)
+        if (d != s)
+            base_row += off[d] * rstr[d];
+    v->lane = (int)(os % lanes);
+    v->base = (int64_t)L->off + ((os / lanes) * L->rows + base_row) * sb;
+    v->gstride = L->rows * sb;
+    v->groups = L->groups - os / lanes;
+    v->rows_left = L->rows - base_row;
+    return 0;
+}
+
+int be_view_wrap(const be_ctx *c, int buf, const ir_index *idx, be_view *v)
+{
+    const be_layout *L = &c->lay[buf];
+    const cc_ttype *t = &c->p->bufs[buf].type;
+    const int s = L->stick_dim;
+    const int64_t lanes = c->t.lanes16;
+    if (L->f32 || s == 0 || t->shape[s] % lanes)
+        return -1;
+    /* one step of dimension s - 1 moves this many layout rows (the rows
+     * are the other dimensions row-major, so a carry past it moves on
+     * alike) */
+    int64_t prow = 1, co[CC_MAX_RANK] = {0};
+    for (int d = s + 1; d < t->rank; d++)
+        prow *= t->shape[d];
+    be_coords_of(t, idx->offset, co);
+    v->gper = L->groups;
+    v->gph = co[s] / lanes;
+    v->pstride = prow * c->t.stick;
+    v->groups = L->groups - v->gph + (v->rows_left - 1) / prow * L->groups;
+    v->rows_left = INT64_MAX;
+    return 0;
+}
+
+int64_t be_view_group(const be_view *v, int64_t g)
+{
+    if (!v->gper)
+        return g * v->gstride;
+    const int64_t q = v->gph + g;
+    return (q % v->gper - v->gph) * v->gstride + q / v->gper * v->pstride;
+}
+
+void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
+                 int64_t r0, int64_t n, int64_t ng)
+{
+    const int64_t sb = c->t.stick;
+    /* Merge levels that are contiguous in DRAM, innermost first. */
+    int64_t mext[IR_MAX_VARS + 1], mstr[IR_MAX_VARS + 1];
+    int nm = 0;
+    for (int i = rsp->nv - 1; i >= 0; i--) {
+        int64_t ext = rsp->ext[i], str = v->rs[rsp->var[i]];
+        if (ext == 1)
+            continue;
+        if (nm && str == mext[nm - 1] * mstr[nm - 1]) {
+            mext[nm - 1] *= ext;
+            continue;
+        }
+        mext[nm] = ext;
+        mstr[nm] = str;
+        nm++;
+    }
+    if (!nm) {
+        mext[0] = 1;
+        mstr[0] = 0;
+        nm = 1;
+    }
+    for (int64_t r = r0; r < r0 + n;) {
+        int64_t rest = r, stick = 0, c0 = 0;
+        for (int i = 0; i < nm; i++) {
+            int64_t ci = rest % mext[i];
+            rest /= mext[i];
+            stick += ci * mstr[i];
+            if (i == 0)
+                c0 = ci;
+        }
+        int64_t len = cc_min(r0 + n - r, mext[0] - c0), step = len;
+        /* a load's rows past its buffer are not read (their values are never used) */
+        if (op != ISA_OP_DMA_ST && stick + (len - 1) * mstr[0] >= v->rows_left)
+            len = stick >= v->rows_left ? 0 : mstr[0] ? cc_min(len, (v->rows_left - stick + mstr[0] - 1) / mstr[0]) : len;
+        if (!len) {
+            r += step;
+            continue;
+        }
+        int64_t dram = v->base + stick * sb, lxa = lx + (r - r0) * sb;
+        /* The groups: one piece, or for a wrapped view a piece per part of
+         * a period, whole periods as one more loop level. */
+        for (int64_t g = 0; g < ng;) {
+            int64_t gn = ng - g, np = 1;
+            if (v->gper) {
+                const int64_t ph = (v->gph + g) % v->gper;
+                gn = cc_min(gn, v->gper - ph);
+                if (!ph && gn == v->gper)
+                    np = (ng - g) / v->gper;
+            }
+            /* loop levels (count, DRAM stride, LX stride), the smallest
+             * DRAM stride innermost so that DRAM is read in address order */
+            int64_t ln[3], ld[3], ll[3], run = 1;
+            int nl = 0;
+            if (mstr[0] == 1 || len == 1)
+                run = len;
+            else
+                ln[nl] = len, ld[nl] = mstr[0] * sb, ll[nl++] = sb;
+            ln[nl] = gn, ld[nl] = v->gstride, ll[nl++] = lx_gs;
+            if (np > 1)
+                ln[nl] = np, ld[nl] = v->pstride, ll[nl++] = v->gper * lx_gs;
+            for (int i = 1; i < nl; i++)
+                for (int j = i; j > 0 && ld[j] < ld[j - 1]; j--) {
+                    int64_t t;
+                    t = ln[j], ln[j] = ln[j - 1], ln[j - 1] = t;
+                    t = ld[j], ld[j] = ld[j - 1], ld[j - 1] = t;
+                    t = ll[j], ll[j] = ll[j - 1], ll[j - 1] = t;
+                }
+            cc_dma_shape sh;
+            memset(&sh, 0, sizeof sh);
+            for (int l = 0; l < ISA_MAX_LOOPS; l++)
+                sh.n[l] = 1;
+            sh.run = run;
+            sh.levels = nl;
+            for (int l = 0; l < nl; l++) {
+                sh.n[l] = ln[l];
+                sh.ds[l] = op == ISA_OP_DMA_ST ? ld[l] : ll[l];
+                sh.as[l] = op == ISA_OP_DMA_ST ? ll[l] : ld[l];
+            }
+            const int64_t da = dram + be_view_group(v, g), la = lxa + g * lx_gs;
+            if (op == ISA_OP_DMA_ST)
+                cc_emit_dma(e, op, cc_abs(da), cc_abs(la), &sh);
+            else
+                cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
+            g += gn * np;
+        }
+        r += step;
+    }
+}
+
+/* Store the sticks of buf's staged copy (at stage) that this core wrote,
+ * count[s] elements of stick s (dmao); each must be whole (its valid
+ * lanes all written here), else another core would hold the rest. */
+int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t stage, const int64_t *count)
+{
+    const be_layout *L = &c->lay[buf];
+    const ir_buf *B = &c->p->bufs[buf];
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, sticks = be_buf_bytes(c, buf) / sb;
+    const int64_t dimlen = B->type.rank ? B->type.shape[L->stick_dim] : 1;
+    for (int64_t st = 0; st < sticks;) {
+        if (!count[st]) {
+            st++;
+            continue;
+        }
+        int64_t s1 = st;
+        while (s1 < sticks && count[s1] && s1 - st < 65535) {
+            int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
+            if (count[s1] != valid)
+                return be_error(c, K,
+                                "storing %s: core %d writes %" PRId64 " of the %" PRId64
+                                " elements of a stick (the rest is another core's; not supported yet)",
+                                B->name, e->core, count[s1], valid);
+            s1++;
+        }
+        cc_dma_shape sh = cc_dma_groups(s1 - st, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_ST, cc_abs((int64_t)L->off + st * sb), cc_abs(stage + st * sb), &sh);
+        st = s1;
+    }
+    return 0;
+}
+
+int64_t be_buf_bytes(const be_ctx *c, int buf)
+{
+    const be_layout *L = &c->lay[buf];
+    return L->groups * L->rows * c->t.stick;
+}
+
+void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx)
+{
+    const int64_t sb = c->t.stick;
+    int64_t sticks = be_buf_bytes(c, buf) / sb;
+    for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
+        int64_t run = cc_min(65535, sticks - s0);
+        cc_dma_shape sh = cc_dma_groups(run, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
+    }
+}
+
+void be_span_init(const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    for (int64_t g = 0; g < L->groups; g++) {
+        lo[g] = L->rows;
+        hi[g] = -1;
+    }
+}
+
+void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi)
+{
+    int64_t g = stick / L->rows, r = stick % L->rows;
+    lo[g] = cc_min(lo[g], r);
+    hi[g] = cc_max(hi[g], r);
+}
+
+int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    int64_t sticks = 0;
+    for (int64_t g = 0; g < L->groups; g++)
+        sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+    if (!sticks) {
+        lo[0] = hi[0] = 0;
+        sticks = 1;
+    }
+    return sticks;
+}
