@@ -152,15 +152,15 @@ int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t
         return 0; /* uploaded from the host copy when its region is placed */
     void *buf = malloc((size_t)t->bytes);
     if (!buf)
-        return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
-                       (unsigned long long)t->bytes);
+        return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
+                        (unsigned long long)t->bytes);
     rt_layout_pack(t, prog->p->stick_bytes, values, buf);
     uint64_t addr = rt_tensor_dev_addr(prog, t);
     int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
     free(buf);
     if (rc)
-        return rt_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
-                       (unsigned long long)t->bytes, (unsigned long long)addr);
+        return isa_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
+                        (unsigned long long)t->bytes, (unsigned long long)addr);
     rt_count_upload(prog, t, t->bytes);
     return 0;
 }
@@ -172,7 +172,7 @@ int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_ho
     if (i < 0)
         return -1;
     if (dt != ISA_HT_F32 && dt != ISA_HT_F16)
-        return rt_errf(err, errlen, "tensor %s: unknown host dtype %d", name, (int)dt);
+        return isa_errf(err, errlen, "tensor %s: unknown host dtype %d", name, (int)dt);
     const isa_tensor *t = &prog->p->tensors[i];
     size_t n = (size_t)rt_tensor_elems(t);
     const float *vals = host;
@@ -180,7 +180,7 @@ int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_ho
     if (dt == ISA_HT_F16) {
         conv = malloc(n ? n * sizeof *conv : 1);
         if (!conv)
-            return rt_errf(err, errlen, "tensor %s: out of host memory", name);
+            return isa_errf(err, errlen, "tensor %s: out of host memory", name);
         const uint16_t *h = host;
         for (size_t k = 0; k < n; k++)
             conv[k] = isa_f16_to_f32(h[k]);
@@ -203,17 +203,17 @@ int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, s
         return 0;
     int present = rt_region_present(prog, t);
     if (!present && t->role == ISA_ROLE_SCRATCH)
-        return rt_errf(err, errlen, "tensor %s is scratch: it exists only in device DRAM, during a launch", name);
+        return isa_errf(err, errlen, "tensor %s is scratch: it exists only in device DRAM, during a launch", name);
     void *buf = calloc(1, (size_t)t->bytes);
     if (!buf)
-        return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
-                       (unsigned long long)t->bytes);
+        return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
+                        (unsigned long long)t->bytes);
     if (present) {
         uint64_t addr = rt_tensor_dev_addr(prog, t);
         if (sim_dram_read(prog->dev->sim, addr, buf, (size_t)t->bytes)) {
             free(buf);
-            return rt_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
-                           (unsigned long long)t->bytes, (unsigned long long)addr);
+            return isa_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
+                            (unsigned long long)t->bytes, (unsigned long long)addr);
         }
     } else if (prog->host[i]) {
         /* Not on the device now: the host copy in device precision. */

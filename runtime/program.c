@@ -31,46 +31,46 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
 {
     const isa_tensor *t = &p->tensors[idx];
     if (!memchr(t->name, 0, sizeof t->name) || !t->name[0])
-        return rt_errf(err, errlen, "tensor %zu has an empty or unterminated name", idx);
+        return isa_errf(err, errlen, "tensor %zu has an empty or unterminated name", idx);
     if ((int)t->role < 0 || t->role > ISA_ROLE_SCRATCH)
-        return rt_errf(err, errlen, "tensor %s: bad role %d", t->name, (int)t->role);
+        return isa_errf(err, errlen, "tensor %s: bad role %d", t->name, (int)t->role);
     if ((int)t->host_dtype < 0 || t->host_dtype > ISA_HT_F16)
-        return rt_errf(err, errlen, "tensor %s: bad host dtype %d", t->name, (int)t->host_dtype);
+        return isa_errf(err, errlen, "tensor %s: bad host dtype %d", t->name, (int)t->host_dtype);
     if ((int)t->dev_dtype < 0 || t->dev_dtype > ISA_T_F32)
-        return rt_errf(err, errlen, "tensor %s: bad device dtype %d", t->name, (int)t->dev_dtype);
+        return isa_errf(err, errlen, "tensor %s: bad device dtype %d", t->name, (int)t->dev_dtype);
     if (t->rank < 0 || t->rank > ISA_MAX_RANK)
-        return rt_errf(err, errlen, "tensor %s: rank %d is outside 0..%d", t->name, t->rank, ISA_MAX_RANK);
+        return isa_errf(err, errlen, "tensor %s: rank %d is outside 0..%d", t->name, t->rank, ISA_MAX_RANK);
     if (t->rank ? (t->stick_dim < 0 || t->stick_dim >= t->rank) : t->stick_dim != 0)
-        return rt_errf(err, errlen, "tensor %s: stick_dim %d is outside 0..%d", t->name, t->stick_dim,
-                       t->rank ? t->rank - 1 : 0);
+        return isa_errf(err, errlen, "tensor %s: stick_dim %d is outside 0..%d", t->name, t->stick_dim,
+                        t->rank ? t->rank - 1 : 0);
     uint64_t elems = 1;
     for (int i = 0; i < t->rank; i++) {
         if (t->shape[i] < 0 || (uint64_t)t->shape[i] > RT_SIZE_LIMIT)
-            return rt_errf(err, errlen, "tensor %s: bad dimension %d of size %lld", t->name, i,
-                           (long long)t->shape[i]);
+            return isa_errf(err, errlen, "tensor %s: bad dimension %d of size %lld", t->name, i,
+                            (long long)t->shape[i]);
         if (t->shape[i] && elems > RT_SIZE_LIMIT / (uint64_t)t->shape[i])
-            return rt_errf(err, errlen, "tensor %s: too many elements", t->name);
+            return isa_errf(err, errlen, "tensor %s: too many elements", t->name);
         elems *= (uint64_t)t->shape[i];
     }
     /* groups * rows <= max(elems, 1) <= 2^44, so the device bytes cannot
      * overflow for any sane stick size (checked by rt_open_config). */
     uint64_t want = isa_tensor_device_bytes(t, p->stick_bytes);
     if (t->bytes != want)
-        return rt_errf(err, errlen, "tensor %s: records %llu device bytes but its shape and layout need %llu",
-                       t->name, (unsigned long long)t->bytes, (unsigned long long)want);
+        return isa_errf(err, errlen, "tensor %s: records %llu device bytes but its shape and layout need %llu",
+                        t->name, (unsigned long long)t->bytes, (unsigned long long)want);
     if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off)
-        return rt_errf(err, errlen, "tensor %s: [%llu, +%llu) lies outside the program's DRAM segment of %llu bytes",
+        return isa_errf(err, errlen, "tensor %s: [%llu, +%llu) lies outside the program's DRAM segment of %llu bytes",
                        t->name, (unsigned long long)t->dram_off, (unsigned long long)t->bytes,
                        (unsigned long long)p->dram_bytes);
     int weight = t->role == ISA_ROLE_WEIGHT;
     if (p->weight_bytes && (weight ? t->dram_off + t->bytes > p->weight_bytes : t->dram_off < p->weight_bytes))
-        return rt_errf(err, errlen, "tensor %s (%s): [%llu, +%llu) is not in the %s region (weights: [0, %llu))",
+        return isa_errf(err, errlen, "tensor %s (%s): [%llu, +%llu) is not in the %s region (weights: [0, %llu))",
                        t->name, isa_role_names[t->role], (unsigned long long)t->dram_off,
                        (unsigned long long)t->bytes, weight ? "weights" : "activation",
                        (unsigned long long)p->weight_bytes);
     if (t->const_off != -1 &&
         (t->const_off < 0 || (uint64_t)t->const_off > p->nconsts || t->bytes > p->nconsts - (uint64_t)t->const_off))
-        return rt_errf(err, errlen, "tensor %s: constant data [%lld, +%llu) lies outside the %zu constant bytes",
+        return isa_errf(err, errlen, "tensor %s: constant data [%lld, +%llu) lies outside the %zu constant bytes",
                        t->name, (long long)t->const_off, (unsigned long long)t->bytes, p->nconsts);
     return 0;
 }
@@ -89,13 +89,13 @@ static int check_placement(const isa_program *p, char *err, size_t errlen)
     const isa_tensor **order = malloc((p->ntensors ? p->ntensors : 1) * sizeof *order);
     size_t n = 0;
     if (!order)
-        return rt_errf(err, errlen, "out of host memory");
+        return isa_errf(err, errlen, "out of host memory");
     int rc = 0;
     for (size_t i = 0; i < p->ntensors && !rc; i++) {
         const isa_tensor *t = &p->tensors[i];
         if (t->dram_off % p->stick_bytes)
-            rc = rt_errf(err, errlen, "tensor %s: DRAM offset %llu is not a multiple of the %u-byte stick", t->name,
-                         (unsigned long long)t->dram_off, p->stick_bytes);
+            rc = isa_errf(err, errlen, "tensor %s: DRAM offset %llu is not a multiple of the %u-byte stick", t->name,
+                          (unsigned long long)t->dram_off, p->stick_bytes);
         if (t->bytes)
             order[n++] = t;
     }
@@ -104,7 +104,7 @@ static int check_placement(const isa_program *p, char *err, size_t errlen)
     for (size_t k = 1; k < n && !rc; k++) {
         const isa_tensor *a = order[k - 1], *b = order[k];
         if (a->dram_off + a->bytes > b->dram_off)
-            rc = rt_errf(err, errlen, "tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap in DRAM", a->name,
+            rc = isa_errf(err, errlen, "tensors %s [%llu, +%llu) and %s [%llu, +%llu) overlap in DRAM", a->name,
                          (unsigned long long)a->dram_off, (unsigned long long)a->bytes, b->name,
                          (unsigned long long)b->dram_off, (unsigned long long)b->bytes);
     }
@@ -117,30 +117,30 @@ static int check_program(const rt_device *dev, const isa_program *p, char *err, 
 {
     const chip_config *c = &dev->cfg;
     if (p->ncores < 1 || p->ncores > c->cores)
-        return rt_errf(err, errlen, "program built for %d cores (config %s) does not fit chip %s with %d cores",
-                       p->ncores, p->config, c->name, c->cores);
+        return isa_errf(err, errlen, "program built for %d cores (config %s) does not fit chip %s with %d cores",
+                        p->ncores, p->config, c->name, c->cores);
     if (p->lx_bytes > c->lx_bytes)
-        return rt_errf(err, errlen, "program assumes %llu bytes of LX per core (config %s) but chip %s has %llu",
-                       (unsigned long long)p->lx_bytes, p->config, c->name, (unsigned long long)c->lx_bytes);
+        return isa_errf(err, errlen, "program assumes %llu bytes of LX per core (config %s) but chip %s has %llu",
+                        (unsigned long long)p->lx_bytes, p->config, c->name, (unsigned long long)c->lx_bytes);
     if (p->stick_bytes != c->stick_bytes)
-        return rt_errf(err, errlen, "program uses %u-byte sticks (config %s) but chip %s has %u-byte sticks",
-                       p->stick_bytes, p->config, c->name, c->stick_bytes);
+        return isa_errf(err, errlen, "program uses %u-byte sticks (config %s) but chip %s has %u-byte sticks",
+                        p->stick_bytes, p->config, c->name, c->stick_bytes);
     if (p->dram_bytes > c->dram_bytes)
-        return rt_errf(err, errlen, "program needs a DRAM segment of %llu bytes but chip %s has %llu bytes of DRAM",
-                       (unsigned long long)p->dram_bytes, c->name, (unsigned long long)c->dram_bytes);
+        return isa_errf(err, errlen, "program needs a DRAM segment of %llu bytes but chip %s has %llu bytes of DRAM",
+                        (unsigned long long)p->dram_bytes, c->name, (unsigned long long)c->dram_bytes);
     if (p->weight_bytes > p->dram_bytes)
-        return rt_errf(err, errlen, "weights region of %llu bytes is larger than the DRAM segment of %llu bytes",
-                       (unsigned long long)p->weight_bytes, (unsigned long long)p->dram_bytes);
+        return isa_errf(err, errlen, "weights region of %llu bytes is larger than the DRAM segment of %llu bytes",
+                        (unsigned long long)p->weight_bytes, (unsigned long long)p->dram_bytes);
     /* activations live at their offset minus weight_bytes in a stick-aligned region */
     if (p->weight_bytes % p->stick_bytes)
-        return rt_errf(err, errlen, "weights region of %llu bytes is not a whole number of %u-byte sticks",
-                       (unsigned long long)p->weight_bytes, p->stick_bytes);
+        return isa_errf(err, errlen, "weights region of %llu bytes is not a whole number of %u-byte sticks",
+                        (unsigned long long)p->weight_bytes, p->stick_bytes);
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, err, errlen))
             return -1;
     const char *dup = isa_program_duplicate_tensor(p);
     if (dup)
-        return rt_errf(err, errlen, "tensor %s is defined twice", dup);
+        return isa_errf(err, errlen, "tensor %s is defined twice", dup);
     return check_placement(p, err, errlen);
 }
 
@@ -155,7 +155,7 @@ static int decode_consts(rt_program *prog, char *err, size_t errlen)
         size_t n = (size_t)rt_tensor_elems(t);
         float *h = malloc(n ? n * sizeof *h : 1);
         if (!h)
-            return rt_errf(err, errlen, "out of host memory");
+            return isa_errf(err, errlen, "out of host memory");
         rt_layout_unpack(t, p->stick_bytes, p->consts + t->const_off, h);
         free(prog->host[i]);
         prog->host[i] = h;
@@ -167,14 +167,14 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
 {
     char msg[512];
     if (check_program(dev, p, msg, sizeof msg)) {
-        rt_errf(err, errlen, "load: %s", msg);
+        isa_errf(err, errlen, "load: %s", msg);
         isa_program_free(p);
         return NULL;
     }
     rt_program *prog = calloc(1, sizeof *prog);
     float **host = calloc(p->ntensors ? p->ntensors : 1, sizeof *host);
     if (!prog || !host) {
-        rt_errf(err, errlen, "load: out of host memory");
+        isa_errf(err, errlen, "load: out of host memory");
         free(prog);
         free(host);
         isa_program_free(p);
@@ -190,7 +190,7 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     size_t from = rt_sched_from(prog, 0);
     if (decode_consts(prog, msg, sizeof msg) || rt_place_weights(prog, from, 0, msg, sizeof msg) ||
         rt_stage(prog, from, msg, sizeof msg)) {
-        rt_errf(err, errlen, "load: %s", msg);
+        isa_errf(err, errlen, "load: %s", msg);
         rt_unload(prog);
         return NULL;
     }
@@ -202,12 +202,12 @@ rt_program *rt_load(rt_device *dev, const char *elf_path, char *err, size_t errl
     char msg[512];
     isa_program *p = isa_elf_read(elf_path, msg, sizeof msg);
     if (!p) {
-        rt_errf(err, errlen, "%s", msg);
+        isa_errf(err, errlen, "%s", msg);
         return NULL;
     }
     rt_program *prog = rt_load_program(dev, p, msg, sizeof msg);
     if (!prog)
-        rt_errf(err, errlen, "%s: %s", elf_path, msg);
+        isa_errf(err, errlen, "%s: %s", elf_path, msg);
     return prog;
 }
 
@@ -259,7 +259,7 @@ int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t e
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%s (%s)", j ? ", " : "", t->name,
                               enum_name(isa_role_names, ISA_ROLE_SCRATCH + 1, (int)t->role));
     }
-    rt_errf(err, errlen, "no tensor %s in the program; tensors: %s", name, prog->p->ntensors ? list : "none");
+    isa_errf(err, errlen, "no tensor %s in the program; tensors: %s", name, prog->p->ntensors ? list : "none");
     return -1;
 }
 
@@ -268,7 +268,7 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
     size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
     float *h = malloc(n ? n * sizeof *h : 1);
     if (!h)
-        return rt_errf(err, errlen, "out of host memory");
+        return isa_errf(err, errlen, "out of host memory");
     if (n)
         memcpy(h, values, n * sizeof *h);
     free(prog->host[i]);

@@ -48,13 +48,13 @@ int rt_set_schedule(rt_device *dev, rt_program *const *order, size_t n, char *er
         while (q && q != order[k])
             q = q->next;
         if (!q)
-            return rt_errf(err, errlen, "rt_set_schedule: entry %zu is not a program loaded on this device", k);
+            return isa_errf(err, errlen, "rt_set_schedule: entry %zu is not a program loaded on this device", k);
     }
     rt_program **s = NULL;
     if (n) {
         s = malloc(n * sizeof *s);
         if (!s)
-            return rt_errf(err, errlen, "rt_set_schedule: out of host memory");
+            return isa_errf(err, errlen, "rt_set_schedule: out of host memory");
         memcpy(s, order, n * sizeof *s);
     }
     free(dev->sched);
@@ -163,7 +163,7 @@ static int alloc_room(rt_program *self, uint64_t bytes, size_t from, const char 
         }
         q = choose_victim(dev, self, from);
         if (!q)
-            return rt_errf(err, errlen, "%s: %s; no other program's weights are left to evict", what, msg);
+            return isa_errf(err, errlen, "%s: %s; no other program's weights are left to evict", what, msg);
         /* The host copies of its weights already exist: evicting frees. */
         uint64_t w = q->p->weight_bytes;
         rt_drop_weights(q);
@@ -181,12 +181,12 @@ static int zero_dram(sim *s, uint64_t addr, uint64_t len, char *err, size_t errl
     enum { CHUNK = 1 << 20 };
     void *z = calloc(1, len < CHUNK ? (size_t)len : CHUNK);
     if (!z)
-        return rt_errf(err, errlen, "out of host memory");
+        return isa_errf(err, errlen, "out of host memory");
     while (len) {
         size_t n = len < CHUNK ? (size_t)len : CHUNK;
         if (sim_dram_write(s, addr, z, n)) {
             free(z);
-            return rt_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
+            return isa_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
         }
         addr += n;
         len -= n;
@@ -209,7 +209,7 @@ static int fill_region(rt_program *prog, int weights, uint64_t dirty_end, char *
         uint64_t lo = rt_tensor_dev_addr(prog, t);
         if (t->const_off >= 0) {
             if (sim_dram_write(prog->dev->sim, lo, p->consts + t->const_off, (size_t)t->bytes))
-                return rt_errf(err, errlen, "tensor %s: device DRAM write failed", t->name);
+                return isa_errf(err, errlen, "tensor %s: device DRAM write failed", t->name);
             rt_count_upload(prog, t, t->bytes);
             continue;
         }
@@ -275,12 +275,12 @@ int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
             if (h != prog->host[i])
                 free(h);
             free(buf);
-            return rt_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
+            return isa_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
         }
         prog->host[i] = h;
         if (sim_dram_read(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes)) {
             free(buf);
-            return rt_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
+            return isa_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
         }
         rt_layout_unpack(t, p->stick_bytes, buf, h);
         free(buf);
@@ -309,9 +309,9 @@ int rt_tensor_addr(const rt_program *prog, const char *name, uint64_t *addr, cha
         return -1;
     const isa_tensor *t = &prog->p->tensors[i];
     if (!rt_region_present(prog, t))
-        return rt_errf(err, errlen, "tensor %s is not in device DRAM now: %s", name,
-                       rt_in_weights(prog->p, t) ? "its program's weights are evicted"
-                                                 : "activations are allocated only from load to the first launch and during launches");
+        return isa_errf(err, errlen, "tensor %s is not in device DRAM now: %s", name,
+                        rt_in_weights(prog->p, t) ? "its program's weights are evicted"
+                                                  : "activations are allocated only from load to the first launch and during launches");
     *addr = rt_tensor_dev_addr(prog, t);
     return 0;
 }

@@ -5,8 +5,6 @@
 
 #include "rt.h"
 
-#include <stdarg.h>
-
 /* A [addr, addr + size) range of device DRAM. */
 typedef struct {
     uint64_t addr, size;
@@ -41,13 +39,6 @@ struct rt_program {
     rt_run_result last;
     rt_program *next;
 };
-
-/* Format a message into err (which may be NULL); always returns -1. */
-int rt_errf(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* "(100, 70)" */
 void rt_shape_str(const isa_tensor *t, char *buf, size_t len);

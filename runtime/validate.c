@@ -90,7 +90,7 @@ static ref_value *find_value(ref_ctx *c, const char *name)
 static ref_value *arg_value(ref_ctx *c, const char *arg)
 {
     if (arg[0] != '%' || !arg[1]) {
-        rt_errf(c->err, c->errlen, "reference: expected a %%tensor argument, got '%s' at graph line %d", arg, c->line);
+        isa_errf(c->err, c->errlen, "reference: expected a %%tensor argument, got '%s' at graph line %d", arg, c->line);
         return NULL;
     }
     const char *name = arg + 1;
@@ -99,21 +99,21 @@ static ref_value *arg_value(ref_ctx *c, const char *arg)
         return v;
     int i = isa_program_find_tensor(c->prog->p, name);
     if (i < 0) {
-        rt_errf(c->err, c->errlen, "reference: unknown tensor %%%s at graph line %d", name, c->line);
+        isa_errf(c->err, c->errlen, "reference: unknown tensor %%%s at graph line %d", name, c->line);
         return NULL;
     }
     const isa_tensor *t = &c->prog->p->tensors[i];
     if (!c->prog->host[i]) {
-        rt_errf(c->err, c->errlen,
-                "reference: tensor %s (graph line %d) has no host data: write it (rt_write_tensor) or fill "
-                "the inputs (rt_fill_inputs) first", name, c->line);
+        isa_errf(c->err, c->errlen,
+                 "reference: tensor %s (graph line %d) has no host data: write it (rt_write_tensor) or fill "
+                 "the inputs (rt_fill_inputs) first", name, c->line);
         return NULL;
     }
     if (c->nvals == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 16;
         ref_value *nv = realloc(c->vals, cap * sizeof *nv);
         if (!nv) {
-            rt_errf(c->err, c->errlen, "reference: out of host memory");
+            isa_errf(c->err, c->errlen, "reference: out of host memory");
             return NULL;
         }
         c->vals = nv;
@@ -138,7 +138,7 @@ static int define_value(ref_ctx *c, const char *name, const char *op, int rank, 
         if (!nv) {
             free(val);
             free(tol);
-            return rt_errf(c->err, c->errlen, "reference: out of host memory");
+            return isa_errf(c->err, c->errlen, "reference: out of host memory");
         }
         c->vals = nv;
         c->cap = cap;
@@ -195,8 +195,8 @@ static void mm_tolerance(const float *a, const float *b, const float *ref, int64
 static int ref_mm(ref_ctx *c, const char *out, char **args, int nargs)
 {
     if (nargs != 2)
-        return rt_errf(c->err, c->errlen, "reference: aten.mm takes 2 arguments, not %d, at graph line %d", nargs,
-                       c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten.mm takes 2 arguments, not %d, at graph line %d", nargs,
+                        c->line);
     ref_value *a = arg_value(c, args[0]);
     ref_value *b = a ? arg_value(c, args[1]) : NULL;
     if (!b)
@@ -206,12 +206,12 @@ static int ref_mm(ref_ctx *c, const char *out, char **args, int nargs)
         char as[192], bs[192];
         dims_str(a->rank, a->shape, as, sizeof as);
         dims_str(b->rank, b->shape, bs, sizeof bs);
-        return rt_errf(c->err, c->errlen, "reference: aten.mm of %s %s and %s %s: shapes do not multiply at graph line %d",
-                       a->name, as, b->name, bs, c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten.mm of %s %s and %s %s: shapes do not multiply at graph line %d",
+                        a->name, as, b->name, bs, c->line);
     }
     int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
-        return rt_errf(c->err, c->errlen, "reference: aten.mm too large for BLAS at graph line %d", c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten.mm too large for BLAS at graph line %d", c->line);
     size_t mn = (size_t)(M * N), mk = (size_t)(M * K), kn = (size_t)(K * N);
     float *ref = malloc((mn ? mn : 1) * sizeof *ref);
     float *ab = malloc((mn ? mn : 1) * sizeof *ab);
@@ -220,7 +220,7 @@ static int ref_mm(ref_ctx *c, const char *out, char **args, int nargs)
     double *tol = malloc((mn ? mn : 1) * sizeof *tol);
     if (!ref || !ab || !absa || !absb || !tol) {
         free(ref), free(ab), free(absa), free(absb), free(tol);
-        return rt_errf(c->err, c->errlen, "reference: out of host memory at graph line %d", c->line);
+        return isa_errf(c->err, c->errlen, "reference: out of host memory at graph line %d", c->line);
     }
     if (mn && K)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a->val, (int)K,
@@ -239,33 +239,33 @@ static int ref_mm(ref_ctx *c, const char *out, char **args, int nargs)
 static int ref_softmax(ref_ctx *c, const char *out, char **args, int nargs)
 {
     if (nargs != 3)
-        return rt_errf(c->err, c->errlen, "reference: aten._softmax takes 3 arguments, not %d, at graph line %d",
-                       nargs, c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten._softmax takes 3 arguments, not %d, at graph line %d",
+                        nargs, c->line);
     ref_value *x = arg_value(c, args[0]);
     if (!x)
         return -1;
     char *end;
     long dim = strtol(args[1], &end, 10);
     if (end == args[1] || *end)
-        return rt_errf(c->err, c->errlen, "reference: aten._softmax dim '%s' is not an integer at graph line %d",
-                       args[1], c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten._softmax dim '%s' is not an integer at graph line %d",
+                        args[1], c->line);
     if (strcmp(args[2], "False") != 0 && strcmp(args[2], "True") != 0)
-        return rt_errf(c->err, c->errlen, "reference: aten._softmax half_to_float '%s' is not False or True at graph line %d",
-                       args[2], c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten._softmax half_to_float '%s' is not False or True at graph line %d",
+                        args[2], c->line);
     if (x->rank < 1)
-        return rt_errf(c->err, c->errlen, "reference: aten._softmax of a rank-0 tensor %s at graph line %d", x->name,
-                       c->line);
+        return isa_errf(c->err, c->errlen, "reference: aten._softmax of a rank-0 tensor %s at graph line %d", x->name,
+                        c->line);
     if (dim != -1 && dim != x->rank - 1)
-        return rt_errf(c->err, c->errlen,
-                       "reference: unsupported op aten._softmax over dim %ld of rank-%d %s (only the last dim) at graph line %d",
-                       dim, x->rank, x->name, c->line);
+        return isa_errf(c->err, c->errlen,
+                        "reference: unsupported op aten._softmax over dim %ld of rank-%d %s (only the last dim) at graph line %d",
+                        dim, x->rank, x->name, c->line);
     int64_t n = x->shape[x->rank - 1], total = count_of(x);
     int64_t rows = n ? total / n : 0;
     float *ref = malloc((total ? (size_t)total : 1) * sizeof *ref);
     double *tol = malloc((total ? (size_t)total : 1) * sizeof *tol);
     if (!ref || !tol) {
         free(ref), free(tol);
-        return rt_errf(c->err, c->errlen, "reference: out of host memory at graph line %d", c->line);
+        return isa_errf(c->err, c->errlen, "reference: out of host memory at graph line %d", c->line);
     }
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x->val + r * n;
@@ -343,7 +343,7 @@ static int run_line(ref_ctx *c, char *line)
         goto syntax;
     *s = 0;
     if (strlen(out) >= ISA_NAME_MAX)
-        return rt_errf(c->err, c->errlen, "reference: name %%%s too long at graph line %d", out, c->line);
+        return isa_errf(c->err, c->errlen, "reference: name %%%s too long at graph line %d", out, c->line);
     char *op = skip_ws(p + 1);
     char *lp = strchr(op, '(');
     char *rp = strrchr(op, ')');
@@ -361,7 +361,7 @@ static int run_line(ref_ctx *c, char *line)
             if (comma)
                 *comma = 0;
             if (nargs == MAX_ARGS)
-                return rt_errf(c->err, c->errlen, "reference: too many arguments at graph line %d", c->line);
+                return isa_errf(c->err, c->errlen, "reference: too many arguments at graph line %d", c->line);
             args[nargs++] = trim(a);
             if (!comma)
                 break;
@@ -369,15 +369,15 @@ static int run_line(ref_ctx *c, char *line)
         }
     }
     if (find_value(c, out) && find_value(c, out)->op)
-        return rt_errf(c->err, c->errlen, "reference: %%%s is defined twice (graph lines %d and %d)", out,
-                       find_value(c, out)->line, c->line);
+        return isa_errf(c->err, c->errlen, "reference: %%%s is defined twice (graph lines %d and %d)", out,
+                        find_value(c, out)->line, c->line);
     for (size_t i = 0; i < sizeof ref_ops / sizeof ref_ops[0]; i++)
         if (strcmp(op, ref_ops[i].name) == 0)
             return ref_ops[i].fn(c, out, args, nargs);
-    return rt_errf(c->err, c->errlen, "reference: unsupported op %s at graph line %d", op, c->line);
+    return isa_errf(c->err, c->errlen, "reference: unsupported op %s at graph line %d", op, c->line);
 syntax:
-    return rt_errf(c->err, c->errlen, "reference: cannot parse graph line %d: '%s' (expected %%OUT = OP(ARGS))",
-                   c->line, trim(orig));
+    return isa_errf(c->err, c->errlen, "reference: cannot parse graph line %d: '%s' (expected %%OUT = OP(ARGS))",
+                    c->line, trim(orig));
 }
 
 /* ---- Comparison ---- */
@@ -389,13 +389,13 @@ static int compare(ref_ctx *c, const ref_value *v, int ti, rt_check_result *r)
         char ts[192], vs[192];
         dims_str(t->rank, t->shape, ts, sizeof ts);
         dims_str(v->rank, v->shape, vs, sizeof vs);
-        return rt_errf(c->err, c->errlen, "reference: output %s has shape %s but graph line %d computes shape %s",
-                       t->name, ts, v->line, vs);
+        return isa_errf(c->err, c->errlen, "reference: output %s has shape %s but graph line %d computes shape %s",
+                        t->name, ts, v->line, vs);
     }
     int64_t n = count_of(v);
     float *y = malloc((n ? (size_t)n : 1) * sizeof *y);
     if (!y)
-        return rt_errf(c->err, c->errlen, "reference: out of host memory");
+        return isa_errf(c->err, c->errlen, "reference: out of host memory");
     if (rt_read_tensor(c->prog, t->name, y, c->err, c->errlen)) {
         free(y);
         return -1;
@@ -460,9 +460,9 @@ static int computed_as_data(const isa_program *p, const char *name, int line, ch
     int i = isa_program_find_tensor(p, name);
     if (i < 0 || (p->tensors[i].role != ISA_ROLE_INPUT && p->tensors[i].role != ISA_ROLE_WEIGHT))
         return 0;
-    return rt_errf(err, errlen, "reference: %%%s is computed by the graph (line %d) but the program's tensor %s is %s %s, "
-                   "not an output", name, line, name, p->tensors[i].role == ISA_ROLE_INPUT ? "an" : "a",
-                   isa_role_names[p->tensors[i].role]);
+    return isa_errf(err, errlen, "reference: %%%s is computed by the graph (line %d) but the program's tensor %s is %s %s, "
+                    "not an output", name, line, name, p->tensors[i].role == ISA_ROLE_INPUT ? "an" : "a",
+                    isa_role_names[p->tensors[i].role]);
 }
 
 /* ---- Full graphs: the reference executor ---- */
@@ -502,14 +502,14 @@ static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref
 {
     const float *w = rt_ref_error(r, v, 0), *s = rt_ref_error(r, v, 1);
     if (!w || !s)
-        return rt_errf(err, errlen, "reference: output %%%s has no error bound", g->values[v].name);
+        return isa_errf(err, errlen, "reference: output %%%s has no error bound", g->values[v].name);
     for (int64_t i = 0; i < n; i++) {
         /* a NaN bound is a bug of the bound rules, never a verdict: fmin
          * would drop it, and a NaN tolerance would fail the element as a
          * MISMATCH (rt_ref_run reports it first; this is the last guard) */
         if ((isnan(w[i]) || isnan(s[i])) && !isnan(ref[i]))
-            return rt_errf(err, errlen, "reference: internal error: output %%%s element %lld has a NaN error bound",
-                           g->values[v].name, (long long)i);
+            return isa_errf(err, errlen, "reference: internal error: output %%%s element %lld has a NaN error bound",
+                            g->values[v].name, (long long)i);
         tol[i] = fmin((double)w[i], RT_REF_LAMBDA * s[i]) + ABS_FLOOR;
     }
     return 0;
@@ -563,12 +563,12 @@ static int expected_values(const rt_st_file *want, const cc_graph *g, int v, int
     snprintf(key, sizeof key, "output%d", i);
     const rt_st_tensor *t = i >= 0 ? rt_st_find(want, key) : NULL;
     if (!t)
-        return rt_errf(err, errlen, "%s: no tensor %s for %%%s", want->path, key, g->values[v].name);
+        return isa_errf(err, errlen, "%s: no tensor %s for %%%s", want->path, key, g->values[v].name);
     if (rt_st_check_type(t, want->path, &g->values[v], "expected output", err, errlen))
         return -1;
     if (t->numel != cnt)
-        return rt_errf(err, errlen, "%s: %s has %lld elements but %%%s has %lld", want->path, key,
-                       (long long)t->numel, g->values[v].name, (long long)cnt);
+        return isa_errf(err, errlen, "%s: %s has %lld elements but %%%s has %lld", want->path, key,
+                        (long long)t->numel, g->values[v].name, (long long)cnt);
     rt_st_to_f32(t, out);
     return 0;
 }
@@ -586,8 +586,8 @@ static int outputs_covered(const isa_program *p, const cc_graph *g, const int *o
         const cc_value *val = &g->values[v];
         if (computed_as_data(p, val->name, val->line, err, errlen))
             return -1;
-        return rt_errf(err, errlen, "reference: output %d of the graph, %%%s (graph line %d), is not an output tensor "
-                       "of the program", k, val->name, val->line);
+        return isa_errf(err, errlen, "reference: output %d of the graph, %%%s (graph line %d), is not an output tensor "
+                        "of the program", k, val->name, val->line);
     }
     return 0;
 }
@@ -602,16 +602,16 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
     char rerr[1024];
     rt_ref *r = rt_ref_new(g, rerr, sizeof rerr);
     if (!r)
-        return rt_errf(err, errlen, "reference: %s", rerr);
+        return isa_errf(err, errlen, "reference: %s", rerr);
     rt_ref_track_errors(r, 1);
     rt_check_result *res = calloc(p->ntensors ? p->ntensors : 1, sizeof *res);
-    int rc = res ? 0 : rt_errf(err, errlen, "reference: out of host memory");
+    int rc = res ? 0 : isa_errf(err, errlen, "reference: out of host memory");
     /* Parameters the program does not hold come from the weights file. */
     int need_file = 0;
     for (int i = 0; i < g->nparams; i++)
         need_file |= leaf_tensor(p, &g->values[g->params[i]]) < 0;
     if (!rc && need_file && g->weights && rt_ref_load_weights(r, NULL, rerr, sizeof rerr))
-        rc = rt_errf(err, errlen, "reference: %s", rerr);
+        rc = isa_errf(err, errlen, "reference: %s", rerr);
     for (int k = 0; k < g->ninputs + g->nparams && !rc; k++) {
         int v = k < g->ninputs ? g->inputs[k] : g->params[k - g->ninputs];
         const cc_value *val = &g->values[v];
@@ -619,23 +619,23 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         if (ti < 0) {
             if (val->kind == CC_VAL_PARAM && g->weights)
                 continue; /* loaded from the file */
-            rc = rt_errf(err, errlen, "reference: %s %%%s (graph line %d) is not a tensor of the program",
-                         val->kind == CC_VAL_INPUT ? "input" : "param", val->name, val->line);
+            rc = isa_errf(err, errlen, "reference: %s %%%s (graph line %d) is not a tensor of the program",
+                          val->kind == CC_VAL_INPUT ? "input" : "param", val->name, val->line);
             break;
         }
         if (!prog->host[ti]) {
-            rc = rt_errf(err, errlen,
-                         "reference: tensor %s (graph line %d) has no host data: write it (rt_write_tensor) or fill "
-                         "the inputs (rt_fill_inputs) first", p->tensors[ti].name, val->line);
+            rc = isa_errf(err, errlen,
+                          "reference: tensor %s (graph line %d) has no host data: write it (rt_write_tensor) or fill "
+                          "the inputs (rt_fill_inputs) first", p->tensors[ti].name, val->line);
             break;
         }
         if (rt_ref_set(r, val->name, prog->host[ti], rt_tensor_elems(&p->tensors[ti]), rerr, sizeof rerr))
-            rc = rt_errf(err, errlen, "reference: %s", rerr);
+            rc = isa_errf(err, errlen, "reference: %s", rerr);
     }
     /* Outputs, in the order of the tensor table. */
     int *outv = malloc((p->ntensors ? p->ntensors : 1) * sizeof *outv);
     if (!rc && !outv)
-        rc = rt_errf(err, errlen, "reference: out of host memory");
+        rc = isa_errf(err, errlen, "reference: out of host memory");
     for (size_t i = 0; i < p->ntensors && !rc; i++) {
         const isa_tensor *t = &p->tensors[i];
         outv[i] = -1;
@@ -643,7 +643,7 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
             continue;
         int v = output_value(g, t->name);
         if (v < 0 || g->values[v].ntuple) {
-            rc = rt_errf(err, errlen, "reference: output %s is not computed by the graph", t->name);
+            rc = isa_errf(err, errlen, "reference: output %s is not computed by the graph", t->name);
             break;
         }
         outv[i] = v;
@@ -652,7 +652,7 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
     if (!rc)
         rc = outputs_covered(p, g, outv, err, errlen);
     if (!rc && rt_ref_run(r, rerr, sizeof rerr))
-        rc = rt_errf(err, errlen, "reference: %s", rerr);
+        rc = isa_errf(err, errlen, "reference: %s", rerr);
     int nres = 0, bad = 0;
     ref_ctx c = {.prog = prog, .err = err, .errlen = errlen};
     for (size_t i = 0; i < p->ntensors && !rc; i++) {
@@ -663,18 +663,18 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         cc_ttype ty;
         const float *ref = rt_ref_value(r, v, &ty);
         if (!ref || ty.rank > ISA_MAX_RANK) {
-            rc = rt_errf(err, errlen, "reference: output %s has no reference value", p->tensors[i].name);
+            rc = isa_errf(err, errlen, "reference: output %s has no reference value", p->tensors[i].name);
             break;
         }
         int64_t cnt = cc_ttype_numel(&ty);
         double *tol = malloc((cnt ? (size_t)cnt : 1) * sizeof *tol);
         if (!tol) {
-            rc = rt_errf(err, errlen, "reference: out of host memory");
+            rc = isa_errf(err, errlen, "reference: out of host memory");
             break;
         }
         float *torch = want ? malloc((cnt ? (size_t)cnt : 1) * sizeof *torch) : NULL;
         if (want && !torch)
-            rc = rt_errf(err, errlen, "reference: out of host memory");
+            rc = isa_errf(err, errlen, "reference: out of host memory");
         if (!rc && want)
             rc = expected_values(want, g, v, cnt, torch, err, errlen);
         if (!rc)
@@ -740,12 +740,12 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
     *n = 0;
     const isa_program *p = prog->p;
     if (!p->graph)
-        return rt_errf(err, errlen, "reference: the program has no graph, so there is nothing to validate against");
+        return isa_errf(err, errlen, "reference: the program has no graph, so there is nothing to validate against");
     if (is_full_graph(p->graph)) {
         char perr[1024];
         cc_graph *g = cc_graph_parse(p->graph, "graph", perr, sizeof perr);
         if (!g)
-            return rt_errf(err, errlen, "reference: %s", perr);
+            return isa_errf(err, errlen, "reference: %s", perr);
         int rc = rt_check_graph(prog, g, results, n, err, errlen);
         cc_graph_free(g);
         return rc;
@@ -755,7 +755,7 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
     if (!text || !res) {
         free(text);
         free(res);
-        return rt_errf(err, errlen, "reference: out of host memory");
+        return isa_errf(err, errlen, "reference: out of host memory");
     }
     strcpy(text, p->graph);
     ref_ctx c = {.prog = prog, .err = err, .errlen = errlen};
@@ -782,7 +782,7 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
             continue;
         ref_value *v = find_value(&c, t->name);
         if (!v || !v->op) {
-            rc = rt_errf(err, errlen, "reference: output %s is not computed by the graph", t->name);
+            rc = isa_errf(err, errlen, "reference: output %s is not computed by the graph", t->name);
             break;
         }
         rc = compare(&c, v, (int)i, &res[nres]);
@@ -791,7 +791,7 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
         nres++;
     }
     if (!rc && !nres)
-        rc = rt_errf(err, errlen, "reference: the program has no output tensor, so --check has nothing to compare");
+        rc = isa_errf(err, errlen, "reference: the program has no output tensor, so --check has nothing to compare");
     free_values(&c);
     free(text);
     if (rc) {
