@@ -40,36 +40,50 @@ struct rt_program {
     rt_program *next;
 };
 
+/* The runtime's internal calls, by file from the bottom up: a file calls
+ * only the files listed before it (layout.c and alloc.c, the lowest,
+ * offer only rt.h's functions; docs/runtime.md, "The runtime's files"). */
+
+/* tensor.c: a loaded program's tensor table. */
 /* "(100, 70)" */
 void rt_shape_str(const isa_tensor *t, char *buf, size_t len);
-
 /* Replace the host copy of tensor i with a copy of values. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-/* Convert fp32 values to device layout and write them to tensor i when
- * its region is in device DRAM (counted as uploaded); else nothing. */
-int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-
-/* residency.c: the two regions of a program. */
 /* Does tensor t live in p's weights region? */
 int rt_in_weights(const isa_program *p, const isa_tensor *t);
 /* Is t's region in device DRAM now, and where does t live there? */
 int rt_region_present(const rt_program *prog, const isa_tensor *t);
 uint64_t rt_tensor_dev_addr(const rt_program *prog, const isa_tensor *t);
+
+/* transfer.c: tensor values between host copies and device DRAM. */
 /* Count bytes written from the host to tensor t. */
 void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes);
+/* Convert fp32 values to device layout and write them to tensor i when
+ * its region is in device DRAM (counted as uploaded); else nothing. */
+int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+/* Read every output back into its host copy (counted as downloaded). */
+int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
+
+/* schedule.c: the declared launch order. */
 /* Schedule position for decisions made by a load (advance 0) or a launch
  * of prog (advance 1: moves past prog's next occurrence). */
 size_t rt_sched_from(rt_program *prog, int advance);
+/* Forget prog in the device's schedule (at unload). */
+void rt_sched_forget(rt_program *prog);
+/* Launches until q's next one, counting from schedule position `from`;
+ * UINT64_MAX when the schedule never runs it. */
+uint64_t rt_sched_next_use(const rt_device *dev, const rt_program *q, size_t from);
+
+/* residency.c: the two regions of a program. */
 /* Allocate and fill the weights region (restoring: after an eviction). */
 int rt_place_weights(rt_program *prog, size_t from, int restoring, char *err, size_t errlen);
 /* Allocate the activation region and upload what the host holds for it. */
 int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen);
-/* Read every output back into its host copy (counted as downloaded). */
-int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
 /* Free the activation region / the weights region, if allocated. */
 void rt_unstage(rt_program *prog);
 void rt_drop_weights(rt_program *prog);
-/* Forget prog in the device's schedule (at unload). */
-void rt_sched_forget(rt_program *prog);
+
+/* progcheck.c: does the program fit this chip, and is it self-consistent? */
+int rt_program_check(const rt_device *dev, const isa_program *p, char *err, size_t errlen);
 
 #endif
