@@ -120,7 +120,7 @@ int rt_load_input_file(rt_program *prog, const char *name, const char *path, cha
     close(fd);
     if (size != (uint64_t)n * 4) {
         char shape[192];
-        rt_shape_str(t, shape, sizeof shape);
+        rt_dims_str(t->rank, t->shape, shape, sizeof shape);
         return isa_errf(err, errlen, "input %s: %s has %llu bytes but shape %s needs %zu bytes of fp32", name, path,
                         (unsigned long long)size, shape, n * 4);
     }

@@ -45,8 +45,8 @@ struct rt_program {
  * offer only rt.h's functions; docs/runtime.md, "The runtime's files"). */
 
 /* tensor.c: a loaded program's tensor table. */
-/* "(100, 70)" */
-void rt_shape_str(const isa_tensor *t, char *buf, size_t len);
+/* A shape as "(100, 70)". */
+void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
 /* Replace the host copy of tensor i with a copy of values. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
 /* Does tensor t live in p's weights region? */
@@ -85,5 +85,28 @@ void rt_drop_weights(rt_program *prog);
 
 /* progcheck.c: does the program fit this chip, and is it self-consistent? */
 int rt_program_check(const rt_device *dev, const isa_program *p, char *err, size_t errlen);
+
+/* compare.c: an output against its reference. */
+/* The reference of one value: values and per-element tolerances. */
+typedef struct {
+    char name[ISA_NAME_MAX];
+    int rank;
+    int64_t shape[ISA_MAX_RANK];
+    const float *val; /* host copy of a tensor, or owned below */
+    float *owned;
+    double *tol;      /* per-element tolerance of a computed value */
+    int line;         /* graph line that computes it */
+    const char *op;   /* its op; NULL for a tensor's host copy */
+} rt_refval;
+/* The absolute floor of every tolerance: values DL16 flushes to zero. */
+#define RT_ABS_FLOOR 0x1p-30
+/* Read output tensor ti from the device and compare it with v into r. */
+int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen);
+/* -1 with a message when the graph computes name (at line) but the
+ * program holds it as data it reads (an input or a weight). */
+int rt_computed_as_data(const isa_program *p, const char *name, int line, char *err, size_t errlen);
+
+/* shortform.c: rt_check for a program whose graph text is the short form. */
+int rt_check_short(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen);
 
 #endif

@@ -11,12 +11,12 @@ static const char *enum_name(const char *const *names, int n, int v)
     return v >= 0 && v < n ? names[v] : "?";
 }
 
-void rt_shape_str(const isa_tensor *t, char *buf, size_t len)
+void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len)
 {
     size_t o = 0;
     o += (size_t)snprintf(buf, len, "(");
-    for (int i = 0; i < t->rank && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    for (int i = 0; i < rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (o < len)
         snprintf(buf + o, len - o, ")");
 }
