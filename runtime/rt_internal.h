@@ -40,9 +40,9 @@ struct rt_program {
     rt_program *next;
 };
 
-/* The runtime's internal calls, by file from the bottom up: a file calls
- * only the files listed before it (layout.c and alloc.c, the lowest,
- * offer only rt.h's functions; docs/runtime.md, "The runtime's files"). */
+/* The runtime's internal functions, by file from the bottom up: a file
+ * calls only files below it.  docs/runtime.md ("The runtime's files") has
+ * the whole order, with the files that offer only rt.h's functions. */
 
 /* tensor.c: a loaded program's tensor table. */
 /* A shape as "(100, 70)". */
