@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,15 +147,6 @@ static int out_of_range(const chip_config *c, int k)
     return 0;
 }
 
-static int seterr(char *err, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int parse_u64(const char *v, uint64_t *out)
 {
     char *end;
@@ -178,8 +168,8 @@ static int set_key(chip_config *cfg, int kid, const char *v, const char *where, 
     switch (kid) {
 #define I_PARSE(f, lo, hi)                                                             \
     if (parse_u64(v, &u) || u < (uint64_t)(lo) || u > (uint64_t)(hi))                 \
-        return seterr(err, len, "%s: %s = %s: must be an integer in [%" PRIu64 ", %" PRIu64 "]", \
-                      where, key_names[kid], v, (uint64_t)(lo), (uint64_t)(hi));
+        return isa_errf(err, len, "%s: %s = %s: must be an integer in [%" PRIu64 ", %" PRIu64 "]", \
+                        where, key_names[kid], v, (uint64_t)(lo), (uint64_t)(hi));
 #define K_I(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = (int)u; break;
 #define K_I32(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = (uint32_t)u; break;
 #define K_I64(kn, f, lo, hi) case KEY_##kn: I_PARSE(f, lo, hi) cfg->f = (int64_t)u; break;
@@ -189,8 +179,8 @@ static int set_key(chip_config *cfg, int kid, const char *v, const char *where, 
         errno = 0;                                                                     \
         d = strtod(v, &end);                                                           \
         if (errno || end == v || *end || !isfinite(d) || d < (lo) || d > (hi))         \
-            return seterr(err, len, "%s: %s = %s: must be a number in [%g, %g]", where,   \
-                          key_names[kid], v, (double)(lo), (double)(hi));              \
+            return isa_errf(err, len, "%s: %s = %s: must be a number in [%g, %g]",     \
+                            where, key_names[kid], v, (double)(lo), (double)(hi));     \
         cfg->f = d;                                                                    \
         break;
 #define K(kn, ty, lo, hi, unit, doc) K_##ty(kn, kn, lo, hi)
@@ -225,11 +215,11 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
         return 0;
     char *eq = strchr(s, '=');
     if (!eq)
-        return seterr(err, len, "%s: expected 'key = value'", where);
+        return isa_errf(err, len, "%s: expected 'key = value'", where);
     *eq = 0;
     char *key = trim(s), *val = trim(eq + 1);
     if (!*val)
-        return seterr(err, len, "%s: %s has no value", where, key);
+        return isa_errf(err, len, "%s: %s has no value", where, key);
     if (strcmp(key, "include") == 0) {
         /* relative to the including file's directory */
         const char *slash = strrchr(path, '/');
@@ -245,8 +235,8 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
     if (strcmp(key, "name") == 0) {
         /* the name is written into every program and read back by as and the ELF reader */
         if (strlen(val) >= sizeof cfg->name || !isa_config_name_valid(val))
-            return seterr(err, len, "%s: name '%s': at most %zu printable characters without blanks, '#', ';' or '='",
-                          where, val, sizeof cfg->name - 1);
+            return isa_errf(err, len, "%s: name '%s': at most %zu printable characters without blanks, '#', ';' or '='",
+                            where, val, sizeof cfg->name - 1);
         snprintf(cfg->name, sizeof cfg->name, "%s", val);
         return 0;
     }
@@ -256,10 +246,10 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
                 return -1;
             free(where_set[i]);
             if (!(where_set[i] = strdup(where)))
-                return seterr(err, len, "%s: out of host memory", where);
+                return isa_errf(err, len, "%s: out of host memory", where);
             return 0;
         }
-    return seterr(err, len, "%s: unknown key '%s'", where, key);
+    return isa_errf(err, len, "%s: unknown key '%s'", where, key);
 }
 
 /* where_set[k]: "file:line" that set key k last (heap), NULL while unset.
@@ -268,7 +258,7 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
 static int load_file(const char *path, chip_config *cfg, char **where_set, int depth, char *err, size_t len)
 {
     if (depth > 8)
-        return seterr(err, len, "%s: includes nested too deeply", path);
+        return isa_errf(err, len, "%s: includes nested too deeply", path);
     char *text = isa_text_read(path, ISA_CONFIG_MAX, err, len);
     if (!text)
         return -1;
@@ -295,7 +285,7 @@ static int check_rules(const chip_config *cfg, char *const *where, const char *f
         return 0;
     char v[64];
     key_value(cfg, k, v, sizeof v);
-    return seterr(err, errlen, "%s: %s = %s: %s", where ? where[k] : fallback, key_names[k], v, why);
+    return isa_errf(err, errlen, "%s: %s = %s: %s", where ? where[k] : fallback, key_names[k], v, why);
 }
 
 int chip_config_load(const char *path, chip_config *cfg, char *err, size_t errlen)
@@ -305,9 +295,9 @@ int chip_config_load(const char *path, chip_config *cfg, char *err, size_t errle
     int rc = load_file(path, cfg, where, 0, err, errlen);
     for (int i = 0; i < NKEYS && !rc; i++)
         if (!where[i])
-            rc = seterr(err, errlen, "%s: missing key '%s'", path, key_names[i]);
+            rc = isa_errf(err, errlen, "%s: missing key '%s'", path, key_names[i]);
     if (!rc && !cfg->name[0])
-        rc = seterr(err, errlen, "%s: missing key 'name'", path);
+        rc = isa_errf(err, errlen, "%s: missing key 'name'", path);
     if (!rc)
         rc = check_rules(cfg, where, path, err, errlen);
     for (int i = 0; i < NKEYS; i++)
@@ -323,8 +313,8 @@ int chip_config_check(const chip_config *cfg, char *err, size_t errlen)
         if (out_of_range(cfg, k)) {
             char v[64];
             key_value(cfg, k, v, sizeof v);
-            return seterr(err, errlen, "%s: %s = %s: must be in [%g, %g]", where, key_names[k], v, key_range[k][0],
-                          key_range[k][1]);
+            return isa_errf(err, errlen, "%s: %s = %s: must be in [%g, %g]", where, key_names[k], v, key_range[k][0],
+                            key_range[k][1]);
         }
     return check_rules(cfg, NULL, where, err, errlen);
 }

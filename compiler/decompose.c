@@ -41,13 +41,12 @@ __attribute__((format(printf, 2, 3)))
 static _Noreturn void
 fail(dctx *c, const char *fmt, ...)
 {
-    char msg[768];
+    const cc_node *n = &c->g->nodes[c->cur];
+    ir_error(c->p, n->line, "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    isa_verrf_cat(c->p->err, c->p->errlen, fmt, ap);
     va_end(ap);
-    const cc_node *n = &c->g->nodes[c->cur];
-    ir_error(c->p, n->line, "%s: %s", n->op, msg);
     longjmp(c->fail, 1);
 }
 

@@ -125,15 +125,11 @@ int cc_emit_error(cc_emit *e, const char *fmt, ...)
     if (e->failed)
         return -1;
     e->failed = 1;
-    if (e->err && e->errlen) {
-        int n = snprintf(e->err, e->errlen, "core %d: ", e->core);
-        if (n < 0 || (size_t)n >= e->errlen)
-            n = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->err + n, e->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
+    isa_errf(e->err, e->errlen, "core %d: ", e->core);
+    va_list ap;
+    va_start(ap, fmt);
+    isa_verrf_cat(e->err, e->errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

@@ -66,8 +66,7 @@ static void errv(lexer *L, const char *fmt, va_list ap)
     if (L->failed)
         return;
     L->failed = 1;
-    if (L->err && L->errlen)
-        vsnprintf(L->err, L->errlen, fmt, ap);
+    isa_verrf(L->err, L->errlen, fmt, ap);
 }
 
 static void errf(lexer *L, const char *fmt, ...)

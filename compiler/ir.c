@@ -950,15 +950,14 @@ void ir_sig_print(const ir_sig *s, FILE *f)
 
 int ir_error(ir_prog *p, int line, const char *fmt, ...)
 {
-    char msg[1024];
+    if (line >= 0)
+        isa_errf(p->err, p->errlen, "%s:%d: ", p->path, line);
+    else
+        isa_errf(p->err, p->errlen, "%s: ", p->path);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    isa_verrf_cat(p->err, p->errlen, fmt, ap);
     va_end(ap);
-    if (line >= 0)
-        snprintf(p->err, p->errlen, "%s:%d: %s", p->path, line, msg);
-    else
-        snprintf(p->err, p->errlen, "%s: %s", p->path, msg);
     return -1;
 }
 

@@ -65,13 +65,12 @@ __attribute__((format(printf, 2, 3)))
 static _Noreturn void
 fail(lctx *c, const char *fmt, ...)
 {
-    char msg[768];
+    const cc_node *n = &c->d->nodes[c->cur];
+    ir_error(c->p, c->p->src[c->p->dfrom[c->cur]].line, "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    isa_verrf_cat(c->p->err, c->p->errlen, fmt, ap);
     va_end(ap);
-    const cc_node *n = &c->d->nodes[c->cur];
-    ir_error(c->p, c->p->src[c->p->dfrom[c->cur]].line, "%s: %s", n->op, msg);
     longjmp(c->fail, 1);
 }
 

@@ -115,13 +115,11 @@ typedef struct {
 
 static int fail(assembler *a, const char *fmt, ...)
 {
-    char msg[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    isa_errf(a->err, a->errlen, "%s:%d: ", a->file, a->line);
+    isa_verrf_cat(a->err, a->errlen, fmt, ap);
     va_end(ap);
-    if (a->err && a->errlen)
-        snprintf(a->err, a->errlen, "%s:%d: %s", a->file, a->line, msg);
     return -1;
 }
 

@@ -22,7 +22,6 @@
  * Every record field is written and read explicitly, little-endian; the
  * reader checks every size, offset, enum and name before trusting it. */
 #include "isa.h"
-#include "internal.h"
 
 #include <gelf.h>
 #include <inttypes.h>
@@ -111,29 +110,29 @@ static int mul_ok(uint64_t a, uint64_t b, uint64_t *r)
 static int check_config(const isa_program *p, char *msg, size_t len)
 {
     if (!memchr(p->config, 0, sizeof p->config)) {
-        isa_set_err(msg, len, "configuration name is not NUL-terminated");
+        isa_errf(msg, len, "configuration name is not NUL-terminated");
         return -1;
     }
     if (!isa_config_name_valid(p->config)) { /* dis could not write it back */
-        isa_set_err(msg, len, "configuration name is not printable ASCII without '#', ';' or '='");
+        isa_errf(msg, len, "configuration name is not printable ASCII without '#', ';' or '='");
         return -1;
     }
     if (p->ncores < 1 || p->ncores > MAX_CORES) {
-        isa_set_err(msg, len, "ncores %d out of range [1, %d]", p->ncores, MAX_CORES);
+        isa_errf(msg, len, "ncores %d out of range [1, %d]", p->ncores, MAX_CORES);
         return -1;
     }
     if (p->stick_bytes < 4 || p->stick_bytes % 4 || p->stick_bytes > ISA_STICK_MAX) { /* as .config takes it */
-        isa_set_err(msg, len, "stick_bytes %" PRIu32 " is not a multiple of 4 in [4, %u]", p->stick_bytes,
-                    ISA_STICK_MAX);
+        isa_errf(msg, len, "stick_bytes %" PRIu32 " is not a multiple of 4 in [4, %u]", p->stick_bytes,
+                 ISA_STICK_MAX);
         return -1;
     }
     if (p->lx_bytes == 0 || p->lx_bytes > ISA_BYTES_MAX || p->dram_bytes > ISA_BYTES_MAX) {
-        isa_set_err(msg, len, "LX of %" PRIu64 " bytes or DRAM segment of %" PRIu64 " bytes is outside [1, 2^48]",
-                    p->lx_bytes, p->dram_bytes);
+        isa_errf(msg, len, "LX of %" PRIu64 " bytes or DRAM segment of %" PRIu64 " bytes is outside [1, 2^48]",
+                 p->lx_bytes, p->dram_bytes);
         return -1;
     }
     if (p->weight_bytes > p->dram_bytes) {
-        isa_set_err(msg, len, "weights region of %" PRIu64 " bytes is larger than the DRAM segment of %" PRIu64 " bytes",
+        isa_errf(msg, len, "weights region of %" PRIu64 " bytes is larger than the DRAM segment of %" PRIu64 " bytes",
                 p->weight_bytes, p->dram_bytes);
         return -1;
     }
@@ -145,35 +144,35 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
 {
     const isa_tensor *t = &p->tensors[i];
     if (!memchr(t->name, 0, sizeof t->name)) {
-        isa_set_err(msg, len, "tensor %zu: name is not NUL-terminated", i);
+        isa_errf(msg, len, "tensor %zu: name is not NUL-terminated", i);
         return -1;
     }
     if (!t->name[0]) {
-        isa_set_err(msg, len, "tensor %zu: empty name", i);
+        isa_errf(msg, len, "tensor %zu: empty name", i);
         return -1;
     }
     if (!isa_name_printable(t->name) || strchr(t->name, '=')) { /* as .tensor takes it */
-        isa_set_err(msg, len, "tensor %zu: name is not printable ASCII without '#', ';' or '='", i);
+        isa_errf(msg, len, "tensor %zu: name is not printable ASCII without '#', ';' or '='", i);
         return -1;
     }
     if ((unsigned)t->role > ISA_ROLE_SCRATCH) {
-        isa_set_err(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
+        isa_errf(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
         return -1;
     }
     if ((unsigned)t->host_dtype > ISA_HT_F16) {
-        isa_set_err(msg, len, "tensor %s: host dtype %d out of range", t->name, (int)t->host_dtype);
+        isa_errf(msg, len, "tensor %s: host dtype %d out of range", t->name, (int)t->host_dtype);
         return -1;
     }
     if ((unsigned)t->dev_dtype > ISA_T_F32) {
-        isa_set_err(msg, len, "tensor %s: device dtype %d out of range", t->name, (int)t->dev_dtype);
+        isa_errf(msg, len, "tensor %s: device dtype %d out of range", t->name, (int)t->dev_dtype);
         return -1;
     }
     if (t->rank < 0 || t->rank > ISA_MAX_RANK) {
-        isa_set_err(msg, len, "tensor %s: rank %d out of range [0, %d]", t->name, t->rank, ISA_MAX_RANK);
+        isa_errf(msg, len, "tensor %s: rank %d out of range [0, %d]", t->name, t->rank, ISA_MAX_RANK);
         return -1;
     }
     if (t->rank ? t->stick_dim < 0 || t->stick_dim >= t->rank : t->stick_dim != 0) {
-        isa_set_err(msg, len, "tensor %s: stick dimension %d out of range for rank %d", t->name, t->stick_dim,
+        isa_errf(msg, len, "tensor %s: stick dimension %d out of range for rank %d", t->name, t->stick_dim,
                 t->rank);
         return -1;
     }
@@ -181,8 +180,8 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
     uint64_t need = p->stick_bytes, lanes = p->stick_bytes / (t->dev_dtype == ISA_T_F32 ? 4 : 2);
     for (int d = 0; d < t->rank; d++) {
         if (t->shape[d] < 0 || (uint64_t)t->shape[d] > ISA_BYTES_MAX) { /* as the assembler: even beside a 0 */
-            isa_set_err(msg, len, "tensor %s: dimension %d is %" PRId64 ", outside [0, 2^48]", t->name, d,
-                        t->shape[d]);
+            isa_errf(msg, len, "tensor %s: dimension %d is %" PRId64 ", outside [0, 2^48]", t->name, d,
+                     t->shape[d]);
             return -1;
         }
         need = t->shape[d] ? need : 0; /* an empty tensor has no bytes */
@@ -192,25 +191,25 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
         if (d == t->stick_dim)
             f = (f + lanes - 1) / lanes;
         if (!mul_ok(need, f, &need) || need > p->dram_bytes) {
-            isa_set_err(msg, len, "tensor %s: larger than the DRAM segment (%" PRIu64 " bytes)", t->name,
+            isa_errf(msg, len, "tensor %s: larger than the DRAM segment (%" PRIu64 " bytes)", t->name,
                     p->dram_bytes);
             return -1;
         }
     }
     if (t->bytes < need) {
-        isa_set_err(msg, len, "tensor %s: %" PRIu64 " bytes, but its shape needs %" PRIu64, t->name, t->bytes,
+        isa_errf(msg, len, "tensor %s: %" PRIu64 " bytes, but its shape needs %" PRIu64, t->name, t->bytes,
                 need);
         return -1;
     }
     if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off) {
-        isa_set_err(msg, len,
+        isa_errf(msg, len,
                 "tensor %s: bytes [%" PRIu64 ", +%" PRIu64 ") outside the DRAM segment of %" PRIu64 " bytes",
                 t->name, t->dram_off, t->bytes, p->dram_bytes);
         return -1;
     }
     int is_weight = t->role == ISA_ROLE_WEIGHT;
     if (p->weight_bytes && (is_weight ? t->dram_off + t->bytes > p->weight_bytes : t->dram_off < p->weight_bytes)) {
-        isa_set_err(msg, len,
+        isa_errf(msg, len,
                 "tensor %s (%s): bytes [%" PRIu64 ", +%" PRIu64 ") are not in the %s region (weights: [0, %" PRIu64 "))",
                 t->name, isa_role_names[t->role], t->dram_off, t->bytes,
                 is_weight ? "weights" : "activation", p->weight_bytes);
@@ -218,7 +217,7 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
     }
     if (t->const_off != -1 &&
         (t->const_off < 0 || (uint64_t)t->const_off > p->nconsts || t->bytes > p->nconsts - (uint64_t)t->const_off)) {
-        isa_set_err(msg, len, "tensor %s: initial data at %" PRId64 " (+%" PRIu64 ") outside the %zu constant bytes",
+        isa_errf(msg, len, "tensor %s: initial data at %" PRId64 " (+%" PRIu64 ") outside the %zu constant bytes",
                 t->name, t->const_off, t->bytes, p->nconsts);
         return -1;
     }
@@ -231,27 +230,27 @@ static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
 {
     const isa_kernel *k = &p->kernels[i];
     if (!memchr(k->name, 0, sizeof k->name)) {
-        isa_set_err(msg, len, "kernel %zu: name is not NUL-terminated", i);
+        isa_errf(msg, len, "kernel %zu: name is not NUL-terminated", i);
         return -1;
     }
     if (!k->name[0]) {
-        isa_set_err(msg, len, "kernel %zu: empty name", i);
+        isa_errf(msg, len, "kernel %zu: empty name", i);
         return -1;
     }
     if (k->core < 0 || k->core >= p->ncores) {
-        isa_set_err(msg, len, "kernel %s: core %d out of range [0, %d)", k->name, k->core, p->ncores);
+        isa_errf(msg, len, "kernel %s: core %d out of range [0, %d)", k->name, k->core, p->ncores);
         return -1;
     }
     size_t n = p->cores[k->core].n;
     if (k->first < 0 || k->first > k->last || (unsigned long)k->last >= n) {
-        isa_set_err(msg, len, "kernel %s: instructions [%ld, %ld] are not a range of core %d's %zu instructions",
+        isa_errf(msg, len, "kernel %s: instructions [%ld, %ld] are not a range of core %d's %zu instructions",
                 k->name, k->first, k->last, k->core, n);
         return -1;
     }
     for (size_t j = 0; j < i; j++) {
         const isa_kernel *o = &p->kernels[j];
         if (o->core == k->core && o->first <= k->last && k->first <= o->last) {
-            isa_set_err(msg, len, "kernel %s: instructions [%ld, %ld] overlap kernel %s [%ld, %ld] on core %d", k->name,
+            isa_errf(msg, len, "kernel %s: instructions [%ld, %ld] overlap kernel %s [%ld, %ld] on core %d", k->name,
                     k->first, k->last, o->name, o->first, o->last, k->core);
             return -1;
         }
@@ -379,22 +378,22 @@ static int check_program(const isa_program *p, const char *path, char *err, size
 {
     char msg[400];
     if (check_config(p, msg, sizeof msg)) {
-        isa_set_err(err, errlen, "%s: %s", path, msg);
+        isa_errf(err, errlen, "%s: %s", path, msg);
         return -1;
     }
     for (size_t i = 0; i < p->ntensors; i++)
         if (check_tensor(p, i, msg, sizeof msg)) {
-            isa_set_err(err, errlen, "%s: %s", path, msg);
+            isa_errf(err, errlen, "%s: %s", path, msg);
             return -1;
         }
     const char *dup = isa_program_duplicate_tensor(p);
     if (dup) {
-        isa_set_err(err, errlen, "%s: tensor %s: name used twice", path, dup);
+        isa_errf(err, errlen, "%s: tensor %s: name used twice", path, dup);
         return -1;
     }
     for (size_t i = 0; i < p->nkernels; i++)
         if (check_kernel(p, i, msg, sizeof msg)) {
-            isa_set_err(err, errlen, "%s: %s", path, msg);
+            isa_errf(err, errlen, "%s: %s", path, msg);
             return -1;
         }
     return 0;
@@ -424,7 +423,7 @@ static int encode_all(elf_out *o, const char *path, char *err, size_t errlen)
     o->syms = calloc(1 + p->ntensors + (size_t)p->ncores, sizeof *o->syms);
     encode_note(p, o->note);
     if (!o->text || !o->tensors || !o->kernels || !o->syms) {
-        isa_set_err(err, errlen, "%s: out of memory", path);
+        isa_errf(err, errlen, "%s: out of memory", path);
         return -1;
     }
     for (int c = 0; c < p->ncores; c++) {
@@ -433,12 +432,12 @@ static int encode_all(elf_out *o, const char *path, char *err, size_t errlen)
             continue;
         o->text[c] = malloc(s->n * ISA_INSN_BYTES);
         if (!o->text[c]) {
-            isa_set_err(err, errlen, "%s: out of memory", path);
+            isa_errf(err, errlen, "%s: out of memory", path);
             return -1;
         }
         for (size_t i = 0; i < s->n; i++)
             if (isa_encode(&s->insns[i], o->text[c] + i * ISA_INSN_BYTES, msg, sizeof msg)) {
-                isa_set_err(err, errlen, "%s: core %d instruction %zu: %s", path, c, i, msg);
+                isa_errf(err, errlen, "%s: core %d instruction %zu: %s", path, c, i, msg);
                 return -1;
             }
     }
@@ -562,14 +561,14 @@ int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errl
     if (encode_all(&o, path, err, errlen))
         goto out;
     if (elf_version(EV_CURRENT) == EV_NONE) {
-        isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+        isa_errf(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
         goto out;
     }
     if (isa_out_open(&of, path, err, errlen))
         goto out;
     fd = fileno(of.f);
     if (write_elf(&o, fd))
-        isa_set_err(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+        isa_errf(err, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
     else
         rc = 0;
 out:
@@ -599,12 +598,11 @@ typedef struct {
 
 static void rfail(const reader *r, const char *fmt, ...)
 {
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    isa_errf(r->err, r->errlen, "%s: ", r->path);
+    isa_verrf_cat(r->err, r->errlen, fmt, ap);
     va_end(ap);
-    isa_set_err(r->err, r->errlen, "%s: %s", r->path, msg);
 }
 
 /* A section's bytes inside the file image. */
@@ -1068,7 +1066,7 @@ static uint8_t *map_file(const char *path, size_t *size, char *err, size_t errle
     void *m = mmap(NULL, n ? (size_t)n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
-        isa_set_err(err, errlen, "%s: cannot map %" PRIu64 " bytes", path, n);
+        isa_errf(err, errlen, "%s: cannot map %" PRIu64 " bytes", path, n);
         return NULL;
     }
     *size = (size_t)n;

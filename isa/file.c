@@ -9,7 +9,6 @@
  * was; an existing device or FIFO is written in place and never removed. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "isa.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,19 +26,19 @@ int isa_file_open(const char *path, uint64_t max, uint64_t *size, char *err, siz
     if (fd < 0) {
         int e = errno;
         if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* a socket cannot be opened at all */
-            isa_set_err(err, errlen, "%s: not a regular file", path);
+            isa_errf(err, errlen, "%s: not a regular file", path);
         else
-            isa_set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+            isa_errf(err, errlen, "%s: cannot open: %s", path, strerror(e));
         return -1;
     }
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        isa_set_err(err, errlen, "%s: not a regular file", path);
+        isa_errf(err, errlen, "%s: not a regular file", path);
         close(fd);
         return -1;
     }
     if ((uint64_t)st.st_size > max) {
-        isa_set_err(err, errlen, "%s: %" PRIu64 " bytes, more than the %" PRIu64 " this kind of file may have", path,
-                    (uint64_t)st.st_size, max);
+        isa_errf(err, errlen, "%s: %" PRIu64 " bytes, more than the %" PRIu64 " this kind of file may have", path,
+                 (uint64_t)st.st_size, max);
         close(fd);
         return -1;
     }
@@ -58,7 +57,7 @@ static int read_all(int fd, char *buf, size_t n, const char *path, char *err, si
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0) {
-            isa_set_err(err, errlen, "%s: read error: %s", path, k ? strerror(errno) : "the file shrank");
+            isa_errf(err, errlen, "%s: read error: %s", path, k ? strerror(errno) : "the file shrank");
             return -1;
         }
         got += (size_t)k;
@@ -74,7 +73,7 @@ char *isa_file_read(const char *path, uint64_t max, size_t *size, char *err, siz
         return NULL;
     char *buf = n < SIZE_MAX ? malloc((size_t)n + 1) : NULL;
     if (!buf)
-        isa_set_err(err, errlen, "%s: out of memory reading %" PRIu64 " bytes", path, n);
+        isa_errf(err, errlen, "%s: out of memory reading %" PRIu64 " bytes", path, n);
     else if (read_all(fd, buf, (size_t)n, path, err, errlen)) {
         free(buf);
         buf = NULL;
@@ -98,7 +97,7 @@ char *isa_text_read(const char *path, uint64_t max, char *err, size_t errlen)
         int line = 1;
         for (const char *q = text; q < nul; q++)
             line += *q == '\n';
-        isa_set_err(err, errlen, "%s:%d: a NUL byte in the text", path, line);
+        isa_errf(err, errlen, "%s:%d: a NUL byte in the text", path, line);
         free(text);
         return NULL;
     }
@@ -137,7 +136,7 @@ static int open_in_place(isa_outfile *o, char *err, size_t errlen)
 {
     o->in_place = 1;
     if (!(o->f = tmpfile())) {
-        isa_set_err(err, errlen, "%s: cannot create a temporary file: %s", o->path, strerror(errno));
+        isa_errf(err, errlen, "%s: cannot create a temporary file: %s", o->path, strerror(errno));
         return -1;
     }
     return 0;
@@ -148,7 +147,7 @@ static int copy_in_place(isa_outfile *o, char *err, size_t errlen)
 {
     int fd = open(o->path, O_WRONLY | O_NOCTTY);
     if (fd < 0) {
-        isa_set_err(err, errlen, "%s: cannot open: %s", o->path, strerror(errno));
+        isa_errf(err, errlen, "%s: cannot open: %s", o->path, strerror(errno));
         return -1;
     }
     char buf[65536];
@@ -173,7 +172,7 @@ static int copy_in_place(isa_outfile *o, char *err, size_t errlen)
         e = errno;
     }
     if (rc)
-        isa_set_err(err, errlen, "%s: write error: %s", o->path, strerror(e));
+        isa_errf(err, errlen, "%s: write error: %s", o->path, strerror(e));
     return rc;
 }
 
@@ -182,7 +181,7 @@ static int open_temp(isa_outfile *o, const struct stat *old, char *err, size_t e
     o->tmp = temp_name(o->path);
     int fd = o->tmp ? mkstemp(o->tmp) : -1;
     if (fd < 0) {
-        isa_set_err(err, errlen, "%s: cannot create: %s", o->path, o->tmp ? strerror(errno) : "out of memory");
+        isa_errf(err, errlen, "%s: cannot create: %s", o->path, o->tmp ? strerror(errno) : "out of memory");
         free(o->tmp);
         o->tmp = NULL;
         return -1;
@@ -190,7 +189,7 @@ static int open_temp(isa_outfile *o, const struct stat *old, char *err, size_t e
     /* mkstemp makes the file 0600: give it the mode the old file had, or a
      * new file's. */
     if (fchmod(fd, old ? old->st_mode & 07777 : new_file_mode()) || !(o->f = fdopen(fd, "w"))) {
-        isa_set_err(err, errlen, "%s: cannot create: %s", o->path, strerror(errno));
+        isa_errf(err, errlen, "%s: cannot create: %s", o->path, strerror(errno));
         close(fd);
         unlink(o->tmp);
         free(o->tmp);
@@ -206,13 +205,13 @@ int isa_out_open(isa_outfile *o, const char *path, char *err, size_t errlen)
     struct stat st;
     int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
-        isa_set_err(err, errlen, "%s: is a directory", path);
+        isa_errf(err, errlen, "%s: is a directory", path);
         return -1;
     }
     /* Through a symbolic link the file it names is replaced, not the link. */
     o->path = exists ? realpath(path, NULL) : strdup(path);
     if (!o->path) {
-        isa_set_err(err, errlen, "%s: %s", path, strerror(errno));
+        isa_errf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     int rc = exists && !S_ISREG(st.st_mode) ? open_in_place(o, err, errlen)
@@ -230,17 +229,17 @@ int isa_out_close(isa_outfile *o, int ok, char *err, size_t errlen)
         return -1;
     int rc = ok ? 0 : -1;
     if (ok && (fflush(o->f) || ferror(o->f))) {
-        isa_set_err(err, errlen, "%s: write error: %s", o->path, strerror(errno));
+        isa_errf(err, errlen, "%s: write error: %s", o->path, strerror(errno));
         rc = -1;
     }
     if (o->in_place && rc == 0)
         rc = copy_in_place(o, err, errlen);
     if (fclose(o->f) && rc == 0) {
-        isa_set_err(err, errlen, "%s: write error: %s", o->path, strerror(errno));
+        isa_errf(err, errlen, "%s: write error: %s", o->path, strerror(errno));
         rc = -1;
     }
     if (o->tmp && rc == 0 && rename(o->tmp, o->path)) {
-        isa_set_err(err, errlen, "%s: cannot rename %s into place: %s", o->path, o->tmp, strerror(errno));
+        isa_errf(err, errlen, "%s: cannot rename %s into place: %s", o->path, o->tmp, strerror(errno));
         rc = -1;
     }
     if (o->tmp && rc)

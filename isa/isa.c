@@ -1,7 +1,6 @@
 /* isa.c: everything that derives from the instruction table: lookup,
  * encoding, decoding, operand checks, and the text form of one instruction. */
 #include "isa.h"
-#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -131,16 +130,6 @@ isa_unit isa_insn_unit(const isa_insn *in)
     return ISA_U_SEQ;
 }
 
-void isa_set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
 static int count_names(const char *const *names)
 {
     int n = 0;
@@ -157,7 +146,7 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
     switch (o->kind) {
     case ISA_K_U:
         if (v < o->min || (o->bits < 63 && (uint64_t)v >= (1ull << o->bits))) {
-            isa_set_err(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRIu64 "]", o->name,
+            isa_errf(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRIu64 "]", o->name,
                     v, o->min, (uint64_t)((1ull << o->bits) - 1));
             return -1;
         }
@@ -165,20 +154,20 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
     case ISA_K_S: {
         int64_t lo = -(1ll << (o->bits - 1)), hi = (1ll << (o->bits - 1)) - 1;
         if (v < lo || v > hi) {
-            isa_set_err(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRId64 "]", o->name, v, lo, hi);
+            isa_errf(err, len, "operand %s=%" PRId64 " out of range [%" PRId64 ", %" PRId64 "]", o->name, v, lo, hi);
             return -1;
         }
         return 0;
     }
     case ISA_K_ENUM:
         if (v < 0 || v >= count_names(o->names)) {
-            isa_set_err(err, len, "operand %s=%" PRId64 " is not a known value", o->name, v);
+            isa_errf(err, len, "operand %s=%" PRId64 " is not a known value", o->name, v);
             return -1;
         }
         return 0;
     case ISA_K_FLAGS:
         if (v < 0 || v >= (1ll << count_names(o->names))) {
-            isa_set_err(err, len, "operand %s has unknown flag bits 0x%" PRIx64, o->name, v);
+            isa_errf(err, len, "operand %s has unknown flag bits 0x%" PRIx64, o->name, v);
             return -1;
         }
         return 0;
@@ -195,11 +184,11 @@ static int check_operand(const isa_insn *in, const isa_operand *o, char *err, si
     if (o->kind == ISA_K_ADDR) {
         const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
         if (a->reg < 0 || a->reg >= ISA_NREGS) {
-            isa_set_err(err, len, "operand %s: no register r%" PRId64, o->name, a->reg);
+            isa_errf(err, len, "operand %s: no register r%" PRId64, o->name, a->reg);
             return -1;
         }
         if (a->off < 0 || (uint64_t)a->off >= (1ull << ADDR_OFF_BITS)) {
-            isa_set_err(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, a->off);
+            isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, a->off);
             return -1;
         }
         return 0;
@@ -229,7 +218,7 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
 {
     const isa_opinfo *info = isa_info(in->op);
     if (!info) {
-        isa_set_err(err, errlen, "no instruction with number %d", in->op);
+        isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
     memset(out, 0, ISA_INSN_BYTES);
@@ -259,7 +248,7 @@ int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_
 {
     int op = isa_op_from_opcode(in[0]);
     if (op < 0) {
-        isa_set_err(err, errlen, "unknown opcode 0x%02x", in[0]);
+        isa_errf(err, errlen, "unknown opcode 0x%02x", in[0]);
         return -1;
     }
     const isa_opinfo *info = isa_info(op);
@@ -286,7 +275,7 @@ int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_
     }
     for (int b = pos; b < ISA_INSN_BYTES * 8; b++)
         if (get_bits(in, b, 1)) {
-            isa_set_err(err, errlen, "%s: stray bits past the last operand (bit %d)", info->mnemonic, b);
+            isa_errf(err, errlen, "%s: stray bits past the last operand (bit %d)", info->mnemonic, b);
             return -1;
         }
     return 0;
@@ -392,13 +381,13 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
                 break;
             }
             if (*end != '+') {
-                isa_set_err(err, len, "operand %s: expected rN+OFFSET, got '%s'", o->name, s);
+                isa_errf(err, len, "operand %s: expected rN+OFFSET, got '%s'", o->name, s);
                 return -1;
             }
             p = end + 1;
         }
         if (isa_parse_int(p, &a->off)) {
-            isa_set_err(err, len, "operand %s: '%s' is not an address", o->name, s);
+            isa_errf(err, len, "operand %s: '%s' is not an address", o->name, s);
             return -1;
         }
         break;
@@ -407,7 +396,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
         char *end;
         float f = strtof(s, &end);
         if (end == s || *end) {
-            isa_set_err(err, len, "operand %s: '%s' is not a number", o->name, s);
+            isa_errf(err, len, "operand %s: '%s' is not a number", o->name, s);
             return -1;
         }
         memcpy((char *)out + o->offset, &f, 4);
@@ -416,7 +405,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
     case ISA_K_ENUM: {
         int i = name_index(o->names, s);
         if (i < 0) {
-            isa_set_err(err, len, "operand %s: unknown value '%s'", o->name, s);
+            isa_errf(err, len, "operand %s: unknown value '%s'", o->name, s);
             return -1;
         }
         *field_i64(out, o) = i;
@@ -429,7 +418,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
         for (char *tok = strtok_r(tmp, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
             int i = name_index(o->names, tok);
             if (i < 0) {
-                isa_set_err(err, len, "operand %s: unknown flag '%s'", o->name, tok);
+                isa_errf(err, len, "operand %s: unknown flag '%s'", o->name, tok);
                 return -1;
             }
             fl |= 1ll << i;
@@ -439,7 +428,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
     }
     default:
         if (isa_parse_int(s, field_i64(out, o))) {
-            isa_set_err(err, len, "operand %s: '%s' is not an integer", o->name, s);
+            isa_errf(err, len, "operand %s: '%s' is not an integer", o->name, s);
             return -1;
         }
     }
@@ -450,19 +439,19 @@ int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen)
 {
     char buf[1024];
     if (strlen(text) >= sizeof buf) {
-        isa_set_err(err, errlen, "line too long");
+        isa_errf(err, errlen, "line too long");
         return -1;
     }
     strcpy(buf, text);
     char *save = NULL;
     char *mn = strtok_r(buf, " \t", &save);
     if (!mn) {
-        isa_set_err(err, errlen, "expected an instruction");
+        isa_errf(err, errlen, "expected an instruction");
         return -1;
     }
     int op = isa_op_from_mnemonic(mn);
     if (op < 0) {
-        isa_set_err(err, errlen, "unknown instruction '%s'", mn);
+        isa_errf(err, errlen, "unknown instruction '%s'", mn);
         return -1;
     }
     const isa_opinfo *info = isa_info(op);
@@ -471,7 +460,7 @@ int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen)
     for (char *tok = strtok_r(NULL, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq) {
-            isa_set_err(err, errlen, "%s: expected NAME=VALUE, got '%s'", mn, tok);
+            isa_errf(err, errlen, "%s: expected NAME=VALUE, got '%s'", mn, tok);
             return -1;
         }
         *eq = 0;
@@ -480,23 +469,23 @@ int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen)
             if (strcmp(info->operands[i].name, tok) == 0)
                 found = i;
         if (found < 0) {
-            isa_set_err(err, errlen, "%s has no operand '%s'", mn, tok);
+            isa_errf(err, errlen, "%s has no operand '%s'", mn, tok);
             return -1;
         }
         if (seen & (1ull << found)) {
-            isa_set_err(err, errlen, "%s: operand '%s' given twice", mn, tok);
+            isa_errf(err, errlen, "%s: operand '%s' given twice", mn, tok);
             return -1;
         }
         seen |= 1ull << found;
         char e2[200];
         if (parse_value(&info->operands[found], eq + 1, out, e2, sizeof e2)) {
-            isa_set_err(err, errlen, "%s: %s", mn, e2);
+            isa_errf(err, errlen, "%s: %s", mn, e2);
             return -1;
         }
     }
     for (int i = 0; i < info->noperands; i++)
         if (!(seen & (1ull << i)) && check_operand(out, &info->operands[i], NULL, 0)) {
-            isa_set_err(err, errlen, "%s: operand %s must be given", mn, info->operands[i].name);
+            isa_errf(err, errlen, "%s: operand %s must be given", mn, info->operands[i].name);
             return -1;
         }
     return 0;

@@ -31,6 +31,7 @@
 #ifndef ISA_H
 #define ISA_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -418,6 +419,21 @@ char *isa_disassemble(const isa_program *p);
  * with a one-line message for a missing, truncated, corrupt or foreign file. */
 int isa_elf_write(const isa_program *p, const char *path, char *err, size_t errlen);
 isa_program *isa_elf_read(const char *path, char *err, size_t errlen);
+
+/* Error messages (err.c): the one formatting routine behind every
+ * module's one-line errors (modules wrap it to add their context: a
+ * file:line, a core, a kernel).  isa_errf writes a printf-style message
+ * into err[len], cut to fit; nothing when err is NULL or len is 0.
+ * isa_verrf_cat appends to the message err already holds (its context,
+ * written first).  Both return -1, so a failing function can
+ * `return isa_errf(err, len, ...)`. */
+int isa_errf(char *err, size_t len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int isa_verrf(char *err, size_t len, const char *fmt, va_list ap);
+int isa_verrf_cat(char *err, size_t len, const char *fmt, va_list ap);
 
 /* Files (file.c).  Every reader opens its input with isa_file_open or
  * isa_file_read: a FIFO, device, directory or socket is refused ("PATH: not

@@ -41,7 +41,7 @@ int rt_alloc(rt_device *dev, uint64_t bytes, uint64_t *addr, char *err, size_t e
     uint64_t align = dev->cfg.dram_align;
     assert(align && (align & (align - 1)) == 0);
     if (bytes == 0)
-        return rt_errf(err, errlen, "rt_alloc: cannot allocate 0 bytes of device DRAM");
+        return isa_errf(err, errlen, "rt_alloc: cannot allocate 0 bytes of device DRAM");
     uint64_t size = bytes > UINT64_MAX - (align - 1) ? 0 : (bytes + align - 1) & ~(align - 1);
     size_t i = 0;
     if (size)
@@ -50,15 +50,15 @@ int rt_alloc(rt_device *dev, uint64_t bytes, uint64_t *addr, char *err, size_t e
     if (!size || i == dev->nfree) {
         uint64_t total, largest;
         rt_dram_usage(dev, &total, &largest);
-        return rt_errf(err, errlen,
-                       "rt_alloc: out of device DRAM: cannot allocate %llu bytes (%.2f MiB); "
-                       "%llu of %llu bytes free, largest free block %llu bytes (%.2f MiB)",
-                       (unsigned long long)bytes, (double)bytes / 1048576.0,
-                       (unsigned long long)total, (unsigned long long)dev->cfg.dram_bytes,
-                       (unsigned long long)largest, (double)largest / 1048576.0);
+        return isa_errf(err, errlen,
+                        "rt_alloc: out of device DRAM: cannot allocate %llu bytes (%.2f MiB); "
+                        "%llu of %llu bytes free, largest free block %llu bytes (%.2f MiB)",
+                        (unsigned long long)bytes, (double)bytes / 1048576.0,
+                        (unsigned long long)total, (unsigned long long)dev->cfg.dram_bytes,
+                        (unsigned long long)largest, (double)largest / 1048576.0);
     }
     if (grow(&dev->used, &dev->capused, dev->nused + 1))
-        return rt_errf(err, errlen, "rt_alloc: out of host memory");
+        return isa_errf(err, errlen, "rt_alloc: out of host memory");
     rt_block *b = &dev->free_list[i];
     assert(b->addr % align == 0);
     *addr = b->addr;

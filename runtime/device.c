@@ -1,21 +1,9 @@
-/* device.c: opening and closing a simulated device, and the runtime's
- * shared error helper. */
+/* device.c: opening and closing a simulated device. */
 #include "rt_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int rt_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int host_is_little_endian(void)
 {
@@ -28,24 +16,24 @@ static int host_is_little_endian(void)
 rt_device *rt_open_config(const chip_config *cfg, char *err, size_t errlen)
 {
     if (!host_is_little_endian()) {
-        rt_errf(err, errlen, "rt_open: the runtime needs a little-endian host");
+        isa_errf(err, errlen, "rt_open: the runtime needs a little-endian host");
         return NULL;
     }
     char why[512];
     if (chip_config_check(cfg, why, sizeof why)) {
-        rt_errf(err, errlen, "rt_open: %s", why);
+        isa_errf(err, errlen, "rt_open: %s", why);
         return NULL;
     }
     rt_device *dev = calloc(1, sizeof *dev);
     if (!dev) {
-        rt_errf(err, errlen, "rt_open: out of host memory");
+        isa_errf(err, errlen, "rt_open: out of host memory");
         return NULL;
     }
     dev->cfg = *cfg;
     dev->sim = sim_create(&dev->cfg);
     dev->free_list = malloc(16 * sizeof *dev->free_list);
     if (!dev->sim || !dev->free_list) {
-        rt_errf(err, errlen, "rt_open: out of host memory creating the simulated chip");
+        isa_errf(err, errlen, "rt_open: out of host memory creating the simulated chip");
         rt_close(dev);
         return NULL;
     }
@@ -60,7 +48,7 @@ rt_device *rt_open(const char *config_path, char *err, size_t errlen)
     chip_config cfg;
     char msg[512];
     if (chip_config_load(config_path, &cfg, msg, sizeof msg)) {
-        rt_errf(err, errlen, "%s", msg);
+        isa_errf(err, errlen, "%s", msg);
         return NULL;
     }
     return rt_open_config(&cfg, err, errlen);

@@ -65,7 +65,7 @@ int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)
         size_t n = (size_t)rt_tensor_elems(t);
         float *v = malloc(n ? n * sizeof *v : 1);
         if (!v)
-            return rt_errf(err, errlen, "tensor %s: out of host memory", t->name);
+            return isa_errf(err, errlen, "tensor %s: out of host memory", t->name);
         rt_random_uniform(seed, t->name, v, n);
         int rc = set_input(prog, (int)i, v, err, errlen);
         free(v);
@@ -83,8 +83,8 @@ static int find_input(rt_program *prog, const char *name, char *err, size_t errl
         return -1;
     const isa_tensor *t = &prog->p->tensors[i];
     if (!is_input_role(t->role))
-        return rt_errf(err, errlen, "tensor %s is %s %s, not an input or weight", name,
-                       t->role == ISA_ROLE_OUTPUT ? "an" : "a", isa_role_names[t->role]);
+        return isa_errf(err, errlen, "tensor %s is %s %s, not an input or weight", name,
+                        t->role == ISA_ROLE_OUTPUT ? "an" : "a", isa_role_names[t->role]);
     return i;
 }
 
@@ -96,7 +96,7 @@ int rt_set_input(rt_program *prog, const char *name, const float *values, char *
     size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
     float *v = malloc(n ? n * sizeof *v : 1);
     if (!v)
-        return rt_errf(err, errlen, "tensor %s: out of host memory", name);
+        return isa_errf(err, errlen, "tensor %s: out of host memory", name);
     if (n)
         memcpy(v, values, n * sizeof *v);
     int rc = set_input(prog, i, v, err, errlen);
@@ -116,23 +116,23 @@ int rt_load_input_file(rt_program *prog, const char *name, const char *path, cha
     uint64_t size;
     int fd = isa_file_open(path, UINT64_MAX, &size, e, sizeof e);
     if (fd < 0)
-        return rt_errf(err, errlen, "input %s: %s", name, e);
+        return isa_errf(err, errlen, "input %s: %s", name, e);
     close(fd);
     if (size != (uint64_t)n * 4) {
         char shape[192];
-        rt_shape_str(t, shape, sizeof shape);
-        return rt_errf(err, errlen, "input %s: %s has %llu bytes but shape %s needs %zu bytes of fp32", name, path,
-                       (unsigned long long)size, shape, n * 4);
+        rt_dims_str(t->rank, t->shape, shape, sizeof shape);
+        return isa_errf(err, errlen, "input %s: %s has %llu bytes but shape %s needs %zu bytes of fp32", name, path,
+                        (unsigned long long)size, shape, n * 4);
     }
     size_t got;
     uint8_t *raw = (uint8_t *)isa_file_read(path, (uint64_t)n * 4, &got, e, sizeof e);
     if (!raw)
-        return rt_errf(err, errlen, "input %s: %s", name, e);
+        return isa_errf(err, errlen, "input %s: %s", name, e);
     float *v = got == n * 4 ? malloc(n ? n * sizeof *v : 1) : NULL;
     if (!v) {
         free(raw);
-        return got == n * 4 ? rt_errf(err, errlen, "input %s: out of host memory", name)
-                            : rt_errf(err, errlen, "input %s: %s changed size while read", name, path);
+        return got == n * 4 ? isa_errf(err, errlen, "input %s: out of host memory", name)
+                            : isa_errf(err, errlen, "input %s: %s changed size while read", name, path);
     }
     for (size_t k = 0; k < n; k++) {
         uint32_t u = (uint32_t)raw[4 * k] | (uint32_t)raw[4 * k + 1] << 8 |
@@ -149,10 +149,10 @@ int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen)
 {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
-        return rt_errf(err, errlen, "input argument '%s' is not NAME=FILE", arg);
+        return isa_errf(err, errlen, "input argument '%s' is not NAME=FILE", arg);
     char *value = strndup(arg, (size_t)(eq - arg)), name[CC_TENSOR_NAME_MAX];
     if (!value)
-        return rt_errf(err, errlen, "out of host memory");
+        return isa_errf(err, errlen, "out of host memory");
     cc_tensor_name(value, name); /* a long value name is shortened in the program */
     free(value);
     return rt_load_input_file(prog, name, eq + 1, err, errlen);

@@ -1,5 +1,5 @@
-/* layout.c: host (row-major) <-> device layout conversion, and tensor
- * writes and reads through device DRAM.
+/* layout.c: host (row-major) <-> device layout conversion, pure (no
+ * device, no program: transfer.c moves the converted bytes).
  *
  * View the host tensor as (outer, len, inner): len is the stick dimension,
  * outer the product of the dims before it, inner of those after it.  The
@@ -16,7 +16,6 @@
 #include "rt_internal.h"
 
 #include <assert.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -143,83 +142,4 @@ uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64
     }
     int64_t gr = s / g.lanes, lane = s % g.lanes;
     return (uint64_t)(((gr * g.rows + o * g.inner + i) * g.lanes + lane) * (int64_t)g.esize);
-}
-
-int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen)
-{
-    const isa_tensor *t = &prog->p->tensors[i];
-    if (!t->bytes || !rt_region_present(prog, t))
-        return 0; /* uploaded from the host copy when its region is placed */
-    void *buf = malloc((size_t)t->bytes);
-    if (!buf)
-        return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
-                       (unsigned long long)t->bytes);
-    rt_layout_pack(t, prog->p->stick_bytes, values, buf);
-    uint64_t addr = rt_tensor_dev_addr(prog, t);
-    int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
-    free(buf);
-    if (rc)
-        return rt_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
-                       (unsigned long long)t->bytes, (unsigned long long)addr);
-    rt_count_upload(prog, t, t->bytes);
-    return 0;
-}
-
-int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_host_dtype dt,
-                    char *err, size_t errlen)
-{
-    int i = rt_find_tensor(prog, name, err, errlen);
-    if (i < 0)
-        return -1;
-    if (dt != ISA_HT_F32 && dt != ISA_HT_F16)
-        return rt_errf(err, errlen, "tensor %s: unknown host dtype %d", name, (int)dt);
-    const isa_tensor *t = &prog->p->tensors[i];
-    size_t n = (size_t)rt_tensor_elems(t);
-    const float *vals = host;
-    float *conv = NULL;
-    if (dt == ISA_HT_F16) {
-        conv = malloc(n ? n * sizeof *conv : 1);
-        if (!conv)
-            return rt_errf(err, errlen, "tensor %s: out of host memory", name);
-        const uint16_t *h = host;
-        for (size_t k = 0; k < n; k++)
-            conv[k] = isa_f16_to_f32(h[k]);
-        vals = conv;
-    }
-    int rc = rt_keep_host(prog, i, vals, err, errlen);
-    if (!rc)
-        rc = rt_write_f32(prog, i, vals, err, errlen);
-    free(conv);
-    return rc;
-}
-
-int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen)
-{
-    int i = rt_find_tensor(prog, name, err, errlen);
-    if (i < 0)
-        return -1;
-    const isa_tensor *t = &prog->p->tensors[i];
-    if (!t->bytes)
-        return 0;
-    int present = rt_region_present(prog, t);
-    if (!present && t->role == ISA_ROLE_SCRATCH)
-        return rt_errf(err, errlen, "tensor %s is scratch: it exists only in device DRAM, during a launch", name);
-    void *buf = calloc(1, (size_t)t->bytes);
-    if (!buf)
-        return rt_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
-                       (unsigned long long)t->bytes);
-    if (present) {
-        uint64_t addr = rt_tensor_dev_addr(prog, t);
-        if (sim_dram_read(prog->dev->sim, addr, buf, (size_t)t->bytes)) {
-            free(buf);
-            return rt_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
-                           (unsigned long long)t->bytes, (unsigned long long)addr);
-        }
-    } else if (prog->host[i]) {
-        /* Not on the device now: the host copy in device precision. */
-        rt_layout_pack(t, prog->p->stick_bytes, prog->host[i], buf);
-    }
-    rt_layout_unpack(t, prog->p->stick_bytes, buf, host);
-    free(buf);
-    return 0;
 }

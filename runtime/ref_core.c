@@ -63,16 +63,14 @@ void ref_contiguous_strides(int rank, const int64_t *shape, int64_t *st)
 
 int ref_fail(ex *E, const char *fmt, ...)
 {
-    if (!E->err || !E->errlen)
-        return -1;
     const cc_node *n = E->node;
-    int o = n ? snprintf(E->err, E->errlen, "%s:%d: %s: ", E->g->path, n->line, n->op)
-              : snprintf(E->err, E->errlen, "%s: ", E->g->path);
-    if (o < 0 || (size_t)o >= E->errlen)
-        return -1;
+    if (n)
+        isa_errf(E->err, E->errlen, "%s:%d: %s: ", E->g->path, n->line, n->op);
+    else
+        isa_errf(E->err, E->errlen, "%s: ", E->g->path);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(E->err + o, E->errlen - (size_t)o, fmt, ap);
+    isa_verrf_cat(E->err, E->errlen, fmt, ap);
     va_end(ap);
     return -1;
 }

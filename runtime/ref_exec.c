@@ -28,7 +28,7 @@ rt_ref *rt_ref_new(const cc_graph *g, char *err, size_t errlen)
 {
     rt_ref *r = calloc(1, sizeof *r);
     if (!r) {
-        rt_errf(err, errlen, "%s: out of host memory", g->path);
+        isa_errf(err, errlen, "%s: out of host memory", g->path);
         return NULL;
     }
     r->g = g;
@@ -38,12 +38,12 @@ rt_ref *rt_ref_new(const cc_graph *g, char *err, size_t errlen)
     r->last_use = malloc(nv * sizeof *r->last_use);
     if (!r->vals || !r->keep || !r->last_use) {
         rt_ref_free(r);
-        rt_errf(err, errlen, "%s: out of host memory", g->path);
+        isa_errf(err, errlen, "%s: out of host memory", g->path);
         return NULL;
     }
     for (int n = 0; n < g->nnodes; n++)
         if (!find_op(&g->nodes[n])) {
-            rt_errf(err, errlen, "%s:%d: unsupported op %s", g->path, g->nodes[n].line, g->nodes[n].op);
+            isa_errf(err, errlen, "%s:%d: unsupported op %s", g->path, g->nodes[n].line, g->nodes[n].op);
             rt_ref_free(r);
             return NULL;
         }
@@ -92,14 +92,14 @@ static int set_leaf(rt_ref *r, int v, const float *f, const int64_t *i, int64_t 
     if (count != n) {
         char ts[256];
         cc_ttype_str(&val->type, ts, sizeof ts);
-        return rt_errf(err, errlen, "%s:%d: %%%s is %s (%lld elements) but %lld values were given", r->g->path,
-                       val->line, val->name, ts, (long long)n, (long long)count);
+        return isa_errf(err, errlen, "%s:%d: %%%s is %s (%lld elements) but %lld values were given", r->g->path,
+                        val->line, val->name, ts, (long long)n, (long long)count);
     }
     slot *s = &r->vals[v];
     ref_slot_free(s);
     s->t = calloc(1, sizeof *s->t);
     if (!s->t)
-        return rt_errf(err, errlen, "out of host memory");
+        return isa_errf(err, errlen, "out of host memory");
     s->nt = 1;
     tens *t = s->t;
     t->dtype = val->type.dtype;
@@ -114,7 +114,7 @@ static int set_leaf(rt_ref *r, int v, const float *f, const int64_t *i, int64_t 
         t->i = malloc(m * sizeof *t->i);
     if (!t->f && !t->i) {
         ref_slot_free(s);
-        return rt_errf(err, errlen, "out of host memory for %%%s", val->name);
+        return isa_errf(err, errlen, "out of host memory for %%%s", val->name);
     }
     for (int64_t j = 0; j < n; j++) {
         if (k == K_F)
@@ -132,9 +132,9 @@ static int set_named(rt_ref *r, const char *name, const float *f, const int64_t 
 {
     int v = find_leaf(r->g, name);
     if (v == -2)
-        return rt_errf(err, errlen, "%s: %s is computed by the graph, not an input or a parameter", r->g->path, name);
+        return isa_errf(err, errlen, "%s: %s is computed by the graph, not an input or a parameter", r->g->path, name);
     if (v < 0)
-        return rt_errf(err, errlen, "%s: no input or parameter %s", r->g->path, name);
+        return isa_errf(err, errlen, "%s: no input or parameter %s", r->g->path, name);
     return set_leaf(r, v, f, i, count, err, errlen);
 }
 
@@ -160,14 +160,14 @@ static int set_from_file(rt_ref *r, int v, const rt_st_file *f, const rt_st_tens
     if (k == K_F) {
         float *buf = malloc((t->numel ? (size_t)t->numel : 1) * sizeof *buf);
         if (!buf)
-            return rt_errf(err, errlen, "out of host memory");
+            return isa_errf(err, errlen, "out of host memory");
         rt_st_to_f32(t, buf);
         rc = set_leaf(r, v, buf, NULL, t->numel, err, errlen);
         free(buf);
     } else {
         int64_t *buf = malloc((t->numel ? (size_t)t->numel : 1) * sizeof *buf);
         if (!buf)
-            return rt_errf(err, errlen, "out of host memory");
+            return isa_errf(err, errlen, "out of host memory");
         rc = rt_st_to_i64(t, f->path, buf, err, errlen);
         if (!rc)
             rc = set_leaf(r, v, NULL, buf, t->numel, err, errlen);
@@ -184,7 +184,7 @@ int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen)
         if (!g->nparams)
             return 0;
         if (!g->weights)
-            return rt_errf(err, errlen, "%s: the graph has parameters but no weights line", g->path);
+            return isa_errf(err, errlen, "%s: the graph has parameters but no weights line", g->path);
         path = rel = cc_graph_relpath(g, g->weights);
     }
     rt_st_file *f = rt_st_read(path, err, errlen);
@@ -194,8 +194,8 @@ int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen)
         const cc_value *val = &g->values[v];
         const rt_st_tensor *t = rt_st_find(f, val->param_key);
         if (!t)
-            rc = rt_errf(err, errlen, "%s: missing weight %s for %%%s (graph line %d)", path, val->param_key,
-                         val->name, val->line);
+            rc = isa_errf(err, errlen, "%s: missing weight %s for %%%s (graph line %d)", path, val->param_key,
+                          val->name, val->line);
         else
             rc = set_from_file(r, v, f, t, "weight", err, errlen);
     }
@@ -216,8 +216,8 @@ int rt_ref_load_inputs(rt_ref *r, const char *path, char *err, size_t errlen)
         const cc_value *val = &g->values[v];
         const rt_st_tensor *t = rt_st_find(f, val->name);
         if (!t)
-            rc = rt_errf(err, errlen, "%s: missing input %s for %%%s (graph line %d)", path, val->name, val->name,
-                         val->line);
+            rc = isa_errf(err, errlen, "%s: missing input %s for %%%s (graph line %d)", path, val->name, val->name,
+                          val->line);
         else
             rc = set_from_file(r, v, f, t, "input", err, errlen);
     }
@@ -283,11 +283,11 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
         if (val->kind == CC_VAL_NODE)
             ref_slot_free(&r->vals[v]);
         else if (r->vals[v].nt != 1)
-            return rt_errf(err, errlen, "%s:%d: %s %%%s has no value (%s first)", g->path, val->line,
-                           val->kind == CC_VAL_INPUT ? "input" : "param", val->name,
-                           val->kind == CC_VAL_INPUT ? "rt_ref_set or rt_ref_load_inputs" : "rt_ref_load_weights");
+            return isa_errf(err, errlen, "%s:%d: %s %%%s has no value (%s first)", g->path, val->line,
+                            val->kind == CC_VAL_INPUT ? "input" : "param", val->name,
+                            val->kind == CC_VAL_INPUT ? "rt_ref_set or rt_ref_load_inputs" : "rt_ref_load_weights");
         else if (r->bounds && !r->vals[v].t[0].eb[0] && leaf_bounds(&r->vals[v].t[0]))
-            return rt_errf(err, errlen, "%s: out of host memory for the bounds of %%%s", g->path, val->name);
+            return isa_errf(err, errlen, "%s: out of host memory for the bounds of %%%s", g->path, val->name);
         r->last_use[v] = -1;
     }
     for (int n = 0; n < g->nnodes; n++)
@@ -302,7 +302,7 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
         const ref_op *op = find_op(nd);
         int rc;
         if (!op)
-            rc = rt_errf(err, errlen, "%s:%d: unsupported op %s", g->path, nd->line, nd->op);
+            rc = isa_errf(err, errlen, "%s:%d: unsupported op %s", g->path, nd->line, nd->op);
         else
             rc = op->fn(r, op->code);
         const cc_value *val = &g->values[nd->out];

@@ -8,102 +8,7 @@
  * least recently used.  docs/runtime.md describes the policy. */
 #include "rt_internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-int rt_in_weights(const isa_program *p, const isa_tensor *t)
-{
-    return p->weight_bytes && t->dram_off < p->weight_bytes;
-}
-
-int rt_region_present(const rt_program *prog, const isa_tensor *t)
-{
-    return rt_in_weights(prog->p, t) ? prog->resident : prog->staged;
-}
-
-uint64_t rt_tensor_dev_addr(const rt_program *prog, const isa_tensor *t)
-{
-    if (rt_in_weights(prog->p, t))
-        return prog->wbase + t->dram_off;
-    return prog->abase + (t->dram_off - prog->p->weight_bytes);
-}
-
-void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes)
-{
-    rt_transfer_stats *c[2] = {&prog->pending, &prog->dev->total};
-    for (int k = 0; k < 2; k++) {
-        c[k]->bytes_uploaded += bytes;
-        if (rt_in_weights(prog->p, t))
-            c[k]->weight_bytes_uploaded += bytes;
-    }
-}
-
-/* ---- the schedule ---- */
-
-int rt_set_schedule(rt_device *dev, rt_program *const *order, size_t n, char *err, size_t errlen)
-{
-    for (size_t k = 0; k < n; k++) {
-        const rt_program *q = dev->programs;
-        while (q && q != order[k])
-            q = q->next;
-        if (!q)
-            return rt_errf(err, errlen, "rt_set_schedule: entry %zu is not a program loaded on this device", k);
-    }
-    rt_program **s = NULL;
-    if (n) {
-        s = malloc(n * sizeof *s);
-        if (!s)
-            return rt_errf(err, errlen, "rt_set_schedule: out of host memory");
-        memcpy(s, order, n * sizeof *s);
-    }
-    free(dev->sched);
-    dev->sched = s;
-    dev->nsched = n;
-    dev->sched_pos = 0;
-    return 0;
-}
-
-size_t rt_sched_from(rt_program *prog, int advance)
-{
-    rt_device *dev = prog->dev;
-    if (!dev->nsched || !advance)
-        return dev->sched_pos;
-    for (size_t j = 0; j < dev->nsched; j++) {
-        size_t k = (dev->sched_pos + j) % dev->nsched;
-        if (dev->sched[k] == prog) {
-            dev->sched_pos = (k + 1) % dev->nsched;
-            break;
-        }
-    }
-    return dev->sched_pos; /* unchanged when the schedule does not run prog */
-}
-
-void rt_sched_forget(rt_program *prog)
-{
-    rt_device *dev = prog->dev;
-    size_t kept = 0, pos = dev->sched_pos;
-    for (size_t k = 0; k < dev->nsched; k++) {
-        if (dev->sched[k] == prog) {
-            if (k < dev->sched_pos)
-                pos--;
-            continue;
-        }
-        dev->sched[kept++] = dev->sched[k];
-    }
-    dev->nsched = kept;
-    dev->sched_pos = kept ? pos % kept : 0;
-}
-
-/* Launches until q's next one, counting from schedule position `from`;
- * UINT64_MAX when the schedule never runs it. */
-static uint64_t next_use(const rt_device *dev, const rt_program *q, size_t from)
-{
-    for (size_t j = 0; j < dev->nsched; j++)
-        if (dev->sched[(from + j) % dev->nsched] == q)
-            return j;
-    return UINT64_MAX;
-}
 
 /* The resident weights region to evict for self: furthest next use, ties
  * (and no schedule) to the least recently used.  NULL when none is left. */
@@ -114,7 +19,7 @@ static rt_program *choose_victim(rt_device *dev, const rt_program *self, size_t 
     for (rt_program *q = dev->programs; q; q = q->next) {
         if (q == self || !q->resident)
             continue;
-        uint64_t d = dev->nsched ? next_use(dev, q, from) : 0;
+        uint64_t d = dev->nsched ? rt_sched_next_use(dev, q, from) : 0;
         if (!best || d > best_next || (d == best_next && q->last_use < best->last_use)) {
             best = q;
             best_next = d;
@@ -122,8 +27,6 @@ static rt_program *choose_victim(rt_device *dev, const rt_program *self, size_t 
     }
     return best;
 }
-
-/* ---- allocation with eviction ---- */
 
 void rt_drop_weights(rt_program *prog)
 {
@@ -163,7 +66,7 @@ static int alloc_room(rt_program *self, uint64_t bytes, size_t from, const char 
         }
         q = choose_victim(dev, self, from);
         if (!q)
-            return rt_errf(err, errlen, "%s: %s; no other program's weights are left to evict", what, msg);
+            return isa_errf(err, errlen, "%s: %s; no other program's weights are left to evict", what, msg);
         /* The host copies of its weights already exist: evicting frees. */
         uint64_t w = q->p->weight_bytes;
         rt_drop_weights(q);
@@ -181,12 +84,12 @@ static int zero_dram(sim *s, uint64_t addr, uint64_t len, char *err, size_t errl
     enum { CHUNK = 1 << 20 };
     void *z = calloc(1, len < CHUNK ? (size_t)len : CHUNK);
     if (!z)
-        return rt_errf(err, errlen, "out of host memory");
+        return isa_errf(err, errlen, "out of host memory");
     while (len) {
         size_t n = len < CHUNK ? (size_t)len : CHUNK;
         if (sim_dram_write(s, addr, z, n)) {
             free(z);
-            return rt_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
+            return isa_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
         }
         addr += n;
         len -= n;
@@ -209,7 +112,7 @@ static int fill_region(rt_program *prog, int weights, uint64_t dirty_end, char *
         uint64_t lo = rt_tensor_dev_addr(prog, t);
         if (t->const_off >= 0) {
             if (sim_dram_write(prog->dev->sim, lo, p->consts + t->const_off, (size_t)t->bytes))
-                return rt_errf(err, errlen, "tensor %s: device DRAM write failed", t->name);
+                return isa_errf(err, errlen, "tensor %s: device DRAM write failed", t->name);
             rt_count_upload(prog, t, t->bytes);
             continue;
         }
@@ -261,57 +164,7 @@ int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen)
     return fill_region(prog, 0, dirty, err, errlen);
 }
 
-int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
-{
-    const isa_program *p = prog->p;
-    for (size_t i = 0; i < p->ntensors; i++) {
-        const isa_tensor *t = &p->tensors[i];
-        if (t->role != ISA_ROLE_OUTPUT || !rt_region_present(prog, t))
-            continue;
-        size_t n = (size_t)rt_tensor_elems(t);
-        float *h = prog->host[i] ? prog->host[i] : malloc(n ? n * sizeof *h : 1);
-        void *buf = malloc(t->bytes ? (size_t)t->bytes : 1);
-        if (!h || !buf) {
-            if (h != prog->host[i])
-                free(h);
-            free(buf);
-            return rt_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
-        }
-        prog->host[i] = h;
-        if (sim_dram_read(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes)) {
-            free(buf);
-            return rt_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
-        }
-        rt_layout_unpack(t, p->stick_bytes, buf, h);
-        free(buf);
-        prog->pending.bytes_downloaded += t->bytes;
-        prog->dev->total.bytes_downloaded += t->bytes;
-    }
-    return 0;
-}
-
-/* ---- queries ---- */
-
 int rt_weights_resident(const rt_program *prog)
 {
     return prog->resident;
-}
-
-void rt_device_transfers(const rt_device *dev, rt_transfer_stats *total)
-{
-    *total = dev->total;
-}
-
-int rt_tensor_addr(const rt_program *prog, const char *name, uint64_t *addr, char *err, size_t errlen)
-{
-    int i = rt_find_tensor(prog, name, err, errlen);
-    if (i < 0)
-        return -1;
-    const isa_tensor *t = &prog->p->tensors[i];
-    if (!rt_region_present(prog, t))
-        return rt_errf(err, errlen, "tensor %s is not in device DRAM now: %s", name,
-                       rt_in_weights(prog->p, t) ? "its program's weights are evicted"
-                                                 : "activations are allocated only from load to the first launch and during launches");
-    *addr = rt_tensor_dev_addr(prog, t);
-    return 0;
 }

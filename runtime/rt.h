@@ -193,7 +193,7 @@ int rt_wait(rt_program *prog, rt_run_result *res);
  * restored=N (B bytes)" or "run: FAULT core C unit U insn I: msg". */
 void rt_run_format(const rt_run_result *res, char *buf, size_t len);
 
-/* ---- Where tensors live (runtime/residency.c, docs/runtime.md) ----
+/* ---- Where tensors live (runtime/residency.c, schedule.c, docs/runtime.md) ----
  * A program's DRAM segment is two regions (isa_program.weight_bytes): its
  * weights are uploaded once and stay in device DRAM across launches;
  * activations (inputs, outputs, scratch) get a region per launch, freed

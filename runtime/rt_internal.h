@@ -5,8 +5,6 @@
 
 #include "rt.h"
 
-#include <stdarg.h>
-
 /* A [addr, addr + size) range of device DRAM. */
 typedef struct {
     uint64_t addr, size;
@@ -42,43 +40,73 @@ struct rt_program {
     rt_program *next;
 };
 
-/* Format a message into err (which may be NULL); always returns -1. */
-int rt_errf(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* The runtime's internal functions, by file from the bottom up: a file
+ * calls only files below it.  docs/runtime.md ("The runtime's files") has
+ * the whole order, with the files that offer only rt.h's functions. */
 
-/* "(100, 70)" */
-void rt_shape_str(const isa_tensor *t, char *buf, size_t len);
-
+/* tensor.c: a loaded program's tensor table. */
+/* A shape as "(100, 70)". */
+void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
 /* Replace the host copy of tensor i with a copy of values. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-/* Convert fp32 values to device layout and write them to tensor i when
- * its region is in device DRAM (counted as uploaded); else nothing. */
-int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-
-/* residency.c: the two regions of a program. */
 /* Does tensor t live in p's weights region? */
 int rt_in_weights(const isa_program *p, const isa_tensor *t);
 /* Is t's region in device DRAM now, and where does t live there? */
 int rt_region_present(const rt_program *prog, const isa_tensor *t);
 uint64_t rt_tensor_dev_addr(const rt_program *prog, const isa_tensor *t);
+
+/* transfer.c: tensor values between host copies and device DRAM. */
 /* Count bytes written from the host to tensor t. */
 void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes);
+/* Convert fp32 values to device layout and write them to tensor i when
+ * its region is in device DRAM (counted as uploaded); else nothing. */
+int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+/* Read every output back into its host copy (counted as downloaded). */
+int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
+
+/* schedule.c: the declared launch order. */
 /* Schedule position for decisions made by a load (advance 0) or a launch
  * of prog (advance 1: moves past prog's next occurrence). */
 size_t rt_sched_from(rt_program *prog, int advance);
+/* Forget prog in the device's schedule (at unload). */
+void rt_sched_forget(rt_program *prog);
+/* Launches until q's next one, counting from schedule position `from`;
+ * UINT64_MAX when the schedule never runs it. */
+uint64_t rt_sched_next_use(const rt_device *dev, const rt_program *q, size_t from);
+
+/* residency.c: the two regions of a program. */
 /* Allocate and fill the weights region (restoring: after an eviction). */
 int rt_place_weights(rt_program *prog, size_t from, int restoring, char *err, size_t errlen);
 /* Allocate the activation region and upload what the host holds for it. */
 int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen);
-/* Read every output back into its host copy (counted as downloaded). */
-int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
 /* Free the activation region / the weights region, if allocated. */
 void rt_unstage(rt_program *prog);
 void rt_drop_weights(rt_program *prog);
-/* Forget prog in the device's schedule (at unload). */
-void rt_sched_forget(rt_program *prog);
+
+/* progcheck.c: does the program fit this chip, and is it self-consistent? */
+int rt_program_check(const rt_device *dev, const isa_program *p, char *err, size_t errlen);
+
+/* compare.c: an output against its reference. */
+/* The reference of one value: values and per-element tolerances. */
+typedef struct {
+    char name[ISA_NAME_MAX];
+    int rank;
+    int64_t shape[ISA_MAX_RANK];
+    const float *val; /* host copy of a tensor, or owned below */
+    float *owned;
+    double *tol;      /* per-element tolerance of a computed value */
+    int line;         /* graph line that computes it */
+    const char *op;   /* its op; NULL for a tensor's host copy */
+} rt_refval;
+/* The absolute floor of every tolerance: values DL16 flushes to zero. */
+#define RT_ABS_FLOOR 0x1p-30
+/* Read output tensor ti from the device and compare it with v into r. */
+int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen);
+/* -1 with a message when the graph computes name (at line) but the
+ * program holds it as data it reads (an input or a weight). */
+int rt_computed_as_data(const isa_program *p, const char *name, int line, char *err, size_t errlen);
+
+/* shortform.c: rt_check for a program whose graph text is the short form. */
+int rt_check_short(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen);
 
 #endif

@@ -72,26 +72,26 @@ static int parse_entry(const char *path, const cJSON *e, const unsigned char *da
 {
     const char *name = t->name;
     if (!cJSON_IsObject(e))
-        return rt_errf(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
+        return isa_errf(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!cJSON_IsString(dt))
-        return rt_errf(err, errlen, "%s: tensor '%s': no \"dtype\" string", path, name);
+        return isa_errf(err, errlen, "%s: tensor '%s': no \"dtype\" string", path, name);
     int d = -1;
     for (int i = 0; i < RT_ST_NDTYPES; i++)
         if (strcmp(dt->valuestring, st_dtypes[i].name) == 0)
             d = i;
     if (d < 0)
-        return rt_errf(err, errlen,
-                       "%s: tensor '%s': unknown dtype \"%.40s\" (known: F32 F16 BF16 F64 I64 I32 I16 I8 U8 BOOL)", path,
-                       name, dt->valuestring);
+        return isa_errf(err, errlen,
+                        "%s: tensor '%s': unknown dtype \"%.40s\" (known: F32 F16 BF16 F64 I64 I32 I16 I8 U8 BOOL)", path,
+                        name, dt->valuestring);
     t->dtype = (rt_st_dtype)d;
     if (!cJSON_IsArray(sh))
-        return rt_errf(err, errlen, "%s: tensor '%s': no \"shape\" array", path, name);
+        return isa_errf(err, errlen, "%s: tensor '%s': no \"shape\" array", path, name);
     int rank = cJSON_GetArraySize(sh);
     if (rank > RT_ST_MAX_RANK)
-        return rt_errf(err, errlen, "%s: tensor '%s': rank %d is more than %d", path, name, rank, RT_ST_MAX_RANK);
+        return isa_errf(err, errlen, "%s: tensor '%s': rank %d is more than %d", path, name, rank, RT_ST_MAX_RANK);
     t->rank = rank;
     uint64_t numel = 1;
     int overflow = 0, i = 0;
@@ -100,7 +100,7 @@ static int parse_entry(const char *path, const cJSON *e, const unsigned char *da
     {
         uint64_t v;
         if (json_uint(x, &v))
-            return rt_errf(err, errlen, "%s: tensor '%s': shape entry %d is not an integer >= 0", path, name, i);
+            return isa_errf(err, errlen, "%s: tensor '%s': shape entry %d is not an integer >= 0", path, name, i);
         t->shape[i++] = (int64_t)v;
         if (v && numel > UINT64_MAX / v)
             overflow = 1;
@@ -110,23 +110,23 @@ static int parse_entry(const char *path, const cJSON *e, const unsigned char *da
     uint64_t b, en;
     if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || json_uint(cJSON_GetArrayItem(off, 0), &b) ||
         json_uint(cJSON_GetArrayItem(off, 1), &en))
-        return rt_errf(err, errlen, "%s: tensor '%s': \"data_offsets\" is not [begin, end] of integers >= 0", path,
-                       name);
+        return isa_errf(err, errlen, "%s: tensor '%s': \"data_offsets\" is not [begin, end] of integers >= 0", path,
+                        name);
     if (en < b)
-        return rt_errf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin", path, name,
-                       (unsigned long long)b, (unsigned long long)en);
+        return isa_errf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin", path, name,
+                        (unsigned long long)b, (unsigned long long)en);
     if (en > dsize)
-        return rt_errf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] past the end of the data (%llu bytes)",
-                       path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)dsize);
+        return isa_errf(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] past the end of the data (%llu bytes)",
+                        path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)dsize);
     size_t isz = st_dtypes[d].size;
     if (overflow || numel > UINT64_MAX / isz || numel * isz != en - b) {
         char ss[256];
         shape_str(t, ss, sizeof ss);
-        return rt_errf(err, errlen, "%s: tensor '%s': shape %s of %s needs %s%llu bytes but data_offsets [%llu, %llu] span %llu",
-                       path, name, ss, st_dtypes[d].name, overflow || numel > UINT64_MAX / isz ? "more than " : "",
-                       overflow || numel > UINT64_MAX / isz ? (unsigned long long)UINT64_MAX
-                                                            : (unsigned long long)(numel * isz),
-                       (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b));
+        return isa_errf(err, errlen, "%s: tensor '%s': shape %s of %s needs %s%llu bytes but data_offsets [%llu, %llu] span %llu",
+                        path, name, ss, st_dtypes[d].name, overflow || numel > UINT64_MAX / isz ? "more than " : "",
+                        overflow || numel > UINT64_MAX / isz ? (unsigned long long)UINT64_MAX
+                                                             : (unsigned long long)(numel * isz),
+                        (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b));
     }
     t->numel = (int64_t)numel;
     t->nbytes = en - b;
@@ -159,8 +159,8 @@ static int check_names(const rt_st_file *f, int *order, char *err, size_t errlen
     qsort(order, (size_t)f->ntensors, sizeof *order, cmp_name);
     for (int k = 1; k < f->ntensors; k++)
         if (strcmp(f->tensors[order[k - 1]].name, f->tensors[order[k]].name) == 0)
-            return rt_errf(err, errlen, "%s: tensor '%s' appears twice in the header", f->path,
-                           f->tensors[order[k]].name);
+            return isa_errf(err, errlen, "%s: tensor '%s' appears twice in the header", f->path,
+                            f->tensors[order[k]].name);
     return 0;
 }
 
@@ -168,34 +168,34 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
 {
     const char *path = f->path;
     if (size < 8)
-        return rt_errf(err, errlen, "%s: %zu bytes is too short for a safetensors file (the header length alone is 8)",
-                       path, size);
+        return isa_errf(err, errlen, "%s: %zu bytes is too short for a safetensors file (the header length alone is 8)",
+                        path, size);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | bytes[i];
     if (hlen > RT_ST_HEADER_MAX)
-        return rt_errf(err, errlen, "%s: header length %llu exceeds the format's limit of %llu bytes", path,
-                       (unsigned long long)hlen, (unsigned long long)RT_ST_HEADER_MAX);
+        return isa_errf(err, errlen, "%s: header length %llu exceeds the format's limit of %llu bytes", path,
+                        (unsigned long long)hlen, (unsigned long long)RT_ST_HEADER_MAX);
     if (hlen > size - 8)
-        return rt_errf(err, errlen, "%s: header length %llu exceeds the %zu bytes after it", path,
-                       (unsigned long long)hlen, size - 8);
+        return isa_errf(err, errlen, "%s: header length %llu exceeds the %zu bytes after it", path,
+                        (unsigned long long)hlen, size - 8);
     if (hlen < 2)
-        return rt_errf(err, errlen, "%s: header length %llu is too short for a JSON object", path,
-                       (unsigned long long)hlen);
+        return isa_errf(err, errlen, "%s: header length %llu is too short for a JSON object", path,
+                        (unsigned long long)hlen);
     const char *h = (const char *)bytes + 8, *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(h, (size_t)hlen, &end, 0);
     if (!root)
-        return rt_errf(err, errlen, "%s: header is not valid JSON (near byte %lld of the header)", path,
-                       end ? (long long)(end - h) : -1LL);
+        return isa_errf(err, errlen, "%s: header is not valid JSON (near byte %lld of the header)", path,
+                        end ? (long long)(end - h) : -1LL);
     for (const char *q = end; q && q < h + hlen; q++)
         if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r' && *q != 0) {
             cJSON_Delete(root);
-            return rt_errf(err, errlen, "%s: header has text after its JSON object (at byte %lld of the header)",
-                           path, (long long)(q - h));
+            return isa_errf(err, errlen, "%s: header has text after its JSON object (at byte %lld of the header)",
+                            path, (long long)(q - h));
         }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return rt_errf(err, errlen, "%s: header is not a JSON object", path);
+        return isa_errf(err, errlen, "%s: header is not a JSON object", path);
     }
     const unsigned char *data = bytes + 8 + hlen;
     uint64_t dsize = size - 8 - hlen;
@@ -207,18 +207,18 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
     int *order = malloc(((size_t)n + 1) * sizeof *order);
     int rc = 0;
     if (!f->tensors || !ranges || !order) {
-        rc = rt_errf(err, errlen, "%s: out of memory", path);
+        rc = isa_errf(err, errlen, "%s: out of memory", path);
         goto out;
     }
     cJSON_ArrayForEach(e, root)
     {
         if (!e->string) {
-            rc = rt_errf(err, errlen, "%s: header entry without a name", path);
+            rc = isa_errf(err, errlen, "%s: header entry without a name", path);
             goto out;
         }
         if (strcmp(e->string, "__metadata__") == 0) {
             if (!cJSON_IsObject(e)) {
-                rc = rt_errf(err, errlen, "%s: __metadata__ is not an object", path);
+                rc = isa_errf(err, errlen, "%s: __metadata__ is not an object", path);
                 goto out;
             }
             continue;
@@ -226,7 +226,7 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
         rt_st_tensor *t = &f->tensors[f->ntensors];
         t->name = malloc(strlen(e->string) + 1);
         if (!t->name) {
-            rc = rt_errf(err, errlen, "%s: out of memory", path);
+            rc = isa_errf(err, errlen, "%s: out of memory", path);
             goto out;
         }
         strcpy(t->name, e->string);
@@ -250,18 +250,18 @@ static int parse_header(rt_st_file *f, const unsigned char *bytes, size_t size, 
         if (ranges[2 * i] == ranges[2 * i + 1])
             continue; /* empty */
         if (prev >= 0 && ranges[2 * i] < ranges[2 * prev + 1])
-            rc = rt_errf(err, errlen, "%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] overlap", path,
-                         f->tensors[prev].name, (unsigned long long)ranges[2 * prev],
-                         (unsigned long long)ranges[2 * prev + 1], f->tensors[i].name,
-                         (unsigned long long)ranges[2 * i], (unsigned long long)ranges[2 * i + 1]);
+            rc = isa_errf(err, errlen, "%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] overlap", path,
+                          f->tensors[prev].name, (unsigned long long)ranges[2 * prev],
+                          (unsigned long long)ranges[2 * prev + 1], f->tensors[i].name,
+                          (unsigned long long)ranges[2 * i], (unsigned long long)ranges[2 * i + 1]);
         else if (ranges[2 * i] != covered)
-            rc = rt_errf(err, errlen, "%s: data bytes [%llu, %llu) belong to no tensor", path,
+            rc = isa_errf(err, errlen, "%s: data bytes [%llu, %llu) belong to no tensor", path,
                          (unsigned long long)covered, (unsigned long long)ranges[2 * i]);
         covered = ranges[2 * i + 1];
         prev = i;
     }
     if (!rc && covered != dsize)
-        rc = rt_errf(err, errlen, "%s: data bytes [%llu, %llu) belong to no tensor", path,
+        rc = isa_errf(err, errlen, "%s: data bytes [%llu, %llu) belong to no tensor", path,
                      (unsigned long long)covered, (unsigned long long)dsize);
 out:
     free(ranges);
@@ -275,7 +275,7 @@ rt_st_file *rt_st_read(const char *path, char *err, size_t errlen)
     rt_st_file *f = calloc(1, sizeof *f);
     if (!f || !(f->path = malloc(strlen(path) + 1))) {
         free(f);
-        rt_errf(err, errlen, "%s: out of memory", path);
+        isa_errf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     strcpy(f->path, path);
@@ -291,7 +291,7 @@ rt_st_file *rt_st_read(const char *path, char *err, size_t errlen)
     if (size) {
         void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
-            rt_errf(err, errlen, "%s: cannot map the file: %s", path, strerror(errno));
+            isa_errf(err, errlen, "%s: cannot map the file: %s", path, strerror(errno));
             close(fd);
             rt_st_free(f);
             return NULL;
@@ -415,8 +415,8 @@ int rt_st_to_i64(const rt_st_tensor *t, const char *path, int64_t *out, char *er
     for (int64_t k = 0; k < t->numel; k++) {
         double v = elem_f64(t, k);
         if (!(v > -0x1p63 - 1024 && v < 0x1p63))
-            return rt_errf(err, errlen, "%s: tensor '%s': element %lld (%g) does not convert to an integer",
-                           path ? path : "safetensors", t->name, (long long)k, v);
+            return isa_errf(err, errlen, "%s: tensor '%s': element %lld (%g) does not convert to an integer",
+                            path ? path : "safetensors", t->name, (long long)k, v);
         out[k] = (int64_t)v;
     }
     return 0;
@@ -432,16 +432,16 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
     if (!root || !sizes) {
         cJSON_Delete(root);
         free(sizes);
-        return rt_errf(err, errlen, "%s: out of memory", path);
+        return isa_errf(err, errlen, "%s: out of memory", path);
     }
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         if ((unsigned)t[i].dtype >= RT_ST_NDTYPES || t[i].rank < 0 || t[i].rank > RT_ST_MAX_RANK) {
-            rc = rt_errf(err, errlen, "%s: tensor '%s': bad dtype or rank", path, t[i].name);
+            rc = isa_errf(err, errlen, "%s: tensor '%s': bad dtype or rank", path, t[i].name);
             break;
         }
         if (cJSON_GetObjectItemCaseSensitive(root, t[i].name)) {
-            rc = rt_errf(err, errlen, "%s: tensor '%s' given twice", path, t[i].name);
+            rc = isa_errf(err, errlen, "%s: tensor '%s' given twice", path, t[i].name);
             break;
         }
         uint64_t numel = 1;
@@ -451,7 +451,7 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
         cJSON_AddItemToObject(e, "shape", sh);
         for (int d = 0; d < t[i].rank; d++) {
             if (t[i].shape[d] < 0) {
-                rc = rt_errf(err, errlen, "%s: tensor '%s': negative dimension", path, t[i].name);
+                rc = isa_errf(err, errlen, "%s: tensor '%s': negative dimension", path, t[i].name);
                 break;
             }
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t[i].shape[d]));
@@ -468,7 +468,7 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
     if (rc || !json) {
         free(sizes);
         free(json);
-        return rc ? rc : rt_errf(err, errlen, "%s: out of memory", path);
+        return rc ? rc : isa_errf(err, errlen, "%s: out of memory", path);
     }
     size_t jl = strlen(json), hl = (jl + 7) / 8 * 8;
     isa_outfile o;
@@ -485,7 +485,7 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
         for (int i = 0; i < n && ok; i++)
             ok = !sizes[i] || fwrite(t[i].data, 1, (size_t)sizes[i], f) == sizes[i];
         if (!ok)
-            rt_errf(err, errlen, "%s: write error: %s", path, strerror(errno));
+            isa_errf(err, errlen, "%s: write error: %s", path, strerror(errno));
         if (isa_out_close(&o, ok, ok ? err : NULL, errlen) || !ok)
             rc = -1;
     }

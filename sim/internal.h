@@ -120,7 +120,7 @@ struct sim {
     sim_fault *fault;
 };
 
-/* Record a fault at (core, unit, index); always returns -1. */
+/* fault.c: record a fault at (core, unit, index); always returns -1. */
 int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -182,7 +182,8 @@ void sim_trace_reset(sim *s);
 void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end);
 void sim_trace_dram(sim *s, double start, double end, uint64_t bytes, int is_write);
 
-/* DRAM copies in the program's segment, with bounds checks by the caller. */
+/* pages.c: DRAM copies in the program's segment, with bounds checks by
+ * the caller. */
 void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len);
 void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len);
 

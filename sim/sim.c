@@ -1,31 +1,14 @@
-/* sim.c: the chip (cores, LX, sparse DRAM) and the functional run loop:
- * each core's sequencer executes control instructions and dispatches the
- * rest to unit queues; units run their queues in order, ordered across
- * units by tokens and across cores by barriers. */
+/* sim.c: the chip (cores, LX, DRAM: its pages in pages.c) and a run's
+ * entry point: the program's regions checked against device DRAM, then
+ * engine.c's run loop. */
 #include "internal.h"
 
 #include "dram.h"
 
 #include <cblas.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
-{
-    if (!s->fault)
-        return -1;
-    s->fault->core = core;
-    s->fault->unit = unit;
-    s->fault->index = index;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->fault->msg, sizeof s->fault->msg, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static void destroy_cores(sim *s)
 {
@@ -99,70 +82,6 @@ uint8_t *sim_lx(sim *s, int core)
 {
     sim_pt_drain(s);
     return core >= 0 && core < s->cfg.cores ? s->cores[core].lx : NULL;
-}
-
-static uint8_t *page_for_write(sim *s, uint64_t page)
-{
-    if (!s->pages[page]) {
-        s->pages[page] = calloc(1, s->cfg.dram_page_bytes);
-        if (!s->pages[page]) {
-            fprintf(stderr, "spyre: out of host memory for device DRAM\n");
-            abort();
-        }
-    }
-    return s->pages[page];
-}
-
-void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len)
-{
-    const uint8_t *p = src;
-    uint64_t mask = s->cfg.dram_page_bytes - 1;
-    while (len) {
-        uint64_t off = addr & mask;
-        size_t n = (size_t)(s->cfg.dram_page_bytes - off);
-        if (n > len)
-            n = len;
-        memcpy(page_for_write(s, addr >> s->page_shift) + off, p, n);
-        addr += n;
-        p += n;
-        len -= n;
-    }
-}
-
-void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len)
-{
-    uint8_t *p = dst;
-    uint64_t mask = s->cfg.dram_page_bytes - 1;
-    while (len) {
-        uint64_t off = addr & mask;
-        size_t n = (size_t)(s->cfg.dram_page_bytes - off);
-        if (n > len)
-            n = len;
-        const uint8_t *pg = s->pages[addr >> s->page_shift];
-        if (pg)
-            memcpy(p, pg + off, n);
-        else
-            memset(p, 0, n);
-        addr += n;
-        p += n;
-        len -= n;
-    }
-}
-
-int sim_dram_write(sim *s, uint64_t addr, const void *src, size_t len)
-{
-    if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
-        return -1;
-    sim_dram_copy_in(s, addr, src, len);
-    return 0;
-}
-
-int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len)
-{
-    if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
-        return -1;
-    sim_dram_copy_out(s, addr, dst, len);
-    return 0;
 }
 
 int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim_fault *fault)

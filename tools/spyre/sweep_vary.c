@@ -6,7 +6,6 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,17 +104,6 @@ int sw_vary_parse(char *spec, sw_axis *a, char *err, size_t errlen)
     return 0;
 }
 
-/* snprintf without the compiler's truncation warning: a message cut at the
- * buffer's end is fine here. */
-static void msgf(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void msgf(char *dst, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst, len, fmt, ap);
-    va_end(ap);
-}
-
 /* Load the configuration base + "KEY = V" lines through a temporary file
  * that includes base (an absolute path), so the normal loader checks every
  * value.  -1 with err. */
@@ -127,7 +115,7 @@ static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pi
     int fd = mkstemp(tmp);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
-        msgf(err, errlen, "%s: %s", tmp, strerror(errno));
+        isa_errf(err, errlen, "%s: %s", tmp, strerror(errno));
         if (fd >= 0)
             close(fd);
         free(tmp);
@@ -144,9 +132,9 @@ static int vary_load(const char *base, const sw_axis *ax, int nax, const int *pi
     if (rc) {
         char desc[512] = "";
         for (int k = 0; k < nax; k++)
-            msgf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s=%s", k ? ";" : "", ax[k].key,
-                 ax[k].vals[pick[k]]);
-        msgf(err, errlen, "configuration %s on %s: %s", desc, base, e);
+            isa_errf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s=%s", k ? ";" : "", ax[k].key,
+                     ax[k].vals[pick[k]]);
+        isa_errf(err, errlen, "configuration %s on %s: %s", desc, base, e);
     }
     return rc;
 }

@@ -1,0 +1,130 @@
+/* compare.c: an output tensor, read from the device, against its reference
+ * values and per-element tolerances (rt_check_result), and the one-line
+ * report of a comparison (rt_check_format). */
+#include "rt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DL16_INF 0x1p30 /* the device's stand-in for an infinity (docs/compiler.md) */
+
+int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen)
+{
+    const isa_tensor *t = &prog->p->tensors[ti];
+    if (t->rank != v->rank || memcmp(t->shape, v->shape, (size_t)v->rank * sizeof *v->shape) != 0) {
+        char ts[192], vs[192];
+        rt_dims_str(t->rank, t->shape, ts, sizeof ts);
+        rt_dims_str(v->rank, v->shape, vs, sizeof vs);
+        return isa_errf(err, errlen, "reference: output %s has shape %s but graph line %d computes shape %s",
+                        t->name, ts, v->line, vs);
+    }
+    int64_t n = rt_tensor_elems(t);
+    float *y = malloc((n ? (size_t)n : 1) * sizeof *y);
+    if (!y)
+        return isa_errf(err, errlen, "reference: out of host memory");
+    if (rt_read_tensor(prog, t->name, y, err, errlen)) {
+        free(y);
+        return -1;
+    }
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", t->name);
+    snprintf(r->op, sizeof r->op, "%s", v->op);
+    r->line = v->line;
+    r->rank = v->rank;
+    memcpy(r->shape, v->shape, sizeof r->shape);
+    r->count = n;
+    r->worst = -1;
+    double worst_ratio = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double ref = v->val[i], tol = v->tol[i];
+        if (isnan(y[i]) && isnan(ref)) { /* NaN where the reference has one (a mean over no element) */
+            r->within++;
+            continue;
+        }
+        if (isnan(y[i])) {
+            r->nans++;
+            if (worst_ratio < INFINITY) {
+                worst_ratio = INFINITY;
+                r->worst = i;
+            }
+            continue;
+        }
+        /* an equal infinity is exact, and so is the device's stand-in for it
+         * (+-2^30 or beyond, the same sign) */
+        double e = (double)y[i] == ref || (isinf(ref) && fabs(y[i]) >= DL16_INF && (y[i] < 0) == (ref < 0))
+                       ? 0
+                       : fabs((double)y[i] - ref);
+        if (e <= tol) /* false when ref is NaN */
+            r->within++;
+        if (e > r->max_abs_err)
+            r->max_abs_err = e;
+        double rel = e / fmax(fabs(ref), RT_REL_TINY);
+        if (rel > r->max_rel_err)
+            r->max_rel_err = rel;
+        double ratio = isnan(e) ? INFINITY : e / tol;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            r->worst = i;
+        }
+    }
+    r->worst_ratio = worst_ratio < 0 ? 0 : worst_ratio;
+    if (r->worst >= 0) {
+        r->worst_value = y[r->worst];
+        r->worst_ref = v->val[r->worst];
+        r->worst_tol = (float)v->tol[r->worst];
+    }
+    r->ok = r->within == n && r->nans == 0;
+    free(y);
+    return 0;
+}
+
+/* A value the graph computes that the program holds as data it reads (an
+ * input or a weight) would be filled, not computed, and --check would
+ * compare nothing: refused, naming the tensor. */
+int rt_computed_as_data(const isa_program *p, const char *name, int line, char *err, size_t errlen)
+{
+    int i = isa_program_find_tensor(p, name);
+    if (i < 0 || (p->tensors[i].role != ISA_ROLE_INPUT && p->tensors[i].role != ISA_ROLE_WEIGHT))
+        return 0;
+    return isa_errf(err, errlen, "reference: %%%s is computed by the graph (line %d) but the program's tensor %s is %s %s, "
+                    "not an output", name, line, name, p->tensors[i].role == ISA_ROLE_INPUT ? "an" : "a",
+                    isa_role_names[p->tensors[i].role]);
+}
+
+void rt_check_format(const rt_check_result *r, char *buf, size_t len)
+{
+    int o = snprintf(buf, len, "check %s: max_abs_err=%.1e max_rel_err=%.1e within_tol=%.6f (%lld/%lld)", r->name,
+                     r->max_abs_err, r->max_rel_err, r->count ? (double)r->within / (double)r->count : 1.0,
+                     (long long)r->within, (long long)r->count);
+    if (o < 0 || (size_t)o >= len)
+        return;
+    o += snprintf(buf + o, len - (size_t)o, " worst_err_over_tol=%.2g", r->worst_ratio);
+    if (o < 0 || (size_t)o >= len)
+        return;
+    if (r->ok) {
+        snprintf(buf + o, len - (size_t)o, " ok");
+        return;
+    }
+    char idx[160] = "";
+    if (r->worst >= 0) {
+        int64_t rest = r->worst, sub[ISA_MAX_RANK];
+        for (int d = r->rank; d-- > 0;) {
+            sub[d] = r->shape[d] ? rest % r->shape[d] : 0;
+            rest = r->shape[d] ? rest / r->shape[d] : 0;
+        }
+        size_t k = 0;
+        for (int d = 0; d < r->rank && k < sizeof idx; d++)
+            k += (size_t)snprintf(idx + k, sizeof idx - k, "%s%lld", d ? "," : "", (long long)sub[d]);
+    }
+    if (r->nans)
+        o += snprintf(buf + o, len - (size_t)o, " nan=%lld", (long long)r->nans);
+    if (o < 0 || (size_t)o >= len)
+        return;
+    if (r->worst >= 0)
+        snprintf(buf + o, len - (size_t)o, " worst[%s]=%.6g ref=%.6g tol=%.2e MISMATCH", idx,
+                 (double)r->worst_value, (double)r->worst_ref, (double)r->worst_tol);
+    else
+        snprintf(buf + o, len - (size_t)o, " MISMATCH");
+}

@@ -1,0 +1,93 @@
+/* tensor.c: a loaded program's tensor table: a tensor by name, its host
+ * copy, and where it lives in device DRAM while its region is there. */
+#include "rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *enum_name(const char *const *names, int n, int v)
+{
+    return v >= 0 && v < n ? names[v] : "?";
+}
+
+void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o < len)
+        snprintf(buf + o, len - o, ")");
+}
+
+int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t errlen)
+{
+    int i = isa_program_find_tensor(prog->p, name);
+    if (i >= 0)
+        return i;
+    char list[512];
+    size_t o = 0;
+    list[0] = 0;
+    for (size_t j = 0; j < prog->p->ntensors && o < sizeof list; j++) {
+        const isa_tensor *t = &prog->p->tensors[j];
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s (%s)", j ? ", " : "", t->name,
+                              enum_name(isa_role_names, ISA_ROLE_SCRATCH + 1, (int)t->role));
+    }
+    isa_errf(err, errlen, "no tensor %s in the program; tensors: %s", name, prog->p->ntensors ? list : "none");
+    return -1;
+}
+
+int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen)
+{
+    size_t n = (size_t)rt_tensor_elems(&prog->p->tensors[i]);
+    float *h = malloc(n ? n * sizeof *h : 1);
+    if (!h)
+        return isa_errf(err, errlen, "out of host memory");
+    if (n)
+        memcpy(h, values, n * sizeof *h);
+    free(prog->host[i]);
+    prog->host[i] = h;
+    return 0;
+}
+
+const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count)
+{
+    int i = isa_program_find_tensor(prog->p, name);
+    if (i < 0)
+        return NULL;
+    if (count)
+        *count = rt_tensor_elems(&prog->p->tensors[i]);
+    return prog->host[i];
+}
+
+int rt_in_weights(const isa_program *p, const isa_tensor *t)
+{
+    return p->weight_bytes && t->dram_off < p->weight_bytes;
+}
+
+int rt_region_present(const rt_program *prog, const isa_tensor *t)
+{
+    return rt_in_weights(prog->p, t) ? prog->resident : prog->staged;
+}
+
+uint64_t rt_tensor_dev_addr(const rt_program *prog, const isa_tensor *t)
+{
+    if (rt_in_weights(prog->p, t))
+        return prog->wbase + t->dram_off;
+    return prog->abase + (t->dram_off - prog->p->weight_bytes);
+}
+
+int rt_tensor_addr(const rt_program *prog, const char *name, uint64_t *addr, char *err, size_t errlen)
+{
+    int i = rt_find_tensor(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (!rt_region_present(prog, t))
+        return isa_errf(err, errlen, "tensor %s is not in device DRAM now: %s", name,
+                        rt_in_weights(prog->p, t) ? "its program's weights are evicted"
+                                                  : "activations are allocated only from load to the first launch and during launches");
+    *addr = rt_tensor_dev_addr(prog, t);
+    return 0;
+}

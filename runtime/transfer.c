@@ -1,0 +1,128 @@
+/* transfer.c: moving a tensor's values between its host copy and device
+ * DRAM (in device layout, layout.c), and counting the bytes moved. */
+#include "rt_internal.h"
+
+#include <stdlib.h>
+
+void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes)
+{
+    rt_transfer_stats *c[2] = {&prog->pending, &prog->dev->total};
+    for (int k = 0; k < 2; k++) {
+        c[k]->bytes_uploaded += bytes;
+        if (rt_in_weights(prog->p, t))
+            c[k]->weight_bytes_uploaded += bytes;
+    }
+}
+
+int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen)
+{
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (!t->bytes || !rt_region_present(prog, t))
+        return 0; /* uploaded from the host copy when its region is placed */
+    void *buf = malloc((size_t)t->bytes);
+    if (!buf)
+        return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
+                        (unsigned long long)t->bytes);
+    rt_layout_pack(t, prog->p->stick_bytes, values, buf);
+    uint64_t addr = rt_tensor_dev_addr(prog, t);
+    int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
+    free(buf);
+    if (rc)
+        return isa_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
+                        (unsigned long long)t->bytes, (unsigned long long)addr);
+    rt_count_upload(prog, t, t->bytes);
+    return 0;
+}
+
+int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_host_dtype dt,
+                    char *err, size_t errlen)
+{
+    int i = rt_find_tensor(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    if (dt != ISA_HT_F32 && dt != ISA_HT_F16)
+        return isa_errf(err, errlen, "tensor %s: unknown host dtype %d", name, (int)dt);
+    const isa_tensor *t = &prog->p->tensors[i];
+    size_t n = (size_t)rt_tensor_elems(t);
+    const float *vals = host;
+    float *conv = NULL;
+    if (dt == ISA_HT_F16) {
+        conv = malloc(n ? n * sizeof *conv : 1);
+        if (!conv)
+            return isa_errf(err, errlen, "tensor %s: out of host memory", name);
+        const uint16_t *h = host;
+        for (size_t k = 0; k < n; k++)
+            conv[k] = isa_f16_to_f32(h[k]);
+        vals = conv;
+    }
+    int rc = rt_keep_host(prog, i, vals, err, errlen);
+    if (!rc)
+        rc = rt_write_f32(prog, i, vals, err, errlen);
+    free(conv);
+    return rc;
+}
+
+int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen)
+{
+    int i = rt_find_tensor(prog, name, err, errlen);
+    if (i < 0)
+        return -1;
+    const isa_tensor *t = &prog->p->tensors[i];
+    if (!t->bytes)
+        return 0;
+    int present = rt_region_present(prog, t);
+    if (!present && t->role == ISA_ROLE_SCRATCH)
+        return isa_errf(err, errlen, "tensor %s is scratch: it exists only in device DRAM, during a launch", name);
+    void *buf = calloc(1, (size_t)t->bytes);
+    if (!buf)
+        return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
+                        (unsigned long long)t->bytes);
+    if (present) {
+        uint64_t addr = rt_tensor_dev_addr(prog, t);
+        if (sim_dram_read(prog->dev->sim, addr, buf, (size_t)t->bytes)) {
+            free(buf);
+            return isa_errf(err, errlen, "tensor %s: device DRAM read of %llu bytes at %llu failed", name,
+                            (unsigned long long)t->bytes, (unsigned long long)addr);
+        }
+    } else if (prog->host[i]) {
+        /* Not on the device now: the host copy in device precision. */
+        rt_layout_pack(t, prog->p->stick_bytes, prog->host[i], buf);
+    }
+    rt_layout_unpack(t, prog->p->stick_bytes, buf, host);
+    free(buf);
+    return 0;
+}
+
+int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
+{
+    const isa_program *p = prog->p;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        if (t->role != ISA_ROLE_OUTPUT || !rt_region_present(prog, t))
+            continue;
+        size_t n = (size_t)rt_tensor_elems(t);
+        float *h = prog->host[i] ? prog->host[i] : malloc(n ? n * sizeof *h : 1);
+        void *buf = malloc(t->bytes ? (size_t)t->bytes : 1);
+        if (!h || !buf) {
+            if (h != prog->host[i])
+                free(h);
+            free(buf);
+            return isa_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
+        }
+        prog->host[i] = h;
+        if (sim_dram_read(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes)) {
+            free(buf);
+            return isa_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
+        }
+        rt_layout_unpack(t, p->stick_bytes, buf, h);
+        free(buf);
+        prog->pending.bytes_downloaded += t->bytes;
+        prog->dev->total.bytes_downloaded += t->bytes;
+    }
+    return 0;
+}
+
+void rt_device_transfers(const rt_device *dev, rt_transfer_stats *total)
+{
+    *total = dev->total;
+}

@@ -1,0 +1,71 @@
+/* pages.c: the device DRAM's contents, stored sparsely as pages allocated
+ * on first write (a page never written reads as zeros). */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint8_t *page_for_write(sim *s, uint64_t page)
+{
+    if (!s->pages[page]) {
+        s->pages[page] = calloc(1, s->cfg.dram_page_bytes);
+        if (!s->pages[page]) {
+            fprintf(stderr, "spyre: out of host memory for device DRAM\n");
+            abort();
+        }
+    }
+    return s->pages[page];
+}
+
+void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len)
+{
+    const uint8_t *p = src;
+    uint64_t mask = s->cfg.dram_page_bytes - 1;
+    while (len) {
+        uint64_t off = addr & mask;
+        size_t n = (size_t)(s->cfg.dram_page_bytes - off);
+        if (n > len)
+            n = len;
+        memcpy(page_for_write(s, addr >> s->page_shift) + off, p, n);
+        addr += n;
+        p += n;
+        len -= n;
+    }
+}
+
+void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len)
+{
+    uint8_t *p = dst;
+    uint64_t mask = s->cfg.dram_page_bytes - 1;
+    while (len) {
+        uint64_t off = addr & mask;
+        size_t n = (size_t)(s->cfg.dram_page_bytes - off);
+        if (n > len)
+            n = len;
+        const uint8_t *pg = s->pages[addr >> s->page_shift];
+        if (pg)
+            memcpy(p, pg + off, n);
+        else
+            memset(p, 0, n);
+        addr += n;
+        p += n;
+        len -= n;
+    }
+}
+
+int sim_dram_write(sim *s, uint64_t addr, const void *src, size_t len)
+{
+    if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
+        return -1;
+    sim_dram_copy_in(s, addr, src, len);
+    return 0;
+}
+
+int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len)
+{
+    if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
+        return -1;
+    sim_dram_copy_out(s, addr, dst, len);
+    return 0;
+}
