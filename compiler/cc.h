@@ -16,9 +16,10 @@
  * core (cores without work only halt, or only `bar` or `fence` and halt
  * in a program of several kernels), the kernels of every working core
  * named (isa_program_add_kernel: together they cover every instruction
- * but the final halt), and graph text naming the ATen operation, which
- * the runtime uses to compute a reference.  On a shape, option or budget
- * it cannot handle it returns NULL with a one-line message in err. */
+ * but the final halt and a bar or fence between two kernels), and graph
+ * text naming the ATen operation, which the runtime uses to compute a
+ * reference.  On a shape, option or budget it cannot handle it returns
+ * NULL with a one-line message in err. */
 #ifndef CC_H
 #define CC_H
 
