@@ -1683,7 +1683,11 @@ int be_rows_emit(be_ctx *c, int pos)
             rc.done[s] = cc_tok_alloc(e, "rows done");
             rc.empty[s] = cc_tok_alloc(e, "rows empty");
         }
-        if (cc_emit_failed(e)) {
+        if (cc_emit_failed(e)) { /* out of LX or tokens */
+            for (int j = 0; j < k.nn; j++)
+                free(rc.ocount[j]);
+            free(rc.ocount);
+            free(rc.ostage);
             rc_ = -1;
             break;
         }

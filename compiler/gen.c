@@ -84,10 +84,10 @@ static isa_program *compile_job(const chip_config *cfg, const gen_job *job, int 
         co.nwork_div = n;
         r = cc_compile(g, &co, err, errlen);
     }
-    cc_graph_free(g);
     isa_program *p = r ? cc_result_take_program(r) : NULL;
     int one = r && cc_result_nkernels(r) == 1;
     cc_result_free(r);
+    cc_graph_free(g);
     if (!p)
         return NULL;
     for (size_t k = 0; one && k < p->nkernels; k++)
