@@ -1,6 +1,7 @@
 /* bench_calibrate: every row of "Measurements on real hardware to
- * calibrate against" (shared/reference/spyre-hardware.md), run with
- * programs of the kind our compiler generates, simulated against measured.
+ * calibrate against" (shared/reference/spyre-hardware.md), run with the
+ * hand-shaped kernels of bench/shapes.h (fixed programs, so the figures
+ * move only when the timing model does), simulated against measured.
  * Prints one line per row and, last, max_calibration_error=<fraction>.
  * The configuration's fitted values are explained in sim/configs/spyre.cfg
  * and docs/calibration.md. */
@@ -9,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cc.h"
 #include "rt.h"
+#include "shapes.h"
 
 static rt_device *dev;
 static double worst;
@@ -70,19 +71,19 @@ int main(void)
     };
     for (int i = 0; i < 3; i++) {
         cc_gen_opts go = {sm[i].cores, sm[i].lx_plan};
-        sim_stats *st = run(cc_gen_softmax_opts(cfg, 512, 1024, &go, err, sizeof err), sm[i].name);
+        sim_stats *st = run(shapes_softmax(cfg, 512, 1024, &go, err, sizeof err), sm[i].name);
         row(sm[i].name, "us", sm[i].us, sim_stats_time_us(st, cfg));
         free(st);
     }
     /* Sustained matmul rate of one core on a large product. */
     cc_gen_opts one = {1, 1};
-    sim_stats *st = run(cc_gen_gemm_opts(cfg, 1024, 1024, 1024, &one, err, sizeof err), "matmul");
+    sim_stats *st = run(shapes_gemm(cfg, 1024, 1024, 1024, &one, err, sizeof err), "matmul");
     row("matmul 1024^3 1 core", "MAC/ns", 1140.0, (double)st->macs / (sim_stats_time_us(st, cfg) * 1e3));
     free(st);
     /* DRAM streaming on every core: reads only, then reads and writes. */
     const uint64_t slice = 4u << 20;
     for (int wb = 0; wb < 2; wb++) {
-        st = run(cc_gen_stream(cfg, slice, wb, NULL, err, sizeof err), "stream");
+        st = run(shapes_stream(cfg, slice, wb, NULL, err, sizeof err), "stream");
         double bytes = (double)(st->dram_bytes_read + st->dram_bytes_written);
         row(wb ? "DRAM streaming balanced read+write" : "DRAM streaming one direction", "GB/s", wb ? 105.0 : 150.0,
             bytes / (sim_stats_time_us(st, cfg) * 1e3));

@@ -1,5 +1,6 @@
-/* codegen.h: the compiler's code-generation layer, shared by the kernel
- * generators (gen_*.c); not part of the public interface (cc.h).
+/* codegen.h: the compiler's code-generation layer, used by the back half
+ * (backend.c, be_*.c) and by the hand-shaped kernels of the benchmarks
+ * (bench/shapes_*.c); not part of the public interface (cc.h).
  *
  * An emitter (cc_emit) writes one core's stream.  It owns that core's
  * resources: an LX bump allocator checked against the chip's usable LX,
@@ -61,10 +62,6 @@ int cc_resolve_opts(const chip_config *cfg, const cc_gen_opts *opts, cc_gen_opts
  * of `graph` as its graph text (NULL: none).  NULL (message in err) on
  * failure. */
 isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err, size_t errlen);
-/* Add a 2-D tensor (rows, cols), sticked on cols, at the next aligned DRAM
- * offset; returns its DRAM offset. */
-uint64_t cc_program_add_2d(isa_program *p, const chip_config *cfg, const char *name, isa_role role,
-                           int64_t rows, int64_t cols);
 
 /* ---- Emitter ---- */
 

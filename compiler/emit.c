@@ -93,18 +93,6 @@ isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err
     return p;
 }
 
-uint64_t cc_program_add_2d(isa_program *p, const chip_config *cfg, const char *name, isa_role role, int64_t rows,
-                           int64_t cols)
-{
-    uint64_t align = cfg->stick_bytes;
-    if (cfg->dram_align > align && cfg->dram_align % align == 0)
-        align = cfg->dram_align;
-    uint64_t off = (p->dram_bytes + align - 1) / align * align;
-    int64_t shape[2] = {rows, cols};
-    isa_program_add_tensor(p, name, role, ISA_HT_F32, ISA_T_DL16, 2, shape, off);
-    return off;
-}
-
 /* ---- Emitter ---- */
 
 void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core, char *err, size_t errlen)

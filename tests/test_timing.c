@@ -130,10 +130,12 @@ static void test_token_makes_pt_wait_for_dma(void)
     isa_program_free(b);
 }
 
+/* A small GEMM on every core of spyre-4core. */
 static isa_program *small_gemm(void)
 {
     char err[256];
-    isa_program *p = cc_gen_gemm(&cfg4, 200, 130, 300, err, sizeof err);
+    cc_gen_opts every = {cfg4.cores, 1};
+    isa_program *p = cc_gen_gemm_opts(&cfg4, 200, 130, 300, &every, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     return p;
 }

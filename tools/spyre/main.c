@@ -914,9 +914,9 @@ static const command commands[] = {
      "compare each output with PyTorch's expected.safetensors.  Exit 1 on a mismatch, 2 when a file's\n"
      "tensor is missing or has another shape or dtype than the graph declares."},
     {"gen", cmd_gen, "gen gemm M N K -o FILE.elf [--config FILE] | gen softmax ROWS COLS -o FILE.elf [--config FILE]",
-     "Generate a program: C = A x B (A is M x K, B is K x N) split across all cores, or a softmax over\n"
-     "the rows of a ROWS x COLS tensor.  --config picks the chip (a path or a name in sim/configs/;\n"
-     "default spyre)."},
+     "Generate a program: C = A x B (A is M x K, B is K x N) split across the cores, or a softmax over\n"
+     "the rows of a ROWS x COLS tensor, compiled from the graph of that one op as `spyre compile` does.\n"
+     "--config picks the chip (a path or a name in sim/configs/; default spyre)."},
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"

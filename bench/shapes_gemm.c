@@ -1,5 +1,6 @@
-/* gen_gemm.c: C (M, N) = A (M, K) @ B (K, N) on the cores of the chip (at
- * most cc_gen_opts.cores of them), as one kernel "gemm" per working core.
+/* shapes_gemm.c: the hand-shaped GEMM the calibration measures: C (M, N) =
+ * A (M, K) @ B (K, N) on the cores of the chip (at most cc_gen_opts.cores
+ * of them), as one kernel "gemm" per working core.
  *
  * Two schemes.  When every core's whole A row panel and B column panel fit
  * its LX, the panels are shared over the ring (see "Shared panels" below:
@@ -54,7 +55,7 @@
  * The two PT corelets split each block by rows (at a fixed row r0) or by
  * sticks (at a fixed stick s0); every buffer uses the plan's fixed strides
  * (MB, KC), so a corelet's region of P and C never moves between blocks. */
-#include "codegen.h"
+#include "shapes.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -977,12 +978,7 @@ static int emit_share_core(const gemm_ctx *g, const share_plan *sp, isa_program 
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-isa_program *cc_gen_gemm(const chip_config *cfg, int64_t M, int64_t N, int64_t K, char *err, size_t errlen)
-{
-    return cc_gen_gemm_opts(cfg, M, N, K, NULL, err, errlen);
-}
-
-isa_program *cc_gen_gemm_opts(const chip_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
+isa_program *shapes_gemm(const chip_config *cfg, int64_t M, int64_t N, int64_t K, const cc_gen_opts *opts,
                               char *err, size_t errlen)
 {
     cc_gen_opts o;
@@ -1035,9 +1031,9 @@ isa_program *cc_gen_gemm_opts(const chip_config *cfg, int64_t M, int64_t N, int6
     isa_program *p = cc_program_new(cfg, "%C = aten.mm(%A, %B)\n", err, errlen);
     if (!p)
         return NULL;
-    g.a_dram = cc_program_add_2d(p, cfg, "A", ISA_ROLE_INPUT, M, K);
-    g.b_dram = cc_program_add_2d(p, cfg, "B", ISA_ROLE_INPUT, K, N);
-    g.c_dram = cc_program_add_2d(p, cfg, "C", ISA_ROLE_OUTPUT, M, N);
+    g.a_dram = shapes_add_2d(p, cfg, "A", ISA_ROLE_INPUT, M, K);
+    g.b_dram = shapes_add_2d(p, cfg, "B", ISA_ROLE_INPUT, K, N);
+    g.c_dram = shapes_add_2d(p, cfg, "C", ISA_ROLE_OUTPUT, M, N);
     for (int core = 0; core < cfg->cores; core++) {
         int64_t m0 = 0, mt = 0, g0 = 0, ns = 0;
         if (core < gm * gn) {

@@ -1,4 +1,5 @@
-/* gen_softmax.c: y (rows, cols) = softmax(x, dim=-1), DL16 throughout.
+/* shapes_softmax.c: the hand-shaped softmax the calibration measures:
+ * y (rows, cols) = softmax(x, dim=-1), DL16 throughout.
  *
  * Work division: rows split across the cores in use (uneven allowed; a core
  * with no rows only halts, or with two kernels only joins the barrier).  A
@@ -43,7 +44,7 @@
  * empty starts with one credit (a kernel's prologue) and is drained at the
  * kernel's end.  Full chunks run in a counted loop unrolled by two (one
  * per slot), with the DRAM addresses in registers advanced by addi. */
-#include "codegen.h"
+#include "shapes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -309,12 +310,7 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int lx_plan, 
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-isa_program *cc_gen_softmax(const chip_config *cfg, int64_t rows, int64_t cols, char *err, size_t errlen)
-{
-    return cc_gen_softmax_opts(cfg, rows, cols, NULL, err, errlen);
-}
-
-isa_program *cc_gen_softmax_opts(const chip_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
+isa_program *shapes_softmax(const chip_config *cfg, int64_t rows, int64_t cols, const cc_gen_opts *opts,
                                  char *err, size_t errlen)
 {
     cc_gen_opts o;
@@ -357,11 +353,11 @@ isa_program *cc_gen_softmax_opts(const chip_config *cfg, int64_t rows, int64_t c
     if (!p)
         return NULL;
     sm_dram dram_at = {0};
-    dram_at.x = cc_program_add_2d(p, cfg, "x", ISA_ROLE_INPUT, rows, cols);
-    dram_at.y = cc_program_add_2d(p, cfg, "y", ISA_ROLE_OUTPUT, rows, cols);
+    dram_at.x = shapes_add_2d(p, cfg, "x", ISA_ROLE_INPUT, rows, cols);
+    dram_at.y = shapes_add_2d(p, cfg, "y", ISA_ROLE_OUTPUT, rows, cols);
     if (!o.lx_plan) {
-        dram_at.rmax = cc_program_add_2d(p, cfg, "rmax", ISA_ROLE_SCRATCH, rows, 1);
-        dram_at.rsum = cc_program_add_2d(p, cfg, "rsum", ISA_ROLE_SCRATCH, rows, 1);
+        dram_at.rmax = shapes_add_2d(p, cfg, "rmax", ISA_ROLE_SCRATCH, rows, 1);
+        dram_at.rsum = shapes_add_2d(p, cfg, "rsum", ISA_ROLE_SCRATCH, rows, 1);
     }
     int64_t used = cc_min(rows, o.cores);
     for (int core = 0; core < cfg->cores; core++) {

@@ -1,4 +1,4 @@
-/* gen_stream.c: DRAM streaming microbenchmarks, to calibrate the DRAM
+/* shapes_stream.c: DRAM streaming microbenchmarks, to calibrate the DRAM
  * model against the rates measured on the chip (one direction, and
  * balanced reads and writes).
  *
@@ -16,7 +16,7 @@
  * write_back no unit reads the slots and dmai loads back to back.  Full
  * chunks run in a counted loop unrolled by two (one per slot), the DRAM
  * addresses in registers advanced by addi. */
-#include "codegen.h"
+#include "shapes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ static int emit_core(const cc_target *t, isa_program *p, int core, int write_bac
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-isa_program *cc_gen_stream(const chip_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
+isa_program *shapes_stream(const chip_config *cfg, uint64_t bytes_per_core, int write_back, const cc_gen_opts *opts,
                            char *err, size_t errlen)
 {
     const char *what = write_back ? "stream (read and write)" : "stream (read)";
@@ -138,8 +138,8 @@ isa_program *cc_gen_stream(const chip_config *cfg, uint64_t bytes_per_core, int 
     if (!p)
         return NULL;
     int64_t per_core = (int64_t)(bytes_per_core / (uint64_t)t.stick), rows = per_core * o.cores;
-    uint64_t in = cc_program_add_2d(p, cfg, "in", ISA_ROLE_INPUT, rows, t.lanes16);
-    uint64_t out = write_back ? cc_program_add_2d(p, cfg, "out", ISA_ROLE_OUTPUT, rows, t.lanes16) : 0;
+    uint64_t in = shapes_add_2d(p, cfg, "in", ISA_ROLE_INPUT, rows, t.lanes16);
+    uint64_t out = write_back ? shapes_add_2d(p, cfg, "out", ISA_ROLE_OUTPUT, rows, t.lanes16) : 0;
     for (int core = 0; core < cfg->cores; core++) {
         int64_t n = core < o.cores ? per_core : 0;
         if (emit_core(&t, p, core, write_back, in, out, core * per_core, n, why, sizeof why)) {
