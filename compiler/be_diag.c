@@ -9,12 +9,11 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
 {
     if (!c->err || !c->errlen || c->err[0])
         return -1;
-    int n = K ? snprintf(c->err, c->errlen, "kernel %s: ", K->name) : 0;
-    if (n < 0 || (size_t)n >= c->errlen)
-        n = 0;
+    /* the project's one formatter: the context, then the message appended */
+    isa_errf(c->err, c->errlen, "%s%s%s", K ? "kernel " : "", K ? K->name : "", K ? ": " : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    isa_verrf_cat(c->err, c->errlen, fmt, ap);
     va_end(ap);
     return -1;
 }
