@@ -4,6 +4,8 @@
  *
  *   layout   a device layout per buffer that goes through DRAM (backend.c)
  *   workdiv  each kernel's output split across the cores (backend.c)
+ *   lxplan   the tensors kept in LX across kernels, where, and the ring
+ *            exchanges between kernels on other cores (be_lxplan.c)
  *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
  *            epilogues), be_rows.c (POINTWISE and REDUCTION row kernels),
  *            a `fence` between kernels, a `bar` where a dependency
@@ -48,7 +50,7 @@ typedef struct {
                           writes a tensor it reads, so that the tensor can stay in LX (0: not) */
 } be_work;
 
-/* A ring exchange (lxplan, backend.c): before the kernel at pos, which
+/* A ring exchange (lxplan, be_lxplan.c): before the kernel at pos, which
  * reads a kept tensor aligned but split over another number of cores,
  * each core that holds rows of it sends every reader core its rows, into
  * this region (the reader's part: row i, stick group g at
@@ -61,8 +63,7 @@ typedef struct {
     double est, dram_est;
 } be_xreg;
 
-/* A tensor kept in LX across kernels (the lxplan step of codegen,
- * backend.c): from its producer's position to the last consumer that
+/* A tensor kept in LX across kernels (the lxplan pass, be_lxplan.c): from its producer's position to the last consumer that
  * reads it there.  Every core holds its own rows of it, the rows the
  * producer and those consumers give that core alike, at the same LX
  * offset: row i of the core's part, stick group g, at
@@ -101,6 +102,7 @@ typedef struct be_ctx {
     int restick;       /* layout conflicts that would need a restickify */
     be_res *res;       /* per buffer: kept in LX across kernels (all off with no_lx_plan) */
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
+    int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     int pos;           /* codegen: the kernel position being emitted */
@@ -343,6 +345,11 @@ int be_rows_aligned(const rk_plan *k, int buf, const be_view *v);
 int64_t be_count_temps(ir_prog *p, int e, char *seen);
 
 
+/* The share of LX a kernel is asked to tile into when tensors kept
+ * across kernels need the rest: half, an even trade between a kernel's
+ * double buffers and what stays on chip (docs/compiler.md). */
+#define LX_KERNEL_SHARE 0.5
+
 /* The LX kernel pos may allocate: all the compiler may plan, less the
  * tensors kept in LX across it (lxplan). */
 int64_t be_lx_budget(const be_ctx *c, int pos);
@@ -354,6 +361,17 @@ int be_res_writes(const be_ctx *c, int buf, int pos);
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */
 void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap);
+/* The ring exchange of kept tensor buf before the kernel at pos (NULL: none). */
+const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos);
+/* The ring exchanges before the kernel at pos (be_xreg), as a kernel of
+ * their own, "NAME.xchg": every core holding rows of such a tensor sends
+ * each reader core its share (a dma.lx to itself); a bar then orders
+ * them before the kernel, which reads the region with no tokens. */
+void be_xchg_emit(be_ctx *c, int pos);
+/* Codegen's dry run (backend.c): emit the kernels marked in `only` into
+ * a scratch program; need[i] = the most LX a core's code for kernel i
+ * allocated, -1 where it failed (the run goes on). */
+int be_emit_need(be_ctx *c, const char *only, int64_t *need);
 /* dma.lx (load) or dma.lxs (store) between rows [i0, i0 + n), stick
  * groups [g0, g0 + G) of a core's part of resident buf and a tile of G
  * groups at lx, group stride gs. */
