@@ -648,43 +648,6 @@ static int workdiv_override(be_ctx *c, const char *text)
     return 0;
 }
 
-/* Split row kernel pos like the earlier kernel that writes a tensor it
- * reads, so that the tensor can stay in LX between them, when its cost
- * model says the other core count costs less than the tensor's round
- * trip through DRAM (its bytes at the chip's DRAM rate, written and read).
- * writer[b]: the position that writes buffer b aligned, or -1. */
-static void align_rows(be_ctx *c, int pos, const int *writer)
-{
-    be_work *w = &c->work[pos];
-    be_access *acc = NULL;
-    int n = 0;
-    if (state_of(c)->k[pos].forced || be_rows_access(c, pos, &acc, &n))
-        return;
-    double now = be_rows_estimate(c, pos, w->cores), best = 0;
-    int to = -1;
-    for (int a = 0; a < n; a++) {
-        int src = acc[a].write || !acc[a].aligned ? -1 : writer[acc[a].buf];
-        if (src < 0 || c->work[src].cores == w->cores || c->work[src].cores > w->rows)
-            continue;
-        /* a core's part must fit the LX kept tensors can have */
-        const be_layout *L = &c->lay[acc[a].buf];
-        int64_t part = cc_ceil_div(L->rows, c->work[src].cores) * L->groups * c->t.stick;
-        if ((double)part > (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE))
-            continue;
-        double cost = be_rows_estimate(c, pos, c->work[src].cores) - now;
-        double trip = c->t.dram_bytes_per_cycle > 0 ? 2.0 * (double)be_buf_bytes(c, acc[a].buf) / c->t.dram_bytes_per_cycle : 0;
-        if (cost < trip && trip - cost > best) {
-            best = trip - cost;
-            to = src;
-        }
-    }
-    free(acc);
-    if (to >= 0) {
-        w->cores = c->work[to].cores;
-        w->aligned_to = to + 1;
-    }
-}
-
 int be_workdiv_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -696,18 +659,18 @@ int be_workdiv_pass(ir_prog *p)
     for (int b = 0; b < p->nbufs; b++)
         writer[b] = -1;
     for (int i = 0; i < p->norder; i++) {
-        const int matmul = p->kernels[p->order[i]].kind == IR_MATMUL;
-        int rc = matmul ? be_matmul_plan(c, i) : be_rows_plan(c, i);
-        if (!rc && keep && !matmul) {
+        const be_kind *kd = be_kind_of(c, i);
+        int rc = kd->plan(c, i);
+        if (!rc && keep && kd->align && !state_of(c)->k[i].forced) {
             int cores = c->work[i].cores;
-            align_rows(c, i, writer);
+            kd->align(c, i, writer);
             if (c->work[i].cores != cores)
-                rc = be_rows_plan(c, i); /* again, on the aligned cores */
+                rc = kd->plan(c, i); /* again, on the aligned cores */
         }
         be_access *acc = NULL;
         int n = 0;
         if (!rc && keep)
-            rc = (matmul ? be_matmul_access : be_rows_access)(c, i, &acc, &n);
+            rc = kd->access(c, i, &acc, &n);
         for (int a = 0; a < n; a++)
             if (acc[a].write)
                 writer[acc[a].buf] = acc[a].aligned ? i : -1;
@@ -986,7 +949,7 @@ static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, con
         }
         c->pos = i;
         be_xchg_emit(c, i);
-        int rc = p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_emit(c, i) : be_rows_emit(c, i);
+        int rc = be_kind_of(c, i)->emit(c, i);
         for (int core = 0; core < ncores && !rc; core++)
             if (cc_emit_failed(&c->em[core]))
                 rc = -1;

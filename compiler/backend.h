@@ -350,6 +350,8 @@ int64_t be_count_temps(ir_prog *p, int e, char *seen);
  * double buffers and what stays on chip (docs/compiler.md). */
 #define LX_KERNEL_SHARE 0.5
 
+/* ---- The LX plan's decisions, as codegen reads them (be_lxres.c) ---- */
+
 /* The LX kernel pos may allocate: all the compiler may plan, less the
  * tensors kept in LX across it (lxplan). */
 int64_t be_lx_budget(const be_ctx *c, int pos);
@@ -361,6 +363,12 @@ int be_res_writes(const be_ctx *c, int buf, int pos);
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */
 void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap);
+/* The rows of a tensor of `rows` rows that core p holds under a split
+ * over pc cores and core k reads under a split over qc cores: [*lo, *hi)
+ * (empty when *lo >= *hi), and the first rows of the two parts, *p0 and
+ * *q0. */
+void be_xchg_share(int64_t rows, int64_t pc, int64_t p, int64_t qc, int64_t k, int64_t *p0, int64_t *q0, int64_t *lo,
+                   int64_t *hi);
 /* The ring exchange of kept tensor buf before the kernel at pos (NULL: none). */
 const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos);
 /* The ring exchanges before the kernel at pos (be_xreg), as a kernel of
@@ -378,21 +386,40 @@ int be_emit_need(be_ctx *c, const char *only, int64_t *need);
 void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
                  int64_t gs);
 
-/* The DRAM buffers a kernel reads and writes (*out, n of them; the
- * caller frees *out); -1 with an error. */
-int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
-/* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
-double be_rows_estimate(be_ctx *c, int pos, int cores);
-int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
-/* The cost model's cycles for matmul kernel pos as planned, tiled into
- * be_lx_budget (DBL_MAX: no tiling fits). */
-double be_matmul_estimate(be_ctx *c, int pos);
+/* ---- The kernel-kind table (be_kind.c) ----
+ *
+ * What each kind of kernel supplies to the back half's passes; the
+ * passes reach a kernel's code only through its row (be_kind_of), never
+ * by testing its kind.  Each function returns -1 with an error naming
+ * the kernel (estimate: -1, or DBL_MAX when no tiling fits). */
+typedef struct {
+    const char *name;
+    /* workdiv: the kernel's split over the cores and its tiling (be_work, be_note) */
+    int (*plan)(be_ctx *c, int pos);
+    /* workdiv, optional: split it like the earlier kernel writer[b] that
+     * writes a tensor b it reads, when that lets the tensor stay in LX
+     * for less than the DRAM round trip costs */
+    void (*align)(be_ctx *c, int pos, const int *writer);
+    /* workdiv, lxplan: the DRAM buffers it reads and writes (*out, n of
+     * them; the caller frees *out) */
+    int (*access)(be_ctx *c, int pos, be_access **out, int *n);
+    /* lxplan: the cost model's cycles as planned, tiled into be_lx_budget */
+    double (*estimate)(be_ctx *c, int pos);
+    /* codegen: its instructions on every core it runs on */
+    int (*emit)(be_ctx *c, int pos);
+} be_kind;
 
-/* Kernel generators: -1 with an error. */
-int be_matmul_plan(be_ctx *c, int pos);
-int be_matmul_emit(be_ctx *c, int pos);
+const be_kind *be_kind_of(const be_ctx *c, int pos);
+
+int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_rows_plan(be_ctx *c, int pos);
+void be_rows_align(be_ctx *c, int pos, const int *writer);
+double be_rows_estimate(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
+int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
+int be_matmul_plan(be_ctx *c, int pos);
+double be_matmul_estimate(be_ctx *c, int pos);
+int be_matmul_emit(be_ctx *c, int pos);
 
 /* A note for the report about the kernel at pos, from the *_plan
  * functions: BE_NOTE_TILES replaces the tile description (and starts the

@@ -1,7 +1,7 @@
 /* be_lxplan.c: the lxplan pass: which tensors stay in LX from one kernel
  * to later ones, where, and the ring exchanges between kernels split over
- * different cores; the plan's queries for codegen, the code that moves
- * kept tensors, and the pass's dump. */
+ * different cores, and the pass's dump.  Codegen reads the decisions
+ * through be_lxres.c. */
 #include "backend.h"
 
 #include <assert.h>
@@ -9,74 +9,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-int64_t be_lx_budget(const be_ctx *c, int pos)
-{
-    return c->lx_floor ? c->lx_floor[pos] : (int64_t)c->cfg->lx_usable_bytes;
-}
-
-const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos)
-{
-    const be_res *r = c->res ? &c->res[buf] : NULL;
-    for (int i = 0; r && i < r->nx; i++)
-        if (r->x[i].pos == pos)
-            return &r->x[i];
-    return NULL;
-}
-
-/* The rows of a tensor of `rows` rows that core p holds under a split
- * over pc cores and core k reads under a split over qc cores: [*lo, *hi)
- * (empty when *lo >= *hi), and the first rows of the two parts, *p0 and
- * *q0. */
-static void xchg_share(int64_t rows, int64_t pc, int64_t p, int64_t qc, int64_t k, int64_t *p0, int64_t *q0,
-                       int64_t *lo, int64_t *hi)
-{
-    int64_t pn, qn;
-    cc_split(rows, pc, p, p0, &pn);
-    cc_split(rows, qc, k, q0, &qn);
-    *lo = cc_max(*p0, *q0);
-    *hi = cc_min(*p0 + pn, *q0 + qn);
-}
-
-void be_xchg_emit(be_ctx *c, int pos)
-{
-    const ir_prog *p = c->p;
-    const int ncores = c->cfg->cores;
-    const int64_t sb = c->t.stick;
-    char name[ISA_NAME_MAX];
-    snprintf(name, sizeof name, "%s.xchg", p->kernels[p->order[pos]].name);
-    int any = 0;
-    for (int b = 0; b < p->nbufs; b++) {
-        const be_res *r = &c->res[b];
-        const be_xreg *x = be_res_xreg(c, b, pos);
-        if (!x)
-            continue;
-        any = 1;
-        const int64_t rows = c->lay[b].rows, G = c->lay[b].groups;
-        for (int core = 0; core < r->cores; core++) {
-            cc_emit *e = &c->em[core];
-            for (int k = 0; k < x->cores; k++) {
-                int64_t p0, q0, lo, hi;
-                for (xchg_share(rows, r->cores, core, x->cores, k, &p0, &q0, &lo, &hi); lo < hi; lo += 65535) {
-                    const int64_t n = cc_min(65535, hi - lo);
-                    const isa_addr d = cc_abs(x->lx + (lo - q0) * sb), a = cc_abs(r->lx + (lo - p0) * sb);
-                    cc_dma_shape sh = cc_dma_groups(n, G, x->rows_cap * sb, r->rows_cap * sb);
-                    if (!e->kname)
-                        cc_kernel_begin(e, name);
-                    if (k == core)
-                        cc_emit_dma(e, ISA_OP_DMA_LX, d, a, &sh);
-                    else
-                        cc_emit_ring(e, ISA_OP_RING_SEND, k, 255, d, a, &sh);
-                }
-            }
-        }
-    }
-    for (int core = 0; core < ncores && any; core++) {
-        if (c->em[core].kname)
-            cc_kernel_end(&c->em[core]);
-        cc_emit_bar(&c->em[core]);
-    }
-}
 
 /* ---- lxplan: tensors kept in LX across kernels ----
  *
@@ -106,44 +38,6 @@ typedef struct {
     int other;    /* read or written some other way: DRAM needed */
 } lx_cand;
 
-int be_res_reads(const be_ctx *c, int buf, int pos)
-{
-    const be_res *r = c->res ? &c->res[buf] : NULL;
-    if (be_res_xreg(c, buf, pos))
-        return 1;
-    if (!r || !r->on || pos <= r->from || pos > r->to)
-        return 0;
-    for (int i = 0; i < r->nuses; i++)
-        if (r->uses[i] == pos)
-            return 1;
-    return 0; /* it reads the tensor some other way, or on other cores: from DRAM */
-}
-
-void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap)
-{
-    const be_xreg *x = be_res_xreg(c, buf, pos);
-    *lx = x ? x->lx : c->res[buf].lx;
-    *rows_cap = x ? x->rows_cap : c->res[buf].rows_cap;
-}
-
-int be_res_writes(const be_ctx *c, int buf, int pos)
-{
-    const be_res *r = c->res ? &c->res[buf] : NULL;
-    return r && r->on && r->from == pos;
-}
-
-void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
-                 int64_t gs)
-{
-    int64_t at, cap;
-    be_res_at(c, buf, store ? -1 : c->pos, &at, &cap);
-    const int64_t sb = c->t.stick, part = at + (g0 * cap + i0) * sb;
-    assert((c->res[buf].on || be_res_xreg(c, buf, c->pos)) && i0 >= 0 && i0 + n <= cap);
-    cc_dma_shape sh = cc_dma_groups(n, G, store ? cap * sb : gs, store ? gs : cap * sb);
-    cc_emit_dma(e, store ? ISA_OP_DMA_LXS : ISA_OP_DMA_LX, cc_abs(store ? part : lx), cc_abs(store ? lx : part), &sh);
-}
-
-/* The next position >= pos that reads candidate x aligned (INT_MAX: none). */
 static int next_use(const lx_cand *x, int pos)
 {
     int n = INT_MAX;
@@ -206,7 +100,7 @@ static lx_cand *lx_candidates(be_ctx *c)
         int nr, nw, na = 0;
         be_access *acc = NULL;
         ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
-        if ((p->kernels[p->order[i]].kind == IR_MATMUL ? be_matmul_access : be_rows_access)(c, i, &acc, &na)) {
+        if (be_kind_of(c, i)->access(c, i, &acc, &na)) {
             rc = -1;
             break;
         }
@@ -268,7 +162,7 @@ static double xchg_cost(const be_ctx *c, int b, int pos)
         double t = 0;
         for (int k = 0; k < qc; k++) {
             int64_t p0, q0, lo, hi;
-            xchg_share(rows, r->cores, core, qc, k, &p0, &q0, &lo, &hi);
+            be_xchg_share(rows, r->cores, core, qc, k, &p0, &q0, &lo, &hi);
             if (lo >= hi)
                 continue;
             const double bytes = (double)((hi - lo) * bytes_row);
@@ -399,19 +293,20 @@ static int lx_need(be_ctx *c, const char *live, int64_t *need)
     int rc = be_emit_need(c, live, need);
     for (int i = 0; i < p->norder && !rc; i++) {
         rc = need[i] < 0; /* the error is the kernel's own */
-        if (live[i] && p->kernels[p->order[i]].kind == IR_MATMUL)
-            est[i] = be_matmul_estimate(c, i);
+        if (live[i])
+            est[i] = be_kind_of(c, i)->estimate(c, i);
         c->lx_floor[i] = (int64_t)(c->cfg->lx_usable_bytes * LX_KERNEL_SHARE) / c->t.stick * c->t.stick;
     }
     if (!rc) {
         p->err[0] = 0;
         rc = be_emit_need(c, live, small);
     }
-    /* the smaller tiling only where the cost model sees it cost
-     * nothing: a matmul's smaller blocks can re-read operands */
+    /* the smaller tiling only where the cost model sees it cost nothing:
+     * a matmul's smaller blocks can re-read operands (a row kernel's
+     * estimate does not depend on its chunks) */
     for (int i = 0; i < p->norder && !rc; i++) {
         if (live[i] && small[i] >= 0 && !c->work[i].bcast &&
-            (p->kernels[p->order[i]].kind != IR_MATMUL || be_matmul_estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST)))
+            be_kind_of(c, i)->estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST))
             need[i] = small[i];
         c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
     }

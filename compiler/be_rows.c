@@ -1137,12 +1137,55 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     return 0;
 }
 
-double be_rows_estimate(be_ctx *c, int pos, int cores)
+/* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
+static double rows_estimate(be_ctx *c, int pos, int cores)
 {
     rk_plan k;
     double e = rk_build(c, pos, &k) ? -1 : rows_cost(c, &k, cores);
     rk_free(&k);
     return e;
+}
+
+double be_rows_estimate(be_ctx *c, int pos)
+{
+    return rows_estimate(c, pos, c->work[pos].cores);
+}
+
+/* Split row kernel pos like the earlier kernel that writes a tensor it
+ * reads, so that the tensor can stay in LX between them, when its cost
+ * model says the other core count costs less than the tensor's round
+ * trip through DRAM (its bytes at the chip's DRAM rate, written and read).
+ * writer[b]: the position that writes buffer b aligned, or -1. */
+void be_rows_align(be_ctx *c, int pos, const int *writer)
+{
+    be_work *w = &c->work[pos];
+    be_access *acc = NULL;
+    int n = 0;
+    if (be_rows_access(c, pos, &acc, &n))
+        return;
+    double now = rows_estimate(c, pos, w->cores), best = 0;
+    int to = -1;
+    for (int a = 0; a < n; a++) {
+        int src = acc[a].write || !acc[a].aligned ? -1 : writer[acc[a].buf];
+        if (src < 0 || c->work[src].cores == w->cores || c->work[src].cores > w->rows)
+            continue;
+        /* a core's part must fit the LX kept tensors can have */
+        const be_layout *L = &c->lay[acc[a].buf];
+        int64_t part = cc_ceil_div(L->rows, c->work[src].cores) * L->groups * c->t.stick;
+        if ((double)part > (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE))
+            continue;
+        double cost = rows_estimate(c, pos, c->work[src].cores) - now;
+        double trip = c->t.dram_bytes_per_cycle > 0 ? 2.0 * (double)be_buf_bytes(c, acc[a].buf) / c->t.dram_bytes_per_cycle : 0;
+        if (cost < trip && trip - cost > best) {
+            best = trip - cost;
+            to = src;
+        }
+    }
+    free(acc);
+    if (to >= 0) {
+        w->cores = c->work[to].cores;
+        w->aligned_to = to + 1;
+    }
 }
 
 int be_rows_plan(be_ctx *c, int pos)
@@ -1160,7 +1203,7 @@ int be_rows_plan(be_ctx *c, int pos)
         rk_lx(&k, &per_row, &fixed);
         /* a staged result's sticks run across rows: every core's part a
          * whole number of sticks' rows, else one core; a split taken from
-         * the producer (align_rows) that breaks this is dropped */
+         * the producer (be_rows_align) that breaks this is dropped */
         int staged = 0;
         for (int j = 0; j < k.nn; j++)
             staged |= k.nodes[j].dram && k.nodes[j].staged;
