@@ -912,36 +912,50 @@ static void bd_record(bd_state *b, int bar)
     b->kring = 0;
 }
 
-/* Emit every kernel into prog (the program's streams, or a scratch
- * program for the LX plan's dry runs): a fence or a bar between kernels
- * (bd_needs_bar), each kernel tiled into the LX below the tensors kept
- * there.  need (dry runs): per position, the most LX a core's kernel
- * code allocated, -1 where the kernel did not fit (the run goes on).
- * report: the report's figures.  only (dry runs): the kernels to emit
- * (NULL: all). */
-static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, const char *only)
+/* Kernel i's code on every core, from first[core] on, after the fence
+ * before it: the fence made a bar once the instructions show a
+ * dependency across cores (bd_needs_bar), and the report's figures. */
+static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
 {
-    ir_prog *p = c->p;
     const int ncores = c->cfg->cores;
-    if (!c->em)
-        c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
+    be_kinfo *ki = &state_of(c)->k[i];
+    char why[160] = "";
     for (int core = 0; core < ncores; core++)
-        cc_emit_begin(&c->em[core], c->cfg, prog, core, p->err, p->errlen);
+        bd_collect(bd, c->em[core].s, first[core], core);
+    const int bar = bd_needs_bar(bd, why, sizeof why);
+    bd_record(bd, bar);
+    for (int core = 0; core < ncores && i > 0 && bar; core++) {
+        /* fence and bar have no operands: the placeholder becomes a bar in place */
+        isa_insn *in = &c->em[core].s->insns[first[core] - 1];
+        assert(in->op == ISA_OP_FENCE);
+        in->op = ISA_OP_BAR;
+    }
+    ki->bar = i > 0 && bar;
+    snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
+    measure(c, i, first);
+}
+
+/* The codegen pass: every kernel into the program's streams, each tiled
+ * into the LX below the tensors kept there (lxplan), a fence or a bar
+ * between kernels. */
+int be_codegen_pass(ir_prog *p)
+{
+    be_ctx *c = p->be;
+    const int ncores = c->cfg->cores;
+    c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
+    for (int core = 0; core < ncores; core++)
+        cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
     bd_state bd;
     bd_begin(&bd, c);
-    for (int i = 0; i < p->norder; i++) {
-        if (only && !only[i])
-            continue;
-        /* A fence before every kernel after the first, made a bar once the
-         * kernel's instructions show a dependency across cores: the fence
-         * orders a kernel that reads this core's earlier results, and since
-         * each kernel numbers its tokens from 0, without it a unit of the
-         * next kernel could take a token signalled for a unit still running
-         * this one. */
-        if (i > 0)
-            for (int core = 0; core < ncores; core++)
-                cc_emit_fence(&c->em[core]);
-        size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
+    size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
+    int rc = 0;
+    for (int i = 0; i < p->norder && !rc; i++) {
+        /* A fence before every kernel after the first: it orders a kernel
+         * that reads this core's earlier results, and since each kernel
+         * numbers its tokens from 0, without it a unit of the next kernel
+         * could take a token signalled for a unit still running this one. */
+        for (int core = 0; core < ncores && i > 0; core++)
+            cc_emit_fence(&c->em[core]);
         for (int core = 0; core < ncores; core++) {
             first[core] = c->em[core].s->n;
             c->em[core].lx_top = 0;
@@ -949,62 +963,19 @@ static int emit_all(be_ctx *c, isa_program *prog, int64_t *need, int report, con
         }
         c->pos = i;
         be_xchg_emit(c, i);
-        int rc = be_kind_of(c, i)->emit(c, i);
+        rc = be_kind_of(c, i)->emit(c, i);
         for (int core = 0; core < ncores && !rc; core++)
-            if (cc_emit_failed(&c->em[core]))
-                rc = -1;
-        /* code that failed half way (a dry run goes on) is not analysed:
-         * a bar, and the program is not run */
-        char why[160] = "the kernel's code failed";
-        for (int core = 0; core < ncores && !rc; core++)
-            bd_collect(&bd, c->em[core].s, first[core], core);
-        const int bar = rc || bd_needs_bar(&bd, why, sizeof why);
-        bd_record(&bd, bar);
-        for (int core = 0; core < ncores && i > 0 && bar; core++) {
-            /* fence and bar have no operands: the placeholder becomes a bar in place */
-            isa_insn *in = &c->em[core].s->insns[first[core] - 1];
-            assert(in->op == ISA_OP_FENCE);
-            in->op = ISA_OP_BAR;
-        }
-        if (report) {
-            state_of(c)->k[i].bar = i > 0 && bar;
-            snprintf(state_of(c)->k[i].boundary, sizeof state_of(c)->k[i].boundary, "%s", bar ? why : "");
-        }
-        if (!rc && report)
-            measure(c, i, first);
-        for (int core = 0; core < ncores && need; core++) {
-            need[i] = rc ? -1 : cc_max(need[i], (int64_t)c->em[core].lx_top);
-            c->em[core].failed = 0;
-            c->em[core].kname = NULL;
-        }
-        free(first);
-        if (rc && !need) {
-            bd_free(&bd);
-            return -1;
-        }
+            rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
+        if (!rc)
+            kernel_boundary(c, &bd, i, first);
     }
+    free(first);
     bd_free(&bd);
-    for (int core = 0; core < ncores; core++) {
+    for (int core = 0; core < ncores && !rc; core++) {
         cc_emit_halt(&c->em[core]);
-        if (cc_emit_failed(&c->em[core]))
-            return -1;
+        rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
     }
-    return 0;
-}
-
-int be_emit_need(be_ctx *c, const char *only, int64_t *need)
-{
-    isa_program *dry = isa_program_new(c->cfg->cores);
-    if (!dry)
-        abort();
-    int rc = emit_all(c, dry, need, 0, only);
-    isa_program_free(dry);
     return rc;
-}
-
-int be_codegen_pass(ir_prog *p)
-{
-    return emit_all(p->be, p->be->prog, NULL, 1, NULL);
 }
 
 void be_free(ir_prog *p)

@@ -369,6 +369,10 @@ void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap
  * *q0. */
 void be_xchg_share(int64_t rows, int64_t pc, int64_t p, int64_t qc, int64_t k, int64_t *p0, int64_t *q0, int64_t *lo,
                    int64_t *hi);
+/* An emitter with no stream for core `core` of kernel pos: its LX
+ * allocations and tokens count against the kernel's budget, so a
+ * kernel's setup on it gives the LX it works in (be_kind.need). */
+void be_lx_probe(const be_ctx *c, int pos, int core, cc_emit *e);
 /* The ring exchange of kept tensor buf before the kernel at pos (NULL: none). */
 const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos);
 /* The ring exchanges before the kernel at pos (be_xreg), as a kernel of
@@ -376,10 +380,6 @@ const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos);
  * each reader core its share (a dma.lx to itself); a bar then orders
  * them before the kernel, which reads the region with no tokens. */
 void be_xchg_emit(be_ctx *c, int pos);
-/* Codegen's dry run (backend.c): emit the kernels marked in `only` into
- * a scratch program; need[i] = the most LX a core's code for kernel i
- * allocated, -1 where it failed (the run goes on). */
-int be_emit_need(be_ctx *c, const char *only, int64_t *need);
 /* dma.lx (load) or dma.lxs (store) between rows [i0, i0 + n), stick
  * groups [g0, g0 + G) of a core's part of resident buf and a tile of G
  * groups at lx, group stride gs. */
@@ -405,6 +405,10 @@ typedef struct {
     int (*access)(be_ctx *c, int pos, be_access **out, int *n);
     /* lxplan: the cost model's cycles as planned, tiled into be_lx_budget */
     double (*estimate)(be_ctx *c, int pos);
+    /* lxplan: its working LX, the most a core's code allocates, tiled
+     * into be_lx_budget: its LX taken as codegen takes it, without the
+     * code (-1: it does not fit, or another error) */
+    int64_t (*need)(be_ctx *c, int pos);
     /* codegen: its instructions on every core it runs on */
     int (*emit)(be_ctx *c, int pos);
 } be_kind;
@@ -415,10 +419,12 @@ int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_rows_plan(be_ctx *c, int pos);
 void be_rows_align(be_ctx *c, int pos, const int *writer);
 double be_rows_estimate(be_ctx *c, int pos);
+int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_matmul_plan(be_ctx *c, int pos);
 double be_matmul_estimate(be_ctx *c, int pos);
+int64_t be_matmul_need(be_ctx *c, int pos);
 int be_matmul_emit(be_ctx *c, int pos);
 
 /* A note for the report about the kernel at pos, from the *_plan

@@ -16,8 +16,8 @@
  * walk it aligned (be_access) and split its rows over the same number of
  * cores: each core then keeps exactly the rows it wrote and later reads.
  * The plan walks the kernels in order.  A new result gets the highest LX
- * range that is free and lies above the working LX (measured by a dry
- * run of codegen) of every kernel it lives through; when none is free,
+ * range that is free and lies above the working LX (its kind's need)
+ * of every kernel it lives through; when none is free,
  * of it and the tensors already kept the one read again furthest in the
  * future leaves LX (Belady): a kept tensor "spills" (its producer also
  * writes it to DRAM, and its later readers reload it from there), the new
@@ -281,25 +281,36 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
  * smaller than a quarter of a core's part only add DMA instructions) */
 #define LX_SHRINK_COST 0.02
 
+/* need[i]: the working LX of each kernel marked live, its kind's need
+ * (every one, as codegen would meet them: an error is the first one's,
+ * or the last LX overflow's).  -1 when one failed. */
+static int lx_needs(be_ctx *c, const char *live, int64_t *need)
+{
+    int rc = 0;
+    for (int i = 0; i < c->p->norder; i++)
+        if (live[i] && (need[i] = be_kind_of(c, i)->need(c, i)) < 0)
+            rc = -1;
+    return rc;
+}
+
 /* Each kernel's working LX, for the kernels a candidate would live
- * through (live): measured by dry runs of codegen, tiled into all of LX
- * and into LX_KERNEL_SHARE of it; the plan keeps the smaller free (the
- * larger where only it fits).  -1 with the kernel's error. */
+ * through (live), tiled into all of LX and into LX_KERNEL_SHARE of it:
+ * the plan keeps the smaller free (the larger where only it fits).  -1
+ * with the kernel's error. */
 static int lx_need(be_ctx *c, const char *live, int64_t *need)
 {
     ir_prog *p = c->p;
     int64_t *small = ir_xalloc((size_t)(p->norder + 1) * sizeof *small);
     double *est = ir_xalloc((size_t)(p->norder + 1) * sizeof *est);
-    int rc = be_emit_need(c, live, need);
+    int rc = lx_needs(c, live, need);
     for (int i = 0; i < p->norder && !rc; i++) {
-        rc = need[i] < 0; /* the error is the kernel's own */
         if (live[i])
             est[i] = be_kind_of(c, i)->estimate(c, i);
         c->lx_floor[i] = (int64_t)(c->cfg->lx_usable_bytes * LX_KERNEL_SHARE) / c->t.stick * c->t.stick;
     }
     if (!rc) {
         p->err[0] = 0;
-        rc = be_emit_need(c, live, small);
+        lx_needs(c, live, small); /* -1 where a kernel does not fit the share */
     }
     /* the smaller tiling only where the cost model sees it cost nothing:
      * a matmul's smaller blocks can re-read operands (a row kernel's
@@ -314,7 +325,7 @@ static int lx_need(be_ctx *c, const char *live, int64_t *need)
         p->err[0] = 0; /* a kernel that did not fit in the smaller share */
     free(est);
     free(small);
-    return rc ? -1 : 0;
+    return rc;
 }
 
 /* Each kernel is tiled into the LX the kept tensors leave it, so a kernel

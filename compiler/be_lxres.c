@@ -4,10 +4,21 @@
 #include "backend.h"
 
 #include <assert.h>
+#include <string.h>
 
 int64_t be_lx_budget(const be_ctx *c, int pos)
 {
     return c->lx_floor ? c->lx_floor[pos] : (int64_t)c->cfg->lx_usable_bytes;
+}
+
+void be_lx_probe(const be_ctx *c, int pos, int core, cc_emit *e)
+{
+    memset(e, 0, sizeof *e);
+    e->cfg = c->cfg;
+    e->core = core;
+    e->err = c->err;
+    e->errlen = c->errlen;
+    e->lx_limit = (uint64_t)be_lx_budget(c, pos);
 }
 
 const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos)

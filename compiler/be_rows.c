@@ -1256,6 +1256,7 @@ typedef struct {
     int64_t *ostage;      /* per node: LX of the staged copy of its buffer (staged stores) */
     int64_t **ocount;     /* ... elements written per stick of it */
     int strd;             /* sfp0 -> dmao: the staged copies are complete */
+    int nstaged;          /* results stored through a staged copy */
     be_tile T;
 } rk_core;
 
@@ -1634,142 +1635,185 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         e->failed = 1;
 }
 
-int be_rows_emit(be_ctx *c, int pos)
+/* Kernel pos's plan for codegen, with the lxplan's decisions: tensors
+ * kept in LX read from / copied to their regions; a kept result goes to
+ * DRAM only when it must.  -1 with an error. */
+static int rk_prepare(be_ctx *c, int pos, rk_plan *k)
 {
-    rk_plan k;
-    if (rk_build(c, pos, &k)) {
-        rk_free(&k);
+    if (rk_build(c, pos, k))
         return -1;
-    }
-    if (k.nn > 64) {
-        rk_free(&k);
-        return be_error(c, k.K, "more than 64 nodes in one kernel (not supported yet)");
-    }
-    if (k.nl > 256) {
-        rk_free(&k);
-        return be_error(c, k.K, "more than 256 loads in one kernel (not supported yet)");
-    }
-    /* tensors kept in LX across kernels (lxplan): read from / copied to
-     * their regions; a kept result goes to DRAM only when it must */
-    for (int i = 0; i < k.nl; i++) {
-        rk_load *L = &k.loads[i];
+    if (k->nn > 64)
+        return be_error(c, k->K, "more than 64 nodes in one kernel (not supported yet)");
+    if (k->nl > 256)
+        return be_error(c, k->K, "more than 256 loads in one kernel (not supported yet)");
+    for (int i = 0; i < k->nl; i++) {
+        rk_load *L = &k->loads[i];
         const int buf = c->p->A.e[L->e].buf;
         L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
-                 be_rows_aligned(&k, buf, &L->v);
+                 be_rows_aligned(k, buf, &L->v);
         if (L->res)
             be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
     }
-    for (int j = 0; j < k.nn; j++) {
-        rk_node *rn = &k.nodes[j];
+    for (int j = 0; j < k->nn; j++) {
+        rk_node *rn = &k->nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         rn->res = rn->dram && be_res_writes(c, buf, pos);
         rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
     }
-    const be_work *w = &c->work[pos];
+    return 0;
+}
+
+/* A core's rows [r0, r0 + rt) on emitter e: its chunk, its LX (the
+ * per-column values, a gather's row numbers, the staged results, two
+ * slots) and its tokens.  All of a row kernel's LX is taken here, before
+ * any instruction: its working LX is e->lx_top after it (be_rows_need). */
+static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_t rt)
+{
+    be_ctx *c = k->c;
     const int64_t sb = c->t.stick;
+    e->lx_top = 0;
+    e->ntokens = 0;
+    memset(rc, 0, sizeof *rc);
+    rc->k = k;
+    rc->e = e;
+    rc->part0 = r0;
+    int64_t per_row, fixed, stage;
+    rk_lx(k, &per_row, &fixed);
+    const int64_t R = rk_chunk_rows(k, r0, rt, per_row, fixed, &stage);
+    if (R < 1)
+        return be_error(c, k->K, "no chunk of rows fits LX");
+    rc->R = R;
+    /* per-column loads once, then the slots */
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL) {
+            k->loads[i].lx = cc_lx_alloc(e, k->G * sb, "per-column values");
+            if (k->loads[i].scalar)
+                k->loads[i].stage = cc_lx_alloc(e, sb, "a scalar's stick");
+        }
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].gather)
+            k->loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k->loads[i].ids].buf), "gather: row numbers");
+    rc->ostage = ir_xalloc((size_t)(k->nn + 1) * sizeof *rc->ostage);
+    rc->ocount = ir_xalloc((size_t)(k->nn + 1) * sizeof *rc->ocount);
+    for (int j = 0; j < k->nn; j++)
+        if (k->nodes[j].dram && k->nodes[j].staged) {
+            int64_t bytes = be_buf_bytes(c, c->p->nodes[k->nodes[j].node].out);
+            rc->ostage[j] = cc_lx_alloc(e, bytes, "restickify: staged result");
+            rc->ocount[j] = ir_xalloc((size_t)(bytes / sb + 1) * sizeof **rc->ocount);
+            rc->nstaged++;
+        }
+    if (rc->nstaged)
+        rc->strd = cc_tok_alloc(e, "staged results written");
+    rc->slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads, row numbers, staged results */
+    rc->slot[0] = cc_lx_alloc(e, rc->slot_bytes, "row chunk");
+    rc->slot[1] = cc_lx_alloc(e, rc->slot_bytes, "row chunk");
+    for (int s = 0; s < 2; s++) {
+        rc->full[s] = cc_tok_alloc(e, "rows full");
+        rc->done[s] = cc_tok_alloc(e, "rows done");
+        rc->empty[s] = cc_tok_alloc(e, "rows empty");
+    }
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+static void rk_core_free(rk_core *rc)
+{
+    free(rc->T.memo);
+    free(rc->T.memo_id);
+    free(rc->T.refs);
+    for (int j = 0; rc->ocount && j < rc->k->nn; j++)
+        free(rc->ocount[j]);
+    free(rc->ocount);
+    free(rc->ostage);
+}
+
+int64_t be_rows_need(be_ctx *c, int pos)
+{
+    rk_plan k;
+    int64_t need = rk_prepare(c, pos, &k) ? -1 : 0;
+    const be_work *w = &c->work[pos];
+    for (int core = 0; core < w->cores && need >= 0; core++) {
+        int64_t r0, rt;
+        cc_split(k.rows, w->cores, core, &r0, &rt);
+        if (!rt)
+            continue;
+        cc_emit e;
+        be_lx_probe(c, pos, core, &e);
+        rk_core rc;
+        /* as rk_core_emit: the kernel fails when the run has an error,
+         * an earlier kernel's too (lxplan: one that does not fit its
+         * share; then this one keeps its larger tiling as well) */
+        const int bad = rk_core_setup(&rc, &k, &e, r0, rt) || (c->err && c->err[0]);
+        need = bad ? -1 : cc_max(need, (int64_t)e.lx_top);
+        rk_core_free(&rc);
+    }
+    rk_free(&k);
+    return need;
+}
+
+/* A core's code: the per-column values and row numbers once, its chunks,
+ * the staged results stored. */
+static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    cc_emit *e = rc->e;
+    const int64_t sb = c->t.stick, R = rc->R;
     int rc_ = 0;
+    rc->T.c = c;
+    rc->T.e = e;
+    rc->T.K = k->K;
+    rc->T.corelet = 0;
+    rc->T.G = k->G;
+    rc->T.gs = R * sb;
+    rc->T.rows_cap = R;
+    rc->T.cols = k->cols;
+    rc->T.acc_expr = -1;
+    rc->T.rsp = &k->rsp;
+    rc->T.colvar = k->colvar;
+    rc->T.reads = k->reads;
+    cc_kernel_begin(e, k->K->name);
+    for (int s = 0; s < 2; s++)
+        cc_emit_sig(e, ISA_U_DMAI, rc->empty[s]);
+    be_rowspace one = k->rsp;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL)
+            be_dma_rows(c, e, ISA_OP_DMA_LD, k->loads[i].scalar ? k->loads[i].stage : k->loads[i].lx, sb,
+                        &k->loads[i].v, &one, 0, 1, k->loads[i].scalar ? 1 : k->G);
+    /* a gather's row numbers, on dmai ahead of the gathers that read
+     * them (one queue, in order: no token) */
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].gather)
+            be_stage_load(c, e, c->p->A.e[k->loads[i].ids].buf, k->loads[i].stage);
+    for (int64_t r = r0; r < r0 + rt; r += R)
+        rk_chunk(rc, r, cc_min(R, r0 + rt - r));
+    if (rc->nstaged) { /* the staged copies, complete on sfp0, stored whole sticks at a time */
+        cc_emit_sig(e, ISA_U_SFP0, rc->strd);
+        cc_emit_wait(e, ISA_U_DMAO, rc->strd);
+        for (int j = 0; j < k->nn && !rc_; j++)
+            if (k->nodes[j].dram && k->nodes[j].staged)
+                rc_ = be_store_staged(c, k->K, e, c->p->nodes[k->nodes[j].node].out, rc->ostage[j], rc->ocount[j]);
+    }
+    for (int s = 0; s < 2; s++)
+        cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
+    cc_kernel_end(e);
+    return rc_ || cc_emit_failed(e) || (c->err && c->err[0]) ? -1 : 0;
+}
+
+int be_rows_emit(be_ctx *c, int pos)
+{
+    rk_plan k;
+    int rc_ = rk_prepare(c, pos, &k);
+    const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && !rc_; core++) {
         int64_t r0, rt;
         cc_split(k.rows, w->cores, core, &r0, &rt);
         if (!rt)
             continue;
-        cc_emit *e = &c->em[core];
-        e->lx_top = 0;
-        e->ntokens = 0;
         rk_core rc;
-        memset(&rc, 0, sizeof rc);
-        rc.k = &k;
-        rc.e = e;
-        rc.part0 = r0;
-        int64_t per_row, fixed;
-        rk_lx(&k, &per_row, &fixed);
-        int64_t stage;
-        int64_t R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
-        if (R < 1) {
-            rc_ = be_error(c, k.K, "no chunk of rows fits LX");
-            break;
-        }
-        rc.R = R;
-        /* per-column loads once, then the slots */
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].cls == BE_V_COL) {
-                k.loads[i].lx = cc_lx_alloc(e, k.G * sb, "per-column values");
-                if (k.loads[i].scalar)
-                    k.loads[i].stage = cc_lx_alloc(e, sb, "a scalar's stick");
-            }
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].gather)
-                k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
-        rc.ostage = ir_xalloc((size_t)(k.nn + 1) * sizeof *rc.ostage);
-        rc.ocount = ir_xalloc((size_t)(k.nn + 1) * sizeof *rc.ocount);
-        int nstaged = 0;
-        for (int j = 0; j < k.nn; j++)
-            if (k.nodes[j].dram && k.nodes[j].staged) {
-                int64_t bytes = be_buf_bytes(c, c->p->nodes[k.nodes[j].node].out);
-                rc.ostage[j] = cc_lx_alloc(e, bytes, "restickify: staged result");
-                rc.ocount[j] = ir_xalloc((size_t)(bytes / sb + 1) * sizeof **rc.ocount);
-                nstaged++;
-            }
-        if (nstaged)
-            rc.strd = cc_tok_alloc(e, "staged results written");
-        rc.slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads, row numbers, staged results */
-        rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
-        rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
-        for (int s = 0; s < 2; s++) {
-            rc.full[s] = cc_tok_alloc(e, "rows full");
-            rc.done[s] = cc_tok_alloc(e, "rows done");
-            rc.empty[s] = cc_tok_alloc(e, "rows empty");
-        }
-        if (cc_emit_failed(e)) {
-            rc_ = -1;
-            break;
-        }
-        rc.T.c = c;
-        rc.T.e = e;
-        rc.T.K = k.K;
-        rc.T.corelet = 0;
-        rc.T.G = k.G;
-        rc.T.gs = R * sb;
-        rc.T.rows_cap = R;
-        rc.T.cols = k.cols;
-        rc.T.acc_expr = -1;
-        rc.T.rsp = &k.rsp;
-        rc.T.colvar = k.colvar;
-        rc.T.reads = k.reads;
-        cc_kernel_begin(e, k.K->name);
-        for (int s = 0; s < 2; s++)
-            cc_emit_sig(e, ISA_U_DMAI, rc.empty[s]);
-        be_rowspace one = k.rsp;
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].cls == BE_V_COL)
-                be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].scalar ? k.loads[i].stage : k.loads[i].lx, sb,
-                            &k.loads[i].v, &one, 0, 1, k.loads[i].scalar ? 1 : k.G);
-        /* a gather's row numbers, on dmai ahead of the gathers that read
-         * them (one queue, in order: no token) */
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].gather)
-                be_stage_load(c, e, c->p->A.e[k.loads[i].ids].buf, k.loads[i].stage);
-        for (int64_t r = r0; r < r0 + rt; r += R)
-            rk_chunk(&rc, r, cc_min(R, r0 + rt - r));
-        if (nstaged) { /* the staged copies, complete on sfp0, stored whole sticks at a time */
-            cc_emit_sig(e, ISA_U_SFP0, rc.strd);
-            cc_emit_wait(e, ISA_U_DMAO, rc.strd);
-            for (int j = 0; j < k.nn && !rc_; j++)
-                if (k.nodes[j].dram && k.nodes[j].staged)
-                    rc_ = be_store_staged(c, k.K, e, c->p->nodes[k.nodes[j].node].out, rc.ostage[j], rc.ocount[j]);
-        }
-        for (int s = 0; s < 2; s++)
-            cc_emit_wait(e, ISA_U_DMAI, rc.empty[s]);
-        cc_kernel_end(e);
-        free(rc.T.memo);
-        free(rc.T.memo_id);
-        free(rc.T.refs);
-        for (int j = 0; j < k.nn; j++)
-            free(rc.ocount[j]);
-        free(rc.ocount);
-        free(rc.ostage);
-        if (cc_emit_failed(e) || (c->err && c->err[0]))
-            rc_ = -1;
+        rc_ = rk_core_setup(&rc, &k, &c->em[core], r0, rt);
+        if (!rc_)
+            rc_ = rk_core_emit(&rc, r0, rt);
+        rk_core_free(&rc);
     }
     rk_free(&k);
     return rc_;
