@@ -529,19 +529,6 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
 
 /* ---- workdiv ---- */
 
-/* A positive decimal number at *s (advanced past it); -1 if none. */
-static int64_t spec_num(const char **s)
-{
-    int64_t v = 0;
-    const char *q = *s;
-    while (*q >= '0' && *q <= '9' && v < 1000000)
-        v = v * 10 + (*q++ - '0');
-    if (q == *s || v < 1)
-        return -1;
-    *s = q;
-    return v;
-}
-
 /* Apply one work_div override "KERNEL=SPEC": the split goes into the
  * kernel's be_work, where its *_plan function checks that the kernel can
  * take it. */
@@ -574,40 +561,13 @@ static int workdiv_override(be_ctx *c, const char *text)
         return -1;
     }
     const ir_kernel *K = &p->kernels[p->order[pos]];
+    const be_kind *kd = be_kind_of(c, pos);
+    be_work *w = &c->work[pos];
     const char *q = eq + 1;
     while (*q == ' ' || *q == '\t')
         q++;
     const char *spec = q;
-    int64_t a = spec_num(&q), b = 1;
-    int ring = 0;
-    int64_t gk = 1;
-    if (K->kind == IR_MATMUL && a > 0 && (*q == 'x' || *q == 'X')) {
-        q++;
-        b = spec_num(&q);
-        if (b > 0 && (*q == 'x' || *q == 'X')) { /* K parts: split-K */
-            q++;
-            gk = spec_num(&q);
-        }
-        if (b > 0 && gk == 1 && *q == 'r') { /* B broadcast over the ring */
-            ring = 1;
-            q++;
-        }
-    } else if (K->kind == IR_MATMUL) {
-        b = -1;
-    }
-    /* a forced tiling: /MBxNBSxKC (block rows, block sticks, K chunk rows) or /ROWS (rows per chunk) */
-    int64_t t[3] = {0, 0, 0};
-    if (a > 0 && b > 0 && *q == '/') {
-        q++;
-        for (int i = 0; i < (K->kind == IR_MATMUL ? 3 : 1); i++) {
-            if (i && *q != 'x' && *q != 'X') {
-                t[i] = -1;
-                break;
-            }
-            q += i > 0;
-            t[i] = spec_num(&q);
-        }
-    }
+    const int64_t used = kd->split(&q, w);
     /* +nokeep: nothing this kernel reads or writes stays in LX across kernels */
     int nokeep = 0;
     if (!strncmp(q, "+nokeep", 7)) {
@@ -616,33 +576,14 @@ static int workdiv_override(be_ctx *c, const char *text)
     }
     while (*q == ' ' || *q == '\t')
         q++;
-    if (a < 1 || b < 1 || gk < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0 || *q)
-        return be_error(c, K, "work_div \"%s\": %s", spec,
-                        K->kind == IR_MATMUL ? "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K "
-                                               "in GK parts too, e.g. 1x4x8), GMx1r (B "
-                                               "broadcast over the ring) or GMxGNr (a grid over the ring, e.g. 8x4r), optionally /MBxNBSxKC (block rows x block "
-                                               "sticks x K chunk rows, e.g. 2x4/64x4x256), optionally +nokeep"
-                                             : "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per "
-                                               "chunk, e.g. 16/32), optionally +nokeep");
-    if (ring && a * b != (int64_t)c->cfg->cores)
+    if (used < 1 || *q)
+        return be_error(c, K, "work_div \"%s\": %s", spec, kd->syntax);
+    if (w->bcast && used != (int64_t)c->cfg->cores)
         return be_error(c, K, "work_div \"%s\": a matmul over the ring takes every core (%ux1r, or GMxGNr with GM x "
                         "GN = %u) on %s", spec, (unsigned)c->cfg->cores, (unsigned)c->cfg->cores, c->cfg->name);
-    if (a * b * gk > (int64_t)c->cfg->cores)
-        return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, a * b * gk,
+    if (used > (int64_t)c->cfg->cores)
+        return be_error(c, K, "work_div \"%s\" uses %" PRId64 " cores, more than the %u of %s", spec, used,
                         (unsigned)c->cfg->cores, c->cfg->name);
-    be_work *w = &c->work[pos];
-    if (K->kind == IR_MATMUL) {
-        w->gm = a;
-        w->gn = b;
-        w->mb = t[0];
-        w->nbs = t[1];
-        w->kc = t[2];
-        w->bcast = ring;
-        w->gk = gk;
-    } else {
-        w->cores = (int)a;
-        w->chunk = t[0];
-    }
     w->nokeep = nokeep;
     state_of(c)->k[pos].forced = 1;
     return 0;
@@ -1173,16 +1114,8 @@ void be_print(const ir_prog *p, const char *pass, FILE *f)
         fprintf(f, "restickify needed: %d\n", c->restick);
         return;
     }
-    for (int i = 0; i < p->norder; i++) {
-        const ir_kernel *K = &p->kernels[p->order[i]];
-        const be_work *w = &c->work[i];
-        if (K->kind == IR_MATMUL)
-            fprintf(f, "kernel %s: matmul grid %" PRId64 " x %" PRId64 " (%d cores), estimate %.0f cycles\n", K->name,
-                    w->gm, w->gn, w->cores, w->est_cycles);
-        else
-            fprintf(f, "kernel %s: rows %" PRId64 " of %" PRId64 " columns over %d cores\n", K->name, w->rows, w->cols,
-                    w->cores);
-    }
+    for (int i = 0; i < p->norder; i++)
+        be_kind_of(c, i)->print_work(c, i, f);
     if (!strcmp(pass, "codegen") && c->prog)
         for (int core = 0; core < c->prog->ncores; core++)
             fprintf(f, "core %d: %zu instructions\n", core, c->prog->cores[core].n);

@@ -411,6 +411,12 @@ typedef struct {
     int64_t (*need)(be_ctx *c, int pos);
     /* codegen: its instructions on every core it runs on */
     int (*emit)(be_ctx *c, int pos);
+    /* workdiv: a work_div SPEC's split from *q on (advanced past it), into
+     * w; the cores it uses, or -1 when it is none of `syntax` */
+    int64_t (*split)(const char **q, be_work *w);
+    const char *syntax;
+    /* the workdiv dump's line for the kernel */
+    void (*print_work)(const be_ctx *c, int pos, FILE *f);
 } be_kind;
 
 const be_kind *be_kind_of(const be_ctx *c, int pos);

@@ -203,6 +203,56 @@ static void xchg_plan(be_ctx *c, int b, int pos, int64_t floor, int64_t top)
     r->x[r->nx++] = xr;
 }
 
+/* Candidate b, written by the kernel at i: the highest free range above
+ * the working LX of every kernel it lives through, making room by
+ * evicting (Belady: of the tensors in LX and this one, the one read
+ * again furthest away leaves), or DRAM. */
+static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, const int64_t *need, int64_t top)
+{
+    const ir_prog *p = c->p;
+    const int64_t sb = c->t.stick;
+    be_res *r = &c->res[b];
+    const be_layout *L = &c->lay[b];
+    r->from = i;
+    r->to = last_use(&x[b]);
+    r->cores = x[b].cores;
+    r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
+    r->bytes = r->rows_cap * L->groups * sb;
+    r->dram = x[b].other;
+    int64_t floor = 0;
+    for (int k = r->from; k <= r->to; k++)
+        floor = cc_max(floor, cc_round_up(need[k], sb));
+    for (;;) {
+        int64_t at = lx_fit(c, i, floor, top, r->bytes);
+        if (at >= 0) {
+            r->on = 1;
+            r->lx = at;
+            r->nuses = x[b].nuses;
+            r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
+            if (r->nuses) /* none: read only by ring exchanges */
+                memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
+            return;
+        }
+        int victim = b, far = next_use(&x[b], i + 1);
+        for (int v = 0; v < p->nbufs; v++) {
+            const be_res *q = &c->res[v];
+            if (v != b && q->on && q->from < i && i <= q->to && next_use(&x[v], i) > far) {
+                far = next_use(&x[v], i);
+                victim = v;
+            }
+        }
+        if (victim == b) {
+            r->dram = 1;
+            return;
+        }
+        be_res *q = &c->res[victim];
+        q->to = i - 1;
+        q->spilled = 1;
+        q->dram = 1;
+        q->on = q->to > q->from; /* no reader left in LX: it simply goes to DRAM */
+    }
+}
+
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's
  * working LX). */
 static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
@@ -214,51 +264,9 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
             for (int k = 0; k < x[b].nxuses; k++)
                 if (x[b].xuses[k] == i)
                     xchg_plan(c, b, i, cc_round_up(need[i], sb), top);
-        for (int b = 0; b < p->nbufs; b++) {
-            if (x[b].producer != i || last_use(&x[b]) < 0)
-                continue;
-            be_res *r = &c->res[b];
-            const be_layout *L = &c->lay[b];
-            r->from = i;
-            r->to = last_use(&x[b]);
-            r->cores = x[b].cores;
-            r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
-            r->bytes = r->rows_cap * L->groups * sb;
-            r->dram = x[b].other;
-            int64_t floor = 0;
-            for (int k = r->from; k <= r->to; k++)
-                floor = cc_max(floor, cc_round_up(need[k], sb));
-            for (;;) {
-                int64_t at = lx_fit(c, i, floor, top, r->bytes);
-                if (at >= 0) {
-                    r->on = 1;
-                    r->lx = at;
-                    r->nuses = x[b].nuses;
-                    r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
-                    if (r->nuses) /* none: read only by ring exchanges */
-                        memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
-                    break;
-                }
-                /* Belady: of the tensors in LX and this one, the one read again furthest away leaves */
-                int victim = b, far = next_use(&x[b], i + 1);
-                for (int v = 0; v < p->nbufs; v++) {
-                    const be_res *q = &c->res[v];
-                    if (v != b && q->on && q->from < i && i <= q->to && next_use(&x[v], i) > far) {
-                        far = next_use(&x[v], i);
-                        victim = v;
-                    }
-                }
-                if (victim == b) {
-                    r->dram = 1;
-                    break;
-                }
-                be_res *q = &c->res[victim];
-                q->to = i - 1;
-                q->spilled = 1;
-                q->dram = 1;
-                q->on = q->to > q->from; /* no reader left in LX: it simply goes to DRAM */
-            }
-        }
+        for (int b = 0; b < p->nbufs; b++)
+            if (x[b].producer == i && last_use(&x[b]) >= 0)
+                lx_place(c, x, b, i, need, top);
     }
     /* a region ends at its last reader from LX: exchanges that fell to
      * DRAM leave it shorter, or with none, not kept at all */
