@@ -1061,12 +1061,15 @@ static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int
     const int64_t sb = c->t.stick, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
     be_span_init(B, lo, hi);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t col = 0; col < k->cols; col++) {
-            int64_t flat = rk_stage_flat(k, x, nel, r0 + i, col, val);
-            if (flat >= 0)
+    /* the index is affine: along a row, column col is col * step after
+     * column 0 (rk_stage_flat's index, without its divisions per element) */
+    const int64_t step = x->idx.coef[k->colvar];
+    for (int64_t i = 0; i < n; i++) {
+        rk_stage_flat(k, x, nel, r0 + i, 0, val);
+        for (int64_t col = 0, flat = be_index_at(&x->idx, k->nvars, val); col < k->cols; col++, flat += step)
+            if (flat >= 0 && flat < nel)
                 be_span_add(B, be_elem_off(c, x->buf, flat) / sb, lo, hi);
-        }
+    }
     return be_span_total(B, lo, hi);
 }
 
