@@ -4,6 +4,8 @@
  *
  *   layout   a device layout per buffer that goes through DRAM (backend.c)
  *   workdiv  each kernel's output split across the cores (backend.c)
+ *   lxplan   the tensors kept in LX across kernels, where, and the ring
+ *            exchanges between kernels on other cores (be_lxplan.c)
  *   codegen  per-core streams: be_matmul.c (MATMUL kernels and their
  *            epilogues; be_ring.c, be_mmblock.c), be_rows.c (POINTWISE
  *            and REDUCTION row kernels), a `fence` between kernels, a
@@ -50,7 +52,7 @@ typedef struct {
                           writes a tensor it reads, so that the tensor can stay in LX (0: not) */
 } be_work;
 
-/* A ring exchange (lxplan, backend.c): before the kernel at pos, which
+/* A ring exchange (lxplan, be_lxplan.c): before the kernel at pos, which
  * reads a kept tensor aligned but split over another number of cores,
  * each core that holds rows of it sends every reader core its rows, into
  * this region (the reader's part: row i, stick group g at
@@ -63,8 +65,7 @@ typedef struct {
     double est, dram_est;
 } be_xreg;
 
-/* A tensor kept in LX across kernels (the lxplan step of codegen,
- * backend.c): from its producer's position to the last consumer that
+/* A tensor kept in LX across kernels (the lxplan pass, be_lxplan.c): from its producer's position to the last consumer that
  * reads it there.  Every core holds its own rows of it, the rows the
  * producer and those consumers give that core alike, at the same LX
  * offset: row i of the core's part, stick group g, at
@@ -103,6 +104,7 @@ typedef struct be_ctx {
     int restick;       /* layout conflicts that would need a restickify */
     be_res *res;       /* per buffer: kept in LX across kernels (all off with no_lx_plan) */
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
+    int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     int pos;           /* codegen: the kernel position being emitted */
@@ -352,6 +354,13 @@ int be_rows_aligned(const rk_plan *k, int buf, const be_view *v);
 int64_t be_count_temps(ir_prog *p, int e, char *seen);
 
 
+/* The share of LX a kernel is asked to tile into when tensors kept
+ * across kernels need the rest: half, an even trade between a kernel's
+ * double buffers and what stays on chip (docs/compiler.md). */
+#define LX_KERNEL_SHARE 0.5
+
+/* ---- The LX plan's decisions, as codegen reads them (be_lxres.c) ---- */
+
 /* The LX kernel pos may allocate: all the compiler may plan, less the
  * tensors kept in LX across it (lxplan). */
 int64_t be_lx_budget(const be_ctx *c, int pos);
@@ -363,27 +372,75 @@ int be_res_writes(const be_ctx *c, int buf, int pos);
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */
 void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap);
+/* The rows of a tensor of `rows` rows that core p holds under a split
+ * over pc cores and core k reads under a split over qc cores: [*lo, *hi)
+ * (empty when *lo >= *hi), and the first rows of the two parts, *p0 and
+ * *q0. */
+void be_xchg_share(int64_t rows, int64_t pc, int64_t p, int64_t qc, int64_t k, int64_t *p0, int64_t *q0, int64_t *lo,
+                   int64_t *hi);
+/* An emitter with no stream for core `core` of kernel pos: its LX
+ * allocations and tokens count against the kernel's budget, so a
+ * kernel's setup on it gives the LX it works in (be_kind.need). */
+void be_lx_probe(const be_ctx *c, int pos, int core, cc_emit *e);
+/* The ring exchange of kept tensor buf before the kernel at pos (NULL: none). */
+const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos);
+/* The ring exchanges before the kernel at pos (be_xreg), as a kernel of
+ * their own, "NAME.xchg": every core holding rows of such a tensor sends
+ * each reader core its share (a dma.lx to itself); a bar then orders
+ * them before the kernel, which reads the region with no tokens. */
+void be_xchg_emit(be_ctx *c, int pos);
 /* dma.lx (load) or dma.lxs (store) between rows [i0, i0 + n), stick
  * groups [g0, g0 + G) of a core's part of resident buf and a tile of G
  * groups at lx, group stride gs. */
 void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
                  int64_t gs);
 
-/* The DRAM buffers a kernel reads and writes (*out, n of them; the
- * caller frees *out); -1 with an error. */
-int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
-/* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
-double be_rows_estimate(be_ctx *c, int pos, int cores);
-int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
-/* The cost model's cycles for matmul kernel pos as planned, tiled into
- * be_lx_budget (DBL_MAX: no tiling fits). */
-double be_matmul_estimate(be_ctx *c, int pos);
+/* ---- The kernel-kind table (be_kind.c) ----
+ *
+ * What each kind of kernel supplies to the back half's passes; the
+ * passes reach a kernel's code only through its row (be_kind_of), never
+ * by testing its kind.  Each function returns -1 with an error naming
+ * the kernel (estimate: -1, or DBL_MAX when no tiling fits). */
+typedef struct {
+    const char *name;
+    /* workdiv: the kernel's split over the cores and its tiling (be_work, be_note) */
+    int (*plan)(be_ctx *c, int pos);
+    /* workdiv, optional: split it like the earlier kernel writer[b] that
+     * writes a tensor b it reads, when that lets the tensor stay in LX
+     * for less than the DRAM round trip costs */
+    void (*align)(be_ctx *c, int pos, const int *writer);
+    /* workdiv, lxplan: the DRAM buffers it reads and writes (*out, n of
+     * them; the caller frees *out) */
+    int (*access)(be_ctx *c, int pos, be_access **out, int *n);
+    /* lxplan: the cost model's cycles as planned, tiled into be_lx_budget */
+    double (*estimate)(be_ctx *c, int pos);
+    /* lxplan: its working LX, the most a core's code allocates, tiled
+     * into be_lx_budget: its LX taken as codegen takes it, without the
+     * code (-1: it does not fit, or another error) */
+    int64_t (*need)(be_ctx *c, int pos);
+    /* codegen: its instructions on every core it runs on */
+    int (*emit)(be_ctx *c, int pos);
+    /* workdiv: a work_div SPEC's split from *q on (advanced past it), into
+     * w; the cores it uses, or -1 when it is none of `syntax` */
+    int64_t (*split)(const char **q, be_work *w);
+    const char *syntax;
+    /* the workdiv dump's line for the kernel */
+    void (*print_work)(const be_ctx *c, int pos, FILE *f);
+} be_kind;
 
-/* Kernel generators: -1 with an error. */
-int be_matmul_plan(be_ctx *c, int pos);
-int be_matmul_emit(be_ctx *c, int pos);
+const be_kind *be_kind_of(const be_ctx *c, int pos);
+
+int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_rows_plan(be_ctx *c, int pos);
+void be_rows_align(be_ctx *c, int pos, const int *writer);
+double be_rows_estimate(be_ctx *c, int pos);
+int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
+int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
+int be_matmul_plan(be_ctx *c, int pos);
+double be_matmul_estimate(be_ctx *c, int pos);
+int64_t be_matmul_need(be_ctx *c, int pos);
+int be_matmul_emit(be_ctx *c, int pos);
 
 /* A note for the report about the kernel at pos, from the *_plan
  * functions: BE_NOTE_TILES replaces the tile description (and starts the

@@ -1373,69 +1373,109 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
     return rc;
 }
 
-/* A core of a gm x gn (x gk split-K) grid: its tile, blocking, LX and
- * tokens, then its blocks in order. */
-static int mm_grid_core(be_ctx *c, mm_plan *m, const be_work *w, int core)
+/* A core of a gm x gn (x gk split-K) grid on emitter e: its tile,
+ * blocking, LX and tokens (*idle: it has no tile).  All of its LX is
+ * taken here, before any instruction: its working LX is e->lx_top after
+ * it (be_matmul_need). */
+static int mm_grid_setup(mm_core *mc, be_ctx *c, mm_plan *m, int core, cc_emit *e, int *idle)
 {
+    const be_work *w = &c->work[m->ep.pos];
     int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
     cc_split(m->M, w->gm, cell / w->gn, &m0, &mt);
     cc_split(m->GN, w->gn, cell % w->gn, &g0, &ns);
     cc_split(m->KG, w->gk, core % w->gk, &ks0, &ksn);
-    if (!mt || !ns || !ksn)
+    memset(mc, 0, sizeof *mc);
+    *idle = !mt || !ns || !ksn;
+    if (*idle)
         return 0;
-    cc_emit *e = &c->em[core];
     e->lx_top = 0;
     e->ntokens = 0;
-    mm_core mc;
-    memset(&mc, 0, sizeof mc);
-    mc.m = m;
-    mc.e = e;
-    mc.m0 = m0;
-    mc.gk = w->gk;
-    mc.ik = core % w->gk;
-    mc.kb = ks0 * c->t.lanes16;
-    mc.kt = cc_min(ksn * c->t.lanes16, m->Kd - mc.kb);
-    int rc = mm_core_shape(&mc, w, mt, ns);
+    mc->m = m;
+    mc->e = e;
+    mc->m0 = m0;
+    mc->mt = mt;
+    mc->g0 = g0;
+    mc->ns = ns;
+    mc->gk = w->gk;
+    mc->ik = core % w->gk;
+    mc->kb = ks0 * c->t.lanes16;
+    mc->kt = cc_min(ksn * c->t.lanes16, m->Kd - mc->kb);
+    int rc = mm_core_shape(mc, w, mt, ns);
     if (rc)
         return rc;
-    mm_core_stage(&mc, m0, mt, g0, ns);
-    mm_core_slots(&mc);
-    mm_core_ring(&mc);
-    const int nstaged = mm_core_staged(&mc);
-    if (cc_emit_failed(e)) {
-        mm_core_free(&mc, m->ep.nn);
-        return -1;
-    }
-    mm_tile_init(&mc, c, mc.MB);
-    mm_core_begin(&mc);
+    mm_core_stage(mc, m0, mt, g0, ns);
+    mm_core_slots(mc);
+    mm_core_ring(mc);
+    mc->nstaged = mm_core_staged(mc);
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+/* Its blocks in order. */
+static int mm_grid_emit(mm_core *mc, be_ctx *c, mm_plan *m)
+{
+    int rc = 0;
+    mm_tile_init(mc, c, mc->MB);
+    mm_core_begin(mc);
     for (int64_t b = 0; b < m->nbatch && !rc; b++)
-        for (int64_t r = m0; r < m0 + mt && !rc; r += mc.MB)
-            for (int64_t g = g0; g < g0 + ns && !rc; g += mc.NBS)
-                rc = mm_block_emit(&mc, b, r, cc_min(mc.MB, m0 + mt - r), g, cc_min(mc.NBS, g0 + ns - g));
-    rc = mm_core_end(&mc, nstaged, rc);
+        for (int64_t r = mc->m0; r < mc->m0 + mc->mt && !rc; r += mc->MB)
+            for (int64_t g = mc->g0; g < mc->g0 + mc->ns && !rc; g += mc->NBS)
+                rc = mm_block_emit(mc, b, r, cc_min(mc->MB, mc->m0 + mc->mt - r), g, cc_min(mc->NBS, mc->g0 + mc->ns - g));
+    rc = mm_core_end(mc, mc->nstaged, rc);
+    return rc || cc_emit_failed(mc->e) ? -1 : 0;
+}
+
+static int mm_grid_core(be_ctx *c, mm_plan *m, int core)
+{
+    mm_core mc;
+    int idle, rc = mm_grid_setup(&mc, c, m, core, &c->em[core], &idle);
+    if (!rc && !idle)
+        rc = mm_grid_emit(&mc, c, m);
     mm_core_free(&mc, m->ep.nn);
-    if (cc_emit_failed(e))
-        rc = -1;
     return rc;
+}
+
+/* Kernel pos's plan for codegen, with the lxplan's decisions (-1 with an
+ * error). */
+static int mm_prepare(be_ctx *c, int pos, mm_plan *m)
+{
+    if (mm_build(c, pos, m))
+        return -1;
+    if (m->ep.nn > 64)
+        return be_error(c, m->K, "more than 64 epilogue nodes (not supported yet)");
+    mm_set_gk(m, c->work[pos].gk ? c->work[pos].gk : 1);
+    mm_emit_residency(c, pos, m);
+    return 0;
+}
+
+int64_t be_matmul_need(be_ctx *c, int pos)
+{
+    mm_plan m;
+    int64_t need = mm_prepare(c, pos, &m) ? -1 : 0;
+    const be_work *w = &c->work[pos];
+    for (int core = 0; core < w->cores && need >= 0; core++) {
+        cc_emit e;
+        be_lx_probe(c, pos, core, &e);
+        int rc, idle = 0;
+        if (w->bcast && w->gn > 1) {
+            rc = mm_rg_need(c, &m, core, &e);
+        } else {
+            mm_core mc;
+            rc = mm_grid_setup(&mc, c, &m, core, &e, &idle);
+            mm_core_free(&mc, m.ep.nn);
+        }
+        need = rc ? -1 : cc_max(need, (int64_t)e.lx_top);
+    }
+    mm_free(&m);
+    return need;
 }
 
 int be_matmul_emit(be_ctx *c, int pos)
 {
     mm_plan m;
-    if (mm_build(c, pos, &m)) {
-        mm_free(&m);
-        return -1;
-    }
-    if (m.ep.nn > 64) {
-        mm_free(&m);
-        return be_error(c, m.K, "more than 64 epilogue nodes (not supported yet)");
-    }
-    mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
-    mm_emit_residency(c, pos, &m);
+    int rc = mm_prepare(c, pos, &m);
     const be_work *w = &c->work[pos];
-    int rc = 0;
     for (int core = 0; core < w->cores && !rc; core++)
-        rc = w->bcast && w->gn > 1 ? mm_rg_core(c, &m, core) : mm_grid_core(c, &m, w, core);
+        rc = w->bcast && w->gn > 1 ? mm_rg_core(c, &m, core) : mm_grid_core(c, &m, core);
     mm_free(&m);
     return rc;
 }

@@ -81,6 +81,8 @@ typedef struct {
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
     int64_t nblk, nchunk;
     int64_t m0;       /* the core's first row */
+    int64_t mt, g0, ns; /* grid: its tile, rows [m0, m0 + mt) x stick groups [g0, g0 + ns) */
+    int nstaged;      /* grid: results stored through a staged copy */
     /* split-K (be_work.gk > 1): this core's K rows [kb, kb + kt), its part
      * ik of gk; the partial sums go along the chain ik -> ik - 1 -> ... 0,
      * where core ik - 1 is the ring neighbour on the left */
@@ -143,5 +145,7 @@ void bc_release(mm_core *mc, int64_t step);
 void mm_splitk_reduce(mm_core *mc);
 void mm_core_ring(mm_core *mc);
 int mm_rg_core(be_ctx *c, mm_plan *m, int core);
+/* Its setup alone on emitter e (be_matmul_need): -1 with an error. */
+int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e);
 
 #endif

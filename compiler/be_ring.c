@@ -431,7 +431,7 @@ typedef struct {
 } rg_core;
 
 /* The core's place in the grid, its tiling, LX areas and tokens. */
-static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core)
+static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
     const be_work *w = &c->work[m->ep.pos];
     const int64_t sb = c->t.stick;
@@ -448,7 +448,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core)
     g->pn = g->rs.len[g->j];
     g->own = g->rs.off[g->j];
     cc_split(m->GN, g->gn, g->j, &g->g0, &g->ns);
-    cc_emit *e = g->e = &c->em[core];
+    g->e = e;
     e->lx_top = 0;
     e->ntokens = 0;
     mm_core *mc = &g->mc;
@@ -758,12 +758,22 @@ static int rg_epilogue(rg_core *g)
     return rc;
 }
 
+/* The LX a core of the grid over the ring takes (its setup on emitter e,
+ * which has no stream: be_lx_probe); -1 with an error. */
+int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
+{
+    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
+    int rc = rg_setup(g, c, m, core, e);
+    free(g);
+    return rc;
+}
+
 /* A core of the grid over the ring: setup, then K chunk by chunk (in,
  * products), then the epilogue. */
 int mm_rg_core(be_ctx *c, mm_plan *m, int core)
 {
     rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
-    int rc = rg_setup(g, c, m, core);
+    int rc = rg_setup(g, c, m, core, &c->em[core]);
     if (!rc) {
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);

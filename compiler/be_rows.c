@@ -304,12 +304,15 @@ static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int
     const int64_t sb = c->t.stick, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
     be_span_init(B, lo, hi);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t col = 0; col < k->cols; col++) {
-            int64_t flat = rk_stage_flat(k, x, nel, r0 + i, col, val);
-            if (flat >= 0)
+    /* the index is affine: along a row, column col is col * step after
+     * column 0 (rk_stage_flat's index, without its divisions per element) */
+    const int64_t step = x->idx.coef[k->colvar];
+    for (int64_t i = 0; i < n; i++) {
+        rk_stage_flat(k, x, nel, r0 + i, 0, val);
+        for (int64_t col = 0, flat = be_index_at(&x->idx, k->nvars, val); col < k->cols; col++, flat += step)
+            if (flat >= 0 && flat < nel)
                 be_span_add(B, be_elem_off(c, x->buf, flat) / sb, lo, hi);
-        }
+    }
     return be_span_total(B, lo, hi);
 }
 
@@ -386,12 +389,55 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     return 0;
 }
 
-double be_rows_estimate(be_ctx *c, int pos, int cores)
+/* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
+static double rows_estimate(be_ctx *c, int pos, int cores)
 {
     rk_plan k;
     double e = rk_build(c, pos, &k) ? -1 : rows_cost(c, &k, cores);
     rk_free(&k);
     return e;
+}
+
+double be_rows_estimate(be_ctx *c, int pos)
+{
+    return rows_estimate(c, pos, c->work[pos].cores);
+}
+
+/* Split row kernel pos like the earlier kernel that writes a tensor it
+ * reads, so that the tensor can stay in LX between them, when its cost
+ * model says the other core count costs less than the tensor's round
+ * trip through DRAM (its bytes at the chip's DRAM rate, written and read).
+ * writer[b]: the position that writes buffer b aligned, or -1. */
+void be_rows_align(be_ctx *c, int pos, const int *writer)
+{
+    be_work *w = &c->work[pos];
+    be_access *acc = NULL;
+    int n = 0;
+    if (be_rows_access(c, pos, &acc, &n))
+        return;
+    double now = rows_estimate(c, pos, w->cores), best = 0;
+    int to = -1;
+    for (int a = 0; a < n; a++) {
+        int src = acc[a].write || !acc[a].aligned ? -1 : writer[acc[a].buf];
+        if (src < 0 || c->work[src].cores == w->cores || c->work[src].cores > w->rows)
+            continue;
+        /* a core's part must fit the LX kept tensors can have */
+        const be_layout *L = &c->lay[acc[a].buf];
+        int64_t part = cc_ceil_div(L->rows, c->work[src].cores) * L->groups * c->t.stick;
+        if ((double)part > (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE))
+            continue;
+        double cost = rows_estimate(c, pos, c->work[src].cores) - now;
+        double trip = c->t.dram_bytes_per_cycle > 0 ? 2.0 * (double)be_buf_bytes(c, acc[a].buf) / c->t.dram_bytes_per_cycle : 0;
+        if (cost < trip && trip - cost > best) {
+            best = trip - cost;
+            to = src;
+        }
+    }
+    free(acc);
+    if (to >= 0) {
+        w->cores = c->work[to].cores;
+        w->aligned_to = to + 1;
+    }
 }
 
 int be_rows_plan(be_ctx *c, int pos)
@@ -409,7 +455,7 @@ int be_rows_plan(be_ctx *c, int pos)
         rk_lx(&k, &per_row, &fixed);
         /* a staged result's sticks run across rows: every core's part a
          * whole number of sticks' rows, else one core; a split taken from
-         * the producer (align_rows) that breaks this is dropped */
+         * the producer (be_rows_align) that breaks this is dropped */
         int staged = 0;
         for (int j = 0; j < k.nn; j++)
             staged |= k.nodes[j].dram && k.nodes[j].staged;
@@ -462,6 +508,7 @@ typedef struct {
     int64_t *ostage;      /* per node: LX of the staged copy of its buffer (staged stores) */
     int64_t **ocount;     /* ... elements written per stick of it */
     int strd;             /* sfp0 -> dmao: the staged copies are complete */
+    int nstaged;          /* results stored through a staged copy */
     be_tile T;
 } rk_core;
 
@@ -764,146 +811,186 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
         e->failed = 1;
 }
 
-int be_rows_emit(be_ctx *c, int pos)
+
+/* Kernel pos's plan for codegen, with the lxplan's decisions: tensors
+ * kept in LX read from / copied to their regions; a kept result goes to
+ * DRAM only when it must.  -1 with an error. */
+static int rk_prepare(be_ctx *c, int pos, rk_plan *k)
 {
-    rk_plan k;
-    if (rk_build(c, pos, &k)) {
-        rk_free(&k);
+    if (rk_build(c, pos, k))
         return -1;
-    }
-    if (k.nn > 64) {
-        rk_free(&k);
-        return be_error(c, k.K, "more than 64 nodes in one kernel (not supported yet)");
-    }
-    if (k.nl > 256) {
-        rk_free(&k);
-        return be_error(c, k.K, "more than 256 loads in one kernel (not supported yet)");
-    }
-    /* tensors kept in LX across kernels (lxplan): read from / copied to
-     * their regions; a kept result goes to DRAM only when it must */
-    for (int i = 0; i < k.nl; i++) {
-        rk_load *L = &k.loads[i];
+    if (k->nn > 64)
+        return be_error(c, k->K, "more than 64 nodes in one kernel (not supported yet)");
+    if (k->nl > 256)
+        return be_error(c, k->K, "more than 256 loads in one kernel (not supported yet)");
+    for (int i = 0; i < k->nl; i++) {
+        rk_load *L = &k->loads[i];
         const int buf = c->p->A.e[L->e].buf;
         L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
-                 be_rows_aligned(&k, buf, &L->v);
+                 be_rows_aligned(k, buf, &L->v);
         if (L->res)
             be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
     }
-    for (int j = 0; j < k.nn; j++) {
-        rk_node *rn = &k.nodes[j];
+    for (int j = 0; j < k->nn; j++) {
+        rk_node *rn = &k->nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         rn->res = rn->dram && be_res_writes(c, buf, pos);
         rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
     }
-    const be_work *w = &c->work[pos];
+    return 0;
+}
+
+/* A core's rows [r0, r0 + rt) on emitter e: its chunk, its LX (the
+ * per-column values, a gather's row numbers, the staged results, two
+ * slots) and its tokens.  All of a row kernel's LX is taken here, before
+ * any instruction: its working LX is e->lx_top after it (be_rows_need). */
+static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_t rt)
+{
+    be_ctx *c = k->c;
     const int64_t sb = c->t.stick;
+    e->lx_top = 0;
+    e->ntokens = 0;
+    memset(rc, 0, sizeof *rc);
+    rc->k = k;
+    rc->e = e;
+    rc->part0 = r0;
+    int64_t per_row, fixed, stage;
+    rk_lx(k, &per_row, &fixed);
+    const int64_t R = rk_chunk_rows(k, r0, rt, per_row, fixed, &stage);
+    if (R < 1)
+        return be_error(c, k->K, "no chunk of rows fits LX");
+    rc->R = R;
+    /* per-column loads once, then the slots */
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL) {
+            k->loads[i].lx = cc_lx_alloc(e, k->G * sb, "per-column values");
+            if (k->loads[i].scalar)
+                k->loads[i].stage = cc_lx_alloc(e, sb, "a scalar's stick");
+        }
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].gather)
+            k->loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k->loads[i].ids].buf), "gather: row numbers");
+    rc->ostage = ir_xalloc((size_t)(k->nn + 1) * sizeof *rc->ostage);
+    rc->ocount = ir_xalloc((size_t)(k->nn + 1) * sizeof *rc->ocount);
+    for (int j = 0; j < k->nn; j++)
+        if (k->nodes[j].dram && k->nodes[j].staged) {
+            int64_t bytes = be_buf_bytes(c, c->p->nodes[k->nodes[j].node].out);
+            rc->ostage[j] = cc_lx_alloc(e, bytes, "restickify: staged result");
+            rc->ocount[j] = ir_xalloc((size_t)(bytes / sb + 1) * sizeof **rc->ocount);
+            rc->nstaged++;
+        }
+    if (rc->nstaged)
+        rc->strd = cc_tok_alloc(e, "staged results written");
+    rc->slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads, row numbers, staged results */
+    rc->slot[0] = cc_lx_alloc(e, rc->slot_bytes, "row chunk");
+    rc->slot[1] = cc_lx_alloc(e, rc->slot_bytes, "row chunk");
+    for (int s = 0; s < 2; s++) {
+        rc->full[s] = cc_tok_alloc(e, "rows full");
+        rc->done[s] = cc_tok_alloc(e, "rows done");
+        rc->empty[s] = cc_tok_alloc(e, "rows empty");
+    }
+    return cc_emit_failed(e) ? -1 : 0;
+}
+
+static void rk_core_free(rk_core *rc)
+{
+    free(rc->T.memo);
+    free(rc->T.memo_id);
+    free(rc->T.refs);
+    for (int j = 0; rc->ocount && j < rc->k->nn; j++)
+        free(rc->ocount[j]);
+    free(rc->ocount);
+    free(rc->ostage);
+}
+
+int64_t be_rows_need(be_ctx *c, int pos)
+{
+    rk_plan k;
+    int64_t need = rk_prepare(c, pos, &k) ? -1 : 0;
+    const be_work *w = &c->work[pos];
+    for (int core = 0; core < w->cores && need >= 0; core++) {
+        int64_t r0, rt;
+        cc_split(k.rows, w->cores, core, &r0, &rt);
+        if (!rt)
+            continue;
+        cc_emit e;
+        be_lx_probe(c, pos, core, &e);
+        rk_core rc;
+        /* as rk_core_emit: the kernel fails when the run has an error,
+         * an earlier kernel's too (lxplan: one that does not fit its
+         * share; then this one keeps its larger tiling as well) */
+        const int bad = rk_core_setup(&rc, &k, &e, r0, rt) || (c->err && c->err[0]);
+        need = bad ? -1 : cc_max(need, (int64_t)e.lx_top);
+        rk_core_free(&rc);
+    }
+    rk_free(&k);
+    return need;
+}
+
+/* A core's code: the per-column values and row numbers once, its chunks,
+ * the staged results stored. */
+static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    cc_emit *e = rc->e;
+    const int64_t sb = c->t.stick, R = rc->R;
     int rc_ = 0;
+    rc->T.c = c;
+    rc->T.e = e;
+    rc->T.K = k->K;
+    rc->T.corelet = 0;
+    rc->T.G = k->G;
+    rc->T.gs = R * sb;
+    rc->T.rows_cap = R;
+    rc->T.cols = k->cols;
+    rc->T.acc_expr = -1;
+    rc->T.rsp = &k->rsp;
+    rc->T.colvar = k->colvar;
+    rc->T.reads = k->reads;
+    cc_kernel_begin(e, k->K->name);
+    for (int s = 0; s < 2; s++)
+        cc_emit_sig(e, ISA_U_DMAI, rc->empty[s]);
+    be_rowspace one = k->rsp;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL)
+            be_dma_rows(c, e, ISA_OP_DMA_LD, k->loads[i].scalar ? k->loads[i].stage : k->loads[i].lx, sb,
+                        &k->loads[i].v, &one, 0, 1, k->loads[i].scalar ? 1 : k->G);
+    /* a gather's row numbers, on dmai ahead of the gathers that read
+     * them (one queue, in order: no token) */
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].gather)
+            be_stage_load(c, e, c->p->A.e[k->loads[i].ids].buf, k->loads[i].stage);
+    for (int64_t r = r0; r < r0 + rt; r += R)
+        rk_chunk(rc, r, cc_min(R, r0 + rt - r));
+    if (rc->nstaged) { /* the staged copies, complete on sfp0, stored whole sticks at a time */
+        cc_emit_sig(e, ISA_U_SFP0, rc->strd);
+        cc_emit_wait(e, ISA_U_DMAO, rc->strd);
+        for (int j = 0; j < k->nn && !rc_; j++)
+            if (k->nodes[j].dram && k->nodes[j].staged)
+                rc_ = be_store_staged(c, k->K, e, c->p->nodes[k->nodes[j].node].out, rc->ostage[j], rc->ocount[j]);
+    }
+    for (int s = 0; s < 2; s++)
+        cc_emit_wait(e, ISA_U_DMAI, rc->empty[s]);
+    cc_kernel_end(e);
+    return rc_ || cc_emit_failed(e) || (c->err && c->err[0]) ? -1 : 0;
+}
+
+int be_rows_emit(be_ctx *c, int pos)
+{
+    rk_plan k;
+    int rc_ = rk_prepare(c, pos, &k);
+    const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && !rc_; core++) {
         int64_t r0, rt;
         cc_split(k.rows, w->cores, core, &r0, &rt);
         if (!rt)
             continue;
-        cc_emit *e = &c->em[core];
-        e->lx_top = 0;
-        e->ntokens = 0;
         rk_core rc;
-        memset(&rc, 0, sizeof rc);
-        rc.k = &k;
-        rc.e = e;
-        rc.part0 = r0;
-        int64_t per_row, fixed;
-        rk_lx(&k, &per_row, &fixed);
-        int64_t stage;
-        int64_t R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
-        if (R < 1) {
-            rc_ = be_error(c, k.K, "no chunk of rows fits LX");
-            break;
-        }
-        rc.R = R;
-        /* per-column loads once, then the slots */
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].cls == BE_V_COL) {
-                k.loads[i].lx = cc_lx_alloc(e, k.G * sb, "per-column values");
-                if (k.loads[i].scalar)
-                    k.loads[i].stage = cc_lx_alloc(e, sb, "a scalar's stick");
-            }
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].gather)
-                k.loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k.loads[i].ids].buf), "gather: row numbers");
-        rc.ostage = ir_xalloc((size_t)(k.nn + 1) * sizeof *rc.ostage);
-        rc.ocount = ir_xalloc((size_t)(k.nn + 1) * sizeof *rc.ocount);
-        int nstaged = 0;
-        for (int j = 0; j < k.nn; j++)
-            if (k.nodes[j].dram && k.nodes[j].staged) {
-                int64_t bytes = be_buf_bytes(c, c->p->nodes[k.nodes[j].node].out);
-                rc.ostage[j] = cc_lx_alloc(e, bytes, "restickify: staged result");
-                rc.ocount[j] = ir_xalloc((size_t)(bytes / sb + 1) * sizeof **rc.ocount);
-                nstaged++;
-            }
-        if (nstaged)
-            rc.strd = cc_tok_alloc(e, "staged results written");
-        rc.slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads, row numbers, staged results */
-        rc.slot[0] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
-        rc.slot[1] = cc_lx_alloc(e, rc.slot_bytes, "row chunk");
-        for (int s = 0; s < 2; s++) {
-            rc.full[s] = cc_tok_alloc(e, "rows full");
-            rc.done[s] = cc_tok_alloc(e, "rows done");
-            rc.empty[s] = cc_tok_alloc(e, "rows empty");
-        }
-        if (cc_emit_failed(e)) { /* out of LX or tokens */
-            for (int j = 0; j < k.nn; j++)
-                free(rc.ocount[j]);
-            free(rc.ocount);
-            free(rc.ostage);
-            rc_ = -1;
-            break;
-        }
-        rc.T.c = c;
-        rc.T.e = e;
-        rc.T.K = k.K;
-        rc.T.corelet = 0;
-        rc.T.G = k.G;
-        rc.T.gs = R * sb;
-        rc.T.rows_cap = R;
-        rc.T.cols = k.cols;
-        rc.T.acc_expr = -1;
-        rc.T.rsp = &k.rsp;
-        rc.T.colvar = k.colvar;
-        rc.T.reads = k.reads;
-        cc_kernel_begin(e, k.K->name);
-        for (int s = 0; s < 2; s++)
-            cc_emit_sig(e, ISA_U_DMAI, rc.empty[s]);
-        be_rowspace one = k.rsp;
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].cls == BE_V_COL)
-                be_dma_rows(c, e, ISA_OP_DMA_LD, k.loads[i].scalar ? k.loads[i].stage : k.loads[i].lx, sb,
-                            &k.loads[i].v, &one, 0, 1, k.loads[i].scalar ? 1 : k.G);
-        /* a gather's row numbers, on dmai ahead of the gathers that read
-         * them (one queue, in order: no token) */
-        for (int i = 0; i < k.nl; i++)
-            if (k.loads[i].gather)
-                be_stage_load(c, e, c->p->A.e[k.loads[i].ids].buf, k.loads[i].stage);
-        for (int64_t r = r0; r < r0 + rt; r += R)
-            rk_chunk(&rc, r, cc_min(R, r0 + rt - r));
-        if (nstaged) { /* the staged copies, complete on sfp0, stored whole sticks at a time */
-            cc_emit_sig(e, ISA_U_SFP0, rc.strd);
-            cc_emit_wait(e, ISA_U_DMAO, rc.strd);
-            for (int j = 0; j < k.nn && !rc_; j++)
-                if (k.nodes[j].dram && k.nodes[j].staged)
-                    rc_ = be_store_staged(c, k.K, e, c->p->nodes[k.nodes[j].node].out, rc.ostage[j], rc.ocount[j]);
-        }
-        for (int s = 0; s < 2; s++)
-            cc_emit_wait(e, ISA_U_DMAI, rc.empty[s]);
-        cc_kernel_end(e);
-        free(rc.T.memo);
-        free(rc.T.memo_id);
-        free(rc.T.refs);
-        for (int j = 0; j < k.nn; j++)
-            free(rc.ocount[j]);
-        free(rc.ocount);
-        free(rc.ostage);
-        if (cc_emit_failed(e) || (c->err && c->err[0]))
-            rc_ = -1;
+        rc_ = rk_core_setup(&rc, &k, &c->em[core], r0, rt);
+        if (!rc_)
+            rc_ = rk_core_emit(&rc, r0, rt);
+        rk_core_free(&rc);
     }
     rk_free(&k);
     return rc_;

@@ -133,14 +133,15 @@ void cc_result_traffic(const cc_result *r, int64_t *bytes_read, int64_t *bytes_w
 void cc_decompositions_print(FILE *f);
 /* ==== end of the graph compiler's front half ==== */
 
-/* ==== The back half (backend.c, be_matmul.c, be_rows.c, be_reroll.c; docs/compiler.md) ====
+/* ==== The back half (backend.c, be_lxplan.c, be_matmul.c, be_rows.c, be_reroll.c; docs/compiler.md) ====
  * layout (a device layout per DRAM buffer), workdiv (each kernel's output
- * split across cores), codegen (per-core streams, the tensor table, the
+ * split across cores), lxplan (the tensors kept in LX across kernels), codegen (per-core streams, the tensor table, the
  * source graph as the program's graph text), reroll (each kernel's stream
  * rolled into counted loops). */
 
 /* The back half's passes, in order; NULL-terminated.  (cc_pass_names
- * lists the front half's; dump_after accepts these with a target.) */
+ * lists the front half's; dump_after accepts these with a target.  Both
+ * come from the one pass table, passes.c.) */
 const char *const *cc_backend_pass_names(void);
 /* Generate the program for cfg from a compiled result: graph inputs are
  * tensors of role input named as the input values, parameters role

@@ -1,50 +1,18 @@
-/* compile.c: the graph compiler's driver (its front half): the passes in
- * order, the dump after any of them, the report, and the accessors of
- * cc.h.  docs/compiler.md describes each pass and the text they print. */
+/* compile.c: the graph compiler's entry: cc_compile runs the pass table
+ * (passes.c), the front half and, for a target, the back half; the
+ * report and the accessors of cc.h.  docs/compiler.md describes each
+ * pass and the text they print. */
 #include "ir.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Every pass in order: the front half, then (after its NULL) the back
- * half, which runs only for a target chip. */
-static const char *const all_passes[] = {
-    "decompose",      "lower",          "deps",          "dce",   "fuse_vertical", "fuse_reduction",
-    "fuse_epilogue", "fuse_horizontal", "order",         "lastuse", NULL,
-    "layout",         "workdiv",        "codegen",       "reroll",        NULL,
-};
-static const char *const *const pass_names = all_passes;
-static const char *const *const backend_pass_names = all_passes + 11;
-
-const char *const *cc_pass_names(void)
-{
-    return pass_names;
-}
-
-const char *const *cc_backend_pass_names(void)
-{
-    return backend_pass_names;
-}
-
 isa_program *cc_result_take_program(cc_result *r)
 {
     isa_program *p = r->program;
     r->program = NULL;
     return p;
-}
-
-/* After pass `name` (the *i-th of pass_names) returned rc: dump if asked. */
-static int step(ir_prog *p, int *i, const char *name, int rc)
-{
-    assert(pass_names[*i] && !strcmp(pass_names[*i], name));
-    (*i)++;
-    if (rc)
-        return rc;
-    p->stage = name;
-    if (p->opts.dump_after && !strcmp(p->opts.dump_after, name))
-        ir_print(p, p->opts.dump ? p->opts.dump : stderr);
-    return 0;
 }
 
 static ir_prog *prog_new(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
@@ -77,41 +45,15 @@ cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err,
 {
     if (errlen)
         err[0] = 0;
-    if (opts && opts->dump_after) {
-        int known = 0;
-        for (int i = 0; pass_names[i]; i++)
-            known |= !strcmp(pass_names[i], opts->dump_after);
-        for (int i = 0; opts->target && backend_pass_names[i]; i++)
-            known |= !strcmp(backend_pass_names[i], opts->dump_after);
-        if (!known) {
-            size_t o = (size_t)snprintf(err, errlen, "unknown pass \"%s\" (the passes are", opts->dump_after);
-            for (int i = 0; pass_names[i] && o < errlen; i++)
-                o += (size_t)snprintf(err + o, errlen - o, "%s %s", i ? "," : "", pass_names[i]);
-            for (int i = 0; opts->target && backend_pass_names[i] && o < errlen; i++)
-                o += (size_t)snprintf(err + o, errlen - o, ", %s", backend_pass_names[i]);
-            if (o < errlen)
-                snprintf(err + o, errlen - o, ")");
-            return NULL;
-        }
-    }
+    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
+        return NULL;
     ir_prog *p = prog_new(g, opts, err, errlen);
-    /* without LX planning nothing is fused: no intermediate stays on chip */
-    const int lx_plan = !(opts && opts->no_lx_plan);
-    int i = 0;
-    if (step(p, &i, "decompose", ir_decompose(p, g)) ||
-        step(p, &i, "lower", ir_lower(p)) ||
-        step(p, &i, "deps", ir_deps(p)) ||
-        step(p, &i, "dce", ir_dce(p)) ||
-        step(p, &i, "fuse_vertical", lx_plan ? ir_fuse_vertical(p) : 0) ||
-        step(p, &i, "fuse_reduction", lx_plan ? ir_fuse_reduction(p) : 0) ||
-        step(p, &i, "fuse_epilogue", lx_plan ? ir_fuse_epilogue(p) : 0) ||
-        step(p, &i, "fuse_horizontal", lx_plan ? ir_fuse_horizontal(p) : 0) ||
-        step(p, &i, "order", ir_order(p)) ||
-        step(p, &i, "lastuse", ir_lastuse(p))) {
+    p->graph = g;
+    if (ir_run_passes(p, 0)) {
         cc_result_free(p);
         return NULL;
     }
-    assert(!pass_names[i]);
+    p->graph = NULL;
     if (opts && opts->target) {
         /* The workdiv pass sees the graph's work_div hints, then the
          * caller's overrides (the last for a kernel wins). */

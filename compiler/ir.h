@@ -302,6 +302,8 @@ struct cc_result {
     char *err;
     size_t errlen;
     const char *stage; /* the last pass run */
+    const cc_graph *graph;     /* the source graph, while the front half runs (decompose reads it) */
+    const chip_config *chip;   /* the target, while the back half runs (layout reads it) */
 
     ir_srcop *src;     /* the source graph's nodes */
     int nsrc;
@@ -334,6 +336,13 @@ struct cc_result {
 
 /* ---- Passes (each returns 0, or -1 with a message in p->err) ---- */
 
+/* The pass table (passes.c): run its front half (back 0) or back half
+ * (back 1) in order, dumping after opts.dump_after; -1 when a pass
+ * failed.  ir_pass_check: 0 when `name` is a pass (of the back half
+ * too with a target), else -1 with "unknown pass ..." in err. */
+int ir_run_passes(ir_prog *p, int back);
+int ir_pass_check(const char *name, int target, char *err, size_t errlen);
+
 int ir_decompose(ir_prog *p, const cc_graph *g); /* decompose.c */
 int ir_lower(ir_prog *p);                        /* lower.c */
 int ir_deps(ir_prog *p);                         /* schedule.c */
@@ -347,6 +356,7 @@ int ir_lastuse(ir_prog *p);
 /* The back half (backend.c): each needs the one before. */
 int be_layout_pass(ir_prog *p, const chip_config *cfg);
 int be_workdiv_pass(ir_prog *p);
+int be_lxplan_pass(ir_prog *p); /* be_lxplan.c */
 int be_codegen_pass(ir_prog *p);
 int be_reroll_pass(ir_prog *p); /* be_reroll.c */
 void be_free(ir_prog *p);
@@ -354,6 +364,9 @@ void be_print(const ir_prog *p, const char *pass, FILE *f);
 /* The reroll pass's dump (what "reroll") or its section of the report
  * ("report"): instructions per kernel before and after, loops. */
 void be_reroll_print(const ir_prog *p, const char *what, FILE *f);
+/* The lxplan pass's dump: each kernel's working LX, the tensors kept in
+ * LX (where, how long), the spills and the ring exchanges (be_lxplan.c). */
+void be_lxplan_print(const ir_prog *p, const char *pass, FILE *f);
 
 /* ---- Helpers (ir.c) ---- */
 

@@ -345,14 +345,41 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "gather of w: the row numbers are not read directly from an integer input"));
 }
 
-static void test_back_half_passes_dump_layout_workdiv_codegen_and_reroll(void)
+/* llama_tiny keeps the normed input in LX for the three projections
+ * that read it on the same two cores. */
+static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
+{
+    char dir[512], err[512];
+    snprintf(dir, sizeof dir, "%s/traces/llama_tiny", SPYRE_SOURCE_DIR);
+    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cc_compile_opts o = {.target = &cfg, .dump_after = "lxplan", .dump = f};
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k1_mm: working lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept mul_1: k0_pow_mean_add..k5_mm at lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "; read by k1_mm, k2_mm, k5_mm\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 2 tensors kept, 0 spills, 0 ring exchanges\n"));
+    free(text);
+    cc_result_free(r);
+    cc_graph_free(g);
+}
+
+static void test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll(void)
 {
     const char *const *bp = cc_backend_pass_names();
     CU_ASSERT_STRING_EQUAL(bp[0], "layout");
     CU_ASSERT_STRING_EQUAL(bp[1], "workdiv");
-    CU_ASSERT_STRING_EQUAL(bp[2], "codegen");
-    CU_ASSERT_STRING_EQUAL(bp[3], "reroll");
-    CU_ASSERT_PTR_NULL(bp[4]);
+    CU_ASSERT_STRING_EQUAL(bp[2], "lxplan");
+    CU_ASSERT_STRING_EQUAL(bp[3], "codegen");
+    CU_ASSERT_STRING_EQUAL(bp[4], "reroll");
+    CU_ASSERT_PTR_NULL(bp[5]);
     char dir[512], err[512];
     snprintf(dir, sizeof dir, "%s/traces/mlp", SPYRE_SOURCE_DIR);
     cc_graph *g = cc_graph_load(dir, err, sizeof err);
@@ -382,7 +409,9 @@ static void test_back_half_passes_dump_layout_workdiv_codegen_and_reroll(void)
         }
         if (i == 1)
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "kernel k0_addmm_gelu: matmul grid"));
-        if (i == 3) { /* instructions before and after, per kernel, per core and in total */
+        if (i == 2) /* each kernel's LX, and what stays there across kernels */
+            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k1_addmm: tiled into lx below "));
+        if (i == 4) { /* instructions before and after, per kernel, per core and in total */
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k0_addmm_gelu: "));
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncore 0: "));
             CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: "));
@@ -2218,8 +2247,9 @@ int main(void)
         {"an embedding gathers rows by dma.gather and validates on both chips",
          test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips},
         {"a gather the back half cannot emit is a clear error", test_a_gather_the_back_half_cannot_emit_is_a_clear_error},
-        {"the back half's passes dump layout, workdiv, codegen and reroll",
-         test_back_half_passes_dump_layout_workdiv_codegen_and_reroll},
+        {"the back half's passes dump layout, workdiv, lxplan, codegen and reroll",
+         test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll},
+        {"the lxplan dump shows the tensors kept in LX", test_the_lxplan_dump_shows_the_tensors_kept_in_lx},
         {"rerolled loops compute the same values in nearly the same cycles with many fewer instructions",
          test_rerolled_loops_compute_the_same_values_in_nearly_the_same_cycles_with_many_fewer_instructions},
         {"a stream without repetition is left as generated", test_a_stream_without_repetition_is_left_as_generated},

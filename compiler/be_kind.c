@@ -1,0 +1,120 @@
+/* be_kind.c: the kernel-kind table: what each kind of kernel (matmul
+ * template, row kernel) supplies to the back half's passes, with each
+ * kind's work_div SPEC and its line in the workdiv dump. */
+#include "backend.h"
+
+#include <inttypes.h>
+
+/* ---- work_div SPEC: each kind's split (docs/compiler.md, "Overriding the work division") ---- */
+
+/* A positive decimal number at *s (advanced past it); -1 if none. */
+static int64_t spec_num(const char **s)
+{
+    int64_t v = 0;
+    const char *q = *s;
+    while (*q >= '0' && *q <= '9' && v < 1000000)
+        v = v * 10 + (*q++ - '0');
+    if (q == *s || v < 1)
+        return -1;
+    *s = q;
+    return v;
+}
+
+/* "/N1xN2x..." (n numbers) at *q, into t; a missing number is -1. */
+static void spec_tiling(const char **q, int n, int64_t *t)
+{
+    if (**q != '/')
+        return;
+    (*q)++;
+    for (int i = 0; i < n; i++) {
+        if (i && **q != 'x' && **q != 'X') {
+            t[i] = -1;
+            return;
+        }
+        *q += i > 0;
+        t[i] = spec_num(q);
+    }
+}
+
+/* GMxGN[xGK|r][/MBxNBSxKC]: the grid, split-K or B over the ring, and a forced tiling. */
+static int64_t mm_split(const char **q, be_work *w)
+{
+    int64_t a = spec_num(q), b = -1, gk = 1, t[3] = {0, 0, 0};
+    int ring = 0;
+    if (a > 0 && (**q == 'x' || **q == 'X')) {
+        (*q)++;
+        b = spec_num(q);
+        if (b > 0 && (**q == 'x' || **q == 'X')) { /* K parts: split-K */
+            (*q)++;
+            gk = spec_num(q);
+        }
+        if (b > 0 && gk == 1 && **q == 'r') { /* B broadcast over the ring */
+            ring = 1;
+            (*q)++;
+        }
+    }
+    if (a > 0 && b > 0)
+        spec_tiling(q, 3, t);
+    if (a < 1 || b < 1 || gk < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0)
+        return -1;
+    w->gm = a;
+    w->gn = b;
+    w->mb = t[0];
+    w->nbs = t[1];
+    w->kc = t[2];
+    w->bcast = ring;
+    w->gk = gk;
+    return a * b * gk;
+}
+
+/* CORES[/ROWS]: the core count, and a forced chunk. */
+static int64_t rows_split(const char **q, be_work *w)
+{
+    int64_t a = spec_num(q), t[1] = {0};
+    if (a > 0)
+        spec_tiling(q, 1, t);
+    if (a < 1 || t[0] < 0)
+        return -1;
+    w->cores = (int)a;
+    w->chunk = t[0];
+    return a;
+}
+
+/* ---- the workdiv dump's line ---- */
+
+static void mm_print_work(const be_ctx *c, int pos, FILE *f)
+{
+    const be_work *w = &c->work[pos];
+    fprintf(f, "kernel %s: matmul grid %" PRId64 " x %" PRId64 " (%d cores), estimate %.0f cycles\n",
+            c->p->kernels[c->p->order[pos]].name, w->gm, w->gn, w->cores, w->est_cycles);
+}
+
+static void rows_print_work(const be_ctx *c, int pos, FILE *f)
+{
+    const be_work *w = &c->work[pos];
+    fprintf(f, "kernel %s: rows %" PRId64 " of %" PRId64 " columns over %d cores\n", c->p->kernels[c->p->order[pos]].name,
+            w->rows, w->cols, w->cores);
+}
+
+#define MM_SYNTAX                                                                                                      \
+    "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K in GK parts too, e.g. 1x4x8), GMx1r (B "   \
+    "broadcast over the ring) or GMxGNr (a grid over the ring, e.g. 8x4r), optionally /MBxNBSxKC (block rows x block " \
+    "sticks x K chunk rows, e.g. 2x4/64x4x256), optionally +nokeep"
+#define ROWS_SYNTAX                                                                                                    \
+    "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per chunk, e.g. 16/32), optionally +nokeep"
+
+#define ROWS_KIND                                                                                                      \
+    {"row kernel",  be_rows_plan,     be_rows_align, be_rows_access, be_rows_estimate, be_rows_need,                 \
+     be_rows_emit, rows_split, ROWS_SYNTAX,   rows_print_work}
+
+static const be_kind kinds[] = {
+    [IR_POINTWISE] = ROWS_KIND,
+    [IR_REDUCTION] = ROWS_KIND,
+    [IR_MATMUL] = {"matmul template", be_matmul_plan, NULL, be_matmul_access, be_matmul_estimate, be_matmul_need,
+                   be_matmul_emit, mm_split, MM_SYNTAX, mm_print_work},
+};
+
+const be_kind *be_kind_of(const be_ctx *c, int pos)
+{
+    return &kinds[c->p->kernels[c->p->order[pos]].kind];
+}

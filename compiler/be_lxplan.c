@@ -1,0 +1,450 @@
+/* be_lxplan.c: the lxplan pass: which tensors stay in LX from one kernel
+ * to later ones, where, and the ring exchanges between kernels split over
+ * different cores, and the pass's dump.  Codegen reads the decisions
+ * through be_lxres.c. */
+#include "backend.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- lxplan: tensors kept in LX across kernels ----
+ *
+ * A result stays in LX from its producer to a later kernel when both
+ * walk it aligned (be_access) and split its rows over the same number of
+ * cores: each core then keeps exactly the rows it wrote and later reads.
+ * The plan walks the kernels in order.  A new result gets the highest LX
+ * range that is free and lies above the working LX (its kind's need)
+ * of every kernel it lives through; when none is free,
+ * of it and the tensors already kept the one read again furthest in the
+ * future leaves LX (Belady): a kept tensor "spills" (its producer also
+ * writes it to DRAM, and its later readers reload it from there), the new
+ * one simply goes to DRAM.
+ *
+ * A later kernel that walks the tensor aligned but splits its rows over
+ * another number of cores gets it by a ring exchange (be_xreg) when that
+ * is estimated cheaper than the DRAM round trip and its region fits LX
+ * above the kernel's working LX; otherwise it reads DRAM. */
+
+typedef struct {
+    int *uses;    /* positions that read it aligned, ascending */
+    int nuses;
+    int *xuses;   /* positions that read it aligned on another number of cores (a ring exchange) */
+    int nxuses;
+    int producer; /* position that writes it aligned (-1: none) */
+    int cores;    /* the producer's cores */
+    int other;    /* read or written some other way: DRAM needed */
+} lx_cand;
+
+static int next_use(const lx_cand *x, int pos)
+{
+    int n = INT_MAX;
+    for (int i = 0; i < x->nuses; i++)
+        if (x->uses[i] >= pos && x->uses[i] < n)
+            n = x->uses[i];
+    for (int i = 0; i < x->nxuses; i++)
+        if (x->xuses[i] >= pos && x->xuses[i] < n)
+            n = x->xuses[i];
+    return n;
+}
+
+/* The last position that reads candidate x from LX (-1: none). */
+static int last_use(const lx_cand *x)
+{
+    return cc_max(x->nuses ? x->uses[x->nuses - 1] : -1, x->nxuses ? x->xuses[x->nxuses - 1] : -1);
+}
+
+/* The highest stick-aligned range of `bytes` in [floor, top) that no
+ * region of the tensors in LX at pos overlaps; -1 when none. */
+static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int64_t bytes)
+{
+    const ir_prog *p = c->p;
+    int64_t hi = top;
+    for (;;) {
+        int64_t lo = hi - bytes;
+        if (lo < floor)
+            return -1;
+        int64_t clash = -1; /* the lowest start of a region overlapping [lo, hi) */
+        for (int b = 0; b < p->nbufs; b++) {
+            const be_res *r = &c->res[b];
+            if (r->on && r->from <= pos && pos <= r->to && r->lx < hi && lo < r->lx + r->bytes)
+                clash = clash < 0 || r->lx < clash ? r->lx : clash;
+            const be_xreg *x = be_res_xreg(c, b, pos);
+            if (x && x->lx < hi && lo < x->lx + x->bytes)
+                clash = clash < 0 || x->lx < clash ? x->lx : clash;
+        }
+        if (clash < 0)
+            return lo;
+        hi = clash;
+    }
+}
+
+static void lx_free(const be_ctx *c, lx_cand *x);
+
+/* Per buffer: who writes it aligned and which later kernels read it
+ * aligned on the same cores (the tensors that could stay in LX); NULL
+ * with an error. */
+static lx_cand *lx_candidates(be_ctx *c)
+{
+    ir_prog *p = c->p;
+    lx_cand *x = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *x);
+    int *reads = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *reads), *writes = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writes);
+    int rc = 0;
+    for (int b = 0; b < p->nbufs; b++) {
+        x[b].producer = -1;
+        x[b].other = p->bufs[b].output || p->bufs[b].kind != IR_BUF_COMPUTED;
+    }
+    for (int i = 0; i < p->norder && !rc; i++) {
+        int nr, nw, na = 0;
+        be_access *acc = NULL;
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        if (be_kind_of(c, i)->access(c, i, &acc, &na)) {
+            rc = -1;
+            break;
+        }
+        for (int j = 0; j < nr + nw; j++) {
+            const int b = j < nr ? reads[j] : writes[j - nr], write = j >= nr;
+            if (!c->lay[b].dram)
+                continue;
+            int aligned = na > 0;
+            for (int a = 0; a < na; a++)
+                if (acc[a].buf == b && acc[a].write == write)
+                    aligned &= acc[a].aligned;
+            int found = 0;
+            for (int a = 0; a < na; a++)
+                found |= acc[a].buf == b && acc[a].write == write;
+            if (!found || !aligned || c->work[i].nokeep) {
+                x[b].other = 1;
+            } else if (write) {
+                x[b].producer = i;
+                x[b].cores = c->work[i].cores;
+            } else if (x[b].producer >= 0 && c->work[i].cores == x[b].cores) {
+                x[b].uses = ir_xgrow(x[b].uses, &(int){x[b].nuses}, x[b].nuses + 1, sizeof *x[b].uses);
+                x[b].uses[x[b].nuses++] = i;
+            } else if (x[b].producer >= 0) {
+                x[b].xuses = ir_xgrow(x[b].xuses, &(int){x[b].nxuses}, x[b].nxuses + 1, sizeof *x[b].xuses);
+                x[b].xuses[x[b].nxuses++] = i;
+            } else {
+                x[b].other = 1;
+            }
+        }
+        free(acc);
+    }
+    free(reads);
+    free(writes);
+    if (rc)
+        lx_free(c, x);
+    return rc ? NULL : x;
+}
+
+static void lx_free(const be_ctx *c, lx_cand *x)
+{
+    for (int b = 0; b < c->p->nbufs; b++) {
+        free(x[b].uses);
+        free(x[b].xuses);
+    }
+    free(x);
+}
+
+/* Estimated cycles of the ring exchange of kept tensor b to the kernel
+ * at pos: the busier of the busiest sender (one transfer per reader core
+ * its rows reach, or a local copy) and the busiest ring link (each
+ * transfer the shorter way round), and the bar after them. */
+static double xchg_cost(const be_ctx *c, int b, int pos)
+{
+    const be_res *r = &c->res[b];
+    const int n = c->cfg->cores;
+    const int64_t rows = c->lay[b].rows, bytes_row = c->lay[b].groups * c->t.stick, qc = c->work[pos].cores;
+    double *link = ir_xalloc((size_t)(2 * n) * sizeof *link), worst = 0;
+    for (int core = 0; core < r->cores; core++) {
+        double t = 0;
+        for (int k = 0; k < qc; k++) {
+            int64_t p0, q0, lo, hi;
+            be_xchg_share(rows, r->cores, core, qc, k, &p0, &q0, &lo, &hi);
+            if (lo >= hi)
+                continue;
+            const double bytes = (double)((hi - lo) * bytes_row);
+            t += c->t.dma_insn_cycles + bytes / c->cfg->ring_bytes_per_cycle;
+            const int cw = ((k - core) % n + n) % n, dir = cw <= n - cw ? 0 : 1, hops = dir ? n - cw : cw;
+            for (int h = 0, stop = core; h < hops; h++, stop = ((dir ? stop - 1 : stop + 1) % n + n) % n)
+                link[dir * n + stop] += bytes;
+        }
+        worst = worst > t ? worst : t;
+    }
+    for (int l = 0; l < 2 * n; l++)
+        worst = worst > link[l] / c->cfg->ring_bytes_per_cycle ? worst : link[l] / c->cfg->ring_bytes_per_cycle;
+    free(link);
+    return worst + c->cfg->barrier_cycles;
+}
+
+/* A ring exchange of kept tensor b to the kernel at pos, which reads it
+ * split over another number of cores: planned when it is estimated
+ * cheaper than the DRAM round trip (the write only if nothing else needs
+ * the tensor in DRAM) and its region fits above the kernel's working LX
+ * (floor); otherwise the kernel reads DRAM, so the producer writes it. */
+static void xchg_plan(be_ctx *c, int b, int pos, int64_t floor, int64_t top)
+{
+    be_res *r = &c->res[b];
+    if (!r->on || pos <= r->from || pos > r->to)
+        return; /* not kept (or spilled) by now: DRAM already */
+    const int64_t qc = c->work[pos].cores, rows = c->lay[b].rows, sb = c->t.stick;
+    be_xreg xr = {pos, (int)qc, 0, cc_ceil_div(rows, qc), cc_ceil_div(rows, qc) * c->lay[b].groups * sb, 0, 0};
+    const double bytes = (double)(rows * c->lay[b].groups * sb);
+    xr.est = xchg_cost(c, b, pos);
+    xr.dram_est = c->t.dram_bytes_per_cycle > 0 ? bytes * (r->dram ? 1 : 2) / c->t.dram_bytes_per_cycle : 0;
+    xr.lx = xr.est < xr.dram_est ? lx_fit(c, pos, floor, top, xr.bytes) : -1;
+    if (xr.lx < 0) {
+        r->dram = 1;
+        return;
+    }
+    r->x = ir_xgrow(r->x, &(int){r->nx}, r->nx + 1, sizeof *r->x);
+    r->x[r->nx++] = xr;
+}
+
+/* Candidate b, written by the kernel at i: the highest free range above
+ * the working LX of every kernel it lives through, making room by
+ * evicting (Belady: of the tensors in LX and this one, the one read
+ * again furthest away leaves), or DRAM. */
+static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, const int64_t *need, int64_t top)
+{
+    const ir_prog *p = c->p;
+    const int64_t sb = c->t.stick;
+    be_res *r = &c->res[b];
+    const be_layout *L = &c->lay[b];
+    r->from = i;
+    r->to = last_use(&x[b]);
+    r->cores = x[b].cores;
+    r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
+    r->bytes = r->rows_cap * L->groups * sb;
+    r->dram = x[b].other;
+    int64_t floor = 0;
+    for (int k = r->from; k <= r->to; k++)
+        floor = cc_max(floor, cc_round_up(need[k], sb));
+    for (;;) {
+        int64_t at = lx_fit(c, i, floor, top, r->bytes);
+        if (at >= 0) {
+            r->on = 1;
+            r->lx = at;
+            r->nuses = x[b].nuses;
+            r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
+            if (r->nuses) /* none: read only by ring exchanges */
+                memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
+            return;
+        }
+        int victim = b, far = next_use(&x[b], i + 1);
+        for (int v = 0; v < p->nbufs; v++) {
+            const be_res *q = &c->res[v];
+            if (v != b && q->on && q->from < i && i <= q->to && next_use(&x[v], i) > far) {
+                far = next_use(&x[v], i);
+                victim = v;
+            }
+        }
+        if (victim == b) {
+            r->dram = 1;
+            return;
+        }
+        be_res *q = &c->res[victim];
+        q->to = i - 1;
+        q->spilled = 1;
+        q->dram = 1;
+        q->on = q->to > q->from; /* no reader left in LX: it simply goes to DRAM */
+    }
+}
+
+/* Place the candidates x in LX, kernel by kernel (need: each kernel's
+ * working LX). */
+static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
+{
+    ir_prog *p = c->p;
+    const int64_t sb = c->t.stick, top = (int64_t)c->cfg->lx_usable_bytes / sb * sb;
+    for (int i = 0; i < p->norder; i++) {
+        for (int b = 0; b < p->nbufs; b++)
+            for (int k = 0; k < x[b].nxuses; k++)
+                if (x[b].xuses[k] == i)
+                    xchg_plan(c, b, i, cc_round_up(need[i], sb), top);
+        for (int b = 0; b < p->nbufs; b++)
+            if (x[b].producer == i && last_use(&x[b]) >= 0)
+                lx_place(c, x, b, i, need, top);
+    }
+    /* a region ends at its last reader from LX: exchanges that fell to
+     * DRAM leave it shorter, or with none, not kept at all */
+    for (int b = 0; b < p->nbufs; b++) {
+        be_res *r = &c->res[b];
+        int last = -1;
+        for (int k = 0; r->on && k < r->nuses; k++)
+            if (r->uses[k] <= r->to)
+                last = cc_max(last, r->uses[k]);
+        for (int k = 0; r->on && k < r->nx; k++)
+            last = cc_max(last, r->x[k].pos);
+        if (r->on && last < 0)
+            r->on = 0;
+        else if (r->on)
+            r->to = last;
+    }
+}
+
+/* ... when its estimate grows by at most this (row kernels: chunks
+ * smaller than a quarter of a core's part only add DMA instructions) */
+#define LX_SHRINK_COST 0.02
+
+/* need[i]: the working LX of each kernel marked live, its kind's need
+ * (every one, as codegen would meet them: an error is the first one's,
+ * or the last LX overflow's).  -1 when one failed. */
+static int lx_needs(be_ctx *c, const char *live, int64_t *need)
+{
+    int rc = 0;
+    for (int i = 0; i < c->p->norder; i++)
+        if (live[i] && (need[i] = be_kind_of(c, i)->need(c, i)) < 0)
+            rc = -1;
+    return rc;
+}
+
+/* Each kernel's working LX, for the kernels a candidate would live
+ * through (live), tiled into all of LX and into LX_KERNEL_SHARE of it:
+ * the plan keeps the smaller free (the larger where only it fits).  -1
+ * with the kernel's error. */
+static int lx_need(be_ctx *c, const char *live, int64_t *need)
+{
+    ir_prog *p = c->p;
+    int64_t *small = ir_xalloc((size_t)(p->norder + 1) * sizeof *small);
+    double *est = ir_xalloc((size_t)(p->norder + 1) * sizeof *est);
+    int rc = lx_needs(c, live, need);
+    for (int i = 0; i < p->norder && !rc; i++) {
+        if (live[i])
+            est[i] = be_kind_of(c, i)->estimate(c, i);
+        c->lx_floor[i] = (int64_t)(c->cfg->lx_usable_bytes * LX_KERNEL_SHARE) / c->t.stick * c->t.stick;
+    }
+    if (!rc) {
+        p->err[0] = 0;
+        lx_needs(c, live, small); /* -1 where a kernel does not fit the share */
+    }
+    /* the smaller tiling only where the cost model sees it cost nothing:
+     * a matmul's smaller blocks can re-read operands (a row kernel's
+     * estimate does not depend on its chunks) */
+    for (int i = 0; i < p->norder && !rc; i++) {
+        if (live[i] && small[i] >= 0 && !c->work[i].bcast &&
+            be_kind_of(c, i)->estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST))
+            need[i] = small[i];
+        c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
+    }
+    if (!rc)
+        p->err[0] = 0; /* a kernel that did not fit in the smaller share */
+    free(est);
+    free(small);
+    return rc;
+}
+
+/* Each kernel is tiled into the LX the kept tensors leave it, so a kernel
+ * with none keeps all. */
+static void lx_floors(be_ctx *c)
+{
+    const ir_prog *p = c->p;
+    for (int b = 0; b < p->nbufs; b++) {
+        const be_res *r = &c->res[b];
+        for (int i = r->from; r->on && i <= r->to; i++)
+            c->lx_floor[i] = cc_min(c->lx_floor[i], r->lx);
+        for (int k = 0; k < r->nx; k++)
+            c->lx_floor[r->x[k].pos] = cc_min(c->lx_floor[r->x[k].pos], r->x[k].lx);
+    }
+}
+
+int be_lxplan_pass(ir_prog *p)
+{
+    be_ctx *c = p->be;
+    c->res = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c->res);
+    c->lx_floor = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_floor);
+    c->lx_need = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_need);
+    for (int i = 0; i < p->norder; i++)
+        c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
+    if (p->opts.no_lx_plan || p->opts.no_lx_keep)
+        return 0;
+    lx_cand *x = lx_candidates(c);
+    if (!x)
+        return -1;
+    /* the kernels a candidate would live through: only their working LX matters */
+    char *live = ir_xalloc((size_t)(p->norder + 1));
+    int any = 0, rc = 0;
+    for (int b = 0; b < p->nbufs; b++)
+        for (int i = x[b].producer; i >= 0 && i <= last_use(&x[b]); i++)
+            any = live[i] = 1;
+    if (any && !(rc = lx_need(c, live, c->lx_need))) {
+        lx_plan(c, x, c->lx_need);
+        lx_floors(c);
+    }
+    free(live);
+    lx_free(c, x);
+    return rc;
+}
+
+/* ---- the dump ---- */
+
+static const char *kname(const ir_prog *p, int pos)
+{
+    return p->kernels[p->order[pos]].name;
+}
+
+/* One line per kernel: its working LX and the LX it is tiled into. */
+static void print_kernels(const be_ctx *c, FILE *f)
+{
+    const ir_prog *p = c->p;
+    for (int i = 0; i < p->norder; i++) {
+        fprintf(f, "kernel %s: ", kname(p, i));
+        if (c->lx_need[i])
+            fprintf(f, "working lx %" PRId64 " bytes per core, ", c->lx_need[i]);
+        fprintf(f, "tiled into lx below %" PRId64 "\n", c->lx_floor[i]);
+    }
+}
+
+/* A tensor the plan looked at: kept (where, for which kernels, read by
+ * which, exchanged to which), or through DRAM. */
+static void print_res(const be_ctx *c, int b, FILE *f)
+{
+    const ir_prog *p = c->p;
+    const be_res *r = &c->res[b];
+    if (!r->on) {
+        fprintf(f, "dram %s: written by %s on %d core%s, not kept (%s)\n", p->bufs[b].name, kname(p, r->from), r->cores,
+                r->cores == 1 ? "" : "s", r->spilled ? "spilled before a reader" : "no room, or no reader from lx");
+        return;
+    }
+    fprintf(f, "kept %s: %s..%s at lx %" PRId64 ", %" PRId64 " bytes per core (%" PRId64 " rows on %d core%s)",
+            p->bufs[b].name, kname(p, r->from), kname(p, r->to), r->lx, r->bytes, r->rows_cap, r->cores,
+            r->cores == 1 ? "" : "s");
+    for (int k = 0; k < r->nuses; k++)
+        if (r->uses[k] <= r->to)
+            fprintf(f, "%s%s", k ? ", " : "; read by ", kname(p, r->uses[k]));
+    fprintf(f, "%s\n", r->spilled ? "; spilled: also written to dram, later readers reload it"
+                       : r->dram   ? "; also written to dram"
+                                   : "");
+    for (int k = 0; k < r->nx; k++) {
+        const be_xreg *x = &r->x[k];
+        fprintf(f,
+                "  ring exchange before %s: %d -> %d cores, at lx %" PRId64 ", %" PRId64
+                " bytes per core, estimate %.0f cycles against %.0f through dram\n",
+                kname(p, x->pos), r->cores, x->cores, x->lx, x->bytes, x->est, x->dram_est);
+    }
+}
+
+void be_lxplan_print(const ir_prog *p, const char *pass, FILE *f)
+{
+    const be_ctx *c = p->be;
+    fprintf(f, "# %s after %s (target %s, %d cores)\n", p->gname, pass, c->cfg->name, c->cfg->cores);
+    if (p->opts.no_lx_plan || p->opts.no_lx_keep) {
+        fprintf(f, "nothing kept in lx across kernels (%s)\n", p->opts.no_lx_plan ? "--no-lx-plan" : "--no-lx-keep");
+        return;
+    }
+    print_kernels(c, f);
+    int kept = 0, spills = 0, xchgs = 0;
+    for (int b = 0; b < p->nbufs; b++) {
+        const be_res *r = &c->res[b];
+        if (!r->cores)
+            continue; /* never a candidate */
+        print_res(c, b, f);
+        kept += r->on;
+        spills += r->spilled;
+        xchgs += r->nx;
+    }
+    fprintf(f, "total: %d tensor%s kept, %d spill%s, %d ring exchange%s\n", kept, kept == 1 ? "" : "s", spills,
+            spills == 1 ? "" : "s", xchgs, xchgs == 1 ? "" : "s");
+}

@@ -1,0 +1,120 @@
+/* be_lxres.c: the LX plan's decisions as codegen reads them (the LX a
+ * kernel may use, the tensors kept in LX it reads or writes, where) and
+ * the code that moves kept tensors: region copies, ring exchanges. */
+#include "backend.h"
+
+#include <assert.h>
+#include <string.h>
+
+int64_t be_lx_budget(const be_ctx *c, int pos)
+{
+    return c->lx_floor ? c->lx_floor[pos] : (int64_t)c->cfg->lx_usable_bytes;
+}
+
+void be_lx_probe(const be_ctx *c, int pos, int core, cc_emit *e)
+{
+    memset(e, 0, sizeof *e);
+    e->cfg = c->cfg;
+    e->core = core;
+    e->err = c->err;
+    e->errlen = c->errlen;
+    e->lx_limit = (uint64_t)be_lx_budget(c, pos);
+}
+
+const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    for (int i = 0; r && i < r->nx; i++)
+        if (r->x[i].pos == pos)
+            return &r->x[i];
+    return NULL;
+}
+
+void be_xchg_share(int64_t rows, int64_t pc, int64_t p, int64_t qc, int64_t k, int64_t *p0, int64_t *q0,
+                       int64_t *lo, int64_t *hi)
+{
+    int64_t pn, qn;
+    cc_split(rows, pc, p, p0, &pn);
+    cc_split(rows, qc, k, q0, &qn);
+    *lo = cc_max(*p0, *q0);
+    *hi = cc_min(*p0 + pn, *q0 + qn);
+}
+
+void be_xchg_emit(be_ctx *c, int pos)
+{
+    const ir_prog *p = c->p;
+    const int ncores = c->cfg->cores;
+    const int64_t sb = c->t.stick;
+    char name[ISA_NAME_MAX];
+    snprintf(name, sizeof name, "%s.xchg", p->kernels[p->order[pos]].name);
+    int any = 0;
+    for (int b = 0; b < p->nbufs; b++) {
+        const be_res *r = &c->res[b];
+        const be_xreg *x = be_res_xreg(c, b, pos);
+        if (!x)
+            continue;
+        any = 1;
+        const int64_t rows = c->lay[b].rows, G = c->lay[b].groups;
+        for (int core = 0; core < r->cores; core++) {
+            cc_emit *e = &c->em[core];
+            for (int k = 0; k < x->cores; k++) {
+                int64_t p0, q0, lo, hi;
+                for (be_xchg_share(rows, r->cores, core, x->cores, k, &p0, &q0, &lo, &hi); lo < hi; lo += 65535) {
+                    const int64_t n = cc_min(65535, hi - lo);
+                    const isa_addr d = cc_abs(x->lx + (lo - q0) * sb), a = cc_abs(r->lx + (lo - p0) * sb);
+                    cc_dma_shape sh = cc_dma_groups(n, G, x->rows_cap * sb, r->rows_cap * sb);
+                    if (!e->kname)
+                        cc_kernel_begin(e, name);
+                    if (k == core)
+                        cc_emit_dma(e, ISA_OP_DMA_LX, d, a, &sh);
+                    else
+                        cc_emit_ring(e, ISA_OP_RING_SEND, k, 255, d, a, &sh);
+                }
+            }
+        }
+    }
+    for (int core = 0; core < ncores && any; core++) {
+        if (c->em[core].kname)
+            cc_kernel_end(&c->em[core]);
+        cc_emit_bar(&c->em[core]);
+    }
+}
+
+int be_res_reads(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    if (be_res_xreg(c, buf, pos))
+        return 1;
+    if (!r || !r->on || pos <= r->from || pos > r->to)
+        return 0;
+    for (int i = 0; i < r->nuses; i++)
+        if (r->uses[i] == pos)
+            return 1;
+    return 0; /* it reads the tensor some other way, or on other cores: from DRAM */
+}
+
+void be_res_at(const be_ctx *c, int buf, int pos, int64_t *lx, int64_t *rows_cap)
+{
+    const be_xreg *x = be_res_xreg(c, buf, pos);
+    *lx = x ? x->lx : c->res[buf].lx;
+    *rows_cap = x ? x->rows_cap : c->res[buf].rows_cap;
+}
+
+int be_res_writes(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    return r && r->on && r->from == pos;
+}
+
+void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
+                 int64_t gs)
+{
+    int64_t at, cap;
+    be_res_at(c, buf, store ? -1 : c->pos, &at, &cap);
+    const int64_t sb = c->t.stick, part = at + (g0 * cap + i0) * sb;
+    assert((c->res[buf].on || be_res_xreg(c, buf, c->pos)) && i0 >= 0 && i0 + n <= cap);
+    cc_dma_shape sh = cc_dma_groups(n, G, store ? cap * sb : gs, store ? gs : cap * sb);
+    cc_emit_dma(e, store ? ISA_OP_DMA_LXS : ISA_OP_DMA_LX, cc_abs(store ? part : lx), cc_abs(store ? lx : part), &sh);
+}
+
+/* The next position >= pos that reads candidate x aligned (INT_MAX: none). */
