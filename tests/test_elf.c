@@ -110,44 +110,19 @@ static void assert_programs_equal(const isa_program *a, const isa_program *b)
         CU_ASSERT_STRING_EQUAL(a->graph, b->graph);
     CU_ASSERT_EQUAL_FATAL(a->nkernels, b->nkernels);
     for (size_t i = 0; i < a->nkernels; i++) {
-        CU_ASSERT_STRING_EQUAL(a->kernels[i].name, b->kernels[i].name);
-        CU_ASSERT_EQUAL(a->kernels[i].core, b->kernels[i].core);
-        CU_ASSERT_EQUAL(a->kernels[i].first, b->kernels[i].first);
-        CU_ASSERT_EQUAL(a->kernels[i].last, b->kernels[i].last);
+        const isa_kernel *x = &a->kernels[i], *y = &b->kernels[i];
+        CU_ASSERT_STRING_EQUAL(x->name, y->name);
+        CU_ASSERT_EQUAL(x->core, y->core);
     }
-    if (a->ncores != b->ncores)
-        return;
-    for (int c = 0; c < a->ncores; c++) {
-        CU_ASSERT_EQUAL_FATAL(a->cores[c].n, b->cores[c].n);
-        for (size_t i = 0; i < a->cores[c].n; i++) {
-            uint8_t wa[ISA_INSN_BYTES], wb[ISA_INSN_BYTES];
-            char err[256];
-            CU_ASSERT_EQUAL_FATAL(isa_encode(&a->cores[c].insns[i], wa, err, sizeof err), 0);
-            CU_ASSERT_EQUAL_FATAL(isa_encode(&b->cores[c].insns[i], wb, err, sizeof err), 0);
-            CU_ASSERT_EQUAL(memcmp(wa, wb, ISA_INSN_BYTES), 0);
-        }
-    }
+    if (a->ncores == b->ncores)
+        tu_assert_same_code(a, b, 1);
 }
 
 static uint8_t *slurp(const char *path, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)size + 1);
-    *n = fread(buf, 1, (size_t)size, f);
-    fclose(f);
+    uint8_t *buf = (uint8_t *)tu_read_file(path, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
     return buf;
-}
-
-static void spit(const char *path, const void *buf, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(fwrite(buf, 1, n, f), n);
-    fclose(f);
 }
 
 /* Write the sample program to a fresh file; returns its bytes. */
@@ -231,7 +206,7 @@ static void expect_patched_error(const uint8_t *good, size_t size, size_t off, u
     uint8_t *bad = malloc(size);
     memcpy(bad, good, size);
     put_le(bad + off, v, n);
-    spit(path, bad, size);
+    tu_write_file(path, bad, size);
     expect_read_error(path, want);
     remove(path);
     free(bad);
@@ -400,9 +375,9 @@ static void test_text_file_is_not_an_elf(void)
     char path[1024];
     tu_tmpfile(".txt", path, sizeof path);
     const char *text = "this is not an ELF file, just some text\n";
-    spit(path, text, strlen(text));
+    tu_write_file(path, text, strlen(text));
     expect_read_error(path, "not an ELF");
-    spit(path, "", 0);
+    tu_write_file(path, "", 0);
     expect_read_error(path, "not an ELF");
     remove(path);
 }
@@ -419,12 +394,12 @@ static void test_truncated_file_is_an_error_at_every_length(void)
     uint8_t *img = good_elf(path, sizeof path, &n);
     tu_tmpfile(".cut", cut, sizeof cut);
     for (size_t len = 0; len < n; len += (len < 128 ? 1 : 7)) {
-        spit(cut, img, len);
+        tu_write_file(cut, img, len);
         expect_read_error(cut, NULL);
     }
-    spit(cut, img, n - 1);
+    tu_write_file(cut, img, n - 1);
     expect_read_error(cut, "truncated");
-    spit(cut, img, 40);
+    tu_write_file(cut, img, 40);
     expect_read_error(cut, "truncated");
     remove(cut);
     remove(path);
@@ -464,8 +439,7 @@ static void test_corrupt_tensor_table_is_an_error(void)
         char p2[1024];
         memcpy(bad, img, n);
         memset(bad + rec1 + TR_NAME, 'A', 64);
-        tu_tmpfile(".elf", p2, sizeof p2);
-        spit(p2, bad, n);
+        tu_write_tmpfile(".elf", bad, n, p2, sizeof p2);
         expect_read_error(p2, "not NUL-terminated");
         remove(p2);
         free(bad);
@@ -500,8 +474,7 @@ static void test_corrupt_kernel_records_are_an_error(void)
         char p2[1024];
         memcpy(bad, img, n);
         memset(bad + rec3 + KR_NAME, 'K', 64);
-        tu_tmpfile(".elf", p2, sizeof p2);
-        spit(p2, bad, n);
+        tu_write_tmpfile(".elf", bad, n, p2, sizeof p2);
         expect_read_error(p2, "kernel 3: name is not NUL-terminated");
         remove(p2);
         free(bad);
@@ -587,8 +560,7 @@ static void test_bad_configuration_note_is_an_error(void)
     char p2[1024];
     memcpy(bad, img, n);
     memset(bad + desc + 32, 'A', 64);
-    tu_tmpfile(".elf", p2, sizeof p2);
-    spit(p2, bad, n);
+    tu_write_tmpfile(".elf", bad, n, p2, sizeof p2);
     expect_read_error(p2, "not NUL-terminated");
     remove(p2);
     free(bad);
@@ -613,7 +585,7 @@ static void test_any_flipped_byte_is_read_or_reported(void)
             continue;
         memcpy(copy, img, n);
         copy[off] ^= 0xff;
-        spit(bad, copy, n);
+        tu_write_file(bad, copy, n);
         char err[512] = "";
         isa_program *p = isa_elf_read(bad, err, sizeof err);
         if (!p) {
@@ -666,8 +638,7 @@ static void test_a_misnamed_code_section_is_refused(void)
             at = img + i;
     CU_ASSERT_PTR_NOT_NULL_FATAL(at);
     at[10] = 'x';
-    tu_tmpfile(".elf", bad, sizeof bad);
-    spit(bad, img, n);
+    tu_write_tmpfile(".elf", img, n, bad, sizeof bad);
     expect_read_error(bad, "unknown section .text.corex");
     remove(bad);
     remove(path);
@@ -678,8 +649,7 @@ static void test_a_fifo_device_or_directory_is_not_read(void)
 {
     char dir[1024], fifo[1100];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/prog.elf", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "prog.elf", fifo, sizeof fifo);
     alarm(10); /* a blocking open would hang: fail instead */
     expect_read_error(fifo, "not a regular file");
     expect_read_error("/dev/zero", "not a regular file");
@@ -697,7 +667,7 @@ static void test_a_failed_write_keeps_the_old_file(void)
     char dir[1024], path[1100], err[512] = "";
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/prog.elf", dir);
-    spit(path, "old contents", 12);
+    tu_write_file(path, "old contents", 12);
     isa_program *p = sample_program();
     struct rlimit old, lim;
     getrlimit(RLIMIT_FSIZE, &old);
@@ -835,11 +805,9 @@ static void test_disassembly_of_a_full_program_reassembles(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.graph y = matmul(x, w) ; # kept verbatim\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "loop n=4\n  addi r=2 v=-128\n  dma.lx"));
     /* kernels back to back, then one ending before the halt */
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 0\n.kernel load\nli r=1 v=4096\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nsig\n.kernel exp_store\nwait u=sfp0\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "dma.st d=0x8000 a=0x8000 run=64\n.endkernel\nhalt\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 2\n.kernel copy\nloop n=4\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "endl\n.endkernel\nbar\nhalt\n"));
+    TU_ASSERT_CONTAINS(text, ".core 0\n.kernel load\nli r=1 v=4096\n", "\nsig\n.kernel exp_store\nwait u=sfp0\n",
+                       "dma.st d=0x8000 a=0x8000 run=64\n.endkernel\nhalt\n", ".core 2\n.kernel copy\nloop n=4\n",
+                       "endl\n.endkernel\nbar\nhalt\n");
     free(text);
     isa_program_free(p);
     isa_program_free(q);
@@ -1133,8 +1101,7 @@ static void test_version_1_note_reads_without_weights_region(void)
     put_le(old + note.offset + 4, 96, 4);                       /* descsz */
     put_le(old + note.shdr + offsetof(Elf64_Shdr, sh_size), note.size - 8, 8);
     char p1[1024], err[512];
-    tu_tmpfile(".elf", p1, sizeof p1);
-    spit(p1, old, n);
+    tu_write_tmpfile(".elf", old, n, p1, sizeof p1);
     isa_program *p = isa_elf_read(p1, err, sizeof err);
     if (!p)
         fprintf(stderr, "%s\n", err);

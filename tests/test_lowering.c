@@ -597,6 +597,12 @@ static void test_decomposition_table_is_printable(void)
 
 /* ---- a whole encoder layer ---- */
 
+/* A kernel the compiler must make: its name and kind. */
+typedef struct {
+    const char *name;
+    cc_kernel_kind kind;
+} kernel_want;
+
 static void test_bert_encoder_layer_is_11_kernels(void)
 {
     /* traces/bert_handwritten_small: a hand-written BERT layer, d_model
@@ -631,10 +637,7 @@ static void test_bert_encoder_layer_is_11_kernels(void)
     cc_graph_free(g);
     CU_ASSERT_FATAL(r != NULL);
     cc_compile_report(r, stdout);
-    static const struct {
-        const char *name;
-        cc_kernel_kind kind;
-    } want[] = {
+    static const kernel_want want[] = {
         {"k0_addmm", CC_KERNEL_MATMUL},
         {"k1_addmm", CC_KERNEL_MATMUL},
         {"k2_bmm", CC_KERNEL_MATMUL},

@@ -1742,8 +1742,7 @@ static void test_safetensors_fifo_or_directory_is_not_read(void)
 {
     char dir[1024], fifo[1100];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/weights.safetensors", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "weights.safetensors", fifo, sizeof fifo);
     alarm(10); /* a blocking open would hang: fail instead */
     CU_ASSERT_PTR_NULL(rt_st_read(fifo, err, sizeof err));
     alarm(0);
@@ -1759,9 +1758,7 @@ static void test_safetensors_failed_write_keeps_the_old_file(void)
     char dir[1024], path[1100];
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/out.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    fputs("old", f);
-    fclose(f);
+    tu_write_file(path, "old", 3);
     static float big[4096];
     rt_st_entry e = {"big", RT_ST_F32, 1, {4096}, big};
     struct rlimit old, lim;
@@ -1776,7 +1773,7 @@ static void test_safetensors_failed_write_keeps_the_old_file(void)
     CU_ASSERT_EQUAL(rc, -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "out.safetensors: write error"));
     char buf[16] = "";
-    f = fopen(path, "rb");
+    FILE *f = fopen(path, "rb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(fread(buf, 1, sizeof buf, f), 3);
     fclose(f);

@@ -621,8 +621,7 @@ static void test_input_file_loads_raw_fp32_and_checks_size(void)
     /* a FIFO or device blocked or read forever; refused before any read */
     char dir[1024], fifo[1100];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/x.f32", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "x.f32", fifo, sizeof fifo);
     alarm(10);
     CU_ASSERT_EQUAL(rt_load_input_file(prog, "X", fifo, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "x.f32: not a regular file"));
