@@ -116,12 +116,12 @@ static void test_layer_norm_decomposes_into_mean_var_rsqrt(void)
     char *d = dump_after(layer_norm_graph, "decompose");
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.sum: f32[16, 1] = aten.sum.dim_IntList(%x, [1], True)  "
                                      "# line 5: aten.native_layer_norm.default\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.rsqrt: f32[16, 1] = aten.rsqrt.default(%ln.add)"));
+    TU_ASSERT_CONTAINS(d, "%ln.rsqrt: f32[16, 1] = aten.rsqrt.default(%ln.add)");
     /* the squares are scaled by 1/N before their sum (DL16's range) */
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.mul.1: f32[16, 64] = aten.mul.Tensor(%ln.mul, 0.015625)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%ln.sum.1: f32[16, 1] = aten.sum.dim_IntList(%ln.mul.1, [1], True)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "%y: f32[16, 64] = aten.add.Tensor(%ln.mul.3, %b)"));
-    CU_ASSERT_PTR_NULL(strstr(d, "getitem"));
+    TU_ASSERT_CONTAINS(d, "%ln.mul.1: f32[16, 64] = aten.mul.Tensor(%ln.mul, 0.015625)",
+                          "%ln.sum.1: f32[16, 1] = aten.sum.dim_IntList(%ln.mul.1, [1], True)",
+                          "%y: f32[16, 64] = aten.add.Tensor(%ln.mul.3, %b)");
+    TU_ASSERT_LACKS(d, "getitem");
     free(d);
 }
 
@@ -144,7 +144,7 @@ static void test_linear_gelu_is_one_matmul_with_bias_and_gelu_epilogue(void)
     char *rep = report(r);
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  epilogue: g[256*m + n] = (acc + load(b, n)) * 0.5 * "
                                        "(erf((acc + load(b, n)) * 0.7071067811865476) + 1.0)\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  reads: x f32[8, 64], w f32[256, 64], b f32[256]\n"));
+    TU_ASSERT_CONTAINS(rep, "  reads: x f32[8, 64], w f32[256, 64], b f32[256]\n");
     free(rep);
     cc_result_free(r);
 }
@@ -159,7 +159,7 @@ static void test_gelu_tanh_form_in_epilogue(void)
     cc_result *r = compile(g);
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
     char *rep = report(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "tanh((acc + acc * acc * 0.044715 * acc) * 0.7978845608028654)"));
+    TU_ASSERT_CONTAINS(rep, "tanh((acc + acc * acc * 0.044715 * acc) * 0.7978845608028654)");
     free(rep);
     cc_result_free(r);
 }
@@ -179,7 +179,7 @@ static void test_epilogue_takes_scaling_and_residual_add(void)
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
     CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_MATMUL);
     char *rep = report(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  epilogue: y[16*m + n] = (acc + load(b, n)) * 0.5 + load(res, 16*m + n)\n"));
+    TU_ASSERT_CONTAINS(rep, "  epilogue: y[16*m + n] = (acc + load(b, n)) * 0.5 + load(res, 16*m + n)\n");
     free(rep);
     cc_result_free(r);
 }
@@ -213,7 +213,7 @@ static void test_softmax_lowers_to_readable_loops(void)
                                      "reduce_max[r0](load(x, 64*i0 + r0))"));
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y.exp: pointwise [i0=16, i1=64] y.exp[64*i0 + i1] = "
                                      "exp(load(x, 64*i0 + i1) - load(y.amax, i0))"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "y[64*i0 + i1] = load(y.exp, 64*i0 + i1) / load(y.sum, i0)"));
+    TU_ASSERT_CONTAINS(d, "y[64*i0 + i1] = load(y.exp, 64*i0 + i1) / load(y.sum, i0)");
     free(d);
 }
 
@@ -226,8 +226,8 @@ static void test_horizontal_fusion_joins_independent_kernels_sharing_a_read(void
                     "%c: f32[16, 64] = aten.cos.default(%x)\n"
                     "output %s, %m, %e, %c\n";
     char *before = dump_after(g, "fuse_epilogue");
-    CU_ASSERT_PTR_NOT_NULL(strstr(before, "kernel #0: reduction [16 | 64] nodes s\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(before, "kernel #1: reduction [16 | 64] nodes m\n"));
+    TU_ASSERT_CONTAINS(before, "kernel #0: reduction [16 | 64] nodes s\n",
+                               "kernel #1: reduction [16 | 64] nodes m\n");
     free(before);
     cc_result *r = compile(g);
     /* the two reductions share x; the two pointwise nodes share x */
@@ -313,11 +313,11 @@ static void test_attention_head_split_and_merge_need_no_copy(void)
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
     CU_ASSERT_EQUAL(cc_result_kernel_kind(r, 0), CC_KERNEL_MATMUL);
     char *rep = report(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "k0_bmm: matmul [2, 4, 16, 16 | 16]\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  epilogue: y[1024*b0 + 16*b1 + 64*m + n] = acc\n"));
+    TU_ASSERT_CONTAINS(rep, "k0_bmm: matmul [2, 4, 16, 16 | 16]\n",
+                            "  epilogue: y[1024*b0 + 16*b1 + 64*m + n] = acc\n");
     free(rep);
     char *d = dump_after(g, "lower");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "load(q, 1024*b0 + 16*b1 + 64*m + k) * load(k, 1024*b0 + 16*b1 + 64*n + k)"));
+    TU_ASSERT_CONTAINS(d, "load(q, 1024*b0 + 16*b1 + 64*m + k) * load(k, 1024*b0 + 16*b1 + 64*n + k)");
     free(d);
     cc_result_free(r);
 }
@@ -329,8 +329,8 @@ static void test_reshape_that_is_no_view_forces_a_copy(void)
                            "%y: f32[32] = aten.exp.default(%r)\n"
                            "output %y\n";
     char *d = dump_after(viewable, "lower");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y: pointwise [i0=32] y[i0] = exp(load(x, i0))"));
-    CU_ASSERT_PTR_NULL(strstr(d, "node r"));
+    TU_ASSERT_CONTAINS(d, "node y: pointwise [i0=32] y[i0] = exp(load(x, i0))");
+    TU_ASSERT_LACKS(d, "node r");
     free(d);
     const char *copied = "input %x: f32[4, 8]\n"
                          "%t: f32[8, 4] = aten.t.default(%x)\n"
@@ -338,8 +338,8 @@ static void test_reshape_that_is_no_view_forces_a_copy(void)
                          "%y: f32[32] = aten.exp.default(%r)\n"
                          "output %y\n";
     d = dump_after(copied, "lower");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node r: pointwise [i0=8, i1=4] r[4*i0 + i1] = load(x, i0 + 8*i1)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node y: pointwise [i0=32] y[i0] = exp(load(r, i0))"));
+    TU_ASSERT_CONTAINS(d, "node r: pointwise [i0=8, i1=4] r[4*i0 + i1] = load(x, i0 + 8*i1)",
+                          "node y: pointwise [i0=32] y[i0] = exp(load(r, i0))");
     free(d);
     cc_result *r = compile(copied); /* the copy and the exp fuse: r stays inside */
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
@@ -361,9 +361,9 @@ static void test_output_that_is_a_view_of_an_input_is_copied(void)
     CU_ASSERT_EQUAL(cc_result_buffer_internal(r, "v"), 0);
     cc_result_free(r);
     char *d = dump_after(g, "lastuse");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "output v: f32[8, 4] = v\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "output d: f32[4, 8] = d\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "v[4*i0 + i1] = load(x, i0 + 8*i1)"));
+    TU_ASSERT_CONTAINS(d, "output v: f32[8, 4] = v\n",
+                          "output d: f32[4, 8] = d\n",
+                          "v[4*i0 + i1] = load(x, i0 + 8*i1)");
     free(d);
 }
 
@@ -377,7 +377,7 @@ static void test_output_that_is_a_view_of_a_result_needs_no_copy(void)
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
     cc_result_free(r);
     char *d = dump_after(g, "lastuse");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "output v: f32[2, 16] = e\n"));
+    TU_ASSERT_CONTAINS(d, "output v: f32[2, 16] = e\n");
     free(d);
 }
 
@@ -390,8 +390,8 @@ static void test_embedding_is_a_gather_load(void)
                     "%a: f32[2, 16, 64] = aten.add.Tensor(%e, %pos)\n"
                     "output %a\n";
     char *d = dump_after(g, "deps");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "= load(w, i2 + 64*load(ids, 16*i0 + i1)) + load(pos, 64*i1 + i2)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "reads w[*], ids[16*i0 + i1], pos[64*i1 + i2]"));
+    TU_ASSERT_CONTAINS(d, "= load(w, i2 + 64*load(ids, 16*i0 + i1)) + load(pos, 64*i1 + i2)",
+                          "reads w[*], ids[16*i0 + i1], pos[64*i1 + i2]");
     free(d);
 }
 
@@ -404,7 +404,7 @@ static void test_causal_mask_is_an_index_expression(void)
                     "%p: f32[16, 16] = aten._softmax.default(%y, -1, False)\n"
                     "output %p\n";
     char *d = dump_after(g, "lower");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "load(s, 16*i0 + i1) + where(ge(-i0 + i1, 1), -inf, 0.0)"));
+    TU_ASSERT_CONTAINS(d, "load(s, 16*i0 + i1) + where(ge(-i0 + i1, 1), -inf, 0.0)");
     free(d);
     cc_result *r = compile(g);
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
@@ -422,12 +422,12 @@ static void test_dead_nodes_are_removed(void)
                     "%y: f32[16, 64] = aten.relu.default(%x)\n"
                     "output %y\n";
     char *d = dump_after(g, "deps");
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node unused_sum:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(d, "node unused_mm:"));
-    CU_ASSERT_PTR_NULL(strstr(d, "node unused_exp:")); /* never realized */
+    TU_ASSERT_CONTAINS(d, "node unused_sum:",
+                          "node unused_mm:");
+    TU_ASSERT_LACKS(d, "node unused_exp:"); /* never realized */
     free(d);
     d = dump_after(g, "dce");
-    CU_ASSERT_PTR_NULL(strstr(d, "unused"));
+    TU_ASSERT_LACKS(d, "unused");
     free(d);
     cc_result *r = compile(g);
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 1);
@@ -570,15 +570,15 @@ static void test_fusion_dumps_show_each_step(void)
 {
     char *v = dump_after(linear_gelu_graph, "fuse_reduction");
     /* before epilogue fusion: the matmul alone, h and g fused vertically */
-    CU_ASSERT_PTR_NOT_NULL(strstr(v, "kernel #0: matmul [8, 256 | 64] nodes h.mm\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(v, "kernel #1: pointwise [8, 256] nodes h, g\n"));
+    TU_ASSERT_CONTAINS(v, "kernel #0: matmul [8, 256 | 64] nodes h.mm\n",
+                          "kernel #1: pointwise [8, 256] nodes h, g\n");
     free(v);
     char *e = dump_after(linear_gelu_graph, "fuse_epilogue");
-    CU_ASSERT_PTR_NOT_NULL(strstr(e, "kernel #0: matmul [8, 256 | 64] nodes h.mm, h, g\n"));
+    TU_ASSERT_CONTAINS(e, "kernel #0: matmul [8, 256 | 64] nodes h.mm, h, g\n");
     free(e);
     char *l = dump_after(linear_gelu_graph, "lastuse");
-    CU_ASSERT_PTR_NOT_NULL(strstr(l, "buffer h.mm: f32[8, 256] computed internal\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(l, "buffer x: f32[8, 64] input last_use=k0_linear_gelu\n"));
+    TU_ASSERT_CONTAINS(l, "buffer h.mm: f32[8, 256] computed internal\n",
+                          "buffer x: f32[8, 64] input last_use=k0_linear_gelu\n");
     free(l);
 }
 
@@ -589,9 +589,9 @@ static void test_decomposition_table_is_printable(void)
     FILE *f = open_memstream(&buf, &len);
     cc_decompositions_print(f);
     fclose(f);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "native_layer_norm"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "_softmax                     -> amax, sub, exp, sum, div\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "silu                         -> x * sigmoid(x)\n"));
+    TU_ASSERT_CONTAINS(buf, "native_layer_norm",
+                            "_softmax                     -> amax, sub, exp, sum, div\n",
+                            "silu                         -> x * sigmoid(x)\n");
     free(buf);
 }
 
