@@ -126,6 +126,19 @@ static int run_text(const char *text, const char *cfgname)
     return bad;
 }
 
+/* text, and the trace name, validate on both chips: spyre, then spyre-4core. */
+static void expect_text_validates_on_both_chips(const char *text)
+{
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
+static void expect_trace_validates_on_both_chips(const char *name)
+{
+    CU_ASSERT_EQUAL(run_trace(name, "spyre", NULL), 0);
+    CU_ASSERT_EQUAL(run_trace(name, "spyre-4core", NULL), 0);
+}
+
 /* ---- tests ---- */
 
 static void test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips(void)
@@ -143,8 +156,7 @@ static const char *softmax_graph = "graph sm\n"
 
 static void test_softmax_graph_validates_on_both_chips(void)
 {
-    CU_ASSERT_EQUAL(run_text(softmax_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(softmax_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(softmax_graph);
 }
 
 static const char *relu_chain_graph = "graph rc\n"
@@ -160,8 +172,7 @@ static void test_a_pointwise_loop_merged_across_rows_is_cut_back_and_validates_o
 {
     /* the front half merges relu's (96, 320) loops into one of 30720; the
      * back half walks sticks per row of 320 */
-    CU_ASSERT_EQUAL(run_text(relu_chain_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(relu_chain_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(relu_chain_graph);
 }
 
 static const char *layer_norm_graph =
@@ -175,8 +186,7 @@ static const char *layer_norm_graph =
 
 static void test_layer_norm_graph_validates_on_both_chips(void)
 {
-    CU_ASSERT_EQUAL(run_text(layer_norm_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(layer_norm_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(layer_norm_graph);
 }
 
 static const char *linear_graph = "graph lin\n"
@@ -197,8 +207,7 @@ static void test_linear_with_epilogue_and_where_validates_on_both_chips(void)
     /* transposed weight, bias, erf GELU and a residual in the epilogue; a
      * comparison and a select after it.  The threshold is the midpoint
      * between two DL16 values, so rounding r to DL16 never flips it. */
-    CU_ASSERT_EQUAL(run_text(linear_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(linear_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(linear_graph);
 }
 
 static const char *long_k_graph = "graph longk\n"
@@ -263,8 +272,7 @@ static void test_index_values_come_from_sfp_iota_and_validate_on_both_chips(void
                     "%y: f32[8, 64] = aten.add.Tensor(%x, %a)\n"
                     "%t: f32[8, 64] = aten.triu.default(%y, 1)\n"
                     "output %t\n";
-    CU_ASSERT_EQUAL(run_text(g, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(g, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(g);
 }
 
 static void test_index_values_beyond_dl16_exactness_are_a_clear_error(void)
@@ -284,8 +292,7 @@ static void test_llama_block_with_rope_cat_gqa_and_swiglu_validates_on_both_chip
 {
     /* rotate_half's cat becomes where(i < 8, ...) over sfp.iota index
      * values; the f32 causal mask's -inf is uploaded as -2^30 */
-    CU_ASSERT_EQUAL(run_trace("llama_tiny", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("llama_tiny", "spyre-4core", NULL), 0);
+    expect_trace_validates_on_both_chips("llama_tiny");
 }
 
 static void test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips(void)
@@ -303,10 +310,8 @@ static void test_encoder_and_decoder_attention_validate_on_both_chips(void)
 {
     /* nn.TransformerEncoderLayer / DecoderLayer: the head split also reaches
      * a row kernel (q scaled per head), restickified in LX the same way */
-    CU_ASSERT_EQUAL(run_trace("encoder_small", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("encoder_small", "spyre-4core", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("decoder_small", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("decoder_small", "spyre-4core", NULL), 0);
+    expect_trace_validates_on_both_chips("encoder_small");
+    expect_trace_validates_on_both_chips("decoder_small");
 }
 
 static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips(void)
@@ -315,8 +320,7 @@ static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips
      * (NINF reads back as NaN), so the -inf immediate is written as the
      * finite stand-in -BE_DL16_INF; before the fix 1920 of the 2048
      * outputs were NaN */
-    CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre-4core", NULL), 0);
+    expect_trace_validates_on_both_chips("gpt2_small_block_tiny");
 }
 
 static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips(void)
@@ -631,6 +635,31 @@ static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char 
     return r;
 }
 
+/* text parsed (as name) into *g and compiled for cfgname with the n
+ * work_div specs wd, asserting both work; the report in *rep. */
+static cc_result *compile_text(const char *text, const char *name, const char *cfgname, const char *const *wd, int n,
+                               cc_graph **g, char **rep)
+{
+    char err[1024];
+    *g = cc_graph_parse(text, name, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*g);
+    cc_result *r = compile_wd(*g, cfgname, wd, n, rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    return r;
+}
+
+/* g compiled for cfgname with the one work_div spec: it compiles (ok) and
+ * its report contains want, or it fails and the message contains want. */
+static void expect_wd(const cc_graph *g, const char *cfgname, const char *spec, int ok, const char *want)
+{
+    char err[1024], *rep;
+    cc_result *r = compile_wd(g, cfgname, &spec, 1, &rep, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(r != NULL, ok);
+    TU_ASSERT_CONTAINS(ok ? rep : err, want);
+    free(rep);
+    cc_result_free(r);
+}
+
 /* Run a compiled result's program on cfgname with mlp's inputs and
  * weights; outputs not ok against the reference executor (-1: failed
  * before the check), cycles in *cycles. */
@@ -779,11 +808,7 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
     g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *rows[] = {"k0_softmax=2/5"};
-    r = compile_wd(g, "spyre", rows, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    TU_ASSERT_CONTAINS(rep, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots");
-    free(rep);
-    cc_result_free(r);
+    expect_wd(g, "spyre", rows[0], 1, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots");
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", rows, 1, NULL), 0);
     cc_graph_free(g);
     /* more rows than LX holds (a count beyond a core's part is clipped to it) */
@@ -791,10 +816,7 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
                        "output %y\n";
     g = cc_graph_parse(wide, "wide.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    const char *huge[] = {"k0_softmax=2/200"};
-    r = compile_wd(g, "spyre-4core", huge, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "kernel k0_softmax: work_div chunks of 200 rows do not fit 157312 bytes of LX");
+    expect_wd(g, "spyre-4core", "k0_softmax=2/200", 0, "kernel k0_softmax: work_div chunks of 200 rows do not fit 157312 bytes of LX");
     cc_graph_free(g);
 }
 
@@ -810,12 +832,7 @@ static void test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it(vo
     CU_ASSERT_EQUAL(run_result(r, g, "spyre-4core", &cyc), 0);
     free(rep);
     cc_result_free(r);
-    const char *wd[] = {"k0_addmm_gelu=1x1"};
-    r = compile_wd(g, "spyre-4core", wd, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    TU_ASSERT_CONTAINS(rep, "\nk0_addmm_gelu: grid 1x1 on 1 core (work_div), split nothing;");
-    free(rep);
-    cc_result_free(r);
+    expect_wd(g, "spyre-4core", "k0_addmm_gelu=1x1", 1, "\nk0_addmm_gelu: grid 1x1 on 1 core (work_div), split nothing;");
     cc_graph_free(g);
 }
 
@@ -858,20 +875,9 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
     cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
     CU_ASSERT_PTR_NULL(r);
     TU_ASSERT_CONTAINS(err, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores");
-    const char *two[] = {"k0_softmax=2"};
-    r = compile_wd(g, "spyre", two, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    TU_ASSERT_CONTAINS(rep, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;");
-    free(rep);
-    cc_result_free(r);
-    const char *bad[] = {"k0_softmax=2x2"};
-    r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count");
-    const char *badrows[] = {"k0_softmax=2/x"};
-    r = compile_wd(g, "spyre", badrows, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count");
+    expect_wd(g, "spyre", "k0_softmax=2", 1, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;");
+    expect_wd(g, "spyre", "k0_softmax=2x2", 0, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count");
+    expect_wd(g, "spyre", "k0_softmax=2/x", 0, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count");
     cc_graph_free(g);
 }
 
@@ -925,8 +931,7 @@ static const char *staged_rows_graph = "graph rh\n"
 
 static void test_a_staged_operand_larger_than_lx_is_staged_per_chunk(void)
 {
-    CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(staged_rows_graph);
 }
 
 /* Per-head products over 8 heads of 32 columns of a 1024 x 256 input
@@ -946,8 +951,7 @@ static const char *staged_matmul_graph =
 
 static void test_a_matmul_operand_larger_than_lx_is_staged_per_block(void)
 {
-    CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(staged_matmul_graph);
 }
 
 /* Attention's output projection: the per-head products [h, t, d] are
@@ -971,11 +975,9 @@ static const char *attn_out_graph =
 
 static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on_both_chips(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(attn_out_graph, "attn_out.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(attn_out_graph, "attn_out.txt", "spyre", NULL, 0, &g, &rep);
     const char *k1 = strstr(rep, "\nk1_mm: grid");
     CU_ASSERT_PTR_NOT_NULL_FATAL(k1);
     CU_ASSERT_EQUAL(strncmp(strstr(k1, "  restickified: "), "  restickified: none\n", 21), 0);
@@ -1010,11 +1012,9 @@ static void test_operands_wrapping_from_inside_a_period_validate_under_any_tilin
         {"k0_mm=2x1/32x2x128", "k1_mm=2x2"},         {"k0_mm=1x1x2", "k1_mm=1x2x2"},
         {"k0_mm=32x1r", "k1_mm=16x2r"},               {"k0_mm=8x2", "k1_mm=32x1r"},
     };
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(wrap_graph, "wrap.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(wrap_graph, "wrap.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, " 0 operands restickified,");
     free(rep);
     cc_result_free(r);
@@ -1063,11 +1063,9 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
      * tiles, so a1, read again only by the last kernel, spills */
     static const char *const wd[] = {"k0_neg=32", "k1_mm_relu=32x1", "k2_mm_relu=32x1", "k3_mm_relu=32x1",
                                      "k4_mm_relu_add=32x1"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(keep_graph, "keep.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 5, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(keep_graph, "keep.txt", "spyre", wd, 5, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "  kept in lx: a1 for k0_neg..k1_mm_relu (131072 bytes per core at lx ",
                             "; spilled: also written to dram)\n",
                             "  kept in lx: a2 for k1_mm_relu..k4_mm_relu_add (131072 bytes per core",
@@ -1136,11 +1134,9 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
  * kernel); faster than B broadcast to all 32 cores. */
 static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(mlp3_graph, "mlp3.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(mlp3_graph, "mlp3.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "\nk1_mm_relu: grid 4x8r on 32 cores, split m and n;",
                             "A shared in rows of the grid and B passed down its columns over the ring",
                             "  kept in lx: r2 for k1_mm_relu..k2_mm",
@@ -1306,11 +1302,9 @@ static const char *splitk_graph = "graph sk\n"
 
 static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(splitk_graph, "sk.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(splitk_graph, "sk.txt", "spyre", NULL, 0, &g, &rep);
     long gm, gn;
     int cores;
     CU_ASSERT_EQUAL(report_grid(rep, "k0_mm_add", &gm, &gn, &cores), 0);
@@ -1327,10 +1321,8 @@ static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validate
     /* forced: four parts, the middle ones passing sums on */
     static const char *const four[] = {"k0_mm_add=1x1x4"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", four, 1, NULL), 0);
-    static const char *const bad[] = {"k0_mm_add=1x1x200"};
-    r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre");
+    expect_wd(g, "spyre", "k0_mm_add=1x1x200", 0,
+              "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre");
     static const char *const many[] = {"k0_mm_add=1x1x32"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", many, 1, NULL), 0);
     cc_graph_free(g);
@@ -1353,11 +1345,9 @@ static const char *ln_chain_graph =
 
 static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(ln_chain_graph, "ln3.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(ln_chain_graph, "ln3.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "\nk1_native_layer_norm: rows over 32 cores (as k0_mm, for LX), split rows;",
                             "  from lx: h1\n",
                             "  from lx: y\n");
@@ -1389,11 +1379,9 @@ static const char *two_proj_graph = "graph twoproj\n"
 static void test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange(void)
 {
     static const char *const wd[] = {"k0_add=2", "k1_mm=3x1", "k2_mm_mul=2x1"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(two_proj_graph, "twoproj.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(two_proj_graph, "twoproj.txt", "spyre", wd, 3, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "  kept in lx: v0 for k0_add..k2_mm_mul",
                             "  ring exchange: v0 (2 -> 3 cores, estimate ",
                             "\nlx across kernels: 1 tensor kept, 2 reads from lx,",
@@ -1416,11 +1404,9 @@ static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
                               "%s: f32[4096, 256] = aten._softmax.default(%m, 1, False)\n"
                               "output %s\n";
     static const char *const wd[] = {"k1_softmax=6"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "xg.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(text, "xg.txt", "spyre", wd, 1, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "  ring exchange: m (32 -> 6 cores, estimate ");
     free(rep);
     cc_result_free(r);
@@ -1460,8 +1446,7 @@ static void test_a_pointwise_node_independent_of_the_product_joins_its_epilogue(
                        "%v0: f32[64, 64] = aten.relu.default(%x)\n%v1: f32[64, 64] = aten.mul.Tensor(%v0, %v0)\n"
                        "%v2: f32[64, 64] = aten.mm.default(%x, %w0)\n%v3: f32[64, 64] = aten.mul.Tensor(%v0, %v2)\n"
                        "%v4: f32[64, 64] = aten.add.Tensor(%v3, %x)\noutput %v4\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* Products with N or K of 1: matrix-vector, with a transposed weight,
@@ -1474,8 +1459,7 @@ static void test_products_with_n_or_k_of_one_validate(void)
                       "%y: f32[64, 1] = aten.mm.default(%x, %t)\noutput %y\n";
     const char *outer = "graph t\ninput %x: f32[64, 1]\ninput %w: f32[1, 100]\n"
                         "%y: f32[64, 100] = aten.mm.default(%x, %w)\noutput %y\n";
-    CU_ASSERT_EQUAL(run_text(mv, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(mv, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(mv);
     CU_ASSERT_EQUAL(run_text(mvt, "spyre"), 0);
     CU_ASSERT_EQUAL(run_text(outer, "spyre-4core"), 0);
     /* K of 1 from a one-column slice: no dimension of extent 1 to walk */
@@ -1492,8 +1476,7 @@ static void test_a_scalar_read_for_every_element_validates(void)
     const char *text = "graph sc\ninput %x: f32[100, 200]\ninput %s: f32[]\ninput %t: f32[1]\n"
                        "%y: f32[100, 200] = aten.mul.Tensor(%x, %s)\n%z: f32[100, 200] = aten.add.Tensor(%y, %t)\n"
                        "output %z\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* Reductions of a kernel with one row (a 1-D softmax, a layer norm of a
@@ -1505,8 +1488,7 @@ static void test_reductions_over_a_single_row_validate(void)
                        "%ln: (f32[1, 1, 64], f32[1, 1, 1], f32[1, 1, 1]) = "
                        "aten.native_layer_norm.default(%v, [64], %w, %c, 1e-05)\n"
                        "%y: f32[1, 1, 64] = getitem(%ln, 0)\noutput %s, %y\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* Kernels of one element (no loops left): a column loop of one. */
@@ -1530,17 +1512,14 @@ static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_co
     const char *text = "graph cs\ninput %x: f32[256, 128]\ninput %y: f32[512, 64]\n"
                        "%s: f32[1, 128] = aten.sum.dim_IntList(%x, [0], True)\n"
                        "%m: f32[64] = aten.amax.default(%y, [0])\noutput %s, %m\n";
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "cs.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(text, "cs.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "result s (stored through a staged copy)");
     free(rep);
     cc_result_free(r);
     cc_graph_free(g);
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 static void test_returning_an_input_is_a_clear_error(void)
@@ -1563,8 +1542,7 @@ static void test_a_cat_along_rows_reads_nothing_past_its_operands(void)
 {
     const char *text = "graph t\ninput %a: f32[1, 64]\ninput %b: f32[16, 64]\n"
                        "%c: f32[17, 64] = aten.cat.default([%b, %a], 0)\noutput %c\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* ---- Row kernels' temps in LX: given back after their last read ---- */
@@ -1617,8 +1595,7 @@ static const char *wide_layer_norm_graph =
 
 static void test_a_wide_layer_norm_fits_a_small_lx_by_reusing_temps(void)
 {
-    CU_ASSERT_EQUAL(run_text(wide_layer_norm_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(wide_layer_norm_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(wide_layer_norm_graph);
 }
 
 /* Every way the evaluator makes a temp of its own: a per-row first
@@ -1644,8 +1621,7 @@ static const char *temps_graph =
 
 static void test_temps_given_back_after_their_last_read_give_chunks_more_rows(void)
 {
-    CU_ASSERT_EQUAL(run_text(temps_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(temps_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(temps_graph);
     /* one kernel of 19 temps, at most 6 live at once: a tile per temp left
      * room for chunks of one row on spyre-4core, six cells for five */
     CU_ASSERT(chunk_rows(temps_graph, "spyre-4core") >= 4);
@@ -1720,8 +1696,7 @@ static const char *transposed_output_graph =
 
 static void test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_both_chips(void)
 {
-    CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(transposed_output_graph);
 }
 
 /* ---- kernel boundaries: a fence, or a bar where a dependency crosses cores ---- */
@@ -1838,11 +1813,9 @@ static const char *ring_graph = "graph rk\n"
 static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
 {
     static const char *const wd[] = {"k0_relu=2", "k1_mm=2x1x2", "k2_softmax=2"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(ring_graph, "rk.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(ring_graph, "rk.txt", "spyre", wd, 3, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "partial sums reduced over the ring\n",
                             "\n  before it: bar (ring traffic in this kernel)\n",
                             "\n  before it: bar (ring traffic in the kernel before)\n",
