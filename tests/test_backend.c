@@ -20,6 +20,35 @@ static int no_lx_keep; /* ... no_lx_keep */
 static const char *const *run_wd; /* ... work_div (run_nwd of them) */
 static int run_nwd;
 
+/* The n check results of g's outputs on cfgname (against what: "" for the
+ * reference executor): the failed ones printed, one per output asserted;
+ * frees chk. */
+static void expect_a_check_per_output(rt_check_result *chk, int n, const cc_graph *g, const char *cfgname,
+                                      const char *against)
+{
+    for (int i = 0; i < n; i++) {
+        char line[512];
+        rt_check_format(&chk[i], line, sizeof line);
+        if (!chk[i].ok)
+            fprintf(stderr, "%s on %s%s: %s\n", g->name, cfgname, against, line);
+    }
+    CU_ASSERT_EQUAL(n, g->noutputs);
+    free(chk);
+}
+
+/* A device of cfg with p loaded (asserting both), the device in *dev. */
+static rt_program *load_on(const chip_config *cfg, isa_program *p, rt_device **dev)
+{
+    char err[1024];
+    *dev = rt_open_config(cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*dev);
+    rt_program *prog = rt_load_program(*dev, p, err, sizeof err);
+    if (!prog)
+        fprintf(stderr, "load: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}
+
 static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs, const char *expected,
                      sim_stats *stats_out)
 {
@@ -71,14 +100,7 @@ static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs,
     bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
     if (bad < 0)
         fprintf(stderr, "check: %s\n", err);
-    for (int i = 0; i < n; i++) {
-        char line[512];
-        rt_check_format(&chk[i], line, sizeof line);
-        if (!chk[i].ok)
-            fprintf(stderr, "%s on %s: %s\n", g->name, cfgname, line);
-    }
-    CU_ASSERT_EQUAL(n, g->noutputs);
-    free(chk);
+    expect_a_check_per_output(chk, n, g, cfgname, "");
     /* PyTorch's own outputs, when the export has them, at the same
      * tolerances (rt_check_expected) */
     if (bad == 0 && expected) {
@@ -87,14 +109,7 @@ static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs,
         int b2 = rt_check_expected(prog, g, expected, &ex, &nex, err, sizeof err);
         if (b2 < 0)
             fprintf(stderr, "expected: %s\n", err);
-        for (int i = 0; i < nex; i++) {
-            char line[512];
-            rt_check_format(&ex[i], line, sizeof line);
-            if (!ex[i].ok)
-                fprintf(stderr, "%s on %s vs PyTorch: %s\n", g->name, cfgname, line);
-        }
-        CU_ASSERT_EQUAL(nex, g->noutputs);
-        free(ex);
+        expect_a_check_per_output(ex, nex, g, cfgname, " vs PyTorch");
         bad = b2 < 0 ? -1 : b2;
     }
 out:
@@ -126,17 +141,28 @@ static int run_text(const char *text, const char *cfgname)
     return bad;
 }
 
-/* text, and the trace name, validate on both chips: spyre, then spyre-4core. */
+/* text, and the trace name, validate on both chips: spyre, then
+ * spyre-4core (the statistics of the run on spyre in *st unless NULL). */
 static void expect_text_validates_on_both_chips(const char *text)
 {
     CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
     CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
 }
 
-static void expect_trace_validates_on_both_chips(const char *name)
+static void expect_trace_validates_on_both_chips(const char *name, sim_stats *st)
 {
-    CU_ASSERT_EQUAL(run_trace(name, "spyre", NULL), 0);
+    CU_ASSERT_EQUAL(run_trace(name, "spyre", st), 0);
     CU_ASSERT_EQUAL(run_trace(name, "spyre-4core", NULL), 0);
+}
+
+/* g compiled with the defaults for cfgname, whose configuration goes to
+ * *cfg; NULL on an error (its message in err). */
+static cc_result *compile_for(const cc_graph *g, const char *cfgname, chip_config *cfg, char *err, size_t errlen)
+{
+    tu_config(cfgname, cfg);
+    cc_compile_opts o = {0};
+    o.target = cfg;
+    return cc_compile(g, &o, err, errlen);
 }
 
 /* ---- tests ---- */
@@ -144,9 +170,8 @@ static void expect_trace_validates_on_both_chips(const char *name)
 static void test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips(void)
 {
     sim_stats st;
-    CU_ASSERT_EQUAL(run_trace("mlp", "spyre", &st), 0);
+    expect_trace_validates_on_both_chips("mlp", &st);
     CU_ASSERT(st.macs > 0);
-    CU_ASSERT_EQUAL(run_trace("mlp", "spyre-4core", &st), 0);
 }
 
 static const char *softmax_graph = "graph sm\n"
@@ -292,7 +317,7 @@ static void test_llama_block_with_rope_cat_gqa_and_swiglu_validates_on_both_chip
 {
     /* rotate_half's cat becomes where(i < 8, ...) over sfp.iota index
      * values; the f32 causal mask's -inf is uploaded as -2^30 */
-    expect_trace_validates_on_both_chips("llama_tiny");
+    expect_trace_validates_on_both_chips("llama_tiny", NULL);
 }
 
 static void test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips(void)
@@ -301,17 +326,16 @@ static void test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_c
      * sticked on K: sfp.rst restickifies them in LX; the heads merged back
      * are stored through a staged copy */
     sim_stats st;
-    CU_ASSERT_EQUAL(run_trace("bert_handwritten_small", "spyre", &st), 0);
+    expect_trace_validates_on_both_chips("bert_handwritten_small", &st);
     CU_ASSERT(st.macs > 0);
-    CU_ASSERT_EQUAL(run_trace("bert_handwritten_small", "spyre-4core", &st), 0);
 }
 
 static void test_encoder_and_decoder_attention_validate_on_both_chips(void)
 {
     /* nn.TransformerEncoderLayer / DecoderLayer: the head split also reaches
      * a row kernel (q scaled per head), restickified in LX the same way */
-    expect_trace_validates_on_both_chips("encoder_small");
-    expect_trace_validates_on_both_chips("decoder_small");
+    expect_trace_validates_on_both_chips("encoder_small", NULL);
+    expect_trace_validates_on_both_chips("decoder_small", NULL);
 }
 
 static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips(void)
@@ -320,7 +344,7 @@ static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips
      * (NINF reads back as NaN), so the -inf immediate is written as the
      * finite stand-in -BE_DL16_INF; before the fix 1920 of the 2048
      * outputs were NaN */
-    expect_trace_validates_on_both_chips("gpt2_small_block_tiny");
+    expect_trace_validates_on_both_chips("gpt2_small_block_tiny", NULL);
 }
 
 static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips(void)
@@ -328,9 +352,8 @@ static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chip
     /* embedding(weight, ids) then layer norm: the ids (i64 on the host)
      * are fp32 on the device and dma.gather picks each token's row */
     sim_stats st;
-    CU_ASSERT_EQUAL(run_trace("embed_small", "spyre", &st), 0);
+    expect_trace_validates_on_both_chips("embed_small", &st);
     CU_ASSERT(st.dram_bytes_read > 0);
-    CU_ASSERT_EQUAL(run_trace("embed_small", "spyre-4core", &st), 0);
 }
 
 static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
@@ -648,16 +671,43 @@ static cc_result *compile_text(const char *text, const char *name, const char *c
     return r;
 }
 
-/* g compiled for cfgname with the one work_div spec: it compiles (ok) and
- * its report contains want, or it fails and the message contains want. */
+/* g compiled for cfgname with the one work_div spec (or none: NULL): it
+ * compiles (ok) and its report contains want, or it fails and the message
+ * contains want. */
 static void expect_wd(const cc_graph *g, const char *cfgname, const char *spec, int ok, const char *want)
 {
     char err[1024], *rep;
-    cc_result *r = compile_wd(g, cfgname, &spec, 1, &rep, err, sizeof err);
+    cc_result *r = compile_wd(g, cfgname, spec ? &spec : NULL, spec ? 1 : 0, &rep, err, sizeof err);
     CU_ASSERT_EQUAL_FATAL(r != NULL, ok);
     TU_ASSERT_CONTAINS(ok ? rep : err, want);
     free(rep);
     cc_result_free(r);
+}
+
+/* text (parsed as t.txt) does not compile for spyre, the message
+ * containing want. */
+static void expect_spyre_refuses(const char *text, const char *want)
+{
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    expect_wd(g, "spyre", NULL, 0, want);
+    cc_graph_free(g);
+}
+
+/* g run on spyre with the n work_div specs wd, keeping tensors in LX and
+ * with --no-lx-keep (both validate): the statistics of each in *kept and
+ * *off, printed after label. */
+static void run_kept_and_not(const cc_graph *g, const char *const *wd, int n, sim_stats *kept, sim_stats *off,
+                             const char *label)
+{
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, n, kept), 0);
+    no_lx_keep = 1;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, n, off), 0);
+    no_lx_keep = 0;
+    printf("\n  %s: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", label, kept->cycles,
+           (unsigned long long)(kept->dram_bytes_read + kept->dram_bytes_written), off->cycles,
+           (unsigned long long)(off->dram_bytes_read + off->dram_bytes_written));
 }
 
 /* Run a compiled result's program on cfgname with mlp's inputs and
@@ -671,10 +721,8 @@ static int run_result(cc_result *r, const cc_graph *g, const char *cfgname, doub
     snprintf(in, sizeof in, "%s/traces/mlp/inputs.safetensors", SPYRE_SOURCE_DIR);
     isa_program *p = cc_result_take_program(r);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, p, &dev);
     int bad = -1;
     rt_run_result res;
     if (rt_load_graph_tensors(prog, g, in, err, sizeof err) || rt_launch(prog, &res)) {
@@ -869,12 +917,10 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
     /* a row kernel takes a core count, at most its rows */
     const char *sm = "graph sm\ninput %x: f32[4, 64]\n%y: f32[4, 64] = aten._softmax.default(%x, -1, False)\n"
                      "output %y\nhint work_div k0_softmax=8\n";
-    char err[1024], *rep;
+    char err[1024];
     g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores");
+    expect_wd(g, "spyre", NULL, 0, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores");
     expect_wd(g, "spyre", "k0_softmax=2", 1, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;");
     expect_wd(g, "spyre", "k0_softmax=2x2", 0, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count");
     expect_wd(g, "spyre", "k0_softmax=2/x", 0, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count");
@@ -1074,13 +1120,7 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
     free(rep);
     cc_result_free(r);
     sim_stats kept, off;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 5, &kept), 0);
-    no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 5, &off), 0);
-    no_lx_keep = 0;
-    printf("\n  kept in lx: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", kept.cycles,
-           (unsigned long long)(kept.dram_bytes_read + kept.dram_bytes_written), off.cycles,
-           (unsigned long long)(off.dram_bytes_read + off.dram_bytes_written));
+    run_kept_and_not(g, wd, 5, &kept, &off, "kept in lx");
     CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
     CU_ASSERT(kept.cycles < off.cycles);
     cc_graph_free(g);
@@ -1229,10 +1269,7 @@ static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", k192, 1, NULL), 0);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", whole, 1, NULL), 0);
-    static const char *const small[] = {"k0_mm=8x4r/16x2x128"};
-    r = compile_wd(g, "spyre", small, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "forced blocks smaller than a core's whole tile");
+    expect_wd(g, "spyre", "k0_mm=8x4r/16x2x128", 0, "forced blocks smaller than a core's whole tile");
     cc_graph_free(g);
 }
 
@@ -1354,11 +1391,7 @@ static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_l
     free(rep);
     cc_result_free(r);
     sim_stats kept, off;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &kept), 0);
-    no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &off), 0);
-    no_lx_keep = 0;
-    printf("\n  aligned and kept: %.0f cycles; --no-lx-keep: %.0f", kept.cycles, off.cycles);
+    run_kept_and_not(g, NULL, 0, &kept, &off, "aligned and kept");
     CU_ASSERT(kept.cycles < off.cycles);
     cc_graph_free(g);
 }
@@ -1411,13 +1444,7 @@ static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
     free(rep);
     cc_result_free(r);
     sim_stats xchg, dram;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &xchg), 0);
-    no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &dram), 0);
-    no_lx_keep = 0;
-    printf("\n  ring exchange: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", xchg.cycles,
-           (unsigned long long)(xchg.dram_bytes_read + xchg.dram_bytes_written), dram.cycles,
-           (unsigned long long)(dram.dram_bytes_read + dram.dram_bytes_written));
+    run_kept_and_not(g, wd, 1, &xchg, &dram, "ring exchange");
     CU_ASSERT(xchg.cycles < dram.cycles);
     CU_ASSERT(xchg.dram_bytes_read + xchg.dram_bytes_written < dram.dram_bytes_read + dram.dram_bytes_written);
     static const char *const wd4[] = {"k0_mm=4x1", "k1_softmax=3"};
@@ -1525,14 +1552,7 @@ static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_co
 static void test_returning_an_input_is_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "output x: the graph returns one of its inputs unchanged (not supported yet)");
-    cc_result_free(r);
-    cc_graph_free(g);
+    expect_spyre_refuses(text, "output x: the graph returns one of its inputs unchanged (not supported yet)");
 }
 
 /* cat along rows: each operand's load is guarded by a where and covers
@@ -1555,10 +1575,7 @@ static long chunk_rows(const char *text, const char *cfgname)
     cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
-    tu_config(cfgname, &cfg);
-    cc_compile_opts o = {0};
-    o.target = &cfg;
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
     cc_graph_free(g);
     if (!r) {
         fprintf(stderr, "compile on %s: %s\n", cfgname, err);
@@ -1633,14 +1650,7 @@ static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
     const char *text = "graph t\ninput %x: f32[64, 128]\n%a: f32[64, 128] = aten.relu.default(%x)\n"
                        "%v: f32[128, 64] = aten.view.default(%x, [128, 64])\n"
                        "%b: f32[128, 64] = aten.neg.default(%v)\noutput %a, %b\n";
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    TU_ASSERT_CONTAINS(err, "needs a restickify");
-    cc_result_free(r);
-    cc_graph_free(g);
+    expect_spyre_refuses(text, "needs a restickify");
 }
 
 static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
@@ -1841,10 +1851,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
-    tu_config(cfgname, &cfg);
-    cc_compile_opts o = {0};
-    o.target = &cfg;
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "compile on %s: %s\n", cfgname, err);
         cc_graph_free(g);
@@ -1852,10 +1859,8 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     }
     isa_program *p = cc_result_take_program(r);
     cc_result_free(r);
-    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, p, &dev);
     rt_run_result res;
     rt_check_result *chk = NULL;
     int bad = -1, nchk = 0;
