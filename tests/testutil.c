@@ -148,7 +148,7 @@ void tu_assert_finds(int found, const char *text, const char *const *want, size_
 {
     for (size_t i = 0; i < n; i++) {
         char cond[1024];
-        snprintf(cond, sizeof cond, "strstr(%s, \"%s\") %s NULL", "text", want[i], found ? "!=" : "==");
+        snprintf(cond, sizeof cond, "strstr(text, \"%s\") %s NULL", want[i], found ? "!=" : "==");
         CU_assertImplementation((strstr(text, want[i]) != NULL) == found, (unsigned)line, cond, file, "", CU_FALSE);
     }
 }
@@ -168,8 +168,10 @@ void tu_assert_same_code(const isa_program *a, const isa_program *b, int fatal)
             uint8_t wa[ISA_INSN_BYTES], wb[ISA_INSN_BYTES];
             char err[256];
             CU_BOOL stop = fatal ? CU_TRUE : CU_FALSE;
-            CU_assertImplementation(isa_encode(&sa->insns[i], wa, err, sizeof err) == 0, __LINE__, "a's encodes", __FILE__, "", stop);
-            CU_assertImplementation(isa_encode(&sb->insns[i], wb, err, sizeof err) == 0, __LINE__, "b's encodes", __FILE__, "", stop);
+            int ea = isa_encode(&sa->insns[i], wa, err, sizeof err);
+            int eb = isa_encode(&sb->insns[i], wb, err, sizeof err);
+            CU_assertImplementation(ea == 0, __LINE__, "isa_encode(a's instruction) == 0", __FILE__, "", stop);
+            CU_assertImplementation(eb == 0, __LINE__, "isa_encode(b's instruction) == 0", __FILE__, "", stop);
             CU_ASSERT_EQUAL(memcmp(wa, wb, ISA_INSN_BYTES), 0);
         }
     }
