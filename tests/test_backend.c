@@ -20,6 +20,35 @@ static int no_lx_keep; /* ... no_lx_keep */
 static const char *const *run_wd; /* ... work_div (run_nwd of them) */
 static int run_nwd;
 
+/* The n check results of g's outputs on cfgname (against what: "" for the
+ * reference executor): the failed ones printed, one per output asserted;
+ * frees chk. */
+static void expect_a_check_per_output(rt_check_result *chk, int n, const cc_graph *g, const char *cfgname,
+                                      const char *against)
+{
+    for (int i = 0; i < n; i++) {
+        char line[512];
+        rt_check_format(&chk[i], line, sizeof line);
+        if (!chk[i].ok)
+            fprintf(stderr, "%s on %s%s: %s\n", g->name, cfgname, against, line);
+    }
+    CU_ASSERT_EQUAL(n, g->noutputs);
+    free(chk);
+}
+
+/* A device of cfg with p loaded (asserting both), the device in *dev. */
+static rt_program *load_on(const chip_config *cfg, isa_program *p, rt_device **dev)
+{
+    char err[1024];
+    *dev = rt_open_config(cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*dev);
+    rt_program *prog = rt_load_program(*dev, p, err, sizeof err);
+    if (!prog)
+        fprintf(stderr, "load: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}
+
 static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs, const char *expected,
                      sim_stats *stats_out)
 {
@@ -71,14 +100,7 @@ static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs,
     bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
     if (bad < 0)
         fprintf(stderr, "check: %s\n", err);
-    for (int i = 0; i < n; i++) {
-        char line[512];
-        rt_check_format(&chk[i], line, sizeof line);
-        if (!chk[i].ok)
-            fprintf(stderr, "%s on %s: %s\n", g->name, cfgname, line);
-    }
-    CU_ASSERT_EQUAL(n, g->noutputs);
-    free(chk);
+    expect_a_check_per_output(chk, n, g, cfgname, "");
     /* PyTorch's own outputs, when the export has them, at the same
      * tolerances (rt_check_expected) */
     if (bad == 0 && expected) {
@@ -87,14 +109,7 @@ static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs,
         int b2 = rt_check_expected(prog, g, expected, &ex, &nex, err, sizeof err);
         if (b2 < 0)
             fprintf(stderr, "expected: %s\n", err);
-        for (int i = 0; i < nex; i++) {
-            char line[512];
-            rt_check_format(&ex[i], line, sizeof line);
-            if (!ex[i].ok)
-                fprintf(stderr, "%s on %s vs PyTorch: %s\n", g->name, cfgname, line);
-        }
-        CU_ASSERT_EQUAL(nex, g->noutputs);
-        free(ex);
+        expect_a_check_per_output(ex, nex, g, cfgname, " vs PyTorch");
         bad = b2 < 0 ? -1 : b2;
     }
 out:
@@ -126,14 +141,37 @@ static int run_text(const char *text, const char *cfgname)
     return bad;
 }
 
+/* text, and the trace name, validate on both chips: spyre, then
+ * spyre-4core (the statistics of the run on spyre in *st unless NULL). */
+static void expect_text_validates_on_both_chips(const char *text)
+{
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+}
+
+static void expect_trace_validates_on_both_chips(const char *name, sim_stats *st)
+{
+    CU_ASSERT_EQUAL(run_trace(name, "spyre", st), 0);
+    CU_ASSERT_EQUAL(run_trace(name, "spyre-4core", NULL), 0);
+}
+
+/* g compiled with the defaults for cfgname, whose configuration goes to
+ * *cfg; NULL on an error (its message in err). */
+static cc_result *compile_for(const cc_graph *g, const char *cfgname, chip_config *cfg, char *err, size_t errlen)
+{
+    tu_config(cfgname, cfg);
+    cc_compile_opts o = {0};
+    o.target = cfg;
+    return cc_compile(g, &o, err, errlen);
+}
+
 /* ---- tests ---- */
 
 static void test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips(void)
 {
     sim_stats st;
-    CU_ASSERT_EQUAL(run_trace("mlp", "spyre", &st), 0);
+    expect_trace_validates_on_both_chips("mlp", &st);
     CU_ASSERT(st.macs > 0);
-    CU_ASSERT_EQUAL(run_trace("mlp", "spyre-4core", &st), 0);
 }
 
 static const char *softmax_graph = "graph sm\n"
@@ -143,8 +181,7 @@ static const char *softmax_graph = "graph sm\n"
 
 static void test_softmax_graph_validates_on_both_chips(void)
 {
-    CU_ASSERT_EQUAL(run_text(softmax_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(softmax_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(softmax_graph);
 }
 
 static const char *relu_chain_graph = "graph rc\n"
@@ -160,8 +197,7 @@ static void test_a_pointwise_loop_merged_across_rows_is_cut_back_and_validates_o
 {
     /* the front half merges relu's (96, 320) loops into one of 30720; the
      * back half walks sticks per row of 320 */
-    CU_ASSERT_EQUAL(run_text(relu_chain_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(relu_chain_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(relu_chain_graph);
 }
 
 static const char *layer_norm_graph =
@@ -175,8 +211,7 @@ static const char *layer_norm_graph =
 
 static void test_layer_norm_graph_validates_on_both_chips(void)
 {
-    CU_ASSERT_EQUAL(run_text(layer_norm_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(layer_norm_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(layer_norm_graph);
 }
 
 static const char *linear_graph = "graph lin\n"
@@ -197,8 +232,7 @@ static void test_linear_with_epilogue_and_where_validates_on_both_chips(void)
     /* transposed weight, bias, erf GELU and a residual in the epilogue; a
      * comparison and a select after it.  The threshold is the midpoint
      * between two DL16 values, so rounding r to DL16 never flips it. */
-    CU_ASSERT_EQUAL(run_text(linear_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(linear_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(linear_graph);
 }
 
 static const char *long_k_graph = "graph longk\n"
@@ -248,7 +282,7 @@ static void test_a_matmul_out_of_sync_tokens_is_an_error_without_a_leak(void)
     o.target = &cfg;
     cc_result *r = cc_compile(g, &o, err, sizeof err);
     CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of sync tokens"));
+    TU_ASSERT_CONTAINS(err, "out of sync tokens");
     cc_result_free(r);
     cc_graph_free(g);
 }
@@ -263,8 +297,7 @@ static void test_index_values_come_from_sfp_iota_and_validate_on_both_chips(void
                     "%y: f32[8, 64] = aten.add.Tensor(%x, %a)\n"
                     "%t: f32[8, 64] = aten.triu.default(%y, 1)\n"
                     "output %t\n";
-    CU_ASSERT_EQUAL(run_text(g, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(g, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(g);
 }
 
 static void test_index_values_beyond_dl16_exactness_are_a_clear_error(void)
@@ -284,8 +317,7 @@ static void test_llama_block_with_rope_cat_gqa_and_swiglu_validates_on_both_chip
 {
     /* rotate_half's cat becomes where(i < 8, ...) over sfp.iota index
      * values; the f32 causal mask's -inf is uploaded as -2^30 */
-    CU_ASSERT_EQUAL(run_trace("llama_tiny", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("llama_tiny", "spyre-4core", NULL), 0);
+    expect_trace_validates_on_both_chips("llama_tiny", NULL);
 }
 
 static void test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips(void)
@@ -294,19 +326,16 @@ static void test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_c
      * sticked on K: sfp.rst restickifies them in LX; the heads merged back
      * are stored through a staged copy */
     sim_stats st;
-    CU_ASSERT_EQUAL(run_trace("bert_handwritten_small", "spyre", &st), 0);
+    expect_trace_validates_on_both_chips("bert_handwritten_small", &st);
     CU_ASSERT(st.macs > 0);
-    CU_ASSERT_EQUAL(run_trace("bert_handwritten_small", "spyre-4core", &st), 0);
 }
 
 static void test_encoder_and_decoder_attention_validate_on_both_chips(void)
 {
     /* nn.TransformerEncoderLayer / DecoderLayer: the head split also reaches
      * a row kernel (q scaled per head), restickified in LX the same way */
-    CU_ASSERT_EQUAL(run_trace("encoder_small", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("encoder_small", "spyre-4core", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("decoder_small", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("decoder_small", "spyre-4core", NULL), 0);
+    expect_trace_validates_on_both_chips("encoder_small", NULL);
+    expect_trace_validates_on_both_chips("decoder_small", NULL);
 }
 
 static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips(void)
@@ -315,8 +344,7 @@ static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips
      * (NINF reads back as NaN), so the -inf immediate is written as the
      * finite stand-in -BE_DL16_INF; before the fix 1920 of the 2048
      * outputs were NaN */
-    CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre", NULL), 0);
-    CU_ASSERT_EQUAL(run_trace("gpt2_small_block_tiny", "spyre-4core", NULL), 0);
+    expect_trace_validates_on_both_chips("gpt2_small_block_tiny", NULL);
 }
 
 static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chips(void)
@@ -324,9 +352,8 @@ static void test_embedding_gathers_rows_by_dma_gather_and_validates_on_both_chip
     /* embedding(weight, ids) then layer norm: the ids (i64 on the host)
      * are fp32 on the device and dma.gather picks each token's row */
     sim_stats st;
-    CU_ASSERT_EQUAL(run_trace("embed_small", "spyre", &st), 0);
+    expect_trace_validates_on_both_chips("embed_small", &st);
     CU_ASSERT(st.dram_bytes_read > 0);
-    CU_ASSERT_EQUAL(run_trace("embed_small", "spyre-4core", &st), 0);
 }
 
 static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
@@ -342,7 +369,7 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
                   "spyre", err, sizeof err);
     if (!strstr(err, "not supported yet"))
         fprintf(stderr, "\nerror: '%s'\n", err);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "gather of w: the row numbers are not read directly from an integer input"));
+    TU_ASSERT_CONTAINS(err, "gather of w: the row numbers are not read directly from an integer input");
 }
 
 /* llama_tiny keeps the normed input in LX for the three projections
@@ -402,19 +429,19 @@ static void test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll(
         CU_ASSERT_EQUAL(strncmp(text, head, strlen(head)), 0);
         if (i == 0) {
             /* W^T of a linear: the weight is sticked on N (its dim 0) */
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "tensor fc1_weight weight dims 256x64 dl16 stick_dim 0"));
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "tensor x input dims 8x64 dl16 stick_dim 1"));
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "tensor addmm_1 output dims 8x64"));
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "restickify needed: 0\n"));
+            TU_ASSERT_CONTAINS(text, "tensor fc1_weight weight dims 256x64 dl16 stick_dim 0",
+                                     "tensor x input dims 8x64 dl16 stick_dim 1",
+                                     "tensor addmm_1 output dims 8x64",
+                                     "restickify needed: 0\n");
         }
         if (i == 1)
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "kernel k0_addmm_gelu: matmul grid"));
+            TU_ASSERT_CONTAINS(text, "kernel k0_addmm_gelu: matmul grid");
         if (i == 2) /* each kernel's LX, and what stays there across kernels */
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k1_addmm: tiled into lx below "));
+            TU_ASSERT_CONTAINS(text, "\nkernel k1_addmm: tiled into lx below ");
         if (i == 4) { /* instructions before and after, per kernel, per core and in total */
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k0_addmm_gelu: "));
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ncore 0: "));
-            CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: "));
+            TU_ASSERT_CONTAINS(text, "\nkernel k0_addmm_gelu: ",
+                                     "\ncore 0: ",
+                                     "\ntotal: ");
         }
         free(text);
         isa_program *p = cc_result_take_program(r);
@@ -572,22 +599,9 @@ static void test_a_stream_without_repetition_is_left_as_generated(void)
     char *report = NULL;
     isa_program *on = compile_reroll(text, "spyre-4core", 0, &report);
     isa_program *off = compile_reroll(text, "spyre-4core", 1, NULL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\n  k0_exp: ")); /* the kernel's line: as many after as before */
-    CU_ASSERT_PTR_NOT_NULL(strstr(report, "(1.0x fewer), 0 loops\n  total: "));
-    for (int c = 0; c < on->ncores; c++) {
-        CU_ASSERT_EQUAL_FATAL(on->cores[c].n, off->cores[c].n);
-        for (size_t i = 0; i < on->cores[c].n; i++) {
-            uint8_t a[ISA_INSN_BYTES], b[ISA_INSN_BYTES];
-            char err[256];
-            CU_ASSERT_EQUAL(isa_encode(&on->cores[c].insns[i], a, err, sizeof err), 0);
-            CU_ASSERT_EQUAL(isa_encode(&off->cores[c].insns[i], b, err, sizeof err), 0);
-            CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);
-        }
-    }
-    for (size_t k = 0; k < on->nkernels; k++) {
-        CU_ASSERT_EQUAL(on->kernels[k].first, off->kernels[k].first);
-        CU_ASSERT_EQUAL(on->kernels[k].last, off->kernels[k].last);
-    }
+    TU_ASSERT_CONTAINS(report, "\n  k0_exp: "); /* the kernel's line: as many after as before */
+    TU_ASSERT_CONTAINS(report, "(1.0x fewer), 0 loops\n  total: ");
+    tu_assert_same_code(on, off, 0);
     free(report);
     isa_program_free(on);
     isa_program_free(off);
@@ -602,12 +616,12 @@ static void test_the_report_counts_each_kernels_instructions_before_and_after_re
     CU_ASSERT(before >= 8 * after);
     char want[128];
     snprintf(want, sizeof want, "\n  total: %ld -> %ld instructions", before, after);
-    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\nreroll: instructions per kernel on all cores, as generated -> in counted loops\n"));
+    TU_ASSERT_CONTAINS(report, "\nreroll: instructions per kernel on all cores, as generated -> in counted loops\n");
     CU_ASSERT_PTR_NOT_NULL(strstr(report, want));
-    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\n  k0_mm: "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(report, "\n  k1_softmax: "));
+    TU_ASSERT_CONTAINS(report, "\n  k0_mm: ",
+                               "\n  k1_softmax: ");
     snprintf(want, sizeof want, "\n  total: %ld -> %ld instructions", before, before);
-    CU_ASSERT_PTR_NOT_NULL(strstr(report_off, "\nreroll (off: --no-reroll): "));
+    TU_ASSERT_CONTAINS(report_off, "\nreroll (off: --no-reroll): ");
     CU_ASSERT_PTR_NOT_NULL(strstr(report_off, want));
     /* the sections before it are the same with the pass on and off */
     CU_ASSERT_EQUAL(strstr(report, "\nreroll") - report, strstr(report_off, "\nreroll") - report_off);
@@ -673,6 +687,58 @@ static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char 
     return r;
 }
 
+/* text parsed (as name) into *g and compiled for cfgname with the n
+ * work_div specs wd, asserting both work; the report in *rep. */
+static cc_result *compile_text(const char *text, const char *name, const char *cfgname, const char *const *wd, int n,
+                               cc_graph **g, char **rep)
+{
+    char err[1024];
+    *g = cc_graph_parse(text, name, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*g);
+    cc_result *r = compile_wd(*g, cfgname, wd, n, rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    return r;
+}
+
+/* g compiled for cfgname with the one work_div spec (or none: NULL): it
+ * compiles (ok) and its report contains want, or it fails and the message
+ * contains want. */
+static void expect_wd(const cc_graph *g, const char *cfgname, const char *spec, int ok, const char *want)
+{
+    char err[1024], *rep;
+    cc_result *r = compile_wd(g, cfgname, spec ? &spec : NULL, spec ? 1 : 0, &rep, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(r != NULL, ok);
+    TU_ASSERT_CONTAINS(ok ? rep : err, want);
+    free(rep);
+    cc_result_free(r);
+}
+
+/* text (parsed as t.txt) does not compile for spyre, the message
+ * containing want. */
+static void expect_spyre_refuses(const char *text, const char *want)
+{
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    expect_wd(g, "spyre", NULL, 0, want);
+    cc_graph_free(g);
+}
+
+/* g run on spyre with the n work_div specs wd, keeping tensors in LX and
+ * with --no-lx-keep (both validate): the statistics of each in *kept and
+ * *off, printed after label. */
+static void run_kept_and_not(const cc_graph *g, const char *const *wd, int n, sim_stats *kept, sim_stats *off,
+                             const char *label)
+{
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, n, kept), 0);
+    no_lx_keep = 1;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, n, off), 0);
+    no_lx_keep = 0;
+    printf("\n  %s: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", label, kept->cycles,
+           (unsigned long long)(kept->dram_bytes_read + kept->dram_bytes_written), off->cycles,
+           (unsigned long long)(off->dram_bytes_read + off->dram_bytes_written));
+}
+
 /* Run a compiled result's program on cfgname with mlp's inputs and
  * weights; outputs not ok against the reference executor (-1: failed
  * before the check), cycles in *cycles. */
@@ -684,10 +750,8 @@ static int run_result(cc_result *r, const cc_graph *g, const char *cfgname, doub
     snprintf(in, sizeof in, "%s/traces/mlp/inputs.safetensors", SPYRE_SOURCE_DIR);
     isa_program *p = cc_result_take_program(r);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, p, &dev);
     int bad = -1;
     rt_run_result res;
     if (rt_load_graph_tensors(prog, g, in, err, sizeof err) || rt_launch(prog, &res)) {
@@ -726,11 +790,11 @@ static void test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre(void
     cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     /* the front half's lines stay */
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "graph mlp: 2 kernels\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: matmul [8, 256 | 64]\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\ntotal: 2 kernels, "));
+    TU_ASSERT_CONTAINS(rep, "graph mlp: 2 kernels\n",
+                            "\nk0_addmm_gelu: matmul [8, 256 | 64]\n",
+                            "\ntotal: 2 kernels, ");
     /* then the chip's section, per kernel */
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\ntarget spyre (32 cores):\n"));
+    TU_ASSERT_CONTAINS(rep, "\ntarget spyre (32 cores):\n");
     const char *names[] = {"k0_addmm_gelu", "k1_addmm"};
     for (int k = 0; k < 2; k++) {
         long gm = 0, gn = 0;
@@ -747,13 +811,13 @@ static void test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre(void
         long mt = 0;
         CU_ASSERT_EQUAL(sscanf(tiles, "\n  tiles: core tile %ld rows", &mt), 1);
         CU_ASSERT_EQUAL(mt, (8 + gm - 1) / gm);
-        CU_ASSERT_PTR_NOT_NULL(strstr(sec, " in blocks of "));
+        TU_ASSERT_CONTAINS(sec, " in blocks of ");
     }
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  lx: addmm.mm, addmm (never leave the kernel)\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  dram: reads x, fc1_weight, fc1_bias; writes gelu\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  dram: reads gelu, fc2_weight, fc2_bias; writes addmm_1\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  restickified: none\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\ntotal on spyre: 2 kernels, up to "));
+    TU_ASSERT_CONTAINS(rep, "  lx: addmm.mm, addmm (never leave the kernel)\n",
+                            "  dram: reads x, fc1_weight, fc1_bias; writes gelu\n",
+                            "  dram: reads gelu, fc2_weight, fc2_bias; writes addmm_1\n",
+                            "  restickified: none\n",
+                            "\ntotal on spyre: 2 kernels, up to ");
     /* k0 reads at least x, W1 and b1 once (DL16): 8x64 + 256x64 + 256 elements */
     long rd = 0;
     const char *db = strstr(rep, "  dram bytes: ");
@@ -783,8 +847,8 @@ static void test_work_div_forces_a_grid_that_validates_with_other_cycles(void)
     const char *wd[] = {"k0_addmm_gelu=1x2", "k1_addmm=2x1"};
     r = compile_wd(g, "spyre", wd, 2, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: grid 1x2 on 2 cores (work_div), split n;"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_addmm: grid 2x1 on 2 cores (work_div), split m;"));
+    TU_ASSERT_CONTAINS(rep, "\nk0_addmm_gelu: grid 1x2 on 2 cores (work_div), split n;",
+                            "\nk1_addmm: grid 2x1 on 2 cores (work_div), split m;");
     CU_ASSERT_EQUAL(run_result(r, g, "spyre", &c1), 0);
     CU_ASSERT(c0 > 0 && c1 > 0 && c0 != c1);
     free(rep);
@@ -807,7 +871,7 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
     const char *tiled[] = {"k0_addmm_gelu=1x2/8x1x64", "k1_addmm=2x1/4x1x128"};
     r = compile_wd(g, "spyre", tiled, 2, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core tile 8 rows x 2 sticks in blocks of 8 rows x 1 sticks (64 columns), k 64 whole,"));
+    TU_ASSERT_CONTAINS(rep, "  tiles: core tile 8 rows x 2 sticks in blocks of 8 rows x 1 sticks (64 columns), k 64 whole,");
     CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core tile 4 rows x 1 sticks in blocks of 4 rows x 1 sticks (64 columns), k 256 in "
                                        "chunks of 128 (fp32 partial sums),"));
     CU_ASSERT_EQUAL(run_result(r, g, "spyre", &c1), 0);
@@ -821,11 +885,7 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
     g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *rows[] = {"k0_softmax=2/5"};
-    r = compile_wd(g, "spyre", rows, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots"));
-    free(rep);
-    cc_result_free(r);
+    expect_wd(g, "spyre", rows[0], 1, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots");
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", rows, 1, NULL), 0);
     cc_graph_free(g);
     /* more rows than LX holds (a count beyond a core's part is clipped to it) */
@@ -833,10 +893,7 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
                        "output %y\n";
     g = cc_graph_parse(wide, "wide.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    const char *huge[] = {"k0_softmax=2/200"};
-    r = compile_wd(g, "spyre-4core", huge, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div chunks of 200 rows do not fit 157312 bytes of LX"));
+    expect_wd(g, "spyre-4core", "k0_softmax=2/200", 0, "kernel k0_softmax: work_div chunks of 200 rows do not fit 157312 bytes of LX");
     cc_graph_free(g);
 }
 
@@ -847,17 +904,12 @@ static void test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it(vo
     double cyc = 0;
     cc_result *r = compile_wd(g, "spyre-4core", NULL, 0, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: grid 2x2 on 4 cores (work_div), split m and n;"));
-    CU_ASSERT_PTR_NULL(strstr(rep, "\nk1_addmm: grid 2x2 on 4 cores (work_div)"));
+    TU_ASSERT_CONTAINS(rep, "\nk0_addmm_gelu: grid 2x2 on 4 cores (work_div), split m and n;");
+    TU_ASSERT_LACKS(rep, "\nk1_addmm: grid 2x2 on 4 cores (work_div)");
     CU_ASSERT_EQUAL(run_result(r, g, "spyre-4core", &cyc), 0);
     free(rep);
     cc_result_free(r);
-    const char *wd[] = {"k0_addmm_gelu=1x1"};
-    r = compile_wd(g, "spyre-4core", wd, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_addmm_gelu: grid 1x1 on 1 core (work_div), split nothing;"));
-    free(rep);
-    cc_result_free(r);
+    expect_wd(g, "spyre-4core", "k0_addmm_gelu=1x1", 1, "\nk0_addmm_gelu: grid 1x1 on 1 core (work_div), split nothing;");
     cc_graph_free(g);
 }
 
@@ -894,26 +946,13 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
     /* a row kernel takes a core count, at most its rows */
     const char *sm = "graph sm\ninput %x: f32[4, 64]\n%y: f32[4, 64] = aten._softmax.default(%x, -1, False)\n"
                      "output %y\nhint work_div k0_softmax=8\n";
-    char err[1024], *rep;
+    char err[1024];
     g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores"));
-    const char *two[] = {"k0_softmax=2"};
-    r = compile_wd(g, "spyre", two, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;"));
-    free(rep);
-    cc_result_free(r);
-    const char *bad[] = {"k0_softmax=2x2"};
-    r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count"));
-    const char *badrows[] = {"k0_softmax=2/x"};
-    r = compile_wd(g, "spyre", badrows, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count"));
+    expect_wd(g, "spyre", NULL, 0, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores");
+    expect_wd(g, "spyre", "k0_softmax=2", 1, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;");
+    expect_wd(g, "spyre", "k0_softmax=2x2", 0, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count");
+    expect_wd(g, "spyre", "k0_softmax=2/x", 0, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count");
     cc_graph_free(g);
 }
 
@@ -967,8 +1006,7 @@ static const char *staged_rows_graph = "graph rh\n"
 
 static void test_a_staged_operand_larger_than_lx_is_staged_per_chunk(void)
 {
-    CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(staged_rows_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(staged_rows_graph);
 }
 
 /* Per-head products over 8 heads of 32 columns of a 1024 x 256 input
@@ -988,8 +1026,7 @@ static const char *staged_matmul_graph =
 
 static void test_a_matmul_operand_larger_than_lx_is_staged_per_block(void)
 {
-    CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(staged_matmul_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(staged_matmul_graph);
 }
 
 /* Attention's output projection: the per-head products [h, t, d] are
@@ -1013,15 +1050,13 @@ static const char *attn_out_graph =
 
 static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on_both_chips(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(attn_out_graph, "attn_out.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(attn_out_graph, "attn_out.txt", "spyre", NULL, 0, &g, &rep);
     const char *k1 = strstr(rep, "\nk1_mm: grid");
     CU_ASSERT_PTR_NOT_NULL_FATAL(k1);
     CU_ASSERT_EQUAL(strncmp(strstr(k1, "  restickified: "), "  restickified: none\n", 21), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, " 0 operands restickified,"));
+    TU_ASSERT_CONTAINS(rep, " 0 operands restickified,");
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
@@ -1052,12 +1087,10 @@ static void test_operands_wrapping_from_inside_a_period_validate_under_any_tilin
         {"k0_mm=2x1/32x2x128", "k1_mm=2x2"},         {"k0_mm=1x1x2", "k1_mm=1x2x2"},
         {"k0_mm=32x1r", "k1_mm=16x2r"},               {"k0_mm=8x2", "k1_mm=32x1r"},
     };
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(wrap_graph, "wrap.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, " 0 operands restickified,"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(wrap_graph, "wrap.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, " 0 operands restickified,");
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
@@ -1105,26 +1138,18 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
      * tiles, so a1, read again only by the last kernel, spills */
     static const char *const wd[] = {"k0_neg=32", "k1_mm_relu=32x1", "k2_mm_relu=32x1", "k3_mm_relu=32x1",
                                      "k4_mm_relu_add=32x1"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(keep_graph, "keep.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 5, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: a1 for k0_neg..k1_mm_relu (131072 bytes per core at lx "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "; spilled: also written to dram)\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: a2 for k1_mm_relu..k4_mm_relu_add (131072 bytes per core"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  reloads from dram (spilled): a1\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 3 tensors kept, 5 reads from lx, 1 spill, 1 reload from dram\n"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(keep_graph, "keep.txt", "spyre", wd, 5, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "  kept in lx: a1 for k0_neg..k1_mm_relu (131072 bytes per core at lx ",
+                            "; spilled: also written to dram)\n",
+                            "  kept in lx: a2 for k1_mm_relu..k4_mm_relu_add (131072 bytes per core",
+                            "  reloads from dram (spilled): a1\n",
+                            "\nlx across kernels: 3 tensors kept, 5 reads from lx, 1 spill, 1 reload from dram\n");
     free(rep);
     cc_result_free(r);
     sim_stats kept, off;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 5, &kept), 0);
-    no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 5, &off), 0);
-    no_lx_keep = 0;
-    printf("\n  kept in lx: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", kept.cycles,
-           (unsigned long long)(kept.dram_bytes_read + kept.dram_bytes_written), off.cycles,
-           (unsigned long long)(off.dram_bytes_read + off.dram_bytes_written));
+    run_kept_and_not(g, wd, 5, &kept, &off, "kept in lx");
     CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
     CU_ASSERT(kept.cycles < off.cycles);
     cc_graph_free(g);
@@ -1152,12 +1177,12 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
     static const char *const bc[] = {"k0_mm_relu=32x1r", "k1_mm_relu=32x1r", "k2_mm=32x1r"};
     cc_result *r = compile_wd(g, "spyre", bc, 3, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_mm_relu: grid 32x1r on 32 cores (work_div), split m;"));
+    TU_ASSERT_CONTAINS(rep, "\nk1_mm_relu: grid 32x1r on 32 cores (work_div), split m;");
     int nb = 0;
     for (const char *q = rep; (q = strstr(q, "B broadcast over the ring")); q++)
         nb++;
     CU_ASSERT_EQUAL(nb, 3);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: r1\n"));
+    TU_ASSERT_CONTAINS(rep, "  from lx: r1\n");
     free(rep);
     cc_result_free(r);
     sim_stats ring, own;
@@ -1178,15 +1203,13 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
  * kernel); faster than B broadcast to all 32 cores. */
 static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(mlp3_graph, "mlp3.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_mm_relu: grid 4x8r on 32 cores, split m and n;"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "A shared in rows of the grid and B passed down its columns over the ring"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: r2 for k1_mm_relu..k2_mm"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: r1\n"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(mlp3_graph, "mlp3.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "\nk1_mm_relu: grid 4x8r on 32 cores, split m and n;",
+                            "A shared in rows of the grid and B passed down its columns over the ring",
+                            "  kept in lx: r2 for k1_mm_relu..k2_mm",
+                            "  from lx: r1\n");
     free(rep);
     cc_result_free(r);
     sim_stats grid, bcast;
@@ -1270,15 +1293,12 @@ static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
     static const char *const k192[] = {"k0_mm=8x4r/64x2x192"}, *const whole[] = {"k0_mm=8x4r/999x9x300"};
     cc_result *r = compile_wd(g, "spyre", k192, 1, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "k 300 in chunks of 192 (fp32 partial sums)"));
+    TU_ASSERT_CONTAINS(rep, "k 300 in chunks of 192 (fp32 partial sums)");
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", k192, 1, NULL), 0);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", whole, 1, NULL), 0);
-    static const char *const small[] = {"k0_mm=8x4r/16x2x128"};
-    r = compile_wd(g, "spyre", small, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "forced blocks smaller than a core's whole tile"));
+    expect_wd(g, "spyre", "k0_mm=8x4r/16x2x128", 0, "forced blocks smaller than a core's whole tile");
     cc_graph_free(g);
 }
 
@@ -1328,7 +1348,7 @@ static void test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_valida
         if (!r)
             fprintf(stderr, "%s %s: %s\n", cases[i][0], spec, err);
         CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-        CU_ASSERT_PTR_NOT_NULL(strstr(rep, "A shared in rows of the grid"));
+        TU_ASSERT_CONTAINS(rep, "A shared in rows of the grid");
         free(rep);
         cc_result_free(r);
         CU_ASSERT_EQUAL(run_graph_wd(g, cases[i][0], wd, 1, NULL), 0);
@@ -1348,16 +1368,14 @@ static const char *splitk_graph = "graph sk\n"
 
 static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(splitk_graph, "sk.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(splitk_graph, "sk.txt", "spyre", NULL, 0, &g, &rep);
     long gm, gn;
     int cores;
     CU_ASSERT_EQUAL(report_grid(rep, "k0_mm_add", &gm, &gn, &cores), 0);
     CU_ASSERT(cores > gm * gn); /* the rest split K */
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "partial sums reduced over the ring"));
+    TU_ASSERT_CONTAINS(rep, "partial sums reduced over the ring");
     free(rep);
     cc_result_free(r);
     sim_stats split, whole;
@@ -1369,10 +1387,8 @@ static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validate
     /* forced: four parts, the middle ones passing sums on */
     static const char *const four[] = {"k0_mm_add=1x1x4"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", four, 1, NULL), 0);
-    static const char *const bad[] = {"k0_mm_add=1x1x200"};
-    r = compile_wd(g, "spyre", bad, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre"));
+    expect_wd(g, "spyre", "k0_mm_add=1x1x200", 0,
+              "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre");
     static const char *const many[] = {"k0_mm_add=1x1x32"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", many, 1, NULL), 0);
     cc_graph_free(g);
@@ -1395,22 +1411,16 @@ static const char *ln_chain_graph =
 
 static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx(void)
 {
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(ln_chain_graph, "ln3.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nk1_native_layer_norm: rows over 32 cores (as k0_mm, for LX), split rows;"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: h1\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  from lx: y\n"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(ln_chain_graph, "ln3.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "\nk1_native_layer_norm: rows over 32 cores (as k0_mm, for LX), split rows;",
+                            "  from lx: h1\n",
+                            "  from lx: y\n");
     free(rep);
     cc_result_free(r);
     sim_stats kept, off;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &kept), 0);
-    no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &off), 0);
-    no_lx_keep = 0;
-    printf("\n  aligned and kept: %.0f cycles; --no-lx-keep: %.0f", kept.cycles, off.cycles);
+    run_kept_and_not(g, NULL, 0, &kept, &off, "aligned and kept");
     CU_ASSERT(kept.cycles < off.cycles);
     cc_graph_free(g);
 }
@@ -1431,15 +1441,13 @@ static const char *two_proj_graph = "graph twoproj\n"
 static void test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange(void)
 {
     static const char *const wd[] = {"k0_add=2", "k1_mm=3x1", "k2_mm_mul=2x1"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(two_proj_graph, "twoproj.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  kept in lx: v0 for k0_add..k2_mm_mul"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  ring exchange: v0 (2 -> 3 cores, estimate "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nlx across kernels: 1 tensor kept, 2 reads from lx,"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nring exchanges between kernels: 1\n"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(two_proj_graph, "twoproj.txt", "spyre", wd, 3, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "  kept in lx: v0 for k0_add..k2_mm_mul",
+                            "  ring exchange: v0 (2 -> 3 cores, estimate ",
+                            "\nlx across kernels: 1 tensor kept, 2 reads from lx,",
+                            "\nring exchanges between kernels: 1\n");
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
@@ -1458,22 +1466,14 @@ static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
                               "%s: f32[4096, 256] = aten._softmax.default(%m, 1, False)\n"
                               "output %s\n";
     static const char *const wd[] = {"k1_softmax=6"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "xg.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 1, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "  ring exchange: m (32 -> 6 cores, estimate "));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(text, "xg.txt", "spyre", wd, 1, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "  ring exchange: m (32 -> 6 cores, estimate ");
     free(rep);
     cc_result_free(r);
     sim_stats xchg, dram;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &xchg), 0);
-    no_lx_keep = 1;
-    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &dram), 0);
-    no_lx_keep = 0;
-    printf("\n  ring exchange: %.0f cycles %llu DRAM bytes; --no-lx-keep: %.0f cycles %llu DRAM bytes", xchg.cycles,
-           (unsigned long long)(xchg.dram_bytes_read + xchg.dram_bytes_written), dram.cycles,
-           (unsigned long long)(dram.dram_bytes_read + dram.dram_bytes_written));
+    run_kept_and_not(g, wd, 1, &xchg, &dram, "ring exchange");
     CU_ASSERT(xchg.cycles < dram.cycles);
     CU_ASSERT(xchg.dram_bytes_read + xchg.dram_bytes_written < dram.dram_bytes_read + dram.dram_bytes_written);
     static const char *const wd4[] = {"k0_mm=4x1", "k1_softmax=3"};
@@ -1502,8 +1502,7 @@ static void test_a_pointwise_node_independent_of_the_product_joins_its_epilogue(
                        "%v0: f32[64, 64] = aten.relu.default(%x)\n%v1: f32[64, 64] = aten.mul.Tensor(%v0, %v0)\n"
                        "%v2: f32[64, 64] = aten.mm.default(%x, %w0)\n%v3: f32[64, 64] = aten.mul.Tensor(%v0, %v2)\n"
                        "%v4: f32[64, 64] = aten.add.Tensor(%v3, %x)\noutput %v4\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* Products with N or K of 1: matrix-vector, with a transposed weight,
@@ -1516,8 +1515,7 @@ static void test_products_with_n_or_k_of_one_validate(void)
                       "%y: f32[64, 1] = aten.mm.default(%x, %t)\noutput %y\n";
     const char *outer = "graph t\ninput %x: f32[64, 1]\ninput %w: f32[1, 100]\n"
                         "%y: f32[64, 100] = aten.mm.default(%x, %w)\noutput %y\n";
-    CU_ASSERT_EQUAL(run_text(mv, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(mv, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(mv);
     CU_ASSERT_EQUAL(run_text(mvt, "spyre"), 0);
     CU_ASSERT_EQUAL(run_text(outer, "spyre-4core"), 0);
     /* K of 1 from a one-column slice: no dimension of extent 1 to walk */
@@ -1534,8 +1532,7 @@ static void test_a_scalar_read_for_every_element_validates(void)
     const char *text = "graph sc\ninput %x: f32[100, 200]\ninput %s: f32[]\ninput %t: f32[1]\n"
                        "%y: f32[100, 200] = aten.mul.Tensor(%x, %s)\n%z: f32[100, 200] = aten.add.Tensor(%y, %t)\n"
                        "output %z\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* Reductions of a kernel with one row (a 1-D softmax, a layer norm of a
@@ -1547,8 +1544,7 @@ static void test_reductions_over_a_single_row_validate(void)
                        "%ln: (f32[1, 1, 64], f32[1, 1, 1], f32[1, 1, 1]) = "
                        "aten.native_layer_norm.default(%v, [64], %w, %c, 1e-05)\n"
                        "%y: f32[1, 1, 64] = getitem(%ln, 0)\noutput %s, %y\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* Kernels of one element (no loops left): a column loop of one. */
@@ -1572,30 +1568,20 @@ static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_co
     const char *text = "graph cs\ninput %x: f32[256, 128]\ninput %y: f32[512, 64]\n"
                        "%s: f32[1, 128] = aten.sum.dim_IntList(%x, [0], True)\n"
                        "%m: f32[64] = aten.amax.default(%y, [0])\noutput %s, %m\n";
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "cs.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "result s (stored through a staged copy)"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(text, "cs.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "result s (stored through a staged copy)");
     free(rep);
     cc_result_free(r);
     cc_graph_free(g);
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 static void test_returning_an_input_is_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "output x: the graph returns one of its inputs unchanged (not supported yet)"));
-    cc_result_free(r);
-    cc_graph_free(g);
+    expect_spyre_refuses(text, "output x: the graph returns one of its inputs unchanged (not supported yet)");
 }
 
 /* cat along rows: each operand's load is guarded by a where and covers
@@ -1605,8 +1591,7 @@ static void test_a_cat_along_rows_reads_nothing_past_its_operands(void)
 {
     const char *text = "graph t\ninput %a: f32[1, 64]\ninput %b: f32[16, 64]\n"
                        "%c: f32[17, 64] = aten.cat.default([%b, %a], 0)\noutput %c\n";
-    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(text, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(text);
 }
 
 /* ---- Row kernels' temps in LX: given back after their last read ---- */
@@ -1619,10 +1604,7 @@ static long chunk_rows(const char *text, const char *cfgname)
     cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
-    tu_config(cfgname, &cfg);
-    cc_compile_opts o = {0};
-    o.target = &cfg;
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
     cc_graph_free(g);
     if (!r) {
         fprintf(stderr, "compile on %s: %s\n", cfgname, err);
@@ -1659,8 +1641,7 @@ static const char *wide_layer_norm_graph =
 
 static void test_a_wide_layer_norm_fits_a_small_lx_by_reusing_temps(void)
 {
-    CU_ASSERT_EQUAL(run_text(wide_layer_norm_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(wide_layer_norm_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(wide_layer_norm_graph);
 }
 
 /* Every way the evaluator makes a temp of its own: a per-row first
@@ -1686,8 +1667,7 @@ static const char *temps_graph =
 
 static void test_temps_given_back_after_their_last_read_give_chunks_more_rows(void)
 {
-    CU_ASSERT_EQUAL(run_text(temps_graph, "spyre-4core"), 0);
-    CU_ASSERT_EQUAL(run_text(temps_graph, "spyre"), 0);
+    expect_text_validates_on_both_chips(temps_graph);
     /* one kernel of 19 temps, at most 6 live at once: a tile per temp left
      * room for chunks of one row on spyre-4core, six cells for five */
     CU_ASSERT(chunk_rows(temps_graph, "spyre-4core") >= 4);
@@ -1699,14 +1679,7 @@ static void test_a_kernel_storing_two_row_lengths_is_a_clear_error(void)
     const char *text = "graph t\ninput %x: f32[64, 128]\n%a: f32[64, 128] = aten.relu.default(%x)\n"
                        "%v: f32[128, 64] = aten.view.default(%x, [128, 64])\n"
                        "%b: f32[128, 64] = aten.neg.default(%v)\noutput %a, %b\n";
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs a restickify"));
-    cc_result_free(r);
-    cc_graph_free(g);
+    expect_spyre_refuses(text, "needs a restickify");
 }
 
 static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
@@ -1762,8 +1735,7 @@ static const char *transposed_output_graph =
 
 static void test_an_output_transposed_from_a_matmul_is_copied_and_validates_on_both_chips(void)
 {
-    CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre"), 0);
-    CU_ASSERT_EQUAL(run_text(transposed_output_graph, "spyre-4core"), 0);
+    expect_text_validates_on_both_chips(transposed_output_graph);
 }
 
 /* ---- kernel boundaries: a fence, or a bar where a dependency crosses cores ---- */
@@ -1819,8 +1791,8 @@ static void test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence
         char *rep;
         compile_relu_mm("2x1", &g, &p, &rep);
         CU_ASSERT_PTR_NOT_NULL(strstr(rep, keep ? "  from lx: y, y\n" : "  dram: reads y, w; writes z\n"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\n  before it: fence\n"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 0 bars, 1 fence\n"));
+        TU_ASSERT_CONTAINS(rep, "\n  before it: fence\n",
+                                "\nboundaries: 0 bars, 1 fence\n");
         CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_FENCE), 1);
         CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_BAR), 0);
         isa_program_free(p);
@@ -1842,7 +1814,7 @@ static void test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar(void)
     const char *why = strstr(rep, "\n  before it: bar (core 0 reads DRAM 0x");
     CU_ASSERT_PTR_NOT_NULL(why);
     CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, " that core 1 wrote)\n") : NULL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 1 bar, 0 fences\n"));
+    TU_ASSERT_CONTAINS(rep, "\nboundaries: 1 bar, 0 fences\n");
     CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_BAR), 1);
     CU_ASSERT_EQUAL(per_core_count(p, ISA_OP_FENCE), 0);
     free(rep);
@@ -1880,15 +1852,13 @@ static const char *ring_graph = "graph rk\n"
 static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
 {
     static const char *const wd[] = {"k0_relu=2", "k1_mm=2x1x2", "k2_softmax=2"};
-    char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(ring_graph, "rk.txt", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_result *r = compile_wd(g, "spyre", wd, 3, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "partial sums reduced over the ring\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\n  before it: bar (ring traffic in this kernel)\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\n  before it: bar (ring traffic in the kernel before)\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep, "\nboundaries: 2 bars, 0 fences\n"));
+    char *rep;
+    cc_graph *g;
+    cc_result *r = compile_text(ring_graph, "rk.txt", "spyre", wd, 3, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "partial sums reduced over the ring\n",
+                            "\n  before it: bar (ring traffic in this kernel)\n",
+                            "\n  before it: bar (ring traffic in the kernel before)\n",
+                            "\nboundaries: 2 bars, 0 fences\n");
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
@@ -1910,10 +1880,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
-    tu_config(cfgname, &cfg);
-    cc_compile_opts o = {0};
-    o.target = &cfg;
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "compile on %s: %s\n", cfgname, err);
         cc_graph_free(g);
@@ -1921,10 +1888,8 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     }
     isa_program *p = cc_result_take_program(r);
     cc_result_free(r);
-    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, p, &dev);
     rt_run_result res;
     rt_check_result *chk = NULL;
     int bad = -1, nchk = 0;

@@ -89,15 +89,6 @@ static void test_config_reports_missing_key_and_file(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
 }
 
-/* A configuration file of raw bytes (n of them) in dir; its path in path. */
-static void write_cfg(const char *path, const char *text, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(fwrite(text, 1, n, f), n);
-    fclose(f);
-}
-
 /* Lines were read in 1,023-byte pieces: the tail of a long comment was
  * parsed as a key. */
 static void test_config_lines_of_any_length(void)
@@ -125,8 +116,7 @@ static void test_config_lines_of_any_length(void)
 static void test_config_nul_byte_is_an_error_naming_the_line(void)
 {
     char path[512], err[512], want[600];
-    tu_tmpfile(".cfg", path, sizeof path);
-    write_cfg(path, "name = x\ncores = 4\0 # hidden\n", 29);
+    tu_write_tmpfile(".cfg", "name = x\ncores = 4\0 # hidden\n", 29, path, sizeof path);
     chip_config c;
     CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     snprintf(want, sizeof want, "%s:2: a NUL byte in the text", path);
@@ -139,15 +129,14 @@ static void test_config_include_of_a_fifo_or_directory_is_refused(void)
     char dir[1024], path[1100], fifo[1100], err[1200];
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/x.cfg", dir);
-    snprintf(fifo, sizeof fifo, "%s/fifo.cfg", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
-    write_cfg(path, "include = fifo.cfg\n", 19);
+    tu_fifo(dir, "fifo.cfg", fifo, sizeof fifo);
+    tu_write_file(path, "include = fifo.cfg\n", 19);
     chip_config c;
     alarm(10); /* a blocking open would hang: fail instead */
     CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     alarm(0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "fifo.cfg: not a regular file"));
-    write_cfg(path, "include = /dev/zero\n", 20);
+    tu_write_file(path, "include = /dev/zero\n", 20);
     CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     CU_ASSERT_STRING_EQUAL(err, "/dev/zero: not a regular file");
     CU_ASSERT_EQUAL(chip_config_load(dir, &c, err, sizeof err), -1);
@@ -162,7 +151,7 @@ static void test_config_over_its_cap_is_refused(void)
     size_t n = ISA_CONFIG_MAX + 1;
     char *text = malloc(n);
     memset(text, '\n', n);
-    write_cfg(path, text, n);
+    tu_write_file(path, text, n);
     chip_config c;
     CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than the 1048576"));
@@ -179,8 +168,8 @@ static void test_config_include_by_a_long_path(void)
     char *inner = isa_path_join(deep, "inner.cfg"), *outer = isa_path_join(deep, "outer.cfg");
     char text[600];
     int n = snprintf(text, sizeof text, "include = %s/sim/configs/spyre.cfg\ncores = 6\n", SPYRE_SOURCE_DIR);
-    write_cfg(inner, text, (size_t)n);
-    write_cfg(outer, "include = inner.cfg\nname = deep\n", 32);
+    tu_write_file(inner, text, (size_t)n);
+    tu_write_file(outer, "include = inner.cfg\nname = deep\n", 32);
     chip_config c;
     int rc = chip_config_load(outer, &c, err, sizeof err);
     if (rc)
@@ -311,7 +300,6 @@ static void test_docs_hold_the_generated_key_tables(void)
 
 int main(void)
 {
-    tu_config("spyre-4core", &cfg4);
     static const tu_test tests[] = {
         {"config_default_has_reference_values", test_config_default_has_reference_values},
         {"config_4core_overrides_included_file", test_config_4core_overrides_included_file},
@@ -328,5 +316,6 @@ int main(void)
         {"docs hold the generated key tables", test_docs_hold_the_generated_key_tables},
         {NULL, NULL},
     };
+    tu_config("spyre-4core", &cfg4);
     return tu_run("chip", tests);
 }

@@ -66,6 +66,16 @@ static uint64_t other_row_same_bank(const sim_dram *d, int c)
     }
 }
 
+/* A granule of the last channel's first row read or written at t0, then
+ * one of another row of the same bank at t1: the end of the first access
+ * in *first, that of the second returned. */
+static double row_conflict(sim_dram *d, double t0, double t1, int write, double *first)
+{
+    int c = cfg.dram_channels - 1;
+    *first = sim_dram_access(d, t0, chan_addr(c, 0), gran(), write);
+    return sim_dram_access(d, t1, other_row_same_bank(d, c), gran(), write);
+}
+
 /* Latency of a lone granule on a bank group with nothing else in flight:
  * the data of one bank group streams at one burst per tCCD. */
 static double stream_ns(uint64_t bytes)
@@ -159,10 +169,8 @@ static void test_row_hit_is_faster_than_miss_by_trcd_and_conflict_by_trp(void)
 static void test_same_bank_other_row_waits_for_precharge_and_activate(void)
 {
     sim_dram *d = fresh();
-    int c = cfg.dram_channels - 1;
     uint64_t b = gran();
-    double first = sim_dram_access(d, 0, chan_addr(c, 0), b, 0);
-    double second = sim_dram_access(d, 0, other_row_same_bank(d, c), b, 0);
+    double first, second = row_conflict(d, 0, 0, 0, &first);
     /* PRE waits tRTP after the last RD command (its data ends one burst
      * after CL), then tRP, ACT, tRCD, RD, CL and the data */
     double last_rd = first - cfg.dram_burst_tck * tck - cfg.dram_cl * tck;
@@ -171,8 +179,7 @@ static void test_same_bank_other_row_waits_for_precharge_and_activate(void)
     /* a write keeps the row until tWR after its data */
     sim_dram_free(d);
     d = fresh_direct();
-    first = sim_dram_access(d, 0, chan_addr(c, 0), b, 1);
-    second = sim_dram_access(d, 0, other_row_same_bank(d, c), b, 1);
+    second = row_conflict(d, 0, 0, 1, &first);
     NEAR(second, first + (cfg.dram_wr + cfg.dram_rp + cfg.dram_rcd + cfg.dram_cwl) * tck + stream_ns(b));
     sim_dram_free(d);
 }
@@ -247,13 +254,10 @@ static void test_refresh_delays_an_access_in_its_window(void)
 static void test_earlier_arrival_never_goes_back_in_time(void)
 {
     sim_dram *d = fresh();
-    int c = cfg.dram_channels - 1;
-    uint64_t b = gran();
-    double a = sim_dram_access(d, 500, chan_addr(c, 0), b, 0);
     /* a little out of order: same bank, other row, arriving "before" */
-    double e = sim_dram_access(d, 450, other_row_same_bank(d, c), b, 0);
+    double a, e = row_conflict(d, 500, 450, 0, &a);
     CU_ASSERT(e > a);
-    CU_ASSERT(e - 450 > (cfg.dram_rp + cfg.dram_rcd + cfg.dram_cl) * tck + stream_ns(b));
+    CU_ASSERT(e - 450 > (cfg.dram_rp + cfg.dram_rcd + cfg.dram_cl) * tck + stream_ns(gran()));
     sim_dram_free(d);
 }
 

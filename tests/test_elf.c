@@ -112,42 +112,64 @@ static void assert_programs_equal(const isa_program *a, const isa_program *b)
     for (size_t i = 0; i < a->nkernels; i++) {
         CU_ASSERT_STRING_EQUAL(a->kernels[i].name, b->kernels[i].name);
         CU_ASSERT_EQUAL(a->kernels[i].core, b->kernels[i].core);
-        CU_ASSERT_EQUAL(a->kernels[i].first, b->kernels[i].first);
-        CU_ASSERT_EQUAL(a->kernels[i].last, b->kernels[i].last);
     }
-    if (a->ncores != b->ncores)
-        return;
-    for (int c = 0; c < a->ncores; c++) {
-        CU_ASSERT_EQUAL_FATAL(a->cores[c].n, b->cores[c].n);
-        for (size_t i = 0; i < a->cores[c].n; i++) {
-            uint8_t wa[ISA_INSN_BYTES], wb[ISA_INSN_BYTES];
-            char err[256];
-            CU_ASSERT_EQUAL_FATAL(isa_encode(&a->cores[c].insns[i], wa, err, sizeof err), 0);
-            CU_ASSERT_EQUAL_FATAL(isa_encode(&b->cores[c].insns[i], wb, err, sizeof err), 0);
-            CU_ASSERT_EQUAL(memcmp(wa, wb, ISA_INSN_BYTES), 0);
-        }
-    }
+    if (a->ncores == b->ncores)
+        tu_assert_same_code(a, b, 1);
 }
 
 static uint8_t *slurp(const char *path, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)size + 1);
-    *n = fread(buf, 1, (size_t)size, f);
-    fclose(f);
+    uint8_t *buf = (uint8_t *)tu_read_file(path, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
     return buf;
 }
 
-static void spit(const char *path, const void *buf, size_t n)
+/* src assembled under name, asserting it assembles (the message and the
+ * text on stderr if not). */
+static isa_program *assemble_ok(const char *src, const char *name)
 {
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(fwrite(buf, 1, n, f), n);
-    fclose(f);
+    char err[512] = "";
+    isa_program *p = isa_assemble(src, name, err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s\n---\n%s", err, src);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+/* p written to an ELF file and read back, asserting both work. */
+static isa_program *through_elf(const isa_program *p)
+{
+    char path[1024], err[512] = "";
+    tu_tmpfile(".elf", path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, path, err, sizeof err), 0);
+    isa_program *r = isa_elf_read(path, err, sizeof err);
+    remove(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    return r;
+}
+
+/* q, assembled from text, disassembles to text again, and reads back
+ * from ELF as want. */
+static void expect_text_and_elf_agree(const isa_program *want, const isa_program *q, const char *text)
+{
+    char *again = isa_disassemble(q);
+    CU_ASSERT_STRING_EQUAL(text, again);
+    free(again);
+    isa_program *r = through_elf(q);
+    assert_programs_equal(want, r);
+    isa_program_free(r);
+}
+
+/* text, p's disassembly, assembles (as name) to p, and p reads back from
+ * ELF as p. */
+static void expect_round_trips(const isa_program *p, const char *text, const char *name)
+{
+    isa_program *q = assemble_ok(text, name);
+    assert_programs_equal(p, q);
+    isa_program *r = through_elf(p);
+    assert_programs_equal(p, r);
+    isa_program_free(q);
+    isa_program_free(r);
 }
 
 /* Write the sample program to a fresh file; returns its bytes. */
@@ -200,6 +222,21 @@ static int find_section(const uint8_t *img, size_t n, const char *name, section 
     return found;
 }
 
+/* The end of a test on good_elf's image: its file removed, its bytes freed. */
+static void drop_image(const char *path, uint8_t *img)
+{
+    remove(path);
+    free(img);
+}
+
+/* good_elf, and where its section name lies in it (asserting it is there). */
+static uint8_t *good_elf_with(const char *name, section *s, char *path, size_t pathlen, size_t *n)
+{
+    uint8_t *img = good_elf(path, pathlen, n);
+    CU_ASSERT_FATAL(find_section(img, *n, name, s));
+    return img;
+}
+
 /* Reading path fails: NULL, and one line that starts with the path and
  * contains want. */
 static void expect_read_error(const char *path, const char *want)
@@ -222,19 +259,34 @@ static void put_le(uint8_t *p, uint64_t v, int n)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Write bad (size bytes) to a new file and expect reading it to fail
+ * with want; frees bad. */
+static void expect_bad_image(uint8_t *bad, size_t size, const char *want)
+{
+    char path[1024];
+    tu_write_tmpfile(".elf", bad, size, path, sizeof path);
+    expect_read_error(path, want);
+    remove(path);
+    free(bad);
+}
+
 /* Copy good, overwrite n bytes at off with the little-endian v, write it to
  * a new file and expect reading it to fail with want. */
 static void expect_patched_error(const uint8_t *good, size_t size, size_t off, uint64_t v, int n, const char *want)
 {
-    char path[1024];
-    tu_tmpfile(".elf", path, sizeof path);
     uint8_t *bad = malloc(size);
     memcpy(bad, good, size);
     put_le(bad + off, v, n);
-    spit(path, bad, size);
-    expect_read_error(path, want);
-    remove(path);
-    free(bad);
+    expect_bad_image(bad, size, want);
+}
+
+/* The same with the 64 bytes of the name at off all c: no NUL ends it. */
+static void expect_unterminated_name(const uint8_t *good, size_t size, size_t off, char c, const char *want)
+{
+    uint8_t *bad = malloc(size);
+    memcpy(bad, good, size);
+    memset(bad + off, c, 64);
+    expect_bad_image(bad, size, want);
 }
 
 /* Tensor record layout (docs/isa.md): field offsets in a 160-byte record. */
@@ -400,9 +452,9 @@ static void test_text_file_is_not_an_elf(void)
     char path[1024];
     tu_tmpfile(".txt", path, sizeof path);
     const char *text = "this is not an ELF file, just some text\n";
-    spit(path, text, strlen(text));
+    tu_write_file(path, text, strlen(text));
     expect_read_error(path, "not an ELF");
-    spit(path, "", 0);
+    tu_write_file(path, "", 0);
     expect_read_error(path, "not an ELF");
     remove(path);
 }
@@ -419,25 +471,23 @@ static void test_truncated_file_is_an_error_at_every_length(void)
     uint8_t *img = good_elf(path, sizeof path, &n);
     tu_tmpfile(".cut", cut, sizeof cut);
     for (size_t len = 0; len < n; len += (len < 128 ? 1 : 7)) {
-        spit(cut, img, len);
+        tu_write_file(cut, img, len);
         expect_read_error(cut, NULL);
     }
-    spit(cut, img, n - 1);
+    tu_write_file(cut, img, n - 1);
     expect_read_error(cut, "truncated");
-    spit(cut, img, 40);
+    tu_write_file(cut, img, 40);
     expect_read_error(cut, "truncated");
     remove(cut);
-    remove(path);
-    free(img);
+    drop_image(path, img);
 }
 
 static void test_corrupt_tensor_table_is_an_error(void)
 {
     char path[1024];
     size_t n;
-    uint8_t *img = good_elf(path, sizeof path, &n);
     section t;
-    CU_ASSERT_FATAL(find_section(img, n, ".spyre.tensors", &t));
+    uint8_t *img = good_elf_with(".spyre.tensors", &t, path, sizeof path, &n);
     size_t rec1 = t.offset + TR_SIZE; /* tensor "w" */
     expect_patched_error(img, n, rec1 + TR_ROLE, 4, 4, "role 4 out of range");
     expect_patched_error(img, n, rec1 + TR_HOST, 2, 4, "host dtype");
@@ -459,21 +509,11 @@ static void test_corrupt_tensor_table_is_an_error(void)
     expect_patched_error(img, n, rec1 + TR_NAME, 0, 1, "empty name");
     expect_patched_error(img, n, rec1 + TR_NAME, ';', 1, "name is not printable ASCII"); /* dis | as */
     expect_patched_error(img, n, rec1 + TR_NAME, '=', 1, "name is not printable ASCII");
-    { /* a name that fills all 64 bytes has no terminating NUL */
-        uint8_t *bad = malloc(n);
-        char p2[1024];
-        memcpy(bad, img, n);
-        memset(bad + rec1 + TR_NAME, 'A', 64);
-        tu_tmpfile(".elf", p2, sizeof p2);
-        spit(p2, bad, n);
-        expect_read_error(p2, "not NUL-terminated");
-        remove(p2);
-        free(bad);
-    }
+    /* a name that fills all 64 bytes has no terminating NUL */
+    expect_unterminated_name(img, n, rec1 + TR_NAME, 'A', "not NUL-terminated");
     /* a table whose size is not a whole number of records */
     expect_patched_error(img, n, t.shdr + offsetof(Elf64_Shdr, sh_size), t.size - 1, 8, "not a multiple");
-    remove(path);
-    free(img);
+    drop_image(path, img);
 }
 
 /* Records: 0 load (core 0, [0, 2]), 1 exp_store (core 0, [3, 7]), 2 copy
@@ -483,9 +523,8 @@ static void test_corrupt_kernel_records_are_an_error(void)
 {
     char path[1024];
     size_t n;
-    uint8_t *img = good_elf(path, sizeof path, &n);
     section k;
-    CU_ASSERT_FATAL(find_section(img, n, ".spyre.kernels", &k));
+    uint8_t *img = good_elf_with(".spyre.kernels", &k, path, sizeof path, &n);
     size_t rec0 = k.offset, rec1 = k.offset + KR_SIZE, rec2 = k.offset + 2 * KR_SIZE, rec3 = k.offset + 3 * KR_SIZE;
     expect_patched_error(img, n, rec2 + KR_CORE, 4, 4, "kernel copy: core 4 out of range [0, 4)");
     expect_patched_error(img, n, rec2 + KR_CORE, 1, 4, "not a range of core 1's 0 instructions");
@@ -495,21 +534,11 @@ static void test_corrupt_kernel_records_are_an_error(void)
     expect_patched_error(img, n, rec1 + KR_FIRST, 2, 8, "overlap kernel load [0, 2] on core 0");
     expect_patched_error(img, n, rec0 + KR_PAD, 1, 4, "kernel load: non-zero padding");
     expect_patched_error(img, n, rec0 + KR_NAME, 0, 1, "kernel 0: empty name");
-    { /* a name that fills all 64 bytes has no terminating NUL */
-        uint8_t *bad = malloc(n);
-        char p2[1024];
-        memcpy(bad, img, n);
-        memset(bad + rec3 + KR_NAME, 'K', 64);
-        tu_tmpfile(".elf", p2, sizeof p2);
-        spit(p2, bad, n);
-        expect_read_error(p2, "kernel 3: name is not NUL-terminated");
-        remove(p2);
-        free(bad);
-    }
+    /* a name that fills all 64 bytes has no terminating NUL */
+    expect_unterminated_name(img, n, rec3 + KR_NAME, 'K', "kernel 3: name is not NUL-terminated");
     expect_patched_error(img, n, k.shdr + offsetof(Elf64_Shdr, sh_size), k.size - 8, 8,
                          ".spyre.kernels: 344 bytes is not a multiple of the 88-byte record");
-    remove(path);
-    free(img);
+    drop_image(path, img);
 
     /* The writer checks the same. */
     char err[512] = "";
@@ -517,11 +546,11 @@ static void test_corrupt_kernel_records_are_an_error(void)
     tu_tmpfile(".elf", path, sizeof path);
     p->kernels[2].last = 6;
     CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel copy: instructions [0, 6] are not a range of core 2's 6 instructions"));
+    TU_ASSERT_CONTAINS(err, "kernel copy: instructions [0, 6] are not a range of core 2's 6 instructions");
     p->kernels[2].last = 3;
     p->kernels[3].core = 7;
     CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "kernel mm: core 7 out of range"));
+    TU_ASSERT_CONTAINS(err, "kernel mm: core 7 out of range");
     isa_program_free(p);
 }
 
@@ -529,9 +558,8 @@ static void test_bad_instruction_is_an_error_naming_core_and_index(void)
 {
     char path[1024];
     size_t n;
-    uint8_t *img = good_elf(path, sizeof path, &n);
     section t0, t2;
-    CU_ASSERT_FATAL(find_section(img, n, ".text.core0", &t0));
+    uint8_t *img = good_elf_with(".text.core0", &t0, path, sizeof path, &n);
     CU_ASSERT_FATAL(find_section(img, n, ".text.core2", &t2));
     expect_patched_error(img, n, t0.offset + 4 * ISA_INSN_BYTES, 0x0f, 1,
                          "core 0 instruction 4: unknown opcode 0x0f");
@@ -539,8 +567,7 @@ static void test_bad_instruction_is_an_error_naming_core_and_index(void)
     /* dma.lx with run=0: an operand below its minimum */
     expect_patched_error(img, n, t2.offset + 2 * ISA_INSN_BYTES + 12, 0, 1, "core 2 instruction 2:");
     expect_patched_error(img, n, t0.shdr + offsetof(Elf64_Shdr, sh_size), 100, 8, "not a multiple of 64");
-    remove(path);
-    free(img);
+    drop_image(path, img);
 }
 
 static void test_wrong_elf_header_is_an_error(void)
@@ -554,20 +581,18 @@ static void test_wrong_elf_header_is_an_error(void)
     expect_patched_error(img, n, offsetof(Elf64_Ehdr, e_machine), EM_X86_64, 2, "machine 62");
     expect_patched_error(img, n, offsetof(Elf64_Ehdr, e_shoff), n, 8, "truncated");
     expect_patched_error(img, n, 0, 0, 1, "not an ELF");
-    remove(path);
-    free(img);
+    drop_image(path, img);
 }
 
 static void test_bad_configuration_note_is_an_error(void)
 {
     char path[1024];
     size_t n;
-    uint8_t *img = good_elf(path, sizeof path, &n);
     section note;
-    CU_ASSERT_FATAL(find_section(img, n, ".note.spyre", &note));
-    size_t desc = note.offset + 12 + 8;
+    uint8_t *img = good_elf_with(".note.spyre", &note, path, sizeof path, &n);
     expect_patched_error(img, n, note.offset + 12 + 4, 'x', 1, "no \"Spyre\" configuration note");
     expect_patched_error(img, n, note.offset + 4, 200, 4, "runs past the section");
+    size_t desc = note.offset + 12 + 8;
     expect_patched_error(img, n, desc + 0, 9, 4, "version 9");
     expect_patched_error(img, n, desc + 4, 0, 4, "ncores 0");
     expect_patched_error(img, n, desc + 4, 1000, 4, "ncores 1000");
@@ -587,13 +612,11 @@ static void test_bad_configuration_note_is_an_error(void)
     char p2[1024];
     memcpy(bad, img, n);
     memset(bad + desc + 32, 'A', 64);
-    tu_tmpfile(".elf", p2, sizeof p2);
-    spit(p2, bad, n);
+    tu_write_tmpfile(".elf", bad, n, p2, sizeof p2);
     expect_read_error(p2, "not NUL-terminated");
     remove(p2);
     free(bad);
-    remove(path);
-    free(img);
+    drop_image(path, img);
 }
 
 /* Flip every byte outside the constant data, one at a time: reading never
@@ -602,9 +625,8 @@ static void test_any_flipped_byte_is_read_or_reported(void)
 {
     char path[1024], bad[1024];
     size_t n;
-    uint8_t *img = good_elf(path, sizeof path, &n);
     section cst;
-    CU_ASSERT_FATAL(find_section(img, n, ".spyre.const", &cst));
+    uint8_t *img = good_elf_with(".spyre.const", &cst, path, sizeof path, &n);
     tu_tmpfile(".elf", bad, sizeof bad);
     uint8_t *copy = malloc(n);
     int failures = 0, unnamed = 0;
@@ -613,7 +635,7 @@ static void test_any_flipped_byte_is_read_or_reported(void)
             continue;
         memcpy(copy, img, n);
         copy[off] ^= 0xff;
-        spit(bad, copy, n);
+        tu_write_file(bad, copy, n);
         char err[512] = "";
         isa_program *p = isa_elf_read(bad, err, sizeof err);
         if (!p) {
@@ -640,7 +662,7 @@ static void test_write_errors_are_reported(void)
     tu_tmpfile(".elf", path, sizeof path);
     p->cores[2].insns[1].reg = 0; /* addi r0: r0 is not writable */
     CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "core 2 instruction 1: operand r"));
+    TU_ASSERT_CONTAINS(err, "core 2 instruction 1: operand r");
     FILE *f = fopen(path, "rb");
     CU_ASSERT_PTR_NULL(f); /* no half-written file left behind */
     if (f)
@@ -649,7 +671,7 @@ static void test_write_errors_are_reported(void)
 
     p->dram_bytes = 4096;
     CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor x: larger than the DRAM segment"));
+    TU_ASSERT_CONTAINS(err, "tensor x: larger than the DRAM segment");
     isa_program_free(p);
 }
 
@@ -666,20 +688,17 @@ static void test_a_misnamed_code_section_is_refused(void)
             at = img + i;
     CU_ASSERT_PTR_NOT_NULL_FATAL(at);
     at[10] = 'x';
-    tu_tmpfile(".elf", bad, sizeof bad);
-    spit(bad, img, n);
+    tu_write_tmpfile(".elf", img, n, bad, sizeof bad);
     expect_read_error(bad, "unknown section .text.corex");
     remove(bad);
-    remove(path);
-    free(img);
+    drop_image(path, img);
 }
 
 static void test_a_fifo_device_or_directory_is_not_read(void)
 {
     char dir[1024], fifo[1100];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/prog.elf", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "prog.elf", fifo, sizeof fifo);
     alarm(10); /* a blocking open would hang: fail instead */
     expect_read_error(fifo, "not a regular file");
     expect_read_error("/dev/zero", "not a regular file");
@@ -697,7 +716,7 @@ static void test_a_failed_write_keeps_the_old_file(void)
     char dir[1024], path[1100], err[512] = "";
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/prog.elf", dir);
-    spit(path, "old contents", 12);
+    tu_write_file(path, "old contents", 12);
     isa_program *p = sample_program();
     struct rlimit old, lim;
     getrlimit(RLIMIT_FSIZE, &old);
@@ -752,11 +771,7 @@ static const char *tiny_source =
 
 static void test_assembly_disassembles_and_reassembles_identically(void)
 {
-    char err[512] = "";
-    isa_program *p = isa_assemble(tiny_source, "tiny.s", err, sizeof err);
-    if (!p)
-        fprintf(stderr, "%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *p = assemble_ok(tiny_source, "tiny.s");
     CU_ASSERT_STRING_EQUAL(p->config, "spyre-4core");
     CU_ASSERT_EQUAL(p->ncores, 4);
     CU_ASSERT_EQUAL(p->lx_bytes, 2097152);
@@ -779,67 +794,45 @@ static void test_assembly_disassembles_and_reassembles_identically(void)
 
     char *text = isa_disassemble(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 1\nloop n=2\n  li r=1 v=128\nendl\nhalt\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".tensor y output f16 1x64 dev=dl16 at=128\n"));
-    CU_ASSERT_PTR_NULL(strstr(text, ".core 2"));
-    isa_program *q = isa_assemble(text, "dis.s", err, sizeof err);
-    if (!q)
-        fprintf(stderr, "%s\n---\n%s", err, text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    TU_ASSERT_CONTAINS(text, ".core 1\nloop n=2\n  li r=1 v=128\nendl\nhalt\n",
+                             ".tensor y output f16 1x64 dev=dl16 at=128\n");
+    TU_ASSERT_LACKS(text, ".core 2");
+    isa_program *q = assemble_ok(text, "dis.s");
     assert_programs_equal(p, q);
-    char *text2 = isa_disassemble(q);
-    CU_ASSERT_STRING_EQUAL(text, text2);
-
-    char path[1024];
-    tu_tmpfile(".elf", path, sizeof path);
-    CU_ASSERT_EQUAL_FATAL(isa_elf_write(q, path, err, sizeof err), 0);
-    isa_program *r = isa_elf_read(path, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    assert_programs_equal(p, r);
-    remove(path);
+    expect_text_and_elf_agree(p, q, text);
     free(text);
-    free(text2);
     isa_program_free(p);
     isa_program_free(q);
-    isa_program_free(r);
 }
 
 /* A .graph line's trailing carriage returns are all dropped, not one per
  * pass of dis | as, and dis writes none (found by fuzz_asm). */
 static void test_graph_lines_lose_every_trailing_carriage_return(void)
 {
-    char err[512] = "";
-    isa_program *p = isa_assemble(".graph x = y\r\r\r\n.graph \r\r\n.core 0\nnop\n", "g.s", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *p = assemble_ok(".graph x = y\r\r\r\n.graph \r\r\n.core 0\nnop\n", "g.s");
     CU_ASSERT_STRING_EQUAL(p->graph, "x = y\n\n");
     free(p->graph);
     p->graph = strdup("a\r\r\nb\n"); /* as an ELF may hold it */
     char *text = isa_disassemble(p);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.graph a\n.graph b\n"));
+    TU_ASSERT_CONTAINS(text, "\n.graph a\n.graph b\n");
     free(text);
     isa_program_free(p);
 }
 
 static void test_disassembly_of_a_full_program_reassembles(void)
 {
-    char err[512] = "";
     isa_program *p = sample_program();
     char *text = isa_disassemble(p);
-    isa_program *q = isa_assemble(text, "sample.s", err, sizeof err);
-    if (!q)
-        fprintf(stderr, "%s\n---\n%s", err, text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    isa_program *q = assemble_ok(text, "sample.s");
     assert_programs_equal(p, q);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, " stick=1"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, " const=256"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\n.graph y = matmul(x, w) ; # kept verbatim\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "loop n=4\n  addi r=2 v=-128\n  dma.lx"));
+    TU_ASSERT_CONTAINS(text, " stick=1",
+                             " const=256",
+                             "\n.graph y = matmul(x, w) ; # kept verbatim\n",
+                             "loop n=4\n  addi r=2 v=-128\n  dma.lx");
     /* kernels back to back, then one ending before the halt */
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 0\n.kernel load\nli r=1 v=4096\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nsig\n.kernel exp_store\nwait u=sfp0\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "dma.st d=0x8000 a=0x8000 run=64\n.endkernel\nhalt\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".core 2\n.kernel copy\nloop n=4\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "endl\n.endkernel\nbar\nhalt\n"));
+    TU_ASSERT_CONTAINS(text, ".core 0\n.kernel load\nli r=1 v=4096\n", "\nsig\n.kernel exp_store\nwait u=sfp0\n",
+                       "dma.st d=0x8000 a=0x8000 run=64\n.endkernel\nhalt\n", ".core 2\n.kernel copy\nloop n=4\n",
+                       "endl\n.endkernel\nbar\nhalt\n");
     free(text);
     isa_program_free(p);
     isa_program_free(q);
@@ -871,11 +864,7 @@ static const char *kernel_source =
 
 static void test_kernels_assemble_disassemble_and_reassemble(void)
 {
-    char err[512] = "";
-    isa_program *p = isa_assemble(kernel_source, "k.s", err, sizeof err);
-    if (!p)
-        fprintf(stderr, "%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *p = assemble_ok(kernel_source, "k.s");
     CU_ASSERT_EQUAL(p->cores[1].n, 10);
     CU_ASSERT_EQUAL_FATAL(p->nkernels, 4);
     const char *names[] = {"first", "second", "only", "tail"};
@@ -894,30 +883,15 @@ static void test_kernels_assemble_disassemble_and_reassemble(void)
                                         "loop n=2\n  dma.ld d=r1+0x0\n  addi r=1 v=128\nendl\n"
                                         ".kernel second\nsig\nwait\n.endkernel\nbar\n.kernel tail\nnop\n"
                                         ".endkernel\nhalt\n"));
-    isa_program *q = isa_assemble(text, "k-dis.s", err, sizeof err);
-    if (!q)
-        fprintf(stderr, "%s\n---\n%s", err, text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    isa_program *q = assemble_ok(text, "k-dis.s");
     /* The disassembly lists cores in order: the kernels come back sorted by core. */
     CU_ASSERT_EQUAL_FATAL(q->nkernels, 4);
     CU_ASSERT_STRING_EQUAL(q->kernels[0].name, "only");
     CU_ASSERT_STRING_EQUAL(q->kernels[3].name, "tail");
-    char *text2 = isa_disassemble(q);
-    CU_ASSERT_STRING_EQUAL(text, text2);
-
-    /* and through ELF */
-    char path[1024];
-    tu_tmpfile(".elf", path, sizeof path);
-    CU_ASSERT_EQUAL_FATAL(isa_elf_write(q, path, err, sizeof err), 0);
-    isa_program *r = isa_elf_read(path, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    assert_programs_equal(q, r);
-    remove(path);
+    expect_text_and_elf_agree(q, q, text); /* and through ELF */
     free(text);
-    free(text2);
     isa_program_free(p);
     isa_program_free(q);
-    isa_program_free(r);
 }
 
 /* A kernel the text cannot express is kept out of .kernel lines, as a comment. */
@@ -928,13 +902,12 @@ static void test_disassembly_comments_kernels_it_cannot_express(void)
     isa_program_add_kernel(p, "far", 3, 2, 10);   /* past core 3's 4 instructions */
     isa_program_add_kernel(p, "two words", 2, 4, 4);
     isa_program_add_kernel(p, "idle", 1, 0, 0);   /* core 1 has no instructions */
-    char *text = isa_disassemble(p), err[512] = "";
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 4 [4, 5] cannot be written as .kernel"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 5 [2, 10] cannot be written"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 6 [4, 4] cannot be written"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "# kernel 7 [0, 0] is on core 1, which has no instructions"));
-    isa_program *q = isa_assemble(text, "c.s", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    char *text = isa_disassemble(p);
+    TU_ASSERT_CONTAINS(text, "# kernel 4 [4, 5] cannot be written as .kernel",
+                             "# kernel 5 [2, 10] cannot be written",
+                             "# kernel 6 [4, 4] cannot be written",
+                             "# kernel 7 [0, 0] is on core 1, which has no instructions");
+    isa_program *q = assemble_ok(text, "c.s");
     CU_ASSERT_EQUAL(q->nkernels, 4); /* the sample's own */
     free(text);
     isa_program_free(p);
@@ -1048,34 +1021,22 @@ static const char *weights_source =
 static void test_weights_region_assembles_and_round_trips(void)
 {
     char err[512] = "", path[1024];
-    isa_program *p = isa_assemble(weights_source, "w.s", err, sizeof err);
-    if (!p)
-        fprintf(stderr, "%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *p = assemble_ok(weights_source, "w.s");
     CU_ASSERT_EQUAL(p->weight_bytes, 8192);
     CU_ASSERT_EQUAL(p->tensors[0].dram_off, 8192);
     CU_ASSERT_EQUAL(p->tensors[1].dram_off, 0);
     CU_ASSERT_EQUAL(p->tensors[2].dram_off, 9216);
     CU_ASSERT_EQUAL(p->dram_bytes, 10240);
     char *text = isa_disassemble(p);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "lx=262144\n.weights 8192\n.tensor x "));
-    isa_program *q = isa_assemble(text, "w2.s", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-    assert_programs_equal(p, q);
-    tu_tmpfile(".elf", path, sizeof path);
-    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, path, err, sizeof err), 0);
-    isa_program *r = isa_elf_read(path, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    assert_programs_equal(p, r);
-    remove(path);
+    TU_ASSERT_CONTAINS(text, "lx=262144\n.weights 8192\n.tensor x ");
+    expect_round_trips(p, text, "w2.s");
     /* A tensor outside its region is refused by the writer too. */
     p->tensors[0].role = ISA_ROLE_WEIGHT;
+    tu_tmpfile(".elf", path, sizeof path);
     CU_ASSERT_EQUAL(isa_elf_write(p, path, err, sizeof err), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "tensor x (weight): bytes [8192, +1024) are not in the weights region"));
+    TU_ASSERT_CONTAINS(err, "tensor x (weight): bytes [8192, +1024) are not in the weights region");
     free(text);
     isa_program_free(p);
-    isa_program_free(q);
-    isa_program_free(r);
 }
 
 /* A tensor with a dimension of 0 has no bytes: it assembles, disassembles
@@ -1086,11 +1047,7 @@ static void test_empty_tensor_round_trips(void)
     const char *src = ".config spyre ncores=1\n.tensor e input f32 64x0\n.tensor z output f32 0x8\n"
                       ".tensor y output f32 4x8\n.tensor big input f32 70368744177764x0\n"
                       ".tensor rows input f32 70368744177764x70368744177764x0\n.core 0\nnop\n";
-    char err[512] = "", path[1024];
-    isa_program *p = isa_assemble(src, "e.s", err, sizeof err);
-    if (!p)
-        fprintf(stderr, "%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *p = assemble_ok(src, "e.s");
     CU_ASSERT_EQUAL(p->tensors[0].shape[1], 0);
     CU_ASSERT_EQUAL(p->tensors[0].bytes, 0);
     CU_ASSERT_EQUAL(p->tensors[1].bytes, 0);
@@ -1099,20 +1056,10 @@ static void test_empty_tensor_round_trips(void)
     CU_ASSERT_EQUAL(p->tensors[4].bytes, 0); /* its rows multiplied past 2^63 (UBSan, fuzz_elf) */
     CU_ASSERT_EQUAL(isa_tensor_rows(&p->tensors[4]), 0);
     char *text = isa_disassemble(p);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, ".tensor e input f32 64x0"));
-    isa_program *q = isa_assemble(text, "e2.s", err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-    assert_programs_equal(p, q);
-    tu_tmpfile(".elf", path, sizeof path);
-    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, path, err, sizeof err), 0);
-    isa_program *r = isa_elf_read(path, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    assert_programs_equal(p, r);
-    remove(path);
+    TU_ASSERT_CONTAINS(text, ".tensor e input f32 64x0");
+    expect_round_trips(p, text, "e2.s");
     free(text);
     isa_program_free(p);
-    isa_program_free(q);
-    isa_program_free(r);
 }
 
 /* A version 1 note (96 bytes, before weights regions) reads as
@@ -1121,9 +1068,8 @@ static void test_version_1_note_reads_without_weights_region(void)
 {
     char path[1024];
     size_t n;
-    uint8_t *img = good_elf(path, sizeof path, &n);
     section note;
-    CU_ASSERT_FATAL(find_section(img, n, ".note.spyre", &note));
+    uint8_t *img = good_elf_with(".note.spyre", &note, path, sizeof path, &n);
     size_t desc = note.offset + 12 + 8;
     CU_ASSERT_EQUAL(img[desc], 2); /* the format version written today */
     CU_ASSERT_EQUAL(img[note.offset + 4], 104);
@@ -1133,8 +1079,7 @@ static void test_version_1_note_reads_without_weights_region(void)
     put_le(old + note.offset + 4, 96, 4);                       /* descsz */
     put_le(old + note.shdr + offsetof(Elf64_Shdr, sh_size), note.size - 8, 8);
     char p1[1024], err[512];
-    tu_tmpfile(".elf", p1, sizeof p1);
-    spit(p1, old, n);
+    tu_write_tmpfile(".elf", old, n, p1, sizeof p1);
     isa_program *p = isa_elf_read(p1, err, sizeof err);
     if (!p)
         fprintf(stderr, "%s\n", err);
@@ -1157,11 +1102,19 @@ static void test_version_1_note_reads_without_weights_region(void)
 
 static void test_weights_directive_errors(void)
 {
-    expect_asm_error(".weights 256\n.tensor w weight f32 4x64\n", 2, "not in the weights region (.weights 256 on line 1");
-    expect_asm_error(".tensor x input f32 4x64\n.weights 512\n", 1, "not in the activation region");
-    expect_asm_error(".weights 1\n.weights 2\n", 2, ".weights given twice (first on line 1)");
-    expect_asm_error(".weights\n", 1, "expected .weights BYTES");
-    expect_asm_error(".dram 100\n.weights 512\n", 1, "smaller than the 512 bytes the tensors and .weights need");
+    static const struct {
+        const char *src;
+        int line;
+        const char *want;
+    } cases[] = {
+        {".weights 256\n.tensor w weight f32 4x64\n", 2, "not in the weights region (.weights 256 on line 1"},
+        {".tensor x input f32 4x64\n.weights 512\n", 1, "not in the activation region"},
+        {".weights 1\n.weights 2\n", 2, ".weights given twice (first on line 1)"},
+        {".weights\n", 1, "expected .weights BYTES"},
+        {".dram 100\n.weights 512\n", 1, "smaller than the 512 bytes the tensors and .weights need"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_asm_error(cases[i].src, cases[i].line, cases[i].want);
 }
 
 int main(void)

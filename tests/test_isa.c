@@ -153,15 +153,19 @@ static void test_opcodes_and_mnemonics_are_unique(void)
     }
 }
 
+/* The bits of an instruction of op: the opcode byte and its operands. */
+static int format_bits(const isa_opinfo *info)
+{
+    int bits = 8;
+    for (int i = 0; i < info->noperands; i++)
+        bits += info->operands[i].bits;
+    return bits;
+}
+
 static void test_every_format_fits_the_instruction_word(void)
 {
-    for (int op = 0; op < ISA_NOPS; op++) {
-        const isa_opinfo *info = isa_info(op);
-        int bits = 8;
-        for (int i = 0; i < info->noperands; i++)
-            bits += info->operands[i].bits;
-        CU_ASSERT(bits <= ISA_INSN_BYTES * 8);
-    }
+    for (int op = 0; op < ISA_NOPS; op++)
+        CU_ASSERT(format_bits(isa_info(op)) <= ISA_INSN_BYTES * 8);
 }
 
 static void test_unknown_opcode_fails_to_decode(void)
@@ -186,10 +190,7 @@ static void test_unknown_opcode_fails_to_decode(void)
 static void test_stray_bits_past_the_last_operand_fail_to_decode(void)
 {
     for (int op = 0; op < ISA_NOPS; op++) {
-        const isa_opinfo *info = isa_info(op);
-        int first_pad = 8;
-        for (int i = 0; i < info->noperands; i++)
-            first_pad += info->operands[i].bits;
+        int first_pad = format_bits(isa_info(op));
         isa_insn in, out;
         uint8_t w[ISA_INSN_BYTES];
         char err[256] = "";
@@ -222,64 +223,39 @@ static void expect_encode_error(const isa_insn *in, const char *operand)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
 }
 
+/* An instruction of op at its defaults but for one field set to value
+ * fails to encode, naming operand. */
+#define EXPECT_ENCODE_ERROR(op, field, value, operand)                                                                 \
+    do {                                                                                                               \
+        isa_insn_init(&in, op);                                                                                        \
+        in.field = value;                                                                                              \
+        expect_encode_error(&in, operand);                                                                             \
+    } while (0)
+
 static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
 {
     isa_insn in;
-    isa_insn_init(&in, ISA_OP_DMA_LD);
-    in.run = 0; /* below the minimum */
-    expect_encode_error(&in, "run");
-    isa_insn_init(&in, ISA_OP_DMA_LD);
-    in.run = 1 << 16; /* does not fit 16 bits */
-    expect_encode_error(&in, "run");
-    isa_insn_init(&in, ISA_OP_DMA_LD);
-    in.n[3] = 0;
-    expect_encode_error(&in, "n3");
-    isa_insn_init(&in, ISA_OP_DMA_ST);
-    in.ds[1] = (int64_t)1 << 31; /* one past the largest signed 32-bit */
-    expect_encode_error(&in, "ds1");
-    isa_insn_init(&in, ISA_OP_DMA_ST);
-    in.as[0] = -((int64_t)1 << 31) - 1;
-    expect_encode_error(&in, "as0");
-    isa_insn_init(&in, ISA_OP_DMA_LX);
-    in.d.reg = ISA_NREGS;
-    expect_encode_error(&in, "d");
-    isa_insn_init(&in, ISA_OP_DMA_LX);
-    in.a.off = (int64_t)1 << 40;
-    expect_encode_error(&in, "a");
-    isa_insn_init(&in, ISA_OP_DMA_LX);
-    in.a.off = -1;
-    expect_encode_error(&in, "a");
-    isa_insn_init(&in, ISA_OP_LI);
-    in.reg = 0; /* r0 is hard-wired to zero */
-    expect_encode_error(&in, "r");
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, run, 0, "run"); /* below the minimum */
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, run, 1 << 16, "run"); /* does not fit 16 bits */
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, n[3], 0, "n3");
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_ST, ds[1], (int64_t)1 << 31, "ds1"); /* one past the largest signed 32-bit */
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_ST, as[0], -((int64_t)1 << 31) - 1, "as0");
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LX, d.reg, ISA_NREGS, "d");
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LX, a.off, (int64_t)1 << 40, "a");
+    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LX, a.off, -1, "a");
+    EXPECT_ENCODE_ERROR(ISA_OP_LI, reg, 0, "r"); /* r0 is hard-wired to zero */
     isa_insn_init(&in, ISA_OP_LI);
     in.reg = 1;
     in.val = (int64_t)1 << 47;
     expect_encode_error(&in, "v");
-    isa_insn_init(&in, ISA_OP_LOOP);
-    in.val = 0;
-    expect_encode_error(&in, "n");
-    isa_insn_init(&in, ISA_OP_WAIT);
-    in.u = ISA_NUNITS; /* fits 3 bits but names no unit */
-    expect_encode_error(&in, "u");
-    isa_insn_init(&in, ISA_OP_SIG);
-    in.tok = 256;
-    expect_encode_error(&in, "t");
-    isa_insn_init(&in, ISA_OP_PT_MM);
-    in.flags = 4;
-    expect_encode_error(&in, "f");
-    isa_insn_init(&in, ISA_OP_PT_MM);
-    in.c = 2;
-    expect_encode_error(&in, "c");
-    isa_insn_init(&in, ISA_OP_SFP_ADD);
-    in.bm = 3;
-    expect_encode_error(&in, "bm");
-    isa_insn_init(&in, ISA_OP_SFP_RSUM);
-    in.vl = 1 << 24;
-    expect_encode_error(&in, "vl");
-    isa_insn_init(&in, ISA_OP_RING_SEND);
-    in.core = 256;
-    expect_encode_error(&in, "core");
+    EXPECT_ENCODE_ERROR(ISA_OP_LOOP, val, 0, "n");
+    EXPECT_ENCODE_ERROR(ISA_OP_WAIT, u, ISA_NUNITS, "u"); /* fits 3 bits but names no unit */
+    EXPECT_ENCODE_ERROR(ISA_OP_SIG, tok, 256, "t");
+    EXPECT_ENCODE_ERROR(ISA_OP_PT_MM, flags, 4, "f");
+    EXPECT_ENCODE_ERROR(ISA_OP_PT_MM, c, 2, "c");
+    EXPECT_ENCODE_ERROR(ISA_OP_SFP_ADD, bm, 3, "bm");
+    EXPECT_ENCODE_ERROR(ISA_OP_SFP_RSUM, vl, 1 << 24, "vl");
+    EXPECT_ENCODE_ERROR(ISA_OP_RING_SEND, core, 256, "core");
 }
 
 static void test_largest_legal_operands_encode(void)
@@ -495,12 +471,8 @@ static void test_docs_list_every_instruction_with_its_opcode_and_format(void)
     };
     char path[1024];
     snprintf(path, sizeof path, "%s/docs/isa.md", SPYRE_SOURCE_DIR);
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    static char doc[1 << 17];
-    size_t n = fread(doc, 1, sizeof doc - 1, f);
-    doc[n] = 0;
-    fclose(f);
+    char *doc = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
     int rows = 0;
     for (const char *s = doc; (s = strstr(s, "\n| `")) != NULL; s++)
         rows += strstr(s, "` | 0x") == strchr(s + 4, '`'); /* an instruction-table row */
@@ -513,17 +485,10 @@ static void test_docs_list_every_instruction_with_its_opcode_and_format(void)
             fprintf(stderr, "docs/isa.md lacks the row '%s'\n", row + 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(doc, row));
     }
+    free(doc);
 }
 
 /* ---- files (isa/file.c) ---- */
-
-static void write_bytes(const char *path, const char *buf, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(fwrite(buf, 1, n, f), n);
-    fclose(f);
-}
 
 /* err is "PATH: not a regular file" */
 static void assert_not_regular(const char *path, const char *err)
@@ -537,8 +502,7 @@ static void test_fifo_device_and_directory_are_refused_before_reading(void)
 {
     char dir[1024], fifo[1100], err[1200];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "fifo", fifo, sizeof fifo);
     size_t n;
     alarm(10); /* a blocking open or read would hang: fail instead */
     CU_ASSERT_PTR_NULL(isa_file_read(fifo, 1 << 20, &n, err, sizeof err));
@@ -557,7 +521,7 @@ static void test_a_file_over_its_cap_is_refused(void)
     tu_tmpfile(".txt", path, sizeof path);
     char buf[100];
     memset(buf, 'x', sizeof buf);
-    write_bytes(path, buf, sizeof buf);
+    tu_write_file(path, buf, sizeof buf);
     size_t n = 0;
     CU_ASSERT_PTR_NULL(isa_file_read(path, 99, &n, err, sizeof err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ": 100 bytes, more than the 99"));
@@ -572,8 +536,7 @@ static void test_a_file_over_its_cap_is_refused(void)
 static void test_a_nul_byte_in_a_text_file_names_its_line(void)
 {
     char path[1024], err[1200], want[1200];
-    tu_tmpfile(".txt", path, sizeof path);
-    write_bytes(path, "one\ntwo\nth\0ree\nfour\n", 20);
+    tu_write_tmpfile(".txt", "one\ntwo\nth\0ree\nfour\n", 20, path, sizeof path);
     CU_ASSERT_PTR_NULL(isa_text_read(path, 1 << 20, err, sizeof err));
     snprintf(want, sizeof want, "%s:3: a NUL byte in the text", path);
     CU_ASSERT_STRING_EQUAL(err, want);
@@ -593,24 +556,25 @@ static void test_text_lines_of_any_length(void)
     free(text);
 }
 
-/* The names in dir, sorted, joined with spaces. */
-static void list_dir(const char *dir, char *out, size_t len)
+/* The names in dir, sorted, each followed by a space, are want. */
+static void expect_dir_holds(const char *dir, const char *want)
 {
-    char cmd[1200];
+    char cmd[1200], names[256];
     snprintf(cmd, sizeof cmd, "ls -A '%s' | tr '\\n' ' '", dir);
     FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, len - 1, p) : 0;
-    out[n] = 0;
+    size_t n = p ? fread(names, 1, sizeof names - 1, p) : 0;
+    names[n] = 0;
     if (p)
         pclose(p);
+    CU_ASSERT_STRING_EQUAL(names, want);
 }
 
 static void test_an_output_replaces_its_file_only_when_complete(void)
 {
-    char dir[1024], path[1100], err[1200], names[256];
+    char dir[1024], path[1100], err[1200];
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/out.txt", dir);
-    write_bytes(path, "old\n", 4);
+    tu_write_file(path, "old\n", 4);
     CU_ASSERT_EQUAL(chmod(path, 0640), 0);
     isa_outfile o;
     CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, path, err, sizeof err), 0);
@@ -620,8 +584,7 @@ static void test_an_output_replaces_its_file_only_when_complete(void)
     char *text = isa_file_read(path, 100, &n, err, sizeof err);
     CU_ASSERT_STRING_EQUAL(text, "old\n");
     free(text);
-    list_dir(dir, names, sizeof names);
-    CU_ASSERT_STRING_EQUAL(names, "out.txt "); /* no temporary left */
+    expect_dir_holds(dir, "out.txt "); /* no temporary left */
 
     CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, path, err, sizeof err), 0);
     fputs("new\n", o.f);
@@ -632,14 +595,13 @@ static void test_an_output_replaces_its_file_only_when_complete(void)
     struct stat st;
     CU_ASSERT_EQUAL(stat(path, &st), 0);
     CU_ASSERT_EQUAL(st.st_mode & 0777, 0640); /* the old file's mode */
-    list_dir(dir, names, sizeof names);
-    CU_ASSERT_STRING_EQUAL(names, "out.txt ");
+    expect_dir_holds(dir, "out.txt ");
     tu_rmtree(dir);
 }
 
 static void test_an_output_that_cannot_be_made_touches_nothing(void)
 {
-    char dir[1024], path[1100], err[1200], names[256];
+    char dir[1024], path[1100], err[1200];
     tu_tmpdir(dir, sizeof dir);
     isa_outfile o;
     CU_ASSERT_EQUAL(isa_out_open(&o, dir, err, sizeof err), -1);
@@ -647,8 +609,7 @@ static void test_an_output_that_cannot_be_made_touches_nothing(void)
     snprintf(path, sizeof path, "%s/missing/out.txt", dir);
     CU_ASSERT_EQUAL(isa_out_open(&o, path, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing/out.txt: cannot create: No such file or directory"));
-    list_dir(dir, names, sizeof names);
-    CU_ASSERT_STRING_EQUAL(names, "");
+    expect_dir_holds(dir, "");
     tu_rmtree(dir);
 }
 
@@ -658,7 +619,7 @@ static void test_an_output_through_a_symlink_replaces_its_target(void)
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/target", dir);
     snprintf(link, sizeof link, "%s/link", dir);
-    write_bytes(path, "old", 3);
+    tu_write_file(path, "old", 3);
     CU_ASSERT_EQUAL_FATAL(symlink("target", link), 0);
     isa_outfile o;
     CU_ASSERT_EQUAL_FATAL(isa_out_open(&o, link, err, sizeof err), 0);
@@ -679,8 +640,7 @@ static void test_an_output_to_a_fifo_is_written_in_place(void)
 {
     char dir[1024], fifo[1100], err[1200];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "fifo", fifo, sizeof fifo);
     alarm(10);
     int rd = open(fifo, O_RDONLY | O_NONBLOCK); /* a reader, so the writer's open does not wait */
     CU_ASSERT_FATAL(rd >= 0);

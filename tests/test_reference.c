@@ -810,6 +810,15 @@ static void expect_st_error(const char *header, long long hlen, size_t ndata, co
     remove(path);
 }
 
+/* expect_st_error for the header of one F32 tensor w of the shape and
+ * data_offsets given (JSON arrays). */
+static void expect_w_error(const char *shape, const char *offsets, size_t ndata, const char *msg)
+{
+    char header[256];
+    snprintf(header, sizeof header, "{\"w\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":%s}}", shape, offsets);
+    expect_st_error(header, -1, ndata, msg);
+}
+
 static void test_safetensors_reports_each_corruption(void)
 {
     char path[512];
@@ -833,18 +842,12 @@ static void test_safetensors_reports_each_corruption(void)
                     "tensor 'w': unknown dtype \"F8\"");
     expect_st_error("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", -1, 4, "tensor 'w': no \"dtype\" string");
     expect_st_error("{\"w\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", -1, 4, "tensor 'w': no \"shape\" array");
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,-3],\"data_offsets\":[0,24]}}", -1, 24,
-                    "tensor 'w': shape entry 1 is not an integer >= 0");
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", -1, 4,
-                    "tensor 'w': rank 9 is more than 8");
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", -1, 24,
-                    "tensor 'w': shape [2, 3] of F32 needs 24 bytes but data_offsets [0, 20] span 20");
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,48]}}", -1, 24,
-                    "tensor 'w': data_offsets [0, 48] past the end of the data (24 bytes)");
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[8,4]}}", -1, 24,
-                    "tensor 'w': data_offsets [8, 4] end before they begin");
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0]}}", -1, 24,
-                    "tensor 'w': \"data_offsets\" is not [begin, end] of integers >= 0");
+    expect_w_error("[2,-3]", "[0,24]", 24, "tensor 'w': shape entry 1 is not an integer >= 0");
+    expect_w_error("[1,1,1,1,1,1,1,1,1]", "[0,4]", 4, "tensor 'w': rank 9 is more than 8");
+    expect_w_error("[2,3]", "[0,20]", 24, "tensor 'w': shape [2, 3] of F32 needs 24 bytes but data_offsets [0, 20] span 20");
+    expect_w_error("[2,3]", "[0,48]", 24, "tensor 'w': data_offsets [0, 48] past the end of the data (24 bytes)");
+    expect_w_error("[2,3]", "[8,4]", 24, "tensor 'w': data_offsets [8, 4] end before they begin");
+    expect_w_error("[2,3]", "[0]", 24, "tensor 'w': \"data_offsets\" is not [begin, end] of integers >= 0");
     expect_st_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
                     "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
                     -1, 24, "tensors 'a' [0, 16] and 'b' [8, 24] overlap");
@@ -852,8 +855,7 @@ static void test_safetensors_reports_each_corruption(void)
                     "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
                     -1, 8, "tensor 'w' appears twice in the header");
     /* every data byte is some tensor's: a hole or a tail is a file cut or written wrong */
-    expect_st_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 12,
-                    "data bytes [8, 12) belong to no tensor");
+    expect_w_error("[2]", "[0,8]", 12, "data bytes [8, 12) belong to no tensor");
     expect_st_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                     "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
                     -1, 12, "data bytes [4, 8) belong to no tensor");
@@ -1068,6 +1070,9 @@ static void run_tracked(run_t *t, const char *text, const float *const *in)
     CU_ASSERT_EQUAL_FATAL(rc, 0);
 }
 
+/* run_tracked with the inputs listed. */
+#define RUN_TRACKED(t, text, ...) run_tracked((t), (text), (const float *const[]){__VA_ARGS__})
+
 /* Track w of value name equals want[] (n elements) to 1e-5 relative (the
  * bounds are kept in fp32). */
 static void expect_bound(run_t *t, const char *name, int w, const double *want, int n)
@@ -1094,7 +1099,7 @@ static void test_error_bounds_of_elementwise_ops_are_the_documented_formulas(voi
 {
     const float x[] = {0.75f, -1.5f}, y[] = {0.5f, 2};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[2]\ninput %y: f32[2]\n"
                 "%a: f32[2] = aten.add.Tensor(%x, %y)\n"
                 "%m: f32[2] = aten.mul.Tensor(%x, %y)\n"
@@ -1104,7 +1109,7 @@ static void test_error_bounds_of_elementwise_ops_are_the_documented_formulas(voi
                 "%c: bool[2] = aten.gt.Scalar(%x, 0.7490234375)\n"
                 "%s: f32[2] = aten.where.self(%c, %x, %y)\n"
                 "output %a, %m, %d, %e, %r, %s\n",
-                (const float *const[]){x, y});
+                x, y);
     for (int w = 0; w < 2; w++) {
         double a[2], m[2], d[2], e[2], r[2], c[2], sel[2];
         for (int i = 0; i < 2; i++) {
@@ -1140,14 +1145,14 @@ static void test_error_bounds_of_reductions_and_softmax_are_the_documented_formu
     const double xs[4] = {1, -2, 0.5, 3};
     const float x[] = {1, -2, 0.5f, 3};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[1, 4]\n"
                 "%s: f32[1] = aten.sum.dim_IntList(%x, [-1])\n"
                 "%m: f32[1] = aten.mean.dim(%x, [-1])\n"
                 "%a: f32[1] = aten.amax.default(%x, [-1])\n"
                 "%y: f32[1, 4] = aten._softmax.default(%x, -1, False)\n"
                 "output %s, %m, %a, %y\n",
-                (const float *const[]){x});
+                x);
     for (int w = 0; w < 2; w++) {
         double L = lam_w(w), sum = 0, pe = 0, pe2 = 0, mag = 0, E[4];
         for (int k = 0; k < 4; k++) {
@@ -1198,11 +1203,11 @@ static void test_error_bound_of_mm_of_inputs_is_the_short_forms_formula_plus_u2(
 {
     const float a[] = {0.75f, -0.5f, 1.25f, 2, 0.125f, -1}, b[] = {0.5f, -1, 1.5f, 0.25f, -0.75f, 2};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %a: f32[2, 3]\ninput %b: f32[3, 2]\n"
                 "%c: f32[2, 2] = aten.mm.default(%a, %b)\n"
                 "output %c\n",
-                (const float *const[]){a, b});
+                a, b);
     double w0[4], w1[4];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
@@ -1230,12 +1235,12 @@ static void test_error_bound_of_layer_norm_follows_its_decomposition(void)
 {
     const float x[] = {1, -2, 0.5f, 3}, wt[] = {0.5f, 1.5f, -1, 2}, bs[] = {0.25f, 0, -0.5f, 1};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[1, 4]\ninput %w: f32[4]\ninput %b: f32[4]\n"
                 "%ln: (f32[1, 4], f32[1, 1], f32[1, 1]) = aten.native_layer_norm.default(%x, [4], %w, %b, 0.125)\n"
                 "%y: f32[1, 4] = getitem(%ln, 0)\n%rstd: f32[1, 1] = getitem(%ln, 2)\n"
                 "output %y, %rstd\n",
-                (const float *const[]){x, wt, bs});
+                x, wt, bs);
     for (int w = 0; w < 2; w++) {
         double L = lam_w(w), s = 0, p = 0, mag = 0;
         for (int k = 0; k < 4; k++) {
@@ -1277,14 +1282,14 @@ static void test_masked_softmax_elements_are_exact_and_change_no_other_bound(voi
 {
     const float x[] = {1, 2, 0}, mask[] = {0, 0, 1}, x2[] = {1, 2};
     run_t t, t2;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[1, 3]\ninput %mask: bool[1, 3]\n"
                 "%m: f32[1, 3] = aten.masked_fill.Scalar(%x, %mask, -inf)\n"
                 "%y: f32[1, 3] = aten._softmax.default(%m, -1, False)\n"
                 "output %y\n",
-                (const float *const[]){x, mask});
-    run_tracked(&t2, "input %x: f32[1, 2]\n%y: f32[1, 2] = aten._softmax.default(%x, -1, False)\noutput %y\n",
-                (const float *const[]){x2});
+                x, mask);
+    RUN_TRACKED(&t2, "input %x: f32[1, 2]\n%y: f32[1, 2] = aten._softmax.default(%x, -1, False)\noutput %y\n",
+                x2);
     for (int w = 0; w < 2; w++) {
         const float *e3 = rt_ref_error(t.r, cc_graph_find(t.g, "y"), w);
         const float *e2 = rt_ref_error(t2.r, cc_graph_find(t2.g, "y"), w);
@@ -1315,7 +1320,7 @@ static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
 {
     const float x[] = {-1, 0x1p-32f};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[2]\n"
                 "%r: f32[2] = aten.relu.default(%x)\n"
                 "%q: f32[2] = aten.reciprocal.default(%x)\n"
@@ -1323,7 +1328,7 @@ static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
                 "%p: f32[1] = aten.slice.Tensor(%q, 0, 1, 2)\n"
                 "%y: f32[1] = aten.mul.Tensor(%s, %p)\n"
                 "output %y\n",
-                (const float *const[]){x});
+                x);
     for (int w = 0; w < 2; w++) {
         CU_ASSERT(isinf(rt_ref_error(t.r, cc_graph_find(t.g, "p"), w)[0]));
         expect_bound(&t, "y", w, (double[]){0}, 1);
@@ -1332,13 +1337,13 @@ static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
     float c[16];
     for (int i = 0; i < 16; i++)
         c[i] = 0.25f * (float)(i - 8);
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[1, 16]\n"
                 "%s: f32[1, 16] = aten._softmax.default(%x, 0, False)\n"
                 "%ln: (f32[1, 16], f32[1, 1], f32[1, 1]) = aten.native_layer_norm.default(%s, [16], None, None, 1e-05)\n"
                 "%y: f32[1, 16] = getitem(%ln, 0)\n"
                 "output %y\n",
-                (const float *const[]){c});
+                c);
     for (int w = 0; w < 2; w++)
         for (int i = 0; i < 16; i++)
             CU_ASSERT(!isnan(rt_ref_error(t.r, cc_graph_find(t.g, "y"), w)[i]));
@@ -1357,12 +1362,12 @@ static void test_a_flipping_where_covers_its_whole_jump(void)
         y[i] = x[i] + 0x1p-12f * fabsf(x[i]);
     }
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[64]\ninput %y: f32[64]\n"
                 "%m: bool[64] = aten.lt.Tensor(%x, %y)\n"
                 "%o: f32[64] = aten.where.self(%m, %x, -1.5)\n"
                 "output %o\n",
-                (const float *const[]){x, y});
+                x, y);
     for (int i = 0; i < 64; i++) {
         double j = fabs((double)x[i] + 1.5);
         int ok = tol_of(&t, "o", i) >= j;
@@ -1381,13 +1386,13 @@ static void test_clamp_follows_its_input_over_the_whole_interval(void)
 {
     const float x[] = {0.75f}, z[] = {0.75f * (1 - 0x1p-12f)};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[1]\ninput %z: f32[1]\n"
                 "%m: bool[1] = aten.gt.Tensor(%x, %z)\n"
                 "%f: f32[1] = aten.masked_fill.Scalar(%x, %m, -10000.0)\n"
                 "%c: f32[1] = aten.clamp.default(%f, -0.5, 0.5)\n"
                 "output %c\n",
-                (const float *const[]){x, z});
+                x, z);
     CU_ASSERT(tol_of(&t, "c", 0) >= 1);
     CU_ASSERT(tol_of(&t, "c", 0) <= 1.01);
     done(&t);
@@ -1402,12 +1407,12 @@ static void test_softmax_of_logits_with_large_bounds_saturates(void)
 {
     const float x[] = {1, 1 - 0x1p-11f, -1};
     run_t t;
-    run_tracked(&t,
+    RUN_TRACKED(&t,
                 "input %x: f32[1, 3]\n"
                 "%l: f32[1, 3] = aten.mul.Tensor(%x, 50000)\n"
                 "%y: f32[1, 3] = aten._softmax.default(%l, -1, False)\n"
                 "output %y\n",
-                (const float *const[]){x});
+                x);
     for (int i = 0; i < 2; i++) {
         double tol = tol_of(&t, "y", i);
         CU_ASSERT(tol >= 0.5);
@@ -1742,8 +1747,7 @@ static void test_safetensors_fifo_or_directory_is_not_read(void)
 {
     char dir[1024], fifo[1100];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/weights.safetensors", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "weights.safetensors", fifo, sizeof fifo);
     alarm(10); /* a blocking open would hang: fail instead */
     CU_ASSERT_PTR_NULL(rt_st_read(fifo, err, sizeof err));
     alarm(0);
@@ -1759,9 +1763,7 @@ static void test_safetensors_failed_write_keeps_the_old_file(void)
     char dir[1024], path[1100];
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/out.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    fputs("old", f);
-    fclose(f);
+    tu_write_file(path, "old", 3);
     static float big[4096];
     rt_st_entry e = {"big", RT_ST_F32, 1, {4096}, big};
     struct rlimit old, lim;
@@ -1776,7 +1778,7 @@ static void test_safetensors_failed_write_keeps_the_old_file(void)
     CU_ASSERT_EQUAL(rc, -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "out.safetensors: write error"));
     char buf[16] = "";
-    f = fopen(path, "rb");
+    FILE *f = fopen(path, "rb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(fread(buf, 1, sizeof buf, f), 3);
     fclose(f);

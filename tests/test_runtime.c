@@ -22,14 +22,31 @@
 
 static char err[1024];
 
-static rt_device *open4(void)
+/* A device of the configuration file cfg, asserting it opens. */
+static rt_device *open_cfg(const char *cfg)
 {
     err[0] = 0;
-    rt_device *dev = rt_open(CFG4, err, sizeof err);
+    rt_device *dev = rt_open(cfg, err, sizeof err);
     if (!dev)
         fprintf(stderr, "rt_open: %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
     return dev;
+}
+
+static rt_device *open4(void)
+{
+    return open_cfg(CFG4);
+}
+
+/* The tensor name of prog, read into back, is the n values of src rounded
+ * to DL16. */
+static void expect_dl16_of(rt_program *prog, const char *name, const float *src, int n, float *back)
+{
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, name, back, err, sizeof err), 0);
+    int same = 0;
+    for (int i = 0; i < n; i++)
+        same += back[i] == isa_dl16_round(src[i]);
+    CU_ASSERT_EQUAL(same, n);
 }
 
 /* ---- building programs in memory ---- */
@@ -236,11 +253,7 @@ static void test_load_writes_constant_data_in_device_layout(void)
     t->const_off = 0;
     rt_program *prog = load(dev, p);
     float back[700];
-    CU_ASSERT_EQUAL(rt_read_tensor(prog, "W", back, err, sizeof err), 0);
-    int same = 0;
-    for (int i = 0; i < 700; i++)
-        same += back[i] == isa_dl16_round(w[i]);
-    CU_ASSERT_EQUAL(same, 700);
+    expect_dl16_of(prog, "W", w, 700, back);
     int64_t n;
     const float *h = rt_host_tensor(prog, "W", &n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h);
@@ -621,8 +634,7 @@ static void test_input_file_loads_raw_fp32_and_checks_size(void)
     /* a FIFO or device blocked or read forever; refused before any read */
     char dir[1024], fifo[1100];
     tu_tmpdir(dir, sizeof dir);
-    snprintf(fifo, sizeof fifo, "%s/x.f32", dir);
-    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    tu_fifo(dir, "x.f32", fifo, sizeof fifo);
     alarm(10);
     CU_ASSERT_EQUAL(rt_load_input_file(prog, "X", fifo, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "x.f32: not a regular file"));
@@ -637,6 +649,29 @@ static void test_input_file_loads_raw_fp32_and_checks_size(void)
 
 /* A device-like matmul: inputs rounded to DL16, products summed in fp32
  * in k order; the output is rounded to DL16 when written. */
+/* Write v (fp32) as the output name and check the program's outputs,
+ * asserting rt_check returns want; its n results. */
+static rt_check_result *write_and_check(rt_program *prog, const char *name, const float *v, int want, int *n)
+{
+    rt_check_result *r;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, name, v, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_check(prog, &r, n, err, sizeof err), want);
+    return r;
+}
+
+/* The count values of the output name, v, scaled by factor: the check
+ * fails, with fewer than max_within elements within tolerance. */
+static void expect_scaled_output_fails(rt_program *prog, const char *name, float *v, int count, float factor,
+                                       int max_within)
+{
+    for (int i = 0; i < count; i++)
+        v[i] *= factor;
+    int n;
+    rt_check_result *r = write_and_check(prog, name, v, 1, &n);
+    CU_ASSERT(r[0].within < max_within);
+    free(r);
+}
+
 static void device_mm(const float *a, const float *b, float *c, int M, int K, int N)
 {
     for (int i = 0; i < M; i++)
@@ -659,12 +694,10 @@ static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
     CU_ASSERT_EQUAL(rt_fill_inputs(prog, 11, err, sizeof err), 0);
     static float c[M * N];
     device_mm(rt_host_tensor(prog, "A", NULL), rt_host_tensor(prog, "B", NULL), c, M, K, N);
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
 
-    rt_check_result *r;
     int n;
     char line[512];
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    rt_check_result *r = write_and_check(prog, "C", c, 0, &n);
     CU_ASSERT_EQUAL_FATAL(n, 1);
     CU_ASSERT_STRING_EQUAL(r[0].name, "C");
     CU_ASSERT_STRING_EQUAL(r[0].op, "aten.mm");
@@ -683,8 +716,7 @@ static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
     /* One element off by 0.25: exactly that one fails, and is the worst. */
     float good = c[3 * N + 17];
     c[3 * N + 17] += 0.25f;
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    r = write_and_check(prog, "C", c, 1, &n);
     CU_ASSERT_FALSE(r[0].ok);
     CU_ASSERT_EQUAL(r[0].within, M * N - 1);
     CU_ASSERT_EQUAL(r[0].worst, 3 * N + 17);
@@ -697,8 +729,7 @@ static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
     /* A NaN fails even though no other element is off. */
     c[3 * N + 17] = good;
     c[0] = NAN;
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    r = write_and_check(prog, "C", c, 1, &n);
     CU_ASSERT_EQUAL(r[0].nans, 1);
     CU_ASSERT_EQUAL(r[0].within, M * N - 1);
     rt_check_format(&r[0], line, sizeof line);
@@ -708,12 +739,7 @@ static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
     /* A 5% scale error fails most elements. */
     c[0] = 0;
     device_mm(rt_host_tensor(prog, "A", NULL), rt_host_tensor(prog, "B", NULL), c, M, K, N);
-    for (int i = 0; i < M * N; i++)
-        c[i] *= 1.05f;
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "C", c, ISA_HT_F32, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
-    CU_ASSERT(r[0].within < M * N / 2);
-    free(r);
+    expect_scaled_output_fails(prog, "C", c, M * N, 1.05f, M * N / 2);
     rt_close(dev);
 }
 
@@ -780,11 +806,9 @@ static void test_check_softmax_passes_rounded_and_fails_wrong_output(void)
     float *x = randoms(3, "X", R * N, 4), y[R * N];
     CU_ASSERT_EQUAL(rt_set_input(prog, "X", x, err, sizeof err), 0);
     device_softmax(x, y, R, N);
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", y, ISA_HT_F32, err, sizeof err), 0);
-    rt_check_result *r;
     int n;
     char line[512];
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    rt_check_result *r = write_and_check(prog, "Y", y, 0, &n);
     CU_ASSERT_EQUAL_FATAL(n, 1);
     CU_ASSERT(r[0].ok);
     CU_ASSERT(r[0].max_abs_err > 0);
@@ -795,12 +819,7 @@ static void test_check_softmax_passes_rounded_and_fails_wrong_output(void)
 
     /* Normalised by a sum 10% off: every element fails (with inputs in
      * [-4, 4) the tolerance is at most u (8 + 16 + 8) = 3.1% of y). */
-    for (int i = 0; i < R * N; i++)
-        y[i] *= 1.1f;
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", y, ISA_HT_F32, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
-    CU_ASSERT(r[0].within < R * N / 10);
-    free(r);
+    expect_scaled_output_fails(prog, "Y", y, R * N, 1.1f, R * N / 10);
     free(x);
     rt_close(dev);
 }
@@ -820,11 +839,9 @@ static void test_check_softmax_tolerance_is_the_documented_formula(void)
     float out[2] = {(float)y0, (float)(y1 - 1.02 * t1)};
     rt_check_result *r;
     int n;
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", in, ISA_HT_F32, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 0);
+    r = write_and_check(prog, "Y", in, 0, &n);
     free(r);
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, "Y", out, ISA_HT_F32, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(rt_check(prog, &r, &n, err, sizeof err), 1);
+    r = write_and_check(prog, "Y", out, 1, &n);
     CU_ASSERT_EQUAL(r[0].within, 1);
     CU_ASSERT_EQUAL(r[0].worst, 1);
     CU_ASSERT(fabs(r[0].worst_tol - t1) < 1e-9);
@@ -956,12 +973,7 @@ static void test_launch_runs_a_dma_copy_on_the_simulator(void)
     CU_ASSERT_EQUAL(res.stats.dram_bytes_read, 25600);
     CU_ASSERT_EQUAL(res.stats.dram_bytes_written, 25600);
     float y[7000];
-    const float *x = rt_host_tensor(prog, "X", NULL);
-    CU_ASSERT_EQUAL(rt_read_tensor(prog, "Y", y, err, sizeof err), 0);
-    int same = 0;
-    for (int i = 0; i < 7000; i++)
-        same += y[i] == isa_dl16_round(x[i]);
-    CU_ASSERT_EQUAL(same, 7000);
+    expect_dl16_of(prog, "Y", rt_host_tensor(prog, "X", NULL), 7000, y);
     rt_run_result again;
     CU_ASSERT_EQUAL(rt_wait(prog, &again), 0);
     CU_ASSERT_EQUAL(again.stats.dram_bytes_read, 25600);
@@ -997,11 +1009,7 @@ static void test_launch_reports_a_fault_with_core_unit_and_index(void)
 
 static rt_device *open_small(void)
 {
-    err[0] = 0;
-    rt_device *dev = rt_open(CFG_SMALL, err, sizeof err);
-    if (!dev)
-        fprintf(stderr, "rt_open: %s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_device *dev = open_cfg(CFG_SMALL);
     CU_ASSERT_EQUAL(rt_config(dev)->dram_bytes, 1 << 20);
     return dev;
 }

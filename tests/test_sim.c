@@ -69,18 +69,10 @@ static void test_dma_moves_strided_sticks_both_ways(void)
         src[i] = (uint8_t)(i * 7);
     sim_dram_write(s, 0x1000, src, sizeof src);
     /* gather sticks 0 and 2 (stride 256 in DRAM) into LX 0x200, 0x280 */
-    isa_insn *ld = tu_emit(p, 1, ISA_OP_DMA_LD);
-    ld->d.off = 0x200;
-    ld->a.off = 0x1000;
-    ld->n[0] = 2;
-    ld->ds[0] = 128;
-    ld->as[0] = 256;
+    tu_loop(tu_emit_at(p, 1, ISA_OP_DMA_LD, 0x200, 0x1000), 2, 128, 256);
     tu_sync(p, 1, ISA_OP_SIG, ISA_U_DMAI, 0);
     tu_sync(p, 1, ISA_OP_WAIT, ISA_U_DMAO, 0);
-    isa_insn *st = tu_emit(p, 1, ISA_OP_DMA_ST);
-    st->d.off = 0x8000;
-    st->a.off = 0x200;
-    st->run = 2;
+    tu_emit_at(p, 1, ISA_OP_DMA_ST, 0x8000, 0x200)->run = 2;
     tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
@@ -174,15 +166,11 @@ static void test_sfp_binary_broadcast_and_reductions(void)
     mx->ds[1] = 2;
     mx->vl = 40;
     /* rows - their max (element broadcast), on the same unit so in order */
-    isa_insn *sub = tu_emit(p, 2, ISA_OP_SFP_SUB);
+    isa_insn *sub = tu_emit_at(p, 2, ISA_OP_SFP_SUB, 0x800, 0);
     sub->c = 1;
     sub->bm = ISA_BM_ELEM;
-    sub->d.off = 0x800;
-    sub->a.off = 0;
     sub->b.off = 0x400;
-    sub->n[0] = 2;
-    sub->ds[0] = 128;
-    sub->as[0] = 128;
+    tu_loop(sub, 2, 128, 128);
     sub->bs[0] = 2;
     /* row0 times an immediate */
     isa_insn *mul = tu_emit(p, 2, ISA_OP_SFP_MUL);
@@ -247,30 +235,46 @@ static void test_sfp_unary_ops_and_conversion(void)
     sim_destroy(s);
 }
 
+/* A 4-core chip whose DRAM starts with the n bytes of src. */
+static sim *sim_with_dram(const uint8_t *src, size_t n)
+{
+    sim *s = sim_create(&cfg4);
+    sim_dram_write(s, 0, src, n);
+    return s;
+}
+
+/* Core c copies 5 sticks from DRAM 0 to LX 0x100 one at a time, with a
+ * loop: the DRAM address (r1) steps by a stick, the LX address (r2) by
+ * lx_step. */
+static isa_program *stick_copy_loop(int c, int lx_step)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *li = tu_emit(p, c, ISA_OP_LI);
+    li->reg = 2;
+    li->val = 0x100;
+    tu_emit(p, c, ISA_OP_LOOP)->val = 5;
+    isa_insn *ld = tu_emit(p, c, ISA_OP_DMA_LD);
+    ld->d.reg = 2;
+    ld->a.reg = 1;
+    isa_insn *a1 = tu_emit(p, c, ISA_OP_ADDI);
+    a1->reg = 1;
+    a1->val = 128;
+    isa_insn *a2 = tu_emit(p, c, ISA_OP_ADDI);
+    a2->reg = 2;
+    a2->val = lx_step;
+    tu_emit(p, c, ISA_OP_ENDL);
+    tu_halt_all(p);
+    return p;
+}
+
 static void test_loops_and_registers_step_addresses(void)
 {
     /* copy 5 sticks one at a time with a loop and addi */
-    sim *s = sim_create(&cfg4);
     uint8_t src[5 * 128];
     for (int i = 0; i < (int)sizeof src; i++)
         src[i] = (uint8_t)(i ^ 0x5a);
-    sim_dram_write(s, 0, src, sizeof src);
-    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    isa_insn *li = tu_emit(p, 3, ISA_OP_LI);
-    li->reg = 2;
-    li->val = 0x100;
-    tu_emit(p, 3, ISA_OP_LOOP)->val = 5;
-    isa_insn *ld = tu_emit(p, 3, ISA_OP_DMA_LD);
-    ld->d.reg = 2;
-    ld->a.reg = 1;
-    isa_insn *a1 = tu_emit(p, 3, ISA_OP_ADDI);
-    a1->reg = 1;
-    a1->val = 128;
-    isa_insn *a2 = tu_emit(p, 3, ISA_OP_ADDI);
-    a2->reg = 2;
-    a2->val = 128;
-    tu_emit(p, 3, ISA_OP_ENDL);
-    tu_halt_all(p);
+    sim *s = sim_with_dram(src, sizeof src);
+    isa_program *p = stick_copy_loop(3, 128);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     CU_ASSERT_EQUAL(memcmp(sim_lx(s, 3) + 0x100, src, sizeof src), 0);
@@ -285,28 +289,11 @@ static void test_loops_and_registers_step_addresses(void)
  * program's own instruction keeps its register form. */
 static void test_queued_instructions_keep_the_addresses_of_their_dispatch(void)
 {
-    sim *s = sim_create(&cfg4);
     uint8_t src[5 * 128];
     for (int i = 0; i < (int)sizeof src; i++)
         src[i] = (uint8_t)(i * 13 + 1);
-    sim_dram_write(s, 0, src, sizeof src);
-    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    isa_insn *li = tu_emit(p, 2, ISA_OP_LI);
-    li->reg = 2;
-    li->val = 0x100;
-    tu_emit(p, 2, ISA_OP_LOOP)->val = 5;
-    isa_insn *ld = tu_emit(p, 2, ISA_OP_DMA_LD);
-    ld->d.reg = 2;
-    ld->a.reg = 1;
-    ld->a.off = 0;
-    isa_insn *a1 = tu_emit(p, 2, ISA_OP_ADDI);
-    a1->reg = 1;
-    a1->val = 128;
-    isa_insn *a2 = tu_emit(p, 2, ISA_OP_ADDI);
-    a2->reg = 2;
-    a2->val = 256; /* LX 0x100, 0x200, ... 0x500 */
-    tu_emit(p, 2, ISA_OP_ENDL);
-    tu_halt_all(p);
+    sim *s = sim_with_dram(src, sizeof src);
+    isa_program *p = stick_copy_loop(2, 256); /* LX 0x100, 0x200, ... 0x500 */
     for (int values = 1; values >= 0; values--) {
         sim_options o = {.values = values, .detect_races = 1, .trace = SIM_TRACE_INSN};
         sim_set_options(s, &o);
@@ -317,12 +304,8 @@ static void test_queued_instructions_keep_the_addresses_of_their_dispatch(void)
         char path[512], err[512];
         tu_tmpfile(".json", path, sizeof path);
         CU_ASSERT_EQUAL_FATAL(sim_write_trace(s, p, path, err, sizeof err), 0);
-        FILE *fp = fopen(path, "r");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
-        static char text[1 << 16];
-        size_t n = fread(text, 1, sizeof text - 1, fp);
-        text[n] = 0;
-        fclose(fp);
+        char *text = tu_read_file(path, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
         remove(path);
         for (int i = 0; i < 5; i++) {
             char want[64];
@@ -332,6 +315,7 @@ static void test_queued_instructions_keep_the_addresses_of_their_dispatch(void)
             CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
         }
         CU_ASSERT_PTR_NULL(strstr(text, "r2+"));
+        free(text);
     }
     CU_ASSERT_EQUAL(p->cores[2].insns[2].d.reg, 2); /* the program is not changed */
     CU_ASSERT_EQUAL(p->cores[2].insns[2].d.off, 0);
@@ -381,25 +365,30 @@ static void test_ring_send_and_reduce_signal_remote_core(void)
     sim_destroy(s);
 }
 
+/* Run p on a 4-core chip whose core 0 holds a stick of 0x42 at LX 0:
+ * the stick must arrive at LX 0x80 of core `to`.  Frees p. */
+static void expect_stick_arrives(isa_program *p, int to)
+{
+    sim *s = sim_create(&cfg4);
+    memset(sim_lx(s, 0), 0x42, 128);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    CU_ASSERT_EQUAL(sim_lx(s, to)[0x80], 0x42);
+    CU_ASSERT_EQUAL(sim_lx(s, to)[0xff], 0x42);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 static void test_barrier_orders_cores(void)
 {
     /* core 0 stores to DRAM, barrier, core 1 loads it */
-    sim *s = sim_create(&cfg4);
-    memset(sim_lx(s, 0), 0x42, 128);
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     tu_emit(p, 0, ISA_OP_DMA_ST)->d.off = 0x400;
     for (int c = 0; c < 4; c++)
         tu_emit(p, c, ISA_OP_BAR);
-    isa_insn *ld = tu_emit(p, 1, ISA_OP_DMA_LD);
-    ld->d.off = 0x80;
-    ld->a.off = 0x400;
+    tu_emit_at(p, 1, ISA_OP_DMA_LD, 0x80, 0x400);
     tu_halt_all(p);
-    sim_fault f;
-    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
-    CU_ASSERT_EQUAL(sim_lx(s, 1)[0x80], 0x42);
-    CU_ASSERT_EQUAL(sim_lx(s, 1)[0xff], 0x42);
-    isa_program_free(p);
-    sim_destroy(s);
+    expect_stick_arrives(p, 1);
 }
 
 /* ---- rule checks ---- */
@@ -427,24 +416,14 @@ static isa_program *store_then_load_on_one_core(int fence)
     tu_emit(p, 0, ISA_OP_DMA_ST)->d.off = 0x400;
     if (fence)
         tu_emit(p, 0, ISA_OP_FENCE);
-    isa_insn *ld = tu_emit(p, 0, ISA_OP_DMA_LD);
-    ld->d.off = 0x80;
-    ld->a.off = 0x400;
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x80, 0x400);
     tu_halt_all(p);
     return p;
 }
 
 static void test_fence_orders_a_cores_own_units(void)
 {
-    sim *s = sim_create(&cfg4);
-    memset(sim_lx(s, 0), 0x42, 128);
-    isa_program *p = store_then_load_on_one_core(1);
-    sim_fault f;
-    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
-    CU_ASSERT_EQUAL(sim_lx(s, 0)[0x80], 0x42);
-    CU_ASSERT_EQUAL(sim_lx(s, 0)[0xff], 0x42);
-    isa_program_free(p);
-    sim_destroy(s);
+    expect_stick_arrives(store_then_load_on_one_core(1), 0);
     expect_fault(store_then_load_on_one_core(0), 0, ISA_U_DMAI, 1, "race: core 0 dmai #1 reads DRAM");
 }
 
@@ -498,24 +477,28 @@ static void test_barrier_missed_by_halted_core_is_deadlock(void)
     expect_fault(p, 0, ISA_U_SEQ, 0, "waits at bar");
 }
 
-static void test_fence_behind_a_unit_that_never_goes_idle_is_deadlock(void)
+/* Core 0 runs a wait or sig (op) of unit on token tok, then a fence: the
+ * run faults on core 0's unit `at`, instruction index, saying text. */
+static void expect_fault_at_fence(int op, int unit, int tok, int at, long index, const char *text)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_PT0, 7);
+    tu_sync(p, 0, op, unit, tok);
     tu_emit(p, 0, ISA_OP_FENCE);
     tu_halt_all(p);
-    expect_fault(p, 0, ISA_U_PT0, 0, "core 0 pt0 #0 waits on token 7 (0, never signalled); core 0 sequencer #1 waits at fence;");
+    expect_fault(p, 0, at, index, text);
+}
+
+static void test_fence_behind_a_unit_that_never_goes_idle_is_deadlock(void)
+{
+    expect_fault_at_fence(ISA_OP_WAIT, ISA_U_PT0, 7, ISA_U_PT0, 0,
+                          "core 0 pt0 #0 waits on token 7 (0, never signalled); core 0 sequencer #1 waits at fence;");
 }
 
 /* A signal no wait took is still on its token at the next fence or bar. */
 static void test_a_token_left_at_a_fence_or_bar_faults(void)
 {
+    expect_fault_at_fence(ISA_OP_SIG, ISA_U_DMAI, 5, ISA_U_SEQ, 1, "token 5 is 1 at a fence: a signal no wait took");
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 5);
-    tu_emit(p, 0, ISA_OP_FENCE);
-    tu_halt_all(p);
-    expect_fault(p, 0, ISA_U_SEQ, 1, "token 5 is 1 at a fence: a signal no wait took");
-    p = tu_prog_new(cfg4.cores, 1 << 20);
     tu_sync(p, 2, ISA_OP_SIG, ISA_U_PT0, 3);
     for (int c = 0; c < cfg4.cores; c++)
         tu_emit(p, c, ISA_OP_BAR);
@@ -687,9 +670,7 @@ static void test_runs_are_deterministic(void)
     sim *s = sim_create(&cfg4);
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     isa_insn *in = tu_emit(p, 0, ISA_OP_SFP_EXP);
-    in->n[0] = 4;
-    in->as[0] = 128;
-    in->ds[0] = 128;
+    tu_loop(in, 4, 128, 128);
     in->d.off = 0x1000;
     tu_halt_all(p);
     for (int i = 0; i < 512; i++)
@@ -826,12 +807,8 @@ static void test_sfp_rst_transposes_shifts_lanes_and_keeps_the_rest(void)
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     /* transpose the 4 x 6 block at lane 2: stick i of d gets lane 2 + i
      * of the four sticks */
-    isa_insn *tr = tu_emit(p, 0, ISA_OP_SFP_RST);
-    tr->d.off = 0x1000;
-    tr->a.off = 4;
-    tr->n[0] = 6;
-    tr->ds[0] = 128;
-    tr->as[0] = 2;
+    isa_insn *tr = tu_emit_at(p, 0, ISA_OP_SFP_RST, 0x1000, 4);
+    tu_loop(tr, 6, 128, 2);
     tr->bs[0] = 128;
     tr->bs[1] = 2;
     tr->vl = 4;

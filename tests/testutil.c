@@ -39,6 +39,20 @@ void tu_tmpfile(const char *suffix, char *buf, size_t len)
     snprintf(buf, len, "%s/tmp-%d-%d%s", SPYRE_BINARY_DIR, (int)getpid(), counter++, suffix);
 }
 
+void tu_write_file(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+void tu_write_tmpfile(const char *suffix, const void *bytes, size_t n, char *path, size_t len)
+{
+    tu_tmpfile(suffix, path, len);
+    tu_write_file(path, bytes, n);
+}
+
 void tu_tmpdir(char *buf, size_t len)
 {
     snprintf(buf, len, "%s/tmpdir-XXXXXX", SPYRE_BINARY_DIR);
@@ -58,6 +72,12 @@ void tu_rmtree(const char *dir)
     free(cmd);
 }
 
+void tu_fifo(const char *dir, const char *name, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+}
+
 char *tu_long_dir(const char *dir, size_t min)
 {
     static const char part[] = "/a-directory-name-of-one-hundred-bytes-to-make-the-whole-path-longer-than-any-"
@@ -74,6 +94,23 @@ char *tu_long_dir(const char *dir, size_t min)
         }
     }
     return p;
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    for (size_t got; (got = fread(buf + n, 1, cap - n - 1, f)) > 0;)
+        if ((n += got) + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    fclose(f);
+    buf[n] = 0;
+    if (len)
+        *len = n;
+    return buf;
 }
 
 int tu_spyre(const char *args, char *out, size_t outlen)
@@ -107,6 +144,39 @@ int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen)
     return WEXITSTATUS(st);
 }
 
+void tu_assert_finds(int found, const char *text, const char *const *want, size_t n, const char *file, int line)
+{
+    for (size_t i = 0; i < n; i++) {
+        char cond[1024];
+        snprintf(cond, sizeof cond, "strstr(text, \"%s\") %s NULL", want[i], found ? "!=" : "==");
+        CU_assertImplementation((strstr(text, want[i]) != NULL) == found, (unsigned)line, cond, file, "", CU_FALSE);
+    }
+}
+
+void tu_assert_same_code(const isa_program *a, const isa_program *b, int fatal)
+{
+    CU_ASSERT_EQUAL_FATAL(a->nkernels, b->nkernels);
+    for (size_t k = 0; k < a->nkernels; k++) {
+        const isa_kernel *x = &a->kernels[k], *y = &b->kernels[k];
+        CU_ASSERT_EQUAL(x->first, y->first);
+        CU_ASSERT_EQUAL(x->last, y->last);
+    }
+    for (int c = 0; c < a->ncores; c++) {
+        const isa_stream *sa = &a->cores[c], *sb = &b->cores[c];
+        CU_ASSERT_EQUAL_FATAL(sa->n, sb->n);
+        for (size_t i = 0; i < sa->n; i++) {
+            uint8_t wa[ISA_INSN_BYTES], wb[ISA_INSN_BYTES];
+            char err[256];
+            CU_BOOL stop = fatal ? CU_TRUE : CU_FALSE;
+            int ea = isa_encode(&sa->insns[i], wa, err, sizeof err);
+            int eb = isa_encode(&sb->insns[i], wb, err, sizeof err);
+            CU_assertImplementation(ea == 0, __LINE__, "isa_encode(a's instruction) == 0", __FILE__, "", stop);
+            CU_assertImplementation(eb == 0, __LINE__, "isa_encode(b's instruction) == 0", __FILE__, "", stop);
+            CU_ASSERT_EQUAL(memcmp(wa, wb, ISA_INSN_BYTES), 0);
+        }
+    }
+}
+
 isa_program *tu_prog_new(int ncores, uint64_t dram_bytes)
 {
     isa_program *p = isa_program_new(ncores);
@@ -128,6 +198,21 @@ isa_insn *tu_sync(isa_program *p, int core, int op, int unit, int tok)
     in->u = unit;
     in->tok = tok;
     return in;
+}
+
+isa_insn *tu_emit_at(isa_program *p, int core, int op, int64_t d, int64_t a)
+{
+    isa_insn *in = tu_emit(p, core, op);
+    in->d.off = d;
+    in->a.off = a;
+    return in;
+}
+
+void tu_loop(isa_insn *in, int64_t n, int64_t ds, int64_t as)
+{
+    in->n[0] = n;
+    in->ds[0] = ds;
+    in->as[0] = as;
 }
 
 void tu_halt_all(isa_program *p)

@@ -18,20 +18,44 @@ int tu_run(const char *suite, const tu_test *tests);
 void tu_config(const char *name, chip_config *cfg);
 /* A scratch file path under the build directory, unique per call. */
 void tu_tmpfile(const char *suffix, char *buf, size_t len);
+/* Write n bytes to path, asserting the file opens and takes them all;
+ * tu_write_tmpfile writes them to a fresh tu_tmpfile, its path in path. */
+void tu_write_file(const char *path, const void *bytes, size_t n);
+void tu_write_tmpfile(const char *suffix, const void *bytes, size_t n, char *path, size_t len);
 /* A fresh directory under the build directory (mkdtemp); FIFOs and other
  * special files of the tests are made only inside one.  tu_rmtree removes
  * it and everything in it. */
 void tu_tmpdir(char *buf, size_t len);
 void tu_rmtree(const char *dir);
+/* Make a FIFO named NAME in directory DIR, asserting it was made; its path
+ * goes to path. */
+void tu_fifo(const char *dir, const char *name, char *path, size_t len);
 /* A directory path of more than min bytes, nested dirs made under dir (each
  * component under NAME_MAX); returns it in a new string. */
 char *tu_long_dir(const char *dir, size_t min);
+/* A whole file in a new NUL-terminated buffer, its length in *len (len
+ * may be NULL); NULL if it cannot be opened. */
+char *tu_read_file(const char *path, size_t *len);
 /* Run the spyre command with arguments (shell syntax); returns its exit
  * status, with stdout+stderr captured into out (may be NULL). */
 int tu_spyre(const char *args, char *out, size_t outlen);
 /* tu_spyre under `timeout SECONDS`: a command that would block (reading a
  * FIFO) fails with status 124 instead of hanging the test. */
 int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen);
+
+/* Assert that text contains each of the strings listed (one check each,
+ * reported at the caller's line); TU_ASSERT_LACKS that it contains none. */
+#define TU_ASSERT_CONTAINS(text, ...) TU_ASSERT_FINDS_(1, text, __VA_ARGS__)
+#define TU_ASSERT_LACKS(text, ...) TU_ASSERT_FINDS_(0, text, __VA_ARGS__)
+#define TU_ASSERT_FINDS_(found, text, ...)                                                                             \
+    tu_assert_finds((found), (text), (const char *const[]){__VA_ARGS__},                                               \
+                    sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *), __FILE__, __LINE__)
+void tu_assert_finds(int found, const char *text, const char *const *want, size_t n, const char *file, int line);
+
+/* Assert that a and b hold the same instructions on every core (compared
+ * by their encodings; fatal: one that does not encode ends the test) and
+ * kernels over the same instructions. */
+void tu_assert_same_code(const isa_program *a, const isa_program *b, int fatal);
 
 /* Hand-built programs: an empty program for ncores with a DRAM segment of
  * dram_bytes; append an instruction at its defaults to a core's stream
@@ -40,6 +64,11 @@ int tu_spyre_timeout(int seconds, const char *args, char *out, size_t outlen);
 isa_program *tu_prog_new(int ncores, uint64_t dram_bytes);
 isa_insn *tu_emit(isa_program *p, int core, int op);
 isa_insn *tu_sync(isa_program *p, int core, int op, int unit, int tok);
+/* tu_emit with the destination at offset d and the first operand at a. */
+isa_insn *tu_emit_at(isa_program *p, int core, int op, int64_t d, int64_t a);
+/* An instruction's innermost loop: n steps, with byte strides ds of the
+ * destination and as of the first operand. */
+void tu_loop(isa_insn *in, int64_t n, int64_t ds, int64_t as);
 void tu_halt_all(isa_program *p);
 
 #endif

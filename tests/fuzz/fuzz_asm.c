@@ -4,46 +4,20 @@
 #include "fuzzutil.h"
 #include "isa.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+/* The text assembled and disassembled; NULL if it does not assemble. */
+static void *reassemble(const char *text, const char *name, char *err, size_t errlen)
 {
-    (void)argc;
-    (void)argv;
-    return 0;
-}
-
-static char *disassemble(const isa_program *p)
-{
-    char *text = isa_disassemble(p);
-    if (!text)
-        fz_fail("isa_disassemble", "returned NULL");
-    return text;
-}
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    char *src = fz_text(data, size), err[512];
-    isa_program *p = isa_assemble(src, "fuzz.s", err, sizeof err);
-    free(src);
+    isa_program *p = isa_assemble(text, name, err, errlen);
     if (!p)
-        return 0;
-    char *first = disassemble(p);
+        return NULL;
+    char *again = isa_disassemble(p);
     isa_program_free(p);
-    isa_program *again = isa_assemble(first, "disassembly.s", err, sizeof err);
-    if (!again) {
-        fprintf(stderr, "disassembly:\n%s\n", first);
-        fz_fail("the disassembly of an assembled program does not assemble", err);
-    }
-    char *second = disassemble(again);
-    isa_program_free(again);
-    if (strcmp(first, second)) {
-        fprintf(stderr, "first disassembly:\n%s\nsecond:\n%s\n", first, second);
-        fz_fail("an assembled program reassembles to a different program", "disassemblies differ");
-    }
-    free(first);
-    free(second);
-    return 0;
+    if (!again)
+        fz_fail("isa_disassemble", "returned NULL");
+    return again;
 }
+
+static const fz_format assembler = {reassemble, "fuzz.s", "disassembly.s", "disassembly", "first disassembly", "second",
+    "the disassembly of an assembled program does not assemble",
+    "an assembled program reassembles to a different program", "disassemblies differ"};
+FZ_ROUND_TRIP_TARGET(assembler)

@@ -54,14 +54,18 @@ static int small_graph(const cc_graph *g)
     return 1;
 }
 
+static void *parse_graph(const char *text, const char *name, char *err, size_t errlen)
+{
+    return cc_graph_parse(text, name, err, errlen);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = fz_text(data, size), err[512];
-    cc_graph *g = cc_graph_parse(text, "fuzz.txt", err, sizeof err);
-    free(text);
+    cc_graph *g = fz_parse(data, size, parse_graph, "fuzz.txt");
     if (!g)
         return 0;
     if (small_graph(g)) {
+        char err[512];
         cc_compile_opts opts = {0};
         opts.target = &cfg;
         cc_result *r = cc_compile(g, &opts, err, sizeof err);

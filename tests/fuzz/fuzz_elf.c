@@ -12,13 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    return 0;
-}
-
 /* The text without its "# kernel ..." lines. */
 static char *without_kernel_notes(const char *text)
 {
@@ -56,9 +49,8 @@ static void check_reassembles(const char *text)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *path = fz_file("input.elf", data, size);
     char err[512];
-    isa_program *p = isa_elf_read(path, err, sizeof err);
+    isa_program *p = isa_elf_read(fz_file("input.elf", data, size), err, sizeof err);
     if (!p)
         return 0;
     char *text = isa_disassemble(p);

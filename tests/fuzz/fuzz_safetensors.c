@@ -7,13 +7,6 @@
 
 #include <stdlib.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    return 0;
-}
-
 static void use_tensor(const rt_st_file *f, const rt_st_tensor *t)
 {
     if (rt_st_find(f, t->name) != t)

@@ -85,6 +85,32 @@ void fz_link(const char *name, const char *target)
         fz_fail("cannot link", path);
 }
 
+void *fz_parse(const uint8_t *data, size_t size, fz_parser parse, const char *name)
+{
+    char *text = fz_text(data, size), err[512];
+    void *obj = parse(text, name, err, sizeof err);
+    free(text);
+    return obj;
+}
+
+void fz_round_trip(const fz_format *fmt, const uint8_t *data, size_t size)
+{
+    char *first = fz_parse(data, size, fmt->reprint, fmt->input_name), err[512];
+    if (!first)
+        return;
+    char *second = fmt->reprint(first, fmt->print_name, err, sizeof err);
+    if (!second) {
+        fprintf(stderr, "%s:\n%s\n", fmt->print_label, first);
+        fz_fail(fmt->no_parse, err);
+    }
+    if (strcmp(first, second)) {
+        fprintf(stderr, "%s:\n%s\n%s:\n%s\n", fmt->first_label, first, fmt->second_label, second);
+        fz_fail(fmt->differs, fmt->differ_detail);
+    }
+    free(first);
+    free(second);
+}
+
 void fz_fail(const char *what, const char *detail)
 {
     fprintf(stderr, "fuzz harness: %s: %s\n", what, detail);
