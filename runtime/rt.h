@@ -270,8 +270,9 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len);
 
 /* ==== A compiled graph's data (runtime/graphdata.c) ====
  * For a program compiled from graph g (cc_codegen): write every input
- * tensor from the safetensors file inputs_path (by name; NULL: leave the
- * inputs alone) and every weight tensor from g's weights file (by the
+ * tensor from the safetensors file inputs_path (by name; NULL: keep the
+ * inputs' random values, those of a bool or integer input made 0/1 or
+ * truncated to integers) and every weight tensor from g's weights file (by the
  * parameter's key), as fp32 host data through rt_write_tensor, so the
  * host copies are there for rt_check_graph.  -1 with a message naming the
  * file and tensor on a missing tensor, a shape or kind other than the

@@ -2066,8 +2066,9 @@ static void test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_c
 
 /* Issue 14: an identity stopped with "the graph returns one of its inputs
  * unchanged". An output that is an input is a copy named "outputN" (as
- * PyTorch's expected outputs are); a view of an input and a 0-d input
- * likewise; the check maps each to its graph output. */
+ * PyTorch's expected outputs are); a view of an input, a 0-d input and a
+ * bool input (its random values made 0 and 1) likewise; the check maps
+ * each to its graph output. */
 static void test_outputs_that_are_inputs_or_views_of_inputs_run_and_validate_on_both_chips(void)
 {
     const char *text = "graph ident\n"
@@ -2075,12 +2076,13 @@ static void test_outputs_that_are_inputs_or_views_of_inputs_run_and_validate_on_
                        "input %s: f32[]\n"
                        "%v: f32[8, 4] = aten.t.default(%x)\n"
                        "%r: f32[32] = aten.view.default(%x, [32])\n"
-                       "output %x, %v, %s, %r\n";
-    const char *names[] = {"x", "output0", "v", "s", "output2", "r"};
+                       "input %b: bool[2, 8]\n"
+                       "output %x, %v, %s, %r, %b\n";
+    const char *names[] = {"x", "output0", "v", "s", "output2", "r", "output4"};
     for (int c = 0; c < 2; c++) {
-        float *v[6] = {0};
-        int64_t n[6] = {0};
-        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "ident.txt", both_chips[c], 6, names, v, n), 0);
+        float *v[7] = {0};
+        int64_t n[7] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "ident.txt", both_chips[c], 7, names, v, n), 0);
         CU_ASSERT_EQUAL(n[1], 32);
         CU_ASSERT_EQUAL(n[4], 1);
         int ok = 0;
@@ -2090,7 +2092,14 @@ static void test_outputs_that_are_inputs_or_views_of_inputs_run_and_validate_on_
         }
         CU_ASSERT_EQUAL(ok, 32);
         CU_ASSERT_EQUAL(v[4][0], isa_dl16_round(v[3][0]));
-        for (int i = 0; i < 6; i++)
+        int ones = 0, bools = 0;
+        for (int i = 0; i < 16; i++) {
+            bools += v[6][i] == 0.0f || v[6][i] == 1.0f;
+            ones += v[6][i] == 1.0f;
+        }
+        CU_ASSERT_EQUAL(bools, 16);
+        CU_ASSERT(ones > 0 && ones < 16);
+        for (int i = 0; i < 7; i++)
             free(v[i]);
     }
 }
