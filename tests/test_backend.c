@@ -2120,6 +2120,55 @@ static void test_a_constant_output_validates_against_its_fp32_value_on_both_chip
         CU_ASSERT_EQUAL(run_text(text, both_chips[c]), 0);
 }
 
+/* A mask cast to an integer (x.long(), .int()) is its 0s and 1s, and a
+ * count of one over 1000 elements is exact in DL16 (every integer up to
+ * 1024 is). */
+static void test_bool_masks_cast_to_integers_and_counted_are_exact_on_both_chips(void)
+{
+    const char *text = "graph counts\n"
+                       "input %x: f32[4, 1000]\n"
+                       "%g: bool[4, 1000] = aten.gt.Scalar(%x, 0.0)\n"
+                       "%l: i64[4, 1000] = aten._to_copy.default(%g, dtype=i64)\n"
+                       "%i: i32[4, 1000] = aten._to_copy.default(%g, dtype=i32)\n"
+                       "%s: i64[4] = aten.sum.dim_IntList(%g, [1])\n"
+                       "output %l, %i, %s\n";
+    const char *names[] = {"x", "l", "i", "s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "counts.txt", both_chips[c], 4, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 4; r++) {
+            int count = 0;
+            for (int k = 0; k < 1000; k++) {
+                float want = v[0][r * 1000 + k] > 0;
+                count += want == 1.0f;
+                ok += v[1][r * 1000 + k] == want && v[2][r * 1000 + k] == want;
+            }
+            CU_ASSERT_EQUAL(v[3][r], (float)count);
+        }
+        CU_ASSERT_EQUAL(ok, 4000);
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
+/* arange(1000) * 5 came back with 4104 for 4100 and a count over 3000
+ * elements with 1504 for 1503: DL16 keeps integers only up to 1024. Such
+ * integer results are refused at their graph line. */
+static void test_integers_beyond_dl16s_exact_range_are_a_clear_error(void)
+{
+    const char *mul = "graph a\n%a: i64[1000] = aten.arange.default(1000)\n"
+                      "%m: i64[1000] = aten.mul.Tensor(%a, 5)\noutput %m\n";
+    const char *count = "graph b\ninput %x: f32[4, 3000]\n%g: bool[4, 3000] = aten.gt.Scalar(%x, 0.0)\n"
+                        "%s: i64[4] = aten.sum.dim_IntList(%g, [1])\noutput %s\n";
+    char err[1024];
+    compile_error(mul, "spyre", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:3: aten.mul.Tensor: integer values up to 4995 are not exact on the device"));
+    compile_error(count, "spyre", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:4: aten.sum.dim_IntList: integer values up to 3000 are not exact"));
+}
+
 /* ---- 16-bit host dtypes ---- */
 
 /* Compile text, write each input from 16-bit host data of its host dtype,
@@ -2320,6 +2369,9 @@ int main(void)
          test_outputs_that_are_inputs_or_views_of_inputs_run_and_validate_on_both_chips},
         {"a constant output validates against its fp32 value on both chips",
          test_a_constant_output_validates_against_its_fp32_value_on_both_chips},
+        {"bool masks cast to integers and counted are exact on both chips",
+         test_bool_masks_cast_to_integers_and_counted_are_exact_on_both_chips},
+        {"integers beyond DL16's exact range are a clear error", test_integers_beyond_dl16s_exact_range_are_a_clear_error},
         {"bf16 and f16 outputs are narrowed toward zero like the chip",
          test_bf16_and_f16_outputs_are_narrowed_toward_zero_like_the_chip},
         {"statistics over no element are PyTorch's on both chips",
