@@ -3,6 +3,7 @@
  * report of a comparison (rt_check_format). */
 #include "rt_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,9 @@ static int same_value(isa_host_dtype hdt, float y, double ref)
     if ((double)y == ref)
         return 1;
     int same_sign = (y < 0) == (ref < 0);
-    return same_sign && ((isinf(ref) && fabs(y) >= DL16_INF) || (isinf(y) && isinf(isa_host_round(hdt, (float)ref))));
+    if (isinf(ref))
+        return same_sign && fabs(y) >= DL16_INF;
+    return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }
 
 int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen)
