@@ -159,7 +159,9 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
                             : B->output ? ISA_ROLE_OUTPUT
                                         : ISA_ROLE_SCRATCH;
             uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
-            isa_host_dtype hdt = B->type.dtype == CC_F16 ? ISA_HT_F16 : ISA_HT_F32;
+            isa_host_dtype hdt = B->type.dtype == CC_F16    ? ISA_HT_F16
+                                 : B->type.dtype == CC_BF16 ? ISA_HT_BF16
+                                                            : ISA_HT_F32;
             /* Integer inputs (token ids) are fp32 values on the device,
              * exact up to 2^24: dma.gather reads them as row numbers. */
             L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == CC_I64 || B->type.dtype == CC_I32);

@@ -511,7 +511,7 @@ int be_eval(be_tile *T, int e, be_val *out)
     case IR_E_CAST:
         if (be_eval(T, x->a, &a))
             return -1;
-        if (x->dtype == CC_I64 || x->dtype == CC_I32)
+        if ((x->dtype == CC_I64 || x->dtype == CC_I32) && ir_dtype_is_float(p->A.e[x->a].dtype))
             return be_error(T->c, T->K, "casts to %s are not supported by the back half yet", cc_dtype_names[x->dtype]);
         if (x->dtype == CC_BOOL && ir_dtype_is_float(p->A.e[x->a].dtype)) {
             be_val zero = {BE_V_CONST, 0, 0, 0};

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1277,6 +1278,21 @@ static void decompose_node(dctx *c, int id)
     c->vmap[n->out] = res[0];
 }
 
+/* The program's name of graph output i: its value's, unless that value is
+ * an input or a parameter (an identity graph, x.contiguous()): the output
+ * is then a copy and needs a tensor of its own, "outputN" as in PyTorch's
+ * expected outputs (the runtime's check maps that name to output N), when
+ * no value of the graph has that name. */
+static char *output_name(const cc_graph *g, int i)
+{
+    const cc_value *v = &g->values[g->outputs[i]];
+    char name[32];
+    snprintf(name, sizeof name, "output%d", i);
+    if (v->kind == CC_VAL_NODE || cc_graph_find_tensor(g, name) >= 0)
+        return ir_xstrdup(v->name);
+    return ir_xstrdup(name);
+}
+
 int ir_decompose(ir_prog *p, const cc_graph *g)
 {
     dctx *c = ir_xalloc(sizeof *c); /* on the heap: longjmp keeps it intact */
@@ -1338,7 +1354,7 @@ int ir_decompose(ir_prog *p, const cc_graph *g)
      * may have made the core graph's output another value). */
     p->outputs = ir_xalloc((size_t)(g->noutputs + 1) * sizeof *p->outputs);
     for (int i = 0; i < g->noutputs; i++) {
-        p->outputs[i].name = ir_xstrdup(g->values[g->outputs[i]].name);
+        p->outputs[i].name = output_name(g, i);
         p->outputs[i].buf = -1;
     }
     p->noutputs = g->noutputs;

@@ -345,6 +345,7 @@ int ir_pass_check(const char *name, int target, char *err, size_t errlen);
 
 int ir_decompose(ir_prog *p, const cc_graph *g); /* decompose.c */
 int ir_lower(ir_prog *p);                        /* lower.c */
+int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);
 int ir_fuse_vertical(ir_prog *p);

@@ -1526,5 +1526,5 @@ done:
     free(c->consumers);
     free(c->flat);
     free(c);
-    return rc;
+    return rc ? rc : ir_check_int_exact(p);
 }

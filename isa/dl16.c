@@ -1,4 +1,4 @@
-/* dl16.c: DL16 and IEEE half conversions.
+/* dl16.c: DL16, IEEE half and bfloat16 conversions, and the host dtypes' rules.
  * DL16 as defined by IBM's NNP data format 1 (see docs/isa.md): rounding adds
  * half a unit in the last place to the magnitude (ties away from zero),
  * values whose biased exponent falls below 0 become signed zero, values
@@ -128,4 +128,70 @@ uint16_t isa_f16_from_f32(float f)
     if (rem > 0x1000u || (rem == 0x1000u && (q & 1)))
         q++;
     return sign | (uint16_t)q;
+}
+
+float isa_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t isa_bf16_from_f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u); /* NaN stays a (quiet) NaN */
+    /* adding 0x7fff plus the kept lowest bit rounds to nearest even; a carry
+     * into the exponent is the right result, up to infinity */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+float isa_host_round(isa_host_dtype hdt, float f)
+{
+    if (hdt == ISA_HT_F16)
+        return isa_f16_to_f32(isa_f16_from_f32(f));
+    if (hdt == ISA_HT_BF16)
+        return isa_bf16_to_f32(isa_bf16_from_f32(f));
+    return f;
+}
+
+/* The device narrows DL16 to a 16-bit host dtype by dropping fraction bits
+ * (toward zero), as torch-spyre issue 2478 measured for bf16. DL16's range
+ * lies inside bf16's, so bf16 never overflows. Beyond fp16's range the rule
+ * is assumed: a magnitude of 2^16 or more (including the compiler's 2^30
+ * infinity) becomes an infinity, as PyTorch's fp16 cast overflows, and below
+ * fp16's normal range the subnormal is truncated. NaN stays NaN. */
+float isa_host_from_device(isa_host_dtype hdt, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = u & 0x80000000u, mag = u & 0x7fffffffu;
+    if (hdt == ISA_HT_F32 || mag > 0x7f800000u)
+        return f;
+    if (hdt == ISA_HT_BF16) {
+        u &= 0xffff0000u;
+    } else if (mag >= 0x47800000u) { /* 2^16 */
+        u = sign | 0x7f800000u;
+    } else if (mag < 0x38800000u) { /* below 2^-14: a multiple of 2^-24, toward zero */
+        float q = truncf(fabsf(f) * 0x1p24f) * 0x1p-24f;
+        memcpy(&u, &q, 4);
+        u |= sign;
+    } else {
+        u &= 0xffffe000u; /* fp16's 10 fraction bits of fp32's 23 */
+    }
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+double isa_host_ulp(isa_host_dtype hdt, double f)
+{
+    if (hdt == ISA_HT_F32 || !isfinite(f))
+        return 0;
+    int frac = hdt == ISA_HT_F16 ? 10 : 7, emin = hdt == ISA_HT_F16 ? -14 : -126;
+    int e;
+    frexp(f, &e); /* |f| in [2^(e-1), 2^e) */
+    return ldexp(1.0, (f == 0 || e - 1 < emin ? emin : e - 1) - frac);
 }

@@ -159,7 +159,7 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
         isa_errf(msg, len, "tensor %s: role %d out of range", t->name, (int)t->role);
         return -1;
     }
-    if ((unsigned)t->host_dtype > ISA_HT_F16) {
+    if ((unsigned)t->host_dtype >= ISA_HT_COUNT) {
         isa_errf(msg, len, "tensor %s: host dtype %d out of range", t->name, (int)t->host_dtype);
         return -1;
     }
@@ -741,10 +741,10 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
         uint64_t role = get_le(rec + TR_ROLE, 4), host = get_le(rec + TR_HOST, 4);
         uint64_t dev = get_le(rec + TR_DEV, 4), rank = get_le(rec + TR_RANK, 4);
         uint64_t stick = get_le(rec + TR_STICK, 4);
-        if (role > ISA_ROLE_SCRATCH || host > ISA_HT_F16 || dev > ISA_T_F32) {
+        if (role > ISA_ROLE_SCRATCH || host >= ISA_HT_COUNT || dev > ISA_T_F32) {
             rfail(r, "corrupt .spyre.tensors: tensor %s: %s %" PRIu64 " out of range", t->name,
-                  role > ISA_ROLE_SCRATCH ? "role" : host > ISA_HT_F16 ? "host dtype" : "device dtype",
-                  role > ISA_ROLE_SCRATCH ? role : host > ISA_HT_F16 ? host : dev);
+                  role > ISA_ROLE_SCRATCH ? "role" : host >= ISA_HT_COUNT ? "host dtype" : "device dtype",
+                  role > ISA_ROLE_SCRATCH ? role : host >= ISA_HT_COUNT ? host : dev);
             return -1;
         }
         t->role = (isa_role)role;

@@ -316,16 +316,31 @@ void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n);
 void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n);
 /* Round an fp32 value through DL16 and back. */
 float isa_dl16_round(float f);
-/* IEEE half <-> fp32, for fp16 host tensors. */
+/* IEEE half <-> fp32, for fp16 host tensors (to half: round to nearest even). */
 float isa_f16_to_f32(uint16_t h);
 uint16_t isa_f16_from_f32(float f);
+/* bfloat16 <-> fp32, for bf16 host tensors (to bf16: round to nearest even,
+ * as PyTorch's cast). */
+float isa_bf16_to_f32(uint16_t h);
+uint16_t isa_bf16_from_f32(float f);
 
 /* ---- Programs: what the ELF container holds ---- */
 
 typedef enum { ISA_ROLE_INPUT, ISA_ROLE_OUTPUT, ISA_ROLE_WEIGHT, ISA_ROLE_SCRATCH } isa_role;
-typedef enum { ISA_HT_F32, ISA_HT_F16 } isa_host_dtype;
+/* The dtype of a tensor's host copy; the device holds DL16 (or fp32) either way. */
+typedef enum { ISA_HT_F32, ISA_HT_F16, ISA_HT_BF16, ISA_HT_COUNT } isa_host_dtype;
 extern const char *const isa_role_names[];
 extern const char *const isa_host_dtype_names[];
+/* An fp32 value as a host tensor of dtype hdt holds it (PyTorch's cast:
+ * round to nearest even, overflow to infinity). */
+float isa_host_round(isa_host_dtype hdt, float f);
+/* A device value (a DL16 value, exact in fp32) read back into a host tensor
+ * of dtype hdt by the device's rule: narrowed toward zero (docs/isa.md,
+ * "Host dtypes"). */
+float isa_host_from_device(isa_host_dtype hdt, float f);
+/* One unit in the last place of dtype hdt at magnitude |f| (0 for f32: its
+ * rounding is the device's DL16 one, in the error bounds already). */
+double isa_host_ulp(isa_host_dtype hdt, double f);
 
 /* A tensor in device DRAM.  Device layout: the host dimension stick_dim is
  * split into whole sticks; device shape is (sticks of stick_dim, the other

@@ -10,7 +10,7 @@
 #include <string.h>
 
 const char *const isa_role_names[] = {"input", "output", "weight", "scratch", NULL};
-const char *const isa_host_dtype_names[] = {"f32", "f16", NULL};
+const char *const isa_host_dtype_names[] = {"f32", "f16", "bf16", NULL};
 
 static void *xrealloc(void *p, size_t n)
 {

@@ -3,12 +3,26 @@
  * report of a comparison (rt_check_format). */
 #include "rt_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DL16_INF 0x1p30 /* the device's stand-in for an infinity (docs/compiler.md) */
+
+/* An equal infinity is exact, and so is the device's stand-in for it (+-2^30
+ * or beyond, the same sign), and an infinity read into a 16-bit host dtype
+ * where the reference overflows that dtype (PyTorch's 70000 in fp16). */
+static int same_value(isa_host_dtype hdt, float y, double ref)
+{
+    if ((double)y == ref)
+        return 1;
+    int same_sign = (y < 0) == (ref < 0);
+    if (isinf(ref))
+        return same_sign && fabs(y) >= DL16_INF;
+    return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
+}
 
 int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen)
 {
@@ -51,11 +65,7 @@ int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r,
             }
             continue;
         }
-        /* an equal infinity is exact, and so is the device's stand-in for it
-         * (+-2^30 or beyond, the same sign) */
-        double e = (double)y[i] == ref || (isinf(ref) && fabs(y[i]) >= DL16_INF && (y[i] < 0) == (ref < 0))
-                       ? 0
-                       : fabs((double)y[i] - ref);
+        double e = same_value(t->host_dtype, y[i], ref) ? 0 : fabs((double)y[i] - ref);
         if (e <= tol) /* false when ref is NaN */
             r->within++;
         if (e > r->max_abs_err)

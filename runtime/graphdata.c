@@ -60,6 +60,9 @@ static int write_st(rt_program *prog, const cc_graph *g, const char *name, const
         return -1;
     }
     rt_st_to_f32(t, v);
+    /* fp32 data for a 16-bit value: as PyTorch would hold it */
+    for (int64_t i = 0; p->tensors[ti].host_dtype != ISA_HT_F32 && i < n; i++)
+        v[i] = isa_host_round(p->tensors[ti].host_dtype, v[i]);
     /* DL16 has no infinity (its NINF reads back as NaN): an infinite value
      * in the graph's data, such as the -inf of an additive causal mask,
      * becomes +-2^30, the stand-in the compiler uses for infinite
@@ -70,6 +73,27 @@ static int write_st(rt_program *prog, const cc_graph *g, const char *name, const
             if (isinf(v[i]))
                 v[i] = v[i] < 0 ? -1073741824.0f : 1073741824.0f;
     int rc = rt_write_tensor(prog, name, v, ISA_HT_F32, err, errlen);
+    free(v);
+    return rc;
+}
+
+/* Seeded random values (rt_fill_inputs) for a bool or integer input of the
+ * graph made values of its kind: a bool 1 where the value is positive, else
+ * 0; an integer truncated toward zero (the reference reads them so, and an
+ * output that is such an input must hold a bool or an integer). */
+static int random_of_kind(rt_program *prog, const isa_tensor *T, cc_dtype d, char *err, size_t errlen)
+{
+    if (d != CC_BOOL && d != CC_I64 && d != CC_I32)
+        return 0;
+    int64_t n = rt_tensor_elems(T);
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v)
+        return snprintf(err, errlen, "out of memory"), -1;
+    int rc = rt_read_tensor(prog, T->name, v, err, errlen);
+    for (int64_t i = 0; !rc && i < n; i++)
+        v[i] = d == CC_BOOL ? v[i] > 0 : truncf(v[i]);
+    if (!rc)
+        rc = rt_write_tensor(prog, T->name, v, ISA_HT_F32, err, errlen);
     free(v);
     return rc;
 }
@@ -89,8 +113,11 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
         /* the value's own name: a long one is shortened in the program */
         int v = cc_graph_find_tensor(g, T->name);
         if (T->role == ISA_ROLE_INPUT) {
-            if (!in)
+            if (!in) {
+                if (v >= 0 && random_of_kind(prog, T, g->values[v].type.dtype, err, errlen))
+                    goto out;
                 continue;
+            }
             const char *key = v >= 0 ? g->values[v].name : T->name;
             const rt_st_tensor *t = rt_st_find(in, key);
             if (!t) {

@@ -46,10 +46,10 @@ static int is_input_role(isa_role r)
 static int set_input(rt_program *prog, int i, float *vals, char *err, size_t errlen)
 {
     const isa_tensor *t = &prog->p->tensors[i];
-    if (t->host_dtype == ISA_HT_F16) {
+    if (t->host_dtype != ISA_HT_F32) {
         size_t n = (size_t)rt_tensor_elems(t);
         for (size_t k = 0; k < n; k++)
-            vals[k] = isa_f16_to_f32(isa_f16_from_f32(vals[k]));
+            vals[k] = isa_host_round(t->host_dtype, vals[k]);
     }
     if (rt_keep_host(prog, i, vals, err, errlen))
         return -1;

@@ -17,7 +17,7 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
         return isa_errf(err, errlen, "tensor %zu has an empty or unterminated name", idx);
     if ((int)t->role < 0 || t->role > ISA_ROLE_SCRATCH)
         return isa_errf(err, errlen, "tensor %s: bad role %d", t->name, (int)t->role);
-    if ((int)t->host_dtype < 0 || t->host_dtype > ISA_HT_F16)
+    if ((int)t->host_dtype < 0 || t->host_dtype >= ISA_HT_COUNT)
         return isa_errf(err, errlen, "tensor %s: bad host dtype %d", t->name, (int)t->host_dtype);
     if ((int)t->dev_dtype < 0 || t->dev_dtype > ISA_T_F32)
         return isa_errf(err, errlen, "tensor %s: bad device dtype %d", t->name, (int)t->dev_dtype);

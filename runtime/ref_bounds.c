@@ -48,14 +48,17 @@ double ref_eb_store(double v, double prop, int w) { return eb_round(v, prop, EB_
 double ref_eb_leaf(double x) { return eb_round(x, 0, EB_U, 0); }
 
 /* The device's copy of constant c: an fp32 immediate here, DL16 on a chip
- * that keeps constants so; the larger of the two rounding errors. */
+ * that keeps constants so (rounded from the fp32 value). The sum of both
+ * roundings bounds either copy's distance from c and from its fp32 value,
+ * which is the reference's value of a constant output (OpInfo's full_like
+ * to f64 of -0.731107023705885 was off by more than the larger alone). */
 double ref_eb_const(double c)
 {
     if (!isfinite(c))
         return 0;
     float f = (float)c;
-    double d = fabs((double)isa_dl16_round(f) - c);
-    return fmax(fabs((double)f - c), isnan(d) ? 0 : d);
+    double d = fabs((double)isa_dl16_round(f) - (double)f);
+    return fabs((double)f - c) + (isnan(d) ? 0 : d);
 }
 
 /* x y for a factor x and a bound y (or two bounds) where a zero factor

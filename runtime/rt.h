@@ -1,5 +1,5 @@
 /* rt: the Spyre runtime.  Opens a simulated device, allocates its DRAM,
- * loads programs, moves tensors between host (row-major fp32 / fp16) and
+ * loads programs, moves tensors between host (row-major fp32 / fp16 / bf16) and
  * device layout, launches programs and validates their outputs against a
  * host reference.
  *
@@ -116,7 +116,7 @@ void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev
  * index[0..rank-1]. */
 uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index);
 
-/* Convert a host tensor (fp32 or IEEE fp16, per dt) to device layout.
+/* Convert a host tensor (fp32, IEEE fp16 or bf16, per dt) to device layout.
  * Keeps an fp32 copy of the values as the host copy of the tensor (used by
  * rt_check and to upload it later), and writes the device layout to the
  * device when the tensor's region is there (else the next launch uploads
@@ -126,7 +126,9 @@ int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_ho
 /* Read a tensor into a row-major fp32 host array: from device DRAM while
  * its region is there, else the values the device would hold (its host
  * copy in device precision; an output: what the last launch read back;
- * zero without data).  Scratch tensors exist only on the device. */
+ * zero without data).  A bf16 or fp16 tensor's values are narrowed to its
+ * host dtype by the device's rule (isa_host_from_device: toward zero).
+ * Scratch tensors exist only on the device. */
 int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen);
 /* The fp32 host copy of a tensor (written, filled, loaded from a file,
  * decoded from constant data, or an output read back by a launch), or
@@ -268,8 +270,9 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len);
 
 /* ==== A compiled graph's data (runtime/graphdata.c) ====
  * For a program compiled from graph g (cc_codegen): write every input
- * tensor from the safetensors file inputs_path (by name; NULL: leave the
- * inputs alone) and every weight tensor from g's weights file (by the
+ * tensor from the safetensors file inputs_path (by name; NULL: keep the
+ * inputs' random values, those of a bool or integer input made 0/1 or
+ * truncated to integers) and every weight tensor from g's weights file (by the
  * parameter's key), as fp32 host data through rt_write_tensor, so the
  * host copies are there for rt_check_graph.  -1 with a message naming the
  * file and tensor on a missing tensor, a shape or kind other than the

@@ -3,6 +3,7 @@
 #include "rt_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes)
 {
@@ -40,19 +41,19 @@ int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_ho
     int i = rt_find_tensor(prog, name, err, errlen);
     if (i < 0)
         return -1;
-    if (dt != ISA_HT_F32 && dt != ISA_HT_F16)
+    if ((int)dt < 0 || dt >= ISA_HT_COUNT)
         return isa_errf(err, errlen, "tensor %s: unknown host dtype %d", name, (int)dt);
     const isa_tensor *t = &prog->p->tensors[i];
     size_t n = (size_t)rt_tensor_elems(t);
     const float *vals = host;
     float *conv = NULL;
-    if (dt == ISA_HT_F16) {
+    if (dt != ISA_HT_F32) { /* 16-bit values, exact in fp32; DL16 on upload */
         conv = malloc(n ? n * sizeof *conv : 1);
         if (!conv)
             return isa_errf(err, errlen, "tensor %s: out of host memory", name);
         const uint16_t *h = host;
         for (size_t k = 0; k < n; k++)
-            conv[k] = isa_f16_to_f32(h[k]);
+            conv[k] = dt == ISA_HT_F16 ? isa_f16_to_f32(h[k]) : isa_bf16_to_f32(h[k]);
         vals = conv;
     }
     int rc = rt_keep_host(prog, i, vals, err, errlen);
@@ -60,6 +61,17 @@ int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_ho
         rc = rt_write_f32(prog, i, vals, err, errlen);
     free(conv);
     return rc;
+}
+
+/* Device values read into the host dtype by the device's rule (toward zero
+ * for a 16-bit host dtype: isa_host_from_device). */
+static void narrow_to_host(const isa_tensor *t, float *vals)
+{
+    if (t->host_dtype == ISA_HT_F32)
+        return;
+    int64_t n = rt_tensor_elems(t);
+    for (int64_t k = 0; k < n; k++)
+        vals[k] = isa_host_from_device(t->host_dtype, vals[k]);
 }
 
 int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, size_t errlen)
@@ -73,6 +85,14 @@ int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, s
     int present = rt_region_present(prog, t);
     if (!present && t->role == ISA_ROLE_SCRATCH)
         return isa_errf(err, errlen, "tensor %s is scratch: it exists only in device DRAM, during a launch", name);
+    if (!present && t->role == ISA_ROLE_OUTPUT && t->host_dtype != ISA_HT_F32 && prog->host[i]) {
+        /* a 16-bit output's host copy is what the last launch read back,
+         * narrowed already (narrowing again changes nothing); another trip
+         * through DL16 would turn an fp16 infinity into NaN */
+        memcpy(host, prog->host[i], (size_t)rt_tensor_elems(t) * sizeof *host);
+        narrow_to_host(t, host);
+        return 0;
+    }
     void *buf = calloc(1, (size_t)t->bytes);
     if (!buf)
         return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", name,
@@ -90,6 +110,7 @@ int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, s
     }
     rt_layout_unpack(t, prog->p->stick_bytes, buf, host);
     free(buf);
+    narrow_to_host(t, host);
     return 0;
 }
 
@@ -116,6 +137,7 @@ int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
         }
         rt_layout_unpack(t, p->stick_bytes, buf, h);
         free(buf);
+        narrow_to_host(t, h);
         prog->pending.bytes_downloaded += t->bytes;
         prog->dev->total.bytes_downloaded += t->bytes;
     }

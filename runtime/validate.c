@@ -82,6 +82,16 @@ static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref
     return 0;
 }
 
+/* A bf16 or fp16 output is read back narrowed toward zero (rt_read_tensor):
+ * up to one unit in the last place of its dtype below the DL16 value, so its
+ * tolerance grows by that unit; against PyTorch's value, itself rounded to
+ * nearest from the exact one, by half a unit more (docs/validation.md). */
+static void host_dtype_tolerance(isa_host_dtype hdt, int torch, const float *ref, int64_t n, double *tol)
+{
+    for (int64_t k = 0; hdt != ISA_HT_F32 && k < n; k++)
+        tol[k] += (torch ? 1.5 : 1.0) * isa_host_ulp(hdt, ref[k]);
+}
+
 /* The graph value an output tensor of the program stands for: the value of
  * the same name, else "outputN" is the graph's output N. */
 static int output_value(const cc_graph *g, const char *name)
@@ -255,6 +265,7 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
             for (int64_t k = 0; k < cnt; k++)
                 tol[k] += TORCH_REL * (tol[k] - RT_ABS_FLOOR);
         }
+        host_dtype_tolerance(p->tensors[i].host_dtype, torch != NULL, ref, cnt, tol);
         rt_refval rv;
         memset(&rv, 0, sizeof rv);
         snprintf(rv.name, sizeof rv.name, "%s", val->name);

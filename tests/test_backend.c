@@ -1578,10 +1578,22 @@ static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_co
     expect_text_validates_on_both_chips(text);
 }
 
-static void test_returning_an_input_is_a_clear_error(void)
+/* An input returned is copied to a tensor "outputN" and validates; when the
+ * graph has a value of that name already, it stays a clear error. */
+static void test_returning_an_input_is_a_copy_and_a_clash_of_names_a_clear_error(void)
 {
     const char *text = "graph t\ninput %x: f32[8, 64]\n%y: f32[8, 64] = aten.relu.default(%x)\noutput %y, %x\n";
-    expect_spyre_refuses(text, "output x: the graph returns one of its inputs unchanged (not supported yet)");
+    CU_ASSERT_EQUAL(run_text(text, "spyre"), 0);
+    const char *clash = "graph t\ninput %x: f32[8, 64]\n%output1: f32[8, 64] = aten.relu.default(%x)\n"
+                        "output %output1, %x\n";
+    char err[1024], *rep;
+    cc_graph *g = cc_graph_parse(clash, "t.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "output x: the graph returns one of its inputs unchanged (not supported yet)"));
+    cc_result_free(r);
+    cc_graph_free(g);
 }
 
 /* cat along rows: each operand's load is guarded by a where and covers
@@ -2053,6 +2065,215 @@ static void test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_c
     }
 }
 
+/* Issue 14: an identity stopped with "the graph returns one of its inputs
+ * unchanged". An output that is an input is a copy named "outputN" (as
+ * PyTorch's expected outputs are); a view of an input, a 0-d input and a
+ * bool input (its random values made 0 and 1) likewise; the check maps
+ * each to its graph output. */
+static void test_outputs_that_are_inputs_or_views_of_inputs_run_and_validate_on_both_chips(void)
+{
+    const char *text = "graph ident\n"
+                       "input %x: f32[4, 8]\n"
+                       "input %s: f32[]\n"
+                       "%v: f32[8, 4] = aten.t.default(%x)\n"
+                       "%r: f32[32] = aten.view.default(%x, [32])\n"
+                       "input %b: bool[2, 8]\n"
+                       "output %x, %v, %s, %r, %b\n";
+    const char *names[] = {"x", "output0", "v", "s", "output2", "r", "output4"};
+    for (int c = 0; c < 2; c++) {
+        float *v[7] = {0};
+        int64_t n[7] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "ident.txt", both_chips[c], 7, names, v, n), 0);
+        CU_ASSERT_EQUAL(n[1], 32);
+        CU_ASSERT_EQUAL(n[4], 1);
+        int ok = 0;
+        for (int i = 0; i < 32; i++) {
+            float x = isa_dl16_round(v[0][i]);
+            ok += v[1][i] == x && v[5][i] == x && v[2][(i % 8) * 4 + i / 8] == x;
+        }
+        CU_ASSERT_EQUAL(ok, 32);
+        CU_ASSERT_EQUAL(v[4][0], isa_dl16_round(v[3][0]));
+        int ones = 0, bools = 0;
+        for (int i = 0; i < 16; i++) {
+            bools += v[6][i] == 0.0f || v[6][i] == 1.0f;
+            ones += v[6][i] == 1.0f;
+        }
+        CU_ASSERT_EQUAL(bools, 16);
+        CU_ASSERT(ones > 0 && ones < 16);
+        for (int i = 0; i < 7; i++)
+            free(v[i]);
+    }
+}
+
+/* OpInfo's full_like#4: a constant output's bound was the larger of its
+ * fp32 and DL16 roundings from the exact constant, short of the distance
+ * from its fp32 value (the reference's) by an fp32 rounding: a MISMATCH at
+ * worst_err_over_tol 1.0000001. A 0-d one likewise. */
+static void test_a_constant_output_validates_against_its_fp32_value_on_both_chips(void)
+{
+    const char *text = "graph fl\n"
+                       "input %x: f32[5]\n"
+                       "input %s: f32[]\n"
+                       "%f: f64[5] = aten.full_like.default(%x, -0.731107023705885, dtype=f64)\n"
+                       "%g: f32[] = aten.full_like.default(%s, 0.1)\n"
+                       "output %f, %g\n";
+    for (int c = 0; c < 2; c++)
+        CU_ASSERT_EQUAL(run_text(text, both_chips[c]), 0);
+}
+
+/* A mask cast to an integer (x.long(), .int()) is its 0s and 1s, and a
+ * count of one over 1000 elements is exact in DL16 (every integer up to
+ * 1024 is). */
+static void test_bool_masks_cast_to_integers_and_counted_are_exact_on_both_chips(void)
+{
+    const char *text = "graph counts\n"
+                       "input %x: f32[4, 1000]\n"
+                       "%g: bool[4, 1000] = aten.gt.Scalar(%x, 0.0)\n"
+                       "%l: i64[4, 1000] = aten._to_copy.default(%g, dtype=i64)\n"
+                       "%i: i32[4, 1000] = aten._to_copy.default(%g, dtype=i32)\n"
+                       "%s: i64[4] = aten.sum.dim_IntList(%g, [1])\n"
+                       "output %l, %i, %s\n";
+    const char *names[] = {"x", "l", "i", "s"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "counts.txt", both_chips[c], 4, names, v, n), 0);
+        int ok = 0;
+        for (int r = 0; r < 4; r++) {
+            int count = 0;
+            for (int k = 0; k < 1000; k++) {
+                float want = v[0][r * 1000 + k] > 0;
+                count += want == 1.0f;
+                ok += v[1][r * 1000 + k] == want && v[2][r * 1000 + k] == want;
+            }
+            CU_ASSERT_EQUAL(v[3][r], (float)count);
+        }
+        CU_ASSERT_EQUAL(ok, 4000);
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
+/* arange(1000) * 5 came back with 4104 for 4100 and a count over 3000
+ * elements with 1504 for 1503: DL16 keeps integers only up to 1024. Such
+ * integer results are refused at their graph line. */
+static void test_integers_beyond_dl16s_exact_range_are_a_clear_error(void)
+{
+    const char *mul = "graph a\n%a: i64[1000] = aten.arange.default(1000)\n"
+                      "%m: i64[1000] = aten.mul.Tensor(%a, 5)\noutput %m\n";
+    const char *count = "graph b\ninput %x: f32[4, 3000]\n%g: bool[4, 3000] = aten.gt.Scalar(%x, 0.0)\n"
+                        "%s: i64[4] = aten.sum.dim_IntList(%g, [1])\noutput %s\n";
+    char err[1024];
+    compile_error(mul, "spyre", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:3: aten.mul.Tensor: integer values up to 4995 are not exact on the device"));
+    compile_error(count, "spyre", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "test.txt:4: aten.sum.dim_IntList: integer values up to 3000 are not exact"));
+}
+
+/* ---- 16-bit host dtypes ---- */
+
+/* Compile text, write each input from 16-bit host data of its host dtype,
+ * run, (if forge) replace output forge's values with forged[] as if read
+ * back, check against the reference executor, read the outputs outs[] (n
+ * elements each) into out[]. Returns the outputs not ok, -1 on a failure. */
+static int run_16bit(const char *text, const char *cfgname, int nin, const char *const *ins, const uint16_t *const *in,
+                     const char *forge, const uint16_t *forged, int nout, const char *const *outs, float *const *out,
+                     int n)
+{
+    char err[1024];
+    cc_graph *g = cc_graph_parse(text, "casts.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    if (!r)
+        fprintf(stderr, "compile: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    const isa_program *ip = rt_program_isa(prog);
+    int bad = 0;
+    for (int i = 0; i < nin && !bad; i++) {
+        int ti = isa_program_find_tensor(ip, ins[i]);
+        CU_ASSERT_FATAL(ti >= 0);
+        bad = rt_write_tensor(prog, ins[i], in[i], ip->tensors[ti].host_dtype, err, sizeof err);
+    }
+    rt_run_result res;
+    rt_check_result *chk = NULL;
+    int nchk = 0;
+    if (bad || rt_load_graph_tensors(prog, g, NULL, err, sizeof err) || rt_launch(prog, &res) ||
+        (forge && rt_write_tensor(prog, forge, forged, ISA_HT_BF16, err, sizeof err)) ||
+        (bad = rt_check_graph(prog, g, &chk, &nchk, err, sizeof err)) < 0)
+        fprintf(stderr, "on %s: %s\n", cfgname, err), bad = -1;
+    for (int i = 0; i < nchk; i++) {
+        char line[512];
+        rt_check_format(&chk[i], line, sizeof line);
+        if (!chk[i].ok)
+            fprintf(stderr, "%s\n", line);
+    }
+    free(chk);
+    for (int i = 0; i < nout && bad == 0; i++) {
+        int ti = isa_program_find_tensor(ip, outs[i]);
+        CU_ASSERT_FATAL(ti >= 0 && rt_tensor_elems(&ip->tensors[ti]) == n);
+        bad = rt_read_tensor(prog, outs[i], out[i], err, sizeof err);
+    }
+    rt_unload(prog);
+    rt_close(dev);
+    cc_graph_free(g);
+    return bad;
+}
+
+/* torch-spyre issue 2478, measured on the chip: fp16 18.09375 cast to bf16
+ * reads back as 18.0 (DL16 narrowed toward zero), where PyTorch rounds to
+ * 18.125; both validate. A bf16 beyond fp16's range cast to fp16 reads back
+ * as an infinity, as PyTorch's does; an fp16 subnormal is truncated. */
+static void test_bf16_and_f16_outputs_are_narrowed_toward_zero_like_the_chip(void)
+{
+    const char *text = "graph casts\n"
+                       "input %h: f16[5]\n"
+                       "input %b: bf16[5]\n"
+                       "%hb: bf16[5] = aten._to_copy.default(%h, dtype=bf16)\n"
+                       "%bh: f16[5] = aten._to_copy.default(%b, dtype=f16)\n"
+                       "%bf: f32[5] = aten._to_copy.default(%b, dtype=f32)\n"
+                       "output %hb, %bh, %bf\n";
+    /* fp16: 18.09375, -18.09375, 4.828125, 1, 1.005859375 (PyTorch's bf16: 1.0078125) */
+    const uint16_t h[5] = {0x4c86, 0xcc86, 0x44d4, 0x3c00, 0x3c06};
+    /* bf16: 70144, -70144, -1.5, 1.2293e-6 (an fp16 subnormal), 3 */
+    const uint16_t b[5] = {0x4789, 0xc789, 0xbfc0, 0x35a5, 0x4040};
+    const char *ins[] = {"h", "b"}, *outs[] = {"hb", "bh", "bf"};
+    const uint16_t *in[] = {h, b};
+    float bsub = isa_bf16_to_f32(0x35a5);
+    for (int c = 0; c < 2; c++) {
+        float hb[5], bh[5], bf[5], *out[] = {hb, bh, bf};
+        CU_ASSERT_EQUAL_FATAL(run_16bit(text, both_chips[c], 2, ins, in, NULL, NULL, 3, outs, out, 5), 0);
+        CU_ASSERT_EQUAL(hb[0], 18.0f);
+        CU_ASSERT_EQUAL(hb[1], -18.0f);
+        CU_ASSERT_EQUAL(hb[2], 4.8125f);
+        CU_ASSERT_EQUAL(hb[3], 1.0f);
+        CU_ASSERT_EQUAL(hb[4], 1.0f);
+        CU_ASSERT(isinf(bh[0]) && bh[0] > 0);
+        CU_ASSERT(isinf(bh[1]) && bh[1] < 0);
+        CU_ASSERT_EQUAL(bh[2], -1.5f);
+        CU_ASSERT_EQUAL(bh[3], floorf(bsub * 0x1p24f) * 0x1p-24f);
+        CU_ASSERT_EQUAL(bh[4], 3.0f);
+        CU_ASSERT_EQUAL(bf[0], 70144.0f); /* exact in DL16 */
+        CU_ASSERT_EQUAL(bf[3], isa_dl16_round(bsub));
+    }
+    /* PyTorch's own bf16 values validate too; one unit further off fails */
+    const uint16_t torch_hb[5] = {0x4191, 0xc191, 0x409a, 0x3f80, 0x3f81};
+    const uint16_t wrong_hb[5] = {0x4192, 0xc191, 0x409a, 0x3f80, 0x3f81}; /* 18.25 */
+    float hb[5], bh[5], bf[5], *out[] = {hb, bh, bf};
+    CU_ASSERT_EQUAL(run_16bit(text, "spyre", 2, ins, in, "hb", torch_hb, 3, outs, out, 5), 0);
+    CU_ASSERT_EQUAL(hb[0], 18.125f);
+    CU_ASSERT_EQUAL(run_16bit(text, "spyre", 2, ins, in, "hb", wrong_hb, 3, outs, out, 5), 1);
+}
+
 /* Statistics over no element are PyTorch's: var and mean NaN, a layer
  * norm's mean 0 and rstd NaN; a sum over no element read by a later
  * kernel along a row is 0. */
@@ -2145,6 +2366,15 @@ int main(void)
         {"empty inputs feed cat, reshape and mean on both chips", test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips},
         {"reductions over dim 0 of a 0-d tensor give the element on both chips",
          test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_chips},
+        {"outputs that are inputs or views of inputs run and validate on both chips",
+         test_outputs_that_are_inputs_or_views_of_inputs_run_and_validate_on_both_chips},
+        {"a constant output validates against its fp32 value on both chips",
+         test_a_constant_output_validates_against_its_fp32_value_on_both_chips},
+        {"bool masks cast to integers and counted are exact on both chips",
+         test_bool_masks_cast_to_integers_and_counted_are_exact_on_both_chips},
+        {"integers beyond DL16's exact range are a clear error", test_integers_beyond_dl16s_exact_range_are_a_clear_error},
+        {"bf16 and f16 outputs are narrowed toward zero like the chip",
+         test_bf16_and_f16_outputs_are_narrowed_toward_zero_like_the_chip},
         {"statistics over no element are PyTorch's on both chips",
          test_statistics_over_no_element_are_pytorchs_on_both_chips},
         {"names of any length compile and run", test_names_of_any_length_compile_and_run},
@@ -2177,7 +2407,8 @@ int main(void)
          test_temps_given_back_after_their_last_read_give_chunks_more_rows},
         {"a cat along rows reads nothing past its operands", test_a_cat_along_rows_reads_nothing_past_its_operands},
         {"products with N or K of one validate", test_products_with_n_or_k_of_one_validate},
-        {"returning an input is a clear error", test_returning_an_input_is_a_clear_error},
+        {"returning an input is a copy and a clash of names a clear error",
+         test_returning_an_input_is_a_copy_and_a_clash_of_names_a_clear_error},
         {"a reduction over the first dimension stores through a staged copy",
          test_a_reduction_over_the_first_dimension_stores_through_a_staged_copy},
         {"one-element kernels validate", test_one_element_kernels_validate},

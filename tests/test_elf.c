@@ -28,7 +28,7 @@ static void push(isa_program *p, int core, const char *text)
     isa_stream_push(&p->cores[core], &in);
 }
 
-/* Four cores (one of them idle), four tensors of different kinds, constant
+/* Four cores (one of them idle), four tensors of different kinds (every host dtype), constant
  * data for the weight, graph text, and four kernels (two back to back on
  * core 0, instructions outside every kernel on cores 0 and 2). */
 static isa_program *sample_program(void)
@@ -40,7 +40,7 @@ static isa_program *sample_program(void)
     isa_program_add_tensor(p, "x", ISA_ROLE_INPUT, ISA_HT_F32, ISA_T_DL16, 2, xs, 0);
     int w = isa_program_add_tensor(p, "w", ISA_ROLE_WEIGHT, ISA_HT_F16, ISA_T_DL16, 2, ws, 16384);
     isa_program_add_tensor(p, "y", ISA_ROLE_OUTPUT, ISA_HT_F32, ISA_T_F32, 2, ys, 32768);
-    int s = isa_program_add_tensor(p, "scratch.0", ISA_ROLE_SCRATCH, ISA_HT_F16, ISA_T_DL16, 3, ss, 65536);
+    int s = isa_program_add_tensor(p, "scratch.0", ISA_ROLE_SCRATCH, ISA_HT_BF16, ISA_T_DL16, 3, ss, 65536);
     p->tensors[s].stick_dim = 1; /* sticked on the middle dimension */
     p->tensors[s].bytes = isa_tensor_device_bytes(&p->tensors[s], p->stick_bytes);
     p->dram_bytes = 1 << 20;
@@ -490,7 +490,7 @@ static void test_corrupt_tensor_table_is_an_error(void)
     uint8_t *img = good_elf_with(".spyre.tensors", &t, path, sizeof path, &n);
     size_t rec1 = t.offset + TR_SIZE; /* tensor "w" */
     expect_patched_error(img, n, rec1 + TR_ROLE, 4, 4, "role 4 out of range");
-    expect_patched_error(img, n, rec1 + TR_HOST, 2, 4, "host dtype");
+    expect_patched_error(img, n, rec1 + TR_HOST, 3, 4, "host dtype 3 out of range");
     expect_patched_error(img, n, rec1 + TR_DEV, 0x100, 4, "device dtype");
     expect_patched_error(img, n, rec1 + TR_RANK, 7, 4, "rank 7");
     expect_patched_error(img, n, rec1 + TR_RANK, 1, 4, "dimension 1 set past rank");

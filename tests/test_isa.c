@@ -460,6 +460,43 @@ static void test_f16_known_values(void)
     CU_ASSERT_EQUAL(isa_f16_from_f32(1.0f + ldexpf(1.0f, -11)), 0x3c00);
 }
 
+static void test_bf16_known_values(void)
+{
+    CU_ASSERT_EQUAL(isa_bf16_from_f32(1.0f), 0x3f80);
+    CU_ASSERT_EQUAL(isa_bf16_to_f32(0xc120), -10.0f);
+    /* PyTorch's values: 18.09375 -> 18.125, 4.828125 (a tie) -> 4.8125 */
+    CU_ASSERT_EQUAL(isa_bf16_to_f32(isa_bf16_from_f32(18.09375f)), 18.125f);
+    CU_ASSERT_EQUAL(isa_bf16_to_f32(isa_bf16_from_f32(4.828125f)), 4.8125f);
+    CU_ASSERT_EQUAL(isa_bf16_from_f32(3.4e38f), 0x7f80); /* rounds past the largest: inf */
+    CU_ASSERT(isnan(isa_bf16_to_f32(isa_bf16_from_f32(NAN))));
+    CU_ASSERT_EQUAL(isa_host_round(ISA_HT_F16, 65520.0f), INFINITY);
+    CU_ASSERT_EQUAL(isa_host_round(ISA_HT_F32, 0.1f), 0.1f);
+}
+
+/* The device's narrowing of a DL16 value to a 16-bit host dtype (torch-spyre
+ * issue 2478): toward zero; fp16 overflows to infinity (assumed). */
+static void test_device_values_narrow_toward_zero_into_16_bit_host_dtypes(void)
+{
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_BF16, 18.09375f), 18.0f);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_BF16, -18.09375f), -18.0f);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_BF16, 0x1p30f), 0x1p30f);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F16, 18.09375f), 18.09375f); /* DL16 fits fp16 */
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F16, 65472.0f), 65472.0f);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F16, 65536.0f), INFINITY);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F16, -0x1p30f), -INFINITY);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F16, 20.75f * 0x1p-24f), 20.0f * 0x1p-24f);
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F16, 0x1p-26f), 0.0f);
+    CU_ASSERT(isnan(isa_host_from_device(ISA_HT_BF16, NAN)) && isnan(isa_host_from_device(ISA_HT_F16, NAN)));
+    CU_ASSERT_EQUAL(isa_host_from_device(ISA_HT_F32, 18.09375f), 18.09375f);
+    /* units in the last place: bf16 7 fraction bits, fp16 10 (subnormals 2^-24) */
+    CU_ASSERT_EQUAL(isa_host_ulp(ISA_HT_BF16, 18.09375), 0.125);
+    CU_ASSERT_EQUAL(isa_host_ulp(ISA_HT_BF16, -1.0), 0x1p-7);
+    CU_ASSERT_EQUAL(isa_host_ulp(ISA_HT_F16, 1.5), 0x1p-10);
+    CU_ASSERT_EQUAL(isa_host_ulp(ISA_HT_F16, 0.0), 0x1p-24);
+    CU_ASSERT_EQUAL(isa_host_ulp(ISA_HT_F16, 0x1p-20), 0x1p-24);
+    CU_ASSERT_EQUAL(isa_host_ulp(ISA_HT_F32, 1.0), 0.0);
+}
+
 /* ---- the user documentation follows the table ---- */
 
 static void test_docs_list_every_instruction_with_its_opcode_and_format(void)
@@ -718,6 +755,9 @@ int main(void)
         {"DL16: tiny values flush to signed zero", test_dl16_tiny_values_flush_to_signed_zero},
         {"DL16: bulk conversion matches scalar", test_dl16_bulk_conversion_matches_scalar},
         {"f16: known values", test_f16_known_values},
+        {"bf16: known values", test_bf16_known_values},
+        {"device values narrow toward zero into 16-bit host dtypes",
+         test_device_values_narrow_toward_zero_into_16_bit_host_dtypes},
         {"docs/isa.md lists every instruction with its opcode and format",
          test_docs_list_every_instruction_with_its_opcode_and_format},
         {"a FIFO, a device and a directory are refused before reading",

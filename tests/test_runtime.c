@@ -308,12 +308,11 @@ static void round_trip(const tspec *ts, isa_host_dtype hdt)
 
     float *v = randoms(5, ts->name, n, 3);
     uint16_t *h16 = malloc(n * sizeof *h16 + 1);
-    for (size_t i = 0; i < n; i++) {
-        h16[i] = isa_f16_from_f32(v[i]);
-        if (hdt == ISA_HT_F16)
-            v[i] = isa_f16_to_f32(h16[i]); /* the values the host really has */
+    for (size_t i = 0; i < n && hdt != ISA_HT_F32; i++) { /* the values the host really has */
+        h16[i] = hdt == ISA_HT_F16 ? isa_f16_from_f32(v[i]) : isa_bf16_from_f32(v[i]);
+        v[i] = hdt == ISA_HT_F16 ? isa_f16_to_f32(h16[i]) : isa_bf16_to_f32(h16[i]);
     }
-    CU_ASSERT_EQUAL(rt_write_tensor(prog, ts->name, hdt == ISA_HT_F16 ? (void *)h16 : (void *)v, hdt, err,
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, ts->name, hdt != ISA_HT_F32 ? (void *)h16 : (void *)v, hdt, err,
                                     sizeof err), 0);
     float *back = malloc(n * sizeof *back + 1);
     CU_ASSERT_EQUAL(rt_read_tensor(prog, ts->name, back, err, sizeof err), 0);
@@ -404,6 +403,15 @@ static void test_layout_round_trip_fp16_host_input(void)
     round_trip(&a, ISA_HT_F16);
     tspec b = {"H3", ISA_ROLE_INPUT, ISA_T_F32, 3, {3, 5, 130}, 1};
     round_trip(&b, ISA_HT_F16);
+}
+
+/* bf16 host data: exact in fp32, and in DL16 (7 fraction bits of 9). */
+static void test_layout_round_trip_bf16_host_input(void)
+{
+    tspec a = {"B", ISA_ROLE_INPUT, ISA_T_DL16, 2, {100, 70}, -1};
+    round_trip(&a, ISA_HT_BF16);
+    tspec b = {"B3", ISA_ROLE_INPUT, ISA_T_F32, 3, {3, 5, 130}, 1};
+    round_trip(&b, ISA_HT_BF16);
 }
 
 /* Hand-computed offsets: the layout of isa.h, independently of
@@ -1469,6 +1477,7 @@ int main(void)
         {"layout round trip 1-D and scalar", test_layout_round_trip_1d_and_scalar},
         {"layout round trip 3-D any stick_dim", test_layout_round_trip_3d_any_stick_dim},
         {"layout round trip fp16 host input", test_layout_round_trip_fp16_host_input},
+        {"layout round trip of a bf16 host input", test_layout_round_trip_bf16_host_input},
         {"layout puts elements where isa.h says", test_layout_puts_elements_where_isa_h_says},
         {"layout 1024x1024 converts in milliseconds", test_layout_1024x1024_converts_in_milliseconds},
         {"write and read name unknown tensors", test_write_and_read_name_unknown_tensors},
