@@ -1091,6 +1091,265 @@ static int r_sdpa(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
+/* ---- Elementwise math and activations, in core ops ----
+ * Each is written as the DL16 device computes well: selections (where,
+ * clamp) are exact, and each arithmetic step is one SFP operation whose
+ * result is stored in DL16 (9 fraction bits). */
+
+/* a comparison of a with the number s: a bool tensor */
+static int cmps(dctx *c, const char *op, int a, double s)
+{
+    cc_ttype t = T(c, a);
+    t.dtype = CC_BOOL;
+    return EMIT(c, op, t, A_val(a), A_num(s));
+}
+
+static int cmpv(dctx *c, const char *op, int a, int b)
+{
+    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    if (ir_broadcast(&ta, &tb, &t))
+        fail(c, "operand shapes do not broadcast");
+    t.dtype = CC_BOOL;
+    return EMIT(c, op, t, A_val(a), A_val(b));
+}
+
+/* a bool as 0 / 1 in the float dtype dt */
+static int as_num(dctx *c, int b, cc_dtype dt) { return cast(c, b, dt); }
+
+static int neg(dctx *c, int a) { return un(c, "aten.neg.default", a); }
+
+/* x, or x * s when s != 1 */
+static int scale(dctx *c, int x, double s) { return s == 1 ? x : bins(c, "aten.mul.Tensor", x, s); }
+
+enum { RD_FLOOR, RD_CEIL, RD_TRUNC, RD_ROUND };
+
+/* floor, ceil, trunc or round (half to even) of a float x.  The SFP has no
+ * rounding function; DL16 keeps every integer up to 1024 and has ulp 1 on
+ * [512, 1024), so for a = |x| < 512, (a + 512) - 512 is an integer near a
+ * (the store rounds ties away from zero), exact after a compare and a
+ * correction by 1; a magnitude of 512 or more is already an integer (and
+ * NaN fails the test a < 512, so it passes through). */
+static int round_to_int(dctx *c, int x, int which)
+{
+    cc_dtype dt = T(c, x).dtype;
+    int a = un(c, "aten.abs.default", x);
+    int t = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", a, 512), 512);
+    int fl = bin(c, "aten.sub.Tensor", t, as_num(c, cmpv(c, "aten.gt.Tensor", t, a), dt));
+    int up;
+    if (which == RD_ROUND) { /* fl + 1 when a - fl > 0.5, or == 0.5 and fl is odd */
+        int d = bin(c, "aten.sub.Tensor", a, fl);
+        int h = bins(c, "aten.mul.Tensor", fl, 0.5);
+        int hu = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", h, 512), 512);
+        int odd = cmpv(c, "aten.ne.Tensor", hu, h);
+        int tie = bin(c, "aten.logical_and.default", cmps(c, "aten.eq.Scalar", d, 0.5), odd);
+        up = bin(c, "aten.add.Tensor", fl,
+                 as_num(c, bin(c, "aten.logical_or.default", cmps(c, "aten.gt.Scalar", d, 0.5), tie), dt));
+    } else { /* ceil(a) */
+        up = bin(c, "aten.add.Tensor", t, as_num(c, cmpv(c, "aten.lt.Tensor", t, a), dt));
+    }
+    /* for x < 0: floor(x) = -ceil(a), ceil(x) = trunc(x) = -floor(a), round(x) = -round(a) */
+    int pos = which == RD_FLOOR || which == RD_TRUNC ? fl : up;
+    int negv = which == RD_FLOOR || which == RD_ROUND ? up : fl;
+    int r = where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, negv), pos);
+    return where(c, cmps(c, "aten.lt.Scalar", a, 512), r, x);
+}
+
+static int r_round(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    static const char *const names[] = {"floor", "ceil", "trunc", "round"};
+    int which = 0;
+    while (strcmp(names[which], n->base))
+        which++;
+    if (which == RD_ROUND && num(c, n, 1, "decimals", 0) != 0)
+        fail(c, "the compiler lowers round only with decimals=0");
+    out[0] = is_float(T(c, x).dtype) ? round_to_int(c, x, which) : x;
+    return 1;
+}
+
+static int r_frac(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.sub.Tensor", x, round_to_int(c, x, RD_TRUNC));
+    return 1;
+}
+
+/* sign, sgn: (x > 0) - (x < 0), NaN kept */
+static int r_sign(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_dtype dt = T(c, x).dtype;
+    if (!is_float(dt))
+        fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    int s = bin(c, "aten.sub.Tensor", as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt),
+                 as_num(c, cmps(c, "aten.lt.Scalar", x, 0), dt));
+    out[0] = where(c, cmpv(c, "aten.ne.Tensor", x, x), x, s);
+    return 1;
+}
+
+/* div with rounding_mode "trunc" / "floor": the true quotient, rounded */
+static int r_div_mode(dctx *c, const cc_node *n, int *out)
+{
+    const cc_arg *m = cc_node_arg(n, 2, "rounding_mode");
+    if (!m || m->kind == CC_ARG_NONE)
+        return 0;
+    if (m->kind != CC_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
+        fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
+    int x = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
+                         : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
+    out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
+    return 1;
+}
+
+/* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b */
+static int r_remainder(dctx *c, const cc_node *n, int *out)
+{
+    int a = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    int fm = !strcmp(n->base, "fmod");
+    if (!is_float(T(c, a).dtype))
+        fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    int q, p;
+    if (is_number(o)) {
+        double b = num(c, n, 1, "other", 1);
+        q = round_to_int(c, bins(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
+        p = bins(c, "aten.mul.Tensor", q, b);
+    } else {
+        int b = val(c, n, 1, "other");
+        q = round_to_int(c, bin(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
+        p = bin(c, "aten.mul.Tensor", q, b);
+    }
+    out[0] = bin(c, "aten.sub.Tensor", a, p);
+    return 1;
+}
+
+/* hardtanh(x, min_val, max_val), relu6 */
+static int r_hardtanh(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int six = !strcmp(n->base, "relu6");
+    double lo = six ? 0 : num(c, n, 1, "min_val", -1), hi = six ? 6 : num(c, n, 2, "max_val", 1);
+    out[0] = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, lo), hi);
+    return 1;
+}
+
+static int r_leaky_relu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double s = num(c, n, 1, "negative_slope", 0.01);
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), x, bins(c, "aten.mul.Tensor", x, s));
+    return 1;
+}
+
+/* x > 0 ? x * scale : (exp(x * input_scale) - 1) * alpha * scale (elu);
+ * celu(alpha) is elu(alpha, 1, 1 / alpha), selu fixed constants */
+static int r_elu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double alpha = num(c, n, 1, "alpha", 1), sc = 1, isc = 1;
+    if (!strcmp(n->base, "celu")) {
+        isc = 1 / alpha;
+    } else if (!strcmp(n->base, "selu")) {
+        alpha = 1.6732632423543772848170429916717;
+        sc = 1.0507009873554804934193349852946;
+    } else {
+        sc = num(c, n, 2, "scale", 1);
+        isc = num(c, n, 3, "input_scale", 1);
+    }
+    int em1 = bins(c, "aten.sub.Tensor", un(c, "aten.exp.default", scale(c, x, isc)), 1);
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), scale(c, x, sc), scale(c, em1, alpha * sc));
+    return 1;
+}
+
+static int r_threshold(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double th = num(c, n, 1, "threshold", 0), v = num(c, n, 2, "value", 0);
+    out[0] = where_s(c, cmps(c, "aten.gt.Scalar", x, th), x, v, 0);
+    return 1;
+}
+
+/* hardsigmoid(x) = clamp(x + 3, 0, 6) / 6 (as Inductor) */
+static int hardsigmoid(dctx *c, int x)
+{
+    int r = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", bins(c, "aten.add.Tensor", x, 3), 0), 6);
+    return bins(c, "aten.mul.Tensor", r, 1.0 / 6);
+}
+
+static int r_hardsigmoid(dctx *c, const cc_node *n, int *out)
+{
+    out[0] = hardsigmoid(c, val(c, n, 0, "self"));
+    return 1;
+}
+
+static int r_hardswish(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.mul.Tensor", x, hardsigmoid(c, x));
+    return 1;
+}
+
+/* x beta > threshold ? x : log(exp(x beta) + 1) / beta.  log1p(e) as
+ * log(e + 1): for small e the sum rounds to 1 and the result to 0, an
+ * absolute error of at most e (about e^(x beta)). */
+static int softplus(dctx *c, int x, double beta, double th)
+{
+    int xb = scale(c, x, beta);
+    int sp = un(c, "aten.log.default", bins(c, "aten.add.Tensor", un(c, "aten.exp.default", xb), 1));
+    return where(c, cmps(c, "aten.gt.Scalar", xb, th), x, scale(c, sp, 1 / beta));
+}
+
+static int r_softplus(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = softplus(c, x, num(c, n, 1, "beta", 1), num(c, n, 2, "threshold", 20));
+    return 1;
+}
+
+/* mish(x) = x tanh(softplus(x)) */
+static int r_mish(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.tanh.default", softplus(c, x, 1, 20)));
+    return 1;
+}
+
+/* glu(x, dim): the first half times sigmoid of the second */
+static int r_glu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    int d = normdim(c, (int64_t)num(c, n, 1, "dim", -1), t.rank);
+    int64_t h = t.shape[d] / 2;
+    if (!t.rank || t.shape[d] % 2)
+        fail(c, "glu halves a dimension of even size");
+    int a = slice(c, x, d, 0, h, 1), b = slice(c, x, d, h, 2 * h, 1);
+    out[0] = bin(c, "aten.mul.Tensor", a, un(c, "aten.sigmoid.default", b));
+    return 1;
+}
+
+/* logsumexp(x, dims, keepdim) = m + log(sum(exp(x - m))), m = amax(x) */
+static int r_logsumexp(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    if (!is_float(T(c, x).dtype))
+        x = cast(c, x, CC_F32);
+    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
+    int k = ints(c, n, 1, "dim", in);
+    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+    int keep = kd && kd->kind == CC_ARG_BOOL && kd->i;
+    int nd = red_dims(c, x, k, in, dims, &count);
+    int m = red(c, "aten.amax.default", x, nd, dims, 1);
+    int s = red(c, "aten.sum.dim_IntList", un(c, "aten.exp.default", bin(c, "aten.sub.Tensor", x, m)), nd, dims, keep);
+    cc_ttype ts = T(c, s);
+    if (!keep)
+        m = reshape(c, m, ts.rank, ts.shape);
+    out[0] = bin(c, "aten.add.Tensor", un(c, "aten.log.default", s), m);
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -1158,6 +1417,30 @@ static const struct {
     {"new_empty", r_factory, "full(size, 0)"},
     {"new_full", r_factory, "full(size, value)"},
     {"fill", r_fill, "full(x's shape, value)"},
+    {"floor", r_round, "|x| < 512: t = (|x| + 512) - 512 (DL16 ulp 1 there), corrected by 1 after a compare; "
+                       "the sign restored by where; |x| >= 512 (already an integer) or NaN: x"},
+    {"ceil", r_round, "as floor"},
+    {"trunc", r_round, "as floor"},
+    {"round", r_round, "as floor, ties to even (decimals=0)"},
+    {"frac", r_frac, "x - trunc(x)"},
+    {"sign", r_sign, "(x > 0) - (x < 0), NaN kept (where(x != x, x, ..))"},
+    {"sgn", r_sign, "as sign (real tensors)"},
+    {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor)"},
+    {"remainder", r_remainder, "a - floor(a / b) * b"},
+    {"fmod", r_remainder, "a - trunc(a / b) * b"},
+    {"hardtanh", r_hardtanh, "clamp_min, clamp_max"},
+    {"relu6", r_hardtanh, "clamp_min 0, clamp_max 6"},
+    {"leaky_relu", r_leaky_relu, "where(x > 0, x, x * slope)"},
+    {"elu", r_elu, "where(x > 0, x * scale, (exp(x * input_scale) - 1) * alpha * scale)"},
+    {"celu", r_elu, "elu with scale 1, input_scale 1/alpha"},
+    {"selu", r_elu, "elu with SELU's alpha and scale"},
+    {"threshold", r_threshold, "where(x > threshold, x, value)"},
+    {"hardsigmoid", r_hardsigmoid, "clamp(x + 3, 0, 6) * (1/6)"},
+    {"hardswish", r_hardswish, "x * hardsigmoid(x)"},
+    {"softplus", r_softplus, "where(x*beta > threshold, x, log(exp(x*beta) + 1) * (1/beta))"},
+    {"mish", r_mish, "x * tanh(softplus(x))"},
+    {"glu", r_glu, "slice halves a, b; a * sigmoid(b)"},
+    {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
 };
 
 void cc_decompositions_print(FILE *f)

@@ -142,6 +142,7 @@ static const ref_op ops[] = {
     {"round", op_unary, U_ROUND},
     {"trunc", op_unary, U_TRUNC},
     {"sign", op_unary, U_SIGN},
+    {"sgn", op_unary, U_SIGN},           /* sign, for real tensors */
     {"logical_not", op_unary, U_LNOT},
     {"bitwise_not", op_unary, U_BNOT},
 };

@@ -2141,9 +2141,58 @@ static void test_names_of_any_length_compile_and_run(void)
     CU_ASSERT_NOT_EQUAL(strcmp(a, b), 0);
 }
 
+/* Issue 14: the SFP has no rounding function; floor, ceil, round (half to
+ * even), trunc, frac, remainder, fmod and div's rounding modes decompose
+ * into DL16 adds of 512 and compares (compiler/decompose.c).  Over every
+ * quarter from -8 to 7.75 (ties included) and every half from 490 to
+ * 521.5 (across 512, where DL16's ulp becomes 1) each result is exactly
+ * C's function of the device's own input, on both chips. */
+static void test_rounding_functions_are_exact_on_the_device_on_both_chips(void)
+{
+    const char *text = "graph rnd\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%q: f32[64] = aten.mul.Tensor(%i, 0.25)\n"
+                       "%x: f32[64] = aten.sub.Tensor(%q, 8.0)\n"
+                       "%h: f32[64] = aten.mul.Tensor(%i, 0.5)\n"
+                       "%y: f32[64] = aten.add.Tensor(%h, 490.0)\n"
+                       "%fl: f32[64] = aten.floor.default(%x)\n"
+                       "%ce: f32[64] = aten.ceil.default(%x)\n"
+                       "%ro: f32[64] = aten.round.default(%x)\n"
+                       "%tr: f32[64] = aten.trunc.default(%x)\n"
+                       "%fr: f32[64] = aten.frac.default(%x)\n"
+                       "%rm: f32[64] = aten.remainder.Scalar(%x, 1.5)\n"
+                       "%fm: f32[64] = aten.fmod.Scalar(%x, 1.5)\n"
+                       "%dv: f32[64] = aten.div.Scalar_mode(%x, 0.75, rounding_mode=\"floor\")\n"
+                       "%ry: f32[64] = aten.round.default(%y)\n"
+                       "%fy: f32[64] = aten.floor.default(%y)\n"
+                       "output %x, %y, %fl, %ce, %ro, %tr, %fr, %rm, %fm, %dv, %ry, %fy\n";
+    const char *names[] = {"x", "y", "fl", "ce", "ro", "tr", "fr", "rm", "fm", "dv", "ry", "fy"};
+    for (int c = 0; c < 2; c++) {
+        float *v[12] = {0};
+        int64_t n[12] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "rnd.txt", both_chips[c], 12, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            float x = v[0][i], y = v[1][i], r = fmodf(x, 1.5f);
+            ok += v[2][i] == floorf(x) && v[3][i] == ceilf(x) && v[4][i] == nearbyintf(x) && v[5][i] == truncf(x);
+            ok += v[6][i] == x - truncf(x) && v[8][i] == r && v[9][i] == floorf(x / 0.75f);
+            ok += v[7][i] == (r != 0 && r < 0 ? r + 1.5f : r);
+            ok += v[10][i] == nearbyintf(y) && v[11][i] == floorf(y);
+        }
+        CU_ASSERT_EQUAL(ok, 4 * 64);
+        CU_ASSERT_EQUAL(v[4][10], -6.0f); /* round(-5.5): ties to even */
+        CU_ASSERT_EQUAL(v[4][22], -2.0f); /* round(-2.5) */
+        CU_ASSERT_EQUAL(v[10][43], 512.0f); /* round(511.5) */
+        for (int i = 0; i < 12; i++)
+            free(v[i]);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"rounding functions are exact on the device on both chips",
+         test_rounding_functions_are_exact_on_the_device_on_both_chips},
         {"a product or sum over no element gives zeros or the bias on both chips",
          test_a_product_or_sum_over_no_element_gives_zeros_or_the_bias_on_both_chips},
         {"graphs with an empty batch run to empty outputs on both chips",
