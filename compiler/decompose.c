@@ -918,13 +918,20 @@ static int r_stack(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-/* fill(x, value): full(x's shape, value) in x's dtype */
+/* fill(x, value): full(x's shape, value) in x's dtype, or a 0-d tensor value expanded */
 static int r_fill(dctx *c, const cc_node *n, int *out)
 {
     cc_ttype t = T(c, val(c, n, 0, "self"));
     const cc_arg *v = cc_node_arg(n, 1, "value");
+    if (v && v->kind == CC_ARG_VALUE) { /* fill.Tensor: the 0-d value expanded */
+        int e = cast(c, val(c, n, 1, "value"), t.dtype);
+        if (numel(&c->d->values[e].type) != 1)
+            fail(c, "the fill value must have one element");
+        out[0] = expand(c, reshape(c, e, 0, t.shape), t.rank, t.shape);
+        return 1;
+    }
     if (!is_number(v))
-        fail(c, "the compiler lowers fill only with a number");
+        fail(c, "argument value must be a number or a tensor");
     out[0] = full(c, t.rank, t.shape, v->kind == CC_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
     return 1;
 }
@@ -1350,6 +1357,287 @@ static int r_logsumexp(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
+/* x as a float tensor: integers and bools become f32, as PyTorch's
+ * floating functions promote them */
+static int fx(dctx *c, int x) { return is_float(T(c, x).dtype) ? x : cast(c, x, CC_F32); }
+
+/* Unary functions written with exp, log, sin, cos, sqrt and arithmetic. */
+enum { M_EXPM1, M_LOG1P, M_LOG2, M_LOG10, M_EXP2, M_TAN, M_SINH, M_COSH, M_ASINH, M_ACOSH, M_ATANH,
+       M_DEG2RAD, M_RAD2DEG, M_SINC, M_ISNAN };
+
+static const struct {
+    const char *name;
+    const char *into;
+} math_fns[] = {
+    [M_EXPM1] = {"expm1", "exp(x) - 1"},
+    [M_LOG1P] = {"log1p", "log(x + 1)"},
+    [M_LOG2] = {"log2", "log(x) * (1/ln 2)"},
+    [M_LOG10] = {"log10", "log(x) * (1/ln 10)"},
+    [M_EXP2] = {"exp2", "exp(x * ln 2)"},
+    [M_TAN] = {"tan", "sin(x) / cos(x)"},
+    [M_SINH] = {"sinh", "(exp(x) - exp(-x)) * 0.5"},
+    [M_COSH] = {"cosh", "(exp(x) + exp(-x)) * 0.5"},
+    [M_ASINH] = {"asinh", "a = |x|: log(a + sqrt(a*a + 1)) (a > 4096: log(a) + ln 2), sign of x"},
+    [M_ACOSH] = {"acosh", "log(x + sqrt(x*x - 1)) (x > 4096: log(x) + ln 2)"},
+    [M_ATANH] = {"atanh", "log((1 + x) / (1 - x)) * 0.5; x == +-1: +-inf"},
+    [M_DEG2RAD] = {"deg2rad", "x * (pi/180)"},
+    [M_RAD2DEG] = {"rad2deg", "x * (180/pi)"},
+    [M_SINC] = {"sinc", "where(x == 0, 1, sin(pi x) / (pi x))"},
+    [M_ISNAN] = {"isnan", "x != x (DL16's NINF reads as NaN)"},
+};
+
+#define LN2 0.69314718055994530942
+#define PI 3.14159265358979323846
+
+/* log(a + sqrt(a*a + s)), or log(a) + ln 2 where a*a would leave DL16's
+ * range (about 8.6e9: a > 4096 is far enough, the two agree there to
+ * DL16's precision) */
+static int log_hyp(dctx *c, int a, double s)
+{
+    int r = bin(c, "aten.add.Tensor", a, un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", a, a), s)));
+    int big = bins(c, "aten.add.Tensor", un(c, "aten.log.default", a), LN2);
+    return where(c, cmps(c, "aten.gt.Scalar", a, 4096), big, un(c, "aten.log.default", r));
+}
+
+static int math_fn(dctx *c, int x, int which)
+{
+    x = fx(c, x);
+    switch (which) {
+    case M_EXPM1: return bins(c, "aten.sub.Tensor", un(c, "aten.exp.default", x), 1);
+    case M_LOG1P: return un(c, "aten.log.default", bins(c, "aten.add.Tensor", x, 1));
+    case M_LOG2: return bins(c, "aten.mul.Tensor", un(c, "aten.log.default", x), 1 / LN2);
+    case M_LOG10: return bins(c, "aten.mul.Tensor", un(c, "aten.log.default", x), 1 / log(10.0));
+    case M_EXP2: return un(c, "aten.exp.default", bins(c, "aten.mul.Tensor", x, LN2));
+    case M_TAN: return bin(c, "aten.div.Tensor", un(c, "aten.sin.default", x), un(c, "aten.cos.default", x));
+    case M_SINH:
+    case M_COSH: {
+        int e = un(c, "aten.exp.default", x), en = un(c, "aten.exp.default", neg(c, x));
+        return bins(c, "aten.mul.Tensor", bin(c, which == M_SINH ? "aten.sub.Tensor" : "aten.add.Tensor", e, en), 0.5);
+    }
+    case M_ASINH: {
+        int r = log_hyp(c, un(c, "aten.abs.default", x), 1);
+        return where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, r), r);
+    }
+    case M_ACOSH: return log_hyp(c, x, -1);
+    case M_ATANH: {
+        int q = bin(c, "aten.div.Tensor", bins(c, "aten.add.Tensor", x, 1), bins(c, "aten.add.Tensor", neg(c, x), 1));
+        int r = bins(c, "aten.mul.Tensor", un(c, "aten.log.default", q), 0.5);
+        /* +-1 (also an input that DL16 rounds to it): +-inf, the device's
+         * stand-in, where the quotient's infinity would be stored as NaN */
+        r = where_s(c, cmps(c, "aten.eq.Scalar", x, 1), r, INFINITY, 1);
+        return where_s(c, cmps(c, "aten.eq.Scalar", x, -1), r, -INFINITY, 1);
+    }
+    case M_DEG2RAD: return bins(c, "aten.mul.Tensor", x, PI / 180);
+    case M_RAD2DEG: return bins(c, "aten.mul.Tensor", x, 180 / PI);
+    case M_SINC: {
+        int px = bins(c, "aten.mul.Tensor", x, PI);
+        return where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.div.Tensor", un(c, "aten.sin.default", px), px), 1, 1);
+    }
+    default: return cmpv(c, "aten.ne.Tensor", x, x);
+    }
+}
+
+static int r_math(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    for (size_t i = 0; i < sizeof math_fns / sizeof math_fns[0]; i++)
+        if (!strcmp(math_fns[i].name, n->base)) {
+            out[0] = math_fn(c, x, (int)i);
+            return 1;
+        }
+    fail(c, "internal: no math function %s", n->base);
+}
+
+/* logit(x, eps): log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
+static int r_logit(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val(c, n, 0, "self"));
+    const cc_arg *e = cc_node_arg(n, 1, "eps");
+    if (is_number(e)) {
+        double eps = num(c, n, 1, "eps", 0);
+        x = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, eps), 1 - eps);
+    }
+    int q = bin(c, "aten.div.Tensor", x, bins(c, "aten.add.Tensor", neg(c, x), 1));
+    out[0] = un(c, "aten.log.default", q);
+    return 1;
+}
+
+/* log_sigmoid_forward: (min(x, 0) - log(e + 1), e = exp(-|x|)), PyTorch's buffer e */
+static int r_log_sigmoid(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val(c, n, 0, "self"));
+    int e = un(c, "aten.exp.default", neg(c, un(c, "aten.abs.default", x)));
+    int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
+    out[0] = bin(c, "aten.sub.Tensor", bins(c, "aten.clamp_max.default", x, 0), l);
+    out[1] = e;
+    return 2;
+}
+
+static int r_hardshrink(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double l = num(c, n, 1, "lambd", 0.5);
+    int keep = cmps(c, "aten.gt.Scalar", un(c, "aten.abs.default", x), l);
+    out[0] = where_s(c, keep, x, 0, 0);
+    return 1;
+}
+
+/* softshrink: x - l above l, x + l below -l, else 0 */
+static int r_softshrink(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double l = num(c, n, 1, "lambd", 0.5);
+    int lo = where_s(c, cmps(c, "aten.lt.Scalar", x, -l), bins(c, "aten.add.Tensor", x, l), 0, 0);
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, l), bins(c, "aten.sub.Tensor", x, l), lo);
+    return 1;
+}
+
+/* prelu(x, w): where(x > 0, x, w x), w along dim 1 of x (or one weight) */
+static int r_prelu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), w = val(c, n, 1, "weight");
+    cc_ttype tx = T(c, x), tw = T(c, w);
+    int64_t nw = numel(&tw);
+    if (nw != 1) {
+        if (tx.rank < 2 || tx.shape[1] != nw)
+            fail(c, "the weight must have one element or one per channel (dim 1)");
+        int64_t shape[CC_MAX_RANK];
+        for (int d = 0; d < tx.rank - 1; d++)
+            shape[d] = d == 0 ? nw : 1;
+        w = reshape(c, w, tx.rank - 1, shape);
+    } else if (tw.rank) {
+        int64_t none[1] = {0};
+        w = reshape(c, w, 0, none);
+    }
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), x, bin(c, "aten.mul.Tensor", x, w));
+    return 1;
+}
+
+/* A tensor or number argument as a value: a number becomes a 0-d full */
+static int val_or_num(dctx *c, const cc_node *n, int pos, const char *key, cc_dtype dt)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    int64_t none[1] = {0};
+    if (is_number(a))
+        return full(c, 0, none, num(c, n, pos, key, 0), dt);
+    return val(c, n, pos, key);
+}
+
+/* xlogy(x, y) = where(y != y, y, where(x == 0, 0, x log y)); xlog1py with log(y + 1) */
+static int r_xlogy(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val_or_num(c, n, 0, "self", CC_F32)), y = fx(c, val_or_num(c, n, 1, "other", CC_F32));
+    int ly = strstr(n->base, "1p") ? un(c, "aten.log.default", bins(c, "aten.add.Tensor", y, 1)) : un(c, "aten.log.default", y);
+    int r = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.mul.Tensor", x, ly), 0, 1);
+    out[0] = where(c, cmpv(c, "aten.ne.Tensor", y, y), y, r);
+    return 1;
+}
+
+/* logaddexp(a, b) = max(a, b) + log(exp(-|a - b|) + 1); logaddexp2 in base 2 */
+static int r_logaddexp(dctx *c, const cc_node *n, int *out)
+{
+    int a = fx(c, val(c, n, 0, "self")), b = fx(c, val(c, n, 1, "other"));
+    int two = !strcmp(n->base, "logaddexp2");
+    int d = un(c, "aten.abs.default", bin(c, "aten.sub.Tensor", a, b));
+    int e = un(c, "aten.exp.default", neg(c, two ? bins(c, "aten.mul.Tensor", d, LN2) : d));
+    int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
+    out[0] = bin(c, "aten.add.Tensor", bin(c, "aten.maximum.default", a, b), two ? bins(c, "aten.mul.Tensor", l, 1 / LN2) : l);
+    return 1;
+}
+
+/* fmax / fmin: maximum / minimum, a NaN operand ignored */
+static int r_fmax(dctx *c, const cc_node *n, int *out)
+{
+    int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
+    int m = bin(c, strcmp(n->base, "fmax") ? "aten.minimum.default" : "aten.maximum.default", a, b);
+    out[0] = where(c, cmpv(c, "aten.ne.Tensor", a, a), b, where(c, cmpv(c, "aten.ne.Tensor", b, b), a, m));
+    return 1;
+}
+
+/* heaviside(x, v) = x == 0 ? v : x > 0 */
+static int r_heaviside(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), v = val(c, n, 1, "values");
+    cc_dtype dt = T(c, x).dtype;
+    out[0] = where(c, cmps(c, "aten.eq.Scalar", x, 0), v, as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt));
+    return 1;
+}
+
+static int r_logical_xor(dctx *c, const cc_node *n, int *out)
+{
+    out[0] = cmpv(c, "aten.ne.Tensor", cast(c, val(c, n, 0, "self"), CC_BOOL), cast(c, val(c, n, 1, "other"), CC_BOOL));
+    return 1;
+}
+
+/* addcmul / addcdiv(self, t1, t2, value): self + value * (t1 op t2) */
+static int r_addcmul(dctx *c, const cc_node *n, int *out)
+{
+    int s = val(c, n, 0, "self"), t1 = val(c, n, 1, "tensor1"), t2 = val(c, n, 2, "tensor2");
+    int p = bin(c, strcmp(n->base, "addcdiv") ? "aten.mul.Tensor" : "aten.div.Tensor", t1, t2);
+    out[0] = bin(c, "aten.add.Tensor", s, scale(c, p, num(c, n, 3, "value", 1)));
+    return 1;
+}
+
+/* lerp(start, end, weight) = start + weight * (end - start) */
+static int r_lerp(dctx *c, const cc_node *n, int *out)
+{
+    int s = val(c, n, 0, "self"), e = val(c, n, 1, "end");
+    const cc_arg *w = cc_node_arg(n, 2, "weight");
+    int d = bin(c, "aten.sub.Tensor", e, s);
+    d = is_number(w) ? scale(c, d, num(c, n, 2, "weight", 0)) : bin(c, "aten.mul.Tensor", d, val(c, n, 2, "weight"));
+    out[0] = bin(c, "aten.add.Tensor", s, d);
+    return 1;
+}
+
+/* nansum(x, dims, keepdim, dtype): sum of where(x != x, 0, x) */
+static int r_nansum(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int dt = dtype_arg(c, n, 99, "dtype");
+    if (dt >= 0)
+        x = cast(c, x, (cc_dtype)dt);
+    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
+    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
+    int k = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
+    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+    int nd = red_dims(c, x, k, in, dims, &count);
+    if (is_float(T(c, x).dtype))
+        x = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), x, 0, 1);
+    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, kd && kd->kind == CC_ARG_BOOL && kd->i);
+    return 1;
+}
+
+/* dot / vdot of two vectors: sum(a * b) */
+static int r_dot(dctx *c, const cc_node *n, int *out)
+{
+    int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
+    if (T(c, a).rank != 1 || T(c, b).rank != 1 || T(c, a).shape[0] != T(c, b).shape[0])
+        fail(c, "%s needs two vectors of one length", n->base);
+    int64_t d0 = 0;
+    out[0] = red(c, "aten.sum.dim_IntList", bin(c, "aten.mul.Tensor", a, b), 1, &d0, 0);
+    return 1;
+}
+
+/* zero(x): full(x's shape, 0) */
+static int r_zero(dctx *c, const cc_node *n, int *out)
+{
+    cc_ttype t = T(c, val(c, n, 0, "self"));
+    out[0] = full(c, t.rank, t.shape, 0, t.dtype);
+    return 1;
+}
+
+/* eye(n, m): arange(n)[:, None] == arange(m), in the dtype */
+static int r_eye(dctx *c, const cc_node *n, int *out)
+{
+    int64_t rows = (int64_t)num(c, n, 0, "n", 0), cols = (int64_t)num(c, n, 1, "m", (double)rows);
+    int dt = dtype_arg(c, n, 99, "dtype");
+    cc_ttype ti = {.dtype = CC_I64, .rank = 1, .shape = {rows}}, tj = {.dtype = CC_I64, .rank = 1, .shape = {cols}};
+    int i = EMIT(c, "aten.arange.default", ti, A_int(rows), A_kw("dtype", A_dtype(CC_I64)));
+    int j = EMIT(c, "aten.arange.default", tj, A_int(cols), A_kw("dtype", A_dtype(CC_I64)));
+    out[0] = cast(c, cmpv(c, "aten.eq.Tensor", unsqueeze(c, i, 1), j), dt >= 0 ? (cc_dtype)dt : CC_F32);
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -1416,7 +1704,7 @@ static const struct {
     {"new_ones", r_factory, "full(size, 1)"},
     {"new_empty", r_factory, "full(size, 0)"},
     {"new_full", r_factory, "full(size, value)"},
-    {"fill", r_fill, "full(x's shape, value)"},
+    {"fill", r_fill, "full(x's shape, value); a tensor value: reshape to 0-d, expand"},
     {"floor", r_round, "|x| < 512: t = (|x| + 512) - 512 (DL16 ulp 1 there), corrected by 1 after a compare; "
                        "the sign restored by where; |x| >= 512 (already an integer) or NaN: x"},
     {"ceil", r_round, "as floor"},
@@ -1440,13 +1728,58 @@ static const struct {
     {"softplus", r_softplus, "where(x*beta > threshold, x, log(exp(x*beta) + 1) * (1/beta))"},
     {"mish", r_mish, "x * tanh(softplus(x))"},
     {"glu", r_glu, "slice halves a, b; a * sigmoid(b)"},
+    {"expm1", r_math, NULL},
+    {"log1p", r_math, NULL},
+    {"log2", r_math, NULL},
+    {"log10", r_math, NULL},
+    {"exp2", r_math, NULL},
+    {"tan", r_math, NULL},
+    {"sinh", r_math, NULL},
+    {"cosh", r_math, NULL},
+    {"asinh", r_math, NULL},
+    {"acosh", r_math, NULL},
+    {"atanh", r_math, NULL},
+    {"deg2rad", r_math, NULL},
+    {"rad2deg", r_math, NULL},
+    {"sinc", r_math, NULL},
+    {"isnan", r_math, NULL},
+    {"logit", r_logit, "clamp(x, eps, 1 - eps) with eps; log(x / (1 - x))"},
+    {"log_sigmoid_forward", r_log_sigmoid, "(clamp_max(x, 0) - log(e + 1), e), e = exp(-|x|)"},
+    {"hardshrink", r_hardshrink, "where(|x| > lambd, x, 0)"},
+    {"softshrink", r_softshrink, "where(x > l, x - l, where(x < -l, x + l, 0))"},
+    {"prelu", r_prelu, "where(x > 0, x, x * weight), weight along dim 1"},
+    {"xlogy", r_xlogy, "where(y != y, y, where(x == 0, 0, x * log(y)))"},
+    {"special_xlog1py", r_xlogy, "as xlogy with log(y + 1)"},
+    {"logaddexp", r_logaddexp, "maximum(a, b) + log(exp(-|a - b|) + 1)"},
+    {"logaddexp2", r_logaddexp, "as logaddexp in base 2 (scaled by ln 2)"},
+    {"fmax", r_fmax, "maximum, a NaN operand ignored (where(a != a, b, ..))"},
+    {"fmin", r_fmax, "minimum, a NaN operand ignored"},
+    {"heaviside", r_heaviside, "where(x == 0, values, x > 0)"},
+    {"logical_xor", r_logical_xor, "ne(bool(a), bool(b))"},
+    {"addcmul", r_addcmul, "self + value * (t1 * t2)"},
+    {"addcdiv", r_addcmul, "self + value * (t1 / t2)"},
+    {"lerp", r_lerp, "start + weight * (end - start)"},
+    {"nansum", r_nansum, "sum(where(x != x, 0, x))"},
+    {"dot", r_dot, "sum(a * b)"},
+    {"vdot", r_dot, "sum(a * b) (real tensors)"},
+    {"zero", r_zero, "full(x's shape, 0)"},
+    {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
 };
+
+/* A rule's description: its row's, or the math function's (r_math). */
+static const char *rule_into(size_t i)
+{
+    for (size_t k = 0; !rules[i].into && k < sizeof math_fns / sizeof math_fns[0]; k++)
+        if (!strcmp(math_fns[k].name, rules[i].op))
+            return math_fns[k].into;
+    return rules[i].into;
+}
 
 void cc_decompositions_print(FILE *f)
 {
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        fprintf(f, "%-28s -> %s\n", rules[i].op, rules[i].into);
+        fprintf(f, "%-28s -> %s\n", rules[i].op, rule_into(i));
 }
 
 static rule_fn find_rule(const char *base)

@@ -1,4 +1,4 @@
-/* ref_act.c: reference ops: activations with parameters (hardtanh, leaky_relu, elu, softplus, ...), frac, glu, remainder and fmod. */
+/* ref_act.c: reference ops: activations with parameters (hardtanh, elu, softplus, ...), elementwise math the compiler decomposes (log2, tan, asinh, ...; xlogy, logaddexp, addcmul, lerp, ...), glu, dot, remainder and fmod. */
 #include "ref_internal.h"
 
 #include <math.h>
@@ -7,7 +7,14 @@
 /* Each value is PyTorch's formula in double; each bound follows the
  * compiler's decomposition (compiler/decompose.c) one stored SFP result at
  * a time, with the bv rules. */
-enum { A_HARDTANH, A_LEAKY, A_ELU, A_THRESHOLD, A_HARDSIGMOID, A_HARDSWISH, A_SOFTPLUS, A_MISH, A_FRAC };
+enum {
+    A_HARDTANH, A_LEAKY, A_ELU, A_THRESHOLD, A_HARDSIGMOID, A_HARDSWISH, A_SOFTPLUS, A_MISH, A_FRAC, A_LOG2, A_LOG10,
+    A_EXP2, A_TAN, A_SINH, A_COSH, A_ASINH, A_ACOSH, A_ATANH, A_DEG2RAD, A_RAD2DEG, A_SINC, A_LOGIT, A_HARDSHRINK,
+    A_SOFTSHRINK,
+};
+
+#define LN2 0.69314718055994530942
+#define PI 3.14159265358979323846
 
 /* where(d > 0, a, b): the comparison may flip when d's bound reaches 0 */
 static bv bv_sel(bv d, bv a, bv b)
@@ -39,6 +46,61 @@ static bv bv_softplus(bv x, double beta, double th)
     return bv_sel(bv_margin(xb, th), x, bv_scale(sp, 1 / beta));
 }
 
+static bv bv_neg(bv x) { return (bv){-x.v, x.e, x.w}; }
+
+/* log(a + sqrt(a*a + s)), or log(a) + ln 2 above 4096 (the compiler's
+ * asinh / acosh) */
+static bv bv_log_hyp(bv a, double s)
+{
+    bv r = ref_bv_fn(U_LOG, ref_bv_add(a, ref_bv_fn(U_SQRT, ref_bv_add(ref_bv_mul(a, a), ref_bv_k(s)))));
+    return bv_sel(bv_margin(a, 4096), ref_bv_add(ref_bv_fn(U_LOG, a), ref_bv_k(LN2)), r);
+}
+
+/* sin(pi x) / (pi x), 1 at x == 0 (its limit: the quotient is followed at
+ * the bound's reach instead) */
+static bv bv_sinc(bv x)
+{
+    bv at = x.v != 0 ? x : (bv){fmax(ref_eb_lam(x.w) * x.e, 0x1p-60), x.e, x.w};
+    bv px = ref_bv_mul(at, ref_bv_k(PI)), q = ref_bv_div(ref_bv_fn(U_SIN, px), px);
+    int flips = x.e > 0 && fabs(x.v) <= ref_eb_lam(x.w) * x.e;
+    return (bv){x.v == 0 ? 1 : q.v, ref_select_bound(flips, 1, 0, q.v, q.e, x.v == 0, x.w), x.w};
+}
+
+/* More unary bounds: the math functions the compiler writes with exp, log,
+ * sin, cos, sqrt (compiler/decompose.c, math_fn) and the shrinks. */
+static bv bv_math(int op, bv b, const double *p)
+{
+    switch (op) {
+    case A_LOG2: return ref_bv_mul(ref_bv_fn(U_LOG, b), ref_bv_k(1 / LN2));
+    case A_LOG10: return ref_bv_mul(ref_bv_fn(U_LOG, b), ref_bv_k(1 / log(10.0)));
+    case A_EXP2: return ref_bv_fn(U_EXP, ref_bv_mul(b, ref_bv_k(LN2)));
+    case A_TAN: return ref_bv_div(ref_bv_fn(U_SIN, b), ref_bv_fn(U_COS, b));
+    case A_SINH: return ref_bv_mul(ref_bv_sub(ref_bv_fn(U_EXP, b), ref_bv_fn(U_EXP, bv_neg(b))), ref_bv_k(0.5));
+    case A_COSH: return ref_bv_mul(ref_bv_add(ref_bv_fn(U_EXP, b), ref_bv_fn(U_EXP, bv_neg(b))), ref_bv_k(0.5));
+    case A_ASINH: {
+        bv r = bv_log_hyp((bv){fabs(b.v), b.e, b.w}, 1);
+        return bv_sel(bv_neg(b), bv_neg(r), r);
+    }
+    case A_ACOSH: return bv_log_hyp(b, -1);
+    case A_ATANH: {
+        bv q = ref_bv_div(ref_bv_add(b, ref_bv_k(1)), ref_bv_add(bv_neg(b), ref_bv_k(1)));
+        return ref_bv_mul(ref_bv_fn(U_LOG, q), ref_bv_k(0.5));
+    }
+    case A_DEG2RAD: return ref_bv_mul(b, ref_bv_k(PI / 180));
+    case A_RAD2DEG: return ref_bv_mul(b, ref_bv_k(180 / PI));
+    case A_SINC: return bv_sinc(b);
+    case A_LOGIT: {
+        bv z = isnan(p[0]) ? b : bv_clamp(b, p[0], 1 - p[0]);
+        return ref_bv_fn(U_LOG, ref_bv_div(z, ref_bv_add(bv_neg(z), ref_bv_k(1))));
+    }
+    case A_HARDSHRINK: return bv_sel((bv){fabs(b.v) - p[0], b.e + ref_eb_const(p[0]), b.w}, b, ref_bv_k(0));
+    default: { /* softshrink */
+        bv lo = bv_sel(bv_margin(bv_neg(b), p[0]), ref_bv_add(b, ref_bv_k(p[0])), ref_bv_k(0));
+        return bv_sel(bv_margin(b, p[0]), ref_bv_sub(b, ref_bv_k(p[0])), lo);
+    }
+    }
+}
+
 /* The device's bound (track w) for op on x (bound e), parameters p. */
 static double act_bound(int op, double x, double e, int w, const double *p)
 {
@@ -55,8 +117,8 @@ static double act_bound(int op, double x, double e, int w, const double *p)
     case A_HARDSWISH: return ref_bv_mul(b, bv_hardsigmoid(b)).e;
     case A_SOFTPLUS: return bv_softplus(b, p[0], p[1]).e;
     case A_MISH: return ref_bv_mul(b, ref_bv_fn(U_TANH, bv_softplus(b, 1, 20))).e;
-    default: /* frac: x - trunc(x) */
-        return ref_bv_sub(b, ref_bv_fn(U_TRUNC, b)).e;
+    case A_FRAC: return ref_bv_sub(b, ref_bv_fn(U_TRUNC, b)).e;
+    default: return bv_math(op, b, p).e;
     }
 }
 
@@ -72,7 +134,25 @@ static double act_value(int op, double x, const double *p)
     case A_HARDSWISH: return isnan(x) ? x : x * fmin(fmax(x + 3, 0), 6) / 6;
     case A_SOFTPLUS: return x * p[0] > p[1] ? x : log1p(exp(x * p[0])) / p[0];
     case A_MISH: return x * tanh(x > 20 ? x : log1p(exp(x)));
-    default: return x - trunc(x);
+    case A_FRAC: return x - trunc(x);
+    case A_LOG2: return log2(x);
+    case A_LOG10: return log10(x);
+    case A_EXP2: return exp2(x);
+    case A_TAN: return tan(x);
+    case A_SINH: return sinh(x);
+    case A_COSH: return cosh(x);
+    case A_ASINH: return asinh(x);
+    case A_ACOSH: return acosh(x);
+    case A_ATANH: return atanh(x);
+    case A_DEG2RAD: return x * (PI / 180);
+    case A_RAD2DEG: return x * (180 / PI);
+    case A_SINC: return x == 0 ? 1 : sin(PI * x) / (PI * x);
+    case A_LOGIT: {
+        double z = isnan(p[0]) || isnan(x) ? x : fmin(fmax(x, p[0]), 1 - p[0]);
+        return log(z / (1 - z));
+    }
+    case A_HARDSHRINK: return fabs(x) > p[0] ? x : 0;
+    default: return x > p[0] ? x - p[0] : x < -p[0] ? x + p[0] : 0; /* softshrink */
     }
 }
 
@@ -103,6 +183,9 @@ static int act_params(ex *E, int op, double *p)
     case A_THRESHOLD:
         return ref_arg_num(E, 1, "threshold", 0, &p[0]) || ref_arg_num(E, 2, "value", 0, &p[1]) ? -1 : 0;
     case A_SOFTPLUS: return ref_arg_num(E, 1, "beta", 1, &p[0]) || ref_arg_num(E, 2, "threshold", 20, &p[1]) ? -1 : 0;
+    case A_LOGIT: p[0] = NAN; return ref_present(ref_arg(E, 1, "eps")) ? ref_arg_num(E, 1, "eps", 0, &p[0]) : 0;
+    case A_HARDSHRINK:
+    case A_SOFTSHRINK: return ref_arg_num(E, 1, "lambd", 0.5, &p[0]);
     default: return 0;
     }
 }
@@ -113,8 +196,6 @@ static int op_act(ex *E, int op)
     double p[3] = {0, 0, 0};
     if (!x || act_params(E, op, p))
         return -1;
-    if (kind_of(x->dtype) != K_F)
-        return ref_fail(E, "%s of a non-float tensor is not supported", E->node->base);
     tens *o = ref_new_result(E, K_F, x->rank, x->shape);
     if (!o)
         return -1;
@@ -209,6 +290,223 @@ static int op_rem(ex *E, int fm)
     return 0;
 }
 
+/* ---- Binary and ternary functions, broadcasting ---- */
+
+enum { B2_XLOGY, B2_XLOG1PY, B2_LOGADDEXP, B2_LOGADDEXP2, B2_FMAX, B2_FMIN, B2_HEAVISIDE };
+
+static double bin_value(int op, double x, double y)
+{
+    switch (op) {
+    case B2_XLOGY: return isnan(y) ? y : x == 0 ? 0 : x * log(y);
+    case B2_XLOG1PY: return isnan(y) ? y : x == 0 ? 0 : x * log1p(y);
+    case B2_LOGADDEXP:
+    case B2_LOGADDEXP2: {
+        if (isinf(x) && x == y)
+            return x;
+        double m = fmax(x, y), d = fabs(x - y);
+        return op == B2_LOGADDEXP ? m + log1p(exp(-d)) : m + log1p(exp2(-d)) / LN2;
+    }
+    case B2_FMAX: return fmax(x, y);
+    case B2_FMIN: return fmin(x, y);
+    default: return x == 0 ? y : x > 0; /* heaviside */
+    }
+}
+
+/* The bound of op on a, b as the compiler decomposes it. */
+static double bin_bound(int op, bv a, bv b)
+{
+    int w = a.w;
+    switch (op) {
+    case B2_XLOGY:
+    case B2_XLOG1PY: { /* where(y != y, y, where(x == 0, 0, x * log(y))) */
+        if (isnan(b.v))
+            return 0;
+        bv ly = ref_bv_fn(U_LOG, op == B2_XLOGY ? b : ref_bv_add(b, ref_bv_k(1))), m = ref_bv_mul(a, ly);
+        return ref_select_bound(ref_eb_flips(a.v, a.e, w), 0, 0, m.v, m.e, a.v == 0, w);
+    }
+    case B2_LOGADDEXP:
+    case B2_LOGADDEXP2: { /* maximum(a, b) + log(exp(-|a - b|) + 1), base 2 scaled */
+        if (isinf(a.v) || isinf(b.v))
+            return 0;
+        bv d = ref_bv_sub(a, b);
+        d.v = fabs(d.v);
+        if (op == B2_LOGADDEXP2)
+            d = ref_bv_mul(d, ref_bv_k(LN2));
+        bv l = ref_bv_fn(U_LOG, ref_bv_add(ref_bv_fn(U_EXP, bv_neg(d)), ref_bv_k(1)));
+        if (op == B2_LOGADDEXP2)
+            l = ref_bv_mul(l, ref_bv_k(1 / LN2));
+        return ref_bv_add((bv){fmax(a.v, b.v), fmax(a.e, b.e), w}, l).e;
+    }
+    case B2_FMAX:
+    case B2_FMIN: /* selections */
+        return isnan(a.v) ? b.e : isnan(b.v) ? a.e : fmax(a.e, b.e);
+    default: /* heaviside: where(x == 0, v, x > 0) */
+        if (ref_eb_flips(a.v, a.e, w))
+            return ref_eb_jump(fmax(1, fmax(fabs(b.v), fabs(b.v - 1))), w) + b.e;
+        return a.v == 0 ? b.e : 0;
+    }
+}
+
+static int op_bin(ex *E, int op)
+{
+    scalar_box b0, b1;
+    const char *k2 = op == B2_HEAVISIDE ? "values" : "other";
+    const tens *a = ref_operand(E, ref_arg(E, 0, "self"), "self", &b0);
+    const tens *b = a ? ref_operand(E, ref_arg(E, 1, k2), k2, &b1) : NULL;
+    const tens *ab[2] = {a, b};
+    int rank = 0;
+    int64_t shape[MAXR];
+    if (!a || !b || ref_bcast(E, 2, ab, &rank, shape))
+        return -1;
+    tens *o = ref_new_result(E, K_F, rank, shape);
+    if (!o)
+        return -1;
+    iter it;
+    ref_iter_tensors(&it, rank, shape, 2, ab);
+    for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
+        int64_t i = it.off[0], j = it.off[1];
+        o->f[k] = (float)bin_value(op, ldd(a, i), ldd(b, j));
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)bin_bound(op, (bv){ldd(a, i), ldb(a, w, i), w}, (bv){ldd(b, j), ldb(b, w, j), w});
+    }
+    return 0;
+}
+
+/* addcmul / addcdiv(self, tensor1, tensor2, value=1): self + value (t1 op t2);
+ * lerp(self, end, weight): self + weight (end - self), PyTorch's value
+ * from the nearer end */
+enum { T3_ADDCMUL, T3_ADDCDIV, T3_LERP };
+
+static int op_tern(ex *E, int op)
+{
+    scalar_box bx[3];
+    static const char *const keys[3][3] = {{"self", "tensor1", "tensor2"}, {"self", "tensor1", "tensor2"},
+                                           {"self", "end", "weight"}};
+    const tens *t[3];
+    for (int i = 0; i < 3; i++)
+        if (!(t[i] = ref_operand(E, ref_arg(E, i, keys[op][i]), keys[op][i], &bx[i])))
+            return -1;
+    double value = 1;
+    if (op != T3_LERP && ref_arg_num(E, 3, "value", 1, &value))
+        return -1;
+    int rank = 0, wnum = op == T3_LERP && ref_arg(E, 2, "weight")->kind != CC_ARG_VALUE;
+    int64_t shape[MAXR];
+    if (ref_bcast(E, 3, t, &rank, shape))
+        return -1;
+    tens *o = ref_new_result(E, K_F, rank, shape);
+    if (!o)
+        return -1;
+    iter it;
+    ref_iter_tensors(&it, rank, shape, 3, t);
+    for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
+        double x = ldd(t[0], it.off[0]), y = ldd(t[1], it.off[1]), z = ldd(t[2], it.off[2]);
+        o->f[k] = (float)(op == T3_ADDCMUL   ? x + value * y * z
+                          : op == T3_ADDCDIV ? x + value * (y / z)
+                          : fabs(z) < 0.5    ? x + z * (y - x)
+                                             : y - (y - x) * (1 - z));
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            bv a = {x, ldb(t[0], w, it.off[0]), w}, b = {y, ldb(t[1], w, it.off[1]), w}, c = {z, ldb(t[2], w, it.off[2]), w};
+            bv r = op == T3_ADDCMUL   ? ref_bv_add(a, bv_scale(ref_bv_mul(b, c), value))
+                   : op == T3_ADDCDIV ? ref_bv_add(a, bv_scale(ref_bv_div(b, c), value))
+                   : wnum             ? ref_bv_add(a, bv_scale(ref_bv_sub(b, a), z))
+                                      : ref_bv_add(a, ref_bv_mul(ref_bv_sub(b, a), c));
+            o->eb[w][k] = (float)r.e;
+        }
+    }
+    return 0;
+}
+
+/* isnan(self): a bool, exact (a NaN stays one on the device) */
+static int op_isnan(ex *E, int code)
+{
+    (void)code;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    tens *o = x ? ref_new_result(E, K_B, x->rank, x->shape) : NULL;
+    if (!o)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++)
+        o->i[k] = isnan(ldd(x, k));
+    return 0;
+}
+
+/* log_sigmoid_forward(self): (min(x, 0) - log1p(e), e), e = exp(-|x|) */
+static int op_log_sigmoid(ex *E, int code)
+{
+    (void)code;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    tens *o = x ? ref_new_result(E, K_F, x->rank, x->shape) : NULL;
+    tens *bf = o ? ref_new_result(E, K_F, x->rank, x->shape) : NULL;
+    if (!bf)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++) {
+        double v = ldd(x, k), e = exp(-fabs(v));
+        o->f[k] = (float)(fmin(v, 0) - log1p(e));
+        bf->f[k] = (float)e;
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            bv b = {v, ldb(x, w, k), w}, ev = ref_bv_fn(U_EXP, (bv){-fabs(v), b.e, w});
+            bv l = ref_bv_fn(U_LOG, ref_bv_add(ev, ref_bv_k(1)));
+            o->eb[w][k] = (float)ref_bv_sub(bv_clamp(b, -INFINITY, 0), l).e;
+            bf->eb[w][k] = (float)ev.e;
+        }
+    }
+    return 0;
+}
+
+/* prelu(self, weight): x > 0 ? x : weight x, weight along dim 1 (or one) */
+static int op_prelu(ex *E, int code)
+{
+    (void)code;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *wt = x ? ref_arg_tensor(E, 1, "weight") : NULL;
+    if (!wt)
+        return -1;
+    if (wt->n != 1 && (x->rank < 2 || x->shape[1] != wt->n))
+        return ref_fail(E, "the weight must have one element or one per channel (dim 1)");
+    int64_t inner = 1;
+    for (int d = 2; d < x->rank; d++)
+        inner *= x->shape[d];
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    if (!o)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++) {
+        int64_t c = wt->n == 1 ? 0 : k / inner % wt->n;
+        double v = ldd(x, k), s = ldd(wt, c);
+        o->f[k] = (float)(v > 0 ? v : v * s);
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            bv b = {v, ldb(x, w, k), w};
+            o->eb[w][k] = (float)bv_sel(bv_margin(b, 0), b, ref_bv_mul(b, (bv){s, ldb(wt, w, c), w})).e;
+        }
+    }
+    return 0;
+}
+
+/* dot / vdot(self, other): the sum of products of two vectors */
+static int op_dot(ex *E, int code)
+{
+    (void)code;
+    const tens *a = ref_arg_tensor(E, 0, "self"), *b = a ? ref_arg_tensor(E, 1, "other") : NULL;
+    if (!b)
+        return -1;
+    if (a->rank != 1 || b->rank != 1 || a->n != b->n)
+        return ref_fail(E, "%s needs two vectors of one length", E->node->base);
+    int64_t none[1] = {0};
+    tens *o = ref_new_result(E, K_F, 0, none);
+    if (!o)
+        return -1;
+    double s = 0;
+    for (int64_t k = 0; k < a->n; k++)
+        s += ldd(a, k) * ldd(b, k);
+    o->f[0] = (float)s;
+    for (int w = 0; o->eb[0] && w < 2; w++) { /* products stored, summed in fp32 */
+        eb_acc acc = {.w = w};
+        for (int64_t k = 0; k < a->n; k++) {
+            bv p = ref_bv_mul((bv){ldd(a, k), ldb(a, w, k), w}, (bv){ldd(b, k), ldb(b, w, k), w});
+            ref_acc_add(&acc, p.v, p.e);
+        }
+        o->eb[w][0] = (float)ref_acc_sum(&acc).e;
+    }
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"hardtanh", op_act, A_HARDTANH},       /* clamp(x, min_val, max_val) */
     {"relu6", op_act, A_HARDTANH},          /* hardtanh(x, 0, 6) */
@@ -222,6 +520,36 @@ static const ref_op ops[] = {
     {"softplus", op_act, A_SOFTPLUS},       /* x beta > threshold ? x : log1p(exp(x beta)) / beta */
     {"mish", op_act, A_MISH},               /* x tanh(softplus(x)) */
     {"frac", op_act, A_FRAC},               /* x - trunc(x) */
+    {"log2", op_act, A_LOG2},
+    {"log10", op_act, A_LOG10},
+    {"exp2", op_act, A_EXP2},
+    {"tan", op_act, A_TAN},
+    {"sinh", op_act, A_SINH},
+    {"cosh", op_act, A_COSH},
+    {"asinh", op_act, A_ASINH},
+    {"acosh", op_act, A_ACOSH},
+    {"atanh", op_act, A_ATANH},
+    {"deg2rad", op_act, A_DEG2RAD},
+    {"rad2deg", op_act, A_RAD2DEG},
+    {"sinc", op_act, A_SINC},               /* sin(pi x) / (pi x), 1 at 0 */
+    {"logit", op_act, A_LOGIT},             /* log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
+    {"hardshrink", op_act, A_HARDSHRINK},   /* |x| > lambd ? x : 0 */
+    {"softshrink", op_act, A_SOFTSHRINK},   /* x -+ lambd beyond +-lambd, else 0 */
+    {"xlogy", op_bin, B2_XLOGY},            /* y NaN: NaN; x == 0: 0; else x log y */
+    {"special_xlog1py", op_bin, B2_XLOG1PY},
+    {"logaddexp", op_bin, B2_LOGADDEXP},
+    {"logaddexp2", op_bin, B2_LOGADDEXP2},
+    {"fmax", op_bin, B2_FMAX},              /* a NaN operand ignored */
+    {"fmin", op_bin, B2_FMIN},
+    {"heaviside", op_bin, B2_HEAVISIDE},    /* x == 0 ? values : x > 0 */
+    {"addcmul", op_tern, T3_ADDCMUL},
+    {"addcdiv", op_tern, T3_ADDCDIV},
+    {"lerp", op_tern, T3_LERP},
+    {"isnan", op_isnan, 0},
+    {"log_sigmoid_forward", op_log_sigmoid, 0}, /* (output, buffer) */
+    {"prelu", op_prelu, 0},
+    {"dot", op_dot, 0},
+    {"vdot", op_dot, 0},                    /* dot, real tensors */
     {"glu", op_glu, 0},                     /* a sigmoid(b), the halves of dim */
     {"remainder", op_rem, 0},               /* a - floor(a / b) b */
     {"fmod", op_rem, 1},                    /* a - trunc(a / b) b */
