@@ -257,6 +257,8 @@ static void test_compile_reports_kernels_and_dumps_passes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fuse_epilogue"));
     CU_ASSERT_EQUAL(tu_spyre("compile --list-passes", out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "decompose\nlower\n"));
+    CU_ASSERT_EQUAL(tu_spyre("compile --decompositions", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nhardswish                    -> x * hardsigmoid(x)\n"));
 }
 
 static void test_compile_errors_name_the_graph_line(void)
