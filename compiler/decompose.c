@@ -1638,6 +1638,68 @@ static int r_eye(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
+/* ---- atan, asin, acos, atan2: a polynomial (the SFP has no arctangent) ---- */
+
+/* A least-squares fit of atan(r) / r in r^2 on [0, 1], refined toward
+ * minimax; max error 1.16e-5, far below DL16's 2^-10 */
+const double cc_atan_coef[CC_ATAN_NCOEF] = {0.999865406416853, -0.33029697587161266, 0.18013886211592456,
+                                             -0.08513515014216966, 0.020837469707497294};
+
+/* atan(r) for r in [0, 1] */
+static int atan_unit(dctx *c, int r)
+{
+    int s = bin(c, "aten.mul.Tensor", r, r);
+    int p = bins(c, "aten.mul.Tensor", s, cc_atan_coef[CC_ATAN_NCOEF - 1]);
+    for (int k = CC_ATAN_NCOEF - 2; k > 0; k--)
+        p = bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", p, cc_atan_coef[k]), s);
+    return bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", p, cc_atan_coef[0]), r);
+}
+
+/* atan2(y, x): r = min(|x|, |y|) / max(|x|, |y|) in [0, 1] (no division
+ * by zero, no infinity stored), atan(r) folded into its octant; both zero:
+ * 0; a NaN operand: NaN */
+static int atan2_of(dctx *c, int y, int x)
+{
+    int ay = un(c, "aten.abs.default", y), ax = un(c, "aten.abs.default", x);
+    int mx = bin(c, "aten.maximum.default", ax, ay), mn = bin(c, "aten.minimum.default", ax, ay);
+    int a = atan_unit(c, bin(c, "aten.div.Tensor", mn, mx));
+    a = where(c, cmpv(c, "aten.gt.Tensor", ay, ax), bins(c, "aten.add.Tensor", neg(c, a), PI / 2), a);
+    a = where(c, cmps(c, "aten.lt.Scalar", x, 0), bins(c, "aten.add.Tensor", neg(c, a), PI), a);
+    a = where(c, cmps(c, "aten.lt.Scalar", y, 0), neg(c, a), a);
+    a = where_s(c, cmps(c, "aten.eq.Scalar", mx, 0), a, 0, 1);
+    a = where(c, cmpv(c, "aten.ne.Tensor", x, x), x, a);
+    return where(c, cmpv(c, "aten.ne.Tensor", y, y), y, a);
+}
+
+/* atan(x): atan(|x|) or pi/2 - atan(1/|x|) above 1, the sign restored */
+static int atan_of(dctx *c, int x)
+{
+    int ax = un(c, "aten.abs.default", x), big = cmps(c, "aten.gt.Scalar", ax, 1);
+    int a = atan_unit(c, where(c, big, un(c, "aten.reciprocal.default", ax), ax));
+    a = where(c, big, bins(c, "aten.add.Tensor", neg(c, a), PI / 2), a);
+    return where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, a), a);
+}
+
+/* asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt(..), x);
+ * (1 - x)(1 + x) rather than 1 - x*x: 1 - x is exact near 1 */
+static int r_atan(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val(c, n, 0, "self"));
+    if (!strcmp(n->base, "atan2")) {
+        int o = fx(c, val(c, n, 1, "other"));
+        out[0] = atan2_of(c, x, o);
+        return 1;
+    }
+    if (!strcmp(n->base, "atan")) {
+        out[0] = atan_of(c, x);
+        return 1;
+    }
+    int q = bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", neg(c, x), 1), bins(c, "aten.add.Tensor", x, 1));
+    int s = un(c, "aten.sqrt.default", q);
+    out[0] = !strcmp(n->base, "asin") ? atan2_of(c, x, s) : atan2_of(c, s, x);
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -1743,6 +1805,10 @@ static const struct {
     {"rad2deg", r_math, NULL},
     {"sinc", r_math, NULL},
     {"isnan", r_math, NULL},
+    {"atan", r_atan, "a = |x|: p(a), above 1 pi/2 - p(1/a), sign of x; p a degree-9 odd polynomial (cc_atan_coef)"},
+    {"atan2", r_atan, "r = min(|x|,|y|) / max(|x|,|y|), p(r) folded into the octant by where; both 0: 0"},
+    {"asin", r_atan, "atan2(x, sqrt((1 - x) * (1 + x)))"},
+    {"acos", r_atan, "atan2(sqrt((1 - x) * (1 + x)), x)"},
     {"logit", r_logit, "clamp(x, eps, 1 - eps) with eps; log(x / (1 - x))"},
     {"log_sigmoid_forward", r_log_sigmoid, "(clamp_max(x, 0) - log(e + 1), e), e = exp(-|x|)"},
     {"hardshrink", r_hardshrink, "where(|x| > lambd, x, 0)"},

@@ -1,6 +1,8 @@
 /* ref_act.c: reference ops: activations with parameters (hardtanh, elu, softplus, ...), elementwise math the compiler decomposes (log2, tan, asinh, ...; xlogy, logaddexp, addcmul, lerp, ...), glu, dot, remainder and fmod. */
 #include "ref_internal.h"
 
+#include "cc.h" /* cc_atan_coef: the polynomial whose steps the atan bounds follow */
+
 #include <math.h>
 #include <string.h>
 
@@ -10,7 +12,7 @@
 enum {
     A_HARDTANH, A_LEAKY, A_ELU, A_THRESHOLD, A_HARDSIGMOID, A_HARDSWISH, A_SOFTPLUS, A_MISH, A_FRAC, A_LOG2, A_LOG10,
     A_EXP2, A_TAN, A_SINH, A_COSH, A_ASINH, A_ACOSH, A_ATANH, A_DEG2RAD, A_RAD2DEG, A_SINC, A_LOGIT, A_HARDSHRINK,
-    A_SOFTSHRINK,
+    A_SOFTSHRINK, A_ATAN, A_ASIN, A_ACOS,
 };
 
 #define LN2 0.69314718055994530942
@@ -66,6 +68,49 @@ static bv bv_sinc(bv x)
     return (bv){x.v == 0 ? 1 : q.v, ref_select_bound(flips, 1, 0, q.v, q.e, x.v == 0, x.w), x.w};
 }
 
+/* atan(r), r in [0, 1], as the compiler's polynomial (cc_atan_coef, Horner
+ * in r^2): each step stored, plus the fit's own error CC_ATAN_ERR; the
+ * value is atan's */
+static bv bv_atan_unit(bv r)
+{
+    bv s = ref_bv_mul(r, r), p = ref_bv_mul(s, ref_bv_k(cc_atan_coef[CC_ATAN_NCOEF - 1]));
+    for (int k = CC_ATAN_NCOEF - 2; k > 0; k--)
+        p = ref_bv_mul(ref_bv_add(p, ref_bv_k(cc_atan_coef[k])), s);
+    p = ref_bv_mul(ref_bv_add(p, ref_bv_k(cc_atan_coef[0])), r);
+    return (bv){atan(r.v), p.e + CC_ATAN_ERR, r.w};
+}
+
+/* atan2(y, x) as the compiler folds atan(min / max) into its octant */
+static bv bv_atan2(bv y, bv x)
+{
+    int w = y.w;
+    if (isnan(y.v) || isnan(x.v))
+        return (bv){NAN, 0, w};
+    double e = fmax(y.e, x.e);
+    bv ay = {fabs(y.v), y.e, w}, ax = {fabs(x.v), x.e, w};
+    bv mx = {fmax(ay.v, ax.v), e, w}, mn = {fmin(ay.v, ax.v), e, w};
+    bv a = bv_atan_unit(ref_bv_div(mn, mx));
+    a = bv_sel((bv){ay.v - ax.v, y.e + x.e, w}, ref_bv_add(bv_neg(a), ref_bv_k(PI / 2)), a);
+    a = bv_sel(bv_neg(x), ref_bv_add(bv_neg(a), ref_bv_k(PI)), a);
+    a = bv_sel(bv_neg(y), bv_neg(a), a);
+    return (bv){atan2(y.v, x.v), ref_select_bound(ref_eb_flips(mx.v, e, w), 0, 0, a.v, a.e, mx.v == 0, w), w};
+}
+
+/* atan(x): atan(|x|), or pi/2 - atan(1 / |x|) above 1, the sign restored */
+static bv bv_atan(bv x)
+{
+    bv ax = {fabs(x.v), x.e, x.w}, big = bv_margin(ax, 1);
+    bv a = bv_atan_unit(bv_sel(big, ref_bv_fn(U_RECIP, ax), ax));
+    a = bv_sel(big, ref_bv_add(bv_neg(a), ref_bv_k(PI / 2)), a);
+    return bv_sel(bv_neg(x), bv_neg(a), a);
+}
+
+/* sqrt((1 - x)(1 + x)) */
+static bv bv_cosine_of(bv x)
+{
+    return ref_bv_fn(U_SQRT, ref_bv_mul(ref_bv_add(bv_neg(x), ref_bv_k(1)), ref_bv_add(x, ref_bv_k(1))));
+}
+
 /* More unary bounds: the math functions the compiler writes with exp, log,
  * sin, cos, sqrt (compiler/decompose.c, math_fn) and the shrinks. */
 static bv bv_math(int op, bv b, const double *p)
@@ -93,6 +138,9 @@ static bv bv_math(int op, bv b, const double *p)
         bv z = isnan(p[0]) ? b : bv_clamp(b, p[0], 1 - p[0]);
         return ref_bv_fn(U_LOG, ref_bv_div(z, ref_bv_add(bv_neg(z), ref_bv_k(1))));
     }
+    case A_ATAN: return bv_atan(b);
+    case A_ASIN: return bv_atan2(b, bv_cosine_of(b));
+    case A_ACOS: return bv_atan2(bv_cosine_of(b), b);
     case A_HARDSHRINK: return bv_sel((bv){fabs(b.v) - p[0], b.e + ref_eb_const(p[0]), b.w}, b, ref_bv_k(0));
     default: { /* softshrink */
         bv lo = bv_sel(bv_margin(bv_neg(b), p[0]), ref_bv_add(b, ref_bv_k(p[0])), ref_bv_k(0));
@@ -151,6 +199,9 @@ static double act_value(int op, double x, const double *p)
         double z = isnan(p[0]) || isnan(x) ? x : fmin(fmax(x, p[0]), 1 - p[0]);
         return log(z / (1 - z));
     }
+    case A_ATAN: return atan(x);
+    case A_ASIN: return asin(x);
+    case A_ACOS: return acos(x);
     case A_HARDSHRINK: return fabs(x) > p[0] ? x : 0;
     default: return x > p[0] ? x - p[0] : x < -p[0] ? x + p[0] : 0; /* softshrink */
     }
@@ -201,8 +252,8 @@ static int op_act(ex *E, int op)
         return -1;
     for (int64_t k = 0; k < x->n; k++) {
         o->f[k] = (float)act_value(op, ldd(x, k), p);
-        for (int w = 0; o->eb[0] && w < 2; w++)
-            o->eb[w][k] = (float)act_bound(op, ldd(x, k), ldb(x, w, k), w, p);
+        for (int w = 0; o->eb[0] && w < 2; w++) /* a NaN result is exact (the device's NaN) */
+            o->eb[w][k] = isnan(o->f[k]) ? 0 : (float)act_bound(op, ldd(x, k), ldb(x, w, k), w, p);
     }
     return 0;
 }
@@ -292,7 +343,7 @@ static int op_rem(ex *E, int fm)
 
 /* ---- Binary and ternary functions, broadcasting ---- */
 
-enum { B2_XLOGY, B2_XLOG1PY, B2_LOGADDEXP, B2_LOGADDEXP2, B2_FMAX, B2_FMIN, B2_HEAVISIDE };
+enum { B2_XLOGY, B2_XLOG1PY, B2_LOGADDEXP, B2_LOGADDEXP2, B2_FMAX, B2_FMIN, B2_HEAVISIDE, B2_ATAN2 };
 
 static double bin_value(int op, double x, double y)
 {
@@ -308,6 +359,7 @@ static double bin_value(int op, double x, double y)
     }
     case B2_FMAX: return fmax(x, y);
     case B2_FMIN: return fmin(x, y);
+    case B2_ATAN2: return atan2(x, y);
     default: return x == 0 ? y : x > 0; /* heaviside */
     }
 }
@@ -340,6 +392,7 @@ static double bin_bound(int op, bv a, bv b)
     case B2_FMAX:
     case B2_FMIN: /* selections */
         return isnan(a.v) ? b.e : isnan(b.v) ? a.e : fmax(a.e, b.e);
+    case B2_ATAN2: return bv_atan2(a, b).e;
     default: /* heaviside: where(x == 0, v, x > 0) */
         if (ref_eb_flips(a.v, a.e, w))
             return ref_eb_jump(fmax(1, fmax(fabs(b.v), fabs(b.v - 1))), w) + b.e;
@@ -533,6 +586,9 @@ static const ref_op ops[] = {
     {"rad2deg", op_act, A_RAD2DEG},
     {"sinc", op_act, A_SINC},               /* sin(pi x) / (pi x), 1 at 0 */
     {"logit", op_act, A_LOGIT},             /* log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
+    {"atan", op_act, A_ATAN},
+    {"asin", op_act, A_ASIN},
+    {"acos", op_act, A_ACOS},
     {"hardshrink", op_act, A_HARDSHRINK},   /* |x| > lambd ? x : 0 */
     {"softshrink", op_act, A_SOFTSHRINK},   /* x -+ lambd beyond +-lambd, else 0 */
     {"xlogy", op_bin, B2_XLOGY},            /* y NaN: NaN; x == 0: 0; else x log y */
@@ -542,6 +598,7 @@ static const ref_op ops[] = {
     {"fmax", op_bin, B2_FMAX},              /* a NaN operand ignored */
     {"fmin", op_bin, B2_FMIN},
     {"heaviside", op_bin, B2_HEAVISIDE},    /* x == 0 ? values : x > 0 */
+    {"atan2", op_bin, B2_ATAN2},
     {"addcmul", op_tern, T3_ADDCMUL},
     {"addcdiv", op_tern, T3_ADDCDIV},
     {"lerp", op_tern, T3_LERP},

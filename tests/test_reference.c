@@ -282,10 +282,14 @@ static void test_activations_with_parameters_give_pytorchs_values(void)
 static void test_math_functions_give_pytorchs_values(void)
 {
     const float z[] = {0.1f, 0.5f, -0.3f, 0.9f, 2, 0}, a[] = {1, 2, 10, 5000, 0.5f, 1.5f},
-                p[] = {0.1f, 0.5f, 0.95f, 0, 1, 0.3f};
+                p[] = {0.1f, 0.5f, 0.95f, 0, 1, 0.3f}, pm[] = {-0.4f, 0, 0.45f, -0.5f, 0.5f, -0.2f};
     run_t t;
     RUN(&t,
-        "input %z: f32[6]\ninput %a: f32[6]\ninput %p: f32[6]\n"
+        "input %z: f32[6]\ninput %a: f32[6]\ninput %p: f32[6]\ninput %pm: f32[6]\n"
+        "%an: f32[6] = aten.atan.default(%z)\n"
+        "%sn: f32[6] = aten.asin.default(%p)\n"
+        "%cs: f32[6] = aten.acos.default(%p)\n"
+        "%a2: f32[6] = aten.atan2.default(%z, %pm)\n"
         "%l2: f32[6] = aten.log2.default(%z)\n"
         "%e2: f32[6] = aten.exp2.default(%z)\n"
         "%tn: f32[6] = aten.tan.default(%z)\n"
@@ -297,8 +301,12 @@ static void test_math_functions_give_pytorchs_values(void)
         "%ac: f32[6] = aten.acosh.default(%a)\n"
         "%lg: f32[6] = aten.logit.default(%p, 0.2)\n"
         "%nn: bool[6] = aten.isnan.default(%l2)\n"
-        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn\n",
-        z, a, p);
+        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn, %an, %sn, %cs, %a2\n",
+        z, a, p, pm);
+    EXPECT(&t, "an", 0.0996686518f, 0.463647604f, -0.291456819f, 0.732815087f, 1.10714877f, 0);
+    EXPECT(&t, "sn", 0.100167423f, 0.52359879f, 1.25323582f, 0, 1.57079637f, 0.304692656f);
+    EXPECT(&t, "cs", 1.47062886f, 1.04719758f, 0.317560464f, 1.57079637f, 0, 1.26610363f);
+    EXPECT(&t, "a2", 2.89661407f, 1.57079637f, -0.588002622f, 2.07789469f, 1.3258177f, 3.14159274f);
     EXPECT(&t, "l2", -3.32192802f, -1, NAN, -0.152003139f, 1, -INFINITY);
     EXPECT(&t, "e2", 1.07177341f, 1.41421354f, 0.812252402f, 1.86606598f, 4, 1);
     EXPECT(&t, "tn", 0.100334674f, 0.546302497f, -0.309336275f, 1.26015818f, -2.18503976f, 0);
