@@ -1168,9 +1168,15 @@ static int r_round(dctx *c, const cc_node *n, int *out)
     int which = 0;
     while (strcmp(names[which], n->base))
         which++;
-    if (which == RD_ROUND && num(c, n, 1, "decimals", 0) != 0)
-        fail(c, "the compiler lowers round only with decimals=0");
-    out[0] = is_float(T(c, x).dtype) ? round_to_int(c, x, which) : x;
+    double d = which == RD_ROUND ? num(c, n, 1, "decimals", 0) : 0;
+    if (!is_float(T(c, x).dtype) || d == 0) {
+        out[0] = is_float(T(c, x).dtype) ? round_to_int(c, x, which) : x;
+        return 1;
+    }
+    /* decimals: as PyTorch, round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d) */
+    double p = pow(10, fabs(d));
+    int y = bins(c, d > 0 ? "aten.mul.Tensor" : "aten.div.Tensor", x, p);
+    out[0] = bins(c, d > 0 ? "aten.div.Tensor" : "aten.mul.Tensor", round_to_int(c, y, RD_ROUND), p);
     return 1;
 }
 
@@ -1207,6 +1213,19 @@ static int r_div_mode(dctx *c, const cc_node *n, int *out)
     int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
                          : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
     out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
+    return 1;
+}
+
+/* floor_divide(a, b): floor(a / b) (float tensors) */
+static int r_floor_divide(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
+                         : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
+    if (!is_float(T(c, x).dtype) || !is_float(T(c, q).dtype))
+        fail(c, "the compiler lowers floor_divide only of float tensors");
+    out[0] = round_to_int(c, q, RD_FLOOR);
     return 1;
 }
 
@@ -1363,7 +1382,7 @@ static int fx(dctx *c, int x) { return is_float(T(c, x).dtype) ? x : cast(c, x, 
 
 /* Unary functions written with exp, log, sin, cos, sqrt and arithmetic. */
 enum { M_EXPM1, M_LOG1P, M_LOG2, M_LOG10, M_EXP2, M_TAN, M_SINH, M_COSH, M_ASINH, M_ACOSH, M_ATANH,
-       M_DEG2RAD, M_RAD2DEG, M_SINC, M_ISNAN };
+       M_DEG2RAD, M_RAD2DEG, M_SINC, M_ISNAN, M_ERFC, M_ANGLE, M_ENTR };
 
 static const struct {
     const char *name;
@@ -1384,6 +1403,9 @@ static const struct {
     [M_RAD2DEG] = {"rad2deg", "x * (180/pi)"},
     [M_SINC] = {"sinc", "where(x == 0, 1, sin(pi x) / (pi x))"},
     [M_ISNAN] = {"isnan", "x != x (DL16's NINF reads as NaN)"},
+    [M_ERFC] = {"erfc", "1 - erf(x) (absolute, not relative, DL16 accuracy in the tail)"},
+    [M_ANGLE] = {"angle", "where(x < 0, pi, 0), NaN kept (real tensors)"},
+    [M_ENTR] = {"special_entr", "where(x > 0, -x * log(x), where(x == 0, 0, -inf))"},
 };
 
 #define LN2 0.69314718055994530942
@@ -1432,6 +1454,16 @@ static int math_fn(dctx *c, int x, int which)
     case M_SINC: {
         int px = bins(c, "aten.mul.Tensor", x, PI);
         return where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.div.Tensor", un(c, "aten.sin.default", px), px), 1, 1);
+    }
+    case M_ERFC: return bins(c, "aten.add.Tensor", neg(c, un(c, "aten.erf.default", x)), 1);
+    case M_ANGLE: {
+        int a = where_s(c, cmps(c, "aten.lt.Scalar", x, 0), full(c, 0, (int64_t[]){0}, PI, T(c, x).dtype), 0, 0);
+        return where(c, cmpv(c, "aten.ne.Tensor", x, x), x, a);
+    }
+    case M_ENTR: {
+        int z = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), full(c, 0, (int64_t[]){0}, -INFINITY, T(c, x).dtype), 0, 1);
+        int e = neg(c, bin(c, "aten.mul.Tensor", x, un(c, "aten.log.default", x)));
+        return where(c, cmps(c, "aten.gt.Scalar", x, 0), e, where(c, cmpv(c, "aten.ne.Tensor", x, x), x, z));
     }
     default: return cmpv(c, "aten.ne.Tensor", x, x);
     }
@@ -1542,6 +1574,17 @@ static int r_logaddexp(dctx *c, const cc_node *n, int *out)
     int e = un(c, "aten.exp.default", neg(c, two ? bins(c, "aten.mul.Tensor", d, LN2) : d));
     int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
     out[0] = bin(c, "aten.add.Tensor", bin(c, "aten.maximum.default", a, b), two ? bins(c, "aten.mul.Tensor", l, 1 / LN2) : l);
+    return 1;
+}
+
+/* hypot(a, b) = m sqrt(1 + r*r), m = max(|a|, |b|), r = min / m (no square
+ * leaves DL16's range); m == 0: 0 */
+static int r_hypot(dctx *c, const cc_node *n, int *out)
+{
+    int a = un(c, "aten.abs.default", val(c, n, 0, "self")), b = un(c, "aten.abs.default", val(c, n, 1, "other"));
+    int m = bin(c, "aten.maximum.default", a, b), r = bin(c, "aten.div.Tensor", bin(c, "aten.minimum.default", a, b), m);
+    int h = bin(c, "aten.mul.Tensor", m, un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", r, r), 1)));
+    out[0] = where_s(c, cmps(c, "aten.eq.Scalar", m, 0), h, 0, 1);
     return 1;
 }
 
@@ -1771,7 +1814,7 @@ static const struct {
                        "the sign restored by where; |x| >= 512 (already an integer) or NaN: x"},
     {"ceil", r_round, "as floor"},
     {"trunc", r_round, "as floor"},
-    {"round", r_round, "as floor, ties to even (decimals=0)"},
+    {"round", r_round, "as floor, ties to even; decimals d: round(x * 10^d) / 10^d"},
     {"frac", r_frac, "x - trunc(x)"},
     {"sign", r_sign, "(x > 0) - (x < 0), NaN kept (where(x != x, x, ..))"},
     {"sgn", r_sign, "as sign (real tensors)"},
@@ -1809,6 +1852,11 @@ static const struct {
     {"atan2", r_atan, "r = min(|x|,|y|) / max(|x|,|y|), p(r) folded into the octant by where; both 0: 0"},
     {"asin", r_atan, "atan2(x, sqrt((1 - x) * (1 + x)))"},
     {"acos", r_atan, "atan2(sqrt((1 - x) * (1 + x)), x)"},
+    {"erfc", r_math, NULL},
+    {"angle", r_math, NULL},
+    {"special_entr", r_math, NULL},
+    {"floor_divide", r_floor_divide, "div, then floor (as floor)"},
+    {"hypot", r_hypot, "m * sqrt(r*r + 1), m = maximum(|a|, |b|), r = minimum / m; m == 0: 0"},
     {"logit", r_logit, "clamp(x, eps, 1 - eps) with eps; log(x / (1 - x))"},
     {"log_sigmoid_forward", r_log_sigmoid, "(clamp_max(x, 0) - log(e + 1), e), e = exp(-|x|)"},
     {"hardshrink", r_hardshrink, "where(|x| > lambd, x, 0)"},

@@ -12,7 +12,7 @@
 enum {
     A_HARDTANH, A_LEAKY, A_ELU, A_THRESHOLD, A_HARDSIGMOID, A_HARDSWISH, A_SOFTPLUS, A_MISH, A_FRAC, A_LOG2, A_LOG10,
     A_EXP2, A_TAN, A_SINH, A_COSH, A_ASINH, A_ACOSH, A_ATANH, A_DEG2RAD, A_RAD2DEG, A_SINC, A_LOGIT, A_HARDSHRINK,
-    A_SOFTSHRINK, A_ATAN, A_ASIN, A_ACOS,
+    A_SOFTSHRINK, A_ATAN, A_ASIN, A_ACOS, A_ERFC, A_ANGLE, A_ENTR,
 };
 
 #define LN2 0.69314718055994530942
@@ -138,6 +138,16 @@ static bv bv_math(int op, bv b, const double *p)
         bv z = isnan(p[0]) ? b : bv_clamp(b, p[0], 1 - p[0]);
         return ref_bv_fn(U_LOG, ref_bv_div(z, ref_bv_add(bv_neg(z), ref_bv_k(1))));
     }
+    case A_ERFC: return ref_bv_add(bv_neg(ref_bv_fn(U_ERF, b)), ref_bv_k(1));
+    case A_ANGLE: /* pi is a full() tensor: a stored DL16 value, not an immediate */
+        return bv_sel(bv_neg(b), (bv){PI, ref_eb_store(PI, ref_eb_const(PI), b.w), b.w}, ref_bv_k(0));
+    case A_ENTR: { /* where(x > 0, -x log x, where(x == 0, 0, -inf)) */
+        bv e = bv_neg(ref_bv_mul(b, ref_bv_fn(U_LOG, b)));
+        bv z = {b.v == 0 ? 0 : -INFINITY, 0, b.w};
+        if (ref_eb_flips(b.v, b.e, b.w)) /* x may be 0 or negative on the device: -inf */
+            return (bv){b.v > 0 ? e.v : z.v, INFINITY, b.w};
+        return b.v > 0 ? e : z;
+    }
     case A_ATAN: return bv_atan(b);
     case A_ASIN: return bv_atan2(b, bv_cosine_of(b));
     case A_ACOS: return bv_atan2(bv_cosine_of(b), b);
@@ -199,6 +209,9 @@ static double act_value(int op, double x, const double *p)
         double z = isnan(p[0]) || isnan(x) ? x : fmin(fmax(x, p[0]), 1 - p[0]);
         return log(z / (1 - z));
     }
+    case A_ERFC: return erfc(x);
+    case A_ANGLE: return isnan(x) ? x : x < 0 ? PI : 0;
+    case A_ENTR: return isnan(x) ? x : x > 0 ? -x * log(x) : x == 0 ? 0 : -INFINITY;
     case A_ATAN: return atan(x);
     case A_ASIN: return asin(x);
     case A_ACOS: return acos(x);
@@ -343,7 +356,7 @@ static int op_rem(ex *E, int fm)
 
 /* ---- Binary and ternary functions, broadcasting ---- */
 
-enum { B2_XLOGY, B2_XLOG1PY, B2_LOGADDEXP, B2_LOGADDEXP2, B2_FMAX, B2_FMIN, B2_HEAVISIDE, B2_ATAN2 };
+enum { B2_XLOGY, B2_XLOG1PY, B2_LOGADDEXP, B2_LOGADDEXP2, B2_FMAX, B2_FMIN, B2_HEAVISIDE, B2_ATAN2, B2_HYPOT };
 
 static double bin_value(int op, double x, double y)
 {
@@ -360,6 +373,7 @@ static double bin_value(int op, double x, double y)
     case B2_FMAX: return fmax(x, y);
     case B2_FMIN: return fmin(x, y);
     case B2_ATAN2: return atan2(x, y);
+    case B2_HYPOT: return hypot(x, y);
     default: return x == 0 ? y : x > 0; /* heaviside */
     }
 }
@@ -393,6 +407,12 @@ static double bin_bound(int op, bv a, bv b)
     case B2_FMIN: /* selections */
         return isnan(a.v) ? b.e : isnan(b.v) ? a.e : fmax(a.e, b.e);
     case B2_ATAN2: return bv_atan2(a, b).e;
+    case B2_HYPOT: { /* m sqrt(r*r + 1), m = max(|a|, |b|) (a selection), r = min / m; m == 0: 0 */
+        double e = fmax(a.e, b.e);
+        bv m = {fmax(fabs(a.v), fabs(b.v)), e, w}, r = ref_bv_div((bv){fmin(fabs(a.v), fabs(b.v)), e, w}, m);
+        bv h = ref_bv_mul(m, ref_bv_fn(U_SQRT, ref_bv_add(ref_bv_mul(r, r), ref_bv_k(1))));
+        return ref_select_bound(ref_eb_flips(m.v, e, w), 0, 0, h.v, h.e, m.v == 0, w);
+    }
     default: /* heaviside: where(x == 0, v, x > 0) */
         if (ref_eb_flips(a.v, a.e, w))
             return ref_eb_jump(fmax(1, fmax(fabs(b.v), fabs(b.v - 1))), w) + b.e;
@@ -586,6 +606,9 @@ static const ref_op ops[] = {
     {"rad2deg", op_act, A_RAD2DEG},
     {"sinc", op_act, A_SINC},               /* sin(pi x) / (pi x), 1 at 0 */
     {"logit", op_act, A_LOGIT},             /* log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
+    {"erfc", op_act, A_ERFC},
+    {"angle", op_act, A_ANGLE},             /* real tensors: pi below 0, else 0 */
+    {"special_entr", op_act, A_ENTR},       /* -x log x; 0 at 0; -inf below */
     {"atan", op_act, A_ATAN},
     {"asin", op_act, A_ASIN},
     {"acos", op_act, A_ACOS},
@@ -599,6 +622,7 @@ static const ref_op ops[] = {
     {"fmin", op_bin, B2_FMIN},
     {"heaviside", op_bin, B2_HEAVISIDE},    /* x == 0 ? values : x > 0 */
     {"atan2", op_bin, B2_ATAN2},
+    {"hypot", op_bin, B2_HYPOT},
     {"addcmul", op_tern, T3_ADDCMUL},
     {"addcdiv", op_tern, T3_ADDCDIV},
     {"lerp", op_tern, T3_LERP},

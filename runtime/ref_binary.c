@@ -245,6 +245,15 @@ static int op_binary(ex *E, int op)
     return binary(E, op, a, b, alpha, rmode);
 }
 
+/* floor_divide(self, other): div with rounding_mode "floor" */
+static int op_floor_divide(ex *E, int op)
+{
+    scalar_box b0, b1;
+    const tens *a = ref_operand(E, ref_arg(E, 0, "self"), "self", &b0);
+    const tens *b = a ? ref_operand(E, ref_arg(E, 1, "other"), "other", &b1) : NULL;
+    return a && b ? binary(E, op, a, b, 1, 2) : -1;
+}
+
 /* clamp(x, lo, hi) with both bounds (one a tensor): min(max(x, lo), hi),
  * the max in a temporary result that the min then replaces. */
 static int clamp_both(ex *E, const tens *x, const cc_arg *lo, const cc_arg *hi)
@@ -326,6 +335,7 @@ static const ref_op ops[] = {
     {"rsub", op_binary, B_RSUB},         /* other - alpha self */
     {"mul", op_binary, B_MUL},
     {"div", op_binary, B_DIV},           /* true division, or rounding_mode trunc / floor */
+    {"floor_divide", op_floor_divide, B_DIV},
     {"pow", op_binary, B_POW},
     {"minimum", op_binary, B_MIN},       /* NaN propagates */
     {"maximum", op_binary, B_MAX},

@@ -290,6 +290,13 @@ static void test_math_functions_give_pytorchs_values(void)
         "%sn: f32[6] = aten.asin.default(%p)\n"
         "%cs: f32[6] = aten.acos.default(%p)\n"
         "%a2: f32[6] = aten.atan2.default(%z, %pm)\n"
+        "%ec: f32[6] = aten.erfc.default(%z)\n"
+        "%ag: f32[6] = aten.angle.default(%z)\n"
+        "%en: f32[6] = aten.special_entr.default(%z)\n"
+        "%hy: f32[6] = aten.hypot.default(%z, %pm)\n"
+        "%fd: f32[6] = aten.floor_divide.default(%z, %pm)\n"
+        "%z7: f32[6] = aten.mul.Tensor(%z, 7.77)\n"
+        "%rd: f32[6] = aten.round.decimals(%z7, decimals=1)\n"
         "%l2: f32[6] = aten.log2.default(%z)\n"
         "%e2: f32[6] = aten.exp2.default(%z)\n"
         "%tn: f32[6] = aten.tan.default(%z)\n"
@@ -301,12 +308,18 @@ static void test_math_functions_give_pytorchs_values(void)
         "%ac: f32[6] = aten.acosh.default(%a)\n"
         "%lg: f32[6] = aten.logit.default(%p, 0.2)\n"
         "%nn: bool[6] = aten.isnan.default(%l2)\n"
-        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn, %an, %sn, %cs, %a2\n",
+        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn, %an, %sn, %cs, %a2, %ec, %ag, %en, %hy, %fd, %rd\n",
         z, a, p, pm);
     EXPECT(&t, "an", 0.0996686518f, 0.463647604f, -0.291456819f, 0.732815087f, 1.10714877f, 0);
     EXPECT(&t, "sn", 0.100167423f, 0.52359879f, 1.25323582f, 0, 1.57079637f, 0.304692656f);
     EXPECT(&t, "cs", 1.47062886f, 1.04719758f, 0.317560464f, 1.57079637f, 0, 1.26610363f);
     EXPECT(&t, "a2", 2.89661407f, 1.57079637f, -0.588002622f, 2.07789469f, 1.3258177f, 3.14159274f);
+    EXPECT(&t, "ec", 0.887537062f, 0.479500115f, 1.32862675f, 0.2030918f, 0.00467773527f, 1);
+    EXPECT(&t, "ag", 0, 0, 3.14159274f, 0, 0, 0);
+    EXPECT(&t, "en", 0.23025851f, 0.346573591f, -INFINITY, 0.0948244855f, -1.38629436f, 0);
+    EXPECT(&t, "hy", 0.41231057f, 0.5f, 0.540832698f, 1.02956295f, 2.06155276f, 0.2f);
+    EXPECT(&t, "fd", -1, INFINITY, -1, -2, 4, 0);
+    EXPECT(&t, "rd", 0.8f, 3.9f, -2.3f, 7, 15.5f, 0);
     EXPECT(&t, "l2", -3.32192802f, -1, NAN, -0.152003139f, 1, -INFINITY);
     EXPECT(&t, "e2", 1.07177341f, 1.41421354f, 0.812252402f, 1.86606598f, 4, 1);
     EXPECT(&t, "tn", 0.100334674f, 0.546302497f, -0.309336275f, 1.26015818f, -2.18503976f, 0);
