@@ -1577,6 +1577,47 @@ static int r_logaddexp(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
+/* DL16 has no infinity: the device's infinity is the stand-in +-2^30 and
+ * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
+#define DL16_INF 0x1p30
+
+/* isinf, isposinf, isneginf: |x|, x, -x >= 2^30 */
+static int r_isinf(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    if (!is_float(t.dtype))
+        out[0] = full(c, t.rank, t.shape, 0, CC_BOOL);
+    else if (!strcmp(n->base, "isinf"))
+        out[0] = cmps(c, "aten.ge.Scalar", un(c, "aten.abs.default", x), DL16_INF);
+    else if (!strcmp(n->base, "isposinf"))
+        out[0] = cmps(c, "aten.ge.Scalar", x, DL16_INF);
+    else
+        out[0] = cmps(c, "aten.le.Scalar", x, -DL16_INF);
+    return 1;
+}
+
+/* nan_to_num(x, nan=0, posinf, neginf): wheres; the replacements must be
+ * given and within DL16's range (PyTorch's default, float32's largest
+ * value, is not) */
+static int r_nan_to_num(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    if (!is_float(T(c, x).dtype)) {
+        out[0] = x;
+        return 1;
+    }
+    double v[3] = {num(c, n, 1, "nan", 0), num(c, n, 2, "posinf", INFINITY), num(c, n, 3, "neginf", -INFINITY)};
+    for (int i = 1; i < 3; i++)
+        if (!(fabs(v[i]) < DL16_INF))
+            fail(c, "the compiler lowers nan_to_num only with posinf and neginf given within DL16's range "
+                    "(the default, float32's largest value, is beyond it)");
+    int y = where_s(c, cmps(c, "aten.ge.Scalar", x, DL16_INF), x, v[1], 1);
+    y = where_s(c, cmps(c, "aten.le.Scalar", x, -DL16_INF), y, v[2], 1);
+    out[0] = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), y, v[0], 1);
+    return 1;
+}
+
 /* hypot(a, b) = m sqrt(1 + r*r), m = max(|a|, |b|), r = min / m (no square
  * leaves DL16's range); m == 0: 0 */
 static int r_hypot(dctx *c, const cc_node *n, int *out)
@@ -1857,6 +1898,11 @@ static const struct {
     {"special_entr", r_math, NULL},
     {"floor_divide", r_floor_divide, "div, then floor (as floor)"},
     {"hypot", r_hypot, "m * sqrt(r*r + 1), m = maximum(|a|, |b|), r = minimum / m; m == 0: 0"},
+    {"isinf", r_isinf, "|x| >= 2^30 (the device's infinity: the stand-in 2^30 and beyond)"},
+    {"isposinf", r_isinf, "x >= 2^30"},
+    {"isneginf", r_isinf, "x <= -2^30"},
+    {"nan_to_num", r_nan_to_num, "where(x != x, nan, where(x >= 2^30, posinf, where(x <= -2^30, neginf, x))); "
+                                 "posinf, neginf given within DL16's range"},
     {"logit", r_logit, "clamp(x, eps, 1 - eps) with eps; log(x / (1 - x))"},
     {"log_sigmoid_forward", r_log_sigmoid, "(clamp_max(x, 0) - log(e + 1), e), e = exp(-|x|)"},
     {"hardshrink", r_hardshrink, "where(|x| > lambd, x, 0)"},

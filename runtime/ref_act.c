@@ -3,6 +3,7 @@
 
 #include "cc.h" /* cc_atan_coef: the polynomial whose steps the atan bounds follow */
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -502,6 +503,54 @@ static int op_isnan(ex *E, int code)
     return 0;
 }
 
+/* isinf, isposinf, isneginf: bools; the device tests |x| >= 2^30 (its
+ * infinity's stand-in), so a bound that reaches 2^30 may flip the test */
+enum { INF_ANY, INF_POS, INF_NEG };
+
+static int op_isinf(ex *E, int which)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    tens *o = x ? ref_new_result(E, K_B, x->rank, x->shape) : NULL;
+    if (!o)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++) {
+        double v = ldd(x, k), d = which == INF_ANY ? fabs(v) : which == INF_POS ? v : -v;
+        o->i[k] = isinf(v) && (which == INF_ANY || (which == INF_POS) == (v > 0));
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][k] = (float)(isfinite(v) && ref_eb_flips(d - 0x1p30, ldb(x, w, k), w) ? ref_eb_jump(1, w) : 0);
+    }
+    return 0;
+}
+
+/* nan_to_num(self, nan=0, posinf=None, neginf=None): PyTorch's defaults
+ * for posinf / neginf are float32's extremes */
+static int op_nan_to_num(ex *E, int code)
+{
+    (void)code;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    double r[3];
+    if (!x || ref_arg_num(E, 1, "nan", 0, &r[0]) || ref_arg_num(E, 2, "posinf", FLT_MAX, &r[1]) ||
+        ref_arg_num(E, 3, "neginf", -FLT_MAX, &r[2]))
+        return -1;
+    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, x->shape);
+    if (!o)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++) {
+        if (!o->f) {
+            o->i[k] = x->i[k];
+            continue;
+        }
+        double v = ldd(x, k), y = isnan(v) ? r[0] : v == INFINITY ? r[1] : v == -INFINITY ? r[2] : v;
+        o->f[k] = (float)y;
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            double e = ldb(x, w, k);
+            int flips = isfinite(v) && e > 0 && fabs(v) + ref_eb_lam(w) * e >= 0x1p30;
+            o->eb[w][k] = (float)(!isfinite(v) ? ref_eb_const(y) : flips ? INFINITY : e);
+        }
+    }
+    return 0;
+}
+
 /* log_sigmoid_forward(self): (min(x, 0) - log1p(e), e), e = exp(-|x|) */
 static int op_log_sigmoid(ex *E, int code)
 {
@@ -627,6 +676,10 @@ static const ref_op ops[] = {
     {"addcdiv", op_tern, T3_ADDCDIV},
     {"lerp", op_tern, T3_LERP},
     {"isnan", op_isnan, 0},
+    {"isinf", op_isinf, INF_ANY},
+    {"isposinf", op_isinf, INF_POS},
+    {"isneginf", op_isinf, INF_NEG},
+    {"nan_to_num", op_nan_to_num, 0},       /* posinf / neginf default to float32's extremes */
     {"log_sigmoid_forward", op_log_sigmoid, 0}, /* (output, buffer) */
     {"prelu", op_prelu, 0},
     {"dot", op_dot, 0},

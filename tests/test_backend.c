@@ -2229,9 +2229,50 @@ static void test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_c
     }
 }
 
+/* Issue 14: the device's infinity is the stand-in +-2^30 (masked_fill with
+ * inf writes it); isinf, isposinf, isneginf test for it, isnan for DL16's
+ * NaN, and nan_to_num with replacements in DL16's range replaces both. */
+static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
+{
+    const char *text = "graph infs\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%f: f32[64] = aten.sub.Tensor(%i, 32.0)\n"
+                       "%b: bool[64] = aten.gt.Scalar(%f, 20.0)\n"
+                       "%c: bool[64] = aten.lt.Scalar(%f, -20.0)\n"
+                       "%p: f32[64] = aten.masked_fill.Scalar(%f, %b, inf)\n"
+                       "%x: f32[64] = aten.masked_fill.Scalar(%p, %c, -inf)\n"
+                       "%s: f32[64] = aten.sqrt.default(%f)\n"
+                       "%ii: bool[64] = aten.isinf.default(%x)\n"
+                       "%ip: bool[64] = aten.isposinf.default(%x)\n"
+                       "%in: bool[64] = aten.isneginf.default(%x)\n"
+                       "%nn: bool[64] = aten.isnan.default(%s)\n"
+                       "%ns: f32[64] = aten.nan_to_num.default(%s, 5.0, 1000.0, -1000.0)\n"
+                       "%nx: f32[64] = aten.nan_to_num.default(%x, 5.0, 1000.0, -1000.0)\n"
+                       "output %ii, %ip, %in, %nn, %ns, %nx\n";
+    const char *names[] = {"ii", "ip", "in", "nn", "ns", "nx"};
+    for (int c = 0; c < 2; c++) {
+        float *v[6] = {0};
+        int64_t n[6] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "infs.txt", both_chips[c], 6, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            int pos = i > 52, ng = i < 12;
+            float f = (float)(i - 32);
+            ok += v[0][i] == (pos || ng) && v[1][i] == pos && v[2][i] == ng && v[3][i] == (i < 32);
+            ok += i < 32 ? v[4][i] == 5.0f : fabsf(v[4][i] - sqrtf(f)) <= 0x1p-9f * sqrtf(f);
+            ok += v[5][i] == (pos ? 1000.0f : ng ? -1000.0f : f);
+        }
+        CU_ASSERT_EQUAL(ok, 3 * 64);
+        for (int i = 0; i < 6; i++)
+            free(v[i]);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"infinities and NaNs are found and replaced on both chips",
+         test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"arctangents by a polynomial are within DL16 precision on both chips",
          test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
         {"rounding functions are exact on the device on both chips",
