@@ -1300,7 +1300,8 @@ static int r_threshold(dctx *c, const cc_node *n, int *out)
 /* hardsigmoid(x) = clamp(x + 3, 0, 6) / 6 (as Inductor) */
 static int hardsigmoid(dctx *c, int x)
 {
-    int r = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", bins(c, "aten.add.Tensor", x, 3), 0), 6);
+    int r = bins(c, "aten.clamp_min.default", bins(c, "aten.add.Tensor", x, 3), 0);
+    r = bins(c, "aten.clamp_max.default", r, 6);
     return bins(c, "aten.mul.Tensor", r, 1.0 / 6);
 }
 
@@ -1416,7 +1417,8 @@ static const struct {
  * DL16's precision) */
 static int log_hyp(dctx *c, int a, double s)
 {
-    int r = bin(c, "aten.add.Tensor", a, un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", a, a), s)));
+    int q = bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", a, a), s);
+    int r = bin(c, "aten.add.Tensor", a, un(c, "aten.sqrt.default", q));
     int big = bins(c, "aten.add.Tensor", un(c, "aten.log.default", a), LN2);
     return where(c, cmps(c, "aten.gt.Scalar", a, 4096), big, un(c, "aten.log.default", r));
 }
@@ -1453,7 +1455,8 @@ static int math_fn(dctx *c, int x, int which)
     case M_RAD2DEG: return bins(c, "aten.mul.Tensor", x, 180 / PI);
     case M_SINC: {
         int px = bins(c, "aten.mul.Tensor", x, PI);
-        return where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.div.Tensor", un(c, "aten.sin.default", px), px), 1, 1);
+        int q = bin(c, "aten.div.Tensor", un(c, "aten.sin.default", px), px);
+        return where_s(c, cmps(c, "aten.eq.Scalar", x, 0), q, 1, 1);
     }
     case M_ERFC: return bins(c, "aten.add.Tensor", neg(c, un(c, "aten.erf.default", x)), 1);
     case M_ANGLE: {
@@ -1559,7 +1562,7 @@ static int val_or_num(dctx *c, const cc_node *n, int pos, const char *key, cc_dt
 static int r_xlogy(dctx *c, const cc_node *n, int *out)
 {
     int x = fx(c, val_or_num(c, n, 0, "self", CC_F32)), y = fx(c, val_or_num(c, n, 1, "other", CC_F32));
-    int ly = strstr(n->base, "1p") ? un(c, "aten.log.default", bins(c, "aten.add.Tensor", y, 1)) : un(c, "aten.log.default", y);
+    int ly = un(c, "aten.log.default", strstr(n->base, "1p") ? bins(c, "aten.add.Tensor", y, 1) : y);
     int r = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.mul.Tensor", x, ly), 0, 1);
     out[0] = where(c, cmpv(c, "aten.ne.Tensor", y, y), y, r);
     return 1;
@@ -1573,7 +1576,9 @@ static int r_logaddexp(dctx *c, const cc_node *n, int *out)
     int d = un(c, "aten.abs.default", bin(c, "aten.sub.Tensor", a, b));
     int e = un(c, "aten.exp.default", neg(c, two ? bins(c, "aten.mul.Tensor", d, LN2) : d));
     int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
-    out[0] = bin(c, "aten.add.Tensor", bin(c, "aten.maximum.default", a, b), two ? bins(c, "aten.mul.Tensor", l, 1 / LN2) : l);
+    if (two)
+        l = bins(c, "aten.mul.Tensor", l, 1 / LN2);
+    out[0] = bin(c, "aten.add.Tensor", bin(c, "aten.maximum.default", a, b), l);
     return 1;
 }
 
@@ -1623,8 +1628,10 @@ static int r_nan_to_num(dctx *c, const cc_node *n, int *out)
 static int r_hypot(dctx *c, const cc_node *n, int *out)
 {
     int a = un(c, "aten.abs.default", val(c, n, 0, "self")), b = un(c, "aten.abs.default", val(c, n, 1, "other"));
-    int m = bin(c, "aten.maximum.default", a, b), r = bin(c, "aten.div.Tensor", bin(c, "aten.minimum.default", a, b), m);
-    int h = bin(c, "aten.mul.Tensor", m, un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", r, r), 1)));
+    int m = bin(c, "aten.maximum.default", a, b);
+    int r = bin(c, "aten.div.Tensor", bin(c, "aten.minimum.default", a, b), m);
+    int s = un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", r, r), 1));
+    int h = bin(c, "aten.mul.Tensor", m, s);
     out[0] = where_s(c, cmps(c, "aten.eq.Scalar", m, 0), h, 0, 1);
     return 1;
 }

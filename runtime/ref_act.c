@@ -1,4 +1,6 @@
-/* ref_act.c: reference ops: activations with parameters (hardtanh, elu, softplus, ...), elementwise math the compiler decomposes (log2, tan, asinh, ...; xlogy, logaddexp, addcmul, lerp, ...), glu, dot, remainder and fmod. */
+/* ref_act.c: reference ops: activations and the elementwise math the compiler decomposes. */
+/* hardtanh, elu, softplus, ...; log2, tan, asinh, atan, ...; xlogy, logaddexp, hypot, atan2, ...;
+ * addcmul, lerp; isnan, isinf, nan_to_num; glu, dot, remainder, fmod, log_sigmoid_forward, prelu. */
 #include "ref_internal.h"
 
 #include "cc.h" /* cc_atan_coef: the polynomial whose steps the atan bounds follow */
@@ -299,7 +301,8 @@ static int op_glu(ex *E, int code)
             double a = ldd(x, ia), b = ldd(x, ib);
             o->f[k] = (float)(a / (1 + exp(-b)));
             for (int w = 0; o->eb[0] && w < 2; w++)
-                o->eb[w][k] = (float)ref_bv_mul((bv){a, ldb(x, w, ia), w}, ref_bv_fn(U_SIGMOID, (bv){b, ldb(x, w, ib), w})).e;
+                o->eb[w][k] =
+                    (float)ref_bv_mul((bv){a, ldb(x, w, ia), w}, ref_bv_fn(U_SIGMOID, (bv){b, ldb(x, w, ib), w})).e;
         }
     return 0;
 }
@@ -479,7 +482,8 @@ static int op_tern(ex *E, int op)
                           : fabs(z) < 0.5    ? x + z * (y - x)
                                              : y - (y - x) * (1 - z));
         for (int w = 0; o->eb[0] && w < 2; w++) {
-            bv a = {x, ldb(t[0], w, it.off[0]), w}, b = {y, ldb(t[1], w, it.off[1]), w}, c = {z, ldb(t[2], w, it.off[2]), w};
+            bv a = {x, ldb(t[0], w, it.off[0]), w}, b = {y, ldb(t[1], w, it.off[1]), w};
+            bv c = {z, ldb(t[2], w, it.off[2]), w};
             bv r = op == T3_ADDCMUL   ? ref_bv_add(a, bv_scale(ref_bv_mul(b, c), value))
                    : op == T3_ADDCDIV ? ref_bv_add(a, bv_scale(ref_bv_div(b, c), value))
                    : wnum             ? ref_bv_add(a, bv_scale(ref_bv_sub(b, a), z))

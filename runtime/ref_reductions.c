@@ -1,4 +1,4 @@
-/* ref_reductions.c: reference ops: reductions over dims (sum, mean, amax, amin, any, all, var, std, logsumexp, nansum). */
+/* ref_reductions.c: reference ops: reductions over dims (sum, mean, amax, amin, any, all, var, std, logsumexp, ...). */
 #include "ref_internal.h"
 
 #include <math.h>

@@ -308,7 +308,8 @@ static void test_math_functions_give_pytorchs_values(void)
         "%ac: f32[6] = aten.acosh.default(%a)\n"
         "%lg: f32[6] = aten.logit.default(%p, 0.2)\n"
         "%nn: bool[6] = aten.isnan.default(%l2)\n"
-        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn, %an, %sn, %cs, %a2, %ec, %ag, %en, %hy, %fd, %rd\n",
+        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn, %an, %sn, %cs, %a2, "
+        "%ec, %ag, %en, %hy, %fd, %rd\n",
         z, a, p, pm);
     EXPECT(&t, "an", 0.0996686518f, 0.463647604f, -0.291456819f, 0.732815087f, 1.10714877f, 0);
     EXPECT(&t, "sn", 0.100167423f, 0.52359879f, 1.25323582f, 0, 1.57079637f, 0.304692656f);
