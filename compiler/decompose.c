@@ -1791,6 +1791,37 @@ static int r_atan(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
+/* mse_loss, huber_loss(delta), smooth_l1_loss(beta) of self - target, then
+ * reduction 0 none, 1 mean, 2 sum.  z = |d|: mse z*z; huber
+ * z < delta ? z*z*0.5 : (z - delta/2) * delta; smooth_l1 z < beta ?
+ * z*z*0.5 * (1/beta) : z - beta/2 (beta 0: z). */
+static int r_loss(dctx *c, const cc_node *n, int *out)
+{
+    int d = bin(c, "aten.sub.Tensor", val(c, n, 0, "self"), val(c, n, 1, "target"));
+    int64_t red_mode = (int64_t)num(c, n, 2, "reduction", 1);
+    int e;
+    if (!strcmp(n->base, "mse_loss")) {
+        e = bin(c, "aten.mul.Tensor", d, d);
+    } else {
+        int z = un(c, "aten.abs.default", d), hub = !strcmp(n->base, "huber_loss");
+        double th = num(c, n, 3, hub ? "delta" : "beta", 1);
+        int q = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", z, z), 0.5);
+        int l = bins(c, "aten.sub.Tensor", z, th / 2);
+        if (hub)
+            l = scale(c, l, th);
+        e = th > 0 ? where(c, cmps(c, "aten.lt.Scalar", z, th), hub ? q : scale(c, q, 1 / th), l) : z;
+    }
+    if (red_mode < 0 || red_mode > 2)
+        fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum)");
+    if (red_mode) {
+        int64_t dims[CC_MAX_RANK], count;
+        int nd = red_dims(c, e, -1, NULL, dims, &count);
+        e = red_mode == 1 ? mean(c, e, nd, dims, 0, count) : red(c, "aten.sum.dim_IntList", e, nd, dims, 0);
+    }
+    out[0] = e;
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -1910,6 +1941,10 @@ static const struct {
     {"isneginf", r_isinf, "x <= -2^30"},
     {"nan_to_num", r_nan_to_num, "where(x != x, nan, where(x >= 2^30, posinf, where(x <= -2^30, neginf, x))); "
                                  "posinf, neginf given within DL16's range"},
+    {"mse_loss", r_loss, "d = self - target: d*d; then reduction none, mean (sum, div) or sum"},
+    {"huber_loss", r_loss, "z = |d|: where(z < delta, z*z*0.5, (z - delta/2) * delta); reduction as mse_loss"},
+    {"smooth_l1_loss", r_loss, "z = |d|: where(z < beta, z*z*0.5 * (1/beta), z - beta/2) (beta 0: z); "
+                               "reduction as mse_loss"},
     {"logit", r_logit, "clamp(x, eps, 1 - eps) with eps; log(x / (1 - x))"},
     {"log_sigmoid_forward", r_log_sigmoid, "(clamp_max(x, 0) - log(e + 1), e), e = exp(-|x|)"},
     {"hardshrink", r_hardshrink, "where(|x| > lambd, x, 0)"},

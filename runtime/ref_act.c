@@ -633,6 +633,82 @@ static int op_dot(ex *E, int code)
     return 0;
 }
 
+/* mse_loss, huber_loss, smooth_l1_loss(self, target, reduction=1, delta or
+ * beta=1): PyTorch's per-element loss, then none (0), mean (1) or sum (2);
+ * the bound follows the compiler's steps (compiler/decompose.c, r_loss) */
+enum { L_MSE, L_HUBER, L_SMOOTH };
+
+static double loss_value(int op, double d, double th)
+{
+    double z = fabs(d);
+    if (op == L_MSE)
+        return d * d;
+    if (op == L_HUBER)
+        return z < th ? 0.5 * z * z : th * (z - 0.5 * th);
+    return th == 0 ? z : z < th ? 0.5 * z * z / th : z - 0.5 * th;
+}
+
+static bv loss_bound(int op, bv a, bv b, double th)
+{
+    bv d = ref_bv_sub(a, b), z = {fabs(d.v), d.e, d.w};
+    if (op == L_MSE)
+        return ref_bv_mul(d, d);
+    if (op == L_SMOOTH && th == 0)
+        return z;
+    bv q = ref_bv_mul(ref_bv_mul(z, z), ref_bv_k(0.5)), l = ref_bv_sub(z, ref_bv_k(th / 2));
+    if (op == L_HUBER)
+        l = bv_scale(l, th);
+    else
+        q = bv_scale(q, 1 / th);
+    return bv_sel(bv_neg(bv_margin(z, th)), q, l);
+}
+
+static int op_loss(ex *E, int op)
+{
+    const tens *t[2];
+    int64_t red;
+    double th = 1;
+    const char *thk = op == L_HUBER ? "delta" : "beta";
+    if (!(t[0] = ref_arg_tensor(E, 0, "self")) || !(t[1] = ref_arg_tensor(E, 1, "target")) ||
+        ref_arg_int(E, 2, "reduction", 1, &red) || (op != L_MSE && ref_arg_num(E, 3, thk, 1, &th)))
+        return -1;
+    if (red < 0 || red > 2)
+        return ref_fail(E, "reduction is not 0 (none), 1 (mean) or 2 (sum)");
+    int rank = 0;
+    int64_t shape[MAXR], none[1] = {0};
+    if (ref_bcast(E, 2, t, &rank, shape))
+        return -1;
+    tens *o = red ? ref_new_result(E, K_F, 0, none) : ref_new_result(E, K_F, rank, shape);
+    if (!o)
+        return -1;
+    int64_t n = ref_numel(rank, shape);
+    double sum = 0;
+    eb_acc acc[2] = {{.w = 0}, {.w = 1}};
+    iter it;
+    ref_iter_tensors(&it, rank, shape, 2, t);
+    for (int64_t k = 0; k < n; k++, iter_next(&it)) {
+        double x = ldd(t[0], it.off[0]), y = ldd(t[1], it.off[1]), v = loss_value(op, x - y, th);
+        sum += v;
+        if (!red)
+            o->f[k] = (float)v;
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            bv e = loss_bound(op, (bv){x, ldb(t[0], w, it.off[0]), w}, (bv){y, ldb(t[1], w, it.off[1]), w}, th);
+            if (!red)
+                o->eb[w][k] = (float)e.e;
+            else
+                ref_acc_add(&acc[w], e.v, e.e);
+        }
+    }
+    if (!red)
+        return 0;
+    o->f[0] = (float)(red == 1 ? sum / (double)n : sum);
+    for (int w = 0; o->eb[0] && w < 2; w++) {
+        bv r = ref_acc_sum(&acc[w]);
+        o->eb[w][0] = (float)(red == 1 ? ref_bv_div(r, ref_bv_k((double)n)) : r).e;
+    }
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"hardtanh", op_act, A_HARDTANH},       /* clamp(x, min_val, max_val) */
     {"relu6", op_act, A_HARDTANH},          /* hardtanh(x, 0, 6) */
@@ -688,6 +764,9 @@ static const ref_op ops[] = {
     {"prelu", op_prelu, 0},
     {"dot", op_dot, 0},
     {"vdot", op_dot, 0},                    /* dot, real tensors */
+    {"mse_loss", op_loss, L_MSE},
+    {"huber_loss", op_loss, L_HUBER},
+    {"smooth_l1_loss", op_loss, L_SMOOTH},
     {"glu", op_glu, 0},                     /* a sigmoid(b), the halves of dim */
     {"remainder", op_rem, 0},               /* a - floor(a / b) b */
     {"fmod", op_rem, 1},                    /* a - trunc(a / b) b */

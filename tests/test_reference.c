@@ -375,6 +375,28 @@ static void test_binary_ternary_and_reducing_math_give_pytorchs_values(void)
     done(&t);
 }
 
+/* The losses the compiler decomposes, each reduction, against PyTorch's values. */
+static void test_losses_give_pytorchs_values_for_each_reduction(void)
+{
+    const float a[] = {1, 2, 3, -1, 0.5f, 4}, b[] = {0.5f, 2.5f, -1};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[2, 3]\ninput %b: f32[3]\n"
+        "%mn: f32[2, 3] = aten.mse_loss.default(%a, %b, 0)\n"
+        "%mm: f32[] = aten.mse_loss.default(%a, %b)\n"
+        "%hs: f32[] = aten.huber_loss.default(%a, %b, 2, 1.5)\n"
+        "%sn: f32[2, 3] = aten.smooth_l1_loss.default(%a, %b, 0, 0.8)\n"
+        "%s0: f32[] = aten.smooth_l1_loss.default(%a, %b, 1, 0.0)\n"
+        "output %mn, %mm, %hs, %sn, %s0\n",
+        a, b);
+    EXPECT(&t, "mn", 0.25f, 0.25f, 16, 2.25f, 4, 25);
+    EXPECT(&t, "mm", 7.95833349f);
+    EXPECT(&t, "hs", 14.5f);
+    EXPECT(&t, "sn", 0.15625f, 0.15625f, 3.6f, 1.1f, 1.6f, 4.6f);
+    EXPECT(&t, "s0", 2.25f);
+    done(&t);
+}
+
 static void test_matrix_products_use_the_schemas_arguments(void)
 {
     const float a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, w[] = {7, 9, 11, 8, 10, 12};
@@ -1934,6 +1956,7 @@ int main(void)
         {"unary functions give known values", test_unary_functions_give_known_values},
         {"activations with parameters give PyTorch's values", test_activations_with_parameters_give_pytorchs_values},
         {"math functions give PyTorch's values", test_math_functions_give_pytorchs_values},
+        {"losses give PyTorch's values for each reduction", test_losses_give_pytorchs_values_for_each_reduction},
         {"binary, ternary and reducing math give PyTorch's values",
          test_binary_ternary_and_reducing_math_give_pytorchs_values},
         {"matrix products use the schemas arguments", test_matrix_products_use_the_schemas_arguments},
