@@ -290,6 +290,18 @@ static double fold(ir_op op, double a, double b)
     }
 }
 
+/* A folded arithmetic result as the SFP would store it: rounded to DL16
+ * (decompositions rely on the store's rounding, as floor's (a + 512) - 512
+ * does); an infinity or a value beyond DL16's range is kept as it is. */
+static double fold_stored(ir_op op, double a, double b)
+{
+    double r = fold(op, a, b);
+    if (op != IR_ADD && op != IR_SUB && op != IR_MUL && op != IR_DIV)
+        return r;
+    float q = isa_dl16_round((float)r);
+    return isfinite(r) && !isnan(q) ? q : r;
+}
+
 static be_vclass join(be_vclass a, be_vclass b)
 {
     if (a == BE_V_TILE || b == BE_V_TILE || (a == BE_V_ROW && b == BE_V_COL) || (a == BE_V_COL && b == BE_V_ROW))
@@ -549,7 +561,7 @@ int be_eval(be_tile *T, int e, be_val *out)
             return -1;
         if (a.cls == BE_V_CONST && b.cls == BE_V_CONST) {
             out->cls = BE_V_CONST;
-            out->imm = fold(x->op, a.imm, b.imm);
+            out->imm = fold_stored(x->op, a.imm, b.imm);
             break;
         }
         if (eval_binary(T, x->op, &a, &b, out))

@@ -919,13 +919,20 @@ static int r_stack(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-/* fill(x, value): full(x's shape, value) in x's dtype */
+/* fill(x, value): full(x's shape, value) in x's dtype, or a 0-d tensor value expanded */
 static int r_fill(dctx *c, const cc_node *n, int *out)
 {
     cc_ttype t = T(c, val(c, n, 0, "self"));
     const cc_arg *v = cc_node_arg(n, 1, "value");
+    if (v && v->kind == CC_ARG_VALUE) { /* fill.Tensor: the 0-d value expanded */
+        int e = cast(c, val(c, n, 1, "value"), t.dtype);
+        if (numel(&c->d->values[e].type) != 1)
+            fail(c, "the fill value must have one element");
+        out[0] = expand(c, reshape(c, e, 0, t.shape), t.rank, t.shape);
+        return 1;
+    }
     if (!is_number(v))
-        fail(c, "the compiler lowers fill only with a number");
+        fail(c, "argument value must be a number or a tensor");
     out[0] = full(c, t.rank, t.shape, v->kind == CC_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
     return 1;
 }
@@ -1092,6 +1099,730 @@ static int r_sdpa(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
+/* ---- Elementwise math and activations, in core ops ----
+ * Each is written as the DL16 device computes well: selections (where,
+ * clamp) are exact, and each arithmetic step is one SFP operation whose
+ * result is stored in DL16 (9 fraction bits). */
+
+/* a comparison of a with the number s: a bool tensor */
+static int cmps(dctx *c, const char *op, int a, double s)
+{
+    cc_ttype t = T(c, a);
+    t.dtype = CC_BOOL;
+    return EMIT(c, op, t, A_val(a), A_num(s));
+}
+
+static int cmpv(dctx *c, const char *op, int a, int b)
+{
+    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    if (ir_broadcast(&ta, &tb, &t))
+        fail(c, "operand shapes do not broadcast");
+    t.dtype = CC_BOOL;
+    return EMIT(c, op, t, A_val(a), A_val(b));
+}
+
+/* a bool as 0 / 1 in the float dtype dt */
+static int as_num(dctx *c, int b, cc_dtype dt) { return cast(c, b, dt); }
+
+static int neg(dctx *c, int a) { return un(c, "aten.neg.default", a); }
+
+/* x, or x * s when s != 1 */
+static int scale(dctx *c, int x, double s) { return s == 1 ? x : bins(c, "aten.mul.Tensor", x, s); }
+
+enum { RD_FLOOR, RD_CEIL, RD_TRUNC, RD_ROUND };
+
+/* floor, ceil, trunc or round (half to even) of a float x.  The SFP has no
+ * rounding function; DL16 keeps every integer up to 1024 and has ulp 1 on
+ * [512, 1024), so for a = |x| < 512, (a + 512) - 512 is an integer near a
+ * (the store rounds ties away from zero), exact after a compare and a
+ * correction by 1; a magnitude of 512 or more is already an integer (and
+ * NaN fails the test a < 512, so it passes through). */
+static int round_to_int(dctx *c, int x, int which)
+{
+    cc_dtype dt = T(c, x).dtype;
+    int a = un(c, "aten.abs.default", x);
+    int t = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", a, 512), 512);
+    int fl = bin(c, "aten.sub.Tensor", t, as_num(c, cmpv(c, "aten.gt.Tensor", t, a), dt));
+    int up;
+    if (which == RD_ROUND) { /* fl + 1 when a - fl > 0.5, or == 0.5 and fl is odd */
+        int d = bin(c, "aten.sub.Tensor", a, fl);
+        int h = bins(c, "aten.mul.Tensor", fl, 0.5);
+        int hu = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", h, 512), 512);
+        int odd = cmpv(c, "aten.ne.Tensor", hu, h);
+        int tie = bin(c, "aten.logical_and.default", cmps(c, "aten.eq.Scalar", d, 0.5), odd);
+        up = bin(c, "aten.add.Tensor", fl,
+                 as_num(c, bin(c, "aten.logical_or.default", cmps(c, "aten.gt.Scalar", d, 0.5), tie), dt));
+    } else { /* ceil(a) */
+        up = bin(c, "aten.add.Tensor", t, as_num(c, cmpv(c, "aten.lt.Tensor", t, a), dt));
+    }
+    /* for x < 0: floor(x) = -ceil(a), ceil(x) = trunc(x) = -floor(a), round(x) = -round(a) */
+    int pos = which == RD_FLOOR || which == RD_TRUNC ? fl : up;
+    int negv = which == RD_FLOOR || which == RD_ROUND ? up : fl;
+    int r = where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, negv), pos);
+    return where(c, cmps(c, "aten.lt.Scalar", a, 512), r, x);
+}
+
+static int r_round(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    static const char *const names[] = {"floor", "ceil", "trunc", "round"};
+    int which = 0;
+    while (strcmp(names[which], n->base))
+        which++;
+    double d = which == RD_ROUND ? num(c, n, 1, "decimals", 0) : 0;
+    if (!is_float(T(c, x).dtype) || d == 0) {
+        out[0] = is_float(T(c, x).dtype) ? round_to_int(c, x, which) : x;
+        return 1;
+    }
+    /* decimals: as PyTorch, round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d) */
+    double p = pow(10, fabs(d));
+    int y = bins(c, d > 0 ? "aten.mul.Tensor" : "aten.div.Tensor", x, p);
+    out[0] = bins(c, d > 0 ? "aten.div.Tensor" : "aten.mul.Tensor", round_to_int(c, y, RD_ROUND), p);
+    return 1;
+}
+
+static int r_frac(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.sub.Tensor", x, round_to_int(c, x, RD_TRUNC));
+    return 1;
+}
+
+/* sign, sgn: (x > 0) - (x < 0), NaN kept */
+static int r_sign(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_dtype dt = T(c, x).dtype;
+    if (!is_float(dt))
+        fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    int s = bin(c, "aten.sub.Tensor", as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt),
+                 as_num(c, cmps(c, "aten.lt.Scalar", x, 0), dt));
+    out[0] = where(c, cmpv(c, "aten.ne.Tensor", x, x), x, s);
+    return 1;
+}
+
+/* div with rounding_mode "trunc" / "floor": the true quotient, rounded */
+static int r_div_mode(dctx *c, const cc_node *n, int *out)
+{
+    const cc_arg *m = cc_node_arg(n, 2, "rounding_mode");
+    if (!m || m->kind == CC_ARG_NONE)
+        return 0;
+    if (m->kind != CC_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
+        fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
+    int x = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
+                         : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
+    out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
+    return 1;
+}
+
+/* floor_divide(a, b): floor(a / b) (float tensors) */
+static int r_floor_divide(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
+                         : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
+    if (!is_float(T(c, x).dtype) || !is_float(T(c, q).dtype))
+        fail(c, "the compiler lowers floor_divide only of float tensors");
+    out[0] = round_to_int(c, q, RD_FLOOR);
+    return 1;
+}
+
+/* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b */
+static int r_remainder(dctx *c, const cc_node *n, int *out)
+{
+    int a = val(c, n, 0, "self");
+    const cc_arg *o = cc_node_arg(n, 1, "other");
+    int fm = !strcmp(n->base, "fmod");
+    if (!is_float(T(c, a).dtype))
+        fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    int q, p;
+    if (is_number(o)) {
+        double b = num(c, n, 1, "other", 1);
+        q = round_to_int(c, bins(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
+        p = bins(c, "aten.mul.Tensor", q, b);
+    } else {
+        int b = val(c, n, 1, "other");
+        q = round_to_int(c, bin(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
+        p = bin(c, "aten.mul.Tensor", q, b);
+    }
+    out[0] = bin(c, "aten.sub.Tensor", a, p);
+    return 1;
+}
+
+/* hardtanh(x, min_val, max_val), relu6 */
+static int r_hardtanh(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int six = !strcmp(n->base, "relu6");
+    double lo = six ? 0 : num(c, n, 1, "min_val", -1), hi = six ? 6 : num(c, n, 2, "max_val", 1);
+    out[0] = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, lo), hi);
+    return 1;
+}
+
+static int r_leaky_relu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double s = num(c, n, 1, "negative_slope", 0.01);
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), x, bins(c, "aten.mul.Tensor", x, s));
+    return 1;
+}
+
+/* x > 0 ? x * scale : (exp(x * input_scale) - 1) * alpha * scale (elu);
+ * celu(alpha) is elu(alpha, 1, 1 / alpha), selu fixed constants */
+static int r_elu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double alpha = num(c, n, 1, "alpha", 1), sc = 1, isc = 1;
+    if (!strcmp(n->base, "celu")) {
+        isc = 1 / alpha;
+    } else if (!strcmp(n->base, "selu")) {
+        alpha = 1.6732632423543772848170429916717;
+        sc = 1.0507009873554804934193349852946;
+    } else {
+        sc = num(c, n, 2, "scale", 1);
+        isc = num(c, n, 3, "input_scale", 1);
+    }
+    int em1 = bins(c, "aten.sub.Tensor", un(c, "aten.exp.default", scale(c, x, isc)), 1);
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), scale(c, x, sc), scale(c, em1, alpha * sc));
+    return 1;
+}
+
+static int r_threshold(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double th = num(c, n, 1, "threshold", 0), v = num(c, n, 2, "value", 0);
+    out[0] = where_s(c, cmps(c, "aten.gt.Scalar", x, th), x, v, 0);
+    return 1;
+}
+
+/* hardsigmoid(x) = clamp(x + 3, 0, 6) / 6 (as Inductor) */
+static int hardsigmoid(dctx *c, int x)
+{
+    int r = bins(c, "aten.clamp_min.default", bins(c, "aten.add.Tensor", x, 3), 0);
+    r = bins(c, "aten.clamp_max.default", r, 6);
+    return bins(c, "aten.mul.Tensor", r, 1.0 / 6);
+}
+
+static int r_hardsigmoid(dctx *c, const cc_node *n, int *out)
+{
+    out[0] = hardsigmoid(c, val(c, n, 0, "self"));
+    return 1;
+}
+
+static int r_hardswish(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.mul.Tensor", x, hardsigmoid(c, x));
+    return 1;
+}
+
+/* x beta > threshold ? x : log(exp(x beta) + 1) / beta.  log1p(e) as
+ * log(e + 1): for small e the sum rounds to 1 and the result to 0, an
+ * absolute error of at most e (about e^(x beta)). */
+static int softplus(dctx *c, int x, double beta, double th)
+{
+    int xb = scale(c, x, beta);
+    int sp = un(c, "aten.log.default", bins(c, "aten.add.Tensor", un(c, "aten.exp.default", xb), 1));
+    return where(c, cmps(c, "aten.gt.Scalar", xb, th), x, scale(c, sp, 1 / beta));
+}
+
+static int r_softplus(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = softplus(c, x, num(c, n, 1, "beta", 1), num(c, n, 2, "threshold", 20));
+    return 1;
+}
+
+/* mish(x) = x tanh(softplus(x)) */
+static int r_mish(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.tanh.default", softplus(c, x, 1, 20)));
+    return 1;
+}
+
+/* glu(x, dim): the first half times sigmoid of the second */
+static int r_glu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    int d = normdim(c, (int64_t)num(c, n, 1, "dim", -1), t.rank);
+    int64_t h = t.shape[d] / 2;
+    if (!t.rank || t.shape[d] % 2)
+        fail(c, "glu halves a dimension of even size");
+    int a = slice(c, x, d, 0, h, 1), b = slice(c, x, d, h, 2 * h, 1);
+    out[0] = bin(c, "aten.mul.Tensor", a, un(c, "aten.sigmoid.default", b));
+    return 1;
+}
+
+/* logsumexp(x, dims, keepdim) = m + log(sum(exp(x - m))), m = amax(x) */
+static int r_logsumexp(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    if (!is_float(T(c, x).dtype))
+        x = cast(c, x, CC_F32);
+    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
+    int k = ints(c, n, 1, "dim", in);
+    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+    int keep = kd && kd->kind == CC_ARG_BOOL && kd->i;
+    int nd = red_dims(c, x, k, in, dims, &count);
+    int m = red(c, "aten.amax.default", x, nd, dims, 1);
+    int s = red(c, "aten.sum.dim_IntList", un(c, "aten.exp.default", bin(c, "aten.sub.Tensor", x, m)), nd, dims, keep);
+    cc_ttype ts = T(c, s);
+    if (!keep)
+        m = reshape(c, m, ts.rank, ts.shape);
+    out[0] = bin(c, "aten.add.Tensor", un(c, "aten.log.default", s), m);
+    return 1;
+}
+
+/* x as a float tensor: integers and bools become f32, as PyTorch's
+ * floating functions promote them */
+static int fx(dctx *c, int x) { return is_float(T(c, x).dtype) ? x : cast(c, x, CC_F32); }
+
+/* Unary functions written with exp, log, sin, cos, sqrt and arithmetic. */
+enum { M_EXPM1, M_LOG1P, M_LOG2, M_LOG10, M_EXP2, M_TAN, M_SINH, M_COSH, M_ASINH, M_ACOSH, M_ATANH,
+       M_DEG2RAD, M_RAD2DEG, M_SINC, M_ISNAN, M_ERFC, M_ANGLE, M_ENTR };
+
+static const struct {
+    const char *name;
+    const char *into;
+} math_fns[] = {
+    [M_EXPM1] = {"expm1", "exp(x) - 1"},
+    [M_LOG1P] = {"log1p", "log(x + 1)"},
+    [M_LOG2] = {"log2", "log(x) * (1/ln 2)"},
+    [M_LOG10] = {"log10", "log(x) * (1/ln 10)"},
+    [M_EXP2] = {"exp2", "exp(x * ln 2)"},
+    [M_TAN] = {"tan", "sin(x) / cos(x)"},
+    [M_SINH] = {"sinh", "(exp(x) - exp(-x)) * 0.5"},
+    [M_COSH] = {"cosh", "(exp(x) + exp(-x)) * 0.5"},
+    [M_ASINH] = {"asinh", "a = |x|: log(a + sqrt(a*a + 1)) (a > 4096: log(a) + ln 2), sign of x"},
+    [M_ACOSH] = {"acosh", "log(x + sqrt(x*x - 1)) (x > 4096: log(x) + ln 2)"},
+    [M_ATANH] = {"atanh", "log((1 + x) / (1 - x)) * 0.5; x == +-1: +-inf"},
+    [M_DEG2RAD] = {"deg2rad", "x * (pi/180)"},
+    [M_RAD2DEG] = {"rad2deg", "x * (180/pi)"},
+    [M_SINC] = {"sinc", "where(x == 0, 1, sin(pi x) / (pi x))"},
+    [M_ISNAN] = {"isnan", "x != x (DL16's NINF reads as NaN)"},
+    [M_ERFC] = {"erfc", "1 - erf(x) (absolute, not relative, DL16 accuracy in the tail)"},
+    [M_ANGLE] = {"angle", "where(x < 0, pi, 0), NaN kept (real tensors)"},
+    [M_ENTR] = {"special_entr", "where(x > 0, -x * log(x), where(x == 0, 0, -inf))"},
+};
+
+#define LN2 0.69314718055994530942
+#define PI 3.14159265358979323846
+
+/* log(a + sqrt(a*a + s)), or log(a) + ln 2 where a*a would leave DL16's
+ * range (about 8.6e9: a > 4096 is far enough, the two agree there to
+ * DL16's precision) */
+static int log_hyp(dctx *c, int a, double s)
+{
+    int q = bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", a, a), s);
+    int r = bin(c, "aten.add.Tensor", a, un(c, "aten.sqrt.default", q));
+    int big = bins(c, "aten.add.Tensor", un(c, "aten.log.default", a), LN2);
+    return where(c, cmps(c, "aten.gt.Scalar", a, 4096), big, un(c, "aten.log.default", r));
+}
+
+static int math_fn(dctx *c, int x, int which)
+{
+    x = fx(c, x);
+    switch (which) {
+    case M_EXPM1: return bins(c, "aten.sub.Tensor", un(c, "aten.exp.default", x), 1);
+    case M_LOG1P: return un(c, "aten.log.default", bins(c, "aten.add.Tensor", x, 1));
+    case M_LOG2: return bins(c, "aten.mul.Tensor", un(c, "aten.log.default", x), 1 / LN2);
+    case M_LOG10: return bins(c, "aten.mul.Tensor", un(c, "aten.log.default", x), 1 / log(10.0));
+    case M_EXP2: return un(c, "aten.exp.default", bins(c, "aten.mul.Tensor", x, LN2));
+    case M_TAN: return bin(c, "aten.div.Tensor", un(c, "aten.sin.default", x), un(c, "aten.cos.default", x));
+    case M_SINH:
+    case M_COSH: {
+        int e = un(c, "aten.exp.default", x), en = un(c, "aten.exp.default", neg(c, x));
+        return bins(c, "aten.mul.Tensor", bin(c, which == M_SINH ? "aten.sub.Tensor" : "aten.add.Tensor", e, en), 0.5);
+    }
+    case M_ASINH: {
+        int r = log_hyp(c, un(c, "aten.abs.default", x), 1);
+        return where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, r), r);
+    }
+    case M_ACOSH: return log_hyp(c, x, -1);
+    case M_ATANH: {
+        int q = bin(c, "aten.div.Tensor", bins(c, "aten.add.Tensor", x, 1), bins(c, "aten.add.Tensor", neg(c, x), 1));
+        int r = bins(c, "aten.mul.Tensor", un(c, "aten.log.default", q), 0.5);
+        /* +-1 (also an input that DL16 rounds to it): +-inf, the device's
+         * stand-in, where the quotient's infinity would be stored as NaN */
+        r = where_s(c, cmps(c, "aten.eq.Scalar", x, 1), r, INFINITY, 1);
+        return where_s(c, cmps(c, "aten.eq.Scalar", x, -1), r, -INFINITY, 1);
+    }
+    case M_DEG2RAD: return bins(c, "aten.mul.Tensor", x, PI / 180);
+    case M_RAD2DEG: return bins(c, "aten.mul.Tensor", x, 180 / PI);
+    case M_SINC: {
+        int px = bins(c, "aten.mul.Tensor", x, PI);
+        int q = bin(c, "aten.div.Tensor", un(c, "aten.sin.default", px), px);
+        return where_s(c, cmps(c, "aten.eq.Scalar", x, 0), q, 1, 1);
+    }
+    case M_ERFC: return bins(c, "aten.add.Tensor", neg(c, un(c, "aten.erf.default", x)), 1);
+    case M_ANGLE: {
+        int a = where_s(c, cmps(c, "aten.lt.Scalar", x, 0), full(c, 0, (int64_t[]){0}, PI, T(c, x).dtype), 0, 0);
+        return where(c, cmpv(c, "aten.ne.Tensor", x, x), x, a);
+    }
+    case M_ENTR: {
+        int z = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), full(c, 0, (int64_t[]){0}, -INFINITY, T(c, x).dtype), 0, 1);
+        int e = neg(c, bin(c, "aten.mul.Tensor", x, un(c, "aten.log.default", x)));
+        return where(c, cmps(c, "aten.gt.Scalar", x, 0), e, where(c, cmpv(c, "aten.ne.Tensor", x, x), x, z));
+    }
+    default: return cmpv(c, "aten.ne.Tensor", x, x);
+    }
+}
+
+static int r_math(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    for (size_t i = 0; i < sizeof math_fns / sizeof math_fns[0]; i++)
+        if (!strcmp(math_fns[i].name, n->base)) {
+            out[0] = math_fn(c, x, (int)i);
+            return 1;
+        }
+    fail(c, "internal: no math function %s", n->base);
+}
+
+/* logit(x, eps): log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
+static int r_logit(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val(c, n, 0, "self"));
+    const cc_arg *e = cc_node_arg(n, 1, "eps");
+    if (is_number(e)) {
+        double eps = num(c, n, 1, "eps", 0);
+        x = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, eps), 1 - eps);
+    }
+    int q = bin(c, "aten.div.Tensor", x, bins(c, "aten.add.Tensor", neg(c, x), 1));
+    out[0] = un(c, "aten.log.default", q);
+    return 1;
+}
+
+/* log_sigmoid_forward: (min(x, 0) - log(e + 1), e = exp(-|x|)), PyTorch's buffer e */
+static int r_log_sigmoid(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val(c, n, 0, "self"));
+    int e = un(c, "aten.exp.default", neg(c, un(c, "aten.abs.default", x)));
+    int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
+    out[0] = bin(c, "aten.sub.Tensor", bins(c, "aten.clamp_max.default", x, 0), l);
+    out[1] = e;
+    return 2;
+}
+
+static int r_hardshrink(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double l = num(c, n, 1, "lambd", 0.5);
+    int keep = cmps(c, "aten.gt.Scalar", un(c, "aten.abs.default", x), l);
+    out[0] = where_s(c, keep, x, 0, 0);
+    return 1;
+}
+
+/* softshrink: x - l above l, x + l below -l, else 0 */
+static int r_softshrink(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    double l = num(c, n, 1, "lambd", 0.5);
+    int lo = where_s(c, cmps(c, "aten.lt.Scalar", x, -l), bins(c, "aten.add.Tensor", x, l), 0, 0);
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, l), bins(c, "aten.sub.Tensor", x, l), lo);
+    return 1;
+}
+
+/* prelu(x, w): where(x > 0, x, w x), w along dim 1 of x (or one weight) */
+static int r_prelu(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), w = val(c, n, 1, "weight");
+    cc_ttype tx = T(c, x), tw = T(c, w);
+    int64_t nw = numel(&tw);
+    if (nw != 1) {
+        if (tx.rank < 2 || tx.shape[1] != nw)
+            fail(c, "the weight must have one element or one per channel (dim 1)");
+        int64_t shape[CC_MAX_RANK];
+        for (int d = 0; d < tx.rank - 1; d++)
+            shape[d] = d == 0 ? nw : 1;
+        w = reshape(c, w, tx.rank - 1, shape);
+    } else if (tw.rank) {
+        int64_t none[1] = {0};
+        w = reshape(c, w, 0, none);
+    }
+    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), x, bin(c, "aten.mul.Tensor", x, w));
+    return 1;
+}
+
+/* A tensor or number argument as a value: a number becomes a 0-d full */
+static int val_or_num(dctx *c, const cc_node *n, int pos, const char *key, cc_dtype dt)
+{
+    const cc_arg *a = cc_node_arg(n, pos, key);
+    int64_t none[1] = {0};
+    if (is_number(a))
+        return full(c, 0, none, num(c, n, pos, key, 0), dt);
+    return val(c, n, pos, key);
+}
+
+/* xlogy(x, y) = where(y != y, y, where(x == 0, 0, x log y)); xlog1py with log(y + 1) */
+static int r_xlogy(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val_or_num(c, n, 0, "self", CC_F32)), y = fx(c, val_or_num(c, n, 1, "other", CC_F32));
+    int ly = un(c, "aten.log.default", strstr(n->base, "1p") ? bins(c, "aten.add.Tensor", y, 1) : y);
+    int r = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.mul.Tensor", x, ly), 0, 1);
+    out[0] = where(c, cmpv(c, "aten.ne.Tensor", y, y), y, r);
+    return 1;
+}
+
+/* logaddexp(a, b) = max(a, b) + log(exp(-|a - b|) + 1); logaddexp2 in base 2 */
+static int r_logaddexp(dctx *c, const cc_node *n, int *out)
+{
+    int a = fx(c, val(c, n, 0, "self")), b = fx(c, val(c, n, 1, "other"));
+    int two = !strcmp(n->base, "logaddexp2");
+    int d = un(c, "aten.abs.default", bin(c, "aten.sub.Tensor", a, b));
+    int e = un(c, "aten.exp.default", neg(c, two ? bins(c, "aten.mul.Tensor", d, LN2) : d));
+    int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
+    if (two)
+        l = bins(c, "aten.mul.Tensor", l, 1 / LN2);
+    out[0] = bin(c, "aten.add.Tensor", bin(c, "aten.maximum.default", a, b), l);
+    return 1;
+}
+
+/* DL16 has no infinity: the device's infinity is the stand-in +-2^30 and
+ * beyond (docs/compiler.md, "Infinities"), as runtime/compare.c reads it */
+#define DL16_INF 0x1p30
+
+/* isinf, isposinf, isneginf: |x|, x, -x >= 2^30 */
+static int r_isinf(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    cc_ttype t = T(c, x);
+    if (!is_float(t.dtype))
+        out[0] = full(c, t.rank, t.shape, 0, CC_BOOL);
+    else if (!strcmp(n->base, "isinf"))
+        out[0] = cmps(c, "aten.ge.Scalar", un(c, "aten.abs.default", x), DL16_INF);
+    else if (!strcmp(n->base, "isposinf"))
+        out[0] = cmps(c, "aten.ge.Scalar", x, DL16_INF);
+    else
+        out[0] = cmps(c, "aten.le.Scalar", x, -DL16_INF);
+    return 1;
+}
+
+/* nan_to_num(x, nan=0, posinf, neginf): wheres; the replacements must be
+ * given and within DL16's range (PyTorch's default, float32's largest
+ * value, is not) */
+static int r_nan_to_num(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    if (!is_float(T(c, x).dtype)) {
+        out[0] = x;
+        return 1;
+    }
+    double v[3] = {num(c, n, 1, "nan", 0), num(c, n, 2, "posinf", INFINITY), num(c, n, 3, "neginf", -INFINITY)};
+    for (int i = 1; i < 3; i++)
+        if (!(fabs(v[i]) < DL16_INF))
+            fail(c, "the compiler lowers nan_to_num only with posinf and neginf given within DL16's range "
+                    "(the default, float32's largest value, is beyond it)");
+    int y = where_s(c, cmps(c, "aten.ge.Scalar", x, DL16_INF), x, v[1], 1);
+    y = where_s(c, cmps(c, "aten.le.Scalar", x, -DL16_INF), y, v[2], 1);
+    out[0] = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), y, v[0], 1);
+    return 1;
+}
+
+/* hypot(a, b) = m sqrt(1 + r*r), m = max(|a|, |b|), r = min / m (no square
+ * leaves DL16's range); m == 0: 0 */
+static int r_hypot(dctx *c, const cc_node *n, int *out)
+{
+    int a = un(c, "aten.abs.default", val(c, n, 0, "self")), b = un(c, "aten.abs.default", val(c, n, 1, "other"));
+    int m = bin(c, "aten.maximum.default", a, b);
+    int r = bin(c, "aten.div.Tensor", bin(c, "aten.minimum.default", a, b), m);
+    int s = un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", r, r), 1));
+    int h = bin(c, "aten.mul.Tensor", m, s);
+    out[0] = where_s(c, cmps(c, "aten.eq.Scalar", m, 0), h, 0, 1);
+    return 1;
+}
+
+/* fmax / fmin: maximum / minimum, a NaN operand ignored */
+static int r_fmax(dctx *c, const cc_node *n, int *out)
+{
+    int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
+    int m = bin(c, strcmp(n->base, "fmax") ? "aten.minimum.default" : "aten.maximum.default", a, b);
+    out[0] = where(c, cmpv(c, "aten.ne.Tensor", a, a), b, where(c, cmpv(c, "aten.ne.Tensor", b, b), a, m));
+    return 1;
+}
+
+/* heaviside(x, v) = x == 0 ? v : x > 0 */
+static int r_heaviside(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self"), v = val(c, n, 1, "values");
+    cc_dtype dt = T(c, x).dtype;
+    out[0] = where(c, cmps(c, "aten.eq.Scalar", x, 0), v, as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt));
+    return 1;
+}
+
+static int r_logical_xor(dctx *c, const cc_node *n, int *out)
+{
+    out[0] = cmpv(c, "aten.ne.Tensor", cast(c, val(c, n, 0, "self"), CC_BOOL), cast(c, val(c, n, 1, "other"), CC_BOOL));
+    return 1;
+}
+
+/* addcmul / addcdiv(self, t1, t2, value): self + value * (t1 op t2) */
+static int r_addcmul(dctx *c, const cc_node *n, int *out)
+{
+    int s = val(c, n, 0, "self"), t1 = val(c, n, 1, "tensor1"), t2 = val(c, n, 2, "tensor2");
+    int p = bin(c, strcmp(n->base, "addcdiv") ? "aten.mul.Tensor" : "aten.div.Tensor", t1, t2);
+    out[0] = bin(c, "aten.add.Tensor", s, scale(c, p, num(c, n, 3, "value", 1)));
+    return 1;
+}
+
+/* lerp(start, end, weight) = start + weight * (end - start) */
+static int r_lerp(dctx *c, const cc_node *n, int *out)
+{
+    int s = val(c, n, 0, "self"), e = val(c, n, 1, "end");
+    const cc_arg *w = cc_node_arg(n, 2, "weight");
+    int d = bin(c, "aten.sub.Tensor", e, s);
+    d = is_number(w) ? scale(c, d, num(c, n, 2, "weight", 0)) : bin(c, "aten.mul.Tensor", d, val(c, n, 2, "weight"));
+    out[0] = bin(c, "aten.add.Tensor", s, d);
+    return 1;
+}
+
+/* nansum(x, dims, keepdim, dtype): sum of where(x != x, 0, x) */
+static int r_nansum(dctx *c, const cc_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int dt = dtype_arg(c, n, 99, "dtype");
+    if (dt >= 0)
+        x = cast(c, x, (cc_dtype)dt);
+    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
+    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
+    int k = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
+    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+    int nd = red_dims(c, x, k, in, dims, &count);
+    if (is_float(T(c, x).dtype))
+        x = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), x, 0, 1);
+    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, kd && kd->kind == CC_ARG_BOOL && kd->i);
+    return 1;
+}
+
+/* dot / vdot of two vectors: sum(a * b) */
+static int r_dot(dctx *c, const cc_node *n, int *out)
+{
+    int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
+    if (T(c, a).rank != 1 || T(c, b).rank != 1 || T(c, a).shape[0] != T(c, b).shape[0])
+        fail(c, "%s needs two vectors of one length", n->base);
+    int64_t d0 = 0;
+    out[0] = red(c, "aten.sum.dim_IntList", bin(c, "aten.mul.Tensor", a, b), 1, &d0, 0);
+    return 1;
+}
+
+/* zero(x): full(x's shape, 0) */
+static int r_zero(dctx *c, const cc_node *n, int *out)
+{
+    cc_ttype t = T(c, val(c, n, 0, "self"));
+    out[0] = full(c, t.rank, t.shape, 0, t.dtype);
+    return 1;
+}
+
+/* eye(n, m): arange(n)[:, None] == arange(m), in the dtype */
+static int r_eye(dctx *c, const cc_node *n, int *out)
+{
+    int64_t rows = (int64_t)num(c, n, 0, "n", 0), cols = (int64_t)num(c, n, 1, "m", (double)rows);
+    int dt = dtype_arg(c, n, 99, "dtype");
+    cc_ttype ti = {.dtype = CC_I64, .rank = 1, .shape = {rows}}, tj = {.dtype = CC_I64, .rank = 1, .shape = {cols}};
+    int i = EMIT(c, "aten.arange.default", ti, A_int(rows), A_kw("dtype", A_dtype(CC_I64)));
+    int j = EMIT(c, "aten.arange.default", tj, A_int(cols), A_kw("dtype", A_dtype(CC_I64)));
+    out[0] = cast(c, cmpv(c, "aten.eq.Tensor", unsqueeze(c, i, 1), j), dt >= 0 ? (cc_dtype)dt : CC_F32);
+    return 1;
+}
+
+/* ---- atan, asin, acos, atan2: a polynomial (the SFP has no arctangent) ---- */
+
+/* A least-squares fit of atan(r) / r in r^2 on [0, 1], refined toward
+ * minimax; max error 1.16e-5, far below DL16's 2^-10 */
+const double cc_atan_coef[CC_ATAN_NCOEF] = {0.999865406416853, -0.33029697587161266, 0.18013886211592456,
+                                             -0.08513515014216966, 0.020837469707497294};
+
+/* atan(r) for r in [0, 1] */
+static int atan_unit(dctx *c, int r)
+{
+    int s = bin(c, "aten.mul.Tensor", r, r);
+    int p = bins(c, "aten.mul.Tensor", s, cc_atan_coef[CC_ATAN_NCOEF - 1]);
+    for (int k = CC_ATAN_NCOEF - 2; k > 0; k--)
+        p = bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", p, cc_atan_coef[k]), s);
+    return bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", p, cc_atan_coef[0]), r);
+}
+
+/* atan2(y, x): r = min(|x|, |y|) / max(|x|, |y|) in [0, 1] (no division
+ * by zero, no infinity stored), atan(r) folded into its octant; both zero:
+ * 0; a NaN operand: NaN */
+static int atan2_of(dctx *c, int y, int x)
+{
+    int ay = un(c, "aten.abs.default", y), ax = un(c, "aten.abs.default", x);
+    int mx = bin(c, "aten.maximum.default", ax, ay), mn = bin(c, "aten.minimum.default", ax, ay);
+    int a = atan_unit(c, bin(c, "aten.div.Tensor", mn, mx));
+    a = where(c, cmpv(c, "aten.gt.Tensor", ay, ax), bins(c, "aten.add.Tensor", neg(c, a), PI / 2), a);
+    a = where(c, cmps(c, "aten.lt.Scalar", x, 0), bins(c, "aten.add.Tensor", neg(c, a), PI), a);
+    a = where(c, cmps(c, "aten.lt.Scalar", y, 0), neg(c, a), a);
+    a = where_s(c, cmps(c, "aten.eq.Scalar", mx, 0), a, 0, 1);
+    a = where(c, cmpv(c, "aten.ne.Tensor", x, x), x, a);
+    return where(c, cmpv(c, "aten.ne.Tensor", y, y), y, a);
+}
+
+/* atan(x): atan(|x|) or pi/2 - atan(1/|x|) above 1, the sign restored */
+static int atan_of(dctx *c, int x)
+{
+    int ax = un(c, "aten.abs.default", x), big = cmps(c, "aten.gt.Scalar", ax, 1);
+    int a = atan_unit(c, where(c, big, un(c, "aten.reciprocal.default", ax), ax));
+    a = where(c, big, bins(c, "aten.add.Tensor", neg(c, a), PI / 2), a);
+    return where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, a), a);
+}
+
+/* asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt(..), x);
+ * (1 - x)(1 + x) rather than 1 - x*x: 1 - x is exact near 1 */
+static int r_atan(dctx *c, const cc_node *n, int *out)
+{
+    int x = fx(c, val(c, n, 0, "self"));
+    if (!strcmp(n->base, "atan2")) {
+        int o = fx(c, val(c, n, 1, "other"));
+        out[0] = atan2_of(c, x, o);
+        return 1;
+    }
+    if (!strcmp(n->base, "atan")) {
+        out[0] = atan_of(c, x);
+        return 1;
+    }
+    int q = bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", neg(c, x), 1), bins(c, "aten.add.Tensor", x, 1));
+    int s = un(c, "aten.sqrt.default", q);
+    out[0] = !strcmp(n->base, "asin") ? atan2_of(c, x, s) : atan2_of(c, s, x);
+    return 1;
+}
+
+/* mse_loss, huber_loss(delta), smooth_l1_loss(beta) of self - target, then
+ * reduction 0 none, 1 mean, 2 sum.  z = |d|: mse z*z; huber
+ * z < delta ? z*z*0.5 : (z - delta/2) * delta; smooth_l1 z < beta ?
+ * z*z*0.5 * (1/beta) : z - beta/2 (beta 0: z). */
+static int r_loss(dctx *c, const cc_node *n, int *out)
+{
+    int d = bin(c, "aten.sub.Tensor", val(c, n, 0, "self"), val(c, n, 1, "target"));
+    int64_t red_mode = (int64_t)num(c, n, 2, "reduction", 1);
+    int e;
+    if (!strcmp(n->base, "mse_loss")) {
+        e = bin(c, "aten.mul.Tensor", d, d);
+    } else {
+        int z = un(c, "aten.abs.default", d), hub = !strcmp(n->base, "huber_loss");
+        double th = num(c, n, 3, hub ? "delta" : "beta", 1);
+        int q = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", z, z), 0.5);
+        int l = bins(c, "aten.sub.Tensor", z, th / 2);
+        if (hub)
+            l = scale(c, l, th);
+        e = th > 0 ? where(c, cmps(c, "aten.lt.Scalar", z, th), hub ? q : scale(c, q, 1 / th), l) : z;
+    }
+    if (red_mode < 0 || red_mode > 2)
+        fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum)");
+    if (red_mode) {
+        int64_t dims[CC_MAX_RANK], count;
+        int nd = red_dims(c, e, -1, NULL, dims, &count);
+        e = red_mode == 1 ? mean(c, e, nd, dims, 0, count) : red(c, "aten.sum.dim_IntList", e, nd, dims, 0);
+    }
+    out[0] = e;
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -1158,13 +1889,100 @@ static const struct {
     {"new_ones", r_factory, "full(size, 1)"},
     {"new_empty", r_factory, "full(size, 0)"},
     {"new_full", r_factory, "full(size, value)"},
-    {"fill", r_fill, "full(x's shape, value)"},
+    {"fill", r_fill, "full(x's shape, value); a tensor value: reshape to 0-d, expand"},
+    {"floor", r_round, "|x| < 512: t = (|x| + 512) - 512 (DL16 ulp 1 there), corrected by 1 after a compare; "
+                       "the sign restored by where; |x| >= 512 (already an integer) or NaN: x"},
+    {"ceil", r_round, "as floor"},
+    {"trunc", r_round, "as floor"},
+    {"round", r_round, "as floor, ties to even; decimals d: round(x * 10^d) / 10^d"},
+    {"frac", r_frac, "x - trunc(x)"},
+    {"sign", r_sign, "(x > 0) - (x < 0), NaN kept (where(x != x, x, ..))"},
+    {"sgn", r_sign, "as sign (real tensors)"},
+    {"div", r_div_mode, "with rounding_mode: div, then trunc or floor (as floor)"},
+    {"remainder", r_remainder, "a - floor(a / b) * b"},
+    {"fmod", r_remainder, "a - trunc(a / b) * b"},
+    {"hardtanh", r_hardtanh, "clamp_min, clamp_max"},
+    {"relu6", r_hardtanh, "clamp_min 0, clamp_max 6"},
+    {"leaky_relu", r_leaky_relu, "where(x > 0, x, x * slope)"},
+    {"elu", r_elu, "where(x > 0, x * scale, (exp(x * input_scale) - 1) * alpha * scale)"},
+    {"celu", r_elu, "elu with scale 1, input_scale 1/alpha"},
+    {"selu", r_elu, "elu with SELU's alpha and scale"},
+    {"threshold", r_threshold, "where(x > threshold, x, value)"},
+    {"hardsigmoid", r_hardsigmoid, "clamp(x + 3, 0, 6) * (1/6)"},
+    {"hardswish", r_hardswish, "x * hardsigmoid(x)"},
+    {"softplus", r_softplus, "where(x*beta > threshold, x, log(exp(x*beta) + 1) * (1/beta))"},
+    {"mish", r_mish, "x * tanh(softplus(x))"},
+    {"glu", r_glu, "slice halves a, b; a * sigmoid(b)"},
+    {"expm1", r_math, NULL},
+    {"log1p", r_math, NULL},
+    {"log2", r_math, NULL},
+    {"log10", r_math, NULL},
+    {"exp2", r_math, NULL},
+    {"tan", r_math, NULL},
+    {"sinh", r_math, NULL},
+    {"cosh", r_math, NULL},
+    {"asinh", r_math, NULL},
+    {"acosh", r_math, NULL},
+    {"atanh", r_math, NULL},
+    {"deg2rad", r_math, NULL},
+    {"rad2deg", r_math, NULL},
+    {"sinc", r_math, NULL},
+    {"isnan", r_math, NULL},
+    {"atan", r_atan, "a = |x|: p(a), above 1 pi/2 - p(1/a), sign of x; p a degree-9 odd polynomial (cc_atan_coef)"},
+    {"atan2", r_atan, "r = min(|x|,|y|) / max(|x|,|y|), p(r) folded into the octant by where; both 0: 0"},
+    {"asin", r_atan, "atan2(x, sqrt((1 - x) * (1 + x)))"},
+    {"acos", r_atan, "atan2(sqrt((1 - x) * (1 + x)), x)"},
+    {"erfc", r_math, NULL},
+    {"angle", r_math, NULL},
+    {"special_entr", r_math, NULL},
+    {"floor_divide", r_floor_divide, "div, then floor (as floor)"},
+    {"hypot", r_hypot, "m * sqrt(r*r + 1), m = maximum(|a|, |b|), r = minimum / m; m == 0: 0"},
+    {"isinf", r_isinf, "|x| >= 2^30 (the device's infinity: the stand-in 2^30 and beyond)"},
+    {"isposinf", r_isinf, "x >= 2^30"},
+    {"isneginf", r_isinf, "x <= -2^30"},
+    {"nan_to_num", r_nan_to_num, "where(x != x, nan, where(x >= 2^30, posinf, where(x <= -2^30, neginf, x))); "
+                                 "posinf, neginf given within DL16's range"},
+    {"mse_loss", r_loss, "d = self - target: d*d; then reduction none, mean (sum, div) or sum"},
+    {"huber_loss", r_loss, "z = |d|: where(z < delta, z*z*0.5, (z - delta/2) * delta); reduction as mse_loss"},
+    {"smooth_l1_loss", r_loss, "z = |d|: where(z < beta, z*z*0.5 * (1/beta), z - beta/2) (beta 0: z); "
+                               "reduction as mse_loss"},
+    {"logit", r_logit, "clamp(x, eps, 1 - eps) with eps; log(x / (1 - x))"},
+    {"log_sigmoid_forward", r_log_sigmoid, "(clamp_max(x, 0) - log(e + 1), e), e = exp(-|x|)"},
+    {"hardshrink", r_hardshrink, "where(|x| > lambd, x, 0)"},
+    {"softshrink", r_softshrink, "where(x > l, x - l, where(x < -l, x + l, 0))"},
+    {"prelu", r_prelu, "where(x > 0, x, x * weight), weight along dim 1"},
+    {"xlogy", r_xlogy, "where(y != y, y, where(x == 0, 0, x * log(y)))"},
+    {"special_xlog1py", r_xlogy, "as xlogy with log(y + 1)"},
+    {"logaddexp", r_logaddexp, "maximum(a, b) + log(exp(-|a - b|) + 1)"},
+    {"logaddexp2", r_logaddexp, "as logaddexp in base 2 (scaled by ln 2)"},
+    {"fmax", r_fmax, "maximum, a NaN operand ignored (where(a != a, b, ..))"},
+    {"fmin", r_fmax, "minimum, a NaN operand ignored"},
+    {"heaviside", r_heaviside, "where(x == 0, values, x > 0)"},
+    {"logical_xor", r_logical_xor, "ne(bool(a), bool(b))"},
+    {"addcmul", r_addcmul, "self + value * (t1 * t2)"},
+    {"addcdiv", r_addcmul, "self + value * (t1 / t2)"},
+    {"lerp", r_lerp, "start + weight * (end - start)"},
+    {"nansum", r_nansum, "sum(where(x != x, 0, x))"},
+    {"dot", r_dot, "sum(a * b)"},
+    {"vdot", r_dot, "sum(a * b) (real tensors)"},
+    {"zero", r_zero, "full(x's shape, 0)"},
+    {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
+    {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
 };
+
+/* A rule's description: its row's, or the math function's (r_math). */
+static const char *rule_into(size_t i)
+{
+    for (size_t k = 0; !rules[i].into && k < sizeof math_fns / sizeof math_fns[0]; k++)
+        if (!strcmp(math_fns[k].name, rules[i].op))
+            return math_fns[k].into;
+    return rules[i].into;
+}
 
 void cc_decompositions_print(FILE *f)
 {
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        fprintf(f, "%-28s -> %s\n", rules[i].op, rules[i].into);
+        fprintf(f, "%-28s -> %s\n", rules[i].op, rule_into(i));
 }
 
 static rule_fn find_rule(const char *base)

@@ -491,10 +491,6 @@ static void l_binary(lctx *c, int out, int opi)
     operand o[2] = {get_operand(c, 0, "self"), get_operand(c, 1, "other")};
     if (o[0].v < 0 && o[1].v < 0)
         fail(c, "needs a tensor operand");
-    /* div.Tensor_mode: the SFP has no floor or trunc; refuse rather than compute a true division */
-    const cc_arg *mode = op == IR_DIV ? arg(c, 2, "rounding_mode") : NULL;
-    if (mode && mode->kind != CC_ARG_NONE)
-        fail(c, "lowers div only without a rounding_mode (true division)");
     cc_ttype t = broadcast(c, o, 2);
     cc_dtype dt = promote(o, 2);
     if (op == IR_DIV && !ir_dtype_is_float(dt))

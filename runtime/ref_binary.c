@@ -245,6 +245,29 @@ static int op_binary(ex *E, int op)
     return binary(E, op, a, b, alpha, rmode);
 }
 
+/* floor_divide(self, other): div with rounding_mode "floor" */
+static int op_floor_divide(ex *E, int op)
+{
+    scalar_box b0, b1;
+    const tens *a = ref_operand(E, ref_arg(E, 0, "self"), "self", &b0);
+    const tens *b = a ? ref_operand(E, ref_arg(E, 1, "other"), "other", &b1) : NULL;
+    return a && b ? binary(E, op, a, b, 1, 2) : -1;
+}
+
+/* clamp(x, lo, hi) with both bounds (one a tensor): min(max(x, lo), hi),
+ * the max in a temporary result that the min then replaces. */
+static int clamp_both(ex *E, const tens *x, const cc_arg *lo, const cc_arg *hi)
+{
+    scalar_box bl, bh;
+    const tens *l = ref_operand(E, lo, "min", &bl), *h = l ? ref_operand(E, hi, "max", &bh) : NULL;
+    if (!h || binary(E, B_MAX, x, l, 1, 0))
+        return -1;
+    tens m = E->res[--E->nres]; /* the max, taken back from the results */
+    int rc = binary(E, B_MIN, &m, h, 1, 0);
+    ref_tfree(&m);
+    return rc;
+}
+
 /* clamp(self, min=None, max=None), clamp_min(self, min), clamp_max(self, max);
  * min and max may be numbers or tensors (clamp.Tensor). */
 enum { CL_BOTH, CL_MIN, CL_MAX };
@@ -256,9 +279,9 @@ static int op_clamp(ex *E, int which)
     const cc_arg *lo = which == CL_MAX ? NULL : ref_arg(E, 1, "min");
     const cc_arg *hi = which == CL_MIN ? NULL : ref_arg(E, which == CL_MAX ? 1 : 2, "max");
     if ((lo && lo->kind == CC_ARG_VALUE) || (hi && hi->kind == CC_ARG_VALUE)) {
-        /* tensor bounds: max(x, lo) then min(., hi) through temporaries */
+        /* tensor bounds: max(x, lo), then min(., hi) as a second op on that result */
         if (ref_present(lo) && ref_present(hi))
-            return ref_fail(E, "clamp with both bounds as tensors is not supported");
+            return clamp_both(E, x, lo, hi);
         scalar_box b;
         const tens *t = ref_operand(E, ref_present(lo) ? lo : hi, "bound", &b);
         return t ? binary(E, ref_present(lo) ? B_MAX : B_MIN, x, t, 1, 0) : -1;
@@ -312,6 +335,7 @@ static const ref_op ops[] = {
     {"rsub", op_binary, B_RSUB},         /* other - alpha self */
     {"mul", op_binary, B_MUL},
     {"div", op_binary, B_DIV},           /* true division, or rounding_mode trunc / floor */
+    {"floor_divide", op_floor_divide, B_DIV},
     {"pow", op_binary, B_POW},
     {"minimum", op_binary, B_MIN},       /* NaN propagates */
     {"maximum", op_binary, B_MAX},

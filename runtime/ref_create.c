@@ -1,11 +1,11 @@
-/* ref_create.c: reference ops that create tensors: full, zeros, ones, *_like, new_*, arange. */
+/* ref_create.c: reference ops that create tensors: full, zeros, ones, *_like, new_*, fill, zero, arange, eye. */
 #include "ref_internal.h"
 
 #include <math.h>
 #include <string.h>
 
 enum { C_FULL, C_ZEROS, C_ONES, C_SCALAR, C_FULL_LIKE, C_ZEROS_LIKE, C_ONES_LIKE, C_NEW_ZEROS, C_NEW_ONES,
-       C_NEW_FULL, C_NEW_EMPTY, C_EMPTY };
+       C_NEW_FULL, C_NEW_EMPTY, C_EMPTY, C_FILL, C_ZERO };
 
 static int op_create(ex *E, int how)
 {
@@ -32,7 +32,7 @@ static int op_create(ex *E, int how)
     default:
         if (!(like = ref_arg_tensor(E, 0, "self")))
             return -1;
-        if (how >= C_NEW_ZEROS) {
+        if (how >= C_NEW_ZEROS && how <= C_NEW_EMPTY) {
             if (ref_arg_ints(E, 1, "size", sz, &cnt, MAXR))
                 return -1;
             if (cnt < 0)
@@ -41,7 +41,7 @@ static int op_create(ex *E, int how)
         } else {
             cnt = like->rank;
             memcpy(sz, like->shape, sizeof sz);
-            fill_pos = how == C_FULL_LIKE ? 1 : -1;
+            fill_pos = how == C_FULL_LIKE || how == C_FILL ? 1 : -1;
         }
         break;
     }
@@ -49,7 +49,7 @@ static int op_create(ex *E, int how)
         if (sz[i] < 0)
             return ref_fail(E, "negative size %lld", (long long)sz[i]);
     if (fill_pos >= 0) {
-        const char *key = how == C_SCALAR ? "s" : "fill_value";
+        const char *key = how == C_SCALAR ? "s" : how == C_FILL ? "value" : "fill_value";
         if (ref_num_of(E, ref_arg(E, fill_pos, key), key, &fill, &kf))
             return -1;
     } else {
@@ -77,6 +77,63 @@ static int op_create(ex *E, int how)
             o->i[j] = k == K_B ? fill != 0 : (int64_t)fill;
         for (int w = 0; o->eb[0] && k == K_F && w < 2; w++)
             o->eb[w][j] = (float)ref_eb_const(fill);
+    }
+    return 0;
+}
+
+/* fill.Tensor(self, value): self's shape and kind, every element the 0-d
+ * value, with its bound */
+static int op_fill_tensor(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *v = x ? ref_arg_tensor(E, 1, "value") : NULL;
+    if (!v)
+        return -1;
+    if (v->n != 1)
+        return ref_fail(E, "the fill value must have one element");
+    kind k = kind_of(x->dtype);
+    tens *o = ref_new_result(E, k, x->rank, x->shape);
+    if (!o)
+        return -1;
+    for (int64_t j = 0; j < o->n; j++) {
+        if (k == K_F)
+            o->f[j] = ldf(v, 0);
+        else
+            o->i[j] = k == K_B ? ldd(v, 0) != 0 : ldi(v, 0);
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][j] = (float)(k == K_F ? ldb(v, w, 0) : ref_convert_bound(v, 0, k, w));
+    }
+    return 0;
+}
+
+/* fill.Scalar(self, value), fill.Tensor(self, value) */
+static int op_fill(ex *E, int unused)
+{
+    const cc_arg *v = ref_arg(E, 1, "value");
+    return v && v->kind == CC_ARG_VALUE ? op_fill_tensor(E, unused) : op_create(E, C_FILL);
+}
+
+/* eye(n, m=n, dtype): ones on the diagonal (exact) */
+static int op_eye(ex *E, int unused)
+{
+    (void)unused;
+    int64_t sz[2];
+    int dt;
+    if (ref_arg_req_int(E, 0, "n", &sz[0]) || ref_arg_int(E, 1, "m", sz[0], &sz[1]) ||
+        ref_arg_dtype(E, -1, "dtype", &dt))
+        return -1;
+    if (sz[0] < 0 || sz[1] < 0)
+        return ref_fail(E, "negative size");
+    kind k = dt >= 0 ? kind_of((cc_dtype)dt) : K_F;
+    tens *o = ref_new_result(E, k, 2, sz);
+    if (!o)
+        return -1;
+    for (int64_t j = 0; j < o->n; j++) {
+        int one = j / sz[1] == j % sz[1];
+        if (k == K_F)
+            o->f[j] = (float)one;
+        else
+            o->i[j] = one;
     }
     return 0;
 }
@@ -152,5 +209,8 @@ static const ref_op ops[] = {
     {"new_full", op_create, C_NEW_FULL},
     {"new_empty", op_create, C_NEW_EMPTY},
     {"arange", op_arange, 0},
+    {"fill", op_fill, 0},                /* self's shape, the value */
+    {"zero", op_create, C_ZERO},         /* zeros_like */
+    {"eye", op_eye, 0},
 };
 const ref_ops ref_create_ops = REF_OPS(ops);

@@ -128,6 +128,10 @@ double ref_unary_bound(int op, double x, double e, int w)
         return ref_bv_mul(b, ref_bv_fn(U_SIGMOID, b)).e;
     case U_SQUARE: /* x * x */
         return ref_bv_mul(b, b).e;
+    case U_EXPM1: /* exp(x) - 1 */
+        return ref_bv_sub(ref_bv_fn(U_EXP, b), ref_bv_k(1)).e;
+    case U_LOG1P: /* log(x + 1) */
+        return ref_bv_fn(U_LOG, ref_bv_add(b, ref_bv_k(1))).e;
     default:
         return ref_bv_fn(op, b).e;
     }

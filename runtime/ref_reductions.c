@@ -1,10 +1,30 @@
-/* ref_reductions.c: reference ops: reductions over dims (sum, mean, amax, amin, any, all, var, std). */
+/* ref_reductions.c: reference ops: reductions over dims (sum, mean, amax, amin, any, all, var, std, logsumexp, ...). */
 #include "ref_internal.h"
 
 #include <math.h>
 #include <string.h>
 
-enum { R_SUM, R_MEAN, R_AMAX, R_AMIN, R_ANY, R_ALL, R_VAR, R_VAR_MEAN, R_STD };
+enum { R_SUM, R_MEAN, R_AMAX, R_AMIN, R_ANY, R_ALL, R_VAR, R_VAR_MEAN, R_STD, R_LSE, R_NANSUM };
+
+/* The bound (track w) of logsumexp over a row as the compiler decomposes
+ * it: m = amax (a selection), exp(x - m) each stored, their fp32 sum,
+ * log, + m.  An infinite or NaN max is exact (the device's stand-in). */
+static double lse_bound(const tens *src, int64_t b, int64_t cols, int w)
+{
+    bv m = {-INFINITY, 0, w};
+    for (int64_t c = 0; c < cols; c++) {
+        m.v = fmax(m.v, ldd(src, b + c));
+        m.e = fmax(m.e, ldb(src, w, b + c));
+    }
+    if (!isfinite(m.v))
+        return 0;
+    eb_acc acc = {.w = w};
+    for (int64_t c = 0; c < cols; c++) {
+        bv e = ref_bv_fn(U_EXP, ref_bv_sub((bv){ldd(src, b + c), ldb(src, w, b + c), w}, m));
+        ref_acc_add(&acc, e.v, e.e);
+    }
+    return ref_bv_add(ref_bv_fn(U_LOG, ref_acc_sum(&acc)), m).e;
+}
 
 /* The bound (track w) of one reduction over the cols elements of src
  * from b (the device: sfp.rsum / sfp.rmax over the row, fp32
@@ -20,6 +40,8 @@ static double reduce_bound(const tens *src, int64_t b, int64_t cols, int op, dou
         for (int64_t c = 0; c < cols; c++)
             p = fmax(p, ldb(src, w, b + c));
         return p;
+    case R_LSE:
+        return lse_bound(src, b, cols, w);
     case R_ANY:
     case R_ALL:
         for (int64_t c = 0; c < cols; c++)
@@ -30,9 +52,12 @@ static double reduce_bound(const tens *src, int64_t b, int64_t cols, int op, dou
         break;
     }
     eb_acc acc = {.w = w};
-    for (int64_t c = 0; c < cols; c++)
-        ref_acc_add(&acc, ldd(src, b + c), ldb(src, w, b + c));
+    for (int64_t c = 0; c < cols; c++) /* nansum: a NaN is an exact 0 */
+        if (op != R_NANSUM || !isnan(ldd(src, b + c)))
+            ref_acc_add(&acc, ldd(src, b + c), ldb(src, w, b + c));
     bv sum = ref_acc_sum(&acc);
+    if (op == R_NANSUM)
+        return sum.e;
     if (op == R_SUM)
         return kr == K_F ? sum.e : w ? sqrt(acc.p) : acc.p;
     bv mean = ref_bv_div(sum, ref_bv_k((double)cols));
@@ -105,6 +130,7 @@ static kind reduce_kind(int op, kind kx, int dt)
         return kind_of((cc_dtype)dt);
     switch (op) {
     case R_SUM:
+    case R_NANSUM:
         return kx == K_F ? K_F : K_I;
     case R_AMAX:
     case R_AMIN:
@@ -124,7 +150,8 @@ static double row_sum(const tens *src, int64_t b, int64_t cols, int op, kind kx,
     double acc = 0;
     if (kx == K_F || op == R_MEAN || kr == K_F) {
         for (int64_t c = 0; c < cols; c++)
-            acc += ldd(src, b + c);
+            if (op != R_NANSUM || !isnan(ldd(src, b + c)))
+                acc += ldd(src, b + c);
         if (op == R_MEAN)
             acc /= (double)cols;
         return acc;
@@ -188,6 +215,23 @@ static double row_var(const tens *src, int64_t b, int64_t cols, int op, double c
     return op == R_STD ? sqrt(acc) : acc;
 }
 
+/* logsumexp of a row: max + log(sum(exp(x - max))) in double; an
+ * infinite or NaN max is the result (an empty row: -inf). */
+static double row_lse(const tens *src, int64_t b, int64_t cols)
+{
+    double m = -INFINITY, s = 0;
+    for (int64_t c = 0; c < cols; c++) {
+        if (isnan(ldd(src, b + c)))
+            return NAN;
+        m = fmax(m, ldd(src, b + c));
+    }
+    if (!isfinite(m))
+        return m;
+    for (int64_t c = 0; c < cols; c++)
+        s += exp(ldd(src, b + c) - m);
+    return m + log(s);
+}
+
 /* One row's reduction: the value in double, and in *iacc the exact
  * integer of an integer sum, amax, amin, any or all. */
 static double reduce_row(const tens *src, int64_t b, int64_t cols, int op, kind kx, kind kr, double correction,
@@ -197,6 +241,7 @@ static double reduce_row(const tens *src, int64_t b, int64_t cols, int op, kind 
     switch (op) {
     case R_SUM:
     case R_MEAN:
+    case R_NANSUM:
         return row_sum(src, b, cols, op, kx, kr, iacc);
     case R_AMAX:
     case R_AMIN:
@@ -204,6 +249,8 @@ static double reduce_row(const tens *src, int64_t b, int64_t cols, int op, kind 
     case R_ANY:
     case R_ALL:
         return row_any_all(src, b, cols, op, iacc);
+    case R_LSE:
+        return row_lse(src, b, cols);
     default:
         return row_var(src, b, cols, op, correction, mean);
     }
@@ -295,10 +342,10 @@ static int op_reduce(ex *E, int op)
     } else {
         if (dims_mask(E, x, 1, "dim", mask) || ref_arg_bool(E, 2, "keepdim", 0, &keep))
             return -1;
-        if ((op == R_SUM || op == R_MEAN) && ref_arg_dtype(E, 3, "dtype", &dt))
+        if ((op == R_SUM || op == R_MEAN || op == R_NANSUM) && ref_arg_dtype(E, 3, "dtype", &dt))
             return -1;
     }
-    if (dt < 0 && (op == R_SUM || op == R_MEAN) && ref_arg_dtype(E, -1, "dtype", &dt))
+    if (dt < 0 && (op == R_SUM || op == R_MEAN || op == R_NANSUM) && ref_arg_dtype(E, -1, "dtype", &dt))
         return -1;
     return reduce(E, x, mask, keep, op, 0, dt);
 }
@@ -344,5 +391,7 @@ static const ref_op ops[] = {
     {"var", op_var, R_VAR},              /* correction (default 1) or unbiased */
     {"var_mean", op_var, R_VAR_MEAN},    /* (var, mean) */
     {"std", op_var, R_STD},              /* sqrt(var) */
+    {"logsumexp", op_reduce, R_LSE},
+    {"nansum", op_reduce, R_NANSUM},     /* sum, NaNs as 0 */     /* max + log(sum(exp(x - max))) */
 };
 const ref_ops ref_reductions_ops = REF_OPS(ops);

@@ -101,11 +101,38 @@ static int unary(ex *E, int op, const tens *x)
     return 0;
 }
 
+/* round(x, decimals=d != 0): PyTorch's nearbyint(x * 10^d) / 10^d (d < 0:
+ * nearbyint(x / 10^-d) * 10^-d); the bound follows those three steps. */
+static int round_decimals(ex *E, const tens *x, double d)
+{
+    if (kind_of(x->dtype) != K_F)
+        return ref_fail(E, "round with decimals of a non-float tensor");
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    if (!o)
+        return -1;
+    double p = pow(10, fabs(d));
+    for (int64_t k = 0; k < x->n; k++) {
+        float v = ldf(x, k), pf = (float)p;
+        o->f[k] = d > 0 ? nearbyintf(v * pf) / pf : nearbyintf(v / pf) * pf;
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            bv b = {v, ldb(x, w, k), w}, y = d > 0 ? ref_bv_mul(b, ref_bv_k(p)) : ref_bv_div(b, ref_bv_k(p));
+            bv r = ref_bv_fn(U_ROUND, y);
+            o->eb[w][k] = (float)(d > 0 ? ref_bv_div(r, ref_bv_k(p)) : ref_bv_mul(r, ref_bv_k(p))).e;
+        }
+    }
+    return 0;
+}
+
 static int op_unary(ex *E, int op)
 {
     const tens *x = ref_arg_tensor(E, 0, "self");
     if (!x)
         return -1;
+    double dec = 0;
+    if (op == U_ROUND && ref_arg_num(E, 1, "decimals", 0, &dec))
+        return -1;
+    if (dec != 0)
+        return round_decimals(E, x, dec);
     if (op == U_GELU) {
         const cc_arg *ap = ref_arg(E, 1, "approximate");
         if (ref_present(ap)) {
@@ -139,9 +166,10 @@ static const ref_op ops[] = {
     {"expm1", op_unary, U_EXPM1},
     {"floor", op_unary, U_FLOOR},
     {"ceil", op_unary, U_CEIL},
-    {"round", op_unary, U_ROUND},
+    {"round", op_unary, U_ROUND},        /* decimals too */
     {"trunc", op_unary, U_TRUNC},
     {"sign", op_unary, U_SIGN},
+    {"sgn", op_unary, U_SIGN},           /* sign, for real tensors */
     {"logical_not", op_unary, U_LNOT},
     {"bitwise_not", op_unary, U_BNOT},
 };

@@ -2356,9 +2356,142 @@ static void test_names_of_any_length_compile_and_run(void)
     CU_ASSERT_NOT_EQUAL(strcmp(a, b), 0);
 }
 
+/* Issue 14: the SFP has no rounding function; floor, ceil, round (half to
+ * even), trunc, frac, remainder, fmod and div's rounding modes decompose
+ * into DL16 adds of 512 and compares (compiler/decompose.c).  Over every
+ * quarter from -8 to 7.75 (ties included) and every half from 490 to
+ * 521.5 (across 512, where DL16's ulp becomes 1) each result is exactly
+ * C's function of the device's own input, on both chips. */
+static void test_rounding_functions_are_exact_on_the_device_on_both_chips(void)
+{
+    const char *text = "graph rnd\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%q: f32[64] = aten.mul.Tensor(%i, 0.25)\n"
+                       "%x: f32[64] = aten.sub.Tensor(%q, 8.0)\n"
+                       "%h: f32[64] = aten.mul.Tensor(%i, 0.5)\n"
+                       "%y: f32[64] = aten.add.Tensor(%h, 490.0)\n"
+                       "%fl: f32[64] = aten.floor.default(%x)\n"
+                       "%ce: f32[64] = aten.ceil.default(%x)\n"
+                       "%ro: f32[64] = aten.round.default(%x)\n"
+                       "%tr: f32[64] = aten.trunc.default(%x)\n"
+                       "%fr: f32[64] = aten.frac.default(%x)\n"
+                       "%rm: f32[64] = aten.remainder.Scalar(%x, 1.5)\n"
+                       "%fm: f32[64] = aten.fmod.Scalar(%x, 1.5)\n"
+                       "%dv: f32[64] = aten.div.Scalar_mode(%x, 0.75, rounding_mode=\"floor\")\n"
+                       "%ry: f32[64] = aten.round.default(%y)\n"
+                       "%fy: f32[64] = aten.floor.default(%y)\n"
+                       "output %x, %y, %fl, %ce, %ro, %tr, %fr, %rm, %fm, %dv, %ry, %fy\n";
+    const char *names[] = {"x", "y", "fl", "ce", "ro", "tr", "fr", "rm", "fm", "dv", "ry", "fy"};
+    for (int c = 0; c < 2; c++) {
+        float *v[12] = {0};
+        int64_t n[12] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "rnd.txt", both_chips[c], 12, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            float x = v[0][i], y = v[1][i], r = fmodf(x, 1.5f);
+            ok += v[2][i] == floorf(x) && v[3][i] == ceilf(x) && v[4][i] == nearbyintf(x) && v[5][i] == truncf(x);
+            ok += v[6][i] == x - truncf(x) && v[8][i] == r && v[9][i] == floorf(x / 0.75f);
+            ok += v[7][i] == (r != 0 && r < 0 ? r + 1.5f : r);
+            ok += v[10][i] == nearbyintf(y) && v[11][i] == floorf(y);
+        }
+        CU_ASSERT_EQUAL(ok, 4 * 64);
+        CU_ASSERT_EQUAL(v[4][10], -6.0f); /* round(-5.5): ties to even */
+        CU_ASSERT_EQUAL(v[4][22], -2.0f); /* round(-2.5) */
+        CU_ASSERT_EQUAL(v[10][43], 512.0f); /* round(511.5) */
+        for (int i = 0; i < 12; i++)
+            free(v[i]);
+    }
+}
+
+/* Issue 14: atan, asin, acos and atan2 by a polynomial (the SFP has no
+ * arctangent; compiler/decompose.c, cc_atan_coef) are within a few DL16
+ * roundings of C's, over [-4, 4) by eighths, [-1, 1) by 32nds and every
+ * octant of atan2, on both chips (the device's worst: 2.0e-3, two DL16
+ * units near pi). */
+static void test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips(void)
+{
+    const char *text = "graph atn\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%q: f32[64] = aten.mul.Tensor(%i, 0.125)\n"
+                       "%x: f32[64] = aten.sub.Tensor(%q, 4.0)\n"
+                       "%h: f32[64] = aten.mul.Tensor(%i, 0.03125)\n"
+                       "%u: f32[64] = aten.sub.Tensor(%h, 1.0)\n"
+                       "%nx: f32[64] = aten.neg.default(%x)\n"
+                       "%at: f32[64] = aten.atan.default(%x)\n"
+                       "%as: f32[64] = aten.asin.default(%u)\n"
+                       "%ac: f32[64] = aten.acos.default(%u)\n"
+                       "%a2: f32[64] = aten.atan2.default(%u, %x)\n"
+                       "%a3: f32[64] = aten.atan2.default(%u, %nx)\n"
+                       "output %x, %u, %at, %as, %ac, %a2, %a3\n";
+    const char *names[] = {"x", "u", "at", "as", "ac", "a2", "a3"};
+    for (int c = 0; c < 2; c++) {
+        float *v[7] = {0};
+        int64_t n[7] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "atn.txt", both_chips[c], 7, names, v, n), 0);
+        double worst = 0;
+        for (int i = 0; i < 64; i++) {
+            double x = v[0][i], u = v[1][i];
+            worst = fmax(worst, fabs(v[2][i] - atan(x)));
+            worst = fmax(worst, fabs(v[3][i] - asin(u)));
+            worst = fmax(worst, fabs(v[4][i] - acos(u)));
+            worst = fmax(worst, fabs(v[5][i] - atan2(u, x)));
+            if (x != 0) /* atan2(0, -0.0) is pi: the SFP has no test of a zero's sign (docs/compiler.md) */
+                worst = fmax(worst, fabs(v[6][i] - atan2(u, -x)));
+        }
+        CU_ASSERT(worst <= 8 * 0x1p-10);
+        for (int i = 0; i < 7; i++)
+            free(v[i]);
+    }
+}
+
+/* Issue 14: the device's infinity is the stand-in +-2^30 (masked_fill with
+ * inf writes it); isinf, isposinf, isneginf test for it, isnan for DL16's
+ * NaN, and nan_to_num with replacements in DL16's range replaces both. */
+static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
+{
+    const char *text = "graph infs\n"
+                       "%i: i64[64] = aten.arange.default(64)\n"
+                       "%f: f32[64] = aten.sub.Tensor(%i, 32.0)\n"
+                       "%b: bool[64] = aten.gt.Scalar(%f, 20.0)\n"
+                       "%c: bool[64] = aten.lt.Scalar(%f, -20.0)\n"
+                       "%p: f32[64] = aten.masked_fill.Scalar(%f, %b, inf)\n"
+                       "%x: f32[64] = aten.masked_fill.Scalar(%p, %c, -inf)\n"
+                       "%s: f32[64] = aten.sqrt.default(%f)\n"
+                       "%ii: bool[64] = aten.isinf.default(%x)\n"
+                       "%ip: bool[64] = aten.isposinf.default(%x)\n"
+                       "%in: bool[64] = aten.isneginf.default(%x)\n"
+                       "%nn: bool[64] = aten.isnan.default(%s)\n"
+                       "%ns: f32[64] = aten.nan_to_num.default(%s, 5.0, 1000.0, -1000.0)\n"
+                       "%nx: f32[64] = aten.nan_to_num.default(%x, 5.0, 1000.0, -1000.0)\n"
+                       "output %ii, %ip, %in, %nn, %ns, %nx\n";
+    const char *names[] = {"ii", "ip", "in", "nn", "ns", "nx"};
+    for (int c = 0; c < 2; c++) {
+        float *v[6] = {0};
+        int64_t n[6] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "infs.txt", both_chips[c], 6, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            int pos = i > 52, ng = i < 12;
+            float f = (float)(i - 32);
+            ok += v[0][i] == (pos || ng) && v[1][i] == pos && v[2][i] == ng && v[3][i] == (i < 32);
+            ok += i < 32 ? v[4][i] == 5.0f : fabsf(v[4][i] - sqrtf(f)) <= 0x1p-9f * sqrtf(f);
+            ok += v[5][i] == (pos ? 1000.0f : ng ? -1000.0f : f);
+        }
+        CU_ASSERT_EQUAL(ok, 3 * 64);
+        for (int i = 0; i < 6; i++)
+            free(v[i]);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"infinities and NaNs are found and replaced on both chips",
+         test_infinities_and_nans_are_found_and_replaced_on_both_chips},
+        {"arctangents by a polynomial are within DL16 precision on both chips",
+         test_arctangents_by_a_polynomial_are_within_dl16_precision_on_both_chips},
+        {"rounding functions are exact on the device on both chips",
+         test_rounding_functions_are_exact_on_the_device_on_both_chips},
         {"a product or sum over no element gives zeros or the bias on both chips",
          test_a_product_or_sum_over_no_element_gives_zeros_or_the_bias_on_both_chips},
         {"graphs with an empty batch run to empty outputs on both chips",

@@ -265,6 +265,7 @@ static void test_compile_reports_kernels_and_dumps_passes(void)
     expect_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp/graph.txt --dump-after=lower", 0, "buffer x: f32[8, 64] input");
     expect_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp --dump-after=nosuchpass", 2, "fuse_epilogue");
     expect_spyre("compile --list-passes", 0, "decompose\nlower\n");
+    expect_spyre("compile --decompositions", 0, "\nhardswish                    -> x * hardsigmoid(x)\n");
 }
 
 static void test_compile_errors_name_the_graph_line(void)

@@ -500,19 +500,25 @@ static void test_shape_mismatch_is_an_error_with_line_and_shapes(void)
     expect_compile_error(bc, "g.txt:3: aten.mul.Tensor: shapes f32[8, 64] and f32[8, 32] do not broadcast");
 }
 
-/* OpInfo's div.trunc_rounding: computed as a true division, a wrong
- * result only --check caught (the SFP has no floor or trunc). */
-static void test_div_with_a_rounding_mode_is_refused(void)
+/* OpInfo's div.trunc_rounding was computed as a true division, a wrong
+ * result only --check caught.  A rounding mode now decomposes into the
+ * division and the rounding (compiler/decompose.c, floor); a mode PyTorch
+ * does not have is refused. */
+static void test_div_with_a_rounding_mode_is_a_division_then_a_rounding(void)
 {
+    char err[512];
     const char *modes[] = {"\"trunc\"", "rounding_mode=\"floor\""};
     for (int i = 0; i < 2; i++) {
         char g[512];
         snprintf(g, sizeof g,
                  "input %%x: f32[4, 8]\ninput %%z: f32[4, 8]\n"
                  "%%y: f32[4, 8] = aten.div.Tensor_mode(%%x, %%z, %s)\noutput %%y\n", modes[i]);
-        expect_compile_error(g, "g.txt:3: aten.div.Tensor_mode: lowers div only without a rounding_mode "
-                                "(true division)");
+        cc_result_free(compile_one(g));
     }
+    const char *bad = "input %x: f32[4, 8]\ninput %z: f32[4, 8]\n"
+                      "%y: f32[4, 8] = aten.div.Tensor_mode(%x, %z, rounding_mode=\"round\")\noutput %y\n";
+    CU_ASSERT_PTR_NULL(compile_opts(bad, NULL, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(err, "g.txt:3: aten.div.Tensor_mode: rounding_mode must be None, \"trunc\" or \"floor\"");
     const char *none = "input %x: f32[4, 8]\ninput %z: f32[4, 8]\n"
                        "%y: f32[4, 8] = aten.div.Tensor_mode(%x, %z, rounding_mode=None)\noutput %y\n";
     cc_result *r = compile_one(none);
@@ -681,7 +687,7 @@ int main(void)
         {"tuple_used_as_a_tensor_is_an_error_naming_it", test_tuple_used_as_a_tensor_is_an_error_naming_it},
         {"shape_mismatch_is_an_error_with_line_and_shapes", test_shape_mismatch_is_an_error_with_line_and_shapes},
         {"dropout_in_training_is_refused", test_dropout_in_training_is_refused},
-        {"div_with_a_rounding_mode_is_refused", test_div_with_a_rounding_mode_is_refused},
+        {"div_with_a_rounding_mode_is_a_division_then_a_rounding", test_div_with_a_rounding_mode_is_a_division_then_a_rounding},
         {"dump_after_every_pass_and_unknown_pass_rejected", test_dump_after_every_pass_and_unknown_pass_rejected},
         {"fusion_dumps_show_each_step", test_fusion_dumps_show_each_step},
         {"decomposition_table_is_printable", test_decomposition_table_is_printable},

@@ -233,6 +233,170 @@ static void test_unary_functions_give_known_values(void)
 
 /* ---- Matrix products ---- */
 
+/* Issue 14: the activations and math the compiler decomposes, against
+ * PyTorch's values (torch 1.13, float32). */
+static void test_activations_with_parameters_give_pytorchs_values(void)
+{
+    const float x[] = {-2, -0.5f, 0, 0.75f, 3, 25};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[6]\n"
+        "%ht: f32[6] = aten.hardtanh.default(%x, -1, 2)\n"
+        "%r6: f32[6] = aten.relu6.default(%x)\n"
+        "%lk: f32[6] = aten.leaky_relu.default(%x, 0.1)\n"
+        "%el: f32[6] = aten.elu.default(%x, 1.5)\n"
+        "%ce: f32[6] = aten.celu.default(%x, 2.0)\n"
+        "%se: f32[6] = aten.selu.default(%x)\n"
+        "%th: f32[6] = aten.threshold.default(%x, 0.5, -7.0)\n"
+        "%hs: f32[6] = aten.hardsigmoid.default(%x)\n"
+        "%hw: f32[6] = aten.hardswish.default(%x)\n"
+        "%sp: f32[6] = aten.softplus.default(%x, 2.0, 10.0)\n"
+        "%mi: f32[6] = aten.mish.default(%x)\n"
+        "%fr: f32[6] = aten.frac.default(%x)\n"
+        "%hk: f32[6] = aten.hardshrink.default(%x, 0.6)\n"
+        "%sk: f32[6] = aten.softshrink.default(%x, 0.6)\n"
+        "%ls: (f32[6], f32[6]) = aten.log_sigmoid_forward.default(%x)\n"
+        "%l0: f32[6] = getitem(%ls, 0)\n"
+        "%l1: f32[6] = getitem(%ls, 1)\n"
+        "output %ht, %r6, %lk, %el, %ce, %se, %th, %hs, %hw, %sp, %mi, %fr, %hk, %sk, %l0, %l1\n",
+        x);
+    EXPECT(&t, "ht", -1, -0.5f, 0, 0.75f, 2, 2);
+    EXPECT(&t, "r6", 0, 0, 0, 0.75f, 3, 6);
+    EXPECT(&t, "lk", -0.2f, -0.05f, 0, 0.75f, 3, 25);
+    EXPECT(&t, "el", -1.29699707f, -0.590204f, 0, 0.75f, 3, 25);
+    EXPECT(&t, "ce", -1.2642411f, -0.442398429f, 0, 0.75f, 3, 25);
+    EXPECT(&t, "se", -1.52016652f, -0.691758156f, 0, 0.788025737f, 3.15210295f, 26.2675247f);
+    EXPECT(&t, "th", -7, -7, -7, 0.75f, 3, 25);
+    EXPECT(&t, "hs", 0.166666672f, 0.416666657f, 0.5f, 0.625f, 1, 1);
+    EXPECT(&t, "hw", -0.333333343f, -0.208333328f, 0, 0.46875f, 3, 25);
+    EXPECT(&t, "sp", 0.00907496456f, 0.156630844f, 0.346573591f, 0.850706637f, 3.00123787f, 25);
+    EXPECT(&t, "mi", -0.252501458f, -0.22074376f, 0, 0.610018373f, 2.98653507f, 25);
+    EXPECT(&t, "fr", 0, -0.5f, 0, 0.75f, 0, 0);
+    EXPECT(&t, "hk", -2, 0, 0, 0.75f, 3, 25);
+    EXPECT(&t, "sk", -1.4f, 0, 0, 0.15f, 2.4f, 24.4f);
+    EXPECT(&t, "l0", -2.12692809f, -0.974076986f, -0.693147182f, -0.38687101f, -0.048587352f, -1.38879437e-11f);
+    EXPECT(&t, "l1", 0.135335281f, 0.606530666f, 1, 0.472366542f, 0.0497870669f, 1.38879437e-11f);
+    done(&t);
+}
+
+static void test_math_functions_give_pytorchs_values(void)
+{
+    const float z[] = {0.1f, 0.5f, -0.3f, 0.9f, 2, 0}, a[] = {1, 2, 10, 5000, 0.5f, 1.5f},
+                p[] = {0.1f, 0.5f, 0.95f, 0, 1, 0.3f}, pm[] = {-0.4f, 0, 0.45f, -0.5f, 0.5f, -0.2f};
+    run_t t;
+    RUN(&t,
+        "input %z: f32[6]\ninput %a: f32[6]\ninput %p: f32[6]\ninput %pm: f32[6]\n"
+        "%an: f32[6] = aten.atan.default(%z)\n"
+        "%sn: f32[6] = aten.asin.default(%p)\n"
+        "%cs: f32[6] = aten.acos.default(%p)\n"
+        "%a2: f32[6] = aten.atan2.default(%z, %pm)\n"
+        "%ec: f32[6] = aten.erfc.default(%z)\n"
+        "%ag: f32[6] = aten.angle.default(%z)\n"
+        "%en: f32[6] = aten.special_entr.default(%z)\n"
+        "%hy: f32[6] = aten.hypot.default(%z, %pm)\n"
+        "%fd: f32[6] = aten.floor_divide.default(%z, %pm)\n"
+        "%z7: f32[6] = aten.mul.Tensor(%z, 7.77)\n"
+        "%rd: f32[6] = aten.round.decimals(%z7, decimals=1)\n"
+        "%l2: f32[6] = aten.log2.default(%z)\n"
+        "%e2: f32[6] = aten.exp2.default(%z)\n"
+        "%tn: f32[6] = aten.tan.default(%z)\n"
+        "%sh: f32[6] = aten.sinh.default(%z)\n"
+        "%ch: f32[6] = aten.cosh.default(%z)\n"
+        "%as: f32[6] = aten.asinh.default(%z)\n"
+        "%at: f32[6] = aten.atanh.default(%z)\n"
+        "%sc: f32[6] = aten.sinc.default(%z)\n"
+        "%ac: f32[6] = aten.acosh.default(%a)\n"
+        "%lg: f32[6] = aten.logit.default(%p, 0.2)\n"
+        "%nn: bool[6] = aten.isnan.default(%l2)\n"
+        "output %l2, %e2, %tn, %sh, %ch, %as, %at, %sc, %ac, %lg, %nn, %an, %sn, %cs, %a2, "
+        "%ec, %ag, %en, %hy, %fd, %rd\n",
+        z, a, p, pm);
+    EXPECT(&t, "an", 0.0996686518f, 0.463647604f, -0.291456819f, 0.732815087f, 1.10714877f, 0);
+    EXPECT(&t, "sn", 0.100167423f, 0.52359879f, 1.25323582f, 0, 1.57079637f, 0.304692656f);
+    EXPECT(&t, "cs", 1.47062886f, 1.04719758f, 0.317560464f, 1.57079637f, 0, 1.26610363f);
+    EXPECT(&t, "a2", 2.89661407f, 1.57079637f, -0.588002622f, 2.07789469f, 1.3258177f, 3.14159274f);
+    EXPECT(&t, "ec", 0.887537062f, 0.479500115f, 1.32862675f, 0.2030918f, 0.00467773527f, 1);
+    EXPECT(&t, "ag", 0, 0, 3.14159274f, 0, 0, 0);
+    EXPECT(&t, "en", 0.23025851f, 0.346573591f, -INFINITY, 0.0948244855f, -1.38629436f, 0);
+    EXPECT(&t, "hy", 0.41231057f, 0.5f, 0.540832698f, 1.02956295f, 2.06155276f, 0.2f);
+    EXPECT(&t, "fd", -1, INFINITY, -1, -2, 4, 0);
+    EXPECT(&t, "rd", 0.8f, 3.9f, -2.3f, 7, 15.5f, 0);
+    EXPECT(&t, "l2", -3.32192802f, -1, NAN, -0.152003139f, 1, -INFINITY);
+    EXPECT(&t, "e2", 1.07177341f, 1.41421354f, 0.812252402f, 1.86606598f, 4, 1);
+    EXPECT(&t, "tn", 0.100334674f, 0.546302497f, -0.309336275f, 1.26015818f, -2.18503976f, 0);
+    EXPECT(&t, "sh", 0.100166753f, 0.521095276f, -0.304520309f, 1.02651668f, 3.62686038f, 0);
+    EXPECT(&t, "ch", 1.00500417f, 1.12762594f, 1.04533851f, 1.4330864f, 3.76219583f, 1);
+    EXPECT(&t, "as", 0.0998340771f, 0.481211841f, -0.295673072f, 0.808866858f, 1.44363546f, 0);
+    EXPECT(&t, "at", 0.100335345f, 0.549306154f, -0.309519619f, 1.47221935f, NAN, 0);
+    EXPECT(&t, "sc", 0.98363167f, 0.636619747f, 0.858393669f, 0.109292418f, 0, 1);
+    EXPECT(&t, "ac", 0, 1.31695795f, 2.99322295f, 9.2103405f, NAN, 0.962423682f);
+    EXPECT(&t, "lg", -1.38629436f, 0, 1.38629448f, -1.38629436f, 1.38629448f, -0.847297788f);
+    EXPECT(&t, "nn", 0, 0, 1, 0, 0, 0);
+    done(&t);
+}
+
+static void test_binary_ternary_and_reducing_math_give_pytorchs_values(void)
+{
+    const float x[] = {-2, -0.5f, 0, 0.75f, 3, 25}, y[] = {0.5f, 2, -1, 0, NAN, 3},
+                d[] = {1.5f, -1.5f, 1.5f, -0.5f, 2, -7}, m[] = {1, 2, 3, -1, -INFINITY, 0.5f},
+                g[] = {1, 2, 3, 4, -1, 0, 5, -2}, lo[] = {-1, -1, -1, -1, -1, -1}, hi[] = {1, 1, 1, 1, 1, 30};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[6]\ninput %y: f32[6]\ninput %d: f32[6]\ninput %m: f32[2, 3]\ninput %g: f32[2, 4]\n"
+        "input %lo: f32[6]\ninput %hi: f32[6]\n"
+        "%xl: f32[6] = aten.xlogy.Tensor(%x, %y)\n"
+        "%la: f32[6] = aten.logaddexp.default(%x, %y)\n"
+        "%fx: f32[6] = aten.fmax.default(%x, %y)\n"
+        "%rm: f32[6] = aten.remainder.Tensor(%x, %d)\n"
+        "%fm: f32[6] = aten.fmod.Tensor(%x, %d)\n"
+        "%ad: f32[6] = aten.addcdiv.default(%x, %x, %d, value=0.5)\n"
+        "%lp: f32[6] = aten.lerp.Scalar(%x, %d, 0.25)\n"
+        "%hv: f32[6] = aten.heaviside.default(%x, %d)\n"
+        "%cl: f32[6] = aten.clamp.Tensor(%x, %lo, %hi)\n"
+        "%lse: f32[2] = aten.logsumexp.default(%m, [1])\n"
+        "%ns: f32[2] = aten.nansum.default(%m, [1])\n"
+        "%gl: f32[2, 2] = aten.glu.default(%g, 1)\n"
+        "%dt: f32[] = aten.dot.default(%x, %d)\n"
+        "output %xl, %la, %fx, %rm, %fm, %ad, %lp, %hv, %cl, %lse, %ns, %gl, %dt\n",
+        x, y, d, m, g, lo, hi);
+    EXPECT(&t, "xl", 1.38629436f, -0.346573591f, 0, -INFINITY, NAN, 27.4653072f);
+    EXPECT(&t, "la", 0.578889728f, 2.07888985f, 0.313261658f, 1.13687098f, NAN, 25);
+    EXPECT(&t, "fx", 0.5f, 2, 0, 0.75f, 3, 25);
+    EXPECT(&t, "rm", 1, -0.5f, 0, -0.25f, 1, -3);
+    EXPECT(&t, "fm", -0.5f, -0.5f, 0, 0.25f, 1, 4);
+    EXPECT(&t, "ad", -2.666666667f, -0.333333333f, 0, 0, 3.75f, 23.2142857f);
+    EXPECT(&t, "lp", -1.125f, -0.75f, 0.375f, 0.4375f, 2.75f, 17);
+    EXPECT(&t, "hv", 0, 0, 1.5f, 1, 1, 1);
+    EXPECT(&t, "cl", -1, -0.5f, 0, 0.75f, 1, 25);
+    EXPECT(&t, "lse", 3.40760589f, 0.701413333f);
+    EXPECT(&t, "ns", 6, -INFINITY);
+    EXPECT(&t, "gl", 0.952574134f, 1.96402752f, -0.993307173f, 0);
+    EXPECT(&t, "dt", -3 + 0.75f - 0.375f + 6 - 175);
+    done(&t);
+}
+
+/* The losses the compiler decomposes, each reduction, against PyTorch's values. */
+static void test_losses_give_pytorchs_values_for_each_reduction(void)
+{
+    const float a[] = {1, 2, 3, -1, 0.5f, 4}, b[] = {0.5f, 2.5f, -1};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[2, 3]\ninput %b: f32[3]\n"
+        "%mn: f32[2, 3] = aten.mse_loss.default(%a, %b, 0)\n"
+        "%mm: f32[] = aten.mse_loss.default(%a, %b)\n"
+        "%hs: f32[] = aten.huber_loss.default(%a, %b, 2, 1.5)\n"
+        "%sn: f32[2, 3] = aten.smooth_l1_loss.default(%a, %b, 0, 0.8)\n"
+        "%s0: f32[] = aten.smooth_l1_loss.default(%a, %b, 1, 0.0)\n"
+        "output %mn, %mm, %hs, %sn, %s0\n",
+        a, b);
+    EXPECT(&t, "mn", 0.25f, 0.25f, 16, 2.25f, 4, 25);
+    EXPECT(&t, "mm", 7.95833349f);
+    EXPECT(&t, "hs", 14.5f);
+    EXPECT(&t, "sn", 0.15625f, 0.15625f, 3.6f, 1.1f, 1.6f, 4.6f);
+    EXPECT(&t, "s0", 2.25f);
+    done(&t);
+}
+
 static void test_matrix_products_use_the_schemas_arguments(void)
 {
     const float a[] = {1, 2, 3, 4, 5, 6}, b[] = {7, 8, 9, 10, 11, 12}, w[] = {7, 9, 11, 8, 10, 12};
@@ -1792,6 +1956,11 @@ int main(void)
         {"add sub mul div broadcast with alpha and scalars", test_add_sub_mul_div_broadcast_with_alpha_and_scalars},
         {"integer tensors promote divide and compare", test_integer_tensors_promote_divide_and_compare},
         {"unary functions give known values", test_unary_functions_give_known_values},
+        {"activations with parameters give PyTorch's values", test_activations_with_parameters_give_pytorchs_values},
+        {"math functions give PyTorch's values", test_math_functions_give_pytorchs_values},
+        {"losses give PyTorch's values for each reduction", test_losses_give_pytorchs_values_for_each_reduction},
+        {"binary, ternary and reducing math give PyTorch's values",
+         test_binary_ternary_and_reducing_math_give_pytorchs_values},
         {"matrix products use the schemas arguments", test_matrix_products_use_the_schemas_arguments},
         {"matmul broadcasts batch dims", test_matmul_broadcasts_batch_dims},
         {"views copy in row-major order", test_views_copy_in_row_major_order},

@@ -724,10 +724,16 @@ static int cmd_compile(int argc, char **argv)
             report = 1;
         else if (!strcmp(argv[i], "--list-passes"))
             list = 1;
+        else if (!strcmp(argv[i], "--decompositions"))
+            list = 2;
         else if (argv[i][0] == '-' || path)
             return unexpected("compile", argv[i]);
         else
             path = argv[i];
+    }
+    if (list == 2) {
+        cc_decompositions_print(stdout);
+        return EXIT_OK;
     }
     if (list) {
         for (const char *const *p = cc_pass_names(); *p; p++)
@@ -891,13 +897,13 @@ static const command commands[] = {
     {"dis", cmd_dis, "dis FILE.elf", "Print a program as assembler text that `spyre as` accepts."},
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
     {"compile", cmd_compile,
-     "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes]\n"
+     "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
      "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
      "fused kernels with the ATen ops in each (--report, the default); --dump-after=PASS prints the IR\n"
-     "after that pass (--list-passes names them).  With -o (or --config, or a back-half pass to dump)\n"
+     "after that pass (--list-passes names them); --decompositions prints the decompose pass's rules.  With -o (or --config, or a back-half pass to dump)\n"
      "the back half runs too (layout, workdiv, codegen, reroll) for the chip of --config (default spyre) and\n"
      "-o writes the program.  --work-div KERNEL=SPEC forces a kernel's split across cores (a matmul\n"
      "grid MxN such as 4x8, or a row kernel's core count), as a `hint work_div` line in the graph does.\n"
