@@ -21,6 +21,7 @@
  * loop bodies indented and .kernel / .endkernel around each kernel's
  * instructions, so that assembling its output gives the program back.  docs/isa.md describes the syntax for users. */
 #include "isa.h"
+#include "strbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -42,34 +43,13 @@
 
 /* ---- a growing string ---- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} strbuf;
-
-static void sb_grow(strbuf *s, size_t extra)
-{
-    if (s->len + extra + 1 <= s->cap)
-        return;
-    size_t cap = s->cap ? s->cap : 1024;
-    while (cap < s->len + extra + 1)
-        cap *= 2;
-    char *b = realloc(s->buf, cap);
-    if (!b) {
-        fprintf(stderr, "spyre: out of memory\n");
-        abort();
-    }
-    s->buf = b;
-    s->cap = cap;
-}
-
 static void sb_printf(strbuf *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    sb_grow(s, (size_t)n);
+    isa_sb_grow(s, (size_t)n);
     va_start(ap, fmt);
     vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
     va_end(ap);
@@ -78,7 +58,7 @@ static void sb_printf(strbuf *s, const char *fmt, ...)
 
 static void sb_bytes(strbuf *s, const void *p, size_t n)
 {
-    sb_grow(s, n);
+    isa_sb_grow(s, n);
     memcpy(s->buf + s->len, p, n);
     s->len += n;
     s->buf[s->len] = 0;
@@ -557,7 +537,7 @@ static int finish(assembler *a)
         a->consts.buf = NULL;
     }
     if (a->have_graph) {
-        sb_grow(&a->graph, 0);
+        isa_sb_grow(&a->graph, 0);
         a->graph.buf[a->graph.len] = 0;
         p->graph = a->graph.buf;
         a->graph.buf = NULL;

@@ -22,6 +22,7 @@
  * Every record field is written and read explicitly, little-endian; the
  * reader checks every size, offset, enum and name before trusting it. */
 #include "isa.h"
+#include "strbuf.h"
 
 #include <gelf.h>
 #include <inttypes.h>
@@ -260,28 +261,11 @@ static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
 
 /* ---- writing ---- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} strbuf;
-
-/* Append a NUL-terminated string; returns its offset.  Aborts on out of
- * memory, as isa_stream_push does. */
+/* Append a NUL-terminated string; returns its offset. */
 static size_t sb_add(strbuf *s, const char *str)
 {
     size_t n = strlen(str) + 1, off = s->len;
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *b = realloc(s->buf, cap);
-        if (!b) {
-            fprintf(stderr, "spyre: out of memory\n");
-            abort();
-        }
-        s->buf = b;
-        s->cap = cap;
-    }
+    isa_sb_grow(s, n);
     memcpy(s->buf + s->len, str, n);
     s->len += n;
     return off;
