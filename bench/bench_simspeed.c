@@ -77,12 +77,8 @@ static isa_program *gemm(int n)
 
 int main(void)
 {
-    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
-    dev = rt_open(path, err, sizeof err);
-    if (!dev) {
-        fprintf(stderr, "bench_simspeed: %s\n", err);
-        return 2;
-    }
+    char err[1024];
+    dev = bench_open("bench_simspeed");
     double cyc;
     double blas = blas_seconds(1024, 5);
     double timed = sim_seconds(gemm(1024), 1, 1, 3, &cyc);

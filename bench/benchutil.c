@@ -75,3 +75,14 @@ isa_program *bench_compile(const cc_graph *g, const chip_config *cfg, double *se
         snprintf(err, errlen, "the compiler returned no program");
     return p;
 }
+
+rt_device *bench_open(const char *who)
+{
+    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
+    rt_device *dev = rt_open(path, err, sizeof err);
+    if (!dev) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        exit(2);
+    }
+    return dev;
+}

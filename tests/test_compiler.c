@@ -367,22 +367,26 @@ static void gemm_on(const char *cfgname, int64_t M, int64_t N, int64_t K)
     gemm_with(shapes_gemm, cfgname, M, N, K, NULL);
 }
 
+/* On both chips. */
+static void gemm_on_both(int64_t M, int64_t N, int64_t K)
+{
+    gemm_on("spyre", M, N, K);
+    gemm_on("spyre-4core", M, N, K);
+}
+
 static void test_gemm_100x70x130_uneven_edges(void)
 {
-    gemm_on("spyre", 100, 70, 130);
-    gemm_on("spyre-4core", 100, 70, 130);
+    gemm_on_both(100, 70, 130);
 }
 
 static void test_gemm_64x64x4096_long_k(void)
 {
-    gemm_on("spyre", 64, 64, 4096);
-    gemm_on("spyre-4core", 64, 64, 4096);
+    gemm_on_both(64, 64, 4096);
 }
 
 static void test_gemm_8192x64x256_tall_skinny(void)
 {
-    gemm_on("spyre", 8192, 64, 256);
-    gemm_on("spyre-4core", 8192, 64, 256);
+    gemm_on_both(8192, 64, 256);
 }
 
 static void test_gemm_tiny_and_single_stick(void)
@@ -394,8 +398,7 @@ static void test_gemm_tiny_and_single_stick(void)
 
 static void test_gemm_1024_cube(void)
 {
-    gemm_on("spyre", 1024, 1024, 1024);
-    gemm_on("spyre-4core", 1024, 1024, 1024);
+    gemm_on_both(1024, 1024, 1024);
 }
 
 static int cores_with_pt(const isa_program *p)
