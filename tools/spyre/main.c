@@ -151,29 +151,35 @@ static isa_program *read_program(const char *name, int argc, char **argv, const 
     return p;
 }
 
-static int cmd_dis(int argc, char **argv)
+/* spyre NAME FILE.elf: read the program, show it, free it. */
+static int with_program(const char *name, int argc, char **argv, void (*show)(const isa_program *, const char *))
 {
-    if (wants_help(argc, argv, "dis"))
+    if (wants_help(argc, argv, name))
         return EXIT_OK;
     const char *path;
-    isa_program *p = read_program("dis", argc, argv, &path);
+    isa_program *p = read_program(name, argc, argv, &path);
     if (!p)
         return EXIT_USAGE;
-    char *text = isa_disassemble(p);
-    fputs(text, stdout);
-    free(text);
+    show(p, path);
     isa_program_free(p);
     return EXIT_OK;
 }
 
-static int cmd_info(int argc, char **argv)
+static void show_dis(const isa_program *p, const char *path)
 {
-    if (wants_help(argc, argv, "info"))
-        return EXIT_OK;
-    const char *path;
-    isa_program *p = read_program("info", argc, argv, &path);
-    if (!p)
-        return EXIT_USAGE;
+    (void)path;
+    char *text = isa_disassemble(p);
+    fputs(text, stdout);
+    free(text);
+}
+
+static int cmd_dis(int argc, char **argv)
+{
+    return with_program("dis", argc, argv, show_dis);
+}
+
+static void show_info(const isa_program *p, const char *path)
+{
     printf("%s: config %s, %d cores, LX %" PRIu64 " bytes, stick %u bytes, DRAM segment %" PRIu64 " bytes, constants %zu bytes\n",
            path, p->config, p->ncores, p->lx_bytes, p->stick_bytes, p->dram_bytes, p->nconsts);
     printf("tensors:\n  %-20s %-7s %-4s %-4s %-20s %-12s %-12s\n", "name", "role", "host", "dev", "shape", "dram_off",
@@ -196,8 +202,11 @@ static int cmd_info(int argc, char **argv)
     printf("\ntotal instructions: %zu\n", total);
     if (p->graph)
         printf("computes:\n%s", p->graph);
-    isa_program_free(p);
-    return EXIT_OK;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    return with_program("info", argc, argv, show_info);
 }
 
 /* ---- gen ---- */

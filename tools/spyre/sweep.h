@@ -173,6 +173,8 @@ int sw_make_dirs(const char *path);
 void sw_graph_name(const char *path, char *out, size_t len);
 char *sw_read_if_present(const char *path, char *err, size_t errlen);
 int sw_is_header(const char *line, const char *hdr);
+int sw_csv_each(const char *path, int (*is_header)(const char *line), int (*row)(const char *line, void *ctx),
+                void *ctx, const char *what, char *err, size_t errlen);
 extern const char sw_csv_header[];
 void sw_csv_write_row(FILE *f, const sw_row *r);
 int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen);

@@ -35,50 +35,46 @@ void sw_vary_write_row(FILE *f, const sw_vrow *r)
     fprintf(f, "\"\n");
 }
 
+static int vary_header(const char *line)
+{
+    return sw_is_header(line, sw_vary_header);
+}
+
+static int vary_row(const char *line, void *ctx)
+{
+    sw_vrows *rs = ctx;
+    sw_vrow r = {0};
+    char status[8];
+    unsigned long long dram, lx;
+    int at = -1;
+    if (sscanf(line, "%d,%255[^,],%7[^,],%lf,%llu,%lf,%llu,%d,%n", &r.index, r.config, status, &r.cycles, &dram,
+               &r.mac_util, &lx, &r.is_best, &at) != 8 || at < 0 || line[at] != '"' ||
+        (strcmp(status, "ok") && strcmp(status, "failed")))
+        return -1;
+    size_t n = 0;
+    for (const char *m = line + at + 1; *m && n + 1 < sizeof r.message; m++) {
+        if (*m == '"' && m[1] != '"')
+            break;
+        if (*m == '"')
+            m++;
+        r.message[n++] = *m;
+    }
+    r.message[n] = 0;
+    r.failed = !strcmp(status, "failed");
+    r.dram_bytes = dram;
+    r.lx_peak = lx;
+    r.done = 1;
+    if (!sw_vrows_find(rs, r.config))
+        *sw_vrows_push(rs) = r;
+    return 0;
+}
+
 /* Append the rows of a --vary sweep.csv to rs (skipping configurations
  * already there); 0 when the file does not exist, -1 with err on a
  * malformed file. */
 int sw_vary_csv_read(const char *path, sw_vrows *rs, char *err, size_t errlen)
 {
-    char *text = sw_read_if_present(path, err, errlen), *cur = text, *line;
-    if (!text)
-        return err[0] ? -1 : 0;
-    int lineno = 0;
-    while ((line = isa_text_line(&cur))) {
-        lineno++;
-        if (lineno == 1 && sw_is_header(line, sw_vary_header))
-            continue;
-        if (!line[0])
-            continue;
-        sw_vrow r = {0};
-        char status[8];
-        unsigned long long dram, lx;
-        int at = -1;
-        if (sscanf(line, "%d,%255[^,],%7[^,],%lf,%llu,%lf,%llu,%d,%n", &r.index, r.config, status, &r.cycles, &dram,
-                   &r.mac_util, &lx, &r.is_best, &at) != 8 || at < 0 || line[at] != '"' ||
-            (strcmp(status, "ok") && strcmp(status, "failed"))) {
-            snprintf(err, errlen, "%s:%d: not a --vary sweep row: %.60s", path, lineno, line);
-            free(text);
-            return -1;
-        }
-        size_t n = 0;
-        for (const char *m = line + at + 1; *m && n + 1 < sizeof r.message; m++) {
-            if (*m == '"' && m[1] != '"')
-                break;
-            if (*m == '"')
-                m++;
-            r.message[n++] = *m;
-        }
-        r.message[n] = 0;
-        r.failed = !strcmp(status, "failed");
-        r.dram_bytes = dram;
-        r.lx_peak = lx;
-        r.done = 1;
-        if (!sw_vrows_find(rs, r.config))
-            *sw_vrows_push(rs) = r;
-    }
-    free(text);
-    return 0;
+    return sw_csv_each(path, vary_header, vary_row, rs, "--vary sweep row", err, errlen);
 }
 
 static int cmp_vindex(const void *a, const void *b)
