@@ -161,7 +161,8 @@ void sw_svg_text(FILE *f, double x, double y, const char *anchor, int size, cons
 void sw_json_str(FILE *f, const char *s);
 FILE *sw_out_open(isa_outfile *o, const char *dir, const char *name);
 int sw_out_close(isa_outfile *o);
-FILE *sw_json_open(isa_outfile *o, const char *dir, const char *graph, const char *config);
+FILE *sw_csv_then_json(isa_outfile *o, const char *dir, const char *hdr, void (*row)(FILE *f, const void *rows, int i),
+                       const void *rows, int n, const char *graph, const char *config);
 int sw_finish(sw_rows *rs, const char *out, const char *graph, const char *config);
 
 /* sweep_rows.c */

@@ -129,6 +129,11 @@ static void vary_svg(FILE *f, const sw_vrows *rs, int best)
     fprintf(f, "</svg>\n");
 }
 
+static void vary_row_at(FILE *f, const void *rows, int i)
+{
+    sw_vary_write_row(f, (const sw_vrow *)rows + i);
+}
+
 /* Mark the best configuration, rewrite sweep.csv, write sweep.json and
  * configs.svg, print a line per configuration and, last,
  * best_config=VALUES cycles=N.  Returns the exit status. */
@@ -145,16 +150,7 @@ int sw_vary_finish(sw_vrows *rs, const char *out, const char *graph, const char 
     if (best >= 0)
         rs->v[best].is_best = 1;
     isa_outfile o;
-    FILE *f = sw_out_open(&o, out, "sweep.csv");
-    if (!f)
-        return SW_USAGE;
-    fputs(sw_vary_header, f);
-    for (int i = 0; i < rs->n; i++)
-        sw_vary_write_row(f, &rs->v[i]);
-    if (sw_out_close(&o))
-        return SW_USAGE;
-
-    f = sw_json_open(&o, out, graph, config);
+    FILE *f = sw_csv_then_json(&o, out, sw_vary_header, vary_row_at, rs->v, rs->n, graph, config);
     if (!f)
         return SW_USAGE;
     fprintf(f, ",\n  \"configurations\": %d,\n  \"failed\": %d,\n  \"best_config\": ", rs->n, nfailed);
