@@ -55,8 +55,7 @@ int main(void)
     char err[1024];
     dev = bench_open("bench_calibrate");
     const chip_config *cfg = rt_config(dev);
-    sim_options o = {.values = 0, .detect_races = 1, .trace = SIM_TRACE_OFF}; /* timing only: same cycles, less host time */
-    sim_set_options(rt_sim(dev), &o);
+    bench_sim_options(dev, 0, 1); /* timing only: same cycles, less host time */
     struct {
         const char *name;
         int cores, lx_plan;

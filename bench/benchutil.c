@@ -86,3 +86,9 @@ rt_device *bench_open(const char *who)
     }
     return dev;
 }
+
+void bench_sim_options(rt_device *dev, int values, int races)
+{
+    sim_options o = {.values = values, .detect_races = races, .trace = SIM_TRACE_OFF};
+    sim_set_options(rt_sim(dev), &o);
+}

@@ -27,5 +27,7 @@ isa_program *bench_compile(const cc_graph *g, const chip_config *cfg, double *se
 /* The device of the shipped "spyre" configuration; on failure a message
  * naming who on stderr and exit status 2. */
 rt_device *bench_open(const char *who);
+/* Simulate dev's launches with values and race detection or not, no trace. */
+void bench_sim_options(rt_device *dev, int values, int races);
 
 #endif

@@ -56,6 +56,22 @@ static int usage_error(const char *name, const char *what)
     return EXIT_USAGE;
 }
 
+/* The graph of a command's GRAPH argument (a graph file or an export
+ * directory); NULL, message printed, when there is none or it does not
+ * load. */
+static cc_graph *graph_arg(const char *name, const char *path)
+{
+    if (!path) {
+        usage_error(name, "needs GRAPH (a graph file or an export directory)");
+        return NULL;
+    }
+    char err[1024];
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    if (!g)
+        fprintf(stderr, "spyre %s: %s\n", name, err);
+    return g;
+}
+
 /* "unexpected argument 'ARG'" (an option unknown here, or a second path) */
 static int unexpected(const char *name, const char *arg)
 {
@@ -745,12 +761,10 @@ static int cmd_compile(int argc, char **argv)
             printf("%s\n", *p);
         return EXIT_OK;
     }
-    if (!path)
-        return usage_error("compile", "needs GRAPH (a graph file or an export directory)");
-    char err[1024];
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    cc_graph *g = graph_arg("compile", path);
     if (!g)
-        return fail("spyre compile: %s", err);
+        return EXIT_USAGE;
+    char err[1024];
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll};
     chip_config cfg;
@@ -827,12 +841,10 @@ static int cmd_ref(int argc, char **argv)
         else
             path = argv[i];
     }
-    if (!path)
-        return usage_error("ref", "needs GRAPH (a graph file or an export directory)");
-    char err[1024];
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    cc_graph *g = graph_arg("ref", path);
     if (!g)
-        return fail("spyre ref: %s", err);
+        return EXIT_USAGE;
+    char err[1024];
     char *in_path = inputs ? isa_path_join(NULL, inputs) : export_file(path, "inputs.safetensors");
     char *exp_path = expected ? isa_path_join(NULL, expected) : export_file(path, "expected.safetensors");
     int status = EXIT_USAGE;

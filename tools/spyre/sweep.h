@@ -158,6 +158,7 @@ int sw_run_pool(void *ctx, const int *todo, int ntodo, int jobs, size_t size, co
 /* sweep_report.c */
 int sw_kernels_of(const sw_rows *rs, sw_kernel *ks, int max);
 void sw_svg_text(FILE *f, double x, double y, const char *anchor, int size, const char *s);
+void sw_svg_open(FILE *f, double W, double H, const char *title);
 void sw_json_str(FILE *f, const char *s);
 FILE *sw_out_open(isa_outfile *o, const char *dir, const char *name);
 int sw_out_close(isa_outfile *o);

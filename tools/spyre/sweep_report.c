@@ -36,6 +36,15 @@ int sw_kernels_of(const sw_rows *rs, sw_kernel *ks, int max)
     return nk;
 }
 
+/* An SVG's opening: W x H on white, the title top left. */
+void sw_svg_open(FILE *f, double W, double H, const char *title)
+{
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
+            W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    sw_svg_text(f, 20, 25, "start", 14, title);
+}
+
 void sw_svg_text(FILE *f, double x, double y, const char *anchor, int size, const char *s)
 {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\">%s</text>\n", x, y, anchor, size, s);
@@ -59,12 +68,9 @@ static void write_svg(FILE *f, const sw_rows *rs, const sw_kernel *k)
     if (xmax <= 0)
         xmax = 1;
     char t[512];
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
-            W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     snprintf(t, sizeof t, "%.63s: kernel cycles per work division (blue: default %.23s, green: best %.23s)", k->name,
              k->def >= 0 ? rs->v[k->def].choice : "?", k->best >= 0 ? rs->v[k->best].choice : "?");
-    sw_svg_text(f, 20, 25, "start", 14, t);
+    sw_svg_open(f, W, H, t);
     /* axes */
     fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", bl, top, bot, br);
     fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", sl, top, bot, sr);

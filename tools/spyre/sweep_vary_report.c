@@ -95,12 +95,9 @@ static void vary_svg(FILE *f, const sw_vrows *rs, int best)
     if (ymax <= 0)
         ymax = 1;
     char t[512];
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
-            W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     snprintf(t, sizeof t, "whole-graph cycles per configuration (green: best %.200s; red: does not compile)",
              best >= 0 ? rs->v[best].config : "none");
-    sw_svg_text(f, 20, 25, "start", 14, t);
+    sw_svg_open(f, W, H, t);
     fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", l, top, bot, r);
     snprintf(t, sizeof t, "%.0f", ymax);
     sw_svg_text(f, l - 4, top + 4, "end", 10, t);
