@@ -303,6 +303,21 @@ static void next(lexer *L)
 }
 
 static int is_punct(const token *t, char c) { return t->k == T_PUNCT && t->p[0] == c; }
+/* After an item of a list closed by close: 1 at close (left for the
+ * caller), 0 past a ',', -1 after a message. */
+static int list_next(lexer *L, char close)
+{
+    if (is_punct(&L->tok, close))
+        return 1;
+    if (!is_punct(&L->tok, ',')) {
+        char want[] = "',' or 'X'";
+        want[8] = close;
+        expected(L, want);
+        return -1;
+    }
+    next(L);
+    return 0;
+}
 static int is_ident(const token *t, const char *w)
 {
     return t->k == T_IDENT && t->len == strlen(w) && memcmp(t->p, w, t->len) == 0;
@@ -526,13 +541,11 @@ static int parse_ttype(parser *P, cc_ttype *ty)
             }
             numel *= dim;
             next(L);
-            if (is_punct(&L->tok, ']'))
-                break;
-            if (!is_punct(&L->tok, ',')) {
-                expected(L, "',' or ']'");
+            int end = list_next(L, ']');
+            if (end < 0)
                 return -1;
-            }
-            next(L);
+            if (end)
+                break;
         }
     next(L); /* ']' */
     return 0;
@@ -560,13 +573,11 @@ static int parse_type(parser *P, cc_value *v, int tuple_ok)
         if (parse_ttype(P, &v->tuple[v->ntuple]))
             return -1;
         v->ntuple++;
-        if (is_punct(&L->tok, ')'))
-            break;
-        if (!is_punct(&L->tok, ',')) {
-            expected(L, "',' or ')'");
+        int end = list_next(L, ')');
+        if (end < 0)
             return -1;
-        }
-        next(L);
+        if (end)
+            break;
     }
     next(L);
     return 0;
@@ -671,13 +682,11 @@ static int parse_value(parser *P, cc_arg *a, int depth)
                 a->nitems++;
                 if (parse_value(P, &a->items[a->nitems - 1], depth + 1))
                     return -1;
-                if (is_punct(t, ']'))
-                    break;
-                if (!is_punct(t, ',')) {
-                    expected(L, "',' or ']'");
+                int end = list_next(L, ']');
+                if (end < 0)
                     return -1;
-                }
-                next(L);
+                if (end)
+                    break;
             }
             break;
         }
@@ -770,13 +779,11 @@ static int parse_op_line(parser *P)
             }
             if (parse_value(P, a, 0))
                 return -1;
-            if (is_punct(&L->tok, ')'))
-                break;
-            if (!is_punct(&L->tok, ',')) {
-                expected(L, "',' or ')'");
+            int end = list_next(L, ')');
+            if (end < 0)
                 return -1;
-            }
-            next(L);
+            if (end)
+                break;
         }
     next(L); /* ')' */
     return expect_eol(P);
