@@ -62,8 +62,7 @@ int main(void)
 
     /* the simulation, with values and race detection (spyre run's default):
      * best of REPS launches (the first also uploads the weights) */
-    sim_options so = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_OFF};
-    sim_set_options(rt_sim(dev), &so);
+    bench_sim_options(dev, 1, 1);
     rt_run_result *res = malloc(sizeof *res);
     if (!res)
         return die(2, "host", "out of memory");

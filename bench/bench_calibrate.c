@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "benchutil.h"
 #include "rt.h"
 #include "shapes.h"
 
@@ -51,15 +52,10 @@ static void row(const char *name, const char *unit, double measured, double simu
 
 int main(void)
 {
-    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
-    dev = rt_open(path, err, sizeof err);
-    if (!dev) {
-        fprintf(stderr, "bench_calibrate: %s\n", err);
-        return 2;
-    }
+    char err[1024];
+    dev = bench_open("bench_calibrate");
     const chip_config *cfg = rt_config(dev);
-    sim_options o = {.values = 0, .detect_races = 1, .trace = SIM_TRACE_OFF}; /* timing only: same cycles, less host time */
-    sim_set_options(rt_sim(dev), &o);
+    bench_sim_options(dev, 0, 1); /* timing only: same cycles, less host time */
     struct {
         const char *name;
         int cores, lx_plan;

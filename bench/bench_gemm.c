@@ -15,12 +15,8 @@ int main(int argc, char **argv)
 {
     const int64_t M = 1024, N = 1024, K = 1024;
     const int reps = argc > 1 ? atoi(argv[1]) : 5;
-    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
-    rt_device *dev = rt_open(path, err, sizeof err);
-    if (!dev) {
-        fprintf(stderr, "bench_gemm: %s\n", err);
-        return 2;
-    }
+    char err[1024];
+    rt_device *dev = bench_open("bench_gemm");
     isa_program *p = cc_gen_gemm(rt_config(dev), M, N, K, err, sizeof err);
     rt_program *prog = p ? rt_load_program(dev, p, err, sizeof err) : NULL;
     if (!prog || rt_fill_inputs(prog, 1, err, sizeof err)) {

@@ -108,8 +108,7 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
         cc_graph_free(g);
         return die(2, "load program", err);
     }
-    sim_options so = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF};
-    sim_set_options(rt_sim(dev), &so);
+    bench_sim_options(dev, 0, 0);
     rt_run_result *res = malloc(sizeof *res);
     if (!res)
         return die(2, "host", "out of memory");

@@ -69,8 +69,7 @@ int main(void)
         fprintf(stderr, "bench_mm: %s\n", err);
         return 2;
     }
-    sim_options so = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF};
-    sim_set_options(rt_sim(dev), &so);
+    bench_sim_options(dev, 0, 0);
     static const char *const own[] = {"k0_mm_relu=32x1", "k1_mm_relu=32x1", "k2_mm=32x1"};
     double forced = run(g, dev, own, 3, "own_b");
     double mid = run(g, dev, NULL, 0, "compiled");

@@ -20,8 +20,7 @@ static rt_device *dev;
 static double sim_seconds(isa_program *p, int values, int races, int reps, double *cycles)
 {
     char err[1024];
-    sim_options o = {.values = values, .detect_races = races, .trace = SIM_TRACE_OFF};
-    sim_set_options(rt_sim(dev), &o);
+    bench_sim_options(dev, values, races);
     rt_program *prog = rt_load_program(dev, p, err, sizeof err);
     if (!prog || rt_fill_inputs(prog, 1, err, sizeof err)) {
         fprintf(stderr, "bench_simspeed: %s\n", err);
@@ -77,12 +76,8 @@ static isa_program *gemm(int n)
 
 int main(void)
 {
-    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
-    dev = rt_open(path, err, sizeof err);
-    if (!dev) {
-        fprintf(stderr, "bench_simspeed: %s\n", err);
-        return 2;
-    }
+    char err[1024];
+    dev = bench_open("bench_simspeed");
     double cyc;
     double blas = blas_seconds(1024, 5);
     double timed = sim_seconds(gemm(1024), 1, 1, 3, &cyc);

@@ -75,3 +75,20 @@ isa_program *bench_compile(const cc_graph *g, const chip_config *cfg, double *se
         snprintf(err, errlen, "the compiler returned no program");
     return p;
 }
+
+rt_device *bench_open(const char *who)
+{
+    char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
+    rt_device *dev = rt_open(path, err, sizeof err);
+    if (!dev) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        exit(2);
+    }
+    return dev;
+}
+
+void bench_sim_options(rt_device *dev, int values, int races)
+{
+    sim_options o = {.values = values, .detect_races = races, .trace = SIM_TRACE_OFF};
+    sim_set_options(rt_sim(dev), &o);
+}

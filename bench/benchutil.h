@@ -12,6 +12,7 @@ int bench_exists(const char *path);
 #include <stddef.h>
 
 #include "cc.h"
+#include "rt.h"
 
 /* The source tree (two levels above the shipped configurations) and the
  * build directory (two levels above this program).  0, or -1. */
@@ -23,5 +24,10 @@ int bench_export(const char *who, const char *src, const char *model, const char
 /* Compile g for cfg, front and back half; the program, or NULL with err.
  * *seconds gets the compile time. */
 isa_program *bench_compile(const cc_graph *g, const chip_config *cfg, double *seconds, char *err, size_t errlen);
+/* The device of the shipped "spyre" configuration; on failure a message
+ * naming who on stderr and exit status 2. */
+rt_device *bench_open(const char *who);
+/* Simulate dev's launches with values and race detection or not, no trace. */
+void bench_sim_options(rt_device *dev, int values, int races);
 
 #endif

@@ -17,6 +17,7 @@ typedef struct {
     const char *graph;  /* the program's graph text (the runtime's reference) */
     const char *kernel; /* the name of a program of one kernel */
     int64_t rows, cols; /* a matmul's output, for its core grid */
+    const char *bad;    /* why the shape cannot be generated, or NULL */
 } gen_job;
 
 /* A core grid of exactly n cores for an rows x cols matmul output, as
@@ -106,6 +107,10 @@ static isa_program *compile_job(const chip_config *cfg, const gen_job *job, int 
 /* compile_job with every message prefixed by job->what. */
 static isa_program *gen(const chip_config *cfg, const gen_job *job, const cc_gen_opts *opts, char *err, size_t errlen)
 {
+    if (job->bad) {
+        snprintf(err, errlen, "%s: %s", job->what, job->bad);
+        return NULL;
+    }
     cc_gen_opts o;
     char why[1024] = "";
     isa_program *p = NULL;
@@ -126,10 +131,6 @@ isa_program *cc_gen_gemm_opts(const chip_config *cfg, int64_t M, int64_t N, int6
 {
     char what[96], source[512];
     snprintf(what, sizeof what, "gemm %" PRId64 "x%" PRId64 "x%" PRId64, M, N, K);
-    if (M <= 0 || N <= 0 || K <= 0) {
-        snprintf(err, errlen, "%s: every dimension must be positive", what);
-        return NULL;
-    }
     snprintf(source, sizeof source,
              "graph gemm\n"
              "input %%A: f32[%" PRId64 ", %" PRId64 "]\n"
@@ -137,7 +138,8 @@ isa_program *cc_gen_gemm_opts(const chip_config *cfg, int64_t M, int64_t N, int6
              "%%C: f32[%" PRId64 ", %" PRId64 "] = aten.mm.default(%%A, %%B)\n"
              "output %%C\n",
              M, K, K, N, M, N);
-    gen_job job = {what, source, "%C = aten.mm(%A, %B)\n", "gemm", M, N};
+    gen_job job = {what, source, "%C = aten.mm(%A, %B)\n", "gemm", M, N,
+                   M <= 0 || N <= 0 || K <= 0 ? "every dimension must be positive" : NULL};
     return gen(cfg, &job, opts, err, errlen);
 }
 
@@ -151,16 +153,13 @@ isa_program *cc_gen_softmax_opts(const chip_config *cfg, int64_t rows, int64_t c
 {
     char what[96], source[512];
     snprintf(what, sizeof what, "softmax %" PRId64 "x%" PRId64, rows, cols);
-    if (rows <= 0 || cols <= 0) {
-        snprintf(err, errlen, "%s: both dimensions must be positive", what);
-        return NULL;
-    }
     snprintf(source, sizeof source,
              "graph softmax\n"
              "input %%x: f32[%" PRId64 ", %" PRId64 "]\n"
              "%%y: f32[%" PRId64 ", %" PRId64 "] = aten._softmax.default(%%x, -1, False)\n"
              "output %%y\n",
              rows, cols, rows, cols);
-    gen_job job = {what, source, "%y = aten._softmax(%x, -1, False)\n", "softmax", rows, cols};
+    gen_job job = {what, source, "%y = aten._softmax(%x, -1, False)\n", "softmax", rows, cols,
+                   rows <= 0 || cols <= 0 ? "both dimensions must be positive" : NULL};
     return gen(cfg, &job, opts, err, errlen);
 }

@@ -303,6 +303,21 @@ static void next(lexer *L)
 }
 
 static int is_punct(const token *t, char c) { return t->k == T_PUNCT && t->p[0] == c; }
+/* After an item of a list closed by close: 1 at close (left for the
+ * caller), 0 past a ',', -1 after a message. */
+static int list_next(lexer *L, char close)
+{
+    if (is_punct(&L->tok, close))
+        return 1;
+    if (!is_punct(&L->tok, ',')) {
+        char want[] = "',' or 'X'";
+        want[8] = close;
+        expected(L, want);
+        return -1;
+    }
+    next(L);
+    return 0;
+}
 static int is_ident(const token *t, const char *w)
 {
     return t->k == T_IDENT && t->len == strlen(w) && memcmp(t->p, w, t->len) == 0;
@@ -526,13 +541,11 @@ static int parse_ttype(parser *P, cc_ttype *ty)
             }
             numel *= dim;
             next(L);
-            if (is_punct(&L->tok, ']'))
-                break;
-            if (!is_punct(&L->tok, ',')) {
-                expected(L, "',' or ']'");
+            int end = list_next(L, ']');
+            if (end < 0)
                 return -1;
-            }
-            next(L);
+            if (end)
+                break;
         }
     next(L); /* ']' */
     return 0;
@@ -560,13 +573,11 @@ static int parse_type(parser *P, cc_value *v, int tuple_ok)
         if (parse_ttype(P, &v->tuple[v->ntuple]))
             return -1;
         v->ntuple++;
-        if (is_punct(&L->tok, ')'))
-            break;
-        if (!is_punct(&L->tok, ',')) {
-            expected(L, "',' or ')'");
+        int end = list_next(L, ')');
+        if (end < 0)
             return -1;
-        }
-        next(L);
+        if (end)
+            break;
     }
     next(L);
     return 0;
@@ -671,13 +682,11 @@ static int parse_value(parser *P, cc_arg *a, int depth)
                 a->nitems++;
                 if (parse_value(P, &a->items[a->nitems - 1], depth + 1))
                     return -1;
-                if (is_punct(t, ']'))
-                    break;
-                if (!is_punct(t, ',')) {
-                    expected(L, "',' or ']'");
+                int end = list_next(L, ']');
+                if (end < 0)
                     return -1;
-                }
-                next(L);
+                if (end)
+                    break;
             }
             break;
         }
@@ -770,13 +779,11 @@ static int parse_op_line(parser *P)
             }
             if (parse_value(P, a, 0))
                 return -1;
-            if (is_punct(&L->tok, ')'))
-                break;
-            if (!is_punct(&L->tok, ',')) {
-                expected(L, "',' or ')'");
+            int end = list_next(L, ')');
+            if (end < 0)
                 return -1;
-            }
-            next(L);
+            if (end)
+                break;
         }
     next(L); /* ')' */
     return expect_eol(P);
@@ -910,6 +917,33 @@ static int parse_hint(parser *P)
     return 0;
 }
 
+/* A graph or weights line (word), which may stand once (*seen: the line
+ * of the first): its one value, a name (T_IDENT) or a "string" (T_STR),
+ * replaces *dst. */
+static int parse_once(parser *P, const char *word, int *seen, tok_kind kind, const char *what, char **dst)
+{
+    lexer *L = &P->L;
+    if (*seen) {
+        errf(L, "%s:%d: a second %s line (the first is line %d)", L->path, L->tok.line, word, *seen);
+        return -1;
+    }
+    *seen = L->tok.line;
+    next(L);
+    if (L->tok.k != kind) {
+        expected(L, what);
+        return -1;
+    }
+    char *v = kind == T_STR ? string_value(&L->tok) : dupn(L->tok.p, L->tok.len);
+    if (!v) {
+        oom(P);
+        return -1;
+    }
+    free(*dst);
+    *dst = v;
+    next(L);
+    return expect_eol(P);
+}
+
 static int parse_lines(parser *P)
 {
     lexer *L = &P->L;
@@ -935,40 +969,9 @@ static int parse_lines(parser *P)
             rc = parse_hint(P);
             continue;
         } else if (is_ident(t, "graph")) {
-            if (P->graph_line) {
-                errf(L, "%s:%d: a second graph line (the first is line %d)", L->path, t->line, P->graph_line);
-                return -1;
-            }
-            P->graph_line = t->line;
-            next(L);
-            if (L->tok.k != T_IDENT) {
-                expected(L, "the graph's name");
-                return -1;
-            }
-            free(P->g->name);
-            if (!(P->g->name = dupn(L->tok.p, L->tok.len))) {
-                oom(P);
-                return -1;
-            }
-            next(L);
-            rc = expect_eol(P);
+            rc = parse_once(P, "graph", &P->graph_line, T_IDENT, "the graph's name", &P->g->name);
         } else if (is_ident(t, "weights")) {
-            if (P->weights_line) {
-                errf(L, "%s:%d: a second weights line (the first is line %d)", L->path, t->line, P->weights_line);
-                return -1;
-            }
-            P->weights_line = t->line;
-            next(L);
-            if (L->tok.k != T_STR) {
-                expected(L, "the weights file as a \"string\"");
-                return -1;
-            }
-            if (!(P->g->weights = string_value(&L->tok))) {
-                oom(P);
-                return -1;
-            }
-            next(L);
-            rc = expect_eol(P);
+            rc = parse_once(P, "weights", &P->weights_line, T_STR, "the weights file as a \"string\"", &P->g->weights);
         } else {
             expected(L, "a line (graph, weights, input, param, %NAME: TYPE = OP(...), output or hint)");
             return -1;

@@ -21,6 +21,7 @@
  * loop bodies indented and .kernel / .endkernel around each kernel's
  * instructions, so that assembling its output gives the program back.  docs/isa.md describes the syntax for users. */
 #include "isa.h"
+#include "strbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -42,34 +43,13 @@
 
 /* ---- a growing string ---- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} strbuf;
-
-static void sb_grow(strbuf *s, size_t extra)
-{
-    if (s->len + extra + 1 <= s->cap)
-        return;
-    size_t cap = s->cap ? s->cap : 1024;
-    while (cap < s->len + extra + 1)
-        cap *= 2;
-    char *b = realloc(s->buf, cap);
-    if (!b) {
-        fprintf(stderr, "spyre: out of memory\n");
-        abort();
-    }
-    s->buf = b;
-    s->cap = cap;
-}
-
 static void sb_printf(strbuf *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    sb_grow(s, (size_t)n);
+    isa_sb_grow(s, (size_t)n);
     va_start(ap, fmt);
     vsnprintf(s->buf + s->len, s->cap - s->len, fmt, ap);
     va_end(ap);
@@ -78,7 +58,7 @@ static void sb_printf(strbuf *s, const char *fmt, ...)
 
 static void sb_bytes(strbuf *s, const void *p, size_t n)
 {
-    sb_grow(s, n);
+    isa_sb_grow(s, n);
     memcpy(s->buf + s->len, p, n);
     s->len += n;
     s->buf[s->len] = 0;
@@ -144,14 +124,6 @@ static int parse_bounded(assembler *a, const char *what, const char *s, uint64_t
     if (*out < lo || *out > hi)
         return fail(a, "%s %" PRIu64 " out of range [%" PRIu64 ", %" PRIu64 "]", what, *out, lo, hi);
     return 0;
-}
-
-static int index_of(const char *const *names, const char *s)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(names[i], s) == 0)
-            return i;
-    return -1;
 }
 
 /* Split s in place into whitespace-separated tokens. */
@@ -261,8 +233,9 @@ static int dir_kernel(assembler *a, char **tok, int n)
     return 0;
 }
 
-static int dir_endkernel(assembler *a, int n)
+static int dir_endkernel(assembler *a, char **tok, int n)
 {
+    (void)tok;
     if (n != 1)
         return fail(a, "expected .endkernel alone");
     if (!a->kernel_open)
@@ -347,10 +320,10 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor: a name is printable ASCII without '#' or ';'");
     if (isa_program_find_tensor(p, name) >= 0)
         return fail(a, ".tensor: '%s' declared twice", name);
-    int role = index_of(isa_role_names, tok[2]);
+    int role = isa_name_index(isa_role_names, tok[2]);
     if (role < 0)
         return fail(a, ".tensor %s: unknown role '%s' (input, output, weight, scratch)", name, tok[2]);
-    int hdt = index_of(isa_host_dtype_names, tok[3]);
+    int hdt = isa_name_index(isa_host_dtype_names, tok[3]);
     if (hdt < 0)
         return fail(a, ".tensor %s: unknown host dtype '%s' (f32, f16)", name, tok[3]);
     int rank;
@@ -369,7 +342,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
         *eq = 0;
         const char *key = tok[i], *val = eq + 1;
         if (strcmp(key, "dev") == 0) {
-            ddt = index_of(isa_dtype_names, val);
+            ddt = isa_name_index(isa_dtype_names, val);
             if (ddt < 0)
                 return fail(a, ".tensor %s: unknown device dtype '%s' (dl16, f32)", name, val);
         } else if (strcmp(key, "at") == 0) {
@@ -426,28 +399,27 @@ static int dir_tensor(assembler *a, char **tok, int n)
     return 0;
 }
 
-static int dir_dram(assembler *a, char **tok, int n)
+/* A directive "DIR BYTES" that may stand once: *line records where. */
+static int dir_bytes_once(assembler *a, char **tok, int n, const char *dir, int *line, uint64_t *bytes)
 {
     if (n != 2)
-        return fail(a, "expected .dram BYTES");
-    if (a->dram_line)
-        return fail(a, ".dram given twice (first on line %d)", a->dram_line);
-    if (parse_bounded(a, ".dram", tok[1], 0, ISA_BYTES_MAX, &a->dram))
+        return fail(a, "expected %s BYTES", dir);
+    if (*line)
+        return fail(a, "%s given twice (first on line %d)", dir, *line);
+    if (parse_bounded(a, dir, tok[1], 0, ISA_BYTES_MAX, bytes))
         return -1;
-    a->dram_line = a->line;
+    *line = a->line;
     return 0;
+}
+
+static int dir_dram(assembler *a, char **tok, int n)
+{
+    return dir_bytes_once(a, tok, n, ".dram", &a->dram_line, &a->dram);
 }
 
 static int dir_weights(assembler *a, char **tok, int n)
 {
-    if (n != 2)
-        return fail(a, "expected .weights BYTES");
-    if (a->weights_line)
-        return fail(a, ".weights given twice (first on line %d)", a->weights_line);
-    if (parse_bounded(a, ".weights", tok[1], 0, ISA_BYTES_MAX, &a->weights))
-        return -1;
-    a->weights_line = a->line;
-    return 0;
+    return dir_bytes_once(a, tok, n, ".weights", &a->weights_line, &a->weights);
 }
 
 static int hexval(int c)
@@ -475,28 +447,24 @@ static int dir_const(assembler *a, char **tok, int n)
     return 0;
 }
 
+/* The directives of the text but .graph (which takes the lines after it). */
+static const struct {
+    const char *name;
+    int (*run)(assembler *a, char **tok, int n);
+} directives[] = {
+    {".config", dir_config}, {".core", dir_core},     {".tensor", dir_tensor}, {".dram", dir_dram},
+    {".weights", dir_weights}, {".const", dir_const}, {".kernel", dir_kernel}, {".endkernel", dir_endkernel},
+};
+
 static int directive(assembler *a, char *line)
 {
     char *tok[32];
     int n = tokenize(line, tok, 31);
     if (n > 31)
         return fail(a, "too many fields");
-    if (strcmp(tok[0], ".config") == 0)
-        return dir_config(a, tok, n);
-    if (strcmp(tok[0], ".core") == 0)
-        return dir_core(a, tok, n);
-    if (strcmp(tok[0], ".tensor") == 0)
-        return dir_tensor(a, tok, n);
-    if (strcmp(tok[0], ".dram") == 0)
-        return dir_dram(a, tok, n);
-    if (strcmp(tok[0], ".weights") == 0)
-        return dir_weights(a, tok, n);
-    if (strcmp(tok[0], ".const") == 0)
-        return dir_const(a, tok, n);
-    if (strcmp(tok[0], ".kernel") == 0)
-        return dir_kernel(a, tok, n);
-    if (strcmp(tok[0], ".endkernel") == 0)
-        return dir_endkernel(a, n);
+    for (size_t i = 0; i < sizeof directives / sizeof directives[0]; i++)
+        if (strcmp(tok[0], directives[i].name) == 0)
+            return directives[i].run(a, tok, n);
     return fail(a, "unknown directive '%s' (.config .core .kernel .endkernel .tensor .dram .weights .const .graph)",
                 tok[0]);
 }
@@ -557,7 +525,7 @@ static int finish(assembler *a)
         a->consts.buf = NULL;
     }
     if (a->have_graph) {
-        sb_grow(&a->graph, 0);
+        isa_sb_grow(&a->graph, 0);
         a->graph.buf[a->graph.len] = 0;
         p->graph = a->graph.buf;
         a->graph.buf = NULL;

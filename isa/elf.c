@@ -22,6 +22,7 @@
  * Every record field is written and read explicitly, little-endian; the
  * reader checks every size, offset, enum and name before trusting it. */
 #include "isa.h"
+#include "strbuf.h"
 
 #include <gelf.h>
 #include <inttypes.h>
@@ -139,18 +140,23 @@ static int check_config(const isa_program *p, char *msg, size_t len)
     return 0;
 }
 
+/* A record's name (what: "tensor" or "kernel", i its index) is
+ * NUL-terminated and not empty. */
+static int check_name(const char *name, const char *what, size_t i, char *msg, size_t len)
+{
+    if (!memchr(name, 0, ISA_NAME_MAX))
+        return isa_errf(msg, len, "%s %zu: name is not NUL-terminated", what, i);
+    if (!name[0])
+        return isa_errf(msg, len, "%s %zu: empty name", what, i);
+    return 0;
+}
+
 /* Is tensor t of p well formed and inside p's DRAM segment and constants? */
 static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
 {
     const isa_tensor *t = &p->tensors[i];
-    if (!memchr(t->name, 0, sizeof t->name)) {
-        isa_errf(msg, len, "tensor %zu: name is not NUL-terminated", i);
+    if (check_name(t->name, "tensor", i, msg, len))
         return -1;
-    }
-    if (!t->name[0]) {
-        isa_errf(msg, len, "tensor %zu: empty name", i);
-        return -1;
-    }
     if (!isa_name_printable(t->name) || strchr(t->name, '=')) { /* as .tensor takes it */
         isa_errf(msg, len, "tensor %zu: name is not printable ASCII without '#', ';' or '='", i);
         return -1;
@@ -229,14 +235,8 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
 static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
 {
     const isa_kernel *k = &p->kernels[i];
-    if (!memchr(k->name, 0, sizeof k->name)) {
-        isa_errf(msg, len, "kernel %zu: name is not NUL-terminated", i);
+    if (check_name(k->name, "kernel", i, msg, len))
         return -1;
-    }
-    if (!k->name[0]) {
-        isa_errf(msg, len, "kernel %zu: empty name", i);
-        return -1;
-    }
     if (k->core < 0 || k->core >= p->ncores) {
         isa_errf(msg, len, "kernel %s: core %d out of range [0, %d)", k->name, k->core, p->ncores);
         return -1;
@@ -260,28 +260,11 @@ static int check_kernel(const isa_program *p, size_t i, char *msg, size_t len)
 
 /* ---- writing ---- */
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} strbuf;
-
-/* Append a NUL-terminated string; returns its offset.  Aborts on out of
- * memory, as isa_stream_push does. */
+/* Append a NUL-terminated string; returns its offset. */
 static size_t sb_add(strbuf *s, const char *str)
 {
     size_t n = strlen(str) + 1, off = s->len;
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *b = realloc(s->buf, cap);
-        if (!b) {
-            fprintf(stderr, "spyre: out of memory\n");
-            abort();
-        }
-        s->buf = b;
-        s->cap = cap;
-    }
+    isa_sb_grow(s, n);
     memcpy(s->buf + s->len, str, n);
     s->len += n;
     return off;
@@ -313,42 +296,41 @@ static Elf_Scn *add_section(Elf *e, size_t name, Elf64_Word type, Elf64_Xword fl
     return scn;
 }
 
-static uint8_t *encode_tensors(const isa_program *p)
+static void put_tensor(uint8_t *r, const isa_program *p, size_t i)
 {
-    uint8_t *tab = calloc(p->ntensors ? p->ntensors : 1, TR_SIZE);
-    if (!tab)
-        return NULL;
-    for (size_t i = 0; i < p->ntensors; i++) {
-        const isa_tensor *t = &p->tensors[i];
-        uint8_t *r = tab + i * TR_SIZE;
-        memcpy(r + TR_NAME, t->name, strlen(t->name)); /* rest stays NUL */
-        put_le(r + TR_ROLE, (uint32_t)t->role, 4);
-        put_le(r + TR_HOST, (uint32_t)t->host_dtype, 4);
-        put_le(r + TR_DEV, (uint32_t)t->dev_dtype, 4);
-        put_le(r + TR_RANK, (uint32_t)t->rank, 4);
-        for (int d = 0; d < t->rank; d++)
-            put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
-        put_le(r + TR_STICK, (uint32_t)t->stick_dim, 4);
-        put_le(r + TR_DRAM, t->dram_off, 8);
-        put_le(r + TR_BYTES, t->bytes, 8);
-        put_le(r + TR_CONST, (uint64_t)t->const_off, 8);
-    }
-    return tab;
+    const isa_tensor *t = &p->tensors[i];
+    memcpy(r + TR_NAME, t->name, strlen(t->name)); /* rest stays NUL */
+    put_le(r + TR_ROLE, (uint32_t)t->role, 4);
+    put_le(r + TR_HOST, (uint32_t)t->host_dtype, 4);
+    put_le(r + TR_DEV, (uint32_t)t->dev_dtype, 4);
+    put_le(r + TR_RANK, (uint32_t)t->rank, 4);
+    for (int d = 0; d < t->rank; d++)
+        put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
+    put_le(r + TR_STICK, (uint32_t)t->stick_dim, 4);
+    put_le(r + TR_DRAM, t->dram_off, 8);
+    put_le(r + TR_BYTES, t->bytes, 8);
+    put_le(r + TR_CONST, (uint64_t)t->const_off, 8);
 }
 
-static uint8_t *encode_kernels(const isa_program *p)
+static void put_kernel(uint8_t *r, const isa_program *p, size_t i)
 {
-    uint8_t *tab = calloc(p->nkernels ? p->nkernels : 1, KR_SIZE);
+    const isa_kernel *k = &p->kernels[i];
+    memcpy(r + KR_NAME, k->name, strlen(k->name)); /* rest stays NUL */
+    put_le(r + KR_CORE, (uint32_t)k->core, 4);
+    put_le(r + KR_FIRST, (uint64_t)k->first, 8);
+    put_le(r + KR_LAST, (uint64_t)k->last, 8);
+}
+
+/* A table of n zeroed rec_size-byte records (at least one), record i
+ * written by put; NULL when out of memory. */
+static uint8_t *encode_records(const isa_program *p, size_t n, int rec_size,
+                               void (*put)(uint8_t *r, const isa_program *p, size_t i))
+{
+    uint8_t *tab = calloc(n ? n : 1, (size_t)rec_size);
     if (!tab)
         return NULL;
-    for (size_t i = 0; i < p->nkernels; i++) {
-        const isa_kernel *k = &p->kernels[i];
-        uint8_t *r = tab + i * KR_SIZE;
-        memcpy(r + KR_NAME, k->name, strlen(k->name)); /* rest stays NUL */
-        put_le(r + KR_CORE, (uint32_t)k->core, 4);
-        put_le(r + KR_FIRST, (uint64_t)k->first, 8);
-        put_le(r + KR_LAST, (uint64_t)k->last, 8);
-    }
+    for (size_t i = 0; i < n; i++)
+        put(tab + i * (size_t)rec_size, p, i);
     return tab;
 }
 
@@ -418,8 +400,8 @@ static int encode_all(elf_out *o, const char *path, char *err, size_t errlen)
     const isa_program *p = o->p;
     char msg[400];
     o->text = calloc((size_t)p->ncores, sizeof *o->text);
-    o->tensors = encode_tensors(p);
-    o->kernels = encode_kernels(p);
+    o->tensors = encode_records(p, p->ntensors, TR_SIZE, put_tensor);
+    o->kernels = encode_records(p, p->nkernels, KR_SIZE, put_kernel);
     o->syms = calloc(1 + p->ntensors + (size_t)p->ncores, sizeof *o->syms);
     encode_note(p, o->note);
     if (!o->text || !o->tensors || !o->kernels || !o->syms) {
@@ -717,27 +699,45 @@ static int parse_note(const reader *r, blob b, isa_program *cfg)
     return 0;
 }
 
+/* A section of fixed-size records: *n records of rec_size bytes each,
+ * as a zeroed array of elem-byte entries (at least one); NULL after a
+ * message. */
+static void *records(const reader *r, blob b, const char *sect, int rec_size, size_t elem, size_t *n)
+{
+    if (b.size % (size_t)rec_size) {
+        rfail(r, "corrupt %s: %zu bytes is not a multiple of the %d-byte record", sect, b.size, rec_size);
+        return NULL;
+    }
+    *n = b.size / (size_t)rec_size;
+    void *v = calloc(*n ? *n : 1, elem);
+    if (!v)
+        rfail(r, "out of memory");
+    return v;
+}
+
+/* A record's name field into name (ISA_NAME_MAX bytes); -1 after a
+ * message naming what and the record's index if it is not NUL-terminated. */
+static int record_name(const reader *r, const uint8_t *field, char *name, const char *what, size_t i)
+{
+    if (!memchr(field, 0, ISA_NAME_MAX)) {
+        rfail(r, "corrupt %s %zu: name is not NUL-terminated", what, i);
+        return -1;
+    }
+    memcpy(name, field, ISA_NAME_MAX);
+    return 0;
+}
+
 static int parse_tensors(const reader *r, blob b, isa_program *p)
 {
-    if (b.size % TR_SIZE) {
-        rfail(r, "corrupt .spyre.tensors: %zu bytes is not a multiple of the %d-byte record", b.size, TR_SIZE);
+    size_t n;
+    if (!(p->tensors = records(r, b, ".spyre.tensors", TR_SIZE, sizeof *p->tensors, &n)))
         return -1;
-    }
-    size_t n = b.size / TR_SIZE;
-    p->tensors = calloc(n ? n : 1, sizeof *p->tensors);
-    if (!p->tensors) {
-        rfail(r, "out of memory");
-        return -1;
-    }
     p->tensor_cap = n ? n : 1;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *rec = b.data + i * TR_SIZE;
         isa_tensor *t = &p->tensors[i];
-        if (!memchr(rec + TR_NAME, 0, ISA_NAME_MAX)) {
-            rfail(r, "corrupt .spyre.tensors: tensor %zu: name is not NUL-terminated", i);
+        if (record_name(r, rec + TR_NAME, t->name, ".spyre.tensors: tensor", i))
             return -1;
-        }
-        memcpy(t->name, rec + TR_NAME, ISA_NAME_MAX);
         uint64_t role = get_le(rec + TR_ROLE, 4), host = get_le(rec + TR_HOST, 4);
         uint64_t dev = get_le(rec + TR_DEV, 4), rank = get_le(rec + TR_RANK, 4);
         uint64_t stick = get_le(rec + TR_STICK, 4);
@@ -791,24 +791,14 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
  * be checked against its core's stream. */
 static int parse_kernels(const reader *r, blob b, isa_program *p)
 {
-    if (b.size % KR_SIZE) {
-        rfail(r, "corrupt .spyre.kernels: %zu bytes is not a multiple of the %d-byte record", b.size, KR_SIZE);
+    size_t n;
+    if (!(p->kernels = records(r, b, ".spyre.kernels", KR_SIZE, sizeof *p->kernels, &n)))
         return -1;
-    }
-    size_t n = b.size / KR_SIZE;
-    p->kernels = calloc(n ? n : 1, sizeof *p->kernels);
-    if (!p->kernels) {
-        rfail(r, "out of memory");
-        return -1;
-    }
     for (size_t i = 0; i < n; i++) {
         const uint8_t *rec = b.data + i * KR_SIZE;
         isa_kernel *k = &p->kernels[i];
-        if (!memchr(rec + KR_NAME, 0, ISA_NAME_MAX)) {
-            rfail(r, "corrupt .spyre.kernels: kernel %zu: name is not NUL-terminated", i);
+        if (record_name(r, rec + KR_NAME, k->name, ".spyre.kernels: kernel", i))
             return -1;
-        }
-        memcpy(k->name, rec + KR_NAME, ISA_NAME_MAX);
         uint64_t core = get_le(rec + KR_CORE, 4), first = get_le(rec + KR_FIRST, 8), last = get_le(rec + KR_LAST, 8);
         if (get_le(rec + KR_PAD, 4)) {
             rfail(r, "corrupt .spyre.kernels: kernel %s: non-zero padding", k->name);

@@ -130,7 +130,7 @@ isa_unit isa_insn_unit(const isa_insn *in)
     return ISA_U_SEQ;
 }
 
-static int count_names(const char *const *names)
+int isa_name_count(const char *const *names)
 {
     int n = 0;
     while (names[n])
@@ -160,13 +160,13 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
         return 0;
     }
     case ISA_K_ENUM:
-        if (v < 0 || v >= count_names(o->names)) {
+        if (v < 0 || v >= isa_name_count(o->names)) {
             isa_errf(err, len, "operand %s=%" PRId64 " is not a known value", o->name, v);
             return -1;
         }
         return 0;
     case ISA_K_FLAGS:
-        if (v < 0 || v >= (1ll << count_names(o->names))) {
+        if (v < 0 || v >= (1ll << isa_name_count(o->names))) {
             isa_errf(err, len, "operand %s has unknown flag bits 0x%" PRIx64, o->name, v);
             return -1;
         }
@@ -357,7 +357,7 @@ int isa_parse_int(const char *s, int64_t *out)
     return 0;
 }
 
-static int name_index(const char *const *names, const char *s)
+int isa_name_index(const char *const *names, const char *s)
 {
     for (int i = 0; names[i]; i++)
         if (strcmp(names[i], s) == 0)
@@ -403,7 +403,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
         break;
     }
     case ISA_K_ENUM: {
-        int i = name_index(o->names, s);
+        int i = isa_name_index(o->names, s);
         if (i < 0) {
             isa_errf(err, len, "operand %s: unknown value '%s'", o->name, s);
             return -1;
@@ -416,7 +416,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
         char tmp[128], *save = NULL;
         snprintf(tmp, sizeof tmp, "%s", s);
         for (char *tok = strtok_r(tmp, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
-            int i = name_index(o->names, tok);
+            int i = isa_name_index(o->names, tok);
             if (i < 0) {
                 isa_errf(err, len, "operand %s: unknown flag '%s'", o->name, tok);
                 return -1;

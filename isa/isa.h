@@ -282,6 +282,10 @@ extern const char *const isa_dtype_names[];
 extern const char *const isa_bmode_names[];
 extern const char *const isa_pt_flag_names[];
 extern const char *const isa_sfp_flag_names[];
+/* Of a NULL-terminated name table (these, isa_role_names, ...): how many
+ * names it holds; the index of s in it, or -1. */
+int isa_name_count(const char *const *names);
+int isa_name_index(const char *const *names, const char *s);
 
 const isa_opinfo *isa_info(int op);
 /* Opcode number -> op, or -1. */

@@ -484,6 +484,20 @@ static int exec_rst(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     return 0;
 }
 
+/* Tell the race checker of the unit-byte sticks at base + i0*st[0] + i1*st[1]
+ * of this core's LX, for i0 < n[0], i1 < n[1]. */
+static void race_sticks(sim *s, sim_core *c, int u, const sim_slot *e, int64_t base, const int64_t n[2],
+                        const int64_t st[2], int64_t unit, int is_write)
+{
+    if (!sim_race_active(s))
+        return;
+    for (int64_t i1 = 0; i1 < n[1]; i1++)
+        for (int64_t i0 = 0; i0 < n[0]; i0++) {
+            uint64_t lo = (uint64_t)(base + i0 * st[0] + i1 * st[1]);
+            sim_race_access(s, c, u, e->index, c->id, lo, lo + (uint64_t)unit, is_write);
+        }
+}
+
 /* sfp.iota: stick (i0, i1) at d + i0*ds0 + i1*ds1 gets, in lane l, the
  * value imm + bs0*(i0*lanes + l) + bs1*i1 (computed in double, exact for
  * integers, then rounded to t); nothing is read. */
@@ -496,12 +510,7 @@ static int exec_iota(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
     if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_lx(s, c, e, u, "d", dsp))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
-    if (sim_race_active(s))
-        for (int64_t i1 = 0; i1 < in->n[1]; i1++)
-            for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                uint64_t d = (uint64_t)(e->d + i0 * in->ds[0] + i1 * in->ds[1]);
-                sim_race_access(s, c, u, e->index, c->id, d, d + (uint64_t)sb, 1);
-            }
+    race_sticks(s, c, u, e, e->d, in->n, in->ds, sb, 1);
     tm->end = sim_time_sfp(s, tm->start, in->op, in->n[0] * in->n[1]);
     s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
     if (!s->opt.values)

@@ -18,15 +18,21 @@ static uint8_t *page_for_write(sim *s, uint64_t page)
     return s->pages[page];
 }
 
+/* The bytes from addr to the end of its page, at most len; *off is addr's
+ * offset in that page. */
+static size_t page_piece(const sim *s, uint64_t addr, size_t len, uint64_t *off)
+{
+    *off = addr & (s->cfg.dram_page_bytes - 1);
+    size_t n = (size_t)(s->cfg.dram_page_bytes - *off);
+    return n > len ? len : n;
+}
+
 void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len)
 {
     const uint8_t *p = src;
-    uint64_t mask = s->cfg.dram_page_bytes - 1;
     while (len) {
-        uint64_t off = addr & mask;
-        size_t n = (size_t)(s->cfg.dram_page_bytes - off);
-        if (n > len)
-            n = len;
+        uint64_t off;
+        size_t n = page_piece(s, addr, len, &off);
         memcpy(page_for_write(s, addr >> s->page_shift) + off, p, n);
         addr += n;
         p += n;
@@ -37,12 +43,9 @@ void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len)
 void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len)
 {
     uint8_t *p = dst;
-    uint64_t mask = s->cfg.dram_page_bytes - 1;
     while (len) {
-        uint64_t off = addr & mask;
-        size_t n = (size_t)(s->cfg.dram_page_bytes - off);
-        if (n > len)
-            n = len;
+        uint64_t off;
+        size_t n = page_piece(s, addr, len, &off);
         const uint8_t *pg = s->pages[addr >> s->page_shift];
         if (pg)
             memcpy(p, pg + off, n);

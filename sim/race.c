@@ -79,6 +79,16 @@ static void *xcalloc(size_t n, size_t sz)
 
 static uint32_t *clock_of(sim_race *r, int g) { return r->vc + (size_t)g * (size_t)r->nunits; }
 
+/* An array of n space shadows, and what each holds. */
+static void free_shadows(space_shadow *v, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        free(v[i].blocks);
+        free(v[i].sticks);
+    }
+    free(v);
+}
+
 void sim_race_free(sim *s)
 {
     sim_race *r = s->race;
@@ -91,16 +101,8 @@ void sim_race_free(sim *s)
         free(f->v);
     }
     free(r->fifos);
-    for (int i = 0; i < s->cfg.cores; i++) {
-        free(r->lx[i].blocks);
-        free(r->lx[i].sticks);
-    }
-    free(r->lx);
-    for (uint64_t i = 0; i < r->dram_pages; i++) {
-        free(r->dram[i].blocks);
-        free(r->dram[i].sticks);
-    }
-    free(r->dram);
+    free_shadows(r->lx, (uint64_t)s->cfg.cores);
+    free_shadows(r->dram, r->dram_pages);
     free(r->vc);
     free(r);
     s->race = NULL;

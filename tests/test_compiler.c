@@ -210,6 +210,17 @@ static void kernel_names(const isa_program *p, int c, char *buf, size_t len)
     }
 }
 
+/* Every working core of p runs the kernels named in want, in order. */
+static void check_working_kernels(const isa_program *p, const char *want)
+{
+    for (int c = 0; c < p->ncores; c++)
+        if (core_works(p, c)) {
+            char names[256];
+            kernel_names(p, c, names, sizeof names);
+            CU_ASSERT_STRING_EQUAL(names, want);
+        }
+}
+
 /* Every core has a stream, it ends in halt, loops are balanced, every
  * token is signalled as often as it is waited for (counting loop trips;
  * a ring transfer's token counts as a signal on its destination core),
@@ -284,12 +295,7 @@ static int gemm_with(gemm_fn *gen, const char *cfgname, int64_t M, int64_t N, in
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     check_structure(&cfg, p);
     int working = cores_working(p);
-    for (int c = 0; c < p->ncores; c++)
-        if (core_works(p, c)) {
-            char names[256];
-            kernel_names(p, c, names, sizeof names);
-            CU_ASSERT_STRING_EQUAL(names, "gemm");
-        }
+    check_working_kernels(p, "gemm");
     CU_ASSERT_STRING_EQUAL(p->graph, "%C = aten.mm(%A, %B)\n");
     const isa_tensor *ta = tensor(p, "A"), *tb = tensor(p, "B"), *tc = tensor(p, "C");
     CU_ASSERT_EQUAL(ta->role, ISA_ROLE_INPUT);
@@ -367,22 +373,26 @@ static void gemm_on(const char *cfgname, int64_t M, int64_t N, int64_t K)
     gemm_with(shapes_gemm, cfgname, M, N, K, NULL);
 }
 
+/* On both chips. */
+static void gemm_on_both(int64_t M, int64_t N, int64_t K)
+{
+    gemm_on("spyre", M, N, K);
+    gemm_on("spyre-4core", M, N, K);
+}
+
 static void test_gemm_100x70x130_uneven_edges(void)
 {
-    gemm_on("spyre", 100, 70, 130);
-    gemm_on("spyre-4core", 100, 70, 130);
+    gemm_on_both(100, 70, 130);
 }
 
 static void test_gemm_64x64x4096_long_k(void)
 {
-    gemm_on("spyre", 64, 64, 4096);
-    gemm_on("spyre-4core", 64, 64, 4096);
+    gemm_on_both(64, 64, 4096);
 }
 
 static void test_gemm_8192x64x256_tall_skinny(void)
 {
-    gemm_on("spyre", 8192, 64, 256);
-    gemm_on("spyre-4core", 8192, 64, 256);
+    gemm_on_both(8192, 64, 256);
 }
 
 static void test_gemm_tiny_and_single_stick(void)
@@ -394,8 +404,7 @@ static void test_gemm_tiny_and_single_stick(void)
 
 static void test_gemm_1024_cube(void)
 {
-    gemm_on("spyre", 1024, 1024, 1024);
-    gemm_on("spyre-4core", 1024, 1024, 1024);
+    gemm_on_both(1024, 1024, 1024);
 }
 
 static int cores_with_pt(const isa_program *p)
@@ -576,12 +585,7 @@ static void check_softmax_in_dram(softmax_fn *gen, const isa_program *p, int64_t
     CU_ASSERT_EQUAL(ts->role, ISA_ROLE_SCRATCH);
     CU_ASSERT(tm->shape[0] == rows && tm->shape[1] == 1 && ts->shape[0] == rows && ts->shape[1] == 1);
     CU_ASSERT_EQUAL(p->ntensors, 4u);
-    for (int c = 0; c < p->ncores; c++)
-        if (core_works(p, c)) {
-            char names[256];
-            kernel_names(p, c, names, sizeof names);
-            CU_ASSERT_STRING_EQUAL(names, "softmax_reduce softmax_normalize");
-        }
+    check_working_kernels(p, "softmax_reduce softmax_normalize");
 }
 
 static int softmax_with(softmax_fn *gen, const char *cfgname, int64_t rows, int64_t cols, const cc_gen_opts *opts,
@@ -604,12 +608,7 @@ static int softmax_with(softmax_fn *gen, const char *cfgname, int64_t rows, int6
         check_softmax_in_dram(gen, p, rows);
     } else {
         CU_ASSERT_EQUAL(p->ntensors, 2u);
-        for (int c = 0; c < p->ncores; c++)
-            if (core_works(p, c)) {
-                char names[256];
-                kernel_names(p, c, names, sizeof names);
-                CU_ASSERT_STRING_EQUAL(names, "softmax");
-            }
+        check_working_kernels(p, "softmax");
     }
     int working = cores_working(p);
 

@@ -40,14 +40,6 @@ static int insn_equal(const isa_insn *x, const isa_insn *y)
     return eq;
 }
 
-static int count(const char *const *names)
-{
-    int n = 0;
-    while (names[n])
-        n++;
-    return n;
-}
-
 /* An instruction of op whose every operand is legal and differs from its
  * default, with a different value per operand so swapped fields show. */
 static void fill_nondefault(isa_insn *in, int op)
@@ -78,10 +70,10 @@ static void fill_nondefault(isa_insn *in, int op)
             *(float *)((char *)in + o->offset) = 1.5f + (float)i;
             break;
         case ISA_K_ENUM:
-            *field(in, o) = count(o->names) - 1;
+            *field(in, o) = isa_name_count(o->names) - 1;
             break;
         case ISA_K_FLAGS:
-            *field(in, o) = (1 << count(o->names)) - 1;
+            *field(in, o) = (1 << isa_name_count(o->names)) - 1;
             break;
         }
     }

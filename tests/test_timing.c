@@ -34,6 +34,16 @@ static double run_cycles(isa_program *p, sim_fault *f)
     return c;
 }
 
+/* Halt every core of p, run it and free it: its cycles, -1 on a fault. */
+static double halt_run_free(isa_program *p)
+{
+    tu_halt_all(p);
+    sim_fault f;
+    double c = run_cycles(p, &f);
+    isa_program_free(p);
+    return c;
+}
+
 static void test_pt_latency_counts_passes_of_rows_and_k(void)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
@@ -61,11 +71,7 @@ static double sfp_cycles(int op)
     in->as[0] = 128;
     in->ds[0] = 128;
     in->d.off = 0x10000;
-    tu_halt_all(p);
-    sim_fault f;
-    double c = run_cycles(p, &f);
-    isa_program_free(p);
-    return c;
+    return halt_run_free(p);
 }
 
 static void test_sfp_cost_is_per_stick_and_higher_for_transcendentals(void)
@@ -79,14 +85,10 @@ static void test_sfp_cost_is_per_stick_and_higher_for_transcendentals(void)
 /* Cycles for one core, or two cores at once, each loading `sticks`. */
 static double dma_cycles(int cores, int64_t sticks)
 {
-    sim_fault f;
     isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
     for (int c = 0; c < cores; c++)
         load(p, 2 * c, 0, (int64_t)c << 20, sticks);
-    tu_halt_all(p);
-    double t = run_cycles(p, &f);
-    isa_program_free(p);
-    return t;
+    return halt_run_free(p);
 }
 
 static void test_small_dmas_on_two_cores_overlap(void)
@@ -291,11 +293,7 @@ static double sfp_pair_cycles(int fence)
         in->a.off = c * 0x10000;
         in->d.off = 0x20000 + c * 0x10000;
     }
-    tu_halt_all(p);
-    sim_fault f;
-    double cyc = run_cycles(p, &f);
-    isa_program_free(p);
-    return cyc;
+    return halt_run_free(p);
 }
 
 static void test_a_fence_holds_dispatch_until_the_cores_units_are_idle(void)

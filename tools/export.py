@@ -418,6 +418,18 @@ def graph_text(name, comment, gm, roles, in_names, types):
 
 # --------------------------------------------------------------------------
 
+def write_graph(out_dir, how, spec, func_name, tracer, seed, gm, roles, in_names, types):
+    """Write out_dir/graph.txt, its comment saying where it came from (how: the
+    options that matter); return the graph's parameters."""
+    comment = (f"{func_name}: exported by tools/export.py{how} from {os.path.basename(spec)} "
+               f"(torch {torch.__version__}, {tracer}, seed {seed})")
+    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, types)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "graph.txt"), "w") as f:
+        f.write(text)
+    return params
+
+
 def to_meta(model, inputs):
     """The module and inputs on the meta device: shapes and dtypes, no data."""
     return model.to("meta"), tuple(x.to("meta") for x in inputs)
@@ -475,12 +487,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
         gm, roles, recorder, graph_outputs = trace_and_type(model, inputs)
 
     if graph_only:
-        comment = (f"{func_name}: exported by tools/export.py --graph-only from "
-                   f"{os.path.basename(spec)} (torch {torch.__version__}, {tracer}, seed {seed})")
-        text, _ = graph_text(sanitize(func_name), comment, gm, roles, in_names, recorder.types)
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "graph.txt"), "w") as f:
-            f.write(text)
+        write_graph(out_dir, " --graph-only", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types)
         return
 
     # PyTorch's own outputs, computed as traced (autograd on: no fast path).
@@ -502,13 +509,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
                     g.double(), e.double(), rtol=1e-4, atol=1e-5, equal_nan=True):
                 raise RuntimeError(f"the traced graph does not reproduce output {i} of the module")
 
-    comment = (f"{func_name}: exported by tools/export.py from {os.path.basename(spec)} "
-               f"(torch {torch.__version__}, {tracer}, seed {seed})")
-    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, recorder.types)
-
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "graph.txt"), "w") as f:
-        f.write(text)
+    params = write_graph(out_dir, "", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types)
     write_safetensors(os.path.join(out_dir, "weights.safetensors"), params)
     write_safetensors(os.path.join(out_dir, "inputs.safetensors"),
                       [(n, x) for n, x in zip(in_names, inputs)])

@@ -56,6 +56,22 @@ static int usage_error(const char *name, const char *what)
     return EXIT_USAGE;
 }
 
+/* The graph of a command's GRAPH argument (a graph file or an export
+ * directory); NULL, message printed, when there is none or it does not
+ * load. */
+static cc_graph *graph_arg(const char *name, const char *path)
+{
+    if (!path) {
+        usage_error(name, "needs GRAPH (a graph file or an export directory)");
+        return NULL;
+    }
+    char err[1024];
+    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    if (!g)
+        fprintf(stderr, "spyre %s: %s\n", name, err);
+    return g;
+}
+
 /* "unexpected argument 'ARG'" (an option unknown here, or a second path) */
 static int unexpected(const char *name, const char *arg)
 {
@@ -151,29 +167,35 @@ static isa_program *read_program(const char *name, int argc, char **argv, const 
     return p;
 }
 
-static int cmd_dis(int argc, char **argv)
+/* spyre NAME FILE.elf: read the program, show it, free it. */
+static int with_program(const char *name, int argc, char **argv, void (*show)(const isa_program *, const char *))
 {
-    if (wants_help(argc, argv, "dis"))
+    if (wants_help(argc, argv, name))
         return EXIT_OK;
     const char *path;
-    isa_program *p = read_program("dis", argc, argv, &path);
+    isa_program *p = read_program(name, argc, argv, &path);
     if (!p)
         return EXIT_USAGE;
-    char *text = isa_disassemble(p);
-    fputs(text, stdout);
-    free(text);
+    show(p, path);
     isa_program_free(p);
     return EXIT_OK;
 }
 
-static int cmd_info(int argc, char **argv)
+static void show_dis(const isa_program *p, const char *path)
 {
-    if (wants_help(argc, argv, "info"))
-        return EXIT_OK;
-    const char *path;
-    isa_program *p = read_program("info", argc, argv, &path);
-    if (!p)
-        return EXIT_USAGE;
+    (void)path;
+    char *text = isa_disassemble(p);
+    fputs(text, stdout);
+    free(text);
+}
+
+static int cmd_dis(int argc, char **argv)
+{
+    return with_program("dis", argc, argv, show_dis);
+}
+
+static void show_info(const isa_program *p, const char *path)
+{
     printf("%s: config %s, %d cores, LX %" PRIu64 " bytes, stick %u bytes, DRAM segment %" PRIu64 " bytes, constants %zu bytes\n",
            path, p->config, p->ncores, p->lx_bytes, p->stick_bytes, p->dram_bytes, p->nconsts);
     printf("tensors:\n  %-20s %-7s %-4s %-4s %-20s %-12s %-12s\n", "name", "role", "host", "dev", "shape", "dram_off",
@@ -196,8 +218,11 @@ static int cmd_info(int argc, char **argv)
     printf("\ntotal instructions: %zu\n", total);
     if (p->graph)
         printf("computes:\n%s", p->graph);
-    isa_program_free(p);
-    return EXIT_OK;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    return with_program("info", argc, argv, show_info);
 }
 
 /* ---- gen ---- */
@@ -742,12 +767,10 @@ static int cmd_compile(int argc, char **argv)
             printf("%s\n", *p);
         return EXIT_OK;
     }
-    if (!path)
-        return usage_error("compile", "needs GRAPH (a graph file or an export directory)");
-    char err[1024];
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    cc_graph *g = graph_arg("compile", path);
     if (!g)
-        return fail("spyre compile: %s", err);
+        return EXIT_USAGE;
+    char err[1024];
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll};
     chip_config cfg;
@@ -824,12 +847,10 @@ static int cmd_ref(int argc, char **argv)
         else
             path = argv[i];
     }
-    if (!path)
-        return usage_error("ref", "needs GRAPH (a graph file or an export directory)");
-    char err[1024];
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    cc_graph *g = graph_arg("ref", path);
     if (!g)
-        return fail("spyre ref: %s", err);
+        return EXIT_USAGE;
+    char err[1024];
     char *in_path = inputs ? isa_path_join(NULL, inputs) : export_file(path, "inputs.safetensors");
     char *exp_path = expected ? isa_path_join(NULL, expected) : export_file(path, "expected.safetensors");
     int status = EXIT_USAGE;

@@ -158,10 +158,12 @@ int sw_run_pool(void *ctx, const int *todo, int ntodo, int jobs, size_t size, co
 /* sweep_report.c */
 int sw_kernels_of(const sw_rows *rs, sw_kernel *ks, int max);
 void sw_svg_text(FILE *f, double x, double y, const char *anchor, int size, const char *s);
+void sw_svg_open(FILE *f, double W, double H, const char *title);
 void sw_json_str(FILE *f, const char *s);
 FILE *sw_out_open(isa_outfile *o, const char *dir, const char *name);
 int sw_out_close(isa_outfile *o);
-FILE *sw_json_open(isa_outfile *o, const char *dir, const char *graph, const char *config);
+FILE *sw_csv_then_json(isa_outfile *o, const char *dir, const char *hdr, void (*row)(FILE *f, const void *rows, int i),
+                       const void *rows, int n, const char *graph, const char *config);
 int sw_finish(sw_rows *rs, const char *out, const char *graph, const char *config);
 
 /* sweep_rows.c */
@@ -173,6 +175,8 @@ int sw_make_dirs(const char *path);
 void sw_graph_name(const char *path, char *out, size_t len);
 char *sw_read_if_present(const char *path, char *err, size_t errlen);
 int sw_is_header(const char *line, const char *hdr);
+int sw_csv_each(const char *path, int (*is_header)(const char *line), int (*row)(const char *line, void *ctx),
+                void *ctx, const char *what, char *err, size_t errlen);
 extern const char sw_csv_header[];
 void sw_csv_write_row(FILE *f, const sw_row *r);
 int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen);

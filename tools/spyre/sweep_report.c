@@ -36,6 +36,15 @@ int sw_kernels_of(const sw_rows *rs, sw_kernel *ks, int max)
     return nk;
 }
 
+/* An SVG's opening: W x H on white, the title top left. */
+void sw_svg_open(FILE *f, double W, double H, const char *title)
+{
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
+            W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    sw_svg_text(f, 20, 25, "start", 14, title);
+}
+
 void sw_svg_text(FILE *f, double x, double y, const char *anchor, int size, const char *s)
 {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\">%s</text>\n", x, y, anchor, size, s);
@@ -59,12 +68,9 @@ static void write_svg(FILE *f, const sw_rows *rs, const sw_kernel *k)
     if (xmax <= 0)
         xmax = 1;
     char t[512];
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
-            W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     snprintf(t, sizeof t, "%.63s: kernel cycles per work division (blue: default %.23s, green: best %.23s)", k->name,
              k->def >= 0 ? rs->v[k->def].choice : "?", k->best >= 0 ? rs->v[k->best].choice : "?");
-    sw_svg_text(f, 20, 25, "start", 14, t);
+    sw_svg_open(f, W, H, t);
     /* axes */
     fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", bl, top, bot, br);
     fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", sl, top, bot, sr);
@@ -137,7 +143,7 @@ int sw_out_close(isa_outfile *o)
 }
 
 /* DIR/sweep.json, opened with its first keys (graph, config) written. */
-FILE *sw_json_open(isa_outfile *o, const char *dir, const char *graph, const char *config)
+static FILE *json_open(isa_outfile *o, const char *dir, const char *graph, const char *config)
 {
     FILE *f = sw_out_open(o, dir, "sweep.json");
     if (!f)
@@ -147,6 +153,28 @@ FILE *sw_json_open(isa_outfile *o, const char *dir, const char *graph, const cha
     fprintf(f, ",\n  \"config\": ");
     sw_json_str(f, config ? config : "");
     return f;
+}
+
+/* Rewrite DIR/sweep.csv (hdr, then row(f, rows, i) for i < n), then open
+ * DIR/sweep.json as json_open does: that file, or NULL (message
+ * printed). */
+FILE *sw_csv_then_json(isa_outfile *o, const char *dir, const char *hdr, void (*row)(FILE *f, const void *rows, int i),
+                       const void *rows, int n, const char *graph, const char *config)
+{
+    FILE *f = sw_out_open(o, dir, "sweep.csv");
+    if (!f)
+        return NULL;
+    fputs(hdr, f);
+    for (int i = 0; i < n; i++)
+        row(f, rows, i);
+    if (sw_out_close(o))
+        return NULL;
+    return json_open(o, dir, graph, config);
+}
+
+static void csv_row_at(FILE *f, const void *rows, int i)
+{
+    sw_csv_write_row(f, (const sw_row *)rows + i);
 }
 
 /* Mark defaults and bests, rewrite sweep.csv, write sweep.json and the
@@ -169,16 +197,7 @@ int sw_finish(sw_rows *rs, const char *out, const char *graph, const char *confi
             best = rs->v[i].cycles;
     }
     isa_outfile o;
-    FILE *f = sw_out_open(&o, out, "sweep.csv");
-    if (!f)
-        return SW_USAGE;
-    fputs(sw_csv_header, f);
-    for (int i = 0; i < rs->n; i++)
-        sw_csv_write_row(f, &rs->v[i]);
-    if (sw_out_close(&o))
-        return SW_USAGE;
-
-    f = sw_json_open(&o, out, graph, config);
+    FILE *f = sw_csv_then_json(&o, out, sw_csv_header, csv_row_at, rs->v, rs->n, graph, config);
     if (!f)
         return SW_USAGE;
     fprintf(f, ",\n  \"variants\": %d,\n  \"default_cycles\": %.12g,\n  \"best_cycles\": %.12g,\n"

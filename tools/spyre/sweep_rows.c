@@ -124,9 +124,12 @@ void sw_csv_write_row(FILE *f, const sw_row *r)
             r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak, r->is_default, r->is_best);
 }
 
-/* Append the rows of a sweep.csv to rs (skipping ones already there);
- * 0 when the file does not exist, -1 with err on a malformed file. */
-int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
+/* Each data line of the CSV file at path (not its header, not blank
+ * lines) to row(line, ctx), which returns -1 for a line that is not a
+ * row of the kind what names.  0 (also when the file does not exist), or
+ * -1 with err. */
+int sw_csv_each(const char *path, int (*is_header)(const char *line), int (*row)(const char *line, void *ctx),
+                void *ctx, const char *what, char *err, size_t errlen)
 {
     char *text = sw_read_if_present(path, err, errlen), *cur = text, *line;
     if (!text)
@@ -134,27 +137,45 @@ int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
     int lineno = 0;
     while ((line = isa_text_line(&cur))) {
         lineno++;
-        if (lineno == 1 && !strncmp(line, "index,", 6))
+        if ((lineno == 1 && is_header(line)) || !line[0])
             continue;
-        if (!line[0])
-            continue;
-        sw_row r = {0};
-        unsigned long long dram, lx;
-        /* kernel names and choices have no commas */
-        if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
-                   &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10) {
-            snprintf(err, errlen, "%s:%d: not a sweep row: %.60s", path, lineno, line);
+        if (row(line, ctx)) {
+            snprintf(err, errlen, "%s:%d: not a %s: %.60s", path, lineno, what, line);
             free(text);
             return -1;
         }
-        r.dram_bytes = dram;
-        r.lx_peak = lx;
-        r.done = 1;
-        if (!sw_rows_find(rs, r.kernel, r.choice))
-            *sw_rows_push(rs) = r;
     }
     free(text);
     return 0;
+}
+
+static int csv_header(const char *line)
+{
+    return !strncmp(line, "index,", 6);
+}
+
+static int csv_row(const char *line, void *ctx)
+{
+    sw_rows *rs = ctx;
+    sw_row r = {0};
+    unsigned long long dram, lx;
+    /* kernel names and choices have no commas */
+    if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
+               &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10)
+        return -1;
+    r.dram_bytes = dram;
+    r.lx_peak = lx;
+    r.done = 1;
+    if (!sw_rows_find(rs, r.kernel, r.choice))
+        *sw_rows_push(rs) = r;
+    return 0;
+}
+
+/* Append the rows of a sweep.csv to rs (skipping ones already there);
+ * 0 when the file does not exist, -1 with err on a malformed file. */
+int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
+{
+    return sw_csv_each(path, csv_header, csv_row, rs, "sweep row", err, errlen);
 }
 
 int sw_cmp_index(const void *a, const void *b)

@@ -181,7 +181,7 @@ typedef struct {
     char spec[256][128];
     const char *wd[256];
     double none, all;
-    rt_run_result *res;
+    rt_run_result res; /* each simulation's */
     char err[1024];
 } sw_tune;
 
@@ -213,14 +213,14 @@ static void tune_gains(sw_tune *t)
  * the smallest gain while together they are slower (or refused). */
 static int tune_together(sw_tune *t)
 {
-    if (simulate_wd(t->g, t->cfg, t->wd, 0, t->res, &t->nc, t->err, sizeof t->err)) {
+    if (simulate_wd(t->g, t->cfg, t->wd, 0, &t->res, &t->nc, t->err, sizeof t->err)) {
         fprintf(stderr, "spyre sweep: autotune: %s\n", t->err);
         return -1;
     }
-    t->none = t->all = t->res->stats.cycles;
+    t->none = t->all = t->res.stats.cycles;
     while (t->n > 0) {
-        if (simulate_wd(t->g, t->cfg, t->wd, t->n, t->res, &t->nc, t->err, sizeof t->err) == 0 &&
-            (t->all = t->res->stats.cycles) <= t->none)
+        if (simulate_wd(t->g, t->cfg, t->wd, t->n, &t->res, &t->nc, t->err, sizeof t->err) == 0 &&
+            (t->all = t->res.stats.cycles) <= t->none)
             break;
         t->n--; /* slower together (or refused): drop the smallest gain */
         t->all = t->none;
@@ -276,9 +276,9 @@ static void tune_kernel(sw_tune *t, int k)
         t->wd[slot] = t->spec[slot];
         int m = cur >= 0 ? t->n : t->n + 1;
         t->evals++;
-        if (simulate_wd(t->g, t->cfg, t->wd, m, t->res, &t->nc, t->err, sizeof t->err) == 0 &&
-            t->res->stats.cycles < t->all) {
-            t->all = t->res->stats.cycles;
+        if (simulate_wd(t->g, t->cfg, t->wd, m, &t->res, &t->nc, t->err, sizeof t->err) == 0 &&
+            t->res.stats.cycles < t->all) {
+            t->all = t->res.stats.cycles;
             cur = slot;
             t->n = m;
         } else {
@@ -318,17 +318,13 @@ int sw_autotune_joint(const cc_graph *g, const chip_config *cfg, const sw_rows *
                       const char *file)
 {
     sw_tune *t = calloc(1, sizeof *t);
-    rt_run_result *res = malloc(sizeof *res);
-    if (!t || !res) {
+    if (!t) {
         fprintf(stderr, "spyre sweep: autotune: out of memory\n");
-        free(t);
-        free(res);
         return SW_USAGE;
     }
     t->g = g;
     t->cfg = cfg;
     t->rs = rs;
-    t->res = res;
     t->nk = sw_kernels_of(rs, t->ks, 256);
     tune_gains(t);
     int status = SW_USAGE;
@@ -338,11 +334,8 @@ int sw_autotune_joint(const cc_graph *g, const chip_config *cfg, const sw_rows *
             tune_kernel(t, k);
         printf("joint search: %d graph%s simulated, the tuned graph %.0f -> %.0f cycles\n", t->evals,
                t->evals == 1 ? "" : "s", before, t->all);
-        free(res);
-        t->res = NULL;
         status = tune_write(t, graph, file);
     }
-    free(t->res);
     free(t);
     return status;
 }

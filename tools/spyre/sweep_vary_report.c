@@ -35,50 +35,46 @@ void sw_vary_write_row(FILE *f, const sw_vrow *r)
     fprintf(f, "\"\n");
 }
 
+static int vary_header(const char *line)
+{
+    return sw_is_header(line, sw_vary_header);
+}
+
+static int vary_row(const char *line, void *ctx)
+{
+    sw_vrows *rs = ctx;
+    sw_vrow r = {0};
+    char status[8];
+    unsigned long long dram, lx;
+    int at = -1;
+    if (sscanf(line, "%d,%255[^,],%7[^,],%lf,%llu,%lf,%llu,%d,%n", &r.index, r.config, status, &r.cycles, &dram,
+               &r.mac_util, &lx, &r.is_best, &at) != 8 || at < 0 || line[at] != '"' ||
+        (strcmp(status, "ok") && strcmp(status, "failed")))
+        return -1;
+    size_t n = 0;
+    for (const char *m = line + at + 1; *m && n + 1 < sizeof r.message; m++) {
+        if (*m == '"' && m[1] != '"')
+            break;
+        if (*m == '"')
+            m++;
+        r.message[n++] = *m;
+    }
+    r.message[n] = 0;
+    r.failed = !strcmp(status, "failed");
+    r.dram_bytes = dram;
+    r.lx_peak = lx;
+    r.done = 1;
+    if (!sw_vrows_find(rs, r.config))
+        *sw_vrows_push(rs) = r;
+    return 0;
+}
+
 /* Append the rows of a --vary sweep.csv to rs (skipping configurations
  * already there); 0 when the file does not exist, -1 with err on a
  * malformed file. */
 int sw_vary_csv_read(const char *path, sw_vrows *rs, char *err, size_t errlen)
 {
-    char *text = sw_read_if_present(path, err, errlen), *cur = text, *line;
-    if (!text)
-        return err[0] ? -1 : 0;
-    int lineno = 0;
-    while ((line = isa_text_line(&cur))) {
-        lineno++;
-        if (lineno == 1 && sw_is_header(line, sw_vary_header))
-            continue;
-        if (!line[0])
-            continue;
-        sw_vrow r = {0};
-        char status[8];
-        unsigned long long dram, lx;
-        int at = -1;
-        if (sscanf(line, "%d,%255[^,],%7[^,],%lf,%llu,%lf,%llu,%d,%n", &r.index, r.config, status, &r.cycles, &dram,
-                   &r.mac_util, &lx, &r.is_best, &at) != 8 || at < 0 || line[at] != '"' ||
-            (strcmp(status, "ok") && strcmp(status, "failed"))) {
-            snprintf(err, errlen, "%s:%d: not a --vary sweep row: %.60s", path, lineno, line);
-            free(text);
-            return -1;
-        }
-        size_t n = 0;
-        for (const char *m = line + at + 1; *m && n + 1 < sizeof r.message; m++) {
-            if (*m == '"' && m[1] != '"')
-                break;
-            if (*m == '"')
-                m++;
-            r.message[n++] = *m;
-        }
-        r.message[n] = 0;
-        r.failed = !strcmp(status, "failed");
-        r.dram_bytes = dram;
-        r.lx_peak = lx;
-        r.done = 1;
-        if (!sw_vrows_find(rs, r.config))
-            *sw_vrows_push(rs) = r;
-    }
-    free(text);
-    return 0;
+    return sw_csv_each(path, vary_header, vary_row, rs, "--vary sweep row", err, errlen);
 }
 
 static int cmp_vindex(const void *a, const void *b)
@@ -99,12 +95,9 @@ static void vary_svg(FILE *f, const sw_vrows *rs, int best)
     if (ymax <= 0)
         ymax = 1;
     char t[512];
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\">\n",
-            W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     snprintf(t, sizeof t, "whole-graph cycles per configuration (green: best %.200s; red: does not compile)",
              best >= 0 ? rs->v[best].config : "none");
-    sw_svg_text(f, 20, 25, "start", 14, t);
+    sw_svg_open(f, W, H, t);
     fprintf(f, "<path d=\"M%.0f %.0f V%.0f H%.0f\" stroke=\"black\" fill=\"none\"/>\n", l, top, bot, r);
     snprintf(t, sizeof t, "%.0f", ymax);
     sw_svg_text(f, l - 4, top + 4, "end", 10, t);
@@ -133,6 +126,11 @@ static void vary_svg(FILE *f, const sw_vrows *rs, int best)
     fprintf(f, "</svg>\n");
 }
 
+static void vary_row_at(FILE *f, const void *rows, int i)
+{
+    sw_vary_write_row(f, (const sw_vrow *)rows + i);
+}
+
 /* Mark the best configuration, rewrite sweep.csv, write sweep.json and
  * configs.svg, print a line per configuration and, last,
  * best_config=VALUES cycles=N.  Returns the exit status. */
@@ -149,16 +147,7 @@ int sw_vary_finish(sw_vrows *rs, const char *out, const char *graph, const char 
     if (best >= 0)
         rs->v[best].is_best = 1;
     isa_outfile o;
-    FILE *f = sw_out_open(&o, out, "sweep.csv");
-    if (!f)
-        return SW_USAGE;
-    fputs(sw_vary_header, f);
-    for (int i = 0; i < rs->n; i++)
-        sw_vary_write_row(f, &rs->v[i]);
-    if (sw_out_close(&o))
-        return SW_USAGE;
-
-    f = sw_json_open(&o, out, graph, config);
+    FILE *f = sw_csv_then_json(&o, out, sw_vary_header, vary_row_at, rs->v, rs->n, graph, config);
     if (!f)
         return SW_USAGE;
     fprintf(f, ",\n  \"configurations\": %d,\n  \"failed\": %d,\n  \"best_config\": ", rs->n, nfailed);
