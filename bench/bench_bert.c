@@ -1,6 +1,6 @@
 /* bench_bert: one BERT-base encoder layer (hidden 768, 12 heads, FFN 3072,
  * sequence 128; traces/models/encoder.py:bert_handwritten) compiled for the
- * reference chip (sim/configs/spyre.cfg), run with values and validated
+ * reference chip (chip/configs/spyre.cfg), run with values and validated
  * against the reference executor.  Reports the simulated time and, measured
  * in the same run on the same graph and inputs, the host time of the
  * simulation against the host time of the reference executor (rt_ref).
@@ -45,7 +45,7 @@ int main(void)
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return die(2, cfgpath, err);
-    cc_graph *g = cc_graph_load(graph, err, sizeof err);
+    gr_graph *g = gr_graph_load(graph, err, sizeof err);
     if (!g)
         return die(2, "load", err);
 
@@ -125,7 +125,7 @@ int main(void)
     printf("reference_host_seconds=%.4f\n", ref_s);
     printf("sim_vs_reference_time=%.3f\n", ref_s > 0 ? sim_s / ref_s : 0.0);
     free(res);
-    cc_graph_free(g);
+    gr_graph_free(g);
     rt_unload(prog);
     rt_close(dev);
     return bad ? 1 : 0;

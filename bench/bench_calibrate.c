@@ -3,7 +3,7 @@
  * hand-shaped kernels of bench/shapes.h (fixed programs, so the figures
  * move only when the timing model does), simulated against measured.
  * Prints one line per row and, last, max_calibration_error=<fraction>.
- * The configuration's fitted values are explained in sim/configs/spyre.cfg
+ * The configuration's fitted values are explained in chip/configs/spyre.cfg
  * and docs/calibration.md. */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* bench_llama: one Llama-3-8B-size decoder layer (hidden 4096, 32 query
  * heads, 8 KV heads of 128, FFN 14336; traces/models/llama.py) compiled for
- * the reference chip (sim/configs/spyre.cfg) and simulated TIMING ONLY
+ * the reference chip (chip/configs/spyre.cfg) and simulated TIMING ONLY
  * (sim_options values 0, races off), for
  *   prefill: llama_8b_layer, x (1, 512, 4096), causal attention over 512;
  *   decode:  llama_8b_decode, one new token (batch 1) at position 512
@@ -92,20 +92,20 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     snprintf(model, sizeof model, "llama.py:%s", ph->name);
     if (bench_export("bench_llama", src, model, dir, "--graph-only"))
         return 2;
-    cc_graph *g = cc_graph_load(graph, err, sizeof err);
+    gr_graph *g = gr_graph_load(graph, err, sizeof err);
     if (!g)
         return die(2, "load", err);
     snprintf(what, sizeof what, "the compiler cannot compile %s", ph->name);
     isa_program *p = bench_compile(g, rt_config(dev), &ph->compile_s, err, sizeof err);
     if (!p) {
-        cc_graph_free(g);
+        gr_graph_free(g);
         return die(2, what, err);
     }
     ph->weight_bytes = p->weight_bytes;
     /* no tensor is written: timing only needs no values */
     rt_program *prog = rt_load_program(dev, p, err, sizeof err);
     if (!prog) {
-        cc_graph_free(g);
+        gr_graph_free(g);
         return die(2, "load program", err);
     }
     bench_sim_options(dev, 0, 0);
@@ -122,7 +122,7 @@ static int run_phase(rt_device *dev, const char *src, const char *build, phase *
     ph->sim_us = sim_stats_time_us(&res->stats, rt_config(dev));
     free(res);
     rt_unload(prog);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return 0;
 }
 

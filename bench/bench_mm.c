@@ -26,7 +26,7 @@ static const char *graph_text = "graph mlp3_1024\n"
 
 /* Compile with the work divisions wd[0..n), simulate timing-only; the
  * middle kernel's utilization, or -1. */
-static double run(const cc_graph *g, rt_device *dev, const char *const *wd, int n, const char *tag)
+static double run(const gr_graph *g, rt_device *dev, const char *const *wd, int n, const char *tag)
 {
     char err[1024];
     const chip_config *cfg = rt_config(dev);
@@ -64,7 +64,7 @@ int main(void)
 {
     char err[1024], *path = chip_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(path, err, sizeof err);
-    cc_graph *g = cc_graph_parse(graph_text, "bench_mm", err, sizeof err);
+    gr_graph *g = gr_graph_parse(graph_text, "bench_mm", err, sizeof err);
     if (!dev || !g) {
         fprintf(stderr, "bench_mm: %s\n", err);
         return 2;
@@ -73,7 +73,7 @@ int main(void)
     static const char *const own[] = {"k0_mm_relu=32x1", "k1_mm_relu=32x1", "k2_mm=32x1"};
     double forced = run(g, dev, own, 3, "own_b");
     double mid = run(g, dev, NULL, 0, "compiled");
-    cc_graph_free(g);
+    gr_graph_free(g);
     rt_close(dev);
     if (mid < 0 || forced < 0)
         return 3;

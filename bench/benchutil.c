@@ -32,7 +32,7 @@ int bench_exists(const char *path)
 int bench_dirs(char *src, size_t srclen, char *build, size_t buildlen)
 {
     snprintf(src, srclen, "%s", chip_config_dir());
-    bench_parent(src); /* SRC/sim/configs -> SRC/sim */
+    bench_parent(src); /* SRC/chip/configs -> SRC/sim */
     bench_parent(src); /* -> SRC */
     ssize_t n = readlink("/proc/self/exe", build, buildlen - 1);
     if (n <= 0)
@@ -59,7 +59,7 @@ int bench_export(const char *who, const char *src, const char *model, const char
     return 0;
 }
 
-isa_program *bench_compile(const cc_graph *g, const chip_config *cfg, double *seconds, char *err, size_t errlen)
+isa_program *bench_compile(const gr_graph *g, const chip_config *cfg, double *seconds, char *err, size_t errlen)
 {
     cc_compile_opts o;
     memset(&o, 0, sizeof o);

@@ -23,7 +23,7 @@ int bench_dirs(char *src, size_t srclen, char *build, size_t buildlen);
 int bench_export(const char *who, const char *src, const char *model, const char *dir, const char *flags);
 /* Compile g for cfg, front and back half; the program, or NULL with err.
  * *seconds gets the compile time. */
-isa_program *bench_compile(const cc_graph *g, const chip_config *cfg, double *seconds, char *err, size_t errlen);
+isa_program *bench_compile(const gr_graph *g, const chip_config *cfg, double *seconds, char *err, size_t errlen);
 /* The device of the shipped "spyre" configuration; on failure a message
  * naming who on stderr and exit status 2. */
 rt_device *bench_open(const char *who);

@@ -1,7 +1,7 @@
 /* shapes.h: the hand-shaped kernels the calibration benchmark
  * (bench_calibrate.c) compares with the figures measured on the chip, and
  * that tests/test_compiler.c checks: they are written directly on the
- * compiler's code-generation layer (compiler/codegen.h) with their own
+ * compiler's code-generation layer (compiler/back/codegen.h) with their own
  * tiling, so their cycles stay fixed while the compiler changes.  Programs
  * use the compiler's kernels' conventions (cc.h): tensors in device
  * layout, one stream per core, kernels named, graph text for the

@@ -1,5 +1,5 @@
 /* chip: the chip configuration, every number the simulator, the compiler
- * and the runtime use, read from a `key = value` file (sim/configs/). */
+ * and the runtime use, read from a `key = value` file (chip/configs/). */
 #ifndef CHIP_H
 #define CHIP_H
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #ifndef SPYRE_CONFIG_DIR
-#define SPYRE_CONFIG_DIR "sim/configs"
+#define SPYRE_CONFIG_DIR "chip/configs"
 #endif
 
 enum {

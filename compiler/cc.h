@@ -5,7 +5,7 @@
  * There is one compiler: an ATen graph (graph.h) goes through the front
  * half (decomposition, lowering, fusion, scheduling) and, with a target,
  * the back half (layout, work division, code generation on the layer of
- * compiler/codegen.h, reroll): cc_compile below.  The named kernels of
+ * compiler/back/codegen.h, reroll): cc_compile below.  The named kernels of
  * `spyre gen` (cc_gen_gemm, cc_gen_softmax) write the graph of their ATen
  * op and compile it the same way.  Hand-shaped kernels live only in the
  * benchmarks (bench/shapes.h), for the calibration against the chip.
@@ -105,7 +105,7 @@ const char *const *cc_pass_names(void);
 /* Compile g (opts may be NULL).  On a user error (an op the compiler does
  * not lower, a declared type that disagrees with the op, an unknown pass
  * in dump_after) returns NULL with "FILE:LINE: message" in err. */
-cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen);
+cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen);
 /* The kernels in order: kind, iteration space, the ATen ops fused into
  * each (with graph lines), buffers read and written (internal ones
  * marked), and totals.  When the back half ran (a target), then a

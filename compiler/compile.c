@@ -15,7 +15,7 @@ isa_program *cc_result_take_program(cc_result *r)
     return p;
 }
 
-static ir_prog *prog_new(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     ir_prog *p = ir_xalloc(sizeof *p);
     if (opts)
@@ -36,12 +36,12 @@ static ir_prog *prog_new(const cc_graph *g, const cc_compile_opts *opts, char *e
     FILE *f = open_memstream(&p->graph_text, &len);
     if (!f)
         abort();
-    cc_graph_print(g, f);
+    gr_graph_print(g, f);
     fclose(f);
     return p;
 }
 
-cc_result *cc_compile(const cc_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     if (errlen)
         err[0] = 0;
@@ -90,7 +90,7 @@ void cc_result_free(cc_result *p)
     for (int i = 0; i < p->nsrc; i++)
         free(p->src[i].op);
     free(p->src);
-    cc_graph_free(p->dg);
+    gr_graph_free(p->dg);
     free(p->dfrom);
     ir_arena_free(&p->A);
     for (int b = 0; b < p->nbufs; b++) {
@@ -126,7 +126,7 @@ static void print_bufs(const ir_prog *p, const char *what, const int *b, int n, 
     char ty[256];
     fprintf(f, "  %s:", what);
     for (int i = 0; i < n; i++) {
-        cc_ttype_str(&p->bufs[b[i]].type, ty, sizeof ty);
+        gr_ttype_str(&p->bufs[b[i]].type, ty, sizeof ty);
         fprintf(f, "%s %s %s%s", i ? "," : "", p->bufs[b[i]].name, ty, p->bufs[b[i]].internal ? " (internal)" : "");
     }
     fputs(n ? "\n" : " none\n", f);

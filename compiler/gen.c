@@ -36,7 +36,7 @@ static void grid_spec(const chip_config *cfg, int64_t rows, int64_t cols, int n,
 /* One work-division override per kernel of g (as cc_compile with co
  * fuses it, at most max) so that each uses exactly `cores` cores, into
  * specs.  Returns the count or -1 (message in err). */
-static int core_limit(const cc_graph *g, const cc_compile_opts *co, const gen_job *job, int cores,
+static int core_limit(const gr_graph *g, const cc_compile_opts *co, const gen_job *job, int cores,
                       char (*specs)[96], int max, char *err, size_t errlen)
 {
     cc_compile_opts front = *co; /* the kernels are known after the front half */
@@ -70,7 +70,7 @@ static isa_program *compile_job(const chip_config *cfg, const gen_job *job, int 
     enum { MAX_KERNELS = 8 };
     char specs[MAX_KERNELS][96];
     const char *wd[MAX_KERNELS];
-    cc_graph *g = cc_graph_parse(job->source, job->what, err, errlen);
+    gr_graph *g = gr_graph_parse(job->source, job->what, err, errlen);
     if (!g)
         return NULL;
     cc_compile_opts co = {0};
@@ -88,7 +88,7 @@ static isa_program *compile_job(const chip_config *cfg, const gen_job *job, int 
     isa_program *p = r ? cc_result_take_program(r) : NULL;
     int one = r && cc_result_nkernels(r) == 1;
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     if (!p)
         return NULL;
     for (size_t k = 0; one && k < p->nkernels; k++)

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *val, const char *what, char *err,
+int rt_st_check_type(const rt_st_tensor *t, const char *path, const gr_value *val, const char *what, char *err,
                      size_t errlen)
 {
     int same = t->rank == val->type.rank;
     for (int d = 0; same && d < t->rank; d++)
         same = t->shape[d] == val->type.shape[d];
     char ts[256];
-    cc_ttype_str(&val->type, ts, sizeof ts);
+    gr_ttype_str(&val->type, ts, sizeof ts);
     if (!same) {
         char fs[256] = "[";
         size_t o = 1;
@@ -27,8 +27,8 @@ int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *va
         return -1;
     }
     int tfloat = t->dtype == RT_ST_F32 || t->dtype == RT_ST_F16 || t->dtype == RT_ST_BF16 || t->dtype == RT_ST_F64;
-    cc_dtype d = val->type.dtype;
-    int vfloat = d == CC_F32 || d == CC_F16 || d == CC_BF16 || d == CC_F64;
+    gr_dtype d = val->type.dtype;
+    int vfloat = d == GR_F32 || d == GR_F16 || d == GR_BF16 || d == GR_F64;
     if (tfloat != vfloat) {
         snprintf(err, errlen, "%s: %s '%s' is %s but %%%s (graph line %d) is %s", path, what, t->name,
                  rt_st_dtype_name(t->dtype), val->name, val->line, ts);
@@ -40,13 +40,13 @@ int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *va
 /* Write safetensors tensor t (any dtype, converted to fp32) as the
  * program's tensor `name`, checking it against the graph value's declared
  * type (the file is user input) and the program tensor's element count. */
-static int write_st(rt_program *prog, const cc_graph *g, const char *name, const rt_st_tensor *t, const char *path,
+static int write_st(rt_program *prog, const gr_graph *g, const char *name, const rt_st_tensor *t, const char *path,
                     const char *what, char *err, size_t errlen)
 {
     const isa_program *p = rt_program_isa(prog);
     int ti = isa_program_find_tensor(p, name);
     int64_t n = rt_tensor_elems(&p->tensors[ti]);
-    int gv = cc_graph_find(g, name);
+    int gv = gr_graph_find(g, name);
     if (gv >= 0 && rt_st_check_type(t, path, &g->values[gv], what, err, errlen))
         return -1;
     if (t->numel != n) {
@@ -81,9 +81,9 @@ static int write_st(rt_program *prog, const cc_graph *g, const char *name, const
  * graph made values of its kind: a bool 1 where the value is positive, else
  * 0; an integer truncated toward zero (the reference reads them so, and an
  * output that is such an input must hold a bool or an integer). */
-static int random_of_kind(rt_program *prog, const isa_tensor *T, cc_dtype d, char *err, size_t errlen)
+static int random_of_kind(rt_program *prog, const isa_tensor *T, gr_dtype d, char *err, size_t errlen)
 {
-    if (d != CC_BOOL && d != CC_I64 && d != CC_I32)
+    if (d != GR_BOOL && d != GR_I64 && d != GR_I32)
         return 0;
     int64_t n = rt_tensor_elems(T);
     float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
@@ -91,14 +91,14 @@ static int random_of_kind(rt_program *prog, const isa_tensor *T, cc_dtype d, cha
         return snprintf(err, errlen, "out of memory"), -1;
     int rc = rt_read_tensor(prog, T->name, v, err, errlen);
     for (int64_t i = 0; !rc && i < n; i++)
-        v[i] = d == CC_BOOL ? v[i] > 0 : truncf(v[i]);
+        v[i] = d == GR_BOOL ? v[i] > 0 : truncf(v[i]);
     if (!rc)
         rc = rt_write_tensor(prog, T->name, v, ISA_HT_F32, err, errlen);
     free(v);
     return rc;
 }
 
-int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *inputs_path, char *err, size_t errlen)
+int rt_load_graph_tensors(rt_program *prog, const gr_graph *g, const char *inputs_path, char *err, size_t errlen)
 {
     const isa_program *p = rt_program_isa(prog);
     rt_st_file *in = NULL, *w = NULL;
@@ -106,12 +106,12 @@ int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *input
     int rc = -1;
     if (inputs_path && !(in = rt_st_read(inputs_path, err, errlen)))
         goto out;
-    if (g->weights && !(w = rt_st_read(wpath = cc_graph_relpath(g, g->weights), err, errlen)))
+    if (g->weights && !(w = rt_st_read(wpath = gr_graph_relpath(g, g->weights), err, errlen)))
         goto out;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *T = &p->tensors[i];
         /* the value's own name: a long one is shortened in the program */
-        int v = cc_graph_find_tensor(g, T->name);
+        int v = gr_graph_find_tensor(g, T->name);
         if (T->role == ISA_ROLE_INPUT) {
             if (!in) {
                 if (v >= 0 && random_of_kind(prog, T, g->values[v].type.dtype, err, errlen))

@@ -150,10 +150,10 @@ int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen)
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
         return isa_errf(err, errlen, "input argument '%s' is not NAME=FILE", arg);
-    char *value = strndup(arg, (size_t)(eq - arg)), name[CC_TENSOR_NAME_MAX];
+    char *value = strndup(arg, (size_t)(eq - arg)), name[GR_TENSOR_NAME_MAX];
     if (!value)
         return isa_errf(err, errlen, "out of host memory");
-    cc_tensor_name(value, name); /* a long value name is shortened in the program */
+    gr_tensor_name(value, name); /* a long value name is shortened in the program */
     free(value);
     return rt_load_input_file(prog, name, eq + 1, err, errlen);
 }

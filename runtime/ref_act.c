@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Each value is PyTorch's formula in double; each bound follows the
- * compiler's decomposition (compiler/decompose.c) one stored SFP result at
+ * compiler's decomposition (compiler/front/decompose.c) one stored SFP result at
  * a time, with the bv rules. */
 enum {
     A_HARDTANH, A_LEAKY, A_ELU, A_THRESHOLD, A_HARDSIGMOID, A_HARDSWISH, A_SOFTPLUS, A_MISH, A_FRAC, A_LOG2, A_LOG10,
@@ -115,7 +115,7 @@ static bv bv_cosine_of(bv x)
 }
 
 /* More unary bounds: the math functions the compiler writes with exp, log,
- * sin, cos, sqrt (compiler/decompose.c, math_fn) and the shrinks. */
+ * sin, cos, sqrt (compiler/front/decompose.c, math_fn) and the shrinks. */
 static bv bv_math(int op, bv b, const double *p)
 {
     switch (op) {
@@ -466,7 +466,7 @@ static int op_tern(ex *E, int op)
     double value = 1;
     if (op != T3_LERP && ref_arg_num(E, 3, "value", 1, &value))
         return -1;
-    int rank = 0, wnum = op == T3_LERP && ref_arg(E, 2, "weight")->kind != CC_ARG_VALUE;
+    int rank = 0, wnum = op == T3_LERP && ref_arg(E, 2, "weight")->kind != GR_ARG_VALUE;
     int64_t shape[MAXR];
     if (ref_bcast(E, 3, t, &rank, shape))
         return -1;
@@ -635,7 +635,7 @@ static int op_dot(ex *E, int code)
 
 /* mse_loss, huber_loss, smooth_l1_loss(self, target, reduction=1, delta or
  * beta=1): PyTorch's per-element loss, then none (0), mean (1) or sum (2);
- * the bound follows the compiler's steps (compiler/decompose.c, r_loss) */
+ * the bound follows the compiler's steps (compiler/front/decompose.c, r_loss) */
 enum { L_MSE, L_HUBER, L_SMOOTH };
 
 static double loss_value(int op, double d, double th)

@@ -4,29 +4,29 @@
 #include <string.h>
 
 /* The overload of an op: "Tensor" in aten.add.Tensor, "default" when absent. */
-const char *ref_overload(const cc_node *n)
+const char *ref_overload(const gr_node *n)
 {
     const char *d1 = strchr(n->op, '.');
     const char *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
     return d2 ? d2 + 1 : "default";
 }
 
-const cc_arg *ref_arg(ex *E, int pos, const char *key) { return cc_node_arg(E->node, pos, key); }
+const gr_arg *ref_arg(ex *E, int pos, const char *key) { return gr_node_arg(E->node, pos, key); }
 
-int ref_present(const cc_arg *a) { return a && a->kind != CC_ARG_NONE; }
+int ref_present(const gr_arg *a) { return a && a->kind != GR_ARG_NONE; }
 
 /* A value argument holding one tensor. */
-const tens *ref_tensor_of(ex *E, const cc_arg *a, const char *what)
+const tens *ref_tensor_of(ex *E, const gr_arg *a, const char *what)
 {
     if (!a) {
         ref_fail(E, "missing argument %s", what);
         return NULL;
     }
-    if (a->kind != CC_ARG_VALUE) {
+    if (a->kind != GR_ARG_VALUE) {
         ref_fail(E, "argument %s is not a tensor", what);
         return NULL;
     }
-    const cc_value *v = &E->g->values[a->value];
+    const gr_value *v = &E->g->values[a->value];
     slot *s = &E->vals[a->value];
     if (v->ntuple) {
         ref_fail(E, "argument %s: %%%s is a tuple (take an element with getitem)", what, v->name);
@@ -47,12 +47,12 @@ const tens *ref_arg_tensor(ex *E, int pos, const char *key)
 /* An integer argument; def when absent or None. */
 int ref_arg_int(ex *E, int pos, const char *key, int64_t def, int64_t *v)
 {
-    const cc_arg *a = ref_arg(E, pos, key);
+    const gr_arg *a = ref_arg(E, pos, key);
     if (!ref_present(a)) {
         *v = def;
         return 0;
     }
-    if (a->kind == CC_ARG_INT || a->kind == CC_ARG_BOOL) {
+    if (a->kind == GR_ARG_INT || a->kind == GR_ARG_BOOL) {
         *v = a->i;
         return 0;
     }
@@ -68,12 +68,12 @@ int ref_arg_req_int(ex *E, int pos, const char *key, int64_t *v)
 
 int ref_arg_bool(ex *E, int pos, const char *key, int def, int *v)
 {
-    const cc_arg *a = ref_arg(E, pos, key);
+    const gr_arg *a = ref_arg(E, pos, key);
     if (!ref_present(a)) {
         *v = def;
         return 0;
     }
-    if (a->kind == CC_ARG_BOOL || a->kind == CC_ARG_INT) {
+    if (a->kind == GR_ARG_BOOL || a->kind == GR_ARG_INT) {
         *v = a->i != 0;
         return 0;
     }
@@ -81,20 +81,20 @@ int ref_arg_bool(ex *E, int pos, const char *key, int def, int *v)
 }
 
 /* A number (int, float or bool argument): its value and kind. */
-int ref_num_of(ex *E, const cc_arg *a, const char *what, double *v, kind *k)
+int ref_num_of(ex *E, const gr_arg *a, const char *what, double *v, kind *k)
 {
     if (!a)
         return ref_fail(E, "missing argument %s", what);
     switch (a->kind) {
-    case CC_ARG_INT:
+    case GR_ARG_INT:
         *v = (double)a->i;
         *k = K_I;
         return 0;
-    case CC_ARG_BOOL:
+    case GR_ARG_BOOL:
         *v = (double)a->i;
         *k = K_B;
         return 0;
-    case CC_ARG_FLOAT:
+    case GR_ARG_FLOAT:
         *v = a->f;
         *k = K_F;
         return 0;
@@ -105,7 +105,7 @@ int ref_num_of(ex *E, const cc_arg *a, const char *what, double *v, kind *k)
 
 int ref_arg_num(ex *E, int pos, const char *key, double def, double *v)
 {
-    const cc_arg *a = ref_arg(E, pos, key);
+    const gr_arg *a = ref_arg(E, pos, key);
     kind k;
     if (!ref_present(a)) {
         *v = def;
@@ -118,21 +118,21 @@ int ref_arg_num(ex *E, int pos, const char *key, double def, double *v)
  * absent or None. */
 int ref_arg_ints(ex *E, int pos, const char *key, int64_t *out, int *cnt, int max)
 {
-    const cc_arg *a = ref_arg(E, pos, key);
+    const gr_arg *a = ref_arg(E, pos, key);
     *cnt = -1;
     if (!ref_present(a))
         return 0;
-    if (a->kind == CC_ARG_INT) {
+    if (a->kind == GR_ARG_INT) {
         out[0] = a->i;
         *cnt = 1;
         return 0;
     }
-    if (a->kind != CC_ARG_LIST)
+    if (a->kind != GR_ARG_LIST)
         return ref_fail(E, "argument %s is not a list of integers", key);
     if (a->nitems > max)
         return ref_fail(E, "argument %s has more than %d entries", key, max);
     for (int i = 0; i < a->nitems; i++) {
-        if (a->items[i].kind != CC_ARG_INT)
+        if (a->items[i].kind != GR_ARG_INT)
             return ref_fail(E, "argument %s is not a list of integers", key);
         out[i] = a->items[i].i;
     }
@@ -143,19 +143,19 @@ int ref_arg_ints(ex *E, int pos, const char *key, int64_t *out, int *cnt, int ma
 /* A dtype argument: its dtype, or -1 when absent or None. */
 int ref_arg_dtype(ex *E, int pos, const char *key, int *dt)
 {
-    const cc_arg *a = ref_arg(E, pos, key);
+    const gr_arg *a = ref_arg(E, pos, key);
     *dt = -1;
     if (!ref_present(a))
         return 0;
-    if (a->kind != CC_ARG_DTYPE)
+    if (a->kind != GR_ARG_DTYPE)
         return ref_fail(E, "argument %s is not a dtype", key);
     *dt = (int)a->i;
     return 0;
 }
 
-const tens *ref_operand(ex *E, const cc_arg *a, const char *what, scalar_box *box)
+const tens *ref_operand(ex *E, const gr_arg *a, const char *what, scalar_box *box)
 {
-    if (a && a->kind == CC_ARG_VALUE)
+    if (a && a->kind == GR_ARG_VALUE)
         return ref_tensor_of(E, a, what);
     double v = 0;
     kind k = K_F;

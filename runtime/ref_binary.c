@@ -235,9 +235,9 @@ static int op_binary(ex *E, int op)
     if ((op == B_ADD || op == B_SUB || op == B_RSUB) && ref_arg_num(E, 2, "alpha", 1, &alpha))
         return -1;
     if (op == B_DIV) {
-        const cc_arg *m = ref_arg(E, 2, "rounding_mode");
+        const gr_arg *m = ref_arg(E, 2, "rounding_mode");
         if (ref_present(m)) {
-            if (m->kind != CC_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
+            if (m->kind != GR_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
                 return ref_fail(E, "rounding_mode is not None, \"trunc\" or \"floor\"");
             rmode = m->s[0] == 't' ? 1 : 2;
         }
@@ -256,7 +256,7 @@ static int op_floor_divide(ex *E, int op)
 
 /* clamp(x, lo, hi) with both bounds (one a tensor): min(max(x, lo), hi),
  * the max in a temporary result that the min then replaces. */
-static int clamp_both(ex *E, const tens *x, const cc_arg *lo, const cc_arg *hi)
+static int clamp_both(ex *E, const tens *x, const gr_arg *lo, const gr_arg *hi)
 {
     scalar_box bl, bh;
     const tens *l = ref_operand(E, lo, "min", &bl), *h = l ? ref_operand(E, hi, "max", &bh) : NULL;
@@ -276,9 +276,9 @@ static int op_clamp(ex *E, int which)
     const tens *x = ref_arg_tensor(E, 0, "self");
     if (!x)
         return -1;
-    const cc_arg *lo = which == CL_MAX ? NULL : ref_arg(E, 1, "min");
-    const cc_arg *hi = which == CL_MIN ? NULL : ref_arg(E, which == CL_MAX ? 1 : 2, "max");
-    if ((lo && lo->kind == CC_ARG_VALUE) || (hi && hi->kind == CC_ARG_VALUE)) {
+    const gr_arg *lo = which == CL_MAX ? NULL : ref_arg(E, 1, "min");
+    const gr_arg *hi = which == CL_MIN ? NULL : ref_arg(E, which == CL_MAX ? 1 : 2, "max");
+    if ((lo && lo->kind == GR_ARG_VALUE) || (hi && hi->kind == GR_ARG_VALUE)) {
         /* tensor bounds: max(x, lo), then min(., hi) as a second op on that result */
         if (ref_present(lo) && ref_present(hi))
             return clamp_both(E, x, lo, hi);

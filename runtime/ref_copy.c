@@ -14,14 +14,14 @@ static int op_copy(ex *E, int unused)
     int dt = -1;
     const char *base = E->node->base;
     if (strcmp(base, "_to_copy") == 0 || strcmp(base, "to") == 0) {
-        const cc_arg *a = ref_arg(E, strcmp(base, "to") == 0 ? 1 : -1, "dtype");
+        const gr_arg *a = ref_arg(E, strcmp(base, "to") == 0 ? 1 : -1, "dtype");
         if (ref_present(a)) {
-            if (a->kind != CC_ARG_DTYPE)
+            if (a->kind != GR_ARG_DTYPE)
                 return ref_fail(E, "argument dtype is not a dtype");
             dt = (int)a->i;
         }
     }
-    return ref_result_as(E, x, dt < 0 ? kind_of(x->dtype) : kind_of((cc_dtype)dt), x->rank, x->shape);
+    return ref_result_as(E, x, dt < 0 ? kind_of(x->dtype) : kind_of((gr_dtype)dt), x->rank, x->shape);
 }
 
 /* copy(self, src): src broadcast to self's shape, in self's kind. */

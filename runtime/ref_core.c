@@ -63,7 +63,7 @@ void ref_contiguous_strides(int rank, const int64_t *shape, int64_t *st)
 
 int ref_fail(ex *E, const char *fmt, ...)
 {
-    const cc_node *n = E->node;
+    const gr_node *n = E->node;
     if (n)
         isa_errf(E->err, E->errlen, "%s:%d: %s: ", E->g->path, n->line, n->op);
     else
@@ -76,9 +76,9 @@ int ref_fail(ex *E, const char *fmt, ...)
 }
 
 /* The declared type of result idx of the current node. */
-static const cc_ttype *declared(ex *E, int idx)
+static const gr_ttype *declared(ex *E, int idx)
 {
-    const cc_value *v = &E->g->values[E->node->out];
+    const gr_value *v = &E->g->values[E->node->out];
     if (v->ntuple)
         return idx < v->ntuple ? &v->tuple[idx] : NULL;
     return idx == 0 ? &v->type : NULL;
@@ -89,8 +89,8 @@ static const cc_ttype *declared(ex *E, int idx)
 tens *ref_new_result(ex *E, kind k, int rank, const int64_t *shape)
 {
     int idx = E->nres;
-    const cc_ttype *d = declared(E, idx);
-    const cc_value *v = &E->g->values[E->node->out];
+    const gr_ttype *d = declared(E, idx);
+    const gr_value *v = &E->g->values[E->node->out];
     if (!d) {
         ref_fail(E, "declares %d result%s but the op computes more", v->ntuple ? v->ntuple : 1,
                  v->ntuple > 1 ? "s" : "");
@@ -101,8 +101,8 @@ tens *ref_new_result(ex *E, kind k, int rank, const int64_t *shape)
         same = d->shape[i] == shape[i];
     if (!same) {
         char ds[256], cs[256];
-        cc_ttype_str(d, ds, sizeof ds);
-        ref_shape_str(kind_of(d->dtype) == k ? cc_dtype_names[d->dtype] : cc_dtype_names[dtype_of(k)], rank, shape, cs,
+        gr_ttype_str(d, ds, sizeof ds);
+        ref_shape_str(kind_of(d->dtype) == k ? gr_dtype_names[d->dtype] : gr_dtype_names[dtype_of(k)], rank, shape, cs,
                       sizeof cs);
         if (v->ntuple)
             ref_fail(E, "result %d declared %s but computes %s", idx, ds, cs);

@@ -60,7 +60,7 @@ static int op_create(ex *E, int how)
         return -1;
     kind k;
     if (dt >= 0)
-        k = kind_of((cc_dtype)dt);
+        k = kind_of((gr_dtype)dt);
     else if (like)
         k = kind_of(like->dtype);
     else if (how == C_FULL)
@@ -109,8 +109,8 @@ static int op_fill_tensor(ex *E, int unused)
 /* fill.Scalar(self, value), fill.Tensor(self, value) */
 static int op_fill(ex *E, int unused)
 {
-    const cc_arg *v = ref_arg(E, 1, "value");
-    return v && v->kind == CC_ARG_VALUE ? op_fill_tensor(E, unused) : op_create(E, C_FILL);
+    const gr_arg *v = ref_arg(E, 1, "value");
+    return v && v->kind == GR_ARG_VALUE ? op_fill_tensor(E, unused) : op_create(E, C_FILL);
 }
 
 /* eye(n, m=n, dtype): ones on the diagonal (exact) */
@@ -124,7 +124,7 @@ static int op_eye(ex *E, int unused)
         return -1;
     if (sz[0] < 0 || sz[1] < 0)
         return ref_fail(E, "negative size");
-    kind k = dt >= 0 ? kind_of((cc_dtype)dt) : K_F;
+    kind k = dt >= 0 ? kind_of((gr_dtype)dt) : K_F;
     tens *o = ref_new_result(E, k, 2, sz);
     if (!o)
         return -1;
@@ -145,9 +145,9 @@ static int op_arange(ex *E, int unused)
     double v[3] = {0, 0, 1};
     kind kv[3] = {K_I, K_I, K_I};
     int npos = 0;
-    const cc_node *n = E->node;
+    const gr_node *n = E->node;
     for (int i = 0; i < n->nargs && npos < 3; i++)
-        if (!n->args[i].key && n->args[i].kind != CC_ARG_NONE) {
+        if (!n->args[i].key && n->args[i].kind != GR_ARG_NONE) {
             if (ref_num_of(E, &n->args[i], "start/end/step", &v[npos], &kv[npos]))
                 return -1;
             npos++;
@@ -160,7 +160,7 @@ static int op_arange(ex *E, int unused)
     }
     const char *keys[3] = {"start", "end", "step"};
     for (int i = 0; i < 3; i++) {
-        const cc_arg *a = ref_arg(E, -1, keys[i]);
+        const gr_arg *a = ref_arg(E, -1, keys[i]);
         if (ref_present(a) && ref_num_of(E, a, keys[i], &v[i], &kv[i]))
             return -1;
     }
@@ -176,7 +176,7 @@ static int op_arange(ex *E, int unused)
     int dt;
     if (ref_arg_dtype(E, -1, "dtype", &dt))
         return -1;
-    kind k = dt >= 0 ? kind_of((cc_dtype)dt) : (kv[0] == K_F || kv[1] == K_F || kv[2] == K_F) ? K_F : K_I;
+    kind k = dt >= 0 ? kind_of((gr_dtype)dt) : (kv[0] == K_F || kv[1] == K_F || kv[2] == K_F) ? K_F : K_I;
     int64_t shape[1] = {(int64_t)len};
     tens *o = ref_new_result(E, k, 1, shape);
     if (!o)

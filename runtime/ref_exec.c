@@ -13,7 +13,7 @@ static const ref_ops *const families[] = {
 };
 
 /* The op table row of a node, or NULL. */
-static const ref_op *find_op(const cc_node *n)
+static const ref_op *find_op(const gr_node *n)
 {
     if (strncmp(n->op, "aten.", 5) != 0 && strcmp(n->op, "getitem") != 0)
         return NULL;
@@ -24,7 +24,7 @@ static const ref_op *find_op(const cc_node *n)
     return NULL;
 }
 
-rt_ref *rt_ref_new(const cc_graph *g, char *err, size_t errlen)
+rt_ref *rt_ref_new(const gr_graph *g, char *err, size_t errlen)
 {
     rt_ref *r = calloc(1, sizeof *r);
     if (!r) {
@@ -73,10 +73,10 @@ void rt_ref_keep(rt_ref *r, int v)
 }
 
 /* The input or parameter called name (value name, %name or weight key). */
-static int find_leaf(const cc_graph *g, const char *name)
+static int find_leaf(const gr_graph *g, const char *name)
 {
-    int v = cc_graph_find(g, name);
-    if (v >= 0 && g->values[v].kind != CC_VAL_NODE)
+    int v = gr_graph_find(g, name);
+    if (v >= 0 && g->values[v].kind != GR_VAL_NODE)
         return v;
     for (int i = 0; i < g->nparams; i++)
         if (strcmp(g->values[g->params[i]].param_key, name) == 0)
@@ -87,11 +87,11 @@ static int find_leaf(const cc_graph *g, const char *name)
 /* Set leaf v from count values of either type. */
 static int set_leaf(rt_ref *r, int v, const float *f, const int64_t *i, int64_t count, char *err, size_t errlen)
 {
-    const cc_value *val = &r->g->values[v];
-    int64_t n = cc_ttype_numel(&val->type);
+    const gr_value *val = &r->g->values[v];
+    int64_t n = gr_ttype_numel(&val->type);
     if (count != n) {
         char ts[256];
-        cc_ttype_str(&val->type, ts, sizeof ts);
+        gr_ttype_str(&val->type, ts, sizeof ts);
         return isa_errf(err, errlen, "%s:%d: %%%s is %s (%lld elements) but %lld values were given", r->g->path,
                         val->line, val->name, ts, (long long)n, (long long)count);
     }
@@ -152,7 +152,7 @@ int rt_ref_set_i64(rt_ref *r, const char *name, const int64_t *data, int64_t cou
 static int set_from_file(rt_ref *r, int v, const rt_st_file *f, const rt_st_tensor *t, const char *what, char *err,
                          size_t errlen)
 {
-    const cc_value *val = &r->g->values[v];
+    const gr_value *val = &r->g->values[v];
     if (rt_st_check_type(t, f->path, val, what, err, errlen))
         return -1;
     kind k = kind_of(val->type.dtype);
@@ -178,20 +178,20 @@ static int set_from_file(rt_ref *r, int v, const rt_st_file *f, const rt_st_tens
 
 int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen)
 {
-    const cc_graph *g = r->g;
+    const gr_graph *g = r->g;
     char *rel = NULL;
     if (!path) {
         if (!g->nparams)
             return 0;
         if (!g->weights)
             return isa_errf(err, errlen, "%s: the graph has parameters but no weights line", g->path);
-        path = rel = cc_graph_relpath(g, g->weights);
+        path = rel = gr_graph_relpath(g, g->weights);
     }
     rt_st_file *f = rt_st_read(path, err, errlen);
     int rc = f ? 0 : -1;
     for (int i = 0; f && i < g->nparams && !rc; i++) {
         int v = g->params[i];
-        const cc_value *val = &g->values[v];
+        const gr_value *val = &g->values[v];
         const rt_st_tensor *t = rt_st_find(f, val->param_key);
         if (!t)
             rc = isa_errf(err, errlen, "%s: missing weight %s for %%%s (graph line %d)", path, val->param_key,
@@ -206,14 +206,14 @@ int rt_ref_load_weights(rt_ref *r, const char *path, char *err, size_t errlen)
 
 int rt_ref_load_inputs(rt_ref *r, const char *path, char *err, size_t errlen)
 {
-    const cc_graph *g = r->g;
+    const gr_graph *g = r->g;
     rt_st_file *f = rt_st_read(path, err, errlen);
     if (!f)
         return -1;
     int rc = 0;
     for (int i = 0; i < g->ninputs && !rc; i++) {
         int v = g->inputs[i];
-        const cc_value *val = &g->values[v];
+        const gr_value *val = &g->values[v];
         const rt_st_tensor *t = rt_st_find(f, val->name);
         if (!t)
             rc = isa_errf(err, errlen, "%s: missing input %s for %%%s (graph line %d)", path, val->name, val->name,
@@ -264,9 +264,9 @@ static int check_bounds(ex *E, const tens *t)
     return 0;
 }
 
-static void last_uses(const cc_arg *a, int node, int *last)
+static void last_uses(const gr_arg *a, int node, int *last)
 {
-    if (a->kind == CC_ARG_VALUE)
+    if (a->kind == GR_ARG_VALUE)
         last[a->value] = node;
     for (int i = 0; i < a->nitems; i++)
         last_uses(&a->items[i], node, last);
@@ -274,18 +274,18 @@ static void last_uses(const cc_arg *a, int node, int *last)
 
 int rt_ref_run(rt_ref *r, char *err, size_t errlen)
 {
-    const cc_graph *g = r->g;
+    const gr_graph *g = r->g;
     r->err = err;
     r->errlen = errlen;
     r->node = NULL;
     for (int v = 0; v < g->nvalues; v++) {
-        const cc_value *val = &g->values[v];
-        if (val->kind == CC_VAL_NODE)
+        const gr_value *val = &g->values[v];
+        if (val->kind == GR_VAL_NODE)
             ref_slot_free(&r->vals[v]);
         else if (r->vals[v].nt != 1)
             return isa_errf(err, errlen, "%s:%d: %s %%%s has no value (%s first)", g->path, val->line,
-                            val->kind == CC_VAL_INPUT ? "input" : "param", val->name,
-                            val->kind == CC_VAL_INPUT ? "rt_ref_set or rt_ref_load_inputs" : "rt_ref_load_weights");
+                            val->kind == GR_VAL_INPUT ? "input" : "param", val->name,
+                            val->kind == GR_VAL_INPUT ? "rt_ref_set or rt_ref_load_inputs" : "rt_ref_load_weights");
         else if (r->bounds && !r->vals[v].t[0].eb[0] && leaf_bounds(&r->vals[v].t[0]))
             return isa_errf(err, errlen, "%s: out of host memory for the bounds of %%%s", g->path, val->name);
         r->last_use[v] = -1;
@@ -296,7 +296,7 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
     for (int i = 0; i < g->noutputs; i++)
         r->last_use[g->outputs[i]] = INT_MAX;
     for (int n = 0; n < g->nnodes; n++) {
-        const cc_node *nd = &g->nodes[n];
+        const gr_node *nd = &g->nodes[n];
         r->node = nd;
         r->nres = 0;
         const ref_op *op = find_op(nd);
@@ -305,7 +305,7 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
             rc = isa_errf(err, errlen, "%s:%d: unsupported op %s", g->path, nd->line, nd->op);
         else
             rc = op->fn(r, op->code);
-        const cc_value *val = &g->values[nd->out];
+        const gr_value *val = &g->values[nd->out];
         int want = val->ntuple ? val->ntuple : 1;
         if (!rc && r->nres != want)
             rc = ref_fail(r, "declares %d result%s but the op computes %d", want, want > 1 ? "s" : "", r->nres);
@@ -331,11 +331,11 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
         r->nres = 0;
         /* free what no later node reads */
         for (int i = 0; i < nd->nargs; i++) {
-            const cc_arg *a = &nd->args[i];
-            for (int j = 0; j < (a->kind == CC_ARG_LIST ? a->nitems : 1); j++) {
-                const cc_arg *x = a->kind == CC_ARG_LIST ? &a->items[j] : a;
-                if (x->kind == CC_ARG_VALUE && r->last_use[x->value] == n && !r->keep[x->value] &&
-                    g->values[x->value].kind == CC_VAL_NODE)
+            const gr_arg *a = &nd->args[i];
+            for (int j = 0; j < (a->kind == GR_ARG_LIST ? a->nitems : 1); j++) {
+                const gr_arg *x = a->kind == GR_ARG_LIST ? &a->items[j] : a;
+                if (x->kind == GR_ARG_VALUE && r->last_use[x->value] == n && !r->keep[x->value] &&
+                    g->values[x->value].kind == GR_VAL_NODE)
                     ref_slot_free(&r->vals[x->value]);
             }
         }
@@ -346,11 +346,11 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
     return 0;
 }
 
-const float *rt_ref_value(rt_ref *r, int v, cc_ttype *type)
+const float *rt_ref_value(rt_ref *r, int v, gr_ttype *type)
 {
     if (v < 0 || v >= r->g->nvalues)
         return NULL;
-    const cc_value *val = &r->g->values[v];
+    const gr_value *val = &r->g->values[v];
     slot *s = &r->vals[v];
     if (val->ntuple || s->nt != 1)
         return NULL;
@@ -369,11 +369,11 @@ const float *rt_ref_value(rt_ref *r, int v, cc_ttype *type)
     return t->fview;
 }
 
-const int64_t *rt_ref_value_i64(rt_ref *r, int v, cc_ttype *type)
+const int64_t *rt_ref_value_i64(rt_ref *r, int v, gr_ttype *type)
 {
     if (v < 0 || v >= r->g->nvalues)
         return NULL;
-    const cc_value *val = &r->g->values[v];
+    const gr_value *val = &r->g->values[v];
     slot *s = &r->vals[v];
     if (val->ntuple || s->nt != 1 || !s->t[0].i)
         return NULL;
@@ -382,7 +382,7 @@ const int64_t *rt_ref_value_i64(rt_ref *r, int v, cc_ttype *type)
     return s->t[0].i;
 }
 
-const float *rt_ref_output(rt_ref *r, int i, cc_ttype *type)
+const float *rt_ref_output(rt_ref *r, int i, gr_ttype *type)
 {
     if (i < 0 || i >= r->g->noutputs)
         return NULL;

@@ -44,14 +44,14 @@ static int op_split(ex *E, int how)
     if (!sizes)
         return ref_fail(E, "out of host memory");
     if (how == SP_SIZES) {
-        const cc_arg *a = ref_arg(E, 1, "split_sizes");
-        if (!a || a->kind != CC_ARG_LIST || a->nitems > cap) {
+        const gr_arg *a = ref_arg(E, 1, "split_sizes");
+        if (!a || a->kind != GR_ARG_LIST || a->nitems > cap) {
             ref_fail(E, "split_sizes is not a list of integers");
             goto out;
         }
         int64_t sum = 0;
         for (int i = 0; i < a->nitems; i++) {
-            if (a->items[i].kind != CC_ARG_INT || a->items[i].i < 0) {
+            if (a->items[i].kind != GR_ARG_INT || a->items[i].i < 0) {
                 ref_fail(E, "split_sizes is not a list of integers >= 0");
                 goto out;
             }
@@ -120,11 +120,11 @@ out:
 static int op_getitem(ex *E, int unused)
 {
     (void)unused;
-    const cc_arg *a = ref_arg(E, 0, NULL);
+    const gr_arg *a = ref_arg(E, 0, NULL);
     int64_t idx;
-    if (!a || a->kind != CC_ARG_VALUE)
+    if (!a || a->kind != GR_ARG_VALUE)
         return ref_fail(E, "first argument is not a value");
-    const cc_value *v = &E->g->values[a->value];
+    const gr_value *v = &E->g->values[a->value];
     slot *s = &E->vals[a->value];
     if (!v->ntuple)
         return ref_fail(E, "%%%s is not a tuple", v->name);
@@ -141,8 +141,8 @@ static int op_getitem(ex *E, int unused)
 /* cat(tensors, dim=0), stack(tensors, dim=0) */
 static int op_cat(ex *E, int stack)
 {
-    const cc_arg *a = ref_arg(E, 0, "tensors");
-    if (!a || a->kind != CC_ARG_LIST || a->nitems == 0)
+    const gr_arg *a = ref_arg(E, 0, "tensors");
+    if (!a || a->kind != GR_ARG_LIST || a->nitems == 0)
         return ref_fail(E, "tensors is not a non-empty list of tensors");
     int n = a->nitems, m = 0;
     const tens **ts = malloc((size_t)n * sizeof *ts);

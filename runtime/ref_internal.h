@@ -46,18 +46,18 @@
 
 #include <stdint.h>
 
-#define MAXR CC_MAX_RANK
+#define MAXR GR_MAX_RANK
 
 typedef enum { K_B, K_I, K_F } kind; /* ordered for promotion */
 
-static inline kind kind_of(cc_dtype d)
+static inline kind kind_of(gr_dtype d)
 {
-    return d == CC_BOOL ? K_B : d == CC_I64 || d == CC_I32 ? K_I : K_F;
+    return d == GR_BOOL ? K_B : d == GR_I64 || d == GR_I32 ? K_I : K_F;
 }
-static inline cc_dtype dtype_of(kind k) { return k == K_B ? CC_BOOL : k == K_I ? CC_I64 : CC_F32; }
+static inline gr_dtype dtype_of(kind k) { return k == K_B ? GR_BOOL : k == K_I ? GR_I64 : GR_F32; }
 
 typedef struct {
-    cc_dtype dtype;
+    gr_dtype dtype;
     int rank;
     int64_t shape[MAXR];
     int64_t n;
@@ -73,12 +73,12 @@ typedef struct {
 } slot;
 
 struct rt_ref {
-    const cc_graph *g;
+    const gr_graph *g;
     slot *vals;    /* per value */
     char *keep;    /* per value: survives the run */
     int *last_use; /* per value: last node that reads it, -1 */
     /* the node being run, and its results */
-    const cc_node *node;
+    const gr_node *node;
     tens *res;
     int nres, capres;
     char *err;
@@ -218,19 +218,19 @@ double ref_select_bound(int flips, double a, double ea, double b, double eb, int
 void ref_softmax_bound(const float *x, const float *ex, int64_t D, int64_t st, float *ey, int w);
 
 /* ref_args.c: an op's arguments (positional or keyword). */
-const char *ref_overload(const cc_node *n);
-const cc_arg *ref_arg(ex *E, int pos, const char *key);
-int ref_present(const cc_arg *a);
-const tens *ref_tensor_of(ex *E, const cc_arg *a, const char *what);
+const char *ref_overload(const gr_node *n);
+const gr_arg *ref_arg(ex *E, int pos, const char *key);
+int ref_present(const gr_arg *a);
+const tens *ref_tensor_of(ex *E, const gr_arg *a, const char *what);
 const tens *ref_arg_tensor(ex *E, int pos, const char *key);
 int ref_arg_int(ex *E, int pos, const char *key, int64_t def, int64_t *v);
 int ref_arg_req_int(ex *E, int pos, const char *key, int64_t *v);
 int ref_arg_bool(ex *E, int pos, const char *key, int def, int *v);
-int ref_num_of(ex *E, const cc_arg *a, const char *what, double *v, kind *k);
+int ref_num_of(ex *E, const gr_arg *a, const char *what, double *v, kind *k);
 int ref_arg_num(ex *E, int pos, const char *key, double def, double *v);
 int ref_arg_ints(ex *E, int pos, const char *key, int64_t *out, int *cnt, int max);
 int ref_arg_dtype(ex *E, int pos, const char *key, int *dt);
-const tens *ref_operand(ex *E, const cc_arg *a, const char *what, scalar_box *box);
+const tens *ref_operand(ex *E, const gr_arg *a, const char *what, scalar_box *box);
 int ref_norm_dim(ex *E, int64_t d, int rank, int *out);
 
 /* ref_math.c: the unary functions (U_*) and their bound rules. */

@@ -250,7 +250,7 @@ static int op_matmul(ex *E, int how)
         const tens *x = ref_arg_tensor(E, 0, "input"), *w = x ? ref_arg_tensor(E, 1, "weight") : NULL;
         if (!w)
             return -1;
-        const cc_arg *ab = ref_arg(E, 2, "bias");
+        const gr_arg *ab = ref_arg(E, 2, "bias");
         const tens *b = ref_present(ab) ? ref_tensor_of(E, ab, "bias") : NULL;
         if (ref_present(ab) && !b)
             return -1;
@@ -307,7 +307,7 @@ static int op_sdpa(ex *E, int unused)
     const tens *v = k ? ref_arg_tensor(E, 2, "value") : NULL;
     if (!v)
         return -1;
-    const cc_arg *am = ref_arg(E, 3, "attn_mask");
+    const gr_arg *am = ref_arg(E, 3, "attn_mask");
     const tens *mask = ref_present(am) ? ref_tensor_of(E, am, "attn_mask") : NULL;
     double p, scale;
     int causal = 0;

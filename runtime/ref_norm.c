@@ -110,7 +110,7 @@ static int op_layer_norm(ex *E, int native)
         if (x->shape[axis + i] != ns[i])
             return ref_fail(E, "normalized_shape does not match the last %d dims of the input", cnt);
     const tens *w = NULL, *b = NULL;
-    const cc_arg *aw = ref_arg(E, 2, "weight"), *abias = ref_arg(E, 3, "bias");
+    const gr_arg *aw = ref_arg(E, 2, "weight"), *abias = ref_arg(E, 3, "bias");
     if (ref_present(aw) && !(w = ref_tensor_of(E, aw, "weight")))
         return -1;
     if (ref_present(abias) && !(b = ref_tensor_of(E, abias, "bias")))

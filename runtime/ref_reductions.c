@@ -127,7 +127,7 @@ static int permuted_copy(ex *E, const tens *x, const int *perm, tens *tmp)
 static kind reduce_kind(int op, kind kx, int dt)
 {
     if (dt >= 0)
-        return kind_of((cc_dtype)dt);
+        return kind_of((gr_dtype)dt);
     switch (op) {
     case R_SUM:
     case R_NANSUM:
@@ -335,8 +335,8 @@ static int op_reduce(ex *E, int op)
     char mask[MAXR];
     int keep = 0, dt = -1;
     /* sum.default(self, dtype=None) and mean.default: dtype is positional 1 */
-    const cc_arg *a1 = ref_arg(E, 1, NULL);
-    if (a1 && a1->kind == CC_ARG_DTYPE) {
+    const gr_arg *a1 = ref_arg(E, 1, NULL);
+    if (a1 && a1->kind == GR_ARG_DTYPE) {
         memset(mask, 1, MAXR);
         dt = (int)a1->i;
     } else {
@@ -361,9 +361,9 @@ static int op_var(ex *E, int op)
     char mask[MAXR];
     int keep = 0;
     double corr = 1;
-    const cc_arg *a1 = ref_arg(E, 1, NULL);
+    const gr_arg *a1 = ref_arg(E, 1, NULL);
     const char *ov = ref_overload(E->node);
-    if (a1 && a1->kind == CC_ARG_BOOL) { /* var.default(self, unbiased) */
+    if (a1 && a1->kind == GR_ARG_BOOL) { /* var.default(self, unbiased) */
         memset(mask, 1, MAXR);
         corr = a1->i ? 1 : 0;
     } else if (dims_mask(E, x, 1, "dim", mask)) {

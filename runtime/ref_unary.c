@@ -134,9 +134,9 @@ static int op_unary(ex *E, int op)
     if (dec != 0)
         return round_decimals(E, x, dec);
     if (op == U_GELU) {
-        const cc_arg *ap = ref_arg(E, 1, "approximate");
+        const gr_arg *ap = ref_arg(E, 1, "approximate");
         if (ref_present(ap)) {
-            if (ap->kind != CC_ARG_STR || (strcmp(ap->s, "none") && strcmp(ap->s, "tanh")))
+            if (ap->kind != GR_ARG_STR || (strcmp(ap->s, "none") && strcmp(ap->s, "tanh")))
                 return ref_fail(E, "approximate is not \"none\" or \"tanh\"");
             if (strcmp(ap->s, "tanh") == 0)
                 op = U_GELU_TANH;

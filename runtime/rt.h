@@ -5,7 +5,7 @@
  *
  * Typical use:
  *
- *   rt_device *dev = rt_open("sim/configs/spyre.cfg", err, sizeof err);
+ *   rt_device *dev = rt_open("chip/configs/spyre.cfg", err, sizeof err);
  *   rt_program *prog = rt_load(dev, "mm.elf", err, sizeof err);
  *   rt_fill_inputs(prog, 42, err, sizeof err);     (or rt_write_tensor)
  *   rt_run_result res;
@@ -255,13 +255,13 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
  * tensor of the program is the graph value of the same name (or "outputN":
  * the graph's output N), and the reference executor (rt_ref) computes the
  * references. */
-int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err,
+int rt_check_graph(rt_program *prog, const gr_graph *g, rt_check_result **results, int *n, char *err,
                    size_t errlen);
 /* The same against PyTorch's outputs: output N of the graph is compared
  * with tensor "outputN" of the safetensors file path (tools/export.py's
  * expected.safetensors), with rt_check_graph's tolerance widened by 2^-10
  * of itself (PyTorch computes in fp32: docs/validation.md). */
-int rt_check_expected(rt_program *prog, const cc_graph *g, const char *path, rt_check_result **results, int *n,
+int rt_check_expected(rt_program *prog, const gr_graph *g, const char *path, rt_check_result **results, int *n,
                       char *err, size_t errlen);
 /* "check C: max_abs_err=1.2e-03 max_rel_err=3.1e-03 within_tol=1.000000
  * (1048576/1048576) worst_err_over_tol=0.031 ok"; a mismatch also names its
@@ -277,7 +277,7 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len);
  * host copies are there for rt_check_graph.  -1 with a message naming the
  * file and tensor on a missing tensor, a shape or kind other than the
  * graph declares (rt_st_check_type) or an element count mismatch. */
-int rt_load_graph_tensors(rt_program *prog, const cc_graph *g, const char *inputs_path, char *err, size_t errlen);
+int rt_load_graph_tensors(rt_program *prog, const gr_graph *g, const char *inputs_path, char *err, size_t errlen);
 
 /* ==== Safetensors files (runtime/safetensors.c) ====
  * The tensor files of the Hugging Face ecosystem: a little-endian u64
@@ -353,11 +353,11 @@ int rt_st_write(const char *path, const rt_st_entry *t, int n, char *err, size_t
  * declared one is (F16 data for an f32 value is fine, I32 is not).  -1
  * with "PATH: WHAT 'NAME' has shape [3, 8] but %x (graph line 4) is
  * f32[8, 3]" or "... is I32 but ...". */
-int rt_st_check_type(const rt_st_tensor *t, const char *path, const cc_value *val, const char *what, char *err,
+int rt_st_check_type(const rt_st_tensor *t, const char *path, const gr_value *val, const char *what, char *err,
                      size_t errlen);
 
 /* ==== Reference executor (runtime/ref_*.c) ====
- * Runs a parsed graph (compiler/graph.h) as written, op by op, on the
+ * Runs a parsed graph (graph/graph.h) as written, op by op, on the
  * host: the independent reference the compiler's output is checked
  * against.  It shares no lowering or decomposition with the compiler.
  * Every float tensor (whatever its declared float dtype) is computed in
@@ -381,7 +381,7 @@ typedef struct rt_ref rt_ref;
 
 /* An executor for g (which must outlive it).  NULL with a message when the
  * graph uses an op the executor does not implement. */
-rt_ref *rt_ref_new(const cc_graph *g, char *err, size_t errlen);
+rt_ref *rt_ref_new(const gr_graph *g, char *err, size_t errlen);
 void rt_ref_free(rt_ref *r);
 /* Set an input or a parameter (by value name, with or without %, or by a
  * parameter's weight key) from count values, which must be the numel of
@@ -403,12 +403,12 @@ void rt_ref_keep(rt_ref *r, int v);
 int rt_ref_run(rt_ref *r, char *err, size_t errlen);
 /* Output i of the last run as fp32 (integers and bools converted), or NULL;
  * *type (may be NULL) gets its declared type. */
-const float *rt_ref_output(rt_ref *r, int i, cc_ttype *type);
+const float *rt_ref_output(rt_ref *r, int i, gr_ttype *type);
 /* The same for any tensor value that is still held (inputs, parameters,
  * outputs, kept values), or NULL. */
-const float *rt_ref_value(rt_ref *r, int v, cc_ttype *type);
+const float *rt_ref_value(rt_ref *r, int v, gr_ttype *type);
 /* The int64 data of an integer or bool value, or NULL (float values). */
-const int64_t *rt_ref_value_i64(rt_ref *r, int v, cc_ttype *type);
+const int64_t *rt_ref_value_i64(rt_ref *r, int v, gr_ttype *type);
 
 /* Error bounds (docs/validation.md, "Error bounds"): with tracking on
  * (before rt_ref_run), every value also gets, per element, two bounds on

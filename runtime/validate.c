@@ -3,7 +3,7 @@
  * The program's graph text says what it computes, in one of two forms:
  *
  * - a full graph (docs/graph-format.md: typed values, `input`, `param`,
- *   `output` lines): it is parsed (compiler/graph.h) and run by the
+ *   `output` lines): it is parsed (graph/graph.h) and run by the
  *   reference executor (runtime/ref_*.c) on the host copies of the
  *   program's tensors; every op the executor implements can be checked.
  *   rt_check_graph does the same for a graph already parsed.
@@ -64,7 +64,7 @@ static int is_full_graph(const char *text)
  * tol: the smaller of the two error bounds the executor propagated to it
  * (rt_ref_error: the worst case, and RT_REF_LAMBDA times the probabilistic
  * scale) plus the absolute floor 2^-30. */
-static int graph_tolerance(rt_ref *r, const cc_graph *g, int v, const float *ref, int64_t n, double *tol,
+static int graph_tolerance(rt_ref *r, const gr_graph *g, int v, const float *ref, int64_t n, double *tol,
                            char *err, size_t errlen)
 {
     const float *w = rt_ref_error(r, v, 0), *s = rt_ref_error(r, v, 1);
@@ -94,9 +94,9 @@ static void host_dtype_tolerance(isa_host_dtype hdt, int torch, const float *ref
 
 /* The graph value an output tensor of the program stands for: the value of
  * the same name, else "outputN" is the graph's output N. */
-static int output_value(const cc_graph *g, const char *name)
+static int output_value(const gr_graph *g, const char *name)
 {
-    int v = cc_graph_find_tensor(g, name);
+    int v = gr_graph_find_tensor(g, name);
     if (v >= 0)
         return v;
     char *end;
@@ -109,20 +109,20 @@ static int output_value(const cc_graph *g, const char *name)
 }
 
 /* The program tensor holding graph leaf v: by name, or by weight key. */
-static int leaf_tensor(const isa_program *p, const cc_value *val)
+static int leaf_tensor(const isa_program *p, const gr_value *val)
 {
-    char tn[CC_TENSOR_NAME_MAX];
-    cc_tensor_name(val->name, tn);
+    char tn[GR_TENSOR_NAME_MAX];
+    gr_tensor_name(val->name, tn);
     int i = isa_program_find_tensor(p, tn);
     if (i < 0 && val->param_key) {
-        cc_tensor_name(val->param_key, tn);
+        gr_tensor_name(val->param_key, tn);
         i = isa_program_find_tensor(p, tn);
     }
     return i;
 }
 
 /* The graph's output index of value v, or -1. */
-static int output_index(const cc_graph *g, int v)
+static int output_index(const gr_graph *g, int v)
 {
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == v)
@@ -132,7 +132,7 @@ static int output_index(const cc_graph *g, int v)
 
 /* PyTorch's value of graph output v ("outputN" of want) as fp32 into out
  * (cnt elements). */
-static int expected_values(const rt_st_file *want, const cc_graph *g, int v, int64_t cnt, float *out, char *err,
+static int expected_values(const rt_st_file *want, const gr_graph *g, int v, int64_t cnt, float *out, char *err,
                            size_t errlen)
 {
     char key[32];
@@ -152,7 +152,7 @@ static int expected_values(const rt_st_file *want, const cc_graph *g, int v, int
 
 /* Every output of graph g is an output tensor of the program (outv[i]:
  * the graph value tensor i stands for), so --check compares them all. */
-static int outputs_covered(const isa_program *p, const cc_graph *g, const int *outv, char *err, size_t errlen)
+static int outputs_covered(const isa_program *p, const gr_graph *g, const int *outv, char *err, size_t errlen)
 {
     for (int k = 0; k < g->noutputs; k++) {
         int v = g->outputs[k], found = 0;
@@ -160,7 +160,7 @@ static int outputs_covered(const isa_program *p, const cc_graph *g, const int *o
             found = outv[i] == v;
         if (found)
             continue;
-        const cc_value *val = &g->values[v];
+        const gr_value *val = &g->values[v];
         if (rt_computed_as_data(p, val->name, val->line, err, errlen))
             return -1;
         return isa_errf(err, errlen, "reference: output %d of the graph, %%%s (graph line %d), is not an output tensor "
@@ -170,7 +170,7 @@ static int outputs_covered(const isa_program *p, const cc_graph *g, const int *o
 }
 
 /* rt_check_graph, against the executor (want NULL) or PyTorch's outputs. */
-static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *want, rt_check_result **results, int *n,
+static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *want, rt_check_result **results, int *n,
                        char *err, size_t errlen)
 {
     *results = NULL;
@@ -191,13 +191,13 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         rc = isa_errf(err, errlen, "reference: %s", rerr);
     for (int k = 0; k < g->ninputs + g->nparams && !rc; k++) {
         int v = k < g->ninputs ? g->inputs[k] : g->params[k - g->ninputs];
-        const cc_value *val = &g->values[v];
+        const gr_value *val = &g->values[v];
         int ti = leaf_tensor(p, val);
         if (ti < 0) {
-            if (val->kind == CC_VAL_PARAM && g->weights)
+            if (val->kind == GR_VAL_PARAM && g->weights)
                 continue; /* loaded from the file */
             rc = isa_errf(err, errlen, "reference: %s %%%s (graph line %d) is not a tensor of the program",
-                          val->kind == CC_VAL_INPUT ? "input" : "param", val->name, val->line);
+                          val->kind == GR_VAL_INPUT ? "input" : "param", val->name, val->line);
             break;
         }
         if (!prog->host[ti]) {
@@ -235,14 +235,14 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         if (outv[i] < 0)
             continue;
         int v = outv[i];
-        const cc_value *val = &g->values[v];
-        cc_ttype ty;
+        const gr_value *val = &g->values[v];
+        gr_ttype ty;
         const float *ref = rt_ref_value(r, v, &ty);
         if (!ref || ty.rank > ISA_MAX_RANK) {
             rc = isa_errf(err, errlen, "reference: output %s has no reference value", p->tensors[i].name);
             break;
         }
-        int64_t cnt = cc_ttype_numel(&ty);
+        int64_t cnt = gr_ttype_numel(&ty);
         double *tol = malloc((cnt ? (size_t)cnt : 1) * sizeof *tol);
         if (!tol) {
             rc = isa_errf(err, errlen, "reference: out of host memory");
@@ -274,7 +274,7 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
         rv.val = ref;
         rv.tol = tol;
         rv.line = val->line;
-        rv.op = val->node >= 0 ? g->nodes[val->node].op : val->kind == CC_VAL_INPUT ? "input" : "param";
+        rv.op = val->node >= 0 ? g->nodes[val->node].op : val->kind == GR_VAL_INPUT ? "input" : "param";
         rc = rt_compare(prog, &rv, (int)i, &res[nres], err, errlen);
         free(tol);
         free(torch);
@@ -293,12 +293,12 @@ static int check_graph(rt_program *prog, const cc_graph *g, const rt_st_file *wa
     return bad;
 }
 
-int rt_check_graph(rt_program *prog, const cc_graph *g, rt_check_result **results, int *n, char *err, size_t errlen)
+int rt_check_graph(rt_program *prog, const gr_graph *g, rt_check_result **results, int *n, char *err, size_t errlen)
 {
     return check_graph(prog, g, NULL, results, n, err, errlen);
 }
 
-int rt_check_expected(rt_program *prog, const cc_graph *g, const char *path, rt_check_result **results, int *n,
+int rt_check_expected(rt_program *prog, const gr_graph *g, const char *path, rt_check_result **results, int *n,
                       char *err, size_t errlen)
 {
     *results = NULL;
@@ -321,10 +321,10 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
     if (!is_full_graph(p->graph))
         return rt_check_short(prog, results, n, err, errlen);
     char perr[1024];
-    cc_graph *g = cc_graph_parse(p->graph, "graph", perr, sizeof perr);
+    gr_graph *g = gr_graph_parse(p->graph, "graph", perr, sizeof perr);
     if (!g)
         return isa_errf(err, errlen, "reference: %s", perr);
     int rc = rt_check_graph(prog, g, results, n, err, errlen);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return rc;
 }

@@ -23,7 +23,7 @@ static int run_nwd;
 /* The n check results of g's outputs on cfgname (against what: "" for the
  * reference executor): the failed ones printed, one per output asserted;
  * frees chk. */
-static void expect_a_check_per_output(rt_check_result *chk, int n, const cc_graph *g, const char *cfgname,
+static void expect_a_check_per_output(rt_check_result *chk, int n, const gr_graph *g, const char *cfgname,
                                       const char *against)
 {
     for (int i = 0; i < n; i++) {
@@ -49,7 +49,7 @@ static rt_program *load_on(const chip_config *cfg, isa_program *p, rt_device **d
     return prog;
 }
 
-static int run_graph(const cc_graph *g, const char *cfgname, const char *inputs, const char *expected,
+static int run_graph(const gr_graph *g, const char *cfgname, const char *inputs, const char *expected,
                      sim_stats *stats_out)
 {
     chip_config cfg;
@@ -124,20 +124,20 @@ static int run_trace(const char *name, const char *cfgname, sim_stats *st)
     snprintf(dir, sizeof dir, "%s/traces/%s", SPYRE_SOURCE_DIR, name);
     snprintf(in, sizeof in, "%s/inputs.safetensors", dir);
     snprintf(exp, sizeof exp, "%s/expected.safetensors", dir);
-    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     int bad = run_graph(g, cfgname, in, exp, st);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return bad;
 }
 
 static int run_text(const char *text, const char *cfgname)
 {
     char err[512];
-    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     int bad = run_graph(g, cfgname, NULL, NULL, NULL);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return bad;
 }
 
@@ -157,7 +157,7 @@ static void expect_trace_validates_on_both_chips(const char *name, sim_stats *st
 
 /* g compiled with the defaults for cfgname, whose configuration goes to
  * *cfg; NULL on an error (its message in err). */
-static cc_result *compile_for(const cc_graph *g, const char *cfgname, chip_config *cfg, char *err, size_t errlen)
+static cc_result *compile_for(const gr_graph *g, const char *cfgname, chip_config *cfg, char *err, size_t errlen)
 {
     tu_config(cfgname, cfg);
     cc_compile_opts o = {0};
@@ -257,14 +257,14 @@ static void compile_error(const char *text, const char *cfgname, char *err, size
     chip_config cfg;
     tu_config(cfgname, &cfg);
     char perr[512];
-    cc_graph *g = cc_graph_parse(text, "test.txt", perr, sizeof perr);
+    gr_graph *g = gr_graph_parse(text, "test.txt", perr, sizeof perr);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     cc_compile_opts o = {0};
     o.target = &cfg;
     err[0] = 0;
     cc_result *r = cc_compile(g, &o, err, errlen);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* A chip with too few sync tokens for a matmul kernel: a clear error, and
@@ -276,7 +276,7 @@ static void test_a_matmul_out_of_sync_tokens_is_an_error_without_a_leak(void)
     tu_config("spyre-4core", &cfg);
     cfg.tokens = 4;
     char perr[512], err[512] = "";
-    cc_graph *g = cc_graph_parse(linear_graph, "test.txt", perr, sizeof perr);
+    gr_graph *g = gr_graph_parse(linear_graph, "test.txt", perr, sizeof perr);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     cc_compile_opts o = {0};
     o.target = &cfg;
@@ -284,7 +284,7 @@ static void test_a_matmul_out_of_sync_tokens_is_an_error_without_a_leak(void)
     CU_ASSERT_PTR_NULL(r);
     TU_ASSERT_CONTAINS(err, "out of sync tokens");
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_index_values_come_from_sfp_iota_and_validate_on_both_chips(void)
@@ -378,7 +378,7 @@ static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
 {
     char dir[512], err[512];
     snprintf(dir, sizeof dir, "%s/traces/llama_tiny", SPYRE_SOURCE_DIR);
-    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
     tu_config("spyre", &cfg);
@@ -395,7 +395,7 @@ static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 2 tensors kept, 0 spills, 0 ring exchanges\n"));
     free(text);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll(void)
@@ -409,7 +409,7 @@ static void test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll(
     CU_ASSERT_PTR_NULL(bp[5]);
     char dir[512], err[512];
     snprintf(dir, sizeof dir, "%s/traces/mlp", SPYRE_SOURCE_DIR);
-    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
     tu_config("spyre-4core", &cfg);
@@ -449,7 +449,7 @@ static void test_back_half_passes_dump_layout_workdiv_lxplan_codegen_and_reroll(
         isa_program_free(p);
         cc_result_free(r);
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* ---- the reroll pass ---- */
@@ -468,7 +468,7 @@ static const char *reroll_graph = "graph rr\n"
 static isa_program *compile_reroll(const char *text, const char *cfgname, int no_reroll, char **report)
 {
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     static chip_config cfg;
     tu_config(cfgname, &cfg);
@@ -487,7 +487,7 @@ static isa_program *compile_reroll(const char *text, const char *cfgname, int no
     }
     isa_program *p = cc_result_take_program(r);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return p;
 }
 
@@ -499,7 +499,7 @@ static int run_reroll(isa_program *p, const char *text, const char *cfgname, con
     char err[1024];
     chip_config cfg;
     tu_config(cfgname, &cfg);
-    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "test.txt", err, sizeof err);
     rt_device *dev = rt_open_config(&cfg, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
     rt_program *prog = rt_load_program(dev, p, err, sizeof err);
@@ -518,7 +518,7 @@ static int run_reroll(isa_program *p, const char *text, const char *cfgname, con
     }
     rt_unload(prog);
     rt_close(dev);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return bad;
 }
 
@@ -635,7 +635,7 @@ static void test_the_report_counts_each_kernels_instructions_before_and_after_re
 /* ---- the report and work-division overrides ---- */
 
 /* The mlp trace, optionally with extra lines (hints) appended to its text. */
-static cc_graph *load_mlp(const char *extra)
+static gr_graph *load_mlp(const char *extra)
 {
     char path[512], err[512];
     snprintf(path, sizeof path, "%s/traces/mlp/graph.txt", SPYRE_SOURCE_DIR);
@@ -645,7 +645,7 @@ static cc_graph *load_mlp(const char *extra)
     size_t n = fread(text, 1, sizeof text - 1024, f);
     fclose(f);
     snprintf(text + n, sizeof text - n, "%s", extra ? extra : "");
-    cc_graph *g = cc_graph_parse(text, path, err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, path, err, sizeof err);
     if (!g)
         fprintf(stderr, "mlp: %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -656,7 +656,7 @@ static cc_graph *load_mlp(const char *extra)
  * no_lx_keep): the report
  * in *report (malloc'd, NULL on an error) and the error text in err. */
 /* run_graph with the work divisions wd[0..n) forced. */
-static int run_graph_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, sim_stats *stats_out)
+static int run_graph_wd(const gr_graph *g, const char *cfgname, const char *const *wd, int n, sim_stats *stats_out)
 {
     run_wd = wd;
     run_nwd = n;
@@ -666,7 +666,7 @@ static int run_graph_wd(const cc_graph *g, const char *cfgname, const char *cons
     return rc;
 }
 
-static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char *const *wd, int n, char **report,
+static cc_result *compile_wd(const gr_graph *g, const char *cfgname, const char *const *wd, int n, char **report,
                              char *err, size_t errlen)
 {
     static chip_config cfg;
@@ -690,10 +690,10 @@ static cc_result *compile_wd(const cc_graph *g, const char *cfgname, const char 
 /* text parsed (as name) into *g and compiled for cfgname with the n
  * work_div specs wd, asserting both work; the report in *rep. */
 static cc_result *compile_text(const char *text, const char *name, const char *cfgname, const char *const *wd, int n,
-                               cc_graph **g, char **rep)
+                               gr_graph **g, char **rep)
 {
     char err[1024];
-    *g = cc_graph_parse(text, name, err, sizeof err);
+    *g = gr_graph_parse(text, name, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(*g);
     cc_result *r = compile_wd(*g, cfgname, wd, n, rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -703,7 +703,7 @@ static cc_result *compile_text(const char *text, const char *name, const char *c
 /* g compiled for cfgname with the one work_div spec (or none: NULL): it
  * compiles (ok) and its report contains want, or it fails and the message
  * contains want. */
-static void expect_wd(const cc_graph *g, const char *cfgname, const char *spec, int ok, const char *want)
+static void expect_wd(const gr_graph *g, const char *cfgname, const char *spec, int ok, const char *want)
 {
     char err[1024], *rep;
     cc_result *r = compile_wd(g, cfgname, spec ? &spec : NULL, spec ? 1 : 0, &rep, err, sizeof err);
@@ -718,16 +718,16 @@ static void expect_wd(const cc_graph *g, const char *cfgname, const char *spec, 
 static void expect_spyre_refuses(const char *text, const char *want)
 {
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     expect_wd(g, "spyre", NULL, 0, want);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* g run on spyre with the n work_div specs wd, keeping tensors in LX and
  * with --no-lx-keep (both validate): the statistics of each in *kept and
  * *off, printed after label. */
-static void run_kept_and_not(const cc_graph *g, const char *const *wd, int n, sim_stats *kept, sim_stats *off,
+static void run_kept_and_not(const gr_graph *g, const char *const *wd, int n, sim_stats *kept, sim_stats *off,
                              const char *label)
 {
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, n, kept), 0);
@@ -742,7 +742,7 @@ static void run_kept_and_not(const cc_graph *g, const char *const *wd, int n, si
 /* Run a compiled result's program on cfgname with mlp's inputs and
  * weights; outputs not ok against the reference executor (-1: failed
  * before the check), cycles in *cycles. */
-static int run_result(cc_result *r, const cc_graph *g, const char *cfgname, double *cycles)
+static int run_result(cc_result *r, const gr_graph *g, const char *cfgname, double *cycles)
 {
     chip_config cfg;
     tu_config(cfgname, &cfg);
@@ -785,7 +785,7 @@ static int report_grid(const char *report, const char *name, long *gm, long *gn,
 
 static void test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre(void)
 {
-    cc_graph *g = load_mlp(NULL);
+    gr_graph *g = load_mlp(NULL);
     char err[1024], *rep;
     cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -826,12 +826,12 @@ static void test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre(void
     CU_ASSERT(rd >= 2 * (8 * 64 + 256 * 64 + 256));
     free(rep);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_work_div_forces_a_grid_that_validates_with_other_cycles(void)
 {
-    cc_graph *g = load_mlp(NULL);
+    gr_graph *g = load_mlp(NULL);
     char err[1024], *rep;
     double c0 = 0, c1 = 0;
     cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
@@ -853,13 +853,13 @@ static void test_work_div_forces_a_grid_that_validates_with_other_cycles(void)
     CU_ASSERT(c0 > 0 && c1 > 0 && c0 != c1);
     free(rep);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void)
 {
     /* the same grids as the default, other blocks / chunks */
-    cc_graph *g = load_mlp(NULL);
+    gr_graph *g = load_mlp(NULL);
     char err[1024], *rep;
     double c0 = 0, c1 = 0;
     const char *grid[] = {"k0_addmm_gelu=1x2", "k1_addmm=2x1"};
@@ -878,28 +878,28 @@ static void test_work_div_forces_tile_sizes_that_validate_with_other_cycles(void
     CU_ASSERT(c0 > 0 && c1 > 0 && c0 != c1);
     free(rep);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     /* a row kernel's rows per chunk */
     const char *sm = "graph sm\ninput %x: f32[64, 64]\n%y: f32[64, 64] = aten._softmax.default(%x, -1, False)\n"
                      "output %y\n";
-    g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
+    g = gr_graph_parse(sm, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *rows[] = {"k0_softmax=2/5"};
     expect_wd(g, "spyre", rows[0], 1, "  tiles: core part 32 rows in chunks of 5 rows x 1 sticks (64 columns), two slots");
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", rows, 1, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
     /* more rows than LX holds (a count beyond a core's part is clipped to it) */
     const char *wide = "graph sm\ninput %x: f32[512, 1024]\n%y: f32[512, 1024] = aten._softmax.default(%x, -1, False)\n"
                        "output %y\n";
-    g = cc_graph_parse(wide, "wide.txt", err, sizeof err);
+    g = gr_graph_parse(wide, "wide.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     expect_wd(g, "spyre-4core", "k0_softmax=2/200", 0, "kernel k0_softmax: work_div chunks of 200 rows do not fit 157312 bytes of LX");
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it(void)
 {
-    cc_graph *g = load_mlp("hint work_div k0_addmm_gelu=2x2\nhint something_else 1\n");
+    gr_graph *g = load_mlp("hint work_div k0_addmm_gelu=2x2\nhint something_else 1\n");
     char err[1024], *rep;
     double cyc = 0;
     cc_result *r = compile_wd(g, "spyre-4core", NULL, 0, &rep, err, sizeof err);
@@ -910,7 +910,7 @@ static void test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it(vo
     free(rep);
     cc_result_free(r);
     expect_wd(g, "spyre-4core", "k0_addmm_gelu=1x1", 1, "\nk0_addmm_gelu: grid 1x1 on 1 core (work_div), split nothing;");
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
@@ -931,7 +931,7 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
          "kernel k1_addmm: work_div tiling 8x1x100: the blocks do not fit 1625344 bytes of LX, or the K chunk is not a "
          "multiple of 64"},
     };
-    cc_graph *g = load_mlp(NULL);
+    gr_graph *g = load_mlp(NULL);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char err[1024], *rep;
         const char *wd[] = {cases[i].spec};
@@ -942,18 +942,18 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].want));
         cc_result_free(r);
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
     /* a row kernel takes a core count, at most its rows */
     const char *sm = "graph sm\ninput %x: f32[4, 64]\n%y: f32[4, 64] = aten._softmax.default(%x, -1, False)\n"
                      "output %y\nhint work_div k0_softmax=8\n";
     char err[1024];
-    g = cc_graph_parse(sm, "sm.txt", err, sizeof err);
+    g = gr_graph_parse(sm, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     expect_wd(g, "spyre", NULL, 0, "kernel k0_softmax: work_div 8: the kernel has 4 rows, fewer than 8 cores");
     expect_wd(g, "spyre", "k0_softmax=2", 1, "\nk0_softmax: rows over 2 cores (work_div), split rows; rows: 4 rows in 2 parts of 2;");
     expect_wd(g, "spyre", "k0_softmax=2x2", 0, "kernel k0_softmax: work_div \"2x2\": a row kernel takes a core count");
     expect_wd(g, "spyre", "k0_softmax=2/x", 0, "kernel k0_softmax: work_div \"2/x\": a row kernel takes a core count");
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* The FFN down-projection of a BERT-base layer: 128 tokens x 3072 -> 768.
@@ -972,10 +972,10 @@ static void test_a_skinny_linear_reads_its_weight_about_once_on_both_pt_corelets
 {
     static sim_stats st;
     char err[512];
-    cc_graph *g = cc_graph_parse(ffn_down_graph, "test.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(ffn_down_graph, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &st), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
     /* DL16 on the device: input + weight + output */
     const double once = 2.0 * (128.0 * 3072 + 768.0 * 3072 + 128.0 * 768);
     CU_ASSERT(st.dram_bytes_read > 0 && (double)st.dram_bytes_read <= 1.5 * once);
@@ -1051,7 +1051,7 @@ static const char *attn_out_graph =
 static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on_both_chips(void)
 {
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(attn_out_graph, "attn_out.txt", "spyre", NULL, 0, &g, &rep);
     const char *k1 = strstr(rep, "\nk1_mm: grid");
     CU_ASSERT_PTR_NOT_NULL_FATAL(k1);
@@ -1061,7 +1061,7 @@ static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
     CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* Wrapped walks that start inside a period and are cut anywhere: A is
@@ -1088,7 +1088,7 @@ static void test_operands_wrapping_from_inside_a_period_validate_under_any_tilin
         {"k0_mm=32x1r", "k1_mm=16x2r"},               {"k0_mm=8x2", "k1_mm=32x1r"},
     };
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(wrap_graph, "wrap.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, " 0 operands restickified,");
     free(rep);
@@ -1104,7 +1104,7 @@ static void test_operands_wrapping_from_inside_a_period_validate_under_any_tilin
         run_wd = NULL;
         run_nwd = 0;
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* The issue's softmax over (512, 1024): with LX planning (the fused
@@ -1139,7 +1139,7 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
     static const char *const wd[] = {"k0_neg=32", "k1_mm_relu=32x1", "k2_mm_relu=32x1", "k3_mm_relu=32x1",
                                      "k4_mm_relu_add=32x1"};
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(keep_graph, "keep.txt", "spyre", wd, 5, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "  kept in lx: a1 for k0_neg..k1_mm_relu (131072 bytes per core at lx ",
                             "; spilled: also written to dram)\n",
@@ -1152,7 +1152,7 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
     run_kept_and_not(g, wd, 5, &kept, &off, "kept in lx");
     CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
     CU_ASSERT(kept.cycles < off.cycles);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* Three 512-wide linears: each reads its weight from DRAM once and
@@ -1172,7 +1172,7 @@ static const char *mlp3_graph = "graph mlp3\n"
 static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(void)
 {
     char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(mlp3_graph, "mlp3.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(mlp3_graph, "mlp3.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     static const char *const bc[] = {"k0_mm_relu=32x1r", "k1_mm_relu=32x1r", "k2_mm=32x1r"};
     cc_result *r = compile_wd(g, "spyre", bc, 3, &rep, err, sizeof err);
@@ -1194,7 +1194,7 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
            (unsigned long long)ring.dram_bytes_read, own.cycles, (unsigned long long)own.dram_bytes_read);
     CU_ASSERT(ring.cycles < own.cycles);
     CU_ASSERT(ring.dram_bytes_read < own.dram_bytes_read);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* The cost model takes a grid over the ring for the chained linears:
@@ -1204,7 +1204,7 @@ static void test_matmuls_on_all_cores_broadcast_b_over_the_ring_and_validate(voi
 static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void)
 {
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(mlp3_graph, "mlp3.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "\nk1_mm_relu: grid 4x8r on 32 cores, split m and n;",
                             "A shared in rows of the grid and B passed down its columns over the ring",
@@ -1218,7 +1218,7 @@ static void test_matmuls_on_a_grid_over_the_ring_share_a_and_b_and_validate(void
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", bc, 3, &bcast), 0);
     printf("\n  grid over the ring: %.0f cycles; B to all cores: %.0f cycles", grid.cycles, bcast.cycles);
     CU_ASSERT(grid.cycles < bcast.cycles);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* Found by fuzzing the grid over the ring (each raced or gave wrong values,
@@ -1261,20 +1261,20 @@ static void test_grid_over_the_ring_regressions_from_fuzzing_validate(void)
     static const char *const ct[] = {"k0_mm_sigmoid_mul=16x2r"}, *const ct4[] = {"k0_mm_sigmoid_mul=2x2r"};
     static const char *const ef[] = {"k0_mm=16x2r"};
     char err[1024];
-    cc_graph *g = cc_graph_parse(coltemp, "coltemp.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(coltemp, "coltemp.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", ct, 1, NULL), 0);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre-4core", ct4, 1, NULL), 0);
-    cc_graph_free(g);
-    g = cc_graph_parse(efull, "efull.txt", err, sizeof err);
+    gr_graph_free(g);
+    g = gr_graph_parse(efull, "efull.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", ef, 1, NULL), 0);
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    cc_graph_free(g);
-    g = cc_graph_parse(staged, "staged.txt", err, sizeof err);
+    gr_graph_free(g);
+    g = gr_graph_parse(staged, "staged.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* A forced tiling of a grid over the ring sets its K chunk (a multiple
@@ -1288,7 +1288,7 @@ static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
                               "%y: f32[512, 512] = aten.mm.default(%x, %w)\n"
                               "output %y\n";
     char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(text, "kc.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "kc.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     static const char *const k192[] = {"k0_mm=8x4r/64x2x192"}, *const whole[] = {"k0_mm=8x4r/999x9x300"};
     cc_result *r = compile_wd(g, "spyre", k192, 1, &rep, err, sizeof err);
@@ -1299,7 +1299,7 @@ static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", k192, 1, NULL), 0);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", whole, 1, NULL), 0);
     expect_wd(g, "spyre", "k0_mm=8x4r/16x2x128", 0, "forced blocks smaller than a core's whole tile");
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* A matmul operand the same all along K (an expand of a column, found by
@@ -1314,11 +1314,11 @@ static void test_an_operand_expanded_along_k_is_copied_and_validates(void)
                               "%m: f32[64, 32] = aten.mm.default(%e, %w)\n"
                               "output %m\n";
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, "ex.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "ex.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
     CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* Uneven parts (70 rows over 32 cores; 200 columns: a partial stick), A and
@@ -1335,7 +1335,7 @@ static void test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_valida
                                "%z: f32[70, 200] = aten.add.Tensor(%y, %res)\n"
                                "output %z\n";
     char err[1024];
-    cc_graph *g = cc_graph_parse(gtext, "lin.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(gtext, "lin.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *kname = "k0_linear_add";
     static const char *cases[][2] = {{"spyre", "8x4r"}, {"spyre", "16x2r"}, {"spyre-4core", "2x2r"}};
@@ -1353,7 +1353,7 @@ static void test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_valida
         cc_result_free(r);
         CU_ASSERT_EQUAL(run_graph_wd(g, cases[i][0], wd, 1, NULL), 0);
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* A skinny product with a long K: the cores split K too, and the fp32
@@ -1369,7 +1369,7 @@ static const char *splitk_graph = "graph sk\n"
 static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates(void)
 {
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(splitk_graph, "sk.txt", "spyre", NULL, 0, &g, &rep);
     long gm, gn;
     int cores;
@@ -1391,7 +1391,7 @@ static void test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validate
               "kernel k0_mm_add: work_div \"1x1x200\" uses 200 cores, more than the 32 of spyre");
     static const char *const many[] = {"k0_mm_add=1x1x32"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", many, 1, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* linear, layer norm, linear: the layer norm's cost model alone would
@@ -1412,7 +1412,7 @@ static const char *ln_chain_graph =
 static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx(void)
 {
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(ln_chain_graph, "ln3.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "\nk1_native_layer_norm: rows over 32 cores (as k0_mm, for LX), split rows;",
                             "  from lx: h1\n",
@@ -1422,7 +1422,7 @@ static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_l
     sim_stats kept, off;
     run_kept_and_not(g, NULL, 0, &kept, &off, "aligned and kept");
     CU_ASSERT(kept.cycles < off.cycles);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* v0 stays in LX for k2 (its cores); k1, on other cores, gets its rows by
@@ -1442,7 +1442,7 @@ static void test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange(
 {
     static const char *const wd[] = {"k0_add=2", "k1_mm=3x1", "k2_mm_mul=2x1"};
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(two_proj_graph, "twoproj.txt", "spyre", wd, 3, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "  kept in lx: v0 for k0_add..k2_mm_mul",
                             "  ring exchange: v0 (2 -> 3 cores, estimate ",
@@ -1451,7 +1451,7 @@ static void test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange(
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* A product on all 32 cores and a softmax forced onto fewer: the softmax
@@ -1467,7 +1467,7 @@ static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
                               "output %s\n";
     static const char *const wd[] = {"k1_softmax=6"};
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(text, "xg.txt", "spyre", wd, 1, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "  ring exchange: m (32 -> 6 cores, estimate ");
     free(rep);
@@ -1478,7 +1478,7 @@ static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
     CU_ASSERT(xchg.dram_bytes_read + xchg.dram_bytes_written < dram.dram_bytes_read + dram.dram_bytes_written);
     static const char *const wd4[] = {"k0_mm=4x1", "k1_softmax=3"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre-4core", wd4, 2, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* An uneven split-K grid: the cells' tiles differ, each is one block. */
@@ -1488,10 +1488,10 @@ static void test_split_k_on_an_uneven_grid_validates(void)
                        "%y: f32[1, 300] = aten.addmm.default(%b, %x, %w)\noutput %y\n";
     static const char *const wd[] = {"k0_addmm=1x2x2"};
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* relu(x) does not depend on the product but is fused into its kernel
@@ -1569,12 +1569,12 @@ static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_co
                        "%s: f32[1, 128] = aten.sum.dim_IntList(%x, [0], True)\n"
                        "%m: f32[64] = aten.amax.default(%y, [0])\noutput %s, %m\n";
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(text, "cs.txt", "spyre", NULL, 0, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "result s (stored through a staged copy)");
     free(rep);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     expect_text_validates_on_both_chips(text);
 }
 
@@ -1587,13 +1587,13 @@ static void test_returning_an_input_is_a_copy_and_a_clash_of_names_a_clear_error
     const char *clash = "graph t\ninput %x: f32[8, 64]\n%output1: f32[8, 64] = aten.relu.default(%x)\n"
                         "output %output1, %x\n";
     char err[1024], *rep;
-    cc_graph *g = cc_graph_parse(clash, "t.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(clash, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     cc_result *r = compile_wd(g, "spyre", NULL, 0, &rep, err, sizeof err);
     CU_ASSERT_PTR_NULL(r);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "output x: the graph returns one of its inputs unchanged (not supported yet)"));
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* cat along rows: each operand's load is guarded by a where and covers
@@ -1613,11 +1613,11 @@ static void test_a_cat_along_rows_reads_nothing_past_its_operands(void)
 static long chunk_rows(const char *text, const char *cfgname)
 {
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, "test.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "test.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
     cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
-    cc_graph_free(g);
+    gr_graph_free(g);
     if (!r) {
         fprintf(stderr, "compile on %s: %s\n", cfgname, err);
         return -1;
@@ -1701,7 +1701,7 @@ static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
                                 "%y: f32[512, 1024] = aten._softmax.default(%x, -1, False)\n"
                                 "output %y\n";
     char err[512];
-    cc_graph *g = cc_graph_parse(text, "softmax.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "softmax.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *cfgs[] = {"spyre", "spyre-4core"};
     for (int i = 0; i < 2; i++) {
@@ -1721,7 +1721,7 @@ static void test_lx_planning_beats_no_lx_plan_on_softmax(void)
         CU_ASSERT(st[1].cycles < st[0].cycles);
         free(st);
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* Graph outputs that are views of a matmul result across its stick
@@ -1779,12 +1779,12 @@ static int per_core_count(const isa_program *p, int op)
 
 /* Compile relu_mm_graph with relu on 2 cores and the matmul on grid
  * (the program in *out, the report in *rep). */
-static void compile_relu_mm(const char *grid, cc_graph **g, isa_program **out, char **rep)
+static void compile_relu_mm(const char *grid, gr_graph **g, isa_program **out, char **rep)
 {
     char err[1024], wd1[64];
     snprintf(wd1, sizeof wd1, "k1_mm_add=%s", grid);
     const char *const wd[] = {"k0_relu=2", wd1};
-    *g = cc_graph_parse(relu_mm_graph, "relumm.txt", err, sizeof err);
+    *g = gr_graph_parse(relu_mm_graph, "relumm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(*g);
     cc_result *r = compile_wd(*g, "spyre", wd, 2, rep, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -1798,7 +1798,7 @@ static void test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence
      * (kept there) or, with --no-lx-keep, from DRAM */
     for (int keep = 1; keep >= 0; keep--) {
         no_lx_keep = !keep;
-        cc_graph *g;
+        gr_graph *g;
         isa_program *p;
         char *rep;
         compile_relu_mm("2x1", &g, &p, &rep);
@@ -1811,7 +1811,7 @@ static void test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence
         free(rep);
         static const char *const wd[] = {"k0_relu=2", "k1_mm_add=2x1"};
         CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 2, NULL), 0); /* race-checked */
-        cc_graph_free(g);
+        gr_graph_free(g);
     }
     no_lx_keep = 0;
 }
@@ -1819,7 +1819,7 @@ static void test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence
 static void test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar(void)
 {
     /* split n: core 0 reads every row of y, half of them written by core 1 */
-    cc_graph *g;
+    gr_graph *g;
     isa_program *p;
     char *rep;
     compile_relu_mm("1x2", &g, &p, &rep);
@@ -1848,7 +1848,7 @@ static void test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar(void)
     free(st);
     sim_destroy(s);
     isa_program_free(p);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* relu, a product split over K (partial sums over the ring), softmax:
@@ -1865,7 +1865,7 @@ static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
 {
     static const char *const wd[] = {"k0_relu=2", "k1_mm=2x1x2", "k2_softmax=2"};
     char *rep;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *r = compile_text(ring_graph, "rk.txt", "spyre", wd, 3, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "partial sums reduced over the ring\n",
                             "\n  before it: bar (ring traffic in this kernel)\n",
@@ -1874,7 +1874,7 @@ static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
     free(rep);
     cc_result_free(r);
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, NULL), 0);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* ---- Zero-size dimensions and long names ---- */
@@ -1887,7 +1887,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
                         float **vals, int64_t *elems)
 {
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, path, err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, path, err, sizeof err);
     if (!g)
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -1895,7 +1895,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
     if (!r) {
         fprintf(stderr, "compile on %s: %s\n", cfgname, err);
-        cc_graph_free(g);
+        gr_graph_free(g);
         return -1;
     }
     isa_program *p = cc_result_take_program(r);
@@ -1923,7 +1923,7 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
     }
     rt_unload(prog);
     rt_close(dev);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return bad;
 }
 
@@ -1998,13 +1998,13 @@ static void test_graphs_with_an_empty_batch_run_to_empty_outputs_on_both_chips(v
             free(v);
         }
     /* no kernel is generated for them */
-    cc_graph *g = cc_graph_parse(mlp, path, err, sizeof err);
+    gr_graph *g = gr_graph_parse(mlp, path, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     cc_result *r = cc_compile(g, NULL, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL(cc_result_nkernels(r), 0);
     cc_result_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* An empty input feeding a cat with a full one, a reshape and a mean over
@@ -2181,7 +2181,7 @@ static int run_16bit(const char *text, const char *cfgname, int nin, const char 
                      int n)
 {
     char err[1024];
-    cc_graph *g = cc_graph_parse(text, "casts.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "casts.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
     tu_config(cfgname, &cfg);
@@ -2225,7 +2225,7 @@ static int run_16bit(const char *text, const char *cfgname, int nin, const char 
     }
     rt_unload(prog);
     rt_close(dev);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return bad;
 }
 
@@ -2314,7 +2314,7 @@ static void test_statistics_over_no_element_are_pytorchs_on_both_chips(void)
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
- * (cc_tensor_name) that the runtime maps back. */
+ * (gr_tensor_name) that the runtime maps back. */
 static void test_names_of_any_length_compile_and_run(void)
 {
     const int lens[] = {250, 300, 1000};
@@ -2333,10 +2333,10 @@ static void test_names_of_any_length_compile_and_run(void)
                  "%%%s.o: f32[8, 64] = getitem(%%%s.s, 0)\n"
                  "output %%%s.o\n",
                  nm, nm, nm, nm, nm, nm, nm, nm);
-        char tn[CC_TENSOR_NAME_MAX], full[1100];
+        char tn[GR_TENSOR_NAME_MAX], full[1100];
         snprintf(full, sizeof full, "%s.o", nm);
-        cc_tensor_name(full, tn);
-        CU_ASSERT_EQUAL(strlen(tn), CC_TENSOR_NAME_MAX - 1);
+        gr_tensor_name(full, tn);
+        CU_ASSERT_EQUAL(strlen(tn), GR_TENSOR_NAME_MAX - 1);
         const char *names[] = {tn};
         float *v = NULL;
         int64_t n = 0;
@@ -2347,18 +2347,18 @@ static void test_names_of_any_length_compile_and_run(void)
         free(nm);
     }
     /* shortened names differ when the long names do */
-    char a[CC_TENSOR_NAME_MAX], b[CC_TENSOR_NAME_MAX], x[300];
+    char a[GR_TENSOR_NAME_MAX], b[GR_TENSOR_NAME_MAX], x[300];
     memset(x, 'v', sizeof x - 1);
     x[sizeof x - 1] = 0;
-    cc_tensor_name(x, a);
+    gr_tensor_name(x, a);
     x[sizeof x - 2] = 'w';
-    cc_tensor_name(x, b);
+    gr_tensor_name(x, b);
     CU_ASSERT_NOT_EQUAL(strcmp(a, b), 0);
 }
 
 /* Issue 14: the SFP has no rounding function; floor, ceil, round (half to
  * even), trunc, frac, remainder, fmod and div's rounding modes decompose
- * into DL16 adds of 512 and compares (compiler/decompose.c).  Over every
+ * into DL16 adds of 512 and compares (compiler/front/decompose.c).  Over every
  * quarter from -8 to 7.75 (ties included) and every half from 490 to
  * 521.5 (across 512, where DL16's ulp becomes 1) each result is exactly
  * C's function of the device's own input, on both chips. */
@@ -2404,7 +2404,7 @@ static void test_rounding_functions_are_exact_on_the_device_on_both_chips(void)
 }
 
 /* Issue 14: atan, asin, acos and atan2 by a polynomial (the SFP has no
- * arctangent; compiler/decompose.c, cc_atan_coef) are within a few DL16
+ * arctangent; compiler/front/decompose.c, cc_atan_coef) are within a few DL16
  * roundings of C's, over [-4, 4) by eighths, [-1, 1) by 32nds and every
  * octant of atan2, on both chips (the device's worst: 2.0e-3, two DL16
  * units near pi). */

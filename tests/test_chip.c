@@ -40,7 +40,7 @@ static int load_text(const char *text, char *err, size_t len)
     char path[512];
     tu_tmpfile(".cfg", path, sizeof path);
     FILE *f = fopen(path, "w");
-    fprintf(f, "include = %s/sim/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
+    fprintf(f, "include = %s/chip/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
     fclose(f);
     chip_config c;
     int rc = chip_config_load(path, &c, err, len);
@@ -104,7 +104,7 @@ static void test_config_lines_of_any_length(void)
     char path[512];
     tu_tmpfile(".cfg", path, sizeof path);
     FILE *f = fopen(path, "w");
-    fprintf(f, "include = %s/sim/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
+    fprintf(f, "include = %s/chip/configs/spyre.cfg\n%s", SPYRE_SOURCE_DIR, text);
     fclose(f);
     CU_ASSERT_EQUAL(chip_config_load(path, &c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.cores, 8);
@@ -167,7 +167,7 @@ static void test_config_include_by_a_long_path(void)
     char *deep = tu_long_dir(dir, 1200);
     char *inner = isa_path_join(deep, "inner.cfg"), *outer = isa_path_join(deep, "outer.cfg");
     char text[600];
-    int n = snprintf(text, sizeof text, "include = %s/sim/configs/spyre.cfg\ncores = 6\n", SPYRE_SOURCE_DIR);
+    int n = snprintf(text, sizeof text, "include = %s/chip/configs/spyre.cfg\ncores = 6\n", SPYRE_SOURCE_DIR);
     tu_write_file(inner, text, (size_t)n);
     tu_write_file(outer, "include = inner.cfg\nname = deep\n", 32);
     chip_config c;
@@ -233,7 +233,7 @@ static void test_config_rejects_each_invalid_setting_naming_the_key(void)
 static void test_every_shipped_config_loads(void)
 {
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/sim/configs", SPYRE_SOURCE_DIR);
+    snprintf(dir, sizeof dir, "%s/chip/configs", SPYRE_SOURCE_DIR);
     DIR *d = opendir(dir);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     int n = 0;

@@ -108,7 +108,7 @@ static void test_bad_files_exit_2_with_one_line(void)
     CU_ASSERT_EQUAL(spyref("dis %s%s", "/nonexistent.elf", ""), 2);
     char cfg[512];
     tu_tmpfile(".cfg", cfg, sizeof cfg);
-    write_file(cfg, "include = " SPYRE_SOURCE_DIR "/sim/configs/spyre.cfg\ncores = many\n");
+    write_file(cfg, "include = " SPYRE_SOURCE_DIR "/chip/configs/spyre.cfg\ncores = many\n");
     expect_spyref("gen gemm 8 8 8 -o %s --config %s", path, cfg, 2, ":2: cores");
     char src[512];
     tu_tmpfile(".s", src, sizeof src);
@@ -183,7 +183,7 @@ static void test_an_invalid_config_value_exits_2_naming_file_key_and_reason(void
     char cfg[512], elf[512], text[1024];
     tu_tmpfile(".cfg", cfg, sizeof cfg);
     tu_tmpfile(".elf", elf, sizeof elf);
-    snprintf(text, sizeof text, "include = %s/sim/configs/spyre-4core.cfg\ndram_trefi_ns = 1\n", SPYRE_SOURCE_DIR);
+    snprintf(text, sizeof text, "include = %s/chip/configs/spyre-4core.cfg\ndram_trefi_ns = 1\n", SPYRE_SOURCE_DIR);
     write_file(cfg, text);
     CU_ASSERT_EQUAL_FATAL(spyref("gen gemm 64 64 64 -o %s --config spyre-4core%s", elf, ""), 0);
     expect_spyref("run %s --config %s", elf, cfg, 2, ".cfg:2: dram_trefi_ns = 1: must exceed dram_trfc_ns");

@@ -1,5 +1,5 @@
 /* test_graph.c: the graph text format (docs/graph-format.md) and its parser
- * (compiler/graph.c): every line kind, arguments of every kind, the
+ * (graph/graph.c): every line kind, arguments of every kind, the
  * printer's round trip, every error with its file:line:col, the
  * topological sort, loading an export directory, and mutated input that
  * must never crash. */
@@ -30,10 +30,10 @@ static char err[1024];
 static const char *mlp_text = "# BERT-style MLP block, exported by tools/export.py\n"
                               "graph mlp\n" MLP_CANONICAL_LINES "hint work_div gelu=4x8   # a comment after a hint\n";
 
-static cc_graph *parse_ok(const char *text)
+static gr_graph *parse_ok(const char *text)
 {
     err[0] = 0;
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
     if (!g)
         fprintf(stderr, "\n    parse: %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -44,20 +44,20 @@ static cc_graph *parse_ok(const char *text)
 static void expect_error(const char *text, const char *msg)
 {
     err[0] = 0;
-    cc_graph *g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NULL(g);
-    cc_graph_free(g);
+    gr_graph_free(g);
     if (strcmp(err, msg) != 0)
         fprintf(stderr, "\n    expected '%s'\n    got      '%s'\n", msg, err);
     CU_ASSERT_STRING_EQUAL(err, msg);
 }
 
-static char *print_to_string(const cc_graph *g)
+static char *print_to_string(const gr_graph *g)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    cc_graph_print(g, f);
+    gr_graph_print(g, f);
     fclose(f);
     return buf;
 }
@@ -65,44 +65,44 @@ static char *print_to_string(const cc_graph *g)
 /* p1, a graph's print, parses back to a graph that prints the same. */
 static void expect_round_trip(const char *p1)
 {
-    cc_graph *g2 = parse_ok(p1);
+    gr_graph *g2 = parse_ok(p1);
     char *p2 = print_to_string(g2);
     CU_ASSERT_STRING_EQUAL(p1, p2);
     free(p2);
-    cc_graph_free(g2);
+    gr_graph_free(g2);
 }
 
 static void test_parse_reads_every_line_kind(void)
 {
-    cc_graph *g = parse_ok(mlp_text);
+    gr_graph *g = parse_ok(mlp_text);
     CU_ASSERT_STRING_EQUAL(g->name, "mlp");
     CU_ASSERT_STRING_EQUAL(g->path, "t.txt");
     CU_ASSERT_STRING_EQUAL(g->weights, "weights.safetensors");
     CU_ASSERT_EQUAL(g->nvalues, 6);
     CU_ASSERT_EQUAL_FATAL(g->ninputs, 1);
-    const cc_value *x = &g->values[g->inputs[0]];
+    const gr_value *x = &g->values[g->inputs[0]];
     CU_ASSERT_STRING_EQUAL(x->name, "x");
-    CU_ASSERT_EQUAL(x->kind, CC_VAL_INPUT);
-    CU_ASSERT_EQUAL(x->type.dtype, CC_F32);
+    CU_ASSERT_EQUAL(x->kind, GR_VAL_INPUT);
+    CU_ASSERT_EQUAL(x->type.dtype, GR_F32);
     CU_ASSERT_EQUAL(x->type.rank, 2);
     CU_ASSERT_EQUAL(x->type.shape[0], 8);
     CU_ASSERT_EQUAL(x->type.shape[1], 64);
     CU_ASSERT_EQUAL(x->line, 4);
     CU_ASSERT_EQUAL(x->node, -1);
     CU_ASSERT_EQUAL_FATAL(g->nparams, 2);
-    const cc_value *w = &g->values[g->params[0]];
+    const gr_value *w = &g->values[g->params[0]];
     CU_ASSERT_STRING_EQUAL(w->name, "fc1_weight");
     CU_ASSERT_STRING_EQUAL(w->param_key, "fc1.weight");
-    CU_ASSERT_EQUAL(w->kind, CC_VAL_PARAM);
+    CU_ASSERT_EQUAL(w->kind, GR_VAL_PARAM);
     CU_ASSERT_STRING_EQUAL(g->values[g->params[1]].param_key, "fc1.bias");
     CU_ASSERT_EQUAL_FATAL(g->nnodes, 3);
-    const cc_node *h = &g->nodes[1];
+    const gr_node *h = &g->nodes[1];
     CU_ASSERT_STRING_EQUAL(h->op, "aten.addmm.default");
     CU_ASSERT_STRING_EQUAL(h->base, "addmm");
     CU_ASSERT_EQUAL(h->line, 8);
     CU_ASSERT_EQUAL(h->col, 19);
     CU_ASSERT_EQUAL(h->nargs, 3);
-    CU_ASSERT_EQUAL(h->args[0].kind, CC_ARG_VALUE);
+    CU_ASSERT_EQUAL(h->args[0].kind, GR_ARG_VALUE);
     CU_ASSERT_EQUAL(h->args[0].value, g->params[1]);
     CU_ASSERT_EQUAL(h->args[1].value, g->inputs[0]);
     CU_ASSERT_EQUAL(h->args[2].value, g->nodes[0].out);
@@ -115,22 +115,22 @@ static void test_parse_reads_every_line_kind(void)
     CU_ASSERT_STRING_EQUAL(g->values[g->outputs[0]].name, "g");
     CU_ASSERT_EQUAL_FATAL(g->nhints, 1);
     CU_ASSERT_STRING_EQUAL(g->hints[0], "work_div gelu=4x8");
-    CU_ASSERT_EQUAL(cc_graph_find(g, "h"), h->out);
-    CU_ASSERT_EQUAL(cc_graph_find(g, "%h"), h->out);
-    CU_ASSERT_EQUAL(cc_graph_find(g, "nope"), -1);
-    CU_ASSERT_EQUAL(cc_ttype_numel(&w->type), 256 * 64);
-    cc_graph_free(g);
+    CU_ASSERT_EQUAL(gr_graph_find(g, "h"), h->out);
+    CU_ASSERT_EQUAL(gr_graph_find(g, "%h"), h->out);
+    CU_ASSERT_EQUAL(gr_graph_find(g, "nope"), -1);
+    CU_ASSERT_EQUAL(gr_ttype_numel(&w->type), 256 * 64);
+    gr_graph_free(g);
 }
 
 static void test_print_gives_the_canonical_text_and_round_trips(void)
 {
-    cc_graph *g = parse_ok(mlp_text);
+    gr_graph *g = parse_ok(mlp_text);
     char *p1 = print_to_string(g);
     const char *want = "graph mlp\n" MLP_CANONICAL_LINES "hint work_div gelu=4x8\n";
     CU_ASSERT_STRING_EQUAL(p1, want);
     expect_round_trip(p1);
     free(p1);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_print_round_trips_every_argument_kind(void)
@@ -142,57 +142,57 @@ static void test_print_round_trips_every_argument_kind(void)
                        "\"a\\\"b\\\\c\", f16, [0, 2, 1], [[1, 2], [%x, %s]], [], 1e+300, 0.1, -0.0, "
                        "key=-9223372036854775808, d=bf16)\n"
                        "output %a, %x\n";
-    cc_graph *g = parse_ok(text);
-    const cc_node *n = &g->nodes[0];
+    gr_graph *g = parse_ok(text);
+    const gr_node *n = &g->nodes[0];
     CU_ASSERT_EQUAL_FATAL(n->nargs, 21);
-    CU_ASSERT_EQUAL(n->args[1].kind, CC_ARG_INT);
+    CU_ASSERT_EQUAL(n->args[1].kind, GR_ARG_INT);
     CU_ASSERT_EQUAL(n->args[1].i, 3);
     CU_ASSERT_EQUAL(n->args[2].i, -1);
-    CU_ASSERT_EQUAL(n->args[3].kind, CC_ARG_FLOAT);
+    CU_ASSERT_EQUAL(n->args[3].kind, GR_ARG_FLOAT);
     CU_ASSERT_EQUAL(n->args[3].f, 0.5);
     CU_ASSERT_EQUAL(n->args[4].f, 1e-05);
     CU_ASSERT(isinf(n->args[5].f) && n->args[5].f < 0);
     CU_ASSERT(isinf(n->args[6].f) && n->args[6].f > 0);
     CU_ASSERT(isnan(n->args[7].f));
-    CU_ASSERT_EQUAL(n->args[8].kind, CC_ARG_BOOL);
+    CU_ASSERT_EQUAL(n->args[8].kind, GR_ARG_BOOL);
     CU_ASSERT_EQUAL(n->args[8].i, 1);
     CU_ASSERT_EQUAL(n->args[9].i, 0);
-    CU_ASSERT_EQUAL(n->args[10].kind, CC_ARG_NONE);
-    CU_ASSERT_EQUAL(n->args[11].kind, CC_ARG_STR);
+    CU_ASSERT_EQUAL(n->args[10].kind, GR_ARG_NONE);
+    CU_ASSERT_EQUAL(n->args[11].kind, GR_ARG_STR);
     CU_ASSERT_STRING_EQUAL(n->args[11].s, "a\"b\\c");
-    CU_ASSERT_EQUAL(n->args[12].kind, CC_ARG_DTYPE);
-    CU_ASSERT_EQUAL(n->args[12].i, CC_F16);
-    CU_ASSERT_EQUAL(n->args[13].kind, CC_ARG_LIST);
+    CU_ASSERT_EQUAL(n->args[12].kind, GR_ARG_DTYPE);
+    CU_ASSERT_EQUAL(n->args[12].i, GR_F16);
+    CU_ASSERT_EQUAL(n->args[13].kind, GR_ARG_LIST);
     CU_ASSERT_EQUAL_FATAL(n->args[13].nitems, 3);
     CU_ASSERT_EQUAL(n->args[13].items[1].i, 2);
-    const cc_arg *nest = &n->args[14];
+    const gr_arg *nest = &n->args[14];
     CU_ASSERT_EQUAL_FATAL(nest->nitems, 2);
-    CU_ASSERT_EQUAL(nest->items[0].kind, CC_ARG_LIST);
-    CU_ASSERT_EQUAL(nest->items[1].items[0].kind, CC_ARG_VALUE);
-    CU_ASSERT_EQUAL(nest->items[1].items[1].value, cc_graph_find(g, "s"));
-    CU_ASSERT_EQUAL(n->args[15].kind, CC_ARG_LIST);
+    CU_ASSERT_EQUAL(nest->items[0].kind, GR_ARG_LIST);
+    CU_ASSERT_EQUAL(nest->items[1].items[0].kind, GR_ARG_VALUE);
+    CU_ASSERT_EQUAL(nest->items[1].items[1].value, gr_graph_find(g, "s"));
+    CU_ASSERT_EQUAL(n->args[15].kind, GR_ARG_LIST);
     CU_ASSERT_EQUAL(n->args[15].nitems, 0);
     CU_ASSERT_EQUAL(n->args[16].f, 1e300);
     CU_ASSERT_EQUAL(n->args[17].f, 0.1);
     CU_ASSERT(n->args[18].f == 0 && signbit(n->args[18].f));
     CU_ASSERT_STRING_EQUAL(n->args[19].key, "key");
     CU_ASSERT_EQUAL(n->args[19].i, INT64_MIN);
-    CU_ASSERT_EQUAL(n->args[20].i, CC_BF16);
-    CU_ASSERT_EQUAL(g->values[cc_graph_find(g, "s")].type.rank, 0);
-    CU_ASSERT_EQUAL(g->values[cc_graph_find(g, "s")].type.dtype, CC_BOOL);
-    /* cc_node_arg: by position among positional ones, or by keyword */
-    CU_ASSERT_PTR_EQUAL(cc_node_arg(n, 1, NULL), &n->args[1]);
-    CU_ASSERT_PTR_EQUAL(cc_node_arg(n, 99, "d"), &n->args[20]);
-    CU_ASSERT_PTR_EQUAL(cc_node_arg(n, -1, "key"), &n->args[19]);
-    CU_ASSERT_PTR_NULL(cc_node_arg(n, 19, NULL));
-    CU_ASSERT_PTR_NULL(cc_node_arg(n, 30, "absent"));
+    CU_ASSERT_EQUAL(n->args[20].i, GR_BF16);
+    CU_ASSERT_EQUAL(g->values[gr_graph_find(g, "s")].type.rank, 0);
+    CU_ASSERT_EQUAL(g->values[gr_graph_find(g, "s")].type.dtype, GR_BOOL);
+    /* gr_node_arg: by position among positional ones, or by keyword */
+    CU_ASSERT_PTR_EQUAL(gr_node_arg(n, 1, NULL), &n->args[1]);
+    CU_ASSERT_PTR_EQUAL(gr_node_arg(n, 99, "d"), &n->args[20]);
+    CU_ASSERT_PTR_EQUAL(gr_node_arg(n, -1, "key"), &n->args[19]);
+    CU_ASSERT_PTR_NULL(gr_node_arg(n, 19, NULL));
+    CU_ASSERT_PTR_NULL(gr_node_arg(n, 30, "absent"));
     char *p1 = print_to_string(g);
     CU_ASSERT_PTR_NOT_NULL(strstr(p1, "(%x, 3, -1, 0.5, 1e-05, -inf, inf, nan, True, False, None, \"a\\\"b\\\\c\", "
                                       "f16, [0, 2, 1], [[1, 2], [%x, %s]], [], 1e+300, 0.1, -0.0, "
                                       "key=-9223372036854775808, d=bf16)"));
     expect_round_trip(p1);
     free(p1);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_tuple_types_and_getitem(void)
@@ -203,34 +203,34 @@ static void test_tuple_types_and_getitem(void)
                        "%y: f32[8, 64] = getitem(%ln, 0)\n"
                        "%r: f32[8, 1] = getitem(%ln, 2)\n"
                        "output %y, %r\n";
-    cc_graph *g = parse_ok(text);
-    const cc_value *ln = &g->values[cc_graph_find(g, "ln")];
+    gr_graph *g = parse_ok(text);
+    const gr_value *ln = &g->values[gr_graph_find(g, "ln")];
     CU_ASSERT_EQUAL_FATAL(ln->ntuple, 3);
     CU_ASSERT_EQUAL(ln->tuple[0].rank, 2);
     CU_ASSERT_EQUAL(ln->tuple[0].shape[1], 64);
     CU_ASSERT_EQUAL(ln->tuple[2].shape[1], 1);
     char ts[128];
-    cc_value_type_str(ln, ts, sizeof ts);
+    gr_value_type_str(ln, ts, sizeof ts);
     CU_ASSERT_STRING_EQUAL(ts, "(f32[8, 64], f32[8, 1], f32[8, 1])");
-    cc_ttype_str(&ln->tuple[1], ts, sizeof ts);
+    gr_ttype_str(&ln->tuple[1], ts, sizeof ts);
     CU_ASSERT_STRING_EQUAL(ts, "f32[8, 1]");
-    const cc_node *gi = &g->nodes[g->values[cc_graph_find(g, "r")].node];
+    const gr_node *gi = &g->nodes[g->values[gr_graph_find(g, "r")].node];
     CU_ASSERT_STRING_EQUAL(gi->op, "getitem");
     CU_ASSERT_STRING_EQUAL(gi->base, "getitem");
-    CU_ASSERT_EQUAL(gi->args[0].value, cc_graph_find(g, "ln"));
+    CU_ASSERT_EQUAL(gi->args[0].value, gr_graph_find(g, "ln"));
     CU_ASSERT_EQUAL(gi->args[1].i, 2);
     CU_ASSERT_STRING_EQUAL(g->name, "t"); /* no graph line: the file's base name */
-    cc_graph_free(g);
-    g = cc_graph_parse("input %x: f32[1]\noutput %x\n", "dir/3-layer.model.txt", err, sizeof err);
+    gr_graph_free(g);
+    g = gr_graph_parse("input %x: f32[1]\noutput %x\n", "dir/3-layer.model.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_STRING_EQUAL(g->name, "_3_layer.model");
-    cc_graph_free(g);
-    g = cc_graph_parse("input %x: f32[1]\noutput %x\n", NULL, err, sizeof err);
+    gr_graph_free(g);
+    g = gr_graph_parse("input %x: f32[1]\noutput %x\n", NULL, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_STRING_EQUAL(g->name, "graph");
     CU_ASSERT_STRING_EQUAL(g->path, "<graph>");
     CU_ASSERT_PTR_NULL(g->weights);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_ops_in_any_order_are_sorted_keeping_text_order(void)
@@ -243,7 +243,7 @@ static void test_ops_in_any_order_are_sorted_keeping_text_order(void)
                        "%e: f32[4] = aten.sin.default(%x)\n"
                        "%b: f32[4] = aten.cos.default(%x)\n"
                        "output %d, %a, %e\n";
-    cc_graph *g = parse_ok(text);
+    gr_graph *g = parse_ok(text);
     CU_ASSERT_EQUAL_FATAL(g->nnodes, 5);
     const char *want[] = {"a", "e", "b", "c", "d"};
     for (int i = 0; i < 5; i++) {
@@ -253,7 +253,7 @@ static void test_ops_in_any_order_are_sorted_keeping_text_order(void)
     /* values keep text order */
     CU_ASSERT_STRING_EQUAL(g->values[1].name, "d");
     CU_ASSERT_EQUAL(g->nodes[4].line, 2);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_syntax_errors_name_file_line_and_column(void)
@@ -331,7 +331,7 @@ static void test_load_reads_an_export_directory(void)
     FILE *f = fopen(file, "w");
     fputs("weights \"w.safetensors\"\ninput %x: f32[2]\n%y: f32[2] = aten.relu.default(%x)\noutput %y\n", f);
     fclose(f);
-    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
     if (!g)
         fprintf(stderr, "\n    %s\n", err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -343,24 +343,24 @@ static void test_load_reads_an_export_directory(void)
         if (*c == '-')
             *c = '_';
     CU_ASSERT_STRING_EQUAL(g->name, base);
-    char *w = cc_graph_relpath(g, g->weights);
+    char *w = gr_graph_relpath(g, g->weights);
     snprintf(werr, sizeof werr, "%s/w.safetensors", dir);
     CU_ASSERT_STRING_EQUAL(w, werr);
     free(w);
-    w = cc_graph_relpath(g, "/abs/file");
+    w = gr_graph_relpath(g, "/abs/file");
     CU_ASSERT_STRING_EQUAL(w, "/abs/file");
     free(w);
-    cc_graph_free(g);
+    gr_graph_free(g);
     /* the file itself: named after the file */
-    g = cc_graph_load(file, err, sizeof err);
+    g = gr_graph_load(file, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_STRING_EQUAL(g->name, "graph");
-    cc_graph_free(g);
+    gr_graph_free(g);
     /* errors carry the file's path */
     f = fopen(file, "w");
     fputs("input %x: f32[2]\noutput %y\n", f);
     fclose(f);
-    CU_ASSERT_PTR_NULL(cc_graph_load(dir, err, sizeof err));
+    CU_ASSERT_PTR_NULL(gr_graph_load(dir, err, sizeof err));
     snprintf(werr, sizeof werr, "%s:2: %%y is not defined", file);
     CU_ASSERT_STRING_EQUAL(err, werr);
     f = fopen(file, "wb");
@@ -368,11 +368,11 @@ static void test_load_reads_an_export_directory(void)
     fputc(0, f);
     fputs("output %x\n", f);
     fclose(f);
-    CU_ASSERT_PTR_NULL(cc_graph_load(file, err, sizeof err));
+    CU_ASSERT_PTR_NULL(gr_graph_load(file, err, sizeof err));
     snprintf(werr, sizeof werr, "%s:2: a NUL byte in the text", file);
     CU_ASSERT_STRING_EQUAL(err, werr);
     remove(file);
-    CU_ASSERT_PTR_NULL(cc_graph_load(dir, err, sizeof err));
+    CU_ASSERT_PTR_NULL(gr_graph_load(dir, err, sizeof err));
     snprintf(werr, sizeof werr, "%s: cannot open: No such file or directory", file);
     CU_ASSERT_STRING_EQUAL(err, werr);
     rmdir(dir);
@@ -381,20 +381,20 @@ static void test_load_reads_an_export_directory(void)
 static void test_dtype_names_and_parse(void)
 {
     const char *want[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "bool"};
-    for (int d = 0; d < CC_NDTYPES; d++) {
-        CU_ASSERT_STRING_EQUAL(cc_dtype_names[d], want[d]);
-        CU_ASSERT_EQUAL(cc_dtype_parse(want[d]), d);
+    for (int d = 0; d < GR_NDTYPES; d++) {
+        CU_ASSERT_STRING_EQUAL(gr_dtype_names[d], want[d]);
+        CU_ASSERT_EQUAL(gr_dtype_parse(want[d]), d);
     }
-    CU_ASSERT_EQUAL(cc_dtype_parse("f8"), -1);
-    cc_ttype t = {CC_I64, 0, {0}};
-    CU_ASSERT_EQUAL(cc_ttype_numel(&t), 1);
+    CU_ASSERT_EQUAL(gr_dtype_parse("f8"), -1);
+    gr_ttype t = {GR_I64, 0, {0}};
+    CU_ASSERT_EQUAL(gr_ttype_numel(&t), 1);
     char s[32];
-    cc_ttype_str(&t, s, sizeof s);
+    gr_ttype_str(&t, s, sizeof s);
     CU_ASSERT_STRING_EQUAL(s, "i64[]");
     t.rank = 2;
     t.shape[0] = 3;
     t.shape[1] = 0;
-    CU_ASSERT_EQUAL(cc_ttype_numel(&t), 0);
+    CU_ASSERT_EQUAL(gr_ttype_numel(&t), 0);
 }
 
 /* Deterministic mutations of a real export: every result is a graph that
@@ -445,7 +445,7 @@ static void test_mutated_text_never_crashes(void)
         }
         buf[n] = 0;
         err[0] = 0;
-        cc_graph *g = cc_graph_parse(buf, "fz.txt", err, sizeof err);
+        gr_graph *g = gr_graph_parse(buf, "fz.txt", err, sizeof err);
         if (!g) {
             failed++;
             CU_ASSERT(strncmp(err, "fz.txt:", 7) == 0 && !strchr(err, '\n'));
@@ -455,7 +455,7 @@ static void test_mutated_text_never_crashes(void)
         char *p1 = print_to_string(g);
         expect_round_trip(p1);
         free(p1);
-        cc_graph_free(g);
+        gr_graph_free(g);
     }
     CU_ASSERT(parsed > 0 && failed > 0);
     free(buf);

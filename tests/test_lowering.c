@@ -13,10 +13,10 @@
 
 /* ---- helpers ---- */
 
-static cc_graph *parse(const char *text)
+static gr_graph *parse(const char *text)
 {
     char err[512];
-    cc_graph *g = cc_graph_parse(text, "g.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(text, "g.txt", err, sizeof err);
     if (!g)
         fprintf(stderr, "%s\n", err);
     CU_ASSERT_FATAL(g != NULL);
@@ -26,9 +26,9 @@ static cc_graph *parse(const char *text)
 /* Compile text; NULL on error (the message in err). */
 static cc_result *compile_opts(const char *text, const cc_compile_opts *o, char *err, size_t errlen)
 {
-    cc_graph *g = parse(text);
+    gr_graph *g = parse(text);
     cc_result *r = cc_compile(g, o, err, errlen);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return r;
 }
 
@@ -502,7 +502,7 @@ static void test_shape_mismatch_is_an_error_with_line_and_shapes(void)
 
 /* OpInfo's div.trunc_rounding was computed as a true division, a wrong
  * result only --check caught.  A rounding mode now decomposes into the
- * division and the rounding (compiler/decompose.c, floor); a mode PyTorch
+ * division and the rounding (compiler/front/decompose.c, floor); a mode PyTorch
  * does not have is refused. */
 static void test_div_with_a_rounding_mode_is_a_division_then_a_rounding(void)
 {
@@ -631,10 +631,10 @@ static void test_bert_encoder_layer_is_11_kernels(void)
      * loop that the reduction fusion (run before epilogue fusion) takes. */
     char err[512], path[1024];
     snprintf(path, sizeof path, "%s/traces/bert_handwritten_small/graph.txt", SPYRE_SOURCE_DIR);
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    gr_graph *g = gr_graph_load(path, err, sizeof err);
     CU_ASSERT_FATAL(g != NULL);
     cc_result *r = cc_compile(g, NULL, err, sizeof err);
-    cc_graph_free(g);
+    gr_graph_free(g);
     CU_ASSERT_FATAL(r != NULL);
     cc_compile_report(r, stdout);
     static const kernel_want want[] = {

@@ -23,7 +23,7 @@ static char err[2048];
 /* ---- Running a graph ---- */
 
 typedef struct {
-    cc_graph *g;
+    gr_graph *g;
     rt_ref *r;
 } run_t;
 
@@ -32,13 +32,13 @@ static int run_text(run_t *t, const char *text, const float *const *in)
 {
     memset(t, 0, sizeof *t);
     err[0] = 0;
-    if (!(t->g = cc_graph_parse(text, "t.txt", err, sizeof err)))
+    if (!(t->g = gr_graph_parse(text, "t.txt", err, sizeof err)))
         return -1;
     if (!(t->r = rt_ref_new(t->g, err, sizeof err)))
         return -1;
     for (int i = 0; i < t->g->ninputs; i++) {
-        const cc_value *v = &t->g->values[t->g->inputs[i]];
-        if (rt_ref_set(t->r, v->name, in[i], cc_ttype_numel(&v->type), err, sizeof err))
+        const gr_value *v = &t->g->values[t->g->inputs[i]];
+        if (rt_ref_set(t->r, v->name, in[i], gr_ttype_numel(&v->type), err, sizeof err))
             return -1;
     }
     return rt_ref_run(t->r, err, sizeof err);
@@ -47,7 +47,7 @@ static int run_text(run_t *t, const char *text, const float *const *in)
 static void done(run_t *t)
 {
     rt_ref_free(t->r);
-    cc_graph_free(t->g);
+    gr_graph_free(t->g);
 }
 
 #define RUN(t, text, ...)                                                                                              \
@@ -75,12 +75,12 @@ static void expect_fail(const char *text, const float *const *in, const char *ms
  * and infinities must match exactly. */
 static void expect_value(run_t *t, const char *name, const float *want, int64_t n)
 {
-    int v = cc_graph_find(t->g, name);
+    int v = gr_graph_find(t->g, name);
     CU_ASSERT_FATAL(v >= 0);
-    cc_ttype ty;
+    gr_ttype ty;
     const float *got = rt_ref_value(t->r, v, &ty);
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
-    CU_ASSERT_EQUAL_FATAL(cc_ttype_numel(&ty), n);
+    CU_ASSERT_EQUAL_FATAL(gr_ttype_numel(&ty), n);
     for (int64_t i = 0; i < n; i++) {
         int ok = isnan(want[i]) ? isnan(got[i])
                                 : isinf(want[i]) ? got[i] == want[i]
@@ -178,12 +178,12 @@ static void test_integer_tensors_promote_divide_and_compare(void)
     EXPECT(&t, "sum", 2);
     EXPECT(&t, "f", -7, -2, 3, 8);
     /* integer results keep int64 data */
-    cc_ttype ty;
-    const int64_t *fl = rt_ref_value_i64(t.r, cc_graph_find(t.g, "floor"), &ty);
+    gr_ttype ty;
+    const int64_t *fl = rt_ref_value_i64(t.r, gr_graph_find(t.g, "floor"), &ty);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fl);
-    CU_ASSERT_EQUAL(ty.dtype, CC_I64);
+    CU_ASSERT_EQUAL(ty.dtype, GR_I64);
     CU_ASSERT_EQUAL(fl[0], -4);
-    CU_ASSERT_PTR_NULL(rt_ref_value_i64(t.r, cc_graph_find(t.g, "half"), NULL));
+    CU_ASSERT_PTR_NULL(rt_ref_value_i64(t.r, gr_graph_find(t.g, "half"), NULL));
     done(&t);
 }
 
@@ -493,7 +493,7 @@ static void test_views_copy_in_row_major_order(void)
     EXPECT(&t, "sqa", 0, 1, 2, 3, 4, 5);
     EXPECT(&t, "sl", 1, 2, 4, 5);
     EXPECT(&t, "sl2", 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22);
-    CU_ASSERT_PTR_NOT_NULL(rt_ref_value(t.r, cc_graph_find(t.g, "sl3"), NULL));
+    CU_ASSERT_PTR_NOT_NULL(rt_ref_value(t.r, gr_graph_find(t.g, "sl3"), NULL));
     EXPECT(&t, "sl4", 3, 4, 5);
     EXPECT(&t, "sel", 3, 4, 5);
     EXPECT(&t, "sel2", 1, 5, 9, 13, 17, 21);
@@ -526,7 +526,7 @@ static void test_split_forms_give_tuples_read_by_getitem(void)
     EXPECT(&t, "u0", 0, 2, 4, 6, 8);
     EXPECT(&t, "k1", 6, 7, 8, 9);
     /* a tuple is not a tensor */
-    CU_ASSERT_PTR_NULL(rt_ref_value(t.r, cc_graph_find(t.g, "s"), NULL));
+    CU_ASSERT_PTR_NULL(rt_ref_value(t.r, gr_graph_find(t.g, "s"), NULL));
     done(&t);
 }
 
@@ -659,7 +659,7 @@ static void test_embedding_gathers_rows_by_index(void)
     const char *text = "input %w: f32[4, 2]\ninput %ids: i64[2, 2]\n"
                        "%e: f32[2, 2, 2] = aten.embedding.default(%w, %ids)\n"
                        "output %e\n";
-    t.g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    t.g = gr_graph_parse(text, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t.g);
     t.r = rt_ref_new(t.g, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t.r);
@@ -667,7 +667,7 @@ static void test_embedding_gathers_rows_by_index(void)
     CU_ASSERT_EQUAL(rt_ref_set_i64(t.r, "%ids", ids, 4, err, sizeof err), 0);
     CU_ASSERT_EQUAL_FATAL(rt_ref_run(t.r, err, sizeof err), 0);
     EXPECT(&t, "e", 30, 31, 0, 1, 10, 11, 30, 31);
-    cc_ttype ty;
+    gr_ttype ty;
     const float *y = rt_ref_output(t.r, 0, &ty);
     CU_ASSERT_PTR_NOT_NULL(y);
     CU_ASSERT_EQUAL(ty.rank, 3);
@@ -840,7 +840,7 @@ static void test_errors_name_the_line_op_and_shapes(void)
 
 static void test_inputs_must_be_set_with_the_declared_size(void)
 {
-    cc_graph *g = cc_graph_parse("input %x: f32[2, 3]\nparam %w: f32[3] = \"w.key\"\n"
+    gr_graph *g = gr_graph_parse("input %x: f32[2, 3]\nparam %w: f32[3] = \"w.key\"\n"
                                  "%y: f32[2, 3] = aten.mul.Tensor(%x, %w)\noutput %y\n",
                                  "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -869,7 +869,7 @@ static void test_inputs_must_be_set_with_the_declared_size(void)
     CU_ASSERT_EQUAL(rt_ref_run(r, err, sizeof err), 0);
     CU_ASSERT_EQUAL(rt_ref_output(r, 0, NULL)[5], -6);
     rt_ref_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 /* ---- Safetensors ---- */
@@ -1059,7 +1059,7 @@ static void test_weights_and_inputs_load_by_key_and_name(void)
     rt_st_entry in[] = {{"ids", RT_ST_I64, 1, {2}, ids}};
     CU_ASSERT_EQUAL_FATAL(rt_st_write(wpath, w, 2, err, sizeof err), 0);
     CU_ASSERT_EQUAL_FATAL(rt_st_write(ipath, in, 1, err, sizeof err), 0);
-    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     rt_ref *r = rt_ref_new(g, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -1094,7 +1094,7 @@ static void test_weights_and_inputs_load_by_key_and_name(void)
     snprintf(want, sizeof want, "%s: missing input ids for %%ids (graph line 2)", wpath);
     CU_ASSERT_STRING_EQUAL(err, want);
     rt_ref_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     remove(wpath);
     remove(ipath);
     remove(gpath);
@@ -1108,7 +1108,7 @@ static void test_weights_and_inputs_load_by_key_and_name(void)
 static double run_trace(const char *dir)
 {
     char path[1200];
-    cc_graph *g = cc_graph_load(dir, err, sizeof err);
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
     rt_ref *r = g ? rt_ref_new(g, err, sizeof err) : NULL;
     snprintf(path, sizeof path, "%s/inputs.safetensors", dir);
     double worst = -1;
@@ -1124,9 +1124,9 @@ static double run_trace(const char *dir)
         char name[32];
         snprintf(name, sizeof name, "output%d", i);
         const rt_st_tensor *t = rt_st_find(f, name);
-        cc_ttype ty;
+        gr_ttype ty;
         const float *y = rt_ref_output(r, i, &ty);
-        if (!t || !y || t->numel != cc_ttype_numel(&ty)) {
+        if (!t || !y || t->numel != gr_ttype_numel(&ty)) {
             snprintf(err, sizeof err, "%s: %s missing or of another size", path, name);
             worst = -1;
             goto out;
@@ -1147,7 +1147,7 @@ out:
         fprintf(stderr, "\n    %s: %s\n", dir, err);
     rt_st_free(f);
     rt_ref_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return worst;
 }
 
@@ -1217,7 +1217,7 @@ static void run_tracked(run_t *t, const char *text, const float *const *in)
 {
     memset(t, 0, sizeof *t);
     err[0] = 0;
-    t->g = cc_graph_parse(text, "t.txt", err, sizeof err);
+    t->g = gr_graph_parse(text, "t.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t->g);
     t->r = rt_ref_new(t->g, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t->r);
@@ -1225,8 +1225,8 @@ static void run_tracked(run_t *t, const char *text, const float *const *in)
     for (int v = 0; v < t->g->nvalues; v++)
         rt_ref_keep(t->r, v);
     for (int i = 0; i < t->g->ninputs; i++) {
-        const cc_value *v = &t->g->values[t->g->inputs[i]];
-        CU_ASSERT_EQUAL_FATAL(rt_ref_set(t->r, v->name, in[i], cc_ttype_numel(&v->type), err, sizeof err), 0);
+        const gr_value *v = &t->g->values[t->g->inputs[i]];
+        CU_ASSERT_EQUAL_FATAL(rt_ref_set(t->r, v->name, in[i], gr_ttype_numel(&v->type), err, sizeof err), 0);
     }
     int rc = rt_ref_run(t->r, err, sizeof err);
     if (rc)
@@ -1241,7 +1241,7 @@ static void run_tracked(run_t *t, const char *text, const float *const *in)
  * bounds are kept in fp32). */
 static void expect_bound(run_t *t, const char *name, int w, const double *want, int n)
 {
-    int v = cc_graph_find(t->g, name);
+    int v = gr_graph_find(t->g, name);
     CU_ASSERT_FATAL(v >= 0);
     const float *got = rt_ref_error(t->r, v, w);
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
@@ -1298,8 +1298,8 @@ static void test_error_bounds_of_elementwise_ops_are_the_documented_formulas(voi
         expect_bound(&t, "s", w, sel, 2);
     }
     /* the flip shows in track 1 only */
-    CU_ASSERT_EQUAL(rt_ref_error(t.r, cc_graph_find(t.g, "c"), 0)[0], 0);
-    CU_ASSERT(rt_ref_error(t.r, cc_graph_find(t.g, "c"), 1)[0] > 0);
+    CU_ASSERT_EQUAL(rt_ref_error(t.r, gr_graph_find(t.g, "c"), 0)[0], 0);
+    CU_ASSERT(rt_ref_error(t.r, gr_graph_find(t.g, "c"), 1)[0] > 0);
     done(&t);
 }
 
@@ -1455,8 +1455,8 @@ static void test_masked_softmax_elements_are_exact_and_change_no_other_bound(voi
     RUN_TRACKED(&t2, "input %x: f32[1, 2]\n%y: f32[1, 2] = aten._softmax.default(%x, -1, False)\noutput %y\n",
                 x2);
     for (int w = 0; w < 2; w++) {
-        const float *e3 = rt_ref_error(t.r, cc_graph_find(t.g, "y"), w);
-        const float *e2 = rt_ref_error(t2.r, cc_graph_find(t2.g, "y"), w);
+        const float *e3 = rt_ref_error(t.r, gr_graph_find(t.g, "y"), w);
+        const float *e2 = rt_ref_error(t2.r, gr_graph_find(t2.g, "y"), w);
         CU_ASSERT_EQUAL(e3[2], 0x1p-30f);
         CU_ASSERT_EQUAL(e3[0], e2[0]);
         CU_ASSERT_EQUAL(e3[1], e2[1]);
@@ -1470,7 +1470,7 @@ static void test_masked_softmax_elements_are_exact_and_change_no_other_bound(voi
  * 2^-30 floor). */
 static double tol_of(run_t *t, const char *name, int i)
 {
-    int v = cc_graph_find(t->g, name);
+    int v = gr_graph_find(t->g, name);
     return fmin(rt_ref_error(t->r, v, 0)[i], ELAM * rt_ref_error(t->r, v, 1)[i]);
 }
 
@@ -1494,7 +1494,7 @@ static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
                 "output %y\n",
                 x);
     for (int w = 0; w < 2; w++) {
-        CU_ASSERT(isinf(rt_ref_error(t.r, cc_graph_find(t.g, "p"), w)[0]));
+        CU_ASSERT(isinf(rt_ref_error(t.r, gr_graph_find(t.g, "p"), w)[0]));
         expect_bound(&t, "y", w, (double[]){0}, 1);
     }
     done(&t);
@@ -1510,7 +1510,7 @@ static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
                 c);
     for (int w = 0; w < 2; w++)
         for (int i = 0; i < 16; i++)
-            CU_ASSERT(!isnan(rt_ref_error(t.r, cc_graph_find(t.g, "y"), w)[i]));
+            CU_ASSERT(!isnan(rt_ref_error(t.r, gr_graph_find(t.g, "y"), w)[i]));
     done(&t);
 }
 
@@ -1588,7 +1588,7 @@ static void test_softmax_of_logits_with_large_bounds_saturates(void)
 
 /* ---- Validation of a program whose graph is a full graph ---- */
 
-#define CFG4 SPYRE_SOURCE_DIR "/sim/configs/spyre-4core.cfg"
+#define CFG4 SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg"
 
 typedef struct {
     const char *name;
@@ -1673,12 +1673,12 @@ static void test_check_runs_a_full_graph_through_the_executor(void)
     CU_ASSERT_EQUAL(r[1].worst, 7);
     free(r);
     /* the same through a graph parsed by the caller */
-    cc_graph *g = cc_graph_parse(mm_relu_graph, "mine.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(mm_relu_graph, "mine.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(rt_check_graph(prog, g, &r, &n, err, sizeof err), 1);
     CU_ASSERT_EQUAL(n, 2);
     free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     rt_close(dev);
 }
 
@@ -1743,7 +1743,7 @@ static void device_like(const float *const in[5], int bias_shift, float *out)
 {
     static const int64_t n[5] = {16 * 64, 64, 64, 32 * 64, 32};
     static const char *names[5] = {"x", "lnw", "lnb", "w", "b"};
-    cc_graph *g = cc_graph_parse(ln_linear_graph, "dev.txt", err, sizeof err);
+    gr_graph *g = gr_graph_parse(ln_linear_graph, "dev.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     rt_ref *r = rt_ref_new(g, err, sizeof err);
     for (int i = 0; i < 5; i++) {
@@ -1758,7 +1758,7 @@ static void device_like(const float *const in[5], int bias_shift, float *out)
     for (int k = 0; k < 16 * 32; k++)
         out[k] = isa_dl16_round(y[k]);
     rt_ref_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
 }
 
 static void test_check_catches_a_wrong_element_row_and_broadcast(void)

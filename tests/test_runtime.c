@@ -16,7 +16,7 @@
 #include "rt.h"
 #include "testutil.h"
 
-#define CFG4 SPYRE_SOURCE_DIR "/sim/configs/spyre-4core.cfg"
+#define CFG4 SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg"
 #define GB (1024ull * 1024 * 1024)
 #define U 0x1p-10 /* DL16 unit roundoff */
 
@@ -1011,7 +1011,7 @@ static void test_launch_reports_a_fault_with_core_unit_and_index(void)
 
 /* ---- where tensors live: weights resident, activations per run, eviction ---- */
 
-#define CFG_SMALL SPYRE_SOURCE_DIR "/sim/configs/spyre-smalldram.cfg"
+#define CFG_SMALL SPYRE_SOURCE_DIR "/chip/configs/spyre-smalldram.cfg"
 #define MM_M 8   /* rows of X and Y */
 #define MM_K 256 /* columns of X, rows of W */
 

@@ -26,7 +26,7 @@ int tu_run(const char *suite, const tu_test *tests)
 void tu_config(const char *name, chip_config *cfg)
 {
     char path[1024], err[512];
-    snprintf(path, sizeof path, "%s/sim/configs/%s.cfg", SPYRE_SOURCE_DIR, name);
+    snprintf(path, sizeof path, "%s/chip/configs/%s.cfg", SPYRE_SOURCE_DIR, name);
     if (chip_config_load(path, cfg, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         abort();

@@ -1,5 +1,5 @@
 /* fuzz_compile: graph text through the whole compiler (compiler/),
- * front and back half, for the 4-core chip (sim/configs/spyre-4core.cfg).
+ * front and back half, for the 4-core chip (chip/configs/spyre-4core.cfg).
  * Graphs are capped so that one input compiles in well under a second:
  * every declared tensor at most FZ_MAX_NUMEL elements and at most
  * FZ_MAX_NODES ops (the traces in traces/ fit); larger graphs are parsed
@@ -26,7 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static int small_type(const cc_ttype *t)
+static int small_type(const gr_ttype *t)
 {
     int64_t n = 1;
     for (int d = 0; d < t->rank; d++) {
@@ -39,12 +39,12 @@ static int small_type(const cc_ttype *t)
     return 1;
 }
 
-static int small_graph(const cc_graph *g)
+static int small_graph(const gr_graph *g)
 {
     if (g->nnodes > FZ_MAX_NODES)
         return 0;
     for (int i = 0; i < g->nvalues; i++) {
-        const cc_value *v = &g->values[i];
+        const gr_value *v = &g->values[i];
         if (!small_type(&v->type))
             return 0;
         for (int j = 0; j < v->ntuple; j++)
@@ -56,12 +56,12 @@ static int small_graph(const cc_graph *g)
 
 static void *parse_graph(const char *text, const char *name, char *err, size_t errlen)
 {
-    return cc_graph_parse(text, name, err, errlen);
+    return gr_graph_parse(text, name, err, errlen);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    cc_graph *g = fz_parse(data, size, parse_graph, "fuzz.txt");
+    gr_graph *g = fz_parse(data, size, parse_graph, "fuzz.txt");
     if (!g)
         return 0;
     if (small_graph(g)) {
@@ -74,6 +74,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cc_result_free(r);
         }
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
     return 0;
 }

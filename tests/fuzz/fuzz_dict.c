@@ -57,8 +57,8 @@ static void graph_dict(void)
                                            "hint work_div ", "getitem(", "True", "False", "None",
                                            "inf", "nan", NULL};
     names(keywords);
-    for (int d = 0; d < CC_NDTYPES; d++)
-        word(cc_dtype_names[d]);
+    for (int d = 0; d < GR_NDTYPES; d++)
+        word(gr_dtype_names[d]);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

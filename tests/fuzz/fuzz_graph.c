@@ -1,4 +1,4 @@
-/* fuzz_graph: the graph text parser (compiler/graph.c).  A graph that
+/* fuzz_graph: the graph text parser (graph/graph.c).  A graph that
  * parses must print as text that parses back to the same print. */
 #include "cc.h"
 #include "fuzzutil.h"
@@ -8,7 +8,7 @@
 /* The text parsed and printed; NULL if it does not parse. */
 static void *reprint(const char *text, const char *name, char *err, size_t errlen)
 {
-    cc_graph *g = cc_graph_parse(text, name, err, errlen);
+    gr_graph *g = gr_graph_parse(text, name, err, errlen);
     if (!g)
         return NULL;
     char *buf = NULL;
@@ -16,9 +16,9 @@ static void *reprint(const char *text, const char *name, char *err, size_t errle
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         fz_fail("open_memstream", "graph print");
-    cc_graph_print(g, f);
+    gr_graph_print(g, f);
     fclose(f);
-    cc_graph_free(g);
+    gr_graph_free(g);
     return buf;
 }
 

@@ -59,14 +59,14 @@ static int usage_error(const char *name, const char *what)
 /* The graph of a command's GRAPH argument (a graph file or an export
  * directory); NULL, message printed, when there is none or it does not
  * load. */
-static cc_graph *graph_arg(const char *name, const char *path)
+static gr_graph *graph_arg(const char *name, const char *path)
 {
     if (!path) {
         usage_error(name, "needs GRAPH (a graph file or an export directory)");
         return NULL;
     }
     char err[1024];
-    cc_graph *g = cc_graph_load(path, err, sizeof err);
+    gr_graph *g = gr_graph_load(path, err, sizeof err);
     if (!g)
         fprintf(stderr, "spyre %s: %s\n", name, err);
     return g;
@@ -374,7 +374,7 @@ static int run_no_lx_plan, run_no_lx_keep, run_no_reroll;
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
  * strings it adds are tuned[0..*ntuned), for the caller to free. */
-static int apply_tuning(const char *file, const char *path, const cc_graph *g, const chip_config *cfg, const char **wd,
+static int apply_tuning(const char *file, const char *path, const gr_graph *g, const chip_config *cfg, const char **wd,
                         int *n, char **tuned, int *ntuned)
 {
     const char *t[64];
@@ -396,7 +396,7 @@ static int apply_tuning(const char *file, const char *path, const cc_graph *g, c
 }
 
 /* Compile graph g for the device's chip and load the program. */
-static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err, size_t errlen)
+static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, char *err, size_t errlen)
 {
     cc_compile_opts o = {0};
     o.target = rt_config(dev);
@@ -419,7 +419,7 @@ static rt_program *compile_and_load(rt_device *dev, const cc_graph *g, char *err
  * PyTorch's outputs are for the export's inputs: skip, when not NULL,
  * says why the run's inputs are others, and the comparison is skipped
  * with a line saying so (the reference executor's comparison stands). */
-static int check_expected(rt_program *prog, const cc_graph *g, const char *path, const char *skip)
+static int check_expected(rt_program *prog, const gr_graph *g, const char *path, const char *skip)
 {
     if (file_absent(path))
         return EXIT_OK;
@@ -545,7 +545,7 @@ static int run_parse(int argc, char **argv, run_args *a)
 typedef struct {
     const run_args *a;
     rt_device *dev;
-    cc_graph *g;
+    gr_graph *g;
     rt_program *prog;
     char *gin, *gexp;
     int random_inputs;
@@ -560,7 +560,7 @@ static int run_load(run_state *s)
 {
     const char *path = s->a->path;
     if (names_graph(path)) {
-        s->g = cc_graph_load(path, s->err, sizeof s->err);
+        s->g = gr_graph_load(path, s->err, sizeof s->err);
         if (!s->g) {
             fprintf(stderr, "spyre run: %s\n", s->err);
             return -1;
@@ -701,7 +701,7 @@ static int cmd_run(int argc, char **argv)
         free(s.tuned[i]);
     free(s.gin);
     free(s.gexp);
-    cc_graph_free(s.g);
+    gr_graph_free(s.g);
     if (s.prog)
         rt_unload(s.prog);
     rt_close(s.dev);
@@ -767,7 +767,7 @@ static int cmd_compile(int argc, char **argv)
             printf("%s\n", *p);
         return EXIT_OK;
     }
-    cc_graph *g = graph_arg("compile", path);
+    gr_graph *g = graph_arg("compile", path);
     if (!g)
         return EXIT_USAGE;
     char err[1024];
@@ -782,12 +782,12 @@ static int cmd_compile(int argc, char **argv)
         int bad = chip_config_load(cfgpath, &cfg, err, sizeof err);
         free(cfgpath);
         if (bad) {
-            cc_graph_free(g);
+            gr_graph_free(g);
             return fail("spyre compile: %s", err);
         }
         opts.target = &cfg;
         if (tuning && apply_tuning(tuning, path, g, &cfg, work_div, &nwork_div, tuned, &ntuned)) {
-            cc_graph_free(g);
+            gr_graph_free(g);
             return EXIT_USAGE;
         }
         opts.nwork_div = nwork_div;
@@ -810,7 +810,7 @@ static int cmd_compile(int argc, char **argv)
         isa_program_free(p);
         cc_result_free(r);
     }
-    cc_graph_free(g);
+    gr_graph_free(g);
     return status;
 }
 
@@ -847,7 +847,7 @@ static int cmd_ref(int argc, char **argv)
         else
             path = argv[i];
     }
-    cc_graph *g = graph_arg("ref", path);
+    gr_graph *g = graph_arg("ref", path);
     if (!g)
         return EXIT_USAGE;
     char err[1024];
@@ -865,10 +865,10 @@ static int cmd_ref(int argc, char **argv)
     for (int i = 0; i < g->noutputs; i++) {
         char key[32];
         snprintf(key, sizeof key, "output%d", i);
-        cc_ttype type;
+        gr_ttype type;
         const float *y = rt_ref_output(r, i, &type);
         const rt_st_tensor *t = rt_st_find(want, key);
-        int64_t n = cc_ttype_numel(&type);
+        int64_t n = gr_ttype_numel(&type);
         if (!y || !t) {
             fprintf(stderr, "spyre ref: %s: no %s of %lld elements\n", exp_path, key, (long long)n);
             status = EXIT_USAGE;
@@ -907,7 +907,7 @@ static int cmd_ref(int argc, char **argv)
 out:
     rt_st_free(want);
     rt_ref_free(r);
-    cc_graph_free(g);
+    gr_graph_free(g);
     free(in_path);
     free(exp_path);
     return status;
@@ -943,7 +943,7 @@ static const command commands[] = {
     {"gen", cmd_gen, "gen gemm M N K -o FILE.elf [--config FILE] | gen softmax ROWS COLS -o FILE.elf [--config FILE]",
      "Generate a program: C = A x B (A is M x K, B is K x N) split across the cores, or a softmax over\n"
      "the rows of a ROWS x COLS tensor, compiled from the graph of that one op as `spyre compile` does.\n"
-     "--config picks the chip (a path or a name in sim/configs/; default spyre)."},
+     "--config picks the chip (a path or a name in chip/configs/; default spyre)."},
     {"run", cmd_run,
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"

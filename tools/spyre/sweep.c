@@ -210,7 +210,7 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
 typedef struct {
     const sw_args *a;
     chip_config cfg;
-    cc_graph *g;
+    gr_graph *g;
     cc_result *base;
     sw_rows rs, prev;
     sw_cand *cands;
@@ -308,7 +308,7 @@ static int sweep_open(sw_sweep *s)
     int bad = chip_config_load(cfgpath, &s->cfg, s->err, sizeof s->err);
     free(cfgpath);
     if (!bad)
-        s->g = cc_graph_load(a->path, s->err, sizeof s->err);
+        s->g = gr_graph_load(a->path, s->err, sizeof s->err);
     if (!bad && s->g)
         s->base = sw_compile_variant(s->g, &s->cfg, NULL, NULL, s->err, sizeof s->err);
     if (!s->base) {
@@ -458,7 +458,7 @@ int cmd_sweep(int argc, char **argv)
     free(s.rs.v);
     free(s.csv);
     cc_result_free(s.base);
-    cc_graph_free(s.g);
+    gr_graph_free(s.g);
     return status;
 }
 
@@ -483,7 +483,7 @@ const char sweep_help[] =
     "`spyre compile/run --tuning FILE`.  The last line is default_vs_best=RATIO: the default\n"
     "whole-graph cycles over the best among all variants.\n"
     "--vary KEY=V1,V2,... (repeatable) instead runs the graph, compiled with the compiler's defaults, on\n"
-    "every configuration of the cross product of the values (keys of sim/configs/spyre.cfg, set on top\n"
+    "every configuration of the cross product of the values (keys of chip/configs/spyre.cfg, set on top\n"
     "of --config): sweep.csv/json rows per configuration (config, status, cycles, dram_bytes,\n"
     "mac_utilization, lx_peak, is_best, message; a configuration the graph does not compile on is\n"
     "status failed with the compiler's message), configs.svg, and the last line\n"

@@ -26,7 +26,7 @@ int cmd_sweep(int argc, char **argv);
  * the name of graph_path (its directory's last component), CONFIG is
  * cfg->name and KERNEL is a kernel of g compiled for cfg; other lines are
  * ignored.  -1 with err on an unreadable or malformed file. */
-int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const chip_config *cfg,
+int sweep_tuning_load(const char *path, const char *graph_path, const gr_graph *g, const chip_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen);
 
 /* ---- between the sweep's files ---- */
@@ -99,7 +99,7 @@ typedef struct {
 } sw_cand;
 
 typedef struct {
-    const cc_graph *g;
+    const gr_graph *g;
     const chip_config *cfg;
     sw_cand *cands;
     int ncand;
@@ -185,11 +185,11 @@ int sw_cmp_index(const void *a, const void *b);
 /* sweep_variant.c */
 int sw_default_choice(const cc_result *r, const char *kernel, char *out, size_t len, char *tiles, size_t tlen);
 int sw_tile_variants(int matmul, const char *def, const char *tiles, int64_t kmax, char (*out)[64], int max);
-cc_result *sw_compile_variant(const cc_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
+cc_result *sw_compile_variant(const gr_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                               char *err, size_t errlen);
-int sw_simulate(const cc_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
+int sw_simulate(const gr_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                 rt_run_result *res, int *no_compile, char *err, size_t errlen);
-int sw_autotune_joint(const cc_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
+int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
                       const char *file);
 void sw_number_candidates(sw_variants *c);
 int sw_variant_work(void *ctx, int item, void *buf, sw_chan *ch);

@@ -16,7 +16,7 @@ static int tuned_before(const char **work_div, int from, int to, const char *ker
     return 0;
 }
 
-int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *g, const chip_config *cfg,
+int sweep_tuning_load(const char *path, const char *graph_path, const gr_graph *g, const chip_config *cfg,
                       const char **work_div, int *n, int max, char *err, size_t errlen)
 {
     char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);
@@ -26,7 +26,7 @@ int sweep_tuning_load(const char *path, const char *graph_path, const cc_graph *
     sw_graph_name(graph_path, gname, sizeof gname);
     int lineno = 0, rc = 0, n0 = *n;
     cc_result *kernels = NULL;
-    const cc_graph *graph = g;
+    const gr_graph *graph = g;
     while ((line = isa_text_line(&cur))) {
         lineno++;
         char gk[256], c[256], k[128], s[64], extra;

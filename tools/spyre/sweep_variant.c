@@ -95,7 +95,7 @@ int sw_tile_variants(int matmul, const char *def, const char *tiles, int64_t kma
     return n;
 }
 
-cc_result *sw_compile_variant(const cc_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
+cc_result *sw_compile_variant(const gr_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                               char *err, size_t errlen)
 {
     char wd[128];
@@ -136,7 +136,7 @@ static int simulate_program(isa_program *p, const chip_config *cfg, rt_run_resul
 /* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC") and
  * simulate it timing-only into *res.  0 on success; -1 with err, and
  * *no_compile set when the compiler refused the graph. */
-static int simulate_wd(const cc_graph *g, const chip_config *cfg, const char *const *wd, int n, rt_run_result *res,
+static int simulate_wd(const gr_graph *g, const chip_config *cfg, const char *const *wd, int n, rt_run_result *res,
                        int *no_compile, char *err, size_t errlen)
 {
     cc_compile_opts o = {0};
@@ -153,7 +153,7 @@ static int simulate_wd(const cc_graph *g, const chip_config *cfg, const char *co
 }
 
 /* The same with at most one kernel forced to choice. */
-int sw_simulate(const cc_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
+int sw_simulate(const gr_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                 rt_run_result *res, int *no_compile, char *err, size_t errlen)
 {
     char wd[128];
@@ -173,7 +173,7 @@ int sw_simulate(const cc_graph *g, const chip_config *cfg, const char *kernel, c
  * work_div strings wd, largest gain first), the whole graph's cycles
  * with none of them and with them all, the graphs simulated. */
 typedef struct {
-    const cc_graph *g;
+    const gr_graph *g;
     const chip_config *cfg;
     const sw_rows *rs;
     sw_kernel ks[256];
@@ -314,7 +314,7 @@ static int tune_write(sw_tune *t, const char *graph, const char *file)
 
 /* Gains, then together, then one pass of coordinate descent over the
  * kernels, then the file. */
-int sw_autotune_joint(const cc_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
+int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
                       const char *file)
 {
     sw_tune *t = calloc(1, sizeof *t);

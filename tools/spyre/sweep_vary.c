@@ -16,7 +16,7 @@
 /* A worker's context: the graph, each row's loaded configuration, the
  * rows and the CSV they are appended to. */
 typedef struct {
-    const cc_graph *g;
+    const gr_graph *g;
     const chip_config *cfgs;
     sw_vrows *rs;
     FILE *csv;
@@ -79,7 +79,7 @@ int sw_vary_parse(char *spec, sw_axis *a, char *err, size_t errlen)
     *eq = 0;
     if ((size_t)(eq - spec) >= sizeof a->key || strspn(spec, "abcdefghijklmnopqrstuvwxyz0123456789_") != (size_t)(eq - spec) ||
         !strcmp(spec, "name") || !strcmp(spec, "include")) {
-        snprintf(err, errlen, "--vary %s: not a configuration key (see sim/configs/spyre.cfg)", spec);
+        snprintf(err, errlen, "--vary %s: not a configuration key (see chip/configs/spyre.cfg)", spec);
         return -1;
     }
     snprintf(a->key, sizeof a->key, "%s", spec);
@@ -152,7 +152,7 @@ typedef struct {
     sw_vrows rs;
     chip_config *cfgs;
     int *todo, ntodo;
-    cc_graph *g;
+    gr_graph *g;
     char *csv;
     char gname[256];
     char err[1024];
@@ -187,7 +187,7 @@ static int vary_configs(sw_vsweep *v)
         fprintf(stderr, "spyre sweep: --vary: %ld configurations, at most %d\n", v->total, VARY_MAX_CONFIGS);
         return -1;
     }
-    v->g = cc_graph_load(v->path, v->err, sizeof v->err);
+    v->g = gr_graph_load(v->path, v->err, sizeof v->err);
     if (!v->g) {
         fprintf(stderr, "spyre sweep: %s\n", v->err);
         return -1;
@@ -326,6 +326,6 @@ int cmd_vary(const char *path, const char *config, sw_axis *ax, int nax, const c
     free(v.rs.v);
     free(v.base);
     free(v.csv);
-    cc_graph_free(v.g);
+    gr_graph_free(v.g);
     return status;
 }

@@ -15,26 +15,26 @@
 
 /* ---- layout ---- */
 
-/* The name a DRAM buffer's tensor gets (cc_tensor_name of): a graph
+/* The name a DRAM buffer's tensor gets (gr_tensor_name of): a graph
  * output's value name, else the buffer's (an input's or parameter's value
  * name). */
-static void tensor_name(const ir_prog *p, int b, const cc_ttype **type, char name[ISA_NAME_MAX])
+static void tensor_name(const ir_prog *p, int b, const gr_ttype **type, char name[ISA_NAME_MAX])
 {
-    _Static_assert(CC_TENSOR_NAME_MAX == ISA_NAME_MAX, "device tensor names are the ELF's");
+    _Static_assert(GR_TENSOR_NAME_MAX == ISA_NAME_MAX, "device tensor names are the ELF's");
     *type = &p->bufs[b].type;
     for (int o = 0; o < p->noutputs; o++)
         if (p->outputs[o].buf == b) {
             *type = &p->outputs[o].type;
-            cc_tensor_name(p->outputs[o].name, name);
+            gr_tensor_name(p->outputs[o].name, name);
             return;
         }
-    cc_tensor_name(p->bufs[b].name, name);
+    gr_tensor_name(p->bufs[b].name, name);
 }
 
 /* The host dim a variable walks with unit coordinate step, or -1. */
-static int walked_dim(const cc_ttype *t, int64_t coef)
+static int walked_dim(const gr_ttype *t, int64_t coef)
 {
-    int64_t co[CC_MAX_RANK] = {0};
+    int64_t co[GR_MAX_RANK] = {0};
     if (coef <= 0)
         return -1;
     be_coords_of(t, coef, co);
@@ -134,7 +134,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
             const ir_buf *B = &p->bufs[b];
             if (!L->dram || (B->kind == IR_BUF_PARAM) != (pass == 0))
                 continue;
-            const cc_ttype *ht;
+            const gr_ttype *ht;
             char name[ISA_NAME_MAX];
             tensor_name(p, b, &ht, name);
             if (B->type.rank > ISA_MAX_RANK || ht->rank > ISA_MAX_RANK)
@@ -159,12 +159,12 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
                             : B->output ? ISA_ROLE_OUTPUT
                                         : ISA_ROLE_SCRATCH;
             uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
-            isa_host_dtype hdt = B->type.dtype == CC_F16    ? ISA_HT_F16
-                                 : B->type.dtype == CC_BF16 ? ISA_HT_BF16
+            isa_host_dtype hdt = B->type.dtype == GR_F16    ? ISA_HT_F16
+                                 : B->type.dtype == GR_BF16 ? ISA_HT_BF16
                                                             : ISA_HT_F32;
             /* Integer inputs (token ids) are fp32 values on the device,
              * exact up to 2^24: dma.gather reads them as row numbers. */
-            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == CC_I64 || B->type.dtype == CC_I32);
+            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == GR_I64 || B->type.dtype == GR_I32);
             int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
                                             ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];

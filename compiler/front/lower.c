@@ -30,7 +30,7 @@
 #include <string.h>
 
 typedef struct {
-    cc_ttype type;     /* shape and dtype of its coordinates */
+    gr_ttype type;     /* shape and dtype of its coordinates */
     int body;          /* expression over variables 0..rank-1 */
     int buf;           /* realized: the buffer, else -1 */
     uint64_t *ops;     /* source ops the (unrealized) expression computes */
@@ -39,14 +39,14 @@ typedef struct {
 
 typedef struct {
     int base;          /* -1: not lowered */
-    cc_ttype type;
-    ir_index map[CC_MAX_RANK]; /* base coordinates over the value's */
+    gr_ttype type;
+    ir_index map[GR_MAX_RANK]; /* base coordinates over the value's */
     uint64_t *ops;     /* source ops of the views since the base */
 } lval;
 
 typedef struct {
     ir_prog *p;
-    const cc_graph *d;
+    const gr_graph *d;
     lbase *bases;
     int nbases, capbases;
     lval *vals;        /* per value of d */
@@ -65,7 +65,7 @@ __attribute__((format(printf, 2, 3)))
 static _Noreturn void
 fail(lctx *c, const char *fmt, ...)
 {
-    const cc_node *n = &c->d->nodes[c->cur];
+    const gr_node *n = &c->d->nodes[c->cur];
     ir_error(c->p, c->p->src[c->p->dfrom[c->cur]].line, "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
@@ -124,9 +124,9 @@ static void ops_list(lctx *c, const uint64_t *set, int **out, int *n)
 
 /* ---- Bases and values ---- */
 
-static cc_ttype ttype(cc_dtype dt, int rank, const int64_t *shape)
+static gr_ttype ttype(gr_dtype dt, int rank, const int64_t *shape)
 {
-    cc_ttype t;
+    gr_ttype t;
     memset(&t, 0, sizeof t);
     t.dtype = dt;
     t.rank = rank;
@@ -136,7 +136,7 @@ static cc_ttype ttype(cc_dtype dt, int rank, const int64_t *shape)
 }
 
 /* Flat row-major offset of coordinates (variables 0..rank-1) in shape. */
-static ir_index contiguous(const cc_ttype *t)
+static ir_index contiguous(const gr_ttype *t)
 {
     ir_index x = ir_idx_const(0);
     int64_t st = 1;
@@ -147,7 +147,7 @@ static ir_index contiguous(const cc_ttype *t)
     return x;
 }
 
-static int new_base(lctx *c, const cc_ttype *t, int body, const char *name)
+static int new_base(lctx *c, const gr_ttype *t, int body, const char *name)
 {
     c->bases = ir_xgrow(c->bases, &c->capbases, c->nbases + 1, sizeof *c->bases);
     lbase *B = &c->bases[c->nbases];
@@ -176,9 +176,9 @@ static void set_whole(lctx *c, int v, int b)
 static int buffer_base(lctx *c, int buf, int flat)
 {
     const ir_buf *B = &c->p->bufs[buf];
-    cc_ttype t = B->type;
+    gr_ttype t = B->type;
     if (flat) {
-        int64_t n = cc_ttype_numel(&t);
+        int64_t n = gr_ttype_numel(&t);
         t = ttype(t.dtype, 1, &n);
     }
     ir_index idx = contiguous(&t);
@@ -204,7 +204,7 @@ static int read_at(lctx *c, int v, const ir_index *coords)
 {
     const lval *V = &c->vals[v];
     const lbase *B = &c->bases[V->base];
-    ir_index bc[CC_MAX_RANK];
+    ir_index bc[GR_MAX_RANK];
     for (int j = 0; j < B->type.rank; j++)
         bc[j] = ir_idx_compose(&V->map[j], V->type.rank, coords);
     return ir_subst(&c->p->A, B->body, B->type.rank, bc, NULL);
@@ -212,13 +212,13 @@ static int read_at(lctx *c, int v, const ir_index *coords)
 
 static int read_whole(lctx *c, int v)
 {
-    ir_index id[CC_MAX_RANK];
+    ir_index id[GR_MAX_RANK];
     for (int d = 0; d < c->vals[v].type.rank; d++)
         id[d] = ir_idx_var(d);
     return read_at(c, v, id);
 }
 
-static int new_node(lctx *c, ir_node_kind kind, const cc_ttype *t, const char *name, const uint64_t *ops)
+static int new_node(lctx *c, ir_node_kind kind, const gr_ttype *t, const char *name, const uint64_t *ops)
 {
     int buf = ir_buf_new(c->p, name, t, IR_BUF_COMPUTED);
     int n = ir_node_new(c->p, kind, buf);
@@ -296,7 +296,7 @@ static void as_buffer_view(lctx *c, int v)
     lval *V = &c->vals[v];
     lbase *B = &c->bases[V->base];
     if (B->buf < 0) {
-        if (cc_ttype_numel(&V->type) >= cc_ttype_numel(&B->type))
+        if (gr_ttype_numel(&V->type) >= gr_ttype_numel(&B->type))
             realize_base(c, V->base);
         else
             realize_copy(c, v, c->d->values[v].name);
@@ -311,14 +311,14 @@ static void realize_for_reuse(lctx *c, int v)
     const lbase *B = &c->bases[V->base];
     if (B->buf >= 0)
         return;
-    if (cc_ttype_numel(&V->type) >= cc_ttype_numel(&B->type))
+    if (gr_ttype_numel(&V->type) >= gr_ttype_numel(&B->type))
         realize_base(c, V->base);
     else
         realize_copy(c, v, c->d->values[v].name);
 }
 
 /* The result of the current node: a new base computing body over t. */
-static void set_computed(lctx *c, int v, const cc_ttype *t, int body, const uint64_t *ops)
+static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint64_t *ops)
 {
     int b = new_base(c, t, body, c->d->values[v].name);
     ops_or(c, c->bases[b].ops, ops);
@@ -327,12 +327,12 @@ static void set_computed(lctx *c, int v, const cc_ttype *t, int body, const uint
 }
 
 /* Value w a view of v: v's coordinate d is coords[d] over w's. */
-static void set_view(lctx *c, int w, int v, const cc_ttype *t, const ir_index *coords)
+static void set_view(lctx *c, int w, int v, const gr_ttype *t, const ir_index *coords)
 {
     const lval *V = &c->vals[v];
     lval *W = &c->vals[w];
     int rank = c->bases[V->base].type.rank;
-    ir_index map[CC_MAX_RANK];
+    ir_index map[GR_MAX_RANK];
     for (int j = 0; j < rank; j++)
         map[j] = ir_idx_compose(&V->map[j], V->type.rank, coords);
     W->base = V->base;
@@ -346,25 +346,25 @@ static void set_view(lctx *c, int w, int v, const cc_ttype *t, const ir_index *c
 
 /* ---- Arguments ---- */
 
-static const cc_arg *arg(lctx *c, int pos, const char *key)
+static const gr_arg *arg(lctx *c, int pos, const char *key)
 {
-    return cc_node_arg(&c->d->nodes[c->cur], pos, key);
+    return gr_node_arg(&c->d->nodes[c->cur], pos, key);
 }
 
-static int is_number(const cc_arg *a)
+static int is_number(const gr_arg *a)
 {
-    return a && (a->kind == CC_ARG_INT || a->kind == CC_ARG_FLOAT || a->kind == CC_ARG_BOOL);
+    return a && (a->kind == GR_ARG_INT || a->kind == GR_ARG_FLOAT || a->kind == GR_ARG_BOOL);
 }
 
-static double number(const cc_arg *a)
+static double number(const gr_arg *a)
 {
-    return a->kind == CC_ARG_FLOAT ? a->f : (double)a->i;
+    return a->kind == GR_ARG_FLOAT ? a->f : (double)a->i;
 }
 
 static int tensor(lctx *c, int pos, const char *key)
 {
-    const cc_arg *a = arg(c, pos, key);
-    if (!a || a->kind != CC_ARG_VALUE)
+    const gr_arg *a = arg(c, pos, key);
+    if (!a || a->kind != GR_ARG_VALUE)
         fail(c, "argument %s must be a tensor", key);
     assert(c->vals[a->value].base >= 0);
     return a->value;
@@ -372,8 +372,8 @@ static int tensor(lctx *c, int pos, const char *key)
 
 static double num(lctx *c, int pos, const char *key, double dflt)
 {
-    const cc_arg *a = arg(c, pos, key);
-    if (!a || a->kind == CC_ARG_NONE)
+    const gr_arg *a = arg(c, pos, key);
+    if (!a || a->kind == GR_ARG_NONE)
         return dflt;
     if (!is_number(a))
         fail(c, "argument %s must be a number", key);
@@ -382,18 +382,18 @@ static double num(lctx *c, int pos, const char *key, double dflt)
 
 static int ints(lctx *c, int pos, const char *key, int64_t *out)
 {
-    int cnt = cc_arg_ints(arg(c, pos, key), out);
+    int cnt = gr_arg_ints(arg(c, pos, key), out);
     if (cnt == -2)
-        fail(c, "argument %s must be an int or a list of at most %d ints", key, CC_MAX_RANK);
+        fail(c, "argument %s must be an int or a list of at most %d ints", key, GR_MAX_RANK);
     return cnt;
 }
 
 static int dtype_kw(lctx *c)
 {
-    const cc_arg *a = arg(c, 99, "dtype");
-    if (!a || a->kind == CC_ARG_NONE)
+    const gr_arg *a = arg(c, 99, "dtype");
+    if (!a || a->kind == GR_ARG_NONE)
         return -1;
-    if (a->kind != CC_ARG_DTYPE)
+    if (a->kind != GR_ARG_DTYPE)
         fail(c, "argument dtype must be a dtype");
     return (int)a->i;
 }
@@ -406,7 +406,7 @@ static int normdim(lctx *c, int64_t d, int rank)
     return (int)(d < 0 ? d + r : d);
 }
 
-static const cc_ttype *vtype(lctx *c, int v)
+static const gr_ttype *vtype(lctx *c, int v)
 {
     return &c->vals[v].type;
 }
@@ -417,21 +417,21 @@ static const cc_ttype *vtype(lctx *c, int v)
 typedef struct {
     int v;          /* tensor, or -1 */
     double s;       /* scalar */
-    cc_dtype dt;
+    gr_dtype dt;
     int cls;        /* for promotion: 0 tensor, 1 0-d tensor, 2 scalar */
 } operand;
 
 static operand get_operand(lctx *c, int pos, const char *key)
 {
-    const cc_arg *a = arg(c, pos, key);
-    operand o = {-1, 0, CC_F32, 2};
-    if (a && a->kind == CC_ARG_VALUE) {
+    const gr_arg *a = arg(c, pos, key);
+    operand o = {-1, 0, GR_F32, 2};
+    if (a && a->kind == GR_ARG_VALUE) {
         o.v = a->value;
         o.dt = vtype(c, o.v)->dtype;
         o.cls = vtype(c, o.v)->rank ? 0 : 1;
     } else if (is_number(a)) {
         o.s = number(a);
-        o.dt = a->kind == CC_ARG_FLOAT ? CC_F64 : a->kind == CC_ARG_BOOL ? CC_BOOL : CC_I64;
+        o.dt = a->kind == GR_ARG_FLOAT ? GR_F64 : a->kind == GR_ARG_BOOL ? GR_BOOL : GR_I64;
     } else {
         fail(c, "argument %s must be a tensor or a number", key);
     }
@@ -439,23 +439,23 @@ static operand get_operand(lctx *c, int pos, const char *key)
 }
 
 /* The broadcast shape of the tensor operands. */
-static cc_ttype broadcast(lctx *c, const operand *o, int n)
+static gr_ttype broadcast(lctx *c, const operand *o, int n)
 {
-    cc_ttype t;
+    gr_ttype t;
     memset(&t, 0, sizeof t);
     for (int i = 0; i < n; i++)
         if (o[i].v >= 0 && ir_broadcast(&t, vtype(c, o[i].v), &t)) {
             char a[256], b[256];
-            cc_ttype_str(vtype(c, o[0].v), a, sizeof a);
-            cc_ttype_str(vtype(c, o[i].v), b, sizeof b);
+            gr_ttype_str(vtype(c, o[0].v), a, sizeof a);
+            gr_ttype_str(vtype(c, o[i].v), b, sizeof b);
             fail(c, "shapes %s and %s do not broadcast", a, b);
         }
     return t;
 }
 
-static cc_dtype promote(const operand *o, int n)
+static gr_dtype promote(const operand *o, int n)
 {
-    cc_dtype dt[3];
+    gr_dtype dt[3];
     int cls[3];
     for (int i = 0; i < n; i++) {
         dt[i] = o[i].dt;
@@ -466,12 +466,12 @@ static cc_dtype promote(const operand *o, int n)
 
 /* Operand o read at the coordinates of a value of shape t (broadcast),
  * converted to dt; its source ops go into ops. */
-static int operand_expr(lctx *c, const operand *o, const cc_ttype *t, cc_dtype dt, uint64_t *ops)
+static int operand_expr(lctx *c, const operand *o, const gr_ttype *t, gr_dtype dt, uint64_t *ops)
 {
     if (o->v < 0)
         return ir_const(&c->p->A, o->s, dt);
-    const cc_ttype *vt = vtype(c, o->v);
-    ir_index coords[CC_MAX_RANK];
+    const gr_ttype *vt = vtype(c, o->v);
+    ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < vt->rank; d++) {
         int od = d + t->rank - vt->rank;
         coords[d] = vt->shape[d] == 1 ? ir_idx_const(0) : ir_idx_var(od);
@@ -491,15 +491,15 @@ static void l_binary(lctx *c, int out, int opi)
     operand o[2] = {get_operand(c, 0, "self"), get_operand(c, 1, "other")};
     if (o[0].v < 0 && o[1].v < 0)
         fail(c, "needs a tensor operand");
-    cc_ttype t = broadcast(c, o, 2);
-    cc_dtype dt = promote(o, 2);
+    gr_ttype t = broadcast(c, o, 2);
+    gr_dtype dt = promote(o, 2);
     if (op == IR_DIV && !ir_dtype_is_float(dt))
-        dt = CC_F32;
+        dt = GR_F32;
     if (op == IR_AND || op == IR_OR)
-        dt = CC_BOOL;
+        dt = GR_BOOL;
     uint64_t *ops = ops_new(c);
     int a = operand_expr(c, &o[0], &t, dt, ops), b = operand_expr(c, &o[1], &t, dt, ops);
-    t.dtype = is_compare(op) || op == IR_AND || op == IR_OR ? CC_BOOL : dt;
+    t.dtype = is_compare(op) || op == IR_AND || op == IR_OR ? GR_BOOL : dt;
     set_computed(c, out, &t, ir_op2(&c->p->A, op, a, b), ops);
     free(ops);
 }
@@ -515,8 +515,8 @@ static void l_unary(lctx *c, int out, int opi)
     operand o = get_operand(c, 0, "self");
     if (o.v < 0)
         fail(c, "argument self must be a tensor");
-    cc_ttype t = *vtype(c, o.v);
-    cc_dtype dt = op == IR_NOT ? CC_BOOL : is_float_op(op) && !ir_dtype_is_float(t.dtype) ? CC_F32 : t.dtype;
+    gr_ttype t = *vtype(c, o.v);
+    gr_dtype dt = op == IR_NOT ? GR_BOOL : is_float_op(op) && !ir_dtype_is_float(t.dtype) ? GR_F32 : t.dtype;
     uint64_t *ops = ops_new(c);
     int a = operand_expr(c, &o, &t, dt, ops);
     t.dtype = dt;
@@ -531,7 +531,7 @@ static void l_pow(lctx *c, int out, int opi)
     operand o[2] = {get_operand(c, 0, "self"), get_operand(c, 1, "exponent")};
     if (o[0].v < 0 && o[1].v < 0)
         fail(c, "needs a tensor operand");
-    cc_ttype t = broadcast(c, o, 2);
+    gr_ttype t = broadcast(c, o, 2);
     t.dtype = promote(o, 2);
     uint64_t *ops = ops_new(c);
     ir_arena *A = &c->p->A;
@@ -561,10 +561,10 @@ static void l_where(lctx *c, int out, int opi)
     operand o[3] = {get_operand(c, 0, "condition"), get_operand(c, 1, "self"), get_operand(c, 2, "other")};
     if (o[0].v < 0)
         fail(c, "argument condition must be a tensor");
-    cc_ttype t = broadcast(c, o, 3);
-    cc_dtype dt = promote(o + 1, 2);
+    gr_ttype t = broadcast(c, o, 3);
+    gr_dtype dt = promote(o + 1, 2);
     uint64_t *ops = ops_new(c);
-    int cond = operand_expr(c, &o[0], &t, CC_BOOL, ops);
+    int cond = operand_expr(c, &o[0], &t, GR_BOOL, ops);
     int a = operand_expr(c, &o[1], &t, dt, ops), b = operand_expr(c, &o[2], &t, dt, ops);
     t.dtype = dt;
     set_computed(c, out, &t, ir_where(&c->p->A, cond, a, b), ops);
@@ -578,9 +578,9 @@ static void l_to_copy(lctx *c, int out, int opi)
     if (o.v < 0)
         fail(c, "argument self must be a tensor");
     int dt = dtype_kw(c);
-    cc_ttype t = *vtype(c, o.v);
+    gr_ttype t = *vtype(c, o.v);
     if (dt >= 0)
-        t.dtype = (cc_dtype)dt;
+        t.dtype = (gr_dtype)dt;
     uint64_t *ops = ops_new(c);
     int e = operand_expr(c, &o, &t, t.dtype, ops);
     set_computed(c, out, &t, e, ops);
@@ -589,9 +589,9 @@ static void l_to_copy(lctx *c, int out, int opi)
 
 static void l_full(lctx *c, int out, int opi)
 {
-    int64_t shape[CC_MAX_RANK];
+    int64_t shape[GR_MAX_RANK];
     int rank = 0;
-    const cc_arg *v;
+    const gr_arg *v;
     if (opi) { /* scalar_tensor(s) */
         v = arg(c, 0, "s");
     } else {
@@ -604,10 +604,10 @@ static void l_full(lctx *c, int out, int opi)
         fail(c, "the fill value must be a number");
     int dt = dtype_kw(c);
     if (dt < 0)
-        dt = opi || v->kind == CC_ARG_FLOAT ? CC_F32 : v->kind == CC_ARG_BOOL ? CC_BOOL : CC_I64;
-    cc_ttype t = ttype((cc_dtype)dt, rank, shape);
+        dt = opi || v->kind == GR_ARG_FLOAT ? GR_F32 : v->kind == GR_ARG_BOOL ? GR_BOOL : GR_I64;
+    gr_ttype t = ttype((gr_dtype)dt, rank, shape);
     uint64_t *ops = ops_new(c);
-    set_computed(c, out, &t, ir_const(&c->p->A, number(v), (cc_dtype)dt), ops);
+    set_computed(c, out, &t, ir_const(&c->p->A, number(v), (gr_dtype)dt), ops);
     free(ops);
 }
 
@@ -617,11 +617,11 @@ static void l_arange(lctx *c, int out, int opi)
     double x[3] = {0, 0, 1};
     int n = 0, all_int = 1;
     for (; n < 3; n++) {
-        const cc_arg *a = arg(c, n, NULL);
+        const gr_arg *a = arg(c, n, NULL);
         if (!is_number(a))
             break;
         x[n] = number(a);
-        all_int &= a->kind == CC_ARG_INT;
+        all_int &= a->kind == GR_ARG_INT;
     }
     if (n == 0)
         fail(c, "needs an end");
@@ -633,20 +633,20 @@ static void l_arange(lctx *c, int out, int opi)
         len = 0;
     int dt = dtype_kw(c);
     if (dt < 0)
-        dt = all_int ? CC_I64 : CC_F32;
+        dt = all_int ? GR_I64 : GR_F32;
     ir_arena *A = &c->p->A;
     int body;
     if (all_int) {
         ir_index i = ir_idx_var(0);
         i.coef[0] = (int64_t)step;
         i.offset = (int64_t)start;
-        body = ir_cast(A, ir_indexval(A, &i), (cc_dtype)dt);
+        body = ir_cast(A, ir_indexval(A, &i), (gr_dtype)dt);
     } else {
         ir_index i = ir_idx_var(0);
-        int iv = ir_cast(A, ir_indexval(A, &i), (cc_dtype)dt);
-        body = ir_op2(A, IR_ADD, ir_const(A, start, (cc_dtype)dt), ir_op2(A, IR_MUL, iv, ir_const(A, step, (cc_dtype)dt)));
+        int iv = ir_cast(A, ir_indexval(A, &i), (gr_dtype)dt);
+        body = ir_op2(A, IR_ADD, ir_const(A, start, (gr_dtype)dt), ir_op2(A, IR_MUL, iv, ir_const(A, step, (gr_dtype)dt)));
     }
-    cc_ttype t = ttype((cc_dtype)dt, 1, &len);
+    gr_ttype t = ttype((gr_dtype)dt, 1, &len);
     uint64_t *ops = ops_new(c);
     set_computed(c, out, &t, body, ops);
     free(ops);
@@ -659,12 +659,12 @@ static void l_tri(lctx *c, int out, int upper)
     if (o.v < 0 || vtype(c, o.v)->rank < 2)
         fail(c, "argument self must be a tensor of rank >= 2");
     int64_t k = (int64_t)num(c, 1, "diagonal", 0);
-    cc_ttype t = *vtype(c, o.v);
+    gr_ttype t = *vtype(c, o.v);
     ir_arena *A = &c->p->A;
     ir_index diff = ir_idx_const(0);
     diff.coef[t.rank - 1] = 1;
     diff.coef[t.rank - 2] = -1;
-    int cond = ir_op2(A, upper ? IR_GE : IR_LE, ir_indexval(A, &diff), ir_const(A, (double)k, CC_I64));
+    int cond = ir_op2(A, upper ? IR_GE : IR_LE, ir_indexval(A, &diff), ir_const(A, (double)k, GR_I64));
     uint64_t *ops = ops_new(c);
     int x = operand_expr(c, &o, &t, t.dtype, ops);
     set_computed(c, out, &t, ir_where(A, cond, x, ir_const(A, 0, t.dtype)), ops);
@@ -676,18 +676,18 @@ static void l_tri(lctx *c, int out, int upper)
 static void l_cat(lctx *c, int out, int opi)
 {
     (void)opi;
-    const cc_arg *l = arg(c, 0, "tensors");
-    if (!l || l->kind != CC_ARG_LIST || !l->nitems)
+    const gr_arg *l = arg(c, 0, "tensors");
+    if (!l || l->kind != GR_ARG_LIST || !l->nitems)
         fail(c, "argument tensors must be a list of tensors");
     int n = l->nitems, v[256], nv = 0;
     if (n > 256)
         fail(c, "more than 256 tensors");
     operand o[256];
     for (int i = 0; i < n; i++) {
-        if (l->items[i].kind != CC_ARG_VALUE)
+        if (l->items[i].kind != GR_ARG_VALUE)
             fail(c, "argument tensors must be a list of tensors");
         int x = l->items[i].value;
-        const cc_ttype *xt = vtype(c, x);
+        const gr_ttype *xt = vtype(c, x);
         if (xt->rank == 1 && xt->shape[0] == 0)
             continue; /* legacy empty tensors take no part */
         v[nv] = x;
@@ -696,18 +696,18 @@ static void l_cat(lctx *c, int out, int opi)
     }
     if (!nv) { /* only legacy empty tensors: an empty tensor */
         const int64_t zero = 0;
-        cc_ttype t = ttype(vtype(c, l->items[0].value)->dtype, 1, &zero);
+        gr_ttype t = ttype(vtype(c, l->items[0].value)->dtype, 1, &zero);
         uint64_t *ops = ops_new(c);
         set_computed(c, out, &t, ir_const(&c->p->A, 0, t.dtype), ops);
         free(ops);
         return;
     }
-    cc_ttype t = *vtype(c, v[0]);
+    gr_ttype t = *vtype(c, v[0]);
     int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), t.rank);
     int64_t start[256];
     t.shape[dim] = 0;
     for (int i = 0; i < nv; i++) {
-        const cc_ttype *xt = vtype(c, v[i]);
+        const gr_ttype *xt = vtype(c, v[i]);
         for (int d = 0; d < t.rank; d++)
             if (xt->rank != t.rank || (d != dim && xt->shape[d] != t.shape[d]))
                 fail(c, "tensor %d does not match the others outside dimension %d", i, dim);
@@ -715,7 +715,7 @@ static void l_cat(lctx *c, int out, int opi)
         t.shape[dim] += xt->shape[dim];
     }
     {
-        cc_dtype dts[256];
+        gr_dtype dts[256];
         int cls[256];
         for (int i = 0; i < nv; i++) {
             dts[i] = o[i].dt;
@@ -727,7 +727,7 @@ static void l_cat(lctx *c, int out, int opi)
     uint64_t *ops = ops_new(c);
     int body = -1;
     for (int i = nv - 1; i >= 0; i--) {
-        ir_index coords[CC_MAX_RANK];
+        ir_index coords[GR_MAX_RANK];
         for (int d = 0; d < t.rank; d++) {
             coords[d] = ir_idx_var(d);
             if (d == dim)
@@ -739,7 +739,7 @@ static void l_cat(lctx *c, int out, int opi)
             body = piece;
         } else {
             ir_index at = ir_idx_var(dim);
-            int cond = ir_op2(A, IR_LT, ir_indexval(A, &at), ir_const(A, (double)start[i + 1], CC_I64));
+            int cond = ir_op2(A, IR_LT, ir_indexval(A, &at), ir_const(A, (double)start[i + 1], GR_I64));
             body = ir_where(A, cond, piece, body);
         }
     }
@@ -752,23 +752,23 @@ static void l_embedding(lctx *c, int out, int opi)
 {
     (void)opi;
     int w = tensor(c, 0, "weight"), ix = tensor(c, 1, "indices");
-    const cc_ttype *wt = vtype(c, w), *it = vtype(c, ix);
-    if (wt->rank != 2 || it->rank >= CC_MAX_RANK || ir_dtype_is_float(it->dtype))
+    const gr_ttype *wt = vtype(c, w), *it = vtype(c, ix);
+    if (wt->rank != 2 || it->rank >= GR_MAX_RANK || ir_dtype_is_float(it->dtype))
         fail(c, "expects a 2-D weight and integer indices");
-    cc_ttype t = *it;
+    gr_ttype t = *it;
     t.dtype = wt->dtype;
     t.shape[t.rank++] = wt->shape[1];
-    if (!wt->shape[0] && cc_ttype_numel(&t))
+    if (!wt->shape[0] && gr_ttype_numel(&t))
         fail(c, "every index is out of range of an empty weight");
     as_buffer_view(c, w);
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, ix);
     ops_of(c, ops, w);
     const lval *W = &c->vals[w];
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < it->rank; d++)
         coords[d] = ir_idx_var(d);
-    int sub = ir_cast(&c->p->A, read_at(c, ix, coords), CC_I64);
+    int sub = ir_cast(&c->p->A, read_at(c, ix, coords), GR_I64);
     ir_index idx = ir_idx_const(W->map[0].offset);
     idx.coef[t.rank - 1] = W->map[0].coef[1];
     int body = ir_iload(&c->p->A, c->bases[W->base].buf, t.dtype, &idx, W->map[0].coef[0], sub);
@@ -781,13 +781,13 @@ static void l_index_select(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self"), ix = tensor(c, 2, "index");
-    const cc_ttype *it = vtype(c, ix);
-    cc_ttype t = *vtype(c, x);
+    const gr_ttype *it = vtype(c, ix);
+    gr_ttype t = *vtype(c, x);
     int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), t.rank);
     if (it->rank > 1 || ir_dtype_is_float(it->dtype))
         fail(c, "expects a 1-D integer index");
     t.shape[dim] = it->rank ? it->shape[0] : 1;
-    if (!vtype(c, x)->shape[dim] && cc_ttype_numel(&t))
+    if (!vtype(c, x)->shape[dim] && gr_ttype_numel(&t))
         fail(c, "every index is out of range of an empty dimension %d", dim);
     as_buffer_view(c, x);
     uint64_t *ops = ops_new(c);
@@ -796,7 +796,7 @@ static void l_index_select(lctx *c, int out, int opi)
     const lval *X = &c->vals[x];
     ir_index at = ir_idx_var(dim), idx = X->map[0];
     idx.coef[dim] = 0;
-    int sub = ir_cast(&c->p->A, read_at(c, ix, &at), CC_I64);
+    int sub = ir_cast(&c->p->A, read_at(c, ix, &at), GR_I64);
     int body = ir_iload(&c->p->A, c->bases[X->base].buf, t.dtype, &idx, X->map[0].coef[dim], sub);
     set_computed(c, out, &t, body, ops);
     free(ops);
@@ -813,28 +813,28 @@ static void l_reduce(lctx *c, int out, int opi)
 {
     ir_reduce_op rop = (ir_reduce_op)opi;
     int x = tensor(c, 0, "self");
-    int64_t in[CC_MAX_RANK];
-    const cc_arg *a1 = arg(c, 1, "dim");
-    int nd = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, 1, "dim", in) : -1;
-    const cc_arg *kd = arg(c, 2, "keepdim");
-    int keepdim = kd && kd->kind == CC_ARG_BOOL && kd->i;
-    cc_ttype xt = *vtype(c, x);
-    int reduced[CC_MAX_RANK] = {0};
+    int64_t in[GR_MAX_RANK];
+    const gr_arg *a1 = arg(c, 1, "dim");
+    int nd = a1 && a1->kind != GR_ARG_DTYPE ? ints(c, 1, "dim", in) : -1;
+    const gr_arg *kd = arg(c, 2, "keepdim");
+    int keepdim = kd && kd->kind == GR_ARG_BOOL && kd->i;
+    gr_ttype xt = *vtype(c, x);
+    int reduced[GR_MAX_RANK] = {0};
     for (int i = 0; i < nd; i++)
         reduced[normdim(c, in[i], xt.rank)] = 1;
     if (nd <= 0)
         for (int d = 0; d < xt.rank; d++)
             reduced[d] = 1;
-    cc_dtype dt = xt.dtype;
+    gr_dtype dt = xt.dtype;
     int kwdt = dtype_kw(c);
     if (kwdt >= 0)
-        dt = (cc_dtype)kwdt;
+        dt = (gr_dtype)kwdt;
     else if (rop == IR_RSUM && !ir_dtype_is_float(dt))
-        dt = CC_I64;
+        dt = GR_I64;
     /* The output's dims, and where each input dim goes. */
-    cc_ttype t = ttype(dt, 0, NULL);
-    int64_t red_ext[CC_MAX_RANK];
-    int nred = 0, pos[CC_MAX_RANK], trivial = 1;
+    gr_ttype t = ttype(dt, 0, NULL);
+    int64_t red_ext[GR_MAX_RANK];
+    int nred = 0, pos[GR_MAX_RANK], trivial = 1;
     for (int d = 0; d < xt.rank; d++) {
         if (!reduced[d]) {
             pos[d] = t.rank;
@@ -847,7 +847,7 @@ static void l_reduce(lctx *c, int out, int opi)
         red_ext[nred++] = xt.shape[d];
         trivial &= xt.shape[d] == 1;
     }
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     int64_t nelems = 1;
     for (int i = 0; i < nred; i++)
         nelems *= red_ext[i];
@@ -899,20 +899,20 @@ static int is_reshape_op(const char *base)
  * [8, 16, 16]) x, whose separate batch dims keep its index affine. */
 static int unmerged(lctx *c, int v)
 {
-    const cc_value *dv = &c->d->values[v];
+    const gr_value *dv = &c->d->values[v];
     if (dv->node < 0 || !is_reshape_op(c->d->nodes[dv->node].base))
         return v;
-    const cc_arg *a = cc_node_arg(&c->d->nodes[dv->node], 0, NULL);
-    if (!a || a->kind != CC_ARG_VALUE)
+    const gr_arg *a = gr_node_arg(&c->d->nodes[dv->node], 0, NULL);
+    if (!a || a->kind != GR_ARG_VALUE)
         return v;
-    const cc_ttype *vt = vtype(c, v), *xt = vtype(c, a->value);
+    const gr_ttype *vt = vtype(c, v), *xt = vtype(c, a->value);
     if (vt->rank < 3 || xt->rank <= vt->rank || xt->shape[xt->rank - 1] != vt->shape[vt->rank - 1] ||
         xt->shape[xt->rank - 2] != vt->shape[vt->rank - 2])
         return v;
     return a->value;
 }
 
-static int same_batch(const cc_ttype *a, const cc_ttype *b)
+static int same_batch(const gr_ttype *a, const gr_ttype *b)
 {
     if (a->rank != b->rank)
         return 0;
@@ -940,17 +940,17 @@ static void l_matmul(lctx *c, int out, int opi)
 {
     (void)opi;
     int a = tensor(c, 0, "self"), b = tensor(c, 1, "mat2");
-    cc_ttype ta = *vtype(c, a), tb = *vtype(c, b);
+    gr_ttype ta = *vtype(c, a), tb = *vtype(c, b);
     int vec_a = ta.rank == 1, vec_b = tb.rank == 1; /* matmul of vectors: a row / a column */
     if (ta.rank < 1 || tb.rank < 1 || ta.shape[ta.rank - 1] != tb.shape[vec_b ? 0 : tb.rank - 2])
         fail(c, "matrix shapes do not agree");
     int64_t M = vec_a ? 1 : ta.shape[ta.rank - 2], K = ta.shape[ta.rank - 1], N = vec_b ? 1 : tb.shape[tb.rank - 1];
-    cc_ttype ba = ta, bb = tb, batch;
+    gr_ttype ba = ta, bb = tb, batch;
     ba.rank = vec_a ? 0 : ta.rank - 2;
     bb.rank = vec_b ? 0 : tb.rank - 2;
     if (ir_broadcast(&ba, &bb, &batch))
         fail(c, "batch dimensions do not broadcast");
-    cc_ttype t = batch;
+    gr_ttype t = batch;
     t.dtype = ta.dtype;
     if (!vec_a)
         t.shape[t.rank++] = M;
@@ -972,12 +972,12 @@ static void l_matmul(lctx *c, int out, int opi)
     }
     if (!vec_a && !vec_b) {
         int ua = unmerged(c, a), ub = unmerged(c, b);
-        const cc_ttype *xa = vtype(c, ua), *xb = vtype(c, ub);
+        const gr_ttype *xa = vtype(c, ua), *xb = vtype(c, ub);
         if ((ua != a && ub != b && same_batch(xa, xb)) || (ua != a && ub == b && tb.rank == 2) ||
             (ua == a && ub != b && ta.rank == 2)) {
             a = ua;
             b = ub;
-            cc_ttype ba2 = *vtype(c, a), bb2 = *vtype(c, b);
+            gr_ttype ba2 = *vtype(c, a), bb2 = *vtype(c, b);
             ba2.rank -= 2;
             bb2.rank -= 2;
             if (ir_broadcast(&ba2, &bb2, &batch))
@@ -998,8 +998,8 @@ static void l_matmul(lctx *c, int out, int opi)
 
     /* Variables b0.., m, n, k; operands' coordinates over them. */
     int nb = batch.rank, vm = nb, vn = nb + 1, vk = nb + 2;
-    const cc_ttype *pa = vtype(c, a), *pb = vtype(c, b);
-    ir_index ca[CC_MAX_RANK], cb[CC_MAX_RANK];
+    const gr_ttype *pa = vtype(c, a), *pb = vtype(c, b);
+    ir_index ca[GR_MAX_RANK], cb[GR_MAX_RANK];
     int ra = pa->rank, rb = pb->rank;
     for (int d = 0; d < ra - (vec_a ? 1 : 2); d++)
         ca[d] = pa->shape[d] == 1 ? ir_idx_const(0) : ir_idx_var(d + nb - (ra - 2));
@@ -1044,9 +1044,9 @@ static void l_matmul(lctx *c, int out, int opi)
 
 /* ---- Views ---- */
 
-static void view_as(lctx *c, int out, int x, const cc_ttype *t, const ir_index *coords)
+static void view_as(lctx *c, int out, int x, const gr_ttype *t, const ir_index *coords)
 {
-    cc_ttype tt = *t;
+    gr_ttype tt = *t;
     tt.dtype = vtype(c, x)->dtype;
     set_view(c, out, x, &tt, coords);
 }
@@ -1055,9 +1055,9 @@ static void view_as(lctx *c, int out, int x, const cc_ttype *t, const ir_index *
  * stays affine: dims group into runs of equal product; within a run the
  * base coordinate's coefficients must be proportional to the run's
  * contiguous strides.  0 and map in out, or -1. */
-static int reshape_map(const ir_index *map, int nrows, const cc_ttype *old, const cc_ttype *nw, ir_index *out)
+static int reshape_map(const ir_index *map, int nrows, const gr_ttype *old, const gr_ttype *nw, ir_index *out)
 {
-    int od[CC_MAX_RANK], nd[CC_MAX_RANK], no = 0, nn = 0;
+    int od[GR_MAX_RANK], nd[GR_MAX_RANK], no = 0, nn = 0;
     for (int d = 0; d < old->rank; d++)
         if (old->shape[d] != 1)
             od[no++] = d;
@@ -1108,24 +1108,24 @@ static int reshape_map(const ir_index *map, int nrows, const cc_ttype *old, cons
  * realized) can be read in the new shape through an affine map, else a
  * contiguous copy of x made for out (x itself stays a view, so a matmul
  * can still read it unmerged). */
-static void reshape_to(lctx *c, int out, int x, const cc_ttype *t)
+static void reshape_to(lctx *c, int out, int x, const gr_ttype *t)
 {
-    cc_ttype nt = *t;
+    gr_ttype nt = *t;
     nt.dtype = vtype(c, x)->dtype;
-    if (cc_ttype_numel(&nt) != cc_ttype_numel(vtype(c, x)))
-        fail(c, "cannot reshape %lld elements to %lld", (long long)cc_ttype_numel(vtype(c, x)),
-             (long long)cc_ttype_numel(&nt));
+    if (gr_ttype_numel(&nt) != gr_ttype_numel(vtype(c, x)))
+        fail(c, "cannot reshape %lld elements to %lld", (long long)gr_ttype_numel(vtype(c, x)),
+             (long long)gr_ttype_numel(&nt));
     if (c->bases[c->vals[x].base].buf >= 0)
         flatten(c, x);
-    ir_index m[CC_MAX_RANK], row = flat_row(c, x);
+    ir_index m[GR_MAX_RANK], row = flat_row(c, x);
     const lval *X = &c->vals[x];
     const lbase *B = &c->bases[X->base];
     int src = x;
-    if (!cc_ttype_numel(&nt)) { /* no element is ever read: any map will do */
-        for (int r = 0; r < CC_MAX_RANK; r++)
+    if (!gr_ttype_numel(&nt)) { /* no element is ever read: any map will do */
+        for (int r = 0; r < GR_MAX_RANK; r++)
             m[r] = ir_idx_const(0);
     } else if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
-        if (B->buf < 0 && cc_ttype_numel(&X->type) >= cc_ttype_numel(&B->type) &&
+        if (B->buf < 0 && gr_ttype_numel(&X->type) >= gr_ttype_numel(&B->type) &&
             !reshape_map(&row, 1, &X->type, &nt, m)) {
             realize_base(c, X->base);
             flatten(c, x);
@@ -1161,11 +1161,11 @@ static void l_view(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    int64_t shape[CC_MAX_RANK];
+    int64_t shape[GR_MAX_RANK];
     int rank = ints(c, 1, "size", shape);
     if (rank < 0)
         fail(c, "argument size must be a list of ints");
-    int64_t known = 1, total = cc_ttype_numel(vtype(c, x));
+    int64_t known = 1, total = gr_ttype_numel(vtype(c, x));
     int infer = -1;
     for (int d = 0; d < rank; d++) {
         if (shape[d] == -1) {
@@ -1178,17 +1178,17 @@ static void l_view(lctx *c, int out, int opi)
     }
     if (infer >= 0)
         shape[infer] = known ? total / known : 0;
-    cc_ttype t = ttype(vtype(c, x)->dtype, rank, shape);
+    gr_ttype t = ttype(vtype(c, x)->dtype, rank, shape);
     reshape_to(c, out, x, &t);
 }
 
 static void permute_by(lctx *c, int out, int x, const int64_t *perm, int n)
 {
-    cc_ttype xt = *vtype(c, x), t = xt;
+    gr_ttype xt = *vtype(c, x), t = xt;
     if (n != xt.rank)
         fail(c, "the permutation has %d dims, the tensor %d", n, xt.rank);
-    ir_index coords[CC_MAX_RANK];
-    int seen[CC_MAX_RANK] = {0};
+    ir_index coords[GR_MAX_RANK];
+    int seen[GR_MAX_RANK] = {0};
     for (int k = 0; k < n; k++) {
         int d = normdim(c, perm[k], xt.rank);
         if (seen[d]++)
@@ -1203,7 +1203,7 @@ static void l_permute(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    int64_t perm[CC_MAX_RANK];
+    int64_t perm[GR_MAX_RANK];
     int n = ints(c, 1, "dims", perm);
     permute_by(c, out, x, perm, n < 0 ? 0 : n);
 }
@@ -1212,7 +1212,7 @@ static void l_transpose(lctx *c, int out, int is_t)
 {
     int x = tensor(c, 0, "self");
     int r = vtype(c, x)->rank;
-    int64_t perm[CC_MAX_RANK];
+    int64_t perm[GR_MAX_RANK];
     for (int d = 0; d < r; d++)
         perm[d] = d;
     if (is_t && r > 2)
@@ -1230,12 +1230,12 @@ static void l_expand(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    int64_t shape[CC_MAX_RANK];
+    int64_t shape[GR_MAX_RANK];
     int rank = ints(c, 1, "size", shape);
-    cc_ttype xt = *vtype(c, x);
+    gr_ttype xt = *vtype(c, x);
     if (rank < xt.rank)
         fail(c, "cannot expand rank %d to rank %d", xt.rank, rank);
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < rank; d++) {
         int xd = d - (rank - xt.rank);
         if (shape[d] == -1) {
@@ -1250,7 +1250,7 @@ static void l_expand(lctx *c, int out, int opi)
                  (long long)shape[d]);
         coords[xd] = xt.shape[xd] == 1 ? ir_idx_const(0) : ir_idx_var(d);
     }
-    cc_ttype t = ttype(xt.dtype, rank, shape);
+    gr_ttype t = ttype(xt.dtype, rank, shape);
     view_as(c, out, x, &t, coords);
 }
 
@@ -1258,7 +1258,7 @@ static void l_slice(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    cc_ttype xt = *vtype(c, x), t = xt;
+    gr_ttype xt = *vtype(c, x), t = xt;
     int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), xt.rank);
     int64_t size = xt.shape[dim];
     double s = num(c, 2, "start", 0), e = num(c, 3, "end", (double)INT64_MAX), st = num(c, 4, "step", 1);
@@ -1273,7 +1273,7 @@ static void l_slice(lctx *c, int out, int opi)
     start = start < 0 ? 0 : start > size ? size : start;
     end = end < start ? start : end > size ? size : end;
     t.shape[dim] = (end - start + step - 1) / step;
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < xt.rank; d++)
         coords[d] = ir_idx_var(d);
     coords[dim].coef[dim] = step;
@@ -1285,7 +1285,7 @@ static void l_select(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    cc_ttype xt = *vtype(c, x), t = xt;
+    gr_ttype xt = *vtype(c, x), t = xt;
     if (!xt.rank)
         fail(c, "cannot select from a 0-d tensor");
     int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), xt.rank);
@@ -1294,7 +1294,7 @@ static void l_select(lctx *c, int out, int opi)
         fail(c, "index %lld is out of range for size %lld", (long long)i, (long long)xt.shape[dim]);
     if (i < 0)
         i += xt.shape[dim];
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < xt.rank; d++)
         coords[d] = d < dim ? ir_idx_var(d) : d == dim ? ir_idx_const(i) : ir_idx_var(d - 1);
     memmove(&t.shape[dim], &t.shape[dim + 1], (size_t)(t.rank - dim - 1) * sizeof *t.shape);
@@ -1306,11 +1306,11 @@ static void l_unsqueeze(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    cc_ttype xt = *vtype(c, x), t = xt;
-    if (xt.rank >= CC_MAX_RANK)
-        fail(c, "more than %d dimensions", CC_MAX_RANK);
+    gr_ttype xt = *vtype(c, x), t = xt;
+    if (xt.rank >= GR_MAX_RANK)
+        fail(c, "more than %d dimensions", GR_MAX_RANK);
     int dim = normdim(c, (int64_t)num(c, 1, "dim", 0), xt.rank + 1);
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     for (int d = 0; d < xt.rank; d++)
         coords[d] = ir_idx_var(d < dim ? d : d + 1);
     memmove(&t.shape[dim + 1], &t.shape[dim], (size_t)(xt.rank - dim) * sizeof *t.shape);
@@ -1323,16 +1323,16 @@ static void l_squeeze(lctx *c, int out, int opi)
 {
     (void)opi;
     int x = tensor(c, 0, "self");
-    cc_ttype xt = *vtype(c, x), t = xt;
-    int64_t dims[CC_MAX_RANK];
-    int nd = ints(c, 1, "dim", dims), drop[CC_MAX_RANK] = {0};
+    gr_ttype xt = *vtype(c, x), t = xt;
+    int64_t dims[GR_MAX_RANK];
+    int nd = ints(c, 1, "dim", dims), drop[GR_MAX_RANK] = {0};
     for (int d = 0; d < xt.rank; d++)
         drop[d] = nd < 0 && xt.shape[d] == 1;
     for (int i = 0; i < nd; i++) {
         int d = normdim(c, dims[i], xt.rank);
         drop[d] = xt.shape[d] == 1;
     }
-    ir_index coords[CC_MAX_RANK];
+    ir_index coords[GR_MAX_RANK];
     t.rank = 0;
     for (int d = 0; d < xt.rank; d++) {
         if (drop[d]) {
@@ -1390,15 +1390,15 @@ static const struct {
 
 /* ---- The pass ---- */
 
-static int same_type(const cc_ttype *a, const cc_ttype *b)
+static int same_type(const gr_ttype *a, const gr_ttype *b)
 {
     return a->dtype == b->dtype && a->rank == b->rank &&
            !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape);
 }
 
-static void count_uses(lctx *c, const cc_arg *a, int node, int *last)
+static void count_uses(lctx *c, const gr_arg *a, int node, int *last)
 {
-    if (a->kind == CC_ARG_VALUE && last[a->value] != node) {
+    if (a->kind == GR_ARG_VALUE && last[a->value] != node) {
         last[a->value] = node;
         c->consumers[a->value]++;
     }
@@ -1408,7 +1408,7 @@ static void count_uses(lctx *c, const cc_arg *a, int node, int *last)
 
 static void lower_node(lctx *c, int id)
 {
-    const cc_node *n = &c->d->nodes[id];
+    const gr_node *n = &c->d->nodes[id];
     c->cur = id;
     size_t i = 0;
     while (i < sizeof lowerings / sizeof lowerings[0] && strcmp(lowerings[i].op, n->base))
@@ -1418,11 +1418,11 @@ static void lower_node(lctx *c, int id)
         longjmp(c->fail, 1);
     }
     lowerings[i].fn(c, n->out, lowerings[i].param);
-    const cc_value *v = &c->d->values[n->out];
+    const gr_value *v = &c->d->values[n->out];
     if (!same_type(&v->type, &c->vals[n->out].type)) {
         char dt[256], pt[256];
-        cc_ttype_str(&v->type, dt, sizeof dt);
-        cc_ttype_str(&c->vals[n->out].type, pt, sizeof pt);
+        gr_ttype_str(&v->type, dt, sizeof dt);
+        gr_ttype_str(&c->vals[n->out].type, pt, sizeof pt);
         fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
     }
     if (c->consumers[n->out] > c->max_reads ||
@@ -1457,12 +1457,12 @@ static void lower_output(lctx *c, int v, ir_output *o)
     /* With a target, a reshape that regroups the last dimension is a copy
      * too: the device sticks a computed buffer on its last dimension, so
      * such an output needs its own layout (docs/compiler.md, Back half). */
-    const cc_ttype *bt = &c->p->bufs[buf].type;
+    const gr_ttype *bt = &c->p->bufs[buf].type;
     int regroups = c->p->opts.target &&
                    ((V->type.rank == 0) != (bt->rank == 0) ||
                     (V->type.rank && V->type.shape[V->type.rank - 1] != bt->shape[bt->rank - 1]));
     if (c->p->bufs[buf].kind != IR_BUF_COMPUTED || !ir_idx_equal(&V->map[0], &want) ||
-        cc_ttype_numel(&V->type) != cc_ttype_numel(bt) || regroups) {
+        gr_ttype_numel(&V->type) != gr_ttype_numel(bt) || regroups) {
         realize_copy(c, v, o->name);
         buf = c->bases[c->vals[v].base].buf;
     }
@@ -1498,10 +1498,10 @@ int ir_lower(ir_prog *p)
         goto done;
     }
     for (int v = 0; v < c->d->nvalues; v++) {
-        const cc_value *dv = &c->d->values[v];
-        if (dv->kind == CC_VAL_NODE)
+        const gr_value *dv = &c->d->values[v];
+        if (dv->kind == GR_VAL_NODE)
             continue;
-        int b = ir_buf_new(p, dv->name, &dv->type, dv->kind == CC_VAL_INPUT ? IR_BUF_INPUT : IR_BUF_PARAM);
+        int b = ir_buf_new(p, dv->name, &dv->type, dv->kind == GR_VAL_INPUT ? IR_BUF_INPUT : IR_BUF_PARAM);
         if (dv->param_key)
             p->bufs[b].param_key = ir_xstrdup(dv->param_key);
         set_whole(c, v, buffer_base(c, b, 0));

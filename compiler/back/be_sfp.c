@@ -523,9 +523,9 @@ int be_eval(be_tile *T, int e, be_val *out)
     case IR_E_CAST:
         if (be_eval(T, x->a, &a))
             return -1;
-        if ((x->dtype == CC_I64 || x->dtype == CC_I32) && ir_dtype_is_float(p->A.e[x->a].dtype))
-            return be_error(T->c, T->K, "casts to %s are not supported by the back half yet", cc_dtype_names[x->dtype]);
-        if (x->dtype == CC_BOOL && ir_dtype_is_float(p->A.e[x->a].dtype)) {
+        if ((x->dtype == GR_I64 || x->dtype == GR_I32) && ir_dtype_is_float(p->A.e[x->a].dtype))
+            return be_error(T->c, T->K, "casts to %s are not supported by the back half yet", gr_dtype_names[x->dtype]);
+        if (x->dtype == GR_BOOL && ir_dtype_is_float(p->A.e[x->a].dtype)) {
             be_val zero = {BE_V_CONST, 0, 0, 0};
             if (eval_binary(T, IR_NE, &a, &zero, out))
                 return -1;
@@ -843,7 +843,7 @@ int be_rows_aligned(const rk_plan *k, int buf, const be_view *v)
 {
     const be_ctx *c = k->c;
     const be_layout *L = &c->lay[buf];
-    const cc_ttype *T = &c->p->bufs[buf].type;
+    const gr_ttype *T = &c->p->bufs[buf].type;
     if (!L->dram || L->f32 || v->lane || v->base != (int64_t)L->off || k->rows != L->rows || k->G != L->groups ||
         (L->groups > 1 && v->gstride != L->rows * c->t.stick) || !T->rank || k->cols != T->shape[L->stick_dim])
         return 0;

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cc_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "bool"};
+const char *const gr_dtype_names[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "bool"};
 
 #define MAX_NEST 64                 /* nested lists in an argument */
 #define MAX_NUMEL ((int64_t)1 << 50) /* elements of one tensor type */
@@ -343,7 +343,7 @@ static token peek(lexer *L)
 
 typedef struct {
     lexer L;
-    cc_graph *g;
+    gr_graph *g;
     int capvalues, capnodes, capinputs, capparams;
     /* name -> value index, open addressing */
     int *hash;
@@ -433,7 +433,7 @@ static int hash_insert(parser *P, int v)
 }
 
 /* A new value named by the current T_VALNAME token; -1 on error. */
-static int new_value(parser *P, cc_value_kind kind)
+static int new_value(parser *P, gr_value_kind kind)
 {
     const token *t = &P->L.tok;
     char *name = dupn(t->p, t->len);
@@ -448,8 +448,8 @@ static int new_value(parser *P, cc_value_kind kind)
         free(name);
         return -1;
     }
-    cc_graph *g = P->g;
-    cc_value *nv = grow(g->values, &P->capvalues, g->nvalues + 1, sizeof *nv);
+    gr_graph *g = P->g;
+    gr_value *nv = grow(g->values, &P->capvalues, g->nvalues + 1, sizeof *nv);
     if (!nv) {
         free(name);
         oom(P);
@@ -489,10 +489,10 @@ static int expect_eol(parser *P)
     return 0;
 }
 
-int cc_dtype_parse(const char *name)
+int gr_dtype_parse(const char *name)
 {
-    for (int d = 0; d < CC_NDTYPES; d++)
-        if (strcmp(name, cc_dtype_names[d]) == 0)
+    for (int d = 0; d < GR_NDTYPES; d++)
+        if (strcmp(name, gr_dtype_names[d]) == 0)
             return d;
     return -1;
 }
@@ -501,14 +501,14 @@ static int tok_dtype(const token *t)
 {
     if (t->k != T_IDENT)
         return -1;
-    for (int d = 0; d < CC_NDTYPES; d++)
-        if (is_ident(t, cc_dtype_names[d]))
+    for (int d = 0; d < GR_NDTYPES; d++)
+        if (is_ident(t, gr_dtype_names[d]))
             return d;
     return -1;
 }
 
 /* DTYPE[d0, d1, ...] */
-static int parse_ttype(parser *P, cc_ttype *ty)
+static int parse_ttype(parser *P, gr_ttype *ty)
 {
     lexer *L = &P->L;
     memset(ty, 0, sizeof *ty);
@@ -517,7 +517,7 @@ static int parse_ttype(parser *P, cc_ttype *ty)
         expected(L, "a type (f32, f16, bf16, f64, i64, i32 or bool)");
         return -1;
     }
-    ty->dtype = (cc_dtype)d;
+    ty->dtype = (gr_dtype)d;
     int line = L->tok.line, col = L->tok.col;
     next(L);
     if (expect_punct(P, '['))
@@ -529,8 +529,8 @@ static int parse_ttype(parser *P, cc_ttype *ty)
                 expected(L, "a dimension (an integer >= 0)");
                 return -1;
             }
-            if (ty->rank == CC_MAX_RANK) {
-                errf(L, "%s:%d:%d: more than %d dimensions", L->path, L->tok.line, L->tok.col, CC_MAX_RANK);
+            if (ty->rank == GR_MAX_RANK) {
+                errf(L, "%s:%d:%d: more than %d dimensions", L->path, L->tok.line, L->tok.col, GR_MAX_RANK);
                 return -1;
             }
             int64_t dim = L->tok.i;
@@ -552,7 +552,7 @@ static int parse_ttype(parser *P, cc_ttype *ty)
 }
 
 /* A value's type: a tensor type, or (with tuple_ok) a tuple of them. */
-static int parse_type(parser *P, cc_value *v, int tuple_ok)
+static int parse_type(parser *P, gr_value *v, int tuple_ok)
 {
     lexer *L = &P->L;
     if (!is_punct(&L->tok, '('))
@@ -564,7 +564,7 @@ static int parse_type(parser *P, cc_value *v, int tuple_ok)
     next(L);
     int cap = 0;
     for (;;) {
-        cc_ttype *nt = grow(v->tuple, &cap, v->ntuple + 1, sizeof *nt);
+        gr_ttype *nt = grow(v->tuple, &cap, v->ntuple + 1, sizeof *nt);
         if (!nt) {
             oom(P);
             return -1;
@@ -602,7 +602,7 @@ static char *string_value(const token *t)
     return s;
 }
 
-static void free_arg(cc_arg *a)
+static void free_arg(gr_arg *a)
 {
     free(a->key);
     free(a->s);
@@ -612,13 +612,13 @@ static void free_arg(cc_arg *a)
 }
 
 /* One argument value (no keyword) into *a. */
-static int parse_value(parser *P, cc_arg *a, int depth)
+static int parse_value(parser *P, gr_arg *a, int depth)
 {
     lexer *L = &P->L;
     token *t = &L->tok;
     switch (t->k) {
     case T_VALNAME:
-        a->kind = CC_ARG_VALUE;
+        a->kind = GR_ARG_VALUE;
         a->value = -1;
         a->s = dupn(t->p, t->len); /* resolved later */
         a->i = t->col;
@@ -628,15 +628,15 @@ static int parse_value(parser *P, cc_arg *a, int depth)
         }
         break;
     case T_INT:
-        a->kind = CC_ARG_INT;
+        a->kind = GR_ARG_INT;
         a->i = t->i;
         break;
     case T_FLOAT:
-        a->kind = CC_ARG_FLOAT;
+        a->kind = GR_ARG_FLOAT;
         a->f = t->f;
         break;
     case T_STR:
-        a->kind = CC_ARG_STR;
+        a->kind = GR_ARG_STR;
         a->s = string_value(t);
         if (!a->s) {
             oom(P);
@@ -645,15 +645,15 @@ static int parse_value(parser *P, cc_arg *a, int depth)
         break;
     case T_IDENT:
         if (is_ident(t, "True") || is_ident(t, "False")) {
-            a->kind = CC_ARG_BOOL;
+            a->kind = GR_ARG_BOOL;
             a->i = t->p[0] == 'T';
         } else if (is_ident(t, "None")) {
-            a->kind = CC_ARG_NONE;
+            a->kind = GR_ARG_NONE;
         } else if (is_ident(t, "inf") || is_ident(t, "nan")) {
-            a->kind = CC_ARG_FLOAT;
+            a->kind = GR_ARG_FLOAT;
             a->f = t->p[0] == 'i' ? INFINITY : NAN;
         } else if (tok_dtype(t) >= 0) {
-            a->kind = CC_ARG_DTYPE;
+            a->kind = GR_ARG_DTYPE;
             a->i = tok_dtype(t);
         } else {
             expected(L, "an argument");
@@ -666,13 +666,13 @@ static int parse_value(parser *P, cc_arg *a, int depth)
                 errf(L, "%s:%d:%d: lists nested more than %d deep", L->path, t->line, t->col, MAX_NEST);
                 return -1;
             }
-            a->kind = CC_ARG_LIST;
+            a->kind = GR_ARG_LIST;
             next(L);
             int cap = 0;
             if (is_punct(t, ']'))
                 break;
             for (;;) {
-                cc_arg *ni = grow(a->items, &cap, a->nitems + 1, sizeof *ni);
+                gr_arg *ni = grow(a->items, &cap, a->nitems + 1, sizeof *ni);
                 if (!ni) {
                     oom(P);
                     return -1;
@@ -704,7 +704,7 @@ static int parse_value(parser *P, cc_arg *a, int depth)
 static int parse_op_line(parser *P)
 {
     lexer *L = &P->L;
-    int v = new_value(P, CC_VAL_NODE);
+    int v = new_value(P, GR_VAL_NODE);
     if (v < 0)
         return -1;
     next(L);
@@ -718,14 +718,14 @@ static int parse_op_line(parser *P)
         expected(L, "an op name");
         return -1;
     }
-    cc_graph *g = P->g;
-    cc_node *nn = grow(g->nodes, &P->capnodes, g->nnodes + 1, sizeof *nn);
+    gr_graph *g = P->g;
+    gr_node *nn = grow(g->nodes, &P->capnodes, g->nnodes + 1, sizeof *nn);
     if (!nn) {
         oom(P);
         return -1;
     }
     g->nodes = nn;
-    cc_node *n = &g->nodes[g->nnodes++];
+    gr_node *n = &g->nodes[g->nnodes++];
     memset(n, 0, sizeof *n);
     n->out = v;
     n->line = L->tok.line;
@@ -752,13 +752,13 @@ static int parse_op_line(parser *P)
     int cap = 0, seen_key = 0;
     if (!is_punct(&L->tok, ')'))
         for (;;) {
-            cc_arg *na = grow(n->args, &cap, n->nargs + 1, sizeof *na);
+            gr_arg *na = grow(n->args, &cap, n->nargs + 1, sizeof *na);
             if (!na) {
                 oom(P);
                 return -1;
             }
             n->args = na;
-            cc_arg *a = &n->args[n->nargs++];
+            gr_arg *a = &n->args[n->nargs++];
             memset(a, 0, sizeof *a);
             if (L->tok.k == T_IDENT) {
                 token after = peek(L);
@@ -790,10 +790,10 @@ static int parse_op_line(parser *P)
 }
 
 /* input %NAME: TYPE  /  param %NAME: TYPE = "KEY" */
-static int parse_decl(parser *P, cc_value_kind kind)
+static int parse_decl(parser *P, gr_value_kind kind)
 {
     lexer *L = &P->L;
-    cc_graph *g = P->g;
+    gr_graph *g = P->g;
     next(L);
     if (L->tok.k != T_VALNAME) {
         expected(L, "a %name");
@@ -805,7 +805,7 @@ static int parse_decl(parser *P, cc_value_kind kind)
     next(L);
     if (expect_punct(P, ':') || parse_type(P, &g->values[v], 0))
         return -1;
-    if (kind == CC_VAL_PARAM) {
+    if (kind == GR_VAL_PARAM) {
         if (expect_punct(P, '='))
             return -1;
         if (L->tok.k != T_STR) {
@@ -899,7 +899,7 @@ static int parse_hint(parser *P)
         expected(L, "the hint's text");
         return -1;
     }
-    cc_graph *g = P->g;
+    gr_graph *g = P->g;
     char **nh = realloc(g->hints, (size_t)(g->nhints + 1) * sizeof *nh);
     if (!nh) {
         oom(P);
@@ -960,9 +960,9 @@ static int parse_lines(parser *P)
         if (t->k == T_VALNAME) {
             rc = parse_op_line(P);
         } else if (is_ident(t, "input")) {
-            rc = parse_decl(P, CC_VAL_INPUT);
+            rc = parse_decl(P, GR_VAL_INPUT);
         } else if (is_ident(t, "param")) {
-            rc = parse_decl(P, CC_VAL_PARAM);
+            rc = parse_decl(P, GR_VAL_PARAM);
         } else if (is_ident(t, "output")) {
             rc = parse_output(P);
         } else if (is_ident(t, "hint")) {
@@ -984,9 +984,9 @@ static int parse_lines(parser *P)
 
 /* ---- Resolution ---- */
 
-static int resolve_arg(parser *P, cc_arg *a, int line)
+static int resolve_arg(parser *P, gr_arg *a, int line)
 {
-    if (a->kind == CC_ARG_VALUE) {
+    if (a->kind == GR_ARG_VALUE) {
         int v = lookup(P, a->s);
         if (v < 0) {
             errf(&P->L, "%s:%d: %%%s is not defined", P->L.path, line, a->s);
@@ -1005,7 +1005,7 @@ static int resolve_arg(parser *P, cc_arg *a, int line)
 
 static int resolve(parser *P)
 {
-    cc_graph *g = P->g;
+    gr_graph *g = P->g;
     for (int n = 0; n < g->nnodes; n++)
         for (int i = 0; i < g->nodes[n].nargs; i++)
             if (resolve_arg(P, &g->nodes[n].args[i], g->nodes[n].line))
@@ -1033,16 +1033,16 @@ static int resolve(parser *P)
 /* ---- Topological sort ---- */
 
 /* Call fn for every value used by arg a (lists included). */
-static void each_use(const cc_arg *a, void (*fn)(void *, int), void *ctx)
+static void each_use(const gr_arg *a, void (*fn)(void *, int), void *ctx)
 {
-    if (a->kind == CC_ARG_VALUE)
+    if (a->kind == GR_ARG_VALUE)
         fn(ctx, a->value);
     for (int i = 0; i < a->nitems; i++)
         each_use(&a->items[i], fn, ctx);
 }
 
 typedef struct {
-    const cc_graph *g;
+    const gr_graph *g;
     int *indeg;   /* per node: uses of node results not yet emitted */
     int *edges;   /* CSR: users of each node */
     int *first;   /* per node: start of its users in edges */
@@ -1055,7 +1055,7 @@ static void topo_use(void *ctx, int v)
 {
     topo *T = ctx;
     int prod = T->g->values[v].node;
-    if (T->g->values[v].kind != CC_VAL_NODE || prod < 0)
+    if (T->g->values[v].kind != GR_VAL_NODE || prod < 0)
         return;
     if (T->pass == 0) {
         T->indeg[T->cur]++;
@@ -1096,7 +1096,7 @@ static int heap_pop(int *h, int *n)
 }
 
 typedef struct {
-    const cc_graph *g;
+    const gr_graph *g;
     const char *done;
     int found;
 } first_dep;
@@ -1105,14 +1105,14 @@ static void first_dep_use(void *ctx, int v)
 {
     first_dep *F = ctx;
     int prod = F->g->values[v].node;
-    if (F->found < 0 && F->g->values[v].kind == CC_VAL_NODE && prod >= 0 && !F->done[prod])
+    if (F->found < 0 && F->g->values[v].kind == GR_VAL_NODE && prod >= 0 && !F->done[prod])
         F->found = prod;
 }
 
 /* Report a cycle among the nodes not emitted (done[n] == 0). */
 static void report_cycle(parser *P, const char *done)
 {
-    cc_graph *g = P->g;
+    gr_graph *g = P->g;
     int n = g->nnodes;
     int *pos = malloc((size_t)n * sizeof *pos), *path = malloc((size_t)n * sizeof *path);
     if (!pos || !path) {
@@ -1157,7 +1157,7 @@ static void report_cycle(parser *P, const char *done)
 
 static int topo_sort(parser *P)
 {
-    cc_graph *g = P->g;
+    gr_graph *g = P->g;
     int n = g->nnodes;
     if (n <= 0)
         return 0;
@@ -1203,7 +1203,7 @@ static int topo_sort(parser *P)
         report_cycle(P, done);
         goto out;
     }
-    cc_node *sorted = malloc((size_t)n * sizeof *sorted);
+    gr_node *sorted = malloc((size_t)n * sizeof *sorted);
     if (!sorted) {
         oom(P);
         goto out;
@@ -1238,7 +1238,7 @@ static char *base_name(const char *path)
     return dupn(b, n);
 }
 
-static cc_graph *parse(const char *text, const char *path, const char *default_name, char *err, size_t errlen)
+static gr_graph *parse(const char *text, const char *path, const char *default_name, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
@@ -1289,18 +1289,18 @@ static cc_graph *parse(const char *text, const char *path, const char *default_n
     free(P.hash);
     if (rc || P.L.failed) {
         /* Unresolved uses still hold their names in arg.s: free_arg frees them. */
-        cc_graph_free(P.g);
+        gr_graph_free(P.g);
         return NULL;
     }
     return P.g;
 }
 
-cc_graph *cc_graph_parse(const char *text, const char *path, char *err, size_t errlen)
+gr_graph *gr_graph_parse(const char *text, const char *path, char *err, size_t errlen)
 {
     return parse(text, path, NULL, err, errlen);
 }
 
-cc_graph *cc_graph_load(const char *path, char *err, size_t errlen)
+gr_graph *gr_graph_load(const char *path, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
@@ -1330,7 +1330,7 @@ cc_graph *cc_graph_load(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    cc_graph *g = NULL;
+    gr_graph *g = NULL;
     char *text = isa_text_read(file, ISA_TEXT_MAX, err, errlen);
     if (text)
         g = parse(text, file, dirname, err, errlen);
@@ -1340,7 +1340,7 @@ cc_graph *cc_graph_load(const char *path, char *err, size_t errlen)
     return g;
 }
 
-void cc_graph_free(cc_graph *g)
+void gr_graph_free(gr_graph *g)
 {
     if (!g)
         return;
@@ -1372,23 +1372,23 @@ void cc_graph_free(cc_graph *g)
 
 /* ---- Printing ---- */
 
-void cc_ttype_str(const cc_ttype *t, char *buf, size_t len)
+void gr_ttype_str(const gr_ttype *t, char *buf, size_t len)
 {
     if (!len)
         return;
-    size_t o = (size_t)snprintf(buf, len, "%s[", (unsigned)t->dtype < CC_NDTYPES ? cc_dtype_names[t->dtype] : "?");
+    size_t o = (size_t)snprintf(buf, len, "%s[", (unsigned)t->dtype < GR_NDTYPES ? gr_dtype_names[t->dtype] : "?");
     for (int i = 0; i < t->rank && o < len; i++)
         o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
     if (o < len)
         snprintf(buf + o, len - o, "]");
 }
 
-void cc_value_type_str(const cc_value *v, char *buf, size_t len)
+void gr_value_type_str(const gr_value *v, char *buf, size_t len)
 {
     if (!len)
         return;
     if (!v->ntuple) {
-        cc_ttype_str(&v->type, buf, len);
+        gr_ttype_str(&v->type, buf, len);
         return;
     }
     size_t o = (size_t)snprintf(buf, len, "(");
@@ -1396,7 +1396,7 @@ void cc_value_type_str(const cc_value *v, char *buf, size_t len)
         if (i)
             o += (size_t)snprintf(buf + o, len - o, ", ");
         if (o < len)
-            cc_ttype_str(&v->tuple[i], buf + o, len - o);
+            gr_ttype_str(&v->tuple[i], buf + o, len - o);
         o += strlen(buf + o);
     }
     if (o < len)
@@ -1442,43 +1442,43 @@ static void print_float(double x, FILE *f)
     fputs(buf, f);
 }
 
-void cc_arg_print(const cc_graph *g, const cc_arg *a, FILE *f)
+void gr_arg_print(const gr_graph *g, const gr_arg *a, FILE *f)
 {
     switch (a->kind) {
-    case CC_ARG_VALUE:
+    case GR_ARG_VALUE:
         fprintf(f, "%%%s", a->value >= 0 && a->value < g->nvalues ? g->values[a->value].name : "?");
         break;
-    case CC_ARG_INT:
+    case GR_ARG_INT:
         fprintf(f, "%lld", (long long)a->i);
         break;
-    case CC_ARG_FLOAT:
+    case GR_ARG_FLOAT:
         print_float(a->f, f);
         break;
-    case CC_ARG_BOOL:
+    case GR_ARG_BOOL:
         fputs(a->i ? "True" : "False", f);
         break;
-    case CC_ARG_NONE:
+    case GR_ARG_NONE:
         fputs("None", f);
         break;
-    case CC_ARG_STR:
+    case GR_ARG_STR:
         print_string(a->s ? a->s : "", f);
         break;
-    case CC_ARG_DTYPE:
-        fputs(a->i >= 0 && a->i < CC_NDTYPES ? cc_dtype_names[a->i] : "?", f);
+    case GR_ARG_DTYPE:
+        fputs(a->i >= 0 && a->i < GR_NDTYPES ? gr_dtype_names[a->i] : "?", f);
         break;
-    case CC_ARG_LIST:
+    case GR_ARG_LIST:
         fputc('[', f);
         for (int i = 0; i < a->nitems; i++) {
             if (i)
                 fputs(", ", f);
-            cc_arg_print(g, &a->items[i], f);
+            gr_arg_print(g, &a->items[i], f);
         }
         fputc(']', f);
         break;
     }
 }
 
-void cc_graph_print(const cc_graph *g, FILE *f)
+void gr_graph_print(const gr_graph *g, FILE *f)
 {
     char ty[1024];
     fprintf(f, "graph %s\n", g->name ? g->name : "graph");
@@ -1488,28 +1488,28 @@ void cc_graph_print(const cc_graph *g, FILE *f)
         fputc('\n', f);
     }
     for (int i = 0; i < g->ninputs; i++) {
-        const cc_value *v = &g->values[g->inputs[i]];
-        cc_value_type_str(v, ty, sizeof ty);
+        const gr_value *v = &g->values[g->inputs[i]];
+        gr_value_type_str(v, ty, sizeof ty);
         fprintf(f, "input %%%s: %s\n", v->name, ty);
     }
     for (int i = 0; i < g->nparams; i++) {
-        const cc_value *v = &g->values[g->params[i]];
-        cc_value_type_str(v, ty, sizeof ty);
+        const gr_value *v = &g->values[g->params[i]];
+        gr_value_type_str(v, ty, sizeof ty);
         fprintf(f, "param %%%s: %s = ", v->name, ty);
         print_string(v->param_key ? v->param_key : "", f);
         fputc('\n', f);
     }
     for (int n = 0; n < g->nnodes; n++) {
-        const cc_node *nd = &g->nodes[n];
-        const cc_value *v = &g->values[nd->out];
-        cc_value_type_str(v, ty, sizeof ty);
+        const gr_node *nd = &g->nodes[n];
+        const gr_value *v = &g->values[nd->out];
+        gr_value_type_str(v, ty, sizeof ty);
         fprintf(f, "%%%s: %s = %s(", v->name, ty, nd->op);
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
                 fputs(", ", f);
             if (nd->args[i].key)
                 fprintf(f, "%s=", nd->args[i].key);
-            cc_arg_print(g, &nd->args[i], f);
+            gr_arg_print(g, &nd->args[i], f);
         }
         fputs(")\n", f);
     }
@@ -1523,7 +1523,7 @@ void cc_graph_print(const cc_graph *g, FILE *f)
 
 /* ---- Helpers ---- */
 
-int cc_graph_find(const cc_graph *g, const char *name)
+int gr_graph_find(const gr_graph *g, const char *name)
 {
     if (name && name[0] == '%')
         name++;
@@ -1533,31 +1533,31 @@ int cc_graph_find(const cc_graph *g, const char *name)
     return -1;
 }
 
-void cc_tensor_name(const char *name, char buf[CC_TENSOR_NAME_MAX])
+void gr_tensor_name(const char *name, char buf[GR_TENSOR_NAME_MAX])
 {
     size_t n = strlen(name);
-    if (n < CC_TENSOR_NAME_MAX) {
+    if (n < GR_TENSOR_NAME_MAX) {
         memcpy(buf, name, n + 1);
         return;
     }
     uint64_t h = 14695981039346656037u; /* FNV-1a */
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)name[i]) * 1099511628211u;
-    snprintf(buf, CC_TENSOR_NAME_MAX, "%.46s~%016llx", name, (unsigned long long)h);
+    snprintf(buf, GR_TENSOR_NAME_MAX, "%.46s~%016llx", name, (unsigned long long)h);
 }
 
-int cc_graph_find_tensor(const cc_graph *g, const char *tensor)
+int gr_graph_find_tensor(const gr_graph *g, const char *tensor)
 {
-    char tn[CC_TENSOR_NAME_MAX];
+    char tn[GR_TENSOR_NAME_MAX];
     for (int i = 0; i < g->nvalues; i++) {
-        cc_tensor_name(g->values[i].name, tn);
+        gr_tensor_name(g->values[i].name, tn);
         if (strcmp(tn, tensor) == 0)
             return i;
     }
     return -1;
 }
 
-int64_t cc_ttype_numel(const cc_ttype *t)
+int64_t gr_ttype_numel(const gr_ttype *t)
 {
     int64_t n = 1;
     for (int i = 0; i < t->rank; i++)
@@ -1565,7 +1565,7 @@ int64_t cc_ttype_numel(const cc_ttype *t)
     return n;
 }
 
-const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key)
+const gr_arg *gr_node_arg(const gr_node *n, int pos, const char *key)
 {
     int k = 0;
     for (int i = 0; i < n->nargs; i++) {
@@ -1579,7 +1579,7 @@ const cc_arg *cc_node_arg(const cc_node *n, int pos, const char *key)
     return NULL;
 }
 
-char *cc_graph_relpath(const cc_graph *g, const char *file)
+char *gr_graph_relpath(const gr_graph *g, const char *file)
 {
     const char *slash = g->path ? strrchr(g->path, '/') : NULL;
     char *dir = slash ? dupn(g->path, (size_t)(slash - g->path)) : NULL;
@@ -1590,18 +1590,18 @@ char *cc_graph_relpath(const cc_graph *g, const char *file)
     return p;
 }
 
-int cc_arg_ints(const cc_arg *a, int64_t *out)
+int gr_arg_ints(const gr_arg *a, int64_t *out)
 {
-    if (!a || a->kind == CC_ARG_NONE)
+    if (!a || a->kind == GR_ARG_NONE)
         return -1;
-    if (a->kind == CC_ARG_INT) {
+    if (a->kind == GR_ARG_INT) {
         out[0] = a->i;
         return 1;
     }
-    if (a->kind != CC_ARG_LIST || a->nitems > CC_MAX_RANK)
+    if (a->kind != GR_ARG_LIST || a->nitems > GR_MAX_RANK)
         return -2;
     for (int i = 0; i < a->nitems; i++) {
-        if (a->items[i].kind != CC_ARG_INT)
+        if (a->items[i].kind != GR_ARG_INT)
             return -2;
         out[i] = a->items[i].i;
     }

@@ -172,7 +172,7 @@ void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const
                  int64_t r0, int64_t n, int64_t ng);
 /* Row-major coordinates of a flat offset (or of a coefficient: the
  * coordinates one step of the variable moves). */
-void be_coords_of(const cc_ttype *t, int64_t flat, int64_t *co);
+void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co);
 /* Byte offset, inside buffer buf's device layout (from its tensor's
  * start), of the element at flat row-major index `flat`. */
 int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);

@@ -42,7 +42,7 @@ static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
         if (ir_node_vars(p, n, &K->sig, vars))
             return 0;
         ir_index st = ir_idx_compose(&N->store, N->nvars, vars);
-        const cc_ttype *T = &p->bufs[N->out].type;
+        const gr_ttype *T = &p->bufs[N->out].type;
         int64_t last = T->rank ? T->shape[T->rank - 1] : 1;
         if (st.coef[colvar] != 1 || L->stick_dim != T->rank - 1 || last >= cols || cols % last ||
             (cut && last != cut))
@@ -232,7 +232,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             per_core += tile;
         } else if (L->gather) { /* its rows, and the whole row-number tensor on every core */
             const ir_buf *ids = &c->p->bufs[c->p->A.e[L->ids].buf];
-            staged += (double)cc_ttype_numel(&ids->type) * 4; /* fp32 */
+            staged += (double)gr_ttype_numel(&ids->type) * 4; /* fp32 */
             per_core += tile;
         } else {
             per_core += L->cls == BE_V_COL ? (double)k->G * sb : tile;
@@ -289,7 +289,7 @@ static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, in
 
 static int64_t rk_numel(const be_ctx *c, int buf)
 {
-    return cc_ttype_numel(&c->p->bufs[buf].type);
+    return gr_ttype_numel(&c->p->bufs[buf].type);
 }
 
 /* The sticks of its buffer's device layout that staged load L reads for

@@ -8,7 +8,7 @@
 
 /* Row-major coordinates of a flat offset (or of a coefficient: the
  * coordinates one step of the variable moves). */
-void be_coords_of(const cc_ttype *t, int64_t flat, int64_t *co)
+void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co)
 {
     for (int d = t->rank - 1; d > 0; d--) {
         co[d] = flat % t->shape[d];
@@ -22,9 +22,9 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
 {
     const ir_buf *B = &c->p->bufs[buf];
     const be_layout *L = &c->lay[buf];
-    const cc_ttype *t = &B->type;
+    const gr_ttype *t = &B->type;
     const int64_t lanes = L->f32 ? c->t.lanes32 : c->t.lanes16, esz = L->f32 ? 4 : 2;
-    int64_t co[CC_MAX_RANK] = {0};
+    int64_t co[GR_MAX_RANK] = {0};
     be_coords_of(t, flat, co);
     int64_t row = 0;
     for (int d = 0; d < t->rank; d++)
@@ -36,9 +36,9 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
 
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
 {
-    const cc_ttype *t = &c->p->bufs[buf].type;
+    const gr_ttype *t = &c->p->bufs[buf].type;
     const int s = c->lay[buf].stick_dim;
-    int64_t co[CC_MAX_RANK] = {0};
+    int64_t co[GR_MAX_RANK] = {0};
     if (!t->rank)
         return extent <= 1;
     be_coords_of(t, idx->offset, co);
@@ -58,7 +58,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
 {
     const ir_buf *B = &c->p->bufs[buf];
     const be_layout *L = &c->lay[buf];
-    const cc_ttype *t = &B->type;
+    const gr_ttype *t = &B->type;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16;
     memset(v, 0, sizeof *v);
     if (!L->dram) {
@@ -66,13 +66,13 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
         return -1;
     }
     const int s = L->stick_dim, rank = t->rank;
-    int64_t rstr[CC_MAX_RANK], acc = 1;
+    int64_t rstr[GR_MAX_RANK], acc = 1;
     for (int d = rank - 1; d >= 0; d--) {
         rstr[d] = acc;
         if (d != s)
             acc *= t->shape[d];
     }
-    int64_t co[CC_MAX_RANK] = {0}, off[CC_MAX_RANK] = {0};
+    int64_t co[GR_MAX_RANK] = {0}, off[GR_MAX_RANK] = {0};
     if (idx->offset < 0) {
         snprintf(why, whylen, "%s is read at a negative offset", B->name);
         return -1;
@@ -127,7 +127,7 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
 int be_view_wrap(const be_ctx *c, int buf, const ir_index *idx, be_view *v)
 {
     const be_layout *L = &c->lay[buf];
-    const cc_ttype *t = &c->p->bufs[buf].type;
+    const gr_ttype *t = &c->p->bufs[buf].type;
     const int s = L->stick_dim;
     const int64_t lanes = c->t.lanes16;
     if (L->f32 || s == 0 || t->shape[s] % lanes)
@@ -135,7 +135,7 @@ int be_view_wrap(const be_ctx *c, int buf, const ir_index *idx, be_view *v)
     /* one step of dimension s - 1 moves this many layout rows (the rows
      * are the other dimensions row-major, so a carry past it moves on
      * alike) */
-    int64_t prow = 1, co[CC_MAX_RANK] = {0};
+    int64_t prow = 1, co[GR_MAX_RANK] = {0};
     for (int d = s + 1; d < t->rank; d++)
         prow *= t->shape[d];
     be_coords_of(t, idx->offset, co);

@@ -85,13 +85,13 @@ static ival eval(ictx *c, int e)
     case IR_E_OP: {
         ival a = eval(c, x->a), b = ir_ops[x->op].arity == 2 ? eval(c, x->b) : a;
         r = op_ival(x->op, a, b);
-        if (x->dtype == CC_I64 || x->dtype == CC_I32)
+        if (x->dtype == GR_I64 || x->dtype == GR_I32)
             c->worst = fmax(c->worst, fmax(fabs(r.lo), fabs(r.hi)));
         break;
     }
     default: break;
     }
-    if (x->dtype == CC_BOOL)
+    if (x->dtype == GR_BOOL)
         r = (ival){0, 1};
     return r;
 }
@@ -126,9 +126,9 @@ int ir_check_int_exact(ir_prog *p)
 {
     ictx c = {p, NULL, ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.buf), 0};
     for (int b = 0; b < p->nbufs; b++) {
-        cc_dtype d = p->bufs[b].type.dtype;
+        gr_dtype d = p->bufs[b].type.dtype;
         /* integer inputs are fp32 on the device, exact up to 2^24 */
-        c.buf[b] = d == CC_BOOL ? (ival){0, 1} : ir_dtype_is_float(d) ? WIDE : (ival){-0x1p24, 0x1p24};
+        c.buf[b] = d == GR_BOOL ? (ival){0, 1} : ir_dtype_is_float(d) ? WIDE : (ival){-0x1p24, 0x1p24};
     }
     int rc = 0;
     for (int i = 0; i < p->nnodes && !rc; i++) {

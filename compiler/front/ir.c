@@ -207,7 +207,7 @@ static int intern(ir_arena *A, const ir_expr *x)
     return A->n++;
 }
 
-static ir_expr blank(ir_expr_kind k, cc_dtype dt)
+static ir_expr blank(ir_expr_kind k, gr_dtype dt)
 {
     ir_expr x;
     memset(&x, 0, sizeof x);
@@ -217,7 +217,7 @@ static ir_expr blank(ir_expr_kind k, cc_dtype dt)
     return x;
 }
 
-int ir_load(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx)
+int ir_load(ir_arena *A, int buf, gr_dtype dt, const ir_index *idx)
 {
     ir_expr x = blank(IR_E_LOAD, dt);
     x.buf = buf;
@@ -225,7 +225,7 @@ int ir_load(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx)
     return intern(A, &x);
 }
 
-int ir_iload(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx, int64_t stride, int sub)
+int ir_iload(ir_arena *A, int buf, gr_dtype dt, const ir_index *idx, int64_t stride, int sub)
 {
     ir_expr x = blank(IR_E_ILOAD, dt);
     x.buf = buf;
@@ -235,10 +235,10 @@ int ir_iload(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx, int64_t str
     return intern(A, &x);
 }
 
-int ir_const(ir_arena *A, double v, cc_dtype dt)
+int ir_const(ir_arena *A, double v, gr_dtype dt)
 {
     ir_expr x = blank(IR_E_CONST, dt);
-    if (dt == CC_BOOL)
+    if (dt == GR_BOOL)
         v = v != 0;
     else if (!ir_dtype_is_float(dt))
         v = trunc(v);
@@ -248,12 +248,12 @@ int ir_const(ir_arena *A, double v, cc_dtype dt)
 
 int ir_indexval(ir_arena *A, const ir_index *idx)
 {
-    ir_expr x = blank(IR_E_INDEX, CC_I64);
+    ir_expr x = blank(IR_E_INDEX, GR_I64);
     x.idx = *idx;
     return intern(A, &x);
 }
 
-int ir_acc(ir_arena *A, cc_dtype dt)
+int ir_acc(ir_arena *A, gr_dtype dt)
 {
     ir_expr x = blank(IR_E_ACC, dt);
     return intern(A, &x);
@@ -267,7 +267,7 @@ static int is_bool_op(ir_op op)
 int ir_op1(ir_arena *A, ir_op op, int a)
 {
     assert(ir_ops[op].arity == 1);
-    ir_expr x = blank(IR_E_OP, is_bool_op(op) ? CC_BOOL : A->e[a].dtype);
+    ir_expr x = blank(IR_E_OP, is_bool_op(op) ? GR_BOOL : A->e[a].dtype);
     x.op = op;
     x.a = a;
     return intern(A, &x);
@@ -277,7 +277,7 @@ int ir_op2(ir_arena *A, ir_op op, int a, int b)
 {
     assert(ir_ops[op].arity == 2);
     assert(A->e[a].dtype == A->e[b].dtype);
-    ir_expr x = blank(IR_E_OP, is_bool_op(op) ? CC_BOOL : A->e[a].dtype);
+    ir_expr x = blank(IR_E_OP, is_bool_op(op) ? GR_BOOL : A->e[a].dtype);
     x.op = op;
     x.a = a;
     x.b = b;
@@ -286,7 +286,7 @@ int ir_op2(ir_arena *A, ir_op op, int a, int b)
 
 int ir_where(ir_arena *A, int c, int a, int b)
 {
-    assert(A->e[c].dtype == CC_BOOL && A->e[a].dtype == A->e[b].dtype);
+    assert(A->e[c].dtype == GR_BOOL && A->e[a].dtype == A->e[b].dtype);
     ir_expr x = blank(IR_E_WHERE, A->e[a].dtype);
     x.a = c;
     x.b = a;
@@ -294,7 +294,7 @@ int ir_where(ir_arena *A, int c, int a, int b)
     return intern(A, &x);
 }
 
-int ir_cast(ir_arena *A, int a, cc_dtype dt)
+int ir_cast(ir_arena *A, int a, gr_dtype dt)
 {
     if (A->e[a].dtype == dt)
         return a;
@@ -486,7 +486,7 @@ static void print_rec(const ir_arena *A, int e, const char *const *vars, const c
         fputc(')', f);
         break;
     case IR_E_CONST:
-        if (x->dtype == CC_BOOL)
+        if (x->dtype == GR_BOOL)
             fputs(x->value ? "True" : "False", f);
         else if (!ir_dtype_is_float(x->dtype))
             fprintf(f, "%lld", (long long)x->value);
@@ -528,7 +528,7 @@ static void print_rec(const ir_arena *A, int e, const char *const *vars, const c
         fputc(')', f);
         break;
     case IR_E_CAST:
-        fprintf(f, "to_%s(", cc_dtype_names[x->dtype]);
+        fprintf(f, "to_%s(", gr_dtype_names[x->dtype]);
         print_rec(A, x->a, vars, bufs, f);
         fputc(')', f);
         break;
@@ -542,30 +542,30 @@ void ir_expr_print(const ir_arena *A, int e, const char *const *vars, const char
 
 /* ---- Dtypes ---- */
 
-int64_t ir_dtype_size(cc_dtype dt)
+int64_t ir_dtype_size(gr_dtype dt)
 {
-    static const int64_t size[CC_NDTYPES] = {4, 2, 2, 8, 8, 4, 1};
+    static const int64_t size[GR_NDTYPES] = {4, 2, 2, 8, 8, 4, 1};
     return size[dt];
 }
 
 int64_t ir_buf_bytes(const ir_buf *b)
 {
-    return cc_ttype_numel(&b->type) * ir_dtype_size(b->type.dtype);
+    return gr_ttype_numel(&b->type) * ir_dtype_size(b->type.dtype);
 }
 
-int ir_dtype_is_float(cc_dtype dt)
+int ir_dtype_is_float(gr_dtype dt)
 {
-    return dt == CC_F32 || dt == CC_F16 || dt == CC_BF16 || dt == CC_F64;
+    return dt == GR_F32 || dt == GR_F16 || dt == GR_BF16 || dt == GR_F64;
 }
 
 /* 0 bool, 1 integer, 2 floating point */
-static int category(cc_dtype dt)
+static int category(gr_dtype dt)
 {
-    return dt == CC_BOOL ? 0 : ir_dtype_is_float(dt) ? 2 : 1;
+    return dt == GR_BOOL ? 0 : ir_dtype_is_float(dt) ? 2 : 1;
 }
 
 /* The promotion of two dtypes of one kind of operand. */
-static cc_dtype promote2(cc_dtype a, cc_dtype b)
+static gr_dtype promote2(gr_dtype a, gr_dtype b)
 {
     if (a == b)
         return a;
@@ -573,16 +573,16 @@ static cc_dtype promote2(cc_dtype a, cc_dtype b)
     if (ca != cb)
         return ca > cb ? a : b;
     if (ca == 1)
-        return (a == CC_I64 || b == CC_I64) ? CC_I64 : CC_I32;
-    if (a == CC_F64 || b == CC_F64)
-        return CC_F64;
-    return CC_F32; /* f16 with bf16, or either with f32 */
+        return (a == GR_I64 || b == GR_I64) ? GR_I64 : GR_I32;
+    if (a == GR_F64 || b == GR_F64)
+        return GR_F64;
+    return GR_F32; /* f16 with bf16, or either with f32 */
 }
 
-cc_dtype ir_promote(int n, const cc_dtype *dt, const int *cls)
+gr_dtype ir_promote(int n, const gr_dtype *dt, const int *cls)
 {
     int have[3] = {0, 0, 0};
-    cc_dtype res[3] = {CC_BOOL, CC_BOOL, CC_BOOL};
+    gr_dtype res[3] = {GR_BOOL, GR_BOOL, GR_BOOL};
     for (int i = 0; i < n; i++) {
         res[cls[i]] = have[cls[i]] ? promote2(res[cls[i]], dt[i]) : dt[i];
         have[cls[i]] = 1;
@@ -598,16 +598,16 @@ cc_dtype ir_promote(int n, const cc_dtype *dt, const int *cls)
             continue;
         if (c < 2)
             return res[c];
-        return best == 2 ? CC_F32 : best == 1 ? CC_I64 : CC_BOOL; /* Python scalars: default dtypes */
+        return best == 2 ? GR_F32 : best == 1 ? GR_I64 : GR_BOOL; /* Python scalars: default dtypes */
     }
     assert(0);
-    return CC_F32;
+    return GR_F32;
 }
 
-int ir_broadcast(const cc_ttype *a, const cc_ttype *b, cc_ttype *out)
+int ir_broadcast(const gr_ttype *a, const gr_ttype *b, gr_ttype *out)
 {
     int r = a->rank > b->rank ? a->rank : b->rank;
-    cc_ttype t;
+    gr_ttype t;
     memset(&t, 0, sizeof t);
     t.rank = r;
     for (int d = 0; d < r; d++) {
@@ -623,7 +623,7 @@ int ir_broadcast(const cc_ttype *a, const cc_ttype *b, cc_ttype *out)
 
 /* ---- Buffers and nodes ---- */
 
-int ir_buf_new(ir_prog *p, const char *name, const cc_ttype *t, ir_buf_kind kind)
+int ir_buf_new(ir_prog *p, const char *name, const gr_ttype *t, ir_buf_kind kind)
 {
     char *nm = ir_xstrdup(name);
     for (int k = 1;; k++) {
@@ -665,7 +665,7 @@ const char *const *ir_node_var_names(const ir_node *n)
 {
     static const char *const pw[IR_MAX_VARS] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7",
                                                 "i8", "i9", "i10", "i11", "i12", "i13", "i14", "i15"};
-    static const char *const red[CC_MAX_RANK + 1][IR_MAX_VARS] = {
+    static const char *const red[GR_MAX_RANK + 1][IR_MAX_VARS] = {
         {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
         {"i0", "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
         {"i0", "i1", "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
@@ -676,7 +676,7 @@ const char *const *ir_node_var_names(const ir_node *n)
         {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
         {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7", "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"},
     };
-    static const char *const mm[CC_MAX_RANK][IR_MAX_VARS] = {
+    static const char *const mm[GR_MAX_RANK][IR_MAX_VARS] = {
         {"m", "n", "k"},
         {"b0", "m", "n", "k"},
         {"b0", "b1", "m", "n", "k"},
@@ -687,11 +687,11 @@ const char *const *ir_node_var_names(const ir_node *n)
         {"b0", "b1", "b2", "b3", "b4", "b5", "b6", "m", "n", "k"},
     };
     if (n->kind == IR_REDUCTION) {
-        assert(n->nvars - n->nred >= 0 && n->nvars - n->nred <= CC_MAX_RANK);
+        assert(n->nvars - n->nred >= 0 && n->nvars - n->nred <= GR_MAX_RANK);
         return red[n->nvars - n->nred];
     }
     if (n->kind == IR_MATMUL) {
-        assert(n->nbatch >= 0 && n->nbatch < CC_MAX_RANK);
+        assert(n->nbatch >= 0 && n->nbatch < GR_MAX_RANK);
         return mm[n->nbatch];
     }
     return pw;
@@ -1018,7 +1018,7 @@ static void print_buf(const ir_prog *p, int b, FILE *f)
     static const char *const kinds[] = {"input", "param", "computed"};
     const ir_buf *B = &p->bufs[b];
     char ty[256];
-    cc_ttype_str(&B->type, ty, sizeof ty);
+    gr_ttype_str(&B->type, ty, sizeof ty);
     fprintf(f, "buffer %s: %s %s", B->name, ty, kinds[B->kind]);
     if (B->kind == IR_BUF_PARAM)
         fprintf(f, " \"%s\"", B->param_key);
@@ -1122,26 +1122,26 @@ void ir_print_kernel(const ir_prog *p, int k, FILE *f)
 /* The decompose pass's core graph (p->dg), in the graph format. */
 void ir_print_dgraph(const ir_prog *p, FILE *f)
 {
-    const cc_graph *d = p->dg;
+    const gr_graph *d = p->dg;
     char ty[256];
     for (int i = 0; i < d->ninputs; i++) {
-        cc_ttype_str(&d->values[d->inputs[i]].type, ty, sizeof ty);
+        gr_ttype_str(&d->values[d->inputs[i]].type, ty, sizeof ty);
         fprintf(f, "input %%%s: %s\n", d->values[d->inputs[i]].name, ty);
     }
     for (int i = 0; i < d->nparams; i++) {
-        const cc_value *v = &d->values[d->params[i]];
-        cc_ttype_str(&v->type, ty, sizeof ty);
+        const gr_value *v = &d->values[d->params[i]];
+        gr_ttype_str(&v->type, ty, sizeof ty);
         fprintf(f, "param %%%s: %s = \"%s\"\n", v->name, ty, v->param_key ? v->param_key : "");
     }
     for (int n = 0; n < d->nnodes; n++) {
-        const cc_node *nd = &d->nodes[n];
+        const gr_node *nd = &d->nodes[n];
         const ir_srcop *s = &p->src[p->dfrom[n]];
-        cc_ttype_str(&d->values[nd->out].type, ty, sizeof ty);
+        gr_ttype_str(&d->values[nd->out].type, ty, sizeof ty);
         fprintf(f, "%%%s: %s = %s(", d->values[nd->out].name, ty, nd->op);
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
                 fputs(", ", f);
-            cc_arg_print(d, &nd->args[i], f);
+            gr_arg_print(d, &nd->args[i], f);
         }
         if (strcmp(s->op, nd->op))
             fprintf(f, ")  # line %d: %s\n", s->line, s->op);
@@ -1166,7 +1166,7 @@ void ir_print(const ir_prog *p, FILE *f)
             print_buf(p, b, f);
     for (int o = 0; o < p->noutputs; o++) {
         char ty[256];
-        cc_ttype_str(&p->outputs[o].type, ty, sizeof ty);
+        gr_ttype_str(&p->outputs[o].type, ty, sizeof ty);
         fprintf(f, "output %s: %s = %s\n", p->outputs[o].name, ty, p->bufs[p->outputs[o].buf].name);
     }
     if (!p->nkernels || !strcmp(p->stage, "deps") || !strcmp(p->stage, "dce")) {

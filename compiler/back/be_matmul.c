@@ -127,7 +127,7 @@ static void mm_lane_terms(mm_plan *m)
     const int opbuf[2] = {mm->a, mm->b};
     ir_index *opidx[2] = {&mmw->aidx, &mmw->bidx};
     for (int o = 0; o < 2; o++) {
-        const cc_ttype *T = &p->bufs[opbuf[o]].type;
+        const gr_ttype *T = &p->bufs[opbuf[o]].type;
         if (opidx[o]->coef[lanes_of[o]] != 0 || mm->ranges[lanes_of[o]] != 1)
             continue;
         int64_t stride = 1, coef = 0;

@@ -24,8 +24,8 @@
 
 typedef struct {
     ir_prog *p;
-    const cc_graph *g; /* source */
-    cc_graph *d;       /* being built */
+    const gr_graph *g; /* source */
+    gr_graph *d;       /* being built */
     int capvalues, capnodes;
     int *vmap;         /* source value -> d value (-1: a tuple) */
     int **tmap;        /* source tuple value -> its elements' d values */
@@ -42,7 +42,7 @@ __attribute__((format(printf, 2, 3)))
 static _Noreturn void
 fail(dctx *c, const char *fmt, ...)
 {
-    const cc_node *n = &c->g->nodes[c->cur];
+    const gr_node *n = &c->g->nodes[c->cur];
     ir_error(c->p, n->line, "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
@@ -53,20 +53,20 @@ fail(dctx *c, const char *fmt, ...)
 
 /* ---- Building the core graph ---- */
 
-static int new_value(dctx *c, const char *name, const cc_ttype *t)
+static int new_value(dctx *c, const char *name, const gr_ttype *t)
 {
-    cc_graph *d = c->d;
+    gr_graph *d = c->d;
     d->values = ir_xgrow(d->values, &c->capvalues, d->nvalues + 1, sizeof *d->values);
-    cc_value *v = &d->values[d->nvalues];
+    gr_value *v = &d->values[d->nvalues];
     v->name = ir_xstrdup(name);
-    v->kind = CC_VAL_NODE;
+    v->kind = GR_VAL_NODE;
     v->type = *t;
     v->node = -1;
     v->line = c->g->nodes[c->cur].line;
     return d->nvalues++;
 }
 
-static int name_taken(const cc_graph *d, const char *name)
+static int name_taken(const gr_graph *d, const char *name)
 {
     for (int i = 0; i < d->nvalues; i++)
         if (!strcmp(d->values[i].name, name))
@@ -88,9 +88,9 @@ static char *op_base(const char *op)
 
 /* Append node `op(args) : t`, named after the source node's result and
  * the op ("ln.rsqrt"); takes ownership of the args.  Returns its value. */
-static int emit(dctx *c, const char *op, cc_ttype t, int nargs, const cc_arg *args)
+static int emit(dctx *c, const char *op, gr_ttype t, int nargs, const gr_arg *args)
 {
-    cc_graph *d = c->d;
+    gr_graph *d = c->d;
     char *base = op_base(op);
     const char *src = c->g->values[c->g->nodes[c->cur].out].name;
     char *name = ir_xsprintf("%s.%s", src, base);
@@ -104,7 +104,7 @@ static int emit(dctx *c, const char *op, cc_ttype t, int nargs, const cc_arg *ar
     c->p->dfrom = realloc(c->p->dfrom, (size_t)c->capnodes * sizeof *c->p->dfrom);
     if (!c->p->dfrom)
         abort();
-    cc_node *n = &d->nodes[d->nnodes];
+    gr_node *n = &d->nodes[d->nnodes];
     n->op = ir_xstrdup(op);
     n->base = base;
     n->nargs = nargs;
@@ -120,79 +120,79 @@ static int emit(dctx *c, const char *op, cc_ttype t, int nargs, const cc_arg *ar
 }
 
 #define EMIT(c, op, t, ...) \
-    emit(c, op, t, (int)(sizeof((cc_arg[]){__VA_ARGS__}) / sizeof(cc_arg)), (cc_arg[]){__VA_ARGS__})
+    emit(c, op, t, (int)(sizeof((gr_arg[]){__VA_ARGS__}) / sizeof(gr_arg)), (gr_arg[]){__VA_ARGS__})
 
-static cc_arg A_val(int v)
+static gr_arg A_val(int v)
 {
-    cc_arg a = {.kind = CC_ARG_VALUE, .value = v};
+    gr_arg a = {.kind = GR_ARG_VALUE, .value = v};
     return a;
 }
 
-static cc_arg A_int(int64_t i)
+static gr_arg A_int(int64_t i)
 {
-    cc_arg a = {.kind = CC_ARG_INT, .i = i};
+    gr_arg a = {.kind = GR_ARG_INT, .i = i};
     return a;
 }
 
-static cc_arg A_num(double f)
+static gr_arg A_num(double f)
 {
-    cc_arg a = {.kind = CC_ARG_FLOAT, .f = f};
+    gr_arg a = {.kind = GR_ARG_FLOAT, .f = f};
     return a;
 }
 
-static cc_arg A_bool(int b)
+static gr_arg A_bool(int b)
 {
-    cc_arg a = {.kind = CC_ARG_BOOL, .i = b != 0};
+    gr_arg a = {.kind = GR_ARG_BOOL, .i = b != 0};
     return a;
 }
 
-static cc_arg A_ints(int n, const int64_t *x)
+static gr_arg A_ints(int n, const int64_t *x)
 {
-    cc_arg a = {.kind = CC_ARG_LIST, .nitems = n};
+    gr_arg a = {.kind = GR_ARG_LIST, .nitems = n};
     a.items = ir_xalloc((size_t)(n ? n : 1) * sizeof *a.items);
     for (int i = 0; i < n; i++)
         a.items[i] = A_int(x[i]);
     return a;
 }
 
-static cc_arg A_vals(int n, const int *x)
+static gr_arg A_vals(int n, const int *x)
 {
-    cc_arg a = {.kind = CC_ARG_LIST, .nitems = n};
+    gr_arg a = {.kind = GR_ARG_LIST, .nitems = n};
     a.items = ir_xalloc((size_t)(n ? n : 1) * sizeof *a.items);
     for (int i = 0; i < n; i++)
         a.items[i] = A_val(x[i]);
     return a;
 }
 
-static cc_arg A_kw(const char *key, cc_arg a)
+static gr_arg A_kw(const char *key, gr_arg a)
 {
     a.key = ir_xstrdup(key);
     return a;
 }
 
-static cc_arg A_dtype(cc_dtype dt)
+static gr_arg A_dtype(gr_dtype dt)
 {
-    cc_arg a = {.kind = CC_ARG_DTYPE, .i = dt};
+    gr_arg a = {.kind = GR_ARG_DTYPE, .i = dt};
     return a;
 }
 
 /* A copy of a source argument, its values mapped into the core graph. */
 /* Fails if a value in a (or in its list) is a tuple: checked before
  * arg_copy allocates, so that the failure leaks nothing. */
-static void check_no_tuple(dctx *c, const cc_arg *a)
+static void check_no_tuple(dctx *c, const gr_arg *a)
 {
-    if (a->kind == CC_ARG_VALUE && c->vmap[a->value] < 0)
+    if (a->kind == GR_ARG_VALUE && c->vmap[a->value] < 0)
         fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
     for (int i = 0; i < a->nitems; i++)
         check_no_tuple(c, &a->items[i]);
 }
 
-static cc_arg arg_copy(dctx *c, const cc_arg *s)
+static gr_arg arg_copy(dctx *c, const gr_arg *s)
 {
-    cc_arg a = *s;
+    gr_arg a = *s;
     a.key = s->key ? ir_xstrdup(s->key) : NULL;
     a.s = s->s ? ir_xstrdup(s->s) : NULL;
-    if (s->kind == CC_ARG_VALUE)
+    if (s->kind == GR_ARG_VALUE)
         a.value = c->vmap[s->value];
     if (s->nitems) {
         a.items = ir_xalloc((size_t)s->nitems * sizeof *a.items);
@@ -204,16 +204,16 @@ static cc_arg arg_copy(dctx *c, const cc_arg *s)
 
 /* ---- Reading the source node's arguments ---- */
 
-static cc_ttype T(dctx *c, int v)
+static gr_ttype T(dctx *c, int v)
 {
     return c->d->values[v].type;
 }
 
 /* Tensor argument (required): its value in the core graph. */
-static int val(dctx *c, const cc_node *n, int pos, const char *key)
+static int val(dctx *c, const gr_node *n, int pos, const char *key)
 {
-    const cc_arg *a = cc_node_arg(n, pos, key);
-    if (!a || a->kind != CC_ARG_VALUE)
+    const gr_arg *a = gr_node_arg(n, pos, key);
+    if (!a || a->kind != GR_ARG_VALUE)
         fail(c, "argument %s must be a tensor", key);
     int v = c->vmap[a->value];
     if (v < 0)
@@ -222,44 +222,44 @@ static int val(dctx *c, const cc_node *n, int pos, const char *key)
 }
 
 /* Optional tensor argument: -1 when absent or None. */
-static int opt_val(dctx *c, const cc_node *n, int pos, const char *key)
+static int opt_val(dctx *c, const gr_node *n, int pos, const char *key)
 {
-    const cc_arg *a = cc_node_arg(n, pos, key);
-    if (!a || a->kind == CC_ARG_NONE)
+    const gr_arg *a = gr_node_arg(n, pos, key);
+    if (!a || a->kind == GR_ARG_NONE)
         return -1;
     return val(c, n, pos, key);
 }
 
-static int is_number(const cc_arg *a)
+static int is_number(const gr_arg *a)
 {
-    return a && (a->kind == CC_ARG_INT || a->kind == CC_ARG_FLOAT || a->kind == CC_ARG_BOOL);
+    return a && (a->kind == GR_ARG_INT || a->kind == GR_ARG_FLOAT || a->kind == GR_ARG_BOOL);
 }
 
-static double num(dctx *c, const cc_node *n, int pos, const char *key, double dflt)
+static double num(dctx *c, const gr_node *n, int pos, const char *key, double dflt)
 {
-    const cc_arg *a = cc_node_arg(n, pos, key);
-    if (!a || a->kind == CC_ARG_NONE)
+    const gr_arg *a = gr_node_arg(n, pos, key);
+    if (!a || a->kind == GR_ARG_NONE)
         return dflt;
     if (!is_number(a))
         fail(c, "argument %s must be a number", key);
-    return a->kind == CC_ARG_FLOAT ? a->f : (double)a->i;
+    return a->kind == GR_ARG_FLOAT ? a->f : (double)a->i;
 }
 
 /* A list of ints (or a single int) into out; -1 when absent or None. */
-static int ints(dctx *c, const cc_node *n, int pos, const char *key, int64_t *out)
+static int ints(dctx *c, const gr_node *n, int pos, const char *key, int64_t *out)
 {
-    int cnt = cc_arg_ints(cc_node_arg(n, pos, key), out);
+    int cnt = gr_arg_ints(gr_node_arg(n, pos, key), out);
     if (cnt == -2)
-        fail(c, "argument %s must be an int or a list of at most %d ints", key, CC_MAX_RANK);
+        fail(c, "argument %s must be an int or a list of at most %d ints", key, GR_MAX_RANK);
     return cnt;
 }
 
-static int dtype_arg(dctx *c, const cc_node *n, int pos, const char *key)
+static int dtype_arg(dctx *c, const gr_node *n, int pos, const char *key)
 {
-    const cc_arg *a = cc_node_arg(n, pos, key);
-    if (!a || a->kind == CC_ARG_NONE)
+    const gr_arg *a = gr_node_arg(n, pos, key);
+    if (!a || a->kind == GR_ARG_NONE)
         return -1;
-    if (a->kind != CC_ARG_DTYPE)
+    if (a->kind != GR_ARG_DTYPE)
         fail(c, "argument %s must be a dtype", key);
     return (int)a->i;
 }
@@ -272,35 +272,35 @@ static int normdim(dctx *c, int64_t d, int rank)
     return (int)(d < 0 ? d + r : d);
 }
 
-static int64_t numel(const cc_ttype *t)
+static int64_t numel(const gr_ttype *t)
 {
-    return cc_ttype_numel(t);
+    return gr_ttype_numel(t);
 }
 
 /* ---- Emitting core ops, with their result types ---- */
 
-static int is_float(cc_dtype dt)
+static int is_float(gr_dtype dt)
 {
     return ir_dtype_is_float(dt);
 }
 
 static int bin(dctx *c, const char *op, int a, int b)
 {
-    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    gr_ttype ta = T(c, a), tb = T(c, b), t;
     if (ir_broadcast(&ta, &tb, &t))
         fail(c, "operand shapes do not broadcast");
-    cc_dtype dt[2] = {ta.dtype, tb.dtype};
+    gr_dtype dt[2] = {ta.dtype, tb.dtype};
     int cls[2] = {ta.rank ? 0 : 1, tb.rank ? 0 : 1};
     t.dtype = ir_promote(2, dt, cls);
     if (strstr(op, ".div.") && !is_float(t.dtype))
-        t.dtype = CC_F32;
+        t.dtype = GR_F32;
     return EMIT(c, op, t, A_val(a), A_val(b));
 }
 
 static int bins(dctx *c, const char *op, int a, double s)
 {
-    cc_ttype t = T(c, a);
-    cc_dtype dt[2] = {t.dtype, CC_F64};
+    gr_ttype t = T(c, a);
+    gr_dtype dt[2] = {t.dtype, GR_F64};
     int cls[2] = {t.rank ? 0 : 1, 2};
     t.dtype = ir_promote(2, dt, cls);
     return EMIT(c, op, t, A_val(a), A_num(s));
@@ -308,18 +308,18 @@ static int bins(dctx *c, const char *op, int a, double s)
 
 static int un(dctx *c, const char *op, int a)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     if (!is_float(t.dtype))
-        t.dtype = CC_F32;
+        t.dtype = GR_F32;
     return EMIT(c, op, t, A_val(a));
 }
 
 /* sum / amax over dims (nd >= 0), kept as extent 1 or dropped. */
 static int red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int keepdim)
 {
-    cc_ttype ta = T(c, a), t = ta;
-    int reduced[CC_MAX_RANK] = {0};
-    int64_t nds[CC_MAX_RANK];
+    gr_ttype ta = T(c, a), t = ta;
+    int reduced[GR_MAX_RANK] = {0};
+    int64_t nds[GR_MAX_RANK];
     for (int i = 0; i < nd; i++) {
         nds[i] = normdim(c, dims[i], ta.rank);
         reduced[nds[i]] = 1;
@@ -332,13 +332,13 @@ static int red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int 
             t.shape[t.rank++] = 1;
     }
     if (strstr(op, ".sum.") && !is_float(t.dtype))
-        t.dtype = CC_I64;
+        t.dtype = GR_I64;
     return EMIT(c, op, t, A_val(a), A_ints(nd, nds), A_bool(keepdim));
 }
 
 static int reshape(dctx *c, int a, int rank, const int64_t *shape)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     t.rank = rank;
     memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
     if (numel(&t) != numel(&c->d->values[a].type))
@@ -349,7 +349,7 @@ static int reshape(dctx *c, int a, int rank, const int64_t *shape)
 
 static int transpose(dctx *c, int a, int64_t d0, int64_t d1)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     int i = normdim(c, d0, t.rank), j = normdim(c, d1, t.rank);
     int64_t s = t.shape[i];
     t.shape[i] = t.shape[j];
@@ -359,9 +359,9 @@ static int transpose(dctx *c, int a, int64_t d0, int64_t d1)
 
 static int unsqueeze(dctx *c, int a, int64_t dim)
 {
-    cc_ttype t = T(c, a);
-    if (t.rank >= CC_MAX_RANK)
-        fail(c, "more than %d dimensions", CC_MAX_RANK);
+    gr_ttype t = T(c, a);
+    if (t.rank >= GR_MAX_RANK)
+        fail(c, "more than %d dimensions", GR_MAX_RANK);
     int d = normdim(c, dim, t.rank + 1);
     memmove(&t.shape[d + 1], &t.shape[d], (size_t)(t.rank - d) * sizeof *t.shape);
     t.shape[d] = 1;
@@ -371,7 +371,7 @@ static int unsqueeze(dctx *c, int a, int64_t dim)
 
 static int expand(dctx *c, int a, int rank, const int64_t *shape)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     t.rank = rank;
     memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
     return EMIT(c, "aten.expand.default", t, A_val(a), A_ints(rank, shape));
@@ -379,29 +379,29 @@ static int expand(dctx *c, int a, int rank, const int64_t *shape)
 
 static int slice(dctx *c, int a, int dim, int64_t start, int64_t end, int64_t step)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     t.shape[dim] = (end - start + step - 1) / step;
     return EMIT(c, "aten.slice.Tensor", t, A_val(a), A_int(dim), A_int(start), A_int(end), A_int(step));
 }
 
 static int select(dctx *c, int a, int dim, int64_t i)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     memmove(&t.shape[dim], &t.shape[dim + 1], (size_t)(t.rank - dim - 1) * sizeof *t.shape);
     t.rank--;
     return EMIT(c, "aten.select.int", t, A_val(a), A_int(dim), A_int(i));
 }
 
-static int full(dctx *c, int rank, const int64_t *shape, double v, cc_dtype dt)
+static int full(dctx *c, int rank, const int64_t *shape, double v, gr_dtype dt)
 {
-    cc_ttype t = {.dtype = dt, .rank = rank};
+    gr_ttype t = {.dtype = dt, .rank = rank};
     memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
     return EMIT(c, "aten.full.default", t, A_ints(rank, shape), A_num(v), A_kw("dtype", A_dtype(dt)));
 }
 
-static int cast(dctx *c, int a, cc_dtype dt)
+static int cast(dctx *c, int a, gr_dtype dt)
 {
-    cc_ttype t = T(c, a);
+    gr_ttype t = T(c, a);
     if (t.dtype == dt)
         return a;
     t.dtype = dt;
@@ -411,10 +411,10 @@ static int cast(dctx *c, int a, cc_dtype dt)
 /* Matrix product of a (.., M, K) and b (.., K, N), batch dims broadcast. */
 static int matmul(dctx *c, const char *op, int a, int b)
 {
-    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    gr_ttype ta = T(c, a), tb = T(c, b), t;
     if (ta.rank < 2 || tb.rank < 2 || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 2])
         fail(c, "matrix shapes do not agree");
-    cc_ttype ba = ta, bb = tb;
+    gr_ttype ba = ta, bb = tb;
     ba.rank -= 2;
     bb.rank -= 2;
     if (ir_broadcast(&ba, &bb, &t))
@@ -427,10 +427,10 @@ static int matmul(dctx *c, const char *op, int a, int b)
 
 static int where(dctx *c, int cond, int a, int b)
 {
-    cc_ttype ta = T(c, a), tb = T(c, b), tc = T(c, cond), t, t2;
+    gr_ttype ta = T(c, a), tb = T(c, b), tc = T(c, cond), t, t2;
     if (ir_broadcast(&ta, &tb, &t) || ir_broadcast(&t, &tc, &t2))
         fail(c, "operand shapes do not broadcast");
-    cc_dtype dt[2] = {ta.dtype, tb.dtype};
+    gr_dtype dt[2] = {ta.dtype, tb.dtype};
     int cls[2] = {ta.rank ? 0 : 1, tb.rank ? 0 : 1};
     t2.dtype = ir_promote(2, dt, cls);
     return EMIT(c, "aten.where.self", t2, A_val(cond), A_val(a), A_val(b));
@@ -439,7 +439,7 @@ static int where(dctx *c, int cond, int a, int b)
 /* where(cond, a, s) (scalar_first: where(cond, s, a)) with a scalar s */
 static int where_s(dctx *c, int cond, int a, double s, int scalar_first)
 {
-    cc_ttype ta = T(c, a), tc = T(c, cond), t;
+    gr_ttype ta = T(c, a), tc = T(c, cond), t;
     if (ir_broadcast(&ta, &tc, &t))
         fail(c, "operand shapes do not broadcast");
     t.dtype = ta.dtype;
@@ -466,7 +466,7 @@ static int softmax(dctx *c, int x, int64_t dim, int logsoft)
  * returns the count, and the number of elements reduced in *count. */
 static int red_dims(dctx *c, int x, int nd, const int64_t *in, int64_t *dims, int64_t *count)
 {
-    cc_ttype t = T(c, x);
+    gr_ttype t = T(c, x);
     *count = 1;
     if (nd <= 0) {
         for (int d = 0; d < t.rank; d++)
@@ -513,38 +513,38 @@ static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, 
     return sum_sq(c, xc, nd, dims, keepdim, count, (double)count - corr);
 }
 
-static void var_args(dctx *c, const cc_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
+static void var_args(dctx *c, const gr_node *n, int x, int64_t *dims, int *nd, int64_t *count, double *corr,
                      int *keepdim)
 {
-    int64_t in[CC_MAX_RANK];
-    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
+    int64_t in[GR_MAX_RANK];
+    const gr_arg *a1 = gr_node_arg(n, 1, "dim");
     int k = -1;
     *corr = 1;
-    if (a1 && a1->kind == CC_ARG_BOOL) { /* var.default(self, unbiased) */
+    if (a1 && a1->kind == GR_ARG_BOOL) { /* var.default(self, unbiased) */
         *corr = a1->i ? 1 : 0;
     } else {
         k = ints(c, n, 1, "dim", in);
-        const cc_arg *u = cc_node_arg(n, 2, "unbiased");
-        if (u && u->kind == CC_ARG_BOOL)
+        const gr_arg *u = gr_node_arg(n, 2, "unbiased");
+        if (u && u->kind == GR_ARG_BOOL)
             *corr = u->i ? 1 : 0;
         *corr = num(c, n, 99, "correction", *corr);
     }
-    const cc_arg *kd = cc_node_arg(n, 3, "keepdim");
-    *keepdim = kd && kd->kind == CC_ARG_BOOL ? (int)kd->i : 0;
+    const gr_arg *kd = gr_node_arg(n, 3, "keepdim");
+    *keepdim = kd && kd->kind == GR_ARG_BOOL ? (int)kd->i : 0;
     *nd = red_dims(c, x, k, in, dims, count);
 }
 
-static void layer_norm(dctx *c, const cc_node *n, int res[3])
+static void layer_norm(dctx *c, const gr_node *n, int res[3])
 {
     int x = val(c, n, 0, "input");
-    int64_t ns[CC_MAX_RANK];
+    int64_t ns[GR_MAX_RANK];
     int nn = ints(c, n, 1, "normalized_shape", ns);
     int w = opt_val(c, n, 2, "weight"), b = opt_val(c, n, 3, "bias");
     double eps = num(c, n, 4, "eps", 1e-5);
-    cc_ttype t = T(c, x);
+    gr_ttype t = T(c, x);
     if (nn < 1 || nn > t.rank)
         fail(c, "normalized_shape must name 1 to %d trailing dimensions", t.rank);
-    int64_t dims[CC_MAX_RANK], count = 1;
+    int64_t dims[GR_MAX_RANK], count = 1;
     for (int i = 0; i < nn; i++) {
         dims[i] = t.rank - nn + i;
         if (t.shape[dims[i]] != ns[i])
@@ -567,27 +567,27 @@ static void layer_norm(dctx *c, const cc_node *n, int res[3])
 }
 
 /* The fill value of a factory op as a double, and its default dtype. */
-static double fill_value(dctx *c, const cc_node *n, int pos, cc_dtype *dt)
+static double fill_value(dctx *c, const gr_node *n, int pos, gr_dtype *dt)
 {
-    const cc_arg *a = cc_node_arg(n, pos, "fill_value");
+    const gr_arg *a = gr_node_arg(n, pos, "fill_value");
     if (!is_number(a))
         fail(c, "argument fill_value must be a number");
-    *dt = a->kind == CC_ARG_FLOAT ? CC_F32 : a->kind == CC_ARG_BOOL ? CC_BOOL : CC_I64;
-    return a->kind == CC_ARG_FLOAT ? a->f : (double)a->i;
+    *dt = a->kind == GR_ARG_FLOAT ? GR_F32 : a->kind == GR_ARG_BOOL ? GR_BOOL : GR_I64;
+    return a->kind == GR_ARG_FLOAT ? a->f : (double)a->i;
 }
 
 /* ---- Rules: each returns its number of results (0: keep the node as a
  * core op) with the results in out[] ---- */
 
-typedef int (*rule_fn)(dctx *c, const cc_node *n, int *out);
+typedef int (*rule_fn)(dctx *c, const gr_node *n, int *out);
 
-static int r_identity(dctx *c, const cc_node *n, int *out)
+static int r_identity(dctx *c, const gr_node *n, int *out)
 {
     out[0] = val(c, n, 0, "self");
     return 1;
 }
 
-static int r_to_copy(dctx *c, const cc_node *n, int *out)
+static int r_to_copy(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     int dt = dtype_arg(c, n, 99, "dtype");
@@ -598,54 +598,54 @@ static int r_to_copy(dctx *c, const cc_node *n, int *out)
 }
 
 /* to(x, [device,] dtype, ...): its dtype argument, wherever it is */
-static int r_to_dtype(dctx *c, const cc_node *n, int *out)
+static int r_to_dtype(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self"), dt = -1;
     for (int i = 0; i < n->nargs; i++)
-        if (n->args[i].kind == CC_ARG_DTYPE)
+        if (n->args[i].kind == GR_ARG_DTYPE)
             dt = (int)n->args[i].i;
-    out[0] = dt < 0 ? x : cast(c, x, (cc_dtype)dt);
+    out[0] = dt < 0 ? x : cast(c, x, (gr_dtype)dt);
     return 1;
 }
 
-static int r_type_as(dctx *c, const cc_node *n, int *out)
+static int r_type_as(dctx *c, const gr_node *n, int *out)
 {
     out[0] = cast(c, val(c, n, 0, "self"), T(c, val(c, n, 1, "other")).dtype);
     return 1;
 }
 
-static void no_dropout(dctx *c, const cc_node *n)
+static void no_dropout(dctx *c, const gr_node *n)
 {
     double pr = num(c, n, 1, "p", 0);
-    const cc_arg *tr = cc_node_arg(n, 2, "train");
-    int train = tr && tr->kind == CC_ARG_BOOL ? (int)tr->i : 1;
+    const gr_arg *tr = gr_node_arg(n, 2, "train");
+    int train = tr && tr->kind == GR_ARG_BOOL ? (int)tr->i : 1;
     if (pr > 0 && train)
         fail(c, "the compiler does not lower dropout with p > 0 in training mode");
 }
 
-static int r_dropout(dctx *c, const cc_node *n, int *out)
+static int r_dropout(dctx *c, const gr_node *n, int *out)
 {
     no_dropout(c, n);
     out[0] = val(c, n, 0, "input");
     return 1;
 }
 
-static int r_native_dropout(dctx *c, const cc_node *n, int *out)
+static int r_native_dropout(dctx *c, const gr_node *n, int *out)
 {
     no_dropout(c, n);
     out[0] = val(c, n, 0, "input");
-    cc_ttype t = T(c, out[0]);
-    out[1] = full(c, t.rank, t.shape, 1, CC_BOOL);
+    gr_ttype t = T(c, out[0]);
+    out[1] = full(c, t.rank, t.shape, 1, GR_BOOL);
     return 2;
 }
 
-static int r_native_layer_norm(dctx *c, const cc_node *n, int *out)
+static int r_native_layer_norm(dctx *c, const gr_node *n, int *out)
 {
     layer_norm(c, n, out);
     return 3;
 }
 
-static int r_layer_norm(dctx *c, const cc_node *n, int *out)
+static int r_layer_norm(dctx *c, const gr_node *n, int *out)
 {
     int res[3];
     layer_norm(c, n, res);
@@ -653,29 +653,29 @@ static int r_layer_norm(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_softmax(dctx *c, const cc_node *n, int *out)
+static int r_softmax(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     int64_t dim = (int64_t)num(c, n, 1, "dim", -1);
     if (n->base[0] == '_') { /* _softmax(x, dim, half_to_float) */
-        const cc_arg *h = cc_node_arg(n, 2, "half_to_float");
-        if (h && h->kind == CC_ARG_BOOL && h->i)
-            x = cast(c, x, CC_F32);
+        const gr_arg *h = gr_node_arg(n, 2, "half_to_float");
+        if (h && h->kind == GR_ARG_BOOL && h->i)
+            x = cast(c, x, GR_F32);
     } else { /* softmax(x, dim, dtype) */
         int dt = dtype_arg(c, n, 2, "dtype");
         if (dt >= 0)
-            x = cast(c, x, (cc_dtype)dt);
+            x = cast(c, x, (gr_dtype)dt);
     }
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL);
     return 1;
 }
 
-static int r_gelu(dctx *c, const cc_node *n, int *out)
+static int r_gelu(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    const cc_arg *ap = cc_node_arg(n, 1, "approximate");
-    int tanh_form = ap && ap->kind == CC_ARG_STR && !strcmp(ap->s, "tanh");
-    if (ap && !(ap->kind == CC_ARG_STR && (!strcmp(ap->s, "tanh") || !strcmp(ap->s, "none"))))
+    const gr_arg *ap = gr_node_arg(n, 1, "approximate");
+    int tanh_form = ap && ap->kind == GR_ARG_STR && !strcmp(ap->s, "tanh");
+    if (ap && !(ap->kind == GR_ARG_STR && (!strcmp(ap->s, "tanh") || !strcmp(ap->s, "none"))))
         fail(c, "approximate must be \"none\" or \"tanh\"");
     int half = bins(c, "aten.mul.Tensor", x, 0.5);
     int inner;
@@ -691,14 +691,14 @@ static int r_gelu(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_silu(dctx *c, const cc_node *n, int *out)
+static int r_silu(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.sigmoid.default", x));
     return 1;
 }
 
-static int r_square(dctx *c, const cc_node *n, int *out)
+static int r_square(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     out[0] = bin(c, "aten.mul.Tensor", x, x);
@@ -706,7 +706,7 @@ static int r_square(dctx *c, const cc_node *n, int *out)
 }
 
 /* bias * beta + product * alpha */
-static int add_scaled(dctx *c, const cc_node *n, int bias, int prod)
+static int add_scaled(dctx *c, const gr_node *n, int bias, int prod)
 {
     double beta = num(c, n, 99, "beta", 1), alpha = num(c, n, 99, "alpha", 1);
     if (alpha != 1)
@@ -718,7 +718,7 @@ static int add_scaled(dctx *c, const cc_node *n, int bias, int prod)
     return bin(c, "aten.add.Tensor", prod, bias);
 }
 
-static int r_addmm(dctx *c, const cc_node *n, int *out)
+static int r_addmm(dctx *c, const gr_node *n, int *out)
 {
     int bias = val(c, n, 0, "self");
     int p = matmul(c, "aten.mm.default", val(c, n, 1, "mat1"), val(c, n, 2, "mat2"));
@@ -726,7 +726,7 @@ static int r_addmm(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_baddbmm(dctx *c, const cc_node *n, int *out)
+static int r_baddbmm(dctx *c, const gr_node *n, int *out)
 {
     int bias = val(c, n, 0, "self");
     int p = matmul(c, "aten.bmm.default", val(c, n, 1, "batch1"), val(c, n, 2, "batch2"));
@@ -734,13 +734,13 @@ static int r_baddbmm(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_linear(dctx *c, const cc_node *n, int *out)
+static int r_linear(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "input"), w = val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
-    cc_ttype tx = T(c, x), tw = T(c, w);
+    gr_ttype tx = T(c, x), tw = T(c, w);
     if (tw.rank != 2 || tx.rank < 1)
         fail(c, "weight must be 2-D");
-    cc_ttype twt = tw;
+    gr_ttype twt = tw;
     twt.shape[0] = tw.shape[1];
     twt.shape[1] = tw.shape[0];
     int wt = EMIT(c, "aten.t.default", twt, A_val(w));
@@ -750,7 +750,7 @@ static int r_linear(dctx *c, const cc_node *n, int *out)
     if (b >= 0)
         y = bin(c, "aten.add.Tensor", y, b);
     if (tx.rank != 2) {
-        cc_ttype ty = tx;
+        gr_ttype ty = tx;
         ty.shape[ty.rank - 1] = tw.shape[0];
         y = reshape(c, y, ty.rank, ty.shape);
     }
@@ -759,47 +759,47 @@ static int r_linear(dctx *c, const cc_node *n, int *out)
 }
 
 /* add / sub with alpha != 1: the other operand scaled first */
-static int r_add_alpha(dctx *c, const cc_node *n, int *out)
+static int r_add_alpha(dctx *c, const gr_node *n, int *out)
 {
     double alpha = num(c, n, 99, "alpha", 1);
     if (alpha == 1)
         return 0;
     int x = val(c, n, 0, "self");
-    const cc_arg *o = cc_node_arg(n, 1, "other");
+    const gr_arg *o = gr_node_arg(n, 1, "other");
     char op[64];
     snprintf(op, sizeof op, "aten.%s.Tensor", n->base);
     if (is_number(o))
-        out[0] = bins(c, op, x, alpha * (o->kind == CC_ARG_FLOAT ? o->f : (double)o->i));
+        out[0] = bins(c, op, x, alpha * (o->kind == GR_ARG_FLOAT ? o->f : (double)o->i));
     else
         out[0] = bin(c, op, x, bins(c, "aten.mul.Tensor", val(c, n, 1, "other"), alpha));
     return 1;
 }
 
-static int r_rsub(dctx *c, const cc_node *n, int *out)
+static int r_rsub(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     double alpha = num(c, n, 2, "alpha", 1);
     if (alpha != 1)
         x = bins(c, "aten.mul.Tensor", x, alpha);
-    const cc_arg *o = cc_node_arg(n, 1, "other");
+    const gr_arg *o = gr_node_arg(n, 1, "other");
     if (is_number(o))
-        out[0] = bins(c, "aten.add.Tensor", un(c, "aten.neg.default", x), o->kind == CC_ARG_FLOAT ? o->f : (double)o->i);
+        out[0] = bins(c, "aten.add.Tensor", un(c, "aten.neg.default", x), o->kind == GR_ARG_FLOAT ? o->f : (double)o->i);
     else
         out[0] = bin(c, "aten.sub.Tensor", val(c, n, 1, "other"), x);
     return 1;
 }
 
-static int r_clamp(dctx *c, const cc_node *n, int *out)
+static int r_clamp(dctx *c, const gr_node *n, int *out)
 {
     int y = val(c, n, 0, "self");
     const char *which[2] = {"min", "max"};
     for (int i = 0; i < 2; i++) {
-        const cc_arg *a = cc_node_arg(n, 1 + i, which[i]);
-        if (!a || a->kind == CC_ARG_NONE)
+        const gr_arg *a = gr_node_arg(n, 1 + i, which[i]);
+        if (!a || a->kind == GR_ARG_NONE)
             continue;
         char op[64];
-        snprintf(op, sizeof op, "aten.clamp_%s.%s", which[i], a->kind == CC_ARG_VALUE ? "Tensor" : "default");
-        if (a->kind == CC_ARG_VALUE)
+        snprintf(op, sizeof op, "aten.clamp_%s.%s", which[i], a->kind == GR_ARG_VALUE ? "Tensor" : "default");
+        if (a->kind == GR_ARG_VALUE)
             y = bin(c, op, y, val(c, n, 1 + i, which[i]));
         else
             y = bins(c, op, y, num(c, n, 1 + i, which[i], 0));
@@ -808,13 +808,13 @@ static int r_clamp(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_masked_fill(dctx *c, const cc_node *n, int *out)
+static int r_masked_fill(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self"), mask = val(c, n, 1, "mask");
-    const cc_arg *v = cc_node_arg(n, 2, "value");
-    cc_dtype dt = T(c, x).dtype;
+    const gr_arg *v = gr_node_arg(n, 2, "value");
+    gr_dtype dt = T(c, x).dtype;
     int y;
-    if (v && v->kind == CC_ARG_VALUE)
+    if (v && v->kind == GR_ARG_VALUE)
         y = where(c, mask, cast(c, val(c, n, 2, "value"), dt), x);
     else
         y = where_s(c, mask, x, num(c, n, 2, "value", 0), 1);
@@ -822,25 +822,25 @@ static int r_masked_fill(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_mean(dctx *c, const cc_node *n, int *out)
+static int r_mean(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     int dt = dtype_arg(c, n, 99, "dtype");
     if (dt >= 0)
-        x = cast(c, x, (cc_dtype)dt);
-    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
-    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
-    int k = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
-    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+        x = cast(c, x, (gr_dtype)dt);
+    int64_t in[GR_MAX_RANK], dims[GR_MAX_RANK], count;
+    const gr_arg *a1 = gr_node_arg(n, 1, "dim");
+    int k = a1 && a1->kind != GR_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
+    const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
     int nd = red_dims(c, x, k, in, dims, &count);
-    out[0] = mean(c, x, nd, dims, kd && kd->kind == CC_ARG_BOOL && kd->i, count);
+    out[0] = mean(c, x, nd, dims, kd && kd->kind == GR_ARG_BOOL && kd->i, count);
     return 1;
 }
 
-static int r_var(dctx *c, const cc_node *n, int *out)
+static int r_var(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self"), nd, keepdim;
-    int64_t dims[CC_MAX_RANK], count;
+    int64_t dims[GR_MAX_RANK], count;
     double corr;
     var_args(c, n, x, dims, &nd, &count, &corr, &keepdim);
     int m;
@@ -853,16 +853,16 @@ static int r_var(dctx *c, const cc_node *n, int *out)
     return 2;
 }
 
-static int r_split(dctx *c, const cc_node *n, int *out)
+static int r_split(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    cc_ttype t = T(c, x);
+    gr_ttype t = T(c, x);
     int dim = normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank);
     int64_t size = t.shape[dim], sizes[256];
     int k = 0;
     if (!strcmp(n->base, "split_with_sizes")) {
-        const cc_arg *a = cc_node_arg(n, 1, "split_sizes");
-        if (!a || a->kind != CC_ARG_LIST || a->nitems > 256)
+        const gr_arg *a = gr_node_arg(n, 1, "split_sizes");
+        if (!a || a->kind != GR_ARG_LIST || a->nitems > 256)
             fail(c, "argument split_sizes must be a list of ints");
         for (; k < a->nitems; k++)
             sizes[k] = a->items[k].i;
@@ -888,10 +888,10 @@ static int r_split(dctx *c, const cc_node *n, int *out)
     return k;
 }
 
-static int r_unbind(dctx *c, const cc_node *n, int *out)
+static int r_unbind(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    cc_ttype t = T(c, x);
+    gr_ttype t = T(c, x);
     int dim = normdim(c, (int64_t)num(c, n, 1, "dim", 0), t.rank);
     if (t.shape[dim] > 256)
         fail(c, "more than 256 pieces");
@@ -900,19 +900,19 @@ static int r_unbind(dctx *c, const cc_node *n, int *out)
     return (int)t.shape[dim];
 }
 
-static int r_stack(dctx *c, const cc_node *n, int *out)
+static int r_stack(dctx *c, const gr_node *n, int *out)
 {
-    const cc_arg *a = cc_node_arg(n, 0, "tensors");
-    if (!a || a->kind != CC_ARG_LIST || !a->nitems || a->nitems > 256)
+    const gr_arg *a = gr_node_arg(n, 0, "tensors");
+    if (!a || a->kind != GR_ARG_LIST || !a->nitems || a->nitems > 256)
         fail(c, "argument tensors must be a list of tensors");
     int v[256];
     int64_t dim = (int64_t)num(c, n, 1, "dim", 0);
     for (int i = 0; i < a->nitems; i++) {
-        if (a->items[i].kind != CC_ARG_VALUE || c->vmap[a->items[i].value] < 0)
+        if (a->items[i].kind != GR_ARG_VALUE || c->vmap[a->items[i].value] < 0)
             fail(c, "argument tensors must be a list of tensors");
         v[i] = unsqueeze(c, c->vmap[a->items[i].value], dim);
     }
-    cc_ttype t = T(c, v[0]);
+    gr_ttype t = T(c, v[0]);
     int d = normdim(c, dim, t.rank);
     t.shape[d] = a->nitems;
     out[0] = EMIT(c, "aten.cat.default", t, A_vals(a->nitems, v), A_int(d));
@@ -920,11 +920,11 @@ static int r_stack(dctx *c, const cc_node *n, int *out)
 }
 
 /* fill(x, value): full(x's shape, value) in x's dtype, or a 0-d tensor value expanded */
-static int r_fill(dctx *c, const cc_node *n, int *out)
+static int r_fill(dctx *c, const gr_node *n, int *out)
 {
-    cc_ttype t = T(c, val(c, n, 0, "self"));
-    const cc_arg *v = cc_node_arg(n, 1, "value");
-    if (v && v->kind == CC_ARG_VALUE) { /* fill.Tensor: the 0-d value expanded */
+    gr_ttype t = T(c, val(c, n, 0, "self"));
+    const gr_arg *v = gr_node_arg(n, 1, "value");
+    if (v && v->kind == GR_ARG_VALUE) { /* fill.Tensor: the 0-d value expanded */
         int e = cast(c, val(c, n, 1, "value"), t.dtype);
         if (numel(&c->d->values[e].type) != 1)
             fail(c, "the fill value must have one element");
@@ -933,20 +933,20 @@ static int r_fill(dctx *c, const cc_node *n, int *out)
     }
     if (!is_number(v))
         fail(c, "argument value must be a number or a tensor");
-    out[0] = full(c, t.rank, t.shape, v->kind == CC_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
+    out[0] = full(c, t.rank, t.shape, v->kind == GR_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
     return 1;
 }
 
 /* A factory: full(shape, value) with shape and dtype from the arguments. */
-static int r_factory(dctx *c, const cc_node *n, int *out)
+static int r_factory(dctx *c, const gr_node *n, int *out)
 {
     const char *b = n->base;
     int like = strstr(b, "_like") != NULL, newop = !strncmp(b, "new_", 4);
     int src = like || newop ? val(c, n, 0, "self") : -1;
-    int64_t shape[CC_MAX_RANK];
+    int64_t shape[GR_MAX_RANK];
     int rank;
     if (like) {
-        cc_ttype t = T(c, src);
+        gr_ttype t = T(c, src);
         rank = t.rank;
         memcpy(shape, t.shape, sizeof shape);
     } else {
@@ -954,24 +954,24 @@ static int r_factory(dctx *c, const cc_node *n, int *out)
         if (rank < 0)
             fail(c, "argument size must be a list of ints");
     }
-    cc_dtype dt = src >= 0 ? T(c, src).dtype : CC_F32;
+    gr_dtype dt = src >= 0 ? T(c, src).dtype : GR_F32;
     double v = strstr(b, "ones") ? 1 : 0;
     if (strstr(b, "full")) {
-        cc_dtype vdt;
+        gr_dtype vdt;
         v = fill_value(c, n, like ? 1 : 2, &vdt);
         if (src < 0)
             dt = vdt;
     }
     int d = dtype_arg(c, n, 99, "dtype");
-    out[0] = full(c, rank, shape, v, d >= 0 ? (cc_dtype)d : dt);
+    out[0] = full(c, rank, shape, v, d >= 0 ? (gr_dtype)d : dt);
     return 1;
 }
 
-static int r_view_like(dctx *c, const cc_node *n, int *out)
+static int r_view_like(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    cc_ttype t = T(c, x);
-    int64_t shape[CC_MAX_RANK];
+    gr_ttype t = T(c, x);
+    int64_t shape[GR_MAX_RANK];
     int rank;
     if (!strcmp(n->base, "_reshape_alias")) {
         rank = ints(c, n, 1, "size", shape);
@@ -987,9 +987,9 @@ static int r_view_like(dctx *c, const cc_node *n, int *out)
         }
     } else if (!strcmp(n->base, "unflatten")) {
         int dim = normdim(c, (int64_t)num(c, n, 1, "dim", 0), t.rank);
-        int64_t sz[CC_MAX_RANK];
+        int64_t sz[GR_MAX_RANK];
         int k = ints(c, n, 2, "sizes", sz);
-        if (k < 1 || t.rank - 1 + k > CC_MAX_RANK)
+        if (k < 1 || t.rank - 1 + k > GR_MAX_RANK)
             fail(c, "argument sizes must be a list of ints");
         int64_t known = 1;
         int infer = -1;
@@ -1010,7 +1010,7 @@ static int r_view_like(dctx *c, const cc_node *n, int *out)
                 shape[rank++] = t.shape[d];
         }
     } else { /* view_as, reshape_as, expand_as */
-        cc_ttype o = T(c, val(c, n, 1, "other"));
+        gr_ttype o = T(c, val(c, n, 1, "other"));
         if (!strcmp(n->base, "expand_as")) {
             out[0] = expand(c, x, o.rank, o.shape);
             return 1;
@@ -1026,22 +1026,22 @@ static int r_view_like(dctx *c, const cc_node *n, int *out)
 
 /* repeat_interleave(x, repeats, dim): x[.., j, ..] repeated r times in place:
  * unsqueeze after dim, expand it to r, merge. */
-static int r_repeat_interleave(dctx *c, const cc_node *n, int *out)
+static int r_repeat_interleave(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    const cc_arg *r = cc_node_arg(n, 1, "repeats");
-    if (!r || r->kind != CC_ARG_INT)
+    const gr_arg *r = gr_node_arg(n, 1, "repeats");
+    if (!r || r->kind != GR_ARG_INT)
         fail(c, "the compiler lowers repeat_interleave only with an int number of repeats");
-    const cc_arg *da = cc_node_arg(n, 2, "dim");
-    cc_ttype t = T(c, x);
-    if (!da || da->kind == CC_ARG_NONE) {
+    const gr_arg *da = gr_node_arg(n, 2, "dim");
+    gr_ttype t = T(c, x);
+    if (!da || da->kind == GR_ARG_NONE) {
         int64_t all = numel(&t);
         x = reshape(c, x, 1, &all);
         t = T(c, x);
     }
-    int dim = da && da->kind != CC_ARG_NONE ? normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank) : 0;
+    int dim = da && da->kind != GR_ARG_NONE ? normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank) : 0;
     int u = unsqueeze(c, x, dim + 1);
-    cc_ttype tu = T(c, u);
+    gr_ttype tu = T(c, u);
     tu.shape[dim + 1] = r->i;
     int e = expand(c, u, tu.rank, tu.shape);
     t.shape[dim] *= r->i;
@@ -1050,15 +1050,15 @@ static int r_repeat_interleave(dctx *c, const cc_node *n, int *out)
 }
 
 /* repeat(x, sizes): tile; x as [1, s0, 1, s1, ..] expanded to [r0, s0, r1, s1, ..] */
-static int r_repeat(dctx *c, const cc_node *n, int *out)
+static int r_repeat(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    int64_t rep[CC_MAX_RANK];
+    int64_t rep[GR_MAX_RANK];
     int k = ints(c, n, 1, "repeats", rep);
-    cc_ttype t = T(c, x);
-    if (k < t.rank || 2 * k > CC_MAX_RANK)
-        fail(c, "the compiler lowers repeat of at most %d dimensions", CC_MAX_RANK / 2);
-    int64_t inter[CC_MAX_RANK], big[CC_MAX_RANK], res[CC_MAX_RANK];
+    gr_ttype t = T(c, x);
+    if (k < t.rank || 2 * k > GR_MAX_RANK)
+        fail(c, "the compiler lowers repeat of at most %d dimensions", GR_MAX_RANK / 2);
+    int64_t inter[GR_MAX_RANK], big[GR_MAX_RANK], res[GR_MAX_RANK];
     for (int d = 0; d < k; d++) {
         int sd = d - (k - t.rank);
         int64_t s = sd >= 0 ? t.shape[sd] : 1;
@@ -1075,26 +1075,26 @@ static int r_repeat(dctx *c, const cc_node *n, int *out)
 }
 
 /* scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale) */
-static int r_sdpa(dctx *c, const cc_node *n, int *out)
+static int r_sdpa(dctx *c, const gr_node *n, int *out)
 {
     int q = val(c, n, 0, "query"), k = val(c, n, 1, "key"), v = val(c, n, 2, "value");
     int mask = opt_val(c, n, 3, "attn_mask");
     if (num(c, n, 4, "dropout_p", 0) != 0)
         fail(c, "the compiler does not lower attention dropout");
-    const cc_arg *ca = cc_node_arg(n, 5, "is_causal");
-    cc_ttype tq = T(c, q), tk = T(c, k);
+    const gr_arg *ca = gr_node_arg(n, 5, "is_causal");
+    gr_ttype tq = T(c, q), tk = T(c, k);
     double scale = num(c, n, 6, "scale", 1.0 / sqrt((double)tq.shape[tq.rank - 1]));
     int s = matmul(c, "aten.matmul.default", q, transpose(c, k, -2, -1));
     s = bins(c, "aten.mul.Tensor", s, scale);
-    if (ca && ca->kind == CC_ARG_BOOL && ca->i) {
+    if (ca && ca->kind == GR_ARG_BOOL && ca->i) {
         int64_t ls[2] = {tq.shape[tq.rank - 2], tk.shape[tk.rank - 2]};
-        int ones = full(c, 2, ls, 1, CC_BOOL);
-        cc_ttype tt = T(c, ones);
+        int ones = full(c, 2, ls, 1, GR_BOOL);
+        gr_ttype tt = T(c, ones);
         int tril = EMIT(c, "aten.tril.default", tt, A_val(ones), A_int(0));
         s = where_s(c, tril, s, -INFINITY, 0);
     }
     if (mask >= 0)
-        s = T(c, mask).dtype == CC_BOOL ? where_s(c, mask, s, -INFINITY, 0) : bin(c, "aten.add.Tensor", s, mask);
+        s = T(c, mask).dtype == GR_BOOL ? where_s(c, mask, s, -INFINITY, 0) : bin(c, "aten.add.Tensor", s, mask);
     out[0] = matmul(c, "aten.matmul.default", softmax(c, s, -1, 0), v);
     return 1;
 }
@@ -1107,22 +1107,22 @@ static int r_sdpa(dctx *c, const cc_node *n, int *out)
 /* a comparison of a with the number s: a bool tensor */
 static int cmps(dctx *c, const char *op, int a, double s)
 {
-    cc_ttype t = T(c, a);
-    t.dtype = CC_BOOL;
+    gr_ttype t = T(c, a);
+    t.dtype = GR_BOOL;
     return EMIT(c, op, t, A_val(a), A_num(s));
 }
 
 static int cmpv(dctx *c, const char *op, int a, int b)
 {
-    cc_ttype ta = T(c, a), tb = T(c, b), t;
+    gr_ttype ta = T(c, a), tb = T(c, b), t;
     if (ir_broadcast(&ta, &tb, &t))
         fail(c, "operand shapes do not broadcast");
-    t.dtype = CC_BOOL;
+    t.dtype = GR_BOOL;
     return EMIT(c, op, t, A_val(a), A_val(b));
 }
 
 /* a bool as 0 / 1 in the float dtype dt */
-static int as_num(dctx *c, int b, cc_dtype dt) { return cast(c, b, dt); }
+static int as_num(dctx *c, int b, gr_dtype dt) { return cast(c, b, dt); }
 
 static int neg(dctx *c, int a) { return un(c, "aten.neg.default", a); }
 
@@ -1139,7 +1139,7 @@ enum { RD_FLOOR, RD_CEIL, RD_TRUNC, RD_ROUND };
  * NaN fails the test a < 512, so it passes through). */
 static int round_to_int(dctx *c, int x, int which)
 {
-    cc_dtype dt = T(c, x).dtype;
+    gr_dtype dt = T(c, x).dtype;
     int a = un(c, "aten.abs.default", x);
     int t = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", a, 512), 512);
     int fl = bin(c, "aten.sub.Tensor", t, as_num(c, cmpv(c, "aten.gt.Tensor", t, a), dt));
@@ -1162,7 +1162,7 @@ static int round_to_int(dctx *c, int x, int which)
     return where(c, cmps(c, "aten.lt.Scalar", a, 512), r, x);
 }
 
-static int r_round(dctx *c, const cc_node *n, int *out)
+static int r_round(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     static const char *const names[] = {"floor", "ceil", "trunc", "round"};
@@ -1181,7 +1181,7 @@ static int r_round(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_frac(dctx *c, const cc_node *n, int *out)
+static int r_frac(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     out[0] = bin(c, "aten.sub.Tensor", x, round_to_int(c, x, RD_TRUNC));
@@ -1189,10 +1189,10 @@ static int r_frac(dctx *c, const cc_node *n, int *out)
 }
 
 /* sign, sgn: (x > 0) - (x < 0), NaN kept */
-static int r_sign(dctx *c, const cc_node *n, int *out)
+static int r_sign(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    cc_dtype dt = T(c, x).dtype;
+    gr_dtype dt = T(c, x).dtype;
     if (!is_float(dt))
         fail(c, "the compiler lowers %s only of a float tensor", n->base);
     int s = bin(c, "aten.sub.Tensor", as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt),
@@ -1202,15 +1202,15 @@ static int r_sign(dctx *c, const cc_node *n, int *out)
 }
 
 /* div with rounding_mode "trunc" / "floor": the true quotient, rounded */
-static int r_div_mode(dctx *c, const cc_node *n, int *out)
+static int r_div_mode(dctx *c, const gr_node *n, int *out)
 {
-    const cc_arg *m = cc_node_arg(n, 2, "rounding_mode");
-    if (!m || m->kind == CC_ARG_NONE)
+    const gr_arg *m = gr_node_arg(n, 2, "rounding_mode");
+    if (!m || m->kind == GR_ARG_NONE)
         return 0;
-    if (m->kind != CC_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
+    if (m->kind != GR_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
         fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
     int x = val(c, n, 0, "self");
-    const cc_arg *o = cc_node_arg(n, 1, "other");
+    const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
                          : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
     out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
@@ -1218,10 +1218,10 @@ static int r_div_mode(dctx *c, const cc_node *n, int *out)
 }
 
 /* floor_divide(a, b): floor(a / b) (float tensors) */
-static int r_floor_divide(dctx *c, const cc_node *n, int *out)
+static int r_floor_divide(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    const cc_arg *o = cc_node_arg(n, 1, "other");
+    const gr_arg *o = gr_node_arg(n, 1, "other");
     int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
                          : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
     if (!is_float(T(c, x).dtype) || !is_float(T(c, q).dtype))
@@ -1231,10 +1231,10 @@ static int r_floor_divide(dctx *c, const cc_node *n, int *out)
 }
 
 /* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b */
-static int r_remainder(dctx *c, const cc_node *n, int *out)
+static int r_remainder(dctx *c, const gr_node *n, int *out)
 {
     int a = val(c, n, 0, "self");
-    const cc_arg *o = cc_node_arg(n, 1, "other");
+    const gr_arg *o = gr_node_arg(n, 1, "other");
     int fm = !strcmp(n->base, "fmod");
     if (!is_float(T(c, a).dtype))
         fail(c, "the compiler lowers %s only of a float tensor", n->base);
@@ -1253,7 +1253,7 @@ static int r_remainder(dctx *c, const cc_node *n, int *out)
 }
 
 /* hardtanh(x, min_val, max_val), relu6 */
-static int r_hardtanh(dctx *c, const cc_node *n, int *out)
+static int r_hardtanh(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     int six = !strcmp(n->base, "relu6");
@@ -1262,7 +1262,7 @@ static int r_hardtanh(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_leaky_relu(dctx *c, const cc_node *n, int *out)
+static int r_leaky_relu(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     double s = num(c, n, 1, "negative_slope", 0.01);
@@ -1272,7 +1272,7 @@ static int r_leaky_relu(dctx *c, const cc_node *n, int *out)
 
 /* x > 0 ? x * scale : (exp(x * input_scale) - 1) * alpha * scale (elu);
  * celu(alpha) is elu(alpha, 1, 1 / alpha), selu fixed constants */
-static int r_elu(dctx *c, const cc_node *n, int *out)
+static int r_elu(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     double alpha = num(c, n, 1, "alpha", 1), sc = 1, isc = 1;
@@ -1290,7 +1290,7 @@ static int r_elu(dctx *c, const cc_node *n, int *out)
     return 1;
 }
 
-static int r_threshold(dctx *c, const cc_node *n, int *out)
+static int r_threshold(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     double th = num(c, n, 1, "threshold", 0), v = num(c, n, 2, "value", 0);
@@ -1306,13 +1306,13 @@ static int hardsigmoid(dctx *c, int x)
     return bins(c, "aten.mul.Tensor", r, 1.0 / 6);
 }
 
-static int r_hardsigmoid(dctx *c, const cc_node *n, int *out)
+static int r_hardsigmoid(dctx *c, const gr_node *n, int *out)
 {
     out[0] = hardsigmoid(c, val(c, n, 0, "self"));
     return 1;
 }
 
-static int r_hardswish(dctx *c, const cc_node *n, int *out)
+static int r_hardswish(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     out[0] = bin(c, "aten.mul.Tensor", x, hardsigmoid(c, x));
@@ -1329,7 +1329,7 @@ static int softplus(dctx *c, int x, double beta, double th)
     return where(c, cmps(c, "aten.gt.Scalar", xb, th), x, scale(c, sp, 1 / beta));
 }
 
-static int r_softplus(dctx *c, const cc_node *n, int *out)
+static int r_softplus(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     out[0] = softplus(c, x, num(c, n, 1, "beta", 1), num(c, n, 2, "threshold", 20));
@@ -1337,7 +1337,7 @@ static int r_softplus(dctx *c, const cc_node *n, int *out)
 }
 
 /* mish(x) = x tanh(softplus(x)) */
-static int r_mish(dctx *c, const cc_node *n, int *out)
+static int r_mish(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.tanh.default", softplus(c, x, 1, 20)));
@@ -1345,10 +1345,10 @@ static int r_mish(dctx *c, const cc_node *n, int *out)
 }
 
 /* glu(x, dim): the first half times sigmoid of the second */
-static int r_glu(dctx *c, const cc_node *n, int *out)
+static int r_glu(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    cc_ttype t = T(c, x);
+    gr_ttype t = T(c, x);
     int d = normdim(c, (int64_t)num(c, n, 1, "dim", -1), t.rank);
     int64_t h = t.shape[d] / 2;
     if (!t.rank || t.shape[d] % 2)
@@ -1359,19 +1359,19 @@ static int r_glu(dctx *c, const cc_node *n, int *out)
 }
 
 /* logsumexp(x, dims, keepdim) = m + log(sum(exp(x - m))), m = amax(x) */
-static int r_logsumexp(dctx *c, const cc_node *n, int *out)
+static int r_logsumexp(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     if (!is_float(T(c, x).dtype))
-        x = cast(c, x, CC_F32);
-    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
+        x = cast(c, x, GR_F32);
+    int64_t in[GR_MAX_RANK], dims[GR_MAX_RANK], count;
     int k = ints(c, n, 1, "dim", in);
-    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
-    int keep = kd && kd->kind == CC_ARG_BOOL && kd->i;
+    const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
+    int keep = kd && kd->kind == GR_ARG_BOOL && kd->i;
     int nd = red_dims(c, x, k, in, dims, &count);
     int m = red(c, "aten.amax.default", x, nd, dims, 1);
     int s = red(c, "aten.sum.dim_IntList", un(c, "aten.exp.default", bin(c, "aten.sub.Tensor", x, m)), nd, dims, keep);
-    cc_ttype ts = T(c, s);
+    gr_ttype ts = T(c, s);
     if (!keep)
         m = reshape(c, m, ts.rank, ts.shape);
     out[0] = bin(c, "aten.add.Tensor", un(c, "aten.log.default", s), m);
@@ -1380,7 +1380,7 @@ static int r_logsumexp(dctx *c, const cc_node *n, int *out)
 
 /* x as a float tensor: integers and bools become f32, as PyTorch's
  * floating functions promote them */
-static int fx(dctx *c, int x) { return is_float(T(c, x).dtype) ? x : cast(c, x, CC_F32); }
+static int fx(dctx *c, int x) { return is_float(T(c, x).dtype) ? x : cast(c, x, GR_F32); }
 
 /* Unary functions written with exp, log, sin, cos, sqrt and arithmetic. */
 enum { M_EXPM1, M_LOG1P, M_LOG2, M_LOG10, M_EXP2, M_TAN, M_SINH, M_COSH, M_ASINH, M_ACOSH, M_ATANH,
@@ -1473,7 +1473,7 @@ static int math_fn(dctx *c, int x, int which)
     }
 }
 
-static int r_math(dctx *c, const cc_node *n, int *out)
+static int r_math(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     for (size_t i = 0; i < sizeof math_fns / sizeof math_fns[0]; i++)
@@ -1485,10 +1485,10 @@ static int r_math(dctx *c, const cc_node *n, int *out)
 }
 
 /* logit(x, eps): log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
-static int r_logit(dctx *c, const cc_node *n, int *out)
+static int r_logit(dctx *c, const gr_node *n, int *out)
 {
     int x = fx(c, val(c, n, 0, "self"));
-    const cc_arg *e = cc_node_arg(n, 1, "eps");
+    const gr_arg *e = gr_node_arg(n, 1, "eps");
     if (is_number(e)) {
         double eps = num(c, n, 1, "eps", 0);
         x = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, eps), 1 - eps);
@@ -1499,7 +1499,7 @@ static int r_logit(dctx *c, const cc_node *n, int *out)
 }
 
 /* log_sigmoid_forward: (min(x, 0) - log(e + 1), e = exp(-|x|)), PyTorch's buffer e */
-static int r_log_sigmoid(dctx *c, const cc_node *n, int *out)
+static int r_log_sigmoid(dctx *c, const gr_node *n, int *out)
 {
     int x = fx(c, val(c, n, 0, "self"));
     int e = un(c, "aten.exp.default", neg(c, un(c, "aten.abs.default", x)));
@@ -1509,7 +1509,7 @@ static int r_log_sigmoid(dctx *c, const cc_node *n, int *out)
     return 2;
 }
 
-static int r_hardshrink(dctx *c, const cc_node *n, int *out)
+static int r_hardshrink(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     double l = num(c, n, 1, "lambd", 0.5);
@@ -1519,7 +1519,7 @@ static int r_hardshrink(dctx *c, const cc_node *n, int *out)
 }
 
 /* softshrink: x - l above l, x + l below -l, else 0 */
-static int r_softshrink(dctx *c, const cc_node *n, int *out)
+static int r_softshrink(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     double l = num(c, n, 1, "lambd", 0.5);
@@ -1529,15 +1529,15 @@ static int r_softshrink(dctx *c, const cc_node *n, int *out)
 }
 
 /* prelu(x, w): where(x > 0, x, w x), w along dim 1 of x (or one weight) */
-static int r_prelu(dctx *c, const cc_node *n, int *out)
+static int r_prelu(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self"), w = val(c, n, 1, "weight");
-    cc_ttype tx = T(c, x), tw = T(c, w);
+    gr_ttype tx = T(c, x), tw = T(c, w);
     int64_t nw = numel(&tw);
     if (nw != 1) {
         if (tx.rank < 2 || tx.shape[1] != nw)
             fail(c, "the weight must have one element or one per channel (dim 1)");
-        int64_t shape[CC_MAX_RANK];
+        int64_t shape[GR_MAX_RANK];
         for (int d = 0; d < tx.rank - 1; d++)
             shape[d] = d == 0 ? nw : 1;
         w = reshape(c, w, tx.rank - 1, shape);
@@ -1550,9 +1550,9 @@ static int r_prelu(dctx *c, const cc_node *n, int *out)
 }
 
 /* A tensor or number argument as a value: a number becomes a 0-d full */
-static int val_or_num(dctx *c, const cc_node *n, int pos, const char *key, cc_dtype dt)
+static int val_or_num(dctx *c, const gr_node *n, int pos, const char *key, gr_dtype dt)
 {
-    const cc_arg *a = cc_node_arg(n, pos, key);
+    const gr_arg *a = gr_node_arg(n, pos, key);
     int64_t none[1] = {0};
     if (is_number(a))
         return full(c, 0, none, num(c, n, pos, key, 0), dt);
@@ -1560,9 +1560,9 @@ static int val_or_num(dctx *c, const cc_node *n, int pos, const char *key, cc_dt
 }
 
 /* xlogy(x, y) = where(y != y, y, where(x == 0, 0, x log y)); xlog1py with log(y + 1) */
-static int r_xlogy(dctx *c, const cc_node *n, int *out)
+static int r_xlogy(dctx *c, const gr_node *n, int *out)
 {
-    int x = fx(c, val_or_num(c, n, 0, "self", CC_F32)), y = fx(c, val_or_num(c, n, 1, "other", CC_F32));
+    int x = fx(c, val_or_num(c, n, 0, "self", GR_F32)), y = fx(c, val_or_num(c, n, 1, "other", GR_F32));
     int ly = un(c, "aten.log.default", strstr(n->base, "1p") ? bins(c, "aten.add.Tensor", y, 1) : y);
     int r = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.mul.Tensor", x, ly), 0, 1);
     out[0] = where(c, cmpv(c, "aten.ne.Tensor", y, y), y, r);
@@ -1570,7 +1570,7 @@ static int r_xlogy(dctx *c, const cc_node *n, int *out)
 }
 
 /* logaddexp(a, b) = max(a, b) + log(exp(-|a - b|) + 1); logaddexp2 in base 2 */
-static int r_logaddexp(dctx *c, const cc_node *n, int *out)
+static int r_logaddexp(dctx *c, const gr_node *n, int *out)
 {
     int a = fx(c, val(c, n, 0, "self")), b = fx(c, val(c, n, 1, "other"));
     int two = !strcmp(n->base, "logaddexp2");
@@ -1588,12 +1588,12 @@ static int r_logaddexp(dctx *c, const cc_node *n, int *out)
 #define DL16_INF 0x1p30
 
 /* isinf, isposinf, isneginf: |x|, x, -x >= 2^30 */
-static int r_isinf(dctx *c, const cc_node *n, int *out)
+static int r_isinf(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
-    cc_ttype t = T(c, x);
+    gr_ttype t = T(c, x);
     if (!is_float(t.dtype))
-        out[0] = full(c, t.rank, t.shape, 0, CC_BOOL);
+        out[0] = full(c, t.rank, t.shape, 0, GR_BOOL);
     else if (!strcmp(n->base, "isinf"))
         out[0] = cmps(c, "aten.ge.Scalar", un(c, "aten.abs.default", x), DL16_INF);
     else if (!strcmp(n->base, "isposinf"))
@@ -1606,7 +1606,7 @@ static int r_isinf(dctx *c, const cc_node *n, int *out)
 /* nan_to_num(x, nan=0, posinf, neginf): wheres; the replacements must be
  * given and within DL16's range (PyTorch's default, float32's largest
  * value, is not) */
-static int r_nan_to_num(dctx *c, const cc_node *n, int *out)
+static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     if (!is_float(T(c, x).dtype)) {
@@ -1626,7 +1626,7 @@ static int r_nan_to_num(dctx *c, const cc_node *n, int *out)
 
 /* hypot(a, b) = m sqrt(1 + r*r), m = max(|a|, |b|), r = min / m (no square
  * leaves DL16's range); m == 0: 0 */
-static int r_hypot(dctx *c, const cc_node *n, int *out)
+static int r_hypot(dctx *c, const gr_node *n, int *out)
 {
     int a = un(c, "aten.abs.default", val(c, n, 0, "self")), b = un(c, "aten.abs.default", val(c, n, 1, "other"));
     int m = bin(c, "aten.maximum.default", a, b);
@@ -1638,7 +1638,7 @@ static int r_hypot(dctx *c, const cc_node *n, int *out)
 }
 
 /* fmax / fmin: maximum / minimum, a NaN operand ignored */
-static int r_fmax(dctx *c, const cc_node *n, int *out)
+static int r_fmax(dctx *c, const gr_node *n, int *out)
 {
     int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
     int m = bin(c, strcmp(n->base, "fmax") ? "aten.minimum.default" : "aten.maximum.default", a, b);
@@ -1647,22 +1647,22 @@ static int r_fmax(dctx *c, const cc_node *n, int *out)
 }
 
 /* heaviside(x, v) = x == 0 ? v : x > 0 */
-static int r_heaviside(dctx *c, const cc_node *n, int *out)
+static int r_heaviside(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self"), v = val(c, n, 1, "values");
-    cc_dtype dt = T(c, x).dtype;
+    gr_dtype dt = T(c, x).dtype;
     out[0] = where(c, cmps(c, "aten.eq.Scalar", x, 0), v, as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt));
     return 1;
 }
 
-static int r_logical_xor(dctx *c, const cc_node *n, int *out)
+static int r_logical_xor(dctx *c, const gr_node *n, int *out)
 {
-    out[0] = cmpv(c, "aten.ne.Tensor", cast(c, val(c, n, 0, "self"), CC_BOOL), cast(c, val(c, n, 1, "other"), CC_BOOL));
+    out[0] = cmpv(c, "aten.ne.Tensor", cast(c, val(c, n, 0, "self"), GR_BOOL), cast(c, val(c, n, 1, "other"), GR_BOOL));
     return 1;
 }
 
 /* addcmul / addcdiv(self, t1, t2, value): self + value * (t1 op t2) */
-static int r_addcmul(dctx *c, const cc_node *n, int *out)
+static int r_addcmul(dctx *c, const gr_node *n, int *out)
 {
     int s = val(c, n, 0, "self"), t1 = val(c, n, 1, "tensor1"), t2 = val(c, n, 2, "tensor2");
     int p = bin(c, strcmp(n->base, "addcdiv") ? "aten.mul.Tensor" : "aten.div.Tensor", t1, t2);
@@ -1671,10 +1671,10 @@ static int r_addcmul(dctx *c, const cc_node *n, int *out)
 }
 
 /* lerp(start, end, weight) = start + weight * (end - start) */
-static int r_lerp(dctx *c, const cc_node *n, int *out)
+static int r_lerp(dctx *c, const gr_node *n, int *out)
 {
     int s = val(c, n, 0, "self"), e = val(c, n, 1, "end");
-    const cc_arg *w = cc_node_arg(n, 2, "weight");
+    const gr_arg *w = gr_node_arg(n, 2, "weight");
     int d = bin(c, "aten.sub.Tensor", e, s);
     d = is_number(w) ? scale(c, d, num(c, n, 2, "weight", 0)) : bin(c, "aten.mul.Tensor", d, val(c, n, 2, "weight"));
     out[0] = bin(c, "aten.add.Tensor", s, d);
@@ -1682,25 +1682,25 @@ static int r_lerp(dctx *c, const cc_node *n, int *out)
 }
 
 /* nansum(x, dims, keepdim, dtype): sum of where(x != x, 0, x) */
-static int r_nansum(dctx *c, const cc_node *n, int *out)
+static int r_nansum(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     int dt = dtype_arg(c, n, 99, "dtype");
     if (dt >= 0)
-        x = cast(c, x, (cc_dtype)dt);
-    int64_t in[CC_MAX_RANK], dims[CC_MAX_RANK], count;
-    const cc_arg *a1 = cc_node_arg(n, 1, "dim");
-    int k = a1 && a1->kind != CC_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
-    const cc_arg *kd = cc_node_arg(n, 2, "keepdim");
+        x = cast(c, x, (gr_dtype)dt);
+    int64_t in[GR_MAX_RANK], dims[GR_MAX_RANK], count;
+    const gr_arg *a1 = gr_node_arg(n, 1, "dim");
+    int k = a1 && a1->kind != GR_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
+    const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
     int nd = red_dims(c, x, k, in, dims, &count);
     if (is_float(T(c, x).dtype))
         x = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), x, 0, 1);
-    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, kd && kd->kind == CC_ARG_BOOL && kd->i);
+    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, kd && kd->kind == GR_ARG_BOOL && kd->i);
     return 1;
 }
 
 /* dot / vdot of two vectors: sum(a * b) */
-static int r_dot(dctx *c, const cc_node *n, int *out)
+static int r_dot(dctx *c, const gr_node *n, int *out)
 {
     int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
     if (T(c, a).rank != 1 || T(c, b).rank != 1 || T(c, a).shape[0] != T(c, b).shape[0])
@@ -1711,22 +1711,22 @@ static int r_dot(dctx *c, const cc_node *n, int *out)
 }
 
 /* zero(x): full(x's shape, 0) */
-static int r_zero(dctx *c, const cc_node *n, int *out)
+static int r_zero(dctx *c, const gr_node *n, int *out)
 {
-    cc_ttype t = T(c, val(c, n, 0, "self"));
+    gr_ttype t = T(c, val(c, n, 0, "self"));
     out[0] = full(c, t.rank, t.shape, 0, t.dtype);
     return 1;
 }
 
 /* eye(n, m): arange(n)[:, None] == arange(m), in the dtype */
-static int r_eye(dctx *c, const cc_node *n, int *out)
+static int r_eye(dctx *c, const gr_node *n, int *out)
 {
     int64_t rows = (int64_t)num(c, n, 0, "n", 0), cols = (int64_t)num(c, n, 1, "m", (double)rows);
     int dt = dtype_arg(c, n, 99, "dtype");
-    cc_ttype ti = {.dtype = CC_I64, .rank = 1, .shape = {rows}}, tj = {.dtype = CC_I64, .rank = 1, .shape = {cols}};
-    int i = EMIT(c, "aten.arange.default", ti, A_int(rows), A_kw("dtype", A_dtype(CC_I64)));
-    int j = EMIT(c, "aten.arange.default", tj, A_int(cols), A_kw("dtype", A_dtype(CC_I64)));
-    out[0] = cast(c, cmpv(c, "aten.eq.Tensor", unsqueeze(c, i, 1), j), dt >= 0 ? (cc_dtype)dt : CC_F32);
+    gr_ttype ti = {.dtype = GR_I64, .rank = 1, .shape = {rows}}, tj = {.dtype = GR_I64, .rank = 1, .shape = {cols}};
+    int i = EMIT(c, "aten.arange.default", ti, A_int(rows), A_kw("dtype", A_dtype(GR_I64)));
+    int j = EMIT(c, "aten.arange.default", tj, A_int(cols), A_kw("dtype", A_dtype(GR_I64)));
+    out[0] = cast(c, cmpv(c, "aten.eq.Tensor", unsqueeze(c, i, 1), j), dt >= 0 ? (gr_dtype)dt : GR_F32);
     return 1;
 }
 
@@ -1774,7 +1774,7 @@ static int atan_of(dctx *c, int x)
 
 /* asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt(..), x);
  * (1 - x)(1 + x) rather than 1 - x*x: 1 - x is exact near 1 */
-static int r_atan(dctx *c, const cc_node *n, int *out)
+static int r_atan(dctx *c, const gr_node *n, int *out)
 {
     int x = fx(c, val(c, n, 0, "self"));
     if (!strcmp(n->base, "atan2")) {
@@ -1796,7 +1796,7 @@ static int r_atan(dctx *c, const cc_node *n, int *out)
  * reduction 0 none, 1 mean, 2 sum.  z = |d|: mse z*z; huber
  * z < delta ? z*z*0.5 : (z - delta/2) * delta; smooth_l1 z < beta ?
  * z*z*0.5 * (1/beta) : z - beta/2 (beta 0: z). */
-static int r_loss(dctx *c, const cc_node *n, int *out)
+static int r_loss(dctx *c, const gr_node *n, int *out)
 {
     int d = bin(c, "aten.sub.Tensor", val(c, n, 0, "self"), val(c, n, 1, "target"));
     int64_t red_mode = (int64_t)num(c, n, 2, "reduction", 1);
@@ -1815,7 +1815,7 @@ static int r_loss(dctx *c, const cc_node *n, int *out)
     if (red_mode < 0 || red_mode > 2)
         fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum)");
     if (red_mode) {
-        int64_t dims[CC_MAX_RANK], count;
+        int64_t dims[GR_MAX_RANK], count;
         int nd = red_dims(c, e, -1, NULL, dims, &count);
         e = red_mode == 1 ? mean(c, e, nd, dims, 0, count) : red(c, "aten.sum.dim_IntList", e, nd, dims, 0);
     }
@@ -1995,42 +1995,42 @@ static rule_fn find_rule(const char *base)
 
 /* ---- The pass ---- */
 
-static int same_type(const cc_ttype *a, const cc_ttype *b)
+static int same_type(const gr_ttype *a, const gr_ttype *b)
 {
     return a->dtype == b->dtype && a->rank == b->rank && !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape);
 }
 
 /* The results of the rule for node n against the types n declares. */
-static void check_results(dctx *c, const cc_node *n, const int *res, int nres)
+static void check_results(dctx *c, const gr_node *n, const int *res, int nres)
 {
-    const cc_value *v = &c->g->values[n->out];
+    const gr_value *v = &c->g->values[n->out];
     int want = v->ntuple ? v->ntuple : 1;
     char dt[256], pt[256];
     if (nres != want)
         fail(c, "%%%s is declared with %d results but the op produces %d", v->name, want, nres);
     for (int i = 0; i < nres; i++) {
-        const cc_ttype *decl = v->ntuple ? &v->tuple[i] : &v->type;
-        cc_ttype got = T(c, res[i]);
+        const gr_ttype *decl = v->ntuple ? &v->tuple[i] : &v->type;
+        gr_ttype got = T(c, res[i]);
         if (same_type(decl, &got))
             continue;
-        cc_ttype_str(decl, dt, sizeof dt);
-        cc_ttype_str(&got, pt, sizeof pt);
+        gr_ttype_str(decl, dt, sizeof dt);
+        gr_ttype_str(&got, pt, sizeof pt);
         if (v->ntuple)
             fail(c, "result %d of %%%s is declared %s but the op produces %s", i, v->name, dt, pt);
         fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
     }
 }
 
-static void copy_node(dctx *c, const cc_node *n)
+static void copy_node(dctx *c, const gr_node *n)
 {
-    const cc_value *v = &c->g->values[n->out];
+    const gr_value *v = &c->g->values[n->out];
     if (v->ntuple) { /* every multi-output op we lower has a rule */
         ir_error(c->p, n->line, "the compiler does not lower %s", n->op);
         longjmp(c->fail, 1);
     }
     for (int i = 0; i < n->nargs; i++)
         check_no_tuple(c, &n->args[i]);
-    cc_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
+    gr_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
     for (int i = 0; i < n->nargs; i++)
         args[i] = arg_copy(c, &n->args[i]);
     int out = emit(c, n->op, v->type, n->nargs, args);
@@ -2040,25 +2040,25 @@ static void copy_node(dctx *c, const cc_node *n)
     c->vmap[n->out] = out;
 }
 
-static void getitem(dctx *c, const cc_node *n)
+static void getitem(dctx *c, const gr_node *n)
 {
-    const cc_arg *t = cc_node_arg(n, 0, NULL), *i = cc_node_arg(n, 1, NULL);
-    if (!t || t->kind != CC_ARG_VALUE || !i || i->kind != CC_ARG_INT)
+    const gr_arg *t = gr_node_arg(n, 0, NULL), *i = gr_node_arg(n, 1, NULL);
+    if (!t || t->kind != GR_ARG_VALUE || !i || i->kind != GR_ARG_INT)
         fail(c, "expected getitem(%%tuple, index)");
-    const cc_value *tv = &c->g->values[t->value];
+    const gr_value *tv = &c->g->values[t->value];
     if (!c->tmap[t->value] || i->i < 0 || i->i >= tv->ntuple)
         fail(c, "%%%s has no element %lld", tv->name, (long long)i->i);
     int v = c->tmap[t->value][i->i];
-    const cc_value *out = &c->g->values[n->out];
+    const gr_value *out = &c->g->values[n->out];
     if (!same_type(&out->type, &c->d->values[v].type)) {
         char dt[256], pt[256];
-        cc_ttype_str(&out->type, dt, sizeof dt);
-        cc_ttype_str(&c->d->values[v].type, pt, sizeof pt);
+        gr_ttype_str(&out->type, dt, sizeof dt);
+        gr_ttype_str(&c->d->values[v].type, pt, sizeof pt);
         fail(c, "%%%s is declared %s but element %lld of %%%s is %s", out->name, dt, (long long)i->i, tv->name, pt);
     }
     /* The element takes the name the graph gives it, unless it is a value
      * of its own (an identity's input). */
-    if (c->d->values[v].kind == CC_VAL_NODE && c->d->values[v].node >= 0 &&
+    if (c->d->values[v].kind == GR_VAL_NODE && c->d->values[v].node >= 0 &&
         c->p->dfrom[c->d->values[v].node] == c->g->values[t->value].node) {
         free(c->d->values[v].name);
         c->d->values[v].name = ir_xstrdup(out->name);
@@ -2068,7 +2068,7 @@ static void getitem(dctx *c, const cc_node *n)
 
 static void decompose_node(dctx *c, int id)
 {
-    const cc_node *n = &c->g->nodes[id];
+    const gr_node *n = &c->g->nodes[id];
     c->cur = id;
     c->fresh = c->d->nvalues;
     if (!strcmp(n->op, "getitem")) {
@@ -2076,7 +2076,7 @@ static void decompose_node(dctx *c, int id)
         return;
     }
     rule_fn fn = find_rule(n->base);
-    const cc_value *v = &c->g->values[n->out];
+    const gr_value *v = &c->g->values[n->out];
     int *res = c->res;
     int nres = fn ? fn(c, n, res) : 0;
     if (!nres) {
@@ -2101,17 +2101,17 @@ static void decompose_node(dctx *c, int id)
  * is then a copy and needs a tensor of its own, "outputN" as in PyTorch's
  * expected outputs (the runtime's check maps that name to output N), when
  * no value of the graph has that name. */
-static char *output_name(const cc_graph *g, int i)
+static char *output_name(const gr_graph *g, int i)
 {
-    const cc_value *v = &g->values[g->outputs[i]];
+    const gr_value *v = &g->values[g->outputs[i]];
     char name[32];
     snprintf(name, sizeof name, "output%d", i);
-    if (v->kind == CC_VAL_NODE || cc_graph_find_tensor(g, name) >= 0)
+    if (v->kind == GR_VAL_NODE || gr_graph_find_tensor(g, name) >= 0)
         return ir_xstrdup(v->name);
     return ir_xstrdup(name);
 }
 
-int ir_decompose(ir_prog *p, const cc_graph *g)
+int ir_decompose(ir_prog *p, const gr_graph *g)
 {
     dctx *c = ir_xalloc(sizeof *c); /* on the heap: longjmp keeps it intact */
     c->p = p;
@@ -2135,10 +2135,10 @@ int ir_decompose(ir_prog *p, const cc_graph *g)
         goto done;
     }
     for (int i = 0; i < g->nvalues; i++) {
-        const cc_value *v = &g->values[i];
-        if (v->kind == CC_VAL_NODE)
+        const gr_value *v = &g->values[i];
+        if (v->kind == GR_VAL_NODE)
             continue;
-        cc_value *d;
+        gr_value *d;
         c->d->values = ir_xgrow(c->d->values, &c->capvalues, c->d->nvalues + 1, sizeof *c->d->values);
         d = &c->d->values[c->d->nvalues];
         d->name = ir_xstrdup(v->name);

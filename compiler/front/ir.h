@@ -5,7 +5,7 @@
  *
  * Pipeline (compile.c lists the passes in this order):
  *
- *   cc_graph --decompose--> core-op graph --lower--> buffers + nodes
+ *   gr_graph --decompose--> core-op graph --lower--> buffers + nodes
  *     --deps--> reads, one kernel per node --dce--> live nodes
  *     --fuse_vertical, fuse_reduction, fuse_epilogue, fuse_horizontal--> kernels
  *     --order--> kernels in execution order --lastuse--> last uses, internal buffers
@@ -46,7 +46,7 @@
 typedef struct cc_result ir_prog;
 
 /* A REDUCTION with keepdim can have rank output dims plus rank reduced dims. */
-#define IR_MAX_VARS (2 * CC_MAX_RANK)
+#define IR_MAX_VARS (2 * GR_MAX_RANK)
 
 /* ---- Affine indices ---- */
 
@@ -130,7 +130,7 @@ typedef enum {
 typedef struct {
     ir_expr_kind kind;
     ir_op op;         /* IR_E_OP */
-    cc_dtype dtype;   /* of the result */
+    gr_dtype dtype;   /* of the result */
     int a, b, c;      /* operand expressions, -1 if unused */
     int buf;          /* LOAD, ILOAD */
     int64_t stride;   /* ILOAD */
@@ -148,15 +148,15 @@ typedef struct {
     int gen;
 } ir_arena;
 
-int ir_load(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx);
-int ir_iload(ir_arena *A, int buf, cc_dtype dt, const ir_index *idx, int64_t stride, int sub);
-int ir_const(ir_arena *A, double v, cc_dtype dt);
+int ir_load(ir_arena *A, int buf, gr_dtype dt, const ir_index *idx);
+int ir_iload(ir_arena *A, int buf, gr_dtype dt, const ir_index *idx, int64_t stride, int sub);
+int ir_const(ir_arena *A, double v, gr_dtype dt);
 int ir_indexval(ir_arena *A, const ir_index *idx);
-int ir_acc(ir_arena *A, cc_dtype dt);
+int ir_acc(ir_arena *A, gr_dtype dt);
 int ir_op1(ir_arena *A, ir_op op, int a);
 int ir_op2(ir_arena *A, ir_op op, int a, int b);
 int ir_where(ir_arena *A, int c, int a, int b);
-int ir_cast(ir_arena *A, int a, cc_dtype dt); /* a itself when already dt */
+int ir_cast(ir_arena *A, int a, gr_dtype dt); /* a itself when already dt */
 
 /* e with every variable v (of nvars) replaced by the index vars[v], and,
  * if repl is not NULL, every load of a buffer b with repl[b] >= 0
@@ -179,7 +179,7 @@ typedef enum { IR_BUF_INPUT, IR_BUF_PARAM, IR_BUF_COMPUTED } ir_buf_kind;
 
 typedef struct {
     char *name;       /* unique in the program */
-    cc_ttype type;    /* contiguous row-major */
+    gr_ttype type;    /* contiguous row-major */
     ir_buf_kind kind;
     char *param_key;  /* PARAM: its key in the weights file */
     int output;       /* a graph output */
@@ -189,7 +189,7 @@ typedef struct {
     int last_use;     /* lastuse: position of the last kernel reading it, -1 */
 } ir_buf;
 
-int64_t ir_dtype_size(cc_dtype dt);
+int64_t ir_dtype_size(gr_dtype dt);
 int64_t ir_buf_bytes(const ir_buf *b);
 
 /* ---- Nodes ---- */
@@ -285,7 +285,7 @@ typedef struct {
 typedef struct {
     char *name;        /* the graph value */
     int buf;
-    cc_ttype type;     /* may differ from the buffer's shape (a reshaped output) */
+    gr_ttype type;     /* may differ from the buffer's shape (a reshaped output) */
 } ir_output;
 
 typedef struct {
@@ -302,13 +302,13 @@ struct cc_result {
     char *err;
     size_t errlen;
     const char *stage; /* the last pass run */
-    const cc_graph *graph;     /* the source graph, while the front half runs (decompose reads it) */
+    const gr_graph *graph;     /* the source graph, while the front half runs (decompose reads it) */
     const chip_config *chip;   /* the target, while the back half runs (layout reads it) */
 
     ir_srcop *src;     /* the source graph's nodes */
     int nsrc;
 
-    cc_graph *dg;      /* decompose: the graph in core ops */
+    gr_graph *dg;      /* decompose: the graph in core ops */
     int *dfrom;        /* per node of dg: the source node it comes from */
 
     ir_arena A;
@@ -329,7 +329,7 @@ struct cc_result {
     int lastuse_done;
     int64_t peak_bytes; /* lastuse: most bytes of buffers between kernels alive at once */
 
-    char *graph_text;  /* the source graph as cc_graph_print writes it (the program's graph) */
+    char *graph_text;  /* the source graph as gr_graph_print writes it (the program's graph) */
     struct be_ctx *be; /* the back half's state (backend.h), after layout */
     isa_program *program; /* codegen: the program (cc_compile with a target) */
 };
@@ -343,7 +343,7 @@ struct cc_result {
 int ir_run_passes(ir_prog *p, int back);
 int ir_pass_check(const char *name, int target, char *err, size_t errlen);
 
-int ir_decompose(ir_prog *p, const cc_graph *g); /* decompose.c */
+int ir_decompose(ir_prog *p, const gr_graph *g); /* decompose.c */
 int ir_lower(ir_prog *p);                        /* lower.c */
 int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
 int ir_deps(ir_prog *p);                         /* schedule.c */
@@ -378,7 +378,7 @@ char *ir_xsprintf(const char *fmt, ...); /* a new string of any length */
 void ir_arena_free(ir_arena *A);
 
 /* A new buffer (its name made unique); returns its id. */
-int ir_buf_new(ir_prog *p, const char *name, const cc_ttype *t, ir_buf_kind kind);
+int ir_buf_new(ir_prog *p, const char *name, const gr_ttype *t, ir_buf_kind kind);
 /* A new node writing buffer out; returns its id (fields to be filled). */
 int ir_node_new(ir_prog *p, ir_node_kind kind, int out);
 /* Simplify a new node's loops: drop extent-1 loops and merge neighbouring
@@ -393,11 +393,11 @@ void ir_node_remap(ir_prog *p, int n, int nvars, const int64_t *ranges, int nred
 
 /* Type promotion as PyTorch does it: operand i has dtype dt[i] and kind
  * cls[i]: 0 a tensor with dimensions, 1 a 0-d tensor, 2 a Python scalar
- * (dt: CC_BOOL, CC_I64 or CC_F64 for bool, int, float). */
-cc_dtype ir_promote(int n, const cc_dtype *dt, const int *cls);
-int ir_dtype_is_float(cc_dtype dt);
+ * (dt: GR_BOOL, GR_I64 or GR_F64 for bool, int, float). */
+gr_dtype ir_promote(int n, const gr_dtype *dt, const int *cls);
+int ir_dtype_is_float(gr_dtype dt);
 /* Broadcast shapes a and b into out; -1 if they do not broadcast. */
-int ir_broadcast(const cc_ttype *a, const cc_ttype *b, cc_ttype *out);
+int ir_broadcast(const gr_ttype *a, const gr_ttype *b, gr_ttype *out);
 
 /* A user error at a line of the source graph (-1: none): "FILE:LINE:
  * message" into p->err.  Returns -1. */
