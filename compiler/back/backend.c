@@ -401,18 +401,6 @@ void be_free(ir_prog *p)
 
 /* ---- dumps ---- */
 
-/* "TOTAL UNIT whole", "... in N parts of Q", "... of Q or Q-1 (uneven)". */
-static void print_split(FILE *f, const char *dim, int64_t total, int64_t parts, const char *unit)
-{
-    if (parts <= 1)
-        fprintf(f, "%s %" PRId64 " %s whole", dim, total, unit);
-    else if (total % parts == 0)
-        fprintf(f, "%s %" PRId64 " %s in %" PRId64 " parts of %" PRId64, dim, total, unit, parts, total / parts);
-    else
-        fprintf(f, "%s %" PRId64 " %s in %" PRId64 " parts of %" PRId64 " or %" PRId64 " (uneven edge)", dim, total,
-                unit, parts, total / parts + 1, total / parts);
-}
-
 static void print_names(const ir_prog *p, FILE *f, const int *b, int n, int dram, const be_layout *lay, int *printed)
 {
     for (int i = 0; i < n; i++)
@@ -461,38 +449,9 @@ static void print_report(const ir_prog *p, FILE *f)
     int64_t rd = 0, wr = 0, lx = 0;
     fprintf(f, "target %s (%d cores):\n", st->cfgname, st->ncores);
     for (int i = 0; i < p->norder; i++) {
-        const ir_kernel *K = &p->kernels[p->order[i]];
         const be_work *w = &c->work[i];
         const be_kinfo *ki = &st->k[i];
-        if (K->kind == IR_MATMUL) {
-            int64_t gsticks = cc_ceil_div(w->cols, c->t.lanes16);
-            char gk[32] = "", split[32];
-            if (w->gk > 1)
-                snprintf(gk, sizeof gk, "x%" PRId64, w->gk);
-            snprintf(split, sizeof split, "%s%s%s%s%s", w->gm > 1 ? "m" : "", w->gm > 1 && w->gn > 1 ? " and " : "",
-                     w->gn > 1 ? "n" : "", (w->gm > 1 || w->gn > 1) && w->gk > 1 ? " and " : "", w->gk > 1 ? "k" : "");
-            fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn, gk,
-                    w->bcast ? "r" : "", w->cores, w->cores == 1 ? "" : "s", ki->forced ? " (work_div)" : "",
-                    split[0] ? split : "nothing");
-            if (w->bcast && w->gn > 1) { /* a grid over the ring: a part of M per core, gn to a grid row */
-                print_split(f, "m:", w->rows, (int64_t)w->cores, "rows");
-                fprintf(f, ", %" PRId64 " to a grid row", w->gn);
-            } else {
-                print_split(f, "m:", w->rows, w->gm, "rows");
-            }
-            fputs("; ", f);
-            print_split(f, "n:", gsticks, w->gn, "sticks");
-            if (w->gk > 1)
-                fprintf(f, "; k in %" PRId64 " parts of whole sticks, partial sums reduced over the ring", w->gk);
-            fputc('\n', f);
-        } else {
-            fprintf(f, "%s: rows over %d core%s%s%s%s%s, split %s; ", K->name, w->cores, w->cores == 1 ? "" : "s",
-                    ki->forced ? " (work_div)" : "", w->aligned_to ? " (as " : "",
-                    w->aligned_to ? p->kernels[p->order[w->aligned_to - 1]].name : "", w->aligned_to ? ", for LX)" : "",
-                    w->cores > 1 ? "rows" : "nothing");
-            print_split(f, "rows:", w->rows, w->cores, "rows");
-            fprintf(f, "; %" PRId64 " columns whole\n", w->cols);
-        }
+        be_kind_of(c, i)->print_report(c, i, ki->forced, f);
         fprintf(f, "  tiles: %s\n", ki->tiles[0] ? ki->tiles : "none");
         ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
         int printed = 0;

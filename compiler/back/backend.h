@@ -426,6 +426,8 @@ typedef struct {
     const char *syntax;
     /* the workdiv dump's line for the kernel */
     void (*print_work)(const be_ctx *c, int pos, FILE *f);
+    /* the report's line for its split over the cores (forced: by work_div) */
+    void (*print_report)(const be_ctx *c, int pos, int forced, FILE *f);
 } be_kind;
 
 const be_kind *be_kind_of(const be_ctx *c, int pos);

@@ -96,6 +96,56 @@ static void rows_print_work(const be_ctx *c, int pos, FILE *f)
             w->rows, w->cols, w->cores);
 }
 
+/* "dim: total unit in parts of ..." for the report's split lines */
+static void print_split(FILE *f, const char *dim, int64_t total, int64_t parts, const char *unit)
+{
+    if (parts <= 1)
+        fprintf(f, "%s %" PRId64 " %s whole", dim, total, unit);
+    else if (total % parts == 0)
+        fprintf(f, "%s %" PRId64 " %s in %" PRId64 " parts of %" PRId64, dim, total, unit, parts, total / parts);
+    else
+        fprintf(f, "%s %" PRId64 " %s in %" PRId64 " parts of %" PRId64 " or %" PRId64 " (uneven edge)", dim, total,
+                unit, parts, total / parts + 1, total / parts);
+}
+
+static void mm_print_report(const be_ctx *c, int pos, int forced, FILE *f)
+{
+    const be_work *w = &c->work[pos];
+    const ir_kernel *K = &c->p->kernels[c->p->order[pos]];
+    int64_t gsticks = cc_ceil_div(w->cols, c->t.lanes16);
+    char gk[32] = "", split[32];
+    if (w->gk > 1)
+        snprintf(gk, sizeof gk, "x%" PRId64, w->gk);
+    snprintf(split, sizeof split, "%s%s%s%s%s", w->gm > 1 ? "m" : "", w->gm > 1 && w->gn > 1 ? " and " : "",
+             w->gn > 1 ? "n" : "", (w->gm > 1 || w->gn > 1) && w->gk > 1 ? " and " : "", w->gk > 1 ? "k" : "");
+    fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn, gk,
+            w->bcast ? "r" : "", w->cores, w->cores == 1 ? "" : "s", forced ? " (work_div)" : "",
+            split[0] ? split : "nothing");
+    if (w->bcast && w->gn > 1) { /* a grid over the ring: a part of M per core, gn to a grid row */
+        print_split(f, "m:", w->rows, (int64_t)w->cores, "rows");
+        fprintf(f, ", %" PRId64 " to a grid row", w->gn);
+    } else {
+        print_split(f, "m:", w->rows, w->gm, "rows");
+    }
+    fputs("; ", f);
+    print_split(f, "n:", gsticks, w->gn, "sticks");
+    if (w->gk > 1)
+        fprintf(f, "; k in %" PRId64 " parts of whole sticks, partial sums reduced over the ring", w->gk);
+    fputc('\n', f);
+}
+
+static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
+{
+    const be_work *w = &c->work[pos];
+    const ir_prog *p = c->p;
+    fprintf(f, "%s: rows over %d core%s%s%s%s%s, split %s; ", p->kernels[p->order[pos]].name, w->cores,
+            w->cores == 1 ? "" : "s", forced ? " (work_div)" : "", w->aligned_to ? " (as " : "",
+            w->aligned_to ? p->kernels[p->order[w->aligned_to - 1]].name : "", w->aligned_to ? ", for LX)" : "",
+            w->cores > 1 ? "rows" : "nothing");
+    print_split(f, "rows:", w->rows, w->cores, "rows");
+    fprintf(f, "; %" PRId64 " columns whole\n", w->cols);
+}
+
 #define MM_SYNTAX                                                                                                      \
     "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K in GK parts too, e.g. 1x4x8), GMx1r (B "   \
     "broadcast over the ring) or GMxGNr (a grid over the ring, e.g. 8x4r), optionally /MBxNBSxKC (block rows x block " \
@@ -105,13 +155,13 @@ static void rows_print_work(const be_ctx *c, int pos, FILE *f)
 
 #define ROWS_KIND                                                                                                      \
     {"row kernel",  be_rows_plan,     be_rows_align, be_rows_access, be_rows_estimate, be_rows_need,                 \
-     be_rows_emit, rows_split, ROWS_SYNTAX,   rows_print_work}
+     be_rows_emit, rows_split, ROWS_SYNTAX,   rows_print_work, rows_print_report}
 
 static const be_kind kinds[] = {
     [IR_POINTWISE] = ROWS_KIND,
     [IR_REDUCTION] = ROWS_KIND,
     [IR_MATMUL] = {"matmul template", be_matmul_plan, NULL, be_matmul_access, be_matmul_estimate, be_matmul_need,
-                   be_matmul_emit, mm_split, MM_SYNTAX, mm_print_work},
+                   be_matmul_emit, mm_split, MM_SYNTAX, mm_print_work, mm_print_report},
 };
 
 const be_kind *be_kind_of(const be_ctx *c, int pos)
