@@ -1,4 +1,5 @@
-/* ref_reductions.c: reference ops: reductions over dims (sum, mean, amax, amin, any, all, var, std, logsumexp, ...). */
+/* ref_reductions.c: reference ops: reductions over dims (sum, mean, amax, amin, any, all, var, std, logsumexp, ...)
+ * and the running sum along one dim (cumsum). */
 #include "ref_internal.h"
 
 #include <math.h>
@@ -380,6 +381,52 @@ static int op_var(ex *E, int op)
     return reduce(E, x, mask, keep, op, corr, -1);
 }
 
+/* One line of cumsum: n elements of x from b, st apart, into o; a float
+ * sum in double, an integer one exact.  The bounds are a sum's over the
+ * prefix (fp32 accumulation, each prefix stored once). */
+static void cumsum_line(const tens *x, tens *o, int64_t b, int64_t n, int64_t st)
+{
+    double s = 0;
+    int64_t is = 0;
+    eb_acc acc[2] = {{.w = 0}, {.w = 1}};
+    for (int64_t k = 0, j = b; k < n; k++, j += st) {
+        s += ldd(x, j);
+        is += ldi(x, j);
+        if (o->f)
+            o->f[j] = (float)s;
+        else
+            o->i[j] = kind_of(x->dtype) == K_F ? (int64_t)s : is;
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            ref_acc_add(&acc[w], ldd(x, j), ldb(x, w, j));
+            o->eb[w][j] = (float)(o->f ? ref_acc_sum(&acc[w]).e : w ? sqrt(acc[w].p) : acc[w].p);
+        }
+    }
+}
+
+/* cumsum(self, dim, *, dtype=None): the running sum along dim; an integer
+ * or bool tensor sums to int64 as in PyTorch. */
+static int op_cumsum(ex *E, int code)
+{
+    (void)code;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim;
+    int d = 0, dt = -1;
+    if (!x || ref_arg_req_int(E, 1, "dim", &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
+        ref_arg_dtype(E, -1, "dtype", &dt))
+        return -1;
+    kind kx = kind_of(x->dtype), kr = dt >= 0 ? kind_of((gr_dtype)dt) : kx == K_F ? K_F : K_I;
+    tens *o = ref_new_result(E, kr == K_B ? K_I : kr, x->rank, x->shape);
+    if (!o)
+        return -1;
+    int64_t n = x->rank ? x->shape[d] : 1, inner = 1, outer = 1;
+    for (int i = 0; i < x->rank; i++)
+        *(i < d ? &outer : &inner) *= i == d ? 1 : x->shape[i];
+    for (int64_t out = 0; out < outer; out++)
+        for (int64_t in = 0; in < inner; in++)
+            cumsum_line(x, o, out * n * inner + in, n, inner);
+    return 0;
+}
+
 static const ref_op ops[] = {
     /* reductions (accumulated in double) */
     {"sum", op_reduce, R_SUM},
@@ -393,5 +440,6 @@ static const ref_op ops[] = {
     {"std", op_var, R_STD},              /* sqrt(var) */
     {"logsumexp", op_reduce, R_LSE},
     {"nansum", op_reduce, R_NANSUM},     /* sum, NaNs as 0 */     /* max + log(sum(exp(x - max))) */
+    {"cumsum", op_cumsum, 0},            /* running sum along one dim */
 };
 const ref_ops ref_reductions_ops = REF_OPS(ops);

@@ -599,6 +599,24 @@ static void test_var_with_correction_and_var_mean(void)
     done(&t);
 }
 
+/* cumsum along each dim, of floats and of integers (int64, as PyTorch). */
+static void test_cumsum_runs_along_any_dim(void)
+{
+    const float x[] = {1, -2, 3, 4, 5, -6}, i[] = {-7, 2, 3, 8};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %i: i64[4]\n"
+        "%c1: f32[2, 3] = aten.cumsum.default(%x, 1)\n"
+        "%c0: f32[2, 3] = aten.cumsum.default(%x, -2)\n"
+        "%ci: i64[4] = aten.cumsum.default(%i, 0)\n"
+        "output %c1, %c0, %ci\n",
+        x, i);
+    EXPECT(&t, "c1", 1, -1, 2, 4, 9, 3);
+    EXPECT(&t, "c0", 1, -2, 3, 5, 3, -3);
+    EXPECT(&t, "ci", -7, -5, -2, 6);
+    done(&t);
+}
+
 static void test_sum_mean_amax_over_dims_with_keepdim(void)
 {
     const float x[] = {1, -2, 3, 4, 5, -6};
@@ -1969,6 +1987,7 @@ int main(void)
         {"native_layer_norm gives output mean and rstd", test_native_layer_norm_gives_output_mean_and_rstd},
         {"var with correction and var_mean", test_var_with_correction_and_var_mean},
         {"sum mean amax over dims with keepdim", test_sum_mean_amax_over_dims_with_keepdim},
+        {"cumsum runs along any dim", test_cumsum_runs_along_any_dim},
         {"softmax over any dim and masked_fill with -inf", test_softmax_over_any_dim_and_masked_fill_with_minus_inf},
         {"embedding gathers rows by index", test_embedding_gathers_rows_by_index},
         {"creation ops infer dtypes as PyTorch", test_creation_ops_infer_dtypes_as_pytorch},

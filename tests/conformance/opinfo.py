@@ -30,8 +30,9 @@ one key=value per line:
     opinfo_ops_all_pass=
 
 opinfo_pass counts samples that validate with host fallback allowed,
-opinfo_native_pass those that validate with no fallback op (today they are
-the same: the runtime has no fallback yet).  --strict exits 1 when a
+opinfo_native_pass those that validate with no fallback op (the run prints
+no `fallback_ops=` line, or `fallback_ops=0`; a pass through fallback
+says `pass: fallback_ops=N`).  --strict exits 1 when a
 sample is a mismatch or a crash, or when an op named in the --ops file
 has an exported sample that does not pass, unless its line says
 `refused` after the name (an op the compiler must refuse, not compute
@@ -147,7 +148,8 @@ def run_sample(spyre, config, out_dir):
         return "crash", f"no result within {RUN_TIMEOUT} s"
     err = first_line(p.stderr)
     if p.returncode == 0:
-        return "pass", ""
+        n = fallback_ops(p.stdout)
+        return "pass", (f"fallback_ops={n}" if n else "")
     if p.returncode == 1:
         bad = [line for line in (p.stdout + p.stderr).splitlines() if "MISMATCH" in line or "mismatch" in line]
         return "mismatch", (bad[0].strip() if bad else err)
@@ -156,6 +158,15 @@ def run_sample(spyre, config, out_dir):
     if p.returncode == 3:
         return "crash", "the program broke the chip's rules: " + err
     return "crash", f"exit {p.returncode}: {err}"
+
+
+def fallback_ops(out):
+    """The host-fallback ops a run reports (`fallback_ops=N`), 0 if none."""
+    for line in out.splitlines():
+        for word in line.split():
+            if word.startswith("fallback_ops=") and word[13:].isdigit():
+                return int(word[13:])
+    return 0
 
 
 def op_list(args):
@@ -199,7 +210,7 @@ def main():
         raise SystemExit(f"opinfo.py: {args.spyre}: not an executable (build first: tools/setup)")
     ops = op_list(args)
     scratch = args.keep or tempfile.mkdtemp(prefix="spyre-opinfo-")
-    counts = dict.fromkeys(("samples", "exported", "pass", "refused", "mismatch", "crash"), 0)
+    counts = dict.fromkeys(("samples", "exported", "native_pass", "pass", "refused", "mismatch", "crash"), 0)
     per_op = {}
     pending = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -229,7 +240,7 @@ def main():
     print(f"opinfo_ops={len(per_op)}")
     print(f"opinfo_samples={counts['samples']}")
     print(f"opinfo_exported={counts['exported']}")
-    print(f"opinfo_native_pass={counts['pass']}")
+    print(f"opinfo_native_pass={counts['native_pass']}")
     print(f"opinfo_pass={counts['pass']}")
     print(f"opinfo_refused={counts['refused']}")
     print(f"opinfo_mismatch={counts['mismatch']}")
@@ -247,6 +258,7 @@ def report(item, counts, per_op):
     name, label, fut = item
     result, detail = fut.result()
     counts[result] += 1
+    counts["native_pass"] += result == "pass" and not detail
     per_op[name].append(result)
     print(f"{label} {result}" + (f": {detail}" if detail else ""), flush=True)
 
