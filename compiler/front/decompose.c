@@ -822,18 +822,29 @@ static int r_masked_fill(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
-static int r_mean(dctx *c, const gr_node *n, int *out)
+/* The arguments of a reduction op (self, dim, keepdim, dtype): self cast
+ * to dtype if given, in *x; its reduced dims, normalised, in dims (the
+ * count returned), the elements reduced in *count, keepdim in *keep. */
+static int red_args(dctx *c, const gr_node *n, int *x, int64_t *dims, int64_t *count, int *keep)
 {
-    int x = val(c, n, 0, "self");
+    *x = val(c, n, 0, "self");
     int dt = dtype_arg(c, n, 99, "dtype");
     if (dt >= 0)
-        x = cast(c, x, (gr_dtype)dt);
-    int64_t in[GR_MAX_RANK], dims[GR_MAX_RANK], count;
+        *x = cast(c, *x, (gr_dtype)dt);
+    int64_t in[GR_MAX_RANK];
     const gr_arg *a1 = gr_node_arg(n, 1, "dim");
     int k = a1 && a1->kind != GR_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
     const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
-    int nd = red_dims(c, x, k, in, dims, &count);
-    out[0] = mean(c, x, nd, dims, kd && kd->kind == GR_ARG_BOOL && kd->i, count);
+    *keep = kd && kd->kind == GR_ARG_BOOL && kd->i;
+    return red_dims(c, *x, k, in, dims, count);
+}
+
+static int r_mean(dctx *c, const gr_node *n, int *out)
+{
+    int x, keep;
+    int64_t dims[GR_MAX_RANK], count;
+    int nd = red_args(c, n, &x, dims, &count, &keep);
+    out[0] = mean(c, x, nd, dims, keep, count);
     return 1;
 }
 
@@ -1684,18 +1695,12 @@ static int r_lerp(dctx *c, const gr_node *n, int *out)
 /* nansum(x, dims, keepdim, dtype): sum of where(x != x, 0, x) */
 static int r_nansum(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    int dt = dtype_arg(c, n, 99, "dtype");
-    if (dt >= 0)
-        x = cast(c, x, (gr_dtype)dt);
-    int64_t in[GR_MAX_RANK], dims[GR_MAX_RANK], count;
-    const gr_arg *a1 = gr_node_arg(n, 1, "dim");
-    int k = a1 && a1->kind != GR_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
-    const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
-    int nd = red_dims(c, x, k, in, dims, &count);
+    int x, keep;
+    int64_t dims[GR_MAX_RANK], count;
+    int nd = red_args(c, n, &x, dims, &count, &keep);
     if (is_float(T(c, x).dtype))
         x = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), x, 0, 1);
-    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, kd && kd->kind == GR_ARG_BOOL && kd->i);
+    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, keep);
     return 1;
 }
 
