@@ -215,7 +215,10 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
             return be_error(c, K, "internal: node %s of a matmul kernel is not an epilogue", p->bufs[N->out].name);
         }
         ir_expr_walk(&p->A, rn->expr, be_collect_load, &w);
-        k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
+        /* the product itself is the PT's DL16 in the C slot: no SFP work,
+         * no temps (counting them shrank plain products' blocks fourfold) */
+        if (j)
+            k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
         if (rn->dram && !w.failed &&
             (be_view_of(c, N->out, &rn->store, k->nvars, m->vn, &rn->sv, why, sizeof why) ||
              !be_lane_fits(c, N->out, &rn->store, m->N))) {
