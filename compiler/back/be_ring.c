@@ -31,9 +31,6 @@
  *          this core loads it, else a credit to the left neighbour)
  *   ptu:   wait abfull (the A chunk, dmai as before) and have[u]; pt.mm;
  *          sig abempty and ptdone[u] */
-/* cycles from a DRAM read's issue to its first data, for the estimate
- * (seen in traces of this scheme: about 700) */
-#define BC_DRAM_LATENCY 700.0
 #define BC_TOKENS 8 /* slotfree, loaded, arr, cred, have[2], ptdone[2] */
 
 /* The loaders of chunk `step` among cores [0, gm), ascending: one, its
