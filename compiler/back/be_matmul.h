@@ -57,6 +57,10 @@ typedef struct {
 /* B chunks a core holds in the broadcast over the ring (be_ring.c). */
 #define BC_SLOTS 3
 
+/* Cycles from a DRAM read's issue to its first data, in the ring schemes'
+ * estimates (seen in traces of the broadcast: about 700). */
+#define BC_DRAM_LATENCY 700.0
+
 /* A core's emission of the template: its tiling, LX slots, tokens and
  * tile, with the state of the schemes over the ring (be_ring.c). */
 typedef struct {
