@@ -1549,6 +1549,18 @@ static void test_a_whole_tensor_reduced_or_flattened_is_one_staged_row(void)
     expect_text_validates_on_both_chips(text);
 }
 
+/* A layer norm over two dimensions, (8, 48) of (4, 8, 48): its rows'
+ * 384 columns run past the stick dimension of x and of the weight and
+ * bias, per-column operands read as tiles, staged for each row. */
+static void test_a_layer_norm_over_two_dimensions_stages_its_weight_per_row(void)
+{
+    const char *text = "graph ln2\ninput %x: f32[4, 8, 48]\ninput %w: f32[8, 48]\ninput %b: f32[8, 48]\n"
+                       "%ln: (f32[4, 8, 48], f32[4, 1, 1], f32[4, 1, 1]) = "
+                       "aten.native_layer_norm.default(%x, [8, 48], %w, %b, 1e-05)\n"
+                       "%y: f32[4, 8, 48] = getitem(%ln, 0)\n%m: f32[4, 1, 1] = getitem(%ln, 1)\noutput %y, %m\n";
+    expect_text_validates_on_both_chips(text);
+}
+
 /* Kernels of one element (no loops left): a column loop of one. */
 static void test_one_element_kernels_validate(void)
 {
@@ -2578,6 +2590,8 @@ int main(void)
          test_a_reduction_over_the_first_dimension_stores_through_a_staged_copy},
         {"a reduction over a long leading dimension runs in two", test_a_reduction_over_a_long_leading_dimension_runs_in_two},
         {"a whole tensor reduced or flattened is one staged row", test_a_whole_tensor_reduced_or_flattened_is_one_staged_row},
+        {"a layer norm over two dimensions stages its weight per row",
+         test_a_layer_norm_over_two_dimensions_stages_its_weight_per_row},
         {"one-element kernels validate", test_one_element_kernels_validate},
         {"reductions over a single row validate", test_reductions_over_a_single_row_validate},
         {"a scalar read for every element validates", test_a_scalar_read_for_every_element_validates},
