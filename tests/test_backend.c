@@ -1596,13 +1596,19 @@ static void test_a_reduction_over_the_first_dimension_stores_through_a_staged_co
  * reduce_in_two): partials over blocks of at most 128 elements, then their
  * reduction.  Over 4096 elements one reduction's row needed 1 MB of LX,
  * more than spyre-4core's 256 KB; a middle dimension with keepdim, a max
- * and a length (1000) that blocks of 125 divide validate too. */
+ * and a length (1000) that blocks of 125 divide validate too, and a prime
+ * length (1031: blocks of 128, the last one's 121 elements past the end
+ * the identity, -inf for a max, +inf for a min). */
 static void test_a_reduction_over_a_long_leading_dimension_runs_in_two(void)
 {
     const char *text = "graph lr\ninput %x: f32[4096, 64]\ninput %y: f32[2, 1536, 64]\ninput %z: f32[1000, 64]\n"
+                       "input %p: f32[1031, 3, 64]\n"
                        "%s: f32[64] = aten.sum.dim_IntList(%x, [0])\n"
                        "%m: f32[2, 1, 64] = aten.amin.default(%y, [1], True)\n"
-                       "%a: f32[64] = aten.mean.dim(%z, [0])\noutput %s, %m, %a\n";
+                       "%a: f32[64] = aten.mean.dim(%z, [0])\n"
+                       "%pm: f32[3, 64] = aten.amax.default(%p, [0])\n"
+                       "%pn: f32[3, 64] = aten.amin.default(%p, [0])\n"
+                       "%ps: f32[3, 64] = aten.sum.dim_IntList(%p, [0])\noutput %s, %m, %a, %pm, %pn, %ps\n";
     char *rep;
     gr_graph *g;
     cc_result *r = compile_text(text, "lr.txt", "spyre-4core", NULL, 0, &g, &rep);

@@ -812,18 +812,19 @@ static const double identity[] = {[IR_RSUM] = 0, [IR_RMAX] = -INFINITY, [IR_RMIN
 /* A reduction over one leading dimension longer than this is split in two. */
 #define REDUCE_SPLIT_OVER 512
 
-/* The largest divisor of e in [16, 128], or 0. */
+/* The largest divisor of e in [16, 128], or 128 (the last block partly
+ * past e, guarded). */
 static int64_t split_factor(int64_t e)
 {
     for (int64_t b = 128; b >= 16; b--)
         if (e % b == 0)
             return b;
-    return 0;
+    return 128;
 }
 
 /* A reduction over one leading dimension of E > REDUCE_SPLIT_OVER elements
  * as two (Inductor's split reduction): partials over blocks of B
- * consecutive elements into a (E / B, kept...) buffer, then the reduction
+ * consecutive elements into a (ceil(E / B), kept...) buffer, then the reduction
  * of the partials.  The back half walks a leading dimension through a
  * staged copy of the sticks a row reads, E sticks per row of the kernel:
  * for E = 8192 two rows need 2 MB, more than LX; split, each reduction's
@@ -833,10 +834,11 @@ static int reduce_in_two(lctx *c, int out, int x, ir_reduce_op rop, gr_dtype dt,
 {
     const gr_ttype xt = *vtype(c, x);
     int64_t e = nred == 1 ? red_ext[0] : 0, b = split_factor(e);
-    if (nred != 1 || e <= REDUCE_SPLIT_OVER || !b || pos[xt.rank - 1] < 0 || !ir_dtype_is_float(dt))
+    if (nred != 1 || e <= REDUCE_SPLIT_OVER || pos[xt.rank - 1] < 0 || !ir_dtype_is_float(dt))
         return 0;
-    /* the partials: (E / B, kept dims...), variable nk + 1 the block's element */
-    gr_ttype pt = ttype(dt, 1, &(int64_t){e / b});
+    /* the partials: (ceil(E / B), kept dims...), variable nk + 1 the block's element */
+    const int64_t nb = (e + b - 1) / b;
+    gr_ttype pt = ttype(dt, 1, &nb);
     ir_index coords[GR_MAX_RANK];
     const int nk = xt.rank - 1;
     for (int d = 0, k = 0; d < xt.rank; d++) {
@@ -860,6 +862,15 @@ static int reduce_in_two(lctx *c, int out, int x, ir_reduce_op rop, gr_dtype dt,
     N->ranges[pt.rank] = b;
     N->store = contiguous(&pt);
     N->body = ir_cast(&c->p->A, read_at(c, x, coords), dt);
+    if (e % b) { /* the last block's elements past E: the identity (the load is not evaluated there) */
+        /* block < nb - 1 or element < E mod B: index values of at most nb
+         * and B, exact in DL16 up to 1024 (B * nb - B + element is not) */
+        ir_arena *A = &c->p->A;
+        ir_index blk = ir_idx_var(0), el = ir_idx_var(nk + 1);
+        int early = ir_op2(A, IR_LT, ir_indexval(A, &blk), ir_const(A, (double)(nb - 1), GR_I64));
+        int head = ir_op2(A, IR_LT, ir_indexval(A, &el), ir_const(A, (double)(e % b), GR_I64));
+        N->body = ir_where(A, ir_op2(A, IR_OR, early, head), N->body, ir_const(A, identity[rop], dt));
+    }
     ir_node_simplify(c->p, n1);
     const int part = c->p->nodes[n1].out;
     /* the result: output variables 0..t.rank-1, variable t.rank the block */
@@ -875,7 +886,7 @@ static int reduce_in_two(lctx *c, int out, int x, ir_reduce_op rop, gr_dtype dt,
     N->nvars = t->rank + 1;
     N->nred = 1;
     memcpy(N->ranges, t->shape, (size_t)t->rank * sizeof *N->ranges);
-    N->ranges[t->rank] = e / b;
+    N->ranges[t->rank] = nb;
     N->store = contiguous(t);
     N->body = ir_load(&c->p->A, part, dt, &idx);
     ir_node_simplify(c->p, n2);
