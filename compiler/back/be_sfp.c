@@ -823,6 +823,12 @@ void be_collect_load(void *ctx, const ir_expr *x)
     }
     if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, &L.v, why, sizeof why) ||
         (has_col && !be_lane_fits(k->c, x->buf, &x->idx, k->cols))) {
+        /* a per-column operand of a row kernel whose columns run past its
+         * stick dimension (a layer norm's weight over two dimensions; every
+         * load of a kernel of one row, such as a whole (5, 5, 5) tensor
+         * reduced or flattened): read as a tile, staged for each row */
+        if (L.cls == BE_V_COL && k->K->kind != IR_MATMUL)
+            L.cls = BE_V_TILE;
         if (L.cls != BE_V_TILE || !k->c->lay[x->buf].dram) {
             be_error(k->c, k->K, "%s", why[0] ? why : "a load runs past its stick dimension (needs a restickify)");
             w->failed = 1;

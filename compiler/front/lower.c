@@ -809,6 +809,91 @@ static void l_index_select(lctx *c, int out, int opi)
  * inf of the empty set (PyTorch raises an error for those two instead). */
 static const double identity[] = {[IR_RSUM] = 0, [IR_RMAX] = -INFINITY, [IR_RMIN] = INFINITY};
 
+/* A reduction over one leading dimension longer than this is split in two. */
+#define REDUCE_SPLIT_OVER 512
+
+/* The largest divisor of e in [16, 128], or 128 (the last block partly
+ * past e, guarded). */
+static int64_t split_factor(int64_t e)
+{
+    for (int64_t b = 128; b >= 16; b--)
+        if (e % b == 0)
+            return b;
+    return 128;
+}
+
+/* A reduction over one leading dimension of E > REDUCE_SPLIT_OVER elements
+ * as two (Inductor's split reduction): partials over blocks of B
+ * consecutive elements into a (ceil(E / B), kept...) buffer, then the reduction
+ * of the partials.  The back half walks a leading dimension through a
+ * staged copy of the sticks a row reads, E sticks per row of the kernel:
+ * for E = 8192 two rows need 2 MB, more than LX; split, each reduction's
+ * row reads at most 128 sticks.  Returns 1 when it lowered value out. */
+static int reduce_in_two(lctx *c, int out, int x, ir_reduce_op rop, gr_dtype dt, const gr_ttype *t, const int *pos,
+                         int nred, const int64_t *red_ext, const uint64_t *ops)
+{
+    const gr_ttype xt = *vtype(c, x);
+    int64_t e = nred == 1 ? red_ext[0] : 0, b = split_factor(e);
+    if (nred != 1 || e <= REDUCE_SPLIT_OVER || pos[xt.rank - 1] < 0 || !ir_dtype_is_float(dt))
+        return 0;
+    /* the partials: (ceil(E / B), kept dims...), variable nk + 1 the block's element */
+    const int64_t nb = (e + b - 1) / b;
+    gr_ttype pt = ttype(dt, 1, &nb);
+    ir_index coords[GR_MAX_RANK];
+    const int nk = xt.rank - 1;
+    for (int d = 0, k = 0; d < xt.rank; d++) {
+        if (pos[d] >= 0) {
+            pt.shape[pt.rank++] = xt.shape[d];
+            coords[d] = ir_idx_var(1 + k++);
+        } else {
+            coords[d] = ir_idx_var(0);
+            coords[d].coef[0] = b;
+            coords[d].coef[nk + 1] = 1;
+        }
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%s_part", c->d->values[out].name);
+    int n1 = new_node(c, IR_REDUCTION, &pt, name, ops);
+    ir_node *N = &c->p->nodes[n1];
+    N->rop = rop;
+    N->nvars = pt.rank + 1;
+    N->nred = 1;
+    memcpy(N->ranges, pt.shape, (size_t)pt.rank * sizeof *N->ranges);
+    N->ranges[pt.rank] = b;
+    N->store = contiguous(&pt);
+    N->body = ir_cast(&c->p->A, read_at(c, x, coords), dt);
+    if (e % b) { /* the last block's elements past E: the identity (the load is not evaluated there) */
+        /* block < nb - 1 or element < E mod B: index values of at most nb
+         * and B, exact in DL16 up to 1024 (B * nb - B + element is not) */
+        ir_arena *A = &c->p->A;
+        ir_index blk = ir_idx_var(0), el = ir_idx_var(nk + 1);
+        int early = ir_op2(A, IR_LT, ir_indexval(A, &blk), ir_const(A, (double)(nb - 1), GR_I64));
+        int head = ir_op2(A, IR_LT, ir_indexval(A, &el), ir_const(A, (double)(e % b), GR_I64));
+        N->body = ir_where(A, ir_op2(A, IR_OR, early, head), N->body, ir_const(A, identity[rop], dt));
+    }
+    ir_node_simplify(c->p, n1);
+    const int part = c->p->nodes[n1].out;
+    /* the result: output variables 0..t.rank-1, variable t.rank the block */
+    const ir_index pst = contiguous(&pt);
+    ir_index idx = ir_idx_const(0);
+    idx.coef[t->rank] = pst.coef[0];
+    for (int d = 0, k = 0; d < xt.rank; d++)
+        if (pos[d] >= 0)
+            idx.coef[pos[d]] = pst.coef[1 + k++];
+    int n2 = new_node(c, IR_REDUCTION, t, c->d->values[out].name, ops);
+    N = &c->p->nodes[n2];
+    N->rop = rop;
+    N->nvars = t->rank + 1;
+    N->nred = 1;
+    memcpy(N->ranges, t->shape, (size_t)t->rank * sizeof *N->ranges);
+    N->ranges[t->rank] = nb;
+    N->store = contiguous(t);
+    N->body = ir_load(&c->p->A, part, dt, &idx);
+    ir_node_simplify(c->p, n2);
+    set_whole(c, out, buffer_base(c, c->p->nodes[n2].out, 0));
+    return 1;
+}
+
 static void l_reduce(lctx *c, int out, int opi)
 {
     ir_reduce_op rop = (ir_reduce_op)opi;
@@ -871,6 +956,10 @@ static void l_reduce(lctx *c, int out, int opi)
     uint64_t *ops = ops_new(c);
     ops_of(c, ops, x);
     ops_add_cur(c, ops);
+    if (reduce_in_two(c, out, x, rop, dt, &t, pos, nred, red_ext, ops)) {
+        free(ops);
+        return;
+    }
     for (int d = 0; d < xt.rank; d++)
         coords[d] = pos[d] >= 0 ? ir_idx_var(pos[d]) : ir_idx_var(t.rank - 1 - pos[d]);
     int n = new_node(c, IR_REDUCTION, &t, c->d->values[out].name, ops);
