@@ -192,6 +192,10 @@ void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi);
 int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi);
 /* Load a buffer's whole device layout from DRAM into LX at lx (dmai). */
 void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx);
+/* Load the span of each stick group g of buf's layout, rows lo[g]..hi[g]
+ * (lo > hi: none), one after another at lx (dmai); go[g] gets the
+ * group's offset from lx.  Returns the bytes loaded. */
+int64_t be_stage_spans(be_ctx *c, cc_emit *e, int buf, const int64_t *lo, const int64_t *hi, int64_t lx, int64_t *go);
 /* Store the sticks of buf's staged copy in LX (at stage) this core wrote,
  * count[s] elements of stick s, with dmao; -1 with an error naming the
  * kernel when a stick is not whole (another core holds the rest). */

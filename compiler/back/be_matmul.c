@@ -869,21 +869,9 @@ static void mm_stage_block(mm_core *mc, int buf, const ir_index *idx, int64_t b,
                            int lanevar, int64_t l0, int64_t nl, int64_t st, int64_t *lo, int64_t *go)
 {
     const mm_plan *m = mc->m;
-    const be_layout *L = &m->c->lay[buf];
-    const int64_t sb = m->c->t.stick;
-    int64_t *hi = ir_xalloc((size_t)L->groups * sizeof *hi), at = 0;
+    int64_t *hi = ir_xalloc((size_t)m->c->lay[buf].groups * sizeof *hi);
     mm_span(m, buf, idx, b, rowvar, r0, nr, lanevar, l0, nl, lo, hi);
-    for (int64_t g = 0; g < L->groups; g++) {
-        go[g] = at;
-        int64_t run = hi[g] - lo[g] + 1;
-        for (int64_t s0 = 0; s0 < run; s0 += 65535) {
-            int64_t n = cc_min(65535, run - s0);
-            cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
-            cc_emit_dma(mc->e, ISA_OP_DMA_LD, cc_abs(st + at + s0 * sb),
-                        cc_abs((int64_t)L->off + (g * L->rows + lo[g] + s0) * sb), &sh);
-        }
-        at += run > 0 ? run * sb : 0;
-    }
+    be_stage_spans(m->c, mc->e, buf, lo, hi, st, go);
     free(hi);
 }
 

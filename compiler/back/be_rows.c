@@ -597,22 +597,10 @@ static int64_t rk_stage_chunk(rk_core *rc, const rk_load *L, int64_t st, int64_t
                               int64_t *go)
 {
     rk_plan *k = rc->k;
-    be_ctx *c = k->c;
-    const be_layout *B = &c->lay[c->p->A.e[L->e].buf];
-    const int64_t sb = c->t.stick;
-    int64_t *hi = ir_xalloc((size_t)B->groups * sizeof *hi), at = 0;
+    const int buf = k->c->p->A.e[L->e].buf;
+    int64_t *hi = ir_xalloc((size_t)k->c->lay[buf].groups * sizeof *hi);
     rk_stage_span(k, L, r0, n, lo, hi);
-    for (int64_t g = 0; g < B->groups; g++) {
-        go[g] = at;
-        int64_t run = hi[g] - lo[g] + 1;
-        for (int64_t s0 = 0; s0 < run; s0 += 65535) {
-            int64_t m = cc_min(65535, run - s0);
-            cc_dma_shape sh = cc_dma_groups(m, 1, 0, 0);
-            cc_emit_dma(rc->e, ISA_OP_DMA_LD, cc_abs(st + at + s0 * sb),
-                        cc_abs((int64_t)B->off + (g * B->rows + lo[g] + s0) * sb), &sh);
-        }
-        at += run > 0 ? run * sb : 0;
-    }
+    int64_t at = be_stage_spans(k->c, rc->e, buf, lo, hi, st, go);
     free(hi);
     return at;
 }

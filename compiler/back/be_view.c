@@ -284,15 +284,35 @@ int64_t be_buf_bytes(const be_ctx *c, int buf)
     return L->groups * L->rows * c->t.stick;
 }
 
-void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx)
+/* dmai of `sticks` consecutive sticks from DRAM at dram to LX at lx, in
+ * runs of at most 65,535 sticks (a DMA's largest run). */
+static void load_sticks(be_ctx *c, cc_emit *e, int64_t lx, int64_t dram, int64_t sticks)
 {
     const int64_t sb = c->t.stick;
-    int64_t sticks = be_buf_bytes(c, buf) / sb;
     for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
         int64_t run = cc_min(65535, sticks - s0);
         cc_dma_shape sh = cc_dma_groups(run, 1, 0, 0);
-        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs(dram + s0 * sb), &sh);
     }
+}
+
+void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx)
+{
+    load_sticks(c, e, lx, (int64_t)c->lay[buf].off, be_buf_bytes(c, buf) / c->t.stick);
+}
+
+int64_t be_stage_spans(be_ctx *c, cc_emit *e, int buf, const int64_t *lo, const int64_t *hi, int64_t lx, int64_t *go)
+{
+    const be_layout *L = &c->lay[buf];
+    const int64_t sb = c->t.stick;
+    int64_t at = 0;
+    for (int64_t g = 0; g < L->groups; g++) {
+        go[g] = at;
+        int64_t run = hi[g] - lo[g] + 1;
+        load_sticks(c, e, lx + at, (int64_t)L->off + (g * L->rows + lo[g]) * sb, run);
+        at += run > 0 ? run * sb : 0;
+    }
+    return at;
 }
 
 void be_span_init(const be_layout *L, int64_t *lo, int64_t *hi)
