@@ -59,6 +59,18 @@ void ref_contiguous_strides(int rank, const int64_t *shape, int64_t *st)
     }
 }
 
+int ref_drop_dim(const tens *x, int d, int64_t *st, int64_t *shape, int64_t *nst)
+{
+    ref_contiguous_strides(x->rank, x->shape, st);
+    int r = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (i != d) {
+            shape[r] = x->shape[i];
+            nst[r++] = st[i];
+        }
+    return r;
+}
+
 /* ---- Errors ---- */
 
 int ref_fail(ex *E, const char *fmt, ...)

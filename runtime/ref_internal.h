@@ -182,6 +182,9 @@ int64_t ref_sat_mul(int64_t a, int64_t b);
 int64_t ref_numel(int rank, const int64_t *shape);
 void ref_shape_str(const char *dtype, int rank, const int64_t *shape, char *buf, size_t len);
 void ref_contiguous_strides(int rank, const int64_t *shape, int64_t *st);
+/* x (contiguous) seen without dim d: its strides in st, the other dims'
+ * extents and strides in shape and nst; returns their count. */
+int ref_drop_dim(const tens *x, int d, int64_t *st, int64_t *shape, int64_t *nst);
 /* Format "FILE:LINE: OP: message" (the current node) into the run's error; -1. */
 int ref_fail(ex *E, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -230,13 +230,7 @@ static int op_select(ex *E, int unused)
     if (index < 0)
         index += size;
     int64_t st[MAXR], shape[MAXR], nst[MAXR];
-    ref_contiguous_strides(x->rank, x->shape, st);
-    int r = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (i != d) {
-            shape[r] = x->shape[i];
-            nst[r++] = st[i];
-        }
+    int r = ref_drop_dim(x, d, st, shape, nst);
     tens *o = ref_new_result(E, kind_of(x->dtype), r, shape);
     if (!o)
         return -1;
