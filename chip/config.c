@@ -234,7 +234,8 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
     }
     if (strcmp(key, "name") == 0) {
         /* the name is written into every program and read back by as and the ELF reader */
-        if (strlen(val) >= sizeof cfg->name || !isa_config_name_valid(val))
+        _Static_assert(sizeof cfg->name == ISA_NAME_MAX, "isa_config_name_valid bounds the length");
+        if (!isa_config_name_valid(val))
             return isa_errf(err, len, "%s: name '%s': at most %zu printable characters without blanks, '#', ';' or '='",
                             where, val, sizeof cfg->name - 1);
         snprintf(cfg->name, sizeof cfg->name, "%s", val);
