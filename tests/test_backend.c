@@ -338,6 +338,13 @@ static void test_encoder_and_decoder_attention_validate_on_both_chips(void)
     expect_trace_validates_on_both_chips("decoder_small", NULL);
 }
 
+static void test_full_nn_transformer_with_masks_validates_on_both_chips(void)
+{
+    /* nn.Transformer (2 + 2 layers): a float causal target mask and bool key
+     * padding masks (masked_fill into baddbmm) on the source and the memory */
+    expect_trace_validates_on_both_chips("transformer_small", NULL);
+}
+
 static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips(void)
 {
     /* masked_fill(scores, mask, -inf) then softmax: DL16 has no infinity
@@ -2629,6 +2636,8 @@ int main(void)
          test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips},
         {"encoder and decoder attention validate on both chips",
          test_encoder_and_decoder_attention_validate_on_both_chips},
+        {"the full nn.Transformer with masks validates on both chips",
+         test_full_nn_transformer_with_masks_validates_on_both_chips},
         {"a gpt2 block with a -inf causal mask validates on both chips",
          test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips},
         {"an embedding gathers rows by dma.gather and validates on both chips",
