@@ -338,6 +338,13 @@ static void test_encoder_and_decoder_attention_validate_on_both_chips(void)
     expect_trace_validates_on_both_chips("decoder_small", NULL);
 }
 
+static void test_full_nn_transformer_with_masks_validates_on_both_chips(void)
+{
+    /* nn.Transformer (2 + 2 layers): a float causal target mask and bool key
+     * padding masks (masked_fill into baddbmm) on the source and the memory */
+    expect_trace_validates_on_both_chips("transformer_small", NULL);
+}
+
 static void test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips(void)
 {
     /* masked_fill(scores, mask, -inf) then softmax: DL16 has no infinity
@@ -2365,6 +2372,45 @@ static void test_statistics_over_no_element_are_pytorchs_on_both_chips(void)
     }
 }
 
+/* Issue 14: image ops as their decompositions (constant_pad_nd a where on
+ * affine coordinates, pooling k*k strided slices, batch norm's running
+ * statistics per row staged across lanes) validate against the reference on
+ * both chips; the padding is the given value exactly and max pool's indices
+ * point at the maximum. */
+static void test_padding_pooling_and_batch_norm_validate_on_both_chips(void)
+{
+    const char *text =
+        "graph img\n"
+        "input %x: f32[2, 3, 7, 9]\ninput %m: f32[3]\ninput %v: f32[3]\ninput %w: f32[3]\ninput %b: f32[3]\n"
+        "%pad: f32[2, 3, 8, 12] = aten.constant_pad_nd.default(%x, [1, 2, 0, 1], 2.5)\n"
+        "%va: f32[3] = aten.abs.default(%v)\n"
+        "%bn: (f32[2, 3, 7, 9], f32[0], f32[0]) = aten.native_batch_norm.default(%x, %w, %b, %m, %va, False, 0.1, 1e-05)\n"
+        "%y: f32[2, 3, 7, 9] = getitem(%bn, 0)\n"
+        "%mp: (f32[2, 3, 4, 5], i64[2, 3, 4, 5]) = aten.max_pool2d_with_indices.default(%x, [3, 3], [2, 2], [1, 1])\n"
+        "%mv: f32[2, 3, 4, 5] = getitem(%mp, 0)\n"
+        "%mi: i64[2, 3, 4, 5] = getitem(%mp, 1)\n"
+        "%ap: f32[2, 3, 4, 5] = aten.avg_pool2d.default(%x, [3, 3], [2, 2], [1, 1], True, False)\n"
+        "%aa: f32[2, 3, 1, 3] = aten._adaptive_avg_pool2d.default(%x, [1, 3])\n"
+        "output %pad, %y, %mv, %mi, %ap, %aa\n";
+    const char *names[] = {"pad", "mv", "mi", "x"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "img.txt", both_chips[c], 4, names, v, n), 0);
+        int border = 0, at_max = 0;
+        for (int64_t i = 0; i < n[0]; i++) {
+            int64_t h = i / 12 % 8, w = i % 12;
+            border += (h == 7 || w == 0 || w >= 10) && v[0][i] == 2.5f;
+        }
+        for (int64_t i = 0; i < n[1]; i++) /* DL16 keeps 9 fraction bits */
+            at_max += fabsf(v[3][i / 20 * 63 + (int64_t)v[2][i]] - v[1][i]) <= 0x1p-9f * fabsf(v[1][i]) + 1e-6f;
+        CU_ASSERT_EQUAL(border, 2 * 3 * (12 + 7 * 3));
+        CU_ASSERT_EQUAL(at_max, 120);
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
 /* Issue 12: a value name of about 250 characters looped forever (a
  * generated name cut to 255 bytes lost its ".N" suffix).  Names of any
  * length run; device tensors of names over 63 bytes get shortened names
@@ -2629,6 +2675,10 @@ int main(void)
          test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips},
         {"encoder and decoder attention validate on both chips",
          test_encoder_and_decoder_attention_validate_on_both_chips},
+        {"padding, pooling and batch norm validate on both chips",
+         test_padding_pooling_and_batch_norm_validate_on_both_chips},
+        {"the full nn.Transformer with masks validates on both chips",
+         test_full_nn_transformer_with_masks_validates_on_both_chips},
         {"a gpt2 block with a -inf causal mask validates on both chips",
          test_gpt2_block_with_a_minus_inf_causal_mask_validates_on_both_chips},
         {"an embedding gathers rows by dma.gather and validates on both chips",

@@ -35,6 +35,7 @@ SMALL = [
     ("llama.py", "llama_tiny"),
     ("decoder.py", "decoder_small"),
     ("embedding.py", "embed_small"),
+    ("transformer.py", "transformer_small"),
 ]
 FUSED_OPS = ("_transformer_encoder_layer_fwd", "_native_multi_head_attention")
 FILES = ("graph.txt", "weights.safetensors", "inputs.safetensors", "expected.safetensors")

@@ -573,6 +573,72 @@ static void test_native_layer_norm_gives_output_mean_and_rstd(void)
     done(&t);
 }
 
+/* x = iota over (1, 2, 3, 4): two 3 x 4 planes */
+static void test_image_padding_and_pooling_give_pytorchs_values(void)
+{
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 2, 3, 4]\n"
+        "%pad: f32[1, 2, 4, 3] = aten.constant_pad_nd.default(%x, [0, -1, 1, 0], 9.5)\n"
+        "%mp: (f32[1, 2, 2, 2], i64[1, 2, 2, 2]) = aten.max_pool2d_with_indices.default(%x, [2, 2], [2, 2], [1, 0])\n"
+        "%mv: f32[1, 2, 2, 2] = getitem(%mp, 0)\n"
+        "%mi: i64[1, 2, 2, 2] = getitem(%mp, 1)\n"
+        "%ap: f32[1, 2, 2, 2] = aten.avg_pool2d.default(%x, [2, 2], [2, 2], [1, 0])\n"
+        "%apx: f32[1, 2, 2, 2] = aten.avg_pool2d.default(%x, [2, 2], [2, 2], [1, 0], False, False)\n"
+        "%apd: f32[1, 2, 1, 2] = aten.avg_pool2d.default(%x, [2, 2], [2, 2], [0, 0], False, True, 3)\n"
+        "%aa: f32[1, 2, 2, 1] = aten._adaptive_avg_pool2d.default(%x, [2, 1])\n"
+        "%am: (f32[1, 2, 2, 1], i64[1, 2, 2, 1]) = aten.adaptive_max_pool2d.default(%x, [2, 1])\n"
+        "%amv: f32[1, 2, 2, 1] = getitem(%am, 0)\n"
+        "%ami: i64[1, 2, 2, 1] = getitem(%am, 1)\n"
+        "output %pad, %mv, %mi, %ap, %apx, %apd, %aa, %amv, %ami\n",
+        iota24);
+    /* a row of 9.5 above each plane, the last column cropped */
+    EXPECT(&t, "pad", 9.5, 9.5, 9.5, 0, 1, 2, 4, 5, 6, 8, 9, 10, 9.5, 9.5, 9.5, 12, 13, 14, 16, 17, 18, 20, 21, 22);
+    /* windows rows {-1, 0} and {1, 2}: the padded row is never the max */
+    EXPECT(&t, "mv", 1, 3, 9, 11, 13, 15, 21, 23);
+    EXPECT(&t, "mi", 1, 3, 9, 11, 1, 3, 9, 11);
+    /* count_include_pad: the padded row counts (divisor 4) or not (2) */
+    EXPECT(&t, "ap", 0.25, 1.25, 6.5, 8.5, 6.25, 7.25, 18.5, 20.5);
+    EXPECT(&t, "apx", 0.5, 2.5, 6.5, 8.5, 12.5, 14.5, 18.5, 20.5);
+    EXPECT(&t, "apd", 10.0 / 3, 18.0 / 3, 58.0 / 3, 66.0 / 3);
+    /* adaptive windows rows [0, 2) and [1, 3), all columns */
+    EXPECT(&t, "aa", 3.5, 7.5, 15.5, 19.5);
+    EXPECT(&t, "amv", 7, 11, 19, 23);
+    EXPECT(&t, "ami", 7, 11, 7, 11);
+    done(&t);
+}
+
+/* batch norm with running statistics, training (instance norm's form) and group norm */
+static void test_batch_and_group_norm_give_pytorchs_values(void)
+{
+    const float x[] = {1, 3, 2, 6, 0, 4, 4, 8}, m[] = {1, 2}, v[] = {4, 16}, w[] = {2, 1}, b[] = {0, 1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 2, 2]\ninput %m: f32[2]\ninput %v: f32[2]\ninput %w: f32[2]\ninput %b: f32[2]\n"
+        "%bn: (f32[2, 2, 2], f32[0], f32[0]) = aten.native_batch_norm.default(%x, %w, %b, %m, %v, False, 0.1, 0.0)\n"
+        "%y: f32[2, 2, 2] = getitem(%bn, 0)\n"
+        "%bt: (f32[2, 2, 2], f32[2], f32[2]) = aten.native_batch_norm.default(%x, None, None, None, None, True, 0.1, 0.0)\n"
+        "%yt: f32[2, 2, 2] = getitem(%bt, 0)\n"
+        "%mt: f32[2] = getitem(%bt, 1)\n"
+        "%rt: f32[2] = getitem(%bt, 2)\n"
+        "%gn: (f32[2, 2, 2], f32[2, 1], f32[2, 1]) = aten.native_group_norm.default(%x, %w, %b, 2, 2, 2, 1, 0.0)\n"
+        "%yg: f32[2, 2, 2] = getitem(%gn, 0)\n"
+        "%mg: f32[2, 1] = getitem(%gn, 1)\n"
+        "output %y, %yt, %mt, %rt, %yg, %mg\n",
+        x, m, v, w, b);
+    /* channel 0: (x - 1) / 2 * 2; channel 1: (x - 2) / 4 + 1 */
+    EXPECT(&t, "y", 0, 2, 1, 2, -1, 3, 1.5, 2.5);
+    /* channel 0 over {1, 3, 0, 4}: mean 2, var 2.5; channel 1 over {2, 6, 4, 8}: mean 5, var 5 */
+    EXPECT(&t, "mt", 2, 5);
+    EXPECT(&t, "rt", 0.632455532, 0.447213595);
+    EXPECT(&t, "yt", -0.632455532, 0.632455532, -1.34164079, 0.447213595, -1.26491106, 1.26491106, -0.447213595,
+           1.34164079);
+    /* one group per sample: {1, 3, 2, 6} mean 3, var 3.5; {0, 4, 4, 8} mean 4, var 8 */
+    EXPECT(&t, "mg", 3, 4);
+    EXPECT(&t, "yg", -2.13808994, 0, 1 - 0.534522484, 2.60356745, -2.82842712, 0, 1, 2.41421356);
+    done(&t);
+}
+
 static void test_var_with_correction_and_var_mean(void)
 {
     const float x[] = {1, 2, 3, 4, 1, 1, 1, 5};
@@ -1985,6 +2051,8 @@ int main(void)
         {"split forms give tuples read by getitem", test_split_forms_give_tuples_read_by_getitem},
         {"cat and stack along negative dims", test_cat_and_stack_along_negative_dims},
         {"native_layer_norm gives output mean and rstd", test_native_layer_norm_gives_output_mean_and_rstd},
+        {"image padding and pooling give pytorch's values", test_image_padding_and_pooling_give_pytorchs_values},
+        {"batch and group norm give pytorch's values", test_batch_and_group_norm_give_pytorchs_values},
         {"var with correction and var_mean", test_var_with_correction_and_var_mean},
         {"sum mean amax over dims with keepdim", test_sum_mean_amax_over_dims_with_keepdim},
         {"cumsum runs along any dim", test_cumsum_runs_along_any_dim},

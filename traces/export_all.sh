@@ -21,3 +21,4 @@ export_one gpt2.py gpt2_small_block_tiny
 export_one llama.py llama_tiny
 export_one decoder.py decoder_small
 export_one embedding.py embed_small
+export_one transformer.py transformer_small

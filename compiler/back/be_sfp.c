@@ -826,8 +826,11 @@ void be_collect_load(void *ctx, const ir_expr *x)
         /* a per-column operand of a row kernel whose columns run past its
          * stick dimension (a layer norm's weight over two dimensions; every
          * load of a kernel of one row, such as a whole (5, 5, 5) tensor
-         * reduced or flattened): read as a tile, staged for each row */
-        if (L.cls == BE_V_COL && k->K->kind != IR_MATMUL)
+         * reduced or flattened), or a per-row operand whose rows lie inside
+         * its sticks (a per-channel batch norm statistic over an image's
+         * rows): read as a tile, staged for each row (a per-row value
+         * repeated across the lanes) */
+        if ((L.cls == BE_V_COL || L.cls == BE_V_ROW) && k->K->kind != IR_MATMUL)
             L.cls = BE_V_TILE;
         if (L.cls != BE_V_TILE || !k->c->lay[x->buf].dram) {
             be_error(k->c, k->K, "%s", why[0] ? why : "a load runs past its stick dimension (needs a restickify)");

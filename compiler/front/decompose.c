@@ -1828,6 +1828,279 @@ static int r_loss(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* ---- Images: batch and group norm, pooling ---- */
+
+/* Per-channel p (C elements) seen as (C, 1, ..) against a rank-`rank` input
+ * (N, C, ...): broadcast from dim 1. */
+static int per_channel(dctx *c, int p, int rank)
+{
+    int64_t shape[GR_MAX_RANK];
+    shape[0] = numel(&c->d->values[p].type);
+    for (int d = 1; d < rank - 1; d++)
+        shape[d] = 1;
+    return reshape(c, p, rank - 1, shape);
+}
+
+/* native_batch_norm(input, weight, bias, running_mean, running_var, training,
+ * momentum, eps) -> (out, save_mean, save_invstd), and
+ * _native_batch_norm_legit_no_training (no training argument): not training,
+ * (x - running_mean) * rsqrt(running_var + eps) * weight + bias and two empty
+ * statistics; training, the batch's own statistics over all dims but 1 (as
+ * layer norm's), returned per channel.  The running statistics are not
+ * updated (a graph has no state). */
+static int r_batch_norm(dctx *c, const gr_node *n, int *out)
+{
+    int legit = n->base[0] == '_';
+    int x = val(c, n, 0, "input"), w = opt_val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
+    int rm = opt_val(c, n, 3, "running_mean"), rv = opt_val(c, n, 4, "running_var");
+    const gr_arg *tr = legit ? NULL : gr_node_arg(n, 5, "training");
+    int training = tr && tr->kind == GR_ARG_BOOL && tr->i;
+    double eps = num(c, n, legit ? 6 : 7, "eps", 1e-5);
+    gr_ttype t = T(c, x);
+    if (t.rank < 2)
+        fail(c, "input must have a channel dimension (rank 2 or more)");
+    int64_t C = t.shape[1];
+    int y;
+    if (training) {
+        int64_t dims[GR_MAX_RANK], count = numel(&t) / (C ? C : 1);
+        int nd = 0;
+        for (int d = 0; d < t.rank; d++)
+            if (d != 1)
+                dims[nd++] = d;
+        if (!count || !C)
+            fail(c, "the batch statistics of an empty input");
+        int m = mean(c, x, nd, dims, 1, count), xc = bin(c, "aten.sub.Tensor", x, m);
+        int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", sum_sq(c, xc, nd, dims, 1, count, (double)count), eps));
+        y = bin(c, "aten.mul.Tensor", xc, rstd);
+        out[1] = reshape(c, m, 1, &C);
+        out[2] = reshape(c, rstd, 1, &C);
+    } else {
+        if (rm < 0 || rv < 0)
+            fail(c, "needs running_mean and running_var when not training");
+        int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", rv, eps));
+        y = bin(c, "aten.mul.Tensor", bin(c, "aten.sub.Tensor", x, per_channel(c, rm, t.rank)),
+                per_channel(c, rstd, t.rank));
+        const int64_t zero = 0;
+        out[1] = full(c, 1, &zero, 0, GR_F32);
+        out[2] = full(c, 1, &zero, 0, GR_F32);
+    }
+    if (w >= 0)
+        y = bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
+    if (b >= 0)
+        y = bin(c, "aten.add.Tensor", y, per_channel(c, b, t.rank));
+    out[0] = y;
+    return 3;
+}
+
+/* native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean,
+ * rstd): x seen as (N, group, C/group * HxW), normalized over the last dim as
+ * layer norm, seen back; weight and bias per channel. */
+static int r_group_norm(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "input"), w = opt_val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
+    int64_t G = (int64_t)num(c, n, 6, "group", 0);
+    double eps = num(c, n, 7, "eps", 1e-5);
+    gr_ttype t = T(c, x);
+    if (t.rank < 2 || G <= 0 || t.shape[1] % G)
+        fail(c, "the groups must divide the input's channels (dim 1)");
+    int64_t N = t.shape[0], per = N && G ? numel(&t) / (N * G) : 0;
+    if (!per)
+        fail(c, "the statistics of an empty group");
+    int64_t gs[3] = {N, G, per}, last = 2, ns[2] = {N, G};
+    int xs = reshape(c, x, 3, gs);
+    int m = mean(c, xs, 1, &last, 1, per), xc = bin(c, "aten.sub.Tensor", xs, m);
+    int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", sum_sq(c, xc, 1, &last, 1, per, (double)per), eps));
+    int y = reshape(c, bin(c, "aten.mul.Tensor", xc, rstd), t.rank, t.shape);
+    if (w >= 0)
+        y = bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
+    if (b >= 0)
+        y = bin(c, "aten.add.Tensor", y, per_channel(c, b, t.rank));
+    out[0] = y;
+    out[1] = reshape(c, m, 2, ns);
+    out[2] = reshape(c, rstd, 2, ns);
+    return 3;
+}
+
+/* A 2-D pooling's window over the last two dims: kernel, stride, padding,
+ * dilation and the output's extent per axis. */
+typedef struct {
+    int64_t k[2], s[2], p[2], d[2], in[2], out[2];
+} pool2d;
+
+/* PyTorch's pooling_output_shape */
+static int64_t pool_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode)
+{
+    int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+    if (ceil_mode && (o - 1) * s >= in + p)
+        o--;
+    return o;
+}
+
+/* pool(self, kernel_size, stride=[], padding=0[, dilation=1], ceil_mode) */
+static pool2d pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
+{
+    pool2d g;
+    int64_t v[4][2] = {{0}, {0}, {0, 0}, {1, 1}};
+    const char *keys[4] = {"kernel_size", "stride", "padding", "dilation"};
+    for (int i = 0; i < (with_dilation ? 4 : 3); i++) {
+        int cnt = ints(c, n, i + 1, keys[i], v[i]);
+        if (cnt > 2 || (i == 0 && cnt <= 0))
+            fail(c, "argument %s must be one or two ints", keys[i]);
+        if (cnt == 1)
+            v[i][1] = v[i][0];
+        if (i == 1 && cnt <= 0)
+            memcpy(v[1], v[0], sizeof v[1]);
+    }
+    const gr_arg *cm = gr_node_arg(n, with_dilation ? 5 : 4, "ceil_mode");
+    int ceil_mode = cm && cm->kind == GR_ARG_BOOL && cm->i;
+    gr_ttype t = T(c, x);
+    if (t.rank < 3 || !is_float(t.dtype))
+        fail(c, "input must be a float tensor of rank 3 or more");
+    for (int a = 0; a < 2; a++) {
+        g.k[a] = v[0][a], g.s[a] = v[1][a], g.p[a] = v[2][a], g.d[a] = v[3][a];
+        if (g.k[a] <= 0 || g.s[a] <= 0 || g.d[a] <= 0 || g.p[a] < 0 || 2 * g.p[a] > g.k[a])
+            fail(c, "kernel, stride and dilation must be positive, padding at most half the kernel");
+        g.in[a] = t.shape[t.rank - 2 + a];
+        g.out[a] = pool_extent(g.in[a], g.k[a], g.s[a], g.p[a], g.d[a], ceil_mode);
+        if (g.out[a] <= 0 || !g.in[a])
+            fail(c, "the pooling has an empty input or output");
+    }
+    return g;
+}
+
+/* x padded with v so that every window's slice lies inside it */
+static int pool_pad(dctx *c, int x, const pool2d *g, double v)
+{
+    int64_t pad[4];
+    for (int a = 0; a < 2; a++) {
+        int64_t hi = (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1 - g->in[a] - g->p[a];
+        pad[2 - 2 * a] = g->p[a];
+        pad[3 - 2 * a] = hi > 0 ? hi : 0;
+    }
+    if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
+        return x;
+    gr_ttype t = T(c, x);
+    t.shape[t.rank - 2] += pad[2] + pad[3];
+    t.shape[t.rank - 1] += pad[0] + pad[1];
+    return EMIT(c, "aten.constant_pad_nd.default", t, A_val(x), A_ints(4, pad), A_num(v));
+}
+
+/* Window element (i, j) of every output position: a strided slice of the padded x. */
+static int pool_tap(dctx *c, int xp, const pool2d *g, int64_t i, int64_t j)
+{
+    int r = T(c, xp).rank;
+    int64_t h0 = i * g->d[0], w0 = j * g->d[1];
+    int y = slice(c, xp, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
+    return slice(c, y, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
+}
+
+/* The flat input index h * W + w of window element (i, j) at each output
+ * position (out[0], out[1]), i64 */
+static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
+{
+    int64_t W = g->in[1], h0 = i * g->d[0] - g->p[0], w0 = j * g->d[1] - g->p[1];
+    gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[0]}}, tw = {.dtype = GR_I64, .rank = 1, .shape = {g->out[1]}};
+    int rows = EMIT(c, "aten.arange.start_step", th, A_int(h0 * W), A_int((h0 + g->out[0] * g->s[0]) * W),
+                    A_int(g->s[0] * W), A_kw("dtype", A_dtype(GR_I64)));
+    int cols = EMIT(c, "aten.arange.start_step", tw, A_int(w0), A_int(w0 + g->out[1] * g->s[1]), A_int(g->s[1]),
+                    A_kw("dtype", A_dtype(GR_I64)));
+    return bin(c, "aten.add.Tensor", unsqueeze(c, rows, 1), cols);
+}
+
+/* max_pool2d_with_indices(self, kernel_size, stride=[], padding=0,
+ * dilation=1, ceil_mode=False) -> (out, indices): x padded with -inf, the
+ * maximum of the window's k*k strided slices; the index of the first
+ * window element equal to the maximum (or NaN), a where chain. */
+static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    pool2d g = pool_args(c, n, x, 1);
+    int xp = pool_pad(c, x, &g, -INFINITY), m = -1, ix = -1;
+    for (int64_t i = 0; i < g.k[0]; i++)
+        for (int64_t j = 0; j < g.k[1]; j++) {
+            int tap = pool_tap(c, xp, &g, i, j);
+            m = m < 0 ? tap : bin(c, "aten.maximum.default", m, tap);
+        }
+    for (int64_t q = g.k[0] * g.k[1] - 1; q >= 0; q--) {
+        int64_t i = q / g.k[1], j = q % g.k[1];
+        int flat = pool_flat_index(c, &g, i, j);
+        if (ix < 0) {
+            ix = flat;
+            continue;
+        }
+        int tap = pool_tap(c, xp, &g, i, j);
+        int hit = bin(c, "aten.logical_or.default", cmpv(c, "aten.eq.Tensor", tap, m),
+                      cmpv(c, "aten.ne.Tensor", tap, tap));
+        ix = where(c, hit, flat, ix);
+    }
+    out[0] = m;
+    out[1] = expand(c, ix, T(c, m).rank, T(c, m).shape);
+    return 2;
+}
+
+/* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False,
+ * count_include_pad=True, divisor_override=None): x padded with 0, the sum
+ * of the window's k*k strided slices over the divisor: divisor_override,
+ * or the count of window elements (padding included or not) per position,
+ * the same sum over a padded tensor of ones. */
+static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    pool2d g = pool_args(c, n, x, 0);
+    const gr_arg *ci = gr_node_arg(n, 5, "count_include_pad");
+    int incl = !(ci && ci->kind == GR_ARG_BOOL && !ci->i);
+    double div = num(c, n, 6, "divisor_override", 0);
+    int xp = pool_pad(c, x, &g, 0), s = -1, cnt = -1;
+    /* the count: ones over the input (and its padding when counted; PyTorch
+     * counts padding up to in + pad, not the ceil_mode overhang) */
+    int64_t ext[2] = {g.in[0] + (incl ? 2 * g.p[0] : 0), g.in[1] + (incl ? 2 * g.p[1] : 0)};
+    pool2d gc = g;
+    if (incl)
+        gc.in[0] = ext[0], gc.in[1] = ext[1], gc.p[0] = gc.p[1] = 0;
+    int ones = div > 0 ? -1 : pool_pad(c, full(c, 2, ext, 1, GR_F32), &gc, 0);
+    for (int64_t i = 0; i < g.k[0]; i++)
+        for (int64_t j = 0; j < g.k[1]; j++) {
+            int tap = pool_tap(c, xp, &g, i, j);
+            s = s < 0 ? tap : bin(c, "aten.add.Tensor", s, tap);
+            if (ones >= 0) {
+                int ct = pool_tap(c, ones, &gc, i, j);
+                cnt = cnt < 0 ? ct : bin(c, "aten.add.Tensor", cnt, ct);
+            }
+        }
+    out[0] = div > 0 ? bins(c, "aten.div.Tensor", s, div) : bin(c, "aten.div.Tensor", s, cnt);
+    return 1;
+}
+
+/* _adaptive_avg_pool2d(self, output_size): each output divides its input
+ * extent evenly: avg_pool2d with kernel = stride = in / out (else refused) */
+static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int64_t os[2];
+    gr_ttype t = T(c, x);
+    if (ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !is_float(t.dtype))
+        fail(c, "needs a float input of rank 3 or more and two output sizes");
+    pool2d g = {.s = {0}};
+    for (int a = 0; a < 2; a++) {
+        g.in[a] = t.shape[t.rank - 2 + a];
+        g.out[a] = os[a];
+        if (os[a] <= 0 || g.in[a] % os[a])
+            fail(c, "the output size %lld does not divide the input's %lld (uneven windows are not lowered)",
+                 (long long)os[a], (long long)g.in[a]);
+        g.k[a] = g.s[a] = g.in[a] / os[a];
+        g.p[a] = 0, g.d[a] = 1;
+    }
+    int s = -1;
+    for (int64_t i = 0; i < g.k[0]; i++)
+        for (int64_t j = 0; j < g.k[1]; j++) {
+            int tap = pool_tap(c, x, &g, i, j);
+            s = s < 0 ? tap : bin(c, "aten.add.Tensor", s, tap);
+        }
+    out[0] = bins(c, "aten.div.Tensor", s, (double)(g.k[0] * g.k[1]));
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -1973,6 +2246,16 @@ static const struct {
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
+    {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
+                                        "bias per channel; training: the batch's statistics as layer_norm's"},
+    {"_native_batch_norm_legit_no_training", r_batch_norm, "as native_batch_norm, not training"},
+    {"native_group_norm", r_group_norm, "reshape (N, group, rest), layer_norm's steps over rest, reshape; "
+                                        "weight, bias per channel"},
+    {"max_pool2d_with_indices", r_max_pool2d, "constant_pad_nd(-inf), maximum of the k*k strided slices; indices: "
+                                              "where chain of eq (first hit) over arange flat indices"},
+    {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sum of the k*k strided slices, div by divisor_override or "
+                                 "the same sum over padded ones"},
+    {"_adaptive_avg_pool2d", r_adaptive_avg_pool2d, "output dividing the input: sum of strided slices, div"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

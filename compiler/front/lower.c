@@ -747,6 +747,48 @@ static void l_cat(lctx *c, int out, int opi)
     free(ops);
 }
 
+/* constant_pad_nd(self, pad, value): pad[2k], pad[2k+1] widen dim rank-1-k
+ * before and after (negative: crop).  where(every padded coordinate within
+ * x, x at the coordinates shifted back, value); only the chosen side is
+ * read (ir.h, IR_E_WHERE), so no load runs outside x. */
+static void l_constant_pad(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    int64_t pad[2 * GR_MAX_RANK];
+    int np = gr_arg_ints(arg(c, 1, "pad"), pad);
+    gr_ttype t = *vtype(c, x);
+    if (np < 0 || np % 2 || np / 2 > t.rank)
+        fail(c, "argument pad must be a list of an even number of ints, at most 2 per dimension");
+    double value = num(c, 2, "value", 0);
+    ir_arena *A = &c->p->A;
+    ir_index coords[GR_MAX_RANK];
+    for (int d = 0; d < t.rank; d++)
+        coords[d] = ir_idx_var(d);
+    int cond = -1;
+    for (int k = 0; k < np / 2; k++) {
+        int d = t.rank - 1 - k;
+        int64_t lo = pad[2 * k], hi = pad[2 * k + 1], in = t.shape[d];
+        t.shape[d] = in + lo + hi;
+        if (t.shape[d] < 0)
+            fail(c, "the padding leaves dimension %d with a negative size", d);
+        coords[d].offset = -lo;
+        ir_index at = ir_idx_var(d);
+        int inside[2] = {lo > 0 ? ir_op2(A, IR_GE, ir_indexval(A, &at), ir_const(A, (double)lo, GR_I64)) : -1,
+                         hi > 0 ? ir_op2(A, IR_LT, ir_indexval(A, &at), ir_const(A, (double)(lo + in), GR_I64)) : -1};
+        for (int j = 0; j < 2; j++)
+            if (inside[j] >= 0)
+                cond = cond < 0 ? inside[j] : ir_op2(A, IR_AND, cond, inside[j]);
+    }
+    uint64_t *ops = ops_new(c);
+    ops_of(c, ops, x);
+    int body = read_at(c, x, coords);
+    if (cond >= 0 && gr_ttype_numel(&t))
+        body = ir_where(A, cond, body, ir_const(A, value, t.dtype));
+    set_computed(c, out, &t, body, ops);
+    free(ops);
+}
+
 /* embedding(weight, indices): out[.., d] = weight[indices[..], d], a gather. */
 static void l_embedding(lctx *c, int out, int opi)
 {
@@ -1464,6 +1506,7 @@ static const struct {
     {"full", l_full, 0},               {"scalar_tensor", l_full, 1},
     {"arange", l_arange, 0},           {"triu", l_tri, 1},
     {"tril", l_tri, 0},                {"cat", l_cat, 0},
+    {"constant_pad_nd", l_constant_pad, 0},
     {"embedding", l_embedding, 0},     {"index_select", l_index_select, 0},
     {"sum", l_reduce, IR_RSUM},
     {"amax", l_reduce, IR_RMAX},       {"amin", l_reduce, IR_RMIN},
