@@ -423,9 +423,11 @@ int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
     if (ir_broadcast(&ta, &tc, &t))
         dc_fail(c, "operand shapes do not broadcast");
     t.dtype = ta.dtype;
+    /* an integer tensor keeps its dtype only beside an integer scalar */
+    gr_arg sa = !dc_is_float(t.dtype) && s == floor(s) && fabs(s) < 0x1p53 ? da_int((int64_t)s) : da_num(s);
     if (scalar_first)
-        return DC_EMIT(c, "aten.where.ScalarSelf", t, da_val(cond), da_num(s), da_val(a));
-    return DC_EMIT(c, "aten.where.ScalarOther", t, da_val(cond), da_val(a), da_num(s));
+        return DC_EMIT(c, "aten.where.ScalarSelf", t, da_val(cond), sa, da_val(a));
+    return DC_EMIT(c, "aten.where.ScalarOther", t, da_val(cond), da_val(a), sa);
 }
 
 /* ---- Shared pieces of rules ---- */
@@ -684,7 +686,7 @@ static int r_square(dctx *c, const gr_node *n, int *out)
 }
 
 /* bias * beta + product * alpha */
-static int add_scaled(dctx *c, const gr_node *n, int bias, int prod)
+int dc_add_scaled(dctx *c, const gr_node *n, int bias, int prod)
 {
     double beta = dc_num(c, n, 99, "beta", 1), alpha = dc_num(c, n, 99, "alpha", 1);
     if (alpha != 1)
@@ -700,7 +702,7 @@ static int r_addmm(dctx *c, const gr_node *n, int *out)
 {
     int bias = dc_val(c, n, 0, "self");
     int p = dc_matmul(c, "aten.mm.default", dc_val(c, n, 1, "mat1"), dc_val(c, n, 2, "mat2"));
-    out[0] = add_scaled(c, n, bias, p);
+    out[0] = dc_add_scaled(c, n, bias, p);
     return 1;
 }
 
@@ -708,7 +710,7 @@ static int r_baddbmm(dctx *c, const gr_node *n, int *out)
 {
     int bias = dc_val(c, n, 0, "self");
     int p = dc_matmul(c, "aten.bmm.default", dc_val(c, n, 1, "batch1"), dc_val(c, n, 2, "batch2"));
-    out[0] = add_scaled(c, n, bias, p);
+    out[0] = dc_add_scaled(c, n, bias, p);
     return 1;
 }
 
@@ -834,9 +836,9 @@ static int r_var(dctx *c, const gr_node *n, int *out)
     var_args(c, n, x, dims, &nd, &count, &corr, &keepdim);
     int m;
     out[0] = variance(c, x, nd, dims, count, corr, keepdim, &m);
-    if (!strcmp(n->base, "std"))
+    if (!strcmp(n->base, "std") || !strcmp(n->base, "std_mean"))
         out[0] = dc_un(c, "aten.sqrt.default", out[0]);
-    if (strcmp(n->base, "var_mean"))
+    if (strcmp(n->base, "var_mean") && strcmp(n->base, "std_mean"))
         return 1;
     out[1] = keepdim ? m : mean(c, x, nd, dims, 0, count);
     return 2;
@@ -1951,6 +1953,35 @@ static const struct {
     {"zero", r_zero, "full(x's shape, 0)"},
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
+    {"std_mean", r_var, "(std, mean) as var, then sqrt"},
+    {"argmax", dc_r_argmax, "m = amax (kept), amin(where(x == m or x != x, arange, n)): the first extreme, NaN first"},
+    {"argmin", dc_r_argmax, "as argmax with amin"},
+    {"max", dc_r_max_dim, "with dim: (amax, as argmax); without: amax over all; with other: maximum"},
+    {"min", dc_r_max_dim, "as max with amin, minimum"},
+    {"aminmax", dc_r_aminmax, "(amin, amax)"},
+    {"count_nonzero", dc_r_count_nonzero, "sum(x != 0)"},
+    {"sort", dc_r_sort, "rank_i = sum_j (x_j before x_i, or equal and j < i); out[r] = sum_i where(rank_i == r, x_i, 0), "
+                        "indices alike (n*n per row; NaN last)"},
+    {"argsort", dc_r_sort, "as sort, indices"},
+    {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
+    {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
+    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
+    {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
+    {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
+                                        "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
+    {"cumsum", dc_r_cumsum, "rows times U, U[k][i] = (k <= i), an mm on the PT units (float only)"},
+    {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
+    {"rot90", dc_r_rot90, "flip and transpose"},
+    {"diag", dc_r_diag, "vector: where(j - i == k, x shifted along the columns, 0); matrix: diagonal"},
+    {"trace", dc_r_trace, "sum(diagonal)"},
+    {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
+    {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
+    {"narrow_copy", dc_r_narrow_copy, "slice"},
+    {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
+    {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
+    {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
+    {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
+    {"linalg_vector_norm", dc_r_norm, "as norm"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

@@ -69,11 +69,36 @@ int dc_cmpv(dctx *c, const char *op, int a, int b);
 int dc_neg(dctx *c, int a);
 int dc_scale(dctx *c, int x, double s);
 int dc_fx(dctx *c, int x);
+/* bias*beta + prod*alpha with the source node's beta and alpha (beta 0:
+ * bias ignored, NaN and all, as PyTorch) */
+int dc_add_scaled(dctx *c, const gr_node *n, int bias, int prod);
 
 #define DC_EMIT(c, op, t, ...) \
     dc_emit(c, op, t, (int)(sizeof((gr_arg[]){__VA_ARGS__}) / sizeof(gr_arg)), (gr_arg[]){__VA_ARGS__})
 
 /* A rule: the results of source node n into out (its count returned). */
 typedef int (*dc_rule_fn)(dctx *c, const gr_node *n, int *out);
+
+
+/* Rules in files beside decompose.c (their rows are in its table). */
+int dc_r_argmax(dctx *c, const gr_node *n, int *out);      /* dec_index.c */
+int dc_r_max_dim(dctx *c, const gr_node *n, int *out);
+int dc_r_aminmax(dctx *c, const gr_node *n, int *out);
+int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out);
+int dc_r_sort(dctx *c, const gr_node *n, int *out);
+int dc_r_topk(dctx *c, const gr_node *n, int *out);
+int dc_r_gather(dctx *c, const gr_node *n, int *out);
+int dc_r_scatter_add(dctx *c, const gr_node *n, int *out);
+int dc_r_index_fill(dctx *c, const gr_node *n, int *out);
+int dc_r_nll_loss(dctx *c, const gr_node *n, int *out);
+int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
+int dc_r_roll(dctx *c, const gr_node *n, int *out);
+int dc_r_rot90(dctx *c, const gr_node *n, int *out);
+int dc_r_diag(dctx *c, const gr_node *n, int *out);
+int dc_r_trace(dctx *c, const gr_node *n, int *out);
+int dc_r_slice_scatter(dctx *c, const gr_node *n, int *out);
+int dc_r_narrow_copy(dctx *c, const gr_node *n, int *out);
+int dc_r_addmv(dctx *c, const gr_node *n, int *out);
+int dc_r_norm(dctx *c, const gr_node *n, int *out);
 
 #endif
