@@ -1,0 +1,374 @@
+/* test_reference_ops.c: the reference executor's ordering, indexing and scattering ops (runtime/ref_sort.c,
+ * runtime/ref_index.c) against values worked out by hand, and their error bounds against the rules
+ * their files state. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+#include "testutil.h"
+
+static char err[2048];
+
+typedef struct {
+    gr_graph *g;
+    rt_ref *r;
+} run_t;
+
+/* Parse text, set its inputs in order from in[], run (error bounds on when track). */
+static int run_text(run_t *t, const char *text, const float *const *in, int track)
+{
+    memset(t, 0, sizeof *t);
+    err[0] = 0;
+    if (!(t->g = gr_graph_parse(text, "t.txt", err, sizeof err)) || !(t->r = rt_ref_new(t->g, err, sizeof err)))
+        return -1;
+    rt_ref_track_errors(t->r, track);
+    for (int v = 0; v < t->g->nvalues; v++)
+        rt_ref_keep(t->r, v);
+    for (int i = 0; i < t->g->ninputs; i++) {
+        const gr_value *v = &t->g->values[t->g->inputs[i]];
+        if (rt_ref_set(t->r, v->name, in[i], gr_ttype_numel(&v->type), err, sizeof err))
+            return -1;
+    }
+    return rt_ref_run(t->r, err, sizeof err);
+}
+
+static void done(run_t *t)
+{
+    rt_ref_free(t->r);
+    gr_graph_free(t->g);
+}
+
+#define RUN_T(t, track, text, ...)                                                                                     \
+    do {                                                                                                               \
+        const float *ins_[] = {__VA_ARGS__};                                                                           \
+        int rc_ = run_text(t, text, ins_, track);                                                                      \
+        if (rc_)                                                                                                       \
+            fprintf(stderr, "\n    %s\n", err);                                                                        \
+        CU_ASSERT_EQUAL_FATAL(rc_, 0);                                                                                 \
+    } while (0)
+#define RUN(t, text, ...) RUN_T(t, 0, text, __VA_ARGS__)
+
+/* Value name equals want[] (n elements) to fp32 rounding; NaNs match NaNs. */
+static void expect_value(run_t *t, const char *name, const float *want, int64_t n)
+{
+    int v = gr_graph_find(t->g, name);
+    CU_ASSERT_FATAL(v >= 0);
+    gr_ttype ty;
+    const float *got = rt_ref_value(t->r, v, &ty);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL_FATAL(gr_ttype_numel(&ty), n);
+    for (int64_t i = 0; i < n; i++) {
+        int ok = isnan(want[i]) ? isnan(got[i]) : fabs((double)got[i] - want[i]) <= 2e-7 * fmax(1, fabs(want[i]));
+        if (!ok)
+            fprintf(stderr, "\n    %%%s[%lld] = %.9g, want %.9g\n", name, (long long)i, got[i], want[i]);
+        CU_ASSERT(ok);
+    }
+}
+
+#define EXPECT(t, name, ...)                                                                                           \
+    do {                                                                                                               \
+        const float w_[] = {__VA_ARGS__};                                                                              \
+        expect_value(t, name, w_, (int64_t)(sizeof w_ / sizeof w_[0]));                                                \
+    } while (0)
+
+/* Track w of value name equals want[] to 1e-5 relative (bounds are kept in fp32). */
+static void expect_bound(run_t *t, const char *name, int w, const double *want, int n)
+{
+    const float *got = rt_ref_error(t->r, gr_graph_find(t->g, name), w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    for (int i = 0; i < n; i++) {
+        int ok = isinf(want[i]) ? isinf(got[i]) : fabs(got[i] - want[i]) <= 1e-5 * fabs(want[i]) + 1e-30;
+        if (!ok)
+            fprintf(stderr, "\n    %%%s track %d [%d] = %.9g, want %.9g\n", name, w, i, got[i], want[i]);
+        CU_ASSERT(ok);
+    }
+}
+
+/* The failure message of a graph that must not run. */
+static void expect_fail(const char *text, const float *const *in, const char *msg)
+{
+    run_t t;
+    CU_ASSERT_EQUAL(run_text(&t, text, in, 0), -1);
+    if (strcmp(err, msg) != 0)
+        fprintf(stderr, "\n    expected '%s'\n    got      '%s'\n", msg, err);
+    CU_ASSERT_STRING_EQUAL(err, msg);
+    done(&t);
+}
+
+/* ---- Ordering ---- */
+
+static void test_sort_is_stable_puts_nan_last_and_runs_along_any_dim(void)
+{
+    const float x[] = {3, 1, 2, 1, 0, -1, 5, 0}, n[] = {2, NAN, -1, 2};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 4]\ninput %n: f32[4]\n"
+        "%s: (f32[2, 4], i64[2, 4]) = aten.sort.default(%x)\n"
+        "%sv: f32[2, 4] = getitem(%s, 0)\n%si: i64[2, 4] = getitem(%s, 1)\n"
+        "%d: (f32[2, 4], i64[2, 4]) = aten.sort.stable(%x, stable=True, dim=0, descending=True)\n"
+        "%dv: f32[2, 4] = getitem(%d, 0)\n%di: i64[2, 4] = getitem(%d, 1)\n"
+        "%m: (f32[4], i64[4]) = aten.sort.default(%n, 0, True)\n"
+        "%mv: f32[4] = getitem(%m, 0)\n%mi: i64[4] = getitem(%m, 1)\n"
+        "%a: (f32[4], i64[4]) = aten.sort.default(%n)\n"
+        "%av: f32[4] = getitem(%a, 0)\n%ai: i64[4] = getitem(%a, 1)\n"
+        "output %sv, %si, %dv, %di, %mv, %mi, %av, %ai\n",
+        x, n);
+    EXPECT(&t, "sv", 1, 1, 2, 3, -1, 0, 0, 5);
+    EXPECT(&t, "si", 1, 3, 2, 0, 1, 0, 3, 2); /* equal values keep their order */
+    EXPECT(&t, "dv", 3, 1, 5, 1, 0, -1, 2, 0);
+    EXPECT(&t, "di", 0, 0, 1, 0, 1, 1, 0, 1);
+    EXPECT(&t, "mv", NAN, 2, 2, -1); /* descending: a NaN first */
+    EXPECT(&t, "mi", 1, 0, 3, 2);
+    EXPECT(&t, "av", -1, 2, 2, NAN);
+    EXPECT(&t, "ai", 2, 0, 3, 1);
+    done(&t);
+}
+
+static void test_topk_kthvalue_argmax_and_max_dim_pick_as_pytorch(void)
+{
+    const float x[] = {3, 7, 7, -2, 0, 4}, n[] = {1, NAN, 5, NAN};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %n: f32[4]\n"
+        "%t: (f32[2, 2], i64[2, 2]) = aten.topk.default(%x, 2)\n"
+        "%tv: f32[2, 2] = getitem(%t, 0)\n%ti: i64[2, 2] = getitem(%t, 1)\n"
+        "%b: (f32[1, 3], i64[1, 3]) = aten.topk.default(%x, 1, 0, False)\n"
+        "%bv: f32[1, 3] = getitem(%b, 0)\n%bi: i64[1, 3] = getitem(%b, 1)\n"
+        "%k: (f32[2, 1], i64[2, 1]) = aten.kthvalue.default(%x, 2, -1, True)\n"
+        "%kv: f32[2, 1] = getitem(%k, 0)\n%ki: i64[2, 1] = getitem(%k, 1)\n"
+        "%am: i64[2] = aten.argmax.default(%x, 1)\n"
+        "%an: i64[3] = aten.argmin.default(%x, 0)\n"
+        "%af: i64[] = aten.argmax.default(%x)\n"
+        "%ak: i64[1, 3] = aten.argmax.default(%x, 0, True)\n"
+        "%nn: i64[] = aten.argmin.default(%n)\n"
+        "%md: (f32[2], i64[2]) = aten.max.dim(%x, -1)\n"
+        "%mdv: f32[2] = getitem(%md, 0)\n%mdi: i64[2] = getitem(%md, 1)\n"
+        "%nd: (f32[1, 3], i64[1, 3]) = aten.min.dim(%x, 0, True)\n"
+        "%ndv: f32[1, 3] = getitem(%nd, 0)\n%ndi: i64[1, 3] = getitem(%nd, 1)\n"
+        "%mx: f32[] = aten.max.default(%x)\n%mn: f32[] = aten.min.default(%x)\n"
+        "%nm: f32[] = aten.max.default(%n)\n"
+        "output %tv, %ti, %bv, %bi, %kv, %ki, %am, %an, %af, %ak, %nn, %mdv, %mdi, %ndv, %ndi, %mx, %mn, %nm\n",
+        x, n);
+    EXPECT(&t, "tv", 7, 7, 4, 0);
+    EXPECT(&t, "ti", 1, 2, 2, 1);
+    EXPECT(&t, "bv", -2, 0, 4);
+    EXPECT(&t, "bi", 1, 1, 1);
+    EXPECT(&t, "kv", 7, 0);
+    EXPECT(&t, "ki", 1, 1);
+    EXPECT(&t, "am", 1, 2); /* the first of equal maxima */
+    EXPECT(&t, "an", 1, 1, 1);
+    EXPECT(&t, "af", 1);
+    EXPECT(&t, "ak", 0, 0, 0);
+    EXPECT(&t, "nn", 1); /* the first NaN */
+    EXPECT(&t, "mdv", 7, 4);
+    EXPECT(&t, "mdi", 1, 2);
+    EXPECT(&t, "ndv", -2, 0, 4);
+    EXPECT(&t, "ndi", 1, 1, 1);
+    EXPECT(&t, "mx", 7);
+    EXPECT(&t, "mn", -2);
+    EXPECT(&t, "nm", NAN);
+    done(&t);
+}
+
+static void test_cumprod_runs_along_any_dim_and_integers_stay_exact(void)
+{
+    const float x[] = {1, 2, 3, -1, 0.5f, 4}, i[] = {100000, 100000, 3};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %i: i64[3]\n"
+        "%r: f32[2, 3] = aten.cumprod.default(%x, 1)\n"
+        "%c: f32[2, 3] = aten.cumprod.default(%x, 0)\n"
+        "%p: i64[3] = aten.cumprod.default(%i, 0)\n"
+        "output %r, %c, %p\n",
+        x, i);
+    EXPECT(&t, "r", 1, 2, 6, -1, -0.5, -2);
+    EXPECT(&t, "c", 1, 2, 3, -1, 1, 12);
+    EXPECT(&t, "p", 100000, 1e10f, 3e10f);
+    done(&t);
+}
+
+/* Bounds of sort on x = (4, 1, 1.0025) (inputs: u |x|): the two close
+ * values' intervals overlap, so their places may swap: values' bounds
+ * reach the other's interval end, indices jump by 1; 4 is alone. */
+static void test_sort_bounds_cover_a_swap_of_close_values(void)
+{
+    const float x[] = {4, 1, 1.0025f};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %x: f32[3]\n"
+          "%s: (f32[3], i64[3]) = aten.sort.default(%x)\n"
+          "%v: f32[3] = getitem(%s, 0)\n%i: i64[3] = getitem(%s, 1)\n"
+          "%am: i64[] = aten.argmax.default(%x)\n"
+          "output %v, %i, %am\n",
+          x);
+    for (int w = 0; w < 2; w++) {
+        double L = w ? RT_REF_LAMBDA : 1, a = 1, b = (double)1.0025f, ea = 0x1p-10 * a, eb = 0x1p-10 * b;
+        /* rank 0: lo = min(a - L ea, b - L eb) = a - L ea, hi = min(a + L ea, b + L eb) */
+        double lo0 = fmin(a - L * ea, b - L * eb), hi0 = fmin(a + L * ea, b + L * eb);
+        double lo1 = fmax(a - L * ea, b - L * eb), hi1 = fmax(a + L * ea, b + L * eb);
+        int swap = a + L * ea >= b - L * eb;
+        double v[3] = {fmax(hi0 - a, a - lo0) / L, fmax(hi1 - b, b - lo1) / L, 0x1p-10 * 4};
+        double j = swap ? 1 * (1 + 0x1p-20) / L : 0, ix[3] = {j, j, 0};
+        expect_bound(&t, "v", w, v, 3);
+        expect_bound(&t, "i", w, ix, 3);
+        expect_bound(&t, "am", w, (double[]){0}, 1);
+    }
+    /* 0.0025 apart, u |x| ~ 0.001 each: a swap in track 1 (6 u |x| reaches), not in the worst case */
+    CU_ASSERT_EQUAL(rt_ref_error(t.r, gr_graph_find(t.g, "i"), 0)[0], 0);
+    CU_ASSERT(rt_ref_error(t.r, gr_graph_find(t.g, "i"), 1)[0] > 0);
+    done(&t);
+}
+
+/* ---- Views by index ---- */
+
+static void test_flip_roll_diagonal_and_diag_move_elements(void)
+{
+    const float x[] = {0, 1, 2, 3, 4, 5}, v[] = {1, 2};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %v: f32[2]\n"
+        "%f: f32[2, 3] = aten.flip.default(%x, [0, 1])\n"
+        "%g: f32[2, 3] = aten.flip.default(%x, [-1])\n"
+        "%r: f32[2, 3] = aten.roll.default(%x, [1])\n"
+        "%q: f32[2, 3] = aten.roll.default(%x, [1, -1], [0, 1])\n"
+        "%d: f32[2] = aten.diagonal.default(%x)\n"
+        "%e: f32[2] = aten.diagonal.default(%x, 1)\n"
+        "%h: f32[1] = aten.diagonal.default(%x, -1)\n"
+        "%dg: f32[2] = aten.diag.default(%x)\n"
+        "%m: f32[3, 3] = aten.diag.default(%v, 1)\n"
+        "%n: f32[3, 3] = aten.diag.default(%v, -1)\n"
+        "output %f, %g, %r, %q, %d, %e, %h, %dg, %m, %n\n",
+        x, v);
+    EXPECT(&t, "f", 5, 4, 3, 2, 1, 0);
+    EXPECT(&t, "g", 2, 1, 0, 5, 4, 3);
+    EXPECT(&t, "r", 5, 0, 1, 2, 3, 4);
+    EXPECT(&t, "q", 4, 5, 3, 1, 2, 0);
+    EXPECT(&t, "d", 0, 4);
+    EXPECT(&t, "e", 1, 5);
+    EXPECT(&t, "h", 3);
+    EXPECT(&t, "dg", 0, 4);
+    EXPECT(&t, "m", 0, 1, 0, 0, 0, 2, 0, 0, 0);
+    EXPECT(&t, "n", 0, 0, 0, 1, 0, 0, 0, 2, 0);
+    done(&t);
+}
+
+static void test_gather_take_index_select_and_index_pick_by_index(void)
+{
+    const float x[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, g[] = {2, 0, 1, 1}, k[] = {-1, 0, 5}, s[] = {2, 0};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[3, 4]\ninput %g: i64[2, 2]\ninput %k: i64[3]\ninput %s: i64[2]\n"
+        "%ga: f32[2, 2] = aten.gather.default(%x, 1, %g)\n"
+        "%gb: f32[2, 2] = aten.gather.default(%x, 0, %g)\n"
+        "%tk: f32[3] = aten.take.default(%x, %k)\n"
+        "%is: f32[3, 2] = aten.index_select.default(%x, 1, %s)\n"
+        "%i1: f32[2, 4] = aten.index.Tensor(%x, [%s])\n"
+        "%i2: f32[2] = aten.index.Tensor(%x, [%s, %s])\n"
+        "%i3: f32[3, 2] = aten.index.Tensor(%x, [None, %s])\n"
+        "%i4: f32[2, 2, 4] = aten.index.Tensor(%x, [%g])\n"
+        "output %ga, %gb, %tk, %is, %i1, %i2, %i3, %i4\n",
+        x, g, k, s);
+    EXPECT(&t, "ga", 2, 0, 5, 5);  /* x[0][2], x[0][0], x[1][1], x[1][1] */
+    EXPECT(&t, "gb", 8, 1, 4, 5);  /* x[2][0], x[0][1], x[1][0], x[1][1] */
+    EXPECT(&t, "tk", 11, 0, 5);
+    EXPECT(&t, "is", 2, 0, 6, 4, 10, 8);
+    EXPECT(&t, "i1", 8, 9, 10, 11, 0, 1, 2, 3);
+    EXPECT(&t, "i2", 10, 0);
+    EXPECT(&t, "i3", 2, 0, 6, 4, 10, 8);
+    EXPECT(&t, "i4", 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7); /* rows 2, 0, 1, 1 */
+    done(&t);
+}
+
+/* Advanced indexing with indexed dims apart puts the broadcast dims first. */
+static void test_index_with_dims_apart_puts_the_index_dims_first(void)
+{
+    const float x[24] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
+    const float a[] = {1, 0}, c[] = {3, 1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3, 4]\ninput %a: i64[2]\ninput %c: i64[2]\n"
+        "%y: f32[2, 3] = aten.index.Tensor(%x, [%a, None, %c])\n"
+        "output %y\n",
+        x, a, c);
+    /* y[k][j] = x[a[k]][j][c[k]]: x[1][j][3] = 15, 19, 23; x[0][j][1] = 1, 5, 9 */
+    EXPECT(&t, "y", 15, 19, 23, 1, 5, 9);
+    done(&t);
+}
+
+/* ---- Scatters ---- */
+
+static void test_scatters_write_and_reduce_at_their_places(void)
+{
+    const float x[] = {1, 1, 1, 1, 1, 1}, i[] = {0, 2, 0, 1, 1, 1}, s[] = {5, 6, 7, 8, 9, 10};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 3]\ninput %i: i64[2, 3]\ninput %s: f32[2, 3]\ninput %j: i64[1, 2]\n"
+        "%sc: f32[2, 3] = aten.scatter.src(%x, 1, %j, %s)\n"
+        "%sv: f32[2, 3] = aten.scatter.value(%x, 1, %j, -3.0)\n"
+        "%sa: f32[2, 3] = aten.scatter_add.default(%x, 1, %i, %s)\n"
+        "%sm: f32[2, 3] = aten.scatter.reduce(%x, 1, %i, %s, reduce=\"multiply\")\n"
+        "%rx: f32[2, 3] = aten.scatter_reduce.two(%x, 1, %i, %s, \"amax\", include_self=False)\n"
+        "%rm: f32[2, 3] = aten.scatter_reduce.two(%x, 1, %i, %s, \"mean\")\n"
+        "%rn: f32[2, 3] = aten.scatter_reduce.two(%x, 1, %i, %s, \"mean\", include_self=False)\n"
+        "output %sc, %sv, %sa, %sm, %rx, %rm, %rn\n",
+        x, i, s, (const float[]){2, 0});
+    EXPECT(&t, "sc", 6, 1, 5, 1, 1, 1);   /* row 0: [0][2] = s[0][0], [0][0] = s[0][1] */
+    EXPECT(&t, "sv", -3, 1, -3, 1, 1, 1);
+    EXPECT(&t, "sa", 13, 1, 7, 1, 28, 1); /* row 0: 1 + 5 + 7 at 0, 1 + 6 at 2; row 1: 1 + 8 + 9 + 10 at 1 */
+    EXPECT(&t, "sm", 35, 1, 6, 1, 720, 1);
+    EXPECT(&t, "rx", 7, 1, 6, 1, 10, 1);  /* untouched places keep self */
+    EXPECT(&t, "rm", 13.0f / 3, 1, 3.5, 1, 7, 1);
+    EXPECT(&t, "rn", 6, 1, 6, 1, 9, 1);
+    done(&t);
+}
+
+static void test_index_put_index_add_and_slice_scatters_write_their_places(void)
+{
+    const float x[] = {0, 0, 0, 0, 0, 0}, r[] = {1, 1, 0}, v[] = {1, 2, 3}, c[] = {0, 2}, w[] = {4, 5, 6, 7};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[3, 2]\ninput %r: i64[3]\ninput %v: f32[3]\ninput %c: i64[2]\ninput %w: f32[2, 2]\n"
+        "input %u: f32[2]\ninput %d: i64[2]\ninput %e: i64[1]\n"
+        "%p: f32[3, 2] = aten.index_put.default(%x, [%r, %r], %v, True)\n"
+        "%q: f32[3, 2] = aten.index_put.default(%x, [%c], %w)\n"
+        "%b: f32[3, 2] = aten.index_put.default(%x, [%c], %u)\n"
+        "%a: f32[3, 2] = aten.index_add.default(%x, 0, %d, %w)\n"
+        "%cp: f32[3, 2] = aten.index_copy.default(%x, 0, %c, %w)\n"
+        "%fl: f32[3, 2] = aten.index_fill.int_Scalar(%x, 1, %e, 7.5)\n"
+        "%ss: f32[3, 2] = aten.slice_scatter.default(%x, %w, 0, 0, 3, 2)\n"
+        "%se: f32[3, 2] = aten.select_scatter.default(%x, %v, 1, -1)\n"
+        "output %p, %q, %b, %a, %cp, %fl, %ss, %se\n",
+        x, r, v, c, w, (const float[]){8, 9}, (const float[]){1, 1}, (const float[]){1});
+    EXPECT(&t, "p", 3, 0, 0, 3, 0, 0); /* (1, 1) gets 1 + 2, (0, 0) gets 3 */
+    EXPECT(&t, "q", 4, 5, 0, 0, 6, 7);
+    EXPECT(&t, "b", 8, 9, 0, 0, 8, 9); /* values broadcast over the indexed rows */
+    EXPECT(&t, "a", 0, 0, 10, 12, 0, 0);
+    EXPECT(&t, "cp", 4, 5, 0, 0, 6, 7);
+    EXPECT(&t, "fl", 0, 7.5, 0, 7.5, 0, 7.5);
+    EXPECT(&t, "ss", 4, 5, 0, 0, 6, 7);
+    EXPECT(&t, "se", 0, 1, 0, 2, 0, 3);
+    done(&t);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"sort is stable, puts NaN last and runs along any dim",
+         test_sort_is_stable_puts_nan_last_and_runs_along_any_dim},
+        {"topk, kthvalue, argmax and max.dim pick as PyTorch", test_topk_kthvalue_argmax_and_max_dim_pick_as_pytorch},
+        {"cumprod runs along any dim and integers stay exact", test_cumprod_runs_along_any_dim_and_integers_stay_exact},
+        {"sort bounds cover a swap of close values", test_sort_bounds_cover_a_swap_of_close_values},
+        {"flip, roll, diagonal and diag move elements", test_flip_roll_diagonal_and_diag_move_elements},
+        {"gather, take, index_select and index pick by index",
+         test_gather_take_index_select_and_index_pick_by_index},
+        {"index with dims apart puts the index dims first", test_index_with_dims_apart_puts_the_index_dims_first},
+        {"scatters write and reduce at their places", test_scatters_write_and_reduce_at_their_places},
+        {"index_put, index_add and slice scatters write their places",
+         test_index_put_index_add_and_slice_scatters_write_their_places},
+        {NULL, NULL},
+    };
+    (void)expect_fail;
+    return tu_run("reference ops", tests);
+}
