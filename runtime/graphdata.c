@@ -72,6 +72,16 @@ static int write_st(rt_program *prog, const gr_graph *g, const char *name, const
         for (int64_t i = 0; i < n; i++)
             if (isinf(v[i]))
                 v[i] = v[i] < 0 ? -1073741824.0f : 1073741824.0f;
+    /* Integers the device holds in DL16 (all but a gather's row numbers)
+     * must be exact there: a wrong position would go unnoticed. */
+    gr_dtype gd = gv >= 0 ? g->values[gv].type.dtype : GR_F32;
+    for (int64_t i = 0; (gd == GR_I64 || gd == GR_I32) && p->tensors[ti].dev_dtype == ISA_T_DL16 && i < n; i++)
+        if (isa_dl16_round(v[i]) != v[i]) {
+            snprintf(err, errlen, "%s: %s '%s' holds %.0f at element %lld, an integer DL16 does not hold exactly "
+                     "(the device keeps integers up to 1024 exactly)", path, what, t->name, (double)v[i], (long long)i);
+            free(v);
+            return -1;
+        }
     int rc = rt_write_tensor(prog, name, v, ISA_HT_F32, err, errlen);
     free(v);
     return rc;

@@ -238,7 +238,7 @@ static int matmul(ex *E, const tens *a, const tens *b, tens **out, tens *tmp)
     return rc;
 }
 
-enum { M_MM, M_BMM, M_MATMUL, M_ADDMM, M_BADDBMM, M_LINEAR };
+enum { M_MM, M_BMM, M_MATMUL, M_ADDMM, M_BADDBMM, M_LINEAR, M_ADDMV, M_ADDR, M_ADDBMM };
 
 /* mm(self, mat2), bmm(self, mat2), matmul(self, other),
  * addmm(self, mat1, mat2, beta=1, alpha=1), baddbmm(self, batch1, batch2, beta=1, alpha=1),
@@ -295,6 +295,48 @@ static int op_matmul(ex *E, int how)
     if (ref_arg_num(E, 3, "beta", 1, &beta) || ref_arg_num(E, 4, "alpha", 1, &alpha))
         return -1;
     return add_scaled_bias(E, o, bias, alpha, beta);
+}
+
+/* addmv(self, mat, vec), addr(self, vec1, vec2) (the outer product),
+ * addbmm(self, batch1, batch2) (the batch's products summed): beta self +
+ * alpha product.  addbmm's product is one over K' = batch * K, as the
+ * compiler decomposes it, so its bounds are that product's. */
+static int op_addmv(ex *E, int how)
+{
+    const char *k1 = how == M_ADDMV ? "mat" : how == M_ADDR ? "vec1" : "batch1";
+    const char *k2 = how == M_ADDMV ? "vec" : how == M_ADDR ? "vec2" : "batch2";
+    const tens *bias = ref_arg_tensor(E, 0, "self"), *a = bias ? ref_arg_tensor(E, 1, k1) : NULL;
+    const tens *b = a ? ref_arg_tensor(E, 2, k2) : NULL;
+    double beta, alpha;
+    if (!b || ref_arg_num(E, 3, "beta", 1, &beta) || ref_arg_num(E, 4, "alpha", 1, &alpha))
+        return -1;
+    int want = how == M_ADDBMM ? 3 : how == M_ADDMV ? 2 : 1;
+    if (a->rank != want || b->rank != (how == M_ADDMV ? 1 : want) ||
+        (how == M_ADDBMM && (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])))
+        return mm_shapes_fail(E, a, b);
+    tens a2 = *a, b2 = *b, perm = {0};
+    if (how == M_ADDR) { /* a column times a row */
+        a2.rank = b2.rank = 2;
+        a2.shape[1] = 1;
+        b2.shape[0] = 1;
+        b2.shape[1] = b->shape[0];
+    } else if (how == M_ADDBMM) { /* (N, B*K) times (B*K, M) */
+        int64_t st[MAXR], shape[3] = {a->shape[1], a->shape[0], a->shape[2]};
+        ref_contiguous_strides(3, a->shape, st);
+        int64_t pst[3] = {st[1], st[0], st[2]};
+        if (ref_temp_tensor(E, &perm, kind_of(a->dtype), 3, shape))
+            return -1;
+        ref_strided_copy(a, 3, shape, pst, 0, &perm);
+        a2 = perm;
+        a2.rank = b2.rank = 2;
+        a2.shape[1] = a->shape[0] * a->shape[2];
+        b2.shape[0] = b->shape[0] * b->shape[1];
+        b2.shape[1] = b->shape[2];
+    }
+    tens *o;
+    int rc = matmul(E, &a2, &b2, &o, NULL);
+    ref_tfree(&perm);
+    return rc ? -1 : add_scaled_bias(E, o, bias, alpha, beta);
 }
 
 /* scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -407,6 +449,9 @@ static const ref_op ops[] = {
     {"addmm", op_matmul, M_ADDMM},       /* beta self + alpha mat1 @ mat2 */
     {"baddbmm", op_matmul, M_BADDBMM},   /* beta self + alpha batch1 @ batch2 */
     {"linear", op_matmul, M_LINEAR},     /* input @ weight^T + bias */
+    {"addmv", op_addmv, M_ADDMV},        /* beta self + alpha mat @ vec */
+    {"addr", op_addmv, M_ADDR},          /* beta self + alpha outer(vec1, vec2) */
+    {"addbmm", op_addmv, M_ADDBMM},      /* beta self + alpha sum over the batch of batch1 @ batch2 */
     {"scaled_dot_product_attention", op_sdpa, 0}, /* softmax(q k^T scale + mask) v */
 };
 const ref_ops ref_matmul_ops = REF_OPS(ops);

@@ -211,6 +211,67 @@ static int op_slice(ex *E, int unused)
 }
 
 /* select(self, dim, index) */
+/* narrow(self, dim, start, length) and narrow_copy: a slice of length
+ * elements from start. */
+static int op_narrow(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim = 0, start = 0, len = 0;
+    int d = 0;
+    if (!x || ref_arg_int(E, 1, "dim", 0, &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
+        ref_arg_int(E, 2, "start", 0, &start) || ref_arg_int(E, 3, "length", 0, &len))
+        return -1;
+    if (x->rank == 0)
+        return ref_fail(E, "narrow of a rank-0 tensor");
+    if (start < 0)
+        start += x->shape[d];
+    if (start < 0 || len < 0 || start + len > x->shape[d])
+        return ref_fail(E, "start %lld and length %lld are out of range for size %lld", (long long)start,
+                        (long long)len, (long long)x->shape[d]);
+    int64_t st[MAXR], shape[MAXR];
+    ref_contiguous_strides(x->rank, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = len;
+    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
+    if (!o)
+        return -1;
+    if (len)
+        ref_strided_copy(x, x->rank, shape, st, start * st[d], o);
+    return 0;
+}
+
+/* unfold(self, dimension, size, step): windows of size along dimension,
+ * step apart, as a new last dim. */
+static int op_unfold(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim = 0, size = 0, step = 1;
+    int d = 0;
+    if (!x || ref_arg_int(E, 1, "dimension", 0, &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
+        ref_arg_int(E, 2, "size", 0, &size) || ref_arg_int(E, 3, "step", 1, &step))
+        return -1;
+    if (x->rank == 0 || x->rank >= MAXR)
+        return ref_fail(E, "unfold needs 1 to %d dimensions", MAXR - 1);
+    if (size < 0 || size > x->shape[d] || step < 1)
+        return ref_fail(E, "size %lld or step %lld is out of range for size %lld", (long long)size, (long long)step,
+                        (long long)x->shape[d]);
+    int64_t st[MAXR], shape[MAXR];
+    ref_contiguous_strides(x->rank, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = (x->shape[d] - size) / step + 1;
+    shape[x->rank] = size;
+    st[x->rank] = st[d];
+    st[d] *= step;
+    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank + 1, shape);
+    if (!o)
+        return -1;
+    if (o->n)
+        ref_strided_copy(x, x->rank + 1, shape, st, 0, o);
+    return 0;
+}
+
 static int op_select(ex *E, int unused)
 {
     (void)unused;
@@ -369,7 +430,10 @@ static const ref_op ops[] = {
     {"t", op_transpose, 1},
     {"expand", op_expand, 0},
     {"expand_as", op_expand, 1},
-    {"slice", op_slice, 0},              /* dim, start, end, step (clamped as Python does) */
+    {"slice", op_slice, 0},
+    {"narrow", op_narrow, 0},            /* dim, start, length */
+    {"narrow_copy", op_narrow, 0},
+    {"unfold", op_unfold, 0},            /* windows along a dim as a new last dim */              /* dim, start, end, step (clamped as Python does) */
     {"select", op_select, 0},
     {"unsqueeze", op_unsqueeze, 0},
     {"squeeze", op_squeeze, 0},          /* all size-1 dims, one dim, or a list */

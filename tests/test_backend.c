@@ -2583,6 +2583,89 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
     }
 }
 
+/* The decompositions of dec_index.c and dec_views.c, each against the
+ * reference executor's own implementation of the source op (and the
+ * integer outputs exactly). */
+static void test_argmax_max_with_indices_and_counts_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph am\n"
+                                        "input %x: f32[6, 40]\n"
+                                        "%a: i64[6] = aten.argmax.default(%x, 1)\n"
+                                        "%b: i64[1, 40] = aten.argmin.default(%x, 0, True)\n"
+                                        "%c: i64[] = aten.argmax.default(%x)\n"
+                                        "%m: (f32[6], i64[6]) = aten.max.dim(%x, 1)\n"
+                                        "%mv: f32[6] = getitem(%m, 0)\n"
+                                        "%mi: i64[6] = getitem(%m, 1)\n"
+                                        "%n: (f32[40], i64[40]) = aten.min.dim(%x, 0)\n"
+                                        "%ni: i64[40] = getitem(%n, 1)\n"
+                                        "%mm: (f32[], f32[]) = aten.aminmax.default(%x)\n"
+                                        "%lo: f32[] = getitem(%mm, 0)\n"
+                                        "%hi: f32[] = getitem(%mm, 1)\n"
+                                        "%t: f32[6, 40] = aten.sub.Tensor(%x, 0.5)\n"
+                                        "%r: f32[6, 40] = aten.relu.default(%t)\n"
+                                        "%z: i64[6] = aten.count_nonzero.dim_IntList(%r, [1])\n"
+                                        "%all: f32[] = aten.max.default(%x)\n"
+                                        "output %a, %b, %c, %mv, %mi, %ni, %lo, %hi, %z, %all\n");
+}
+
+static void test_cumsum_by_a_triangular_product_validates_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph cs\n"
+                                        "input %x: f32[24, 50]\n"
+                                        "%a: f32[24, 50] = aten.cumsum.default(%x, 1)\n"
+                                        "output %a\n");
+}
+
+static void test_roll_flip_rot90_diag_and_trace_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph rf\n"
+                                        "input %x: f32[7, 12]\n"
+                                        "input %v: f32[9]\n"
+                                        "%a: f32[7, 12] = aten.roll.default(%x, [2, -5], [0, 1])\n"
+                                        "%b: f32[7, 12] = aten.roll.default(%x, [3])\n"
+                                        "%c: f32[7, 12] = aten.flip.default(%x, [0])\n"
+                                        "%d: f32[12, 7] = aten.rot90.default(%x, 1, [0, 1])\n"
+                                        "%e: f32[11, 11] = aten.diag.default(%v, 2)\n"
+                                        "%f: f32[10, 10] = aten.diag.default(%v, -1)\n"
+                                        "%g: f32[7] = aten.diag.default(%x, 1)\n"
+                                        "%h: f32[] = aten.trace.default(%x)\n"
+                                        "output %a, %b, %c, %d, %e, %f, %g, %h\n");
+}
+
+static void test_scatters_of_slices_narrow_and_unfold_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph ss\n"
+                                        "input %x: f32[10, 16]\n"
+                                        "input %s: f32[3, 16]\n"
+                                        "input %r: f32[16]\n"
+                                        "%a: f32[10, 16] = aten.slice_scatter.default(%x, %s, 0, 1, 7, 2)\n"
+                                        "%b: f32[10, 16] = aten.select_scatter.default(%x, %r, 0, 4)\n"
+                                        "%c: f32[10, 5] = aten.narrow_copy.default(%x, 1, 3, 5)\n"
+                                        "%d: f32[4, 16, 4] = aten.unfold.default(%x, 0, 4, 2)\n"
+                                        "output %a, %b, %c, %d\n");
+}
+
+static void test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph mv\n"
+                                        "input %m: f32[20, 32]\n"
+                                        "input %v: f32[32]\n"
+                                        "input %b: f32[20]\n"
+                                        "input %p: f32[3, 20, 8]\n"
+                                        "input %q: f32[3, 8, 16]\n"
+                                        "input %c: f32[20, 16]\n"
+                                        "%a: f32[20] = aten.addmv.default(%b, %m, %v, beta=0.5, alpha=2.0)\n"
+                                        "%d: f32[20, 16] = aten.addbmm.default(%c, %p, %q)\n"
+                                        "%n2: f32[20] = aten.linalg_vector_norm.default(%m, 2, [1])\n"
+                                        "%n1: f32[1, 32] = aten.linalg_vector_norm.default(%m, 1, [0], True)\n"
+                                        "%ni: f32[] = aten.linalg_vector_norm.default(%m, inf)\n"
+                                        "%n3: f32[20] = aten.norm.ScalarOpt_dim(%m, 3, [1])\n"
+                                        "%sm: (f32[20], f32[20]) = aten.std_mean.correction(%m, [1])\n"
+                                        "%sd: f32[20] = getitem(%sm, 0)\n"
+                                        "%mn: f32[20] = getitem(%sm, 1)\n"
+                                        "output %a, %d, %n2, %n1, %ni, %n3, %sd, %mn\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -2718,6 +2801,16 @@ int main(void)
         {"a kernel reading rows another core wrote waits at a bar",
          test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar},
         {"ring traffic puts a bar on both sides of its kernel", test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel},
+        {"argmax, max with indices and counts validate on both chips",
+         test_argmax_max_with_indices_and_counts_validate_on_both_chips},
+        {"cumsum by a triangular product validates on both chips",
+         test_cumsum_by_a_triangular_product_validates_on_both_chips},
+        {"roll, flip, rot90, diag and trace validate on both chips",
+         test_roll_flip_rot90_diag_and_trace_validate_on_both_chips},
+        {"scatters of slices, narrow and unfold validate on both chips",
+         test_scatters_of_slices_narrow_and_unfold_validate_on_both_chips},
+        {"addmv, addbmm, norms and std_mean validate on both chips",
+         test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

@@ -31,6 +31,34 @@ static void tensor_name(const ir_prog *p, int b, const gr_ttype **type, char nam
     gr_tensor_name(p->bufs[b].name, name);
 }
 
+/* Buffer b holds the row numbers of a gather: some node's body has an
+ * ILOAD whose index is a load of b (through integer casts). */
+typedef struct {
+    const ir_prog *p;
+    int buf, found;
+} gather_scan;
+
+static void find_gather_index(void *ctx, const ir_expr *x)
+{
+    gather_scan *g = ctx;
+    if (x->kind != IR_E_ILOAD)
+        return;
+    int ids = x->a;
+    while (ids >= 0 && g->p->A.e[ids].kind == IR_E_CAST && !ir_dtype_is_float(g->p->A.e[ids].dtype))
+        ids = g->p->A.e[ids].a;
+    if (ids >= 0 && g->p->A.e[ids].kind == IR_E_LOAD && g->p->A.e[ids].buf == g->buf)
+        g->found = 1;
+}
+
+static int gather_index(ir_prog *p, int b)
+{
+    gather_scan g = {p, b, 0};
+    for (int n = 0; n < p->nnodes && !g.found; n++)
+        if (!p->nodes[n].dead && p->nodes[n].body >= 0)
+            ir_expr_walk(&p->A, p->nodes[n].body, find_gather_index, &g);
+    return g.found;
+}
+
 /* The host dim a variable walks with unit coordinate step, or -1. */
 static int walked_dim(const gr_ttype *t, int64_t coef)
 {
@@ -162,9 +190,13 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
             isa_host_dtype hdt = B->type.dtype == GR_F16    ? ISA_HT_F16
                                  : B->type.dtype == GR_BF16 ? ISA_HT_BF16
                                                             : ISA_HT_F32;
-            /* Integer inputs (token ids) are fp32 values on the device,
-             * exact up to 2^24: dma.gather reads them as row numbers. */
-            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == GR_I64 || B->type.dtype == GR_I32);
+            /* Integer inputs that are row numbers (token ids) are fp32
+             * values on the device, exact up to 2^24: dma.gather reads
+             * them.  Other integer inputs (positions compared, masks) are
+             * DL16 like any value; the runtime refuses data DL16 cannot
+             * hold exactly (rt_load_graph_tensors). */
+            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == GR_I64 || B->type.dtype == GR_I32) &&
+                     gather_index(p, b);
             int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
                                             ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];

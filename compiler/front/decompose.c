@@ -12,7 +12,7 @@
  * it is (lower decides whether it knows the op).  Every emitted node
  * remembers the source node it comes from (p->dfrom), for messages and
  * for the report. */
-#include "ir.h"
+#include "decompose.h"
 
 #include <assert.h>
 #include <math.h>
@@ -22,25 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    ir_prog *p;
-    const gr_graph *g; /* source */
-    gr_graph *d;       /* being built */
-    int capvalues, capnodes;
-    int *vmap;         /* source value -> d value (-1: a tuple) */
-    int **tmap;        /* source tuple value -> its elements' d values */
-    int *res;          /* the results of a rule (capacity nres) */
-    int nres;
-    int cur;           /* the source node being decomposed */
-    int fresh;         /* d values from here on were made by the current rule */
-    jmp_buf fail;
-} dctx;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static _Noreturn void
-fail(dctx *c, const char *fmt, ...)
+_Noreturn void
+dc_fail(dctx *c, const char *fmt, ...)
 {
     const gr_node *n = &c->g->nodes[c->cur];
     ir_error(c->p, n->line, "%s: ", n->op);
@@ -88,7 +71,7 @@ static char *op_base(const char *op)
 
 /* Append node `op(args) : t`, named after the source node's result and
  * the op ("ln.rsqrt"); takes ownership of the args.  Returns its value. */
-static int emit(dctx *c, const char *op, gr_ttype t, int nargs, const gr_arg *args)
+int dc_emit(dctx *c, const char *op, gr_ttype t, int nargs, const gr_arg *args)
 {
     gr_graph *d = c->d;
     char *base = op_base(op);
@@ -119,58 +102,55 @@ static int emit(dctx *c, const char *op, gr_ttype t, int nargs, const gr_arg *ar
     return v;
 }
 
-#define EMIT(c, op, t, ...) \
-    emit(c, op, t, (int)(sizeof((gr_arg[]){__VA_ARGS__}) / sizeof(gr_arg)), (gr_arg[]){__VA_ARGS__})
-
-static gr_arg A_val(int v)
+gr_arg da_val(int v)
 {
     gr_arg a = {.kind = GR_ARG_VALUE, .value = v};
     return a;
 }
 
-static gr_arg A_int(int64_t i)
+gr_arg da_int(int64_t i)
 {
     gr_arg a = {.kind = GR_ARG_INT, .i = i};
     return a;
 }
 
-static gr_arg A_num(double f)
+gr_arg da_num(double f)
 {
     gr_arg a = {.kind = GR_ARG_FLOAT, .f = f};
     return a;
 }
 
-static gr_arg A_bool(int b)
+gr_arg da_bool(int b)
 {
     gr_arg a = {.kind = GR_ARG_BOOL, .i = b != 0};
     return a;
 }
 
-static gr_arg A_ints(int n, const int64_t *x)
+gr_arg da_ints(int n, const int64_t *x)
 {
     gr_arg a = {.kind = GR_ARG_LIST, .nitems = n};
     a.items = ir_xalloc((size_t)(n ? n : 1) * sizeof *a.items);
     for (int i = 0; i < n; i++)
-        a.items[i] = A_int(x[i]);
+        a.items[i] = da_int(x[i]);
     return a;
 }
 
-static gr_arg A_vals(int n, const int *x)
+gr_arg da_vals(int n, const int *x)
 {
     gr_arg a = {.kind = GR_ARG_LIST, .nitems = n};
     a.items = ir_xalloc((size_t)(n ? n : 1) * sizeof *a.items);
     for (int i = 0; i < n; i++)
-        a.items[i] = A_val(x[i]);
+        a.items[i] = da_val(x[i]);
     return a;
 }
 
-static gr_arg A_kw(const char *key, gr_arg a)
+gr_arg da_kw(const char *key, gr_arg a)
 {
     a.key = ir_xstrdup(key);
     return a;
 }
 
-static gr_arg A_dtype(gr_dtype dt)
+gr_arg da_dtype(gr_dtype dt)
 {
     gr_arg a = {.kind = GR_ARG_DTYPE, .i = dt};
     return a;
@@ -182,7 +162,7 @@ static gr_arg A_dtype(gr_dtype dt)
 static void check_no_tuple(dctx *c, const gr_arg *a)
 {
     if (a->kind == GR_ARG_VALUE && c->vmap[a->value] < 0)
-        fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
+        dc_fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
     for (int i = 0; i < a->nitems; i++)
         check_no_tuple(c, &a->items[i]);
 }
@@ -204,124 +184,124 @@ static gr_arg arg_copy(dctx *c, const gr_arg *s)
 
 /* ---- Reading the source node's arguments ---- */
 
-static gr_ttype T(dctx *c, int v)
+gr_ttype dc_T(dctx *c, int v)
 {
     return c->d->values[v].type;
 }
 
 /* Tensor argument (required): its value in the core graph. */
-static int val(dctx *c, const gr_node *n, int pos, const char *key)
+int dc_val(dctx *c, const gr_node *n, int pos, const char *key)
 {
     const gr_arg *a = gr_node_arg(n, pos, key);
     if (!a || a->kind != GR_ARG_VALUE)
-        fail(c, "argument %s must be a tensor", key);
+        dc_fail(c, "argument %s must be a tensor", key);
     int v = c->vmap[a->value];
     if (v < 0)
-        fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
+        dc_fail(c, "uses the tuple %%%s as a tensor", c->g->values[a->value].name);
     return v;
 }
 
 /* Optional tensor argument: -1 when absent or None. */
-static int opt_val(dctx *c, const gr_node *n, int pos, const char *key)
+int dc_opt_val(dctx *c, const gr_node *n, int pos, const char *key)
 {
     const gr_arg *a = gr_node_arg(n, pos, key);
     if (!a || a->kind == GR_ARG_NONE)
         return -1;
-    return val(c, n, pos, key);
+    return dc_val(c, n, pos, key);
 }
 
-static int is_number(const gr_arg *a)
+int dc_is_number(const gr_arg *a)
 {
     return a && (a->kind == GR_ARG_INT || a->kind == GR_ARG_FLOAT || a->kind == GR_ARG_BOOL);
 }
 
-static double num(dctx *c, const gr_node *n, int pos, const char *key, double dflt)
+double dc_num(dctx *c, const gr_node *n, int pos, const char *key, double dflt)
 {
     const gr_arg *a = gr_node_arg(n, pos, key);
     if (!a || a->kind == GR_ARG_NONE)
         return dflt;
-    if (!is_number(a))
-        fail(c, "argument %s must be a number", key);
+    if (!dc_is_number(a))
+        dc_fail(c, "argument %s must be a number", key);
     return a->kind == GR_ARG_FLOAT ? a->f : (double)a->i;
 }
 
 /* A list of ints (or a single int) into out; -1 when absent or None. */
-static int ints(dctx *c, const gr_node *n, int pos, const char *key, int64_t *out)
+int dc_ints(dctx *c, const gr_node *n, int pos, const char *key, int64_t *out)
 {
     int cnt = gr_arg_ints(gr_node_arg(n, pos, key), out);
     if (cnt == -2)
-        fail(c, "argument %s must be an int or a list of at most %d ints", key, GR_MAX_RANK);
+        dc_fail(c, "argument %s must be an int or a list of at most %d ints", key, GR_MAX_RANK);
     return cnt;
 }
 
-static int dtype_arg(dctx *c, const gr_node *n, int pos, const char *key)
+int dc_dtype_arg(dctx *c, const gr_node *n, int pos, const char *key)
 {
     const gr_arg *a = gr_node_arg(n, pos, key);
     if (!a || a->kind == GR_ARG_NONE)
         return -1;
     if (a->kind != GR_ARG_DTYPE)
-        fail(c, "argument %s must be a dtype", key);
+        dc_fail(c, "argument %s must be a dtype", key);
     return (int)a->i;
 }
 
-static int normdim(dctx *c, int64_t d, int rank)
+int dc_normdim(dctx *c, int64_t d, int rank)
 {
     int r = rank ? rank : 1;
     if (d < -r || d >= r)
-        fail(c, "dimension %lld is out of range for rank %d", (long long)d, rank);
+        dc_fail(c, "dimension %lld is out of range for rank %d", (long long)d, rank);
     return (int)(d < 0 ? d + r : d);
 }
 
-static int64_t numel(const gr_ttype *t)
+int64_t dc_numel(const gr_ttype *t)
 {
     return gr_ttype_numel(t);
 }
 
 /* ---- Emitting core ops, with their result types ---- */
 
-static int is_float(gr_dtype dt)
+int dc_is_float(gr_dtype dt)
 {
     return ir_dtype_is_float(dt);
 }
 
-static int bin(dctx *c, const char *op, int a, int b)
+int dc_bin(dctx *c, const char *op, int a, int b)
 {
-    gr_ttype ta = T(c, a), tb = T(c, b), t;
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b), t;
     if (ir_broadcast(&ta, &tb, &t))
-        fail(c, "operand shapes do not broadcast");
+        dc_fail(c, "operand shapes do not broadcast");
     gr_dtype dt[2] = {ta.dtype, tb.dtype};
     int cls[2] = {ta.rank ? 0 : 1, tb.rank ? 0 : 1};
     t.dtype = ir_promote(2, dt, cls);
-    if (strstr(op, ".div.") && !is_float(t.dtype))
+    if (strstr(op, ".div.") && !dc_is_float(t.dtype))
         t.dtype = GR_F32;
-    return EMIT(c, op, t, A_val(a), A_val(b));
+    return DC_EMIT(c, op, t, da_val(a), da_val(b));
 }
 
-static int bins(dctx *c, const char *op, int a, double s)
+int dc_bins(dctx *c, const char *op, int a, double s)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     gr_dtype dt[2] = {t.dtype, GR_F64};
     int cls[2] = {t.rank ? 0 : 1, 2};
     t.dtype = ir_promote(2, dt, cls);
-    return EMIT(c, op, t, A_val(a), A_num(s));
+    return DC_EMIT(c, op, t, da_val(a), da_num(s));
 }
 
-static int un(dctx *c, const char *op, int a)
+int dc_un(dctx *c, const char *op, int a)
 {
-    gr_ttype t = T(c, a);
-    if (!is_float(t.dtype))
+    gr_ttype t = dc_T(c, a);
+    if (!dc_is_float(t.dtype))
         t.dtype = GR_F32;
-    return EMIT(c, op, t, A_val(a));
+    return DC_EMIT(c, op, t, da_val(a));
 }
 
 /* sum / amax over dims (nd >= 0), kept as extent 1 or dropped. */
-static int red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int keepdim)
+int dc_red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int keepdim)
 {
-    gr_ttype ta = T(c, a), t = ta;
+    gr_ttype ta = dc_T(c, a), t = ta;
     int reduced[GR_MAX_RANK] = {0};
     int64_t nds[GR_MAX_RANK];
     for (int i = 0; i < nd; i++) {
-        nds[i] = normdim(c, dims[i], ta.rank);
+        nds[i] = dc_normdim(c, dims[i], ta.rank);
         reduced[nds[i]] = 1;
     }
     t.rank = 0;
@@ -331,142 +311,144 @@ static int red(dctx *c, const char *op, int a, int nd, const int64_t *dims, int 
         else if (keepdim)
             t.shape[t.rank++] = 1;
     }
-    if (strstr(op, ".sum.") && !is_float(t.dtype))
+    if (strstr(op, ".sum.") && !dc_is_float(t.dtype))
         t.dtype = GR_I64;
-    return EMIT(c, op, t, A_val(a), A_ints(nd, nds), A_bool(keepdim));
+    return DC_EMIT(c, op, t, da_val(a), da_ints(nd, nds), da_bool(keepdim));
 }
 
-static int reshape(dctx *c, int a, int rank, const int64_t *shape)
+int dc_reshape(dctx *c, int a, int rank, const int64_t *shape)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     t.rank = rank;
     memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
-    if (numel(&t) != numel(&c->d->values[a].type))
-        fail(c, "cannot reshape %lld elements to %lld", (long long)numel(&c->d->values[a].type),
-             (long long)numel(&t));
-    return EMIT(c, "aten.reshape.default", t, A_val(a), A_ints(rank, shape));
+    if (dc_numel(&t) != dc_numel(&c->d->values[a].type))
+        dc_fail(c, "cannot reshape %lld elements to %lld", (long long)dc_numel(&c->d->values[a].type),
+             (long long)dc_numel(&t));
+    return DC_EMIT(c, "aten.reshape.default", t, da_val(a), da_ints(rank, shape));
 }
 
-static int transpose(dctx *c, int a, int64_t d0, int64_t d1)
+int dc_transpose(dctx *c, int a, int64_t d0, int64_t d1)
 {
-    gr_ttype t = T(c, a);
-    int i = normdim(c, d0, t.rank), j = normdim(c, d1, t.rank);
+    gr_ttype t = dc_T(c, a);
+    int i = dc_normdim(c, d0, t.rank), j = dc_normdim(c, d1, t.rank);
     int64_t s = t.shape[i];
     t.shape[i] = t.shape[j];
     t.shape[j] = s;
-    return EMIT(c, "aten.transpose.int", t, A_val(a), A_int(d0), A_int(d1));
+    return DC_EMIT(c, "aten.transpose.int", t, da_val(a), da_int(d0), da_int(d1));
 }
 
-static int unsqueeze(dctx *c, int a, int64_t dim)
+int dc_unsqueeze(dctx *c, int a, int64_t dim)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     if (t.rank >= GR_MAX_RANK)
-        fail(c, "more than %d dimensions", GR_MAX_RANK);
-    int d = normdim(c, dim, t.rank + 1);
+        dc_fail(c, "more than %d dimensions", GR_MAX_RANK);
+    int d = dc_normdim(c, dim, t.rank + 1);
     memmove(&t.shape[d + 1], &t.shape[d], (size_t)(t.rank - d) * sizeof *t.shape);
     t.shape[d] = 1;
     t.rank++;
-    return EMIT(c, "aten.unsqueeze.default", t, A_val(a), A_int(d));
+    return DC_EMIT(c, "aten.unsqueeze.default", t, da_val(a), da_int(d));
 }
 
-static int expand(dctx *c, int a, int rank, const int64_t *shape)
+int dc_expand(dctx *c, int a, int rank, const int64_t *shape)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     t.rank = rank;
     memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
-    return EMIT(c, "aten.expand.default", t, A_val(a), A_ints(rank, shape));
+    return DC_EMIT(c, "aten.expand.default", t, da_val(a), da_ints(rank, shape));
 }
 
-static int slice(dctx *c, int a, int dim, int64_t start, int64_t end, int64_t step)
+int dc_slice(dctx *c, int a, int dim, int64_t start, int64_t end, int64_t step)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     t.shape[dim] = (end - start + step - 1) / step;
-    return EMIT(c, "aten.slice.Tensor", t, A_val(a), A_int(dim), A_int(start), A_int(end), A_int(step));
+    return DC_EMIT(c, "aten.slice.Tensor", t, da_val(a), da_int(dim), da_int(start), da_int(end), da_int(step));
 }
 
-static int select(dctx *c, int a, int dim, int64_t i)
+int dc_select(dctx *c, int a, int dim, int64_t i)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     memmove(&t.shape[dim], &t.shape[dim + 1], (size_t)(t.rank - dim - 1) * sizeof *t.shape);
     t.rank--;
-    return EMIT(c, "aten.select.int", t, A_val(a), A_int(dim), A_int(i));
+    return DC_EMIT(c, "aten.select.int", t, da_val(a), da_int(dim), da_int(i));
 }
 
-static int full(dctx *c, int rank, const int64_t *shape, double v, gr_dtype dt)
+int dc_full(dctx *c, int rank, const int64_t *shape, double v, gr_dtype dt)
 {
     gr_ttype t = {.dtype = dt, .rank = rank};
     memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
-    return EMIT(c, "aten.full.default", t, A_ints(rank, shape), A_num(v), A_kw("dtype", A_dtype(dt)));
+    return DC_EMIT(c, "aten.full.default", t, da_ints(rank, shape), da_num(v), da_kw("dtype", da_dtype(dt)));
 }
 
-static int cast(dctx *c, int a, gr_dtype dt)
+int dc_cast(dctx *c, int a, gr_dtype dt)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     if (t.dtype == dt)
         return a;
     t.dtype = dt;
-    return EMIT(c, "aten._to_copy.default", t, A_val(a), A_kw("dtype", A_dtype(dt)));
+    return DC_EMIT(c, "aten._to_copy.default", t, da_val(a), da_kw("dtype", da_dtype(dt)));
 }
 
 /* Matrix product of a (.., M, K) and b (.., K, N), batch dims broadcast. */
-static int matmul(dctx *c, const char *op, int a, int b)
+int dc_matmul(dctx *c, const char *op, int a, int b)
 {
-    gr_ttype ta = T(c, a), tb = T(c, b), t;
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b), t;
     if (ta.rank < 2 || tb.rank < 2 || ta.shape[ta.rank - 1] != tb.shape[tb.rank - 2])
-        fail(c, "matrix shapes do not agree");
+        dc_fail(c, "matrix shapes do not agree");
     gr_ttype ba = ta, bb = tb;
     ba.rank -= 2;
     bb.rank -= 2;
     if (ir_broadcast(&ba, &bb, &t))
-        fail(c, "batch dimensions do not broadcast");
+        dc_fail(c, "batch dimensions do not broadcast");
     t.shape[t.rank++] = ta.shape[ta.rank - 2];
     t.shape[t.rank++] = tb.shape[tb.rank - 1];
     t.dtype = ta.dtype;
-    return EMIT(c, op, t, A_val(a), A_val(b));
+    return DC_EMIT(c, op, t, da_val(a), da_val(b));
 }
 
-static int where(dctx *c, int cond, int a, int b)
+int dc_where(dctx *c, int cond, int a, int b)
 {
-    gr_ttype ta = T(c, a), tb = T(c, b), tc = T(c, cond), t, t2;
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b), tc = dc_T(c, cond), t, t2;
     if (ir_broadcast(&ta, &tb, &t) || ir_broadcast(&t, &tc, &t2))
-        fail(c, "operand shapes do not broadcast");
+        dc_fail(c, "operand shapes do not broadcast");
     gr_dtype dt[2] = {ta.dtype, tb.dtype};
     int cls[2] = {ta.rank ? 0 : 1, tb.rank ? 0 : 1};
     t2.dtype = ir_promote(2, dt, cls);
-    return EMIT(c, "aten.where.self", t2, A_val(cond), A_val(a), A_val(b));
+    return DC_EMIT(c, "aten.where.self", t2, da_val(cond), da_val(a), da_val(b));
 }
 
 /* where(cond, a, s) (scalar_first: where(cond, s, a)) with a scalar s */
-static int where_s(dctx *c, int cond, int a, double s, int scalar_first)
+int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first)
 {
-    gr_ttype ta = T(c, a), tc = T(c, cond), t;
+    gr_ttype ta = dc_T(c, a), tc = dc_T(c, cond), t;
     if (ir_broadcast(&ta, &tc, &t))
-        fail(c, "operand shapes do not broadcast");
+        dc_fail(c, "operand shapes do not broadcast");
     t.dtype = ta.dtype;
+    /* an integer tensor keeps its dtype only beside an integer scalar */
+    gr_arg sa = !dc_is_float(t.dtype) && s == floor(s) && fabs(s) < 0x1p53 ? da_int((int64_t)s) : da_num(s);
     if (scalar_first)
-        return EMIT(c, "aten.where.ScalarSelf", t, A_val(cond), A_num(s), A_val(a));
-    return EMIT(c, "aten.where.ScalarOther", t, A_val(cond), A_val(a), A_num(s));
+        return DC_EMIT(c, "aten.where.ScalarSelf", t, da_val(cond), sa, da_val(a));
+    return DC_EMIT(c, "aten.where.ScalarOther", t, da_val(cond), da_val(a), sa);
 }
 
 /* ---- Shared pieces of rules ---- */
 
 static int softmax(dctx *c, int x, int64_t dim, int logsoft)
 {
-    int64_t d = normdim(c, dim, T(c, x).rank);
-    int m = red(c, "aten.amax.default", x, 1, &d, 1);
-    int sh = bin(c, "aten.sub.Tensor", x, m);
-    int e = un(c, "aten.exp.default", sh);
-    int s = red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
+    int64_t d = dc_normdim(c, dim, dc_T(c, x).rank);
+    int m = dc_red(c, "aten.amax.default", x, 1, &d, 1);
+    int sh = dc_bin(c, "aten.sub.Tensor", x, m);
+    int e = dc_un(c, "aten.exp.default", sh);
+    int s = dc_red(c, "aten.sum.dim_IntList", e, 1, &d, 1);
     if (logsoft)
-        return bin(c, "aten.sub.Tensor", sh, un(c, "aten.log.default", s));
-    return bin(c, "aten.div.Tensor", e, s);
+        return dc_bin(c, "aten.sub.Tensor", sh, dc_un(c, "aten.log.default", s));
+    return dc_bin(c, "aten.div.Tensor", e, s);
 }
 
 /* The dims a reduction argument names (all when nd < 0 or 0), normalised;
  * returns the count, and the number of elements reduced in *count. */
 static int red_dims(dctx *c, int x, int nd, const int64_t *in, int64_t *dims, int64_t *count)
 {
-    gr_ttype t = T(c, x);
+    gr_ttype t = dc_T(c, x);
     *count = 1;
     if (nd <= 0) {
         for (int d = 0; d < t.rank; d++)
@@ -474,7 +456,7 @@ static int red_dims(dctx *c, int x, int nd, const int64_t *in, int64_t *dims, in
         nd = t.rank;
     } else {
         for (int i = 0; i < nd; i++)
-            dims[i] = normdim(c, in[i], t.rank);
+            dims[i] = dc_normdim(c, in[i], t.rank);
     }
     if (!t.rank) /* a 0-d tensor's dim 0 (or -1) is one element: reduce over nothing */
         return 0;
@@ -486,8 +468,8 @@ static int red_dims(dctx *c, int x, int nd, const int64_t *in, int64_t *dims, in
 /* mean over dims, kept as extent 1 or not */
 static int mean(dctx *c, int x, int nd, const int64_t *dims, int keepdim, int64_t count)
 {
-    int s = red(c, "aten.sum.dim_IntList", x, nd, dims, keepdim);
-    return bins(c, "aten.div.Tensor", s, (double)count);
+    int s = dc_red(c, "aten.sum.dim_IntList", x, nd, dims, keepdim);
+    return dc_bins(c, "aten.div.Tensor", s, (double)count);
 }
 
 /* The sum over dims of xc * xc / div, scaled before the sum: the sum of
@@ -497,9 +479,9 @@ static int mean(dctx *c, int x, int nd, const int64_t *dims, int keepdim, int64_
 static int sum_sq(dctx *c, int xc, int nd, const int64_t *dims, int keepdim, int64_t count, double div)
 {
     if (!count)
-        return bins(c, "aten.div.Tensor", red(c, "aten.sum.dim_IntList", xc, nd, dims, keepdim), 0.0);
-    int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / div);
-    return red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
+        return dc_bins(c, "aten.div.Tensor", dc_red(c, "aten.sum.dim_IntList", xc, nd, dims, keepdim), 0.0);
+    int sq = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", xc, xc), 1.0 / div);
+    return dc_red(c, "aten.sum.dim_IntList", sq, nd, dims, keepdim);
 }
 
 /* var over dims with a correction; also its mean (kept dims) in *meanv */
@@ -507,7 +489,7 @@ static int variance(dctx *c, int x, int nd, const int64_t *dims, int64_t count, 
                     int *meanv)
 {
     int m = mean(c, x, nd, dims, 1, count);
-    int xc = bin(c, "aten.sub.Tensor", x, m);
+    int xc = dc_bin(c, "aten.sub.Tensor", x, m);
     if (meanv)
         *meanv = m;
     return sum_sq(c, xc, nd, dims, keepdim, count, (double)count - corr);
@@ -523,11 +505,11 @@ static void var_args(dctx *c, const gr_node *n, int x, int64_t *dims, int *nd, i
     if (a1 && a1->kind == GR_ARG_BOOL) { /* var.default(self, unbiased) */
         *corr = a1->i ? 1 : 0;
     } else {
-        k = ints(c, n, 1, "dim", in);
+        k = dc_ints(c, n, 1, "dim", in);
         const gr_arg *u = gr_node_arg(n, 2, "unbiased");
         if (u && u->kind == GR_ARG_BOOL)
             *corr = u->i ? 1 : 0;
-        *corr = num(c, n, 99, "correction", *corr);
+        *corr = dc_num(c, n, 99, "correction", *corr);
     }
     const gr_arg *kd = gr_node_arg(n, 3, "keepdim");
     *keepdim = kd && kd->kind == GR_ARG_BOOL ? (int)kd->i : 0;
@@ -536,31 +518,31 @@ static void var_args(dctx *c, const gr_node *n, int x, int64_t *dims, int *nd, i
 
 static void layer_norm(dctx *c, const gr_node *n, int res[3])
 {
-    int x = val(c, n, 0, "input");
+    int x = dc_val(c, n, 0, "input");
     int64_t ns[GR_MAX_RANK];
-    int nn = ints(c, n, 1, "normalized_shape", ns);
-    int w = opt_val(c, n, 2, "weight"), b = opt_val(c, n, 3, "bias");
-    double eps = num(c, n, 4, "eps", 1e-5);
-    gr_ttype t = T(c, x);
+    int nn = dc_ints(c, n, 1, "normalized_shape", ns);
+    int w = dc_opt_val(c, n, 2, "weight"), b = dc_opt_val(c, n, 3, "bias");
+    double eps = dc_num(c, n, 4, "eps", 1e-5);
+    gr_ttype t = dc_T(c, x);
     if (nn < 1 || nn > t.rank)
-        fail(c, "normalized_shape must name 1 to %d trailing dimensions", t.rank);
+        dc_fail(c, "normalized_shape must name 1 to %d trailing dimensions", t.rank);
     int64_t dims[GR_MAX_RANK], count = 1;
     for (int i = 0; i < nn; i++) {
         dims[i] = t.rank - nn + i;
         if (t.shape[dims[i]] != ns[i])
-            fail(c, "normalized_shape does not match the input's trailing dimensions");
+            dc_fail(c, "normalized_shape does not match the input's trailing dimensions");
         count *= ns[i];
     }
     /* over an empty normalized shape: mean 0 (the sum), rstd NaN, as in PyTorch */
-    int m = count ? mean(c, x, nn, dims, 1, count) : red(c, "aten.sum.dim_IntList", x, nn, dims, 1);
-    int xc = bin(c, "aten.sub.Tensor", x, m);
+    int m = count ? mean(c, x, nn, dims, 1, count) : dc_red(c, "aten.sum.dim_IntList", x, nn, dims, 1);
+    int xc = dc_bin(c, "aten.sub.Tensor", x, m);
     int var = sum_sq(c, xc, nn, dims, 1, count, (double)count);
-    int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", var, eps));
-    int y = bin(c, "aten.mul.Tensor", xc, rstd);
+    int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", var, eps));
+    int y = dc_bin(c, "aten.mul.Tensor", xc, rstd);
     if (w >= 0)
-        y = bin(c, "aten.mul.Tensor", y, w);
+        y = dc_bin(c, "aten.mul.Tensor", y, w);
     if (b >= 0)
-        y = bin(c, "aten.add.Tensor", y, b);
+        y = dc_bin(c, "aten.add.Tensor", y, b);
     res[0] = y;
     res[1] = m;
     res[2] = rstd;
@@ -570,8 +552,8 @@ static void layer_norm(dctx *c, const gr_node *n, int res[3])
 static double fill_value(dctx *c, const gr_node *n, int pos, gr_dtype *dt)
 {
     const gr_arg *a = gr_node_arg(n, pos, "fill_value");
-    if (!is_number(a))
-        fail(c, "argument fill_value must be a number");
+    if (!dc_is_number(a))
+        dc_fail(c, "argument fill_value must be a number");
     *dt = a->kind == GR_ARG_FLOAT ? GR_F32 : a->kind == GR_ARG_BOOL ? GR_BOOL : GR_I64;
     return a->kind == GR_ARG_FLOAT ? a->f : (double)a->i;
 }
@@ -579,19 +561,17 @@ static double fill_value(dctx *c, const gr_node *n, int pos, gr_dtype *dt)
 /* ---- Rules: each returns its number of results (0: keep the node as a
  * core op) with the results in out[] ---- */
 
-typedef int (*rule_fn)(dctx *c, const gr_node *n, int *out);
-
 static int r_identity(dctx *c, const gr_node *n, int *out)
 {
-    out[0] = val(c, n, 0, "self");
+    out[0] = dc_val(c, n, 0, "self");
     return 1;
 }
 
 static int r_to_copy(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    int dt = dtype_arg(c, n, 99, "dtype");
-    if (dt >= 0 && dt != (int)T(c, x).dtype)
+    int x = dc_val(c, n, 0, "self");
+    int dt = dc_dtype_arg(c, n, 99, "dtype");
+    if (dt >= 0 && dt != (int)dc_T(c, x).dtype)
         return 0;
     out[0] = x;
     return 1;
@@ -600,42 +580,42 @@ static int r_to_copy(dctx *c, const gr_node *n, int *out)
 /* to(x, [device,] dtype, ...): its dtype argument, wherever it is */
 static int r_to_dtype(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self"), dt = -1;
+    int x = dc_val(c, n, 0, "self"), dt = -1;
     for (int i = 0; i < n->nargs; i++)
         if (n->args[i].kind == GR_ARG_DTYPE)
             dt = (int)n->args[i].i;
-    out[0] = dt < 0 ? x : cast(c, x, (gr_dtype)dt);
+    out[0] = dt < 0 ? x : dc_cast(c, x, (gr_dtype)dt);
     return 1;
 }
 
 static int r_type_as(dctx *c, const gr_node *n, int *out)
 {
-    out[0] = cast(c, val(c, n, 0, "self"), T(c, val(c, n, 1, "other")).dtype);
+    out[0] = dc_cast(c, dc_val(c, n, 0, "self"), dc_T(c, dc_val(c, n, 1, "other")).dtype);
     return 1;
 }
 
 static void no_dropout(dctx *c, const gr_node *n)
 {
-    double pr = num(c, n, 1, "p", 0);
+    double pr = dc_num(c, n, 1, "p", 0);
     const gr_arg *tr = gr_node_arg(n, 2, "train");
     int train = tr && tr->kind == GR_ARG_BOOL ? (int)tr->i : 1;
     if (pr > 0 && train)
-        fail(c, "the compiler does not lower dropout with p > 0 in training mode");
+        dc_fail(c, "the compiler does not lower dropout with p > 0 in training mode");
 }
 
 static int r_dropout(dctx *c, const gr_node *n, int *out)
 {
     no_dropout(c, n);
-    out[0] = val(c, n, 0, "input");
+    out[0] = dc_val(c, n, 0, "input");
     return 1;
 }
 
 static int r_native_dropout(dctx *c, const gr_node *n, int *out)
 {
     no_dropout(c, n);
-    out[0] = val(c, n, 0, "input");
-    gr_ttype t = T(c, out[0]);
-    out[1] = full(c, t.rank, t.shape, 1, GR_BOOL);
+    out[0] = dc_val(c, n, 0, "input");
+    gr_ttype t = dc_T(c, out[0]);
+    out[1] = dc_full(c, t.rank, t.shape, 1, GR_BOOL);
     return 2;
 }
 
@@ -655,16 +635,16 @@ static int r_layer_norm(dctx *c, const gr_node *n, int *out)
 
 static int r_softmax(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    int64_t dim = (int64_t)num(c, n, 1, "dim", -1);
+    int x = dc_val(c, n, 0, "self");
+    int64_t dim = (int64_t)dc_num(c, n, 1, "dim", -1);
     if (n->base[0] == '_') { /* _softmax(x, dim, half_to_float) */
         const gr_arg *h = gr_node_arg(n, 2, "half_to_float");
         if (h && h->kind == GR_ARG_BOOL && h->i)
-            x = cast(c, x, GR_F32);
+            x = dc_cast(c, x, GR_F32);
     } else { /* softmax(x, dim, dtype) */
-        int dt = dtype_arg(c, n, 2, "dtype");
+        int dt = dc_dtype_arg(c, n, 2, "dtype");
         if (dt >= 0)
-            x = cast(c, x, (gr_dtype)dt);
+            x = dc_cast(c, x, (gr_dtype)dt);
     }
     out[0] = softmax(c, x, dim, strstr(n->base, "log_") != NULL);
     return 1;
@@ -672,87 +652,87 @@ static int r_softmax(dctx *c, const gr_node *n, int *out)
 
 static int r_gelu(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     const gr_arg *ap = gr_node_arg(n, 1, "approximate");
     int tanh_form = ap && ap->kind == GR_ARG_STR && !strcmp(ap->s, "tanh");
     if (ap && !(ap->kind == GR_ARG_STR && (!strcmp(ap->s, "tanh") || !strcmp(ap->s, "none"))))
-        fail(c, "approximate must be \"none\" or \"tanh\"");
-    int half = bins(c, "aten.mul.Tensor", x, 0.5);
+        dc_fail(c, "approximate must be \"none\" or \"tanh\"");
+    int half = dc_bins(c, "aten.mul.Tensor", x, 0.5);
     int inner;
     if (tanh_form) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
         /* the constant before the last factor: x^3 itself leaves DL16's range from |x| = 2048 */
-        int x2c = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", x, x), 0.044715);
-        int s = bin(c, "aten.add.Tensor", x, bin(c, "aten.mul.Tensor", x2c, x));
-        inner = un(c, "aten.tanh.default", bins(c, "aten.mul.Tensor", s, 0.7978845608028654));
+        int x2c = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", x, x), 0.044715);
+        int s = dc_bin(c, "aten.add.Tensor", x, dc_bin(c, "aten.mul.Tensor", x2c, x));
+        inner = dc_un(c, "aten.tanh.default", dc_bins(c, "aten.mul.Tensor", s, 0.7978845608028654));
     } else { /* 0.5 x (1 + erf(x / sqrt(2))) */
-        inner = un(c, "aten.erf.default", bins(c, "aten.mul.Tensor", x, 0.7071067811865476));
+        inner = dc_un(c, "aten.erf.default", dc_bins(c, "aten.mul.Tensor", x, 0.7071067811865476));
     }
-    out[0] = bin(c, "aten.mul.Tensor", half, bins(c, "aten.add.Tensor", inner, 1.0));
+    out[0] = dc_bin(c, "aten.mul.Tensor", half, dc_bins(c, "aten.add.Tensor", inner, 1.0));
     return 1;
 }
 
 static int r_silu(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.sigmoid.default", x));
+    int x = dc_val(c, n, 0, "self");
+    out[0] = dc_bin(c, "aten.mul.Tensor", x, dc_un(c, "aten.sigmoid.default", x));
     return 1;
 }
 
 static int r_square(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    out[0] = bin(c, "aten.mul.Tensor", x, x);
+    int x = dc_val(c, n, 0, "self");
+    out[0] = dc_bin(c, "aten.mul.Tensor", x, x);
     return 1;
 }
 
 /* bias * beta + product * alpha */
-static int add_scaled(dctx *c, const gr_node *n, int bias, int prod)
+int dc_add_scaled(dctx *c, const gr_node *n, int bias, int prod)
 {
-    double beta = num(c, n, 99, "beta", 1), alpha = num(c, n, 99, "alpha", 1);
+    double beta = dc_num(c, n, 99, "beta", 1), alpha = dc_num(c, n, 99, "alpha", 1);
     if (alpha != 1)
-        prod = bins(c, "aten.mul.Tensor", prod, alpha);
+        prod = dc_bins(c, "aten.mul.Tensor", prod, alpha);
     if (beta == 0)
         return prod;
     if (beta != 1)
-        bias = bins(c, "aten.mul.Tensor", bias, beta);
-    return bin(c, "aten.add.Tensor", prod, bias);
+        bias = dc_bins(c, "aten.mul.Tensor", bias, beta);
+    return dc_bin(c, "aten.add.Tensor", prod, bias);
 }
 
 static int r_addmm(dctx *c, const gr_node *n, int *out)
 {
-    int bias = val(c, n, 0, "self");
-    int p = matmul(c, "aten.mm.default", val(c, n, 1, "mat1"), val(c, n, 2, "mat2"));
-    out[0] = add_scaled(c, n, bias, p);
+    int bias = dc_val(c, n, 0, "self");
+    int p = dc_matmul(c, "aten.mm.default", dc_val(c, n, 1, "mat1"), dc_val(c, n, 2, "mat2"));
+    out[0] = dc_add_scaled(c, n, bias, p);
     return 1;
 }
 
 static int r_baddbmm(dctx *c, const gr_node *n, int *out)
 {
-    int bias = val(c, n, 0, "self");
-    int p = matmul(c, "aten.bmm.default", val(c, n, 1, "batch1"), val(c, n, 2, "batch2"));
-    out[0] = add_scaled(c, n, bias, p);
+    int bias = dc_val(c, n, 0, "self");
+    int p = dc_matmul(c, "aten.bmm.default", dc_val(c, n, 1, "batch1"), dc_val(c, n, 2, "batch2"));
+    out[0] = dc_add_scaled(c, n, bias, p);
     return 1;
 }
 
 static int r_linear(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "input"), w = val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
-    gr_ttype tx = T(c, x), tw = T(c, w);
+    int x = dc_val(c, n, 0, "input"), w = dc_val(c, n, 1, "weight"), b = dc_opt_val(c, n, 2, "bias");
+    gr_ttype tx = dc_T(c, x), tw = dc_T(c, w);
     if (tw.rank != 2 || tx.rank < 1)
-        fail(c, "weight must be 2-D");
+        dc_fail(c, "weight must be 2-D");
     gr_ttype twt = tw;
     twt.shape[0] = tw.shape[1];
     twt.shape[1] = tw.shape[0];
-    int wt = EMIT(c, "aten.t.default", twt, A_val(w));
-    int64_t k = tx.shape[tx.rank - 1], rows = numel(&tx) / (k ? k : 1);
-    int x2 = tx.rank == 2 ? x : reshape(c, x, 2, (int64_t[]){rows, k});
-    int y = matmul(c, "aten.mm.default", x2, wt);
+    int wt = DC_EMIT(c, "aten.t.default", twt, da_val(w));
+    int64_t k = tx.shape[tx.rank - 1], rows = dc_numel(&tx) / (k ? k : 1);
+    int x2 = tx.rank == 2 ? x : dc_reshape(c, x, 2, (int64_t[]){rows, k});
+    int y = dc_matmul(c, "aten.mm.default", x2, wt);
     if (b >= 0)
-        y = bin(c, "aten.add.Tensor", y, b);
+        y = dc_bin(c, "aten.add.Tensor", y, b);
     if (tx.rank != 2) {
         gr_ttype ty = tx;
         ty.shape[ty.rank - 1] = tw.shape[0];
-        y = reshape(c, y, ty.rank, ty.shape);
+        y = dc_reshape(c, y, ty.rank, ty.shape);
     }
     out[0] = y;
     return 1;
@@ -761,37 +741,37 @@ static int r_linear(dctx *c, const gr_node *n, int *out)
 /* add / sub with alpha != 1: the other operand scaled first */
 static int r_add_alpha(dctx *c, const gr_node *n, int *out)
 {
-    double alpha = num(c, n, 99, "alpha", 1);
+    double alpha = dc_num(c, n, 99, "alpha", 1);
     if (alpha == 1)
         return 0;
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     const gr_arg *o = gr_node_arg(n, 1, "other");
     char op[64];
     snprintf(op, sizeof op, "aten.%s.Tensor", n->base);
-    if (is_number(o))
-        out[0] = bins(c, op, x, alpha * (o->kind == GR_ARG_FLOAT ? o->f : (double)o->i));
+    if (dc_is_number(o))
+        out[0] = dc_bins(c, op, x, alpha * (o->kind == GR_ARG_FLOAT ? o->f : (double)o->i));
     else
-        out[0] = bin(c, op, x, bins(c, "aten.mul.Tensor", val(c, n, 1, "other"), alpha));
+        out[0] = dc_bin(c, op, x, dc_bins(c, "aten.mul.Tensor", dc_val(c, n, 1, "other"), alpha));
     return 1;
 }
 
 static int r_rsub(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    double alpha = num(c, n, 2, "alpha", 1);
+    int x = dc_val(c, n, 0, "self");
+    double alpha = dc_num(c, n, 2, "alpha", 1);
     if (alpha != 1)
-        x = bins(c, "aten.mul.Tensor", x, alpha);
+        x = dc_bins(c, "aten.mul.Tensor", x, alpha);
     const gr_arg *o = gr_node_arg(n, 1, "other");
-    if (is_number(o))
-        out[0] = bins(c, "aten.add.Tensor", un(c, "aten.neg.default", x), o->kind == GR_ARG_FLOAT ? o->f : (double)o->i);
+    if (dc_is_number(o))
+        out[0] = dc_bins(c, "aten.add.Tensor", dc_un(c, "aten.neg.default", x), o->kind == GR_ARG_FLOAT ? o->f : (double)o->i);
     else
-        out[0] = bin(c, "aten.sub.Tensor", val(c, n, 1, "other"), x);
+        out[0] = dc_bin(c, "aten.sub.Tensor", dc_val(c, n, 1, "other"), x);
     return 1;
 }
 
 static int r_clamp(dctx *c, const gr_node *n, int *out)
 {
-    int y = val(c, n, 0, "self");
+    int y = dc_val(c, n, 0, "self");
     const char *which[2] = {"min", "max"};
     for (int i = 0; i < 2; i++) {
         const gr_arg *a = gr_node_arg(n, 1 + i, which[i]);
@@ -800,9 +780,9 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
         char op[64];
         snprintf(op, sizeof op, "aten.clamp_%s.%s", which[i], a->kind == GR_ARG_VALUE ? "Tensor" : "default");
         if (a->kind == GR_ARG_VALUE)
-            y = bin(c, op, y, val(c, n, 1 + i, which[i]));
+            y = dc_bin(c, op, y, dc_val(c, n, 1 + i, which[i]));
         else
-            y = bins(c, op, y, num(c, n, 1 + i, which[i], 0));
+            y = dc_bins(c, op, y, dc_num(c, n, 1 + i, which[i], 0));
     }
     out[0] = y;
     return 1;
@@ -810,15 +790,15 @@ static int r_clamp(dctx *c, const gr_node *n, int *out)
 
 static int r_masked_fill(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self"), mask = val(c, n, 1, "mask");
+    int x = dc_val(c, n, 0, "self"), mask = dc_val(c, n, 1, "mask");
     const gr_arg *v = gr_node_arg(n, 2, "value");
-    gr_dtype dt = T(c, x).dtype;
+    gr_dtype dt = dc_T(c, x).dtype;
     int y;
     if (v && v->kind == GR_ARG_VALUE)
-        y = where(c, mask, cast(c, val(c, n, 2, "value"), dt), x);
+        y = dc_where(c, mask, dc_cast(c, dc_val(c, n, 2, "value"), dt), x);
     else
-        y = where_s(c, mask, x, num(c, n, 2, "value", 0), 1);
-    out[0] = cast(c, y, dt);
+        y = dc_where_s(c, mask, x, dc_num(c, n, 2, "value", 0), 1);
+    out[0] = dc_cast(c, y, dt);
     return 1;
 }
 
@@ -827,13 +807,13 @@ static int r_masked_fill(dctx *c, const gr_node *n, int *out)
  * count returned), the elements reduced in *count, keepdim in *keep. */
 static int red_args(dctx *c, const gr_node *n, int *x, int64_t *dims, int64_t *count, int *keep)
 {
-    *x = val(c, n, 0, "self");
-    int dt = dtype_arg(c, n, 99, "dtype");
+    *x = dc_val(c, n, 0, "self");
+    int dt = dc_dtype_arg(c, n, 99, "dtype");
     if (dt >= 0)
-        *x = cast(c, *x, (gr_dtype)dt);
+        *x = dc_cast(c, *x, (gr_dtype)dt);
     int64_t in[GR_MAX_RANK];
     const gr_arg *a1 = gr_node_arg(n, 1, "dim");
-    int k = a1 && a1->kind != GR_ARG_DTYPE ? ints(c, n, 1, "dim", in) : -1;
+    int k = a1 && a1->kind != GR_ARG_DTYPE ? dc_ints(c, n, 1, "dim", in) : -1;
     const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
     *keep = kd && kd->kind == GR_ARG_BOOL && kd->i;
     return red_dims(c, *x, k, in, dims, count);
@@ -850,15 +830,15 @@ static int r_mean(dctx *c, const gr_node *n, int *out)
 
 static int r_var(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self"), nd, keepdim;
+    int x = dc_val(c, n, 0, "self"), nd, keepdim;
     int64_t dims[GR_MAX_RANK], count;
     double corr;
     var_args(c, n, x, dims, &nd, &count, &corr, &keepdim);
     int m;
     out[0] = variance(c, x, nd, dims, count, corr, keepdim, &m);
-    if (!strcmp(n->base, "std"))
-        out[0] = un(c, "aten.sqrt.default", out[0]);
-    if (strcmp(n->base, "var_mean"))
+    if (!strcmp(n->base, "std") || !strcmp(n->base, "std_mean"))
+        out[0] = dc_un(c, "aten.sqrt.default", out[0]);
+    if (strcmp(n->base, "var_mean") && strcmp(n->base, "std_mean"))
         return 1;
     out[1] = keepdim ? m : mean(c, x, nd, dims, 0, count);
     return 2;
@@ -866,48 +846,48 @@ static int r_var(dctx *c, const gr_node *n, int *out)
 
 static int r_split(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    gr_ttype t = T(c, x);
-    int dim = normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank);
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int dim = dc_normdim(c, (int64_t)dc_num(c, n, 2, "dim", 0), t.rank);
     int64_t size = t.shape[dim], sizes[256];
     int k = 0;
     if (!strcmp(n->base, "split_with_sizes")) {
         const gr_arg *a = gr_node_arg(n, 1, "split_sizes");
         if (!a || a->kind != GR_ARG_LIST || a->nitems > 256)
-            fail(c, "argument split_sizes must be a list of ints");
+            dc_fail(c, "argument split_sizes must be a list of ints");
         for (; k < a->nitems; k++)
             sizes[k] = a->items[k].i;
     } else {
-        int64_t each = (int64_t)num(c, n, 1, "split_size", 0);
+        int64_t each = (int64_t)dc_num(c, n, 1, "split_size", 0);
         if (!strcmp(n->base, "chunk")) /* chunks -> size of each */
             each = each > 0 ? (size + each - 1) / each : 0;
         if (each <= 0)
-            fail(c, "the split size must be positive");
+            dc_fail(c, "the split size must be positive");
         for (int64_t at = 0; at < size || (size == 0 && k == 0); at += each) {
             if (k == 256)
-                fail(c, "more than 256 pieces");
+                dc_fail(c, "more than 256 pieces");
             sizes[k++] = each < size - at ? each : size - at;
         }
     }
     int64_t at = 0;
     for (int i = 0; i < k; i++) {
-        out[i] = slice(c, x, dim, at, at + sizes[i], 1);
+        out[i] = dc_slice(c, x, dim, at, at + sizes[i], 1);
         at += sizes[i];
     }
     if (at != size)
-        fail(c, "split sizes add up to %lld, not %lld", (long long)at, (long long)size);
+        dc_fail(c, "split sizes add up to %lld, not %lld", (long long)at, (long long)size);
     return k;
 }
 
 static int r_unbind(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    gr_ttype t = T(c, x);
-    int dim = normdim(c, (int64_t)num(c, n, 1, "dim", 0), t.rank);
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int dim = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
     if (t.shape[dim] > 256)
-        fail(c, "more than 256 pieces");
+        dc_fail(c, "more than 256 pieces");
     for (int64_t i = 0; i < t.shape[dim]; i++)
-        out[i] = select(c, x, dim, i);
+        out[i] = dc_select(c, x, dim, i);
     return (int)t.shape[dim];
 }
 
@@ -915,36 +895,36 @@ static int r_stack(dctx *c, const gr_node *n, int *out)
 {
     const gr_arg *a = gr_node_arg(n, 0, "tensors");
     if (!a || a->kind != GR_ARG_LIST || !a->nitems || a->nitems > 256)
-        fail(c, "argument tensors must be a list of tensors");
+        dc_fail(c, "argument tensors must be a list of tensors");
     int v[256];
-    int64_t dim = (int64_t)num(c, n, 1, "dim", 0);
+    int64_t dim = (int64_t)dc_num(c, n, 1, "dim", 0);
     for (int i = 0; i < a->nitems; i++) {
         if (a->items[i].kind != GR_ARG_VALUE || c->vmap[a->items[i].value] < 0)
-            fail(c, "argument tensors must be a list of tensors");
-        v[i] = unsqueeze(c, c->vmap[a->items[i].value], dim);
+            dc_fail(c, "argument tensors must be a list of tensors");
+        v[i] = dc_unsqueeze(c, c->vmap[a->items[i].value], dim);
     }
-    gr_ttype t = T(c, v[0]);
-    int d = normdim(c, dim, t.rank);
+    gr_ttype t = dc_T(c, v[0]);
+    int d = dc_normdim(c, dim, t.rank);
     t.shape[d] = a->nitems;
-    out[0] = EMIT(c, "aten.cat.default", t, A_vals(a->nitems, v), A_int(d));
+    out[0] = DC_EMIT(c, "aten.cat.default", t, da_vals(a->nitems, v), da_int(d));
     return 1;
 }
 
 /* fill(x, value): full(x's shape, value) in x's dtype, or a 0-d tensor value expanded */
 static int r_fill(dctx *c, const gr_node *n, int *out)
 {
-    gr_ttype t = T(c, val(c, n, 0, "self"));
+    gr_ttype t = dc_T(c, dc_val(c, n, 0, "self"));
     const gr_arg *v = gr_node_arg(n, 1, "value");
     if (v && v->kind == GR_ARG_VALUE) { /* fill.Tensor: the 0-d value expanded */
-        int e = cast(c, val(c, n, 1, "value"), t.dtype);
-        if (numel(&c->d->values[e].type) != 1)
-            fail(c, "the fill value must have one element");
-        out[0] = expand(c, reshape(c, e, 0, t.shape), t.rank, t.shape);
+        int e = dc_cast(c, dc_val(c, n, 1, "value"), t.dtype);
+        if (dc_numel(&c->d->values[e].type) != 1)
+            dc_fail(c, "the fill value must have one element");
+        out[0] = dc_expand(c, dc_reshape(c, e, 0, t.shape), t.rank, t.shape);
         return 1;
     }
-    if (!is_number(v))
-        fail(c, "argument value must be a number or a tensor");
-    out[0] = full(c, t.rank, t.shape, v->kind == GR_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
+    if (!dc_is_number(v))
+        dc_fail(c, "argument value must be a number or a tensor");
+    out[0] = dc_full(c, t.rank, t.shape, v->kind == GR_ARG_FLOAT ? v->f : (double)v->i, t.dtype);
     return 1;
 }
 
@@ -953,19 +933,19 @@ static int r_factory(dctx *c, const gr_node *n, int *out)
 {
     const char *b = n->base;
     int like = strstr(b, "_like") != NULL, newop = !strncmp(b, "new_", 4);
-    int src = like || newop ? val(c, n, 0, "self") : -1;
+    int src = like || newop ? dc_val(c, n, 0, "self") : -1;
     int64_t shape[GR_MAX_RANK];
     int rank;
     if (like) {
-        gr_ttype t = T(c, src);
+        gr_ttype t = dc_T(c, src);
         rank = t.rank;
         memcpy(shape, t.shape, sizeof shape);
     } else {
-        rank = ints(c, n, newop ? 1 : 0, "size", shape);
+        rank = dc_ints(c, n, newop ? 1 : 0, "size", shape);
         if (rank < 0)
-            fail(c, "argument size must be a list of ints");
+            dc_fail(c, "argument size must be a list of ints");
     }
-    gr_dtype dt = src >= 0 ? T(c, src).dtype : GR_F32;
+    gr_dtype dt = src >= 0 ? dc_T(c, src).dtype : GR_F32;
     double v = strstr(b, "ones") ? 1 : 0;
     if (strstr(b, "full")) {
         gr_dtype vdt;
@@ -973,22 +953,22 @@ static int r_factory(dctx *c, const gr_node *n, int *out)
         if (src < 0)
             dt = vdt;
     }
-    int d = dtype_arg(c, n, 99, "dtype");
-    out[0] = full(c, rank, shape, v, d >= 0 ? (gr_dtype)d : dt);
+    int d = dc_dtype_arg(c, n, 99, "dtype");
+    out[0] = dc_full(c, rank, shape, v, d >= 0 ? (gr_dtype)d : dt);
     return 1;
 }
 
 static int r_view_like(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    gr_ttype t = T(c, x);
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
     int64_t shape[GR_MAX_RANK];
     int rank;
     if (!strcmp(n->base, "_reshape_alias")) {
-        rank = ints(c, n, 1, "size", shape);
+        rank = dc_ints(c, n, 1, "size", shape);
     } else if (!strcmp(n->base, "flatten")) {
-        int s = normdim(c, (int64_t)num(c, n, 1, "start_dim", 0), t.rank);
-        int e = normdim(c, (int64_t)num(c, n, 2, "end_dim", -1), t.rank);
+        int s = dc_normdim(c, (int64_t)dc_num(c, n, 1, "start_dim", 0), t.rank);
+        int e = dc_normdim(c, (int64_t)dc_num(c, n, 2, "end_dim", -1), t.rank);
         rank = 0;
         for (int d = 0; d < t.rank; d++) {
             if (d > s && d <= e)
@@ -997,11 +977,11 @@ static int r_view_like(dctx *c, const gr_node *n, int *out)
                 shape[rank++] = t.shape[d];
         }
     } else if (!strcmp(n->base, "unflatten")) {
-        int dim = normdim(c, (int64_t)num(c, n, 1, "dim", 0), t.rank);
+        int dim = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
         int64_t sz[GR_MAX_RANK];
-        int k = ints(c, n, 2, "sizes", sz);
+        int k = dc_ints(c, n, 2, "sizes", sz);
         if (k < 1 || t.rank - 1 + k > GR_MAX_RANK)
-            fail(c, "argument sizes must be a list of ints");
+            dc_fail(c, "argument sizes must be a list of ints");
         int64_t known = 1;
         int infer = -1;
         for (int i = 0; i < k; i++) {
@@ -1021,17 +1001,17 @@ static int r_view_like(dctx *c, const gr_node *n, int *out)
                 shape[rank++] = t.shape[d];
         }
     } else { /* view_as, reshape_as, expand_as */
-        gr_ttype o = T(c, val(c, n, 1, "other"));
+        gr_ttype o = dc_T(c, dc_val(c, n, 1, "other"));
         if (!strcmp(n->base, "expand_as")) {
-            out[0] = expand(c, x, o.rank, o.shape);
+            out[0] = dc_expand(c, x, o.rank, o.shape);
             return 1;
         }
         rank = o.rank;
         memcpy(shape, o.shape, sizeof shape);
     }
     if (rank < 0)
-        fail(c, "argument size must be a list of ints");
-    out[0] = reshape(c, x, rank, shape);
+        dc_fail(c, "argument size must be a list of ints");
+    out[0] = dc_reshape(c, x, rank, shape);
     return 1;
 }
 
@@ -1039,36 +1019,36 @@ static int r_view_like(dctx *c, const gr_node *n, int *out)
  * unsqueeze after dim, expand it to r, merge. */
 static int r_repeat_interleave(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     const gr_arg *r = gr_node_arg(n, 1, "repeats");
     if (!r || r->kind != GR_ARG_INT)
-        fail(c, "the compiler lowers repeat_interleave only with an int number of repeats");
+        dc_fail(c, "the compiler lowers repeat_interleave only with an int number of repeats");
     const gr_arg *da = gr_node_arg(n, 2, "dim");
-    gr_ttype t = T(c, x);
+    gr_ttype t = dc_T(c, x);
     if (!da || da->kind == GR_ARG_NONE) {
-        int64_t all = numel(&t);
-        x = reshape(c, x, 1, &all);
-        t = T(c, x);
+        int64_t all = dc_numel(&t);
+        x = dc_reshape(c, x, 1, &all);
+        t = dc_T(c, x);
     }
-    int dim = da && da->kind != GR_ARG_NONE ? normdim(c, (int64_t)num(c, n, 2, "dim", 0), t.rank) : 0;
-    int u = unsqueeze(c, x, dim + 1);
-    gr_ttype tu = T(c, u);
+    int dim = da && da->kind != GR_ARG_NONE ? dc_normdim(c, (int64_t)dc_num(c, n, 2, "dim", 0), t.rank) : 0;
+    int u = dc_unsqueeze(c, x, dim + 1);
+    gr_ttype tu = dc_T(c, u);
     tu.shape[dim + 1] = r->i;
-    int e = expand(c, u, tu.rank, tu.shape);
+    int e = dc_expand(c, u, tu.rank, tu.shape);
     t.shape[dim] *= r->i;
-    out[0] = reshape(c, e, t.rank, t.shape);
+    out[0] = dc_reshape(c, e, t.rank, t.shape);
     return 1;
 }
 
 /* repeat(x, sizes): tile; x as [1, s0, 1, s1, ..] expanded to [r0, s0, r1, s1, ..] */
 static int r_repeat(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     int64_t rep[GR_MAX_RANK];
-    int k = ints(c, n, 1, "repeats", rep);
-    gr_ttype t = T(c, x);
+    int k = dc_ints(c, n, 1, "repeats", rep);
+    gr_ttype t = dc_T(c, x);
     if (k < t.rank || 2 * k > GR_MAX_RANK)
-        fail(c, "the compiler lowers repeat of at most %d dimensions", GR_MAX_RANK / 2);
+        dc_fail(c, "the compiler lowers repeat of at most %d dimensions", GR_MAX_RANK / 2);
     int64_t inter[GR_MAX_RANK], big[GR_MAX_RANK], res[GR_MAX_RANK];
     for (int d = 0; d < k; d++) {
         int sd = d - (k - t.rank);
@@ -1079,34 +1059,34 @@ static int r_repeat(dctx *c, const gr_node *n, int *out)
         big[2 * d + 1] = s;
         res[d] = rep[d] * s;
     }
-    int v = reshape(c, x, 2 * k, inter);
-    v = expand(c, v, 2 * k, big);
-    out[0] = reshape(c, v, k, res);
+    int v = dc_reshape(c, x, 2 * k, inter);
+    v = dc_expand(c, v, 2 * k, big);
+    out[0] = dc_reshape(c, v, k, res);
     return 1;
 }
 
 /* scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale) */
 static int r_sdpa(dctx *c, const gr_node *n, int *out)
 {
-    int q = val(c, n, 0, "query"), k = val(c, n, 1, "key"), v = val(c, n, 2, "value");
-    int mask = opt_val(c, n, 3, "attn_mask");
-    if (num(c, n, 4, "dropout_p", 0) != 0)
-        fail(c, "the compiler does not lower attention dropout");
+    int q = dc_val(c, n, 0, "query"), k = dc_val(c, n, 1, "key"), v = dc_val(c, n, 2, "value");
+    int mask = dc_opt_val(c, n, 3, "attn_mask");
+    if (dc_num(c, n, 4, "dropout_p", 0) != 0)
+        dc_fail(c, "the compiler does not lower attention dropout");
     const gr_arg *ca = gr_node_arg(n, 5, "is_causal");
-    gr_ttype tq = T(c, q), tk = T(c, k);
-    double scale = num(c, n, 6, "scale", 1.0 / sqrt((double)tq.shape[tq.rank - 1]));
-    int s = matmul(c, "aten.matmul.default", q, transpose(c, k, -2, -1));
-    s = bins(c, "aten.mul.Tensor", s, scale);
+    gr_ttype tq = dc_T(c, q), tk = dc_T(c, k);
+    double scale = dc_num(c, n, 6, "scale", 1.0 / sqrt((double)tq.shape[tq.rank - 1]));
+    int s = dc_matmul(c, "aten.matmul.default", q, dc_transpose(c, k, -2, -1));
+    s = dc_bins(c, "aten.mul.Tensor", s, scale);
     if (ca && ca->kind == GR_ARG_BOOL && ca->i) {
         int64_t ls[2] = {tq.shape[tq.rank - 2], tk.shape[tk.rank - 2]};
-        int ones = full(c, 2, ls, 1, GR_BOOL);
-        gr_ttype tt = T(c, ones);
-        int tril = EMIT(c, "aten.tril.default", tt, A_val(ones), A_int(0));
-        s = where_s(c, tril, s, -INFINITY, 0);
+        int ones = dc_full(c, 2, ls, 1, GR_BOOL);
+        gr_ttype tt = dc_T(c, ones);
+        int tril = DC_EMIT(c, "aten.tril.default", tt, da_val(ones), da_int(0));
+        s = dc_where_s(c, tril, s, -INFINITY, 0);
     }
     if (mask >= 0)
-        s = T(c, mask).dtype == GR_BOOL ? where_s(c, mask, s, -INFINITY, 0) : bin(c, "aten.add.Tensor", s, mask);
-    out[0] = matmul(c, "aten.matmul.default", softmax(c, s, -1, 0), v);
+        s = dc_T(c, mask).dtype == GR_BOOL ? dc_where_s(c, mask, s, -INFINITY, 0) : dc_bin(c, "aten.add.Tensor", s, mask);
+    out[0] = dc_matmul(c, "aten.matmul.default", softmax(c, s, -1, 0), v);
     return 1;
 }
 
@@ -1116,29 +1096,29 @@ static int r_sdpa(dctx *c, const gr_node *n, int *out)
  * result is stored in DL16 (9 fraction bits). */
 
 /* a comparison of a with the number s: a bool tensor */
-static int cmps(dctx *c, const char *op, int a, double s)
+int dc_cmps(dctx *c, const char *op, int a, double s)
 {
-    gr_ttype t = T(c, a);
+    gr_ttype t = dc_T(c, a);
     t.dtype = GR_BOOL;
-    return EMIT(c, op, t, A_val(a), A_num(s));
+    return DC_EMIT(c, op, t, da_val(a), da_num(s));
 }
 
-static int cmpv(dctx *c, const char *op, int a, int b)
+int dc_cmpv(dctx *c, const char *op, int a, int b)
 {
-    gr_ttype ta = T(c, a), tb = T(c, b), t;
+    gr_ttype ta = dc_T(c, a), tb = dc_T(c, b), t;
     if (ir_broadcast(&ta, &tb, &t))
-        fail(c, "operand shapes do not broadcast");
+        dc_fail(c, "operand shapes do not broadcast");
     t.dtype = GR_BOOL;
-    return EMIT(c, op, t, A_val(a), A_val(b));
+    return DC_EMIT(c, op, t, da_val(a), da_val(b));
 }
 
 /* a bool as 0 / 1 in the float dtype dt */
-static int as_num(dctx *c, int b, gr_dtype dt) { return cast(c, b, dt); }
+static int as_num(dctx *c, int b, gr_dtype dt) { return dc_cast(c, b, dt); }
 
-static int neg(dctx *c, int a) { return un(c, "aten.neg.default", a); }
+int dc_neg(dctx *c, int a) { return dc_un(c, "aten.neg.default", a); }
 
 /* x, or x * s when s != 1 */
-static int scale(dctx *c, int x, double s) { return s == 1 ? x : bins(c, "aten.mul.Tensor", x, s); }
+int dc_scale(dctx *c, int x, double s) { return s == 1 ? x : dc_bins(c, "aten.mul.Tensor", x, s); }
 
 enum { RD_FLOOR, RD_CEIL, RD_TRUNC, RD_ROUND };
 
@@ -1150,65 +1130,65 @@ enum { RD_FLOOR, RD_CEIL, RD_TRUNC, RD_ROUND };
  * NaN fails the test a < 512, so it passes through). */
 static int round_to_int(dctx *c, int x, int which)
 {
-    gr_dtype dt = T(c, x).dtype;
-    int a = un(c, "aten.abs.default", x);
-    int t = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", a, 512), 512);
-    int fl = bin(c, "aten.sub.Tensor", t, as_num(c, cmpv(c, "aten.gt.Tensor", t, a), dt));
+    gr_dtype dt = dc_T(c, x).dtype;
+    int a = dc_un(c, "aten.abs.default", x);
+    int t = dc_bins(c, "aten.sub.Tensor", dc_bins(c, "aten.add.Tensor", a, 512), 512);
+    int fl = dc_bin(c, "aten.sub.Tensor", t, as_num(c, dc_cmpv(c, "aten.gt.Tensor", t, a), dt));
     int up;
     if (which == RD_ROUND) { /* fl + 1 when a - fl > 0.5, or == 0.5 and fl is odd */
-        int d = bin(c, "aten.sub.Tensor", a, fl);
-        int h = bins(c, "aten.mul.Tensor", fl, 0.5);
-        int hu = bins(c, "aten.sub.Tensor", bins(c, "aten.add.Tensor", h, 512), 512);
-        int odd = cmpv(c, "aten.ne.Tensor", hu, h);
-        int tie = bin(c, "aten.logical_and.default", cmps(c, "aten.eq.Scalar", d, 0.5), odd);
-        up = bin(c, "aten.add.Tensor", fl,
-                 as_num(c, bin(c, "aten.logical_or.default", cmps(c, "aten.gt.Scalar", d, 0.5), tie), dt));
+        int d = dc_bin(c, "aten.sub.Tensor", a, fl);
+        int h = dc_bins(c, "aten.mul.Tensor", fl, 0.5);
+        int hu = dc_bins(c, "aten.sub.Tensor", dc_bins(c, "aten.add.Tensor", h, 512), 512);
+        int odd = dc_cmpv(c, "aten.ne.Tensor", hu, h);
+        int tie = dc_bin(c, "aten.logical_and.default", dc_cmps(c, "aten.eq.Scalar", d, 0.5), odd);
+        up = dc_bin(c, "aten.add.Tensor", fl,
+                 as_num(c, dc_bin(c, "aten.logical_or.default", dc_cmps(c, "aten.gt.Scalar", d, 0.5), tie), dt));
     } else { /* ceil(a) */
-        up = bin(c, "aten.add.Tensor", t, as_num(c, cmpv(c, "aten.lt.Tensor", t, a), dt));
+        up = dc_bin(c, "aten.add.Tensor", t, as_num(c, dc_cmpv(c, "aten.lt.Tensor", t, a), dt));
     }
     /* for x < 0: floor(x) = -ceil(a), ceil(x) = trunc(x) = -floor(a), round(x) = -round(a) */
     int pos = which == RD_FLOOR || which == RD_TRUNC ? fl : up;
     int negv = which == RD_FLOOR || which == RD_ROUND ? up : fl;
-    int r = where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, negv), pos);
-    return where(c, cmps(c, "aten.lt.Scalar", a, 512), r, x);
+    int r = dc_where(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dc_neg(c, negv), pos);
+    return dc_where(c, dc_cmps(c, "aten.lt.Scalar", a, 512), r, x);
 }
 
 static int r_round(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     static const char *const names[] = {"floor", "ceil", "trunc", "round"};
     int which = 0;
     while (strcmp(names[which], n->base))
         which++;
-    double d = which == RD_ROUND ? num(c, n, 1, "decimals", 0) : 0;
-    if (!is_float(T(c, x).dtype) || d == 0) {
-        out[0] = is_float(T(c, x).dtype) ? round_to_int(c, x, which) : x;
+    double d = which == RD_ROUND ? dc_num(c, n, 1, "decimals", 0) : 0;
+    if (!dc_is_float(dc_T(c, x).dtype) || d == 0) {
+        out[0] = dc_is_float(dc_T(c, x).dtype) ? round_to_int(c, x, which) : x;
         return 1;
     }
     /* decimals: as PyTorch, round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d) */
     double p = pow(10, fabs(d));
-    int y = bins(c, d > 0 ? "aten.mul.Tensor" : "aten.div.Tensor", x, p);
-    out[0] = bins(c, d > 0 ? "aten.div.Tensor" : "aten.mul.Tensor", round_to_int(c, y, RD_ROUND), p);
+    int y = dc_bins(c, d > 0 ? "aten.mul.Tensor" : "aten.div.Tensor", x, p);
+    out[0] = dc_bins(c, d > 0 ? "aten.div.Tensor" : "aten.mul.Tensor", round_to_int(c, y, RD_ROUND), p);
     return 1;
 }
 
 static int r_frac(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    out[0] = bin(c, "aten.sub.Tensor", x, round_to_int(c, x, RD_TRUNC));
+    int x = dc_val(c, n, 0, "self");
+    out[0] = dc_bin(c, "aten.sub.Tensor", x, round_to_int(c, x, RD_TRUNC));
     return 1;
 }
 
 /* sign, sgn: (x > 0) - (x < 0), NaN kept */
 static int r_sign(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    gr_dtype dt = T(c, x).dtype;
-    if (!is_float(dt))
-        fail(c, "the compiler lowers %s only of a float tensor", n->base);
-    int s = bin(c, "aten.sub.Tensor", as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt),
-                 as_num(c, cmps(c, "aten.lt.Scalar", x, 0), dt));
-    out[0] = where(c, cmpv(c, "aten.ne.Tensor", x, x), x, s);
+    int x = dc_val(c, n, 0, "self");
+    gr_dtype dt = dc_T(c, x).dtype;
+    if (!dc_is_float(dt))
+        dc_fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    int s = dc_bin(c, "aten.sub.Tensor", as_num(c, dc_cmps(c, "aten.gt.Scalar", x, 0), dt),
+                 as_num(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dt));
+    out[0] = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", x, x), x, s);
     return 1;
 }
 
@@ -1219,11 +1199,11 @@ static int r_div_mode(dctx *c, const gr_node *n, int *out)
     if (!m || m->kind == GR_ARG_NONE)
         return 0;
     if (m->kind != GR_ARG_STR || (strcmp(m->s, "trunc") && strcmp(m->s, "floor")))
-        fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
-    int x = val(c, n, 0, "self");
+        dc_fail(c, "rounding_mode must be None, \"trunc\" or \"floor\"");
+    int x = dc_val(c, n, 0, "self");
     const gr_arg *o = gr_node_arg(n, 1, "other");
-    int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
-                         : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
+    int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
+                         : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
     out[0] = round_to_int(c, q, strcmp(m->s, "trunc") ? RD_FLOOR : RD_TRUNC);
     return 1;
 }
@@ -1231,12 +1211,12 @@ static int r_div_mode(dctx *c, const gr_node *n, int *out)
 /* floor_divide(a, b): floor(a / b) (float tensors) */
 static int r_floor_divide(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     const gr_arg *o = gr_node_arg(n, 1, "other");
-    int q = is_number(o) ? bins(c, "aten.div.Tensor", x, num(c, n, 1, "other", 1))
-                         : bin(c, "aten.div.Tensor", x, val(c, n, 1, "other"));
-    if (!is_float(T(c, x).dtype) || !is_float(T(c, q).dtype))
-        fail(c, "the compiler lowers floor_divide only of float tensors");
+    int q = dc_is_number(o) ? dc_bins(c, "aten.div.Tensor", x, dc_num(c, n, 1, "other", 1))
+                         : dc_bin(c, "aten.div.Tensor", x, dc_val(c, n, 1, "other"));
+    if (!dc_is_float(dc_T(c, x).dtype) || !dc_is_float(dc_T(c, q).dtype))
+        dc_fail(c, "the compiler lowers floor_divide only of float tensors");
     out[0] = round_to_int(c, q, RD_FLOOR);
     return 1;
 }
@@ -1244,40 +1224,40 @@ static int r_floor_divide(dctx *c, const gr_node *n, int *out)
 /* remainder: a - floor(a / b) b; fmod: a - trunc(a / b) b */
 static int r_remainder(dctx *c, const gr_node *n, int *out)
 {
-    int a = val(c, n, 0, "self");
+    int a = dc_val(c, n, 0, "self");
     const gr_arg *o = gr_node_arg(n, 1, "other");
     int fm = !strcmp(n->base, "fmod");
-    if (!is_float(T(c, a).dtype))
-        fail(c, "the compiler lowers %s only of a float tensor", n->base);
+    if (!dc_is_float(dc_T(c, a).dtype))
+        dc_fail(c, "the compiler lowers %s only of a float tensor", n->base);
     int q, p;
-    if (is_number(o)) {
-        double b = num(c, n, 1, "other", 1);
-        q = round_to_int(c, bins(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
-        p = bins(c, "aten.mul.Tensor", q, b);
+    if (dc_is_number(o)) {
+        double b = dc_num(c, n, 1, "other", 1);
+        q = round_to_int(c, dc_bins(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
+        p = dc_bins(c, "aten.mul.Tensor", q, b);
     } else {
-        int b = val(c, n, 1, "other");
-        q = round_to_int(c, bin(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
-        p = bin(c, "aten.mul.Tensor", q, b);
+        int b = dc_val(c, n, 1, "other");
+        q = round_to_int(c, dc_bin(c, "aten.div.Tensor", a, b), fm ? RD_TRUNC : RD_FLOOR);
+        p = dc_bin(c, "aten.mul.Tensor", q, b);
     }
-    out[0] = bin(c, "aten.sub.Tensor", a, p);
+    out[0] = dc_bin(c, "aten.sub.Tensor", a, p);
     return 1;
 }
 
 /* hardtanh(x, min_val, max_val), relu6 */
 static int r_hardtanh(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     int six = !strcmp(n->base, "relu6");
-    double lo = six ? 0 : num(c, n, 1, "min_val", -1), hi = six ? 6 : num(c, n, 2, "max_val", 1);
-    out[0] = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, lo), hi);
+    double lo = six ? 0 : dc_num(c, n, 1, "min_val", -1), hi = six ? 6 : dc_num(c, n, 2, "max_val", 1);
+    out[0] = dc_bins(c, "aten.clamp_max.default", dc_bins(c, "aten.clamp_min.default", x, lo), hi);
     return 1;
 }
 
 static int r_leaky_relu(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    double s = num(c, n, 1, "negative_slope", 0.01);
-    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), x, bins(c, "aten.mul.Tensor", x, s));
+    int x = dc_val(c, n, 0, "self");
+    double s = dc_num(c, n, 1, "negative_slope", 0.01);
+    out[0] = dc_where(c, dc_cmps(c, "aten.gt.Scalar", x, 0), x, dc_bins(c, "aten.mul.Tensor", x, s));
     return 1;
 }
 
@@ -1285,48 +1265,48 @@ static int r_leaky_relu(dctx *c, const gr_node *n, int *out)
  * celu(alpha) is elu(alpha, 1, 1 / alpha), selu fixed constants */
 static int r_elu(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    double alpha = num(c, n, 1, "alpha", 1), sc = 1, isc = 1;
+    int x = dc_val(c, n, 0, "self");
+    double alpha = dc_num(c, n, 1, "alpha", 1), sc = 1, isc = 1;
     if (!strcmp(n->base, "celu")) {
         isc = 1 / alpha;
     } else if (!strcmp(n->base, "selu")) {
         alpha = 1.6732632423543772848170429916717;
         sc = 1.0507009873554804934193349852946;
     } else {
-        sc = num(c, n, 2, "scale", 1);
-        isc = num(c, n, 3, "input_scale", 1);
+        sc = dc_num(c, n, 2, "scale", 1);
+        isc = dc_num(c, n, 3, "input_scale", 1);
     }
-    int em1 = bins(c, "aten.sub.Tensor", un(c, "aten.exp.default", scale(c, x, isc)), 1);
-    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), scale(c, x, sc), scale(c, em1, alpha * sc));
+    int em1 = dc_bins(c, "aten.sub.Tensor", dc_un(c, "aten.exp.default", dc_scale(c, x, isc)), 1);
+    out[0] = dc_where(c, dc_cmps(c, "aten.gt.Scalar", x, 0), dc_scale(c, x, sc), dc_scale(c, em1, alpha * sc));
     return 1;
 }
 
 static int r_threshold(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    double th = num(c, n, 1, "threshold", 0), v = num(c, n, 2, "value", 0);
-    out[0] = where_s(c, cmps(c, "aten.gt.Scalar", x, th), x, v, 0);
+    int x = dc_val(c, n, 0, "self");
+    double th = dc_num(c, n, 1, "threshold", 0), v = dc_num(c, n, 2, "value", 0);
+    out[0] = dc_where_s(c, dc_cmps(c, "aten.gt.Scalar", x, th), x, v, 0);
     return 1;
 }
 
 /* hardsigmoid(x) = clamp(x + 3, 0, 6) / 6 (as Inductor) */
 static int hardsigmoid(dctx *c, int x)
 {
-    int r = bins(c, "aten.clamp_min.default", bins(c, "aten.add.Tensor", x, 3), 0);
-    r = bins(c, "aten.clamp_max.default", r, 6);
-    return bins(c, "aten.mul.Tensor", r, 1.0 / 6);
+    int r = dc_bins(c, "aten.clamp_min.default", dc_bins(c, "aten.add.Tensor", x, 3), 0);
+    r = dc_bins(c, "aten.clamp_max.default", r, 6);
+    return dc_bins(c, "aten.mul.Tensor", r, 1.0 / 6);
 }
 
 static int r_hardsigmoid(dctx *c, const gr_node *n, int *out)
 {
-    out[0] = hardsigmoid(c, val(c, n, 0, "self"));
+    out[0] = hardsigmoid(c, dc_val(c, n, 0, "self"));
     return 1;
 }
 
 static int r_hardswish(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    out[0] = bin(c, "aten.mul.Tensor", x, hardsigmoid(c, x));
+    int x = dc_val(c, n, 0, "self");
+    out[0] = dc_bin(c, "aten.mul.Tensor", x, hardsigmoid(c, x));
     return 1;
 }
 
@@ -1335,63 +1315,63 @@ static int r_hardswish(dctx *c, const gr_node *n, int *out)
  * absolute error of at most e (about e^(x beta)). */
 static int softplus(dctx *c, int x, double beta, double th)
 {
-    int xb = scale(c, x, beta);
-    int sp = un(c, "aten.log.default", bins(c, "aten.add.Tensor", un(c, "aten.exp.default", xb), 1));
-    return where(c, cmps(c, "aten.gt.Scalar", xb, th), x, scale(c, sp, 1 / beta));
+    int xb = dc_scale(c, x, beta);
+    int sp = dc_un(c, "aten.log.default", dc_bins(c, "aten.add.Tensor", dc_un(c, "aten.exp.default", xb), 1));
+    return dc_where(c, dc_cmps(c, "aten.gt.Scalar", xb, th), x, dc_scale(c, sp, 1 / beta));
 }
 
 static int r_softplus(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    out[0] = softplus(c, x, num(c, n, 1, "beta", 1), num(c, n, 2, "threshold", 20));
+    int x = dc_val(c, n, 0, "self");
+    out[0] = softplus(c, x, dc_num(c, n, 1, "beta", 1), dc_num(c, n, 2, "threshold", 20));
     return 1;
 }
 
 /* mish(x) = x tanh(softplus(x)) */
 static int r_mish(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    out[0] = bin(c, "aten.mul.Tensor", x, un(c, "aten.tanh.default", softplus(c, x, 1, 20)));
+    int x = dc_val(c, n, 0, "self");
+    out[0] = dc_bin(c, "aten.mul.Tensor", x, dc_un(c, "aten.tanh.default", softplus(c, x, 1, 20)));
     return 1;
 }
 
 /* glu(x, dim): the first half times sigmoid of the second */
 static int r_glu(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    gr_ttype t = T(c, x);
-    int d = normdim(c, (int64_t)num(c, n, 1, "dim", -1), t.rank);
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", -1), t.rank);
     int64_t h = t.shape[d] / 2;
     if (!t.rank || t.shape[d] % 2)
-        fail(c, "glu halves a dimension of even size");
-    int a = slice(c, x, d, 0, h, 1), b = slice(c, x, d, h, 2 * h, 1);
-    out[0] = bin(c, "aten.mul.Tensor", a, un(c, "aten.sigmoid.default", b));
+        dc_fail(c, "glu halves a dimension of even size");
+    int a = dc_slice(c, x, d, 0, h, 1), b = dc_slice(c, x, d, h, 2 * h, 1);
+    out[0] = dc_bin(c, "aten.mul.Tensor", a, dc_un(c, "aten.sigmoid.default", b));
     return 1;
 }
 
 /* logsumexp(x, dims, keepdim) = m + log(sum(exp(x - m))), m = amax(x) */
 static int r_logsumexp(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    if (!is_float(T(c, x).dtype))
-        x = cast(c, x, GR_F32);
+    int x = dc_val(c, n, 0, "self");
+    if (!dc_is_float(dc_T(c, x).dtype))
+        x = dc_cast(c, x, GR_F32);
     int64_t in[GR_MAX_RANK], dims[GR_MAX_RANK], count;
-    int k = ints(c, n, 1, "dim", in);
+    int k = dc_ints(c, n, 1, "dim", in);
     const gr_arg *kd = gr_node_arg(n, 2, "keepdim");
     int keep = kd && kd->kind == GR_ARG_BOOL && kd->i;
     int nd = red_dims(c, x, k, in, dims, &count);
-    int m = red(c, "aten.amax.default", x, nd, dims, 1);
-    int s = red(c, "aten.sum.dim_IntList", un(c, "aten.exp.default", bin(c, "aten.sub.Tensor", x, m)), nd, dims, keep);
-    gr_ttype ts = T(c, s);
+    int m = dc_red(c, "aten.amax.default", x, nd, dims, 1);
+    int s = dc_red(c, "aten.sum.dim_IntList", dc_un(c, "aten.exp.default", dc_bin(c, "aten.sub.Tensor", x, m)), nd, dims, keep);
+    gr_ttype ts = dc_T(c, s);
     if (!keep)
-        m = reshape(c, m, ts.rank, ts.shape);
-    out[0] = bin(c, "aten.add.Tensor", un(c, "aten.log.default", s), m);
+        m = dc_reshape(c, m, ts.rank, ts.shape);
+    out[0] = dc_bin(c, "aten.add.Tensor", dc_un(c, "aten.log.default", s), m);
     return 1;
 }
 
 /* x as a float tensor: integers and bools become f32, as PyTorch's
  * floating functions promote them */
-static int fx(dctx *c, int x) { return is_float(T(c, x).dtype) ? x : cast(c, x, GR_F32); }
+int dc_fx(dctx *c, int x) { return dc_is_float(dc_T(c, x).dtype) ? x : dc_cast(c, x, GR_F32); }
 
 /* Unary functions written with exp, log, sin, cos, sqrt and arithmetic. */
 enum { M_EXPM1, M_LOG1P, M_LOG2, M_LOG10, M_EXP2, M_TAN, M_SINH, M_COSH, M_ASINH, M_ACOSH, M_ATANH,
@@ -1429,134 +1409,134 @@ static const struct {
  * DL16's precision) */
 static int log_hyp(dctx *c, int a, double s)
 {
-    int q = bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", a, a), s);
-    int r = bin(c, "aten.add.Tensor", a, un(c, "aten.sqrt.default", q));
-    int big = bins(c, "aten.add.Tensor", un(c, "aten.log.default", a), LN2);
-    return where(c, cmps(c, "aten.gt.Scalar", a, 4096), big, un(c, "aten.log.default", r));
+    int q = dc_bins(c, "aten.add.Tensor", dc_bin(c, "aten.mul.Tensor", a, a), s);
+    int r = dc_bin(c, "aten.add.Tensor", a, dc_un(c, "aten.sqrt.default", q));
+    int big = dc_bins(c, "aten.add.Tensor", dc_un(c, "aten.log.default", a), LN2);
+    return dc_where(c, dc_cmps(c, "aten.gt.Scalar", a, 4096), big, dc_un(c, "aten.log.default", r));
 }
 
 static int math_fn(dctx *c, int x, int which)
 {
-    x = fx(c, x);
+    x = dc_fx(c, x);
     switch (which) {
-    case M_EXPM1: return bins(c, "aten.sub.Tensor", un(c, "aten.exp.default", x), 1);
-    case M_LOG1P: return un(c, "aten.log.default", bins(c, "aten.add.Tensor", x, 1));
-    case M_LOG2: return bins(c, "aten.mul.Tensor", un(c, "aten.log.default", x), 1 / LN2);
-    case M_LOG10: return bins(c, "aten.mul.Tensor", un(c, "aten.log.default", x), 1 / log(10.0));
-    case M_EXP2: return un(c, "aten.exp.default", bins(c, "aten.mul.Tensor", x, LN2));
-    case M_TAN: return bin(c, "aten.div.Tensor", un(c, "aten.sin.default", x), un(c, "aten.cos.default", x));
+    case M_EXPM1: return dc_bins(c, "aten.sub.Tensor", dc_un(c, "aten.exp.default", x), 1);
+    case M_LOG1P: return dc_un(c, "aten.log.default", dc_bins(c, "aten.add.Tensor", x, 1));
+    case M_LOG2: return dc_bins(c, "aten.mul.Tensor", dc_un(c, "aten.log.default", x), 1 / LN2);
+    case M_LOG10: return dc_bins(c, "aten.mul.Tensor", dc_un(c, "aten.log.default", x), 1 / log(10.0));
+    case M_EXP2: return dc_un(c, "aten.exp.default", dc_bins(c, "aten.mul.Tensor", x, LN2));
+    case M_TAN: return dc_bin(c, "aten.div.Tensor", dc_un(c, "aten.sin.default", x), dc_un(c, "aten.cos.default", x));
     case M_SINH:
     case M_COSH: {
-        int e = un(c, "aten.exp.default", x), en = un(c, "aten.exp.default", neg(c, x));
-        return bins(c, "aten.mul.Tensor", bin(c, which == M_SINH ? "aten.sub.Tensor" : "aten.add.Tensor", e, en), 0.5);
+        int e = dc_un(c, "aten.exp.default", x), en = dc_un(c, "aten.exp.default", dc_neg(c, x));
+        return dc_bins(c, "aten.mul.Tensor", dc_bin(c, which == M_SINH ? "aten.sub.Tensor" : "aten.add.Tensor", e, en), 0.5);
     }
     case M_ASINH: {
-        int r = log_hyp(c, un(c, "aten.abs.default", x), 1);
-        return where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, r), r);
+        int r = log_hyp(c, dc_un(c, "aten.abs.default", x), 1);
+        return dc_where(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dc_neg(c, r), r);
     }
     case M_ACOSH: return log_hyp(c, x, -1);
     case M_ATANH: {
-        int q = bin(c, "aten.div.Tensor", bins(c, "aten.add.Tensor", x, 1), bins(c, "aten.add.Tensor", neg(c, x), 1));
-        int r = bins(c, "aten.mul.Tensor", un(c, "aten.log.default", q), 0.5);
+        int q = dc_bin(c, "aten.div.Tensor", dc_bins(c, "aten.add.Tensor", x, 1), dc_bins(c, "aten.add.Tensor", dc_neg(c, x), 1));
+        int r = dc_bins(c, "aten.mul.Tensor", dc_un(c, "aten.log.default", q), 0.5);
         /* +-1 (also an input that DL16 rounds to it): +-inf, the device's
          * stand-in, where the quotient's infinity would be stored as NaN */
-        r = where_s(c, cmps(c, "aten.eq.Scalar", x, 1), r, INFINITY, 1);
-        return where_s(c, cmps(c, "aten.eq.Scalar", x, -1), r, -INFINITY, 1);
+        r = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", x, 1), r, INFINITY, 1);
+        return dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", x, -1), r, -INFINITY, 1);
     }
-    case M_DEG2RAD: return bins(c, "aten.mul.Tensor", x, PI / 180);
-    case M_RAD2DEG: return bins(c, "aten.mul.Tensor", x, 180 / PI);
+    case M_DEG2RAD: return dc_bins(c, "aten.mul.Tensor", x, PI / 180);
+    case M_RAD2DEG: return dc_bins(c, "aten.mul.Tensor", x, 180 / PI);
     case M_SINC: {
-        int px = bins(c, "aten.mul.Tensor", x, PI);
-        int q = bin(c, "aten.div.Tensor", un(c, "aten.sin.default", px), px);
-        return where_s(c, cmps(c, "aten.eq.Scalar", x, 0), q, 1, 1);
+        int px = dc_bins(c, "aten.mul.Tensor", x, PI);
+        int q = dc_bin(c, "aten.div.Tensor", dc_un(c, "aten.sin.default", px), px);
+        return dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", x, 0), q, 1, 1);
     }
-    case M_ERFC: return bins(c, "aten.add.Tensor", neg(c, un(c, "aten.erf.default", x)), 1);
+    case M_ERFC: return dc_bins(c, "aten.add.Tensor", dc_neg(c, dc_un(c, "aten.erf.default", x)), 1);
     case M_ANGLE: {
-        int a = where_s(c, cmps(c, "aten.lt.Scalar", x, 0), full(c, 0, (int64_t[]){0}, PI, T(c, x).dtype), 0, 0);
-        return where(c, cmpv(c, "aten.ne.Tensor", x, x), x, a);
+        int a = dc_where_s(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dc_full(c, 0, (int64_t[]){0}, PI, dc_T(c, x).dtype), 0, 0);
+        return dc_where(c, dc_cmpv(c, "aten.ne.Tensor", x, x), x, a);
     }
     case M_ENTR: {
-        int z = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), full(c, 0, (int64_t[]){0}, -INFINITY, T(c, x).dtype), 0, 1);
-        int e = neg(c, bin(c, "aten.mul.Tensor", x, un(c, "aten.log.default", x)));
-        return where(c, cmps(c, "aten.gt.Scalar", x, 0), e, where(c, cmpv(c, "aten.ne.Tensor", x, x), x, z));
+        int z = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", x, 0), dc_full(c, 0, (int64_t[]){0}, -INFINITY, dc_T(c, x).dtype), 0, 1);
+        int e = dc_neg(c, dc_bin(c, "aten.mul.Tensor", x, dc_un(c, "aten.log.default", x)));
+        return dc_where(c, dc_cmps(c, "aten.gt.Scalar", x, 0), e, dc_where(c, dc_cmpv(c, "aten.ne.Tensor", x, x), x, z));
     }
-    default: return cmpv(c, "aten.ne.Tensor", x, x);
+    default: return dc_cmpv(c, "aten.ne.Tensor", x, x);
     }
 }
 
 static int r_math(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     for (size_t i = 0; i < sizeof math_fns / sizeof math_fns[0]; i++)
         if (!strcmp(math_fns[i].name, n->base)) {
             out[0] = math_fn(c, x, (int)i);
             return 1;
         }
-    fail(c, "internal: no math function %s", n->base);
+    dc_fail(c, "internal: no math function %s", n->base);
 }
 
 /* logit(x, eps): log(z / (1 - z)), z = clamp(x, eps, 1 - eps) with eps */
 static int r_logit(dctx *c, const gr_node *n, int *out)
 {
-    int x = fx(c, val(c, n, 0, "self"));
+    int x = dc_fx(c, dc_val(c, n, 0, "self"));
     const gr_arg *e = gr_node_arg(n, 1, "eps");
-    if (is_number(e)) {
-        double eps = num(c, n, 1, "eps", 0);
-        x = bins(c, "aten.clamp_max.default", bins(c, "aten.clamp_min.default", x, eps), 1 - eps);
+    if (dc_is_number(e)) {
+        double eps = dc_num(c, n, 1, "eps", 0);
+        x = dc_bins(c, "aten.clamp_max.default", dc_bins(c, "aten.clamp_min.default", x, eps), 1 - eps);
     }
-    int q = bin(c, "aten.div.Tensor", x, bins(c, "aten.add.Tensor", neg(c, x), 1));
-    out[0] = un(c, "aten.log.default", q);
+    int q = dc_bin(c, "aten.div.Tensor", x, dc_bins(c, "aten.add.Tensor", dc_neg(c, x), 1));
+    out[0] = dc_un(c, "aten.log.default", q);
     return 1;
 }
 
 /* log_sigmoid_forward: (min(x, 0) - log(e + 1), e = exp(-|x|)), PyTorch's buffer e */
 static int r_log_sigmoid(dctx *c, const gr_node *n, int *out)
 {
-    int x = fx(c, val(c, n, 0, "self"));
-    int e = un(c, "aten.exp.default", neg(c, un(c, "aten.abs.default", x)));
-    int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
-    out[0] = bin(c, "aten.sub.Tensor", bins(c, "aten.clamp_max.default", x, 0), l);
+    int x = dc_fx(c, dc_val(c, n, 0, "self"));
+    int e = dc_un(c, "aten.exp.default", dc_neg(c, dc_un(c, "aten.abs.default", x)));
+    int l = dc_un(c, "aten.log.default", dc_bins(c, "aten.add.Tensor", e, 1));
+    out[0] = dc_bin(c, "aten.sub.Tensor", dc_bins(c, "aten.clamp_max.default", x, 0), l);
     out[1] = e;
     return 2;
 }
 
 static int r_hardshrink(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    double l = num(c, n, 1, "lambd", 0.5);
-    int keep = cmps(c, "aten.gt.Scalar", un(c, "aten.abs.default", x), l);
-    out[0] = where_s(c, keep, x, 0, 0);
+    int x = dc_val(c, n, 0, "self");
+    double l = dc_num(c, n, 1, "lambd", 0.5);
+    int keep = dc_cmps(c, "aten.gt.Scalar", dc_un(c, "aten.abs.default", x), l);
+    out[0] = dc_where_s(c, keep, x, 0, 0);
     return 1;
 }
 
 /* softshrink: x - l above l, x + l below -l, else 0 */
 static int r_softshrink(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    double l = num(c, n, 1, "lambd", 0.5);
-    int lo = where_s(c, cmps(c, "aten.lt.Scalar", x, -l), bins(c, "aten.add.Tensor", x, l), 0, 0);
-    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, l), bins(c, "aten.sub.Tensor", x, l), lo);
+    int x = dc_val(c, n, 0, "self");
+    double l = dc_num(c, n, 1, "lambd", 0.5);
+    int lo = dc_where_s(c, dc_cmps(c, "aten.lt.Scalar", x, -l), dc_bins(c, "aten.add.Tensor", x, l), 0, 0);
+    out[0] = dc_where(c, dc_cmps(c, "aten.gt.Scalar", x, l), dc_bins(c, "aten.sub.Tensor", x, l), lo);
     return 1;
 }
 
 /* prelu(x, w): where(x > 0, x, w x), w along dim 1 of x (or one weight) */
 static int r_prelu(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self"), w = val(c, n, 1, "weight");
-    gr_ttype tx = T(c, x), tw = T(c, w);
-    int64_t nw = numel(&tw);
+    int x = dc_val(c, n, 0, "self"), w = dc_val(c, n, 1, "weight");
+    gr_ttype tx = dc_T(c, x), tw = dc_T(c, w);
+    int64_t nw = dc_numel(&tw);
     if (nw != 1) {
         if (tx.rank < 2 || tx.shape[1] != nw)
-            fail(c, "the weight must have one element or one per channel (dim 1)");
+            dc_fail(c, "the weight must have one element or one per channel (dim 1)");
         int64_t shape[GR_MAX_RANK];
         for (int d = 0; d < tx.rank - 1; d++)
             shape[d] = d == 0 ? nw : 1;
-        w = reshape(c, w, tx.rank - 1, shape);
+        w = dc_reshape(c, w, tx.rank - 1, shape);
     } else if (tw.rank) {
         int64_t none[1] = {0};
-        w = reshape(c, w, 0, none);
+        w = dc_reshape(c, w, 0, none);
     }
-    out[0] = where(c, cmps(c, "aten.gt.Scalar", x, 0), x, bin(c, "aten.mul.Tensor", x, w));
+    out[0] = dc_where(c, dc_cmps(c, "aten.gt.Scalar", x, 0), x, dc_bin(c, "aten.mul.Tensor", x, w));
     return 1;
 }
 
@@ -1565,32 +1545,32 @@ static int val_or_num(dctx *c, const gr_node *n, int pos, const char *key, gr_dt
 {
     const gr_arg *a = gr_node_arg(n, pos, key);
     int64_t none[1] = {0};
-    if (is_number(a))
-        return full(c, 0, none, num(c, n, pos, key, 0), dt);
-    return val(c, n, pos, key);
+    if (dc_is_number(a))
+        return dc_full(c, 0, none, dc_num(c, n, pos, key, 0), dt);
+    return dc_val(c, n, pos, key);
 }
 
 /* xlogy(x, y) = where(y != y, y, where(x == 0, 0, x log y)); xlog1py with log(y + 1) */
 static int r_xlogy(dctx *c, const gr_node *n, int *out)
 {
-    int x = fx(c, val_or_num(c, n, 0, "self", GR_F32)), y = fx(c, val_or_num(c, n, 1, "other", GR_F32));
-    int ly = un(c, "aten.log.default", strstr(n->base, "1p") ? bins(c, "aten.add.Tensor", y, 1) : y);
-    int r = where_s(c, cmps(c, "aten.eq.Scalar", x, 0), bin(c, "aten.mul.Tensor", x, ly), 0, 1);
-    out[0] = where(c, cmpv(c, "aten.ne.Tensor", y, y), y, r);
+    int x = dc_fx(c, val_or_num(c, n, 0, "self", GR_F32)), y = dc_fx(c, val_or_num(c, n, 1, "other", GR_F32));
+    int ly = dc_un(c, "aten.log.default", strstr(n->base, "1p") ? dc_bins(c, "aten.add.Tensor", y, 1) : y);
+    int r = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", x, 0), dc_bin(c, "aten.mul.Tensor", x, ly), 0, 1);
+    out[0] = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", y, y), y, r);
     return 1;
 }
 
 /* logaddexp(a, b) = max(a, b) + log(exp(-|a - b|) + 1); logaddexp2 in base 2 */
 static int r_logaddexp(dctx *c, const gr_node *n, int *out)
 {
-    int a = fx(c, val(c, n, 0, "self")), b = fx(c, val(c, n, 1, "other"));
+    int a = dc_fx(c, dc_val(c, n, 0, "self")), b = dc_fx(c, dc_val(c, n, 1, "other"));
     int two = !strcmp(n->base, "logaddexp2");
-    int d = un(c, "aten.abs.default", bin(c, "aten.sub.Tensor", a, b));
-    int e = un(c, "aten.exp.default", neg(c, two ? bins(c, "aten.mul.Tensor", d, LN2) : d));
-    int l = un(c, "aten.log.default", bins(c, "aten.add.Tensor", e, 1));
+    int d = dc_un(c, "aten.abs.default", dc_bin(c, "aten.sub.Tensor", a, b));
+    int e = dc_un(c, "aten.exp.default", dc_neg(c, two ? dc_bins(c, "aten.mul.Tensor", d, LN2) : d));
+    int l = dc_un(c, "aten.log.default", dc_bins(c, "aten.add.Tensor", e, 1));
     if (two)
-        l = bins(c, "aten.mul.Tensor", l, 1 / LN2);
-    out[0] = bin(c, "aten.add.Tensor", bin(c, "aten.maximum.default", a, b), l);
+        l = dc_bins(c, "aten.mul.Tensor", l, 1 / LN2);
+    out[0] = dc_bin(c, "aten.add.Tensor", dc_bin(c, "aten.maximum.default", a, b), l);
     return 1;
 }
 
@@ -1601,16 +1581,16 @@ static int r_logaddexp(dctx *c, const gr_node *n, int *out)
 /* isinf, isposinf, isneginf: |x|, x, -x >= 2^30 */
 static int r_isinf(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    gr_ttype t = T(c, x);
-    if (!is_float(t.dtype))
-        out[0] = full(c, t.rank, t.shape, 0, GR_BOOL);
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    if (!dc_is_float(t.dtype))
+        out[0] = dc_full(c, t.rank, t.shape, 0, GR_BOOL);
     else if (!strcmp(n->base, "isinf"))
-        out[0] = cmps(c, "aten.ge.Scalar", un(c, "aten.abs.default", x), DL16_INF);
+        out[0] = dc_cmps(c, "aten.ge.Scalar", dc_un(c, "aten.abs.default", x), DL16_INF);
     else if (!strcmp(n->base, "isposinf"))
-        out[0] = cmps(c, "aten.ge.Scalar", x, DL16_INF);
+        out[0] = dc_cmps(c, "aten.ge.Scalar", x, DL16_INF);
     else
-        out[0] = cmps(c, "aten.le.Scalar", x, -DL16_INF);
+        out[0] = dc_cmps(c, "aten.le.Scalar", x, -DL16_INF);
     return 1;
 }
 
@@ -1619,19 +1599,19 @@ static int r_isinf(dctx *c, const gr_node *n, int *out)
  * value, is not) */
 static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
-    if (!is_float(T(c, x).dtype)) {
+    int x = dc_val(c, n, 0, "self");
+    if (!dc_is_float(dc_T(c, x).dtype)) {
         out[0] = x;
         return 1;
     }
-    double v[3] = {num(c, n, 1, "nan", 0), num(c, n, 2, "posinf", INFINITY), num(c, n, 3, "neginf", -INFINITY)};
+    double v[3] = {dc_num(c, n, 1, "nan", 0), dc_num(c, n, 2, "posinf", INFINITY), dc_num(c, n, 3, "neginf", -INFINITY)};
     for (int i = 1; i < 3; i++)
         if (!(fabs(v[i]) < DL16_INF))
-            fail(c, "the compiler lowers nan_to_num only with posinf and neginf given within DL16's range "
+            dc_fail(c, "the compiler lowers nan_to_num only with posinf and neginf given within DL16's range "
                     "(the default, float32's largest value, is beyond it)");
-    int y = where_s(c, cmps(c, "aten.ge.Scalar", x, DL16_INF), x, v[1], 1);
-    y = where_s(c, cmps(c, "aten.le.Scalar", x, -DL16_INF), y, v[2], 1);
-    out[0] = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), y, v[0], 1);
+    int y = dc_where_s(c, dc_cmps(c, "aten.ge.Scalar", x, DL16_INF), x, v[1], 1);
+    y = dc_where_s(c, dc_cmps(c, "aten.le.Scalar", x, -DL16_INF), y, v[2], 1);
+    out[0] = dc_where_s(c, dc_cmpv(c, "aten.ne.Tensor", x, x), y, v[0], 1);
     return 1;
 }
 
@@ -1639,56 +1619,56 @@ static int r_nan_to_num(dctx *c, const gr_node *n, int *out)
  * leaves DL16's range); m == 0: 0 */
 static int r_hypot(dctx *c, const gr_node *n, int *out)
 {
-    int a = un(c, "aten.abs.default", val(c, n, 0, "self")), b = un(c, "aten.abs.default", val(c, n, 1, "other"));
-    int m = bin(c, "aten.maximum.default", a, b);
-    int r = bin(c, "aten.div.Tensor", bin(c, "aten.minimum.default", a, b), m);
-    int s = un(c, "aten.sqrt.default", bins(c, "aten.add.Tensor", bin(c, "aten.mul.Tensor", r, r), 1));
-    int h = bin(c, "aten.mul.Tensor", m, s);
-    out[0] = where_s(c, cmps(c, "aten.eq.Scalar", m, 0), h, 0, 1);
+    int a = dc_un(c, "aten.abs.default", dc_val(c, n, 0, "self")), b = dc_un(c, "aten.abs.default", dc_val(c, n, 1, "other"));
+    int m = dc_bin(c, "aten.maximum.default", a, b);
+    int r = dc_bin(c, "aten.div.Tensor", dc_bin(c, "aten.minimum.default", a, b), m);
+    int s = dc_un(c, "aten.sqrt.default", dc_bins(c, "aten.add.Tensor", dc_bin(c, "aten.mul.Tensor", r, r), 1));
+    int h = dc_bin(c, "aten.mul.Tensor", m, s);
+    out[0] = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", m, 0), h, 0, 1);
     return 1;
 }
 
 /* fmax / fmin: maximum / minimum, a NaN operand ignored */
 static int r_fmax(dctx *c, const gr_node *n, int *out)
 {
-    int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
-    int m = bin(c, strcmp(n->base, "fmax") ? "aten.minimum.default" : "aten.maximum.default", a, b);
-    out[0] = where(c, cmpv(c, "aten.ne.Tensor", a, a), b, where(c, cmpv(c, "aten.ne.Tensor", b, b), a, m));
+    int a = dc_val(c, n, 0, "self"), b = dc_val(c, n, 1, "other");
+    int m = dc_bin(c, strcmp(n->base, "fmax") ? "aten.minimum.default" : "aten.maximum.default", a, b);
+    out[0] = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", a, a), b, dc_where(c, dc_cmpv(c, "aten.ne.Tensor", b, b), a, m));
     return 1;
 }
 
 /* heaviside(x, v) = x == 0 ? v : x > 0 */
 static int r_heaviside(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self"), v = val(c, n, 1, "values");
-    gr_dtype dt = T(c, x).dtype;
-    out[0] = where(c, cmps(c, "aten.eq.Scalar", x, 0), v, as_num(c, cmps(c, "aten.gt.Scalar", x, 0), dt));
+    int x = dc_val(c, n, 0, "self"), v = dc_val(c, n, 1, "values");
+    gr_dtype dt = dc_T(c, x).dtype;
+    out[0] = dc_where(c, dc_cmps(c, "aten.eq.Scalar", x, 0), v, as_num(c, dc_cmps(c, "aten.gt.Scalar", x, 0), dt));
     return 1;
 }
 
 static int r_logical_xor(dctx *c, const gr_node *n, int *out)
 {
-    out[0] = cmpv(c, "aten.ne.Tensor", cast(c, val(c, n, 0, "self"), GR_BOOL), cast(c, val(c, n, 1, "other"), GR_BOOL));
+    out[0] = dc_cmpv(c, "aten.ne.Tensor", dc_cast(c, dc_val(c, n, 0, "self"), GR_BOOL), dc_cast(c, dc_val(c, n, 1, "other"), GR_BOOL));
     return 1;
 }
 
 /* addcmul / addcdiv(self, t1, t2, value): self + value * (t1 op t2) */
 static int r_addcmul(dctx *c, const gr_node *n, int *out)
 {
-    int s = val(c, n, 0, "self"), t1 = val(c, n, 1, "tensor1"), t2 = val(c, n, 2, "tensor2");
-    int p = bin(c, strcmp(n->base, "addcdiv") ? "aten.mul.Tensor" : "aten.div.Tensor", t1, t2);
-    out[0] = bin(c, "aten.add.Tensor", s, scale(c, p, num(c, n, 3, "value", 1)));
+    int s = dc_val(c, n, 0, "self"), t1 = dc_val(c, n, 1, "tensor1"), t2 = dc_val(c, n, 2, "tensor2");
+    int p = dc_bin(c, strcmp(n->base, "addcdiv") ? "aten.mul.Tensor" : "aten.div.Tensor", t1, t2);
+    out[0] = dc_bin(c, "aten.add.Tensor", s, dc_scale(c, p, dc_num(c, n, 3, "value", 1)));
     return 1;
 }
 
 /* lerp(start, end, weight) = start + weight * (end - start) */
 static int r_lerp(dctx *c, const gr_node *n, int *out)
 {
-    int s = val(c, n, 0, "self"), e = val(c, n, 1, "end");
+    int s = dc_val(c, n, 0, "self"), e = dc_val(c, n, 1, "end");
     const gr_arg *w = gr_node_arg(n, 2, "weight");
-    int d = bin(c, "aten.sub.Tensor", e, s);
-    d = is_number(w) ? scale(c, d, num(c, n, 2, "weight", 0)) : bin(c, "aten.mul.Tensor", d, val(c, n, 2, "weight"));
-    out[0] = bin(c, "aten.add.Tensor", s, d);
+    int d = dc_bin(c, "aten.sub.Tensor", e, s);
+    d = dc_is_number(w) ? dc_scale(c, d, dc_num(c, n, 2, "weight", 0)) : dc_bin(c, "aten.mul.Tensor", d, dc_val(c, n, 2, "weight"));
+    out[0] = dc_bin(c, "aten.add.Tensor", s, d);
     return 1;
 }
 
@@ -1698,40 +1678,40 @@ static int r_nansum(dctx *c, const gr_node *n, int *out)
     int x, keep;
     int64_t dims[GR_MAX_RANK], count;
     int nd = red_args(c, n, &x, dims, &count, &keep);
-    if (is_float(T(c, x).dtype))
-        x = where_s(c, cmpv(c, "aten.ne.Tensor", x, x), x, 0, 1);
-    out[0] = red(c, "aten.sum.dim_IntList", x, nd, dims, keep);
+    if (dc_is_float(dc_T(c, x).dtype))
+        x = dc_where_s(c, dc_cmpv(c, "aten.ne.Tensor", x, x), x, 0, 1);
+    out[0] = dc_red(c, "aten.sum.dim_IntList", x, nd, dims, keep);
     return 1;
 }
 
 /* dot / vdot of two vectors: sum(a * b) */
 static int r_dot(dctx *c, const gr_node *n, int *out)
 {
-    int a = val(c, n, 0, "self"), b = val(c, n, 1, "other");
-    if (T(c, a).rank != 1 || T(c, b).rank != 1 || T(c, a).shape[0] != T(c, b).shape[0])
-        fail(c, "%s needs two vectors of one length", n->base);
+    int a = dc_val(c, n, 0, "self"), b = dc_val(c, n, 1, "other");
+    if (dc_T(c, a).rank != 1 || dc_T(c, b).rank != 1 || dc_T(c, a).shape[0] != dc_T(c, b).shape[0])
+        dc_fail(c, "%s needs two vectors of one length", n->base);
     int64_t d0 = 0;
-    out[0] = red(c, "aten.sum.dim_IntList", bin(c, "aten.mul.Tensor", a, b), 1, &d0, 0);
+    out[0] = dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", a, b), 1, &d0, 0);
     return 1;
 }
 
 /* zero(x): full(x's shape, 0) */
 static int r_zero(dctx *c, const gr_node *n, int *out)
 {
-    gr_ttype t = T(c, val(c, n, 0, "self"));
-    out[0] = full(c, t.rank, t.shape, 0, t.dtype);
+    gr_ttype t = dc_T(c, dc_val(c, n, 0, "self"));
+    out[0] = dc_full(c, t.rank, t.shape, 0, t.dtype);
     return 1;
 }
 
 /* eye(n, m): arange(n)[:, None] == arange(m), in the dtype */
 static int r_eye(dctx *c, const gr_node *n, int *out)
 {
-    int64_t rows = (int64_t)num(c, n, 0, "n", 0), cols = (int64_t)num(c, n, 1, "m", (double)rows);
-    int dt = dtype_arg(c, n, 99, "dtype");
+    int64_t rows = (int64_t)dc_num(c, n, 0, "n", 0), cols = (int64_t)dc_num(c, n, 1, "m", (double)rows);
+    int dt = dc_dtype_arg(c, n, 99, "dtype");
     gr_ttype ti = {.dtype = GR_I64, .rank = 1, .shape = {rows}}, tj = {.dtype = GR_I64, .rank = 1, .shape = {cols}};
-    int i = EMIT(c, "aten.arange.default", ti, A_int(rows), A_kw("dtype", A_dtype(GR_I64)));
-    int j = EMIT(c, "aten.arange.default", tj, A_int(cols), A_kw("dtype", A_dtype(GR_I64)));
-    out[0] = cast(c, cmpv(c, "aten.eq.Tensor", unsqueeze(c, i, 1), j), dt >= 0 ? (gr_dtype)dt : GR_F32);
+    int i = DC_EMIT(c, "aten.arange.default", ti, da_int(rows), da_kw("dtype", da_dtype(GR_I64)));
+    int j = DC_EMIT(c, "aten.arange.default", tj, da_int(cols), da_kw("dtype", da_dtype(GR_I64)));
+    out[0] = dc_cast(c, dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, i, 1), j), dt >= 0 ? (gr_dtype)dt : GR_F32);
     return 1;
 }
 
@@ -1745,11 +1725,11 @@ const double cc_atan_coef[CC_ATAN_NCOEF] = {0.999865406416853, -0.33029697587161
 /* atan(r) for r in [0, 1] */
 static int atan_unit(dctx *c, int r)
 {
-    int s = bin(c, "aten.mul.Tensor", r, r);
-    int p = bins(c, "aten.mul.Tensor", s, cc_atan_coef[CC_ATAN_NCOEF - 1]);
+    int s = dc_bin(c, "aten.mul.Tensor", r, r);
+    int p = dc_bins(c, "aten.mul.Tensor", s, cc_atan_coef[CC_ATAN_NCOEF - 1]);
     for (int k = CC_ATAN_NCOEF - 2; k > 0; k--)
-        p = bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", p, cc_atan_coef[k]), s);
-    return bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", p, cc_atan_coef[0]), r);
+        p = dc_bin(c, "aten.mul.Tensor", dc_bins(c, "aten.add.Tensor", p, cc_atan_coef[k]), s);
+    return dc_bin(c, "aten.mul.Tensor", dc_bins(c, "aten.add.Tensor", p, cc_atan_coef[0]), r);
 }
 
 /* atan2(y, x): r = min(|x|, |y|) / max(|x|, |y|) in [0, 1] (no division
@@ -1757,33 +1737,33 @@ static int atan_unit(dctx *c, int r)
  * 0; a NaN operand: NaN */
 static int atan2_of(dctx *c, int y, int x)
 {
-    int ay = un(c, "aten.abs.default", y), ax = un(c, "aten.abs.default", x);
-    int mx = bin(c, "aten.maximum.default", ax, ay), mn = bin(c, "aten.minimum.default", ax, ay);
-    int a = atan_unit(c, bin(c, "aten.div.Tensor", mn, mx));
-    a = where(c, cmpv(c, "aten.gt.Tensor", ay, ax), bins(c, "aten.add.Tensor", neg(c, a), PI / 2), a);
-    a = where(c, cmps(c, "aten.lt.Scalar", x, 0), bins(c, "aten.add.Tensor", neg(c, a), PI), a);
-    a = where(c, cmps(c, "aten.lt.Scalar", y, 0), neg(c, a), a);
-    a = where_s(c, cmps(c, "aten.eq.Scalar", mx, 0), a, 0, 1);
-    a = where(c, cmpv(c, "aten.ne.Tensor", x, x), x, a);
-    return where(c, cmpv(c, "aten.ne.Tensor", y, y), y, a);
+    int ay = dc_un(c, "aten.abs.default", y), ax = dc_un(c, "aten.abs.default", x);
+    int mx = dc_bin(c, "aten.maximum.default", ax, ay), mn = dc_bin(c, "aten.minimum.default", ax, ay);
+    int a = atan_unit(c, dc_bin(c, "aten.div.Tensor", mn, mx));
+    a = dc_where(c, dc_cmpv(c, "aten.gt.Tensor", ay, ax), dc_bins(c, "aten.add.Tensor", dc_neg(c, a), PI / 2), a);
+    a = dc_where(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dc_bins(c, "aten.add.Tensor", dc_neg(c, a), PI), a);
+    a = dc_where(c, dc_cmps(c, "aten.lt.Scalar", y, 0), dc_neg(c, a), a);
+    a = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", mx, 0), a, 0, 1);
+    a = dc_where(c, dc_cmpv(c, "aten.ne.Tensor", x, x), x, a);
+    return dc_where(c, dc_cmpv(c, "aten.ne.Tensor", y, y), y, a);
 }
 
 /* atan(x): atan(|x|) or pi/2 - atan(1/|x|) above 1, the sign restored */
 static int atan_of(dctx *c, int x)
 {
-    int ax = un(c, "aten.abs.default", x), big = cmps(c, "aten.gt.Scalar", ax, 1);
-    int a = atan_unit(c, where(c, big, un(c, "aten.reciprocal.default", ax), ax));
-    a = where(c, big, bins(c, "aten.add.Tensor", neg(c, a), PI / 2), a);
-    return where(c, cmps(c, "aten.lt.Scalar", x, 0), neg(c, a), a);
+    int ax = dc_un(c, "aten.abs.default", x), big = dc_cmps(c, "aten.gt.Scalar", ax, 1);
+    int a = atan_unit(c, dc_where(c, big, dc_un(c, "aten.reciprocal.default", ax), ax));
+    a = dc_where(c, big, dc_bins(c, "aten.add.Tensor", dc_neg(c, a), PI / 2), a);
+    return dc_where(c, dc_cmps(c, "aten.lt.Scalar", x, 0), dc_neg(c, a), a);
 }
 
 /* asin(x) = atan2(x, sqrt((1 - x)(1 + x))), acos(x) = atan2(sqrt(..), x);
  * (1 - x)(1 + x) rather than 1 - x*x: 1 - x is exact near 1 */
 static int r_atan(dctx *c, const gr_node *n, int *out)
 {
-    int x = fx(c, val(c, n, 0, "self"));
+    int x = dc_fx(c, dc_val(c, n, 0, "self"));
     if (!strcmp(n->base, "atan2")) {
-        int o = fx(c, val(c, n, 1, "other"));
+        int o = dc_fx(c, dc_val(c, n, 1, "other"));
         out[0] = atan2_of(c, x, o);
         return 1;
     }
@@ -1791,8 +1771,8 @@ static int r_atan(dctx *c, const gr_node *n, int *out)
         out[0] = atan_of(c, x);
         return 1;
     }
-    int q = bin(c, "aten.mul.Tensor", bins(c, "aten.add.Tensor", neg(c, x), 1), bins(c, "aten.add.Tensor", x, 1));
-    int s = un(c, "aten.sqrt.default", q);
+    int q = dc_bin(c, "aten.mul.Tensor", dc_bins(c, "aten.add.Tensor", dc_neg(c, x), 1), dc_bins(c, "aten.add.Tensor", x, 1));
+    int s = dc_un(c, "aten.sqrt.default", q);
     out[0] = !strcmp(n->base, "asin") ? atan2_of(c, x, s) : atan2_of(c, s, x);
     return 1;
 }
@@ -1803,26 +1783,26 @@ static int r_atan(dctx *c, const gr_node *n, int *out)
  * z*z*0.5 * (1/beta) : z - beta/2 (beta 0: z). */
 static int r_loss(dctx *c, const gr_node *n, int *out)
 {
-    int d = bin(c, "aten.sub.Tensor", val(c, n, 0, "self"), val(c, n, 1, "target"));
-    int64_t red_mode = (int64_t)num(c, n, 2, "reduction", 1);
+    int d = dc_bin(c, "aten.sub.Tensor", dc_val(c, n, 0, "self"), dc_val(c, n, 1, "target"));
+    int64_t red_mode = (int64_t)dc_num(c, n, 2, "reduction", 1);
     int e;
     if (!strcmp(n->base, "mse_loss")) {
-        e = bin(c, "aten.mul.Tensor", d, d);
+        e = dc_bin(c, "aten.mul.Tensor", d, d);
     } else {
-        int z = un(c, "aten.abs.default", d), hub = !strcmp(n->base, "huber_loss");
-        double th = num(c, n, 3, hub ? "delta" : "beta", 1);
-        int q = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", z, z), 0.5);
-        int l = bins(c, "aten.sub.Tensor", z, th / 2);
+        int z = dc_un(c, "aten.abs.default", d), hub = !strcmp(n->base, "huber_loss");
+        double th = dc_num(c, n, 3, hub ? "delta" : "beta", 1);
+        int q = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", z, z), 0.5);
+        int l = dc_bins(c, "aten.sub.Tensor", z, th / 2);
         if (hub)
-            l = scale(c, l, th);
-        e = th > 0 ? where(c, cmps(c, "aten.lt.Scalar", z, th), hub ? q : scale(c, q, 1 / th), l) : z;
+            l = dc_scale(c, l, th);
+        e = th > 0 ? dc_where(c, dc_cmps(c, "aten.lt.Scalar", z, th), hub ? q : dc_scale(c, q, 1 / th), l) : z;
     }
     if (red_mode < 0 || red_mode > 2)
-        fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum)");
+        dc_fail(c, "reduction must be 0 (none), 1 (mean) or 2 (sum)");
     if (red_mode) {
         int64_t dims[GR_MAX_RANK], count;
         int nd = red_dims(c, e, -1, NULL, dims, &count);
-        e = red_mode == 1 ? mean(c, e, nd, dims, 0, count) : red(c, "aten.sum.dim_IntList", e, nd, dims, 0);
+        e = red_mode == 1 ? mean(c, e, nd, dims, 0, count) : dc_red(c, "aten.sum.dim_IntList", e, nd, dims, 0);
     }
     out[0] = e;
     return 1;
@@ -1835,10 +1815,10 @@ static int r_loss(dctx *c, const gr_node *n, int *out)
 static int per_channel(dctx *c, int p, int rank)
 {
     int64_t shape[GR_MAX_RANK];
-    shape[0] = numel(&c->d->values[p].type);
+    shape[0] = dc_numel(&c->d->values[p].type);
     for (int d = 1; d < rank - 1; d++)
         shape[d] = 1;
-    return reshape(c, p, rank - 1, shape);
+    return dc_reshape(c, p, rank - 1, shape);
 }
 
 /* native_batch_norm(input, weight, bias, running_mean, running_var, training,
@@ -1851,43 +1831,43 @@ static int per_channel(dctx *c, int p, int rank)
 static int r_batch_norm(dctx *c, const gr_node *n, int *out)
 {
     int legit = n->base[0] == '_';
-    int x = val(c, n, 0, "input"), w = opt_val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
-    int rm = opt_val(c, n, 3, "running_mean"), rv = opt_val(c, n, 4, "running_var");
+    int x = dc_val(c, n, 0, "input"), w = dc_opt_val(c, n, 1, "weight"), b = dc_opt_val(c, n, 2, "bias");
+    int rm = dc_opt_val(c, n, 3, "running_mean"), rv = dc_opt_val(c, n, 4, "running_var");
     const gr_arg *tr = legit ? NULL : gr_node_arg(n, 5, "training");
     int training = tr && tr->kind == GR_ARG_BOOL && tr->i;
-    double eps = num(c, n, legit ? 6 : 7, "eps", 1e-5);
-    gr_ttype t = T(c, x);
+    double eps = dc_num(c, n, legit ? 6 : 7, "eps", 1e-5);
+    gr_ttype t = dc_T(c, x);
     if (t.rank < 2)
-        fail(c, "input must have a channel dimension (rank 2 or more)");
+        dc_fail(c, "input must have a channel dimension (rank 2 or more)");
     int64_t C = t.shape[1];
     int y;
     if (training) {
-        int64_t dims[GR_MAX_RANK], count = numel(&t) / (C ? C : 1);
+        int64_t dims[GR_MAX_RANK], count = dc_numel(&t) / (C ? C : 1);
         int nd = 0;
         for (int d = 0; d < t.rank; d++)
             if (d != 1)
                 dims[nd++] = d;
         if (!count || !C)
-            fail(c, "the batch statistics of an empty input");
-        int m = mean(c, x, nd, dims, 1, count), xc = bin(c, "aten.sub.Tensor", x, m);
-        int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", sum_sq(c, xc, nd, dims, 1, count, (double)count), eps));
-        y = bin(c, "aten.mul.Tensor", xc, rstd);
-        out[1] = reshape(c, m, 1, &C);
-        out[2] = reshape(c, rstd, 1, &C);
+            dc_fail(c, "the batch statistics of an empty input");
+        int m = mean(c, x, nd, dims, 1, count), xc = dc_bin(c, "aten.sub.Tensor", x, m);
+        int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", sum_sq(c, xc, nd, dims, 1, count, (double)count), eps));
+        y = dc_bin(c, "aten.mul.Tensor", xc, rstd);
+        out[1] = dc_reshape(c, m, 1, &C);
+        out[2] = dc_reshape(c, rstd, 1, &C);
     } else {
         if (rm < 0 || rv < 0)
-            fail(c, "needs running_mean and running_var when not training");
-        int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", rv, eps));
-        y = bin(c, "aten.mul.Tensor", bin(c, "aten.sub.Tensor", x, per_channel(c, rm, t.rank)),
+            dc_fail(c, "needs running_mean and running_var when not training");
+        int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", rv, eps));
+        y = dc_bin(c, "aten.mul.Tensor", dc_bin(c, "aten.sub.Tensor", x, per_channel(c, rm, t.rank)),
                 per_channel(c, rstd, t.rank));
         const int64_t zero = 0;
-        out[1] = full(c, 1, &zero, 0, GR_F32);
-        out[2] = full(c, 1, &zero, 0, GR_F32);
+        out[1] = dc_full(c, 1, &zero, 0, GR_F32);
+        out[2] = dc_full(c, 1, &zero, 0, GR_F32);
     }
     if (w >= 0)
-        y = bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
+        y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
     if (b >= 0)
-        y = bin(c, "aten.add.Tensor", y, per_channel(c, b, t.rank));
+        y = dc_bin(c, "aten.add.Tensor", y, per_channel(c, b, t.rank));
     out[0] = y;
     return 3;
 }
@@ -1897,27 +1877,27 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
  * layer norm, seen back; weight and bias per channel. */
 static int r_group_norm(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "input"), w = opt_val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
-    int64_t G = (int64_t)num(c, n, 6, "group", 0);
-    double eps = num(c, n, 7, "eps", 1e-5);
-    gr_ttype t = T(c, x);
+    int x = dc_val(c, n, 0, "input"), w = dc_opt_val(c, n, 1, "weight"), b = dc_opt_val(c, n, 2, "bias");
+    int64_t G = (int64_t)dc_num(c, n, 6, "group", 0);
+    double eps = dc_num(c, n, 7, "eps", 1e-5);
+    gr_ttype t = dc_T(c, x);
     if (t.rank < 2 || G <= 0 || t.shape[1] % G)
-        fail(c, "the groups must divide the input's channels (dim 1)");
-    int64_t N = t.shape[0], per = N && G ? numel(&t) / (N * G) : 0;
+        dc_fail(c, "the groups must divide the input's channels (dim 1)");
+    int64_t N = t.shape[0], per = N && G ? dc_numel(&t) / (N * G) : 0;
     if (!per)
-        fail(c, "the statistics of an empty group");
+        dc_fail(c, "the statistics of an empty group");
     int64_t gs[3] = {N, G, per}, last = 2, ns[2] = {N, G};
-    int xs = reshape(c, x, 3, gs);
-    int m = mean(c, xs, 1, &last, 1, per), xc = bin(c, "aten.sub.Tensor", xs, m);
-    int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", sum_sq(c, xc, 1, &last, 1, per, (double)per), eps));
-    int y = reshape(c, bin(c, "aten.mul.Tensor", xc, rstd), t.rank, t.shape);
+    int xs = dc_reshape(c, x, 3, gs);
+    int m = mean(c, xs, 1, &last, 1, per), xc = dc_bin(c, "aten.sub.Tensor", xs, m);
+    int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", sum_sq(c, xc, 1, &last, 1, per, (double)per), eps));
+    int y = dc_reshape(c, dc_bin(c, "aten.mul.Tensor", xc, rstd), t.rank, t.shape);
     if (w >= 0)
-        y = bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
+        y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
     if (b >= 0)
-        y = bin(c, "aten.add.Tensor", y, per_channel(c, b, t.rank));
+        y = dc_bin(c, "aten.add.Tensor", y, per_channel(c, b, t.rank));
     out[0] = y;
-    out[1] = reshape(c, m, 2, ns);
-    out[2] = reshape(c, rstd, 2, ns);
+    out[1] = dc_reshape(c, m, 2, ns);
+    out[2] = dc_reshape(c, rstd, 2, ns);
     return 3;
 }
 
@@ -1944,9 +1924,9 @@ static pool2d pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
     int64_t v[4][2] = {{0}, {0}, {0, 0}, {1, 1}};
     const char *keys[4] = {"kernel_size", "stride", "padding", "dilation"};
     for (int i = 0; i < (with_dilation ? 4 : 3); i++) {
-        int cnt = ints(c, n, i + 1, keys[i], v[i]);
+        int cnt = dc_ints(c, n, i + 1, keys[i], v[i]);
         if (cnt > 2 || (i == 0 && cnt <= 0))
-            fail(c, "argument %s must be one or two ints", keys[i]);
+            dc_fail(c, "argument %s must be one or two ints", keys[i]);
         if (cnt == 1)
             v[i][1] = v[i][0];
         if (i == 1 && cnt <= 0)
@@ -1954,17 +1934,17 @@ static pool2d pool_args(dctx *c, const gr_node *n, int x, int with_dilation)
     }
     const gr_arg *cm = gr_node_arg(n, with_dilation ? 5 : 4, "ceil_mode");
     int ceil_mode = cm && cm->kind == GR_ARG_BOOL && cm->i;
-    gr_ttype t = T(c, x);
-    if (t.rank < 3 || !is_float(t.dtype))
-        fail(c, "input must be a float tensor of rank 3 or more");
+    gr_ttype t = dc_T(c, x);
+    if (t.rank < 3 || !dc_is_float(t.dtype))
+        dc_fail(c, "input must be a float tensor of rank 3 or more");
     for (int a = 0; a < 2; a++) {
         g.k[a] = v[0][a], g.s[a] = v[1][a], g.p[a] = v[2][a], g.d[a] = v[3][a];
         if (g.k[a] <= 0 || g.s[a] <= 0 || g.d[a] <= 0 || g.p[a] < 0 || 2 * g.p[a] > g.k[a])
-            fail(c, "kernel, stride and dilation must be positive, padding at most half the kernel");
+            dc_fail(c, "kernel, stride and dilation must be positive, padding at most half the kernel");
         g.in[a] = t.shape[t.rank - 2 + a];
         g.out[a] = pool_extent(g.in[a], g.k[a], g.s[a], g.p[a], g.d[a], ceil_mode);
         if (g.out[a] <= 0 || !g.in[a])
-            fail(c, "the pooling has an empty input or output");
+            dc_fail(c, "the pooling has an empty input or output");
     }
     return g;
 }
@@ -1980,19 +1960,19 @@ static int pool_pad(dctx *c, int x, const pool2d *g, double v)
     }
     if (!pad[0] && !pad[1] && !pad[2] && !pad[3])
         return x;
-    gr_ttype t = T(c, x);
+    gr_ttype t = dc_T(c, x);
     t.shape[t.rank - 2] += pad[2] + pad[3];
     t.shape[t.rank - 1] += pad[0] + pad[1];
-    return EMIT(c, "aten.constant_pad_nd.default", t, A_val(x), A_ints(4, pad), A_num(v));
+    return DC_EMIT(c, "aten.constant_pad_nd.default", t, da_val(x), da_ints(4, pad), da_num(v));
 }
 
 /* Window element (i, j) of every output position: a strided slice of the padded x. */
 static int pool_tap(dctx *c, int xp, const pool2d *g, int64_t i, int64_t j)
 {
-    int r = T(c, xp).rank;
+    int r = dc_T(c, xp).rank;
     int64_t h0 = i * g->d[0], w0 = j * g->d[1];
-    int y = slice(c, xp, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
-    return slice(c, y, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
+    int y = dc_slice(c, xp, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
+    return dc_slice(c, y, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
 }
 
 /* The flat input index h * W + w of window element (i, j) at each output
@@ -2001,11 +1981,11 @@ static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
 {
     int64_t W = g->in[1], h0 = i * g->d[0] - g->p[0], w0 = j * g->d[1] - g->p[1];
     gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {g->out[0]}}, tw = {.dtype = GR_I64, .rank = 1, .shape = {g->out[1]}};
-    int rows = EMIT(c, "aten.arange.start_step", th, A_int(h0 * W), A_int((h0 + g->out[0] * g->s[0]) * W),
-                    A_int(g->s[0] * W), A_kw("dtype", A_dtype(GR_I64)));
-    int cols = EMIT(c, "aten.arange.start_step", tw, A_int(w0), A_int(w0 + g->out[1] * g->s[1]), A_int(g->s[1]),
-                    A_kw("dtype", A_dtype(GR_I64)));
-    return bin(c, "aten.add.Tensor", unsqueeze(c, rows, 1), cols);
+    int rows = DC_EMIT(c, "aten.arange.start_step", th, da_int(h0 * W), da_int((h0 + g->out[0] * g->s[0]) * W),
+                    da_int(g->s[0] * W), da_kw("dtype", da_dtype(GR_I64)));
+    int cols = DC_EMIT(c, "aten.arange.start_step", tw, da_int(w0), da_int(w0 + g->out[1] * g->s[1]), da_int(g->s[1]),
+                    da_kw("dtype", da_dtype(GR_I64)));
+    return dc_bin(c, "aten.add.Tensor", dc_unsqueeze(c, rows, 1), cols);
 }
 
 /* max_pool2d_with_indices(self, kernel_size, stride=[], padding=0,
@@ -2014,13 +1994,13 @@ static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
  * window element equal to the maximum (or NaN), a where chain. */
 static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     pool2d g = pool_args(c, n, x, 1);
     int xp = pool_pad(c, x, &g, -INFINITY), m = -1, ix = -1;
     for (int64_t i = 0; i < g.k[0]; i++)
         for (int64_t j = 0; j < g.k[1]; j++) {
             int tap = pool_tap(c, xp, &g, i, j);
-            m = m < 0 ? tap : bin(c, "aten.maximum.default", m, tap);
+            m = m < 0 ? tap : dc_bin(c, "aten.maximum.default", m, tap);
         }
     for (int64_t q = g.k[0] * g.k[1] - 1; q >= 0; q--) {
         int64_t i = q / g.k[1], j = q % g.k[1];
@@ -2030,12 +2010,12 @@ static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
             continue;
         }
         int tap = pool_tap(c, xp, &g, i, j);
-        int hit = bin(c, "aten.logical_or.default", cmpv(c, "aten.eq.Tensor", tap, m),
-                      cmpv(c, "aten.ne.Tensor", tap, tap));
-        ix = where(c, hit, flat, ix);
+        int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
+                      dc_cmpv(c, "aten.ne.Tensor", tap, tap));
+        ix = dc_where(c, hit, flat, ix);
     }
     out[0] = m;
-    out[1] = expand(c, ix, T(c, m).rank, T(c, m).shape);
+    out[1] = dc_expand(c, ix, dc_T(c, m).rank, dc_T(c, m).shape);
     return 2;
 }
 
@@ -2046,11 +2026,11 @@ static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
  * the same sum over a padded tensor of ones. */
 static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     pool2d g = pool_args(c, n, x, 0);
     const gr_arg *ci = gr_node_arg(n, 5, "count_include_pad");
     int incl = !(ci && ci->kind == GR_ARG_BOOL && !ci->i);
-    double div = num(c, n, 6, "divisor_override", 0);
+    double div = dc_num(c, n, 6, "divisor_override", 0);
     int xp = pool_pad(c, x, &g, 0), s = -1, cnt = -1;
     /* the count: ones over the input (and its padding when counted; PyTorch
      * counts padding up to in + pad, not the ceil_mode overhang) */
@@ -2058,17 +2038,17 @@ static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
     pool2d gc = g;
     if (incl)
         gc.in[0] = ext[0], gc.in[1] = ext[1], gc.p[0] = gc.p[1] = 0;
-    int ones = div > 0 ? -1 : pool_pad(c, full(c, 2, ext, 1, GR_F32), &gc, 0);
+    int ones = div > 0 ? -1 : pool_pad(c, dc_full(c, 2, ext, 1, GR_F32), &gc, 0);
     for (int64_t i = 0; i < g.k[0]; i++)
         for (int64_t j = 0; j < g.k[1]; j++) {
             int tap = pool_tap(c, xp, &g, i, j);
-            s = s < 0 ? tap : bin(c, "aten.add.Tensor", s, tap);
+            s = s < 0 ? tap : dc_bin(c, "aten.add.Tensor", s, tap);
             if (ones >= 0) {
                 int ct = pool_tap(c, ones, &gc, i, j);
-                cnt = cnt < 0 ? ct : bin(c, "aten.add.Tensor", cnt, ct);
+                cnt = cnt < 0 ? ct : dc_bin(c, "aten.add.Tensor", cnt, ct);
             }
         }
-    out[0] = div > 0 ? bins(c, "aten.div.Tensor", s, div) : bin(c, "aten.div.Tensor", s, cnt);
+    out[0] = div > 0 ? dc_bins(c, "aten.div.Tensor", s, div) : dc_bin(c, "aten.div.Tensor", s, cnt);
     return 1;
 }
 
@@ -2076,17 +2056,17 @@ static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
  * extent evenly: avg_pool2d with kernel = stride = in / out (else refused) */
 static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = dc_val(c, n, 0, "self");
     int64_t os[2];
-    gr_ttype t = T(c, x);
-    if (ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !is_float(t.dtype))
-        fail(c, "needs a float input of rank 3 or more and two output sizes");
+    gr_ttype t = dc_T(c, x);
+    if (dc_ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !dc_is_float(t.dtype))
+        dc_fail(c, "needs a float input of rank 3 or more and two output sizes");
     pool2d g = {.s = {0}};
     for (int a = 0; a < 2; a++) {
         g.in[a] = t.shape[t.rank - 2 + a];
         g.out[a] = os[a];
         if (os[a] <= 0 || g.in[a] % os[a])
-            fail(c, "the output size %lld does not divide the input's %lld (uneven windows are not lowered)",
+            dc_fail(c, "the output size %lld does not divide the input's %lld (uneven windows are not lowered)",
                  (long long)os[a], (long long)g.in[a]);
         g.k[a] = g.s[a] = g.in[a] / os[a];
         g.p[a] = 0, g.d[a] = 1;
@@ -2095,9 +2075,9 @@ static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
     for (int64_t i = 0; i < g.k[0]; i++)
         for (int64_t j = 0; j < g.k[1]; j++) {
             int tap = pool_tap(c, x, &g, i, j);
-            s = s < 0 ? tap : bin(c, "aten.add.Tensor", s, tap);
+            s = s < 0 ? tap : dc_bin(c, "aten.add.Tensor", s, tap);
         }
-    out[0] = bins(c, "aten.div.Tensor", s, (double)(g.k[0] * g.k[1]));
+    out[0] = dc_bins(c, "aten.div.Tensor", s, (double)(g.k[0] * g.k[1]));
     return 1;
 }
 
@@ -2105,7 +2085,7 @@ static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
 
 static const struct {
     const char *op; /* base name: the ATen op without namespace and overload */
-    rule_fn fn;
+    dc_rule_fn fn;
     const char *into;
 } rules[] = {
     {"native_layer_norm", r_native_layer_norm, "(out, mean, rstd): mean = sum/N, xc = x - mean, "
@@ -2256,6 +2236,35 @@ static const struct {
     {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sum of the k*k strided slices, div by divisor_override or "
                                  "the same sum over padded ones"},
     {"_adaptive_avg_pool2d", r_adaptive_avg_pool2d, "output dividing the input: sum of strided slices, div"},
+    {"std_mean", r_var, "(std, mean) as var, then sqrt"},
+    {"argmax", dc_r_argmax, "m = amax (kept), amin(where(x == m or x != x, arange, n)): the first extreme, NaN first"},
+    {"argmin", dc_r_argmax, "as argmax with amin"},
+    {"max", dc_r_max_dim, "with dim: (amax, as argmax); without: amax over all; with other: maximum"},
+    {"min", dc_r_max_dim, "as max with amin, minimum"},
+    {"aminmax", dc_r_aminmax, "(amin, amax)"},
+    {"count_nonzero", dc_r_count_nonzero, "sum(x != 0)"},
+    {"sort", dc_r_sort, "rank_i = sum_j (x_j before x_i, or equal and j < i); out[r] = sum_i where(rank_i == r, x_i, 0), "
+                        "indices alike (n*n per row; NaN last)"},
+    {"argsort", dc_r_sort, "as sort, indices"},
+    {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
+    {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
+    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
+    {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
+    {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
+                                        "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
+    {"cumsum", dc_r_cumsum, "rows times U, U[k][i] = (k <= i), an mm on the PT units (float only)"},
+    {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
+    {"rot90", dc_r_rot90, "flip and transpose"},
+    {"diag", dc_r_diag, "vector: where(j - i == k, x shifted along the columns, 0); matrix: diagonal"},
+    {"trace", dc_r_trace, "sum(diagonal)"},
+    {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
+    {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
+    {"narrow_copy", dc_r_narrow_copy, "slice"},
+    {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
+    {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
+    {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
+    {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
+    {"linalg_vector_norm", dc_r_norm, "as norm"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */
@@ -2273,7 +2282,7 @@ void cc_decompositions_print(FILE *f)
         fprintf(f, "%-28s -> %s\n", rules[i].op, rule_into(i));
 }
 
-static rule_fn find_rule(const char *base)
+static dc_rule_fn find_rule(const char *base)
 {
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (!strcmp(rules[i].op, base))
@@ -2295,17 +2304,17 @@ static void check_results(dctx *c, const gr_node *n, const int *res, int nres)
     int want = v->ntuple ? v->ntuple : 1;
     char dt[256], pt[256];
     if (nres != want)
-        fail(c, "%%%s is declared with %d results but the op produces %d", v->name, want, nres);
+        dc_fail(c, "%%%s is declared with %d results but the op produces %d", v->name, want, nres);
     for (int i = 0; i < nres; i++) {
         const gr_ttype *decl = v->ntuple ? &v->tuple[i] : &v->type;
-        gr_ttype got = T(c, res[i]);
+        gr_ttype got = dc_T(c, res[i]);
         if (same_type(decl, &got))
             continue;
         gr_ttype_str(decl, dt, sizeof dt);
         gr_ttype_str(&got, pt, sizeof pt);
         if (v->ntuple)
-            fail(c, "result %d of %%%s is declared %s but the op produces %s", i, v->name, dt, pt);
-        fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
+            dc_fail(c, "result %d of %%%s is declared %s but the op produces %s", i, v->name, dt, pt);
+        dc_fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
     }
 }
 
@@ -2321,7 +2330,7 @@ static void copy_node(dctx *c, const gr_node *n)
     gr_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
     for (int i = 0; i < n->nargs; i++)
         args[i] = arg_copy(c, &n->args[i]);
-    int out = emit(c, n->op, v->type, n->nargs, args);
+    int out = dc_emit(c, n->op, v->type, n->nargs, args);
     free(args);
     free(c->d->values[out].name);
     c->d->values[out].name = ir_xstrdup(v->name);
@@ -2332,17 +2341,17 @@ static void getitem(dctx *c, const gr_node *n)
 {
     const gr_arg *t = gr_node_arg(n, 0, NULL), *i = gr_node_arg(n, 1, NULL);
     if (!t || t->kind != GR_ARG_VALUE || !i || i->kind != GR_ARG_INT)
-        fail(c, "expected getitem(%%tuple, index)");
+        dc_fail(c, "expected getitem(%%tuple, index)");
     const gr_value *tv = &c->g->values[t->value];
     if (!c->tmap[t->value] || i->i < 0 || i->i >= tv->ntuple)
-        fail(c, "%%%s has no element %lld", tv->name, (long long)i->i);
+        dc_fail(c, "%%%s has no element %lld", tv->name, (long long)i->i);
     int v = c->tmap[t->value][i->i];
     const gr_value *out = &c->g->values[n->out];
     if (!same_type(&out->type, &c->d->values[v].type)) {
         char dt[256], pt[256];
         gr_ttype_str(&out->type, dt, sizeof dt);
         gr_ttype_str(&c->d->values[v].type, pt, sizeof pt);
-        fail(c, "%%%s is declared %s but element %lld of %%%s is %s", out->name, dt, (long long)i->i, tv->name, pt);
+        dc_fail(c, "%%%s is declared %s but element %lld of %%%s is %s", out->name, dt, (long long)i->i, tv->name, pt);
     }
     /* The element takes the name the graph gives it, unless it is a value
      * of its own (an identity's input). */
@@ -2363,7 +2372,7 @@ static void decompose_node(dctx *c, int id)
         getitem(c, n);
         return;
     }
-    rule_fn fn = find_rule(n->base);
+    dc_rule_fn fn = find_rule(n->base);
     const gr_value *v = &c->g->values[n->out];
     int *res = c->res;
     int nres = fn ? fn(c, n, res) : 0;

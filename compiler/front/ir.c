@@ -1141,6 +1141,8 @@ void ir_print_dgraph(const ir_prog *p, FILE *f)
         for (int i = 0; i < nd->nargs; i++) {
             if (i)
                 fputs(", ", f);
+            if (nd->args[i].key) /* keyword arguments as the graph format has them: the dump reads back */
+                fprintf(f, "%s=", nd->args[i].key);
             gr_arg_print(d, &nd->args[i], f);
         }
         if (strcmp(s->op, nd->op))

@@ -1412,6 +1412,79 @@ static void l_slice(lctx *c, int out, int opi)
     view_as(c, out, x, &t, coords);
 }
 
+/* flip(self, dims): coordinate n - 1 - i along each flipped dim. */
+static void l_flip(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    gr_ttype xt = *vtype(c, x);
+    int64_t dims[GR_MAX_RANK];
+    int nd = ints(c, 1, "dims", dims);
+    ir_index coords[GR_MAX_RANK];
+    for (int d = 0; d < xt.rank; d++)
+        coords[d] = ir_idx_var(d);
+    for (int i = 0; i < nd; i++) {
+        int d = normdim(c, dims[i], xt.rank);
+        coords[d].coef[d] = -1;
+        coords[d].offset = xt.shape[d] - 1;
+    }
+    view_as(c, out, x, &xt, coords);
+}
+
+/* diagonal(self, offset, dim1, dim2): the other dims, then the diagonal's
+ * position p: dim1 at p + max(-offset, 0), dim2 at p + max(offset, 0). */
+static void l_diagonal(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    gr_ttype xt = *vtype(c, x), t = xt;
+    if (xt.rank < 2)
+        fail(c, "diagonal needs two dimensions");
+    int64_t off = (int64_t)num(c, 1, "offset", 0);
+    int d1 = normdim(c, (int64_t)num(c, 2, "dim1", 0), xt.rank), d2 = normdim(c, (int64_t)num(c, 3, "dim2", 1), xt.rank);
+    if (d1 == d2)
+        fail(c, "dim1 and dim2 must differ");
+    int64_t o1 = off < 0 ? -off : 0, o2 = off > 0 ? off : 0;
+    int64_t len = xt.shape[d1] - o1 < xt.shape[d2] - o2 ? xt.shape[d1] - o1 : xt.shape[d2] - o2;
+    ir_index coords[GR_MAX_RANK];
+    t.rank = 0;
+    for (int d = 0; d < xt.rank; d++)
+        if (d != d1 && d != d2) {
+            coords[d] = ir_idx_var(t.rank);
+            t.shape[t.rank++] = xt.shape[d];
+        }
+    int p = t.rank;
+    t.shape[t.rank++] = len < 0 ? 0 : len;
+    coords[d1] = ir_idx_var(p);
+    coords[d1].offset = o1;
+    coords[d2] = ir_idx_var(p);
+    coords[d2].offset = o2;
+    view_as(c, out, x, &t, coords);
+}
+
+/* unfold(self, dimension, size, step): windows along dim as a new last
+ * dim: coordinate w*step + e. */
+static void l_unfold(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "self");
+    gr_ttype xt = *vtype(c, x), t = xt;
+    int64_t size = (int64_t)num(c, 2, "size", 0), step = (int64_t)num(c, 3, "step", 1);
+    if (xt.rank == 0 || xt.rank >= GR_MAX_RANK)
+        fail(c, "unfold needs one to %d dimensions", GR_MAX_RANK - 1);
+    int d = normdim(c, (int64_t)num(c, 1, "dimension", 0), xt.rank);
+    if (size < 0 || size > xt.shape[d] || step < 1)
+        fail(c, "size %lld or step %lld out of range", (long long)size, (long long)step);
+    ir_index coords[GR_MAX_RANK];
+    for (int i = 0; i < xt.rank; i++)
+        coords[i] = ir_idx_var(i);
+    coords[d].coef[d] = step;
+    coords[d].coef[xt.rank] = 1;
+    t.shape[d] = (xt.shape[d] - size) / step + 1;
+    t.shape[t.rank++] = size;
+    view_as(c, out, x, &t, coords);
+}
+
 static void l_select(lctx *c, int out, int opi)
 {
     (void)opi;
@@ -1518,6 +1591,8 @@ static const struct {
     {"transpose", l_transpose, 0},     {"expand", l_expand, 0},
     {"slice", l_slice, 0},             {"select", l_select, 0},
     {"unsqueeze", l_unsqueeze, 0},     {"squeeze", l_squeeze, 0},
+    {"flip", l_flip, 0},               {"diagonal", l_diagonal, 0},
+    {"unfold", l_unfold, 0},
 };
 
 /* ---- The pass ---- */

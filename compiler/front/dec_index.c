@@ -1,0 +1,366 @@
+/* dec_index.c: decompositions of the ops that pick elements by position or
+ * by rank: argmax/argmin, max/min with indices, sort, topk, gather,
+ * scatter_add, index_fill, nll_loss, cumsum, roll, rot90, diag, trace and
+ * the scatters of slices.  The device has no gather by a computed index
+ * beyond row lookups and no sort network, so each becomes a comparison
+ * against a position (arange) and a sum or a min over it: one-hot
+ * selection, exact in DL16 while positions stay within 1024 (intexact.c
+ * refuses beyond).  Their cost is the size of the compared axis per
+ * element, which is what the docs say (docs/compiler.md, Decomposition). */
+#include "decompose.h"
+
+#include <math.h>
+#include <string.h>
+
+/* arange(n) as int64, shaped [1, .., n, .., 1]: rank dims, n at dim d. */
+static int iota(dctx *c, int64_t n, int rank, int d)
+{
+    gr_ttype t = {.dtype = GR_I64, .rank = 1, .shape = {n}};
+    int a = DC_EMIT(c, "aten.arange.default", t, da_int(n), da_kw("dtype", da_dtype(GR_I64)));
+    if (rank <= 1)
+        return a;
+    int64_t shape[GR_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        shape[i] = i == d ? n : 1;
+    return dc_reshape(c, a, rank, shape);
+}
+
+static int permute(dctx *c, int x, const int64_t *perm)
+{
+    gr_ttype t = dc_T(c, x), u = t;
+    for (int i = 0; i < t.rank; i++)
+        u.shape[i] = t.shape[perm[i]];
+    return DC_EMIT(c, "aten.permute.default", u, da_val(x), da_ints(t.rank, perm));
+}
+
+/* x with dim d moved last (back: 0), or last moved back to d (back: 1). */
+static int move_last(dctx *c, int x, int d, int back)
+{
+    int r = dc_T(c, x).rank;
+    if (d == r - 1)
+        return x;
+    int64_t perm[GR_MAX_RANK];
+    for (int i = 0, k = 0; i < r; i++) {
+        if (!back)
+            perm[i] = i == r - 1 ? d : k + (k >= d);
+        else
+            perm[i] = i < d ? i : i == d ? r - 1 : i - 1;
+        if (!back && i < r - 1)
+            k++;
+    }
+    return permute(c, x, perm);
+}
+
+static int lnot(dctx *c, int a)
+{
+    gr_ttype t = dc_T(c, a);
+    t.dtype = GR_BOOL;
+    return DC_EMIT(c, "aten.logical_not.default", t, da_val(a));
+}
+
+/* a < b as sort orders floats: NaN after every number (desc: a > b, NaN
+ * before every number). */
+static int before(dctx *c, int a, int b, int desc)
+{
+    int lt = dc_cmpv(c, desc ? "aten.gt.Tensor" : "aten.lt.Tensor", a, b);
+    int anan = dc_cmpv(c, "aten.ne.Tensor", a, a), bnan = dc_cmpv(c, "aten.ne.Tensor", b, b);
+    int nan_first = desc ? anan : bnan, other = desc ? bnan : anan;
+    int edge = dc_bin(c, "aten.logical_and.default", nan_first, lnot(c, other));
+    return dc_bin(c, "aten.logical_or.default", lt, edge);
+}
+
+/* The position of x's extreme along d (first one; a NaN counts as the
+ * extreme, as PyTorch's argmax), as int64 with d kept as 1 or dropped. */
+static int arg_extreme(dctx *c, int x, int d, int keep, int is_max)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t dd = d, n = t.rank ? t.shape[d] : 1, none[1] = {0};
+    if (t.rank == 0) /* a 0-d tensor's only position */
+        return dc_full(c, 0, none, 0, GR_I64);
+    int m = dc_red(c, is_max ? "aten.amax.default" : "aten.amin.default", x, 1, &dd, 1);
+    int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", x, m),
+                     dc_cmpv(c, "aten.ne.Tensor", x, x));
+    int pos = dc_where_s(c, hit, iota(c, n, t.rank, d), (double)n, 0);
+    return dc_red(c, "aten.amin.default", pos, 1, &dd, keep);
+}
+
+/* The source's dim argument, or the whole tensor flattened (dim None). */
+static int dim_or_flat(dctx *c, const gr_node *n, int *x, int pos)
+{
+    const gr_arg *a = gr_node_arg(n, pos, "dim");
+    if (!a || a->kind == GR_ARG_NONE) {
+        gr_ttype t = dc_T(c, *x);
+        int64_t all = dc_numel(&t);
+        *x = dc_reshape(c, *x, 1, &all);
+        return -1;
+    }
+    return dc_normdim(c, (int64_t)dc_num(c, n, pos, "dim", 0), dc_T(c, *x).rank);
+}
+
+int dc_r_argmax(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), keep = (int)dc_num(c, n, 2, "keepdim", 0);
+    gr_ttype t0 = dc_T(c, x);
+    int d = dim_or_flat(c, n, &x, 1);
+    out[0] = arg_extreme(c, x, d < 0 ? 0 : d, d < 0 ? 0 : keep, !strcmp(n->base, "argmax"));
+    if (d < 0 && keep) { /* keepdim without dim: every dim kept as 1 */
+        int64_t ones[GR_MAX_RANK];
+        for (int i = 0; i < t0.rank; i++)
+            ones[i] = 1;
+        out[0] = dc_reshape(c, out[0], t0.rank, ones);
+    }
+    return 1;
+}
+
+/* max.dim, min.dim: (values, indices); max(x): the value over all;
+ * max(x, other): maximum. */
+int dc_r_max_dim(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), is_max = !strcmp(n->base, "max");
+    const gr_arg *a = gr_node_arg(n, 1, "dim");
+    if (!a || a->kind == GR_ARG_NONE) {
+        out[0] = dc_red(c, is_max ? "aten.amax.default" : "aten.amin.default", x, 0, NULL, 0);
+        return 1;
+    }
+    if (a->kind == GR_ARG_VALUE) {
+        out[0] = dc_bin(c, is_max ? "aten.maximum.default" : "aten.minimum.default", x, dc_val(c, n, 1, "other"));
+        return 1;
+    }
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), dc_T(c, x).rank);
+    int keep = (int)dc_num(c, n, 2, "keepdim", 0);
+    int64_t dd = d;
+    out[0] = dc_red(c, is_max ? "aten.amax.default" : "aten.amin.default", x, 1, &dd, keep);
+    out[1] = arg_extreme(c, x, d, keep, is_max);
+    return 2;
+}
+
+int dc_r_aminmax(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), keep = (int)dc_num(c, n, 2, "keepdim", 0);
+    int d = dim_or_flat(c, n, &x, 1);
+    int64_t dd = d < 0 ? 0 : d;
+    out[0] = dc_red(c, "aten.amin.default", x, 1, &dd, d < 0 ? 0 : keep);
+    out[1] = dc_red(c, "aten.amax.default", x, 1, &dd, d < 0 ? 0 : keep);
+    return 2;
+}
+
+int dc_r_count_nonzero(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    int64_t dims[GR_MAX_RANK];
+    int nd = dc_ints(c, n, 1, "dim", dims);
+    int nz = dc_cmps(c, "aten.ne.Scalar", x, 0);
+    out[0] = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, nz, GR_I64), nd < 0 ? 0 : nd, dims, 0);
+    return 1;
+}
+
+/* sort along the last dim by rank counting: rank_i = #{j: x_j before x_i,
+ * or equal with j < i} (stable); out[r] = sum_i where(rank_i == r, x_i, 0).
+ * Only the first k ranks are produced (topk). */
+static void sort_last(dctx *c, int x, int64_t k, int desc, int *vals, int *idx)
+{
+    gr_ttype t = dc_T(c, x);
+    int r = t.rank, last = r - 1;
+    int64_t len = t.shape[last];
+    int xi = dc_unsqueeze(c, x, r), xj = dc_unsqueeze(c, x, r - 1); /* (.., n, 1), (.., 1, n) */
+    int ii = iota(c, len, r + 1, last), jj = iota(c, len, r + 1, r);
+    int tie = dc_bin(c, "aten.logical_and.default", lnot(c, before(c, xi, xj, desc)),
+                     dc_cmpv(c, "aten.lt.Tensor", jj, ii));
+    int ahead = dc_bin(c, "aten.logical_or.default", before(c, xj, xi, desc), tie);
+    int64_t rd = r;
+    int rank = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, ahead, GR_I64), 1, &rd, 0); /* (.., n) */
+    int rk = dc_unsqueeze(c, rank, r - 1);                                               /* (.., 1, n) */
+    int hit = dc_cmpv(c, "aten.eq.Tensor", rk, iota(c, k, r + 1, last));                /* (.., k, n) */
+    *vals = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, xj, 0, 0), 1, &rd, 0);
+    *idx = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, iota(c, len, r + 1, r), 0, 0), 1, &rd, 0);
+}
+
+static void sort_dim(dctx *c, int x, int d, int64_t k, int desc, int *vals, int *idx)
+{
+    if (dc_T(c, x).rank == 0) {
+        *vals = x;
+        int64_t none[1] = {0};
+        *idx = dc_full(c, 0, none, 0, GR_I64);
+        return;
+    }
+    int y = move_last(c, x, d, 0);
+    sort_last(c, y, k, desc, vals, idx);
+    *vals = move_last(c, *vals, d, 1);
+    *idx = move_last(c, *idx, d, 1);
+}
+
+int dc_r_sort(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    int r = dc_T(c, x).rank;
+    /* sort(self, dim=-1, descending=False) and sort.stable(self, *, stable, dim, descending) */
+    const gr_arg *s = gr_node_arg(n, 1, "stable");
+    int shift = s && s->kind == GR_ARG_BOOL && !s->key ? 1 : 0;
+    int d = r ? dc_normdim(c, (int64_t)dc_num(c, n, 1 + shift, "dim", -1), r) : 0;
+    int desc = (int)dc_num(c, n, 2 + shift, "descending", 0);
+    sort_dim(c, x, d, r ? dc_T(c, x).shape[d] : 1, desc, &out[0], &out[1]);
+    if (!strcmp(n->base, "argsort")) {
+        out[0] = out[1];
+        return 1;
+    }
+    return 2;
+}
+
+int dc_r_topk(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    int r = dc_T(c, x).rank;
+    int64_t k = (int64_t)dc_num(c, n, 1, "k", 0);
+    int d = r ? dc_normdim(c, (int64_t)dc_num(c, n, 2, "dim", -1), r) : 0;
+    int largest = (int)dc_num(c, n, 3, "largest", 1);
+    if (k < 0 || k > (r ? dc_T(c, x).shape[d] : 1))
+        dc_fail(c, "k = %lld is out of range", (long long)k);
+    sort_dim(c, x, d, k, largest, &out[0], &out[1]);
+    return 2;
+}
+
+/* One-hot selection along the last dim: sum_k where(pos == k, x, 0) with
+ * pos (.., 1) int64 and x (.., n): x's element at pos (pos beyond n: 0). */
+static int pick_last(dctx *c, int x, int pos)
+{
+    gr_ttype t = dc_T(c, x);
+    int last = t.rank - 1;
+    int64_t ld = last;
+    int hit = dc_cmpv(c, "aten.eq.Tensor", pos, iota(c, t.shape[last], t.rank, last));
+    return dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, x, 0, 0), 1, &ld, 0);
+}
+
+/* gather(self, dim, index): out[.., i, ..] = self[.., index[.., i, ..], ..],
+ * index no larger than self in the other dims. */
+int dc_r_gather(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    if (tx.rank != ti.rank)
+        dc_fail(c, "index has rank %d, self %d", ti.rank, tx.rank);
+    if (tx.rank == 0) {
+        out[0] = x;
+        return 1;
+    }
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    for (int i = 0; i < tx.rank; i++)
+        if (i != d && ti.shape[i] > tx.shape[i])
+            dc_fail(c, "index is larger than self in dim %d", i);
+        else if (i != d && ti.shape[i] < tx.shape[i])
+            x = dc_slice(c, x, i, 0, ti.shape[i], 1);
+    int xs = dc_unsqueeze(c, move_last(c, x, d, 0), d); /* (.., 1 at d, .., n) */
+    int64_t shape[GR_MAX_RANK];
+    gr_ttype ts = dc_T(c, xs);
+    for (int i = 0; i < ts.rank; i++)
+        shape[i] = i < tx.rank ? ti.shape[i] : ts.shape[i];
+    xs = dc_expand(c, xs, ts.rank, shape);
+    out[0] = pick_last(c, xs, dc_unsqueeze(c, ix, ti.rank));
+    return 1;
+}
+
+/* A tensor with d of extent n: t's size-m dim d padded with zeros. */
+static int pad_dim(dctx *c, int t, int d, int64_t n)
+{
+    gr_ttype tt = dc_T(c, t);
+    if (tt.shape[d] >= n)
+        return t;
+    int64_t shape[GR_MAX_RANK];
+    memcpy(shape, tt.shape, sizeof shape);
+    shape[d] = n - tt.shape[d];
+    int z = dc_full(c, tt.rank, shape, 0, tt.dtype), parts[2] = {t, z};
+    tt.shape[d] = n;
+    return DC_EMIT(c, "aten.cat.default", tt, da_vals(2, parts), da_int(d));
+}
+
+/* scatter_add(self, dim, index, src): self + the sum of src's elements
+ * sent to each position (one-hot over self's dim). */
+int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "src");
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    if (tx.rank == 0 || ti.rank != tx.rank)
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    for (int i = 0; i < tx.rank; i++) {
+        if (ti.shape[i] > dc_T(c, src).shape[i] || (i != d && ti.shape[i] > tx.shape[i]))
+            dc_fail(c, "index is larger than src or self in dim %d", i);
+        if (ti.shape[i] < dc_T(c, src).shape[i])
+            src = dc_slice(c, src, i, 0, ti.shape[i], 1);
+    }
+    if (dc_numel(&ti) == 0) {
+        out[0] = x;
+        return 1;
+    }
+    int r = tx.rank;
+    int im = dc_unsqueeze(c, move_last(c, ix, d, 0), d); /* (.., 1 at d, .., m) */
+    int sm = dc_unsqueeze(c, move_last(c, src, d, 0), d);
+    int hit = dc_cmpv(c, "aten.eq.Tensor", im, iota(c, tx.shape[d], r + 1, d));
+    int64_t ld = r;
+    int add = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, sm, 0, 0), 1, &ld, 0);
+    for (int i = 0; i < r; i++)
+        if (i != d)
+            add = pad_dim(c, add, i, tx.shape[i]);
+    out[0] = dc_bin(c, "aten.add.Tensor", x, add);
+    return 1;
+}
+
+/* index_fill(self, dim, index, value): value where the position along dim
+ * is one of index's. */
+int dc_r_index_fill(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
+    gr_ttype tx = dc_T(c, x);
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
+    int64_t len = tx.rank ? tx.shape[d] : 1, m = dc_numel((gr_ttype[]){dc_T(c, ix)});
+    ix = dc_reshape(c, ix, 1, &m);
+    int hit = dc_cmpv(c, "aten.eq.Tensor", iota(c, len, 2, 0), dc_unsqueeze(c, ix, 0)); /* (len, m) */
+    int64_t one = 1;
+    int mask = dc_cmps(c, "aten.gt.Scalar", dc_red(c, "aten.sum.dim_IntList", dc_cast(c, hit, GR_I64), 1, &one, 0), 0);
+    if (tx.rank) {
+        int64_t shape[GR_MAX_RANK];
+        for (int i = 0; i < tx.rank; i++)
+            shape[i] = i == d ? len : 1;
+        mask = dc_reshape(c, mask, tx.rank, shape);
+    } else {
+        mask = dc_reshape(c, mask, 0, &one);
+    }
+    const gr_arg *v = gr_node_arg(n, 3, "value");
+    if (v && v->kind == GR_ARG_VALUE) {
+        out[0] = dc_where(c, mask, dc_cast(c, dc_val(c, n, 3, "value"), tx.dtype), x);
+        return 1;
+    }
+    out[0] = dc_where_s(c, mask, x, dc_num(c, n, 3, "value", 0), 1);
+    return 1;
+}
+
+/* nll_loss_forward(self, target, weight, reduction, ignore_index):
+ * (loss, total_weight); the class picked one-hot. */
+int dc_r_nll_loss(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), tg = dc_val(c, n, 1, "target"), w = dc_opt_val(c, n, 2, "weight");
+    int reduction = (int)dc_num(c, n, 3, "reduction", 1);
+    double ignore = dc_num(c, n, 4, "ignore_index", -100);
+    gr_ttype tx = dc_T(c, x);
+    if (tx.rank < 1 || tx.rank > 2)
+        return 0; /* the N-d form (N, C, d1, ..) stays for the host */
+    int pos = dc_unsqueeze(c, tg, dc_T(c, tg).rank);
+    int picked = pick_last(c, x, pos);
+    int keep = dc_cast(c, dc_cmps(c, "aten.ne.Scalar", tg, ignore), tx.dtype);
+    if (w >= 0) {
+        int we = tx.rank == 2 ? dc_expand(c, dc_unsqueeze(c, w, 0), 2, tx.shape) : w;
+        keep = dc_bin(c, "aten.mul.Tensor", keep, pick_last(c, we, pos));
+    }
+    int loss = dc_neg(c, dc_bin(c, "aten.mul.Tensor", picked, keep));
+    int64_t all = 0;
+    int total = tx.rank == 2 ? dc_red(c, "aten.sum.dim_IntList", keep, 1, &all, 0) : keep;
+    if (reduction == 0) {
+        out[0] = loss;
+        int64_t none[1] = {0};
+        out[1] = dc_full(c, 0, none, 0, tx.dtype);
+        return 2;
+    }
+    int s = tx.rank == 2 ? dc_red(c, "aten.sum.dim_IntList", loss, 1, &all, 0) : loss;
+    out[0] = reduction == 1 ? dc_bin(c, "aten.div.Tensor", s, total) : s;
+    out[1] = total;
+    return 2;
+}

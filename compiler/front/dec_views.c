@@ -1,0 +1,310 @@
+/* dec_views.c: decompositions of ops that rearrange or place elements, or
+ * are small compositions of matrix products and reductions: cumsum (a
+ * product with a triangular matrix of ones, on the PT units), roll,
+ * rot90, diag, trace, slice_scatter and select_scatter, narrow_copy,
+ * addmv, addr, addbmm and the vector norms. */
+#include "decompose.h"
+
+#include <math.h>
+#include <string.h>
+
+static int cat2(dctx *c, int a, int b, int d)
+{
+    gr_ttype t = dc_T(c, a);
+    t.shape[d] += dc_T(c, b).shape[d];
+    int parts[2] = {a, b};
+    return DC_EMIT(c, "aten.cat.default", t, da_vals(2, parts), da_int(d));
+}
+
+static int zeros_like_dim(dctx *c, int a, int d, int64_t len)
+{
+    gr_ttype t = dc_T(c, a);
+    t.shape[d] = len;
+    return dc_full(c, t.rank, t.shape, 0, t.dtype);
+}
+
+/* arange(n), int64; one per use, so that lower inlines it as an index
+ * instead of reading a buffer across its stick dimension */
+static int arange(dctx *c, int64_t n)
+{
+    gr_ttype t = {.dtype = GR_I64, .rank = 1, .shape = {n}};
+    return DC_EMIT(c, "aten.arange.default", t, da_int(n), da_kw("dtype", da_dtype(GR_I64)));
+}
+
+static int flip(dctx *c, int x, int nd, const int64_t *dims)
+{
+    return DC_EMIT(c, "aten.flip.default", dc_T(c, x), da_val(x), da_ints(nd, dims));
+}
+
+/* cumsum(self, dim, dtype): rows of x (dim moved last) times U, U[k][i] =
+ * (k <= i).  Integer inputs stay for the host: the product is float. */
+int dc_r_cumsum(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), dt = dc_dtype_arg(c, n, 2, "dtype");
+    gr_ttype t = dc_T(c, x);
+    if (dt >= 0)
+        x = dc_cast(c, x, (gr_dtype)dt);
+    t = dc_T(c, x);
+    if (!dc_is_float(t.dtype))
+        return 0;
+    if (t.rank == 0 || dc_numel(&t) == 0) {
+        out[0] = x;
+        return 1;
+    }
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank), r = t.rank;
+    int64_t len = t.shape[d];
+    int64_t perm[GR_MAX_RANK], inv[GR_MAX_RANK];
+    for (int i = 0, k = 0; i < r; i++)
+        if (i != d)
+            perm[k++] = i;
+    perm[r - 1] = d;
+    for (int i = 0; i < r; i++)
+        inv[perm[i]] = i;
+    gr_ttype tp = t;
+    for (int i = 0; i < r; i++)
+        tp.shape[i] = t.shape[perm[i]];
+    int y = d == r - 1 ? x : DC_EMIT(c, "aten.permute.default", tp, da_val(x), da_ints(r, perm));
+    int64_t rows[2] = {dc_numel(&t) / len, len};
+    y = dc_reshape(c, y, 2, rows);
+    int u = dc_cast(c, dc_cmpv(c, "aten.le.Tensor", dc_unsqueeze(c, arange(c, len), 1), arange(c, len)), t.dtype);
+    y = dc_reshape(c, dc_matmul(c, "aten.mm.default", y, u), r, tp.shape);
+    out[0] = d == r - 1 ? y : DC_EMIT(c, "aten.permute.default", t, da_val(y), da_ints(r, inv));
+    return 1;
+}
+
+static int roll1(dctx *c, int x, int d, int64_t shift)
+{
+    int64_t len = dc_T(c, x).shape[d];
+    if (len == 0)
+        return x;
+    int64_t s = ((shift % len) + len) % len;
+    if (s == 0)
+        return x;
+    return cat2(c, dc_slice(c, x, d, len - s, len, 1), dc_slice(c, x, d, 0, len - s, 1), d);
+}
+
+/* roll(self, shifts, dims): the last s elements first, per dim; no dims:
+ * over the flattened tensor. */
+int dc_r_roll(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int64_t shifts[GR_MAX_RANK], dims[GR_MAX_RANK];
+    int ns = dc_ints(c, n, 1, "shifts", shifts), nd = dc_ints(c, n, 2, "dims", dims);
+    if (nd <= 0) {
+        if (ns != 1)
+            dc_fail(c, "shifts must be one number when dims is empty");
+        int64_t all = dc_numel(&t);
+        out[0] = dc_reshape(c, roll1(c, dc_reshape(c, x, 1, &all), 0, shifts[0]), t.rank, t.shape);
+        return 1;
+    }
+    if (ns != nd)
+        dc_fail(c, "shifts and dims differ in length");
+    for (int i = 0; i < nd; i++)
+        x = roll1(c, x, dc_normdim(c, dims[i], t.rank), shifts[i]);
+    out[0] = x;
+    return 1;
+}
+
+/* rot90(self, k, dims): flips and a transpose, as torch.rot90. */
+int dc_r_rot90(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    int r = dc_T(c, x).rank;
+    int64_t k = (int64_t)dc_num(c, n, 1, "k", 1), dims[GR_MAX_RANK] = {0, 1};
+    int nd = dc_ints(c, n, 2, "dims", dims);
+    if (nd >= 0 && nd != 2)
+        dc_fail(c, "dims must name two dimensions");
+    int64_t d0 = dc_normdim(c, dims[0], r), d1 = dc_normdim(c, dims[1], r), both[2] = {d0, d1};
+    if (d0 == d1)
+        dc_fail(c, "dims must differ");
+    k = ((k % 4) + 4) % 4;
+    if (k == 1)
+        x = dc_transpose(c, flip(c, x, 1, &d1), d0, d1);
+    else if (k == 2)
+        x = flip(c, x, 2, both);
+    else if (k == 3)
+        x = flip(c, dc_transpose(c, x, d0, d1), 1, &d1);
+    out[0] = x;
+    return 1;
+}
+
+static int diagonal(dctx *c, int x, int64_t off, int64_t d0, int64_t d1)
+{
+    gr_ttype t = dc_T(c, x), u;
+    int64_t len = off >= 0 ? t.shape[d0] < t.shape[d1] - off ? t.shape[d0] : t.shape[d1] - off
+                           : t.shape[d0] + off < t.shape[d1] ? t.shape[d0] + off : t.shape[d1];
+    u.dtype = t.dtype;
+    u.rank = 0;
+    for (int i = 0; i < t.rank; i++)
+        if (i != d0 && i != d1)
+            u.shape[u.rank++] = t.shape[i];
+    u.shape[u.rank++] = len < 0 ? 0 : len;
+    return DC_EMIT(c, "aten.diagonal.default", u, da_val(x), da_int(off), da_int(d0), da_int(d1));
+}
+
+/* diag(self, diagonal): a vector onto the k-th diagonal of a square
+ * matrix (where(j - i == k, ..., 0)), or a matrix's k-th diagonal. */
+int dc_r_diag(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int64_t k = (int64_t)dc_num(c, n, 1, "diagonal", 0);
+    if (t.rank == 2) {
+        out[0] = diagonal(c, x, k, 0, 1);
+        return 1;
+    }
+    if (t.rank != 1)
+        dc_fail(c, "diag takes a vector or a matrix");
+    /* x along the columns (the lanes): out[i][j] = x[j - k] for k >= 0,
+     * x[j] for k < 0 */
+    int64_t ak = k < 0 ? -k : k, big = t.shape[0] + ak, sq[2] = {big, big};
+    int xp = !ak ? x : k > 0 ? cat2(c, zeros_like_dim(c, x, 0, ak), x, 0) : cat2(c, x, zeros_like_dim(c, x, 0, ak), 0);
+    xp = dc_expand(c, dc_unsqueeze(c, xp, 0), 2, sq);
+    int off = dc_bin(c, "aten.sub.Tensor", arange(c, big), dc_unsqueeze(c, arange(c, big), 1)); /* j - i */
+    out[0] = dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", off, (double)k), xp, 0, 0);
+    return 1;
+}
+
+int dc_r_trace(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    if (dc_T(c, x).rank != 2)
+        dc_fail(c, "trace takes a matrix");
+    out[0] = dc_red(c, "aten.sum.dim_IntList", diagonal(c, x, 0, 0, 1), 0, NULL, 0);
+    return 1;
+}
+
+/* v (L along d) spread to len along d: v[i] at start + i*step, zeros
+ * elsewhere. */
+static int place(dctx *c, int v, int d, int64_t start, int64_t step, int64_t len)
+{
+    gr_ttype t = dc_T(c, v);
+    int64_t L = t.shape[d];
+    if (step > 1 && L > 0) {
+        int w = dc_unsqueeze(c, v, d + 1);
+        w = cat2(c, w, zeros_like_dim(c, w, d + 1, step - 1), d + 1);
+        int64_t shape[GR_MAX_RANK];
+        memcpy(shape, t.shape, sizeof shape);
+        shape[d] = L * step;
+        v = dc_slice(c, dc_reshape(c, w, t.rank, shape), d, 0, (L - 1) * step + 1, 1);
+    }
+    if (start > 0)
+        v = cat2(c, zeros_like_dim(c, v, d, start), v, d);
+    int64_t have = dc_T(c, v).shape[d];
+    return have < len ? cat2(c, v, zeros_like_dim(c, v, d, len - have), d) : v;
+}
+
+/* slice_scatter(self, src, dim, start, end, step) and
+ * select_scatter(self, src, dim, index): where(placed mask, placed src,
+ * self). */
+int dc_r_slice_scatter(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), src = dc_val(c, n, 1, "src");
+    gr_ttype t = dc_T(c, x);
+    if (t.rank == 0)
+        dc_fail(c, "self must have a dimension");
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 2, "dim", 0), t.rank);
+    int64_t len = t.shape[d], start, step = 1;
+    if (!strcmp(n->base, "select_scatter")) {
+        start = (int64_t)dc_num(c, n, 3, "index", 0);
+        src = dc_unsqueeze(c, src, d);
+    } else {
+        start = (int64_t)dc_num(c, n, 3, "start", 0);
+        step = (int64_t)dc_num(c, n, 5, "step", 1);
+    }
+    if (start < 0)
+        start += len;
+    if (start < 0 || step < 1)
+        dc_fail(c, "start or step out of range");
+    src = dc_cast(c, src, t.dtype);
+    if (dc_T(c, src).shape[d] == 0) {
+        out[0] = x;
+        return 1;
+    }
+    int ones = dc_full(c, dc_T(c, src).rank, dc_T(c, src).shape, 1, GR_F32);
+    int mask = dc_cmps(c, "aten.ne.Scalar", place(c, ones, d, start, step, len), 0);
+    out[0] = dc_where(c, mask, place(c, src, d, start, step, len), x);
+    return 1;
+}
+
+int dc_r_narrow_copy(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    int64_t start = (int64_t)dc_num(c, n, 2, "start", 0), len = (int64_t)dc_num(c, n, 3, "length", 0);
+    if (start < 0)
+        start += t.shape[d];
+    if (start < 0 || len < 0 || start + len > t.shape[d])
+        dc_fail(c, "start %lld and length %lld out of range", (long long)start, (long long)len);
+    out[0] = dc_slice(c, x, d, start, start + len, 1);
+    return 1;
+}
+
+/* addmv: mv; addr: the outer product as a product with K = 1; addbmm:
+ * bmm summed over the batch; each bias*beta + product*alpha. */
+int dc_r_addmv(dctx *c, const gr_node *n, int *out)
+{
+    int bias = dc_val(c, n, 0, "self"), a = dc_val(c, n, 1, "mat"), p;
+    if (!strcmp(n->base, "addmv")) {
+        /* as a row times mat^T, so the product's lanes run along M, where
+         * the bias lies (a column would need a restickify) */
+        int v = dc_val(c, n, 2, "vec");
+        int64_t m = dc_T(c, a).shape[0], row[2] = {1, dc_T(c, v).shape[0]};
+        p = dc_matmul(c, "aten.mm.default", dc_reshape(c, v, 2, row), dc_transpose(c, a, 0, 1));
+        p = dc_reshape(c, p, 1, &m);
+    } else if (!strcmp(n->base, "addr")) {
+        a = dc_val(c, n, 1, "vec1");
+        int b = dc_val(c, n, 2, "vec2");
+        int64_t ra[2] = {dc_T(c, a).shape[0], 1}, rb[2] = {1, dc_T(c, b).shape[0]};
+        p = dc_matmul(c, "aten.mm.default", dc_reshape(c, a, 2, ra), dc_reshape(c, b, 2, rb));
+    } else {
+        /* one product over K' = batch * K: (N, B*K) times (B*K, M) */
+        a = dc_val(c, n, 1, "batch1");
+        int b = dc_val(c, n, 2, "batch2");
+        gr_ttype ta = dc_T(c, a), tb = dc_T(c, b);
+        int64_t perm[3] = {1, 0, 2}, ra[2] = {ta.shape[1], ta.shape[0] * ta.shape[2]},
+                rb[2] = {tb.shape[0] * tb.shape[1], tb.shape[2]};
+        gr_ttype tp = {.dtype = ta.dtype, .rank = 3, .shape = {ta.shape[1], ta.shape[0], ta.shape[2]}};
+        a = DC_EMIT(c, "aten.permute.default", tp, da_val(a), da_ints(3, perm));
+        p = dc_matmul(c, "aten.mm.default", dc_reshape(c, a, 2, ra), dc_reshape(c, b, 2, rb));
+    }
+    out[0] = dc_add_scaled(c, n, bias, p);
+    return 1;
+}
+
+/* linalg_vector_norm(self, ord, dim, keepdim, dtype), norm(self, p, dim,
+ * keepdim): sqrt(sum(x*x)) for 2, sum|x| for 1, amax|x| for inf, amin|x|
+ * for -inf, the count of nonzeros for 0, else sum(|x|^p)^(1/p). */
+int dc_r_norm(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_fx(c, dc_val(c, n, 0, "self"));
+    int lin = !strcmp(n->base, "linalg_vector_norm");
+    double p = dc_num(c, n, 1, lin ? "ord" : "p", 2);
+    int64_t dims[GR_MAX_RANK];
+    int nd = dc_ints(c, n, 2, "dim", dims);
+    int keep = (int)dc_num(c, n, 3, "keepdim", 0);
+    int dt = lin ? dc_dtype_arg(c, n, 4, "dtype") : dc_dtype_arg(c, n, 99, "dtype");
+    if (dt >= 0)
+        x = dc_cast(c, x, (gr_dtype)dt);
+    if (nd < 0)
+        nd = 0;
+    int a = dc_un(c, "aten.abs.default", x), r;
+    if (p == INFINITY || p == -INFINITY)
+        r = dc_red(c, p > 0 ? "aten.amax.default" : "aten.amin.default", a, nd, dims, keep);
+    else if (p == 0)
+        r = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, dc_cmps(c, "aten.ne.Scalar", x, 0), dc_T(c, x).dtype), nd,
+                   dims, keep);
+    else if (p == 1)
+        r = dc_red(c, "aten.sum.dim_IntList", a, nd, dims, keep);
+    else if (p == 2)
+        r = dc_un(c, "aten.sqrt.default", dc_red(c, "aten.sum.dim_IntList", dc_bin(c, "aten.mul.Tensor", x, x), nd,
+                                                 dims, keep));
+    else
+        r = dc_bins(c, "aten.pow.Tensor_Scalar",
+                    dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep),
+                    1 / p);
+    out[0] = r;
+    return 1;
+}
