@@ -2666,6 +2666,28 @@ static void test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips(void)
                                         "output %a, %d, %n2, %n1, %ni, %n3, %sd, %mn\n");
 }
 
+/* A reduction's per-row op reading an operand whose rows lie inside its
+ * sticks: staging it as a tile gave wrong sums (o = sum(y, 2) + x); it is
+ * refused until the back half can restickify it. */
+static void test_a_per_row_operand_inside_its_sticks_after_a_reduction_is_refused(void)
+{
+    const char *text = "graph b\n"
+                       "input %x: f32[10, 5]\n"
+                       "input %y: f32[10, 5, 7]\n"
+                       "%r: f32[10, 5] = aten.sum.dim_IntList(%y, [2])\n"
+                       "%o: f32[10, 5] = aten.add.Tensor(%r, %x)\n"
+                       "output %o\n";
+    char err[512];
+    gr_graph *g = gr_graph_parse(text, "b.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    cc_result *r = compile_for(g, "spyre", &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NULL(r);
+    TU_ASSERT_CONTAINS(err, "kernel k0_sum_add: x:", "needs a restickify");
+    cc_result_free(r);
+    gr_graph_free(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -2809,6 +2831,8 @@ int main(void)
          test_roll_flip_rot90_diag_and_trace_validate_on_both_chips},
         {"scatters of slices, narrow and unfold validate on both chips",
          test_scatters_of_slices_narrow_and_unfold_validate_on_both_chips},
+        {"a per-row operand inside its sticks after a reduction is refused",
+         test_a_per_row_operand_inside_its_sticks_after_a_reduction_is_refused},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

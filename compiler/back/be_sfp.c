@@ -829,8 +829,11 @@ void be_collect_load(void *ctx, const ir_expr *x)
          * reduced or flattened), or a per-row operand whose rows lie inside
          * its sticks (a per-channel batch norm statistic over an image's
          * rows): read as a tile, staged for each row (a per-row value
-         * repeated across the lanes) */
-        if ((L.cls == BE_V_COL || L.cls == BE_V_ROW) && k->K->kind != IR_MATMUL)
+         * repeated across the lanes).  Not a per-row operand of a
+         * reduction's per-row ops: those values are one per row, not
+         * tiles, and a tile there came out wrong (tests: a reduction then
+         * a per-row add of an operand inside its sticks is refused). */
+        if ((L.cls == BE_V_COL || (L.cls == BE_V_ROW && k->K->kind == IR_POINTWISE)) && k->K->kind != IR_MATMUL)
             L.cls = BE_V_TILE;
         if (L.cls != BE_V_TILE || !k->c->lay[x->buf].dram) {
             be_error(k->c, k->K, "%s", why[0] ? why : "a load runs past its stick dimension (needs a restickify)");
