@@ -2688,6 +2688,48 @@ static void test_a_per_row_operand_inside_its_sticks_after_a_reduction_is_refuse
     gr_graph_free(g);
 }
 
+static void test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(
+                                        "graph st\n"
+                                        "input %x: f32[6, 20]\n"
+                                        "%s: (f32[6, 20], i64[6, 20]) = aten.sort.default(%x, 1, True)\n"
+                                        "%sv: f32[6, 20] = getitem(%s, 0)\n"
+                                        "%si: i64[6, 20] = getitem(%s, 1)\n"
+                                        "%d: (f32[6, 20], i64[6, 20]) = aten.sort.default(%x, 0)\n"
+                                        "%dv: f32[6, 20] = getitem(%d, 0)\n"
+                                        "%k: (f32[6, 4], i64[6, 4]) = aten.topk.default(%x, 4)\n"
+                                        "%kv: f32[6, 4] = getitem(%k, 0)\n"
+                                        "%ki: i64[6, 4] = getitem(%k, 1)\n"
+                                        "%gi: i64[6, 5] = aten.slice.Tensor(%si, 1, 0, 5)\n"
+                                        "%g: f32[6, 5] = aten.gather.default(%x, 1, %gi)\n"
+                                        "output %sv, %si, %dv, %kv, %ki, %g\n");
+}
+
+/* nll_loss with targets computed on the device, a weight, an ignored
+ * class and a single row (one of them hits ignore_index 6) */
+static void test_nll_loss_by_a_one_hot_selection_validates_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(
+                                        "graph nll\n"
+                                        "input %x: f32[7, 10]\n"
+                                        "input %v: f32[10]\n"
+                                        "input %w: f32[10]\n"
+                                        "%t0: i64[7] = aten.arange.default(7)\n"
+                                        "%t2: i64[7] = aten.neg.default(%t0)\n"
+                                        "%t: i64[7] = aten.add.Tensor(%t2, 9)\n"
+                                        "%a: (f32[7], f32[]) = aten.nll_loss_forward.default(%x, %t, None, 0, -100)\n"
+                                        "%a0: f32[7] = getitem(%a, 0)\n"
+                                        "%b: (f32[], f32[]) = aten.nll_loss_forward.default(%x, %t, %w, 1, 6)\n"
+                                        "%b0: f32[] = getitem(%b, 0)\n"
+                                        "%b1: f32[] = getitem(%b, 1)\n"
+                                        "%s: i64[] = aten.select.int(%t, 0, 2)\n"
+                                        "%c: (f32[], f32[]) = aten.nll_loss_forward.default(%v, %s, None, 0, -100)\n"
+                                        "%c0: f32[] = getitem(%c, 0)\n"
+                                        "%c1: f32[] = getitem(%c, 1)\n"
+                                        "output %a0, %b0, %b1, %c0, %c1\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -2833,6 +2875,10 @@ int main(void)
          test_scatters_of_slices_narrow_and_unfold_validate_on_both_chips},
         {"a per-row operand inside its sticks after a reduction is refused",
          test_a_per_row_operand_inside_its_sticks_after_a_reduction_is_refused},
+        {"sort, topk and gather by ranks and one-hot validate on both chips",
+         test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
+        {"nll_loss by a one-hot selection validates on both chips",
+         test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

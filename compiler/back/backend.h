@@ -306,6 +306,8 @@ typedef struct {
                          element's stick (staged at stage) */
     int ids;          /* gather: the load expression of its row numbers (an fp32 input) */
     int res;          /* TILE read from its buffer's LX region (kept there by an earlier kernel) */
+    int row_tile;     /* a per-row operand staged as a tile: right in nodes evaluated over rows and
+                         lanes only, not in a reduction's per-row ops */
 } rk_load;
 
 typedef struct {

@@ -788,9 +788,19 @@ void be_collect_load(void *ctx, const ir_expr *x)
     if (w->failed || x->kind != IR_E_LOAD || w->produced[x->buf])
         return;
     int e = (int)(x - k->c->p->A.e);
+    /* the node being collected is evaluated over rows and lanes (a row op,
+     * or a reduction's body), not once per row */
+    const rk_node *cur = k->K->kind != IR_MATMUL && k->nn ? &k->nodes[k->nn - 1] : NULL;
+    int row_op = cur && (cur->cls == BE_V_TILE || k->c->p->nodes[cur->node].kind == IR_REDUCTION);
     for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e))
+        if (k->loads[i].e == e || (k->loads[i].gather && k->loads[i].ids == e)) {
+            if (k->loads[i].row_tile && !row_op) {
+                be_error(k->c, k->K, "%s: a loop strides inside its stick dimension (needs a restickify)",
+                         k->c->p->bufs[x->buf].name);
+                w->failed = 1;
+            }
             return;
+        }
     if (k->c->lay[x->buf].f32) {
         be_error(k->c, k->K, "%s holds integers (fp32 on the device): only a gather reads them (not supported yet)",
                  k->c->p->bufs[x->buf].name);
@@ -829,11 +839,12 @@ void be_collect_load(void *ctx, const ir_expr *x)
          * reduced or flattened), or a per-row operand whose rows lie inside
          * its sticks (a per-channel batch norm statistic over an image's
          * rows): read as a tile, staged for each row (a per-row value
-         * repeated across the lanes).  Not a per-row operand of a
-         * reduction's per-row ops: those values are one per row, not
-         * tiles, and a tile there came out wrong (tests: a reduction then
-         * a per-row add of an operand inside its sticks is refused). */
-        if ((L.cls == BE_V_COL || (L.cls == BE_V_ROW && k->K->kind == IR_POINTWISE)) && k->K->kind != IR_MATMUL)
+         * repeated across the lanes), in nodes evaluated over rows and
+         * lanes only: a reduction's per-row ops take one value per row, and
+         * a tile there came out wrong (tests: a reduction then a per-row
+         * add of an operand inside its sticks is refused) */
+        L.row_tile = L.cls == BE_V_ROW && row_op;
+        if ((L.cls == BE_V_COL || L.row_tile) && k->K->kind != IR_MATMUL)
             L.cls = BE_V_TILE;
         if (L.cls != BE_V_TILE || !k->c->lay[x->buf].dram) {
             be_error(k->c, k->K, "%s", why[0] ? why : "a load runs past its stick dimension (needs a restickify)");

@@ -291,11 +291,12 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
         out[0] = x;
         return 1;
     }
+    /* (.., m at d, n, ..): the sum runs over index's positions m, the
+     * lanes along self's positions n where the dim is self's last */
     int r = tx.rank;
-    int im = dc_unsqueeze(c, move_last(c, ix, d, 0), d); /* (.., 1 at d, .., m) */
-    int sm = dc_unsqueeze(c, move_last(c, src, d, 0), d);
-    int hit = dc_cmpv(c, "aten.eq.Tensor", im, iota(c, tx.shape[d], r + 1, d));
-    int64_t ld = r;
+    int im = dc_unsqueeze(c, ix, d + 1), sm = dc_unsqueeze(c, src, d + 1);
+    int hit = dc_cmpv(c, "aten.eq.Tensor", im, iota(c, tx.shape[d], r + 1, d + 1));
+    int64_t ld = d;
     int add = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, sm, 0, 0), 1, &ld, 0);
     for (int i = 0; i < r; i++)
         if (i != d)
@@ -334,7 +335,10 @@ int dc_r_index_fill(dctx *c, const gr_node *n, int *out)
 }
 
 /* nll_loss_forward(self, target, weight, reduction, ignore_index):
- * (loss, total_weight); the class picked one-hot. */
+ * (loss, total_weight).  The class is picked one-hot, a hit where target
+ * is the class and not ignore_index; the row's weight is the picked
+ * weight (1 without one), so an ignored row weighs 0.  Every read of
+ * target is then inside the selection over the classes. */
 int dc_r_nll_loss(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), tg = dc_val(c, n, 1, "target"), w = dc_opt_val(c, n, 2, "weight");
@@ -343,24 +347,25 @@ int dc_r_nll_loss(dctx *c, const gr_node *n, int *out)
     gr_ttype tx = dc_T(c, x);
     if (tx.rank < 1 || tx.rank > 2)
         return 0; /* the N-d form (N, C, d1, ..) stays for the host */
+    int last = tx.rank - 1;
+    int64_t ld = last;
     int pos = dc_unsqueeze(c, tg, dc_T(c, tg).rank);
-    int picked = pick_last(c, x, pos);
-    int keep = dc_cast(c, dc_cmps(c, "aten.ne.Scalar", tg, ignore), tx.dtype);
-    if (w >= 0) {
-        int we = tx.rank == 2 ? dc_expand(c, dc_unsqueeze(c, w, 0), 2, tx.shape) : w;
-        keep = dc_bin(c, "aten.mul.Tensor", keep, pick_last(c, we, pos));
-    }
+    int hit = dc_bin(c, "aten.logical_and.default", dc_cmpv(c, "aten.eq.Tensor", pos, iota(c, tx.shape[last], tx.rank, last)),
+                     dc_cmps(c, "aten.ne.Scalar", pos, ignore));
+    int picked = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, x, 0, 0), 1, &ld, 0);
+    int wt = w >= 0 ? dc_where_s(c, hit, w, 0, 0) : dc_cast(c, hit, tx.dtype);
+    int keep = dc_red(c, "aten.sum.dim_IntList", wt, 1, &ld, 0);
     int loss = dc_neg(c, dc_bin(c, "aten.mul.Tensor", picked, keep));
     int64_t all = 0;
     int total = tx.rank == 2 ? dc_red(c, "aten.sum.dim_IntList", keep, 1, &all, 0) : keep;
-    if (reduction == 0) {
+    if (reduction == 0 && tx.rank == 2) { /* PyTorch's total_weight of rows without a reduction: 0 */
         out[0] = loss;
         int64_t none[1] = {0};
         out[1] = dc_full(c, 0, none, 0, tx.dtype);
         return 2;
     }
     int s = tx.rank == 2 ? dc_red(c, "aten.sum.dim_IntList", loss, 1, &all, 0) : loss;
-    out[0] = reduction == 1 ? dc_bin(c, "aten.div.Tensor", s, total) : s;
+    out[0] = reduction == 1 ? dc_bin(c, "aten.div.Tensor", s, total) : s; /* none of one row: s */
     out[1] = total;
     return 2;
 }
