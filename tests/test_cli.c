@@ -901,6 +901,36 @@ static void test_timing_only_run_needs_no_weights_file(void)
     remove(g);
 }
 
+/* An integer input compared with positions is DL16 on the device, exact
+ * to 1024: data beyond is refused naming the input and the element, not
+ * matched to the wrong position; within it, the gather validates. */
+static void test_an_integer_input_beyond_dl16s_exact_range_is_refused(void)
+{
+    char dir[512], path[600], err[512];
+    tu_tmpdir(dir, sizeof dir);
+    const char *graph = "graph g\n"
+                        "input %x: f32[4, 1024]\n"
+                        "input %idx: i64[4, 3]\n"
+                        "%g: f32[4, 3] = aten.gather.default(%x, 1, %idx)\n"
+                        "output %g\n";
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    tu_write_file(path, graph, strlen(graph));
+    static float x[4 * 1024];
+    for (int i = 0; i < 4 * 1024; i++)
+        x[i] = (float)(i % 97) * 0.125f;
+    int64_t idx[12] = {0, 5, 1000, 7, 1023, 3, 2, 2, 9, 11, 12, 1023};
+    rt_st_entry e[2] = {{.name = "x", .dtype = RT_ST_F32, .rank = 2, .shape = {4, 1024}, .data = x},
+                        {.name = "idx", .dtype = RT_ST_I64, .rank = 2, .shape = {4, 3}, .data = idx}};
+    snprintf(path, sizeof path, "%s/inputs.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 0);
+    idx[7] = 1025;
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, e, 2, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(spyref("run %s --check%s", dir, ""), 2);
+    TU_ASSERT_CONTAINS(out, "input 'idx' holds 1025 at element 7, an integer DL16 does not hold exactly");
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -940,6 +970,8 @@ int main(void)
         {"empty_tensors_compile_run_check_and_ref", test_empty_tensors_compile_run_check_and_ref},
         {"long_names_compile_and_run_quickly", test_long_names_compile_and_run_quickly},
         {"a kernel name longer than the ELF holds is cut", test_a_kernel_name_longer_than_the_elf_holds_is_cut},
+        {"an integer input beyond DL16's exact range is refused",
+         test_an_integer_input_beyond_dl16s_exact_range_is_refused},
         {NULL, NULL},
     };
     return tu_run("cli", tests);
