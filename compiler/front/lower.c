@@ -1131,6 +1131,209 @@ static void l_matmul(lctx *c, int out, int opi)
     free(ops);
 }
 
+/* ---- Convolution ----
+ *
+ * convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
+ * as an implicit GEMM on the PT units (docs/compiler.md, "Convolution").
+ * The input is copied once, padded and channels-last: xp[n, hp, wp, c]
+ * (input-sized; the copy is the transposition the PT needs anyway, A
+ * sticked on K = channels).  Then every tap (kh, kw) is one MATMUL over
+ * batch (n, g, oh), m = ow, n = co (in the group), k = ci (in the group):
+ *   A = xp[n, oh*s + kh*d, ow*s + kw*d, g*CIg + ci]   (affine, sticks on ci)
+ *   B = w[g*COg + co, ci, kh, kw]                    (a weight sticked on co)
+ * and each tap's product is added to the sum of the taps before it (an
+ * epilogue, as addmm's bias), into y[n, oh, ow, co] (channels-last); the
+ * last tap adds the bias.  The result is y seen as (n, co, oh, ow), a
+ * view: a following conv's padded copy reads it along the channels. */
+typedef struct {
+    int64_t n, cin, cout, g, h, w, kh, kw, oh, ow, hp, wp;
+    int64_t s[2], p[2], d[2]; /* H then W */
+    int nsp;                  /* spatial dims of the op: 1 or 2 */
+} convshape;
+
+/* One of stride, padding, dilation: a list of nsp ints (or one for all). */
+static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, int64_t *out2)
+{
+    int64_t v[GR_MAX_RANK];
+    const gr_arg *a = arg(c, pos, key);
+    int cnt = a && a->kind != GR_ARG_NONE ? ints(c, pos, key, v) : 0;
+    if (cnt != 0 && cnt != 1 && cnt != nsp)
+        fail(c, "argument %s must have %d values", key, nsp);
+    out2[0] = out2[1] = dflt;
+    for (int i = 0; i < nsp && cnt; i++)
+        out2[2 - nsp + i] = v[cnt == 1 ? 0 : i];
+}
+
+static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
+{
+    convshape s;
+    memset(&s, 0, sizeof s);
+    s.nsp = xt->rank - 2;
+    if ((s.nsp != 1 && s.nsp != 2) || wt->rank != xt->rank)
+        fail(c, "lowers 1-D and 2-D convolutions of a batched input only");
+    if (num(c, 6, "transposed", 0))
+        fail(c, "does not lower a transposed convolution");
+    s.g = (int64_t)num(c, 8, "groups", 1);
+    s.n = xt->shape[0];
+    s.cin = xt->shape[1];
+    s.cout = wt->shape[0];
+    s.h = s.nsp == 2 ? xt->shape[2] : 1;
+    s.w = xt->shape[xt->rank - 1];
+    s.kh = s.nsp == 2 ? wt->shape[2] : 1;
+    s.kw = wt->shape[wt->rank - 1];
+    if (s.g < 1 || s.cin % s.g || s.cout % s.g || wt->shape[1] * s.g != s.cin)
+        fail(c, "weight and groups do not match the input's %lld channels", (long long)s.cin);
+    conv_ints(c, 3, "stride", s.nsp, 1, s.s);
+    conv_ints(c, 4, "padding", s.nsp, 0, s.p);
+    conv_ints(c, 5, "dilation", s.nsp, 1, s.d);
+    for (int i = 0; i < 2; i++)
+        if (s.s[i] < 1 || s.p[i] < 0 || s.d[i] < 1)
+            fail(c, "stride and dilation must be positive and padding not negative");
+    s.hp = s.h + 2 * s.p[0];
+    s.wp = s.w + 2 * s.p[1];
+    s.oh = (s.hp - s.d[0] * (s.kh - 1) - 1) / s.s[0] + 1;
+    s.ow = (s.wp - s.d[1] * (s.kw - 1) - 1) / s.s[1] + 1;
+    if (s.hp < s.d[0] * (s.kh - 1) + 1 || s.wp < s.d[1] * (s.kw - 1) + 1)
+        fail(c, "the kernel is larger than the padded input");
+    return s;
+}
+
+/* xp[n, hp, wp, c]: x padded with zeros, channels-last, in a buffer. */
+static int conv_padded(lctx *c, int x, const convshape *s)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[4] = {s->n, s->hp, s->wp, s->cin};
+    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
+    ir_index co[4], hv = ir_idx_var(1), wv = ir_idx_var(2);
+    co[0] = ir_idx_var(0);
+    co[1] = ir_idx_var(3);
+    hv.offset = -s->p[0];
+    wv.offset = -s->p[1];
+    co[2] = s->nsp == 2 ? hv : wv;
+    co[3] = wv;
+    int body = read_at(c, x, co), cond = -1;
+    for (int i = 0; i < 2; i++) {
+        if (!s->p[i])
+            continue;
+        ir_index at = ir_idx_var(1 + i);
+        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
+        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
+        int in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
+        cond = cond < 0 ? in : ir_op2(A, IR_AND, cond, in);
+    }
+    if (cond >= 0)
+        body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
+    int b = new_base(c, &t, body, "conv_in");
+    ops_of(c, c->bases[b].ops, x);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it. */
+static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
+{
+    enum { VN, VG, VOH, VM, VNN, VK };
+    const int64_t shape[4] = {s->n, s->oh, s->ow, s->cout};
+    gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 4, shape);
+    const int64_t cig = s->cin / s->g, cog = s->cout / s->g;
+    int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
+    ir_node *N = &c->p->nodes[n];
+    const int64_t r[6] = {s->n, s->g, s->oh, s->ow, cog, cig};
+    N->nbatch = 3;
+    N->nvars = 6;
+    memcpy(N->ranges, r, sizeof r);
+    N->a = xp;
+    N->aidx = ir_idx_const(((kh * s->d[0]) * s->wp + kw * s->d[1]) * s->cin);
+    N->aidx.coef[VN] = s->hp * s->wp * s->cin;
+    N->aidx.coef[VG] = cig;
+    N->aidx.coef[VOH] = s->s[0] * s->wp * s->cin;
+    N->aidx.coef[VM] = s->s[1] * s->cin;
+    N->aidx.coef[VK] = 1;
+    ir_index wc[4];
+    wc[0] = ir_idx_var(VNN);
+    wc[0].coef[VG] = cog;
+    wc[1] = ir_idx_var(VK);
+    wc[2] = ir_idx_const(s->nsp == 2 ? kh : kw);
+    wc[3] = ir_idx_const(kw);
+    N->b = c->bases[c->vals[w].base].buf;
+    N->bidx = ir_idx_compose(&c->vals[w].map[0], s->nsp + 2, wc);
+    N->store = ir_idx_const(0);
+    N->store.coef[VN] = s->oh * s->ow * s->cout;
+    N->store.coef[VG] = cog;
+    N->store.coef[VOH] = s->ow * s->cout;
+    N->store.coef[VM] = s->cout;
+    N->store.coef[VNN] = 1;
+    ir_node_simplify(c->p, n);
+    return c->p->nodes[n].out;
+}
+
+/* The bias read at channel variable 3 of (n, oh, ow, co), as dtype dt. */
+static int conv_bias(lctx *c, int bias, gr_dtype dt, uint64_t *ops)
+{
+    if (vtype(c, bias)->rank != 1)
+        fail(c, "argument bias must be a vector");
+    ir_index at = ir_idx_var(3);
+    ops_of(c, ops, bias);
+    return ir_cast(&c->p->A, read_at(c, bias, &at), dt);
+}
+
+static void l_convolution(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "input"), w = tensor(c, 1, "weight");
+    const gr_arg *ba = arg(c, 2, "bias");
+    int bias = ba && ba->kind == GR_ARG_VALUE ? ba->value : -1;
+    const gr_ttype xt = *vtype(c, x), wt = *vtype(c, w);
+    if (xt.dtype != wt.dtype || !ir_dtype_is_float(xt.dtype))
+        fail(c, "input and weight must have one float dtype");
+    convshape s = conv_shape(c, &xt, &wt);
+    if (bias >= 0 && (vtype(c, bias)->rank != 1 || vtype(c, bias)->shape[0] != s.cout))
+        fail(c, "argument bias must have %lld elements", (long long)s.cout);
+    uint64_t *ops = ops_new(c);
+    ops_add_cur(c, ops);
+    int xp = conv_padded(c, x, &s);
+    as_buffer_view(c, w);
+    ops_of(c, ops, w);
+    const int64_t shape[4] = {s.n, s.oh, s.ow, s.cout};
+    gr_ttype yt = ttype(xt.dtype, 4, shape);
+    ir_index yi = contiguous(&yt);
+    ir_arena *A = &c->p->A;
+    int sum = -1;
+    for (int64_t kh = 0; kh < s.kh; kh++)
+        for (int64_t kw = 0; kw < s.kw; kw++) {
+            int tap = conv_tap(c, xp, w, &s, kh, kw, ops);
+            int body = ir_load(A, tap, yt.dtype, &yi);
+            if (sum >= 0)
+                body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
+            if (bias >= 0 && kh == s.kh - 1 && kw == s.kw - 1)
+                body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
+            if (body == ir_load(A, tap, yt.dtype, &yi)) {
+                sum = tap;
+                continue;
+            }
+            int b = new_base(c, &yt, body, "conv_sum");
+            ops_or(c, c->bases[b].ops, ops);
+            realize_base(c, b);
+            sum = c->bases[b].buf;
+        }
+    /* out[n, co, (oh,) ow] = y[n, oh, ow, co] */
+    gr_ttype t = xt;
+    t.shape[1] = s.cout;
+    if (s.nsp == 2)
+        t.shape[2] = s.oh;
+    t.shape[t.rank - 1] = s.ow;
+    ir_index yc[4] = {ir_idx_var(0), s.nsp == 2 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t.rank - 1),
+                      ir_idx_var(1)};
+    int sb = buffer_base(c, sum, 0);
+    set_whole(c, out, sb);
+    c->vals[out].type = t;
+    for (int j = 0; j < 4; j++)
+        c->vals[out].map[j] = yc[j];
+    ops_add_cur(c, c->vals[out].ops);
+    free(ops);
+}
+
 /* ---- Views ---- */
 
 static void view_as(lctx *c, int out, int x, const gr_ttype *t, const ir_index *coords)
@@ -1469,6 +1672,7 @@ static const struct {
     {"amax", l_reduce, IR_RMAX},       {"amin", l_reduce, IR_RMIN},
     {"mm", l_matmul, 0},               {"bmm", l_matmul, 0},
     {"matmul", l_matmul, 0},           {"mv", l_matmul, 0},
+    {"convolution", l_convolution, 0},
     {"view", l_view, 0},
     {"_unsafe_view", l_view, 0},       {"reshape", l_view, 0},
     {"permute", l_permute, 0},         {"t", l_transpose, 1},
