@@ -1142,11 +1142,16 @@ static void l_matmul(lctx *c, int out, int opi)
  *   A = xp[n, oh*s + kh*d, ow*s + kw*d, g*CIg + ci]   (affine, sticks on ci)
  *   B = w[g*COg + co, ci, kh, kw]                    (a weight sticked on co)
  * and each tap's product is added to the sum of the taps before it (an
- * epilogue, as addmm's bias), into y[n, oh, ow, co] (channels-last); the
- * last tap adds the bias.  The result is y seen as (n, co, oh, ow), a
- * view: a following conv's padded copy reads it along the channels. */
+ * epilogue, as addmm's bias), into y[n, oh, ow, co] (channels-last).
+ * The last tap adds the bias.  The result is y seen as (n, co, oh, ow),
+ * a view: a following conv's padded copy reads y along the channels.
+ * With stride 1, (oh, ow) is one loop m over oh*Wp + ow: A's index is
+ * still affine (m*C), the product has M = OH*Wp rows instead of a batch of
+ * OH products of OW rows, and y is Wp wide, its columns past OW never read
+ * (xp has one more row of zeros, so the last row's taps stay inside it). */
 typedef struct {
     int64_t n, cin, cout, g, h, w, kh, kw, oh, ow, hp, wp;
+    int64_t yw;               /* y's width: ow, or wp when (oh, ow) is one loop */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
 } convshape;
@@ -1195,6 +1200,7 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     s.ow = (s.wp - s.d[1] * (s.kw - 1) - 1) / s.s[1] + 1;
     if (s.hp < s.d[0] * (s.kh - 1) + 1 || s.wp < s.d[1] * (s.kw - 1) + 1)
         fail(c, "the kernel is larger than the padded input");
+    s.yw = s.s[0] == 1 && s.s[1] == 1 ? s.wp : s.ow;
     return s;
 }
 
@@ -1202,7 +1208,7 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
 static int conv_padded(lctx *c, int x, const convshape *s)
 {
     ir_arena *A = &c->p->A;
-    const int64_t shape[4] = {s->n, s->hp, s->wp, s->cin};
+    const int64_t shape[4] = {s->n, s->hp + (s->yw != s->ow), s->wp, s->cin};
     gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
     ir_index co[4], hv = ir_idx_var(1), wv = ir_idx_var(2);
     co[0] = ir_idx_var(0);
@@ -1234,18 +1240,18 @@ static int conv_padded(lctx *c, int x, const convshape *s)
 static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
 {
     enum { VN, VG, VOH, VM, VNN, VK };
-    const int64_t shape[4] = {s->n, s->oh, s->ow, s->cout};
+    const int64_t shape[4] = {s->n, s->oh, s->yw, s->cout}, hx = c->p->bufs[xp].type.shape[1];
     gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 4, shape);
-    const int64_t cig = s->cin / s->g, cog = s->cout / s->g;
+    const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->yw != s->ow;
     int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
     ir_node *N = &c->p->nodes[n];
-    const int64_t r[6] = {s->n, s->g, s->oh, s->ow, cog, cig};
+    const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig};
     N->nbatch = 3;
     N->nvars = 6;
     memcpy(N->ranges, r, sizeof r);
     N->a = xp;
     N->aidx = ir_idx_const(((kh * s->d[0]) * s->wp + kw * s->d[1]) * s->cin);
-    N->aidx.coef[VN] = s->hp * s->wp * s->cin;
+    N->aidx.coef[VN] = hx * s->wp * s->cin;
     N->aidx.coef[VG] = cig;
     N->aidx.coef[VOH] = s->s[0] * s->wp * s->cin;
     N->aidx.coef[VM] = s->s[1] * s->cin;
@@ -1259,9 +1265,9 @@ static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int6
     N->b = c->bases[c->vals[w].base].buf;
     N->bidx = ir_idx_compose(&c->vals[w].map[0], s->nsp + 2, wc);
     N->store = ir_idx_const(0);
-    N->store.coef[VN] = s->oh * s->ow * s->cout;
+    N->store.coef[VN] = s->oh * s->yw * s->cout;
     N->store.coef[VG] = cog;
-    N->store.coef[VOH] = s->ow * s->cout;
+    N->store.coef[VOH] = s->yw * s->cout;
     N->store.coef[VM] = s->cout;
     N->store.coef[VNN] = 1;
     ir_node_simplify(c->p, n);
@@ -1271,11 +1277,20 @@ static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int6
 /* The bias read at channel variable 3 of (n, oh, ow, co), as dtype dt. */
 static int conv_bias(lctx *c, int bias, gr_dtype dt, uint64_t *ops)
 {
-    if (vtype(c, bias)->rank != 1)
-        fail(c, "argument bias must be a vector");
     ir_index at = ir_idx_var(3);
     ops_of(c, ops, bias);
     return ir_cast(&c->p->A, read_at(c, bias, &at), dt);
+}
+
+/* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view. */
+static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
+{
+    ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
+                      ir_idx_var(1)};
+    set_whole(c, out, buffer_base(c, y, 0));
+    c->vals[out].type = *t;
+    memcpy(c->vals[out].map, yc, sizeof yc);
+    ops_add_cur(c, c->vals[out].ops);
 }
 
 static void l_convolution(lctx *c, int out, int opi)
@@ -1295,7 +1310,7 @@ static void l_convolution(lctx *c, int out, int opi)
     int xp = conv_padded(c, x, &s);
     as_buffer_view(c, w);
     ops_of(c, ops, w);
-    const int64_t shape[4] = {s.n, s.oh, s.ow, s.cout};
+    const int64_t shape[4] = {s.n, s.oh, s.yw, s.cout};
     gr_ttype yt = ttype(xt.dtype, 4, shape);
     ir_index yi = contiguous(&yt);
     ir_arena *A = &c->p->A;
@@ -1323,14 +1338,7 @@ static void l_convolution(lctx *c, int out, int opi)
     if (s.nsp == 2)
         t.shape[2] = s.oh;
     t.shape[t.rank - 1] = s.ow;
-    ir_index yc[4] = {ir_idx_var(0), s.nsp == 2 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t.rank - 1),
-                      ir_idx_var(1)};
-    int sb = buffer_base(c, sum, 0);
-    set_whole(c, out, sb);
-    c->vals[out].type = t;
-    for (int j = 0; j < 4; j++)
-        c->vals[out].map[j] = yc[j];
-    ops_add_cur(c, c->vals[out].ops);
+    conv_result(c, out, sum, &t);
     free(ops);
 }
 
