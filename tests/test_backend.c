@@ -2540,7 +2540,8 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
 /* Issue 14: convolutions compile to implicit GEMMs (one PT product per
  * tap over a padded channels-last copy of the input).  Over a set of
  * shapes (1-D, 2-D, stride, padding, dilation, groups, depthwise with a
- * fused relu, 1x1, a 7x7 stride-2 stem, batch 2, odd sizes) every output
+ * fused relu, 1x1 of stride 1 and 2, a 7x7 stride-2 stem, batch 2, odd
+ * sizes) every output
  * validates against the reference executor, and the grouped, strided,
  * dilated one also against direct loops written here. */
 static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips(void)
@@ -2556,7 +2557,8 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
         "%r: f32[2, 6, 9, 11] = aten.relu.default(%yd)\n"
         "%ys: f32[1, 16, 11, 10] = aten.convolution.default(%xs, %ws, None, [2, 2], [3, 3], [1, 1], False, [0, 0], 1)\n"
         "%yp: f32[2, 5, 9, 11] = aten.convolution.default(%x, %wp, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
-        "output %y, %y1, %r, %ys, %yp\n";
+        "%yq: f32[2, 5, 6, 7] = aten.convolution.default(%x, %wp, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "output %y, %y1, %r, %ys, %yp, %yq\n";
     const char *names[] = {"x", "w", "b", "y"};
     for (int c = 0; c < 2; c++) {
         float *v[4] = {0};

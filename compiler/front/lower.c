@@ -1145,13 +1145,15 @@ static void l_matmul(lctx *c, int out, int opi)
  * epilogue, as addmm's bias), into y[n, oh, ow, co] (channels-last).
  * The last tap adds the bias.  The result is y seen as (n, co, oh, ow),
  * a view: a following conv's padded copy reads y along the channels.
- * With stride 1, (oh, ow) is one loop m over oh*Wp + ow: A's index is
+ * With stride 1 and Wp > OW, (oh, ow) is one loop m over oh*Wp + ow: A's index is
  * still affine (m*C), the product has M = OH*Wp rows instead of a batch of
  * OH products of OW rows, and y is Wp wide, its columns past OW never read
  * (xp has one more row of zeros, so the last row's taps stay inside it). */
 typedef struct {
     int64_t n, cin, cout, g, h, w, kh, kw, oh, ow, hp, wp;
-    int64_t yw;               /* y's width: ow, or wp when (oh, ow) is one loop */
+    int merged;               /* (oh, ow) is one loop */
+    int64_t yw;               /* y's width: ow, or wp when merged */
+    int64_t cs[2];            /* xp's pixel i is padded x's i*cs: a 1x1 conv's stride is the copy's */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
 } convshape;
@@ -1200,19 +1202,33 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     s.ow = (s.wp - s.d[1] * (s.kw - 1) - 1) / s.s[1] + 1;
     if (s.hp < s.d[0] * (s.kh - 1) + 1 || s.wp < s.d[1] * (s.kw - 1) + 1)
         fail(c, "the kernel is larger than the padded input");
-    s.yw = s.s[0] == 1 && s.s[1] == 1 ? s.wp : s.ow;
+    s.cs[0] = s.cs[1] = 1;
+    if (s.kh == 1 && s.kw == 1) { /* a 1x1 conv reads every s-th pixel: copy only those, then stride 1 */
+        memcpy(s.cs, s.s, sizeof s.cs);
+        s.hp = s.oh;
+        s.wp = s.ow;
+        s.s[0] = s.s[1] = 1;
+    }
+    /* merged only when y is wider than the output: a y of exactly (oh, ow)
+     * would take an NCHW output's copy as its epilogue, whose store the back
+     * half cannot split mid-stick between cores */
+    s.merged = s.s[0] == 1 && s.s[1] == 1 && s.wp > s.ow;
+    s.yw = s.merged ? s.wp : s.ow;
     return s;
 }
 
-/* xp[n, hp, wp, c]: x padded with zeros, channels-last, in a buffer. */
+/* xp[n, hp, wp, c]: x padded with zeros (its every cs-th pixel),
+ * channels-last, in a buffer. */
 static int conv_padded(lctx *c, int x, const convshape *s)
 {
     ir_arena *A = &c->p->A;
-    const int64_t shape[4] = {s->n, s->hp + (s->yw != s->ow), s->wp, s->cin};
+    const int64_t shape[4] = {s->n, s->hp + (s->merged && s->kw > 1), s->wp, s->cin};
     gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
     ir_index co[4], hv = ir_idx_var(1), wv = ir_idx_var(2);
     co[0] = ir_idx_var(0);
     co[1] = ir_idx_var(3);
+    hv.coef[1] = s->cs[0];
+    wv.coef[2] = s->cs[1];
     hv.offset = -s->p[0];
     wv.offset = -s->p[1];
     co[2] = s->nsp == 2 ? hv : wv;
@@ -1222,6 +1238,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
         if (!s->p[i])
             continue;
         ir_index at = ir_idx_var(1 + i);
+        at.coef[1 + i] = s->cs[i];
         int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
         int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
         int in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
@@ -1242,7 +1259,7 @@ static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int6
     enum { VN, VG, VOH, VM, VNN, VK };
     const int64_t shape[4] = {s->n, s->oh, s->yw, s->cout}, hx = c->p->bufs[xp].type.shape[1];
     gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 4, shape);
-    const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->yw != s->ow;
+    const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->merged;
     int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
     ir_node *N = &c->p->nodes[n];
     const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig};
