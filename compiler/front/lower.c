@@ -1217,6 +1217,42 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     return s;
 }
 
+/* The NCHW <-> channels-last copies go through a rows-first copy only when
+ * a row of the NCHW tensor fills a quarter stick: shorter rows make that
+ * copy mostly padding, and the tensor is small enough for the direct
+ * copy's staging (bench/run conv: 128 channels at 28x28 gains, 256 at
+ * 14x14 loses). */
+#define CONV_ROWS_FIRST_MIN_W 16
+
+/* Does a load of e walk its buffer across rows along variable 3 (the
+ * copy's channel, its lanes)? */
+static void strided_lane(void *ctx, const ir_expr *x)
+{
+    if (x->kind == IR_E_LOAD && x->idx.coef[3] != 0 && x->idx.coef[3] != 1)
+        *(int *)ctx = 1;
+}
+
+/* x (N, C, H, W) copied into xt[n, h, c, w], its lanes still along w
+ * (every row one stick of x), and read back at (n, c, h, w) = co: a
+ * channels-last copy of an NCHW x stages only the sticks of a few rows of
+ * xt per chunk, where x's would span every channel's (docs/compiler.md,
+ * "Convolution"). */
+static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *co)
+{
+    const int64_t shape[4] = {s->n, s->h, s->cin, s->w};
+    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
+    ir_index xc[4] = {ir_idx_var(0), ir_idx_var(2), ir_idx_var(1), ir_idx_var(3)};
+    if (s->nsp == 1)
+        xc[2] = ir_idx_var(3);
+    int b = new_base(c, &t, read_at(c, x, xc), "conv_rows");
+    ops_of(c, c->bases[b].ops, x);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    ir_index row = contiguous(&t), at[4] = {co[0], s->nsp == 2 ? co[2] : ir_idx_const(0), co[1], co[3]};
+    ir_index idx = ir_idx_compose(&row, 4, at);
+    return ir_load(&c->p->A, c->bases[b].buf, t.dtype, &idx);
+}
+
 /* xp[n, hp, wp, c]: x padded with zeros (its every cs-th pixel),
  * channels-last, in a buffer. */
 static int conv_padded(lctx *c, int x, const convshape *s)
@@ -1233,7 +1269,10 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     wv.offset = -s->p[1];
     co[2] = s->nsp == 2 ? hv : wv;
     co[3] = wv;
-    int body = read_at(c, x, co), cond = -1;
+    int body = read_at(c, x, co), cond = -1, strided = 0;
+    ir_expr_walk(A, body, strided_lane, &strided);
+    if (strided && s->cin > 1 && s->w >= CONV_ROWS_FIRST_MIN_W)
+        body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])
             continue;
@@ -1299,12 +1338,36 @@ static int conv_bias(lctx *c, int bias, gr_dtype dt, uint64_t *ops)
     return ir_cast(&c->p->A, read_at(c, bias, &at), dt);
 }
 
-/* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view. */
+static int is_graph_output(lctx *c, int v)
+{
+    for (int i = 0; i < c->d->noutputs; i++)
+        if (c->d->outputs[i] == v)
+            return 1;
+    return 0;
+}
+
+/* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view.  A
+ * graph output is first copied into yt[n, oh, co, ow] (lanes along ow, a
+ * chunk's rows reading the sticks of a few rows of y), which its copy into
+ * NCHW reads along its sticks: y's own sticks would span every row's. */
 static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
 {
     ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
                       ir_idx_var(1)};
-    set_whole(c, out, buffer_base(c, y, 0));
+    int yb = buffer_base(c, y, 0);
+    if (is_graph_output(c, out) && t->shape[1] > 1 && t->shape[t->rank - 1] >= CONV_ROWS_FIRST_MIN_W) {
+        const gr_ttype *yt = &c->p->bufs[y].type;
+        const int64_t shape[4] = {yt->shape[0], yt->shape[1], t->shape[1], t->shape[t->rank - 1]};
+        gr_ttype tt = ttype(t->dtype, 4, shape);
+        ir_index at[4] = {ir_idx_var(0), ir_idx_var(1), ir_idx_var(3), ir_idx_var(2)};
+        ir_index row = contiguous(yt), idx = ir_idx_compose(&row, 4, at);
+        yb = new_base(c, &tt, ir_load(&c->p->A, y, t->dtype, &idx), "conv_out");
+        ops_add_cur(c, c->bases[yb].ops);
+        realize_base(c, yb);
+        ir_index tc[4] = {yc[0], yc[1], ir_idx_var(1), yc[2]};
+        memcpy(yc, tc, sizeof yc);
+    }
+    set_whole(c, out, yb);
     c->vals[out].type = *t;
     memcpy(c->vals[out].map, yc, sizeof yc);
     ops_add_cur(c, c->vals[out].ops);
