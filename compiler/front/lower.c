@@ -1154,6 +1154,7 @@ typedef struct {
     int merged;               /* (oh, ow) is one loop */
     int64_t yw;               /* y's width: ow, or wp when merged */
     int64_t cs[2];            /* xp's pixel i is padded x's i*cs: a 1x1 conv's stride is the copy's */
+    int64_t kwf;              /* kw taps folded into one product's K (kw, ci): KW or 1 */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
 } convshape;
@@ -1170,6 +1171,10 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
     for (int i = 0; i < nsp && cnt; i++)
         out2[2 - nsp + i] = v[cnt == 1 ? 0 : i];
 }
+
+/* Fold a row of kw taps into one product only for a weight of at most
+ * this many times the input's elements (conv_shape). */
+#define CONV_FOLD_MAX_WEIGHT 16
 
 static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
 {
@@ -1213,6 +1218,17 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * would take an NCHW output's copy as its epilogue, whose store the back
      * half cannot split mid-stick between cores */
     s.merged = s.s[0] == 1 && s.s[1] == 1 && s.wp > s.ow;
+    /* xp's pixels are C apart: with dilation 1 along W and one group, a
+     * row of kw taps reads A at m*C + kw*C + ci, one k over (kw, ci).  Not
+     * for one row of taps: one product alone would take an NCHW output's
+     * copy as its epilogue, whose store the back half may split mid-stick.
+     * The weight is then copied each run (wr): not when it is much larger
+     * than the input (bench/run conv: 256 channels at 14x14, a weight 12
+     * times the input, gains; 512 at 7x7, 94 times, loses) */
+    s.kwf = s.d[1] == 1 && s.g == 1 && s.kw > 1 && s.kh > 1 &&
+                    gr_ttype_numel(wt) <= CONV_FOLD_MAX_WEIGHT * gr_ttype_numel(xt)
+                ? s.kw
+                : 1;
     s.yw = s.merged ? s.wp : s.ow;
     return s;
 }
@@ -1292,8 +1308,24 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     return c->bases[b].buf;
 }
 
+/* wr[kh, kw, ci, co]: the weight with a row of kw taps and the input
+ * channels one K, in a buffer (weight-sized; its lanes along co, as B's). */
+static int conv_weight_rows(lctx *c, int w, const convshape *s)
+{
+    const int64_t shape[4] = {s->kh, s->kw, s->cin, s->cout};
+    gr_ttype t = ttype(vtype(c, w)->dtype, 4, shape);
+    ir_index wc[4] = {ir_idx_var(3), ir_idx_var(2), ir_idx_var(0), ir_idx_var(1)};
+    if (s->nsp == 1)
+        wc[2] = ir_idx_var(1);
+    int b = new_base(c, &t, read_at(c, w, wc), "conv_weight");
+    ops_of(c, c->bases[b].ops, w);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
 /* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it. */
-static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
+static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
 {
     enum { VN, VG, VOH, VM, VNN, VK };
     const int64_t shape[4] = {s->n, s->oh, s->yw, s->cout}, hx = c->p->bufs[xp].type.shape[1];
@@ -1301,7 +1333,7 @@ static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int6
     const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->merged;
     int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
     ir_node *N = &c->p->nodes[n];
-    const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig};
+    const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig * s->kwf};
     N->nbatch = 3;
     N->nvars = 6;
     memcpy(N->ranges, r, sizeof r);
@@ -1318,8 +1350,15 @@ static int conv_tap(lctx *c, int xp, int w, const convshape *s, int64_t kh, int6
     wc[1] = ir_idx_var(VK);
     wc[2] = ir_idx_const(s->nsp == 2 ? kh : kw);
     wc[3] = ir_idx_const(kw);
-    N->b = c->bases[c->vals[w].base].buf;
-    N->bidx = ir_idx_compose(&c->vals[w].map[0], s->nsp + 2, wc);
+    if (wr >= 0) { /* wr[kh, (kw, ci), co] */
+        N->b = wr;
+        N->bidx = ir_idx_var(VNN);
+        N->bidx.coef[VK] = s->cout;
+        N->bidx.offset = kh * s->kw * s->cin * s->cout;
+    } else {
+        N->b = c->bases[c->vals[w].base].buf;
+        N->bidx = ir_idx_compose(&c->vals[w].map[0], s->nsp + 2, wc);
+    }
     N->store = ir_idx_const(0);
     N->store.coef[VN] = s->oh * s->yw * s->cout;
     N->store.coef[VG] = cog;
@@ -1387,8 +1426,11 @@ static void l_convolution(lctx *c, int out, int opi)
         fail(c, "argument bias must have %lld elements", (long long)s.cout);
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
-    int xp = conv_padded(c, x, &s);
-    as_buffer_view(c, w);
+    int xp = conv_padded(c, x, &s), wr = -1;
+    if (s.kwf > 1)
+        wr = conv_weight_rows(c, w, &s);
+    else
+        as_buffer_view(c, w);
     ops_of(c, ops, w);
     const int64_t shape[4] = {s.n, s.oh, s.yw, s.cout};
     gr_ttype yt = ttype(xt.dtype, 4, shape);
@@ -1396,12 +1438,12 @@ static void l_convolution(lctx *c, int out, int opi)
     ir_arena *A = &c->p->A;
     int sum = -1;
     for (int64_t kh = 0; kh < s.kh; kh++)
-        for (int64_t kw = 0; kw < s.kw; kw++) {
-            int tap = conv_tap(c, xp, w, &s, kh, kw, ops);
+        for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
+            int tap = conv_tap(c, xp, w, wr, &s, kh, kw, ops);
             int body = ir_load(A, tap, yt.dtype, &yi);
             if (sum >= 0)
                 body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
-            if (bias >= 0 && kh == s.kh - 1 && kw == s.kw - 1)
+            if (bias >= 0 && kh == s.kh - 1 && kw + s.kwf == s.kw)
                 body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
             if (body == ir_load(A, tap, yt.dtype, &yi)) {
                 sum = tap;
