@@ -1233,12 +1233,16 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
     return s;
 }
 
-/* The NCHW <-> channels-last copies go through a rows-first copy only when
- * a row of the NCHW tensor fills a quarter stick: shorter rows make that
- * copy mostly padding, and the tensor is small enough for the direct
- * copy's staging (bench/run conv: 128 channels at 28x28 gains, 256 at
- * 14x14 loses). */
+/* The NCHW <-> channels-last copies go through a rows-first copy when the
+ * NCHW rows are long and the channels few: an input of fewer channels than
+ * a quarter stick (the layout pass sticks an NCHW input read only by the
+ * copy on its channels, which then fill few lanes: the stem's 3) and rows
+ * of at least a quarter stick; an output whose rows fill a stick.  Measured
+ * with bench/run conv: the stem gains both, the 3x3 convs of 64 to 512
+ * channels lose with either. */
+#define CONV_ROWS_FIRST_MAX_C 16
 #define CONV_ROWS_FIRST_MIN_W 16
+#define CONV_OUT_ROWS_FIRST_MIN_W 64
 
 /* Does a load of e walk its buffer across rows along variable 3 (the
  * copy's channel, its lanes)? */
@@ -1287,7 +1291,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
     ir_expr_walk(A, body, strided_lane, &strided);
-    if (strided && s->cin > 1 && s->w >= CONV_ROWS_FIRST_MIN_W)
+    if (strided && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])
@@ -1394,7 +1398,7 @@ static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
     ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
                       ir_idx_var(1)};
     int yb = buffer_base(c, y, 0);
-    if (is_graph_output(c, out) && t->shape[1] > 1 && t->shape[t->rank - 1] >= CONV_ROWS_FIRST_MIN_W) {
+    if (is_graph_output(c, out) && t->shape[1] > 1 && t->shape[t->rank - 1] >= CONV_OUT_ROWS_FIRST_MIN_W) {
         const gr_ttype *yt = &c->p->bufs[y].type;
         const int64_t shape[4] = {yt->shape[0], yt->shape[1], t->shape[1], t->shape[t->rank - 1]};
         gr_ttype tt = ttype(t->dtype, 4, shape);
