@@ -2541,7 +2541,7 @@ static void test_infinities_and_nans_are_found_and_replaced_on_both_chips(void)
  * tap over a padded channels-last copy of the input).  Over a set of
  * shapes (1-D, 2-D, stride, padding, dilation, groups, depthwise with a
  * fused relu, 1x1 of stride 1 and 2, a 7x7 stride-2 stem, batch 2, odd
- * sizes) every output
+ * sizes, a conv reading a conv's result, a residual add) every output
  * validates against the reference executor, and the grouped, strided,
  * dilated one also against direct loops written here. */
 static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips(void)
@@ -2551,6 +2551,7 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
         "input %x: f32[2, 6, 9, 11]\ninput %w: f32[8, 3, 3, 3]\ninput %b: f32[8]\n"
         "input %x1: f32[1, 4, 17]\ninput %w1: f32[6, 4, 5]\ninput %wd: f32[6, 1, 3, 3]\n"
         "input %xs: f32[1, 3, 21, 19]\ninput %ws: f32[16, 3, 7, 7]\ninput %wp: f32[5, 6, 1, 1]\n"
+        "input %w3: f32[6, 6, 3, 3]\n"
         "%y: f32[2, 8, 5, 11] = aten.convolution.default(%x, %w, %b, [2, 1], [1, 2], [1, 2], False, [0, 0], 2)\n"
         "%y1: f32[1, 6, 9] = aten.convolution.default(%x1, %w1, None, [2], [2], [1], False, [0], 1)\n"
         "%yd: f32[2, 6, 9, 11] = aten.convolution.default(%x, %wd, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 6)\n"
@@ -2558,7 +2559,9 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
         "%ys: f32[1, 16, 11, 10] = aten.convolution.default(%xs, %ws, None, [2, 2], [3, 3], [1, 1], False, [0, 0], 1)\n"
         "%yp: f32[2, 5, 9, 11] = aten.convolution.default(%x, %wp, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
         "%yq: f32[2, 5, 6, 7] = aten.convolution.default(%x, %wp, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
-        "output %y, %y1, %r, %ys, %yp, %yq\n";
+        "%c3: f32[2, 6, 9, 11] = aten.convolution.default(%r, %w3, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%res: f32[2, 6, 9, 11] = aten.add.Tensor(%c3, %x)\n"
+        "output %y, %y1, %r, %ys, %yp, %yq, %res\n";
     const char *names[] = {"x", "w", "b", "y"};
     for (int c = 0; c < 2; c++) {
         float *v[4] = {0};
