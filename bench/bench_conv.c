@@ -8,7 +8,8 @@
  * batch of one per group).  Prints the MAC utilization (MACs / (cycles x
  * cores x 1024 MACs per cycle)) of each and their ratio; for the conv
  * also over its PT kernels alone (the taps, without the NCHW <->
- * channels-last copies a graph of NCHW tensors needs at its ends), the
+ * channels-last copies a graph of NCHW tensors needs at its ends; a
+ * depthwise conv runs on the SFP, with no PT kernel), the
  * headline figure (the smallest whole-program ratio over ResNet-18's
  * shapes) last. */
 #include <stdio.h>
@@ -81,13 +82,14 @@ static int run_case(const conv_case *c, rt_device *dev, double *uc, double *ut, 
     if (cc < 0 || cm < 0)
         return -1;
     *uc = macs / (cc * peak);
-    *ut = macs / (pt * peak);
     *um = macs / (cm * peak);
-    printf("%s_macs=%.0f\n%s_conv_cycles=%.0f\n%s_conv_taps_cycles=%.0f\n%s_mm_cycles=%.0f\n", c->name, macs, c->name,
-           cc, c->name, pt, c->name, cm);
-    printf("%s_conv_mac_utilization=%.4f\n%s_conv_taps_mac_utilization=%.4f\n%s_mm_mac_utilization=%.4f\n", c->name,
-           *uc, c->name, *ut, c->name, *um);
-    printf("%s_ratio=%.3f\n%s_taps_ratio=%.3f\n", c->name, *uc / *um, c->name, *ut / *um);
+    printf("%s_macs=%.0f\n%s_conv_cycles=%.0f\n%s_mm_cycles=%.0f\n", c->name, macs, c->name, cc, c->name, cm);
+    printf("%s_conv_mac_utilization=%.4f\n%s_mm_mac_utilization=%.4f\n%s_ratio=%.3f\n", c->name, *uc, c->name, *um,
+           c->name, *uc / *um);
+    *ut = pt > 0 ? macs / (pt * peak) : *uc; /* a depthwise conv runs on the SFP: no PT kernel */
+    if (pt > 0)
+        printf("%s_conv_taps_cycles=%.0f\n%s_conv_taps_mac_utilization=%.4f\n%s_taps_ratio=%.3f\n", c->name, pt,
+               c->name, *ut, c->name, *ut / *um);
     return 0;
 }
 

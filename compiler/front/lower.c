@@ -1416,6 +1416,37 @@ static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
     ops_add_cur(c, c->vals[out].ops);
 }
 
+/* A depthwise conv (one input and one output channel per group) as one
+ * pointwise op on the SFP: y[n, oh, ow, c] = sum over the taps of
+ * xp[n, oh s + kh d, ow s + kw d, c] w[c, 0, kh, kw] (+ bias[c]), lanes
+ * along c for xp, w (sticked on c by the layout pass) and y: a product
+ * would have K = 1 and N = 1 per group. */
+static int conv_depthwise(lctx *c, int xp, int w, int bias, const convshape *s, uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[4] = {s->n, s->oh, s->ow, s->cout}, hx = c->p->bufs[xp].type.shape[1];
+    gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 4, shape);
+    int body = -1;
+    for (int64_t kh = 0; kh < s->kh; kh++)
+        for (int64_t kw = 0; kw < s->kw; kw++) {
+            ir_index xi = ir_idx_const(((kh * s->d[0]) * s->wp + kw * s->d[1]) * s->cin);
+            xi.coef[0] = hx * s->wp * s->cin;
+            xi.coef[1] = s->s[0] * s->wp * s->cin;
+            xi.coef[2] = s->s[1] * s->cin;
+            xi.coef[3] = 1;
+            ir_index wc[4] = {ir_idx_var(3), ir_idx_const(0), ir_idx_const(s->nsp == 2 ? kh : kw), ir_idx_const(kw)};
+            int term = ir_op2(A, IR_MUL, ir_load(A, xp, t.dtype, &xi), ir_cast(A, read_at(c, w, wc), t.dtype));
+            body = body < 0 ? term : ir_op2(A, IR_ADD, body, term);
+        }
+    if (bias >= 0)
+        body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, t.dtype, ops));
+    ops_of(c, ops, w);
+    int b = new_base(c, &t, body, "conv_dw");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
 static void l_convolution(lctx *c, int out, int opi)
 {
     (void)opi;
@@ -1431,6 +1462,16 @@ static void l_convolution(lctx *c, int out, int opi)
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
     int xp = conv_padded(c, x, &s), wr = -1;
+    gr_ttype t = xt;
+    t.shape[1] = s.cout;
+    if (s.nsp == 2)
+        t.shape[2] = s.oh;
+    t.shape[t.rank - 1] = s.ow;
+    if (s.g == s.cin && s.cout == s.cin && s.g > 1) {
+        conv_result(c, out, conv_depthwise(c, xp, w, bias, &s, ops), &t);
+        free(ops);
+        return;
+    }
     if (s.kwf > 1)
         wr = conv_weight_rows(c, w, &s);
     else
@@ -1458,12 +1499,6 @@ static void l_convolution(lctx *c, int out, int opi)
             realize_base(c, b);
             sum = c->bases[b].buf;
         }
-    /* out[n, co, (oh,) ow] = y[n, oh, ow, co] */
-    gr_ttype t = xt;
-    t.shape[1] = s.cout;
-    if (s.nsp == 2)
-        t.shape[2] = s.oh;
-    t.shape[t.rank - 1] = s.ow;
     conv_result(c, out, sum, &t);
     free(ops);
 }
