@@ -445,6 +445,31 @@ static void test_matmul_broadcasts_batch_dims(void)
     done(&t);
 }
 
+static void test_convolutions_give_hand_worked_values(void)
+{
+    const float w4[] = {1, 0, 0, 1}, b[] = {1}, w3[] = {1, 1, 1, -1}, w5[] = {1, 1};
+    run_t t;
+    RUN(&t,
+        "input %x4: f32[1, 1, 3, 4]\ninput %w4: f32[1, 1, 2, 2]\ninput %b: f32[1]\n"
+        "input %x3: f32[1, 2, 3]\ninput %w3: f32[2, 1, 2]\ninput %x5: f32[1, 1, 5]\ninput %w5: f32[1, 1, 2]\n"
+        "%c: f32[1, 1, 2, 3] = aten.convolution.default(%x4, %w4, %b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%s2p1: f32[1, 1, 2, 3] = aten.convolution.default(%x4, %w4, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%g2: f32[1, 2, 2] = aten.convolution.default(%x3, %w3, None, [1], [0], [1], False, [0], 2)\n"
+        "%d2: f32[1, 1, 3] = aten.convolution.default(%x5, %w5, None, [1], [0], [2], False, [0], 1)\n"
+        "output %c, %s2p1, %g2, %d2\n",
+        iota24, w4, b, iota24, w3, iota24, w5);
+    /* c: x[i][j] + x[i+1][j+1] + 1; s2p1: the same taps on x padded by one, every second row and column */
+    EXPECT(&t, "c", 6, 8, 10, 14, 16, 18);
+    EXPECT(&t, "s2p1", 0, 2, 0, 8, 15, 7);
+    EXPECT(&t, "g2", 1, 3, -1, -1);
+    EXPECT(&t, "d2", 2, 4, 6);
+    done(&t);
+    expect_fail("input %x: f32[1, 2, 4]\ninput %w: f32[2, 1, 2]\n"
+                "%y: f32[1, 2, 3] = aten.convolution.default(%x, %w, None, [1], [0], [1], True, [0], 1)\noutput %y\n",
+                (const float *const[]){iota24, iota24},
+                "t.txt:3: aten.convolution.default: does not run a transposed convolution");
+}
+
 /* ---- Views ---- */
 
 static void test_views_copy_in_row_major_order(void)
@@ -2084,6 +2109,7 @@ int main(void)
         {"a flipping where covers its whole jump", test_a_flipping_where_covers_its_whole_jump},
         {"clamp follows its input over the whole interval", test_clamp_follows_its_input_over_the_whole_interval},
         {"softmax of logits with large bounds saturates", test_softmax_of_logits_with_large_bounds_saturates},
+        {"convolutions give hand-worked values", test_convolutions_give_hand_worked_values},
         {"check runs a full graph through the executor", test_check_runs_a_full_graph_through_the_executor},
         {"check full graph tolerances are the documented formulas",
          test_check_full_graph_tolerances_are_the_documented_formulas},

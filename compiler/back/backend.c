@@ -60,6 +60,36 @@ static int gather_index(ir_prog *p, int b)
 }
 
 /* The host dim a variable walks with unit coordinate step, or -1. */
+static int walked_dim(const gr_ttype *t, int64_t coef);
+
+/* An input or parameter read only by pointwise kernels, whose lanes (the
+ * innermost loop) all walk one dim d of it with unit stride, is sticked
+ * on d, so their loads walk its sticks (a conv's weight read as its taps'
+ * B, wr[kh, kw, ci, co], walks co).  One not read at all, or read
+ * otherwise, keeps the layout it has. */
+static void pointwise_sticks(ir_prog *p, be_ctx *c)
+{
+    int *dim = ir_xalloc((size_t)(p->nbufs ? p->nbufs : 1) * sizeof *dim);
+    for (int b = 0; b < p->nbufs; b++)
+        dim[b] = p->bufs[b].kind == IR_BUF_COMPUTED || c->lay[b].want_dim != -1 ? -2 : -1;
+    for (int n = 0; n < p->nnodes; n++) {
+        const ir_node *N = &p->nodes[n];
+        for (int r = 0; !N->dead && r < N->nreads; r++) {
+            const ir_dep *R = &N->reads[r];
+            if (dim[R->buf] == -2)
+                continue;
+            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars
+                        ? walked_dim(&p->bufs[R->buf].type, R->idx.coef[N->nvars - 1])
+                        : -1;
+            dim[R->buf] = d < 0 || (dim[R->buf] >= 0 && dim[R->buf] != d) ? -2 : d;
+        }
+    }
+    for (int b = 0; b < p->nbufs; b++)
+        if (dim[b] >= 0)
+            c->lay[b].stick_dim = dim[b];
+    free(dim);
+}
+
 static int walked_dim(const gr_ttype *t, int64_t coef)
 {
     int64_t co[GR_MAX_RANK] = {0};
@@ -135,6 +165,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
     for (int b = 0; b < p->nbufs; b++)
         if (p->bufs[b].kind != IR_BUF_COMPUTED && c->lay[b].want_dim >= 0)
             c->lay[b].stick_dim = c->lay[b].want_dim;
+    pointwise_sticks(p, c);
     /* Conflicts: operands whose walk disagrees with their buffer's stick. */
     for (int n = 0; n < p->nnodes; n++) {
         const ir_node *N = &p->nodes[n];

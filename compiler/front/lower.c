@@ -1173,6 +1173,378 @@ static void l_matmul(lctx *c, int out, int opi)
     free(ops);
 }
 
+/* ---- Convolution ----
+ *
+ * convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
+ * as an implicit GEMM on the PT units (docs/compiler.md, "Convolution").
+ * The input is copied once, padded and channels-last: xp[n, hp, wp, c]
+ * (input-sized; the copy is the transposition the PT needs anyway, A
+ * sticked on K = channels).  Then every tap (kh, kw) is one MATMUL over
+ * batch (n, g, oh), m = ow, n = co (in the group), k = ci (in the group):
+ *   A = xp[n, oh*s + kh*d, ow*s + kw*d, g*CIg + ci]   (affine, sticks on ci)
+ *   B = w[g*COg + co, ci, kh, kw]                    (a weight sticked on co)
+ * and each tap's product is added to the sum of the taps before it (an
+ * epilogue, as addmm's bias), into y[n, oh, ow, co] (channels-last).
+ * The last tap adds the bias.  The result is y seen as (n, co, oh, ow),
+ * a view: a following conv's padded copy reads y along the channels.
+ * With stride 1 and Wp > OW, (oh, ow) is one loop m over oh*Wp + ow: A's index is
+ * still affine (m*C), the product has M = OH*Wp rows instead of a batch of
+ * OH products of OW rows, and y is Wp wide, its columns past OW never read
+ * (xp has one more row of zeros, so the last row's taps stay inside it). */
+typedef struct {
+    int64_t n, cin, cout, g, h, w, kh, kw, oh, ow, hp, wp;
+    int merged;               /* (oh, ow) is one loop */
+    int64_t yw;               /* y's width: ow, or wp when merged */
+    int64_t cs[2];            /* xp's pixel i is padded x's i*cs: a 1x1 conv's stride is the copy's */
+    int64_t kwf;              /* kw taps folded into one product's K (kw, ci): KW or 1 */
+    int64_t s[2], p[2], d[2]; /* H then W */
+    int nsp;                  /* spatial dims of the op: 1 or 2 */
+} convshape;
+
+/* One of stride, padding, dilation: a list of nsp ints (or one for all). */
+static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, int64_t *out2)
+{
+    int64_t v[GR_MAX_RANK];
+    const gr_arg *a = arg(c, pos, key);
+    int cnt = a && a->kind != GR_ARG_NONE ? ints(c, pos, key, v) : 0;
+    if (cnt != 0 && cnt != 1 && cnt != nsp)
+        fail(c, "argument %s must have %d values", key, nsp);
+    out2[0] = out2[1] = dflt;
+    for (int i = 0; i < nsp && cnt; i++)
+        out2[2 - nsp + i] = v[cnt == 1 ? 0 : i];
+}
+
+/* Fold a row of kw taps into one product only for a weight of at most
+ * this many times the input's elements (conv_shape). */
+#define CONV_FOLD_MAX_WEIGHT 16
+
+static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
+{
+    convshape s;
+    memset(&s, 0, sizeof s);
+    s.nsp = xt->rank - 2;
+    if ((s.nsp != 1 && s.nsp != 2) || wt->rank != xt->rank)
+        fail(c, "lowers 1-D and 2-D convolutions of a batched input only");
+    if (num(c, 6, "transposed", 0))
+        fail(c, "does not lower a transposed convolution");
+    s.g = (int64_t)num(c, 8, "groups", 1);
+    s.n = xt->shape[0];
+    s.cin = xt->shape[1];
+    s.cout = wt->shape[0];
+    s.h = s.nsp == 2 ? xt->shape[2] : 1;
+    s.w = xt->shape[xt->rank - 1];
+    s.kh = s.nsp == 2 ? wt->shape[2] : 1;
+    s.kw = wt->shape[wt->rank - 1];
+    if (s.g < 1 || s.cin % s.g || s.cout % s.g || wt->shape[1] * s.g != s.cin)
+        fail(c, "weight and groups do not match the input's %lld channels", (long long)s.cin);
+    conv_ints(c, 3, "stride", s.nsp, 1, s.s);
+    conv_ints(c, 4, "padding", s.nsp, 0, s.p);
+    conv_ints(c, 5, "dilation", s.nsp, 1, s.d);
+    for (int i = 0; i < 2; i++)
+        if (s.s[i] < 1 || s.p[i] < 0 || s.d[i] < 1)
+            fail(c, "stride and dilation must be positive and padding not negative");
+    s.hp = s.h + 2 * s.p[0];
+    s.wp = s.w + 2 * s.p[1];
+    s.oh = (s.hp - s.d[0] * (s.kh - 1) - 1) / s.s[0] + 1;
+    s.ow = (s.wp - s.d[1] * (s.kw - 1) - 1) / s.s[1] + 1;
+    if (s.hp < s.d[0] * (s.kh - 1) + 1 || s.wp < s.d[1] * (s.kw - 1) + 1)
+        fail(c, "the kernel is larger than the padded input");
+    s.cs[0] = s.cs[1] = 1;
+    if (s.kh == 1 && s.kw == 1) { /* a 1x1 conv reads every s-th pixel: copy only those, then stride 1 */
+        memcpy(s.cs, s.s, sizeof s.cs);
+        s.hp = s.oh;
+        s.wp = s.ow;
+        s.s[0] = s.s[1] = 1;
+    }
+    /* merged only when y is wider than the output: a y of exactly (oh, ow)
+     * would take an NCHW output's copy as its epilogue, whose store the back
+     * half cannot split mid-stick between cores */
+    s.merged = s.s[0] == 1 && s.s[1] == 1 && s.wp > s.ow;
+    /* xp's pixels are C apart: with dilation 1 along W and one group, a
+     * row of kw taps reads A at m*C + kw*C + ci, one k over (kw, ci).  Not
+     * for one row of taps: one product alone would take an NCHW output's
+     * copy as its epilogue, whose store the back half may split mid-stick.
+     * The weight is then copied each run (wr): not when it is much larger
+     * than the input (bench/run conv: 256 channels at 14x14, a weight 12
+     * times the input, gains; 512 at 7x7, 94 times, loses) */
+    s.kwf = s.d[1] == 1 && s.g == 1 && s.kw > 1 && s.kh > 1 &&
+                    gr_ttype_numel(wt) <= CONV_FOLD_MAX_WEIGHT * gr_ttype_numel(xt)
+                ? s.kw
+                : 1;
+    s.yw = s.merged ? s.wp : s.ow;
+    return s;
+}
+
+/* The NCHW <-> channels-last copies go through a rows-first copy when the
+ * NCHW rows are long and the channels few: an input of fewer channels than
+ * a quarter stick (the layout pass sticks an NCHW input read only by the
+ * copy on its channels, which then fill few lanes: the stem's 3) and rows
+ * of at least a quarter stick; an output whose rows fill a stick.  Measured
+ * with bench/run conv: the stem gains both, the 3x3 convs of 64 to 512
+ * channels lose with either. */
+#define CONV_ROWS_FIRST_MAX_C 16
+#define CONV_ROWS_FIRST_MIN_W 16
+#define CONV_OUT_ROWS_FIRST_MIN_W 64
+
+/* Does a load of e walk its buffer across rows along variable 3 (the
+ * copy's channel, its lanes)? */
+static void strided_lane(void *ctx, const ir_expr *x)
+{
+    if (x->kind == IR_E_LOAD && x->idx.coef[3] != 0 && x->idx.coef[3] != 1)
+        *(int *)ctx = 1;
+}
+
+/* x (N, C, H, W) copied into xt[n, h, c, w], its lanes still along w
+ * (every row one stick of x), and read back at (n, c, h, w) = co: a
+ * channels-last copy of an NCHW x stages only the sticks of a few rows of
+ * xt per chunk, where x's would span every channel's (docs/compiler.md,
+ * "Convolution"). */
+static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *co)
+{
+    const int64_t shape[4] = {s->n, s->h, s->cin, s->w};
+    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
+    ir_index xc[4] = {ir_idx_var(0), ir_idx_var(2), ir_idx_var(1), ir_idx_var(3)};
+    if (s->nsp == 1)
+        xc[2] = ir_idx_var(3);
+    int b = new_base(c, &t, read_at(c, x, xc), "conv_rows");
+    ops_of(c, c->bases[b].ops, x);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    ir_index row = contiguous(&t), at[4] = {co[0], s->nsp == 2 ? co[2] : ir_idx_const(0), co[1], co[3]};
+    ir_index idx = ir_idx_compose(&row, 4, at);
+    return ir_load(&c->p->A, c->bases[b].buf, t.dtype, &idx);
+}
+
+/* xp[n, hp, wp, c]: x padded with zeros (its every cs-th pixel),
+ * channels-last, in a buffer. */
+static int conv_padded(lctx *c, int x, const convshape *s)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[4] = {s->n, s->hp + (s->merged && s->kw > 1), s->wp, s->cin};
+    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
+    ir_index co[4], hv = ir_idx_var(1), wv = ir_idx_var(2);
+    co[0] = ir_idx_var(0);
+    co[1] = ir_idx_var(3);
+    hv.coef[1] = s->cs[0];
+    wv.coef[2] = s->cs[1];
+    hv.offset = -s->p[0];
+    wv.offset = -s->p[1];
+    co[2] = s->nsp == 2 ? hv : wv;
+    co[3] = wv;
+    int body = read_at(c, x, co), cond = -1, strided = 0;
+    ir_expr_walk(A, body, strided_lane, &strided);
+    if (strided && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
+        body = conv_rows_first(c, x, s, co);
+    for (int i = 0; i < 2; i++) {
+        if (!s->p[i])
+            continue;
+        ir_index at = ir_idx_var(1 + i);
+        at.coef[1 + i] = s->cs[i];
+        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
+        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
+        int in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
+        cond = cond < 0 ? in : ir_op2(A, IR_AND, cond, in);
+    }
+    if (cond >= 0)
+        body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
+    int b = new_base(c, &t, body, "conv_in");
+    ops_of(c, c->bases[b].ops, x);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* wr[kh, kw, ci, co]: the weight with a row of kw taps and the input
+ * channels one K, in a buffer (weight-sized; its lanes along co, as B's). */
+static int conv_weight_rows(lctx *c, int w, const convshape *s)
+{
+    const int64_t shape[4] = {s->kh, s->kw, s->cin, s->cout};
+    gr_ttype t = ttype(vtype(c, w)->dtype, 4, shape);
+    ir_index wc[4] = {ir_idx_var(3), ir_idx_var(2), ir_idx_var(0), ir_idx_var(1)};
+    if (s->nsp == 1)
+        wc[2] = ir_idx_var(1);
+    int b = new_base(c, &t, read_at(c, w, wc), "conv_weight");
+    ops_of(c, c->bases[b].ops, w);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it. */
+static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
+{
+    enum { VN, VG, VOH, VM, VNN, VK };
+    const int64_t shape[4] = {s->n, s->oh, s->yw, s->cout}, hx = c->p->bufs[xp].type.shape[1];
+    gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 4, shape);
+    const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->merged;
+    int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
+    ir_node *N = &c->p->nodes[n];
+    const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig * s->kwf};
+    N->nbatch = 3;
+    N->nvars = 6;
+    memcpy(N->ranges, r, sizeof r);
+    N->a = xp;
+    N->aidx = ir_idx_const(((kh * s->d[0]) * s->wp + kw * s->d[1]) * s->cin);
+    N->aidx.coef[VN] = hx * s->wp * s->cin;
+    N->aidx.coef[VG] = cig;
+    N->aidx.coef[VOH] = s->s[0] * s->wp * s->cin;
+    N->aidx.coef[VM] = s->s[1] * s->cin;
+    N->aidx.coef[VK] = 1;
+    ir_index wc[4];
+    wc[0] = ir_idx_var(VNN);
+    wc[0].coef[VG] = cog;
+    wc[1] = ir_idx_var(VK);
+    wc[2] = ir_idx_const(s->nsp == 2 ? kh : kw);
+    wc[3] = ir_idx_const(kw);
+    if (wr >= 0) { /* wr[kh, (kw, ci), co] */
+        N->b = wr;
+        N->bidx = ir_idx_var(VNN);
+        N->bidx.coef[VK] = s->cout;
+        N->bidx.offset = kh * s->kw * s->cin * s->cout;
+    } else {
+        N->b = c->bases[c->vals[w].base].buf;
+        N->bidx = ir_idx_compose(&c->vals[w].map[0], s->nsp + 2, wc);
+    }
+    N->store = ir_idx_const(0);
+    N->store.coef[VN] = s->oh * s->yw * s->cout;
+    N->store.coef[VG] = cog;
+    N->store.coef[VOH] = s->yw * s->cout;
+    N->store.coef[VM] = s->cout;
+    N->store.coef[VNN] = 1;
+    ir_node_simplify(c->p, n);
+    return c->p->nodes[n].out;
+}
+
+/* The bias read at channel variable 3 of (n, oh, ow, co), as dtype dt. */
+static int conv_bias(lctx *c, int bias, gr_dtype dt, uint64_t *ops)
+{
+    ir_index at = ir_idx_var(3);
+    ops_of(c, ops, bias);
+    return ir_cast(&c->p->A, read_at(c, bias, &at), dt);
+}
+
+static int is_graph_output(lctx *c, int v)
+{
+    for (int i = 0; i < c->d->noutputs; i++)
+        if (c->d->outputs[i] == v)
+            return 1;
+    return 0;
+}
+
+/* out (of type t): y[n, oh, ow, co] seen at (n, co, (oh,) ow), a view.  A
+ * graph output is first copied into yt[n, oh, co, ow] (lanes along ow, a
+ * chunk's rows reading the sticks of a few rows of y), which its copy into
+ * NCHW reads along its sticks: y's own sticks would span every row's. */
+static void conv_result(lctx *c, int out, int y, const gr_ttype *t)
+{
+    ir_index yc[4] = {ir_idx_var(0), t->rank == 4 ? ir_idx_var(2) : ir_idx_const(0), ir_idx_var(t->rank - 1),
+                      ir_idx_var(1)};
+    int yb = buffer_base(c, y, 0);
+    if (is_graph_output(c, out) && t->shape[1] > 1 && t->shape[t->rank - 1] >= CONV_OUT_ROWS_FIRST_MIN_W) {
+        const gr_ttype *yt = &c->p->bufs[y].type;
+        const int64_t shape[4] = {yt->shape[0], yt->shape[1], t->shape[1], t->shape[t->rank - 1]};
+        gr_ttype tt = ttype(t->dtype, 4, shape);
+        ir_index at[4] = {ir_idx_var(0), ir_idx_var(1), ir_idx_var(3), ir_idx_var(2)};
+        ir_index row = contiguous(yt), idx = ir_idx_compose(&row, 4, at);
+        yb = new_base(c, &tt, ir_load(&c->p->A, y, t->dtype, &idx), "conv_out");
+        ops_add_cur(c, c->bases[yb].ops);
+        realize_base(c, yb);
+        ir_index tc[4] = {yc[0], yc[1], ir_idx_var(1), yc[2]};
+        memcpy(yc, tc, sizeof yc);
+    }
+    set_whole(c, out, yb);
+    c->vals[out].type = *t;
+    memcpy(c->vals[out].map, yc, sizeof yc);
+    ops_add_cur(c, c->vals[out].ops);
+}
+
+/* A depthwise conv (one input and one output channel per group) as one
+ * pointwise op on the SFP: y[n, oh, ow, c] = sum over the taps of
+ * xp[n, oh s + kh d, ow s + kw d, c] w[c, 0, kh, kw] (+ bias[c]), lanes
+ * along c for xp, w (sticked on c by the layout pass) and y: a product
+ * would have K = 1 and N = 1 per group. */
+static int conv_depthwise(lctx *c, int xp, int w, int bias, const convshape *s, uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[4] = {s->n, s->oh, s->ow, s->cout}, hx = c->p->bufs[xp].type.shape[1];
+    gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 4, shape);
+    int body = -1;
+    for (int64_t kh = 0; kh < s->kh; kh++)
+        for (int64_t kw = 0; kw < s->kw; kw++) {
+            ir_index xi = ir_idx_const(((kh * s->d[0]) * s->wp + kw * s->d[1]) * s->cin);
+            xi.coef[0] = hx * s->wp * s->cin;
+            xi.coef[1] = s->s[0] * s->wp * s->cin;
+            xi.coef[2] = s->s[1] * s->cin;
+            xi.coef[3] = 1;
+            ir_index wc[4] = {ir_idx_var(3), ir_idx_const(0), ir_idx_const(s->nsp == 2 ? kh : kw), ir_idx_const(kw)};
+            int term = ir_op2(A, IR_MUL, ir_load(A, xp, t.dtype, &xi), ir_cast(A, read_at(c, w, wc), t.dtype));
+            body = body < 0 ? term : ir_op2(A, IR_ADD, body, term);
+        }
+    if (bias >= 0)
+        body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, t.dtype, ops));
+    ops_of(c, ops, w);
+    int b = new_base(c, &t, body, "conv_dw");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+static void l_convolution(lctx *c, int out, int opi)
+{
+    (void)opi;
+    int x = tensor(c, 0, "input"), w = tensor(c, 1, "weight");
+    const gr_arg *ba = arg(c, 2, "bias");
+    int bias = ba && ba->kind == GR_ARG_VALUE ? ba->value : -1;
+    const gr_ttype xt = *vtype(c, x), wt = *vtype(c, w);
+    if (xt.dtype != wt.dtype || !ir_dtype_is_float(xt.dtype))
+        fail(c, "input and weight must have one float dtype");
+    convshape s = conv_shape(c, &xt, &wt);
+    if (bias >= 0 && (vtype(c, bias)->rank != 1 || vtype(c, bias)->shape[0] != s.cout))
+        fail(c, "argument bias must have %lld elements", (long long)s.cout);
+    uint64_t *ops = ops_new(c);
+    ops_add_cur(c, ops);
+    int xp = conv_padded(c, x, &s), wr = -1;
+    gr_ttype t = xt;
+    t.shape[1] = s.cout;
+    if (s.nsp == 2)
+        t.shape[2] = s.oh;
+    t.shape[t.rank - 1] = s.ow;
+    if (s.g == s.cin && s.cout == s.cin && s.g > 1) {
+        conv_result(c, out, conv_depthwise(c, xp, w, bias, &s, ops), &t);
+        free(ops);
+        return;
+    }
+    if (s.kwf > 1)
+        wr = conv_weight_rows(c, w, &s);
+    else
+        as_buffer_view(c, w);
+    ops_of(c, ops, w);
+    const int64_t shape[4] = {s.n, s.oh, s.yw, s.cout};
+    gr_ttype yt = ttype(xt.dtype, 4, shape);
+    ir_index yi = contiguous(&yt);
+    ir_arena *A = &c->p->A;
+    int sum = -1;
+    for (int64_t kh = 0; kh < s.kh; kh++)
+        for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
+            int tap = conv_tap(c, xp, w, wr, &s, kh, kw, ops);
+            int body = ir_load(A, tap, yt.dtype, &yi);
+            if (sum >= 0)
+                body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
+            if (bias >= 0 && kh == s.kh - 1 && kw + s.kwf == s.kw)
+                body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
+            if (body == ir_load(A, tap, yt.dtype, &yi)) {
+                sum = tap;
+                continue;
+            }
+            int b = new_base(c, &yt, body, "conv_sum");
+            ops_or(c, c->bases[b].ops, ops);
+            realize_base(c, b);
+            sum = c->bases[b].buf;
+        }
+    conv_result(c, out, sum, &t);
+    free(ops);
+}
+
 /* ---- Views ---- */
 
 static void view_as(lctx *c, int out, int x, const gr_ttype *t, const ir_index *coords)
@@ -1585,6 +1957,7 @@ static const struct {
     {"amax", l_reduce, IR_RMAX},       {"amin", l_reduce, IR_RMIN},
     {"mm", l_matmul, 0},               {"bmm", l_matmul, 0},
     {"matmul", l_matmul, 0},           {"mv", l_matmul, 0},
+    {"convolution", l_convolution, 0},
     {"view", l_view, 0},
     {"_unsafe_view", l_view, 0},       {"reshape", l_view, 0},
     {"permute", l_permute, 0},         {"t", l_transpose, 1},
