@@ -216,10 +216,36 @@ out:
     return rc;
 }
 
+/* repeat_interleave.Tensor(repeats): i repeated repeats[i] times, the
+ * positions a repeat_interleave with tensor repeats selects. */
+static int repeat_positions(ex *E)
+{
+    const tens *r = ref_arg_tensor(E, 0, "repeats");
+    if (!r)
+        return -1;
+    if (r->rank != 1 || kind_of(r->dtype) != K_I)
+        return ref_fail(E, "repeats must be a 1-D integer tensor");
+    int64_t total = 0;
+    for (int64_t i = 0; i < r->n; i++) {
+        if (r->i[i] < 0 || r->i[i] > INT64_MAX - total)
+            return ref_fail(E, "repeats[%lld] = %lld is negative or too large", (long long)i, (long long)r->i[i]);
+        total += r->i[i];
+    }
+    tens *o = ref_new_result(E, K_I, 1, &total);
+    if (!o)
+        return -1;
+    for (int64_t i = 0, j = 0; i < r->n; i++)
+        for (int64_t k = 0; k < r->i[i]; k++)
+            o->i[j++] = i;
+    return 0;
+}
+
 /* repeat_interleave(self, repeats: int, dim=None, output_size=None) */
 static int op_repeat_interleave(ex *E, int unused)
 {
     (void)unused;
+    if (E->node->nargs == 1)
+        return repeat_positions(E);
     const tens *x = ref_arg_tensor(E, 0, "self");
     int64_t rep = 0, dim = 0;
     if (!x || ref_arg_req_int(E, 1, "repeats", &rep) || ref_arg_int(E, 2, "dim", INT64_MIN, &dim))

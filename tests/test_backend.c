@@ -2782,6 +2782,30 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
     }
 }
 
+/* index with one index tensor (negative positions wrap), take, index_add,
+ * index_select of a 1-D table by computed positions and the positions of
+ * repeat_interleave, all one-hot, with indices computed on the device */
+static void test_index_take_index_add_and_repeat_positions_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(
+                                        "graph ix\n"
+                                        "input %x: f32[5, 12]\n"
+                                        "input %v: f32[30]\n"
+                                        "input %s: f32[4, 12]\n"
+                                        "%a: i64[4] = aten.arange.default(4)\n"
+                                        "%b: i64[4] = aten.mul.Tensor(%a, -2)\n"
+                                        "%c: i64[4] = aten.add.Tensor(%b, 3)\n"
+                                        "%i: f32[4, 12] = aten.index.Tensor(%x, [%c])\n"
+                                        "%j: f32[5, 4] = aten.index.Tensor(%x, [None, %c])\n"
+                                        "%t: f32[4] = aten.take.default(%x, %c)\n"
+                                        "%d: i64[4] = aten.add.Tensor(%a, 1)\n"
+                                        "%e: f32[5, 12] = aten.index_add.default(%x, 0, %d, %s, alpha=0.5)\n"
+                                        "%f: f32[4] = aten.index_select.default(%v, 0, %d)\n"
+                                        "%r: i64[4] = aten.add.Tensor(%a, 0)\n"
+                                        "%p: i64[6] = aten.repeat_interleave.Tensor(%r)\n"
+                                        "output %i, %j, %t, %e, %f, %p\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -2933,6 +2957,8 @@ int main(void)
          test_sort_topk_and_gather_by_ranks_and_one_hot_validate_on_both_chips},
         {"nll_loss by a one-hot selection validates on both chips",
          test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},
+        {"index, take, index_add and repeat positions validate on both chips",
+         test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

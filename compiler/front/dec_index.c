@@ -369,3 +369,141 @@ int dc_r_nll_loss(dctx *c, const gr_node *n, int *out)
     out[1] = total;
     return 2;
 }
+
+/* x's elements at positions idx (1-D, m of them) along dim d: x with d
+ * replaced by m, one-hot.  wrap: a negative position counts from the end
+ * (index and take, as Python's). */
+static int select_one_hot(dctx *c, int x, int d, int idx, int wrap)
+{
+    gr_ttype ti = dc_T(c, idx);
+    if (wrap) {
+        int neg = dc_cmps(c, "aten.lt.Scalar", idx, 0);
+        idx = dc_where(c, neg, dc_bins(c, "aten.add.Tensor", idx, (double)dc_T(c, x).shape[d]), idx);
+    }
+    int64_t m = ti.rank ? ti.shape[0] : 1, shape[GR_MAX_RANK], pshape[GR_MAX_RANK];
+    if (!ti.rank)
+        idx = dc_reshape(c, idx, 1, &m);
+    int xs = dc_unsqueeze(c, move_last(c, x, d, 0), d); /* (pre, 1, post, n) */
+    gr_ttype ts = dc_T(c, xs);
+    for (int i = 0; i < ts.rank; i++) {
+        shape[i] = i == d ? m : ts.shape[i];
+        pshape[i] = i == d ? m : 1;
+    }
+    xs = dc_expand(c, xs, ts.rank, shape);
+    return pick_last(c, xs, dc_reshape(c, idx, ts.rank, pshape));
+}
+
+/* A 2-D table indexed along its rows by an input's row numbers is the
+ * back half's row gather (lower.c); any other selection is one-hot. */
+static int row_gather(dctx *c, int x, int d, int idx)
+{
+    return dc_T(c, x).rank == 2 && d == 0 && dc_T(c, idx).rank <= 1 && c->d->values[idx].kind != GR_VAL_NODE;
+}
+
+int dc_r_index_select(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
+    gr_ttype t = dc_T(c, x);
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    if (row_gather(c, x, d, ix) || dc_T(c, ix).rank > 1 || dc_is_float(dc_T(c, ix).dtype) || !t.rank ||
+        !t.shape[d])
+        return 0;
+    out[0] = select_one_hot(c, x, d, ix, 0);
+    return 1;
+}
+
+/* index.Tensor(self, indices) with one integer index tensor (the others
+ * None): x with that dim replaced by the index's shape.  Several index
+ * tensors and bool masks (a data-dependent shape) stay for the host. */
+int dc_r_index(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    const gr_arg *l = gr_node_arg(n, 1, "indices");
+    gr_ttype t = dc_T(c, x);
+    int d = -1, ix = -1;
+    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems; i++)
+        if (l->items[i].kind == GR_ARG_VALUE) {
+            if (d >= 0)
+                return 0;
+            d = i;
+            ix = c->vmap[l->items[i].value];
+        }
+    if (ix < 0 || d >= t.rank || dc_T(c, ix).dtype == GR_BOOL || dc_is_float(dc_T(c, ix).dtype) || !t.shape[d])
+        return 0;
+    gr_ttype ti = dc_T(c, ix), to;
+    int64_t m = dc_numel(&ti);
+    int flat = ti.rank == 1 ? ix : dc_reshape(c, ix, 1, &m);
+    int r = select_one_hot(c, x, d, flat, 1); /* one-hot: a negative position wraps, as Python's */
+    to.dtype = t.dtype;
+    to.rank = 0;
+    for (int i = 0; i < t.rank; i++)
+        if (i != d)
+            to.shape[to.rank++] = t.shape[i];
+        else
+            for (int j = 0; j < ti.rank; j++)
+                to.shape[to.rank++] = ti.shape[j];
+    if (to.rank > GR_MAX_RANK)
+        return 0;
+    out[0] = dc_reshape(c, r, to.rank, to.shape);
+    return 1;
+}
+
+/* take(self, index): the flattened self's elements at index. */
+int dc_r_take(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 1, "index");
+    gr_ttype t = dc_T(c, x), ti = dc_T(c, ix);
+    int64_t all = dc_numel(&t), m = dc_numel(&ti);
+    if (!all || dc_is_float(ti.dtype))
+        return 0;
+    int r = select_one_hot(c, dc_reshape(c, x, 1, &all), 0, dc_reshape(c, ix, 1, &m), 1);
+    out[0] = dc_reshape(c, r, ti.rank, ti.shape);
+    return 1;
+}
+
+/* index_add(self, dim, index, source, alpha): self + alpha * the sum of
+ * source's slices sent to each position (one-hot, as scatter_add). */
+int dc_r_index_add(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "source");
+    double alpha = dc_num(c, n, 4, "alpha", 1);
+    gr_ttype tx = dc_T(c, x);
+    int64_t one = 1, m = dc_numel((gr_ttype[]){dc_T(c, ix)});
+    int x1 = tx.rank ? x : dc_reshape(c, x, 1, &one);
+    int s1 = dc_T(c, src).rank ? src : dc_reshape(c, src, 1, &one);
+    gr_ttype t = dc_T(c, x1);
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    if (dc_T(c, s1).rank != t.rank || dc_T(c, s1).shape[d] != m || !m)
+        return 0;
+    int64_t ishape[GR_MAX_RANK];
+    for (int i = 0; i <= t.rank; i++)
+        ishape[i] = i == d ? m : 1;
+    int im = dc_reshape(c, dc_reshape(c, ix, 1, &m), t.rank + 1, ishape); /* (.., m at d, 1, ..) */
+    int hit = dc_cmpv(c, "aten.eq.Tensor", im, iota(c, t.shape[d], t.rank + 1, d + 1));
+    int64_t ld = d;
+    int add = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, dc_unsqueeze(c, s1, d + 1), 0, 0), 1, &ld, 0);
+    if (alpha != 1)
+        add = dc_bins(c, "aten.mul.Tensor", add, alpha);
+    int r = dc_bin(c, "aten.add.Tensor", x1, dc_cast(c, add, t.dtype));
+    out[0] = tx.rank ? r : dc_reshape(c, r, 0, &one);
+    return 1;
+}
+
+/* repeat_interleave.Tensor(repeats): position j of the output is the i
+ * with cs[i-1] <= j < cs[i], i.e. #{i: cs[i] <= j}, cs = cumsum(repeats)
+ * (a triangular product, exact while the total is within 1024). */
+int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out)
+{
+    int r = dc_val(c, n, 0, "repeats");
+    gr_ttype tr = dc_T(c, r), to = c->g->values[n->out].type;
+    if (tr.rank != 1 || to.rank != 1 || to.shape[0] > 1024 || !tr.shape[0])
+        return 0;
+    int64_t len = tr.shape[0], row[2] = {1, len};
+    int rf = dc_reshape(c, dc_cast(c, r, GR_F32), 2, row);
+    int u = dc_cast(c, dc_cmpv(c, "aten.le.Tensor", iota(c, len, 2, 0), iota(c, len, 2, 1)), GR_F32);
+    int cs = dc_matmul(c, "aten.mm.default", rf, u); /* (1, len) */
+    int le = dc_cmpv(c, "aten.le.Tensor", dc_reshape(c, cs, 2, (int64_t[]){len, 1}), iota(c, to.shape[0], 2, 1));
+    int64_t zero = 0;
+    out[0] = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, le, GR_I64), 1, &zero, 0);
+    return 1;
+}

@@ -1019,10 +1019,12 @@ static int r_view_like(dctx *c, const gr_node *n, int *out)
  * unsqueeze after dim, expand it to r, merge. */
 static int r_repeat_interleave(dctx *c, const gr_node *n, int *out)
 {
+    if (n->nargs == 1) /* repeat_interleave.Tensor(repeats): the positions */
+        return dc_r_repeat_positions(c, n, out);
     int x = dc_val(c, n, 0, "self");
     const gr_arg *r = gr_node_arg(n, 1, "repeats");
     if (!r || r->kind != GR_ARG_INT)
-        dc_fail(c, "the compiler lowers repeat_interleave only with an int number of repeats");
+        return 0; /* repeats per element: the output's layout depends on the data (host) */
     const gr_arg *da = gr_node_arg(n, 2, "dim");
     gr_ttype t = dc_T(c, x);
     if (!da || da->kind == GR_ARG_NONE) {
@@ -2116,7 +2118,8 @@ static const struct {
     {"chunk", r_split, "slice per piece"},
     {"unbind", r_unbind, "select per piece"},
     {"stack", r_stack, "unsqueeze each, cat"},
-    {"repeat_interleave", r_repeat_interleave, "unsqueeze, expand, reshape (int repeats)"},
+    {"repeat_interleave", r_repeat_interleave, "unsqueeze, expand, reshape (int repeats); of repeats alone: "
+                                               "position j is #{i: cumsum(repeats)[i] <= j} (total within 1024)"},
     {"repeat", r_repeat, "reshape, expand, reshape"},
     {"scaled_dot_product_attention", r_sdpa, "matmul(q, k^T) * scale, mask (add, or where), "
                                              "softmax, matmul v"},
@@ -2260,6 +2263,11 @@ static const struct {
     {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
     {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
     {"narrow_copy", dc_r_narrow_copy, "slice"},
+    {"index_select", dc_r_index_select, "a 2-D table's rows by an input's row numbers: a row gather (lower); "
+                                        "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
+    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
+    {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
+    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot)"},
     {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
     {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
     {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},

@@ -91,6 +91,11 @@ int dc_r_gather(dctx *c, const gr_node *n, int *out);
 int dc_r_scatter_add(dctx *c, const gr_node *n, int *out);
 int dc_r_index_fill(dctx *c, const gr_node *n, int *out);
 int dc_r_nll_loss(dctx *c, const gr_node *n, int *out);
+int dc_r_index_select(dctx *c, const gr_node *n, int *out);
+int dc_r_index(dctx *c, const gr_node *n, int *out);
+int dc_r_take(dctx *c, const gr_node *n, int *out);
+int dc_r_index_add(dctx *c, const gr_node *n, int *out);
+int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);
 int dc_r_rot90(dctx *c, const gr_node *n, int *out);

@@ -422,6 +422,10 @@ static int fuse(ir_prog *p, fusion_rule rule)
             if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
                 !indices_match(p, k1, k2, &s) || (s.kind == IR_REDUCTION && per_row_reads_in_sticks(p, k1, k2, &s)))
                 continue;
+            /* refining the reduced loops into more of them than either kernel
+             * had makes a reduction the back half cannot run (it reduces one) */
+            if (s.kind == IR_REDUCTION && s.nred > 1 && s.nred > A->sig.nred && s.nred > B->sig.nred)
+                continue;
             /* A path through a third kernel: fusing would make a cycle. */
             if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
                 continue;
