@@ -2806,6 +2806,27 @@ static void test_index_take_index_add_and_repeat_positions_validate_on_both_chip
                                         "output %i, %j, %t, %e, %f, %p\n");
 }
 
+/* index_put: negative positions, accumulate with every index equal,
+ * duplicates without accumulate (the last write wins, as the reference's
+ * serial loop), an index on dim 1 with broadcast values */
+static void test_index_put_validates_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(
+                                        "graph ip\n"
+                                        "input %x: f32[6, 8]\n"
+                                        "input %v: f32[4, 8]\n"
+                                        "input %w: f32[4]\n"
+                                        "%a: i64[4] = aten.arange.default(4)\n"
+                                        "%b: i64[4] = aten.mul.Tensor(%a, 0)\n"
+                                        "%c: i64[4] = aten.add.Tensor(%b, 2)\n"
+                                        "%d: i64[4] = aten.sub.Tensor(%a, 2)\n"
+                                        "%p: f32[6, 8] = aten.index_put.default(%x, [%d], %v)\n"
+                                        "%q: f32[6, 8] = aten.index_put.default(%x, [%c], %v, True)\n"
+                                        "%r: f32[6, 8] = aten.index_put.default(%x, [%c], %v)\n"
+                                        "%z: f32[6, 8] = aten.index_put.default(%x, [None, %a], %w)\n"
+                                        "output %p, %q, %r, %z\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -2959,6 +2980,7 @@ int main(void)
          test_nll_loss_by_a_one_hot_selection_validates_on_both_chips},
         {"index, take, index_add and repeat positions validate on both chips",
          test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
+        {"index_put validates on both chips", test_index_put_validates_on_both_chips},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

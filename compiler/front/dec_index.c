@@ -507,3 +507,91 @@ int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out)
     out[0] = dc_red(c, "aten.sum.dim_IntList", dc_cast(c, le, GR_I64), 1, &zero, 0);
     return 1;
 }
+
+/* index_put with a bool mask over self's leading dims and values that
+ * broadcast to the rest: where(mask, values, self) (accumulate: self +
+ * values there).  Values with one row per true element (a shape that
+ * depends on the data) stay for the host. */
+static int index_put_mask(dctx *c, int x, int mask, int val, int acc)
+{
+    gr_ttype t = dc_T(c, x), tm = dc_T(c, mask), tv = dc_T(c, val);
+    int rest = t.rank - tm.rank;
+    if (tm.rank > t.rank || memcmp(tm.shape, t.shape, (size_t)tm.rank * sizeof *t.shape) ||
+        (tv.rank > rest && !(tv.rank == rest + 1 && tv.shape[0] == 1)))
+        return -1;
+    if (tv.rank == rest + 1)
+        val = dc_reshape(c, val, rest, tv.shape + 1);
+    int64_t ms[GR_MAX_RANK];
+    for (int i = 0; i < t.rank; i++)
+        ms[i] = i < tm.rank ? tm.shape[i] : 1;
+    mask = dc_reshape(c, mask, t.rank, ms);
+    val = dc_cast(c, val, t.dtype);
+    return dc_where(c, mask, acc ? dc_bin(c, "aten.add.Tensor", x, val) : val, x);
+}
+
+/* index_put with one integer index tensor at dim d: positions k along d
+ * get the values of the index entries j equal to k: their sum added
+ * (accumulate), else the last one's (as a serial write). */
+static int index_put_int(dctx *c, int x, int d, int ix, int val, int acc)
+{
+    gr_ttype t = dc_T(c, x), ti = dc_T(c, ix);
+    int64_t m = dc_numel(&ti), vs[GR_MAX_RANK], is[GR_MAX_RANK];
+    if (!m || !t.shape[d] || t.rank + 1 > GR_MAX_RANK)
+        return -1;
+    for (int i = 0; i < t.rank; i++)
+        vs[i] = i == d ? m : t.shape[i];
+    /* values broadcast to self's shape with d replaced by index's, then
+     * index's dims flattened into m */
+    int64_t fs[GR_MAX_RANK], ones[GR_MAX_RANK];
+    int fr = 0;
+    for (int i = 0; i < t.rank; i++)
+        for (int j = 0; j < (i == d ? ti.rank : 1); j++)
+            if (fr < GR_MAX_RANK)
+                fs[fr++] = i == d ? ti.shape[j] : t.shape[i];
+    gr_ttype tv = dc_T(c, val);
+    if (fr != t.rank - 1 + ti.rank || tv.rank > fr)
+        return -1;
+    for (int i = 0; i < fr; i++)
+        ones[i] = i < fr - tv.rank ? 1 : tv.shape[i - (fr - tv.rank)];
+    int v = dc_reshape(c, dc_expand(c, dc_reshape(c, val, fr, ones), fr, fs), t.rank, vs);
+    for (int i = 0; i <= t.rank; i++)
+        is[i] = i == d ? m : 1;
+    ix = dc_reshape(c, ix, 1, &m);
+    ix = dc_where(c, dc_cmps(c, "aten.lt.Scalar", ix, 0), dc_bins(c, "aten.add.Tensor", ix, (double)t.shape[d]), ix);
+    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_reshape(c, ix, t.rank + 1, is), iota(c, t.shape[d], t.rank + 1, d + 1));
+    int vu = dc_unsqueeze(c, dc_cast(c, v, t.dtype), d + 1); /* (.., m at d, 1, ..) */
+    int64_t ld = d;
+    if (acc)
+        return dc_bin(c, "aten.add.Tensor", x, dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, hit, vu, 0, 0), 1, &ld, 0));
+    int last = dc_red(c, "aten.amax.default", dc_where_s(c, hit, iota(c, m, t.rank + 1, d), -1, 0), 1, &ld, 1);
+    int pick = dc_cmpv(c, "aten.eq.Tensor", iota(c, m, t.rank + 1, d), last); /* (.., m, n, ..) */
+    int got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, pick, vu, 0, 0), 1, &ld, 0);
+    int64_t ls[GR_MAX_RANK]; /* last varies along self's dim d only */
+    for (int i = 0; i < t.rank; i++)
+        ls[i] = i == d ? t.shape[d] : 1;
+    int any = dc_cmps(c, "aten.ge.Scalar", dc_reshape(c, last, t.rank, ls), 0);
+    return dc_where(c, any, got, x);
+}
+
+int dc_r_index_put(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), val = dc_val(c, n, 2, "values");
+    int acc = (int)dc_num(c, n, 3, "accumulate", 0);
+    const gr_arg *l = gr_node_arg(n, 1, "indices");
+    int d = -1, ix = -1;
+    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems; i++)
+        if (l->items[i].kind == GR_ARG_VALUE) {
+            if (d >= 0)
+                return 0;
+            d = i;
+            ix = c->vmap[l->items[i].value];
+        }
+    if (ix < 0 || d >= dc_T(c, x).rank || dc_is_float(dc_T(c, ix).dtype))
+        return 0;
+    int r = dc_T(c, ix).dtype == GR_BOOL ? (d ? -1 : index_put_mask(c, x, ix, val, acc))
+                                          : index_put_int(c, x, d, ix, val, acc);
+    if (r < 0)
+        return 0;
+    out[0] = r;
+    return 1;
+}

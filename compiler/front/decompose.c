@@ -2267,6 +2267,9 @@ static const struct {
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
     {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
+    {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
+                                  "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
+                                  "that broadcast: where(mask, values, self)"},
     {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot)"},
     {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
     {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
