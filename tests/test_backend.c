@@ -2827,6 +2827,19 @@ static void test_index_put_validates_on_both_chips(void)
                                         "output %p, %q, %r, %z\n");
 }
 
+/* unfold's overlapping windows merge a loop running across two dims of
+ * the input; an input read only so is not given a stick on another dim,
+ * whose views assume no carry between dims (they came back wrong). */
+static void test_overlapping_unfold_windows_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips("graph uf\n"
+                                        "input %x: f32[5, 4]\n"
+                                        "input %y: f32[4, 5, 5, 5]\n"
+                                        "%u: f32[3, 4, 3] = aten.unfold.default(%x, 0, 3, 1)\n"
+                                        "%v: f32[2, 5, 5, 5, 3] = aten.unfold.default(%y, 0, 3, 1)\n"
+                                        "output %u, %v\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -2981,6 +2994,7 @@ int main(void)
         {"index, take, index_add and repeat positions validate on both chips",
          test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
+        {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

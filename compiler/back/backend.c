@@ -67,6 +67,32 @@ static int walked_dim(const gr_ttype *t, int64_t coef);
  * on d, so their loads walk its sticks (a conv's weight read as its taps'
  * B, wr[kh, kw, ci, co], walks co).  One not read at all, or read
  * otherwise, keeps the layout it has. */
+/* Read R of node N walks each of its buffer's dims without carrying into
+ * the next one: every coordinate stays inside its dim over all of N's
+ * loops.  Stick views compute a row from each loop's steps per dim, which
+ * holds only then (unfold's overlapping windows merge a loop that runs
+ * across two dims). */
+static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R)
+{
+    const gr_ttype *t = &p->bufs[R->buf].type;
+    int64_t hi[GR_MAX_RANK] = {0}, co[GR_MAX_RANK];
+    if (R->idx.offset < 0)
+        return 0;
+    be_coords_of(t, R->idx.offset, hi);
+    for (int v = 0; v < N->nvars; v++) {
+        if (R->idx.coef[v] < 0)
+            return 0;
+        memset(co, 0, sizeof co);
+        be_coords_of(t, R->idx.coef[v], co);
+        for (int d = 0; d < t->rank; d++)
+            hi[d] += co[d] * (N->ranges[v] - 1);
+    }
+    for (int d = 0; d < t->rank; d++)
+        if (hi[d] >= t->shape[d])
+            return 0;
+    return 1;
+}
+
 static void pointwise_sticks(ir_prog *p, be_ctx *c)
 {
     int *dim = ir_xalloc((size_t)(p->nbufs ? p->nbufs : 1) * sizeof *dim);
@@ -78,7 +104,8 @@ static void pointwise_sticks(ir_prog *p, be_ctx *c)
             const ir_dep *R = &N->reads[r];
             if (dim[R->buf] == -2)
                 continue;
-            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars
+            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars &&
+                            walks_without_carry(p, N, R)
                         ? walked_dim(&p->bufs[R->buf].type, R->idx.coef[N->nvars - 1])
                         : -1;
             dim[R->buf] = d < 0 || (dim[R->buf] >= 0 && dim[R->buf] != d) ? -2 : d;
