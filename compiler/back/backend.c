@@ -163,8 +163,10 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
                                  : B->type.dtype == GR_BF16 ? ISA_HT_BF16
                                                             : ISA_HT_F32;
             /* Integer inputs (token ids) are fp32 values on the device,
-             * exact up to 2^24: dma.gather reads them as row numbers. */
-            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == GR_I64 || B->type.dtype == GR_I32);
+             * exact up to 2^24: dma.gather reads them as row numbers.  So
+             * are a host op's integer results (the host writes them). */
+            int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
+            L->f32 = (B->kind != IR_BUF_COMPUTED || from_host) && (B->type.dtype == GR_I64 || B->type.dtype == GR_I32);
             int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
                                             ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];

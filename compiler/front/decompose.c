@@ -43,7 +43,7 @@ static _Noreturn void
 fail(dctx *c, const char *fmt, ...)
 {
     const gr_node *n = &c->g->nodes[c->cur];
-    ir_error(c->p, n->line, "%s: ", n->op);
+    ir_refuse(c->p, c->cur, "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
     isa_verrf_cat(c->p->err, c->p->errlen, fmt, ap);
@@ -2020,9 +2020,13 @@ static void check_results(dctx *c, const gr_node *n, const int *res, int nres)
             continue;
         gr_ttype_str(decl, dt, sizeof dt);
         gr_ttype_str(&got, pt, sizeof pt);
+        /* the graph's own mistake, not the compiler's: no host fallback */
         if (v->ntuple)
-            fail(c, "result %d of %%%s is declared %s but the op produces %s", i, v->name, dt, pt);
-        fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
+            ir_error(c->p, n->line, "%s: result %d of %%%s is declared %s but the op produces %s", n->op, i, v->name,
+                     dt, pt);
+        else
+            ir_error(c->p, n->line, "%s: %%%s is declared %s but the op produces %s", n->op, v->name, dt, pt);
+        longjmp(c->fail, 1);
     }
 }
 
@@ -2030,7 +2034,7 @@ static void copy_node(dctx *c, const gr_node *n)
 {
     const gr_value *v = &c->g->values[n->out];
     if (v->ntuple) { /* every multi-output op we lower has a rule */
-        ir_error(c->p, n->line, "the compiler does not lower %s", n->op);
+        ir_refuse(c->p, c->cur, "the compiler does not lower %s", n->op);
         longjmp(c->fail, 1);
     }
     for (int i = 0; i < n->nargs; i++)
@@ -2076,6 +2080,10 @@ static void decompose_node(dctx *c, int id)
     const gr_node *n = &c->g->nodes[id];
     c->cur = id;
     c->fresh = c->d->nvalues;
+    if (c->p->host[id]) { /* a host op: lower makes it a HOST node as it is */
+        copy_node(c, n);
+        return;
+    }
     if (!strcmp(n->op, "getitem")) {
         getitem(c, n);
         return;

@@ -73,6 +73,9 @@ static void node_deps(ir_prog *p, int i)
     if (n->kind == IR_MATMUL) {
         add_dep(n, n->a, 0, &n->aidx);
         add_dep(n, n->b, 0, &n->bidx);
+    } else if (n->kind == IR_HOST) { /* the host reads its inputs whole */
+        for (int i = 0; i < n->nhin; i++)
+            add_dep(n, n->hin[i], 1, NULL);
     } else {
         dep_ctx c = {p, i};
         ir_expr_walk(&p->A, n->body, dep_visit, &c);
@@ -319,8 +322,8 @@ static int rule_vertical(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 
 static int rule_reduction(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 {
-    return dir != DEP_NONE && a->kind != IR_MATMUL && b->kind != IR_MATMUL &&
-           (a->kind == IR_REDUCTION || b->kind == IR_REDUCTION);
+    return dir != DEP_NONE && a->kind != IR_MATMUL && b->kind != IR_MATMUL && a->kind != IR_HOST &&
+           b->kind != IR_HOST && (a->kind == IR_REDUCTION || b->kind == IR_REDUCTION);
 }
 
 static int rule_epilogue(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
@@ -331,7 +334,7 @@ static int rule_epilogue(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 
 static int rule_horizontal(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 {
-    return dir == DEP_NONE && a->kind == b->kind && a->kind != IR_MATMUL;
+    return dir == DEP_NONE && a->kind == b->kind && a->kind != IR_MATMUL && a->kind != IR_HOST;
 }
 
 static int cmp_int(const void *a, const void *b)

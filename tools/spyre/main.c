@@ -369,7 +369,7 @@ static int names_graph(const char *path)
  * --no-reroll, for compile_and_load. */
 static const char *run_work_div[64];
 static int run_nwork_div;
-static int run_no_lx_plan, run_no_lx_keep, run_no_reroll;
+static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback;
 
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
@@ -405,6 +405,7 @@ static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, char *err
     o.no_lx_plan = run_no_lx_plan;
     o.no_lx_keep = run_no_lx_keep;
     o.no_reroll = run_no_reroll;
+    o.no_fallback = run_no_fallback;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -492,6 +493,8 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
         run_no_lx_keep = 1;
     else if (!strcmp(o, "--no-reroll"))
         run_no_reroll = 1;
+    else if (!strcmp(o, "--no-fallback"))
+        run_no_fallback = 1;
     else if (!strcmp(o, "--tuning") && val)
         a->tuning = argv[++*i];
     else if (!strcmp(o, "--stats-json") && val)
@@ -604,6 +607,17 @@ static int run_fill(run_state *s)
     return 0;
 }
 
+/* The host fallback ops of the run, each with its cost (docs/runtime.md). */
+static void print_fallback(const rt_run_result *res)
+{
+    printf("fallback_ops=%d host_cycles=%.0f\n", res->fallback_ops, res->stats.host_cycles);
+    for (int i = 0; i < res->fallback_ops && i < RT_MAX_FALLBACK; i++) {
+        const rt_fallback_op *f = &res->fallback[i];
+        printf("  fallback %s (graph line %d): bytes_to_host=%" PRIu64 " bytes_to_device=%" PRIu64 " cycles=%.0f\n",
+               f->op, f->line, f->bytes_to_host, f->bytes_to_device, f->cycles);
+    }
+}
+
 /* Run the program and report: the result line, statistics, top kernels,
  * the trace and --stats-json files. An exit status. */
 static int run_report(run_state *s, rt_run_result *res)
@@ -620,10 +634,11 @@ static int run_report(run_state *s, rt_run_result *res)
         fprintf(stderr, "spyre run: %s: %s\n", a->path, line);
     }
     if (rc || trace_bad)
-        return rc ? EXIT_FAULT : EXIT_USAGE;
+        return res->status == RT_RUN_UNSUPPORTED ? EXIT_USAGE : rc ? EXIT_FAULT : EXIT_USAGE;
     rt_run_format(res, line, sizeof line);
     printf("%s\n", line);
     print_stats(&res->stats, rt_config(s->dev));
+    print_fallback(res);
     print_top_kernels(&res->stats, rt_config(s->dev));
     if (a->stats_json && sim_write_stats_json(&res->stats, rt_config(s->dev), a->stats_json, s->err, sizeof s->err)) {
         fprintf(stderr, "spyre run: %s\n", s->err);
@@ -715,7 +730,7 @@ static int cmd_compile(int argc, char **argv)
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
-    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0;
+    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -725,8 +740,8 @@ static int cmd_compile(int argc, char **argv)
             *(argv[i][8] == 'p' ? &no_lx_plan : &no_lx_keep) = 1;
             continue;
         }
-        if (!strcmp(argv[i], "--no-reroll")) {
-            no_reroll = 1;
+        if (!strcmp(argv[i], "--no-reroll") || !strcmp(argv[i], "--no-fallback")) {
+            *(argv[i][5] == 'r' ? &no_reroll : &no_fallback) = 1;
             continue;
         }
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
@@ -772,7 +787,8 @@ static int cmd_compile(int argc, char **argv)
         return EXIT_USAGE;
     char err[1024];
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
-                            .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll};
+                            .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll,
+                            .no_fallback = no_fallback};
     chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)

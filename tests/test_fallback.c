@@ -1,0 +1,141 @@
+/* test_fallback.c: the host fallback (docs/compiler.md "Host ops",
+ * docs/runtime.md "Host fallback"): an op the compiler does not lower
+ * runs on the host between device kernels, validates, and is reported
+ * with its cost; --no-fallback keeps the error. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char out[1 << 16];
+
+/* cumsum (the compiler has no lowering; the reference executor has one)
+ * between two device kernels. */
+static const char *between = "graph host_between\n"
+                             "input %x: f32[8, 64]\n"
+                             "%e: f32[8, 64] = aten.exp.default(%x)\n"
+                             "%c: f32[8, 64] = aten.cumsum.default(%e, 1)\n"
+                             "%r: f32[8, 64] = aten.mul.Tensor(%c, %x)\n"
+                             "output %r\n";
+
+static void write_graph(const char *text, char *path, size_t len)
+{
+    tu_write_tmpfile(".txt", text, strlen(text), path, len);
+}
+
+static void test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_validates(void)
+{
+    char g[512], cmd[1024];
+    write_graph(between, g, sizeof g);
+    const char *chips[] = {"spyre", "spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "run %s --check --config %s", g, chips[i]);
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.cumsum.default (graph line 4): bytes_to_host=1024 "
+                                           "bytes_to_device=1024 cycles="));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
+    /* the report names the host op and its estimate */
+    snprintf(cmd, sizeof cmd, "compile %s --report --config spyre", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_cumsum: host"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "host fallback aten.cumsum.default (graph line 4)"));
+    remove(g);
+}
+
+/* The chip waits for the host: cycles= includes the transfers and host
+ * time, at least the two PCIe latencies and the dispatch of spyre.cfg
+ * (2 x 2000 ns + 5000 ns = 13500 cycles at 1.5 GHz). */
+static void test_the_host_time_is_in_the_runs_cycles(void)
+{
+    char g[512], cmd[1024];
+    write_graph(between, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    double cycles = 0, host = 0;
+    const char *c = strstr(out, "cycles="), *h = strstr(out, "host_cycles=");
+    CU_ASSERT_FATAL(c && h);
+    sscanf(c, "cycles=%lf", &cycles);
+    sscanf(h, "host_cycles=%lf", &host);
+    CU_ASSERT(host >= 13500);
+    CU_ASSERT(cycles > host);
+    remove(g);
+}
+
+static void test_no_fallback_keeps_the_error_naming_the_op(void)
+{
+    char g[512], cmd[1024];
+    write_graph(between, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --no-fallback", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":4: the compiler does not lower aten.cumsum.default"));
+    snprintf(cmd, sizeof cmd, "compile %s --no-fallback", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    remove(g);
+}
+
+static void test_a_graph_of_one_host_op_runs_and_validates(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph host_only\ninput %x: f32[4, 32]\n%c: f32[4, 32] = aten.cumsum.default(%x, 1)\noutput %c\n", g,
+                sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check c:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
+static void test_a_run_without_host_ops_prints_zero_fallback_ops(void)
+{
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=0 host_cycles=0\n"));
+}
+
+static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
+{
+    char g[512], cmd[1024];
+    write_graph("input %x: f32[4, 4]\n%y: f32[4, 4] = aten.frobnicate.default(%x)\noutput %y\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "aten.frobnicate.default runs on the host, but the host"));
+    remove(g);
+}
+
+/* The trace shows the host op as a slice of its own. */
+static void test_the_trace_shows_the_host_op(void)
+{
+    char g[512], js[512], cmd[1200];
+    write_graph(between, g, sizeof g);
+    tu_tmpfile(".json", js, sizeof js);
+    snprintf(cmd, sizeof cmd, "run %s --trace %s", g, js);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    char *t = tu_read_file(js, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"name\":\"k1_cumsum\",\"cat\":\"host\""));
+    free(t);
+    remove(js);
+    remove(g);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"an op the device lacks runs on the host between kernels and validates",
+         test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_validates},
+        {"the host time is in the run's cycles", test_the_host_time_is_in_the_runs_cycles},
+        {"--no-fallback keeps the error naming the op", test_no_fallback_keeps_the_error_naming_the_op},
+        {"a graph of one host op runs and validates", test_a_graph_of_one_host_op_runs_and_validates},
+        {"a run without host ops prints fallback_ops=0", test_a_run_without_host_ops_prints_zero_fallback_ops},
+        {"an op the host lacks too is exit 2 naming it", test_an_op_the_host_lacks_too_is_exit_2_naming_it},
+        {"the trace shows the host op", test_the_trace_shows_the_host_op},
+        {NULL, NULL},
+    };
+    return tu_run("fallback", tests);
+}
