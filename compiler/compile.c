@@ -28,6 +28,7 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
     p->nsrc = g->nnodes;
     p->host = ir_xalloc((size_t)(g->nnodes + 1));
     p->fail_src = -1;
+    p->fail_kernel = -1;
     p->src = ir_xalloc((size_t)(g->nnodes + 1) * sizeof *p->src);
     for (int n = 0; n < g->nnodes; n++) {
         p->src[n].op = ir_xstrdup(g->nodes[n].op);
@@ -73,6 +74,30 @@ static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *op
     return 0;
 }
 
+/* Source op s as a host op; 1 if it was not one (getitem never is: it
+ * picks a result of a host op). */
+static int mark_op(const gr_graph *g, char *host, int s)
+{
+    if (s < 0 || host[s] || !strcmp(g->nodes[s].op, "getitem"))
+        return 0;
+    host[s] = 1;
+    return 1;
+}
+
+/* After a failed attempt: the op it failed on, or the first op (by line)
+ * of the kernel the back half refused that is not yet one, becomes a host
+ * op; 0 when none is new. */
+static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
+{
+    if (p->fail_src >= 0)
+        return mark_op(g, host, p->fail_src);
+    /* one op at a time, by line: the others may then compile on the device */
+    for (int j = 0; p->fail_kernel >= 0 && j < p->kernels[p->fail_kernel].nops; j++)
+        if (mark_op(g, host, p->kernels[p->fail_kernel].ops[j]))
+            return 1;
+    return 0;
+}
+
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start.  Each
@@ -93,13 +118,12 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
             p->errlen = 0;
             return p;
         }
-        int s = p->fail_src;
+        int marked = !(opts && opts->no_fallback) && mark_host(p, g, host);
         cc_result_free(p);
-        if ((opts && opts->no_fallback) || s < 0 || host[s] || !strcmp(g->nodes[s].op, "getitem")) {
+        if (!marked) {
             free(host);
             return NULL;
         }
-        host[s] = 1;
         if (errlen)
             err[0] = 0;
     }
@@ -128,6 +152,7 @@ void cc_result_free(cc_result *p)
     for (int n = 0; n < p->nnodes; n++) {
         free(p->nodes[n].ops);
         free(p->nodes[n].hin);
+        free(p->nodes[n].hout);
         free(p->nodes[n].reads);
     }
     free(p->nodes);

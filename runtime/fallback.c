@@ -36,9 +36,6 @@ static int check_host_ops(const isa_program *p, const gr_graph *g, char *err, si
             if (!rt_ref_supports(n))
                 return isa_errf(err, errlen, "graph line %d: %s runs on the host, but the host (the reference "
                                 "executor) has no such op", n->line, n->op);
-            if (g->values[n->out].ntuple)
-                return isa_errf(err, errlen, "graph line %d: %s runs on the host but has several results (not "
-                                "supported yet)", n->line, n->op);
         }
     return 0;
 }
@@ -141,6 +138,27 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
     return rt_write_f32(fb->prog, i, x, err, errlen);
 }
 
+/* The results of node n into their tensors: its value, or for a tuple
+ * each element the graph takes with getitem (run here too; an element
+ * nothing takes has no tensor). */
+static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, size_t errlen)
+{
+    const gr_graph *g = fb->g;
+    int tuple = g->nodes[node].out;
+    if (!g->values[tuple].ntuple)
+        return store(fb, tuple, bytes, err, errlen);
+    for (int k = node + 1; k < g->nnodes; k++) {
+        const gr_node *x = &g->nodes[k];
+        const gr_arg *a = x->nargs ? &x->args[0] : NULL;
+        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple ||
+            isa_program_find_tensor(fb->prog->p, g->values[x->out].name) < 0)
+            continue;
+        if (rt_ref_run_node(fb->ref, k, err, errlen) || store(fb, x->out, bytes, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
 /* The time the chip waits (docs/runtime.md, "Host fallback"), in cycles. */
 static double host_cycles(const chip_config *k, uint64_t in, uint64_t out)
 {
@@ -165,7 +183,7 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     if (!rc)
         rc = rt_ref_run_node(fb->ref, (int)node, msg, sizeof msg);
     if (!rc)
-        rc = store(fb, n->out, &out, msg, sizeof msg);
+        rc = store_results(fb, (int)node, &out, msg, sizeof msg);
     if (rc)
         return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
     *cycles = host_cycles(&fb->prog->dev->cfg, in, out);

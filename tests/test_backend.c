@@ -675,6 +675,7 @@ static cc_result *compile_wd(const gr_graph *g, const char *cfgname, const char 
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
     o.target = &cfg;
+    o.no_fallback = 1; /* the back half's own refusals */
     o.work_div = wd;
     o.nwork_div = n;
     o.no_lx_keep = no_lx_keep;

@@ -108,6 +108,48 @@ static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
     remove(g);
 }
 
+/* The back half reduces over one dimension at a time: the kernel
+ * summing over two goes to the host, one op at a time, so the exp fused
+ * into it runs on the device again; the report's estimate of the host op
+ * is what the run charges (the same model, the same device bytes). */
+static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph r\ninput %x: f32[8, 16, 4]\n%s: f32[16] = aten.sum.dim_IntList(%x, [0, 2])\n"
+                "%e: f32[16] = aten.exp.default(%s)\noutput %e\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "compile %s -o /dev/null --no-fallback", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "reduces over 2 dimensions at once"));
+    snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_sum: host"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_exp: pointwise"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "16384 bytes to the host, 128 back, estimate 16472 cycles"));
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=16384 "
+                                       "bytes_to_device=128 cycles=16472"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check e:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
+/* A host op of several results writes each one the graph takes, from
+ * one `host` instruction (sort: the compiler has no lowering). */
+static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph sortg\ninput %x: f32[4, 16]\n%e: f32[4, 16] = aten.exp.default(%x)\n"
+                "%s: (f32[4, 16], i64[4, 16]) = aten.sort.default(%e, 1)\n%v: f32[4, 16] = getitem(%s, 0)\n"
+                "%i: i64[4, 16] = getitem(%s, 1)\n%r: f32[4, 16] = aten.mul.Tensor(%v, 2.0)\noutput %r, %i\n",
+                g, sizeof g);
+    snprintf(cmd, sizeof cmd, "compile %s --report", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_sort: host []\n  ops: aten.sort.default (line 4)\n  reads: e f32[4, 16]\n"
+                                       "  writes: v f32[4, 16], i i64[4, 16]\n"));
+    remove(g);
+}
+
 /* The trace shows the host op as a slice of its own. */
 static void test_the_trace_shows_the_host_op(void)
 {
@@ -135,6 +177,9 @@ int main(void)
         {"a run without host ops prints fallback_ops=0", test_a_run_without_host_ops_prints_zero_fallback_ops},
         {"an op the host lacks too is exit 2 naming it", test_an_op_the_host_lacks_too_is_exit_2_naming_it},
         {"the trace shows the host op", test_the_trace_shows_the_host_op},
+        {"an op the back half refuses runs on the host", test_an_op_the_back_half_refuses_runs_on_the_host},
+        {"a host op of several results is one kernel writing each",
+         test_a_host_op_of_several_results_is_one_kernel_writing_each},
         {NULL, NULL},
     };
     return tu_run("fallback", tests);

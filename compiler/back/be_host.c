@@ -19,23 +19,33 @@ static const ir_node *host_node(const be_ctx *c, int pos)
 int be_host_access(be_ctx *c, int pos, be_access **out, int *n)
 {
     const ir_node *N = host_node(c, pos);
-    be_access *a = ir_xalloc((size_t)(N->nhin + 1) * sizeof *a);
+    be_access *a = ir_xalloc((size_t)(N->nhin + N->nhout + 1) * sizeof *a);
+    *n = 0;
     for (int i = 0; i < N->nhin; i++)
-        a[i] = (be_access){N->hin[i], 0, 0};
-    a[N->nhin] = (be_access){N->out, 1, 0};
+        a[(*n)++] = (be_access){N->hin[i], 0, 0};
+    a[(*n)++] = (be_access){N->out, 1, 0};
+    for (int i = 0; i < N->nhout; i++)
+        a[(*n)++] = (be_access){N->hout[i], 1, 0};
     *out = a;
-    *n = N->nhin + 1;
     return 0;
 }
 
-/* Bytes a host op moves each way: its inputs' and its result's device bytes. */
+/* A buffer's bytes in device layout: what crosses the link. */
+static int64_t dev_bytes(const be_ctx *c, int b)
+{
+    return c->lay[b].groups * c->lay[b].rows * c->t.stick;
+}
+
+/* Bytes a host op moves each way: its inputs' and its results'. */
 static void host_bytes(const be_ctx *c, int pos, int64_t *in, int64_t *out)
 {
     const ir_node *N = host_node(c, pos);
     *in = 0;
     for (int i = 0; i < N->nhin; i++)
-        *in += ir_buf_bytes(&c->p->bufs[N->hin[i]]);
-    *out = ir_buf_bytes(&c->p->bufs[N->out]);
+        *in += dev_bytes(c, N->hin[i]);
+    *out = dev_bytes(c, N->out);
+    for (int i = 0; i < N->nhout; i++)
+        *out += dev_bytes(c, N->hout[i]);
 }
 
 /* The runtime's model (docs/runtime.md, "Host fallback"): each way one

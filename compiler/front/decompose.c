@@ -2049,6 +2049,23 @@ static void copy_node(dctx *c, const gr_node *n)
     c->vmap[n->out] = out;
 }
 
+/* A host op of several results: one copy of the node per element, in
+ * order (lower makes the first a HOST node writing all of them). */
+static void copy_tuple(dctx *c, const gr_node *n)
+{
+    const gr_value *v = &c->g->values[n->out];
+    c->tmap[n->out] = ir_xalloc((size_t)v->ntuple * sizeof(int));
+    for (int i = 0; i < n->nargs; i++)
+        check_no_tuple(c, &n->args[i]);
+    for (int e = 0; e < v->ntuple; e++) {
+        gr_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
+        for (int i = 0; i < n->nargs; i++)
+            args[i] = arg_copy(c, &n->args[i]);
+        c->tmap[n->out][e] = emit(c, n->op, v->tuple[e], n->nargs, args);
+        free(args);
+    }
+}
+
 static void getitem(dctx *c, const gr_node *n)
 {
     const gr_arg *t = gr_node_arg(n, 0, NULL), *i = gr_node_arg(n, 1, NULL);
@@ -2081,7 +2098,10 @@ static void decompose_node(dctx *c, int id)
     c->cur = id;
     c->fresh = c->d->nvalues;
     if (c->p->host[id]) { /* a host op: lower makes it a HOST node as it is */
-        copy_node(c, n);
+        if (c->g->values[n->out].ntuple)
+            copy_tuple(c, n);
+        else
+            copy_node(c, n);
         return;
     }
     if (!strcmp(n->op, "getitem")) {

@@ -1016,6 +1016,8 @@ void ir_kernel_io(const ir_prog *p, int k, int *reads, int *nreads, int *writes,
             if (!in_kernel(p, p->bufs[n->reads[r].buf].node, k))
                 add_unique(reads, nreads, n->reads[r].buf);
         add_unique(writes, nwrites, n->out);
+        for (int j = 0; j < n->nhout; j++)
+            add_unique(writes, nwrites, n->hout[j]);
     }
 }
 

@@ -233,6 +233,7 @@ typedef struct {
     ir_index aidx, bidx;
     int *ops, nops;    /* the source ATen ops lowered into it (prog->src), by line */
     int *hin, nhin;    /* HOST: the buffers it reads, one per tensor argument of its source op (ops[0]) */
+    int *hout, nhout;  /* HOST: its other results (a tuple's elements after the first, `out`) */
     ir_dep *reads;     /* deps */
     int nreads;
     int dead;          /* dce */
@@ -312,6 +313,7 @@ struct cc_result {
     int nsrc;
     char *host;        /* per source node: 1 = it runs on the host (the host fallback) */
     int fail_src;      /* the source node a pass failed on (the fallback's candidate), -1 none */
+    int fail_kernel;   /* the kernel the back half refused (its source ops are the candidates), -1 none */
 
     gr_graph *dg;      /* decompose: the graph in core ops */
     int *dfrom;        /* per node of dg: the source node it comes from */

@@ -1500,6 +1500,12 @@ static void l_host(lctx *c, int id)
 {
     const gr_node *dn = &c->d->nodes[id];
     const gr_value *dv = &c->d->values[dn->out];
+    const int src = c->p->dfrom[id];
+    if (id > 0 && c->p->dfrom[id - 1] == src)
+        return; /* a later result of a host op: made with its first */
+    int nres = 1;
+    while (id + nres < c->d->nnodes && c->p->dfrom[id + nres] == src)
+        nres++;
     ir_node tmp = {0};
     int cap = 1;
     for (int i = 0; i < dn->nargs; i++)
@@ -1515,6 +1521,16 @@ static void l_host(lctx *c, int id)
     N->ops = ir_xalloc(sizeof *N->ops);
     N->ops[0] = c->p->dfrom[id];
     N->nops = 1;
+    N->hout = ir_xalloc((size_t)nres * sizeof *N->hout);
+    for (int e = 1; e < nres; e++) { /* the other results, written by the same node */
+        const gr_value *ev = &c->d->values[c->d->nodes[id + e].out];
+        int b = ir_buf_new(c->p, ev->name, &ev->type, IR_BUF_COMPUTED);
+        c->p->bufs[b].node = n;
+        c->p->nodes[n].hout[c->p->nodes[n].nhout++] = b;
+        if (strcmp(c->p->bufs[b].name, ev->name))
+            fail(c, "%%%s cannot come back from the host under its own name", ev->name);
+        set_whole(c, c->d->nodes[id + e].out, buffer_base(c, b, 0));
+    }
     if (strcmp(c->p->bufs[buf].name, dv->name))
         fail(c, "%%%s cannot come back from the host under its own name", dv->name);
     set_whole(c, dn->out, buffer_base(c, buf, 0));

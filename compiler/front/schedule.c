@@ -108,9 +108,15 @@ int ir_dce(ir_prog *p)
         live[b] = p->bufs[b].output;
     for (int i = p->nnodes - 1; i >= 0; i--) { /* readers come after writers */
         ir_node *n = &p->nodes[i];
+        /* A host op lives while any of its results does. */
+        for (int j = 0; j < n->nhout; j++)
+            if (live[n->hout[j]] && ir_buf_bytes(&p->bufs[n->hout[j]]))
+                live[n->out] = 2;
         /* A node with no output element has no work: it goes, and its
          * buffer stays only if it is an output (an empty tensor). */
-        if (!live[n->out] || !ir_buf_bytes(&p->bufs[n->out])) {
+        if (!live[n->out] || (live[n->out] == 1 && !ir_buf_bytes(&p->bufs[n->out]))) {
+            for (int j = 0; j < n->nhout; j++)
+                p->bufs[n->hout[j]].dead = !live[n->hout[j]];
             n->dead = 1;
             p->bufs[n->out].dead = !live[n->out];
             p->kernels[n->kernel].dead = 1;
