@@ -17,7 +17,14 @@ struct rt_fallback {
     rt_run_result *res;
     gr_graph *g;
     rt_ref *ref;
+    int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
+    int failed; /* a host op failed: the run stops, the op refused */
 };
+
+int rt_fallback_failed(const rt_fallback *fb)
+{
+    return fb && fb->failed;
+}
 
 /* The host ops' nodes must be in the graph and known to the reference
  * executor: checked before the run, so that a missing op stops it at
@@ -93,6 +100,10 @@ static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
         return isa_errf(err, errlen, "no tensor %s in the program", val->name);
     const isa_tensor *t = &fb->prog->p->tensors[i];
     int64_t n = gr_ttype_numel(&val->type);
+    if (!fb->values) { /* timing only: the transfer, not the values */
+        *bytes += t->bytes;
+        return 0;
+    }
     float *buf = malloc((n ? (size_t)n : 1) * sizeof *buf);
     if (!buf)
         return isa_errf(err, errlen, "out of host memory for %s", val->name);
@@ -124,6 +135,10 @@ static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errl
     if (i < 0)
         return isa_errf(err, errlen, "no tensor %s in the program for the result", val->name);
     const isa_tensor *t = &fb->prog->p->tensors[i];
+    if (!fb->values) {
+        *bytes += t->bytes;
+        return 0;
+    }
     const float *x = rt_ref_value(fb->ref, v, NULL);
     if (!x || rt_tensor_elems(t) != gr_ttype_numel(&val->type))
         return isa_errf(err, errlen, "tensor %s does not hold the result %%%s", t->name, val->name);
@@ -153,7 +168,7 @@ static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, 
         if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple ||
             isa_program_find_tensor(fb->prog->p, g->values[x->out].name) < 0)
             continue;
-        if (rt_ref_run_node(fb->ref, k, err, errlen) || store(fb, x->out, bytes, err, errlen))
+        if ((fb->values && rt_ref_run_node(fb->ref, k, err, errlen)) || store(fb, x->out, bytes, err, errlen))
             return -1;
     }
     return 0;
@@ -170,7 +185,6 @@ static double host_cycles(const chip_config *k, uint64_t in, uint64_t out)
 int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
                     size_t errlen)
 {
-    (void)s;
     (void)p;
     (void)at;
     rt_fallback *fb = ctx;
@@ -178,14 +192,17 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     char msg[400];
     uint64_t in = 0, out = 0;
     int rc = 0;
+    fb->values = sim_get_options(s)->values;
     for (int i = 0; i < n->nargs && !rc; i++)
         rc = fetch_args(fb, &n->args[i], &in, msg, sizeof msg);
-    if (!rc)
+    if (!rc && fb->values)
         rc = rt_ref_run_node(fb->ref, (int)node, msg, sizeof msg);
     if (!rc)
         rc = store_results(fb, (int)node, &out, msg, sizeof msg);
-    if (rc)
+    if (rc) {
+        fb->failed = 1;
         return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
+    }
     *cycles = host_cycles(&fb->prog->dev->cfg, in, out);
     rt_run_result *r = fb->res;
     if (r->fallback_ops < RT_MAX_FALLBACK) {

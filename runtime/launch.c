@@ -33,6 +33,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
             rc = sim_run_regions(dev->sim, p, p->weight_bytes ? prog->wbase : 0, prog->staged ? prog->abase : 0,
                                  &r.stats, &r.fault);
             sim_set_host(dev->sim, NULL, NULL);
+            unsupported = rt_fallback_failed(fb);
             rt_fallback_end(fb);
         }
         /* Outputs come back (also after a fault: what the run wrote), then

@@ -161,7 +161,8 @@ int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen);
 /* ---- Execution ---- */
 
 /* UNSUPPORTED: the program has a host op the runtime cannot run (the
- * reference executor lacks its op); nothing ran. */
+ * reference executor lacks its op: nothing ran; or refused its operands:
+ * the run stopped there). */
 typedef enum { RT_RUN_OK, RT_RUN_FAULT, RT_RUN_UNSUPPORTED } rt_run_status;
 
 /* Data moved between host and device for a run: everything since the

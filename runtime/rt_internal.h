@@ -72,6 +72,8 @@ typedef struct rt_fallback rt_fallback;
  * lacks: "graph line N: op"), or when it has none (*err empty). */
 rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen);
 void rt_fallback_end(rt_fallback *fb);
+/* Did a host op of the run fail (the reference executor refused it)? */
+int rt_fallback_failed(const rt_fallback *fb);
 /* The simulator's callback for a `host` instruction (sim_host_fn), ctx the rt_fallback. */
 int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
                      size_t errlen);

@@ -148,6 +148,7 @@ int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_
 }
 
 void sim_set_options(sim *s, const sim_options *opt) { s->opt = *opt; }
+const sim_options *sim_get_options(const sim *s) { return &s->opt; }
 
 void sim_set_host(sim *s, sim_host_fn fn, void *ctx)
 {

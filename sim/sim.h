@@ -125,6 +125,7 @@ void sim_set_host(sim *s, sim_host_fn fn, void *ctx);
 
 /* Options for the next runs (default: values on, races detected, no trace). */
 void sim_set_options(sim *s, const sim_options *opt);
+const sim_options *sim_get_options(const sim *s);
 /* The timeline of the last run as Chrome trace-event JSON (needs a trace
  * level other than OFF during the run). */
 int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, size_t errlen);

@@ -935,7 +935,8 @@ static const command commands[] = {
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
-     "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
+     "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
+     "               [--no-fallback]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
@@ -951,7 +952,9 @@ static const command commands[] = {
      "stays in LX between kernels); --no-lx-keep keeps the fusions but no tensor in LX between kernels.\n"
      "The report shows per kernel the tensors kept in LX, read from LX, spilled and reloaded.\n"
      "The reroll pass rolls each kernel's instructions into counted loops (the report's last section\n"
-     "gives instructions per kernel before and after); --no-reroll leaves them spelled out, for comparison."},
+     "gives instructions per kernel before and after); --no-reroll leaves them spelled out, for comparison.\n"
+     "An op the compiler cannot do on the device becomes a host op (kind host), which the runtime runs\n"
+     "on the host between kernels; --no-fallback makes it an error naming the op instead."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -965,7 +968,7 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--max-insns N] [--max-cycles N]",
+     "           [--no-fallback] [--max-insns N] [--max-cycles N]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs (skipped,\n"
@@ -987,9 +990,11 @@ static const command commands[] = {
      "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
      "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"
      "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
-     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep and --no-reroll act as for `spyre compile`.\n"
-     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
-     "race, a deadlock or a limit)."},
+     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll and --no-fallback act as for\n"
+     "`spyre compile`.  Host fallback ops are listed after the statistics (fallback_ops=N, each op's\n"
+     "bytes and cycles, which the run's cycles include).\n"
+     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"
+     "program broke a rule (including a race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
 };
 
