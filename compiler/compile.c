@@ -109,16 +109,32 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
         return NULL;
     char *host = ir_xalloc((size_t)g->nnodes + 1);
+    /* A dump shows the last attempt only: each goes to memory first. */
+    char *dump = NULL;
+    size_t dlen = 0;
     for (;;) {
         ir_prog *p = prog_new(g, opts, err, errlen);
         memcpy(p->host, host, (size_t)g->nnodes);
-        if (!compile_once(p, g, opts, err, errlen)) {
+        FILE *mem = p->opts.dump_after ? open_memstream(&dump, &dlen) : NULL;
+        if (p->opts.dump_after && !mem)
+            abort();
+        p->opts.dump = mem;
+        int failed = compile_once(p, g, opts, err, errlen);
+        int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
+        if (mem) {
+            fclose(mem);
+            if (!marked)
+                fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
+            free(dump);
+            dump = NULL;
+        }
+        p->opts.dump = opts ? opts->dump : NULL;
+        if (!failed) {
             free(host);
             p->err = NULL; /* the caller's buffer is not ours to keep */
             p->errlen = 0;
             return p;
         }
-        int marked = !(opts && opts->no_fallback) && mark_host(p, g, host);
         cc_result_free(p);
         if (!marked) {
             free(host);
