@@ -150,6 +150,27 @@ static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
     remove(g);
 }
 
+/* var_mean over two dimensions: the back half refuses it, the host runs
+ * it once and writes both results (two sticks back), which validate,
+ * one of them through the device's mul. */
+static void test_a_host_op_of_two_results_runs_once_and_validates(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph vm2\ninput %x: f32[8, 16, 4]\n"
+                "%s: (f32[16], f32[16]) = aten.var_mean.correction(%x, [0, 2], correction=0)\n"
+                "%v: f32[16] = getitem(%s, 0)\n%m: f32[16] = getitem(%s, 1)\n%r: f32[16] = aten.mul.Tensor(%v, %m)\n"
+                "output %r, %m\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=16384 "
+                                       "bytes_to_device=256 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check m:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
 /* The trace shows the host op as a slice of its own. */
 static void test_the_trace_shows_the_host_op(void)
 {
@@ -178,6 +199,7 @@ int main(void)
         {"an op the host lacks too is exit 2 naming it", test_an_op_the_host_lacks_too_is_exit_2_naming_it},
         {"the trace shows the host op", test_the_trace_shows_the_host_op},
         {"an op the back half refuses runs on the host", test_an_op_the_back_half_refuses_runs_on_the_host},
+        {"a host op of two results runs once and validates", test_a_host_op_of_two_results_runs_once_and_validates},
         {"a host op of several results is one kernel writing each",
          test_a_host_op_of_several_results_is_one_kernel_writing_each},
         {NULL, NULL},
