@@ -207,6 +207,7 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     rt_run_result *r = fb->res;
     if (r->fallback_ops < RT_MAX_FALLBACK) {
         rt_fallback_op *f = &r->fallback[r->fallback_ops];
+        f->node = (int)node;
         f->line = n->line;
         snprintf(f->op, sizeof f->op, "%s", n->op);
         f->bytes_to_host = in;

@@ -180,7 +180,8 @@ typedef struct {
 
 /* One host fallback op of a run (runtime/fallback.c, docs/runtime.md). */
 typedef struct {
-    int line;                 /* of its node in the program's graph */
+    int node;                 /* its node in the program's graph (the source graph's node order) */
+    int line;                 /* of that node in the program's graph text */
     char op[ISA_NAME_MAX];    /* "aten.cumsum.default" */
     uint64_t bytes_to_host;   /* its inputs, device bytes */
     uint64_t bytes_to_device; /* its result, device bytes */

@@ -92,6 +92,19 @@ static void test_a_graph_of_one_host_op_runs_and_validates(void)
     remove(g);
 }
 
+/* A run of a graph names the host op at its line in the graph file (here
+ * below two comment lines), as the compiler's report does. */
+static void test_a_host_op_is_named_at_its_line_in_the_graph_file(void)
+{
+    char g[512], cmd[1024];
+    write_graph("# exported\n# by hand\ngraph c\ninput %x: f32[8, 64]\n%e: f32[8, 64] = aten.exp.default(%x)\n"
+                "%c: f32[8, 64] = aten.cumsum.default(%e, 1)\noutput %c\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.cumsum.default (graph line 6):"));
+    remove(g);
+}
+
 static void test_a_run_without_host_ops_prints_zero_fallback_ops(void)
 {
     CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp", out, sizeof out), 0);
@@ -196,6 +209,7 @@ int main(void)
         {"--no-fallback keeps the error naming the op", test_no_fallback_keeps_the_error_naming_the_op},
         {"a graph of one host op runs and validates", test_a_graph_of_one_host_op_runs_and_validates},
         {"a run without host ops prints fallback_ops=0", test_a_run_without_host_ops_prints_zero_fallback_ops},
+        {"a host op is named at its line in the graph file", test_a_host_op_is_named_at_its_line_in_the_graph_file},
         {"an op the host lacks too is exit 2 naming it", test_an_op_the_host_lacks_too_is_exit_2_naming_it},
         {"the trace shows the host op", test_the_trace_shows_the_host_op},
         {"an op the back half refuses runs on the host", test_an_op_the_back_half_refuses_runs_on_the_host},

@@ -607,14 +607,17 @@ static int run_fill(run_state *s)
     return 0;
 }
 
-/* The host fallback ops of the run, each with its cost (docs/runtime.md). */
-static void print_fallback(const rt_run_result *res)
+/* The host fallback ops of the run, each with its cost (docs/runtime.md),
+ * at their lines in the source graph g when the run compiled one (else
+ * in the program's graph text). */
+static void print_fallback(const rt_run_result *res, const gr_graph *g)
 {
     printf("fallback_ops=%d host_cycles=%.0f\n", res->fallback_ops, res->stats.host_cycles);
     for (int i = 0; i < res->fallback_ops && i < RT_MAX_FALLBACK; i++) {
         const rt_fallback_op *f = &res->fallback[i];
+        int line = g && f->node < g->nnodes ? g->nodes[f->node].line : f->line;
         printf("  fallback %s (graph line %d): bytes_to_host=%" PRIu64 " bytes_to_device=%" PRIu64 " cycles=%.0f\n",
-               f->op, f->line, f->bytes_to_host, f->bytes_to_device, f->cycles);
+               f->op, line, f->bytes_to_host, f->bytes_to_device, f->cycles);
     }
 }
 
@@ -638,7 +641,7 @@ static int run_report(run_state *s, rt_run_result *res)
     rt_run_format(res, line, sizeof line);
     printf("%s\n", line);
     print_stats(&res->stats, rt_config(s->dev));
-    print_fallback(res);
+    print_fallback(res, s->g);
     print_top_kernels(&res->stats, rt_config(s->dev));
     if (a->stats_json && sim_write_stats_json(&res->stats, rt_config(s->dev), a->stats_json, s->err, sizeof s->err)) {
         fprintf(stderr, "spyre run: %s\n", s->err);
