@@ -76,7 +76,11 @@
     K(dram_write_buffer_bytes, D, 0, 1 << 20, "bytes", "per-channel posted-write buffer, whole bursts; 0: not posted") \
     K(dram_write_high_pct, D, 0, 100, "%", "buffer fill that forces a drain ahead of reads")                \
     K(dram_write_low_pct, D, 0, 100, "%", "a forced drain stops at this fill")                              \
-    K(dram_write_ack_ns, D, 0, 1e6, "ns", "arrival to acceptance into the write buffer")
+    K(dram_write_ack_ns, D, 0, 1e6, "ns", "arrival to acceptance into the write buffer")                   \
+    K(pcie_bytes_per_s, D, 1e6, 1e13, "bytes/s", "host link bandwidth per direction (host fallback ops)")    \
+    K(pcie_latency_ns, D, 0, 1e9, "ns", "host link: one transfer's fixed cost")                              \
+    K(host_bytes_per_s, D, 1e6, 1e13, "bytes/s", "host: bytes a fallback op reads and writes per second")    \
+    K(host_op_ns, D, 0, 1e9, "ns", "host: fixed cost of one fallback op (dispatch)")
 
 #define CHIP_CTYPE_I int
 #define CHIP_CTYPE_I32 uint32_t

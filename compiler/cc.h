@@ -95,10 +95,15 @@ typedef struct {
      * them out, every chunk of every kernel, instead of rolling them into
      * counted loops (for comparison). */
     int no_reroll;
+    /* 1: no host fallback: an op the compiler cannot lower (or the back
+     * half cannot compile) is an error, as it was before the fallback;
+     * 0: such an op becomes a host op, which the runtime runs on the host
+     * between device kernels (docs/compiler.md, "Host ops"). */
+    int no_fallback;
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;
-typedef enum { CC_KERNEL_POINTWISE, CC_KERNEL_REDUCTION, CC_KERNEL_MATMUL } cc_kernel_kind;
+typedef enum { CC_KERNEL_POINTWISE, CC_KERNEL_REDUCTION, CC_KERNEL_MATMUL, CC_KERNEL_HOST } cc_kernel_kind;
 
 /* The passes, in the order cc_compile runs them; NULL-terminated. */
 const char *const *cc_pass_names(void);

@@ -26,6 +26,9 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
     p->errlen = errlen;
     p->stage = "start";
     p->nsrc = g->nnodes;
+    p->host = ir_xalloc((size_t)(g->nnodes + 1));
+    p->fail_src = -1;
+    p->fail_kernel = -1;
     p->src = ir_xalloc((size_t)(g->nnodes + 1) * sizeof *p->src);
     for (int n = 0; n < g->nnodes; n++) {
         p->src[n].op = ir_xstrdup(g->nodes[n].op);
@@ -41,18 +44,13 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
     return p;
 }
 
-cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+/* One attempt: the front half and, for a target, the back half, with
+ * the source ops p->host marks running on the host. */
+static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
-    if (errlen)
-        err[0] = 0;
-    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
-        return NULL;
-    ir_prog *p = prog_new(g, opts, err, errlen);
     p->graph = g;
-    if (ir_run_passes(p, 0)) {
-        cc_result_free(p);
-        return NULL;
-    }
+    if (ir_run_passes(p, 0))
+        return -1;
     p->graph = NULL;
     if (opts && opts->target) {
         /* The workdiv pass sees the graph's work_div hints, then the
@@ -70,14 +68,81 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         p->opts.work_div = opts->work_div;
         p->opts.nwork_div = opts->nwork_div;
         free(wd);
-        if (!p->program) {
-            cc_result_free(p);
+        if (!p->program)
+            return -1;
+    }
+    return 0;
+}
+
+/* Source op s as a host op; 1 if it was not one (getitem never is: it
+ * picks a result of a host op). */
+static int mark_op(const gr_graph *g, char *host, int s)
+{
+    if (s < 0 || host[s] || !strcmp(g->nodes[s].op, "getitem"))
+        return 0;
+    host[s] = 1;
+    return 1;
+}
+
+/* After a failed attempt: the op it failed on, or the first op (by line)
+ * of the kernel the back half refused that is not yet one, becomes a host
+ * op; 0 when none is new. */
+static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
+{
+    if (p->fail_src >= 0)
+        return mark_op(g, host, p->fail_src);
+    /* one op at a time, by line: the others may then compile on the device */
+    for (int j = 0; p->fail_kernel >= 0 && j < p->kernels[p->fail_kernel].nops; j++)
+        if (mark_op(g, host, p->kernels[p->fail_kernel].ops[j]))
+            return 1;
+    return 0;
+}
+
+/* The host fallback (docs/compiler.md, "Host ops"): when an attempt
+ * fails on a source op (p->fail_src) that is not yet a host op, that op
+ * becomes one and the graph is compiled again from the start.  Each
+ * attempt marks one more op, so there are at most as many as ops. */
+cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
+        return NULL;
+    char *host = ir_xalloc((size_t)g->nnodes + 1);
+    /* A dump shows the last attempt only: each goes to memory first. */
+    char *dump = NULL;
+    size_t dlen = 0;
+    for (;;) {
+        ir_prog *p = prog_new(g, opts, err, errlen);
+        memcpy(p->host, host, (size_t)g->nnodes);
+        FILE *mem = p->opts.dump_after ? open_memstream(&dump, &dlen) : NULL;
+        if (p->opts.dump_after && !mem)
+            abort();
+        p->opts.dump = mem;
+        int failed = compile_once(p, g, opts, err, errlen);
+        int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
+        if (mem) {
+            fclose(mem);
+            if (!marked)
+                fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
+            free(dump);
+            dump = NULL;
+        }
+        p->opts.dump = opts ? opts->dump : NULL;
+        if (!failed) {
+            free(host);
+            p->err = NULL; /* the caller's buffer is not ours to keep */
+            p->errlen = 0;
+            return p;
+        }
+        cc_result_free(p);
+        if (!marked) {
+            free(host);
             return NULL;
         }
+        if (errlen)
+            err[0] = 0;
     }
-    p->err = NULL; /* the caller's buffer is not ours to keep */
-    p->errlen = 0;
-    return p;
 }
 
 void cc_result_free(cc_result *p)
@@ -90,6 +155,7 @@ void cc_result_free(cc_result *p)
     for (int i = 0; i < p->nsrc; i++)
         free(p->src[i].op);
     free(p->src);
+    free(p->host);
     gr_graph_free(p->dg);
     free(p->dfrom);
     ir_arena_free(&p->A);
@@ -101,6 +167,8 @@ void cc_result_free(cc_result *p)
     free(p->bnames);
     for (int n = 0; n < p->nnodes; n++) {
         free(p->nodes[n].ops);
+        free(p->nodes[n].hin);
+        free(p->nodes[n].hout);
         free(p->nodes[n].reads);
     }
     free(p->nodes);
@@ -215,7 +283,8 @@ cc_kernel_kind cc_result_kernel_kind(const cc_result *r, int i)
 {
     static const cc_kernel_kind kinds[] = {[IR_POINTWISE] = CC_KERNEL_POINTWISE,
                                            [IR_REDUCTION] = CC_KERNEL_REDUCTION,
-                                           [IR_MATMUL] = CC_KERNEL_MATMUL};
+                                           [IR_MATMUL] = CC_KERNEL_MATMUL,
+                                           [IR_HOST] = CC_KERNEL_HOST};
     return kinds[kernel_at(r, i)->kind];
 }
 

@@ -75,6 +75,7 @@ static isa_program *compile_job(const chip_config *cfg, const gen_job *job, int 
         return NULL;
     cc_compile_opts co = {0};
     co.no_lx_plan = !lx_plan;
+    co.no_fallback = 1; /* a named kernel runs on the device or is refused */
     co.target = cfg;
     cc_result *r = NULL;
     int n = cores ? core_limit(g, &co, job, cores, specs, MAX_KERNELS, err, errlen) : 0;

@@ -127,6 +127,7 @@ typedef struct isa_insn {
 #define ISA_FMT_NONE(O)
 #define ISA_FMT_REG(O) O("r", ISA_K_U, 4, reg, 0, 1, NULL) O("v", ISA_K_S, 48, val, 0, INT64_MIN, NULL)
 #define ISA_FMT_LOOP(O) O("n", ISA_K_U, 32, val, 1, 1, NULL)
+#define ISA_FMT_HOST(O) O("node", ISA_K_U, 32, val, 0, 0, NULL)
 #define ISA_FMT_TOK(O) O("u", ISA_K_ENUM, 3, u, 0, 0, isa_unit_names) O("t", ISA_K_U, 8, tok, 0, 0, NULL)
 #define ISA_FMT_DMA(O) ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "a", a) \
     O("run", ISA_K_U, 16, run, 1, 1, NULL) \
@@ -160,7 +161,7 @@ typedef struct isa_insn {
     O("as0", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) O("bs0", ISA_K_S, 32, bs[0], 4, INT64_MIN, NULL) \
     O("n1", ISA_K_U, 16, n[1], 1, 1, NULL) O("ds1", ISA_K_S, 32, ds[1], 0, INT64_MIN, NULL) O("as1", ISA_K_S, 32, as[1], 0, INT64_MIN, NULL)
 
-#define ISA_FORMATS(F) F(NONE) F(REG) F(LOOP) F(TOK) F(DMA) F(PT) F(SFP) F(RING) F(GATHER)
+#define ISA_FORMATS(F) F(NONE) F(REG) F(LOOP) F(HOST) F(TOK) F(DMA) F(PT) F(SFP) F(RING) F(GATHER)
 
 /* The instruction table.
  * X(ID, mnemonic, opcode, format, class, cost, semantics); cost is the
@@ -191,6 +192,7 @@ typedef struct isa_insn {
     X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ, FIXED,  "end of this core's stream; the core is done when its units drain") \
     X(BAR,   "bar",   0x02, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle and every core reached the barrier") \
     X(FENCE, "fence", 0x07, NONE, ISA_C_SEQ, FIXED,  "wait until this core's units are idle; no other core takes part") \
+    X(HOST,  "host",  0x0a, HOST, ISA_C_SEQ, FIXED,  "a bar on every core, then the host runs node `node` of the program's graph (a host fallback op) on the tensors in DRAM before any core goes on") \
     X(LI,    "li",    0x03, REG, ISA_C_SEQ, FIXED,  "r[r] := v") \
     X(ADDI,  "addi",  0x04, REG, ISA_C_SEQ, FIXED,  "r[r] := r[r] + v, modulo 2^64 (wraps)") \
     X(LOOP,  "loop",  0x05, LOOP, ISA_C_SEQ, FIXED,  "run the instructions up to the matching endl n times (nesting depth 4)") \

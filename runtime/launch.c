@@ -16,15 +16,26 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     prog->last_use = ++dev->clock;
     size_t from = rt_sched_from(prog, 1);
     char msg[sizeof r.fault.msg];
-    int rc = 0;
+    int rc = 0, unsupported = 0;
     /* Its weights back if they were evicted, then its activations. */
     if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, msg, sizeof msg)) {
         snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
         rc = -1;
     } else {
         const isa_program *p = prog->p;
-        rc = sim_run_regions(dev->sim, p, p->weight_bytes ? prog->wbase : 0, prog->staged ? prog->abase : 0,
-                             &r.stats, &r.fault);
+        rt_fallback *fb = rt_fallback_begin(prog, &r, msg, sizeof msg);
+        if (!fb && msg[0]) {
+            snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+            rc = -1;
+            unsupported = 1;
+        } else {
+            sim_set_host(dev->sim, fb ? rt_fallback_host : NULL, fb);
+            rc = sim_run_regions(dev->sim, p, p->weight_bytes ? prog->wbase : 0, prog->staged ? prog->abase : 0,
+                                 &r.stats, &r.fault);
+            sim_set_host(dev->sim, NULL, NULL);
+            unsupported = rt_fallback_failed(fb);
+            rt_fallback_end(fb);
+        }
         /* Outputs come back (also after a fault: what the run wrote), then
          * the activation region is freed. */
         if (rt_download_outputs(prog, msg, sizeof msg) && !rc) {
@@ -33,7 +44,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
         }
         rt_unstage(prog);
     }
-    r.status = rc ? RT_RUN_FAULT : RT_RUN_OK;
+    r.status = unsupported ? RT_RUN_UNSUPPORTED : rc ? RT_RUN_FAULT : RT_RUN_OK;
     r.xfer = prog->pending;
     memset(&prog->pending, 0, sizeof prog->pending);
     prog->last = r;

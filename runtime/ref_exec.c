@@ -25,7 +25,8 @@ static const ref_op *find_op(const gr_node *n)
     return NULL;
 }
 
-rt_ref *rt_ref_new(const gr_graph *g, char *err, size_t errlen)
+/* The executor's state for g, nothing checked. */
+static rt_ref *ref_alloc(const gr_graph *g, char *err, size_t errlen)
 {
     rt_ref *r = calloc(1, sizeof *r);
     if (!r) {
@@ -42,7 +43,18 @@ rt_ref *rt_ref_new(const gr_graph *g, char *err, size_t errlen)
         isa_errf(err, errlen, "%s: out of host memory", g->path);
         return NULL;
     }
-    for (int n = 0; n < g->nnodes; n++)
+    return r;
+}
+
+rt_ref *rt_ref_new_partial(const gr_graph *g, char *err, size_t errlen)
+{
+    return ref_alloc(g, err, errlen);
+}
+
+rt_ref *rt_ref_new(const gr_graph *g, char *err, size_t errlen)
+{
+    rt_ref *r = ref_alloc(g, err, errlen);
+    for (int n = 0; r && n < g->nnodes; n++)
         if (!find_op(&g->nodes[n])) {
             isa_errf(err, errlen, "%s:%d: unsupported op %s", g->path, g->nodes[n].line, g->nodes[n].op);
             rt_ref_free(r);
@@ -273,6 +285,70 @@ static void last_uses(const gr_arg *a, int node, int *last)
         last_uses(&a->items[i], node, last);
 }
 
+/* Run node n on the values of its arguments into its slot. */
+static int exec_node(rt_ref *r, int n)
+{
+    const gr_graph *g = r->g;
+    const gr_node *nd = &g->nodes[n];
+    r->node = nd;
+    r->nres = 0;
+    const ref_op *op = find_op(nd);
+    int rc;
+    if (!op)
+        rc = isa_errf(r->err, r->errlen, "%s:%d: unsupported op %s", g->path, nd->line, nd->op);
+    else
+        rc = op->fn(r, op->code);
+    const gr_value *val = &g->values[nd->out];
+    int want = val->ntuple ? val->ntuple : 1;
+    if (!rc && r->nres != want)
+        rc = ref_fail(r, "declares %d result%s but the op computes %d", want, want > 1 ? "s" : "", r->nres);
+    for (int i = 0; !rc && i < r->nres; i++)
+        rc = check_bounds(r, &r->res[i]);
+    if (rc) {
+        for (int i = 0; i < r->nres; i++)
+            ref_tfree(&r->res[i]);
+        r->nres = 0;
+        r->node = NULL;
+        return -1;
+    }
+    slot *s = &r->vals[nd->out];
+    ref_slot_free(s);
+    s->t = malloc((size_t)r->nres * sizeof *s->t);
+    if (!s->t) {
+        for (int i = 0; i < r->nres; i++)
+            ref_tfree(&r->res[i]);
+        r->nres = 0;
+        return ref_fail(r, "out of host memory");
+    }
+    memcpy(s->t, r->res, (size_t)r->nres * sizeof *s->t);
+    s->nt = r->nres;
+    r->nres = 0;
+    return 0;
+}
+
+int rt_ref_supports(const gr_node *n)
+{
+    return find_op(n) != NULL;
+}
+
+int rt_ref_set_value(rt_ref *r, int v, const float *data, int64_t count, char *err, size_t errlen)
+{
+    if (v < 0 || v >= r->g->nvalues || r->g->values[v].ntuple)
+        return isa_errf(err, errlen, "%s: no tensor value %d", r->g->path, v);
+    return set_leaf(r, v, data, NULL, count, err, errlen);
+}
+
+int rt_ref_run_node(rt_ref *r, int n, char *err, size_t errlen)
+{
+    r->err = err;
+    r->errlen = errlen;
+    if (n < 0 || n >= r->g->nnodes)
+        return isa_errf(err, errlen, "%s: no node %d", r->g->path, n);
+    int rc = exec_node(r, n);
+    r->node = NULL;
+    return rc;
+}
+
 int rt_ref_run(rt_ref *r, char *err, size_t errlen)
 {
     const gr_graph *g = r->g;
@@ -298,38 +374,9 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
         r->last_use[g->outputs[i]] = INT_MAX;
     for (int n = 0; n < g->nnodes; n++) {
         const gr_node *nd = &g->nodes[n];
-        r->node = nd;
-        r->nres = 0;
-        const ref_op *op = find_op(nd);
-        int rc;
-        if (!op)
-            rc = isa_errf(err, errlen, "%s:%d: unsupported op %s", g->path, nd->line, nd->op);
-        else
-            rc = op->fn(r, op->code);
-        const gr_value *val = &g->values[nd->out];
-        int want = val->ntuple ? val->ntuple : 1;
-        if (!rc && r->nres != want)
-            rc = ref_fail(r, "declares %d result%s but the op computes %d", want, want > 1 ? "s" : "", r->nres);
-        for (int i = 0; !rc && i < r->nres; i++)
-            rc = check_bounds(r, &r->res[i]);
-        if (rc) {
-            for (int i = 0; i < r->nres; i++)
-                ref_tfree(&r->res[i]);
-            r->nres = 0;
-            r->node = NULL;
+        if (exec_node(r, n))
             return -1;
-        }
         slot *s = &r->vals[nd->out];
-        s->t = malloc((size_t)r->nres * sizeof *s->t);
-        if (!s->t) {
-            for (int i = 0; i < r->nres; i++)
-                ref_tfree(&r->res[i]);
-            r->nres = 0;
-            return ref_fail(r, "out of host memory");
-        }
-        memcpy(s->t, r->res, (size_t)r->nres * sizeof *s->t);
-        s->nt = r->nres;
-        r->nres = 0;
         /* free what no later node reads */
         for (int i = 0; i < nd->nargs; i++) {
             const gr_arg *a = &nd->args[i];

@@ -160,7 +160,10 @@ int rt_input_arg(rt_program *prog, const char *arg, char *err, size_t errlen);
 
 /* ---- Execution ---- */
 
-typedef enum { RT_RUN_OK, RT_RUN_FAULT } rt_run_status;
+/* UNSUPPORTED: the program has a host op the runtime cannot run (the
+ * reference executor lacks its op: nothing ran; or refused its operands:
+ * the run stopped there). */
+typedef enum { RT_RUN_OK, RT_RUN_FAULT, RT_RUN_UNSUPPORTED } rt_run_status;
 
 /* Data moved between host and device for a run: everything since the
  * previous launch of the program (its load, tensor writes, evictions made
@@ -175,11 +178,25 @@ typedef struct {
     uint64_t weight_bytes_restored;
 } rt_transfer_stats;
 
+/* One host fallback op of a run (runtime/fallback.c, docs/runtime.md). */
+typedef struct {
+    int node;                 /* its node in the program's graph (the source graph's node order) */
+    int line;                 /* of that node in the program's graph text */
+    char op[ISA_NAME_MAX];    /* "aten.cumsum.default" */
+    uint64_t bytes_to_host;   /* its inputs, device bytes */
+    uint64_t bytes_to_device; /* its result, device bytes */
+    double cycles;            /* charged to the run: transfers and host time */
+} rt_fallback_op;
+
+#define RT_MAX_FALLBACK 64
+
 typedef struct {
     rt_run_status status;
     sim_fault fault; /* valid when status is RT_RUN_FAULT */
     sim_stats stats;
     rt_transfer_stats xfer;
+    int fallback_ops;                        /* host fallback ops run (stats.host_ops) */
+    rt_fallback_op fallback[RT_MAX_FALLBACK]; /* the first RT_MAX_FALLBACK of them, in order */
 } rt_run_result;
 
 /* Run the program on the simulator (synchronous): restore its weights if
@@ -427,6 +444,14 @@ const int64_t *rt_ref_value_i64(rt_ref *r, int v, gr_ttype *type);
  * bound to an element whose value is a number. */
 #define RT_REF_LAMBDA 6.0
 void rt_ref_track_errors(rt_ref *r, int on);
+/* One node at a time (the host fallback, runtime/fallback.c): an executor
+ * that does not check the graph's ops up front; whether it has node n's
+ * op; a value set (any value of the graph, its arguments); node n run on
+ * the values of its arguments (rt_ref_value then gives its result). */
+rt_ref *rt_ref_new_partial(const gr_graph *g, char *err, size_t errlen);
+int rt_ref_supports(const gr_node *n);
+int rt_ref_set_value(rt_ref *r, int v, const float *data, int64_t count, char *err, size_t errlen);
+int rt_ref_run_node(rt_ref *r, int n, char *err, size_t errlen);
 /* The bounds (track 0 or 1) of a value that is still held (see
  * rt_ref_value), as fp32, or NULL (tracking off, a tuple, a value freed). */
 const float *rt_ref_error(rt_ref *r, int v, int track);

@@ -64,6 +64,20 @@ int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t
 /* Read every output back into its host copy (counted as downloaded). */
 int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
 
+/* fallback.c: host fallback ops during a launch (sim_set_host). */
+typedef struct rt_fallback rt_fallback;
+/* Ready the `host` instructions of prog's program for a run whose
+ * result goes to res; NULL with a message when the program has a host op
+ * the runtime cannot run (no graph, or an op the reference executor
+ * lacks: "graph line N: op"), or when it has none (*err empty). */
+rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen);
+void rt_fallback_end(rt_fallback *fb);
+/* Did a host op of the run fail (the reference executor refused it)? */
+int rt_fallback_failed(const rt_fallback *fb);
+/* The simulator's callback for a `host` instruction (sim_host_fn), ctx the rt_fallback. */
+int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
+                     size_t errlen);
+
 /* schedule.c: the declared launch order. */
 /* Schedule position for decisions made by a load (advance 0) or a launch
  * of prog (advance 1: moves past prog's next occurrence). */

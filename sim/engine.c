@@ -255,6 +255,36 @@ static int check_tokens(sim *s, const sim_core *c, const char *at)
 }
 
 /* Release the barrier when every core sits at it with idle units. */
+/* At a barrier every core reached: when the cores wait at `host`
+ * instructions (all of them, for one graph node), the host runs that op
+ * now, with the chip idle, and *t moves past it. */
+static int host_op(engine *g, double *t)
+{
+    sim *s = g->s;
+    const isa_insn *in0 = &g->p->cores[0].insns[s->cores[0].pc];
+    for (int i = 0; i < s->cfg.cores; i++) {
+        const isa_insn *in = &g->p->cores[i].insns[s->cores[i].pc];
+        if ((in->op == ISA_OP_HOST) != (in0->op == ISA_OP_HOST) || (in->op == ISA_OP_HOST && in->val != in0->val))
+            return sim_faultf(s, i, ISA_U_SEQ, s->cores[i].pc,
+                              "the cores meet at different barriers (a host op on some, not the same on all)");
+    }
+    if (in0->op != ISA_OP_HOST)
+        return 0;
+    if (!s->host_fn)
+        return sim_faultf(s, 0, ISA_U_SEQ, s->cores[0].pc,
+                          "host op (graph node %" PRId64 ") needs a runtime that runs host ops", in0->val);
+    double cycles = 0;
+    char msg[sizeof s->fault->msg - 64];
+    msg[0] = 0;
+    if (s->host_fn(s->host_ctx, s, g->p, in0->val, *t, &cycles, msg, sizeof msg))
+        return sim_faultf(s, 0, ISA_U_SEQ, s->cores[0].pc, "host op: %s", msg);
+    sim_trace_host(s, s->cores[0].pc, in0->val, *t, *t + cycles);
+    s->st->host_ops++;
+    s->st->host_cycles += cycles;
+    *t += cycles;
+    return 0;
+}
+
 static int try_barrier(engine *g)
 {
     sim *s = g->s;
@@ -274,6 +304,8 @@ static int try_barrier(engine *g)
         if (check_tokens(s, &s->cores[i], "bar"))
             return -1;
     sim_race_barrier(s);
+    if (host_op(g, &t))
+        return -1;
     for (int i = 0; i < s->cfg.cores; i++) {
         sim_core *c = &s->cores[i];
         c->at_barrier = 0;
@@ -361,6 +393,11 @@ static int run_seq(engine *g, sim_core *c, double t)
                 return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "halt inside a loop");
             c->seq_done = 1;
             break;
+        case ISA_OP_HOST:
+            if (c->nloops)
+                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "host inside a loop");
+            /* a host op is a barrier first */
+            /* fall through */
         case ISA_OP_BAR:
             c->at_barrier = 1;
             return try_barrier(g);

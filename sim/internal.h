@@ -91,6 +91,12 @@ typedef struct {
     int is_write;
 } sim_bw_rec;
 
+typedef struct {
+    double start, end;
+    long index; /* of the `host` instruction in core 0's stream */
+    int64_t node;
+} sim_host_rec;
+
 typedef struct sim_dram sim_dram;
 typedef struct sim_race sim_race;
 typedef struct sim_ptq sim_ptq;
@@ -112,6 +118,10 @@ struct sim {
     size_t ntrace, trace_cap;
     sim_bw_rec *bw;
     size_t nbw, bw_cap;
+    sim_host_rec *hostrec;
+    size_t nhost, host_cap;
+    sim_host_fn host_fn; /* sim_set_host */
+    void *host_ctx;
     /* the run in progress */
     const isa_program *prog;
     uint64_t weights_base, act_base; /* device addresses of the two DRAM regions */
@@ -123,6 +133,9 @@ struct sim {
 /* fault.c: record a fault at (core, unit, index); always returns -1. */
 int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* trace.c: a host op's span in the trace. */
+void sim_trace_host(sim *s, long index, int64_t node, double start, double end);
 
 /* engine.c: run a program to completion (event-driven). */
 int sim_engine_run(sim *s, const isa_program *p);

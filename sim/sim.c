@@ -69,6 +69,7 @@ void sim_destroy(sim *s)
     sim_pt_stop(s);
     free(s->trace);
     free(s->bw);
+    free(s->hostrec);
     free(s->link_free);
     sim_race_free(s);
     if (s->dram)
@@ -147,3 +148,10 @@ int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_
 }
 
 void sim_set_options(sim *s, const sim_options *opt) { s->opt = *opt; }
+const sim_options *sim_get_options(const sim *s) { return &s->opt; }
+
+void sim_set_host(sim *s, sim_host_fn fn, void *ctx)
+{
+    s->host_fn = fn;
+    s->host_ctx = ctx;
+}

@@ -46,6 +46,8 @@ typedef struct {
     uint64_t lx_peak[SIM_MAX_CORES];            /* highest LX byte touched + 1, per core */
     double unit_busy[SIM_MAX_CORES][ISA_NUNITS];  /* cycles executing */
     double unit_stall[SIM_MAX_CORES][ISA_NUNITS]; /* cycles blocked on a token */
+    int host_ops;              /* host fallback ops run (`host` instructions, sim_set_host) */
+    double host_cycles;        /* cycles they took, in `cycles` (transfers and host time) */
     int nkernels;              /* entries of kernels[] in use */
     sim_kernel_stats kernels[SIM_MAX_KERNELS];  /* per kernel name, in program order */
 } sim_stats;
@@ -109,8 +111,21 @@ int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_
  * act_base = dram_base + p->weight_bytes). */
 int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim_fault *fault);
 
+/* A host fallback op: every core reached the `host` instruction of graph
+ * node `node` (a bar), the device is idle; the callback does the op on
+ * the DRAM of s (sim_dram_read, sim_dram_write), sets *cycles to the time
+ * it takes (transfers and host compute) and returns 0, or -1 with a
+ * one-line message in err: the run then faults.  The chip resumes
+ * *cycles later.  p is the program running; at, the cycle it starts. */
+typedef int (*sim_host_fn)(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles,
+                           char *err, size_t errlen);
+/* The callback for `host` instructions of the next runs (NULL: a `host`
+ * instruction faults: a program with host ops needs a runtime). */
+void sim_set_host(sim *s, sim_host_fn fn, void *ctx);
+
 /* Options for the next runs (default: values on, races detected, no trace). */
 void sim_set_options(sim *s, const sim_options *opt);
+const sim_options *sim_get_options(const sim *s);
 /* The timeline of the last run as Chrome trace-event JSON (needs a trace
  * level other than OFF during the run). */
 int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, size_t errlen);

@@ -54,6 +54,7 @@ int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char
     fprintf(f, "  \"dram_gbps\": %.3f,\n  \"dram_row_hit_rate\": %.6f,\n  \"ring_bytes\": %" PRIu64 ",\n",
             us > 0 ? (double)dram / (us * 1e3) : 0.0, rows ? (double)st->dram_row_hits / (double)rows : 0.0,
             st->ring_bytes);
+    fprintf(f, "  \"host_ops\": %d,\n  \"host_cycles\": %.0f,\n", st->host_ops, st->host_cycles);
     fprintf(f, "  \"cores\": [\n");
     for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++) {
         fprintf(f, "    {\"core\": %d, \"lx_peak_bytes\": %" PRIu64 ", \"busy_cycles\": {", c, st->lx_peak[c]);

@@ -14,6 +14,7 @@ void sim_trace_reset(sim *s)
 {
     s->ntrace = 0;
     s->nbw = 0;
+    s->nhost = 0;
 }
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -57,6 +58,14 @@ void sim_trace_dram(sim *s, double start, double end, uint64_t bytes, int is_wri
     b->end = end;
     b->bytes = bytes;
     b->is_write = is_write;
+}
+
+void sim_trace_host(sim *s, long index, int64_t node, double start, double end)
+{
+    if (s->opt.trace == SIM_TRACE_OFF)
+        return;
+    s->hostrec = grow(s->hostrec, &s->host_cap, s->nhost + 1, sizeof *s->hostrec);
+    s->hostrec[s->nhost++] = (sim_host_rec){start, end, index, node};
 }
 
 static const char *kernel_of(const isa_program *p, int core, long index)
@@ -125,6 +134,19 @@ int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, s
                     c, u, isa_unit_names[u]);
     }
     fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"chip\"}}", SEP(), chip);
+    /* Host fallback ops: a process of their own, one slice each, named as
+     * their kernel, while every core waits at the `host` barrier. */
+    if (s->nhost)
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"host\"}}", SEP(),
+                chip + 1);
+    for (size_t i = 0; i < s->nhost; i++) {
+        const sim_host_rec *h = &s->hostrec[i];
+        fprintf(f, "%s{\"ph\":\"X\",\"name\":", SEP());
+        json_string(f, kernel_of(p, 0, h->index));
+        fprintf(f, ",\"cat\":\"host\",\"pid\":%d,\"tid\":0,", chip + 1);
+        print_span(f, h->start, h->end, us);
+        fprintf(f, ",\"args\":{\"graph_node\":%" PRId64 "}}", h->node);
+    }
     if (s->opt.trace == SIM_TRACE_INSN) {
         char text[512];
         for (size_t i = 0; i < s->ntrace; i++) {

@@ -251,7 +251,8 @@ static void test_long_k_is_chunked_with_fp32_partial_sums_on_the_small_chip(void
     CU_ASSERT_EQUAL(run_text(long_k_graph, "spyre-4core"), 0);
 }
 
-/* Compile text for a chip; the back half's error, or "" on success. */
+/* Compile text for a chip without the host fallback (the compiler's own
+ * refusals); the error, or "" on success. */
 static void compile_error(const char *text, const char *cfgname, char *err, size_t errlen)
 {
     chip_config cfg;
@@ -261,6 +262,7 @@ static void compile_error(const char *text, const char *cfgname, char *err, size
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     cc_compile_opts o = {0};
     o.target = &cfg;
+    o.no_fallback = 1;
     err[0] = 0;
     cc_result *r = cc_compile(g, &o, err, errlen);
     cc_result_free(r);
@@ -680,6 +682,7 @@ static cc_result *compile_wd(const gr_graph *g, const char *cfgname, const char 
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
     o.target = &cfg;
+    o.no_fallback = 1; /* the back half's own refusals */
     o.work_div = wd;
     o.nwork_div = n;
     o.no_lx_keep = no_lx_keep;

@@ -250,11 +250,14 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
                                                             : ISA_HT_F32;
             /* Integer inputs that are row numbers (token ids) are fp32
              * values on the device, exact up to 2^24: dma.gather reads
-             * them.  Other integer inputs (positions compared, masks) are
-             * DL16 like any value; the runtime refuses data DL16 cannot
-             * hold exactly (rt_load_graph_tensors). */
-            L->f32 = B->kind != IR_BUF_COMPUTED && (B->type.dtype == GR_I64 || B->type.dtype == GR_I32) &&
-                     gather_index(p, b);
+             * them; so are a host op's integer results (the host writes
+             * them, and DL16 would round them unchecked).  Other integer
+             * inputs (positions compared, masks) are DL16 like any value;
+             * the runtime refuses data DL16 cannot hold exactly
+             * (rt_load_graph_tensors). */
+            int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
+            L->f32 = (B->type.dtype == GR_I64 || B->type.dtype == GR_I32) &&
+                     (from_host || (B->kind != IR_BUF_COMPUTED && gather_index(p, b)));
             int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
                                             ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];

@@ -449,6 +449,15 @@ int be_matmul_plan(be_ctx *c, int pos);
 double be_matmul_estimate(be_ctx *c, int pos);
 int64_t be_matmul_need(be_ctx *c, int pos);
 int be_matmul_emit(be_ctx *c, int pos);
+/* The host fallback's kernels (be_host.c). */
+int be_host_plan(be_ctx *c, int pos);
+int be_host_access(be_ctx *c, int pos, be_access **out, int *n);
+double be_host_estimate(be_ctx *c, int pos);
+int64_t be_host_need(be_ctx *c, int pos);
+int be_host_emit(be_ctx *c, int pos);
+int64_t be_host_split(const char **q, be_work *w);
+void be_host_print_work(const be_ctx *c, int pos, FILE *f);
+void be_host_print_report(const be_ctx *c, int pos, int forced, FILE *f);
 
 /* A note for the report about the kernel at pos, from the *_plan
  * functions: BE_NOTE_TILES replaces the tile description (and starts the

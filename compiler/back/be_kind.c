@@ -162,6 +162,8 @@ static const be_kind kinds[] = {
     [IR_REDUCTION] = ROWS_KIND,
     [IR_MATMUL] = {"matmul template", be_matmul_plan, NULL, be_matmul_access, be_matmul_estimate, be_matmul_need,
                    be_matmul_emit, mm_split, MM_SYNTAX, mm_print_work, mm_print_report},
+    [IR_HOST] = {"host fallback", be_host_plan, NULL, be_host_access, be_host_estimate, be_host_need, be_host_emit,
+                 be_host_split, "a host op takes no work_div", be_host_print_work, be_host_print_report},
 };
 
 const be_kind *be_kind_of(const be_ctx *c, int pos)

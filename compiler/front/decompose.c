@@ -26,7 +26,7 @@ _Noreturn void
 dc_fail(dctx *c, const char *fmt, ...)
 {
     const gr_node *n = &c->g->nodes[c->cur];
-    ir_error(c->p, n->line, "%s: ", n->op);
+    ir_refuse(c->p, c->cur, "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
     isa_verrf_cat(c->p->err, c->p->errlen, fmt, ap);
@@ -2323,9 +2323,13 @@ static void check_results(dctx *c, const gr_node *n, const int *res, int nres)
             continue;
         gr_ttype_str(decl, dt, sizeof dt);
         gr_ttype_str(&got, pt, sizeof pt);
+        /* the graph's own mistake, not the compiler's: no host fallback */
         if (v->ntuple)
-            dc_fail(c, "result %d of %%%s is declared %s but the op produces %s", i, v->name, dt, pt);
-        dc_fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
+            ir_error(c->p, n->line, "%s: result %d of %%%s is declared %s but the op produces %s", n->op, i, v->name,
+                     dt, pt);
+        else
+            ir_error(c->p, n->line, "%s: %%%s is declared %s but the op produces %s", n->op, v->name, dt, pt);
+        longjmp(c->fail, 1);
     }
 }
 
@@ -2333,7 +2337,7 @@ static void copy_node(dctx *c, const gr_node *n)
 {
     const gr_value *v = &c->g->values[n->out];
     if (v->ntuple) { /* every multi-output op we lower has a rule */
-        ir_error(c->p, n->line, "the compiler does not lower %s", n->op);
+        ir_refuse(c->p, c->cur, "the compiler does not lower %s", n->op);
         longjmp(c->fail, 1);
     }
     for (int i = 0; i < n->nargs; i++)
@@ -2346,6 +2350,23 @@ static void copy_node(dctx *c, const gr_node *n)
     free(c->d->values[out].name);
     c->d->values[out].name = ir_xstrdup(v->name);
     c->vmap[n->out] = out;
+}
+
+/* A host op of several results: one copy of the node per element, in
+ * order (lower makes the first a HOST node writing all of them). */
+static void copy_tuple(dctx *c, const gr_node *n)
+{
+    const gr_value *v = &c->g->values[n->out];
+    c->tmap[n->out] = ir_xalloc((size_t)v->ntuple * sizeof(int));
+    for (int i = 0; i < n->nargs; i++)
+        check_no_tuple(c, &n->args[i]);
+    for (int e = 0; e < v->ntuple; e++) {
+        gr_arg *args = ir_xalloc((size_t)(n->nargs ? n->nargs : 1) * sizeof *args);
+        for (int i = 0; i < n->nargs; i++)
+            args[i] = arg_copy(c, &n->args[i]);
+        c->tmap[n->out][e] = dc_emit(c, n->op, v->tuple[e], n->nargs, args);
+        free(args);
+    }
 }
 
 static void getitem(dctx *c, const gr_node *n)
@@ -2379,6 +2400,13 @@ static void decompose_node(dctx *c, int id)
     const gr_node *n = &c->g->nodes[id];
     c->cur = id;
     c->fresh = c->d->nvalues;
+    if (c->p->host[id]) { /* a host op: lower makes it a HOST node as it is */
+        if (c->g->values[n->out].ntuple)
+            copy_tuple(c, n);
+        else
+            copy_node(c, n);
+        return;
+    }
     if (!strcmp(n->op, "getitem")) {
         getitem(c, n);
         return;

@@ -103,6 +103,8 @@ static ival node_ival(ictx *c)
     const ir_node *n = c->n;
     if (n->kind == IR_MATMUL)
         return WIDE;
+    if (n->kind == IR_HOST) /* its integers go to the device in fp32, checked there */
+        return ir_dtype_is_float(c->p->bufs[n->out].type.dtype) ? WIDE : (ival){-0x1p24, 0x1p24};
     ival r = eval(c, n->body);
     if (n->kind == IR_REDUCTION && n->rop == IR_RSUM) {
         double count = 1;
@@ -138,6 +140,8 @@ int ir_check_int_exact(ir_prog *p)
         if (c.worst > EXACT) {
             const char *op;
             int line = node_line(p, c.n, &op);
+            if (c.n->nops)
+                p->fail_src = c.n->ops[c.n->nops - 1];
             rc = ir_error(p, line, "%s: integer values up to %g are not exact on the device (DL16 keeps every "
                           "integer up to %g; not supported yet)", op, c.worst, EXACT);
         }

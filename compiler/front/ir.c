@@ -65,7 +65,7 @@ const ir_op_info ir_ops[IR_NOPS] = {
 #undef X
 };
 
-const char *const ir_node_kind_names[] = {"pointwise", "reduction", "matmul"};
+const char *const ir_node_kind_names[] = {"pointwise", "reduction", "matmul", "host"};
 const char *const ir_reduce_names[] = {"sum", "max", "min"};
 
 /* ---- Affine indices ---- */
@@ -873,6 +873,8 @@ int ir_sig_join(const ir_sig *a, const ir_sig *b, ir_sig *out)
             memcpy(r.red, l + at, (size_t)(nl - at) * sizeof *l);
         }
         break;
+    case IR_HOST: /* a host op is a kernel of its own */
+        return -1;
     case IR_MATMUL: /* an epilogue must be expressible in the template's loops */
         if (b->kind != IR_POINTWISE || refine(a->outer, a->nouter, b->outer, b->nouter, l, &nl) ||
             nl != a->nouter || memcmp(l, a->outer, (size_t)nl * sizeof *l))
@@ -961,6 +963,17 @@ int ir_error(ir_prog *p, int line, const char *fmt, ...)
     return -1;
 }
 
+int ir_refuse(ir_prog *p, int src, const char *fmt, ...)
+{
+    p->fail_src = src;
+    isa_errf(p->err, p->errlen, "%s:%d: ", p->path, p->src[src].line);
+    va_list ap;
+    va_start(ap, fmt);
+    isa_verrf_cat(p->err, p->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 /* ---- Kernels' memory traffic ---- */
 
 static int in_kernel(const ir_prog *p, int node, int k)
@@ -1003,6 +1016,8 @@ void ir_kernel_io(const ir_prog *p, int k, int *reads, int *nreads, int *writes,
             if (!in_kernel(p, p->bufs[n->reads[r].buf].node, k))
                 add_unique(reads, nreads, n->reads[r].buf);
         add_unique(writes, nwrites, n->out);
+        for (int j = 0; j < n->nhout; j++)
+            add_unique(writes, nwrites, n->hout[j]);
     }
 }
 
@@ -1039,12 +1054,9 @@ static void print_ops(const ir_prog *p, const int *ops, int nops, FILE *f)
         fprintf(f, "%s%s (line %d)", i ? ", " : "", p->src[ops[i]].op, p->src[ops[i]].line);
 }
 
-void ir_print_node(const ir_prog *p, int id, FILE *f)
+/* A loop node's loops, store index and body. */
+static void print_loops(const ir_prog *p, const ir_node *n, const char *const *vn, const char *const *bn, FILE *f)
 {
-    const ir_node *n = &p->nodes[id];
-    const char *const *vn = ir_node_var_names(n);
-    const char *const *bn = buf_names(p);
-    fprintf(f, "node %s: %s", p->bufs[n->out].name, ir_node_kind_names[n->kind]);
     if (n->kind == IR_REDUCTION)
         fprintf(f, " %s", ir_reduce_names[n->rop]);
     fputs(" [", f);
@@ -1072,6 +1084,22 @@ void ir_print_node(const ir_prog *p, int id, FILE *f)
         fputc(')', f);
     } else {
         ir_expr_print(&p->A, n->body, vn, bn, f);
+    }
+}
+
+void ir_print_node(const ir_prog *p, int id, FILE *f)
+{
+    const ir_node *n = &p->nodes[id];
+    const char *const *vn = ir_node_var_names(n);
+    const char *const *bn = buf_names(p);
+    fprintf(f, "node %s: %s", p->bufs[n->out].name, ir_node_kind_names[n->kind]);
+    if (n->kind == IR_HOST) { /* its source op on its input buffers */
+        fprintf(f, " %s = %s(", p->bufs[n->out].name, p->src[n->ops[0]].op);
+        for (int i = 0; i < n->nhin; i++)
+            fprintf(f, "%s%s", i ? ", " : "", bn[n->hin[i]]);
+        fputc(')', f);
+    } else {
+        print_loops(p, n, vn, bn, f);
     }
     fputs("  # ", f);
     print_ops(p, n->ops, n->nops, f);

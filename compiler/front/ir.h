@@ -194,7 +194,9 @@ int64_t ir_buf_bytes(const ir_buf *b);
 
 /* ---- Nodes ---- */
 
-typedef enum { IR_POINTWISE, IR_REDUCTION, IR_MATMUL } ir_node_kind;
+/* HOST: a source op that runs on the host (the host fallback, docs/compiler.md):
+ * no loops; it reads its input buffers whole and writes `out`. */
+typedef enum { IR_POINTWISE, IR_REDUCTION, IR_MATMUL, IR_HOST } ir_node_kind;
 extern const char *const ir_node_kind_names[]; /* "pointwise", ... */
 typedef enum { IR_RSUM, IR_RMAX, IR_RMIN } ir_reduce_op;
 extern const char *const ir_reduce_names[];    /* "sum", "max", "min" */
@@ -230,6 +232,8 @@ typedef struct {
     int a, b;          /* MATMUL operands (buffers) and their indices */
     ir_index aidx, bidx;
     int *ops, nops;    /* the source ATen ops lowered into it (prog->src), by line */
+    int *hin, nhin;    /* HOST: the buffers it reads, one per tensor argument of its source op (ops[0]) */
+    int *hout, nhout;  /* HOST: its other results (a tuple's elements after the first, `out`) */
     ir_dep *reads;     /* deps */
     int nreads;
     int dead;          /* dce */
@@ -307,6 +311,9 @@ struct cc_result {
 
     ir_srcop *src;     /* the source graph's nodes */
     int nsrc;
+    char *host;        /* per source node: 1 = it runs on the host (the host fallback) */
+    int fail_src;      /* the source node a pass failed on (the fallback's candidate), -1 none */
+    int fail_kernel;   /* the kernel the back half refused (its source ops are the candidates), -1 none */
 
     gr_graph *dg;      /* decompose: the graph in core ops */
     int *dfrom;        /* per node of dg: the source node it comes from */
@@ -400,7 +407,14 @@ int ir_dtype_is_float(gr_dtype dt);
 int ir_broadcast(const gr_ttype *a, const gr_ttype *b, gr_ttype *out);
 
 /* A user error at a line of the source graph (-1: none): "FILE:LINE:
- * message" into p->err.  Returns -1. */
+ * message" into p->err.  Returns -1.  ir_refuse: the same for an op the
+ * compiler cannot do, at source node src, which the host fallback then
+ * runs on the host (cc_compile marks it and compiles again). */
+int ir_refuse(ir_prog *p, int src, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 int ir_error(ir_prog *p, int line, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -66,7 +66,7 @@ static _Noreturn void
 fail(lctx *c, const char *fmt, ...)
 {
     const gr_node *n = &c->d->nodes[c->cur];
-    ir_error(c->p, c->p->src[c->p->dfrom[c->cur]].line, "%s: ", n->op);
+    ir_refuse(c->p, c->p->dfrom[c->cur], "%s: ", n->op);
     va_list ap;
     va_start(ap, fmt);
     isa_verrf_cat(c->p->err, c->p->errlen, fmt, ap);
@@ -1921,6 +1921,108 @@ static void l_squeeze(lctx *c, int out, int opi)
     view_as(c, out, x, &t, coords);
 }
 
+/* ---- Host ops (the host fallback) ---- */
+
+static int same_type(const gr_ttype *a, const gr_ttype *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape);
+}
+
+
+/* Value v is all of buffer b, in its type and in its order. */
+static int is_whole_buffer(lctx *c, int v, int b)
+{
+    const lval *V = &c->vals[v];
+    ir_index want = contiguous(&V->type);
+    ir_index row = flat_row(c, v);
+    for (int d = 0; d < V->type.rank; d++)
+        if (V->type.shape[d] == 1)
+            row.coef[d] = 0;
+    return same_type(&c->p->bufs[b].type, &V->type) && ir_idx_equal(&row, &want);
+}
+
+/* The buffer a host op reads value v from: v whole, contiguous, under
+ * v's own name (the runtime finds the op's tensors by their values'
+ * names in the program's graph). */
+static int host_input(lctx *c, int v)
+{
+    const char *name = c->d->values[v].name;
+    lval *V = &c->vals[v];
+    if (c->bases[V->base].buf < 0 && same_type(&V->type, &c->bases[V->base].type))
+        realize_for_reuse(c, v);
+    int b = c->bases[c->vals[v].base].buf;
+    if (b < 0 || !is_whole_buffer(c, v, b) || strcmp(c->p->bufs[b].name, name))
+        realize_copy(c, v, name);
+    b = c->bases[c->vals[v].base].buf;
+    if (strcmp(c->p->bufs[b].name, name))
+        fail(c, "%%%s cannot go to the host under its own name (buffer %s)", name, c->p->bufs[b].name);
+    return b;
+}
+
+static void host_inputs(lctx *c, const gr_arg *a, ir_node *n)
+{
+    if (a->kind == GR_ARG_VALUE) {
+        int b = host_input(c, a->value);
+        for (int i = 0; i < n->nhin; i++)
+            if (n->hin[i] == b)
+                return;
+        n->hin[n->nhin++] = b;
+    }
+    for (int i = 0; i < a->nitems; i++)
+        host_inputs(c, &a->items[i], n);
+}
+
+static int count_values(const gr_arg *a)
+{
+    int k = a->kind == GR_ARG_VALUE;
+    for (int i = 0; i < a->nitems; i++)
+        k += count_values(&a->items[i]);
+    return k;
+}
+
+/* Node id runs on the host: its tensor arguments go to DRAM buffers of
+ * their own, a HOST node writes its result into a new buffer. */
+static void l_host(lctx *c, int id)
+{
+    const gr_node *dn = &c->d->nodes[id];
+    const gr_value *dv = &c->d->values[dn->out];
+    const int src = c->p->dfrom[id];
+    if (id > 0 && c->p->dfrom[id - 1] == src)
+        return; /* a later result of a host op: made with its first */
+    int nres = 1;
+    while (id + nres < c->d->nnodes && c->p->dfrom[id + nres] == src)
+        nres++;
+    ir_node tmp = {0};
+    int cap = 1;
+    for (int i = 0; i < dn->nargs; i++)
+        cap += count_values(&dn->args[i]);
+    tmp.hin = ir_xalloc((size_t)cap * sizeof *tmp.hin);
+    for (int i = 0; i < dn->nargs; i++)
+        host_inputs(c, &dn->args[i], &tmp);
+    int buf = ir_buf_new(c->p, dv->name, &dv->type, IR_BUF_COMPUTED);
+    int n = ir_node_new(c->p, IR_HOST, buf);
+    ir_node *N = &c->p->nodes[n];
+    N->hin = tmp.hin;
+    N->nhin = tmp.nhin;
+    N->ops = ir_xalloc(sizeof *N->ops);
+    N->ops[0] = c->p->dfrom[id];
+    N->nops = 1;
+    N->hout = ir_xalloc((size_t)nres * sizeof *N->hout);
+    for (int e = 1; e < nres; e++) { /* the other results, written by the same node */
+        const gr_value *ev = &c->d->values[c->d->nodes[id + e].out];
+        int b = ir_buf_new(c->p, ev->name, &ev->type, IR_BUF_COMPUTED);
+        c->p->bufs[b].node = n;
+        c->p->nodes[n].hout[c->p->nodes[n].nhout++] = b;
+        if (strcmp(c->p->bufs[b].name, ev->name))
+            fail(c, "%%%s cannot come back from the host under its own name", ev->name);
+        set_whole(c, c->d->nodes[id + e].out, buffer_base(c, b, 0));
+    }
+    if (strcmp(c->p->bufs[buf].name, dv->name))
+        fail(c, "%%%s cannot come back from the host under its own name", dv->name);
+    set_whole(c, dn->out, buffer_base(c, buf, 0));
+}
+
 /* ---- The table ---- */
 
 typedef void (*lower_fn)(lctx *c, int out, int param);
@@ -1970,12 +2072,6 @@ static const struct {
 
 /* ---- The pass ---- */
 
-static int same_type(const gr_ttype *a, const gr_ttype *b)
-{
-    return a->dtype == b->dtype && a->rank == b->rank &&
-           !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof *a->shape);
-}
-
 static void count_uses(lctx *c, const gr_arg *a, int node, int *last)
 {
     if (a->kind == GR_ARG_VALUE && last[a->value] != node) {
@@ -1990,11 +2086,15 @@ static void lower_node(lctx *c, int id)
 {
     const gr_node *n = &c->d->nodes[id];
     c->cur = id;
+    if (c->p->host[c->p->dfrom[id]]) {
+        l_host(c, id);
+        return;
+    }
     size_t i = 0;
     while (i < sizeof lowerings / sizeof lowerings[0] && strcmp(lowerings[i].op, n->base))
         i++;
     if (i == sizeof lowerings / sizeof lowerings[0]) {
-        ir_error(c->p, c->p->src[c->p->dfrom[id]].line, "the compiler does not lower %s", n->op);
+        ir_refuse(c->p, c->p->dfrom[id], "the compiler does not lower %s", n->op);
         longjmp(c->fail, 1);
     }
     lowerings[i].fn(c, n->out, lowerings[i].param);
@@ -2003,7 +2103,10 @@ static void lower_node(lctx *c, int id)
         char dt[256], pt[256];
         gr_ttype_str(&v->type, dt, sizeof dt);
         gr_ttype_str(&c->vals[n->out].type, pt, sizeof pt);
-        fail(c, "%%%s is declared %s but the op produces %s", v->name, dt, pt);
+        /* the graph's own mistake, not the compiler's: no host fallback */
+        ir_error(c->p, c->p->src[c->p->dfrom[id]].line, "%s: %%%s is declared %s but the op produces %s", n->op,
+                 v->name, dt, pt);
+        longjmp(c->fail, 1);
     }
     if (c->consumers[n->out] > c->max_reads ||
         (c->bases[c->vals[n->out].base].buf < 0 && ir_expr_size(&c->p->A, c->bases[c->vals[n->out].base].body) > c->max_body))

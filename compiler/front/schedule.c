@@ -73,6 +73,9 @@ static void node_deps(ir_prog *p, int i)
     if (n->kind == IR_MATMUL) {
         add_dep(n, n->a, 0, &n->aidx);
         add_dep(n, n->b, 0, &n->bidx);
+    } else if (n->kind == IR_HOST) { /* the host reads its inputs whole */
+        for (int i = 0; i < n->nhin; i++)
+            add_dep(n, n->hin[i], 1, NULL);
     } else {
         dep_ctx c = {p, i};
         ir_expr_walk(&p->A, n->body, dep_visit, &c);
@@ -105,9 +108,15 @@ int ir_dce(ir_prog *p)
         live[b] = p->bufs[b].output;
     for (int i = p->nnodes - 1; i >= 0; i--) { /* readers come after writers */
         ir_node *n = &p->nodes[i];
+        /* A host op lives while any of its results does. */
+        for (int j = 0; j < n->nhout; j++)
+            if (live[n->hout[j]] && ir_buf_bytes(&p->bufs[n->hout[j]]))
+                live[n->out] = 2;
         /* A node with no output element has no work: it goes, and its
          * buffer stays only if it is an output (an empty tensor). */
-        if (!live[n->out] || !ir_buf_bytes(&p->bufs[n->out])) {
+        if (!live[n->out] || (live[n->out] == 1 && !ir_buf_bytes(&p->bufs[n->out]))) {
+            for (int j = 0; j < n->nhout; j++)
+                p->bufs[n->hout[j]].dead = !live[n->hout[j]];
             n->dead = 1;
             p->bufs[n->out].dead = !live[n->out];
             p->kernels[n->kernel].dead = 1;
@@ -352,8 +361,8 @@ static int rule_vertical(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 
 static int rule_reduction(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 {
-    return dir != DEP_NONE && a->kind != IR_MATMUL && b->kind != IR_MATMUL &&
-           (a->kind == IR_REDUCTION || b->kind == IR_REDUCTION);
+    return dir != DEP_NONE && a->kind != IR_MATMUL && b->kind != IR_MATMUL && a->kind != IR_HOST &&
+           b->kind != IR_HOST && (a->kind == IR_REDUCTION || b->kind == IR_REDUCTION);
 }
 
 static int rule_epilogue(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
@@ -364,7 +373,7 @@ static int rule_epilogue(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 
 static int rule_horizontal(const ir_kernel *a, const ir_kernel *b, dep_dir dir)
 {
-    return dir == DEP_NONE && a->kind == b->kind && a->kind != IR_MATMUL;
+    return dir == DEP_NONE && a->kind == b->kind && a->kind != IR_MATMUL && a->kind != IR_HOST;
 }
 
 static int cmp_int(const void *a, const void *b)

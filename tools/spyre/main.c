@@ -369,7 +369,7 @@ static int names_graph(const char *path)
  * --no-reroll, for compile_and_load. */
 static const char *run_work_div[64];
 static int run_nwork_div;
-static int run_no_lx_plan, run_no_lx_keep, run_no_reroll;
+static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback;
 
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
@@ -405,6 +405,7 @@ static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, char *err
     o.no_lx_plan = run_no_lx_plan;
     o.no_lx_keep = run_no_lx_keep;
     o.no_reroll = run_no_reroll;
+    o.no_fallback = run_no_fallback;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -492,6 +493,8 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
         run_no_lx_keep = 1;
     else if (!strcmp(o, "--no-reroll"))
         run_no_reroll = 1;
+    else if (!strcmp(o, "--no-fallback"))
+        run_no_fallback = 1;
     else if (!strcmp(o, "--tuning") && val)
         a->tuning = argv[++*i];
     else if (!strcmp(o, "--stats-json") && val)
@@ -604,6 +607,20 @@ static int run_fill(run_state *s)
     return 0;
 }
 
+/* The host fallback ops of the run, each with its cost (docs/runtime.md),
+ * at their lines in the source graph g when the run compiled one (else
+ * in the program's graph text). */
+static void print_fallback(const rt_run_result *res, const gr_graph *g)
+{
+    printf("fallback_ops=%d host_cycles=%.0f\n", res->fallback_ops, res->stats.host_cycles);
+    for (int i = 0; i < res->fallback_ops && i < RT_MAX_FALLBACK; i++) {
+        const rt_fallback_op *f = &res->fallback[i];
+        int line = g && f->node < g->nnodes ? g->nodes[f->node].line : f->line;
+        printf("  fallback %s (graph line %d): bytes_to_host=%" PRIu64 " bytes_to_device=%" PRIu64 " cycles=%.0f\n",
+               f->op, line, f->bytes_to_host, f->bytes_to_device, f->cycles);
+    }
+}
+
 /* Run the program and report: the result line, statistics, top kernels,
  * the trace and --stats-json files. An exit status. */
 static int run_report(run_state *s, rt_run_result *res)
@@ -620,10 +637,11 @@ static int run_report(run_state *s, rt_run_result *res)
         fprintf(stderr, "spyre run: %s: %s\n", a->path, line);
     }
     if (rc || trace_bad)
-        return rc ? EXIT_FAULT : EXIT_USAGE;
+        return res->status == RT_RUN_UNSUPPORTED ? EXIT_USAGE : rc ? EXIT_FAULT : EXIT_USAGE;
     rt_run_format(res, line, sizeof line);
     printf("%s\n", line);
     print_stats(&res->stats, rt_config(s->dev));
+    print_fallback(res, s->g);
     print_top_kernels(&res->stats, rt_config(s->dev));
     if (a->stats_json && sim_write_stats_json(&res->stats, rt_config(s->dev), a->stats_json, s->err, sizeof s->err)) {
         fprintf(stderr, "spyre run: %s\n", s->err);
@@ -715,7 +733,7 @@ static int cmd_compile(int argc, char **argv)
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
-    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0;
+    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -725,8 +743,8 @@ static int cmd_compile(int argc, char **argv)
             *(argv[i][8] == 'p' ? &no_lx_plan : &no_lx_keep) = 1;
             continue;
         }
-        if (!strcmp(argv[i], "--no-reroll")) {
-            no_reroll = 1;
+        if (!strcmp(argv[i], "--no-reroll") || !strcmp(argv[i], "--no-fallback")) {
+            *(argv[i][5] == 'r' ? &no_reroll : &no_fallback) = 1;
             continue;
         }
         if (!strcmp(argv[i], "--work-div") || !strncmp(argv[i], "--work-div=", 11)) {
@@ -772,7 +790,8 @@ static int cmd_compile(int argc, char **argv)
         return EXIT_USAGE;
     char err[1024];
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
-                            .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll};
+                            .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll,
+                            .no_fallback = no_fallback};
     chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
@@ -919,7 +938,8 @@ static const command commands[] = {
     {"info", cmd_info, "info FILE.elf", "Print a program's target chip, tensor table and instruction counts per core."},
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
-     "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]",
+     "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
+     "               [--no-fallback]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
@@ -935,7 +955,9 @@ static const command commands[] = {
      "stays in LX between kernels); --no-lx-keep keeps the fusions but no tensor in LX between kernels.\n"
      "The report shows per kernel the tensors kept in LX, read from LX, spilled and reloaded.\n"
      "The reroll pass rolls each kernel's instructions into counted loops (the report's last section\n"
-     "gives instructions per kernel before and after); --no-reroll leaves them spelled out, for comparison."},
+     "gives instructions per kernel before and after); --no-reroll leaves them spelled out, for comparison.\n"
+     "An op the compiler cannot do on the device becomes a host op (kind host), which the runtime runs\n"
+     "on the host between kernels; --no-fallback makes it an error naming the op instead."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -949,7 +971,7 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--max-insns N] [--max-cycles N]",
+     "           [--no-fallback] [--max-insns N] [--max-cycles N]",
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs (skipped,\n"
@@ -971,9 +993,11 @@ static const command commands[] = {
      "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
      "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"
      "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
-     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep and --no-reroll act as for `spyre compile`.\n"
-     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage, 3 the program broke a rule (including a\n"
-     "race, a deadlock or a limit)."},
+     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll and --no-fallback act as for\n"
+     "`spyre compile`.  Host fallback ops are listed after the statistics (fallback_ops=N, each op's\n"
+     "bytes and cycles, which the run's cycles include).\n"
+     "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"
+     "program broke a rule (including a race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
 };
 

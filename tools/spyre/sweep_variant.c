@@ -102,6 +102,7 @@ cc_result *sw_compile_variant(const gr_graph *g, const chip_config *cfg, const c
     const char *wds[1] = {wd};
     cc_compile_opts o = {0};
     o.target = cfg;
+    o.no_fallback = 1; /* a sweep explores the device: what it cannot run is a failed variant */
     if (kernel) {
         snprintf(wd, sizeof wd, "%s=%s", kernel, choice);
         o.work_div = wds;
@@ -141,6 +142,7 @@ static int simulate_wd(const gr_graph *g, const chip_config *cfg, const char *co
 {
     cc_compile_opts o = {0};
     o.target = cfg;
+    o.no_fallback = 1;
     o.work_div = wd;
     o.nwork_div = n;
     cc_result *cr = cc_compile(g, &o, err, errlen);

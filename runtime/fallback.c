@@ -1,0 +1,219 @@
+/* fallback.c: host fallback ops (docs/runtime.md, "Host fallback").  A
+ * program's `host node=N` instruction stops every core at a barrier;
+ * the simulator then calls rt_fallback_host below, which reads the inputs of
+ * node N of the program's graph back from device DRAM (device layout,
+ * transfer.c), runs the op with the reference executor and writes its
+ * result to its tensor, and charges the time the chip waits: each way one
+ * PCIe transfer, and the host's time (the chip configuration's pcie_ and
+ * host_ keys). */
+#include "rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rt_fallback {
+    rt_program *prog;
+    rt_run_result *res;
+    gr_graph *g;
+    rt_ref *ref;
+    int values; /* the run computes values (else only timing: the host op moves and computes nothing) */
+    int failed; /* a host op failed: the run stops, the op refused */
+};
+
+int rt_fallback_failed(const rt_fallback *fb)
+{
+    return fb && fb->failed;
+}
+
+/* The host ops' nodes must be in the graph and known to the reference
+ * executor: checked before the run, so that a missing op stops it at
+ * once, naming the op. */
+static int check_host_ops(const isa_program *p, const gr_graph *g, char *err, size_t errlen)
+{
+    for (int c = 0; c < p->ncores; c++)
+        for (size_t i = 0; i < p->cores[c].n; i++) {
+            const isa_insn *in = &p->cores[c].insns[i];
+            if (in->op != ISA_OP_HOST)
+                continue;
+            if (in->val < 0 || in->val >= g->nnodes)
+                return isa_errf(err, errlen, "core %d insn %zu: host op of graph node %lld, which the graph lacks", c,
+                                i, (long long)in->val);
+            const gr_node *n = &g->nodes[in->val];
+            if (!rt_ref_supports(n))
+                return isa_errf(err, errlen, "graph line %d: %s runs on the host, but the host (the reference "
+                                "executor) has no such op", n->line, n->op);
+        }
+    return 0;
+}
+
+static int has_host_ops(const isa_program *p)
+{
+    for (int c = 0; c < p->ncores; c++)
+        for (size_t i = 0; i < p->cores[c].n; i++)
+            if (p->cores[c].insns[i].op == ISA_OP_HOST)
+                return 1;
+    return 0;
+}
+
+rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    const isa_program *p = prog->p;
+    if (!has_host_ops(p))
+        return NULL;
+    if (!p->graph) {
+        isa_errf(err, errlen, "the program has host ops but no graph to run them from");
+        return NULL;
+    }
+    rt_fallback *fb = calloc(1, sizeof *fb);
+    if (!fb) {
+        isa_errf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    fb->prog = prog;
+    fb->res = res;
+    fb->g = gr_graph_parse(p->graph, "graph", err, errlen);
+    if (!fb->g || check_host_ops(p, fb->g, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
+        rt_fallback_end(fb);
+        return NULL;
+    }
+    return fb;
+}
+
+void rt_fallback_end(rt_fallback *fb)
+{
+    if (!fb)
+        return;
+    rt_ref_free(fb->ref);
+    gr_graph_free(fb->g);
+    free(fb);
+}
+
+/* Value v from its tensor in device DRAM into the executor; *bytes += its device bytes. */
+static int fetch(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
+{
+    const gr_value *val = &fb->g->values[v];
+    int i = isa_program_find_tensor(fb->prog->p, val->name);
+    if (i < 0)
+        return isa_errf(err, errlen, "no tensor %s in the program", val->name);
+    const isa_tensor *t = &fb->prog->p->tensors[i];
+    int64_t n = gr_ttype_numel(&val->type);
+    if (!fb->values) { /* timing only: the transfer, not the values */
+        *bytes += t->bytes;
+        return 0;
+    }
+    float *buf = malloc((n ? (size_t)n : 1) * sizeof *buf);
+    if (!buf)
+        return isa_errf(err, errlen, "out of host memory for %s", val->name);
+    int rc = rt_tensor_elems(t) != n ? isa_errf(err, errlen, "tensor %s does not hold %%%s", t->name, val->name)
+                                     : rt_read_tensor(fb->prog, val->name, buf, err, errlen);
+    if (!rc)
+        rc = rt_ref_set_value(fb->ref, v, buf, n, err, errlen);
+    free(buf);
+    *bytes += t->bytes;
+    return rc;
+}
+
+static int fetch_args(rt_fallback *fb, const gr_arg *a, uint64_t *bytes, char *err, size_t errlen)
+{
+    if (a->kind == GR_ARG_VALUE && fetch(fb, a->value, bytes, err, errlen))
+        return -1;
+    for (int i = 0; i < a->nitems; i++)
+        if (fetch_args(fb, &a->items[i], bytes, err, errlen))
+            return -1;
+    return 0;
+}
+
+/* The result into its tensor, as the device holds it.  Integers must be
+ * exact on the device (fp32 up to 2^24, DL16 up to 2^11). */
+static int store(rt_fallback *fb, int v, uint64_t *bytes, char *err, size_t errlen)
+{
+    const gr_value *val = &fb->g->values[v];
+    int i = isa_program_find_tensor(fb->prog->p, val->name);
+    if (i < 0)
+        return isa_errf(err, errlen, "no tensor %s in the program for the result", val->name);
+    const isa_tensor *t = &fb->prog->p->tensors[i];
+    if (!fb->values) {
+        *bytes += t->bytes;
+        return 0;
+    }
+    const float *x = rt_ref_value(fb->ref, v, NULL);
+    if (!x || rt_tensor_elems(t) != gr_ttype_numel(&val->type))
+        return isa_errf(err, errlen, "tensor %s does not hold the result %%%s", t->name, val->name);
+    if (val->type.dtype != GR_F32 && val->type.dtype != GR_F16 && val->type.dtype != GR_BF16 &&
+        val->type.dtype != GR_F64 && val->type.dtype != GR_BOOL) {
+        float lim = t->dev_dtype == ISA_T_F32 ? 0x1p24f : 0x1p11f;
+        for (int64_t k = 0; k < gr_ttype_numel(&val->type); k++)
+            if (x[k] > lim || x[k] < -lim)
+                return isa_errf(err, errlen, "%%%s: the integer %g is not exact on the device", val->name, x[k]);
+    }
+    *bytes += t->bytes;
+    return rt_write_f32(fb->prog, i, x, err, errlen);
+}
+
+/* The results of node n into their tensors: its value, or for a tuple
+ * each element the graph takes with getitem (run here too; an element
+ * nothing takes has no tensor). */
+static int store_results(rt_fallback *fb, int node, uint64_t *bytes, char *err, size_t errlen)
+{
+    const gr_graph *g = fb->g;
+    int tuple = g->nodes[node].out;
+    if (!g->values[tuple].ntuple)
+        return store(fb, tuple, bytes, err, errlen);
+    for (int k = node + 1; k < g->nnodes; k++) {
+        const gr_node *x = &g->nodes[k];
+        const gr_arg *a = x->nargs ? &x->args[0] : NULL;
+        if (strcmp(x->op, "getitem") || !a || a->kind != GR_ARG_VALUE || a->value != tuple ||
+            isa_program_find_tensor(fb->prog->p, g->values[x->out].name) < 0)
+            continue;
+        if ((fb->values && rt_ref_run_node(fb->ref, k, err, errlen)) || store(fb, x->out, bytes, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* The time the chip waits (docs/runtime.md, "Host fallback"), in cycles. */
+static double host_cycles(const chip_config *k, uint64_t in, uint64_t out)
+{
+    double ns = 2 * k->pcie_latency_ns + (double)(in + out) / k->pcie_bytes_per_s * 1e9 + k->host_op_ns +
+                (double)(in + out) / k->host_bytes_per_s * 1e9;
+    return ns * k->clock_ghz;
+}
+
+int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
+                    size_t errlen)
+{
+    (void)p;
+    (void)at;
+    rt_fallback *fb = ctx;
+    const gr_node *n = &fb->g->nodes[node];
+    char msg[400];
+    uint64_t in = 0, out = 0;
+    int rc = 0;
+    fb->values = sim_get_options(s)->values;
+    for (int i = 0; i < n->nargs && !rc; i++)
+        rc = fetch_args(fb, &n->args[i], &in, msg, sizeof msg);
+    if (!rc && fb->values)
+        rc = rt_ref_run_node(fb->ref, (int)node, msg, sizeof msg);
+    if (!rc)
+        rc = store_results(fb, (int)node, &out, msg, sizeof msg);
+    if (rc) {
+        fb->failed = 1;
+        return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
+    }
+    *cycles = host_cycles(&fb->prog->dev->cfg, in, out);
+    rt_run_result *r = fb->res;
+    if (r->fallback_ops < RT_MAX_FALLBACK) {
+        rt_fallback_op *f = &r->fallback[r->fallback_ops];
+        f->node = (int)node;
+        f->line = n->line;
+        snprintf(f->op, sizeof f->op, "%s", n->op);
+        f->bytes_to_host = in;
+        f->bytes_to_device = out;
+        f->cycles = *cycles;
+    }
+    r->fallback_ops++;
+    return 0;
+}

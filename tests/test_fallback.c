@@ -1,0 +1,222 @@
+/* test_fallback.c: the host fallback (docs/compiler.md "Host ops",
+ * docs/runtime.md "Host fallback"): an op the compiler does not lower
+ * runs on the host between device kernels, validates, and is reported
+ * with its cost; --no-fallback keeps the error. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char out[1 << 16];
+
+/* cumprod (the compiler has no lowering; the reference executor has one)
+ * between two device kernels. */
+static const char *between = "graph host_between\n"
+                             "input %x: f32[8, 64]\n"
+                             "%e: f32[8, 64] = aten.exp.default(%x)\n"
+                             "%c: f32[8, 64] = aten.cumprod.default(%e, 1)\n"
+                             "%r: f32[8, 64] = aten.mul.Tensor(%c, %x)\n"
+                             "output %r\n";
+
+static void write_graph(const char *text, char *path, size_t len)
+{
+    tu_write_tmpfile(".txt", text, strlen(text), path, len);
+}
+
+static void test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_validates(void)
+{
+    char g[512], cmd[1024];
+    write_graph(between, g, sizeof g);
+    const char *chips[] = {"spyre", "spyre-4core"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "run %s --check --config %s", g, chips[i]);
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.cumprod.default (graph line 4): bytes_to_host=1024 "
+                                           "bytes_to_device=1024 cycles="));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+        CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    }
+    /* the report names the host op and its estimate */
+    snprintf(cmd, sizeof cmd, "compile %s --report --config spyre", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_cumprod: host"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "host fallback aten.cumprod.default (graph line 4)"));
+    remove(g);
+}
+
+/* The chip waits for the host: cycles= includes the transfers and host
+ * time, at least the two PCIe latencies and the dispatch of spyre.cfg
+ * (2 x 2000 ns + 5000 ns = 13500 cycles at 1.5 GHz). */
+static void test_the_host_time_is_in_the_runs_cycles(void)
+{
+    char g[512], cmd[1024];
+    write_graph(between, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    double cycles = 0, host = 0;
+    const char *c = strstr(out, "cycles="), *h = strstr(out, "host_cycles=");
+    CU_ASSERT_FATAL(c && h);
+    sscanf(c, "cycles=%lf", &cycles);
+    sscanf(h, "host_cycles=%lf", &host);
+    CU_ASSERT(host >= 13500);
+    CU_ASSERT(cycles > host);
+    remove(g);
+}
+
+static void test_no_fallback_keeps_the_error_naming_the_op(void)
+{
+    char g[512], cmd[1024];
+    write_graph(between, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --no-fallback", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":4: the compiler does not lower aten.cumprod.default"));
+    snprintf(cmd, sizeof cmd, "compile %s --no-fallback", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    remove(g);
+}
+
+static void test_a_graph_of_one_host_op_runs_and_validates(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph host_only\ninput %x: f32[4, 32]\n%c: f32[4, 32] = aten.cumprod.default(%x, 1)\noutput %c\n", g,
+                sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check c:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
+/* A run of a graph names the host op at its line in the graph file (here
+ * below two comment lines), as the compiler's report does. */
+static void test_a_host_op_is_named_at_its_line_in_the_graph_file(void)
+{
+    char g[512], cmd[1024];
+    write_graph("# exported\n# by hand\ngraph c\ninput %x: f32[8, 64]\n%e: f32[8, 64] = aten.exp.default(%x)\n"
+                "%c: f32[8, 64] = aten.cumprod.default(%e, 1)\noutput %c\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.cumprod.default (graph line 6):"));
+    remove(g);
+}
+
+static void test_a_run_without_host_ops_prints_zero_fallback_ops(void)
+{
+    CU_ASSERT_EQUAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=0 host_cycles=0\n"));
+}
+
+static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
+{
+    char g[512], cmd[1024];
+    write_graph("input %x: f32[4, 4]\n%y: f32[4, 4] = aten.frobnicate.default(%x)\noutput %y\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "aten.frobnicate.default runs on the host, but the host"));
+    remove(g);
+}
+
+/* The back half reduces over one dimension at a time: the kernel
+ * summing over two goes to the host, one op at a time, so the exp fused
+ * into it runs on the device again; the report's estimate of the host op
+ * is what the run charges (the same model, the same device bytes). */
+static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph r\ninput %x: f32[8, 16, 4]\n%s: f32[16] = aten.sum.dim_IntList(%x, [0, 2])\n"
+                "%e: f32[16] = aten.exp.default(%s)\noutput %e\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "compile %s -o /dev/null --no-fallback", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "reduces over 2 dimensions at once"));
+    snprintf(cmd, sizeof cmd, "compile %s --report -o /dev/null", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_sum: host"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_exp: pointwise"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "16384 bytes to the host, 128 back, estimate 16472 cycles"));
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=16384 "
+                                       "bytes_to_device=128 cycles=16472"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check e:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
+/* A host op of several results writes each one the graph takes, from
+ * one `host` instruction (kthvalue: the compiler has no lowering). */
+static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph kthg\ninput %x: f32[4, 16]\n%e: f32[4, 16] = aten.exp.default(%x)\n"
+                "%s: (f32[4], i64[4]) = aten.kthvalue.default(%e, 3, 1)\n%v: f32[4] = getitem(%s, 0)\n"
+                "%i: i64[4] = getitem(%s, 1)\n%r: f32[4] = aten.mul.Tensor(%v, 2.0)\noutput %r, %i\n",
+                g, sizeof g);
+    snprintf(cmd, sizeof cmd, "compile %s --report", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_kthvalue: host []\n  ops: aten.kthvalue.default (line 4)\n  reads: e f32[4, 16]\n"
+                                       "  writes: v f32[4], i i64[4]\n"));
+    remove(g);
+}
+
+/* var_mean over two dimensions: the back half refuses it, the host runs
+ * it once and writes both results (two sticks back), which validate,
+ * one of them through the device's mul. */
+static void test_a_host_op_of_two_results_runs_once_and_validates(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph vm2\ninput %x: f32[8, 16, 4]\n"
+                "%s: (f32[16], f32[16]) = aten.var_mean.correction(%x, [0, 2], correction=0)\n"
+                "%v: f32[16] = getitem(%s, 0)\n%m: f32[16] = getitem(%s, 1)\n%r: f32[16] = aten.mul.Tensor(%v, %m)\n"
+                "output %r, %m\n", g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=16384 "
+                                       "bytes_to_device=256 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check m:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
+/* The trace shows the host op as a slice of its own. */
+static void test_the_trace_shows_the_host_op(void)
+{
+    char g[512], js[512], cmd[1200];
+    write_graph(between, g, sizeof g);
+    tu_tmpfile(".json", js, sizeof js);
+    snprintf(cmd, sizeof cmd, "run %s --trace %s", g, js);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    char *t = tu_read_file(js, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"name\":\"k1_cumprod\",\"cat\":\"host\""));
+    free(t);
+    remove(js);
+    remove(g);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"an op the device lacks runs on the host between kernels and validates",
+         test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_validates},
+        {"the host time is in the run's cycles", test_the_host_time_is_in_the_runs_cycles},
+        {"--no-fallback keeps the error naming the op", test_no_fallback_keeps_the_error_naming_the_op},
+        {"a graph of one host op runs and validates", test_a_graph_of_one_host_op_runs_and_validates},
+        {"a run without host ops prints fallback_ops=0", test_a_run_without_host_ops_prints_zero_fallback_ops},
+        {"a host op is named at its line in the graph file", test_a_host_op_is_named_at_its_line_in_the_graph_file},
+        {"an op the host lacks too is exit 2 naming it", test_an_op_the_host_lacks_too_is_exit_2_naming_it},
+        {"the trace shows the host op", test_the_trace_shows_the_host_op},
+        {"an op the back half refuses runs on the host", test_an_op_the_back_half_refuses_runs_on_the_host},
+        {"a host op of two results runs once and validates", test_a_host_op_of_two_results_runs_once_and_validates},
+        {"a host op of several results is one kernel writing each",
+         test_a_host_op_of_several_results_is_one_kernel_writing_each},
+        {NULL, NULL},
+    };
+    return tu_run("fallback", tests);
+}
