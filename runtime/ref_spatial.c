@@ -59,6 +59,7 @@ typedef struct {
     int64_t N, C, S;
     double eps;
     int training;
+    double scale; /* group norm: 1 / the group's element count */
 } bn_args;
 
 static void bn_stats(const bn_args *a, int64_t ch, int w, bv *mean, bv *rstd)
@@ -195,12 +196,44 @@ static int op_batch_norm(ex *E, int no_training)
     return 0;
 }
 
+/* The device's sum over a group's cpg channels of f(k) (S elements each
+ * from base): an fp32 sum per channel, stored, then their fp32 sum. */
+typedef bv (*gn_term)(const bn_args *a, int64_t k, bv m, int w);
+
+static bv gn_sum(const bn_args *a, int64_t base, int64_t cpg, gn_term f, bv m, int w)
+{
+    eb_acc outer = {.w = w};
+    for (int64_t ch = 0; ch < cpg; ch++) {
+        eb_acc inner = {.w = w};
+        for (int64_t s = 0; s < a->S; s++) {
+            bv v = f(a, base + ch * a->S + s, m, w);
+            ref_acc_add(&inner, v.v, v.e);
+        }
+        bv cs = ref_acc_sum(&inner);
+        ref_acc_add(&outer, cs.v, cs.e);
+    }
+    return ref_acc_sum(&outer);
+}
+
+static bv gn_x(const bn_args *a, int64_t k, bv m, int w)
+{
+    (void)m;
+    return (bv){ldd(a->x, k), ldb(a->x, w, k), w};
+}
+
+/* (x - m)^2 / count, as the device scales each square */
+static bv gn_sq(const bn_args *a, int64_t k, bv m, int w)
+{
+    bv xc = ref_bv_sub(gn_x(a, k, m, w), m);
+    return ref_bv_mul(ref_bv_mul(xc, xc), ref_bv_k(a->scale));
+}
+
 /* One group of a group norm: the cnt = cpg * S elements from base (cpg
  * channels from channel c0), normalized by their own mean and variance,
  * then weight and bias per channel; values in double, bounds as the
- * device's sequence (as bn_stats when training). */
-static void gn_group(const bn_args *a, int64_t base, int64_t c0, int64_t cpg, tens *o, double *mv, double *rv,
-                     bv m[2], bv r[2])
+ * device's sequence (compiler/front/decompose.c, r_group_norm). */
+static void gn_group(bn_args *a, int64_t base, int64_t c0, int64_t cpg, tens *o, double *mv, double *rv, bv m[2],
+                     bv r[2])
 {
     int64_t cnt = cpg * a->S;
     double s = 0, ss = 0;
@@ -210,16 +243,10 @@ static void gn_group(const bn_args *a, int64_t base, int64_t c0, int64_t cpg, te
         ss += (ldd(a->x, base + k) - s) * (ldd(a->x, base + k) - s);
     *mv = s;
     *rv = 1 / sqrt(ss / (double)cnt + a->eps);
+    a->scale = 1.0 / (double)cnt;
     for (int t = 0; o->eb[0] && t < 2; t++) {
-        eb_acc s1 = {.w = t}, s2 = {.w = t};
-        for (int64_t k = 0; k < cnt; k++)
-            ref_acc_add(&s1, ldd(a->x, base + k), ldb(a->x, t, base + k));
-        m[t] = ref_bv_div(ref_acc_sum(&s1), ref_bv_k((double)cnt));
-        for (int64_t k = 0; k < cnt; k++) {
-            bv xc = ref_bv_sub((bv){ldd(a->x, base + k), ldb(a->x, t, base + k), t}, m[t]), sq = ref_bv_mul(xc, xc);
-            ref_acc_add(&s2, sq.v, sq.e);
-        }
-        bv var = ref_bv_div(ref_acc_sum(&s2), ref_bv_k((double)cnt));
+        m[t] = ref_bv_div(gn_sum(a, base, cpg, gn_x, ref_bv_k(0), t), ref_bv_k((double)cnt));
+        bv var = gn_sum(a, base, cpg, gn_sq, m[t], t);
         r[t] = ref_bv_fn(U_RSQRT, ref_bv_add(var, ref_bv_k(a->eps)));
     }
     for (int64_t k = 0; k < cnt; k++) {
@@ -404,9 +431,10 @@ static void pool_taps(const pool_geom *g, int a, int64_t i, int64_t *first, int6
 }
 
 /* The mean of one window over the divisor: the padding counted or not,
- * or divisor_override (div > 0).  Bounds as the device computes it (the
- * compiler's decomposition): a chain of DL16 additions over every tap in
- * order, a tap in the padding an exact 0, then one division. */
+ * or divisor_override (div != 0).  Bounds as the device computes it (the
+ * compiler's decomposition): per row of the window a chain of DL16
+ * additions over its column taps, then a chain over those rows, a tap in
+ * the padding an exact 0, then one division. */
 static void avg_window(const tens *x, int64_t base, const pool_geom *g, int64_t oh, int64_t ow, int incl_pad,
                        int64_t div, float *v, double eb[2])
 {
@@ -417,17 +445,21 @@ static void avg_window(const tens *x, int64_t base, const pool_geom *g, int64_t 
     pool_taps(g, 1, ow, &tf[1], &ts[1], &tn[1]);
     double s = 0;
     bv acc[2] = {{0, 0, 0}, {0, 0, 1}};
-    for (int64_t a = 0, h = tf[0]; a < tn[0]; a++, h += ts[0])
+    for (int64_t a = 0, h = tf[0]; a < tn[0]; a++, h += ts[0]) {
+        bv row[2] = {{0, 0, 0}, {0, 0, 1}};
         for (int64_t b = 0, w = tf[1]; b < tn[1]; b++, w += ts[1]) {
             int in = h >= 0 && h < g->in[0] && w >= 0 && w < g->in[1];
             int64_t k = base + h * g->in[1] + w;
             s += in ? ldd(x, k) : 0;
             for (int t = 0; t < 2; t++) {
                 bv tap = in ? (bv){ldd(x, k), ldb(x, t, k), t} : (bv){0, 0, t};
-                acc[t] = a || b ? ref_bv_add(acc[t], tap) : tap;
+                row[t] = b ? ref_bv_add(row[t], tap) : tap;
             }
         }
-    double cnt = div > 0 ? (double)div : incl_pad ? (double)(full[0] * full[1]) : (double)(n[0] * n[1]);
+        for (int t = 0; t < 2; t++)
+            acc[t] = a ? ref_bv_add(acc[t], row[t]) : row[t];
+    }
+    double cnt = div ? (double)div : incl_pad ? (double)(full[0] * full[1]) : (double)(n[0] * n[1]);
     *v = (float)(s / cnt);
     for (int t = 0; t < 2; t++)
         eb[t] = ref_bv_div(acc[t], ref_bv_k(cnt)).e;
@@ -498,8 +530,8 @@ static int op_avg_pool2d(ex *E, int unused)
     if (!x || pool_args(E, x, 0, &g, &ceil_mode) || ref_arg_bool(E, 5, "count_include_pad", 1, &incl) ||
         ref_arg_int(E, 6, "divisor_override", 0, &div))
         return -1;
-    if (div < 0)
-        return ref_fail(E, "divisor_override must be positive");
+    if (ref_present(ref_arg(E, 6, "divisor_override")) && !div)
+        return ref_fail(E, "divisor_override must not be zero");
     return pool_run(E, x, &g, 0, incl, div);
 }
 

@@ -1892,9 +1892,24 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
     return 3;
 }
 
+/* The sums of x (N, C, ...) over each group's elements, (N, G, 1): per
+ * channel first (a reduction over its own elements, as instance norm's),
+ * then over the group's channels (a reduction over several dims at once,
+ * channels and pixels, is more than the back half does). */
+static int group_sums(dctx *c, int x, int64_t G)
+{
+    gr_ttype t = T(c, x);
+    int64_t dims[GR_MAX_RANK], nd = 0, last = 2, gs[3] = {t.shape[0], G, t.shape[1] / G};
+    for (int d = 2; d < t.rank; d++)
+        dims[nd++] = d;
+    int s = nd ? red(c, "aten.sum.dim_IntList", x, (int)nd, dims, 0) : x;
+    return red(c, "aten.sum.dim_IntList", reshape(c, s, 3, gs), 1, &last, 1);
+}
+
 /* native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean,
- * rstd): x seen as (N, group, C/group * HxW), normalized over the last dim as
- * layer norm, seen back; weight and bias per channel. */
+ * rstd): mean = group_sums(x) / count, xc = x - mean (seen as (N, G, rest)),
+ * rstd = rsqrt(group_sums(xc * xc * (1/count)) + eps), out = xc * rstd, seen
+ * back; weight and bias per channel. */
 static int r_group_norm(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "input"), w = opt_val(c, n, 1, "weight"), b = opt_val(c, n, 2, "bias");
@@ -1906,10 +1921,11 @@ static int r_group_norm(dctx *c, const gr_node *n, int *out)
     int64_t N = t.shape[0], per = N && G ? numel(&t) / (N * G) : 0;
     if (!per)
         fail(c, "the statistics of an empty group");
-    int64_t gs[3] = {N, G, per}, last = 2, ns[2] = {N, G};
-    int xs = reshape(c, x, 3, gs);
-    int m = mean(c, xs, 1, &last, 1, per), xc = bin(c, "aten.sub.Tensor", xs, m);
-    int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", sum_sq(c, xc, 1, &last, 1, per, (double)per), eps));
+    int64_t gs[3] = {N, G, per}, ns[2] = {N, G};
+    int m = bins(c, "aten.div.Tensor", group_sums(c, x, G), (double)per);
+    int xc = bin(c, "aten.sub.Tensor", reshape(c, x, 3, gs), m);
+    int sq = reshape(c, bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / (double)per), t.rank, t.shape);
+    int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", group_sums(c, sq, G), eps));
     int y = reshape(c, bin(c, "aten.mul.Tensor", xc, rstd), t.rank, t.shape);
     if (w >= 0)
         y = bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
@@ -1995,6 +2011,26 @@ static int pool_tap(dctx *c, int xp, const pool2d *g, int64_t i, int64_t j)
     return slice(c, y, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
 }
 
+/* The windows of the padded x combined by op (maximum, add), separably:
+ * first the k[1] column taps of every row (strided slices inside the
+ * sticks: a staged load each), then the k[0] row taps of that (strided
+ * rows: plain loads), each a chain in tap order. */
+static int pool_reduce(dctx *c, int xp, const pool2d *g, const char *op)
+{
+    int r = T(c, xp).rank, row = -1, y = -1;
+    for (int64_t j = 0; j < g->k[1]; j++) {
+        int64_t w0 = j * g->d[1];
+        int tap = slice(c, xp, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
+        row = row < 0 ? tap : bin(c, op, row, tap);
+    }
+    for (int64_t i = 0; i < g->k[0]; i++) {
+        int64_t h0 = i * g->d[0];
+        int tap = slice(c, row, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
+        y = y < 0 ? tap : bin(c, op, y, tap);
+    }
+    return y;
+}
+
 /* The flat input index h * W + w of window element (i, j) at each output
  * position (out[0], out[1]), i64 */
 static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
@@ -2012,24 +2048,17 @@ static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
  * dilation=1, ceil_mode=False) -> (out, indices): x padded with -inf, the
  * maximum of the window's k*k strided slices; the index of the first
  * window element equal to the maximum (or NaN), a where chain. */
-static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
+static int max_pool(dctx *c, int x, const pool2d *g, int *out)
 {
-    int x = val(c, n, 0, "self");
-    pool2d g = pool_args(c, n, x, 1);
-    int xp = pool_pad(c, x, &g, -INFINITY), m = -1, ix = -1;
-    for (int64_t i = 0; i < g.k[0]; i++)
-        for (int64_t j = 0; j < g.k[1]; j++) {
-            int tap = pool_tap(c, xp, &g, i, j);
-            m = m < 0 ? tap : bin(c, "aten.maximum.default", m, tap);
-        }
-    for (int64_t q = g.k[0] * g.k[1] - 1; q >= 0; q--) {
-        int64_t i = q / g.k[1], j = q % g.k[1];
-        int flat = pool_flat_index(c, &g, i, j);
+    int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
+    for (int64_t q = g->k[0] * g->k[1] - 1; q >= 0; q--) {
+        int64_t i = q / g->k[1], j = q % g->k[1];
+        int flat = pool_flat_index(c, g, i, j);
         if (ix < 0) {
             ix = flat;
             continue;
         }
-        int tap = pool_tap(c, xp, &g, i, j);
+        int tap = pool_tap(c, xp, g, i, j);
         int hit = bin(c, "aten.logical_or.default", cmpv(c, "aten.eq.Tensor", tap, m),
                       cmpv(c, "aten.ne.Tensor", tap, tap));
         ix = where(c, hit, flat, ix);
@@ -2037,6 +2066,13 @@ static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
     out[0] = m;
     out[1] = expand(c, ix, T(c, m).rank, T(c, m).shape);
     return 2;
+}
+
+static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    pool2d g = pool_args(c, n, x, 1);
+    return max_pool(c, x, &g, out);
 }
 
 /* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False,
@@ -2050,31 +2086,31 @@ static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
     pool2d g = pool_args(c, n, x, 0);
     const gr_arg *ci = gr_node_arg(n, 5, "count_include_pad");
     int incl = !(ci && ci->kind == GR_ARG_BOOL && !ci->i);
+    const gr_arg *dv = gr_node_arg(n, 6, "divisor_override");
+    int has_div = dv && dv->kind != GR_ARG_NONE;
     double div = num(c, n, 6, "divisor_override", 0);
-    int xp = pool_pad(c, x, &g, 0), s = -1, cnt = -1;
+    if (has_div && div == 0)
+        fail(c, "divisor_override must not be zero");
+    int xp = pool_pad(c, x, &g, 0), s, cnt = -1;
     /* the count: ones over the input (and its padding when counted; PyTorch
      * counts padding up to in + pad, not the ceil_mode overhang) */
     int64_t ext[2] = {g.in[0] + (incl ? 2 * g.p[0] : 0), g.in[1] + (incl ? 2 * g.p[1] : 0)};
     pool2d gc = g;
     if (incl)
         gc.in[0] = ext[0], gc.in[1] = ext[1], gc.p[0] = gc.p[1] = 0;
-    int ones = div > 0 ? -1 : pool_pad(c, full(c, 2, ext, 1, GR_F32), &gc, 0);
-    for (int64_t i = 0; i < g.k[0]; i++)
-        for (int64_t j = 0; j < g.k[1]; j++) {
-            int tap = pool_tap(c, xp, &g, i, j);
-            s = s < 0 ? tap : bin(c, "aten.add.Tensor", s, tap);
-            if (ones >= 0) {
-                int ct = pool_tap(c, ones, &gc, i, j);
-                cnt = cnt < 0 ? ct : bin(c, "aten.add.Tensor", cnt, ct);
-            }
-        }
-    out[0] = div > 0 ? bins(c, "aten.div.Tensor", s, div) : bin(c, "aten.div.Tensor", s, cnt);
+    int ones = has_div ? -1 : pool_pad(c, full(c, 2, ext, 1, GR_F32), &gc, 0);
+    s = pool_reduce(c, xp, &g, "aten.add.Tensor");
+    if (ones >= 0)
+        cnt = pool_reduce(c, ones, &gc, "aten.add.Tensor");
+    out[0] = has_div ? bins(c, "aten.div.Tensor", s, div) : bin(c, "aten.div.Tensor", s, cnt);
     return 1;
 }
 
-/* _adaptive_avg_pool2d(self, output_size): each output divides its input
- * extent evenly: avg_pool2d with kernel = stride = in / out (else refused) */
-static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
+/* _adaptive_avg_pool2d(self, output_size), adaptive_max_pool2d -> (out,
+ * indices): each output size divides its input extent: avg_pool2d or
+ * max_pool2d_with_indices with kernel = stride = in / out (uneven windows,
+ * whose starts are not affine in the output index, are refused) */
+static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
 {
     int x = val(c, n, 0, "self");
     int64_t os[2];
@@ -2091,13 +2127,9 @@ static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
         g.k[a] = g.s[a] = g.in[a] / os[a];
         g.p[a] = 0, g.d[a] = 1;
     }
-    int s = -1;
-    for (int64_t i = 0; i < g.k[0]; i++)
-        for (int64_t j = 0; j < g.k[1]; j++) {
-            int tap = pool_tap(c, x, &g, i, j);
-            s = s < 0 ? tap : bin(c, "aten.add.Tensor", s, tap);
-        }
-    out[0] = bins(c, "aten.div.Tensor", s, (double)(g.k[0] * g.k[1]));
+    if (strstr(n->base, "max"))
+        return max_pool(c, x, &g, out);
+    out[0] = bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)(g.k[0] * g.k[1]));
     return 1;
 }
 
@@ -2249,13 +2281,15 @@ static const struct {
     {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
                                         "bias per channel; training: the batch's statistics as layer_norm's"},
     {"_native_batch_norm_legit_no_training", r_batch_norm, "as native_batch_norm, not training"},
-    {"native_group_norm", r_group_norm, "reshape (N, group, rest), layer_norm's steps over rest, reshape; "
-                                        "weight, bias per channel"},
-    {"max_pool2d_with_indices", r_max_pool2d, "constant_pad_nd(-inf), maximum of the k*k strided slices; indices: "
+    {"native_group_norm", r_group_norm, "layer_norm's steps over each group (x seen as (N, group, rest)), its "
+                                        "sums per channel, then over the group's channels; weight, bias per channel"},
+    {"max_pool2d_with_indices", r_max_pool2d, "constant_pad_nd(-inf), maximum of the k strided column slices, then "
+                                              "of k strided row slices of that; indices: "
                                               "where chain of eq (first hit) over arange flat indices"},
-    {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sum of the k*k strided slices, div by divisor_override or "
+    {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
                                  "the same sum over padded ones"},
-    {"_adaptive_avg_pool2d", r_adaptive_avg_pool2d, "output dividing the input: sum of strided slices, div"},
+    {"_adaptive_avg_pool2d", r_adaptive_pool2d, "output dividing the input: avg_pool2d with kernel = stride"},
+    {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = stride"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */
