@@ -2133,6 +2133,122 @@ static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* ---- Padding modes and nearest upsampling: slices, expand and cat ---- */
+
+/* x widened along dim d by lo and hi elements, a cat of slices: mirrored
+ * elements (reflect: x[lo], .., x[1] before, x[n-2], .. after) or the edge
+ * element expanded (replicate). */
+static int pad_dim(dctx *c, int x, int d, int64_t lo, int64_t hi, int replicate)
+{
+    gr_ttype t = T(c, x);
+    int64_t n = t.shape[d];
+    if (lo < 0 || hi < 0 || !n || (!replicate && (lo >= n || hi >= n)) || lo + hi > 200)
+        fail(c, "padding of dimension %d out of range for its size %lld (or over 200)", d, (long long)n);
+    int v[256], nv = 0;
+    for (int64_t k = lo; k > 0 && !replicate; k--)
+        v[nv++] = slice(c, x, d, k, k + 1, 1);
+    if (replicate && lo) {
+        t.shape[d] = lo;
+        v[nv++] = expand(c, slice(c, x, d, 0, 1, 1), t.rank, t.shape);
+    }
+    v[nv++] = x;
+    for (int64_t k = 1; k <= hi && !replicate; k++)
+        v[nv++] = slice(c, x, d, n - 1 - k, n - k, 1);
+    if (replicate && hi) {
+        t.shape[d] = hi;
+        v[nv++] = expand(c, slice(c, x, d, n - 1, n, 1), t.rank, t.shape);
+    }
+    t.shape[d] = n + lo + hi;
+    return nv == 1 ? x : EMIT(c, "aten.cat.default", t, A_vals(nv, v), A_int(d));
+}
+
+/* reflection_padNd / replication_padNd(self, padding) */
+static int r_mode_pad(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "self");
+    int64_t pad[2 * GR_MAX_RANK];
+    int np = ints(c, n, 1, "padding", pad), rank = T(c, x).rank;
+    if (np <= 0 || np % 2 || np / 2 > rank)
+        fail(c, "argument padding must be an even number of ints, at most 2 per dimension");
+    for (int k = 0; k < np / 2; k++)
+        x = pad_dim(c, x, rank - 1 - k, pad[2 * k], pad[2 * k + 1], strstr(n->base, "replication") != NULL);
+    out[0] = x;
+    return 1;
+}
+
+/* Source index of output i of a nearest resampling (PyTorch's nearest_idx:
+ * the scale and the product in float), clamped to the input. */
+static int64_t nearest_src(int64_t i, float scale, int64_t in)
+{
+    int64_t s = (int64_t)floorf((float)i * scale);
+    return s < in - 1 ? s : in - 1;
+}
+
+/* One axis d of a nearest resampling to `to` elements: an integer factor up
+ * (unsqueeze, expand, reshape); else the runs of outputs whose sources step
+ * evenly, each a strided slice (or one element expanded), joined by cat. */
+static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
+{
+    gr_ttype t = T(c, x);
+    int64_t in = t.shape[d], up = to / in, ok_up = up >= 1;
+    for (int64_t i = 0; i < to; i++)
+        ok_up &= nearest_src(i, scale, in) == i / (up ? up : 1);
+    if (ok_up && up == 1)
+        return x;
+    if (ok_up) {
+        int u = unsqueeze(c, x, d + 1);
+        gr_ttype e = T(c, u);
+        e.shape[d + 1] = up;
+        u = expand(c, u, e.rank, e.shape);
+        t.shape[d] = to;
+        return reshape(c, u, t.rank, t.shape);
+    }
+    int v[256], nv = 0;
+    for (int64_t i = 0; i < to;) {
+        int64_t s0 = nearest_src(i, scale, in), step = i + 1 < to ? nearest_src(i + 1, scale, in) - s0 : 1, len = 1;
+        while (i + len < to && nearest_src(i + len, scale, in) - nearest_src(i + len - 1, scale, in) == step)
+            len++;
+        if (nv == 256)
+            fail(c, "nearest resampling of %lld to %lld elements needs over 256 pieces", (long long)in, (long long)to);
+        if (step) {
+            v[nv++] = slice(c, x, d, s0, s0 + (len - 1) * step + 1, step);
+        } else {
+            gr_ttype e = t;
+            e.shape[d] = len;
+            v[nv++] = expand(c, slice(c, x, d, s0, s0 + 1, 1), e.rank, e.shape);
+        }
+        i += len;
+    }
+    t.shape[d] = to;
+    return nv == 1 ? v[0] : EMIT(c, "aten.cat.default", t, A_vals(nv, v), A_int(d));
+}
+
+/* upsample_nearest1d/2d(input, output_size, scales...) and .vec(input,
+ * output_size, scale_factors): each of the last 1 or 2 axes by nearest_axis */
+static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
+{
+    int x = val(c, n, 0, "input"), nd = strstr(n->base, "2d") ? 2 : 1;
+    gr_ttype t = T(c, x);
+    int64_t os[2] = {0};
+    int cnt = ints(c, n, 1, "output_size", os);
+    const gr_arg *vf = gr_node_arg(n, 2, "scale_factors");
+    int vec = strstr(n->op, ".vec") != NULL;
+    if (t.rank < nd + 1 || (cnt >= 0 && cnt != nd))
+        fail(c, "needs an input of rank %d or more and %d output sizes", nd + 1, nd);
+    for (int a = 0; a < nd; a++) {
+        const gr_arg *f = vec ? (vf && vf->kind == GR_ARG_LIST && vf->nitems == nd ? &vf->items[a] : NULL)
+                              : gr_node_arg(n, 2 + a, a ? "scales_w" : nd == 1 ? "scales" : "scales_h");
+        double v = is_number(f) ? (f->kind == GR_ARG_FLOAT ? f->f : (double)f->i) : 0;
+        int d = t.rank - nd + a;
+        int64_t in = t.shape[d], to = cnt > 0 ? os[a] : (int64_t)floor((double)in * v);
+        if (to <= 0 || !in)
+            fail(c, "an empty input or output");
+        x = nearest_axis(c, x, d, to, v > 0 ? (float)(1 / v) : (float)in / (float)to);
+    }
+    out[0] = x;
+    return 1;
+}
+
 /* ---- The table ---- */
 
 static const struct {
@@ -2289,6 +2405,15 @@ static const struct {
     {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
                                  "the same sum over padded ones"},
     {"_adaptive_avg_pool2d", r_adaptive_pool2d, "output dividing the input: avg_pool2d with kernel = stride"},
+    {"reflection_pad1d", r_mode_pad, "cat of single-element slices mirrored about the edges, and x"},
+    {"reflection_pad2d", r_mode_pad, "as reflection_pad1d, per dimension"},
+    {"reflection_pad3d", r_mode_pad, "as reflection_pad1d, per dimension"},
+    {"replication_pad1d", r_mode_pad, "cat of the edge slices expanded, and x"},
+    {"replication_pad2d", r_mode_pad, "as replication_pad1d, per dimension"},
+    {"replication_pad3d", r_mode_pad, "as replication_pad1d, per dimension"},
+    {"upsample_nearest1d", r_upsample_nearest, "integer factor up: unsqueeze, expand, reshape; else cat of the runs "
+                                               "of evenly stepping sources (strided slices, or an element expanded)"},
+    {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
     {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = stride"},
 };
 
