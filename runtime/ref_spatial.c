@@ -170,6 +170,28 @@ typedef struct {
     double scale; /* group norm: 1 / the group's element count */
 } bn_args;
 
+/* Channel ch's sum over each sample's S elements, stored, then over the
+ * samples: of x (scale 0), or of (x - m)^2 * scale. */
+static bv bn_sum(const bn_args *a, int64_t ch, bv m, int w, double scale)
+{
+    eb_acc outer = {.w = w};
+    for (int64_t n = 0; n < a->N; n++) {
+        eb_acc inner = {.w = w};
+        for (int64_t s = 0; s < a->S; s++) {
+            int64_t k = (n * a->C + ch) * a->S + s;
+            bv v = {ldd(a->x, k), ldb(a->x, w, k), w};
+            if (scale) {
+                bv xc = ref_bv_sub(v, m);
+                v = ref_bv_mul(ref_bv_mul(xc, xc), ref_bv_k(scale));
+            }
+            ref_acc_add(&inner, v.v, v.e);
+        }
+        bv ns = ref_acc_sum(&inner);
+        ref_acc_add(&outer, ns.v, ns.e);
+    }
+    return ref_acc_sum(&outer);
+}
+
 static void bn_stats(const bn_args *a, int64_t ch, int w, bv *mean, bv *rstd)
 {
     if (!a->training) {
@@ -178,23 +200,12 @@ static void bn_stats(const bn_args *a, int64_t ch, int w, bv *mean, bv *rstd)
         *rstd = ref_bv_fn(U_RSQRT, ref_bv_add(var, ref_bv_k(a->eps)));
         return;
     }
-    /* the device's decomposition: sum / count, x - mean, sum of squares / count */
-    eb_acc s1 = {.w = w}, s2 = {.w = w};
-    int64_t cnt = a->N * a->S;
-    for (int64_t n = 0; n < a->N; n++)
-        for (int64_t s = 0; s < a->S; s++) {
-            int64_t k = (n * a->C + ch) * a->S + s;
-            ref_acc_add(&s1, ldd(a->x, k), ldb(a->x, w, k));
-        }
-    *mean = ref_bv_div(ref_acc_sum(&s1), ref_bv_k((double)cnt));
-    for (int64_t n = 0; n < a->N; n++)
-        for (int64_t s = 0; s < a->S; s++) {
-            int64_t k = (n * a->C + ch) * a->S + s;
-            bv xc = ref_bv_sub((bv){ldd(a->x, k), ldb(a->x, w, k), w}, *mean);
-            bv sq = ref_bv_mul(xc, xc);
-            ref_acc_add(&s2, sq.v, sq.e);
-        }
-    bv var = ref_bv_div(ref_acc_sum(&s2), ref_bv_k((double)cnt));
+    /* the device's decomposition (compiler/front/decompose.c, channel_sums):
+     * sums per sample, then over the samples; x - mean, its squares scaled
+     * by 1 / count, summed alike */
+    double cnt = (double)(a->N * a->S);
+    *mean = ref_bv_div(bn_sum(a, ch, ref_bv_k(0), w, 0), ref_bv_k(cnt));
+    bv var = bn_sum(a, ch, *mean, w, 1 / cnt);
     *rstd = ref_bv_fn(U_RSQRT, ref_bv_add(var, ref_bv_k(a->eps)));
 }
 

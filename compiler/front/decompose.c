@@ -1841,6 +1841,19 @@ static int per_channel(dctx *c, int p, int rank)
     return reshape(c, p, rank - 1, shape);
 }
 
+/* The sums of x (N, C, ...) over every dim but 1, kept as (1, C, 1, ..):
+ * per sample and channel first, then over the samples (one reduction over
+ * samples and pixels at once is more than the back half does). */
+static int channel_sums(dctx *c, int x)
+{
+    gr_ttype t = T(c, x);
+    int64_t dims[GR_MAX_RANK], nd = 0, first = 0;
+    for (int d = 2; d < t.rank; d++)
+        dims[nd++] = d;
+    int s = nd ? red(c, "aten.sum.dim_IntList", x, (int)nd, dims, 1) : x;
+    return red(c, "aten.sum.dim_IntList", s, 1, &first, 1);
+}
+
 /* native_batch_norm(input, weight, bias, running_mean, running_var, training,
  * momentum, eps) -> (out, save_mean, save_invstd), and
  * _native_batch_norm_legit_no_training (no training argument): not training,
@@ -1862,15 +1875,12 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
     int64_t C = t.shape[1];
     int y;
     if (training) {
-        int64_t dims[GR_MAX_RANK], count = numel(&t) / (C ? C : 1);
-        int nd = 0;
-        for (int d = 0; d < t.rank; d++)
-            if (d != 1)
-                dims[nd++] = d;
+        int64_t count = numel(&t) / (C ? C : 1);
         if (!count || !C)
             fail(c, "the batch statistics of an empty input");
-        int m = mean(c, x, nd, dims, 1, count), xc = bin(c, "aten.sub.Tensor", x, m);
-        int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", sum_sq(c, xc, nd, dims, 1, count, (double)count), eps));
+        int m = bins(c, "aten.div.Tensor", channel_sums(c, x), (double)count), xc = bin(c, "aten.sub.Tensor", x, m);
+        int sq = bins(c, "aten.mul.Tensor", bin(c, "aten.mul.Tensor", xc, xc), 1.0 / (double)count);
+        int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", channel_sums(c, sq), eps));
         y = bin(c, "aten.mul.Tensor", xc, rstd);
         out[1] = reshape(c, m, 1, &C);
         out[2] = reshape(c, rstd, 1, &C);
@@ -2395,7 +2405,7 @@ static const struct {
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
     {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
-                                        "bias per channel; training: the batch's statistics as layer_norm's"},
+                                        "bias per channel; training: the batch's statistics as group_norm's, per channel"},
     {"_native_batch_norm_legit_no_training", r_batch_norm, "as native_batch_norm, not training"},
     {"native_group_norm", r_group_norm, "layer_norm's steps over each group (x seen as (N, group, rest)), its "
                                         "sums per channel, then over the group's channels; weight, bias per channel"},
