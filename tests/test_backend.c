@@ -2398,7 +2398,10 @@ static void test_padding_pooling_norms_and_upsampling_validate_on_both_chips(voi
         "%rp: f32[2, 3, 7, 12] = aten.replication_pad2d.default(%x, [2, 1, 0, 0])\n"
         "%up: f32[2, 3, 14, 18] = aten.upsample_nearest2d.vec(%x, None, [2.0, 2.0])\n"
         "%odd: f32[2, 3, 5, 12] = aten.upsample_nearest2d.vec(%x, [5, 12], None)\n"
-        "output %pad, %y, %mv, %mi, %ap, %aa, %g, %rf, %rp, %up, %odd\n";
+        "%au: f32[2, 3, 5, 4] = aten._adaptive_avg_pool2d.default(%x, [5, 4])\n"
+        "%amx: (f32[2, 3, 5, 4], i64[2, 3, 5, 4]) = aten.adaptive_max_pool2d.default(%x, [5, 4])\n"
+        "%am: f32[2, 3, 5, 4] = getitem(%amx, 0)\n"
+        "output %pad, %y, %mv, %mi, %ap, %aa, %g, %rf, %rp, %up, %odd, %au, %am\n";
     const char *names[] = {"pad", "mv", "mi", "x"};
     for (int c = 0; c < 2; c++) {
         float *v[4] = {0};

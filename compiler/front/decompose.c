@@ -2116,13 +2116,83 @@ static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* Whether the source graph reads result k of node n (a getitem of it). */
+static int result_read(dctx *c, const gr_node *n, int k)
+{
+    for (int i = 0; i < c->g->nnodes; i++) {
+        const gr_node *m = &c->g->nodes[i];
+        if (!strcmp(m->op, "getitem") && m->nargs == 2 && m->args[0].kind == GR_ARG_VALUE &&
+            m->args[0].value == n->out && m->args[1].kind == GR_ARG_INT && m->args[1].i == k)
+            return 1;
+    }
+    return 0;
+}
+
+/* One axis d of an adaptive pooling with uneven windows (output i over
+ * [floor(i * in / out), ceil((i + 1) * in / out))): the runs of outputs
+ * whose windows have one length and evenly stepping starts, each the op
+ * (add, maximum) chained over its taps, strided slices (one element
+ * expanded when the starts repeat), joined by cat. */
+static int adaptive_axis(dctx *c, int x, int d, int64_t out, const char *op)
+{
+    gr_ttype t = T(c, x);
+    int64_t in = t.shape[d];
+    int v[256], nv = 0;
+#define WIN_S(i) ((i) * in / out)
+#define WIN_LEN(i) ((((i) + 1) * in + out - 1) / out - WIN_S(i))
+    for (int64_t i = 0; i < out;) {
+        int64_t s0 = WIN_S(i), w = WIN_LEN(i), st = i + 1 < out ? WIN_S(i + 1) - s0 : 1, len = 1;
+        while (i + len < out && WIN_LEN(i + len) == w && WIN_S(i + len) - WIN_S(i + len - 1) == st)
+            len++;
+        if (nv == 256)
+            fail(c, "adaptive pooling of %lld to %lld needs over 256 pieces", (long long)in, (long long)out);
+        int y = -1;
+        for (int64_t k = 0; k < w; k++) {
+            int tap;
+            if (st) {
+                tap = slice(c, x, d, s0 + k, s0 + k + (len - 1) * st + 1, st);
+            } else {
+                gr_ttype e = t;
+                e.shape[d] = len;
+                tap = expand(c, slice(c, x, d, s0 + k, s0 + k + 1, 1), e.rank, e.shape);
+            }
+            y = y < 0 ? tap : bin(c, op, y, tap);
+        }
+        v[nv++] = y;
+        i += len;
+    }
+#undef WIN_S
+#undef WIN_LEN
+    t.shape[d] = out;
+    return nv == 1 ? v[0] : EMIT(c, "aten.cat.default", t, A_vals(nv, v), A_int(d));
+}
+
+/* The lengths of the out adaptive windows over in elements, f32[out]: a
+ * cat of constants, one per run of equal lengths. */
+static int window_lengths(dctx *c, int64_t in, int64_t out)
+{
+    int v[256], nv = 0;
+    for (int64_t i = 0; i < out && nv < 256;) {
+        int64_t w = ((i + 1) * in + out - 1) / out - i * in / out, len = 1;
+        while (i + len < out && ((i + len + 1) * in + out - 1) / out - (i + len) * in / out == w)
+            len++;
+        v[nv++] = full(c, 1, &len, (double)w, GR_F32);
+        i += len;
+    }
+    if (nv == 256)
+        fail(c, "adaptive pooling of %lld to %lld needs over 256 pieces", (long long)in, (long long)out);
+    gr_ttype t = {.dtype = GR_F32, .rank = 1, .shape = {out}};
+    return nv == 1 ? v[0] : EMIT(c, "aten.cat.default", t, A_vals(nv, v), A_int(0));
+}
+
 /* _adaptive_avg_pool2d(self, output_size), adaptive_max_pool2d -> (out,
- * indices): each output size divides its input extent: avg_pool2d or
- * max_pool2d_with_indices with kernel = stride = in / out (uneven windows,
- * whose starts are not affine in the output index, are refused) */
+ * indices): output sizes dividing the input are avg_pool2d or
+ * max_pool2d_with_indices with kernel = stride = in / out; uneven windows
+ * reduce per axis (adaptive_axis: columns, then rows), the mean over the
+ * window's size; their max's indices, when read, are refused. */
 static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
 {
-    int x = val(c, n, 0, "self");
+    int x = val(c, n, 0, "self"), is_max = strstr(n->base, "max") != NULL, even = 1;
     int64_t os[2];
     gr_ttype t = T(c, x);
     if (ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !is_float(t.dtype))
@@ -2131,16 +2201,30 @@ static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
     for (int a = 0; a < 2; a++) {
         g.in[a] = t.shape[t.rank - 2 + a];
         g.out[a] = os[a];
-        if (os[a] <= 0 || g.in[a] % os[a])
-            fail(c, "the output size %lld does not divide the input's %lld (uneven windows are not lowered)",
-                 (long long)os[a], (long long)g.in[a]);
+        if (os[a] <= 0 || !g.in[a])
+            fail(c, "an empty input or output");
+        even &= g.in[a] % os[a] == 0;
         g.k[a] = g.s[a] = g.in[a] / os[a];
         g.p[a] = 0, g.d[a] = 1;
     }
-    if (strstr(n->base, "max"))
+    if (even && is_max)
         return max_pool(c, x, &g, out);
-    out[0] = bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)(g.k[0] * g.k[1]));
-    return 1;
+    if (even) {
+        out[0] = bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)(g.k[0] * g.k[1]));
+        return 1;
+    }
+    const char *op = is_max ? "aten.maximum.default" : "aten.add.Tensor";
+    int y = adaptive_axis(c, adaptive_axis(c, x, t.rank - 1, os[1], op), t.rank - 2, os[0], op);
+    if (!is_max) { /* the window sizes: (out[0], 1) times (out[1]), index expressions alone */
+        int rows = unsqueeze(c, window_lengths(c, g.in[0], os[0]), 1);
+        out[0] = bin(c, "aten.div.Tensor", y, bin(c, "aten.mul.Tensor", rows, window_lengths(c, g.in[1], os[1])));
+        return 1;
+    }
+    if (result_read(c, n, 1))
+        fail(c, "the indices of uneven adaptive max windows are not lowered");
+    out[0] = y;
+    out[1] = full(c, T(c, y).rank, T(c, y).shape, 0, GR_I64); /* never read */
+    return 2;
 }
 
 /* ---- Padding modes and nearest upsampling: slices, expand and cat ---- */
@@ -2414,7 +2498,9 @@ static const struct {
                                               "where chain of eq (first hit) over arange flat indices"},
     {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
                                  "the same sum over padded ones"},
-    {"_adaptive_avg_pool2d", r_adaptive_pool2d, "output dividing the input: avg_pool2d with kernel = stride"},
+    {"_adaptive_avg_pool2d", r_adaptive_pool2d, "output dividing the input: avg_pool2d with kernel = stride; else per "
+                                                "axis a cat of runs of windows alike (chains of strided slices), "
+                                                "div by the window sizes"},
     {"reflection_pad1d", r_mode_pad, "cat of single-element slices mirrored about the edges, and x"},
     {"reflection_pad2d", r_mode_pad, "as reflection_pad1d, per dimension"},
     {"reflection_pad3d", r_mode_pad, "as reflection_pad1d, per dimension"},
@@ -2424,7 +2510,8 @@ static const struct {
     {"upsample_nearest1d", r_upsample_nearest, "integer factor up: unsqueeze, expand, reshape; else cat of the runs "
                                                "of evenly stepping sources (strided slices, or an element expanded)"},
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
-    {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = stride"},
+    {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = "
+                                               "stride; else as _adaptive_avg_pool2d's sums, indices refused if read"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */
