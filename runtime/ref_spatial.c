@@ -300,7 +300,12 @@ static int op_batch_norm(ex *E, int no_training)
     for (int i = 0; i < 4; i++)
         if (per[i] && per[i]->n != a.C)
             return ref_fail(E, "a per-channel tensor does not have the input's %lld channels", (long long)a.C);
-    int64_t sn = a.training ? a.C : 0;
+    /* eval: empty statistics (PyTorch's CPU kernel), or the running mean and
+     * the rstd used where the graph declares them per channel (a trace on
+     * the meta device) */
+    const gr_value *v = &E->g->values[E->node->out];
+    int stats = a.training || (v->ntuple == 3 && v->tuple[1].rank == 1 && v->tuple[1].shape[0] == a.C && a.C);
+    int64_t sn = stats ? a.C : 0;
     tens *o = ref_new_result(E, K_F, a.x->rank, a.x->shape);
     if (!o || !ref_new_result(E, K_F, 1, &sn) || !ref_new_result(E, K_F, 1, &sn))
         return -1;
@@ -309,7 +314,7 @@ static int op_batch_norm(ex *E, int no_training)
         double m, r;
         bv mb[2] = {{0}}, rb[2] = {{0}};
         bn_channel(&a, ch, o, &m, &r, mb, rb);
-        if (a.training)
+        if (stats)
             stats_out(E, ch, m, r, mb, rb);
     }
     return 0;

@@ -2375,7 +2375,8 @@ static void test_statistics_over_no_element_are_pytorchs_on_both_chips(void)
 /* Issue 14: image ops as their decompositions (constant_pad_nd a where on
  * affine coordinates, pooling k*k strided slices, batch norm's running
  * statistics per row staged across lanes, group norm, mode pads and nearest
- * upsampling as slices, expands and cats) validate against the reference on
+ * upsampling as slices, expands and cats; batch norm's statistics declared
+ * per channel, as a trace on the meta device declares them) validate against the reference on
  * both chips; the padding is the given value exactly and max pool's indices
  * point at the maximum. */
 static void test_padding_pooling_norms_and_upsampling_validate_on_both_chips(void)
@@ -2401,7 +2402,9 @@ static void test_padding_pooling_norms_and_upsampling_validate_on_both_chips(voi
         "%au: f32[2, 3, 5, 4] = aten._adaptive_avg_pool2d.default(%x, [5, 4])\n"
         "%amx: (f32[2, 3, 5, 4], i64[2, 3, 5, 4]) = aten.adaptive_max_pool2d.default(%x, [5, 4])\n"
         "%am: f32[2, 3, 5, 4] = getitem(%amx, 0)\n"
-        "output %pad, %y, %mv, %mi, %ap, %aa, %g, %rf, %rp, %up, %odd, %au, %am\n";
+        "%bm: (f32[2, 3, 7, 9], f32[3], f32[3]) = aten.native_batch_norm.default(%x, None, None, %m, %va, False, 0.1, 0.001)\n"
+        "%bs: f32[3] = getitem(%bm, 2)\n"
+        "output %pad, %y, %mv, %mi, %ap, %aa, %g, %rf, %rp, %up, %odd, %au, %am, %bs\n";
     const char *names[] = {"pad", "mv", "mi", "x"};
     for (int c = 0; c < 2; c++) {
         float *v[4] = {0};

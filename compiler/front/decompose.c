@@ -1890,9 +1890,14 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
         int rstd = un(c, "aten.rsqrt.default", bins(c, "aten.add.Tensor", rv, eps));
         y = bin(c, "aten.mul.Tensor", bin(c, "aten.sub.Tensor", x, per_channel(c, rm, t.rank)),
                 per_channel(c, rstd, t.rank));
+        /* empty statistics (PyTorch's CPU kernel), or per channel where the
+         * graph declares them so (a trace on the meta device): the running
+         * mean and the rstd used */
+        const gr_value *sv = &c->g->values[n->out];
         const int64_t zero = 0;
-        out[1] = full(c, 1, &zero, 0, GR_F32);
-        out[2] = full(c, 1, &zero, 0, GR_F32);
+        int per = sv->ntuple == 3 && sv->tuple[1].rank == 1 && sv->tuple[1].shape[0] == C && C;
+        out[1] = per ? rm : full(c, 1, &zero, 0, GR_F32);
+        out[2] = per ? rstd : full(c, 1, &zero, 0, GR_F32);
     }
     if (w >= 0)
         y = bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
