@@ -56,6 +56,13 @@ def vit_b_16_encoder():
     return model.encoder, (torch.randn(1, 197, 768),)
 
 
+def vit_b_16_block():
+    """ViT-B/16's first encoder block alone on tokens (1, 197, 768)."""
+    torch.manual_seed(0)
+    model = _perturb_norms(torchvision.models.vit_b_16(weights=None)).eval()
+    return model.encoder.layers[0], (torch.randn(1, 197, 768),)
+
+
 class _VitAfterPatches(nn.Module):
     """ViT's forward after its patch embedding (torchvision's _process_input
     past conv_proj): the class token, position embeddings, encoder, head."""
