@@ -49,6 +49,114 @@ static int op_constant_pad(ex *E, int unused)
     return 0;
 }
 
+/* reflection_padNd(self, padding) (code 0), replication_padNd (1): the
+ * last padding.size / 2 dims widened by mirrored (edge excluded) or
+ * repeated edge elements. */
+static int op_mode_pad(ex *E, int replicate)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t pad[2 * MAXR], shape[MAXR], lo[MAXR] = {0};
+    int cnt;
+    if (!x || ref_arg_ints(E, 1, "padding", pad, &cnt, 2 * MAXR))
+        return -1;
+    if (cnt <= 0 || cnt % 2 || cnt / 2 > x->rank)
+        return ref_fail(E, "padding has %d elements: an even number, at most 2 per dimension", cnt);
+    memcpy(shape, x->shape, sizeof shape);
+    for (int k = 0; k < cnt / 2; k++) {
+        int d = x->rank - 1 - k;
+        int64_t p0 = pad[2 * k], p1 = pad[2 * k + 1], n = x->shape[d];
+        if (p0 < 0 || p1 < 0 || !n || (!replicate && (p0 >= n || p1 >= n)))
+            return ref_fail(E, "padding of dimension %d out of range for its size %lld", d, (long long)x->shape[d]);
+        lo[d] = pad[2 * k];
+        shape[d] += pad[2 * k] + pad[2 * k + 1];
+    }
+    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
+    if (!o)
+        return -1;
+    int64_t idx[MAXR] = {0};
+    for (int64_t k = 0; k < o->n; k++) {
+        int64_t src = 0;
+        for (int d = 0; d < x->rank; d++) {
+            int64_t j = idx[d] - lo[d], n = x->shape[d];
+            if (replicate)
+                j = j < 0 ? 0 : j >= n ? n - 1 : j;
+            else
+                j = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
+            src = src * n + j;
+        }
+        if (o->f)
+            o->f[k] = x->f[src];
+        else
+            o->i[k] = x->i[src];
+        for (int t = 0; o->eb[0] && t < 2; t++)
+            o->eb[t][k] = (float)ldb(x, t, src);
+        for (int d = x->rank - 1; d >= 0 && ++idx[d] == shape[d]; d--)
+            idx[d] = 0;
+    }
+    return 0;
+}
+
+/* PyTorch's nearest_idx: the scale and the product in float */
+static int64_t nearest_src(int64_t i, double scale)
+{
+    return (int64_t)floorf((float)i * (float)scale);
+}
+
+/* upsample_nearest1d/2d(input, output_size, scales...) and their .vec
+ * forms (input, output_size, scale_factors): the last 1 or 2 dims, output
+ * index i reads min(floor(i * scale), in - 1), scale 1 / the given factor
+ * or in / out (in float, as PyTorch's nearest_idx). */
+static int op_upsample_nearest(ex *E, int nd)
+{
+    const tens *x = ref_arg_tensor(E, 0, "input");
+    int64_t os[2] = {0}, shape[MAXR];
+    double sc[2] = {0};
+    int cnt = 0;
+    if (!x)
+        return -1;
+    if (x->rank < nd + 1)
+        return ref_fail(E, "input has rank %d (%d or more expected)", x->rank, nd + 1);
+    const gr_arg *a1 = ref_arg(E, 1, "output_size");
+    if (ref_present(a1) && (ref_arg_ints(E, 1, "output_size", os, &cnt, 2) || cnt != nd))
+        return ref_fail(E, "output_size must have %d sizes", nd);
+    int vec = !strcmp(ref_overload(E->node), "vec");
+    for (int a = 0; a < nd; a++) {
+        const gr_arg *f = vec ? ref_arg(E, 2, "scale_factors") : ref_arg(E, 2 + a, a ? "scales_w" : (nd == 1 ? "scales" : "scales_h"));
+        if (vec && ref_present(f))
+            f = f->kind == GR_ARG_LIST && f->nitems == nd ? &f->items[a] : NULL;
+        double v = 0;
+        kind k;
+        if (ref_present(f) && ref_num_of(E, f, "scale", &v, &k))
+            return -1;
+        int64_t in = x->shape[x->rank - nd + a];
+        if (!cnt)
+            os[a] = (int64_t)floor((double)in * v);
+        sc[a] = v > 0 ? 1 / v : os[a] ? (double)in / (double)os[a] : 0;
+        if (os[a] < 0 || (os[a] && !in))
+            return ref_fail(E, "the output size is negative or the input empty");
+    }
+    memcpy(shape, x->shape, sizeof shape);
+    for (int a = 0; a < nd; a++)
+        shape[x->rank - nd + a] = os[a];
+    tens *o = ref_new_result(E, K_F, x->rank, shape);
+    if (!o)
+        return -1;
+    int64_t in1 = x->shape[x->rank - 1], in0 = nd == 2 ? x->shape[x->rank - 2] : 1, o0 = nd == 2 ? os[0] : 1;
+    int64_t o1 = os[nd - 1], planes = o0 && o1 ? o->n / (o0 * o1) : 0;
+    for (int64_t p = 0, k = 0; p < planes; p++)
+        for (int64_t i = 0; i < o0; i++)
+            for (int64_t j = 0; j < o1; j++, k++) {
+                int64_t si = nd == 2 ? nearest_src(i, sc[0]) : 0, sj = nearest_src(j, sc[nd - 1]);
+                si = si < in0 - 1 ? si : in0 - 1;
+                sj = sj < in1 - 1 ? sj : in1 - 1;
+                int64_t src = (p * in0 + si) * in1 + sj;
+                o->f[k] = (float)ldd(x, src);
+                for (int t = 0; o->eb[0] && t < 2; t++)
+                    o->eb[t][k] = (float)ldb(x, t, src);
+            }
+    return 0;
+}
+
 /* ---- Batch norm ---- */
 
 /* Batch norm's per-channel statistics: mean and 1/sqrt(var + eps) with
@@ -59,7 +167,30 @@ typedef struct {
     int64_t N, C, S;
     double eps;
     int training;
+    double scale; /* group norm: 1 / the group's element count */
 } bn_args;
+
+/* Channel ch's sum over each sample's S elements, stored, then over the
+ * samples: of x (scale 0), or of (x - m)^2 * scale. */
+static bv bn_sum(const bn_args *a, int64_t ch, bv m, int w, double scale)
+{
+    eb_acc outer = {.w = w};
+    for (int64_t n = 0; n < a->N; n++) {
+        eb_acc inner = {.w = w};
+        for (int64_t s = 0; s < a->S; s++) {
+            int64_t k = (n * a->C + ch) * a->S + s;
+            bv v = {ldd(a->x, k), ldb(a->x, w, k), w};
+            if (scale) {
+                bv xc = ref_bv_sub(v, m);
+                v = ref_bv_mul(ref_bv_mul(xc, xc), ref_bv_k(scale));
+            }
+            ref_acc_add(&inner, v.v, v.e);
+        }
+        bv ns = ref_acc_sum(&inner);
+        ref_acc_add(&outer, ns.v, ns.e);
+    }
+    return ref_acc_sum(&outer);
+}
 
 static void bn_stats(const bn_args *a, int64_t ch, int w, bv *mean, bv *rstd)
 {
@@ -69,23 +200,12 @@ static void bn_stats(const bn_args *a, int64_t ch, int w, bv *mean, bv *rstd)
         *rstd = ref_bv_fn(U_RSQRT, ref_bv_add(var, ref_bv_k(a->eps)));
         return;
     }
-    /* the device's decomposition: sum / count, x - mean, sum of squares / count */
-    eb_acc s1 = {.w = w}, s2 = {.w = w};
-    int64_t cnt = a->N * a->S;
-    for (int64_t n = 0; n < a->N; n++)
-        for (int64_t s = 0; s < a->S; s++) {
-            int64_t k = (n * a->C + ch) * a->S + s;
-            ref_acc_add(&s1, ldd(a->x, k), ldb(a->x, w, k));
-        }
-    *mean = ref_bv_div(ref_acc_sum(&s1), ref_bv_k((double)cnt));
-    for (int64_t n = 0; n < a->N; n++)
-        for (int64_t s = 0; s < a->S; s++) {
-            int64_t k = (n * a->C + ch) * a->S + s;
-            bv xc = ref_bv_sub((bv){ldd(a->x, k), ldb(a->x, w, k), w}, *mean);
-            bv sq = ref_bv_mul(xc, xc);
-            ref_acc_add(&s2, sq.v, sq.e);
-        }
-    bv var = ref_bv_div(ref_acc_sum(&s2), ref_bv_k((double)cnt));
+    /* the device's decomposition (compiler/front/decompose.c, channel_sums):
+     * sums per sample, then over the samples; x - mean, its squares scaled
+     * by 1 / count, summed alike */
+    double cnt = (double)(a->N * a->S);
+    *mean = ref_bv_div(bn_sum(a, ch, ref_bv_k(0), w, 0), ref_bv_k(cnt));
+    bv var = bn_sum(a, ch, *mean, w, 1 / cnt);
     *rstd = ref_bv_fn(U_RSQRT, ref_bv_add(var, ref_bv_k(a->eps)));
 }
 
@@ -180,7 +300,12 @@ static int op_batch_norm(ex *E, int no_training)
     for (int i = 0; i < 4; i++)
         if (per[i] && per[i]->n != a.C)
             return ref_fail(E, "a per-channel tensor does not have the input's %lld channels", (long long)a.C);
-    int64_t sn = a.training ? a.C : 0;
+    /* eval: empty statistics (PyTorch's CPU kernel), or the running mean and
+     * the rstd used where the graph declares them per channel (a trace on
+     * the meta device) */
+    const gr_value *v = &E->g->values[E->node->out];
+    int stats = a.training || (v->ntuple == 3 && v->tuple[1].rank == 1 && v->tuple[1].shape[0] == a.C && a.C);
+    int64_t sn = stats ? a.C : 0;
     tens *o = ref_new_result(E, K_F, a.x->rank, a.x->shape);
     if (!o || !ref_new_result(E, K_F, 1, &sn) || !ref_new_result(E, K_F, 1, &sn))
         return -1;
@@ -189,18 +314,50 @@ static int op_batch_norm(ex *E, int no_training)
         double m, r;
         bv mb[2] = {{0}}, rb[2] = {{0}};
         bn_channel(&a, ch, o, &m, &r, mb, rb);
-        if (a.training)
+        if (stats)
             stats_out(E, ch, m, r, mb, rb);
     }
     return 0;
 }
 
+/* The device's sum over a group's cpg channels of f(k) (S elements each
+ * from base): an fp32 sum per channel, stored, then their fp32 sum. */
+typedef bv (*gn_term)(const bn_args *a, int64_t k, bv m, int w);
+
+static bv gn_sum(const bn_args *a, int64_t base, int64_t cpg, gn_term f, bv m, int w)
+{
+    eb_acc outer = {.w = w};
+    for (int64_t ch = 0; ch < cpg; ch++) {
+        eb_acc inner = {.w = w};
+        for (int64_t s = 0; s < a->S; s++) {
+            bv v = f(a, base + ch * a->S + s, m, w);
+            ref_acc_add(&inner, v.v, v.e);
+        }
+        bv cs = ref_acc_sum(&inner);
+        ref_acc_add(&outer, cs.v, cs.e);
+    }
+    return ref_acc_sum(&outer);
+}
+
+static bv gn_x(const bn_args *a, int64_t k, bv m, int w)
+{
+    (void)m;
+    return (bv){ldd(a->x, k), ldb(a->x, w, k), w};
+}
+
+/* (x - m)^2 / count, as the device scales each square */
+static bv gn_sq(const bn_args *a, int64_t k, bv m, int w)
+{
+    bv xc = ref_bv_sub(gn_x(a, k, m, w), m);
+    return ref_bv_mul(ref_bv_mul(xc, xc), ref_bv_k(a->scale));
+}
+
 /* One group of a group norm: the cnt = cpg * S elements from base (cpg
  * channels from channel c0), normalized by their own mean and variance,
  * then weight and bias per channel; values in double, bounds as the
- * device's sequence (as bn_stats when training). */
-static void gn_group(const bn_args *a, int64_t base, int64_t c0, int64_t cpg, tens *o, double *mv, double *rv,
-                     bv m[2], bv r[2])
+ * device's sequence (compiler/front/decompose.c, r_group_norm). */
+static void gn_group(bn_args *a, int64_t base, int64_t c0, int64_t cpg, tens *o, double *mv, double *rv, bv m[2],
+                     bv r[2])
 {
     int64_t cnt = cpg * a->S;
     double s = 0, ss = 0;
@@ -210,16 +367,10 @@ static void gn_group(const bn_args *a, int64_t base, int64_t c0, int64_t cpg, te
         ss += (ldd(a->x, base + k) - s) * (ldd(a->x, base + k) - s);
     *mv = s;
     *rv = 1 / sqrt(ss / (double)cnt + a->eps);
+    a->scale = 1.0 / (double)cnt;
     for (int t = 0; o->eb[0] && t < 2; t++) {
-        eb_acc s1 = {.w = t}, s2 = {.w = t};
-        for (int64_t k = 0; k < cnt; k++)
-            ref_acc_add(&s1, ldd(a->x, base + k), ldb(a->x, t, base + k));
-        m[t] = ref_bv_div(ref_acc_sum(&s1), ref_bv_k((double)cnt));
-        for (int64_t k = 0; k < cnt; k++) {
-            bv xc = ref_bv_sub((bv){ldd(a->x, base + k), ldb(a->x, t, base + k), t}, m[t]), sq = ref_bv_mul(xc, xc);
-            ref_acc_add(&s2, sq.v, sq.e);
-        }
-        bv var = ref_bv_div(ref_acc_sum(&s2), ref_bv_k((double)cnt));
+        m[t] = ref_bv_div(gn_sum(a, base, cpg, gn_x, ref_bv_k(0), t), ref_bv_k((double)cnt));
+        bv var = gn_sum(a, base, cpg, gn_sq, m[t], t);
         r[t] = ref_bv_fn(U_RSQRT, ref_bv_add(var, ref_bv_k(a->eps)));
     }
     for (int64_t k = 0; k < cnt; k++) {
@@ -404,9 +555,10 @@ static void pool_taps(const pool_geom *g, int a, int64_t i, int64_t *first, int6
 }
 
 /* The mean of one window over the divisor: the padding counted or not,
- * or divisor_override (div > 0).  Bounds as the device computes it (the
- * compiler's decomposition): a chain of DL16 additions over every tap in
- * order, a tap in the padding an exact 0, then one division. */
+ * or divisor_override (div != 0).  Bounds as the device computes it (the
+ * compiler's decomposition): per row of the window a chain of DL16
+ * additions over its column taps, then a chain over those rows, a tap in
+ * the padding an exact 0, then one division. */
 static void avg_window(const tens *x, int64_t base, const pool_geom *g, int64_t oh, int64_t ow, int incl_pad,
                        int64_t div, float *v, double eb[2])
 {
@@ -417,17 +569,21 @@ static void avg_window(const tens *x, int64_t base, const pool_geom *g, int64_t 
     pool_taps(g, 1, ow, &tf[1], &ts[1], &tn[1]);
     double s = 0;
     bv acc[2] = {{0, 0, 0}, {0, 0, 1}};
-    for (int64_t a = 0, h = tf[0]; a < tn[0]; a++, h += ts[0])
+    for (int64_t a = 0, h = tf[0]; a < tn[0]; a++, h += ts[0]) {
+        bv row[2] = {{0, 0, 0}, {0, 0, 1}};
         for (int64_t b = 0, w = tf[1]; b < tn[1]; b++, w += ts[1]) {
             int in = h >= 0 && h < g->in[0] && w >= 0 && w < g->in[1];
             int64_t k = base + h * g->in[1] + w;
             s += in ? ldd(x, k) : 0;
             for (int t = 0; t < 2; t++) {
                 bv tap = in ? (bv){ldd(x, k), ldb(x, t, k), t} : (bv){0, 0, t};
-                acc[t] = a || b ? ref_bv_add(acc[t], tap) : tap;
+                row[t] = b ? ref_bv_add(row[t], tap) : tap;
             }
         }
-    double cnt = div > 0 ? (double)div : incl_pad ? (double)(full[0] * full[1]) : (double)(n[0] * n[1]);
+        for (int t = 0; t < 2; t++)
+            acc[t] = a ? ref_bv_add(acc[t], row[t]) : row[t];
+    }
+    double cnt = div ? (double)div : incl_pad ? (double)(full[0] * full[1]) : (double)(n[0] * n[1]);
     *v = (float)(s / cnt);
     for (int t = 0; t < 2; t++)
         eb[t] = ref_bv_div(acc[t], ref_bv_k(cnt)).e;
@@ -498,8 +654,8 @@ static int op_avg_pool2d(ex *E, int unused)
     if (!x || pool_args(E, x, 0, &g, &ceil_mode) || ref_arg_bool(E, 5, "count_include_pad", 1, &incl) ||
         ref_arg_int(E, 6, "divisor_override", 0, &div))
         return -1;
-    if (div < 0)
-        return ref_fail(E, "divisor_override must be positive");
+    if (ref_present(ref_arg(E, 6, "divisor_override")) && !div)
+        return ref_fail(E, "divisor_override must not be zero");
     return pool_run(E, x, &g, 0, incl, div);
 }
 
@@ -526,6 +682,14 @@ static int op_adaptive_pool2d(ex *E, int is_max)
 
 static const ref_op ops[] = {
     {"constant_pad_nd", op_constant_pad, 0},
+    {"reflection_pad1d", op_mode_pad, 0},
+    {"reflection_pad2d", op_mode_pad, 0},
+    {"reflection_pad3d", op_mode_pad, 0},
+    {"replication_pad1d", op_mode_pad, 1},
+    {"replication_pad2d", op_mode_pad, 1},
+    {"replication_pad3d", op_mode_pad, 1},
+    {"upsample_nearest1d", op_upsample_nearest, 1},
+    {"upsample_nearest2d", op_upsample_nearest, 2},
     {"native_batch_norm", op_batch_norm, 0}, /* (out, save_mean, save_invstd) */
     {"_native_batch_norm_legit_no_training", op_batch_norm, 1},
     {"native_group_norm", op_group_norm, 0}, /* (out, mean, rstd) */

@@ -2377,10 +2377,12 @@ static void test_statistics_over_no_element_are_pytorchs_on_both_chips(void)
 
 /* Issue 14: image ops as their decompositions (constant_pad_nd a where on
  * affine coordinates, pooling k*k strided slices, batch norm's running
- * statistics per row staged across lanes) validate against the reference on
+ * statistics per row staged across lanes, group norm, mode pads and nearest
+ * upsampling as slices, expands and cats; batch norm's statistics declared
+ * per channel, as a trace on the meta device declares them) validate against the reference on
  * both chips; the padding is the given value exactly and max pool's indices
  * point at the maximum. */
-static void test_padding_pooling_and_batch_norm_validate_on_both_chips(void)
+static void test_padding_pooling_norms_and_upsampling_validate_on_both_chips(void)
 {
     const char *text =
         "graph img\n"
@@ -2394,7 +2396,18 @@ static void test_padding_pooling_and_batch_norm_validate_on_both_chips(void)
         "%mi: i64[2, 3, 4, 5] = getitem(%mp, 1)\n"
         "%ap: f32[2, 3, 4, 5] = aten.avg_pool2d.default(%x, [3, 3], [2, 2], [1, 1], True, False)\n"
         "%aa: f32[2, 3, 1, 3] = aten._adaptive_avg_pool2d.default(%x, [1, 3])\n"
-        "output %pad, %y, %mv, %mi, %ap, %aa\n";
+        "%gn: (f32[2, 3, 7, 9], f32[2, 1], f32[2, 1]) = aten.native_group_norm.default(%x, %w, %b, 2, 3, 63, 1, 1e-05)\n"
+        "%g: f32[2, 3, 7, 9] = getitem(%gn, 0)\n"
+        "%rf: f32[2, 3, 9, 10] = aten.reflection_pad2d.default(%x, [1, 0, 1, 1])\n"
+        "%rp: f32[2, 3, 7, 12] = aten.replication_pad2d.default(%x, [2, 1, 0, 0])\n"
+        "%up: f32[2, 3, 14, 18] = aten.upsample_nearest2d.vec(%x, None, [2.0, 2.0])\n"
+        "%odd: f32[2, 3, 5, 12] = aten.upsample_nearest2d.vec(%x, [5, 12], None)\n"
+        "%au: f32[2, 3, 5, 4] = aten._adaptive_avg_pool2d.default(%x, [5, 4])\n"
+        "%amx: (f32[2, 3, 5, 4], i64[2, 3, 5, 4]) = aten.adaptive_max_pool2d.default(%x, [5, 4])\n"
+        "%am: f32[2, 3, 5, 4] = getitem(%amx, 0)\n"
+        "%bm: (f32[2, 3, 7, 9], f32[3], f32[3]) = aten.native_batch_norm.default(%x, None, None, %m, %va, False, 0.1, 0.001)\n"
+        "%bs: f32[3] = getitem(%bm, 2)\n"
+        "output %pad, %y, %mv, %mi, %ap, %aa, %g, %rf, %rp, %up, %odd, %au, %am, %bs\n";
     const char *names[] = {"pad", "mv", "mi", "x"};
     for (int c = 0; c < 2; c++) {
         float *v[4] = {0};
@@ -2937,8 +2950,8 @@ int main(void)
          test_bert_attention_restickifies_heads_in_lx_and_validates_on_both_chips},
         {"encoder and decoder attention validate on both chips",
          test_encoder_and_decoder_attention_validate_on_both_chips},
-        {"padding, pooling and batch norm validate on both chips",
-         test_padding_pooling_and_batch_norm_validate_on_both_chips},
+        {"padding, pooling, batch and group norm and upsampling validate on both chips",
+         test_padding_pooling_norms_and_upsampling_validate_on_both_chips},
         {"the full nn.Transformer with masks validates on both chips",
          test_full_nn_transformer_with_masks_validates_on_both_chips},
         {"a gpt2 block with a -inf causal mask validates on both chips",

@@ -633,6 +633,26 @@ static void test_image_padding_and_pooling_give_pytorchs_values(void)
     done(&t);
 }
 
+/* x = iota over (1, 1, 2, 3) */
+static void test_padding_modes_and_nearest_upsampling_give_pytorchs_values(void)
+{
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 2, 3]\n"
+        "%rf: f32[1, 1, 2, 6] = aten.reflection_pad2d.default(%x, [2, 1, 0, 0])\n"
+        "%rp: f32[1, 1, 3, 4] = aten.replication_pad2d.default(%x, [1, 0, 0, 1])\n"
+        "%up: f32[1, 1, 4, 6] = aten.upsample_nearest2d.vec(%x, None, [2.0, 2.0])\n"
+        "%odd: f32[1, 1, 2, 4] = aten.upsample_nearest2d.vec(%x, [2, 4], None)\n"
+        "output %rf, %rp, %up, %odd\n",
+        iota24);
+    EXPECT(&t, "rf", 2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4);
+    EXPECT(&t, "rp", 0, 0, 1, 2, 3, 3, 4, 5, 3, 3, 4, 5);
+    EXPECT(&t, "up", 0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 3, 3, 4, 4, 5, 5);
+    /* 3 to 4 columns: output j reads floor(j * 0.75): 0, 0, 1, 2 */
+    EXPECT(&t, "odd", 0, 0, 1, 2, 3, 3, 4, 5);
+    done(&t);
+}
+
 /* batch norm with running statistics, training (instance norm's form) and group norm */
 static void test_batch_and_group_norm_give_pytorchs_values(void)
 {
@@ -2078,6 +2098,8 @@ int main(void)
         {"native_layer_norm gives output mean and rstd", test_native_layer_norm_gives_output_mean_and_rstd},
         {"image padding and pooling give pytorch's values", test_image_padding_and_pooling_give_pytorchs_values},
         {"batch and group norm give pytorch's values", test_batch_and_group_norm_give_pytorchs_values},
+        {"padding modes and nearest upsampling give pytorch's values",
+         test_padding_modes_and_nearest_upsampling_give_pytorchs_values},
         {"var with correction and var_mean", test_var_with_correction_and_var_mean},
         {"sum mean amax over dims with keepdim", test_sum_mean_amax_over_dims_with_keepdim},
         {"cumsum runs along any dim", test_cumsum_runs_along_any_dim},

@@ -198,6 +198,22 @@ def prepare(t):
     return t.requires_grad_(True) if t.is_floating_point() else t
 
 
+def with_grad(call, inputs):
+    """(call(args), args) with autograd on and the inputs prepared; when
+    autograd refuses an input that requires grad (batch norm's running
+    statistics given as inputs), the inputs without grad."""
+    args = [prepare(x) for x in inputs]
+    try:
+        with torch.enable_grad():
+            return call(args), args
+    except RuntimeError as e:
+        if "is not differentiable" not in str(e):
+            raise
+        args = [x.detach() for x in args]
+        with torch.enable_grad():
+            return call(args), args
+
+
 def trace_make_fx(model, inputs):
     from torch.fx.experimental.proxy_tensor import make_fx
     try:
@@ -214,9 +230,8 @@ def trace_make_fx(model, inputs):
 
     values = [prepare(v) for _, v in model.named_parameters()]
     values += [v.detach().clone() for _, v in model.named_buffers()]
-    args = [prepare(x) for x in inputs]
-    with torch.enable_grad():  # pass 1: autograd on, so no fused fast path
-        first = make_fx(run)(values, args)
+    # pass 1: autograd on, so no fused fast path
+    first, args = with_grad(lambda a: make_fx(run)(values, a), inputs)
     values = [v.detach() for v in values]
     args = [x.detach() for x in args]
     with torch.no_grad():  # pass 2: in-place ops to out-of-place
@@ -493,8 +508,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
     # PyTorch's own outputs, computed as traced (autograd on: no fast path).
     torch.manual_seed(seed)
     try:
-        with torch.enable_grad():
-            expected = flatten(model(*[prepare(x) for x in inputs]))
+        expected = flatten(with_grad(lambda a: model(*a), inputs)[0])
     except Exception as e:
         raise UserError(f"{spec}: the module raised {describe(e)}")
     for i, o in enumerate(expected):

@@ -1823,6 +1823,19 @@ static int per_channel(dctx *c, int p, int rank)
     return dc_reshape(c, p, rank - 1, shape);
 }
 
+/* The sums of x (N, C, ...) over every dim but 1, kept as (1, C, 1, ..):
+ * per sample and channel first, then over the samples (one reduction over
+ * samples and pixels at once is more than the back half does). */
+static int channel_sums(dctx *c, int x)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t dims[GR_MAX_RANK], nd = 0, first = 0;
+    for (int d = 2; d < t.rank; d++)
+        dims[nd++] = d;
+    int s = nd ? dc_red(c, "aten.sum.dim_IntList", x, (int)nd, dims, 1) : x;
+    return dc_red(c, "aten.sum.dim_IntList", s, 1, &first, 1);
+}
+
 /* native_batch_norm(input, weight, bias, running_mean, running_var, training,
  * momentum, eps) -> (out, save_mean, save_invstd), and
  * _native_batch_norm_legit_no_training (no training argument): not training,
@@ -1844,15 +1857,12 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
     int64_t C = t.shape[1];
     int y;
     if (training) {
-        int64_t dims[GR_MAX_RANK], count = dc_numel(&t) / (C ? C : 1);
-        int nd = 0;
-        for (int d = 0; d < t.rank; d++)
-            if (d != 1)
-                dims[nd++] = d;
+        int64_t count = dc_numel(&t) / (C ? C : 1);
         if (!count || !C)
             dc_fail(c, "the batch statistics of an empty input");
-        int m = mean(c, x, nd, dims, 1, count), xc = dc_bin(c, "aten.sub.Tensor", x, m);
-        int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", sum_sq(c, xc, nd, dims, 1, count, (double)count), eps));
+        int m = dc_bins(c, "aten.div.Tensor", channel_sums(c, x), (double)count), xc = dc_bin(c, "aten.sub.Tensor", x, m);
+        int sq = dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", xc, xc), 1.0 / (double)count);
+        int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", channel_sums(c, sq), eps));
         y = dc_bin(c, "aten.mul.Tensor", xc, rstd);
         out[1] = dc_reshape(c, m, 1, &C);
         out[2] = dc_reshape(c, rstd, 1, &C);
@@ -1862,9 +1872,14 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
         int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", rv, eps));
         y = dc_bin(c, "aten.mul.Tensor", dc_bin(c, "aten.sub.Tensor", x, per_channel(c, rm, t.rank)),
                 per_channel(c, rstd, t.rank));
+        /* empty statistics (PyTorch's CPU kernel), or per channel where the
+         * graph declares them so (a trace on the meta device): the running
+         * mean and the rstd used */
+        const gr_value *sv = &c->g->values[n->out];
         const int64_t zero = 0;
-        out[1] = dc_full(c, 1, &zero, 0, GR_F32);
-        out[2] = dc_full(c, 1, &zero, 0, GR_F32);
+        int per = sv->ntuple == 3 && sv->tuple[1].rank == 1 && sv->tuple[1].shape[0] == C && C;
+        out[1] = per ? rm : dc_full(c, 1, &zero, 0, GR_F32);
+        out[2] = per ? rstd : dc_full(c, 1, &zero, 0, GR_F32);
     }
     if (w >= 0)
         y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
@@ -1874,9 +1889,24 @@ static int r_batch_norm(dctx *c, const gr_node *n, int *out)
     return 3;
 }
 
+/* The sums of x (N, C, ...) over each group's elements, (N, G, 1): per
+ * channel first (a reduction over its own elements, as instance norm's),
+ * then over the group's channels (a reduction over several dims at once,
+ * channels and pixels, is more than the back half does). */
+static int group_sums(dctx *c, int x, int64_t G)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t dims[GR_MAX_RANK], nd = 0, last = 2, gs[3] = {t.shape[0], G, t.shape[1] / G};
+    for (int d = 2; d < t.rank; d++)
+        dims[nd++] = d;
+    int s = nd ? dc_red(c, "aten.sum.dim_IntList", x, (int)nd, dims, 0) : x;
+    return dc_red(c, "aten.sum.dim_IntList", dc_reshape(c, s, 3, gs), 1, &last, 1);
+}
+
 /* native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean,
- * rstd): x seen as (N, group, C/group * HxW), normalized over the last dim as
- * layer norm, seen back; weight and bias per channel. */
+ * rstd): mean = group_sums(x) / count, xc = x - mean (seen as (N, G, rest)),
+ * rstd = rsqrt(group_sums(xc * xc * (1/count)) + eps), out = xc * rstd, seen
+ * back; weight and bias per channel. */
 static int r_group_norm(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "input"), w = dc_opt_val(c, n, 1, "weight"), b = dc_opt_val(c, n, 2, "bias");
@@ -1888,10 +1918,11 @@ static int r_group_norm(dctx *c, const gr_node *n, int *out)
     int64_t N = t.shape[0], per = N && G ? dc_numel(&t) / (N * G) : 0;
     if (!per)
         dc_fail(c, "the statistics of an empty group");
-    int64_t gs[3] = {N, G, per}, last = 2, ns[2] = {N, G};
-    int xs = dc_reshape(c, x, 3, gs);
-    int m = mean(c, xs, 1, &last, 1, per), xc = dc_bin(c, "aten.sub.Tensor", xs, m);
-    int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", sum_sq(c, xc, 1, &last, 1, per, (double)per), eps));
+    int64_t gs[3] = {N, G, per}, ns[2] = {N, G};
+    int m = dc_bins(c, "aten.div.Tensor", group_sums(c, x, G), (double)per);
+    int xc = dc_bin(c, "aten.sub.Tensor", dc_reshape(c, x, 3, gs), m);
+    int sq = dc_reshape(c, dc_bins(c, "aten.mul.Tensor", dc_bin(c, "aten.mul.Tensor", xc, xc), 1.0 / (double)per), t.rank, t.shape);
+    int rstd = dc_un(c, "aten.rsqrt.default", dc_bins(c, "aten.add.Tensor", group_sums(c, sq, G), eps));
     int y = dc_reshape(c, dc_bin(c, "aten.mul.Tensor", xc, rstd), t.rank, t.shape);
     if (w >= 0)
         y = dc_bin(c, "aten.mul.Tensor", y, per_channel(c, w, t.rank));
@@ -1977,6 +2008,26 @@ static int pool_tap(dctx *c, int xp, const pool2d *g, int64_t i, int64_t j)
     return dc_slice(c, y, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
 }
 
+/* The windows of the padded x combined by op (maximum, add), separably:
+ * first the k[1] column taps of every row (strided slices inside the
+ * sticks: a staged load each), then the k[0] row taps of that (strided
+ * rows: plain loads), each a chain in tap order. */
+static int pool_reduce(dctx *c, int xp, const pool2d *g, const char *op)
+{
+    int r = dc_T(c, xp).rank, row = -1, y = -1;
+    for (int64_t j = 0; j < g->k[1]; j++) {
+        int64_t w0 = j * g->d[1];
+        int tap = dc_slice(c, xp, r - 1, w0, w0 + (g->out[1] - 1) * g->s[1] + 1, g->s[1]);
+        row = row < 0 ? tap : dc_bin(c, op, row, tap);
+    }
+    for (int64_t i = 0; i < g->k[0]; i++) {
+        int64_t h0 = i * g->d[0];
+        int tap = dc_slice(c, row, r - 2, h0, h0 + (g->out[0] - 1) * g->s[0] + 1, g->s[0]);
+        y = y < 0 ? tap : dc_bin(c, op, y, tap);
+    }
+    return y;
+}
+
 /* The flat input index h * W + w of window element (i, j) at each output
  * position (out[0], out[1]), i64 */
 static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
@@ -1994,24 +2045,17 @@ static int pool_flat_index(dctx *c, const pool2d *g, int64_t i, int64_t j)
  * dilation=1, ceil_mode=False) -> (out, indices): x padded with -inf, the
  * maximum of the window's k*k strided slices; the index of the first
  * window element equal to the maximum (or NaN), a where chain. */
-static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
+static int max_pool(dctx *c, int x, const pool2d *g, int *out)
 {
-    int x = dc_val(c, n, 0, "self");
-    pool2d g = pool_args(c, n, x, 1);
-    int xp = pool_pad(c, x, &g, -INFINITY), m = -1, ix = -1;
-    for (int64_t i = 0; i < g.k[0]; i++)
-        for (int64_t j = 0; j < g.k[1]; j++) {
-            int tap = pool_tap(c, xp, &g, i, j);
-            m = m < 0 ? tap : dc_bin(c, "aten.maximum.default", m, tap);
-        }
-    for (int64_t q = g.k[0] * g.k[1] - 1; q >= 0; q--) {
-        int64_t i = q / g.k[1], j = q % g.k[1];
-        int flat = pool_flat_index(c, &g, i, j);
+    int xp = pool_pad(c, x, g, -INFINITY), m = pool_reduce(c, xp, g, "aten.maximum.default"), ix = -1;
+    for (int64_t q = g->k[0] * g->k[1] - 1; q >= 0; q--) {
+        int64_t i = q / g->k[1], j = q % g->k[1];
+        int flat = pool_flat_index(c, g, i, j);
         if (ix < 0) {
             ix = flat;
             continue;
         }
-        int tap = pool_tap(c, xp, &g, i, j);
+        int tap = pool_tap(c, xp, g, i, j);
         int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
                       dc_cmpv(c, "aten.ne.Tensor", tap, tap));
         ix = dc_where(c, hit, flat, ix);
@@ -2019,6 +2063,13 @@ static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
     out[0] = m;
     out[1] = dc_expand(c, ix, dc_T(c, m).rank, dc_T(c, m).shape);
     return 2;
+}
+
+static int r_max_pool2d(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    pool2d g = pool_args(c, n, x, 1);
+    return max_pool(c, x, &g, out);
 }
 
 /* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False,
@@ -2032,33 +2083,103 @@ static int r_avg_pool2d(dctx *c, const gr_node *n, int *out)
     pool2d g = pool_args(c, n, x, 0);
     const gr_arg *ci = gr_node_arg(n, 5, "count_include_pad");
     int incl = !(ci && ci->kind == GR_ARG_BOOL && !ci->i);
+    const gr_arg *dv = gr_node_arg(n, 6, "divisor_override");
+    int has_div = dv && dv->kind != GR_ARG_NONE;
     double div = dc_num(c, n, 6, "divisor_override", 0);
-    int xp = pool_pad(c, x, &g, 0), s = -1, cnt = -1;
+    if (has_div && div == 0)
+        dc_fail(c, "divisor_override must not be zero");
+    int xp = pool_pad(c, x, &g, 0), s, cnt = -1;
     /* the count: ones over the input (and its padding when counted; PyTorch
      * counts padding up to in + pad, not the ceil_mode overhang) */
     int64_t ext[2] = {g.in[0] + (incl ? 2 * g.p[0] : 0), g.in[1] + (incl ? 2 * g.p[1] : 0)};
     pool2d gc = g;
     if (incl)
         gc.in[0] = ext[0], gc.in[1] = ext[1], gc.p[0] = gc.p[1] = 0;
-    int ones = div > 0 ? -1 : pool_pad(c, dc_full(c, 2, ext, 1, GR_F32), &gc, 0);
-    for (int64_t i = 0; i < g.k[0]; i++)
-        for (int64_t j = 0; j < g.k[1]; j++) {
-            int tap = pool_tap(c, xp, &g, i, j);
-            s = s < 0 ? tap : dc_bin(c, "aten.add.Tensor", s, tap);
-            if (ones >= 0) {
-                int ct = pool_tap(c, ones, &gc, i, j);
-                cnt = cnt < 0 ? ct : dc_bin(c, "aten.add.Tensor", cnt, ct);
-            }
-        }
-    out[0] = div > 0 ? dc_bins(c, "aten.div.Tensor", s, div) : dc_bin(c, "aten.div.Tensor", s, cnt);
+    int ones = has_div ? -1 : pool_pad(c, dc_full(c, 2, ext, 1, GR_F32), &gc, 0);
+    s = pool_reduce(c, xp, &g, "aten.add.Tensor");
+    if (ones >= 0)
+        cnt = pool_reduce(c, ones, &gc, "aten.add.Tensor");
+    out[0] = has_div ? dc_bins(c, "aten.div.Tensor", s, div) : dc_bin(c, "aten.div.Tensor", s, cnt);
     return 1;
 }
 
-/* _adaptive_avg_pool2d(self, output_size): each output divides its input
- * extent evenly: avg_pool2d with kernel = stride = in / out (else refused) */
-static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
+/* Whether the source graph reads result k of node n (a getitem of it). */
+static int result_read(dctx *c, const gr_node *n, int k)
 {
-    int x = dc_val(c, n, 0, "self");
+    for (int i = 0; i < c->g->nnodes; i++) {
+        const gr_node *m = &c->g->nodes[i];
+        if (!strcmp(m->op, "getitem") && m->nargs == 2 && m->args[0].kind == GR_ARG_VALUE &&
+            m->args[0].value == n->out && m->args[1].kind == GR_ARG_INT && m->args[1].i == k)
+            return 1;
+    }
+    return 0;
+}
+
+/* One axis d of an adaptive pooling with uneven windows (output i over
+ * [floor(i * in / out), ceil((i + 1) * in / out))): the runs of outputs
+ * whose windows have one length and evenly stepping starts, each the op
+ * (add, maximum) chained over its taps, strided slices (one element
+ * expanded when the starts repeat), joined by cat. */
+static int adaptive_axis(dctx *c, int x, int d, int64_t out, const char *op)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t in = t.shape[d];
+    int v[256], nv = 0;
+#define WIN_S(i) ((i) * in / out)
+#define WIN_LEN(i) ((((i) + 1) * in + out - 1) / out - WIN_S(i))
+    for (int64_t i = 0; i < out;) {
+        int64_t s0 = WIN_S(i), w = WIN_LEN(i), st = i + 1 < out ? WIN_S(i + 1) - s0 : 1, len = 1;
+        while (i + len < out && WIN_LEN(i + len) == w && WIN_S(i + len) - WIN_S(i + len - 1) == st)
+            len++;
+        if (nv == 256)
+            dc_fail(c, "adaptive pooling of %lld to %lld needs over 256 pieces", (long long)in, (long long)out);
+        int y = -1;
+        for (int64_t k = 0; k < w; k++) {
+            int tap;
+            if (st) {
+                tap = dc_slice(c, x, d, s0 + k, s0 + k + (len - 1) * st + 1, st);
+            } else {
+                gr_ttype e = t;
+                e.shape[d] = len;
+                tap = dc_expand(c, dc_slice(c, x, d, s0 + k, s0 + k + 1, 1), e.rank, e.shape);
+            }
+            y = y < 0 ? tap : dc_bin(c, op, y, tap);
+        }
+        v[nv++] = y;
+        i += len;
+    }
+#undef WIN_S
+#undef WIN_LEN
+    t.shape[d] = out;
+    return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
+}
+
+/* The lengths of the out adaptive windows over in elements, f32[out]: a
+ * cat of constants, one per run of equal lengths. */
+static int window_lengths(dctx *c, int64_t in, int64_t out)
+{
+    int v[256], nv = 0;
+    for (int64_t i = 0; i < out && nv < 256;) {
+        int64_t w = ((i + 1) * in + out - 1) / out - i * in / out, len = 1;
+        while (i + len < out && ((i + len + 1) * in + out - 1) / out - (i + len) * in / out == w)
+            len++;
+        v[nv++] = dc_full(c, 1, &len, (double)w, GR_F32);
+        i += len;
+    }
+    if (nv == 256)
+        dc_fail(c, "adaptive pooling of %lld to %lld needs over 256 pieces", (long long)in, (long long)out);
+    gr_ttype t = {.dtype = GR_F32, .rank = 1, .shape = {out}};
+    return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(0));
+}
+
+/* _adaptive_avg_pool2d(self, output_size), adaptive_max_pool2d -> (out,
+ * indices): output sizes dividing the input are avg_pool2d or
+ * max_pool2d_with_indices with kernel = stride = in / out; uneven windows
+ * reduce per axis (adaptive_axis: columns, then rows), the mean over the
+ * window's size; their max's indices, when read, are refused. */
+static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), is_max = strstr(n->base, "max") != NULL, even = 1;
     int64_t os[2];
     gr_ttype t = dc_T(c, x);
     if (dc_ints(c, n, 1, "output_size", os) != 2 || t.rank < 3 || !dc_is_float(t.dtype))
@@ -2067,19 +2188,145 @@ static int r_adaptive_avg_pool2d(dctx *c, const gr_node *n, int *out)
     for (int a = 0; a < 2; a++) {
         g.in[a] = t.shape[t.rank - 2 + a];
         g.out[a] = os[a];
-        if (os[a] <= 0 || g.in[a] % os[a])
-            dc_fail(c, "the output size %lld does not divide the input's %lld (uneven windows are not lowered)",
-                 (long long)os[a], (long long)g.in[a]);
+        if (os[a] <= 0 || !g.in[a])
+            dc_fail(c, "an empty input or output");
+        even &= g.in[a] % os[a] == 0;
         g.k[a] = g.s[a] = g.in[a] / os[a];
         g.p[a] = 0, g.d[a] = 1;
     }
-    int s = -1;
-    for (int64_t i = 0; i < g.k[0]; i++)
-        for (int64_t j = 0; j < g.k[1]; j++) {
-            int tap = pool_tap(c, x, &g, i, j);
-            s = s < 0 ? tap : dc_bin(c, "aten.add.Tensor", s, tap);
+    if (even && is_max)
+        return max_pool(c, x, &g, out);
+    if (even) {
+        out[0] = dc_bins(c, "aten.div.Tensor", pool_reduce(c, x, &g, "aten.add.Tensor"), (double)(g.k[0] * g.k[1]));
+        return 1;
+    }
+    const char *op = is_max ? "aten.maximum.default" : "aten.add.Tensor";
+    int y = adaptive_axis(c, adaptive_axis(c, x, t.rank - 1, os[1], op), t.rank - 2, os[0], op);
+    if (!is_max) { /* the window sizes: (out[0], 1) times (out[1]), index expressions alone */
+        int rows = dc_unsqueeze(c, window_lengths(c, g.in[0], os[0]), 1);
+        out[0] = dc_bin(c, "aten.div.Tensor", y, dc_bin(c, "aten.mul.Tensor", rows, window_lengths(c, g.in[1], os[1])));
+        return 1;
+    }
+    if (result_read(c, n, 1))
+        dc_fail(c, "the indices of uneven adaptive max windows are not lowered");
+    out[0] = y;
+    out[1] = dc_full(c, dc_T(c, y).rank, dc_T(c, y).shape, 0, GR_I64); /* never read */
+    return 2;
+}
+
+/* ---- Padding modes and nearest upsampling: slices, expand and cat ---- */
+
+/* x widened along dim d by lo and hi elements, a cat of slices: mirrored
+ * elements (reflect: x[lo], .., x[1] before, x[n-2], .. after) or the edge
+ * element expanded (replicate). */
+static int pad_dim(dctx *c, int x, int d, int64_t lo, int64_t hi, int replicate)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t n = t.shape[d];
+    if (lo < 0 || hi < 0 || !n || (!replicate && (lo >= n || hi >= n)) || lo + hi > 200)
+        dc_fail(c, "padding of dimension %d out of range for its size %lld (or over 200)", d, (long long)n);
+    int v[256], nv = 0;
+    for (int64_t k = lo; k > 0 && !replicate; k--)
+        v[nv++] = dc_slice(c, x, d, k, k + 1, 1);
+    if (replicate && lo) {
+        t.shape[d] = lo;
+        v[nv++] = dc_expand(c, dc_slice(c, x, d, 0, 1, 1), t.rank, t.shape);
+    }
+    v[nv++] = x;
+    for (int64_t k = 1; k <= hi && !replicate; k++)
+        v[nv++] = dc_slice(c, x, d, n - 1 - k, n - k, 1);
+    if (replicate && hi) {
+        t.shape[d] = hi;
+        v[nv++] = dc_expand(c, dc_slice(c, x, d, n - 1, n, 1), t.rank, t.shape);
+    }
+    t.shape[d] = n + lo + hi;
+    return nv == 1 ? x : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
+}
+
+/* reflection_padNd / replication_padNd(self, padding) */
+static int r_mode_pad(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    int64_t pad[2 * GR_MAX_RANK];
+    int np = dc_ints(c, n, 1, "padding", pad), rank = dc_T(c, x).rank;
+    if (np <= 0 || np % 2 || np / 2 > rank)
+        dc_fail(c, "argument padding must be an even number of ints, at most 2 per dimension");
+    for (int k = 0; k < np / 2; k++)
+        x = pad_dim(c, x, rank - 1 - k, pad[2 * k], pad[2 * k + 1], strstr(n->base, "replication") != NULL);
+    out[0] = x;
+    return 1;
+}
+
+/* Source index of output i of a nearest resampling (PyTorch's nearest_idx:
+ * the scale and the product in float), clamped to the input. */
+static int64_t nearest_src(int64_t i, float scale, int64_t in)
+{
+    int64_t s = (int64_t)floorf((float)i * scale);
+    return s < in - 1 ? s : in - 1;
+}
+
+/* One axis d of a nearest resampling to `to` elements: an integer factor up
+ * (unsqueeze, expand, reshape); else the runs of outputs whose sources step
+ * evenly, each a strided slice (or one element expanded), joined by cat. */
+static int nearest_axis(dctx *c, int x, int d, int64_t to, float scale)
+{
+    gr_ttype t = dc_T(c, x);
+    int64_t in = t.shape[d], up = to / in, ok_up = up >= 1;
+    for (int64_t i = 0; i < to; i++)
+        ok_up &= nearest_src(i, scale, in) == i / (up ? up : 1);
+    if (ok_up && up == 1)
+        return x;
+    if (ok_up) {
+        int u = dc_unsqueeze(c, x, d + 1);
+        gr_ttype e = dc_T(c, u);
+        e.shape[d + 1] = up;
+        u = dc_expand(c, u, e.rank, e.shape);
+        t.shape[d] = to;
+        return dc_reshape(c, u, t.rank, t.shape);
+    }
+    int v[256], nv = 0;
+    for (int64_t i = 0; i < to;) {
+        int64_t s0 = nearest_src(i, scale, in), step = i + 1 < to ? nearest_src(i + 1, scale, in) - s0 : 1, len = 1;
+        while (i + len < to && nearest_src(i + len, scale, in) - nearest_src(i + len - 1, scale, in) == step)
+            len++;
+        if (nv == 256)
+            dc_fail(c, "nearest resampling of %lld to %lld elements needs over 256 pieces", (long long)in, (long long)to);
+        if (step) {
+            v[nv++] = dc_slice(c, x, d, s0, s0 + (len - 1) * step + 1, step);
+        } else {
+            gr_ttype e = t;
+            e.shape[d] = len;
+            v[nv++] = dc_expand(c, dc_slice(c, x, d, s0, s0 + 1, 1), e.rank, e.shape);
         }
-    out[0] = dc_bins(c, "aten.div.Tensor", s, (double)(g.k[0] * g.k[1]));
+        i += len;
+    }
+    t.shape[d] = to;
+    return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
+}
+
+/* upsample_nearest1d/2d(input, output_size, scales...) and .vec(input,
+ * output_size, scale_factors): each of the last 1 or 2 axes by nearest_axis */
+static int r_upsample_nearest(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "input"), nd = strstr(n->base, "2d") ? 2 : 1;
+    gr_ttype t = dc_T(c, x);
+    int64_t os[2] = {0};
+    int cnt = dc_ints(c, n, 1, "output_size", os);
+    const gr_arg *vf = gr_node_arg(n, 2, "scale_factors");
+    int vec = strstr(n->op, ".vec") != NULL;
+    if (t.rank < nd + 1 || (cnt >= 0 && cnt != nd))
+        dc_fail(c, "needs an input of rank %d or more and %d output sizes", nd + 1, nd);
+    for (int a = 0; a < nd; a++) {
+        const gr_arg *f = vec ? (vf && vf->kind == GR_ARG_LIST && vf->nitems == nd ? &vf->items[a] : NULL)
+                              : gr_node_arg(n, 2 + a, a ? "scales_w" : nd == 1 ? "scales" : "scales_h");
+        double v = dc_is_number(f) ? (f->kind == GR_ARG_FLOAT ? f->f : (double)f->i) : 0;
+        int d = t.rank - nd + a;
+        int64_t in = t.shape[d], to = cnt > 0 ? os[a] : (int64_t)floor((double)in * v);
+        if (to <= 0 || !in)
+            dc_fail(c, "an empty input or output");
+        x = nearest_axis(c, x, d, to, v > 0 ? (float)(1 / v) : (float)in / (float)to);
+    }
+    out[0] = x;
     return 1;
 }
 
@@ -2230,52 +2477,29 @@ static const struct {
     {"eye", r_eye, "arange(n)[:, None] == arange(m), cast"},
     {"logsumexp", r_logsumexp, "m = amax (kept dims), log(sum(exp(x - m))) + m"},
     {"native_batch_norm", r_batch_norm, "not training: (x - running_mean) * rsqrt(running_var + eps) * weight + "
-                                        "bias per channel; training: the batch's statistics as layer_norm's"},
+                                        "bias per channel; training: the batch's statistics as group_norm's, per channel"},
     {"_native_batch_norm_legit_no_training", r_batch_norm, "as native_batch_norm, not training"},
-    {"native_group_norm", r_group_norm, "reshape (N, group, rest), layer_norm's steps over rest, reshape; "
-                                        "weight, bias per channel"},
-    {"max_pool2d_with_indices", r_max_pool2d, "constant_pad_nd(-inf), maximum of the k*k strided slices; indices: "
+    {"native_group_norm", r_group_norm, "layer_norm's steps over each group (x seen as (N, group, rest)), its "
+                                        "sums per channel, then over the group's channels; weight, bias per channel"},
+    {"max_pool2d_with_indices", r_max_pool2d, "constant_pad_nd(-inf), maximum of the k strided column slices, then "
+                                              "of k strided row slices of that; indices: "
                                               "where chain of eq (first hit) over arange flat indices"},
-    {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sum of the k*k strided slices, div by divisor_override or "
+    {"avg_pool2d", r_avg_pool2d, "constant_pad_nd(0), sums of strided slices as max_pool2d's, div by divisor_override or "
                                  "the same sum over padded ones"},
-    {"_adaptive_avg_pool2d", r_adaptive_avg_pool2d, "output dividing the input: sum of strided slices, div"},
-    {"std_mean", r_var, "(std, mean) as var, then sqrt"},
-    {"argmax", dc_r_argmax, "m = amax (kept), amin(where(x == m or x != x, arange, n)): the first extreme, NaN first"},
-    {"argmin", dc_r_argmax, "as argmax with amin"},
-    {"max", dc_r_max_dim, "with dim: (amax, as argmax); without: amax over all; with other: maximum"},
-    {"min", dc_r_max_dim, "as max with amin, minimum"},
-    {"aminmax", dc_r_aminmax, "(amin, amax)"},
-    {"count_nonzero", dc_r_count_nonzero, "sum(x != 0)"},
-    {"sort", dc_r_sort, "rank_i = sum_j (x_j before x_i, or equal and j < i); out[r] = sum_i where(rank_i == r, x_i, 0), "
-                        "indices alike (n*n per row; NaN last)"},
-    {"argsort", dc_r_sort, "as sort, indices"},
-    {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
-    {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
-    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
-    {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
-    {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
-                                        "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
-    {"cumsum", dc_r_cumsum, "rows times U, U[k][i] = (k <= i), an mm on the PT units (float only)"},
-    {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
-    {"rot90", dc_r_rot90, "flip and transpose"},
-    {"diag", dc_r_diag, "vector: where(j - i == k, x shifted along the columns, 0); matrix: diagonal"},
-    {"trace", dc_r_trace, "sum(diagonal)"},
-    {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
-    {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
-    {"narrow_copy", dc_r_narrow_copy, "slice"},
-    {"index_select", dc_r_index_select, "a 2-D table's rows by an input's row numbers: a row gather (lower); "
-                                        "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
-    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
-    {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
-    {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
-                                  "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
-                                  "that broadcast: where(mask, values, self)"},
-    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot)"},
-    {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
-    {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
-    {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
-    {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
-    {"linalg_vector_norm", dc_r_norm, "as norm"},
+    {"_adaptive_avg_pool2d", r_adaptive_pool2d, "output dividing the input: avg_pool2d with kernel = stride; else per "
+                                                "axis a cat of runs of windows alike (chains of strided slices), "
+                                                "div by the window sizes"},
+    {"reflection_pad1d", r_mode_pad, "cat of single-element slices mirrored about the edges, and x"},
+    {"reflection_pad2d", r_mode_pad, "as reflection_pad1d, per dimension"},
+    {"reflection_pad3d", r_mode_pad, "as reflection_pad1d, per dimension"},
+    {"replication_pad1d", r_mode_pad, "cat of the edge slices expanded, and x"},
+    {"replication_pad2d", r_mode_pad, "as replication_pad1d, per dimension"},
+    {"replication_pad3d", r_mode_pad, "as replication_pad1d, per dimension"},
+    {"upsample_nearest1d", r_upsample_nearest, "integer factor up: unsqueeze, expand, reshape; else cat of the runs "
+                                               "of evenly stepping sources (strided slices, or an element expanded)"},
+    {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
+    {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = "
+                                               "stride; else as _adaptive_avg_pool2d's sums, indices refused if read"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */

@@ -472,9 +472,12 @@ static int operand_expr(lctx *c, const operand *o, const gr_ttype *t, gr_dtype d
         return ir_const(&c->p->A, o->s, dt);
     const gr_ttype *vt = vtype(c, o->v);
     ir_index coords[GR_MAX_RANK];
+    /* a size-1 dim broadcast reads coordinate 0; one the result keeps at
+     * size 1 reads the result's coordinate, so that a consumer reading the
+     * result shifted (a cat's piece one wide) still walks it */
     for (int d = 0; d < vt->rank; d++) {
         int od = d + t->rank - vt->rank;
-        coords[d] = vt->shape[d] == 1 ? ir_idx_const(0) : ir_idx_var(od);
+        coords[d] = vt->shape[d] == 1 && t->shape[od] != 1 ? ir_idx_const(0) : ir_idx_var(od);
     }
     ops_of(c, ops, o->v);
     return ir_cast(&c->p->A, read_at(c, o->v, coords), dt);

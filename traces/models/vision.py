@@ -46,3 +46,41 @@ def mobilenet_v2():
 
 def vit_b_16():
     return _classifier(torchvision.models.vit_b_16)
+
+
+def vit_b_16_encoder():
+    """ViT-B/16's encoder alone (position embeddings, 12 blocks, final LayerNorm) on
+    tokens (1, 197, 768): the model between its token assembly and its head."""
+    torch.manual_seed(0)
+    model = _perturb_norms(torchvision.models.vit_b_16(weights=None)).eval()
+    return model.encoder, (torch.randn(1, 197, 768),)
+
+
+def vit_b_16_block():
+    """ViT-B/16's first encoder block alone on tokens (1, 197, 768)."""
+    torch.manual_seed(0)
+    model = _perturb_norms(torchvision.models.vit_b_16(weights=None)).eval()
+    return model.encoder.layers[0], (torch.randn(1, 197, 768),)
+
+
+class _VitAfterPatches(nn.Module):
+    """ViT's forward after its patch embedding (torchvision's _process_input
+    past conv_proj): the class token, position embeddings, encoder, head."""
+
+    def __init__(self, vit):
+        super().__init__()
+        self.vit = vit
+
+    def forward(self, patches):
+        n = patches.shape[0]
+        x = patches.reshape(n, self.vit.hidden_dim, -1).permute(0, 2, 1)
+        x = torch.cat([self.vit.class_token.expand(n, -1, -1), x], dim=1)
+        return self.vit.heads(self.vit.encoder(x)[:, 0])
+
+
+def vit_b_16_after_patches():
+    """ViT-B/16 whole but its patch embedding (a 16 x 16, stride 16 convolution):
+    input the embedding's output (1, 768, 14, 14)."""
+    torch.manual_seed(0)
+    model = _perturb_norms(torchvision.models.vit_b_16(weights=None)).eval()
+    return _VitAfterPatches(model), (torch.randn(1, 768, 14, 14),)
