@@ -2500,6 +2500,43 @@ static const struct {
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
     {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = "
                                                "stride; else as _adaptive_avg_pool2d's sums, indices refused if read"},
+    {"std_mean", r_var, "(std, mean) as var, then sqrt"},
+    {"argmax", dc_r_argmax, "m = amax (kept), amin(where(x == m or x != x, arange, n)): the first extreme, NaN first"},
+    {"argmin", dc_r_argmax, "as argmax with amin"},
+    {"max", dc_r_max_dim, "with dim: (amax, as argmax); without: amax over all; with other: maximum"},
+    {"min", dc_r_max_dim, "as max with amin, minimum"},
+    {"aminmax", dc_r_aminmax, "(amin, amax)"},
+    {"count_nonzero", dc_r_count_nonzero, "sum(x != 0)"},
+    {"sort", dc_r_sort, "rank_i = sum_j (x_j before x_i, or equal and j < i); out[r] = sum_i where(rank_i == r, x_i, 0), "
+                        "indices alike (n*n per row; NaN last)"},
+    {"argsort", dc_r_sort, "as sort, indices"},
+    {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
+    {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
+    {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
+    {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
+    {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
+                                        "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
+    {"cumsum", dc_r_cumsum, "rows times U, U[k][i] = (k <= i), an mm on the PT units (float only)"},
+    {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
+    {"rot90", dc_r_rot90, "flip and transpose"},
+    {"diag", dc_r_diag, "vector: where(j - i == k, x shifted along the columns, 0); matrix: diagonal"},
+    {"trace", dc_r_trace, "sum(diagonal)"},
+    {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
+    {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
+    {"narrow_copy", dc_r_narrow_copy, "slice"},
+    {"index_select", dc_r_index_select, "a 2-D table's rows by an input's row numbers: a row gather (lower); "
+                                        "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
+    {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
+    {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
+    {"index_put", dc_r_index_put, "one integer index tensor: the values of the entries equal to each position, "
+                                  "summed (accumulate) or the last one's; a bool mask over the leading dims with values "
+                                  "that broadcast: where(mask, values, self)"},
+    {"index_add", dc_r_index_add, "self + alpha * sum_j where(index_j == k, source[.., j, ..], 0) (one-hot)"},
+    {"addmv", dc_r_addmv, "mm of vec as a row and mat^T, add (bias*beta + product*alpha)"},
+    {"addr", dc_r_addmv, "mm of a column and a row (K = 1), add"},
+    {"addbmm", dc_r_addmv, "one mm over K = batch*K: batch1 permuted to (N, B, K) and flattened, batch2 flattened; add"},
+    {"norm", dc_r_norm, "p = 2: sqrt(sum(x*x)); 1: sum|x|; inf: amax|x|; 0: sum(x != 0); else sum(|x|^p)^(1/p)"},
+    {"linalg_vector_norm", dc_r_norm, "as norm"},
 };
 
 /* A rule's description: its row's, or the math function's (r_math). */
