@@ -252,8 +252,19 @@ static int op_unfold(ex *E, int unused)
     if (!x || ref_arg_int(E, 1, "dimension", 0, &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
         ref_arg_int(E, 2, "size", 0, &size) || ref_arg_int(E, 3, "step", 1, &step))
         return -1;
-    if (x->rank == 0 || x->rank >= MAXR)
-        return ref_fail(E, "unfold needs 1 to %d dimensions", MAXR - 1);
+    if (x->rank == 0) { /* one window of the element (size 1), or none */
+        if (size < 0 || size > 1 || step < 1)
+            return ref_fail(E, "size %lld or step %lld is out of range for a 0-d tensor", (long long)size,
+                            (long long)step);
+        tens *o = ref_new_result(E, kind_of(x->dtype), 1, &size);
+        if (o && size) {
+            int64_t st0 = 0;
+            ref_strided_copy(x, 1, &size, &st0, 0, o);
+        }
+        return o ? 0 : -1;
+    }
+    if (x->rank >= MAXR)
+        return ref_fail(E, "unfold needs at most %d dimensions", MAXR - 1);
     if (size < 0 || size > x->shape[d] || step < 1)
         return ref_fail(E, "size %lld or step %lld is out of range for size %lld", (long long)size, (long long)step,
                         (long long)x->shape[d]);

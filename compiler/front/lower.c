@@ -1845,12 +1845,20 @@ static void l_unfold(lctx *c, int out, int opi)
     int x = tensor(c, 0, "self");
     gr_ttype xt = *vtype(c, x), t = xt;
     int64_t size = (int64_t)num(c, 2, "size", 0), step = (int64_t)num(c, 3, "step", 1);
-    if (xt.rank == 0 || xt.rank >= GR_MAX_RANK)
-        fail(c, "unfold needs one to %d dimensions", GR_MAX_RANK - 1);
+    ir_index coords[GR_MAX_RANK];
+    if (xt.rank == 0) { /* a 0-d tensor is one window of its element (size 1) or none */
+        if (size < 0 || size > 1 || step < 1)
+            fail(c, "size %lld or step %lld out of range for a 0-d tensor", (long long)size, (long long)step);
+        t.rank = 1;
+        t.shape[0] = size;
+        view_as(c, out, x, &t, coords);
+        return;
+    }
+    if (xt.rank >= GR_MAX_RANK)
+        fail(c, "unfold needs at most %d dimensions", GR_MAX_RANK - 1);
     int d = normdim(c, (int64_t)num(c, 1, "dimension", 0), xt.rank);
     if (size < 0 || size > xt.shape[d] || step < 1)
         fail(c, "size %lld or step %lld out of range", (long long)size, (long long)step);
-    ir_index coords[GR_MAX_RANK];
     for (int i = 0; i < xt.rank; i++)
         coords[i] = ir_idx_var(i);
     coords[d].coef[d] = step;
