@@ -2856,6 +2856,27 @@ static void test_overlapping_unfold_windows_validate_on_both_chips(void)
                                         "output %u, %v\n");
 }
 
+/* A scalar bias (0-d; one output channel's) is not fused into the
+ * product's epilogue, which cannot load a scalar: its add is a pointwise
+ * kernel of its own. */
+static void test_a_scalar_bias_of_a_product_validates_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(
+                                        "graph sc\n"
+                                        "input %b: f32[]\n"
+                                        "input %a: f32[16, 32]\n"
+                                        "input %w: f32[32, 24]\n"
+                                        "input %v: f32[16]\n"
+                                        "input %u: f32[24]\n"
+                                        "input %x: f32[1, 3, 9, 9]\n"
+                                        "input %k: f32[1, 3, 3, 3]\n"
+                                        "input %kb: f32[1]\n"
+                                        "%m: f32[16, 24] = aten.addmm.default(%b, %a, %w)\n"
+                                        "%r: f32[16, 24] = aten.addr.default(%b, %v, %u)\n"
+                                        "%c: f32[1, 1, 7, 7] = aten.convolution.default(%x, %k, %kb, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+                                        "output %m, %r, %c\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -3010,6 +3031,7 @@ int main(void)
         {"index, take, index_add and repeat positions validate on both chips",
          test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
+        {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},

@@ -348,6 +348,34 @@ static int per_row_reads_in_sticks(const ir_prog *p, int k1, int k2, const ir_si
     return 0;
 }
 
+/* A matmul epilogue cannot load a scalar (one element for every row and
+ * column: a 0-d bias, the bias of one output column); a pointwise node
+ * reading one stays out of the product and runs as its own kernel, where
+ * a scalar is a per-column value made once per core. */
+static int epilogue_reads_scalar(const ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    const int ks[2] = {k1, k2};
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
+            ir_index v[IR_MAX_VARS];
+            if (N->kind != IR_POINTWISE || ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
+                continue;
+            for (int r = 0; r < N->nreads; r++) {
+                const ir_buf *B = &p->bufs[N->reads[r].buf];
+                int wn = B->node, wk = wn >= 0 ? p->nodes[wn].kernel : -1, any = 0;
+                if (wk == k1 || wk == k2 || N->reads[r].star)
+                    continue;
+                ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
+                for (int o = 0; o < s->nouter + s->nred; o++)
+                    any |= ri.coef[o] != 0;
+                if (!any)
+                    return 1;
+            }
+        }
+    return 0;
+}
+
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
 
 /* The kinds of fusion each pass makes, given kernels a (lower id) and b,
@@ -434,6 +462,8 @@ static int fuse(ir_prog *p, fusion_rule rule)
             /* refining the reduced loops into more of them than either kernel
              * had makes a reduction the back half cannot run (it reduces one) */
             if (s.kind == IR_REDUCTION && s.nred > 1 && s.nred > A->sig.nred && s.nred > B->sig.nred)
+                continue;
+            if (s.kind == IR_MATMUL && epilogue_reads_scalar(p, k1, k2, &s))
                 continue;
             /* A path through a third kernel: fusing would make a cycle. */
             if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
