@@ -238,7 +238,7 @@ static int matmul(ex *E, const tens *a, const tens *b, tens **out, tens *tmp)
     return rc;
 }
 
-enum { M_MM, M_BMM, M_MATMUL, M_ADDMM, M_BADDBMM, M_LINEAR, M_ADDMV, M_ADDR, M_ADDBMM };
+enum { M_MM, M_BMM, M_MATMUL, M_ADDMM, M_BADDBMM, M_LINEAR, M_ADDMV, M_ADDR, M_ADDBMM, M_MV };
 
 /* mm(self, mat2), bmm(self, mat2), matmul(self, other),
  * addmm(self, mat1, mat2, beta=1, alpha=1), baddbmm(self, batch1, batch2, beta=1, alpha=1),
@@ -277,7 +277,11 @@ static int op_matmul(ex *E, int how)
     }
     int three = how == M_ADDMM || how == M_BADDBMM;
     const char *k1 = how == M_ADDMM ? "mat1" : how == M_BADDBMM ? "batch1" : "self";
-    const char *k2 = how == M_ADDMM ? "mat2" : how == M_BADDBMM ? "batch2" : how == M_MATMUL ? "other" : "mat2";
+    const char *k2 = how == M_ADDMM     ? "mat2"
+                     : how == M_BADDBMM ? "batch2"
+                     : how == M_MATMUL  ? "other"
+                     : how == M_MV      ? "vec"
+                                        : "mat2";
     const tens *bias = three ? ref_arg_tensor(E, 0, "self") : NULL;
     if (three && !bias)
         return -1;
@@ -285,7 +289,8 @@ static int op_matmul(ex *E, int how)
     if (!b)
         return -1;
     int want = how == M_MM || how == M_ADDMM ? 2 : how == M_BMM || how == M_BADDBMM ? 3 : 0;
-    if (want && (a->rank != want || b->rank != want || (want == 3 && a->shape[0] != b->shape[0])))
+    if ((want && (a->rank != want || b->rank != want || (want == 3 && a->shape[0] != b->shape[0]))) ||
+        (how == M_MV && (a->rank != 2 || b->rank != 1)))
         return mm_shapes_fail(E, a, b);
     if (matmul(E, a, b, &o, NULL))
         return -1;
@@ -446,6 +451,7 @@ static const ref_op ops[] = {
     {"mm", op_matmul, M_MM},             /* self @ mat2, 2-D */
     {"bmm", op_matmul, M_BMM},           /* batched, 3-D */
     {"matmul", op_matmul, M_MATMUL},     /* 1-D / 2-D / batched with broadcast */
+    {"mv", op_matmul, M_MV},             /* self @ vec, 2-D by 1-D */
     {"addmm", op_matmul, M_ADDMM},       /* beta self + alpha mat1 @ mat2 */
     {"baddbmm", op_matmul, M_BADDBMM},   /* beta self + alpha batch1 @ batch2 */
     {"linear", op_matmul, M_LINEAR},     /* input @ weight^T + bias */

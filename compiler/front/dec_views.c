@@ -36,8 +36,10 @@ static int flip(dctx *c, int x, int nd, const int64_t *dims)
     return DC_EMIT(c, "aten.flip.default", dc_T(c, x), da_val(x), da_ints(nd, dims));
 }
 
-/* cumsum(self, dim, dtype): rows of x (dim moved last) times U, U[k][i] =
- * (k <= i).  Integer inputs stay for the host: the product is float. */
+/* cumsum(self, dim, dtype): along the last dim the rows times U, U[k][i]
+ * = (k <= i); along another L, L[i][k] = (k <= i), times x seen as (pre,
+ * n, post), so no result is transposed.  Integer inputs stay for the
+ * host: the product is float. */
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), dt = dc_dtype_arg(c, n, 2, "dtype");
@@ -53,6 +55,17 @@ int dc_r_cumsum(dctx *c, const gr_node *n, int *out)
     }
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank), r = t.rank;
     int64_t len = t.shape[d];
+    if (d != r - 1) { /* L (lower-triangular ones) times x seen as (pre, n, post): no transposes */
+        int64_t pre = 1, post = 1;
+        for (int i = 0; i < r; i++)
+            pre *= i < d ? t.shape[i] : 1, post *= i > d ? t.shape[i] : 1;
+        int64_t s3[3] = {pre, len, post};
+        int l = dc_cast(c, dc_cmpv(c, "aten.ge.Tensor", dc_unsqueeze(c, arange(c, len), 1), arange(c, len)), t.dtype);
+        gr_ttype to = {.dtype = t.dtype, .rank = 3, .shape = {pre, len, post}};
+        int y = DC_EMIT(c, "aten.matmul.default", to, da_val(l), da_val(dc_reshape(c, x, 3, s3)));
+        out[0] = dc_reshape(c, y, r, t.shape);
+        return 1;
+    }
     int64_t perm[GR_MAX_RANK], inv[GR_MAX_RANK];
     for (int i = 0, k = 0; i < r; i++)
         if (i != d)
@@ -306,5 +319,18 @@ int dc_r_norm(dctx *c, const gr_node *n, int *out)
                     dc_red(c, "aten.sum.dim_IntList", dc_bins(c, "aten.pow.Tensor_Scalar", a, p), nd, dims, keep),
                     1 / p);
     out[0] = r;
+    return 1;
+}
+
+/* mv(self, vec): the vector as a row times self^T, so the result's lanes
+ * run along M (a column result split across cores would share sticks). */
+int dc_r_mv(dctx *c, const gr_node *n, int *out)
+{
+    int a = dc_val(c, n, 0, "self"), v = dc_val(c, n, 1, "vec");
+    gr_ttype ta = dc_T(c, a), tv = dc_T(c, v);
+    if (ta.rank != 2 || tv.rank != 1 || ta.shape[1] != tv.shape[0])
+        return 0;
+    int64_t row[2] = {1, tv.shape[0]}, m = ta.shape[0];
+    out[0] = dc_reshape(c, dc_matmul(c, "aten.mm.default", dc_reshape(c, v, 2, row), dc_transpose(c, a, 0, 1)), 1, &m);
     return 1;
 }

@@ -2516,7 +2516,9 @@ static const struct {
     {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
     {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "
                                         "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
-    {"cumsum", dc_r_cumsum, "rows times U, U[k][i] = (k <= i), an mm on the PT units (float only)"},
+    {"cumsum", dc_r_cumsum, "last dim: rows times U, U[k][i] = (k <= i); else L (k <= i) times x as (pre, n, post): "
+                            "products on the PT units (float only)"},
+    {"mv", dc_r_mv, "mm of the vector as a row and self^T (the result's lanes along M)"},
     {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
     {"rot90", dc_r_rot90, "flip and transpose"},
     {"diag", dc_r_diag, "vector: where(j - i == k, x shifted along the columns, 0); matrix: diagonal"},
