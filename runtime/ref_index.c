@@ -6,8 +6,8 @@
  * in self (an int64 array), then one gather or one scatter runs over that
  * list.  Values move exactly, so the bounds move with them; a place
  * computed from an index known only within a bound (an index tensor with
- * a positive bound) may be any place: the result's bounds are infinite
- * (as embedding's).  A scatter's reduction follows its own rule: a sum's
+ * a positive bound) may be any place: the result's bounds in that track
+ * are infinite (as embedding's).  A scatter's reduction follows its own rule: a sum's
  * (`sum` in docs/validation.md), a product's step by step, a mean's sum
  * then a division, amax / amin a selection's; a place written more than
  * once without reduction takes the last write (PyTorch's CPU order), and
@@ -21,13 +21,16 @@
 
 /* ---- Index tensors ---- */
 
-/* Whether an index tensor holds integers known exactly. */
+/* The tracks in which an index tensor holds integers known exactly: bit
+ * w for track w (a comparison's flip may show in track 1 only). */
 static int idx_exact(const tens *ix)
 {
+    int bits = 3;
     for (int64_t k = 0; ix->eb[0] && k < ix->n; k++)
-        if (ix->eb[0][k] > 0 || ix->eb[1][k] > 0)
-            return 0;
-    return 1;
+        for (int w = 0; w < 2; w++)
+            if (ix->eb[w][k] > 0)
+                bits &= ~(1 << w);
+    return bits;
 }
 
 /* An index v into a dim of size n: wrapped when negative if wrap; -1
@@ -78,7 +81,7 @@ static int gather_result(ex *E, const tens *x, int rank, const int64_t *shape, c
         else
             o->i[k] = x->i[off[k]];
         for (int w = 0; o->eb[0] && w < 2; w++)
-            o->eb[w][k] = exact ? (float)ldb(x, w, off[k]) : INFINITY;
+            o->eb[w][k] = exact >> w & 1 ? (float)ldb(x, w, off[k]) : INFINITY;
     }
     return 0;
 }
@@ -406,7 +409,7 @@ typedef struct {
     int64_t shape[MAXR];
     int brank, first, adjacent; /* the broadcast indices' rank, the first indexed dim, indexed dims adjacent */
     int64_t bshape[MAXR];
-    int exact;
+    int exact; /* bit w: the places are exact in track w */
     tens own[MAXR]; /* the integer indices a bool mask stands for */
     int nown;
 } adv;
@@ -451,7 +454,7 @@ static int adv_plan(ex *E, const tens *x, adv *A)
 {
     const gr_arg *a = ref_arg(E, 1, "indices");
     memset(A, 0, sizeof *A);
-    A->exact = 1;
+    A->exact = 3;
     A->first = -1;
     if (!a || a->kind != GR_ARG_LIST || a->nitems > x->rank)
         return ref_fail(E, "indices is not a list of at most %d tensors", x->rank);
@@ -644,7 +647,7 @@ static void scat_free(scat *S)
 }
 
 /* self with the m values alpha src at soff[k] written to dst[k] (op red;
- * include_self; exact: the places are known exactly); alpha != 1 is a
+ * include_self; exact: bit w, the places are known exactly in track w); alpha != 1 is a
  * stored product. */
 static int scatter(ex *E, const tens *x, const int64_t *dst, const tens *src, const int64_t *soff, int64_t m, int red,
                    int include_self, int exact, double alpha)
@@ -688,7 +691,8 @@ static int scatter(ex *E, const tens *x, const int64_t *dst, const tens *src, co
         else /* an integer mean rounds toward zero, as PyTorch's */
             o->i[p] = red == S_MEAN ? (int64_t)trunc(v) : (int64_t)v;
         for (int w = 0; o->eb[0] && w < 2; w++)
-            o->eb[w][p] = (float)(!exact ? INFINITY : S.cnt[p] ? scat_final(&S, p, kind_of(x->dtype), w) : ldb(x, w, p));
+            o->eb[w][p] = (float)(!(exact >> w & 1) ? INFINITY
+                                  : S.cnt[p] ? scat_final(&S, p, kind_of(x->dtype), w) : ldb(x, w, p));
     }
     scat_free(&S);
     return 0;
@@ -857,7 +861,7 @@ static int op_slice_scatter(ex *E, int how)
     int64_t *dst = offsets(E, m), *so = dst ? src_offsets(E, src, m) : NULL;
     for (int64_t k = 0; so && k < m; k++, next_coord(x->rank, shape, c))
         dst[k] = off_with(x, c, d, start + c[d] * step);
-    int rc = so ? scatter(E, x, dst, src, so, m, S_SET, 1, 1, 1) : -1;
+    int rc = so ? scatter(E, x, dst, src, so, m, S_SET, 1, 3, 1) : -1;
     free(dst);
     free(so);
     return rc;

@@ -352,6 +352,153 @@ static void test_index_put_index_add_and_slice_scatters_write_their_places(void)
     done(&t);
 }
 
+/* ---- Norms, products and other reductions ---- */
+
+static void test_norms_products_and_counts_give_hand_worked_values(void)
+{
+    const float x[] = {3, -4, 0, 12}, y[] = {1, 1}, i[] = {2, 3, 4};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 2]\ninput %y: f32[2]\ninput %i: i64[3]\n"
+        "%n2: f32[] = aten.linalg_vector_norm.default(%x)\n"
+        "%n1: f32[2] = aten.linalg_vector_norm.default(%x, 1, [1])\n"
+        "%ni: f32[2] = aten.linalg_vector_norm.default(%x, inf, [0])\n"
+        "%nm: f32[] = aten.linalg_vector_norm.default(%x, -inf)\n"
+        "%n0: f32[] = aten.linalg_vector_norm.default(%x, 0)\n"
+        "%nh: f32[2] = aten.linalg_vector_norm.default(%x, 0.5, [1])\n"
+        "%p3: f32[2, 1] = aten.norm.ScalarOpt_dim(%x, 3, [1], True)\n"
+        "%di: f32[] = aten.dist.default(%x, %y)\n"
+        "%cn: i64[] = aten.count_nonzero.default(%x)\n"
+        "%cd: i64[2] = aten.count_nonzero.dim_IntList(%x, [0])\n"
+        "%pa: f32[] = aten.prod.default(%x)\n"
+        "%pd: f32[2] = aten.prod.dim_int(%x, 1)\n"
+        "%pi: i64[] = aten.prod.default(%i)\n"
+        "%tr: f32[] = aten.trace.default(%x)\n"
+        "%sm: (f32[2], f32[2]) = aten.std_mean.correction(%x, [1], correction=1)\n"
+        "%s0: f32[2] = getitem(%sm, 0)\n%s1: f32[2] = getitem(%sm, 1)\n"
+        "output %n2, %n1, %ni, %nm, %n0, %nh, %p3, %di, %cn, %cd, %pa, %pd, %pi, %tr, %s0, %s1\n",
+        x, y, i);
+    EXPECT(&t, "n2", 13);
+    EXPECT(&t, "n1", 7, 12);
+    EXPECT(&t, "ni", 3, 12);
+    EXPECT(&t, "nm", 0);
+    EXPECT(&t, "n0", 3);
+    EXPECT(&t, "nh", (float)(7 + 4 * sqrt(3)), 12); /* (sqrt 3 + sqrt 4)^2 */
+    EXPECT(&t, "p3", (float)cbrt(91), 12);
+    EXPECT(&t, "di", (float)sqrt(151)); /* x - y = (2, -5, -1, 11) */
+    EXPECT(&t, "cn", 3);
+    EXPECT(&t, "cd", 1, 2);
+    EXPECT(&t, "pa", 0);
+    EXPECT(&t, "pd", -12, 0);
+    EXPECT(&t, "pi", 24);
+    EXPECT(&t, "tr", 15);
+    EXPECT(&t, "s0", (float)sqrt(24.5), (float)sqrt(72));
+    EXPECT(&t, "s1", -0.5, 6);
+    done(&t);
+}
+
+static void test_median_aminmax_and_running_extremes_pick_as_pytorch(void)
+{
+    const float x[] = {3, -4, 0, 12}, m[] = {5, 1, 4, 2}, n[] = {NAN, 3, 1, NAN, 2}, c[] = {1, 3, 3, 2, NAN, 5};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 2]\ninput %m: f32[4]\ninput %n: f32[5]\ninput %c: f32[6]\n"
+        "%md: f32[] = aten.median.default(%m)\n"
+        "%mn: f32[] = aten.median.default(%n)\n"
+        "%nn: f32[] = aten.nanmedian.default(%n)\n"
+        "%mr: (f32[2], i64[2]) = aten.median.dim(%x, 1)\n"
+        "%mrv: f32[2] = getitem(%mr, 0)\n%mri: i64[2] = getitem(%mr, 1)\n"
+        "%nd: (f32[], i64[]) = aten.nanmedian.dim(%n, 0)\n"
+        "%ndv: f32[] = getitem(%nd, 0)\n%ndi: i64[] = getitem(%nd, 1)\n"
+        "%ea: (f32[], f32[]) = aten.aminmax.default(%x)\n"
+        "%ea0: f32[] = getitem(%ea, 0)\n%ea1: f32[] = getitem(%ea, 1)\n"
+        "%ed: (f32[2], f32[2]) = aten.aminmax.default(%x, dim=0)\n"
+        "%ed0: f32[2] = getitem(%ed, 0)\n%ed1: f32[2] = getitem(%ed, 1)\n"
+        "%ek: (f32[1, 1], f32[1, 1]) = aten.aminmax.default(%x, keepdim=True)\n"
+        "%ek1: f32[1, 1] = getitem(%ek, 1)\n"
+        "%cx: (f32[6], i64[6]) = aten.cummax.default(%c, 0)\n"
+        "%cxv: f32[6] = getitem(%cx, 0)\n%cxi: i64[6] = getitem(%cx, 1)\n"
+        "%cm: (f32[6], i64[6]) = aten.cummin.default(%c, 0)\n"
+        "%cmv: f32[6] = getitem(%cm, 0)\n%cmi: i64[6] = getitem(%cm, 1)\n"
+        "output %md, %mn, %nn, %mrv, %mri, %ndv, %ndi, %ea0, %ea1, %ed0, %ed1, %ek1, %cxv, %cxi, %cmv, %cmi\n",
+        x, m, n, c);
+    EXPECT(&t, "md", 2); /* the lower median of 1 2 4 5 */
+    EXPECT(&t, "mn", NAN);
+    EXPECT(&t, "nn", 2);
+    EXPECT(&t, "mrv", -4, 0);
+    EXPECT(&t, "mri", 1, 0);
+    EXPECT(&t, "ndv", 2);
+    EXPECT(&t, "ndi", 4);
+    EXPECT(&t, "ea0", -4);
+    EXPECT(&t, "ea1", 12);
+    EXPECT(&t, "ed0", 0, -4);
+    EXPECT(&t, "ed1", 3, 12);
+    EXPECT(&t, "ek1", 12);
+    EXPECT(&t, "cxv", 1, 3, 3, 3, NAN, NAN);
+    EXPECT(&t, "cxi", 0, 1, 2, 2, 4, 4); /* an equal value takes over; a NaN stays */
+    EXPECT(&t, "cmv", 1, 1, 1, 1, NAN, NAN);
+    EXPECT(&t, "cmi", 0, 0, 0, 0, 4, 4);
+    done(&t);
+}
+
+static void test_bool_masks_index_and_put_their_true_places(void)
+{
+    const float x[] = {1, 2, 3, 4}, m[] = {1, 0, 0, 1}, r[] = {0, 1};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 2]\ninput %m: bool[2, 2]\ninput %r: bool[2]\n"
+        "%g: f32[2] = aten.index.Tensor(%x, [%m])\n"
+        "%h: f32[1, 2] = aten.index.Tensor(%x, [%r])\n"
+        "%z: f32[] = aten.scalar_tensor.default(0.0)\n"
+        "%p: f32[2, 2] = aten.index_put.default(%x, [%m], %z)\n"
+        "output %g, %h, %p\n",
+        x, m, r);
+    EXPECT(&t, "g", 1, 4);
+    EXPECT(&t, "h", 3, 4);
+    EXPECT(&t, "p", 0, 2, 3, 0);
+    done(&t);
+}
+
+#define EU 0x1p-10
+#define ERHO (EU + 0x1p-21)
+
+static double lam_w(int w) { return w ? RT_REF_LAMBDA : 1; }
+
+/* A value v with propagated bound p, stored in DL16 (docs/validation.md, store). */
+static double stored(double v, double p, int w)
+{
+    double r = ERHO * (fabs(v) + lam_w(w) * p);
+    return w ? sqrt(p * p + r * r) : p + r;
+}
+
+/* The 2-norm of (3, -4): its elements' relative bound u moves it by 5 u,
+ * plus an fp32 sum of 2 terms and the store; a gather by an index that
+ * may flip is unbounded; scatter_add is a sum over self and the writes. */
+static void test_bounds_of_norms_gathers_and_scatter_adds_follow_their_rules(void)
+{
+    const float x[] = {3, -4}, a[] = {1, 1.0025f}, z[] = {0, 0, 0}, s[] = {0.5f, 0.25f, 2}, i[] = {0, 0, 2};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %x: f32[2]\ninput %a: f32[1, 2]\ninput %z: f32[3]\ninput %s: f32[3]\ninput %i: i64[3]\n"
+          "%n: f32[] = aten.linalg_vector_norm.default(%x)\n"
+          "%am: i64[1, 1] = aten.argmax.default(%a, 1, True)\n"
+          "%g: f32[1, 1] = aten.gather.default(%a, 1, %am)\n"
+          "%sa: f32[3] = aten.scatter_add.default(%z, 0, %i, %s)\n"
+          "output %n, %g, %sa\n",
+          x, a, z, s, i);
+    for (int w = 0; w < 2; w++) {
+        expect_bound(&t, "n", w, (double[]){stored(5, 5 * EU + 2 * 0x1p-23 * 5, w)}, 1);
+        double e0 = EU * 0.5, e1 = EU * 0.25, e2 = EU * 2;
+        double p0 = w ? sqrt(e0 * e0 + e1 * e1) : e0 + e1, mag0 = 0.5 + e0 + 0.25 + e1;
+        double sa[3] = {stored(0.75, p0 + 3 * 0x1p-23 * mag0, w), 0, stored(2, e2 + 2 * 0x1p-23 * (2 + e2), w)};
+        expect_bound(&t, "sa", w, sa, 3);
+    }
+    /* 1 and 1.0025 may swap in track 1 only: the gathered value is then unbounded */
+    expect_bound(&t, "g", 0, (double[]){EU * (double)1.0025f}, 1);
+    expect_bound(&t, "g", 1, (double[]){INFINITY}, 1);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -367,6 +514,12 @@ int main(void)
         {"scatters write and reduce at their places", test_scatters_write_and_reduce_at_their_places},
         {"index_put, index_add and slice scatters write their places",
          test_index_put_index_add_and_slice_scatters_write_their_places},
+        {"norms, products and counts give hand-worked values", test_norms_products_and_counts_give_hand_worked_values},
+        {"median, aminmax and running extremes pick as PyTorch",
+         test_median_aminmax_and_running_extremes_pick_as_pytorch},
+        {"bool masks index and put their true places", test_bool_masks_index_and_put_their_true_places},
+        {"bounds of norms, gathers and scatter_adds follow their rules",
+         test_bounds_of_norms_gathers_and_scatter_adds_follow_their_rules},
         {NULL, NULL},
     };
     (void)expect_fail;
