@@ -867,6 +867,123 @@ static int op_slice_scatter(ex *E, int how)
     return rc;
 }
 
+/* The places of the diagonal (offset) of dims d1, d2 of x: the other
+ * dims in order, then along the diagonal; their count in *m. */
+static int64_t *diag_places(ex *E, const tens *x, int d1, int d2, int64_t offset, int64_t *m)
+{
+    int64_t st[MAXR], shape[MAXR], nst[MAXR], start, step, c[MAXR] = {0};
+    int r = 0;
+    ref_contiguous_strides(x->rank, x->shape, st);
+    for (int d = 0; d < x->rank; d++)
+        if (d != d1 && d != d2) {
+            shape[r] = x->shape[d];
+            nst[r++] = st[d];
+        }
+    shape[r] = diag_len(x, d1, d2, offset, st, &start, &step);
+    nst[r++] = step;
+    *m = ref_numel(r, shape);
+    int64_t *off = offsets(E, *m);
+    for (int64_t k = 0; off && k < *m; k++, next_coord(r, shape, c)) {
+        off[k] = start;
+        for (int d = 0; d < r; d++)
+            off[k] += c[d] * nst[d];
+    }
+    return off;
+}
+
+/* The diagonal's dims of an op (offset at pos, dims after it), normalised for rank. */
+static int diag_dims(ex *E, int pos, int64_t def1, int64_t def2, int rank, int64_t *offset, int *d1, int *d2)
+{
+    int64_t a, b;
+    if (ref_arg_int(E, pos, "offset", 0, offset) || ref_arg_int(E, pos + 1, "dim1", def1, &a) ||
+        ref_arg_int(E, pos + 2, "dim2", def2, &b) || ref_norm_dim(E, a, rank, d1) || ref_norm_dim(E, b, rank, d2))
+        return -1;
+    return *d1 == *d2 ? ref_fail(E, "a diagonal of dims %d and %d", *d1, *d2) : 0;
+}
+
+/* diagonal_scatter(self, src, offset=0, dim1=0, dim2=1): src written over that diagonal */
+static int op_diagonal_scatter(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *src = x ? ref_arg_tensor(E, 1, "src") : NULL;
+    int64_t offset, m;
+    int d1, d2;
+    if (!src || x->rank < 2 || diag_dims(E, 2, 0, 1, x->rank, &offset, &d1, &d2))
+        return src && x->rank < 2 ? ref_fail(E, "diagonal_scatter of a rank-%d tensor", x->rank) : -1;
+    int64_t *dst = diag_places(E, x, d1, d2, offset, &m), *so = dst ? src_offsets(E, src, m) : NULL;
+    if (so && src->n != m) {
+        free(dst);
+        free(so);
+        return ref_fail(E, "src has %lld elements, the diagonal %lld", (long long)src->n, (long long)m);
+    }
+    int rc = so ? scatter(E, x, dst, src, so, m, S_SET, 1, 3, 1) : -1;
+    free(dst);
+    free(so);
+    return rc;
+}
+
+/* diag_embed(self, offset=0, dim1=-2, dim2=-1): self's last dim as the
+ * diagonal of two new dims, zeros elsewhere */
+static int op_diag_embed(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t offset, shape[MAXR];
+    int d1, d2, rank = x ? x->rank + 1 : 0;
+    if (!x || rank > MAXR || x->rank < 1 || diag_dims(E, 1, -2, -1, rank, &offset, &d1, &d2))
+        return x && (rank > MAXR || x->rank < 1) ? ref_fail(E, "diag_embed of a rank-%d tensor", x->rank) : -1;
+    int64_t n = x->shape[x->rank - 1], len = n + (offset < 0 ? -offset : offset);
+    for (int d = 0, j = 0; d < rank; d++)
+        shape[d] = d == d1 || d == d2 ? len : x->shape[j++];
+    tens *o = ref_new_result(E, kind_of(x->dtype), rank, shape);
+    if (!o)
+        return -1;
+    int64_t m, *dst = diag_places(E, o, d1, d2, offset, &m);
+    for (int64_t k = 0; dst && k < m && k < x->n; k++) { /* the diagonal in x's order */
+        if (o->f)
+            o->f[dst[k]] = x->f[k];
+        else
+            o->i[dst[k]] = x->i[k];
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][dst[k]] = (float)ldb(x, w, k);
+    }
+    free(dst);
+    return dst ? 0 : -1;
+}
+
+/* masked_scatter(self, mask, source): source's elements in order into the
+ * places where mask is true (self and mask broadcast together) */
+static int op_masked_scatter(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x0 = ref_arg_tensor(E, 0, "self"), *mk = x0 ? ref_arg_tensor(E, 1, "mask") : NULL;
+    const tens *src = mk ? ref_arg_tensor(E, 2, "source") : NULL;
+    const tens *ts[2] = {x0, mk};
+    int64_t shape[MAXR], st[MAXR] = {0}, c[MAXR] = {0};
+    int rank;
+    tens x;
+    if (!src || ref_bcast(E, 2, ts, &rank, shape) || ref_temp_tensor(E, &x, kind_of(x0->dtype), rank, shape))
+        return -1;
+    for (int d = 0; d < x0->rank; d++) /* self expanded: stride 0 along a broadcast dim */
+        st[d + rank - x0->rank] = x0->shape[d] == 1 ? 0 : ref_numel(x0->rank - d - 1, x0->shape + d + 1);
+    if (x.n)
+        ref_strided_copy(x0, rank, shape, st, 0, &x);
+    int64_t m = 0, *dst = offsets(E, x.n), *so = dst ? offsets(E, x.n) : NULL;
+    for (int64_t k = 0; so && k < x.n; k++, next_coord(rank, shape, c))
+        if (ldd(mk, bcast_off(mk, rank, c)) != 0) {
+            dst[m] = k;
+            so[m] = m;
+            m++;
+        }
+    int rc = !so ? -1 : m > src->n ? ref_fail(E, "the mask has %lld true places, source %lld elements", (long long)m,
+                                               (long long)src->n)
+                                   : scatter(E, &x, dst, src, so, m, S_SET, 1, idx_exact(mk), 1);
+    free(dst);
+    free(so);
+    ref_tfree(&x);
+    return rc;
+}
+
 static const ref_op ops[] = {
     {"flip", op_flip, 0},
     {"roll", op_roll, 0},
@@ -886,5 +1003,8 @@ static const ref_op ops[] = {
     {"index_fill", op_index_write, IX_FILL},
     {"slice_scatter", op_slice_scatter, SS_SLICE},
     {"select_scatter", op_slice_scatter, SS_SELECT},
+    {"diagonal_scatter", op_diagonal_scatter, 0},
+    {"diag_embed", op_diag_embed, 0},
+    {"masked_scatter", op_masked_scatter, 0},  /* mask's true places, in order */
 };
 const ref_ops ref_index_ops = REF_OPS(ops);

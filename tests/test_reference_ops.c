@@ -1,6 +1,6 @@
-/* test_reference_ops.c: the reference executor's ordering, indexing and scattering ops (runtime/ref_sort.c,
- * runtime/ref_index.c) against values worked out by hand, and their error bounds against the rules
- * their files state. */
+/* test_reference_ops.c: the reference executor's ordering, indexing, scattering, norm and linear-algebra
+ * ops (runtime/ref_sort.c, ref_index.c, ref_vecnorm.c, ref_linalg.c) against values worked out by hand
+ * or identities (Q R = A, A inv(A) = I), and their error bounds against the rules their files state. */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -499,6 +499,267 @@ static void test_bounds_of_norms_gathers_and_scatter_adds_follow_their_rules(voi
     done(&t);
 }
 
+/* ---- Linear algebra ---- */
+
+/* The value of name as doubles (n of them) into out. */
+static void read_value(run_t *t, const char *name, double *out, int n)
+{
+    gr_ttype ty;
+    const float *v = rt_ref_value(t->r, gr_graph_find(t->g, name), &ty);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT_EQUAL_FATAL(gr_ttype_numel(&ty), n);
+    for (int i = 0; i < n; i++)
+        out[i] = v[i];
+}
+
+/* |(X Y)_ij - Z_ij| <= tol for n x k times k x m. */
+static void expect_product(const double *X, const double *Y, const double *Z, int n, int k, int m, double tol)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) {
+            double s = 0;
+            for (int l = 0; l < k; l++)
+                s += X[i * k + l] * Y[l * m + j];
+            if (fabs(s - Z[i * m + j]) > tol)
+                fprintf(stderr, "\n    product [%d][%d] = %.9g, want %.9g\n", i, j, s, Z[i * m + j]);
+            CU_ASSERT(fabs(s - Z[i * m + j]) <= tol);
+        }
+}
+
+static const float A3[9] = {4, 1, 2, 1, 5, 3, 2, 3, 6}; /* symmetric positive definite */
+static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+
+/* fp32 LAPACK on a well-conditioned 3 x 3: identities hold to 1e-5. */
+static void test_inverse_solve_and_determinants_satisfy_their_identities(void)
+{
+    const float b[] = {1, 2, 3, 4, 5, 6}, n[] = {1, 2, 2, 4};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[3, 3]\ninput %b: f32[3, 2]\ninput %n: f32[2, 2]\n"
+        "%iv: (f32[3, 3], i32[]) = aten.linalg_inv_ex.default(%a)\n%inv: f32[3, 3] = getitem(%iv, 0)\n"
+        "%sv: (f32[3, 2], f32[3, 3], i32[3], i32[]) = aten._linalg_solve_ex.default(%a, %b)\n"
+        "%x: f32[3, 2] = getitem(%sv, 0)\n"
+        "%dt: (f32[], f32[3, 3], i32[3]) = aten._linalg_det.default(%a)\n%det: f32[] = getitem(%dt, 0)\n"
+        "%sl: (f32[], f32[], f32[3, 3], i32[3]) = aten._linalg_slogdet.default(%a)\n"
+        "%sg: f32[] = getitem(%sl, 0)\n%la: f32[] = getitem(%sl, 1)\n"
+        "%sn: (f32[2, 2], i32[]) = aten.linalg_inv_ex.default(%n)\n%sni: i32[] = getitem(%sn, 1)\n"
+        "%dn: (f32[], f32[2, 2], i32[2]) = aten._linalg_det.default(%n)\n%dnd: f32[] = getitem(%dn, 0)\n"
+        "output %inv, %x, %det, %sg, %la, %sni, %dnd\n",
+        A3, b, n);
+    double A[9], inv[9], X[6], B[6];
+    for (int i = 0; i < 9; i++)
+        A[i] = A3[i];
+    for (int i = 0; i < 6; i++)
+        B[i] = b[i];
+    read_value(&t, "inv", inv, 9);
+    read_value(&t, "x", X, 6);
+    expect_product(A, inv, I3, 3, 3, 3, 1e-5);
+    expect_product(A, X, B, 3, 3, 2, 1e-5);
+    /* det = 4 (30 - 9) - 1 (6 - 6) + 2 (3 - 10) = 70 */
+    EXPECT(&t, "det", 70);
+    EXPECT(&t, "sg", 1);
+    EXPECT(&t, "la", (float)log(70));
+    EXPECT(&t, "sni", 2); /* singular: LAPACK's info, U[2][2] = 0 */
+    EXPECT(&t, "dnd", 0);
+    done(&t);
+}
+
+/* LU with 1-based pivots (P L U = A), Cholesky (L L^T = A), eigh (A v = lambda v,
+ * ascending), SVD (U S Vh = A, descending), QR (Q R = A, Q^T Q = I, R upper), pinv
+ * (A pinv(A) A = A) and cross. */
+static void test_factorizations_reproduce_their_matrix(void)
+{
+    const float r[] = {1, 2, 3, 4, 5, 6}, u[] = {1, 0, 0}, v[] = {0, 1, 0};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[3, 3]\ninput %r: f32[3, 2]\ninput %u: f32[3]\ninput %v: f32[3]\n"
+        "%lf: (f32[3, 3], i32[3], i32[]) = aten.linalg_lu_factor_ex.default(%a)\n"
+        "%lu: f32[3, 3] = getitem(%lf, 0)\n%pv: i32[3] = getitem(%lf, 1)\n"
+        "%ch: (f32[3, 3], i32[]) = aten.linalg_cholesky_ex.default(%a)\n%l: f32[3, 3] = getitem(%ch, 0)\n"
+        "%eh: (f32[3], f32[3, 3]) = aten._linalg_eigh.default(%a)\n"
+        "%ev: f32[3] = getitem(%eh, 0)\n%eq: f32[3, 3] = getitem(%eh, 1)\n"
+        "%sd: (f32[3, 2], f32[2], f32[2, 2]) = aten._linalg_svd.default(%r, False)\n"
+        "%su: f32[3, 2] = getitem(%sd, 0)\n%ss: f32[2] = getitem(%sd, 1)\n%sv: f32[2, 2] = getitem(%sd, 2)\n"
+        "%qr: (f32[3, 2], f32[2, 2]) = aten.linalg_qr.default(%r)\n"
+        "%q: f32[3, 2] = getitem(%qr, 0)\n%rr: f32[2, 2] = getitem(%qr, 1)\n"
+        "%pi: f32[2, 3] = aten.linalg_pinv.atol_rtol_tensor(%r)\n"
+        "%cr: f32[3] = aten.linalg_cross.default(%u, %v)\n"
+        "output %lu, %pv, %l, %ev, %eq, %su, %ss, %sv, %q, %rr, %pi, %cr\n",
+        A3, r, u, v);
+    double A[9], R[6], lu[9], pv[3], L[9], LT[9], ev[3], Q[9], su[6], ss[2], sv[4], q[6], rr[4], pi[6];
+    for (int i = 0; i < 9; i++)
+        A[i] = A3[i];
+    for (int i = 0; i < 6; i++)
+        R[i] = r[i];
+    read_value(&t, "lu", lu, 9);
+    read_value(&t, "pv", pv, 3);
+    double Lm[9] = {0}, Um[9] = {0}, PA[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            Lm[i * 3 + j] = i == j ? 1 : j < i ? lu[i * 3 + j] : 0;
+            Um[i * 3 + j] = j >= i ? lu[i * 3 + j] : 0;
+        }
+    memcpy(PA, A, sizeof PA); /* apply the row swaps (1-based) to A */
+    for (int i = 0; i < 3; i++) {
+        int p = (int)pv[i] - 1;
+        CU_ASSERT(p >= i && p < 3);
+        for (int j = 0; j < 3; j++) {
+            double tmp = PA[i * 3 + j];
+            PA[i * 3 + j] = PA[p * 3 + j];
+            PA[p * 3 + j] = tmp;
+        }
+    }
+    expect_product(Lm, Um, PA, 3, 3, 3, 1e-5);
+    read_value(&t, "l", L, 9);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            LT[j * 3 + i] = L[i * 3 + j];
+    CU_ASSERT_EQUAL(L[1], 0); /* the upper triangle is zero */
+    expect_product(L, LT, A, 3, 3, 3, 1e-5);
+    read_value(&t, "ev", ev, 3);
+    read_value(&t, "eq", Q, 9);
+    CU_ASSERT(ev[0] <= ev[1] && ev[1] <= ev[2]);
+    for (int j = 0; j < 3; j++) /* A q_j = lambda_j q_j, q_j a column */
+        for (int i = 0; i < 3; i++) {
+            double s = 0;
+            for (int k = 0; k < 3; k++)
+                s += A[i * 3 + k] * Q[k * 3 + j];
+            CU_ASSERT(fabs(s - ev[j] * Q[i * 3 + j]) <= 1e-4);
+        }
+    read_value(&t, "su", su, 6);
+    read_value(&t, "ss", ss, 2);
+    read_value(&t, "sv", sv, 4);
+    CU_ASSERT(ss[0] >= ss[1] && ss[1] >= 0);
+    double US[6];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            US[i * 2 + j] = su[i * 2 + j] * ss[j];
+    expect_product(US, sv, R, 3, 2, 2, 1e-5);
+    read_value(&t, "q", q, 6);
+    read_value(&t, "rr", rr, 4);
+    CU_ASSERT_EQUAL(rr[2], 0);
+    expect_product(q, rr, R, 3, 2, 2, 1e-5);
+    double QT[6], I2[4] = {1, 0, 0, 1};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            QT[j * 3 + i] = q[i * 2 + j];
+    expect_product(QT, q, I2, 2, 3, 2, 1e-5);
+    read_value(&t, "pi", pi, 6);
+    double RP[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            RP[i * 3 + j] = 0;
+            for (int k = 0; k < 2; k++)
+                RP[i * 3 + j] += R[i * 2 + k] * pi[k * 3 + j];
+        }
+    expect_product(RP, R, R, 3, 3, 2, 1e-4);
+    EXPECT(&t, "cr", 0, 0, 1);
+    done(&t);
+}
+
+/* det of diag(2, 4): |A^-1| P has row sums r = lambda u + 6 2^-24 (the input's
+ * bound u |a| and the LU's backward error 3 n 2^-24 |L||U|), so det moves by
+ * 8 ((1 + r)^2 - 1) / lambda; the inverse's bound covers a real perturbation
+ * of the input within its bound. */
+static void test_bounds_of_determinant_and_inverse_follow_their_rules(void)
+{
+    const float d[] = {2, 0, 0, 4}, ap[9] = {4 * (1 + 0x1p-11f), 1, 2, 1, 5, 3 * (1 - 0x1p-11f), 2, 3, 6};
+    run_t t, tp;
+    const char *g = "input %a: f32[2, 2]\ninput %b: f32[3, 3]\n"
+                    "%dt: (f32[], f32[2, 2], i32[2]) = aten._linalg_det.default(%a)\n%det: f32[] = getitem(%dt, 0)\n"
+                    "%iv: (f32[3, 3], i32[]) = aten.linalg_inv_ex.default(%b)\n%inv: f32[3, 3] = getitem(%iv, 0)\n"
+                    "output %det, %inv\n";
+    RUN_T(&t, 1, g, d, A3);
+    RUN(&tp, g, d, ap);
+    for (int w = 0; w < 2; w++) {
+        double r = lam_w(w) * EU + 6 * 0x1p-24;
+        expect_bound(&t, "det", w, (double[]){stored(8, 8 * ((1 + r) * (1 + r) - 1) / lam_w(w), w)}, 1);
+    }
+    double inv[9], invp[9];
+    read_value(&t, "inv", inv, 9);
+    read_value(&tp, "inv", invp, 9);
+    const float *W = rt_ref_error(t.r, gr_graph_find(t.g, "inv"), 0);
+    for (int i = 0; i < 9; i++) { /* the perturbation is half the input's bound u |a| */
+        CU_ASSERT(W[i] > 0 && isfinite(W[i]));
+        CU_ASSERT(fabs(invp[i] - inv[i]) <= W[i]);
+    }
+    done(&t);
+    done(&tp);
+}
+
+/* ---- Data-dependent shapes and searches ---- */
+
+static void test_data_dependent_ops_give_hand_worked_values(void)
+{
+    const float x[] = {0, 1, 2, 0}, m[] = {1, 0}, u[] = {3, 1, 3, 2}, c[] = {1, 1, 2, 2, 1}, s[] = {1, 3, 5, 7},
+                v[] = {3, 6, 9};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 2]\ninput %m: bool[2]\ninput %u: f32[4]\ninput %c: f32[5]\ninput %s: f32[4]\n"
+        "input %v: f32[3]\n"
+        "%nz: i64[2, 2] = aten.nonzero.default(%x)\n"
+        "%ms: f32[2] = aten.masked_select.default(%x, %m)\n"
+        "%un: (f32[3], i64[4], i64[3]) = aten._unique2.default(%u, True, True, True)\n"
+        "%unv: f32[3] = getitem(%un, 0)\n%uni: i64[4] = getitem(%un, 1)\n%unc: i64[3] = getitem(%un, 2)\n"
+        "%uc: (f32[3], i64[5], i64[3]) = aten.unique_consecutive.default(%c, True, True)\n"
+        "%ucv: f32[3] = getitem(%uc, 0)\n%uci: i64[5] = getitem(%uc, 1)\n%ucc: i64[3] = getitem(%uc, 2)\n"
+        "%sl: i64[3] = aten.searchsorted.Tensor(%s, %v)\n"
+        "%sr: i64[3] = aten.searchsorted.Tensor(%s, %v, right=True)\n"
+        "%bk: i64[3] = aten.bucketize.Tensor(%v, %s)\n"
+        "%in: bool[4] = aten.isin.Tensor_Tensor(%u, %v)\n"
+        "%ni: bool[4] = aten.isin.Tensor_Tensor(%u, %v, invert=True)\n"
+        "output %nz, %ms, %unv, %uni, %unc, %ucv, %uci, %ucc, %sl, %sr, %bk, %in, %ni\n",
+        x, m, u, c, s, v);
+    EXPECT(&t, "nz", 0, 1, 1, 0);
+    EXPECT(&t, "ms", 0, 2); /* the mask's first column of each row */
+    EXPECT(&t, "unv", 1, 2, 3);
+    EXPECT(&t, "uni", 2, 0, 2, 1);
+    EXPECT(&t, "unc", 1, 1, 2);
+    EXPECT(&t, "ucv", 1, 2, 1);
+    EXPECT(&t, "uci", 0, 0, 1, 1, 2);
+    EXPECT(&t, "ucc", 2, 2, 1);
+    EXPECT(&t, "sl", 1, 3, 4);
+    EXPECT(&t, "sr", 2, 3, 4);
+    EXPECT(&t, "bk", 1, 3, 4);
+    EXPECT(&t, "in", 1, 0, 1, 0);
+    EXPECT(&t, "ni", 0, 1, 0, 1);
+    done(&t);
+}
+
+static void test_diagonal_embeds_and_masked_scatter_write_their_places(void)
+{
+    const float d[] = {1, 2}, z[] = {0, 0, 0, 0, 0, 0}, e[] = {7, 8}, m[] = {1, 0, 0, 1}, src[] = {5, 6, 7, 8};
+    run_t t;
+    RUN(&t,
+        "input %d: f32[2]\ninput %z: f32[2, 3]\ninput %e: f32[2]\ninput %m: bool[2, 2]\ninput %s: f32[4]\n"
+        "%de: f32[3, 3] = aten.diag_embed.default(%d, 1)\n"
+        "%ds: f32[2, 3] = aten.diagonal_scatter.default(%z, %e, 1)\n"
+        "%zz: f32[2, 2] = aten.zeros.default([2, 2])\n"
+        "%mc: f32[2, 2] = aten.masked_scatter.default(%zz, %m, %s)\n"
+        "output %de, %ds, %mc\n",
+        d, z, e, m, src);
+    EXPECT(&t, "de", 0, 1, 0, 0, 0, 2, 0, 0, 0);
+    EXPECT(&t, "ds", 0, 7, 0, 0, 0, 8);
+    EXPECT(&t, "mc", 5, 0, 0, 6);
+    done(&t);
+}
+
+/* ---- Errors ---- */
+
+static void test_bad_arguments_are_refused_naming_the_line(void)
+{
+    const float x[] = {1, 2, 3}, i[] = {3}, a[] = {1, 2, 3, 4, 5, 6};
+    expect_fail("input %x: f32[3]\n%t: (f32[4], i64[4]) = aten.topk.default(%x, 4)\noutput %t\n",
+                (const float *const[]){x}, "t.txt:2: aten.topk.default: k = 4 out of range for a dim of size 3");
+    expect_fail("input %x: f32[3]\ninput %i: i64[1]\n%g: f32[1] = aten.gather.default(%x, 0, %i)\noutput %g\n",
+                (const float *const[]){x, i}, "t.txt:3: aten.gather.default: index 3 out of range for a dim of size 3");
+    expect_fail("input %x: f32[3]\ninput %i: i64[1]\n"
+                "%s: f32[3] = aten.scatter_reduce.two(%x, 0, %i, %x, \"median\")\noutput %s\n",
+                (const float *const[]){x, i}, "t.txt:3: aten.scatter_reduce.two: unknown reduction for argument reduce");
+    expect_fail("input %a: f32[2, 3]\n%d: (f32[], f32[2, 3], i32[2]) = aten._linalg_det.default(%a)\noutput %d\n",
+                (const float *const[]){a}, "t.txt:2: aten._linalg_det.default: a square matrix is needed, not 2 x 3");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -520,8 +781,16 @@ int main(void)
         {"bool masks index and put their true places", test_bool_masks_index_and_put_their_true_places},
         {"bounds of norms, gathers and scatter_adds follow their rules",
          test_bounds_of_norms_gathers_and_scatter_adds_follow_their_rules},
+        {"inverse, solve and determinants satisfy their identities",
+         test_inverse_solve_and_determinants_satisfy_their_identities},
+        {"factorizations reproduce their matrix", test_factorizations_reproduce_their_matrix},
+        {"bounds of determinant and inverse follow their rules",
+         test_bounds_of_determinant_and_inverse_follow_their_rules},
+        {"data-dependent ops give hand-worked values", test_data_dependent_ops_give_hand_worked_values},
+        {"diagonal embeds and masked_scatter write their places",
+         test_diagonal_embeds_and_masked_scatter_write_their_places},
+        {"bad arguments are refused naming the line", test_bad_arguments_are_refused_naming_the_line},
         {NULL, NULL},
     };
-    (void)expect_fail;
     return tu_run("reference ops", tests);
 }
