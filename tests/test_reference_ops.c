@@ -760,6 +760,76 @@ static void test_bad_arguments_are_refused_naming_the_line(void)
                 (const float *const[]){a}, "t.txt:2: aten._linalg_det.default: a square matrix is needed, not 2 x 3");
 }
 
+/* ---- Special functions ---- */
+
+/* Known values, and identities that tie the functions together where no
+ * constant is at hand: the Wronskian I0 K1 + I1 K0 = 1/x (in scaled form,
+ * across the series / asymptotic switch at 30), Phi(ndtri(p)) = p,
+ * erf(erfinv(y)) = y, erfcx(x) = e^(x^2) erfc(x) beyond the switch at 25. */
+static void test_special_functions_give_known_values_and_identities(void)
+{
+    const float x[] = {0.5f, 2, 29, 31, 50}, one[] = {1}, p[] = {0.975f, 1e-6f, 0.5f, 0.999f}, y[] = {0.5f, 1e-6f, -0.999f},
+                big[] = {20, 25.5f, 26};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5]\ninput %one: f32[1]\ninput %p: f32[4]\ninput %y: f32[3]\ninput %big: f32[3]\n"
+        "%i0e: f32[5] = aten.special_i0e.default(%x)\n%i1e: f32[5] = aten.special_i1e.default(%x)\n"
+        "%k0e: f32[5] = aten.special_scaled_modified_bessel_k0.default(%x)\n"
+        "%k1e: f32[5] = aten.special_scaled_modified_bessel_k1.default(%x)\n"
+        "%i0: f32[1] = aten.i0.default(%one)\n%i1: f32[1] = aten.special_i1.default(%one)\n"
+        "%k0: f32[1] = aten.special_modified_bessel_k0.default(%one)\n"
+        "%k1: f32[1] = aten.special_modified_bessel_k1.default(%one)\n"
+        "%nd: f32[4] = aten.special_ndtri.default(%p)\n%ln: f32[4] = aten.special_log_ndtr.default(%nd)\n"
+        "%ei: f32[3] = aten.erfinv.default(%y)\n%ex: f32[3] = aten.special_erfcx.default(%big)\n"
+        "%ex1: f32[1] = aten.special_erfcx.default(%one)\n"
+        "%dg: f32[1] = aten.digamma.default(%one)\n%pg1: f32[1] = aten.polygamma.default(1, %one)\n"
+        "%pg2: f32[1] = aten.polygamma.default(2, %one)\n%z4: f32[1] = aten.special_zeta.default(4.0, %one)\n"
+        "%lg: f32[4] = aten.lgamma.default(%p)\n%mv: f32[3] = aten.mvlgamma.default(%big, 2)\n"
+        "%j0: f32[1] = aten.special_bessel_j0.default(%one)\n%y0: f32[1] = aten.special_bessel_y0.default(%one)\n"
+        "%sj: f32[5] = aten.special_spherical_bessel_j0.default(%x)\n"
+        "output %i0e, %i1e, %k0e, %k1e, %i0, %i1, %k0, %k1, %nd, %ln, %ei, %ex, %ex1, %dg, %pg1, %pg2, %z4, %lg, %j0, %y0, %sj\n",
+        x, one, p, y, big);
+    double i0e[5], i1e[5], k0e[5], k1e[5], nd[4], ln[4], ei[3], ex[3], sj[5];
+    read_value(&t, "i0e", i0e, 5);
+    read_value(&t, "i1e", i1e, 5);
+    read_value(&t, "k0e", k0e, 5);
+    read_value(&t, "k1e", k1e, 5);
+    for (int i = 0; i < 5; i++) /* the products are of fp32 values: 1e-6 relative */
+        CU_ASSERT(fabs((i0e[i] * k1e[i] + i1e[i] * k0e[i]) * x[i] - 1) <= 1e-6);
+    EXPECT(&t, "i0", 1.2660658777520084f);
+    EXPECT(&t, "i1", 0.5651591039924851f);
+    EXPECT(&t, "k0", 0.42102443824070834f);
+    EXPECT(&t, "k1", 0.6019072301972346f);
+    read_value(&t, "nd", nd, 4);
+    read_value(&t, "ln", ln, 4);
+    /* 0.975f is 2.4e-8 above 0.975, where the quantile's slope is 1 / phi(1.96) = 17.1 */
+    CU_ASSERT(fabs(nd[0] - 1.959963984540054) <= 17.1 * fabs((double)p[0] - 0.975) + 2e-7 * 1.96);
+    CU_ASSERT(fabs(nd[2]) <= 1e-12);
+    for (int i = 0; i < 4; i++) /* log Phi of the fp32 quantile: p to the quantile's rounding */
+        CU_ASSERT(fabs(exp(ln[i]) - p[i]) <= 1e-6 * p[i] + 2e-7 * fabs(nd[i]) * exp(-nd[i] * nd[i] / 2));
+    read_value(&t, "ei", ei, 3);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(fabs(erf(ei[i]) - y[i]) <= 1e-6 * fabs(y[i]) + 2e-7 * fabs(ei[i]) * 2 * exp(-ei[i] * ei[i]));
+    read_value(&t, "ex", ex, 3);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(fabs(ex[i] / (exp((double)big[i] * big[i]) * erfc(big[i])) - 1) <= 1e-6);
+    EXPECT(&t, "ex1", 0.42758357615580705f);
+    EXPECT(&t, "dg", -0.5772156649015329f);
+    EXPECT(&t, "pg1", 1.6449340668482264f);  /* pi^2 / 6 */
+    EXPECT(&t, "pg2", -2.4041138063191885f); /* -2 zeta(3) */
+    EXPECT(&t, "z4", 1.0823232337111382f);   /* pi^4 / 90 */
+    double mv[3];
+    read_value(&t, "mv", mv, 3);
+    for (int i = 0; i < 3; i++) /* log Gamma_2(x) = (1/2) log pi + lgamma(x) + lgamma(x - 1/2) */
+        CU_ASSERT(fabs(mv[i] - (0.5 * 1.1447298858494002 + lgamma(big[i]) + lgamma(big[i] - 0.5))) <= 2e-7 * mv[i]);
+    EXPECT(&t, "j0", 0.7651976865579666f);
+    EXPECT(&t, "y0", 0.08825696421567697f);
+    read_value(&t, "sj", sj, 5);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT(fabs(sj[i] - sin((double)x[i]) / x[i]) <= 1e-7);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -790,6 +860,7 @@ int main(void)
         {"diagonal embeds and masked_scatter write their places",
          test_diagonal_embeds_and_masked_scatter_write_their_places},
         {"bad arguments are refused naming the line", test_bad_arguments_are_refused_naming_the_line},
+        {"special functions give known values and identities", test_special_functions_give_known_values_and_identities},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
