@@ -157,6 +157,37 @@ static int op_rot90(ex *E, int unused)
     return o ? 0 : -1;
 }
 
+/* unfold(self, dimension, size, step): the windows of size along dimension,
+ * step apart, as a new last dim */
+static int op_unfold(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim, size, step, st[MAXR], shape[MAXR], nst[MAXR];
+    int d;
+    if (!x || ref_arg_req_int(E, 1, "dimension", &dim) || ref_arg_req_int(E, 2, "size", &size) ||
+        ref_arg_req_int(E, 3, "step", &step) || ref_norm_dim(E, dim, x->rank, &d))
+        return -1;
+    int64_t n = x->rank ? x->shape[d] : 1;
+    if (size < 0 || size > n || step < 1 || x->rank + 1 > MAXR)
+        return ref_fail(E, "windows of %lld, step %lld, over a dim of %lld", (long long)size, (long long)step,
+                        (long long)n);
+    int r = x->rank;
+    ref_contiguous_strides(r, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    memcpy(nst, st, sizeof nst);
+    if (r) { /* a 0-d tensor is one window of its element (or none) */
+        shape[d] = (n - size) / step + 1;
+        nst[d] = st[d] * step;
+    }
+    shape[r] = size;
+    nst[r] = r ? st[d] : 0;
+    tens *o = ref_new_result(E, kind_of(x->dtype), r + 1, shape);
+    if (o && o->n)
+        ref_strided_copy(x, r + 1, shape, nst, 0, o);
+    return o ? 0 : -1;
+}
+
 /* roll(self, shifts, dims=[]): without dims, of the flattened tensor */
 static int op_roll(ex *E, int unused)
 {
@@ -988,6 +1019,7 @@ static const ref_op ops[] = {
     {"flip", op_flip, 0},
     {"roll", op_roll, 0},
     {"rot90", op_rot90, 0},
+    {"unfold", op_unfold, 0},                /* sliding windows as a new last dim */
     {"diagonal", op_diagonal, 0},
     {"diag", op_diag, 0},
     {"gather", op_gather, 0},                /* self[..., index[...], ...] along dim */

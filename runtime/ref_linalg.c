@@ -400,6 +400,139 @@ static int op_solve(ex *E, int unused)
     return 0;
 }
 
+/* ---- Triangular solves ---- */
+
+/* T (n x n at element toff of t, upper or lower, unit diagonal or not) made
+ * explicit in f (the other triangle zero) with its inverse, |T^-1| and the
+ * triangular solve's backward error H = n 2^-23 |T| (Higham, Thm 8.5, with
+ * room), so that solve_bound applies as for an LU solve (T's bounds off
+ * its triangle count too: an overestimate). */
+static int tri_of(ex *E, const tens *t, int64_t toff, int64_t n, int upper, int unit, lu_t *f)
+{
+    memset(f, 0, sizeof *f);
+    size_t nn = (size_t)(n * n + 1);
+    f->n = n;
+    f->lu = malloc(nn * sizeof *f->lu);
+    f->inv = malloc(nn * sizeof *f->inv);
+    f->ai = malloc(nn * sizeof *f->ai);
+    f->h = malloc(nn * sizeof *f->h);
+    f->P = malloc(nn * sizeof *f->P);
+    if (!f->lu || !f->inv || !f->ai || !f->h || !f->P) {
+        lu_free(f);
+        return ref_fail(E, "out of host memory");
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int in = upper ? j >= i : j <= i;
+            float v = i == j && unit ? 1 : in ? ldf(t, toff + i * n + j) : 0;
+            f->lu[i * n + j] = f->inv[i * n + j] = v;
+            f->h[i * n + j] = (double)n * 0x1p-23 * fabs(v);
+        }
+    f->info = n ? LAPACKE_strtri(LAPACK_ROW_MAJOR, upper ? 'U' : 'L', unit ? 'U' : 'N', (lapack_int)n, f->inv,
+                                 (lapack_int)n)
+                : 0;
+    for (int64_t k = 0; f->info == 0 && k < n * n; k++)
+        f->ai[k] = fabs(f->inv[k]);
+    return 0;
+}
+
+/* X = T^-1 B for each matrix of the batch (B n x k, or a vector), into o;
+ * bounds as an LU solve's. */
+static int tri_solve(ex *E, const tens *T, const tens *B, int upper, int unit, tens *o)
+{
+    int64_t batch, n, m, k = B->shape[B->rank - 1];
+    if (mats_of(E, T, &batch, &n, &m))
+        return -1;
+    if (n != m || B->rank != T->rank || B->shape[B->rank - 2] != n || B->n != batch * n * k)
+        return ref_fail(E, "a triangular solve of matching batches (no broadcasting here)");
+    float *X = malloc((size_t)(n * k + 1) * sizeof *X);
+    if (!X)
+        return ref_fail(E, "out of host memory");
+    int rc = 0;
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        lu_t f;
+        if (tri_of(E, T, b * n * n, n, upper, unit, &f)) {
+            rc = -1;
+            break;
+        }
+        load(B, b * n * k, n * k, X);
+        if (n && f.info == 0)
+            LAPACKE_strtrs(LAPACK_ROW_MAJOR, upper ? 'U' : 'L', 'N', unit ? 'U' : 'N', (lapack_int)n, (lapack_int)k,
+                           f.lu, (lapack_int)n, X, (lapack_int)k);
+        put_solution(&f, T, b * n * n, X, k, B, b * n * k, o, b * n * k);
+        lu_free(&f);
+    }
+    free(X);
+    return rc;
+}
+
+/* x with its last two dims swapped, into tmp (with bounds; freed by the caller). */
+static int transposed(ex *E, const tens *x, tens *tmp)
+{
+    int64_t st[MAXR], shape[MAXR];
+    int r = x->rank;
+    ref_contiguous_strides(r, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    int64_t t = shape[r - 1], u = st[r - 1];
+    shape[r - 1] = shape[r - 2], st[r - 1] = st[r - 2];
+    shape[r - 2] = t, st[r - 2] = u;
+    if (ref_temp_tensor(E, tmp, kind_of(x->dtype), r, shape))
+        return -1;
+    if (tmp->n)
+        ref_strided_copy(x, r, shape, st, 0, tmp);
+    return 0;
+}
+
+/* X A = B, as A^T X^T = B^T (A^T's triangle the other one), into o. */
+static int tri_solve_right(ex *E, const tens *A, const tens *B, int upper, int unit, tens *o)
+{
+    tens at = {0}, bt = {0}, xt = {0}, back = {0};
+    int rc = transposed(E, A, &at) || transposed(E, B, &bt) || ref_temp_tensor(E, &xt, K_F, bt.rank, bt.shape) ||
+             tri_solve(E, &at, &bt, !upper, unit, &xt) || transposed(E, &xt, &back);
+    if (!rc) {
+        memcpy(o->f, back.f, (size_t)o->n * sizeof *o->f);
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            memcpy(o->eb[w], back.eb[w], (size_t)o->n * sizeof *o->eb[w]);
+    }
+    ref_tfree(&at);
+    ref_tfree(&bt);
+    ref_tfree(&xt);
+    ref_tfree(&back);
+    return rc ? -1 : 0;
+}
+
+/* linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False) */
+static int op_solve_triangular(ex *E, int unused)
+{
+    (void)unused;
+    const tens *A = ref_arg_tensor(E, 0, "self"), *B = A ? ref_arg_tensor(E, 1, "B") : NULL;
+    int upper, left, unit;
+    if (!B || ref_arg_bool(E, -1, "upper", 0, &upper) || ref_arg_bool(E, -1, "left", 1, &left) ||
+        ref_arg_bool(E, -1, "unitriangular", 0, &unit))
+        return -1;
+    if (A->rank < 2 || B->rank < 2)
+        return ref_fail(E, "a triangular solve needs matrices");
+    tens *o = ref_new_result(E, K_F, B->rank, B->shape);
+    return !o ? -1 : left ? tri_solve(E, A, B, upper, unit, o) : tri_solve_right(E, A, B, upper, unit, o);
+}
+
+/* triangular_solve(self=B, A, upper=True, transpose=False, unitriangular=False) -> (X, A) */
+static int op_triangular_solve(ex *E, int unused)
+{
+    (void)unused;
+    const tens *B = ref_arg_tensor(E, 0, "self"), *A = B ? ref_arg_tensor(E, 1, "A") : NULL;
+    int upper, tr, unit;
+    if (!A || ref_arg_bool(E, 2, "upper", 1, &upper) || ref_arg_bool(E, 3, "transpose", 0, &tr) ||
+        ref_arg_bool(E, 4, "unitriangular", 0, &unit))
+        return -1;
+    if (tr)
+        return ref_fail(E, "triangular_solve with transpose");
+    int first = E->nres;
+    if (!ref_new_result(E, K_F, B->rank, B->shape) || ref_result_reshaped(E, A, A->rank, A->shape))
+        return -1;
+    return tri_solve(E, A, B, upper, unit, res(E, first, 0));
+}
+
 /* ---- Symmetric eigenvalues, SVD, QR, Cholesky ---- */
 
 /* ||lambda E||_F of matrix off (r x c) of x (sym: the triangle read, mirrored), plus n 2^-23 ||A||_F, over lambda. */
@@ -745,5 +878,7 @@ static const ref_op ops[] = {
     {"cholesky", op_cholesky, 0},
     {"linalg_pinv", op_pinv, 0},                 /* through the SVD; .atol_rtol_tensor, .atol_rtol_float */
     {"linalg_cross", op_cross, 0},
+    {"linalg_solve_triangular", op_solve_triangular, 0},
+    {"triangular_solve", op_triangular_solve, 0}, /* (X, A) */
 };
 const ref_ops ref_linalg_ops = REF_OPS(ops);

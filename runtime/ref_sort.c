@@ -483,6 +483,42 @@ static int op_cumprod(ex *E, int unused)
     return 0;
 }
 
+/* logcumsumexp(self, dim): log of the running sum of exp, in double from
+ * the running max; the bound: log-sum-exp moves by at most the largest
+ * move of its arguments, the prefix's largest bound, then the store */
+static int op_logcumsumexp(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int d;
+    if (!x || dim_arg(E, x, 1, INT64_MIN, &d))
+        return -1;
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    if (!o)
+        return -1;
+    lines l = lines_of(x, d);
+    for (int64_t q = 0; q < l.outer; q++)
+        for (int64_t in = 0; in < l.inner; in++) {
+            double m = -INFINITY, s = 0, e[2] = {0, 0};
+            for (int64_t k = 0, j = q * l.n * l.inner + in; k < l.n; k++, j += l.inner) {
+                double v = ldd(x, j);
+                if (v > m) { /* rescale the running sum to the new max */
+                    s = s * exp(m - v) + 1;
+                    m = v;
+                } else if (v != -INFINITY) { /* exp(-inf) adds nothing, also to an all -inf prefix */
+                    s += exp(v - m);
+                }
+                double r = isnan(v) || isnan(m) ? NAN : m == -INFINITY ? -INFINITY : m + log(s);
+                o->f[j] = (float)r;
+                for (int w = 0; o->eb[0] && w < 2; w++) {
+                    e[w] = fmax(e[w], ldb(x, w, j));
+                    o->eb[w][j] = (float)(isfinite(r) ? ref_eb_store(r, e[w], w) : 0);
+                }
+            }
+        }
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"sort", op_sort, 0},                /* (values, indices), stable */
     {"topk", op_topk, 0},                /* the k largest / smallest, sorted */
@@ -497,5 +533,6 @@ static const ref_op ops[] = {
     {"aminmax", op_aminmax, 0},          /* (min, max) */
     {"cummax", op_cumext, 1},            /* (running max, its last index) */
     {"cummin", op_cumext, 0},
+    {"logcumsumexp", op_logcumsumexp, 0},
 };
 const ref_ops ref_sort_ops = REF_OPS(ops);

@@ -227,6 +227,63 @@ static int op_count_nonzero(ex *E, int unused)
     return norm_of(E, x, 0, mask, 0, K_I);
 }
 
+/* renorm's factor for a sub-tensor of norm n: maxnorm / (n + 1e-7) above maxnorm, else 1 */
+static double renorm_factor(double n, double maxnorm) { return n > maxnorm ? maxnorm / (n + 1e-7) : 1; }
+
+/* renorm(self, p, dim, maxnorm): each sub-tensor along dim whose p-norm
+ * exceeds maxnorm scaled down to it.  The factor c(n) falls as the norm
+ * grows, so over the norm's interval it lies in [c(n + lambda d), c(n -
+ * lambda d)]: |c~ x~ - c x| <= c_hi lambda E + |x| |c~ - c|, over lambda,
+ * then the product's store; a sub-tensor that stays below maxnorm is
+ * moved exactly. */
+static int op_renorm(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    double p, maxnorm;
+    int64_t dim;
+    int d;
+    if (!x || ref_arg_num(E, 1, "p", 2, &p) || ref_arg_req_int(E, 2, "dim", &dim) ||
+        ref_arg_num(E, 3, "maxnorm", 0, &maxnorm) || ref_norm_dim(E, dim, x->rank, &d))
+        return -1;
+    if (x->rank < 2 || p <= 0)
+        return ref_fail(E, "renorm needs rank >= 2 and p > 0");
+    char mask[MAXR];
+    memset(mask, 1, MAXR);
+    mask[d] = 0;
+    tens tmp;
+    int64_t rows, cols, oshape[MAXR];
+    int orank;
+    if (reduce_lines(E, x, mask, 0, &tmp, &rows, &cols, oshape, &orank))
+        return -1;
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    double *scratch = malloc((size_t)(3 * cols + 1) * sizeof *scratch), *nb = malloc((size_t)(3 * rows + 1) * sizeof *nb);
+    if (!o || !scratch || !nb) {
+        free(scratch);
+        free(nb);
+        ref_tfree(&tmp);
+        return o ? ref_fail(E, "out of host memory") : -1;
+    }
+    for (int64_t r = 0; r < rows; r++) /* per sub-tensor: its norm, and how far it moves (two tracks) */
+        nb[3 * r] = norm_row(&tmp, r * cols, cols, p, scratch, &nb[3 * r + 1]);
+    int64_t inner = ref_numel(x->rank - d - 1, x->shape + d + 1);
+    for (int64_t k = 0; k < x->n; k++) {
+        int64_t r = (k / inner) % x->shape[d];
+        double n = nb[3 * r], c = renorm_factor(n, maxnorm), v = ldd(x, k);
+        o->f[k] = (float)(v * c);
+        for (int w = 0; o->eb[0] && w < 2; w++) {
+            double L = ref_eb_lam(w), dn = L * nb[3 * r + 1 + w], e = ldb(x, w, k);
+            double chi = renorm_factor(fmax(0, n - dn), maxnorm), clo = renorm_factor(n + dn, maxnorm);
+            double dc = fmax(chi - c, c - clo);
+            o->eb[w][k] = (float)(c == 1 && clo == 1 ? e : ref_eb_store(v * c, chi * e + fabs(v) * dc / L, w));
+        }
+    }
+    free(scratch);
+    free(nb);
+    ref_tfree(&tmp);
+    return 0;
+}
+
 /* ---- Products ---- */
 
 /* prod(self, *, dtype=None), prod.dim_int(self, dim, keepdim=False, *, dtype=None) */
@@ -310,5 +367,6 @@ static const ref_op ops[] = {
     {"count_nonzero", op_count_nonzero, 0},
     {"prod", op_prod, 0},
     {"trace", op_trace, 0},
+    {"renorm", op_renorm, 0},                  /* sub-tensors along dim scaled to a norm <= maxnorm */
 };
 const ref_ops ref_vecnorm_ops = REF_OPS(ops);

@@ -830,6 +830,34 @@ static void test_special_functions_give_known_values_and_identities(void)
     done(&t);
 }
 
+/* unfold's windows, logcumsumexp, renorm (a row of norm 5 scaled to 1, a row of norm 1 kept) and
+ * triangular solves from both sides (T X = B, X T = B). */
+static void test_windows_running_logsumexp_renorm_and_triangular_solves(void)
+{
+    const float x[] = {0, 1, 2, 3, 4}, l[] = {0, 0, -INFINITY, 0}, r[] = {3, 4, 0.6f, 0.8f};
+    const float T[] = {2, 1, 7, 3}, B[] = {4, 5, 6, 7}; /* upper: [[2, 1], [., 3]] */
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5]\ninput %l: f32[4]\ninput %r: f32[2, 2]\ninput %t: f32[2, 2]\ninput %b: f32[2, 2]\n"
+        "%u: f32[2, 3] = aten.unfold.default(%x, 0, 3, 2)\n"
+        "%c: f32[4] = aten.logcumsumexp.default(%l, 0)\n"
+        "%n: f32[2, 2] = aten.renorm.default(%r, 2, 0, 1.0)\n"
+        "%sl: f32[2, 2] = aten.linalg_solve_triangular.default(%t, %b, upper=True)\n"
+        "%sr: f32[2, 2] = aten.linalg_solve_triangular.default(%t, %b, upper=True, left=False)\n"
+        "%ts: (f32[2, 2], f32[2, 2]) = aten.triangular_solve.default(%b, %t)\n%tx: f32[2, 2] = getitem(%ts, 0)\n"
+        "output %u, %c, %n, %sl, %sr, %tx\n",
+        x, l, r, T, B);
+    EXPECT(&t, "u", 0, 1, 2, 2, 3, 4);
+    EXPECT(&t, "c", 0, (float)log(2), (float)log(2), (float)log(3));
+    EXPECT(&t, "n", (float)(3 / (5 + 1e-7)), (float)(4 / (5 + 1e-7)), 0.6f, 0.8f);
+    /* [[2, 1], [0, 3]] X = [[4, 5], [6, 7]]: X = [[1, 4/3], [2, 7/3]] */
+    EXPECT(&t, "sl", 1, 4.0f / 3, 2, 7.0f / 3);
+    EXPECT(&t, "tx", 1, 4.0f / 3, 2, 7.0f / 3);
+    /* X [[2, 1], [0, 3]] = [[4, 5], [6, 7]]: X = [[2, 1], [3, 4/3]] */
+    EXPECT(&t, "sr", 2, 1, 3, 4.0f / 3);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -861,6 +889,8 @@ int main(void)
          test_diagonal_embeds_and_masked_scatter_write_their_places},
         {"bad arguments are refused naming the line", test_bad_arguments_are_refused_naming_the_line},
         {"special functions give known values and identities", test_special_functions_give_known_values_and_identities},
+        {"windows, running logsumexp, renorm and triangular solves",
+         test_windows_running_logsumexp_renorm_and_triangular_solves},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
