@@ -533,6 +533,287 @@ static int op_triangular_solve(ex *E, int unused)
     return tri_solve(E, A, B, upper, unit, res(E, first, 0));
 }
 
+/* ---- Factor forms: unpacking, Cholesky solves, Householder (all unbounded but lu_unpack) ---- */
+
+/* P (m x m), L (m x k, unit lower), U (k x n) of packed LU factors lu (m x n) and 1-based pivots. */
+static void unpack_lu(const float *lu, const int64_t *piv, int64_t m, int64_t n, float *P, float *L, float *U)
+{
+    int64_t k = m < n ? m : n, perm[4096];
+    for (int64_t i = 0; i < m; i++)
+        perm[i] = i;
+    for (int64_t i = 0; i < k; i++) { /* the row swaps of getrf, in order */
+        int64_t j = piv[i] - 1, t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    memset(P, 0, (size_t)(m * m) * sizeof *P);
+    for (int64_t i = 0; i < m; i++) /* A = P L U: row i of L U is row perm[i] of A */
+        P[perm[i] * m + i] = 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < k; j++)
+            L[i * k + j] = i == j ? 1 : j < i ? lu[i * n + j] : 0;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++)
+            U[i * n + j] = j >= i ? lu[i * n + j] : 0;
+}
+
+/* The three results (P, L, U) of the r x c matrices of x. */
+static int plu_results(ex *E, const tens *x, int64_t r, int64_t c)
+{
+    int64_t k = r < c ? r : c;
+    return batched_result(E, x, K_F, 2, r, r) && batched_result(E, x, K_F, 2, r, k) && batched_result(E, x, K_F, 2, k, c)
+               ? 0
+               : -1;
+}
+
+/* Writes the unpacked P, L, U of batch b; bounds: exact movement of lu's
+ * (P exact) when pivots are exact and given (exact), else infinite. */
+static void put_plu(ex *E, int first, const tens *lut, int64_t b, const float *lu, const int64_t *piv, int64_t r,
+                    int64_t c, int exact)
+{
+    int64_t k = r < c ? r : c;
+    tens *P = res(E, first, 0), *L = res(E, first, 1), *U = res(E, first, 2);
+    unpack_lu(lu, piv, r, c, P->f + b * r * r, L->f + b * r * k, U->f + b * k * c);
+    for (int w = 0; P->eb[0] && w < 2; w++) {
+        for (int64_t i = 0; i < r * r; i++)
+            P->eb[w][b * r * r + i] = exact ? 0 : INFINITY;
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < k; j++)
+                L->eb[w][b * r * k + i * k + j] = !exact ? INFINITY : j < i ? (float)ldb(lut, w, b * r * c + i * c + j) : 0;
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = 0; j < c; j++)
+                U->eb[w][b * k * c + i * c + j] = !exact ? INFINITY : j >= i ? (float)ldb(lut, w, b * r * c + i * c + j) : 0;
+    }
+}
+
+/* Whether t has no positive bound (or no bounds tracked). */
+static int exact_tensor(const tens *t)
+{
+    for (int w = 0; t->eb[0] && w < 2; w++)
+        for (int64_t k = 0; k < t->n; k++)
+            if (t->eb[w][k] > 0)
+                return 0;
+    return 1;
+}
+
+/* lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True) -> (P, L, U);
+ * linalg_lu(A, *, pivot=True) -> (P, L, U) (factored first: unbounded) */
+static int op_lu_unpack(ex *E, int factor)
+{
+    const tens *x = ref_arg_tensor(E, 0, factor ? "A" : "LU_data"), *pv = factor || !x ? NULL : ref_arg_tensor(E, 1, "LU_pivots");
+    int64_t batch, r, c;
+    if (!x || (!factor && !pv) || mats_of(E, x, &batch, &r, &c) || plu_results(E, x, r, c))
+        return -1;
+    int64_t k = r < c ? r : c, first = E->nres - 3;
+    if (!factor && pv->n != batch * k)
+        return ref_fail(E, "LU_pivots has %lld entries, not %lld", (long long)pv->n, (long long)(batch * k));
+    float *lu = malloc((size_t)(r * c + 1) * sizeof *lu);
+    int64_t *piv = malloc((size_t)(k + 1) * sizeof *piv);
+    lapack_int *lp = malloc((size_t)(k + 1) * sizeof *lp);
+    int rc = lu && piv && lp ? 0 : ref_fail(E, "out of host memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        load(x, b * r * c, r * c, lu);
+        if (factor && k)
+            LAPACKE_sgetrf(LAPACK_ROW_MAJOR, (lapack_int)r, (lapack_int)c, lu, (lapack_int)c, lp);
+        for (int64_t i = 0; i < k; i++) {
+            piv[i] = factor ? lp[i] : ldi(pv, b * k + i);
+            if (piv[i] < i + 1 || piv[i] > r) {
+                rc = ref_fail(E, "pivot %lld out of range", (long long)piv[i]);
+                break;
+            }
+        }
+        if (!rc)
+            put_plu(E, (int)first, x, b, lu, piv, r, c, !factor && exact_tensor(pv));
+    }
+    free(lu);
+    free(piv);
+    free(lp);
+    return rc;
+}
+
+/* cholesky_solve(self=B, input2=L, upper=False): (L L^T)^-1 B;
+ * cholesky_inverse(self=L, upper=False): (L L^T)^-1 (unbounded) */
+static int op_cholesky_use(ex *E, int inverse)
+{
+    const tens *B = inverse ? NULL : ref_arg_tensor(E, 0, "self");
+    const tens *L = ref_arg_tensor(E, inverse ? 0 : 1, inverse ? "self" : "input2");
+    int64_t batch, n, m;
+    int upper;
+    if (!L || (!inverse && !B) || mats_of(E, L, &batch, &n, &m) || ref_arg_bool(E, inverse ? 1 : 2, "upper", 0, &upper))
+        return -1;
+    int64_t k = inverse ? n : B->shape[B->rank - 1];
+    if (n != m || (!inverse && (B->rank != L->rank || B->shape[B->rank - 2] != n || B->n != batch * n * k)))
+        return ref_fail(E, "a Cholesky factor and a right-hand side of matching batches (no broadcasting here)");
+    tens *o = inverse ? batched_result(E, L, K_F, 2, n, n) : ref_new_result(E, K_F, B->rank, B->shape);
+    float *l = malloc((size_t)(n * n + 1) * sizeof *l), *x = malloc((size_t)(n * k + 1) * sizeof *x);
+    int rc = !o ? -1 : l && x ? 0 : ref_fail(E, "out of host memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        load(L, b * n * n, n * n, l);
+        if (inverse) {
+            if (n)
+                LAPACKE_spotri(LAPACK_ROW_MAJOR, upper ? 'U' : 'L', (lapack_int)n, l, (lapack_int)n);
+            for (int64_t i = 0; i < n; i++) /* the triangle computed, mirrored */
+                for (int64_t j = 0; j < n; j++)
+                    x[i * n + j] = (upper ? j >= i : j <= i) ? l[i * n + j] : l[j * n + i];
+        } else {
+            load(B, b * n * k, n * k, x);
+            if (n && k)
+                LAPACKE_spotrs(LAPACK_ROW_MAJOR, upper ? 'U' : 'L', (lapack_int)n, (lapack_int)k, l, (lapack_int)n, x,
+                               (lapack_int)k);
+        }
+        memcpy(o->f + b * n * k, x, (size_t)(n * k) * sizeof *x);
+        unbounded(o, b * n * k, n * k);
+    }
+    free(l);
+    free(x);
+    return rc;
+}
+
+/* geqrf(self) -> (a, tau): LAPACK's compact QR; linalg_householder_product(input, tau): its Q (unbounded) */
+static int op_householder(ex *E, int product)
+{
+    const tens *x = ref_arg_tensor(E, 0, product ? "input" : "self"), *tau = product && x ? ref_arg_tensor(E, 1, "tau") : NULL;
+    int64_t batch, r, c;
+    if (!x || (product && !tau) || mats_of(E, x, &batch, &r, &c))
+        return -1;
+    int64_t k = product ? (tau->rank ? tau->shape[tau->rank - 1] : 1) : (r < c ? r : c);
+    if (product && (c > r || k > c || tau->n != batch * k))
+        return ref_fail(E, "householder_product of %lld x %lld with %lld reflectors", (long long)r, (long long)c,
+                        (long long)k);
+    int first = E->nres;
+    if (!batched_result(E, x, K_F, 2, r, c) || (!product && !batched_result(E, x, K_F, 1, k, 0)))
+        return -1;
+    float *a = malloc((size_t)(r * c + 1) * sizeof *a), *t = malloc((size_t)(k + 1) * sizeof *t);
+    int rc = a && t ? 0 : ref_fail(E, "out of host memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        load(x, b * r * c, r * c, a);
+        if (product) {
+            load(tau, b * k, k, t);
+            if (c && LAPACKE_sorgqr(LAPACK_ROW_MAJOR, (lapack_int)r, (lapack_int)c, (lapack_int)k, a, (lapack_int)c, t))
+                rc = ref_fail(E, "forming Q failed");
+        } else if (k && LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, (lapack_int)r, (lapack_int)c, a, (lapack_int)c, t)) {
+            rc = ref_fail(E, "the QR factorization failed");
+        }
+        memcpy(res(E, first, 0)->f + b * r * c, a, (size_t)(r * c) * sizeof *a);
+        unbounded(res(E, first, 0), b * r * c, r * c);
+        if (!product) {
+            memcpy(res(E, first, 1)->f + b * k, t, (size_t)k * sizeof *t);
+            unbounded(res(E, first, 1), b * k, k);
+        }
+    }
+    free(a);
+    free(t);
+    return rc;
+}
+
+/* linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False): A X = B from
+ * getrf's factors; A^T X = B (adjoint); X A = B as A^T X^T = B^T (not left) */
+static int op_lu_solve(ex *E, int unused)
+{
+    (void)unused;
+    const tens *lu = ref_arg_tensor(E, 0, "LU"), *pv = lu ? ref_arg_tensor(E, 1, "pivots") : NULL;
+    const tens *B = pv ? ref_arg_tensor(E, 2, "B") : NULL;
+    int64_t batch, n, m;
+    int left, adj;
+    if (!B || mats_of(E, lu, &batch, &n, &m) || ref_arg_bool(E, -1, "left", 1, &left) ||
+        ref_arg_bool(E, -1, "adjoint", 0, &adj))
+        return -1;
+    int64_t br = B->rank >= 2 ? B->shape[B->rank - 2] : 0, bc = B->rank >= 2 ? B->shape[B->rank - 1] : 0;
+    int64_t k = left ? bc : br;
+    if (n != m || B->rank != lu->rank || (left ? br : bc) != n || B->n != batch * n * k || pv->n != batch * n)
+        return ref_fail(E, "LU, pivots and B of matching batches (no broadcasting here)");
+    tens *o = ref_new_result(E, K_F, B->rank, B->shape);
+    float *a = malloc((size_t)(n * n + 1) * sizeof *a), *x = malloc((size_t)(n * k + 1) * sizeof *x);
+    lapack_int *ip = malloc((size_t)(n + 1) * sizeof *ip);
+    int rc = !o ? -1 : a && x && ip ? 0 : ref_fail(E, "out of host memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        load(lu, b * n * n, n * n, a);
+        for (int64_t i = 0; i < n; i++)
+            ip[i] = (lapack_int)ldi(pv, b * n + i);
+        for (int64_t i = 0; i < n * k; i++) /* B, or B^T from the right: n x k either way */
+            x[i] = left ? ldf(B, b * n * k + i) : ldf(B, b * n * k + (i % k) * n + i / k);
+        char trans = left == !adj ? 'N' : 'T';
+        if (n && k)
+            LAPACKE_sgetrs(LAPACK_ROW_MAJOR, trans, (lapack_int)n, (lapack_int)k, a, (lapack_int)n, ip, x, (lapack_int)k);
+        for (int64_t i = 0; i < n * k; i++)
+            o->f[b * n * k + (left ? i : (i % k) * n + i / k)] = x[i];
+        unbounded(o, b * n * k, n * k);
+    }
+    free(a);
+    free(x);
+    free(ip);
+    return rc;
+}
+
+/* ormqr(input, tau, other, left=True, transpose=False): Q (of geqrf's
+ * reflectors) or Q^T times other, from the left or the right (unbounded) */
+static int op_ormqr(ex *E, int unused)
+{
+    (void)unused;
+    const tens *a0 = ref_arg_tensor(E, 0, "input"), *tau = a0 ? ref_arg_tensor(E, 1, "tau") : NULL;
+    const tens *C = tau ? ref_arg_tensor(E, 2, "other") : NULL;
+    int64_t batch, r, c, cb, cr, cc;
+    int left, tr;
+    if (!C || mats_of(E, a0, &batch, &r, &c) || mats_of(E, C, &cb, &cr, &cc) || ref_arg_bool(E, 3, "left", 1, &left) ||
+        ref_arg_bool(E, 4, "transpose", 0, &tr))
+        return -1;
+    int64_t k = tau->rank ? tau->shape[tau->rank - 1] : 1;
+    if (cb != batch || (left ? cr : cc) != r || k > (r < c ? r : c) || tau->n != batch * k)
+        return ref_fail(E, "ormqr's input, tau and other do not match (no broadcasting here)");
+    tens *o = ref_new_result(E, K_F, C->rank, C->shape);
+    float *a = malloc((size_t)(r * c + 1) * sizeof *a), *t = malloc((size_t)(k + 1) * sizeof *t);
+    int rc = !o ? -1 : a && t ? 0 : ref_fail(E, "out of host memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        load(a0, b * r * c, r * c, a);
+        load(tau, b * k, k, t);
+        float *x = o->f + b * cr * cc;
+        load(C, b * cr * cc, cr * cc, x);
+        if (cr && cc && k &&
+            LAPACKE_sormqr(LAPACK_ROW_MAJOR, left ? 'L' : 'R', tr ? 'T' : 'N', (lapack_int)cr, (lapack_int)cc,
+                           (lapack_int)k, a, (lapack_int)c, t, x, (lapack_int)cc))
+            rc = ref_fail(E, "ormqr failed");
+        unbounded(o, b * cr * cc, cr * cc);
+    }
+    free(a);
+    free(t);
+    return rc;
+}
+
+/* linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False) -> (LD, pivots, info):
+ * LAPACK's sytrf of the lower triangle, the upper one zero (unbounded) */
+static int op_ldl(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t batch, n, m;
+    if (!x || mats_of(E, x, &batch, &n, &m))
+        return -1;
+    if (n != m)
+        return ref_fail(E, "ldl of a %lld x %lld matrix", (long long)n, (long long)m);
+    int first = E->nres;
+    if (!batched_result(E, x, K_F, 2, n, n) || !batched_result(E, x, K_I, 1, n, 0) || !batched_result(E, x, K_I, 0, 0, 0))
+        return -1;
+    float *a = malloc((size_t)(n * n + 1) * sizeof *a);
+    lapack_int *ip = malloc((size_t)(n + 1) * sizeof *ip);
+    int rc = a && ip ? 0 : ref_fail(E, "out of host memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        load(x, b * n * n, n * n, a);
+        lapack_int info = n ? LAPACKE_ssytrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n, ip) : 0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++)
+                res(E, first, 0)->f[b * n * n + i * n + j] = j <= i ? a[i * n + j] : 0;
+        for (int64_t i = 0; i < n; i++)
+            res(E, first, 1)->i[b * n + i] = ip[i];
+        res(E, first, 2)->i[b] = info > 0 ? info : 0;
+        unbounded(res(E, first, 0), b * n * n, n * n);
+        unbounded(res(E, first, 1), b * n, n);
+        unbounded(res(E, first, 2), b, 1);
+    }
+    free(a);
+    free(ip);
+    return rc;
+}
+
 /* ---- Symmetric eigenvalues, SVD, QR, Cholesky ---- */
 
 /* ||lambda E||_F of matrix off (r x c) of x (sym: the triangle read, mirrored), plus n 2^-23 ||A||_F, over lambda. */
@@ -880,5 +1161,14 @@ static const ref_op ops[] = {
     {"linalg_cross", op_cross, 0},
     {"linalg_solve_triangular", op_solve_triangular, 0},
     {"triangular_solve", op_triangular_solve, 0}, /* (X, A) */
+    {"lu_unpack", op_lu_unpack, 0},              /* (P, L, U) with A = P L U */
+    {"linalg_lu", op_lu_unpack, 1},
+    {"cholesky_solve", op_cholesky_use, 0},
+    {"cholesky_inverse", op_cholesky_use, 1},
+    {"geqrf", op_householder, 0},                /* (a, tau) */
+    {"linalg_householder_product", op_householder, 1},
+    {"linalg_lu_solve", op_lu_solve, 0},
+    {"ormqr", op_ormqr, 0},
+    {"linalg_ldl_factor_ex", op_ldl, 0},         /* (LD, pivots, info) */
 };
 const ref_ops ref_linalg_ops = REF_OPS(ops);

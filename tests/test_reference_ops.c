@@ -858,6 +858,74 @@ static void test_windows_running_logsumexp_renorm_and_triangular_solves(void)
     done(&t);
 }
 
+/* The factor forms: linalg_lu's P L U = A, lu_solve from its factors (A X = B,
+ * A^T X = B, X A = B), Cholesky solve and inverse, geqrf's reflectors made Q by
+ * householder_product (Q R = A) and applied by ormqr (Q^T A = R), LDL^T of a
+ * matrix that needs no pivoting. */
+static void test_factor_forms_solve_and_rebuild_their_matrix(void)
+{
+    const float b[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, s[] = {4, 2, 2, 3};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[3, 3]\ninput %b: f32[3, 3]\ninput %s: f32[2, 2]\n"
+        "%lu: (f32[3, 3], f32[3, 3], f32[3, 3]) = aten.linalg_lu.default(%a)\n"
+        "%p: f32[3, 3] = getitem(%lu, 0)\n%l: f32[3, 3] = getitem(%lu, 1)\n%u: f32[3, 3] = getitem(%lu, 2)\n"
+        "%lf: (f32[3, 3], i32[3], i32[]) = aten.linalg_lu_factor_ex.default(%a)\n"
+        "%f: f32[3, 3] = getitem(%lf, 0)\n%pv: i32[3] = getitem(%lf, 1)\n"
+        "%x: f32[3, 3] = aten.linalg_lu_solve.default(%f, %pv, %b)\n"
+        "%xa: f32[3, 3] = aten.linalg_lu_solve.default(%f, %pv, %b, adjoint=True)\n"
+        "%xr: f32[3, 3] = aten.linalg_lu_solve.default(%f, %pv, %b, left=False)\n"
+        "%ch: (f32[3, 3], i32[]) = aten.linalg_cholesky_ex.default(%a)\n%c: f32[3, 3] = getitem(%ch, 0)\n"
+        "%cs: f32[3, 3] = aten.cholesky_solve.default(%b, %c)\n"
+        "%ci: f32[3, 3] = aten.cholesky_inverse.default(%c)\n"
+        "%gq: (f32[3, 3], f32[3]) = aten.geqrf.default(%a)\n%g: f32[3, 3] = getitem(%gq, 0)\n"
+        "%tau: f32[3] = getitem(%gq, 1)\n"
+        "%q: f32[3, 3] = aten.linalg_householder_product.default(%g, %tau)\n"
+        "%qta: f32[3, 3] = aten.ormqr.default(%g, %tau, %a, True, True)\n"
+        "%ld: (f32[2, 2], i32[2], i32[]) = aten.linalg_ldl_factor_ex.default(%s)\n"
+        "%ldv: f32[2, 2] = getitem(%ld, 0)\n%ldp: i32[2] = getitem(%ld, 1)\n"
+        "output %p, %l, %u, %x, %xa, %xr, %cs, %ci, %g, %q, %qta, %ldv, %ldp\n",
+        A3, b, s);
+    double A[9], AT[9], B[9], P[9], L[9], U[9], PL[9], X[9], C[9], G[9], Q[9], QTA[9], R[9] = {0};
+    for (int i = 0; i < 9; i++) {
+        A[i] = A3[i];
+        AT[(i % 3) * 3 + i / 3] = A3[i];
+        B[i] = b[i];
+    }
+    read_value(&t, "p", P, 9);
+    read_value(&t, "l", L, 9);
+    read_value(&t, "u", U, 9);
+    for (int i = 0; i < 9; i++) {
+        PL[i] = 0;
+        for (int k = 0; k < 3; k++)
+            PL[i] += P[i / 3 * 3 + k] * L[k * 3 + i % 3];
+    }
+    expect_product(PL, U, A, 3, 3, 3, 1e-5);
+    read_value(&t, "x", X, 9);
+    expect_product(A, X, B, 3, 3, 3, 1e-5);
+    read_value(&t, "xa", X, 9);
+    expect_product(AT, X, B, 3, 3, 3, 1e-5);
+    read_value(&t, "xr", X, 9);
+    expect_product(X, A, B, 3, 3, 3, 1e-5);
+    read_value(&t, "cs", X, 9);
+    expect_product(A, X, B, 3, 3, 3, 1e-5);
+    read_value(&t, "ci", C, 9);
+    expect_product(A, C, I3, 3, 3, 3, 1e-5);
+    read_value(&t, "g", G, 9);
+    read_value(&t, "q", Q, 9);
+    read_value(&t, "qta", QTA, 9);
+    for (int i = 0; i < 3; i++)
+        for (int j = i; j < 3; j++)
+            R[i * 3 + j] = G[i * 3 + j]; /* geqrf's R: its upper triangle */
+    expect_product(Q, R, A, 3, 3, 3, 1e-5);
+    for (int i = 0; i < 9; i++)
+        CU_ASSERT(fabs(QTA[i] - R[i]) <= 1e-5);
+    /* [[4, 2], [2, 3]] = L D L^T, L = [[1, 0], [0.5, 1]], D = diag(4, 2), no interchange */
+    EXPECT(&t, "ldv", 4, 0, 0.5, 2);
+    EXPECT(&t, "ldp", 1, 2);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -891,6 +959,7 @@ int main(void)
         {"special functions give known values and identities", test_special_functions_give_known_values_and_identities},
         {"windows, running logsumexp, renorm and triangular solves",
          test_windows_running_logsumexp_renorm_and_triangular_solves},
+        {"factor forms solve and rebuild their matrix", test_factor_forms_solve_and_rebuild_their_matrix},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
