@@ -1,5 +1,5 @@
 /* ref_data.c: reference ops whose result's shape or places depend on the data: nonzero, masked_select,
- * unique (_unique2, unique_consecutive), and the searches searchsorted, bucketize, isin.
+ * unique (_unique2, unique_consecutive), the searches searchsorted, bucketize, isin, and histc.
  *
  * They run only on the host (fallback-only): the device has no dynamic
  * shapes.  Error bounds: when an element that decides the shape may come
@@ -336,6 +336,70 @@ static int op_isin(ex *E, int unused)
     return 0;
 }
 
+/* The bin of v among bins equal bins over [lo, hi] (hi in the last), -1 outside. */
+static int64_t bin_of(double v, int64_t bins, double lo, double hi)
+{
+    if (!(v >= lo && v <= hi))
+        return -1;
+    int64_t b = (int64_t)((v - lo) * (double)bins / (hi - lo));
+    return b < bins ? b : bins - 1;
+}
+
+/* histc(self, bins=100, min=0, max=0): counts in equal bins over [min, max]
+ * (the data's range when min == max, widened by 1 each way when that is
+ * one value); elements outside are not counted.  A count moves by the
+ * number of elements whose interval reaches another bin or the outside
+ * (a jump); a range taken from the data moves with it: infinite. */
+static int op_histc(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t bins;
+    double lo, hi;
+    if (!x || ref_arg_int(E, 1, "bins", 100, &bins) || ref_arg_num(E, 2, "min", 0, &lo) ||
+        ref_arg_num(E, 3, "max", 0, &hi))
+        return -1;
+    if (bins <= 0 || lo > hi)
+        return ref_fail(E, "histc with %lld bins over [%g, %g]", (long long)bins, lo, hi);
+    int from_data = lo == hi;
+    if (from_data && x->n) {
+        lo = INFINITY, hi = -INFINITY;
+        for (int64_t k = 0; k < x->n; k++)
+            lo = fmin(lo, ldd(x, k)), hi = fmax(hi, ldd(x, k));
+    }
+    if (lo == hi)
+        lo -= 1, hi += 1;
+    tens *o = ref_new_result(E, kind_of(x->dtype) == K_F ? K_F : K_I, 1, &bins);
+    if (!o)
+        return -1;
+    for (int64_t k = 0; k < x->n; k++) {
+        double v = ldd(x, k);
+        int64_t b = bin_of(v, bins, lo, hi);
+        if (b >= 0) {
+            if (o->f)
+                o->f[b] += 1;
+            else
+                o->i[b] += 1;
+        }
+        for (int w = 0; o->eb[0] && w < 2; w++) { /* the bins the element may fall in or leave: counted in eb */
+            double r = ref_eb_lam(w) * ldb(x, w, k);
+            if (r == 0 || v + r < lo || v - r > hi)
+                continue;
+            int64_t b0 = v - r < lo ? -1 : bin_of(v - r, bins, lo, hi), b1 = v + r > hi ? bins : bin_of(v + r, bins, lo, hi);
+            if (b0 == b1)
+                continue;
+            for (int64_t j = b0 < 0 ? 0 : b0; j <= (b1 >= bins ? bins - 1 : b1); j++)
+                o->eb[w][j] += 1;
+        }
+    }
+    for (int w = 0; o->eb[0] && w < 2; w++)
+        for (int64_t j = 0; j < bins; j++) {
+            int inexact = o->eb[w][j] > 0;
+            o->eb[w][j] = from_data && inexact ? INFINITY : (float)ref_eb_jump(o->eb[w][j] * (1 + EB_JUMP_MARGIN), w);
+        }
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"nonzero", op_nonzero, 0},
     {"masked_select", op_masked_select, 0},
@@ -344,5 +408,6 @@ static const ref_op ops[] = {
     {"searchsorted", op_search, SR_SEARCHSORTED},
     {"bucketize", op_search, SR_BUCKETIZE},
     {"isin", op_isin, 0},
+    {"histc", op_histc, 0},
 };
 const ref_ops ref_data_ops = REF_OPS(ops);

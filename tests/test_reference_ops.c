@@ -926,6 +926,38 @@ static void test_factor_forms_solve_and_rebuild_their_matrix(void)
     done(&t);
 }
 
+/* copysign, signbit (a -0.0 counts), nextafter, frexp, histc and the incomplete gamma functions
+ * (P(1, x) = 1 - e^-x, P(1/2, x) = erf(sqrt x), P(2, x) = 1 - e^-x (1 + x): the series and the
+ * continued fraction both). */
+static void test_float_bits_histogram_and_incomplete_gamma_give_known_values(void)
+{
+    const float a[] = {1, -2, 3}, b[] = {-1, 1, -0.0f}, z[] = {-1, 0, -0.0f, 2}, f[] = {8, -3, 0.75f},
+                h[] = {0.5f, 1.5f, 1.5f, 2.9f, 3.5f}, ga[] = {1, 0.5f, 2}, gx[] = {2, 4, 0.5f};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[3]\ninput %b: f32[3]\ninput %z: f32[4]\ninput %f: f32[3]\ninput %h: f32[5]\n"
+        "input %ga: f32[3]\ninput %gx: f32[3]\n"
+        "%cs: f32[3] = aten.copysign.Tensor(%a, %b)\n%cn: f32[3] = aten.copysign.Scalar(%a, -1.0)\n"
+        "%sb: bool[4] = aten.signbit.default(%z)\n"
+        "%na: f32[3] = aten.nextafter.default(%a, %b)\n"
+        "%fr: (f32[3], i32[3]) = aten.frexp.Tensor(%f)\n%fm: f32[3] = getitem(%fr, 0)\n%fe: i32[3] = getitem(%fr, 1)\n"
+        "%hc: f32[3] = aten.histc.default(%h, 3, 0, 3)\n"
+        "%ig: f32[3] = aten.igamma.default(%ga, %gx)\n%ic: f32[3] = aten.igammac.default(%ga, %gx)\n"
+        "output %cs, %cn, %sb, %na, %fm, %fe, %hc, %ig, %ic\n",
+        a, b, z, f, h, ga, gx);
+    EXPECT(&t, "cs", -1, 2, -3);
+    EXPECT(&t, "cn", -1, -2, -3);
+    EXPECT(&t, "sb", 1, 0, 1, 0);
+    /* one fp32 step: 2^-24 below 1, 2^-23 in [1, 2), 2^-22 in [2, 4) */
+    EXPECT(&t, "na", 1 - 0x1p-24f, -2 + 0x1p-23f, 3 - 0x1p-22f);
+    EXPECT(&t, "fm", 0.5, -0.75, 0.75);
+    EXPECT(&t, "fe", 4, 2, 0);
+    EXPECT(&t, "hc", 1, 2, 1); /* 3.5 is outside [0, 3] */
+    EXPECT(&t, "ig", (float)(1 - exp(-2)), (float)erf(2), (float)(1 - exp(-0.5) * 1.5));
+    EXPECT(&t, "ic", (float)exp(-2), (float)erfc(2), (float)(exp(-0.5) * 1.5));
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -960,6 +992,8 @@ int main(void)
         {"windows, running logsumexp, renorm and triangular solves",
          test_windows_running_logsumexp_renorm_and_triangular_solves},
         {"factor forms solve and rebuild their matrix", test_factor_forms_solve_and_rebuild_their_matrix},
+        {"float bits, histogram and incomplete gamma give known values",
+         test_float_bits_histogram_and_incomplete_gamma_give_known_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
