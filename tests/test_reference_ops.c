@@ -958,6 +958,42 @@ static void test_float_bits_histogram_and_incomplete_gamma_give_known_values(voi
     done(&t);
 }
 
+/* Each family's p_2 or p_3 at a point worked by hand, n < 0 giving 0, and the bound of T_1(x) = x:
+ * its derivative 1 times the input's bound, stored. */
+static void test_orthogonal_polynomials_give_hand_worked_values(void)
+{
+    const float h[] = {0.5f}, o[] = {1}, q[] = {0.75f};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %h: f32[1]\ninput %o: f32[1]\ninput %q: f32[1]\n"
+          "%t3: f32[1] = aten.special_chebyshev_polynomial_t.x_scalar(%h, 3)\n"
+          "%u2: f32[1] = aten.special_chebyshev_polynomial_u.x_scalar(%h, 2)\n"
+          "%v2: f32[1] = aten.special_chebyshev_polynomial_v.x_scalar(%h, 2)\n"
+          "%w2: f32[1] = aten.special_chebyshev_polynomial_w.x_scalar(%h, 2)\n"
+          "%st: f32[1] = aten.special_shifted_chebyshev_polynomial_t.x_scalar(%q, 2)\n"
+          "%h3: f32[1] = aten.special_hermite_polynomial_h.x_scalar(%o, 3)\n"
+          "%e3: f32[1] = aten.special_hermite_polynomial_he.x_scalar(%o, 3)\n"
+          "%l2: f32[1] = aten.special_laguerre_polynomial_l.x_scalar(%o, 2)\n"
+          "%p2: f32[1] = aten.special_legendre_polynomial_p.x_scalar(%h, 2)\n"
+          "%neg: f32[1] = aten.special_legendre_polynomial_p.x_scalar(%h, -1)\n"
+          "%t1: f32[1] = aten.special_chebyshev_polynomial_t.x_scalar(%h, 1)\n"
+          "output %t3, %u2, %v2, %w2, %st, %h3, %e3, %l2, %p2, %neg, %t1\n",
+          h, o, q);
+    EXPECT(&t, "t3", -1);   /* 4 x^3 - 3 x */
+    EXPECT(&t, "u2", 0);    /* 4 x^2 - 1 */
+    EXPECT(&t, "v2", -1);   /* 4 x^2 - 2 x - 1 */
+    EXPECT(&t, "w2", 1);    /* 4 x^2 + 2 x - 1 */
+    EXPECT(&t, "st", -0.5); /* T_2(2 x - 1) = T_2(1/2) */
+    EXPECT(&t, "h3", -4);   /* 8 x^3 - 12 x */
+    EXPECT(&t, "e3", -2);   /* x^3 - 3 x */
+    EXPECT(&t, "l2", -0.5); /* (x^2 - 4 x + 2) / 2 */
+    EXPECT(&t, "p2", -0.125); /* (3 x^2 - 1) / 2 */
+    EXPECT(&t, "neg", 0);
+    for (int w = 0; w < 2; w++)
+        expect_bound(&t, "t1", w, (double[]){stored(0.5, EU * 0.5, w)}, 1);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -994,6 +1030,7 @@ int main(void)
         {"factor forms solve and rebuild their matrix", test_factor_forms_solve_and_rebuild_their_matrix},
         {"float bits, histogram and incomplete gamma give known values",
          test_float_bits_histogram_and_incomplete_gamma_give_known_values},
+        {"orthogonal polynomials give hand-worked values", test_orthogonal_polynomials_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
