@@ -1015,6 +1015,210 @@ static int op_masked_scatter(ex *E, int unused)
     return rc;
 }
 
+/* ---- Rearrangements ---- */
+
+enum { PS_SHUFFLE, PS_UNSHUFFLE };
+
+/* pixel_shuffle(self, upscale_factor): [*, C r^2, H, W] -> [*, C, H r, W r];
+ * pixel_unshuffle(self, downscale_factor): the inverse; one strided copy
+ * over six dims (the leading ones folded) */
+static int op_pixel_shuffle(ex *E, int how)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t r;
+    if (!x || ref_arg_req_int(E, 1, how == PS_SHUFFLE ? "upscale_factor" : "downscale_factor", &r))
+        return -1;
+    int q = x->rank;
+    if (q < 3 || r < 1)
+        return ref_fail(E, "pixel shuffle of a rank-%d tensor by %lld", q, (long long)r);
+    int64_t nb = ref_numel(q - 3, x->shape), C = x->shape[q - 3], H = x->shape[q - 2], W = x->shape[q - 1];
+    if (how == PS_SHUFFLE ? C % (r * r) : H % r || W % r)
+        return ref_fail(E, "sizes not divisible by %lld", (long long)r);
+    int64_t shape[MAXR], sh6[6], st6[6];
+    memcpy(shape, x->shape, sizeof shape);
+    if (how == PS_SHUFFLE) { /* out (b, c, h, i, w, j) = in (b, c r^2 + i r + j, h, w) */
+        int64_t c = C / (r * r);
+        shape[q - 3] = c, shape[q - 2] = H * r, shape[q - 1] = W * r;
+        int64_t s[6] = {C * H * W, r * r * H * W, W, r * H * W, 1, H * W}, z[6] = {nb, c, H, r, W, r};
+        memcpy(st6, s, sizeof s), memcpy(sh6, z, sizeof z);
+    } else { /* out (b, c, i, j, h, w) = in (b, c, h r + i, w r + j) */
+        int64_t h = H / r, w = W / r;
+        shape[q - 3] = C * r * r, shape[q - 2] = h, shape[q - 1] = w;
+        int64_t s[6] = {C * H * W, H * W, W, 1, r * W, r}, z[6] = {nb, C, r, r, h, w};
+        memcpy(st6, s, sizeof s), memcpy(sh6, z, sizeof z);
+    }
+    tens *o = ref_new_result(E, kind_of(x->dtype), q, shape);
+    if (o && o->n)
+        ref_strided_copy(x, 6, sh6, st6, 0, o);
+    return o ? 0 : -1;
+}
+
+/* narrow_copy(self, dim, start, length) */
+static int op_narrow_copy(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim, start, len, st[MAXR], shape[MAXR];
+    int d;
+    if (!x || ref_arg_req_int(E, 1, "dim", &dim) || ref_arg_req_int(E, 2, "start", &start) ||
+        ref_arg_req_int(E, 3, "length", &len) || ref_norm_dim(E, dim, x->rank, &d))
+        return -1;
+    int64_t n = x->rank ? x->shape[d] : 1;
+    start = start < 0 ? start + n : start;
+    if (x->rank == 0 || start < 0 || len < 0 || start + len > n)
+        return ref_fail(E, "narrow of [%lld, +%lld) from a dim of %lld", (long long)start, (long long)len, (long long)n);
+    ref_contiguous_strides(x->rank, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = len;
+    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
+    if (o && o->n)
+        ref_strided_copy(x, x->rank, shape, st, start * st[d], o);
+    return o ? 0 : -1;
+}
+
+/* The places of as_strided's view (size, stride, storage_offset at pos): its offsets, count in *m. */
+static int64_t *strided_places(ex *E, const tens *x, int pos, int *rank, int64_t *size, int64_t *m)
+{
+    int64_t stride[MAXR], off, c[MAXR] = {0};
+    int ns;
+    if (ref_arg_ints(E, pos, "size", size, rank, MAXR) || ref_arg_ints(E, pos + 1, "stride", stride, &ns, MAXR) ||
+        ref_arg_int(E, pos + 2, "storage_offset", 0, &off))
+        return NULL;
+    if (*rank < 0)
+        *rank = 0;
+    if (ns != *rank && !(ns < 0 && *rank == 0)) {
+        ref_fail(E, "as_strided with %d sizes and %d strides", *rank, ns);
+        return NULL;
+    }
+    *m = ref_numel(*rank, size);
+    int64_t *p = offsets(E, *m);
+    for (int64_t k = 0; p && k < *m; k++, next_coord(*rank, size, c)) {
+        p[k] = off;
+        for (int d = 0; d < *rank; d++)
+            p[k] += c[d] * stride[d];
+        if (p[k] < 0 || p[k] >= x->n) { /* the reference's tensors are contiguous: their storage is their data */
+            ref_fail(E, "as_strided reaches element %lld of a tensor of %lld", (long long)p[k], (long long)x->n);
+            free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+/* as_strided(self, size, stride, storage_offset=None): a copy of that view of self's elements */
+static int op_as_strided(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int rank;
+    int64_t size[MAXR], m, *p = x ? strided_places(E, x, 1, &rank, size, &m) : NULL;
+    int rc = p ? gather_result(E, x, rank, size, p, 3) : -1;
+    free(p);
+    return rc;
+}
+
+/* as_strided_scatter(self, src, size, stride, storage_offset=None): src written over that view */
+static int op_as_strided_scatter(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *src = x ? ref_arg_tensor(E, 1, "src") : NULL;
+    int rank;
+    int64_t size[MAXR], m, *p = src ? strided_places(E, x, 2, &rank, size, &m) : NULL;
+    int64_t *so = p ? src_offsets(E, src, m) : NULL;
+    int rc = !so ? -1 : src->n != m ? ref_fail(E, "src has %lld elements, the view %lld", (long long)src->n, (long long)m)
+                                    : scatter(E, x, p, src, so, m, S_SET, 1, 3, 1);
+    free(p);
+    free(so);
+    return rc;
+}
+
+/* block_diag(tensors): the 2-D blocks (a 1-D tensor is a row, a 0-d one 1 x 1) along the diagonal */
+static int op_block_diag(ex *E, int unused)
+{
+    (void)unused;
+    const gr_arg *a = ref_arg(E, 0, "tensors");
+    if (!a || a->kind != GR_ARG_LIST)
+        return ref_fail(E, "tensors is not a list of tensors");
+    int64_t shape[2] = {0, 0};
+    kind k = K_B;
+    for (int i = 0; i < a->nitems; i++) {
+        const tens *t = ref_tensor_of(E, &a->items[i], "tensors");
+        if (!t)
+            return -1;
+        if (t->rank > 2)
+            return ref_fail(E, "block_diag of a rank-%d tensor", t->rank);
+        shape[0] += t->rank == 2 ? t->shape[0] : 1;
+        shape[1] += t->rank == 2 ? t->shape[1] : t->rank == 1 ? t->shape[0] : 1;
+        k = kind_of(t->dtype) > k ? kind_of(t->dtype) : k;
+    }
+    tens *o = ref_new_result(E, k, 2, shape);
+    for (int i = 0, r0 = 0, c0 = 0; o && i < a->nitems; i++) {
+        const tens *t = ref_tensor_of(E, &a->items[i], "tensors");
+        int64_t rows = t->rank == 2 ? t->shape[0] : 1, cols = t->n / (rows ? rows : 1);
+        for (int64_t j = 0; j < t->n; j++) {
+            int64_t dst = (r0 + j / cols) * shape[1] + c0 + j % cols;
+            if (o->f)
+                o->f[dst] = ldf(t, j);
+            else
+                o->i[dst] = ldi(t, j);
+            for (int w = 0; o->eb[0] && w < 2; w++)
+                o->eb[w][dst] = (float)ref_convert_bound(t, j, k, w);
+        }
+        r0 += (int)rows, c0 += (int)(t->rank == 2 ? t->shape[1] : t->rank == 1 ? t->shape[0] : 1);
+    }
+    return o ? 0 : -1;
+}
+
+/* put(self, index, source, accumulate=False): source into self flattened at index (wrapped) */
+static int op_put(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *ix = x ? ref_arg_tensor(E, 1, "index") : NULL;
+    const tens *src = ix ? ref_arg_tensor(E, 2, "source") : NULL;
+    int acc;
+    if (!src || ref_arg_bool(E, 3, "accumulate", 0, &acc))
+        return -1;
+    if (kind_of(ix->dtype) != K_I || ix->n != src->n)
+        return ref_fail(E, "index is not an integer tensor of source's size");
+    int64_t *dst = offsets(E, ix->n), *so = dst ? src_offsets(E, src, ix->n) : NULL;
+    for (int64_t k = 0; so && k < ix->n; k++)
+        if ((dst[k] = idx_at(E, ix->i[k], x->n, 1)) < 0) {
+            free(dst);
+            free(so);
+            return -1;
+        }
+    int rc = so ? scatter(E, x, dst, src, so, ix->n, acc ? S_SUM : S_SET, 1, idx_exact(ix), 1) : -1;
+    free(dst);
+    free(so);
+    return rc;
+}
+
+/* index_reduce(self, dim, index, source, reduce, *, include_self=True): prod, mean, amax or amin
+ * of the source's slices into self's along dim */
+static int op_index_reduce(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *ix = x ? ref_arg_tensor(E, 2, "index") : NULL;
+    const tens *src = ix ? ref_arg_tensor(E, 3, "source") : NULL;
+    int64_t dim, shape[MAXR];
+    int d, red, incl;
+    if (!src || ref_arg_req_int(E, 1, "dim", &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
+        red_arg(E, 4, "reduce", &red) || ref_arg_bool(E, -1, "include_self", 1, &incl))
+        return -1;
+    if (red == S_SET)
+        return ref_fail(E, "index_reduce without a reduction");
+    int64_t *dst = select_places(E, x, d, ix, shape), m = ref_numel(x->rank, shape);
+    if (dst && src->n != m) {
+        free(dst);
+        return ref_fail(E, "source has %lld elements, the indexed places %lld", (long long)src->n, (long long)m);
+    }
+    int64_t *so = dst ? src_offsets(E, src, m) : NULL;
+    int rc = so ? scatter(E, x, dst, src, so, m, red, incl, idx_exact(ix), 1) : -1;
+    free(dst);
+    free(so);
+    return rc;
+}
+
 static const ref_op ops[] = {
     {"flip", op_flip, 0},
     {"roll", op_roll, 0},
@@ -1038,5 +1242,13 @@ static const ref_op ops[] = {
     {"diagonal_scatter", op_diagonal_scatter, 0},
     {"diag_embed", op_diag_embed, 0},
     {"masked_scatter", op_masked_scatter, 0},  /* mask's true places, in order */
+    {"pixel_shuffle", op_pixel_shuffle, PS_SHUFFLE},
+    {"pixel_unshuffle", op_pixel_shuffle, PS_UNSHUFFLE},
+    {"narrow_copy", op_narrow_copy, 0},
+    {"as_strided", op_as_strided, 0},        /* over self's elements as its storage */
+    {"as_strided_scatter", op_as_strided_scatter, 0},
+    {"block_diag", op_block_diag, 0},
+    {"put", op_put, 0},                      /* self.flatten()[index] = source (accumulate: +=) */
+    {"index_reduce", op_index_reduce, 0},    /* prod, mean, amax, amin; include_self */
 };
 const ref_ops ref_index_ops = REF_OPS(ops);

@@ -994,6 +994,45 @@ static void test_orthogonal_polynomials_give_hand_worked_values(void)
     done(&t);
 }
 
+/* Rearrangements and the matrix-vector products, worked by hand. */
+static void test_rearrangements_and_matrix_vector_products_give_hand_worked_values(void)
+{
+    const float p4[] = {1, 2, 3, 4}, x6[] = {0, 1, 2, 3, 4, 5}, row[] = {1, 2}, one[] = {3}, z4[] = {0, 0, 0, 0};
+    const float ix[] = {1, -1, 1}, src[] = {5, 6, 7}, o3[] = {1, 1, 1}, ir[] = {0, 0, 2}, sr[] = {2, 3, 4};
+    const float m[] = {1, 2, 3, 4}, v[] = {1, 1}, b1[] = {1, 2, 3, 4}, b2[] = {1, 1, 1, -1}, w[] = {3, 4};
+    run_t t;
+    RUN(&t,
+        "input %p: f32[1, 4, 1, 1]\ninput %x: f32[6]\ninput %row: f32[1, 2]\ninput %one: f32[1]\ninput %z: f32[4]\n"
+        "input %ix: i64[3]\ninput %src: f32[3]\ninput %o3: f32[3]\ninput %ir: i64[3]\ninput %sr: f32[3]\n"
+        "input %m: f32[2, 2]\ninput %v: f32[2]\ninput %b1: f32[2, 2, 1]\ninput %b2: f32[2, 1, 2]\ninput %w: f32[2]\n"
+        "%ps: f32[1, 1, 2, 2] = aten.pixel_shuffle.default(%p, 2)\n"
+        "%pu: f32[1, 4, 1, 1] = aten.pixel_unshuffle.default(%ps, 2)\n"
+        "%nc: f32[3] = aten.narrow_copy.default(%x, 0, 1, 3)\n"
+        "%as: f32[2, 2] = aten.as_strided.default(%x, [2, 2], [1, 2], 1)\n"
+        "%bd: f32[2, 3] = aten.block_diag.default([%row, %one])\n"
+        "%pt: f32[4] = aten.put.default(%z, %ix, %src, True)\n"
+        "%rp: f32[3] = aten.index_reduce.default(%o3, 0, %ir, %sr, \"prod\")\n"
+        "%rx: f32[3] = aten.index_reduce.default(%o3, 0, %ir, %sr, \"amax\", include_self=False)\n"
+        "%zz: f32[2, 2] = aten.zeros.default([2, 2])\n"
+        "%ar: f32[2, 2] = aten.addr.default(%zz, %v, %w, alpha=2)\n"
+        "%mv: f32[2] = aten.addmv.default(%v, %m, %v, beta=2)\n"
+        "%ab: f32[2, 2] = aten.addbmm.default(%zz, %b1, %b2)\n"
+        "output %ps, %pu, %nc, %as, %bd, %pt, %rp, %rx, %ar, %mv, %ab\n",
+        p4, x6, row, one, z4, ix, src, o3, ir, sr, m, v, b1, b2, w);
+    EXPECT(&t, "ps", 1, 2, 3, 4);
+    EXPECT(&t, "pu", 1, 2, 3, 4);
+    EXPECT(&t, "nc", 1, 2, 3);
+    EXPECT(&t, "as", 1, 3, 2, 4); /* element 1 + i + 2 j */
+    EXPECT(&t, "bd", 1, 2, 0, 0, 0, 3);
+    EXPECT(&t, "pt", 0, 12, 0, 6); /* 5 + 7 at 1, 6 at -1 */
+    EXPECT(&t, "rp", 6, 1, 4);     /* 1 2 3 at 0, 1 4 at 2 */
+    EXPECT(&t, "rx", 3, 1, 4);
+    EXPECT(&t, "ar", 6, 8, 6, 8);  /* 2 (1, 1)^T (3, 4) */
+    EXPECT(&t, "mv", 5, 9);        /* 2 (1, 1) + (3, 7) */
+    EXPECT(&t, "ab", 4, -2, 6, -2); /* [[1, 1], [2, 2]] + [[3, -3], [4, -4]] */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1031,6 +1070,8 @@ int main(void)
         {"float bits, histogram and incomplete gamma give known values",
          test_float_bits_histogram_and_incomplete_gamma_give_known_values},
         {"orthogonal polynomials give hand-worked values", test_orthogonal_polynomials_give_hand_worked_values},
+        {"rearrangements and matrix-vector products give hand-worked values",
+         test_rearrangements_and_matrix_vector_products_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
