@@ -1033,6 +1033,31 @@ static void test_rearrangements_and_matrix_vector_products_give_hand_worked_valu
     done(&t);
 }
 
+/* nll_loss with class weights, its mean over the picked weights, an ignored target, and
+ * binary_cross_entropy, worked by hand. */
+static void test_likelihood_losses_give_hand_worked_values(void)
+{
+    const float x[] = {-1, -2, -3, -4}, t[] = {1, 0}, ti[] = {1, -100}, w[] = {1, 2}, p[] = {0.5f, 0.25f}, q[] = {1, 0};
+    run_t r;
+    RUN(&r,
+        "input %x: f32[2, 2]\ninput %t: i64[2]\ninput %ti: i64[2]\ninput %w: f32[2]\ninput %p: f32[2]\ninput %q: f32[2]\n"
+        "%m: (f32[], f32[]) = aten.nll_loss_forward.default(%x, %t, %w, 1, -100)\n"
+        "%mo: f32[] = getitem(%m, 0)\n%mw: f32[] = getitem(%m, 1)\n"
+        "%n: (f32[2], f32[]) = aten.nll_loss_forward.default(%x, %t, %w, 0, -100)\n%no: f32[2] = getitem(%n, 0)\n"
+        "%g: (f32[], f32[]) = aten.nll_loss_forward.default(%x, %ti, %w, 1, -100)\n%go: f32[] = getitem(%g, 0)\n"
+        "%b: f32[2] = aten.binary_cross_entropy.default(%p, %q, None, 0)\n"
+        "%bm: f32[] = aten.binary_cross_entropy.default(%p, %q)\n"
+        "output %mo, %mw, %no, %go, %b, %bm\n",
+        x, t, ti, w, p, q);
+    EXPECT(&r, "mo", 7.0f / 3); /* (2 * 2 + 1 * 3) / (2 + 1) */
+    EXPECT(&r, "mw", 3);
+    EXPECT(&r, "no", 4, 3);
+    EXPECT(&r, "go", 2); /* the second target ignored: 4 / 2 */
+    EXPECT(&r, "b", (float)log(2), (float)-log(0.75));
+    EXPECT(&r, "bm", (float)((log(2) - log(0.75)) / 2));
+    done(&r);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1072,6 +1097,7 @@ int main(void)
         {"orthogonal polynomials give hand-worked values", test_orthogonal_polynomials_give_hand_worked_values},
         {"rearrangements and matrix-vector products give hand-worked values",
          test_rearrangements_and_matrix_vector_products_give_hand_worked_values},
+        {"likelihood losses give hand-worked values", test_likelihood_losses_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
