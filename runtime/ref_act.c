@@ -709,68 +709,8 @@ static int op_loss(ex *E, int op)
     return 0;
 }
 
-/* nll_loss_forward(self, target, weight, reduction, ignore_index):
- * (loss, total_weight) for self (N, C) or (C,); a row whose target is
- * ignore_index weighs 0.  The device's steps: the picked x and weight
- * (exact selections), their product, a sum over rows, a division. */
-static int op_nll_loss(ex *E, int unused)
-{
-    (void)unused;
-    const tens *x = ref_arg_tensor(E, 0, "self"), *tg = x ? ref_arg_tensor(E, 1, "target") : NULL;
-    const gr_arg *aw = ref_arg(E, 2, "weight");
-    const tens *w = ref_present(aw) ? ref_tensor_of(E, aw, "weight") : NULL;
-    int64_t red, ign;
-    if (!tg || (ref_present(aw) && !w) || ref_arg_int(E, 3, "reduction", 1, &red) ||
-        ref_arg_int(E, 4, "ignore_index", -100, &ign))
-        return -1;
-    if (x->rank < 1 || x->rank > 2 || red < 0 || red > 2)
-        return ref_fail(E, "self must be (N, C) or (C,) and reduction 0, 1 or 2");
-    int64_t C = x->shape[x->rank - 1], N = x->rank == 2 ? x->shape[0] : 1, none[1] = {0};
-    if (tg->n != N || (w && w->n != C))
-        return ref_fail(E, "target or weight does not match self");
-    tens *o = red || x->rank == 1 ? ref_new_result(E, K_F, 0, none) : ref_new_result(E, K_F, 1, &N);
-    tens *tw = o ? ref_new_result(E, K_F, 0, none) : NULL;
-    if (!tw)
-        return -1;
-    double sum = 0, tot = 0;
-    eb_acc acc[2] = {{.w = 0}, {.w = 1}}, wacc[2] = {{.w = 0}, {.w = 1}};
-    for (int64_t i = 0; i < N; i++) {
-        int64_t t = ldi(tg, i);
-        if (t != ign && (t < 0 || t >= C))
-            return ref_fail(E, "target %lld is out of range for %lld classes", (long long)t, (long long)C);
-        int keep = t != ign;
-        double wt = keep ? (w ? ldd(w, t) : 1) : 0, v = keep ? -ldd(x, i * C + t) * wt : 0;
-        sum += v;
-        tot += wt;
-        if (!red && x->rank == 2)
-            o->f[i] = (float)v;
-        for (int k = 0; o->eb[0] && k < 2; k++) {
-            bv px = {keep ? ldd(x, i * C + t) : 0, keep ? ldb(x, k, i * C + t) : 0, k};
-            bv pw = {wt, keep && w ? ldb(w, k, t) : 0, k};
-            bv e = ref_bv_mul(px, pw);
-            if (!red && x->rank == 2)
-                o->eb[k][i] = (float)e.e;
-            ref_acc_add(&acc[k], e.v, e.e);
-            ref_acc_add(&wacc[k], pw.v, pw.e);
-        }
-    }
-    tw->f[0] = (float)tot;
-    if (!red && x->rank == 2) {
-        tw->f[0] = 0; /* PyTorch's total_weight of rows without a reduction */
-        return 0;
-    }
-    o->f[0] = (float)(red == 1 ? sum / tot : sum);
-    for (int k = 0; o->eb[0] && k < 2; k++) {
-        bv s = ref_acc_sum(&acc[k]), t = ref_acc_sum(&wacc[k]);
-        o->eb[k][0] = (float)(red == 1 ? ref_bv_div(s, t) : s).e;
-        tw->eb[k][0] = (float)t.e;
-    }
-    return 0;
-}
-
 static const ref_op ops[] = {
     {"hardtanh", op_act, A_HARDTANH},       /* clamp(x, min_val, max_val) */
-    {"nll_loss_forward", op_nll_loss, 0},   /* (loss, total_weight) */
     {"relu6", op_act, A_HARDTANH},          /* hardtanh(x, 0, 6) */
     {"leaky_relu", op_act, A_LEAKY},        /* x > 0 ? x : x * negative_slope */
     {"elu", op_act, A_ELU},                 /* x > 0 ? x scale : expm1(x input_scale) alpha scale */

@@ -6,8 +6,8 @@
  * in self (an int64 array), then one gather or one scatter runs over that
  * list.  Values move exactly, so the bounds move with them; a place
  * computed from an index known only within a bound (an index tensor with
- * a positive bound) may be any place: the result's bounds are infinite
- * (as embedding's).  A scatter's reduction follows its own rule: a sum's
+ * a positive bound) may be any place: the result's bounds in that track
+ * are infinite (as embedding's).  A scatter's reduction follows its own rule: a sum's
  * (`sum` in docs/validation.md), a product's step by step, a mean's sum
  * then a division, amax / amin a selection's; a place written more than
  * once without reduction takes the last write (PyTorch's CPU order), and
@@ -21,13 +21,16 @@
 
 /* ---- Index tensors ---- */
 
-/* Whether an index tensor holds integers known exactly. */
+/* The tracks in which an index tensor holds integers known exactly: bit
+ * w for track w (a comparison's flip may show in track 1 only). */
 static int idx_exact(const tens *ix)
 {
+    int bits = 3;
     for (int64_t k = 0; ix->eb[0] && k < ix->n; k++)
-        if (ix->eb[0][k] > 0 || ix->eb[1][k] > 0)
-            return 0;
-    return 1;
+        for (int w = 0; w < 2; w++)
+            if (ix->eb[w][k] > 0)
+                bits &= ~(1 << w);
+    return bits;
 }
 
 /* An index v into a dim of size n: wrapped when negative if wrap; -1
@@ -78,7 +81,7 @@ static int gather_result(ex *E, const tens *x, int rank, const int64_t *shape, c
         else
             o->i[k] = x->i[off[k]];
         for (int w = 0; o->eb[0] && w < 2; w++)
-            o->eb[w][k] = exact ? (float)ldb(x, w, off[k]) : INFINITY;
+            o->eb[w][k] = exact >> w & 1 ? (float)ldb(x, w, off[k]) : INFINITY;
     }
     return 0;
 }
@@ -151,6 +154,37 @@ static int op_rot90(ex *E, int unused)
     tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
     if (o && o->n)
         ref_strided_copy(x, x->rank, shape, st, off, o);
+    return o ? 0 : -1;
+}
+
+/* unfold(self, dimension, size, step): the windows of size along dimension,
+ * step apart, as a new last dim */
+static int op_unfold(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim, size, step, st[MAXR], shape[MAXR], nst[MAXR];
+    int d;
+    if (!x || ref_arg_req_int(E, 1, "dimension", &dim) || ref_arg_req_int(E, 2, "size", &size) ||
+        ref_arg_req_int(E, 3, "step", &step) || ref_norm_dim(E, dim, x->rank, &d))
+        return -1;
+    int64_t n = x->rank ? x->shape[d] : 1;
+    if (size < 0 || size > n || step < 1 || x->rank + 1 > MAXR)
+        return ref_fail(E, "windows of %lld, step %lld, over a dim of %lld", (long long)size, (long long)step,
+                        (long long)n);
+    int r = x->rank;
+    ref_contiguous_strides(r, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    memcpy(nst, st, sizeof nst);
+    if (r) { /* a 0-d tensor is one window of its element (or none) */
+        shape[d] = (n - size) / step + 1;
+        nst[d] = st[d] * step;
+    }
+    shape[r] = size;
+    nst[r] = r ? st[d] : 0;
+    tens *o = ref_new_result(E, kind_of(x->dtype), r + 1, shape);
+    if (o && o->n)
+        ref_strided_copy(x, r + 1, shape, nst, 0, o);
     return o ? 0 : -1;
 }
 
@@ -406,7 +440,7 @@ typedef struct {
     int64_t shape[MAXR];
     int brank, first, adjacent; /* the broadcast indices' rank, the first indexed dim, indexed dims adjacent */
     int64_t bshape[MAXR];
-    int exact;
+    int exact; /* bit w: the places are exact in track w */
     tens own[MAXR]; /* the integer indices a bool mask stands for */
     int nown;
 } adv;
@@ -451,7 +485,7 @@ static int adv_plan(ex *E, const tens *x, adv *A)
 {
     const gr_arg *a = ref_arg(E, 1, "indices");
     memset(A, 0, sizeof *A);
-    A->exact = 1;
+    A->exact = 3;
     A->first = -1;
     if (!a || a->kind != GR_ARG_LIST || a->nitems > x->rank)
         return ref_fail(E, "indices is not a list of at most %d tensors", x->rank);
@@ -644,7 +678,7 @@ static void scat_free(scat *S)
 }
 
 /* self with the m values alpha src at soff[k] written to dst[k] (op red;
- * include_self; exact: the places are known exactly); alpha != 1 is a
+ * include_self; exact: bit w, the places are known exactly in track w); alpha != 1 is a
  * stored product. */
 static int scatter(ex *E, const tens *x, const int64_t *dst, const tens *src, const int64_t *soff, int64_t m, int red,
                    int include_self, int exact, double alpha)
@@ -688,7 +722,8 @@ static int scatter(ex *E, const tens *x, const int64_t *dst, const tens *src, co
         else /* an integer mean rounds toward zero, as PyTorch's */
             o->i[p] = red == S_MEAN ? (int64_t)trunc(v) : (int64_t)v;
         for (int w = 0; o->eb[0] && w < 2; w++)
-            o->eb[w][p] = (float)(!exact ? INFINITY : S.cnt[p] ? scat_final(&S, p, kind_of(x->dtype), w) : ldb(x, w, p));
+            o->eb[w][p] = (float)(!(exact >> w & 1) ? INFINITY
+                                  : S.cnt[p] ? scat_final(&S, p, kind_of(x->dtype), w) : ldb(x, w, p));
     }
     scat_free(&S);
     return 0;
@@ -857,7 +892,328 @@ static int op_slice_scatter(ex *E, int how)
     int64_t *dst = offsets(E, m), *so = dst ? src_offsets(E, src, m) : NULL;
     for (int64_t k = 0; so && k < m; k++, next_coord(x->rank, shape, c))
         dst[k] = off_with(x, c, d, start + c[d] * step);
-    int rc = so ? scatter(E, x, dst, src, so, m, S_SET, 1, 1, 1) : -1;
+    int rc = so ? scatter(E, x, dst, src, so, m, S_SET, 1, 3, 1) : -1;
+    free(dst);
+    free(so);
+    return rc;
+}
+
+/* The places of the diagonal (offset) of dims d1, d2 of x: the other
+ * dims in order, then along the diagonal; their count in *m. */
+static int64_t *diag_places(ex *E, const tens *x, int d1, int d2, int64_t offset, int64_t *m)
+{
+    int64_t st[MAXR], shape[MAXR], nst[MAXR], start, step, c[MAXR] = {0};
+    int r = 0;
+    ref_contiguous_strides(x->rank, x->shape, st);
+    for (int d = 0; d < x->rank; d++)
+        if (d != d1 && d != d2) {
+            shape[r] = x->shape[d];
+            nst[r++] = st[d];
+        }
+    shape[r] = diag_len(x, d1, d2, offset, st, &start, &step);
+    nst[r++] = step;
+    *m = ref_numel(r, shape);
+    int64_t *off = offsets(E, *m);
+    for (int64_t k = 0; off && k < *m; k++, next_coord(r, shape, c)) {
+        off[k] = start;
+        for (int d = 0; d < r; d++)
+            off[k] += c[d] * nst[d];
+    }
+    return off;
+}
+
+/* The diagonal's dims of an op (offset at pos, dims after it), normalised for rank. */
+static int diag_dims(ex *E, int pos, int64_t def1, int64_t def2, int rank, int64_t *offset, int *d1, int *d2)
+{
+    int64_t a, b;
+    if (ref_arg_int(E, pos, "offset", 0, offset) || ref_arg_int(E, pos + 1, "dim1", def1, &a) ||
+        ref_arg_int(E, pos + 2, "dim2", def2, &b) || ref_norm_dim(E, a, rank, d1) || ref_norm_dim(E, b, rank, d2))
+        return -1;
+    return *d1 == *d2 ? ref_fail(E, "a diagonal of dims %d and %d", *d1, *d2) : 0;
+}
+
+/* diagonal_scatter(self, src, offset=0, dim1=0, dim2=1): src written over that diagonal */
+static int op_diagonal_scatter(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *src = x ? ref_arg_tensor(E, 1, "src") : NULL;
+    int64_t offset, m;
+    int d1, d2;
+    if (!src || x->rank < 2 || diag_dims(E, 2, 0, 1, x->rank, &offset, &d1, &d2))
+        return src && x->rank < 2 ? ref_fail(E, "diagonal_scatter of a rank-%d tensor", x->rank) : -1;
+    int64_t *dst = diag_places(E, x, d1, d2, offset, &m), *so = dst ? src_offsets(E, src, m) : NULL;
+    if (so && src->n != m) {
+        free(dst);
+        free(so);
+        return ref_fail(E, "src has %lld elements, the diagonal %lld", (long long)src->n, (long long)m);
+    }
+    int rc = so ? scatter(E, x, dst, src, so, m, S_SET, 1, 3, 1) : -1;
+    free(dst);
+    free(so);
+    return rc;
+}
+
+/* diag_embed(self, offset=0, dim1=-2, dim2=-1): self's last dim as the
+ * diagonal of two new dims, zeros elsewhere */
+static int op_diag_embed(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t offset, shape[MAXR];
+    int d1, d2, rank = x ? x->rank + 1 : 0;
+    if (!x || rank > MAXR || x->rank < 1 || diag_dims(E, 1, -2, -1, rank, &offset, &d1, &d2))
+        return x && (rank > MAXR || x->rank < 1) ? ref_fail(E, "diag_embed of a rank-%d tensor", x->rank) : -1;
+    int64_t n = x->shape[x->rank - 1], len = n + (offset < 0 ? -offset : offset);
+    for (int d = 0, j = 0; d < rank; d++)
+        shape[d] = d == d1 || d == d2 ? len : x->shape[j++];
+    tens *o = ref_new_result(E, kind_of(x->dtype), rank, shape);
+    if (!o)
+        return -1;
+    int64_t m, *dst = diag_places(E, o, d1, d2, offset, &m);
+    for (int64_t k = 0; dst && k < m && k < x->n; k++) { /* the diagonal in x's order */
+        if (o->f)
+            o->f[dst[k]] = x->f[k];
+        else
+            o->i[dst[k]] = x->i[k];
+        for (int w = 0; o->eb[0] && w < 2; w++)
+            o->eb[w][dst[k]] = (float)ldb(x, w, k);
+    }
+    free(dst);
+    return dst ? 0 : -1;
+}
+
+/* masked_scatter(self, mask, source): source's elements in order into the
+ * places where mask is true (self and mask broadcast together) */
+static int op_masked_scatter(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x0 = ref_arg_tensor(E, 0, "self"), *mk = x0 ? ref_arg_tensor(E, 1, "mask") : NULL;
+    const tens *src = mk ? ref_arg_tensor(E, 2, "source") : NULL;
+    const tens *ts[2] = {x0, mk};
+    int64_t shape[MAXR], st[MAXR] = {0}, c[MAXR] = {0};
+    int rank;
+    tens x;
+    if (!src || ref_bcast(E, 2, ts, &rank, shape) || ref_temp_tensor(E, &x, kind_of(x0->dtype), rank, shape))
+        return -1;
+    for (int d = 0; d < x0->rank; d++) /* self expanded: stride 0 along a broadcast dim */
+        st[d + rank - x0->rank] = x0->shape[d] == 1 ? 0 : ref_numel(x0->rank - d - 1, x0->shape + d + 1);
+    if (x.n)
+        ref_strided_copy(x0, rank, shape, st, 0, &x);
+    int64_t m = 0, *dst = offsets(E, x.n), *so = dst ? offsets(E, x.n) : NULL;
+    for (int64_t k = 0; so && k < x.n; k++, next_coord(rank, shape, c))
+        if (ldd(mk, bcast_off(mk, rank, c)) != 0) {
+            dst[m] = k;
+            so[m] = m;
+            m++;
+        }
+    int rc = !so ? -1 : m > src->n ? ref_fail(E, "the mask has %lld true places, source %lld elements", (long long)m,
+                                               (long long)src->n)
+                                   : scatter(E, &x, dst, src, so, m, S_SET, 1, idx_exact(mk), 1);
+    free(dst);
+    free(so);
+    ref_tfree(&x);
+    return rc;
+}
+
+/* ---- Rearrangements ---- */
+
+enum { PS_SHUFFLE, PS_UNSHUFFLE };
+
+/* pixel_shuffle(self, upscale_factor): [*, C r^2, H, W] -> [*, C, H r, W r];
+ * pixel_unshuffle(self, downscale_factor): the inverse; one strided copy
+ * over six dims (the leading ones folded) */
+static int op_pixel_shuffle(ex *E, int how)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t r;
+    if (!x || ref_arg_req_int(E, 1, how == PS_SHUFFLE ? "upscale_factor" : "downscale_factor", &r))
+        return -1;
+    int q = x->rank;
+    if (q < 3 || r < 1)
+        return ref_fail(E, "pixel shuffle of a rank-%d tensor by %lld", q, (long long)r);
+    int64_t nb = ref_numel(q - 3, x->shape), C = x->shape[q - 3], H = x->shape[q - 2], W = x->shape[q - 1];
+    if (how == PS_SHUFFLE ? C % (r * r) : H % r || W % r)
+        return ref_fail(E, "sizes not divisible by %lld", (long long)r);
+    int64_t shape[MAXR], sh6[6], st6[6];
+    memcpy(shape, x->shape, sizeof shape);
+    if (how == PS_SHUFFLE) { /* out (b, c, h, i, w, j) = in (b, c r^2 + i r + j, h, w) */
+        int64_t c = C / (r * r);
+        shape[q - 3] = c, shape[q - 2] = H * r, shape[q - 1] = W * r;
+        int64_t s[6] = {C * H * W, r * r * H * W, W, r * H * W, 1, H * W}, z[6] = {nb, c, H, r, W, r};
+        memcpy(st6, s, sizeof s), memcpy(sh6, z, sizeof z);
+    } else { /* out (b, c, i, j, h, w) = in (b, c, h r + i, w r + j) */
+        int64_t h = H / r, w = W / r;
+        shape[q - 3] = C * r * r, shape[q - 2] = h, shape[q - 1] = w;
+        int64_t s[6] = {C * H * W, H * W, W, 1, r * W, r}, z[6] = {nb, C, r, r, h, w};
+        memcpy(st6, s, sizeof s), memcpy(sh6, z, sizeof z);
+    }
+    tens *o = ref_new_result(E, kind_of(x->dtype), q, shape);
+    if (o && o->n)
+        ref_strided_copy(x, 6, sh6, st6, 0, o);
+    return o ? 0 : -1;
+}
+
+/* narrow_copy(self, dim, start, length) */
+static int op_narrow_copy(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim, start, len, st[MAXR], shape[MAXR];
+    int d;
+    if (!x || ref_arg_req_int(E, 1, "dim", &dim) || ref_arg_req_int(E, 2, "start", &start) ||
+        ref_arg_req_int(E, 3, "length", &len) || ref_norm_dim(E, dim, x->rank, &d))
+        return -1;
+    int64_t n = x->rank ? x->shape[d] : 1;
+    start = start < 0 ? start + n : start;
+    if (x->rank == 0 || start < 0 || len < 0 || start + len > n)
+        return ref_fail(E, "narrow of [%lld, +%lld) from a dim of %lld", (long long)start, (long long)len, (long long)n);
+    ref_contiguous_strides(x->rank, x->shape, st);
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = len;
+    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank, shape);
+    if (o && o->n)
+        ref_strided_copy(x, x->rank, shape, st, start * st[d], o);
+    return o ? 0 : -1;
+}
+
+/* The places of as_strided's view (size, stride, storage_offset at pos): its offsets, count in *m. */
+static int64_t *strided_places(ex *E, const tens *x, int pos, int *rank, int64_t *size, int64_t *m)
+{
+    int64_t stride[MAXR], off, c[MAXR] = {0};
+    int ns;
+    if (ref_arg_ints(E, pos, "size", size, rank, MAXR) || ref_arg_ints(E, pos + 1, "stride", stride, &ns, MAXR) ||
+        ref_arg_int(E, pos + 2, "storage_offset", 0, &off))
+        return NULL;
+    if (*rank < 0)
+        *rank = 0;
+    if (ns != *rank && !(ns < 0 && *rank == 0)) {
+        ref_fail(E, "as_strided with %d sizes and %d strides", *rank, ns);
+        return NULL;
+    }
+    *m = ref_numel(*rank, size);
+    int64_t *p = offsets(E, *m);
+    for (int64_t k = 0; p && k < *m; k++, next_coord(*rank, size, c)) {
+        p[k] = off;
+        for (int d = 0; d < *rank; d++)
+            p[k] += c[d] * stride[d];
+        if (p[k] < 0 || p[k] >= x->n) { /* the reference's tensors are contiguous: their storage is their data */
+            ref_fail(E, "as_strided reaches element %lld of a tensor of %lld", (long long)p[k], (long long)x->n);
+            free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+/* as_strided(self, size, stride, storage_offset=None): a copy of that view of self's elements */
+static int op_as_strided(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int rank;
+    int64_t size[MAXR], m, *p = x ? strided_places(E, x, 1, &rank, size, &m) : NULL;
+    int rc = p ? gather_result(E, x, rank, size, p, 3) : -1;
+    free(p);
+    return rc;
+}
+
+/* as_strided_scatter(self, src, size, stride, storage_offset=None): src written over that view */
+static int op_as_strided_scatter(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *src = x ? ref_arg_tensor(E, 1, "src") : NULL;
+    int rank;
+    int64_t size[MAXR], m, *p = src ? strided_places(E, x, 2, &rank, size, &m) : NULL;
+    int64_t *so = p ? src_offsets(E, src, m) : NULL;
+    int rc = !so ? -1 : src->n != m ? ref_fail(E, "src has %lld elements, the view %lld", (long long)src->n, (long long)m)
+                                    : scatter(E, x, p, src, so, m, S_SET, 1, 3, 1);
+    free(p);
+    free(so);
+    return rc;
+}
+
+/* block_diag(tensors): the 2-D blocks (a 1-D tensor is a row, a 0-d one 1 x 1) along the diagonal */
+static int op_block_diag(ex *E, int unused)
+{
+    (void)unused;
+    const gr_arg *a = ref_arg(E, 0, "tensors");
+    if (!a || a->kind != GR_ARG_LIST)
+        return ref_fail(E, "tensors is not a list of tensors");
+    int64_t shape[2] = {0, 0};
+    kind k = K_B;
+    for (int i = 0; i < a->nitems; i++) {
+        const tens *t = ref_tensor_of(E, &a->items[i], "tensors");
+        if (!t)
+            return -1;
+        if (t->rank > 2)
+            return ref_fail(E, "block_diag of a rank-%d tensor", t->rank);
+        shape[0] += t->rank == 2 ? t->shape[0] : 1;
+        shape[1] += t->rank == 2 ? t->shape[1] : t->rank == 1 ? t->shape[0] : 1;
+        k = kind_of(t->dtype) > k ? kind_of(t->dtype) : k;
+    }
+    tens *o = ref_new_result(E, k, 2, shape);
+    for (int i = 0, r0 = 0, c0 = 0; o && i < a->nitems; i++) {
+        const tens *t = ref_tensor_of(E, &a->items[i], "tensors");
+        int64_t rows = t->rank == 2 ? t->shape[0] : 1, cols = t->n / (rows ? rows : 1);
+        for (int64_t j = 0; j < t->n; j++) {
+            int64_t dst = (r0 + j / cols) * shape[1] + c0 + j % cols;
+            if (o->f)
+                o->f[dst] = ldf(t, j);
+            else
+                o->i[dst] = ldi(t, j);
+            for (int w = 0; o->eb[0] && w < 2; w++)
+                o->eb[w][dst] = (float)ref_convert_bound(t, j, k, w);
+        }
+        r0 += (int)rows, c0 += (int)(t->rank == 2 ? t->shape[1] : t->rank == 1 ? t->shape[0] : 1);
+    }
+    return o ? 0 : -1;
+}
+
+/* put(self, index, source, accumulate=False): source into self flattened at index (wrapped) */
+static int op_put(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *ix = x ? ref_arg_tensor(E, 1, "index") : NULL;
+    const tens *src = ix ? ref_arg_tensor(E, 2, "source") : NULL;
+    int acc;
+    if (!src || ref_arg_bool(E, 3, "accumulate", 0, &acc))
+        return -1;
+    if (kind_of(ix->dtype) != K_I || ix->n != src->n)
+        return ref_fail(E, "index is not an integer tensor of source's size");
+    int64_t *dst = offsets(E, ix->n), *so = dst ? src_offsets(E, src, ix->n) : NULL;
+    for (int64_t k = 0; so && k < ix->n; k++)
+        if ((dst[k] = idx_at(E, ix->i[k], x->n, 1)) < 0) {
+            free(dst);
+            free(so);
+            return -1;
+        }
+    int rc = so ? scatter(E, x, dst, src, so, ix->n, acc ? S_SUM : S_SET, 1, idx_exact(ix), 1) : -1;
+    free(dst);
+    free(so);
+    return rc;
+}
+
+/* index_reduce(self, dim, index, source, reduce, *, include_self=True): prod, mean, amax or amin
+ * of the source's slices into self's along dim */
+static int op_index_reduce(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *ix = x ? ref_arg_tensor(E, 2, "index") : NULL;
+    const tens *src = ix ? ref_arg_tensor(E, 3, "source") : NULL;
+    int64_t dim, shape[MAXR];
+    int d, red, incl;
+    if (!src || ref_arg_req_int(E, 1, "dim", &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
+        red_arg(E, 4, "reduce", &red) || ref_arg_bool(E, -1, "include_self", 1, &incl))
+        return -1;
+    if (red == S_SET)
+        return ref_fail(E, "index_reduce without a reduction");
+    int64_t *dst = select_places(E, x, d, ix, shape), m = ref_numel(x->rank, shape);
+    if (dst && src->n != m) {
+        free(dst);
+        return ref_fail(E, "source has %lld elements, the indexed places %lld", (long long)src->n, (long long)m);
+    }
+    int64_t *so = dst ? src_offsets(E, src, m) : NULL;
+    int rc = so ? scatter(E, x, dst, src, so, m, red, incl, idx_exact(ix), 1) : -1;
     free(dst);
     free(so);
     return rc;
@@ -867,6 +1223,7 @@ static const ref_op ops[] = {
     {"flip", op_flip, 0},
     {"roll", op_roll, 0},
     {"rot90", op_rot90, 0},
+    {"unfold", op_unfold, 0},                /* sliding windows as a new last dim */
     {"diagonal", op_diagonal, 0},
     {"diag", op_diag, 0},
     {"gather", op_gather, 0},                /* self[..., index[...], ...] along dim */
@@ -882,5 +1239,16 @@ static const ref_op ops[] = {
     {"index_fill", op_index_write, IX_FILL},
     {"slice_scatter", op_slice_scatter, SS_SLICE},
     {"select_scatter", op_slice_scatter, SS_SELECT},
+    {"diagonal_scatter", op_diagonal_scatter, 0},
+    {"diag_embed", op_diag_embed, 0},
+    {"masked_scatter", op_masked_scatter, 0},  /* mask's true places, in order */
+    {"pixel_shuffle", op_pixel_shuffle, PS_SHUFFLE},
+    {"pixel_unshuffle", op_pixel_shuffle, PS_UNSHUFFLE},
+    {"narrow_copy", op_narrow_copy, 0},
+    {"as_strided", op_as_strided, 0},        /* over self's elements as its storage */
+    {"as_strided_scatter", op_as_strided_scatter, 0},
+    {"block_diag", op_block_diag, 0},
+    {"put", op_put, 0},                      /* self.flatten()[index] = source (accumulate: +=) */
+    {"index_reduce", op_index_reduce, 0},    /* prod, mean, amax, amin; include_self */
 };
 const ref_ops ref_index_ops = REF_OPS(ops);

@@ -240,6 +240,40 @@ static int matmul(ex *E, const tens *a, const tens *b, tens **out, tens *tmp)
 
 enum { M_MM, M_BMM, M_MATMUL, M_ADDMM, M_BADDBMM, M_LINEAR, M_ADDMV, M_ADDR, M_ADDBMM, M_MV };
 
+/* The operands of addmv (mat @ vec), addr (vec1 as a column times vec2 as
+ * a row: K = 1) and addbmm (the sum over the batch of batch1[b] @ batch2[b]
+ * is one product with K = B k: batch1 as n x (B k), its copy in *tmp, and
+ * batch2 as (B k) x m) as views av, bv for matmul. */
+static int reduced_operands(ex *E, int how, const tens **a, const tens **b, tens *av, tens *bv, tens *tmp)
+{
+    const tens *x = *a, *y = *b;
+    int bad = how == M_ADDMV ? x->rank != 2 || y->rank != 1
+              : how == M_ADDR ? x->rank != 1 || y->rank != 1
+                              : x->rank != 3 || y->rank != 3 || x->shape[0] != y->shape[0] || x->shape[2] != y->shape[1];
+    if (bad)
+        return mm_shapes_fail(E, x, y);
+    if (how == M_ADDMV)
+        return 0;
+    *av = *x, *bv = *y;
+    av->rank = bv->rank = 2;
+    if (how == M_ADDR) {
+        av->shape[1] = 1;
+        bv->shape[0] = 1, bv->shape[1] = y->shape[0];
+    } else {
+        int64_t B = x->shape[0], n = x->shape[1], k = x->shape[2], st[3] = {k, n * k, 1}, sh[3] = {n, B, k};
+        if (ref_temp_tensor(E, tmp, kind_of(x->dtype), 3, sh))
+            return -1;
+        if (tmp->n)
+            ref_strided_copy(x, 3, sh, st, 0, tmp); /* [n, B, k] */
+        *av = *tmp;
+        av->rank = 2, av->shape[0] = n, av->shape[1] = B * k;
+        bv->shape[0] = B * k, bv->shape[1] = y->shape[2];
+    }
+    av->n = ref_numel(2, av->shape), bv->n = ref_numel(2, bv->shape);
+    *a = av, *b = bv;
+    return 0;
+}
+
 /* mm(self, mat2), bmm(self, mat2), matmul(self, other),
  * addmm(self, mat1, mat2, beta=1, alpha=1), baddbmm(self, batch1, batch2, beta=1, alpha=1),
  * linear(input, weight, bias=None) */
@@ -275,13 +309,11 @@ static int op_matmul(ex *E, int how)
             return -1;
         return b ? add_scaled_bias(E, o, b, 1, 1) : 0;
     }
-    int three = how == M_ADDMM || how == M_BADDBMM;
-    const char *k1 = how == M_ADDMM ? "mat1" : how == M_BADDBMM ? "batch1" : "self";
-    const char *k2 = how == M_ADDMM     ? "mat2"
-                     : how == M_BADDBMM ? "batch2"
-                     : how == M_MATMUL  ? "other"
-                     : how == M_MV      ? "vec"
-                                        : "mat2";
+    static const char *const keys[][2] = {{"self", "mat2"}, {"self", "mat2"}, {"self", "other"},   {"mat1", "mat2"},
+                                          {"batch1", "batch2"}, {"input", "weight"}, {"mat", "vec"}, {"vec1", "vec2"},
+                                          {"batch1", "batch2"}, {"self", "vec"}};
+    int three = how == M_ADDMM || how == M_BADDBMM || (how >= M_ADDMV && how <= M_ADDBMM);
+    const char *k1 = keys[how][0], *k2 = keys[how][1];
     const tens *bias = three ? ref_arg_tensor(E, 0, "self") : NULL;
     if (three && !bias)
         return -1;
@@ -289,10 +321,13 @@ static int op_matmul(ex *E, int how)
     if (!b)
         return -1;
     int want = how == M_MM || how == M_ADDMM ? 2 : how == M_BMM || how == M_BADDBMM ? 3 : 0;
-    if ((want && (a->rank != want || b->rank != want || (want == 3 && a->shape[0] != b->shape[0]))) ||
-        (how == M_MV && (a->rank != 2 || b->rank != 1)))
+    if (want && (a->rank != want || b->rank != want || (want == 3 && a->shape[0] != b->shape[0])))
         return mm_shapes_fail(E, a, b);
-    if (matmul(E, a, b, &o, NULL))
+    tens av, bv, tmp = {0};
+    int rc = three && how >= M_ADDMV ? reduced_operands(E, how, &a, &b, &av, &bv, &tmp) : 0;
+    rc = rc ? rc : matmul(E, a, b, &o, NULL);
+    ref_tfree(&tmp);
+    if (rc)
         return -1;
     if (!three)
         return 0;
@@ -300,48 +335,6 @@ static int op_matmul(ex *E, int how)
     if (ref_arg_num(E, 3, "beta", 1, &beta) || ref_arg_num(E, 4, "alpha", 1, &alpha))
         return -1;
     return add_scaled_bias(E, o, bias, alpha, beta);
-}
-
-/* addmv(self, mat, vec), addr(self, vec1, vec2) (the outer product),
- * addbmm(self, batch1, batch2) (the batch's products summed): beta self +
- * alpha product.  addbmm's product is one over K' = batch * K, as the
- * compiler decomposes it, so its bounds are that product's. */
-static int op_addmv(ex *E, int how)
-{
-    const char *k1 = how == M_ADDMV ? "mat" : how == M_ADDR ? "vec1" : "batch1";
-    const char *k2 = how == M_ADDMV ? "vec" : how == M_ADDR ? "vec2" : "batch2";
-    const tens *bias = ref_arg_tensor(E, 0, "self"), *a = bias ? ref_arg_tensor(E, 1, k1) : NULL;
-    const tens *b = a ? ref_arg_tensor(E, 2, k2) : NULL;
-    double beta, alpha;
-    if (!b || ref_arg_num(E, 3, "beta", 1, &beta) || ref_arg_num(E, 4, "alpha", 1, &alpha))
-        return -1;
-    int want = how == M_ADDBMM ? 3 : how == M_ADDMV ? 2 : 1;
-    if (a->rank != want || b->rank != (how == M_ADDMV ? 1 : want) ||
-        (how == M_ADDBMM && (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])))
-        return mm_shapes_fail(E, a, b);
-    tens a2 = *a, b2 = *b, perm = {0};
-    if (how == M_ADDR) { /* a column times a row */
-        a2.rank = b2.rank = 2;
-        a2.shape[1] = 1;
-        b2.shape[0] = 1;
-        b2.shape[1] = b->shape[0];
-    } else if (how == M_ADDBMM) { /* (N, B*K) times (B*K, M) */
-        int64_t st[MAXR], shape[3] = {a->shape[1], a->shape[0], a->shape[2]};
-        ref_contiguous_strides(3, a->shape, st);
-        int64_t pst[3] = {st[1], st[0], st[2]};
-        if (ref_temp_tensor(E, &perm, kind_of(a->dtype), 3, shape))
-            return -1;
-        ref_strided_copy(a, 3, shape, pst, 0, &perm);
-        a2 = perm;
-        a2.rank = b2.rank = 2;
-        a2.shape[1] = a->shape[0] * a->shape[2];
-        b2.shape[0] = b->shape[0] * b->shape[1];
-        b2.shape[1] = b->shape[2];
-    }
-    tens *o;
-    int rc = matmul(E, &a2, &b2, &o, NULL);
-    ref_tfree(&perm);
-    return rc ? -1 : add_scaled_bias(E, o, bias, alpha, beta);
 }
 
 /* scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -451,13 +444,13 @@ static const ref_op ops[] = {
     {"mm", op_matmul, M_MM},             /* self @ mat2, 2-D */
     {"bmm", op_matmul, M_BMM},           /* batched, 3-D */
     {"matmul", op_matmul, M_MATMUL},     /* 1-D / 2-D / batched with broadcast */
-    {"mv", op_matmul, M_MV},             /* self @ vec, 2-D by 1-D */
     {"addmm", op_matmul, M_ADDMM},       /* beta self + alpha mat1 @ mat2 */
     {"baddbmm", op_matmul, M_BADDBMM},   /* beta self + alpha batch1 @ batch2 */
     {"linear", op_matmul, M_LINEAR},     /* input @ weight^T + bias */
-    {"addmv", op_addmv, M_ADDMV},        /* beta self + alpha mat @ vec */
-    {"addr", op_addmv, M_ADDR},          /* beta self + alpha outer(vec1, vec2) */
-    {"addbmm", op_addmv, M_ADDBMM},      /* beta self + alpha sum over the batch of batch1 @ batch2 */
+    {"mv", op_matmul, M_MV},             /* self @ vec */
+    {"addmv", op_matmul, M_ADDMV},       /* beta self + alpha mat @ vec */
+    {"addr", op_matmul, M_ADDR},         /* beta self + alpha vec1 vec2^T */
+    {"addbmm", op_matmul, M_ADDBMM},     /* beta self + alpha sum_b batch1[b] @ batch2[b] */
     {"scaled_dot_product_attention", op_sdpa, 0}, /* softmax(q k^T scale + mask) v */
 };
 const ref_ops ref_matmul_ops = REF_OPS(ops);

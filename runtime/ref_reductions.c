@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { R_SUM, R_MEAN, R_AMAX, R_AMIN, R_ANY, R_ALL, R_VAR, R_VAR_MEAN, R_STD, R_LSE, R_NANSUM };
+enum { R_SUM, R_MEAN, R_AMAX, R_AMIN, R_ANY, R_ALL, R_VAR, R_VAR_MEAN, R_STD, R_STD_MEAN, R_LSE, R_NANSUM };
 
 /* The bound (track w) of logsumexp over a row as the compiler decomposes
  * it: m = amax (a selection), exp(x - m) each stored, their fp32 sum,
@@ -74,7 +74,7 @@ static double reduce_bound(const tens *src, int64_t b, int64_t cols, int op, dou
         ref_acc_add(&sq, x2.v, x2.e);
     }
     bv var = ref_bv_div(ref_acc_sum(&sq), ref_bv_k((double)cols - corr));
-    return op == R_STD ? ref_bv_fn(U_SQRT, var).e : var.e;
+    return op == R_STD || op == R_STD_MEAN ? ref_bv_fn(U_SQRT, var).e : var.e;
 }
 
 /* The shape of a reduction of x over the dims in mask: perm lists the
@@ -213,7 +213,7 @@ static double row_var(const tens *src, int64_t b, int64_t cols, int op, double c
     double den = (double)cols - correction;
     double acc = ss / (den > 0 ? den : 0);
     *mean = m;
-    return op == R_STD ? sqrt(acc) : acc;
+    return op == R_STD || op == R_STD_MEAN ? sqrt(acc) : acc;
 }
 
 /* logsumexp of a row: max + log(sum(exp(x - max))) in double; an
@@ -273,9 +273,10 @@ static int reduce(ex *E, const tens *x, const char *mask, int keepdim, int op, d
     }
     kind kx = kind_of(x->dtype), kr = reduce_kind(op, kx, dt);
     tens *o = ref_new_result(E, kr, orank, oshape), *o2 = NULL;
-    if (o && op == R_VAR_MEAN)
+    int two = op == R_VAR_MEAN || op == R_STD_MEAN; /* (var or std, mean) */
+    if (o && two)
         o2 = ref_new_result(E, K_F, orank, oshape);
-    if (!o || (op == R_VAR_MEAN && !o2)) {
+    if (!o || (two && !o2)) {
         ref_tfree(&tmp);
         return -1;
     }
@@ -438,6 +439,7 @@ static const ref_op ops[] = {
     {"var", op_var, R_VAR},              /* correction (default 1) or unbiased */
     {"var_mean", op_var, R_VAR_MEAN},    /* (var, mean) */
     {"std", op_var, R_STD},              /* sqrt(var) */
+    {"std_mean", op_var, R_STD_MEAN},    /* (std, mean) */
     {"logsumexp", op_reduce, R_LSE},
     {"nansum", op_reduce, R_NANSUM},     /* sum, NaNs as 0 */     /* max + log(sum(exp(x - max))) */
     {"cumsum", op_cumsum, 0},            /* running sum along one dim */

@@ -153,27 +153,44 @@ static void put(const tens *x, int64_t b, int64_t n, int64_t st, int64_t j, int6
     }
 }
 
+/* A line's one picked place: a fixed position, its lower median (a NaN
+ * if it has one: the first), or the lower median of its numbers (nanmedian). */
+enum { PICK_ALL = -1, PICK_MEDIAN = -2, PICK_NANMEDIAN = -3 };
+
+static int64_t pick_of(int64_t pick, const tens *x, int64_t b, int64_t n, int64_t st)
+{
+    if (pick >= 0)
+        return pick;
+    int64_t nan = 0;
+    for (int64_t k = 0; x->f && k < n; k++)
+        nan += isnan(x->f[b + k * st]);
+    if (pick == PICK_MEDIAN)
+        return nan ? n - nan : (n - 1) / 2;
+    return nan == n ? 0 : (n - nan - 1) / 2;
+}
+
 /* The ordered elements of each line of x along d: positions [0, k) of
  * the stably sorted line (descending or not) go to o and oi (dim d of
- * size k), or with pick >= 0 only position pick (dim d dropped unless
- * keepdim). */
+ * size k; pick PICK_ALL), or only the place pick_of picks (dim d dropped
+ * unless keepdim). */
 static int ordered(ex *E, const tens *x, int d, int desc, int64_t k, int64_t pick, int keepdim, int want_vals)
 {
     lines l = lines_of(x, d);
-    int64_t shape[MAXR], cnt = pick >= 0 ? 1 : k;
+    int64_t shape[MAXR], cnt = pick != PICK_ALL ? 1 : k;
     int rank = x->rank;
     memcpy(shape, x->shape, sizeof shape);
     if (rank)
         shape[d] = cnt;
-    if (pick >= 0 && !keepdim && rank) {
+    if (pick != PICK_ALL && !keepdim && rank) {
         memmove(shape + d, shape + d + 1, (size_t)(rank - d - 1) * sizeof *shape);
         rank--;
     }
     if (want_vals && !ref_new_result(E, kind_of(x->dtype), rank, shape))
         return -1;
-    if (!ref_new_result(E, K_I, rank, shape))
+    if (want_vals != 2 && !ref_new_result(E, K_I, rank, shape))
         return -1;
-    tens *oi = &E->res[E->nres - 1], *o = want_vals ? &E->res[E->nres - 2] : NULL;
+    tens *oi = want_vals != 2 ? &E->res[E->nres - 1] : NULL;
+    tens *o = want_vals == 1 ? &E->res[E->nres - 2] : want_vals == 2 ? &E->res[E->nres - 1] : NULL;
     int64_t *p = malloc((size_t)(2 * l.n + 1) * sizeof *p);
     double *buf = E->bounds ? malloc((size_t)(4 * l.n + 1) * sizeof *buf) : NULL;
     if (!p || (E->bounds && !buf)) {
@@ -190,9 +207,10 @@ static int ordered(ex *E, const tens *x, int d, int desc, int64_t k, int64_t pic
             msort(x, p, p + l.n, l.n, desc);
             for (int w = 0; buf && w < 2; w++)
                 line_ends(x, b, l.n, l.inner, w, &e[w]);
-            for (int64_t s = pick >= 0 ? pick : 0; s < (pick >= 0 ? pick + 1 : k); s++) {
+            int64_t s0 = pick == PICK_ALL ? 0 : pick_of(pick, x, b, l.n, l.inner);
+            for (int64_t s = s0; s < (pick == PICK_ALL ? k : s0 + 1); s++) {
                 int64_t j = (p[s] - b) / l.inner, r = desc ? l.n - 1 - s : s;
-                int64_t dst = (q * cnt + (pick >= 0 ? 0 : s)) * l.inner + in;
+                int64_t dst = (q * cnt + (pick == PICK_ALL ? s : 0)) * l.inner + in;
                 put(x, b, l.n, l.inner, j, r, buf ? e : NULL, p, s, o, oi, dst);
             }
         }
@@ -218,7 +236,7 @@ static int op_sort(ex *E, int unused)
     int stable = strcmp(ref_overload(E->node), "stable") == 0, d, desc;
     if (!x || dim_arg(E, x, stable ? -1 : 1, -1, &d) || ref_arg_bool(E, stable ? -1 : 2, "descending", 0, &desc))
         return -1;
-    return ordered(E, x, d, desc, x->rank ? x->shape[d] : 1, -1, 1, 1);
+    return ordered(E, x, d, desc, x->rank ? x->shape[d] : 1, PICK_ALL, 1, 1);
 }
 
 /* topk(self, k, dim=-1, largest=True, sorted=True): the k largest (or smallest), in order */
@@ -233,7 +251,7 @@ static int op_topk(ex *E, int unused)
     int64_t n = x->rank ? x->shape[d] : 1;
     if (k < 0 || k > n)
         return ref_fail(E, "k = %lld out of range for a dim of size %lld", (long long)k, (long long)n);
-    return ordered(E, x, d, largest, k, -1, 1, 1);
+    return ordered(E, x, d, largest, k, PICK_ALL, 1, 1);
 }
 
 /* kthvalue(self, k, dim=-1, keepdim=False): the k-th smallest and its index */
@@ -327,6 +345,109 @@ static int op_extreme(ex *E, int op)
     return extreme(E, x, d, keep, mx, !arg, arg || strcmp(ref_overload(E->node), "dim") == 0);
 }
 
+/* median(self) / median.dim(self, dim, keepdim=False): the lower median
+ * (a NaN if the line has one), with its index for .dim; nanmedian: of the
+ * numbers only (NaN when there are none) */
+static int op_median(ex *E, int nan)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int keep, d;
+    if (!x)
+        return -1;
+    int64_t pick = nan ? PICK_NANMEDIAN : PICK_MEDIAN;
+    if (strcmp(ref_overload(E->node), "dim") != 0) { /* every element: values only */
+        tens flat = *x;
+        flat.rank = 1;
+        flat.shape[0] = x->n;
+        if (!x->n)
+            return ref_fail(E, "median of an empty tensor");
+        return ordered(E, &flat, 0, 0, x->n, pick, 0, 2);
+    }
+    if (dim_arg(E, x, 1, INT64_MIN, &d) || ref_arg_bool(E, 2, "keepdim", 0, &keep))
+        return -1;
+    if (x->rank && !x->shape[d])
+        return ref_fail(E, "median of an empty dim");
+    return ordered(E, x, d, 0, 0, pick, keep, 1);
+}
+
+/* aminmax(self, *, dim=None, keepdim=False): (min, max) */
+static int op_aminmax(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t dim;
+    int keep, d = 0;
+    if (!x || ref_arg_int(E, -1, "dim", INT64_MIN, &dim) || ref_arg_bool(E, -1, "keepdim", 0, &keep))
+        return -1;
+    tens flat = *x;
+    if (dim == INT64_MIN) { /* every element: the last of dims of size 1 (kept), or one dim (dropped) */
+        keep = keep && x->rank;
+        flat.rank = keep ? x->rank : 1;
+        for (int k = 0; k < flat.rank; k++)
+            flat.shape[k] = k == flat.rank - 1 ? x->n : 1;
+        d = flat.rank - 1;
+    } else if (ref_norm_dim(E, dim, x->rank, &d)) {
+        return -1;
+    } else if (!x->rank && keep) { /* PyTorch gives a 0-d tensor's min and max, kept, as [1] */
+        flat.rank = 1;
+        flat.shape[0] = 1;
+    }
+    return extreme(E, &flat, d, keep, 0, 1, 0) || extreme(E, &flat, d, keep, 1, 1, 0) ? -1 : 0;
+}
+
+/* The running extreme of one line (n elements st apart from b) into o
+ * and oi: PyTorch's cummax / cummin, where an equal value or a NaN takes
+ * over (the last index), and a NaN stays. */
+static void cum_line(const tens *x, int64_t b, int64_t n, int64_t st, int mx, tens *o, tens *oi)
+{
+    int64_t best = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t j = b + k * st;
+        int c = cmp_elem(x, j, b + best * st), xn = x->f && isnan(x->f[j]), bn = x->f && isnan(x->f[b + best * st]);
+        if (k == 0 || xn || (!bn && (mx ? c >= 0 : c <= 0)))
+            best = k;
+        if (o->f)
+            o->f[j] = x->f[b + best * st];
+        else
+            o->i[j] = x->i[b + best * st];
+        oi->i[j] = best;
+        for (int w = 0; o->eb[0] && w < 2; w++) { /* the prefix's extreme over its intervals */
+            double L = ref_eb_lam(w), v = ldd(x, b + best * st), lo = -INFINITY, hi = -INFINITY, far = 0;
+            double sg = mx ? 1 : -1; /* a min is the max of the negated values */
+            for (int64_t i = 0; i <= k; i++) {
+                double u = sg * ldd(x, b + i * st), r = L * ldb(x, w, b + i * st);
+                lo = fmax(lo, u - r);
+                hi = fmax(hi, u + r);
+            }
+            for (int64_t i = 0; i <= k; i++) {
+                double u = sg * ldd(x, b + i * st), r = L * ldb(x, w, b + i * st);
+                if (i != best && (r > 0 || ldb(x, w, b + best * st) > 0) && (isnan(u) || u + r >= lo))
+                    far = fmax(far, (double)llabs(i - best));
+            }
+            double e = isfinite(v) ? fmax(hi - sg * v, sg * v - lo) / L : 0;
+            o->eb[w][j] = (float)(isnan(e) ? INFINITY : e);
+            oi->eb[w][j] = (float)(far ? ref_eb_jump(far * (1 + EB_JUMP_MARGIN), w) : 0);
+        }
+    }
+}
+
+/* cummax(self, dim), cummin(self, dim): (values, indices) */
+static int op_cumext(ex *E, int mx)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int d;
+    if (!x || dim_arg(E, x, 1, INT64_MIN, &d))
+        return -1;
+    if (!ref_new_result(E, kind_of(x->dtype), x->rank, x->shape) || !ref_new_result(E, K_I, x->rank, x->shape))
+        return -1;
+    tens *o = &E->res[E->nres - 2], *oi = &E->res[E->nres - 1];
+    lines l = lines_of(x, d);
+    for (int64_t q = 0; q < l.outer; q++)
+        for (int64_t in = 0; in < l.inner; in++)
+            cum_line(x, q * l.n * l.inner + in, l.n, l.inner, mx, o, oi);
+    return 0;
+}
+
 /* cumprod(self, dim, *, dtype=None): the running product along dim, each
  * product stored (its bound: a stored product's, step by step). */
 static int op_cumprod(ex *E, int unused)
@@ -362,6 +483,42 @@ static int op_cumprod(ex *E, int unused)
     return 0;
 }
 
+/* logcumsumexp(self, dim): log of the running sum of exp, in double from
+ * the running max; the bound: log-sum-exp moves by at most the largest
+ * move of its arguments, the prefix's largest bound, then the store */
+static int op_logcumsumexp(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int d;
+    if (!x || dim_arg(E, x, 1, INT64_MIN, &d))
+        return -1;
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    if (!o)
+        return -1;
+    lines l = lines_of(x, d);
+    for (int64_t q = 0; q < l.outer; q++)
+        for (int64_t in = 0; in < l.inner; in++) {
+            double m = -INFINITY, s = 0, e[2] = {0, 0};
+            for (int64_t k = 0, j = q * l.n * l.inner + in; k < l.n; k++, j += l.inner) {
+                double v = ldd(x, j);
+                if (v > m) { /* rescale the running sum to the new max */
+                    s = s * exp(m - v) + 1;
+                    m = v;
+                } else if (v != -INFINITY) { /* exp(-inf) adds nothing, also to an all -inf prefix */
+                    s += exp(v - m);
+                }
+                double r = isnan(v) || isnan(m) ? NAN : m == -INFINITY ? -INFINITY : m + log(s);
+                o->f[j] = (float)r;
+                for (int w = 0; o->eb[0] && w < 2; w++) {
+                    e[w] = fmax(e[w], ldb(x, w, j));
+                    o->eb[w][j] = (float)(isfinite(r) ? ref_eb_store(r, e[w], w) : 0);
+                }
+            }
+        }
+    return 0;
+}
+
 static const ref_op ops[] = {
     {"sort", op_sort, 0},                /* (values, indices), stable */
     {"topk", op_topk, 0},                /* the k largest / smallest, sorted */
@@ -371,5 +528,11 @@ static const ref_op ops[] = {
     {"max", op_extreme, X_MAX},          /* max(self): the value; max.dim: (values, indices) */
     {"min", op_extreme, X_MIN},
     {"cumprod", op_cumprod, 0},          /* running product along one dim */
+    {"median", op_median, 0},            /* the lower median; a NaN wins */
+    {"nanmedian", op_median, 1},         /* the lower median of the numbers */
+    {"aminmax", op_aminmax, 0},          /* (min, max) */
+    {"cummax", op_cumext, 1},            /* (running max, its last index) */
+    {"cummin", op_cumext, 0},
+    {"logcumsumexp", op_logcumsumexp, 0},
 };
 const ref_ops ref_sort_ops = REF_OPS(ops);

@@ -211,8 +211,8 @@ static int op_slice(ex *E, int unused)
 }
 
 /* select(self, dim, index) */
-/* narrow(self, dim, start, length) and narrow_copy: a slice of length
- * elements from start. */
+/* narrow(self, dim, start, length): a slice of length elements from
+ * start. */
 static int op_narrow(ex *E, int unused)
 {
     (void)unused;
@@ -238,48 +238,6 @@ static int op_narrow(ex *E, int unused)
         return -1;
     if (len)
         ref_strided_copy(x, x->rank, shape, st, start * st[d], o);
-    return 0;
-}
-
-/* unfold(self, dimension, size, step): windows of size along dimension,
- * step apart, as a new last dim. */
-static int op_unfold(ex *E, int unused)
-{
-    (void)unused;
-    const tens *x = ref_arg_tensor(E, 0, "self");
-    int64_t dim = 0, size = 0, step = 1;
-    int d = 0;
-    if (!x || ref_arg_int(E, 1, "dimension", 0, &dim) || ref_norm_dim(E, dim, x->rank, &d) ||
-        ref_arg_int(E, 2, "size", 0, &size) || ref_arg_int(E, 3, "step", 1, &step))
-        return -1;
-    if (x->rank == 0) { /* one window of the element (size 1), or none */
-        if (size < 0 || size > 1 || step < 1)
-            return ref_fail(E, "size %lld or step %lld is out of range for a 0-d tensor", (long long)size,
-                            (long long)step);
-        tens *o = ref_new_result(E, kind_of(x->dtype), 1, &size);
-        if (o && size) {
-            int64_t st0 = 0;
-            ref_strided_copy(x, 1, &size, &st0, 0, o);
-        }
-        return o ? 0 : -1;
-    }
-    if (x->rank >= MAXR)
-        return ref_fail(E, "unfold needs at most %d dimensions", MAXR - 1);
-    if (size < 0 || size > x->shape[d] || step < 1)
-        return ref_fail(E, "size %lld or step %lld is out of range for size %lld", (long long)size, (long long)step,
-                        (long long)x->shape[d]);
-    int64_t st[MAXR], shape[MAXR];
-    ref_contiguous_strides(x->rank, x->shape, st);
-    memcpy(shape, x->shape, sizeof shape);
-    shape[d] = (x->shape[d] - size) / step + 1;
-    shape[x->rank] = size;
-    st[x->rank] = st[d];
-    st[d] *= step;
-    tens *o = ref_new_result(E, kind_of(x->dtype), x->rank + 1, shape);
-    if (!o)
-        return -1;
-    if (o->n)
-        ref_strided_copy(x, x->rank + 1, shape, st, 0, o);
     return 0;
 }
 
@@ -441,10 +399,8 @@ static const ref_op ops[] = {
     {"t", op_transpose, 1},
     {"expand", op_expand, 0},
     {"expand_as", op_expand, 1},
-    {"slice", op_slice, 0},
-    {"narrow", op_narrow, 0},            /* dim, start, length */
-    {"narrow_copy", op_narrow, 0},
-    {"unfold", op_unfold, 0},            /* windows along a dim as a new last dim */              /* dim, start, end, step (clamped as Python does) */
+    {"slice", op_slice, 0},              /* dim, start, end, step (clamped as Python does) */
+    {"narrow", op_narrow, 0},            /* dim, start, length (narrow_copy: ref_index.c) */
     {"select", op_select, 0},
     {"unsqueeze", op_unsqueeze, 0},
     {"squeeze", op_squeeze, 0},          /* all size-1 dims, one dim, or a list */
