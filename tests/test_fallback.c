@@ -200,6 +200,43 @@ static void test_the_trace_shows_the_host_op(void)
     remove(g);
 }
 
+/* A host op's results that reach the graph's outputs through a view under
+ * another name (squeeze of both results of adaptive_max_pool2d) are
+ * written and read back: a copy keeps the host's result under its own
+ * name (they came back as zeros before). */
+static void test_host_results_seen_through_views_reach_the_outputs(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph amp\ninput %x: f32[3, 4, 4]\n%u: f32[3, 4, 1, 4] = aten.unsqueeze.default(%x, -2)\n"
+                "%a: (f32[3, 4, 1, 3], i64[3, 4, 1, 3]) = aten.adaptive_max_pool2d.default(%u, [1, 3])\n"
+                "%v: f32[3, 4, 1, 3] = getitem(%a, 0)\n%i: i64[3, 4, 1, 3] = getitem(%a, 1)\n"
+                "%si: i64[3, 4, 3] = aten.squeeze.dim(%i, -2)\n%sv: f32[3, 4, 3] = aten.squeeze.dim(%v, -2)\n"
+                "output %sv, %si\n",
+                g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check sv:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check si:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
+/* A host result beyond DL16's range that only goes back to the host
+ * (erfcx(-6) is about 8.6e15) stays fp32 on the device and validates. */
+static void test_a_host_result_beyond_dl16_range_reaches_the_output(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph big\n%x: f32[4] = aten.full.default([4], -6.0)\n"
+                "%y: f32[4] = aten.special_erfcx.default(%x)\noutput %y\n",
+                g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -216,6 +253,9 @@ int main(void)
         {"a host op of two results runs once and validates", test_a_host_op_of_two_results_runs_once_and_validates},
         {"a host op of several results is one kernel writing each",
          test_a_host_op_of_several_results_is_one_kernel_writing_each},
+        {"host results seen through views reach the outputs", test_host_results_seen_through_views_reach_the_outputs},
+        {"a host result beyond DL16's range reaches the output",
+         test_a_host_result_beyond_dl16_range_reaches_the_output},
         {NULL, NULL},
     };
     return tu_run("fallback", tests);

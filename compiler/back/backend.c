@@ -258,6 +258,10 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
             int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
             L->f32 = (B->type.dtype == GR_I64 || B->type.dtype == GR_I32) &&
                      (from_host || (B->kind != IR_BUF_COMPUTED && gather_index(p, b)));
+            /* a host op's float result that only goes back to the host (an
+             * output no kernel reads) stays fp32: DL16 would round it and
+             * turn what lies beyond its range into NaN on the way */
+            L->f32 |= from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
             int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
                                             ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];

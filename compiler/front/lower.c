@@ -2155,8 +2155,13 @@ static void lower_output(lctx *c, int v, ir_output *o)
     int regroups = c->p->opts.target &&
                    ((V->type.rank == 0) != (bt->rank == 0) ||
                     (V->type.rank && V->type.shape[V->type.rank - 1] != bt->shape[bt->rank - 1]));
+    /* A host op's result keeps its own name (the runtime writes it by
+     * that name): an output that is a view of one under another name is
+     * a copy. */
+    int bn = c->p->bufs[buf].node;
+    int host_alias = bn >= 0 && c->p->nodes[bn].kind == IR_HOST && strcmp(c->p->bufs[buf].name, o->name);
     if (c->p->bufs[buf].kind != IR_BUF_COMPUTED || !ir_idx_equal(&V->map[0], &want) ||
-        gr_ttype_numel(&V->type) != gr_ttype_numel(bt) || regroups) {
+        gr_ttype_numel(&V->type) != gr_ttype_numel(bt) || regroups || host_alias) {
         realize_copy(c, v, o->name);
         buf = c->bases[c->vals[v].base].buf;
     }
