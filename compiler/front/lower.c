@@ -1941,16 +1941,18 @@ static int same_type(const gr_ttype *a, const gr_ttype *b)
 }
 
 
-/* Value v is all of buffer b, in its type and in its order. */
+/* Value v is all of buffer b, in its order (a reshape of it too: the
+ * runtime reads a tensor's elements in row-major order). */
 static int is_whole_buffer(lctx *c, int v, int b)
 {
     const lval *V = &c->vals[v];
+    const gr_ttype *bt = &c->p->bufs[b].type;
     ir_index want = contiguous(&V->type);
     ir_index row = flat_row(c, v);
     for (int d = 0; d < V->type.rank; d++)
         if (V->type.shape[d] == 1)
             row.coef[d] = 0;
-    return same_type(&c->p->bufs[b].type, &V->type) && ir_idx_equal(&row, &want);
+    return bt->dtype == V->type.dtype && gr_ttype_numel(bt) == gr_ttype_numel(&V->type) && ir_idx_equal(&row, &want);
 }
 
 /* The buffer a host op reads value v from: v whole, contiguous, under
