@@ -412,22 +412,31 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
     return 1;
 }
 
+/* The one index tensor of an indices list (index, index_put), at dim
+ * *d; -1 if there are several or none. */
+static int one_index(dctx *c, const gr_node *n, int *d)
+{
+    const gr_arg *l = gr_node_arg(n, 1, "indices");
+    int ix = -1;
+    *d = -1;
+    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems; i++)
+        if (l->items[i].kind == GR_ARG_VALUE) {
+            if (*d >= 0)
+                return -1;
+            *d = i;
+            ix = c->vmap[l->items[i].value];
+        }
+    return ix;
+}
+
 /* index.Tensor(self, indices) with one integer index tensor (the others
  * None): x with that dim replaced by the index's shape.  Several index
  * tensors and bool masks (a data-dependent shape) stay for the host. */
 int dc_r_index(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self");
-    const gr_arg *l = gr_node_arg(n, 1, "indices");
     gr_ttype t = dc_T(c, x);
-    int d = -1, ix = -1;
-    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems; i++)
-        if (l->items[i].kind == GR_ARG_VALUE) {
-            if (d >= 0)
-                return 0;
-            d = i;
-            ix = c->vmap[l->items[i].value];
-        }
+    int d, ix = one_index(c, n, &d);
     if (ix < 0 || d >= t.rank || dc_T(c, ix).dtype == GR_BOOL || dc_is_float(dc_T(c, ix).dtype) || !t.shape[d])
         return 0;
     gr_ttype ti = dc_T(c, ix), to;
@@ -577,15 +586,7 @@ int dc_r_index_put(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), val = dc_val(c, n, 2, "values");
     int acc = (int)dc_num(c, n, 3, "accumulate", 0);
-    const gr_arg *l = gr_node_arg(n, 1, "indices");
-    int d = -1, ix = -1;
-    for (int i = 0; l && l->kind == GR_ARG_LIST && i < l->nitems; i++)
-        if (l->items[i].kind == GR_ARG_VALUE) {
-            if (d >= 0)
-                return 0;
-            d = i;
-            ix = c->vmap[l->items[i].value];
-        }
+    int d, ix = one_index(c, n, &d);
     if (ix < 0 || d >= dc_T(c, x).rank || dc_is_float(dc_T(c, ix).dtype))
         return 0;
     int r = dc_T(c, ix).dtype == GR_BOOL ? (d ? -1 : index_put_mask(c, x, ix, val, acc))

@@ -315,44 +315,12 @@ static int nodes_fit(const ir_prog *p, int k1, int k2, const ir_sig *s)
     return 1;
 }
 
-/* A reduction kernel's per-row ops (nodes over its kept loops only) take
- * one value per row; the back half cannot read an operand whose rows lie
- * inside its sticks (consecutive rows, consecutive elements of the last
- * dim) there.  Such a node stays out of the kernel, and runs as a
- * pointwise kernel of its own, where the lanes walk the sticks
- * (scatter_add's self + the sum over index positions). */
-static int per_row_reads_in_sticks(const ir_prog *p, int k1, int k2, const ir_sig *s)
-{
-    const int ks[2] = {k1, k2};
-    for (int side = 0; side < 2; side++)
-        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
-            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
-            ir_index v[IR_MAX_VARS];
-            if (N->kind != IR_POINTWISE || ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
-                continue;
-            int row_only = 1;
-            for (int j = 0; j < N->nvars; j++)
-                for (int r = s->nouter; r < s->nouter + s->nred; r++)
-                    row_only &= v[j].coef[r] == 0;
-            for (int r = 0; row_only && r < N->nreads; r++) {
-                const ir_buf *B = &p->bufs[N->reads[r].buf];
-                int wn = B->node, wk = wn >= 0 ? p->nodes[wn].kernel : -1;
-                if (wk == k1 || wk == k2 || N->reads[r].star || !B->type.rank || B->type.shape[B->type.rank - 1] < 2)
-                    continue;
-                ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
-                for (int o = 0; o < s->nouter; o++)
-                    if (s->outer[o] > 1 && ri.coef[o] == 1)
-                        return 1;
-            }
-        }
-    return 0;
-}
+/* A read, by a pointwise node of kernels k1 and k2 joined into s, of a
+ * buffer neither kernel writes; ri its index over s's loops. */
+typedef int (*read_test)(const ir_sig *s, const ir_node *N, const ir_index *v, const ir_buf *B, const ir_index *ri);
 
-/* A matmul epilogue cannot load a scalar (one element for every row and
- * column: a 0-d bias, the bias of one output column); a pointwise node
- * reading one stays out of the product and runs as its own kernel, where
- * a scalar is a per-column value made once per core. */
-static int epilogue_reads_scalar(const ir_prog *p, int k1, int k2, const ir_sig *s)
+/* Some such read passes test. */
+static int some_outside_read(const ir_prog *p, int k1, int k2, const ir_sig *s, read_test test)
 {
     const int ks[2] = {k1, k2};
     for (int side = 0; side < 2; side++)
@@ -363,17 +331,49 @@ static int epilogue_reads_scalar(const ir_prog *p, int k1, int k2, const ir_sig 
                 continue;
             for (int r = 0; r < N->nreads; r++) {
                 const ir_buf *B = &p->bufs[N->reads[r].buf];
-                int wn = B->node, wk = wn >= 0 ? p->nodes[wn].kernel : -1, any = 0;
+                int wk = B->node >= 0 ? p->nodes[B->node].kernel : -1;
                 if (wk == k1 || wk == k2 || N->reads[r].star)
                     continue;
                 ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
-                for (int o = 0; o < s->nouter + s->nred; o++)
-                    any |= ri.coef[o] != 0;
-                if (!any)
+                if (test(s, N, v, B, &ri))
                     return 1;
             }
         }
     return 0;
+}
+
+/* A reduction kernel's per-row ops (nodes over its kept loops only) take
+ * one value per row; the back half cannot read an operand whose rows lie
+ * inside its sticks (consecutive rows, consecutive elements of the last
+ * dim) there.  Such a node stays out of the kernel, and runs as a
+ * pointwise kernel of its own, where the lanes walk the sticks
+ * (scatter_add's self + the sum over index positions). */
+static int per_row_read_in_sticks(const ir_sig *s, const ir_node *N, const ir_index *v, const ir_buf *B,
+                                  const ir_index *ri)
+{
+    for (int j = 0; j < N->nvars; j++)
+        for (int r = s->nouter; r < s->nouter + s->nred; r++)
+            if (v[j].coef[r])
+                return 0; /* a row op: lanes too */
+    if (!B->type.rank || B->type.shape[B->type.rank - 1] < 2)
+        return 0;
+    for (int o = 0; o < s->nouter; o++)
+        if (s->outer[o] > 1 && ri->coef[o] == 1)
+            return 1;
+    return 0;
+}
+
+/* A matmul epilogue cannot load a scalar (one element for every row and
+ * column: a 0-d bias, the bias of one output column); a pointwise node
+ * reading one stays out of the product and runs as its own kernel, where
+ * a scalar is a per-column value made once per core. */
+static int scalar_read(const ir_sig *s, const ir_node *N, const ir_index *v, const ir_buf *B, const ir_index *ri)
+{
+    (void)N, (void)v, (void)B;
+    for (int o = 0; o < s->nouter + s->nred; o++)
+        if (ri->coef[o])
+            return 0;
+    return 1;
 }
 
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
@@ -457,13 +457,15 @@ static int fuse(ir_prog *p, fusion_rule rule)
             dep_dir dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
             ir_sig s;
             if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
-                !indices_match(p, k1, k2, &s) || (s.kind == IR_REDUCTION && per_row_reads_in_sticks(p, k1, k2, &s)))
+                !indices_match(p, k1, k2, &s))
+                continue;
+            if (s.kind == IR_REDUCTION && some_outside_read(p, k1, k2, &s, per_row_read_in_sticks))
                 continue;
             /* refining the reduced loops into more of them than either kernel
              * had makes a reduction the back half cannot run (it reduces one) */
             if (s.kind == IR_REDUCTION && s.nred > 1 && s.nred > A->sig.nred && s.nred > B->sig.nred)
                 continue;
-            if (s.kind == IR_MATMUL && epilogue_reads_scalar(p, k1, k2, &s))
+            if (s.kind == IR_MATMUL && some_outside_read(p, k1, k2, &s, scalar_read))
                 continue;
             /* A path through a third kernel: fusing would make a cycle. */
             if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
