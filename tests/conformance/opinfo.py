@@ -196,6 +196,7 @@ def op_list(args):
 
 # Ops whose values are whatever memory held: a trace may or may not
 # reproduce them, and no comparison with them means anything.
+SCOPE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native-scope.txt")
 UNINITIALIZED_OPS = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided"}
 UNINITIALIZED = "the op's values are uninitialized memory (nothing to compare)"
 
@@ -210,6 +211,8 @@ def main():
     ap.add_argument("--spyre", default=os.path.join(ROOT, "build", "spyre"), help="the spyre program")
     ap.add_argument("--keep", help="keep every exported sample under this directory")
     ap.add_argument("--strict", action="store_true", help="exit 1 on a mismatch or a crash")
+    ap.add_argument("--scope", default=SCOPE_FILE,
+                    help="the documented native scope, one OpInfo name a line (default native-scope.txt)")
     args = ap.parse_args()
     args.may_refuse = set()
     if not os.access(args.spyre, os.X_OK):
@@ -218,6 +221,7 @@ def main():
     scratch = args.keep or tempfile.mkdtemp(prefix="spyre-opinfo-")
     counts = dict.fromkeys(("samples", "exported", "native_pass", "pass", "refused", "mismatch", "crash"), 0)
     per_op = {}
+    native = {}
     pending = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for op in ops:
@@ -237,9 +241,9 @@ def main():
                 counts["exported"] += 1
                 pending.append((name, label, pool.submit(run_sample, args.spyre, args.config, d)))
             while pending and pending[0][2].done():
-                report(pending.pop(0), counts, per_op)
+                report(pending.pop(0), counts, per_op, native)
         for item in pending:
-            report(item, counts, per_op)
+            report(item, counts, per_op, native)
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
     all_pass = sum(1 for r in per_op.values() if r and all(x == "pass" for x in r))
@@ -252,6 +256,7 @@ def main():
     print(f"opinfo_mismatch={counts['mismatch']}")
     print(f"opinfo_crash={counts['crash']}")
     print(f"opinfo_ops_all_pass={all_pass}")
+    scope_report(args.scope, per_op, native)
     if not args.strict:
         return 0
     short = [n for n, r in per_op.items() if n not in args.may_refuse and any(x != "pass" for x in r)]
@@ -260,13 +265,32 @@ def main():
     return 1 if counts["mismatch"] or counts["crash"] or (args.ops and short) else 0
 
 
-def report(item, counts, per_op):
+def report(item, counts, per_op, native):
     name, label, fut = item
     result, detail = fut.result()
     counts[result] += 1
     counts["native_pass"] += result == "pass" and not detail
     per_op[name].append(result)
+    native.setdefault(name, []).append(result == "pass" and not detail)
     print(f"{label} {result}" + (f": {detail}" if detail else ""), flush=True)
+
+
+def scope_report(path, per_op, native):
+    """The documented native scope's ops that ran: how many pass every
+    exported sample natively (issue 14's gate: at least 90%)."""
+    if not path or not os.path.exists(path):
+        return
+    with open(path) as f:
+        scope = [line.split("#")[0].strip() for line in f]
+    ran = [n for n in scope if n and native.get(n)]
+    if not ran:
+        return
+    good = [n for n in ran if all(native[n])]
+    print(f"opinfo_native_scope_ops={len(ran)}")
+    print(f"opinfo_native_scope_ops_native={len(good)}")
+    print(f"opinfo_native_scope_share={len(good) / len(ran):.3f}")
+    short = [n for n in ran if not all(native[n])]
+    print(f"opinfo_native_scope_short={','.join(short)}")
 
 
 if __name__ == "__main__":
