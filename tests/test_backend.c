@@ -2624,8 +2624,8 @@ static void test_argmax_max_with_indices_and_counts_validate_on_both_chips(void)
                                         "output %a, %b, %c, %mv, %mi, %ni, %lo, %hi, %z, %all\n");
 }
 
-/* cumsum along the last dim, the first and a middle one; mv as a row times
- * the matrix transposed */
+/* cumsum along the last dim, the first and a middle one; cumprod by
+ * doubling; mv as a row times the matrix transposed */
 static void test_cumsum_by_a_triangular_product_validates_on_both_chips(void)
 {
     expect_text_validates_on_both_chips("graph cs\n"
@@ -2637,7 +2637,9 @@ static void test_cumsum_by_a_triangular_product_validates_on_both_chips(void)
                                         "%b: f32[24, 50] = aten.cumsum.default(%x, 0)\n"
                                         "%c: f32[3, 20, 5] = aten.cumsum.default(%y, 1)\n"
                                         "%d: f32[40] = aten.mv.default(%m, %v)\n"
-                                        "output %a, %b, %c, %d\n");
+                                        "%e: f32[3, 20, 5] = aten.cumprod.default(%y, 1)\n"
+                                        "%f: f32[24, 50] = aten.cumprod.default(%x, 1)\n"
+                                        "output %a, %b, %c, %d, %e, %f\n");
 }
 
 static void test_roll_flip_rot90_diag_and_trace_validate_on_both_chips(void)

@@ -11,12 +11,12 @@
 
 static char out[1 << 16];
 
-/* cumprod (the compiler has no lowering; the reference executor has one)
+/* logcumsumexp (the compiler has no lowering; the reference executor has one)
  * between two device kernels. */
 static const char *between = "graph host_between\n"
                              "input %x: f32[8, 64]\n"
                              "%e: f32[8, 64] = aten.exp.default(%x)\n"
-                             "%c: f32[8, 64] = aten.cumprod.default(%e, 1)\n"
+                             "%c: f32[8, 64] = aten.logcumsumexp.default(%e, 1)\n"
                              "%r: f32[8, 64] = aten.mul.Tensor(%c, %x)\n"
                              "output %r\n";
 
@@ -34,7 +34,7 @@ static void test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_val
         snprintf(cmd, sizeof cmd, "run %s --check --config %s", g, chips[i]);
         CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
-        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.cumprod.default (graph line 4): bytes_to_host=1024 "
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.logcumsumexp.default (graph line 4): bytes_to_host=1024 "
                                            "bytes_to_device=1024 cycles="));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
@@ -43,8 +43,8 @@ static void test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_val
     /* the report names the host op and its estimate */
     snprintf(cmd, sizeof cmd, "compile %s --report --config spyre", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_cumprod: host"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "host fallback aten.cumprod.default (graph line 4)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_logcumsumexp: host"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "host fallback aten.logcumsumexp.default (graph line 4)"));
     remove(g);
 }
 
@@ -73,7 +73,7 @@ static void test_no_fallback_keeps_the_error_naming_the_op(void)
     write_graph(between, g, sizeof g);
     snprintf(cmd, sizeof cmd, "run %s --no-fallback", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":4: the compiler does not lower aten.cumprod.default"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, ":4: the compiler does not lower aten.logcumsumexp.default"));
     snprintf(cmd, sizeof cmd, "compile %s --no-fallback", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
     remove(g);
@@ -82,7 +82,7 @@ static void test_no_fallback_keeps_the_error_naming_the_op(void)
 static void test_a_graph_of_one_host_op_runs_and_validates(void)
 {
     char g[512], cmd[1024];
-    write_graph("graph host_only\ninput %x: f32[4, 32]\n%c: f32[4, 32] = aten.cumprod.default(%x, 1)\noutput %c\n", g,
+    write_graph("graph host_only\ninput %x: f32[4, 32]\n%c: f32[4, 32] = aten.logcumsumexp.default(%x, 1)\noutput %c\n", g,
                 sizeof g);
     snprintf(cmd, sizeof cmd, "run %s --check", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
@@ -98,10 +98,10 @@ static void test_a_host_op_is_named_at_its_line_in_the_graph_file(void)
 {
     char g[512], cmd[1024];
     write_graph("# exported\n# by hand\ngraph c\ninput %x: f32[8, 64]\n%e: f32[8, 64] = aten.exp.default(%x)\n"
-                "%c: f32[8, 64] = aten.cumprod.default(%e, 1)\noutput %c\n", g, sizeof g);
+                "%c: f32[8, 64] = aten.logcumsumexp.default(%e, 1)\noutput %c\n", g, sizeof g);
     snprintf(cmd, sizeof cmd, "run %s", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.cumprod.default (graph line 6):"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.logcumsumexp.default (graph line 6):"));
     remove(g);
 }
 
@@ -194,7 +194,7 @@ static void test_the_trace_shows_the_host_op(void)
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     char *t = tu_read_file(js, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"name\":\"k1_cumprod\",\"cat\":\"host\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"name\":\"k1_logcumsumexp\",\"cat\":\"host\""));
     free(t);
     remove(js);
     remove(g);

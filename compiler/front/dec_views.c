@@ -334,3 +334,31 @@ int dc_r_mv(dctx *c, const gr_node *n, int *out)
     out[0] = dc_reshape(c, dc_matmul(c, "aten.mm.default", dc_reshape(c, v, 2, row), dc_transpose(c, a, 0, 1)), 1, &m);
     return 1;
 }
+
+/* cumprod(self, dim, dtype): a scan by doubling (Hillis and Steele): for
+ * k = 1, 2, 4, ..: y[i] *= y[i - k] where i >= k (ones shifted in), log2(n)
+ * pointwise products, each element rounded at most that often (a serial
+ * product rounds n times).  Integer inputs stay for the host. */
+int dc_r_cumprod(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), dt = dc_dtype_arg(c, n, 2, "dtype");
+    if (dt >= 0)
+        x = dc_cast(c, x, (gr_dtype)dt);
+    gr_ttype t = dc_T(c, x);
+    if (!dc_is_float(t.dtype))
+        return 0;
+    if (t.rank == 0 || dc_numel(&t) == 0) {
+        out[0] = x;
+        return 1;
+    }
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    int64_t len = t.shape[d];
+    for (int64_t k = 1; k < len; k *= 2) {
+        gr_ttype to = t;
+        to.shape[d] = k;
+        int ones = dc_full(c, t.rank, to.shape, 1, t.dtype);
+        x = dc_bin(c, "aten.mul.Tensor", x, cat2(c, ones, dc_slice(c, x, d, 0, len - k, 1), d));
+    }
+    out[0] = x;
+    return 1;
+}

@@ -2518,6 +2518,8 @@ static const struct {
                                         "-picked*w, reduced (mean: / sum w), total_weight = sum w"},
     {"cumsum", dc_r_cumsum, "last dim: rows times U, U[k][i] = (k <= i); else L (k <= i) times x as (pre, n, post): "
                             "products on the PT units (float only)"},
+    {"cumprod", dc_r_cumprod, "scan by doubling: for k = 1, 2, 4, ..: y *= cat(ones(k), y[:n-k]) along dim "
+                              "(log2 n products; float only)"},
     {"mv", dc_r_mv, "mm of the vector as a row and self^T (the result's lanes along M)"},
     {"roll", dc_r_roll, "cat(slice(last s), slice(first n - s)) per dim"},
     {"rot90", dc_r_rot90, "flip and transpose"},

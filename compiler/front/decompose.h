@@ -107,5 +107,6 @@ int dc_r_narrow_copy(dctx *c, const gr_node *n, int *out);
 int dc_r_addmv(dctx *c, const gr_node *n, int *out);
 int dc_r_norm(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
+int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
 
 #endif
