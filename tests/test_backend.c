@@ -2887,6 +2887,29 @@ static void test_a_scalar_bias_of_a_product_validates_on_both_chips(void)
                                         "output %m, %r, %c\n");
 }
 
+/* scatter with src and a value, scatter.reduce add and multiply (a product
+ * by halves), with distinct and with all-equal indices (the last write
+ * wins without a reduction, as the reference's serial loop) */
+static void test_scatter_and_its_reductions_validate_on_both_chips(void)
+{
+    expect_text_validates_on_both_chips(
+                                        "graph scm\n"
+                                        "input %x: f32[6, 8]\n"
+                                        "input %s: f32[4, 8]\n"
+                                        "input %w: f32[6, 5]\n"
+                                        "%a: i64[4] = aten.arange.default(4)\n"
+                                        "%b: i64[4, 1] = aten.unsqueeze.default(%a, 1)\n"
+                                        "%c: i64[4, 8] = aten.expand.default(%b, [4, 8])\n"
+                                        "%e: f32[6, 8] = aten.scatter.src(%x, 0, %c, %s)\n"
+                                        "%f: f32[6, 8] = aten.scatter.value(%x, 0, %c, 2.5)\n"
+                                        "%g: f32[6, 8] = aten.scatter.reduce(%x, 0, %c, %s, reduce="multiply")\n"
+                                        "%z: i64[4, 8] = aten.mul.Tensor(%c, 0)\n"
+                                        "%h: f32[6, 8] = aten.scatter.reduce(%x, 0, %z, %s, reduce="multiply")\n"
+                                        "%k: f32[6, 8] = aten.scatter.src(%x, 0, %z, %s)\n"
+                                        "%m: f32[6, 8] = aten.scatter.reduce(%x, 0, %z, %s, reduce="add")\n"
+                                        "output %e, %f, %g, %h, %k, %m\n");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -3041,6 +3064,7 @@ int main(void)
         {"index, take, index_add and repeat positions validate on both chips",
          test_index_take_index_add_and_repeat_positions_validate_on_both_chips},
         {"index_put validates on both chips", test_index_put_validates_on_both_chips},
+        {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
         {"addmv, addbmm, norms and std_mean validate on both chips",

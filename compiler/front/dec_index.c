@@ -278,6 +278,10 @@ int dc_r_scatter_add(dctx *c, const gr_node *n, int *out)
 {
     int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index"), src = dc_val(c, n, 3, "src");
     gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    if (tx.rank == 0 && ti.rank == 0 && dc_T(c, src).rank == 0) { /* the one position 0 */
+        out[0] = dc_bin(c, "aten.add.Tensor", x, dc_where_s(c, dc_cmps(c, "aten.eq.Scalar", ix, 0), src, 0, 0));
+        return 1;
+    }
     if (tx.rank == 0 || ti.rank != tx.rank)
         return 0;
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank);
@@ -594,5 +598,108 @@ int dc_r_index_put(dctx *c, const gr_node *n, int *out)
     if (r < 0)
         return 0;
     out[0] = r;
+    return 1;
+}
+
+/* The product over dim d of t, by halves: log2 of its extent pointwise
+ * products (an odd extent carries its last element up a level). */
+static int prod_dim(dctx *c, int t, int d)
+{
+    for (int64_t len = dc_T(c, t).shape[d]; len > 1; len = (len + 1) / 2) {
+        int64_t h = len / 2;
+        int p = dc_bin(c, "aten.mul.Tensor", dc_slice(c, t, d, 0, h, 1), dc_slice(c, t, d, h, 2 * h, 1));
+        if (len % 2) {
+            gr_ttype tt = dc_T(c, p);
+            int parts[2] = {p, dc_slice(c, t, d, 2 * h, len, 1)};
+            tt.shape[d] = h + 1;
+            p = DC_EMIT(c, "aten.cat.default", tt, da_vals(2, parts), da_int(d));
+        }
+        t = p;
+    }
+    int64_t dd = d;
+    return dc_red(c, "aten.sum.dim_IntList", t, 1, &dd, 0); /* of one element: t without dim d */
+}
+
+/* scatter.reduce(self, dim, index, src, reduce): "add" as scatter_add;
+ * "multiply": self times the product of the src entries sent to each
+ * position (ones elsewhere). */
+static int scatter_reduce(dctx *c, const gr_node *n, int x, int ix, int mul, int *out)
+{
+    if (!mul)
+        return dc_r_scatter_add(c, n, out);
+    const gr_arg *sa = gr_node_arg(n, 3, "src");
+    if (!sa || sa->kind != GR_ARG_VALUE)
+        return 0;
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank), r = tx.rank;
+    int src = dc_val(c, n, 3, "src");
+    for (int i = 0; i < r; i++) {
+        if (i != d && ti.shape[i] > tx.shape[i])
+            return 0;
+        if (dc_T(c, src).shape[i] > ti.shape[i])
+            src = dc_slice(c, src, i, 0, ti.shape[i], 1);
+    }
+    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, ix, d + 1), iota(c, tx.shape[d], r + 1, d + 1));
+    int p = prod_dim(c, dc_where_s(c, hit, dc_unsqueeze(c, dc_cast(c, src, tx.dtype), d + 1), 1, 0), d);
+    for (int i = 0; i < r; i++)
+        if (i != d && ti.shape[i] < tx.shape[i]) { /* positions no index reaches: times 1 */
+            gr_ttype tp = dc_T(c, p);
+            int64_t sh[GR_MAX_RANK];
+            memcpy(sh, tp.shape, sizeof sh);
+            sh[i] = tx.shape[i] - tp.shape[i];
+            int parts[2] = {p, dc_full(c, tp.rank, sh, 1, tp.dtype)};
+            tp.shape[i] = tx.shape[i];
+            p = DC_EMIT(c, "aten.cat.default", tp, da_vals(2, parts), da_int(i));
+        }
+    out[0] = dc_bin(c, "aten.mul.Tensor", x, p);
+    return 1;
+}
+
+/* scatter(self, dim, index, src | value): each position along dim gets
+ * the src element (or value) of the last index entry equal to it (a serial
+ * write's result), others keep self's.  scatter.reduce stays for the host. */
+int dc_r_scatter(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
+    gr_ttype tx = dc_T(c, x), ti = dc_T(c, ix);
+    const gr_arg *sa = gr_node_arg(n, 3, "src"), *va = sa ? sa : gr_node_arg(n, 3, "value");
+    const gr_arg *ra = gr_node_arg(n, 4, "reduce");
+    if (!va || tx.rank == 0 || ti.rank != tx.rank || !dc_numel(&ti))
+        return 0;
+    if (ra && ra->kind == GR_ARG_STR) /* reduce="add" or "multiply" */
+        return scatter_reduce(c, n, x, ix, !strcmp(ra->s, "multiply"), out);
+    if (ra)
+        return 0;
+    int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), tx.rank), r = tx.rank, src = -1;
+    if (va->kind == GR_ARG_VALUE) {
+        src = dc_val(c, n, 3, "src");
+        for (int i = 0; i < r; i++)
+            if (dc_T(c, src).shape[i] > ti.shape[i])
+                src = dc_slice(c, src, i, 0, ti.shape[i], 1);
+        src = dc_cast(c, src, tx.dtype);
+    }
+    for (int i = 0; i < r; i++)
+        if (i != d && ti.shape[i] > tx.shape[i])
+            return 0;
+    int64_t m = ti.shape[d], ld = d;
+    int hit = dc_cmpv(c, "aten.eq.Tensor", dc_unsqueeze(c, ix, d + 1), iota(c, tx.shape[d], r + 1, d + 1));
+    int last = dc_red(c, "aten.amax.default", dc_where_s(c, hit, iota(c, m, r + 1, d), -1, 0), 1, &ld, 1);
+    int64_t ls[GR_MAX_RANK]; /* last without dim d: (.., n, ..) over index's other extents */
+    for (int i = 0; i < r; i++)
+        ls[i] = i == d ? tx.shape[d] : ti.shape[i];
+    int got;
+    if (src >= 0) {
+        int pick = dc_cmpv(c, "aten.eq.Tensor", iota(c, m, r + 1, d), last);
+        got = dc_red(c, "aten.sum.dim_IntList", dc_where_s(c, pick, dc_unsqueeze(c, src, d + 1), 0, 0), 1, &ld, 0);
+    } else {
+        got = dc_full(c, r, ls, dc_num(c, n, 3, "value", 0), tx.dtype);
+    }
+    int any = dc_cmps(c, "aten.ge.Scalar", dc_reshape(c, last, r, ls), 0);
+    for (int i = 0; i < r; i++)
+        if (i != d && ti.shape[i] < tx.shape[i]) {
+            got = pad_dim(c, got, i, tx.shape[i]);
+            any = dc_cmps(c, "aten.ne.Scalar", pad_dim(c, dc_cast(c, any, GR_F32), i, tx.shape[i]), 0);
+        }
+    out[0] = dc_where(c, any, got, x);
     return 1;
 }

@@ -2512,6 +2512,8 @@ static const struct {
     {"argsort", dc_r_sort, "as sort, indices"},
     {"topk", dc_r_topk, "as sort (descending if largest), ranks 0..k-1 only"},
     {"gather", dc_r_gather, "sum_k where(index == k, self[.., k, ..], 0) along dim (one-hot)"},
+    {"scatter", dc_r_scatter, "src or value: each position gets the last equal index entry's (one-hot: amax of "
+                              "the matching positions, then a selection), else self; .reduce stays for the host"},
     {"scatter_add", dc_r_scatter_add, "self + sum_j where(index_j == k, src_j, 0) along dim (one-hot)"},
     {"index_fill", dc_r_index_fill, "where(any(arange == index) along dim, value, self)"},
     {"nll_loss_forward", dc_r_nll_loss, "picked = one-hot select of target; w = weight[target] * (target != ignore); "

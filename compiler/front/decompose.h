@@ -97,6 +97,7 @@ int dc_r_take(dctx *c, const gr_node *n, int *out);
 int dc_r_index_add(dctx *c, const gr_node *n, int *out);
 int dc_r_repeat_positions(dctx *c, const gr_node *n, int *out);
 int dc_r_index_put(dctx *c, const gr_node *n, int *out);
+int dc_r_scatter(dctx *c, const gr_node *n, int *out);
 int dc_r_cumsum(dctx *c, const gr_node *n, int *out);      /* dec_views.c */
 int dc_r_roll(dctx *c, const gr_node *n, int *out);
 int dc_r_rot90(dctx *c, const gr_node *n, int *out);
