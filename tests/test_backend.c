@@ -2902,11 +2902,11 @@ static void test_scatter_and_its_reductions_validate_on_both_chips(void)
                                         "%c: i64[4, 8] = aten.expand.default(%b, [4, 8])\n"
                                         "%e: f32[6, 8] = aten.scatter.src(%x, 0, %c, %s)\n"
                                         "%f: f32[6, 8] = aten.scatter.value(%x, 0, %c, 2.5)\n"
-                                        "%g: f32[6, 8] = aten.scatter.reduce(%x, 0, %c, %s, reduce="multiply")\n"
+                                        "%g: f32[6, 8] = aten.scatter.reduce(%x, 0, %c, %s, reduce=\"multiply\")\n"
                                         "%z: i64[4, 8] = aten.mul.Tensor(%c, 0)\n"
-                                        "%h: f32[6, 8] = aten.scatter.reduce(%x, 0, %z, %s, reduce="multiply")\n"
+                                        "%h: f32[6, 8] = aten.scatter.reduce(%x, 0, %z, %s, reduce=\"multiply\")\n"
                                         "%k: f32[6, 8] = aten.scatter.src(%x, 0, %z, %s)\n"
-                                        "%m: f32[6, 8] = aten.scatter.reduce(%x, 0, %z, %s, reduce="add")\n"
+                                        "%m: f32[6, 8] = aten.scatter.reduce(%x, 0, %z, %s, reduce=\"add\")\n"
                                         "output %e, %f, %g, %h, %k, %m\n");
 }
 
