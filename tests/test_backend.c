@@ -2782,9 +2782,38 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
     }
 }
 
+/* Issue 14: a ResNet downsample block (a 3x3 stride-2 conv plus a 1x1
+ * stride-2 conv scaled by a [C, 1, 1] tensor, added, relu'd) validates on
+ * both chips.  The 1x1 conv is one product over m = oh*ow, its epilogue
+ * the NCHW residual add: the back half splits m between cores only at
+ * whole sticks of that result (rows of 28: core 0 wrote 10 or 14 of a
+ * stick's 28 and the kernel was refused), and the scale, read only in the
+ * epilogue, is sticked on its channels (it was refused as needing a
+ * restickify). */
+static void test_a_resnet_downsample_block_validates_on_both_chips(void)
+{
+    const char *text =
+        "graph down\ninput %x: f32[1, 16, 56, 56]\ninput %w: f32[32, 16, 3, 3]\ninput %wd: f32[32, 16, 1, 1]\n"
+        "input %s: f32[32, 1, 1]\n"
+        "%c: f32[1, 32, 28, 28] = aten.convolution.default(%x, %w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%d: f32[1, 32, 28, 28] = aten.convolution.default(%x, %wd, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%ds: f32[1, 32, 28, 28] = aten.mul.Tensor(%d, %s)\n"
+        "%a: f32[1, 32, 28, 28] = aten.add.Tensor(%c, %ds)\n"
+        "%r: f32[1, 32, 28, 28] = aten.relu.default(%a)\noutput %r\n";
+    const char *names[] = {"r"};
+    for (int c = 0; c < 2; c++) {
+        float *v = NULL;
+        int64_t n = 0;
+        CU_ASSERT_EQUAL(run_and_read(text, "down.txt", both_chips[c], 1, names, &v, &n), 0);
+        CU_ASSERT_EQUAL(n, 32 * 28 * 28);
+        free(v);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"a resnet downsample block validates on both chips", test_a_resnet_downsample_block_validates_on_both_chips},
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",

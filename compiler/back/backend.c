@@ -62,10 +62,12 @@ static int gather_index(ir_prog *p, int b)
 /* The host dim a variable walks with unit coordinate step, or -1. */
 static int walked_dim(const gr_ttype *t, int64_t coef);
 
-/* An input or parameter read only by pointwise kernels, whose lanes (the
- * innermost loop) all walk one dim d of it with unit stride, is sticked
- * on d, so their loads walk its sticks (a conv's weight read as its taps'
- * B, wr[kh, kw, ci, co], walks co).  One not read at all, or read
+/* An input or parameter read only by pointwise nodes (kernels, or a
+ * product's epilogue, its lanes along n), whose lanes (the innermost loop)
+ * all walk one dim d of it with unit stride, is sticked on d, so their
+ * loads walk its sticks (a conv's weight read as its taps' B,
+ * wr[kh, kw, ci, co], walks co; a [C, 1, 1] scale of a conv's output,
+ * C).  One not read at all, or read
  * otherwise, keeps the layout it has. */
 static void pointwise_sticks(ir_prog *p, be_ctx *c)
 {
@@ -78,7 +80,7 @@ static void pointwise_sticks(ir_prog *p, be_ctx *c)
             const ir_dep *R = &N->reads[r];
             if (dim[R->buf] == -2)
                 continue;
-            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars
+            int d = N->kind == IR_POINTWISE && !R->star && N->nvars
                         ? walked_dim(&p->bufs[R->buf].type, R->idx.coef[N->nvars - 1])
                         : -1;
             dim[R->buf] = d < 0 || (dim[R->buf] >= 0 && dim[R->buf] != d) ? -2 : d;
