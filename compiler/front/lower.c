@@ -35,6 +35,7 @@ typedef struct {
     int buf;           /* realized: the buffer, else -1 */
     uint64_t *ops;     /* source ops the (unrealized) expression computes */
     char *name;
+    int cl;            /* (n, c, h, w) realized channels-last: next to a conv's y */
 } lbase;
 
 typedef struct {
@@ -156,6 +157,7 @@ static int new_base(lctx *c, const gr_ttype *t, int body, const char *name)
     B->buf = -1;
     B->ops = ops_new(c);
     B->name = ir_xstrdup(name);
+    B->cl = 0;
     return c->nbases++;
 }
 
@@ -226,12 +228,18 @@ static int new_node(lctx *c, ir_node_kind kind, const gr_ttype *t, const char *n
     return n;
 }
 
+static void realize_channels_last(lctx *c, int b);
+
 /* Compute base b into a buffer: a POINTWISE node over its shape. */
 static void realize_base(lctx *c, int b)
 {
     lbase *B = &c->bases[b];
     if (B->buf >= 0)
         return;
+    if (B->cl) {
+        realize_channels_last(c, b);
+        return;
+    }
     int n = new_node(c, IR_POINTWISE, &B->type, B->name, B->ops);
     ir_node *N = &c->p->nodes[n];
     N->nvars = B->type.rank;
@@ -244,6 +252,38 @@ static void realize_base(lctx *c, int b)
     ir_index idx = contiguous(&B->type);
     B->body = ir_load(&c->p->A, B->buf, B->type.dtype, &idx);
     memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+}
+
+/* Base b (n, c, h, w) computed into a buffer (n, h, w, c), its node's
+ * lanes along c; b becomes that buffer and every value on it reads it
+ * through the permuted map (as a conv's result does). */
+static void realize_channels_last(lctx *c, int b)
+{
+    lbase *B = &c->bases[b];
+    const int64_t *s = B->type.shape, shape[4] = {s[0], s[2], s[3], s[1]};
+    gr_ttype t = ttype(B->type.dtype, 4, shape);
+    ir_index at[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
+    int n = new_node(c, IR_POINTWISE, &t, B->name, B->ops);
+    ir_node *N = &c->p->nodes[n];
+    N->nvars = 4;
+    memcpy(N->ranges, shape, sizeof shape);
+    N->body = ir_subst(&c->p->A, B->body, 4, at, NULL);
+    N->store = contiguous(&t);
+    ir_node_simplify(c->p, n);
+    B = &c->bases[b];
+    B->buf = c->p->nodes[n].out;
+    B->type = t;
+    ir_index idx = contiguous(&t);
+    B->body = ir_load(&c->p->A, B->buf, t.dtype, &idx);
+    B->cl = 0;
+    memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+    for (int v = 0; v < c->d->nvalues; v++)
+        if (c->vals[v].base == b) {
+            ir_index *m = c->vals[v].map, cm = m[1];
+            m[1] = m[2];
+            m[2] = m[3];
+            m[3] = cm;
+        }
 }
 
 /* Copy value v into a buffer of its own shape; v becomes that buffer. */
@@ -317,10 +357,32 @@ static void realize_for_reuse(lctx *c, int v)
         realize_copy(c, v, c->d->values[v].name);
 }
 
-/* The result of the current node: a new base computing body over t. */
+/* Count the loads walking (n, c, h, w) channels-last (lanes along c, w
+ * strided: a conv's y) and NCHW (lanes along w). */
+static void count_layouts(void *ctx, const ir_expr *x)
+{
+    int *cnt = ctx;
+    if (x->kind == IR_E_LOAD) {
+        cnt[0] += x->idx.coef[1] == 1 && x->idx.coef[3] > 1;
+        cnt[1] += x->idx.coef[3] == 1;
+    }
+}
+
+static int is_graph_output(lctx *c, int v);
+
+/* The result of the current node: a new base computing body over t.  A
+ * 4-D one that reads a conv's channels-last y at least as much as NCHW
+ * tensors (a batch norm, relu or residual add between convs) is realized
+ * channels-last, unless a graph output: the next conv's copy then reads
+ * it along its sticks, as it reads y (an NCHW one costs a transposition
+ * to store and another to read back). */
 static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint64_t *ops)
 {
-    int b = new_base(c, t, body, c->d->values[v].name);
+    int b = new_base(c, t, body, c->d->values[v].name), cnt[2] = {0, 0};
+    if (t->rank == 4 && !is_graph_output(c, v)) {
+        ir_expr_walk(&c->p->A, body, count_layouts, cnt);
+        c->bases[b].cl = cnt[0] > 0 && cnt[0] >= cnt[1];
+    }
     ops_or(c, c->bases[b].ops, ops);
     ops_add_cur(c, c->bases[b].ops);
     set_whole(c, v, b);
