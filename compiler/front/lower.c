@@ -1259,6 +1259,7 @@ typedef struct {
     int64_t yw;               /* y's width: ow, or wp when merged */
     int64_t cs[2];            /* xp's pixel i is padded x's i*cs: a 1x1 conv's stride is the copy's */
     int64_t kwf;              /* kw taps folded into one product's K (kw, ci): KW or 1 */
+    int64_t kc;               /* every tap in one K (kh, kw, ci) through an im2col copy, or 0 */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
 } convshape;
@@ -1279,6 +1280,11 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
 /* Fold a row of kw taps into one product only for a weight of at most
  * this many times the input's elements (conv_shape). */
 #define CONV_FOLD_MAX_WEIGHT 16
+/* An im2col copy (conv_shape) only for a K of at most this (4 sticks),
+ * each row of kw taps padded to whole sticks of CONV_IM2COL_ROW. */
+#define CONV_IM2COL_MAX_K 256
+#define CONV_IM2COL_ROW 64
+#define CONV_ROWS_FIRST_MAX_C 16
 
 static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
 {
@@ -1334,6 +1340,16 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
                     gr_ttype_numel(wt) <= CONV_FOLD_MAX_WEIGHT * gr_ttype_numel(xt)
                 ? s.kw
                 : 1;
+    /* few input channels and no merged rows (the stem: 3 channels, stride
+     * 2): the products' K of kw*C (21) would fill a third of a stick and
+     * each run as a batch of OH products of OW rows (bench/run conv: the
+     * stem's 7 products 1.5 million cycles); one product over an im2col
+     * copy of K = kh rows of kw*C, each padded to whole sticks, instead */
+    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && s.cin < CONV_ROWS_FIRST_MAX_C &&
+        s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) {
+        s.kc = s.kh * ((s.cin * s.kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
+        s.kwf = s.kw;
+    }
     s.yw = s.merged ? s.wp : s.ow;
     return s;
 }
@@ -1345,7 +1361,6 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
  * of at least a quarter stick; an output whose rows fill a stick.  Measured
  * with bench/run conv: the stem gains both, the 3x3 convs of 64 to 512
  * channels lose with either. */
-#define CONV_ROWS_FIRST_MAX_C 16
 #define CONV_ROWS_FIRST_MIN_W 16
 #define CONV_OUT_ROWS_FIRST_MIN_W 64
 
@@ -1433,7 +1448,49 @@ static int conv_weight_rows(lctx *c, int w, const convshape *s)
     return c->bases[b].buf;
 }
 
-/* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it. */
+/* An im2col copy's row of kw taps (kw*C elements) is padded to whole
+ * sticks of CONV_IM2COL_ROW elements (a 128-byte stick of DL16), so that
+ * each row is its own sticks: a row at kh*kw*C inside a stick is refused
+ * as needing the whole copy staged in LX. */
+/* xc[n, oh, ow, kh, j]: every tap's input of each output pixel, row kh's
+ * kw taps at j = (kw, ci) < kw*C (xp's pixels are C apart, so they are
+ * kw*C consecutive elements), zeros up to s->kc / kh. */
+static int conv_im2col(lctx *c, int xp, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t hx = c->p->bufs[xp].type.shape[1], rowk = s->kw * s->cin;
+    const int64_t shape[5] = {s->n, s->oh, s->ow, s->kh, s->kc / s->kh};
+    gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 5, shape);
+    ir_index xi = ir_idx_const(0);
+    const int64_t xc[5] = {hx * s->wp * s->cin, s->s[0] * s->wp * s->cin, s->s[1] * s->cin, s->wp * s->cin, 1};
+    memcpy(xi.coef, xc, sizeof xc);
+    ir_index j = ir_idx_var(4);
+    int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
+    int b = new_base(c, &t, ir_where(A, in, ir_load(A, xp, t.dtype, &xi), ir_const(A, 0, t.dtype)), "conv_cols");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* wr's rows of kw taps padded as xc's: wc[kh, j, co], zeros for j past
+ * kw*C. */
+static int conv_im2col_weight(lctx *c, int wr, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t rowk = s->kw * s->cin, shape[3] = {s->kh, s->kc / s->kh, s->cout};
+    gr_ttype t = ttype(c->p->bufs[wr].type.dtype, 3, shape);
+    ir_index wi = ir_idx_var(2), j = ir_idx_var(1);
+    wi.coef[0] = rowk * s->cout;
+    wi.coef[1] = s->cout;
+    int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
+    int b = new_base(c, &t, ir_where(A, in, ir_load(A, wr, t.dtype, &wi), ir_const(A, 0, t.dtype)), "conv_wcols");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it.
+ * With an im2col copy (s->kc) xp is xc and the one tap is every tap. */
 static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
 {
     enum { VN, VG, VOH, VM, VNN, VK };
@@ -1442,7 +1499,8 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
     const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->merged;
     int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
     ir_node *N = &c->p->nodes[n];
-    const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig * s->kwf};
+    const int64_t r[6] = {s->n, s->g, merged || s->kc ? 1 : s->oh,
+                          merged ? s->oh * s->yw : s->kc ? s->oh * s->ow : s->ow, cog, s->kc ? s->kc : cig * s->kwf};
     N->nbatch = 3;
     N->nvars = 6;
     memcpy(N->ranges, r, sizeof r);
@@ -1453,6 +1511,11 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
     N->aidx.coef[VOH] = s->s[0] * s->wp * s->cin;
     N->aidx.coef[VM] = s->s[1] * s->cin;
     N->aidx.coef[VK] = 1;
+    if (s->kc) { /* xc[n, m, (kh, j)] */
+        N->aidx = ir_idx_var(VK);
+        N->aidx.coef[VN] = s->oh * s->ow * s->kc;
+        N->aidx.coef[VM] = s->kc;
+    }
     ir_index wc[4];
     wc[0] = ir_idx_var(VNN);
     wc[0].coef[VG] = cog;
@@ -1587,13 +1650,17 @@ static void l_convolution(lctx *c, int out, int opi)
     ir_index yi = contiguous(&yt);
     ir_arena *A = &c->p->A;
     int sum = -1;
-    for (int64_t kh = 0; kh < s.kh; kh++)
+    if (s.kc) {
+        xp = conv_im2col(c, xp, &s, ops);
+        wr = conv_im2col_weight(c, wr, &s, ops);
+    }
+    for (int64_t kh = 0; kh < (s.kc ? 1 : s.kh); kh++)
         for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
             int tap = conv_tap(c, xp, w, wr, &s, kh, kw, ops);
             int body = ir_load(A, tap, yt.dtype, &yi);
             if (sum >= 0)
                 body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
-            if (bias >= 0 && kh == s.kh - 1 && kw + s.kwf == s.kw)
+            if (bias >= 0 && (s.kc || kh == s.kh - 1) && kw + s.kwf == s.kw)
                 body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
             if (body == ir_load(A, tap, yt.dtype, &yi)) {
                 sum = tap;
