@@ -1,7 +1,7 @@
 /* bench_conv: how close compiled convolutions get to a matrix product of
  * the same MACs.  First ResNet-18's conv shapes (the 7x7 stride-2 stem, 3x3
- * at each stage, a 1x1 stride-2 downsample) and MobileNetV2's depthwise
- * 3x3, batch 1, each compiled for spyre as its own graph and simulated
+ * at each stage, a downsampling block's 3x3 and 1x1 of stride 2) and
+ * MobileNetV2's depthwise 3x3, batch 1, each compiled for spyre as its own graph and simulated
  * timing-only, whole program (the padded channels-last copy of the input,
  * the taps' products, the NCHW result); then the matmul of the same M, N,
  * K (M = output pixels, N = output channels, K = input channels x taps; a
@@ -43,6 +43,7 @@ static const conv_case cases[] = {
     {"3x3_128_28", 128, 128, 28, 3, 1, 1, 1},
     {"3x3_256_14", 256, 256, 14, 3, 1, 1, 1},
     {"3x3_512_7", 512, 512, 7, 3, 1, 1, 1},
+    {"3x3_s2_64_128_56", 64, 128, 56, 3, 2, 1, 1},
     {"1x1_s2_64_128_56", 64, 128, 56, 1, 2, 1, 1},
     {"dw_3x3_144_28", 144, 144, 28, 3, 1, 144, 0},
 };

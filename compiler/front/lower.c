@@ -1280,9 +1280,12 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
 /* Fold a row of kw taps into one product only for a weight of at most
  * this many times the input's elements (conv_shape). */
 #define CONV_FOLD_MAX_WEIGHT 16
-/* An im2col copy (conv_shape) only for a K of at most this (4 sticks),
- * each row of kw taps padded to whole sticks of CONV_IM2COL_ROW. */
+/* An im2col copy (conv_shape) for few input channels only for a K of at
+ * most this (4 sticks; each row of kw taps is then padded to whole sticks
+ * of CONV_IM2COL_ROW); else only of at most this many times the input's
+ * elements (a stride-2 3x3 conv's is 2.25 times) */
 #define CONV_IM2COL_MAX_K 256
+#define CONV_IM2COL_MAX_GROWTH 4
 #define CONV_IM2COL_ROW 64
 #define CONV_ROWS_FIRST_MAX_C 16
 
@@ -1345,9 +1348,11 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * each run as a batch of OH products of OW rows (bench/run conv: the
      * stem's 7 products 1.5 million cycles); one product over an im2col
      * copy of K = kh rows of kw*C, each padded to whole sticks, instead */
-    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && s.cin < CONV_ROWS_FIRST_MAX_C &&
-        s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) {
-        s.kc = s.kh * ((s.cin * s.kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
+    const int64_t kc = s.kh * ((s.cin * s.kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
+    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 &&
+        ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) ||
+         s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
+        s.kc = kc;
         s.kwf = s.kw;
     }
     s.yw = s.merged ? s.wp : s.ow;
@@ -1436,7 +1441,8 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
     ir_expr_walk(A, body, strided_lane, &strided);
-    if (strided && !s->kc && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
+    const int rows = s->kc && s->cin < CONV_ROWS_FIRST_MAX_C;
+    if (strided && !rows && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])
@@ -1453,7 +1459,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     int b = new_base(c, &t, body, "conv_in");
     ops_of(c, c->bases[b].ops, x);
     ops_add_cur(c, c->bases[b].ops);
-    if (s->kc)
+    if (rows)
         return conv_padded_rows(c, b);
     realize_base(c, b);
     return c->bases[b].buf;
