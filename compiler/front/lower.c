@@ -1279,7 +1279,7 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
 
 /* Fold a row of kw taps into one product only for a weight of at most
  * this many times the input's elements (conv_shape). */
-#define CONV_FOLD_MAX_WEIGHT 16
+#define CONV_FOLD_MAX_WEIGHT 8
 /* An im2col copy (conv_shape) for few input channels only for a K of at
  * most this (4 sticks; each row of kw taps is then padded to whole sticks
  * of CONV_IM2COL_ROW); else only of at most this many times the input's
@@ -1337,8 +1337,9 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * for one row of taps: one product alone would take an NCHW output's
      * copy as its epilogue, whose store the back half may split mid-stick.
      * The weight is then copied each run (wr): not when it is much larger
-     * than the input (bench/run conv: 256 channels at 14x14, a weight 12
-     * times the input, gains; 512 at 7x7, 94 times, loses) */
+     * than the input (bench/run conv, ResNet-18's body: 128 channels at
+     * 28x28, a weight 1.5 times the input, gains; 256 at 14x14, 12 times,
+     * loses: layer3 0.45 -> 0.53 of the matmuls without the copy) */
     s.kwf = s.d[1] == 1 && s.g == 1 && s.kw > 1 && s.kh > 1 &&
                     gr_ttype_numel(wt) <= CONV_FOLD_MAX_WEIGHT * gr_ttype_numel(xt)
                 ? s.kw
@@ -1685,7 +1686,8 @@ static void l_convolution(lctx *c, int out, int opi)
     int sum = -1;
     if (s.kc) {
         xp = conv_im2col(c, xp, &s, ops);
-        wr = conv_im2col_weight(c, wr, &s, ops);
+        if (s.kc != s.kh * s.kw * s.cin) /* rows padded */
+            wr = conv_im2col_weight(c, wr, &s, ops);
     }
     for (int64_t kh = 0; kh < (s.kc ? 1 : s.kh); kh++)
         for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
