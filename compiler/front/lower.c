@@ -1399,31 +1399,6 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     return ir_load(&c->p->A, c->bases[b].buf, t.dtype, &idx);
 }
 
-/* Base b, xp[n, hp, wp, c], computed into a buffer [n, hp, wp*c] (the
- * same elements): for an im2col copy (few channels), whose rows of kw*C
- * elements then lie in one or two sticks; sticked on c, each pixel's few
- * channels would fill a stick of their own (the stem's copy read 40 MB). */
-static int conv_padded_rows(lctx *c, int b)
-{
-    const lbase *B = &c->bases[b];
-    const int64_t *s = B->type.shape, shape[3] = {s[0], s[1], s[2] * s[3]};
-    gr_ttype t = ttype(B->type.dtype, 3, shape);
-    const int64_t ranges[4] = {s[0], s[1], s[3], s[2]}; /* lanes along w, as x's rows */
-    ir_index at[4] = {ir_idx_var(0), ir_idx_var(1), ir_idx_var(3), ir_idx_var(2)};
-    int n = new_node(c, IR_POINTWISE, &t, B->name, B->ops);
-    ir_node *N = &c->p->nodes[n];
-    N->nvars = 4;
-    memcpy(N->ranges, ranges, sizeof ranges);
-    N->body = ir_subst(&c->p->A, B->body, 4, at, NULL);
-    N->store = ir_idx_const(0);
-    N->store.coef[0] = s[1] * s[2] * s[3];
-    N->store.coef[1] = s[2] * s[3];
-    N->store.coef[2] = 1;
-    N->store.coef[3] = s[3];
-    ir_node_simplify(c->p, n);
-    return c->p->nodes[n].out;
-}
-
 /* xp[n, hp, wp, c]: x padded with zeros (its every cs-th pixel),
  * channels-last, in a buffer. */
 static int conv_padded(lctx *c, int x, const convshape *s)
@@ -1442,8 +1417,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
     ir_expr_walk(A, body, strided_lane, &strided);
-    const int rows = s->kc && s->cin < CONV_ROWS_FIRST_MAX_C;
-    if (strided && !rows && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
+    if (strided && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])
@@ -1460,8 +1434,6 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     int b = new_base(c, &t, body, "conv_in");
     ops_of(c, c->bases[b].ops, x);
     ops_add_cur(c, c->bases[b].ops);
-    if (rows)
-        return conv_padded_rows(c, b);
     realize_base(c, b);
     return c->bases[b].buf;
 }
