@@ -2910,9 +2910,75 @@ static void test_scatter_and_its_reductions_validate_on_both_chips(void)
                                         "output %e, %f, %g, %h, %k, %m\n");
 }
 
+/* Issue 14: a ResNet downsample block (a 3x3 stride-2 conv plus a 1x1
+ * stride-2 conv scaled by a [C, 1, 1] tensor, added, relu'd) validates on
+ * both chips.  The 1x1 conv is one product over m = oh*ow, its epilogue
+ * the NCHW residual add: the back half splits m between cores only at
+ * whole sticks of that result (rows of 28: core 0 wrote 10 or 14 of a
+ * stick's 28 and the kernel was refused), and the scale, read only in the
+ * epilogue, is sticked on its channels (it was refused as needing a
+ * restickify). */
+static void test_a_resnet_downsample_block_validates_on_both_chips(void)
+{
+    const char *text =
+        "graph down\ninput %x: f32[1, 16, 56, 56]\ninput %w: f32[32, 16, 3, 3]\ninput %wd: f32[32, 16, 1, 1]\n"
+        "input %s: f32[32, 1, 1]\n"
+        "%c: f32[1, 32, 28, 28] = aten.convolution.default(%x, %w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%d: f32[1, 32, 28, 28] = aten.convolution.default(%x, %wd, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%ds: f32[1, 32, 28, 28] = aten.mul.Tensor(%d, %s)\n"
+        "%a: f32[1, 32, 28, 28] = aten.add.Tensor(%c, %ds)\n"
+        "%r: f32[1, 32, 28, 28] = aten.relu.default(%a)\noutput %r\n";
+    const char *names[] = {"r"};
+    for (int c = 0; c < 2; c++) {
+        float *v = NULL;
+        int64_t n = 0;
+        CU_ASSERT_EQUAL(run_and_read(text, "down.txt", both_chips[c], 1, names, &v, &n), 0);
+        CU_ASSERT_EQUAL(n, 32 * 28 * 28);
+        free(v);
+    }
+}
+
+/* Issue 14: a value between convs (a scaled relu, a residual add and
+ * relu, each read by a conv and another op) is realized channels-last,
+ * (n, h, w, c) as a conv's y, and read through the permuted map by the
+ * next conv's copy, the residual add, a mean over (h, w) and a permute:
+ * every output validates on both chips. */
+static void test_values_between_convs_realized_channels_last_validate_on_both_chips(void)
+{
+    const char *text =
+        "graph blocks\n"
+        "input %x: f32[1, 8, 12, 12]\n"
+        "input %w1: f32[16, 8, 3, 3]\n"
+        "input %w2: f32[16, 16, 3, 3]\n"
+        "input %w3: f32[16, 16, 3, 3]\n"
+        "input %s: f32[16, 1, 1]\n"
+        "%c1: f32[1, 16, 12, 12] = aten.convolution.default(%x, %w1, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%b1: f32[1, 16, 12, 12] = aten.mul.Tensor(%c1, %s)\n"
+        "%r1: f32[1, 16, 12, 12] = aten.relu.default(%b1)\n"
+        "%c2: f32[1, 16, 12, 12] = aten.convolution.default(%r1, %w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%a: f32[1, 16, 12, 12] = aten.add.Tensor(%c2, %r1)\n"
+        "%r2: f32[1, 16, 12, 12] = aten.relu.default(%a)\n"
+        "%c3: f32[1, 16, 6, 6] = aten.convolution.default(%r2, %w3, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%m: f32[1, 16] = aten.mean.dim(%r2, [-1, -2])\n"
+        "%p: f32[1, 16, 12, 12] = aten.permute.default(%r2, [0, 1, 3, 2])\n"
+        "%q: f32[1, 16, 12, 12] = aten.mul.Tensor(%p, 2.0)\n"
+        "output %c3, %m, %q\n";
+    const char *names[] = {"c3"};
+    for (int c = 0; c < 2; c++) {
+        float *v = NULL;
+        int64_t n = 0;
+        CU_ASSERT_EQUAL(run_and_read(text, "blocks.txt", both_chips[c], 1, names, &v, &n), 0);
+        CU_ASSERT_EQUAL(n, 16 * 6 * 6);
+        free(v);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"values between convs realized channels-last validate on both chips",
+         test_values_between_convs_realized_channels_last_validate_on_both_chips},
+        {"a resnet downsample block validates on both chips", test_a_resnet_downsample_block_validates_on_both_chips},
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",

@@ -237,6 +237,26 @@ static void test_a_host_result_beyond_dl16_range_reaches_the_output(void)
     remove(g);
 }
 
+/* A host op reading a value that lies channels-last between convs under
+ * its own name: the host's copy takes the name (it was refused: "cannot
+ * go to the host under its own name"). */
+static void test_a_host_op_reads_a_value_kept_channels_last(void)
+{
+    char g[512], cmd[1024];
+    write_graph("graph hc\ninput %x: f32[1, 8, 12, 12]\ninput %w1: f32[16, 8, 3, 3]\n"
+                "%c1: f32[1, 16, 12, 12] = aten.convolution.default(%x, %w1, None, [1, 1], [1, 1], [1, 1], False, "
+                "[0, 0], 1)\n%r1: f32[1, 16, 12, 12] = aten.relu.default(%c1)\n"
+                "%k: f32[1, 16, 12, 12] = aten.logcumsumexp.default(%r1, 3)\n"
+                "%o: f32[1, 16, 12, 12] = aten.add.Tensor(%k, %r1)\noutput %o\n",
+                g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check --config spyre-4core", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "check o:"));
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    remove(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -256,6 +276,7 @@ int main(void)
         {"host results seen through views reach the outputs", test_host_results_seen_through_views_reach_the_outputs},
         {"a host result beyond DL16's range reaches the output",
          test_a_host_result_beyond_dl16_range_reaches_the_output},
+        {"a host op reads a value kept channels-last", test_a_host_op_reads_a_value_kept_channels_last},
         {NULL, NULL},
     };
     return tu_run("fallback", tests);

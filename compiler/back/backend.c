@@ -62,17 +62,20 @@ static int gather_index(ir_prog *p, int b)
 /* The host dim a variable walks with unit coordinate step, or -1. */
 static int walked_dim(const gr_ttype *t, int64_t coef);
 
-/* An input or parameter read only by pointwise kernels, whose lanes (the
- * innermost loop) all walk one dim d of it with unit stride, is sticked
- * on d, so their loads walk its sticks (a conv's weight read as its taps'
- * B, wr[kh, kw, ci, co], walks co).  One not read at all, or read
+/* An input or parameter read only by pointwise nodes (kernels, or a
+ * product's epilogue, its lanes along n), whose lanes (the innermost loop)
+ * all walk one dim d of it with unit stride, is sticked on d, so their
+ * loads walk its sticks (a conv's weight read as its taps' B,
+ * wr[kh, kw, ci, co], walks co; a [C, 1, 1] scale of a conv's output,
+ * C).  One not read at all, or read
  * otherwise, keeps the layout it has. */
-/* Read R of node N walks each of its buffer's dims without carrying into
- * the next one: every coordinate stays inside its dim over all of N's
- * loops.  Stick views compute a row from each loop's steps per dim, which
- * holds only then (unfold's overlapping windows merge a loop that runs
- * across two dims). */
-static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R)
+/* Read R of node N, with its buffer sticked on dim s, never carries into
+ * s from the dims after it: over all of N's loops the dims after s stay
+ * within one step of s, and s within its extent.  Stick views compute a
+ * row from each loop's steps per dim, which a carry into or out of the
+ * stick dim breaks (unfold's overlapping windows merge a loop running
+ * across two dims; carries between the other dims keep rows linear). */
+static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R, int s)
 {
     const gr_ttype *t = &p->bufs[R->buf].type;
     int64_t hi[GR_MAX_RANK] = {0}, co[GR_MAX_RANK];
@@ -87,10 +90,12 @@ static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep 
         for (int d = 0; d < t->rank; d++)
             hi[d] += co[d] * (N->ranges[v] - 1);
     }
-    for (int d = 0; d < t->rank; d++)
-        if (hi[d] >= t->shape[d])
-            return 0;
-    return 1;
+    int64_t tail = 0, stride = 1;
+    for (int d = t->rank - 1; d > s; d--) {
+        tail += hi[d] * stride;
+        stride *= t->shape[d];
+    }
+    return hi[s] < t->shape[s] && tail < stride;
 }
 
 static void pointwise_sticks(ir_prog *p, be_ctx *c)
@@ -104,10 +109,11 @@ static void pointwise_sticks(ir_prog *p, be_ctx *c)
             const ir_dep *R = &N->reads[r];
             if (dim[R->buf] == -2)
                 continue;
-            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars &&
-                            walks_without_carry(p, N, R)
+            int d = N->kind == IR_POINTWISE && !R->star && N->nvars
                         ? walked_dim(&p->bufs[R->buf].type, R->idx.coef[N->nvars - 1])
                         : -1;
+            if (d >= 0 && !walks_without_carry(p, N, R, d))
+                d = -1;
             dim[R->buf] = d < 0 || (dim[R->buf] >= 0 && dim[R->buf] != d) ? -2 : d;
         }
     }

@@ -601,6 +601,35 @@ static int mm_plan_override(be_ctx *c, int pos, mm_plan *m, double *best)
     return 0;
 }
 
+/* Do gm parts of M keep every stick of the staged results whole on one
+ * core?  A result stored through a staged copy with m walking its stick
+ * dim (a conv's NCHW output, m along a row of ow) is stored in whole
+ * sticks only: a part starting mid-stick would leave the stick's rest
+ * to another core (be_store_staged refuses that). */
+static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
+{
+    for (int j = 0; j < m->ep.nn; j++) {
+        const rk_node *rn = &m->ep.nodes[j];
+        const ir_node *N = &c->p->nodes[rn->node];
+        const gr_ttype *t = &c->p->bufs[N->out].type;
+        const int sd = c->lay[N->out].stick_dim;
+        int64_t co[GR_MAX_RANK];
+        if (!rn->staged || !t->rank || rn->store.coef[m->vm] <= 0)
+            continue;
+        be_coords_of(t, rn->store.coef[m->vm], co);
+        if (!co[sd])
+            continue;
+        for (int64_t i = 1; i < gm; i++) {
+            int64_t m0, mt;
+            cc_split(m->M, gm, i, &m0, &mt);
+            be_coords_of(t, rn->store.offset + rn->store.coef[m->vm] * m0, co);
+            if (co[sd] % c->t.lanes16)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 /* The cheapest gm x gn x gk grid by the cost model; near-ties go to the
  * grid found first: fewer rows of cores, no split of K. */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
@@ -611,7 +640,7 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
     w->gk = 1;
     for (int64_t gk = 1; gk <= cc_min(cores, m->KG); gk++)
         for (int64_t gm = 1; gm <= cc_min(cores / gk, m->M); gm++)
-            for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m->GN); gn++) {
+            for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
                 mm_set_gk(m, gk);
                 double e = mm_cost(m, gm, gn, &bytes);
                 if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - MM_SLACK)) {

@@ -35,6 +35,7 @@ typedef struct {
     int buf;           /* realized: the buffer, else -1 */
     uint64_t *ops;     /* source ops the (unrealized) expression computes */
     char *name;
+    int cl;            /* (n, c, h, w) realized channels-last: next to a conv's y */
 } lbase;
 
 typedef struct {
@@ -156,6 +157,7 @@ static int new_base(lctx *c, const gr_ttype *t, int body, const char *name)
     B->buf = -1;
     B->ops = ops_new(c);
     B->name = ir_xstrdup(name);
+    B->cl = 0;
     return c->nbases++;
 }
 
@@ -226,12 +228,18 @@ static int new_node(lctx *c, ir_node_kind kind, const gr_ttype *t, const char *n
     return n;
 }
 
+static void realize_channels_last(lctx *c, int b);
+
 /* Compute base b into a buffer: a POINTWISE node over its shape. */
 static void realize_base(lctx *c, int b)
 {
     lbase *B = &c->bases[b];
     if (B->buf >= 0)
         return;
+    if (B->cl) {
+        realize_channels_last(c, b);
+        return;
+    }
     int n = new_node(c, IR_POINTWISE, &B->type, B->name, B->ops);
     ir_node *N = &c->p->nodes[n];
     N->nvars = B->type.rank;
@@ -244,6 +252,38 @@ static void realize_base(lctx *c, int b)
     ir_index idx = contiguous(&B->type);
     B->body = ir_load(&c->p->A, B->buf, B->type.dtype, &idx);
     memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+}
+
+/* Base b (n, c, h, w) computed into a buffer (n, h, w, c), its node's
+ * lanes along c; b becomes that buffer and every value on it reads it
+ * through the permuted map (as a conv's result does). */
+static void realize_channels_last(lctx *c, int b)
+{
+    lbase *B = &c->bases[b];
+    const int64_t *s = B->type.shape, shape[4] = {s[0], s[2], s[3], s[1]};
+    gr_ttype t = ttype(B->type.dtype, 4, shape);
+    ir_index at[4] = {ir_idx_var(0), ir_idx_var(3), ir_idx_var(1), ir_idx_var(2)};
+    int n = new_node(c, IR_POINTWISE, &t, B->name, B->ops);
+    ir_node *N = &c->p->nodes[n];
+    N->nvars = 4;
+    memcpy(N->ranges, shape, sizeof shape);
+    N->body = ir_subst(&c->p->A, B->body, 4, at, NULL);
+    N->store = contiguous(&t);
+    ir_node_simplify(c->p, n);
+    B = &c->bases[b];
+    B->buf = c->p->nodes[n].out;
+    B->type = t;
+    ir_index idx = contiguous(&t);
+    B->body = ir_load(&c->p->A, B->buf, t.dtype, &idx);
+    B->cl = 0;
+    memset(B->ops, 0, (size_t)c->nwords * sizeof(uint64_t));
+    for (int v = 0; v < c->d->nvalues; v++)
+        if (c->vals[v].base == b) {
+            ir_index *m = c->vals[v].map, cm = m[1];
+            m[1] = m[2];
+            m[2] = m[3];
+            m[3] = cm;
+        }
 }
 
 /* Copy value v into a buffer of its own shape; v becomes that buffer. */
@@ -317,10 +357,32 @@ static void realize_for_reuse(lctx *c, int v)
         realize_copy(c, v, c->d->values[v].name);
 }
 
-/* The result of the current node: a new base computing body over t. */
+/* Count the loads walking (n, c, h, w) channels-last (lanes along c, w
+ * strided: a conv's y) and NCHW (lanes along w). */
+static void count_layouts(void *ctx, const ir_expr *x)
+{
+    int *cnt = ctx;
+    if (x->kind == IR_E_LOAD) {
+        cnt[0] += x->idx.coef[1] == 1 && x->idx.coef[3] > 1;
+        cnt[1] += x->idx.coef[3] == 1;
+    }
+}
+
+static int is_graph_output(lctx *c, int v);
+
+/* The result of the current node: a new base computing body over t.  A
+ * 4-D one that reads a conv's channels-last y at least as much as NCHW
+ * tensors (a batch norm, relu or residual add between convs) is realized
+ * channels-last, unless a graph output: the next conv's copy then reads
+ * it along its sticks, as it reads y (an NCHW one costs a transposition
+ * to store and another to read back). */
 static void set_computed(lctx *c, int v, const gr_ttype *t, int body, const uint64_t *ops)
 {
-    int b = new_base(c, t, body, c->d->values[v].name);
+    int b = new_base(c, t, body, c->d->values[v].name), cnt[2] = {0, 0};
+    if (t->rank == 4 && !is_graph_output(c, v)) {
+        ir_expr_walk(&c->p->A, body, count_layouts, cnt);
+        c->bases[b].cl = cnt[0] > 0 && cnt[0] >= cnt[1];
+    }
     ops_or(c, c->bases[b].ops, ops);
     ops_add_cur(c, c->bases[b].ops);
     set_whole(c, v, b);
@@ -1200,6 +1262,7 @@ typedef struct {
     int64_t yw;               /* y's width: ow, or wp when merged */
     int64_t cs[2];            /* xp's pixel i is padded x's i*cs: a 1x1 conv's stride is the copy's */
     int64_t kwf;              /* kw taps folded into one product's K (kw, ci): KW or 1 */
+    int64_t kc;               /* every tap in one K (kh, kw, ci) through an im2col copy, or 0 */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
 } convshape;
@@ -1219,7 +1282,15 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
 
 /* Fold a row of kw taps into one product only for a weight of at most
  * this many times the input's elements (conv_shape). */
-#define CONV_FOLD_MAX_WEIGHT 16
+#define CONV_FOLD_MAX_WEIGHT 8
+/* An im2col copy (conv_shape) for few input channels only for a K of at
+ * most this (4 sticks; each row of kw taps is then padded to whole sticks
+ * of CONV_IM2COL_ROW); else only of at most this many times the input's
+ * elements (a stride-2 3x3 conv's is 2.25 times) */
+#define CONV_IM2COL_MAX_K 256
+#define CONV_IM2COL_MAX_GROWTH 4
+#define CONV_IM2COL_ROW 64
+#define CONV_ROWS_FIRST_MAX_C 16
 
 static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
 {
@@ -1259,21 +1330,35 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
         s.wp = s.ow;
         s.s[0] = s.s[1] = 1;
     }
-    /* merged only when y is wider than the output: a y of exactly (oh, ow)
-     * would take an NCHW output's copy as its epilogue, whose store the back
-     * half cannot split mid-stick between cores */
-    s.merged = s.s[0] == 1 && s.s[1] == 1 && s.wp > s.ow;
+    /* merged when y is wider than the output, and for a 1x1 conv (its xp is
+     * dense: one product of M = oh*ow instead of a batch of oh products of
+     * ow rows); an NCHW result taken as the product's epilogue is then
+     * split between cores only at whole sticks (be_matmul.c) */
+    s.merged = s.s[0] == 1 && s.s[1] == 1 && (s.wp > s.ow || (s.kh == 1 && s.kw == 1));
     /* xp's pixels are C apart: with dilation 1 along W and one group, a
      * row of kw taps reads A at m*C + kw*C + ci, one k over (kw, ci).  Not
      * for one row of taps: one product alone would take an NCHW output's
      * copy as its epilogue, whose store the back half may split mid-stick.
      * The weight is then copied each run (wr): not when it is much larger
-     * than the input (bench/run conv: 256 channels at 14x14, a weight 12
-     * times the input, gains; 512 at 7x7, 94 times, loses) */
+     * than the input (bench/run conv, ResNet-18's body: 128 channels at
+     * 28x28, a weight 1.5 times the input, gains; 256 at 14x14, 12 times,
+     * loses: layer3 0.45 -> 0.53 of the matmuls without the copy) */
     s.kwf = s.d[1] == 1 && s.g == 1 && s.kw > 1 && s.kh > 1 &&
                     gr_ttype_numel(wt) <= CONV_FOLD_MAX_WEIGHT * gr_ttype_numel(xt)
                 ? s.kw
                 : 1;
+    /* few input channels and no merged rows (the stem: 3 channels, stride
+     * 2): the products' K of kw*C (21) would fill a third of a stick and
+     * each run as a batch of OH products of OW rows (bench/run conv: the
+     * stem's 7 products 1.5 million cycles); one product over an im2col
+     * copy of K = kh rows of kw*C, each padded to whole sticks, instead */
+    const int64_t kc = s.kh * ((s.cin * s.kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
+    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 &&
+        ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) ||
+         s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
+        s.kc = kc;
+        s.kwf = s.kw;
+    }
     s.yw = s.merged ? s.wp : s.ow;
     return s;
 }
@@ -1285,7 +1370,6 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
  * of at least a quarter stick; an output whose rows fill a stick.  Measured
  * with bench/run conv: the stem gains both, the 3x3 convs of 64 to 512
  * channels lose with either. */
-#define CONV_ROWS_FIRST_MAX_C 16
 #define CONV_ROWS_FIRST_MIN_W 16
 #define CONV_OUT_ROWS_FIRST_MIN_W 64
 
@@ -1373,7 +1457,49 @@ static int conv_weight_rows(lctx *c, int w, const convshape *s)
     return c->bases[b].buf;
 }
 
-/* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it. */
+/* An im2col copy's row of kw taps (kw*C elements) is padded to whole
+ * sticks of CONV_IM2COL_ROW elements (a 128-byte stick of DL16), so that
+ * each row is its own sticks: a row at kh*kw*C inside a stick is refused
+ * as needing the whole copy staged in LX. */
+/* xc[n, oh, ow, kh, j]: every tap's input of each output pixel, row kh's
+ * kw taps at j = (kw, ci) < kw*C (xp's pixels are C apart, so they are
+ * kw*C consecutive elements), zeros up to s->kc / kh. */
+static int conv_im2col(lctx *c, int xp, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t hx = c->p->bufs[xp].type.shape[1], rowk = s->kw * s->cin;
+    const int64_t shape[5] = {s->n, s->oh, s->ow, s->kh, s->kc / s->kh};
+    gr_ttype t = ttype(c->p->bufs[xp].type.dtype, 5, shape);
+    ir_index xi = ir_idx_const(0);
+    const int64_t xc[5] = {hx * s->wp * s->cin, s->s[0] * s->wp * s->cin, s->s[1] * s->cin, s->wp * s->cin, 1};
+    memcpy(xi.coef, xc, sizeof xc);
+    ir_index j = ir_idx_var(4);
+    int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
+    int b = new_base(c, &t, ir_where(A, in, ir_load(A, xp, t.dtype, &xi), ir_const(A, 0, t.dtype)), "conv_cols");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* wr's rows of kw taps padded as xc's: wc[kh, j, co], zeros for j past
+ * kw*C. */
+static int conv_im2col_weight(lctx *c, int wr, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t rowk = s->kw * s->cin, shape[3] = {s->kh, s->kc / s->kh, s->cout};
+    gr_ttype t = ttype(c->p->bufs[wr].type.dtype, 3, shape);
+    ir_index wi = ir_idx_var(2), j = ir_idx_var(1);
+    wi.coef[0] = rowk * s->cout;
+    wi.coef[1] = s->cout;
+    int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
+    int b = new_base(c, &t, ir_where(A, in, ir_load(A, wr, t.dtype, &wi), ir_const(A, 0, t.dtype)), "conv_wcols");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it.
+ * With an im2col copy (s->kc) xp is xc and the one tap is every tap. */
 static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t kh, int64_t kw, const uint64_t *ops)
 {
     enum { VN, VG, VOH, VM, VNN, VK };
@@ -1382,7 +1508,8 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
     const int64_t cig = s->cin / s->g, cog = s->cout / s->g, merged = s->merged;
     int n = new_node(c, IR_MATMUL, &t, "conv_tap", ops);
     ir_node *N = &c->p->nodes[n];
-    const int64_t r[6] = {s->n, s->g, merged ? 1 : s->oh, merged ? s->oh * s->yw : s->ow, cog, cig * s->kwf};
+    const int64_t r[6] = {s->n, s->g, merged || s->kc ? 1 : s->oh,
+                          merged ? s->oh * s->yw : s->kc ? s->oh * s->ow : s->ow, cog, s->kc ? s->kc : cig * s->kwf};
     N->nbatch = 3;
     N->nvars = 6;
     memcpy(N->ranges, r, sizeof r);
@@ -1393,6 +1520,11 @@ static int conv_tap(lctx *c, int xp, int w, int wr, const convshape *s, int64_t 
     N->aidx.coef[VOH] = s->s[0] * s->wp * s->cin;
     N->aidx.coef[VM] = s->s[1] * s->cin;
     N->aidx.coef[VK] = 1;
+    if (s->kc) { /* xc[n, m, (kh, j)] */
+        N->aidx = ir_idx_var(VK);
+        N->aidx.coef[VN] = s->oh * s->ow * s->kc;
+        N->aidx.coef[VM] = s->kc;
+    }
     ir_index wc[4];
     wc[0] = ir_idx_var(VNN);
     wc[0].coef[VG] = cog;
@@ -1527,13 +1659,18 @@ static void l_convolution(lctx *c, int out, int opi)
     ir_index yi = contiguous(&yt);
     ir_arena *A = &c->p->A;
     int sum = -1;
-    for (int64_t kh = 0; kh < s.kh; kh++)
+    if (s.kc) {
+        xp = conv_im2col(c, xp, &s, ops);
+        if (s.kc != s.kh * s.kw * s.cin) /* rows padded */
+            wr = conv_im2col_weight(c, wr, &s, ops);
+    }
+    for (int64_t kh = 0; kh < (s.kc ? 1 : s.kh); kh++)
         for (int64_t kw = 0; kw < s.kw; kw += s.kwf) {
             int tap = conv_tap(c, xp, w, wr, &s, kh, kw, ops);
             int body = ir_load(A, tap, yt.dtype, &yi);
             if (sum >= 0)
                 body = ir_op2(A, IR_ADD, body, ir_load(A, sum, yt.dtype, &yi));
-            if (bias >= 0 && kh == s.kh - 1 && kw + s.kwf == s.kw)
+            if (bias >= 0 && (s.kc || kh == s.kh - 1) && kw + s.kwf == s.kw)
                 body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, yt.dtype, ops));
             if (body == ir_load(A, tap, yt.dtype, &yi)) {
                 sum = tap;
@@ -1968,6 +2105,16 @@ static int host_input(lctx *c, int v)
     if (b < 0 || !is_whole_buffer(c, v, b) || strcmp(c->p->bufs[b].name, name))
         realize_copy(c, v, name);
     b = c->bases[c->vals[v].base].buf;
+    for (int o = 0; o < c->p->nbufs && strcmp(c->p->bufs[b].name, name); o++)
+        if (!strcmp(c->p->bufs[o].name, name) && c->p->bufs[o].kind == IR_BUF_COMPUTED) {
+            /* the name is a computed buffer's that holds v otherwise laid
+             * out (channels-last between convs): the copy takes the name */
+            char *t = c->p->bufs[o].name;
+            c->p->bufs[o].name = c->p->bufs[b].name;
+            c->p->bufs[b].name = t;
+            c->p->bnames[o] = c->p->bufs[o].name;
+            c->p->bnames[b] = c->p->bufs[b].name;
+        }
     if (strcmp(c->p->bufs[b].name, name))
         fail(c, "%%%s cannot go to the host under its own name (buffer %s)", name, c->p->bufs[b].name);
     return b;
