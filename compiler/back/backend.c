@@ -67,16 +67,19 @@ static int walked_dim(const gr_ttype *t, int64_t coef);
  * on d, so their loads walk its sticks (a conv's weight read as its taps'
  * B, wr[kh, kw, ci, co], walks co).  One not read at all, or read
  * otherwise, keeps the layout it has. */
-/* Read R of node N walks each of its buffer's dims without carrying into
- * the next one: every coordinate stays inside its dim over all of N's
- * loops.  Stick views compute a row from each loop's steps per dim, which
- * holds only then (unfold's overlapping windows merge a loop that runs
- * across two dims). */
-static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R)
+/* Read R of node N, sticked on dim d, walks the sticks without carrying
+ * into or out of d: over all of N's loops the dims after d, taken as one
+ * row-major block, stay inside it, and d's coordinate inside d.  Stick
+ * views compute a row from each loop's steps per dim, linear in the rows
+ * of the dims other than d, so carries among the dims before d or among
+ * those after it are exact (a conv weight's taps kh, kw merged into one
+ * loop); a carry across d is not (unfold's overlapping windows merge a
+ * loop that runs from d into the dim before it: it came back wrong). */
+static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R, int d)
 {
     const gr_ttype *t = &p->bufs[R->buf].type;
     int64_t hi[GR_MAX_RANK] = {0}, co[GR_MAX_RANK];
-    if (R->idx.offset < 0)
+    if (R->idx.offset < 0 || d < 0)
         return 0;
     be_coords_of(t, R->idx.offset, hi);
     for (int v = 0; v < N->nvars; v++) {
@@ -84,13 +87,15 @@ static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep 
             return 0;
         memset(co, 0, sizeof co);
         be_coords_of(t, R->idx.coef[v], co);
-        for (int d = 0; d < t->rank; d++)
-            hi[d] += co[d] * (N->ranges[v] - 1);
+        for (int e = 0; e < t->rank; e++)
+            hi[e] += co[e] * (N->ranges[v] - 1);
     }
-    for (int d = 0; d < t->rank; d++)
-        if (hi[d] >= t->shape[d])
-            return 0;
-    return 1;
+    int64_t after = 0, block = 1;
+    for (int e = t->rank - 1; e > d; e--) {
+        after += hi[e] * block;
+        block *= t->shape[e];
+    }
+    return after < block && hi[d] < t->shape[d];
 }
 
 static void pointwise_sticks(ir_prog *p, be_ctx *c)
@@ -104,10 +109,11 @@ static void pointwise_sticks(ir_prog *p, be_ctx *c)
             const ir_dep *R = &N->reads[r];
             if (dim[R->buf] == -2)
                 continue;
-            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars &&
-                            walks_without_carry(p, N, R)
+            int d = N->kind == IR_POINTWISE && p->kernels[N->kernel].kind == IR_POINTWISE && !R->star && N->nvars
                         ? walked_dim(&p->bufs[R->buf].type, R->idx.coef[N->nvars - 1])
                         : -1;
+            if (d >= 0 && !walks_without_carry(p, N, R, d))
+                d = -1;
             dim[R->buf] = d < 0 || (dim[R->buf] >= 0 && dim[R->buf] != d) ? -2 : d;
         }
     }

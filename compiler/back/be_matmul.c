@@ -601,16 +601,29 @@ static int mm_plan_override(be_ctx *c, int pos, mm_plan *m, double *best)
     return 0;
 }
 
+/* Does the product store a result through a staged copy?  Its sticks may
+ * run along M (a conv's NCHW result from its epilogue, sticked on the
+ * output's width), and a core stores only whole sticks (be_store_staged):
+ * such a product keeps M on one row of cores. */
+static int mm_staged_result(const mm_plan *m)
+{
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram && m->ep.nodes[j].staged)
+            return 1;
+    return 0;
+}
+
 /* The cheapest gm x gn x gk grid by the cost model; near-ties go to the
  * grid found first: fewer rows of cores, no split of K. */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
+    const int64_t maxgm = mm_staged_result(m) ? 1 : m->M;
     double bytes;
     w->gk = 1;
     for (int64_t gk = 1; gk <= cc_min(cores, m->KG); gk++)
-        for (int64_t gm = 1; gm <= cc_min(cores / gk, m->M); gm++)
+        for (int64_t gm = 1; gm <= cc_min(cores / gk, maxgm); gm++)
             for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m->GN); gn++) {
                 mm_set_gk(m, gk);
                 double e = mm_cost(m, gm, gn, &bytes);
