@@ -2956,6 +2956,31 @@ static void test_a_conv_input_whose_channels_span_lx_is_copied_rows_first(void)
     expect_text_validates_on_both_chips(text);
 }
 
+/* MobileNetV2's inverted residual, cut down: an NCHW input added to a 1x1
+ * conv's channels-last product.  The add reads the input across n, which
+ * an epilogue cannot restickify ("an epilogue operand of r needs a
+ * restickify"): it stays out of the product's kernel, runs natively and
+ * validates on both chips. */
+static void test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue(void)
+{
+    const char *text =
+        "graph ir\n"
+        "input %x: f32[1, 8, 14, 14]\ninput %w1: f32[16, 8, 1, 1]\ninput %w2: f32[8, 16, 1, 1]\n"
+        "%r: f32[1, 8, 14, 14] = aten.relu.default(%x)\n"
+        "%a: f32[1, 16, 14, 14] = aten.convolution.default(%r, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%h: f32[1, 16, 14, 14] = aten.hardtanh.default(%a, 0.0, 6.0)\n"
+        "%b: f32[1, 8, 14, 14] = aten.convolution.default(%h, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%y: f32[1, 8, 14, 14] = aten.add.Tensor(%r, %b)\n"
+        "%z: f32[1, 16, 14, 14] = aten.convolution.default(%y, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %z\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -3117,6 +3142,8 @@ int main(void)
          test_a_product_storing_an_nchw_result_keeps_m_on_one_row_of_cores},
         {"a conv input whose channels span LX is copied rows first",
          test_a_conv_input_whose_channels_span_lx_is_copied_rows_first},
+        {"an NCHW residual of a conv product stays out of its epilogue",
+         test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

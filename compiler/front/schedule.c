@@ -348,6 +348,40 @@ static int per_row_reads_in_sticks(const ir_prog *p, int k1, int k2, const ir_si
     return 0;
 }
 
+/* Would a pointwise node of k1 or k2 joined to a product (s a MATMUL)
+ * read a computed buffer across n, its elements along n not neighbours
+ * (an NCHW residual added to a conv's channels-last product)?  A computed
+ * buffer is sticked on its last dim, so the epilogue would need it
+ * restickified, which the back half does not do there; as its own
+ * pointwise kernel the read is staged. */
+static int epilogue_reads_across_n(const ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    const int ks[2] = {k1, k2};
+    int mm = -1;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++)
+            if (p->nodes[p->kernels[ks[side]].nodes[i]].kind == IR_MATMUL)
+                mm = p->kernels[ks[side]].nodes[i];
+    if (s->kind != IR_MATMUL || mm < 0 || p->nodes[mm].ranges[p->nodes[mm].nbatch + 1] < 2)
+        return 0;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
+            ir_index v[IR_MAX_VARS];
+            if (N->kind != IR_POINTWISE || ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
+                continue;
+            for (int r = 0; r < N->nreads; r++) {
+                const ir_buf *B = &p->bufs[N->reads[r].buf];
+                if (B->kind != IR_BUF_COMPUTED || N->reads[r].star)
+                    continue;
+                ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
+                if (ri.coef[s->nouter - 1] > 1)
+                    return 1;
+            }
+        }
+    return 0;
+}
+
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
 
 /* The kinds of fusion each pass makes, given kernels a (lower id) and b,
@@ -429,7 +463,8 @@ static int fuse(ir_prog *p, fusion_rule rule)
             dep_dir dir = e12 ? DEP_12 : e21 ? DEP_21 : DEP_NONE;
             ir_sig s;
             if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
-                !indices_match(p, k1, k2, &s) || (s.kind == IR_REDUCTION && per_row_reads_in_sticks(p, k1, k2, &s)))
+                !indices_match(p, k1, k2, &s) || (s.kind == IR_REDUCTION && per_row_reads_in_sticks(p, k1, k2, &s)) ||
+                epilogue_reads_across_n(p, k1, k2, &s))
                 continue;
             /* refining the reduced loops into more of them than either kernel
              * had makes a reduction the back half cannot run (it reduces one) */
