@@ -1351,8 +1351,8 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
     ir_expr_walk(A, body, strided_lane, &strided);
-    if (strided && s->cin > 1 && s->w >= CONV_ROWS_FIRST_MIN_W &&
-        (s->cin < CONV_ROWS_FIRST_MAX_C || conv_span_unfit(c, s)))
+    if (strided && s->cin > 1 &&
+        ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s)))
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])

@@ -527,6 +527,29 @@ static void compose_epilogues(ir_prog *p, int k)
     free(repl);
 }
 
+/* Would node n, its loop v taking the template's loop match[v], store or
+ * read a computed buffer other than M's result across the template's n
+ * (elements along n not neighbours: an NCHW tensor beside a conv's
+ * channels-last product)?  Then it cannot be the epilogue (an epilogue
+ * operand is not restickified, a result stored so is staged whole), and
+ * in its own order its lanes stay along the NCHW tensor's rows. */
+static int across_template_n(const ir_prog *p, const ir_node *n, const ir_node *M, const int *match)
+{
+    int vn = -1;
+    for (int v = 0; v < n->nvars; v++)
+        if (match[v] == M->nvars - 2)
+            vn = v;
+    if (vn < 0)
+        return 0;
+    if (n->store.coef[vn] > 1)
+        return 1;
+    for (int i = 0; i < n->nreads; i++)
+        if (n->reads[i].buf != M->out && p->bufs[n->reads[i].buf].kind == IR_BUF_COMPUTED &&
+            n->reads[i].idx.coef[vn] > 1)
+            return 1;
+    return 0;
+}
+
 /* Loop reordering: pointwise node id reads the matmul mm's result in
  * another loop order (a transpose of it); give it the template's order
  * when each of its loops is one of the template's output loops (same
@@ -557,7 +580,7 @@ static void reorder_like(ir_prog *p, int id, int mm)
         used[match[v]] = 1;
         sorted &= v == 0 || match[v] > match[v - 1];
     }
-    if (sorted)
+    if (sorted || across_template_n(p, n, M, match))
         return;
     ir_index map[IR_MAX_VARS];
     int64_t ranges[IR_MAX_VARS];
