@@ -65,6 +65,7 @@ int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r,
             }
             continue;
         }
+        r->vacuous += isinf(tol);
         double e = same_value(t->host_dtype, y[i], ref) ? 0 : fabs((double)y[i] - ref);
         if (e <= tol) /* false when ref is NaN */
             r->within++;
@@ -111,6 +112,8 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len)
     if (o < 0 || (size_t)o >= len)
         return;
     o += snprintf(buf + o, len - (size_t)o, " worst_err_over_tol=%.2g", r->worst_ratio);
+    if (o >= 0 && (size_t)o < len && r->vacuous) /* said, not silent: an infinite bound proves nothing */
+        o += snprintf(buf + o, len - (size_t)o, " vacuous=%lld", (long long)r->vacuous);
     if (o < 0 || (size_t)o >= len)
         return;
     if (r->ok) {

@@ -117,11 +117,54 @@ typedef struct {
     int64_t rows, M, K;
 } mm_plan;
 
-static int mm_prod(ex *E, const mm_plan *p, const float *a, const float *b, float *out)
+static int mm_prod_plain(ex *E, const mm_plan *p, const float *a, const float *b, float *out)
 {
     if (p->linear)
         return gemm(E, 0, 1, p->rows, p->M, p->K, a, p->K, b, p->K, out, p->M);
     return mm_apply(E, &p->g, a, b, out);
+}
+
+/* x's n entries (>= 0) split: fin the finite ones (an infinity 0), inf 1
+ * where x is infinite, pos 1 where x > 0; returns whether any is infinite. */
+static int split_inf(const float *x, int64_t n, float *fin, float *inf, float *pos)
+{
+    int any = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int is = isinf(x[i]);
+        any |= is;
+        fin[i] = is ? 0 : x[i];
+        inf[i] = is ? 1.0f : 0.0f;
+        pos[i] = x[i] > 0 ? 1.0f : 0.0f;
+    }
+    return any;
+}
+
+/* A product of two matrices of bounds (entries >= 0, infinities allowed)
+ * where a zero times an infinity is 0, never NaN (docs/validation.md: an
+ * exact zero times anything the device holds is exactly 0): BLAS makes
+ * such a term NaN.  With an infinity in either operand: the product of
+ * the finite parts, infinite where some term has an infinite factor and a
+ * positive other one. */
+static int mm_prod(ex *E, const mm_plan *p, const float *a, int64_t na, const float *b, int64_t nb, float *out,
+                   int64_t no)
+{
+    float *w = malloc((size_t)(3 * (na + nb) + no + 1) * sizeof *w);
+    if (!w)
+        return ref_fail(E, "out of host memory");
+    float *af = w, *ai = af + na, *ap = ai + na, *bf = ap + na, *bi = bf + nb, *bp = bi + nb, *t = bp + nb;
+    int ainf = split_inf(a, na, af, ai, ap), binf = split_inf(b, nb, bf, bi, bp), rc;
+    if (!ainf && !binf)
+        rc = mm_prod_plain(E, p, a, b, out);
+    else
+        rc = mm_prod_plain(E, p, af, bf, out) || mm_prod_plain(E, p, ai, bp, t) ? -1 : 0;
+    for (int64_t i = 0; !rc && (ainf || binf) && i < no; i++)
+        out[i] = t[i] > 0 ? INFINITY : out[i];
+    if (!rc && binf)
+        rc = mm_prod_plain(E, p, ap, bi, t);
+    for (int64_t i = 0; !rc && binf && i < no; i++)
+        out[i] = t[i] > 0 ? INFINITY : out[i];
+    free(w);
+    return rc;
 }
 
 /* The bounds of a matrix product C = A B (the PT unit: operands in DL16,
@@ -152,7 +195,7 @@ static int mm_bounds(ex *E, const mm_plan *p, const float *fa, const tens *a, co
         b2[i] = (float)ldb(b, 0, i);
     }
     if (!rc)
-        rc = mm_prod(E, p, a1, b1, o->eb[0]) || mm_prod(E, p, a2, b2, t1) ? -1 : 0;
+        rc = mm_prod(E, p, a1, a->n, b1, b->n, o->eb[0], o->n) || mm_prod(E, p, a2, a->n, b2, b->n, t1, o->n) ? -1 : 0;
     for (int64_t i = 0; !rc && i < o->n; i++) {
         double c = fabs(o->f[i]), q = (double)o->eb[0][i] + t1[i], r = u * c;
         o->eb[0][i] = (float)(q + (c - q < EB_FLUSH ? fmax(r, EB_FLUSH) : r));
@@ -168,7 +211,7 @@ static int mm_bounds(ex *E, const mm_plan *p, const float *fa, const tens *a, co
         b2[i] = (float)(x * x);
     }
     if (!rc)
-        rc = mm_prod(E, p, a1, b2, t1) ? -1 : 0;
+        rc = mm_prod(E, p, a1, a->n, b2, b->n, t1, o->n) ? -1 : 0;
     for (int64_t i = 0; !rc && i < b->n; i++) {
         double e = ldb(b, 1, i);
         b2[i] = (float)(e * e);
@@ -176,7 +219,7 @@ static int mm_bounds(ex *E, const mm_plan *p, const float *fa, const tens *a, co
     for (int64_t i = 0; !rc && i < a->n; i++)
         a1[i] = fabsf(fa[i]);
     if (!rc)
-        rc = mm_prod(E, p, a2, b2, t2) || mm_prod(E, p, a1, b1, o->eb[1]) ? -1 : 0;
+        rc = mm_prod(E, p, a2, a->n, b2, b->n, t2, o->n) || mm_prod(E, p, a1, a->n, b1, b->n, o->eb[1], o->n) ? -1 : 0;
     for (int64_t i = 0; !rc && i < o->n; i++) {
         double c = fabs(o->f[i]), r = u * c;
         double q = (1 + u) * (sqrt(fmax(0, t1[i])) + sqrt(fmax(0, t2[i]))) + K * EB_ACC * o->eb[1][i];

@@ -2973,6 +2973,134 @@ static void test_values_between_convs_realized_channels_last_validate_on_both_ch
     }
 }
 
+/* A 3x3 conv's weight, copied into wr[kh, kw, ci, co] by one loop over the
+ * nine taps (kh and kw merged), is sticked on its output channels: that
+ * loop carries from kw into kh, away from the stick, which stick views
+ * compute exactly.  It compiles without a host op (it fell back, needing
+ * 3 MB of LX, when any carry kept the default stick) and validates.  (x comes
+ * channels-last: an NCHW graph input read by the padded copy, at a
+ * negative offset, keeps its default stick, staged through LX, which the
+ * 4-core chip's LX refuses at 64 channels.) */
+static void test_a_conv_weight_read_over_merged_taps_runs_on_the_device_on_both_chips(void)
+{
+    const char *text = "graph cw\n"
+                       "input %x: f32[1, 12, 12, 64]\n"
+                       "input %w: f32[64, 64, 3, 3]\n"
+                       "%r: f32[1, 64, 12, 12] = aten.permute.default(%x, [0, 3, 1, 2])\n"
+                       "%y: f32[1, 64, 12, 12] = aten.convolution.default(%r, %w, None, [1, 1], [1, 1], [1, 1], False, "
+                       "[0, 0], 1)\n"
+                       "output %y\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
+/* ResNet-18's layer2.0 block (a 3x3 stride-2 conv, a 3x3 conv, a 1x1
+ * stride-2 downsample, batch norms, the residual add and relu) runs
+ * natively and validates on both chips.  The add and relu, stored NCHW
+ * (sticked on the width the product's M walks), are not the downsample's
+ * epilogue: they ran there through a staged copy of the whole result,
+ * which the 4-core chip's LX does not hold, and split over M on 32 cores a
+ * core wrote 14 of a stick's 28 elements (a product storing a staged
+ * result now keeps M on one row of cores). */
+static void test_resnet18_layer2_block_runs_natively_on_both_chips(void)
+{
+    const char *text =
+        "graph l20\n"
+        "input %relu_4: f32[1, 64, 56, 56]\n"
+        "input %bn1_bias: f32[128]\n"
+        "input %bn1_running_mean: f32[128]\n"
+        "input %rv_bn1_running_var: f32[128]\n"
+        "input %bn1_weight: f32[128]\n"
+        "input %bn2_bias: f32[128]\n"
+        "input %bn2_running_mean: f32[128]\n"
+        "input %rv_bn2_running_var: f32[128]\n"
+        "input %bn2_weight: f32[128]\n"
+        "input %conv1_weight: f32[128, 64, 3, 3]\n"
+        "input %conv2_weight: f32[128, 128, 3, 3]\n"
+        "input %downsample_0_weight: f32[128, 64, 1, 1]\n"
+        "input %downsample_1_bias: f32[128]\n"
+        "input %downsample_1_running_mean: f32[128]\n"
+        "input %rv_downsample_1_running_var: f32[128]\n"
+        "input %downsample_1_weight: f32[128]\n"
+        "%sq_bn1_running_var: f32[128] = aten.mul.Tensor(%rv_bn1_running_var, %rv_bn1_running_var)\n"
+        "%bn1_running_var: f32[128] = aten.add.Tensor(%sq_bn1_running_var, 1.0)\n"
+        "%sq_bn2_running_var: f32[128] = aten.mul.Tensor(%rv_bn2_running_var, %rv_bn2_running_var)\n"
+        "%bn2_running_var: f32[128] = aten.add.Tensor(%sq_bn2_running_var, 1.0)\n"
+        "%sq_downsample_1_running_var: f32[128] = aten.mul.Tensor(%rv_downsample_1_running_var, %rv_downsample_1_running_var)\n"
+        "%downsample_1_running_var: f32[128] = aten.add.Tensor(%sq_downsample_1_running_var, 1.0)\n"
+        "%convolution_5: f32[1, 128, 28, 28] = aten.convolution.default(%relu_4, %conv1_weight, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%native_batch_norm_5: (f32[1, 128, 28, 28], f32[0], f32[0]) = aten.native_batch_norm.default(%convolution_5, %bn1_weight, %bn1_bias, %bn1_running_mean, %bn1_running_var, False, 0.1, 1e-05)\n"
+        "%getitem_17: f32[1, 128, 28, 28] = getitem(%native_batch_norm_5, 0)\n"
+        "%relu_5: f32[1, 128, 28, 28] = aten.relu.default(%getitem_17)\n"
+        "%convolution_6: f32[1, 128, 28, 28] = aten.convolution.default(%relu_5, %conv2_weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "%native_batch_norm_6: (f32[1, 128, 28, 28], f32[0], f32[0]) = aten.native_batch_norm.default(%convolution_6, %bn2_weight, %bn2_bias, %bn2_running_mean, %bn2_running_var, False, 0.1, 1e-05)\n"
+        "%getitem_20: f32[1, 128, 28, 28] = getitem(%native_batch_norm_6, 0)\n"
+        "%convolution_7: f32[1, 128, 28, 28] = aten.convolution.default(%relu_4, %downsample_0_weight, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%native_batch_norm_7: (f32[1, 128, 28, 28], f32[0], f32[0]) = aten.native_batch_norm.default(%convolution_7, %downsample_1_weight, %downsample_1_bias, %downsample_1_running_mean, %downsample_1_running_var, False, 0.1, 1e-05)\n"
+        "%getitem_23: f32[1, 128, 28, 28] = getitem(%native_batch_norm_7, 0)\n"
+        "%add_2: f32[1, 128, 28, 28] = aten.add.Tensor(%getitem_20, %getitem_23)\n"
+        "%relu_6: f32[1, 128, 28, 28] = aten.relu.default(%add_2)\n"
+        "%t: f32[1, 128, 28, 28] = aten.mul.Tensor(%relu_6, %relu_6)\n"
+        "output %t\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
+/* A 3x3 conv of a computed NCHW input (16 channels of 48 x 14): its
+ * channels-last copy, reading across the input's sticks, would stage the
+ * sticks its 16 channels span, more than the 4-core chip's LX holds per
+ * row; there it goes through the rows-first copy (on the 32-core chip,
+ * where the span fits, it does not) and runs without a host op. */
+static void test_a_conv_input_whose_channels_span_lx_is_copied_rows_first(void)
+{
+    const char *text = "graph rf\n"
+                       "input %x: f32[1, 16, 48, 14]\n"
+                       "input %w: f32[16, 16, 3, 3]\n"
+                       "%r: f32[1, 16, 48, 14] = aten.relu.default(%x)\n"
+                       "%y: f32[1, 16, 48, 14] = aten.convolution.default(%r, %w, None, [1, 1], [1, 1], [1, 1], False, "
+                       "[0, 0], 1)\n"
+                       "output %y\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
+/* MobileNetV2's inverted residual, cut down: an NCHW input added to a 1x1
+ * conv's channels-last product.  The add reads the input across n, which
+ * an epilogue cannot restickify ("an epilogue operand of r needs a
+ * restickify"): it stays out of the product's kernel, runs natively and
+ * validates on both chips. */
+static void test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue(void)
+{
+    const char *text =
+        "graph ir\n"
+        "input %x: f32[1, 8, 14, 14]\ninput %w1: f32[16, 8, 1, 1]\ninput %w2: f32[8, 16, 1, 1]\n"
+        "%r: f32[1, 8, 14, 14] = aten.relu.default(%x)\n"
+        "%a: f32[1, 16, 14, 14] = aten.convolution.default(%r, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%h: f32[1, 16, 14, 14] = aten.hardtanh.default(%a, 0.0, 6.0)\n"
+        "%b: f32[1, 8, 14, 14] = aten.convolution.default(%h, %w2, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%y: f32[1, 8, 14, 14] = aten.add.Tensor(%r, %b)\n"
+        "%z: f32[1, 16, 14, 14] = aten.convolution.default(%y, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %z\n";
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -3133,6 +3261,13 @@ int main(void)
         {"scatter and its reductions validate on both chips", test_scatter_and_its_reductions_validate_on_both_chips},
         {"a scalar bias of a product validates on both chips", test_a_scalar_bias_of_a_product_validates_on_both_chips},
         {"overlapping unfold windows validate on both chips", test_overlapping_unfold_windows_validate_on_both_chips},
+        {"a conv weight read over merged taps runs on the device on both chips",
+         test_a_conv_weight_read_over_merged_taps_runs_on_the_device_on_both_chips},
+        {"ResNet-18's layer2 block runs natively on both chips", test_resnet18_layer2_block_runs_natively_on_both_chips},
+        {"a conv input whose channels span LX is copied rows first",
+         test_a_conv_input_whose_channels_span_lx_is_copied_rows_first},
+        {"an NCHW residual of a conv product stays out of its epilogue",
+         test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {NULL, NULL},

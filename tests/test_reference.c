@@ -1643,6 +1643,40 @@ static void test_a_zero_times_an_infinite_bound_is_zero_never_nan(void)
     done(&t);
 }
 
+/* A matrix product's bounds follow the same rule (they are products of
+ * bound matrices, which BLAS would turn NaN): a row of A whose first
+ * element has an infinite bound times a column of B whose first element
+ * is an exact zero gives a finite bound, the same row times a column of
+ * nonzero elements an infinite one, neither NaN (ViT-B/16's encoder met
+ * the NaN at block 2's first MLP product). */
+static void test_a_product_of_an_exact_zero_and_an_infinite_bound_is_finite(void)
+{
+    const float x[] = {0x1p-32f, 1, -1, 1};
+    run_t t;
+    RUN_TRACKED(&t,
+                "input %x: f32[4]\n"
+                "%q: f32[4] = aten.reciprocal.default(%x)\n"
+                "%qa: f32[2] = aten.slice.Tensor(%q, 0, 0, 2)\n"
+                "%a: f32[1, 2] = aten.reshape.default(%qa, [1, 2])\n"
+                "%r: f32[4] = aten.relu.default(%x)\n"
+                "%rb: f32[2] = aten.slice.Tensor(%r, 0, 2, 4)\n"
+                "%b: f32[2, 1] = aten.reshape.default(%rb, [2, 1])\n"
+                "%xb: f32[2] = aten.slice.Tensor(%x, 0, 1, 3)\n"
+                "%b2: f32[2, 1] = aten.reshape.default(%xb, [2, 1])\n"
+                "%y: f32[1, 1] = aten.mm.default(%a, %b)\n"
+                "%z: f32[1, 1] = aten.mm.default(%a, %b2)\n"
+                "output %y, %z\n",
+                x);
+    for (int w = 0; w < 2; w++) {
+        CU_ASSERT(isinf(rt_ref_error(t.r, gr_graph_find(t.g, "a"), w)[0]));
+        float ey = rt_ref_error(t.r, gr_graph_find(t.g, "y"), w)[0];
+        float ez = rt_ref_error(t.r, gr_graph_find(t.g, "z"), w)[0];
+        CU_ASSERT(isfinite(ey) && ey > 0 && ey < 0.01f);
+        CU_ASSERT(isinf(ez));
+    }
+    done(&t);
+}
+
 /* where(x < y, x, -1.5) with y a hair above x: the condition may flip,
  * and a flipped element is exactly -1.5, off by |x + 1.5|: the whole
  * bound, which fp32 storage (and lambda's division) must not round below
@@ -2128,6 +2162,8 @@ int main(void)
         {"masked softmax elements are exact and change no other bound",
          test_masked_softmax_elements_are_exact_and_change_no_other_bound},
         {"a zero times an infinite bound is zero never NaN", test_a_zero_times_an_infinite_bound_is_zero_never_nan},
+        {"a product of an exact zero and an infinite bound is finite",
+         test_a_product_of_an_exact_zero_and_an_infinite_bound_is_finite},
         {"a flipping where covers its whole jump", test_a_flipping_where_covers_its_whole_jump},
         {"clamp follows its input over the whole interval", test_clamp_follows_its_input_over_the_whole_interval},
         {"softmax of logits with large bounds saturates", test_softmax_of_logits_with_large_bounds_saturates},

@@ -718,6 +718,7 @@ static void test_check_mm_passes_rounded_and_fails_wrong_output(void)
     CU_ASSERT(strncmp(line, "check C: max_abs_err=", 21) == 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, " (4480/4480) worst_err_over_tol="));
     CU_ASSERT(ends_with(line, " ok"));
+    CU_ASSERT_PTR_NULL(strstr(line, "vacuous"));
     CU_ASSERT(r[0].worst_ratio > 0 && r[0].worst_ratio <= 1);
     free(r);
 
@@ -1463,10 +1464,27 @@ static void test_check_refuses_a_computed_value_held_as_data(void)
     rt_close(dev);
 }
 
+/* Elements whose tolerance is infinite pass, but the check proves nothing
+ * of them: the line says how many (ViT-B/16's every output, its bounds
+ * infinite after its first encoder block). */
+static void test_a_check_with_infinite_tolerances_says_it_is_vacuous(void)
+{
+    rt_check_result r = {0};
+    snprintf(r.name, sizeof r.name, "y");
+    r.count = r.within = 4;
+    r.vacuous = 3;
+    r.ok = 1;
+    char line[512];
+    rt_check_format(&r, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, " vacuous=3"));
+    CU_ASSERT(ends_with(line, " ok"));
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"alloc aligns every block to dram_align", test_alloc_aligns_every_block_to_dram_align},
+        {"a check with infinite tolerances says it is vacuous", test_a_check_with_infinite_tolerances_says_it_is_vacuous},
         {"alloc reuses a freed block", test_alloc_reuses_a_freed_block},
         {"alloc coalesces free neighbours", test_alloc_coalesces_free_neighbours},
         {"alloc exhaustion names request and largest block", test_alloc_exhaustion_names_request_and_largest_block},

@@ -69,17 +69,19 @@ static int walked_dim(const gr_ttype *t, int64_t coef);
  * wr[kh, kw, ci, co], walks co; a [C, 1, 1] scale of a conv's output,
  * C).  One not read at all, or read
  * otherwise, keeps the layout it has. */
-/* Read R of node N, with its buffer sticked on dim s, never carries into
- * s from the dims after it: over all of N's loops the dims after s stay
- * within one step of s, and s within its extent.  Stick views compute a
- * row from each loop's steps per dim, which a carry into or out of the
- * stick dim breaks (unfold's overlapping windows merge a loop running
- * across two dims; carries between the other dims keep rows linear). */
-static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R, int s)
+/* Read R of node N, sticked on dim d, walks the sticks without carrying
+ * into or out of d: over all of N's loops the dims after d, taken as one
+ * row-major block, stay inside it, and d's coordinate inside d.  Stick
+ * views compute a row from each loop's steps per dim, linear in the rows
+ * of the dims other than d, so carries among the dims before d or among
+ * those after it are exact (a conv weight's taps kh, kw merged into one
+ * loop); a carry across d is not (unfold's overlapping windows merge a
+ * loop that runs from d into the dim before it: it came back wrong). */
+static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep *R, int d)
 {
     const gr_ttype *t = &p->bufs[R->buf].type;
     int64_t hi[GR_MAX_RANK] = {0}, co[GR_MAX_RANK];
-    if (R->idx.offset < 0)
+    if (R->idx.offset < 0 || d < 0)
         return 0;
     be_coords_of(t, R->idx.offset, hi);
     for (int v = 0; v < N->nvars; v++) {
@@ -87,15 +89,15 @@ static int walks_without_carry(const ir_prog *p, const ir_node *N, const ir_dep 
             return 0;
         memset(co, 0, sizeof co);
         be_coords_of(t, R->idx.coef[v], co);
-        for (int d = 0; d < t->rank; d++)
-            hi[d] += co[d] * (N->ranges[v] - 1);
+        for (int e = 0; e < t->rank; e++)
+            hi[e] += co[e] * (N->ranges[v] - 1);
     }
-    int64_t tail = 0, stride = 1;
-    for (int d = t->rank - 1; d > s; d--) {
-        tail += hi[d] * stride;
-        stride *= t->shape[d];
+    int64_t after = 0, block = 1;
+    for (int e = t->rank - 1; e > d; e--) {
+        after += hi[e] * block;
+        block *= t->shape[e];
     }
-    return hi[s] < t->shape[s] && tail < stride;
+    return after < block && hi[d] < t->shape[d];
 }
 
 static void pointwise_sticks(ir_prog *p, be_ctx *c)

@@ -1402,6 +1402,21 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     return ir_load(&c->p->A, c->bases[b].buf, t.dtype, &idx);
 }
 
+/* Would the channels-last copy of an NCHW x read across its sticks miss
+ * the target's LX?  A row of the copy (one pixel, every channel) stages
+ * the sticks its channels span, (C - 1) H of x's rows, in two slots: on
+ * the 4-core chip 64 channels at 56 x 56 need 904,704 bytes (ResNet-18's
+ * first 3x3 after its max pool).  The rows-first copy stages C sticks. */
+static int conv_span_unfit(const lctx *c, const convshape *s)
+{
+    const chip_config *cfg = c->p->opts.target;
+    if (!cfg)
+        return 0;
+    int64_t lanes = cfg->stick_bytes / 2, rows = (s->w + lanes - 1) / lanes;
+    int64_t span = ((s->cin - 1) * s->h * rows + 1) * (int64_t)cfg->stick_bytes;
+    return 2 * span > (int64_t)cfg->lx_usable_bytes;
+}
+
 /* xp[n, hp, wp, c]: x padded with zeros (its every cs-th pixel),
  * channels-last, in a buffer. */
 static int conv_padded(lctx *c, int x, const convshape *s)
@@ -1420,7 +1435,8 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     co[3] = wv;
     int body = read_at(c, x, co), cond = -1, strided = 0;
     ir_expr_walk(A, body, strided_lane, &strided);
-    if (strided && s->cin > 1 && s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W)
+    if (strided && s->cin > 1 &&
+        ((s->cin < CONV_ROWS_FIRST_MAX_C && s->w >= CONV_ROWS_FIRST_MIN_W) || conv_span_unfit(c, s)))
         body = conv_rows_first(c, x, s, co);
     for (int i = 0; i < 2; i++) {
         if (!s->p[i])

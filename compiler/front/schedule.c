@@ -376,6 +376,40 @@ static int scalar_read(const ir_sig *s, const ir_node *N, const ir_index *v, con
     return 1;
 }
 
+/* Would a pointwise node of k1 or k2 joined to a product (s a MATMUL)
+ * read a computed buffer across n, its elements along n not neighbours
+ * (an NCHW residual added to a conv's channels-last product)?  A computed
+ * buffer is sticked on its last dim, so the epilogue would need it
+ * restickified, which the back half does not do there; as its own
+ * pointwise kernel the read is staged. */
+static int epilogue_reads_across_n(const ir_prog *p, int k1, int k2, const ir_sig *s)
+{
+    const int ks[2] = {k1, k2};
+    int mm = -1;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++)
+            if (p->nodes[p->kernels[ks[side]].nodes[i]].kind == IR_MATMUL)
+                mm = p->kernels[ks[side]].nodes[i];
+    if (s->kind != IR_MATMUL || mm < 0 || p->nodes[mm].ranges[p->nodes[mm].nbatch + 1] < 2)
+        return 0;
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
+            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
+            ir_index v[IR_MAX_VARS];
+            if (N->kind != IR_POINTWISE || ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
+                continue;
+            for (int r = 0; r < N->nreads; r++) {
+                const ir_buf *B = &p->bufs[N->reads[r].buf];
+                if (B->kind != IR_BUF_COMPUTED || N->reads[r].star)
+                    continue;
+                ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
+                if (ri.coef[s->nouter - 1] > 1)
+                    return 1;
+            }
+        }
+    return 0;
+}
+
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
 
 /* The kinds of fusion each pass makes, given kernels a (lower id) and b,
@@ -459,6 +493,8 @@ static int fuse(ir_prog *p, fusion_rule rule)
             if (!rule(A, B, dir) || ir_sig_join(&A->sig, &B->sig, &s) || !nodes_fit(p, k1, k2, &s) ||
                 !indices_match(p, k1, k2, &s))
                 continue;
+            if (epilogue_reads_across_n(p, k1, k2, &s))
+                continue;
             if (s.kind == IR_REDUCTION && some_outside_read(p, k1, k2, &s, per_row_read_in_sticks))
                 continue;
             /* refining the reduced loops into more of them than either kernel
@@ -524,6 +560,29 @@ static void compose_epilogues(ir_prog *p, int k)
     free(repl);
 }
 
+/* Would node n, its loop v taking the template's loop match[v], store or
+ * read a computed buffer other than M's result across the template's n
+ * (elements along n not neighbours: an NCHW tensor beside a conv's
+ * channels-last product)?  Then it cannot be the epilogue (an epilogue
+ * operand is not restickified, a result stored so is staged whole), and
+ * in its own order its lanes stay along the NCHW tensor's rows. */
+static int across_template_n(const ir_prog *p, const ir_node *n, const ir_node *M, const int *match)
+{
+    int vn = -1;
+    for (int v = 0; v < n->nvars; v++)
+        if (match[v] == M->nvars - 2)
+            vn = v;
+    if (vn < 0)
+        return 0;
+    if (n->store.coef[vn] > 1)
+        return 1;
+    for (int i = 0; i < n->nreads; i++)
+        if (n->reads[i].buf != M->out && p->bufs[n->reads[i].buf].kind == IR_BUF_COMPUTED &&
+            n->reads[i].idx.coef[vn] > 1)
+            return 1;
+    return 0;
+}
+
 /* Loop reordering: pointwise node id reads the matmul mm's result in
  * another loop order (a transpose of it); give it the template's order
  * when each of its loops is one of the template's output loops (same
@@ -554,7 +613,7 @@ static void reorder_like(ir_prog *p, int id, int mm)
         used[match[v]] = 1;
         sorted &= v == 0 || match[v] > match[v - 1];
     }
-    if (sorted)
+    if (sorted || across_template_n(p, n, M, match))
         return;
     ir_index map[IR_MAX_VARS];
     int64_t ranges[IR_MAX_VARS];

@@ -26,6 +26,11 @@ def _perturb_norms(model):
             elif isinstance(m, nn.LayerNorm):
                 m.weight.add_(0.1 * torch.randn(m.weight.shape))
                 m.bias.add_(0.1 * torch.randn(m.bias.shape))
+        # ViT's head starts at zero weights: its output would be its bias
+        # whatever the encoder computed, and --check would prove nothing
+        for m in model.modules():
+            if isinstance(m, nn.Linear) and not m.weight.any():
+                m.weight.normal_(0.0, 0.02)
     return model
 
 

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""bench_models: torchvision's ResNet-18, MobileNetV2 and ViT-B/16 (issue 14;
+random seeded weights, batch 1, traces/models/vision.py), exported into
+$SPYRE_BUILD/models/NAME (not stored in the repository: 45, 14 and 350 MB)
+and run with `spyre run DIR --check` on spyre and spyre-4core.  Prints per
+model and chip `MODEL.CHIP.cycles=`, `.mac_utilization=`, `.fallback_ops=`
+and `.check=ok|vacuous|fail|error` (vacuous: some tolerance infinite) (the error line on stderr); last,
+`models_validated=` out of the runs.  SPYRE_MODELS=resnet18,... picks some."""
+import os
+import re
+import subprocess
+import sys
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+build = os.environ.get("SPYRE_BUILD", os.path.join(root, "build"))
+models = os.environ.get("SPYRE_MODELS", "resnet18,mobilenet_v2,vit_b_16").split(",")
+chips = ["spyre", "spyre-4core"]
+
+
+def export(name):
+    out = os.path.join(build, "models", name)
+    if not os.path.exists(os.path.join(out, "graph.txt")):
+        subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"),
+                        f"traces/models/vision.py:{name}", "-o", out], cwd=root, check=True)
+    return out
+
+
+def run(directory, chip):
+    p = subprocess.run([os.path.join(build, "spyre"), "run", directory, "--check", "--config", chip],
+                       capture_output=True, text=True)
+    text = p.stdout + p.stderr
+    got = {}
+    for key in ("cycles", "mac_utilization", "fallback_ops"):
+        m = re.search(rf"^{key}=(\S+)", text, re.M)
+        got[key] = m.group(1) if m else "none"
+    checks = re.findall(r"^check .*", text, re.M)
+    if p.returncode == 0 and checks and all(c.endswith(" ok") for c in checks):
+        # an infinite tolerance proves nothing (docs/validation.md)
+        got["check"] = "vacuous" if any(" vacuous=" in c for c in checks) else "ok"
+    else:
+        got["check"] = "fail" if checks else "error"
+        sys.stderr.write(f"{os.path.basename(directory)} on {chip}: " +
+                         (text.strip().splitlines() or ["no output"])[-1] + "\n")
+    return got
+
+
+ok = total = 0
+for name in models:
+    d = export(name)
+    for chip in chips:
+        got = run(d, chip)
+        for key in ("cycles", "mac_utilization", "fallback_ops", "check"):
+            print(f"{name}.{chip}.{key}={got[key]}", flush=True)
+        total += 1
+        ok += got["check"] == "ok" and got["fallback_ops"] == "0"
+print(f"models_validated={ok}/{total}")
+sys.exit(0 if ok == total else 1)
