@@ -1058,6 +1058,77 @@ static void test_likelihood_losses_give_hand_worked_values(void)
     done(&r);
 }
 
+/* ---- Convolution beyond 2-D, transposed ---- */
+
+static void test_transposed_and_3d_convolutions_give_hand_worked_values(void)
+{
+    /* Transposed: each input scatters x w at i s - p + k d (plus output_padding at the end). */
+    const float x[] = {1, 2}, w[] = {1, 3}, x3[] = {1, 2, 3, 4, 5, 6, 7, 8}, ones[] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const float g[] = {3, 5};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 2]\ninput %w: f32[1, 1, 2]\ninput %x3: f32[1, 1, 2, 2, 2]\n"
+        "input %k3: f32[1, 1, 2, 2, 2]\ninput %wg: f32[2, 1, 1]\n"
+        "%s2: f32[1, 1, 4] = aten.convolution.default(%x, %w, None, [2], [0], [1], True, [0], 1)\n"
+        "%s1: f32[1, 1, 3] = aten.convolution.default(%x, %w, None, [1], [0], [1], True, [0], 1)\n"
+        "%p1: f32[1, 1, 1] = aten.convolution.default(%x, %w, None, [1], [1], [1], True, [0], 1)\n"
+        "%op: f32[1, 1, 5] = aten.convolution.default(%x, %w, None, [2], [0], [1], True, [1], 1)\n"
+        "%xg: f32[1, 2, 1] = aten.view.default(%x, [1, 2, 1])\n"
+        "%gr: f32[1, 2, 1] = aten.convolution.default(%xg, %wg, None, [1], [0], [1], True, [0], 2)\n"
+        "%c3: f32[1, 1, 1, 1, 1] = aten.convolution.default(%x3, %k3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], "
+        "False, [0, 0, 0], 1)\n"
+        "%t3: f32[1, 1, 3, 3, 3] = aten.convolution.default(%x3, %k3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], "
+        "True, [0, 0, 0], 1)\n"
+        "output %s2, %s1, %p1, %op, %gr, %c3, %t3\n",
+        x, w, x3, ones, g);
+    EXPECT(&t, "s2", 1, 3, 2, 6);
+    EXPECT(&t, "s1", 1, 5, 6);
+    EXPECT(&t, "p1", 5); /* padding crops one from each end */
+    EXPECT(&t, "op", 1, 3, 2, 6, 0);
+    EXPECT(&t, "gr", 3, 10); /* groups: each channel with its own filter */
+    EXPECT(&t, "c3", 36);
+    /* A 2x2x2 box of ones transposed: the corner sees x[0], the centre the whole sum. */
+    int v = gr_graph_find(t.g, "t3");
+    gr_ttype ty;
+    const float *got = rt_ref_value(t.r, v, &ty);
+    CU_ASSERT_EQUAL(got[0], 1);
+    CU_ASSERT_EQUAL(got[13], 36);
+    CU_ASSERT_EQUAL(got[26], 8);
+    done(&t);
+}
+
+/* ---- Unpooling and interpolation (runtime/ref_spatial2.c) ---- */
+
+static void test_unpooling_and_interpolation_give_hand_worked_values(void)
+{
+    const float x[] = {5, 7}, ix[] = {3, 0}, r[] = {0, 10}, sq[] = {0, 1, 4, 9};
+    const float c[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 1, 2]\ninput %ix: i64[1, 1, 1, 2]\ninput %r: f32[1, 1, 2]\n"
+        "input %sq: f32[1, 1, 1, 4]\ninput %c: f32[1, 1, 2, 2, 2]\n"
+        "%u: f32[1, 1, 2, 2] = aten.max_unpool2d.default(%x, %ix, [2, 2])\n"
+        "%l: f32[1, 1, 4] = aten.upsample_linear1d.vec(%r, [4], False, None)\n"
+        "%la: f32[1, 1, 3] = aten.upsample_linear1d.vec(%r, None, True, [1.5])\n"
+        "%b: f32[1, 1, 1, 7] = aten.upsample_bicubic2d.vec(%sq, [1, 7], True, None)\n"
+        "%t3: f32[1, 1, 1, 1, 1] = aten.upsample_trilinear3d.vec(%c, None, False, [0.5, 0.5, 0.5])\n"
+        "output %u, %l, %la, %b, %t3\n",
+        x, ix, r, sq, c);
+    EXPECT(&t, "u", 7, 0, 0, 5);
+    /* half-pixel centres: sources -0.25 (clamped to 0), 0.25, 0.75, 1.25 (past the last: its value) */
+    EXPECT(&t, "l", 0, 2.5, 7.5, 10);
+    EXPECT(&t, "la", 0, 5, 10); /* corners aligned: sources 0, 0.5, 1 */
+    /* Keys' cubic (A = -0.75) at 1.5 weighs 0, 1, 4, 9 by -3/32, 19/32, 19/32, -3/32; at 0 the value itself */
+    int v = gr_graph_find(t.g, "b");
+    gr_ttype ty;
+    const float *got = rt_ref_value(t.r, v, &ty);
+    CU_ASSERT_DOUBLE_EQUAL(got[0], 0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(got[3], 2.125, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(got[6], 9, 1e-6);
+    EXPECT(&t, "t3", 4.5); /* the centre of a 2x2x2 cube: the mean of its corners */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1098,6 +1169,10 @@ int main(void)
         {"rearrangements and matrix-vector products give hand-worked values",
          test_rearrangements_and_matrix_vector_products_give_hand_worked_values},
         {"likelihood losses give hand-worked values", test_likelihood_losses_give_hand_worked_values},
+        {"transposed and 3-D convolutions give hand-worked values",
+         test_transposed_and_3d_convolutions_give_hand_worked_values},
+        {"unpooling and interpolation give hand-worked values",
+         test_unpooling_and_interpolation_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
