@@ -1129,6 +1129,37 @@ static void test_unpooling_and_interpolation_give_hand_worked_values(void)
     done(&t);
 }
 
+/* ---- 3-D pooling (runtime/ref_pool3d.c) ---- */
+
+static void test_3d_pooling_gives_hand_worked_values(void)
+{
+    const float c[] = {1, 2, 3, 4, 5, 6, 7, 8}; /* a 2x2x2 cube: element (z, y, x) is 4 z + 2 y + x + 1 */
+    run_t t;
+    RUN(&t,
+        "input %c: f32[1, 1, 2, 2, 2]\n"
+        "%m: (f32[1, 1, 1, 1, 2], i64[1, 1, 1, 1, 2]) = aten.max_pool3d_with_indices.default(%c, [2, 2, 1])\n"
+        "%mv: f32[1, 1, 1, 1, 2] = getitem(%m, 0)\n%mi: i64[1, 1, 1, 1, 2] = getitem(%m, 1)\n"
+        "%a: f32[1, 1, 3, 3, 3] = aten.avg_pool3d.default(%c, [2, 2, 2], [1, 1, 1], [1, 1, 1], False, False)\n"
+        "%ai: f32[1, 1, 3, 3, 3] = aten.avg_pool3d.default(%c, [2, 2, 2], [1, 1, 1], [1, 1, 1])\n"
+        "%aa: f32[1, 1, 1, 2, 1] = aten._adaptive_avg_pool3d.default(%c, [1, 2, 1])\n"
+        "%am: (f32[1, 1, 1, 1, 1], i64[1, 1, 1, 1, 1]) = aten.adaptive_max_pool3d.default(%c, [1, 1, 1])\n"
+        "%amv: f32[1, 1, 1, 1, 1] = getitem(%am, 0)\n%ami: i64[1, 1, 1, 1, 1] = getitem(%am, 1)\n"
+        "output %mv, %mi, %a, %ai, %aa, %amv, %ami\n",
+        c);
+    EXPECT(&t, "mv", 7, 8);
+    EXPECT(&t, "mi", 6, 7);
+    /* padding 1, stride 1: a corner window holds one element (over 1, or over 8 with the padding
+     * counted), the centre window the whole cube */
+    const float *a = rt_ref_value(t.r, gr_graph_find(t.g, "a"), &(gr_ttype){0});
+    const float *ai = rt_ref_value(t.r, gr_graph_find(t.g, "ai"), &(gr_ttype){0});
+    CU_ASSERT(a[0] == 1 && a[13] == 4.5 && a[26] == 8);
+    CU_ASSERT(ai[0] == 0.125 && ai[13] == 4.5 && ai[26] == 1);
+    EXPECT(&t, "aa", 3.5, 5.5); /* rows y = 0 and y = 1 averaged over z and x */
+    EXPECT(&t, "amv", 8);
+    EXPECT(&t, "ami", 7);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1173,6 +1204,7 @@ int main(void)
          test_transposed_and_3d_convolutions_give_hand_worked_values},
         {"unpooling and interpolation give hand-worked values",
          test_unpooling_and_interpolation_give_hand_worked_values},
+        {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
