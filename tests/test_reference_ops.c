@@ -1160,6 +1160,36 @@ static void test_3d_pooling_gives_hand_worked_values(void)
     done(&t);
 }
 
+/* ---- Margin losses (runtime/ref_loss.c) ---- */
+
+static void test_margin_losses_give_hand_worked_values(void)
+{
+    const float z[] = {0, 0}, pm[] = {1, -1}, x[] = {0.1f, 0.2f, 0.4f}, y[] = {1}, xl[] = {0.1f, 0.2f, 0.4f, 0.8f};
+    const float yl[] = {3, 0, -1, 1};
+    run_t t;
+    RUN(&t,
+        "input %z: f32[2]\ninput %pm: f32[2]\ninput %x: f32[1, 3]\ninput %y: i64[1]\n"
+        "input %xl: f32[1, 4]\ninput %yl: i64[1, 4]\n"
+        "%s: f32[2] = aten.soft_margin_loss.default(%z, %pm, 0)\n"
+        "%m1: f32[] = aten.multi_margin_loss.default(%x, %y)\n"
+        "%m2: f32[] = aten.multi_margin_loss.default(%x, %y, 2, 1.0, None, 2)\n"
+        "%ml: (f32[], f32[1, 4]) = aten.multilabel_margin_loss_forward.default(%xl, %yl, 1)\n"
+        "%mlv: f32[] = getitem(%ml, 0)\n%mlt: f32[1, 4] = getitem(%ml, 1)\n"
+        "output %s, %m1, %m2, %mlv, %mlt\n",
+        z, pm, x, y, xl, yl);
+    EXPECT(&t, "s", 0.693147181f, 0.693147181f); /* log(1 + e^0) */
+    /* class 1 against 0 and 2: hinges 1 - 0.2 + 0.1 and 1 - 0.2 + 0.4, over 3 classes; squared for p = 2 */
+    const float *m1 = rt_ref_value(t.r, gr_graph_find(t.g, "m1"), &(gr_ttype){0});
+    const float *m2 = rt_ref_value(t.r, gr_graph_find(t.g, "m2"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(m1[0], 0.7, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(m2[0], 0.75, 1e-6);
+    /* targets 3 and 0 (the -1 ends them) against non-targets 1 and 2: 0.4 + 0.6 + 1.1 + 1.3 over 4 */
+    const float *ml = rt_ref_value(t.r, gr_graph_find(t.g, "mlv"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(ml[0], 0.85, 1e-6);
+    EXPECT(&t, "mlt", 1, 0, 0, 1);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1205,6 +1235,7 @@ int main(void)
         {"unpooling and interpolation give hand-worked values",
          test_unpooling_and_interpolation_give_hand_worked_values},
         {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
+        {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
