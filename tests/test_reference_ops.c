@@ -1190,6 +1190,26 @@ static void test_margin_losses_give_hand_worked_values(void)
     done(&t);
 }
 
+/* ---- linspace, logspace (runtime/ref_space.c) ---- */
+
+static void test_linspace_and_logspace_give_hand_worked_values(void)
+{
+    run_t t;
+    RUN(&t,
+        "%l: f32[5] = aten.linspace.default(0, 1, 5, dtype=f32)\n"
+        "%g: f32[3] = aten.logspace.default(0, 2, 3, dtype=f32)\n"
+        "%b: f32[4] = aten.logspace.default(0, 3, 4, 2.0)\n"
+        "%i: i64[4] = aten.linspace.default(0, 10, 4, dtype=i64)\n"
+        "%e: f32[0] = aten.linspace.default(0, -3, 0, dtype=f32)\n"
+        "output %l, %g, %b, %i, %e\n",
+        NULL);
+    EXPECT(&t, "l", 0, 0.25, 0.5, 0.75, 1);
+    EXPECT(&t, "g", 1, 10, 100);
+    EXPECT(&t, "b", 1, 2, 4, 8);
+    EXPECT(&t, "i", 0, 3, 6, 10); /* 10/3 and 10 - 10/3, truncated */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1236,6 +1256,7 @@ int main(void)
          test_unpooling_and_interpolation_give_hand_worked_values},
         {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
         {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
+        {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
