@@ -1210,6 +1210,32 @@ static void test_linspace_and_logspace_give_hand_worked_values(void)
     done(&t);
 }
 
+/* ---- Distances (runtime/ref_dist.c) ---- */
+
+static void test_distances_give_hand_worked_values(void)
+{
+    const float a[] = {0, 0, 3, 4}, o[] = {0, 0}, r[] = {0, 0, 3, 4, 6, 8};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[1, 2, 2]\ninput %o: f32[1, 1, 2]\ninput %r: f32[3, 2]\n"
+        "%c2: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, 2.0, None)\n"
+        "%c1: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, 1.0, None)\n"
+        "%ci: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, inf, None)\n"
+        "%c0: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, 0.0, None)\n"
+        "%p: f32[3] = aten._pdist_forward.default(%r)\n"
+        "%o2: f32[2, 1, 2] = aten.view.default(%a, [2, 1, 2])\n"
+        "%cb: f32[2, 2, 1] = aten._cdist_forward.default(%a, %o2, 2.0, None)\n"
+        "output %c2, %c1, %ci, %c0, %p, %cb\n",
+        a, o, r);
+    EXPECT(&t, "c2", 0, 5);
+    EXPECT(&t, "c1", 0, 7);
+    EXPECT(&t, "ci", 0, 4);
+    EXPECT(&t, "c0", 0, 2);
+    EXPECT(&t, "p", 5, 10, 5); /* rows (0, 1), (0, 2), (1, 2) */
+    EXPECT(&t, "cb", 0, 5, 5, 0); /* x1's one batch broadcast against x2's two */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1257,6 +1283,7 @@ int main(void)
         {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
         {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
         {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
+        {"distances give hand-worked values", test_distances_give_hand_worked_values},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
