@@ -1,4 +1,4 @@
-/* ref_spatial2.c: reference ops: max_unpool2d/3d, and linear, bilinear, trilinear and bicubic upsampling
+/* ref_spatial2.c: reference ops: max_unpool2d/3d, im2col, and linear, bilinear, trilinear and bicubic upsampling
  * with PyTorch's index math (area_pixel_compute_source_index), each weight and source index as it computes them. */
 #include "ref_internal.h"
 
@@ -45,6 +45,52 @@ static int op_max_unpool(ex *E, int nd)
             o->eb[w][dst] = (float)ldb(x, w, k);
     }
     return 0;
+}
+
+/* ---- im2col ---- */
+
+/* im2col(self, kernel_size, dilation, padding, stride): (N, C, H, W) or
+ * (C, H, W) to (N, C kh kw, L), column l = oh OW + ow holding the window's
+ * taps (c, i, j) in rows (c kh + i) kw + j, the padding's zeros exact;
+ * values move with their bounds. */
+static int op_im2col(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t v[4][2], o[2];
+    const char *keys[4] = {"kernel_size", "dilation", "padding", "stride"};
+    if (!x)
+        return -1;
+    if (x->rank != 3 && x->rank != 4)
+        return ref_fail(E, "input must have rank 3 or 4");
+    for (int i = 0; i < 4; i++) {
+        int cnt;
+        if (ref_arg_ints(E, i + 1, keys[i], v[i], &cnt, 2) || cnt != 2)
+            return ref_fail(E, "%s must have 2 values", keys[i]);
+    }
+    int64_t C = x->shape[x->rank - 3], H = x->shape[x->rank - 2], W = x->shape[x->rank - 1];
+    int64_t N = x->rank == 4 ? x->shape[0] : 1, in[2] = {H, W};
+    for (int a = 0; a < 2; a++) {
+        if (v[0][a] < 1 || v[1][a] < 1 || v[2][a] < 0 || v[3][a] < 1)
+            return ref_fail(E, "kernel, dilation and stride must be positive, padding not negative");
+        o[a] = (in[a] + 2 * v[2][a] - v[1][a] * (v[0][a] - 1) - 1) / v[3][a] + 1;
+        if (o[a] < 1)
+            return ref_fail(E, "the kernel is larger than the padded input");
+    }
+    int64_t rows = C * v[0][0] * v[0][1], L = o[0] * o[1], shape[3] = {N, rows, L};
+    tens *r = ref_new_result(E, K_F, x->rank - 1, x->rank == 4 ? shape : shape + 1);
+    for (int64_t k = 0; r && k < r->n; k++) {
+        int64_t n = k / (rows * L), row = k / L % rows, l = k % L;
+        int64_t c = row / (v[0][0] * v[0][1]), i = row / v[0][1] % v[0][0], j = row % v[0][1];
+        int64_t y = l / o[1] * v[3][0] - v[2][0] + i * v[1][0], xx = l % o[1] * v[3][1] - v[2][1] + j * v[1][1];
+        if (y < 0 || y >= H || xx < 0 || xx >= W)
+            continue;
+        int64_t src = ((n * C + c) * H + y) * W + xx;
+        r->f[k] = (float)ldd(x, src);
+        for (int w = 0; r->eb[0] && w < 2; w++)
+            r->eb[w][k] = (float)ldb(x, w, src);
+    }
+    return r ? 0 : -1;
 }
 
 /* ---- Interpolation ---- */
@@ -209,6 +255,7 @@ static int op_upsample(ex *E, int code)
 static const ref_op ops[] = {
     {"max_unpool2d", op_max_unpool, 2},
     {"max_unpool3d", op_max_unpool, 3},
+    {"im2col", op_im2col, 0},
     {"upsample_linear1d", op_upsample, 1},
     {"upsample_bilinear2d", op_upsample, 2},
     {"upsample_trilinear3d", op_upsample, 3},

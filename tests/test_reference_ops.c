@@ -1236,6 +1236,42 @@ static void test_distances_give_hand_worked_values(void)
     done(&t);
 }
 
+static void test_im2col_lays_each_window_in_a_column(void)
+{
+    const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 3, 3]\n"
+        "%c: f32[1, 4, 4] = aten.im2col.default(%x, [2, 2], [1, 1], [0, 0], [1, 1])\n"
+        "%p: f32[1, 4, 4] = aten.im2col.default(%x, [2, 2], [1, 1], [1, 1], [2, 2])\n"
+        "output %c, %p\n",
+        x);
+    /* rows: the taps (0,0), (0,1), (1,0), (1,1); columns: the windows at (0,0), (0,1), (1,0), (1,1) */
+    EXPECT(&t, "c", 1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9);
+    /* padded by one, stride 2: windows at (-1,-1), (-1,1), (1,-1), (1,1) */
+    EXPECT(&t, "p", 0, 0, 0, 5, 0, 0, 4, 6, 0, 2, 0, 8, 1, 3, 7, 9);
+    done(&t);
+}
+
+static void test_mode_picks_the_most_frequent_then_the_smallest(void)
+{
+    const float x[] = {3, 1, 3, 2, 1, 3, 1, 2, 2, 1, 5, 4};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 6]\n"
+        "%m: (f32[2], i64[2]) = aten.mode.default(%x)\n"
+        "%mv: f32[2] = getitem(%m, 0)\n%mi: i64[2] = getitem(%m, 1)\n"
+        "%c: (f32[1, 6], i64[1, 6]) = aten.mode.default(%x, 0, True)\n"
+        "%cv: f32[1, 6] = getitem(%c, 0)\n%ci: i64[1, 6] = getitem(%c, 1)\n"
+        "output %mv, %mi, %cv, %ci\n",
+        x);
+    EXPECT(&t, "mv", 3, 1); /* 3 three times; 1 and 2 twice each: the smaller */
+    EXPECT(&t, "mi", 5, 3); /* the last occurrence */
+    EXPECT(&t, "cv", 1, 1, 2, 1, 1, 3); /* columns of two distinct values: the smaller */
+    EXPECT(&t, "ci", 1, 0, 1, 1, 0, 0);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1284,6 +1320,8 @@ int main(void)
         {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
         {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
         {"distances give hand-worked values", test_distances_give_hand_worked_values},
+        {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
+        {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
