@@ -1272,6 +1272,31 @@ static void test_mode_picks_the_most_frequent_then_the_smallest(void)
     done(&t);
 }
 
+static void test_segment_reduce_reduces_each_segment(void)
+{
+    const float x[] = {1, 5, 2, 4, 3}, ln[] = {2, 0, 3}, of[] = {0, 2, 2, 5}, m[] = {1, 2, 3, 4, 5, 6};
+    const float l2[] = {1, 2};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5]\ninput %ln: i64[3]\ninput %of: i64[4]\ninput %m: f32[3, 2]\ninput %l2: i64[2]\n"
+        "%s: f32[3] = aten.segment_reduce.default(%x, \"sum\", lengths=%ln)\n"
+        "%mx: f32[3] = aten.segment_reduce.default(%x, \"max\", offsets=%of)\n"
+        "%mi: f32[3] = aten.segment_reduce.default(%x, \"min\", lengths=%ln, initial=0)\n"
+        "%mn: f32[3] = aten.segment_reduce.default(%x, \"mean\", lengths=%ln)\n"
+        "%p: f32[3] = aten.segment_reduce.default(%x, \"prod\", offsets=%of)\n"
+        "%a: f32[2, 2] = aten.segment_reduce.default(%m, \"sum\", lengths=%l2)\n"
+        "output %s, %mx, %mi, %mn, %p, %a\n",
+        x, ln, of, m, l2);
+    EXPECT(&t, "s", 6, 0, 9); /* segments {1, 5}, {}, {2, 4, 3} */
+    const float *mx = rt_ref_value(t.r, gr_graph_find(t.g, "mx"), &(gr_ttype){0});
+    CU_ASSERT(mx[0] == 5 && mx[1] == -INFINITY && mx[2] == 4); /* an empty max: -inf */
+    EXPECT(&t, "mi", 0, 0, 0); /* initial 0 takes part, and fills the empty segment */
+    EXPECT(&t, "mn", 3, NAN, 3);
+    EXPECT(&t, "p", 5, 1, 24);
+    EXPECT(&t, "a", 1, 2, 8, 10); /* rows {0} and {1, 2} of each column */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1322,6 +1347,7 @@ int main(void)
         {"distances give hand-worked values", test_distances_give_hand_worked_values},
         {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},
+        {"segment_reduce reduces each segment", test_segment_reduce_reduces_each_segment},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
