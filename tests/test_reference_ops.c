@@ -1297,6 +1297,28 @@ static void test_segment_reduce_reduces_each_segment(void)
     done(&t);
 }
 
+static void test_histogram_counts_with_the_last_bin_closed(void)
+{
+    const float x[] = {0, 1, 1.5f, 2, 4}, e[] = {0, 1, 2}, w[] = {1, 2, 3, 4, 5};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5]\ninput %e: f32[3]\ninput %w: f32[5]\n"
+        "%h: (f32[2], f32[3]) = aten.histogram.bins_tensor(%x, %e)\n"
+        "%hv: f32[2] = getitem(%h, 0)\n"
+        "%c: (f32[4], f32[5]) = aten.histogram.bin_ct(%x, 4)\n"
+        "%cv: f32[4] = getitem(%c, 0)\n%ce: f32[5] = getitem(%c, 1)\n"
+        "%r: (f32[2], f32[3]) = aten.histogram.bin_ct(%x, 2, range=[0.0, 2.0], weight=%w, density=True)\n"
+        "%rv: f32[2] = getitem(%r, 0)\n"
+        "output %hv, %cv, %ce, %rv\n",
+        x, e, w);
+    EXPECT(&t, "hv", 1, 3); /* 0 in [0, 1); 1, 1.5 and 2 in [1, 2], the last bin closed; 4 outside */
+    EXPECT(&t, "cv", 1, 2, 1, 1); /* edges from the data's extremes 0 and 4 */
+    EXPECT(&t, "ce", 0, 1, 2, 3, 4);
+    /* weights 1 | 2 + 3 + 4 of total 10, over bins of width 1 */
+    EXPECT(&t, "rv", 0.1f, 0.9f);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1348,6 +1370,7 @@ int main(void)
         {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},
         {"segment_reduce reduces each segment", test_segment_reduce_reduces_each_segment},
+        {"histogram counts with the last bin closed", test_histogram_counts_with_the_last_bin_closed},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
