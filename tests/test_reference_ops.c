@@ -1,6 +1,8 @@
 /* test_reference_ops.c: the reference executor's ordering, indexing, scattering, norm and linear-algebra
- * ops (runtime/ref_sort.c, ref_index.c, ref_vecnorm.c, ref_linalg.c) against values worked out by hand
- * or identities (Q R = A, A inv(A) = I), and their error bounds against the rules their files state. */
+ * ops (runtime/ref_sort.c, ref_index.c, ref_vecnorm.c, ref_linalg.c; the fallback-only transposed and
+ * 3-D convolution, unpooling, interpolation, 3-D pooling, margin losses, distances, mode, segments,
+ * histogram, embedding bags) against values worked out by hand or identities (Q R = A, A inv(A) = I),
+ * and their error bounds against the rules their files state. */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -1319,6 +1321,34 @@ static void test_histogram_counts_with_the_last_bin_closed(void)
     done(&t);
 }
 
+static void test_embedding_bag_sums_averages_and_maxes_its_bags(void)
+{
+    const float w[] = {1, 10, 2, 20, 3, 5}, ix[] = {0, 2, 1, 2}, of[] = {0, 2}, ps[] = {1, 2, 3, 4};
+    run_t t;
+    RUN(&t,
+        "input %w: f32[3, 2]\ninput %ix: i64[4]\ninput %of: i64[2]\ninput %ps: f32[4]\n"
+        "%s: (f32[2, 2], i64[0], i64[2], i64[2]) = aten._embedding_bag.default(%w, %ix, %of, False, 0, False, %ps)\n"
+        "%sv: f32[2, 2] = getitem(%s, 0)\n"
+        "%m: (f32[2, 2], i64[4], i64[2], i64[2]) = aten._embedding_bag.default(%w, %ix, %of, False, 1)\n"
+        "%mv: f32[2, 2] = getitem(%m, 0)\n%mo: i64[4] = getitem(%m, 1)\n%mb: i64[2] = getitem(%m, 2)\n"
+        "%x: (f32[2, 2], i64[4], i64[2], i64[2, 2]) = aten._embedding_bag.default(%w, %ix, %of, False, 2)\n"
+        "%xv: f32[2, 2] = getitem(%x, 0)\n%xi: i64[2, 2] = getitem(%x, 3)\n"
+        "%p: (f32[2, 2], i64[4], i64[2], i64[2]) = aten._embedding_bag.default(%w, %ix, %of, False, 0, False, None, "
+        "False, 2)\n"
+        "%pv: f32[2, 2] = getitem(%p, 0)\n"
+        "output %sv, %mv, %mo, %mb, %xv, %xi, %pv\n",
+        w, ix, of, ps);
+    /* bags {0, 2} and {1, 2}: rows (1, 10), (3, 5) and (2, 20), (3, 5) */
+    EXPECT(&t, "sv", 1 + 2 * 3, 10 + 2 * 5, 3 * 2 + 4 * 3, 3 * 20 + 4 * 5);
+    EXPECT(&t, "mv", 2, 7.5, 2.5, 12.5);
+    EXPECT(&t, "mo", 0, 0, 1, 1);
+    EXPECT(&t, "mb", 2, 2);
+    EXPECT(&t, "xv", 3, 10, 3, 20);
+    EXPECT(&t, "xi", 2, 0, 2, 1);
+    EXPECT(&t, "pv", 1, 10, 2, 20); /* padding_idx 2: row 2 left out */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1371,6 +1401,7 @@ int main(void)
         {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},
         {"segment_reduce reduces each segment", test_segment_reduce_reduces_each_segment},
         {"histogram counts with the last bin closed", test_histogram_counts_with_the_last_bin_closed},
+        {"embedding_bag sums, averages and maxes its bags", test_embedding_bag_sums_averages_and_maxes_its_bags},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
