@@ -1349,6 +1349,28 @@ static void test_embedding_bag_sums_averages_and_maxes_its_bags(void)
     done(&t);
 }
 
+static void test_grid_sampler_interpolates_at_grid_points(void)
+{
+    const float x[] = {1, 2, 3, 4}, g[] = {-1, -1, 1, 1, 0, 0, 2, 0};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 2, 2]\ninput %g: f32[1, 1, 4, 2]\n"
+        "%z: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 0, 0, True)\n"
+        "%b: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 0, 1, True)\n"
+        "%n: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 1, 0, True)\n"
+        "%c: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 2, 1, True)\n"
+        "output %z, %b, %n, %c\n",
+        x, g);
+    /* corners, the centre, and x = 2 past the right edge at mid-height: half of (2, 4) by zeros, all by border */
+    EXPECT(&t, "z", 1, 4, 2.5, 1.5);
+    EXPECT(&t, "b", 1, 4, 2.5, 3);
+    EXPECT(&t, "n", 1, 4, 1, 0); /* halves round to even: (0.5, 0.5) reads (0, 0), x = 1.5 reads x = 2: outside */
+    const float *c = rt_ref_value(t.r, gr_graph_find(t.g, "c"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(c[0], 1, 1e-6); /* on a pixel a cubic reads the pixel */
+    CU_ASSERT_DOUBLE_EQUAL(c[1], 4, 1e-6);
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1402,6 +1424,7 @@ int main(void)
         {"segment_reduce reduces each segment", test_segment_reduce_reduces_each_segment},
         {"histogram counts with the last bin closed", test_histogram_counts_with_the_last_bin_closed},
         {"embedding_bag sums, averages and maxes its bags", test_embedding_bag_sums_averages_and_maxes_its_bags},
+        {"grid_sampler interpolates at grid points", test_grid_sampler_interpolates_at_grid_points},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
