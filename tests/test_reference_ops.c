@@ -1371,6 +1371,19 @@ static void test_grid_sampler_interpolates_at_grid_points(void)
     done(&t);
 }
 
+static void test_trilinear_is_bilinear_forms(void)
+{
+    const float a[] = {1, 2}, w[] = {1, 0, 0, 1, 0, 1, 1, 0}, b[] = {3, 4};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[1, 2]\ninput %w: f32[2, 2, 2]\ninput %b: f32[1, 2]\n"
+        "%y: f32[1, 2] = aten._trilinear.default(%a, %w, %b, [1, 3], [0], [1, 2], [2, 3])\n"
+        "output %y\n",
+        a, w, b);
+    EXPECT(&t, "y", 11, 10); /* a I b and a (swap) b */
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1425,6 +1438,7 @@ int main(void)
         {"histogram counts with the last bin closed", test_histogram_counts_with_the_last_bin_closed},
         {"embedding_bag sums, averages and maxes its bags", test_embedding_bag_sums_averages_and_maxes_its_bags},
         {"grid_sampler interpolates at grid points", test_grid_sampler_interpolates_at_grid_points},
+        {"trilinear is bilinear forms", test_trilinear_is_bilinear_forms},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
