@@ -1384,6 +1384,19 @@ static void test_trilinear_is_bilinear_forms(void)
     done(&t);
 }
 
+static void test_matrix_exp_gives_known_exponentials(void)
+{
+    const float m[] = {1, 0, 0, 2, 0, 1, 0, 0, 0, -1.5707963705062866f, 1.5707963705062866f, 0};
+    run_t t;
+    RUN(&t,
+        "input %m: f32[3, 2, 2]\n%e: f32[3, 2, 2] = aten.linalg_matrix_exp.default(%m)\noutput %e\n", m);
+    const float *e = rt_ref_value(t.r, gr_graph_find(t.g, "e"), &(gr_ttype){0});
+    const double want[12] = {exp(1.0), 0, 0, exp(2.0), 1, 1, 0, 1, 0, -1, 1, 0}; /* diagonal, nilpotent, a quarter turn */
+    for (int k = 0; k < 12; k++)
+        CU_ASSERT_DOUBLE_EQUAL(e[k], want[k], 1e-6 * fmax(1, fabs(want[k])));
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1439,6 +1452,7 @@ int main(void)
         {"embedding_bag sums, averages and maxes its bags", test_embedding_bag_sums_averages_and_maxes_its_bags},
         {"grid_sampler interpolates at grid points", test_grid_sampler_interpolates_at_grid_points},
         {"trilinear is bilinear forms", test_trilinear_is_bilinear_forms},
+        {"matrix_exp gives known exponentials", test_matrix_exp_gives_known_exponentials},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
