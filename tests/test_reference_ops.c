@@ -1,6 +1,8 @@
 /* test_reference_ops.c: the reference executor's ordering, indexing, scattering, norm and linear-algebra
- * ops (runtime/ref_sort.c, ref_index.c, ref_vecnorm.c, ref_linalg.c) against values worked out by hand
- * or identities (Q R = A, A inv(A) = I), and their error bounds against the rules their files state. */
+ * ops (runtime/ref_sort.c, ref_index.c, ref_vecnorm.c, ref_linalg.c; the fallback-only transposed and
+ * 3-D convolution, unpooling, interpolation, 3-D pooling, margin losses, distances, mode, segments,
+ * histogram, embedding bags) against values worked out by hand or identities (Q R = A, A inv(A) = I),
+ * and their error bounds against the rules their files state. */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -1058,6 +1060,343 @@ static void test_likelihood_losses_give_hand_worked_values(void)
     done(&r);
 }
 
+/* ---- Convolution beyond 2-D, transposed ---- */
+
+static void test_transposed_and_3d_convolutions_give_hand_worked_values(void)
+{
+    /* Transposed: each input scatters x w at i s - p + k d (plus output_padding at the end). */
+    const float x[] = {1, 2}, w[] = {1, 3}, x3[] = {1, 2, 3, 4, 5, 6, 7, 8}, ones[] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const float g[] = {3, 5};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 2]\ninput %w: f32[1, 1, 2]\ninput %x3: f32[1, 1, 2, 2, 2]\n"
+        "input %k3: f32[1, 1, 2, 2, 2]\ninput %wg: f32[2, 1, 1]\n"
+        "%s2: f32[1, 1, 4] = aten.convolution.default(%x, %w, None, [2], [0], [1], True, [0], 1)\n"
+        "%s1: f32[1, 1, 3] = aten.convolution.default(%x, %w, None, [1], [0], [1], True, [0], 1)\n"
+        "%p1: f32[1, 1, 1] = aten.convolution.default(%x, %w, None, [1], [1], [1], True, [0], 1)\n"
+        "%op: f32[1, 1, 5] = aten.convolution.default(%x, %w, None, [2], [0], [1], True, [1], 1)\n"
+        "%xg: f32[1, 2, 1] = aten.view.default(%x, [1, 2, 1])\n"
+        "%gr: f32[1, 2, 1] = aten.convolution.default(%xg, %wg, None, [1], [0], [1], True, [0], 2)\n"
+        "%c3: f32[1, 1, 1, 1, 1] = aten.convolution.default(%x3, %k3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], "
+        "False, [0, 0, 0], 1)\n"
+        "%t3: f32[1, 1, 3, 3, 3] = aten.convolution.default(%x3, %k3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], "
+        "True, [0, 0, 0], 1)\n"
+        "output %s2, %s1, %p1, %op, %gr, %c3, %t3\n",
+        x, w, x3, ones, g);
+    EXPECT(&t, "s2", 1, 3, 2, 6);
+    EXPECT(&t, "s1", 1, 5, 6);
+    EXPECT(&t, "p1", 5); /* padding crops one from each end */
+    EXPECT(&t, "op", 1, 3, 2, 6, 0);
+    EXPECT(&t, "gr", 3, 10); /* groups: each channel with its own filter */
+    EXPECT(&t, "c3", 36);
+    /* A 2x2x2 box of ones transposed: the corner sees x[0], the centre the whole sum. */
+    int v = gr_graph_find(t.g, "t3");
+    gr_ttype ty;
+    const float *got = rt_ref_value(t.r, v, &ty);
+    CU_ASSERT_EQUAL(got[0], 1);
+    CU_ASSERT_EQUAL(got[13], 36);
+    CU_ASSERT_EQUAL(got[26], 8);
+    done(&t);
+}
+
+/* ---- Unpooling and interpolation (runtime/ref_spatial2.c) ---- */
+
+static void test_unpooling_and_interpolation_give_hand_worked_values(void)
+{
+    const float x[] = {5, 7}, ix[] = {3, 0}, r[] = {0, 10}, sq[] = {0, 1, 4, 9};
+    const float c[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 1, 2]\ninput %ix: i64[1, 1, 1, 2]\ninput %r: f32[1, 1, 2]\n"
+        "input %sq: f32[1, 1, 1, 4]\ninput %c: f32[1, 1, 2, 2, 2]\n"
+        "%u: f32[1, 1, 2, 2] = aten.max_unpool2d.default(%x, %ix, [2, 2])\n"
+        "%l: f32[1, 1, 4] = aten.upsample_linear1d.vec(%r, [4], False, None)\n"
+        "%la: f32[1, 1, 3] = aten.upsample_linear1d.vec(%r, None, True, [1.5])\n"
+        "%b: f32[1, 1, 1, 7] = aten.upsample_bicubic2d.vec(%sq, [1, 7], True, None)\n"
+        "%t3: f32[1, 1, 1, 1, 1] = aten.upsample_trilinear3d.vec(%c, None, False, [0.5, 0.5, 0.5])\n"
+        "output %u, %l, %la, %b, %t3\n",
+        x, ix, r, sq, c);
+    EXPECT(&t, "u", 7, 0, 0, 5);
+    /* half-pixel centres: sources -0.25 (clamped to 0), 0.25, 0.75, 1.25 (past the last: its value) */
+    EXPECT(&t, "l", 0, 2.5, 7.5, 10);
+    EXPECT(&t, "la", 0, 5, 10); /* corners aligned: sources 0, 0.5, 1 */
+    /* Keys' cubic (A = -0.75) at 1.5 weighs 0, 1, 4, 9 by -3/32, 19/32, 19/32, -3/32; at 0 the value itself */
+    int v = gr_graph_find(t.g, "b");
+    gr_ttype ty;
+    const float *got = rt_ref_value(t.r, v, &ty);
+    CU_ASSERT_DOUBLE_EQUAL(got[0], 0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(got[3], 2.125, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(got[6], 9, 1e-6);
+    EXPECT(&t, "t3", 4.5); /* the centre of a 2x2x2 cube: the mean of its corners */
+    done(&t);
+}
+
+/* ---- 3-D pooling (runtime/ref_pool3d.c) ---- */
+
+static void test_3d_pooling_gives_hand_worked_values(void)
+{
+    const float c[] = {1, 2, 3, 4, 5, 6, 7, 8}; /* a 2x2x2 cube: element (z, y, x) is 4 z + 2 y + x + 1 */
+    run_t t;
+    RUN(&t,
+        "input %c: f32[1, 1, 2, 2, 2]\n"
+        "%m: (f32[1, 1, 1, 1, 2], i64[1, 1, 1, 1, 2]) = aten.max_pool3d_with_indices.default(%c, [2, 2, 1])\n"
+        "%mv: f32[1, 1, 1, 1, 2] = getitem(%m, 0)\n%mi: i64[1, 1, 1, 1, 2] = getitem(%m, 1)\n"
+        "%a: f32[1, 1, 3, 3, 3] = aten.avg_pool3d.default(%c, [2, 2, 2], [1, 1, 1], [1, 1, 1], False, False)\n"
+        "%ai: f32[1, 1, 3, 3, 3] = aten.avg_pool3d.default(%c, [2, 2, 2], [1, 1, 1], [1, 1, 1])\n"
+        "%aa: f32[1, 1, 1, 2, 1] = aten._adaptive_avg_pool3d.default(%c, [1, 2, 1])\n"
+        "%am: (f32[1, 1, 1, 1, 1], i64[1, 1, 1, 1, 1]) = aten.adaptive_max_pool3d.default(%c, [1, 1, 1])\n"
+        "%amv: f32[1, 1, 1, 1, 1] = getitem(%am, 0)\n%ami: i64[1, 1, 1, 1, 1] = getitem(%am, 1)\n"
+        "output %mv, %mi, %a, %ai, %aa, %amv, %ami\n",
+        c);
+    EXPECT(&t, "mv", 7, 8);
+    EXPECT(&t, "mi", 6, 7);
+    /* padding 1, stride 1: a corner window holds one element (over 1, or over 8 with the padding
+     * counted), the centre window the whole cube */
+    const float *a = rt_ref_value(t.r, gr_graph_find(t.g, "a"), &(gr_ttype){0});
+    const float *ai = rt_ref_value(t.r, gr_graph_find(t.g, "ai"), &(gr_ttype){0});
+    CU_ASSERT(a[0] == 1 && a[13] == 4.5 && a[26] == 8);
+    CU_ASSERT(ai[0] == 0.125 && ai[13] == 4.5 && ai[26] == 1);
+    EXPECT(&t, "aa", 3.5, 5.5); /* rows y = 0 and y = 1 averaged over z and x */
+    EXPECT(&t, "amv", 8);
+    EXPECT(&t, "ami", 7);
+    done(&t);
+}
+
+/* ---- Margin losses (runtime/ref_loss.c) ---- */
+
+static void test_margin_losses_give_hand_worked_values(void)
+{
+    const float z[] = {0, 0}, pm[] = {1, -1}, x[] = {0.1f, 0.2f, 0.4f}, y[] = {1}, xl[] = {0.1f, 0.2f, 0.4f, 0.8f};
+    const float yl[] = {3, 0, -1, 1};
+    run_t t;
+    RUN(&t,
+        "input %z: f32[2]\ninput %pm: f32[2]\ninput %x: f32[1, 3]\ninput %y: i64[1]\n"
+        "input %xl: f32[1, 4]\ninput %yl: i64[1, 4]\n"
+        "%s: f32[2] = aten.soft_margin_loss.default(%z, %pm, 0)\n"
+        "%m1: f32[] = aten.multi_margin_loss.default(%x, %y)\n"
+        "%m2: f32[] = aten.multi_margin_loss.default(%x, %y, 2, 1.0, None, 2)\n"
+        "%ml: (f32[], f32[1, 4]) = aten.multilabel_margin_loss_forward.default(%xl, %yl, 1)\n"
+        "%mlv: f32[] = getitem(%ml, 0)\n%mlt: f32[1, 4] = getitem(%ml, 1)\n"
+        "output %s, %m1, %m2, %mlv, %mlt\n",
+        z, pm, x, y, xl, yl);
+    EXPECT(&t, "s", 0.693147181f, 0.693147181f); /* log(1 + e^0) */
+    /* class 1 against 0 and 2: hinges 1 - 0.2 + 0.1 and 1 - 0.2 + 0.4, over 3 classes; squared for p = 2 */
+    const float *m1 = rt_ref_value(t.r, gr_graph_find(t.g, "m1"), &(gr_ttype){0});
+    const float *m2 = rt_ref_value(t.r, gr_graph_find(t.g, "m2"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(m1[0], 0.7, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(m2[0], 0.75, 1e-6);
+    /* targets 3 and 0 (the -1 ends them) against non-targets 1 and 2: 0.4 + 0.6 + 1.1 + 1.3 over 4 */
+    const float *ml = rt_ref_value(t.r, gr_graph_find(t.g, "mlv"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(ml[0], 0.85, 1e-6);
+    EXPECT(&t, "mlt", 1, 0, 0, 1);
+    done(&t);
+}
+
+/* ---- linspace, logspace (runtime/ref_space.c) ---- */
+
+static void test_linspace_and_logspace_give_hand_worked_values(void)
+{
+    run_t t;
+    RUN(&t,
+        "%l: f32[5] = aten.linspace.default(0, 1, 5, dtype=f32)\n"
+        "%g: f32[3] = aten.logspace.default(0, 2, 3, dtype=f32)\n"
+        "%b: f32[4] = aten.logspace.default(0, 3, 4, 2.0)\n"
+        "%i: i64[4] = aten.linspace.default(0, 10, 4, dtype=i64)\n"
+        "%e: f32[0] = aten.linspace.default(0, -3, 0, dtype=f32)\n"
+        "output %l, %g, %b, %i, %e\n",
+        NULL);
+    EXPECT(&t, "l", 0, 0.25, 0.5, 0.75, 1);
+    EXPECT(&t, "g", 1, 10, 100);
+    EXPECT(&t, "b", 1, 2, 4, 8);
+    EXPECT(&t, "i", 0, 3, 6, 10); /* 10/3 and 10 - 10/3, truncated */
+    done(&t);
+}
+
+/* ---- Distances (runtime/ref_dist.c) ---- */
+
+static void test_distances_give_hand_worked_values(void)
+{
+    const float a[] = {0, 0, 3, 4}, o[] = {0, 0}, r[] = {0, 0, 3, 4, 6, 8};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[1, 2, 2]\ninput %o: f32[1, 1, 2]\ninput %r: f32[3, 2]\n"
+        "%c2: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, 2.0, None)\n"
+        "%c1: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, 1.0, None)\n"
+        "%ci: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, inf, None)\n"
+        "%c0: f32[1, 2, 1] = aten._cdist_forward.default(%a, %o, 0.0, None)\n"
+        "%p: f32[3] = aten._pdist_forward.default(%r)\n"
+        "%o2: f32[2, 1, 2] = aten.view.default(%a, [2, 1, 2])\n"
+        "%cb: f32[2, 2, 1] = aten._cdist_forward.default(%a, %o2, 2.0, None)\n"
+        "output %c2, %c1, %ci, %c0, %p, %cb\n",
+        a, o, r);
+    EXPECT(&t, "c2", 0, 5);
+    EXPECT(&t, "c1", 0, 7);
+    EXPECT(&t, "ci", 0, 4);
+    EXPECT(&t, "c0", 0, 2);
+    EXPECT(&t, "p", 5, 10, 5); /* rows (0, 1), (0, 2), (1, 2) */
+    EXPECT(&t, "cb", 0, 5, 5, 0); /* x1's one batch broadcast against x2's two */
+    done(&t);
+}
+
+static void test_im2col_lays_each_window_in_a_column(void)
+{
+    const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 3, 3]\n"
+        "%c: f32[1, 4, 4] = aten.im2col.default(%x, [2, 2], [1, 1], [0, 0], [1, 1])\n"
+        "%p: f32[1, 4, 4] = aten.im2col.default(%x, [2, 2], [1, 1], [1, 1], [2, 2])\n"
+        "output %c, %p\n",
+        x);
+    /* rows: the taps (0,0), (0,1), (1,0), (1,1); columns: the windows at (0,0), (0,1), (1,0), (1,1) */
+    EXPECT(&t, "c", 1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9);
+    /* padded by one, stride 2: windows at (-1,-1), (-1,1), (1,-1), (1,1) */
+    EXPECT(&t, "p", 0, 0, 0, 5, 0, 0, 4, 6, 0, 2, 0, 8, 1, 3, 7, 9);
+    done(&t);
+}
+
+static void test_mode_picks_the_most_frequent_then_the_smallest(void)
+{
+    const float x[] = {3, 1, 3, 2, 1, 3, 1, 2, 2, 1, 5, 4};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[2, 6]\n"
+        "%m: (f32[2], i64[2]) = aten.mode.default(%x)\n"
+        "%mv: f32[2] = getitem(%m, 0)\n%mi: i64[2] = getitem(%m, 1)\n"
+        "%c: (f32[1, 6], i64[1, 6]) = aten.mode.default(%x, 0, True)\n"
+        "%cv: f32[1, 6] = getitem(%c, 0)\n%ci: i64[1, 6] = getitem(%c, 1)\n"
+        "output %mv, %mi, %cv, %ci\n",
+        x);
+    EXPECT(&t, "mv", 3, 1); /* 3 three times; 1 and 2 twice each: the smaller */
+    EXPECT(&t, "mi", 5, 3); /* the last occurrence */
+    EXPECT(&t, "cv", 1, 1, 2, 1, 1, 3); /* columns of two distinct values: the smaller */
+    EXPECT(&t, "ci", 1, 0, 1, 1, 0, 0);
+    done(&t);
+}
+
+static void test_segment_reduce_reduces_each_segment(void)
+{
+    const float x[] = {1, 5, 2, 4, 3}, ln[] = {2, 0, 3}, of[] = {0, 2, 2, 5}, m[] = {1, 2, 3, 4, 5, 6};
+    const float l2[] = {1, 2};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5]\ninput %ln: i64[3]\ninput %of: i64[4]\ninput %m: f32[3, 2]\ninput %l2: i64[2]\n"
+        "%s: f32[3] = aten.segment_reduce.default(%x, \"sum\", lengths=%ln)\n"
+        "%mx: f32[3] = aten.segment_reduce.default(%x, \"max\", offsets=%of)\n"
+        "%mi: f32[3] = aten.segment_reduce.default(%x, \"min\", lengths=%ln, initial=0)\n"
+        "%mn: f32[3] = aten.segment_reduce.default(%x, \"mean\", lengths=%ln)\n"
+        "%p: f32[3] = aten.segment_reduce.default(%x, \"prod\", offsets=%of)\n"
+        "%a: f32[2, 2] = aten.segment_reduce.default(%m, \"sum\", lengths=%l2)\n"
+        "output %s, %mx, %mi, %mn, %p, %a\n",
+        x, ln, of, m, l2);
+    EXPECT(&t, "s", 6, 0, 9); /* segments {1, 5}, {}, {2, 4, 3} */
+    const float *mx = rt_ref_value(t.r, gr_graph_find(t.g, "mx"), &(gr_ttype){0});
+    CU_ASSERT(mx[0] == 5 && mx[1] == -INFINITY && mx[2] == 4); /* an empty max: -inf */
+    EXPECT(&t, "mi", 0, 0, 0); /* initial 0 takes part, and fills the empty segment */
+    EXPECT(&t, "mn", 3, NAN, 3);
+    EXPECT(&t, "p", 5, 1, 24);
+    EXPECT(&t, "a", 1, 2, 8, 10); /* rows {0} and {1, 2} of each column */
+    done(&t);
+}
+
+static void test_histogram_counts_with_the_last_bin_closed(void)
+{
+    const float x[] = {0, 1, 1.5f, 2, 4}, e[] = {0, 1, 2}, w[] = {1, 2, 3, 4, 5};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[5]\ninput %e: f32[3]\ninput %w: f32[5]\n"
+        "%h: (f32[2], f32[3]) = aten.histogram.bins_tensor(%x, %e)\n"
+        "%hv: f32[2] = getitem(%h, 0)\n"
+        "%c: (f32[4], f32[5]) = aten.histogram.bin_ct(%x, 4)\n"
+        "%cv: f32[4] = getitem(%c, 0)\n%ce: f32[5] = getitem(%c, 1)\n"
+        "%r: (f32[2], f32[3]) = aten.histogram.bin_ct(%x, 2, range=[0.0, 2.0], weight=%w, density=True)\n"
+        "%rv: f32[2] = getitem(%r, 0)\n"
+        "output %hv, %cv, %ce, %rv\n",
+        x, e, w);
+    EXPECT(&t, "hv", 1, 3); /* 0 in [0, 1); 1, 1.5 and 2 in [1, 2], the last bin closed; 4 outside */
+    EXPECT(&t, "cv", 1, 2, 1, 1); /* edges from the data's extremes 0 and 4 */
+    EXPECT(&t, "ce", 0, 1, 2, 3, 4);
+    /* weights 1 | 2 + 3 + 4 of total 10, over bins of width 1 */
+    EXPECT(&t, "rv", 0.1f, 0.9f);
+    done(&t);
+}
+
+static void test_embedding_bag_sums_averages_and_maxes_its_bags(void)
+{
+    const float w[] = {1, 10, 2, 20, 3, 5}, ix[] = {0, 2, 1, 2}, of[] = {0, 2}, ps[] = {1, 2, 3, 4};
+    run_t t;
+    RUN(&t,
+        "input %w: f32[3, 2]\ninput %ix: i64[4]\ninput %of: i64[2]\ninput %ps: f32[4]\n"
+        "%s: (f32[2, 2], i64[0], i64[2], i64[2]) = aten._embedding_bag.default(%w, %ix, %of, False, 0, False, %ps)\n"
+        "%sv: f32[2, 2] = getitem(%s, 0)\n"
+        "%m: (f32[2, 2], i64[4], i64[2], i64[2]) = aten._embedding_bag.default(%w, %ix, %of, False, 1)\n"
+        "%mv: f32[2, 2] = getitem(%m, 0)\n%mo: i64[4] = getitem(%m, 1)\n%mb: i64[2] = getitem(%m, 2)\n"
+        "%x: (f32[2, 2], i64[4], i64[2], i64[2, 2]) = aten._embedding_bag.default(%w, %ix, %of, False, 2)\n"
+        "%xv: f32[2, 2] = getitem(%x, 0)\n%xi: i64[2, 2] = getitem(%x, 3)\n"
+        "%p: (f32[2, 2], i64[4], i64[2], i64[2]) = aten._embedding_bag.default(%w, %ix, %of, False, 0, False, None, "
+        "False, 2)\n"
+        "%pv: f32[2, 2] = getitem(%p, 0)\n"
+        "output %sv, %mv, %mo, %mb, %xv, %xi, %pv\n",
+        w, ix, of, ps);
+    /* bags {0, 2} and {1, 2}: rows (1, 10), (3, 5) and (2, 20), (3, 5) */
+    EXPECT(&t, "sv", 1 + 2 * 3, 10 + 2 * 5, 3 * 2 + 4 * 3, 3 * 20 + 4 * 5);
+    EXPECT(&t, "mv", 2, 7.5, 2.5, 12.5);
+    EXPECT(&t, "mo", 0, 0, 1, 1);
+    EXPECT(&t, "mb", 2, 2);
+    EXPECT(&t, "xv", 3, 10, 3, 20);
+    EXPECT(&t, "xi", 2, 0, 2, 1);
+    EXPECT(&t, "pv", 1, 10, 2, 20); /* padding_idx 2: row 2 left out */
+    done(&t);
+}
+
+static void test_grid_sampler_interpolates_at_grid_points(void)
+{
+    const float x[] = {1, 2, 3, 4}, g[] = {-1, -1, 1, 1, 0, 0, 2, 0};
+    run_t t;
+    RUN(&t,
+        "input %x: f32[1, 1, 2, 2]\ninput %g: f32[1, 1, 4, 2]\n"
+        "%z: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 0, 0, True)\n"
+        "%b: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 0, 1, True)\n"
+        "%n: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 1, 0, True)\n"
+        "%c: f32[1, 1, 1, 4] = aten.grid_sampler_2d.default(%x, %g, 2, 1, True)\n"
+        "output %z, %b, %n, %c\n",
+        x, g);
+    /* corners, the centre, and x = 2 past the right edge at mid-height: half of (2, 4) by zeros, all by border */
+    EXPECT(&t, "z", 1, 4, 2.5, 1.5);
+    EXPECT(&t, "b", 1, 4, 2.5, 3);
+    EXPECT(&t, "n", 1, 4, 1, 0); /* halves round to even: (0.5, 0.5) reads (0, 0), x = 1.5 reads x = 2: outside */
+    const float *c = rt_ref_value(t.r, gr_graph_find(t.g, "c"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(c[0], 1, 1e-6); /* on a pixel a cubic reads the pixel */
+    CU_ASSERT_DOUBLE_EQUAL(c[1], 4, 1e-6);
+    done(&t);
+}
+
+static void test_trilinear_is_bilinear_forms(void)
+{
+    const float a[] = {1, 2}, w[] = {1, 0, 0, 1, 0, 1, 1, 0}, b[] = {3, 4};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[1, 2]\ninput %w: f32[2, 2, 2]\ninput %b: f32[1, 2]\n"
+        "%y: f32[1, 2] = aten._trilinear.default(%a, %w, %b, [1, 3], [0], [1, 2], [2, 3])\n"
+        "output %y\n",
+        a, w, b);
+    EXPECT(&t, "y", 11, 10); /* a I b and a (swap) b */
+    done(&t);
+}
+
+static void test_matrix_exp_gives_known_exponentials(void)
+{
+    const float m[] = {1, 0, 0, 2, 0, 1, 0, 0, 0, -1.5707963705062866f, 1.5707963705062866f, 0};
+    run_t t;
+    RUN(&t,
+        "input %m: f32[3, 2, 2]\n%e: f32[3, 2, 2] = aten.linalg_matrix_exp.default(%m)\noutput %e\n", m);
+    const float *e = rt_ref_value(t.r, gr_graph_find(t.g, "e"), &(gr_ttype){0});
+    const double want[12] = {exp(1.0), 0, 0, exp(2.0), 1, 1, 0, 1, 0, -1, 1, 0}; /* diagonal, nilpotent, a quarter turn */
+    for (int k = 0; k < 12; k++)
+        CU_ASSERT_DOUBLE_EQUAL(e[k], want[k], 1e-6 * fmax(1, fabs(want[k])));
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1098,6 +1437,22 @@ int main(void)
         {"rearrangements and matrix-vector products give hand-worked values",
          test_rearrangements_and_matrix_vector_products_give_hand_worked_values},
         {"likelihood losses give hand-worked values", test_likelihood_losses_give_hand_worked_values},
+        {"transposed and 3-D convolutions give hand-worked values",
+         test_transposed_and_3d_convolutions_give_hand_worked_values},
+        {"unpooling and interpolation give hand-worked values",
+         test_unpooling_and_interpolation_give_hand_worked_values},
+        {"3-D pooling gives hand-worked values", test_3d_pooling_gives_hand_worked_values},
+        {"margin losses give hand-worked values", test_margin_losses_give_hand_worked_values},
+        {"linspace and logspace give hand-worked values", test_linspace_and_logspace_give_hand_worked_values},
+        {"distances give hand-worked values", test_distances_give_hand_worked_values},
+        {"im2col lays each window in a column", test_im2col_lays_each_window_in_a_column},
+        {"mode picks the most frequent, then the smallest", test_mode_picks_the_most_frequent_then_the_smallest},
+        {"segment_reduce reduces each segment", test_segment_reduce_reduces_each_segment},
+        {"histogram counts with the last bin closed", test_histogram_counts_with_the_last_bin_closed},
+        {"embedding_bag sums, averages and maxes its bags", test_embedding_bag_sums_averages_and_maxes_its_bags},
+        {"grid_sampler interpolates at grid points", test_grid_sampler_interpolates_at_grid_points},
+        {"trilinear is bilinear forms", test_trilinear_is_bilinear_forms},
+        {"matrix_exp gives known exponentials", test_matrix_exp_gives_known_exponentials},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
