@@ -176,6 +176,22 @@ const tens *ref_operand(ex *E, const gr_arg *a, const char *what, scalar_box *bo
     return &box->t;
 }
 
+tens *ref_binary_float(ex *E, const char *k0, const char *k1, scalar_box *b0, scalar_box *b1, const tens **a,
+                       const tens **b, iter *it)
+{
+    *a = ref_operand(E, ref_arg(E, 0, k0), k0, b0);
+    *b = *a ? ref_operand(E, ref_arg(E, 1, k1), k1, b1) : NULL;
+    const tens *ts[2] = {*a, *b};
+    int rank;
+    int64_t shape[MAXR];
+    if (!*b || ref_bcast(E, 2, ts, &rank, shape))
+        return NULL;
+    tens *o = ref_new_result(E, K_F, rank, shape);
+    if (o)
+        ref_iter_tensors(it, rank, shape, 2, ts);
+    return o;
+}
+
 int ref_norm_dim(ex *E, int64_t d, int rank, int *out)
 {
     int r = rank ? rank : 1;

@@ -9,32 +9,16 @@
 
 #include <math.h>
 
-/* The operands of a binary op (tensors or numbers), broadcast, and their iteration. */
-static int binary(ex *E, const char *k0, const char *k1, scalar_box *b0, scalar_box *b1, const tens **a,
-                  const tens **b, int *rank, int64_t *shape)
-{
-    *a = ref_operand(E, ref_arg(E, 0, k0), k0, b0);
-    *b = *a ? ref_operand(E, ref_arg(E, 1, k1), k1, b1) : NULL;
-    const tens *ts[2] = {*a, *b};
-    return !*b || ref_bcast(E, 2, ts, rank, shape) ? -1 : 0;
-}
-
 /* copysign(self, other) (.Tensor, .Scalar): |self| with other's sign (a -0.0 counts) */
 static int op_copysign(ex *E, int unused)
 {
     (void)unused;
     scalar_box b0, b1;
     const tens *a, *b;
-    int rank;
-    int64_t shape[MAXR];
-    if (binary(E, "self", "other", &b0, &b1, &a, &b, &rank, shape))
-        return -1;
-    tens *o = ref_new_result(E, K_F, rank, shape);
+    iter it;
+    tens *o = ref_binary_float(E, "self", "other", &b0, &b1, &a, &b, &it);
     if (!o)
         return -1;
-    const tens *ts[2] = {a, b};
-    iter it;
-    ref_iter_tensors(&it, rank, shape, 2, ts);
     for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
         double u = ldd(a, it.off[0]), v = ldd(b, it.off[1]);
         o->f[k] = (float)copysign(u, v);
@@ -72,16 +56,10 @@ static int op_nextafter(ex *E, int unused)
     (void)unused;
     scalar_box b0, b1;
     const tens *a, *b;
-    int rank;
-    int64_t shape[MAXR];
-    if (binary(E, "self", "other", &b0, &b1, &a, &b, &rank, shape))
-        return -1;
-    tens *o = ref_new_result(E, K_F, rank, shape);
+    iter it;
+    tens *o = ref_binary_float(E, "self", "other", &b0, &b1, &a, &b, &it);
     if (!o)
         return -1;
-    const tens *ts[2] = {a, b};
-    iter it;
-    ref_iter_tensors(&it, rank, shape, 2, ts);
     for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
         float u = ldf(a, it.off[0]), r = nextafterf(u, ldf(b, it.off[1]));
         o->f[k] = r;

@@ -239,6 +239,11 @@ int ref_arg_num(ex *E, int pos, const char *key, double def, double *v);
 int ref_arg_ints(ex *E, int pos, const char *key, int64_t *out, int *cnt, int max);
 int ref_arg_dtype(ex *E, int pos, const char *key, int *dt);
 const tens *ref_operand(ex *E, const gr_arg *a, const char *what, scalar_box *box);
+/* The float result of an op on arguments 0 and 1, named k0 and k1 (tensors
+ * or numbers, boxed in b0, b1), broadcast together: the operands in *a,
+ * *b, the iteration over the three in *it; NULL on an error. */
+tens *ref_binary_float(ex *E, const char *k0, const char *k1, scalar_box *b0, scalar_box *b1, const tens **a,
+                       const tens **b, iter *it);
 int ref_norm_dim(ex *E, int64_t d, int rank, int *out);
 
 /* ref_math.c: the unary functions (U_*) and their bound rules. */

@@ -100,18 +100,11 @@ static int op_poly(ex *E, int code)
 {
     const family *f = &fams[code];
     scalar_box b1, b2;
-    const tens *x = ref_operand(E, ref_arg(E, 0, "x"), "x", &b1);
-    const tens *n = x ? ref_operand(E, ref_arg(E, 1, "n"), "n", &b2) : NULL;
-    const tens *ts[2] = {x, n};
-    int rank;
-    int64_t shape[MAXR];
-    if (!n || ref_bcast(E, 2, ts, &rank, shape))
-        return -1;
-    tens *o = ref_new_result(E, K_F, rank, shape);
+    const tens *x, *n;
+    iter it;
+    tens *o = ref_binary_float(E, "x", "n", &b1, &b2, &x, &n, &it);
     if (!o)
         return -1;
-    iter it;
-    ref_iter_tensors(&it, rank, shape, 2, ts);
     for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
         double xv = ldd(x, it.off[0]), nv = ldd(n, it.off[1]);
         int64_t ni = isfinite(nv) && fabs(nv) < 1e6 ? (int64_t)nv : -1;

@@ -434,18 +434,11 @@ static int op_zeta(ex *E, int unused)
 {
     (void)unused;
     scalar_box b1, b2;
-    const tens *s = ref_operand(E, ref_arg(E, 0, "self"), "self", &b1);
-    const tens *q = s ? ref_operand(E, ref_arg(E, 1, "other"), "other", &b2) : NULL;
-    const tens *ts[2] = {s, q};
-    int rank;
-    int64_t shape[MAXR];
-    if (!q || ref_bcast(E, 2, ts, &rank, shape))
-        return -1;
-    tens *o = ref_new_result(E, K_F, rank, shape);
+    const tens *s, *q;
+    iter it;
+    tens *o = ref_binary_float(E, "self", "other", &b1, &b2, &s, &q, &it);
     if (!o)
         return -1;
-    iter it;
-    ref_iter_tensors(&it, rank, shape, 2, ts);
     for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
         double sv = ldd(s, it.off[0]), qv = ldd(q, it.off[1]), v = hurwitz_zeta(sv, qv);
         o->f[k] = (float)v;
@@ -513,18 +506,11 @@ static double igam(double a, double x, int upper)
 static int op_igamma(ex *E, int upper)
 {
     scalar_box b1, b2;
-    const tens *a = ref_operand(E, ref_arg(E, 0, "self"), "self", &b1);
-    const tens *x = a ? ref_operand(E, ref_arg(E, 1, "other"), "other", &b2) : NULL;
-    const tens *ts[2] = {a, x};
-    int rank;
-    int64_t shape[MAXR];
-    if (!x || ref_bcast(E, 2, ts, &rank, shape))
-        return -1;
-    tens *o = ref_new_result(E, K_F, rank, shape);
+    const tens *a, *x;
+    iter it;
+    tens *o = ref_binary_float(E, "self", "other", &b1, &b2, &a, &x, &it);
     if (!o)
         return -1;
-    iter it;
-    ref_iter_tensors(&it, rank, shape, 2, ts);
     for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
         double av = ldd(a, it.off[0]), xv = ldd(x, it.off[1]), v = igam(av, xv, upper);
         o->f[k] = (float)v;

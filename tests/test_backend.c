@@ -1993,6 +1993,18 @@ static int run_and_read(const char *text, const char *path, const char *cfgname,
 
 static const char *const both_chips[] = {"spyre", "spyre-4core"};
 
+/* text compiles with no host op on both chips (no_fallback: any refusal is
+ * an error) and validates on both. */
+static void expect_text_runs_natively_and_validates_on_both_chips(const char *text)
+{
+    char err[512];
+    for (int c = 0; c < 2; c++) {
+        compile_error(text, both_chips[c], err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(err, "");
+    }
+    expect_text_validates_on_both_chips(text);
+}
+
 /* Issue 12: mm of f32[8, 0] by f32[0, 8] divided by zero in coords_of.  A
  * matmul or a sum over K = 0 is a fill with 0 (addmm: the bias), an op
  * with no output element is no kernel and leaves an empty tensor. */
@@ -2990,12 +3002,7 @@ static void test_a_conv_weight_read_over_merged_taps_runs_on_the_device_on_both_
                        "%y: f32[1, 64, 12, 12] = aten.convolution.default(%r, %w, None, [1, 1], [1, 1], [1, 1], False, "
                        "[0, 0], 1)\n"
                        "output %y\n";
-    char err[512];
-    for (int c = 0; c < 2; c++) {
-        compile_error(text, both_chips[c], err, sizeof err);
-        CU_ASSERT_STRING_EQUAL(err, "");
-    }
-    expect_text_validates_on_both_chips(text);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
 /* ResNet-18's layer2.0 block (a 3x3 stride-2 conv, a 3x3 conv, a 1x1
@@ -3046,12 +3053,7 @@ static void test_resnet18_layer2_block_runs_natively_on_both_chips(void)
         "%relu_6: f32[1, 128, 28, 28] = aten.relu.default(%add_2)\n"
         "%t: f32[1, 128, 28, 28] = aten.mul.Tensor(%relu_6, %relu_6)\n"
         "output %t\n";
-    char err[512];
-    for (int c = 0; c < 2; c++) {
-        compile_error(text, both_chips[c], err, sizeof err);
-        CU_ASSERT_STRING_EQUAL(err, "");
-    }
-    expect_text_validates_on_both_chips(text);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
 /* A 3x3 conv of a computed NCHW input (16 channels of 48 x 14): its
@@ -3068,12 +3070,7 @@ static void test_a_conv_input_whose_channels_span_lx_is_copied_rows_first(void)
                        "%y: f32[1, 16, 48, 14] = aten.convolution.default(%r, %w, None, [1, 1], [1, 1], [1, 1], False, "
                        "[0, 0], 1)\n"
                        "output %y\n";
-    char err[512];
-    for (int c = 0; c < 2; c++) {
-        compile_error(text, both_chips[c], err, sizeof err);
-        CU_ASSERT_STRING_EQUAL(err, "");
-    }
-    expect_text_validates_on_both_chips(text);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
 /* MobileNetV2's inverted residual, cut down: an NCHW input added to a 1x1
@@ -3093,12 +3090,7 @@ static void test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue(vo
         "%y: f32[1, 8, 14, 14] = aten.add.Tensor(%r, %b)\n"
         "%z: f32[1, 16, 14, 14] = aten.convolution.default(%y, %w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
         "output %z\n";
-    char err[512];
-    for (int c = 0; c < 2; c++) {
-        compile_error(text, both_chips[c], err, sizeof err);
-        CU_ASSERT_STRING_EQUAL(err, "");
-    }
-    expect_text_validates_on_both_chips(text);
+    expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
 int main(void)
