@@ -158,10 +158,14 @@ void cc_result_free(cc_result *p)
     free(p->host);
     gr_graph_free(p->dg);
     free(p->dfrom);
+    for (int i = 0; i < p->ndconsts; i++)
+        free(p->dconsts[i].data);
+    free(p->dconsts);
     ir_arena_free(&p->A);
     for (int b = 0; b < p->nbufs; b++) {
         free(p->bufs[b].name);
         free(p->bufs[b].param_key);
+        free(p->bufs[b].cdata);
     }
     free(p->bufs);
     free(p->bnames);

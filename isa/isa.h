@@ -423,6 +423,14 @@ int isa_name_printable(const char *name);
 int isa_config_name_valid(const char *name);
 /* Name instructions [first, last] of a core's stream as a kernel. */
 void isa_program_add_kernel(isa_program *p, const char *name, int core, long first, long last);
+/* Pure layout conversions between a row-major fp32 host tensor and
+ * t->bytes of device layout (fp32 values rounded to DL16 when dev_dtype is
+ * DL16; padding written as zero). */
+void isa_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev);
+void isa_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev, float *host);
+/* Byte offset inside the tensor's device bytes of the host element at
+ * index[0..rank-1]. */
+uint64_t isa_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index);
 /* Device layout helpers for a tensor: elements per stick, number of sticks
  * along stick_dim, rows (product of the other dims), total device bytes. */
 int64_t isa_tensor_lanes(const isa_tensor *t, uint32_t stick_bytes);

@@ -136,7 +136,7 @@ int rt_load_graph_tensors(rt_program *prog, const gr_graph *g, const char *input
             }
             if (write_st(prog, g, T->name, t, inputs_path, "input", err, errlen))
                 goto out;
-        } else if (T->role == ISA_ROLE_WEIGHT) {
+        } else if (T->role == ISA_ROLE_WEIGHT && T->const_off < 0) { /* a constant: in the program */
             const char *key = v >= 0 && g->values[v].param_key ? g->values[v].param_key : T->name;
             const rt_st_tensor *t = w ? rt_st_find(w, key) : NULL;
             if (!t) {

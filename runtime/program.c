@@ -17,7 +17,7 @@ static int decode_consts(rt_program *prog, char *err, size_t errlen)
         float *h = malloc(n ? n * sizeof *h : 1);
         if (!h)
             return isa_errf(err, errlen, "out of host memory");
-        rt_layout_unpack(t, p->stick_bytes, p->consts + t->const_off, h);
+        isa_layout_unpack(t, p->stick_bytes, p->consts + t->const_off, h);
         free(prog->host[i]);
         prog->host[i] = h;
     }

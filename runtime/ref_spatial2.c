@@ -3,6 +3,7 @@
 #include "ref_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- max_unpool ---- */
@@ -192,9 +193,8 @@ static taps interp_taps(const interp *g, int a, int64_t i)
     return t;
 }
 
-/* One output element: the sum over the taps' product, as the device's
- * sequence of stored operations (weights as constants, products, adds). */
-static void interp_one(const interp *g, const tens *x, int64_t plane, const int64_t *idx, tens *o, int64_t k)
+/* One output element's value: the sum over the taps' product, in double. */
+static double interp_value(const interp *g, const tens *x, int64_t plane, const int64_t *idx)
 {
     taps t[3];
     int n[3] = {1, 1, 1};
@@ -203,7 +203,6 @@ static void interp_one(const interp *g, const tens *x, int64_t plane, const int6
         n[a] = t[a].n;
     }
     int64_t area = g->in[0] * (g->nd > 1 ? g->in[1] : 1) * (g->nd > 2 ? g->in[2] : 1);
-    bv r[2] = {{0, 0, 0}, {0, 0, 1}};
     double v = 0;
     for (int q = 0; q < n[0] * n[1] * n[2]; q++) {
         int j[3] = {q / (n[1] * n[2]), q / n[2] % n[1], q % n[2]};
@@ -213,14 +212,85 @@ static void interp_one(const interp *g, const tens *x, int64_t plane, const int6
             src = src * g->in[a] + t[a].at[j[a]];
             wt *= t[a].w[j[a]];
         }
-        src += plane * area;
-        v += wt * ldd(x, src);
-        for (int w = 0; o->eb[0] && w < 2; w++)
-            r[w] = ref_bv_add(r[w], ref_bv_mul(ref_bv_k(wt), (bv){ldd(x, src), ldb(x, w, src), w}));
+        v += wt * ldd(x, plane * area + src);
     }
-    o->f[k] = (float)v;
-    for (int w = 0; o->eb[0] && w < 2; w++)
-        o->eb[w][k] = (float)r[w].e;
+    return v;
+}
+
+/* A tensor's values and bounds between the bound's passes. */
+typedef struct {
+    int64_t shape[5];
+    double *v;
+    float *e[2];
+} ipass;
+
+/* One pass of the bound along axis a: each output the weighted sum of its
+ * taps as the device's stored operations (each weight a constant rounded
+ * to DL16, a product, an add), from the pass before. */
+static int interp_pass(const interp *g, int a, const ipass *in, ipass *out)
+{
+    int d = 2 + a;
+    memcpy(out->shape, in->shape, sizeof out->shape);
+    out->shape[d] = g->out[a];
+    int64_t pre = 1, post = 1;
+    for (int i = 0; i < g->nd + 2; i++)
+        pre *= i < d ? in->shape[i] : 1, post *= i > d ? in->shape[i] : 1;
+    int64_t n = pre * g->out[a] * post;
+    out->v = malloc((size_t)(n ? n : 1) * sizeof *out->v);
+    out->e[0] = malloc((size_t)(n ? n : 1) * sizeof(float));
+    out->e[1] = malloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!out->v || !out->e[0] || !out->e[1])
+        return -1;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t r = k % post, o = k / post % g->out[a], p = k / post / g->out[a];
+        taps t = interp_taps(g, a, o);
+        bv acc[2] = {{0, 0, 0}, {0, 0, 1}};
+        for (int j = 0; j < t.n; j++) {
+            int64_t src = (p * g->in[a] + t.at[j]) * post + r;
+            for (int w = 0; w < 2; w++)
+                acc[w] = ref_bv_add(acc[w], ref_bv_mul(ref_bv_k(t.w[j]), (bv){in->v[src], in->e[w][src], w}));
+        }
+        out->v[k] = acc[0].v;
+        out->e[0][k] = (float)acc[0].e;
+        out->e[1][k] = (float)acc[1].e;
+    }
+    return 0;
+}
+
+static void ipass_free(ipass *q)
+{
+    free(q->v);
+    free(q->e[0]);
+    free(q->e[1]);
+}
+
+/* The bounds: the device resamples one axis at a time, the last first, each
+ * a product with a constant matrix of the weights (docs/compiler.md,
+ * "Upsampling"), each pass's result stored; so the bound runs the same
+ * passes. */
+static int interp_bounds(ex *E, const interp *g, const tens *x, tens *o)
+{
+    size_t n = (size_t)x->n;
+    ipass cur = {{0}, malloc(n * sizeof(double)), {malloc(n * sizeof(float)), malloc(n * sizeof(float))}};
+    memcpy(cur.shape, x->shape, (size_t)x->rank * sizeof *x->shape);
+    int rc = !cur.v || !cur.e[0] || !cur.e[1];
+    for (size_t k = 0; k < n && !rc; k++) {
+        cur.v[k] = ldd(x, (int64_t)k);
+        cur.e[0][k] = (float)ldb(x, 0, (int64_t)k);
+        cur.e[1][k] = (float)ldb(x, 1, (int64_t)k);
+    }
+    for (int a = g->nd - 1; a >= 0 && !rc; a--) {
+        ipass next = {{0}, NULL, {NULL, NULL}};
+        rc = interp_pass(g, a, &cur, &next);
+        ipass_free(&cur);
+        cur = next;
+    }
+    if (!rc) {
+        memcpy(o->eb[0], cur.e[0], (size_t)o->n * sizeof(float));
+        memcpy(o->eb[1], cur.e[1], (size_t)o->n * sizeof(float));
+    }
+    ipass_free(&cur);
+    return rc ? ref_fail(E, "out of memory") : 0;
 }
 
 /* upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d (code = dims),
@@ -247,9 +317,9 @@ static int op_upsample(ex *E, int code)
             idx[a] = pos % g.out[a];
             pos /= g.out[a];
         }
-        interp_one(&g, x, k / oarea, idx, o, k);
+        o->f[k] = (float)interp_value(&g, x, k / oarea, idx);
     }
-    return 0;
+    return o->eb[0] && x->n ? interp_bounds(E, &g, x, o) : 0;
 }
 
 static const ref_op ops[] = {

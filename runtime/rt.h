@@ -107,14 +107,7 @@ int rt_find_tensor(const rt_program *prog, const char *name, char *err, size_t e
 
 /* Number of host elements (product of the shape; 1 for rank 0). */
 int64_t rt_tensor_elems(const isa_tensor *t);
-/* Pure layout conversions between a row-major fp32 host tensor and
- * t->bytes of device layout (fp32 values rounded to DL16 when dev_dtype is
- * DL16; padding written as zero). */
-void rt_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev);
-void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev, float *host);
-/* Byte offset inside the tensor's device bytes of the host element at
- * index[0..rank-1]. */
-uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index);
+/* The conversions to and from device layout: isa_layout_pack/unpack (isa.h). */
 
 /* Convert a host tensor (fp32, IEEE fp16 or bf16, per dt) to device layout.
  * Keeps an fp32 copy of the values as the host copy of the tensor (used by

@@ -2,6 +2,14 @@
  * copy, and where it lives in device DRAM while its region is there. */
 #include "rt_internal.h"
 
+int64_t rt_tensor_elems(const isa_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* transfer.c: moving a tensor's values between its host copy and device
- * DRAM (in device layout, layout.c), and counting the bytes moved. */
+ * DRAM (in device layout, isa_layout_pack), and counting the bytes moved. */
 #include "rt_internal.h"
 
 #include <stdlib.h>
@@ -24,7 +24,7 @@ int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t
     if (!buf)
         return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
                         (unsigned long long)t->bytes);
-    rt_layout_pack(t, prog->p->stick_bytes, values, buf);
+    isa_layout_pack(t, prog->p->stick_bytes, values, buf);
     uint64_t addr = rt_tensor_dev_addr(prog, t);
     int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
     free(buf);
@@ -106,9 +106,9 @@ int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, s
         }
     } else if (prog->host[i]) {
         /* Not on the device now: the host copy in device precision. */
-        rt_layout_pack(t, prog->p->stick_bytes, prog->host[i], buf);
+        isa_layout_pack(t, prog->p->stick_bytes, prog->host[i], buf);
     }
-    rt_layout_unpack(t, prog->p->stick_bytes, buf, host);
+    isa_layout_unpack(t, prog->p->stick_bytes, buf, host);
     free(buf);
     narrow_to_host(t, host);
     return 0;
@@ -135,7 +135,7 @@ int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
             free(buf);
             return isa_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
         }
-        rt_layout_unpack(t, p->stick_bytes, buf, h);
+        isa_layout_unpack(t, p->stick_bytes, buf, h);
         free(buf);
         narrow_to_host(t, h);
         prog->pending.bytes_downloaded += t->bytes;

@@ -2005,6 +2005,54 @@ static void expect_text_runs_natively_and_validates_on_both_chips(const char *te
     expect_text_validates_on_both_chips(text);
 }
 
+/* Issue 14: bilinear upsampling ran on the host.  It is now one product
+ * per axis with a constant matrix of the weights, baked into the program
+ * (no weights file here).  With align_corners and 4 x 5 -> 7 x 9 every
+ * output sits at (oh / 2, ow / 2) of the input: the test interpolates the
+ * values it reads back itself.  Tolerance: the device rounds each axis's
+ * result to DL16 (9 fraction bits), two passes, each within 2^-9 of the
+ * magnitudes it sums (the weights 0.5 and 1 are exact). */
+static void test_bilinear_upsampling_is_a_product_per_axis_on_both_chips(void)
+{
+    const char *text = "graph up\n"
+                       "input %x: f32[1, 2, 4, 5]\n"
+                       "%y: f32[1, 2, 7, 9] = aten.upsample_bilinear2d.default(%x, [7, 9], True)\n"
+                       "output %y\n";
+    const char *names[] = {"x", "y"};
+    for (int c = 0; c < 2; c++) {
+        float *v[2] = {0};
+        int64_t n[2] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "up.txt", both_chips[c], 2, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[1], 2 * 7 * 9);
+        double worst = 0;
+        for (int k = 0; k < 2 * 7 * 9; k++) {
+            int ch = k / 63, oh = k / 9 % 7, ow = k % 9, h = oh / 2, w = ow / 2;
+            double fh = oh % 2 ? 0.5 : 0, fw = ow % 2 ? 0.5 : 0, want = 0, mag = 0;
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++) {
+                    double wt = (i ? fh : 1 - fh) * (j ? fw : 1 - fw);
+                    if (wt == 0)
+                        continue;
+                    double x = v[0][ch * 20 + (h + i) * 5 + w + j];
+                    want += wt * x;
+                    mag += fabs(wt * x);
+                }
+            double e = fabs(v[1][k] - want) / (2 * 0x1p-9 * mag + 1e-30);
+            worst = e > worst ? e : worst;
+        }
+        CU_ASSERT(worst <= 1.0);
+        free(v[0]);
+        free(v[1]);
+    }
+    const char *cubic = "graph upc\n"
+                        "input %x: f32[2, 3, 6, 7]\n"
+                        "%y: f32[2, 3, 11, 5] = aten.upsample_bicubic2d.vec(%x, [11, 5], False, None)\n"
+                        "%z: f32[2, 3, 13] = aten.upsample_linear1d.default(%y.view, [13], False)\n"
+                        "%y.view: f32[2, 3, 55] = aten.view.default(%y, [2, 3, 55])\n"
+                        "output %y, %z\n";
+    expect_text_runs_natively_and_validates_on_both_chips(cubic);
+}
+
 /* Issue 12: mm of f32[8, 0] by f32[0, 8] divided by zero in coords_of.  A
  * matmul or a sum over K = 0 is a fill with 0 (addmm: the bias), an op
  * with no output element is no kernel and leaves an empty tensor. */
@@ -3262,6 +3310,8 @@ int main(void)
          test_an_nchw_residual_of_a_conv_product_stays_out_of_its_epilogue},
         {"addmv, addbmm, norms and std_mean validate on both chips",
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
+        {"bilinear upsampling is a product per axis on both chips",
+         test_bilinear_upsampling_is_a_product_per_axis_on_both_chips},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

@@ -249,7 +249,7 @@ static void test_load_writes_constant_data_in_device_layout(void)
     isa_tensor *t = &p->tensors[0];
     p->consts = calloc(1, t->bytes);
     p->nconsts = t->bytes;
-    rt_layout_pack(t, p->stick_bytes, w, p->consts);
+    isa_layout_pack(t, p->stick_bytes, w, p->consts);
     t->const_off = 0;
     rt_program *prog = load(dev, p);
     float back[700];
@@ -294,7 +294,7 @@ static void test_load_zeroes_outputs_left_by_an_earlier_program(void)
 /* Write random values to one tensor of the given spec, over DRAM dirtied
  * with 0xab bytes, then check: the read-back equals the values rounded to
  * the device type; every element sits at the byte offset the layout gives
- * (rt_layout_offset), decoded from raw DRAM; every other byte is zero. */
+ * (isa_layout_offset), decoded from raw DRAM; every other byte is zero. */
 static void round_trip(const tspec *ts, isa_host_dtype hdt)
 {
     rt_device *dev = open4();
@@ -331,7 +331,7 @@ static void round_trip(const tspec *ts, isa_host_dtype hdt)
     int64_t idx[ISA_MAX_RANK] = {0};
     size_t at_offset = 0, es = t->dev_dtype == ISA_T_F32 ? 4 : 2;
     for (size_t i = 0; i < n; i++) {
-        uint64_t off = rt_layout_offset(t, 128, idx);
+        uint64_t off = isa_layout_offset(t, 128, idx);
         CU_ASSERT_FATAL(off + es <= t->bytes);
         float got;
         if (es == 4) {
@@ -415,7 +415,7 @@ static void test_layout_round_trip_bf16_host_input(void)
 }
 
 /* Hand-computed offsets: the layout of isa.h, independently of
- * rt_layout_offset, checked in raw device DRAM. */
+ * isa_layout_offset, checked in raw device DRAM. */
 static void test_layout_puts_elements_where_isa_h_says(void)
 {
     rt_device *dev = open4();
@@ -456,9 +456,9 @@ static void test_layout_puts_elements_where_isa_h_says(void)
     CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), base + 25600 + ((3 * 15 + 13) * 32 + 4) * 4, &f, 4), 0);
     CU_ASSERT_EQUAL(f, 7.0f);
     int64_t idx[3] = {100, 2, 3};
-    CU_ASSERT_EQUAL(rt_layout_offset(&p->tensors[1], 128, idx), ((3 * 15 + 13) * 32 + 4) * 4);
+    CU_ASSERT_EQUAL(isa_layout_offset(&p->tensors[1], 128, idx), ((3 * 15 + 13) * 32 + 4) * 4);
     int64_t ia[2] = {99, 69};
-    CU_ASSERT_EQUAL(rt_layout_offset(&p->tensors[0], 128, ia), ((1 * 100 + 99) * 64 + 5) * 2);
+    CU_ASSERT_EQUAL(isa_layout_offset(&p->tensors[0], 128, ia), ((1 * 100 + 99) * 64 + 5) * 2);
     free(a);
     free(tv);
     rt_close(dev);
@@ -484,9 +484,9 @@ static void test_layout_1024x1024_converts_in_milliseconds(void)
         float *v = randoms(3, "perf", 1 << 20, 1), *back = malloc(sizeof(float) << 20);
         void *dev = malloc(t.bytes);
         double t0 = now_ms();
-        rt_layout_pack(&t, 128, v, dev);
+        isa_layout_pack(&t, 128, v, dev);
         double t1 = now_ms();
-        rt_layout_unpack(&t, 128, dev, back);
+        isa_layout_unpack(&t, 128, dev, back);
         double t2 = now_ms();
         printf("\n    1024x1024 DL16 stick_dim %d: pack %.2f ms, unpack %.2f ms ", sd, t1 - t0, t2 - t1);
         CU_ASSERT(t1 - t0 < 250 && t2 - t1 < 250); /* generous for sanitizer builds */
@@ -1137,7 +1137,7 @@ static void test_weights_stay_resident_across_launches(void)
     const float *w = rt_host_tensor(prog, "W", NULL);
     uint16_t h;
     int64_t idx[2] = {200, 1000};
-    CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), addr + rt_layout_offset(&rt_program_isa(prog)->tensors[0], 128, idx),
+    CU_ASSERT_EQUAL(sim_dram_read(rt_sim(dev), addr + isa_layout_offset(&rt_program_isa(prog)->tensors[0], 128, idx),
                                   &h, 2), 0);
     CU_ASSERT_EQUAL(h, isa_dl16_from_f32(w[200 * 1280 + 1000]));
     free(x);

@@ -18,6 +18,21 @@
 /* The name a DRAM buffer's tensor gets (gr_tensor_name of): a graph
  * output's value name, else the buffer's (an input's or parameter's value
  * name). */
+/* A compiler-made constant's values into the program's constant data, in
+ * T's device layout (the runtime writes them with the weights). */
+static void bake_const(isa_program *prog, isa_tensor *T, const float *data)
+{
+    size_t off = (prog->nconsts + 63) / 64 * 64;
+    uint8_t *c = realloc(prog->consts, off + T->bytes);
+    if (!c)
+        abort();
+    memset(c + prog->nconsts, 0, off - prog->nconsts);
+    isa_layout_pack(T, prog->stick_bytes, data, c + off);
+    prog->consts = c;
+    prog->nconsts = off + T->bytes;
+    T->const_off = (int64_t)off;
+}
+
 static void tensor_name(const ir_prog *p, int b, const gr_ttype **type, char name[ISA_NAME_MAX])
 {
     _Static_assert(GR_TENSOR_NAME_MAX == ISA_NAME_MAX, "device tensor names are the ELF's");
@@ -276,6 +291,8 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
             if (ht == &B->type)
                 T->stick_dim = L->stick_dim;
             T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
+            if (B->cdata)
+                bake_const(c->prog, T, B->cdata);
             if (off + T->bytes > c->prog->dram_bytes)
                 c->prog->dram_bytes = off + T->bytes;
             L->off = off;

@@ -102,6 +102,27 @@ int dc_emit(dctx *c, const char *op, gr_ttype t, int nargs, const gr_arg *args)
     return v;
 }
 
+int dc_const(dctx *c, gr_ttype t, float *data)
+{
+    gr_graph *d = c->d;
+    const char *src = c->g->values[c->g->nodes[c->cur].out].name;
+    char *name = ir_xsprintf("%s.const", src);
+    for (int k = 1; name_taken(d, name); k++) {
+        free(name);
+        name = ir_xsprintf("%s.const.%d", src, k);
+    }
+    int v = new_value(c, name, &t);
+    free(name);
+    d->values[v].kind = GR_VAL_PARAM;
+    d->params = realloc(d->params, (size_t)(d->nparams + 1) * sizeof *d->params);
+    c->p->dconsts = realloc(c->p->dconsts, (size_t)(c->p->ndconsts + 1) * sizeof *c->p->dconsts);
+    if (!d->params || !c->p->dconsts)
+        abort();
+    d->params[d->nparams++] = v;
+    c->p->dconsts[c->p->ndconsts++] = (ir_dconst){v, data};
+    return v;
+}
+
 gr_arg da_val(int v)
 {
     gr_arg a = {.kind = GR_ARG_VALUE, .value = v};
@@ -2498,6 +2519,11 @@ static const struct {
     {"upsample_nearest1d", r_upsample_nearest, "integer factor up: unsqueeze, expand, reshape; else cat of the runs "
                                                "of evenly stepping sources (strided slices, or an element expanded)"},
     {"upsample_nearest2d", r_upsample_nearest, "as upsample_nearest1d, per axis"},
+    {"upsample_linear1d", dc_r_upsample_interp, "per spatial axis from the last, one product with a constant "
+                                                "(out x in) matrix of PyTorch's weights"},
+    {"upsample_bilinear2d", dc_r_upsample_interp, "as upsample_linear1d"},
+    {"upsample_trilinear3d", dc_r_upsample_interp, "as upsample_linear1d"},
+    {"upsample_bicubic2d", dc_r_upsample_interp, "as upsample_linear1d, 4 taps per axis (Keys, A = -0.75)"},
     {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = "
                                                "stride; else as _adaptive_avg_pool2d's sums, indices refused if read"},
     {"std_mean", r_var, "(std, mean) as var, then sqrt"},

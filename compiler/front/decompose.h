@@ -61,6 +61,10 @@ int dc_slice(dctx *c, int a, int dim, int64_t start, int64_t end, int64_t step);
 int dc_select(dctx *c, int a, int dim, int64_t i);
 int dc_full(dctx *c, int rank, const int64_t *shape, double v, gr_dtype dt);
 int dc_cast(dctx *c, int a, gr_dtype dt);
+/* A constant tensor of type t holding data (malloc'd, numel floats; taken
+ * over): a parameter of the core graph whose values the program carries
+ * (baked in at codegen, resident with the weights). */
+int dc_const(dctx *c, gr_ttype t, float *data);
 int dc_matmul(dctx *c, const char *op, int a, int b);
 int dc_where(dctx *c, int cond, int a, int b);
 int dc_where_s(dctx *c, int cond, int a, double s, int scalar_first);
@@ -109,5 +113,6 @@ int dc_r_addmv(dctx *c, const gr_node *n, int *out);
 int dc_r_norm(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
+int dc_r_upsample_interp(dctx *c, const gr_node *n, int *out); /* dec_interp.c */
 
 #endif

@@ -182,6 +182,7 @@ typedef struct {
     gr_ttype type;    /* contiguous row-major */
     ir_buf_kind kind;
     char *param_key;  /* PARAM: its key in the weights file */
+    float *cdata;     /* PARAM made by the compiler (dc_const): its values, baked into the program */
     int output;       /* a graph output */
     int node;         /* COMPUTED: the node writing it */
     int dead;         /* its node was removed by dce */
@@ -299,6 +300,12 @@ typedef struct {
 
 /* The compiler's state, passed from pass to pass; also the result
  * returned to the user (struct cc_result in cc.h). */
+/* A constant a decomposition made: value `value` of dg holds `data`. */
+typedef struct {
+    int value;
+    float *data;
+} ir_dconst;
+
 struct cc_result {
     cc_compile_opts opts;
     char *path;        /* of the source graph, for messages */
@@ -317,6 +324,8 @@ struct cc_result {
 
     gr_graph *dg;      /* decompose: the graph in core ops */
     int *dfrom;        /* per node of dg: the source node it comes from */
+    ir_dconst *dconsts; /* dg's constants (dc_const): their values, until lower moves them to buffers */
+    int ndconsts;
 
     ir_arena A;
     ir_buf *bufs;

@@ -2368,6 +2368,11 @@ int ir_lower(ir_prog *p)
         int b = ir_buf_new(p, dv->name, &dv->type, dv->kind == GR_VAL_INPUT ? IR_BUF_INPUT : IR_BUF_PARAM);
         if (dv->param_key)
             p->bufs[b].param_key = ir_xstrdup(dv->param_key);
+        for (int i = 0; i < p->ndconsts; i++)
+            if (p->dconsts[i].value == v) {
+                p->bufs[b].cdata = p->dconsts[i].data;
+                p->dconsts[i].data = NULL;
+            }
         set_whole(c, v, buffer_base(c, b, 0));
     }
     for (int n = 0; n < c->d->nnodes; n++)

@@ -1,5 +1,6 @@
-/* layout.c: host (row-major) <-> device layout conversion, pure (no
- * device, no program: transfer.c moves the converted bytes).
+/* layout.c: host (row-major) <-> device layout conversion of one tensor,
+ * pure (no device: the runtime moves the converted bytes, the compiler
+ * bakes constants with it).
  *
  * View the host tensor as (outer, len, inner): len is the stick dimension,
  * outer the product of the dims before it, inner of those after it.  The
@@ -13,7 +14,7 @@
  * lanes of a stick are gathered with stride inner (for consecutive i the
  * same 64 host cache lines are reused, so the gather stays in L1).
  */
-#include "rt_internal.h"
+#include "isa.h"
 
 #include <assert.h>
 #include <string.h>
@@ -23,14 +24,6 @@ typedef struct {
     int64_t groups, rows, lanes; /* device view */
     size_t esize;              /* device element bytes */
 } geom;
-
-int64_t rt_tensor_elems(const isa_tensor *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        n *= t->shape[i];
-    return n;
-}
 
 static void get_geom(const isa_tensor *t, uint32_t stick_bytes, geom *g)
 {
@@ -70,7 +63,7 @@ static inline void get_vals(const geom *g, const uint8_t *src, int64_t n, float 
         isa_dl16_to_f32_n((const uint16_t *)(const void *)src, dst, (size_t)n);
 }
 
-void rt_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev)
+void isa_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev)
 {
     geom g;
     get_geom(t, stick_bytes, &g);
@@ -99,7 +92,7 @@ void rt_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host
     }
 }
 
-void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev, float *host)
+void isa_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev, float *host)
 {
     geom g;
     get_geom(t, stick_bytes, &g);
@@ -126,7 +119,7 @@ void rt_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *dev
     }
 }
 
-uint64_t rt_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index)
+uint64_t isa_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index)
 {
     geom g;
     get_geom(t, stick_bytes, &g);
