@@ -2005,6 +2005,38 @@ static void expect_text_runs_natively_and_validates_on_both_chips(const char *te
     expect_text_validates_on_both_chips(text);
 }
 
+/* Issue 14: an uneven adaptive max pool refused its indices.  Each is the
+ * first maximum of its window in row-major order (window i of an axis:
+ * [floor(i in / out), ceil((i + 1) in / out))), which the test finds
+ * itself in the values it reads back; an index is exact (compared equal). */
+static void test_uneven_adaptive_max_pool_indices_on_both_chips(void)
+{
+    const char *text = "graph amp\n"
+                       "input %x: f32[1, 3, 7, 5]\n"
+                       "%m: (f32[1, 3, 3, 2], i64[1, 3, 3, 2]) = aten.adaptive_max_pool2d.default(%x, [3, 2])\n"
+                       "%v: f32[1, 3, 3, 2] = getitem(%m, 0)\n"
+                       "%i: i64[1, 3, 3, 2] = getitem(%m, 1)\n"
+                       "output %v, %i\n";
+    const char *names[] = {"x", "v", "i"};
+    for (int c = 0; c < 2; c++) {
+        float *v[3] = {0};
+        int64_t n[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "amp.txt", both_chips[c], 3, names, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(n[2], 18);
+        for (int k = 0; k < 18; k++) {
+            int ch = k / 6, oh = k / 2 % 3, ow = k % 2, best = -1;
+            for (int h = oh * 7 / 3; h < ((oh + 1) * 7 + 2) / 3; h++)
+                for (int w = ow * 5 / 2; w < ((ow + 1) * 5 + 1) / 2; w++)
+                    if (best < 0 || v[0][ch * 35 + h * 5 + w] > v[0][ch * 35 + best])
+                        best = h * 5 + w;
+            CU_ASSERT_EQUAL(v[2][k], (float)best);
+            CU_ASSERT_EQUAL(v[1][k], v[0][ch * 35 + best]);
+        }
+        for (int i = 0; i < 3; i++)
+            free(v[i]);
+    }
+}
+
 /* Issue 14: bilinear upsampling ran on the host.  It is now one product
  * per axis with a constant matrix of the weights, baked into the program
  * (no weights file here).  With align_corners and 4 x 5 -> 7 x 9 every
@@ -3312,6 +3344,7 @@ int main(void)
          test_addmv_addbmm_norms_and_std_mean_validate_on_both_chips},
         {"bilinear upsampling is a product per axis on both chips",
          test_bilinear_upsampling_is_a_product_per_axis_on_both_chips},
+        {"uneven adaptive max pool indices on both chips", test_uneven_adaptive_max_pool_indices_on_both_chips},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

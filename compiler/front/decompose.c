@@ -2141,11 +2141,69 @@ static int result_read(dctx *c, const gr_node *n, int k)
  * whose windows have one length and evenly stepping starts, each the op
  * (add, maximum) chained over its taps, strided slices (one element
  * expanded when the starts repeat), joined by cat. */
-static int adaptive_axis(dctx *c, int x, int d, int64_t out, const char *op)
+typedef struct {
+    int x, ix;      /* the values, and (or -1) each value's index so far */
+    int d;          /* the axis */
+    int64_t scale;  /* an index along d counts scale in the flat index */
+} adaptive_in;
+
+/* Tap k of a run of len outputs whose windows start at s0, stepping st:
+ * a strided slice of v along d, or its element expanded (st = 0). */
+static int run_tap(dctx *c, int v, int d, int64_t from, int64_t st, int64_t len)
 {
-    gr_ttype t = dc_T(c, x);
-    int64_t in = t.shape[d];
-    int v[256], nv = 0;
+    if (st)
+        return dc_slice(c, v, d, from, from + (len - 1) * st + 1, st);
+    gr_ttype e = dc_T(c, v);
+    e.shape[d] = len;
+    return dc_expand(c, dc_slice(c, v, d, from, from + 1, 1), e.rank, e.shape);
+}
+
+/* The flat index of tap k of a run (the position along d times scale, plus
+ * the tap's index so far), shaped to broadcast along d. */
+static int run_tap_index(dctx *c, const adaptive_in *a, int rank, int64_t from, int64_t st, int64_t len)
+{
+    gr_ttype th = {.dtype = GR_I64, .rank = 1, .shape = {len}};
+    int pos = st ? DC_EMIT(c, "aten.arange.start_step", th, da_int(from * a->scale),
+                           da_int((from + (len - 1) * st + 1) * a->scale), da_int(st * a->scale),
+                           da_kw("dtype", da_dtype(GR_I64)))
+                 : dc_full(c, 1, &len, (double)(from * a->scale), GR_I64);
+    int64_t sh[GR_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        sh[i] = i == a->d ? len : 1;
+    pos = dc_reshape(c, pos, rank, sh);
+    return a->ix < 0 ? pos : dc_bin(c, "aten.add.Tensor", run_tap(c, a->ix, a->d, from, st, len), pos);
+}
+
+/* One run's maximum's index: the first tap (in order) equal to the maximum
+ * m, or NaN, a where chain from the last tap. */
+static int run_argmax(dctx *c, const adaptive_in *a, int m, int64_t s0, int64_t w, int64_t st, int64_t len)
+{
+    gr_ttype tm = dc_T(c, m);
+    int ix = -1;
+    for (int64_t k = w - 1; k >= 0; k--) {
+        int at = run_tap_index(c, a, tm.rank, s0 + k, st, len);
+        if (ix < 0) {
+            ix = dc_expand(c, at, tm.rank, tm.shape);
+            continue;
+        }
+        int tap = run_tap(c, a->x, a->d, s0 + k, st, len);
+        int hit = dc_bin(c, "aten.logical_or.default", dc_cmpv(c, "aten.eq.Tensor", tap, m),
+                         dc_cmpv(c, "aten.ne.Tensor", tap, tap));
+        ix = dc_where(c, hit, at, ix);
+    }
+    return ix;
+}
+
+/* Adaptive pooling along axis a->d to `out` (window i: [floor(i * in /
+ * out), ceil((i + 1) * in / out))): the runs of outputs whose windows have
+ * one length and evenly stepping starts, each the op (add, maximum)
+ * chained over its taps (run_tap), joined by cat.  iy (not NULL, a
+ * maximum): the index of each maximum as well (run_argmax). */
+static int adaptive_axis(dctx *c, const adaptive_in *a, int64_t out, const char *op, int *iy)
+{
+    gr_ttype t = dc_T(c, a->x);
+    int64_t in = t.shape[a->d];
+    int v[256], vi[256], nv = 0;
 #define WIN_S(i) ((i) * in / out)
 #define WIN_LEN(i) ((((i) + 1) * in + out - 1) / out - WIN_S(i))
     for (int64_t i = 0; i < out;) {
@@ -2156,23 +2214,23 @@ static int adaptive_axis(dctx *c, int x, int d, int64_t out, const char *op)
             dc_fail(c, "adaptive pooling of %lld to %lld needs over 256 pieces", (long long)in, (long long)out);
         int y = -1;
         for (int64_t k = 0; k < w; k++) {
-            int tap;
-            if (st) {
-                tap = dc_slice(c, x, d, s0 + k, s0 + k + (len - 1) * st + 1, st);
-            } else {
-                gr_ttype e = t;
-                e.shape[d] = len;
-                tap = dc_expand(c, dc_slice(c, x, d, s0 + k, s0 + k + 1, 1), e.rank, e.shape);
-            }
+            int tap = run_tap(c, a->x, a->d, s0 + k, st, len);
             y = y < 0 ? tap : dc_bin(c, op, y, tap);
         }
+        if (iy)
+            vi[nv] = run_argmax(c, a, y, s0, w, st, len);
         v[nv++] = y;
         i += len;
     }
 #undef WIN_S
 #undef WIN_LEN
-    t.shape[d] = out;
-    return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(d));
+    t.shape[a->d] = out;
+    if (iy) {
+        gr_ttype ti = t;
+        ti.dtype = GR_I64;
+        *iy = nv == 1 ? vi[0] : DC_EMIT(c, "aten.cat.default", ti, da_vals(nv, vi), da_int(a->d));
+    }
+    return nv == 1 ? v[0] : DC_EMIT(c, "aten.cat.default", t, da_vals(nv, v), da_int(a->d));
 }
 
 /* The lengths of the out adaptive windows over in elements, f32[out]: a
@@ -2222,16 +2280,18 @@ static int r_adaptive_pool2d(dctx *c, const gr_node *n, int *out)
         return 1;
     }
     const char *op = is_max ? "aten.maximum.default" : "aten.add.Tensor";
-    int y = adaptive_axis(c, adaptive_axis(c, x, t.rank - 1, os[1], op), t.rank - 2, os[0], op);
+    int want_ix = is_max && result_read(c, n, 1), ix = -1;
+    adaptive_in cols = {x, -1, t.rank - 1, 1};
+    adaptive_in rows = {adaptive_axis(c, &cols, os[1], op, want_ix ? &ix : NULL), -1, t.rank - 2, g.in[1]};
+    rows.ix = ix;
+    int y = adaptive_axis(c, &rows, os[0], op, want_ix ? &ix : NULL);
     if (!is_max) { /* the window sizes: (out[0], 1) times (out[1]), index expressions alone */
         int rows = dc_unsqueeze(c, window_lengths(c, g.in[0], os[0]), 1);
         out[0] = dc_bin(c, "aten.div.Tensor", y, dc_bin(c, "aten.mul.Tensor", rows, window_lengths(c, g.in[1], os[1])));
         return 1;
     }
-    if (result_read(c, n, 1))
-        dc_fail(c, "the indices of uneven adaptive max windows are not lowered");
     out[0] = y;
-    out[1] = dc_full(c, dc_T(c, y).rank, dc_T(c, y).shape, 0, GR_I64); /* never read */
+    out[1] = want_ix ? ix : dc_full(c, dc_T(c, y).rank, dc_T(c, y).shape, 0, GR_I64); /* never read */
     return 2;
 }
 
@@ -2525,7 +2585,7 @@ static const struct {
     {"upsample_trilinear3d", dc_r_upsample_interp, "as upsample_linear1d"},
     {"upsample_bicubic2d", dc_r_upsample_interp, "as upsample_linear1d, 4 taps per axis (Keys, A = -0.75)"},
     {"adaptive_max_pool2d", r_adaptive_pool2d, "output dividing the input: max_pool2d_with_indices with kernel = "
-                                               "stride; else as _adaptive_avg_pool2d's sums, indices refused if read"},
+                                               "stride; else as _adaptive_avg_pool2d's sums, the indices by where chains per axis"},
     {"std_mean", r_var, "(std, mean) as var, then sqrt"},
     {"argmax", dc_r_argmax, "m = amax (kept), amin(where(x == m or x != x, arange, n)): the first extreme, NaN first"},
     {"argmin", dc_r_argmax, "as argmax with amin"},
