@@ -2197,7 +2197,9 @@ static void test_empty_inputs_feed_cat_reshape_and_mean_on_both_chips(void)
 
 /* OpInfo's mean#1: the mean over dim 0 of a 0-d tensor divided by a
  * count read past the shape (0: NaN).  A 0-d tensor's dim 0 is its one
- * element: mean, sum and amax over it give the element. */
+ * element: mean, sum and amax over it give the element, and so does
+ * index_select of index [0] (index_select#0: "every index is out of range
+ * of an empty dimension 0"). */
 static void test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_chips(void)
 {
     const char *text = "graph zerod\n"
@@ -2205,18 +2207,21 @@ static void test_reductions_over_dim_0_of_a_0d_tensor_give_the_element_on_both_c
                        "%m: f32[] = aten.mean.dim(%x, [0], True)\n"
                        "%s: f32[] = aten.sum.dim_IntList(%x, [-1])\n"
                        "%a: f32[] = aten.amax.default(%x, [0])\n"
-                       "output %m, %s, %a\n";
-    const char *names[] = {"x", "m", "s", "a"};
+                       "%z: i64[1] = aten.zeros.default([1], dtype=i64)\n"
+                       "%e: f32[] = aten.index_select.default(%x, 0, %z)\n"
+                       "output %m, %s, %a, %e\n";
+    /* index_select's result is x itself, copied to its own output tensor */
+    const char *names[] = {"x", "m", "s", "a", "e"};
     for (int c = 0; c < 2; c++) {
-        float *v[4] = {0};
-        int64_t n[4] = {0};
-        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "zerod.txt", both_chips[c], 4, names, v, n), 0);
-        for (int i = 1; i < 4; i++) {
+        float *v[5] = {0};
+        int64_t n[5] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "zerod.txt", both_chips[c], 5, names, v, n), 0);
+        for (int i = 1; i < 5; i++) {
             CU_ASSERT_EQUAL(n[i], 1);
             /* DL16 keeps 9 fraction bits */
             CU_ASSERT(fabsf(v[i][0] - v[0][0]) <= 0x1p-9f * fabsf(v[0][0]));
         }
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
             free(v[i]);
     }
 }

@@ -409,6 +409,11 @@ int dc_r_index_select(dctx *c, const gr_node *n, int *out)
     int x = dc_val(c, n, 0, "self"), ix = dc_val(c, n, 2, "index");
     gr_ttype t = dc_T(c, x);
     int d = dc_normdim(c, (int64_t)dc_num(c, n, 1, "dim", 0), t.rank);
+    gr_ttype ti = dc_T(c, ix);
+    if (!t.rank && dc_numel(&ti) == 1 && !dc_is_float(ti.dtype)) { /* a 0-d tensor's one element (index 0) */
+        out[0] = x;
+        return 1;
+    }
     if (row_gather(c, x, d, ix) || dc_T(c, ix).rank > 1 || dc_is_float(dc_T(c, ix).dtype) || !t.rank ||
         !t.shape[d])
         return 0;

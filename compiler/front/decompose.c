@@ -2616,7 +2616,7 @@ static const struct {
     {"slice_scatter", dc_r_slice_scatter, "where(placed ones != 0, src placed by cat (interleaved for step > 1), self)"},
     {"select_scatter", dc_r_slice_scatter, "slice_scatter of src unsqueezed at dim"},
     {"narrow_copy", dc_r_narrow_copy, "slice"},
-    {"index_select", dc_r_index_select, "a 2-D table's rows by an input's row numbers: a row gather (lower); "
+    {"index_select", dc_r_index_select, "a 0-d self: itself; a 2-D table's rows by an input's row numbers: a row gather (lower); "
                                         "else one-hot: sum_k where(index == k, x[.., k, ..], 0)"},
     {"index", dc_r_index, "one integer index tensor: one-hot over its flattened positions (negative ones wrap), reshaped"},
     {"take", dc_r_take, "one-hot over the flattened self (negative positions wrap), reshaped as index"},
