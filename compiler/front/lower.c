@@ -1784,11 +1784,16 @@ static void reshape_to(lctx *c, int out, int x, const gr_ttype *t)
         for (int r = 0; r < GR_MAX_RANK; r++)
             m[r] = ir_idx_const(0);
     } else if (reshape_map(X->map, B->type.rank, &X->type, &nt, m)) {
+        int flat = 0;
         if (B->buf < 0 && gr_ttype_numel(&X->type) >= gr_ttype_numel(&B->type) &&
             !reshape_map(&row, 1, &X->type, &nt, m)) {
             realize_base(c, X->base);
             flatten(c, x);
-        } else {
+            /* a view that is not its whole base laid out row-major (an
+             * expand, a permutation) stays unflattened: copied below */
+            flat = !reshape_map(c->vals[x].map, 1, &c->vals[x].type, &nt, m);
+        }
+        if (!flat) {
             uint64_t *ops = ops_new(c);
             ops_of(c, ops, x);
             ops_add_cur(c, ops);
@@ -1801,9 +1806,8 @@ static void reshape_to(lctx *c, int out, int x, const gr_ttype *t)
             src = out;
         }
         X = &c->vals[src];
-        int rc = reshape_map(X->map, 1, &X->type, &nt, m);
-        assert(rc == 0);
-        (void)rc;
+        if (reshape_map(X->map, 1, &X->type, &nt, m))
+            fail(c, "internal: a reshape of a copied %d-D value has no row map", X->type.rank);
     }
     lval *O = &c->vals[out];
     O->base = c->vals[src].base;
