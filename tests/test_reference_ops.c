@@ -1397,6 +1397,29 @@ static void test_matrix_exp_gives_known_exponentials(void)
     done(&t);
 }
 
+/* Airy's Ai at tabulated values (mpmath, 30 digits): each of the three methods (the series on [-8, 2], the
+ * K_1/3 integral above, the oscillating expansion below), and the bound of Ai(-16): |Ai'| <= 0.26 + 0.57 M^1/4
+ * over the input's interval [-16 (1 + u), -16 (1 - u)], times the upload's u 16, then the store. */
+static void test_airy_ai_gives_tabulated_values_and_its_derivative_bound(void)
+{
+    const float x[] = {0, 1, -1, -4, 3, 5, 10, -10, -20}, m[] = {-16};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %x: f32[9]\ninput %m: f32[1]\n%ai: f32[9] = aten.special_airy_ai.default(%x)\n"
+          "%am: f32[1] = aten.special_airy_ai.default(%m)\noutput %ai, %am\n",
+          x, m);
+    EXPECT(&t, "ai", 0.35502805388781724f, 0.13529241631288142f, 0.53556088329235212f, -0.070265532949289515f,
+           0.0065911393574607191f, 0.00010834442813607442f, 1.1047532552898686e-10f, 0.040241238486443191f,
+           -0.17640612707798469f);
+    double am;
+    read_value(&t, "am", &am, 1);
+    for (int w = 0; w < 2; w++) {
+        double e = EU * 16, lip = 0.26 + 0.57 * pow(16 + lam_w(w) * e, 0.25);
+        expect_bound(&t, "am", w, (double[]){stored(am, lip * e, w)}, 1);
+    }
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1453,6 +1476,8 @@ int main(void)
         {"grid_sampler interpolates at grid points", test_grid_sampler_interpolates_at_grid_points},
         {"trilinear is bilinear forms", test_trilinear_is_bilinear_forms},
         {"matrix_exp gives known exponentials", test_matrix_exp_gives_known_exponentials},
+        {"airy_ai gives tabulated values and its derivative bound",
+         test_airy_ai_gives_tabulated_values_and_its_derivative_bound},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
