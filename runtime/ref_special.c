@@ -352,7 +352,8 @@ static double lip_y1(double a, double b)
     return 1 + 0.64 * fabs(log(m)) + lip_y0(a, b) / m;
 }
 
-static double lip_i1e(double a, double b) { (void)a, (void)b; return 1.5; } /* e^-x (I0 - I1 - I1/x), I1/x <= I0/2, e^-x I0 <= 1 */
+/* e^-x (I0 - I1 - I1/x), I1/x <= I0/2, e^-x I0 <= 1 */
+static double lip_i1e(double a, double b) { (void)a, (void)b; return 1.5; }
 
 /* |Ai'(t)| <= 0.26 + 0.57 M^1/4, M the interval's largest -t (0 when a >= 0): Ai' is monotone on t >= 0 from
  * Ai'(0) = -0.2588 to 0, and for t < 0 its envelope grows as |t|^1/4 / sqrt(pi) (DLMF 9.7.10; sqrt(pi)^-1 =
