@@ -21,10 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Scratch of one n x n system: M, D, and their bound twins, A, |A^-1|, P. */
+/* Scratch of one n x n system with k right-hand sides: M, D, and their bound twins, A, |A^-1|, P; the
+ * solution in double (x) and fp32 (xf), B's bounds (eb), the unit rows of unfolded columns (pi). */
 typedef struct {
-    int64_t n;
-    double *m, *d, *em, *ed, *a, *ai, *p;
+    int64_t n, k;
+    double *m, *d, *em, *ed, *a, *ai, *p, *x, *eb;
+    float *xf;
+    int64_t *pi;
 } ldl_t;
 
 static void ldl_free(ldl_t *f)
@@ -36,12 +39,21 @@ static void ldl_free(ldl_t *f)
     free(f->a);
     free(f->ai);
     free(f->p);
+    free(f->x);
+    free(f->eb);
+    free(f->xf);
+    free(f->pi);
 }
 
-static int ldl_new(ex *E, ldl_t *f, int64_t n)
+static int ldl_new(ex *E, ldl_t *f, int64_t n, int64_t k)
 {
-    size_t nn = (size_t)(n * n + 1);
+    size_t nn = (size_t)(n * n + 1), nk = (size_t)(n * k + 1);
     f->n = n;
+    f->k = k;
+    f->x = calloc(nn > nk ? nn : nk, sizeof(double));
+    f->eb = calloc(nk, sizeof(double));
+    f->xf = calloc(nk, sizeof(float));
+    f->pi = calloc((size_t)n + 1, sizeof(int64_t));
     f->m = calloc(nn, sizeof(double));
     f->d = calloc(nn, sizeof(double));
     f->em = calloc(nn, sizeof(double));
@@ -49,7 +61,7 @@ static int ldl_new(ex *E, ldl_t *f, int64_t n)
     f->a = calloc(nn, sizeof(double));
     f->ai = calloc(nn, sizeof(double));
     f->p = calloc(nn, sizeof(double));
-    if (f->m && f->d && f->em && f->ed && f->a && f->ai && f->p)
+    if (f->m && f->d && f->em && f->ed && f->a && f->ai && f->p && f->x && f->eb && f->xf && f->pi)
         return 0;
     ldl_free(f);
     return ref_fail(E, "out of host memory");
@@ -90,39 +102,45 @@ static int ldl_unfold(ldl_t *f, const tens *ld, int64_t off, const tens *pv, int
     return 0;
 }
 
-/* out = X Y Z^T for n x n matrices (double). */
-static void triple(const double *x, const double *y, const double *z, int64_t n, double *out)
+/* out = X Y Z^T for n x n matrices (double), as X (Y Z^T): n^3 twice; -1 out of memory. */
+static int triple(const double *x, const double *y, const double *z, int64_t n, double *out)
 {
+    double *t = malloc((size_t)(n * n + 1) * sizeof *t);
+    if (!t)
+        return -1;
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t l = 0; l < n; l++)
+                s += y[k * n + l] * z[j * n + l];
+            t[k * n + j] = s;
+        }
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++) {
             double s = 0;
             for (int64_t k = 0; k < n; k++)
-                for (int64_t l = 0; l < n; l++)
-                    s += x[i * n + k] * y[k * n + l] * z[j * n + l];
+                s += x[i * n + k] * t[k * n + j];
             out[i * n + j] = s;
         }
+    free(t);
+    return 0;
 }
 
-/* From the unfolded M, D (track w's bounds in em, ed): A = M D M^T into a, and P = |dA| + H into p. */
+/* From the unfolded M, D (track w's bounds in em, ed): P = |dA| + H into p (infinite out of memory). */
 static void ldl_perturbation(ldl_t *f)
 {
     int64_t n = f->n, nn = n * n;
     double *am = malloc((size_t)(nn + 1) * sizeof *am), *ad = malloc((size_t)(nn + 1) * sizeof *ad);
     double *hi = malloc((size_t)(nn + 1) * sizeof *hi);
-    if (!am || !ad || !hi) {
-        for (int64_t k = 0; k < nn; k++)
-            f->p[k] = INFINITY;
-    } else {
-        triple(f->m, f->d, f->m, n, f->a);
-        for (int64_t k = 0; k < nn; k++)
-            am[k] = fabs(f->m[k]), ad[k] = fabs(f->d[k]);
-        triple(am, ad, am, n, f->p); /* |M| |D| |M|^T */
-        for (int64_t k = 0; k < nn; k++)
-            am[k] += f->em[k], ad[k] += f->ed[k];
-        triple(am, ad, am, n, hi);
-        for (int64_t k = 0; k < nn; k++)
-            f->p[k] = hi[k] - f->p[k] + 3 * (double)n * 0x1p-24 * f->p[k];
-    }
+    int ok = am && ad && hi;
+    for (int64_t k = 0; ok && k < nn; k++)
+        am[k] = fabs(f->m[k]), ad[k] = fabs(f->d[k]);
+    ok = ok && !triple(am, ad, am, n, f->p); /* |M| |D| |M|^T */
+    for (int64_t k = 0; ok && k < nn; k++)
+        am[k] += f->em[k], ad[k] += f->ed[k];
+    ok = ok && !triple(am, ad, am, n, hi);
+    for (int64_t k = 0; k < nn; k++)
+        f->p[k] = ok ? hi[k] - f->p[k] + 3 * (double)n * 0x1p-24 * f->p[k] : INFINITY;
     free(am);
     free(ad);
     free(hi);
@@ -163,58 +181,74 @@ static int inexact(const tens *t)
     return 0;
 }
 
-/* One system of the batch: X into o at ooff (n x k), its bounds. */
-static int ldl_solve_one(ex *E, ldl_t *f, const tens *ld, const tens *pv, const tens *B, int64_t b, int64_t k,
-                         tens *o, double *x, float *xf, double *eb, int64_t *pi)
+/* System b of the (broadcast) batch from LD's system bl and B's bb: X into o, its bounds. */
+static int ldl_solve_one(ex *E, ldl_t *f, const tens *ld, const tens *pv, const tens *B, const int64_t *ix, tens *o)
 {
-    int64_t n = f->n, nk = n * k;
-    if (ldl_unfold(f, ld, b * n * n, pv, b * n, 0, pi))
-        return ref_fail(E, "pivots of system %lld are not sytrf's", (long long)b);
-    triple(f->m, f->d, f->m, n, f->a);
+    int64_t n = f->n, nk = n * f->k, b = ix[0], bl = ix[1], bb = ix[2];
+    if (ldl_unfold(f, ld, bl * n * n, pv, bl * n, 0, f->pi))
+        return ref_fail(E, "pivots of system %lld are not sytrf's", (long long)bl);
     for (int64_t i = 0; i < nk; i++)
-        x[i] = ldd(B, b * nk + i);
-    int singular = solve_double(f, x, k);
+        f->x[i] = ldd(B, bb * nk + i);
+    if (triple(f->m, f->d, f->m, n, f->a))
+        return ref_fail(E, "out of host memory");
+    int singular = solve_double(f, f->x, f->k);
     for (int64_t i = 0; i < nk; i++)
-        o->f[b * nk + i] = xf[i] = singular ? NAN : (float)x[i];
+        o->f[b * nk + i] = f->xf[i] = singular ? NAN : (float)f->x[i];
     for (int w = 0; o->eb[0] && w < 2; w++) {
-        ldl_unfold(f, ld, b * n * n, pv, b * n, w, pi);
+        ldl_unfold(f, ld, bl * n * n, pv, bl * n, w, f->pi);
         ldl_perturbation(f);
         for (int64_t i = 0; i < nk; i++)
-            eb[i] = ref_eb_lam(w) * ldb(B, w, b * nk + i);
-        ref_solve_bound(n, k, f->ai, f->p, xf, eb, ref_eb_lam(w), x);
+            f->eb[i] = ref_eb_lam(w) * ldb(B, w, bb * nk + i);
+        ref_solve_bound(n, f->k, f->ai, f->p, f->xf, f->eb, ref_eb_lam(w), f->x);
         for (int64_t i = 0; i < nk; i++)
-            o->eb[w][b * nk + i] =
-                (float)(singular || inexact(pv) || !isfinite(x[i]) ? INFINITY : ref_eb_store(xf[i], x[i], w));
+            o->eb[w][b * nk + i] = (float)(singular || inexact(pv) || !isfinite(f->x[i])
+                                               ? INFINITY
+                                               : ref_eb_store(f->xf[i], f->x[i], w));
     }
     return 0;
 }
 
-/* linalg_ldl_solve(LD, pivots, B, *, hermitian=False): A X = B, A = L D L^T of sytrf's 'L' form */
+/* The result of LD's and B's batch dims broadcast (then n x k), and the iteration over both. */
+static tens *ldl_result(ex *E, const tens *ld, const tens *B, int64_t n, int64_t k, iter *it, int64_t *batch)
+{
+    int rl = ld->rank - 2, rb = B->rank - 2, r = rl > rb ? rl : rb;
+    int64_t sh[MAXR];
+    for (int d = 0; d < r; d++) {
+        int64_t a = d - (r - rl) >= 0 ? ld->shape[d - (r - rl)] : 1, c = d - (r - rb) >= 0 ? B->shape[d - (r - rb)] : 1;
+        if (a != c && a != 1 && c != 1) {
+            ref_fail(E, "LD's and B's batch dims do not broadcast");
+            return NULL;
+        }
+        sh[d] = a == 1 ? c : a;
+    }
+    ref_iter_init(it, r, sh, 2, (const int[]){rl, rb}, (const int64_t *const[]){ld->shape, B->shape});
+    *batch = ref_numel(r, sh);
+    sh[r] = n;
+    sh[r + 1] = k;
+    return ref_new_result(E, K_F, r + 2, sh);
+}
+
+/* linalg_ldl_solve(LD, pivots, B, *, hermitian=False): A X = B, A = L D L^T of sytrf's 'L' form; the
+ * batch dims broadcast */
 static int op_ldl_solve(ex *E, int unused)
 {
     (void)unused;
     const tens *ld = ref_arg_tensor(E, 0, "LD"), *pv = ld ? ref_arg_tensor(E, 1, "pivots") : NULL;
     const tens *B = pv ? ref_arg_tensor(E, 2, "B") : NULL;
-    int64_t batch, n, m, bb, br, k;
-    if (!B || ref_mats_of(E, ld, &batch, &n, &m) || ref_mats_of(E, B, &bb, &br, &k))
+    int64_t lb, n, m, bb, br, k, batch;
+    if (!B || ref_mats_of(E, ld, &lb, &n, &m) || ref_mats_of(E, B, &bb, &br, &k))
         return -1;
-    if (n != m || bb != batch || br != n || pv->n != batch * n)
-        return ref_fail(E, "LD, pivots and B of matching batches (no broadcasting here)");
-    tens *o = ref_new_result(E, K_F, B->rank, B->shape);
+    if (n != m || br != n || pv->n != lb * n)
+        return ref_fail(E, "LD (n x n), pivots (n) and B (n x k) do not match");
+    iter it;
+    tens *o = ldl_result(E, ld, B, n, k, &it, &batch);
     ldl_t f;
-    if (!o || ldl_new(E, &f, n))
+    if (!o || ldl_new(E, &f, n, k))
         return -1;
-    double *x = malloc((size_t)(n * (k > n ? k : n) + 1) * sizeof *x), *eb = malloc((size_t)(n * k + 1) * sizeof *eb);
-    float *xf = malloc((size_t)(n * k + 1) * sizeof *xf);
-    int64_t *pi = malloc((size_t)(n + 1) * sizeof *pi);
-    int rc = x && eb && xf && pi ? 0 : ref_fail(E, "out of host memory");
-    for (int64_t b = 0; !rc && b < batch; b++)
-        rc = ldl_solve_one(E, &f, ld, pv, B, b, k, o, x, xf, eb, pi);
+    int rc = 0;
+    for (int64_t b = 0; !rc && b < batch; b++, iter_next(&it))
+        rc = ldl_solve_one(E, &f, ld, pv, B, (const int64_t[]){b, it.off[0], it.off[1]}, o);
     ldl_free(&f);
-    free(x);
-    free(eb);
-    free(xf);
-    free(pi);
     return rc;
 }
 
@@ -252,7 +286,7 @@ static int lsq_options(ex *E, lsq_t *q)
 }
 
 /* The four results' shapes as PyTorch's (the residuals' decided once the ranks are known: resid). */
-static int lsq_results(ex *E, const tens *A, const tens *B, const lsq_t *q)
+static int lsq_results(ex *E, const tens *A, const lsq_t *q)
 {
     int64_t sh[MAXR], zero = 0;
     int r = A->rank - 2;
@@ -268,7 +302,6 @@ static int lsq_results(ex *E, const tens *A, const tens *B, const lsq_t *q)
         return -1;
     sh[r] = q->m < q->n ? q->m : q->n;
     int sv = q->drv == D_GELSD || q->drv == D_GELSS;
-    (void)B;
     return sv ? (ref_new_result(E, K_F, r + 1, sh) ? 0 : -1) : (ref_new_result(E, K_F, 1, &zero) ? 0 : -1);
 }
 
@@ -429,7 +462,7 @@ static int op_lstsq(ex *E, int unused)
     if (lsq_options(E, &q))
         return -1;
     lsq_out o = {0};
-    int first = E->nres, rc = lsq_solve_all(E, A, B, &q, &o) || lsq_results(E, A, B, &q);
+    int first = E->nres, rc = lsq_solve_all(E, A, B, &q, &o) || lsq_results(E, A, &q);
     for (int64_t b = 0; !rc && b < q.batch; b++)
         lsq_put(E, first, A, B, &q, &o, b);
     free(o.x);

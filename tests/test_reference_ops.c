@@ -1488,17 +1488,18 @@ static void test_ctc_loss_sums_the_paths_that_collapse_to_the_target(void)
 }
 
 /* ldl_solve from ldl_factor's own factors: 1 x 1 pivots with interchanges, two 2 x 2 blocks, and a 2 x 2
- * block with an interchange: S X = B for each.  The bound of a 1 x 1 system d x = b (LD and B uploaded,
+ * block with an interchange: S X = B for each; a batch of 1 x 1 systems with one B.  The bound of a 1 x 1 system d x = b (LD and B uploaded,
  * the pivot exact): P = lambda u |d| + 3 2^-24 |d|, mu = P / |d|, |dx| <= (P |x| + lambda u |b|) / |d| / (1 - mu). */
 static void test_ldl_solve_solves_with_ldl_factors_pivots(void)
 {
     const float s3[] = {0, 1, 2, 1, 0, 3, 2, 3, 4}, s4[] = {1, 5, 0, 2, 5, 1, 3, 0, 0, 3, 0.5f, 7, 2, 0, 7, 1};
     const float sx[] = {0, 0, 1, 0, 2, 0, 1, 0, 0}, b3[] = {1, 2, 3, 4, 5, 6}, b4[] = {1, -2, 3, 0.5f};
-    const float d[] = {4}, one[] = {1}, two[] = {2};
+    const float d[] = {4}, one[] = {1}, two[] = {2}, dd[] = {4, -8}, ones[] = {1, 1};
     run_t t;
     RUN_T(&t, 1,
           "input %s3: f32[3, 3]\ninput %s4: f32[4, 4]\ninput %sx: f32[3, 3]\ninput %b3: f32[3, 2]\n"
           "input %b4: f32[4, 1]\ninput %d: f32[1, 1]\ninput %one: i32[1]\ninput %two: f32[1, 1]\n"
+          "input %dd: f32[2, 1, 1]\ninput %ones: i32[2, 1]\n"
           "%f3: (f32[3, 3], i32[3], i32[]) = aten.linalg_ldl_factor_ex.default(%s3)\n"
           "%l3: f32[3, 3] = getitem(%f3, 0)\n%p3: i32[3] = getitem(%f3, 1)\n"
           "%x3: f32[3, 2] = aten.linalg_ldl_solve.default(%l3, %p3, %b3)\n"
@@ -1509,8 +1510,9 @@ static void test_ldl_solve_solves_with_ldl_factors_pivots(void)
           "%lx: f32[3, 3] = getitem(%fx, 0)\n%px: i32[3] = getitem(%fx, 1)\n"
           "%xx: f32[3, 2] = aten.linalg_ldl_solve.default(%lx, %px, %b3)\n"
           "%x1: f32[1, 1] = aten.linalg_ldl_solve.default(%d, %one, %two)\n"
-          "output %p3, %p4, %px, %x3, %x4, %xx, %x1\n",
-          s3, s4, sx, b3, b4, d, one, two);
+          "%xb: f32[2, 1, 1] = aten.linalg_ldl_solve.default(%dd, %ones, %two)\n"
+          "output %p3, %p4, %px, %x3, %x4, %xx, %x1, %xb\n",
+          s3, s4, sx, b3, b4, d, one, two, dd, ones);
     EXPECT(&t, "p3", 3, 2, 3);    /* the kinds of pivot each matrix exercises */
     EXPECT(&t, "p4", -2, -2, -4, -4);
     EXPECT(&t, "px", -3, -3, 3);
@@ -1531,6 +1533,7 @@ static void test_ldl_solve_solves_with_ldl_factors_pivots(void)
     read_value(&t, "xx", X, 6);
     expect_product(SX, X, B3, 3, 3, 2, 1e-5);
     EXPECT(&t, "x1", 0.5f);
+    EXPECT(&t, "xb", 0.5f, -0.25f); /* B's batch broadcast over LD's */
     for (int w = 0; w < 2; w++) {
         double L = lam_w(w), P = L * EU * 4 + 3 * 0x1p-24 * 4, mu = P / 4;
         expect_bound(&t, "x1", w, (double[]){stored(0.5, (P * 0.5 + L * EU * 2) / 4 / (1 - mu) / L, w)}, 1);
