@@ -326,52 +326,84 @@ static lapack_int lsq_lapack(const lsq_t *q, float *a, float *x, lapack_int *jpv
     }
 }
 
-/* The bound (track w, into out: n x k) of a square problem's solution X (PyTorch's rank decision kept):
- * X = A^-1 B with P = lambda E_A + H, H_ij = 8 n^2 2^-24 ||a_j||_2 (Householder QR's column-wise backward
- * error, Higham Thm 19.5, with room; it also covers the SVD drivers'), then ref_solve_bound.  Infinite
- * when A is singular, or when the rank decision could go the other way: sigma_n - ||P||_F <= c rcond
- * (sigma_1 + ||P||_F) (Weyl), c = 1 for gelsd and gelss (they threshold the singular values), n for gelsy
- * (its incremental condition estimate, assumed within a factor n); gels assumes full rank, which mu < 1
- * in ref_solve_bound ensures.  Returns 1 when the decision (the rank) is exact. */
-static int square_bound(const lsq_t *q, const tens *A, int64_t off, const float *X, const tens *B, int64_t boff,
-                        int w, double *out)
+/* P = lambda E_A + H (m x n, track w) for A at off, H_ij = 8 m n 2^-24 ||a_j||_2: the drivers' backward
+ * error (Householder QR's column-wise one, Higham Thms 19.5, 20.3 and 21.4, with room; assumed to cover the
+ * SVD drivers' normwise one); returns ||P||_F, which bounds ||dA||_2. */
+static double lsq_perturbation(const lsq_t *q, const tens *A, int64_t off, int w, double *P)
 {
-    int64_t n = q->n, k = q->k;
-    double L = ref_eb_lam(w), *a = malloc((size_t)(3 * n * n + n + 1) * sizeof *a);
-    double *ai = a ? a + n * n : NULL, *P = a ? ai + n * n : NULL, *sv = a ? P + n * n : NULL;
-    double *eb = malloc((size_t)(n * k + 1) * sizeof *eb), F = 0;
-    lapack_int *ip = malloc((size_t)(n + 1) * sizeof *ip);
-    int ok = a && eb && ip;
-    for (int64_t j = 0; ok && j < n; j++) {
+    int64_t m = q->m, n = q->n;
+    double F = 0, g = 8 * (double)(m * n) * 0x1p-24;
+    for (int64_t j = 0; j < n; j++) {
         double c = 0;
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = 0; i < m; i++)
             c += ldd(A, off + i * n + j) * ldd(A, off + i * n + j);
-        for (int64_t i = 0; i < n; i++) {
-            a[i * n + j] = ldd(A, off + i * n + j);
-            ai[i * n + j] = i == j;
-            P[i * n + j] = L * ldb(A, w, off + i * n + j) + 8 * (double)(n * n) * 0x1p-24 * sqrt(c);
+        for (int64_t i = 0; i < m; i++) {
+            P[i * n + j] = ref_eb_lam(w) * ldb(A, w, off + i * n + j) + g * sqrt(c);
             F += P[i * n + j] * P[i * n + j];
         }
     }
-    ok = ok && !LAPACKE_dgesv(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)n, a, (lapack_int)n, ip, ai, (lapack_int)n);
-    for (int64_t i = 0; ok && i < n * n; i++) {
-        ai[i] = fabs(ai[i]);
+    return sqrt(F);
+}
+
+/* |A^-1| of a square A at off into ai (a: scratch), or the singular values of A into sv; 0 or -1. */
+static int lsq_lapack_double(const lsq_t *q, const tens *A, int64_t off, double *a, double *ai, double *sv)
+{
+    int64_t m = q->m, n = q->n;
+    for (int64_t i = 0; i < m * n; i++)
         a[i] = ldd(A, off + i);
+    if (sv)
+        return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', (lapack_int)m, (lapack_int)n, a, (lapack_int)n, sv, NULL, 1,
+                              NULL, (lapack_int)n) /* LAPACKE checks ldvt >= n even without V */
+                   ? -1
+                   : 0;
+    lapack_int *ip = malloc((size_t)(n + 1) * sizeof *ip);
+    for (int64_t i = 0; i < n * n; i++)
+        ai[i] = i / n == i % n;
+    int rc = !ip || LAPACKE_dgesv(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)n, a, (lapack_int)n, ip, ai,
+                                  (lapack_int)n) ? -1 : 0;
+    for (int64_t i = 0; !rc && i < n * n; i++)
+        ai[i] = fabs(ai[i]);
+    free(ip);
+    return rc;
+}
+
+/* The bound (track w, before the store, into out: n x k) of a full-rank problem's solution X, kept only
+ * while PyTorch's rank decision cannot change: sigma_min - ||P||_F > c rcond (sigma_1 + ||P||_F) (Weyl),
+ * c = 1 for gelsd and gelss (thresholds on singular values), n for gelsy (its incremental condition
+ * estimate, assumed within a factor n); gels needs only sigma_min > ||P||_F.  B's perturbation: lambda E_B
+ * plus the backward error 8 m n 2^-24 ||b_j||_2.  A square A: the solve's rule (ref_solve_bound).  Else
+ * Wedin's ||B^+ - A^+||_2 <= sqrt 2 ||A^+||_2 ||B^+||_2 ||dA||_2 (equal ranks) with ||B^+||_2 <=
+ * 1 / (sigma_min - ||P||_F): every element of column j within sqrt 2 F ||b_j|| / (s (s - F)) + ||db_j|| /
+ * (s - F).  Infinite otherwise; returns 1 when bounded (the rank then exact). */
+static int lsq_bound(const lsq_t *q, const tens *A, int64_t off, const float *X, const tens *B, int64_t boff, int w,
+                     double *out)
+{
+    int64_t m = q->m, n = q->n, k = q->k, mn = m < n ? m : n;
+    double L = ref_eb_lam(w), *a = malloc((size_t)(3 * m * n + mn + m * k + 1) * sizeof *a);
+    double *ai = a ? a + m * n : NULL, *P = a ? ai + m * n : NULL, *sv = a ? P + m * n : NULL, *eb = a ? sv + mn : NULL;
+    int ok = a && mn && !lsq_lapack_double(q, A, off, a, NULL, sv);
+    double F = ok ? lsq_perturbation(q, A, off, w, P) : 0, s = ok ? sv[mn - 1] : 0;
+    ok = ok && s > F && (q->drv == D_GELS || s - F > (q->drv == D_GELSY ? (double)n : 1) * q->rcond * (sv[0] + F));
+    ok = ok && (m != n || !lsq_lapack_double(q, A, off, a, ai, NULL));
+    for (int64_t j = 0; ok && j < k; j++) {
+        double nb = 0, ndb = 0;
+        for (int64_t i = 0; i < m; i++) {
+            nb += ldd(B, boff + i * k + j) * ldd(B, boff + i * k + j);
+            ndb += L * ldb(B, w, boff + i * k + j) * L * ldb(B, w, boff + i * k + j);
+        }
+        nb = sqrt(nb);
+        for (int64_t i = 0; i < m; i++)
+            eb[i * k + j] = L * ldb(B, w, boff + i * k + j) + 8 * (double)(m * n) * 0x1p-24 * nb;
+        double v = (sqrt(2) * F * nb / (s * (s - F)) + (sqrt(ndb) + 8 * (double)(m * n) * 0x1p-24 * nb) / (s - F)) / L;
+        for (int64_t i = 0; m != n && i < n; i++)
+            out[i * k + j] = v;
     }
-    ok = ok && !LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', (lapack_int)n, (lapack_int)n, a, (lapack_int)n, sv, NULL, 1,
-                               NULL, (lapack_int)n); /* LAPACKE checks ldvt >= n even without V */
-    double c = q->drv == D_GELSY ? (double)n : 1;
-    int exact = ok && (q->drv == D_GELS || sv[n - 1] - sqrt(F) > c * q->rcond * (sv[0] + sqrt(F)));
-    for (int64_t i = 0; exact && i < n * k; i++)
-        eb[i] = L * ldb(B, w, boff + i);
-    if (exact)
+    if (ok && m == n)
         ref_solve_bound(n, k, ai, P, X, eb, L, out);
-    for (int64_t i = 0; !exact && i < n * k; i++)
+    for (int64_t i = 0; !ok && i < n * k; i++)
         out[i] = INFINITY;
     free(a);
-    free(eb);
-    free(ip);
-    return exact;
+    return ok;
 }
 
 /* Every problem's LAPACK results: solutions (mx x k each), ranks, singular values (min(m, n) each). */
@@ -407,8 +439,8 @@ static int lsq_solve_all(ex *E, const tens *A, const tens *B, lsq_t *q, lsq_out 
     return rc;
 }
 
-/* Problem b's results: the solution (bounded when square), residuals (unbounded), rank (exact when the
- * square bound keeps it), singular values (Weyl, ref_weyl_bound). */
+/* Problem b's results: the solution (lsq_bound), residuals (unbounded), rank (exact when lsq_bound keeps
+ * it), singular values (Weyl, ref_weyl_bound). */
 static void lsq_put(ex *E, int first, const tens *A, const tens *B, const lsq_t *q, const lsq_out *o, int64_t b)
 {
     int64_t n = q->n, k = q->k, mn = q->m < n ? q->m : n;
@@ -427,7 +459,7 @@ static void lsq_put(ex *E, int first, const tens *A, const tens *B, const lsq_t 
     for (int64_t i = 0; S->n && i < mn; i++)
         S->f[b * mn + i] = o->s[b * mn + i];
     for (int w = 0; X->eb[0] && w < 2; w++) {
-        int exact = out && q->m == n && square_bound(q, A, b * n * n, x, B, b * n * k, w, out);
+        int exact = out && lsq_bound(q, A, b * q->m * n, x, B, b * q->m * k, w, out);
         for (int64_t i = 0; i < n * k; i++)
             X->eb[w][b * n * k + i] = (float)(exact && isfinite(out[i]) ? ref_eb_store(x[i], out[i], w) : INFINITY);
         for (int64_t j = 0; q->resid && j < k; j++)
@@ -444,9 +476,8 @@ static void lsq_put(ex *E, int first, const tens *A, const tens *B, const lsq_t 
 /* linalg_lstsq(self, b, rcond=None, *, driver=None) -> (solution, residuals, rank, singular_values), as
  * PyTorch's CPU: the solution n x k; residuals (squared 2-norms of LAPACK's rows n..m-1 per column) when
  * m > n and the driver is not gelsy (gelsd, gelss: only when every matrix has rank n), else empty; rank
- * (empty for gels); singular values for gelsd and gelss, else empty.  Bounds: a square A's solution by
- * square_bound; the solution of a non-square A (its sensitivity to dA grows with the residual times
- * cond(A)^2, Wedin) and the residuals are not validated (infinite), as pinv's. */
+ * (empty for gels); singular values for gelsd and gelss, else empty.  Bounds: the solution of a full-rank
+ * A by lsq_bound; of a rank-deficient one, and the residuals, infinite (not validated), as pinv's. */
 static int op_lstsq(ex *E, int unused)
 {
     (void)unused;

@@ -1545,7 +1545,7 @@ static void test_ldl_solve_solves_with_ldl_factors_pivots(void)
  * (0, 1), (1, 2), (2, 4) (x = (5/6, 3/2), residual 1/6, singular values sqrt(4 +- sqrt 10) from A^T A =
  * [[3, 3], [3, 5]]); the minimum-norm solution of x1 + x2 = 2 (1, 1); a rank-1 A (x1 + 2 x2 = 1 at
  * minimum norm: (0.2, 0.4), no residuals for gelsd then).  The square system's solution is bounded and
- * its rank exact; a non-square solution and residuals are not validated (infinite). */
+ * its rank exact, the line's by Wedin's rule; residuals are not validated (infinite). */
 static void test_lstsq_gives_each_drivers_results(void)
 {
     const float a2[] = {2, 1, 1, 3}, b2[] = {3, 5}, al[] = {1, 0, 1, 1, 1, 2}, bl[] = {1, 2, 4}, a1[] = {1, 1},
@@ -1585,10 +1585,30 @@ static void test_lstsq_gives_each_drivers_results(void)
     for (int w = 0; w < 2; w++) {
         const float *qx = rt_ref_error(t.r, gr_graph_find(t.g, "qx"), w);
         const float *qk = rt_ref_error(t.r, gr_graph_find(t.g, "qk"), w);
-        const float *lx = rt_ref_error(t.r, gr_graph_find(t.g, "lx"), w);
         const float *lr = rt_ref_error(t.r, gr_graph_find(t.g, "lr"), w);
         CU_ASSERT(isfinite(qx[0]) && qx[0] > 0 && isfinite(qx[1]) && qk[0] == 0);
-        CU_ASSERT(isinf(lx[0]) && isinf(lr[0]));
+        CU_ASSERT(isinf(lr[0]));
+    }
+    /* The line's bound (Wedin) covers the least-squares solution of its uploads' extreme perturbations:
+     * each a_ij (1 +- u), b_i (1 +- u) in 64 sign patterns, solved by the normal equations in double. */
+    const float *lx = rt_ref_value(t.r, gr_graph_find(t.g, "lx"), &(gr_ttype){0});
+    const float *lb = rt_ref_error(t.r, gr_graph_find(t.g, "lx"), 0);
+    CU_ASSERT_FATAL(isfinite(lb[0]) && isfinite(lb[1]));
+    for (int pat = 0; pat < 64; pat++) {
+        double A[6], b[3], g[4] = {0}, h[2] = {0};
+        for (int i = 0; i < 6; i++)
+            A[i] = al[i] * (1 + ((pat >> i) & 1 ? EU : -EU));
+        for (int i = 0; i < 3; i++)
+            b[i] = bl[i] * (1 + ((pat >> (i + 3)) & 1 ? -EU : EU));
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) {
+                h[j] += A[i * 2 + j] * b[i];
+                for (int l = 0; l < 2; l++)
+                    g[j * 2 + l] += A[i * 2 + j] * A[i * 2 + l];
+            }
+        double det = g[0] * g[3] - g[1] * g[2], x0 = (g[3] * h[0] - g[1] * h[1]) / det;
+        double x1 = (g[0] * h[1] - g[2] * h[0]) / det;
+        CU_ASSERT(fabs(x0 - lx[0]) <= lb[0] && fabs(x1 - lx[1]) <= lb[1]);
     }
     done(&t);
 }
