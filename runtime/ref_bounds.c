@@ -2,6 +2,7 @@
 #include "ref_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* ---- Error bounds: the element rules (docs/validation.md, "Error bounds") ----
  * The device's value of every stored tensor is the reference value plus an
@@ -228,4 +229,64 @@ void ref_softmax_bound(const float *x, const float *ex, int64_t D, int64_t st, f
 #undef SM_LOGG
 #undef SM_G
 #undef SM_T
+}
+
+/* ---- Linear algebra (ref_linalg.c, ref_lstsq.c) ---- */
+
+/* The bounds (track w, before the store) of X = A^-1 B (n x m) given
+ * |A^-1| (ai), the perturbation P = lambda E_A + H of A, and lambda E_B
+ * (eb, NULL: B exact), into out (n * m); infinite when mu >= 1. */
+void ref_solve_bound(int64_t n, int64_t m, const double *ai, const double *P, const float *X, const double *eb,
+                     double L, double *out)
+{
+    double mu = 0, *t = malloc((size_t)(n * (m > n ? m : n) + 1) * sizeof *t);
+    if (!t) {
+        for (int64_t k = 0; k < n * m; k++)
+            out[k] = INFINITY;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) { /* mu = max row sum of |A^-1| P */
+        double rs = 0;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t k = 0; k < n; k++)
+                rs += ai[i * n + k] * P[k * n + j];
+        mu = fmax(mu, rs);
+    }
+    for (int64_t k = 0; k < n; k++) /* t = P |X| + lambda E_B */
+        for (int64_t j = 0; j < m; j++) {
+            double s = eb ? eb[k * m + j] : 0;
+            for (int64_t l = 0; l < n; l++)
+                s += P[k * n + l] * fabs(X[l * m + j]);
+            t[k * m + j] = s;
+        }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < m; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < n; k++)
+                s += ai[i * n + k] * t[k * m + j];
+            out[i * m + j] = s;
+        }
+    for (int64_t j = 0; j < m; j++) {
+        double cmax = 0;
+        for (int64_t i = 0; i < n; i++)
+            cmax = fmax(cmax, out[i * m + j]);
+        for (int64_t i = 0; i < n; i++)
+            out[i * m + j] = mu < 1 ? (out[i * m + j] + mu / (1 - mu) * cmax) / L : INFINITY;
+    }
+    free(t);
+}
+
+/* ||lambda E||_F of matrix off (r x c) of x (sym: the triangle read, mirrored), plus n 2^-23 ||A||_F, over lambda. */
+double ref_weyl_bound(const tens *x, int64_t off, int64_t r, int64_t c, int sym, int lower, int w)
+{
+    double e2 = 0, a2 = 0, L = ref_eb_lam(w);
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) {
+            if (sym && (lower ? j > i : j < i))
+                continue;
+            double k = sym && i != j ? 2 : 1, e = L * ldb(x, w, off + i * c + j), a = ldd(x, off + i * c + j);
+            e2 += k * e * e;
+            a2 += k * a * a;
+        }
+    return (sqrt(e2) + (double)(r > c ? r : c) * 0x1p-23 * sqrt(a2)) / L;
 }

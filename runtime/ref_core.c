@@ -294,3 +294,16 @@ int ref_result_as(ex *E, const tens *x, kind k, int rank, const int64_t *shape)
     }
     return 0;
 }
+
+/* The batch count and the last two dims of x (rank >= 2). */
+int ref_mats_of(ex *E, const tens *x, int64_t *batch, int64_t *r, int64_t *c)
+{
+    if (x->rank < 2)
+        return ref_fail(E, "a matrix op on a rank-%d tensor", x->rank);
+    *r = x->shape[x->rank - 2];
+    *c = x->shape[x->rank - 1];
+    *batch = ref_numel(x->rank - 2, x->shape);
+    if (*r > 4096 || *c > 4096)
+        return ref_fail(E, "matrices of %lld x %lld are beyond the reference's 4096", (long long)*r, (long long)*c);
+    return 0;
+}

@@ -12,6 +12,7 @@ static const ref_ops *const families[] = {
     &ref_views_ops, &ref_gather_ops, &ref_create_ops, &ref_reductions_ops, &ref_norm_ops, &ref_act_ops,
     &ref_sort_ops, &ref_index_ops, &ref_spatial_ops, &ref_conv_ops, &ref_vecnorm_ops, &ref_linalg_ops,
     &ref_data_ops, &ref_special_ops, &ref_fpbits_ops, &ref_poly_ops, &ref_nll_ops, &ref_spatial2_ops, &ref_pool3d_ops, &ref_loss_ops, &ref_space_ops, &ref_dist_ops, &ref_mode_ops, &ref_segment_ops, &ref_histogram_ops, &ref_embag_ops, &ref_grid_ops, &ref_trilinear_ops, &ref_matexp_ops,
+    &ref_ctc_ops, &ref_lstsq_ops,
 };
 
 /* The op table row of a node, or NULL. */

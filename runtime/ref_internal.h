@@ -22,7 +22,8 @@
  *   ref_create.c, ref_reductions.c, ref_norm.c, ref_matmul.c, ref_act.c, ref_sort.c, ref_index.c,
  *   ref_spatial.c, ref_conv.c, ref_vecnorm.c, ref_linalg.c (LAPACKE), ref_data.c, ref_special.c,
  *   ref_fpbits.c, ref_poly.c, ref_nll.c, ref_spatial2.c, ref_pool3d.c, ref_loss.c, ref_space.c, ref_dist.c,
- *   ref_mode.c, ref_segment.c, ref_histogram.c, ref_embag.c, ref_grid.c, ref_trilinear.c, ref_matexp.c
+ *   ref_mode.c, ref_segment.c, ref_histogram.c, ref_embag.c, ref_grid.c, ref_trilinear.c, ref_matexp.c,
+ *   ref_ctc.c, ref_lstsq.c (LAPACKE)
  *                       the op families, each with its table; none calls another
  *   ref_math.c          the unary functions and their bound rules
  *   ref_args.c          reading arguments
@@ -178,7 +179,8 @@ typedef struct {
 extern const ref_ops ref_matmul_ops, ref_binary_ops, ref_unary_ops, ref_select_ops, ref_copy_ops, ref_views_ops,
     ref_gather_ops, ref_create_ops, ref_reductions_ops, ref_norm_ops, ref_act_ops, ref_sort_ops, ref_index_ops,
     ref_spatial_ops, ref_conv_ops, ref_vecnorm_ops, ref_linalg_ops, ref_data_ops, ref_special_ops, ref_fpbits_ops,
-    ref_poly_ops, ref_nll_ops, ref_spatial2_ops, ref_pool3d_ops, ref_loss_ops, ref_space_ops, ref_dist_ops, ref_mode_ops, ref_segment_ops, ref_histogram_ops, ref_embag_ops, ref_grid_ops, ref_trilinear_ops, ref_matexp_ops;
+    ref_poly_ops, ref_nll_ops, ref_spatial2_ops, ref_pool3d_ops, ref_loss_ops, ref_space_ops, ref_dist_ops, ref_mode_ops, ref_segment_ops, ref_histogram_ops, ref_embag_ops, ref_grid_ops, ref_trilinear_ops, ref_matexp_ops,
+    ref_ctc_ops, ref_lstsq_ops;
 
 /* ref_core.c: tensors, results, errors, broadcast iteration, strided copies. */
 void ref_tfree(tens *t);
@@ -205,6 +207,8 @@ void ref_strided_copy(const tens *x, int rank, const int64_t *shape, const int64
 int ref_result_reshaped(ex *E, const tens *x, int rank, const int64_t *shape);
 double ref_convert_bound(const tens *x, int64_t j, kind k, int w);
 int ref_result_as(ex *E, const tens *x, kind k, int rank, const int64_t *shape);
+/* The batch count and the last two dims of x (rank >= 2, each dim within the reference's 4096). */
+int ref_mats_of(ex *E, const tens *x, int64_t *batch, int64_t *r, int64_t *c);
 
 /* ref_bounds.c: the error-bound rules. */
 double ref_eb_lam(int w);
@@ -224,6 +228,11 @@ void ref_acc_add(eb_acc *a, double v, double e);
 bv ref_acc_sum(const eb_acc *a);
 double ref_select_bound(int flips, double a, double ea, double b, double eb, int pick, int w);
 void ref_softmax_bound(const float *x, const float *ex, int64_t D, int64_t st, float *ey, int w);
+/* X = A^-1 B (n x m): |A^-1| (ai), P = lambda E_A + backward error, lambda E_B (eb, NULL: exact), over L, into out. */
+void ref_solve_bound(int64_t n, int64_t m, const double *ai, const double *P, const float *X, const double *eb,
+                     double L, double *out);
+/* Weyl: ||lambda E||_F of matrix off (r x c) of x (sym: the triangle read, mirrored) + n 2^-23 ||A||_F, over lambda. */
+double ref_weyl_bound(const tens *x, int64_t off, int64_t r, int64_t c, int sym, int lower, int w);
 
 /* ref_args.c: an op's arguments (positional or keyword). */
 const char *ref_overload(const gr_node *n);

@@ -1,5 +1,5 @@
 /* ref_linalg.c: reference linear algebra through LAPACK (LAPACKE, fp32): inverse, solve, LU, determinant,
- * log-determinant, Cholesky, symmetric eigenvalues, SVD, QR, and the cross product.
+ * log-determinant, Cholesky, symmetric eigenvalues (eigh, symeig), SVD, QR, and the cross product.
  *
  * LAPACK, not factorizations of our own: a well-kept library, and the one
  * PyTorch calls, so the conventions agree (LU pivots 1-based int32 as
@@ -34,19 +34,6 @@
 #include <string.h>
 
 /* ---- Matrices of a batch ---- */
-
-/* The batch count and the last two dims of x (rank >= 2). */
-static int mats_of(ex *E, const tens *x, int64_t *batch, int64_t *r, int64_t *c)
-{
-    if (x->rank < 2)
-        return ref_fail(E, "a matrix op on a rank-%d tensor", x->rank);
-    *r = x->shape[x->rank - 2];
-    *c = x->shape[x->rank - 1];
-    *batch = ref_numel(x->rank - 2, x->shape);
-    if (*r > 4096 || *c > 4096)
-        return ref_fail(E, "matrices of %lld x %lld are beyond the reference's 4096", (long long)*r, (long long)*c);
-    return 0;
-}
 
 /* A result of x's batch dims then the given last dims (nlast of them). */
 static tens *batched_result(ex *E, const tens *x, kind k, int nlast, int64_t d0, int64_t d1)
@@ -91,49 +78,6 @@ static void lu_backward(const float *lu, int64_t n, double *h)
                 s += (k == i ? 1 : fabs(lu[i * n + k])) * fabs(lu[k * n + j]);
             h[i * n + j] = 3 * (double)n * 0x1p-24 * s;
         }
-}
-
-/* The bounds (track w, before the store) of X = A^-1 B (n x m) given
- * |A^-1| (ai), the perturbation P = lambda E_A + H of A, and lambda E_B
- * (eb, NULL: B exact), into out (n * m); infinite when mu >= 1. */
-static void solve_bound(int64_t n, int64_t m, const double *ai, const double *P, const float *X, const double *eb,
-                        double L, double *out)
-{
-    double mu = 0, *t = malloc((size_t)(n * (m > n ? m : n) + 1) * sizeof *t);
-    if (!t) {
-        for (int64_t k = 0; k < n * m; k++)
-            out[k] = INFINITY;
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) { /* mu = max row sum of |A^-1| P */
-        double rs = 0;
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t k = 0; k < n; k++)
-                rs += ai[i * n + k] * P[k * n + j];
-        mu = fmax(mu, rs);
-    }
-    for (int64_t k = 0; k < n; k++) /* t = P |X| + lambda E_B */
-        for (int64_t j = 0; j < m; j++) {
-            double s = eb ? eb[k * m + j] : 0;
-            for (int64_t l = 0; l < n; l++)
-                s += P[k * n + l] * fabs(X[l * m + j]);
-            t[k * m + j] = s;
-        }
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < m; j++) {
-            double s = 0;
-            for (int64_t k = 0; k < n; k++)
-                s += ai[i * n + k] * t[k * m + j];
-            out[i * m + j] = s;
-        }
-    for (int64_t j = 0; j < m; j++) {
-        double cmax = 0;
-        for (int64_t i = 0; i < n; i++)
-            cmax = fmax(cmax, out[i * m + j]);
-        for (int64_t i = 0; i < n; i++)
-            out[i * m + j] = mu < 1 ? (out[i * m + j] + mu / (1 - mu) * cmax) / L : INFINITY;
-    }
-    free(t);
 }
 
 /* One matrix's LU pieces for the bounds: |A^-1| and P = lambda E_A + H per track. */
@@ -210,7 +154,7 @@ static void put_solution(lu_t *f, const tens *A, int64_t aoff, const float *X, i
         lu_perturb(f, A, aoff, w);
         for (int64_t k = 0; eb && k < n * m; k++)
             eb[k] = ref_eb_lam(w) * ldb(B, w, boff + k);
-        solve_bound(n, m, f->ai, f->P, X, eb, ref_eb_lam(w), out);
+        ref_solve_bound(n, m, f->ai, f->P, X, eb, ref_eb_lam(w), out);
         for (int64_t k = 0; k < n * m; k++)
             o->eb[w][off + k] = (float)(isfinite(out[k]) ? ref_eb_store(X[k], out[k], w) : INFINITY);
     }
@@ -325,7 +269,7 @@ static int op_lu(ex *E, int how)
 {
     const tens *x = ref_arg_tensor(E, 0, "A");
     int64_t batch, n, m;
-    if (!x || mats_of(E, x, &batch, &n, &m))
+    if (!x || ref_mats_of(E, x, &batch, &n, &m))
         return -1;
     if (how == L_LU)
         return lu_factor(E, x, batch, n, m);
@@ -366,7 +310,7 @@ static int op_solve(ex *E, int unused)
     const tens *A = ref_arg_tensor(E, 0, "A"), *B = A ? ref_arg_tensor(E, 1, "B") : NULL;
     int64_t batch, n, m;
     int left;
-    if (!B || mats_of(E, A, &batch, &n, &m) || ref_arg_bool(E, -1, "left", 1, &left))
+    if (!B || ref_mats_of(E, A, &batch, &n, &m) || ref_arg_bool(E, -1, "left", 1, &left))
         return -1;
     if (n != m || !left)
         return ref_fail(E, "solve of a %lld x %lld matrix from the %s", (long long)n, (long long)m,
@@ -405,7 +349,7 @@ static int op_solve(ex *E, int unused)
 /* T (n x n at element toff of t, upper or lower, unit diagonal or not) made
  * explicit in f (the other triangle zero) with its inverse, |T^-1| and the
  * triangular solve's backward error H = n 2^-23 |T| (Higham, Thm 8.5, with
- * room), so that solve_bound applies as for an LU solve (T's bounds off
+ * room), so that ref_solve_bound applies as for an LU solve (T's bounds off
  * its triangle count too: an overestimate). */
 static int tri_of(ex *E, const tens *t, int64_t toff, int64_t n, int upper, int unit, lu_t *f)
 {
@@ -441,7 +385,7 @@ static int tri_of(ex *E, const tens *t, int64_t toff, int64_t n, int upper, int 
 static int tri_solve(ex *E, const tens *T, const tens *B, int upper, int unit, tens *o)
 {
     int64_t batch, n, m, k = B->shape[B->rank - 1];
-    if (mats_of(E, T, &batch, &n, &m))
+    if (ref_mats_of(E, T, &batch, &n, &m))
         return -1;
     if (n != m || B->rank != T->rank || B->shape[B->rank - 2] != n || B->n != batch * n * k)
         return ref_fail(E, "a triangular solve of matching batches (no broadcasting here)");
@@ -602,7 +546,7 @@ static int op_lu_unpack(ex *E, int factor)
 {
     const tens *x = ref_arg_tensor(E, 0, factor ? "A" : "LU_data"), *pv = factor || !x ? NULL : ref_arg_tensor(E, 1, "LU_pivots");
     int64_t batch, r, c;
-    if (!x || (!factor && !pv) || mats_of(E, x, &batch, &r, &c) || plu_results(E, x, r, c))
+    if (!x || (!factor && !pv) || ref_mats_of(E, x, &batch, &r, &c) || plu_results(E, x, r, c))
         return -1;
     int64_t k = r < c ? r : c, first = E->nres - 3;
     if (!factor && pv->n != batch * k)
@@ -639,7 +583,7 @@ static int op_cholesky_use(ex *E, int inverse)
     const tens *L = ref_arg_tensor(E, inverse ? 0 : 1, inverse ? "self" : "input2");
     int64_t batch, n, m;
     int upper;
-    if (!L || (!inverse && !B) || mats_of(E, L, &batch, &n, &m) || ref_arg_bool(E, inverse ? 1 : 2, "upper", 0, &upper))
+    if (!L || (!inverse && !B) || ref_mats_of(E, L, &batch, &n, &m) || ref_arg_bool(E, inverse ? 1 : 2, "upper", 0, &upper))
         return -1;
     int64_t k = inverse ? n : B->shape[B->rank - 1];
     if (n != m || (!inverse && (B->rank != L->rank || B->shape[B->rank - 2] != n || B->n != batch * n * k)))
@@ -674,7 +618,7 @@ static int op_householder(ex *E, int product)
 {
     const tens *x = ref_arg_tensor(E, 0, product ? "input" : "self"), *tau = product && x ? ref_arg_tensor(E, 1, "tau") : NULL;
     int64_t batch, r, c;
-    if (!x || (product && !tau) || mats_of(E, x, &batch, &r, &c))
+    if (!x || (product && !tau) || ref_mats_of(E, x, &batch, &r, &c))
         return -1;
     int64_t k = product ? (tau->rank ? tau->shape[tau->rank - 1] : 1) : (r < c ? r : c);
     if (product && (c > r || k > c || tau->n != batch * k))
@@ -715,7 +659,7 @@ static int op_lu_solve(ex *E, int unused)
     const tens *B = pv ? ref_arg_tensor(E, 2, "B") : NULL;
     int64_t batch, n, m;
     int left, adj;
-    if (!B || mats_of(E, lu, &batch, &n, &m) || ref_arg_bool(E, -1, "left", 1, &left) ||
+    if (!B || ref_mats_of(E, lu, &batch, &n, &m) || ref_arg_bool(E, -1, "left", 1, &left) ||
         ref_arg_bool(E, -1, "adjoint", 0, &adj))
         return -1;
     int64_t br = B->rank >= 2 ? B->shape[B->rank - 2] : 0, bc = B->rank >= 2 ? B->shape[B->rank - 1] : 0;
@@ -754,7 +698,7 @@ static int op_ormqr(ex *E, int unused)
     const tens *C = tau ? ref_arg_tensor(E, 2, "other") : NULL;
     int64_t batch, r, c, cb, cr, cc;
     int left, tr;
-    if (!C || mats_of(E, a0, &batch, &r, &c) || mats_of(E, C, &cb, &cr, &cc) || ref_arg_bool(E, 3, "left", 1, &left) ||
+    if (!C || ref_mats_of(E, a0, &batch, &r, &c) || ref_mats_of(E, C, &cb, &cr, &cc) || ref_arg_bool(E, 3, "left", 1, &left) ||
         ref_arg_bool(E, 4, "transpose", 0, &tr))
         return -1;
     int64_t k = tau->rank ? tau->shape[tau->rank - 1] : 1;
@@ -786,7 +730,7 @@ static int op_ldl(ex *E, int unused)
     (void)unused;
     const tens *x = ref_arg_tensor(E, 0, "self");
     int64_t batch, n, m;
-    if (!x || mats_of(E, x, &batch, &n, &m))
+    if (!x || ref_mats_of(E, x, &batch, &n, &m))
         return -1;
     if (n != m)
         return ref_fail(E, "ldl of a %lld x %lld matrix", (long long)n, (long long)m);
@@ -816,21 +760,6 @@ static int op_ldl(ex *E, int unused)
 
 /* ---- Symmetric eigenvalues, SVD, QR, Cholesky ---- */
 
-/* ||lambda E||_F of matrix off (r x c) of x (sym: the triangle read, mirrored), plus n 2^-23 ||A||_F, over lambda. */
-static double weyl_bound(const tens *x, int64_t off, int64_t r, int64_t c, int sym, int lower, int w)
-{
-    double e2 = 0, a2 = 0, L = ref_eb_lam(w);
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t j = 0; j < c; j++) {
-            if (sym && (lower ? j > i : j < i))
-                continue;
-            double k = sym && i != j ? 2 : 1, e = L * ldb(x, w, off + i * c + j), a = ldd(x, off + i * c + j);
-            e2 += k * e * e;
-            a2 += k * a * a;
-        }
-    return (sqrt(e2) + (double)(r > c ? r : c) * 0x1p-23 * sqrt(a2)) / L;
-}
-
 /* Values v[k] into o at off with the bound e (track w) each, stored. */
 static void put_values(tens *o, int64_t off, const float *v, int64_t n, const double *e)
 {
@@ -854,19 +783,33 @@ static int str_arg(ex *E, int pos, const char *key, const char *def, const char 
     return 0;
 }
 
-/* _linalg_eigh(A, UPLO="L", compute_v=True) -> (eigenvalues ascending, eigenvectors in columns) */
-static int op_eigh(ex *E, int unused)
+/* The arguments of an eigh op: _linalg_eigh(A, UPLO="L", compute_v=True), or (symeig) the
+ * deprecated symeig(self, eigenvectors=False, upper=True), its eigenvectors empty when not computed. */
+static int eigh_args(ex *E, int symeig, const tens **x, char *uplo, int *cv)
 {
-    (void)unused;
-    const tens *x = ref_arg_tensor(E, 0, "A");
-    const char *uplo;
+    const char *s = "L";
+    int upper = 1;
+    *x = ref_arg_tensor(E, 0, symeig ? "self" : "A");
+    if (!*x || (symeig ? ref_arg_bool(E, 1, "eigenvectors", 0, cv) || ref_arg_bool(E, 2, "upper", 1, &upper)
+                       : str_arg(E, 1, "UPLO", "L", &s) || ref_arg_bool(E, 2, "compute_v", 1, cv)))
+        return -1;
+    if (s[0] != 'L' && s[0] != 'U')
+        return ref_fail(E, "eigh with UPLO %s", s);
+    *uplo = symeig ? (upper ? 'U' : 'L') : s[0];
+    return 0;
+}
+
+/* _linalg_eigh and symeig -> (eigenvalues ascending, eigenvectors in columns) */
+static int op_eigh(ex *E, int symeig)
+{
+    const tens *x;
+    char uplo = 'L';
     int64_t batch, n, m;
     int cv;
-    if (!x || mats_of(E, x, &batch, &n, &m) || str_arg(E, 1, "UPLO", "L", &uplo) ||
-        ref_arg_bool(E, 2, "compute_v", 1, &cv))
+    if (eigh_args(E, symeig, &x, &uplo, &cv) || ref_mats_of(E, x, &batch, &n, &m))
         return -1;
-    if (n != m || (uplo[0] != 'L' && uplo[0] != 'U'))
-        return ref_fail(E, "eigh of a %lld x %lld matrix, UPLO %s", (long long)n, (long long)m, uplo);
+    if (n != m)
+        return ref_fail(E, "eigh of a %lld x %lld matrix", (long long)n, (long long)m);
     int first = E->nres;
     int64_t zero = 0;
     if (!batched_result(E, x, K_F, 1, n, 0) ||
@@ -876,12 +819,12 @@ static int op_eigh(ex *E, int unused)
     int rc = a && v ? 0 : ref_fail(E, "out of host memory");
     for (int64_t b = 0; !rc && b < batch; b++) {
         load(x, b * n * n, n * n, a);
-        if (n && LAPACKE_ssyevd(LAPACK_ROW_MAJOR, cv ? 'V' : 'N', uplo[0], (lapack_int)n, a, (lapack_int)n, v)) {
+        if (n && LAPACKE_ssyevd(LAPACK_ROW_MAJOR, cv ? 'V' : 'N', uplo, (lapack_int)n, a, (lapack_int)n, v)) {
             rc = ref_fail(E, "the eigenvalue solver did not converge");
             break;
         }
-        double e[2] = {weyl_bound(x, b * n * n, n, n, 1, uplo[0] == 'L', 0),
-                       weyl_bound(x, b * n * n, n, n, 1, uplo[0] == 'L', 1)};
+        double e[2] = {ref_weyl_bound(x, b * n * n, n, n, 1, uplo == 'L', 0),
+                       ref_weyl_bound(x, b * n * n, n, n, 1, uplo == 'L', 1)};
         put_values(res(E, first, 0), b * n, v, n, e);
         for (int64_t k = 0; cv && k < n * n; k++)
             res(E, first, 1)->f[b * n * n + k] = a[k];
@@ -900,7 +843,7 @@ static int op_svd(ex *E, int unused)
     const tens *x = ref_arg_tensor(E, 0, "A");
     int64_t batch, r, c, zero = 0;
     int full, cuv;
-    if (!x || mats_of(E, x, &batch, &r, &c) || ref_arg_bool(E, 1, "full_matrices", 1, &full) ||
+    if (!x || ref_mats_of(E, x, &batch, &r, &c) || ref_arg_bool(E, 1, "full_matrices", 1, &full) ||
         ref_arg_bool(E, 2, "compute_uv", 1, &cuv))
         return -1;
     int64_t k = r < c ? r : c;
@@ -925,7 +868,7 @@ static int op_svd(ex *E, int unused)
             rc = ref_fail(E, "the SVD did not converge");
             break;
         }
-        double e[2] = {weyl_bound(x, b * r * c, r, c, 0, 0, 0), weyl_bound(x, b * r * c, r, c, 0, 0, 1)};
+        double e[2] = {ref_weyl_bound(x, b * r * c, r, c, 0, 0, 0), ref_weyl_bound(x, b * r * c, r, c, 0, 0, 1)};
         put_values(res(E, first, 1), b * k, s, k, e);
         if (!cuv)
             continue;
@@ -948,7 +891,7 @@ static int op_qr(ex *E, int unused)
     const tens *x = ref_arg_tensor(E, 0, "A");
     const char *mode;
     int64_t batch, r, c, zero = 0;
-    if (!x || mats_of(E, x, &batch, &r, &c) || str_arg(E, 1, "mode", "reduced", &mode))
+    if (!x || ref_mats_of(E, x, &batch, &r, &c) || str_arg(E, 1, "mode", "reduced", &mode))
         return -1;
     int complete = strcmp(mode, "complete") == 0, ronly = strcmp(mode, "r") == 0;
     if (!complete && !ronly && strcmp(mode, "reduced") != 0)
@@ -1037,7 +980,7 @@ static int op_pinv(ex *E, int unused)
     const tens *x = ref_arg_tensor(E, 0, "self");
     int64_t batch, r, c;
     double atol, rtol;
-    if (!x || mats_of(E, x, &batch, &r, &c) || tol_arg(E, "atol", &atol) || tol_arg(E, "rtol", &rtol))
+    if (!x || ref_mats_of(E, x, &batch, &r, &c) || tol_arg(E, "atol", &atol) || tol_arg(E, "rtol", &rtol))
         return -1;
     if (rtol < 0)
         rtol = atol > 0 ? 0 : 0x1p-23 * (double)(r > c ? r : c);
@@ -1068,7 +1011,7 @@ static int op_cholesky(ex *E, int with_info)
     const tens *x = ref_arg_tensor(E, 0, with_info ? "A" : "self");
     int64_t batch, n, m;
     int upper;
-    if (!x || mats_of(E, x, &batch, &n, &m) || ref_arg_bool(E, 1, "upper", 0, &upper))
+    if (!x || ref_mats_of(E, x, &batch, &n, &m) || ref_arg_bool(E, 1, "upper", 0, &upper))
         return -1;
     if (n != m)
         return ref_fail(E, "cholesky of a %lld x %lld matrix", (long long)n, (long long)m);
@@ -1153,6 +1096,7 @@ static const ref_op ops[] = {
     {"_linalg_slogdet", op_lu, L_SLOGDET},       /* (sign, logabsdet, LU, pivots) */
     {"_linalg_solve_ex", op_solve, 0},           /* (result, LU, pivots, info) */
     {"_linalg_eigh", op_eigh, 0},                /* (eigenvalues, eigenvectors) */
+    {"symeig", op_eigh, 1},                      /* the same, deprecated; upper by default */
     {"_linalg_svd", op_svd, 0},                  /* (U, S, Vh) */
     {"linalg_qr", op_qr, 0},                     /* (Q, R) */
     {"linalg_cholesky_ex", op_cholesky, 1},      /* (L, info) */

@@ -52,7 +52,7 @@ static void done(run_t *t)
     } while (0)
 #define RUN(t, text, ...) RUN_T(t, 0, text, __VA_ARGS__)
 
-/* Value name equals want[] (n elements) to fp32 rounding; NaNs match NaNs. */
+/* Value name equals want[] (n elements) to fp32 rounding; NaNs match NaNs, infinities themselves. */
 static void expect_value(run_t *t, const char *name, const float *want, int64_t n)
 {
     int v = gr_graph_find(t->g, name);
@@ -62,7 +62,9 @@ static void expect_value(run_t *t, const char *name, const float *want, int64_t 
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
     CU_ASSERT_EQUAL_FATAL(gr_ttype_numel(&ty), n);
     for (int64_t i = 0; i < n; i++) {
-        int ok = isnan(want[i]) ? isnan(got[i]) : fabs((double)got[i] - want[i]) <= 2e-7 * fmax(1, fabs(want[i]));
+        int ok = isnan(want[i])   ? isnan(got[i])
+                 : isinf(want[i]) ? got[i] == want[i]
+                                  : fabs((double)got[i] - want[i]) <= 2e-7 * fmax(1, fabs(want[i]));
         if (!ok)
             fprintf(stderr, "\n    %%%s[%lld] = %.9g, want %.9g\n", name, (long long)i, got[i], want[i]);
         CU_ASSERT(ok);
@@ -1397,6 +1399,220 @@ static void test_matrix_exp_gives_known_exponentials(void)
     done(&t);
 }
 
+/* Airy's Ai at tabulated values (mpmath, 30 digits): each of the three methods (the series on [-8, 2], the
+ * K_1/3 integral above, the oscillating expansion below), and the bound of Ai(-16): |Ai'| <= 0.26 + 0.57 M^1/4
+ * over the input's interval [-16 (1 + u), -16 (1 - u)], times the upload's u 16, then the store. */
+static void test_airy_ai_gives_tabulated_values_and_its_derivative_bound(void)
+{
+    const float x[] = {0, 1, -1, -4, 3, 5, 10, -10, -20}, m[] = {-16};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %x: f32[9]\ninput %m: f32[1]\n%ai: f32[9] = aten.special_airy_ai.default(%x)\n"
+          "%am: f32[1] = aten.special_airy_ai.default(%m)\noutput %ai, %am\n",
+          x, m);
+    EXPECT(&t, "ai", 0.35502805388781724f, 0.13529241631288142f, 0.53556088329235212f, -0.070265532949289515f,
+           0.0065911393574607191f, 0.00010834442813607442f, 1.1047532552898686e-10f, 0.040241238486443191f,
+           -0.17640612707798469f);
+    double am;
+    read_value(&t, "am", &am, 1);
+    for (int w = 0; w < 2; w++) {
+        double e = EU * 16, lip = 0.26 + 0.57 * pow(16 + lam_w(w) * e, 0.25);
+        expect_bound(&t, "am", w, (double[]){stored(am, lip * e, w)}, 1);
+    }
+    done(&t);
+}
+
+/* symeig reads the upper triangle by default: [[2, 1], [99, 2]] is [[2, 1], [1, 2]], eigenvalues 1 and 3,
+ * eigenvectors (1, -1) / sqrt 2 and (1, 1) / sqrt 2 up to sign (A V = V diag(1, 3) holds either way); upper=False
+ * reads [[2, 99], [99, 2]] (-97, 101); without eigenvectors the second result is empty. */
+static void test_symeig_reads_the_upper_triangle_by_default(void)
+{
+    const float a[] = {2, 1, 99, 2};
+    run_t t;
+    RUN(&t,
+        "input %a: f32[2, 2]\n%s: (f32[2], f32[2, 2]) = aten.symeig.default(%a, True)\n"
+        "%w: f32[2] = getitem(%s, 0)\n%v: f32[2, 2] = getitem(%s, 1)\n"
+        "%l: (f32[2], f32[0]) = aten.symeig.default(%a, False, False)\n%wl: f32[2] = getitem(%l, 0)\n"
+        "output %w, %v, %wl\n",
+        a);
+    EXPECT(&t, "w", 1, 3);
+    EXPECT(&t, "wl", -97, 101);
+    double V[4], S[4] = {2, 1, 1, 2}, SV[4];
+    read_value(&t, "v", V, 4);
+    for (int i = 0; i < 4; i++)
+        SV[i] = V[i] * (i % 2 ? 3 : 1); /* V diag(1, 3) */
+    expect_product(S, V, SV, 2, 2, 2, 1e-6);
+    done(&t);
+}
+
+/* CTC by enumerating the paths.  Sample 0: target (1), 2 steps: the paths 11, 01, 10 collapse to it,
+ * P = p0(1) p1(1) + p0(0) p1(1) + p0(1) p1(0); sample 1: target (1, 1), 3 steps: only 1 0 1 (a blank must
+ * part the repeat); sample 1 with 2 steps: no path (inf).  Padded (N, S) and concatenated 1-D targets
+ * agree.  The nll's bound: the sum over the steps of the largest bound of a log-probability of l'
+ * (track 1: in quadrature), then the store. */
+static void test_ctc_loss_sums_the_paths_that_collapse_to_the_target(void)
+{
+    const double p[3][2][2] = {{{0.4, 0.6}, {0.2, 0.8}}, {{0.3, 0.7}, {0.9, 0.1}}, {{0.5, 0.5}, {0.25, 0.75}}};
+    float lp[12];
+    for (int i = 0; i < 12; i++)
+        lp[i] = (float)log(p[i / 4][i / 2 % 2][i % 2]);
+    const float tg[] = {1, 0, 1, 1}, tc[] = {1, 1, 1}, il[] = {2, 3}, il2[] = {2, 2}, tl[] = {1, 2};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %lp: f32[3, 2, 2]\ninput %tg: i64[2, 2]\ninput %tc: i64[3]\ninput %il: i64[2]\ninput %il2: i64[2]\n"
+          "input %tl: i64[2]\n%c: (f32[2], f32[2, 3, 5]) = aten._ctc_loss.Tensor(%lp, %tg, %il, %tl)\n"
+          "%nll: f32[2] = getitem(%c, 0)\n%la: f32[2, 3, 5] = getitem(%c, 1)\n"
+          "%cc: (f32[2], f32[2, 3, 5]) = aten._ctc_loss.Tensor(%lp, %tc, %il, %tl)\n%nc: f32[2] = getitem(%cc, 0)\n"
+          "%c2: (f32[2], f32[2, 3, 5]) = aten._ctc_loss.Tensor(%lp, %tg, %il2, %tl)\n%n2: f32[2] = getitem(%c2, 0)\n"
+          "output %nll, %la, %nc, %n2\n",
+          lp, tg, tc, il, il2, tl);
+    double q[12], P0, P1;
+    for (int i = 0; i < 12; i++)
+        q[i] = exp((double)lp[i]); /* the probabilities the fp32 inputs stand for */
+    P0 = q[1] * q[5] + q[0] * q[5] + q[1] * q[4];
+    P1 = q[3] * q[6] * q[11];
+    EXPECT(&t, "nll", (float)-log(P0), (float)-log(P1));
+    EXPECT(&t, "nc", (float)-log(P0), (float)-log(P1));
+    EXPECT(&t, "n2", (float)-log(P0), INFINITY);
+    /* sample 0's alphas at t = 1 (blank, 1, blank): p0(0) p1(0), (p0(0) + p0(1)) p1(1), p0(1) p1(0) */
+    const float *la = rt_ref_value(t.r, gr_graph_find(t.g, "la"), &(gr_ttype){0});
+    CU_ASSERT_DOUBLE_EQUAL(la[5], log(q[0] * q[4]), 2e-7);
+    CU_ASSERT_DOUBLE_EQUAL(la[6], log((q[0] + q[1]) * q[5]), 2e-7);
+    CU_ASSERT_DOUBLE_EQUAL(la[7], log(q[1] * q[4]), 2e-7);
+    const float *eb = rt_ref_error(t.r, gr_graph_find(t.g, "la"), 0);
+    CU_ASSERT(isinf(eb[10]) && isinf(eb[3])); /* beyond the input length, beyond 2 L + 1 states: unset */
+    double d0 = EU * fmax(fabs(lp[0]), fabs(lp[1])), d1 = EU * fmax(fabs(lp[4]), fabs(lp[5]));
+    for (int w = 0; w < 2; w++)
+        expect_bound(&t, "nll", w, (double[]){stored(-log(P0), w ? sqrt(d0 * d0 + d1 * d1) : d0 + d1, w)}, 1);
+    done(&t);
+}
+
+/* ldl_solve from ldl_factor's own factors: 1 x 1 pivots with interchanges, two 2 x 2 blocks, and a 2 x 2
+ * block with an interchange: S X = B for each; a batch of 1 x 1 systems with one B.  The bound of a 1 x 1 system d x = b (LD and B uploaded,
+ * the pivot exact): P = lambda u |d| + 3 2^-24 |d|, mu = P / |d|, |dx| <= (P |x| + lambda u |b|) / |d| / (1 - mu). */
+static void test_ldl_solve_solves_with_ldl_factors_pivots(void)
+{
+    const float s3[] = {0, 1, 2, 1, 0, 3, 2, 3, 4}, s4[] = {1, 5, 0, 2, 5, 1, 3, 0, 0, 3, 0.5f, 7, 2, 0, 7, 1};
+    const float sx[] = {0, 0, 1, 0, 2, 0, 1, 0, 0}, b3[] = {1, 2, 3, 4, 5, 6}, b4[] = {1, -2, 3, 0.5f};
+    const float d[] = {4}, one[] = {1}, two[] = {2}, dd[] = {4, -8}, ones[] = {1, 1};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %s3: f32[3, 3]\ninput %s4: f32[4, 4]\ninput %sx: f32[3, 3]\ninput %b3: f32[3, 2]\n"
+          "input %b4: f32[4, 1]\ninput %d: f32[1, 1]\ninput %one: i32[1]\ninput %two: f32[1, 1]\n"
+          "input %dd: f32[2, 1, 1]\ninput %ones: i32[2, 1]\n"
+          "%f3: (f32[3, 3], i32[3], i32[]) = aten.linalg_ldl_factor_ex.default(%s3)\n"
+          "%l3: f32[3, 3] = getitem(%f3, 0)\n%p3: i32[3] = getitem(%f3, 1)\n"
+          "%x3: f32[3, 2] = aten.linalg_ldl_solve.default(%l3, %p3, %b3)\n"
+          "%f4: (f32[4, 4], i32[4], i32[]) = aten.linalg_ldl_factor_ex.default(%s4)\n"
+          "%l4: f32[4, 4] = getitem(%f4, 0)\n%p4: i32[4] = getitem(%f4, 1)\n"
+          "%x4: f32[4, 1] = aten.linalg_ldl_solve.default(%l4, %p4, %b4)\n"
+          "%fx: (f32[3, 3], i32[3], i32[]) = aten.linalg_ldl_factor_ex.default(%sx)\n"
+          "%lx: f32[3, 3] = getitem(%fx, 0)\n%px: i32[3] = getitem(%fx, 1)\n"
+          "%xx: f32[3, 2] = aten.linalg_ldl_solve.default(%lx, %px, %b3)\n"
+          "%x1: f32[1, 1] = aten.linalg_ldl_solve.default(%d, %one, %two)\n"
+          "%xb: f32[2, 1, 1] = aten.linalg_ldl_solve.default(%dd, %ones, %two)\n"
+          "output %p3, %p4, %px, %x3, %x4, %xx, %x1, %xb\n",
+          s3, s4, sx, b3, b4, d, one, two, dd, ones);
+    EXPECT(&t, "p3", 3, 2, 3);    /* the kinds of pivot each matrix exercises */
+    EXPECT(&t, "p4", -2, -2, -4, -4);
+    EXPECT(&t, "px", -3, -3, 3);
+    double S3[9], S4[16], SX[9], B3[6], B4[4], X[16];
+    for (int i = 0; i < 16; i++) {
+        if (i < 9)
+            S3[i] = s3[i], SX[i] = sx[i];
+        if (i < 6)
+            B3[i] = b3[i];
+        if (i < 4)
+            B4[i] = b4[i];
+        S4[i] = s4[i];
+    }
+    read_value(&t, "x3", X, 6);
+    expect_product(S3, X, B3, 3, 3, 2, 1e-5);
+    read_value(&t, "x4", X, 4);
+    expect_product(S4, X, B4, 4, 4, 1, 1e-5);
+    read_value(&t, "xx", X, 6);
+    expect_product(SX, X, B3, 3, 3, 2, 1e-5);
+    EXPECT(&t, "x1", 0.5f);
+    EXPECT(&t, "xb", 0.5f, -0.25f); /* B's batch broadcast over LD's */
+    for (int w = 0; w < 2; w++) {
+        double L = lam_w(w), P = L * EU * 4 + 3 * 0x1p-24 * 4, mu = P / 4;
+        expect_bound(&t, "x1", w, (double[]){stored(0.5, (P * 0.5 + L * EU * 2) / 4 / (1 - mu) / L, w)}, 1);
+    }
+    done(&t);
+}
+
+/* lstsq per driver, by hand: a 2 x 2 system ([[2, 1], [1, 3]] x = (3, 5): x = (0.8, 1.4)); a line through
+ * (0, 1), (1, 2), (2, 4) (x = (5/6, 3/2), residual 1/6, singular values sqrt(4 +- sqrt 10) from A^T A =
+ * [[3, 3], [3, 5]]); the minimum-norm solution of x1 + x2 = 2 (1, 1); a rank-1 A (x1 + 2 x2 = 1 at
+ * minimum norm: (0.2, 0.4), no residuals for gelsd then).  The square system's solution is bounded and
+ * its rank exact, the line's by Wedin's rule; residuals are not validated (infinite). */
+static void test_lstsq_gives_each_drivers_results(void)
+{
+    const float a2[] = {2, 1, 1, 3}, b2[] = {3, 5}, al[] = {1, 0, 1, 1, 1, 2}, bl[] = {1, 2, 4}, a1[] = {1, 1},
+                b1[] = {2}, ar[] = {1, 2, 2, 4, 3, 6}, br[] = {1, 2, 3};
+    run_t t;
+    RUN_T(&t, 1,
+          "input %a2: f32[2, 2]\ninput %b2: f32[2, 1]\ninput %al: f32[3, 2]\ninput %bl: f32[3, 1]\n"
+          "input %a1: f32[1, 2]\ninput %b1: f32[1, 1]\ninput %ar: f32[3, 2]\ninput %br: f32[3]\n"
+          "%q: (f32[2, 1], f32[0], i64[], f32[0]) = aten.linalg_lstsq.default(%a2, %b2)\n"
+          "%qx: f32[2, 1] = getitem(%q, 0)\n%qk: i64[] = getitem(%q, 2)\n"
+          "%l: (f32[2, 1], f32[1], i64[], f32[2]) = aten.linalg_lstsq.default(%al, %bl, driver=\"gelsd\")\n"
+          "%lx: f32[2, 1] = getitem(%l, 0)\n%lr: f32[1] = getitem(%l, 1)\n%lk: i64[] = getitem(%l, 2)\n"
+          "%ls: f32[2] = getitem(%l, 3)\n"
+          "%g: (f32[2, 1], f32[1], i64[0], f32[0]) = aten.linalg_lstsq.default(%al, %bl, driver=\"gels\")\n"
+          "%gr: f32[1] = getitem(%g, 1)\n"
+          "%u: (f32[2, 1], f32[0], i64[], f32[0]) = aten.linalg_lstsq.default(%a1, %b1, driver=\"gelsy\")\n"
+          "%ux: f32[2, 1] = getitem(%u, 0)\n"
+          "%r: (f32[2], f32[0], i64[], f32[2]) = aten.linalg_lstsq.default(%ar, %br, driver=\"gelss\")\n"
+          "%rx: f32[2] = getitem(%r, 0)\n%rk: i64[] = getitem(%r, 2)\n"
+          "output %qx, %qk, %lx, %lr, %lk, %ls, %gr, %ux, %rx, %rk\n",
+          a2, b2, al, bl, a1, b1, ar, br);
+    /* fp32 LAPACK (QR, SVD) on matrices of condition number below 30: 1e-5 */
+    const char *names[] = {"qx", "lx", "lr", "ls", "gr", "ux", "rx"};
+    const double want[][2] = {{0.8, 1.4}, {5.0 / 6, 1.5}, {1.0 / 6}, {sqrt(4 + sqrt(10)), sqrt(4 - sqrt(10))},
+                              {1.0 / 6}, {1, 1}, {0.2, 0.4}};
+    const int cnt[] = {2, 2, 1, 2, 1, 2, 2};
+    for (int i = 0; i < 7; i++) {
+        int n = cnt[i];
+        double v[2];
+        read_value(&t, names[i], v, n);
+        for (int j = 0; j < n; j++)
+            CU_ASSERT_DOUBLE_EQUAL(v[j], want[i][j], 1e-5);
+    }
+    EXPECT(&t, "qk", 2);
+    EXPECT(&t, "lk", 2);
+    EXPECT(&t, "rk", 1);
+    for (int w = 0; w < 2; w++) {
+        const float *qx = rt_ref_error(t.r, gr_graph_find(t.g, "qx"), w);
+        const float *qk = rt_ref_error(t.r, gr_graph_find(t.g, "qk"), w);
+        const float *lr = rt_ref_error(t.r, gr_graph_find(t.g, "lr"), w);
+        CU_ASSERT(isfinite(qx[0]) && qx[0] > 0 && isfinite(qx[1]) && qk[0] == 0);
+        CU_ASSERT(isinf(lr[0]));
+    }
+    /* The line's bound (Wedin) covers the least-squares solution of its uploads' extreme perturbations:
+     * each a_ij (1 +- u), b_i (1 +- u) in 64 sign patterns, solved by the normal equations in double. */
+    const float *lx = rt_ref_value(t.r, gr_graph_find(t.g, "lx"), &(gr_ttype){0});
+    const float *lb = rt_ref_error(t.r, gr_graph_find(t.g, "lx"), 0);
+    CU_ASSERT_FATAL(isfinite(lb[0]) && isfinite(lb[1]));
+    for (int pat = 0; pat < 64; pat++) {
+        double A[6], b[3], g[4] = {0}, h[2] = {0};
+        for (int i = 0; i < 6; i++)
+            A[i] = al[i] * (1 + ((pat >> i) & 1 ? EU : -EU));
+        for (int i = 0; i < 3; i++)
+            b[i] = bl[i] * (1 + ((pat >> (i + 3)) & 1 ? -EU : EU));
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) {
+                h[j] += A[i * 2 + j] * b[i];
+                for (int l = 0; l < 2; l++)
+                    g[j * 2 + l] += A[i * 2 + j] * A[i * 2 + l];
+            }
+        double det = g[0] * g[3] - g[1] * g[2], x0 = (g[3] * h[0] - g[1] * h[1]) / det;
+        double x1 = (g[0] * h[1] - g[2] * h[0]) / det;
+        CU_ASSERT(fabs(x0 - lx[0]) <= lb[0] && fabs(x1 - lx[1]) <= lb[1]);
+    }
+    done(&t);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -1453,6 +1669,13 @@ int main(void)
         {"grid_sampler interpolates at grid points", test_grid_sampler_interpolates_at_grid_points},
         {"trilinear is bilinear forms", test_trilinear_is_bilinear_forms},
         {"matrix_exp gives known exponentials", test_matrix_exp_gives_known_exponentials},
+        {"airy_ai gives tabulated values and its derivative bound",
+         test_airy_ai_gives_tabulated_values_and_its_derivative_bound},
+        {"symeig reads the upper triangle by default", test_symeig_reads_the_upper_triangle_by_default},
+        {"ctc_loss sums the paths that collapse to the target",
+         test_ctc_loss_sums_the_paths_that_collapse_to_the_target},
+        {"ldl_solve solves with ldl_factor's pivots", test_ldl_solve_solves_with_ldl_factors_pivots},
+        {"lstsq gives each driver's results", test_lstsq_gives_each_drivers_results},
         {NULL, NULL},
     };
     return tu_run("reference ops", tests);
