@@ -62,11 +62,6 @@ double ref_eb_const(double c)
     return fabs((double)f - c) + (isnan(d) ? 0 : d);
 }
 
-/* x y for a factor x and a bound y (or two bounds) where a zero factor
- * is exact: 0 times an infinite bound is 0, not NaN (an exact zero times
- * anything the device holds is exactly zero). */
-static double eb_mul0(double x, double y) { return x == 0 || y == 0 ? 0 : x * y; }
-
 /* |a~ b~ - a b| for |a~ - a| <= ea, |b~ - b| <= eb (track w). */
 double ref_eb_prod(double a, double ea, double b, double eb, int w)
 {

@@ -88,11 +88,12 @@ static void csum_add(csum *s, const tens *x, const tens *wt, int64_t xi, int64_t
     double a = ldd(x, xi), b = ldd(wt, wi), ea = ldb(x, w, xi), eb = ldb(wt, w, wi);
     s->v += a * b;
     s->mag += fabs(a) * fabs(b);
-    if (!w) {
-        s->t0 += (1 + u) * (ea * fabs(b) + fabs(a) * eb) + ea * eb;
+    if (!w) { /* an infinite bound times an exact zero is 0 (eb_mul0) */
+        s->t0 += (1 + u) * (eb_mul0(ea, fabs(b)) + eb_mul0(fabs(a), eb)) + eb_mul0(ea, eb);
     } else {
-        s->q1 += ea * ea * (fabs(b) + lam * eb) * (fabs(b) + lam * eb);
-        s->q2 += a * a * eb * eb;
+        double f = fabs(b) + lam * eb;
+        s->q1 += eb_mul0(ea * ea, f * f);
+        s->q2 += eb_mul0(a * a, eb * eb);
     }
 }
 

@@ -97,6 +97,10 @@ static inline int64_t ldi(const tens *t, int64_t k) { return t->i ? t->i[k] : (i
 static inline double ldd(const tens *t, int64_t k) { return t->f ? (double)t->f[k] : (double)t->i[k]; }
 /* Error bound track w of element k (0 without bounds). */
 static inline double ldb(const tens *t, int w, int64_t k) { return t->eb[w] ? (double)t->eb[w][k] : 0; }
+/* x y for a factor x and a bound y (or two bounds) where a zero factor
+ * is exact: 0 times an infinite bound is 0, not NaN (an exact zero times
+ * anything the device holds is exactly zero). */
+static inline double eb_mul0(double x, double y) { return x == 0 || y == 0 ? 0 : x * y; }
 
 /* Error bounds (ref_bounds.c). */
 #define EB_U 0x1p-10            /* DL16 unit roundoff */
