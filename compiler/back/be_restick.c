@@ -20,28 +20,41 @@ void be_rst_begin(be_rst *r, cc_emit *e, int corelet)
 
 void be_rst_flush(be_rst *r)
 {
-    if (r->have)
-        cc_emit_sfp(r->e, &r->pend);
+    for (int i = 0; i < r->have; i++)
+        cc_emit_sfp(r->e, &r->pend[i]);
     r->have = 0;
+}
+
+/* Can p's i0 loop take the run vl elements from src to dst (strides sd,
+ * ss) as its next iteration?  Extends it if so. */
+static int rst_extend(cc_sfp_args *p, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+{
+    if (p->vl != vl || p->bs1 != sd || p->bs0 != ss || p->n0 >= 65535)
+        return 0;
+    if (p->n0 == 1) {
+        p->ds0 = dst - p->d.off;
+        p->as0 = src - p->a.off;
+        p->n0 = 2;
+        return 1;
+    }
+    if (dst != p->d.off + p->n0 * p->ds0 || src != p->a.off + p->n0 * p->as0)
+        return 0;
+    p->n0++;
+    return 1;
 }
 
 /* One run: vl elements from src (stride ss) to dst (stride sd). */
 static void rst_run(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
 {
-    cc_sfp_args *p = &r->pend;
-    if (r->have && p->vl == vl && p->bs1 == sd && p->bs0 == ss && p->n0 < 65535) {
-        if (p->n0 == 1) {
-            p->ds0 = dst - p->d.off;
-            p->as0 = src - p->a.off;
-            p->n0 = 2;
+    for (int i = 0; i < r->have; i++)
+        if (rst_extend(&r->pend[i], dst, src, vl, sd, ss))
             return;
-        }
-        if (dst == p->d.off + p->n0 * p->ds0 && src == p->a.off + p->n0 * p->as0) {
-            p->n0++;
-            return;
-        }
+    if (r->have == BE_RST_PEND) { /* the oldest goes out */
+        cc_emit_sfp(r->e, &r->pend[0]);
+        memmove(r->pend, r->pend + 1, (BE_RST_PEND - 1) * sizeof *r->pend);
+        r->have--;
     }
-    be_rst_flush(r);
+    cc_sfp_args *p = &r->pend[r->have++];
     memset(p, 0, sizeof *p);
     p->op = ISA_OP_SFP_RST;
     p->c = r->corelet;
@@ -53,7 +66,6 @@ static void rst_run(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd,
     p->vl = vl;
     p->bs0 = ss;
     p->bs1 = sd;
-    r->have = 1;
 }
 
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n)

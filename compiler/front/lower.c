@@ -1748,6 +1748,8 @@ static void l_convolution(lctx *c, int out, int opi)
         fail(c, "argument bias must have %lld elements", (long long)s.cout);
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
+    /* the stem's weight copy first: it needs nothing the input's copies make */
+    int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
     int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
     gr_ttype t = xt;
     t.shape[1] = s.cout;
@@ -1759,7 +1761,7 @@ static void l_convolution(lctx *c, int out, int opi)
         free(ops);
         return;
     }
-    if (s.kwf > 1)
+    if (s.kwf > 1 && !s.chan)
         wr = conv_weight_rows(c, w, &s);
     else
         as_buffer_view(c, w);
@@ -1772,7 +1774,7 @@ static void l_convolution(lctx *c, int out, int opi)
     if (s.chan) {
         s.kc = conv_kc_chan(&s);
         xp = conv_im2col_chan(c, xp, &s, ops);
-        wr = conv_im2col_chan_weight(c, wr, &s, ops);
+        wr = conv_im2col_chan_weight(c, wq, &s, ops);
     } else if (s.kc) {
         xp = conv_im2col(c, xp, &s, ops);
         if (s.kc != s.kh * s.kw * s.cin) /* rows padded */
