@@ -2931,6 +2931,65 @@ static void test_convolutions_validate_over_strides_pads_dilations_and_groups_on
     }
 }
 
+/* Issue 14: a conv of few input channels and no merged rows (ResNet's
+ * 7x7 stride-2 stem) takes the im2col over (ci, kh, kw) with each
+ * channel's taps padded to a stick (K = 3 x 64 instead of 7 rows of 64),
+ * with padding (read through the rows-first copy) and without (x read
+ * directly), batch 2 and a bias: every output validates against the
+ * reference executor, and the stem-like one against direct loops. */
+static void test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips(void)
+{
+    const char *text =
+        "graph stem\n"
+        "input %x: f32[2, 3, 19, 17]\ninput %w: f32[8, 3, 7, 7]\ninput %b: f32[8]\n"
+        "input %x2: f32[1, 2, 13, 15]\ninput %w2: f32[4, 2, 5, 5]\n"
+        "%y: f32[2, 8, 10, 9] = aten.convolution.default(%x, %w, %b, [2, 2], [3, 3], [1, 1], False, [0, 0], 1)\n"
+        "%y2: f32[1, 4, 5, 6] = aten.convolution.default(%x2, %w2, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y, %y2\n";
+    char err[1024];
+    gr_graph *g = gr_graph_parse(text, "stem.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    FILE *f = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    cc_compile_opts o = {.dump_after = "lower", .dump = f};
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    static char dump[1 << 16];
+    rewind(f);
+    dump[fread(dump, 1, sizeof dump - 1, f)] = 0;
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dump, "[2, 10, 9, 3, 64]")); /* xc[n, oh, ow, ci, j] */
+    CU_ASSERT_PTR_NOT_NULL(strstr(dump, "[1, 5, 6, 2, 64]"));
+    cc_result_free(r);
+    gr_graph_free(g);
+    const char *names[] = {"x", "w", "b", "y"};
+    for (int c = 0; c < 2; c++) {
+        float *v[4] = {0};
+        int64_t n[4] = {0};
+        CU_ASSERT_EQUAL_FATAL(run_and_read(text, "stem.txt", both_chips[c], 4, names, v, n), 0);
+        int ok = 0;
+        for (int i = 0; i < 2 * 8 * 10 * 9; i++) {
+            int ow = i % 9, oh = i / 9 % 10, co = i / 90 % 8, bn = i / 720;
+            double ref = v[2][co], mag = fabs(v[2][co]);
+            for (int ci = 0; ci < 3; ci++)
+                for (int kh = 0; kh < 7; kh++)
+                    for (int kw = 0; kw < 7; kw++) {
+                        int h = oh * 2 + kh - 3, wi = ow * 2 + kw - 3;
+                        if (h < 0 || h >= 19 || wi < 0 || wi >= 17)
+                            continue;
+                        double p = (double)v[0][((bn * 3 + ci) * 19 + h) * 17 + wi] * v[1][((co * 3 + ci) * 7 + kh) * 7 + kw];
+                        ref += p;
+                        mag += fabs(p);
+                    }
+            /* DL16 operands (2^-10 each), one product accumulated in fp32: within 2^-7 of the magnitudes */
+            ok += fabs(v[3][i] - ref) <= 0x1p-7 * mag + 1e-6;
+        }
+        CU_ASSERT_EQUAL(ok, 2 * 8 * 10 * 9);
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    }
+}
+
 /* index with one index tensor (negative positions wrap), take, index_add,
  * index_select of a 1-D table by computed positions and the positions of
  * repeat_interleave, all one-hot, with indices computed on the device */
@@ -3212,6 +3271,8 @@ int main(void)
         {"a resnet downsample block validates on both chips", test_a_resnet_downsample_block_validates_on_both_chips},
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
+        {"few-channel strided convs take the per-channel im2col and validate on both chips",
+         test_few_channel_strided_convs_take_the_per_channel_im2col_and_validate_on_both_chips},
         {"infinities and NaNs are found and replaced on both chips",
          test_infinities_and_nans_are_found_and_replaced_on_both_chips},
         {"arctangents by a polynomial are within DL16 precision on both chips",

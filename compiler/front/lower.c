@@ -1263,6 +1263,7 @@ typedef struct {
     int64_t cs[2];            /* xp's pixel i is padded x's i*cs: a 1x1 conv's stride is the copy's */
     int64_t kwf;              /* kw taps folded into one product's K (kw, ci): KW or 1 */
     int64_t kc;               /* every tap in one K (kh, kw, ci) through an im2col copy, or 0 */
+    int chan;                 /* that K is (ci, kh, kw) instead, each channel's taps padded to whole sticks */
     int64_t s[2], p[2], d[2]; /* H then W */
     int nsp;                  /* spatial dims of the op: 1 or 2 */
 } convshape;
@@ -1291,6 +1292,13 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
 #define CONV_IM2COL_MAX_GROWTH 4
 #define CONV_IM2COL_ROW 64
 #define CONV_ROWS_FIRST_MAX_C 16
+
+/* K of an im2col copy over (ci, kh, kw): each channel's kh*kw taps padded
+ * to whole sticks of CONV_IM2COL_ROW elements. */
+static int64_t conv_kc_chan(const convshape *s)
+{
+    return s->cin * ((s->kh * s->kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
+}
 
 static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
 {
@@ -1358,6 +1366,10 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
          s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
         s.kc = kc;
         s.kwf = s.kw;
+        /* few channels: K over (ci, kh, kw) pads each channel's taps
+         * instead of each row's (the stem: 3 x 64 = 192 instead of 7 x 64),
+         * read from a rows-first copy of x (conv_im2col_chan) */
+        s.chan = s.cin < CONV_ROWS_FIRST_MAX_C && conv_kc_chan(&s) < kc;
     }
     s.yw = s.merged ? s.wp : s.ow;
     return s;
@@ -1458,14 +1470,20 @@ static int conv_padded(lctx *c, int x, const convshape *s)
 }
 
 /* wr[kh, kw, ci, co]: the weight with a row of kw taps and the input
- * channels one K, in a buffer (weight-sized; its lanes along co, as B's). */
+ * channels one K, in a buffer (weight-sized; its lanes along co, as B's);
+ * for s->chan wq[ci, kh, kw, co]. */
 static int conv_weight_rows(lctx *c, int w, const convshape *s)
 {
-    const int64_t shape[4] = {s->kh, s->kw, s->cin, s->cout};
+    const int64_t shape[4] = {s->chan ? s->cin : s->kh, s->chan ? s->kh : s->kw, s->chan ? s->kw : s->cin, s->cout};
     gr_ttype t = ttype(vtype(c, w)->dtype, 4, shape);
     ir_index wc[4] = {ir_idx_var(3), ir_idx_var(2), ir_idx_var(0), ir_idx_var(1)};
-    if (s->nsp == 1)
+    if (s->chan) {
+        wc[1] = ir_idx_var(0);
         wc[2] = ir_idx_var(1);
+        wc[3] = ir_idx_var(2);
+    }
+    if (s->nsp == 1)
+        wc[2] = ir_idx_var(s->chan ? 2 : 1);
     int b = new_base(c, &t, read_at(c, w, wc), "conv_weight");
     ops_of(c, c->bases[b].ops, w);
     ops_add_cur(c, c->bases[b].ops);
@@ -1509,6 +1527,82 @@ static int conv_im2col_weight(lctx *c, int wr, const convshape *s, const uint64_
     wi.coef[1] = s->cout;
     int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
     int b = new_base(c, &t, ir_where(A, in, ir_load(A, wr, t.dtype, &wi), ir_const(A, 0, t.dtype)), "conv_wcols");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* xq[n, hp, c, wp]: x padded with zeros, its rows of every channel next
+ * to each other (lanes along w, as x's): the rows an output row's taps
+ * read are a few neighbouring sticks of it. */
+static int conv_padded_rows(lctx *c, int x, const convshape *s)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[4] = {s->n, s->hp, s->cin, s->wp};
+    gr_ttype t = ttype(vtype(c, x)->dtype, 4, shape);
+    ir_index hv = ir_idx_var(1), wv = ir_idx_var(3);
+    hv.offset = -s->p[0];
+    wv.offset = -s->p[1];
+    ir_index co[4] = {ir_idx_var(0), ir_idx_var(2), s->nsp == 2 ? hv : wv, wv};
+    int body = s->p[1] ? conv_rows_first(c, x, s, co) : read_at(c, x, co), cond = -1;
+    for (int i = 0; i < 2; i++) {
+        if (!s->p[i])
+            continue;
+        ir_index at = ir_idx_var(i ? 3 : 1);
+        int e = ir_indexval(A, &at), lo = ir_const(A, (double)s->p[i], GR_I64);
+        int hi = ir_const(A, (double)(s->p[i] + (i ? s->w : s->h)), GR_I64);
+        int in = ir_op2(A, IR_AND, ir_op2(A, IR_GE, e, lo), ir_op2(A, IR_LT, e, hi));
+        cond = cond < 0 ? in : ir_op2(A, IR_AND, cond, in);
+    }
+    if (cond >= 0)
+        body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
+    int b = new_base(c, &t, body, "conv_in");
+    ops_of(c, c->bases[b].ops, x);
+    ops_add_cur(c, c->bases[b].ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* xc[n, oh, ow, ci, j]: channel ci's taps of each output pixel, j = (kh,
+ * kw) below kh*kw, zeros past it up to s->kc / C.  Row kh's kw taps are kw
+ * consecutive elements of xq's row oh s + kh of channel ci: one load per
+ * row of taps, each chosen for its lanes by a where on j (docs/compiler.md,
+ * "Convolution"). */
+static int conv_im2col_chan(lctx *c, int xq, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t wq = s->cin * s->wp, shape[5] = {s->n, s->oh, s->ow, s->cin, s->kc / s->cin};
+    gr_ttype t = ttype(c->p->bufs[xq].type.dtype, 5, shape);
+    ir_index j = ir_idx_var(4);
+    int jv = ir_indexval(A, &j), body = ir_const(A, 0, t.dtype);
+    for (int64_t kh = s->kh - 1; kh >= 0; kh--) {
+        ir_index xi = ir_idx_const(kh * wq - kh * s->kw);
+        const int64_t xc[5] = {s->hp * wq, s->s[0] * wq, s->s[1], s->wp, 1};
+        memcpy(xi.coef, xc, sizeof xc);
+        int in = ir_op2(A, IR_LT, jv, ir_const(A, (double)((kh + 1) * s->kw), GR_I64));
+        body = ir_where(A, in, ir_load(A, xq, t.dtype, &xi), body);
+    }
+    int b = new_base(c, &t, body, "conv_cols");
+    ops_or(c, c->bases[b].ops, ops);
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
+/* wc[ci, j, co]: the weight as xc's K, wq[ci, kh, kw, co] (the weight
+ * copied with its lanes along co, conv_weight_rows) at j = (kh, kw) below
+ * kh*kw, zeros past it.  (A copy straight from w would walk j past a
+ * channel's taps into the next output channel's, which the layout pass
+ * cannot stick on co.) */
+static int conv_im2col_chan_weight(lctx *c, int wq, const convshape *s, const uint64_t *ops)
+{
+    ir_arena *A = &c->p->A;
+    const int64_t shape[3] = {s->cin, s->kc / s->cin, s->cout};
+    gr_ttype t = ttype(c->p->bufs[wq].type.dtype, 3, shape);
+    ir_index wi = ir_idx_var(2), j = ir_idx_var(1);
+    wi.coef[0] = s->kh * s->kw * s->cout;
+    wi.coef[1] = s->cout;
+    int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)(s->kh * s->kw), GR_I64));
+    int b = new_base(c, &t, ir_where(A, in, ir_load(A, wq, t.dtype, &wi), ir_const(A, 0, t.dtype)), "conv_wcols");
     ops_or(c, c->bases[b].ops, ops);
     realize_base(c, b);
     return c->bases[b].buf;
@@ -1654,7 +1748,9 @@ static void l_convolution(lctx *c, int out, int opi)
         fail(c, "argument bias must have %lld elements", (long long)s.cout);
     uint64_t *ops = ops_new(c);
     ops_add_cur(c, ops);
-    int xp = conv_padded(c, x, &s), wr = -1;
+    /* the stem's weight copy first: it needs nothing the input's copies make */
+    int wq = s.chan ? conv_weight_rows(c, w, &s) : -1;
+    int xp = s.chan ? conv_padded_rows(c, x, &s) : conv_padded(c, x, &s), wr = -1;
     gr_ttype t = xt;
     t.shape[1] = s.cout;
     if (s.nsp == 2)
@@ -1665,7 +1761,7 @@ static void l_convolution(lctx *c, int out, int opi)
         free(ops);
         return;
     }
-    if (s.kwf > 1)
+    if (s.kwf > 1 && !s.chan)
         wr = conv_weight_rows(c, w, &s);
     else
         as_buffer_view(c, w);
@@ -1675,7 +1771,11 @@ static void l_convolution(lctx *c, int out, int opi)
     ir_index yi = contiguous(&yt);
     ir_arena *A = &c->p->A;
     int sum = -1;
-    if (s.kc) {
+    if (s.chan) {
+        s.kc = conv_kc_chan(&s);
+        xp = conv_im2col_chan(c, xp, &s, ops);
+        wr = conv_im2col_chan_weight(c, wq, &s, ops);
+    } else if (s.kc) {
         xp = conv_im2col(c, xp, &s, ops);
         if (s.kc != s.kh * s.kw * s.cin) /* rows padded */
             wr = conv_im2col_weight(c, wr, &s, ops);
