@@ -2005,6 +2005,29 @@ static void expect_text_runs_natively_and_validates_on_both_chips(const char *te
     expect_text_validates_on_both_chips(text);
 }
 
+/* torchvision's ResNet-50 ran a layer4 conv on the host: a stride-2 3x3
+ * conv of 512 channels took the im2col copy, whose zeros past kw*C were
+ * told by an index up to 1535, not exact in DL16 ("index values from 0 to
+ * 1535").  Rows of whole sticks (3 x 384) need no zeros and no index; rows
+ * padded past 1024 (3 x 352 -> 1088) take the per-row products instead.
+ * Both run natively and validate on both chips. */
+static void test_a_wide_strided_conv_runs_natively_whatever_its_row_of_taps(void)
+{
+    for (int i = 0; i < 2; i++) {
+        char text[600];
+        int cin = i ? 352 : 384;
+        snprintf(text, sizeof text,
+                 "graph wide\n"
+                 "input %%x: f32[1, %d, 6, 6]\n"
+                 "input %%w: f32[16, %d, 3, 3]\n"
+                 "%%y: f32[1, 16, 3, 3] = aten.convolution.default(%%x, %%w, None, [2, 2], [1, 1], [1, 1], False, "
+                 "[0, 0], 1)\n"
+                 "output %%y\n",
+                 cin, cin);
+        expect_text_runs_natively_and_validates_on_both_chips(text);
+    }
+}
+
 /* torchvision's Swin block aborted the compiler (an assert in reshape_to):
  * its attention adds a bias gathered from a table (index, permute, clone)
  * to the scores, and the softmax's result, reshaped for the product with
@@ -3439,6 +3462,8 @@ int main(void)
         {"uneven adaptive max pool indices on both chips", test_uneven_adaptive_max_pool_indices_on_both_chips},
         {"a Swin attention with a gathered bias compiles and validates",
          test_a_swin_attention_with_a_gathered_bias_compiles_and_validates},
+        {"a wide strided conv runs natively whatever its row of taps",
+         test_a_wide_strided_conv_runs_natively_whatever_its_row_of_taps},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

@@ -1291,6 +1291,7 @@ static void conv_ints(lctx *c, int pos, const char *key, int nsp, int64_t dflt, 
 #define CONV_IM2COL_MAX_K 256
 #define CONV_IM2COL_MAX_GROWTH 4
 #define CONV_IM2COL_ROW 64
+#define CONV_IM2COL_MAX_PADDED_ROW 1024
 #define CONV_ROWS_FIRST_MAX_C 16
 
 /* K of an im2col copy over (ci, kh, kw): each channel's kh*kw taps padded
@@ -1361,7 +1362,10 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * stem's 7 products 1.5 million cycles); one product over an im2col
      * copy of K = kh rows of kw*C, each padded to whole sticks, instead */
     const int64_t kc = s.kh * ((s.cin * s.kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
-    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 &&
+    /* padded rows tell their zeros by the index j < kw*C, exact in DL16
+     * only up to 1024 */
+    const int pad_ok = kc == s.kh * s.kw * s.cin || kc / s.kh <= CONV_IM2COL_MAX_PADDED_ROW;
+    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && pad_ok &&
         ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) ||
          s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
         s.kc = kc;
@@ -1508,8 +1512,11 @@ static int conv_im2col(lctx *c, int xp, const convshape *s, const uint64_t *ops)
     const int64_t xc[5] = {hx * s->wp * s->cin, s->s[0] * s->wp * s->cin, s->s[1] * s->cin, s->wp * s->cin, 1};
     memcpy(xi.coef, xc, sizeof xc);
     ir_index j = ir_idx_var(4);
-    int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
-    int b = new_base(c, &t, ir_where(A, in, ir_load(A, xp, t.dtype, &xi), ir_const(A, 0, t.dtype)), "conv_cols");
+    int body = ir_load(A, xp, t.dtype, &xi);
+    if (rowk < s->kc / s->kh) /* rows padded: zeros past kw*C */
+        body = ir_where(A, ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64)), body,
+                        ir_const(A, 0, t.dtype));
+    int b = new_base(c, &t, body, "conv_cols");
     ops_or(c, c->bases[b].ops, ops);
     realize_base(c, b);
     return c->bases[b].buf;
