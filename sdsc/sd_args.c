@@ -30,8 +30,7 @@ int sd_host_dims(const sd_tensor *t, int host[SD_MAX_DIMS])
 /* The extent of host dim kernel-dim d: 1 for a reduced dim, else N_. */
 int64_t sd_host_extent(const sd_kernel *k, const sd_tensor *t, int d)
 {
-    const sd_coord *c = sd_tensor_coord(t, d);
-    return c && sd_coord_extent(c) == 1 && k->dims[d].slices == 1 && k->dims[d].n != 1 ? 1 : k->dims[d].n;
+    return sd_reduced(k, t, d) ? 1 : k->dims[d].n;
 }
 
 static int written_by_op(const sd_kernel *k, int ti)

@@ -82,6 +82,8 @@ typedef struct {
     sd_tensor t[SD_MAX_TENSORS];
     int nops;
     sd_op ops[SD_MAX_OPS];
+    int nconsts;
+    float consts[4];  /* constantInfo_ values (mean's scaling factor) */
     int parsed;       /* the model is complete enough to check and build */
     char unsupported[1536]; /* what the translation cannot do, "" when none */
 } sd_kernel;
@@ -131,4 +133,36 @@ const sd_coord *sd_tensor_coord(const sd_tensor *t, int d);
  * the host extent of kernel dim d (1 for a reduced dim). */
 int sd_host_dims(const sd_tensor *t, int host[SD_MAX_DIMS]);
 int64_t sd_host_extent(const sd_kernel *k, const sd_tensor *t, int d);
+
+/* ---- the translation (sd_build.c, sd_emit.c, sd_graph.c) ---- */
+
+#include "codegen.h"
+
+typedef struct {
+    const sd_bundle *b;
+    const chip_config *cfg;
+    isa_program *p;
+    const sd_spec *specs;  /* per argument */
+    char *graph;           /* the graph text being written */
+    size_t glen, gcap;
+    char (*value)[SD_MAX_TENSORS][SD_NAME]; /* the graph value of each kernel's tensors */
+    uint64_t lx_base;      /* LX above every tensor the SDSC places there: staging buffers */
+    char *err;
+    size_t errlen;
+} sd_ctx;
+
+/* Can the translation run kernel k's op (sd_emit.c's table)?  0, or -1
+ * with a message. */
+int sd_emit_supported(const sd_kernel *k, char *err, size_t errlen);
+/* One core's part of kernel k: loads, the op, the store. */
+void sd_emit_kernel(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core);
+/* Is a tensor's dim d reduced (one coordinate where the kernel has more)? */
+int sd_reduced(const sd_kernel *k, const sd_tensor *t, int d);
+
+/* The graph text of the bundle into x->graph (sd_graph.c); whether the
+ * reference knows kernel ki's ATen op. */
+int sd_graph_write(sd_ctx *x);
+int sd_graph_supported(const sd_kernel *k, char *err, size_t errlen);
+void sd_gputs(sd_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

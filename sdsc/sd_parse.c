@@ -324,6 +324,32 @@ static void parse_ops(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *
     }
 }
 
+/* constantInfo_ ("{}", or named constants whose data_ holds the value as
+ * the bits of its dataFormat_): the first value of each. */
+static void parse_consts(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *dpath)
+{
+    const cJSON *C = cJSON_GetObjectItemCaseSensitive(dsc, "constantInfo_"), *it;
+    char p[512];
+    const cJSON *list = cJSON_IsObject(C) ? C : NULL;
+    cJSON_ArrayForEach(it, list)
+    {
+        snprintf(p, sizeof p, "%s.constantInfo_.%s", dpath, it->string);
+        const cJSON *fmt = member(b, k, it, p, "dataFormat_", cJSON_IsString, "a data format");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "data_"), "data_");
+        const cJSON *v = d ? d->child : NULL;
+        v = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, 0) : v;
+        long long bits;
+        if (!fmt || !cJSON_IsString(v) || sscanf(v->valuestring, "%lld", &bits) != 1 || k->nconsts == 4) {
+            sd_problem(b, k, p, "a constant is data_.data_ {\"[core, corelet, time]\": [\"bits\"]}");
+            continue;
+        }
+        uint32_t u = (uint32_t)bits;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        k->consts[k->nconsts++] = !strcmp(fmt->valuestring, "IEEE_FP32") ? f : isa_dl16_to_f32((uint16_t)bits);
+    }
+}
+
 /* The scheduleTree_'s allocate nodes, after labeledDs_. */
 static void parse_schedule(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *dpath)
 {
@@ -379,6 +405,7 @@ void sd_parse_file(sd_bundle *b, sd_kernel *k, const char *text)
         parse_tensors(b, k, dsc, dpath);
         parse_schedule(b, k, dsc, dpath);
         parse_ops(b, k, dsc, dpath);
+        parse_consts(b, k, dsc, dpath);
     } else if (dscs) {
         sd_problem(b, k, k->top, "dscs_[0] is not an object holding one named DSC");
     }
