@@ -310,6 +310,187 @@ static void test_tensor_specs_are_checked_and_host_dtypes_converted(void)
     tu_rmtree(dir);
 }
 
+/* ---- a reduction and a matrix product, written the same way ---- */
+
+/* A dim of a tensor: its slices, its per-core extent, whether it holds the
+ * stick, whether the tensor reduces it to one coordinate (one element per
+ * stick, the sparse result of a reduction). */
+typedef struct {
+    const char *dim;
+    int slices;
+    int64_t per;
+    int stick, reduced;
+} tdim;
+
+static void add_tcoord(cJSON *ci, const tdim *d)
+{
+    if (!d->reduced) {
+        add_coord(ci, d->dim, d->slices, d->per, d->stick);
+        return;
+    }
+    cJSON *c = cJSON_AddObjectToObject(ci, d->dim), *folds;
+    cJSON_AddNumberToObject(c, "elemArr", 2);
+    folds = cJSON_AddObjectToObject(c, "folds");
+    cJSON *fn = cJSON_AddArrayToObject(folds, "dim_prop_func"), *at = cJSON_AddArrayToObject(folds, "dim_prop_attr");
+    add_fold(fn, at, "core_fold", 1, 64);
+    add_fold(fn, at, "corelet_fold", 1, 0);
+    add_fold(fn, at, "row_fold", 1, 0);
+    add_fold(fn, at, "elem_arr_1", 1, 64);
+    add_fold(fn, at, "elem_arr_0", 64, 0);
+}
+
+/* A kernel of one op over `cores` cores whose slices the dims give (the
+ * first dim varies fastest); tensors[i] (nd dims each, innermost layout
+ * first) all in DRAM; the op reads ins and writes tensor `out`. */
+static cJSON *sdsc_op(const char *top, const char *func, const char *unit, const char *aten, const tdim *kdims, int nk,
+                      const tdim *const *tensors, const int *nd, int nt, const int *ins, int nin, int out, int sym0)
+{
+    kspec base = {top, func, aten, 0, 1, 1, 1, 1, {-1, -1, -1}, sym0};
+    cJSON *root = sdsc_kernel(&base), *d = dsc_of(root), *t = root->child;
+    int cores = 1;
+    for (int i = 0; i < nk; i++)
+        cores *= kdims[i].slices;
+    cJSON *w = cJSON_CreateObject(), *map = cJSON_CreateObject(), *ids = cJSON_CreateArray();
+    cJSON *N = cJSON_CreateObject(), *ss = cJSON_CreateObject();
+    for (int i = 0; i < nk; i++) {
+        char key[32];
+        cJSON_AddNumberToObject(w, kdims[i].dim, kdims[i].slices);
+        snprintf(key, sizeof key, "%s_", kdims[i].dim);
+        cJSON_AddNumberToObject(N, key, (double)(kdims[i].per * kdims[i].slices));
+        cJSON_AddNumberToObject(ss, key, (double)kdims[i].per);
+    }
+    for (int c = 0; c < cores; c++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", c);
+        cJSON *sl = cJSON_AddObjectToObject(map, key);
+        for (int i = 0, q = c; i < nk; q /= kdims[i].slices, i++)
+            cJSON_AddNumberToObject(sl, kdims[i].dim, q % kdims[i].slices);
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(c));
+    }
+    cJSON_ReplaceItemInObject(t, "numWkSlicesPerDim_", w);
+    cJSON_ReplaceItemInObject(t, "coreIdToWkSlice_", map);
+    cJSON_ReplaceItemInObject(d, "coreIdsUsed_", ids);
+    cJSON_ReplaceItemInObject(d, "numCoresUsed_", cJSON_CreateNumber(cores));
+    cJSON_ReplaceItemInObject(d, "N_", N);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "dataStageParam_"), "0"), "ss_", ss);
+    cJSON *tree = cJSON_CreateArray(), *lds = cJSON_CreateArray();
+    for (int i = 0; i < nt; i++) {
+        kspec s = base;
+        s.sm = s.sn = 1;
+        s.sym0 = sym0;
+        cJSON *n = alloc_node(&s, 0), *lo = cJSON_CreateArray(), *ci = cJSON_CreateObject();
+        char key[32], val[32];
+        cJSON_ReplaceItemInObject(n, "ldsIdx_", cJSON_CreateNumber(i));
+        cJSON *data = cJSON_CreateObject();
+        for (int c = 0; c < cores; c++) {
+            snprintf(key, sizeof key, "[%d, 0, 0]", c);
+            snprintf(val, sizeof val, "%d", sym0 - i * cores - c);
+            cJSON_AddStringToObject(data, key, val);
+        }
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(n, "startAddressCoreCorelet_"), "data_", data);
+        for (int j = 0; j < nd[i]; j++) {
+            cJSON_AddItemToArray(lo, cJSON_CreateString(tensors[i][j].dim));
+            add_tcoord(ci, &tensors[i][j]);
+        }
+        cJSON_ReplaceItemInObject(n, "layoutDimOrder_", lo);
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(n, "coordinates_"), "coordInfo", ci);
+        cJSON_AddItemToArray(tree, n);
+        cJSON_AddItemToArray(lds, lds_entry(i));
+    }
+    cJSON_ReplaceItemInObject(d, "scheduleTree_", tree);
+    cJSON_ReplaceItemInObject(d, "labeledDs_", lds);
+    cJSON *op = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "computeOp_"), 0), *in = cJSON_CreateArray(), *o = cJSON_CreateArray();
+    char name[32];
+    cJSON_ReplaceItemInObject(op, "exUnit", cJSON_CreateString(unit));
+    for (int i = 0; i < nin; i++) {
+        snprintf(name, sizeof name, "Tensor%d-idx%d", ins[i], ins[i]);
+        cJSON_AddItemToArray(in, cJSON_CreateString(name));
+    }
+    snprintf(name, sizeof name, "Tensor%d-idx%d", out, out);
+    cJSON_AddItemToArray(o, cJSON_CreateString(name));
+    cJSON_ReplaceItemInObject(op, "inputLabeledDs", in);
+    cJSON_ReplaceItemInObject(op, "outputLabeledDs", o);
+    return root;
+}
+
+/* mean over the last dim of a 64 x 256 tensor, rows in 4 slices, keepdim:
+ * the result has one element per row (a stick each), scaled by the SDSC's
+ * constant 1/256 (DL16 bits 23 << 9: exponent 23 - 31 = -8). */
+static void verify_mean(rt_device *dev, rt_program *prog)
+{
+    (void)dev;
+    float y[64];
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg1", y, err, sizeof err), 0);
+    const float *a = host(prog, "arg0");
+    for (int r = 0; r < 64; r++) {
+        double s = 0;
+        for (int c = 0; c < 256; c++)
+            s += a[r * 256 + c];
+        /* fp32 sum of DL16 inputs, then two DL16 roundings of a value below 1 */
+        CU_ASSERT(fabs(y[r] - s / 256) < 0x1p-8);
+    }
+}
+
+static void test_a_mean_over_rows_runs_on_the_sfp_with_the_sdsc_constant(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    const tdim k[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 0}};
+    const tdim in[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 0}};
+    const tdim res[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 1}};
+    const tdim *t[] = {in, res};
+    int nd[] = {2, 2}, ins[] = {0, 1};
+    cJSON *root = sdsc_op("0_mean", "mean", "sfp", "aten.mean.dim", k, 2, t, nd, 2, ins, 2, 1, -1);
+    cJSON *ci = cJSON_CreateObject(), *c0 = cJSON_AddObjectToObject(ci, "0");
+    cJSON_AddStringToObject(c0, "dataFormat_", "SEN169_FP16");
+    cJSON_AddStringToObject(c0, "name_", "scaling_factor");
+    cJSON *v = cJSON_AddArrayToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(c0, "data_"), "data_"), "[0, 0, 0]");
+    cJSON_AddItemToArray(v, cJSON_CreateString("11776"));
+    cJSON_AddItemToObject(dsc_of(root), "constantInfo_", ci);
+    write_json(dir, "sdsc_0.json", root);
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_mean), 0);
+    tu_rmtree(dir);
+}
+
+/* C = A x B, 64 x 128 by 128 x 128, in a 2 x 2 grid of cores (M by N). */
+static void verify_mm(rt_device *dev, rt_program *prog)
+{
+    (void)dev;
+    static float y[64 * 128];
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg2", y, err, sizeof err), 0);
+    const float *a = host(prog, "arg0"), *b = host(prog, "arg1");
+    int bad = 0;
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 128; j++) {
+            double s = 0, mag = 0;
+            for (int q = 0; q < 128; q++) {
+                s += (double)a[i * 128 + q] * b[q * 128 + j];
+                mag += fabs((double)a[i * 128 + q] * b[q * 128 + j]);
+            }
+            /* DL16 inputs (2^-10 each), fp32 sums, a DL16 result (2^-10) */
+            bad += fabs(y[i * 128 + j] - s) > 0x1p-8 * mag + 0x1p-10 * fabs(s);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_a_matrix_product_runs_on_the_pt_in_the_sdsc_grid(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    const tdim k[] = {{"mb", 2, 32, 0, 0}, {"out", 2, 64, 1, 0}, {"in", 1, 128, 0, 0}};
+    const tdim A[] = {{"mb", 2, 32, 0, 0}, {"in", 1, 128, 1, 0}};
+    const tdim B[] = {{"in", 1, 128, 0, 0}, {"out", 2, 64, 1, 0}};
+    const tdim C[] = {{"mb", 2, 32, 0, 0}, {"out", 2, 64, 1, 0}};
+    const tdim *t[] = {A, B, C};
+    int nd[] = {2, 2, 2}, ins[] = {0, 1};
+    write_json(dir, "sdsc_0.json",
+               sdsc_op("0_batchmatmul", "batchmatmul", "pt", "aten.mm.default", k, 3, t, nd, 3, ins, 2, 2, -1));
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_mm), 0);
+    tu_rmtree(dir);
+}
+
 /* ---- spyre check: one mutation per rule ---- */
 
 static char problems[1 << 16];
@@ -496,6 +677,8 @@ int main(void)
          test_elementwise_add_runs_with_the_sdsc_split_and_matches_the_reference},
         {"two kernels chain through LX at the SDSC address", test_two_kernels_chain_through_lx_at_the_sdsc_address},
         {"tensor specs are checked and host dtypes converted", test_tensor_specs_are_checked_and_host_dtypes_converted},
+        {"a mean over rows runs on the SFP with the SDSC constant", test_a_mean_over_rows_runs_on_the_sfp_with_the_sdsc_constant},
+        {"a matrix product runs on the PT in the SDSC grid", test_a_matrix_product_runs_on_the_pt_in_the_sdsc_grid},
         {"a valid SDSC passes the check", test_a_valid_sdsc_passes_the_check},
         {"more than 8 tensors break the tensor count cap", test_more_than_8_tensors_break_the_tensor_count_cap},
         {"an LX tensor past the usable LX breaks LX capacity", test_an_lx_tensor_past_the_usable_lx_breaks_lx_capacity},

@@ -4,6 +4,7 @@
  * one line per violation). */
 #include "sdsc_cmd.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ int sdsc_names_kernel_dir(int argc, char **argv)
 
 typedef struct {
     const char *dir, *config, *stats_json;
-    int check, ones, nspecs, nin;
+    int check, ones, positive, nspecs, nin;
     uint64_t seed;
     sd_spec specs[64];
     sim_options opt;
@@ -32,7 +33,7 @@ typedef struct {
 static int usage(const char *cmd, const char *what)
 {
     fprintf(stderr, "spyre %s: %s\nusage: spyre %s DIR [-i SPEC]... [-o SPEC]... [--ones] [--check] [--seed N] "
-                    "[--config FILE] [--stats-json FILE] [--no-race-check]\n",
+                    "[--positive] [--config FILE] [--stats-json FILE] [--no-race-check]\n",
             cmd, what, cmd);
     return EXIT_USAGE;
 }
@@ -62,6 +63,8 @@ static int parse(const char *cmd, int argc, char **argv, sdsc_args *a)
             a->check = 1;
         else if (!strcmp(o, "--ones"))
             a->ones = 1;
+        else if (!strcmp(o, "--positive"))
+            a->positive = 1;
         else if (!strcmp(o, "--no-race-check"))
             a->opt.detect_races = 0;
         else if ((!strcmp(o, "-i") || !strcmp(o, "-o")) && val)
@@ -107,22 +110,23 @@ static int open_bundle(const char *cmd, const sdsc_args *a, rt_device **dev, sd_
     return sd_nproblems(*b) ? EXIT_USAGE : EXIT_OK;
 }
 
-/* Every input set to one (spyre launch's default), or seeded random. */
+/* Every input set to one (spyre launch's default), or seeded random in
+ * [-1, 1), or with --positive |u| + 0.5 (in [0.5, 1.5): spyre-cli's inputs
+ * for ops like div, whose divisor must stay away from zero). */
 static int fill(rt_program *prog, const sd_bundle *b, const sdsc_args *a, char *err, size_t errlen)
 {
-    if (!a->ones)
-        return rt_fill_inputs(prog, a->seed, err, errlen);
+    if (rt_fill_inputs(prog, a->seed, err, errlen))
+        return -1;
+    if (!a->ones && !a->positive)
+        return 0;
     for (int i = 0; i < sd_ninputs(b); i++) {
-        sd_spec s;
-        sd_arg_spec(b, i, &s);
-        int64_t n = 1;
-        for (int d = 0; d < s.rank; d++)
-            n *= s.shape[d];
-        float *v = malloc((size_t)n * sizeof *v);
+        int64_t n;
+        const float *u = rt_host_tensor(prog, sd_arg_name(b, i), &n);
+        float *v = u ? malloc((size_t)n * sizeof *v) : NULL;
         if (!v)
             return isa_errf(err, errlen, "out of memory");
         for (int64_t j = 0; j < n; j++)
-            v[j] = 1.0f;
+            v[j] = a->ones ? 1.0f : fabsf(u[j]) + 0.5f;
         int rc = rt_set_input(prog, sd_arg_name(b, i), v, err, errlen);
         free(v);
         if (rc)
