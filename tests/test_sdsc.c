@@ -586,6 +586,12 @@ static void test_two_cores_on_one_slice_break_exactly_once_coverage(void)
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(k->child, "numWkSlicesPerDim_"), "mb", cJSON_CreateNumber(3));
     TU_ASSERT_CONTAINS(check_kernels("spyre", k, NULL),
                        "sdsc_0.json: 0_add.numWkSlicesPerDim_: dimension mb of size 64 is not split into a whole number of slices (3)");
+    /* a data stage of 5 rows in a slice of 32 */
+    k = sdsc_kernel(&ADD);
+    cJSON *ss = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(dsc_of(k), "dataStageParam_"), "0"), "ss_");
+    cJSON_ReplaceItemInObject(ss, "mb_", cJSON_CreateNumber(5));
+    TU_ASSERT_CONTAINS(check_kernels("spyre", k, NULL),
+                       "sdsc_0.json: 0_add.dscs_[0].add.dataStageParam_: the data stage of mb (5) does not divide its slice of 32");
 }
 
 static void test_a_core_the_chip_lacks_is_refused(void)
