@@ -90,7 +90,7 @@ static uint64_t fixed_lx_top(const sd_bundle *b, uint64_t stick)
             const sd_tensor *t = &b->k[ki].t[i];
             int64_t bytes = sd_word(t);
             for (int j = 0; j < t->ncoord; j++)
-                bytes *= sd_coord_positions(&t->coord[j]);
+                bytes = sd_mul(bytes, sd_coord_positions(&t->coord[j]));
             for (int c = 0; t->lx && c < SD_MAX_CORES; c++)
                 if (b->k[ki].core_used[c] && (uint64_t)(t->start[c] + bytes) > top)
                     top = (uint64_t)(t->start[c] + bytes);

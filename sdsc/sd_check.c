@@ -12,16 +12,18 @@ int64_t sd_coord_positions(const sd_coord *c)
 {
     int64_t n = 1;
     for (int i = 0; i < c->nelem; i++)
-        n *= c->elem[i].factor;
+        n = sd_mul(n, c->elem[i].factor);
     return n;
 }
 
 int64_t sd_coord_extent(const sd_coord *c)
 {
-    int64_t e = 1;
+    /* in double: exact for every real size (below 2^53); an absurd one
+     * only has to stay a number, clamped, not overflow */
+    double e = 1;
     for (int i = 0; i < c->nelem; i++)
-        e += (c->elem[i].factor - 1) * c->elem[i].alpha;
-    return e;
+        e += (double)(c->elem[i].factor - 1) * (double)c->elem[i].alpha;
+    return e > (double)SD_BIG ? SD_BIG : e < -(double)SD_BIG ? -SD_BIG : (int64_t)e;
 }
 
 const sd_coord *sd_tensor_coord(const sd_tensor *t, int d)
@@ -62,7 +64,7 @@ static void check_slices(sd_bundle *b, const sd_kernel *k, const chip_config *cf
         if (dm->stage < 1 || (dm->n / dm->slices) % dm->stage)
             sd_problem(b, k, p, "the data stage of %s (%lld) does not divide its slice of %lld", dm->name,
                        (long long)dm->stage, (long long)(dm->n / dm->slices));
-        tuples *= dm->slices;
+        tuples = sd_mul(tuples, dm->slices);
     }
     if (tuples != k->ncores) {
         snprintf(p, sizeof p, "%s.coreIdToWkSlice_", k->top);
@@ -134,7 +136,7 @@ static int64_t block_bytes(const sd_tensor *t)
 {
     int64_t n = sd_word(t);
     for (int i = 0; i < t->ncoord; i++)
-        n *= sd_coord_positions(&t->coord[i]);
+        n = sd_mul(n, sd_coord_positions(&t->coord[i]));
     return n;
 }
 
@@ -152,19 +154,20 @@ static void check_lx(sd_bundle *b, const sd_kernel *k, const chip_config *cfg)
                 const sd_dim *dm = &k->dims[t->coord[j].dim];
                 int64_t slice = dm->slices > 0 ? dm->n / dm->slices : 1;
                 if (dm->stage > 0 && sd_coord_extent(&t->coord[j]) == slice && slice)
-                    bytes = bytes / slice * dm->stage;
+                    bytes = sd_mul(bytes / slice, dm->stage);
             }
-            staged += bytes;
+            staged = sd_add(staged, bytes);
             continue;
         }
         for (int c = 0; c < SD_MAX_CORES; c++)
-            if (k->core_used[c] && (t->start[c] < 0 || (uint64_t)(t->start[c] + bytes) > cfg->lx_usable_bytes)) {
+            if (k->core_used[c] && (t->start[c] < 0 || t->start[c] > (int64_t)cfg->lx_usable_bytes ||
+                                    (uint64_t)(t->start[c] + bytes) > cfg->lx_usable_bytes)) {
                 alloc_path(k, t, p, sizeof p);
                 sd_problem(b, k, p, "%s: core %d's %lld bytes at LX %lld pass the %llu bytes of LX the chip gives (lx_usable_bytes)",
                            t->name, c, (long long)bytes, (long long)t->start[c], (unsigned long long)cfg->lx_usable_bytes);
                 break;
             }
-        staged += bytes;
+        staged = sd_add(staged, bytes);
     }
     if ((uint64_t)staged > cfg->lx_usable_bytes) {
         dsc_path(k, "labeledDs_", p, sizeof p);
@@ -191,15 +194,36 @@ static void check_span(sd_bundle *b, const sd_kernel *k, const sd_tensor *t)
             ext = (ext + lanes - 1) / lanes;
             full = (full + lanes - 1) / lanes;
         }
-        span += (ext - 1) * stride;
-        stride *= full;
+        span = sd_add(span, sd_mul(ext > 0 ? ext - 1 : 0, stride));
+        stride = sd_mul(stride, full);
     }
-    uint64_t bytes = (uint64_t)(span + 1) * 128u;
+    uint64_t bytes = (uint64_t)sd_mul(span + 1, 128);
     if (bytes > SD_CORE_SPAN_BYTES) {
         char p[512];
         alloc_path(k, t, p, sizeof p);
         sd_problem(b, k, p, "%s: one core's slice spans %llu bytes of DRAM, more than the %llu a core can address",
                    t->name, (unsigned long long)bytes, (unsigned long long)SD_CORE_SPAN_BYTES);
+    }
+}
+
+/* DRAM: a tensor (all of it, in the generic stick layout) fits in the
+ * chip's DRAM. */
+static void check_dram(sd_bundle *b, const sd_kernel *k, const sd_tensor *t, const chip_config *cfg)
+{
+    if (t->lx || t->stick < 0)
+        return;
+    int64_t bytes = cfg->stick_bytes;
+    for (int i = 0; i < t->ncoord; i++) {
+        int64_t full = sd_host_extent(k, t, t->coord[i].dim);
+        if (t->coord[i].dim == t->stick)
+            full = (full + (int64_t)cfg->stick_bytes / sd_word(t) - 1) / ((int64_t)cfg->stick_bytes / sd_word(t));
+        bytes = sd_mul(bytes, full);
+    }
+    if ((uint64_t)bytes > cfg->dram_bytes) {
+        char p[512];
+        alloc_path(k, t, p, sizeof p);
+        sd_problem(b, k, p, "%s: %lld bytes, more than the chip's %llu of DRAM (dram_bytes)", t->name, (long long)bytes,
+                   (unsigned long long)cfg->dram_bytes);
     }
 }
 
@@ -276,6 +300,7 @@ void sd_check_all(sd_bundle *b, const chip_config *cfg)
         for (int i = 0; i < k->nt; i++) {
             check_folds(b, k, &k->t[i], cfg);
             check_span(b, k, &k->t[i]);
+            check_dram(b, k, &k->t[i], cfg);
         }
         check_lx(b, k, cfg);
         for (int i = 0; i < k->nt; i++)

@@ -117,6 +117,20 @@ void sd_check_all(sd_bundle *b, const chip_config *cfg);
 /* The kernel arguments (b->args) from the DRAM tensors. */
 void sd_find_args(sd_bundle *b);
 
+/* Bounds the reader holds sizes to, so that products of them stay exact
+ * or saturate (sd_mul) instead of overflowing. */
+#define SD_SIZE_MAX (1ll << 40)
+#define SD_BIG (1ll << 62)
+static inline int64_t sd_mul(int64_t a, int64_t b)
+{
+    return a <= 0 || b <= 0 ? 0 : a > SD_BIG / b ? SD_BIG : a * b;
+}
+
+static inline int64_t sd_add(int64_t a, int64_t b)
+{
+    return a > SD_BIG - b ? SD_BIG : a + b;
+}
+
 /* Bytes per element and elements per stick of a tensor. */
 static inline int sd_word(const sd_tensor *t) { return t->f32 ? 4 : 2; }
 /* Per-core extent of a tensor's dimension (the product of its elem

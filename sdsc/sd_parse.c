@@ -27,11 +27,25 @@ static int64_t int_member(sd_bundle *b, sd_kernel *k, const cJSON *o, const char
     if (!v)
         return def;
     double d = v->valuedouble;
-    if (d != (double)(int64_t)d || d < -9e15 || d > 9e15) {
+    if (!(d >= -9e15 && d <= 9e15) || d != (double)(int64_t)d) {
         sd_problem(b, k, path, "%s is not an integer", key);
         return def;
     }
     return (int64_t)d;
+}
+
+/* An integer member in [lo, hi], or def with a problem. */
+static int64_t bounded(sd_bundle *b, sd_kernel *k, const cJSON *o, const char *path, const char *key, int64_t lo,
+                       int64_t hi, int64_t def)
+{
+    int64_t v = int_member(b, k, o, path, key, def);
+    if (v == def)
+        return def;
+    if (v < lo || v > hi) {
+        sd_problem(b, k, path, "%s %lld is not in [%lld, %lld]", key, (long long)v, (long long)lo, (long long)hi);
+        return def;
+    }
+    return v;
 }
 
 /* The dim named s ("mb" or "mb_"), or -1. */
@@ -65,7 +79,7 @@ static void parse_dims(sd_bundle *b, sd_kernel *k, const cJSON *sdsc, const cJSO
         sd_dim *dm = &k->dims[k->ndims++];
         snprintf(dm->name, sizeof dm->name, "%.*s", (int)strlen(it->string) - (it->string[strlen(it->string) - 1] == '_'),
                  it->string);
-        dm->n = int_member(b, k, N, p, it->string, 0);
+        dm->n = bounded(b, k, N, p, it->string, 1, SD_SIZE_MAX, -1);
         dm->slices = dm->stage = -1;
     }
     const cJSON *W = member(b, k, sdsc, k->top, "numWkSlicesPerDim_", cJSON_IsObject, "an object of slice counts");
@@ -76,7 +90,7 @@ static void parse_dims(sd_bundle *b, sd_kernel *k, const cJSON *sdsc, const cJSO
         if (d < 0)
             sd_problem(b, k, p, "dimension %s is not one of N_'s", it->string);
         else
-            k->dims[d].slices = int_member(b, k, W, p, it->string, -1);
+            k->dims[d].slices = bounded(b, k, W, p, it->string, 1, SD_MAX_CORES, -1);
     }
     const cJSON *S = member(b, k, dsc, dpath, "dataStageParam_", cJSON_IsObject, "an object of data stages");
     const cJSON *s0 = S ? S->child : NULL, *ss = s0 ? cJSON_GetObjectItemCaseSensitive(s0, "ss_") : NULL;
@@ -85,7 +99,7 @@ static void parse_dims(sd_bundle *b, sd_kernel *k, const cJSON *sdsc, const cJSO
     {
         int d = cJSON_IsNumber(it) ? dim_index(k, it->string) : -1;
         if (d >= 0)
-            k->dims[d].stage = int_member(b, k, ss, p, it->string, -1);
+            k->dims[d].stage = bounded(b, k, ss, p, it->string, 1, SD_SIZE_MAX, -1);
     }
 }
 
@@ -98,7 +112,8 @@ static void parse_cores(sd_bundle *b, sd_kernel *k, const cJSON *sdsc, const cJS
     snprintf(p, sizeof p, "%s.coreIdsUsed_", dpath);
     cJSON_ArrayForEach(it, ids)
     {
-        int64_t c = cJSON_IsNumber(it) ? (int64_t)it->valuedouble : -1;
+        int in_range = cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < SD_MAX_CORES;
+        int64_t c = in_range ? (int64_t)it->valuedouble : -1;
         if (c < 0 || c >= SD_MAX_CORES) {
             sd_problem(b, k, p, "core id %g is not in [0, %d)", cJSON_IsNumber(it) ? it->valuedouble : -1.0, SD_MAX_CORES);
             continue;
@@ -152,6 +167,12 @@ static void parse_fold(sd_bundle *b, sd_kernel *k, const cJSON *ci, const char *
             sd_problem(b, k, p, "an affine fold needs label_, factor_ and alpha_");
             continue;
         }
+        if (fac->valuedouble < 1 || fac->valuedouble > (double)SD_SIZE_MAX ||
+            al->valuedouble < -(double)SD_SIZE_MAX || al->valuedouble > (double)SD_SIZE_MAX) {
+            snprintf(p, sizeof p, "%s.folds.dim_prop_attr[%d]", path, i);
+            sd_problem(b, k, p, "factor_ %g or alpha_ %g out of range", fac->valuedouble, al->valuedouble);
+            continue;
+        }
         sd_fold fo = {(int64_t)fac->valuedouble, (int64_t)al->valuedouble};
         if (!strcmp(lab->valuestring, "core_fold"))
             c->core = fo;
@@ -166,40 +187,12 @@ static void parse_fold(sd_bundle *b, sd_kernel *k, const cJSON *ci, const char *
     }
 }
 
-/* An allocate node: the tensor it places (by ldsIdx_), where, its layout,
- * its per-core start and its coordinate folds. */
-static void parse_alloc(sd_bundle *b, sd_kernel *k, const cJSON *n, int idx, const char *path)
+/* An allocate node's per-core start (startAddressCoreCorelet_.data_: LX
+ * offsets, or DRAM symbols) and its coordinate folds. */
+static void parse_alloc_coords(sd_bundle *b, sd_kernel *k, const cJSON *n, const char *path, sd_tensor *t)
 {
-    int64_t lds = int_member(b, k, n, path, "ldsIdx_", -1);
-    sd_tensor *t = NULL;
-    for (int i = 0; i < k->nt; i++)
-        if (k->t[i].lds == lds)
-            t = &k->t[i];
-    if (!t) {
-        sd_problem(b, k, path, "ldsIdx_ %lld names no labeledDs_ entry", (long long)lds);
-        return;
-    }
-    if (t->has_alloc)
-        sd_problem(b, k, path, "tensor %s has a second allocate node", t->name);
-    t->has_alloc = 1;
-    t->alloc_index = idx;
-    const cJSON *comp = member(b, k, n, path, "component_", cJSON_IsString, "hbm or lx");
-    if (comp && strcmp(comp->valuestring, "hbm") && strcmp(comp->valuestring, "lx"))
-        sd_problem(b, k, path, "component_ %s is neither hbm nor lx", comp->valuestring);
-    t->lx = comp && !strcmp(comp->valuestring, "lx");
-    const cJSON *lo = member(b, k, n, path, "layoutDimOrder_", cJSON_IsArray, "an array of dimension names");
-    const cJSON *it;
     char p[640];
-    cJSON_ArrayForEach(it, lo)
-    {
-        int d = cJSON_IsString(it) ? dim_index(k, it->valuestring) : -1;
-        if (d < 0 || t->nlayout == SD_MAX_DIMS) {
-            snprintf(p, sizeof p, "%s.layoutDimOrder_", path);
-            sd_problem(b, k, p, "%s is not a dimension of N_", cJSON_IsString(it) ? it->valuestring : "(not a string)");
-            continue;
-        }
-        t->layout[t->nlayout++] = d;
-    }
+    const cJSON *it;
     snprintf(p, sizeof p, "%s.startAddressCoreCorelet_", path);
     const cJSON *sa = member(b, k, n, path, "startAddressCoreCorelet_", cJSON_IsObject, "a fold manager");
     const cJSON *data = member(b, k, sa, p, "data_", cJSON_IsObject, "an object of start addresses");
@@ -233,6 +226,43 @@ static void parse_alloc(sd_bundle *b, sd_kernel *k, const cJSON *n, int idx, con
         if (c->nelem == 2)
             t->stick = d;
     }
+}
+
+/* An allocate node: the tensor it places (by ldsIdx_), where (hbm or lx),
+ * its layout, then its starts and folds. */
+static void parse_alloc(sd_bundle *b, sd_kernel *k, const cJSON *n, int idx, const char *path)
+{
+    int64_t lds = int_member(b, k, n, path, "ldsIdx_", -1);
+    sd_tensor *t = NULL;
+    for (int i = 0; i < k->nt; i++)
+        if (k->t[i].lds == lds)
+            t = &k->t[i];
+    if (!t) {
+        sd_problem(b, k, path, "ldsIdx_ %lld names no labeledDs_ entry", (long long)lds);
+        return;
+    }
+    if (t->has_alloc)
+        sd_problem(b, k, path, "tensor %s has a second allocate node", t->name);
+    t->has_alloc = 1;
+    t->alloc_index = idx;
+    const cJSON *comp = member(b, k, n, path, "component_", cJSON_IsString, "hbm or lx");
+    if (comp && strcmp(comp->valuestring, "hbm") && strcmp(comp->valuestring, "lx"))
+        sd_problem(b, k, path, "component_ %s is neither hbm nor lx", comp->valuestring);
+    t->lx = comp && !strcmp(comp->valuestring, "lx");
+    const cJSON *lo = member(b, k, n, path, "layoutDimOrder_", cJSON_IsArray, "an array of dimension names");
+    const cJSON *it;
+    char p[640];
+    cJSON_ArrayForEach(it, lo)
+    {
+        int d = cJSON_IsString(it) ? dim_index(k, it->valuestring) : -1;
+        if (d < 0 || t->nlayout == SD_MAX_DIMS) {
+            snprintf(p, sizeof p, "%s.layoutDimOrder_", path);
+            sd_problem(b, k, p, "%s is not a dimension of N_", cJSON_IsString(it) ? it->valuestring : "(not a string)");
+            continue;
+        }
+        t->layout[t->nlayout++] = d;
+    }
+    parse_alloc_coords(b, k, n, path, t);
 }
 
 /* labeledDs_: the tensors, their type and data format. */

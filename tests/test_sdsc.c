@@ -648,7 +648,9 @@ static void test_broken_files_never_crash_the_reader(void)
 {
     char dir[512], path[1024], err[256];
     tu_tmpdir(dir, sizeof dir);
-    char *text = cJSON_PrintUnformatted(sdsc_kernel(&ADD)); /* leaks the tree: a test */
+    cJSON *tree = sdsc_kernel(&ADD);
+    char *text = cJSON_PrintUnformatted(tree);
+    cJSON_Delete(tree);
     size_t n = strlen(text);
     chip_config cfg;
     tu_config("spyre", &cfg);
