@@ -341,9 +341,11 @@ static void add_tcoord(cJSON *ci, const tdim *d)
 
 /* A kernel of one op over `cores` cores whose slices the dims give (the
  * first dim varies fastest); tensors[i] (nd dims each, innermost layout
- * first) all in DRAM; the op reads ins and writes tensor `out`. */
+ * first) in DRAM, or in LX at lx[i] >= 0 (lx may be NULL: all in DRAM);
+ * the op reads ins and writes tensor `out`. */
 static cJSON *sdsc_op(const char *top, const char *func, const char *unit, const char *aten, const tdim *kdims, int nk,
-                      const tdim *const *tensors, const int *nd, int nt, const int *ins, int nin, int out, int sym0)
+                      const tdim *const *tensors, const int *nd, int nt, const int *ins, int nin, int out, int sym0,
+                      const int *lx)
 {
     kspec base = {top, func, aten, 0, 1, 1, 1, 1, {-1, -1, -1}, sym0};
     cJSON *root = sdsc_kernel(&base), *d = dsc_of(root), *t = root->child;
@@ -382,11 +384,13 @@ static cJSON *sdsc_op(const char *top, const char *func, const char *unit, const
         char key[32], val[32];
         cJSON_ReplaceItemInObject(n, "ldsIdx_", cJSON_CreateNumber(i));
         cJSON *data = cJSON_CreateObject();
+        int in_lx = lx && lx[i] >= 0;
         for (int c = 0; c < cores; c++) {
             snprintf(key, sizeof key, "[%d, 0, 0]", c);
-            snprintf(val, sizeof val, "%d", sym0 - i * cores - c);
+            snprintf(val, sizeof val, "%d", in_lx ? lx[i] : sym0 - i * cores - c);
             cJSON_AddStringToObject(data, key, val);
         }
+        cJSON_ReplaceItemInObject(n, "component_", cJSON_CreateString(in_lx ? "lx" : "hbm"));
         cJSON_ReplaceItemInObject(cJSON_GetObjectItem(n, "startAddressCoreCorelet_"), "data_", data);
         for (int j = 0; j < nd[i]; j++) {
             cJSON_AddItemToArray(lo, cJSON_CreateString(tensors[i][j].dim));
@@ -441,7 +445,7 @@ static void test_a_mean_over_rows_runs_on_the_sfp_with_the_sdsc_constant(void)
     const tdim res[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 1}};
     const tdim *t[] = {in, res};
     int nd[] = {2, 2}, ins[] = {0, 1};
-    cJSON *root = sdsc_op("0_mean", "mean", "sfp", "aten.mean.dim", k, 2, t, nd, 2, ins, 2, 1, -1);
+    cJSON *root = sdsc_op("0_mean", "mean", "sfp", "aten.mean.dim", k, 2, t, nd, 2, ins, 2, 1, -1, NULL);
     cJSON *ci = cJSON_CreateObject(), *c0 = cJSON_AddObjectToObject(ci, "0");
     cJSON_AddStringToObject(c0, "dataFormat_", "SEN169_FP16");
     cJSON_AddStringToObject(c0, "name_", "scaling_factor");
@@ -486,8 +490,63 @@ static void test_a_matrix_product_runs_on_the_pt_in_the_sdsc_grid(void)
     const tdim *t[] = {A, B, C};
     int nd[] = {2, 2, 2}, ins[] = {0, 1};
     write_json(dir, "sdsc_0.json",
-               sdsc_op("0_batchmatmul", "batchmatmul", "pt", "aten.mm.default", k, 3, t, nd, 3, ins, 2, 2, -1));
+               sdsc_op("0_batchmatmul", "batchmatmul", "pt", "aten.mm.default", k, 3, t, nd, 3, ins, 2, 2, -1, NULL));
     CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_mm), 0);
+    tu_rmtree(dir);
+}
+
+/* softmax as torch-spyre splits it: a copy of x into LX, then max, sub,
+ * exp (in place), sum and realdiv through LX, the row's max and sum
+ * broadcast; 64 x 256, rows in 4 slices. */
+static void verify_softmax(rt_device *dev, rt_program *prog)
+{
+    (void)dev;
+    static float y[64 * 256];
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg1", y, err, sizeof err), 0);
+    const float *x = host(prog, "arg0");
+    int bad = 0;
+    for (int r = 0; r < 64; r++) {
+        double m = -1e30, sum = 0;
+        for (int c = 0; c < 256; c++)
+            m = fmax(m, x[r * 256 + c]);
+        for (int c = 0; c < 256; c++)
+            sum += exp(x[r * 256 + c] - m);
+        /* exp and the quotient each rounded to DL16 (2^-10), the sum's terms too */
+        for (int c = 0; c < 256; c++) {
+            double want = exp(x[r * 256 + c] - m) / sum;
+            bad += fabs(y[r * 256 + c] - want) > 0x1p-7 * want;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_softmax_split_into_six_kernels_chains_through_lx(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    const tdim k[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 0}};
+    const tdim full[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 0}};
+    const tdim row[] = {{"mb", 4, 16, 0, 0}, {"out", 1, 256, 1, 1}};
+    const tdim *ff[] = {full, full}, *fr[] = {full, row}, *frf[] = {full, row, full};
+    int nd[] = {2, 2, 2}, in0[] = {0}, in01[] = {0, 1};
+    const int copy[] = {-1, 0}, max[] = {0, 8192}, sub[] = {0, 8192, 16384}, ex[] = {16384, 16384},
+              sum[] = {16384, 24576}, div[] = {16384, 24576, -1};
+    const char *sm = "aten._softmax.default", *dirs[] = {"sdsc_0.json", "sdsc_1.json", "sdsc_2.json",
+                                                         "sdsc_3.json", "sdsc_4.json", "sdsc_5.json"};
+    cJSON *ks[6] = {
+        sdsc_op("0_identity", "identity", "sfp", "", k, 2, ff, nd, 2, in0, 1, 1, -1, copy),
+        sdsc_op("1_max", "max", "sfp", sm, k, 2, fr, nd, 2, in01, 2, 1, -5, max),
+        sdsc_op("2_sub", "sub", "sfp", sm, k, 2, frf, nd, 3, in01, 2, 2, -5, sub),
+        sdsc_op("3_exp", "exp", "sfp", sm, k, 2, ff, nd, 2, in0, 1, 1, -5, ex),
+        sdsc_op("4_sum", "sum", "sfp", sm, k, 2, fr, nd, 2, in01, 2, 1, -5, sum),
+        sdsc_op("5_realdiv", "realdiv", "sfp", sm, k, 2, frf, nd, 3, in01, 2, 2, -5, div),
+    };
+    /* the copy names no ATen op, as torch-spyre's */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(ks[0]->child, "debug_handle_"), "aten_op", cJSON_CreateNull());
+    for (int i = 0; i < 6; i++)
+        write_json(dir, dirs[i], ks[i]);
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_softmax), 0);
     tu_rmtree(dir);
 }
 
@@ -687,6 +746,7 @@ int main(void)
         {"tensor specs are checked and host dtypes converted", test_tensor_specs_are_checked_and_host_dtypes_converted},
         {"a mean over rows runs on the SFP with the SDSC constant", test_a_mean_over_rows_runs_on_the_sfp_with_the_sdsc_constant},
         {"a matrix product runs on the PT in the SDSC grid", test_a_matrix_product_runs_on_the_pt_in_the_sdsc_grid},
+        {"softmax split into six kernels chains through LX", test_softmax_split_into_six_kernels_chains_through_lx},
         {"a valid SDSC passes the check", test_a_valid_sdsc_passes_the_check},
         {"more than 8 tensors break the tensor count cap", test_more_than_8_tensors_break_the_tensor_count_cap},
         {"an LX tensor past the usable LX breaks LX capacity", test_an_lx_tensor_past_the_usable_lx_breaks_lx_capacity},
