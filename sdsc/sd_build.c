@@ -31,8 +31,9 @@ static int supported(sd_ctx *x, const sd_kernel *k)
     return 0;
 }
 
-/* The specs given against the arguments' own; the program's tensors. */
-static int add_args(sd_ctx *x, const sd_spec *given, int n)
+/* The specs (n given, else the SDSC's own) against the arguments' own;
+ * the program's tensors. */
+static int add_args(sd_ctx *x, int n)
 {
     const sd_bundle *b = x->b;
     if (n && n != b->nargs)
@@ -53,7 +54,6 @@ static int add_args(sd_ctx *x, const sd_spec *given, int n)
         isa_program_add_tensor(x->p, b->args[i].name, b->args[i].input ? ISA_ROLE_INPUT : ISA_ROLE_OUTPUT, s->dtype,
                                t->f32 ? ISA_T_F32 : ISA_T_DL16, s->rank, s->shape, off);
     }
-    (void)given;
     if (x->p->dram_bytes > x->cfg->dram_bytes)
         return isa_errf(x->err, x->errlen, "the arguments need %llu bytes of DRAM, more than %s has",
                         (unsigned long long)x->p->dram_bytes, x->cfg->name);
@@ -116,7 +116,7 @@ isa_program *sd_build(const sd_bundle *b, const chip_config *cfg, const sd_spec 
             return NULL;
     x.value = calloc(SD_MAX_KERNELS, sizeof *x.value);
     x.p = x.value ? cc_program_new(cfg, NULL, err, errlen) : NULL;
-    int rc = x.p ? add_args(&x, specs, n) : isa_errf(err, errlen, "out of memory");
+    int rc = x.p ? add_args(&x, n) : isa_errf(err, errlen, "out of memory");
     if (!rc)
         rc = sd_graph_write(&x) || emit_all(&x);
     free(x.value);
