@@ -33,15 +33,6 @@ int64_t sd_host_extent(const sd_kernel *k, const sd_tensor *t, int d)
     return sd_reduced(k, t, d) ? 1 : k->dims[d].n;
 }
 
-static int written_by_op(const sd_kernel *k, int ti)
-{
-    for (int o = 0; o < k->nops; o++)
-        for (int j = 0; j < k->ops[o].nout; j++)
-            if (k->ops[o].out[j] == ti)
-                return 1;
-    return 0;
-}
-
 /* First used core's start: the symbol bundle.mlir binds (-1, -2, ...). */
 static int64_t symbol(const sd_kernel *k, const sd_tensor *t)
 {
@@ -86,7 +77,7 @@ void sd_find_args(sd_bundle *b)
             sd_arg *a = &b->args[b->nargs++];
             a->kernel = ki;
             a->tensor = ti;
-            a->input = !written_by_op(k, ti);
+            a->input = !sd_written(k, ti);
             int host[SD_MAX_DIMS], r = sd_host_dims(t, host);
             a->spec.dtype = t->f32 ? ISA_HT_F32 : ISA_HT_F16;
             a->spec.rank = r > 0 && r <= ISA_MAX_RANK ? r : 0;

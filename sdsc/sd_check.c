@@ -227,8 +227,7 @@ static void check_dram(sd_bundle *b, const sd_kernel *k, const sd_tensor *t, con
     }
 }
 
-/* Is tensor i of k written by one of k's ops? */
-static int written(const sd_kernel *k, int i)
+int sd_written(const sd_kernel *k, int i)
 {
     for (int o = 0; o < k->nops; o++)
         for (int j = 0; j < k->ops[o].nout; j++)
@@ -255,8 +254,9 @@ static int same_lx_layout(const sd_kernel *ka, const sd_tensor *a, const sd_kern
     return 1;
 }
 
-/* The producer of LX tensor t of kernel ki: the latest earlier kernel that
- * writes an LX tensor at t's address on core `core`; -1 when none. */
+/* LX tensor ti of kernel ki, which the kernel reads: the latest earlier
+ * kernel that writes an LX tensor at its address (on its first core) must
+ * have written it with the same layout; a problem when none did. */
 static void check_lx_producer(sd_bundle *b, int ki, int ti)
 {
     const sd_kernel *k = &b->k[ki];
@@ -271,7 +271,7 @@ static void check_lx_producer(sd_bundle *b, int ki, int ti)
         const sd_kernel *pk = &b->k[j];
         for (int i = 0; pk->parsed && i < pk->nt; i++) {
             const sd_tensor *pt = &pk->t[i];
-            if (!pt->lx || !written(pk, i) || core < 0 || !pk->core_used[core] || pt->start[core] != t->start[core])
+            if (!pt->lx || !sd_written(pk, i) || core < 0 || !pk->core_used[core] || pt->start[core] != t->start[core])
                 continue;
             if (!same_lx_layout(pk, pt, k, t))
                 sd_problem(b, k, p, "%s: read from LX with another layout, cores or format than %s %s wrote it",
@@ -304,7 +304,7 @@ void sd_check_all(sd_bundle *b, const chip_config *cfg)
         }
         check_lx(b, k, cfg);
         for (int i = 0; i < k->nt; i++)
-            if (k->t[i].lx && !written(k, i))
+            if (k->t[i].lx && !sd_written(k, i))
                 check_lx_producer(b, ki, i);
         if (!k->nops) {
             dsc_path(k, "computeOp_", p, sizeof p);

@@ -131,12 +131,14 @@ static inline int64_t sd_add(int64_t a, int64_t b)
     return a > SD_BIG - b ? SD_BIG : a + b;
 }
 
-/* Bytes per element and elements per stick of a tensor. */
+/* Bytes per element of a tensor. */
 static inline int sd_word(const sd_tensor *t) { return t->f32 ? 4 : 2; }
 /* Per-core extent of a tensor's dimension (the product of its elem
  * factors, positions) and the coordinates it spans (1 when reduced). */
 int64_t sd_coord_positions(const sd_coord *c);
 int64_t sd_coord_extent(const sd_coord *c);
+/* Is tensor i of k written by one of k's ops (an output, not an input)? */
+int sd_written(const sd_kernel *k, int i);
 /* A tensor's coordinate of dim d, or NULL. */
 const sd_coord *sd_tensor_coord(const sd_tensor *t, int d);
 
