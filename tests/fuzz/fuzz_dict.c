@@ -104,6 +104,23 @@ static void safetensors_dict(void)
     }
 }
 
+/* The SDSC keys and values the reader (sdsc/sd_parse.c) spells. */
+static void sdsc_dict(void)
+{
+    static const char *const keys[] = {
+        "\"debug_handle_\"", "\"aten_op\"", "\"numWkSlicesPerDim_\"", "\"coreIdToWkSlice_\"", "\"dscs_\"",
+        "\"numCoresUsed_\"", "\"coreIdsUsed_\"", "\"N_\"", "\"dataStageParam_\"", "\"ss_\"",
+        "\"scheduleTree_\"", "\"nodeType_\"", "\"allocate\"", "\"ldsIdx_\"", "\"component_\"", "\"hbm\"",
+        "\"lx\"", "\"layoutDimOrder_\"", "\"startAddressCoreCorelet_\"", "\"data_\"", "\"coordinates_\"",
+        "\"coordInfo\"", "\"elemArr\"", "\"folds\"", "\"dim_prop_func\"", "\"dim_prop_attr\"", "\"Affine\"",
+        "\"alpha_\"", "\"factor_\"", "\"label_\"", "\"core_fold\"", "\"corelet_fold\"", "\"row_fold\"",
+        "\"elem_arr_0\"", "\"elem_arr_1\"", "\"labeledDs_\"", "\"dsName_\"", "\"dsType_\"",
+        "\"dataFormat_\"", "\"wordLength\"", "\"SEN169_FP16\"", "\"IEEE_FP32\"", "\"computeOp_\"",
+        "\"exUnit\"", "\"sfp\"", "\"pt\"", "\"opFuncName\"", "\"inputLabeledDs\"", "\"outputLabeledDs\"",
+        "\"constantInfo_\"", "\"attributes_\"", "\"mb\"", "\"out\"", "\"in\"", "\"x\"", "\"[0, 0, 0]\"", NULL};
+    names(keys);
+}
+
 int main(int argc, char **argv)
 {
     const char *t = argc == 2 ? argv[1] : "";
@@ -115,8 +132,10 @@ int main(int argc, char **argv)
         return config_dict();
     else if (!strcmp(t, "safetensors"))
         safetensors_dict();
+    else if (!strcmp(t, "sdsc"))
+        sdsc_dict();
     else if (strcmp(t, "elf")) {
-        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors\n");
+        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc\n");
         return 2;
     }
     return 0;

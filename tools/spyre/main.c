@@ -17,6 +17,7 @@
 #include "isa.h"
 #include "rt.h"
 #include "sim.h"
+#include "sdsc_cmd.h"
 #include "sweep.h"
 
 enum { EXIT_OK = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_FAULT = 3 };
@@ -273,7 +274,7 @@ static int cmd_gen(int argc, char **argv)
 
 /* ---- run ---- */
 
-static void print_stats(const sim_stats *st, const chip_config *cfg)
+void print_stats(const sim_stats *st, const chip_config *cfg)
 {
     double us = sim_stats_time_us(st, cfg);
     uint64_t dram = st->dram_bytes_read + st->dram_bytes_written, rows = st->dram_row_hits + st->dram_row_misses;
@@ -312,7 +313,7 @@ static void print_stats(const sim_stats *st, const chip_config *cfg)
 
 /* The five kernels with the longest span (end - start): share of the run,
  * MAC utilization of the whole chip over the span, DRAM bytes moved. */
-static void print_top_kernels(const sim_stats *st, const chip_config *cfg)
+void print_top_kernels(const sim_stats *st, const chip_config *cfg)
 {
     enum { TOP = 5 };
     int top[TOP], ntop = 0;
@@ -702,6 +703,8 @@ static int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv, "run"))
         return EXIT_OK;
+    if (sdsc_names_kernel_dir(argc, argv)) /* a torch-spyre kernel directory (sdsc_cmd.c) */
+        return sdsc_run(argc, argv);
     run_args a;
     int status = run_parse(argc, argv, &a);
     if (status)
@@ -972,6 +975,10 @@ static const command commands[] = {
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
      "           [--no-fallback] [--max-insns N] [--max-cycles N]",
+     "A torch-spyre kernel DIR (holding sdsc_N.json) is checked as `spyre check` does and its SDSC kernels\n"
+     "run as the SDSC divides them, with spyre launch's tensor specs (-i 512x1024@fp16 ... -o ...; fp16,\n"
+     "bf16, fp32) and random or --ones inputs; --check runs each kernel's ATen op in the reference\n"
+     "(docs/torch-spyre.md).\n"
      "A GRAPH (or export DIR) is compiled for the chip first; its inputs come from DIR/inputs.safetensors\n"
      "when there is one and its weights from the graph's weights file; --check then validates against the\n"
      "reference executor and, when DIR/expected.safetensors exists, against PyTorch's outputs (skipped,\n"
@@ -999,6 +1006,7 @@ static const command commands[] = {
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"
      "program broke a rule (including a race, a deadlock or a limit)."},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
+    {"check", sdsc_check, sdsc_check_usage, sdsc_check_help},
 };
 
 static const command *find_command(const char *name)

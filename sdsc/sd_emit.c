@@ -1,0 +1,341 @@
+/* sd_emit.c: one core's part of an SDSC kernel: its DRAM operands staged
+ * into LX (one data stage: the SDSC's stage is the core's whole slice),
+ * the compute op on the unit the SDSC names, the result stored; LX
+ * operands stay at their SDSC addresses.  One table row per op function. */
+#include "sd_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One core's block of a tensor in host order.  The device layout (isa.h)
+ * is (sticks of the last dim, the other dims in order, lanes); the block's
+ * LX copy is the same, compact. */
+typedef struct {
+    int r;
+    int64_t full[SD_MAX_DIMS], start[SD_MAX_DIMS], len[SD_MAX_DIMS];
+    int reduced[SD_MAX_DIMS];
+    int kdim[SD_MAX_DIMS];
+    int64_t lanes, stick;
+} sd_geo;
+
+int sd_reduced(const sd_kernel *k, const sd_tensor *t, int d)
+{
+    const sd_coord *c = sd_tensor_coord(t, d);
+    return c && sd_coord_extent(c) == 1 && k->dims[d].n / k->dims[d].slices > 1;
+}
+
+static void block_geo(const sd_kernel *k, const sd_tensor *t, int core, int64_t stick, sd_geo *g)
+{
+    g->r = sd_host_dims(t, g->kdim);
+    g->stick = stick;
+    g->lanes = stick / sd_word(t);
+    for (int i = 0; i < g->r; i++) {
+        const sd_dim *dm = &k->dims[g->kdim[i]];
+        g->reduced[i] = sd_reduced(k, t, g->kdim[i]);
+        g->full[i] = sd_host_extent(k, t, g->kdim[i]);
+        g->len[i] = g->reduced[i] ? 1 : dm->n / dm->slices;
+        g->start[i] = g->reduced[i] ? 0 : k->slice[core][g->kdim[i]] * g->len[i];
+    }
+}
+
+static int64_t geo_groups(const sd_geo *g) { return (g->len[g->r - 1] + g->lanes - 1) / g->lanes; }
+static int64_t geo_rows(const sd_geo *g)
+{
+    int64_t n = 1;
+    for (int i = 0; i < g->r - 1; i++)
+        n *= g->len[i];
+    return n;
+}
+static int64_t geo_bytes(const sd_geo *g) { return geo_groups(g) * geo_rows(g) * g->stick; }
+
+/* The load of the block from DRAM (tensor at dram_off) into its compact
+ * LX copy; *dram gets the DRAM address of its first stick.  -1 when the
+ * block does not start on a stick. */
+static int geo_dma(const sd_geo *g, uint64_t dram_off, cc_dma_shape *sh, int64_t *dram)
+{
+    int64_t dstr[SD_MAX_DIMS], lstr[SD_MAX_DIMS], ds = g->stick, ls = g->stick;
+    for (int i = g->r - 2; i >= 0; i--) {
+        dstr[i] = ds;
+        lstr[i] = ls;
+        ds *= g->full[i];
+        ls *= g->len[i];
+    }
+    if (g->start[g->r - 1] % g->lanes)
+        return -1;
+    *dram = (int64_t)dram_off + g->start[g->r - 1] / g->lanes * ds;
+    for (int i = 0; i < g->r - 1; i++)
+        *dram += g->start[i] * dstr[i];
+    memset(sh, 0, sizeof *sh);
+    sh->run = g->r >= 2 ? g->len[g->r - 2] : geo_groups(g);
+    for (int i = g->r - 3; i >= 0; i--) { /* the outer dims, innermost first */
+        sh->n[sh->levels] = g->len[i];
+        sh->ds[sh->levels] = lstr[i];
+        sh->as[sh->levels++] = dstr[i];
+    }
+    sh->n[sh->levels] = g->r >= 2 ? geo_groups(g) : 1; /* the stick groups */
+    sh->ds[sh->levels] = ls;
+    sh->as[sh->levels++] = ds;
+    return 0;
+}
+
+/* An operand: the tensor, its block, and where the block is in LX. */
+typedef struct {
+    const sd_tensor *t;
+    sd_geo g;
+    int64_t lx;
+} sd_operand;
+
+/* Tensor i of k for this core: an LX tensor at its SDSC address, or a
+ * staging buffer, loaded from DRAM when load is set. */
+static void operand(sd_ctx *x, cc_emit *e, const sd_kernel *k, int i, int core, int load, sd_operand *o)
+{
+    o->t = &k->t[i];
+    block_geo(k, o->t, core, x->cfg->stick_bytes, &o->g);
+    if (o->t->lx) {
+        o->lx = o->t->start[core];
+        return;
+    }
+    o->lx = cc_lx_alloc(e, geo_bytes(&o->g), o->t->name);
+    cc_dma_shape sh;
+    int64_t dram;
+    if (geo_dma(&o->g, x->p->tensors[o->t->arg].dram_off, &sh, &dram))
+        cc_emit_error(e, "%s: %s: a block that does not start on a stick", k->file, o->t->name);
+    else if (load)
+        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(o->lx), cc_abs(dram), &sh);
+}
+
+static void store(sd_ctx *x, cc_emit *e, const sd_operand *o)
+{
+    cc_dma_shape sh;
+    int64_t dram;
+    geo_dma(&o->g, x->p->tensors[o->t->arg].dram_off, &sh, &dram);
+    for (int l = 0; l < sh.levels; l++) { /* a store's strides are the load's, swapped */
+        int64_t t = sh.ds[l];
+        sh.ds[l] = sh.as[l];
+        sh.as[l] = t;
+    }
+    cc_emit_dma(e, ISA_OP_DMA_ST, cc_abs(dram), cc_abs(o->lx), &sh);
+}
+
+/* Same per-core extents in every host dim (reduced dims excepted where allowed). */
+static int same_block(const sd_geo *a, const sd_geo *b, int except_last)
+{
+    if (a->r != b->r)
+        return 0;
+    for (int i = 0; i < a->r - (except_last != 0); i++)
+        if (a->len[i] != b->len[i] || a->reduced[i] || b->reduced[i])
+            return 0;
+    return 1;
+}
+
+static int64_t fits16(cc_emit *e, const sd_kernel *k, int64_t v)
+{
+    if (v > 65535)
+        cc_emit_error(e, "%s: %lld sticks or rows in one loop: more than an instruction's 65535", k->file, (long long)v);
+    return v;
+}
+
+typedef struct sd_oprow sd_oprow;
+typedef void (*sd_emit_fn)(cc_emit *e, const sd_kernel *k, const sd_oprow *row, const sd_operand *in, int nin,
+                           const sd_operand *out);
+struct sd_oprow {
+    const char *func, *unit;
+    int arity, op;
+    isa_unit u;       /* the unit it runs on (corelet 0) */
+    sd_emit_fn emit;
+};
+
+/* Elementwise: d = f(a[, b]) over every stick; b may hold one element per
+ * row (its last dim reduced: a max or sum of the row), broadcast. */
+static void emit_ew(cc_emit *e, const sd_kernel *k, const sd_oprow *row, const sd_operand *in, int nin,
+                    const sd_operand *out)
+{
+    const sd_geo *g = &out->g;
+    int bcast = nin > 1 && in[1].g.reduced[in[1].g.r - 1];
+    if (!same_block(&in[0].g, g, 0) || (nin > 1 && !same_block(&in[1].g, g, bcast))) {
+        cc_emit_error(e, "%s: operands of %s with other blocks than the result (only a row's reduction may be broadcast)",
+                      k->file, row->func);
+        return;
+    }
+    int64_t rows = geo_rows(g), groups = geo_groups(g), st = g->stick, total = rows * groups;
+    cc_sfp_args sa = {0};
+    sa.op = row->op;
+    sa.t = out->t->f32 ? ISA_T_F32 : ISA_T_DL16;
+    sa.bm = bcast ? ISA_BM_ELEM : ISA_BM_VEC;
+    if (bcast) { /* i0 over rows, i1 over stick groups; b: the row's element */
+        sa.d = cc_abs(out->lx), sa.a = cc_abs(in[0].lx), sa.b = cc_abs(in[1].lx);
+        sa.n0 = fits16(e, k, rows), sa.n1 = fits16(e, k, groups);
+        sa.ds0 = sa.as0 = sa.bs0 = st;
+        sa.ds1 = sa.as1 = rows * st;
+        cc_emit_sfp(e, &sa);
+        return;
+    }
+    for (int64_t done = 0; done < total;) {
+        int64_t n = total - done < 65535 ? total - done : 65535;
+        sa.d = cc_abs(out->lx + done * st);
+        sa.a = cc_abs(in[0].lx + done * st);
+        sa.b = cc_abs(nin > 1 ? in[1].lx + done * st : 0);
+        sa.n0 = n, sa.n1 = 1;
+        sa.ds0 = sa.as0 = st;
+        sa.bs0 = nin > 1 ? st : 0;
+        cc_emit_sfp(e, &sa);
+        done += n;
+    }
+}
+
+/* A reduction of each row over its last dim into one element per row (a
+ * stick each); mean then scales by the SDSC's constant. */
+static void emit_red(cc_emit *e, const sd_kernel *k, const sd_oprow *row, const sd_operand *in, int nin,
+                     const sd_operand *out)
+{
+    (void)nin;
+    const sd_geo *g = &in[0].g;
+    if (!same_block(g, &out->g, 1) || !out->g.reduced[out->g.r - 1] || g->reduced[g->r - 1]) {
+        cc_emit_error(e, "%s: %s: only a reduction over the last dim into one element per row is supported", k->file,
+                      row->func);
+        return;
+    }
+    int64_t rows = geo_rows(g), st = g->stick;
+    cc_sfp_args sa = {0};
+    sa.op = row->op;
+    sa.t = out->t->f32 ? ISA_T_F32 : ISA_T_DL16;
+    sa.flags = ISA_F_LANES;
+    sa.d = cc_abs(out->lx), sa.a = cc_abs(in[0].lx);
+    sa.n0 = fits16(e, k, geo_groups(g)), sa.as0 = rows * st;
+    sa.n1 = fits16(e, k, rows), sa.as1 = st, sa.ds1 = st;
+    sa.vl = g->len[g->r - 1];
+    cc_emit_sfp(e, &sa);
+    if (strcmp(row->func, "mean"))
+        return;
+    if (k->nconsts < 1) {
+        cc_emit_error(e, "%s: mean without its scaling_factor in constantInfo_", k->file);
+        return;
+    }
+    cc_sfp_args m = {0};
+    m.op = ISA_OP_SFP_MUL;
+    m.t = sa.t;
+    m.bm = ISA_BM_IMM;
+    m.imm = k->consts[0];
+    m.d = m.a = cc_abs(out->lx);
+    m.n0 = sa.n1, m.n1 = 1;
+    m.ds0 = m.as0 = st;
+    cc_emit_sfp(e, &m);
+}
+
+/* The kernel dims of A (batch..., M, K), B (batch..., K, N), C (batch..., M, N). */
+static int mm_dims(const sd_geo *a, const sd_geo *b, const sd_geo *c)
+{
+    int r = a->r;
+    if (r < 2 || b->r != r || c->r != r || a->kdim[r - 1] != b->kdim[r - 2] || a->kdim[r - 2] != c->kdim[r - 2] ||
+        b->kdim[r - 1] != c->kdim[r - 1])
+        return -1;
+    for (int i = 0; i < r - 2; i++)
+        if (a->kdim[i] != b->kdim[i] || a->kdim[i] != c->kdim[i] || a->len[i] != c->len[i])
+            return -1;
+    return 0;
+}
+
+/* A batch of matrix products on the PT unit: one pt.mm per batch index
+ * of the core's block, the whole K of the slice in one pass. */
+static void emit_mm(cc_emit *e, const sd_kernel *k, const sd_oprow *row, const sd_operand *in, int nin,
+                    const sd_operand *out)
+{
+    (void)nin;
+    const sd_geo *a = &in[0].g, *b = &in[1].g, *c = &out->g;
+    if (mm_dims(a, b, c) || a->lanes != b->lanes || a->lanes != c->lanes) {
+        cc_emit_error(e, "%s: %s: operands are not (batch, M, K) x (batch, K, N) -> (batch, M, N)", k->file, row->func);
+        return;
+    }
+    int r = a->r;
+    int64_t m = a->len[r - 2], kk = a->len[r - 1], n = c->len[r - 1], st = a->stick, batches = geo_rows(a) / m;
+    for (int64_t i = 0; i < batches; i++) {
+        cc_pt_args pa = {0};
+        pa.d = cc_abs(out->lx + i * m * st);
+        pa.a = cc_abs(in[0].lx + i * m * st);
+        pa.b = cc_abs(in[1].lx + i * kk * st);
+        pa.p = cc_abs(0);
+        pa.m = fits16(e, k, m), pa.n = fits16(e, k, n), pa.k = fits16(e, k, kk);
+        pa.ds = geo_rows(c) * st;
+        pa.as = geo_rows(a) * st;
+        pa.bs = geo_rows(b) * st;
+        cc_emit_pt(e, &pa);
+    }
+}
+
+static const sd_oprow sd_ops[] = {
+    {"add", "sfp", 2, ISA_OP_SFP_ADD, ISA_U_SFP0, emit_ew},
+    {"sub", "sfp", 2, ISA_OP_SFP_SUB, ISA_U_SFP0, emit_ew},
+    {"mul", "sfp", 2, ISA_OP_SFP_MUL, ISA_U_SFP0, emit_ew},
+    {"realdiv", "sfp", 2, ISA_OP_SFP_DIV, ISA_U_SFP0, emit_ew},
+    {"relufwd", "sfp", 1, ISA_OP_SFP_RELU, ISA_U_SFP0, emit_ew},
+    {"exp", "sfp", 1, ISA_OP_SFP_EXP, ISA_U_SFP0, emit_ew},
+    {"sigmoid", "sfp", 1, ISA_OP_SFP_SIGM, ISA_U_SFP0, emit_ew},
+    {"gelufwd", "sfp", 1, ISA_OP_SFP_GELU, ISA_U_SFP0, emit_ew},
+    {"silu", "sfp", 1, ISA_OP_SFP_SILU, ISA_U_SFP0, emit_ew},
+    {"identity", "sfp", 1, ISA_OP_SFP_MOV, ISA_U_SFP0, emit_ew},
+    {"max", "sfp", 1, ISA_OP_SFP_RMAX, ISA_U_SFP0, emit_red},
+    {"sum", "sfp", 1, ISA_OP_SFP_RSUM, ISA_U_SFP0, emit_red},
+    {"mean", "sfp", 1, ISA_OP_SFP_RSUM, ISA_U_SFP0, emit_red},
+    {"batchmatmul", "pt", 2, ISA_OP_PT_MM, ISA_U_PT0, emit_mm},
+};
+
+/* The op's inputs, less an accumulator (an input that is also its output:
+ * the SDSC's reductions). */
+static int inputs(const sd_op *op, int *in)
+{
+    int n = 0;
+    for (int j = 0; j < op->nin; j++)
+        if (op->in[j] != op->out[0])
+            in[n++] = op->in[j];
+    return n;
+}
+
+static const sd_oprow *op_row(const sd_kernel *k)
+{
+    int in[4];
+    if (k->nops != 1 || k->ops[0].nout != 1)
+        return NULL;
+    for (size_t i = 0; i < sizeof sd_ops / sizeof sd_ops[0]; i++)
+        if (!strcmp(k->ops[0].func, sd_ops[i].func) && !strcmp(k->ops[0].unit, sd_ops[i].unit) &&
+            inputs(&k->ops[0], in) == sd_ops[i].arity)
+            return &sd_ops[i];
+    return NULL;
+}
+
+int sd_emit_supported(const sd_kernel *k, char *err, size_t errlen)
+{
+    if (op_row(k))
+        return 0;
+    return isa_errf(err, errlen, "%s: computeOp_ %s on %s (%d inputs, %d ops): not supported yet (docs/torch-spyre.md)",
+                    k->file, k->nops ? k->ops[0].func : "(none)", k->nops ? k->ops[0].unit : "-",
+                    k->nops ? k->ops[0].nin : 0, k->nops);
+}
+
+void sd_emit_kernel(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core)
+{
+    const sd_oprow *row = op_row(k);
+    const sd_op *op = &k->ops[0];
+    int in[4], nin = inputs(op, in), loads = 0;
+    sd_operand o[4], out;
+    e->lx_top = x->lx_base; /* the staging buffers of earlier kernels are dead after the bar */
+    e->ntokens = 0;
+    cc_kernel_begin(e, k->top);
+    for (int j = 0; j < nin; j++) {
+        operand(x, e, k, in[j], core, 1, &o[j]);
+        loads += !o[j].t->lx;
+    }
+    operand(x, e, k, op->out[0], core, 0, &out);
+    if (loads) {
+        int tok = cc_tok_alloc(e, "loads done");
+        cc_emit_sig(e, ISA_U_DMAI, tok);
+        cc_emit_wait(e, row->u, tok);
+    }
+    row->emit(e, k, row, o, nin, &out);
+    if (!out.t->lx) {
+        int tok = cc_tok_alloc(e, "result done");
+        cc_emit_sig(e, row->u, tok);
+        cc_emit_wait(e, ISA_U_DMAO, tok);
+        store(x, e, &out);
+    }
+    cc_kernel_end(e);
+}
