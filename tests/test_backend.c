@@ -2028,6 +2028,23 @@ static void test_a_wide_strided_conv_runs_natively_whatever_its_row_of_taps(void
     }
 }
 
+/* torchvision's ConvNeXt and Swin ran an as_strided on the host: the
+ * global pool's mean seen as [1, 768, 1, 1] with strides [768, 1, 768,
+ * 768].  Over a fresh tensor's own storage, a permuted row-major layout
+ * from offset 0 is a reshape and a permute, natively (here also a
+ * transposition); the reference reads the storage itself. */
+static void test_as_strided_of_a_fresh_tensor_is_a_reshape_and_permute(void)
+{
+    const char *text = "graph ast\n"
+                       "input %x: f32[2, 3, 4]\n"
+                       "%m: f32[2, 3, 1] = aten.mean.dim(%x, [-1], True)\n"
+                       "%a: f32[2, 3, 1, 1] = aten.as_strided.default(%m, [2, 3, 1, 1], [3, 1, 3, 3])\n"
+                       "%r: f32[2, 3] = aten.sum.dim_IntList(%x, [-1])\n"
+                       "%b: f32[3, 2] = aten.as_strided.default(%r, [3, 2], [1, 3])\n"
+                       "output %a, %b\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+}
+
 /* torchvision's Swin block aborted the compiler (an assert in reshape_to):
  * its attention adds a bias gathered from a table (index, permute, clone)
  * to the scores, and the softmax's result, reshaped for the product with
@@ -3464,6 +3481,7 @@ int main(void)
          test_a_swin_attention_with_a_gathered_bias_compiles_and_validates},
         {"a wide strided conv runs natively whatever its row of taps",
          test_a_wide_strided_conv_runs_natively_whatever_its_row_of_taps},
+        {"as_strided of a fresh tensor is a reshape and permute", test_as_strided_of_a_fresh_tensor_is_a_reshape_and_permute},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

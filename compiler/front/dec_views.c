@@ -362,3 +362,84 @@ int dc_r_cumprod(dctx *c, const gr_node *n, int *out)
     out[0] = x;
     return 1;
 }
+
+/* Is source value v laid out over a storage of its own, row-major from
+ * offset 0: a graph input or parameter, an op's fresh result, or a
+ * reshape-like view of one?  (as_strided reads its self's storage.) */
+static int own_storage(const gr_graph *g, int v)
+{
+    static const char *const same[] = {"view", "_unsafe_view", "reshape", "_reshape_alias", "alias", "detach",
+                                       "unsqueeze", "squeeze", "flatten", "unflatten", NULL};
+    static const char *const moved[] = {"t", "transpose", "permute", "expand", "slice", "select", "diagonal",
+                                        "narrow", "unfold", "split", "split_with_sizes", "chunk", "unbind",
+                                        "as_strided", "getitem", "view_as_real", "view_as_complex", "movedim", NULL};
+    for (int hops = 0; hops < 64; hops++) {
+        int n = g->values[v].node;
+        if (n < 0)
+            return 1;
+        const gr_node *s = &g->nodes[n];
+        for (int i = 0; moved[i]; i++)
+            if (!strcmp(s->base, moved[i]))
+                return 0;
+        int reshape = 0;
+        for (int i = 0; same[i]; i++)
+            reshape |= !strcmp(s->base, same[i]);
+        if (!reshape)
+            return 1;
+        if (!s->nargs || s->args[0].kind != GR_ARG_VALUE)
+            return 0;
+        v = s->args[0].value;
+    }
+    return 0;
+}
+
+/* as_strided(self, size, stride, storage_offset): a view of self's
+ * storage.  A layout that is a permutation of a row-major one over all of
+ * self from offset 0 (size-1 dims aside: their strides are never used) is
+ * a reshape and a permute of self; any other stays for the host. */
+int dc_r_as_strided(dctx *c, const gr_node *n, int *out)
+{
+    int x = dc_val(c, n, 0, "self");
+    gr_ttype t = dc_T(c, x);
+    int64_t size[GR_MAX_RANK], stride[GR_MAX_RANK], sorted[GR_MAX_RANK], perm[GR_MAX_RANK];
+    int r = dc_ints(c, n, 1, "size", size), rs = dc_ints(c, n, 2, "stride", stride), ord[GR_MAX_RANK], m = 0;
+    const gr_arg *self = gr_node_arg(n, 0, "self");
+    if (r < 0 || rs != r || dc_num(c, n, 3, "storage_offset", 0) != 0 || !own_storage(c->g, self->value))
+        return 0;
+    for (int d = 0; d < r; d++)
+        if (size[d] != 1)
+            ord[m++] = d;
+    for (int i = 1; i < m; i++) /* by stride, largest first */
+        for (int k = i; k > 0 && stride[ord[k]] > stride[ord[k - 1]]; k--) {
+            int s = ord[k];
+            ord[k] = ord[k - 1], ord[k - 1] = s;
+        }
+    int64_t want = 1;
+    for (int i = m - 1; i >= 0; i--) {
+        if (stride[ord[i]] != want)
+            return 0;
+        want *= size[ord[i]];
+        sorted[i] = size[ord[i]];
+    }
+    if (want != dc_numel(&t))
+        return 0;
+    int y = dc_reshape(c, x, m, sorted);
+    for (int k = 0, i = 0; i < r; i++) /* the k-th dim kept, in self's order, is at ord's position */
+        if (size[i] != 1) {
+            for (int p = 0; p < m; p++)
+                if (ord[p] == i)
+                    perm[k] = p;
+            k++;
+        }
+    int identity = 1;
+    for (int k = 0; k < m; k++)
+        identity &= perm[k] == k;
+    if (!identity) {
+        gr_ttype tp = dc_T(c, y);
+        for (int k = 0; k < m; k++)
+            tp.shape[k] = sorted[perm[k]];
+        y = DC_EMIT(c, "aten.permute.default", tp, da_val(y), da_ints(m, perm));
+    }
+    out[0] = dc_reshape(c, y, r, size);
+    return 1;
+}

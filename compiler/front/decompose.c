@@ -2462,6 +2462,8 @@ static const struct {
     {"dropout", r_dropout, "identity (p = 0 or not training)"},
     {"native_dropout", r_native_dropout, "(x, full(True)) (p = 0 or not training)"},
     {"_reshape_alias", r_view_like, "reshape"},
+    {"as_strided", dc_r_as_strided, "over self's own storage, a permuted row-major layout from offset 0: reshape and "
+                                    "permute; else the host"},
     {"flatten", r_view_like, "reshape"},
     {"unflatten", r_view_like, "reshape"},
     {"view_as", r_view_like, "reshape"},

@@ -113,6 +113,7 @@ int dc_r_addmv(dctx *c, const gr_node *n, int *out);
 int dc_r_norm(dctx *c, const gr_node *n, int *out);
 int dc_r_mv(dctx *c, const gr_node *n, int *out);
 int dc_r_cumprod(dctx *c, const gr_node *n, int *out);
+int dc_r_as_strided(dctx *c, const gr_node *n, int *out);
 int dc_r_upsample_interp(dctx *c, const gr_node *n, int *out); /* dec_interp.c */
 
 #endif
