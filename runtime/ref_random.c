@@ -1,0 +1,175 @@
+/* ref_random.c: reference ops whose value is a random draw: rand, randn, bernoulli, rrelu_with_noise (training).
+ *
+ * Two modes (docs/validation.md, "Random ops"):
+ * - without error tracking (the host fallback, runtime/fallback.c, runs
+ *   the device's host op so): a draw from the host's own generator, keyed
+ *   by the seed (rt_ref_seed: the run's --seed) and the result's value
+ *   name; element k takes the next words of rt_random_word.  It is not
+ *   PyTorch's stream: PyTorch's CPU mt19937 is an implementation detail
+ *   Inductor does not reproduce either.
+ * - with error tracking (--check's reference): no draw.  Each element
+ *   holds the middle of the interval every draw could give and, as its
+ *   bound, the half-width plus the device's rounding of the drawn value,
+ *   so a device value is accepted exactly when some draw gives it.  The
+ *   result is marked drawn (E->draws), and --check compares an output that
+ *   depends on a draw with this interval, not with PyTorch's draw.
+ *
+ * Track 1 (the probabilistic scale) of a draw: the half-width, where the
+ * middle is the draw's mean (uniform draws: rand, rrelu's slope), so sums
+ * of independent draws obey Hoeffding's bound as rounding errors do;
+ * infinite where it is not (bernoulli: the mean is p, not 1/2), which
+ * leaves the worst case. */
+#include "ref_internal.h"
+
+#include <math.h>
+
+/* A uniform draw in [0, 1), exact in fp32: the top 24 bits of the next word. */
+static double draw_uniform(uint64_t *state) { return (double)(rt_random_word(state) >> 40) * 0x1p-24; }
+
+/* A standard normal draw (Box-Muller): u1 in (0, 1] from 53 bits, u2 in [0, 1). */
+static double draw_normal(uint64_t *state)
+{
+    double u1 = (double)((rt_random_word(state) >> 11) + 1) * 0x1p-53, u2 = draw_uniform(state);
+    return sqrt(-2 * log(u1)) * cos(2 * 3.14159265358979323846 * u2);
+}
+
+/* The generator's state for the current node's result. */
+static uint64_t node_state(ex *E) { return rt_random_key(E->seed, E->g->values[E->node->out].name); }
+
+/* Element k of o as the interval [lo, hi] of every draw: its middle, and
+ * its half-width (track 0; track 1 the half-width when the middle is the
+ * mean, else infinite) plus prop[w] (the argument's bound carried through)
+ * and, unless the value is exact (bernoulli's 0 and 1, rrelu's x > 0
+ * passed through), the rounding when the device stores it. */
+static void set_interval(tens *o, int64_t k, double lo, double hi, const double prop[2], int mean, int exact)
+{
+    double mid = lo == hi ? lo : lo / 2 + hi / 2, h = hi - mid;
+    o->f[k] = (float)mid;
+    for (int w = 0; w < 2; w++) {
+        double half = (w && !mean && h > 0 ? INFINITY : h) + prop[w];
+        o->eb[w][k] = (float)(exact ? half : ref_eb_store(fmax(fabs(lo), fabs(hi)), half, w));
+    }
+}
+
+/* rand(size, dtype=...): uniform in [0, 1); randn(size, ...): standard
+ * normal (no finite interval: an infinite bound, which --check reports as
+ * vacuous). */
+static int op_rand(ex *E, int normal)
+{
+    int64_t sz[MAXR];
+    int cnt, dt;
+    if (ref_arg_ints(E, 0, "size", sz, &cnt, MAXR) || ref_arg_dtype(E, -1, "dtype", &dt))
+        return -1;
+    if (cnt < 0)
+        return ref_fail(E, "missing argument size");
+    if (dt >= 0 && kind_of((gr_dtype)dt) != K_F)
+        return ref_fail(E, "draws floats only, not %s", gr_dtype_names[dt]);
+    tens *o = ref_new_result(E, K_F, cnt, sz);
+    if (!o)
+        return -1;
+    E->draws = 1;
+    uint64_t st = node_state(E);
+    static const double none[2] = {0, 0};
+    for (int64_t k = 0; k < o->n; k++) {
+        if (!o->eb[0])
+            o->f[k] = (float)(normal ? draw_normal(&st) : draw_uniform(&st));
+        else if (normal)
+            set_interval(o, k, -INFINITY, INFINITY, none, 1, 0);
+        else
+            set_interval(o, k, 0, 1, none, 1, 0);
+    }
+    return 0;
+}
+
+/* bernoulli(self) (p = self's elements), bernoulli.p(self, p): 1 with
+ * probability p, else 0.  Exact where p is exactly 0 or 1 on the device
+ * too (no bound on p, or p an input); {0, 1} elsewhere. */
+static int op_bernoulli(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    if (!x)
+        return -1;
+    const gr_arg *pa = ref_arg(E, 1, "p");
+    double pnum = 0;
+    int scalar = ref_present(pa) && pa->kind != GR_ARG_VALUE;
+    const tens *pt = ref_present(pa) && !scalar ? ref_tensor_of(E, pa, "p") : x;
+    if (!pt || (scalar && ref_arg_num(E, 1, "p", 0, &pnum)))
+        return -1;
+    if (kind_of(x->dtype) != K_F || (!scalar && pt->n != x->n))
+        return ref_fail(E, "takes a float tensor and p of its shape or a number");
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    if (!o)
+        return -1;
+    E->draws = 1;
+    /* an input's 0 and 1 reach the device exactly (DL16 holds them), whatever its bound says */
+    const gr_arg *pv = scalar ? NULL : ref_present(pa) ? pa : ref_arg(E, 0, "self");
+    int leaf = pv && E->g->values[pv->value].kind != GR_VAL_NODE;
+    uint64_t st = node_state(E);
+    for (int64_t k = 0; k < o->n; k++) {
+        double p = scalar ? pnum : ldd(pt, k), e = scalar ? 0 : ldb(pt, 0, k);
+        if (!(p >= 0 && p <= 1))
+            return ref_fail(E, "p = %g is not in [0, 1]", p);
+        static const double none[2] = {0, 0};
+        int exact = (e == 0 || leaf) && (p == 0 || p == 1);
+        if (!o->eb[0])
+            o->f[k] = draw_uniform(&st) < p;
+        else
+            set_interval(o, k, exact ? p : 0, exact ? p : 1, none, 0, 1);
+    }
+    return 0;
+}
+
+/* rrelu_with_noise(self, noise, lower=1/8, upper=1/3, training=False):
+ * x where x > 0; x r where x <= 0, r drawn uniform in [lower, upper] when
+ * training, (lower + upper) / 2 otherwise.  Training also writes noise
+ * (self's shape): 1 where x > 0, r elsewhere, as PyTorch does. */
+static int op_rrelu_noise(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self"), *nz = x ? ref_arg_tensor(E, 1, "noise") : NULL;
+    double lo, up;
+    int train;
+    if (!nz || ref_arg_num(E, 2, "lower", 0.125, &lo) || ref_arg_num(E, 3, "upper", 1.0 / 3, &up) ||
+        ref_arg_bool(E, 4, "training", 0, &train))
+        return -1;
+    if (kind_of(x->dtype) != K_F || kind_of(nz->dtype) != K_F || nz->n != x->n || !(lo <= up))
+        return ref_fail(E, "takes float self and noise of one shape, and lower <= upper");
+    tens *o = ref_new_result(E, K_F, x->rank, x->shape);
+    if (!o)
+        return -1;
+    E->draws = train;
+    if (!train)
+        lo = up = lo / 2 + up / 2;
+    else
+        E->wrote = ref_arg(E, 1, "noise")->value;
+    uint64_t st = node_state(E);
+    tens *noise = (tens *)nz; /* written in place, as PyTorch's schema says (Tensor(a!) noise) */
+    double lip = fmax(1, fmax(fabs(lo), fabs(up))); /* how far the result moves per unit of x */
+    static const double none[2] = {0, 0};
+    for (int64_t k = 0; k < o->n; k++) {
+        float v = ldf(x, k), r = !o->eb[0] && v <= 0 ? (float)(lo + (up - lo) * draw_uniform(&st)) : 1;
+        if (!o->eb[0]) { /* in fp32, as PyTorch */
+            o->f[k] = v > 0 ? v : v * r;
+            if (train)
+                noise->f[k] = v > 0 ? 1 : r;
+            continue;
+        }
+        double prop[2] = {lip * ldb(x, 0, k), lip * ldb(x, 1, k)};
+        set_interval(o, k, v > 0 ? v : v * up, v > 0 ? v : v * lo, prop, 1, v > 0);
+        if (!train)
+            continue;
+        int pos = v - ldb(x, 0, k) > 0, neg = v + ldb(x, 0, k) <= 0; /* x's error may move it across 0 */
+        set_interval(noise, k, pos ? 1 : neg ? lo : fmin(lo, 1), pos ? 1 : neg ? up : fmax(up, 1), none, pos || neg,
+                     pos);
+    }
+    return 0;
+}
+
+static const ref_op ops[] = {
+    {"rand", op_rand, 0},
+    {"randn", op_rand, 1},
+    {"bernoulli", op_bernoulli, 0},
+    {"rrelu_with_noise", op_rrelu_noise, 0},
+};
+const ref_ops ref_random_ops = REF_OPS(ops);
