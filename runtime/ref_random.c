@@ -53,7 +53,7 @@ static void set_interval(tens *o, int64_t k, double lo, double hi, const double 
 
 /* rand(size, dtype=...): uniform in [0, 1); randn(size, ...): standard
  * normal (no finite interval: an infinite bound, which --check reports as
- * vacuous). */
+ * vacuous, on a draw as the value: the interval has no middle). */
 static int op_rand(ex *E, int normal)
 {
     int64_t sz[MAXR];
@@ -73,9 +73,10 @@ static int op_rand(ex *E, int normal)
     for (int64_t k = 0; k < o->n; k++) {
         if (!o->eb[0])
             o->f[k] = (float)(normal ? draw_normal(&st) : draw_uniform(&st));
-        else if (normal)
-            set_interval(o, k, -INFINITY, INFINITY, none, 1, 0);
-        else
+        else if (normal) { /* any value, as a draw: a middle of 0s would make a projection singular */
+            o->f[k] = (float)draw_normal(&st);
+            o->eb[0][k] = o->eb[1][k] = INFINITY;
+        } else
             set_interval(o, k, 0, 1, none, 1, 0);
     }
     return 0;

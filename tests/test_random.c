@@ -196,6 +196,27 @@ static void test_a_graph_that_draws_runs_on_the_host_and_validates(void)
     remove(g);
 }
 
+/* randn has no finite interval: what depends on it validates vacuously (said so), and the
+ * reference's value is a draw, so a projection on it stays well posed (svd_lowrank without
+ * --record-draws). */
+static void test_a_random_projection_runs_and_is_said_vacuous(void)
+{
+    static const char text[] = "graph g\n"
+                               "input %a: f32[8, 6]\n"
+                               "%r: f32[6, 3] = aten.randn.default([6, 3], dtype=f32)\n"
+                               "%y: f32[8, 3] = aten.mm.default(%a, %r)\n"
+                               "%q: (f32[8, 3], f32[3, 3]) = aten.linalg_qr.default(%y)\n"
+                               "%q0: f32[8, 3] = getitem(%q, 0)\n"
+                               "output %q0\n";
+    char g[256], out[8192], cmd[512];
+    tu_write_tmpfile(".txt", text, strlen(text), g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check", g);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.randn.default"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "vacuous=24 ok"));
+    remove(g);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -208,6 +229,7 @@ int main(void)
         {"rrelu in training scales negatives by a slope in [lower, upper]",
          test_rrelu_in_training_scales_negatives_by_a_slope_drawn_in_lower_upper},
         {"a graph that draws runs on the host and validates", test_a_graph_that_draws_runs_on_the_host_and_validates},
+        {"a random projection runs and is said vacuous", test_a_random_projection_runs_and_is_said_vacuous},
         {NULL, NULL},
     };
     return tu_run("random", tests);
