@@ -22,6 +22,7 @@
 #include "ref_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 /* A uniform draw in [0, 1), exact in fp32: the top 24 bits of the next word. */
 static double draw_uniform(uint64_t *state) { return (double)(rt_random_word(state) >> 40) * 0x1p-24; }
@@ -92,10 +93,10 @@ static int op_bernoulli(ex *E, int unused)
     if (!x)
         return -1;
     const gr_arg *pa = ref_arg(E, 1, "p");
-    double pnum = 0;
-    int scalar = ref_present(pa) && pa->kind != GR_ARG_VALUE;
+    double pnum = 0.5; /* bernoulli.p's default */
+    int scalar = ref_present(pa) ? pa->kind != GR_ARG_VALUE : !strcmp(ref_overload(E->node), "p");
     const tens *pt = ref_present(pa) && !scalar ? ref_tensor_of(E, pa, "p") : x;
-    if (!pt || (scalar && ref_arg_num(E, 1, "p", 0, &pnum)))
+    if (!pt || (scalar && ref_arg_num(E, 1, "p", 0.5, &pnum)))
         return -1;
     if (kind_of(x->dtype) != K_F || (!scalar && pt->n != x->n))
         return ref_fail(E, "takes a float tensor and p of its shape or a number");

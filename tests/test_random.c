@@ -137,6 +137,29 @@ static void test_bernoulli_draws_0_or_1_with_mean_p_and_is_exact_at_p_0_and_1(vo
     free(p);
 }
 
+/* bernoulli.p(self, p=0.5): one probability for every element, self only shapes the result */
+static void test_bernoulli_p_takes_one_probability_half_by_default(void)
+{
+    static const char *const graphs[] = {
+        "graph g\ninput %x: f32[200000]\n%b: f32[200000] = aten.bernoulli.p(%x)\noutput %b\n",
+        "graph g\ninput %x: f32[200000]\n%b: f32[200000] = aten.bernoulli.p(%x, 0.0)\noutput %b\n",
+    };
+    float *x = calloc(N, sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (int i = 0; i < 2; i++) {
+        run_t t;
+        CU_ASSERT_EQUAL_FATAL(run_text(&t, graphs[i], x, 1, 0), 0);
+        const float *b = value(&t, "b");
+        double sum = 0;
+        for (int k = 0; k < N; k++)
+            sum += b[k];
+        double want = i == 0 ? 0.5 : 0, sigma = i == 0 ? sqrt(0.25 / N) : 0;
+        CU_ASSERT(fabs(sum / N - want) <= 5 * sigma);
+        done(&t);
+    }
+    free(x);
+}
+
 static const char rrelu_graph[] = "graph g\n"
                                   "input %x: f32[1000]\n"
                                   "%z: f32[1000] = aten.zeros_like.default(%x)\n"
@@ -226,6 +249,7 @@ int main(void)
         {"draws repeat for a seed and change with it", test_draws_repeat_for_a_seed_and_change_with_it},
         {"bernoulli draws 0 or 1, mean p, exact at p 0 and 1",
          test_bernoulli_draws_0_or_1_with_mean_p_and_is_exact_at_p_0_and_1},
+        {"bernoulli.p takes one probability, 1/2 by default", test_bernoulli_p_takes_one_probability_half_by_default},
         {"rrelu in training scales negatives by a slope in [lower, upper]",
          test_rrelu_in_training_scales_negatives_by_a_slope_drawn_in_lower_upper},
         {"a graph that draws runs on the host and validates", test_a_graph_that_draws_runs_on_the_host_and_validates},
