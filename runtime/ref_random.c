@@ -1,4 +1,5 @@
-/* ref_random.c: reference ops whose value is a random draw: rand, randn, bernoulli, rrelu_with_noise (training).
+/* ref_random.c: reference ops whose value is a random draw: rand, randn, their _like forms, randint_like,
+ * normal, bernoulli, multinomial, rrelu_with_noise (training).
  *
  * Two modes (docs/validation.md, "Random ops"):
  * - without error tracking (the host fallback, runtime/fallback.c, runs
@@ -22,6 +23,7 @@
 #include "ref_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A uniform draw in [0, 1), exact in fp32: the top 24 bits of the next word. */
@@ -52,15 +54,24 @@ static void set_interval(tens *o, int64_t k, double lo, double hi, const double 
     }
 }
 
-/* rand(size, dtype=...): uniform in [0, 1); randn(size, ...): standard
+enum { R_NORMAL = 1, R_LIKE = 2 };
+
+/* rand(size, dtype=...), rand_like(self, dtype=...): uniform in [0, 1); randn, randn_like: standard
  * normal (no finite interval: an infinite bound, which --check reports as
  * vacuous, on a draw as the value: the interval has no middle). */
-static int op_rand(ex *E, int normal)
+static int op_rand(ex *E, int how)
 {
     int64_t sz[MAXR];
-    int cnt, dt;
-    if (ref_arg_ints(E, 0, "size", sz, &cnt, MAXR) || ref_arg_dtype(E, -1, "dtype", &dt))
+    int cnt, dt, normal = how & R_NORMAL;
+    const tens *like = how & R_LIKE ? ref_arg_tensor(E, 0, "self") : NULL;
+    if ((how & R_LIKE && !like) || (!like && ref_arg_ints(E, 0, "size", sz, &cnt, MAXR)) ||
+        ref_arg_dtype(E, -1, "dtype", &dt))
         return -1;
+    if (like) {
+        cnt = like->rank;
+        memcpy(sz, like->shape, sizeof sz);
+        dt = dt < 0 ? (int)like->dtype : dt;
+    }
     if (cnt < 0)
         return ref_fail(E, "missing argument size");
     if (dt >= 0 && kind_of((gr_dtype)dt) != K_F)
@@ -168,9 +179,165 @@ static int op_rrelu_noise(ex *E, int unused)
     return 0;
 }
 
+/* Element k of integer (or integer-valued float) o as any integer in [lo, hi]. */
+static void set_int_interval(tens *o, int64_t k, int64_t lo, int64_t hi)
+{
+    int64_t mid = lo + (hi - lo) / 2;
+    if (o->f)
+        o->f[k] = (float)mid;
+    else
+        o->i[k] = mid;
+    for (int w = 0; w < 2; w++) /* track 1: the middle is not the mean of an even count */
+        o->eb[w][k] = (float)(lo == hi ? 0 : w ? INFINITY : (double)(hi - mid));
+}
+
+/* randint_like(self, high), randint_like.low_dtype(self, low, high): integers uniform in [low, high), of
+ * self's dtype (or dtype=); exact in DL16 up to 2^11. */
+static int op_randint_like(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int two = ref_present(ref_arg(E, 2, "high"));
+    int64_t lo = 0, hi;
+    int dt;
+    if (!x || (two && ref_arg_req_int(E, 1, "low", &lo)) || ref_arg_req_int(E, two ? 2 : 1, "high", &hi) ||
+        ref_arg_dtype(E, -1, "dtype", &dt))
+        return -1;
+    kind k = kind_of(dt >= 0 ? (gr_dtype)dt : x->dtype);
+    if (!(lo < hi) || k == K_B || (k == K_F && (lo < -2048 || hi > 2049)))
+        return ref_fail(E, "needs low < high%s", k == K_F ? ", a float result within DL16's exact +-2048" : "");
+    tens *o = ref_new_result(E, k, x->rank, x->shape);
+    if (!o)
+        return -1;
+    E->draws = 1;
+    uint64_t st = node_state(E);
+    for (int64_t j = 0; j < o->n; j++) {
+        int64_t v = lo + (int64_t)(draw_uniform(&st) * (double)(hi - lo));
+        if (o->eb[0])
+            set_int_interval(o, j, lo, hi - 1);
+        else if (o->f)
+            o->f[j] = (float)v;
+        else
+            o->i[j] = v;
+    }
+    return 0;
+}
+
+/* normal(mean, std): mean + std z, z standard normal, mean and std tensors
+ * or numbers broadcast together (normal.float_float(mean, std, size) too).
+ * No finite interval where std > 0 (an infinite bound on a draw, as randn);
+ * exactly mean where std is exactly 0. */
+static int op_normal(ex *E, int unused)
+{
+    (void)unused;
+    scalar_box b0, b1;
+    const tens *m, *s;
+    iter it;
+    tens *o;
+    if (!strcmp(ref_overload(E->node), "float_float")) {
+        int64_t sz[MAXR];
+        int cnt;
+        double mv, sv;
+        if (ref_arg_num(E, 0, "mean", 0, &mv) || ref_arg_num(E, 1, "std", 1, &sv) ||
+            ref_arg_ints(E, 2, "size", sz, &cnt, MAXR) || !(o = ref_new_result(E, K_F, cnt < 0 ? 0 : cnt, sz)))
+            return -1;
+        E->draws = 1;
+        uint64_t st = node_state(E);
+        for (int64_t k = 0; k < o->n; k++) {
+            o->f[k] = (float)(mv + sv * draw_normal(&st));
+            for (int w = 0; o->eb[0] && w < 2; w++)
+                o->eb[w][k] = sv == 0 ? (float)ref_eb_const(mv) : INFINITY;
+        }
+        return 0;
+    }
+    if (!(o = ref_binary_float(E, "mean", "std", &b0, &b1, &m, &s, &it)))
+        return -1;
+    E->draws = 1;
+    uint64_t st = node_state(E);
+    for (int64_t k = 0; k < o->n; k++, iter_next(&it)) {
+        double mv = ldd(m, it.off[0]), sv = ldd(s, it.off[1]);
+        if (!(sv >= 0))
+            return ref_fail(E, "std = %g is not >= 0", sv);
+        o->f[k] = (float)(mv + sv * draw_normal(&st));
+        for (int w = 0; o->eb[0] && w < 2; w++) /* exact std 0: the mean, as the device holds it */
+            o->eb[w][k] = sv == 0 && ldb(s, w, it.off[1]) == 0 ? (float)ldb(m, w, it.off[0]) : INFINITY;
+        if (o->eb[0] && o->eb[0][k] < INFINITY)
+            o->f[k] = (float)mv;
+    }
+    return 0;
+}
+
+/* One draw of multinomial: an index of row p (n weights) by weight, the
+ * taken ones (without replacement) zeroed in p. */
+static int64_t draw_index(double *p, int64_t n, int replace, uint64_t *st)
+{
+    double total = 0, acc = 0;
+    for (int64_t j = 0; j < n; j++)
+        total += p[j];
+    double u = draw_uniform(st) * total;
+    int64_t pick = -1;
+    for (int64_t j = 0; j < n && pick < 0; j++)
+        if (p[j] > 0 && (acc += p[j]) > u)
+            pick = j;
+    for (int64_t j = n; pick < 0 && j-- > 0;) /* u at the top of the last bin, by rounding */
+        pick = p[j] > 0 ? j : -1;
+    if (!replace)
+        p[pick] = 0;
+    return pick;
+}
+
+/* multinomial(self, num_samples, replacement=False): per row of weights
+ * (rank 1 or 2), num_samples indices drawn by weight.  Interval: any index
+ * whose weight the device may hold above 0. */
+static int op_multinomial(ex *E, int unused)
+{
+    (void)unused;
+    const tens *x = ref_arg_tensor(E, 0, "self");
+    int64_t ns;
+    int rep;
+    if (!x || ref_arg_req_int(E, 1, "num_samples", &ns) || ref_arg_bool(E, 2, "replacement", 0, &rep))
+        return -1;
+    int64_t n = x->rank ? x->shape[x->rank - 1] : 0, rows = n ? x->n / n : 0, shape[2] = {rows, ns};
+    if (kind_of(x->dtype) != K_F || x->rank < 1 || x->rank > 2 || ns < 0 || (!rep && ns > n))
+        return ref_fail(E, "takes a float tensor of rank 1 or 2 and at most as many samples as weights "
+                           "without replacement");
+    tens *o = ref_new_result(E, K_I, x->rank, x->rank == 1 ? shape + 1 : shape);
+    double *p = o ? malloc((size_t)(n + 1) * sizeof *p) : NULL;
+    if (!p)
+        return o ? ref_fail(E, "out of host memory") : -1;
+    E->draws = 1;
+    uint64_t st = node_state(E);
+    int rc = 0;
+    for (int64_t r = 0; r < rows && !rc; r++) {
+        int64_t lo = n, hi = -1, pos = 0;
+        for (int64_t j = 0; j < n; j++) {
+            p[j] = ldd(x, r * n + j);
+            if (!(p[j] >= 0) || isinf(p[j]))
+                rc = ref_fail(E, "weight %g is not finite and >= 0", p[j]);
+            if (p[j] + ldb(x, 0, r * n + j) > 0)
+                lo = j < lo ? j : lo, hi = j, pos += p[j] > 0;
+        }
+        if (!rc && ns && (rep ? !pos : pos < ns))
+            rc = ref_fail(E, "row %lld has too few positive weights for %lld samples", (long long)r, (long long)ns);
+        for (int64_t j = 0; j < ns && !rc; j++) {
+            if (o->eb[0])
+                set_int_interval(o, r * ns + j, lo, hi);
+            else
+                o->i[r * ns + j] = draw_index(p, n, rep, &st);
+        }
+    }
+    free(p);
+    return rc;
+}
+
 static const ref_op ops[] = {
     {"rand", op_rand, 0},
-    {"randn", op_rand, 1},
+    {"randn", op_rand, R_NORMAL},
+    {"rand_like", op_rand, R_LIKE},
+    {"randn_like", op_rand, R_NORMAL | R_LIKE},
+    {"randint_like", op_randint_like, 0},
+    {"normal", op_normal, 0},
+    {"multinomial", op_multinomial, 0},
     {"bernoulli", op_bernoulli, 0},
     {"rrelu_with_noise", op_rrelu_noise, 0},
 };

@@ -219,6 +219,49 @@ static void test_a_graph_that_draws_runs_on_the_host_and_validates(void)
     remove(g);
 }
 
+/* randint_like: integers in [low, high), each about equally often; normal(mean, std): mean and
+ * spread within 5 sigma; multinomial: indices by weight, distinct without replacement, never a
+ * zero weight's. */
+static void test_randint_normal_and_multinomial_draw_from_their_distributions(void)
+{
+    float *x = calloc(N, sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    run_t t;
+    CU_ASSERT_EQUAL_FATAL(run_text(&t, "graph g\ninput %x: f32[200000]\n"
+                                       "%r: f32[200000] = aten.randint_like.low_dtype(%x, 2, 10)\n"
+                                       "%n: f32[200000] = aten.normal.float_Tensor(3.0, %r)\noutput %r, %n\n",
+                                   x, 1, 0), 0);
+    const float *r = value(&t, "r"), *n = value(&t, "n");
+    int64_t count[8] = {0}, bad = 0;
+    double z1 = 0, z2 = 0;
+    for (int k = 0; k < N; k++) {
+        bad += !(r[k] >= 2 && r[k] <= 9 && r[k] == floorf(r[k]));
+        count[((int)r[k] - 2) & 7]++;
+        double z = (n[k] - 3) / r[k];
+        z1 += z, z2 += z * z;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int v = 0; v < 8; v++)
+        CU_ASSERT(fabs((double)count[v] / N - 0.125) < 5 * sqrt(0.125 * 0.875 / N));
+    CU_ASSERT(fabs(z1 / N) < 5 * sqrt(1.0 / N) && fabs(z2 / N - 1) < 5 * sqrt(2.0 / N));
+    done(&t);
+    float w[4 * 5] = {0};
+    for (int row = 0; row < 4; row++)
+        w[row * 5 + 1] = 1, w[row * 5 + 3] = 3, w[row * 5 + 4] = 4;
+    CU_ASSERT_EQUAL_FATAL(run_text(&t, "graph g\ninput %x: f32[4, 5]\n"
+                                       "%m: i64[4, 3] = aten.multinomial.default(%x, 3)\noutput %m\n",
+                                   w, 1, 0), 0);
+    const float *m = value(&t, "m");
+    for (int row = 0; row < 4; row++) {
+        int seen = 0;
+        for (int j = 0; j < 3; j++)
+            seen |= 1 << (int)m[row * 3 + j];
+        CU_ASSERT_EQUAL(seen, 0x1a); /* 1, 3 and 4: every positive weight once */
+    }
+    done(&t);
+    free(x);
+}
+
 /* randn has no finite interval: what depends on it validates vacuously (said so), and the
  * reference's value is a draw, so a projection on it stays well posed (svd_lowrank without
  * --record-draws). */
@@ -253,6 +296,8 @@ int main(void)
         {"rrelu in training scales negatives by a slope in [lower, upper]",
          test_rrelu_in_training_scales_negatives_by_a_slope_drawn_in_lower_upper},
         {"a graph that draws runs on the host and validates", test_a_graph_that_draws_runs_on_the_host_and_validates},
+        {"randint_like, normal and multinomial draw from their distributions",
+         test_randint_normal_and_multinomial_draw_from_their_distributions},
         {"a random projection runs and is said vacuous", test_a_random_projection_runs_and_is_said_vacuous},
         {NULL, NULL},
     };
