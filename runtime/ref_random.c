@@ -133,10 +133,33 @@ static int op_bernoulli(ex *E, int unused)
     return 0;
 }
 
+/* Does argument a read value v? */
+static int reads(const gr_arg *a, int v)
+{
+    if (a->kind == GR_ARG_VALUE && a->value == v)
+        return 1;
+    for (int i = 0; i < a->nitems; i++)
+        if (reads(&a->items[i], v))
+            return 1;
+    return 0;
+}
+
+/* The line of a node after the current one that reads value v, or 0. */
+static int read_later(ex *E, int v)
+{
+    for (const gr_node *n = E->node + 1; n < E->g->nodes + E->g->nnodes; n++)
+        for (int i = 0; i < n->nargs; i++)
+            if (reads(&n->args[i], v))
+                return n->line;
+    return 0;
+}
+
 /* rrelu_with_noise(self, noise, lower=1/8, upper=1/3, training=False):
  * x where x > 0; x r where x <= 0, r drawn uniform in [lower, upper] when
  * training, (lower + upper) / 2 otherwise.  Training also writes noise
- * (self's shape): 1 where x > 0, r elsewhere, as PyTorch does. */
+ * (self's shape): 1 where x > 0, r elsewhere, as PyTorch does; seen as an
+ * output, but an op that reads it later is refused: the device's schedule
+ * follows values, not writes in place, and may run that op first. */
 static int op_rrelu_noise(ex *E, int unused)
 {
     (void)unused;
@@ -156,6 +179,10 @@ static int op_rrelu_noise(ex *E, int unused)
         lo = up = lo / 2 + up / 2;
     else
         E->wrote = ref_arg(E, 1, "noise")->value;
+    int later = train ? read_later(E, E->wrote) : 0;
+    if (later)
+        return ref_fail(E, "line %d reads noise %%%s after this op writes it in place, an order the device's schedule "
+                        "does not keep", later, E->g->values[E->wrote].name);
     uint64_t st = node_state(E);
     tens *noise = (tens *)nz; /* written in place, as PyTorch's schema says (Tensor(a!) noise) */
     double lip = fmax(1, fmax(fabs(lo), fabs(up))); /* how far the result moves per unit of x */
