@@ -39,8 +39,8 @@ is not run (no expected outputs, no comparison).  If tracing on meta
 tensors fails, it traces real tensors and just skips the files.
 
 --record-draws turns each aten.rand / aten.randn node into a graph input
-holding the values PyTorch drew for it during the export (named after the
-node), so that a graph that merely uses draws (fractional max pooling's
+holding the values PyTorch drew for it (named after the node) in the run
+of the module that gives expected.safetensors, so that a graph that merely uses draws (fractional max pooling's
 samples, svd_lowrank's random projection) is deterministic and validates
 exactly against PyTorch's outputs.  Without it those ops stay in the graph
 and run with the device's own generator (docs/validation.md, "Random
@@ -57,6 +57,7 @@ output that is not a tensor, an op whose result is not a tensor, a module
 that mutates its inputs or buffers) prints one line and exits with status 2.
 """
 import argparse
+import contextlib
 import importlib.util
 import inspect
 import json
@@ -68,6 +69,7 @@ import sys
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode  # PyTorch 1.13 and later
 
 
 class UserError(Exception):
@@ -309,10 +311,6 @@ def fetch_attr(gm, target):
 
 
 DRAWS = ("aten.rand.default", "aten.randn.default")  # what --record-draws records
-try:
-    from torch.utils._python_dispatch import TorchDispatchMode
-except ImportError:  # --record-draws needs it
-    TorchDispatchMode = object
 
 
 def is_random(node):
@@ -580,10 +578,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
     torch.manual_seed(seed)
     drawn = DrawRecorder() if draws else None
     try:
-        if drawn:
-            with drawn:
-                expected = flatten(with_grad(lambda a: model(*a), inputs)[0])
-        else:
+        with drawn or contextlib.nullcontext():
             expected = flatten(with_grad(lambda a: model(*a), inputs)[0])
     except Exception as e:
         raise UserError(f"{spec}: the module raised {describe(e)}")
