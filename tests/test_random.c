@@ -289,6 +289,34 @@ static void test_rrelu_noise_reaches_an_output_and_a_later_reader_is_refused(voi
     }
 }
 
+/* Against PyTorch's outputs a draw is checked by its interval, not by PyTorch's draw (any 0s
+ * and 1s pass); a PyTorch value outside the interval is an error naming the element. */
+static void test_a_drawn_output_is_checked_by_its_interval_not_by_pytorchs_draw(void)
+{
+    static const char text[] = "graph g\ninput %p: f32[64]\n%b: f32[64] = aten.bernoulli.default(%p)\noutput %b\n";
+    char dir[256], path[300], cmd[400], out[8192], err2[256];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    tu_write_file(path, text, strlen(text));
+    static float p[64], want[64];
+    for (int k = 0; k < 64; k++)
+        p[k] = 0.5f, want[k] = (float)(k % 2); /* a draw the host's generator surely does not repeat */
+    rt_st_entry in = {.name = "p", .dtype = RT_ST_F32, .rank = 1, .shape = {64}, .data = p};
+    rt_st_entry ex = {.name = "output0", .dtype = RT_ST_F32, .rank = 1, .shape = {64}, .data = want};
+    snprintf(path, sizeof path, "%s/inputs.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, &in, 1, err2, sizeof err2), 0);
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, &ex, 1, err2, sizeof err2), 0);
+    snprintf(cmd, sizeof cmd, "run %s --check", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
+    want[5] = 2;
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(path, &ex, 1, err2, sizeof err2), 0);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "PyTorch's %b element 5, 2, is outside ["));
+    tu_rmtree(dir);
+}
+
 /* randn has no finite interval: what depends on it validates vacuously (said so), and the
  * reference's value is a draw, so a projection on it stays well posed (svd_lowrank without
  * --record-draws). */
@@ -327,6 +355,8 @@ int main(void)
          test_randint_normal_and_multinomial_draw_from_their_distributions},
         {"rrelu's noise reaches an output; a later reader is refused",
          test_rrelu_noise_reaches_an_output_and_a_later_reader_is_refused},
+        {"a drawn output is checked by its interval, not by PyTorch's draw",
+         test_a_drawn_output_is_checked_by_its_interval_not_by_pytorchs_draw},
         {"a random projection runs and is said vacuous", test_a_random_projection_runs_and_is_said_vacuous},
         {NULL, NULL},
     };
