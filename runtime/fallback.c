@@ -79,6 +79,7 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
         rt_fallback_end(fb);
         return NULL;
     }
+    rt_ref_seed(fb->ref, prog->seed);
     return fb;
 }
 
@@ -185,7 +186,6 @@ static double host_cycles(const chip_config *k, uint64_t in, uint64_t out)
 int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
                     size_t errlen)
 {
-    (void)p;
     (void)at;
     rt_fallback *fb = ctx;
     const gr_node *n = &fb->g->nodes[node];
@@ -199,6 +199,10 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
         rc = rt_ref_run_node(fb->ref, (int)node, msg, sizeof msg);
     if (!rc)
         rc = store_results(fb, (int)node, &out, msg, sizeof msg);
+    /* an argument the op also writes (rrelu_with_noise's noise) goes back too, where the device holds it */
+    int wrote = fb->values ? rt_ref_written(fb->ref) : -1;
+    if (!rc && wrote >= 0 && isa_program_find_tensor(p, fb->g->values[wrote].name) >= 0)
+        rc = store(fb, wrote, &out, msg, sizeof msg);
     if (rc) {
         fb->failed = 1;
         return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);

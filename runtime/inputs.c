@@ -9,7 +9,7 @@
 
 /* splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
  * generators", 2014): a Weyl sequence through a 64-bit finaliser. */
-static uint64_t splitmix64(uint64_t *state)
+uint64_t rt_random_word(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -28,11 +28,13 @@ static uint64_t fnv1a64(const char *s)
     return h;
 }
 
+uint64_t rt_random_key(uint64_t seed, const char *name) { return seed ^ fnv1a64(name); }
+
 void rt_random_uniform(uint64_t seed, const char *name, float *out, size_t n)
 {
-    uint64_t state = seed ^ fnv1a64(name);
+    uint64_t state = rt_random_key(seed, name);
     for (size_t i = 0; i < n; i++) {
-        int32_t k = (int32_t)(splitmix64(&state) >> 40); /* 24 bits */
+        int32_t k = (int32_t)(rt_random_word(&state) >> 40); /* 24 bits */
         out[i] = (float)(k - (1 << 23)) * 0x1p-23f;
     }
 }
@@ -58,6 +60,7 @@ static int set_input(rt_program *prog, int i, float *vals, char *err, size_t err
 
 int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)
 {
+    prog->seed = seed;
     for (size_t i = 0; i < prog->p->ntensors; i++) {
         const isa_tensor *t = &prog->p->tensors[i];
         if (!is_input_role(t->role) || t->const_off >= 0)

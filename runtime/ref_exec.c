@@ -12,7 +12,7 @@ static const ref_ops *const families[] = {
     &ref_views_ops, &ref_gather_ops, &ref_create_ops, &ref_reductions_ops, &ref_norm_ops, &ref_act_ops,
     &ref_sort_ops, &ref_index_ops, &ref_spatial_ops, &ref_conv_ops, &ref_vecnorm_ops, &ref_linalg_ops,
     &ref_data_ops, &ref_special_ops, &ref_fpbits_ops, &ref_poly_ops, &ref_nll_ops, &ref_spatial2_ops, &ref_pool3d_ops, &ref_loss_ops, &ref_space_ops, &ref_dist_ops, &ref_mode_ops, &ref_segment_ops, &ref_histogram_ops, &ref_embag_ops, &ref_grid_ops, &ref_trilinear_ops, &ref_matexp_ops,
-    &ref_ctc_ops, &ref_lstsq_ops,
+    &ref_ctc_ops, &ref_lstsq_ops, &ref_random_ops,
 };
 
 /* The op table row of a node, or NULL. */
@@ -40,7 +40,9 @@ static rt_ref *ref_alloc(const gr_graph *g, char *err, size_t errlen)
     r->vals = calloc(nv, sizeof *r->vals);
     r->keep = calloc(nv, 1);
     r->last_use = malloc(nv * sizeof *r->last_use);
-    if (!r->vals || !r->keep || !r->last_use) {
+    r->drawn = calloc(nv, 1);
+    r->wrote = -1;
+    if (!r->vals || !r->keep || !r->last_use || !r->drawn) {
         rt_ref_free(r);
         isa_errf(err, errlen, "%s: out of host memory", g->path);
         return NULL;
@@ -75,6 +77,7 @@ void rt_ref_free(rt_ref *r)
     free(r->vals);
     free(r->keep);
     free(r->last_use);
+    free(r->drawn);
     for (int i = 0; i < r->nres; i++)
         ref_tfree(&r->res[i]);
     free(r->res);
@@ -279,6 +282,17 @@ static int check_bounds(ex *E, const tens *t)
     return 0;
 }
 
+/* Does an argument read a value that depends on a draw? */
+static int reads_drawn(const rt_ref *r, const gr_arg *a)
+{
+    if (a->kind == GR_ARG_VALUE && r->drawn[a->value])
+        return 1;
+    for (int i = 0; i < a->nitems; i++)
+        if (reads_drawn(r, &a->items[i]))
+            return 1;
+    return 0;
+}
+
 static void last_uses(const gr_arg *a, int node, int *last)
 {
     if (a->kind == GR_ARG_VALUE)
@@ -294,6 +308,8 @@ static int exec_node(rt_ref *r, int n)
     const gr_node *nd = &g->nodes[n];
     r->node = nd;
     r->nres = 0;
+    r->draws = 0;
+    r->wrote = -1;
     const ref_op *op = find_op(nd);
     int rc;
     if (!op)
@@ -325,8 +341,19 @@ static int exec_node(rt_ref *r, int n)
     memcpy(s->t, r->res, (size_t)r->nres * sizeof *s->t);
     s->nt = r->nres;
     r->nres = 0;
+    for (int i = 0; i < nd->nargs && !r->draws; i++)
+        r->draws = reads_drawn(r, &nd->args[i]);
+    r->drawn[nd->out] = (char)r->draws;
+    if (r->wrote >= 0 && r->draws)
+        r->drawn[r->wrote] = 1;
     return 0;
 }
+
+void rt_ref_seed(rt_ref *r, uint64_t seed) { r->seed = seed; }
+
+int rt_ref_drawn(const rt_ref *r, int v) { return v >= 0 && v < r->g->nvalues && r->drawn[v]; }
+
+int rt_ref_written(const rt_ref *r) { return r->wrote; }
 
 int rt_ref_supports(const gr_node *n)
 {

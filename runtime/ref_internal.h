@@ -24,6 +24,7 @@
  *   ref_fpbits.c, ref_poly.c, ref_nll.c, ref_spatial2.c, ref_pool3d.c, ref_loss.c, ref_space.c, ref_dist.c,
  *   ref_mode.c, ref_segment.c, ref_histogram.c, ref_embag.c, ref_grid.c, ref_trilinear.c, ref_matexp.c,
  *   ref_ctc.c, ref_lstsq.c (LAPACKE)
+ *   ref_random.c
  *                       the op families, each with its table; none calls another
  *   ref_math.c          the unary functions and their bound rules
  *   ref_args.c          reading arguments
@@ -88,6 +89,10 @@ struct rt_ref {
     char *err;
     size_t errlen;
     int bounds; /* propagate error bounds (rt_ref_track_errors) */
+    uint64_t seed; /* the host's generator (rt_ref_seed; ref_random.c) */
+    char *drawn;   /* per value: depends on a random draw (rt_ref_drawn) */
+    int draws;     /* the node being run draws (set by its op) */
+    int wrote;     /* the value the node being run wrote in place, or -1 (rt_ref_written) */
 };
 
 typedef rt_ref ex;
@@ -184,7 +189,7 @@ extern const ref_ops ref_matmul_ops, ref_binary_ops, ref_unary_ops, ref_select_o
     ref_gather_ops, ref_create_ops, ref_reductions_ops, ref_norm_ops, ref_act_ops, ref_sort_ops, ref_index_ops,
     ref_spatial_ops, ref_conv_ops, ref_vecnorm_ops, ref_linalg_ops, ref_data_ops, ref_special_ops, ref_fpbits_ops,
     ref_poly_ops, ref_nll_ops, ref_spatial2_ops, ref_pool3d_ops, ref_loss_ops, ref_space_ops, ref_dist_ops, ref_mode_ops, ref_segment_ops, ref_histogram_ops, ref_embag_ops, ref_grid_ops, ref_trilinear_ops, ref_matexp_ops,
-    ref_ctc_ops, ref_lstsq_ops;
+    ref_ctc_ops, ref_lstsq_ops, ref_random_ops;
 
 /* ref_core.c: tensors, results, errors, broadcast iteration, strided copies. */
 void ref_tfree(tens *t);

@@ -1,8 +1,10 @@
-/* ref_pool3d.c: reference ops: max, average and adaptive pooling over the last three dims
- * (PyTorch's window and output-size rules, as runtime/ref_spatial.c's 2-D pooling, one axis more). */
+/* ref_pool3d.c: reference ops: max, average, adaptive and fractional pooling over the last three dims
+ * (PyTorch's window and output-size rules, as runtime/ref_spatial.c's 2-D pooling, one axis more;
+ * fractional 2-D pooling as 3-D with a unit leading axis). */
 #include "ref_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -241,7 +243,137 @@ static int op_adaptive_pool3d(ex *E, int is_max)
     return run3(E, x, &g, is_max, 1, 0);
 }
 
+/* PyTorch's window starts of a fractional pooling axis for sample u
+ * (generate_intervals, in the input's float type): start i < out - 1 is
+ * int((i + u) alpha) - int(u alpha), alpha = (in - k) / (out - 1); the last
+ * is in - k. */
+static void frac_starts(float u, int64_t in, int64_t out, int64_t k, int64_t *seq)
+{
+    float alpha = out > 1 ? (float)(in - k) / (float)(out - 1) : 0;
+    for (int64_t i = 0; i + 1 < out; i++)
+        seq[i] = (int64_t)(((float)i + u) * alpha) - (int64_t)(u * alpha);
+    if (out > 0)
+        seq[out - 1] = in - k;
+}
+
+/* The sample of axis a of a fractional pooling over the last nax axes
+ * (PyTorch's order: W, H for 2-D; T, H, W for 3-D), or -1. */
+static int sample_of(int nax, int a) { return a < 3 - nax ? -1 : nax == 2 ? 2 - a : a; }
+
+/* The range [*lo, *hi] of window start i of an axis (frac_starts) for
+ * every sample in [u - e, u + e]: each floor moves with u on its own. */
+static void frac_range(double u, double e, int64_t in, int64_t out, int64_t k, int64_t i, int64_t *lo, int64_t *hi)
+{
+    double alpha = out > 1 ? (double)(in - k) / (double)(out - 1) : 0;
+    if (i + 1 == out || e == 0) {
+        *lo = *hi = -1; /* exactly as frac_starts */
+        return;
+    }
+    *lo = (int64_t)floor((i + fmax(u - e, 0)) * alpha) - (int64_t)floor((u + e) * alpha);
+    *hi = (int64_t)floor((i + u + e) * alpha) - (int64_t)floor(fmax(u - e, 0) * alpha);
+    *lo = *lo < 0 ? 0 : *lo;
+    *hi = *hi > in - k ? in - k : *hi;
+}
+
+/* Output r of one plane of a fractional max pooling, its windows starting
+ * at seq[a]; the samples u (bounds eu) of the last nax axes.  The device's
+ * samples may sit anywhere within their bounds, so every window start
+ * those could give counts too: where another window is possible, the
+ * element's bound covers its max as well, and its index is unbounded. */
+static void frac_out(const tens *x, int64_t base, const geom3 *g, int64_t *const seq[3], const float *u,
+                     const double *eu, int nax, int64_t r, tens *o, tens *ix, int64_t k)
+{
+    int64_t at[3] = {r / (g->out[1] * g->out[2]), r / g->out[2] % g->out[1], r % g->out[2]}, lo[3], hi[3];
+    win w[3];
+    for (int a = 0; a < 3; a++) {
+        int j = sample_of(nax, a);
+        w[a] = (win){seq[a][at[a]], 1, g->k[a], 0, g->k[a], g->k[a]};
+        frac_range(j < 0 ? 0 : u[j], j < 0 || !o->eb[0] ? 0 : eu[j], g->in[a], g->out[a], g->k[a], at[a], &lo[a],
+                   &hi[a]);
+        if (lo[a] < 0)
+            lo[a] = hi[a] = w[a].first;
+    }
+    double eb[2], ieb[2];
+    max3(x, base, g, w, &o->f[k], &ix->i[k], eb, ieb);
+    for (int64_t s0 = lo[0]; s0 <= hi[0]; s0++)
+        for (int64_t s1 = lo[1]; s1 <= hi[1]; s1++)
+            for (int64_t s2 = lo[2]; s2 <= hi[2]; s2++) {
+                if (s0 == w[0].first && s1 == w[1].first && s2 == w[2].first)
+                    continue;
+                win wv[3] = {w[0], w[1], w[2]};
+                wv[0].first = s0, wv[1].first = s1, wv[2].first = s2;
+                double ebv[2], iebv[2];
+                int64_t iv;
+                float mv;
+                max3(x, base, g, wv, &mv, &iv, ebv, iebv);
+                for (int t = 0; t < 2; t++) {
+                    eb[t] = fmax(eb[t], fabs((double)mv - o->f[k]) + ebv[t]);
+                    ieb[t] = INFINITY;
+                }
+            }
+    for (int t = 0; o->eb[0] && t < 2; t++) {
+        o->eb[t][k] = (float)eb[t];
+        ix->eb[t][k] = (float)ieb[t];
+    }
+}
+
+/* fractional_max_pool2d(self, kernel_size, output_size, random_samples),
+ * fractional_max_pool3d(...) -> (out, indices): self (N, C, ...) or (C, ...),
+ * random_samples (N, C, nax) of floats in [0, 1) (PyTorch's order: W, H
+ * for 2-D; T, H, W for 3-D). */
+static int op_frac_pool(ex *E, int nax)
+{
+    const tens *x = ref_arg_tensor(E, 0, "self"), *sm = x ? ref_arg_tensor(E, 3, "random_samples") : NULL;
+    int64_t ks[3], os[3];
+    int kc, oc;
+    if (!sm || ref_arg_ints(E, 1, "kernel_size", ks, &kc, 3) || ref_arg_ints(E, 2, "output_size", os, &oc, 3))
+        return -1;
+    if (kind_of(x->dtype) != K_F || kind_of(sm->dtype) != K_F || x->rank < nax + 1 || x->rank > nax + 2 ||
+        kc != nax || oc != nax)
+        return ref_fail(E, "takes a float input of rank %d or %d and %d kernel and output sizes", nax + 1, nax + 2,
+                        nax);
+    geom3 g = {.k = {1, 1, 1}, .in = {1, 1, 1}, .out = {1, 1, 1}};
+    int64_t shape[MAXR];
+    memcpy(shape, x->shape, sizeof shape);
+    for (int a = 3 - nax; a < 3; a++) {
+        g.k[a] = ks[a - (3 - nax)], g.out[a] = os[a - (3 - nax)], g.in[a] = x->shape[x->rank - 3 + a];
+        if (g.k[a] <= 0 || g.out[a] < 0 || g.out[a] + g.k[a] - 1 > g.in[a])
+            return ref_fail(E, "output_size + kernel_size - 1 must not exceed the input along each axis");
+        shape[x->rank - 3 + a] = g.out[a];
+    }
+    int64_t vol = g.in[0] * g.in[1] * g.in[2], ovol = g.out[0] * g.out[1] * g.out[2];
+    int64_t planes = vol ? x->n / vol : 0;
+    if (sm->n != planes * nax)
+        return ref_fail(E, "random_samples must hold %d samples for each of the %lld planes", nax, (long long)planes);
+    tens *o = ref_new_result(E, K_F, x->rank, shape), *ix = o ? ref_new_result(E, K_I, x->rank, shape) : NULL;
+    if (!ix)
+        return -1;
+    o = &E->res[E->nres - 2]; /* the array may have moved */
+    int64_t *seq[3], longest = g.out[0] + g.out[1] + g.out[2];
+    int64_t *buf = malloc((size_t)(3 * longest + 1) * sizeof *buf);
+    if (!buf)
+        return ref_fail(E, "out of host memory");
+    for (int64_t p = 0; p < planes; p++) {
+        float u[3];
+        double eu[3];
+        for (int j = 0; j < nax; j++) {
+            u[j] = (float)ldd(sm, p * nax + j);
+            eu[j] = ldb(sm, 0, p * nax + j);
+        }
+        for (int a = 0; a < 3; a++) {
+            seq[a] = buf + a * longest;
+            frac_starts(sample_of(nax, a) < 0 ? 0 : u[sample_of(nax, a)], g.in[a], g.out[a], g.k[a], seq[a]);
+        }
+        for (int64_t r = 0; r < ovol; r++)
+            frac_out(x, p * vol, &g, seq, u, eu, nax, r, o, ix, p * ovol + r);
+    }
+    free(buf);
+    return 0;
+}
+
 static const ref_op ops[] = {
+    {"fractional_max_pool2d", op_frac_pool, 2}, /* (out, indices) */
+    {"fractional_max_pool3d", op_frac_pool, 3}, /* (out, indices) */
     {"max_pool3d_with_indices", op_max_pool3d, 0}, /* (out, indices) */
     {"avg_pool3d", op_avg_pool3d, 0},
     {"_adaptive_avg_pool3d", op_adaptive_pool3d, 0},

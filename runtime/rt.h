@@ -137,6 +137,11 @@ const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *c
 
 /* Fill n values for tensor `name` from seed (the generator above). */
 void rt_random_uniform(uint64_t seed, const char *name, float *out, size_t n);
+/* The generator itself, for other streams (the host's random ops,
+ * docs/validation.md "Random ops"): the state for `name` under seed, and
+ * the next 64-bit word of a state. */
+uint64_t rt_random_key(uint64_t seed, const char *name);
+uint64_t rt_random_word(uint64_t *state);
 /* Fill every input and weight tensor without constant data with random
  * values (rounded to fp16 first when its host dtype is fp16, as a host
  * fp16 tensor would be) and write it to the device.  The values are kept
@@ -449,5 +454,15 @@ int rt_ref_run_node(rt_ref *r, int n, char *err, size_t errlen);
 /* The bounds (track 0 or 1) of a value that is still held (see
  * rt_ref_value), as fp32, or NULL (tracking off, a tuple, a value freed). */
 const float *rt_ref_error(rt_ref *r, int v, int track);
+/* Random ops (runtime/ref_random.c, docs/validation.md "Random ops"):
+ * without tracking they draw from the host's generator, keyed by seed
+ * (default 0) and the result's name; with tracking each element is the
+ * middle of the interval every draw could give and its bound the
+ * half-width.  rt_ref_drawn: value v depends on a draw (so PyTorch's own
+ * draw is no reference for it).  rt_ref_written: the value the last node
+ * run also wrote in place (rrelu_with_noise's noise), or -1. */
+void rt_ref_seed(rt_ref *r, uint64_t seed);
+int rt_ref_drawn(const rt_ref *r, int v);
+int rt_ref_written(const rt_ref *r);
 
 #endif

@@ -35,6 +35,7 @@ struct rt_program {
     uint64_t last_use;   /* dev->clock at its last load or launch */
     rt_transfer_stats pending; /* moved since the last launch; reported by the next */
     float **host;        /* per tensor: fp32 host copy or NULL */
+    uint64_t seed;       /* the run's seed (rt_fill_inputs): inputs and host random ops */
     int launched;
     rt_run_result last;
     rt_program *next;

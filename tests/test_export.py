@@ -471,8 +471,55 @@ def check_export(file, func, out_dir):
           f"err/tol {errs}")
 
 
+LOWRANK = """import torch
+
+
+class LowRank(torch.nn.Module):
+    def forward(self, a):
+        u, s, v = torch.svd_lowrank(a, q=2, niter=1)
+        return u @ torch.diag(s) @ v.t()  # signs of the factors cancel
+
+
+def lowrank():
+    torch.manual_seed(0)
+    return LowRank(), (torch.randn(6, 4) @ torch.randn(4, 5),)
+"""
+
+
+def check_recorded_draws(tmp):
+    """--record-draws: svd_lowrank's randn becomes an input holding PyTorch's
+    draw, so the graph is deterministic and reproduces PyTorch's output."""
+    src = os.path.join(tmp, "lowrank.py")
+    with open(src, "w") as f:
+        f.write(LOWRANK)
+    dirs = {}
+    for flag in ("", "--record-draws"):
+        out = os.path.join(tmp, "lowrank" + flag.replace("-", "_"))
+        r = subprocess.run([sys.executable, EXPORT, f"{src}:lowrank", "-o", out] + ([flag] if flag else []),
+                           capture_output=True, text=True)
+        if not check(f"svd_lowrank exports {flag or 'without --record-draws'}", r.returncode == 0, r.stderr.strip()):
+            return
+        with open(os.path.join(out, "graph.txt")) as f:
+            dirs[flag] = (read_graph(f.read()), out)
+    g, out = dirs["--record-draws"]
+    randn = [n for n in dirs[""][0]["nodes"] if n["op"] == "aten.randn.default"]
+    check("svd_lowrank's graph draws with aten.randn without --record-draws", len(randn) == 1)
+    check("with --record-draws its graph has no random op and an input for the draw",
+          not [n for n in g["nodes"] if n["op"].startswith("aten.rand")] and g["inputs"][-1] == randn[0]["name"],
+          f"inputs {g['inputs']}")
+    ins = read_safetensors(os.path.join(out, "inputs.safetensors"))
+    expected = read_safetensors(os.path.join(out, "expected.safetensors"))
+    runs = [run_graph(g, ins, {})[0] for _ in range(2)]
+    check("the recorded graph gives the same output on every run", all(
+        torch.equal(a, b) for a, b in zip(*runs)))
+    errs = [tensor_err(o, e) for o, e in zip(runs[0], expected.values())]
+    check("the recorded graph reproduces PyTorch's output (FP_SCALE_TOL)", all(e <= 1 for e in errs),
+          f"err/tol {errs}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_recorded_draws(tmp)
         fresh = {}
         for file, func in SMALL:
             out = os.path.join(tmp, func)

@@ -4,7 +4,7 @@
 Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
-                                     [--graph-only]
+                                     [--graph-only] [--record-draws]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -38,6 +38,16 @@ line still names weights.safetensors, which is not written, and the module
 is not run (no expected outputs, no comparison).  If tracing on meta
 tensors fails, it traces real tensors and just skips the files.
 
+--record-draws turns each aten.rand / aten.randn node into a graph input
+holding the values PyTorch drew for it (named after the node) in the run
+of the module that gives expected.safetensors, so that a graph that merely uses draws (fractional max pooling's
+samples, svd_lowrank's random projection) is deterministic and validates
+exactly against PyTorch's outputs.  Without it those ops stay in the graph
+and run with the device's own generator (docs/validation.md, "Random
+ops").  An output that depends on an op that stays random (bernoulli,
+rrelu in training) cannot reproduce PyTorch's draw: the export does not
+compare it, and spyre run --check checks it by the interval of every draw.
+
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
 PyTorch version give byte-identical files.
@@ -47,6 +57,7 @@ output that is not a tensor, an op whose result is not a tensor, a module
 that mutates its inputs or buffers) prints one line and exits with status 2.
 """
 import argparse
+import contextlib
 import importlib.util
 import inspect
 import json
@@ -58,6 +69,7 @@ import sys
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode  # PyTorch 1.13 and later
 
 
 class UserError(Exception):
@@ -298,6 +310,15 @@ def fetch_attr(gm, target):
     return obj
 
 
+DRAWS = ("aten.rand.default", "aten.randn.default")  # what --record-draws records
+
+
+def is_random(node):
+    """Does node draw random numbers (PyTorch's nondeterministic_seeded tag)?"""
+    tags = getattr(node.target, "tags", ())
+    return node.op == "call_function" and any(t.name == "nondeterministic_seeded" for t in tags)
+
+
 class TypeRecorder(torch.fx.Interpreter):
     """Runs the graph on real tensors and keeps each node's result type:
     (dtype, shape) for a tensor, a list of them for a tuple."""
@@ -445,14 +466,62 @@ def write_graph(out_dir, how, spec, func_name, tracer, seed, gm, roles, in_names
     return params
 
 
+class DrawRecorder(TorchDispatchMode):
+    """Keeps, in call order, what each DRAWS op returns while the module runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.values = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if str(func) in DRAWS:
+            self.values.append(out.detach().clone())
+        return out
+
+
+def record_draws(gm, roles, recorder, in_names, inputs, drawn):
+    """Each draw node becomes a graph input holding the value PyTorch drew for
+    it while the module ran (drawn, in call order: the graph's order, as it
+    is the trace of that run); returns the inputs and names with the draws
+    appended."""
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and str(n.target) in DRAWS]
+    if len(nodes) != len(drawn) or any(recorder.types[n] != (v.dtype, tuple(v.shape)) for n, v in zip(nodes, drawn)):
+        raise RuntimeError(f"the module drew {len(drawn)} tensors but the graph has {len(nodes)} draws, "
+                           f"or of other types")
+    inputs, in_names = list(inputs), list(in_names)
+    for node, value in zip(nodes, drawn):
+        last = [n for n in gm.graph.nodes if n.op == "placeholder"][-1]  # roles follow placeholder order
+        with gm.graph.inserting_after(last):
+            ph = gm.graph.placeholder(node.name)
+        node.replace_all_uses_with(ph)
+        gm.graph.erase_node(node)
+        roles.append(("input", len(inputs)))
+        inputs.append(value)
+        in_names.append(sanitize(node.name))
+    gm.recompile()
+    return tuple(inputs), in_names
+
+
+def drawn_outputs(gm):
+    """The indices of the outputs that depend on a random op."""
+    drawn = set()
+    for node in gm.graph.nodes:
+        if is_random(node) or any(a in drawn for a in node.all_input_nodes):
+            drawn.add(node)
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    return {i for i, o in enumerate(flatten(out.args[0])) if o in drawn}
+
+
 def to_meta(model, inputs):
     """The module and inputs on the meta device: shapes and dtypes, no data."""
     return model.to("meta"), tuple(x.to("meta") for x in inputs)
 
 
-def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
+def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False):
     """Export FUNC() of the spec FILE.py:FUNC into out_dir; with func, that
-    function instead (in-process callers such as tests/conformance/opinfo.py)."""
+    function instead (in-process callers such as tests/conformance/opinfo.py);
+    draws: --record-draws."""
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec, func)
     if options.get("eval", True):
@@ -507,8 +576,10 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
 
     # PyTorch's own outputs, computed as traced (autograd on: no fast path).
     torch.manual_seed(seed)
+    drawn = DrawRecorder() if draws else None
     try:
-        expected = flatten(with_grad(lambda a: model(*a), inputs)[0])
+        with drawn or contextlib.nullcontext():
+            expected = flatten(with_grad(lambda a: model(*a), inputs)[0])
     except Exception as e:
         raise UserError(f"{spec}: the module raised {describe(e)}")
     for i, o in enumerate(expected):
@@ -517,8 +588,20 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
     expected = [o.detach() for o in expected]
     if len(expected) != len(graph_outputs):
         raise RuntimeError(f"graph has {len(graph_outputs)} outputs, the module {len(expected)}")
+    graph_inputs = inputs
+    if draws:
+        graph_inputs, in_names = record_draws(gm, roles, recorder, in_names, inputs, drawn.values)
+        flat = [r[2] if r[0] == "param" else graph_inputs[r[1]] for r in roles]
+        recorder = TypeRecorder(gm)  # the graph changed: its types and outputs again
+        with torch.no_grad():
+            graph_outputs = flatten(recorder.run(*[t.detach() for t in flat]))
+    random = drawn_outputs(gm)  # PyTorch's draws are not ours: not compared
     if not model.training:  # a training-mode graph may hold random ops
         for i, (g, e) in enumerate(zip(graph_outputs, expected)):
+            if i in random:
+                if g.shape != e.shape or g.dtype != e.dtype:
+                    raise RuntimeError(f"the traced graph's output {i} differs in type from the module's")
+                continue
             if g.shape != e.shape or g.dtype != e.dtype or not torch.allclose(
                     g.double(), e.double(), rtol=1e-4, atol=1e-5, equal_nan=True):
                 raise RuntimeError(f"the traced graph does not reproduce output {i} of the module")
@@ -526,7 +609,7 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None):
     params = write_graph(out_dir, "", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types)
     write_safetensors(os.path.join(out_dir, "weights.safetensors"), params)
     write_safetensors(os.path.join(out_dir, "inputs.safetensors"),
-                      [(n, x) for n, x in zip(in_names, inputs)])
+                      [(n, x) for n, x in zip(in_names, graph_inputs)])
     write_safetensors(os.path.join(out_dir, "expected.safetensors"),
                       [(f"output{i}", o) for i, o in enumerate(expected)])
 
@@ -543,11 +626,13 @@ def main():
     parser.add_argument("--graph-only", action="store_true",
                         help="write graph.txt only (traced on meta tensors; no safetensors files, "
                         "no run of the module): for timing-only simulation")
+    parser.add_argument("--record-draws", action="store_true",
+                        help="make each rand/randn node a graph input holding PyTorch's draw")
     parser.add_argument("--tracer", choices=("auto", "make_fx", "export"), default="auto",
                         help="auto: torch.export where PyTorch has it, else make_fx")
     args = parser.parse_args()  # usage errors exit with status 2
     try:
-        export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only)
+        export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, draws=args.record_draws)
     except UserError as e:
         print(f"export.py: {e}", file=sys.stderr)
         sys.exit(2)

@@ -124,7 +124,7 @@ def export_sample(op, sample, out_dir, label):
         return OpModule(op, shape), tuple(tensors)
 
     try:
-        export.export(f"opinfo:{label}", out_dir, 0, "auto", func=workload)
+        export.export(f"opinfo:{label}", out_dir, 0, "auto", func=workload, draws=True)
         return None
     except export.UserError as e:
         return str(e)
