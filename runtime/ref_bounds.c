@@ -42,6 +42,13 @@ static double eb_round(double v, double prop, double rel, int w)
     return w ? sqrt(prop * prop + r * r) : prop + r;
 }
 
+/* The fp32 accumulation of n terms rounds each of its n - 1 partial sums,
+ * each error at most 2^-24 of a partial sum, which sum |term| bounds: the
+ * errors add up (track 0), or, independent and of mean zero, in quadrature
+ * (track 1): sqrt(n - 1) 2^-24 sum |term|.  With EB_ACC = 2^-23 per term
+ * both keep a factor 2 (docs/validation.md, "The pieces every rule uses"). */
+double ref_eb_acc_n(double n, int w) { return w ? sqrt(n) : n; }
+
 /* A result of one SFP operation, stored in DL16. */
 double ref_eb_store(double v, double prop, int w) { return eb_round(v, prop, EB_RHO, w); }
 
@@ -121,7 +128,7 @@ void ref_acc_add(eb_acc *a, double v, double e)
 bv ref_acc_sum(const eb_acc *a)
 {
     double p = a->w ? sqrt(a->p) : a->p;
-    return (bv){a->s, ref_eb_store(a->s, p + (double)a->n * EB_ACC * a->mag, a->w), a->w};
+    return (bv){a->s, ref_eb_store(a->s, p + ref_eb_acc_n((double)a->n, a->w) * EB_ACC * a->mag, a->w), a->w};
 }
 
 /* The bound (track w) of a selection between a and b (bounds ea, eb)

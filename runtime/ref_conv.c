@@ -134,18 +134,33 @@ static csum conv_at(const cgeom *g, const tens *x, const tens *wt, int64_t n, in
     return s;
 }
 
+/* How many partial sums the device stores in DL16 before the result: none
+ * when the compiler lowers the conv as one product on the PT (one group,
+ * and one tap, or windows that tile the input: stride = kernel, no padding,
+ * dilation 1, as ViT's patch embedding), else one per tap (docs/compiler.md,
+ * "Convolution"). */
+static double conv_partials(const cgeom *g)
+{
+    const int64_t taps = g->k[0] * g->k[1] * g->k[2];
+    int tiles = 1;
+    for (int i = 0; i < 3; i++)
+        tiles = tiles && g->s[i] == g->k[i] && g->p[i] == 0 && g->d[i] == 1;
+    return !g->tr && g->g == 1 && (taps == 1 || tiles) ? 0 : (double)taps;
+}
+
 /* The bound of one output element: the product's (as a matrix product of
- * K = CIg taps terms, at most) plus one DL16 rounding of each of the taps
+ * K = CIg taps terms, at most) plus one DL16 rounding of each of the
  * partial sums the device stores (docs/validation.md, "Convolution"). */
 static double conv_bound(const cgeom *g, const csum *s, int w)
 {
-    const double u = EB_U, lam = EB_LAMBDA, taps = (double)(g->k[0] * g->k[1] * g->k[2]);
-    const double K = (double)(g->cin / g->g) * taps, c = fabs(s->v);
+    const double u = EB_U, lam = EB_LAMBDA, parts = conv_partials(g);
+    const double K = (double)(g->cin / g->g * g->k[0] * g->k[1] * g->k[2]), c = fabs(s->v);
     if (!w) {
-        double q = s->t0 + K * EB_ACC * s->mag + taps * EB_RHO * s->mag, r = u * c;
+        double q = s->t0 + K * EB_ACC * s->mag + parts * EB_RHO * s->mag, r = u * c;
         return q + (c - q < EB_FLUSH ? fmax(r, EB_FLUSH) : r);
     }
-    double q = (1 + u) * (sqrt(s->q1) + sqrt(s->q2)) + K * EB_ACC * s->mag + sqrt(taps) * EB_RHO * s->mag;
+    double q = (1 + u) * (sqrt(s->q1) + sqrt(s->q2)) + ref_eb_acc_n(K, 1) * EB_ACC * s->mag +
+               sqrt(parts) * EB_RHO * s->mag;
     double r = u * c;
     r = c - lam * q < EB_FLUSH ? fmax(r, EB_FLUSH) : r;
     return sqrt(q * q + r * r);

@@ -124,7 +124,7 @@ typedef struct {
 
 /* A sum over elements accumulated in fp32 and stored (sfp.rsum): the
  * terms' bounds add (track 0) or add in quadrature (track 1), and the fp32
- * accumulation adds n 2^-23 sum (|term| + bound). */
+ * accumulation adds n 2^-23 sum (|term| + bound) (track 1: sqrt(n)). */
 typedef struct {
     double s, p, mag;
     int64_t n;
@@ -222,6 +222,8 @@ int ref_mats_of(ex *E, const tens *x, int64_t *batch, int64_t *r, int64_t *c);
 /* ref_bounds.c: the error-bound rules. */
 double ref_eb_lam(int w);
 double ref_eb_store(double v, double prop, int w);
+/* How many terms' worth of fp32 rounding an fp32 sum of n terms adds: n (track 0), sqrt(n) (track 1). */
+double ref_eb_acc_n(double n, int w);
 double ref_eb_leaf(double x);
 double ref_eb_const(double c);
 double ref_eb_prod(double a, double ea, double b, double eb, int w);

@@ -172,8 +172,8 @@ static int mm_prod(ex *E, const mm_plan *p, const float *a, int64_t na, const fl
  * element, track 0:
  *   (1+u) (E_A |B| + |A| E_B) + E_A E_B + K 2^-23 |A||B| + u |C|
  * as the two products (K 2^-23 |A| + (1+u) E_A) |B| and ((1+u)|A| + E_A) E_B;
- * track 1, the terms of the sum over k in quadrature:
- *   (1+u) (sqrt(S_A^2 (|B| + lambda S_B)^2) + sqrt(A^2 S_B^2)) + K 2^-23 |A||B| + u |C|
+ * track 1, the terms of the sum over k and the fp32 roundings in quadrature:
+ *   (1+u) (sqrt(S_A^2 (|B| + lambda S_B)^2) + sqrt(A^2 S_B^2)) + sqrt(K) 2^-23 |A||B| + u |C|
  * (squares and roots elementwise, the products over k).  Both with the
  * flush to zero of a result below 2^-31. */
 static int mm_bounds(ex *E, const mm_plan *p, const float *fa, const tens *a, const float *fb, const tens *b, tens *o)
@@ -222,7 +222,7 @@ static int mm_bounds(ex *E, const mm_plan *p, const float *fa, const tens *a, co
         rc = mm_prod(E, p, a2, a->n, b2, b->n, t2, o->n) || mm_prod(E, p, a1, a->n, b1, b->n, o->eb[1], o->n) ? -1 : 0;
     for (int64_t i = 0; !rc && i < o->n; i++) {
         double c = fabs(o->f[i]), r = u * c;
-        double q = (1 + u) * (sqrt(fmax(0, t1[i])) + sqrt(fmax(0, t2[i]))) + K * EB_ACC * o->eb[1][i];
+        double q = (1 + u) * (sqrt(fmax(0, t1[i])) + sqrt(fmax(0, t2[i]))) + ref_eb_acc_n(K, 1) * EB_ACC * o->eb[1][i];
         r = c - lam * q < EB_FLUSH ? fmax(r, EB_FLUSH) : r;
         o->eb[1][i] = (float)sqrt(q * q + r * r);
     }

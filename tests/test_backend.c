@@ -3132,6 +3132,22 @@ static void test_scatter_and_its_reductions_validate_on_both_chips(void)
                                         "output %e, %f, %g, %h, %k, %m\n");
 }
 
+/* Issue 14: convs whose windows tile their input (ViT's 16x16 stride-16
+ * patch embedding of 3 channels, with a bias; two channels with 50x3
+ * windows, K = 300) are one product each over an im2col copy, and validate on both
+ * chips against the reference's bound of one product (no stored partial
+ * sum: docs/validation.md, "Convolution"). */
+static void test_convs_whose_windows_tile_their_input_validate_on_both_chips(void)
+{
+    expect_text_runs_natively_and_validates_on_both_chips(
+        "graph patches\n"
+        "input %x: f32[1, 3, 64, 48]\ninput %w: f32[32, 3, 16, 16]\ninput %b: f32[32]\n"
+        "input %x1: f32[1, 2, 100, 48]\ninput %w1: f32[2, 2, 50, 3]\n"
+        "%y: f32[1, 32, 4, 3] = aten.convolution.default(%x, %w, %b, [16, 16], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "%y1: f32[1, 2, 2, 16] = aten.convolution.default(%x1, %w1, None, [50, 3], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y, %y1\n");
+}
+
 /* Issue 14: a ResNet downsample block (a 3x3 stride-2 conv plus a 1x1
  * stride-2 conv scaled by a [C, 1, 1] tensor, added, relu'd) validates on
  * both chips.  The 1x1 conv is one product over m = oh*ow, its epilogue
@@ -3309,6 +3325,8 @@ int main(void)
         {"values between convs realized channels-last validate on both chips",
          test_values_between_convs_realized_channels_last_validate_on_both_chips},
         {"a resnet downsample block validates on both chips", test_a_resnet_downsample_block_validates_on_both_chips},
+        {"convs whose windows tile their input validate on both chips",
+         test_convs_whose_windows_tile_their_input_validate_on_both_chips},
         {"convolutions validate over strides, pads, dilations and groups on both chips",
          test_convolutions_validate_over_strides_pads_dilations_and_groups_on_both_chips},
         {"few-channel strided convs take the per-channel im2col and validate on both chips",

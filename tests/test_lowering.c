@@ -665,10 +665,39 @@ static void test_bert_encoder_layer_is_11_kernels(void)
     cc_result_free(r);
 }
 
+/* A conv whose windows tile its input (stride = kernel, no padding, one
+ * group: ViT's patch embedding) is one PT product over every tap, as the
+ * reference's error bound assumes (docs/validation.md, "Convolution"): one
+ * matmul kernel, also where its im2col copy is 10.7 times the input (rows of
+ * kw C = 6 padded to a stick, K = 300: no other rule takes the copy); with
+ * stride 1 a 2x3 conv takes a product per row of taps. */
+static void test_a_conv_whose_windows_tile_its_input_is_one_product(void)
+{
+    static const char *const texts[2] = {
+        "graph t\ninput %x: f32[1, 2, 100, 48]\ninput %w: f32[2, 2, 50, 3]\n"
+        "%y: f32[1, 2, 2, 16] = aten.convolution.default(%x, %w, None, [50, 3], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y\n",
+        "graph t\ninput %x: f32[2, 1, 20, 12]\ninput %w: f32[5, 1, 2, 3]\n"
+        "%y: f32[2, 5, 19, 10] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+        "output %y\n"};
+    for (int s = 0; s < 2; s++) {
+        cc_result *r = compile(texts[s]);
+        int mm = 0;
+        for (int i = 0; i < cc_result_nkernels(r); i++)
+            mm += cc_result_kernel_kind(r, i) == CC_KERNEL_MATMUL;
+        if (s == 0)
+            CU_ASSERT_EQUAL(mm, 1);
+        if (s == 1)
+            CU_ASSERT(mm > 1);
+        cc_result_free(r);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"layer_norm_is_one_reduction_kernel", test_layer_norm_is_one_reduction_kernel},
+        {"a_conv_whose_windows_tile_its_input_is_one_product", test_a_conv_whose_windows_tile_its_input_is_one_product},
         {"layer_norm_decomposes_into_mean_var_rsqrt", test_layer_norm_decomposes_into_mean_var_rsqrt},
         {"linear_gelu_is_one_matmul_with_bias_and_gelu_epilogue", test_linear_gelu_is_one_matmul_with_bias_and_gelu_epilogue},
         {"gelu_tanh_form_in_epilogue", test_gelu_tanh_form_in_epilogue},

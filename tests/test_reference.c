@@ -1455,7 +1455,7 @@ static void test_error_bounds_of_reductions_and_softmax_are_the_documented_formu
             pe2 += E[k] * E[k];
             mag += fabs(xs[k]) + E[k];
         }
-        double es = stored(sum, (w ? sqrt(pe2) : pe) + 4 * 0x1p-23 * mag, w);
+        double es = stored(sum, (w ? sqrt(pe2) : pe) + (w ? 2 : 4) * 0x1p-23 * mag, w); /* sqrt(4) in track 1 */
         double em = stored(sum / 4, stored(sum / 4, es / 4, w), w);
         expect_bound(&t, "s", w, &es, 1);
         expect_bound(&t, "m", w, &em, 1);
@@ -1513,11 +1513,110 @@ static void test_error_bound_of_mm_of_inputs_is_the_short_forms_formula_plus_u2(
                 t2 += av * av * sb * sb;
             }
             w0[i * 2 + j] = (2 * EU * (1 + EU) + EU * EU + 3 * 0x1p-23) * ab + EU * fabs(c);
-            double q = (1 + EU) * (sqrt(t1) + sqrt(t2)) + 3 * 0x1p-23 * ab, r = EU * fabs(c);
+            double q = (1 + EU) * (sqrt(t1) + sqrt(t2)) + sqrt(3) * 0x1p-23 * ab, r = EU * fabs(c);
             w1[i * 2 + j] = sqrt(q * q + r * r);
         }
     expect_bound(&t, "c", 0, w0, 4);
     expect_bound(&t, "c", 1, w1, 4);
+    done(&t);
+}
+
+/* A DL16 device's conv: operands rounded to DL16, products exact, fp32
+ * sums; with per_tap each tap's (ci) sum is added to the stored partial sum
+ * and the result stored in DL16, else one fp32 sum over every term (one PT
+ * product).  x (1, 2, 4, 4), w (3, 2, 2, 2), no padding. */
+static double device_conv(const float *x, const float *w, int s, int co, int oh, int ow, int per_tap)
+{
+    float acc = 0;
+    for (int t = 0; t < 4; t++) {
+        float tap = 0;
+        for (int ci = 0; ci < 2; ci++) {
+            float xv = isa_dl16_round(x[(ci * 4 + oh * s + t / 2) * 4 + ow * s + t % 2]);
+            tap += xv * isa_dl16_round(w[(co * 2 + ci) * 4 + t]);
+        }
+        acc = per_tap ? isa_dl16_round(acc + tap) : acc + tap;
+    }
+    return isa_dl16_round(acc);
+}
+
+/* A conv whose windows tile its input (stride = kernel, no padding: ViT's
+ * patch embedding) is one PT product (docs/compiler.md, "Convolution"): its
+ * bound is the matrix product's over K = C kh kw, the fp32 roundings in
+ * quadrature in track 1 (sqrt(K) 2^-23 |X||W|), with no stored partial sum;
+ * at stride 1 each of the 4 taps' partial sums adds rho |X||W| (track 1:
+ * sqrt(4) rho |X||W|).  Both contain a DL16 device's error. */
+static void test_a_conv_whose_windows_tile_its_input_is_bounded_as_one_product(void)
+{
+    float x[32], w[24];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)sin(i + 1.0);
+    for (int i = 0; i < 24; i++)
+        w[i] = (float)(0.5 * cos(3 * i + 1.0));
+    run_t t;
+    RUN_TRACKED(&t,
+                "input %x: f32[1, 2, 4, 4]\ninput %w: f32[3, 2, 2, 2]\n"
+                "%y: f32[1, 3, 2, 2] = aten.convolution.default(%x, %w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1)\n"
+                "%z: f32[1, 3, 3, 3] = aten.convolution.default(%x, %w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)\n"
+                "output %y, %z\n",
+                x, w);
+    for (int s = 2; s >= 1; s--) {
+        const int n = s == 2 ? 2 : 3;
+        double want[2][27];
+        for (int co = 0; co < 3; co++)
+            for (int o = 0; o < n * n; o++) {
+                double ab = 0, c = 0, t1 = 0, t2 = 0;
+                for (int k = 0; k < 8; k++) {
+                    int ci = k / 4, kh = k % 4 / 2, kw = k % 2;
+                    double av = x[(ci * 4 + o / n * s + kh) * 4 + o % n * s + kw], bv = w[co * 8 + k];
+                    double sa = EU * fabs(av), sb = EU * fabs(bv);
+                    ab += fabs(av * bv);
+                    c += av * bv;
+                    t1 += sa * sa * (fabs(bv) + ELAM * sb) * (fabs(bv) + ELAM * sb);
+                    t2 += av * av * sb * sb;
+                }
+                double parts = s == 2 ? 0 : 4, r = EU * fabs(c);
+                want[0][co * n * n + o] = (2 * EU * (1 + EU) + EU * EU + 8 * 0x1p-23 + parts * ERHO) * ab + r;
+                double q = (1 + EU) * (sqrt(t1) + sqrt(t2)) + (sqrt(8) * 0x1p-23 + sqrt(parts) * ERHO) * ab;
+                want[1][co * n * n + o] = sqrt(q * q + r * r);
+                double dev = device_conv(x, w, s, co, o / n, o % n, s == 1);
+                CU_ASSERT(fabs(dev - c) <= fmin(want[0][co * n * n + o], ELAM * want[1][co * n * n + o]));
+            }
+        expect_bound(&t, s == 2 ? "y" : "z", 0, want[0], 3 * n * n);
+        expect_bound(&t, s == 2 ? "y" : "z", 1, want[1], 3 * n * n);
+    }
+    done(&t);
+}
+
+/* A long product whose partial sums are far above its result (the first
+ * half of the terms positive, the second negative): track 1 takes the fp32
+ * accumulation's K - 1 roundings in quadrature, sqrt(K) 2^-23 |A||B|, and
+ * 6 S contains a DL16 device's error (operands rounded, exact products, a
+ * sequential fp32 sum, the result rounded). */
+static void test_a_long_products_fp32_roundings_add_in_quadrature_in_track_1(void)
+{
+    enum { K = 4096 };
+    static float a[K], b[K];
+    double ab = 0, c = 0, t1 = 0, t2 = 0;
+    float acc = 0;
+    for (int k = 0; k < K; k++) {
+        a[k] = (float)((k < K / 2 ? 1 : -1) * (0.5 + 0.5 * fabs(sin(k * 0.7))));
+        b[k] = (float)(0.75 + 0.25 * cos(k * 1.3));
+        double sa = EU * fabs(a[k]), sb = EU * fabs(b[k]);
+        ab += fabs((double)a[k] * b[k]);
+        c += (double)a[k] * b[k];
+        t1 += sa * sa * (fabs(b[k]) + ELAM * sb) * (fabs(b[k]) + ELAM * sb);
+        t2 += (double)a[k] * a[k] * sb * sb;
+        acc += isa_dl16_round(a[k]) * isa_dl16_round(b[k]);
+    }
+    run_t t;
+    RUN_TRACKED(&t,
+                "input %a: f32[1, 4096]\ninput %b: f32[4096, 1]\n"
+                "%c: f32[1, 1] = aten.mm.default(%a, %b)\noutput %c\n",
+                a, b);
+    double q = (1 + EU) * (sqrt(t1) + sqrt(t2)) + sqrt((double)K) * 0x1p-23 * ab, r = EU * fabs(c);
+    double s1 = sqrt(q * q + r * r);
+    expect_bound(&t, "c", 1, &s1, 1);
+    CU_ASSERT(fabs(isa_dl16_round(acc) - c) <= ELAM * s1);
     done(&t);
 }
 
@@ -1541,7 +1640,7 @@ static void test_error_bound_of_layer_norm_follows_its_decomposition(void)
             p += w ? EU * EU * x[k] * x[k] : EU * fabs(x[k]);
             mag += (1 + EU) * fabs(x[k]);
         }
-        double es = stored(s, (w ? sqrt(p) : p) + 4 * 0x1p-23 * mag, w), mean = s / 4;
+        double es = stored(s, (w ? sqrt(p) : p) + (w ? 2 : 4) * 0x1p-23 * mag, w), mean = s / 4;
         double em = stored(mean, stored(mean, es / 4, w), w);
         double xc[4], exc[4], s2 = 0, p2 = 0, mag2 = 0;
         for (int k = 0; k < 4; k++) {
@@ -1552,7 +1651,7 @@ static void test_error_bound_of_layer_norm_follows_its_decomposition(void)
             p2 += w ? e2 * e2 : e2;
             mag2 += xc[k] * xc[k] + e2;
         }
-        double ev = stored(s2, (w ? sqrt(p2) : p2) + 4 * 0x1p-23 * mag2, w), var = s2 / 4;
+        double ev = stored(s2, (w ? sqrt(p2) : p2) + (w ? 2 : 4) * 0x1p-23 * mag2, w), var = s2 / 4;
         ev = stored(var, stored(var, ev / 4, w), w);
         double ve = var + 0.125, eve = stored(ve, ev, w), rstd = 1 / sqrt(ve);
         double er = stored(rstd, (1 / sqrt(ve - L * eve) - rstd) / L, w), want[4];
@@ -2165,6 +2264,10 @@ int main(void)
          test_error_bounds_of_reductions_and_softmax_are_the_documented_formulas},
         {"error bound of mm of inputs is the short form's formula plus u^2",
          test_error_bound_of_mm_of_inputs_is_the_short_forms_formula_plus_u2},
+        {"a conv whose windows tile its input is bounded as one product",
+         test_a_conv_whose_windows_tile_its_input_is_bounded_as_one_product},
+        {"a long product's fp32 roundings add in quadrature in track 1",
+         test_a_long_products_fp32_roundings_add_in_quadrature_in_track_1},
         {"error bound of layer norm follows its decomposition", test_error_bound_of_layer_norm_follows_its_decomposition},
         {"masked softmax elements are exact and change no other bound",
          test_masked_softmax_elements_are_exact_and_change_no_other_bound},

@@ -1360,13 +1360,19 @@ static convshape conv_shape(lctx *c, const gr_ttype *xt, const gr_ttype *wt)
      * 2): the products' K of kw*C (21) would fill a third of a stick and
      * each run as a batch of OH products of OW rows (bench/run conv: the
      * stem's 7 products 1.5 million cycles); one product over an im2col
-     * copy of K = kh rows of kw*C, each padded to whole sticks, instead */
+     * copy of K = kh rows of kw*C, each padded to whole sticks, instead.
+     * Always for windows that tile the input (stride = kernel, no padding:
+     * ViT's patch embedding; the copy is the input, its rows padded): no
+     * partial sum is stored, which the reference's bound counts on
+     * (docs/validation.md, "Convolution") */
+    const int tiles = s.s[0] == s.kh && s.s[1] == s.kw && !s.p[0] && !s.p[1];
     const int64_t kc = s.kh * ((s.cin * s.kw + CONV_IM2COL_ROW - 1) / CONV_IM2COL_ROW * CONV_IM2COL_ROW);
     /* padded rows tell their zeros by the index j < kw*C, exact in DL16
-     * only up to 1024 */
+     * only up to 1024; a tiling conv takes the copy whatever (the
+     * reference bounds it as one product; refused, it runs on the host) */
     const int pad_ok = kc == s.kh * s.kw * s.cin || kc / s.kh <= CONV_IM2COL_MAX_PADDED_ROW;
-    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && pad_ok &&
-        ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) ||
+    if (!s.merged && s.g == 1 && s.d[0] == 1 && s.d[1] == 1 && s.kh * s.kw > 1 && (pad_ok || tiles) &&
+        ((s.cin < CONV_ROWS_FIRST_MAX_C && s.cin * s.kh * s.kw <= CONV_IM2COL_MAX_K) || tiles ||
          s.oh * s.ow * kc <= CONV_IM2COL_MAX_GROWTH * s.h * s.w * s.cin)) {
         s.kc = kc;
         s.kwf = s.kw;
