@@ -2045,6 +2045,23 @@ static void test_as_strided_of_a_fresh_tensor_is_a_reshape_and_permute(void)
     expect_text_runs_natively_and_validates_on_both_chips(text);
 }
 
+/* A cat along more than 1024 elements (Swin's patch merging: 4 x 384
+ * channels) was refused ("index values from 0 to 1535 are not exact in
+ * DL16") and ran on the host: its conditions compare the index with the
+ * pieces' starts.  i < k is now computed as (i - k) < 0, exact in sign
+ * however large i is; shorter indices keep the shared index itself. */
+static void test_a_cat_along_1536_columns_runs_natively(void)
+{
+    const char *text = "graph cat1536\n"
+                       "input %a: f32[4, 768]\n"
+                       "input %b: f32[4, 384]\n"
+                       "input %c: f32[4, 384]\n"
+                       "%x: f32[4, 1536] = aten.cat.default([%a, %b, %c], -1)\n"
+                       "%y: f32[4, 1536] = aten.relu.default(%x)\n"
+                       "output %y\n";
+    expect_text_runs_natively_and_validates_on_both_chips(text);
+}
+
 /* torchvision's Swin block aborted the compiler (an assert in reshape_to):
  * its attention adds a bias gathered from a table (index, permute, clone)
  * to the scores, and the softmax's result, reshaped for the product with
@@ -3500,6 +3517,7 @@ int main(void)
         {"a wide strided conv runs natively whatever its row of taps",
          test_a_wide_strided_conv_runs_natively_whatever_its_row_of_taps},
         {"as_strided of a fresh tensor is a reshape and permute", test_as_strided_of_a_fresh_tensor_is_a_reshape_and_permute},
+        {"a cat along 1536 columns runs natively", test_a_cat_along_1536_columns_runs_natively},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

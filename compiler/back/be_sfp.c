@@ -412,12 +412,49 @@ static int eval_binary(be_tile *T, ir_op iop, const be_val *a, const be_val *b, 
  * off + cc*column + rowpart(row); rowpart is affine along runs of rows
  * (between wraps of an inner row variable), one sfp.iota per run. */
 #define BE_IOTA_EXACT 1024 /* DL16 keeps every integer up to here */
-static int eval_index(be_tile *T, const ir_index *idx, be_val *out)
+static int eval_index_signed(be_tile *T, const ir_index *idx, int sign_only, be_val *out);
+static int index_span(be_tile *T, const ir_index *idx, int64_t *plo, int64_t *phi, int *phasrow);
+static int eval_index(be_tile *T, const ir_index *idx, be_val *out) { return eval_index_signed(T, idx, 0, out); }
+
+/* An index compared with an integer k, i cmp k, as (i - k) cmp 0: one
+ * rounding of an integer keeps its sign and its zero, so the comparison
+ * is exact however far the index runs past DL16's exact 1024 (a cat
+ * along 1536 columns).  1 when done (or failed: -1), 0 when x is not
+ * such a comparison. */
+static int eval_index_compare(be_tile *T, const ir_expr *x, be_val *out, int *rc)
+{
+    const ir_expr *e = T->c->p->A.e;
+    if (x->kind != IR_E_OP || (x->op != IR_EQ && x->op != IR_NE && x->op != IR_LT && x->op != IR_LE &&
+                               x->op != IR_GT && x->op != IR_GE))
+        return 0;
+    int ia = e[x->a].kind == IR_E_INDEX, ib = e[x->b].kind == IR_E_INDEX;
+    const ir_expr *k = ia ? &e[x->b] : &e[x->a];
+    if (ia == ib || k->kind != IR_E_CONST || k->value != floor(k->value) || fabs(k->value) > 0x1p24)
+        return 0;
+    ir_index idx = e[ia ? x->a : x->b].idx;
+    int64_t lo, hi;
+    int hasrow;
+    if (index_span(T, &idx, &lo, &hi, &hasrow) || (lo >= -BE_IOTA_EXACT && hi <= BE_IOTA_EXACT))
+        return 0; /* exact: the index itself, shared with the other comparisons of it */
+    idx.offset -= (int64_t)k->value;
+    be_val iv, zero = {BE_V_CONST, 0, 0, 0};
+    *rc = eval_index_signed(T, &idx, 1, &iv) ? -1 : 0;
+    if (!*rc && iv.cls == BE_V_CONST) {
+        out->cls = BE_V_CONST;
+        out->imm = fold_stored(x->op, ia ? iv.imm : 0, ia ? 0 : iv.imm);
+    } else if (!*rc) {
+        *rc = eval_binary(T, x->op, ia ? &iv : &zero, ia ? &zero : &iv, out);
+    }
+    return 1;
+}
+
+/* The smallest and largest value of idx over the tile's rows and columns;
+ * *hasrow: it depends on a row variable.  -1 outside a row kernel. */
+static int index_span(be_tile *T, const ir_index *idx, int64_t *plo, int64_t *phi, int *phasrow)
 {
     if (!T->rsp)
         return be_error(T->c, T->K, "index values in a matmul epilogue are not supported by the back half yet");
     const be_rowspace *rs = T->rsp;
-    const int64_t sb = T->c->t.stick;
     int64_t cc = idx->coef[T->colvar], lo = idx->offset, hi = idx->offset;
     int hasrow = 0;
     for (int v = 0; v < IR_MAX_VARS; v++) {
@@ -434,9 +471,21 @@ static int eval_index(be_tile *T, const ir_index *idx, be_val *out)
             return be_error(T->c, T->K, "internal: an index value over a variable outside the rows and columns");
     }
     int64_t cspan = cc * (T->cols - 1);
-    lo += cspan < 0 ? cspan : 0;
-    hi += cspan > 0 ? cspan : 0;
-    if (lo < -BE_IOTA_EXACT || hi > BE_IOTA_EXACT)
+    *plo = lo + (cspan < 0 ? cspan : 0);
+    *phi = hi + (cspan > 0 ? cspan : 0);
+    *phasrow = hasrow;
+    return 0;
+}
+
+static int eval_index_signed(be_tile *T, const ir_index *idx, int sign_only, be_val *out)
+{
+    const int64_t sb = T->c->t.stick, cc = idx->coef[T->colvar];
+    int64_t lo, hi;
+    int hasrow;
+    if (index_span(T, idx, &lo, &hi, &hasrow))
+        return -1;
+    const be_rowspace *rs = T->rsp;
+    if (!sign_only && (lo < -BE_IOTA_EXACT || hi > BE_IOTA_EXACT))
         return be_error(T->c, T->K,
                         "index values from %" PRId64 " to %" PRId64 " are not exact in DL16 (limit %d; not supported yet)",
                         lo, hi, BE_IOTA_EXACT);
@@ -533,7 +582,13 @@ int be_eval(be_tile *T, int e, be_val *out)
         }
         *out = a;
         break;
-    case IR_E_OP:
+    case IR_E_OP: {
+        int rc = 0;
+        if (eval_index_compare(T, x, out, &rc)) {
+            if (rc)
+                return -1;
+            break;
+        }
         if (be_eval(T, x->a, &a))
             return -1;
         if (ir_ops[x->op].arity == 1) {
@@ -567,6 +622,7 @@ int be_eval(be_tile *T, int e, be_val *out)
         if (eval_binary(T, x->op, &a, &b, out))
             return -1;
         break;
+    }
     case IR_E_WHERE: {
         if (be_eval(T, x->a, &cnd) || be_eval(T, x->b, &a) || be_eval(T, x->c, &b))
             return -1;
