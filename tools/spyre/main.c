@@ -15,6 +15,7 @@
 #include "cc.h"
 #include "chip.h"
 #include "isa.h"
+#include "ktir.h"
 #include "rt.h"
 #include "sim.h"
 #include "sweep.h"
@@ -702,6 +703,8 @@ static int cmd_run(int argc, char **argv)
 {
     if (wants_help(argc, argv, "run"))
         return EXIT_OK;
+    if (argc > 1 && kt_is_ktir_path(argv[1])) /* a KTIR program: its own path (ktir/run.c) */
+        return kt_cli_run(argc, argv);
     run_args a;
     int status = run_parse(argc, argv, &a);
     if (status)

@@ -1,0 +1,251 @@
+/* ktir compiler driver: the function and its grid, the per-core value
+ * environment, scf.for, and the ktdp ops (tile id, memory views, access
+ * tiles, load, store). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, ...)
+{
+    if (c->err && c->errlen) {
+        int n = snprintf(c->err, c->errlen, "%s:%d:%d: ", c->m->file, line, col);
+        va_list ap;
+        va_start(ap, fmt);
+        if (n >= 0 && (size_t)n < c->errlen) vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    c->code = code;
+    longjmp(c->fail, 1);
+}
+
+void kt_bind(kt_ctx *c, const char *name, const kv *v)
+{
+    if (c->nenv == c->capenv) {
+        c->capenv = c->capenv ? c->capenv * 2 : 256;
+        c->env = realloc(c->env, sizeof *c->env * (size_t)c->capenv);
+        if (!c->env) abort();
+    }
+    c->env[c->nenv].name = name, c->env[c->nenv++].v = *v;
+}
+
+const kv *kt_lookup(kt_ctx *c, const ml_item *it)
+{
+    if (it->kind != ML_I_VALUE) kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "expected an SSA value");
+    char name[256];
+    if (it->idx >= 0) snprintf(name, sizeof name, "%s#%d", it->s, it->idx);
+    else snprintf(name, sizeof name, "%s", it->s);
+    for (int i = c->nenv - 1; i >= 0; i--)
+        if (strcmp(c->env[i].name, name) == 0) return &c->env[i].v;
+    kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "use of undefined value %%%s", name);
+}
+
+static int64_t int_of(kt_ctx *c, const ml_item *it)
+{
+    const kv *v = kt_lookup(c, it);
+    if (v->kind == KV_PTR)
+        kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "%%%s: an argument without a value (give --arg %s=N)", it->s, it->s);
+    if (v->kind != KV_INT) kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "%%%s: expected an index value", it->s);
+    return v->i;
+}
+
+/* The tensor a base pointer names, created (in DRAM, after the others) on first use. */
+static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, const ml_type *ty)
+{
+    for (int i = 0; i < c->ntensors; i++)
+        if (strcmp(c->tensors[i].key, key) == 0) {
+            const isa_tensor *t = &c->prog->tensors[c->tensors[i].index];
+            int same = t->rank == ty->rank;
+            for (int d = 0; same && d < ty->rank; d++) same = t->shape[d] == ty->shape[d];
+            if (!same) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "views of %s with different shapes", key);
+            return i;
+        }
+    if (c->ntensors == 64) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 64 HBM tensors");
+    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || ty->elem->bits != 16 || strcmp(ty->elem->name, "f16"))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16");
+    if (ty->rank < 1 || ty->rank > 2 || ml_type_elems(ty) <= 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d or dynamic sizes", ty->rank);
+    kt_tensor *kt = &c->tensors[c->ntensors];
+    snprintf(kt->key, sizeof kt->key, "%s", key);
+    kt->index = isa_program_add_tensor(c->prog, key, ISA_ROLE_INPUT, ISA_HT_F16, ISA_T_DL16, ty->rank, ty->shape,
+                                       c->dram_top);
+    c->dram_top += c->prog->tensors[kt->index].bytes;
+    c->prog->dram_bytes = c->dram_top;
+    return c->ntensors++;
+}
+
+static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_type *ty = ml_op_last_type(op);
+    const ml_attr *ms = ml_op_attr(c->m, op, "memory_space");
+    if (!ty || ty->kind != ML_T_MEMREF || op->n < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `: memref<...>`");
+    if (ms && ms->kind == ML_A_DIALECT && strcmp(ms->body, "global") != 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM)", ms->body);
+    const ml_item *strides = ml_op_keyword(op, "strides");
+    int64_t expect = 1;
+    for (int d = ty->rank - 1; strides && strides->kind == ML_I_LIST && d >= 0; d--) {
+        const ml_item *s = d < strides->n ? &strides->items[strides->n - 1 - (ty->rank - 1 - d)] : NULL;
+        while (s && s->kind == ML_I_PUNCT) s--;
+        if (!s || s->kind != ML_I_ATTR || s->attr->kind != ML_A_INT || s->attr->i != expect)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view that is not row-major contiguous");
+        expect *= ty->shape[d];
+    }
+    const kv *base = kt_lookup(c, &op->items[0]);
+    char key[64];
+    if (base->kind == KV_PTR) snprintf(key, sizeof key, "%s", base->key);
+    else if (base->kind == KV_INT) snprintf(key, sizeof key, "hbm_%lld", (long long)base->i);
+    else kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
+    r->kind = KV_VIEW, r->tensor = tensor_for(c, op, key, ty), r->rank = ty->rank;
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+}
+
+static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_type *ty = ml_op_last_type(op);
+    if (op->n < 2 || op->items[1].kind != ML_I_LIST || !ty || ty->rank < 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `%%view[indices] {...} : memref -> !ktdp.access_tile<...>`");
+    const kv *view = kt_lookup(c, &op->items[0]);
+    if (view->kind != KV_VIEW) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
+    const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
+    if (order && order->kind == ML_A_MAP)
+        for (int d = 0; d < order->aff->n; d++)
+            if (order->aff->e[d]->kind != ML_AE_DIM || order->aff->e[d]->v != d)
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
+    *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = ty->rank, .vrank = view->rank};
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+    memcpy(r->vshape, view->shape, sizeof r->vshape);
+    int k = 0;
+    const ml_item *list = &op->items[1];
+    for (int i = 0; i < list->n; i++) {
+        if (list->items[i].kind == ML_I_PUNCT) continue;
+        if (k == ML_MAX_RANK) break;
+        r->off[k++] = int_of(c, &list->items[i]);
+    }
+    if (k != view->rank || ty->rank != view->rank)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
+    for (int d = 0; d < k; d++)
+        if (r->off[d] < 0 || r->shape[d] > view->shape[d] || r->off[d] > view->shape[d] - r->shape[d])
+            kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
+                    "out-of-bounds access tile: core %d, dimension %d: [%lld, %lld) outside the view's [0, %lld)", c->core,
+                    d, (long long)r->off[d], (long long)(r->off[d] + r->shape[d]), (long long)view->shape[d]);
+}
+
+static void op_load(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const kv *tile = kt_lookup(c, &op->items[0]);
+    if (tile->kind != KV_TILE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.load needs an access tile");
+    *r = (kv){.kind = KV_TENSOR, .rank = tile->rank};
+    memcpy(r->shape, tile->shape, sizeof r->shape);
+    r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * c->cfg->stick_bytes);
+    kt_dma_tile(c, op, tile, r->lx, 0);
+    c->tensors[tile->tensor].loaded = 1;
+}
+
+static void op_store(kt_ctx *c, const ml_op *op)
+{
+    if (op->n < 3) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `ktdp.store %%tensor, %%tile`");
+    kv v = *kt_lookup(c, &op->items[0]);
+    const kv *tile = kt_lookup(c, &op->items[2]);
+    if (tile->kind != KV_TILE || v.kind != KV_TENSOR)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.store needs a tensor and an access tile");
+    if (kt_sticks(&v) != kt_sticks(tile)) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "stored tensor and tile differ in shape");
+    kt_materialize(c, op, &v);
+    kt_dma_tile(c, op, tile, v.lx, 1);
+    c->tensors[tile->tensor].stored = 1;
+}
+
+static void op_tile_id(kt_ctx *c, const ml_op *op)
+{
+    int64_t rest = c->core;
+    for (int d = c->ngrid - 1; d >= 0; d--) { /* row-major over the grid: the last dimension varies fastest */
+        kv v = {.kind = KV_INT, .i = rest % c->grid[d]};
+        rest /= c->grid[d];
+        if (d < op->nres) kt_bind(c, op->res[d], &v);
+    }
+    if (op->nres > c->ngrid) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more tile ids than grid dimensions");
+}
+
+/* scf.for %iv = %lb to %ub step %s [iter_args(%a = %init, ...) -> (types)] { body }: unrolled. */
+static void op_for(kt_ctx *c, const ml_op *op)
+{
+    if (op->n < 8 || op->items[0].kind != ML_I_VALUE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `scf.for %%iv = %%lb to %%ub step %%s`");
+    int64_t lb = int_of(c, &op->items[2]), ub = int_of(c, &op->items[4]), step = int_of(c, &op->items[6]);
+    if (step <= 0) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for with a step of %lld", (long long)step);
+    const ml_item *ia = ml_op_keyword(op, "iter_args");
+    int from = 0;
+    const ml_region *body = ml_op_region(op, &from);
+    if (!body || body->nblocks != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for needs a body of one block");
+    const char *names[16];
+    kv carried[16];
+    int n = 0;
+    for (int i = 0; ia && ia->kind == ML_I_GROUP && i + 2 < ia->n; i++)
+        if (ia->items[i].kind == ML_I_VALUE && ia->items[i + 1].kind == ML_I_PUNCT && ia->items[i + 1].s[0] == '=') {
+            if (n == 16) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 16 iter_args");
+            names[n] = ia->items[i].s, carried[n] = *kt_lookup(c, &ia->items[i + 2]);
+            if (carried[n].kind == KV_TENSOR) { /* a buffer of its own that every iteration's yield writes */
+                kv init = carried[n];
+                kt_materialize(c, op, &init);
+                uint64_t bytes = (uint64_t)kt_sticks(&init) * c->cfg->stick_bytes, lx = kt_lx_alloc(c, op, bytes);
+                isa_insn in;
+                isa_insn_init(&in, ISA_OP_DMA_LX);
+                in.d.off = (int64_t)lx, in.a.off = (int64_t)init.lx, in.run = kt_sticks(&init);
+                kt_emit(c, &in);
+                carried[n] = init, carried[n].lx = lx;
+            }
+            n++;
+        }
+    for (int64_t iv = lb; iv < ub; iv += step) {
+        int mark = c->nenv;
+        uint64_t lx_mark = c->lx_top;
+        kv ivv = {.kind = KV_INT, .i = iv};
+        kt_bind(c, op->items[0].s, &ivv);
+        for (int k = 0; k < n; k++) kt_bind(c, names[k], &carried[k]);
+        const ml_op *y = NULL;
+        kt_compile_block(c, &body->blocks[0], &y);
+        int k = 0;
+        for (int i = 0; y && i < y->n && k < n; i++) {
+            if (y->items[i].kind != ML_I_VALUE) continue;
+            kv v = *kt_lookup(c, &y->items[i]);
+            if (carried[k].kind == KV_TENSOR) {
+                kt_materialize(c, y, &v);
+                if (v.lx != carried[k].lx) {
+                    isa_insn in;
+                    isa_insn_init(&in, ISA_OP_DMA_LX);
+                    in.d.off = (int64_t)carried[k].lx, in.a.off = (int64_t)v.lx, in.run = kt_sticks(&v);
+                    kt_emit(c, &in);
+                }
+            } else {
+                carried[k] = v;
+            }
+            k++;
+        }
+        if (k != n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d iter_args", k, n);
+        c->nenv = mark, c->lx_top = lx_mark;
+    }
+    for (int k = 0; k < n && k < op->nres; k++) kt_bind(c, op->res[k], &carried[k]);
+}
+
+int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r);
+int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *nm = op->name;
+    if (!strcmp(nm, "ktdp.get_compute_tile_id")) op_tile_id(c, op);
+    else if (!strcmp(nm, "ktdp.construct_memory_view")) op_memory_view(c, op, r);
+    else if (!strcmp(nm, "ktdp.construct_access_tile")) op_access_tile(c, op, r);
+    else if (!strcmp(nm, "ktdp.load")) op_load(c, op, r);
+    else if (!strcmp(nm, "ktdp.store")) op_store(c, op);
+    else if (!strcmp(nm, "scf.for")) op_for(c, op);
+    else return 0;
+    return 1;
+}
+
+void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
+{
+    for (int i = 0; i < b->nops; i++)
+        if (kt_compile_op(c, &b->ops[i])) {
+            *yield_op = &b->ops[i];
+            return;
+        }
+}

@@ -1,0 +1,88 @@
+/* ktir internal: the per-core compile state shared by the op handlers. */
+#ifndef KT_INTERNAL_H
+#define KT_INTERNAL_H
+
+#include <setjmp.h>
+#include "ktir.h"
+#include "mlir.h"
+
+/* A value of the program as one core's compile sees it. */
+typedef enum {
+    KV_INT,    /* index / integer known at compile time */
+    KV_FLOAT,  /* float scalar known at compile time */
+    KV_ELEM,   /* float scalar computed on the chip: one element in LX at lx */
+    KV_PTR,    /* an HBM base pointer: tensor key */
+    KV_VIEW,   /* memory view: tensor, shape */
+    KV_TILE,   /* access tile: tensor, view shape, off, shape (extent) */
+    KV_TENSOR  /* tensor value: in LX at lx (splat 0), or a splat of f (1) or of the element at lx (2) */
+} kv_kind;
+
+typedef struct {
+    kv_kind kind;
+    int64_t i;
+    double f;
+    uint64_t lx;
+    int splat;
+    int tensor;                    /* VIEW, TILE: program tensor */
+    const char *key;               /* PTR: tensor key */
+    int rank;
+    int64_t shape[ML_MAX_RANK];    /* TENSOR, TILE: own shape; VIEW: sizes */
+    int vrank;
+    int64_t vshape[ML_MAX_RANK];   /* TILE: its view's sizes */
+    int64_t off[ML_MAX_RANK];      /* TILE: offsets in the view */
+} kv;
+
+typedef struct {
+    const char *name;
+    kv v;
+} kt_binding;
+
+typedef struct {
+    char key[64];
+    int index;     /* in prog->tensors */
+    int loaded, stored;
+} kt_tensor;
+
+typedef struct {
+    const ml_module *m;
+    const chip_config *cfg;
+    isa_program *prog;
+    const kt_arg *args;
+    int nargs;
+    int ncores, core;
+    int64_t grid[3];
+    int ngrid;
+    kt_binding *env;
+    int nenv, capenv;
+    uint64_t lx_top, lx_peak;      /* bump allocator of this core's LX */
+    kt_tensor tensors[64];
+    int ntensors;
+    uint64_t dram_top;
+    double hbm_bytes, simd_elems, trans_elems; /* this core's counts for ktir-cpu's roofline */
+    double roofline;                           /* the slowest core's roofline so far */
+    jmp_buf fail;
+    int code;
+    char *err;
+    size_t errlen;
+} kt_ctx;
+
+_Noreturn void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+void kt_bind(kt_ctx *c, const char *name, const kv *v);
+const kv *kt_lookup(kt_ctx *c, const ml_item *it);
+void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
+/* One op; returns 0, or 1 for a terminator (scf.yield, return). */
+int kt_compile_op(kt_ctx *c, const ml_op *op);
+
+/* Chip code (emit.c). */
+uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
+int64_t kt_sticks(const kv *t);
+void kt_emit(kt_ctx *c, isa_insn *in);
+void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value);
+void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
+void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
+
+#endif

@@ -1,0 +1,262 @@
+/* Tests of the MLIR parser (mlir/) and the KTIR front end (ktir/): parsing,
+ * one-line errors and no crash on damaged text, and KTIR programs written
+ * here compiled, run on the simulator and checked against values computed
+ * in the test. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ktir.h"
+#include "mlir.h"
+#include "rt.h"
+#include "testutil.h"
+
+static chip_config cfg4;
+
+/* A 4-core program: each core loads 16 rows of a 64x128 fp16 matrix, adds
+ * the other input, takes exp, subtracts each row's max, and stores it; a
+ * loop over 2 blocks of 8 rows with an index computed from the core id. */
+static const char *rows_prog =
+    "// rows: y = exp(a + b) - rowmax(a + b)\n"
+    "module {\n"
+    "  func.func @rows(%a_ptr: index, %b_ptr: index, %y_ptr: index, %BLOCK: index) attributes {grid = [4]} {\n"
+    "    %id = ktdp.get_compute_tile_id : index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c2 = arith.constant 2 : index\n"
+    "    %c1 = arith.constant 1 : index\n"
+    "    %ninf = arith.constant 0xFC00 : f16\n"
+    "    %base = arith.muli %id, %c2 : index\n"
+    "    %a = ktdp.construct_memory_view %a_ptr, sizes: [64, 128], strides: [128, 1] {\n"
+    "      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 63 >= 0, d1 >= 0, -d1 + 127 >= 0)>,\n"
+    "      memory_space = #ktdp.memory_space<global>} : memref<64x128xf16>\n"
+    "    %b = ktdp.construct_memory_view %b_ptr, sizes: [64, 128], strides: [128, 1] {\n"
+    "      memory_space = #ktdp.memory_space<global>} : memref<64x128xf16>\n"
+    "    %y = ktdp.construct_memory_view %y_ptr, sizes: [64, 128], strides: [128, 1] {\n"
+    "      memory_space = #ktdp.memory_space<global>} : memref<64x128xf16>\n"
+    "    scf.for %i = %c0 to %c2 step %c1 {\n"
+    "      %blk = arith.addi %base, %i : index\n"
+    "      %row = arith.muli %blk, %BLOCK : index\n"
+    "      %ta = ktdp.construct_access_tile %a[%row, %c0] {\n"
+    "        access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 127 >= 0)>,\n"
+    "        access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>\n"
+    "      %tb = ktdp.construct_access_tile %b[%row, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>\n"
+    "      %ty = ktdp.construct_access_tile %y[%row, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>\n"
+    "      %xa = ktdp.load %ta : !ktdp.access_tile<8x128xindex> -> tensor<8x128xf16>\n"
+    "      %xb = ktdp.load %tb : !ktdp.access_tile<8x128xindex> -> tensor<8x128xf16>\n"
+    "      %s = tensor.empty() : tensor<8x128xf16>\n"
+    "      %sum = linalg.add ins(%xa, %xb : tensor<8x128xf16>, tensor<8x128xf16>)\n"
+    "                        outs(%s : tensor<8x128xf16>) -> tensor<8x128xf16>\n"
+    "      %e = math.exp %sum : tensor<8x128xf16>\n"
+    "      %init = tensor.splat %ninf : tensor<8xf16>\n"
+    "      %mx = linalg.reduce { arith.maximumf } ins(%sum : tensor<8x128xf16>) outs(%init : tensor<8xf16>)\n"
+    "        dimensions = [1]\n"
+    "      %k = arith.constant 3 : index\n"
+    "      %m3 = tensor.extract %mx[%k] : tensor<8xf16>\n"
+    "      %mb = tensor.splat %m3 : tensor<8x128xf16>\n"
+    "      %out = arith.subf %e, %mb : tensor<8x128xf16>\n"
+    "      ktdp.store %out, %ty : tensor<8x128xf16>, !ktdp.access_tile<8x128xindex>\n"
+    "      scf.yield\n"
+    "    }\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+static void test_parser_reads_ops_regions_attributes_and_affine_sets(void)
+{
+    char err[256];
+    ml_module *m = ml_parse(rows_prog, strlen(rows_prog), "rows.mlir", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const ml_op *mod = &m->top.blocks[0].ops[0];
+    CU_ASSERT_STRING_EQUAL(mod->name, "module");
+    int from = 0;
+    const ml_op *fn = &ml_op_region(mod, &from)->blocks[0].ops[0];
+    CU_ASSERT_STRING_EQUAL(fn->name, "func.func");
+    const ml_attr *grid = ml_op_attr(m, fn, "grid");
+    CU_ASSERT_FATAL(grid && grid->kind == ML_A_ARRAY && grid->n == 1);
+    CU_ASSERT_EQUAL(grid->items[0]->i, 4);
+    from = 0;
+    const ml_block *body = &ml_op_region(fn, &from)->blocks[0];
+    CU_ASSERT_STRING_EQUAL_FATAL(body->ops[4].name, "arith.constant"); /* %ninf: 0xFC00 : f16 */
+    CU_ASSERT_EQUAL(body->ops[4].items[0].attr->i, 0xFC00);
+    const ml_op *view = &body->ops[6];
+    const ml_attr *set = ml_op_attr(m, view, "coordinate_set");
+    CU_ASSERT_FATAL(set && set->kind == ML_A_SET && set->aff->n == 4 && set->aff->ndims == 2);
+    int64_t in[2] = {63, 127}, out[2] = {64, 0}, v;
+    int inside = 1, outside = 1;
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(ml_aexpr_eval(set->aff->e[i], in, NULL, &v), 0);
+        inside &= v >= 0;
+        CU_ASSERT_EQUAL(ml_aexpr_eval(set->aff->e[i], out, NULL, &v), 0);
+        outside &= v >= 0;
+    }
+    CU_ASSERT(inside && !outside);
+    const ml_type *t = ml_op_last_type(view);
+    CU_ASSERT(t && t->kind == ML_T_MEMREF && t->rank == 2 && t->shape[0] == 64 && t->shape[1] == 128);
+    CU_ASSERT_STRING_EQUAL(t->elem->name, "f16");
+    const ml_item *sizes = ml_op_keyword(view, "sizes");
+    CU_ASSERT(sizes && sizes->kind == ML_I_LIST && sizes->n == 3); /* 64 , 128 */
+    ml_free(m);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    char err[256] = "";
+    ml_module *m = ml_parse(text, strlen(text), "bad.mlir", err, sizeof err);
+    CU_ASSERT_PTR_NULL(m);
+    ml_free(m);
+    if (!strstr(err, want) || strncmp(err, "bad.mlir:", 9) || strchr(err, '\n')) {
+        printf("\n  for %s\n  got %s\n  want %s\n", text, err, want);
+        CU_FAIL("error message");
+    }
+}
+
+static void test_parser_errors_are_one_line_with_file_line_column(void)
+{
+    expect_error("module {\n  %a = arith.constant 1 : index\n", "bad.mlir:3:1: expected '}'");
+    expect_error("%a = arith.constant 99999999999999999999 : index", "bad.mlir:1:21: integer");
+    expect_error("%x = foo.bar : tensor<4xq7>", "expected a type");
+    expect_error("%x = foo.bar {k = affine_map<(d0) -> (d1)>}", "unexpected 'd1' in an affine expression");
+    expect_error("}", "unmatched '}'");
+    expect_error("%x = foo.bar \"abc", "unterminated string");
+    expect_error("%x = foo.bar `", "unexpected character '`'");
+    expect_error("%x foo.bar", "expected ',' or '='");
+    char deep[2000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = 0;
+    memcpy(deep, "x.y ", 4);
+    expect_error(deep, "nesting deeper than");
+}
+
+/* Damaged copies of a real program (bytes replaced, deleted, cut short)
+ * parse or fail with one line naming the file; never a crash (the
+ * sanitizer build runs this too). */
+static void test_parser_survives_damaged_text(void)
+{
+    size_t n = strlen(rows_prog);
+    char *buf = malloc(n + 1);
+    static const char junk[] = "{}[]()<>%^#!@\":=,-x0123456789.\n ";
+    uint64_t s = 12345;
+    for (int round = 0; round < 3000; round++) {
+        memcpy(buf, rows_prog, n + 1);
+        size_t len = n;
+        for (int k = 0; k < 1 + round % 4; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = (s >> 33) % len;
+            int what = (int)((s >> 20) % 3);
+            if (what == 0) buf[at] = junk[(s >> 8) % (sizeof junk - 1)];
+            else if (what == 1) memmove(buf + at, buf + at + 1, len - at), len--;
+            else len = at, buf[len] = 0;
+            if (len == 0) break;
+        }
+        char err[256] = "";
+        ml_module *m = ml_parse(buf, len, "d.mlir", err, sizeof err);
+        if (!m) CU_ASSERT(strncmp(err, "d.mlir:", 7) == 0 && !strchr(err, '\n'));
+        ml_free(m);
+    }
+    free(buf);
+}
+
+static int write_prog(const char *text, char *path, size_t len)
+{
+    tu_write_tmpfile(".mlir", text, strlen(text), path, len);
+    return 0;
+}
+
+static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(void)
+{
+    char path[512], err[512];
+    write_prog(rows_prog, path, sizeof path);
+    kt_arg args[] = {{"BLOCK", 8}};
+    int code = 0;
+    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float a[64 * 128], b[64 * 128], y[64 * 128];
+    for (int i = 0; i < 64 * 128; i++) /* small values exact in fp16 */
+        a[i] = (float)((i * 7) % 17 - 8) / 16, b[i] = (float)((i * 5) % 13 - 6) / 32;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "a_ptr", a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "b_ptr", b, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT(res.stats.cycles > 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y_ptr", y, err, sizeof err), 0);
+    int bad = 0;
+    for (int r = 0; r < 64; r++) {
+        int r3 = r / 8 * 8 + 3; /* the row whose max every row of its block subtracts */
+        double mx = -INFINITY;
+        for (int c = 0; c < 128; c++) mx = fmax(mx, (double)a[r3 * 128 + c] + b[r3 * 128 + c]);
+        for (int c = 0; c < 128; c++) {
+            double want = exp((double)a[r * 128 + c] + b[r * 128 + c]) - mx;
+            /* DL16 rounds each of add, exp, max and sub to 9 fraction bits
+             * (2^-10 relative), the fp16 read-back narrows once more: 1%
+             * of the magnitudes involved is well above that chain. */
+            double tol = 1e-2 * (fabs(want) + fabs(mx) + 1);
+            bad += fabs(y[r * 128 + c] - want) > tol;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+static void expect_compile_error(const char *text, int want_code, const char *want)
+{
+    char path[512], err[512] = "";
+    write_prog(text, path, sizeof path);
+    kt_arg args[] = {{"BLOCK", 8}};
+    int code = 0;
+    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
+    CU_ASSERT_PTR_NULL(p);
+    isa_program_free(p);
+    CU_ASSERT_EQUAL(code, want_code);
+    if (!strstr(err, want)) {
+        printf("\n  got %s\n  want %s\n", err, want);
+        CU_FAIL("compile error message");
+    }
+    remove(path);
+}
+
+static char *replace(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    char *r = malloc(strlen(text) + strlen(to) + 1);
+    memcpy(r, text, (size_t)(at - text));
+    strcpy(r + (at - text), to);
+    strcat(r, at + strlen(from));
+    return r;
+}
+
+static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void)
+{
+    /* Rows 8k+1 .. 8k+8: the last block of core 3 runs past the 64 rows of the view. */
+    char *far = replace(rows_prog, "%row = arith.muli %blk, %BLOCK : index", "%row0 = arith.muli %blk, %BLOCK : index\n      %row = arith.addi %row0, %c1 : index");
+    expect_compile_error(far, KT_EXIT_CHIP, "out-of-bounds access tile: core 3, dimension 0: [57, 65)");
+    char *big = replace(rows_prog, "%s = tensor.empty() : tensor<8x128xf16>", "%s = tensor.empty() : tensor<2048x128xf16>");
+    expect_compile_error(big, KT_EXIT_CHIP, "LX scratchpad overflow: core 0");
+    char *unk = replace(rows_prog, "math.exp", "math.frobnicate");
+    expect_compile_error(unk, KT_EXIT_REFUSED, ": not supported: operation math.frobnicate");
+    free(far), free(big), free(unk);
+}
+
+int main(void)
+{
+    tu_config("spyre-4core", &cfg4);
+    static const tu_test tests[] = {
+        {"parser_reads_ops_regions_attributes_and_affine_sets", test_parser_reads_ops_regions_attributes_and_affine_sets},
+        {"parser_errors_are_one_line_with_file_line_column", test_parser_errors_are_one_line_with_file_line_column},
+        {"parser_survives_damaged_text", test_parser_survives_damaged_text},
+        {"rows_program_runs_on_four_cores_with_the_values_computed_here",
+         test_rows_program_runs_on_four_cores_with_the_values_computed_here},
+        {"chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2",
+         test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2},
+        {NULL, NULL},
+    };
+    return tu_run("ktir", tests);
+}
