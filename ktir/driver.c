@@ -133,7 +133,7 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = 0;
+    c->nenv = 0, c->lx_top = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);
@@ -145,7 +145,7 @@ static void compile_core(kt_ctx *c, const ml_op *fn)
     isa_stream_push(&c->prog->cores[c->core], &h);
     /* ktir-cpu's defaults: 1 TB/s of HBM shared by the grid's cores at 1 GHz,
      * one stick of 64 elements per cycle, transcendental ops 4x. */
-    double t = c->hbm_bytes / (1000.0 / c->ncores) + c->simd_elems / 64 + c->trans_elems / 64 * 4;
+    double t = c->hbm_bytes / (1000.0 / c->ncores) + c->simd_elems / 64 + c->trans_elems / 64 * 4 + c->mm_flops / 524288;
     if (t > c->roofline) c->roofline = t;
 }
 

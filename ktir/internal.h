@@ -23,6 +23,7 @@ typedef struct {
     double f;
     uint64_t lx;
     int splat;
+    int from_empty;                /* TENSOR: tensor.empty's undefined contents (a matmul's outs adds nothing) */
     int tensor;                    /* VIEW, TILE: program tensor */
     const char *key;               /* PTR: tensor key */
     int rank;
@@ -58,7 +59,7 @@ typedef struct {
     kt_tensor tensors[64];
     int ntensors;
     uint64_t dram_top;
-    double hbm_bytes, simd_elems, trans_elems; /* this core's counts for ktir-cpu's roofline */
+    double hbm_bytes, simd_elems, trans_elems, mm_flops; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     jmp_buf fail;
     int code;

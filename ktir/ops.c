@@ -118,7 +118,7 @@ static void sfp_binary(kt_ctx *c, const ml_op *op, int isa_op, kv a, const kv *b
 {
     need_same_shape(c, op, &a, b);
     kt_materialize(c, op, &a);
-    *r = a, r->splat = 0;
+    *r = a, r->splat = 0, r->from_empty = 0;
     int64_t n = kt_sticks(&a), sb = c->cfg->stick_bytes;
     c->simd_elems += (double)(kt_elems(&a));
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
@@ -184,7 +184,7 @@ static int unary(kt_ctx *c, const ml_op *op, kv *r)
     if (scalar) a = as_tensor(&a);
     if (a.kind != KV_TENSOR) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s of a non-float value", op->name);
     kt_materialize(c, op, &a);
-    *r = a;
+    *r = a, r->from_empty = 0;
     if (!strncmp(op->name, "math.", 5)) c->trans_elems += (double)kt_elems(&a);
     else c->simd_elems += (double)kt_elems(&a);
     int64_t n = kt_sticks(&a), sb = c->cfg->stick_bytes;
@@ -232,6 +232,7 @@ static int tensor_op(kt_ctx *c, const ml_op *op, kv *r)
     const ml_item *o[2];
     if (!strcmp(op->name, "tensor.empty")) {
         typed_tensor(c, op, r);
+        r->from_empty = 1;
         r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * c->cfg->stick_bytes);
     } else if (!strcmp(op->name, "tensor.splat") || !strcmp(op->name, "linalg.fill")) {
         if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", op->name);
@@ -275,6 +276,69 @@ static int tensor_op(kt_ctx *c, const ml_op *op, kv *r)
 
 int kt_reduce(kt_ctx *c, const ml_op *op, kv *r);
 
+/* linalg.matmul ins(%a, %b) outs(%c): c + a x b on the PT of corelet 0 (fp32
+ * sums, the result rounded to DL16); an outs operand that is empty or a
+ * splat of 0 adds nothing. */
+static int matmul(kt_ctx *c, const ml_op *op, kv *r)
+{
+    if (strcmp(op->name, "linalg.matmul")) return 0;
+    const ml_item *o[2], *outs = NULL;
+    const ml_item *g = ml_op_keyword(op, "outs");
+    for (int i = 0; g && g->kind == ML_I_GROUP && i < g->n && !outs; i++)
+        if (g->items[i].kind == ML_I_VALUE) outs = &g->items[i];
+    if (operands(op, o, 2) != 2 || !outs) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `linalg.matmul ins(%%a, %%b) outs(%%c)`");
+    kv a = *kt_lookup(c, o[0]), b = *kt_lookup(c, o[1]), init = *kt_lookup(c, outs);
+    if (a.kind != KV_TENSOR || b.kind != KV_TENSOR || a.rank != 2 || b.rank != 2 || a.shape[1] != b.shape[0])
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "linalg.matmul needs tensors m x k and k x n");
+    kt_materialize(c, op, &a);
+    kt_materialize(c, op, &b);
+    int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1], sb = c->cfg->stick_bytes;
+    if (m > 65535 || n > 65535 || k > 65535) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a matmul dimension over 65535");
+    *r = (kv){.kind = KV_TENSOR, .rank = 2, .shape = {m, n}};
+    r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * (uint64_t)sb);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_PT_MM);
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.b.off = (int64_t)b.lx;
+    in.m = m, in.nn = n, in.k = k, in.ds[0] = m * sb, in.as[0] = m * sb, in.bs[0] = k * sb;
+    kt_emit(c, &in);
+    c->mm_flops += 2.0 * (double)m * (double)n * (double)k;
+    int empty = init.kind == KV_TENSOR && (init.splat == 1 ? init.f == 0.0 : 0);
+    if (!empty && !init.from_empty) {
+        kv acc;
+        sfp_binary(c, op, ISA_OP_SFP_ADD, *r, &init, &acc);
+        *r = acc;
+    }
+    return 1;
+}
+
+/* arith.cmpi PRED, %a, %b and arith.select %cond, %a, %b on values known at compile time. */
+static int compare_select(kt_ctx *c, const ml_op *op, kv *r)
+{
+    static const char *const preds[] = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge", NULL};
+    const ml_item *o[3];
+    if (!strcmp(op->name, "arith.cmpi")) {
+        int p = -1;
+        for (int k = 0; preds[k] && op->n && op->items[0].kind == ML_I_WORD; k++)
+            if (!strcmp(op->items[0].s, preds[k])) p = k;
+        if (p < 0 || operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `arith.cmpi PRED, %%a, %%b`");
+        const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
+        if (a->kind != KV_INT || b->kind != KV_INT)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: arith.cmpi of values computed on the chip");
+        int64_t x = a->i, y = b->i;
+        uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+        int v[] = {x == y, x != y, x < y, x <= y, x > y, x >= y, ux < uy, ux <= uy, ux > uy, ux >= uy};
+        *r = (kv){.kind = KV_INT, .i = v[p]};
+        return 1;
+    }
+    if (strcmp(op->name, "arith.select")) return 0;
+    if (operands(op, o, 3) != 3) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `arith.select %%c, %%a, %%b`");
+    const kv *cond = kt_lookup(c, o[0]);
+    if (cond->kind != KV_INT)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: arith.select on a condition computed on the chip");
+    *r = *kt_lookup(c, o[cond->i ? 1 : 2]);
+    return 1;
+}
+
 int kt_compile_op(kt_ctx *c, const ml_op *op)
 {
     kv r = {0};
@@ -288,7 +352,7 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
         if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "index_cast needs a value");
         r = *kt_lookup(c, o[0]);
     } else if (kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
-               kt_reduce(c, op, &r)) {
+               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r)) {
         /* done */
     } else {
         done = 0;
@@ -297,6 +361,10 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
             const ml_item *o[2];
             if (operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs two operands", nm);
             const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
+            for (int k2 = 0; k2 < 2; k2++)
+                if ((k2 ? b : a)->kind == KV_PTR)
+                    kt_fail(c, KT_EXIT_REFUSED, o[k2]->line, o[k2]->col, "%%%s: an argument without a value (give --arg %s=N)",
+                            o[k2]->s, o[k2]->s);
             if (a->kind != KV_INT || b->kind != KV_INT)
                 kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of values computed on the chip", nm);
             r = (kv){.kind = KV_INT, .i = int_eval(c, op, intops[k].i, a->i, b->i)};

@@ -20,6 +20,7 @@ typedef struct {
     const char *file, *config, *expected;
     const char *inputs[KT_MAX_ARGS];
     int ninputs, check, ones;
+    double rtol, atol;
     uint64_t seed;
     kt_arg args[KT_MAX_ARGS];
     int nargs;
@@ -28,14 +29,14 @@ typedef struct {
 static int usage(const char *msg)
 {
     fprintf(stderr, "spyre run: %s\nusage: spyre run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--ones] "
-                    "[--seed N] [--config FILE] [--check --expected FILE.safetensors]\n", msg);
+                    "[--seed N] [--config FILE] [--check --expected FILE.safetensors [--rtol X] [--atol Y]]\n", msg);
     return KT_EXIT_REFUSED;
 }
 
 static int parse_opts(int argc, char **argv, kt_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->seed = 42;
+    o->seed = 42, o->rtol = KT_RTOL, o->atol = KT_ATOL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--check")) o->check = 1;
@@ -49,6 +50,8 @@ static int parse_opts(int argc, char **argv, kt_opts *o)
             o->args[o->nargs].name = strndup(v, (size_t)(eq - v)), o->args[o->nargs++].value = x, i++;
         } else if (!strcmp(a, "--input") && v && o->ninputs < KT_MAX_ARGS) o->inputs[o->ninputs++] = v, i++;
         else if (!strcmp(a, "--expected") && v) o->expected = v, i++;
+        else if (!strcmp(a, "--rtol") && v) o->rtol = strtod(v, NULL), i++;
+        else if (!strcmp(a, "--atol") && v) o->atol = strtod(v, NULL), i++;
         else if (!strcmp(a, "--config") && v) o->config = v, i++;
         else if (!strcmp(a, "--seed") && v) o->seed = strtoull(v, NULL, 0), i++;
         else if (a[0] != '-' && !o->file) o->file = a;
@@ -74,7 +77,7 @@ static void print_time(const rt_run_result *res, const chip_config *cfg)
 }
 
 /* Compare every output with the tensor of the same name in the expected file. */
-static int check_outputs(rt_program *prog, const char *path, char *err, size_t errlen)
+static int check_outputs(rt_program *prog, const kt_opts *o, const char *path, char *err, size_t errlen)
 {
     rt_st_file *f = rt_st_read(path, err, errlen);
     if (!f) return -1;
@@ -98,7 +101,7 @@ static int check_outputs(rt_program *prog, const char *path, char *err, size_t e
         double max_abs = 0;
         for (int64_t i = 0; i < n; i++) {
             double d = fabs((double)got[i] - want[i]);
-            if (d <= KT_ATOL + KT_RTOL * fabs(want[i])) within++;
+            if (d <= o->atol + o->rtol * fabs(want[i])) within++;
             else if (!(d <= max_abs)) max_abs = d, worst = i;
         }
         printf("check %s: within_tol=%lld/%lld max_abs_err_outside=%.3g%s\n", ti->name, (long long)within, (long long)n,
@@ -148,7 +151,7 @@ static int run_program(rt_device *dev, isa_program *ip, const kt_opts *o, const 
         print_time(&res, cfg);
         printf("ktir_cpu_roofline_cycles=%.0f (ktir-cpu's own estimate, its docs/latency.md: no overlap, 1 cycle = 1 ns) "
                "simulated_ns=%.0f\n", rep->roofline_cycles, sim_stats_time_us(&res.stats, cfg) * 1e3);
-        int bad = o->check ? check_outputs(prog, o->expected, err, sizeof err) : 0;
+        int bad = o->check ? check_outputs(prog, o, o->expected, err, sizeof err) : 0;
         if (bad < 0) fprintf(stderr, "%s\n", err), code = KT_EXIT_REFUSED;
         else if (bad > 0) code = 1;
     }
