@@ -51,29 +51,29 @@ static int64_t int_of(kt_ctx *c, const ml_item *it)
     return v->i;
 }
 
-/* The tensor a base pointer names, created (in DRAM, after the others) on first use. */
-static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, const ml_type *ty)
+/* The HBM tensor behind key; the measuring pass adds it on first use. */
+static int tensor_for(kt_ctx *c, const ml_op *op, const char *key)
 {
     for (int i = 0; i < c->ntensors; i++)
-        if (strcmp(c->tensors[i].key, key) == 0) {
-            const isa_tensor *t = &c->prog->tensors[c->tensors[i].index];
-            int same = t->rank == ty->rank;
-            for (int d = 0; same && d < ty->rank; d++) same = t->shape[d] == ty->shape[d];
-            if (!same) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "views of %s with different shapes", key);
-            return i;
-        }
+        if (strcmp(c->tensors[i].key, key) == 0) return i;
+    if (c->final) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "internal: tensor %s not measured", key);
     if (c->ntensors == 64) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 64 HBM tensors");
-    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || ty->elem->bits != 16 || strcmp(ty->elem->name, "f16"))
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16");
-    if (ty->rank < 1 || ty->rank > 2 || ml_type_elems(ty) <= 0)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d or dynamic sizes", ty->rank);
     kt_tensor *kt = &c->tensors[c->ntensors];
+    memset(kt, 0, sizeof *kt);
     snprintf(kt->key, sizeof kt->key, "%s", key);
-    kt->index = isa_program_add_tensor(c->prog, key, ISA_ROLE_INPUT, ISA_HT_F16, ISA_T_DL16, ty->rank, ty->shape,
-                                       c->dram_top);
-    c->dram_top += c->prog->tensors[kt->index].bytes;
-    c->prog->dram_bytes = c->dram_top;
     return c->ntensors++;
+}
+
+/* The integer items of a `[a, b, ...]` keyword list (n of them), or -1. */
+static int int_list(const ml_item *l, int64_t *out, int max)
+{
+    int n = 0;
+    for (int i = 0; l && l->kind == ML_I_LIST && i < l->n; i++) {
+        if (l->items[i].kind == ML_I_PUNCT) continue;
+        if (l->items[i].kind != ML_I_ATTR || l->items[i].attr->kind != ML_A_INT || n == max) return -1;
+        out[n++] = l->items[i].attr->i;
+    }
+    return l ? n : -1;
 }
 
 static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
@@ -83,22 +83,25 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     if (!ty || ty->kind != ML_T_MEMREF || op->n < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `: memref<...>`");
     if (ms && ms->kind == ML_A_DIALECT && strcmp(ms->body, "global") != 0)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM)", ms->body);
-    const ml_item *strides = ml_op_keyword(op, "strides");
-    int64_t expect = 1;
-    for (int d = ty->rank - 1; strides && strides->kind == ML_I_LIST && d >= 0; d--) {
-        const ml_item *s = d < strides->n ? &strides->items[strides->n - 1 - (ty->rank - 1 - d)] : NULL;
-        while (s && s->kind == ML_I_PUNCT) s--;
-        if (!s || s->kind != ML_I_ATTR || s->attr->kind != ML_A_INT || s->attr->i != expect)
-            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view that is not row-major contiguous");
-        expect *= ty->shape[d];
-    }
+    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || strcmp(ty->elem->name, "f16"))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16");
+    if (ty->rank < 1 || ty->rank > 2 || ml_type_elems(ty) <= 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d or dynamic sizes", ty->rank);
+    int64_t st[2];
+    int ns = int_list(ml_op_keyword(op, "strides"), st, 2);
+    int rows_ok = ns == ty->rank && ns >= 1 && ns <= 2;
+    if (rows_ok) rows_ok = st[ns - 1] == 1 && (ns == 1 || st[0] >= ty->shape[1]);
+    if (!rows_ok)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view whose rows are not contiguous and disjoint");
     const kv *base = kt_lookup(c, &op->items[0]);
-    char key[64];
-    if (base->kind == KV_PTR) snprintf(key, sizeof key, "%s", base->key);
-    else if (base->kind == KV_INT) snprintf(key, sizeof key, "hbm_%lld", (long long)base->i);
-    else kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
-    r->kind = KV_VIEW, r->tensor = tensor_for(c, op, key, ty), r->rank = ty->rank;
+    if (base->kind != KV_PTR && base->kind != KV_INT)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
+    *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : ty->shape[0]};
+    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm");
     memcpy(r->shape, ty->shape, sizeof r->shape);
+    if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
+    int64_t end = r->i + (ty->rank == 2 ? (ty->shape[0] - 1) * r->stride + ty->shape[1] : ty->shape[0]);
+    if (end > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = end;
 }
 
 static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
@@ -113,7 +116,8 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
         for (int d = 0; d < order->aff->n; d++)
             if (order->aff->e[d]->kind != ML_AE_DIM || order->aff->e[d]->v != d)
                 kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
-    *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = ty->rank, .vrank = view->rank};
+    *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = ty->rank, .vrank = view->rank, .i = view->i,
+              .stride = view->stride};
     memcpy(r->shape, ty->shape, sizeof r->shape);
     memcpy(r->vshape, view->shape, sizeof r->vshape);
     int k = 0;

@@ -149,6 +149,49 @@ static void compile_core(kt_ctx *c, const ml_op *fn)
     if (t > c->roofline) c->roofline = t;
 }
 
+/* The program's tensors from the measuring pass: one 1-D f16 tensor per
+ * pointer, as long as its views reach, one after another in DRAM. */
+static void add_tensors(kt_ctx *c)
+{
+    for (int i = 0; i < c->ntensors; i++) {
+        kt_tensor *t = &c->tensors[i];
+        int64_t shape[1] = {t->extent > 0 ? t->extent : 1};
+        t->index = isa_program_add_tensor(c->prog, t->key, t->stored ? ISA_ROLE_OUTPUT : ISA_ROLE_INPUT, ISA_HT_F16,
+                                          ISA_T_DL16, 1, shape, c->dram_top);
+        c->dram_top += c->prog->tensors[t->index].bytes;
+    }
+    c->prog->dram_bytes = c->dram_top;
+}
+
+static isa_program *new_program(const chip_config *cfg)
+{
+    isa_program *p = isa_program_new(cfg->cores);
+    if (!p) abort();
+    snprintf(p->config, sizeof p->config, "%s", cfg->name);
+    p->lx_bytes = cfg->lx_bytes, p->stick_bytes = cfg->stick_bytes;
+    return p;
+}
+
+/* Both passes over every core: measure the HBM tensors, then the program. */
+static void compile_all(kt_ctx *c, const ml_op *fn)
+{
+    read_grid(c, fn);
+    for (c->final = 0; c->final < 2; c->final++) {
+        if (c->final) {
+            isa_program_free(c->prog);
+            c->prog = new_program(c->cfg);
+            add_tensors(c);
+        }
+        c->roofline = 0;
+        for (c->core = 0; c->core < c->ncores; c->core++) compile_core(c, fn);
+    }
+    for (c->core = c->ncores; c->core < c->cfg->cores; c->core++) {
+        isa_insn h;
+        isa_insn_init(&h, ISA_OP_HALT);
+        isa_stream_push(&c->prog->cores[c->core], &h);
+    }
+}
+
 isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, const chip_config *cfg, char *err,
                              size_t errlen, int *code, kt_report *rep)
 {
@@ -158,25 +201,19 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
     kt_ctx *c = calloc(1, sizeof *c);
     if (!c) abort();
     c->m = m, c->cfg = cfg, c->args = args, c->nargs = nargs, c->err = err, c->errlen = errlen;
-    c->prog = isa_program_new(cfg->cores);
-    if (!c->prog) abort();
-    snprintf(c->prog->config, sizeof c->prog->config, "%s", cfg->name);
-    c->prog->lx_bytes = cfg->lx_bytes, c->prog->stick_bytes = cfg->stick_bytes;
+    c->prog = new_program(cfg);
     isa_program *res = NULL;
     if (setjmp(c->fail) == 0) {
         const ml_op *fn = find_func(&m->top, 0);
         if (!fn) kt_fail(c, KT_EXIT_REFUSED, 1, 1, "no func.func in the file");
-        read_grid(c, fn);
-        for (c->core = 0; c->core < c->ncores; c->core++) compile_core(c, fn);
-        for (c->core = c->ncores; c->core < cfg->cores; c->core++) {
-            isa_insn h;
-            isa_insn_init(&h, ISA_OP_HALT);
-            isa_stream_push(&c->prog->cores[c->core], &h);
-        }
-        for (int i = 0; i < c->ntensors; i++)
-            c->prog->tensors[c->tensors[i].index].role = c->tensors[i].stored ? ISA_ROLE_OUTPUT : ISA_ROLE_INPUT;
+        compile_all(c, fn);
         res = c->prog;
-        if (rep) rep->roofline_cycles = c->roofline;
+        if (rep) {
+            rep->roofline_cycles = c->roofline, rep->ninout = 0;
+            for (int i = 0; i < c->ntensors && rep->ninout < KT_MAX_INOUT; i++)
+                if (c->tensors[i].loaded && c->tensors[i].stored)
+                    snprintf(rep->inout[rep->ninout++], sizeof rep->inout[0], "%s", c->tensors[i].key);
+        }
     } else {
         *code = c->code;
         isa_program_free(c->prog);

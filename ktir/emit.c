@@ -63,36 +63,38 @@ void kt_materialize(kt_ctx *c, const ml_op *op, kv *t)
     t->splat = 0, t->lx = lx;
 }
 
-/* The tile as rows x cols of its view (rank 1 is one row). */
-static void tile_2d(const kv *tile, int64_t *vr, int64_t *vc, int64_t *r0, int64_t *c0, int64_t *h, int64_t *w)
-{
-    int r = tile->vrank;
-    *vc = tile->vshape[r - 1], *c0 = tile->off[r - 1], *w = tile->shape[tile->rank - 1];
-    *vr = r > 1 ? tile->vshape[0] : 1, *r0 = r > 1 ? tile->off[0] : 0, *h = r > 1 ? tile->shape[0] : 1;
-}
-
-/* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX buffer at lx. */
+/* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
+ * buffer at lx.  HBM is flat (element e of a pointer's tensor is at stick
+ * e / 64); the tile's row r, stick g goes to LX stick g * h + r. */
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
-    int64_t vr, vc, r0, c0, h, w, sb = c->cfg->stick_bytes, lanes = sb / KT_DL16_BYTES;
-    tile_2d(tile, &vr, &vc, &r0, &c0, &h, &w);
-    if (c0 % lanes != 0 || (w % lanes != 0 && c0 + w != vc))
+    int64_t sb = c->cfg->stick_bytes, lanes = sb / KT_DL16_BYTES, two = tile->vrank == 2;
+    int64_t r0 = two ? tile->off[0] : 0, c0 = tile->off[tile->vrank - 1];
+    int64_t h = two ? tile->shape[0] : 1, w = tile->shape[tile->rank - 1], groups = (w + lanes - 1) / lanes;
+    int64_t first = tile->i + r0 * tile->stride + c0;
+    const kt_tensor *kt = &c->tensors[tile->tensor];
+    if (first % lanes != 0 || (h > 1 && tile->stride % lanes != 0))
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
-                "not supported: an access tile whose columns [%lld, %lld) do not start on a stick of %lld values "
-                "or end on one or at the row's end",
-                (long long)c0, (long long)(c0 + w), (long long)lanes);
-    if (h > 65535 || (w + lanes - 1) / lanes > 65535)
+                "not supported: an access tile whose rows do not start on a stick of %lld values (element %lld, row "
+                "stride %lld)", (long long)lanes, (long long)first, (long long)tile->stride);
+    if (store && w % lanes != 0 && c->final && !(h == 1 && first + w == kt->extent))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
+                "not supported: a store of %lld values per row: the chip writes whole sticks of %lld, which would "
+                "overwrite the values after them", (long long)w, (long long)lanes);
+    if (h > 65535 || groups > 65535)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile of more than 65535 rows or sticks");
-    const isa_tensor *t = &c->prog->tensors[c->tensors[tile->tensor].index];
     c->hbm_bytes += (double)h * (double)w * KT_DL16_BYTES;
-    int64_t dram = (int64_t)t->dram_off + ((c0 / lanes) * vr + r0) * sb;
+    int64_t dram = (c->final ? (int64_t)c->prog->tensors[kt->index].dram_off : 0) + first / lanes * sb;
+    int64_t lx_g = h * sb, lx_r = sb, dr_g = sb, dr_r = tile->stride * KT_DL16_BYTES;
     isa_insn in;
     isa_insn_init(&in, store ? ISA_OP_DMA_ST : ISA_OP_DMA_LD);
-    in.run = h, in.n[0] = (w + lanes - 1) / lanes;
-    if (store) {
-        in.d.off = dram, in.a.off = (int64_t)lx, in.ds[0] = vr * sb, in.as[0] = h * sb;
+    if (h == 1) { /* one row: its sticks are contiguous on both sides */
+        in.run = groups;
     } else {
-        in.d.off = (int64_t)lx, in.a.off = dram, in.ds[0] = h * sb, in.as[0] = vr * sb;
+        in.n[0] = groups, in.n[1] = h;
+        in.ds[0] = store ? dr_g : lx_g, in.as[0] = store ? lx_g : dr_g;
+        in.ds[1] = store ? dr_r : lx_r, in.as[1] = store ? lx_r : dr_r;
     }
+    in.d.off = store ? dram : (int64_t)lx, in.a.off = store ? (int64_t)lx : dram;
     kt_emit(c, &in);
 }

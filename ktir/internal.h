@@ -11,9 +11,9 @@ typedef enum {
     KV_INT,    /* index / integer known at compile time */
     KV_FLOAT,  /* float scalar known at compile time */
     KV_ELEM,   /* float scalar computed on the chip: one element in LX at lx */
-    KV_PTR,    /* an HBM base pointer: tensor key */
-    KV_VIEW,   /* memory view: tensor, shape */
-    KV_TILE,   /* access tile: tensor, view shape, off, shape (extent) */
+    KV_PTR,    /* an HBM pointer: tensor key, element offset i */
+    KV_VIEW,   /* memory view: tensor, base element i, row stride, shape */
+    KV_TILE,   /* access tile: a view's tensor, base, stride and shape (vshape), off, shape (extent) */
     KV_TENSOR  /* tensor value: in LX at lx (splat 0), or a splat of f (1) or of the element at lx (2) */
 } kv_kind;
 
@@ -25,6 +25,7 @@ typedef struct {
     int splat;
     int from_empty;                /* TENSOR: tensor.empty's undefined contents (a matmul's outs adds nothing) */
     int tensor;                    /* VIEW, TILE: program tensor */
+    int64_t stride;                /* VIEW, TILE: elements from one row of the view to the next */
     const char *key;               /* PTR: tensor key */
     int rank;
     int64_t shape[ML_MAX_RANK];    /* TENSOR, TILE: own shape; VIEW: sizes */
@@ -38,10 +39,13 @@ typedef struct {
     kv v;
 } kt_binding;
 
+/* An HBM tensor: the flat f16 memory behind one pointer argument, or
+ * behind integer addresses ("hbm"), as one 1-D program tensor. */
 typedef struct {
     char key[64];
-    int index;     /* in prog->tensors */
+    int index;      /* in prog->tensors (the final pass) */
     int loaded, stored;
+    int64_t extent; /* elements any view reaches (the measuring pass) */
 } kt_tensor;
 
 typedef struct {
@@ -59,6 +63,7 @@ typedef struct {
     kt_tensor tensors[64];
     int ntensors;
     uint64_t dram_top;
+    int final;                     /* 0: the measuring pass (HBM extents), 1: the program */
     double hbm_bytes, simd_elems, trans_elems, mm_flops; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     jmp_buf fail;

@@ -6,9 +6,11 @@
  * index arithmetic at compile time (grid position, --arg values, loop
  * counters) and emits that core's stream: ktdp.load/store as DMA between
  * the HBM tensors the memory views name and LX, elementwise arith/math and
- * linalg ops and reductions on the SFP, scf.for unrolled.  Every HBM base
- * pointer (a function argument or a constant address) becomes one program
- * tensor: an input when only loaded, an output when stored.
+ * linalg ops and reductions on the SFP, scf.for unrolled.  HBM is flat f16
+ * memory addressed in elements, as in ktir-cpu: each pointer argument
+ * without an --arg value is one 1-D program tensor named after it (offsets
+ * added to it stay in it), and integer addresses share one tensor "hbm";
+ * a tensor is an input when only loaded, an output when stored.
  */
 #ifndef KT_KTIR_H
 #define KT_KTIR_H
@@ -36,8 +38,11 @@ typedef struct {
  * v1 model at its defaults): per core, HBM bytes / (1000 / cores) +
  * elementwise elements / 64 (x4 for math.* ops), no overlap; the kernel is
  * its slowest core.  In its cycles of 1 ns. */
+#define KT_MAX_INOUT 16
 typedef struct {
     double roofline_cycles;
+    int ninout;                         /* tensors the program both loads and stores: */
+    char inout[KT_MAX_INOUT][ISA_NAME_MAX]; /* outputs that need initial data */
 } kt_report;
 
 isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, const chip_config *cfg, char *err,

@@ -347,10 +347,15 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
     if (!strcmp(nm, "scf.yield") || !strcmp(nm, "return") || !strcmp(nm, "func.return")) return 1;
     if (!strcmp(nm, "arith.constant")) {
         op_constant(c, op, &r);
-    } else if (!strcmp(nm, "arith.index_cast") || !strcmp(nm, "arith.index_castui")) {
+    } else if (!strcmp(nm, "arith.index_cast") || !strcmp(nm, "arith.index_castui") || !strcmp(nm, "arith.extf") ||
+               !strcmp(nm, "arith.truncf") || !strcmp(nm, "arith.sitofp") || !strcmp(nm, "arith.uitofp")) {
+        /* Casts: an integer known at compile time becomes a float one for
+         * the *tofp casts; f16 values are DL16 on the chip either way. */
         const ml_item *o[1];
-        if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "index_cast needs a value");
+        if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", nm);
         r = *kt_lookup(c, o[0]);
+        if (strstr(nm, "tofp") && r.kind == KV_INT) r = (kv){.kind = KV_FLOAT, .f = (double)r.i};
+        else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
     } else if (kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
                kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r)) {
         /* done */
@@ -361,6 +366,14 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
             const ml_item *o[2];
             if (operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs two operands", nm);
             const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
+            if (intops[k].i == I_ADD && (a->kind == KV_PTR) != (b->kind == KV_PTR) &&
+                (a->kind == KV_INT || b->kind == KV_INT)) { /* a pointer moved by an element offset */
+                r = a->kind == KV_PTR ? *a : *b;
+                if (__builtin_add_overflow(r.i, a->kind == KV_PTR ? b->i : a->i, &r.i))
+                    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "pointer arithmetic overflows");
+                done = 1;
+                break;
+            }
             for (int k2 = 0; k2 < 2; k2++)
                 if ((k2 ? b : a)->kind == KV_PTR)
                     kt_fail(c, KT_EXIT_REFUSED, o[k2]->line, o[k2]->col, "%%%s: an argument without a value (give --arg %s=N)",

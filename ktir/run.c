@@ -115,10 +115,45 @@ static int check_outputs(rt_program *prog, const kt_opts *o, const char *path, c
     return bad;
 }
 
-static int load_inputs(rt_program *prog, const kt_opts *o, char *err, size_t errlen)
+static int is_inout(const kt_report *rep, const char *name)
+{
+    for (int i = 0; i < rep->ninout; i++)
+        if (!strcmp(rep->inout[i], name)) return 1;
+    return 0;
+}
+
+/* An output the program also loads: seeded random values (as rt_fill_inputs), or the values of FILE. */
+static int fill_inout(rt_program *prog, const isa_tensor *t, const kt_opts *o, char *err, size_t errlen)
+{
+    int64_t n = rt_tensor_elems(t);
+    float *v = malloc(sizeof *v * (size_t)n);
+    if (!v) abort();
+    rt_random_uniform(o->seed, t->name, v, (size_t)n);
+    for (int64_t i = 0; i < n; i++) v[i] = o->ones ? 1.0f : isa_host_round(ISA_HT_F16, v[i]);
+    size_t len = strlen(t->name);
+    for (int i = 0; i < o->ninputs; i++) {
+        if (strncmp(o->inputs[i], t->name, len) || o->inputs[i][len] != '=') continue;
+        FILE *f = fopen(o->inputs[i] + len + 1, "rb");
+        size_t got = f ? fread(v, sizeof *v, (size_t)n, f) : 0;
+        int extra = f ? fgetc(f) != EOF : 0;
+        if (f) fclose(f);
+        if (got != (size_t)n || extra) {
+            free(v);
+            return isa_errf(err, errlen, "%s: needs exactly %lld fp32 values for %s", o->inputs[i] + len + 1,
+                            (long long)n, t->name);
+        }
+    }
+    int rc = rt_write_tensor(prog, t->name, v, ISA_HT_F32, err, errlen);
+    free(v);
+    return rc;
+}
+
+static int load_inputs(rt_program *prog, const kt_opts *o, const kt_report *rep, char *err, size_t errlen)
 {
     const isa_program *p = rt_program_isa(prog);
     if (rt_fill_inputs(prog, o->seed, err, errlen)) return -1;
+    for (size_t t = 0; t < p->ntensors; t++)
+        if (is_inout(rep, p->tensors[t].name) && fill_inout(prog, &p->tensors[t], o, err, errlen)) return -1;
     for (size_t t = 0; o->ones && t < p->ntensors; t++) {
         if (p->tensors[t].role != ISA_ROLE_INPUT) continue;
         int64_t n = rt_tensor_elems(&p->tensors[t]);
@@ -129,8 +164,12 @@ static int load_inputs(rt_program *prog, const kt_opts *o, char *err, size_t err
         free(v);
         if (rc) return -1;
     }
-    for (int i = 0; i < o->ninputs; i++)
-        if (rt_input_arg(prog, o->inputs[i], err, errlen)) return -1;
+    for (int i = 0; i < o->ninputs; i++) {
+        const char *eq = strchr(o->inputs[i], '=');
+        char name[ISA_NAME_MAX];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - o->inputs[i]) : 0, o->inputs[i]);
+        if (!is_inout(rep, name) && rt_input_arg(prog, o->inputs[i], err, errlen)) return -1;
+    }
     return 0;
 }
 
@@ -142,7 +181,7 @@ static int run_program(rt_device *dev, isa_program *ip, const kt_opts *o, const 
     if (!prog) return fprintf(stderr, "%s\n", err), KT_EXIT_CHIP;
     int code = 0;
     rt_run_result res;
-    if (load_inputs(prog, o, err, sizeof err)) {
+    if (load_inputs(prog, o, rep, err, sizeof err)) {
         fprintf(stderr, "%s\n", err), code = KT_EXIT_REFUSED;
     } else if (rt_launch(prog, &res)) {
         rt_run_format(&res, err, sizeof err);
