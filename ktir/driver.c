@@ -133,7 +133,7 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = 0;
+    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);
@@ -185,10 +185,10 @@ static void compile_all(kt_ctx *c, const ml_op *fn)
         c->roofline = 0;
         for (c->core = 0; c->core < c->ncores; c->core++) compile_core(c, fn);
     }
+    int bars = c->exchanges; /* the last grid core's: every tile runs the same exchanges */
     for (c->core = c->ncores; c->core < c->cfg->cores; c->core++) {
-        isa_insn h;
-        isa_insn_init(&h, ISA_OP_HALT);
-        isa_stream_push(&c->prog->cores[c->core], &h);
+        for (int i = 0; i < bars; i++) kt_push(c, ISA_OP_BAR);
+        kt_push(c, ISA_OP_HALT);
     }
 }
 

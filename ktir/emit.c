@@ -8,9 +8,10 @@
 
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes)
 {
-    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes;
+    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes, ring = (uint64_t)c->ncores * (uint64_t)c->ring_slot;
+    uint64_t lx = c->cfg->lx_bytes > ring ? c->cfg->lx_bytes - ring : 0; /* ring slots at the top */
     bytes = (bytes + sb - 1) / sb * sb;
-    if (bytes > c->cfg->lx_bytes || at > c->cfg->lx_bytes - bytes)
+    if (bytes > lx || at > lx - bytes)
         kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
                 "LX scratchpad overflow: core %d needs %llu bytes of LX at this op, the chip has %llu", c->core,
                 (unsigned long long)(at + bytes), (unsigned long long)c->cfg->lx_bytes);
@@ -27,13 +28,17 @@ int64_t kt_sticks(const kv *t)
     return (cols + 63) / 64 * rows;
 }
 
+void kt_push(kt_ctx *c, int op)
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    isa_stream_push(&c->prog->cores[c->core], &in);
+}
+
 void kt_emit(kt_ctx *c, isa_insn *in)
 {
-    isa_stream *s = &c->prog->cores[c->core];
-    isa_stream_push(s, in);
-    isa_insn f;
-    isa_insn_init(&f, ISA_OP_FENCE);
-    isa_stream_push(s, &f);
+    isa_stream_push(&c->prog->cores[c->core], in);
+    kt_push(c, ISA_OP_FENCE);
 }
 
 void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value)

@@ -63,7 +63,9 @@ typedef struct {
     kt_tensor tensors[64];
     int ntensors;
     uint64_t dram_top;
-    int final;                     /* 0: the measuring pass (HBM extents), 1: the program */
+    int final;
+    int exchanges;                 /* ring exchanges so far on this core (bank = count % 2) */
+    int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */                     /* 0: the measuring pass (HBM extents), 1: the program */
     double hbm_bytes, simd_elems, trans_elems, mm_flops; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     jmp_buf fail;
@@ -83,10 +85,13 @@ void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
 /* One op; returns 0, or 1 for a terminator (scf.yield, return). */
 int kt_compile_op(kt_ctx *c, const ml_op *op);
 
+int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r);
+
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
 int64_t kt_sticks(const kv *t);
-void kt_emit(kt_ctx *c, isa_insn *in);
+void kt_emit(kt_ctx *c, isa_insn *in);      /* the instruction, then a fence */
+void kt_push(kt_ctx *c, int op);             /* one instruction of op without operands (fence, bar, halt) */
 void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value);
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);

@@ -344,7 +344,9 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
     kv r = {0};
     const char *nm = op->name;
     int done = 1;
-    if (!strcmp(nm, "scf.yield") || !strcmp(nm, "return") || !strcmp(nm, "func.return")) return 1;
+    if (!strcmp(nm, "scf.yield") || !strcmp(nm, "return") || !strcmp(nm, "func.return") ||
+        !strcmp(nm, "ktdp.yield_partial") || !strcmp(nm, "ktdp.yield_reduced") || !strcmp(nm, "linalg.yield"))
+        return 1; /* terminators: the enclosing op reads their operands */
     if (!strcmp(nm, "arith.constant")) {
         op_constant(c, op, &r);
     } else if (!strcmp(nm, "arith.index_cast") || !strcmp(nm, "arith.index_castui") || !strcmp(nm, "arith.extf") ||
@@ -357,7 +359,8 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
         if (strstr(nm, "tofp") && r.kind == KV_INT) r = (kv){.kind = KV_FLOAT, .f = (double)r.i};
         else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
     } else if (kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
-               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r)) {
+               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r) ||
+               kt_ring_op(c, op, &r)) {
         /* done */
     } else {
         done = 0;
@@ -385,6 +388,7 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
         }
     }
     if (!done) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
-    if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for")) kt_bind(c, op->res[0], &r);
+    if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for") && strcmp(nm, "scf.if"))
+        kt_bind(c, op->res[0], &r);
     return 0;
 }

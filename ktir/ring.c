@@ -1,0 +1,199 @@
+/* ktir inter-tile ops on the ring (ktdp.inter_tile_produce / _reduce), and
+ * the structural ops around them: scf.if, reshapes, scalar broadcast.
+ *
+ * A reduction over a group: after a `bar` (every core of the chip, so no
+ * core sends before every receiver is done with its slots, and no token
+ * arrives while a core fences), every producer sends its partial to a slot
+ * of its own on every other consumer of the group (ring.send, which adds
+ * one to the receiver's token 0), and every consumer waits for one token
+ * per partial it receives and adds that slot to its own partial on its
+ * SFP; no fence until the last wait.  The slots sit at the top of LX, at
+ * the same address on every core.  Cores outside the grid run the same
+ * bars. */
+#include <stdio.h>
+#include <string.h>
+#include "internal.h"
+
+#define KT_RING_TOKEN 0 /* counts the partials that arrived */
+
+/* The index of the group tile i belongs to under set(i)[g], or -1. */
+static int group_of(const ml_affine *set, int64_t i, int ncores)
+{
+    for (int64_t g = 0; g < ncores; g++) {
+        int in = 1;
+        for (int k = 0; k < set->n && in; k++) {
+            int64_t v;
+            if (ml_aexpr_eval(set->e[k], &i, &g, &v)) return -1;
+            in = set->eq[k] ? v == 0 : v >= 0;
+        }
+        if (in) return (int)g;
+    }
+    return -1;
+}
+
+static const ml_affine *tile_set(kt_ctx *c, const ml_op *op, const char *key)
+{
+    const ml_attr *a = ml_op_attr(c->m, op, key);
+    if (!a || a->kind != ML_A_SET || a->aff->ndims != 1 || a->aff->nsyms != 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s must be an affine_set<(i)[g] : ...>", key);
+    return a->aff;
+}
+
+/* ktdp.inter_tile_produce: the future holds this tile's partial (the yield of its region). */
+static void op_produce(kt_ctx *c, const ml_op *op, kv *r)
+{
+    int from = 0;
+    const ml_region *rg = ml_op_region(op, &from);
+    if (!rg || rg->nblocks != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "inter_tile_produce needs a region");
+    const ml_block *b = &rg->blocks[0];
+    int g = group_of(tile_set(c, op, "producer_tiles_per_group"), c->core, c->ncores);
+    kv gid = {.kind = KV_INT, .i = g};
+    if (b->nargs > 0) kt_bind(c, b->args[0].name, &gid);
+    const ml_op *y = NULL;
+    kt_compile_block(c, b, &y);
+    if (!y || strcmp(y->name, "ktdp.yield_partial") || y->n < 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "inter_tile_produce's region must end in ktdp.yield_partial");
+    *r = *kt_lookup(c, &y->items[0]);
+    if (r->kind != KV_TENSOR) kt_fail(c, KT_EXIT_REFUSED, y->line, y->col, "the partial must be a tensor");
+    kt_materialize(c, op, r);
+    r->from_empty = 0;
+    r->i = g; /* the producer's group travels with the future */
+}
+
+/* The combining op of a reduce region: its first elementwise op. */
+static int combiner(kt_ctx *c, const ml_op *op)
+{
+    int from = 0;
+    const ml_region *rg = ml_op_region(op, &from);
+    for (int i = 0; rg && rg->nblocks == 1 && i < rg->blocks[0].nops; i++) {
+        const char *n = rg->blocks[0].ops[i].name;
+        if (!strcmp(n, "linalg.add") || !strcmp(n, "arith.addf")) return ISA_OP_SFP_ADD;
+        if (!strcmp(n, "arith.maximumf") || !strcmp(n, "arith.maxnumf") || !strcmp(n, "linalg.max")) return ISA_OP_SFP_MAX;
+    }
+    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an inter_tile_reduce that is not a sum or a max");
+}
+
+static void send_partial(kt_ctx *c, const kv *part, int to, int src, int64_t bytes)
+{
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_RING_SEND);
+    in.core = to, in.tok = KT_RING_TOKEN, in.a.off = (int64_t)part->lx, in.run = bytes / c->cfg->stick_bytes;
+    in.d.off = (int64_t)(c->cfg->lx_bytes - (uint64_t)((src + 1) * bytes));
+    isa_stream_push(&c->prog->cores[c->core], &in);
+}
+
+static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
+{
+    if (op->n < 1 || op->items[0].kind != ML_I_GROUP || op->items[0].n < 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `ktdp.inter_tile_reduce(%%future)`");
+    kv part = *kt_lookup(c, &op->items[0].items[0]);
+    const ml_affine *cons = tile_set(c, op, "consumer_tiles_per_group");
+    int isa_op = combiner(c, op), g = (int)part.i;
+    c->exchanges++;
+    kt_push(c, ISA_OP_BAR);
+    int64_t bytes = kt_sticks(&part) * c->cfg->stick_bytes;
+    if (bytes > c->ring_slot) c->ring_slot = bytes; /* the measuring pass sizes the slots */
+    bytes = c->final ? c->ring_slot : bytes;
+    /* Every tile runs the produce op, so every tile of group g is a producer:
+     * it sends to every consumer of g but itself. */
+    int me_consumes = group_of(cons, c->core, c->ncores) == g;
+    for (int t = 0; t < c->ncores; t++)
+        if (t != c->core && group_of(cons, t, c->ncores) == g) send_partial(c, &part, t, c->core, bytes);
+    if (!me_consumes) {
+        kt_push(c, ISA_OP_FENCE);
+        return;
+    }
+    *r = part, r->i = 0;
+    int64_t n = kt_sticks(&part), sb = c->cfg->stick_bytes;
+    r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_SFP_MOV);
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb;
+    isa_stream_push(&c->prog->cores[c->core], &in);
+    for (int t = 0; t < c->ncores; t++) {
+        if (t == c->core || group_of(cons, t, c->ncores) != g) continue; /* t produced into g: its slot */
+        isa_insn w;
+        isa_insn_init(&w, ISA_OP_WAIT);
+        w.u = ISA_U_SFP0, w.tok = KT_RING_TOKEN;
+        isa_stream_push(&c->prog->cores[c->core], &w);
+        kv slot = part;
+        slot.lx = c->cfg->lx_bytes - (uint64_t)((t + 1) * bytes);
+        isa_insn s;
+        isa_insn_init(&s, isa_op);
+        s.d.off = s.a.off = (int64_t)r->lx, s.b.off = (int64_t)slot.lx;
+        s.n[0] = n, s.ds[0] = s.as[0] = s.bs[0] = sb;
+        isa_stream_push(&c->prog->cores[c->core], &s);
+    }
+    kt_push(c, ISA_OP_FENCE); /* every wait took its token: none is left at it */
+    const ml_type *ty = ml_op_last_type(op);
+    if (ty && ty->kind == ML_T_TENSOR) {
+        r->rank = ty->rank;
+        memcpy(r->shape, ty->shape, sizeof r->shape);
+    }
+}
+
+/* scf.if %c [-> (types)] { then } [else { else }]: the branch the condition picks at compile time. */
+static void op_if(kt_ctx *c, const ml_op *op)
+{
+    const kv *cond = kt_lookup(c, &op->items[0]);
+    if (cond->kind != KV_INT) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: scf.if on a value computed on the chip");
+    int from = 0;
+    const ml_region *then = ml_op_region(op, &from), *els = ml_op_region(op, &from);
+    const ml_region *rg = cond->i ? then : els;
+    if (!rg) {
+        if (op->nres) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.if with results needs an else region");
+        return;
+    }
+    const ml_op *y = NULL;
+    kt_compile_block(c, &rg->blocks[0], &y);
+    kv res[16];
+    int k = 0;
+    for (int i = 0; y && i < y->n && k < 16; i++)
+        if (y->items[i].kind == ML_I_VALUE) res[k++] = *kt_lookup(c, &y->items[i]);
+    if (k < op->nres) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d results", k, op->nres);
+    for (int i = 0; i < op->nres; i++) kt_bind(c, op->res[i], &res[i]);
+}
+
+/* tensor.expand_shape / collapse_shape: the same sticks under another shape
+ * when the last dimension stays, or when both shapes are a single row. */
+static void op_reshape(kt_ctx *c, const ml_op *op, kv *r)
+{
+    *r = *kt_lookup(c, &op->items[0]);
+    const ml_type *ty = ml_op_last_type(op);
+    if (r->kind != KV_TENSOR || !ty || ty->kind != ML_T_TENSOR)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected a reshape of a tensor into a tensor type");
+    int64_t rows_a = 1, rows_b = 1;
+    for (int d = 0; d + 1 < r->rank; d++) rows_a *= r->shape[d];
+    for (int d = 0; d + 1 < ty->rank; d++) rows_b *= ty->shape[d];
+    int64_t last_a = r->rank ? r->shape[r->rank - 1] : 1, last_b = ty->rank ? ty->shape[ty->rank - 1] : 1;
+    if (!(last_a == last_b && rows_a == rows_b) && !(rows_a == 1 && rows_b == 1 && last_a == last_b))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a reshape that moves values between sticks");
+    r->rank = ty->rank;
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+}
+
+/* linalg.broadcast of a scalar tensor (rank 0): a splat of its element. */
+static void op_broadcast(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_item *ins = ml_op_keyword(op, "ins"), *outs = ml_op_keyword(op, "outs");
+    if (!ins || ins->kind != ML_I_GROUP || !ins->n || !outs || outs->kind != ML_I_GROUP || !outs->n)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `linalg.broadcast ins(%%x) outs(%%y)`");
+    kv x = *kt_lookup(c, &ins->items[0]), y = *kt_lookup(c, &outs->items[0]);
+    if (x.kind != KV_TENSOR || x.rank != 0 || y.kind != KV_TENSOR)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.broadcast of a tensor of rank > 0");
+    *r = y, r->from_empty = 0;
+    if (x.splat == 1) r->splat = 1, r->f = x.f;
+    else r->splat = 2, r->lx = x.lx;
+}
+
+int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *n = op->name;
+    if (!strcmp(n, "ktdp.inter_tile_produce")) op_produce(c, op, r);
+    else if (!strcmp(n, "ktdp.inter_tile_reduce")) op_reduce(c, op, r);
+    else if (!strcmp(n, "scf.if")) op_if(c, op);
+    else if (!strcmp(n, "tensor.expand_shape") || !strcmp(n, "tensor.collapse_shape")) op_reshape(c, op, r);
+    else if (!strcmp(n, "linalg.broadcast")) op_broadcast(c, op, r);
+    else return 0;
+    return 1;
+}
