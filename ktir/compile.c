@@ -163,7 +163,10 @@ static void op_store(kt_ctx *c, const ml_op *op)
 static void op_tile_id(kt_ctx *c, const ml_op *op)
 {
     int64_t rest = c->core;
-    for (int d = c->ngrid - 1; d >= 0; d--) { /* row-major over the grid: the last dimension varies fastest */
+    /* The first grid dimension varies fastest along the tile index, as the
+     * tile sets of ktir-cpu's examples assume (sdpa_pv_ksplit groups the
+     * tiles i with i mod 2 == pid_0). */
+    for (int d = 0; d < c->ngrid; d++) {
         kv v = {.kind = KV_INT, .i = rest % c->grid[d]};
         rest /= c->grid[d];
         if (d < op->nres) kt_bind(c, op->res[d], &v);

@@ -110,12 +110,17 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
     isa_insn_init(&in, ISA_OP_SFP_MOV);
     in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb;
     isa_stream_push(&c->prog->cores[c->core], &in);
+    /* Every partial has arrived before any slot is read: a token says that
+     * some partial arrived, not which one. */
     for (int t = 0; t < c->ncores; t++) {
-        if (t == c->core || group_of(cons, t, c->ncores) != g) continue; /* t produced into g: its slot */
+        if (t == c->core || group_of(cons, t, c->ncores) != g) continue;
         isa_insn w;
         isa_insn_init(&w, ISA_OP_WAIT);
         w.u = ISA_U_SFP0, w.tok = KT_RING_TOKEN;
         isa_stream_push(&c->prog->cores[c->core], &w);
+    }
+    for (int t = 0; t < c->ncores; t++) {
+        if (t == c->core || group_of(cons, t, c->ncores) != g) continue; /* t produced into g: its slot */
         kv slot = part;
         slot.lx = c->cfg->lx_bytes - (uint64_t)((t + 1) * bytes);
         isa_insn s;
