@@ -62,6 +62,41 @@ static const char *rows_prog =
     "  }\n"
     "}\n";
 
+/* 4 tiles: each multiplies its row of a (4x64) by b (64x64) on the PT, the
+ * products are summed over the ring, tile 0 stores the sum. */
+static const char *ring_prog =
+    "#tiles = affine_set<(i)[g] : (i - 4*g >= 0, -i + 4*g + 3 >= 0)>\n"
+    "module {\n"
+    "  func.func @mm_allreduce(%a: index, %b: index, %out: index) attributes {grid = [4]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %id = ktdp.get_compute_tile_id : index\n"
+    "    %av = ktdp.construct_memory_view %a, sizes: [4, 64], strides: [64, 1] {} : memref<4x64xf16>\n"
+    "    %bv = ktdp.construct_memory_view %b, sizes: [64, 64], strides: [64, 1] {} : memref<64x64xf16>\n"
+    "    %ov = ktdp.construct_memory_view %out, sizes: [1, 64], strides: [64, 1] {} : memref<1x64xf16>\n"
+    "    %at = ktdp.construct_access_tile %av[%id, %c0] {} : memref<4x64xf16> -> !ktdp.access_tile<1x64xindex>\n"
+    "    %bt = ktdp.construct_access_tile %bv[%c0, %c0] {} : memref<64x64xf16> -> !ktdp.access_tile<64x64xindex>\n"
+    "    %x = ktdp.load %at : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf16>\n"
+    "    %w = ktdp.load %bt : !ktdp.access_tile<64x64xindex> -> tensor<64x64xf16>\n"
+    "    %e = tensor.empty() : tensor<1x64xf16>\n"
+    "    %p = linalg.matmul ins(%x, %w : tensor<1x64xf16>, tensor<64x64xf16>) outs(%e : tensor<1x64xf16>) -> tensor<1x64xf16>\n"
+    "    %f = ktdp.inter_tile_produce producer_tiles_per_group = #tiles : tensor<1x64xf16> -> !ktdp.tile_future<tensor<1x64xf16>> {\n"
+    "      ^bb0(%g: index):\n"
+    "        ktdp.yield_partial %p : tensor<1x64xf16>\n"
+    "    }\n"
+    "    %s = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = #tiles : !ktdp.tile_future<tensor<1x64xf16>> -> tensor<1x64xf16> {\n"
+    "      ^bb0(%l: tensor<1x64xf16>, %r: tensor<1x64xf16>):\n"
+    "        %sum = arith.addf %l, %r : tensor<1x64xf16>\n"
+    "        ktdp.yield_reduced %sum : tensor<1x64xf16>\n"
+    "    }\n"
+    "    %first = arith.cmpi eq, %id, %c0 : index\n"
+    "    scf.if %first {\n"
+    "      %ot = ktdp.construct_access_tile %ov[%c0, %c0] {} : memref<1x64xf16> -> !ktdp.access_tile<1x64xindex>\n"
+    "      ktdp.store %s, %ot : tensor<1x64xf16>, !ktdp.access_tile<1x64xindex>\n"
+    "    }\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 static void test_parser_reads_ops_regions_attributes_and_affine_sets(void)
 {
     char err[256];
@@ -205,6 +240,77 @@ static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(v
     remove(path);
 }
 
+static void test_matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products(void)
+{
+    char path[512], err[512];
+    write_prog(ring_prog, path, sizeof path);
+    int code = 0;
+    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float a[4 * 64], b[64 * 64], out[64];
+    for (int i = 0; i < 4 * 64; i++) a[i] = (float)((i * 3) % 7 - 3) / 4;
+    for (int i = 0; i < 64 * 64; i++) b[i] = (float)((i * 5) % 9 - 4) / 8;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "a", a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "b", b, err, sizeof err), 0);
+    rt_run_result res;
+    int rc = rt_launch(prog, &res);
+    if (rc) {
+        rt_run_format(&res, err, sizeof err);
+        printf("\n%s\n", err);
+    }
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT(res.stats.ring_bytes > 0 && res.stats.macs == 4 * 64 * 64);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "out", out, err, sizeof err), 0);
+    int bad = 0;
+    for (int n = 0; n < 64; n++) {
+        double want = 0;
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 64; k++) want += (double)a[r * 64 + k] * b[k * 64 + n];
+        /* Each product is exact in fp32 and DL16-rounded once (2^-10
+         * relative), then three DL16-rounded sums: 1% of the largest
+         * partial magnitude (at most 64 * 0.75 * 0.5 = 24) covers them. */
+        bad += fabs(out[n] - want) > 0.01 * 24;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+/* Only tile 0 reduces (inside scf.if): it waits at the exchange's barrier
+ * for tiles that never come, and the simulator names the deadlock. */
+static char *replace(const char *text, const char *from, const char *to);
+
+static void test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports(void)
+{
+    char *bad = replace(ring_prog, "    %s = ktdp.inter_tile_reduce", "    %first0 = arith.cmpi eq, %id, %c0 : index\n"
+                                                                      "    scf.if %first0 {\n    %s = ktdp.inter_tile_reduce");
+    char *bad2 = replace(bad, "    %first = arith.cmpi", "    }\n    %first = arith.cmpi");
+    char *bad3 = replace(bad2, "      ktdp.store %s, %ot", "      ktdp.store %p, %ot");
+    char path[512], err[512];
+    write_prog(bad3, path, sizeof path);
+    int code = 0;
+    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.fault.msg, "deadlock"));
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+    free(bad), free(bad2), free(bad3);
+}
+
 static void expect_compile_error(const char *text, int want_code, const char *want)
 {
     char path[512], err[512] = "";
@@ -254,6 +360,10 @@ int main(void)
         {"parser_survives_damaged_text", test_parser_survives_damaged_text},
         {"rows_program_runs_on_four_cores_with_the_values_computed_here",
          test_rows_program_runs_on_four_cores_with_the_values_computed_here},
+        {"matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products",
+         test_matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products},
+        {"an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports",
+         test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
         {"chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2",
          test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2},
         {NULL, NULL},
