@@ -76,6 +76,28 @@ static int int_list(const ml_item *l, int64_t *out, int max)
     return l ? n : -1;
 }
 
+/* Where a view's coordinate set starts (its lower bound d_k >= lo in each
+ * dimension): the view's element (0, 0) is that global coordinate, as a
+ * partition of a distributed view has it. */
+static void set_origin(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_attr *cs = ml_op_attr(c->m, op, "coordinate_set");
+    if (!cs || cs->kind != ML_A_SET || cs->aff->ndims != r->rank || cs->aff->nsyms) return;
+    const ml_affine *a = cs->aff;
+    int64_t zero[ML_MAX_RANK] = {0}, unit[ML_MAX_RANK];
+    for (int k = 0; k < a->n; k++) {
+        int64_t e0, coef[ML_MAX_RANK], dims = 0, dim = -1;
+        if (ml_aexpr_eval(a->e[k], zero, NULL, &e0)) return;
+        for (int d = 0; d < r->rank; d++) {
+            memset(unit, 0, sizeof unit), unit[d] = 1;
+            if (ml_aexpr_eval(a->e[k], unit, NULL, &coef[d])) return;
+            coef[d] -= e0;
+            if (coef[d]) dims++, dim = d;
+        }
+        if (dims == 1 && coef[dim] == 1) r->off[dim] = -e0; /* d - lo >= 0 */
+    }
+}
+
 static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -97,11 +119,47 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     if (base->kind != KV_PTR && base->kind != KV_INT)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
     *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : ty->shape[0]};
+    set_origin(c, op, r);
     r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm");
     memcpy(r->shape, ty->shape, sizeof r->shape);
     if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
     int64_t end = r->i + (ty->rank == 2 ? (ty->shape[0] - 1) * r->stride + ty->shape[1] : ty->shape[0]);
     if (end > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = end;
+}
+
+/* The partition of a distributed view that holds the whole tile (offsets
+ * made local to it), or a refusal. */
+static const kv *partition_of(kt_ctx *c, const ml_op *op, const kv *dv, kv *tile)
+{
+    const kt_dview *d = &c->dviews[dv->i];
+    for (int p = 0; p < d->n; p++) {
+        const kv *v = &d->parts[p];
+        int in = v->rank == tile->rank;
+        for (int k = 0; in && k < v->rank; k++)
+            in = tile->off[k] >= v->off[k] && tile->off[k] - v->off[k] + tile->shape[k] <= v->shape[k];
+        if (!in) continue;
+        for (int k = 0; k < v->rank; k++) tile->off[k] -= v->off[k];
+        return v;
+    }
+    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile that is not inside one partition of its distributed view");
+}
+
+static void op_distributed_view(kt_ctx *c, const ml_op *op, kv *r)
+{
+    if (op->n < 1 || op->items[0].kind != ML_I_GROUP || c->ndviews == 64)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `ktdp.construct_distributed_memory_view(%%views : types)`");
+    kt_dview *d = &c->dviews[c->ndviews];
+    d->n = 0;
+    for (int i = 0; i < op->items[0].n; i++) {
+        const ml_item *it = &op->items[0].items[i];
+        if (it->kind == ML_I_PUNCT && it->s[0] == ':') break;
+        if (it->kind != ML_I_VALUE) continue;
+        const kv *v = kt_lookup(c, it);
+        if (v->kind != KV_VIEW || d->n == KT_MAX_PARTS)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a distributed view is made of at most %d memory views", KT_MAX_PARTS);
+        d->parts[d->n++] = *v;
+    }
+    *r = (kv){.kind = KV_DVIEW, .i = c->ndviews++};
 }
 
 static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
@@ -110,16 +168,15 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     if (op->n < 2 || op->items[1].kind != ML_I_LIST || !ty || ty->rank < 1)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `%%view[indices] {...} : memref -> !ktdp.access_tile<...>`");
     const kv *view = kt_lookup(c, &op->items[0]);
-    if (view->kind != KV_VIEW) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
+    if (view->kind != KV_VIEW && view->kind != KV_DVIEW)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
     const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
     if (order && order->kind == ML_A_MAP)
         for (int d = 0; d < order->aff->n; d++)
             if (order->aff->e[d]->kind != ML_AE_DIM || order->aff->e[d]->v != d)
                 kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
-    *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = ty->rank, .vrank = view->rank, .i = view->i,
-              .stride = view->stride};
+    *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */
     memcpy(r->shape, ty->shape, sizeof r->shape);
-    memcpy(r->vshape, view->shape, sizeof r->vshape);
     int k = 0;
     const ml_item *list = &op->items[1];
     for (int i = 0; i < list->n; i++) {
@@ -127,8 +184,13 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
         if (k == ML_MAX_RANK) break;
         r->off[k++] = int_of(c, &list->items[i]);
     }
+    if (view->kind == KV_DVIEW) view = partition_of(c, op, view, r);
     if (k != view->rank || ty->rank != view->rank)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
+    *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = r->rank, .vrank = view->rank, .i = view->i,
+              .stride = view->stride, .off = {r->off[0], r->off[1]}};
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+    memcpy(r->vshape, view->shape, sizeof r->vshape);
     for (int d = 0; d < k; d++)
         if (r->off[d] < 0 || r->shape[d] > view->shape[d] || r->off[d] > view->shape[d] - r->shape[d])
             kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
@@ -155,6 +217,7 @@ static void op_store(kt_ctx *c, const ml_op *op)
     if (tile->kind != KV_TILE || v.kind != KV_TENSOR)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.store needs a tensor and an access tile");
     if (kt_sticks(&v) != kt_sticks(tile)) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "stored tensor and tile differ in shape");
+    kt_need_layout(c, op, &v);
     kt_materialize(c, op, &v);
     kt_dma_tile(c, op, tile, v.lx, 1);
     c->tensors[tile->tensor].stored = 1;
@@ -204,7 +267,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
             n++;
         }
     for (int64_t iv = lb; iv < ub; iv += step) {
-        int mark = c->nenv;
+        int mark = c->nenv, dmark = c->ndviews;
         uint64_t lx_mark = c->lx_top;
         kv ivv = {.kind = KV_INT, .i = iv};
         kt_bind(c, op->items[0].s, &ivv);
@@ -229,7 +292,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
             k++;
         }
         if (k != n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d iter_args", k, n);
-        c->nenv = mark, c->lx_top = lx_mark;
+        c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark;
     }
     for (int k = 0; k < n && k < op->nres; k++) kt_bind(c, op->res[k], &carried[k]);
 }
@@ -241,6 +304,7 @@ int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r)
     if (!strcmp(nm, "ktdp.get_compute_tile_id")) op_tile_id(c, op);
     else if (!strcmp(nm, "ktdp.construct_memory_view")) op_memory_view(c, op, r);
     else if (!strcmp(nm, "ktdp.construct_access_tile")) op_access_tile(c, op, r);
+    else if (!strcmp(nm, "ktdp.construct_distributed_memory_view")) op_distributed_view(c, op, r);
     else if (!strcmp(nm, "ktdp.load")) op_load(c, op, r);
     else if (!strcmp(nm, "ktdp.store")) op_store(c, op);
     else if (!strcmp(nm, "scf.for")) op_for(c, op);

@@ -35,6 +35,7 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
     if (isa_op < 0 || !in || !out || !dims || dims->kind != ML_I_LIST)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: this linalg.reduce (sum or max over one dimension)");
     kv a = *kt_lookup(c, in), init = *kt_lookup(c, out);
+    kt_need_layout(c, op, &a);
     int nd = 0, dim = -1;
     for (int i = 0; i < dims->n; i++)
         if (dims->items[i].kind == ML_I_ATTR && dims->items[i].attr->kind == ML_A_INT) dim = (int)dims->items[i].attr->i, nd++;
@@ -133,7 +134,7 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = 0;
+    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);

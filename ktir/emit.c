@@ -50,6 +50,14 @@ void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value)
     kt_emit(c, &in);
 }
 
+void kt_need_layout(kt_ctx *c, const ml_op *op, const kv *t)
+{
+    if (t->kind == KV_TENSOR && t->moved)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
+                "not supported: %s of a tensor reshaped across sticks (only elementwise ops and ring reductions "
+                "take one)", op->name);
+}
+
 /* A splat tensor written out as a buffer in LX. */
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t)
 {

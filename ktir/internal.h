@@ -14,6 +14,7 @@ typedef enum {
     KV_PTR,    /* an HBM pointer: tensor key, element offset i */
     KV_VIEW,   /* memory view: tensor, base element i, row stride, shape */
     KV_TILE,   /* access tile: a view's tensor, base, stride and shape (vshape), off, shape (extent) */
+    KV_DVIEW,  /* distributed memory view: partitions dviews[i] */
     KV_TENSOR  /* tensor value: in LX at lx (splat 0), or a splat of f (1) or of the element at lx (2) */
 } kv_kind;
 
@@ -23,7 +24,10 @@ typedef struct {
     double f;
     uint64_t lx;
     int splat;
-    int from_empty;                /* TENSOR: tensor.empty's undefined contents (a matmul's outs adds nothing) */
+    int from_empty;
+    int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
+    int prank;
+    int64_t pshape[ML_MAX_RANK];                /* TENSOR: tensor.empty's undefined contents (a matmul's outs adds nothing) */
     int tensor;                    /* VIEW, TILE: program tensor */
     int64_t stride;                /* VIEW, TILE: elements from one row of the view to the next */
     const char *key;               /* PTR: tensor key */
@@ -31,13 +35,19 @@ typedef struct {
     int64_t shape[ML_MAX_RANK];    /* TENSOR, TILE: own shape; VIEW: sizes */
     int vrank;
     int64_t vshape[ML_MAX_RANK];   /* TILE: its view's sizes */
-    int64_t off[ML_MAX_RANK];      /* TILE: offsets in the view */
+    int64_t off[ML_MAX_RANK];      /* TILE: offsets in the view; VIEW: where its coordinate set starts */
 } kv;
 
 typedef struct {
     const char *name;
     kv v;
 } kt_binding;
+
+#define KT_MAX_PARTS 16
+typedef struct {
+    int n;
+    kv parts[KT_MAX_PARTS];
+} kt_dview;
 
 /* An HBM tensor: the flat f16 memory behind one pointer argument, or
  * behind integer addresses ("hbm"), as one 1-D program tensor. */
@@ -57,6 +67,8 @@ typedef struct {
     int ncores, core;
     int64_t grid[3];
     int ngrid;
+    kt_dview dviews[64];           /* this core's distributed views (released with the loop iteration) */
+    int ndviews;
     kt_binding *env;
     int nenv, capenv;
     uint64_t lx_top, lx_peak;      /* bump allocator of this core's LX */
@@ -94,6 +106,8 @@ void kt_emit(kt_ctx *c, isa_insn *in);      /* the instruction, then a fence */
 void kt_push(kt_ctx *c, int op);             /* one instruction of op without operands (fence, bar, halt) */
 void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value);
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
+/* Refuse a tensor whose sticks hold another shape (a reshape moved its values) where the layout matters. */
+void kt_need_layout(kt_ctx *c, const ml_op *op, const kv *t);
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
 
 #endif

@@ -108,8 +108,9 @@ ovf:
 
 static void need_same_shape(kt_ctx *c, const ml_op *op, const kv *a, const kv *b)
 {
-    int same = a->rank == b->rank;
+    int same = a->rank == b->rank && (b->splat || a->splat || a->moved == b->moved);
     for (int d = 0; same && d < a->rank; d++) same = a->shape[d] == b->shape[d];
+    for (int d = 0; same && a->moved && !b->splat && !a->splat && d < a->prank; d++) same = a->pshape[d] == b->pshape[d];
     if (!same) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "operands of different shapes");
 }
 
@@ -243,6 +244,7 @@ static int tensor_op(kt_ctx *c, const ml_op *op, kv *r)
         else kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s of a non-float value", op->name);
     } else if (!strcmp(op->name, "tensor.extract")) {
         const kv *t = kt_lookup(c, &op->items[0]);
+        kt_need_layout(c, op, t);
         if (t->kind != KV_TENSOR || op->n < 2 || op->items[1].kind != ML_I_LIST)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `tensor.extract %%t[indices]`");
         int64_t idx[ML_MAX_RANK] = {0};
@@ -288,6 +290,8 @@ static int matmul(kt_ctx *c, const ml_op *op, kv *r)
         if (g->items[i].kind == ML_I_VALUE) outs = &g->items[i];
     if (operands(op, o, 2) != 2 || !outs) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `linalg.matmul ins(%%a, %%b) outs(%%c)`");
     kv a = *kt_lookup(c, o[0]), b = *kt_lookup(c, o[1]), init = *kt_lookup(c, outs);
+    kt_need_layout(c, op, &a);
+    kt_need_layout(c, op, &b);
     if (a.kind != KV_TENSOR || b.kind != KV_TENSOR || a.rank != 2 || b.rank != 2 || a.shape[1] != b.shape[0])
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "linalg.matmul needs tensors m x k and k x n");
     kt_materialize(c, op, &a);

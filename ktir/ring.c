@@ -159,22 +159,33 @@ static void op_if(kt_ctx *c, const ml_op *op)
     for (int i = 0; i < op->nres; i++) kt_bind(c, op->res[i], &res[i]);
 }
 
-/* tensor.expand_shape / collapse_shape: the same sticks under another shape
- * when the last dimension stays, or when both shapes are a single row. */
+/* Do two shapes put their values in the same sticks (same last dimension and rows)? */
+static int same_sticks(int ra, const int64_t *a, int rb, const int64_t *b)
+{
+    int64_t rows_a = 1, rows_b = 1;
+    for (int d = 0; d + 1 < ra; d++) rows_a *= a[d];
+    for (int d = 0; d + 1 < rb; d++) rows_b *= b[d];
+    return rows_a == rows_b && (ra ? a[ra - 1] : 1) == (rb ? b[rb - 1] : 1);
+}
+
+/* tensor.expand_shape / collapse_shape: the same values under another shape. */
 static void op_reshape(kt_ctx *c, const ml_op *op, kv *r)
 {
     *r = *kt_lookup(c, &op->items[0]);
     const ml_type *ty = ml_op_last_type(op);
     if (r->kind != KV_TENSOR || !ty || ty->kind != ML_T_TENSOR)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected a reshape of a tensor into a tensor type");
-    int64_t rows_a = 1, rows_b = 1;
-    for (int d = 0; d + 1 < r->rank; d++) rows_a *= r->shape[d];
-    for (int d = 0; d + 1 < ty->rank; d++) rows_b *= ty->shape[d];
-    int64_t last_a = r->rank ? r->shape[r->rank - 1] : 1, last_b = ty->rank ? ty->shape[ty->rank - 1] : 1;
-    if (!(last_a == last_b && rows_a == rows_b) && !(rows_a == 1 && rows_b == 1 && last_a == last_b))
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a reshape that moves values between sticks");
+    if (r->splat) { /* a splat has no layout yet */
+        r->rank = ty->rank;
+        memcpy(r->shape, ty->shape, sizeof r->shape);
+        return;
+    }
+    if (!r->moved) r->prank = r->rank, memcpy(r->pshape, r->shape, sizeof r->pshape);
     r->rank = ty->rank;
     memcpy(r->shape, ty->shape, sizeof r->shape);
+    /* Values stay where they are: the tensor keeps its sticks' shape until a
+     * reshape gives it back (elementwise ops do not mind the difference). */
+    r->moved = !same_sticks(r->prank, r->pshape, r->rank, r->shape);
 }
 
 /* linalg.broadcast of a scalar tensor (rank 0): a splat of its element. */
