@@ -15,13 +15,36 @@ static const ml_item *group_value(const ml_op *op, const char *key)
     return NULL;
 }
 
-/* The combining op of a linalg.reduce: `{ arith.addf }` or a region whose first op is it. */
+/* The SSA value names among an op's top-level items (at most 3). */
+static int value_names(const ml_op *op, const char **v)
+{
+    int n = 0;
+    for (int i = 0; i < op->n && n < 3; i++)
+        if (op->items[i].kind == ML_I_VALUE) v[n++] = op->items[i].s;
+    return n;
+}
+
+/* `%c = arith.cmpf ogt|oge, %x, %y` then `arith.select %c, %x, %y`: a max. */
+static int is_select_max(const ml_block *b)
+{
+    if (b->nops < 2 || strcmp(b->ops[0].name, "arith.cmpf") || strcmp(b->ops[1].name, "arith.select")) return 0;
+    const ml_op *cmp = &b->ops[0], *sel = &b->ops[1];
+    const char *cv[3], *sv[3];
+    if (cmp->n < 1 || cmp->items[0].kind != ML_I_WORD || cmp->nres != 1) return 0;
+    const char *p = cmp->items[0].s;
+    if (strcmp(p, "ogt") && strcmp(p, "oge") && strcmp(p, "ugt") && strcmp(p, "uge")) return 0;
+    return value_names(cmp, cv) == 2 && value_names(sel, sv) == 3 && !strcmp(sv[0], cmp->res[0]) &&
+           !strcmp(sv[1], cv[0]) && !strcmp(sv[2], cv[1]);
+}
+
+/* The combining op of a linalg.reduce: `{ arith.addf }` or a region whose
+ * first op is it ("arith.maximumf" for a cmpf + select max). */
 static const char *combiner(const ml_op *op)
 {
     int from = 0;
     const ml_region *rg = ml_op_region(op, &from);
     if (!rg || rg->nblocks < 1 || rg->blocks[0].nops < 1) return NULL;
-    return rg->blocks[0].ops[0].name;
+    return is_select_max(&rg->blocks[0]) ? "arith.maximumf" : rg->blocks[0].ops[0].name;
 }
 
 int kt_reduce(kt_ctx *c, const ml_op *op, kv *r);
@@ -134,7 +157,7 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = 0;
+    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);
@@ -145,8 +168,10 @@ static void compile_core(kt_ctx *c, const ml_op *fn)
     isa_insn_init(&h, ISA_OP_HALT);
     isa_stream_push(&c->prog->cores[c->core], &h);
     /* ktir-cpu's defaults: 1 TB/s of HBM shared by the grid's cores at 1 GHz,
-     * one stick of 64 elements per cycle, transcendental ops 4x. */
-    double t = c->hbm_bytes / (1000.0 / c->ncores) + c->simd_elems / 64 + c->trans_elems / 64 * 4 + c->mm_flops / 524288;
+     * one stick of 64 elements per cycle, transcendental ops 4x, 2*64^3
+     * matmul flops per cycle, 4000 ring bytes per cycle. */
+    double t = c->hbm_bytes / (1000.0 / c->ncores) + c->simd_elems / 64 + c->trans_elems / 64 * 4 + c->mm_flops / 524288 +
+               c->ring_bytes / 4000;
     if (t > c->roofline) c->roofline = t;
 }
 

@@ -78,7 +78,7 @@ typedef struct {
     int final;
     int exchanges;                 /* ring exchanges so far on this core (bank = count % 2) */
     int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */                     /* 0: the measuring pass (HBM extents), 1: the program */
-    double hbm_bytes, simd_elems, trans_elems, mm_flops; /* this core's counts for ktir-cpu's roofline */
+    double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     jmp_buf fail;
     int code;

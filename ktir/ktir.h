@@ -36,8 +36,9 @@ typedef struct {
  * exit code in *code (KT_EXIT_REFUSED or KT_EXIT_CHIP). */
 /* ktir-cpu's roofline estimate of the same program (its docs/latency.md,
  * v1 model at its defaults): per core, HBM bytes / (1000 / cores) +
- * elementwise elements / 64 (x4 for math.* ops), no overlap; the kernel is
- * its slowest core.  In its cycles of 1 ns. */
+ * elementwise elements / 64 (x4 for math.* ops) + matmul flops / (2*64^3)
+ * + ring bytes / 4000, nothing overlapped; the kernel is its slowest core.
+ * In its cycles of 1 ns. */
 #define KT_MAX_INOUT 16
 typedef struct {
     double roofline_cycles;

@@ -77,6 +77,7 @@ static void send_partial(kt_ctx *c, const kv *part, int to, int src, int64_t byt
 {
     isa_insn in;
     isa_insn_init(&in, ISA_OP_RING_SEND);
+    c->ring_bytes += (double)bytes;
     in.core = to, in.tok = KT_RING_TOKEN, in.a.off = (int64_t)part->lx, in.run = bytes / c->cfg->stick_bytes;
     in.d.off = (int64_t)(c->cfg->lx_bytes - (uint64_t)((src + 1) * bytes));
     isa_stream_push(&c->prog->cores[c->core], &in);
