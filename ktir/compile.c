@@ -52,15 +52,20 @@ static int64_t int_of(kt_ctx *c, const ml_item *it)
 }
 
 /* The HBM tensor behind key; the measuring pass adds it on first use. */
-static int tensor_for(kt_ctx *c, const ml_op *op, const char *key)
+static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
 {
     for (int i = 0; i < c->ntensors; i++)
-        if (strcmp(c->tensors[i].key, key) == 0) return i;
+        if (strcmp(c->tensors[i].key, key) == 0) {
+            if (c->tensors[i].f32 != f32)
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: f16 and f32 views of the same memory (%s)", key);
+            return i;
+        }
     if (c->final) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "internal: tensor %s not measured", key);
     if (c->ntensors == 64) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 64 HBM tensors");
     kt_tensor *kt = &c->tensors[c->ntensors];
     memset(kt, 0, sizeof *kt);
     snprintf(kt->key, sizeof kt->key, "%s", key);
+    kt->f32 = f32;
     return c->ntensors++;
 }
 
@@ -98,6 +103,24 @@ static void set_origin(kt_ctx *c, const ml_op *op, kv *r)
     }
 }
 
+/* The view's sizes: its type's, a '?' taken from the `sizes:` operand. 1 when one was dynamic. */
+static int view_sizes(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *size)
+{
+    const ml_item *l = ml_op_keyword(op, "sizes");
+    int k = 0, dynamic = 0;
+    for (int d = 0; d < ty->rank; d++) {
+        while (l && l->kind == ML_I_LIST && k < l->n && l->items[k].kind == ML_I_PUNCT) k++;
+        const ml_item *it = l && l->kind == ML_I_LIST && k < l->n ? &l->items[k++] : NULL;
+        size[d] = ty->shape[d];
+        if (size[d] != ML_DYN) continue;
+        dynamic = 1;
+        if (!it) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a dynamic memory view needs its `sizes:`");
+        size[d] = it->kind == ML_I_VALUE ? int_of(c, it) : it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT ? it->attr->i : -1;
+        if (size[d] < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "dimension %d of the view has no positive size", d);
+    }
+    return dynamic;
+}
+
 static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -105,25 +128,28 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     if (!ty || ty->kind != ML_T_MEMREF || op->n < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `: memref<...>`");
     if (ms && ms->kind == ML_A_DIALECT && strcmp(ms->body, "global") != 0)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM)", ms->body);
-    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || strcmp(ty->elem->name, "f16"))
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16");
-    if (ty->rank < 1 || ty->rank > 2 || ml_type_elems(ty) <= 0)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d or dynamic sizes", ty->rank);
+    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || (strcmp(ty->elem->name, "f16") && strcmp(ty->elem->name, "f32")))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16 and f32");
+    if (ty->rank < 1 || ty->rank > 2)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d", ty->rank);
+    int64_t size[2];
+    int dynamic = view_sizes(c, op, ty, size);
     int64_t st[2];
     int ns = int_list(ml_op_keyword(op, "strides"), st, 2);
     int rows_ok = ns == ty->rank && ns >= 1 && ns <= 2;
-    if (rows_ok) rows_ok = st[ns - 1] == 1 && (ns == 1 || st[0] >= ty->shape[1]);
+    if (rows_ok) rows_ok = st[ns - 1] == 1 && (ns == 1 || st[0] >= size[1]);
     if (!rows_ok)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view whose rows are not contiguous and disjoint");
     const kv *base = kt_lookup(c, &op->items[0]);
     if (base->kind != KV_PTR && base->kind != KV_INT)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
-    *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : ty->shape[0]};
+    *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : size[0], .dynamic = dynamic};
     set_origin(c, op, r);
-    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm");
-    memcpy(r->shape, ty->shape, sizeof r->shape);
+    r->f32 = !strcmp(ty->elem->name, "f32");
+    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm", r->f32);
+    r->shape[0] = size[0], r->shape[1] = ty->rank == 2 ? size[1] : 0;
     if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
-    int64_t end = r->i + (ty->rank == 2 ? (ty->shape[0] - 1) * r->stride + ty->shape[1] : ty->shape[0]);
+    int64_t end = r->i + (ty->rank == 2 ? (size[0] - 1) * r->stride + size[1] : size[0]);
     if (end > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = end;
 }
 
@@ -188,11 +214,11 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     if (k != view->rank || ty->rank != view->rank)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
     *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = r->rank, .vrank = view->rank, .i = view->i,
-              .stride = view->stride, .off = {r->off[0], r->off[1]}};
+              .stride = view->stride, .off = {r->off[0], r->off[1]}, .f32 = view->f32};
     memcpy(r->shape, ty->shape, sizeof r->shape);
     memcpy(r->vshape, view->shape, sizeof r->vshape);
     for (int d = 0; d < k; d++)
-        if (r->off[d] < 0 || r->shape[d] > view->shape[d] || r->off[d] > view->shape[d] - r->shape[d])
+        if (r->off[d] < 0 || (!view->dynamic && (r->shape[d] > view->shape[d] || r->off[d] > view->shape[d] - r->shape[d])))
             kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
                     "out-of-bounds access tile: core %d, dimension %d: [%lld, %lld) outside the view's [0, %lld)", c->core,
                     d, (long long)r->off[d], (long long)(r->off[d] + r->shape[d]), (long long)view->shape[d]);
@@ -202,7 +228,7 @@ static void op_load(kt_ctx *c, const ml_op *op, kv *r)
 {
     const kv *tile = kt_lookup(c, &op->items[0]);
     if (tile->kind != KV_TILE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.load needs an access tile");
-    *r = (kv){.kind = KV_TENSOR, .rank = tile->rank};
+    *r = (kv){.kind = KV_TENSOR, .rank = tile->rank, .f32 = tile->f32};
     memcpy(r->shape, tile->shape, sizeof r->shape);
     r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * c->cfg->stick_bytes);
     kt_dma_tile(c, op, tile, r->lx, 0);
@@ -216,7 +242,7 @@ static void op_store(kt_ctx *c, const ml_op *op)
     const kv *tile = kt_lookup(c, &op->items[2]);
     if (tile->kind != KV_TILE || v.kind != KV_TENSOR)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.store needs a tensor and an access tile");
-    if (kt_sticks(&v) != kt_sticks(tile)) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "stored tensor and tile differ in shape");
+    if (kt_sticks(&v) != kt_sticks(tile) || v.f32 != tile->f32) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "stored tensor and tile differ in shape");
     kt_need_layout(c, op, &v);
     kt_materialize(c, op, &v);
     kt_dma_tile(c, op, tile, v.lx, 1);

@@ -66,15 +66,15 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a reduction of rank %d over %d dimensions", a.rank, nd);
     kt_materialize(c, op, &a);
     int64_t sb = c->cfg->stick_bytes, rows = a.rank == 2 ? a.shape[0] : 1, cols = a.shape[a.rank - 1];
-    int64_t groups = (cols + 63) / 64;
-    *r = (kv){.kind = KV_TENSOR, .rank = 1, .shape = {dim == a.rank - 1 ? rows : cols}};
+    int64_t eb = kt_ebytes(&a), lanes = sb / eb, groups = (cols + lanes - 1) / lanes;
+    *r = (kv){.kind = KV_TENSOR, .rank = 1, .shape = {dim == a.rank - 1 ? rows : cols}, .f32 = a.f32};
     r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * (uint64_t)sb);
     isa_insn ins;
     isa_insn_init(&ins, isa_op);
-    ins.a.off = (int64_t)a.lx, ins.d.off = (int64_t)r->lx;
+    ins.a.off = (int64_t)a.lx, ins.d.off = (int64_t)r->lx, ins.t = kt_dtype(&a);
     if (dim == a.rank - 1) { /* along the sticks and their lanes: one element per row */
         ins.flags = ISA_F_LANES, ins.n[0] = groups, ins.as[0] = rows * sb, ins.n[1] = rows, ins.as[1] = sb;
-        ins.ds[1] = 2, ins.vl = cols % 64 ? cols : 0;
+        ins.ds[1] = eb, ins.vl = cols % lanes ? cols : 0;
     } else { /* across the rows of each stick group, lane by lane */
         ins.n[0] = rows, ins.as[0] = sb, ins.n[1] = groups, ins.as[1] = rows * sb, ins.ds[1] = sb;
     }
@@ -90,7 +90,7 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
         if (init.splat == 1) j.bm = ISA_BM_IMM, j.imm = (float)init.f;
         else if (init.splat == 2) j.bm = ISA_BM_ELEM, j.b.off = (int64_t)init.lx;
         else j.b.off = (int64_t)init.lx, j.bs[0] = sb;
-        j.d.off = j.a.off = (int64_t)res.lx, j.n[0] = kt_sticks(&res), j.ds[0] = j.as[0] = sb;
+        j.d.off = j.a.off = (int64_t)res.lx, j.n[0] = kt_sticks(&res), j.ds[0] = j.as[0] = sb, j.t = kt_dtype(&res);
         kt_emit(c, &j);
     }
     return 1;
@@ -182,8 +182,9 @@ static void add_tensors(kt_ctx *c)
     for (int i = 0; i < c->ntensors; i++) {
         kt_tensor *t = &c->tensors[i];
         int64_t shape[1] = {t->extent > 0 ? t->extent : 1};
-        t->index = isa_program_add_tensor(c->prog, t->key, t->stored ? ISA_ROLE_OUTPUT : ISA_ROLE_INPUT, ISA_HT_F16,
-                                          ISA_T_DL16, 1, shape, c->dram_top);
+        t->index = isa_program_add_tensor(c->prog, t->key, t->stored ? ISA_ROLE_OUTPUT : ISA_ROLE_INPUT,
+                                          t->f32 ? ISA_HT_F32 : ISA_HT_F16, t->f32 ? ISA_T_F32 : ISA_T_DL16, 1, shape,
+                                          c->dram_top);
         c->dram_top += c->prog->tensors[t->index].bytes;
     }
     c->prog->dram_bytes = c->dram_top;

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include "internal.h"
 
-#define KT_DL16_BYTES 2
 
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes)
 {
@@ -20,12 +19,16 @@ uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes)
     return at;
 }
 
-/* Sticks of a tensor in LX: the last dim in sticks of 64 DL16 values, times the other dims. */
+int kt_ebytes(const kv *t) { return t->f32 ? 4 : 2; }
+
+int kt_dtype(const kv *t) { return t->f32 ? ISA_T_F32 : ISA_T_DL16; }
+
+/* Sticks of a tensor in LX: the last dim in sticks of 64 DL16 (32 fp32) values, times the other dims. */
 int64_t kt_sticks(const kv *t)
 {
-    int64_t cols = t->rank ? t->shape[t->rank - 1] : 1, rows = 1;
+    int64_t cols = t->rank ? t->shape[t->rank - 1] : 1, rows = 1, lanes = 128 / kt_ebytes(t);
     for (int i = 0; i + 1 < t->rank; i++) rows *= t->shape[i];
-    return (cols + 63) / 64 * rows;
+    return (cols + lanes - 1) / lanes * rows;
 }
 
 void kt_push(kt_ctx *c, int op)
@@ -41,10 +44,11 @@ void kt_emit(kt_ctx *c, isa_insn *in)
     kt_push(c, ISA_OP_FENCE);
 }
 
-void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value)
+void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtype)
 {
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_IOTA);
+    in.t = dtype;
     in.d.off = (int64_t)lx, in.n[0] = sticks, in.ds[0] = c->cfg->stick_bytes;
     in.bs[0] = 0, in.bs[1] = 0, in.imm = (float)value;
     kt_emit(c, &in);
@@ -64,10 +68,11 @@ void kt_materialize(kt_ctx *c, const ml_op *op, kv *t)
     if (t->kind != KV_TENSOR || t->splat == 0) return;
     int64_t n = kt_sticks(t);
     uint64_t lx = kt_lx_alloc(c, op, (uint64_t)n * c->cfg->stick_bytes);
-    kt_emit_fill(c, lx, n, t->splat == 1 ? t->f : 0.0);
+    kt_emit_fill(c, lx, n, t->splat == 1 ? t->f : 0.0, kt_dtype(t));
     if (t->splat == 2) {
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_ADD);
+        in.t = kt_dtype(t);
         in.bm = ISA_BM_ELEM;
         in.d.off = in.a.off = (int64_t)lx, in.b.off = (int64_t)t->lx;
         in.n[0] = n, in.ds[0] = in.as[0] = c->cfg->stick_bytes, in.bs[0] = 0;
@@ -78,13 +83,19 @@ void kt_materialize(kt_ctx *c, const ml_op *op, kv *t)
 
 /* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
  * buffer at lx.  HBM is flat (element e of a pointer's tensor is at stick
- * e / 64); the tile's row r, stick g goes to LX stick g * h + r. */
+ * e / lanes); the tile's row r, stick g goes to LX stick g * h + r. */
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
-    int64_t sb = c->cfg->stick_bytes, lanes = sb / KT_DL16_BYTES, two = tile->vrank == 2;
+    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(tile), lanes = sb / eb, two = tile->vrank == 2;
     int64_t r0 = two ? tile->off[0] : 0, c0 = tile->off[tile->vrank - 1];
-    int64_t h = two ? tile->shape[0] : 1, w = tile->shape[tile->rank - 1], groups = (w + lanes - 1) / lanes;
-    int64_t first = tile->i + r0 * tile->stride + c0;
+    int64_t hf = two ? tile->shape[0] : 1; /* rows of the LX layout */
+    /* A tile of a dynamic view is clipped to it (ktir-cpu masks the rest);
+     * a static view's tiles were checked to lie inside. */
+    int64_t h = hf < tile->vshape[0] - r0 || !two ? hf : tile->vshape[0] - r0;
+    int64_t w = tile->shape[tile->rank - 1], vc = tile->vshape[tile->vrank - 1];
+    if (w > vc - c0) w = vc - c0;
+    if (h <= 0 || w <= 0) return;
+    int64_t groups = (w + lanes - 1) / lanes, first = tile->i + r0 * tile->stride + c0;
     const kt_tensor *kt = &c->tensors[tile->tensor];
     if (first % lanes != 0 || (h > 1 && tile->stride % lanes != 0))
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
@@ -96,12 +107,12 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
                 "overwrite the values after them", (long long)w, (long long)lanes);
     if (h > 65535 || groups > 65535)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile of more than 65535 rows or sticks");
-    c->hbm_bytes += (double)h * (double)w * KT_DL16_BYTES;
+    c->hbm_bytes += (double)h * (double)w * (double)eb;
     int64_t dram = (c->final ? (int64_t)c->prog->tensors[kt->index].dram_off : 0) + first / lanes * sb;
-    int64_t lx_g = h * sb, lx_r = sb, dr_g = sb, dr_r = tile->stride * KT_DL16_BYTES;
+    int64_t lx_g = hf * sb, lx_r = sb, dr_g = sb, dr_r = tile->stride * eb;
     isa_insn in;
     isa_insn_init(&in, store ? ISA_OP_DMA_ST : ISA_OP_DMA_LD);
-    if (h == 1) { /* one row: its sticks are contiguous on both sides */
+    if (hf == 1) { /* one row: its sticks are contiguous on both sides */
         in.run = groups;
     } else {
         in.n[0] = groups, in.n[1] = h;

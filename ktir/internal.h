@@ -24,6 +24,8 @@ typedef struct {
     double f;
     uint64_t lx;
     int splat;
+    int f32;                       /* TENSOR, ELEM, VIEW, TILE: elements are fp32 (else f16, DL16 on the chip) */
+    int dynamic;                   /* VIEW: sizes given at run time ('?'): tiles are clipped to it, not refused */
     int from_empty;
     int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
     int prank;
@@ -54,7 +56,7 @@ typedef struct {
 typedef struct {
     char key[64];
     int index;      /* in prog->tensors (the final pass) */
-    int loaded, stored;
+    int loaded, stored, f32;
     int64_t extent; /* elements any view reaches (the measuring pass) */
 } kt_tensor;
 
@@ -102,9 +104,11 @@ int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r);
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
 int64_t kt_sticks(const kv *t);
+int kt_ebytes(const kv *t);                  /* bytes of one element on the chip: 4 (fp32) or 2 (DL16) */
+int kt_dtype(const kv *t);                   /* the SFP's value type of its elements */
 void kt_emit(kt_ctx *c, isa_insn *in);      /* the instruction, then a fence */
 void kt_push(kt_ctx *c, int op);             /* one instruction of op without operands (fence, bar, halt) */
-void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value);
+void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtype);
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
 /* Refuse a tensor whose sticks hold another shape (a reshape moved its values) where the layout matters. */
 void kt_need_layout(kt_ctx *c, const ml_op *op, const kv *t);

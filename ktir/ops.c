@@ -108,7 +108,7 @@ ovf:
 
 static void need_same_shape(kt_ctx *c, const ml_op *op, const kv *a, const kv *b)
 {
-    int same = a->rank == b->rank && (b->splat || a->splat || a->moved == b->moved);
+    int same = a->rank == b->rank && a->f32 == b->f32 && (b->splat || a->splat || a->moved == b->moved);
     for (int d = 0; same && d < a->rank; d++) same = a->shape[d] == b->shape[d];
     for (int d = 0; same && a->moved && !b->splat && !a->splat && d < a->prank; d++) same = a->pshape[d] == b->pshape[d];
     if (!same) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "operands of different shapes");
@@ -125,7 +125,7 @@ static void sfp_binary(kt_ctx *c, const ml_op *op, int isa_op, kv a, const kv *b
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, isa_op);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb;
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb, in.t = kt_dtype(&a);
     if (b->splat == 1) in.bm = ISA_BM_IMM, in.imm = (float)b->f;
     else if (b->splat == 2) in.bm = ISA_BM_ELEM, in.b.off = (int64_t)b->lx;
     else in.b.off = (int64_t)b->lx, in.bs[0] = sb;
@@ -135,7 +135,7 @@ static void sfp_binary(kt_ctx *c, const ml_op *op, int isa_op, kv a, const kv *b
 /* A scalar computed on the chip, seen as a splat tensor of one element. */
 static kv as_tensor(const kv *s)
 {
-    kv t = {.kind = KV_TENSOR, .rank = 0};
+    kv t = {.kind = KV_TENSOR, .rank = 0, .f32 = s->f32};
     if (s->kind == KV_FLOAT) t.splat = 1, t.f = s->f;
     else t.splat = 2, t.lx = s->lx;
     return t;
@@ -192,10 +192,17 @@ static int unary(kt_ctx *c, const ml_op *op, kv *r)
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, isa_op);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb;
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb, in.t = kt_dtype(&a);
     kt_emit(c, &in);
     if (scalar) r->kind = KV_ELEM;
     return 1;
+}
+
+/* 1 for f32 elements, 0 for f16; others refused. */
+static int elem_f32(kt_ctx *c, const ml_op *op, const ml_type *e)
+{
+    if (e && e->kind == ML_T_FLOAT && (!strcmp(e->name, "f16") || !strcmp(e->name, "f32"))) return e->name[1] == '3';
+    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: tensors of elements other than f16 and f32");
 }
 
 static void op_constant(kt_ctx *c, const ml_op *op, kv *r)
@@ -205,7 +212,7 @@ static void op_constant(kt_ctx *c, const ml_op *op, kv *r)
     if (op->n && op->items[0].kind == ML_I_ATTR && a->type) ty = a->type;
     if (!a || !ty) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `arith.constant VALUE : TYPE`");
     if (a->kind == ML_A_DENSE && (ty->kind == ML_T_TENSOR) && a->dense && (a->dense->kind == ML_A_FLOAT || a->dense->kind == ML_A_INT)) {
-        *r = (kv){.kind = KV_TENSOR, .splat = 1, .f = a->dense->f, .rank = ty->rank};
+        *r = (kv){.kind = KV_TENSOR, .splat = 1, .f = a->dense->f, .rank = ty->rank, .f32 = elem_f32(c, op, ty->elem)};
         memcpy(r->shape, ty->shape, sizeof r->shape);
     } else if (ty->kind == ML_T_FLOAT && a->kind == ML_A_INT && ty->bits == 16 && !strcmp(ty->name, "f16")) {
         *r = (kv){.kind = KV_FLOAT, .f = isa_f16_to_f32((uint16_t)a->i)}; /* an integer literal is the bit pattern */
@@ -223,7 +230,7 @@ static void typed_tensor(kt_ctx *c, const ml_op *op, kv *r)
     const ml_type *ty = ml_op_last_type(op);
     if (!ty || ty->kind != ML_T_TENSOR || ml_type_elems(ty) <= 0)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected a static tensor type");
-    r->kind = KV_TENSOR, r->rank = ty->rank;
+    r->kind = KV_TENSOR, r->rank = ty->rank, r->f32 = elem_f32(c, op, ty->elem);
     memcpy(r->shape, ty->shape, sizeof r->shape);
 }
 
@@ -261,14 +268,16 @@ static int tensor_op(kt_ctx *c, const ml_op *op, kv *r)
         if (t->splat == 1) {
             *r = (kv){.kind = KV_FLOAT, .f = t->f};
         } else if (t->splat == 2) {
-            *r = (kv){.kind = KV_ELEM, .lx = t->lx};
+            *r = (kv){.kind = KV_ELEM, .lx = t->lx, .f32 = t->f32};
         } else {
             int64_t rows = t->rank > 1 ? t->shape[t->rank - 2] : 1, col = t->rank ? idx[t->rank - 1] : 0, row = 0;
             for (int d = 0; d + 1 < t->rank; d++) row = row * t->shape[d] + idx[d];
             (void)rows;
             int64_t outer = 1;
             for (int d = 0; d + 1 < t->rank; d++) outer *= t->shape[d];
-            *r = (kv){.kind = KV_ELEM, .lx = t->lx + (uint64_t)(((col / 64) * outer + row) * 128 + (col % 64) * 2)};
+            int64_t eb = kt_ebytes(t), lanes = 128 / eb;
+            *r = (kv){.kind = KV_ELEM, .f32 = t->f32,
+                      .lx = t->lx + (uint64_t)(((col / lanes) * outer + row) * 128 + (col % lanes) * eb)};
         }
     } else {
         return 0;
@@ -292,6 +301,7 @@ static int matmul(kt_ctx *c, const ml_op *op, kv *r)
     kv a = *kt_lookup(c, o[0]), b = *kt_lookup(c, o[1]), init = *kt_lookup(c, outs);
     kt_need_layout(c, op, &a);
     kt_need_layout(c, op, &b);
+    if (a.f32 || b.f32) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.matmul of f32 tensors (the PT takes DL16)");
     if (a.kind != KV_TENSOR || b.kind != KV_TENSOR || a.rank != 2 || b.rank != 2 || a.shape[1] != b.shape[0])
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "linalg.matmul needs tensors m x k and k x n");
     kt_materialize(c, op, &a);
@@ -360,6 +370,12 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
         const ml_item *o[1];
         if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", nm);
         r = *kt_lookup(c, o[0]);
+        const ml_type *to = ml_op_last_type(op);
+        if ((r.kind == KV_TENSOR || r.kind == KV_ELEM) && to && (nm[6] == 'e' || nm[6] == 't')) {
+            const ml_type *e = to->elem ? to->elem : to;
+            if ((e->kind == ML_T_FLOAT && !strcmp(e->name, "f32")) != r.f32)
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s between f16 and f32 values on the chip", nm);
+        }
         if (strstr(nm, "tofp") && r.kind == KV_INT) r = (kv){.kind = KV_FLOAT, .f = (double)r.i};
         else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
     } else if (kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||

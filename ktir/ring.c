@@ -109,7 +109,7 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_MOV);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb;
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb, in.t = kt_dtype(&part);
     isa_stream_push(&c->prog->cores[c->core], &in);
     /* Every partial has arrived before any slot is read: a token says that
      * some partial arrived, not which one. */
@@ -127,7 +127,7 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
         isa_insn s;
         isa_insn_init(&s, isa_op);
         s.d.off = s.a.off = (int64_t)r->lx, s.b.off = (int64_t)slot.lx;
-        s.n[0] = n, s.ds[0] = s.as[0] = s.bs[0] = sb;
+        s.n[0] = n, s.ds[0] = s.as[0] = s.bs[0] = sb, s.t = kt_dtype(&part);
         isa_stream_push(&c->prog->cores[c->core], &s);
     }
     kt_push(c, ISA_OP_FENCE); /* every wait took its token: none is left at it */

@@ -97,6 +97,26 @@ static const char *ring_prog =
     "  }\n"
     "}\n";
 
+/* fp32 on a view whose size comes at run time: the 128-value tile is clipped to n. */
+static const char *dyn_prog =
+    "#set = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>\n"
+    "module {\n"
+    "  func.func @scale(%x: index, %y: index, %n: i32) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %nn = arith.index_cast %n : i32 to index\n"
+    "    %two = arith.constant 2.5 : f32\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [%nn], strides: [1] {coordinate_set = #set} : memref<?xf32>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [%nn], strides: [1] {coordinate_set = #set} : memref<?xf32>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0] {} : memref<?xf32> -> !ktdp.access_tile<128xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0] {} : memref<?xf32> -> !ktdp.access_tile<128xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<128xindex> -> tensor<128xf32>\n"
+    "    %s = tensor.splat %two : tensor<128xf32>\n"
+    "    %b = arith.mulf %a, %s : tensor<128xf32>\n"
+    "    ktdp.store %b, %yt : tensor<128xf32>, !ktdp.access_tile<128xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 static void test_parser_reads_ops_regions_attributes_and_affine_sets(void)
 {
     char err[256];
@@ -311,6 +331,34 @@ static void test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_r
     free(bad), free(bad2), free(bad3);
 }
 
+static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
+{
+    char path[512], err[512];
+    write_prog(dyn_prog, path, sizeof path);
+    kt_arg args[] = {{"n", 96}};
+    int code = 0;
+    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->tensors[0].dev_dtype, ISA_T_F32);
+    CU_ASSERT_EQUAL(p->tensors[0].shape[0], 96); /* as far as the view reaches */
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    float x[96], y[96];
+    for (int i = 0; i < 96; i++) x[i] = 0.1f * (float)i - 3.3f; /* not DL16-exact: fp32 is kept */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    int bad = 0;
+    for (int i = 0; i < 96; i++) bad += y[i] != x[i] * 2.5f; /* one fp32 multiply, rounded as the host rounds it */
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
 static void expect_compile_error(const char *text, int want_code, const char *want)
 {
     char path[512], err[512] = "";
@@ -364,6 +412,7 @@ int main(void)
          test_matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products},
         {"an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports",
          test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
+        {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
         {"chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2",
          test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2},
         {NULL, NULL},
