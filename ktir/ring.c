@@ -189,18 +189,86 @@ static void op_reshape(kt_ctx *c, const ml_op *op, kv *r)
     r->moved = !same_sticks(r->prank, r->pshape, r->rank, r->shape);
 }
 
-/* linalg.broadcast of a scalar tensor (rank 0): a splat of its element. */
+/* linalg.broadcast of a vector [N] into [R, C] along dimension 1 (row r
+ * is x[r]: each row's sticks filled with one element, bm=elem walking x) or
+ * 0 (every row is x: its sticks copied into each row). */
+static void broadcast_vector(kt_ctx *c, const ml_op *op, kv *x, int dim, kv *r)
+{
+    int64_t sb = c->cfg->stick_bytes, rows = r->shape[0], cols = r->shape[1];
+    if (x->shape[0] != (dim == 1 ? rows : cols) || x->f32 != r->f32)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "linalg.broadcast: the input does not fit the output");
+    kt_need_layout(c, op, x);
+    kt_materialize(c, op, x);
+    int64_t groups = kt_sticks(r) / rows;
+    r->splat = 0, r->moved = 0;
+    r->lx = kt_lx_alloc(c, op, (uint64_t)(kt_sticks(r) * sb));
+    isa_insn in;
+    if (dim == 1) {
+        uint64_t zero = kt_lx_alloc(c, op, (uint64_t)sb);
+        kt_emit_fill(c, zero, 1, 0.0, kt_dtype(r));
+        isa_insn_init(&in, ISA_OP_SFP_ADD);
+        in.bm = ISA_BM_ELEM, in.a.off = (int64_t)zero, in.b.off = (int64_t)x->lx, in.bs[0] = kt_ebytes(r);
+    } else {
+        isa_insn_init(&in, ISA_OP_SFP_MOV);
+        in.a.off = (int64_t)x->lx, in.as[1] = sb;
+    }
+    in.t = kt_dtype(r), in.d.off = (int64_t)r->lx;
+    in.n[0] = rows, in.ds[0] = sb, in.n[1] = groups, in.ds[1] = rows * sb;
+    kt_emit(c, &in);
+}
+
+/* linalg.broadcast: of a scalar tensor (rank 0) a splat of its element; of a vector, above. */
 static void op_broadcast(kt_ctx *c, const ml_op *op, kv *r)
 {
-    const ml_item *ins = ml_op_keyword(op, "ins"), *outs = ml_op_keyword(op, "outs");
+    const ml_item *ins = ml_op_keyword(op, "ins"), *outs = ml_op_keyword(op, "outs"), *dims = ml_op_keyword(op, "dimensions");
     if (!ins || ins->kind != ML_I_GROUP || !ins->n || !outs || outs->kind != ML_I_GROUP || !outs->n)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `linalg.broadcast ins(%%x) outs(%%y)`");
     kv x = *kt_lookup(c, &ins->items[0]), y = *kt_lookup(c, &outs->items[0]);
-    if (x.kind != KV_TENSOR || x.rank != 0 || y.kind != KV_TENSOR)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.broadcast of a tensor of rank > 0");
+    if (x.kind != KV_TENSOR || y.kind != KV_TENSOR)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "linalg.broadcast needs tensors");
     *r = y, r->from_empty = 0;
-    if (x.splat == 1) r->splat = 1, r->f = x.f;
-    else r->splat = 2, r->lx = x.lx;
+    if (x.rank == 0) {
+        if (x.splat == 1) r->splat = 1, r->f = x.f;
+        else r->splat = 2, r->lx = x.lx;
+        return;
+    }
+    int dim = -1;
+    for (int i = 0; dims && dims->kind == ML_I_LIST && i < dims->n; i++)
+        if (dims->items[i].kind == ML_I_ATTR && dims->items[i].attr->kind == ML_A_INT) dim = (int)dims->items[i].attr->i;
+    if (x.rank != 1 || y.rank != 2 || (dim != 0 && dim != 1))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.broadcast other than a scalar, or a vector into a matrix");
+    broadcast_vector(c, op, &x, dim, r);
+}
+
+/* linalg.transpose of a matrix (permutation [1, 0]): sfp.rst moves each
+ * element, one instruction per pair of row and column stick groups. */
+static void op_transpose(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_item *ins = ml_op_keyword(op, "ins"), *perm = ml_op_keyword(op, "permutation");
+    if (!ins || ins->kind != ML_I_GROUP || !ins->n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `linalg.transpose ins(%%x)`");
+    kv x = *kt_lookup(c, &ins->items[0]);
+    int64_t p[2] = {-1, -1};
+    int k = 0;
+    for (int i = 0; perm && perm->kind == ML_I_LIST && i < perm->n && k < 2; i++)
+        if (perm->items[i].kind == ML_I_ATTR && perm->items[i].attr->kind == ML_A_INT) p[k++] = perm->items[i].attr->i;
+    if (x.kind != KV_TENSOR || x.rank != 2 || p[0] != 1 || p[1] != 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a transpose other than [1, 0] of a matrix");
+    kt_need_layout(c, op, &x);
+    kt_materialize(c, op, &x);
+    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(&x), lanes = sb / eb, rows = x.shape[0], cols = x.shape[1];
+    *r = x, r->shape[0] = cols, r->shape[1] = rows;
+    r->lx = kt_lx_alloc(c, op, (uint64_t)(kt_sticks(r) * sb));
+    for (int64_t rg = 0; rg * lanes < rows; rg++)
+        for (int64_t cg = 0; cg * lanes < cols; cg++) {
+            isa_insn in;
+            isa_insn_init(&in, ISA_OP_SFP_RST);
+            in.t = kt_dtype(&x);
+            in.a.off = (int64_t)x.lx + (cg * rows + rg * lanes) * sb; /* element (rg*L, cg*L) */
+            in.d.off = (int64_t)r->lx + (rg * cols + cg * lanes) * sb; /* element (cg*L, rg*L) */
+            in.n[0] = rows - rg * lanes < lanes ? rows - rg * lanes : lanes, in.as[0] = sb, in.ds[0] = eb;
+            in.vl = cols - cg * lanes < lanes ? cols - cg * lanes : lanes, in.bs[0] = eb, in.bs[1] = sb;
+            kt_emit(c, &in);
+        }
 }
 
 int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r)
@@ -211,6 +279,7 @@ int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r)
     else if (!strcmp(n, "scf.if")) op_if(c, op);
     else if (!strcmp(n, "tensor.expand_shape") || !strcmp(n, "tensor.collapse_shape")) op_reshape(c, op, r);
     else if (!strcmp(n, "linalg.broadcast")) op_broadcast(c, op, r);
+    else if (!strcmp(n, "linalg.transpose")) op_transpose(c, op, r);
     else return 0;
     return 1;
 }

@@ -117,6 +117,32 @@ static const char *dyn_prog =
     "  }\n"
     "}\n";
 
+/* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
+static const char *tr_prog =
+    "module {\n"
+    "  func.func @tr(%x: index, %y: index, %z: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %ninf = arith.constant 0xFC00 : f16\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [64, 128], strides: [128, 1] {} : memref<64x128xf16>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [128, 64], strides: [64, 1] {} : memref<128x64xf16>\n"
+    "    %zv = ktdp.construct_memory_view %z, sizes: [64, 128], strides: [128, 1] {} : memref<64x128xf16>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<64x128xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0, %c0] {} : memref<128x64xf16> -> !ktdp.access_tile<128x64xindex>\n"
+    "    %zt = ktdp.construct_access_tile %zv[%c0, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<64x128xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<64x128xindex> -> tensor<64x128xf16>\n"
+    "    %e = tensor.empty() : tensor<128x64xf16>\n"
+    "    %t = linalg.transpose ins(%a : tensor<64x128xf16>) outs(%e : tensor<128x64xf16>) permutation = [1, 0]\n"
+    "    ktdp.store %t, %yt : tensor<128x64xf16>, !ktdp.access_tile<128x64xindex>\n"
+    "    %i = tensor.splat %ninf : tensor<64xf16>\n"
+    "    %m = linalg.reduce { arith.maximumf } ins(%a : tensor<64x128xf16>) outs(%i : tensor<64xf16>) dimensions = [1]\n"
+    "    %e2 = tensor.empty() : tensor<64x128xf16>\n"
+    "    %mb = linalg.broadcast ins(%m : tensor<64xf16>) outs(%e2 : tensor<64x128xf16>) dimensions = [1]\n"
+    "    %d = arith.subf %a, %mb : tensor<64x128xf16>\n"
+    "    ktdp.store %d, %zt : tensor<64x128xf16>, !ktdp.access_tile<64x128xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 static void test_parser_reads_ops_regions_attributes_and_affine_sets(void)
 {
     char err[256];
@@ -359,6 +385,41 @@ static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
     remove(path);
 }
 
+static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
+{
+    char path[512], err[512];
+    write_prog(tr_prog, path, sizeof path);
+    int code = 0;
+    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float x[64 * 128], y[128 * 64], z[64 * 128];
+    for (int i = 0; i < 64 * 128; i++) x[i] = (float)((i * 37) % 101) / 8; /* distinct, exact in DL16 */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "z", z, err, sizeof err), 0);
+    int bad_t = 0, bad_b = 0;
+    for (int r = 0; r < 64; r++) {
+        float mx = -INFINITY;
+        for (int c = 0; c < 128; c++) mx = fmaxf(mx, x[r * 128 + c]);
+        for (int c = 0; c < 128; c++) {
+            bad_t += y[c * 64 + r] != x[r * 128 + c]; /* a copy: exact */
+            /* x - max of values with 1/8 steps below 12.625: exact in DL16 */
+            bad_b += z[r * 128 + c] != x[r * 128 + c] - mx;
+        }
+    }
+    CU_ASSERT_EQUAL(bad_t, 0);
+    CU_ASSERT_EQUAL(bad_b, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
 static void expect_compile_error(const char *text, int want_code, const char *want)
 {
     char path[512], err[512] = "";
@@ -413,6 +474,8 @@ int main(void)
         {"an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports",
          test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
         {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
+        {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
+         test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2",
          test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2},
         {NULL, NULL},
