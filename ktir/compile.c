@@ -69,33 +69,37 @@ static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
     return c->ntensors++;
 }
 
-/* The integer items of a `[a, b, ...]` keyword list (n of them), or -1. */
-static int int_list(const ml_item *l, int64_t *out, int max)
+/* The integers (constants or index values) of a `[a, %b, ...]` keyword list (n of them), or -1. */
+static int int_list(kt_ctx *c, const ml_item *l, int64_t *out, int max)
 {
     int n = 0;
     for (int i = 0; l && l->kind == ML_I_LIST && i < l->n; i++) {
-        if (l->items[i].kind == ML_I_PUNCT) continue;
-        if (l->items[i].kind != ML_I_ATTR || l->items[i].attr->kind != ML_A_INT || n == max) return -1;
-        out[n++] = l->items[i].attr->i;
+        const ml_item *it = &l->items[i];
+        if (it->kind == ML_I_PUNCT) continue;
+        if (n == max) return -1;
+        if (it->kind == ML_I_VALUE) out[n++] = int_of(c, it);
+        else if (it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT) out[n++] = it->attr->i;
+        else return -1;
     }
     return l ? n : -1;
 }
 
 /* Where a view's coordinate set starts (its lower bound d_k >= lo in each
  * dimension): the view's element (0, 0) is that global coordinate, as a
- * partition of a distributed view has it. */
-static void set_origin(kt_ctx *c, const ml_op *op, kv *r)
+ * partition of a distributed view has it.  The set's symbols are the
+ * view's run-time sizes, in order. */
+static void set_origin(kt_ctx *c, const ml_op *op, kv *r, const int64_t *syms, int nsyms)
 {
     const ml_attr *cs = ml_op_attr(c->m, op, "coordinate_set");
-    if (!cs || cs->kind != ML_A_SET || cs->aff->ndims != r->rank || cs->aff->nsyms) return;
+    if (!cs || cs->kind != ML_A_SET || cs->aff->ndims != r->rank || cs->aff->nsyms != nsyms) return;
     const ml_affine *a = cs->aff;
     int64_t zero[ML_MAX_RANK] = {0}, unit[ML_MAX_RANK];
     for (int k = 0; k < a->n; k++) {
         int64_t e0, coef[ML_MAX_RANK], dims = 0, dim = -1;
-        if (ml_aexpr_eval(a->e[k], zero, NULL, &e0)) return;
+        if (ml_aexpr_eval(a->e[k], zero, syms, &e0)) return;
         for (int d = 0; d < r->rank; d++) {
             memset(unit, 0, sizeof unit), unit[d] = 1;
-            if (ml_aexpr_eval(a->e[k], unit, NULL, &coef[d])) return;
+            if (ml_aexpr_eval(a->e[k], unit, syms, &coef[d])) return;
             coef[d] -= e0;
             if (coef[d]) dims++, dim = d;
         }
@@ -135,7 +139,7 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     int64_t size[2];
     int dynamic = view_sizes(c, op, ty, size);
     int64_t st[2];
-    int ns = int_list(ml_op_keyword(op, "strides"), st, 2);
+    int ns = int_list(c, ml_op_keyword(op, "strides"), st, 2);
     int rows_ok = ns == ty->rank && ns >= 1 && ns <= 2;
     if (rows_ok) rows_ok = st[ns - 1] == 1 && (ns == 1 || st[0] >= size[1]);
     if (!rows_ok)
@@ -144,30 +148,17 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     if (base->kind != KV_PTR && base->kind != KV_INT)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
     *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : size[0], .dynamic = dynamic};
-    set_origin(c, op, r);
+    int64_t syms[2];
+    int nsyms = 0;
+    for (int d = 0; d < ty->rank; d++)
+        if (ty->shape[d] == ML_DYN) syms[nsyms++] = size[d];
+    set_origin(c, op, r, syms, nsyms);
     r->f32 = !strcmp(ty->elem->name, "f32");
     r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm", r->f32);
     r->shape[0] = size[0], r->shape[1] = ty->rank == 2 ? size[1] : 0;
     if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
     int64_t end = r->i + (ty->rank == 2 ? (size[0] - 1) * r->stride + size[1] : size[0]);
     if (end > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = end;
-}
-
-/* The partition of a distributed view that holds the whole tile (offsets
- * made local to it), or a refusal. */
-static const kv *partition_of(kt_ctx *c, const ml_op *op, const kv *dv, kv *tile)
-{
-    const kt_dview *d = &c->dviews[dv->i];
-    for (int p = 0; p < d->n; p++) {
-        const kv *v = &d->parts[p];
-        int in = v->rank == tile->rank;
-        for (int k = 0; in && k < v->rank; k++)
-            in = tile->off[k] >= v->off[k] && tile->off[k] - v->off[k] + tile->shape[k] <= v->shape[k];
-        if (!in) continue;
-        for (int k = 0; k < v->rank; k++) tile->off[k] -= v->off[k];
-        return v;
-    }
-    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile that is not inside one partition of its distributed view");
 }
 
 static void op_distributed_view(kt_ctx *c, const ml_op *op, kv *r)
@@ -210,7 +201,13 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
         if (k == ML_MAX_RANK) break;
         r->off[k++] = int_of(c, &list->items[i]);
     }
-    if (view->kind == KV_DVIEW) view = partition_of(c, op, view, r);
+    if (view->kind == KV_DVIEW) {
+        const kt_dview *d = &c->dviews[view->i];
+        if (d->n < 1 || k != d->parts[0].rank || ty->rank != k)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
+        r->dist = 1, r->i = view->i, r->f32 = d->parts[0].f32;
+        return;
+    }
     if (k != view->rank || ty->rank != view->rank)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
     *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = r->rank, .vrank = view->rank, .i = view->i,

@@ -81,33 +81,89 @@ void kt_materialize(kt_ctx *c, const ml_op *op, kv *t)
     t->splat = 0, t->lx = lx;
 }
 
-/* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
- * buffer at lx.  HBM is flat (element e of a pointer's tensor is at stick
- * e / lanes); the tile's row r, stick g goes to LX stick g * h + r. */
-void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
+/* Element moves between a tile's layout at lx (row r, stick group g at
+ * (g * hf + r) sticks) and its h x w values laid flat from element `flat`
+ * of the buffer at `at` with `pitch` elements a row; to_tile says which way. */
+static void restick(kt_ctx *c, uint64_t lx, int64_t hf, int64_t lane0, uint64_t at, int64_t flat, int64_t pitch, int64_t h,
+                    int64_t w, int eb, int dtype, int to_tile)
+{
+    int64_t sb = c->cfg->stick_bytes, lanes = sb / eb, full = w / lanes;
+    for (int part = 0; part < 2; part++) {
+        int64_t groups = part ? (w % lanes != 0) : full, g0 = part ? full : 0;
+        if (!groups) continue;
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_SFP_RST);
+        in.t = dtype, in.vl = part ? w % lanes : lanes, in.bs[0] = in.bs[1] = eb;
+        int64_t t_off = (int64_t)lx + g0 * hf * sb + lane0 * eb, f_off = (int64_t)at + (flat + g0 * lanes) * eb;
+        int64_t t_r = sb, t_g = hf * sb, f_r = pitch * eb, f_g = lanes * eb;
+        in.n[0] = h, in.n[1] = groups;
+        in.a.off = to_tile ? f_off : t_off, in.d.off = to_tile ? t_off : f_off;
+        in.as[0] = to_tile ? f_r : t_r, in.ds[0] = to_tile ? t_r : f_r;
+        in.as[1] = to_tile ? f_g : t_g, in.ds[1] = to_tile ? t_g : f_g;
+        kt_emit(c, &in);
+    }
+}
+
+/* A tile whose rows do not start on sticks: its whole span of sticks in
+ * HBM moves as one contiguous DMA through a flat LX buffer, and sfp.rst
+ * moves the elements.  The chip writes whole sticks, so a store whose span
+ * holds other data reads the span first and writes it back with the tile
+ * in it: right on one core; two cores doing it to one stick race, and the
+ * simulator's race check reports it. */
+static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store, int64_t first, int64_t hf,
+                     int64_t h, int64_t w, int64_t extent, int64_t lane0)
+{
+    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(tile), lanes = sb / eb, s = first % lanes;
+    int64_t last = first + (h - 1) * tile->stride + w - 1, nst = last / lanes - first / lanes + 1;
+    int merge = store && !(s == 0 && (h == 1 || w == tile->stride) && ((last + 1) % lanes == 0 || last + 1 == extent));
+    if (nst > 65535) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile spanning more than 65535 sticks");
+    uint64_t mark = c->lx_top, flat = kt_lx_alloc(c, op, (uint64_t)(nst * sb));
+    int64_t dram = (c->final ? (int64_t)c->prog->tensors[c->tensors[tile->tensor].index].dram_off : 0) + first / lanes * sb;
+    isa_insn in;
+    if (merge) { /* read the sticks the store shares with other data */
+        isa_insn_init(&in, ISA_OP_DMA_LD);
+        in.run = nst, in.d.off = (int64_t)flat, in.a.off = dram;
+        kt_emit(c, &in);
+    }
+    if (store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 0);
+    isa_insn_init(&in, store ? ISA_OP_DMA_ST : ISA_OP_DMA_LD);
+    in.run = nst, in.d.off = store ? dram : (int64_t)flat, in.a.off = store ? (int64_t)flat : dram;
+    kt_emit(c, &in);
+    if (!store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
+    c->lx_top = mark; /* the flat buffer is done with (every instruction fenced) */
+}
+
+/* One access tile (or a distributed tile's piece in one partition) between
+ * HBM and the tile's LX layout at lx (hf rows), its values placed from
+ * layout row ro and column co.  HBM is flat (element e of a pointer's
+ * tensor is at stick e / lanes); the tile's row r, stick g goes to LX stick
+ * g * hf + r. */
+static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int64_t hf, int64_t ro, int64_t co,
+                      int store)
 {
     int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(tile), lanes = sb / eb, two = tile->vrank == 2;
     int64_t r0 = two ? tile->off[0] : 0, c0 = tile->off[tile->vrank - 1];
-    int64_t hf = two ? tile->shape[0] : 1; /* rows of the LX layout */
     /* A tile of a dynamic view is clipped to it (ktir-cpu masks the rest);
      * a static view's tiles were checked to lie inside. */
-    int64_t h = hf < tile->vshape[0] - r0 || !two ? hf : tile->vshape[0] - r0;
+    int64_t h = two ? tile->shape[0] : 1;
+    if (two && h > tile->vshape[0] - r0) h = tile->vshape[0] - r0;
     int64_t w = tile->shape[tile->rank - 1], vc = tile->vshape[tile->vrank - 1];
     if (w > vc - c0) w = vc - c0;
     if (h <= 0 || w <= 0) return;
     int64_t groups = (w + lanes - 1) / lanes, first = tile->i + r0 * tile->stride + c0;
     const kt_tensor *kt = &c->tensors[tile->tensor];
-    if (first % lanes != 0 || (h > 1 && tile->stride % lanes != 0))
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
-                "not supported: an access tile whose rows do not start on a stick of %lld values (element %lld, row "
-                "stride %lld)", (long long)lanes, (long long)first, (long long)tile->stride);
-    if (store && w % lanes != 0 && c->final && !(h == 1 && first + w == kt->extent))
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
-                "not supported: a store of %lld values per row: the chip writes whole sticks of %lld, which would "
-                "overwrite the values after them", (long long)w, (long long)lanes);
+    uint64_t at = lx + (uint64_t)(((co / lanes) * hf + ro) * sb);
+    c->hbm_bytes += (double)h * (double)w * (double)eb;
+    if (co % lanes != 0 || first % lanes != 0 || (h > 1 && tile->stride % lanes != 0) ||
+        (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent))) {
+        if (co % lanes != 0 && co % lanes + w > lanes)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a piece of a distributed tile that crosses a stick of the tile");
+        dma_span(c, op, tile, at, store, first, hf, h, w, c->final ? kt->extent : first + (h - 1) * tile->stride + w,
+                 co % lanes);
+        return;
+    }
     if (h > 65535 || groups > 65535)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile of more than 65535 rows or sticks");
-    c->hbm_bytes += (double)h * (double)w * (double)eb;
     int64_t dram = (c->final ? (int64_t)c->prog->tensors[kt->index].dram_off : 0) + first / lanes * sb;
     int64_t lx_g = hf * sb, lx_r = sb, dr_g = sb, dr_r = tile->stride * eb;
     isa_insn in;
@@ -119,6 +175,35 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
         in.ds[0] = store ? dr_g : lx_g, in.as[0] = store ? lx_g : dr_g;
         in.ds[1] = store ? dr_r : lx_r, in.as[1] = store ? lx_r : dr_r;
     }
-    in.d.off = store ? dram : (int64_t)lx, in.a.off = store ? (int64_t)lx : dram;
+    in.d.off = store ? dram : (int64_t)at, in.a.off = store ? (int64_t)at : dram;
     kt_emit(c, &in);
+}
+
+/* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
+ * buffer at lx; a tile of a distributed view moves piece by piece, each
+ * from the partition that holds it. */
+void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
+{
+    int64_t hf = tile->rank == 2 ? tile->shape[0] : 1;
+    if (tile->kind != KV_TILE || !tile->dist) {
+        dma_piece(c, op, tile, lx, hf, 0, 0, store);
+        return;
+    }
+    const kt_dview *d = &c->dviews[tile->i];
+    for (int p = 0; p < d->n; p++) {
+        const kv *v = &d->parts[p];
+        kv piece = {.kind = KV_TILE, .tensor = v->tensor, .rank = v->rank, .vrank = v->rank, .i = v->i,
+                    .stride = v->stride, .f32 = v->f32};
+        int64_t at[2] = {0, 0};
+        int empty = v->rank != tile->rank;
+        for (int k = 0; !empty && k < v->rank; k++) {
+            int64_t lo = tile->off[k] > v->off[k] ? tile->off[k] : v->off[k];
+            int64_t hi_t = tile->off[k] + tile->shape[k], hi_v = v->off[k] + v->shape[k];
+            int64_t hi = hi_t < hi_v ? hi_t : hi_v;
+            empty = hi <= lo;
+            piece.off[k] = lo - v->off[k], piece.shape[k] = hi - lo, piece.vshape[k] = v->shape[k];
+            at[k] = lo - tile->off[k];
+        }
+        if (!empty) dma_piece(c, op, &piece, lx, hf, v->rank == 2 ? at[0] : 0, at[v->rank - 1], store);
+    }
 }

@@ -26,6 +26,7 @@ typedef struct {
     int splat;
     int f32;                       /* TENSOR, ELEM, VIEW, TILE: elements are fp32 (else f16, DL16 on the chip) */
     int dynamic;                   /* VIEW: sizes given at run time ('?'): tiles are clipped to it, not refused */
+    int dist;                      /* TILE: of the distributed view dviews[i]: off is global, moved piece by piece */
     int from_empty;
     int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
     int prank;
