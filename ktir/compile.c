@@ -315,6 +315,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
             k++;
         }
         if (k != n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d iter_args", k, n);
+        kt_push(c, ISA_OP_FENCE); /* the iteration's LX is about to be reused */
         c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark;
     }
     for (int k = 0; k < n && k < op->nres; k++) kt_bind(c, op->res[k], &carried[k]);

@@ -1,6 +1,10 @@
 /* ktir chip code: LX allocation and the instructions one KTIR op becomes
- * (DMA of access tiles, SFP fills). Every unit instruction is followed by
- * a fence: the ops of a core run in program order, no overlap yet. */
+ * (DMA of access tiles, SFP fills).  A core's instructions are ordered by
+ * fences: one before every instruction whose unit differs from the last
+ * one's, since it may read what that unit wrote; a unit runs its own queue
+ * in order, so a run of instructions on one unit needs none.  Within a loop
+ * iteration every buffer is fresh (nothing is overwritten while another
+ * unit reads it); the iteration ends with a fence before its LX is reused. */
 #include <stdio.h>
 #include "internal.h"
 
@@ -36,12 +40,15 @@ void kt_push(kt_ctx *c, int op)
     isa_insn in;
     isa_insn_init(&in, op);
     isa_stream_push(&c->prog->cores[c->core], &in);
+    if (op == ISA_OP_FENCE || op == ISA_OP_BAR) c->last_unit = -1; /* every unit idle past it */
 }
 
 void kt_emit(kt_ctx *c, isa_insn *in)
 {
+    int u = (int)isa_insn_unit(in);
+    if (c->last_unit >= 0 && c->last_unit != u) kt_push(c, ISA_OP_FENCE);
     isa_stream_push(&c->prog->cores[c->core], in);
-    kt_push(c, ISA_OP_FENCE);
+    c->last_unit = u;
 }
 
 void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtype)
@@ -130,7 +137,7 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
     in.run = nst, in.d.off = store ? dram : (int64_t)flat, in.a.off = store ? (int64_t)flat : dram;
     kt_emit(c, &in);
     if (!store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
-    c->lx_top = mark; /* the flat buffer is done with (every instruction fenced) */
+    c->lx_top = mark; /* free again: a later writer on another unit fences first, one on the same unit queues behind */
 }
 
 /* One access tile (or a distributed tile's piece in one partition) between

@@ -79,6 +79,7 @@ typedef struct {
     int ntensors;
     uint64_t dram_top;
     int final;
+    int last_unit;                 /* unit of the last instruction since a fence, or -1 */
     int exchanges;                 /* ring exchanges so far on this core (bank = count % 2) */
     int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */                     /* 0: the measuring pass (HBM extents), 1: the program */
     double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
@@ -107,7 +108,7 @@ uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
 int64_t kt_sticks(const kv *t);
 int kt_ebytes(const kv *t);                  /* bytes of one element on the chip: 4 (fp32) or 2 (DL16) */
 int kt_dtype(const kv *t);                   /* the SFP's value type of its elements */
-void kt_emit(kt_ctx *c, isa_insn *in);      /* the instruction, then a fence */
+void kt_emit(kt_ctx *c, isa_insn *in);      /* the instruction, after a fence if the unit changes */
 void kt_push(kt_ctx *c, int op);             /* one instruction of op without operands (fence, bar, halt) */
 void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtype);
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
