@@ -66,9 +66,10 @@ static void print_time(const rt_run_result *res, const chip_config *cfg)
 {
     const sim_stats *st = &res->stats;
     printf("cycles=%.0f time_us=%.3f (at %.3g GHz)\n", st->cycles, sim_stats_time_us(st, cfg), cfg->clock_ghz);
-    printf("macs=%" PRIu64 " insns=%" PRIu64 " sfp_elems=%" PRIu64 " dram_bytes_read=%" PRIu64
+    printf("mac_utilization=%.4f macs=%" PRIu64 " insns=%" PRIu64 " sfp_elems=%" PRIu64 " dram_bytes_read=%" PRIu64
            " dram_bytes_written=%" PRIu64 " ring_bytes=%" PRIu64 "\n",
-           st->macs, st->insns, st->sfp_elems, st->dram_bytes_read, st->dram_bytes_written, st->ring_bytes);
+           sim_stats_mac_utilization(st, cfg), st->macs, st->insns, st->sfp_elems, st->dram_bytes_read,
+           st->dram_bytes_written, st->ring_bytes);
     for (int u = 0; u < ISA_NUNITS; u++) {
         double busy = 0;
         for (int i = 0; i < cfg->cores && i < SIM_MAX_CORES; i++) busy += st->unit_busy[i][u];
