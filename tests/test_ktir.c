@@ -420,6 +420,64 @@ static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs
     remove(path);
 }
 
+/* The command line: `spyre run FILE.mlir` with inputs from files and
+ * --check against an expected file written here: exit 0 and "ok" when the
+ * values are right, 1 and MISMATCH when not; a syntax error is one line
+ * FILE:LINE:COL and exit 2; LX overflow exit 3. */
+static void test_spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure(void)
+{
+    static const char *prog =
+        "module {\n"
+        "  func.func @add(%a: index, %b: index, %y: index) attributes {grid = [2]} {\n"
+        "    %id = ktdp.get_compute_tile_id : index\n"
+        "    %c0 = arith.constant 0 : index\n"
+        "    %c64 = arith.constant 64 : index\n"
+        "    %off = arith.muli %id, %c64 : index\n"
+        "    %av = ktdp.construct_memory_view %a, sizes: [128], strides: [1] {} : memref<128xf16>\n"
+        "    %bv = ktdp.construct_memory_view %b, sizes: [128], strides: [1] {} : memref<128xf16>\n"
+        "    %yv = ktdp.construct_memory_view %y, sizes: [128], strides: [1] {} : memref<128xf16>\n"
+        "    %at = ktdp.construct_access_tile %av[%off] {} : memref<128xf16> -> !ktdp.access_tile<64xindex>\n"
+        "    %bt = ktdp.construct_access_tile %bv[%off] {} : memref<128xf16> -> !ktdp.access_tile<64xindex>\n"
+        "    %yt = ktdp.construct_access_tile %yv[%off] {} : memref<128xf16> -> !ktdp.access_tile<64xindex>\n"
+        "    %x1 = ktdp.load %at : !ktdp.access_tile<64xindex> -> tensor<64xf16>\n"
+        "    %x2 = ktdp.load %bt : !ktdp.access_tile<64xindex> -> tensor<64xf16>\n"
+        "    %s = arith.addf %x1, %x2 : tensor<64xf16>\n"
+        "    ktdp.store %s, %yt : tensor<64xf16>, !ktdp.access_tile<64xindex>\n"
+        "    return\n"
+        "  }\n"
+        "}\n";
+    char dir[512], path[600], fa[600], fb[600], fe[600], fw[600], args[4096], out[8192], err[256];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/add.mlir", dir);
+    snprintf(fa, sizeof fa, "%s/a.f32", dir), snprintf(fb, sizeof fb, "%s/b.f32", dir);
+    snprintf(fe, sizeof fe, "%s/expected.safetensors", dir), snprintf(fw, sizeof fw, "%s/wrong.safetensors", dir);
+    tu_write_file(path, prog, strlen(prog));
+    float a[128], b[128], y[128], wrong[128];
+    for (int i = 0; i < 128; i++) a[i] = (float)i / 4, b[i] = (float)(i % 7) - 3, y[i] = a[i] + b[i], wrong[i] = y[i] + 1;
+    tu_write_file(fa, a, sizeof a), tu_write_file(fb, b, sizeof b);
+    rt_st_entry e = {"y", RT_ST_F32, 1, {128}, y}, w = {"y", RT_ST_F32, 1, {128}, wrong};
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(fe, &e, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(fw, &w, 1, err, sizeof err), 0);
+    snprintf(args, sizeof args, "run %s --input a=%s --input b=%s --check --expected %s", path, fa, fb, fe);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    const char *ok[] = {"cycles=", "ktir_cpu_roofline_cycles=", "check y: within_tol=128/128", " ok"};
+    tu_assert_finds(1, out, ok, 4, __FILE__, __LINE__);
+    snprintf(args, sizeof args, "run %s --input a=%s --input b=%s --check --expected %s", path, fa, fb, fw);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "MISMATCH"));
+    char *bad = replace(prog, "%s = arith.addf %x1, %x2", "%s = arith.addf %x1 %x2 )");
+    tu_write_file(path, bad, strlen(bad));
+    snprintf(args, sizeof args, "run %s", path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT(strstr(out, "add.mlir:15:") != NULL && strchr(out, '\n') == out + strlen(out) - 1);
+    char *big = replace(prog, "-> tensor<64xf16>\n    %x2", "-> tensor<64xf16>\n    %big = tensor.empty() : tensor<4096x512xf16>\n    %x2");
+    tu_write_file(path, big, strlen(big));
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "LX scratchpad overflow: core 0"));
+    free(bad), free(big);
+    tu_rmtree(dir);
+}
+
 static void expect_compile_error(const char *text, int want_code, const char *want)
 {
     char path[512], err[512] = "";
@@ -476,6 +534,8 @@ int main(void)
         {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
+        {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",
+         test_spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure},
         {"chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2",
          test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2},
         {NULL, NULL},
