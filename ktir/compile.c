@@ -260,35 +260,68 @@ static void op_tile_id(kt_ctx *c, const ml_op *op)
     if (op->nres > c->ngrid) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more tile ids than grid dimensions");
 }
 
+/* A copy of sticks from one LX buffer to another (dmai). */
+static void lx_copy(kt_ctx *c, uint64_t to, uint64_t from, int64_t sticks)
+{
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_DMA_LX);
+    in.d.off = (int64_t)to, in.a.off = (int64_t)from, in.run = sticks;
+    kt_emit(c, &in);
+}
+
+/* The iter_args of an scf.for: names and initial values (at most 16); a
+ * tensor gets a buffer of its own that every iteration's yield writes. */
+static int carry_init(kt_ctx *c, const ml_op *op, const char **names, kv *carried)
+{
+    const ml_item *ia = ml_op_keyword(op, "iter_args");
+    int n = 0;
+    for (int i = 0; ia && ia->kind == ML_I_GROUP && i + 2 < ia->n; i++) {
+        if (ia->items[i].kind != ML_I_VALUE || ia->items[i + 1].kind != ML_I_PUNCT || ia->items[i + 1].s[0] != '=') continue;
+        if (n == 16) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 16 iter_args");
+        names[n] = ia->items[i].s, carried[n] = *kt_lookup(c, &ia->items[i + 2]);
+        if (carried[n].kind == KV_TENSOR) {
+            kv init = carried[n];
+            kt_materialize(c, op, &init);
+            uint64_t lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(&init) * c->cfg->stick_bytes);
+            lx_copy(c, lx, init.lx, kt_sticks(&init));
+            carried[n] = init, carried[n].lx = lx;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* An iteration's scf.yield: tensors copied into their carried buffers, scalars carried as they are. */
+static void carry_yield(kt_ctx *c, const ml_op *op, const ml_op *y, kv *carried, int n)
+{
+    int k = 0;
+    for (int i = 0; y && i < y->n && k < n; i++) {
+        if (y->items[i].kind != ML_I_VALUE) continue;
+        kv v = *kt_lookup(c, &y->items[i]);
+        if (carried[k].kind == KV_TENSOR) {
+            kt_materialize(c, y, &v);
+            if (v.lx != carried[k].lx) lx_copy(c, carried[k].lx, v.lx, kt_sticks(&v));
+        } else {
+            carried[k] = v;
+        }
+        k++;
+    }
+    if (k != n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d iter_args", k, n);
+}
+
 /* scf.for %iv = %lb to %ub step %s [iter_args(%a = %init, ...) -> (types)] { body }: unrolled. */
 static void op_for(kt_ctx *c, const ml_op *op)
 {
-    if (op->n < 8 || op->items[0].kind != ML_I_VALUE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `scf.for %%iv = %%lb to %%ub step %%s`");
+    if (op->n < 8 || op->items[0].kind != ML_I_VALUE)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `scf.for %%iv = %%lb to %%ub step %%s`");
     int64_t lb = int_of(c, &op->items[2]), ub = int_of(c, &op->items[4]), step = int_of(c, &op->items[6]);
     if (step <= 0) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for with a step of %lld", (long long)step);
-    const ml_item *ia = ml_op_keyword(op, "iter_args");
     int from = 0;
     const ml_region *body = ml_op_region(op, &from);
     if (!body || body->nblocks != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for needs a body of one block");
     const char *names[16];
     kv carried[16];
-    int n = 0;
-    for (int i = 0; ia && ia->kind == ML_I_GROUP && i + 2 < ia->n; i++)
-        if (ia->items[i].kind == ML_I_VALUE && ia->items[i + 1].kind == ML_I_PUNCT && ia->items[i + 1].s[0] == '=') {
-            if (n == 16) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 16 iter_args");
-            names[n] = ia->items[i].s, carried[n] = *kt_lookup(c, &ia->items[i + 2]);
-            if (carried[n].kind == KV_TENSOR) { /* a buffer of its own that every iteration's yield writes */
-                kv init = carried[n];
-                kt_materialize(c, op, &init);
-                uint64_t bytes = (uint64_t)kt_sticks(&init) * c->cfg->stick_bytes, lx = kt_lx_alloc(c, op, bytes);
-                isa_insn in;
-                isa_insn_init(&in, ISA_OP_DMA_LX);
-                in.d.off = (int64_t)lx, in.a.off = (int64_t)init.lx, in.run = kt_sticks(&init);
-                kt_emit(c, &in);
-                carried[n] = init, carried[n].lx = lx;
-            }
-            n++;
-        }
+    int n = carry_init(c, op, names, carried);
     for (int64_t iv = lb; iv < ub; iv += step) {
         int mark = c->nenv, dmark = c->ndviews;
         uint64_t lx_mark = c->lx_top;
@@ -297,24 +330,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
         for (int k = 0; k < n; k++) kt_bind(c, names[k], &carried[k]);
         const ml_op *y = NULL;
         kt_compile_block(c, &body->blocks[0], &y);
-        int k = 0;
-        for (int i = 0; y && i < y->n && k < n; i++) {
-            if (y->items[i].kind != ML_I_VALUE) continue;
-            kv v = *kt_lookup(c, &y->items[i]);
-            if (carried[k].kind == KV_TENSOR) {
-                kt_materialize(c, y, &v);
-                if (v.lx != carried[k].lx) {
-                    isa_insn in;
-                    isa_insn_init(&in, ISA_OP_DMA_LX);
-                    in.d.off = (int64_t)carried[k].lx, in.a.off = (int64_t)v.lx, in.run = kt_sticks(&v);
-                    kt_emit(c, &in);
-                }
-            } else {
-                carried[k] = v;
-            }
-            k++;
-        }
-        if (k != n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d iter_args", k, n);
+        carry_yield(c, op, y, carried, n);
         kt_push(c, ISA_OP_FENCE); /* the iteration's LX is about to be reused */
         c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark;
     }
