@@ -121,6 +121,18 @@ static void sdsc_dict(void)
     names(keys);
 }
 
+/* The MLIR parser has no keyword table: the words its grammar knows and
+ * the ones KTIR programs use most. */
+static void mlir_dict(void)
+{
+    static const char *const words[] = {
+        "module", "func.func", "affine_map<", "affine_set<", "dense<", "tensor<",
+        "memref<", "vector<", "index", "f16", "f32", "i32", "->", ">=",
+        "==", "floordiv", "ceildiv", "mod", "!ktdp.access_tile<", "#ktdp.memory_space<",
+        "ktdp.load", "scf.for", "iter_args", "^bb0", "attributes", "0xFC00", NULL};
+    names(words);
+}
+
 int main(int argc, char **argv)
 {
     const char *t = argc == 2 ? argv[1] : "";
@@ -134,8 +146,10 @@ int main(int argc, char **argv)
         safetensors_dict();
     else if (!strcmp(t, "sdsc"))
         sdsc_dict();
+    else if (!strcmp(t, "mlir"))
+        mlir_dict();
     else if (strcmp(t, "elf")) {
-        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc\n");
+        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc|mlir\n");
         return 2;
     }
     return 0;

@@ -15,6 +15,7 @@
 #include "cc.h"
 #include "chip.h"
 #include "isa.h"
+#include "ktir.h"
 #include "rt.h"
 #include "sim.h"
 #include "sdsc_cmd.h"
@@ -705,6 +706,8 @@ static int cmd_run(int argc, char **argv)
         return EXIT_OK;
     if (sdsc_names_kernel_dir(argc, argv)) /* a torch-spyre kernel directory (sdsc_cmd.c) */
         return sdsc_run(argc, argv);
+    if (argc > 1 && kt_is_ktir_path(argv[1])) /* a KTIR program: its own path (ktir/run.c) */
+        return kt_cli_run(argc, argv);
     run_args a;
     int status = run_parse(argc, argv, &a);
     if (status)

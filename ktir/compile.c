@@ -1,0 +1,362 @@
+/* ktir compiler driver: the function and its grid, the per-core value
+ * environment, scf.for, and the ktdp ops (tile id, memory views, access
+ * tiles, load, store). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, ...)
+{
+    if (c->err && c->errlen) {
+        int n = snprintf(c->err, c->errlen, "%s:%d:%d: ", c->m->file, line, col);
+        va_list ap;
+        va_start(ap, fmt);
+        if (n >= 0 && (size_t)n < c->errlen) vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    c->code = code;
+    longjmp(c->fail, 1);
+}
+
+void kt_bind(kt_ctx *c, const char *name, const kv *v)
+{
+    if (c->nenv == c->capenv) {
+        c->capenv = c->capenv ? c->capenv * 2 : 256;
+        c->env = realloc(c->env, sizeof *c->env * (size_t)c->capenv);
+        if (!c->env) abort();
+    }
+    c->env[c->nenv].name = name, c->env[c->nenv++].v = *v;
+}
+
+const kv *kt_lookup(kt_ctx *c, const ml_item *it)
+{
+    if (it->kind != ML_I_VALUE) kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "expected an SSA value");
+    char name[256];
+    if (it->idx >= 0) snprintf(name, sizeof name, "%s#%d", it->s, it->idx);
+    else snprintf(name, sizeof name, "%s", it->s);
+    for (int i = c->nenv - 1; i >= 0; i--)
+        if (strcmp(c->env[i].name, name) == 0) return &c->env[i].v;
+    kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "use of undefined value %%%s", name);
+}
+
+static int64_t int_of(kt_ctx *c, const ml_item *it)
+{
+    const kv *v = kt_lookup(c, it);
+    if (v->kind == KV_PTR)
+        kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "%%%s: an argument without a value (give --arg %s=N)", it->s, it->s);
+    if (v->kind != KV_INT) kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "%%%s: expected an index value", it->s);
+    return v->i;
+}
+
+/* The HBM tensor behind key; the measuring pass adds it on first use. */
+static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
+{
+    for (int i = 0; i < c->ntensors; i++)
+        if (strcmp(c->tensors[i].key, key) == 0) {
+            if (c->tensors[i].f32 != f32)
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: f16 and f32 views of the same memory (%s)", key);
+            return i;
+        }
+    if (c->final) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "internal: tensor %s not measured", key);
+    if (c->ntensors == 64) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 64 HBM tensors");
+    kt_tensor *kt = &c->tensors[c->ntensors];
+    memset(kt, 0, sizeof *kt);
+    snprintf(kt->key, sizeof kt->key, "%s", key);
+    kt->f32 = f32;
+    return c->ntensors++;
+}
+
+/* The integers (constants or index values) of a `[a, %b, ...]` keyword list (n of them), or -1. */
+static int int_list(kt_ctx *c, const ml_item *l, int64_t *out, int max)
+{
+    int n = 0;
+    for (int i = 0; l && l->kind == ML_I_LIST && i < l->n; i++) {
+        const ml_item *it = &l->items[i];
+        if (it->kind == ML_I_PUNCT) continue;
+        if (n == max) return -1;
+        if (it->kind == ML_I_VALUE) out[n++] = int_of(c, it);
+        else if (it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT) out[n++] = it->attr->i;
+        else return -1;
+    }
+    return l ? n : -1;
+}
+
+/* Where a view's coordinate set starts (its lower bound d_k >= lo in each
+ * dimension): the view's element (0, 0) is that global coordinate, as a
+ * partition of a distributed view has it.  The set's symbols are the
+ * view's run-time sizes, in order. */
+static void set_origin(kt_ctx *c, const ml_op *op, kv *r, const int64_t *syms, int nsyms)
+{
+    const ml_attr *cs = ml_op_attr(c->m, op, "coordinate_set");
+    if (!cs || cs->kind != ML_A_SET || cs->aff->ndims != r->rank || cs->aff->nsyms != nsyms) return;
+    const ml_affine *a = cs->aff;
+    int64_t zero[ML_MAX_RANK] = {0}, unit[ML_MAX_RANK];
+    for (int k = 0; k < a->n; k++) {
+        int64_t e0, coef[ML_MAX_RANK], dims = 0, dim = -1;
+        if (ml_aexpr_eval(a->e[k], zero, syms, &e0)) return;
+        for (int d = 0; d < r->rank; d++) {
+            memset(unit, 0, sizeof unit), unit[d] = 1;
+            if (ml_aexpr_eval(a->e[k], unit, syms, &coef[d])) return;
+            coef[d] -= e0;
+            if (coef[d]) dims++, dim = d;
+        }
+        if (dims == 1 && coef[dim] == 1) r->off[dim] = -e0; /* d - lo >= 0 */
+    }
+}
+
+/* The view's sizes: its type's, a '?' taken from the `sizes:` operand. 1 when one was dynamic. */
+static int view_sizes(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *size)
+{
+    const ml_item *l = ml_op_keyword(op, "sizes");
+    int k = 0, dynamic = 0;
+    for (int d = 0; d < ty->rank; d++) {
+        while (l && l->kind == ML_I_LIST && k < l->n && l->items[k].kind == ML_I_PUNCT) k++;
+        const ml_item *it = l && l->kind == ML_I_LIST && k < l->n ? &l->items[k++] : NULL;
+        size[d] = ty->shape[d];
+        if (size[d] != ML_DYN) continue;
+        dynamic = 1;
+        if (!it) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a dynamic memory view needs its `sizes:`");
+        size[d] = it->kind == ML_I_VALUE ? int_of(c, it) : it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT ? it->attr->i : -1;
+        if (size[d] < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "dimension %d of the view has no positive size", d);
+    }
+    return dynamic;
+}
+
+static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_type *ty = ml_op_last_type(op);
+    const ml_attr *ms = ml_op_attr(c->m, op, "memory_space");
+    if (!ty || ty->kind != ML_T_MEMREF || op->n < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `: memref<...>`");
+    if (ms && ms->kind == ML_A_DIALECT && strcmp(ms->body, "global") != 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM)", ms->body);
+    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || (strcmp(ty->elem->name, "f16") && strcmp(ty->elem->name, "f32")))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16 and f32");
+    if (ty->rank < 1 || ty->rank > 2)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d", ty->rank);
+    int64_t size[2];
+    int dynamic = view_sizes(c, op, ty, size);
+    int64_t st[2];
+    int ns = int_list(c, ml_op_keyword(op, "strides"), st, 2);
+    int rows_ok = ns == ty->rank && ns >= 1 && ns <= 2;
+    if (rows_ok) rows_ok = st[ns - 1] == 1 && (ns == 1 || st[0] >= size[1]);
+    if (!rows_ok)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view whose rows are not contiguous and disjoint");
+    const kv *base = kt_lookup(c, &op->items[0]);
+    if (base->kind != KV_PTR && base->kind != KV_INT)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
+    *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : size[0], .dynamic = dynamic};
+    int64_t syms[2];
+    int nsyms = 0;
+    for (int d = 0; d < ty->rank; d++)
+        if (ty->shape[d] == ML_DYN) syms[nsyms++] = size[d];
+    set_origin(c, op, r, syms, nsyms);
+    r->f32 = !strcmp(ty->elem->name, "f32");
+    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm", r->f32);
+    r->shape[0] = size[0], r->shape[1] = ty->rank == 2 ? size[1] : 0;
+    if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
+    int64_t end = r->i + (ty->rank == 2 ? (size[0] - 1) * r->stride + size[1] : size[0]);
+    if (end > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = end;
+}
+
+static void op_distributed_view(kt_ctx *c, const ml_op *op, kv *r)
+{
+    if (op->n < 1 || op->items[0].kind != ML_I_GROUP || c->ndviews == 64)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `ktdp.construct_distributed_memory_view(%%views : types)`");
+    kt_dview *d = &c->dviews[c->ndviews];
+    d->n = 0;
+    for (int i = 0; i < op->items[0].n; i++) {
+        const ml_item *it = &op->items[0].items[i];
+        if (it->kind == ML_I_PUNCT && it->s[0] == ':') break;
+        if (it->kind != ML_I_VALUE) continue;
+        const kv *v = kt_lookup(c, it);
+        if (v->kind != KV_VIEW || d->n == KT_MAX_PARTS)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a distributed view is made of at most %d memory views", KT_MAX_PARTS);
+        d->parts[d->n++] = *v;
+    }
+    *r = (kv){.kind = KV_DVIEW, .i = c->ndviews++};
+}
+
+static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_type *ty = ml_op_last_type(op);
+    if (op->n < 2 || op->items[1].kind != ML_I_LIST || !ty || ty->rank < 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `%%view[indices] {...} : memref -> !ktdp.access_tile<...>`");
+    const kv *view = kt_lookup(c, &op->items[0]);
+    if (view->kind != KV_VIEW && view->kind != KV_DVIEW)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
+    const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
+    if (order && order->kind == ML_A_MAP)
+        for (int d = 0; d < order->aff->n; d++)
+            if (order->aff->e[d]->kind != ML_AE_DIM || order->aff->e[d]->v != d)
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
+    *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+    int k = 0;
+    const ml_item *list = &op->items[1];
+    for (int i = 0; i < list->n; i++) {
+        if (list->items[i].kind == ML_I_PUNCT) continue;
+        if (k == ML_MAX_RANK) break;
+        r->off[k++] = int_of(c, &list->items[i]);
+    }
+    if (view->kind == KV_DVIEW) {
+        const kt_dview *d = &c->dviews[view->i];
+        if (d->n < 1 || k != d->parts[0].rank || ty->rank != k)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
+        r->dist = 1, r->i = view->i, r->f32 = d->parts[0].f32;
+        return;
+    }
+    if (k != view->rank || ty->rank != view->rank)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
+    *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = r->rank, .vrank = view->rank, .i = view->i,
+              .stride = view->stride, .off = {r->off[0], r->off[1]}, .f32 = view->f32};
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+    memcpy(r->vshape, view->shape, sizeof r->vshape);
+    for (int d = 0; d < k; d++)
+        if (r->off[d] < 0 || (!view->dynamic && (r->shape[d] > view->shape[d] || r->off[d] > view->shape[d] - r->shape[d])))
+            kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
+                    "out-of-bounds access tile: core %d, dimension %d: [%lld, %lld) outside the view's [0, %lld)", c->core,
+                    d, (long long)r->off[d], (long long)(r->off[d] + r->shape[d]), (long long)view->shape[d]);
+}
+
+static void op_load(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const kv *tile = kt_lookup(c, &op->items[0]);
+    if (tile->kind != KV_TILE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.load needs an access tile");
+    *r = (kv){.kind = KV_TENSOR, .rank = tile->rank, .f32 = tile->f32};
+    memcpy(r->shape, tile->shape, sizeof r->shape);
+    r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * c->cfg->stick_bytes);
+    kt_dma_tile(c, op, tile, r->lx, 0);
+    c->tensors[tile->tensor].loaded = 1;
+}
+
+static void op_store(kt_ctx *c, const ml_op *op)
+{
+    if (op->n < 3) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `ktdp.store %%tensor, %%tile`");
+    kv v = *kt_lookup(c, &op->items[0]);
+    const kv *tile = kt_lookup(c, &op->items[2]);
+    if (tile->kind != KV_TILE || v.kind != KV_TENSOR)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.store needs a tensor and an access tile");
+    if (kt_sticks(&v) != kt_sticks(tile) || v.f32 != tile->f32) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "stored tensor and tile differ in shape");
+    kt_need_layout(c, op, &v);
+    kt_materialize(c, op, &v);
+    kt_dma_tile(c, op, tile, v.lx, 1);
+    c->tensors[tile->tensor].stored = 1;
+}
+
+static void op_tile_id(kt_ctx *c, const ml_op *op)
+{
+    int64_t rest = c->core;
+    /* The first grid dimension varies fastest along the tile index, as the
+     * tile sets of ktir-cpu's examples assume (sdpa_pv_ksplit groups the
+     * tiles i with i mod 2 == pid_0). */
+    for (int d = 0; d < c->ngrid; d++) {
+        kv v = {.kind = KV_INT, .i = rest % c->grid[d]};
+        rest /= c->grid[d];
+        if (d < op->nres) kt_bind(c, op->res[d], &v);
+    }
+    if (op->nres > c->ngrid) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more tile ids than grid dimensions");
+}
+
+/* A copy of sticks from one LX buffer to another (dmai). */
+static void lx_copy(kt_ctx *c, uint64_t to, uint64_t from, int64_t sticks)
+{
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_DMA_LX);
+    in.d.off = (int64_t)to, in.a.off = (int64_t)from, in.run = sticks;
+    kt_emit(c, &in);
+}
+
+/* The iter_args of an scf.for: names and initial values (at most 16); a
+ * tensor gets a buffer of its own that every iteration's yield writes. */
+static int carry_init(kt_ctx *c, const ml_op *op, const char **names, kv *carried)
+{
+    const ml_item *ia = ml_op_keyword(op, "iter_args");
+    int n = 0;
+    for (int i = 0; ia && ia->kind == ML_I_GROUP && i + 2 < ia->n; i++) {
+        if (ia->items[i].kind != ML_I_VALUE || ia->items[i + 1].kind != ML_I_PUNCT || ia->items[i + 1].s[0] != '=') continue;
+        if (n == 16) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "more than 16 iter_args");
+        names[n] = ia->items[i].s, carried[n] = *kt_lookup(c, &ia->items[i + 2]);
+        if (carried[n].kind == KV_TENSOR) {
+            kv init = carried[n];
+            kt_materialize(c, op, &init);
+            uint64_t lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(&init) * c->cfg->stick_bytes);
+            lx_copy(c, lx, init.lx, kt_sticks(&init));
+            carried[n] = init, carried[n].lx = lx;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* An iteration's scf.yield: tensors copied into their carried buffers, scalars carried as they are. */
+static void carry_yield(kt_ctx *c, const ml_op *op, const ml_op *y, kv *carried, int n)
+{
+    int k = 0;
+    for (int i = 0; y && i < y->n && k < n; i++) {
+        if (y->items[i].kind != ML_I_VALUE) continue;
+        kv v = *kt_lookup(c, &y->items[i]);
+        if (carried[k].kind == KV_TENSOR) {
+            kt_materialize(c, y, &v);
+            if (v.lx != carried[k].lx) lx_copy(c, carried[k].lx, v.lx, kt_sticks(&v));
+        } else {
+            carried[k] = v;
+        }
+        k++;
+    }
+    if (k != n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.yield gives %d values for %d iter_args", k, n);
+}
+
+/* scf.for %iv = %lb to %ub step %s [iter_args(%a = %init, ...) -> (types)] { body }: unrolled. */
+static void op_for(kt_ctx *c, const ml_op *op)
+{
+    if (op->n < 8 || op->items[0].kind != ML_I_VALUE)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `scf.for %%iv = %%lb to %%ub step %%s`");
+    int64_t lb = int_of(c, &op->items[2]), ub = int_of(c, &op->items[4]), step = int_of(c, &op->items[6]);
+    if (step <= 0) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for with a step of %lld", (long long)step);
+    int from = 0;
+    const ml_region *body = ml_op_region(op, &from);
+    if (!body || body->nblocks != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for needs a body of one block");
+    const char *names[16];
+    kv carried[16];
+    int n = carry_init(c, op, names, carried);
+    for (int64_t iv = lb; iv < ub; iv += step) {
+        int mark = c->nenv, dmark = c->ndviews;
+        uint64_t lx_mark = c->lx_top;
+        kv ivv = {.kind = KV_INT, .i = iv};
+        kt_bind(c, op->items[0].s, &ivv);
+        for (int k = 0; k < n; k++) kt_bind(c, names[k], &carried[k]);
+        const ml_op *y = NULL;
+        kt_compile_block(c, &body->blocks[0], &y);
+        carry_yield(c, op, y, carried, n);
+        kt_push(c, ISA_OP_FENCE); /* the iteration's LX is about to be reused */
+        c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark;
+    }
+    for (int k = 0; k < n && k < op->nres; k++) kt_bind(c, op->res[k], &carried[k]);
+}
+
+int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r);
+int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *nm = op->name;
+    if (!strcmp(nm, "ktdp.get_compute_tile_id")) op_tile_id(c, op);
+    else if (!strcmp(nm, "ktdp.construct_memory_view")) op_memory_view(c, op, r);
+    else if (!strcmp(nm, "ktdp.construct_access_tile")) op_access_tile(c, op, r);
+    else if (!strcmp(nm, "ktdp.construct_distributed_memory_view")) op_distributed_view(c, op, r);
+    else if (!strcmp(nm, "ktdp.load")) op_load(c, op, r);
+    else if (!strcmp(nm, "ktdp.store")) op_store(c, op);
+    else if (!strcmp(nm, "scf.for")) op_for(c, op);
+    else return 0;
+    return 1;
+}
+
+void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
+{
+    for (int i = 0; i < b->nops; i++)
+        if (kt_compile_op(c, &b->ops[i])) {
+            *yield_op = &b->ops[i];
+            return;
+        }
+}

@@ -1,0 +1,119 @@
+/* ktir internal: the per-core compile state shared by the op handlers. */
+#ifndef KT_INTERNAL_H
+#define KT_INTERNAL_H
+
+#include <setjmp.h>
+#include "ktir.h"
+#include "mlir.h"
+
+/* A value of the program as one core's compile sees it. */
+typedef enum {
+    KV_INT,    /* index / integer known at compile time */
+    KV_FLOAT,  /* float scalar known at compile time */
+    KV_ELEM,   /* float scalar computed on the chip: one element in LX at lx */
+    KV_PTR,    /* an HBM pointer: tensor key, element offset i */
+    KV_VIEW,   /* memory view: tensor, base element i, row stride, shape */
+    KV_TILE,   /* access tile: a view's tensor, base, stride and shape (vshape), off, shape (extent) */
+    KV_DVIEW,  /* distributed memory view: partitions dviews[i] */
+    KV_TENSOR  /* tensor value: in LX at lx (splat 0), or a splat of f (1) or of the element at lx (2) */
+} kv_kind;
+
+typedef struct {
+    kv_kind kind;
+    int64_t i;
+    double f;
+    uint64_t lx;
+    int splat;
+    int f32;                       /* TENSOR, ELEM, VIEW, TILE: elements are fp32 (else f16, DL16 on the chip) */
+    int dynamic;                   /* VIEW: sizes given at run time ('?'): tiles are clipped to it, not refused */
+    int dist;                      /* TILE: of the distributed view dviews[i]: off is global, moved piece by piece */
+    int from_empty;
+    int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
+    int prank;
+    int64_t pshape[ML_MAX_RANK];                /* TENSOR: tensor.empty's undefined contents (a matmul's outs adds nothing) */
+    int tensor;                    /* VIEW, TILE: program tensor */
+    int64_t stride;                /* VIEW, TILE: elements from one row of the view to the next */
+    const char *key;               /* PTR: tensor key */
+    int rank;
+    int64_t shape[ML_MAX_RANK];    /* TENSOR, TILE: own shape; VIEW: sizes */
+    int vrank;
+    int64_t vshape[ML_MAX_RANK];   /* TILE: its view's sizes */
+    int64_t off[ML_MAX_RANK];      /* TILE: offsets in the view; VIEW: where its coordinate set starts */
+} kv;
+
+typedef struct {
+    const char *name;
+    kv v;
+} kt_binding;
+
+#define KT_MAX_PARTS 16
+typedef struct {
+    int n;
+    kv parts[KT_MAX_PARTS];
+} kt_dview;
+
+/* An HBM tensor: the flat f16 memory behind one pointer argument, or
+ * behind integer addresses ("hbm"), as one 1-D program tensor. */
+typedef struct {
+    char key[64];
+    int index;      /* in prog->tensors (the final pass) */
+    int loaded, stored, f32;
+    int64_t extent; /* elements any view reaches (the measuring pass) */
+} kt_tensor;
+
+typedef struct {
+    const ml_module *m;
+    const chip_config *cfg;
+    isa_program *prog;
+    const kt_arg *args;
+    int nargs;
+    int ncores, core;
+    int64_t grid[3];
+    int ngrid;
+    kt_dview dviews[64];           /* this core's distributed views (released with the loop iteration) */
+    int ndviews;
+    kt_binding *env;
+    int nenv, capenv;
+    uint64_t lx_top, lx_peak;      /* bump allocator of this core's LX */
+    kt_tensor tensors[64];
+    int ntensors;
+    uint64_t dram_top;
+    int final;
+    int last_unit;                 /* unit of the last instruction since a fence, or -1 */
+    int exchanges;                 /* ring exchanges so far on this core (bank = count % 2) */
+    int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */                     /* 0: the measuring pass (HBM extents), 1: the program */
+    double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
+    double roofline;                           /* the slowest core's roofline so far */
+    jmp_buf fail;
+    int code;
+    char *err;
+    size_t errlen;
+} kt_ctx;
+
+_Noreturn void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+void kt_bind(kt_ctx *c, const char *name, const kv *v);
+const kv *kt_lookup(kt_ctx *c, const ml_item *it);
+void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
+/* One op; returns 0, or 1 for a terminator (scf.yield, return). */
+int kt_compile_op(kt_ctx *c, const ml_op *op);
+
+int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r);
+
+/* Chip code (emit.c). */
+uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
+int64_t kt_sticks(const kv *t);
+int kt_ebytes(const kv *t);                  /* bytes of one element on the chip: 4 (fp32) or 2 (DL16) */
+int kt_dtype(const kv *t);                   /* the SFP's value type of its elements */
+void kt_emit(kt_ctx *c, isa_insn *in);      /* the instruction, after a fence if the unit changes */
+void kt_push(kt_ctx *c, int op);             /* one instruction of op without operands (fence, bar, halt) */
+void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtype);
+void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
+/* Refuse a tensor whose sticks hold another shape (a reshape moved its values) where the layout matters. */
+void kt_need_layout(kt_ctx *c, const ml_op *op, const kv *t);
+void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
+
+#endif

@@ -1,0 +1,544 @@
+/* Tests of the MLIR parser (mlir/) and the KTIR front end (ktir/): parsing,
+ * one-line errors and no crash on damaged text, and KTIR programs written
+ * here compiled, run on the simulator and checked against values computed
+ * in the test. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ktir.h"
+#include "mlir.h"
+#include "rt.h"
+#include "testutil.h"
+
+static chip_config cfg4;
+
+/* A 4-core program: each core loads 16 rows of a 64x128 fp16 matrix, adds
+ * the other input, takes exp, subtracts each row's max, and stores it; a
+ * loop over 2 blocks of 8 rows with an index computed from the core id. */
+static const char *rows_prog =
+    "// rows: y = exp(a + b) - rowmax(a + b)\n"
+    "module {\n"
+    "  func.func @rows(%a_ptr: index, %b_ptr: index, %y_ptr: index, %BLOCK: index) attributes {grid = [4]} {\n"
+    "    %id = ktdp.get_compute_tile_id : index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c2 = arith.constant 2 : index\n"
+    "    %c1 = arith.constant 1 : index\n"
+    "    %ninf = arith.constant 0xFC00 : f16\n"
+    "    %base = arith.muli %id, %c2 : index\n"
+    "    %a = ktdp.construct_memory_view %a_ptr, sizes: [64, 128], strides: [128, 1] {\n"
+    "      coordinate_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 63 >= 0, d1 >= 0, -d1 + 127 >= 0)>,\n"
+    "      memory_space = #ktdp.memory_space<global>} : memref<64x128xf16>\n"
+    "    %b = ktdp.construct_memory_view %b_ptr, sizes: [64, 128], strides: [128, 1] {\n"
+    "      memory_space = #ktdp.memory_space<global>} : memref<64x128xf16>\n"
+    "    %y = ktdp.construct_memory_view %y_ptr, sizes: [64, 128], strides: [128, 1] {\n"
+    "      memory_space = #ktdp.memory_space<global>} : memref<64x128xf16>\n"
+    "    scf.for %i = %c0 to %c2 step %c1 {\n"
+    "      %blk = arith.addi %base, %i : index\n"
+    "      %row = arith.muli %blk, %BLOCK : index\n"
+    "      %ta = ktdp.construct_access_tile %a[%row, %c0] {\n"
+    "        access_tile_set = affine_set<(d0, d1) : (d0 >= 0, -d0 + 7 >= 0, d1 >= 0, -d1 + 127 >= 0)>,\n"
+    "        access_tile_order = affine_map<(d0, d1) -> (d0, d1)>} : memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>\n"
+    "      %tb = ktdp.construct_access_tile %b[%row, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>\n"
+    "      %ty = ktdp.construct_access_tile %y[%row, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<8x128xindex>\n"
+    "      %xa = ktdp.load %ta : !ktdp.access_tile<8x128xindex> -> tensor<8x128xf16>\n"
+    "      %xb = ktdp.load %tb : !ktdp.access_tile<8x128xindex> -> tensor<8x128xf16>\n"
+    "      %s = tensor.empty() : tensor<8x128xf16>\n"
+    "      %sum = linalg.add ins(%xa, %xb : tensor<8x128xf16>, tensor<8x128xf16>)\n"
+    "                        outs(%s : tensor<8x128xf16>) -> tensor<8x128xf16>\n"
+    "      %e = math.exp %sum : tensor<8x128xf16>\n"
+    "      %init = tensor.splat %ninf : tensor<8xf16>\n"
+    "      %mx = linalg.reduce { arith.maximumf } ins(%sum : tensor<8x128xf16>) outs(%init : tensor<8xf16>)\n"
+    "        dimensions = [1]\n"
+    "      %k = arith.constant 3 : index\n"
+    "      %m3 = tensor.extract %mx[%k] : tensor<8xf16>\n"
+    "      %mb = tensor.splat %m3 : tensor<8x128xf16>\n"
+    "      %out = arith.subf %e, %mb : tensor<8x128xf16>\n"
+    "      ktdp.store %out, %ty : tensor<8x128xf16>, !ktdp.access_tile<8x128xindex>\n"
+    "      scf.yield\n"
+    "    }\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+/* 4 tiles: each multiplies its row of a (4x64) by b (64x64) on the PT, the
+ * products are summed over the ring, tile 0 stores the sum. */
+static const char *ring_prog =
+    "#tiles = affine_set<(i)[g] : (i - 4*g >= 0, -i + 4*g + 3 >= 0)>\n"
+    "module {\n"
+    "  func.func @mm_allreduce(%a: index, %b: index, %out: index) attributes {grid = [4]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %id = ktdp.get_compute_tile_id : index\n"
+    "    %av = ktdp.construct_memory_view %a, sizes: [4, 64], strides: [64, 1] {} : memref<4x64xf16>\n"
+    "    %bv = ktdp.construct_memory_view %b, sizes: [64, 64], strides: [64, 1] {} : memref<64x64xf16>\n"
+    "    %ov = ktdp.construct_memory_view %out, sizes: [1, 64], strides: [64, 1] {} : memref<1x64xf16>\n"
+    "    %at = ktdp.construct_access_tile %av[%id, %c0] {} : memref<4x64xf16> -> !ktdp.access_tile<1x64xindex>\n"
+    "    %bt = ktdp.construct_access_tile %bv[%c0, %c0] {} : memref<64x64xf16> -> !ktdp.access_tile<64x64xindex>\n"
+    "    %x = ktdp.load %at : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf16>\n"
+    "    %w = ktdp.load %bt : !ktdp.access_tile<64x64xindex> -> tensor<64x64xf16>\n"
+    "    %e = tensor.empty() : tensor<1x64xf16>\n"
+    "    %p = linalg.matmul ins(%x, %w : tensor<1x64xf16>, tensor<64x64xf16>) outs(%e : tensor<1x64xf16>) -> tensor<1x64xf16>\n"
+    "    %f = ktdp.inter_tile_produce producer_tiles_per_group = #tiles : tensor<1x64xf16> -> !ktdp.tile_future<tensor<1x64xf16>> {\n"
+    "      ^bb0(%g: index):\n"
+    "        ktdp.yield_partial %p : tensor<1x64xf16>\n"
+    "    }\n"
+    "    %s = ktdp.inter_tile_reduce(%f) consumer_tiles_per_group = #tiles : !ktdp.tile_future<tensor<1x64xf16>> -> tensor<1x64xf16> {\n"
+    "      ^bb0(%l: tensor<1x64xf16>, %r: tensor<1x64xf16>):\n"
+    "        %sum = arith.addf %l, %r : tensor<1x64xf16>\n"
+    "        ktdp.yield_reduced %sum : tensor<1x64xf16>\n"
+    "    }\n"
+    "    %first = arith.cmpi eq, %id, %c0 : index\n"
+    "    scf.if %first {\n"
+    "      %ot = ktdp.construct_access_tile %ov[%c0, %c0] {} : memref<1x64xf16> -> !ktdp.access_tile<1x64xindex>\n"
+    "      ktdp.store %s, %ot : tensor<1x64xf16>, !ktdp.access_tile<1x64xindex>\n"
+    "    }\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+/* fp32 on a view whose size comes at run time: the 128-value tile is clipped to n. */
+static const char *dyn_prog =
+    "#set = affine_set<(d0)[s0] : (d0 >= 0, -d0 + s0 - 1 >= 0)>\n"
+    "module {\n"
+    "  func.func @scale(%x: index, %y: index, %n: i32) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %nn = arith.index_cast %n : i32 to index\n"
+    "    %two = arith.constant 2.5 : f32\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [%nn], strides: [1] {coordinate_set = #set} : memref<?xf32>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [%nn], strides: [1] {coordinate_set = #set} : memref<?xf32>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0] {} : memref<?xf32> -> !ktdp.access_tile<128xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0] {} : memref<?xf32> -> !ktdp.access_tile<128xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<128xindex> -> tensor<128xf32>\n"
+    "    %s = tensor.splat %two : tensor<128xf32>\n"
+    "    %b = arith.mulf %a, %s : tensor<128xf32>\n"
+    "    ktdp.store %b, %yt : tensor<128xf32>, !ktdp.access_tile<128xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+/* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
+static const char *tr_prog =
+    "module {\n"
+    "  func.func @tr(%x: index, %y: index, %z: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %ninf = arith.constant 0xFC00 : f16\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [64, 128], strides: [128, 1] {} : memref<64x128xf16>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [128, 64], strides: [64, 1] {} : memref<128x64xf16>\n"
+    "    %zv = ktdp.construct_memory_view %z, sizes: [64, 128], strides: [128, 1] {} : memref<64x128xf16>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<64x128xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0, %c0] {} : memref<128x64xf16> -> !ktdp.access_tile<128x64xindex>\n"
+    "    %zt = ktdp.construct_access_tile %zv[%c0, %c0] {} : memref<64x128xf16> -> !ktdp.access_tile<64x128xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<64x128xindex> -> tensor<64x128xf16>\n"
+    "    %e = tensor.empty() : tensor<128x64xf16>\n"
+    "    %t = linalg.transpose ins(%a : tensor<64x128xf16>) outs(%e : tensor<128x64xf16>) permutation = [1, 0]\n"
+    "    ktdp.store %t, %yt : tensor<128x64xf16>, !ktdp.access_tile<128x64xindex>\n"
+    "    %i = tensor.splat %ninf : tensor<64xf16>\n"
+    "    %m = linalg.reduce { arith.maximumf } ins(%a : tensor<64x128xf16>) outs(%i : tensor<64xf16>) dimensions = [1]\n"
+    "    %e2 = tensor.empty() : tensor<64x128xf16>\n"
+    "    %mb = linalg.broadcast ins(%m : tensor<64xf16>) outs(%e2 : tensor<64x128xf16>) dimensions = [1]\n"
+    "    %d = arith.subf %a, %mb : tensor<64x128xf16>\n"
+    "    ktdp.store %d, %zt : tensor<64x128xf16>, !ktdp.access_tile<64x128xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+static void test_parser_reads_ops_regions_attributes_and_affine_sets(void)
+{
+    char err[256];
+    ml_module *m = ml_parse(rows_prog, strlen(rows_prog), "rows.mlir", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    const ml_op *mod = &m->top.blocks[0].ops[0];
+    CU_ASSERT_STRING_EQUAL(mod->name, "module");
+    int from = 0;
+    const ml_op *fn = &ml_op_region(mod, &from)->blocks[0].ops[0];
+    CU_ASSERT_STRING_EQUAL(fn->name, "func.func");
+    const ml_attr *grid = ml_op_attr(m, fn, "grid");
+    CU_ASSERT_FATAL(grid && grid->kind == ML_A_ARRAY && grid->n == 1);
+    CU_ASSERT_EQUAL(grid->items[0]->i, 4);
+    from = 0;
+    const ml_block *body = &ml_op_region(fn, &from)->blocks[0];
+    CU_ASSERT_STRING_EQUAL_FATAL(body->ops[4].name, "arith.constant"); /* %ninf: 0xFC00 : f16 */
+    CU_ASSERT_EQUAL(body->ops[4].items[0].attr->i, 0xFC00);
+    const ml_op *view = &body->ops[6];
+    const ml_attr *set = ml_op_attr(m, view, "coordinate_set");
+    CU_ASSERT_FATAL(set && set->kind == ML_A_SET && set->aff->n == 4 && set->aff->ndims == 2);
+    int64_t in[2] = {63, 127}, out[2] = {64, 0}, v;
+    int inside = 1, outside = 1;
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(ml_aexpr_eval(set->aff->e[i], in, NULL, &v), 0);
+        inside &= v >= 0;
+        CU_ASSERT_EQUAL(ml_aexpr_eval(set->aff->e[i], out, NULL, &v), 0);
+        outside &= v >= 0;
+    }
+    CU_ASSERT(inside && !outside);
+    const ml_type *t = ml_op_last_type(view);
+    CU_ASSERT(t && t->kind == ML_T_MEMREF && t->rank == 2 && t->shape[0] == 64 && t->shape[1] == 128);
+    CU_ASSERT_STRING_EQUAL(t->elem->name, "f16");
+    const ml_item *sizes = ml_op_keyword(view, "sizes");
+    CU_ASSERT(sizes && sizes->kind == ML_I_LIST && sizes->n == 3); /* 64 , 128 */
+    ml_free(m);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    char err[256] = "";
+    ml_module *m = ml_parse(text, strlen(text), "bad.mlir", err, sizeof err);
+    CU_ASSERT_PTR_NULL(m);
+    ml_free(m);
+    if (!strstr(err, want) || strncmp(err, "bad.mlir:", 9) || strchr(err, '\n')) {
+        printf("\n  for %s\n  got %s\n  want %s\n", text, err, want);
+        CU_FAIL("error message");
+    }
+}
+
+static void test_parser_errors_are_one_line_with_file_line_column(void)
+{
+    expect_error("module {\n  %a = arith.constant 1 : index\n", "bad.mlir:3:1: expected '}'");
+    expect_error("%a = arith.constant 99999999999999999999 : index", "bad.mlir:1:21: integer");
+    expect_error("%x = foo.bar : tensor<4xq7>", "expected a type");
+    expect_error("%x = foo.bar {k = affine_map<(d0) -> (d1)>}", "unexpected 'd1' in an affine expression");
+    expect_error("}", "unmatched '}'");
+    expect_error("%x = foo.bar \"abc", "unterminated string");
+    expect_error("%x = foo.bar `", "unexpected character '`'");
+    expect_error("%x foo.bar", "expected ',' or '='");
+    char deep[2000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = 0;
+    memcpy(deep, "x.y ", 4);
+    expect_error(deep, "nesting deeper than");
+}
+
+/* Damaged copies of a real program (bytes replaced, deleted, cut short)
+ * parse or fail with one line naming the file; never a crash (the
+ * sanitizer build runs this too). */
+static void test_parser_survives_damaged_text(void)
+{
+    size_t n = strlen(rows_prog);
+    char *buf = malloc(n + 1);
+    static const char junk[] = "{}[]()<>%^#!@\":=,-x0123456789.\n ";
+    uint64_t s = 12345;
+    for (int round = 0; round < 3000; round++) {
+        memcpy(buf, rows_prog, n + 1);
+        size_t len = n;
+        for (int k = 0; k < 1 + round % 4; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = (s >> 33) % len;
+            int what = (int)((s >> 20) % 3);
+            if (what == 0) buf[at] = junk[(s >> 8) % (sizeof junk - 1)];
+            else if (what == 1) memmove(buf + at, buf + at + 1, len - at), len--;
+            else len = at, buf[len] = 0;
+            if (len == 0) break;
+        }
+        char err[256] = "";
+        ml_module *m = ml_parse(buf, len, "d.mlir", err, sizeof err);
+        if (!m) CU_ASSERT(strncmp(err, "d.mlir:", 7) == 0 && !strchr(err, '\n'));
+        ml_free(m);
+    }
+    free(buf);
+}
+
+static int write_prog(const char *text, char *path, size_t len)
+{
+    tu_write_tmpfile(".mlir", text, strlen(text), path, len);
+    return 0;
+}
+
+static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(void)
+{
+    char path[512], err[512];
+    write_prog(rows_prog, path, sizeof path);
+    kt_arg args[] = {{"BLOCK", 8}};
+    int code = 0;
+    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float a[64 * 128], b[64 * 128], y[64 * 128];
+    for (int i = 0; i < 64 * 128; i++) /* small values exact in fp16 */
+        a[i] = (float)((i * 7) % 17 - 8) / 16, b[i] = (float)((i * 5) % 13 - 6) / 32;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "a_ptr", a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "b_ptr", b, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT(res.stats.cycles > 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y_ptr", y, err, sizeof err), 0);
+    int bad = 0;
+    for (int r = 0; r < 64; r++) {
+        int r3 = r / 8 * 8 + 3; /* the row whose max every row of its block subtracts */
+        double mx = -INFINITY;
+        for (int c = 0; c < 128; c++) mx = fmax(mx, (double)a[r3 * 128 + c] + b[r3 * 128 + c]);
+        for (int c = 0; c < 128; c++) {
+            double want = exp((double)a[r * 128 + c] + b[r * 128 + c]) - mx;
+            /* DL16 rounds each of add, exp, max and sub to 9 fraction bits
+             * (2^-10 relative), the fp16 read-back narrows once more: 1%
+             * of the magnitudes involved is well above that chain. */
+            double tol = 1e-2 * (fabs(want) + fabs(mx) + 1);
+            bad += fabs(y[r * 128 + c] - want) > tol;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+static void test_matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products(void)
+{
+    char path[512], err[512];
+    write_prog(ring_prog, path, sizeof path);
+    int code = 0;
+    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float a[4 * 64], b[64 * 64], out[64];
+    for (int i = 0; i < 4 * 64; i++) a[i] = (float)((i * 3) % 7 - 3) / 4;
+    for (int i = 0; i < 64 * 64; i++) b[i] = (float)((i * 5) % 9 - 4) / 8;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "a", a, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "b", b, err, sizeof err), 0);
+    rt_run_result res;
+    int rc = rt_launch(prog, &res);
+    if (rc) {
+        rt_run_format(&res, err, sizeof err);
+        printf("\n%s\n", err);
+    }
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT(res.stats.ring_bytes > 0 && res.stats.macs == 4 * 64 * 64);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "out", out, err, sizeof err), 0);
+    int bad = 0;
+    for (int n = 0; n < 64; n++) {
+        double want = 0;
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 64; k++) want += (double)a[r * 64 + k] * b[k * 64 + n];
+        /* Each product is exact in fp32 and DL16-rounded once (2^-10
+         * relative), then three DL16-rounded sums: 1% of the largest
+         * partial magnitude (at most 64 * 0.75 * 0.5 = 24) covers them. */
+        bad += fabs(out[n] - want) > 0.01 * 24;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+/* Only tile 0 reduces (inside scf.if): it waits at the exchange's barrier
+ * for tiles that never come, and the simulator names the deadlock. */
+static char *replace(const char *text, const char *from, const char *to);
+
+static void test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports(void)
+{
+    char *bad = replace(ring_prog, "    %s = ktdp.inter_tile_reduce", "    %first0 = arith.cmpi eq, %id, %c0 : index\n"
+                                                                      "    scf.if %first0 {\n    %s = ktdp.inter_tile_reduce");
+    char *bad2 = replace(bad, "    %first = arith.cmpi", "    }\n    %first = arith.cmpi");
+    char *bad3 = replace(bad2, "      ktdp.store %s, %ot", "      ktdp.store %p, %ot");
+    char path[512], err[512];
+    write_prog(bad3, path, sizeof path);
+    int code = 0;
+    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.fault.msg, "deadlock"));
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+    free(bad), free(bad2), free(bad3);
+}
+
+static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
+{
+    char path[512], err[512];
+    write_prog(dyn_prog, path, sizeof path);
+    kt_arg args[] = {{"n", 96}};
+    int code = 0;
+    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->tensors[0].dev_dtype, ISA_T_F32);
+    CU_ASSERT_EQUAL(p->tensors[0].shape[0], 96); /* as far as the view reaches */
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    float x[96], y[96];
+    for (int i = 0; i < 96; i++) x[i] = 0.1f * (float)i - 3.3f; /* not DL16-exact: fp32 is kept */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    int bad = 0;
+    for (int i = 0; i < 96; i++) bad += y[i] != x[i] * 2.5f; /* one fp32 multiply, rounded as the host rounds it */
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
+{
+    char path[512], err[512];
+    write_prog(tr_prog, path, sizeof path);
+    int code = 0;
+    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float x[64 * 128], y[128 * 64], z[64 * 128];
+    for (int i = 0; i < 64 * 128; i++) x[i] = (float)((i * 37) % 101) / 8; /* distinct, exact in DL16 */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "z", z, err, sizeof err), 0);
+    int bad_t = 0, bad_b = 0;
+    for (int r = 0; r < 64; r++) {
+        float mx = -INFINITY;
+        for (int c = 0; c < 128; c++) mx = fmaxf(mx, x[r * 128 + c]);
+        for (int c = 0; c < 128; c++) {
+            bad_t += y[c * 64 + r] != x[r * 128 + c]; /* a copy: exact */
+            /* x - max of values with 1/8 steps below 12.625: exact in DL16 */
+            bad_b += z[r * 128 + c] != x[r * 128 + c] - mx;
+        }
+    }
+    CU_ASSERT_EQUAL(bad_t, 0);
+    CU_ASSERT_EQUAL(bad_b, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+/* The command line: `spyre run FILE.mlir` with inputs from files and
+ * --check against an expected file written here: exit 0 and "ok" when the
+ * values are right, 1 and MISMATCH when not; a syntax error is one line
+ * FILE:LINE:COL and exit 2; LX overflow exit 3. */
+static void test_spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure(void)
+{
+    static const char *prog =
+        "module {\n"
+        "  func.func @add(%a: index, %b: index, %y: index) attributes {grid = [2]} {\n"
+        "    %id = ktdp.get_compute_tile_id : index\n"
+        "    %c0 = arith.constant 0 : index\n"
+        "    %c64 = arith.constant 64 : index\n"
+        "    %off = arith.muli %id, %c64 : index\n"
+        "    %av = ktdp.construct_memory_view %a, sizes: [128], strides: [1] {} : memref<128xf16>\n"
+        "    %bv = ktdp.construct_memory_view %b, sizes: [128], strides: [1] {} : memref<128xf16>\n"
+        "    %yv = ktdp.construct_memory_view %y, sizes: [128], strides: [1] {} : memref<128xf16>\n"
+        "    %at = ktdp.construct_access_tile %av[%off] {} : memref<128xf16> -> !ktdp.access_tile<64xindex>\n"
+        "    %bt = ktdp.construct_access_tile %bv[%off] {} : memref<128xf16> -> !ktdp.access_tile<64xindex>\n"
+        "    %yt = ktdp.construct_access_tile %yv[%off] {} : memref<128xf16> -> !ktdp.access_tile<64xindex>\n"
+        "    %x1 = ktdp.load %at : !ktdp.access_tile<64xindex> -> tensor<64xf16>\n"
+        "    %x2 = ktdp.load %bt : !ktdp.access_tile<64xindex> -> tensor<64xf16>\n"
+        "    %s = arith.addf %x1, %x2 : tensor<64xf16>\n"
+        "    ktdp.store %s, %yt : tensor<64xf16>, !ktdp.access_tile<64xindex>\n"
+        "    return\n"
+        "  }\n"
+        "}\n";
+    char dir[512], path[600], fa[600], fb[600], fe[600], fw[600], args[4096], out[8192], err[256];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/add.mlir", dir);
+    snprintf(fa, sizeof fa, "%s/a.f32", dir), snprintf(fb, sizeof fb, "%s/b.f32", dir);
+    snprintf(fe, sizeof fe, "%s/expected.safetensors", dir), snprintf(fw, sizeof fw, "%s/wrong.safetensors", dir);
+    tu_write_file(path, prog, strlen(prog));
+    float a[128], b[128], y[128], wrong[128];
+    for (int i = 0; i < 128; i++) a[i] = (float)i / 4, b[i] = (float)(i % 7) - 3, y[i] = a[i] + b[i], wrong[i] = y[i] + 1;
+    tu_write_file(fa, a, sizeof a), tu_write_file(fb, b, sizeof b);
+    rt_st_entry e = {"y", RT_ST_F32, 1, {128}, y}, w = {"y", RT_ST_F32, 1, {128}, wrong};
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(fe, &e, 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_st_write(fw, &w, 1, err, sizeof err), 0);
+    snprintf(args, sizeof args, "run %s --input a=%s --input b=%s --check --expected %s", path, fa, fb, fe);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    const char *ok[] = {"cycles=", "ktir_cpu_roofline_cycles=", "check y: within_tol=128/128", " ok"};
+    tu_assert_finds(1, out, ok, 4, __FILE__, __LINE__);
+    snprintf(args, sizeof args, "run %s --input a=%s --input b=%s --check --expected %s", path, fa, fb, fw);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "MISMATCH"));
+    char *bad = replace(prog, "%s = arith.addf %x1, %x2", "%s = arith.addf %x1 %x2 )");
+    tu_write_file(path, bad, strlen(bad));
+    snprintf(args, sizeof args, "run %s", path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT(strstr(out, "add.mlir:15:") != NULL && strchr(out, '\n') == out + strlen(out) - 1);
+    char *big = replace(prog, "-> tensor<64xf16>\n    %x2", "-> tensor<64xf16>\n    %big = tensor.empty() : tensor<4096x512xf16>\n    %x2");
+    tu_write_file(path, big, strlen(big));
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "LX scratchpad overflow: core 0"));
+    free(bad), free(big);
+    tu_rmtree(dir);
+}
+
+static void expect_compile_error(const char *text, int want_code, const char *want)
+{
+    char path[512], err[512] = "";
+    write_prog(text, path, sizeof path);
+    kt_arg args[] = {{"BLOCK", 8}};
+    int code = 0;
+    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
+    CU_ASSERT_PTR_NULL(p);
+    isa_program_free(p);
+    CU_ASSERT_EQUAL(code, want_code);
+    if (!strstr(err, want)) {
+        printf("\n  got %s\n  want %s\n", err, want);
+        CU_FAIL("compile error message");
+    }
+    remove(path);
+}
+
+static char *replace(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    char *r = malloc(strlen(text) + strlen(to) + 1);
+    memcpy(r, text, (size_t)(at - text));
+    strcpy(r + (at - text), to);
+    strcat(r, at + strlen(from));
+    return r;
+}
+
+static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void)
+{
+    /* Rows 8k+1 .. 8k+8: the last block of core 3 runs past the 64 rows of the view. */
+    char *far = replace(rows_prog, "%row = arith.muli %blk, %BLOCK : index", "%row0 = arith.muli %blk, %BLOCK : index\n      %row = arith.addi %row0, %c1 : index");
+    expect_compile_error(far, KT_EXIT_CHIP, "out-of-bounds access tile: core 3, dimension 0: [57, 65)");
+    char *big = replace(rows_prog, "%s = tensor.empty() : tensor<8x128xf16>", "%s = tensor.empty() : tensor<2048x128xf16>");
+    expect_compile_error(big, KT_EXIT_CHIP, "LX scratchpad overflow: core 0");
+    char *unk = replace(rows_prog, "math.exp", "math.frobnicate");
+    expect_compile_error(unk, KT_EXIT_REFUSED, ": not supported: operation math.frobnicate");
+    free(far), free(big), free(unk);
+}
+
+int main(void)
+{
+    tu_config("spyre-4core", &cfg4);
+    static const tu_test tests[] = {
+        {"parser_reads_ops_regions_attributes_and_affine_sets", test_parser_reads_ops_regions_attributes_and_affine_sets},
+        {"parser_errors_are_one_line_with_file_line_column", test_parser_errors_are_one_line_with_file_line_column},
+        {"parser_survives_damaged_text", test_parser_survives_damaged_text},
+        {"rows_program_runs_on_four_cores_with_the_values_computed_here",
+         test_rows_program_runs_on_four_cores_with_the_values_computed_here},
+        {"matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products",
+         test_matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products},
+        {"an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports",
+         test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
+        {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
+        {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
+         test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
+        {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",
+         test_spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure},
+        {"chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2",
+         test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2},
+        {NULL, NULL},
+    };
+    return tu_run("ktir", tests);
+}
