@@ -89,3 +89,60 @@ def vit_b_16_after_patches():
     torch.manual_seed(0)
     model = _perturb_norms(torchvision.models.vit_b_16(weights=None)).eval()
     return _VitAfterPatches(model), (torch.randn(1, 768, 14, 14),)
+
+
+# The zoo (`bench/run zoo`): more of torchvision's classifiers, as a user would try them,
+# at 96 x 96 so that the whole set runs in minutes (random seeded weights, batch norms
+# moved off their defaults as above).
+def _small(build, **kw):
+    torch.manual_seed(0)
+    model = _perturb_norms(build(weights=None, **kw)).eval()
+    return model, (torch.randn(1, 3, 96, 96),)
+
+
+def squeezenet1_0():
+    return _small(torchvision.models.squeezenet1_0)
+
+
+def shufflenet_v2_x0_5():
+    return _small(torchvision.models.shufflenet_v2_x0_5)
+
+
+def efficientnet_b0():
+    return _small(torchvision.models.efficientnet_b0)
+
+
+def googlenet():
+    return _small(torchvision.models.googlenet, aux_logits=False, init_weights=True)
+
+
+def mnasnet0_5():
+    return _small(torchvision.models.mnasnet0_5)
+
+
+def regnet_x_400mf():
+    return _small(torchvision.models.regnet_x_400mf)
+
+
+def alexnet():
+    return _small(torchvision.models.alexnet)
+
+
+def resnet50():
+    return _small(torchvision.models.resnet50)
+
+
+def densenet121():
+    return _small(torchvision.models.densenet121)
+
+
+def convnext_tiny():
+    return _small(torchvision.models.convnext_tiny)
+
+
+def mobilenet_v3_small():
+    return _small(torchvision.models.mobilenet_v3_small)
+
+
+def swin_t():
+    return _small(torchvision.models.swin_t)
