@@ -977,7 +977,10 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--no-fallback] [--max-insns N] [--max-cycles N]",
+     "           [--no-fallback] [--max-insns N] [--max-cycles N]\n"
+     "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]",
+     "A KTIR program (FILE.mlir or .ktir) is compiled per core of its grid and run with its --arg values\n"
+     "and --input tensors; --check compares with --expected (docs/torch-spyre.md, \"KTIR programs\").\n"
      "A torch-spyre kernel DIR (holding sdsc_N.json) is checked as `spyre check` does and its SDSC kernels\n"
      "run as the SDSC divides them, with spyre launch's tensor specs (-i 512x1024@fp16 ... -o ...; fp16,\n"
      "bf16, fp32) and random or --ones inputs; --check runs each kernel's ATen op in the reference\n"
