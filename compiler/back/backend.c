@@ -18,6 +18,15 @@
 /* The name a DRAM buffer's tensor gets (gr_tensor_name of): a graph
  * output's value name, else the buffer's (an input's or parameter's value
  * name). */
+/* The tensor role of a DRAM buffer in the program. */
+static isa_role buf_role(const ir_buf *B)
+{
+    return B->kind == IR_BUF_INPUT   ? ISA_ROLE_INPUT
+           : B->kind == IR_BUF_PARAM ? ISA_ROLE_WEIGHT
+           : B->output               ? ISA_ROLE_OUTPUT
+                                     : ISA_ROLE_SCRATCH;
+}
+
 /* A compiler-made constant's values into the program's constant data, in
  * T's device layout (the runtime writes them with the weights). */
 static void bake_const(isa_program *prog, isa_tensor *T, const float *data)
@@ -263,10 +272,6 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
                                               L->stick_dim != B->type.rank - 1))
                 return ir_error(p, -1, "output %s: reshaped from buffer %s across its last dimension (needs a restickify)",
                                 name, B->name);
-            isa_role role = B->kind == IR_BUF_INPUT ? ISA_ROLE_INPUT
-                            : B->kind == IR_BUF_PARAM ? ISA_ROLE_WEIGHT
-                            : B->output ? ISA_ROLE_OUTPUT
-                                        : ISA_ROLE_SCRATCH;
             uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
             isa_host_dtype hdt = B->type.dtype == GR_F16    ? ISA_HT_F16
                                  : B->type.dtype == GR_BF16 ? ISA_HT_BF16
@@ -285,7 +290,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
              * output no kernel reads) stays fp32: DL16 would round it and
              * turn what lies beyond its range into NaN on the way */
             L->f32 |= from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
-            int ti = isa_program_add_tensor(c->prog, name, role, hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
+            int ti = isa_program_add_tensor(c->prog, name, buf_role(B), hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
                                             ht->shape, off);
             isa_tensor *T = &c->prog->tensors[ti];
             if (ht == &B->type)
