@@ -244,19 +244,29 @@ static int write_prog(const char *text, char *path, size_t len)
     return 0;
 }
 
+/* text compiled for the 4-core chip (args as --arg) and loaded on a device
+ * of its own (*dev); path gets the program's file, for the caller to remove. */
+static rt_program *load_prog(const char *text, const kt_arg *args, int nargs, char *path, size_t len, rt_device **dev)
+{
+    char err[512];
+    int code = 0;
+    write_prog(text, path, len);
+    isa_program *p = kt_compile_file(path, args, nargs, &cfg4, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    *dev = rt_open_config(&cfg4, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*dev);
+    rt_program *prog = rt_load_program(*dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}
+
 static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(void)
 {
     char path[512], err[512];
-    write_prog(rows_prog, path, sizeof path);
     kt_arg args[] = {{"BLOCK", 8}};
-    int code = 0;
-    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
-    if (!p) printf("\n%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_prog(rows_prog, args, 1, path, sizeof path, &dev);
     static float a[64 * 128], b[64 * 128], y[64 * 128];
     for (int i = 0; i < 64 * 128; i++) /* small values exact in fp16 */
         a[i] = (float)((i * 7) % 17 - 8) / 16, b[i] = (float)((i * 5) % 13 - 6) / 32;
@@ -289,14 +299,8 @@ static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(v
 static void test_matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products(void)
 {
     char path[512], err[512];
-    write_prog(ring_prog, path, sizeof path);
-    int code = 0;
-    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
-    if (!p) printf("\n%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_prog(ring_prog, NULL, 0, path, sizeof path, &dev);
     static float a[4 * 64], b[64 * 64], out[64];
     for (int i = 0; i < 4 * 64; i++) a[i] = (float)((i * 3) % 7 - 3) / 4;
     for (int i = 0; i < 64 * 64; i++) b[i] = (float)((i * 5) % 9 - 4) / 8;
@@ -338,14 +342,8 @@ static void test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_r
     char *bad2 = replace(bad, "    %first = arith.cmpi", "    }\n    %first = arith.cmpi");
     char *bad3 = replace(bad2, "      ktdp.store %s, %ot", "      ktdp.store %p, %ot");
     char path[512], err[512];
-    write_prog(bad3, path, sizeof path);
-    int code = 0;
-    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
-    if (!p) printf("\n%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_prog(bad3, NULL, 0, path, sizeof path, &dev);
     CU_ASSERT_EQUAL(rt_fill_inputs(prog, 1, err, sizeof err), 0);
     rt_run_result res;
     CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
@@ -360,17 +358,11 @@ static void test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_r
 static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
 {
     char path[512], err[512];
-    write_prog(dyn_prog, path, sizeof path);
     kt_arg args[] = {{"n", 96}};
-    int code = 0;
-    isa_program *p = kt_compile_file(path, args, 1, &cfg4, err, sizeof err, &code, NULL);
-    if (!p) printf("\n%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_EQUAL(p->tensors[0].dev_dtype, ISA_T_F32);
-    CU_ASSERT_EQUAL(p->tensors[0].shape[0], 96); /* as far as the view reaches */
-    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_prog(dyn_prog, args, 1, path, sizeof path, &dev);
+    CU_ASSERT_EQUAL(rt_program_isa(prog)->tensors[0].dev_dtype, ISA_T_F32);
+    CU_ASSERT_EQUAL(rt_program_isa(prog)->tensors[0].shape[0], 96); /* as far as the view reaches */
     float x[96], y[96];
     for (int i = 0; i < 96; i++) x[i] = 0.1f * (float)i - 3.3f; /* not DL16-exact: fp32 is kept */
     CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
@@ -388,14 +380,8 @@ static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
-    write_prog(tr_prog, path, sizeof path);
-    int code = 0;
-    isa_program *p = kt_compile_file(path, NULL, 0, &cfg4, err, sizeof err, &code, NULL);
-    if (!p) printf("\n%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    rt_device *dev = rt_open_config(&cfg4, err, sizeof err);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_device *dev;
+    rt_program *prog = load_prog(tr_prog, NULL, 0, path, sizeof path, &dev);
     static float x[64 * 128], y[128 * 64], z[64 * 128];
     for (int i = 0; i < 64 * 128; i++) x[i] = (float)((i * 37) % 101) / 8; /* distinct, exact in DL16 */
     CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
