@@ -151,6 +151,13 @@ extern const double cc_atan_coef[CC_ATAN_NCOEF];
  * source graph as the program's graph text), reroll (each kernel's stream
  * rolled into counted loops). */
 
+/* Roll each core's whole stream of a program made elsewhere (the KTIR
+ * path, which unrolls scf.for as it compiles it) into counted loops, as
+ * the reroll pass rolls a kernel: the same instructions in the same order
+ * when expanded (checked), fewer to hold.  A stream that already uses
+ * loops or registers is left as it is. */
+void cc_roll_streams(isa_program *prog);
+
 /* The back half's passes, in order; NULL-terminated.  (cc_pass_names
  * lists the front half's; dump_after accepts these with a target.  Both
  * come from the one pass table, passes.c.) */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cc.h"
 #include "internal.h"
 
 static const ml_item *group_value(const ml_op *op, const char *key)
@@ -234,6 +235,7 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
         const ml_op *fn = find_func(&m->top, 0);
         if (!fn) kt_fail(c, KT_EXIT_REFUSED, 1, 1, "no func.func in the file");
         compile_all(c, fn);
+        cc_roll_streams(c->prog); /* scf.for was unrolled: counted loops again */
         res = c->prog;
         if (rep) {
             rep->roofline_cycles = c->roofline, rep->ninout = 0;

@@ -267,6 +267,12 @@ static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(v
     kt_arg args[] = {{"BLOCK", 8}};
     rt_device *dev;
     rt_program *prog = load_prog(rows_prog, args, 1, path, sizeof path, &dev);
+    /* the scf.for of two steps, unrolled as compiled, is a counted loop again */
+    const isa_stream *st = &rt_program_isa(prog)->cores[0];
+    int loops = 0;
+    for (size_t i = 0; i < st->n; i++)
+        loops += st->insns[i].op == ISA_OP_LOOP;
+    CU_ASSERT(loops >= 1);
     static float a[64 * 128], b[64 * 128], y[64 * 128];
     for (int i = 0; i < 64 * 128; i++) /* small values exact in fp16 */
         a[i] = (float)((i * 7) % 17 - 8) / 16, b[i] = (float)((i * 5) % 13 - 6) / 32;

@@ -178,14 +178,16 @@ static uint64_t ent_hash(const rr_ent *e)
 
 /* Do entries x and y have the same shape: instructions equal but for
  * address offsets, with equal strides; loops of equal counts?  Control
- * instructions (bar, halt) never repeat inside a loop. */
+ * instructions (bar, halt, host) never repeat inside a loop; a fence may
+ * (this core's units drain each iteration, as unrolled). */
 static int ent_same(const rr_ent *x, const rr_ent *y)
 {
     if (x->kind != y->kind)
         return 0;
     if (x->kind != RR_INSN)
         return x->n == y->n;
-    if (isa_info(x->in.op)->cls == ISA_C_SEQ || x->depth != y->depth || !insn_same(&x->in, &y->in, 0))
+    if ((isa_info(x->in.op)->cls == ISA_C_SEQ && x->in.op != ISA_OP_FENCE) || x->depth != y->depth ||
+        !insn_same(&x->in, &y->in, 0))
         return 0;
     for (int k = 0; k < RR_NADDR; k++)
         for (int l = 0; l < x->depth; l++)
@@ -828,6 +830,18 @@ int be_reroll_pass(ir_prog *p)
     }
     free(ks);
     return 0;
+}
+
+void cc_roll_streams(isa_program *prog)
+{
+    for (int core = 0; core < prog->ncores; core++) {
+        isa_stream *old = &prog->cores[core], neu = {0};
+        rr_kstat st = {0};
+        rr_out o = {&neu, &st};
+        roll_kernel(&o, old->insns, (long)old->n);
+        free(old->insns);
+        *old = neu;
+    }
 }
 
 void be_reroll_free(be_ctx *c)
