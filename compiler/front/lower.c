@@ -1403,6 +1403,22 @@ static void strided_lane(void *ctx, const ir_expr *x)
         *(int *)ctx = 1;
 }
 
+/* A conv's copy: body over t as a realized buffer named name, made by the
+ * ops in ops (or NULL) and, for from >= 0, by value from's and the current
+ * op; its buffer. */
+static int conv_copy(lctx *c, const gr_ttype *t, int body, const char *name, const uint64_t *ops, int from)
+{
+    int b = new_base(c, t, body, name);
+    if (ops)
+        ops_or(c, c->bases[b].ops, ops);
+    if (from >= 0) {
+        ops_of(c, c->bases[b].ops, from);
+        ops_add_cur(c, c->bases[b].ops);
+    }
+    realize_base(c, b);
+    return c->bases[b].buf;
+}
+
 /* x (N, C, H, W) copied into xt[n, h, c, w], its lanes still along w
  * (every row one stick of x), and read back at (n, c, h, w) = co: a
  * channels-last copy of an NCHW x stages only the sticks of a few rows of
@@ -1415,13 +1431,10 @@ static int conv_rows_first(lctx *c, int x, const convshape *s, const ir_index *c
     ir_index xc[4] = {ir_idx_var(0), ir_idx_var(2), ir_idx_var(1), ir_idx_var(3)};
     if (s->nsp == 1)
         xc[2] = ir_idx_var(3);
-    int b = new_base(c, &t, read_at(c, x, xc), "conv_rows");
-    ops_of(c, c->bases[b].ops, x);
-    ops_add_cur(c, c->bases[b].ops);
-    realize_base(c, b);
+    int buf = conv_copy(c, &t, read_at(c, x, xc), "conv_rows", NULL, x);
     ir_index row = contiguous(&t), at[4] = {co[0], s->nsp == 2 ? co[2] : ir_idx_const(0), co[1], co[3]};
     ir_index idx = ir_idx_compose(&row, 4, at);
-    return ir_load(&c->p->A, c->bases[b].buf, t.dtype, &idx);
+    return ir_load(&c->p->A, buf, t.dtype, &idx);
 }
 
 /* Would the channels-last copy of an NCHW x read across its sticks miss
@@ -1472,11 +1485,7 @@ static int conv_padded(lctx *c, int x, const convshape *s)
     }
     if (cond >= 0)
         body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
-    int b = new_base(c, &t, body, "conv_in");
-    ops_of(c, c->bases[b].ops, x);
-    ops_add_cur(c, c->bases[b].ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    return conv_copy(c, &t, body, "conv_in", NULL, x);
 }
 
 /* wr[kh, kw, ci, co]: the weight with a row of kw taps and the input
@@ -1494,11 +1503,7 @@ static int conv_weight_rows(lctx *c, int w, const convshape *s)
     }
     if (s->nsp == 1)
         wc[2] = ir_idx_var(s->chan ? 2 : 1);
-    int b = new_base(c, &t, read_at(c, w, wc), "conv_weight");
-    ops_of(c, c->bases[b].ops, w);
-    ops_add_cur(c, c->bases[b].ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    return conv_copy(c, &t, read_at(c, w, wc), "conv_weight", NULL, w);
 }
 
 /* An im2col copy's row of kw taps (kw*C elements) is padded to whole
@@ -1522,10 +1527,7 @@ static int conv_im2col(lctx *c, int xp, const convshape *s, const uint64_t *ops)
     if (rowk < s->kc / s->kh) /* rows padded: zeros past kw*C */
         body = ir_where(A, ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64)), body,
                         ir_const(A, 0, t.dtype));
-    int b = new_base(c, &t, body, "conv_cols");
-    ops_or(c, c->bases[b].ops, ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    return conv_copy(c, &t, body, "conv_cols", ops, -1);
 }
 
 /* wr's rows of kw taps padded as xc's: wc[kh, j, co], zeros for j past
@@ -1539,10 +1541,8 @@ static int conv_im2col_weight(lctx *c, int wr, const convshape *s, const uint64_
     wi.coef[0] = rowk * s->cout;
     wi.coef[1] = s->cout;
     int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)rowk, GR_I64));
-    int b = new_base(c, &t, ir_where(A, in, ir_load(A, wr, t.dtype, &wi), ir_const(A, 0, t.dtype)), "conv_wcols");
-    ops_or(c, c->bases[b].ops, ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    int body = ir_where(A, in, ir_load(A, wr, t.dtype, &wi), ir_const(A, 0, t.dtype));
+    return conv_copy(c, &t, body, "conv_wcols", ops, -1);
 }
 
 /* xq[n, hp, c, wp]: x padded with zeros, its rows of every channel next
@@ -1569,11 +1569,7 @@ static int conv_padded_rows(lctx *c, int x, const convshape *s)
     }
     if (cond >= 0)
         body = ir_where(A, cond, body, ir_const(A, 0, t.dtype));
-    int b = new_base(c, &t, body, "conv_in");
-    ops_of(c, c->bases[b].ops, x);
-    ops_add_cur(c, c->bases[b].ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    return conv_copy(c, &t, body, "conv_in", NULL, x);
 }
 
 /* xc[n, oh, ow, ci, j]: channel ci's taps of each output pixel, j = (kh,
@@ -1595,10 +1591,7 @@ static int conv_im2col_chan(lctx *c, int xq, const convshape *s, const uint64_t 
         int in = ir_op2(A, IR_LT, jv, ir_const(A, (double)((kh + 1) * s->kw), GR_I64));
         body = ir_where(A, in, ir_load(A, xq, t.dtype, &xi), body);
     }
-    int b = new_base(c, &t, body, "conv_cols");
-    ops_or(c, c->bases[b].ops, ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    return conv_copy(c, &t, body, "conv_cols", ops, -1);
 }
 
 /* wc[ci, j, co]: the weight as xc's K, wq[ci, kh, kw, co] (the weight
@@ -1615,10 +1608,8 @@ static int conv_im2col_chan_weight(lctx *c, int wq, const convshape *s, const ui
     wi.coef[0] = s->kh * s->kw * s->cout;
     wi.coef[1] = s->cout;
     int in = ir_op2(A, IR_LT, ir_indexval(A, &j), ir_const(A, (double)(s->kh * s->kw), GR_I64));
-    int b = new_base(c, &t, ir_where(A, in, ir_load(A, wq, t.dtype, &wi), ir_const(A, 0, t.dtype)), "conv_wcols");
-    ops_or(c, c->bases[b].ops, ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    int body = ir_where(A, in, ir_load(A, wq, t.dtype, &wi), ir_const(A, 0, t.dtype));
+    return conv_copy(c, &t, body, "conv_wcols", ops, -1);
 }
 
 /* Tap (kh, kw)'s MATMUL node into a new (n, oh, ow, co) buffer; returns it.
@@ -1741,10 +1732,7 @@ static int conv_depthwise(lctx *c, int xp, int w, int bias, const convshape *s, 
     if (bias >= 0)
         body = ir_op2(A, IR_ADD, body, conv_bias(c, bias, t.dtype, ops));
     ops_of(c, ops, w);
-    int b = new_base(c, &t, body, "conv_dw");
-    ops_or(c, c->bases[b].ops, ops);
-    realize_base(c, b);
-    return c->bases[b].buf;
+    return conv_copy(c, &t, body, "conv_dw", ops, -1);
 }
 
 static void l_convolution(lctx *c, int out, int opi)
@@ -1805,10 +1793,7 @@ static void l_convolution(lctx *c, int out, int opi)
                 sum = tap;
                 continue;
             }
-            int b = new_base(c, &yt, body, "conv_sum");
-            ops_or(c, c->bases[b].ops, ops);
-            realize_base(c, b);
-            sum = c->bases[b].buf;
+            sum = conv_copy(c, &yt, body, "conv_sum", ops, -1);
         }
     conv_result(c, out, sum, &t);
     free(ops);
