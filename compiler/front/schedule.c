@@ -316,11 +316,12 @@ static int nodes_fit(const ir_prog *p, int k1, int k2, const ir_sig *s)
 }
 
 /* A read, by a pointwise node of kernels k1 and k2 joined into s, of a
- * buffer neither kernel writes; ri its index over s's loops. */
+ * buffer; ri its index over s's loops. */
 typedef int (*read_test)(const ir_sig *s, const ir_node *N, const ir_index *v, const ir_buf *B, const ir_index *ri);
 
-/* Some such read passes test. */
-static int some_outside_read(const ir_prog *p, int k1, int k2, const ir_sig *s, read_test test)
+/* Some such read passes test: of any buffer, or (outside) only of the
+ * buffers neither kernel writes. */
+static int some_read(const ir_prog *p, int k1, int k2, const ir_sig *s, int outside, read_test test)
 {
     const int ks[2] = {k1, k2};
     for (int side = 0; side < 2; side++)
@@ -332,7 +333,7 @@ static int some_outside_read(const ir_prog *p, int k1, int k2, const ir_sig *s, 
             for (int r = 0; r < N->nreads; r++) {
                 const ir_buf *B = &p->bufs[N->reads[r].buf];
                 int wk = B->node >= 0 ? p->nodes[B->node].kernel : -1;
-                if (wk == k1 || wk == k2 || N->reads[r].star)
+                if ((outside && (wk == k1 || wk == k2)) || N->reads[r].star)
                     continue;
                 ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
                 if (test(s, N, v, B, &ri))
@@ -382,6 +383,13 @@ static int scalar_read(const ir_sig *s, const ir_node *N, const ir_index *v, con
  * buffer is sticked on its last dim, so the epilogue would need it
  * restickified, which the back half does not do there; as its own
  * pointwise kernel the read is staged. */
+static int computed_read_across_n(const ir_sig *s, const ir_node *N, const ir_index *v, const ir_buf *B,
+                                  const ir_index *ri)
+{
+    (void)N, (void)v;
+    return B->kind == IR_BUF_COMPUTED && ri->coef[s->nouter - 1] > 1;
+}
+
 static int epilogue_reads_across_n(const ir_prog *p, int k1, int k2, const ir_sig *s)
 {
     const int ks[2] = {k1, k2};
@@ -392,22 +400,7 @@ static int epilogue_reads_across_n(const ir_prog *p, int k1, int k2, const ir_si
                 mm = p->kernels[ks[side]].nodes[i];
     if (s->kind != IR_MATMUL || mm < 0 || p->nodes[mm].ranges[p->nodes[mm].nbatch + 1] < 2)
         return 0;
-    for (int side = 0; side < 2; side++)
-        for (int i = 0; i < p->kernels[ks[side]].nnodes; i++) {
-            const ir_node *N = &p->nodes[p->kernels[ks[side]].nodes[i]];
-            ir_index v[IR_MAX_VARS];
-            if (N->kind != IR_POINTWISE || ir_node_vars(p, p->kernels[ks[side]].nodes[i], s, v))
-                continue;
-            for (int r = 0; r < N->nreads; r++) {
-                const ir_buf *B = &p->bufs[N->reads[r].buf];
-                if (B->kind != IR_BUF_COMPUTED || N->reads[r].star)
-                    continue;
-                ir_index ri = ir_idx_compose(&N->reads[r].idx, N->nvars, v);
-                if (ri.coef[s->nouter - 1] > 1)
-                    return 1;
-            }
-        }
-    return 0;
+    return some_read(p, k1, k2, s, 0, computed_read_across_n);
 }
 
 typedef enum { DEP_NONE, DEP_12, DEP_21 } dep_dir;
@@ -495,13 +488,13 @@ static int fuse(ir_prog *p, fusion_rule rule)
                 continue;
             if (epilogue_reads_across_n(p, k1, k2, &s))
                 continue;
-            if (s.kind == IR_REDUCTION && some_outside_read(p, k1, k2, &s, per_row_read_in_sticks))
+            if (s.kind == IR_REDUCTION && some_read(p, k1, k2, &s, 1, per_row_read_in_sticks))
                 continue;
             /* refining the reduced loops into more of them than either kernel
              * had makes a reduction the back half cannot run (it reduces one) */
             if (s.kind == IR_REDUCTION && s.nred > 1 && s.nred > A->sig.nred && s.nred > B->sig.nred)
                 continue;
-            if (s.kind == IR_MATMUL && some_outside_read(p, k1, k2, &s, scalar_read))
+            if (s.kind == IR_MATMUL && some_read(p, k1, k2, &s, 1, scalar_read))
                 continue;
             /* A path through a third kernel: fusing would make a cycle. */
             if ((dir != DEP_21 && indirect_path(p, &G, k1, k2)) || (dir != DEP_12 && indirect_path(p, &G, k2, k1)))
