@@ -25,6 +25,17 @@ static void write_graph(const char *text, char *path, size_t len)
     tu_write_tmpfile(".txt", text, strlen(text), path, len);
 }
 
+/* Run graph text with --check (and opts) into out; the exit code. */
+static int run_checked(const char *text, const char *opts)
+{
+    char g[512], cmd[1024];
+    write_graph(text, g, sizeof g);
+    snprintf(cmd, sizeof cmd, "run %s --check%s", g, opts);
+    int rc = tu_spyre(cmd, out, sizeof out);
+    remove(g);
+    return rc;
+}
+
 static void test_an_op_the_device_lacks_runs_on_the_host_between_kernels_and_validates(void)
 {
     char g[512], cmd[1024];
@@ -81,15 +92,12 @@ static void test_no_fallback_keeps_the_error_naming_the_op(void)
 
 static void test_a_graph_of_one_host_op_runs_and_validates(void)
 {
-    char g[512], cmd[1024];
-    write_graph("graph host_only\ninput %x: f32[4, 32]\n%c: f32[4, 32] = aten.logcumsumexp.default(%x, 1)\noutput %c\n", g,
-                sizeof g);
-    snprintf(cmd, sizeof cmd, "run %s --check", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    const char *text = "graph host_only\ninput %x: f32[4, 32]\n"
+                       "%c: f32[4, 32] = aten.logcumsumexp.default(%x, 1)\noutput %c\n";
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check c:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-    remove(g);
 }
 
 /* A run of a graph names the host op at its line in the graph file (here
@@ -168,20 +176,17 @@ static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
  * one of them through the device's mul. */
 static void test_a_host_op_of_two_results_runs_once_and_validates(void)
 {
-    char g[512], cmd[1024];
-    write_graph("graph vm2\ninput %x: f32[8, 16, 4]\n"
-                "%s: (f32[16], f32[16]) = aten.var_mean.correction(%x, [0, 2], correction=0)\n"
-                "%v: f32[16] = getitem(%s, 0)\n%m: f32[16] = getitem(%s, 1)\n%r: f32[16] = aten.mul.Tensor(%v, %m)\n"
-                "output %r, %m\n", g, sizeof g);
-    snprintf(cmd, sizeof cmd, "run %s --check", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    const char *text = "graph vm2\ninput %x: f32[8, 16, 4]\n"
+                       "%s: (f32[16], f32[16]) = aten.var_mean.correction(%x, [0, 2], correction=0)\n"
+                       "%v: f32[16] = getitem(%s, 0)\n%m: f32[16] = getitem(%s, 1)\n%r: f32[16] = aten.mul.Tensor(%v, %m)\n"
+                       "output %r, %m\n";
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=16384 "
                                        "bytes_to_device=256 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check m:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-    remove(g);
 }
 
 /* The trace shows the host op as a slice of its own. */
@@ -206,35 +211,27 @@ static void test_the_trace_shows_the_host_op(void)
  * name (they came back as zeros before). */
 static void test_host_results_seen_through_views_reach_the_outputs(void)
 {
-    char g[512], cmd[1024];
-    write_graph("graph amp\ninput %x: f32[3, 4, 4]\n%u: f32[3, 4, 1, 4] = aten.unsqueeze.default(%x, -2)\n"
-                "%a: (f32[3, 4, 1, 3], i64[3, 4, 1, 3]) = aten.adaptive_max_pool2d.default(%u, [1, 3])\n"
-                "%v: f32[3, 4, 1, 3] = getitem(%a, 0)\n%i: i64[3, 4, 1, 3] = getitem(%a, 1)\n"
-                "%si: i64[3, 4, 3] = aten.squeeze.dim(%i, -2)\n%sv: f32[3, 4, 3] = aten.squeeze.dim(%v, -2)\n"
-                "output %sv, %si\n",
-                g, sizeof g);
-    snprintf(cmd, sizeof cmd, "run %s --check", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    const char *text = "graph amp\ninput %x: f32[3, 4, 4]\n%u: f32[3, 4, 1, 4] = aten.unsqueeze.default(%x, -2)\n"
+                       "%a: (f32[3, 4, 1, 3], i64[3, 4, 1, 3]) = aten.adaptive_max_pool2d.default(%u, [1, 3])\n"
+                       "%v: f32[3, 4, 1, 3] = getitem(%a, 0)\n%i: i64[3, 4, 1, 3] = getitem(%a, 1)\n"
+                       "%si: i64[3, 4, 3] = aten.squeeze.dim(%i, -2)\n%sv: f32[3, 4, 3] = aten.squeeze.dim(%v, -2)\n"
+                       "output %sv, %si\n";
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check sv:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check si:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-    remove(g);
 }
 
 /* A host result beyond DL16's range that only goes back to the host
  * (erfcx(-6) is about 8.6e15) stays fp32 on the device and validates. */
 static void test_a_host_result_beyond_dl16_range_reaches_the_output(void)
 {
-    char g[512], cmd[1024];
-    write_graph("graph big\n%x: f32[4] = aten.full.default([4], -6.0)\n"
-                "%y: f32[4] = aten.special_erfcx.default(%x)\noutput %y\n",
-                g, sizeof g);
-    snprintf(cmd, sizeof cmd, "run %s --check", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    const char *text = "graph big\n%x: f32[4] = aten.full.default([4], -6.0)\n"
+                       "%y: f32[4] = aten.special_erfcx.default(%x)\noutput %y\n";
+    CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check y:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-    remove(g);
 }
 
 /* A host op reading a value that lies channels-last between convs under
@@ -242,19 +239,15 @@ static void test_a_host_result_beyond_dl16_range_reaches_the_output(void)
  * go to the host under its own name"). */
 static void test_a_host_op_reads_a_value_kept_channels_last(void)
 {
-    char g[512], cmd[1024];
-    write_graph("graph hc\ninput %x: f32[1, 8, 12, 12]\ninput %w1: f32[16, 8, 3, 3]\n"
-                "%c1: f32[1, 16, 12, 12] = aten.convolution.default(%x, %w1, None, [1, 1], [1, 1], [1, 1], False, "
-                "[0, 0], 1)\n%r1: f32[1, 16, 12, 12] = aten.relu.default(%c1)\n"
-                "%k: f32[1, 16, 12, 12] = aten.logcumsumexp.default(%r1, 3)\n"
-                "%o: f32[1, 16, 12, 12] = aten.add.Tensor(%k, %r1)\noutput %o\n",
-                g, sizeof g);
-    snprintf(cmd, sizeof cmd, "run %s --check --config spyre-4core", g);
-    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    const char *text = "graph hc\ninput %x: f32[1, 8, 12, 12]\ninput %w1: f32[16, 8, 3, 3]\n"
+                       "%c1: f32[1, 16, 12, 12] = aten.convolution.default(%x, %w1, None, [1, 1], [1, 1], [1, 1], False, "
+                       "[0, 0], 1)\n%r1: f32[1, 16, 12, 12] = aten.relu.default(%c1)\n"
+                       "%k: f32[1, 16, 12, 12] = aten.logcumsumexp.default(%r1, 3)\n"
+                       "%o: f32[1, 16, 12, 12] = aten.add.Tensor(%k, %r1)\noutput %o\n";
+    CU_ASSERT_EQUAL(run_checked(text, " --config spyre-4core"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check o:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
-    remove(g);
 }
 
 int main(void)
