@@ -334,6 +334,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     int ddt = ISA_T_DL16, stick_dim = rank ? rank - 1 : 0, have_at = 0, have_bytes = 0;
     uint64_t at = 0, bytes = 0;
     int64_t const_off = -1;
+    uint32_t flags = 0;
     for (int i = 5; i < n; i++) {
         char *eq = strchr(tok[i], '=');
         uint64_t v;
@@ -361,8 +362,12 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (parse_bounded(a, ".tensor const", val, 0, ISA_BYTES_MAX, &v))
                 return -1;
             const_off = (int64_t)v;
+        } else if (strcmp(key, "value") == 0) {
+            if (parse_bounded(a, ".tensor value", val, 0, 1, &v))
+                return -1;
+            flags = v ? ISA_TF_VALUE : 0;
         } else {
-            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const)", name, key);
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, value)", name, key);
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
@@ -389,6 +394,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     t->stick_dim = stick_dim;
     t->bytes = have_bytes ? bytes : need;
     t->const_off = const_off;
+    t->flags = flags;
     int *lines = realloc(a->tensor_line, p->ntensors * sizeof *lines);
     if (!lines) {
         fprintf(stderr, "spyre: out of memory\n");
@@ -666,6 +672,8 @@ char *isa_disassemble(const isa_program *p)
             sb_printf(&s, " bytes=%" PRIu64, t->bytes);
         if (t->const_off >= 0)
             sb_printf(&s, " const=%" PRId64, t->const_off);
+        if (t->flags & ISA_TF_VALUE)
+            sb_printf(&s, " value=1");
         sb_printf(&s, "\n");
     }
     sb_printf(&s, ".dram %" PRIu64 "\n", p->dram_bytes);

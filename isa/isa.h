@@ -363,7 +363,14 @@ typedef struct {
     uint64_t dram_off;   /* relative to the program's DRAM base */
     uint64_t bytes;      /* device bytes */
     int64_t const_off;   /* offset of its initial data in consts, or -1 */
+    uint32_t flags;      /* ISA_TF_* */
 } isa_tensor;
+
+/* A scratch tensor that holds the graph value of its name whole, in
+ * row-major order, once the run has written it: a stepwise check compares
+ * it with the reference there and goes on from the device's value
+ * (docs/validation.md, "Stepwise checks"). */
+#define ISA_TF_VALUE 1u
 
 typedef struct {
     isa_insn *insns;

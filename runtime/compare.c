@@ -24,6 +24,51 @@ static int same_value(isa_host_dtype hdt, float y, double ref)
     return same_sign && isinf(y) && (fabs(ref) > FLT_MAX || isinf(isa_host_round(hdt, (float)ref)));
 }
 
+void rt_compare_values(isa_host_dtype hdt, const float *y, const rt_refval *v, int64_t n, rt_check_result *r)
+{
+    r->rank = v->rank;
+    memcpy(r->shape, v->shape, sizeof r->shape);
+    r->count = n;
+    r->worst = -1;
+    double worst_ratio = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double ref = v->val[i], tol = v->tol[i];
+        if (isnan(y[i]) && isnan(ref)) { /* NaN where the reference has one (a mean over no element) */
+            r->within++;
+            continue;
+        }
+        if (isnan(y[i])) {
+            r->nans++;
+            if (worst_ratio < INFINITY) {
+                worst_ratio = INFINITY;
+                r->worst = i;
+            }
+            continue;
+        }
+        r->vacuous += isinf(tol);
+        double e = same_value(hdt, y[i], ref) ? 0 : fabs((double)y[i] - ref);
+        if (e <= tol) /* false when ref is NaN */
+            r->within++;
+        if (e > r->max_abs_err)
+            r->max_abs_err = e;
+        double rel = e / fmax(fabs(ref), RT_REL_TINY);
+        if (rel > r->max_rel_err)
+            r->max_rel_err = rel;
+        double ratio = isnan(e) ? INFINITY : e / tol;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            r->worst = i;
+        }
+    }
+    r->worst_ratio = worst_ratio < 0 ? 0 : worst_ratio;
+    if (r->worst >= 0) {
+        r->worst_value = y[r->worst];
+        r->worst_ref = v->val[r->worst];
+        r->worst_tol = (float)v->tol[r->worst];
+    }
+    r->ok = r->within == n && r->nans == 0;
+}
+
 int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen)
 {
     const isa_tensor *t = &prog->p->tensors[ti];
@@ -46,47 +91,7 @@ int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r,
     snprintf(r->name, sizeof r->name, "%s", t->name);
     snprintf(r->op, sizeof r->op, "%s", v->op);
     r->line = v->line;
-    r->rank = v->rank;
-    memcpy(r->shape, v->shape, sizeof r->shape);
-    r->count = n;
-    r->worst = -1;
-    double worst_ratio = -1;
-    for (int64_t i = 0; i < n; i++) {
-        double ref = v->val[i], tol = v->tol[i];
-        if (isnan(y[i]) && isnan(ref)) { /* NaN where the reference has one (a mean over no element) */
-            r->within++;
-            continue;
-        }
-        if (isnan(y[i])) {
-            r->nans++;
-            if (worst_ratio < INFINITY) {
-                worst_ratio = INFINITY;
-                r->worst = i;
-            }
-            continue;
-        }
-        r->vacuous += isinf(tol);
-        double e = same_value(t->host_dtype, y[i], ref) ? 0 : fabs((double)y[i] - ref);
-        if (e <= tol) /* false when ref is NaN */
-            r->within++;
-        if (e > r->max_abs_err)
-            r->max_abs_err = e;
-        double rel = e / fmax(fabs(ref), RT_REL_TINY);
-        if (rel > r->max_rel_err)
-            r->max_rel_err = rel;
-        double ratio = isnan(e) ? INFINITY : e / tol;
-        if (ratio > worst_ratio) {
-            worst_ratio = ratio;
-            r->worst = i;
-        }
-    }
-    r->worst_ratio = worst_ratio < 0 ? 0 : worst_ratio;
-    if (r->worst >= 0) {
-        r->worst_value = y[r->worst];
-        r->worst_ref = v->val[r->worst];
-        r->worst_tol = (float)v->tol[r->worst];
-    }
-    r->ok = r->within == n && r->nans == 0;
+    rt_compare_values(t->host_dtype, y, v, n, r);
     free(y);
     return 0;
 }
@@ -106,8 +111,13 @@ int rt_computed_as_data(const isa_program *p, const char *name, int line, char *
 
 void rt_check_format(const rt_check_result *r, char *buf, size_t len)
 {
-    int o = snprintf(buf, len, "check %s: max_abs_err=%.1e max_rel_err=%.1e within_tol=%.6f (%lld/%lld)", r->name,
-                     r->max_abs_err, r->max_rel_err, r->count ? (double)r->within / (double)r->count : 1.0,
+    char what[128] = "";
+    if (r->step == RT_CHECK_STEPWISE)
+        snprintf(what, sizeof what, " stepwise (cuts=%d)", r->cuts);
+    else if (r->step == RT_CHECK_CUT)
+        snprintf(what, sizeof what, " cut (graph line %d, %s)", r->line, r->op);
+    int o = snprintf(buf, len, "check %s%s: max_abs_err=%.1e max_rel_err=%.1e within_tol=%.6f (%lld/%lld)", r->name,
+                     what, r->max_abs_err, r->max_rel_err, r->count ? (double)r->within / (double)r->count : 1.0,
                      (long long)r->within, (long long)r->count);
     if (o < 0 || (size_t)o >= len)
         return;

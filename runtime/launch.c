@@ -18,7 +18,8 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     char msg[sizeof r.fault.msg];
     int rc = 0, unsupported = 0;
     /* Its weights back if they were evicted, then its activations. */
-    if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, msg, sizeof msg)) {
+    if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, msg, sizeof msg) ||
+        rt_poison_values(prog, msg, sizeof msg)) {
         snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
         rc = -1;
     } else {
@@ -52,6 +53,11 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     if (res)
         *res = r;
     return rc ? -1 : 0;
+}
+
+void rt_keep_values(rt_program *prog, int mode)
+{
+    prog->keep_values = mode < 0 ? 0 : mode > 2 ? 2 : mode;
 }
 
 int rt_wait(rt_program *prog, rt_run_result *res)

@@ -351,6 +351,26 @@ static int exec_node(rt_ref *r, int n)
 
 void rt_ref_seed(rt_ref *r, uint64_t seed) { r->seed = seed; }
 
+void rt_ref_on_value(rt_ref *r, rt_ref_hook fn, void *ctx)
+{
+    r->on_value = fn;
+    r->hook_ctx = ctx;
+}
+
+int rt_ref_reseed(rt_ref *r, int v, const float *data, int64_t count, char *err, size_t errlen)
+{
+    slot *s = v >= 0 && v < r->g->nvalues ? &r->vals[v] : NULL;
+    tens *t = s && s->nt == 1 && !r->g->values[v].ntuple ? &s->t[0] : NULL;
+    if (!t || !t->f || t->n != count)
+        return isa_errf(err, errlen, "%s: %%%s is not a float tensor of %lld elements", r->g->path,
+                        v >= 0 && v < r->g->nvalues ? r->g->values[v].name : "?", (long long)count);
+    memcpy(t->f, data, (size_t)count * sizeof *data);
+    for (int w = 0; w < 2; w++)
+        if (t->eb[w])
+            memset(t->eb[w], 0, (size_t)count * sizeof *t->eb[w]);
+    return 0;
+}
+
 int rt_ref_drawn(const rt_ref *r, int v) { return v >= 0 && v < r->g->nvalues && r->drawn[v]; }
 
 int rt_ref_written(const rt_ref *r) { return r->wrote; }
@@ -403,7 +423,7 @@ int rt_ref_run(rt_ref *r, char *err, size_t errlen)
         r->last_use[g->outputs[i]] = INT_MAX;
     for (int n = 0; n < g->nnodes; n++) {
         const gr_node *nd = &g->nodes[n];
-        if (exec_node(r, n))
+        if (exec_node(r, n) || (r->on_value && r->on_value(r->hook_ctx, r, nd->out, err, errlen)))
             return -1;
         slot *s = &r->vals[nd->out];
         /* free what no later node reads */

@@ -93,6 +93,8 @@ struct rt_ref {
     char *drawn;   /* per value: depends on a random draw (rt_ref_drawn) */
     int draws;     /* the node being run draws (set by its op) */
     int wrote;     /* the value the node being run wrote in place, or -1 (rt_ref_written) */
+    rt_ref_hook on_value; /* called after each node of rt_ref_run (rt_ref_on_value) */
+    void *hook_ctx;
 };
 
 typedef rt_ref ex;

@@ -255,7 +255,14 @@ typedef struct {
     float worst_value, worst_ref, worst_tol;
     double worst_ratio;      /* that largest err / tol (inf for a NaN), 0 if none */
     int ok;                  /* every element within tolerance and no NaN */
+    int step;                /* RT_CHECK_*: what was compared */
+    int cuts;                /* a stepwise output: the cuts its reference went through */
 } rt_check_result;
+
+/* rt_check_result.step: an output end to end, an output checked stepwise
+ * (its reference continued from the device's values at the cuts), a cut
+ * (a value the device holds) where the device left its tolerance. */
+enum { RT_CHECK_END_TO_END, RT_CHECK_STEPWISE, RT_CHECK_CUT };
 
 #define RT_REL_TINY 0x1p-30
 
@@ -264,6 +271,13 @@ typedef struct {
  * unsupported op, an input without host data, shape mismatch...), else the
  * number of outputs that are not ok. */
 int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen);
+/* Stepwise checks (docs/validation.md, "Stepwise checks"): from the next
+ * launch on, keep the values of the scratch tensors that hold a graph
+ * value whole (ISA_TF_VALUE), so that rt_check and rt_check_graph can
+ * compare the device there and continue the reference from its value.
+ * mode 0: off (the default); 1: a stepwise check follows when an output's
+ * end-to-end check is vacuous (an infinite tolerance); 2: always. */
+void rt_keep_values(rt_program *prog, int mode);
 /* The same against a parsed graph (what rt_check does when the program's
  * graph text is a full graph, docs/graph-format.md): its inputs and
  * parameters are the program's tensors of the same name (a parameter also
@@ -461,6 +475,14 @@ const float *rt_ref_error(rt_ref *r, int v, int track);
  * half-width.  rt_ref_drawn: value v depends on a draw (so PyTorch's own
  * draw is no reference for it).  rt_ref_written: the value the last node
  * run also wrote in place (rrelu_with_noise's noise), or -1. */
+/* A stepwise check's hook (rt_ref_on_value): fn runs after each node of
+ * rt_ref_run with the value the node computed, and may compare it and
+ * replace it (rt_ref_reseed); non-zero stops the run with fn's message. */
+typedef int (*rt_ref_hook)(void *ctx, rt_ref *r, int v, char *err, size_t errlen);
+void rt_ref_on_value(rt_ref *r, rt_ref_hook fn, void *ctx);
+/* Value v (one float tensor of count elements) becomes data, exact: its
+ * error bounds become zero (what later nodes read is the device's value). */
+int rt_ref_reseed(rt_ref *r, int v, const float *data, int64_t count, char *err, size_t errlen);
 void rt_ref_seed(rt_ref *r, uint64_t seed);
 int rt_ref_drawn(const rt_ref *r, int v);
 int rt_ref_written(const rt_ref *r);

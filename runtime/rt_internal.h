@@ -37,6 +37,7 @@ struct rt_program {
     float **host;        /* per tensor: fp32 host copy or NULL */
     uint64_t seed;       /* the run's seed (rt_fill_inputs): inputs and host random ops */
     int launched;
+    int keep_values;     /* rt_keep_values: 0, 1 (stepwise when vacuous), 2 (always) */
     rt_run_result last;
     rt_program *next;
 };
@@ -62,8 +63,12 @@ void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes);
 /* Convert fp32 values to device layout and write them to tensor i when
  * its region is in device DRAM (counted as uploaded); else nothing. */
 int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen);
-/* Read every output back into its host copy (counted as downloaded). */
+/* Read every output back into its host copy (counted as downloaded), and
+ * the values a stepwise check keeps (rt_keep_values; not counted). */
 int rt_download_outputs(rt_program *prog, char *err, size_t errlen);
+/* Before a run that keeps values: each kept tensor's elements NaN, so
+ * what the run does not write reads back NaN (no cut there). */
+int rt_poison_values(rt_program *prog, char *err, size_t errlen);
 
 /* fallback.c: host fallback ops during a launch (sim_set_host). */
 typedef struct rt_fallback rt_fallback;
@@ -115,6 +120,9 @@ typedef struct {
 } rt_refval;
 /* The absolute floor of every tolerance: values DL16 flushes to zero. */
 #define RT_ABS_FLOOR 0x1p-30
+/* Device values y (n elements, read as host dtype hdt) against v into r
+ * (its counts zero, its name set by the caller). */
+void rt_compare_values(isa_host_dtype hdt, const float *y, const rt_refval *v, int64_t n, rt_check_result *r);
 /* Read output tensor ti from the device and compare it with v into r. */
 int rt_compare(rt_program *prog, const rt_refval *v, int ti, rt_check_result *r, char *err, size_t errlen);
 /* -1 with a message when the graph computes name (at line) but the
@@ -123,5 +131,24 @@ int rt_computed_as_data(const isa_program *p, const char *name, int line, char *
 
 /* shortform.c: rt_check for a program whose graph text is the short form. */
 int rt_check_short(rt_program *prog, rt_check_result **results, int *n, char *err, size_t errlen);
+
+/* stepwise.c: a stepwise check's cuts (docs/validation.md). */
+/* The tolerance of every element of value v (n elements) into tol: the
+ * smaller of the two error bounds the executor propagated to it plus the
+ * absolute floor. */
+int rt_value_tolerance(rt_ref *r, const gr_graph *g, int v, const float *ref, int64_t n, double *tol, char *err,
+                       size_t errlen);
+typedef struct rt_stepper rt_stepper;
+/* The cuts of g's values that prog's last run kept (NULL: out of memory);
+ * rt_stepper_attach makes a reference run compare and continue at them. */
+rt_stepper *rt_stepper_new(rt_program *prog, const gr_graph *g);
+void rt_stepper_attach(rt_stepper *s, rt_ref *r);
+int rt_stepper_candidates(const rt_stepper *s);
+int rt_stepper_cuts(const rt_stepper *s);
+/* Cuts out of tolerance (rt_stepper_bad counts all), and those with
+ * infinite tolerances: the first few, as check results. */
+int rt_stepper_report(const rt_stepper *s, const rt_check_result **cuts);
+int rt_stepper_bad(const rt_stepper *s);
+void rt_stepper_free(rt_stepper *s);
 
 #endif

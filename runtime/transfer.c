@@ -2,6 +2,7 @@
  * DRAM (in device layout, isa_layout_pack), and counting the bytes moved. */
 #include "rt_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,32 +115,77 @@ int rt_read_tensor(rt_program *prog, const char *name, float *host, char *err, s
     return 0;
 }
 
+/* A value a stepwise check compares (rt_keep_values): a scratch tensor
+ * that holds its graph value whole. */
+static int kept_value(const rt_program *prog, const isa_tensor *t)
+{
+    return prog->keep_values && t->role == ISA_ROLE_SCRATCH && (t->flags & ISA_TF_VALUE);
+}
+
+/* Tensor i's device values into its host copy: an output as the host
+ * reads it (narrowed, counted), a kept value as the device holds it. */
+static int download(rt_program *prog, size_t i, char *err, size_t errlen)
+{
+    const isa_tensor *t = &prog->p->tensors[i];
+    size_t n = (size_t)rt_tensor_elems(t);
+    float *h = prog->host[i] ? prog->host[i] : malloc(n ? n * sizeof *h : 1);
+    void *buf = malloc(t->bytes ? (size_t)t->bytes : 1);
+    if (!h || !buf) {
+        if (h != prog->host[i])
+            free(h);
+        free(buf);
+        return isa_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
+    }
+    prog->host[i] = h;
+    if (sim_dram_read(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes)) {
+        free(buf);
+        return isa_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
+    }
+    isa_layout_unpack(t, prog->p->stick_bytes, buf, h);
+    free(buf);
+    if (t->role != ISA_ROLE_OUTPUT)
+        return 0;
+    narrow_to_host(t, h);
+    prog->pending.bytes_downloaded += t->bytes;
+    prog->dev->total.bytes_downloaded += t->bytes;
+    return 0;
+}
+
 int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
 {
     const isa_program *p = prog->p;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *t = &p->tensors[i];
-        if (t->role != ISA_ROLE_OUTPUT || !rt_region_present(prog, t))
+        if ((t->role == ISA_ROLE_OUTPUT || kept_value(prog, t)) && rt_region_present(prog, t) &&
+            download(prog, i, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+int rt_poison_values(rt_program *prog, char *err, size_t errlen)
+{
+    const isa_program *p = prog->p;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        if (!kept_value(prog, t) || !t->bytes || !rt_region_present(prog, t))
             continue;
+        free(prog->host[i]); /* the last run's: this run writes its own */
+        prog->host[i] = NULL;
         size_t n = (size_t)rt_tensor_elems(t);
-        float *h = prog->host[i] ? prog->host[i] : malloc(n ? n * sizeof *h : 1);
-        void *buf = malloc(t->bytes ? (size_t)t->bytes : 1);
-        if (!h || !buf) {
-            if (h != prog->host[i])
-                free(h);
-            free(buf);
-            return isa_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
+        float *nan = malloc(n * sizeof *nan);
+        void *buf = malloc((size_t)t->bytes);
+        int rc = !nan || !buf;
+        for (size_t k = 0; !rc && k < n; k++)
+            nan[k] = NAN;
+        if (!rc) {
+            isa_layout_pack(t, p->stick_bytes, nan, buf);
+            rc = sim_dram_write(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes);
         }
-        prog->host[i] = h;
-        if (sim_dram_read(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes)) {
-            free(buf);
-            return isa_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
-        }
-        isa_layout_unpack(t, p->stick_bytes, buf, h);
+        free(nan);
         free(buf);
-        narrow_to_host(t, h);
-        prog->pending.bytes_downloaded += t->bytes;
-        prog->dev->total.bytes_downloaded += t->bytes;
+        if (rc)
+            return isa_errf(err, errlen, "tensor %s: cannot fill it with NaN for a stepwise check", t->name);
     }
     return 0;
 }

@@ -62,28 +62,6 @@ static int is_full_graph(const char *text)
     return 0;
 }
 
-/* The tolerance of every element of output value v (n elements) into
- * tol: the smaller of the two error bounds the executor propagated to it
- * (rt_ref_error: the worst case, and RT_REF_LAMBDA times the probabilistic
- * scale) plus the absolute floor 2^-30. */
-static int graph_tolerance(rt_ref *r, const gr_graph *g, int v, const float *ref, int64_t n, double *tol,
-                           char *err, size_t errlen)
-{
-    const float *w = rt_ref_error(r, v, 0), *s = rt_ref_error(r, v, 1);
-    if (!w || !s)
-        return isa_errf(err, errlen, "reference: output %%%s has no error bound", g->values[v].name);
-    for (int64_t i = 0; i < n; i++) {
-        /* a NaN bound is a bug of the bound rules, never a verdict: fmin
-         * would drop it, and a NaN tolerance would fail the element as a
-         * MISMATCH (rt_ref_run reports it first; this is the last guard) */
-        if ((isnan(w[i]) || isnan(s[i])) && !isnan(ref[i]))
-            return isa_errf(err, errlen, "reference: internal error: output %%%s element %lld has a NaN error bound",
-                            g->values[v].name, (long long)i);
-        tol[i] = fmin((double)w[i], RT_REF_LAMBDA * s[i]) + RT_ABS_FLOOR;
-    }
-    return 0;
-}
-
 /* A bf16 or fp16 output is read back narrowed toward zero (rt_read_tensor):
  * up to one unit in the last place of its dtype below the DL16 value, so its
  * tolerance grows by that unit; against PyTorch's value, itself rounded to
@@ -188,9 +166,10 @@ static int outputs_covered(const isa_program *p, const gr_graph *g, const int *o
     return 0;
 }
 
-/* rt_check_graph, against the executor (want NULL) or PyTorch's outputs. */
-static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *want, rt_check_result **results, int *n,
-                       char *err, size_t errlen)
+/* rt_check_graph, against the executor (want NULL) or PyTorch's outputs;
+ * stepwise when st is not NULL. */
+static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *want, rt_stepper *st,
+                       rt_check_result **results, int *n, char *err, size_t errlen)
 {
     *results = NULL;
     *n = 0;
@@ -200,6 +179,8 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
     if (!r)
         return isa_errf(err, errlen, "reference: %s", rerr);
     rt_ref_track_errors(r, 1);
+    if (st)
+        rt_stepper_attach(st, r);
     rt_check_result *res = calloc(p->ntensors ? p->ntensors : 1, sizeof *res);
     int rc = res ? 0 : isa_errf(err, errlen, "reference: out of host memory");
     /* Parameters the program does not hold come from the weights file. */
@@ -273,7 +254,7 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
         if (!rc && want)
             rc = expected_values(want, g, v, cnt, torch, err, errlen);
         if (!rc)
-            rc = graph_tolerance(r, g, v, ref, cnt, tol, err, errlen);
+            rc = rt_value_tolerance(r, g, v, ref, cnt, tol, err, errlen);
         if (rc) {
             free(tol);
             free(torch);
@@ -302,6 +283,10 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
         rv.line = val->line;
         rv.op = val->node >= 0 ? g->nodes[val->node].op : val->kind == GR_VAL_INPUT ? "input" : "param";
         rc = rt_compare(prog, &rv, (int)i, &res[nres], err, errlen);
+        if (st) {
+            res[nres].step = RT_CHECK_STEPWISE;
+            res[nres].cuts = rt_stepper_cuts(st);
+        }
         free(tol);
         free(torch);
         if (!rc && !res[nres].ok)
@@ -319,9 +304,59 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
     return bad;
 }
 
+/* Does an end-to-end check want a stepwise one after it (rt_keep_values)? */
+static int wants_stepwise(const rt_program *prog, const rt_check_result *res, int n)
+{
+    int vacuous = 0;
+    for (int i = 0; i < n; i++)
+        vacuous |= res[i].vacuous > 0;
+    return prog->keep_values == 2 || (prog->keep_values == 1 && vacuous);
+}
+
+/* The stepwise check's results after the end-to-end ones (*res, *n):
+ * each output checked stepwise, then the cuts out of tolerance or with
+ * infinite tolerances.  Returns how many of them fail, or -1. */
+static int add_stepwise(rt_program *prog, const gr_graph *g, rt_check_result **res, int *n, char *err, size_t errlen)
+{
+    rt_stepper *st = rt_stepper_new(prog, g);
+    if (!st)
+        return isa_errf(err, errlen, "reference: out of host memory");
+    if (!rt_stepper_candidates(st)) { /* no value held whole: nothing to continue from */
+        rt_stepper_free(st);
+        return 0;
+    }
+    rt_check_result *sr = NULL;
+    int ns = 0, bad = check_graph(prog, g, NULL, st, &sr, &ns, err, errlen);
+    const rt_check_result *cuts;
+    int nc = bad < 0 ? 0 : rt_stepper_report(st, &cuts);
+    rt_check_result *all = bad < 0 ? NULL : realloc(*res, (size_t)(*n + ns + nc + 1) * sizeof *all);
+    if (bad >= 0 && !all)
+        bad = isa_errf(err, errlen, "reference: out of host memory");
+    if (bad >= 0) {
+        memcpy(all + *n, sr, (size_t)ns * sizeof *sr);
+        memcpy(all + *n + ns, cuts, (size_t)nc * sizeof *cuts);
+        *res = all;
+        *n += ns + nc;
+        bad += rt_stepper_bad(st);
+    }
+    free(sr);
+    rt_stepper_free(st);
+    return bad;
+}
+
 int rt_check_graph(rt_program *prog, const gr_graph *g, rt_check_result **results, int *n, char *err, size_t errlen)
 {
-    return check_graph(prog, g, NULL, results, n, err, errlen);
+    int bad = check_graph(prog, g, NULL, NULL, results, n, err, errlen);
+    if (bad < 0 || !wants_stepwise(prog, *results, *n))
+        return bad;
+    int more = add_stepwise(prog, g, results, n, err, errlen);
+    if (more < 0) {
+        free(*results);
+        *results = NULL;
+        *n = 0;
+        return -1;
+    }
+    return bad + more;
 }
 
 int rt_check_expected(rt_program *prog, const gr_graph *g, const char *path, rt_check_result **results, int *n,
@@ -332,7 +367,7 @@ int rt_check_expected(rt_program *prog, const gr_graph *g, const char *path, rt_
     rt_st_file *want = rt_st_read(path, err, errlen);
     if (!want)
         return -1;
-    int rc = check_graph(prog, g, want, results, n, err, errlen);
+    int rc = check_graph(prog, g, want, NULL, results, n, err, errlen);
     rt_st_free(want);
     return rc;
 }

@@ -295,6 +295,8 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
             isa_tensor *T = &c->prog->tensors[ti];
             if (ht == &B->type)
                 T->stick_dim = L->stick_dim;
+            if (B->whole_value && T->role == ISA_ROLE_SCRATCH)
+                T->flags |= ISA_TF_VALUE;
             T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
             if (B->cdata)
                 bake_const(c->prog, T, B->cdata);

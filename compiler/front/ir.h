@@ -188,6 +188,7 @@ typedef struct {
     int dead;         /* its node was removed by dce */
     int internal;     /* lastuse: written and read only inside one kernel */
     int last_use;     /* lastuse: position of the last kernel reading it, -1 */
+    int whole_value;  /* COMPUTED: holds the graph value of its name whole (ISA_TF_VALUE) */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);

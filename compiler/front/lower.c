@@ -2437,6 +2437,27 @@ static void lower_output(lctx *c, int v, ir_output *o)
     c->p->bufs[buf].output = 1;
 }
 
+/* Mark the computed buffers that hold a graph value of their own name
+ * whole, written by one node: the cuts of a stepwise check (ISA_TF_VALUE). */
+static void mark_whole_values(lctx *c)
+{
+    ir_prog *p = c->p;
+    int *writers = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writers);
+    for (int n = 0; n < p->nnodes; n++)
+        writers[p->nodes[n].out]++;
+    for (int v = 0; v < c->d->nvalues; v++) {
+        const gr_value *dv = &c->d->values[v];
+        int base = c->vals[v].base;
+        if (dv->kind != GR_VAL_NODE || dv->ntuple || base < 0 || !ir_dtype_is_float(dv->type.dtype))
+            continue;
+        int b = c->bases[base].buf;
+        if (b >= 0 && writers[b] == 1 && p->bufs[b].kind == IR_BUF_COMPUTED && !strcmp(p->bufs[b].name, dv->name) &&
+            is_whole_buffer(c, v, b))
+            p->bufs[b].whole_value = 1;
+    }
+    free(writers);
+}
+
 int ir_lower(ir_prog *p)
 {
     lctx *c = ir_xalloc(sizeof *c); /* on the heap: longjmp keeps it intact */
@@ -2481,6 +2502,7 @@ int ir_lower(ir_prog *p)
         lower_node(c, n);
     for (int i = 0; i < c->d->noutputs; i++)
         lower_output(c, c->d->outputs[i], &p->outputs[i]);
+    mark_whole_values(c);
 done:
     for (int b = 0; b < c->nbases; b++) {
         free(c->bases[b].ops);
