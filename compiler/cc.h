@@ -100,6 +100,11 @@ typedef struct {
      * 0: such an op becomes a host op, which the runtime runs on the host
      * between device kernels (docs/compiler.md, "Host ops"). */
     int no_fallback;
+    /* 1: a probe build for a stepwise check (docs/validation.md): every
+     * graph value the LX plan keeps for later kernels is also stored to
+     * its DRAM tensor; the plan, the kernels and their arithmetic are the
+     * same, so the outputs are the same bits as the default build's. */
+    int write_values;
 } cc_compile_opts;
 
 typedef struct cc_result cc_result;

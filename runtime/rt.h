@@ -278,6 +278,14 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
  * mode 0: off (the default); 1: a stepwise check follows when an output's
  * end-to-end check is vacuous (an infinite tolerance); 2: always. */
 void rt_keep_values(rt_program *prog, int mode);
+/* The stepwise check of prog's last run with its cuts from probe's last
+ * run: probe is the same graph compiled with cc_compile_opts.write_values
+ * (every value kept in LX also written to DRAM), loaded with the same
+ * inputs and launched after rt_keep_values(probe, 2).  Its outputs must be
+ * prog's bit for bit (else -1: the probe build computed something else).
+ * *results as rt_check_graph's stepwise part; returns the number not ok. */
+int rt_check_stepwise(rt_program *prog, rt_program *probe, const gr_graph *g, rt_check_result **results, int *n,
+                      char *err, size_t errlen);
 /* The same against a parsed graph (what rt_check does when the program's
  * graph text is a full graph, docs/graph-format.md): its inputs and
  * parameters are the program's tensors of the same name (a parameter also

@@ -9,6 +9,7 @@
 #include "rt_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -40,9 +40,10 @@ typedef struct {
     rt_program *prog;
 } loaded;
 
-/* g compiled for spyre (values kept in LX or not), loaded, its inputs
- * from `inputs` or seeded random values, run with rt_keep_values(mode). */
-static loaded run(const gr_graph *g, int lx_keep, const char *inputs, int mode)
+/* g compiled for spyre (values kept in LX or not; a probe build writing
+ * them to DRAM too), loaded, its inputs from `inputs` or seeded random
+ * values, run with rt_keep_values(mode). */
+static loaded run_build(const gr_graph *g, int lx_keep, int write_values, const char *inputs, int mode)
 {
     chip_config cfg;
     tu_config("spyre", &cfg);
@@ -50,6 +51,7 @@ static loaded run(const gr_graph *g, int lx_keep, const char *inputs, int mode)
     cc_compile_opts o = {0};
     o.target = &cfg;
     o.no_lx_keep = !lx_keep;
+    o.write_values = write_values;
     cc_result *r = cc_compile(g, &o, err, sizeof err);
     if (!r)
         fprintf(stderr, "compile: %s\n", err);
@@ -68,6 +70,11 @@ static loaded run(const gr_graph *g, int lx_keep, const char *inputs, int mode)
     rt_run_result res;
     CU_ASSERT_EQUAL_FATAL(rt_launch(l.prog, &res), 0);
     return l;
+}
+
+static loaded run(const gr_graph *g, int lx_keep, const char *inputs, int mode)
+{
+    return run_build(g, lx_keep, 0, inputs, mode);
 }
 
 static void done(loaded *l)
@@ -159,6 +166,60 @@ static void test_a_value_the_run_keeps_in_lx_is_no_cut(void)
     gr_graph_free(g);
 }
 
+/* The default build keeps %t and %s in LX; the probe build of the same
+ * graph writes them to DRAM too and computes the same bits, so its values
+ * are the cuts of the default build's stepwise check. */
+static void test_a_probe_build_gives_the_cuts_of_values_kept_in_lx(void)
+{
+    gr_graph *g = parse(chain);
+    loaded run0 = run(g, 1, NULL, 0), probe = run_build(g, 1, 1, NULL, 2);
+    rt_check_result *r = NULL;
+    int n = 0;
+    char err[512];
+    int bad = rt_check_stepwise(run0.prog, probe.prog, g, &r, &n, err, sizeof err);
+    if (bad < 0)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    CU_ASSERT_EQUAL(r[0].step, RT_CHECK_STEPWISE);
+    CU_ASSERT_EQUAL(r[0].cuts, 2);
+    CU_ASSERT(r[0].ok);
+    free(r);
+    done(&probe);
+    done(&run0);
+    gr_graph_free(g);
+}
+
+/* A probe whose outputs are not the run's bits cannot stand for it. */
+static void test_a_probe_that_computes_other_outputs_is_refused(void)
+{
+    gr_graph *g = parse(chain), *h = parse(chain_sigmoid);
+    loaded run0 = run(g, 1, NULL, 0), probe = run_build(h, 1, 1, NULL, 2);
+    rt_check_result *r = NULL;
+    int n = 0;
+    char err[512] = "";
+    CU_ASSERT_EQUAL(rt_check_stepwise(run0.prog, probe.prog, g, &r, &n, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "computed output mm_2 otherwise"));
+    CU_ASSERT_EQUAL(n, 0);
+    free(r);
+    done(&probe);
+    done(&run0);
+    gr_graph_free(h);
+    gr_graph_free(g);
+}
+
+/* spyre run --stepwise: the probe build's cuts, one line for the output. */
+static void test_spyre_run_stepwise_prints_the_stepwise_line(void)
+{
+    char path[512], args[600], out[8192];
+    tu_write_tmpfile(".txt", chain, strlen(chain), path, sizeof path);
+    snprintf(args, sizeof args, "run %s --stepwise", path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ncheck mm_2: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\ncheck mm_2 stepwise (cuts=2): "));
+    remove(path);
+}
+
 static void test_a_check_is_end_to_end_only_unless_asked_or_vacuous(void)
 {
     gr_graph *g = parse(chain);
@@ -220,6 +281,9 @@ int main(void)
         {"a stepwise check names the value where the device leaves the reference",
          test_a_stepwise_check_names_the_value_where_the_device_leaves_the_reference},
         {"a value the run keeps in LX is no cut", test_a_value_the_run_keeps_in_lx_is_no_cut},
+        {"a probe build gives the cuts of values kept in LX", test_a_probe_build_gives_the_cuts_of_values_kept_in_lx},
+        {"a probe that computes other outputs is refused", test_a_probe_that_computes_other_outputs_is_refused},
+        {"spyre run --stepwise prints the stepwise line", test_spyre_run_stepwise_prints_the_stepwise_line},
         {"a check is end to end only unless asked or vacuous", test_a_check_is_end_to_end_only_unless_asked_or_vacuous},
         {"a vacuous check of a transformer goes on stepwise with finite bounds",
          test_a_vacuous_check_of_a_transformer_goes_on_stepwise_with_finite_bounds},

@@ -373,6 +373,8 @@ int be_lxplan_pass(ir_prog *p)
         lx_plan(c, x, c->lx_need);
         lx_floors(c);
     }
+    for (int b = 0; b < p->nbufs && p->opts.write_values; b++) /* after the plan: it stays the same */
+        c->res[b].dram |= c->res[b].on && p->bufs[b].whole_value;
     free(live);
     lx_free(c, x);
     return rc;

@@ -398,9 +398,10 @@ static int apply_tuning(const char *file, const char *path, const gr_graph *g, c
 }
 
 /* Compile graph g for the device's chip and load the program. */
-static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, char *err, size_t errlen)
+static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, int write_values, char *err, size_t errlen)
 {
     cc_compile_opts o = {0};
+    o.write_values = write_values;
     o.target = rt_config(dev);
     o.work_div = run_work_div;
     o.nwork_div = run_nwork_div;
@@ -577,7 +578,7 @@ static int run_load(run_state *s)
         if (s->a->tuning && apply_tuning(s->a->tuning, path, s->g, rt_config(s->dev), run_work_div, &run_nwork_div,
                                          s->tuned, &s->ntuned))
             return -1;
-        s->prog = compile_and_load(s->dev, s->g, s->err, sizeof s->err);
+        s->prog = compile_and_load(s->dev, s->g, 0, s->err, sizeof s->err);
     } else {
         s->prog = rt_load(s->dev, path, s->err, sizeof s->err);
     }
@@ -590,21 +591,21 @@ static int run_load(run_state *s)
 
 /* The inputs: random from the seed, then an export's inputs (values on),
  * then the --input files. */
-static int run_fill(run_state *s)
+static int run_fill(run_state *s, rt_program *prog)
 {
-    if (rt_fill_inputs(s->prog, s->a->seed, s->err, sizeof s->err)) {
+    if (rt_fill_inputs(prog, s->a->seed, s->err, sizeof s->err)) {
         fprintf(stderr, "spyre run: %s\n", s->err);
         return -1;
     }
     if (s->g && s->a->opt.values) { /* timing only needs no data: a --graph-only export has none */
         s->random_inputs = file_absent(s->gin);
-        if (rt_load_graph_tensors(s->prog, s->g, s->random_inputs ? NULL : s->gin, s->err, sizeof s->err)) {
+        if (rt_load_graph_tensors(prog, s->g, s->random_inputs ? NULL : s->gin, s->err, sizeof s->err)) {
             fprintf(stderr, "spyre run: %s\n", s->err);
             return -1;
         }
     }
     for (int i = 0; i < s->a->ninputs; i++)
-        if (rt_input_arg(s->prog, s->a->inputs[i], s->err, sizeof s->err)) {
+        if (rt_input_arg(prog, s->a->inputs[i], s->err, sizeof s->err)) {
             fprintf(stderr, "spyre run: %s\n", s->err);
             return -1;
         }
@@ -654,24 +655,74 @@ static int run_report(run_state *s, rt_run_result *res)
     return EXIT_OK;
 }
 
-/* --check: the outputs against the reference executor, then against
- * PyTorch's expected outputs (an export's). An exit status. */
+/* Print check results; how many are not ok. */
+static int print_checks(const rt_check_result *r, int n)
+{
+    char line[2048];
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        rt_check_format(&r[i], line, sizeof line);
+        printf("%s\n", line);
+        bad += !r[i].ok;
+    }
+    return bad;
+}
+
+/* The stepwise check of a compiled graph's run (docs/validation.md): the
+ * graph built again with every value also written to DRAM (the probe),
+ * run on the same inputs, its kept values the cuts.  An exit status; a
+ * probe that cannot stand for the run leaves the check as it was, said. */
+static int run_stepwise(run_state *s)
+{
+    rt_program *probe = compile_and_load(s->dev, s->g, 1, s->err, sizeof s->err);
+    rt_run_result *res = probe ? malloc(sizeof *res) : NULL;
+    int status = EXIT_OK, fail = !res;
+    if (!fail)
+        fail = run_fill(s, probe);
+    if (!fail) {
+        rt_keep_values(probe, 2);
+        fail = rt_launch(probe, res);
+        if (fail)
+            rt_run_format(res, s->err, sizeof s->err);
+    }
+    rt_check_result *r = NULL;
+    int n = 0, bad = fail ? -1 : rt_check_stepwise(s->prog, probe, s->g, &r, &n, s->err, sizeof s->err);
+    if (bad < 0)
+        printf("check stepwise: not run: %s\n", s->err);
+    else if (print_checks(r, n) || bad)
+        status = EXIT_MISMATCH;
+    free(r);
+    free(res);
+    if (probe)
+        rt_unload(probe);
+    return status;
+}
+
+/* Does the run want a stepwise check after its end-to-end one? */
+static int wants_stepwise(const run_state *s, const rt_check_result *r, int n)
+{
+    int vacuous = 0;
+    for (int i = 0; i < n; i++)
+        vacuous |= r[i].vacuous > 0;
+    return s->g && (s->a->stepwise || vacuous);
+}
+
+/* --check: the outputs against the reference executor (stepwise too when
+ * vacuous or asked), then against PyTorch's expected outputs (an
+ * export's). An exit status. */
 static int run_check(run_state *s)
 {
     rt_check_result *r = NULL;
     int n = 0, status = EXIT_OK;
-    char line[2048];
     int bad = s->g ? rt_check_graph(s->prog, s->g, &r, &n, s->err, sizeof s->err)
                    : rt_check(s->prog, &r, &n, s->err, sizeof s->err);
     if (bad < 0) {
         fprintf(stderr, "spyre run: %s\n", s->err);
         status = EXIT_USAGE;
     } else {
-        for (int i = 0; i < n; i++) {
-            rt_check_format(&r[i], line, sizeof line);
-            printf("%s\n", line);
-        }
-        if (bad)
+        if (print_checks(r, n) || bad)
+            status = EXIT_MISMATCH;
+        if (wants_stepwise(s, r, n) && run_stepwise(s) != EXIT_OK)
             status = EXIT_MISMATCH;
     }
     free(r);
@@ -688,14 +739,15 @@ static int run_check(run_state *s)
 /* Load or compile, fill the inputs, run and report, check. */
 static int run_program(run_state *s)
 {
-    if (run_load(s) || run_fill(s))
+    if (run_load(s) || run_fill(s, s->prog))
         return EXIT_USAGE;
     rt_run_result *res = malloc(sizeof *res);
     if (!res) {
         fprintf(stderr, "spyre run: out of memory\n");
         return EXIT_USAGE;
     }
-    if (s->a->check) /* a vacuous end-to-end check goes on stepwise (docs/validation.md) */
+    if (s->a->check && !s->g) /* a vacuous end-to-end check goes on stepwise (docs/validation.md); a
+                               * graph's from a probe build (run_stepwise) */
         rt_keep_values(s->prog, s->a->stepwise ? 2 : 1);
     int status = run_report(s, res);
     free(res);
