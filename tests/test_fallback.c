@@ -3,10 +3,12 @@
  * runs on the host between device kernels, validates, and is reported
  * with its cost; --no-fallback keeps the error. */
 #include <CUnit/CUnit.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt.h"
 #include "testutil.h"
 
 static char out[1 << 16];
@@ -132,7 +134,9 @@ static void test_an_op_the_host_lacks_too_is_exit_2_naming_it(void)
 /* The back half reduces over one dimension at a time: the kernel
  * summing over two goes to the host, one op at a time, so the exp fused
  * into it runs on the device again; the report's estimate of the host op
- * is what the run charges (the same model, the same device bytes). */
+ * is what the run charges (the same model, the same device bytes).  x,
+ * read only by the host, is sticked on its 16 (32 sticks, 4096 bytes;
+ * on its last dim, 4, 128 sticks). */
 static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
 {
     char g[512], cmd[1024];
@@ -145,11 +149,11 @@ static void test_an_op_the_back_half_refuses_runs_on_the_host(void)
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_sum: host"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "k1_exp: pointwise"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "16384 bytes to the host, 128 back, estimate 16472 cycles"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "4096 bytes to the host, 128 back, estimate 14260 cycles"));
     snprintf(cmd, sizeof cmd, "run %s --check", g);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=16384 "
-                                       "bytes_to_device=128 cycles=16472"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.sum.dim_IntList (graph line 3): bytes_to_host=4096 "
+                                       "bytes_to_device=128 cycles=14260"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check e:"));
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
     remove(g);
@@ -173,7 +177,8 @@ static void test_a_host_op_of_several_results_is_one_kernel_writing_each(void)
 
 /* var_mean over two dimensions: the back half refuses it, the host runs
  * it once and writes both results (two sticks back), which validate,
- * one of them through the device's mul. */
+ * one of them through the device's mul; x, which only the host reads, is
+ * sticked on its 16 (4096 bytes). */
 static void test_a_host_op_of_two_results_runs_once_and_validates(void)
 {
     const char *text = "graph vm2\ninput %x: f32[8, 16, 4]\n"
@@ -182,7 +187,7 @@ static void test_a_host_op_of_two_results_runs_once_and_validates(void)
                        "output %r, %m\n";
     CU_ASSERT_EQUAL(run_checked(text, ""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback_ops=1 "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=16384 "
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "fallback aten.var_mean.correction (graph line 3): bytes_to_host=4096 "
                                        "bytes_to_device=256 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check m:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "check r:"));
@@ -250,6 +255,87 @@ static void test_a_host_op_reads_a_value_kept_channels_last(void)
     CU_ASSERT_PTR_NULL(strstr(out, "MISMATCH"));
 }
 
+/* A transposed convolution runs on the host (the compiler refuses it):
+ * its 512x512x3x3 weight w and its input x are read by no kernel, so the
+ * layout pass sticks each on the dim that pads least (w's 512 output
+ * channels, x's 512 channels) instead of the last (a 3 or a 4 padded to a
+ * stick of 64).  `tail` is what follows the conv (graph line 5 on). */
+static void write_host_conv(const char *dir, const char *tail)
+{
+    char path[1024], text[1024];
+    snprintf(text, sizeof text, "graph hostw\nweights \"weights.safetensors\"\ninput %%x: f32[1, 512, 4, 4]\n"
+             "param %%w: f32[512, 512, 3, 3] = \"w\"\n%%c: f32[1, 512, 6, 6] = aten.convolution.default(%%x, %%w, "
+             "None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1)\n%s", tail);
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    tu_write_file(path, text, strlen(text));
+    enum { N = 512 * 512 * 9 };
+    float *w = malloc(N * sizeof *w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    for (int i = 0; i < N; i++) /* values that differ along every dim, so a misplaced one shows */
+        w[i] = 0.05f * sinf(0.37f * (float)i);
+    rt_st_entry e = {.name = "w", .dtype = RT_ST_F32, .rank = 4, .shape = {512, 512, 3, 3}, .data = w};
+    char err[256];
+    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+    CU_ASSERT_EQUAL(rt_st_write(path, &e, 1, err, sizeof err), 0);
+    free(w);
+}
+
+/* Unpadded, w is 512 x 512 x 9 DL16 values, 4,718,592 bytes (sticked on
+ * its last dim, 512 x 512 x 3 sticks of 128 bytes: 100,663,296), and x
+ * 8,192 values in 128 sticks, 16,384 bytes (262,144 on its last dim); the
+ * host op fetches both, and the run uploads w twice (the seeded fill,
+ * then the export's values). */
+static void test_a_weight_only_the_host_reads_is_sticked_where_it_pads_least(void)
+{
+    char dir[512], cmd[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_host_conv(dir, "%r: f32[1, 512, 6, 6] = aten.relu.default(%c)\noutput %r\n");
+    snprintf(cmd, sizeof cmd, "compile %s --dump-after=layout", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tensor w weight dims 512x512x3x3 dl16 stick_dim 1 at 0 bytes 4718592\n",
+                       "tensor x input dims 1x512x4x4 dl16 stick_dim 1 at 4718592 bytes 16384\n",
+                       "tensor c scratch dims 1x512x6x6 dl16 stick_dim 3 ");
+    snprintf(cmd, sizeof cmd, "run %s --check", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, " weights_uploaded=9437184 ",
+                       "fallback aten.convolution.default (graph line 5): bytes_to_host=4734976 ", "check r:", " ok\n");
+    TU_ASSERT_LACKS(out, "MISMATCH");
+    tu_rmtree(dir);
+}
+
+/* The host op's result returned as it is (fp32 on the device: only the
+ * host reads it) is sticked on its 512 channels too, 16 sticks of 32
+ * per pixel (73,728 bytes, as unpadded; 393,216 on its last dim), and is
+ * read back through that layout. */
+static void test_a_host_result_no_kernel_reads_is_read_back_through_its_stick(void)
+{
+    char dir[512], cmd[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_host_conv(dir, "output %c\n");
+    snprintf(cmd, sizeof cmd, "compile %s --dump-after=layout", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tensor c output dims 1x512x6x6 f32 stick_dim 1 ", " bytes 73728\n");
+    snprintf(cmd, sizeof cmd, "run %s --check", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "bytes_to_host=4734976 bytes_to_device=73728 ", "check c:", " ok\n");
+    TU_ASSERT_LACKS(out, "MISMATCH");
+    tu_rmtree(dir);
+}
+
+/* A kernel reading the weight too (w + w on the device, its lanes along
+ * the last dim) keeps the stick the kernel walks: the device's layouts
+ * are not the host's to choose. */
+static void test_a_weight_a_kernel_also_reads_keeps_the_kernels_stick(void)
+{
+    char dir[512], cmd[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_host_conv(dir, "%d: f32[512, 512, 3, 3] = aten.add.Tensor(%w, %w)\noutput %c, %d\n");
+    snprintf(cmd, sizeof cmd, "compile %s --dump-after=layout", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "tensor w weight dims 512x512x3x3 dl16 stick_dim 3 at 0 bytes 100663296\n");
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -270,6 +356,11 @@ int main(void)
         {"a host result beyond DL16's range reaches the output",
          test_a_host_result_beyond_dl16_range_reaches_the_output},
         {"a host op reads a value kept channels-last", test_a_host_op_reads_a_value_kept_channels_last},
+        {"a weight only the host reads is sticked where it pads least",
+         test_a_weight_only_the_host_reads_is_sticked_where_it_pads_least},
+        {"a host result no kernel reads is read back through its stick",
+         test_a_host_result_no_kernel_reads_is_read_back_through_its_stick},
+        {"a weight a kernel also reads keeps the kernel's stick", test_a_weight_a_kernel_also_reads_keeps_the_kernels_stick},
         {NULL, NULL},
     };
     return tu_run("fallback", tests);

@@ -55,6 +55,18 @@ static void tensor_name(const ir_prog *p, int b, const gr_ttype **type, char nam
     gr_tensor_name(p->bufs[b].name, name);
 }
 
+/* Types a and b have the same dims (an output that is its buffer, not a
+ * reshape of it). */
+static int same_dims(const gr_ttype *a, const gr_ttype *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
 /* Buffer b holds the row numbers of a gather: some node's body has an
  * ILOAD whose index is a load of b (through integer casts). */
 typedef struct {
@@ -81,6 +93,24 @@ static int gather_index(ir_prog *p, int b)
         if (!p->nodes[n].dead && p->nodes[n].body >= 0)
             ir_expr_walk(&p->A, p->nodes[n].body, find_gather_index, &g);
     return g.found;
+}
+
+/* Buffer b holds fp32 values on the device, else DL16.  Integer inputs
+ * that are row numbers (token ids) are fp32, exact up to 2^24: dma.gather
+ * reads them; so are a host op's integer results (the host writes them,
+ * and DL16 would round them unchecked).  Other integer inputs (positions
+ * compared, masks) are DL16 like any value; the runtime refuses data DL16
+ * cannot hold exactly (rt_load_graph_tensors). */
+static int dev_f32(ir_prog *p, int b)
+{
+    const ir_buf *B = &p->bufs[b];
+    int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
+    if (B->type.dtype == GR_I64 || B->type.dtype == GR_I32)
+        return from_host || (B->kind != IR_BUF_COMPUTED && gather_index(p, b));
+    /* a host op's float result that only goes back to the host (an output
+     * no kernel reads) stays fp32: DL16 would round it and turn what lies
+     * beyond its range into NaN on the way */
+    return from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
 }
 
 /* The host dim a variable walks with unit coordinate step, or -1. */
@@ -149,6 +179,51 @@ static void pointwise_sticks(ir_prog *p, be_ctx *c)
     free(dim);
 }
 
+/* Elements a tensor of type t takes on the device sticked on dim d, its
+ * sticks of `lanes` elements: the other dims' rows times d's whole sticks. */
+static int64_t padded_elems(const gr_ttype *t, int d, int64_t lanes)
+{
+    int64_t n = gr_ttype_numel(t);
+    return n ? n / t->shape[d] * cc_ceil_div(t->shape[d], lanes) * lanes : 0;
+}
+
+/* A DRAM buffer no device kernel reads or writes (a parameter or input
+ * only host ops read, a host op's result only host ops read or the graph
+ * returns) has a free stick: the runtime packs and unpacks any layout.  It
+ * takes the dim that pads least (a [512, 512, 3, 3] conv weight sticked on
+ * its last dim pads each 3 to a stick of 64), the default on a tie, else
+ * the later dim.  An output reshaped from its buffer keeps the default
+ * (its bytes are the buffer's, read as sticked on the last dim). */
+static void free_sticks(ir_prog *p, be_ctx *c)
+{
+    char *dev = ir_xalloc((size_t)(p->nbufs ? p->nbufs : 1));
+    for (int n = 0; n < p->nnodes; n++) {
+        const ir_node *N = &p->nodes[n];
+        if (N->dead || N->kind == IR_HOST)
+            continue;
+        dev[N->out] = 1;
+        for (int r = 0; r < N->nreads; r++)
+            dev[N->reads[r].buf] = 1;
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        const gr_ttype *t = &p->bufs[b].type, *ht;
+        char name[ISA_NAME_MAX];
+        if (dev[b] || !c->lay[b].dram || t->rank < 2)
+            continue;
+        tensor_name(p, b, &ht, name);
+        if (!same_dims(ht, t))
+            continue;
+        int64_t lanes = c->lay[b].f32 ? c->t.lanes32 : c->t.lanes16;
+        int best = t->rank - 1;
+        for (int d = t->rank - 2; d >= 0; d--)
+            if (padded_elems(t, d, lanes) < padded_elems(t, best, lanes))
+                best = d;
+        c->lay[b].stick_dim = best;
+        c->lay[b].free_stick = 1;
+    }
+    free(dev);
+}
+
 static int walked_dim(const gr_ttype *t, int64_t coef)
 {
     int64_t co[GR_MAX_RANK] = {0};
@@ -164,6 +239,64 @@ static int walked_dim(const gr_ttype *t, int64_t coef)
         dim = d;
     }
     return dim;
+}
+
+/* Buffer b's tensor into the program's table at the next aligned offset,
+ * and its layout's offset, sticks and rows. */
+static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
+{
+    be_layout *L = &c->lay[b];
+    const ir_buf *B = &p->bufs[b];
+    const gr_ttype *ht;
+    char name[ISA_NAME_MAX];
+    tensor_name(p, b, &ht, name);
+    if (B->type.rank > ISA_MAX_RANK || ht->rank > ISA_MAX_RANK)
+        return ir_error(p, -1, "buffer %s: rank %d is more than the device's %d", B->name, B->type.rank, ISA_MAX_RANK);
+    int twin = isa_program_find_tensor(c->prog, name);
+    if (twin >= 0)
+        return ir_error(p, -1, "output %s: %s (not supported yet)", name,
+                        c->prog->tensors[twin].role == ISA_ROLE_INPUT || c->prog->tensors[twin].role == ISA_ROLE_WEIGHT
+                            ? "the graph returns one of its inputs unchanged"
+                            : "two values of the graph would be this one tensor (an output that is a view of another)");
+    /* An output reshaped from its buffer keeps the buffer's device bytes
+     * only when the stick dimension (the last) is unchanged. */
+    if (ht != &B->type && (ht->rank == 0) != (B->type.rank == 0))
+        return ir_error(p, -1, "output %s: a reshape to or from a scalar is not supported by the back half", name);
+    const int reshaped = !same_dims(ht, &B->type);
+    if (reshaped && ht->rank && (ht->shape[ht->rank - 1] != B->type.shape[B->type.rank - 1] ||
+                                 L->stick_dim != B->type.rank - 1))
+        return ir_error(p, -1, "output %s: reshaped from buffer %s across its last dimension (needs a restickify)",
+                        name, B->name);
+    uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
+    isa_host_dtype hdt = B->type.dtype == GR_F16    ? ISA_HT_F16
+                         : B->type.dtype == GR_BF16 ? ISA_HT_BF16
+                                                    : ISA_HT_F32;
+    /* The table reserves a tensor's bytes sticked on its last dim.  A free
+     * stick reserves only its own; a kernel's operand sticked elsewhere
+     * keeps the reservation (giving it back moves the tensors after it:
+     * docs/compiler.md, "Free sticks"). */
+    const uint64_t end = c->prog->dram_bytes;
+    int ti = isa_program_add_tensor(c->prog, name, buf_role(B), hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
+                                    ht->shape, off);
+    isa_tensor *T = &c->prog->tensors[ti];
+    if (!reshaped)
+        T->stick_dim = L->stick_dim;
+    if (B->whole_value && T->role == ISA_ROLE_SCRATCH)
+        T->flags |= ISA_TF_VALUE;
+    T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
+    if (B->cdata)
+        bake_const(c->prog, T, B->cdata);
+    if (L->free_stick)
+        c->prog->dram_bytes = off + T->bytes > end ? off + T->bytes : end;
+    else if (off + T->bytes > c->prog->dram_bytes)
+        c->prog->dram_bytes = off + T->bytes;
+    L->off = off;
+    L->groups = B->type.rank ? cc_ceil_div(B->type.shape[L->stick_dim], L->f32 ? c->t.lanes32 : c->t.lanes16) : 1;
+    L->rows = 1;
+    for (int d = 0; d < B->type.rank; d++)
+        if (d != L->stick_dim)
+            L->rows *= B->type.shape[d];
+    return 0;
 }
 
 int be_layout_pass(ir_prog *p, const chip_config *cfg)
@@ -195,6 +328,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         L->dram = !B->dead && (B->kind != IR_BUF_COMPUTED ||
                                (!B->internal && B->node >= 0 && (!p->nodes[B->node].dead || !ir_buf_bytes(B))));
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
+        L->f32 = L->dram && dev_f32(p, b);
     }
     /* Matmul operands: B wants its stick on the dim n walks, A on the dim
      * k walks.  A parameter used only as B takes the dim B asks for. */
@@ -225,6 +359,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         if (p->bufs[b].kind != IR_BUF_COMPUTED && c->lay[b].want_dim >= 0)
             c->lay[b].stick_dim = c->lay[b].want_dim;
     pointwise_sticks(p, c);
+    free_sticks(p, c);
     /* Conflicts: operands whose walk disagrees with their buffer's stick. */
     for (int n = 0; n < p->nnodes; n++) {
         const ir_node *N = &p->nodes[n];
@@ -247,68 +382,9 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
             c->prog->weight_bytes = (c->prog->dram_bytes + align - 1) / align * align;
-        for (int b = 0; b < p->nbufs; b++) {
-            be_layout *L = &c->lay[b];
-            const ir_buf *B = &p->bufs[b];
-            if (!L->dram || (B->kind == IR_BUF_PARAM) != (pass == 0))
-                continue;
-            const gr_ttype *ht;
-            char name[ISA_NAME_MAX];
-            tensor_name(p, b, &ht, name);
-            if (B->type.rank > ISA_MAX_RANK || ht->rank > ISA_MAX_RANK)
-                return ir_error(p, -1, "buffer %s: rank %d is more than the device's %d", B->name, B->type.rank,
-                                ISA_MAX_RANK);
-            int twin = isa_program_find_tensor(c->prog, name);
-            if (twin >= 0)
-                return ir_error(p, -1, "output %s: %s (not supported yet)", name,
-                                c->prog->tensors[twin].role == ISA_ROLE_INPUT || c->prog->tensors[twin].role == ISA_ROLE_WEIGHT
-                                    ? "the graph returns one of its inputs unchanged"
-                                    : "two values of the graph would be this one tensor (an output that is a view of another)");
-            /* An output reshaped from its buffer keeps the buffer's device
-             * bytes only when the stick dimension (the last) is unchanged. */
-            if (ht != &B->type && (ht->rank == 0) != (B->type.rank == 0))
-                return ir_error(p, -1, "output %s: a reshape to or from a scalar is not supported by the back half", name);
-            if (ht != &B->type && ht->rank && (ht->shape[ht->rank - 1] != B->type.shape[B->type.rank - 1] ||
-                                              L->stick_dim != B->type.rank - 1))
-                return ir_error(p, -1, "output %s: reshaped from buffer %s across its last dimension (needs a restickify)",
-                                name, B->name);
-            uint64_t off = (c->prog->dram_bytes + align - 1) / align * align;
-            isa_host_dtype hdt = B->type.dtype == GR_F16    ? ISA_HT_F16
-                                 : B->type.dtype == GR_BF16 ? ISA_HT_BF16
-                                                            : ISA_HT_F32;
-            /* Integer inputs that are row numbers (token ids) are fp32
-             * values on the device, exact up to 2^24: dma.gather reads
-             * them; so are a host op's integer results (the host writes
-             * them, and DL16 would round them unchecked).  Other integer
-             * inputs (positions compared, masks) are DL16 like any value;
-             * the runtime refuses data DL16 cannot hold exactly
-             * (rt_load_graph_tensors). */
-            int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
-            L->f32 = (B->type.dtype == GR_I64 || B->type.dtype == GR_I32) &&
-                     (from_host || (B->kind != IR_BUF_COMPUTED && gather_index(p, b)));
-            /* a host op's float result that only goes back to the host (an
-             * output no kernel reads) stays fp32: DL16 would round it and
-             * turn what lies beyond its range into NaN on the way */
-            L->f32 |= from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
-            int ti = isa_program_add_tensor(c->prog, name, buf_role(B), hdt, L->f32 ? ISA_T_F32 : ISA_T_DL16, ht->rank,
-                                            ht->shape, off);
-            isa_tensor *T = &c->prog->tensors[ti];
-            if (ht == &B->type)
-                T->stick_dim = L->stick_dim;
-            if (B->whole_value && T->role == ISA_ROLE_SCRATCH)
-                T->flags |= ISA_TF_VALUE;
-            T->bytes = isa_tensor_device_bytes(T, c->prog->stick_bytes);
-            if (B->cdata)
-                bake_const(c->prog, T, B->cdata);
-            if (off + T->bytes > c->prog->dram_bytes)
-                c->prog->dram_bytes = off + T->bytes;
-            L->off = off;
-            L->groups = B->type.rank ? cc_ceil_div(B->type.shape[L->stick_dim], L->f32 ? c->t.lanes32 : c->t.lanes16) : 1;
-            L->rows = 1;
-            for (int d = 0; d < B->type.rank; d++)
-                if (d != L->stick_dim)
-                    L->rows *= B->type.shape[d];
-        }
+        for (int b = 0; b < p->nbufs; b++)
+            if (c->lay[b].dram && (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0) && add_tensor(p, c, b, align))
+                return -1;
     }
     if (c->prog->dram_bytes > cfg->dram_bytes)
         return ir_error(p, -1, "the tensors need %llu bytes of DRAM, more than %s has",

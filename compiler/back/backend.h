@@ -32,6 +32,7 @@ typedef struct {
     uint64_t off;      /* DRAM offset of the tensor */
     int want_dim;      /* layout: stick dim asked for by matmul B uses (-1 none, -2 conflict) */
     int f32;           /* fp32 values on the device (integer inputs: gather indices), else DL16 */
+    int free_stick;    /* no kernel reads or writes it: its stick pads least (layout, free_sticks) */
 } be_layout;
 
 /* How a kernel's work is split across cores. */
