@@ -1710,6 +1710,16 @@ char *gr_graph_relpath(const gr_graph *g, const char *file)
     return p;
 }
 
+int gr_arg_uses(const gr_arg *a, int v)
+{
+    if (a->kind == GR_ARG_VALUE && a->value == v)
+        return 1;
+    for (int i = 0; i < a->nitems; i++)
+        if (gr_arg_uses(&a->items[i], v))
+            return 1;
+    return 0;
+}
+
 int gr_arg_ints(const gr_arg *a, int64_t *out)
 {
     if (!a || a->kind == GR_ARG_NONE)

@@ -115,6 +115,8 @@ int64_t gr_ttype_numel(const gr_ttype *t);
 /* An int or a list of at most GR_MAX_RANK ints into out: the count; -1
  * when a is NULL or None; -2 when it is anything else. */
 int gr_arg_ints(const gr_arg *a, int64_t *out);
+/* Does argument a (a list: any of its items) use value v? */
+int gr_arg_uses(const gr_arg *a, int v);
 /* Argument by position (counting positional ones only) or keyword; NULL if absent. */
 const gr_arg *gr_node_arg(const gr_node *n, int pos, const char *key);
 

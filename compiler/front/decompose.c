@@ -2750,9 +2750,27 @@ static void getitem(dctx *c, const gr_node *n)
     c->vmap[n->out] = v;
 }
 
+/* Is value v the new value of a state that nothing else reads?  The
+ * runtime makes it from the update's source (docs/graph-format.md,
+ * "State"), so the program does not compute it. */
+static int update_only(const gr_graph *g, int v)
+{
+    int is_update = 0;
+    for (int u = 0; u < g->nupdates; u++)
+        is_update |= g->updates[u].value == v;
+    for (int i = 0; i < g->noutputs; i++)
+        is_update &= g->outputs[i] != v;
+    for (int n = 0; n < g->nnodes && is_update; n++)
+        for (int a = 0; a < g->nodes[n].nargs; a++)
+            is_update &= !gr_arg_uses(&g->nodes[n].args[a], v);
+    return is_update;
+}
+
 static void decompose_node(dctx *c, int id)
 {
     const gr_node *n = &c->g->nodes[id];
+    if (update_only(c->g, n->out))
+        return;
     c->cur = id;
     c->fresh = c->d->nvalues;
     if (c->p->host[id]) { /* a host op: lower makes it a HOST node as it is */
