@@ -888,8 +888,10 @@ static int parse_update(parser *P)
     char *names[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
         next(L);
-        if (k == 1 && expect_punct(P, '='))
+        if (k == 1 && expect_punct(P, '=')) {
+            free(names[0]);
             return -1;
+        }
         if (L->tok.k != T_VALNAME) {
             expected(L, k ? "the new value as a %name" : "the state as a %name");
             free(names[0]);
