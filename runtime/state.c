@@ -79,14 +79,20 @@ const float *rt_state_before(const rt_program *prog, int ti)
 }
 
 /* The positions of an update: the index tensor's host copy, each an
- * integer in [0, size of the state along dim). */
-static int positions(rt_program *prog, const rt_update *u, int64_t *pos, int64_t n, char *err, size_t errlen)
+ * integer in [0, size of the state along dim).  A timing-only run has no
+ * data to hold to that (its inputs are random): a position that is not
+ * one is taken as k, its place in the index, for the sticks charged. */
+static int positions(rt_program *prog, const rt_update *u, int values, int64_t *pos, int64_t n, char *err,
+                     size_t errlen)
 {
     const isa_tensor *S = &prog->p->tensors[u->state], *I = &prog->p->tensors[u->index];
     const float *h = prog->host[u->index];
     for (int64_t k = 0; k < n; k++) {
         double x = h ? h[k] : 0;
-        if (x != floor(x) || x < 0 || x >= (double)S->shape[u->dim])
+        int bad = x != floor(x) || x < 0 || x >= (double)S->shape[u->dim];
+        if (bad && !values)
+            x = (double)(k % S->shape[u->dim]);
+        else if (bad)
             return isa_errf(err, errlen, "graph line %d: update of %s: position %g (%s[%lld]) is not in [0, %lld)",
                             u->line, S->name, x, I->name, (long long)k, (long long)S->shape[u->dim]);
         pos[k] = (int64_t)x;
@@ -195,7 +201,7 @@ int rt_state_apply(rt_program *prog, rt_run_result *r, char *err, size_t errlen)
             rc = isa_errf(err, errlen, "graph line %d: update of %s: %lld positions for %lld slices of %s", u->line,
                           S->name, (long long)n, (long long)X->shape[u->dim], X->name);
         if (!rc)
-            rc = positions(prog, u, pos, n, err, errlen);
+            rc = positions(prog, u, values, pos, n, err, errlen);
         /* every program holding this state gets the slices; the device
          * does the copy once, into the running program's */
         for (rt_program *q = prog->dev->programs; q && !rc; q = q->next) {

@@ -138,6 +138,23 @@ static void test_position_outside_the_state_faults_with_the_line(void)
     rt_close(dev);
 }
 
+/* A timing-only run's inputs are random, not positions: the update is
+ * charged as if at the k-th position instead of faulting. */
+static void test_a_timing_only_run_charges_its_update_without_data(void)
+{
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    sim_options opt = {.values = 0};
+    rt_set_options(dev, &opt);
+    rt_program *prog = load_graph(dev, CACHE_GRAPH);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 3, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(res.state_bytes, rt_program_isa(prog)->stick_bytes);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
 static void test_malformed_updates_are_refused_with_the_line(void)
 {
     static const struct {
@@ -166,6 +183,7 @@ int main(void)
         {"check reads the state as the run did", test_check_reads_the_state_as_the_run_did},
         {"two programs share a state by name", test_two_programs_share_a_state_by_name},
         {"a position outside the state faults with the line", test_position_outside_the_state_faults_with_the_line},
+        {"a timing-only run charges its update without data", test_a_timing_only_run_charges_its_update_without_data},
         {"malformed updates are refused with the line", test_malformed_updates_are_refused_with_the_line},
         {NULL, NULL},
     };
