@@ -353,6 +353,9 @@ typedef struct {
     char **outnames;
     int *outcols;
     int graph_line, weights_line;
+    /* the update lines: state and value names, kept until resolution */
+    char **updnames; /* 2 per update */
+    int *updlines, nupd;
 } parser;
 
 static char *dupn(const char *s, size_t n)
@@ -789,8 +792,8 @@ static int parse_op_line(parser *P)
     return expect_eol(P);
 }
 
-/* input %NAME: TYPE  /  param %NAME: TYPE = "KEY" */
-static int parse_decl(parser *P, gr_value_kind kind)
+/* input %NAME: TYPE  /  param %NAME: TYPE = "KEY"  /  state %NAME: TYPE = "KEY" */
+static int parse_decl(parser *P, gr_value_kind kind, int state)
 {
     lexer *L = &P->L;
     gr_graph *g = P->g;
@@ -802,6 +805,7 @@ static int parse_decl(parser *P, gr_value_kind kind)
     int v = new_value(P, kind);
     if (v < 0)
         return -1;
+    g->values[v].state = state;
     next(L);
     if (expect_punct(P, ':') || parse_type(P, &g->values[v], 0))
         return -1;
@@ -809,7 +813,7 @@ static int parse_decl(parser *P, gr_value_kind kind)
         if (expect_punct(P, '='))
             return -1;
         if (L->tok.k != T_STR) {
-            expected(L, "the weight's key as a \"string\"");
+            expected(L, state ? "the state's key (its initial value) as a \"string\"" : "the weight's key as a \"string\"");
             return -1;
         }
         g->values[v].param_key = string_value(&L->tok);
@@ -873,6 +877,44 @@ static int parse_output(parser *P)
             break;
         next(L);
     }
+    return expect_eol(P);
+}
+
+/* update %STATE = %VALUE (names resolved with the outputs) */
+static int parse_update(parser *P)
+{
+    lexer *L = &P->L;
+    int line = L->tok.line;
+    char *names[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        next(L);
+        if (k == 1 && expect_punct(P, '=')) {
+            free(names[0]);
+            return -1;
+        }
+        if (L->tok.k != T_VALNAME) {
+            expected(L, k ? "the new value as a %name" : "the state as a %name");
+            free(names[0]);
+            return -1;
+        }
+        names[k] = dupn(L->tok.p, L->tok.len);
+    }
+    char **nn = realloc(P->updnames, (size_t)(P->nupd + 1) * 2 * sizeof *nn);
+    if (nn)
+        P->updnames = nn;
+    int *nl = realloc(P->updlines, (size_t)(P->nupd + 1) * sizeof *nl);
+    if (nl)
+        P->updlines = nl;
+    if (!nn || !nl || !names[0] || !names[1]) {
+        free(names[0]);
+        free(names[1]);
+        oom(P);
+        return -1;
+    }
+    nn[2 * P->nupd] = names[0];
+    nn[2 * P->nupd + 1] = names[1];
+    nl[P->nupd++] = line;
+    next(L);
     return expect_eol(P);
 }
 
@@ -960,9 +1002,13 @@ static int parse_lines(parser *P)
         if (t->k == T_VALNAME) {
             rc = parse_op_line(P);
         } else if (is_ident(t, "input")) {
-            rc = parse_decl(P, GR_VAL_INPUT);
+            rc = parse_decl(P, GR_VAL_INPUT, 0);
         } else if (is_ident(t, "param")) {
-            rc = parse_decl(P, GR_VAL_PARAM);
+            rc = parse_decl(P, GR_VAL_PARAM, 0);
+        } else if (is_ident(t, "state")) {
+            rc = parse_decl(P, GR_VAL_PARAM, 1);
+        } else if (is_ident(t, "update")) {
+            rc = parse_update(P);
         } else if (is_ident(t, "output")) {
             rc = parse_output(P);
         } else if (is_ident(t, "hint")) {
@@ -973,7 +1019,7 @@ static int parse_lines(parser *P)
         } else if (is_ident(t, "weights")) {
             rc = parse_once(P, "weights", &P->weights_line, T_STR, "the weights file as a \"string\"", &P->g->weights);
         } else {
-            expected(L, "a line (graph, weights, input, param, %NAME: TYPE = OP(...), output or hint)");
+            expected(L, "a line (graph, weights, input, param, state, %NAME: TYPE = OP(...), output, update or hint)");
             return -1;
         }
         if (rc || L->failed)
@@ -1003,6 +1049,75 @@ static int resolve_arg(parser *P, gr_arg *a, int line)
     return 0;
 }
 
+/* The form an update's value must have: index_copy(%STATE, DIM, %INDEX,
+ * %SRC), INDEX an integer input, SRC a value of the state's rank. */
+static int update_form(parser *P, gr_update *u)
+{
+    gr_graph *g = P->g;
+    const gr_value *S = &g->values[u->state], *V = &g->values[u->value];
+    const gr_node *n = V->node >= 0 ? &g->nodes[V->node] : NULL;
+    const char *why = NULL;
+    int64_t dim = 0;
+    const gr_arg *a0 = n ? gr_node_arg(n, 0, "self") : NULL, *a1 = n ? gr_node_arg(n, 1, "dim") : NULL;
+    const gr_arg *a2 = n ? gr_node_arg(n, 2, "index") : NULL, *a3 = n ? gr_node_arg(n, 3, "source") : NULL;
+    if (!n || strcmp(n->op, "aten.index_copy.default") || !a0 || !a1 || !a2 || !a3)
+        why = "is not defined by aten.index_copy.default(%STATE, DIM, %INDEX, %SRC)";
+    else if (a0->kind != GR_ARG_VALUE || a0->value != u->state)
+        why = "copies into another tensor than the state";
+    else if (a1->kind != GR_ARG_INT || (dim = a1->i < 0 ? a1->i + S->type.rank : a1->i) < 0 || dim >= S->type.rank)
+        why = "has no dimension of the state as its DIM";
+    else if (a2->kind != GR_ARG_VALUE || g->values[a2->value].kind != GR_VAL_INPUT ||
+             (g->values[a2->value].type.dtype != GR_I64 && g->values[a2->value].type.dtype != GR_I32) ||
+             g->values[a2->value].type.rank != 1)
+        why = "has an INDEX that is not a 1-D integer input of the graph";
+    else if (a3->kind != GR_ARG_VALUE || g->values[a3->value].kind != GR_VAL_NODE || g->values[a3->value].ntuple ||
+             g->values[a3->value].type.rank != S->type.rank)
+        why = "has a SRC that is not a tensor the graph computes, of the state's rank";
+    if (why) {
+        errf(&P->L, "%s:%d: update %%%s: %%%s %s", P->L.path, u->line, S->name, V->name, why);
+        return -1;
+    }
+    u->dim = (int)dim;
+    u->index = a2->value;
+    u->src = a3->value;
+    return 0;
+}
+
+static int resolve_updates(parser *P)
+{
+    gr_graph *g = P->g;
+    g->updates = calloc((size_t)P->nupd + 1, sizeof *g->updates);
+    if (!g->updates) {
+        oom(P);
+        return -1;
+    }
+    for (int i = 0; i < P->nupd; i++) {
+        gr_update *u = &g->updates[g->nupdates++];
+        u->line = P->updlines[i];
+        u->state = lookup(P, P->updnames[2 * i]);
+        u->value = lookup(P, P->updnames[2 * i + 1]);
+        const char *missing = u->state < 0 ? P->updnames[2 * i] : u->value < 0 ? P->updnames[2 * i + 1] : NULL;
+        if (missing) {
+            errf(&P->L, "%s:%d: %%%s is not defined", P->L.path, u->line, missing);
+            return -1;
+        }
+        if (!g->values[u->state].state) {
+            errf(&P->L, "%s:%d: update %%%s: not a state (declared by a state line)", P->L.path, u->line,
+                 g->values[u->state].name);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (g->updates[j].state == u->state) {
+                errf(&P->L, "%s:%d: update %%%s: a second update (the first is line %d)", P->L.path, u->line,
+                     g->values[u->state].name, g->updates[j].line);
+                return -1;
+            }
+        if (update_form(P, u))
+            return -1;
+    }
+    return 0;
+}
+
 static int resolve(parser *P)
 {
     gr_graph *g = P->g;
@@ -1027,7 +1142,7 @@ static int resolve(parser *P)
         }
         g->outputs[i] = v;
     }
-    return 0;
+    return resolve_updates(P);
 }
 
 /* ---- Topological sort ---- */
@@ -1286,6 +1401,10 @@ static gr_graph *parse(const char *text, const char *path, const char *default_n
         free(P.outnames[i]);
     free(P.outnames);
     free(P.outcols);
+    for (int i = 0; i < 2 * P.nupd; i++)
+        free(P.updnames[i]);
+    free(P.updnames);
+    free(P.updlines);
     free(P.hash);
     if (rc || P.L.failed) {
         /* Unresolved uses still hold their names in arg.s: free_arg frees them. */
@@ -1364,6 +1483,7 @@ void gr_graph_free(gr_graph *g)
     free(g->inputs);
     free(g->params);
     free(g->outputs);
+    free(g->updates);
     for (int i = 0; i < g->nhints; i++)
         free(g->hints[i]);
     free(g->hints);
@@ -1495,7 +1615,7 @@ void gr_graph_print(const gr_graph *g, FILE *f)
     for (int i = 0; i < g->nparams; i++) {
         const gr_value *v = &g->values[g->params[i]];
         gr_value_type_str(v, ty, sizeof ty);
-        fprintf(f, "param %%%s: %s = ", v->name, ty);
+        fprintf(f, "%s %%%s: %s = ", v->state ? "state" : "param", v->name, ty);
         print_string(v->param_key ? v->param_key : "", f);
         fputc('\n', f);
     }
@@ -1517,6 +1637,8 @@ void gr_graph_print(const gr_graph *g, FILE *f)
     for (int i = 0; i < g->noutputs; i++)
         fprintf(f, "%s%%%s", i ? ", " : "", g->values[g->outputs[i]].name);
     fputc('\n', f);
+    for (int i = 0; i < g->nupdates; i++)
+        fprintf(f, "update %%%s = %%%s\n", g->values[g->updates[i].state].name, g->values[g->updates[i].value].name);
     for (int i = 0; i < g->nhints; i++)
         fprintf(f, "hint %s\n", g->hints[i]);
 }
@@ -1588,6 +1710,16 @@ char *gr_graph_relpath(const gr_graph *g, const char *file)
     char *p = isa_path_join(dir, file);
     free(dir);
     return p;
+}
+
+int gr_arg_uses(const gr_arg *a, int v)
+{
+    if (a->kind == GR_ARG_VALUE && a->value == v)
+        return 1;
+    for (int i = 0; i < a->nitems; i++)
+        if (gr_arg_uses(&a->items[i], v))
+            return 1;
+    return 0;
 }
 
 int gr_arg_ints(const gr_arg *a, int64_t *out)

@@ -56,8 +56,20 @@ typedef struct {
     gr_ttype *tuple;
     int node;        /* defining node for GR_VAL_NODE, else -1 */
     char *param_key; /* GR_VAL_PARAM: its key in the weights file */
+    int state;       /* a GR_VAL_PARAM declared by a `state` line: it persists across runs */
     int line;        /* where it is defined */
 } gr_value;
+
+/* `update %STATE = %VALUE`: after a run, the state holds the value.  The
+ * value must be aten.index_copy.default(%STATE, DIM, %INDEX, %SRC) with
+ * INDEX a graph input (the positions written) and SRC computed by the
+ * graph: the runtime writes SRC's slices into the state where it lives
+ * (docs/graph-format.md, "State"). */
+typedef struct {
+    int state, value; /* value indices */
+    int dim, index, src; /* of the index_copy: its dimension, index input and source value */
+    int line;
+} gr_update;
 
 typedef struct {
     char *op;        /* as written: "aten.add.Tensor", "getitem" */
@@ -79,6 +91,8 @@ typedef struct {
     int *inputs, ninputs;   /* value indices, in declaration order */
     int *params, nparams;
     int *outputs, noutputs; /* `output %a, %b` */
+    gr_update *updates;     /* `update` lines, in order */
+    int nupdates;
     char **hints;           /* `hint ...` lines, verbatim, for later passes */
     int nhints;
 } gr_graph;
@@ -101,6 +115,8 @@ int64_t gr_ttype_numel(const gr_ttype *t);
 /* An int or a list of at most GR_MAX_RANK ints into out: the count; -1
  * when a is NULL or None; -2 when it is anything else. */
 int gr_arg_ints(const gr_arg *a, int64_t *out);
+/* Does argument a (a list: any of its items) use value v? */
+int gr_arg_uses(const gr_arg *a, int v);
 /* Argument by position (counting positional ones only) or keyword; NULL if absent. */
 const gr_arg *gr_node_arg(const gr_node *n, int pos, const char *key);
 

@@ -43,6 +43,11 @@ int rt_launch(rt_program *prog, rt_run_result *res)
             snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
             rc = -1;
         }
+        /* the state takes the run's updates, unless it faulted */
+        if (!rc && rt_state_apply(prog, &r, msg, sizeof msg)) {
+            snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+            rc = -1;
+        }
         rt_unstage(prog);
     }
     r.status = unsupported ? RT_RUN_UNSUPPORTED : rc ? RT_RUN_FAULT : RT_RUN_OK;
@@ -91,6 +96,10 @@ void rt_run_format(const rt_run_result *res, char *buf, size_t len)
                  (unsigned long long)x->weight_bytes_uploaded, (unsigned long long)x->bytes_downloaded,
                  x->weights_evicted, (unsigned long long)x->weight_bytes_evicted, x->weights_restored,
                  (unsigned long long)x->weight_bytes_restored);
+        size_t used = strlen(buf);
+        if (res->state_bytes && used < len) /* a graph with state updates (docs/graph-format.md) */
+            snprintf(buf + used, len - used, " state_written=%llu (%.0f cycles)",
+                     (unsigned long long)res->state_bytes, res->state_cycles);
         return;
     }
     const sim_fault *f = &res->fault;

@@ -49,7 +49,7 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     prog->next = dev->programs;
     dev->programs = prog;
     size_t from = rt_sched_from(prog, 0);
-    if (decode_consts(prog, msg, sizeof msg) || rt_place_weights(prog, from, 0, msg, sizeof msg) ||
+    if (decode_consts(prog, msg, sizeof msg) || rt_state_init(prog, msg, sizeof msg) || rt_place_weights(prog, from, 0, msg, sizeof msg) ||
         rt_stage(prog, from, msg, sizeof msg)) {
         isa_errf(err, errlen, "load: %s", msg);
         rt_unload(prog);
@@ -88,6 +88,7 @@ void rt_unload(rt_program *prog)
     for (size_t i = 0; i < prog->p->ntensors; i++)
         free(prog->host[i]);
     free(prog->host);
+    rt_state_free(prog);
     isa_program_free(prog->p);
     free(prog);
 }

@@ -25,6 +25,8 @@ struct rt_device {
     rt_transfer_stats total;
 };
 
+typedef struct rt_update rt_update;
+
 struct rt_program {
     rt_device *dev;
     isa_program *p;
@@ -39,6 +41,9 @@ struct rt_program {
     int launched;
     int keep_values;     /* rt_keep_values: 0, 1 (stepwise when vacuous), 2 (always) */
     rt_run_result last;
+    rt_update *upd;      /* the graph's state updates (state.c), nupd of them */
+    int nupd;
+    float **before;      /* per tensor: a state's host copy before the last launch updated it, or NULL */
     rt_program *next;
 };
 
@@ -102,6 +107,18 @@ int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen);
 /* Free the activation region / the weights region, if allocated. */
 void rt_unstage(rt_program *prog);
 void rt_drop_weights(rt_program *prog);
+
+/* state.c: a program's state updates (docs/graph-format.md, "State"). */
+/* Read the update lines of the program's graph text; -1 with a message
+ * when an update's tensors are not what the runtime can update. */
+int rt_state_init(rt_program *prog, char *err, size_t errlen);
+void rt_state_free(rt_program *prog);
+/* After a launch: write each update's source slices into the state, in
+ * this program and in every loaded program holding a state of that name,
+ * and charge the copy to r (state_bytes, state_cycles, in stats.cycles). */
+int rt_state_apply(rt_program *prog, rt_run_result *r, char *err, size_t errlen);
+/* State tensor ti's host copy before the last launch updated it, or NULL. */
+const float *rt_state_before(const rt_program *prog, int ti);
 
 /* progcheck.c: does the program fit this chip, and is it self-consistent? */
 int rt_program_check(const rt_device *dev, const isa_program *p, char *err, size_t errlen);

@@ -206,7 +206,9 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
                           "the inputs (rt_fill_inputs) first", p->tensors[ti].name, val->line);
             break;
         }
-        if (rt_ref_set(r, val->name, prog->host[ti], rt_tensor_elems(&p->tensors[ti]), rerr, sizeof rerr))
+        /* a state as the last run read it, before its updates */
+        const float *h = rt_state_before(prog, ti) ? rt_state_before(prog, ti) : prog->host[ti];
+        if (rt_ref_set(r, val->name, h, rt_tensor_elems(&p->tensors[ti]), rerr, sizeof rerr))
             rc = isa_errf(err, errlen, "reference: %s", rerr);
     }
     /* Outputs, in the order of the tensor table. */
@@ -223,6 +225,8 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
             rc = isa_errf(err, errlen, "reference: output %s is not computed by the graph", t->name);
             break;
         }
+        if (want && output_index(g, v) < 0)
+            continue; /* a state update's source: PyTorch's outputs do not have it */
         outv[i] = v;
         rt_ref_keep(r, v);
     }

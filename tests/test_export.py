@@ -517,9 +517,54 @@ def check_recorded_draws(tmp):
           f"err/tol {errs}")
 
 
+def check_state_exports(tmp):
+    """The whole models' steps (decoder_gen.py): the caches are state lines
+    with update lines, not inputs or outputs; the decode step reads the
+    prefill's weights file (--weights); a fresh export is the committed one."""
+    for model in ("llama", "gpt2"):
+        out = os.path.join(tmp, f"{model}_gen")
+        spec = os.path.join(MODELS, "decoder_gen.py")
+        r = [subprocess.run([sys.executable, EXPORT, f"{spec}:{model}_gen_{step}", "-o", os.path.join(out, step)]
+                            + (["--weights", "../prefill/weights.safetensors"] if step == "decode" else []),
+                            capture_output=True, text=True) for step in ("prefill", "decode")]
+        if not check(f"{model}_gen: both steps export", all(x.returncode == 0 for x in r),
+                     " ".join(x.stderr.strip() for x in r)):
+            continue
+        caches = [f"{kv}_cache{i}" for i in range(2) for kv in "kv"]
+        weights = read_safetensors(os.path.join(out, "prefill", "weights.safetensors"))
+        for step in ("prefill", "decode"):
+            with open(os.path.join(out, step, "graph.txt")) as f:
+                text = f.read()
+            states = re.findall(r"^state %(\w+): f32\[1, (\d+), 64, 16\] = \"(\w+)\"$", text, re.M)
+            updates = re.findall(r"^update %(\w+) = %(\w+)$", text, re.M)
+            check(f"{model}_gen/{step}: the caches are state lines keyed by name, each with one update line",
+                  [n for n, _, k in states] == caches and all(n == k for n, _, k in states)
+                  and [n for n, _ in updates] == caches, f"{states} {updates}")
+            check(f"{model}_gen/{step}: each update is an index_copy of its cache at %pos",
+                  all(re.search(rf"^%{v}: [^=]+= aten\.index_copy\.default\(%{n}, 2, %pos, %\w+\)$", text, re.M)
+                      for n, v in updates))
+            inputs = read_safetensors(os.path.join(out, step, "inputs.safetensors"))
+            check(f"{model}_gen/{step}: inputs.safetensors holds ids and pos, not the caches",
+                  sorted(inputs) == ["ids", "pos"], str(sorted(inputs)))
+            committed = os.path.join(ROOT, "traces", f"{model}_gen", step, "graph.txt")
+            if os.path.exists(committed) and f"torch {torch.__version__}," in text:
+                with open(committed) as f:
+                    check(f"traces/{model}_gen/{step}: graph.txt identical to a fresh export", f.read() == text,
+                          "run traces/export_all.sh")
+        check(f"{model}_gen: the prefill's weights file holds the caches, empty",
+              all(c in weights and not weights[c].any() for c in caches))
+        r = subprocess.run([sys.executable, EXPORT, f"{spec}:{model}_gen_decode", "-o", os.path.join(out, "bad"),
+                            "--weights", os.path.join(ROOT, "traces", "mlp", "weights.safetensors")],
+                           capture_output=True, text=True)
+        check(f"{model}_gen: --weights naming another module's file exits 2 with one line",
+              r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "is not this module's" in r.stderr,
+              f"status {r.returncode}, stderr {r.stderr.strip()!r}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_recorded_draws(tmp)
+        check_state_exports(tmp)
         fresh = {}
         for file, func in SMALL:
             out = os.path.join(tmp, func)

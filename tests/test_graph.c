@@ -265,8 +265,8 @@ static void test_syntax_errors_name_file_line_and_column(void)
     expect_error("input %x: f32[1, 1, 1, 1, 1, 1, 1, 1, 1]\n", "t.txt:1:39: more than 8 dimensions");
     expect_error("input %x: (f32[2])\n", "t.txt:1:11: expected a tensor type, found '('");
     expect_error("input x: f32[2]\n", "t.txt:1:7: expected a %name, found 'x'");
-    expect_error("\n\n  bogus line\n", "t.txt:3:3: expected a line (graph, weights, input, param, %NAME: TYPE = OP(...), "
-                                        "output or hint), found 'bogus'");
+    expect_error("\n\n  bogus line\n", "t.txt:3:3: expected a line (graph, weights, input, param, state, "
+                                        "%NAME: TYPE = OP(...), output, update or hint), found 'bogus'");
     expect_error("input %x: f32[2]\n%y: f32[2] = aten.neg.default(%x\n",
                  "t.txt:2:33: expected ',' or ')', found end of line");
     expect_error("input %x: f32[2]\n%y: f32[2] = aten.neg.default(%x) extra\n",

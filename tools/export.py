@@ -4,7 +4,7 @@
 Usage (with the system interpreter, which has Debian's python3-torch):
 
     /usr/bin/python3 tools/export.py FILE.py:FUNC -o DIR [--seed N] [--tracer auto|make_fx|export]
-                                     [--graph-only] [--record-draws]
+                                     [--graph-only] [--record-draws] [--weights FILE]
 
 FILE.py is imported (its directory first on sys.path) and FUNC() is called.
 It returns (module, inputs) with inputs a tuple of tensors, or
@@ -47,6 +47,13 @@ and run with the device's own generator (docs/validation.md, "Random
 ops").  An output that depends on an op that stays random (bernoulli,
 rrelu in training) cannot reproduce PyTorch's draw: the export does not
 compare it, and spyre run --check checks it by the interval of every draw.
+
+State (docs/graph-format.md): options {"state": {"NAME": N}} makes input
+NAME a `state` line (its example value, the initial one, goes to the
+weights file under NAME) and output N of the module its new value, an
+`update` line; such outputs are not in `output` nor expected.safetensors.
+--weights FILE names another export's weights file instead of writing one
+(the steps of one model: tools/export.py checks it holds the same values).
 
 --seed N (default 0) seeds torch before FILE.py is imported and before FUNC
 and the module run.  Output is deterministic: the same FILE, FUNC, seed and
@@ -179,8 +186,11 @@ def load_workload(spec, func=None):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(x, torch.Tensor) for x in inputs):
         raise UserError(f"{spec}: expected FUNC's inputs to be a tuple of tensors")
-    if not isinstance(options, dict) or set(options) - {"eval"}:
-        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval")
+    if not isinstance(options, dict) or set(options) - {"eval", "state"}:
+        raise UserError(f"{spec}: expected FUNC's options to be a dict with keys from: eval, state")
+    if not isinstance(options.get("state", {}), dict) or not all(
+            isinstance(k, str) and isinstance(v, int) for k, v in options.get("state", {}).items()):
+        raise UserError(f"{spec}: expected FUNC's state option to map input names to output indices")
     return model, tuple(inputs), options
 
 
@@ -403,8 +413,12 @@ def format_arg(a, names, where):
     raise UserError(f"{where}: cannot write argument {a!r} ({type(a).__name__})")
 
 
-def graph_text(name, comment, gm, roles, in_names, types):
-    """The graph; also returns the params as a list of (key, tensor)."""
+def graph_text(name, comment, gm, roles, in_names, types, state=None, weights="weights.safetensors"):
+    """The graph; also returns the params as a list of (key, tensor).
+    state maps an input's name to the output that is its new value: the
+    input becomes a `state` line (its key its name, its initial value in
+    the weights file) and that output an `update` line."""
+    state = state or {}
     names, used = {}, set()
 
     def define(node, base):
@@ -433,9 +447,11 @@ def graph_text(name, comment, gm, roles, in_names, types):
     for node in ops:
         define(node, node.name)
 
-    lines = [f"# {comment}", f"graph {name}", 'weights "weights.safetensors"']
+    lines = [f"# {comment}", f"graph {name}", f"weights {quote(weights)}"]
     for _, node in inputs:
-        lines.append(f"input %{names[node]}: {format_type(types[node], names[node])}")
+        kind = "state" if names[node] in state else "input"
+        key = f" = {quote(names[node])}" if kind == "state" else ""
+        lines.append(f"{kind} %{names[node]}: {format_type(types[node], names[node])}{key}")
     for node, key, _ in params:
         lines.append(f"param %{names[node]}: {format_type(types[node], names[node])} = {quote(key)}")
     for node in ops:
@@ -448,18 +464,23 @@ def graph_text(name, comment, gm, roles, in_names, types):
     for i, o in enumerate(outs):
         if not isinstance(o, torch.fx.Node):
             raise UserError(f"output {i} of the module is {o!r}, not a tensor")
-    lines.append("output " + ", ".join("%" + names[o] for o in outs))
+    updated = {i: n for n, i in state.items()}
+    if set(state) - {names[n] for _, n in inputs} or set(updated) - set(range(len(outs))):
+        raise UserError(f"the state option names inputs or outputs the module does not have: {state}")
+    lines.append("output " + ", ".join("%" + names[o] for i, o in enumerate(outs) if i not in updated))
+    lines += [f"update %{updated[i]} = %{names[outs[i]]}" for i in sorted(updated)]
     return "\n".join(lines) + "\n", [(key, t) for _, key, t in params]
 
 
 # --------------------------------------------------------------------------
 
-def write_graph(out_dir, how, spec, func_name, tracer, seed, gm, roles, in_names, types):
+def write_graph(out_dir, how, spec, func_name, tracer, seed, gm, roles, in_names, types, state=None,
+                weights="weights.safetensors"):
     """Write out_dir/graph.txt, its comment saying where it came from (how: the
     options that matter); return the graph's parameters."""
     comment = (f"{func_name}: exported by tools/export.py{how} from {os.path.basename(spec)} "
                f"(torch {torch.__version__}, {tracer}, seed {seed})")
-    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, types)
+    text, params = graph_text(sanitize(func_name), comment, gm, roles, in_names, types, state, weights)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "graph.txt"), "w") as f:
         f.write(text)
@@ -518,12 +539,31 @@ def to_meta(model, inputs):
     return model.to("meta"), tuple(x.to("meta") for x in inputs)
 
 
-def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False):
+def check_shared(path, params):
+    """--weights: every parameter (and state) is in the safetensors file
+    path, with the same dtype, shape and bytes."""
+    try:
+        with open(path, "rb") as f:
+            size = struct.unpack("<Q", f.read(8))[0]
+            header = json.loads(f.read(size))
+            data = f.read()
+    except (OSError, ValueError, struct.error) as e:
+        raise UserError(f"{path}: cannot read the shared weights: {describe(e)}")
+    for key, t in params:
+        h = header.get(key)
+        if h is None or h["dtype"] != SAFETENSORS_DTYPE[t.dtype] or h["shape"] != list(t.shape) or \
+                data[h["data_offsets"][0]:h["data_offsets"][1]] != tensor_bytes(t):
+            raise UserError(f"{path}: {key} is not this module's (missing, or other values)")
+
+
+def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False, weights=None):
     """Export FUNC() of the spec FILE.py:FUNC into out_dir; with func, that
     function instead (in-process callers such as tests/conformance/opinfo.py);
-    draws: --record-draws."""
+    draws: --record-draws; weights: --weights."""
     torch.manual_seed(seed)
     model, inputs, options = load_workload(spec, func)
+    state = options.get("state", {})
+    wfile = weights or "weights.safetensors"
     if options.get("eval", True):
         model.eval()
     if graph_only:
@@ -571,7 +611,8 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
         gm, roles, recorder, graph_outputs = trace_and_type(model, inputs)
 
     if graph_only:
-        write_graph(out_dir, " --graph-only", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types)
+        write_graph(out_dir, " --graph-only", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types,
+                    state, wfile)
         return
 
     # PyTorch's own outputs, computed as traced (autograd on: no fast path).
@@ -606,12 +647,18 @@ def export(spec, out_dir, seed, tracer, graph_only=False, func=None, draws=False
                     g.double(), e.double(), rtol=1e-4, atol=1e-5, equal_nan=True):
                 raise RuntimeError(f"the traced graph does not reproduce output {i} of the module")
 
-    params = write_graph(out_dir, "", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types)
-    write_safetensors(os.path.join(out_dir, "weights.safetensors"), params)
+    params = write_graph(out_dir, "", spec, func_name, tracer, seed, gm, roles, in_names, recorder.types,
+                         state, wfile)
+    params += [(n, x) for n, x in zip(in_names, graph_inputs) if n in state]  # a state's initial value
+    if weights:
+        check_shared(os.path.join(out_dir, weights), params)
+    else:
+        write_safetensors(os.path.join(out_dir, "weights.safetensors"), params)
     write_safetensors(os.path.join(out_dir, "inputs.safetensors"),
-                      [(n, x) for n, x in zip(in_names, graph_inputs)])
+                      [(n, x) for n, x in zip(in_names, graph_inputs) if n not in state])
+    shown = [o for i, o in enumerate(expected) if i not in state.values()]  # updates are not outputs
     write_safetensors(os.path.join(out_dir, "expected.safetensors"),
-                      [(f"output{i}", o) for i, o in enumerate(expected)])
+                      [(f"output{i}", o) for i, o in enumerate(shown)])
 
 
 def main():
@@ -628,11 +675,16 @@ def main():
                         "no run of the module): for timing-only simulation")
     parser.add_argument("--record-draws", action="store_true",
                         help="make each rand/randn node a graph input holding PyTorch's draw")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="the graph's weights line names FILE (relative to DIR), which must already hold "
+                        "every parameter with these values (a model's steps sharing one file); no "
+                        "weights.safetensors is written")
     parser.add_argument("--tracer", choices=("auto", "make_fx", "export"), default="auto",
                         help="auto: torch.export where PyTorch has it, else make_fx")
     args = parser.parse_args()  # usage errors exit with status 2
     try:
-        export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, draws=args.record_draws)
+        export(args.workload, args.out_dir, args.seed, args.tracer, args.graph_only, draws=args.record_draws,
+               weights=args.weights)
     except UserError as e:
         print(f"export.py: {e}", file=sys.stderr)
         sys.exit(2)

@@ -22,3 +22,17 @@ export_one llama.py llama_tiny
 export_one decoder.py decoder_small
 export_one embedding.py embed_small
 export_one transformer.py transformer_small
+
+# Whole decoder-only models (decoder_gen.py): a prefill step and a decode
+# step sharing the prefill's weights file, and PyTorch's own greedy
+# generation of the model (expected_tokens.txt, for tests/test_generate.c).
+export_steps() {  # MODEL
+    echo "traces/$1_gen"
+    "$python" "$root/tools/export.py" "$here/models/decoder_gen.py:$1_gen_prefill" -o "$here/$1_gen/prefill"
+    "$python" "$root/tools/export.py" "$here/models/decoder_gen.py:$1_gen_decode" -o "$here/$1_gen/decode" \
+        --weights ../prefill/weights.safetensors
+    "$python" "$here/models/decoder_gen.py" tokens "$1" "$here/$1_gen/expected_tokens.txt"
+}
+
+export_steps llama
+export_steps gpt2

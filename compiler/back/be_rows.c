@@ -170,7 +170,8 @@ int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
         rk_free(&k);
         return -1;
     }
-    be_access *a = ir_xalloc((size_t)(k.nl + k.nn + 1) * sizeof *a);
+    /* a gather's load is two accesses (the table and its row numbers) */
+    be_access *a = ir_xalloc((size_t)(2 * k.nl + k.nn + 1) * sizeof *a);
     for (int i = 0; i < k.nl; i++) {
         const rk_load *L = &k.loads[i];
         const int buf = c->p->A.e[L->e].buf;

@@ -2750,9 +2750,27 @@ static void getitem(dctx *c, const gr_node *n)
     c->vmap[n->out] = v;
 }
 
+/* Is value v the new value of a state that nothing else reads?  The
+ * runtime makes it from the update's source (docs/graph-format.md,
+ * "State"), so the program does not compute it. */
+static int update_only(const gr_graph *g, int v)
+{
+    int is_update = 0;
+    for (int u = 0; u < g->nupdates; u++)
+        is_update |= g->updates[u].value == v;
+    for (int i = 0; i < g->noutputs; i++)
+        is_update &= g->outputs[i] != v;
+    for (int n = 0; n < g->nnodes && is_update; n++)
+        for (int a = 0; a < g->nodes[n].nargs; a++)
+            is_update &= !gr_arg_uses(&g->nodes[n].args[a], v);
+    return is_update;
+}
+
 static void decompose_node(dctx *c, int id)
 {
     const gr_node *n = &c->g->nodes[id];
+    if (update_only(c->g, n->out))
+        return;
     c->cur = id;
     c->fresh = c->d->nvalues;
     if (c->p->host[id]) { /* a host op: lower makes it a HOST node as it is */
@@ -2848,12 +2866,25 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
         c->d->params[c->d->nparams++] = c->vmap[g->params[i]];
     for (int n = 0; n < g->nnodes; n++)
         decompose_node(c, n);
-    c->d->outputs = ir_xalloc((size_t)(g->noutputs + 1) * sizeof(int));
-    for (int i = 0; i < g->noutputs; i++) {
-        int v = c->vmap[g->outputs[i]];
+    /* The graph's outputs, then the source of each state update that is
+     * not one already: the runtime writes it into the state after the run
+     * (docs/graph-format.md, "State"), so the program only computes it. */
+    int *outs = ir_xalloc((size_t)(g->noutputs + g->nupdates + 1) * sizeof(int)), nouts = 0;
+    for (int i = 0; i < g->noutputs; i++)
+        outs[nouts++] = g->outputs[i];
+    for (int u = 0; u < g->nupdates; u++) {
+        int dup = 0;
+        for (int i = 0; i < nouts; i++)
+            dup |= outs[i] == g->updates[u].src;
+        if (!dup)
+            outs[nouts++] = g->updates[u].src;
+    }
+    c->d->outputs = ir_xalloc((size_t)(nouts + 1) * sizeof(int));
+    for (int i = 0; i < nouts; i++) {
+        int v = c->vmap[outs[i]];
         if (v < 0) {
-            ir_error(p, g->values[g->outputs[i]].line, "output %%%s is a tuple, not a tensor",
-                     g->values[g->outputs[i]].name);
+            ir_error(p, g->values[outs[i]].line, "output %%%s is a tuple, not a tensor", g->values[outs[i]].name);
+            free(outs);
             rc = -1;
             goto done;
         }
@@ -2861,12 +2892,13 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
     }
     /* The program's outputs keep the source graph's names (an identity
      * may have made the core graph's output another value). */
-    p->outputs = ir_xalloc((size_t)(g->noutputs + 1) * sizeof *p->outputs);
-    for (int i = 0; i < g->noutputs; i++) {
-        p->outputs[i].name = output_name(g, i);
+    p->outputs = ir_xalloc((size_t)(nouts + 1) * sizeof *p->outputs);
+    for (int i = 0; i < nouts; i++) {
+        p->outputs[i].name = i < g->noutputs ? output_name(g, i) : ir_xstrdup(g->values[outs[i]].name);
         p->outputs[i].buf = -1;
     }
-    p->noutputs = g->noutputs;
+    p->noutputs = nouts;
+    free(outs);
     c->d->hints = ir_xalloc((size_t)(g->nhints + 1) * sizeof(char *));
     for (int i = 0; i < g->nhints; i++)
         c->d->hints[c->d->nhints++] = ir_xstrdup(g->hints[i]);

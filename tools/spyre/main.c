@@ -18,6 +18,7 @@
 #include "ktir.h"
 #include "rt.h"
 #include "sim.h"
+#include "generate.h"
 #include "sdsc_cmd.h"
 #include "sweep.h"
 
@@ -1071,6 +1072,7 @@ static const command commands[] = {
      "bytes and cycles, which the run's cycles include).\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"
      "program broke a rule (including a race, a deadlock or a limit)."},
+    {"generate", cmd_generate, generate_usage, generate_help},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
     {"check", sdsc_check, sdsc_check_usage, sdsc_check_help},
 };

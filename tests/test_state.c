@@ -1,0 +1,191 @@
+/* test_state.c: state in the graph format and the runtime
+ * (docs/graph-format.md, "State"): a state persists across launches in
+ * device DRAM, a launch's update writes only the sticks of the positions
+ * it names, every loaded program holding the state sees it, the
+ * reference check reads the state as the run did, and malformed updates
+ * are refused with the line. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "rt.h"
+#include "testutil.h"
+
+static char err[1024];
+
+/* A cache of 8 positions x 4 features: the run adds x * 2 at position pos
+ * and returns the sum of the cache as it was read. */
+static const char *CACHE_GRAPH =
+    "graph cache\n"
+    "input %x: f32[1, 4]\n"
+    "input %pos: i64[1]\n"
+    "state %cache: f32[8, 4] = \"cache\"\n"
+    "%y: f32[1, 4] = aten.mul.Tensor(%x, 2.0)\n"
+    "%c1: f32[8, 4] = aten.index_copy.default(%cache, 0, %pos, %y)\n"
+    "%s: f32[4] = aten.sum.dim_IntList(%cache, [0])\n"
+    "output %s\n"
+    "update %cache = %c1\n";
+
+static rt_program *load_graph(rt_device *dev, const char *text)
+{
+    gr_graph *g = gr_graph_parse(text, "cache.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_compile_opts o = {0};
+    o.target = rt_config(dev);
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    gr_graph_free(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    rt_program *prog = rt_load_program(dev, cc_result_take_program(r), err, sizeof err);
+    cc_result_free(r);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}
+
+/* One launch writing x at position pos. */
+static void step(rt_program *prog, const float *x, float pos, rt_run_result *res)
+{
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "pos", &pos, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, res), 0);
+}
+
+static void test_update_writes_only_the_positions_sticks_in_device_dram(void)
+{
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = load_graph(dev, CACHE_GRAPH);
+    float zero[32] = {0}, x1[4] = {1, 2, 3, 4}, x2[4] = {0.5f, -1, 8, 0.25f}, cache[32], sum[4];
+    CU_ASSERT_EQUAL(rt_set_input(prog, "cache", zero, err, sizeof err), 0);
+    rt_run_result res;
+    step(prog, x1, 3, &res);
+    /* one position of 4 DL16 features is one stick, whatever the cache's size */
+    CU_ASSERT_EQUAL(res.state_bytes, rt_program_isa(prog)->stick_bytes);
+    CU_ASSERT(res.state_cycles > 0);
+    step(prog, x2, 5, &res);
+    CU_ASSERT_EQUAL(res.xfer.weight_bytes_uploaded, 0); /* the cache is not uploaded again */
+    /* the weights region is resident: this reads device DRAM */
+    uint64_t addr;
+    CU_ASSERT_EQUAL(rt_tensor_addr(prog, "cache", &addr, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "cache", cache, err, sizeof err), 0);
+    for (int i = 0; i < 32; i++) {
+        float want = i / 4 == 3 ? 2 * x1[i % 4] : i / 4 == 5 ? 2 * x2[i % 4] : 0;
+        CU_ASSERT_EQUAL(cache[i], want); /* x * 2 of these values is exact in DL16 */
+    }
+    /* the second run read the cache before its own update: position 3 only */
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "s", sum, err, sizeof err), 0);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(sum[i], 2 * x1[i]);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
+static void test_check_reads_the_state_as_the_run_did(void)
+{
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = load_graph(dev, CACHE_GRAPH);
+    float zero[32] = {0}, x[4] = {1, 2, 3, 4};
+    CU_ASSERT_EQUAL(rt_set_input(prog, "cache", zero, err, sizeof err), 0);
+    rt_run_result res;
+    for (int k = 0; k < 3; k++) {
+        step(prog, x, (float)k, &res);
+        gr_graph *g = gr_graph_parse(rt_program_isa(prog)->graph, "cache.txt", err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        rt_check_result *chk = NULL;
+        int n = 0;
+        CU_ASSERT_EQUAL(rt_check_graph(prog, g, &chk, &n, err, sizeof err), 0); /* s and y, both ok */
+        CU_ASSERT_EQUAL(n, 2);
+        free(chk);
+        gr_graph_free(g);
+    }
+    rt_unload(prog);
+    rt_close(dev);
+}
+
+static void test_two_programs_share_a_state_by_name(void)
+{
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *a = load_graph(dev, CACHE_GRAPH), *b = load_graph(dev, CACHE_GRAPH);
+    float zero[32] = {0}, x[4] = {1, 2, 3, 4}, sum[4];
+    CU_ASSERT_EQUAL(rt_set_input(a, "cache", zero, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(b, "cache", zero, err, sizeof err), 0);
+    rt_run_result res;
+    step(a, x, 2, &res);
+    step(b, zero, 4, &res); /* b reads what a wrote */
+    CU_ASSERT_EQUAL(rt_read_tensor(b, "s", sum, err, sizeof err), 0);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(sum[i], 2 * x[i]);
+    rt_unload(a);
+    rt_unload(b);
+    rt_close(dev);
+}
+
+static void test_position_outside_the_state_faults_with_the_line(void)
+{
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = load_graph(dev, CACHE_GRAPH);
+    float x[4] = {1, 2, 3, 4}, pos = 8;
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "pos", &pos, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    TU_ASSERT_CONTAINS(res.fault.msg, "graph line 9: update of cache: position 8", "not in [0, 8)");
+    rt_unload(prog);
+    rt_close(dev);
+}
+
+/* A timing-only run's inputs are random, not positions: the update is
+ * charged as if at the k-th position instead of faulting. */
+static void test_a_timing_only_run_charges_its_update_without_data(void)
+{
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    sim_options opt = {.values = 0};
+    rt_set_options(dev, &opt);
+    rt_program *prog = load_graph(dev, CACHE_GRAPH);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 3, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(res.state_bytes, rt_program_isa(prog)->stick_bytes);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
+static void test_malformed_updates_are_refused_with_the_line(void)
+{
+    static const struct {
+        const char *line9, *msg;
+    } cases[] = {
+        {"update %x = %c1", "cache.txt:9: update %x: not a state"},
+        {"update %cache = %y", "cache.txt:9: update %cache: %y is not defined by aten.index_copy.default"},
+        {"update %cache = %c1\nupdate %cache = %c1", "cache.txt:10: update %cache: a second update (the first is line 9)"},
+        {"update %cache = %nope", "cache.txt:9: %nope is not defined"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[2048];
+        const char *end = strstr(CACHE_GRAPH, "update ");
+        snprintf(text, sizeof text, "%.*s%s\n", (int)(end - CACHE_GRAPH), CACHE_GRAPH, cases[k].line9);
+        gr_graph *g = gr_graph_parse(text, "cache.txt", err, sizeof err);
+        CU_ASSERT_PTR_NULL(g);
+        TU_ASSERT_CONTAINS(err, cases[k].msg);
+        gr_graph_free(g);
+    }
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"update writes only the position's sticks in device DRAM", test_update_writes_only_the_positions_sticks_in_device_dram},
+        {"check reads the state as the run did", test_check_reads_the_state_as_the_run_did},
+        {"two programs share a state by name", test_two_programs_share_a_state_by_name},
+        {"a position outside the state faults with the line", test_position_outside_the_state_faults_with_the_line},
+        {"a timing-only run charges its update without data", test_a_timing_only_run_charges_its_update_without_data},
+        {"malformed updates are refused with the line", test_malformed_updates_are_refused_with_the_line},
+        {NULL, NULL},
+    };
+    return tu_run("state", tests);
+}

@@ -1,0 +1,324 @@
+/* generate.c: `spyre generate DIR`: greedy generation with a whole
+ * decoder-only model exported as two steps, DIR/prefill and DIR/decode
+ * (traces/models/decoder_gen.py), whose KV cache is state
+ * (docs/graph-format.md, "State"): both programs loaded on one device, the
+ * prefill run once on the prompt, then one decode step per new token, the
+ * cache staying in device DRAM.  Prints each step's cycles, the tokens,
+ * the time to first token and the time per output token (docs/serving.md,
+ * "generate"). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "generate.h"
+#include "isa.h"
+#include "rt.h"
+
+enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3 };
+#define GEN_MAX_TOKENS 65536
+
+const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--no-values]";
+const char generate_help[] =
+    "Generate tokens greedily with a whole decoder-only model: DIR holds its two steps as export\n"
+    "directories, DIR/prefill (the prompt, padded to its fixed length, at positions 0..) and DIR/decode\n"
+    "(one token), each with inputs %ids: i64[1, S] and %pos: i64[S], the logits f32[1, S, VOCAB] as\n"
+    "its first output and the KV cache as state (docs/graph-format.md).  Both are compiled for the\n"
+    "chip of --config (default spyre) and loaded on one device; the prefill runs once, then a decode\n"
+    "step per further token, the cache resident in device DRAM.  Prints each step's simulated cycles\n"
+    "and token, the tokens, the time to first token (the prefill step) and the time per output token\n"
+    "(the mean decode step) at the chip's clock.  --no-values simulates timing only (no weights are\n"
+    "read: graphs exported with --graph-only will do; the tokens are then not computed and every\n"
+    "decode step is fed token 0).  Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
+
+typedef struct {
+    const char *dir, *config;
+    int64_t prompt[GEN_MAX_TOKENS];
+    int nprompt;
+    long max_new;
+    int values;
+} gen_args;
+
+/* One step program: its graph, the program, its logits tensor and shape. */
+typedef struct {
+    gr_graph *g;
+    rt_program *prog;
+    char logits[GR_TENSOR_NAME_MAX];
+    int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions */
+} gen_step;
+
+static int bad(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "spyre generate: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    return GEN_USAGE;
+}
+
+/* "1,2,3": token ids >= 0 into a->prompt. */
+static int parse_prompt(const char *s, gen_args *a)
+{
+    const char *p = s;
+    a->nprompt = 0;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0 || (*end && *end != ',') || a->nprompt == GEN_MAX_TOKENS)
+            return bad("--prompt '%s' is not a list of token ids such as 1,2,3%s", s, "");
+        a->prompt[a->nprompt++] = v;
+        p = *end ? end + 1 : end;
+        if (*end && !*p)
+            return bad("--prompt '%s' is not a list of token ids such as 1,2,3%s", s, "");
+    }
+    return a->nprompt ? 0 : bad("--prompt '%s' has no token%s", s, "");
+}
+
+static int parse_args(int argc, char **argv, gen_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->values = 1;
+    a->max_new = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(o, "--no-values")) {
+            a->values = 0;
+        } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config")) {
+            if (!has)
+                return bad("%s needs a value%s", o, "");
+            const char *v = argv[++i];
+            if (!strcmp(o, "--config")) {
+                a->config = v;
+            } else if (!strcmp(o, "--prompt")) {
+                if (parse_prompt(v, a))
+                    return GEN_USAGE;
+            } else {
+                char *end;
+                errno = 0;
+                a->max_new = strtol(v, &end, 10);
+                if (end == v || *end || errno || a->max_new < 1 || a->max_new > GEN_MAX_TOKENS)
+                    return bad("--max-new-tokens '%s' is not a count from 1 to 65536%s", v, "");
+            }
+        } else if (o[0] == '-' || a->dir) {
+            return bad("unexpected argument '%s' (usage: spyre %s)", o, generate_usage);
+        } else {
+            a->dir = o;
+        }
+    }
+    if (!a->dir || !a->nprompt || a->max_new < 0)
+        return bad("needs DIR, --prompt and --max-new-tokens (usage: spyre %s)%s", generate_usage, "");
+    return 0;
+}
+
+/* The value of g named name, or -1. */
+static const gr_value *named(const gr_graph *g, const char *name)
+{
+    int v = gr_graph_find(g, name);
+    return v >= 0 ? &g->values[v] : NULL;
+}
+
+/* Does the step graph have the shape generate drives: %ids i64[1, S],
+ * %pos i64[S], logits f32[1, S, V] first, a state update?  Sets the sizes. */
+static int step_shape(gen_step *s, const char *path)
+{
+    const gr_graph *g = s->g;
+    const gr_value *ids = named(g, "ids"), *pos = named(g, "pos");
+    const gr_value *out = g->noutputs ? &g->values[g->outputs[0]] : NULL;
+    if (!ids || ids->kind != GR_VAL_INPUT || ids->type.rank != 2 || ids->type.shape[0] != 1 || !pos ||
+        pos->kind != GR_VAL_INPUT || pos->type.rank != 1 || pos->type.shape[0] != ids->type.shape[1])
+        return bad("%s: needs inputs %%ids: i64[1, S] and %%pos: i64[S]%s", path, "");
+    s->seq = ids->type.shape[1];
+    if (!out || out->ntuple || out->type.rank != 3 || out->type.shape[0] != 1 || out->type.shape[1] != s->seq)
+        return bad("%s: its first output must be the logits, f32[1, S, VOCAB]%s", path, "");
+    s->vocab = out->type.shape[2];
+    if (!g->nupdates)
+        return bad("%s: has no state update (the KV cache: docs/graph-format.md)%s", path, "");
+    const gr_update *u = &g->updates[0];
+    s->context = g->values[u->state].type.shape[u->dim];
+    gr_tensor_name(out->name, s->logits);
+    return 0;
+}
+
+/* The graph of DIR/NAME, checked by step_shape. */
+static int read_step(const gen_args *a, const char *name, gen_step *s)
+{
+    char path[4096], err[1024];
+    snprintf(path, sizeof path, "%s/%s", a->dir, name);
+    s->g = gr_graph_load(path, err, sizeof err);
+    if (!s->g)
+        return bad("%s%s", err, "");
+    return step_shape(s, path) ? GEN_USAGE : 0;
+}
+
+/* Step s compiled for the device's chip and loaded, with its weights and
+ * the cache's initial value when values are on. */
+static int load_step(rt_device *dev, const gen_args *a, gen_step *s)
+{
+    char err[1024];
+    const char *path = s->g->path;
+    cc_compile_opts o = {0};
+    o.target = rt_config(dev);
+    cc_result *r = cc_compile(s->g, &o, err, sizeof err);
+    if (!r)
+        return bad("%s: %s", path, err);
+    s->prog = rt_load_program(dev, cc_result_take_program(r), err, sizeof err);
+    cc_result_free(r);
+    if (!s->prog || (a->values && rt_load_graph_tensors(s->prog, s->g, NULL, err, sizeof err)))
+        return bad("%s: %s", path, err);
+    return 0;
+}
+
+/* Run step s on tokens ids[0..n) at positions from start (the rest of its
+ * fixed length padded with token 0 at the positions after); the run's
+ * result goes to *res and, with values, the argmax of the logits of token
+ * n - 1 to *token. */
+static int run_step(gen_step *s, const gen_args *a, const int64_t *ids, int n, int64_t start, rt_run_result *res,
+                    int64_t *token)
+{
+    char err[1024];
+    float *in = calloc((size_t)s->seq * 2, sizeof *in), *logits = NULL;
+    int rc = in ? 0 : bad("out of host memory%s%s", "", "");
+    for (int64_t k = 0; k < s->seq && !rc; k++) {
+        in[k] = k < n ? (float)ids[k] : 0;
+        in[s->seq + k] = (float)(start + k);
+    }
+    if (!rc && (rt_set_input(s->prog, "ids", in, err, sizeof err) ||
+                rt_set_input(s->prog, "pos", in + s->seq, err, sizeof err)))
+        rc = bad("%s%s", err, "");
+    if (!rc && rt_launch(s->prog, res)) {
+        char line[1024];
+        rt_run_format(res, line, sizeof line);
+        fprintf(stderr, "spyre generate: %s: %s\n", s->g->path, line);
+        rc = GEN_FAULT;
+    }
+    *token = 0;
+    if (!rc && a->values) {
+        logits = malloc((size_t)(s->seq * s->vocab) * sizeof *logits);
+        if (!logits || rt_read_tensor(s->prog, s->logits, logits, err, sizeof err))
+            rc = bad("%s: %s", s->g->path, logits ? err : "out of host memory");
+        for (int64_t v = 1; !rc && v < s->vocab; v++) /* the first of equal maxima, as torch.argmax */
+            if (logits[(n - 1) * s->vocab + v] > logits[(n - 1) * s->vocab + *token])
+                *token = v;
+    }
+    free(logits);
+    free(in);
+    return rc;
+}
+
+/* Do the prompt and the tokens asked for fit the steps? */
+static int fits(const gen_args *a, const gen_step *pre, const gen_step *dec)
+{
+    char n[64], m[64];
+    if (dec->seq != 1 || dec->vocab != pre->vocab || dec->context != pre->context)
+        return bad("%s: the decode step must take one token and share the prefill's vocabulary and cache (%s)",
+                   dec->g->path, pre->g->path);
+    snprintf(n, sizeof n, "%d", a->nprompt);
+    snprintf(m, sizeof m, "%lld", (long long)pre->seq);
+    if (a->nprompt > pre->seq)
+        return bad("--prompt has %s tokens, more than the prefill step's %s", n, m);
+    for (int i = 0; i < a->nprompt; i++)
+        if (a->prompt[i] >= pre->vocab) {
+            snprintf(n, sizeof n, "%lld", (long long)a->prompt[i]);
+            snprintf(m, sizeof m, "%lld", (long long)pre->vocab);
+            return bad("--prompt: token %s is not in the vocabulary [0, %s)", n, m);
+        }
+    if (a->nprompt + a->max_new - 1 > pre->context) {
+        snprintf(n, sizeof n, "%ld", (long)(a->nprompt + a->max_new - 1));
+        snprintf(m, sizeof m, "%lld", (long long)pre->context);
+        return bad("the prompt and --max-new-tokens need %s cache positions, more than the model's context of %s", n, m);
+    }
+    return 0;
+}
+
+/* A token as printed: "-" when values are off (not computed). */
+static const char *token_str(const gen_args *a, int64_t t, char buf[32])
+{
+    snprintf(buf, 32, "%" PRId64, t);
+    return a->values ? buf : "-";
+}
+
+/* The steps: prefill, then decode steps; the report. */
+static int generate(const gen_args *a, gen_step *pre, gen_step *dec, double clock_ghz)
+{
+    int64_t *tokens = calloc((size_t)a->max_new, sizeof *tokens);
+    if (!tokens)
+        return bad("out of host memory%s%s", "", "");
+    double decode_cycles = 0;
+    char tok[32];
+    rt_run_result *res = malloc(sizeof *res);
+    int rc = res ? run_step(pre, a, a->prompt, a->nprompt, 0, res, &tokens[0]) : bad("out of host memory%s%s", "", "");
+    double ttft = rc ? 0 : res->stats.cycles;
+    if (!rc)
+        printf("prefill: prompt_tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
+               a->nprompt, ttft, token_str(a, tokens[0], tok), res->xfer.bytes_uploaded, res->state_bytes);
+    for (long i = 1; i < a->max_new && !rc; i++) {
+        int64_t pos = a->nprompt + i - 1;
+        rc = run_step(dec, a, &tokens[i - 1], 1, pos, res, &tokens[i]);
+        decode_cycles += rc ? 0 : res->stats.cycles;
+        if (!rc)
+            printf("decode %ld: pos=%" PRId64 " cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
+                   i, pos, res->stats.cycles, token_str(a, tokens[i], tok), res->xfer.bytes_uploaded, res->state_bytes);
+    }
+    free(res);
+    if (!rc) {
+        printf("tokens=");
+        for (long i = 0; i < a->max_new; i++)
+            printf("%s%s", i ? "," : "", token_str(a, tokens[i], tok));
+        printf("\nttft_cycles=%.0f ttft_us=%.3f\n", ttft, ttft / clock_ghz / 1e3);
+        if (a->max_new > 1) {
+            double tpot = decode_cycles / (double)(a->max_new - 1);
+            printf("tpot_cycles=%.0f tpot_us=%.3f (mean of %ld decode steps)\n", tpot, tpot / clock_ghz / 1e3,
+                   a->max_new - 1);
+        }
+        printf("clock_ghz=%g (times are the device's: host transfers and the host's argmax are not in them)\n",
+               clock_ghz);
+    }
+    free(tokens);
+    return rc;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: spyre %s\n\n%s\n", generate_usage, generate_help);
+            return GEN_OK;
+        }
+    gen_args *a = malloc(sizeof *a);
+    gen_step pre = {0}, dec = {0};
+    rt_device *dev = NULL;
+    char err[1024];
+    int rc = a ? parse_args(argc, argv, a) : bad("out of host memory%s%s", "", "");
+    if (!rc)
+        rc = read_step(a, "prefill", &pre);
+    if (!rc)
+        rc = read_step(a, "decode", &dec);
+    if (!rc)
+        rc = fits(a, &pre, &dec);
+    if (!rc) {
+        char *cfg = chip_config_path(a->config ? a->config : "spyre");
+        dev = rt_open(cfg, err, sizeof err);
+        free(cfg);
+        rc = dev ? 0 : bad("%s%s", err, "");
+    }
+    if (!rc) {
+        sim_options opt = {.values = a->values, .detect_races = a->values, .trace = SIM_TRACE_OFF};
+        rt_set_options(dev, &opt);
+        rc = load_step(dev, a, &pre);
+    }
+    if (!rc)
+        rc = load_step(dev, a, &dec);
+    if (!rc)
+        rc = generate(a, &pre, &dec, rt_config(dev)->clock_ghz);
+    rt_unload(pre.prog);
+    rt_unload(dec.prog);
+    if (dev)
+        rt_close(dev);
+    gr_graph_free(pre.g);
+    gr_graph_free(dec.g);
+    free(a);
+    return rc;
+}
