@@ -209,18 +209,18 @@ int64_t be_buf_bytes(const be_ctx *c, int buf);
 /* sfp.rst emission: element copies given as pairs of LX byte addresses,
  * one destination stick's worth (a "row") at a time; runs of constant
  * strides become one instruction, rows of the same shape merge into its
- * i0 loop, and equal blocks of i0 rows into its i1 loop: up to BE_RST_PEND
- * instructions are open at once, so a row of two runs (a lane walk across
- * a stick boundary) merges with the next rows' two.  The copies of one
- * gather or scatter are independent (no run reads what another writes),
- * so their order does not matter. */
-#define BE_RST_PEND 4
+ * i0 loop, and equal blocks of i0 rows into its i1 loop where that makes
+ * fewer instructions (be_restick.c).  The copies of one gather or scatter
+ * are independent (no run reads what another writes), so their order does
+ * not matter.  The runs are kept until be_rst_flush emits them. */
+typedef struct {
+    int64_t dst, src, vl, sd, ss; /* vl elements from src (stride ss) to dst (stride sd) */
+} be_rst_run;
 typedef struct {
     cc_emit *e;
     int corelet;
-    int have;              /* open instructions in pend */
-    cc_sfp_args pend[BE_RST_PEND];
-    int64_t part[BE_RST_PEND]; /* runs of pend's last i1 block so far (0: it is whole) */
+    be_rst_run *run; /* the runs since be_rst_begin */
+    int64_t nrun, cap;
 } be_rst;
 void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);

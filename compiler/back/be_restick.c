@@ -6,10 +6,33 @@
  * layout the PT or the SFP wants.  The caller lists the element pairs one
  * destination stick at a time; this file turns them into few
  * instructions: a run of constant source and destination strides is one
- * sfp.rst, and equal runs of consecutive sticks share its i0 loop. */
+ * sfp.rst, equal runs of consecutive sticks share its i0 loop, and equal
+ * blocks of such runs its i1 loop.  Each gather's runs are merged in three
+ * ways and the one of fewest instructions is emitted (be_rst_flush). */
 #include "backend.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* Up to RST_PEND instructions are open at once, so a row of two runs (a
+ * lane walk across a stick boundary) merges with the next rows' two. */
+#define RST_PEND 4
+
+/* The ways to merge: i0 loops alone; equal blocks of i0 runs into the i1
+ * loop too; and that, with a block that stops part way taken out again
+ * when its runs then merge with the next run (rst_peel). */
+enum { RST_I0, RST_I1, RST_I1_PEEL };
+
+/* One emission of a gather's runs: its open instructions, and the
+ * instructions it has made (counted only when e is NULL). */
+typedef struct {
+    cc_emit *e;
+    int corelet, how; /* how: RST_I0, RST_I1 or RST_I1_PEEL */
+    int have;        /* open instructions in pend */
+    cc_sfp_args pend[RST_PEND];
+    int64_t part[RST_PEND]; /* runs of pend's last i1 block so far (0: it is whole) */
+    int64_t insns;
+} rst_form;
 
 void be_rst_begin(be_rst *r, cc_emit *e, int corelet)
 {
@@ -18,19 +41,26 @@ void be_rst_begin(be_rst *r, cc_emit *e, int corelet)
     r->corelet = corelet;
 }
 
+static void rst_put(rst_form *r, const cc_sfp_args *p)
+{
+    r->insns++;
+    if (r->e)
+        cc_emit_sfp(r->e, p);
+}
+
 /* Emit open instruction i: its whole i1 blocks, then the runs of a last
  * block left part way as an instruction of their own. */
-static void rst_emit(be_rst *r, int i)
+static void rst_emit(rst_form *r, int i)
 {
     cc_sfp_args p = r->pend[i];
     const int64_t part = r->part[i];
     if (!part) {
-        cc_emit_sfp(r->e, &p);
+        rst_put(r, &p);
         return;
     }
     if (p.n1 > 1) {
         p.n1--;
-        cc_emit_sfp(r->e, &p);
+        rst_put(r, &p);
     }
     cc_sfp_args t = r->pend[i];
     t.d = cc_abs(t.d.off + (t.n1 - 1) * t.ds1);
@@ -38,20 +68,14 @@ static void rst_emit(be_rst *r, int i)
     t.n0 = part;
     t.n1 = 1;
     t.ds1 = t.as1 = 0;
-    cc_emit_sfp(r->e, &t);
-}
-
-void be_rst_flush(be_rst *r)
-{
-    for (int i = 0; i < r->have; i++)
-        rst_emit(r, i);
-    r->have = 0;
+    rst_put(r, &t);
 }
 
 /* Can open instruction p (part: runs of its last i1 block so far) take
  * the run vl elements from src to dst (strides sd, ss) as its next
  * iteration, of i0 or of i1?  Extends it if so. */
-static int rst_extend(cc_sfp_args *p, int64_t *part, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+static int rst_extend(cc_sfp_args *p, int64_t *part, int i1, int64_t dst, int64_t src, int64_t vl, int64_t sd,
+                      int64_t ss)
 {
     if (p->vl != vl || p->bs1 != sd || p->bs0 != ss)
         return 0;
@@ -72,7 +96,7 @@ static int rst_extend(cc_sfp_args *p, int64_t *part, int64_t dst, int64_t src, i
         p->n0++;
         return 1;
     }
-    if (p->n1 >= 65535)
+    if (!i1 || p->n1 >= 65535)
         return 0;
     if (p->n1 == 1) { /* a second block: its first run sets the i1 strides */
         p->ds1 = dst - p->d.off;
@@ -85,16 +109,60 @@ static int rst_extend(cc_sfp_args *p, int64_t *part, int64_t dst, int64_t src, i
     return 1;
 }
 
+/* Open a new instruction q (oldest out if all are open). */
+static void rst_open(rst_form *r, const cc_sfp_args *q, int64_t part)
+{
+    if (r->have == RST_PEND) { /* the oldest goes out */
+        rst_emit(r, 0);
+        memmove(r->pend, r->pend + 1, (RST_PEND - 1) * sizeof *r->pend);
+        memmove(r->part, r->part + 1, (RST_PEND - 1) * sizeof *r->part);
+        r->have--;
+    }
+    r->part[r->have] = part;
+    r->pend[r->have++] = *q;
+}
+
+/* Does an open instruction's last, unfinished i1 block, taken out as an
+ * instruction of its own, take the run in its i0 loop?  Does so if it
+ * does: a run taken as a block's first can then still pair with the next
+ * as the i0 merge alone would have. */
+static int rst_peel(rst_form *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+{
+    for (int i = 0; i < r->have; i++) {
+        if (!r->part[i])
+            continue;
+        cc_sfp_args *p = &r->pend[i], q = *p;
+        int64_t qpart = 0;
+        q.d = cc_abs(p->d.off + (p->n1 - 1) * p->ds1);
+        q.a = cc_abs(p->a.off + (p->n1 - 1) * p->as1);
+        q.n0 = r->part[i];
+        q.n1 = 1;
+        q.ds1 = q.as1 = 0;
+        if (q.n0 == 1)
+            q.ds0 = q.as0 = 0;
+        if (!rst_extend(&q, &qpart, 0, dst, src, vl, sd, ss))
+            continue;
+        if (--p->n1 == 1)
+            p->ds1 = p->as1 = 0;
+        r->part[i] = 0;
+        rst_open(r, &q, qpart);
+        return 1;
+    }
+    return 0;
+}
+
 /* One run: vl elements from src (stride ss) to dst (stride sd). */
-static void rst_run(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+static void rst_run(rst_form *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
 {
     for (int i = 0; i < r->have; i++)
-        if (rst_extend(&r->pend[i], &r->part[i], dst, src, vl, sd, ss))
+        if (rst_extend(&r->pend[i], &r->part[i], r->how != RST_I0, dst, src, vl, sd, ss))
             return;
-    if (r->have == BE_RST_PEND) { /* the oldest goes out */
+    if (r->how == RST_I1_PEEL && rst_peel(r, dst, src, vl, sd, ss))
+        return;
+    if (r->have == RST_PEND) { /* the oldest goes out */
         rst_emit(r, 0);
-        memmove(r->pend, r->pend + 1, (BE_RST_PEND - 1) * sizeof *r->pend);
-        memmove(r->part, r->part + 1, (BE_RST_PEND - 1) * sizeof *r->part);
+        memmove(r->pend, r->pend + 1, (RST_PEND - 1) * sizeof *r->pend);
+        memmove(r->part, r->part + 1, (RST_PEND - 1) * sizeof *r->part);
         r->have--;
     }
     r->part[r->have] = 0;
@@ -112,6 +180,7 @@ static void rst_run(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd,
     p->bs1 = sd;
 }
 
+/* Runs of constant strides: each is kept for be_rst_flush. */
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n)
 {
     for (int64_t j = 0; j < n;) {
@@ -123,7 +192,57 @@ void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n)
             while (j + len < n && dst[j + len] - dst[j + len - 1] == sd && src[j + len] - src[j + len - 1] == ss)
                 len++;
         }
-        rst_run(r, dst[j], src[j], len, sd, ss);
+        if (r->nrun == r->cap) {
+            r->cap = r->cap ? 2 * r->cap : 256;
+            r->run = realloc(r->run, (size_t)r->cap * sizeof *r->run);
+            if (!r->run)
+                abort();
+        }
+        r->run[r->nrun++] = (be_rst_run){dst[j], src[j], len, sd, ss};
         j += len;
     }
+}
+
+/* The instructions r's runs make merged one way (emitted if e is not
+ * NULL). */
+static int64_t rst_play(const be_rst *r, cc_emit *e, int how)
+{
+    rst_form f;
+    memset(&f, 0, sizeof f);
+    f.e = e;
+    f.corelet = r->corelet;
+    f.how = how;
+    for (int64_t k = 0; k < r->nrun; k++) {
+        const be_rst_run *u = &r->run[k];
+        rst_run(&f, u->dst, u->src, u->vl, u->sd, u->ss);
+    }
+    for (int i = 0; i < f.have; i++)
+        rst_emit(&f, i);
+    return f.insns;
+}
+
+/* Every way copies the same elements in the same stick-times, so the
+ * cheapest is the one of fewest instructions (each costs
+ * sfp_issue_cycles).  None is always best: the i1 merge is greedy, and a
+ * run taken as the first of a block that never completes can no longer
+ * pair with the next run in an i0 loop (MobileNetV2's padded copies into
+ * its depthwise convs: more instructions than the i0 merge alone); taking
+ * such a block out again makes more instructions where the block would
+ * have completed later (ResNet-18's stem).  A tie keeps the earlier of RST_I1, RST_I0, RST_I1_PEEL. */
+void be_rst_flush(be_rst *r)
+{
+    static const int order[] = {RST_I1, RST_I0, RST_I1_PEEL};
+    int best = order[0];
+    int64_t fewest = rst_play(r, NULL, best);
+    for (int k = 1; k < 3; k++) {
+        int64_t n = rst_play(r, NULL, order[k]);
+        if (n < fewest) {
+            fewest = n;
+            best = order[k];
+        }
+    }
+    rst_play(r, r->e, best);
+    free(r->run);
+    r->run = NULL;
+    r->nrun = r->cap = 0;
 }
