@@ -11,8 +11,8 @@
 
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes)
 {
-    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes, ring = (uint64_t)c->ncores * (uint64_t)c->ring_slot;
-    uint64_t lx = c->cfg->lx_bytes > ring ? c->cfg->lx_bytes - ring : 0; /* ring slots at the top */
+    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes, top = (uint64_t)c->ncores * (uint64_t)c->ring_slot + c->stage_bytes;
+    uint64_t lx = c->cfg->lx_bytes > top ? c->cfg->lx_bytes - top : 0; /* ring slots and staged sticks at the top */
     bytes = (bytes + sb - 1) / sb * sb;
     if (bytes > lx || at > lx - bytes)
         kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
@@ -111,12 +111,48 @@ static void restick(kt_ctx *c, uint64_t lx, int64_t hf, int64_t lane0, uint64_t 
     }
 }
 
+/* The span's sticks that are staged (stage.c) copied between the flat
+ * buffer and their local copies: before the tile goes in (to_flat, so this
+ * core's earlier elements stay) and after. */
+static int copy_staged(kt_ctx *c, int tensor, int64_t stick0, int64_t nst, uint64_t flat, int to_flat)
+{
+    int64_t sb = c->cfg->stick_bytes;
+    int any = 0;
+    for (int64_t j = 0; c->final && c->nstaged && j < nst; j++) {
+        int i = kt_stage_index(c, tensor, stick0 + j);
+        if (i < 0) continue;
+        uint64_t local = kt_stage_base(c) + (uint64_t)i * (uint64_t)sb, at = flat + (uint64_t)(j * sb);
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_DMA_LX);
+        in.run = 1, in.d.off = (int64_t)(to_flat ? at : local), in.a.off = (int64_t)(to_flat ? local : at);
+        kt_emit(c, &in);
+        any = 1;
+    }
+    return any;
+}
+
+/* The span's sticks from the flat buffer to DRAM, in runs that leave out the staged ones. */
+static void store_unstaged(kt_ctx *c, int tensor, int64_t stick0, int64_t nst, uint64_t flat, int64_t dram, int staged)
+{
+    int64_t sb = c->cfg->stick_bytes;
+    for (int64_t j = 0; j < nst;) {
+        if (staged && kt_stage_index(c, tensor, stick0 + j) >= 0) { j++; continue; }
+        int64_t e = j + 1;
+        while (e < nst && !(staged && kt_stage_index(c, tensor, stick0 + e) >= 0)) e++;
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_DMA_ST);
+        in.run = e - j, in.d.off = dram + j * sb, in.a.off = (int64_t)flat + j * sb;
+        kt_emit(c, &in);
+        j = e;
+    }
+}
+
 /* A tile whose rows do not start on sticks: its whole span of sticks in
  * HBM moves as one contiguous DMA through a flat LX buffer, and sfp.rst
  * moves the elements.  The chip writes whole sticks, so a store whose span
  * holds other data reads the span first and writes it back with the tile
- * in it: right on one core; two cores doing it to one stick race, and the
- * simulator's race check reports it. */
+ * in it: right on one core; the sticks several cores store parts of are
+ * staged instead (stage.c). */
 static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store, int64_t first, int64_t hf,
                      int64_t h, int64_t w, int64_t extent, int64_t lane0)
 {
@@ -124,6 +160,7 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
     int64_t last = first + (h - 1) * tile->stride + w - 1, nst = last / lanes - first / lanes + 1;
     int merge = store && !(s == 0 && (h == 1 || w == tile->stride) && ((last + 1) % lanes == 0 || last + 1 == extent));
     if (nst > 65535) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile spanning more than 65535 sticks");
+    if (store) kt_stage_note_store(c, tile->tensor, first, tile->stride, h, w, lanes);
     uint64_t mark = c->lx_top, flat = kt_lx_alloc(c, op, (uint64_t)(nst * sb));
     int64_t dram = (c->final ? (int64_t)c->prog->tensors[c->tensors[tile->tensor].index].dram_off : 0) + first / lanes * sb;
     isa_insn in;
@@ -132,11 +169,17 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
         in.run = nst, in.d.off = (int64_t)flat, in.a.off = dram;
         kt_emit(c, &in);
     }
+    int staged = store && copy_staged(c, tile->tensor, first / lanes, nst, flat, 1);
     if (store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 0);
-    isa_insn_init(&in, store ? ISA_OP_DMA_ST : ISA_OP_DMA_LD);
-    in.run = nst, in.d.off = store ? dram : (int64_t)flat, in.a.off = store ? (int64_t)flat : dram;
-    kt_emit(c, &in);
-    if (!store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
+    if (staged) copy_staged(c, tile->tensor, first / lanes, nst, flat, 0);
+    if (store) {
+        store_unstaged(c, tile->tensor, first / lanes, nst, flat, dram, staged);
+    } else {
+        isa_insn_init(&in, ISA_OP_DMA_LD);
+        in.run = nst, in.d.off = (int64_t)flat, in.a.off = dram;
+        kt_emit(c, &in);
+        restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
+    }
     c->lx_top = mark; /* free again: a later writer on another unit fences first, one on the same unit queues behind */
 }
 
@@ -160,6 +203,7 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
     int64_t groups = (w + lanes - 1) / lanes, first = tile->i + r0 * tile->stride + c0;
     const kt_tensor *kt = &c->tensors[tile->tensor];
     uint64_t at = lx + (uint64_t)(((co / lanes) * hf + ro) * sb);
+    if (!store) kt_stage_note_load(c, tile->tensor, first / lanes, (first + (h - 1) * tile->stride + w - 1) / lanes);
     c->hbm_bytes += (double)h * (double)w * (double)eb;
     if (co % lanes != 0 || first % lanes != 0 || (h > 1 && tile->stride % lanes != 0) ||
         (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent))) {

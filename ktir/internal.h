@@ -61,6 +61,27 @@ typedef struct {
     int64_t extent; /* elements any view reaches (the measuring pass) */
 } kt_tensor;
 
+/* A partial stick one core stores (stage.c): lanes `mask` of stick `stick`
+ * of a tensor; slot on core 0 when staged and core is not 0. */
+typedef struct {
+    int tensor, core, slot;
+    int64_t stick;
+    uint64_t mask;
+} kt_stage_note;
+
+/* Sticks [lo, hi] of a tensor some core loads (stage.c). */
+typedef struct {
+    int tensor;
+    int64_t lo, hi;
+} kt_span;
+
+/* A stick several cores store disjoint parts of, merged on core 0: its
+ * notes are notes[first .. first + n); covered: their lanes fill it. */
+typedef struct {
+    int tensor, first, n, covered;
+    int64_t stick;
+} kt_staged;
+
 typedef struct {
     const ml_module *m;
     const chip_config *cfg;
@@ -78,10 +99,17 @@ typedef struct {
     kt_tensor tensors[64];
     int ntensors;
     uint64_t dram_top;
-    int final;
+    int final;                     /* 0: the measuring pass (HBM extents), 1: the program */
     int last_unit;                 /* unit of the last instruction since a fence, or -1 */
     int exchanges;                 /* ring exchanges so far on this core (bank = count % 2) */
-    int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */                     /* 0: the measuring pass (HBM extents), 1: the program */
+    int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */
+    kt_stage_note *notes;          /* the measuring pass's partial-stick stores, then the staged sticks' (stage.c) */
+    int nnotes, capnotes;
+    kt_span *loads;                /* the measuring pass's loaded sticks, then merged and sorted */
+    int nloads, caploads;
+    kt_staged *staged;             /* sorted by tensor and stick */
+    int nstaged, capstaged, nslots;
+    uint64_t stage_bytes;          /* LX below the ring slots: staged sticks, then core 0's slots */
     double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     jmp_buf fail;
@@ -114,6 +142,13 @@ void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtyp
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
 /* Refuse a tensor whose sticks hold another shape (a reshape moved its values) where the layout matters. */
 void kt_need_layout(kt_ctx *c, const ml_op *op, const kv *t);
+/* Partial-stick stores of several cores (stage.c). */
+void kt_stage_note_store(kt_ctx *c, int tensor, int64_t first, int64_t stride, int64_t h, int64_t w, int64_t lanes);
+void kt_stage_note_load(kt_ctx *c, int tensor, int64_t lo, int64_t hi);
+void kt_stage_plan(kt_ctx *c);             /* after the measuring pass */
+uint64_t kt_stage_base(const kt_ctx *c);   /* LX of the staged sticks' local copies */
+int kt_stage_index(const kt_ctx *c, int tensor, int64_t stick); /* staged stick's index, or -1 */
+void kt_stage_flush(kt_ctx *c, const ml_op *fn); /* at the end of each core's program */
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
 
 #endif

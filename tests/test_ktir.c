@@ -117,6 +117,48 @@ static const char *dyn_prog =
     "  }\n"
     "}\n";
 
+/* Cores that store disjoint parts of one stick: on a 2 x 2 grid each core
+ * stores an 8 x 32 block of y = 2x (two cores per 64-value row), and one
+ * row sum per row into m (4 cores per stick, lanes 16..39 nobody stores).
+ * x, y and m share one HBM tensor (addresses as --arg). */
+static const char *halves_prog =
+    "module {\n"
+    "  func.func @halves(%x: index, %y: index, %m: index) attributes {grid = [2, 2]} {\n"
+    "    %pm, %pn = ktdp.get_compute_tile_id : index, index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c2 = arith.constant 2 : index\n"
+    "    %c4 = arith.constant 4 : index\n"
+    "    %c8 = arith.constant 8 : index\n"
+    "    %c16 = arith.constant 16 : index\n"
+    "    %c32 = arith.constant 32 : index\n"
+    "    %two = arith.constant 2.0 : f16\n"
+    "    %zero = arith.constant 0.0 : f16\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [16, 64], strides: [64, 1] {} : memref<16x64xf16>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [16, 64], strides: [64, 1] {} : memref<16x64xf16>\n"
+    "    %mv = ktdp.construct_memory_view %m, sizes: [40], strides: [1] {} : memref<40xf16>\n"
+    "    %r0 = arith.muli %pm, %c8 : index\n"
+    "    %col = arith.muli %pn, %c32 : index\n"
+    "    %xt = ktdp.construct_access_tile %xv[%r0, %col] {} : memref<16x64xf16> -> !ktdp.access_tile<8x32xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%r0, %col] {} : memref<16x64xf16> -> !ktdp.access_tile<8x32xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<8x32xindex> -> tensor<8x32xf16>\n"
+    "    %s = tensor.splat %two : tensor<8x32xf16>\n"
+    "    %b = arith.mulf %a, %s : tensor<8x32xf16>\n"
+    "    ktdp.store %b, %yt : tensor<8x32xf16>, !ktdp.access_tile<8x32xindex>\n"
+    "    %t = arith.muli %pn, %c2 : index\n"
+    "    %id = arith.addi %pm, %t : index\n"
+    "    scf.for %i = %id to %c16 step %c4 {\n"
+    "      %rt = ktdp.construct_access_tile %xv[%i, %c0] {} : memref<16x64xf16> -> !ktdp.access_tile<1x64xindex>\n"
+    "      %row = ktdp.load %rt : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf16>\n"
+    "      %init = tensor.splat %zero : tensor<1xf16>\n"
+    "      %sum = linalg.reduce { arith.addf } ins(%row : tensor<1x64xf16>) outs(%init : tensor<1xf16>) dimensions = [1]\n"
+    "      %mt = ktdp.construct_access_tile %mv[%i] {} : memref<40xf16> -> !ktdp.access_tile<1xindex>\n"
+    "      ktdp.store %sum, %mt : tensor<1xf16>, !ktdp.access_tile<1xindex>\n"
+    "      scf.yield\n"
+    "    }\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 /* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
 static const char *tr_prog =
     "module {\n"
@@ -383,6 +425,44 @@ static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
     remove(path);
 }
 
+/* The chip writes whole sticks: the cores' parts of a shared stick are
+ * merged on core 0 and written once, so the race check (on) finds nothing
+ * and every element is the one its core stored; the lanes of m nobody
+ * stores keep what HBM held. */
+static void test_cores_storing_parts_of_one_stick_all_land(void)
+{
+    char path[512], err[512];
+    kt_arg args[] = {{"x", 0}, {"y", 1024}, {"m", 2048}};
+    rt_device *dev;
+    rt_program *prog = load_prog(halves_prog, args, 3, path, sizeof path, &dev);
+    static float hbm[2088], out[2088];
+    for (int i = 0; i < 2088; i++) hbm[i] = (float)((i * 11) % 17 - 8) / 8; /* eighths in [-1, 1]: exact in DL16 */
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "hbm", hbm, ISA_HT_F32, err, sizeof err), 0);
+    rt_run_result res;
+    int rc = rt_launch(prog, &res);
+    if (rc) {
+        rt_run_format(&res, err, sizeof err);
+        printf("\n%s\n", err);
+    }
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "hbm", out, err, sizeof err), 0);
+    int bad_y = 0, bad_m = 0, bad_kept = 0;
+    for (int i = 0; i < 1024; i++) bad_y += out[1024 + i] != 2 * hbm[i]; /* doubling is exact */
+    for (int r = 0; r < 16; r++) {
+        float sum = 0;
+        for (int k = 0; k < 64; k++) sum += hbm[r * 64 + k];
+        bad_m += out[2048 + r] != sum; /* partial sums of eighths below 64 are exact in DL16 */
+    }
+    for (int i = 0; i < 1024; i++) bad_kept += out[i] != hbm[i];
+    for (int i = 16; i < 40; i++) bad_kept += out[2048 + i] != hbm[2048 + i];
+    CU_ASSERT_EQUAL(bad_y, 0);
+    CU_ASSERT_EQUAL(bad_m, 0);
+    CU_ASSERT_EQUAL(bad_kept, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
@@ -524,6 +604,7 @@ int main(void)
         {"an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports",
          test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
         {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
+        {"cores_storing_parts_of_one_stick_all_land", test_cores_storing_parts_of_one_stick_all_land},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",
