@@ -352,11 +352,48 @@ int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r)
     return 1;
 }
 
+/* The block's sigmoid chains (fuse.c), found once per block: wait[i] = 1 +
+ * the divf op i waits for, chain[divf] = 1 + the chain's negf. */
+static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
+{
+    for (int k = 0; k < c->nplans; k++)
+        if (c->plans[k].block == b) return &c->plans[k];
+    if (c->nplans == c->capplans) {
+        c->capplans = c->capplans ? c->capplans * 2 : 16;
+        c->plans = realloc(c->plans, sizeof *c->plans * (size_t)c->capplans);
+        if (!c->plans) abort();
+    }
+    kt_plan *p = &c->plans[c->nplans++];
+    p->block = b;
+    p->wait = calloc((size_t)b->nops + 1, sizeof *p->wait);
+    p->chain = calloc((size_t)b->nops + 1, sizeof *p->chain);
+    if (!p->wait || !p->chain) abort();
+    int at[4];
+    for (int i = 0; i < b->nops; i++)
+        if (!p->wait[i] && kt_sigmoid_chain(b, i, at)) {
+            for (int k = 0; k < 3; k++) p->wait[at[k]] = at[3] + 1;
+            p->chain[at[3]] = i + 1;
+        }
+    return p;
+}
+
+/* The block's ops in order; the ops of a sigmoid written out wait for its
+ * divf, which is one sfp.sigm when its constants are 1. */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
 {
-    for (int i = 0; i < b->nops; i++)
+    const kt_plan *p = block_plan(c, b);
+    int at[4];
+    for (int i = 0; i < b->nops; i++) {
+        if (p->wait[i]) continue;
+        if (p->chain[i]) {
+            int from = p->chain[i] - 1;
+            if (kt_sigmoid_chain(b, from, at) && kt_sigmoid(c, b, at)) continue;
+            for (int k = from; k < i; k++)
+                if (p->wait[k] == i + 1) kt_compile_op(c, &b->ops[k]); /* negf, exp, addf: no terminator */
+        }
         if (kt_compile_op(c, &b->ops[i])) {
             *yield_op = &b->ops[i];
             return;
         }
+    }
 }

@@ -82,6 +82,12 @@ typedef struct {
     int64_t stick;
 } kt_staged;
 
+/* A block's ops that wait for a later one (fuse.c's chains), found once. */
+typedef struct {
+    const ml_block *block;
+    int *wait, *chain;
+} kt_plan;
+
 typedef struct {
     const ml_module *m;
     const chip_config *cfg;
@@ -105,6 +111,8 @@ typedef struct {
     int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */
     kt_stage_note *notes;          /* the measuring pass's partial-stick stores, then the staged sticks' (stage.c) */
     int nnotes, capnotes;
+    kt_plan *plans;
+    int nplans, capplans;
     kt_span *loads;                /* the measuring pass's loaded sticks, then merged and sorted */
     int nloads, caploads;
     kt_staged *staged;             /* sorted by tensor and stick */
@@ -130,6 +138,15 @@ void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
 int kt_compile_op(kt_ctx *c, const ml_op *op);
 
 int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r);
+/* d := f(a) on the SFP over a's sticks (a scalar computed on the chip stays one). */
+void kt_sfp_unary(kt_ctx *c, const ml_op *op, int isa_op, kv a, kv *r);
+
+/* Op patterns the SFP runs as one instruction (fuse.c): the four ops of
+ * 1 / (1 + exp(-x)) from ops[i] (the negf) are the sigmoid at[3]; at[] gets
+ * their indices in the block.  kt_sigmoid emits it when both constants are
+ * 1 (0: compile the ops one by one). */
+int kt_sigmoid_chain(const ml_block *b, int i, int at[4]);
+int kt_sigmoid(kt_ctx *c, const ml_block *b, const int at[4]);
 
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);

@@ -159,6 +159,28 @@ static const char *halves_prog =
     "  }\n"
     "}\n";
 
+/* SiLU written out as ktir-cpu's ffn_swiglu writes it: x / (1 + exp(-x))
+ * as x * (1 / (1 + exp(-x))), with the constant ONE. */
+static const char *silu_prog =
+    "module {\n"
+    "  func.func @silu(%x: index, %y: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [2, 64], strides: [64, 1] {} : memref<2x64xf16>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [2, 64], strides: [64, 1] {} : memref<2x64xf16>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0, %c0] {} : memref<2x64xf16> -> !ktdp.access_tile<2x64xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0, %c0] {} : memref<2x64xf16> -> !ktdp.access_tile<2x64xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<2x64xindex> -> tensor<2x64xf16>\n"
+    "    %n = arith.negf %a : tensor<2x64xf16>\n"
+    "    %e = math.exp %n : tensor<2x64xf16>\n"
+    "    %one = arith.constant dense<ONE> : tensor<2x64xf16>\n"
+    "    %d = arith.addf %one, %e : tensor<2x64xf16>\n"
+    "    %s = arith.divf %one, %d : tensor<2x64xf16>\n"
+    "    %b = arith.mulf %a, %s : tensor<2x64xf16>\n"
+    "    ktdp.store %b, %yt : tensor<2x64xf16>, !ktdp.access_tile<2x64xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 /* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
 static const char *tr_prog =
     "module {\n"
@@ -463,6 +485,53 @@ static void test_cores_storing_parts_of_one_stick_all_land(void)
     remove(path);
 }
 
+/* x * c / (c + exp(-x)) for x in [-64, 64): run, read back, count the
+ * values off by more than 1% (each DL16 rounding is 2^-10 relative, a few
+ * of them in a row) and the NaNs. */
+static void run_silu(const char *c_text, double cval, int *off, int *nans, int *sigm)
+{
+    char path[512], err[512];
+    char *text = replace(silu_prog, "ONE", c_text);
+    rt_device *dev;
+    rt_program *prog = load_prog(text, NULL, 0, path, sizeof path, &dev);
+    const isa_stream *st = &rt_program_isa(prog)->cores[0];
+    *sigm = 0;
+    for (size_t i = 0; i < st->n; i++) *sigm += st->insns[i].op == ISA_OP_SFP_SIGM;
+    float x[128], y[128];
+    for (int i = 0; i < 128; i++) x[i] = (float)(i - 64); /* exp(-x) past DL16's 2^33 below x = -22.9 */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    *off = *nans = 0;
+    for (int i = 0; i < 128; i++) {
+        double want = x[i] * cval / (cval + exp(-(double)x[i]));
+        *nans += isnan(y[i]);
+        *off += !isnan(y[i]) && fabs(y[i] - want) > 1e-2 * (fabs(want) + 1e-3);
+    }
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+    free(text);
+}
+
+/* DL16 has no infinity: exp(-x) overflows to NINF for x below -22.9, and
+ * 1 / (1 + NINF) op by op would be NaN where fp16 gives 0.  The written-out
+ * sigmoid is sfp.sigm, fp32 inside: every value right, no NaN.  With 2 for
+ * the constant it is not a sigmoid and runs op by op: NaN where exp overflows. */
+static void test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan(void)
+{
+    int off, nans, sigm;
+    run_silu("1.0", 1.0, &off, &nans, &sigm);
+    CU_ASSERT_EQUAL(sigm, 1);
+    CU_ASSERT_EQUAL(off, 0);
+    CU_ASSERT_EQUAL(nans, 0);
+    run_silu("2.0", 2.0, &off, &nans, &sigm);
+    CU_ASSERT_EQUAL(sigm, 0);
+    CU_ASSERT_EQUAL(off, 0);
+    CU_ASSERT_EQUAL(nans, 42); /* x = -64 .. -23: exp(-x) >= e^23, past DL16's largest, 2^32 x 1.996 */
+}
+
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
@@ -605,6 +674,8 @@ int main(void)
          test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
         {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
         {"cores_storing_parts_of_one_stick_all_land", test_cores_storing_parts_of_one_stick_all_land},
+        {"a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan",
+         test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",
