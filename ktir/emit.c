@@ -233,10 +233,42 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
 /* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
  * buffer at lx; a tile of a distributed view moves piece by piece, each
  * from the partition that holds it. */
+/* A tile of a view of rank 3 or more as the 2-D tile it is in memory: its
+ * leading dimensions of more than one element, each taking whole rows of
+ * the next, are one dimension of rows (the LX layout's rows, row-major). */
+static kv as_matrix(kt_ctx *c, const ml_op *op, const kv *t)
+{
+    int n = t->vrank, row = -1;
+    kv m = *t;
+    m.vrank = m.rank = 2, m.i = t->i, m.off[0] = 0, m.off[1] = t->off[n - 1];
+    m.shape[0] = 1, m.shape[1] = t->shape[n - 1], m.vshape[1] = t->vshape[n - 1], m.stride = 1;
+    for (int d = 0; d + 1 < n; d++) {
+        m.i += t->off[d] * t->vstr[d];
+        if (t->shape[d] == 1) continue;
+        if (row >= 0 && t->vstr[row] != t->shape[d] * t->vstr[d])
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a tile of rank %d whose rows are not evenly spaced", n);
+        m.shape[0] *= t->shape[d], m.stride = t->vstr[d], row = d;
+    }
+    m.vshape[0] = m.shape[0];
+    return m;
+}
+
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
-    int64_t hf = tile->rank == 2 ? tile->shape[0] : 1;
-    if (tile->kind != KV_TILE || !tile->dist) {
+    if (tile->indirect) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: indirect access tiles");
+    if (tile->perm) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
+    if (tile->tensor < 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
+                "not supported: integers at an address of the shared f16 memory (give their pointer as a tensor of its own)");
+    int64_t hf = 1;
+    for (int d = 0; d + 1 < tile->rank; d++) hf *= tile->shape[d];
+    if (!tile->dist && tile->vrank > 2) {
+        if (tile->dynamic) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a dynamic view of rank %d", tile->vrank);
+        kv m = as_matrix(c, op, tile);
+        dma_piece(c, op, &m, lx, hf, 0, 0, store);
+        return;
+    }
+    if (!tile->dist) {
         dma_piece(c, op, tile, lx, hf, 0, 0, store);
         return;
     }

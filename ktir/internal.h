@@ -25,8 +25,12 @@ typedef struct {
     uint64_t lx;
     int splat;
     int f32;                       /* TENSOR, ELEM, VIEW, TILE: elements are fp32 (else f16, DL16 on the chip) */
-    int dynamic;                   /* VIEW: sizes given at run time ('?'): tiles are clipped to it, not refused */
+    int dynamic;                   /* VIEW (and its TILEs): sizes given at run time ('?'): tiles are clipped to it, not refused */
     int dist;                      /* TILE: of the distributed view dviews[i]: off is global, moved piece by piece */
+    int integer;                   /* VIEW, TILE: integer elements (fp32 on the chip) */
+    int indirect;                  /* TILE: construct_indirect_access_tile (described, not moved) */
+    int perm;                      /* TILE: an access_tile_order other than the identity (described, not moved) */
+    int64_t vstr[ML_MAX_RANK];     /* VIEW, TILE: the view's strides */
     int from_empty;
     int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
     int prank;

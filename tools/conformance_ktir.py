@@ -266,6 +266,10 @@ EXAMPLES = {
     "matmul_small.mlir": matmul_small,
     "layernorm_fwd_ktir.mlir": layernorm,
     "softmax_wide.mlir": "LX scratchpad overflow",
+    # ktir-cpu's tests/test_spec_gaps.py marks both xfail(strict=True): the
+    # one ktdp.load of a 4x8x2048x128 f16 tile (16 MB) exceeds the 2 MB LX.
+    "paged-tensor-copy.mlir": "LX scratchpad overflow",
+    "paged-tensor-write.mlir": "LX scratchpad overflow",
 }
 
 
