@@ -254,9 +254,8 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
                     d, (long long)r->off[d], (long long)(r->off[d] + ext[d]), (long long)view->shape[d]);
 }
 
-/* ktdp.construct_indirect_access_tile: its type, view and element type;
- * the index tensors give coordinates at run time.  Described here (it
- * fixes the loaded tensor's shape), refused where it would move data. */
+/* ktdp.construct_indirect_access_tile: its type, view and element type,
+ * and the coordinates (gather.c); the index tensors give some at run time. */
 static void op_indirect_tile(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -268,10 +267,11 @@ static void op_indirect_tile(kt_ctx *c, const ml_op *op, kv *r)
     const kv *v = kt_lookup(c, view);
     if (v->kind != KV_VIEW) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an indirect access tile must be a memory view");
     *r = (kv){.kind = KV_TILE, .tensor = v->tensor, .rank = ty->rank, .vrank = v->rank, .i = v->i, .stride = v->stride,
-              .f32 = v->f32, .integer = v->integer, .indirect = 1};
+              .f32 = v->f32, .integer = v->integer, .indirect = 1, .dynamic = v->dynamic};
     memcpy(r->shape, ty->shape, sizeof r->shape);
     memcpy(r->vshape, v->shape, sizeof r->vshape);
     memcpy(r->vstr, v->vstr, sizeof r->vstr);
+    kt_gather_parse(c, op, r);
 }
 
 static void op_load(kt_ctx *c, const ml_op *op, kv *r)
@@ -376,7 +376,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
     kv carried[16];
     int n = carry_init(c, op, names, carried);
     for (int64_t iv = lb; iv < ub; iv += step) {
-        int mark = c->nenv, dmark = c->ndviews;
+        int mark = c->nenv, dmark = c->ndviews, gmark = c->ngathers;
         uint64_t lx_mark = c->lx_top;
         kv ivv = {.kind = KV_INT, .i = iv};
         kt_bind(c, op->items[0].s, &ivv);
@@ -385,7 +385,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
         kt_compile_block(c, &body->blocks[0], &y);
         carry_yield(c, op, y, carried, n);
         kt_push(c, ISA_OP_FENCE); /* the iteration's LX is about to be reused */
-        c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark;
+        c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark, c->ngathers = gmark;
     }
     for (int k = 0; k < n && k < op->nres; k++) kt_bind(c, op->res[k], &carried[k]);
 }

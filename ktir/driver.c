@@ -158,7 +158,7 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->last_unit = -1, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
+    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->ngathers = 0, c->last_unit = -1, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);

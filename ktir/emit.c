@@ -255,11 +255,15 @@ static kv as_matrix(kt_ctx *c, const ml_op *op, const kv *t)
 
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
-    if (tile->indirect) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: indirect access tiles");
+    if (tile->indirect && store) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a store through an indirect access tile");
     if (tile->perm) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
     if (tile->tensor < 0)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
                 "not supported: integers at an address of the shared f16 memory (give their pointer as a tensor of its own)");
+    if (tile->indirect) {
+        kt_gather_load(c, op, tile, lx);
+        return;
+    }
     int64_t hf = 1;
     for (int d = 0; d + 1 < tile->rank; d++) hf *= tile->shape[d];
     if (!tile->dist && tile->vrank > 2) {

@@ -28,7 +28,7 @@ typedef struct {
     int dynamic;                   /* VIEW (and its TILEs): sizes given at run time ('?'): tiles are clipped to it, not refused */
     int dist;                      /* TILE: of the distributed view dviews[i]: off is global, moved piece by piece */
     int integer;                   /* VIEW, TILE: integer elements (fp32 on the chip) */
-    int indirect;                  /* TILE: construct_indirect_access_tile (described, not moved) */
+    int indirect;                  /* TILE: construct_indirect_access_tile: gathers[i] (loaded as a gather, not stored) */
     int perm;                      /* TILE: an access_tile_order other than the identity (described, not moved) */
     int64_t vstr[ML_MAX_RANK];     /* VIEW, TILE: the view's strides */
     int from_empty;
@@ -92,6 +92,18 @@ typedef struct {
     int *wait, *chain;
 } kt_plan;
 
+/* An indirect access tile (gather.c): dimension dim of the view is the
+ * integer tensor idx at positions pos (pos[var_pos] + the variable, when
+ * var_pos >= 0); the view starts at element base; why: the reason a
+ * pattern outside the subset cannot be moved, else NULL. */
+#define KT_MAX_GATHERS 64
+typedef struct {
+    int dim, var_pos;
+    kv idx;
+    int64_t pos[ML_MAX_RANK], base;
+    const char *why;
+} kt_gather;
+
 typedef struct {
     const ml_module *m;
     const chip_config *cfg;
@@ -103,6 +115,8 @@ typedef struct {
     int ngrid;
     kt_dview dviews[64];           /* this core's distributed views (released with the loop iteration) */
     int ndviews;
+    kt_gather gathers[KT_MAX_GATHERS]; /* this core's indirect tiles (released with the loop iteration) */
+    int ngathers;
     kt_binding *env;
     int nenv, capenv;
     uint64_t lx_top, lx_peak;      /* bump allocator of this core's LX */
@@ -170,6 +184,9 @@ void kt_stage_plan(kt_ctx *c);             /* after the measuring pass */
 uint64_t kt_stage_base(const kt_ctx *c);   /* LX of the staged sticks' local copies */
 int kt_stage_index(const kt_ctx *c, int tensor, int64_t stick); /* staged stick's index, or -1 */
 void kt_stage_flush(kt_ctx *c, const ml_op *fn); /* at the end of each core's program */
+/* Indirect access tiles (gather.c). */
+void kt_gather_parse(kt_ctx *c, const ml_op *op, kv *r);
+void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx);
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
 
 #endif

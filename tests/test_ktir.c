@@ -181,6 +181,29 @@ static const char *silu_prog =
     "  }\n"
     "}\n";
 
+/* An embedding lookup on 2 cores: out[r] = table[ids[r]] for the two rows
+ * r of each core, table and out of rank 3 (each entry 2 rows of 64). */
+static const char *embed_prog =
+    "module {\n"
+    "  func.func @embed(%table: index, %ids: index, %out: index) attributes {grid = [2]} {\n"
+    "    %c = ktdp.get_compute_tile_id : index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c2 = arith.constant 2 : index\n"
+    "    %row = arith.muli %c, %c2 : index\n"
+    "    %tv = ktdp.construct_memory_view %table, sizes: [16, 2, 64], strides: [128, 64, 1] {} : memref<16x2x64xf16>\n"
+    "    %iv = ktdp.construct_memory_view %ids, sizes: [4], strides: [1] {} : memref<4xi32>\n"
+    "    %ov = ktdp.construct_memory_view %out, sizes: [4, 2, 64], strides: [128, 64, 1] {} : memref<4x2x64xf16>\n"
+    "    %tt = ktdp.construct_indirect_access_tile\n"
+    "        intermediate_variables(%i, %j, %k)\n"
+    "        %tv[ind(%iv[%row + %i]), (%j), (%k)] {}\n"
+    "        : memref<16x2x64xf16>, memref<4xi32> -> !ktdp.access_tile<2x2x64xindex>\n"
+    "    %x = ktdp.load %tt : !ktdp.access_tile<2x2x64xindex> -> tensor<2x2x64xf16>\n"
+    "    %ot = ktdp.construct_access_tile %ov[%row, %c0, %c0] {} : memref<4x2x64xf16> -> !ktdp.access_tile<2x2x64xindex>\n"
+    "    ktdp.store %x, %ot : tensor<2x2x64xf16>, !ktdp.access_tile<2x2x64xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 /* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
 static const char *tr_prog =
     "module {\n"
@@ -532,6 +555,35 @@ static void test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_n
     CU_ASSERT_EQUAL(nans, 42); /* x = -64 .. -23: exp(-x) >= e^23, past DL16's largest, 2^32 x 1.996 */
 }
 
+/* The rows the index tensor names, gathered on the chip: every element
+ * copied exactly; an index past the table is the chip's fault, naming it. */
+static void test_an_indirect_tile_gathers_the_rows_its_index_tensor_names(void)
+{
+    char path[512], err[512];
+    rt_device *dev;
+    rt_program *prog = load_prog(embed_prog, NULL, 0, path, sizeof path, &dev);
+    static float table[16 * 128], out[4 * 128];
+    for (int i = 0; i < 16 * 128; i++) table[i] = (float)((i * 13) % 257) / 4; /* quarters below 64.25: exact in DL16 */
+    float ids[4] = {5, 0, 15, 7};
+    CU_ASSERT_EQUAL(rt_set_input(prog, "table", table, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "ids", ids, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "out", out, err, sizeof err), 0);
+    int bad = 0;
+    for (int r = 0; r < 4; r++)
+        for (int e = 0; e < 128; e++) bad += out[r * 128 + e] != table[(int)ids[r] * 128 + e];
+    CU_ASSERT_EQUAL(bad, 0);
+    ids[2] = 16;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "ids", ids, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.fault.msg, "is 16, not an integer row in [0, 16)"));
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
@@ -676,6 +728,8 @@ int main(void)
         {"cores_storing_parts_of_one_stick_all_land", test_cores_storing_parts_of_one_stick_all_land},
         {"a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan",
          test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan},
+        {"an_indirect_tile_gathers_the_rows_its_index_tensor_names",
+         test_an_indirect_tile_gathers_the_rows_its_index_tensor_names},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",

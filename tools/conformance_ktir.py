@@ -223,6 +223,14 @@ def layernorm(rng):
             {"Y": y, "Mean": mean, "Rstd": rstd})
 
 
+def indexed_add(rng):
+    # ktir-cpu's test: output[g0, :, g1, :] = x[index[g0], 0:32, g1, :] + y[g0, :, g1, :], index = [3, 7]
+    x, y = f16(rng, (128, 64, 8, 128)), f16(rng, (2, 32, 8, 128))
+    index = np.array([3, 7], dtype=np.float32)
+    return ({"dim1_start": 0}, {"x_ptr": x, "y_ptr": y, "index_ptr": index},
+            {"output_ptr": x[[3, 7], 0:32] + y})
+
+
 def sdpa_pv_ksplit(rng):
     a, b = f16(rng, (1, 8192)), f16(rng, (8192, 128))
     return {}, {"a_ptr": a, "b_ptr": b}, {"c_ptr": a @ b}
@@ -265,6 +273,7 @@ EXAMPLES = {
     "ffn_swiglu_4core.mlir": ffn_swiglu_4core,
     "matmul_small.mlir": matmul_small,
     "layernorm_fwd_ktir.mlir": layernorm,
+    "indexed_add.mlir": indexed_add,
     "softmax_wide.mlir": "LX scratchpad overflow",
     # ktir-cpu's tests/test_spec_gaps.py marks both xfail(strict=True): the
     # one ktdp.load of a 4x8x2048x128 f16 tile (16 MB) exceeds the 2 MB LX.
