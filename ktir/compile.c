@@ -201,6 +201,24 @@ static void op_distributed_view(kt_ctx *c, const ml_op *op, kv *r)
     *r = (kv){.kind = KV_DVIEW, .i = c->ndviews++};
 }
 
+/* The order lays the tile's dimensions out as order(d): the type's
+ * dimension k is the view's dimension order[k].  ext gets the extents in
+ * the view's dimensions; 1 when the order is not the identity. */
+static int tile_order(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *ext)
+{
+    const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
+    int perm = 0, seen = 0;
+    memcpy(ext, ty->shape, sizeof ty->shape);
+    if (order && order->kind == ML_A_MAP && order->aff->n == ty->rank)
+        for (int d = 0; d < order->aff->n; d++) {
+            const ml_aexpr *e = order->aff->e[d];
+            if (e->kind != ML_AE_DIM || e->v < 0 || e->v >= ty->rank || (seen >> e->v & 1))
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order that is not a permutation");
+            ext[e->v] = ty->shape[d], perm |= e->v != d, seen |= 1 << e->v;
+        }
+    return perm;
+}
+
 static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -209,18 +227,8 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     const kv *view = kt_lookup(c, &op->items[0]);
     if (view->kind != KV_VIEW && view->kind != KV_DVIEW)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
-    /* The order lays the tile's dimensions out as order(d): the type's
-     * dimension k is the view's dimension order[k]. */
-    const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
-    int64_t ext[ML_MAX_RANK], perm = 0;
-    memcpy(ext, ty->shape, sizeof ext);
-    if (order && order->kind == ML_A_MAP && order->aff->n == ty->rank)
-        for (int d = 0; d < order->aff->n; d++) {
-            const ml_aexpr *e = order->aff->e[d];
-            if (e->kind != ML_AE_DIM || e->v < 0 || e->v >= ty->rank)
-                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order that is not a permutation");
-            ext[e->v] = ty->shape[d], perm |= e->v != d;
-        }
+    int64_t ext[ML_MAX_RANK];
+    int perm = tile_order(c, op, ty, ext);
     *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */
     memcpy(r->shape, ty->shape, sizeof r->shape);
     int k = 0;
@@ -234,7 +242,7 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
         const kt_dview *d = &c->dviews[view->i];
         if (d->n < 1 || k != d->parts[0].rank || ty->rank != k)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
-        r->dist = 1, r->i = view->i, r->f32 = d->parts[0].f32, r->perm = (int)perm;
+        r->dist = 1, r->i = view->i, r->f32 = d->parts[0].f32, r->perm = perm;
         return;
     }
     if (k != view->rank || ty->rank != view->rank)
@@ -242,7 +250,7 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     int64_t off[ML_MAX_RANK];
     memcpy(off, r->off, sizeof off);
     *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = r->rank, .vrank = view->rank, .i = view->i,
-              .stride = view->stride, .f32 = view->f32, .integer = view->integer, .perm = (int)perm, .dynamic = view->dynamic};
+              .stride = view->stride, .f32 = view->f32, .integer = view->integer, .perm = perm, .dynamic = view->dynamic};
     memcpy(r->off, off, sizeof off);
     memcpy(r->shape, ty->shape, sizeof r->shape);
     memcpy(r->vshape, view->shape, sizeof r->vshape);

@@ -699,8 +699,36 @@ static char *replace(const char *text, const char *from, const char *to)
     return r;
 }
 
+/* A tile of a rank-4 view laid out in another order (paged KV caches): its
+ * type's dimensions are the view's d0, d2, d1, d3. */
+static const char *order_prog =
+    "module {\n"
+    "  func.func @paged(%x: index, %BLOCK: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [4, 64, 8, 128], strides: [65536, 1024, 128, 1] {}\n"
+    "      : memref<4x64x8x128xf16>\n"
+    "    %t = ktdp.construct_access_tile %xv[%c0, %c0, %c0, %c0] {\n"
+    "      access_tile_order = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>}\n"
+    "      : memref<4x64x8x128xf16> -> !ktdp.access_tile<TILExindex>\n"
+    "    %a = ktdp.load %t : !ktdp.access_tile<TILExindex> -> tensor<TILExf16>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void)
 {
+    /* ktir-cpu's paged RFC examples: a tile larger than LX is the chip's
+     * limit whatever its order (512 KB here, the 4-core chip's LX is 256 KB);
+     * one that fits is refused where it would move, its order unsupported. */
+    static const char *shapes[] = {"4x8x64x128", "1x8x2x128", "1x9x2x128"}; /* the last 9 of the view's 8 along d2 */
+    static const char *want[] = {"LX scratchpad overflow: core 0 needs 524288 bytes",
+                                 "not supported: an access_tile_order other than the identity",
+                                 "out-of-bounds access tile: core 0, dimension 2: [0, 9)"};
+    for (int k = 0; k < 3; k++) {
+        char *p1 = replace(order_prog, "TILE", shapes[k]), *p2 = replace(p1, "TILE", shapes[k]), *p3 = replace(p2, "TILE", shapes[k]);
+        expect_compile_error(p3, k == 1 ? KT_EXIT_REFUSED : KT_EXIT_CHIP, want[k]);
+        free(p1), free(p2), free(p3);
+    }
     /* Rows 8k+1 .. 8k+8: the last block of core 3 runs past the 64 rows of the view. */
     char *far = replace(rows_prog, "%row = arith.muli %blk, %BLOCK : index", "%row0 = arith.muli %blk, %BLOCK : index\n      %row = arith.addi %row0, %c1 : index");
     expect_compile_error(far, KT_EXIT_CHIP, "out-of-bounds access tile: core 3, dimension 0: [57, 65)");
