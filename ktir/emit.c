@@ -160,7 +160,6 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
     int64_t last = first + (h - 1) * tile->stride + w - 1, nst = last / lanes - first / lanes + 1;
     int merge = store && !(s == 0 && (h == 1 || w == tile->stride) && ((last + 1) % lanes == 0 || last + 1 == extent));
     if (nst > 65535) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access tile spanning more than 65535 sticks");
-    if (store) kt_stage_note_store(c, tile->tensor, first, tile->stride, h, w, lanes);
     uint64_t mark = c->lx_top, flat = kt_lx_alloc(c, op, (uint64_t)(nst * sb));
     int64_t dram = (c->final ? (int64_t)c->prog->tensors[c->tensors[tile->tensor].index].dram_off : 0) + first / lanes * sb;
     isa_insn in;
@@ -203,10 +202,14 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
     int64_t groups = (w + lanes - 1) / lanes, first = tile->i + r0 * tile->stride + c0;
     const kt_tensor *kt = &c->tensors[tile->tensor];
     uint64_t at = lx + (uint64_t)(((co / lanes) * hf + ro) * sb);
-    if (!store) kt_stage_note_load(c, tile->tensor, first / lanes, (first + (h - 1) * tile->stride + w - 1) / lanes);
+    int64_t last = (first + (h - 1) * tile->stride + w - 1) / lanes;
+    if (!store) kt_stage_note_load(c, tile->tensor, first / lanes, last);
+    if (store) kt_stage_note_store(c, tile->tensor, first, tile->stride, h, w, lanes);
     c->hbm_bytes += (double)h * (double)w * (double)eb;
+    /* A store touching a staged stick goes through the flat buffer, which keeps this core's copy of it. */
     if (co % lanes != 0 || first % lanes != 0 || (h > 1 && tile->stride % lanes != 0) ||
-        (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent))) {
+        (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent)) ||
+        (store && kt_stage_any(c, tile->tensor, first / lanes, last))) {
         if (co % lanes != 0 && co % lanes + w > lanes)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a piece of a distributed tile that crosses a stick of the tile");
         dma_span(c, op, tile, at, store, first, hf, h, w, c->final ? kt->extent : first + (h - 1) * tile->stride + w,

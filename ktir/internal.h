@@ -183,6 +183,7 @@ void kt_stage_note_load(kt_ctx *c, int tensor, int64_t lo, int64_t hi);
 void kt_stage_plan(kt_ctx *c);             /* after the measuring pass */
 uint64_t kt_stage_base(const kt_ctx *c);   /* LX of the staged sticks' local copies */
 int kt_stage_index(const kt_ctx *c, int tensor, int64_t stick); /* staged stick's index, or -1 */
+int kt_stage_any(const kt_ctx *c, int tensor, int64_t lo, int64_t hi); /* is one of sticks [lo, hi] staged? */
 void kt_stage_flush(kt_ctx *c, const ml_op *fn); /* at the end of each core's program */
 /* Indirect access tiles (gather.c). */
 void kt_gather_parse(kt_ctx *c, const ml_op *op, kv *r);

@@ -180,6 +180,18 @@ int kt_stage_index(const kt_ctx *c, int tensor, int64_t stick)
     return -1;
 }
 
+int kt_stage_any(const kt_ctx *c, int tensor, int64_t lo, int64_t hi)
+{
+    int a = 0, b = c->nstaged; /* the first staged stick at or after (tensor, lo) */
+    while (a < b) {
+        int mid = (a + b) / 2;
+        const kt_staged *s = &c->staged[mid];
+        if (s->tensor < tensor || (s->tensor == tensor && s->stick < lo)) a = mid + 1;
+        else b = mid;
+    }
+    return c->final && a < c->nstaged && c->staged[a].tensor == tensor && c->staged[a].stick <= hi;
+}
+
 /* This core's note on staged stick i, or NULL. */
 static const kt_stage_note *my_note(const kt_ctx *c, int i, int core)
 {
