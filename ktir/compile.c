@@ -125,6 +125,31 @@ static int view_sizes(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *si
     return dynamic;
 }
 
+/* The element type of a view: f16 (DL16 on the chip), f32, or an integer
+ * type, kept as fp32 on the chip as the compiler keeps integer tensors
+ * (exact up to 2^24); 1 for fp32, and *integer set for an integer type. */
+static int view_elem(kt_ctx *c, const ml_op *op, const ml_type *e, int *integer)
+{
+    *integer = e && e->kind == ML_T_INT;
+    if (*integer) return 1;
+    if (!e || e->kind != ML_T_FLOAT || (strcmp(e->name, "f16") && strcmp(e->name, "f32")))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16, f32 and integers");
+    return !strcmp(e->name, "f32");
+}
+
+/* Rows nested and disjoint: the last dimension contiguous, each stride at
+ * least the span of the dimensions inside it.  The span of the whole view, or -1. */
+static int64_t view_span(int rank, const int64_t *size, const int64_t *st)
+{
+    if (st[rank - 1] != 1) return -1;
+    int64_t span = size[rank - 1];
+    for (int d = rank - 2; d >= 0; d--) {
+        if (st[d] < span) return -1;
+        span += (size[d] - 1) * st[d];
+    }
+    return span;
+}
+
 static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -132,33 +157,30 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     if (!ty || ty->kind != ML_T_MEMREF || op->n < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `: memref<...>`");
     if (ms && ms->kind == ML_A_DIALECT && strcmp(ms->body, "global") != 0)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM)", ms->body);
-    if (!ty->elem || ty->elem->kind != ML_T_FLOAT || (strcmp(ty->elem->name, "f16") && strcmp(ty->elem->name, "f32")))
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: HBM tensors of other element types than f16 and f32");
-    if (ty->rank < 1 || ty->rank > 2)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank %d", ty->rank);
-    int64_t size[2];
+    int integer, f32 = view_elem(c, op, ty->elem, &integer);
+    if (ty->rank < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank 0");
+    int64_t size[ML_MAX_RANK], st[ML_MAX_RANK];
     int dynamic = view_sizes(c, op, ty, size);
-    int64_t st[2];
-    int ns = int_list(c, ml_op_keyword(op, "strides"), st, 2);
-    int rows_ok = ns == ty->rank && ns >= 1 && ns <= 2;
-    if (rows_ok) rows_ok = st[ns - 1] == 1 && (ns == 1 || st[0] >= size[1]);
-    if (!rows_ok)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view whose rows are not contiguous and disjoint");
+    int ns = int_list(c, ml_op_keyword(op, "strides"), st, ML_MAX_RANK);
+    int64_t span = ns == ty->rank ? view_span(ns, size, st) : -1;
+    if (span < 0) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view whose rows are not contiguous and disjoint");
     const kv *base = kt_lookup(c, &op->items[0]);
     if (base->kind != KV_PTR && base->kind != KV_INT)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of a memory view must be a pointer or an address");
-    *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns == 2 ? st[0] : size[0], .dynamic = dynamic};
-    int64_t syms[2];
+    *r = (kv){.kind = KV_VIEW, .rank = ty->rank, .i = base->i, .stride = ns >= 2 ? st[ns - 2] : size[0], .dynamic = dynamic,
+              .f32 = f32, .integer = integer};
+    memcpy(r->vstr, st, sizeof st);
+    int64_t syms[ML_MAX_RANK];
     int nsyms = 0;
     for (int d = 0; d < ty->rank; d++)
         if (ty->shape[d] == ML_DYN) syms[nsyms++] = size[d];
     set_origin(c, op, r, syms, nsyms);
-    r->f32 = !strcmp(ty->elem->name, "f32");
-    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm", r->f32);
-    r->shape[0] = size[0], r->shape[1] = ty->rank == 2 ? size[1] : 0;
+    memcpy(r->shape, size, sizeof size);
     if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
-    int64_t end = r->i + (ty->rank == 2 ? (size[0] - 1) * r->stride + size[1] : size[0]);
-    if (end > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = end;
+    /* Integers at an address of the shared f16 memory have no tensor of
+     * their own: such a view can be described, not moved. */
+    r->tensor = integer && base->kind != KV_PTR ? -1 : tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm", f32);
+    if (r->tensor >= 0 && r->i + span > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = r->i + span;
 }
 
 static void op_distributed_view(kt_ctx *c, const ml_op *op, kv *r)
@@ -179,6 +201,24 @@ static void op_distributed_view(kt_ctx *c, const ml_op *op, kv *r)
     *r = (kv){.kind = KV_DVIEW, .i = c->ndviews++};
 }
 
+/* The order lays the tile's dimensions out as order(d): the type's
+ * dimension k is the view's dimension order[k].  ext gets the extents in
+ * the view's dimensions; 1 when the order is not the identity. */
+static int tile_order(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *ext)
+{
+    const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
+    int perm = 0, seen = 0;
+    memcpy(ext, ty->shape, sizeof ty->shape);
+    if (order && order->kind == ML_A_MAP && order->aff->n == ty->rank)
+        for (int d = 0; d < order->aff->n; d++) {
+            const ml_aexpr *e = order->aff->e[d];
+            if (e->kind != ML_AE_DIM || e->v < 0 || e->v >= ty->rank || (seen >> e->v & 1))
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order that is not a permutation");
+            ext[e->v] = ty->shape[d], perm |= e->v != d, seen |= 1 << e->v;
+        }
+    return perm;
+}
+
 static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
@@ -187,11 +227,8 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     const kv *view = kt_lookup(c, &op->items[0]);
     if (view->kind != KV_VIEW && view->kind != KV_DVIEW)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an access tile must be a memory view");
-    const ml_attr *order = ml_op_attr(c->m, op, "access_tile_order");
-    if (order && order->kind == ML_A_MAP)
-        for (int d = 0; d < order->aff->n; d++)
-            if (order->aff->e[d]->kind != ML_AE_DIM || order->aff->e[d]->v != d)
-                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
+    int64_t ext[ML_MAX_RANK];
+    int perm = tile_order(c, op, ty, ext);
     *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */
     memcpy(r->shape, ty->shape, sizeof r->shape);
     int k = 0;
@@ -205,20 +242,44 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
         const kt_dview *d = &c->dviews[view->i];
         if (d->n < 1 || k != d->parts[0].rank || ty->rank != k)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
-        r->dist = 1, r->i = view->i, r->f32 = d->parts[0].f32;
+        r->dist = 1, r->i = view->i, r->f32 = d->parts[0].f32, r->perm = perm;
         return;
     }
     if (k != view->rank || ty->rank != view->rank)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "an access tile needs one index and one extent per view dimension");
+    int64_t off[ML_MAX_RANK];
+    memcpy(off, r->off, sizeof off);
     *r = (kv){.kind = KV_TILE, .tensor = view->tensor, .rank = r->rank, .vrank = view->rank, .i = view->i,
-              .stride = view->stride, .off = {r->off[0], r->off[1]}, .f32 = view->f32};
+              .stride = view->stride, .f32 = view->f32, .integer = view->integer, .perm = perm, .dynamic = view->dynamic};
+    memcpy(r->off, off, sizeof off);
     memcpy(r->shape, ty->shape, sizeof r->shape);
     memcpy(r->vshape, view->shape, sizeof r->vshape);
+    memcpy(r->vstr, view->vstr, sizeof r->vstr);
     for (int d = 0; d < k; d++)
-        if (r->off[d] < 0 || (!view->dynamic && (r->shape[d] > view->shape[d] || r->off[d] > view->shape[d] - r->shape[d])))
+        if (r->off[d] < 0 || (!view->dynamic && (ext[d] > view->shape[d] || r->off[d] > view->shape[d] - ext[d])))
             kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
                     "out-of-bounds access tile: core %d, dimension %d: [%lld, %lld) outside the view's [0, %lld)", c->core,
-                    d, (long long)r->off[d], (long long)(r->off[d] + r->shape[d]), (long long)view->shape[d]);
+                    d, (long long)r->off[d], (long long)(r->off[d] + ext[d]), (long long)view->shape[d]);
+}
+
+/* ktdp.construct_indirect_access_tile: its type, view and element type,
+ * and the coordinates (gather.c); the index tensors give some at run time. */
+static void op_indirect_tile(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const ml_type *ty = ml_op_last_type(op);
+    const ml_item *view = NULL;
+    for (int i = 0; i < op->n && !view; i++)
+        if (op->items[i].kind == ML_I_VALUE) view = &op->items[i];
+    if (!ty || ty->rank < 1 || !view)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `intermediate_variables(...) %%view[...] {...} : types -> !ktdp.access_tile<...>`");
+    const kv *v = kt_lookup(c, view);
+    if (v->kind != KV_VIEW) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an indirect access tile must be a memory view");
+    *r = (kv){.kind = KV_TILE, .tensor = v->tensor, .rank = ty->rank, .vrank = v->rank, .i = v->i, .stride = v->stride,
+              .f32 = v->f32, .integer = v->integer, .indirect = 1, .dynamic = v->dynamic};
+    memcpy(r->shape, ty->shape, sizeof r->shape);
+    memcpy(r->vshape, v->shape, sizeof r->vshape);
+    memcpy(r->vstr, v->vstr, sizeof r->vstr);
+    kt_gather_parse(c, op, r);
 }
 
 static void op_load(kt_ctx *c, const ml_op *op, kv *r)
@@ -323,7 +384,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
     kv carried[16];
     int n = carry_init(c, op, names, carried);
     for (int64_t iv = lb; iv < ub; iv += step) {
-        int mark = c->nenv, dmark = c->ndviews;
+        int mark = c->nenv, dmark = c->ndviews, gmark = c->ngathers;
         uint64_t lx_mark = c->lx_top;
         kv ivv = {.kind = KV_INT, .i = iv};
         kt_bind(c, op->items[0].s, &ivv);
@@ -332,7 +393,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
         kt_compile_block(c, &body->blocks[0], &y);
         carry_yield(c, op, y, carried, n);
         kt_push(c, ISA_OP_FENCE); /* the iteration's LX is about to be reused */
-        c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark;
+        c->nenv = mark, c->lx_top = lx_mark, c->ndviews = dmark, c->ngathers = gmark;
     }
     for (int k = 0; k < n && k < op->nres; k++) kt_bind(c, op->res[k], &carried[k]);
 }
@@ -344,6 +405,7 @@ int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r)
     if (!strcmp(nm, "ktdp.get_compute_tile_id")) op_tile_id(c, op);
     else if (!strcmp(nm, "ktdp.construct_memory_view")) op_memory_view(c, op, r);
     else if (!strcmp(nm, "ktdp.construct_access_tile")) op_access_tile(c, op, r);
+    else if (!strcmp(nm, "ktdp.construct_indirect_access_tile")) op_indirect_tile(c, op, r);
     else if (!strcmp(nm, "ktdp.construct_distributed_memory_view")) op_distributed_view(c, op, r);
     else if (!strcmp(nm, "ktdp.load")) op_load(c, op, r);
     else if (!strcmp(nm, "ktdp.store")) op_store(c, op);
@@ -352,11 +414,48 @@ int kt_ktdp_op(kt_ctx *c, const ml_op *op, kv *r)
     return 1;
 }
 
+/* The block's sigmoid chains (fuse.c), found once per block: wait[i] = 1 +
+ * the divf op i waits for, chain[divf] = 1 + the chain's negf. */
+static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
+{
+    for (int k = 0; k < c->nplans; k++)
+        if (c->plans[k].block == b) return &c->plans[k];
+    if (c->nplans == c->capplans) {
+        c->capplans = c->capplans ? c->capplans * 2 : 16;
+        c->plans = realloc(c->plans, sizeof *c->plans * (size_t)c->capplans);
+        if (!c->plans) abort();
+    }
+    kt_plan *p = &c->plans[c->nplans++];
+    p->block = b;
+    p->wait = calloc((size_t)b->nops + 1, sizeof *p->wait);
+    p->chain = calloc((size_t)b->nops + 1, sizeof *p->chain);
+    if (!p->wait || !p->chain) abort();
+    int at[4];
+    for (int i = 0; i < b->nops; i++)
+        if (!p->wait[i] && kt_sigmoid_chain(b, i, at)) {
+            for (int k = 0; k < 3; k++) p->wait[at[k]] = at[3] + 1;
+            p->chain[at[3]] = i + 1;
+        }
+    return p;
+}
+
+/* The block's ops in order; the ops of a sigmoid written out wait for its
+ * divf, which is one sfp.sigm when its constants are 1. */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
 {
-    for (int i = 0; i < b->nops; i++)
+    const kt_plan *p = block_plan(c, b);
+    int at[4];
+    for (int i = 0; i < b->nops; i++) {
+        if (p->wait[i]) continue;
+        if (p->chain[i]) {
+            int from = p->chain[i] - 1;
+            if (kt_sigmoid_chain(b, from, at) && kt_sigmoid(c, b, at)) continue;
+            for (int k = from; k < i; k++)
+                if (p->wait[k] == i + 1) kt_compile_op(c, &b->ops[k]); /* negf, exp, addf: no terminator */
+        }
         if (kt_compile_op(c, &b->ops[i])) {
             *yield_op = &b->ops[i];
             return;
         }
+    }
 }

@@ -158,13 +158,14 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->last_unit = -1, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
+    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->ngathers = 0, c->last_unit = -1, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);
     if (!body || body->nblocks != 1) kt_fail(c, KT_EXIT_REFUSED, fn->line, fn->col, "the function needs a body of one block");
     const ml_op *y = NULL;
     kt_compile_block(c, &body->blocks[0], &y);
+    kt_stage_flush(c, fn);
     isa_insn h;
     isa_insn_init(&h, ISA_OP_HALT);
     isa_stream_push(&c->prog->cores[c->core], &h);
@@ -209,11 +210,13 @@ static void compile_all(kt_ctx *c, const ml_op *fn)
             isa_program_free(c->prog);
             c->prog = new_program(c->cfg);
             add_tensors(c);
+            kt_stage_plan(c);
         }
         c->roofline = 0;
         for (c->core = 0; c->core < c->ncores; c->core++) compile_core(c, fn);
     }
-    int bars = c->exchanges; /* the last grid core's: every tile runs the same exchanges */
+    /* The last grid core's: every tile runs the same exchanges, and the bar of the staged sticks. */
+    int bars = c->exchanges + (c->nstaged > 0);
     for (c->core = c->ncores; c->core < c->cfg->cores; c->core++) {
         for (int i = 0; i < bars; i++) kt_push(c, ISA_OP_BAR);
         kt_push(c, ISA_OP_HALT);
@@ -248,6 +251,11 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
         isa_program_free(c->prog);
     }
     free(c->env);
+    free(c->notes);
+    free(c->loads);
+    for (int i = 0; i < c->nplans; i++) free(c->plans[i].wait), free(c->plans[i].chain);
+    free(c->plans);
+    free(c->staged);
     free(c);
     ml_free(m);
     return res;

@@ -11,8 +11,8 @@
 
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes)
 {
-    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes, ring = (uint64_t)c->ncores * (uint64_t)c->ring_slot;
-    uint64_t lx = c->cfg->lx_bytes > ring ? c->cfg->lx_bytes - ring : 0; /* ring slots at the top */
+    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes, top = (uint64_t)c->ncores * (uint64_t)c->ring_slot + c->stage_bytes;
+    uint64_t lx = c->cfg->lx_bytes > top ? c->cfg->lx_bytes - top : 0; /* ring slots and staged sticks at the top */
     bytes = (bytes + sb - 1) / sb * sb;
     if (bytes > lx || at > lx - bytes)
         kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
@@ -111,12 +111,48 @@ static void restick(kt_ctx *c, uint64_t lx, int64_t hf, int64_t lane0, uint64_t 
     }
 }
 
+/* The span's sticks that are staged (stage.c) copied between the flat
+ * buffer and their local copies: before the tile goes in (to_flat, so this
+ * core's earlier elements stay) and after. */
+static int copy_staged(kt_ctx *c, int tensor, int64_t stick0, int64_t nst, uint64_t flat, int to_flat)
+{
+    int64_t sb = c->cfg->stick_bytes;
+    int any = 0;
+    for (int64_t j = 0; c->final && c->nstaged && j < nst; j++) {
+        int i = kt_stage_index(c, tensor, stick0 + j);
+        if (i < 0) continue;
+        uint64_t local = kt_stage_base(c) + (uint64_t)i * (uint64_t)sb, at = flat + (uint64_t)(j * sb);
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_DMA_LX);
+        in.run = 1, in.d.off = (int64_t)(to_flat ? at : local), in.a.off = (int64_t)(to_flat ? local : at);
+        kt_emit(c, &in);
+        any = 1;
+    }
+    return any;
+}
+
+/* The span's sticks from the flat buffer to DRAM, in runs that leave out the staged ones. */
+static void store_unstaged(kt_ctx *c, int tensor, int64_t stick0, int64_t nst, uint64_t flat, int64_t dram, int staged)
+{
+    int64_t sb = c->cfg->stick_bytes;
+    for (int64_t j = 0; j < nst;) {
+        if (staged && kt_stage_index(c, tensor, stick0 + j) >= 0) { j++; continue; }
+        int64_t e = j + 1;
+        while (e < nst && !(staged && kt_stage_index(c, tensor, stick0 + e) >= 0)) e++;
+        isa_insn in;
+        isa_insn_init(&in, ISA_OP_DMA_ST);
+        in.run = e - j, in.d.off = dram + j * sb, in.a.off = (int64_t)flat + j * sb;
+        kt_emit(c, &in);
+        j = e;
+    }
+}
+
 /* A tile whose rows do not start on sticks: its whole span of sticks in
  * HBM moves as one contiguous DMA through a flat LX buffer, and sfp.rst
  * moves the elements.  The chip writes whole sticks, so a store whose span
  * holds other data reads the span first and writes it back with the tile
- * in it: right on one core; two cores doing it to one stick race, and the
- * simulator's race check reports it. */
+ * in it: right on one core; the sticks several cores store parts of are
+ * staged instead (stage.c). */
 static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store, int64_t first, int64_t hf,
                      int64_t h, int64_t w, int64_t extent, int64_t lane0)
 {
@@ -132,11 +168,17 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
         in.run = nst, in.d.off = (int64_t)flat, in.a.off = dram;
         kt_emit(c, &in);
     }
+    int staged = store && copy_staged(c, tile->tensor, first / lanes, nst, flat, 1);
     if (store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 0);
-    isa_insn_init(&in, store ? ISA_OP_DMA_ST : ISA_OP_DMA_LD);
-    in.run = nst, in.d.off = store ? dram : (int64_t)flat, in.a.off = store ? (int64_t)flat : dram;
-    kt_emit(c, &in);
-    if (!store) restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
+    if (staged) copy_staged(c, tile->tensor, first / lanes, nst, flat, 0);
+    if (store) {
+        store_unstaged(c, tile->tensor, first / lanes, nst, flat, dram, staged);
+    } else {
+        isa_insn_init(&in, ISA_OP_DMA_LD);
+        in.run = nst, in.d.off = (int64_t)flat, in.a.off = dram;
+        kt_emit(c, &in);
+        restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
+    }
     c->lx_top = mark; /* free again: a later writer on another unit fences first, one on the same unit queues behind */
 }
 
@@ -160,9 +202,14 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
     int64_t groups = (w + lanes - 1) / lanes, first = tile->i + r0 * tile->stride + c0;
     const kt_tensor *kt = &c->tensors[tile->tensor];
     uint64_t at = lx + (uint64_t)(((co / lanes) * hf + ro) * sb);
+    int64_t last = (first + (h - 1) * tile->stride + w - 1) / lanes;
+    if (!store) kt_stage_note_load(c, tile->tensor, first / lanes, last);
+    if (store) kt_stage_note_store(c, tile->tensor, first, tile->stride, h, w, lanes);
     c->hbm_bytes += (double)h * (double)w * (double)eb;
+    /* A store touching a staged stick goes through the flat buffer, which keeps this core's copy of it. */
     if (co % lanes != 0 || first % lanes != 0 || (h > 1 && tile->stride % lanes != 0) ||
-        (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent))) {
+        (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent)) ||
+        (store && kt_stage_any(c, tile->tensor, first / lanes, last))) {
         if (co % lanes != 0 && co % lanes + w > lanes)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a piece of a distributed tile that crosses a stick of the tile");
         dma_span(c, op, tile, at, store, first, hf, h, w, c->final ? kt->extent : first + (h - 1) * tile->stride + w,
@@ -189,10 +236,46 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
 /* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
  * buffer at lx; a tile of a distributed view moves piece by piece, each
  * from the partition that holds it. */
+/* A tile of a view of rank 3 or more as the 2-D tile it is in memory: its
+ * leading dimensions of more than one element, each taking whole rows of
+ * the next, are one dimension of rows (the LX layout's rows, row-major). */
+static kv as_matrix(kt_ctx *c, const ml_op *op, const kv *t)
+{
+    int n = t->vrank, row = -1;
+    kv m = *t;
+    m.vrank = m.rank = 2, m.i = t->i, m.off[0] = 0, m.off[1] = t->off[n - 1];
+    m.shape[0] = 1, m.shape[1] = t->shape[n - 1], m.vshape[1] = t->vshape[n - 1], m.stride = 1;
+    for (int d = 0; d + 1 < n; d++) {
+        m.i += t->off[d] * t->vstr[d];
+        if (t->shape[d] == 1) continue;
+        if (row >= 0 && t->vstr[row] != t->shape[d] * t->vstr[d])
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a tile of rank %d whose rows are not evenly spaced", n);
+        m.shape[0] *= t->shape[d], m.stride = t->vstr[d], row = d;
+    }
+    m.vshape[0] = m.shape[0];
+    return m;
+}
+
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
-    int64_t hf = tile->rank == 2 ? tile->shape[0] : 1;
-    if (tile->kind != KV_TILE || !tile->dist) {
+    if (tile->indirect && store) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a store through an indirect access tile");
+    if (tile->perm) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
+    if (tile->tensor < 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
+                "not supported: integers at an address of the shared f16 memory (give their pointer as a tensor of its own)");
+    if (tile->indirect) {
+        kt_gather_load(c, op, tile, lx);
+        return;
+    }
+    int64_t hf = 1;
+    for (int d = 0; d + 1 < tile->rank; d++) hf *= tile->shape[d];
+    if (!tile->dist && tile->vrank > 2) {
+        if (tile->dynamic) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a dynamic view of rank %d", tile->vrank);
+        kv m = as_matrix(c, op, tile);
+        dma_piece(c, op, &m, lx, hf, 0, 0, store);
+        return;
+    }
+    if (!tile->dist) {
         dma_piece(c, op, tile, lx, hf, 0, 0, store);
         return;
     }

@@ -25,8 +25,12 @@ typedef struct {
     uint64_t lx;
     int splat;
     int f32;                       /* TENSOR, ELEM, VIEW, TILE: elements are fp32 (else f16, DL16 on the chip) */
-    int dynamic;                   /* VIEW: sizes given at run time ('?'): tiles are clipped to it, not refused */
+    int dynamic;                   /* VIEW (and its TILEs): sizes given at run time ('?'): tiles are clipped to it, not refused */
     int dist;                      /* TILE: of the distributed view dviews[i]: off is global, moved piece by piece */
+    int integer;                   /* VIEW, TILE: integer elements (fp32 on the chip) */
+    int indirect;                  /* TILE: construct_indirect_access_tile: gathers[i] (loaded as a gather, not stored) */
+    int perm;                      /* TILE: an access_tile_order other than the identity (described, not moved) */
+    int64_t vstr[ML_MAX_RANK];     /* VIEW, TILE: the view's strides */
     int from_empty;
     int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
     int prank;
@@ -61,6 +65,45 @@ typedef struct {
     int64_t extent; /* elements any view reaches (the measuring pass) */
 } kt_tensor;
 
+/* A partial stick one core stores (stage.c): lanes `mask` of stick `stick`
+ * of a tensor; slot on core 0 when staged and core is not 0. */
+typedef struct {
+    int tensor, core, slot;
+    int64_t stick;
+    uint64_t mask;
+} kt_stage_note;
+
+/* Sticks [lo, hi] of a tensor some core loads (stage.c). */
+typedef struct {
+    int tensor;
+    int64_t lo, hi;
+} kt_span;
+
+/* A stick several cores store disjoint parts of, merged on core 0: its
+ * notes are notes[first .. first + n); covered: their lanes fill it. */
+typedef struct {
+    int tensor, first, n, covered;
+    int64_t stick;
+} kt_staged;
+
+/* A block's ops that wait for a later one (fuse.c's chains), found once. */
+typedef struct {
+    const ml_block *block;
+    int *wait, *chain;
+} kt_plan;
+
+/* An indirect access tile (gather.c): dimension dim of the view is the
+ * integer tensor idx at positions pos (pos[var_pos] + the variable, when
+ * var_pos >= 0); the view starts at element base; why: the reason a
+ * pattern outside the subset cannot be moved, else NULL. */
+#define KT_MAX_GATHERS 64
+typedef struct {
+    int dim, var_pos;
+    kv idx;
+    int64_t pos[ML_MAX_RANK], base;
+    const char *why;
+} kt_gather;
+
 typedef struct {
     const ml_module *m;
     const chip_config *cfg;
@@ -72,16 +115,27 @@ typedef struct {
     int ngrid;
     kt_dview dviews[64];           /* this core's distributed views (released with the loop iteration) */
     int ndviews;
+    kt_gather gathers[KT_MAX_GATHERS]; /* this core's indirect tiles (released with the loop iteration) */
+    int ngathers;
     kt_binding *env;
     int nenv, capenv;
     uint64_t lx_top, lx_peak;      /* bump allocator of this core's LX */
     kt_tensor tensors[64];
     int ntensors;
     uint64_t dram_top;
-    int final;
+    int final;                     /* 0: the measuring pass (HBM extents), 1: the program */
     int last_unit;                 /* unit of the last instruction since a fence, or -1 */
     int exchanges;                 /* ring exchanges so far on this core (bank = count % 2) */
-    int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */                     /* 0: the measuring pass (HBM extents), 1: the program */
+    int64_t ring_slot;             /* bytes of one ring slot: the largest partial (measuring pass) */
+    kt_stage_note *notes;          /* the measuring pass's partial-stick stores, then the staged sticks' (stage.c) */
+    int nnotes, capnotes;
+    kt_plan *plans;
+    int nplans, capplans;
+    kt_span *loads;                /* the measuring pass's loaded sticks, then merged and sorted */
+    int nloads, caploads;
+    kt_staged *staged;             /* sorted by tensor and stick */
+    int nstaged, capstaged, nslots;
+    uint64_t stage_bytes;          /* LX below the ring slots: staged sticks, then core 0's slots */
     double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     jmp_buf fail;
@@ -102,6 +156,15 @@ void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
 int kt_compile_op(kt_ctx *c, const ml_op *op);
 
 int kt_ring_op(kt_ctx *c, const ml_op *op, kv *r);
+/* d := f(a) on the SFP over a's sticks (a scalar computed on the chip stays one). */
+void kt_sfp_unary(kt_ctx *c, const ml_op *op, int isa_op, kv a, kv *r);
+
+/* Op patterns the SFP runs as one instruction (fuse.c): the four ops of
+ * 1 / (1 + exp(-x)) from ops[i] (the negf) are the sigmoid at[3]; at[] gets
+ * their indices in the block.  kt_sigmoid emits it when both constants are
+ * 1 (0: compile the ops one by one). */
+int kt_sigmoid_chain(const ml_block *b, int i, int at[4]);
+int kt_sigmoid(kt_ctx *c, const ml_block *b, const int at[4]);
 
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
@@ -114,6 +177,17 @@ void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtyp
 void kt_materialize(kt_ctx *c, const ml_op *op, kv *t);
 /* Refuse a tensor whose sticks hold another shape (a reshape moved its values) where the layout matters. */
 void kt_need_layout(kt_ctx *c, const ml_op *op, const kv *t);
+/* Partial-stick stores of several cores (stage.c). */
+void kt_stage_note_store(kt_ctx *c, int tensor, int64_t first, int64_t stride, int64_t h, int64_t w, int64_t lanes);
+void kt_stage_note_load(kt_ctx *c, int tensor, int64_t lo, int64_t hi);
+void kt_stage_plan(kt_ctx *c);             /* after the measuring pass */
+uint64_t kt_stage_base(const kt_ctx *c);   /* LX of the staged sticks' local copies */
+int kt_stage_index(const kt_ctx *c, int tensor, int64_t stick); /* staged stick's index, or -1 */
+int kt_stage_any(const kt_ctx *c, int tensor, int64_t lo, int64_t hi); /* is one of sticks [lo, hi] staged? */
+void kt_stage_flush(kt_ctx *c, const ml_op *fn); /* at the end of each core's program */
+/* Indirect access tiles (gather.c). */
+void kt_gather_parse(kt_ctx *c, const ml_op *op, kv *r);
+void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx);
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
 
 #endif

@@ -181,13 +181,19 @@ static int unary(kt_ctx *c, const ml_op *op, kv *r)
         *r = a, r->f = isa_op == ISA_OP_SFP_NEG ? -a.f : isa_op == ISA_OP_SFP_RSQRT ? 1 / sqrt(a.f) : f(a.f);
         return 1;
     }
+    if (!strncmp(op->name, "math.", 5)) c->trans_elems += (double)kt_elems(&a);
+    else c->simd_elems += (double)kt_elems(&a);
+    kt_sfp_unary(c, op, isa_op, a, r);
+    return 1;
+}
+
+void kt_sfp_unary(kt_ctx *c, const ml_op *op, int isa_op, kv a, kv *r)
+{
     int scalar = a.kind == KV_ELEM;
     if (scalar) a = as_tensor(&a);
     if (a.kind != KV_TENSOR) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s of a non-float value", op->name);
     kt_materialize(c, op, &a);
     *r = a, r->from_empty = 0;
-    if (!strncmp(op->name, "math.", 5)) c->trans_elems += (double)kt_elems(&a);
-    else c->simd_elems += (double)kt_elems(&a);
     int64_t n = kt_sticks(&a), sb = c->cfg->stick_bytes;
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
@@ -195,7 +201,6 @@ static int unary(kt_ctx *c, const ml_op *op, kv *r)
     in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb, in.t = kt_dtype(&a);
     kt_emit(c, &in);
     if (scalar) r->kind = KV_ELEM;
-    return 1;
 }
 
 /* 1 for f32 elements, 0 for f16; others refused. */

@@ -117,6 +117,93 @@ static const char *dyn_prog =
     "  }\n"
     "}\n";
 
+/* Cores that store disjoint parts of one stick: on a 2 x 2 grid each core
+ * stores an 8 x 32 block of y = 2x (two cores per 64-value row), and one
+ * row sum per row into m (4 cores per stick, lanes 16..39 nobody stores).
+ * x, y and m share one HBM tensor (addresses as --arg). */
+static const char *halves_prog =
+    "module {\n"
+    "  func.func @halves(%x: index, %y: index, %m: index) attributes {grid = [2, 2]} {\n"
+    "    %pm, %pn = ktdp.get_compute_tile_id : index, index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c2 = arith.constant 2 : index\n"
+    "    %c4 = arith.constant 4 : index\n"
+    "    %c8 = arith.constant 8 : index\n"
+    "    %c16 = arith.constant 16 : index\n"
+    "    %c32 = arith.constant 32 : index\n"
+    "    %two = arith.constant 2.0 : f16\n"
+    "    %zero = arith.constant 0.0 : f16\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [16, 64], strides: [64, 1] {} : memref<16x64xf16>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [16, 64], strides: [64, 1] {} : memref<16x64xf16>\n"
+    "    %mv = ktdp.construct_memory_view %m, sizes: [40], strides: [1] {} : memref<40xf16>\n"
+    "    %r0 = arith.muli %pm, %c8 : index\n"
+    "    %col = arith.muli %pn, %c32 : index\n"
+    "    %xt = ktdp.construct_access_tile %xv[%r0, %col] {} : memref<16x64xf16> -> !ktdp.access_tile<8x32xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%r0, %col] {} : memref<16x64xf16> -> !ktdp.access_tile<8x32xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<8x32xindex> -> tensor<8x32xf16>\n"
+    "    %s = tensor.splat %two : tensor<8x32xf16>\n"
+    "    %b = arith.mulf %a, %s : tensor<8x32xf16>\n"
+    "    ktdp.store %b, %yt : tensor<8x32xf16>, !ktdp.access_tile<8x32xindex>\n"
+    "    %t = arith.muli %pn, %c2 : index\n"
+    "    %id = arith.addi %pm, %t : index\n"
+    "    scf.for %i = %id to %c16 step %c4 {\n"
+    "      %rt = ktdp.construct_access_tile %xv[%i, %c0] {} : memref<16x64xf16> -> !ktdp.access_tile<1x64xindex>\n"
+    "      %row = ktdp.load %rt : !ktdp.access_tile<1x64xindex> -> tensor<1x64xf16>\n"
+    "      %init = tensor.splat %zero : tensor<1xf16>\n"
+    "      %sum = linalg.reduce { arith.addf } ins(%row : tensor<1x64xf16>) outs(%init : tensor<1xf16>) dimensions = [1]\n"
+    "      %mt = ktdp.construct_access_tile %mv[%i] {} : memref<40xf16> -> !ktdp.access_tile<1xindex>\n"
+    "      ktdp.store %sum, %mt : tensor<1xf16>, !ktdp.access_tile<1xindex>\n"
+    "      scf.yield\n"
+    "    }\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+/* SiLU written out as ktir-cpu's ffn_swiglu writes it: x / (1 + exp(-x))
+ * as x * (1 / (1 + exp(-x))), with the constant ONE. */
+static const char *silu_prog =
+    "module {\n"
+    "  func.func @silu(%x: index, %y: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [2, 64], strides: [64, 1] {} : memref<2x64xf16>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [2, 64], strides: [64, 1] {} : memref<2x64xf16>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0, %c0] {} : memref<2x64xf16> -> !ktdp.access_tile<2x64xindex>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0, %c0] {} : memref<2x64xf16> -> !ktdp.access_tile<2x64xindex>\n"
+    "    %a = ktdp.load %xt : !ktdp.access_tile<2x64xindex> -> tensor<2x64xf16>\n"
+    "    %n = arith.negf %a : tensor<2x64xf16>\n"
+    "    %e = math.exp %n : tensor<2x64xf16>\n"
+    "    %one = arith.constant dense<ONE> : tensor<2x64xf16>\n"
+    "    %d = arith.addf %one, %e : tensor<2x64xf16>\n"
+    "    %s = arith.divf %one, %d : tensor<2x64xf16>\n"
+    "    %b = arith.mulf %a, %s : tensor<2x64xf16>\n"
+    "    ktdp.store %b, %yt : tensor<2x64xf16>, !ktdp.access_tile<2x64xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+/* An embedding lookup on 2 cores: out[r] = table[ids[r]] for the two rows
+ * r of each core, table and out of rank 3 (each entry 2 rows of 64). */
+static const char *embed_prog =
+    "module {\n"
+    "  func.func @embed(%table: index, %ids: index, %out: index) attributes {grid = [2]} {\n"
+    "    %c = ktdp.get_compute_tile_id : index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c2 = arith.constant 2 : index\n"
+    "    %row = arith.muli %c, %c2 : index\n"
+    "    %tv = ktdp.construct_memory_view %table, sizes: [16, 2, 64], strides: [128, 64, 1] {} : memref<16x2x64xf16>\n"
+    "    %iv = ktdp.construct_memory_view %ids, sizes: [4], strides: [1] {} : memref<4xi32>\n"
+    "    %ov = ktdp.construct_memory_view %out, sizes: [4, 2, 64], strides: [128, 64, 1] {} : memref<4x2x64xf16>\n"
+    "    %tt = ktdp.construct_indirect_access_tile\n"
+    "        intermediate_variables(%i, %j, %k)\n"
+    "        %tv[ind(%iv[%row + %i]), (%j), (%k)] {}\n"
+    "        : memref<16x2x64xf16>, memref<4xi32> -> !ktdp.access_tile<2x2x64xindex>\n"
+    "    %x = ktdp.load %tt : !ktdp.access_tile<2x2x64xindex> -> tensor<2x2x64xf16>\n"
+    "    %ot = ktdp.construct_access_tile %ov[%row, %c0, %c0] {} : memref<4x2x64xf16> -> !ktdp.access_tile<2x2x64xindex>\n"
+    "    ktdp.store %x, %ot : tensor<2x2x64xf16>, !ktdp.access_tile<2x2x64xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 /* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
 static const char *tr_prog =
     "module {\n"
@@ -383,6 +470,120 @@ static void test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size(void)
     remove(path);
 }
 
+/* The chip writes whole sticks: the cores' parts of a shared stick are
+ * merged on core 0 and written once, so the race check (on) finds nothing
+ * and every element is the one its core stored; the lanes of m nobody
+ * stores keep what HBM held. */
+static void test_cores_storing_parts_of_one_stick_all_land(void)
+{
+    char path[512], err[512];
+    kt_arg args[] = {{"x", 0}, {"y", 1024}, {"m", 2048}};
+    rt_device *dev;
+    rt_program *prog = load_prog(halves_prog, args, 3, path, sizeof path, &dev);
+    static float hbm[2088], out[2088];
+    for (int i = 0; i < 2088; i++) hbm[i] = (float)((i * 11) % 17 - 8) / 8; /* eighths in [-1, 1]: exact in DL16 */
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "hbm", hbm, ISA_HT_F32, err, sizeof err), 0);
+    rt_run_result res;
+    int rc = rt_launch(prog, &res);
+    if (rc) {
+        rt_run_format(&res, err, sizeof err);
+        printf("\n%s\n", err);
+    }
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "hbm", out, err, sizeof err), 0);
+    int bad_y = 0, bad_m = 0, bad_kept = 0;
+    for (int i = 0; i < 1024; i++) bad_y += out[1024 + i] != 2 * hbm[i]; /* doubling is exact */
+    for (int r = 0; r < 16; r++) {
+        float sum = 0;
+        for (int k = 0; k < 64; k++) sum += hbm[r * 64 + k];
+        bad_m += out[2048 + r] != sum; /* partial sums of eighths below 64 are exact in DL16 */
+    }
+    for (int i = 0; i < 1024; i++) bad_kept += out[i] != hbm[i];
+    for (int i = 16; i < 40; i++) bad_kept += out[2048 + i] != hbm[2048 + i];
+    CU_ASSERT_EQUAL(bad_y, 0);
+    CU_ASSERT_EQUAL(bad_m, 0);
+    CU_ASSERT_EQUAL(bad_kept, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+/* x * c / (c + exp(-x)) for x in [-64, 64): run, read back, count the
+ * values off by more than 1% (each DL16 rounding is 2^-10 relative, a few
+ * of them in a row) and the NaNs. */
+static void run_silu(const char *c_text, double cval, int *off, int *nans, int *sigm)
+{
+    char path[512], err[512];
+    char *text = replace(silu_prog, "ONE", c_text);
+    rt_device *dev;
+    rt_program *prog = load_prog(text, NULL, 0, path, sizeof path, &dev);
+    const isa_stream *st = &rt_program_isa(prog)->cores[0];
+    *sigm = 0;
+    for (size_t i = 0; i < st->n; i++) *sigm += st->insns[i].op == ISA_OP_SFP_SIGM;
+    float x[128], y[128];
+    for (int i = 0; i < 128; i++) x[i] = (float)(i - 64); /* exp(-x) past DL16's 2^33 below x = -22.9 */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    *off = *nans = 0;
+    for (int i = 0; i < 128; i++) {
+        double want = x[i] * cval / (cval + exp(-(double)x[i]));
+        *nans += isnan(y[i]);
+        *off += !isnan(y[i]) && fabs(y[i] - want) > 1e-2 * (fabs(want) + 1e-3);
+    }
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+    free(text);
+}
+
+/* DL16 has no infinity: exp(-x) overflows to NINF for x below -22.9, and
+ * 1 / (1 + NINF) op by op would be NaN where fp16 gives 0.  The written-out
+ * sigmoid is sfp.sigm, fp32 inside: every value right, no NaN.  With 2 for
+ * the constant it is not a sigmoid and runs op by op: NaN where exp overflows. */
+static void test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan(void)
+{
+    int off, nans, sigm;
+    run_silu("1.0", 1.0, &off, &nans, &sigm);
+    CU_ASSERT_EQUAL(sigm, 1);
+    CU_ASSERT_EQUAL(off, 0);
+    CU_ASSERT_EQUAL(nans, 0);
+    run_silu("2.0", 2.0, &off, &nans, &sigm);
+    CU_ASSERT_EQUAL(sigm, 0);
+    CU_ASSERT_EQUAL(off, 0);
+    CU_ASSERT_EQUAL(nans, 42); /* x = -64 .. -23: exp(-x) >= e^23, past DL16's largest, 2^32 x 1.996 */
+}
+
+/* The rows the index tensor names, gathered on the chip: every element
+ * copied exactly; an index past the table is the chip's fault, naming it. */
+static void test_an_indirect_tile_gathers_the_rows_its_index_tensor_names(void)
+{
+    char path[512], err[512];
+    rt_device *dev;
+    rt_program *prog = load_prog(embed_prog, NULL, 0, path, sizeof path, &dev);
+    static float table[16 * 128], out[4 * 128];
+    for (int i = 0; i < 16 * 128; i++) table[i] = (float)((i * 13) % 257) / 4; /* quarters below 64.25: exact in DL16 */
+    float ids[4] = {5, 0, 15, 7};
+    CU_ASSERT_EQUAL(rt_set_input(prog, "table", table, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "ids", ids, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "out", out, err, sizeof err), 0);
+    int bad = 0;
+    for (int r = 0; r < 4; r++)
+        for (int e = 0; e < 128; e++) bad += out[r * 128 + e] != table[(int)ids[r] * 128 + e];
+    CU_ASSERT_EQUAL(bad, 0);
+    ids[2] = 16;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "ids", ids, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.fault.msg, "is 16, not an integer row in [0, 16)"));
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
@@ -498,8 +699,36 @@ static char *replace(const char *text, const char *from, const char *to)
     return r;
 }
 
+/* A tile of a rank-4 view laid out in another order (paged KV caches): its
+ * type's dimensions are the view's d0, d2, d1, d3. */
+static const char *order_prog =
+    "module {\n"
+    "  func.func @paged(%x: index, %BLOCK: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [4, 64, 8, 128], strides: [65536, 1024, 128, 1] {}\n"
+    "      : memref<4x64x8x128xf16>\n"
+    "    %t = ktdp.construct_access_tile %xv[%c0, %c0, %c0, %c0] {\n"
+    "      access_tile_order = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>}\n"
+    "      : memref<4x64x8x128xf16> -> !ktdp.access_tile<TILExindex>\n"
+    "    %a = ktdp.load %t : !ktdp.access_tile<TILExindex> -> tensor<TILExf16>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void)
 {
+    /* ktir-cpu's paged RFC examples: a tile larger than LX is the chip's
+     * limit whatever its order (512 KB here, the 4-core chip's LX is 256 KB);
+     * one that fits is refused where it would move, its order unsupported. */
+    static const char *shapes[] = {"4x8x64x128", "1x8x2x128", "1x9x2x128"}; /* the last 9 of the view's 8 along d2 */
+    static const char *want[] = {"LX scratchpad overflow: core 0 needs 524288 bytes",
+                                 "not supported: an access_tile_order other than the identity",
+                                 "out-of-bounds access tile: core 0, dimension 2: [0, 9)"};
+    for (int k = 0; k < 3; k++) {
+        char *p1 = replace(order_prog, "TILE", shapes[k]), *p2 = replace(p1, "TILE", shapes[k]), *p3 = replace(p2, "TILE", shapes[k]);
+        expect_compile_error(p3, k == 1 ? KT_EXIT_REFUSED : KT_EXIT_CHIP, want[k]);
+        free(p1), free(p2), free(p3);
+    }
     /* Rows 8k+1 .. 8k+8: the last block of core 3 runs past the 64 rows of the view. */
     char *far = replace(rows_prog, "%row = arith.muli %blk, %BLOCK : index", "%row0 = arith.muli %blk, %BLOCK : index\n      %row = arith.addi %row0, %c1 : index");
     expect_compile_error(far, KT_EXIT_CHIP, "out-of-bounds access tile: core 3, dimension 0: [57, 65)");
@@ -524,6 +753,11 @@ int main(void)
         {"an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports",
          test_an_exchange_only_one_tile_reaches_is_a_deadlock_the_simulator_reports},
         {"fp32_tile_of_a_dynamic_view_is_clipped_to_its_size", test_fp32_tile_of_a_dynamic_view_is_clipped_to_its_size},
+        {"cores_storing_parts_of_one_stick_all_land", test_cores_storing_parts_of_one_stick_all_land},
+        {"a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan",
+         test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan},
+        {"an_indirect_tile_gathers_the_rows_its_index_tensor_names",
+         test_an_indirect_tile_gathers_the_rows_its_index_tensor_names},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",
