@@ -280,7 +280,7 @@ static void parse_tensors(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const ch
             return;
         }
         sd_tensor *t = &k->t[k->nt++];
-        t->arg = -1;
+        t->arg = t->bound_arg = -1;
         const cJSON *nm = member(b, k, it, p, "dsName_", cJSON_IsString, "a name");
         snprintf(t->name, sizeof t->name, "%s", nm ? nm->valuestring : "?");
         t->lds = (int)int_member(b, k, it, p, "ldsIdx_", -1);

@@ -6,6 +6,7 @@
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "testutil.h"
 
 static char out[1 << 16];
+static char problems[1 << 16];
 
 /* ---- writing SDSC files the way torch-spyre does ---- */
 
@@ -550,9 +552,205 @@ static void test_softmax_split_into_six_kernels_chains_through_lx(void)
     tu_rmtree(dir);
 }
 
+/* ---- bundle.mlir: the order of the kernels and the arguments ---- */
+
+/* One sdsc_execute of a bundle: the file, its kernel, and the function
+ * argument of each of its tensors (-1: an LX tensor). */
+typedef struct {
+    const char *file;
+    const kspec *s;
+    int fa[3];
+} bexec;
+
+/* Where torch-spyre's default layout of an M x N fp16 tensor (sticks of
+ * 64 columns, outermost; the rows inside each; 128-byte sticks) puts core
+ * c's slice of the kspec's split: what bundle.mlir passes the kernel. */
+static int64_t slice_offset(const kspec *s, int c)
+{
+    int64_t row = (c % s->sm) * (s->m / s->sm), col = (c / s->sm) * (s->n / s->sn);
+    return col / 64 * s->m * 128 + row * 128;
+}
+
+static size_t bputs(char *buf, size_t len, size_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static size_t bputs(char *buf, size_t len, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (n < len)
+        n += (size_t)vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+/* bundle.mlir in the sdscbundle dialect: nfargs arguments, each core's
+ * slice address an argument plus its offset, then the executes in order. */
+static void bundle_text(char *buf, size_t len, const bexec *ex, int n, int nfargs)
+{
+    size_t w = bputs(buf, len, 0, "module {\n\tfunc.func @sdsc_bundle(");
+    for (int a = 0; a < nfargs; a++)
+        w = bputs(buf, len, w, "%s%%arg_%d_base_addr: !sdscbundle.input_arg<index>", a ? ", " : "", a);
+    w = bputs(buf, len, w, ") {\n");
+    for (int a = 0; a < nfargs; a++)
+        w = bputs(buf, len, w,
+                  "\t\t%%arg_%d = sdscbundle.input_arg_extract value from %%arg_%d_base_addr : "
+                  "!sdscbundle.input_arg<index> -> index\n", a, a);
+    for (int e = 0; e < n; e++) {
+        const kspec *s = ex[e].s;
+        int cores = s->sm * s->sn;
+        for (int i = 0; i <= s->nin; i++)
+            for (int c = 0; ex[e].fa[i] >= 0 && c < cores; c++)
+                w = bputs(buf, len, w, "\t\t%%o%d_%d_%d = arith.constant %lld : index\n"
+                          "\t\t%%p%d_%d_%d = arith.addi %%arg_%d, %%o%d_%d_%d : index\n",
+                          e, i, c, (long long)slice_offset(s, c), e, i, c, ex[e].fa[i], e, i, c);
+        w = bputs(buf, len, w, "\t\tsdscbundle.sdsc_execute (");
+        int first = 1;
+        for (int i = 0; i <= s->nin; i++)
+            for (int c = 0; ex[e].fa[i] >= 0 && c < cores; c++, first = 0)
+                w = bputs(buf, len, w, "%s%%p%d_%d_%d", first ? "" : ", ", e, i, c);
+        w = bputs(buf, len, w, ") {sdsc_filename=\"%s\", \"symbol_ids\"=[", ex[e].file);
+        first = 1;
+        for (int i = 0; i <= s->nin; i++)
+            for (int c = 0; ex[e].fa[i] >= 0 && c < cores; c++, first = 0)
+                w = bputs(buf, len, w, "%s%d", first ? "" : ", ", s->sym0 - i * cores - c);
+        w = bputs(buf, len, w, "]}\n");
+    }
+    bputs(buf, len, w, "\t\treturn\n\t}\n}\n");
+}
+
+static void write_text(const char *dir, const char *file, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    tu_write_file(path, text, strlen(text));
+}
+
+static char btext[1 << 16];
+
+/* sdsc_0.json is the add and sdsc_1.json the mul it reads from LX: only
+ * bundle.mlir, executing sdsc_1 first, runs them in the order they need
+ * (in the order of N the add would read LX the mul has not written). */
+static void test_bundle_mlir_gives_the_order_of_the_kernels(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&ADD_LX));
+    write_json(dir, "sdsc_1.json", sdsc_kernel(&MUL_LX));
+    const bexec ex[] = {{"sdsc_1.json", &MUL_LX, {0, 1, -1}}, {"sdsc_0.json", &ADD_LX, {-1, 2, 3}}};
+    bundle_text(btext, sizeof btext, ex, 2, 4);
+    write_text(dir, "bundle.mlir", btext);
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_lx), 0);
+    tu_rmtree(dir);
+}
+
+static const kspec SUB = {"0_sub", "sub", "aten.sub.Tensor", 2, 64, 256, 2, 2, {-1, -1, -1}, -1};
+
+/* The subtrahend bound to the function's argument 0: it becomes arg0. */
+static void verify_sub_swapped(rt_device *dev, rt_program *prog)
+{
+    (void)dev;
+    float *y = malloc(64 * 256 * sizeof *y);
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg2", y, err, sizeof err), 0);
+    const float *b = host(prog, "arg0"), *a = host(prog, "arg1");
+    int bad = 0;
+    for (int i = 0; i < 64 * 256; i++)
+        bad += fabsf(y[i] - (a[i] - b[i])) > DL16_SUM_TOL;
+    CU_ASSERT_EQUAL(bad, 0);
+    free(y);
+}
+
+static void test_bundle_mlir_gives_the_order_of_the_arguments(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&SUB));
+    const bexec ex[] = {{"sdsc_0.json", &SUB, {1, 0, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    write_text(dir, "bundle.mlir", btext);
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_sub_swapped), 0);
+    tu_rmtree(dir);
+}
+
+/* The problems of the ADD kernel with bundle text (spyre check agrees). */
+static const char *check_bundle(const char *text)
+{
+    char dir[512], err[256], args[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&ADD));
+    write_text(dir, "bundle.mlir", text);
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    sd_bundle *b = sd_load(dir, &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    snprintf(problems, sizeof problems, "%s", sd_problems(b));
+    snprintf(args, sizeof args, "check %s", dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), sd_nproblems(b) ? 2 : 0);
+    isa_program_free(sd_build(b, &cfg, NULL, 0, err, sizeof err));
+    sd_free(b);
+    tu_rmtree(dir);
+    return problems;
+}
+
+/* Replace the first `from` in btext by `to`. */
+static void mutate(const char *from, const char *to)
+{
+    char *at = strstr(btext, from), rest[sizeof btext];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    snprintf(rest, sizeof rest, "%s", at + strlen(from));
+    snprintf(at, sizeof btext - (size_t)(at - btext), "%s%s", to, rest);
+}
+
+/* Each disagreement between bundle.mlir and the JSON is one line naming
+ * bundle.mlir:LINE. */
+static void test_bundle_mlir_disagreeing_with_the_json_is_refused(void)
+{
+    const bexec ex[] = {{"sdsc_0.json", &ADD, {0, 1, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    CU_ASSERT_STRING_EQUAL(check_bundle(btext), "");
+    /* core 1 (rows 32..63 of column stick 0) lies at + 32 * 128 = 4096: line 9 adds it */
+    mutate("%o0_0_1 = arith.constant 4096", "%o0_0_1 = arith.constant 4224");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "bundle.mlir:9: binds Tensor0 of sdsc_0.json on core 1 at %arg_0_base_addr "
+                                            "+ 4224, but its layout (layoutDimOrder_) puts that core's slice at + 4096");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("sdsc_0.json", "sdsc_9.json");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "sdsc_execute of sdsc_9.json, which the directory does not hold",
+                       "bundle.mlir:1: never executes sdsc_0.json, which the directory holds");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("=[-1, ", "=[");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "12 operands but 11 symbol_ids");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("=[-1, -2", "=[-1, -99");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "symbol_ids[1] names no DRAM slice of sdsc_0.json",
+                       "binds no address to Tensor0 of sdsc_0.json on core 1 (symbol -2)");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("arith.addi %arg_1", "arith.muli %arg_1");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "arith.muli: not an op of the sdscbundle programs read");
+}
+
+/* Every prefix of a valid bundle.mlir, and bytes of it overwritten, are
+ * read without a crash; a cut file is a problem, never silence. */
+static void test_broken_bundle_mlir_never_crashes_the_reader(void)
+{
+    const bexec ex[] = {{"sdsc_0.json", &ADD, {0, 1, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    char *text = strdup(btext);
+    size_t n = strlen(text);
+    int quiet = 0;
+    for (size_t cut = 0; cut + 8 < n; cut += 97) {
+        char m[sizeof btext];
+        snprintf(m, sizeof m, "%s", text);
+        if (cut % 2)
+            m[cut] = "%{}[\",:-9a"[cut % 10];
+        else
+            m[cut] = 0;
+        quiet += !(cut % 2) && !*check_bundle(m);
+    }
+    CU_ASSERT_EQUAL(quiet, 0);
+    free(text);
+}
+
 /* ---- spyre check: one mutation per rule ---- */
 
-static char problems[1 << 16];
 
 /* Write the kernels (k1 may be NULL) to a fresh directory, read them for
  * chip `config`; problems gets the lines.  `spyre check` must agree: exit
@@ -756,6 +954,10 @@ int main(void)
         {"LX tensors must be read as their producer wrote them", test_lx_tensors_must_be_read_as_their_producer_wrote_them},
         {"the form of a file is checked with JSON paths", test_the_form_of_a_file_is_checked_with_json_paths},
         {"broken files never crash the reader", test_broken_files_never_crash_the_reader},
+        {"bundle.mlir gives the order of the kernels", test_bundle_mlir_gives_the_order_of_the_kernels},
+        {"bundle.mlir gives the order of the arguments", test_bundle_mlir_gives_the_order_of_the_arguments},
+        {"bundle.mlir disagreeing with the JSON is refused", test_bundle_mlir_disagreeing_with_the_json_is_refused},
+        {"broken bundle.mlir never crashes the reader", test_broken_bundle_mlir_never_crashes_the_reader},
         {NULL, NULL},
     };
     return tu_run("sdsc", tests);
