@@ -552,6 +552,78 @@ static void test_softmax_split_into_six_kernels_chains_through_lx(void)
     tu_rmtree(dir);
 }
 
+/* ---- division: any sign, and what a zero divisor gives ---- */
+
+static const kspec DIV = {"0_realdiv", "realdiv", "aten.div.Tensor", 2, 64, 256, 2, 2, {-1, -1, -1}, -1};
+
+/* Run the DIV kernel on a (random in [-1, 1)) and b = b_of(i); the check's
+ * line of the output into line, its verdict returned (0 ok). */
+static int run_div(float (*b_of)(int64_t), char *line, size_t len, int *bad)
+{
+    char dir[512], err[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&DIV));
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    sd_bundle *b = sd_load(dir, &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    isa_program *p = sd_build(b, &cfg, NULL, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 3, err, sizeof err), 0);
+    static float v[64 * 256], y[64 * 256];
+    for (int64_t i = 0; i < 64 * 256; i++)
+        v[i] = b_of(i);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "arg1", v, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    rt_check_result *r = NULL;
+    int n = 0, verdict = rt_check(prog, &r, &n, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    rt_check_format(&r[0], line, len);
+    /* |a / b| <= 2 and a, b and the quotient are each rounded to DL16
+     * once (relative 2^-10): within 2 * 3 * 2^-10 < 2^-7 of a / b */
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg2", y, err, sizeof err), 0);
+    const float *a = host(prog, "arg0"), *d = host(prog, "arg1");
+    *bad = 0;
+    for (int64_t i = 0; i < 64 * 256; i++)
+        *bad += d[i] != 0 && !(fabsf(y[i] - a[i] / d[i]) <= DL16_SUM_TOL);
+    free(r);
+    sd_free(b);
+    rt_close(dev);
+    tu_rmtree(dir);
+    return verdict;
+}
+
+/* Divisors of both signs, 0.5 to 1.5 in magnitude, the sign alternating
+ * every 3 elements (so every stick holds both). */
+static float mixed_sign(int64_t i) { return (float)((i / 3) % 2 ? -1 : 1) * (0.5f + (float)(i % 101) / 101.0f); }
+/* The same with one exact zero. */
+static float one_zero(int64_t i) { return i == 1000 ? 0.0f : mixed_sign(i); }
+
+static void test_division_is_exact_for_divisors_of_either_sign(void)
+{
+    char line[1024];
+    int bad;
+    CU_ASSERT_EQUAL(run_div(mixed_sign, line, sizeof line, &bad), 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    TU_ASSERT_CONTAINS(line, " ok");
+}
+
+/* x / 0 is an infinity in PyTorch; DL16 has none (its NINF stands for
+ * infinities and NaN and reads back as NaN): the check fails that element
+ * and says why, every other element still matches. */
+static void test_a_zero_divisor_is_a_mismatch_that_names_dl16s_missing_infinity(void)
+{
+    char line[1024];
+    int bad;
+    CU_ASSERT_EQUAL(run_div(one_zero, line, sizeof line, &bad), 1);
+    CU_ASSERT_EQUAL(bad, 0);
+    TU_ASSERT_CONTAINS(line, "nan=1", "worst[3,232]=nan ref=", "(DL16 has no infinity: NINF reads back as NaN) MISMATCH");
+}
+
 /* ---- bundle.mlir: the order of the kernels and the arguments ---- */
 
 /* One sdsc_execute of a bundle: the file, its kernel, and the function
@@ -954,6 +1026,9 @@ int main(void)
         {"LX tensors must be read as their producer wrote them", test_lx_tensors_must_be_read_as_their_producer_wrote_them},
         {"the form of a file is checked with JSON paths", test_the_form_of_a_file_is_checked_with_json_paths},
         {"broken files never crash the reader", test_broken_files_never_crash_the_reader},
+        {"division is exact for divisors of either sign", test_division_is_exact_for_divisors_of_either_sign},
+        {"a zero divisor is a mismatch that names DL16's missing infinity",
+         test_a_zero_divisor_is_a_mismatch_that_names_dl16s_missing_infinity},
         {"bundle.mlir gives the order of the kernels", test_bundle_mlir_gives_the_order_of_the_kernels},
         {"bundle.mlir gives the order of the arguments", test_bundle_mlir_gives_the_order_of_the_arguments},
         {"bundle.mlir disagreeing with the JSON is refused", test_bundle_mlir_disagreeing_with_the_json_is_refused},
