@@ -48,33 +48,57 @@ static int64_t geo_rows(const sd_geo *g)
 }
 static int64_t geo_bytes(const sd_geo *g) { return geo_groups(g) * geo_rows(g) * g->stick; }
 
-/* The load of the block from DRAM (tensor at dram_off) into its compact
- * LX copy; *dram gets the DRAM address of its first stick.  -1 when the
- * block does not start on a stick. */
-static int geo_dma(const sd_geo *g, uint64_t dram_off, cc_dma_shape *sh, int64_t *dram)
+/* The DRAM byte stride of each host dim of T (the last, the stick dim: of
+ * its sticks), read off the tensor's own layout (isa_layout_offset: the
+ * SDSC's dim order when the tensor has one); 0 for a dim of one. */
+static void dram_strides(const isa_tensor *T, const sd_geo *g, int64_t *dstr)
 {
-    int64_t dstr[SD_MAX_DIMS], lstr[SD_MAX_DIMS], ds = g->stick, ls = g->stick;
-    for (int i = g->r - 2; i >= 0; i--) {
-        dstr[i] = ds;
-        lstr[i] = ls;
-        ds *= g->full[i];
-        ls *= g->len[i];
+    int64_t idx[ISA_MAX_RANK] = {0};
+    for (int i = 0; i < g->r; i++) {
+        int64_t step = i == g->r - 1 ? g->lanes : 1;
+        dstr[i] = 0;
+        if (g->full[i] > step) {
+            idx[i] = step;
+            dstr[i] = (int64_t)isa_layout_offset(T, (uint32_t)g->stick, idx);
+            idx[i] = 0;
+        }
     }
+}
+
+/* The load of the block from DRAM (tensor T) into its compact LX copy:
+ * the block's sticks walked innermost first (the host dims before the
+ * last, then the stick groups), a run of sticks where DRAM and LX are both
+ * contiguous; *dram gets the DRAM address of its first stick.  -1 when
+ * the block does not start on a stick or needs more loop levels than a
+ * DMA has. */
+static int geo_dma(const sd_geo *g, const isa_tensor *T, cc_dma_shape *sh, int64_t *dram)
+{
+    int64_t dstr[SD_MAX_DIMS], n[SD_MAX_DIMS + 1], ds[SD_MAX_DIMS + 1], as[SD_MAX_DIMS + 1], ls = g->stick;
+    int m = 0;
     if (g->start[g->r - 1] % g->lanes)
         return -1;
-    *dram = (int64_t)dram_off + g->start[g->r - 1] / g->lanes * ds;
-    for (int i = 0; i < g->r - 1; i++)
+    dram_strides(T, g, dstr);
+    *dram = (int64_t)T->dram_off + g->start[g->r - 1] / g->lanes * dstr[g->r - 1];
+    for (int i = g->r - 2; i >= 0; i--, m++) {
         *dram += g->start[i] * dstr[i];
-    memset(sh, 0, sizeof *sh);
-    sh->run = g->r >= 2 ? g->len[g->r - 2] : geo_groups(g);
-    for (int i = g->r - 3; i >= 0; i--) { /* the outer dims, innermost first */
-        sh->n[sh->levels] = g->len[i];
-        sh->ds[sh->levels] = lstr[i];
-        sh->as[sh->levels++] = dstr[i];
+        n[m] = g->len[i], ds[m] = ls, as[m] = dstr[i];
+        ls *= g->len[i];
     }
-    sh->n[sh->levels] = g->r >= 2 ? geo_groups(g) : 1; /* the stick groups */
-    sh->ds[sh->levels] = ls;
-    sh->as[sh->levels++] = ds;
+    n[m] = geo_groups(g), ds[m] = ls, as[m++] = g->r >= 2 ? dstr[g->r - 1] : g->stick;
+    for (int l = 0; l < m; l++) /* a level of one step goes nowhere: call it contiguous */
+        as[l] = n[l] == 1 ? ds[l] : as[l];
+    memset(sh, 0, sizeof *sh);
+    int first = ds[0] == g->stick && as[0] == g->stick;
+    sh->run = first ? n[0] : 1;
+    for (int l = first; l < m; l++) {
+        if (sh->levels == ISA_MAX_LOOPS)
+            return -1;
+        sh->n[sh->levels] = n[l];
+        sh->ds[sh->levels] = ds[l];
+        sh->as[sh->levels++] = as[l];
+    }
+    if (!sh->levels) /* one run: one level of one */
+        sh->n[sh->levels++] = 1;
     return 0;
 }
 
@@ -98,8 +122,9 @@ static void operand(sd_ctx *x, cc_emit *e, const sd_kernel *k, int i, int core, 
     o->lx = cc_lx_alloc(e, geo_bytes(&o->g), o->t->name);
     cc_dma_shape sh;
     int64_t dram;
-    if (geo_dma(&o->g, x->p->tensors[o->t->arg].dram_off, &sh, &dram))
-        cc_emit_error(e, "%s: %s: a block that does not start on a stick", k->file, o->t->name);
+    if (geo_dma(&o->g, &x->p->tensors[o->t->arg], &sh, &dram))
+        cc_emit_error(e, "%s: %s: a block that does not start on a stick, or of more than %d loop levels", k->file,
+                      o->t->name, ISA_MAX_LOOPS);
     else if (load)
         cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(o->lx), cc_abs(dram), &sh);
 }
@@ -108,7 +133,7 @@ static void store(sd_ctx *x, cc_emit *e, const sd_operand *o)
 {
     cc_dma_shape sh;
     int64_t dram;
-    geo_dma(&o->g, x->p->tensors[o->t->arg].dram_off, &sh, &dram);
+    geo_dma(&o->g, &x->p->tensors[o->t->arg], &sh, &dram);
     for (int l = 0; l < sh.levels; l++) { /* a store's strides are the load's, swapped */
         int64_t t = sh.ds[l];
         sh.ds[l] = sh.as[l];
