@@ -8,19 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the translation runs: the kernel's op (sd_emit.c), its reference
- * (sd_graph.c), every tensor in the generic layout, data stages of a
- * whole slice. */
+/* What the translation runs: the kernel's op (sd_emit.c: data stages
+ * smaller than a slice for elementwise ops), its reference (sd_graph.c),
+ * every tensor in the generic layout. */
 static int supported(sd_ctx *x, const sd_kernel *k)
 {
     if (k->unsupported[0])
         return isa_errf(x->err, x->errlen, "%s: not supported yet", k->unsupported);
     if (sd_emit_supported(k, x->err, x->errlen) || sd_graph_supported(k, x->err, x->errlen))
         return -1;
-    for (int d = 0; d < k->ndims; d++)
-        if (k->dims[d].stage != k->dims[d].n / k->dims[d].slices)
-            return isa_errf(x->err, x->errlen, "%s: dimension %s: a data stage smaller than the slice: not supported yet",
-                            k->file, k->dims[d].name);
     for (int i = 0; i < k->nt; i++) {
         int host[SD_MAX_DIMS];
         if (sd_host_dims(&k->t[i], host) < 0 || k->t[i].nlayout > 5)

@@ -24,17 +24,21 @@ int sd_reduced(const sd_kernel *k, const sd_tensor *t, int d)
     return c && sd_coord_extent(c) == 1 && k->dims[d].n / k->dims[d].slices > 1;
 }
 
-static void block_geo(const sd_kernel *k, const sd_tensor *t, int core, int64_t stick, sd_geo *g)
+/* The block of tensor t one data stage of a core covers: stage[] gives
+ * the stage's index along each kernel dim (all 0 when the stage is the
+ * whole slice), the SDSC's stage size (dataStageParam_ ss_) its extent. */
+static void block_geo(const sd_kernel *k, const sd_tensor *t, int core, const int *stage, int64_t stick, sd_geo *g)
 {
     g->r = sd_host_dims(t, g->kdim);
     g->stick = stick;
     g->lanes = stick / sd_word(t);
     for (int i = 0; i < g->r; i++) {
-        const sd_dim *dm = &k->dims[g->kdim[i]];
-        g->reduced[i] = sd_reduced(k, t, g->kdim[i]);
-        g->full[i] = sd_host_extent(k, t, g->kdim[i]);
-        g->len[i] = g->reduced[i] ? 1 : dm->n / dm->slices;
-        g->start[i] = g->reduced[i] ? 0 : k->slice[core][g->kdim[i]] * g->len[i];
+        int d = g->kdim[i];
+        const sd_dim *dm = &k->dims[d];
+        g->reduced[i] = sd_reduced(k, t, d);
+        g->full[i] = sd_host_extent(k, t, d);
+        g->len[i] = g->reduced[i] ? 1 : dm->stage;
+        g->start[i] = g->reduced[i] ? 0 : k->slice[core][d] * (dm->n / dm->slices) + stage[d] * dm->stage;
     }
 }
 
@@ -109,17 +113,19 @@ typedef struct {
     int64_t lx;
 } sd_operand;
 
-/* Tensor i of k for this core: an LX tensor at its SDSC address, or a
- * staging buffer, loaded from DRAM when load is set. */
-static void operand(sd_ctx *x, cc_emit *e, const sd_kernel *k, int i, int core, int load, sd_operand *o)
+/* Tensor i of k for this core's data stage `stage`: an LX tensor at its
+ * SDSC address, or a staging buffer (at lx, or allocated when lx < 0),
+ * loaded from DRAM when load is set. */
+static void operand(sd_ctx *x, cc_emit *e, const sd_kernel *k, int i, int core, const int *stage, int64_t lx, int load,
+                    sd_operand *o)
 {
     o->t = &k->t[i];
-    block_geo(k, o->t, core, x->cfg->stick_bytes, &o->g);
+    block_geo(k, o->t, core, stage, x->cfg->stick_bytes, &o->g);
     if (o->t->lx) {
         o->lx = o->t->start[core];
         return;
     }
-    o->lx = cc_lx_alloc(e, geo_bytes(&o->g), o->t->name);
+    o->lx = lx >= 0 ? lx : cc_lx_alloc(e, geo_bytes(&o->g), o->t->name);
     cc_dma_shape sh;
     int64_t dram;
     if (geo_dma(&o->g, &x->p->tensors[o->t->arg], &sh, &dram))
@@ -327,29 +333,105 @@ static const sd_oprow *op_row(const sd_kernel *k)
     return NULL;
 }
 
-int sd_emit_supported(const sd_kernel *k, char *err, size_t errlen)
+/* The data stages of a core's slice along each kernel dim (ns[]), and
+ * their count. */
+static int stages(const sd_kernel *k, int *ns)
 {
-    if (op_row(k))
-        return 0;
-    return isa_errf(err, errlen, "%s: computeOp_ %s on %s (%d inputs, %d ops): not supported yet (docs/torch-spyre.md)",
-                    k->file, k->nops ? k->ops[0].func : "(none)", k->nops ? k->ops[0].unit : "-",
-                    k->nops ? k->ops[0].nin : 0, k->nops);
+    int total = 1;
+    for (int d = 0; d < k->ndims; d++) {
+        ns[d] = (int)(k->dims[d].n / k->dims[d].slices / k->dims[d].stage);
+        total *= ns[d];
+    }
+    return total;
 }
 
-void sd_emit_kernel(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core)
+int sd_emit_supported(const sd_kernel *k, char *err, size_t errlen)
+{
+    const sd_oprow *row = op_row(k);
+    int ns[SD_MAX_DIMS], lx = 0;
+    if (!row)
+        return isa_errf(err, errlen, "%s: computeOp_ %s on %s (%d inputs, %d ops): not supported yet (docs/torch-spyre.md)",
+                        k->file, k->nops ? k->ops[0].func : "(none)", k->nops ? k->ops[0].unit : "-",
+                        k->nops ? k->ops[0].nin : 0, k->nops);
+    for (int i = 0; i < k->nt; i++)
+        lx |= k->t[i].lx;
+    if (stages(k, ns) > 1 && (row->emit != emit_ew || lx))
+        return isa_errf(err, errlen,
+                        "%s: data stages smaller than the slice: supported for elementwise ops on DRAM tensors only", k->file);
+    return 0;
+}
+
+/* The tokens of a staged kernel: loads of a stage done, its inputs' and
+ * its result's buffers free again, its result computed. */
+typedef struct {
+    int loaded, in_free, computed, out_free;
+} sd_stage_tokens;
+
+/* Stage s of n (indices at[]) into buffer set s % 2: the loads (after the
+ * compute of stage s - 2 has read that set), the op (after the loads, and
+ * after the store of stage s - 2 has read that result buffer), the store.
+ * Every token signalled is waited for once: the next kernel starts from
+ * zero counts. */
+static void emit_stage(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core, const int *at, int s, int n,
+                       const int64_t (*buf)[5], const sd_stage_tokens *tk)
 {
     const sd_oprow *row = op_row(k);
     const sd_op *op = &k->ops[0];
-    int in[4], nin = inputs(op, in), loads = 0;
+    int in[4], nin = inputs(op, in);
     sd_operand o[4], out;
-    e->lx_top = x->lx_base; /* the staging buffers of earlier kernels are dead after the bar */
-    e->ntokens = 0;
-    cc_kernel_begin(e, k->top);
+    if (s >= 2)
+        cc_emit_wait(e, ISA_U_DMAI, tk->in_free);
+    for (int j = 0; j < nin; j++)
+        operand(x, e, k, in[j], core, at, buf[s % 2][j], 1, &o[j]);
+    operand(x, e, k, op->out[0], core, at, buf[s % 2][4], 0, &out);
+    cc_emit_sig(e, ISA_U_DMAI, tk->loaded);
+    cc_emit_wait(e, row->u, tk->loaded);
+    if (s >= 2)
+        cc_emit_wait(e, row->u, tk->out_free);
+    row->emit(e, k, row, o, nin, &out);
+    if (s + 2 < n)
+        cc_emit_sig(e, row->u, tk->in_free);
+    cc_emit_sig(e, row->u, tk->computed);
+    cc_emit_wait(e, ISA_U_DMAO, tk->computed);
+    store(x, e, &out);
+    if (s + 2 < n)
+        cc_emit_sig(e, ISA_U_DMAO, tk->out_free);
+}
+
+/* A kernel in data stages: two sets of staging buffers, so that the loads
+ * of the next stage and the store of the last one run beside the op. */
+static void emit_staged(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core, const int *ns, int n)
+{
+    const sd_op *op = &k->ops[0];
+    int in[4], nin = inputs(op, in), at[SD_MAX_DIMS] = {0};
+    int64_t buf[2][5];
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j <= nin; j++) {
+            sd_geo g;
+            block_geo(k, &k->t[j < nin ? in[j] : op->out[0]], core, at, x->cfg->stick_bytes, &g);
+            buf[b][j < nin ? j : 4] = cc_lx_alloc(e, geo_bytes(&g), "stage buffer");
+        }
+    sd_stage_tokens tk = {cc_tok_alloc(e, "stage loaded"), cc_tok_alloc(e, "stage inputs free"),
+                          cc_tok_alloc(e, "stage computed"), cc_tok_alloc(e, "stage result free")};
+    for (int s = 0; s < n && !cc_emit_failed(e); s++) {
+        emit_stage(x, e, k, core, at, s, n, (const int64_t(*)[5])buf, &tk);
+        for (int d = k->ndims - 1; d >= 0 && ++at[d] == ns[d]; d--) /* the last dim's stages innermost */
+            at[d] = 0;
+    }
+}
+
+/* One data stage, the core's whole slice: loads, the op, the store. */
+static void emit_whole(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core)
+{
+    const sd_oprow *row = op_row(k);
+    const sd_op *op = &k->ops[0];
+    int in[4], nin = inputs(op, in), loads = 0, at[SD_MAX_DIMS] = {0};
+    sd_operand o[4], out;
     for (int j = 0; j < nin; j++) {
-        operand(x, e, k, in[j], core, 1, &o[j]);
+        operand(x, e, k, in[j], core, at, -1, 1, &o[j]);
         loads += !o[j].t->lx;
     }
-    operand(x, e, k, op->out[0], core, 0, &out);
+    operand(x, e, k, op->out[0], core, at, -1, 0, &out);
     if (loads) {
         int tok = cc_tok_alloc(e, "loads done");
         cc_emit_sig(e, ISA_U_DMAI, tok);
@@ -362,5 +444,17 @@ void sd_emit_kernel(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core)
         cc_emit_wait(e, ISA_U_DMAO, tok);
         store(x, e, &out);
     }
+}
+
+void sd_emit_kernel(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core)
+{
+    int ns[SD_MAX_DIMS], n = stages(k, ns);
+    e->lx_top = x->lx_base; /* the staging buffers of earlier kernels are dead after the bar */
+    e->ntokens = 0;
+    cc_kernel_begin(e, k->top);
+    if (n > 1)
+        emit_staged(x, e, k, core, ns, n);
+    else
+        emit_whole(x, e, k, core);
     cc_kernel_end(e);
 }

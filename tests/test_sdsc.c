@@ -665,6 +665,93 @@ static void test_a_zero_divisor_is_a_mismatch_that_names_dl16s_missing_infinity(
     TU_ASSERT_CONTAINS(line, "nan=1", "worst[3,232]=nan ref=", "(DL16 has no infinity: NINF reads back as NaN) MISMATCH");
 }
 
+/* ---- data stages smaller than the slice ---- */
+
+/* Does some dma.st of core 0 run while a dma.ld of core 0 runs? (the
+ * instruction trace's slices: ts and dur of each) */
+static int store_beside_load(const char *trace_path)
+{
+    size_t n;
+    char *text = tu_read_file(trace_path, &n);
+    cJSON *root = cJSON_Parse(text), *ev;
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    double ld[4096][2], st[4096][2];
+    int nld = 0, nst = 0, both = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "traceEvents"))
+    {
+        const cJSON *name = cJSON_GetObjectItem(ev, "name"), *pid = cJSON_GetObjectItem(ev, "pid");
+        const cJSON *ts = cJSON_GetObjectItem(ev, "ts"), *dur = cJSON_GetObjectItem(ev, "dur");
+        if (!cJSON_IsString(name) || !cJSON_IsNumber(pid) || pid->valueint != 0 || !ts || !dur)
+            continue;
+        int isld = !strcmp(name->valuestring, "dma.ld"), isst = !strcmp(name->valuestring, "dma.st");
+        double(*v)[2] = isld && nld < 4096 ? &ld[nld++] : isst && nst < 4096 ? &st[nst++] : NULL;
+        if (v)
+            (*v)[0] = ts->valuedouble, (*v)[1] = ts->valuedouble + dur->valuedouble;
+    }
+    for (int i = 0; i < nld; i++)
+        for (int j = 0; j < nst; j++)
+            both |= st[j][0] < ld[i][1] && ld[i][0] < st[j][1];
+    cJSON_Delete(root);
+    return both;
+}
+
+/* The kernel ks with data stages of mb_ x out_: the check's verdict, the
+ * run's cycles, and whether core 0 stored while it loaded. */
+static int run_staged(const kspec *ks, int64_t mb, int64_t outn, double *cycles, int *overlap)
+{
+    char dir[512], err[1024], trace[1024];
+    tu_tmpdir(dir, sizeof dir);
+    cJSON *root = sdsc_kernel(ks);
+    cJSON *ss = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(dsc_of(root), "dataStageParam_"), "0"), "ss_");
+    cJSON_ReplaceItemInObject(ss, "mb_", cJSON_CreateNumber((double)mb));
+    cJSON_ReplaceItemInObject(ss, "out_", cJSON_CreateNumber((double)outn));
+    write_json(dir, "sdsc_0.json", root);
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    sim_options opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_INSN};
+    rt_set_options(dev, &opt);
+    sd_bundle *b = sd_load(dir, &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_STRING_EQUAL(sd_problems(b), "");
+    isa_program *p = sd_build(b, &cfg, NULL, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 5, err, sizeof err), 0);
+    rt_run_result *res = calloc(1, sizeof *res);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, res), 0);
+    *cycles = res->stats.cycles;
+    snprintf(trace, sizeof trace, "%s/trace.json", dir);
+    CU_ASSERT_EQUAL_FATAL(sim_write_trace(rt_sim(dev), rt_program_isa(prog), trace, err, sizeof err), 0);
+    *overlap = store_beside_load(trace);
+    rt_check_result *r = NULL;
+    int n = 0, bad = rt_check(prog, &r, &n, err, sizeof err);
+    CU_ASSERT_EQUAL(n, 1);
+    free(r);
+    free(res);
+    sd_free(b);
+    rt_close(dev);
+    tu_rmtree(dir);
+    return bad;
+}
+
+/* 4 stages of 8 rows (of a core's 32 x 128 slice): values match the
+ * reference and core 0 stores a stage's result while it loads the next
+ * stage; with one stage of the whole slice it never does. */
+static void test_data_stages_overlap_loads_and_stores(void)
+{
+    double staged, whole;
+    int overlap_staged, overlap_whole;
+    CU_ASSERT_EQUAL(run_staged(&ADD, 8, 128, &staged, &overlap_staged), 0);
+    CU_ASSERT_EQUAL(run_staged(&ADD, 32, 128, &whole, &overlap_whole), 0);
+    if (getenv("SDSC_TEST_VERBOSE"))
+        fprintf(stderr, "cycles: staged %.0f, whole %.0f\n", staged, whole);
+    CU_ASSERT(overlap_staged);
+    CU_ASSERT(!overlap_whole);
+}
+
 /* ---- bundle.mlir: the order of the kernels and the arguments ---- */
 
 /* One sdsc_execute of a bundle: the file, its kernel, and the function
@@ -1071,6 +1158,7 @@ int main(void)
         {"division is exact for divisors of either sign", test_division_is_exact_for_divisors_of_either_sign},
         {"a zero divisor is a mismatch that names DL16's missing infinity",
          test_a_zero_divisor_is_a_mismatch_that_names_dl16s_missing_infinity},
+        {"data stages overlap loads and stores", test_data_stages_overlap_loads_and_stores},
         {"bundle.mlir gives the order of the kernels", test_bundle_mlir_gives_the_order_of_the_kernels},
         {"bundle.mlir gives the order of the arguments", test_bundle_mlir_gives_the_order_of_the_arguments},
         {"bundle.mlir disagreeing with the JSON is refused", test_bundle_mlir_disagreeing_with_the_json_is_refused},
