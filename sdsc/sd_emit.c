@@ -16,6 +16,10 @@ typedef struct {
     int reduced[SD_MAX_DIMS];
     int kdim[SD_MAX_DIMS];
     int64_t lanes, stick;
+    /* The LX copy's sticks in the DRAM layout's order (innermost first)
+     * rather than ours: for elementwise ops, whose operands only need one
+     * order among them, so that each DMA piece is a run of sticks. */
+    int dram_order;
 } sd_geo;
 
 int sd_reduced(const sd_kernel *k, const sd_tensor *t, int d)
@@ -69,12 +73,30 @@ static void dram_strides(const isa_tensor *T, const sd_geo *g, int64_t *dstr)
     }
 }
 
+/* The levels of a block's sticks in DRAM order: its levels of more than
+ * one step, by DRAM stride, innermost first (a stable insertion sort). */
+static int by_dram_stride(int m, int64_t *n, int64_t *as)
+{
+    int k = 0;
+    for (int l = 0; l < m; l++)
+        if (n[l] > 1) {
+            int64_t nl = n[l], al = as[l];
+            int j = k++;
+            for (; j > 0 && as[j - 1] > al; j--) {
+                n[j] = n[j - 1];
+                as[j] = as[j - 1];
+            }
+            n[j] = nl, as[j] = al;
+        }
+    return k;
+}
+
 /* The load of the block from DRAM (tensor T) into its compact LX copy:
  * the block's sticks walked innermost first (the host dims before the
- * last, then the stick groups), a run of sticks where DRAM and LX are both
- * contiguous; *dram gets the DRAM address of its first stick.  -1 when
- * the block does not start on a stick or needs more loop levels than a
- * DMA has. */
+ * last, then the stick groups; or in DRAM order), a run of sticks where
+ * DRAM and LX are both contiguous; *dram gets the DRAM address of its
+ * first stick.  -1 when the block does not start on a stick or needs more
+ * loop levels than a DMA has. */
 static int geo_dma(const sd_geo *g, const isa_tensor *T, cc_dma_shape *sh, int64_t *dram)
 {
     int64_t dstr[SD_MAX_DIMS], n[SD_MAX_DIMS + 1], ds[SD_MAX_DIMS + 1], as[SD_MAX_DIMS + 1], ls = g->stick;
@@ -85,14 +107,18 @@ static int geo_dma(const sd_geo *g, const isa_tensor *T, cc_dma_shape *sh, int64
     *dram = (int64_t)T->dram_off + g->start[g->r - 1] / g->lanes * dstr[g->r - 1];
     for (int i = g->r - 2; i >= 0; i--, m++) {
         *dram += g->start[i] * dstr[i];
-        n[m] = g->len[i], ds[m] = ls, as[m] = dstr[i];
-        ls *= g->len[i];
+        n[m] = g->len[i], as[m] = dstr[i];
     }
-    n[m] = geo_groups(g), ds[m] = ls, as[m++] = g->r >= 2 ? dstr[g->r - 1] : g->stick;
-    for (int l = 0; l < m; l++) /* a level of one step goes nowhere: call it contiguous */
-        as[l] = n[l] == 1 ? ds[l] : as[l];
+    n[m] = geo_groups(g), as[m++] = g->r >= 2 ? dstr[g->r - 1] : g->stick;
+    if (g->dram_order)
+        m = by_dram_stride(m, n, as);
+    for (int l = 0; l < m; l++) { /* the LX copy compact in that order */
+        ds[l] = ls;
+        ls *= n[l];
+        as[l] = n[l] == 1 ? ds[l] : as[l]; /* a level of one step goes nowhere: call it contiguous */
+    }
     memset(sh, 0, sizeof *sh);
-    int first = ds[0] == g->stick && as[0] == g->stick;
+    int first = m && ds[0] == g->stick && as[0] == g->stick;
     sh->run = first ? n[0] : 1;
     for (int l = first; l < m; l++) {
         if (sh->levels == ISA_MAX_LOOPS)
@@ -121,6 +147,7 @@ static void operand(sd_ctx *x, cc_emit *e, const sd_kernel *k, int i, int core, 
 {
     o->t = &k->t[i];
     block_geo(k, o->t, core, stage, x->cfg->stick_bytes, &o->g);
+    o->g.dram_order = x->dram_order;
     if (o->t->lx) {
         o->lx = o->t->start[core];
         return;
@@ -333,6 +360,27 @@ static const sd_oprow *op_row(const sd_kernel *k)
     return NULL;
 }
 
+/* May kernel k stage its operands in DRAM order?  An elementwise op
+ * without a broadcast operand, every tensor an argument of one shape and
+ * one dim order: then every operand's LX copy lists the same elements in
+ * the same order. */
+static int dram_order(const sd_ctx *x, const sd_kernel *k)
+{
+    const isa_tensor *o = NULL;
+    if (op_row(k)->emit != emit_ew)
+        return 0;
+    for (int i = 0; i < k->nt; i++) {
+        if (k->t[i].lx)
+            return 0;
+        const isa_tensor *T = &x->p->tensors[k->t[i].arg];
+        if (o && (T->rank != o->rank || T->order != o->order ||
+                  memcmp(T->shape, o->shape, sizeof T->shape[0] * (size_t)T->rank)))
+            return 0;
+        o = T;
+    }
+    return o != NULL;
+}
+
 /* The data stages of a core's slice along each kernel dim (ns[]), and
  * their count. */
 static int stages(const sd_kernel *k, int *ns)
@@ -452,6 +500,7 @@ void sd_emit_kernel(sd_ctx *x, cc_emit *e, const sd_kernel *k, int core)
     e->lx_top = x->lx_base; /* the staging buffers of earlier kernels are dead after the bar */
     e->ntokens = 0;
     cc_kernel_begin(e, k->top);
+    x->dram_order = dram_order(x, k);
     if (n > 1)
         emit_staged(x, e, k, core, ns, n);
     else

@@ -188,6 +188,7 @@ typedef struct {
     size_t glen, gcap;
     char (*value)[SD_MAX_TENSORS][SD_NAME]; /* the graph value of each kernel's tensors */
     uint64_t lx_base;      /* LX above every tensor the SDSC places there: staging buffers */
+    int dram_order;        /* the kernel being emitted stages its operands in DRAM order (sd_emit.c) */
     char *err;
     size_t errlen;
 } sd_ctx;
