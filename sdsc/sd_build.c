@@ -115,6 +115,10 @@ isa_program *sd_build(const sd_bundle *b, const chip_config *cfg, const sd_spec 
         isa_errf(err, errlen, "%s: the SDSC has %d problems (spyre check lists them)", b->dir, b->nproblems);
         return NULL;
     }
+    if (b->unsupported[0]) {
+        isa_errf(err, errlen, "%s: %s: not supported yet", b->dir, b->unsupported);
+        return NULL;
+    }
     sd_ctx x = {.b = b, .cfg = cfg, .err = err, .errlen = errlen};
     sd_spec own[SD_MAX_ARGS];
     for (int i = 0; i < b->nargs; i++)

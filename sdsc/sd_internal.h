@@ -112,6 +112,7 @@ struct sd_bundle {
     char *problems;
     size_t plen, pcap;
     int nproblems;
+    char unsupported[512]; /* what of bundle.mlir the translation cannot run, "" when none */
 };
 
 /* One problem line "FILE: PATH: rule" (path and rule printf-style). */

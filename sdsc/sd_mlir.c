@@ -57,6 +57,20 @@ static void define(sd_mctx *x, const char *name, int arg, int64_t off, int line)
     x->v[x->nv++] = (sd_mval){name, arg, off, line};
 }
 
+/* What the translation cannot run yet (an op outside the subset, a
+ * kernel run twice): not a violation, so `spyre check` passes it and
+ * sd_build refuses it; the rest of the program is not read. */
+static void unsupported(sd_mctx *x, const ml_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void unsupported(sd_mctx *x, const ml_op *op, const char *fmt, ...)
+{
+    sd_bundle *b = x->b;
+    int n = snprintf(b->unsupported, sizeof b->unsupported, "%s:%d: ", SD_MLIR, op->line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->unsupported + n, sizeof b->unsupported - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
 /* The function's arguments: the VALUE items of its argument group. */
 static void read_fargs(sd_mctx *x, const ml_op *fn)
 {
@@ -199,8 +213,7 @@ static void op_execute(sd_mctx *x, const ml_op *op)
     }
     sd_kernel *k = &x->b->k[ki];
     if (k->run_line) {
-        sd_problem_at(x->b, SD_MLIR, op->line, "%s runs a second time (first at line %d): not supported yet", k->file,
-                      k->run_line);
+        unsupported(x, op, "%s runs a second time (first at line %d)", k->file, k->run_line);
         return;
     }
     k->run_line = op->line;
@@ -221,8 +234,8 @@ static const struct {
 
 static void read_body(sd_mctx *x, const ml_region *body)
 {
-    for (int bi = 0; body && bi < body->nblocks; bi++)
-        for (int i = 0; i < body->blocks[bi].nops; i++) {
+    for (int bi = 0; body && bi < body->nblocks && !x->b->unsupported[0]; bi++)
+        for (int i = 0; i < body->blocks[bi].nops && !x->b->unsupported[0]; i++) {
             const ml_op *op = &body->blocks[bi].ops[i];
             size_t r = 0;
             while (r < sizeof sd_mops / sizeof sd_mops[0] && strcmp(op->name, sd_mops[r].name))
@@ -230,8 +243,7 @@ static void read_body(sd_mctx *x, const ml_region *body)
             if (r < sizeof sd_mops / sizeof sd_mops[0])
                 sd_mops[r].read(x, op);
             else if (strcmp(op->name, "return") && strcmp(op->name, "func.return"))
-                sd_problem_at(x->b, SD_MLIR, op->line, "%s: not an op of the sdscbundle programs read (docs/torch-spyre.md)",
-                              op->name);
+                unsupported(x, op, "%s: not an op of the sdscbundle programs read (docs/torch-spyre.md)", op->name);
         }
 }
 
@@ -285,6 +297,8 @@ static void check_offsets(sd_mctx *x, sd_kernel *k)
 static void reorder(sd_mctx *x)
 {
     sd_bundle *b = x->b;
+    if (b->unsupported[0]) /* the program was not read to its end */
+        return;
     for (int i = 0; i < b->nk; i++)
         if (!b->k[i].run_line)
             sd_problem_at(b, SD_MLIR, 1, "never executes %s, which the directory holds", b->k[i].file);
@@ -323,7 +337,7 @@ void sd_read_mlir(sd_bundle *b, int64_t stick_bytes)
     else {
         read_fargs(&x, fn);
         read_body(&x, ml_op_region(fn, &from));
-        for (int i = 0; i < b->nk; i++)
+        for (int i = 0; i < b->nk && !b->unsupported[0]; i++)
             if (b->k[i].run_line && b->k[i].parsed)
                 check_offsets(&x, &b->k[i]);
         reorder(&x);

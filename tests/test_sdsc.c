@@ -922,9 +922,24 @@ static void test_bundle_mlir_disagreeing_with_the_json_is_refused(void)
     mutate("=[-1, -2", "=[-1, -99");
     TU_ASSERT_CONTAINS(check_bundle(btext), "symbol_ids[1] names no DRAM slice of sdsc_0.json",
                        "binds no address to Tensor0 of sdsc_0.json on core 1 (symbol -2)");
+}
+
+/* An op outside the subset read (or a kernel run twice) is not a
+ * violation: spyre check passes it, spyre run refuses it naming the line. */
+static void test_bundle_mlir_beyond_the_subset_read_is_refused_by_run_not_check(void)
+{
+    char dir[512], args[1024];
+    const bexec ex[] = {{"sdsc_0.json", &ADD, {0, 1, 2}}};
     bundle_text(btext, sizeof btext, ex, 1, 3);
-    mutate("arith.addi %arg_1", "arith.muli %arg_1");
-    TU_ASSERT_CONTAINS(check_bundle(btext), "arith.muli: not an op of the sdscbundle programs read");
+    mutate("%p0_0_0 = arith.addi", "%p0_0_0 = arith.muli");
+    CU_ASSERT_STRING_EQUAL(check_bundle(btext), "");
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&ADD));
+    write_text(dir, "bundle.mlir", btext);
+    snprintf(args, sizeof args, "run %s", dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "bundle.mlir:7: arith.muli: not an op of the sdscbundle programs read", "not supported yet");
+    tu_rmtree(dir);
 }
 
 /* Every prefix of a valid bundle.mlir, and bytes of it overwritten, are
@@ -1162,6 +1177,8 @@ int main(void)
         {"bundle.mlir gives the order of the kernels", test_bundle_mlir_gives_the_order_of_the_kernels},
         {"bundle.mlir gives the order of the arguments", test_bundle_mlir_gives_the_order_of_the_arguments},
         {"bundle.mlir disagreeing with the JSON is refused", test_bundle_mlir_disagreeing_with_the_json_is_refused},
+        {"bundle.mlir beyond the subset read is refused by run, not check",
+         test_bundle_mlir_beyond_the_subset_read_is_refused_by_run_not_check},
         {"broken bundle.mlir never crashes the reader", test_broken_bundle_mlir_never_crashes_the_reader},
         {NULL, NULL},
     };
