@@ -33,37 +33,37 @@ int64_t sd_host_extent(const sd_kernel *k, const sd_tensor *t, int d)
     return sd_reduced(k, t, d) ? 1 : k->dims[d].n;
 }
 
-/* Walk the declared layout innermost first: each dim's stride is the
- * bytes of the dims inside it; the stick dim counts whole sticks there and
- * its position within a stick is the innermost of all. */
-int64_t sd_layout_offset(const sd_kernel *k, const sd_tensor *t, const int64_t *idx, int64_t stick_bytes)
+/* The layoutDimOrder_ (innermost first) reversed, each kernel dim as its
+ * host position: the device order of the tensor (isa.h, order). */
+uint32_t sd_device_order(const sd_tensor *t)
 {
-    if (t->stick < 0)
-        return -1;
-    int64_t lanes = stick_bytes / sd_word(t), stride = stick_bytes;
-    int64_t off = idx[t->stick] % lanes * sd_word(t);
-    for (int p = 0; p < t->nlayout; p++) {
-        int d = t->layout[p];
-        int64_t ext = sd_host_extent(k, t, d);
-        if (d == t->stick) {
-            off = sd_add(off, sd_mul(idx[d] / lanes, stride));
-            stride = sd_mul(stride, (ext + lanes - 1) / lanes);
-        } else {
-            off = sd_add(off, sd_mul(idx[d], stride));
-            stride = sd_mul(stride, ext);
-        }
-    }
-    return off;
+    int host[SD_MAX_DIMS], r = sd_host_dims(t, host), dims[ISA_MAX_RANK];
+    if (r < 1 || r > ISA_MAX_RANK)
+        return 0;
+    for (int p = 0; p < r; p++)
+        for (int i = 0; i < r; i++)
+            if (host[i] == t->layout[r - 1 - p])
+                dims[p] = i;
+    return isa_order_make(dims, r, r - 1);
 }
 
-int64_t sd_layout_bytes(const sd_kernel *k, const sd_tensor *t, int64_t stick_bytes)
+/* The device's own layout arithmetic (isa_layout_offset) on the tensor
+ * the program gives the argument: the host shape, stick last, the order. */
+int64_t sd_layout_offset(const sd_kernel *k, const sd_tensor *t, const int64_t *idx, int64_t stick_bytes)
 {
-    int64_t lanes = stick_bytes / sd_word(t), bytes = stick_bytes;
-    for (int p = 0; p < t->nlayout; p++) {
-        int64_t ext = sd_host_extent(k, t, t->layout[p]);
-        bytes = sd_mul(bytes, t->layout[p] == t->stick ? (ext + lanes - 1) / lanes : ext);
+    int host[SD_MAX_DIMS], r = sd_host_dims(t, host);
+    if (r < 1 || r > ISA_MAX_RANK)
+        return -1;
+    isa_tensor T = {.rank = r, .stick_dim = r - 1, .dev_dtype = t->f32 ? ISA_T_F32 : ISA_T_DL16};
+    int64_t at[ISA_MAX_RANK];
+    T.order = sd_device_order(t);
+    for (int i = 0; i < r; i++) {
+        T.shape[i] = sd_host_extent(k, t, host[i]);
+        at[i] = idx[host[i]];
+        if (at[i] < 0 || at[i] >= T.shape[i]) /* a slice outside the tensor: the coverage rule's to report */
+            return -1;
     }
-    return bytes;
+    return (int64_t)isa_layout_offset(&T, (uint32_t)stick_bytes, at);
 }
 
 /* First used core's start: the symbol bundle.mlir binds (-1, -2, ...). */

@@ -27,19 +27,6 @@ static int supported(sd_ctx *x, const sd_kernel *k)
     return 0;
 }
 
-/* The device order of an argument: its layoutDimOrder_ (innermost first)
- * reversed, each kernel dim as its host position; 0 when that is our
- * default (every rank-2 tensor). */
-static uint32_t device_order(const sd_tensor *t)
-{
-    int host[SD_MAX_DIMS], r = sd_host_dims(t, host), dims[ISA_MAX_RANK];
-    for (int p = 0; p < r; p++)
-        for (int i = 0; i < r; i++)
-            if (host[i] == t->layout[r - 1 - p])
-                dims[p] = i;
-    return isa_order_make(dims, r, r - 1);
-}
-
 /* The specs (n given, else the SDSC's own) against the arguments' own;
  * the program's tensors. */
 static int add_args(sd_ctx *x, int n)
@@ -62,7 +49,7 @@ static int add_args(sd_ctx *x, int n)
         uint64_t off = (x->p->dram_bytes + align - 1) / align * align;
         int ti = isa_program_add_tensor(x->p, b->args[i].name, b->args[i].input ? ISA_ROLE_INPUT : ISA_ROLE_OUTPUT,
                                         s->dtype, t->f32 ? ISA_T_F32 : ISA_T_DL16, s->rank, s->shape, off);
-        x->p->tensors[ti].order = device_order(t);
+        x->p->tensors[ti].order = sd_device_order(t);
     }
     if (x->p->dram_bytes > x->cfg->dram_bytes)
         return isa_errf(x->err, x->errlen, "the arguments need %llu bytes of DRAM, more than %s has",

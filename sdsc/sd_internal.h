@@ -168,13 +168,14 @@ const sd_coord *sd_tensor_coord(const sd_tensor *t, int d);
  * the host extent of kernel dim d (1 for a reduced dim). */
 int sd_host_dims(const sd_tensor *t, int host[SD_MAX_DIMS]);
 int64_t sd_host_extent(const sd_kernel *k, const sd_tensor *t, int d);
-/* The byte offset, in the tensor's declared layout (layoutDimOrder_, the
- * stick dim split into sticks of stick_bytes), of the element at kernel
+/* The device order of a DRAM tensor's dims: its layoutDimOrder_ as
+ * isa_tensor.order (0: the runtime's default, every rank-2 tensor). */
+uint32_t sd_device_order(const sd_tensor *t);
+/* The byte offset, in the layout the program gives the tensor (host dims
+ * in the generic stick layout, sd_device_order), of the element at kernel
  * coordinates idx[] (per kernel dim; a reduced dim's is 0); -1 when the
- * tensor has no stick dim. */
+ * tensor is not in that layout or idx lies outside it. */
 int64_t sd_layout_offset(const sd_kernel *k, const sd_tensor *t, const int64_t *idx, int64_t stick_bytes);
-/* The bytes of a DRAM tensor in its declared layout. */
-int64_t sd_layout_bytes(const sd_kernel *k, const sd_tensor *t, int64_t stick_bytes);
 
 /* ---- the translation (sd_build.c, sd_emit.c, sd_graph.c) ---- */
 
