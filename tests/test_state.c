@@ -39,6 +39,55 @@ static int count_scatters(const isa_program *p)
     return n;
 }
 
+/* The update of CACHE_GRAPH is the program's: one dma.scatter, after a
+ * bar, of the one stick a position of [8, 4] holds (the cache sticked on
+ * its features, not on the positions the update indexes). */
+static void test_the_compiler_writes_the_update_as_one_scatter_after_a_bar(void)
+{
+    gr_graph *g = gr_graph_parse(CACHE_GRAPH, "cache.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    tu_config("spyre-4core", &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    gr_graph_free(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char *rep = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&rep, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    TU_ASSERT_CONTAINS(rep, "\nstate updates: 1 dma.scatter on 1 core, after a bar that follows the last kernel\n");
+    free(rep);
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(count_scatters(p), 1);
+    const isa_stream *s0 = &p->cores[0];
+    CU_ASSERT_FATAL(s0->n >= 3);
+    const isa_insn *sc = &s0->insns[s0->n - 2]; /* before the halt */
+    CU_ASSERT_EQUAL(sc->op, ISA_OP_DMA_SCATTER);
+    int ti = isa_program_find_tensor(p, "cache");
+    CU_ASSERT_FATAL(ti >= 0);
+    CU_ASSERT_EQUAL(p->tensors[ti].stick_dim, 1);
+    CU_ASSERT_EQUAL(sc->d.off, (int64_t)p->tensors[ti].dram_off);
+    CU_ASSERT_EQUAL(sc->vl, 8);                 /* rows: the cache's positions */
+    CU_ASSERT_EQUAL(sc->ds[0], p->stick_bytes); /* a position is one row of one stick */
+    CU_ASSERT_EQUAL(sc->run, 1);
+    CU_ASSERT_EQUAL(sc->n[0], 1);
+    /* after every kernel a bar, then only the positions and rows loaded,
+     * a token from the load engine to the store engine, the scatter */
+    size_t bar = 0;
+    for (size_t i = 0; i < s0->n; i++)
+        bar = s0->insns[i].op == ISA_OP_BAR ? i : bar;
+    static const int tail[] = {ISA_OP_BAR, ISA_OP_DMA_LD, ISA_OP_DMA_LD, ISA_OP_SIG, ISA_OP_WAIT, ISA_OP_DMA_SCATTER,
+                               ISA_OP_HALT};
+    CU_ASSERT_EQUAL_FATAL(s0->n - bar, sizeof tail / sizeof tail[0]);
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        CU_ASSERT_EQUAL(s0->insns[bar + i].op, tail[i]);
+    isa_program_free(p);
+}
+
 static rt_program *load_graph(rt_device *dev, const char *text)
 {
     gr_graph *g = gr_graph_parse(text, "cache.txt", err, sizeof err);
@@ -217,6 +266,8 @@ static void test_malformed_updates_are_refused_with_the_line(void)
 int main(void)
 {
     static const tu_test tests[] = {
+        {"the compiler writes the update as one scatter after a bar",
+         test_the_compiler_writes_the_update_as_one_scatter_after_a_bar},
         {"update writes only the position's sticks in device DRAM", test_update_writes_only_the_positions_sticks_in_device_dram},
         {"check reads the state as the run did", test_check_reads_the_state_as_the_run_did},
         {"two programs share a state by name", test_two_programs_share_a_state_by_name},
