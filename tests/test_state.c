@@ -217,6 +217,58 @@ static void test_a_timing_only_run_counts_its_update_without_data(void)
     rt_close(dev);
 }
 
+/* 1,500 positions of 64 features: their rows (192,000 bytes of DL16) do
+ * not fit in the 4-core chip's LX at once, so the update goes in chunks,
+ * each one scatter, each waiting for the one before; every row lands at
+ * its position and no other row changes. */
+static void test_an_update_larger_than_lx_goes_in_chunks(void)
+{
+    enum { N = 1500, ROWS = 2048, F = 64 };
+    static const char *graph = "graph big\n"
+                               "input %x: f32[1500, 64]\n"
+                               "input %pos: i64[1500]\n"
+                               "state %cache: f32[2048, 64] = \"cache\"\n"
+                               "%y: f32[1500, 64] = aten.mul.Tensor(%x, 2.0)\n"
+                               "%c1: f32[2048, 64] = aten.index_copy.default(%cache, 0, %pos, %y)\n"
+                               "%s: f32[64] = aten.sum.dim_IntList(%cache, [0])\n"
+                               "output %s\n"
+                               "update %cache = %c1\n";
+    rt_device *dev = rt_open(SPYRE_SOURCE_DIR "/chip/configs/spyre-4core.cfg", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = load_graph(dev, graph);
+    CU_ASSERT(count_scatters(rt_program_isa(prog)) > 1);
+    float *x = malloc(N * F * sizeof *x), *pos = malloc(N * sizeof *pos), *cache = calloc(ROWS * F, sizeof *cache);
+    CU_ASSERT_FATAL(x && pos && cache);
+    for (int k = 0; k < N; k++) {
+        pos[k] = (float)((k * 7 + 3) % ROWS); /* distinct: 7 is prime to 2048 */
+        for (int f = 0; f < F; f++)
+            x[k * F + f] = (float)((k + f) % 64) - 32; /* x * 2 is exact in DL16 */
+    }
+    CU_ASSERT_EQUAL(rt_set_input(prog, "cache", cache, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "pos", pos, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(res.state_bytes, (uint64_t)N * rt_program_isa(prog)->stick_bytes);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "cache", cache, err, sizeof err), 0);
+    int bad = 0, *from = malloc(ROWS * sizeof *from);
+    CU_ASSERT_FATAL(from != NULL);
+    for (int r = 0; r < ROWS; r++)
+        from[r] = -1;
+    for (int k = 0; k < N; k++)
+        from[(int)pos[k]] = k;
+    for (int r = 0; r < ROWS; r++)
+        for (int f = 0; f < F; f++)
+            bad += cache[r * F + f] != (from[r] < 0 ? 0.0f : 2 * x[from[r] * F + f]);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(from);
+    free(x);
+    free(pos);
+    free(cache);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
 /* A program whose graph updates a state it does not scatter into (one
  * built before the compiler wrote updates) would leave the state as it
  * was: the runtime refuses to load it. */
@@ -273,6 +325,7 @@ int main(void)
         {"two programs share a state by name", test_two_programs_share_a_state_by_name},
         {"a position outside the state is the scatter's fault", test_a_position_outside_the_state_is_the_scatters_fault},
         {"a timing-only run counts its update without data", test_a_timing_only_run_counts_its_update_without_data},
+        {"an update larger than LX goes in chunks", test_an_update_larger_than_lx_goes_in_chunks},
         {"a program without its scatter is refused at load", test_a_program_without_its_scatter_is_refused_at_load},
         {"malformed updates are refused with the line", test_malformed_updates_are_refused_with_the_line},
         {NULL, NULL},
