@@ -58,7 +58,7 @@ static void test_the_compiler_writes_the_update_as_one_scatter_after_a_bar(void)
     FILE *f = open_memstream(&rep, &len);
     cc_compile_report(r, f);
     fclose(f);
-    TU_ASSERT_CONTAINS(rep, "\nstate updates: 1 dma.scatter on 1 core, after a bar that follows the last kernel\n");
+    TU_ASSERT_CONTAINS(rep, "\nstate updates: 1 by dma.scatter on 1 core, after a bar that follows the last kernel\n");
     free(rep);
     isa_program *p = cc_result_take_program(r);
     cc_result_free(r);

@@ -712,7 +712,7 @@ static void print_report(const ir_prog *p, FILE *f)
     const int fences = p->norder > 1 ? p->norder - 1 - bars : 0;
     fprintf(f, "boundaries: %d bar%s, %d fence%s\n", bars, bars == 1 ? "" : "s", fences, fences == 1 ? "" : "s");
     if (p->nupdates) /* be_update.c */
-        fprintf(f, "state updates: %d dma.scatter on %d core%s, after a bar that follows the last kernel\n",
+        fprintf(f, "state updates: %d by dma.scatter on %d core%s, after a bar that follows the last kernel\n",
                 p->nupdates, p->nupdates < st->ncores ? p->nupdates : st->ncores,
                 p->nupdates == 1 || st->ncores == 1 ? "" : "s");
     free(reads);
