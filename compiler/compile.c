@@ -179,6 +179,12 @@ void cc_result_free(cc_result *p)
     for (int o = 0; o < p->noutputs; o++)
         free(p->outputs[o].name);
     free(p->outputs);
+    for (int u = 0; u < p->nupdates; u++) {
+        free(p->updates[u].state);
+        free(p->updates[u].index);
+        free(p->updates[u].src);
+    }
+    free(p->updates);
     for (int k = 0; k < p->nkernels; k++) {
         free(p->kernels[k].nodes);
         free(p->kernels[k].name);

@@ -63,8 +63,8 @@ typedef struct {
 /* `update %STATE = %VALUE`: after a run, the state holds the value.  The
  * value must be aten.index_copy.default(%STATE, DIM, %INDEX, %SRC) with
  * INDEX a graph input (the positions written) and SRC computed by the
- * graph: the runtime writes SRC's slices into the state where it lives
- * (docs/graph-format.md, "State"). */
+ * graph: the compiled program writes SRC's slices into the state where it
+ * lives, by dma.scatter (docs/graph-format.md, "State"). */
 typedef struct {
     int state, value; /* value indices */
     int dim, index, src; /* of the index_copy: its dimension, index input and source value */

@@ -117,7 +117,7 @@ typedef struct isa_insn {
     int64_t bs[ISA_MAX_LOOPS]; /* byte strides of b */
     int64_t ps;        /* PT: group stride of p */
     int64_t m, nn, k;  /* PT tile shape (nn is N) */
-    int64_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather: rows */
+    int64_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather/scatter: rows */
     float imm;         /* SFP scalar operand */
 } isa_insn;
 
@@ -153,8 +153,10 @@ typedef struct isa_insn {
     O("run", ISA_K_U, 16, run, 1, 1, NULL) \
     O("n0", ISA_K_U, 16, n[0], 1, 1, NULL) O("ds0", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) O("as0", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) \
     O("n1", ISA_K_U, 16, n[1], 1, 1, NULL) O("ds1", ISA_K_S, 32, ds[1], 0, INT64_MIN, NULL) O("as1", ISA_K_S, 32, as[1], 0, INT64_MIN, NULL)
-/* dma.gather: b the fp32 indices in LX (stride bs0), rows the table's row
- * count (field vl), as0 the table's row stride. */
+/* dma.gather and dma.scatter: b the fp32 indices in LX (stride bs0), rows
+ * the table's row count (field vl); the table's row stride is as0 for a
+ * gather (the table is its source a) and ds0 for a scatter (its
+ * destination d). */
 #define ISA_FMT_GATHER(O) ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "a", a) ISA_O_ADDR(O, "b", b) \
     O("run", ISA_K_U, 16, run, 1, 1, NULL) O("rows", ISA_K_U, 24, vl, 1, 1, NULL) \
     O("n0", ISA_K_U, 16, n[0], 1, 1, NULL) O("ds0", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) \
@@ -186,7 +188,11 @@ typedef struct isa_insn {
  * DMA gather (dma.gather): a row lookup (embedding): for i1<n1, i0<n0, the
  * fp32 value x at LX b + i0*bs0 must be an integer in [0, rows) (else a
  * fault); run sticks from DRAM a + x*as0 + i1*as1 go to LX d + i0*ds0 +
- * i1*ds1 (i1 walks the table's stick groups). */
+ * i1*ds1 (i1 walks the table's stick groups).
+ * DMA scatter (dma.scatter): its mirror, a row store to data-dependent
+ * addresses (a KV-cache update): for i1<n1, i0<n0, x as for dma.gather,
+ * run sticks from LX a + i0*as0 + i1*as1 go to DRAM d + x*ds0 + i1*ds1.
+ * Every index is checked before anything is written. */
 #define ISA_TABLE(X) \
     X(NOP,   "nop",   0x00, NONE, ISA_C_SEQ, FIXED,  "nothing") \
     X(HALT,  "halt",  0x01, NONE, ISA_C_SEQ, FIXED,  "end of this core's stream; the core is done when its units drain") \
@@ -204,6 +210,7 @@ typedef struct isa_insn {
     X(DMA_LX, "dma.lx", 0x12, DMA, ISA_C_DMAI, FIXED, "LX[d..] := LX[a..], run sticks x 4 loop levels") \
     X(DMA_LXS, "dma.lxs", 0x14, DMA, ISA_C_DMAO, FIXED, "LX[d..] := LX[a..] on the store engine (a result kept in LX past its kernel), run sticks x 4 loop levels") \
     X(DMA_GATHER, "dma.gather", 0x13, GATHER, ISA_C_DMAI, FIXED, "for i1<n1, i0<n0: LX[d + i0*ds0 + i1*ds1..] := DRAM[a + x*as0 + i1*as1..], run sticks, x = fp32 LX[b + i0*bs0], an integer in [0, rows)") \
+    X(DMA_SCATTER, "dma.scatter", 0x15, GATHER, ISA_C_DMAO, FIXED, "for i1<n1, i0<n0: DRAM[d + x*ds0 + i1*ds1..] := LX[a + i0*as0 + i1*as1..], run sticks, x = fp32 LX[b + i0*bs0], an integer in [0, rows)") \
     X(PT_MM, "pt.mm", 0x20, PT, ISA_C_PT, FIXED,   "d[m x n] := (f&acc ? p : 0) + a[m x k] * b[k x n], fp32 sums, d in DL16 or fp32 (f&f32)") \
     X(SFP_MOV,   "sfp.mov",   0x30, SFP, ISA_C_SFP, SIMPLE, "d := a") \
     X(SFP_NEG,   "sfp.neg",   0x31, SFP, ISA_C_SFP, SIMPLE, "d := -a") \

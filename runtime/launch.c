@@ -98,8 +98,7 @@ void rt_run_format(const rt_run_result *res, char *buf, size_t len)
                  (unsigned long long)x->weight_bytes_restored);
         size_t used = strlen(buf);
         if (res->state_bytes && used < len) /* a graph with state updates (docs/graph-format.md) */
-            snprintf(buf + used, len - used, " state_written=%llu (%.0f cycles)",
-                     (unsigned long long)res->state_bytes, res->state_cycles);
+            snprintf(buf + used, len - used, " state_written=%llu", (unsigned long long)res->state_bytes);
         return;
     }
     const sim_fault *f = &res->fault;

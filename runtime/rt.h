@@ -193,8 +193,8 @@ typedef struct {
     sim_fault fault; /* valid when status is RT_RUN_FAULT */
     sim_stats stats;
     rt_transfer_stats xfer;
-    uint64_t state_bytes;  /* device bytes of state the run's updates wrote (docs/graph-format.md, "State") */
-    double state_cycles;   /* their copy at the DRAM bandwidth, in stats.cycles */
+    uint64_t state_bytes;  /* device bytes of state the program's dma.scatter updates wrote (docs/graph-format.md,
+                              "State"); their time is in stats.cycles, as any instruction's */
     int fallback_ops;                        /* host fallback ops run (stats.host_ops) */
     rt_fallback_op fallback[RT_MAX_FALLBACK]; /* the first RT_MAX_FALLBACK of them, in order */
 } rt_run_result;

@@ -110,12 +110,14 @@ void rt_drop_weights(rt_program *prog);
 
 /* state.c: a program's state updates (docs/graph-format.md, "State"). */
 /* Read the update lines of the program's graph text; -1 with a message
- * when an update's tensors are not what the runtime can update. */
+ * when an update's tensors are not what the runtime can update, or the
+ * program has no dma.scatter into a state. */
 int rt_state_init(rt_program *prog, char *err, size_t errlen);
 void rt_state_free(rt_program *prog);
-/* After a launch: write each update's source slices into the state, in
- * this program and in every loaded program holding a state of that name,
- * and charge the copy to r (state_bytes, state_cycles, in stats.cycles). */
+/* After a launch (whose dma.scatter wrote the program's own copy): each
+ * update's source slices into the state's host copy and into every other
+ * loaded program holding a state of that name; r->state_bytes counts the
+ * bytes the program's scatters wrote. */
 int rt_state_apply(rt_program *prog, rt_run_result *r, char *err, size_t errlen);
 /* State tensor ti's host copy before the last launch updated it, or NULL. */
 const float *rt_state_before(const rt_program *prog, int ti);

@@ -1,8 +1,9 @@
 /* state.c: a program's state (docs/graph-format.md, "State"): tensors of its
  * weights region that persist across runs and that the graph's `update`
- * lines change.  After a launch the runtime writes each update's source
- * slices into the state where it lives, on the device: only the sticks
- * the positions touch, charged at the chip's DRAM bandwidth. */
+ * lines change.  The program writes its own copy by dma.scatter
+ * (compiler/back/be_update.c); after a launch the runtime brings the
+ * state's host copy up to date and gives the same slices to every other
+ * loaded program holding that state in its own weights region. */
 #include "rt_internal.h"
 
 #include <math.h>
@@ -24,6 +25,18 @@ static int value_tensor(const isa_program *p, const gr_value *v)
     return isa_program_find_tensor(p, name);
 }
 
+/* Does some core of p scatter into tensor S (at its first byte)? */
+static int scatters_into(const isa_program *p, const isa_tensor *S)
+{
+    for (int c = 0; c < p->ncores; c++)
+        for (size_t i = 0; i < p->cores[c].n; i++) {
+            const isa_insn *in = &p->cores[c].insns[i];
+            if (in->op == ISA_OP_DMA_SCATTER && in->d.reg == 0 && (uint64_t)in->d.off == S->dram_off)
+                return 1;
+        }
+    return 0;
+}
+
 /* One update line of g as tensors of p. */
 static int update_tensors(const isa_program *p, const gr_graph *g, const gr_update *u, rt_update *out, char *err,
                           size_t errlen)
@@ -42,6 +55,9 @@ static int update_tensors(const isa_program *p, const gr_graph *g, const gr_upda
     if (S->role != ISA_ROLE_WEIGHT || !rt_in_weights(p, S) || p->tensors[out->src].role != ISA_ROLE_OUTPUT)
         return isa_errf(err, errlen, "graph line %d: update: state %s must be in the weights region and its "
                         "source %s an output", u->line, S->name, p->tensors[out->src].name);
+    if (!scatters_into(p, S))
+        return isa_errf(err, errlen, "graph line %d: update of %s: the program has no dma.scatter into it (a program "
+                        "compiled before the compiler wrote state updates: compile it again)", u->line, S->name);
     return 0;
 }
 
@@ -79,9 +95,10 @@ const float *rt_state_before(const rt_program *prog, int ti)
 }
 
 /* The positions of an update: the index tensor's host copy, each an
- * integer in [0, size of the state along dim).  A timing-only run has no
- * data to hold to that (its inputs are random): a position that is not
- * one is taken as k, its place in the index, for the sticks charged. */
+ * integer in [0, size of the state along dim) (the program's scatter
+ * faulted on any other).  A timing-only run has no data to hold to that
+ * (its inputs are random): a position that is not one is taken as k, its
+ * place in the index, for the sticks counted. */
 static int positions(rt_program *prog, const rt_update *u, int values, int64_t *pos, int64_t n, char *err,
                      size_t errlen)
 {
@@ -121,8 +138,9 @@ static void place(const isa_tensor *S, uint32_t sb, const isa_tensor *X, int dim
     }
 }
 
-/* Write the dirty sticks of state tensor ti of q from its host copy, where
- * q's weights are on the device; the bytes written. */
+/* Write the dirty sticks of state tensor ti of q (another program than the
+ * one that ran) from its host copy, where q's weights are on the device;
+ * the bytes written. */
 static uint64_t write_sticks(rt_program *q, int ti, const uint8_t *dirty, char *err, size_t errlen, int *rc)
 {
     const isa_tensor *S = &q->p->tensors[ti];
@@ -146,15 +164,9 @@ static uint64_t write_sticks(rt_program *q, int ti, const uint8_t *dirty, char *
     return bytes;
 }
 
-/* DRAM bytes per core cycle with every channel streaming bursts back to
- * back: the rate the update's copy is charged at. */
-static double dram_bytes_per_cycle(const chip_config *k)
-{
-    return k->dram_channels * (double)k->dram_burst_bytes / (k->dram_burst_tck * k->dram_tck_ns) / k->clock_ghz;
-}
-
-/* Update u of prog into state tensor ti of q (prog itself or another
- * loaded program holding the same state); the device bytes written. */
+/* Update u of prog into state tensor ti of q (prog itself, whose scatter
+ * wrote the device's copy: its host copy only; or another loaded program
+ * holding the same state: both); the device bytes the update writes. */
 static uint64_t update_one(rt_program *prog, const rt_update *u, rt_program *q, int ti, const int64_t *pos, int values,
                            char *err, size_t errlen, int *rc)
 {
@@ -173,7 +185,12 @@ static uint64_t update_one(rt_program *prog, const rt_update *u, rt_program *q, 
             memcpy(prog->before[ti], host, n);
     }
     place(S, sb, X, u->dim, pos, values ? prog->host[u->src] : NULL, host, dirty);
-    uint64_t bytes = write_sticks(q, ti, dirty, err, errlen, rc);
+    uint64_t bytes = 0;
+    if (q != prog)
+        bytes = write_sticks(q, ti, dirty, err, errlen, rc);
+    else
+        for (uint64_t k = 0; k < S->bytes / sb; k++)
+            bytes += dirty[k] ? sb : 0;
     free(dirty);
     return bytes;
 }
@@ -202,20 +219,19 @@ int rt_state_apply(rt_program *prog, rt_run_result *r, char *err, size_t errlen)
                           S->name, (long long)n, (long long)X->shape[u->dim], X->name);
         if (!rc)
             rc = positions(prog, u, values, pos, n, err, errlen);
-        /* every program holding this state gets the slices; the device
-         * does the copy once, into the running program's */
+        /* every program holding this state gets the slices: the running
+         * one's scatter wrote its copy (in the run's cycles); another's copy
+         * stands in for the one buffer a real runtime would share, so its
+         * write is not charged */
         for (rt_program *q = prog->dev->programs; q && !rc; q = q->next) {
             int ti = q == prog ? u->state : same_state(q, S);
             if (ti < 0)
                 continue;
             uint64_t b = update_one(prog, u, q, ti, pos, values, err, errlen, &rc);
-            if (q == prog) {
+            if (q == prog)
                 r->state_bytes += b;
-                r->state_cycles += (double)(b + X->bytes) / dram_bytes_per_cycle(&prog->dev->cfg);
-            }
         }
         free(pos);
     }
-    r->stats.cycles += r->state_cycles;
     return rc;
 }

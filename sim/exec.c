@@ -168,73 +168,94 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     return 0;
 }
 
-/* dma.gather: row lookups.  Every index is read and checked before
- * anything is copied; with values off (--no-values) LX holds no indices,
- * so every lookup times as row 0. */
-static int exec_gather(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
+/* The fp32 row numbers of a dma.gather or dma.scatter, each checked to be
+ * an integer in [0, rows) before anything moves; with values off
+ * (--no-values) LX holds no indices, so every row is row 0.  NULL after a
+ * fault. */
+static int64_t *index_rows(sim *s, sim_core *c, const sim_slot *e, int u)
 {
     const isa_insn *in = e->in;
-    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb, n0 = in->n[0], n1 = in->n[1];
-    const int64_t tn[2] = {in->vl, n1}, tst[2] = {in->as[0], in->as[1]};
-    span ds = extent(e->d, 2, in->n, in->ds, run);
-    span as = extent(e->a, 2, tn, tst, run); /* the whole table */
-    span bs = extent(e->b, 1, in->n, in->bs, 4);
-    if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_align(s, c, e, u, "a", e->a, 2, in->as, sb) ||
-        check_align(s, c, e, u, "b", e->b, 1, in->bs, 4))
-        return -1;
-    if (check_lx(s, c, e, u, "d", ds) || check_dram(s, c, e, u, "a", as) || check_lx(s, c, e, u, "b", bs))
-        return -1;
-    const int64_t wb = (int64_t)s->weight_bytes;
-    if (as.lo < wb && as.hi > wb)
-        return sim_faultf(s, c->id, u, e->index,
-                          "dma.gather: the table [0x%" PRIx64 ", 0x%" PRIx64 ") straddles the end of the weights "
-                          "region (0x%" PRIx64 " bytes); a table lies in one region",
-                          (uint64_t)as.lo, (uint64_t)as.hi, (uint64_t)wb);
-    sim_pt_fence(s, c->id, (uint64_t)bs.lo, (uint64_t)bs.hi, 0);
-    sim_pt_fence(s, c->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
-    const int values = s->opt.values;
-    int64_t *row = malloc((size_t)n0 * sizeof *row);
+    int64_t *row = malloc((size_t)in->n[0] * sizeof *row);
     if (!row)
         abort();
-    for (int64_t i0 = 0; i0 < n0; i0++) {
+    for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
         float x = 0.0f;
-        if (values)
+        if (s->opt.values)
             memcpy(&x, c->lx + e->b + i0 * in->bs[0], 4);
         /* fp32 holds every integer up to 2^24 exactly */
         if (!(x >= 0.0f && x < (float)in->vl && x <= 16777216.0f && x == floorf(x))) {
             free(row);
-            return sim_faultf(s, c->id, u, e->index,
-                              "dma.gather: index %" PRId64 " (LX 0x%" PRIx64 ") is %g, not an integer row in [0, %" PRId64 ")",
-                              i0, (uint64_t)(e->b + i0 * in->bs[0]), (double)x, in->vl);
+            sim_faultf(s, c->id, u, e->index, "%s: index %" PRId64 " (LX 0x%" PRIx64 ") is %g, not an integer row in [0, %" PRId64 ")",
+                       isa_info(in->op)->mnemonic, i0, (uint64_t)(e->b + i0 * in->bs[0]), (double)x, in->vl);
+            return NULL;
         }
         row[i0] = (int64_t)x;
     }
     if (sim_race_active(s)) {
         if (in->bs[0] == 4)
-            sim_race_access(s, c, u, e->index, c->id, (uint64_t)e->b, (uint64_t)(e->b + 4 * n0), 0);
+            sim_race_access(s, c, u, e->index, c->id, (uint64_t)e->b, (uint64_t)(e->b + 4 * in->n[0]), 0);
         else
-            for (int64_t i0 = 0; i0 < n0; i0++) {
+            for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
                 uint64_t b = (uint64_t)(e->b + i0 * in->bs[0]);
                 sim_race_access(s, c, u, e->index, c->id, b, b + 4, 0);
             }
     }
+    return row;
+}
+
+/* dma.gather (row lookups: the table is a in DRAM, the rows go to d in LX)
+ * and dma.scatter (its mirror: rows from a in LX to the table d in DRAM).
+ * The race detector sees the rows the indices pick, not the whole table:
+ * two scatters to one row unordered race, two to different rows do not. */
+static int exec_indexed(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
+{
+    const isa_insn *in = e->in;
+    const int scatter = in->op == ISA_OP_DMA_SCATTER;
+    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb, n0 = in->n[0], n1 = in->n[1];
+    const int64_t tbase = scatter ? e->d : e->a, lbase = scatter ? e->a : e->d;
+    const int64_t *tstr = scatter ? in->ds : in->as, *lstr = scatter ? in->as : in->ds;
+    const int64_t tn[2] = {in->vl, n1}, tst[2] = {tstr[0], tstr[1]};
+    const char *tname = scatter ? "d" : "a", *lname = scatter ? "a" : "d";
+    span ls = extent(lbase, 2, in->n, lstr, run);
+    span ts = extent(tbase, 2, tn, tst, run); /* the whole table */
+    span bs = extent(e->b, 1, in->n, in->bs, 4);
+    if (check_align(s, c, e, u, lname, lbase, 2, lstr, sb) || check_align(s, c, e, u, tname, tbase, 2, tstr, sb) ||
+        check_align(s, c, e, u, "b", e->b, 1, in->bs, 4))
+        return -1;
+    if (check_lx(s, c, e, u, lname, ls) || check_dram(s, c, e, u, tname, ts) || check_lx(s, c, e, u, "b", bs))
+        return -1;
+    const int64_t wb = (int64_t)s->weight_bytes;
+    if (ts.lo < wb && ts.hi > wb)
+        return sim_faultf(s, c->id, u, e->index,
+                          "%s: the table [0x%" PRIx64 ", 0x%" PRIx64 ") straddles the end of the weights "
+                          "region (0x%" PRIx64 " bytes); a table lies in one region",
+                          isa_info(in->op)->mnemonic, (uint64_t)ts.lo, (uint64_t)ts.hi, (uint64_t)wb);
+    sim_pt_fence(s, c->id, (uint64_t)bs.lo, (uint64_t)bs.hi, 0);
+    sim_pt_fence(s, c->id, (uint64_t)ls.lo, (uint64_t)ls.hi, !scatter);
+    int64_t *row = index_rows(s, c, e, u);
+    if (!row)
+        return -1;
     sim_dma_timer dt;
     sim_dma_begin(s, &dt, tm->start);
     for (int64_t i1 = 0; i1 < n1; i1++)
         for (int64_t i0 = 0; i0 < n0; i0++) {
-            int64_t d = e->d + i0 * in->ds[0] + i1 * in->ds[1];
-            uint64_t da = dram_addr(s, e->a + row[i0] * in->as[0] + i1 * in->as[1]);
-            sim_dma_piece(s, &dt, da, (uint64_t)run, 0);
+            int64_t l = lbase + i0 * lstr[0] + i1 * lstr[1];
+            uint64_t da = dram_addr(s, tbase + row[i0] * tstr[0] + i1 * tstr[1]);
+            sim_dma_piece(s, &dt, da, (uint64_t)run, scatter);
             if (sim_race_active(s)) {
-                sim_race_access(s, c, u, e->index, -1, da, da + (uint64_t)run, 0);
-                sim_race_access(s, c, u, e->index, c->id, (uint64_t)d, (uint64_t)(d + run), 1);
+                sim_race_access(s, c, u, e->index, scatter ? c->id : -1, scatter ? (uint64_t)l : da,
+                                (scatter ? (uint64_t)l : da) + (uint64_t)run, 0);
+                sim_race_access(s, c, u, e->index, scatter ? -1 : c->id, scatter ? da : (uint64_t)l,
+                                (scatter ? da : (uint64_t)l) + (uint64_t)run, 1);
             }
-            if (values)
-                sim_dram_copy_out(s, da, c->lx + d, (size_t)run);
+            if (s->opt.values && scatter)
+                sim_dram_copy_in(s, da, c->lx + l, (size_t)run);
+            else if (s->opt.values)
+                sim_dram_copy_out(s, da, c->lx + l, (size_t)run);
         }
     free(row);
-    s->st->dram_bytes_read += (uint64_t)(run * n0 * n1);
-    tm->end = sim_dma_end(s, c, &dt, tm->start, 0);
+    *(scatter ? &s->st->dram_bytes_written : &s->st->dram_bytes_read) += (uint64_t)(run * n0 * n1);
+    tm->end = sim_dma_end(s, c, &dt, tm->start, scatter);
     tm->busy_end = dt.issue;
     return 0;
 }
@@ -672,7 +693,9 @@ int sim_exec(sim *s, sim_core *c, int u, const sim_slot *e, sim_timing *tm)
         return -1;
     switch (isa_info(e->in->op)->cls) {
     case ISA_C_DMAI:
-    case ISA_C_DMAO: return e->in->op == ISA_OP_DMA_GATHER ? exec_gather(s, c, e, u, tm) : exec_dma(s, c, e, u, tm);
+    case ISA_C_DMAO:
+        return e->in->op == ISA_OP_DMA_GATHER || e->in->op == ISA_OP_DMA_SCATTER ? exec_indexed(s, c, e, u, tm)
+                                                                                 : exec_dma(s, c, e, u, tm);
     case ISA_C_PT: return exec_pt(s, c, e, u, tm);
     case ISA_C_SFP: return exec_sfp(s, c, e, u, tm);
     case ISA_C_RING: return exec_ring(s, c, e, u, tm);

@@ -126,7 +126,7 @@ double sim_time_min(const sim *s, const isa_insn *in)
     switch (isa_info(in->op)->cls) {
     case ISA_C_DMAI:
     case ISA_C_DMAO: /* its pieces issue one after another at the ring's or LX's rate */
-        if (in->op == ISA_OP_DMA_GATHER)
+        if (in->op == ISA_OP_DMA_GATHER || in->op == ISA_OP_DMA_SCATTER)
             return cfg->dma_issue_cycles + (n01 - 1) * run / cfg->ring_bytes_per_cycle;
         return cfg->dma_issue_cycles + (n01 * (double)in->n[2] * (double)in->n[3] - 1) * run / fastest;
     case ISA_C_RING: return cfg->dma_issue_cycles + n01 * run / cfg->ring_bytes_per_cycle;

@@ -157,6 +157,44 @@ static void test_rule_breaking_programs_exit_3_naming_core_and_instruction(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "pt1"));
 }
 
+/* A scatter of one stick to the row its index (an iota of imm) names, of
+ * a 2-row table. */
+static void scatter_source(char *buf, size_t len, int imm)
+{
+    snprintf(buf, len,
+             ".config spyre-4core ncores=4 lx=262144\n.tensor x input f32 128\n.core 0\n"
+             "  sfp.iota t=f32 d=0x0 imm=%d\n  sig u=sfp0 t=0\n  wait u=dmao t=0\n"
+             "  dma.scatter d=0x0 a=0x100 b=0x0 rows=2 ds0=128\n  halt\n", imm);
+}
+
+static void test_dma_scatter_assembles_disassembles_back_and_faults_out_of_bounds_with_exit_3(void)
+{
+    char src[512], s[512], elf[512], elf2[512];
+    scatter_source(src, sizeof src, 1);
+    CU_ASSERT_EQUAL(run_asm(src, ""), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "dram_bytes_written=128"));
+    tu_tmpfile(".s", s, sizeof s);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    tu_tmpfile(".elf", elf2, sizeof elf2);
+    write_file(s, src);
+    CU_ASSERT_EQUAL(spyref("as %s -o %s", s, elf), 0);
+    expect_spyref("dis %s%s", elf, "", 0, "\ndma.scatter a=0x100 rows=2 ds0=128\n");
+    write_file(s, out);
+    CU_ASSERT_EQUAL(spyref("as %s -o %s", s, elf2), 0);
+    size_t nx = 0, ny = 0; /* the disassembly assembles to the same ELF file, byte for byte */
+    char *x = tu_read_file(elf, &nx), *y = tu_read_file(elf2, &ny);
+    CU_ASSERT(x && y && nx == ny && !memcmp(x, y, nx));
+    expect_spyref("dis %s%s", elf2, "", 0, "\ndma.scatter a=0x100 rows=2 ds0=128\n");
+    free(x);
+    free(y);
+    scatter_source(src, sizeof src, 2);
+    CU_ASSERT_EQUAL(run_asm(src, ""), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "core 0 unit dmao insn 3: dma.scatter: index 0 (LX 0x0) is 2, not an integer row in [0, 2)"));
+    remove(s);
+    remove(elf);
+    remove(elf2);
+}
+
 /* Two nested loops of 2^32 - 1 nops ran for ever; the limits stop them
  * with exit 3 and one line naming the core, unit, instruction and flag. */
 static void test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3(void)
@@ -942,6 +980,8 @@ int main(void)
         {"bad_files_exit_2_with_one_line", test_bad_files_exit_2_with_one_line},
         {"rule_breaking_programs_exit_3_naming_core_and_instruction",
          test_rule_breaking_programs_exit_3_naming_core_and_instruction},
+        {"dma_scatter_assembles_disassembles_back_and_faults_out_of_bounds_with_exit_3",
+         test_dma_scatter_assembles_disassembles_back_and_faults_out_of_bounds_with_exit_3},
         {"a runaway program stops at max_insns or max_cycles with exit 3",
          test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3},
         {"an invalid config value exits 2 naming file, key and reason",

@@ -971,6 +971,129 @@ static void test_dma_gather_faults_on_an_index_that_is_not_an_integer_row(void)
     expect_gather_fault(NAN, "not an integer row in [0, 5)");
 }
 
+/* A scatter on core `core` of n0 rows x 2 groups from LX 0x2000 (packed:
+ * ds as for emit_gather's LX side) to the 5-row x 2-group table at DRAM
+ * 0x1000, its fp32 row numbers at LX 0x100. */
+static isa_insn *emit_scatter(isa_program *p, int core, int64_t n0)
+{
+    isa_insn *g = tu_emit(p, core, ISA_OP_DMA_SCATTER);
+    g->d.off = 0x1000;
+    g->a.off = 0x2000;
+    g->b.off = 0x100;
+    g->vl = 5;
+    g->n[0] = n0;
+    g->ds[0] = 128;
+    g->as[0] = 128;
+    g->n[1] = 2;
+    g->ds[1] = 5 * 128;
+    g->as[1] = n0 * 128;
+    return g;
+}
+
+/* LX 0x2000 of core: n0 rows x 2 groups, lane l of row i, group g holding
+ * -(1000g + 100i + l + 1); indices idx at LX 0x100. */
+static void put_scatter_rows(sim *s, int core, const float *idx, int n0)
+{
+    float t[2 * 8 * 32];
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < n0; i++)
+            for (int l = 0; l < 32; l++)
+                t[(g * n0 + i) * 32 + l] = -(float)(1000 * g + 100 * i + l + 1);
+    memcpy(sim_lx(s, core) + 0x2000, t, (size_t)(2 * n0 * 32) * sizeof(float));
+    memcpy(sim_lx(s, core) + 0x100, idx, (size_t)n0 * sizeof(float));
+}
+
+static void test_dma_scatter_writes_the_indexed_rows_of_every_group_and_no_other(void)
+{
+    sim *s = sim_create(&cfg4);
+    put_gather_table(s);
+    const float idx[2] = {3, 1};
+    put_scatter_rows(s, 2, idx, 2);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    emit_scatter(p, 2, 2);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    float t[2 * 5 * 32];
+    sim_dram_read(s, 0x1000, t, sizeof t);
+    for (int g = 0; g < 2; g++)
+        for (int r = 0; r < 5; r++)
+            for (int l = 0; l < 32; l++) {
+                int i = r == 3 ? 0 : r == 1 ? 1 : -1; /* the LX row scattered to table row r */
+                float want = i < 0 ? (float)(1000 * g + 40 * r + l) : -(float)(1000 * g + 100 * i + l + 1);
+                CU_ASSERT_EQUAL(t[(g * 5 + r) * 32 + l], want);
+            }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_dma_scatter_faults_on_a_row_out_of_bounds_and_writes_nothing(void)
+{
+    sim *s = sim_create(&cfg4);
+    put_gather_table(s);
+    const float idx[3] = {1, 5, 2};
+    put_scatter_rows(s, 1, idx, 3);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_NOP);
+    emit_scatter(p, 1, 3);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 1);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_DMAO);
+    CU_ASSERT_EQUAL(f.index, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "dma.scatter: index 1 (LX 0x104) is 5, not an integer row in [0, 5)"));
+    float t[2 * 5 * 32]; /* row 1 (index 0's) still holds the table */
+    sim_dram_read(s, 0x1000, t, sizeof t);
+    CU_ASSERT_EQUAL(t[1 * 32 + 7], 47.0f);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+/* Cores 0 and 1 scatter one row each into the table with nothing ordering
+ * them: a race only when the rows (data, not the table's extent) meet. */
+static void scatter_rows_on_two_cores(float row0, float row1, int expect_race)
+{
+    sim *s = sim_create(&cfg4);
+    put_scatter_rows(s, 0, &row0, 1);
+    put_scatter_rows(s, 1, &row1, 1);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    emit_scatter(p, 0, 1);
+    emit_scatter(p, 1, 1);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), expect_race ? -1 : 0);
+    CU_ASSERT(!expect_race || strstr(f.msg, "race: core 1 dmao #0 writes DRAM") != NULL);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
+static void test_dma_scatters_race_on_the_rows_they_write(void)
+{
+    scatter_rows_on_two_cores(2, 2, 1);
+    scatter_rows_on_two_cores(2, 3, 0);
+    /* a load of the scattered row on the same core's other DMA unit, with
+     * no token: a race; a fence between the two orders them */
+    for (int fence = 0; fence < 2; fence++) {
+        isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+        emit_scatter(p, 0, 1);
+        if (fence)
+            tu_emit(p, 0, ISA_OP_FENCE);
+        tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x4000, 0x1000 + 4 * 128);
+        tu_halt_all(p);
+        sim *s = sim_create(&cfg4);
+        const float row = 4;
+        put_scatter_rows(s, 0, &row, 1);
+        sim_fault f;
+        CU_ASSERT_EQUAL(run(s, p, &f), fence ? 0 : -1);
+        float v;
+        memcpy(&v, sim_lx(s, 0) + 0x4000, 4);
+        CU_ASSERT(fence ? v == -1.0f : strstr(f.msg, "race: core 0 dmai #1 reads DRAM") != NULL);
+        isa_program_free(p);
+        sim_destroy(s);
+    }
+}
+
 int main(void)
 {
     tu_config("spyre-4core", &cfg4);
@@ -1012,6 +1135,11 @@ int main(void)
         {"dma_gather_copies_the_indexed_rows_of_every_group", test_dma_gather_copies_the_indexed_rows_of_every_group},
         {"dma_gather_faults_on_an_index_that_is_not_an_integer_row",
          test_dma_gather_faults_on_an_index_that_is_not_an_integer_row},
+        {"dma_scatter_writes_the_indexed_rows_of_every_group_and_no_other",
+         test_dma_scatter_writes_the_indexed_rows_of_every_group_and_no_other},
+        {"dma_scatter_faults_on_a_row_out_of_bounds_and_writes_nothing",
+         test_dma_scatter_faults_on_a_row_out_of_bounds_and_writes_nothing},
+        {"dma_scatters_race_on_the_rows_they_write", test_dma_scatters_race_on_the_rows_they_write},
         {NULL, NULL},
     };
     return tu_run("sim", tests);

@@ -96,8 +96,8 @@ static int gather_index(ir_prog *p, int b)
 }
 
 /* Buffer b holds fp32 values on the device, else DL16.  Integer inputs
- * that are row numbers (token ids) are fp32, exact up to 2^24: dma.gather
- * reads them; so are a host op's integer results (the host writes them,
+ * that are row numbers (token ids, a state update's positions) are fp32,
+ * exact up to 2^24: dma.gather and dma.scatter read them; so are a host op's integer results (the host writes them,
  * and DL16 would round them unchecked).  Other integer inputs (positions
  * compared, masks) are DL16 like any value; the runtime refuses data DL16
  * cannot hold exactly (rt_load_graph_tensors). */
@@ -106,7 +106,7 @@ static int dev_f32(ir_prog *p, int b)
     const ir_buf *B = &p->bufs[b];
     int from_host = B->kind == IR_BUF_COMPUTED && B->node >= 0 && p->nodes[B->node].kind == IR_HOST;
     if (B->type.dtype == GR_I64 || B->type.dtype == GR_I32)
-        return from_host || (B->kind != IR_BUF_COMPUTED && gather_index(p, b));
+        return from_host || (B->kind != IR_BUF_COMPUTED && (gather_index(p, b) || be_update_index(p, b)));
     /* a host op's float result that only goes back to the host (an output
      * no kernel reads) stays fp32: DL16 would round it and turn what lies
      * beyond its range into NaN on the way */
@@ -360,6 +360,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
             c->lay[b].stick_dim = c->lay[b].want_dim;
     pointwise_sticks(p, c);
     free_sticks(p, c);
+    be_update_layouts(p, c);
     /* Conflicts: operands whose walk disagrees with their buffer's stick. */
     for (int n = 0; n < p->nnodes; n++) {
         const ir_node *N = &p->nodes[n];
@@ -574,6 +575,8 @@ int be_codegen_pass(ir_prog *p)
     }
     free(first);
     bd_free(&bd);
+    if (!rc)
+        rc = be_update_emit(c);
     for (int core = 0; core < ncores && !rc; core++) {
         cc_emit_halt(&c->em[core]);
         rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
@@ -708,6 +711,10 @@ static void print_report(const ir_prog *p, FILE *f)
     fprintf(f, "ring exchanges between kernels: %d\n", xchgs);
     const int fences = p->norder > 1 ? p->norder - 1 - bars : 0;
     fprintf(f, "boundaries: %d bar%s, %d fence%s\n", bars, bars == 1 ? "" : "s", fences, fences == 1 ? "" : "s");
+    if (p->nupdates) /* be_update.c */
+        fprintf(f, "state updates: %d by dma.scatter on %d core%s, after a bar that follows the last kernel\n",
+                p->nupdates, p->nupdates < st->ncores ? p->nupdates : st->ncores,
+                p->nupdates == 1 || st->ncores == 1 ? "" : "s");
     free(reads);
     free(writes);
 }

@@ -114,6 +114,17 @@ typedef struct be_ctx {
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
 } be_ctx;
 
+/* ---- State updates (be_update.c) ---- */
+
+/* Is buffer b the positions of a state update (fp32 on the device, as a
+ * gather's row numbers: dma.scatter reads them)? */
+int be_update_index(const ir_prog *p, int b);
+/* The layout pass's part: each updated state sticked off its update's dim. */
+void be_update_layouts(ir_prog *p, be_ctx *c);
+/* The codegen pass's part, after the last kernel: a bar, then one
+ * dma.scatter per update (its positions and rows loaded into LX first). */
+int be_update_emit(be_ctx *c);
+
 /* ---- Stick views (be_view.c) ---- */
 
 /* A buffer's device layout walked by an affine index: the stick holding

@@ -85,12 +85,16 @@ void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
                         }
             break;
         }
-        case ISA_OP_DMA_GATHER: { /* the rows it picks are data: any row of the table */
-            int64_t lo = in->a.off + r[in->a.reg], hi = lo + in->run * b->stick;
-            const int64_t step[2] = {(in->vl - 1) * in->as[0], (in->n[1] - 1) * in->as[1]};
+        case ISA_OP_DMA_GATHER:
+        case ISA_OP_DMA_SCATTER: { /* the rows it picks are data: any row of the table */
+            const int sc = in->op == ISA_OP_DMA_SCATTER;
+            const isa_addr *t = sc ? &in->d : &in->a;
+            const int64_t *str = sc ? in->ds : in->as;
+            int64_t lo = t->off + r[t->reg], hi = lo + in->run * b->stick;
+            const int64_t step[2] = {(in->vl - 1) * str[0], (in->n[1] - 1) * str[1]};
             for (int l = 0; l < 2; l++)
                 *(step[l] < 0 ? &lo : &hi) += step[l];
-            bd_add(b, core, 0, lo / b->stick, cc_ceil_div(hi, b->stick));
+            bd_add(b, core, sc, lo / b->stick, cc_ceil_div(hi, b->stick));
             break;
         }
         case ISA_OP_RING_SEND:

@@ -2751,8 +2751,9 @@ static void getitem(dctx *c, const gr_node *n)
 }
 
 /* Is value v the new value of a state that nothing else reads?  The
- * runtime makes it from the update's source (docs/graph-format.md,
- * "State"), so the program does not compute it. */
+ * program writes the update's source into the state by dma.scatter
+ * (docs/graph-format.md, "State"), so it does not compute the whole new
+ * value. */
 static int update_only(const gr_graph *g, int v)
 {
     int is_update = 0;
@@ -2867,8 +2868,9 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
     for (int n = 0; n < g->nnodes; n++)
         decompose_node(c, n);
     /* The graph's outputs, then the source of each state update that is
-     * not one already: the runtime writes it into the state after the run
-     * (docs/graph-format.md, "State"), so the program only computes it. */
+     * not one already: the program's scatter (be_update.c) reads it from
+     * there, and the runtime gives its rows to other programs holding the
+     * same state (docs/runtime.md, "State"). */
     int *outs = ir_xalloc((size_t)(g->noutputs + g->nupdates + 1) * sizeof(int)), nouts = 0;
     for (int i = 0; i < g->noutputs; i++)
         outs[nouts++] = g->outputs[i];
@@ -2899,6 +2901,16 @@ int ir_decompose(ir_prog *p, const gr_graph *g)
     }
     p->noutputs = nouts;
     free(outs);
+    p->updates = ir_xalloc((size_t)(g->nupdates + 1) * sizeof *p->updates);
+    for (int u = 0; u < g->nupdates; u++) {
+        const gr_update *U = &g->updates[u];
+        ir_update *d = &p->updates[p->nupdates++];
+        d->state = ir_xstrdup(g->values[U->state].name);
+        d->index = ir_xstrdup(g->values[U->index].name);
+        d->src = ir_xstrdup(g->values[U->src].name);
+        d->dim = U->dim;
+        d->line = U->line;
+    }
     c->d->hints = ir_xalloc((size_t)(g->nhints + 1) * sizeof(char *));
     for (int i = 0; i < g->nhints; i++)
         c->d->hints[c->d->nhints++] = ir_xstrdup(g->hints[i]);

@@ -294,6 +294,15 @@ typedef struct {
     gr_ttype type;     /* may differ from the buffer's shape (a reshaped output) */
 } ir_output;
 
+/* A state update of the source graph (docs/graph-format.md, "State"):
+ * the positions `index` (an input) along `dim` of state `state` (a
+ * parameter) get the rows of `src` (an output); codegen writes them by
+ * dma.scatter (be_update.c).  Graph value names. */
+typedef struct {
+    char *state, *index, *src;
+    int dim, line;
+} ir_update;
+
 typedef struct {
     char *op;          /* "aten.native_layer_norm.default" */
     int line;
@@ -337,6 +346,8 @@ struct cc_result {
     int nnodes, capnodes;
     ir_output *outputs;
     int noutputs;
+    ir_update *updates;  /* decompose: the graph's state updates */
+    int nupdates;
 
     int deps_done;
     ir_kernel *kernels;
