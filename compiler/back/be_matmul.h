@@ -52,7 +52,12 @@ typedef struct {
     int64_t r0, s0;
     double cycles;     /* estimate for the kernel with this tiling on every core */
     double bytes;      /* DRAM bytes the whole grid moves */
+    int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
 } mm_tiling;
+
+/* B chunk slots of a grid over the ring whose column block does not fit
+ * LX whole (double-buffered: chunk s + 2 comes once s is used). */
+#define RG_SLOTS 2
 
 /* B chunks a core holds in the broadcast over the ring (be_ring.c). */
 #define BC_SLOTS 3
