@@ -55,9 +55,10 @@ typedef struct {
     int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
 } mm_tiling;
 
-/* B chunk slots of a grid over the ring whose column block does not fit
- * LX whole (double-buffered: chunk s + 2 comes once s is used). */
-#define RG_SLOTS 2
+/* Most B chunk slots of a grid over the ring whose column block does not
+ * fit LX whole (chunk s + slots comes once s is used; a chunk's way from
+ * DRAM down half a column takes about as long as a PT's chunk or two). */
+#define RG_SLOTS 4
 
 /* B chunks a core holds in the broadcast over the ring (be_ring.c). */
 #define BC_SLOTS 3

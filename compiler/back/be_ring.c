@@ -211,8 +211,8 @@ int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
  *   sfp0: the epilogue (wait mmd, efull); sig done / rdone
  *   dmao: wait done; results to DRAM, the core's own rows of a kept one */
 #define RG_TOKENS (5 + 5 * 2 + RG_MAX_GN)
-/* ... and with B streamed: slotfree, cred[2], ptdone[2], stored, sent */
-#define RG_STREAM_TOKENS 7
+/* ... and with B streamed: slotfree, cred[2], ptdone[2], stored, estored, sent */
+#define RG_STREAM_TOKENS 8
 
 /* Rows of part p: M cut in one part per core, as a cores x 1 grid (and
  * the row kernels sharing its tensors) cut it. */
@@ -278,6 +278,16 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
                 (double)(gm - 1 + tl->NBS - 1) * piece;
     double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
                   (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    if (tl->slots) { /* a slot's round: freed, loaded (DRAM shared by the columns' loaders), passed down, used */
+        const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle / (double)gn < t->dma_bytes_per_cycle
+                                ? t->dram_bytes_per_cycle / (double)gn
+                                : t->dma_bytes_per_cycle;
+        double round = (t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / rate +
+                        (double)(gm - 1 + tl->NBS - 1) * piece + pt) /
+                       (double)tl->slots;
+        step = step > round ? step : round;
+        later = later > round ? later : round;
+    }
     double block = (double)tl->nch * later > tail ? (double)tl->nch * later : tail;
     tl->cycles = (double)tl->nch * step + (nsb - 1) * block + in + tail;
     tl->bytes = (double)(m->GN * m->Kd + m->M * m->KG + m->M * m->GN) * sb;
@@ -308,7 +318,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
 /* The tiling of the grid over the ring, gm x gn on every core of the
  * chip: B's column block whole with the K chunk of the cheapest estimate
  * that fits LX; else, with tokens to spare, the tile in blocks of fewer
- * sticks whose B streams in K chunks (RG_SLOTS slots), the cheapest
+ * sticks whose B streams in K chunks (2 to RG_SLOTS slots), the cheapest
  * blocking; or the one a work_div forces; -1 when the scheme does not
  * apply. */
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
@@ -334,12 +344,12 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
     int found = (!w->mb || w->nbs >= ns) && rg_search(m, gm, gn, tl, 0, out);
     if (found || RG_TOKENS + RG_STREAM_TOKENS > (int)c->cfg->tokens)
         return found ? 0 : -1;
-    tl.slots = RG_SLOTS;
-    for (int64_t nb = 1; nb <= ns; nb++) {
-        tl.NBS = w->mb ? cc_min(w->nbs, ns) : cc_ceil_div(ns, nb);
-        if ((!w->mb || nb == 1) && (nb == 1 || tl.NBS < cc_ceil_div(ns, nb - 1)))
-            found = rg_search(m, gm, gn, tl, found, out);
-    }
+    for (tl.slots = 2; tl.slots <= RG_SLOTS; tl.slots++)
+        for (int64_t nb = 1; nb <= ns; nb++) {
+            tl.NBS = w->mb ? cc_min(w->nbs, ns) : cc_ceil_div(ns, nb);
+            if ((!w->mb || nb == 1) && (nb == 1 || tl.NBS < cc_ceil_div(ns, nb - 1)))
+                found = rg_search(m, gm, gn, tl, found, out);
+        }
     return found ? 0 : -1;
 }
 
@@ -463,8 +473,9 @@ typedef struct {
     int abfull[2], have[2], mmd[2], done[2], rdone[2];
     /* B streamed: slot free (ring -> dmai, the middle core), credits from
      * the cores below, chunk used (pt -> ring), the previous block's
-     * results stored (dmao -> pt, dmai) and sent (ring -> pt) */
-    int slotfree, cred[2], ptdone[2], stored, sent, nres;
+     * results stored (dmao -> pt; dmao -> dmai, a token of its own: dmai
+     * can run a block ahead of the PTs) and sent (ring -> pt) */
+    int slotfree, cred[2], ptdone[2], stored, estored, sent, nres;
     struct rg_pieces *pend; /* results of the previous block the ring still sends */
     mm_parts cp;
     int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
@@ -484,7 +495,6 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     g->gn = w->gn;
     g->i = core / g->gn;
     g->j = core % g->gn;
-    g->mid = g->gm / 2; /* the column's loader */
     g->mt = rg_rows(m, g->gn, g->i, &g->rs);
     g->p0 = g->rs.row[g->j];
     g->pn = g->rs.len[g->j];
@@ -501,6 +511,11 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     mc->m0 = g->p0;
     if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
         return be_error(c, m->K, "no block of the product fits LX");
+    /* the column's loader: its middle core, which sends both ways; with
+     * B streamed its first, which sends down only (a ring unit sending
+     * each piece twice would pace the chunks; first cores spread over the
+     * ring measured slower on 512 x 4096 x 14336) */
+    g->mid = mc->tl.slots ? 0 : g->gm / 2;
     const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
     mc->nch = mc->tl.nch;
     mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
@@ -509,7 +524,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
      * core, where the row's and the column's other cores write */
     g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
     if (mc->tl.slots) {
-        for (int s = 0; s < RG_SLOTS; s++)
+        for (int s = 0; s < g->mc.tl.slots; s++)
             g->bslot[s] = cc_lx_alloc(e, NS * KC * sb, "matmul B chunk of the column block (ring)");
         g->cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
         for (int h = 0; h < 2; h++)
@@ -546,7 +561,8 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
             g->cred[h] = cc_tok_alloc(e, "B slot credit (from a core below)");
             g->ptdone[h] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
         }
-        g->stored = cc_tok_alloc(e, "matmul block's results stored (dmao -> pt, dmai)");
+        g->stored = cc_tok_alloc(e, "matmul block's results stored (dmao -> pt)");
+        g->estored = cc_tok_alloc(e, "matmul block's results stored (dmao -> dmai)");
         g->sent = cc_tok_alloc(e, "matmul block's results sent (ring -> pt)");
     }
     for (int jj = 0; jj < m->ep.nn && jj < 64; jj++)
@@ -582,9 +598,12 @@ static void rg_layout(rg_core *g)
     }
     /* B's way: from the middle core up and down the column */
     g->down[0] = g->down[1] = -1;
-    if (g->i <= g->mid && g->i > 0)
+    if (g->mc.tl.slots) {
+        if (g->i + 1 < g->gm)
+            g->down[1] = g->core + (int)g->gn;
+    } else if (g->i <= g->mid && g->i > 0)
         g->down[0] = g->core - (int)g->gn;
-    if (g->i >= g->mid && g->i + 1 < g->gm)
+    if (!g->mc.tl.slots && g->i >= g->mid && g->i + 1 < g->gm)
         g->down[1] = g->core + (int)g->gn;
     if (g->m->ares)
         be_res_at(g->c, g->m->mm->a, g->m->ep.pos, &g->ra_lx, &g->ra_cap);
@@ -596,10 +615,10 @@ static int64_t rg_bchunk(const rg_core *g, int64_t step, int64_t k0, int64_t *st
 {
     const int64_t sb = g->c->t.stick;
     *stride = g->mc.tl.slots ? g->mc.KC * sb : g->m->Kd * sb;
-    return g->mc.tl.slots ? g->bslot[step % RG_SLOTS] : g->BW + k0 * sb;
+    return g->mc.tl.slots ? g->bslot[step % g->mc.tl.slots] : g->BW + k0 * sb;
 }
 
-/* Free this core's slot of B's chunk of step `step` (its chunk RG_SLOTS
+/* Free this core's slot of B's chunk of step `step` (its chunk `slots`
  * earlier is used): slotfree to its dmai on the middle core, else a
  * credit to the core above it in the column, which sends B down here. */
 static void rg_release(rg_core *g, int64_t step)
@@ -610,7 +629,7 @@ static void rg_release(rg_core *g, int64_t step)
         cc_emit_sig(g->e, ISA_U_RING, g->slotfree);
         return;
     }
-    const int h = g->i > g->mid, up = h ? g->core - (int)g->gn : g->core + (int)g->gn;
+    const int h = 1, up = g->core - (int)g->gn; /* streamed: B comes from the row above */
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
     cc_emit_ring(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]), cc_abs(g->cred_src), &sh);
 }
@@ -661,7 +680,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     int64_t bs;
     const int64_t bat = rg_bchunk(g, step, k0, &bs);
     if (g->i == g->mid) {
-        if (stream && step >= RG_SLOTS)
+        if (stream && step >= g->mc.tl.slots)
             cc_emit_wait(e, ISA_U_DMAI, g->slotfree);
         be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
         cc_emit_sig(e, ISA_U_DMAI, g->loaded);
@@ -683,7 +702,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
             const int h = (int)((h0 + g->j) % 2);
             if (g->down[h] < 0)
                 continue;
-            if (stream && pc == 0 && step >= RG_SLOTS)
+            if (stream && pc == 0 && step >= g->mc.tl.slots)
                 cc_emit_wait(e, ISA_U_RING, g->cred[h]);
             cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
         }
@@ -691,7 +710,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     if (stream && step > 0) {
         for (int u = 0; u < g->mc.nc; u++)
             cc_emit_wait(e, ISA_U_RING, g->ptdone[u]);
-        rg_release(g, step - 1 + RG_SLOTS);
+        rg_release(g, step - 1 + g->mc.tl.slots);
     }
     if (b > 0)
         return;
@@ -903,7 +922,7 @@ static int rg_epilogue(rg_core *g, int64_t b)
     rg_pieces_of(g, b, p);
     int64_t *base = ir_xalloc((size_t)(g->m->ep.nl + 1) * sizeof *base);
     if (b > 0)
-        cc_emit_wait(g->e, ISA_U_DMAI, g->stored);
+        cc_emit_wait(g->e, ISA_U_DMAI, g->estored);
     const int64_t at = mm_ep_load(mc, &g->rs, 0, g->g0, g->ns, g->C + mc->NBS * mc->MB * sb, base);
     for (int u = 0; u < (g->pipe ? mc->nc : 1); u++)
         if (!g->pipe || g->nseg[u] > 0) /* an SFP with no piece takes none */
@@ -912,7 +931,7 @@ static int rg_epilogue(rg_core *g, int64_t b)
     if (!rc)
         rg_ep_store(g, p);
     for (int u = 0; !rc && b + 1 < g->nsb && u <= mc->nc; u++)
-        cc_emit_sig(g->e, ISA_U_DMAO, g->stored);
+        cc_emit_sig(g->e, ISA_U_DMAO, u < mc->nc ? g->stored : g->estored);
     free(base);
     if (!rc && g->nres)
         g->pend = p;
