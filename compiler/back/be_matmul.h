@@ -60,6 +60,10 @@ typedef struct {
  * DRAM down half a column takes about as long as a PT's chunk or two). */
 #define RG_SLOTS 4
 
+/* Estimates this close to the best count as equal: the one moving fewer
+ * DRAM bytes wins, then the larger K chunk (fewer instructions). */
+#define MM_SLACK 0.03
+
 /* B chunks a core holds in the broadcast over the ring (be_ring.c). */
 #define BC_SLOTS 3
 
