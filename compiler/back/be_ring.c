@@ -503,6 +503,37 @@ typedef struct {
     be_view bv0;
 } rg_core;
 
+/* The core's tokens, in the same order on every core (a ring.send
+ * signals the sender's number of a token on the receiver). */
+static void rg_tokens(rg_core *g)
+{
+    cc_emit *e = g->e;
+    for (int64_t q = 0; q < g->gn; q++)
+        g->aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
+    g->aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
+    g->aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
+    g->loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
+    g->arr = cc_tok_alloc(e, "B piece arrived (from the column)");
+    g->efull = cc_tok_alloc(e, "matmul epilogue operands full");
+    for (int u = 0; u < 2; u++) {
+        g->done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
+        g->rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
+        g->abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
+        g->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
+        g->mmd[u] = cc_tok_alloc(e, "matmul product done");
+    }
+    if (g->mc.tl.slots) {
+        g->slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
+        for (int h = 0; h < 2; h++) {
+            g->cred[h] = cc_tok_alloc(e, "B slot credit (from a core below)");
+            g->ptdone[h] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
+        }
+        g->stored = cc_tok_alloc(e, "matmul block's results stored (dmao -> pt)");
+        g->estored = cc_tok_alloc(e, "matmul block's results stored (dmao -> dmai)");
+        g->sent = cc_tok_alloc(e, "matmul block's results sent (ring -> pt)");
+    }
+}
+
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
@@ -561,30 +592,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
     if (mc->nch > 1)
         mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
-    for (int64_t q = 0; q < g->gn; q++)
-        g->aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
-    g->aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
-    g->aload_r = cc_tok_alloc(e, "own A rows in (dmai -> ring)");
-    g->loaded = cc_tok_alloc(e, "B chunk loaded (dmai -> ring)");
-    g->arr = cc_tok_alloc(e, "B piece arrived (from the column)");
-    g->efull = cc_tok_alloc(e, "matmul epilogue operands full");
-    for (int u = 0; u < 2; u++) {
-        g->done[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> dmao)");
-        g->rdone[u] = cc_tok_alloc(e, "matmul epilogue piece done (sfp -> ring)");
-        g->abfull[u] = cc_tok_alloc(e, "A chunk in (sfp1 -> pt)");
-        g->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
-        g->mmd[u] = cc_tok_alloc(e, "matmul product done");
-    }
-    if (mc->tl.slots) {
-        g->slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
-        for (int h = 0; h < 2; h++) {
-            g->cred[h] = cc_tok_alloc(e, "B slot credit (from a core below)");
-            g->ptdone[h] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
-        }
-        g->stored = cc_tok_alloc(e, "matmul block's results stored (dmao -> pt)");
-        g->estored = cc_tok_alloc(e, "matmul block's results stored (dmao -> dmai)");
-        g->sent = cc_tok_alloc(e, "matmul block's results sent (ring -> pt)");
-    }
+    rg_tokens(g);
     for (int jj = 0; jj < m->ep.nn && jj < 64; jj++)
         g->nres += m->ep.nodes[jj].res;
     return cc_emit_failed(e) ? -1 : 0;
