@@ -1316,6 +1316,55 @@ static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
     gr_graph_free(g);
 }
 
+/* A grid over the ring whose B column block does not fit LX whole walks
+ * its tile in blocks of fewer sticks, B streamed down the columns in K
+ * chunks through slots: on spyre-4core (256 KB of LX) the cost model takes
+ * it for a 70 x 520 x 300 product with a residual (uneven rows, a partial
+ * stick); on spyre forced blockings of one stick stream a chain whose
+ * first product keeps its result in LX for the second (which reads its A
+ * from there).  Each validates against the reference executor. */
+static void test_a_grid_over_the_ring_streams_b_in_k_chunks_and_validates(void)
+{
+    static const char *small = "graph s4\n"
+                               "input %x: f32[70, 1024]\n"
+                               "input %w1: f32[1024, 520]\n"
+                               "input %b1: f32[520]\n"
+                               "input %w2: f32[520, 300]\n"
+                               "input %res: f32[70, 300]\n"
+                               "%y: f32[70, 520] = aten.mm.default(%x, %w1)\n"
+                               "%yb: f32[70, 520] = aten.add.Tensor(%y, %b1)\n"
+                               "%r: f32[70, 520] = aten.relu.default(%yb)\n"
+                               "%z: f32[70, 300] = aten.mm.default(%r, %w2)\n"
+                               "%o: f32[70, 300] = aten.add.Tensor(%z, %res)\n"
+                               "output %o\n";
+    static const char *chain = "graph ch\n"
+                               "input %x: f32[512, 300]\n"
+                               "input %w1: f32[300, 520]\n"
+                               "input %w2: f32[520, 256]\n"
+                               "%h: f32[512, 520] = aten.mm.default(%x, %w1)\n"
+                               "%r: f32[512, 520] = aten.relu.default(%h)\n"
+                               "%y: f32[512, 256] = aten.mm.default(%r, %w2)\n"
+                               "output %y\n";
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(small, "s4.txt", "spyre-4core", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "k1_mm_add: grid 2x2r");
+    TU_ASSERT_CONTAINS(rep, "B in K chunks through");
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    gr_graph_free(g);
+    static const char *const wd[] = {"k0_mm_relu=8x4r/64x1x128", "k1_mm=16x2r/32x1x192"};
+    r = compile_text(chain, "ch.txt", "spyre", wd, 2, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "blocks of 64 rows x 1 sticks (64 columns), k 300 in chunks of 128");
+    TU_ASSERT_CONTAINS(rep, "kept in lx: r for k0_mm_relu..k1_mm");
+    TU_ASSERT_CONTAINS(rep, "B in K chunks through");
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 2, NULL), 0);
+    gr_graph_free(g);
+}
+
 /* A matmul operand the same all along K (an expand of a column, found by
  * fuzzing: "internal: operand without its lane variable") is copied into
  * a buffer first and validates on both chips. */
@@ -3396,6 +3445,8 @@ int main(void)
         {"a grid over the ring with uneven parts and DRAM operands validates",
          test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates},
         {"grid over the ring regressions from fuzzing validate", test_grid_over_the_ring_regressions_from_fuzzing_validate},
+        {"a grid over the ring streams B in K chunks and validates",
+         test_a_grid_over_the_ring_streams_b_in_k_chunks_and_validates},
         {"an operand expanded along K is copied and validates", test_an_operand_expanded_along_k_is_copied_and_validates},
         {"a forced tiling of a grid over the ring sets its K chunk",
          test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk},

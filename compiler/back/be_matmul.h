@@ -52,7 +52,17 @@ typedef struct {
     int64_t r0, s0;
     double cycles;     /* estimate for the kernel with this tiling on every core */
     double bytes;      /* DRAM bytes the whole grid moves */
+    int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
 } mm_tiling;
+
+/* Most B chunk slots of a grid over the ring whose column block does not
+ * fit LX whole (chunk s + slots comes once s is used; a chunk's way from
+ * DRAM down half a column takes about as long as a PT's chunk or two). */
+#define RG_SLOTS 4
+
+/* Estimates this close to the best count as equal: the one moving fewer
+ * DRAM bytes wins, then the larger K chunk (fewer instructions). */
+#define MM_SLACK 0.03
 
 /* B chunks a core holds in the broadcast over the ring (be_ring.c). */
 #define BC_SLOTS 3

@@ -211,6 +211,8 @@ int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
  *   sfp0: the epilogue (wait mmd, efull); sig done / rdone
  *   dmao: wait done; results to DRAM, the core's own rows of a kept one */
 #define RG_TOKENS (5 + 5 * 2 + RG_MAX_GN)
+/* ... and with B streamed: slotfree, cred[2], ptdone[2], stored, estored, sent */
+#define RG_STREAM_TOKENS 8
 
 /* Rows of part p: M cut in one part per core, as a cores x 1 grid (and
  * the row kernels sharing its tensors) cut it. */
@@ -233,23 +235,27 @@ static int64_t rg_rows(const mm_plan *m, int64_t gn, int64_t i, mm_rows *rs)
     return at;
 }
 
-/* LX of a core: its row group's A and column block's B whole, the block's
+/* LX of a core: its row group's A whole, its column block's B whole (or
+ * its K chunks in `slots` slots and the credits' sticks), the block's
  * result, epilogue operands and temps, the partial sums. */
-static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC)
+static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC, int64_t slots)
 {
-    const int64_t sb = m->c->t.stick;
-    return (m->KG * MT + NS * m->Kd + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
+    const int64_t sb = m->c->t.stick, bw = slots ? slots * NS * KC + 3 : NS * m->Kd;
+    return (m->KG * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
            mm_p_bytes(m, MT, NS, KC);
 }
 
 /* Estimate as mm_bc_estimate: per chunk the slowest of the busier PT, the
- * ring (B's pieces forwarded, the own A rows sent to gn - 1 partners) and
- * the DRAM (B once, A once); plus the way of the first chunk and the
- * epilogue's tail.  The way counts gm - 1 piece times: half a column from
- * its middle core, each hop about two piece times while every column
- * sends over the same links (measured on 8x4r: the last core starts its
- * PTs about 2,800 cycles in). */
-static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
+ * ring (B's pieces forwarded, the own A rows sent to gn - 1 partners
+ * while the first block's chunks go) and the DRAM (B once, A once); plus
+ * the way of the first chunk and the epilogue's tail.  A tile of ns
+ * sticks walked in blocks of NBS (B streamed) takes each later block at
+ * the slower of its chunks and the previous block's epilogue and stores
+ * (the block's last chunk waits for them).  The way counts gm - 1 piece
+ * times: half a column from its middle core, each hop about two piece
+ * times while every column sends over the same links (measured on 8x4r:
+ * the last core starts its PTs about 2,800 cycles in). */
+static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
     const double sb = (double)t->stick, rbpc = (double)t->cfg->ring_bytes_per_cycle;
@@ -259,28 +265,86 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *
     double pt = (mm_pt_cycles(t, rows, sticks, tl->KC) - t->pt_insn_cycles) * t->cfg->pt_k_step_cycles +
                 t->pt_insn_cycles + 2 * t->sync_cycles;
     const double mp = (double)cc_ceil_div(m->M, (int64_t)t->cfg->cores), kg = (double)cc_ceil_div(tl->KC, t->lanes16);
+    const double nsb = (double)cc_ceil_div(ns, tl->NBS);
     double piece = t->dma_insn_cycles + (double)tl->KC * sb / rbpc;
     double ring = (double)tl->NBS * piece + (double)(gn - 1) * (t->dma_insn_cycles + kg * mp * sb / rbpc);
-    double dram = t->dram_bytes_per_cycle > 0
-                      ? (double)(m->GN * m->Kd + m->M * m->KG) * sb / t->dram_bytes_per_cycle / (double)tl->nch
-                      : 0;
-    double step = pt > ring ? pt : ring;
+    /* the DRAM: B's chunk every step, A's (unless kept in LX) in the first block's */
+    const double bpc = t->dram_bytes_per_cycle > 0 ? t->dram_bytes_per_cycle : 0;
+    double bdram = bpc > 0 ? (double)(m->GN * m->Kd) * sb / bpc / ((double)tl->nch * nsb) : 0;
+    double dram = bpc > 0 ? bdram + (double)(m->ares && tl->slots ? 0 : m->M * m->KG) * sb / bpc / (double)tl->nch : 0;
+    double step = pt > ring ? pt : ring, later = pt > (double)tl->NBS * piece ? pt : (double)tl->NBS * piece;
     step = step > dram ? step : dram;
+    later = later > bdram ? later : bdram;
     double in = t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / t->dma_bytes_per_cycle +
                 (double)(gm - 1 + tl->NBS - 1) * piece;
     double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
                   (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
-    tl->cycles = (double)tl->nch * step + in + tail;
+    if (tl->slots) { /* a slot's round: freed, loaded (DRAM shared by the columns' loaders), passed down, used */
+        const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle / (double)gn < t->dma_bytes_per_cycle
+                                ? t->dram_bytes_per_cycle / (double)gn
+                                : t->dma_bytes_per_cycle;
+        double round = (t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / rate +
+                        (double)(gm - 1 + tl->NBS - 1) * piece + pt) /
+                       (double)tl->slots;
+        step = step > round ? step : round;
+        later = later > round ? later : round;
+    }
+    double block = (double)tl->nch * later > tail ? (double)tl->nch * later : tail;
+    tl->cycles = (double)tl->nch * step + (nsb - 1) * block + in + tail;
     tl->bytes = (double)(m->GN * m->Kd + m->M * m->KG + m->M * m->GN) * sb;
 }
 
+/* The least K chunk of a streamed tiling: a piece of B (a stick group
+ * of the chunk) then takes 16 KB, twice the ring's cost of issuing it. */
+#define RG_MIN_KC 128
+
+/* Streamed tilings whose estimates are within MM_SLACK count as equal:
+ * more slots win, then less LX (room for tensors kept between kernels):
+ * on 2048^3 products the estimate ties blockings that simulate 0.60 to
+ * 0.74 of peak, the faster ones with more slots and smaller blocks. */
+static int rg_better(const mm_plan *m, const mm_tiling *a, const mm_tiling *b)
+{
+    if (a->cycles < b->cycles * (1 - MM_SLACK) || a->cycles > b->cycles * (1 + MM_SLACK))
+        return a->cycles < b->cycles;
+    if (a->slots != b->slots)
+        return a->slots > b->slots;
+    return mm_rg_lx(m, a->MB, a->NBS, a->KC, a->slots) < mm_rg_lx(m, b->MB, b->NBS, b->KC, b->slots);
+}
+
+/* The best K chunk for tiling tl (blocks MB x NBS, tl->slots) of the
+ * grid over the ring, gm x gn, that fits LX (or the one a work_div
+ * forces) into out, when cheaper than out's (found: out holds one). */
+static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int found, mm_tiling *out)
+{
+    const be_work *w = &m->c->work[m->ep.pos];
+    const int64_t lanes = m->c->t.lanes16, budget = be_lx_budget(m->c, m->ep.pos);
+    for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
+        tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
+        if (w->mb && ks > 1)
+            break;
+        tl.nch = cc_ceil_div(m->Kd, tl.KC);
+        if (tl.slots && !w->mb && tl.KC < cc_min(m->Kd, RG_MIN_KC)) /* short pieces: the ring's issue cost */
+            continue;
+        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC, tl.slots) > budget)
+            continue;
+        mm_rg_estimate(m, gm, gn, cc_ceil_div(m->GN, gn), &tl);
+        if (!found || (tl.slots ? rg_better(m, &tl, out) : tl.cycles < out->cycles))
+            *out = tl;
+        found = 1;
+    }
+    return found;
+}
+
 /* The tiling of the grid over the ring, gm x gn on every core of the
- * chip: the K chunk with the cheapest estimate that fits LX (or the one a
- * work_div forces); -1 when the scheme does not apply. */
+ * chip: B's column block whole with the K chunk of the cheapest estimate
+ * that fits LX; else, with tokens to spare, the tile in blocks of fewer
+ * sticks whose B streams in K chunks (2 to RG_SLOTS slots), the cheapest
+ * blocking; or the one a work_div forces; -1 when the scheme does not
+ * apply. */
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 {
     const be_ctx *c = m->c;
-    const int64_t cores = c->cfg->cores, lanes = c->t.lanes16, budget = be_lx_budget(c, m->ep.pos);
+    const int64_t cores = c->cfg->cores, lanes = c->t.lanes16;
     if (gn < 2 || gm < 2 || gn > RG_MAX_GN || gm * gn != cores || m->nbatch != 1 || m->ag || m->bg ||
         m->stage_bytes || m->gk > 1 || m->M < cores || m->GN < gn || RG_TOKENS > (int)c->cfg->tokens)
         return -1;
@@ -289,26 +353,23 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
         mm_rows rs;
         tl.MB = cc_max(tl.MB, rg_rows(m, gn, i, &rs));
     }
-    tl.NBS = cc_ceil_div(m->GN, gn);
+    const int64_t ns = cc_ceil_div(m->GN, gn);
+    tl.NBS = ns;
     const be_work *w = &c->work[m->ep.pos];
     /* a forced tiling: its K chunk (a multiple of 64, or all of K); the
-     * scheme takes whole tiles, so blocks are clipped to the tile and
-     * smaller ones refused */
-    if (w->mb && (w->mb < tl.MB || w->nbs < tl.NBS || (w->kc < m->Kd && w->kc % lanes)))
+     * scheme takes whole rows of the tile, so blocks are clipped to the
+     * tile and fewer rows refused; fewer sticks stream B */
+    if (w->mb && (w->mb < tl.MB || (w->kc < m->Kd && w->kc % lanes)))
         return -1;
-    int found = 0;
-    for (int64_t ks = 1; ks < 2 * cc_ceil_div(m->Kd, lanes); ks *= 2) {
-        tl.KC = w->mb ? cc_min(w->kc, m->Kd) : cc_min(ks * lanes, m->Kd);
-        if (w->mb && ks > 1)
-            break;
-        tl.nch = cc_ceil_div(m->Kd, tl.KC);
-        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC) > budget)
-            continue;
-        mm_rg_estimate(m, gm, gn, &tl);
-        if (!found || tl.cycles < out->cycles)
-            *out = tl;
-        found = 1;
-    }
+    int found = (!w->mb || w->nbs >= ns) && rg_search(m, gm, gn, tl, 0, out);
+    if (found || RG_TOKENS + RG_STREAM_TOKENS > (int)c->cfg->tokens)
+        return found ? 0 : -1;
+    for (tl.slots = 2; tl.slots <= RG_SLOTS; tl.slots++)
+        for (int64_t nb = 1; nb <= ns; nb++) {
+            tl.NBS = w->mb ? cc_min(w->nbs, ns) : cc_ceil_div(ns, nb);
+            if ((!w->mb || nb == 1) && (nb == 1 || tl.NBS < cc_ceil_div(ns, nb - 1)))
+                found = rg_search(m, gm, gn, tl, found, out);
+        }
     return found ? 0 : -1;
 }
 
@@ -414,68 +475,39 @@ void mm_splitk_reduce(mm_core *mc)
 
 /* A core of the grid over the ring (see mm_rg_tiling): row i, column j of
  * gm x gn; its own rows [p0, p0 + pn) at own in the grid row's mt rows
- * (rs: the grid row's parts), sticks [g0, g0 + ns); the LX areas (AG the
- * grid row's A, BW the column block's B, C the block, CT the epilogue's
- * column temps) and tokens; the corelets' parts and the epilogue pipe. */
+ * (rs: the grid row's parts), its tile's sticks [tg0, tg0 + tns) walked
+ * in nsb blocks, the current one sticks [g0, g0 + ns); the LX areas (AG
+ * the grid row's A, BW the column block's B or bslot its K chunks'
+ * slots, C the block, CT the epilogue's column temps) and tokens; the
+ * corelets' parts and the epilogue pipe. */
 typedef struct {
     mm_core mc;
     be_ctx *c;
     mm_plan *m;
     cc_emit *e;
     int core;
-    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols;
+    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols, tg0, tns, nsb, nsteps;
     mm_rows rs;
-    int64_t AG, BW, C, colt, CT;
+    int64_t AG, BW, C, colt, CT, bslot[RG_SLOTS], cred_src, cred_in[2];
     int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
     int abfull[2], have[2], mmd[2], done[2], rdone[2];
+    /* B streamed: slot free (ring -> dmai, the middle core), credits from
+     * the cores below, chunk used (pt -> ring), the previous block's
+     * results stored (dmao -> pt; dmao -> dmai, a token of its own: dmai
+     * can run a block ahead of the PTs) and sent (ring -> pt) */
+    int slotfree, cred[2], ptdone[2], stored, estored, sent, nres;
+    struct rg_pieces *pend; /* results of the previous block the ring still sends */
     mm_parts cp;
     int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
     int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
     be_view bv0;
 } rg_core;
 
-/* The core's place in the grid, its tiling, LX areas and tokens. */
-static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
+/* The core's tokens, in the same order on every core (a ring.send
+ * signals the sender's number of a token on the receiver). */
+static void rg_tokens(rg_core *g)
 {
-    const be_work *w = &c->work[m->ep.pos];
-    const int64_t sb = c->t.stick;
-    g->c = c;
-    g->m = m;
-    g->core = core;
-    g->gm = w->gm;
-    g->gn = w->gn;
-    g->i = core / g->gn;
-    g->j = core % g->gn;
-    g->mid = g->gm / 2; /* the column's loader */
-    g->mt = rg_rows(m, g->gn, g->i, &g->rs);
-    g->p0 = g->rs.row[g->j];
-    g->pn = g->rs.len[g->j];
-    g->own = g->rs.off[g->j];
-    cc_split(m->GN, g->gn, g->j, &g->g0, &g->ns);
-    g->e = e;
-    e->lx_top = 0;
-    e->ntokens = 0;
-    mm_core *mc = &g->mc;
-    mc->m = m;
-    mc->e = e;
-    mc->m0 = g->p0;
-    if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
-        return be_error(c, m->K, "no block of the product fits LX");
-    const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
-    mc->nch = mc->tl.nch;
-    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
-    mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
-    /* allocated first and at their largest: the same offsets on every
-     * core, where the row's and the column's other cores write */
-    g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
-    g->BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
-    /* one row more: the epilogue of a piece puts its temps at its rows */
-    g->C = cc_lx_alloc(e, mc->cslot_bytes + MT * sb, "matmul block");
-    /* and its per-column temps in an area of its own */
-    g->colt = m->ep.nexpr * NS * sb;
-    g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
-    if (mc->nch > 1)
-        mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    cc_emit *e = g->e;
     for (int64_t q = 0; q < g->gn; q++)
         g->aarr[q] = cc_tok_alloc(e, "A rows in (from a core of the grid row)");
     g->aload = cc_tok_alloc(e, "own A rows in (dmai -> sfp1)");
@@ -490,15 +522,98 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
         g->have[u] = cc_tok_alloc(e, "B chunk in (ring -> pt)");
         g->mmd[u] = cc_tok_alloc(e, "matmul product done");
     }
+    if (g->mc.tl.slots) {
+        g->slotfree = cc_tok_alloc(e, "B slot free (ring -> dmai)");
+        for (int h = 0; h < 2; h++) {
+            g->cred[h] = cc_tok_alloc(e, "B slot credit (from a core below)");
+            g->ptdone[h] = cc_tok_alloc(e, "B chunk used (pt -> ring)");
+        }
+        g->stored = cc_tok_alloc(e, "matmul block's results stored (dmao -> pt)");
+        g->estored = cc_tok_alloc(e, "matmul block's results stored (dmao -> dmai)");
+        g->sent = cc_tok_alloc(e, "matmul block's results sent (ring -> pt)");
+    }
+}
+
+/* The core's place in the grid, its tiling, LX areas and tokens. */
+static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    const int64_t sb = c->t.stick;
+    g->c = c;
+    g->m = m;
+    g->core = core;
+    g->gm = w->gm;
+    g->gn = w->gn;
+    g->i = core / g->gn;
+    g->j = core % g->gn;
+    g->mt = rg_rows(m, g->gn, g->i, &g->rs);
+    g->p0 = g->rs.row[g->j];
+    g->pn = g->rs.len[g->j];
+    g->own = g->rs.off[g->j];
+    cc_split(m->GN, g->gn, g->j, &g->tg0, &g->tns);
+    g->g0 = g->tg0;
+    g->ns = g->tns;
+    g->e = e;
+    e->lx_top = 0;
+    e->ntokens = 0;
+    mm_core *mc = &g->mc;
+    mc->m = m;
+    mc->e = e;
+    mc->m0 = g->p0;
+    if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
+        return be_error(c, m->K, "no block of the product fits LX");
+    /* the column's loader: its middle core, which sends both ways; with
+     * B streamed its first, which sends down only (a ring unit sending
+     * each piece twice would pace the chunks; first cores spread over the
+     * ring measured slower on 512 x 4096 x 14336) */
+    g->mid = mc->tl.slots ? 0 : g->gm / 2;
+    const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
+    mc->nch = mc->tl.nch;
+    mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
+    mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
+    /* allocated first and at their largest: the same offsets on every
+     * core, where the row's and the column's other cores write */
+    g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
+    if (mc->tl.slots) {
+        for (int s = 0; s < g->mc.tl.slots; s++)
+            g->bslot[s] = cc_lx_alloc(e, NS * KC * sb, "matmul B chunk of the column block (ring)");
+        g->cred_src = cc_lx_alloc(e, sb, "ring credit (source)");
+        for (int h = 0; h < 2; h++)
+            g->cred_in[h] = cc_lx_alloc(e, sb, "ring credit (from a core below)");
+    } else {
+        g->BW = cc_lx_alloc(e, NS * m->Kd * sb, "matmul B of the column block (ring)");
+    }
+    g->nsb = cc_ceil_div(g->tns, NS);
+    g->nsteps = g->nsb * mc->nch;
+    /* one row more: the epilogue of a piece puts its temps at its rows */
+    g->C = cc_lx_alloc(e, mc->cslot_bytes + MT * sb, "matmul block");
+    /* and its per-column temps in an area of its own */
+    g->colt = m->ep.nexpr * NS * sb;
+    g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
+    if (mc->nch > 1)
+        mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    rg_tokens(g);
+    for (int jj = 0; jj < m->ep.nn && jj < 64; jj++)
+        g->nres += m->ep.nodes[jj].res;
     return cc_emit_failed(e) ? -1 : 0;
 }
 
-/* The corelets' parts (corelet u: rows from crow, sticks from cst), the
- * pipe, B's way down the column and where A's kept rows are. */
+/* Block b of the tile: its sticks, B's view and the corelets' parts
+ * (corelet u: rows from crow, sticks from cst). */
+static void rg_block(rg_core *g, int64_t b)
+{
+    g->g0 = g->tg0 + b * g->mc.NBS;
+    g->ns = cc_min(g->mc.NBS, g->tns - b * g->mc.NBS);
+    g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
+    g->bv0 = mm_shifted(&g->m->bv, g->g0);
+    mm_corelet_parts(&g->mc.tl, g->mc.nc, g->mt, g->ns, &g->cp);
+}
+
+/* The pipe, B's way down the column and where A's kept rows are. */
 static void rg_layout(rg_core *g)
 {
     mm_core *mc = &g->mc;
-    mm_corelet_parts(&mc->tl, mc->nc, g->mt, g->ns, &g->cp);
+    rg_block(g, 0);
     /* pipe: the last chunk's product part by part (seg[u]: corelet u's
      * parts), and each part's epilogue and results as soon as it is
      * done, on its corelet's SFP; when the corelets split rows at a part's
@@ -511,32 +626,51 @@ static void rg_layout(rg_core *g)
     }
     /* B's way: from the middle core up and down the column */
     g->down[0] = g->down[1] = -1;
-    if (g->i <= g->mid && g->i > 0)
+    if (g->mc.tl.slots) {
+        if (g->i + 1 < g->gm)
+            g->down[1] = g->core + (int)g->gn;
+    } else if (g->i <= g->mid && g->i > 0)
         g->down[0] = g->core - (int)g->gn;
-    if (g->i >= g->mid && g->i + 1 < g->gm)
+    if (!g->mc.tl.slots && g->i >= g->mid && g->i + 1 < g->gm)
         g->down[1] = g->core + (int)g->gn;
     if (g->m->ares)
         be_res_at(g->c, g->m->mm->a, g->m->ep.pos, &g->ra_lx, &g->ra_cap);
-    g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
-    g->bv0 = mm_shifted(&g->m->bv, g->g0);
 }
 
-/* Chunk jc of K in: dmai loads B's chunk (the middle core) and the own A
- * rows; the ring sends the own A rows to the grid row's other cores (from
- * the kept region directly), then B's pieces on down the column; sfp1
- * collects the grid row's A rows of the chunk. */
-static void rg_chunk_in(rg_core *g, int64_t jc)
+/* Where B's chunk of step `step` (K rows from k0) sits, and the distance
+ * between its sticks. */
+static int64_t rg_bchunk(const rg_core *g, int64_t step, int64_t k0, int64_t *stride)
+{
+    const int64_t sb = g->c->t.stick;
+    *stride = g->mc.tl.slots ? g->mc.KC * sb : g->m->Kd * sb;
+    return g->mc.tl.slots ? g->bslot[step % g->mc.tl.slots] : g->BW + k0 * sb;
+}
+
+/* Free this core's slot of B's chunk of step `step` (its chunk `slots`
+ * earlier is used): slotfree to its dmai on the middle core, else a
+ * credit to the core above it in the column, which sends B down here. */
+static void rg_release(rg_core *g, int64_t step)
+{
+    if (step >= g->nsteps)
+        return;
+    if (g->i == g->mid) {
+        cc_emit_sig(g->e, ISA_U_RING, g->slotfree);
+        return;
+    }
+    const int h = 1, up = g->core - (int)g->gn; /* streamed: B comes from the row above */
+    cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
+    cc_emit_ring(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]), cc_abs(g->cred_src), &sh);
+}
+
+/* The own A rows of a chunk (stick groups [gi, gi + kg)) to aoff in the
+ * grid row's A (dmai, or a copy from the kept region), and over the ring
+ * to the grid row's other cores. */
+static void rg_a_out(rg_core *g, int64_t gi, int64_t kg, int64_t aoff)
 {
     be_ctx *c = g->c;
     mm_plan *m = g->m;
     cc_emit *e = g->e;
-    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
-    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
-    const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
-    if (g->i == g->mid) {
-        be_dma_rows(c, e, ISA_OP_DMA_LD, g->BW + k0 * sb, m->Kd * sb, &g->bv0, &m->brsp, k0, kc, g->ns);
-        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
-    }
+    const int64_t sb = c->t.stick, MT = g->mc.MB;
     if (m->ares) {
         be_res_copy(c, e, 0, m->mm->a, 0, g->pn, gi, kg, aoff, MT * sb);
     } else {
@@ -553,23 +687,61 @@ static void rg_chunk_in(rg_core *g, int64_t jc)
         cc_emit_ring(e, ISA_OP_RING_SEND, (int)(g->i * g->gn + q), g->aarr[g->j], cc_abs(aoff),
                      cc_abs(m->ares ? g->ra_lx + gi * g->ra_cap * sb : aoff), &sh);
     }
+}
+
+/* Chunk jc of K of block b (the core's step-th) in: dmai loads B's chunk
+ * (the middle core; streamed, once its slot is free) and, in the first
+ * block, the own A rows; the ring sends the own A rows to the grid row's
+ * other cores (from the kept region directly), then B's pieces on down
+ * the column (streamed: once the core below has the slot free), then
+ * frees the slot of the step before; sfp1 collects the grid row's A rows
+ * of the chunk. */
+static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
+{
+    be_ctx *c = g->c;
+    mm_plan *m = g->m;
+    cc_emit *e = g->e;
+    const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
+    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
+    const int stream = g->mc.tl.slots > 0;
+    int64_t bs;
+    const int64_t bat = rg_bchunk(g, step, k0, &bs);
+    if (g->i == g->mid) {
+        if (stream && step >= g->mc.tl.slots)
+            cc_emit_wait(e, ISA_U_DMAI, g->slotfree);
+        be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
+        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
+    }
+    if (b == 0)
+        rg_a_out(g, gi, kg, aoff);
     if (g->i == g->mid)
         cc_emit_wait(e, ISA_U_RING, g->loaded);
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
         for (int u = 0; u < g->mc.nc; u++)
-            if (jc == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
-                        : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
+            if (step == 0 ? pc >= g->cp.cst[u] && pc < g->cp.cst[u] + g->cp.cns[u]
+                          : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
                 cc_emit_sig(e, ISA_U_RING, g->have[u]);
-        const int64_t at = g->BW + (pc * m->Kd + k0) * sb;
+        const int64_t at = bat + pc * bs;
         cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
         for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
             const int h = (int)((h0 + g->j) % 2);
-            if (g->down[h] >= 0)
-                cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
+            if (g->down[h] < 0)
+                continue;
+            if (stream && pc == 0 && step >= g->mc.tl.slots)
+                cc_emit_wait(e, ISA_U_RING, g->cred[h]);
+            cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
         }
     }
+    if (stream && step > 0) {
+        for (int u = 0; u < g->mc.nc; u++)
+            cc_emit_wait(e, ISA_U_RING, g->ptdone[u]);
+        rg_release(g, step - 1 + g->mc.tl.slots);
+    }
+    if (b > 0)
+        return;
     for (int64_t q = 0; q < g->gn; q++)
         if (q != g->j)
             cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
@@ -578,10 +750,11 @@ static void rg_chunk_in(rg_core *g, int64_t jc)
         cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
 }
 
-/* pt u: its part of chunk jc's product; the first chunk piece by piece,
- * as its sticks come in (the corelets start a hop's worth of pieces
- * earlier), the last one part by part when piped. */
-static void rg_chunk_pt(rg_core *g, int64_t jc)
+/* pt u: its part of chunk jc of block b (the core's step-th); the first
+ * step piece by piece, as its sticks come in (the corelets start a hop's
+ * worth of pieces earlier), a block's last chunk part by part when
+ * piped, once the previous block's results have left C (streamed). */
+static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step)
 {
     be_ctx *c = g->c;
     mm_plan *m = g->m;
@@ -591,11 +764,19 @@ static void rg_chunk_pt(rg_core *g, int64_t jc)
     const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
     const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
     const int first = jc == 0, lastc = jc == mc->nch - 1;
+    int64_t bs;
+    const int64_t bat = rg_bchunk(g, step, k0, &bs);
     for (int u = 0; u < mc->nc; u++) {
         const isa_unit pt = u ? ISA_U_PT1 : ISA_U_PT0;
-        cc_emit_wait(e, pt, g->abfull[u]);
+        if (b == 0)
+            cc_emit_wait(e, pt, g->abfull[u]);
+        if (lastc && b > 0) {
+            cc_emit_wait(e, pt, g->stored);
+            if (g->nres)
+                cc_emit_wait(e, pt, g->sent);
+        }
         const int parts = lastc && g->pipe;
-        for (int64_t s0 = cst[u], sn = first ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
+        for (int64_t s0 = cst[u], sn = step == 0 ? 1 : cns[u]; s0 < cst[u] + cns[u]; s0 += sn) {
             cc_emit_wait(e, pt, g->have[u]);
             const int64_t ncols = cc_min(sn * lanes, g->cols - s0 * lanes);
             for (int r = 0; r < (parts ? g->nseg[u] : 1); r++) {
@@ -606,12 +787,12 @@ static void rg_chunk_pt(rg_core *g, int64_t jc)
                     cc_pt_args pa = {0};
                     pa.c = u;
                     pa.a = cc_abs(g->AG + (gi * MT + r0) * sb);
-                    pa.b = cc_abs(g->BW + (s0 * m->Kd + k0) * sb);
+                    pa.b = cc_abs(bat + s0 * bs);
                     pa.m = rn;
                     pa.n = ncols;
                     pa.k = kc;
                     pa.ds = pa.ps = pa.as = MT * sb;
-                    pa.bs = m->Kd * sb;
+                    pa.bs = bs;
                     pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
                     pa.d = cc_abs(lastc ? g->C + (r0 + s0 * MT) * sb : mc->P + poff);
                     pa.p = cc_abs(first ? 0 : mc->P + poff);
@@ -625,19 +806,26 @@ static void rg_chunk_pt(rg_core *g, int64_t jc)
         }
         if (lastc && !g->pipe)
             cc_emit_sig(e, pt, g->mmd[u]);
+        if (mc->tl.slots)
+            cc_emit_sig(e, pt, g->ptdone[u]);
     }
 }
 
 /* The epilogue's pieces (rows from off: segments [s0, s1) of rs on
- * corelet u's SFP) in the order they complete. */
-typedef struct {
+ * corelet u's SFP) in the order they complete, of block b (sticks
+ * [g0, g0 + ns)). */
+typedef struct rg_pieces {
     int n, u[RG_MAX_GN], s0[RG_MAX_GN], s1[RG_MAX_GN];
+    int64_t b, g0, ns;
     be_val vals[RG_MAX_GN][64];
 } rg_pieces;
 
-static void rg_pieces_of(const rg_core *g, rg_pieces *p)
+static void rg_pieces_of(const rg_core *g, int64_t b, rg_pieces *p)
 {
     p->n = 0;
+    p->b = b;
+    p->g0 = g->g0;
+    p->ns = g->ns;
     if (!g->pipe) {
         p->u[0] = 0;
         p->s0[0] = 0;
@@ -726,39 +914,57 @@ static void rg_ep_send(rg_core *g, const rg_pieces *p)
             for (int sg = p->s0[q]; sg < p->s1[q]; sg++) {
                 if (sg == g->j)
                     continue;
-                cc_dma_shape sh = cc_dma_groups(g->rs.len[sg], g->ns, r->rows_cap * sb, MT * sb);
+                cc_dma_shape sh = cc_dma_groups(g->rs.len[sg], p->ns, r->rows_cap * sb, MT * sb);
                 cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + sg), 255,
-                             cc_abs(r->lx + g->g0 * r->rows_cap * sb),
+                             cc_abs(r->lx + p->g0 * r->rows_cap * sb),
                              cc_abs(p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb), &sh);
             }
         }
     }
 }
 
-/* The epilogue: operands (dmai), values (sfp), results (dmao: DRAM and
- * the own rows of a kept one; ring: the other rows' cores), in pieces. */
-static int rg_epilogue(rg_core *g)
+/* ring: the kept results of the block whose epilogue g->pend holds, then
+ * (streamed, a later block to come) C is free for that one's PTs. */
+static void rg_send_pending(rg_core *g)
+{
+    rg_pieces *p = g->pend;
+    if (!p)
+        return;
+    rg_ep_send(g, p);
+    for (int u = 0; p->b + 1 < g->nsb && u < g->mc.nc; u++)
+        cc_emit_sig(g->e, ISA_U_RING, g->sent);
+    free(p);
+    g->pend = NULL;
+}
+
+/* The epilogue of block b: operands (dmai, streamed once the previous
+ * block's results are stored), values (sfp), results (dmao: DRAM and the
+ * own rows of a kept one; then, with a later block, C is free for the
+ * PTs and the operands' area for dmai), in pieces; kept results go to
+ * the other rows' cores later (g->pend, rg_send_pending). */
+static int rg_epilogue(rg_core *g, int64_t b)
 {
     mm_core *mc = &g->mc;
-    const rk_plan *k = &g->m->ep;
     const int64_t sb = g->c->t.stick;
     rg_pieces *p = ir_xalloc(sizeof *p);
-    rg_pieces_of(g, p);
-    int64_t *base = ir_xalloc((size_t)(k->nl + 1) * sizeof *base);
+    rg_pieces_of(g, b, p);
+    int64_t *base = ir_xalloc((size_t)(g->m->ep.nl + 1) * sizeof *base);
+    if (b > 0)
+        cc_emit_wait(g->e, ISA_U_DMAI, g->estored);
     const int64_t at = mm_ep_load(mc, &g->rs, 0, g->g0, g->ns, g->C + mc->NBS * mc->MB * sb, base);
-    int nres = 0;
-    for (int jj = 0; jj < k->nn && jj < 64; jj++)
-        nres += k->nodes[jj].res;
     for (int u = 0; u < (g->pipe ? mc->nc : 1); u++)
         if (!g->pipe || g->nseg[u] > 0) /* an SFP with no piece takes none */
             cc_emit_sig(g->e, ISA_U_DMAI, g->efull);
-    int rc = rg_ep_eval(g, p, base, at, nres);
+    int rc = rg_ep_eval(g, p, base, at, g->nres);
     if (!rc)
         rg_ep_store(g, p);
-    if (!rc && nres)
-        rg_ep_send(g, p);
+    for (int u = 0; !rc && b + 1 < g->nsb && u <= mc->nc; u++)
+        cc_emit_sig(g->e, ISA_U_DMAO, u < mc->nc ? g->stored : g->estored);
     free(base);
-    free(p);
+    if (!rc && g->nres)
+        g->pend = p;
+    else
+        free(p);
     return rc;
 }
 
@@ -782,11 +988,19 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
         rg_layout(g);
-        for (int64_t jc = 0; jc < g->mc.nch; jc++) {
-            rg_chunk_in(g, jc);
-            rg_chunk_pt(g, jc);
+        for (int64_t b = 0; b < g->nsb && !rc; b++) {
+            rg_block(g, b);
+            for (int64_t jc = 0; jc < g->mc.nch; jc++) {
+                rg_chunk_in(g, b, jc, b * g->mc.nch + jc);
+                rg_chunk_pt(g, b, jc, b * g->mc.nch + jc);
+                if (jc == 0) /* the previous block's, behind this block's first chunk */
+                    rg_send_pending(g);
+            }
+            rc = rg_epilogue(g, b);
         }
-        rc = rg_epilogue(g);
+        for (int u = 0; g->mc.tl.slots && u < g->mc.nc; u++) /* the last chunk's, to end at zero */
+            cc_emit_wait(g->e, ISA_U_RING, g->ptdone[u]);
+        rg_send_pending(g);
         cc_kernel_end(g->e);
         free(g->mc.T.memo);
         free(g->mc.T.memo_id);
