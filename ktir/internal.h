@@ -94,13 +94,15 @@ typedef struct {
 
 /* An indirect access tile (gather.c): dimension dim of the view is the
  * integer tensor idx at positions pos (pos[var_pos] + the variable, when
- * var_pos >= 0); the view starts at element base; why: the reason a
- * pattern outside the subset cannot be moved, else NULL. */
+ * var_pos >= 0); or, elem, both dimensions of a matrix are indices, the
+ * row idx and the column col at positions pos and cpos, each position j
+ * stepping with variable j; the view starts at element base; why: the
+ * reason a pattern outside the subset cannot be moved, else NULL. */
 #define KT_MAX_GATHERS 64
 typedef struct {
-    int dim, var_pos;
-    kv idx;
-    int64_t pos[ML_MAX_RANK], base;
+    int dim, var_pos, elem;
+    kv idx, col;
+    int64_t pos[ML_MAX_RANK], cpos[ML_MAX_RANK], base;
     const char *why;
 } kt_gather;
 
