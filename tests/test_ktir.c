@@ -637,6 +637,36 @@ static void test_an_element_gather_picks_each_element_its_two_indices_name(void)
     remove(path);
 }
 
+/* Instructions of each core of text compiled for the 4-core chip. */
+static void core_lengths(const char *text, const kt_arg *args, int nargs, size_t n[4])
+{
+    char path[512], err[512];
+    int code = 0;
+    write_prog(text, path, sizeof path);
+    isa_program *p = kt_compile_file(path, args, nargs, &cfg4, err, sizeof err, &code, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int i = 0; i < 4; i++) n[i] = p->cores[i].n;
+    isa_program_free(p);
+    remove(path);
+}
+
+static void test_without_a_grid_a_body_without_tile_ids_runs_on_one_core(void)
+{
+    size_t n[4];
+    char *one = replace(elem_prog, "attributes {grid = [1]} ", "");
+    CU_ASSERT_PTR_NULL_FATAL(strstr(one, "grid"));
+    core_lengths(one, NULL, 0, n);
+    CU_ASSERT(n[0] > 1);
+    CU_ASSERT(n[1] == 1 && n[2] == 1 && n[3] == 1); /* halt only */
+    char *all = replace(rows_prog, "attributes {grid = [4]} ", "");
+    CU_ASSERT_PTR_NULL_FATAL(strstr(all, "grid"));
+    kt_arg args[] = {{"BLOCK", 8}};
+    core_lengths(all, args, 1, n);
+    CU_ASSERT(n[0] > 1 && n[1] > 1 && n[2] > 1 && n[3] > 1); /* RFC 0682: every core a tile */
+    free(one);
+    free(all);
+}
+
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
@@ -813,6 +843,8 @@ int main(void)
          test_an_indirect_tile_gathers_the_rows_its_index_tensor_names},
         {"an_element_gather_picks_each_element_its_two_indices_name",
          test_an_element_gather_picks_each_element_its_two_indices_name},
+        {"without_a_grid_a_body_without_tile_ids_runs_on_one_core",
+         test_without_a_grid_a_body_without_tile_ids_runs_on_one_core},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",
