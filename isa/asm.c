@@ -289,6 +289,25 @@ static int parse_dims(assembler *a, const char *s, int *rank, int64_t *shape)
 /* Device bytes of a shape (0 for an empty one, whatever its other
  * dimensions, as the ELF reader has it), or UINT64_MAX when it is larger
  * than ISA_BYTES_MAX. */
+/* order=D,D,...: every dim of the tensor once, outermost first. */
+static int parse_order(assembler *a, const char *name, const char *val, int rank, int *order)
+{
+    unsigned seen = 0;
+    int n = 0;
+    for (const char *c = val; *c;) {
+        char *end;
+        long d = strtol(c, &end, 10);
+        if (end == c || d < 0 || d >= rank || seen & (1u << d) || n == rank || (*end && *end != ','))
+            return fail(a, ".tensor %s: order=%s is not each of its %d dims once, joined by commas", name, val, rank);
+        seen |= 1u << d;
+        order[n++] = (int)d;
+        c = *end ? end + 1 : end;
+    }
+    if (n != rank)
+        return fail(a, ".tensor %s: order=%s is not each of its %d dims once, joined by commas", name, val, rank);
+    return 0;
+}
+
 static uint64_t shape_bytes(const isa_program *p, int rank, const int64_t *shape, int stick_dim, isa_dtype_dev t)
 {
     uint64_t bytes = p->stick_bytes, lanes = p->stick_bytes / (t == ISA_T_F32 ? 4 : 2);
@@ -331,7 +350,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
     if (parse_dims(a, tok[4], &rank, shape))
         return -1;
 
-    int ddt = ISA_T_DL16, stick_dim = rank ? rank - 1 : 0, have_at = 0, have_bytes = 0;
+    int ddt = ISA_T_DL16, stick_dim = rank ? rank - 1 : 0, have_at = 0, have_bytes = 0, norder = 0;
+    int order[ISA_MAX_RANK];
     uint64_t at = 0, bytes = 0;
     int64_t const_off = -1;
     uint32_t flags = 0;
@@ -366,8 +386,12 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (parse_bounded(a, ".tensor value", val, 0, 1, &v))
                 return -1;
             flags = v ? ISA_TF_VALUE : 0;
+        } else if (strcmp(key, "order") == 0) {
+            if (parse_order(a, name, val, rank, order))
+                return -1;
+            norder = rank;
         } else {
-            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, value)", name, key);
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value)", name, key);
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
@@ -392,6 +416,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
                                    at);
     isa_tensor *t = &p->tensors[i];
     t->stick_dim = stick_dim;
+    t->order = norder ? isa_order_make(order, rank, stick_dim) : 0;
     t->bytes = have_bytes ? bytes : need;
     t->const_off = const_off;
     t->flags = flags;
@@ -668,6 +693,8 @@ char *isa_disassemble(const isa_program *p)
         sb_printf(&s, " dev=%s at=%" PRIu64, name_of(isa_dtype_names, (int)t->dev_dtype), t->dram_off);
         if (t->rank && t->stick_dim != t->rank - 1)
             sb_printf(&s, " stick=%d", t->stick_dim);
+        for (int p = 0; t->order && p < t->rank; p++)
+            sb_printf(&s, "%s%u", p ? "," : " order=", (unsigned)((t->order >> (4 * p)) & 15) - 1);
         if (t->bytes != isa_tensor_device_bytes(t, p->stick_bytes))
             sb_printf(&s, " bytes=%" PRIu64, t->bytes);
         if (t->const_off >= 0)

@@ -43,7 +43,8 @@ enum {
     TR_RANK = 76,   /* u32 0..ISA_MAX_RANK */
     TR_SHAPE = 80,  /* ISA_MAX_RANK x i64, zero past rank */
     TR_STICK = 128, /* u32 stick dimension */
-    TR_FLAGS = 132, /* u32 ISA_TF_* */
+    TR_ORDER = 132, /* u32: bits 0-23 the order of the device dims (isa_tensor.order, 0: the default),
+                       bits 24-31 isa_tensor.flags (ISA_TF_*) */
     TR_DRAM = 136,  /* u64 offset in the program's DRAM segment */
     TR_BYTES = 144, /* u64 device bytes */
     TR_CONST = 152, /* i64 offset of its initial data in .spyre.const, or -1 */
@@ -307,7 +308,7 @@ static void put_tensor(uint8_t *r, const isa_program *p, size_t i)
     for (int d = 0; d < t->rank; d++)
         put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
     put_le(r + TR_STICK, (uint32_t)t->stick_dim, 4);
-    put_le(r + TR_FLAGS, t->flags, 4);
+    put_le(r + TR_ORDER, t->order | t->flags << 24, 4);
     put_le(r + TR_DRAM, t->dram_off, 8);
     put_le(r + TR_BYTES, t->bytes, 8);
     put_le(r + TR_CONST, (uint64_t)t->const_off, 8);
@@ -766,9 +767,16 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             }
             t->shape[d] = v;
         }
-        t->flags = (uint32_t)get_le(rec + TR_FLAGS, 4);
+        uint32_t word = (uint32_t)get_le(rec + TR_ORDER, 4);
+        t->order = word & 0xffffffu;
+        t->flags = word >> 24;
         if (t->flags & ~ISA_TF_VALUE) {
             rfail(r, "corrupt .spyre.tensors: tensor %s: unknown flags 0x%x", t->name, (unsigned)t->flags);
+            return -1;
+        }
+        if (!isa_order_valid(t->order, t->rank)) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: order 0x%x is not an order of its %d dims", t->name,
+                  (unsigned)t->order, t->rank);
             return -1;
         }
         t->dram_off = get_le(rec + TR_DRAM, 8);

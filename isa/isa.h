@@ -360,6 +360,11 @@ typedef struct {
     int rank;
     int64_t shape[ISA_MAX_RANK];
     int stick_dim;
+    /* Another order of the device dims (0: the one above): nibble p (p = 0
+     * outermost, bits 4p..4p+3) holds 1 + the host dim at that place, the
+     * stick dim standing for its sticks; lanes stay innermost.  SDSC
+     * tensors take their layoutDimOrder_ this way (docs/isa.md). */
+    uint32_t order;
     uint64_t dram_off;   /* relative to the program's DRAM base */
     uint64_t bytes;      /* device bytes */
     int64_t const_off;   /* offset of its initial data in consts, or -1 */
@@ -438,6 +443,11 @@ void isa_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *de
 /* Byte offset inside the tensor's device bytes of the host element at
  * index[0..rank-1]. */
 uint64_t isa_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int64_t *index);
+/* Is order (isa_tensor.order) 0 or a permutation of a rank-r tensor's dims? */
+int isa_order_valid(uint32_t order, int rank);
+/* order from dims[0..rank-1] (outermost first); 0 when they are the
+ * default order of stick dim `stick`. */
+uint32_t isa_order_make(const int *dims, int rank, int stick);
 /* Device layout helpers for a tensor: elements per stick, number of sticks
  * along stick_dim, rows (product of the other dims), total device bytes. */
 int64_t isa_tensor_lanes(const isa_tensor *t, uint32_t stick_bytes);

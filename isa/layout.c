@@ -13,6 +13,10 @@
  * contiguous piece of a host row and converts in one call; otherwise the
  * lanes of a stick are gathered with stride inner (for consecutive i the
  * same 64 host cache lines are reused, so the gather stays in L1).
+ *
+ * A tensor with another order of its device dims (isa_tensor.order: SDSC
+ * tensors in torch-spyre's layouts) is converted element by element, each
+ * host dim at the byte stride its place in the order gives it.
  */
 #include "isa.h"
 
@@ -42,6 +46,73 @@ static void get_geom(const isa_tensor *t, uint32_t stick_bytes, geom *g)
     assert(g->lanes > 0 && (uint64_t)g->lanes * g->esize == stick_bytes);
 }
 
+/* The device dims outermost first: host dims, the stick dim for its sticks. */
+static void device_order(const isa_tensor *t, int *dims)
+{
+    int n = 0;
+    if (t->order) {
+        for (int p = 0; p < t->rank; p++)
+            dims[p] = (int)((t->order >> (4 * p)) & 15) - 1;
+        return;
+    }
+    dims[n++] = t->stick_dim;
+    for (int d = 0; d < t->rank; d++)
+        if (d != t->stick_dim)
+            dims[n++] = d;
+}
+
+int isa_order_valid(uint32_t order, int rank)
+{
+    unsigned seen = 0;
+    if (!order)
+        return 1;
+    if (rank < 1 || rank > ISA_MAX_RANK || (rank < 8 && order >> (4 * rank)))
+        return 0;
+    for (int p = 0; p < rank; p++) {
+        unsigned d = (order >> (4 * p)) & 15;
+        if (d < 1 || d > (unsigned)rank || seen & (1u << d))
+            return 0;
+        seen |= 1u << d;
+    }
+    return 1;
+}
+
+uint32_t isa_order_make(const int *dims, int rank, int stick)
+{
+    isa_tensor t = {.rank = rank, .stick_dim = stick};
+    int def[ISA_MAX_RANK];
+    device_order(&t, def);
+    uint32_t order = 0;
+    int same = 1;
+    for (int p = 0; p < rank; p++) {
+        order |= (uint32_t)(dims[p] + 1) << (4 * p);
+        same &= dims[p] == def[p];
+    }
+    return same ? 0 : order;
+}
+
+/* The byte stride of each host dim in t's order (the stick dim's: of its sticks). */
+static void order_strides(const isa_tensor *t, const geom *g, int64_t *stride)
+{
+    int dims[ISA_MAX_RANK];
+    device_order(t, dims);
+    int64_t s = g->lanes * (int64_t)g->esize;
+    for (int p = t->rank - 1; p >= 0; p--) {
+        stride[dims[p]] = s;
+        s *= dims[p] == t->stick_dim ? g->groups : t->shape[dims[p]];
+    }
+}
+
+/* The byte offset of host element idx[] with the strides of order_strides. */
+static int64_t ordered_offset(const isa_tensor *t, const geom *g, const int64_t *stride, const int64_t *idx)
+{
+    int64_t off = 0;
+    for (int d = 0; d < t->rank; d++)
+        off += d == t->stick_dim ? idx[d] / g->lanes * stride[d] + idx[d] % g->lanes * (int64_t)g->esize
+                                 : idx[d] * stride[d];
+    return off;
+}
+
 /* Values converted per gather of a strided stick (a stack buffer). */
 #define CHUNK 256
 
@@ -63,10 +134,47 @@ static inline void get_vals(const geom *g, const uint8_t *src, int64_t n, float 
         isa_dl16_to_f32_n((const uint16_t *)(const void *)src, dst, (size_t)n);
 }
 
+/* The next host index in row-major order. */
+static void next_index(const isa_tensor *t, int64_t *idx)
+{
+    for (int d = t->rank - 1; d >= 0 && ++idx[d] == t->shape[d]; d--)
+        idx[d] = 0;
+}
+
+static int64_t host_elems(const isa_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+/* An ordered tensor's host elements to their device places (padding lanes zero). */
+static void ordered_pack(const isa_tensor *t, const geom *g, const float *host, uint8_t *dev)
+{
+    int64_t stride[ISA_MAX_RANK], idx[ISA_MAX_RANK] = {0}, n = host_elems(t);
+    order_strides(t, g, stride);
+    memset(dev, 0, (size_t)(g->groups * g->rows * g->lanes) * g->esize);
+    for (int64_t i = 0; i < n; i++, next_index(t, idx))
+        put_vals(g, host + i, 1, dev + ordered_offset(t, g, stride, idx));
+}
+
+static void ordered_unpack(const isa_tensor *t, const geom *g, const uint8_t *dev, float *host)
+{
+    int64_t stride[ISA_MAX_RANK], idx[ISA_MAX_RANK] = {0}, n = host_elems(t);
+    order_strides(t, g, stride);
+    for (int64_t i = 0; i < n; i++, next_index(t, idx))
+        get_vals(g, dev + ordered_offset(t, g, stride, idx), 1, host + i);
+}
+
 void isa_layout_pack(const isa_tensor *t, uint32_t stick_bytes, const float *host, void *dev)
 {
     geom g;
     get_geom(t, stick_bytes, &g);
+    if (t->order) {
+        ordered_pack(t, &g, host, dev);
+        return;
+    }
     float buf[CHUNK];
     for (int64_t o = 0; o < g.outer; o++) {
         for (int64_t gr = 0; gr < g.groups; gr++) {
@@ -96,6 +204,10 @@ void isa_layout_unpack(const isa_tensor *t, uint32_t stick_bytes, const void *de
 {
     geom g;
     get_geom(t, stick_bytes, &g);
+    if (t->order) {
+        ordered_unpack(t, &g, dev, host);
+        return;
+    }
     float buf[CHUNK];
     for (int64_t o = 0; o < g.outer; o++) {
         for (int64_t gr = 0; gr < g.groups; gr++) {
@@ -123,6 +235,11 @@ uint64_t isa_layout_offset(const isa_tensor *t, uint32_t stick_bytes, const int6
 {
     geom g;
     get_geom(t, stick_bytes, &g);
+    if (t->order) {
+        int64_t stride[ISA_MAX_RANK];
+        order_strides(t, &g, stride);
+        return (uint64_t)ordered_offset(t, &g, stride, index);
+    }
     int64_t o = 0, s = 0, i = 0;
     for (int d = 0; d < t->rank; d++) {
         assert(index[d] >= 0 && index[d] < t->shape[d]);

@@ -145,9 +145,12 @@ void rt_check_format(const rt_check_result *r, char *buf, size_t len)
         o += snprintf(buf + o, len - (size_t)o, " nan=%lld", (long long)r->nans);
     if (o < 0 || (size_t)o >= len)
         return;
+    /* a NaN where the reference is infinite is DL16's one NINF pattern (x / 0):
+     * the format has no infinity, so the device cannot give PyTorch's */
+    const char *why = isnan(r->worst_value) && isinf(r->worst_ref) ? " (DL16 has no infinity: NINF reads back as NaN)" : "";
     if (r->worst >= 0)
-        snprintf(buf + o, len - (size_t)o, " worst[%s]=%.6g ref=%.6g tol=%.2e MISMATCH", idx,
-                 (double)r->worst_value, (double)r->worst_ref, (double)r->worst_tol);
+        snprintf(buf + o, len - (size_t)o, " worst[%s]=%.6g ref=%.6g tol=%.2e%s MISMATCH", idx,
+                 (double)r->worst_value, (double)r->worst_ref, (double)r->worst_tol, why);
     else
         snprintf(buf + o, len - (size_t)o, " MISMATCH");
 }

@@ -26,6 +26,9 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
     if (t->rank ? (t->stick_dim < 0 || t->stick_dim >= t->rank) : t->stick_dim != 0)
         return isa_errf(err, errlen, "tensor %s: stick_dim %d is outside 0..%d", t->name, t->stick_dim,
                         t->rank ? t->rank - 1 : 0);
+    if (!isa_order_valid(t->order, t->rank))
+        return isa_errf(err, errlen, "tensor %s: order 0x%x is not an order of its %d dims", t->name,
+                        (unsigned)t->order, t->rank);
     uint64_t elems = 1;
     for (int i = 0; i < t->rank; i++) {
         if (t->shape[i] < 0 || (uint64_t)t->shape[i] > RT_SIZE_LIMIT)

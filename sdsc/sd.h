@@ -1,14 +1,17 @@
 /* sd: torch-spyre's SuperDSC (SDSC) kernel bundles on the simulated chip.
  *
  * A kernel directory (torch-spyre's cache, or spyre-cli's examples) holds
- * one sdsc_N.json per kernel (and bundle.mlir, read once an MLIR reader
- * exists: the kernels run in the order of N).  sd_load reads every
- * sdsc_N.json, checks each against RFC 0552's rules and the chip (one line
- * per violation, "FILE: JSON.path: rule"), and sd_build translates the
+ * one sdsc_N.json per kernel and, usually, bundle.mlir: the program that
+ * executes them, in its order, with its arguments (without one the kernels
+ * run in the order of N).  sd_load reads every sdsc_N.json and
+ * bundle.mlir, checks each file against RFC 0552's rules and the chip (one
+ * line per violation, "FILE: JSON.path: rule") and bundle.mlir against the
+ * JSON ("bundle.mlir:LINE: rule"), and sd_build translates the
  * kernels into one program of per-core instruction streams that keeps what
  * the SDSC fixes: the work slices of each core, the data-stage sizes, the
- * stick layouts, which tensors live in LX (at the LX addresses given) and
- * which in DRAM, and the unit of every compute op.  The program's graph
+ * stick layouts (a DRAM tensor lies in its SDSC's layout), which tensors
+ * live in LX (at the LX addresses given) and which in DRAM, and the unit of
+ * every compute op.  The program's graph
  * text runs the ATen op named in each kernel's debug_handle_, so
  * rt_check compares the outputs with the reference executor
  * (docs/torch-spyre.md). */

@@ -8,19 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the translation runs: the kernel's op (sd_emit.c), its reference
- * (sd_graph.c), every tensor in the generic layout, data stages of a
- * whole slice. */
+/* What the translation runs: the kernel's op (sd_emit.c: data stages
+ * smaller than a slice for elementwise ops), its reference (sd_graph.c),
+ * every tensor in the generic layout. */
 static int supported(sd_ctx *x, const sd_kernel *k)
 {
     if (k->unsupported[0])
         return isa_errf(x->err, x->errlen, "%s: not supported yet", k->unsupported);
     if (sd_emit_supported(k, x->err, x->errlen) || sd_graph_supported(k, x->err, x->errlen))
         return -1;
-    for (int d = 0; d < k->ndims; d++)
-        if (k->dims[d].stage != k->dims[d].n / k->dims[d].slices)
-            return isa_errf(x->err, x->errlen, "%s: dimension %s: a data stage smaller than the slice: not supported yet",
-                            k->file, k->dims[d].name);
     for (int i = 0; i < k->nt; i++) {
         int host[SD_MAX_DIMS];
         if (sd_host_dims(&k->t[i], host) < 0 || k->t[i].nlayout > 5)
@@ -51,8 +47,9 @@ static int add_args(sd_ctx *x, int n)
                             want, got);
         const sd_tensor *t = &b->k[b->args[i].kernel].t[b->args[i].tensor];
         uint64_t off = (x->p->dram_bytes + align - 1) / align * align;
-        isa_program_add_tensor(x->p, b->args[i].name, b->args[i].input ? ISA_ROLE_INPUT : ISA_ROLE_OUTPUT, s->dtype,
-                               t->f32 ? ISA_T_F32 : ISA_T_DL16, s->rank, s->shape, off);
+        int ti = isa_program_add_tensor(x->p, b->args[i].name, b->args[i].input ? ISA_ROLE_INPUT : ISA_ROLE_OUTPUT,
+                                        s->dtype, t->f32 ? ISA_T_F32 : ISA_T_DL16, s->rank, s->shape, off);
+        x->p->tensors[ti].order = sd_device_order(t);
     }
     if (x->p->dram_bytes > x->cfg->dram_bytes)
         return isa_errf(x->err, x->errlen, "the arguments need %llu bytes of DRAM, more than %s has",
@@ -103,6 +100,10 @@ isa_program *sd_build(const sd_bundle *b, const chip_config *cfg, const sd_spec 
 {
     if (b->nproblems) {
         isa_errf(err, errlen, "%s: the SDSC has %d problems (spyre check lists them)", b->dir, b->nproblems);
+        return NULL;
+    }
+    if (b->unsupported[0]) {
+        isa_errf(err, errlen, "%s: %s: not supported yet", b->dir, b->unsupported);
         return NULL;
     }
     sd_ctx x = {.b = b, .cfg = cfg, .err = err, .errlen = errlen};

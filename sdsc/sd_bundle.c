@@ -12,14 +12,12 @@
 /* An SDSC file is JSON text of some tens of KB; 64 MB is far beyond any. */
 #define SD_FILE_MAX (64ull << 20)
 
-void sd_problem(sd_bundle *b, const sd_kernel *k, const char *path, const char *fmt, ...)
+/* Append one line "PREFIX: rule" to the problems. */
+static void add_problem(sd_bundle *b, const char *prefix, const char *fmt, va_list ap)
 {
     char line[1536];
-    int n = snprintf(line, sizeof line, "%s: %s: ", k ? k->file : b->dir, path);
-    va_list ap;
-    va_start(ap, fmt);
+    int n = snprintf(line, sizeof line, "%s%s", prefix, *prefix ? ": " : "");
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
     size_t len = strlen(line);
     if (b->plen + len + 2 > b->pcap) {
         size_t cap = b->pcap ? 2 * b->pcap : 4096;
@@ -36,6 +34,27 @@ void sd_problem(sd_bundle *b, const sd_kernel *k, const char *path, const char *
     b->problems[b->plen++] = '\n';
     b->problems[b->plen] = 0;
     b->nproblems++;
+}
+
+void sd_problem(sd_bundle *b, const sd_kernel *k, const char *path, const char *fmt, ...)
+{
+    char prefix[1400];
+    snprintf(prefix, sizeof prefix, "%s: %s", k ? k->file : b->dir, path);
+    va_list ap;
+    va_start(ap, fmt);
+    add_problem(b, prefix, fmt, ap);
+    va_end(ap);
+}
+
+void sd_problem_at(sd_bundle *b, const char *file, int line, const char *fmt, ...)
+{
+    char prefix[1100] = "";
+    if (file)
+        snprintf(prefix, sizeof prefix, "%s:%d", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    add_problem(b, prefix, fmt, ap);
+    va_end(ap);
 }
 
 /* N of "sdsc_N.json", or -1. */
@@ -119,6 +138,7 @@ sd_bundle *sd_load(const char *dir, const chip_config *cfg, char *err, size_t er
         sd_parse_file(b, &b->k[i], text);
         free(text);
     }
+    sd_read_mlir(b, cfg->stick_bytes);
     sd_check_all(b, cfg);
     sd_find_args(b);
     return b;

@@ -52,6 +52,12 @@ typedef struct {
     int ncoord;
     sd_coord coord[SD_MAX_DIMS];
     int arg;                 /* kernel argument, -1 for an LX tensor */
+    /* What bundle.mlir binds the DRAM symbols to: the function argument
+     * (-1 without bundle.mlir) and, per core, the byte offset of the
+     * core's slice from that argument's base (bundle.mlir's operand). */
+    int bound_arg;
+    int64_t bound_off[SD_MAX_CORES]; /* plus 1: 0 when not bound */
+    int bound_line[SD_MAX_CORES];    /* where that address is computed */
 } sd_tensor;
 
 typedef struct {
@@ -84,12 +90,14 @@ typedef struct {
     sd_op ops[SD_MAX_OPS];
     int nconsts;
     float consts[4];  /* constantInfo_ values (mean's scaling factor) */
+    int run_line;     /* the line of bundle.mlir's sdsc_execute of it, 0 without one */
     int parsed;       /* the model is complete enough to check and build */
     char unsupported[1536]; /* what the translation cannot do, "" when none */
 } sd_kernel;
 
 typedef struct {
-    int kernel, tensor;
+    int kernel, tensor; /* the first DRAM tensor bound to it */
+    int bound;          /* bundle.mlir's function argument, -1 without one */
     int input;
     sd_spec spec;
     char name[16];
@@ -104,16 +112,27 @@ struct sd_bundle {
     char *problems;
     size_t plen, pcap;
     int nproblems;
+    char unsupported[512]; /* what of bundle.mlir the translation cannot run, "" when none */
 };
 
 /* One problem line "FILE: PATH: rule" (path and rule printf-style). */
 void sd_problem(sd_bundle *b, const sd_kernel *k, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* One problem line "FILE:LINE: rule" (bundle.mlir's; file NULL: the
+ * rule alone, a message that names its place itself). */
+void sd_problem_at(sd_bundle *b, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Parse one file into k (problems of its form go to b). */
 void sd_parse_file(sd_bundle *b, sd_kernel *k, const char *text);
 /* The semantic and chip rules over every parsed kernel. */
 void sd_check_all(sd_bundle *b, const chip_config *cfg);
+/* bundle.mlir of the directory, when there is one (sd_mlir.c): the
+ * kernels put in the order it executes them, each DRAM symbol bound to
+ * its argument and offset, and both cross-checked against the JSON
+ * (stick_bytes: the chip's, for the layout's offsets). */
+void sd_read_mlir(sd_bundle *b, int64_t stick_bytes);
 /* The kernel arguments (b->args) from the DRAM tensors. */
 void sd_find_args(sd_bundle *b);
 
@@ -149,6 +168,14 @@ const sd_coord *sd_tensor_coord(const sd_tensor *t, int d);
  * the host extent of kernel dim d (1 for a reduced dim). */
 int sd_host_dims(const sd_tensor *t, int host[SD_MAX_DIMS]);
 int64_t sd_host_extent(const sd_kernel *k, const sd_tensor *t, int d);
+/* The device order of a DRAM tensor's dims: its layoutDimOrder_ as
+ * isa_tensor.order (0: the runtime's default, every rank-2 tensor). */
+uint32_t sd_device_order(const sd_tensor *t);
+/* The byte offset, in the layout the program gives the tensor (host dims
+ * in the generic stick layout, sd_device_order), of the element at kernel
+ * coordinates idx[] (per kernel dim; a reduced dim's is 0); -1 when the
+ * tensor is not in that layout or idx lies outside it. */
+int64_t sd_layout_offset(const sd_kernel *k, const sd_tensor *t, const int64_t *idx, int64_t stick_bytes);
 
 /* ---- the translation (sd_build.c, sd_emit.c, sd_graph.c) ---- */
 
@@ -163,6 +190,7 @@ typedef struct {
     size_t glen, gcap;
     char (*value)[SD_MAX_TENSORS][SD_NAME]; /* the graph value of each kernel's tensors */
     uint64_t lx_base;      /* LX above every tensor the SDSC places there: staging buffers */
+    int dram_order;        /* the kernel being emitted stages its operands in DRAM order (sd_emit.c) */
     char *err;
     size_t errlen;
 } sd_ctx;

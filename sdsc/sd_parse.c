@@ -265,36 +265,46 @@ static void parse_alloc(sd_bundle *b, sd_kernel *k, const cJSON *n, int idx, con
     parse_alloc_coords(b, k, n, path, t);
 }
 
-/* labeledDs_: the tensors, their type and data format. */
-static void parse_tensors(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *dpath)
+/* Each element of the array member key of o, with its JSON path
+ * (OPATH.key[i]), to fn; a kernel's table full (*count == cap; count NULL:
+ * none) is one problem, and the rest of the array is left. */
+typedef void (*sd_item_fn)(sd_bundle *b, sd_kernel *k, const cJSON *it, int i, const char *path);
+static void each_item(sd_bundle *b, sd_kernel *k, const cJSON *o, const char *opath, const char *key, const char *kind,
+                      const int *count, int cap, sd_item_fn fn)
 {
+    const cJSON *arr = member(b, k, o, opath, key, cJSON_IsArray, kind), *it;
     char p[512];
-    const cJSON *L = member(b, k, dsc, dpath, "labeledDs_", cJSON_IsArray, "an array of tensors");
     int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, L)
+    cJSON_ArrayForEach(it, arr)
     {
-        snprintf(p, sizeof p, "%s.labeledDs_[%d]", dpath, i++);
-        if (k->nt == SD_MAX_TENSORS) {
-            sd_problem(b, k, p, "more than %d tensors", SD_MAX_TENSORS);
+        snprintf(p, sizeof p, "%s.%s[%d]", opath, key, i);
+        if (count && *count == cap) {
+            sd_problem(b, k, p, "more than %d entries (%s)", cap, kind);
             return;
         }
-        sd_tensor *t = &k->t[k->nt++];
-        t->arg = -1;
-        const cJSON *nm = member(b, k, it, p, "dsName_", cJSON_IsString, "a name");
-        snprintf(t->name, sizeof t->name, "%s", nm ? nm->valuestring : "?");
-        t->lds = (int)int_member(b, k, it, p, "ldsIdx_", -1);
-        const cJSON *ty = member(b, k, it, p, "dsType_", cJSON_IsString, "a segment type");
-        snprintf(t->type, sizeof t->type, "%s", ty ? ty->valuestring : "?");
-        const cJSON *f = member(b, k, it, p, "dataFormat_", cJSON_IsString, "a data format");
-        int64_t w = int_member(b, k, it, p, "wordLength", -1);
-        if (f && strcmp(f->valuestring, "SEN169_FP16") && strcmp(f->valuestring, "IEEE_FP32"))
-            sd_problem(b, k, p, "dataFormat_ %s is neither SEN169_FP16 nor IEEE_FP32", f->valuestring);
-        t->f32 = f && !strcmp(f->valuestring, "IEEE_FP32");
-        if (f && w >= 0 && w != sd_word(t))
-            sd_problem(b, k, p, "wordLength %lld does not match dataFormat_ %s (%d bytes)", (long long)w, f->valuestring,
-                       sd_word(t));
+        fn(b, k, it, i++, p);
     }
+}
+
+/* A labeledDs_ entry: a tensor, its type and data format. */
+static void parse_tensor(sd_bundle *b, sd_kernel *k, const cJSON *it, int i, const char *p)
+{
+    (void)i;
+    sd_tensor *t = &k->t[k->nt++];
+    t->arg = t->bound_arg = -1;
+    const cJSON *nm = member(b, k, it, p, "dsName_", cJSON_IsString, "a name");
+    snprintf(t->name, sizeof t->name, "%s", nm ? nm->valuestring : "?");
+    t->lds = (int)int_member(b, k, it, p, "ldsIdx_", -1);
+    const cJSON *ty = member(b, k, it, p, "dsType_", cJSON_IsString, "a segment type");
+    snprintf(t->type, sizeof t->type, "%s", ty ? ty->valuestring : "?");
+    const cJSON *f = member(b, k, it, p, "dataFormat_", cJSON_IsString, "a data format");
+    int64_t w = int_member(b, k, it, p, "wordLength", -1);
+    if (f && strcmp(f->valuestring, "SEN169_FP16") && strcmp(f->valuestring, "IEEE_FP32"))
+        sd_problem(b, k, p, "dataFormat_ %s is neither SEN169_FP16 nor IEEE_FP32", f->valuestring);
+    t->f32 = f && !strcmp(f->valuestring, "IEEE_FP32");
+    if (f && w >= 0 && w != sd_word(t))
+        sd_problem(b, k, p, "wordLength %lld does not match dataFormat_ %s (%d bytes)", (long long)w, f->valuestring,
+                   sd_word(t));
 }
 
 /* "Tensor0-idx0" -> the tensor, or -1 (RFC 0552's name cross-reference). */
@@ -327,31 +337,21 @@ static void parse_op_list(sd_bundle *b, sd_kernel *k, const cJSON *o, const char
     }
 }
 
-static void parse_ops(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *dpath)
+/* A computeOp_ entry: its unit, function, data format and tensors. */
+static void parse_op(sd_bundle *b, sd_kernel *k, const cJSON *it, int i, const char *p)
 {
-    char p[512];
-    const cJSON *C = member(b, k, dsc, dpath, "computeOp_", cJSON_IsArray, "an array of compute ops");
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, C)
-    {
-        snprintf(p, sizeof p, "%s.computeOp_[%d]", dpath, i++);
-        if (k->nops == SD_MAX_OPS) {
-            sd_problem(b, k, p, "more than %d compute ops", SD_MAX_OPS);
-            return;
-        }
-        sd_op *op = &k->ops[k->nops++];
-        const cJSON *u = member(b, k, it, p, "exUnit", cJSON_IsString, "sfp or pt");
-        const cJSON *f = member(b, k, it, p, "opFuncName", cJSON_IsString, "an op name");
-        snprintf(op->unit, sizeof op->unit, "%s", u ? u->valuestring : "?");
-        snprintf(op->func, sizeof op->func, "%s", f ? f->valuestring : "?");
-        if (u && strcmp(u->valuestring, "sfp") && strcmp(u->valuestring, "pt"))
-            sd_problem(b, k, p, "exUnit %s is neither sfp nor pt", u->valuestring);
-        const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "attributes_"), "dataFormat_");
-        op->f32 = cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "IEEE_FP32");
-        parse_op_list(b, k, it, p, "inputLabeledDs", op->in, &op->nin, 4);
-        parse_op_list(b, k, it, p, "outputLabeledDs", op->out, &op->nout, 2);
-    }
+    (void)i;
+    sd_op *op = &k->ops[k->nops++];
+    const cJSON *u = member(b, k, it, p, "exUnit", cJSON_IsString, "sfp or pt");
+    const cJSON *f = member(b, k, it, p, "opFuncName", cJSON_IsString, "an op name");
+    snprintf(op->unit, sizeof op->unit, "%s", u ? u->valuestring : "?");
+    snprintf(op->func, sizeof op->func, "%s", f ? f->valuestring : "?");
+    if (u && strcmp(u->valuestring, "sfp") && strcmp(u->valuestring, "pt"))
+        sd_problem(b, k, p, "exUnit %s is neither sfp nor pt", u->valuestring);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "attributes_"), "dataFormat_");
+    op->f32 = cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "IEEE_FP32");
+    parse_op_list(b, k, it, p, "inputLabeledDs", op->in, &op->nin, 4);
+    parse_op_list(b, k, it, p, "outputLabeledDs", op->out, &op->nout, 2);
 }
 
 /* constantInfo_ ("{}", or named constants whose data_ holds the value as
@@ -380,23 +380,24 @@ static void parse_consts(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const cha
     }
 }
 
-/* The scheduleTree_'s allocate nodes, after labeledDs_. */
-static void parse_schedule(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *dpath)
+/* A scheduleTree_ node: an allocate node places a tensor. */
+static void parse_node(sd_bundle *b, sd_kernel *k, const cJSON *it, int i, const char *p)
 {
-    char p[512];
-    const cJSON *T = member(b, k, dsc, dpath, "scheduleTree_", cJSON_IsArray, "an array of allocate nodes");
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, T)
-    {
-        snprintf(p, sizeof p, "%s.scheduleTree_[%d]", dpath, i);
-        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(it, "nodeType_");
-        if (cJSON_IsString(ty) && !strcmp(ty->valuestring, "allocate"))
-            parse_alloc(b, k, it, i, p);
-        i++;
-    }
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(it, "nodeType_");
+    if (cJSON_IsString(ty) && !strcmp(ty->valuestring, "allocate"))
+        parse_alloc(b, k, it, i, p);
+}
+
+/* labeledDs_, then the scheduleTree_ placing them, then the compute ops
+ * naming them; every tensor needs its allocate node. */
+static void parse_body(sd_bundle *b, sd_kernel *k, const cJSON *dsc, const char *dpath)
+{
+    each_item(b, k, dsc, dpath, "labeledDs_", "an array of tensors", &k->nt, SD_MAX_TENSORS, parse_tensor);
+    each_item(b, k, dsc, dpath, "scheduleTree_", "an array of allocate nodes", NULL, 0, parse_node);
+    each_item(b, k, dsc, dpath, "computeOp_", "an array of compute ops", &k->nops, SD_MAX_OPS, parse_op);
     for (int t = 0; t < k->nt; t++)
         if (!k->t[t].has_alloc) {
+            char p[512];
             snprintf(p, sizeof p, "%s.labeledDs_", dpath);
             sd_problem(b, k, p, "tensor %s has no allocate node in scheduleTree_", k->t[t].name);
         }
@@ -432,9 +433,7 @@ void sd_parse_file(sd_bundle *b, sd_kernel *k, const char *text)
         snprintf(dpath, sizeof dpath, "%s.dscs_[0].%s", k->top, dsc->string);
         parse_dims(b, k, s, dsc, dpath);
         parse_cores(b, k, s, dsc, dpath);
-        parse_tensors(b, k, dsc, dpath);
-        parse_schedule(b, k, dsc, dpath);
-        parse_ops(b, k, dsc, dpath);
+        parse_body(b, k, dsc, dpath);
         parse_consts(b, k, dsc, dpath);
     } else if (dscs) {
         sd_problem(b, k, k->top, "dscs_[0] is not an object holding one named DSC");

@@ -98,6 +98,8 @@ static void assert_programs_equal(const isa_program *a, const isa_program *b)
         for (int d = 0; d < ISA_MAX_RANK; d++)
             CU_ASSERT_EQUAL(x->shape[d], y->shape[d]);
         CU_ASSERT_EQUAL(x->stick_dim, y->stick_dim);
+        CU_ASSERT_EQUAL(x->order, y->order);
+        CU_ASSERT_EQUAL(x->flags, y->flags);
         CU_ASSERT_EQUAL(x->dram_off, y->dram_off);
         CU_ASSERT_EQUAL(x->bytes, y->bytes);
         CU_ASSERT_EQUAL(x->const_off, y->const_off);
@@ -291,7 +293,7 @@ static void expect_unterminated_name(const uint8_t *good, size_t size, size_t of
 
 /* Tensor record layout (docs/isa.md): field offsets in a 160-byte record. */
 enum { TR_NAME = 0, TR_ROLE = 64, TR_HOST = 68, TR_DEV = 72, TR_RANK = 76, TR_SHAPE = 80, TR_STICK = 128,
-       TR_DRAM = 136, TR_BYTES = 144, TR_CONST = 152, TR_SIZE = 160 };
+       TR_ORDER = 132, TR_DRAM = 136, TR_BYTES = 144, TR_CONST = 152, TR_SIZE = 160 };
 /* Kernel record layout (docs/isa.md): field offsets in an 88-byte record. */
 enum { KR_NAME = 0, KR_CORE = 64, KR_PAD = 68, KR_FIRST = 72, KR_LAST = 80, KR_SIZE = 88 };
 
@@ -495,6 +497,8 @@ static void test_corrupt_tensor_table_is_an_error(void)
     expect_patched_error(img, n, rec1 + TR_RANK, 7, 4, "rank 7");
     expect_patched_error(img, n, rec1 + TR_RANK, 1, 4, "dimension 1 set past rank");
     expect_patched_error(img, n, rec1 + TR_STICK, 2, 4, "stick dimension");
+    expect_patched_error(img, n, rec1 + TR_ORDER, 0x11, 4, "order 0x11 is not an order of its 2 dims");
+    expect_patched_error(img, n, rec1 + TR_ORDER, 0x312, 4, "order 0x312 is not an order of its 2 dims");
     expect_patched_error(img, n, rec1 + TR_SHAPE, (uint64_t)-5, 8, "dimension 0 is -5");
     expect_patched_error(img, n, rec1 + TR_SHAPE + 8, 1ull << 40, 8, "larger than the DRAM segment");
     /* beside a 0 any size made no bytes, and dis printed what as refuses (fuzz_elf) */
@@ -1062,6 +1066,48 @@ static void test_empty_tensor_round_trips(void)
     isa_program_free(p);
 }
 
+/* A tensor in another order of its device dims (torch-spyre's 3-D
+ * layout: dim 1 outermost, then the sticks of dim 2, then dim 0) places
+ * each element there, and keeps its order through dis, as and the ELF;
+ * an order that is not each dim once is refused. */
+static void test_a_tensor_order_places_elements_and_round_trips(void)
+{
+    const char *src = ".config spyre ncores=1\n.tensor a input f16 4x64x128 order=1,2,0\n"
+                      ".tensor b input f16 4x64x128 order=2,0,1\n"
+                      ".tensor c scratch f16 4x64x128 order=1,2,0 value=1\n.core 0\nnop\n";
+    isa_program *p = assemble_ok(src, "o.s");
+    /* the order and a stepwise check's flag share one word of the ELF record */
+    CU_ASSERT_EQUAL(p->tensors[2].order, 0x132);
+    CU_ASSERT_EQUAL(p->tensors[2].flags, ISA_TF_VALUE);
+    CU_ASSERT_EQUAL(p->tensors[0].order, 0x132); /* 1 + each dim, outermost in the low nibble */
+    CU_ASSERT_EQUAL(p->tensors[1].order, 0);     /* the default order is no order */
+    CU_ASSERT_EQUAL(p->tensors[0].bytes, 4 * 64 * 2 * 128);
+    /* (m, x, o) at x * (2 sticks * 4 * 128) + (o / 64) * (4 * 128) + m * 128 + (o % 64) * 2 */
+    int64_t idx[3] = {3, 5, 70};
+    CU_ASSERT_EQUAL(isa_layout_offset(&p->tensors[0], 128, idx), 5 * 1024 + 512 + 3 * 128 + 6 * 2);
+    static float host[4 * 64 * 128], back[4 * 64 * 128];
+    static uint8_t dev[4 * 64 * 2 * 128];
+    for (int i = 0; i < 4 * 64 * 128; i++)
+        host[i] = (float)(i % 1000) / 8; /* exact in DL16 */
+    isa_layout_pack(&p->tensors[0], 128, host, dev);
+    uint16_t h;
+    memcpy(&h, dev + 5 * 1024 + 512 + 3 * 128 + 6 * 2, 2);
+    CU_ASSERT_EQUAL(h, isa_dl16_from_f32(host[(3 * 64 + 5) * 128 + 70]));
+    isa_layout_unpack(&p->tensors[0], 128, dev, back);
+    CU_ASSERT_EQUAL(memcmp(host, back, sizeof host), 0);
+    char *text = isa_disassemble(p);
+    TU_ASSERT_CONTAINS(text, ".tensor a input f16 4x64x128 dev=dl16 at=0 order=1,2,0\n");
+    TU_ASSERT_LACKS(text, "order=2,0,1");
+    TU_ASSERT_CONTAINS(text, " order=1,2,0 value=1\n");
+    expect_round_trips(p, text, "o2.s");
+    free(text);
+    isa_program_free(p);
+    expect_asm_error(".config spyre ncores=1\n.tensor a input f16 4x64x128 order=1,1,0\n", 2,
+                     "order=1,1,0 is not each of its 3 dims once");
+    expect_asm_error(".config spyre ncores=1\n.tensor a input f16 4x64x128 order=1,2\n", 2,
+                     "order=1,2 is not each of its 3 dims once");
+}
+
 /* A version 1 note (96 bytes, before weights regions) reads as
  * weight_bytes 0; a version 2 note is checked like the rest. */
 static void test_version_1_note_reads_without_weights_region(void)
@@ -1152,6 +1198,7 @@ int main(void)
         {"a version 1 note reads without weights region", test_version_1_note_reads_without_weights_region},
         {".weights errors", test_weights_directive_errors},
         {"an empty tensor round-trips", test_empty_tensor_round_trips},
+        {"a tensor order places elements and round-trips", test_a_tensor_order_places_elements_and_round_trips},
         {NULL, NULL},
     };
     return tu_run("elf", tests);

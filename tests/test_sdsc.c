@@ -6,6 +6,7 @@
 #include <CUnit/CUnit.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "testutil.h"
 
 static char out[1 << 16];
+static char problems[1 << 16];
 
 /* ---- writing SDSC files the way torch-spyre does ---- */
 
@@ -495,6 +497,47 @@ static void test_a_matrix_product_runs_on_the_pt_in_the_sdsc_grid(void)
     tu_rmtree(dir);
 }
 
+/* a + b over 4 x 64 x 128 (mb, x, out) in torch-spyre's default 3-D
+ * layout, layoutDimOrder_ [mb, out, x]: x outermost, then the sticks of
+ * out, then mb, then the 64 lanes (add_3d's layout), x and out in 2
+ * slices each. */
+static void verify_add_3d(rt_device *dev, rt_program *prog)
+{
+    (void)dev;
+    static float y[4 * 64 * 128];
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg2", y, err, sizeof err), 0);
+    const float *a = host(prog, "arg0"), *b = host(prog, "arg1");
+    int bad = 0, misplaced = 0;
+    for (int i = 0; i < 4 * 64 * 128; i++)
+        bad += fabsf(y[i] - (a[i] + b[i])) > DL16_SUM_TOL;
+    CU_ASSERT_EQUAL(bad, 0);
+    /* the inputs lie in device DRAM where that layout puts them (the run
+     * above matching proves the kernel's loads read them there): element
+     * (m, x, o) at x * (2 sticks * 4 * 128) + (o / 64) * (4 * 128) + m * 128 + (o % 64) * 2 */
+    const isa_tensor *T = &rt_program_isa(prog)->tensors[0];
+    for (int64_t m = 0; m < 4; m++)
+        for (int64_t x = 0; x < 64; x++)
+            for (int64_t o = 0; o < 128; o++) {
+                int64_t idx[3] = {m, x, o};
+                misplaced += isa_layout_offset(T, 128, idx) != (uint64_t)(x * 1024 + o / 64 * 512 + m * 128 + o % 64 * 2);
+            }
+    CU_ASSERT_EQUAL(misplaced, 0);
+}
+
+static void test_a_3d_tensor_lies_in_the_layout_its_sdsc_declares(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    const tdim k[] = {{"mb", 1, 4, 0, 0}, {"x", 2, 32, 0, 0}, {"out", 2, 64, 1, 0}};
+    const tdim T[] = {{"mb", 1, 4, 0, 0}, {"out", 2, 64, 1, 0}, {"x", 2, 32, 0, 0}};
+    const tdim *t[] = {T, T, T};
+    int nd[] = {3, 3, 3}, ins[] = {0, 1};
+    write_json(dir, "sdsc_0.json", sdsc_op("0_add", "add", "sfp", "aten.add.Tensor", k, 3, t, nd, 3, ins, 2, 2, -1, NULL));
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_add_3d), 0);
+    tu_rmtree(dir);
+}
+
 /* softmax as torch-spyre splits it: a copy of x into LX, then max, sub,
  * exp (in place), sum and realdiv through LX, the row's max and sum
  * broadcast; 64 x 256, rows in 4 slices. */
@@ -550,9 +593,379 @@ static void test_softmax_split_into_six_kernels_chains_through_lx(void)
     tu_rmtree(dir);
 }
 
+/* ---- division: any sign, and what a zero divisor gives ---- */
+
+static const kspec DIV = {"0_realdiv", "realdiv", "aten.div.Tensor", 2, 64, 256, 2, 2, {-1, -1, -1}, -1};
+
+/* Run the DIV kernel on a (random in [-1, 1)) and b = b_of(i); the check's
+ * line of the output into line, its verdict returned (0 ok). */
+static int run_div(float (*b_of)(int64_t), char *line, size_t len, int *bad)
+{
+    char dir[512], err[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&DIV));
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    sd_bundle *b = sd_load(dir, &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    isa_program *p = sd_build(b, &cfg, NULL, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 3, err, sizeof err), 0);
+    static float v[64 * 256], y[64 * 256];
+    for (int64_t i = 0; i < 64 * 256; i++)
+        v[i] = b_of(i);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "arg1", v, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    rt_check_result *r = NULL;
+    int n = 0, verdict = rt_check(prog, &r, &n, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(n, 1);
+    rt_check_format(&r[0], line, len);
+    /* |a / b| <= 2 and a, b and the quotient are each rounded to DL16
+     * once (relative 2^-10): within 2 * 3 * 2^-10 < 2^-7 of a / b */
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg2", y, err, sizeof err), 0);
+    const float *a = host(prog, "arg0"), *d = host(prog, "arg1");
+    *bad = 0;
+    for (int64_t i = 0; i < 64 * 256; i++)
+        *bad += d[i] != 0 && !(fabsf(y[i] - a[i] / d[i]) <= DL16_SUM_TOL);
+    free(r);
+    sd_free(b);
+    rt_close(dev);
+    tu_rmtree(dir);
+    return verdict;
+}
+
+/* Divisors of both signs, 0.5 to 1.5 in magnitude, the sign alternating
+ * every 3 elements (so every stick holds both). */
+static float mixed_sign(int64_t i) { return (float)((i / 3) % 2 ? -1 : 1) * (0.5f + (float)(i % 101) / 101.0f); }
+/* The same with one exact zero. */
+static float one_zero(int64_t i) { return i == 1000 ? 0.0f : mixed_sign(i); }
+
+static void test_division_is_exact_for_divisors_of_either_sign(void)
+{
+    char line[1024];
+    int bad;
+    CU_ASSERT_EQUAL(run_div(mixed_sign, line, sizeof line, &bad), 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    TU_ASSERT_CONTAINS(line, " ok");
+}
+
+/* x / 0 is an infinity in PyTorch; DL16 has none (its NINF stands for
+ * infinities and NaN and reads back as NaN): the check fails that element
+ * and says why, every other element still matches. */
+static void test_a_zero_divisor_is_a_mismatch_that_names_dl16s_missing_infinity(void)
+{
+    char line[1024];
+    int bad;
+    CU_ASSERT_EQUAL(run_div(one_zero, line, sizeof line, &bad), 1);
+    CU_ASSERT_EQUAL(bad, 0);
+    TU_ASSERT_CONTAINS(line, "nan=1", "worst[3,232]=nan ref=", "(DL16 has no infinity: NINF reads back as NaN) MISMATCH");
+}
+
+/* ---- data stages smaller than the slice ---- */
+
+/* Does some dma.st of core 0 run while a dma.ld of core 0 runs? (the
+ * instruction trace's slices: ts and dur of each) */
+static int store_beside_load(const char *trace_path)
+{
+    size_t n;
+    char *text = tu_read_file(trace_path, &n);
+    cJSON *root = cJSON_Parse(text), *ev;
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    double ld[4096][2], st[4096][2];
+    int nld = 0, nst = 0, both = 0;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "traceEvents"))
+    {
+        const cJSON *name = cJSON_GetObjectItem(ev, "name"), *pid = cJSON_GetObjectItem(ev, "pid");
+        const cJSON *ts = cJSON_GetObjectItem(ev, "ts"), *dur = cJSON_GetObjectItem(ev, "dur");
+        if (!cJSON_IsString(name) || !cJSON_IsNumber(pid) || pid->valueint != 0 || !ts || !dur)
+            continue;
+        int isld = !strcmp(name->valuestring, "dma.ld"), isst = !strcmp(name->valuestring, "dma.st");
+        double(*v)[2] = isld && nld < 4096 ? &ld[nld++] : isst && nst < 4096 ? &st[nst++] : NULL;
+        if (v)
+            (*v)[0] = ts->valuedouble, (*v)[1] = ts->valuedouble + dur->valuedouble;
+    }
+    for (int i = 0; i < nld; i++)
+        for (int j = 0; j < nst; j++)
+            both |= st[j][0] < ld[i][1] && ld[i][0] < st[j][1];
+    cJSON_Delete(root);
+    return both;
+}
+
+/* The kernel ks with data stages of mb_ x out_: the check's verdict, the
+ * run's cycles, and whether core 0 stored while it loaded. */
+static int run_staged(const kspec *ks, int64_t mb, int64_t outn, double *cycles, int *overlap)
+{
+    char dir[512], err[1024], trace[1024];
+    tu_tmpdir(dir, sizeof dir);
+    cJSON *root = sdsc_kernel(ks);
+    cJSON *ss = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(dsc_of(root), "dataStageParam_"), "0"), "ss_");
+    cJSON_ReplaceItemInObject(ss, "mb_", cJSON_CreateNumber((double)mb));
+    cJSON_ReplaceItemInObject(ss, "out_", cJSON_CreateNumber((double)outn));
+    write_json(dir, "sdsc_0.json", root);
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    sim_options opt = {.values = 1, .detect_races = 1, .trace = SIM_TRACE_INSN};
+    rt_set_options(dev, &opt);
+    sd_bundle *b = sd_load(dir, &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_STRING_EQUAL(sd_problems(b), "");
+    isa_program *p = sd_build(b, &cfg, NULL, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 5, err, sizeof err), 0);
+    rt_run_result *res = calloc(1, sizeof *res);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, res), 0);
+    *cycles = res->stats.cycles;
+    snprintf(trace, sizeof trace, "%s/trace.json", dir);
+    CU_ASSERT_EQUAL_FATAL(sim_write_trace(rt_sim(dev), rt_program_isa(prog), trace, err, sizeof err), 0);
+    *overlap = store_beside_load(trace);
+    rt_check_result *r = NULL;
+    int n = 0, bad = rt_check(prog, &r, &n, err, sizeof err);
+    CU_ASSERT_EQUAL(n, 1);
+    free(r);
+    free(res);
+    sd_free(b);
+    rt_close(dev);
+    tu_rmtree(dir);
+    return bad;
+}
+
+/* 4 stages of 8 rows (of a core's 32 x 128 slice): values match the
+ * reference and core 0 stores a stage's result while it loads the next
+ * stage; with one stage of the whole slice it never does. */
+static void test_data_stages_overlap_loads_and_stores(void)
+{
+    double staged, whole;
+    int overlap_staged, overlap_whole;
+    CU_ASSERT_EQUAL(run_staged(&ADD, 8, 128, &staged, &overlap_staged), 0);
+    CU_ASSERT_EQUAL(run_staged(&ADD, 32, 128, &whole, &overlap_whole), 0);
+    if (getenv("SDSC_TEST_VERBOSE"))
+        fprintf(stderr, "cycles: staged %.0f, whole %.0f\n", staged, whole);
+    CU_ASSERT(overlap_staged);
+    CU_ASSERT(!overlap_whole);
+}
+
+/* ---- bundle.mlir: the order of the kernels and the arguments ---- */
+
+/* One sdsc_execute of a bundle: the file, its kernel, and the function
+ * argument of each of its tensors (-1: an LX tensor). */
+typedef struct {
+    const char *file;
+    const kspec *s;
+    int fa[3];
+} bexec;
+
+/* Where torch-spyre's default layout of an M x N fp16 tensor (sticks of
+ * 64 columns, outermost; the rows inside each; 128-byte sticks) puts core
+ * c's slice of the kspec's split: what bundle.mlir passes the kernel. */
+static int64_t slice_offset(const kspec *s, int c)
+{
+    int64_t row = (c % s->sm) * (s->m / s->sm), col = (c / s->sm) * (s->n / s->sn);
+    return col / 64 * s->m * 128 + row * 128;
+}
+
+static size_t bputs(char *buf, size_t len, size_t n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static size_t bputs(char *buf, size_t len, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (n < len)
+        n += (size_t)vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+/* bundle.mlir in the sdscbundle dialect: nfargs arguments, each core's
+ * slice address an argument plus its offset, then the executes in order. */
+static void bundle_text(char *buf, size_t len, const bexec *ex, int n, int nfargs)
+{
+    size_t w = bputs(buf, len, 0, "module {\n\tfunc.func @sdsc_bundle(");
+    for (int a = 0; a < nfargs; a++)
+        w = bputs(buf, len, w, "%s%%arg_%d_base_addr: !sdscbundle.input_arg<index>", a ? ", " : "", a);
+    w = bputs(buf, len, w, ") {\n");
+    for (int a = 0; a < nfargs; a++)
+        w = bputs(buf, len, w,
+                  "\t\t%%arg_%d = sdscbundle.input_arg_extract value from %%arg_%d_base_addr : "
+                  "!sdscbundle.input_arg<index> -> index\n", a, a);
+    for (int e = 0; e < n; e++) {
+        const kspec *s = ex[e].s;
+        int cores = s->sm * s->sn;
+        for (int i = 0; i <= s->nin; i++)
+            for (int c = 0; ex[e].fa[i] >= 0 && c < cores; c++)
+                w = bputs(buf, len, w, "\t\t%%o%d_%d_%d = arith.constant %lld : index\n"
+                          "\t\t%%p%d_%d_%d = arith.addi %%arg_%d, %%o%d_%d_%d : index\n",
+                          e, i, c, (long long)slice_offset(s, c), e, i, c, ex[e].fa[i], e, i, c);
+        w = bputs(buf, len, w, "\t\tsdscbundle.sdsc_execute (");
+        int first = 1;
+        for (int i = 0; i <= s->nin; i++)
+            for (int c = 0; ex[e].fa[i] >= 0 && c < cores; c++, first = 0)
+                w = bputs(buf, len, w, "%s%%p%d_%d_%d", first ? "" : ", ", e, i, c);
+        w = bputs(buf, len, w, ") {sdsc_filename=\"%s\", \"symbol_ids\"=[", ex[e].file);
+        first = 1;
+        for (int i = 0; i <= s->nin; i++)
+            for (int c = 0; ex[e].fa[i] >= 0 && c < cores; c++, first = 0)
+                w = bputs(buf, len, w, "%s%d", first ? "" : ", ", s->sym0 - i * cores - c);
+        w = bputs(buf, len, w, "]}\n");
+    }
+    bputs(buf, len, w, "\t\treturn\n\t}\n}\n");
+}
+
+static void write_text(const char *dir, const char *file, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    tu_write_file(path, text, strlen(text));
+}
+
+static char btext[1 << 16];
+
+/* sdsc_0.json is the add and sdsc_1.json the mul it reads from LX: only
+ * bundle.mlir, executing sdsc_1 first, runs them in the order they need
+ * (in the order of N the add would read LX the mul has not written). */
+static void test_bundle_mlir_gives_the_order_of_the_kernels(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&ADD_LX));
+    write_json(dir, "sdsc_1.json", sdsc_kernel(&MUL_LX));
+    const bexec ex[] = {{"sdsc_1.json", &MUL_LX, {0, 1, -1}}, {"sdsc_0.json", &ADD_LX, {-1, 2, 3}}};
+    bundle_text(btext, sizeof btext, ex, 2, 4);
+    write_text(dir, "bundle.mlir", btext);
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_lx), 0);
+    tu_rmtree(dir);
+}
+
+static const kspec SUB = {"0_sub", "sub", "aten.sub.Tensor", 2, 64, 256, 2, 2, {-1, -1, -1}, -1};
+
+/* The subtrahend bound to the function's argument 0: it becomes arg0. */
+static void verify_sub_swapped(rt_device *dev, rt_program *prog)
+{
+    (void)dev;
+    float *y = malloc(64 * 256 * sizeof *y);
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(rt_read_tensor(prog, "arg2", y, err, sizeof err), 0);
+    const float *b = host(prog, "arg0"), *a = host(prog, "arg1");
+    int bad = 0;
+    for (int i = 0; i < 64 * 256; i++)
+        bad += fabsf(y[i] - (a[i] - b[i])) > DL16_SUM_TOL;
+    CU_ASSERT_EQUAL(bad, 0);
+    free(y);
+}
+
+static void test_bundle_mlir_gives_the_order_of_the_arguments(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&SUB));
+    const bexec ex[] = {{"sdsc_0.json", &SUB, {1, 0, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    write_text(dir, "bundle.mlir", btext);
+    CU_ASSERT_EQUAL(run_dir(dir, "spyre", verify_sub_swapped), 0);
+    tu_rmtree(dir);
+}
+
+/* The problems of the ADD kernel with bundle text (spyre check agrees). */
+static const char *check_bundle(const char *text)
+{
+    char dir[512], err[256], args[1024];
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&ADD));
+    write_text(dir, "bundle.mlir", text);
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    sd_bundle *b = sd_load(dir, &cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    snprintf(problems, sizeof problems, "%s", sd_problems(b));
+    snprintf(args, sizeof args, "check %s", dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), sd_nproblems(b) ? 2 : 0);
+    isa_program_free(sd_build(b, &cfg, NULL, 0, err, sizeof err));
+    sd_free(b);
+    tu_rmtree(dir);
+    return problems;
+}
+
+/* Replace the first `from` in btext by `to`. */
+static void mutate(const char *from, const char *to)
+{
+    char *at = strstr(btext, from), rest[sizeof btext];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    snprintf(rest, sizeof rest, "%s", at + strlen(from));
+    snprintf(at, sizeof btext - (size_t)(at - btext), "%s%s", to, rest);
+}
+
+/* Each disagreement between bundle.mlir and the JSON is one line naming
+ * bundle.mlir:LINE. */
+static void test_bundle_mlir_disagreeing_with_the_json_is_refused(void)
+{
+    const bexec ex[] = {{"sdsc_0.json", &ADD, {0, 1, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    CU_ASSERT_STRING_EQUAL(check_bundle(btext), "");
+    /* core 1 (rows 32..63 of column stick 0) lies at + 32 * 128 = 4096: line 9 adds it */
+    mutate("%o0_0_1 = arith.constant 4096", "%o0_0_1 = arith.constant 4224");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "bundle.mlir:9: binds Tensor0 of sdsc_0.json on core 1 at %arg_0_base_addr "
+                                            "+ 4224, but its layout (layoutDimOrder_) puts that core's slice at + 4096");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("sdsc_0.json", "sdsc_9.json");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "sdsc_execute of sdsc_9.json, which the directory does not hold",
+                       "bundle.mlir:1: never executes sdsc_0.json, which the directory holds");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("=[-1, ", "=[");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "12 operands but 11 symbol_ids");
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("=[-1, -2", "=[-1, -99");
+    TU_ASSERT_CONTAINS(check_bundle(btext), "symbol_ids[1] names no DRAM slice of sdsc_0.json",
+                       "binds no address to Tensor0 of sdsc_0.json on core 1 (symbol -2)");
+}
+
+/* An op outside the subset read (or a kernel run twice) is not a
+ * violation: spyre check passes it, spyre run refuses it naming the line. */
+static void test_bundle_mlir_beyond_the_subset_read_is_refused_by_run_not_check(void)
+{
+    char dir[512], args[1024];
+    const bexec ex[] = {{"sdsc_0.json", &ADD, {0, 1, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    mutate("%p0_0_0 = arith.addi", "%p0_0_0 = arith.muli");
+    CU_ASSERT_STRING_EQUAL(check_bundle(btext), "");
+    tu_tmpdir(dir, sizeof dir);
+    write_json(dir, "sdsc_0.json", sdsc_kernel(&ADD));
+    write_text(dir, "bundle.mlir", btext);
+    snprintf(args, sizeof args, "run %s", dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "bundle.mlir:7: arith.muli: not an op of the sdscbundle programs read", "not supported yet");
+    tu_rmtree(dir);
+}
+
+/* Every prefix of a valid bundle.mlir, and bytes of it overwritten, are
+ * read without a crash; a cut file is a problem, never silence. */
+static void test_broken_bundle_mlir_never_crashes_the_reader(void)
+{
+    const bexec ex[] = {{"sdsc_0.json", &ADD, {0, 1, 2}}};
+    bundle_text(btext, sizeof btext, ex, 1, 3);
+    char *text = strdup(btext);
+    size_t n = strlen(text);
+    int quiet = 0;
+    for (size_t cut = 0; cut + 8 < n; cut += 97) {
+        char m[sizeof btext];
+        snprintf(m, sizeof m, "%s", text);
+        if (cut % 2)
+            m[cut] = "%{}[\",:-9a"[cut % 10];
+        else
+            m[cut] = 0;
+        quiet += !(cut % 2) && !*check_bundle(m);
+    }
+    CU_ASSERT_EQUAL(quiet, 0);
+    free(text);
+}
+
 /* ---- spyre check: one mutation per rule ---- */
 
-static char problems[1 << 16];
 
 /* Write the kernels (k1 may be NULL) to a fresh directory, read them for
  * chip `config`; problems gets the lines.  `spyre check` must agree: exit
@@ -746,6 +1159,7 @@ int main(void)
         {"tensor specs are checked and host dtypes converted", test_tensor_specs_are_checked_and_host_dtypes_converted},
         {"a mean over rows runs on the SFP with the SDSC constant", test_a_mean_over_rows_runs_on_the_sfp_with_the_sdsc_constant},
         {"a matrix product runs on the PT in the SDSC grid", test_a_matrix_product_runs_on_the_pt_in_the_sdsc_grid},
+        {"a 3-D tensor lies in the layout its SDSC declares", test_a_3d_tensor_lies_in_the_layout_its_sdsc_declares},
         {"softmax split into six kernels chains through LX", test_softmax_split_into_six_kernels_chains_through_lx},
         {"a valid SDSC passes the check", test_a_valid_sdsc_passes_the_check},
         {"more than 8 tensors break the tensor count cap", test_more_than_8_tensors_break_the_tensor_count_cap},
@@ -756,6 +1170,16 @@ int main(void)
         {"LX tensors must be read as their producer wrote them", test_lx_tensors_must_be_read_as_their_producer_wrote_them},
         {"the form of a file is checked with JSON paths", test_the_form_of_a_file_is_checked_with_json_paths},
         {"broken files never crash the reader", test_broken_files_never_crash_the_reader},
+        {"division is exact for divisors of either sign", test_division_is_exact_for_divisors_of_either_sign},
+        {"a zero divisor is a mismatch that names DL16's missing infinity",
+         test_a_zero_divisor_is_a_mismatch_that_names_dl16s_missing_infinity},
+        {"data stages overlap loads and stores", test_data_stages_overlap_loads_and_stores},
+        {"bundle.mlir gives the order of the kernels", test_bundle_mlir_gives_the_order_of_the_kernels},
+        {"bundle.mlir gives the order of the arguments", test_bundle_mlir_gives_the_order_of_the_arguments},
+        {"bundle.mlir disagreeing with the JSON is refused", test_bundle_mlir_disagreeing_with_the_json_is_refused},
+        {"bundle.mlir beyond the subset read is refused by run, not check",
+         test_bundle_mlir_beyond_the_subset_read_is_refused_by_run_not_check},
+        {"broken bundle.mlir never crashes the reader", test_broken_bundle_mlir_never_crashes_the_reader},
         {NULL, NULL},
     };
     return tu_run("sdsc", tests);

@@ -148,6 +148,16 @@ static void ktir_dict(void)
     names(words);
 }
 
+/* The sdscbundle ops and attributes bundle.mlir's reader (sdsc/sd_mlir.c) knows. */
+static void bundle_dict(void)
+{
+    static const char *const words[] = {
+        "sdscbundle.input_arg_extract", "sdscbundle.sdsc_execute", "!sdscbundle.input_arg<index>",
+        "value from", "arith.constant", "arith.addi", "sdsc_filename", "\"symbol_ids\"", "\"sdsc_0.json\"",
+        "%arg_0", "%arg_0_base_addr", "\f", NULL};
+    names(words);
+}
+
 int main(int argc, char **argv)
 {
     const char *t = argc == 2 ? argv[1] : "";
@@ -165,8 +175,13 @@ int main(int argc, char **argv)
         mlir_dict();
     else if (!strcmp(t, "ktir"))
         ktir_dict();
+    else if (!strcmp(t, "sdsc_bundle")) {
+        sdsc_dict();
+        mlir_dict();
+        bundle_dict();
+    }
     else if (strcmp(t, "elf")) {
-        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc|mlir|ktir\n");
+        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc|mlir|ktir|sdsc_bundle\n");
         return 2;
     }
     return 0;

@@ -214,8 +214,10 @@ const char sdsc_check_help[] =
     "Check a torch-spyre kernel directory (its sdsc_N.json) against RFC 0552's rules and the chip of\n"
     "--config (default spyre): the form of each file, the tensor count cap, work slices covering every\n"
     "tensor exactly once, data stages within a slice, the stick, LX capacity and the DRAM span per core,\n"
-    "and LX tensors read with the layout their producer wrote (docs/torch-spyre.md).  Each violation is\n"
-    "one line FILE: JSON.path: rule on the standard error, and the exit status is 2.";
+    "and LX tensors read with the layout their producer wrote; and bundle.mlir, when there is one, against\n"
+    "the JSON: the files it executes, the symbols it binds and each core's slice offset (docs/torch-spyre.md).\n"
+    "Each violation is one line FILE: JSON.path: rule (bundle.mlir:LINE: rule) on the standard error, and\n"
+    "the exit status is 2.";
 
 int sdsc_check(int argc, char **argv)
 {
