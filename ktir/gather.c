@@ -308,7 +308,10 @@ static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
         for (int64_t q = 0; q * 32 < k; q++) elem_gather(c, &e, r, q, dram, t, gt);
     for (int64_t r = 0; r < m; r++)
         for (int64_t q = 0; q * 32 < k; q++) elem_select(c, &e, r, q, kt_ebytes(t));
-    c->hbm_bytes += (double)(m * k * e.rowb);
+    /* ktir-cpu charges the distinct sticks the indices touch, known at run
+     * time; the roofline here takes the most there can be */
+    int64_t touched = m * k, all = t->vshape[0] * (e.rowb / sb); /* one stick per element at most */
+    c->hbm_bytes += (double)((touched < all ? touched : all) * sb);
     int64_t ext = c->tensors[t->tensor].extent; /* which rows is known at run time only */
     kt_stage_note_load(c, t->tensor, 0, ext > 0 ? (ext - 1) / lanes : 0);
 }
