@@ -10,9 +10,10 @@
  * dma.gather per stick group copies, for every index and every row of the
  * one other dimension of more than one element, a stick from
  * DRAM[base + index * stride + row * row stride].  An index outside the
- * view faults on the chip, naming it.  Element-wise indirection (several
- * indirect dimensions, indices that mix variables) and indirect stores are
- * refused. */
+ * view faults on the chip, naming it.  Both dimensions of a matrix
+ * indirect, each index stepping with both variables, is an element gather
+ * (gather_elems).  Other indirection (indices that mix variables, more
+ * indirect dimensions) and indirect stores are refused. */
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -238,21 +239,22 @@ static void poison_rows(kt_ctx *c, const ml_op *op, uint64_t rows, uint64_t cols
 }
 
 /* Where things are for one group of an element gather: the indices of
- * tile row r, columns [32q, 32q + n) (one fp32 stick of each index tile:
- * LX keeps a tile's stick group g of row r at g * rows + r). */
+ * tile row r, columns [il q, il q + n), il = the fp32 lanes of a stick (one
+ * stick of each index tile: LX keeps a tile's stick group g of row r at
+ * g * rows + r). */
 typedef struct {
     uint64_t rows, cols, g, mask, iota, out;
-    int64_t m, k, rowb, ceb, lanes;
+    int64_t m, k, rowb, ceb, lanes, il;
     int dt;
 } kt_egather;
 
 /* Group (r, q)'s gather: every element's row of X. */
 static void elem_gather(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, int64_t dram, const kv *t, const kt_gather *gt)
 {
-    int64_t sb = c->cfg->stick_bytes, n = e->k - 32 * q < 32 ? e->k - 32 * q : 32, eb = kt_ebytes(t);
+    int64_t sb = c->cfg->stick_bytes, n = e->k - e->il * q < e->il ? e->k - e->il * q : e->il, eb = kt_ebytes(t);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_DMA_GATHER);
-    in.d.off = (int64_t)e->g + (r * e->k + 32 * q) * e->rowb, in.a.off = dram + gt->base * eb;
+    in.d.off = (int64_t)e->g + (r * e->k + e->il * q) * e->rowb, in.a.off = dram + gt->base * eb;
     in.b.off = (int64_t)e->rows + (q * e->m + r) * sb, in.run = 1, in.vl = t->vshape[0], in.bs[0] = 4;
     in.n[0] = n, in.ds[0] = e->rowb, in.as[0] = t->vstr[0] * eb, in.n[1] = e->rowb / sb, in.ds[1] = sb, in.as[1] = sb;
     kt_emit(c, &in);
@@ -261,16 +263,16 @@ static void elem_gather(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
 /* Group (r, q)'s selection: each element's lane of its row, into the tile. */
 static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, int eb)
 {
-    int64_t sb = c->cfg->stick_bytes, n = e->k - 32 * q < 32 ? e->k - 32 * q : 32, ws = e->rowb / sb;
-    uint64_t g = e->g + (uint64_t)((r * e->k + 32 * q) * e->rowb);
+    int64_t sb = c->cfg->stick_bytes, n = e->k - e->il * q < e->il ? e->k - e->il * q : e->il, ws = e->rowb / sb;
+    uint64_t g = e->g + (uint64_t)((r * e->k + e->il * q) * e->rowb);
     int64_t nn[2] = {ws, n}, row[2] = {sb, e->rowb}, st[2] = {sb, 0}, z[2] = {0, 0}, bs[2] = {0, e->ceb};
-    sfp(c, ISA_OP_SFP_EQ, e->dt, e->mask, e->iota, ISA_BM_ELEM, e->cols + (uint64_t)((q * e->m + r) * 32 * e->ceb), 0, nn,
+    sfp(c, ISA_OP_SFP_EQ, e->dt, e->mask, e->iota, ISA_BM_ELEM, e->cols + (uint64_t)((q * e->m + r) * e->il * e->ceb), 0, nn,
         row, st, bs);
     sfp(c, ISA_OP_SFP_SEL, e->dt, e->mask, g, ISA_BM_IMM, 0, 0, nn, row, row, z);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_RSUM);
     in.t = e->dt, in.flags = ISA_F_LANES, in.a.off = (int64_t)e->mask;
-    in.d.off = (int64_t)e->out + (32 * q / e->lanes * e->m + r) * sb + 32 * q % e->lanes * eb;
+    in.d.off = (int64_t)e->out + (e->il * q / e->lanes * e->m + r) * sb + e->il * q % e->lanes * eb;
     in.n[0] = ws, in.as[0] = sb, in.n[1] = n, in.as[1] = e->rowb, in.ds[1] = eb;
     kt_emit(c, &in);
 }
@@ -280,7 +282,7 @@ static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
  * its row index names; then the SFP keeps, in each element's copy, the
  * lane its column index names (sfp.eq against a row of column numbers,
  * sfp.sel against 0) and adds the row up into that one element (sfp.rsum
- * across lanes); in groups of 32 elements of a tile row. */
+ * across lanes); in groups of a stick of indices of a tile row. */
 static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
 {
     const kt_gather *gt = &c->gathers[t->i];
@@ -289,8 +291,8 @@ static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather whose view's rows do not start on sticks");
     if (!t->f32 && w > 1024) /* DL16 holds the column numbers exactly up to 2^10 */
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather over more than 1024 f16 columns");
-    int64_t shape[2] = {m, k}, nst = m * ((k + 31) / 32);
-    kt_egather e = {.m = m, .k = k, .rowb = w / lanes * sb, .ceb = 4, .lanes = lanes, .dt = kt_dtype(t), .out = lx};
+    int64_t il = sb / 4, shape[2] = {m, k}, nst = m * ((k + il - 1) / il);
+    kt_egather e = {.m = m, .k = k, .rowb = w / lanes * sb, .ceb = 4, .lanes = lanes, .il = il, .dt = kt_dtype(t), .out = lx};
     e.rows = load_index_tile(c, op, &gt->idx, gt->pos, shape), e.cols = load_index_tile(c, op, &gt->col, gt->cpos, shape);
     poison_rows(c, op, e.rows, e.cols, nst, t->vshape[0], w);
     if (!t->f32) { /* the column numbers in DL16, to compare with DL16 lanes */
@@ -299,15 +301,15 @@ static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
         e.cols = kt_lx_alloc(c, op, (uint64_t)(nst * sb / 2)), e.ceb = 2;
         sfp(c, ISA_OP_SFP_CVT, ISA_T_F32, e.cols, f, ISA_BM_IMM, 0, 0, n, ds, as, z);
     }
-    e.g = kt_lx_alloc(c, op, (uint64_t)(m * k * e.rowb)), e.mask = kt_lx_alloc(c, op, (uint64_t)(32 * e.rowb));
+    e.g = kt_lx_alloc(c, op, (uint64_t)(m * k * e.rowb)), e.mask = kt_lx_alloc(c, op, (uint64_t)(il * e.rowb));
     e.iota = kt_lx_alloc(c, op, (uint64_t)e.rowb);
     int64_t one[2] = {e.rowb / sb, 1}, st[2] = {sb, 0}, z[2] = {0, 0}, col[2] = {1, 0};
     sfp(c, ISA_OP_SFP_IOTA, e.dt, e.iota, 0, ISA_BM_VEC, 0, 0, one, st, z, col);
     int64_t dram = c->final ? (int64_t)c->prog->tensors[c->tensors[t->tensor].index].dram_off : 0;
     for (int64_t r = 0; r < m; r++)
-        for (int64_t q = 0; q * 32 < k; q++) elem_gather(c, &e, r, q, dram, t, gt);
+        for (int64_t q = 0; q * il < k; q++) elem_gather(c, &e, r, q, dram, t, gt);
     for (int64_t r = 0; r < m; r++)
-        for (int64_t q = 0; q * 32 < k; q++) elem_select(c, &e, r, q, kt_ebytes(t));
+        for (int64_t q = 0; q * il < k; q++) elem_select(c, &e, r, q, kt_ebytes(t));
     /* ktir-cpu charges the distinct sticks the indices touch, known at run
      * time; the roofline here takes the most there can be */
     int64_t touched = m * k, all = t->vshape[0] * (e.rowb / sb); /* one stick per element at most */
