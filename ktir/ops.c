@@ -413,6 +413,9 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
         }
     }
     if (!done) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
+    for (int d = 0; (r.kind == KV_TENSOR || r.kind == KV_TILE) && d < r.rank; d++)
+        if (r.shape[d] == 0) /* the chip's loops count from 1 (found by fuzz_ktir) */
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a tensor or tile with a dimension of 0");
     if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for") && strcmp(nm, "scf.if"))
         kt_bind(c, op->res[0], &r);
     return 0;
