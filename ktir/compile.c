@@ -43,6 +43,12 @@ const kv *kt_lookup(kt_ctx *c, const ml_item *it)
     kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "use of undefined value %%%s", name);
 }
 
+const kv *kt_operand(kt_ctx *c, const ml_op *op, int i)
+{
+    if (i >= op->n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s: an operand is missing", op->name);
+    return kt_lookup(c, &op->items[i]);
+}
+
 static int64_t int_of(kt_ctx *c, const ml_item *it)
 {
     const kv *v = kt_lookup(c, it);
@@ -289,7 +295,7 @@ static void op_indirect_tile(kt_ctx *c, const ml_op *op, kv *r)
 
 static void op_load(kt_ctx *c, const ml_op *op, kv *r)
 {
-    const kv *tile = kt_lookup(c, &op->items[0]);
+    const kv *tile = kt_operand(c, op, 0);
     if (tile->kind != KV_TILE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.load needs an access tile");
     *r = (kv){.kind = KV_TENSOR, .rank = tile->rank, .f32 = tile->f32};
     memcpy(r->shape, tile->shape, sizeof r->shape);

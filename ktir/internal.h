@@ -153,6 +153,7 @@ _Noreturn void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, 
     ;
 void kt_bind(kt_ctx *c, const char *name, const kv *v);
 const kv *kt_lookup(kt_ctx *c, const ml_item *it);
+const kv *kt_operand(kt_ctx *c, const ml_op *op, int i); /* tail item i's value; refused when the op has none */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
 /* One op; returns 0, or 1 for a terminator (scf.yield, return). */
 int kt_compile_op(kt_ctx *c, const ml_op *op);

@@ -255,7 +255,7 @@ static int tensor_op(kt_ctx *c, const ml_op *op, kv *r)
         else if (s->kind == KV_ELEM) r->splat = 2, r->lx = s->lx;
         else kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s of a non-float value", op->name);
     } else if (!strcmp(op->name, "tensor.extract")) {
-        const kv *t = kt_lookup(c, &op->items[0]);
+        const kv *t = kt_operand(c, op, 0);
         kt_need_layout(c, op, t);
         if (t->kind != KV_TENSOR || op->n < 2 || op->items[1].kind != ML_I_LIST)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `tensor.extract %%t[indices]`");
