@@ -16,6 +16,7 @@ void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, ...)
         va_start(ap, fmt);
         if (n >= 0 && (size_t)n < c->errlen) vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
         va_end(ap);
+        ml_one_line(c->err); /* the program's words quoted back may hold a newline */
     }
     c->code = code;
     longjmp(c->fail, 1);
@@ -40,6 +41,12 @@ const kv *kt_lookup(kt_ctx *c, const ml_item *it)
     for (int i = c->nenv - 1; i >= 0; i--)
         if (strcmp(c->env[i].name, name) == 0) return &c->env[i].v;
     kt_fail(c, KT_EXIT_REFUSED, it->line, it->col, "use of undefined value %%%s", name);
+}
+
+const kv *kt_operand(kt_ctx *c, const ml_op *op, int i)
+{
+    if (i >= op->n) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s: an operand is missing", op->name);
+    return kt_lookup(c, &op->items[i]);
 }
 
 static int64_t int_of(kt_ctx *c, const ml_item *it)
@@ -177,9 +184,13 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     set_origin(c, op, r, syms, nsyms);
     memcpy(r->shape, size, sizeof size);
     if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
-    /* Integers at an address of the shared f16 memory have no tensor of
-     * their own: such a view can be described, not moved. */
-    r->tensor = integer && base->kind != KV_PTR ? -1 : tensor_for(c, op, base->kind == KV_PTR ? base->key : "hbm", f32);
+    /* Integers at an address of the shared f16 memory: the chip keeps
+     * integers as fp32, so their elements cannot be the f16 memory's; each
+     * such address is a tensor of its own, "hbm_int_ADDR", from its start. */
+    char key[48];
+    snprintf(key, sizeof key, "hbm_int_%lld", (long long)r->i);
+    if (integer && base->kind != KV_PTR) r->i = 0;
+    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : integer ? key : "hbm", f32);
     if (r->tensor >= 0 && r->i + span > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = r->i + span;
 }
 
@@ -284,7 +295,7 @@ static void op_indirect_tile(kt_ctx *c, const ml_op *op, kv *r)
 
 static void op_load(kt_ctx *c, const ml_op *op, kv *r)
 {
-    const kv *tile = kt_lookup(c, &op->items[0]);
+    const kv *tile = kt_operand(c, op, 0);
     if (tile->kind != KV_TILE) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.load needs an access tile");
     *r = (kv){.kind = KV_TENSOR, .rank = tile->rank, .f32 = tile->f32};
     memcpy(r->shape, tile->shape, sizeof r->shape);

@@ -110,13 +110,30 @@ static const ml_op *find_func(const ml_region *r, int depth)
     return NULL;
 }
 
+/* Does an op of the region ask for its compute tile's id? */
+static int uses_tile_id(const ml_region *r)
+{
+    for (int b = 0; r && b < r->nblocks; b++)
+        for (int i = 0; i < r->blocks[b].nops; i++) {
+            const ml_op *op = &r->blocks[b].ops[i];
+            if (!strcmp(op->name, "ktdp.get_compute_tile_id")) return 1;
+            int from = 0;
+            for (const ml_region *in; (in = ml_op_region(op, &from));)
+                if (uses_tile_id(in)) return 1;
+        }
+    return 0;
+}
+
 static void read_grid(kt_ctx *c, const ml_op *fn)
 {
     const ml_attr *g = ml_op_attr(c->m, fn, "grid");
     /* Without a grid, every core of the chip is a compute tile (RFC 0682's
      * examples: "the total number of compute tiles being 32 matching with
-     * number of cores"). */
-    c->ngrid = 1, c->grid[0] = c->cfg->cores, c->ncores = c->cfg->cores;
+     * number of cores"); but a body that never asks for its tile id does
+     * the same on every tile, so it runs once, on core 0, as ktir-cpu runs
+     * a function without a grid (32 copies would race on their outputs). */
+    int from = 0, all = uses_tile_id(ml_op_region(fn, &from));
+    c->ngrid = 1, c->grid[0] = all ? c->cfg->cores : 1, c->ncores = (int)c->grid[0];
     if (!g) return;
     if (g->kind != ML_A_ARRAY || g->n < 1 || g->n > 3) kt_fail(c, KT_EXIT_REFUSED, fn->line, fn->col, "grid must be [X] to [X, Y, Z]");
     c->ngrid = g->n;

@@ -260,9 +260,6 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
 {
     if (tile->indirect && store) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a store through an indirect access tile");
     if (tile->perm) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
-    if (tile->tensor < 0)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
-                "not supported: integers at an address of the shared f16 memory (give their pointer as a tensor of its own)");
     if (tile->indirect) {
         kt_gather_load(c, op, tile, lx);
         return;

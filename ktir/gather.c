@@ -10,9 +10,10 @@
  * dma.gather per stick group copies, for every index and every row of the
  * one other dimension of more than one element, a stick from
  * DRAM[base + index * stride + row * row stride].  An index outside the
- * view faults on the chip, naming it.  Element-wise indirection (several
- * indirect dimensions, indices that mix variables) and indirect stores are
- * refused. */
+ * view faults on the chip, naming it.  Both dimensions of a matrix
+ * indirect, each index stepping with both variables, is an element gather
+ * (gather_elems).  Other indirection (indices that mix variables, more
+ * indirect dimensions) and indirect stores are refused. */
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -58,7 +59,7 @@ static const char *parse_ind(kt_ctx *c, const ml_item *g, const ml_item *vars, i
     if (g->kind != ML_I_GROUP || g->n != 2 || g->items[0].kind != ML_I_VALUE || g->items[1].kind != ML_I_LIST)
         return "an ind(...) other than ind(%idx[positions])";
     gt->idx = *kt_lookup(c, &g->items[0]);
-    if (gt->idx.kind != KV_VIEW || !gt->idx.integer || gt->idx.tensor < 0) return "an index that is not an integer tensor of its own";
+    if (gt->idx.kind != KV_VIEW || !gt->idx.integer) return "an index that is not a view of integers";
     const ml_item *l = &g->items[1];
     int j = 0;
     gt->var_pos = -1;
@@ -76,10 +77,44 @@ static const char *parse_ind(kt_ctx *c, const ml_item *g, const ml_item *vars, i
     return j == gt->idx.rank ? NULL : "an index with a position per dimension of its tensor";
 }
 
-/* The coordinate list of the tile: per dimension an offset, or the gather. */
+/* One `ind(%idx[exprs])` of an element gather: the index tensor has a
+ * position per variable, position j being (offset + variable j). */
+static const char *parse_elem_ind(kt_ctx *c, const ml_item *g, const ml_item *vars, int nvars, kv *idx, int64_t *pos)
+{
+    if (g->kind != ML_I_GROUP || g->n != 2 || g->items[0].kind != ML_I_VALUE || g->items[1].kind != ML_I_LIST)
+        return "an ind(...) other than ind(%idx[positions])";
+    *idx = *kt_lookup(c, &g->items[0]);
+    if (idx->kind != KV_VIEW || !idx->integer) return "an index that is not a view of integers";
+    if (idx->rank != nvars) return "an element index without one position per variable";
+    const ml_item *l = &g->items[1];
+    int j = 0;
+    for (int a = 0, b; a < l->n; a = b + 1, j++) {
+        for (b = a; b < l->n && !(l->items[b].kind == ML_I_PUNCT && l->items[b].s[0] == ','); b++)
+            ;
+        kt_lin e;
+        if (j == idx->rank || lin_eval(c, l->items + a, b - a, vars, nvars, &e) || !only_var(&e, nvars, j, 1))
+            return "an element index whose positions are not (offset + the variable of their dimension)";
+        pos[j] = e.k;
+    }
+    return j == idx->rank ? NULL : "an element index without one position per variable";
+}
+
+/* The indirect dimensions found: one is a row gather (parse_ind); both
+ * dimensions of a matrix, an element gather. */
+static const char *parse_inds(kt_ctx *c, const ml_item **inds, int nind, const ml_item *vars, int nvars, kv *r, kt_gather *gt)
+{
+    if (nind == 1) return parse_ind(c, inds[0], vars, nvars, gt->dim, gt);
+    if (nind != 2 || r->vrank != 2) return "more than one indirect dimension, other than both of a matrix";
+    gt->elem = 1, r->off[0] = r->off[1] = 0;
+    const char *why = parse_elem_ind(c, inds[0], vars, nvars, &gt->idx, gt->pos);
+    return why ? why : parse_elem_ind(c, inds[1], vars, nvars, &gt->col, gt->cpos);
+}
+
+/* The coordinate list of the tile: per dimension an offset, or an index. */
 static const char *parse_dims(kt_ctx *c, const ml_item *list, const ml_item *vars, int nvars, kv *r, kt_gather *gt)
 {
-    int d = 0;
+    int d = 0, nind = 0;
+    const ml_item *inds[ML_MAX_RANK];
     gt->dim = -1;
     for (int a = 0, b; a < list->n; a = b + 1, d++) {
         for (b = a; b < list->n && !(list->items[b].kind == ML_I_PUNCT && list->items[b].s[0] == ','); b++)
@@ -87,10 +122,7 @@ static const char *parse_dims(kt_ctx *c, const ml_item *list, const ml_item *var
         if (d == r->vrank || d >= nvars) return "more coordinates than view dimensions or variables";
         const ml_item *x = &list->items[a];
         if (b - a == 2 && x->kind == ML_I_WORD && !strcmp(x->s, "ind")) {
-            if (gt->dim >= 0) return "more than one indirect dimension";
-            gt->dim = d;
-            const char *why = parse_ind(c, x + 1, vars, nvars, d, gt);
-            if (why) return why;
+            gt->dim = d, inds[nind++] = x + 1;
             continue;
         }
         kt_lin e;
@@ -98,7 +130,8 @@ static const char *parse_dims(kt_ctx *c, const ml_item *list, const ml_item *var
             return "a direct coordinate other than (offset + its own variable)";
         r->off[d] = e.k;
     }
-    return d == r->vrank && gt->dim >= 0 ? NULL : "no indirect dimension, or fewer coordinates than view dimensions";
+    if (d != r->vrank || !nind) return "no indirect dimension, or fewer coordinates than view dimensions";
+    return parse_inds(c, inds, nind, vars, nvars, r, gt);
 }
 
 /* Fill r (an indirect tile; r->i its view's base on entry, the gather's
@@ -147,33 +180,152 @@ static int other_rows(kt_ctx *c, const ml_op *op, const kv *t, int skip)
     return o;
 }
 
-/* The indices of the gather into LX (fp32): returns their address. */
-static uint64_t load_indices(kt_ctx *c, const ml_op *op, const kt_gather *gt, int64_t n)
+/* The tile of shape `shape` at positions pos of the index view v into LX
+ * (fp32, as integer tensors are kept): returns its address. */
+static uint64_t load_index_tile(kt_ctx *c, const ml_op *op, const kv *v, const int64_t *pos, const int64_t *shape)
 {
-    const kv *v = &gt->idx;
-    if (n > 1 && gt->var_pos != v->rank - 1)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: indices that do not step along their tensor's last dimension");
     kv t = {.kind = KV_TILE, .tensor = v->tensor, .rank = v->rank, .vrank = v->rank, .i = v->i, .stride = v->stride,
             .f32 = 1, .integer = 1, .dynamic = v->dynamic};
     memcpy(t.vshape, v->shape, sizeof t.vshape);
     memcpy(t.vstr, v->vstr, sizeof t.vstr);
     for (int j = 0; j < v->rank; j++) {
-        t.off[j] = gt->pos[j], t.shape[j] = j == v->rank - 1 ? n : 1;
+        t.off[j] = pos[j], t.shape[j] = shape[j];
         if (t.off[j] < 0 || t.off[j] + t.shape[j] > v->shape[j])
             kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "out-of-bounds index position: core %d, dimension %d of the index tensor",
                     c->core, j);
     }
-    kv idx = {.kind = KV_TENSOR, .rank = 1, .shape = {n}, .f32 = 1};
+    kv idx = {.kind = KV_TENSOR, .rank = t.rank, .f32 = 1};
+    memcpy(idx.shape, t.shape, sizeof idx.shape);
     uint64_t lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(&idx) * c->cfg->stick_bytes);
     kt_dma_tile(c, op, &t, lx, 0);
     c->tensors[t.tensor].loaded = 1;
     return lx;
 }
 
+/* The n indices of a row gather, along the index tensor's last dimension. */
+static uint64_t load_indices(kt_ctx *c, const ml_op *op, const kt_gather *gt, int64_t n)
+{
+    const kv *v = &gt->idx;
+    if (n > 1 && gt->var_pos != v->rank - 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: indices that do not step along their tensor's last dimension");
+    int64_t shape[ML_MAX_RANK];
+    for (int j = 0; j < v->rank; j++) shape[j] = j == v->rank - 1 ? n : 1;
+    return load_index_tile(c, op, v, gt->pos, shape);
+}
+
+/* One SFP instruction over n0 x n1 sticks (strides in bytes). */
+static void sfp(kt_ctx *c, int op, int t, uint64_t d, uint64_t a, int bm, uint64_t b, float imm, const int64_t n[2],
+                const int64_t ds[2], const int64_t as[2], const int64_t bs[2])
+{
+    isa_insn in;
+    isa_insn_init(&in, op);
+    in.t = t, in.bm = bm, in.imm = imm;
+    in.d.off = (int64_t)d, in.a.off = (int64_t)a, in.b.off = (int64_t)b;
+    for (int k = 0; k < 2; k++) in.n[k] = n[k], in.ds[k] = ds[k], in.as[k] = as[k], in.bs[k] = bs[k];
+    kt_emit(c, &in);
+}
+
+/* A column index outside [0, w) makes its row index fault in the gather:
+ * rows += rows_n * ((cols < 0) + (cols >= w)), over nst fp32 sticks. */
+static void poison_rows(kt_ctx *c, const ml_op *op, uint64_t rows, uint64_t cols, int64_t nst, int64_t rows_n, int64_t w)
+{
+    int64_t sb = c->cfg->stick_bytes, n[2] = {nst, 1}, st[2] = {sb, 0}, z[2] = {0, 0};
+    uint64_t tmp = kt_lx_alloc(c, op, (uint64_t)(nst * sb));
+    for (int side = 0; side < 2; side++) {
+        sfp(c, side ? ISA_OP_SFP_GE : ISA_OP_SFP_LT, ISA_T_F32, tmp, cols, ISA_BM_IMM, 0, side ? (float)w : 0.0f, n, st, st, z);
+        sfp(c, ISA_OP_SFP_MUL, ISA_T_F32, tmp, tmp, ISA_BM_IMM, 0, (float)rows_n, n, st, st, z);
+        sfp(c, ISA_OP_SFP_ADD, ISA_T_F32, rows, rows, ISA_BM_VEC, tmp, 0, n, st, st, st);
+    }
+}
+
+/* Where things are for one group of an element gather: the indices of
+ * tile row r, columns [il q, il q + n), il = the fp32 lanes of a stick (one
+ * stick of each index tile: LX keeps a tile's stick group g of row r at
+ * g * rows + r). */
+typedef struct {
+    uint64_t rows, cols, g, mask, iota, out;
+    int64_t m, k, rowb, ceb, lanes, il;
+    int dt;
+} kt_egather;
+
+/* Group (r, q)'s gather: every element's row of X. */
+static void elem_gather(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, int64_t dram, const kv *t, const kt_gather *gt)
+{
+    int64_t sb = c->cfg->stick_bytes, n = e->k - e->il * q < e->il ? e->k - e->il * q : e->il, eb = kt_ebytes(t);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_DMA_GATHER);
+    in.d.off = (int64_t)e->g + (r * e->k + e->il * q) * e->rowb, in.a.off = dram + gt->base * eb;
+    in.b.off = (int64_t)e->rows + (q * e->m + r) * sb, in.run = 1, in.vl = t->vshape[0], in.bs[0] = 4;
+    in.n[0] = n, in.ds[0] = e->rowb, in.as[0] = t->vstr[0] * eb, in.n[1] = e->rowb / sb, in.ds[1] = sb, in.as[1] = sb;
+    kt_emit(c, &in);
+}
+
+/* Group (r, q)'s selection: each element's lane of its row, into the tile. */
+static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, int eb)
+{
+    int64_t sb = c->cfg->stick_bytes, n = e->k - e->il * q < e->il ? e->k - e->il * q : e->il, ws = e->rowb / sb;
+    uint64_t g = e->g + (uint64_t)((r * e->k + e->il * q) * e->rowb);
+    int64_t nn[2] = {ws, n}, row[2] = {sb, e->rowb}, st[2] = {sb, 0}, z[2] = {0, 0}, bs[2] = {0, e->ceb};
+    sfp(c, ISA_OP_SFP_EQ, e->dt, e->mask, e->iota, ISA_BM_ELEM, e->cols + (uint64_t)((q * e->m + r) * e->il * e->ceb), 0, nn,
+        row, st, bs);
+    sfp(c, ISA_OP_SFP_SEL, e->dt, e->mask, g, ISA_BM_IMM, 0, 0, nn, row, row, z);
+    isa_insn in;
+    isa_insn_init(&in, ISA_OP_SFP_RSUM);
+    in.t = e->dt, in.flags = ISA_F_LANES, in.a.off = (int64_t)e->mask;
+    in.d.off = (int64_t)e->out + (e->il * q / e->lanes * e->m + r) * sb + e->il * q % e->lanes * eb;
+    in.n[0] = ws, in.as[0] = sb, in.n[1] = n, in.as[1] = e->rowb, in.ds[1] = eb;
+    kt_emit(c, &in);
+}
+
+/* Y[m, k] = X[rows[m, k], cols[m, k]]: the chip moves sticks, not
+ * elements, so a dma.gather copies, for every element, the whole row of X
+ * its row index names; then the SFP keeps, in each element's copy, the
+ * lane its column index names (sfp.eq against a row of column numbers,
+ * sfp.sel against 0) and adds the row up into that one element (sfp.rsum
+ * across lanes); in groups of a stick of indices of a tile row. */
+static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
+{
+    const kt_gather *gt = &c->gathers[t->i];
+    int64_t sb = c->cfg->stick_bytes, lanes = sb / kt_ebytes(t), m = t->shape[0], k = t->shape[1], w = t->vshape[1];
+    if (t->rank != 2 || gt->base % lanes || w % lanes || t->vstr[0] % lanes || t->vstr[1] != 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather whose view's rows do not start on sticks");
+    if (!t->f32 && w > 1024) /* DL16 holds the column numbers exactly up to 2^10 */
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather over more than 1024 f16 columns");
+    int64_t il = sb / 4, shape[2] = {m, k}, nst = m * ((k + il - 1) / il);
+    kt_egather e = {.m = m, .k = k, .rowb = w / lanes * sb, .ceb = 4, .lanes = lanes, .il = il, .dt = kt_dtype(t), .out = lx};
+    e.rows = load_index_tile(c, op, &gt->idx, gt->pos, shape), e.cols = load_index_tile(c, op, &gt->col, gt->cpos, shape);
+    poison_rows(c, op, e.rows, e.cols, nst, t->vshape[0], w);
+    if (!t->f32) { /* the column numbers in DL16, to compare with DL16 lanes */
+        int64_t n[2] = {nst, 1}, ds[2] = {sb / 2, 0}, as[2] = {sb, 0}, z[2] = {0, 0};
+        uint64_t f = e.cols;
+        e.cols = kt_lx_alloc(c, op, (uint64_t)(nst * sb / 2)), e.ceb = 2;
+        sfp(c, ISA_OP_SFP_CVT, ISA_T_F32, e.cols, f, ISA_BM_IMM, 0, 0, n, ds, as, z);
+    }
+    e.g = kt_lx_alloc(c, op, (uint64_t)(m * k * e.rowb)), e.mask = kt_lx_alloc(c, op, (uint64_t)(il * e.rowb));
+    e.iota = kt_lx_alloc(c, op, (uint64_t)e.rowb);
+    int64_t one[2] = {e.rowb / sb, 1}, st[2] = {sb, 0}, z[2] = {0, 0}, col[2] = {1, 0};
+    sfp(c, ISA_OP_SFP_IOTA, e.dt, e.iota, 0, ISA_BM_VEC, 0, 0, one, st, z, col);
+    int64_t dram = c->final ? (int64_t)c->prog->tensors[c->tensors[t->tensor].index].dram_off : 0;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t q = 0; q * il < k; q++) elem_gather(c, &e, r, q, dram, t, gt);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t q = 0; q * il < k; q++) elem_select(c, &e, r, q, kt_ebytes(t));
+    /* ktir-cpu charges the distinct sticks the indices touch, known at run
+     * time; the roofline here takes the most there can be */
+    int64_t touched = m * k, all = t->vshape[0] * (e.rowb / sb); /* one stick per element at most */
+    c->hbm_bytes += (double)((touched < all ? touched : all) * sb);
+    int64_t ext = c->tensors[t->tensor].extent; /* which rows is known at run time only */
+    kt_stage_note_load(c, t->tensor, 0, ext > 0 ? (ext - 1) / lanes : 0);
+}
+
 void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
 {
     const kt_gather *gt = &c->gathers[t->i];
     if (gt->why) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an indirect access tile with %s", gt->why);
+    if (gt->elem) {
+        gather_elems(c, op, t, lx);
+        return;
+    }
     int k = gt->dim, n = t->rank, o = other_rows(c, op, t, k);
     if (k == n - 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an indirect last (stick) dimension");
     int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(t), lanes = sb / eb, w = t->shape[n - 1], base = gt->base;

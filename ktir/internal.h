@@ -94,13 +94,15 @@ typedef struct {
 
 /* An indirect access tile (gather.c): dimension dim of the view is the
  * integer tensor idx at positions pos (pos[var_pos] + the variable, when
- * var_pos >= 0); the view starts at element base; why: the reason a
- * pattern outside the subset cannot be moved, else NULL. */
+ * var_pos >= 0); or, elem, both dimensions of a matrix are indices, the
+ * row idx and the column col at positions pos and cpos, each position j
+ * stepping with variable j; the view starts at element base; why: the
+ * reason a pattern outside the subset cannot be moved, else NULL. */
 #define KT_MAX_GATHERS 64
 typedef struct {
-    int dim, var_pos;
-    kv idx;
-    int64_t pos[ML_MAX_RANK], base;
+    int dim, var_pos, elem;
+    kv idx, col;
+    int64_t pos[ML_MAX_RANK], cpos[ML_MAX_RANK], base;
     const char *why;
 } kt_gather;
 
@@ -151,6 +153,7 @@ _Noreturn void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, 
     ;
 void kt_bind(kt_ctx *c, const char *name, const kv *v);
 const kv *kt_lookup(kt_ctx *c, const ml_item *it);
+const kv *kt_operand(kt_ctx *c, const ml_op *op, int i); /* tail item i's value; refused when the op has none */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
 /* One op; returns 0, or 1 for a terminator (scf.yield, return). */
 int kt_compile_op(kt_ctx *c, const ml_op *op);

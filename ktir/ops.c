@@ -255,7 +255,7 @@ static int tensor_op(kt_ctx *c, const ml_op *op, kv *r)
         else if (s->kind == KV_ELEM) r->splat = 2, r->lx = s->lx;
         else kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s of a non-float value", op->name);
     } else if (!strcmp(op->name, "tensor.extract")) {
-        const kv *t = kt_lookup(c, &op->items[0]);
+        const kv *t = kt_operand(c, op, 0);
         kt_need_layout(c, op, t);
         if (t->kind != KV_TENSOR || op->n < 2 || op->items[1].kind != ML_I_LIST)
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `tensor.extract %%t[indices]`");
@@ -358,6 +358,20 @@ static int compare_select(kt_ctx *c, const ml_op *op, kv *r)
     return 1;
 }
 
+/* A tensor's or tile's shape: static, no dimension of 0 (the chip's loops
+ * count from 1) and at most 2^40 elements, so that sizes computed from it
+ * cannot overflow (found by fuzz_ktir). */
+static void check_shape(kt_ctx *c, const ml_op *op, const kv *r)
+{
+    int64_t n = 1;
+    for (int d = 0; d < r->rank; d++) {
+        if (r->shape[d] < 1 || r->shape[d] > ((int64_t)1 << 40) / n)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
+                    "not supported: a tensor or tile with a dimension of 0, a dynamic one or more than 2^40 elements");
+        n *= r->shape[d];
+    }
+}
+
 int kt_compile_op(kt_ctx *c, const ml_op *op)
 {
     kv r = {0};
@@ -413,6 +427,7 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
         }
     }
     if (!done) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
+    if (r.kind == KV_TENSOR || r.kind == KV_TILE) check_shape(c, op, &r);
     if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for") && strcmp(nm, "scf.if"))
         kt_bind(c, op->res[0], &r);
     return 0;

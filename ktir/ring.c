@@ -141,7 +141,7 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
 /* scf.if %c [-> (types)] { then } [else { else }]: the branch the condition picks at compile time. */
 static void op_if(kt_ctx *c, const ml_op *op)
 {
-    const kv *cond = kt_lookup(c, &op->items[0]);
+    const kv *cond = kt_operand(c, op, 0);
     if (cond->kind != KV_INT) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: scf.if on a value computed on the chip");
     int from = 0;
     const ml_region *then = ml_op_region(op, &from), *els = ml_op_region(op, &from);
@@ -172,7 +172,7 @@ static int same_sticks(int ra, const int64_t *a, int rb, const int64_t *b)
 /* tensor.expand_shape / collapse_shape: the same values under another shape. */
 static void op_reshape(kt_ctx *c, const ml_op *op, kv *r)
 {
-    *r = *kt_lookup(c, &op->items[0]);
+    *r = *kt_operand(c, op, 0);
     const ml_type *ty = ml_op_last_type(op);
     if (r->kind != KV_TENSOR || !ty || ty->kind != ML_T_TENSOR)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected a reshape of a tensor into a tensor type");

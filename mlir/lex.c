@@ -69,6 +69,12 @@ void *ml_grow(ml_arena *a, void *p, int n, int *cap, size_t elem)
     return q;
 }
 
+void ml_one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 void ml_fail(ml_parser *p, int line, int col, const char *fmt, ...)
 {
     if (p->err && p->errlen) {
@@ -77,6 +83,7 @@ void ml_fail(ml_parser *p, int line, int col, const char *fmt, ...)
         va_start(ap, fmt);
         if (n >= 0 && (size_t)n < p->errlen) vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
         va_end(ap);
+        ml_one_line(p->err); /* a string's escapes may hold a newline */
     }
     longjmp(p->fail, 1);
 }

@@ -158,6 +158,9 @@ const ml_region *ml_op_region(const ml_op *op, int *from);
 /* The last TYPE item of the op's tail at depth 0 (its result type in most
  * custom forms); NULL if none. */
 const ml_type *ml_op_last_type(const ml_op *op);
+/* Make a message one line: control characters (a string's escaped
+ * newline, quoted back in an error) become '?'. */
+void ml_one_line(char *s);
 /* Evaluate an affine expression with dims d[] and symbols s[]; -1 on a
  * division by zero or overflow. */
 int ml_aexpr_eval(const ml_aexpr *e, const int64_t *d, const int64_t *s, int64_t *out);

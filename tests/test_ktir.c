@@ -204,6 +204,29 @@ static const char *embed_prog =
     "  }\n"
     "}\n";
 
+/* y[m, k] = x[r[m, k], c[m, k]]: both dimensions indirect, the index
+ * tensors integers at constant addresses (tensors hbm_int_100 and
+ * hbm_int_300), rows of two sticks, 40 indices a row (two groups of 32). */
+static const char *elem_prog =
+    "module {\n"
+    "  func.func @elem(%x: index, %y: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %ra = arith.constant 100 : index\n"
+    "    %ca = arith.constant 300 : index\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [8, 128], strides: [128, 1] {} : memref<8x128xf16>\n"
+    "    %rv = ktdp.construct_memory_view %ra, sizes: [4, 40], strides: [40, 1] {} : memref<4x40xi32>\n"
+    "    %cv = ktdp.construct_memory_view %ca, sizes: [4, 40], strides: [40, 1] {} : memref<4x40xi32>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [4, 40], strides: [40, 1] {} : memref<4x40xf16>\n"
+    "    %xt = ktdp.construct_indirect_access_tile intermediate_variables(%m, %k)\n"
+    "        %xv[ind(%rv[%m, %k]), ind(%cv[%m, %k])] {}\n"
+    "        : memref<8x128xf16>, memref<4x40xi32>, memref<4x40xi32> -> !ktdp.access_tile<4x40xindex>\n"
+    "    %v = ktdp.load %xt : !ktdp.access_tile<4x40xindex> -> tensor<4x40xf16>\n"
+    "    %yt = ktdp.construct_access_tile %yv[%c0, %c0] {} : memref<4x40xf16> -> !ktdp.access_tile<4x40xindex>\n"
+    "    ktdp.store %v, %yt : tensor<4x40xf16>, !ktdp.access_tile<4x40xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 /* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
 static const char *tr_prog =
     "module {\n"
@@ -584,6 +607,66 @@ static void test_an_indirect_tile_gathers_the_rows_its_index_tensor_names(void)
     remove(path);
 }
 
+static void test_an_element_gather_picks_each_element_its_two_indices_name(void)
+{
+    char path[512], err[512];
+    rt_device *dev;
+    rt_program *prog = load_prog(elem_prog, NULL, 0, path, sizeof path, &dev);
+    static float x[8 * 128], r[160], c[160], y[160];
+    for (int i = 0; i < 8 * 128; i++) x[i] = (float)((i * 13) % 257) / 4; /* quarters below 64.25: exact in DL16 */
+    for (int i = 0; i < 160; i++) r[i] = (float)((i * 5) % 8), c[i] = (float)((i * 37 + 3) % 128);
+    c[0] = 127, r[159] = 7; /* the last column and the last row */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_100", r, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_300", c, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    int bad = 0;
+    for (int i = 0; i < 160; i++) bad += y[i] != x[(int)r[i] * 128 + (int)c[i]];
+    CU_ASSERT_EQUAL(bad, 0);
+    /* a column outside the view faults through its row's index: 3 + 8 rows */
+    r[41] = 3, c[41] = 128;
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_300", c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_100", r, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.fault.msg, "is 11, not an integer row in [0, 8)"));
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+/* Instructions of each core of text compiled for the 4-core chip. */
+static void core_lengths(const char *text, const kt_arg *args, int nargs, size_t n[4])
+{
+    char path[512], err[512];
+    int code = 0;
+    write_prog(text, path, sizeof path);
+    isa_program *p = kt_compile_file(path, args, nargs, &cfg4, err, sizeof err, &code, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int i = 0; i < 4; i++) n[i] = p->cores[i].n;
+    isa_program_free(p);
+    remove(path);
+}
+
+static void test_without_a_grid_a_body_without_tile_ids_runs_on_one_core(void)
+{
+    size_t n[4];
+    char *one = replace(elem_prog, "attributes {grid = [1]} ", "");
+    CU_ASSERT_PTR_NULL_FATAL(strstr(one, "grid"));
+    core_lengths(one, NULL, 0, n);
+    CU_ASSERT(n[0] > 1);
+    CU_ASSERT(n[1] == 1 && n[2] == 1 && n[3] == 1); /* halt only */
+    char *all = replace(rows_prog, "attributes {grid = [4]} ", "");
+    CU_ASSERT_PTR_NULL_FATAL(strstr(all, "grid"));
+    kt_arg args[] = {{"BLOCK", 8}};
+    core_lengths(all, args, 1, n);
+    CU_ASSERT(n[0] > 1 && n[1] > 1 && n[2] > 1 && n[3] > 1); /* RFC 0682: every core a tile */
+    free(one);
+    free(all);
+}
+
 static void test_transpose_and_row_broadcast_move_every_element_where_it_belongs(void)
 {
     char path[512], err[512];
@@ -758,6 +841,10 @@ int main(void)
          test_a_sigmoid_written_out_is_one_sfp_op_and_exp_overflow_gives_no_nan},
         {"an_indirect_tile_gathers_the_rows_its_index_tensor_names",
          test_an_indirect_tile_gathers_the_rows_its_index_tensor_names},
+        {"an_element_gather_picks_each_element_its_two_indices_name",
+         test_an_element_gather_picks_each_element_its_two_indices_name},
+        {"without_a_grid_a_body_without_tile_ids_runs_on_one_core",
+         test_without_a_grid_a_body_without_tile_ids_runs_on_one_core},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",
          test_transpose_and_row_broadcast_move_every_element_where_it_belongs},
         {"spyre_run_of_a_ktir_file_checks_values_and_exits_by_the_kind_of_failure",

@@ -231,6 +231,19 @@ def indexed_add(rng):
             {"output_ptr": x[[3, 7], 0:32] + y})
 
 
+def indirect_access_copy(rng):
+    # RFC 0682's addresses: X (64 x 64 f16) at element 0, Y at element 192 (overlapping X: the
+    # tile is loaded whole before it is stored), IDX1 and IDX2 (64 x 64 i32) at 64 and 128,
+    # each integer view a tensor of its own (hbm_int_ADDR).  ktir-cpu's test seeds zeros;
+    # here random indices, Y[m, k] = X[IDX1[m, k], IDX2[m, k]].
+    x = f16(rng, (64, 64))
+    i1, i2 = rng.integers(0, 64, size=(2, 64, 64))
+    size = 192 + 64 * 64
+    y = x[i1, i2]
+    return ({}, {"hbm": flat_hbm(size, {0: x}), "hbm_int_64": i1.astype(np.float32), "hbm_int_128": i2.astype(np.float32)},
+            {"hbm": flat_hbm(size, {0: x, 192: y})})
+
+
 def sdpa_pv_ksplit(rng):
     a, b = f16(rng, (1, 8192)), f16(rng, (8192, 128))
     return {}, {"a_ptr": a, "b_ptr": b}, {"c_ptr": a @ b}
@@ -279,6 +292,7 @@ EXAMPLES = {
     "matmul_small.mlir": matmul_small,
     "layernorm_fwd_ktir.mlir": layernorm,
     "indexed_add.mlir": indexed_add,
+    "indirect-access-copy.mlir": indirect_access_copy,
     "softmax_wide.mlir": "LX scratchpad overflow",
     # ktir-cpu's tests/test_spec_gaps.py marks both xfail(strict=True): the
     # one ktdp.load of a 4x8x2048x128 f16 tile (16 MB) exceeds the 2 MB LX.

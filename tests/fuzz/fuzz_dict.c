@@ -133,6 +133,21 @@ static void mlir_dict(void)
     names(words);
 }
 
+/* The KTIR compiler's ops and attributes, beside the MLIR words. */
+static void ktir_dict(void)
+{
+    static const char *const words[] = {
+        "ktdp.get_compute_tile_id", "ktdp.construct_memory_view", "ktdp.construct_distributed_memory_view",
+        "ktdp.construct_access_tile", "ktdp.construct_indirect_access_tile", "ktdp.store",
+        "ktdp.inter_tile_produce", "ktdp.inter_tile_reduce", "ind(", "intermediate_variables",
+        "coordinate_set", "access_tile_set", "access_tile_order", "variables_space_set", "sizes:", "strides:",
+        "grid = [", "global", "ct_local", "arith.constant", "arith.addi", "arith.muli", "arith.addf", "arith.divf",
+        "math.exp", "linalg.matmul", "linalg.reduce", "linalg.transpose", "linalg.broadcast", "linalg.generic",
+        "tensor.empty()", "tensor.splat", "tensor.extract", "scf.if", "scf.yield", "dimensions = [", NULL};
+    mlir_dict();
+    names(words);
+}
+
 /* The sdscbundle ops and attributes bundle.mlir's reader (sdsc/sd_mlir.c) knows. */
 static void bundle_dict(void)
 {
@@ -158,13 +173,15 @@ int main(int argc, char **argv)
         sdsc_dict();
     else if (!strcmp(t, "mlir"))
         mlir_dict();
+    else if (!strcmp(t, "ktir"))
+        ktir_dict();
     else if (!strcmp(t, "sdsc_bundle")) {
         sdsc_dict();
         mlir_dict();
         bundle_dict();
     }
     else if (strcmp(t, "elf")) {
-        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc|mlir|sdsc_bundle\n");
+        fprintf(stderr, "usage: fuzz_dict asm|elf|graph|compile|config|safetensors|sdsc|mlir|ktir|sdsc_bundle\n");
         return 2;
     }
     return 0;

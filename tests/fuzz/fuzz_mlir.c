@@ -1,12 +1,18 @@
 /* fuzz_mlir: the MLIR text parser (mlir/).  Any input parses or fails with
  * one line naming the file; nothing else (a crash, a leak, a message of
  * two lines) is allowed. */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fuzzutil.h"
 #include "mlir.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = malloc(size + 1);

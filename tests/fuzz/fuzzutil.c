@@ -13,7 +13,7 @@ static int nnames;
 
 static void scratch_remove(void)
 {
-    char path[512];
+    char path[1024];
     for (int i = 0; i < nnames; i++) {
         snprintf(path, sizeof path, "%s/%s", scratch, names[i]);
         unlink(path);
