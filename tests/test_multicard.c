@@ -1,0 +1,263 @@
+/* test_multicard.c: several cards (docs/multicard.md): the system files,
+ * the ring collectives' cost and values between simulated cards, a card
+ * that fails stopping the others, and tensor-parallel runs of the
+ * exported transformer layers against the unsplit reference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "rt.h"
+#include "testutil.h"
+
+static void load_system(const char *name, chip_system *sys)
+{
+    char err[512];
+    char *path = chip_system_path(name);
+    int rc = chip_system_load(path, sys, err, sizeof err);
+    free(path);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_FATAL(rc == 0);
+}
+
+static void test_system_files_name_cards_chip_and_link(void)
+{
+    chip_system s4, s8;
+    load_system("spyre-x4", &s4);
+    load_system("spyre-x8", &s8);
+    CU_ASSERT_EQUAL(s4.cards, 4);
+    CU_ASSERT_EQUAL(s8.cards, 8);
+    CU_ASSERT_STRING_EQUAL(s4.chip.name, "spyre");
+    CU_ASSERT_EQUAL(s4.chip.cores, 32);
+    /* PCIe Gen5 x16: 63 GB/s per direction raw, 80% of it assumed usable */
+    CU_ASSERT_DOUBLE_EQUAL(s4.link_bytes_per_s, 50e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(s8.link_latency_ns, 2000, 1e-9);
+}
+
+static void test_system_file_errors_name_the_line(void)
+{
+    char path[512], err[512];
+    chip_system s;
+    const char *bad = "name = x\nchip = spyre\ncards = 0\nlink_bytes_per_s = 1e9\nlink_latency_ns = 1\n";
+    tu_write_tmpfile(".sys", bad, strlen(bad), path, sizeof path);
+    CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
+    TU_ASSERT_CONTAINS(err, ":3: cards = 0: must be an integer in [1, 64]");
+    const char *missing = "name = x\nchip = spyre\ncards = 2\nlink_bytes_per_s = 1e9\n";
+    tu_write_tmpfile(".sys", missing, strlen(missing), path, sizeof path);
+    CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
+    TU_ASSERT_CONTAINS(err, "missing key 'link_latency_ns'");
+    const char *chip = "name = x\nchip = nosuchchip\n";
+    tu_write_tmpfile(".sys", chip, strlen(chip), path, sizeof path);
+    CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
+    TU_ASSERT_CONTAINS(err, ":2: chip = nosuchchip: ");
+}
+
+/* The ring formulas written out here, apart from rt_coll_ns. */
+static void test_ring_cost_formulas(void)
+{
+    chip_system s;
+    load_system("spyre-x4", &s);
+    double B = s.link_bytes_per_s, L = s.link_latency_ns, S = 1 << 20;
+    for (int n = 2; n <= 8; n *= 2) {
+        double ar = 2.0 * (n - 1) / n * S / B * 1e9 + 2.0 * (n - 1) * L;
+        double one = (n - 1.0) / n * S / B * 1e9 + (n - 1.0) * L;
+        CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, n, RT_COLL_ALLREDUCE, (uint64_t)S), ar, ar * 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, n, RT_COLL_ALLGATHER, (uint64_t)S), one, one * 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, n, RT_COLL_REDUCE_SCATTER, (uint64_t)S), one, one * 1e-12);
+    }
+    /* 4 cards, 1 MiB: 2*3/4 * 1048576 B / 50 GB/s = 31,457.28 ns on the links + 6 x 2 us */
+    CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, 4, RT_COLL_ALLREDUCE, 1 << 20), 43457.28, 1e-6);
+    CU_ASSERT_EQUAL(rt_coll_ns(&s, 1, RT_COLL_ALLREDUCE, 1 << 20), 0);
+}
+
+#define ROWS 64
+#define COLS 256
+
+/* Card c's graph: y = coll(x * (c + 1)) + 1, the collective `op`. */
+static gr_graph *coll_graph(const char *op, int ncards)
+{
+    char text[1024];
+    int out_rows = !strcmp(op, "all_reduce") ? ROWS : !strcmp(op, "all_gather_into_tensor") ? ROWS * ncards
+                                                                                             : ROWS / ncards;
+    const char *args = !strcmp(op, "all_reduce") ? "\"sum\", \"tp\"" : !strcmp(op, "all_gather_into_tensor")
+                                                                         ? "%d, \"tp\""
+                                                                         : "\"sum\", %d, \"tp\"";
+    char a[64];
+    snprintf(a, sizeof a, args, ncards);
+    snprintf(text, sizeof text,
+             "graph coll\ninput %%x: f32[%d, %d]\n%%a: f32[%d, %d] = aten.mul.Tensor(%%x, %%x)\n"
+             "%%b: f32[%d, %d] = _c10d_functional.%s.default(%%a, %s)\n"
+             "%%c: f32[%d, %d] = aten.add.Tensor(%%b, 1.0)\noutput %%c\n",
+             ROWS, COLS, ROWS, COLS, out_rows, COLS, op, a, out_rows, COLS);
+    char err[512];
+    gr_graph *g = gr_graph_parse(text, "coll", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    return g;
+}
+
+typedef struct {
+    int n;
+    rt_device *dev[8];
+    rt_program *prog[8];
+    rt_run_result res[8];
+    void *link;
+} cards;
+
+/* n cards of spyre-x4's link with the 4-core chip (a small, fast chip:
+ * the link is what is measured), each running g with inputs from seed c. */
+static void cards_open(cards *k, const chip_system *sys, int n, const gr_graph *g)
+{
+    char err[512];
+    memset(k, 0, sizeof *k);
+    k->n = n;
+    k->link = rt_threads_link_new(sys, n);
+    for (int c = 0; c < n; c++) {
+        k->dev[c] = rt_open_config(&sys->chip, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(k->dev[c]);
+        rt_set_link(k->dev[c], &rt_threads_link_ops, k->link, c);
+        cc_compile_opts o = {.target = &sys->chip};
+        cc_result *r = cc_compile(g, &o, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        k->prog[c] = rt_load_program(k->dev[c], cc_result_take_program(r), err, sizeof err);
+        cc_result_free(r);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(k->prog[c]);
+        CU_ASSERT_EQUAL_FATAL(rt_fill_inputs(k->prog[c], (uint64_t)c + 1, err, sizeof err), 0);
+    }
+}
+
+static void cards_close(cards *k)
+{
+    for (int c = 0; c < k->n; c++) {
+        rt_unload(k->prog[c]);
+        rt_close(k->dev[c]);
+    }
+    rt_threads_link_free(k->link);
+}
+
+static void small_system(chip_system *sys)
+{
+    load_system("spyre-x4", sys);
+    tu_config("spyre-4core", &sys->chip);
+}
+
+/* x*x summed over the cards (in fp32, as DL16 products: the device's
+ * tolerance below) and the simulated collective's cycles against the formula. */
+static void test_allreduce_cost_matches_formula_and_values_sum(void)
+{
+    chip_system sys;
+    small_system(&sys);
+    for (int n = 2; n <= 4; n += 2) {
+        gr_graph *g = coll_graph("all_reduce", n);
+        cards k;
+        cards_open(&k, &sys, n, g);
+        CU_ASSERT_EQUAL(rt_launch_cards(k.prog, n, k.res), 0);
+        float *y = malloc(ROWS * COLS * sizeof *y), *x = malloc(ROWS * COLS * sizeof *x);
+        double want = 0;
+        for (int c = 0; c < n; c++) {
+            const isa_program *p = rt_program_isa(k.prog[c]);
+            const isa_tensor *t = &p->tensors[isa_program_find_tensor(p, "a")];
+            double formula = rt_coll_ns(&sys, n, RT_COLL_ALLREDUCE, t->bytes) * sys.chip.clock_ghz;
+            /* every card runs the same program: all arrive together, no wait */
+            CU_ASSERT_EQUAL(k.res[c].coll_ops, 1);
+            CU_ASSERT(fabs(k.res[c].coll_cycles - formula) <= 0.05 * formula);
+            CU_ASSERT(k.res[c].coll_wait_cycles < 0.05 * formula);
+            want = formula;
+        }
+        /* bytes as the formula takes them: DL16 values, 2 bytes each */
+        CU_ASSERT(want > 2.0 * (n - 1) / n * ROWS * COLS * 2 / sys.link_bytes_per_s * 1e9 * sys.chip.clock_ghz);
+        char err[256];
+        CU_ASSERT_EQUAL(rt_read_tensor(k.prog[n - 1], "c", y, err, sizeof err), 0);
+        int bad = 0;
+        for (int i = 0; i < ROWS * COLS; i++) {
+            double s = 1;
+            for (int c = 0; c < n; c++) {
+                const float *xc = rt_host_tensor(k.prog[c], "x", NULL);
+                s += (double)xc[i] * xc[i];
+            }
+            /* each product and the sum rounded to DL16 (8 bits of mantissa) */
+            bad += fabs(y[i] - s) > (n + 2) * 0x1p-8 * (fabs(s) + 1);
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(x);
+        free(y);
+        cards_close(&k);
+        gr_graph_free(g);
+    }
+}
+
+/* allgather stacks the cards' tensors on dim 0, reduce-scatter gives card
+ * c rows [c R/N, (c+1) R/N) of the sum; both cost the formula. */
+static void test_allgather_and_reduce_scatter_values_and_cost(void)
+{
+    chip_system sys;
+    small_system(&sys);
+    const int n = 4;
+    for (int which = 0; which < 2; which++) {
+        gr_graph *g = coll_graph(which ? "reduce_scatter_tensor" : "all_gather_into_tensor", n);
+        cards k;
+        cards_open(&k, &sys, n, g);
+        CU_ASSERT_EQUAL_FATAL(rt_launch_cards(k.prog, n, k.res), 0);
+        int out_rows = which ? ROWS / n : ROWS * n, bad = 0;
+        float *y = malloc((size_t)out_rows * COLS * sizeof *y);
+        char err[256];
+        for (int c = 0; c < n; c++) {
+            CU_ASSERT_EQUAL(rt_read_tensor(k.prog[c], "c", y, err, sizeof err), 0);
+            for (int i = 0; i < out_rows * COLS; i++) {
+                double s = 1;
+                for (int j = 0; j < n; j++) {
+                    const float *xj = rt_host_tensor(k.prog[j], "x", NULL);
+                    int64_t at = which ? (int64_t)c * out_rows * COLS + i : i % (ROWS * COLS);
+                    if (which || j == i / (ROWS * COLS))
+                        s += (double)xj[at] * xj[at];
+                }
+                bad += fabs(y[i] - s) > (n + 2) * 0x1p-8 * (fabs(s) + 1);
+            }
+            const isa_program *p = rt_program_isa(k.prog[c]);
+            const isa_tensor *t = &p->tensors[isa_program_find_tensor(p, which ? "a" : "b")];
+            double formula = rt_coll_ns(&sys, n, which ? RT_COLL_REDUCE_SCATTER : RT_COLL_ALLGATHER, t->bytes) *
+                             sys.chip.clock_ghz;
+            CU_ASSERT(fabs(k.res[c].coll_cycles - formula) <= 0.05 * formula);
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(y);
+        cards_close(&k);
+        gr_graph_free(g);
+    }
+}
+
+/* Card 2 stops at its instruction limit: the others end with its message
+ * at the collective instead of waiting for it forever. */
+static void test_failing_card_stops_every_card(void)
+{
+    chip_system sys;
+    small_system(&sys);
+    gr_graph *g = coll_graph("all_reduce", 4);
+    cards k;
+    cards_open(&k, &sys, 4, g);
+    sim_options o = {.values = 1, .max_insns = 5};
+    rt_set_options(k.dev[2], &o);
+    CU_ASSERT_EQUAL(rt_launch_cards(k.prog, 4, k.res), 4);
+    char line[1024];
+    rt_run_format(&k.res[0], line, sizeof line);
+    TU_ASSERT_CONTAINS(line, "card 2 failed: run: FAULT");
+    rt_run_format(&k.res[2], line, sizeof line);
+    TU_ASSERT_LACKS(line, "card 2 failed");
+    cards_close(&k);
+    gr_graph_free(g);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"system_files_name_cards_chip_and_link", test_system_files_name_cards_chip_and_link},
+        {"system_file_errors_name_the_line", test_system_file_errors_name_the_line},
+        {"ring_cost_formulas", test_ring_cost_formulas},
+        {"allreduce_cost_matches_formula_and_values_sum", test_allreduce_cost_matches_formula_and_values_sum},
+        {"allgather_and_reduce_scatter_values_and_cost", test_allgather_and_reduce_scatter_values_and_cost},
+        {"failing_card_stops_every_card", test_failing_card_stops_every_card},
+        {NULL, NULL},
+    };
+    return tu_run("multicard", tests);
+}
