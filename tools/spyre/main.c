@@ -21,6 +21,7 @@
 #include "generate.h"
 #include "sdsc_cmd.h"
 #include "sweep.h"
+#include "tp.h"
 
 enum { EXIT_OK = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_FAULT = 3 };
 
@@ -765,6 +766,8 @@ static int cmd_run(int argc, char **argv)
         return sdsc_run(argc, argv);
     if (argc > 1 && kt_is_ktir_path(argv[1])) /* a KTIR program: its own path (ktir/run.c) */
         return kt_cli_run(argc, argv);
+    if (tp_wanted(argc, argv)) /* several cards (tp.c) */
+        return tp_run(argc, argv);
     run_args a;
     int status = run_parse(argc, argv, &a);
     if (status)

@@ -1,0 +1,344 @@
+/* tp.c: `spyre run GRAPH --tp N` (docs/multicard.md): the graph split for N
+ * cards (cc_tp_split), each card's shards of the weights written beside
+ * its graph in a scratch directory, every card compiled, loaded on a
+ * device of its own and run in a thread of its own, meeting the others at
+ * the allreduces; statistics per card and overall; --check compares
+ * card 0's outputs with the unsplit graph's reference and PyTorch's. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cc.h"
+#include "chip.h"
+#include "rt.h"
+#include "tp.h"
+
+enum { TP_OK = 0, TP_MISMATCH = 1, TP_USAGE = 2, TP_FAULT = 3 };
+
+typedef struct {
+    const char *path, *system, *config;
+    int ncards, check;
+    uint64_t seed;
+    sim_options opt;
+} tp_args;
+
+typedef struct {
+    tp_args a;
+    chip_system sys;
+    gr_graph *g;
+    cc_tp_plan *plan;
+    char dir[64];
+    gr_graph *cg;
+    rt_device *dev[64];
+    rt_program *prog[64];
+    rt_run_result *res;
+    void *link;
+    char err[1024];
+} tp_state;
+
+int tp_wanted(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--tp"))
+            return 1;
+    return 0;
+}
+
+static int tp_parse(int argc, char **argv, tp_args *a)
+{
+    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1};
+    a->opt = (sim_options){.values = 1};
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--check"))
+            a->check = 1;
+        else if (!strcmp(o, "--no-values"))
+            a->opt.values = 0;
+        else if (v && !strcmp(o, "--tp") && ++i)
+            a->ncards = atoi(v);
+        else if (v && !strcmp(o, "--system") && ++i)
+            a->system = v;
+        else if (v && !strcmp(o, "--config") && ++i)
+            a->config = v;
+        else if (v && !strcmp(o, "--seed") && ++i)
+            a->seed = strtoull(v, NULL, 0);
+        else {
+            fprintf(stderr, "spyre run: with --tp: unexpected argument '%s' (--tp N, --system NAME, --config NAME, "
+                            "--check, --no-values, --seed N)\n", o);
+            return -1;
+        }
+    }
+    if (!a->path || a->ncards < 1 || a->ncards > 64) {
+        fprintf(stderr, "spyre run: --tp takes a number of cards in [1, 64] and a graph\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The system (and the chip of its cards, --config overriding it). */
+static int tp_system(tp_state *s)
+{
+    char *path = chip_system_path(s->a.system);
+    int rc = chip_system_load(path, &s->sys, s->err, sizeof s->err);
+    free(path);
+    if (!rc && s->a.ncards > s->sys.cards)
+        rc = snprintf(s->err, sizeof s->err, "--tp %d: the system %s has %d cards", s->a.ncards, s->sys.name,
+                      s->sys.cards) < 0 ? -1 : -1;
+    if (!rc && s->a.config) {
+        char *cpath = chip_config_path(s->a.config);
+        rc = chip_config_load(cpath, &s->sys.chip, s->err, sizeof s->err);
+        free(cpath);
+    }
+    return rc;
+}
+
+/* Card c's weights file: every parameter, its shard where it is cut. */
+static int write_weights(tp_state *s, const rt_st_file *full, int c, const char *path)
+{
+    const gr_graph *g = s->g;
+    rt_st_entry *e = calloc((size_t)g->nparams + 1, sizeof *e);
+    char (*keys)[1024] = calloc((size_t)g->nparams + 1, sizeof *keys);
+    float **bufs = calloc((size_t)g->nparams + 1, sizeof *bufs);
+    int rc = 0, n = 0;
+    for (int i = 0; i < g->nparams && !rc; i++) {
+        const gr_value *v = &g->values[g->params[i]];
+        const rt_st_tensor *t = rt_st_find(full, v->param_key ? v->param_key : v->name);
+        if (!t || t->numel != gr_ttype_numel(&v->type)) {
+            rc = snprintf(s->err, sizeof s->err, "%s: no weight %s of %%%s's shape", full->path, v->param_key,
+                          v->name) < 0 ? -1 : -1;
+            break;
+        }
+        cc_tp_param_key(s->plan, g->params[i], keys[n], sizeof keys[n]);
+        if (!strcmp(keys[n], t->name)) { /* whole on every card: as it is, in its own dtype */
+            e[n] = (rt_st_entry){.name = keys[n], .dtype = t->dtype, .rank = t->rank, .data = t->data};
+            memcpy(e[n].shape, t->shape, sizeof e[n].shape);
+            n++;
+            continue;
+        }
+        float *whole = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *whole);
+        bufs[n] = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *bufs[n]);
+        rt_st_to_f32(t, whole);
+        int64_t k = cc_tp_shard(s->plan, g->params[i], c, whole, bufs[n]);
+        free(whole);
+        const gr_ttype *lt = &s->cg->values[s->cg->params[i]].type; /* the card's shape */
+        e[n] = (rt_st_entry){.name = keys[n], .dtype = RT_ST_F32, .rank = lt->rank, .data = bufs[n]};
+        for (int d = 0; d < lt->rank; d++)
+            e[n].shape[d] = lt->shape[d];
+        if (k != gr_ttype_numel(lt))
+            abort(); /* the shard and the card's graph disagree: a bug of tp.c */
+        n++;
+    }
+    if (!rc)
+        rc = rt_st_write(path, e, n, s->err, sizeof s->err);
+    for (int i = 0; i < n; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(keys);
+    free(e);
+    return rc;
+}
+
+static char *dir_file(const char *dir, const char *name)
+{
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    if (!p)
+        abort();
+    sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+/* The cards' graph and weights into the scratch directory. */
+static int write_cards(tp_state *s)
+{
+    snprintf(s->dir, sizeof s->dir, "/tmp/spyre-tp-XXXXXX");
+    if (!mkdtemp(s->dir))
+        return snprintf(s->err, sizeof s->err, "cannot make a scratch directory in /tmp") < 0 ? -1 : -1;
+    int rc = 0;
+    char *text = cc_tp_graph_text(s->plan, NULL), *gp = dir_file(s->dir, "graph.txt");
+    FILE *f = fopen(gp, "w");
+    if (!rc && (!f || fputs(text, f) < 0))
+        rc = snprintf(s->err, sizeof s->err, "%s: cannot write", gp) < 0 ? -1 : -1;
+    if (f)
+        fclose(f);
+    if (!rc && !(s->cg = gr_graph_load(gp, s->err, sizeof s->err)))
+        rc = -1;
+    free(gp);
+    free(text);
+    if (rc)
+        return rc;
+    char *wpath = s->g->weights ? gr_graph_relpath(s->g, s->g->weights) : NULL;
+    rt_st_file *full = wpath ? rt_st_read(wpath, s->err, sizeof s->err) : NULL;
+    free(wpath);
+    if (s->g->weights && !full)
+        return -1;
+    for (int c = 0; c < s->a.ncards && full && !rc; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "weights%d.safetensors", c);
+        char *p = dir_file(s->dir, name);
+        rc = write_weights(s, full, c, p);
+        free(p);
+    }
+    rt_st_free(full);
+    return rc;
+}
+
+/* Card c: a device of the system's chip, linked, with its program and data. */
+static int open_card(tp_state *s, int c)
+{
+    if (!(s->dev[c] = rt_open_config(&s->sys.chip, s->err, sizeof s->err)))
+        return -1;
+    rt_set_options(s->dev[c], &s->a.opt);
+    rt_set_link(s->dev[c], &rt_threads_link_ops, s->link, c);
+    cc_compile_opts o = {.target = &s->sys.chip};
+    cc_result *r = cc_compile(s->cg, &o, s->err, sizeof s->err);
+    if (!r)
+        return -1;
+    s->prog[c] = rt_load_program(s->dev[c], cc_result_take_program(r), s->err, sizeof s->err);
+    cc_result_free(r);
+    if (!s->prog[c] || rt_fill_inputs(s->prog[c], s->a.seed, s->err, sizeof s->err))
+        return -1;
+    if (!s->a.opt.values)
+        return 0;
+    char name[64];
+    snprintf(name, sizeof name, "weights%d.safetensors", c);
+    char *wp = dir_file(s->dir, name), *inputs = s->g->path ? gr_graph_relpath(s->g, "inputs.safetensors") : NULL;
+    free(s->cg->weights);
+    s->cg->weights = s->g->weights ? strdup(name) : NULL;
+    int rc = rt_load_graph_tensors(s->prog[c], s->cg, inputs && access(inputs, R_OK) == 0 ? inputs : NULL, s->err,
+                                   sizeof s->err);
+    free(wp);
+    free(inputs);
+    return rc;
+}
+
+/* Per card and overall: cycles, the collectives' share. */
+static void tp_report(const tp_state *s)
+{
+    const chip_config *k = &s->sys.chip;
+    double last = 0, coll = 0;
+    for (int c = 0; c < s->a.ncards; c++) {
+        const rt_run_result *r = &s->res[c];
+        printf("card %d: cycles=%.0f collectives=%d collective_cycles=%.0f wait_cycles=%.0f compute_cycles=%.0f\n", c,
+               r->stats.cycles, r->coll_ops, r->coll_cycles, r->coll_wait_cycles, r->stats.cycles - r->coll_cycles);
+        if (r->stats.cycles > last) {
+            last = r->stats.cycles;
+            coll = r->coll_cycles;
+        }
+    }
+    printf("tp=%d system=%s chip=%s allreduces=%d\n", s->a.ncards, s->sys.name, k->name, cc_tp_rows(s->plan));
+    printf("cycles=%.0f time_us=%.3f (at %.3g GHz) collective_cycles=%.0f collective_share=%.4f\n", last,
+           last / k->clock_ghz / 1e3, k->clock_ghz, coll, last > 0 ? coll / last : 0);
+}
+
+/* Card 0's outputs against the unsplit graph's reference and PyTorch's;
+ * every other card's outputs the same bits as card 0's. */
+static int tp_check(tp_state *s)
+{
+    rt_check_result *r = NULL;
+    int n = 0, status = TP_OK;
+    int bad = rt_check_graph(s->prog[0], s->g, &r, &n, s->err, sizeof s->err);
+    if (bad < 0)
+        return fprintf(stderr, "spyre run: %s\n", s->err), TP_USAGE;
+    for (int i = 0; i < n; i++) {
+        char line[1024];
+        rt_check_format(&r[i], line, sizeof line);
+        printf("%s\n", line);
+    }
+    status = bad ? TP_MISMATCH : TP_OK;
+    free(r);
+    char *exp = s->g->path ? gr_graph_relpath(s->g, "expected.safetensors") : NULL;
+    if (exp && access(exp, R_OK) == 0) {
+        bad = rt_check_expected(s->prog[0], s->g, exp, &r, &n, s->err, sizeof s->err);
+        for (int i = 0; bad >= 0 && i < n; i++) {
+            char line[1024];
+            rt_check_format(&r[i], line, sizeof line);
+            printf("expected %s\n", line + 6);
+        }
+        if (bad)
+            status = bad < 0 ? (fprintf(stderr, "spyre run: %s\n", s->err), TP_USAGE) : TP_MISMATCH;
+        free(r);
+    }
+    free(exp);
+    for (int i = 0; i < s->g->noutputs; i++) {
+        const char *name = s->g->values[s->g->outputs[i]].name;
+        int64_t n0, nc;
+        const float *y0 = rt_host_tensor(s->prog[0], name, &n0);
+        for (int c = 1; c < s->a.ncards && y0; c++) {
+            const float *yc = rt_host_tensor(s->prog[c], name, &nc);
+            if (!yc || nc != n0 || memcmp(yc, y0, (size_t)n0 * sizeof *y0)) {
+                printf("check cards: %%%s of card %d differs from card 0's MISMATCH\n", name, c);
+                status = TP_MISMATCH;
+            }
+        }
+    }
+    printf("check cards: every card's outputs %s card 0's\n", status == TP_MISMATCH ? "checked against" : "equal to");
+    return status;
+}
+
+static void tp_free(tp_state *s)
+{
+    for (int c = 0; c < 64; c++) {
+        if (s->prog[c])
+            rt_unload(s->prog[c]);
+        if (s->dev[c])
+            rt_close(s->dev[c]);
+    }
+    rt_threads_link_free(s->link);
+    free(s->res);
+    gr_graph_free(s->cg);
+    cc_tp_free(s->plan);
+    gr_graph_free(s->g);
+    if (s->dir[0]) { /* the scratch directory holds only what write_cards wrote */
+        char *p = dir_file(s->dir, "graph.txt");
+        unlink(p);
+        free(p);
+        for (int c = 0; c < s->a.ncards; c++) {
+            char name[64];
+            snprintf(name, sizeof name, "weights%d.safetensors", c);
+            p = dir_file(s->dir, name);
+            unlink(p);
+            free(p);
+        }
+        rmdir(s->dir);
+    }
+}
+
+static int tp_go(tp_state *s)
+{
+    if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
+        !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s))
+        return TP_USAGE;
+    s->link = rt_threads_link_new(&s->sys, s->a.ncards);
+    s->res = calloc((size_t)s->a.ncards, sizeof *s->res);
+    for (int c = 0; c < s->a.ncards; c++)
+        if (open_card(s, c))
+            return TP_USAGE;
+    if (rt_launch_cards(s->prog, s->a.ncards, s->res)) {
+        for (int c = 0; c < s->a.ncards; c++)
+            if (s->res[c].status != RT_RUN_OK) {
+                rt_run_format(&s->res[c], s->err, sizeof s->err);
+                fprintf(stderr, "spyre run: %s: card %d: %s\n", s->a.path, c, s->err);
+                return TP_FAULT;
+            }
+    }
+    tp_report(s);
+    return s->a.check ? tp_check(s) : TP_OK;
+}
+
+int tp_run(int argc, char **argv)
+{
+    tp_state *s = calloc(1, sizeof *s);
+    if (!s || tp_parse(argc, argv, &s->a)) {
+        free(s);
+        return TP_USAGE;
+    }
+    int status = tp_go(s);
+    if (status == TP_USAGE && s->err[0])
+        fprintf(stderr, "spyre run: %s\n", s->err);
+    tp_free(s);
+    free(s);
+    return status;
+}
