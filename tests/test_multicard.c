@@ -248,6 +248,41 @@ static void test_failing_card_stops_every_card(void)
     gr_graph_free(g);
 }
 
+/* The exported layers at TP 2 and 4: card 0's output within the unsplit
+ * graph's reference tolerance and PyTorch's, every card's the same bits,
+ * two allreduces (attention and MLP) on every card. */
+static void test_tp_layers_validate_at_2_and_4_cards(void)
+{
+    static const char *const traces[] = {"llama_tiny", "gpt2_small_block_tiny"};
+    static char out[16384];
+    for (int t = 0; t < 2; t++)
+        for (int n = 2; n <= 4; n += 2) {
+            char args[512];
+            snprintf(args, sizeof args, "run %s/traces/%s --tp %d --check", SPYRE_SOURCE_DIR, traces[t], n);
+            CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+            TU_ASSERT_CONTAINS(out, "card 1: ", "collectives=2 ", "allreduces=2", "within_tol=1.000000",
+                               "every card's outputs equal to card 0's");
+            TU_ASSERT_LACKS(out, "MISMATCH");
+        }
+}
+
+/* A cut running into an op the splitter has no rule for is an error naming it. */
+static void test_tp_unknown_op_is_named(void)
+{
+    const char *g = "graph bad\ninput %x: f32[32, 64]\nparam %w1: f32[128, 64] = \"w1\"\n"
+                    "param %w2: f32[64, 128] = \"w2\"\n%t: f32[64, 128] = aten.t.default(%w1)\n"
+                    "%h: f32[32, 128] = aten.mm.default(%x, %t)\n%c: f32[32, 128] = aten.cumsum.default(%h, 1)\n"
+                    "%t2: f32[128, 64] = aten.t.default(%w2)\n%y: f32[32, 64] = aten.mm.default(%c, %t2)\noutput %y\n";
+    char path[512], args[700], out[2048];
+    tu_write_tmpfile(".txt", g, strlen(g), path, sizeof path);
+    snprintf(args, sizeof args, "run %s --tp 2 --no-values", path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, ":7: aten.cumsum.default: cannot split for tensor parallelism");
+    snprintf(args, sizeof args, "run %s/traces/llama_gen/prefill --tp 2", SPYRE_SOURCE_DIR);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, "state (update lines) is not split yet");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -257,6 +292,8 @@ int main(void)
         {"allreduce_cost_matches_formula_and_values_sum", test_allreduce_cost_matches_formula_and_values_sum},
         {"allgather_and_reduce_scatter_values_and_cost", test_allgather_and_reduce_scatter_values_and_cost},
         {"failing_card_stops_every_card", test_failing_card_stops_every_card},
+        {"tp_layers_validate_at_2_and_4_cards", test_tp_layers_validate_at_2_and_4_cards},
+        {"tp_unknown_op_is_named", test_tp_unknown_op_is_named},
         {NULL, NULL},
     };
     return tu_run("multicard", tests);
