@@ -225,7 +225,8 @@ static int run_collective(rt_fallback *fb, const gr_node *n, double at, double *
     rt_run_result *r = fb->res;
     r->coll_ops++;
     r->coll_cycles += *cycles;
-    r->coll_wait_cycles += *cycles - c.cost_ns * dev->cfg.clock_ghz;
+    double wait = *cycles - c.cost_ns * dev->cfg.clock_ghz;
+    r->coll_wait_cycles += wait > 0 ? wait : 0; /* 0 for the last to arrive, up to rounding */
     return 0;
 }
 

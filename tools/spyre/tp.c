@@ -221,8 +221,9 @@ static void tp_report(const tp_state *s)
     double last = 0, coll = 0;
     for (int c = 0; c < s->a.ncards; c++) {
         const rt_run_result *r = &s->res[c];
-        printf("card %d: cycles=%.0f collectives=%d collective_cycles=%.0f wait_cycles=%.0f compute_cycles=%.0f\n", c,
-               r->stats.cycles, r->coll_ops, r->coll_cycles, r->coll_wait_cycles, r->stats.cycles - r->coll_cycles);
+        printf("card %d: cycles=%.0f collectives=%d collective_cycles=%.0f wait_cycles=%.0f compute_cycles=%.0f "
+               "macs=%" PRIu64 "\n", c, r->stats.cycles, r->coll_ops, r->coll_cycles, r->coll_wait_cycles,
+               r->stats.cycles - r->coll_cycles, r->stats.macs);
         if (r->stats.cycles > last) {
             last = r->stats.cycles;
             coll = r->coll_cycles;
