@@ -179,6 +179,10 @@ char *cc_tp_graph_text(const cc_tp_plan *p, const char *weights);
 void cc_tp_param_key(const cc_tp_plan *p, int v, char *buf, size_t len);
 /* Card `card`'s values of parameter v from its whole values: the count. */
 int64_t cc_tp_shard(const cc_tp_plan *p, int v, int card, const float *full, float *out);
+/* Is value v cut (each card holds a part)?  cc_tp_unshard puts card's
+ * part of v where it belongs in the whole tensor. */
+int cc_tp_is_cut(const cc_tp_plan *p, int v);
+void cc_tp_unshard(const cc_tp_plan *p, int v, int card, const float *part, float *full);
 /* ==== end of tensor parallelism ==== */
 
 /* ==== The back half (backend.c, be_lxplan.c, be_matmul.c, be_rows.c, be_reroll.c; docs/compiler.md) ====

@@ -31,6 +31,7 @@ struct cc_tp_plan {
     demand *elem;      /* per value and tuple element (GR_MAX_RANK of each), getitem demands */
     char *row;         /* per node: a row-parallel linear (an allreduce follows) */
     char *cand;        /* per node: may still be tried as row-parallel */
+    char *deferred;    /* per node: a state update's index_copy waiting for its source's demand */
     int fail_node;     /* the failure of the last pass */
     int fail_origin;   /* the row-parallel linear whose cut failed there */
     int unknown;       /* it was an op the splitter has no rule for */
@@ -300,6 +301,52 @@ static int r_split(rule_ctx *c)
 
 static int ask_all_full(cc_tp_plan *p, int node);
 
+/* index_select(x, dim, index): x cut as the output, the index whole. */
+static int r_index_select(rule_ctx *c)
+{
+    int dim = normdim(int_arg(c->n, 1, "dim", 0), c->ot->rank);
+    if (cut_along(c->out, dim))
+        return fail(c->p, c->node, c->out->origin, 0, "it selects along the cut dimension");
+    demand f = full();
+    return ask(c->p, c->node, c->n->args[0].value, c->out) || ask(c->p, c->node, c->n->args[2].value, &f);
+}
+
+/* index_copy(self, dim, index, src): self and src cut as the output. */
+static int r_index_copy(rule_ctx *c)
+{
+    int dim = normdim(int_arg(c->n, 1, "dim", 0), c->ot->rank);
+    if (cut_along(c->out, dim))
+        return fail(c->p, c->node, c->out->origin, 0, "it copies along the cut dimension");
+    demand f = full();
+    return ask(c->p, c->node, c->n->args[0].value, c->out) || ask(c->p, c->node, c->n->args[3].value, c->out) ||
+           ask(c->p, c->node, c->n->args[2].value, &f);
+}
+
+/* A state's new value (an index_copy nothing else reads) is cut as its
+ * source is: decided when the source's demand is final, at its producer. */
+static int is_update_value(const cc_tp_plan *p, int v)
+{
+    for (int i = 0; i < p->g->nupdates; i++)
+        if (p->g->updates[i].value == v)
+            return 1;
+    return 0;
+}
+
+static int resolve_deferred(cc_tp_plan *p, int src)
+{
+    for (int k = 0; k < p->g->nnodes; k++) {
+        const gr_node *n = &p->g->nodes[k];
+        if (!p->deferred[k] || n->args[3].value != src)
+            continue;
+        p->deferred[k] = 0;
+        p->dem[n->out] = p->dem[src].state == D_UNSET ? full() : p->dem[src];
+        rule_ctx c = {p, k, n, &p->dem[n->out], vtype(p, n->out)};
+        if (r_index_copy(&c))
+            return -1;
+    }
+    return 0;
+}
+
 /* native_layer_norm: its output cut along other dims than those it normalizes. */
 static int r_layer_norm(rule_ctx *c)
 {
@@ -330,7 +377,7 @@ static const struct {
     {"view", r_reshape}, {"_unsafe_view", r_reshape}, {"reshape", r_reshape}, {"_reshape_alias", r_reshape},
     {"t", r_transpose}, {"transpose", r_transpose}, {"permute", r_transpose}, {"unsqueeze", r_unsqueeze},
     {"expand", r_expand}, {"slice", r_along}, {"cat", r_along}, {"_softmax", r_along}, {"mean", r_mean},
-    {"native_layer_norm", r_layer_norm}, {"mm", r_matmul}, {"bmm", r_matmul}, {"addmm", r_matmul}, {"split", r_split},
+    {"native_layer_norm", r_layer_norm}, {"index_select", r_index_select}, {"index_copy", r_index_copy}, {"mm", r_matmul}, {"bmm", r_matmul}, {"addmm", r_matmul}, {"split", r_split},
     {"clone", r_pointwise}, {"contiguous", r_pointwise}, {"neg", r_pointwise}, {"silu", r_pointwise},
     {"gelu", r_pointwise}, {"relu", r_pointwise}, {"tanh", r_pointwise}, {"sigmoid", r_pointwise},
     {"exp", r_pointwise}, {"rsqrt", r_pointwise}, {"pow", r_pointwise}, {"add", r_pointwise},
@@ -393,6 +440,13 @@ static int run_rule(cc_tp_plan *p, int node)
 {
     const gr_node *n = &p->g->nodes[node];
     demand *out = &p->dem[n->out];
+    if (resolve_deferred(p, n->out))
+        return -1;
+    if (!strcmp(n->base, "index_copy") && out->state == D_UNSET && n->nargs == 4 &&
+        n->args[3].kind == GR_ARG_VALUE && is_update_value(p, n->out)) {
+        p->deferred[node] = 1;
+        return 0;
+    }
     if (!strcmp(n->op, "getitem")) {
         int t = n->args[0].value, i = (int)n->args[1].i;
         p->elem[t * GR_MAX_RANK + i] = out->state == D_UNSET ? full() : *out;
@@ -424,19 +478,21 @@ static int solve_once(cc_tp_plan *p)
     memset(p->dem, 0, (size_t)g->nvalues * sizeof *p->dem);
     memset(p->elem, 0, (size_t)g->nvalues * GR_MAX_RANK * sizeof *p->elem);
     memset(p->row, 0, (size_t)g->nnodes);
+    memset(p->deferred, 0, (size_t)g->nnodes);
     p->fail_node = -1;
     for (int i = 0; i < g->noutputs; i++)
         p->dem[g->outputs[i]] = full();
     for (int n = g->nnodes - 1; n >= 0; n--)
         if (run_rule(p, n))
             return -1;
+    for (int v = 0; v < g->nvalues; v++) /* sources that are no node's */
+        if (g->values[v].kind != GR_VAL_NODE && resolve_deferred(p, v))
+            return -1;
     return 0;
 }
 
 cc_tp_plan *cc_tp_split(const gr_graph *g, int ncards, char *err, size_t errlen)
 {
-    if (g->nupdates)
-        return isa_errf(err, errlen, "%s: a graph with state (update lines) is not split yet", g->path), NULL;
     cc_tp_plan *p = calloc(1, sizeof *p);
     p->g = g;
     p->ncards = ncards;
@@ -444,7 +500,8 @@ cc_tp_plan *cc_tp_split(const gr_graph *g, int ncards, char *err, size_t errlen)
     p->elem = calloc((size_t)g->nvalues * GR_MAX_RANK, sizeof *p->elem);
     p->row = calloc((size_t)g->nnodes + 1, 1);
     p->cand = calloc((size_t)g->nnodes + 1, 1);
-    if (!p->dem || !p->elem || !p->row || !p->cand)
+    p->deferred = calloc((size_t)g->nnodes + 1, 1);
+    if (!p->dem || !p->elem || !p->row || !p->cand || !p->deferred)
         abort();
     /* one card: nothing to split, no allreduce to add */
     memset(p->cand, ncards > 1, (size_t)g->nnodes);
@@ -471,6 +528,7 @@ void cc_tp_free(cc_tp_plan *p)
     free(p->elem);
     free(p->row);
     free(p->cand);
+    free(p->deferred);
     free(p);
 }
 
@@ -626,7 +684,7 @@ char *cc_tp_graph_text(const cc_tp_plan *p, const char *weights)
         int v = g->params[i];
         char key[1024];
         cc_tp_param_key(p, v, key, sizeof key);
-        fputs("param ", f);
+        fputs(g->values[v].state ? "state " : "param ", f);
         print_name(p, v, f);
         fputs(": ", f);
         print_type(p, v, f);
@@ -638,6 +696,11 @@ char *cc_tp_graph_text(const cc_tp_plan *p, const char *weights)
     for (int i = 0; i < g->noutputs; i++)
         fprintf(f, "%s%%%s", i ? ", " : "", g->values[g->outputs[i]].name);
     fputc('\n', f);
+    for (int i = 0; i < g->nupdates; i++) {
+        fputs("update ", f);
+        print_name(p, g->updates[i].state, f);
+        fprintf(f, " = %%%s\n", g->values[g->updates[i].value].name);
+    }
     fclose(f);
     return text;
 }
@@ -649,11 +712,37 @@ void cc_tp_param_key(const cc_tp_plan *p, int v, char *buf, size_t len)
     snprintf(buf, len, "%s%s", val->param_key ? val->param_key : val->name, cut ? ".shard" : "");
 }
 
+/* The flat index in value v's whole tensor of element i of card's part. */
+static int64_t whole_index(const cc_tp_plan *p, int v, int card, const gr_ttype *lt, int64_t i)
+{
+    const demand *d = &p->dem[v];
+    const gr_ttype *t = &p->g->values[v].type;
+    int64_t idx[GR_MAX_RANK], src = 0, stride = 1;
+    for (int e = lt->rank - 1; e >= 0; e--) {
+        idx[e] = i % lt->shape[e];
+        i /= lt->shape[e];
+    }
+    for (int k = 0; k < d->nf; k++) {
+        const cc_tp_factor *F = &d->f[k];
+        int64_t part = (card / F->stride) % F->parts, l = idx[F->dim];
+        idx[F->dim] = (l / F->b * F->parts + part) * F->b + l % F->b;
+    }
+    for (int e = t->rank - 1; e >= 0; e--) {
+        src += idx[e] * stride;
+        stride *= t->shape[e];
+    }
+    return src;
+}
+
+int cc_tp_is_cut(const cc_tp_plan *p, int v)
+{
+    return p->dem[v].state == D_CUT;
+}
+
 int64_t cc_tp_shard(const cc_tp_plan *p, int v, int card, const float *full, float *out)
 {
     const demand *d = &p->dem[v];
-    gr_ttype t = p->g->values[v].type;
-    int64_t n = gr_ttype_numel(&t);
+    int64_t n = gr_ttype_numel(&p->g->values[v].type);
     if (d->state == D_CARD0) { /* a row-parallel linear's bias: added once, by card 0 */
         for (int64_t i = 0; i < n; i++)
             out[i] = card ? 0.0f : full[i];
@@ -665,24 +754,15 @@ int64_t cc_tp_shard(const cc_tp_plan *p, int v, int card, const float *full, flo
     }
     gr_ttype lt = local_type(p, v, -1);
     int64_t ln = gr_ttype_numel(&lt);
-    for (int64_t i = 0; i < ln; i++) {
-        /* the local multi-index to the full one, dimension by dimension */
-        int64_t rem = i, src = 0, stride = 1;
-        int64_t idx[GR_MAX_RANK];
-        for (int e = lt.rank - 1; e >= 0; e--) {
-            idx[e] = rem % lt.shape[e];
-            rem /= lt.shape[e];
-        }
-        for (int k = 0; k < d->nf; k++) {
-            const cc_tp_factor *F = &d->f[k];
-            int64_t part = (card / F->stride) % F->parts, l = idx[F->dim];
-            idx[F->dim] = (l / F->b * F->parts + part) * F->b + l % F->b;
-        }
-        for (int e = t.rank - 1; e >= 0; e--) {
-            src += idx[e] * stride;
-            stride *= t.shape[e];
-        }
-        out[i] = full[src];
-    }
+    for (int64_t i = 0; i < ln; i++)
+        out[i] = full[whole_index(p, v, card, &lt, i)];
     return ln;
+}
+
+void cc_tp_unshard(const cc_tp_plan *p, int v, int card, const float *part, float *full)
+{
+    gr_ttype lt = local_type(p, v, -1);
+    int64_t ln = gr_ttype_numel(&lt);
+    for (int64_t i = 0; i < ln; i++)
+        full[p->dem[v].state == D_CUT ? whole_index(p, v, card, &lt, i) : i] = part[i];
 }

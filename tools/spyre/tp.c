@@ -234,49 +234,102 @@ static void tp_report(const tp_state *s)
            last / k->clock_ghz / 1e3, k->clock_ghz, coll, last > 0 ? coll / last : 0);
 }
 
-/* Card 0's outputs against the unsplit graph's reference and PyTorch's;
- * every other card's outputs the same bits as card 0's. */
-static int tp_check(tp_state *s)
+/* Every card's outputs that are not cut the same bits as card 0's. */
+static int same_on_every_card(const tp_state *s)
 {
-    rt_check_result *r = NULL;
-    int n = 0, status = TP_OK;
-    int bad = rt_check_graph(s->prog[0], s->g, &r, &n, s->err, sizeof s->err);
-    if (bad < 0)
-        return fprintf(stderr, "spyre run: %s\n", s->err), TP_USAGE;
-    for (int i = 0; i < n; i++) {
-        char line[1024];
-        rt_check_format(&r[i], line, sizeof line);
-        printf("%s\n", line);
-    }
-    status = bad ? TP_MISMATCH : TP_OK;
-    free(r);
-    char *exp = s->g->path ? gr_graph_relpath(s->g, "expected.safetensors") : NULL;
-    if (exp && access(exp, R_OK) == 0) {
-        bad = rt_check_expected(s->prog[0], s->g, exp, &r, &n, s->err, sizeof s->err);
-        for (int i = 0; bad >= 0 && i < n; i++) {
-            char line[1024];
-            rt_check_format(&r[i], line, sizeof line);
-            printf("expected %s\n", line + 6);
-        }
-        if (bad)
-            status = bad < 0 ? (fprintf(stderr, "spyre run: %s\n", s->err), TP_USAGE) : TP_MISMATCH;
-        free(r);
-    }
-    free(exp);
-    for (int i = 0; i < s->g->noutputs; i++) {
-        const char *name = s->g->values[s->g->outputs[i]].name;
+    int status = TP_OK;
+    for (size_t i = 0; i < rt_program_isa(s->prog[0])->ntensors; i++) {
+        const isa_tensor *t = &rt_program_isa(s->prog[0])->tensors[i];
+        int v = gr_graph_find(s->g, t->name);
+        if (t->role != ISA_ROLE_OUTPUT || v < 0 || cc_tp_is_cut(s->plan, v))
+            continue;
         int64_t n0, nc;
-        const float *y0 = rt_host_tensor(s->prog[0], name, &n0);
+        const float *y0 = rt_host_tensor(s->prog[0], t->name, &n0);
         for (int c = 1; c < s->a.ncards && y0; c++) {
-            const float *yc = rt_host_tensor(s->prog[c], name, &nc);
+            const float *yc = rt_host_tensor(s->prog[c], t->name, &nc);
             if (!yc || nc != n0 || memcmp(yc, y0, (size_t)n0 * sizeof *y0)) {
-                printf("check cards: %%%s of card %d differs from card 0's MISMATCH\n", name, c);
+                printf("check cards: %%%s of card %d differs from card 0's MISMATCH\n", t->name, c);
                 status = TP_MISMATCH;
             }
         }
     }
-    printf("check cards: every card's outputs %s card 0's\n", status == TP_MISMATCH ? "checked against" : "equal to");
+    if (status == TP_OK)
+        printf("check cards: every card's outputs that are not cut equal to card 0's\n");
     return status;
+}
+
+/* The unsplit graph compiled and loaded beside card 0's program with the
+ * export's data, its outputs the cards' outputs put together (the parts
+ * of a cut one, such as a state's new slices, where they belong): what
+ * the unsplit graph's checks compare. */
+static rt_program *assemble(tp_state *s)
+{
+    cc_compile_opts o = {.target = &s->sys.chip};
+    cc_result *r = cc_compile(s->g, &o, s->err, sizeof s->err);
+    rt_program *prog = r ? rt_load_program(s->dev[0], cc_result_take_program(r), s->err, sizeof s->err) : NULL;
+    cc_result_free(r);
+    char *inputs = s->g->path ? gr_graph_relpath(s->g, "inputs.safetensors") : NULL;
+    int rc = !prog || rt_fill_inputs(prog, s->a.seed, s->err, sizeof s->err) ||
+             rt_load_graph_tensors(prog, s->g, inputs && access(inputs, R_OK) == 0 ? inputs : NULL, s->err,
+                                   sizeof s->err);
+    free(inputs);
+    for (size_t i = 0; prog && !rc && i < rt_program_isa(prog)->ntensors; i++) {
+        const isa_tensor *t = &rt_program_isa(prog)->tensors[i];
+        int v = gr_graph_find(s->g, t->name);
+        if (t->role != ISA_ROLE_OUTPUT || v < 0)
+            continue;
+        float *whole = calloc((size_t)rt_tensor_elems(t) + 1, sizeof *whole);
+        for (int c = 0; c < (cc_tp_is_cut(s->plan, v) ? s->a.ncards : 1); c++) {
+            const float *part = rt_host_tensor(s->prog[c], t->name, NULL);
+            if (part)
+                cc_tp_unshard(s->plan, v, c, part, whole);
+        }
+        rc = rt_write_tensor(prog, t->name, whole, ISA_HT_F32, s->err, sizeof s->err);
+        free(whole);
+    }
+    if (rc && prog) {
+        rt_unload(prog);
+        prog = NULL;
+    }
+    return prog;
+}
+
+static int print_results(rt_check_result *r, int n, const char *prefix)
+{
+    for (int i = 0; i < n; i++) {
+        char line[1024];
+        rt_check_format(&r[i], line, sizeof line);
+        printf("%s%s\n", prefix, *prefix ? line + 6 : line);
+    }
+    free(r);
+    return 0;
+}
+
+/* The cards' outputs put together against the unsplit graph's reference
+ * and PyTorch's outputs, and against each other. */
+static int tp_check(tp_state *s)
+{
+    rt_program *whole = assemble(s);
+    if (!whole)
+        return fprintf(stderr, "spyre run: the unsplit graph for the check: %s\n", s->err), TP_USAGE;
+    rt_check_result *r = NULL;
+    int n = 0, bad = rt_check_graph(whole, s->g, &r, &n, s->err, sizeof s->err);
+    int status = bad < 0 ? TP_USAGE : bad ? TP_MISMATCH : TP_OK;
+    if (bad >= 0)
+        print_results(r, n, "");
+    char *exp = s->g->path ? gr_graph_relpath(s->g, "expected.safetensors") : NULL;
+    if (bad >= 0 && exp && access(exp, R_OK) == 0) {
+        bad = rt_check_expected(whole, s->g, exp, &r, &n, s->err, sizeof s->err);
+        if (bad >= 0)
+            print_results(r, n, "expected ");
+        status = bad < 0 ? TP_USAGE : bad && status == TP_OK ? TP_MISMATCH : status;
+    }
+    free(exp);
+    if (status == TP_USAGE)
+        fprintf(stderr, "spyre run: %s\n", s->err);
+    rt_unload(whole);
+    int same = same_on_every_card(s);
+    return status == TP_OK ? same : status;
 }
 
 static void tp_free(tp_state *s)
