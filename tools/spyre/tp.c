@@ -13,6 +13,7 @@
 
 #include "cc.h"
 #include "chip.h"
+#include "isa.h"
 #include "rt.h"
 #include "tp.h"
 
@@ -57,8 +58,11 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->check = 1;
         else if (!strcmp(o, "--no-values"))
             a->opt.values = 0;
-        else if (v && !strcmp(o, "--tp") && ++i)
-            a->ncards = atoi(v);
+        else if (v && !strcmp(o, "--tp") && ++i) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            a->ncards = *end || n < 1 || n > 64 ? -1 : (int)n;
+        }
         else if (v && !strcmp(o, "--system") && ++i)
             a->system = v;
         else if (v && !strcmp(o, "--config") && ++i)
@@ -185,6 +189,20 @@ static int write_cards(tp_state *s)
     return rc;
 }
 
+/* The cards' graph compiled once, for every card (scratch dir/card.elf). */
+static int compile_cards(tp_state *s)
+{
+    cc_compile_opts o = {.target = &s->sys.chip};
+    cc_result *r = cc_compile(s->cg, &o, s->err, sizeof s->err);
+    isa_program *p = r ? cc_result_take_program(r) : NULL;
+    cc_result_free(r);
+    char *elf = dir_file(s->dir, "card.elf");
+    int rc = !p || isa_elf_write(p, elf, s->err, sizeof s->err);
+    isa_program_free(p);
+    free(elf);
+    return rc ? -1 : 0;
+}
+
 /* Card c: a device of the system's chip, linked, with its program and data. */
 static int open_card(tp_state *s, int c)
 {
@@ -192,12 +210,9 @@ static int open_card(tp_state *s, int c)
         return -1;
     rt_set_options(s->dev[c], &s->a.opt);
     rt_set_link(s->dev[c], &rt_threads_link_ops, s->link, c);
-    cc_compile_opts o = {.target = &s->sys.chip};
-    cc_result *r = cc_compile(s->cg, &o, s->err, sizeof s->err);
-    if (!r)
-        return -1;
-    s->prog[c] = rt_load_program(s->dev[c], cc_result_take_program(r), s->err, sizeof s->err);
-    cc_result_free(r);
+    char *elf = dir_file(s->dir, "card.elf");
+    s->prog[c] = rt_load(s->dev[c], elf, s->err, sizeof s->err);
+    free(elf);
     if (!s->prog[c] || rt_fill_inputs(s->prog[c], s->a.seed, s->err, sizeof s->err))
         return -1;
     if (!s->a.opt.values)
@@ -349,6 +364,9 @@ static void tp_free(tp_state *s)
         char *p = dir_file(s->dir, "graph.txt");
         unlink(p);
         free(p);
+        p = dir_file(s->dir, "card.elf");
+        unlink(p);
+        free(p);
         for (int c = 0; c < s->a.ncards; c++) {
             char name[64];
             snprintf(name, sizeof name, "weights%d.safetensors", c);
@@ -363,7 +381,7 @@ static void tp_free(tp_state *s)
 static int tp_go(tp_state *s)
 {
     if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
-        !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s))
+        !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s))
         return TP_USAGE;
     s->link = rt_threads_link_new(&s->sys, s->a.ncards);
     s->res = calloc((size_t)s->a.ncards, sizeof *s->res);
