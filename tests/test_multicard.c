@@ -266,6 +266,55 @@ static void test_tp_layers_validate_at_2_and_4_cards(void)
         }
 }
 
+/* Shard t of card c: rows (dim 0) or columns (dim 1) [lo, lo + n) of the whole tensor w? */
+static int is_block(const rt_st_tensor *t, const rt_st_tensor *w, int dim, int64_t lo, int64_t n)
+{
+    float *a = malloc((size_t)t->numel * sizeof *a), *b = malloc((size_t)w->numel * sizeof *b);
+    rt_st_to_f32(t, a);
+    rt_st_to_f32(w, b);
+    int ok = t->shape[dim] == n && t->shape[!dim] == w->shape[!dim];
+    for (int64_t i = 0; ok && i < t->shape[0]; i++)
+        for (int64_t j = 0; ok && j < t->shape[1]; j++)
+            ok = a[i * t->shape[1] + j] == b[(dim ? i : lo + i) * w->shape[1] + (dim ? lo + j : j)];
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* spyre compile --tp 4 -o DIR: the Megatron cut of llama_tiny's weights
+ * (4 heads of 16, 2 KV heads, FFN 160): card c holds query head c, KV
+ * head c / 2 (shared by two cards), the o_proj columns of its head, 40
+ * gate/up rows and the down_proj columns they feed. */
+static void test_tp_compile_writes_megatron_shards(void)
+{
+    char dir[512], args[1200], out[16384], err[512];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(args, sizeof args, "compile %s/traces/llama_tiny --tp 4 -o %s/cards", SPYRE_SOURCE_DIR, dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "param %q_proj_weight_shard: f32[16, 64] = \"q_proj.weight.shard\"",
+                       "_c10d_functional.all_reduce.default(%mm_3_partial", "allreduces=2");
+    char path[700];
+    snprintf(path, sizeof path, "%s/traces/llama_tiny/weights.safetensors", SPYRE_SOURCE_DIR);
+    rt_st_file *w = rt_st_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    for (int c = 0; c < 4; c++) {
+        snprintf(path, sizeof path, "%s/cards/weights%d.safetensors", dir, c);
+        rt_st_file *f = rt_st_read(path, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT(is_block(rt_st_find(f, "q_proj.weight.shard"), rt_st_find(w, "q_proj.weight"), 0, 16 * c, 16));
+        CU_ASSERT(is_block(rt_st_find(f, "k_proj.weight.shard"), rt_st_find(w, "k_proj.weight"), 0, 16 * (c / 2), 16));
+        CU_ASSERT(is_block(rt_st_find(f, "v_proj.weight.shard"), rt_st_find(w, "v_proj.weight"), 0, 16 * (c / 2), 16));
+        CU_ASSERT(is_block(rt_st_find(f, "o_proj.weight.shard"), rt_st_find(w, "o_proj.weight"), 1, 16 * c, 16));
+        CU_ASSERT(is_block(rt_st_find(f, "gate_proj.weight.shard"), rt_st_find(w, "gate_proj.weight"), 0, 40 * c, 40));
+        CU_ASSERT(is_block(rt_st_find(f, "up_proj.weight.shard"), rt_st_find(w, "up_proj.weight"), 0, 40 * c, 40));
+        CU_ASSERT(is_block(rt_st_find(f, "down_proj.weight.shard"), rt_st_find(w, "down_proj.weight"), 1, 40 * c, 40));
+        CU_ASSERT_PTR_NOT_NULL(rt_st_find(f, "rope_cos"));
+        rt_st_free(f);
+    }
+    rt_st_free(w);
+    tu_rmtree(dir);
+}
+
 /* A cut running into an op the splitter has no rule for is an error naming it. */
 static void test_tp_unknown_op_is_named(void)
 {
@@ -308,6 +357,7 @@ int main(void)
         {"failing_card_stops_every_card", test_failing_card_stops_every_card},
         {"tp_layers_validate_at_2_and_4_cards", test_tp_layers_validate_at_2_and_4_cards},
         {"tp_unknown_op_is_named", test_tp_unknown_op_is_named},
+        {"tp_compile_writes_megatron_shards", test_tp_compile_writes_megatron_shards},
         {"tp_whole_models_with_caches_validate", test_tp_whole_models_with_caches_validate},
         {NULL, NULL},
     };

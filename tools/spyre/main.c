@@ -798,6 +798,8 @@ static int cmd_compile(int argc, char **argv)
 {
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
+    if (tp_wanted(argc, argv)) /* several cards (tp.c) */
+        return tp_compile(argc, argv);
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0;
     const char *work_div[64];

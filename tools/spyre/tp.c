@@ -20,7 +20,7 @@
 enum { TP_OK = 0, TP_MISMATCH = 1, TP_USAGE = 2, TP_FAULT = 3 };
 
 typedef struct {
-    const char *path, *system, *config;
+    const char *path, *system, *config, *out;
     int ncards, check;
     uint64_t seed;
     sim_options opt;
@@ -31,7 +31,8 @@ typedef struct {
     chip_system sys;
     gr_graph *g;
     cc_tp_plan *plan;
-    char dir[64];
+    char dir[1024];
+    int scratch; /* dir is ours to remove (else --out's) */
     gr_graph *cg;
     rt_device *dev[64];
     rt_program *prog[64];
@@ -67,6 +68,8 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->system = v;
         else if (v && !strcmp(o, "--config") && ++i)
             a->config = v;
+        else if (v && !strcmp(o, "-o") && ++i)
+            a->out = v;
         else if (v && !strcmp(o, "--seed") && ++i)
             a->seed = strtoull(v, NULL, 0);
         else {
@@ -157,9 +160,16 @@ static char *dir_file(const char *dir, const char *name)
 /* The cards' graph and weights into the scratch directory. */
 static int write_cards(tp_state *s)
 {
-    snprintf(s->dir, sizeof s->dir, "/tmp/spyre-tp-XXXXXX");
-    if (!mkdtemp(s->dir))
-        return snprintf(s->err, sizeof s->err, "cannot make a scratch directory in /tmp") < 0 ? -1 : -1;
+    if (s->a.out) {
+        snprintf(s->dir, sizeof s->dir, "%s", s->a.out);
+        if (mkdir(s->dir, 0777) && access(s->dir, W_OK))
+            return snprintf(s->err, sizeof s->err, "%.900s: cannot make the directory", s->dir) < 0 ? -1 : -1;
+    } else {
+        snprintf(s->dir, sizeof s->dir, "/tmp/spyre-tp-XXXXXX");
+        if (!mkdtemp(s->dir))
+            return snprintf(s->err, sizeof s->err, "cannot make a scratch directory in /tmp") < 0 ? -1 : -1;
+        s->scratch = 1;
+    }
     int rc = 0;
     char *text = cc_tp_graph_text(s->plan, NULL), *gp = dir_file(s->dir, "graph.txt");
     FILE *f = fopen(gp, "w");
@@ -360,7 +370,7 @@ static void tp_free(tp_state *s)
     gr_graph_free(s->cg);
     cc_tp_free(s->plan);
     gr_graph_free(s->g);
-    if (s->dir[0]) { /* the scratch directory holds only what write_cards wrote */
+    if (s->scratch) { /* the scratch directory holds only what write_cards wrote */
         char *p = dir_file(s->dir, "graph.txt");
         unlink(p);
         free(p);
@@ -410,6 +420,36 @@ int tp_run(int argc, char **argv)
     int status = tp_go(s);
     if (status == TP_USAGE && s->err[0])
         fprintf(stderr, "spyre run: %s\n", s->err);
+    tp_free(s);
+    free(s);
+    return status;
+}
+
+/* `spyre compile GRAPH --tp N -o DIR`: the cards' graph, each card's
+ * weights and the cards' program into DIR; the graph on stdout. */
+int tp_compile(int argc, char **argv)
+{
+    tp_state *s = calloc(1, sizeof *s);
+    if (!s || tp_parse(argc, argv, &s->a)) {
+        free(s);
+        return TP_USAGE;
+    }
+    int status = TP_OK;
+    if (!s->a.out) {
+        fprintf(stderr, "spyre compile: --tp N takes -o DIR (the cards' graph, weights and program)\n");
+        status = TP_USAGE;
+    } else if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
+               !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) ||
+               compile_cards(s)) {
+        fprintf(stderr, "spyre compile: %s\n", s->err);
+        status = TP_USAGE;
+    } else {
+        char *text = cc_tp_graph_text(s->plan, NULL);
+        fputs(text, stdout);
+        free(text);
+        printf("# tp=%d allreduces=%d: %s/graph.txt, %s/card.elf, %s/weights0..%d.safetensors\n", s->a.ncards,
+               cc_tp_rows(s->plan), s->dir, s->dir, s->dir, s->a.ncards - 1);
+    }
     tp_free(s);
     free(s);
     return status;

@@ -8,5 +8,7 @@
 int tp_wanted(int argc, char **argv);
 /* The run; an exit status. */
 int tp_run(int argc, char **argv);
+/* `spyre compile GRAPH --tp N -o DIR`; an exit status. */
+int tp_compile(int argc, char **argv);
 
 #endif
