@@ -92,28 +92,33 @@ static int same_everywhere(tlink *l)
     return 1;
 }
 
-/* The data: sums in card order, so every card gets the same bits. */
+void rt_coll_combine(rt_coll_kind kind, int ncards, const float *const *ins, int64_t nin, int card, float *out,
+                     int64_t nout)
+{
+    for (int64_t i = 0; i < nout; i++) {
+        if (kind == RT_COLL_ALLGATHER) {
+            out[i] = ins[i / nin][i % nin];
+            continue;
+        }
+        int64_t src = kind == RT_COLL_REDUCE_SCATTER ? (int64_t)card * nout + i : i;
+        float s = 0;
+        for (int k = 0; k < ncards; k++) /* in card order, whoever arrived first */
+            s += ins[k][src];
+        out[i] = s;
+    }
+}
+
+/* The data of every card, when the run computes values. */
 static void combine(tlink *l)
 {
     const rt_coll *a = l->posted[0];
-    int n = l->n;
     if (!a->in)
         return;
-    for (int c = 0; c < n; c++) {
-        rt_coll *me = l->posted[c];
-        for (int64_t i = 0; i < me->nout; i++) {
-            if (a->kind == RT_COLL_ALLGATHER) {
-                int64_t from = i / a->nin;
-                me->out[i] = l->posted[from]->in[i % a->nin];
-                continue;
-            }
-            int64_t src = a->kind == RT_COLL_REDUCE_SCATTER ? (int64_t)c * me->nout + i : i;
-            float s = 0;
-            for (int k = 0; k < n; k++)
-                s += l->posted[k]->in[src];
-            me->out[i] = s;
-        }
-    }
+    const float *ins[64];
+    for (int c = 0; c < l->n; c++)
+        ins[c] = l->posted[c]->in;
+    for (int c = 0; c < l->n; c++)
+        rt_coll_combine(a->kind, l->n, ins, a->nin, c, l->posted[c]->out, l->posted[c]->nout);
 }
 
 /* The last card to arrive: combine, time, release everyone. */

@@ -227,6 +227,12 @@ int rt_coll_of(const gr_node *n);
  * (0 on one card). */
 double rt_coll_ns(const chip_system *sys, int ncards, rt_coll_kind k, uint64_t bytes);
 
+/* Card `card`'s result (nout values) of a collective from every card's
+ * input (ins[c], nin values each): sums in card order, so every link
+ * gives the same bits. */
+void rt_coll_combine(rt_coll_kind kind, int ncards, const float *const *ins, int64_t nin, int card, float *out,
+                     int64_t nout);
+
 /* One card's part in a collective. */
 typedef struct {
     rt_coll_kind kind;
