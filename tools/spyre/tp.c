@@ -19,16 +19,37 @@
 
 enum { TP_OK = 0, TP_MISMATCH = 1, TP_USAGE = 2, TP_FAULT = 3 };
 
+#ifdef SPYRE_MPI
+#define LINK_OPS(s) ((s)->mpi ? &tp_mpi_link_ops : &rt_threads_link_ops)
+#else
+#define LINK_OPS(s) (&rt_threads_link_ops)
+#endif
+
 typedef struct {
     const char *path, *system, *config, *out;
     int ncards, check;
+    int limit_card; /* --max-insns N:CARD: the limit of that card only (-1: every card's) */
     uint64_t seed;
     sim_options opt;
 } tp_args;
 
+/* One card's results, as every process can send them to rank 0. */
+typedef struct {
+    int ok;
+    int coll_ops;
+    double cycles, coll_cycles, wait_cycles;
+    uint64_t macs;
+    char msg[512]; /* the fault, when not ok */
+} tp_card;
+
 typedef struct {
     tp_args a;
     chip_system sys;
+    int here0, here1; /* the cards this process simulates: all, or under mpirun its rank's */
+    int mpi, rank;    /* one card per MPI rank (tp_mpi.c), this process's */
+    tp_card cards[64];
+    float **outs;     /* per output tensor of the cards' program: every card's values, card after card (rank 0) */
+    size_t nouts;
     gr_graph *g;
     cc_tp_plan *plan;
     char dir[1024];
@@ -51,7 +72,7 @@ int tp_wanted(int argc, char **argv)
 
 static int tp_parse(int argc, char **argv, tp_args *a)
 {
-    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1};
+    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1, .limit_card = -1};
     a->opt = (sim_options){.values = 1};
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -68,13 +89,17 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->system = v;
         else if (v && !strcmp(o, "--config") && ++i)
             a->config = v;
-        else if (v && !strcmp(o, "-o") && ++i)
+        else if (v && !strcmp(o, "--max-insns") && ++i) {
+            char *end;
+            a->opt.max_insns = strtoull(v, &end, 10);
+            a->limit_card = *end == ':' ? atoi(end + 1) : -1;
+        } else if (v && !strcmp(o, "-o") && ++i)
             a->out = v;
         else if (v && !strcmp(o, "--seed") && ++i)
             a->seed = strtoull(v, NULL, 0);
         else {
             fprintf(stderr, "spyre run: with --tp: unexpected argument '%s' (--tp N, --system NAME, --config NAME, "
-                            "--check, --no-values, --seed N)\n", o);
+                            "--check, --no-values, --seed N, --max-insns N[:CARD])\n", o);
             return -1;
         }
     }
@@ -188,7 +213,7 @@ static int write_cards(tp_state *s)
     free(wpath);
     if (s->g->weights && !full)
         return -1;
-    for (int c = 0; c < s->a.ncards && full && !rc; c++) {
+    for (int c = s->here0; c < s->here1 && full && !rc; c++) {
         char name[64];
         snprintf(name, sizeof name, "weights%d.safetensors", c);
         char *p = dir_file(s->dir, name);
@@ -218,8 +243,11 @@ static int open_card(tp_state *s, int c)
 {
     if (!(s->dev[c] = rt_open_config(&s->sys.chip, s->err, sizeof s->err)))
         return -1;
-    rt_set_options(s->dev[c], &s->a.opt);
-    rt_set_link(s->dev[c], &rt_threads_link_ops, s->link, c);
+    sim_options opt = s->a.opt;
+    if (s->a.limit_card >= 0 && s->a.limit_card != c)
+        opt.max_insns = 0; /* the default */
+    rt_set_options(s->dev[c], &opt);
+    rt_set_link(s->dev[c], LINK_OPS(s), s->link, c);
     char *elf = dir_file(s->dir, "card.elf");
     s->prog[c] = rt_load(s->dev[c], elf, s->err, sizeof s->err);
     free(elf);
@@ -245,41 +273,86 @@ static void tp_report(const tp_state *s)
     const chip_config *k = &s->sys.chip;
     double last = 0, coll = 0;
     for (int c = 0; c < s->a.ncards; c++) {
-        const rt_run_result *r = &s->res[c];
+        const tp_card *r = &s->cards[c];
         printf("card %d: cycles=%.0f collectives=%d collective_cycles=%.0f wait_cycles=%.0f compute_cycles=%.0f "
-               "macs=%" PRIu64 "\n", c, r->stats.cycles, r->coll_ops, r->coll_cycles, r->coll_wait_cycles,
-               r->stats.cycles - r->coll_cycles, r->stats.macs);
-        if (r->stats.cycles > last) {
-            last = r->stats.cycles;
+               "macs=%" PRIu64 "\n", c, r->cycles, r->coll_ops, r->coll_cycles, r->wait_cycles,
+               r->cycles - r->coll_cycles, r->macs);
+        if (r->cycles > last) {
+            last = r->cycles;
             coll = r->coll_cycles;
         }
     }
-    printf("tp=%d system=%s chip=%s allreduces=%d\n", s->a.ncards, s->sys.name, k->name, cc_tp_rows(s->plan));
+    printf("tp=%d system=%s chip=%s allreduces=%d link=%s\n", s->a.ncards, s->sys.name, k->name,
+           cc_tp_rows(s->plan), s->mpi ? "mpi" : "threads");
     printf("cycles=%.0f time_us=%.3f (at %.3g GHz) collective_cycles=%.0f collective_share=%.4f\n", last,
            last / k->clock_ghz / 1e3, k->clock_ghz, coll, last > 0 ? coll / last : 0);
+}
+
+/* Output k of the cards' program (its tensor index via *t) and its element count. */
+static int64_t output_k(const tp_state *s, size_t k, const isa_tensor **t)
+{
+    const isa_program *p = rt_program_isa(s->prog[s->here0]);
+    *t = NULL;
+    for (size_t i = 0; i < p->ntensors; i++)
+        if (p->tensors[i].role == ISA_ROLE_OUTPUT && k-- == 0) {
+            *t = &p->tensors[i];
+            return rt_tensor_elems(*t);
+        }
+    return -1;
+}
+
+/* Every card's outputs into s->outs on rank 0 (each card's host copies
+ * after its launch; under MPI gathered from the ranks). */
+static void collect_outputs(tp_state *s)
+{
+    const isa_tensor *t = NULL;
+    while (output_k(s, s->nouts, &t) >= 0)
+        s->nouts++;
+    s->outs = calloc(s->nouts + 1, sizeof *s->outs);
+    for (size_t k = 0; k < s->nouts; k++) {
+        int64_t n = output_k(s, k, &t);
+        s->outs[k] = calloc((size_t)(n * s->a.ncards + 1), sizeof **s->outs);
+        for (int c = s->here0; c < s->here1; c++) {
+            const float *y = rt_host_tensor(s->prog[c], t->name, NULL);
+            if (y)
+                memcpy(s->outs[k] + (size_t)c * (size_t)n, y, (size_t)n * sizeof *y);
+        }
+#ifdef SPYRE_MPI
+        if (s->mpi) {
+            float *all = calloc((size_t)(n * s->a.ncards + 1), sizeof *all);
+            tp_mpi_gather(s->outs[k] + (size_t)s->rank * (size_t)n, (size_t)n * sizeof *all, all);
+            free(s->outs[k]);
+            s->outs[k] = all;
+        }
+#endif
+    }
 }
 
 /* Every card's outputs that are not cut the same bits as card 0's. */
 static int same_on_every_card(const tp_state *s)
 {
     int status = TP_OK;
-    for (size_t i = 0; i < rt_program_isa(s->prog[0])->ntensors; i++) {
-        const isa_tensor *t = &rt_program_isa(s->prog[0])->tensors[i];
+    for (size_t k = 0; k < s->nouts; k++) {
+        const isa_tensor *t = NULL;
+        int64_t n = output_k(s, k, &t);
         int v = gr_graph_find(s->g, t->name);
-        if (t->role != ISA_ROLE_OUTPUT || v < 0 || cc_tp_is_cut(s->plan, v))
-            continue;
-        int64_t n0, nc;
-        const float *y0 = rt_host_tensor(s->prog[0], t->name, &n0);
-        for (int c = 1; c < s->a.ncards && y0; c++) {
-            const float *yc = rt_host_tensor(s->prog[c], t->name, &nc);
-            if (!yc || nc != n0 || memcmp(yc, y0, (size_t)n0 * sizeof *y0)) {
+        for (int c = 1; c < s->a.ncards && v >= 0 && !cc_tp_is_cut(s->plan, v); c++)
+            if (memcmp(s->outs[k] + (size_t)c * (size_t)n, s->outs[k], (size_t)n * sizeof **s->outs)) {
                 printf("check cards: %%%s of card %d differs from card 0's MISMATCH\n", t->name, c);
                 status = TP_MISMATCH;
             }
-        }
+    }
+    /* the bits of every card's outputs, to compare runs (threads, MPI) */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; k < s->nouts; k++) {
+        const isa_tensor *t = NULL;
+        const unsigned char *b = (const unsigned char *)s->outs[k];
+        for (size_t i = 0; i < (size_t)output_k(s, k, &t) * (size_t)s->a.ncards * sizeof **s->outs; i++)
+            h = (h ^ b[i]) * 0x100000001b3ull;
     }
     if (status == TP_OK)
-        printf("check cards: every card's outputs that are not cut equal to card 0's\n");
+        printf("check cards: every card's outputs that are not cut equal to card 0's (bits fnv1a=%016" PRIx64 ")\n",
+               h);
     return status;
 }
 
@@ -304,10 +377,11 @@ static rt_program *assemble(tp_state *s)
         if (t->role != ISA_ROLE_OUTPUT || v < 0)
             continue;
         float *whole = calloc((size_t)rt_tensor_elems(t) + 1, sizeof *whole);
-        for (int c = 0; c < (cc_tp_is_cut(s->plan, v) ? s->a.ncards : 1); c++) {
-            const float *part = rt_host_tensor(s->prog[c], t->name, NULL);
-            if (part)
-                cc_tp_unshard(s->plan, v, c, part, whole);
+        for (size_t k = 0; k < s->nouts; k++) {
+            const isa_tensor *ct = NULL;
+            int64_t n = output_k(s, k, &ct);
+            for (int c = 0; !strcmp(ct->name, t->name) && c < (cc_tp_is_cut(s->plan, v) ? s->a.ncards : 1); c++)
+                cc_tp_unshard(s->plan, v, c, s->outs[k] + (size_t)c * (size_t)n, whole);
         }
         rc = rt_write_tensor(prog, t->name, whole, ISA_HT_F32, s->err, sizeof s->err);
         free(whole);
@@ -365,8 +439,16 @@ static void tp_free(tp_state *s)
         if (s->dev[c])
             rt_close(s->dev[c]);
     }
-    rt_threads_link_free(s->link);
+#ifdef SPYRE_MPI
+    if (s->mpi)
+        tp_mpi_link_free(s->link);
+    else
+#endif
+        rt_threads_link_free(s->link);
     free(s->res);
+    for (size_t k = 0; k < s->nouts; k++)
+        free(s->outs[k]);
+    free(s->outs);
     gr_graph_free(s->cg);
     cc_tp_free(s->plan);
     gr_graph_free(s->g);
@@ -388,26 +470,80 @@ static void tp_free(tp_state *s)
     }
 }
 
-static int tp_go(tp_state *s)
+/* This process's cards' results into s->cards, every card's on rank 0. */
+static void collect_cards(tp_state *s)
+{
+    for (int c = s->here0; c < s->here1; c++) {
+        const rt_run_result *r = &s->res[c];
+        tp_card *k = &s->cards[c];
+        *k = (tp_card){r->status == RT_RUN_OK, r->coll_ops, r->stats.cycles, r->coll_cycles, r->coll_wait_cycles,
+                       r->stats.macs, ""};
+        if (!k->ok)
+            rt_run_format(r, k->msg, sizeof k->msg);
+    }
+#ifdef SPYRE_MPI
+    if (s->mpi) {
+        tp_card mine = s->cards[s->rank];
+        tp_mpi_gather(&mine, sizeof mine, s->cards);
+    }
+#endif
+}
+
+/* The split, the cards' files and program, this process's cards opened. */
+static int tp_setup(tp_state *s)
 {
     if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
         !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s))
-        return TP_USAGE;
-    s->link = rt_threads_link_new(&s->sys, s->a.ncards);
+        return -1;
+#ifdef SPYRE_MPI
+    if (s->mpi)
+        s->link = tp_mpi_link_new(&s->sys, s->rank, s->a.ncards);
+    else
+#endif
+        s->link = rt_threads_link_new(&s->sys, s->a.ncards);
     s->res = calloc((size_t)s->a.ncards, sizeof *s->res);
-    for (int c = 0; c < s->a.ncards; c++)
+    for (int c = s->here0; c < s->here1; c++)
         if (open_card(s, c))
-            return TP_USAGE;
-    if (rt_launch_cards(s->prog, s->a.ncards, s->res)) {
-        for (int c = 0; c < s->a.ncards; c++)
-            if (s->res[c].status != RT_RUN_OK) {
-                rt_run_format(&s->res[c], s->err, sizeof s->err);
-                fprintf(stderr, "spyre run: %s: card %d: %s\n", s->a.path, c, s->err);
-                return TP_FAULT;
-            }
+            return -1;
+    return 0;
+}
+
+/* Did every process set up?  (Under MPI a rank that could not must not
+ * leave the others waiting at the first collective.) */
+static int all_set_up(tp_state *s, int bad)
+{
+#ifdef SPYRE_MPI
+    if (s->mpi)
+        return !tp_mpi_any(bad);
+#endif
+    (void)s;
+    return !bad;
+}
+
+static int tp_go(tp_state *s)
+{
+    int bad = tp_setup(s);
+    if (bad && s->rank == 0)
+        fprintf(stderr, "spyre run: %s\n", s->err);
+    if (!all_set_up(s, bad))
+        return TP_USAGE;
+    rt_launch_cards(&s->prog[s->here0], s->here1 - s->here0, &s->res[s->here0]);
+    collect_cards(s);
+    if (s->a.check && s->a.opt.values)
+        collect_outputs(s);
+    if (s->rank != 0)
+        return TP_OK;
+    /* the card that failed first: its fault is no other card's */
+    int root = -1;
+    for (int c = s->a.ncards - 1; c >= 0; c--)
+        if (!s->cards[c].ok && (root < 0 || !strstr(s->cards[c].msg, " failed: ")))
+            root = c;
+    if (root >= 0) {
+        fprintf(stderr, "spyre run: %s: card %d: %s\n", s->a.path, root, s->cards[root].msg);
+        return TP_FAULT;
     }
     tp_report(s);
-    return s->a.check ? tp_check(s) : TP_OK;
+    return s->a.check && s->a.opt.values ? tp_check(s) : TP_OK;
 }
 
 int tp_run(int argc, char **argv)
@@ -417,10 +553,31 @@ int tp_run(int argc, char **argv)
         free(s);
         return TP_USAGE;
     }
+    s->here1 = s->a.ncards;
+#ifdef SPYRE_MPI
+    int size = 0;
+    if (tp_mpi_launched() && !tp_mpi_begin(&s->rank, &size)) {
+        s->mpi = 1;
+        s->here0 = s->rank;
+        s->here1 = s->rank + 1;
+        if (size != s->a.ncards) {
+            if (s->rank == 0)
+                fprintf(stderr, "spyre run: --tp %d under mpirun with %d ranks: one rank per card\n", s->a.ncards,
+                        size);
+            tp_mpi_end();
+            free(s);
+            return TP_USAGE;
+        }
+    }
+#endif
     int status = tp_go(s);
-    if (status == TP_USAGE && s->err[0])
-        fprintf(stderr, "spyre run: %s\n", s->err);
     tp_free(s);
+#ifdef SPYRE_MPI
+    if (s->mpi) {
+        status = tp_mpi_agree(status);
+        tp_mpi_end();
+    }
+#endif
     free(s);
     return status;
 }
@@ -435,6 +592,7 @@ int tp_compile(int argc, char **argv)
         return TP_USAGE;
     }
     int status = TP_OK;
+    s->here1 = s->a.ncards;
     if (!s->a.out) {
         fprintf(stderr, "spyre compile: --tp N takes -o DIR (the cards' graph, weights and program)\n");
         status = TP_USAGE;
