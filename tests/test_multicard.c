@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "cc.h"
 #include "rt.h"
@@ -346,6 +347,75 @@ static void test_tp_whole_models_with_caches_validate(void)
         }
 }
 
+#ifdef SPYRE_MPIEXEC
+/* `mpirun -np n spyre ARGS` (at most 120 s), its output in out: the status. */
+static int mpi_spyre(int n, const char *args, char *out, size_t len)
+{
+    char log[1024], cmd[4096];
+    tu_tmpfile(".log", log, sizeof log);
+    /* the CI machine runs the suite as root, which OpenMPI refuses unless told */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    snprintf(cmd, sizeof cmd, "timeout 120 %s --oversubscribe -np %d %s/spyre %s > %s 2>&1", SPYRE_MPIEXEC, n,
+             SPYRE_BINARY_DIR, args, log);
+    int st = system(cmd);
+    FILE *f = fopen(log, "r");
+    size_t k = f ? fread(out, 1, len - 1, f) : 0;
+    out[k] = 0;
+    if (f)
+        fclose(f);
+    remove(log);
+    return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+/* The lines of a run that must not depend on the link: every card's and
+ * the overall statistics, and the bits of every card's outputs. */
+static void link_free_lines(const char *out, char *keep, size_t len)
+{
+    keep[0] = 0;
+    for (const char *l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        size_t n = strchr(l, '\n') ? (size_t)(strchr(l, '\n') - l) + 1 : strlen(l);
+        if (!strncmp(l, "card ", 5) || !strncmp(l, "cycles=", 7) || !strncmp(l, "check", 5))
+            strncat(keep, l, n < len - strlen(keep) - 1 ? n : len - strlen(keep) - 1);
+    }
+}
+
+/* One rank per card under mpirun: the same cycles and the same bits as
+ * the threads of one process, for both layers at TP 2 and 4 and a whole
+ * model's decode step at TP 4. */
+static void test_mpi_ranks_give_the_threads_bits_and_cycles(void)
+{
+    static const char *const runs[][2] = {{"llama_tiny", "2"}, {"llama_tiny", "4"}, {"gpt2_small_block_tiny", "2"},
+                                          {"gpt2_small_block_tiny", "4"}, {"llama_gen/decode", "4"}};
+    static char a[16384], b[16384], ka[8192], kb[8192];
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "run %s/traces/%s --tp %s --check", SPYRE_SOURCE_DIR, runs[i][0], runs[i][1]);
+        CU_ASSERT_EQUAL(tu_spyre(args, a, sizeof a), 0);
+        CU_ASSERT_EQUAL(mpi_spyre(atoi(runs[i][1]), args, b, sizeof b), 0);
+        TU_ASSERT_CONTAINS(b, "link=mpi", "bits fnv1a=");
+        TU_ASSERT_LACKS(b, "MISMATCH");
+        link_free_lines(a, ka, sizeof ka);
+        link_free_lines(b, kb, sizeof kb);
+        TU_ASSERT_CONTAINS(ka, "card 1: cycles=", "bits fnv1a=");
+        CU_ASSERT_STRING_EQUAL(ka, kb);
+    }
+}
+
+/* Card 2 stops at its instruction limit: every rank stops, the run fails
+ * naming card 2's fault, and nothing hangs (120 s limit). */
+static void test_mpi_failing_rank_stops_every_rank(void)
+{
+    char args[512], out[16384];
+    snprintf(args, sizeof args, "run %s/traces/llama_tiny --tp 4 --max-insns 50:2", SPYRE_SOURCE_DIR);
+    int st = mpi_spyre(4, args, out, sizeof out);
+    CU_ASSERT(st != 0 && st != 124 && st != -1);
+    TU_ASSERT_CONTAINS(out, "card 2: run: FAULT", "instruction limit (50");
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 3); /* the same with threads */
+    TU_ASSERT_CONTAINS(out, "card 2: run: FAULT", "instruction limit (50");
+}
+#endif
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -359,6 +429,10 @@ int main(void)
         {"tp_unknown_op_is_named", test_tp_unknown_op_is_named},
         {"tp_compile_writes_megatron_shards", test_tp_compile_writes_megatron_shards},
         {"tp_whole_models_with_caches_validate", test_tp_whole_models_with_caches_validate},
+#ifdef SPYRE_MPIEXEC
+        {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},
+        {"mpi_failing_rank_stops_every_rank", test_mpi_failing_rank_stops_every_rank},
+#endif
         {NULL, NULL},
     };
     return tu_run("multicard", tests);
