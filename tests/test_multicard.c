@@ -55,6 +55,23 @@ static void test_system_file_errors_name_the_line(void)
     TU_ASSERT_CONTAINS(err, ":2: chip = nosuchchip: ");
 }
 
+/* docs/multicard.md holds the table of a system file's keys as the key list makes it. */
+static void test_docs_hold_the_system_keys_table(void)
+{
+    char *table = NULL, path[600];
+    size_t len = 0;
+    FILE *f = open_memstream(&table, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    chip_system_doc(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/docs/multicard.md", SPYRE_SOURCE_DIR);
+    char *doc = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    CU_ASSERT_PTR_NOT_NULL(strstr(doc, table));
+    free(doc);
+    free(table);
+}
+
 /* The ring formulas written out here, apart from rt_coll_ns. */
 static void test_ring_cost_formulas(void)
 {
@@ -421,6 +438,7 @@ int main(void)
     static const tu_test tests[] = {
         {"system_files_name_cards_chip_and_link", test_system_files_name_cards_chip_and_link},
         {"system_file_errors_name_the_line", test_system_file_errors_name_the_line},
+        {"docs_hold_the_system_keys_table", test_docs_hold_the_system_keys_table},
         {"ring_cost_formulas", test_ring_cost_formulas},
         {"allreduce_cost_matches_formula_and_values_sum", test_allreduce_cost_matches_formula_and_values_sum},
         {"allgather_and_reduce_scatter_values_and_cost", test_allgather_and_reduce_scatter_values_and_cost},
