@@ -58,8 +58,6 @@ static int same_demand(const demand *a, const demand *b)
 static int ask(cc_tp_plan *p, int node, int v, const demand *d)
 {
     demand *have = &p->dem[v];
-    if (d->state == D_CUT && p->g->values[v].kind == GR_VAL_INPUT)
-        return fail(p, node, d->origin, 0, "a graph input would be cut");
     if (have->state == D_UNSET) {
         *have = *d;
         return 0;
@@ -480,8 +478,8 @@ static int solve_once(cc_tp_plan *p)
     memset(p->row, 0, (size_t)g->nnodes);
     memset(p->deferred, 0, (size_t)g->nnodes);
     p->fail_node = -1;
-    for (int i = 0; i < g->noutputs; i++)
-        p->dem[g->outputs[i]] = full();
+    /* an output nothing else cuts is whole; one the attention cuts (a
+     * decode step's new keys and values) comes out in parts */
     for (int n = g->nnodes - 1; n >= 0; n--)
         if (run_rule(p, n))
             return -1;

@@ -54,6 +54,7 @@ typedef struct {
     cc_tp_plan *plan;
     char dir[1024];
     int scratch; /* dir is ours to remove (else --out's) */
+    int no_weights; /* compile -o of a graph without its weights file: no shards written */
     gr_graph *cg;
     rt_device *dev[64];
     rt_program *prog[64];
@@ -208,7 +209,14 @@ static int write_cards(tp_state *s)
     free(text);
     if (rc)
         return rc;
+    if (!s->a.opt.values && !s->a.out)
+        return 0; /* timing only: no data (a --graph-only export has none) */
     char *wpath = s->g->weights ? gr_graph_relpath(s->g, s->g->weights) : NULL;
+    if (wpath && s->a.out && access(wpath, R_OK)) { /* a --graph-only export: the program without shards */
+        free(wpath);
+        s->no_weights = 1;
+        return 0;
+    }
     rt_st_file *full = wpath ? rt_st_read(wpath, s->err, sizeof s->err) : NULL;
     free(wpath);
     if (s->g->weights && !full)
@@ -238,6 +246,46 @@ static int compile_cards(tp_state *s)
     return rc ? -1 : 0;
 }
 
+/* Does the split cut a graph input (a KV cache given as an input)? */
+static int cut_inputs(const tp_state *s)
+{
+    for (int i = 0; i < s->g->ninputs; i++)
+        if (cc_tp_is_cut(s->plan, s->g->inputs[i]))
+            return 1;
+    return 0;
+}
+
+/* Card c's inputs: from the export's inputs (path), else the seeded random
+ * values the unsplit graph's run would have (rt_random_uniform by name),
+ * each cut one as the card's part of it. */
+static int shard_inputs(tp_state *s, int c, const char *path)
+{
+    rt_st_file *f = path ? rt_st_read(path, s->err, sizeof s->err) : NULL;
+    if (path && !f)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < s->g->ninputs && !rc; i++) {
+        const gr_value *v = &s->g->values[s->g->inputs[i]];
+        int64_t n = gr_ttype_numel(&v->type);
+        float *whole = malloc((size_t)(n ? n : 1) * sizeof *whole), *part = malloc((size_t)(n ? n : 1) * sizeof *part);
+        const rt_st_tensor *t = f ? rt_st_find(f, v->name) : NULL;
+        if (f && (!t || t->numel != n))
+            rc = snprintf(s->err, sizeof s->err, "%s: no input %s of %%%s's shape", path, v->name, v->name) < 0 ? -1 : -1;
+        else if (t)
+            rt_st_to_f32(t, whole);
+        else
+            rt_random_uniform(s->a.seed, v->name, whole, (size_t)n);
+        if (!rc) {
+            cc_tp_shard(s->plan, s->g->inputs[i], c, whole, part);
+            rc = rt_set_input(s->prog[c], v->name, part, s->err, sizeof s->err);
+        }
+        free(whole);
+        free(part);
+    }
+    rt_st_free(f);
+    return rc;
+}
+
 /* Card c: a device of the system's chip, linked, with its program and data. */
 static int open_card(tp_state *s, int c)
 {
@@ -260,8 +308,13 @@ static int open_card(tp_state *s, int c)
     char *wp = dir_file(s->dir, name), *inputs = s->g->path ? gr_graph_relpath(s->g, "inputs.safetensors") : NULL;
     free(s->cg->weights);
     s->cg->weights = s->g->weights ? strdup(name) : NULL;
-    int rc = rt_load_graph_tensors(s->prog[c], s->cg, inputs && access(inputs, R_OK) == 0 ? inputs : NULL, s->err,
-                                   sizeof s->err);
+    if (inputs && access(inputs, R_OK)) {
+        free(inputs);
+        inputs = NULL;
+    }
+    int rc = rt_load_graph_tensors(s->prog[c], s->cg, cut_inputs(s) ? NULL : inputs, s->err, sizeof s->err);
+    if (!rc && cut_inputs(s))
+        rc = shard_inputs(s, c, inputs);
     free(wp);
     free(inputs);
     return rc;
@@ -605,8 +658,11 @@ int tp_compile(int argc, char **argv)
         char *text = cc_tp_graph_text(s->plan, NULL);
         fputs(text, stdout);
         free(text);
-        printf("# tp=%d allreduces=%d: %s/graph.txt, %s/card.elf, %s/weights0..%d.safetensors\n", s->a.ncards,
-               cc_tp_rows(s->plan), s->dir, s->dir, s->dir, s->a.ncards - 1);
+        printf("# tp=%d allreduces=%d: %s/graph.txt, %s/card.elf", s->a.ncards, cc_tp_rows(s->plan), s->dir, s->dir);
+        if (s->no_weights)
+            printf(" (no weights file: no shards written)\n");
+        else
+            printf(", %s/weights0..%d.safetensors\n", s->dir, s->a.ncards - 1);
     }
     tp_free(s);
     free(s);
