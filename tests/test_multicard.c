@@ -364,6 +364,34 @@ static void test_tp_whole_models_with_caches_validate(void)
         }
 }
 
+/* A decode step whose KV cache is given as inputs and whose new keys and
+ * values are outputs (llama.py:llama_tiny_decode, exported here): the
+ * caches cut by heads on the way in, the new keys and values put together
+ * on the way out, within the reference's and PyTorch's tolerances; and
+ * the same with the seeded random inputs (no inputs file). */
+static void test_tp_cut_inputs_and_outputs_validate(void)
+{
+    char dir[512], cmd[2048], out[16384];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tools/export.py %s/traces/models/llama.py:llama_tiny_decode -o %s/d "
+             "> /dev/null 2>&1", SPYRE_SOURCE_DIR, SPYRE_SOURCE_DIR, dir);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    for (int n = 2; n <= 4; n += 2) {
+        snprintf(cmd, sizeof cmd, "run %s/d --tp %d --check", dir, n);
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+        TU_ASSERT_CONTAINS(out, "allreduces=2", "expected transpose_2: ", "not cut equal to card 0's");
+        TU_ASSERT_LACKS(out, "MISMATCH");
+    }
+    snprintf(cmd, sizeof cmd, "%s/d/inputs.safetensors", dir);
+    CU_ASSERT_EQUAL(remove(cmd), 0);
+    snprintf(cmd, sizeof cmd, "run %s/d --tp 4 --check", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "check transpose_2: ", "expected: skipped: no inputs.safetensors",
+                       "not cut equal to card 0's");
+    TU_ASSERT_LACKS(out, "MISMATCH");
+    tu_rmtree(dir);
+}
+
 #ifdef SPYRE_MPIEXEC
 /* `mpirun -np n spyre ARGS` (at most 120 s), its output in out: the status. */
 static int mpi_spyre(int n, const char *args, char *out, size_t len)
@@ -447,6 +475,7 @@ int main(void)
         {"tp_unknown_op_is_named", test_tp_unknown_op_is_named},
         {"tp_compile_writes_megatron_shards", test_tp_compile_writes_megatron_shards},
         {"tp_whole_models_with_caches_validate", test_tp_whole_models_with_caches_validate},
+        {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},
 #ifdef SPYRE_MPIEXEC
         {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},
         {"mpi_failing_rank_stops_every_rank", test_mpi_failing_rank_stops_every_rank},
