@@ -221,6 +221,11 @@ static int write_cards(tp_state *s)
     free(wpath);
     if (s->g->weights && !full)
         return -1;
+    if (!full && s->g->nparams) { /* as a one-card run says it */
+        const gr_value *v = &s->g->values[s->g->params[0]];
+        return snprintf(s->err, sizeof s->err, "graph without weights file: missing weight %s for %%%s",
+                        v->param_key ? v->param_key : v->name, v->name) < 0 ? -1 : -1;
+    }
     for (int c = s->here0; c < s->here1 && full && !rc; c++) {
         char name[64];
         snprintf(name, sizeof name, "weights%d.safetensors", c);
