@@ -401,8 +401,12 @@ static int mpi_spyre(int n, const char *args, char *out, size_t len)
     /* the CI machine runs the suite as root, which OpenMPI refuses unless told */
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    snprintf(cmd, sizeof cmd, "timeout 120 %s --oversubscribe -np %d %s/spyre %s > %s 2>&1", SPYRE_MPIEXEC, n,
-             SPYRE_BINARY_DIR, args, log);
+    /* Under the sanitizer build LeakSanitizer reports what the MPI library
+     * (and OpenBLAS in an MPI rank) keep at exit, in frames of theirs only;
+     * our code's leaks are checked by the same paths run in one process. */
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 120 %s --oversubscribe -x ASAN_OPTIONS -np %d "
+             "%s/spyre %s > %s 2>&1", SPYRE_MPIEXEC, n, SPYRE_BINARY_DIR, args, log);
     int st = system(cmd);
     FILE *f = fopen(log, "r");
     size_t k = f ? fread(out, 1, len - 1, f) : 0;
