@@ -113,4 +113,32 @@ char *chip_config_path(const char *name);
  * --keys` prints them. */
 void chip_config_doc(FILE *out);
 
+/* ---- A system of several cards (docs/multicard.md) ----
+ * S(key, type, min, max, unit, doc): the keys of a system file
+ * (chip/configs/NAME.sys), as CHIP_CONFIG_KEYS: one list makes the
+ * struct, the parser and the table of keys.  Besides them the file names
+ * the chip of every card: `chip = NAME` (a chip configuration by name or
+ * path, relative to the system file's directory). */
+#define CHIP_SYSTEM_KEYS(S)                                                                                  \
+    S(cards, I, 1, 64, "", "Spyre cards, each a whole chip of the `chip` configuration")                    \
+    S(link_bytes_per_s, D, 1e6, 1e13, "bytes/s", "one card's link to the others, per direction")          \
+    S(link_latency_ns, D, 0, 1e9, "ns", "one card-to-card transfer's fixed cost")
+
+typedef struct {
+    char name[64];
+    chip_config chip; /* every card's */
+#define S(key, ty, lo, hi, unit, doc) CHIP_CTYPE_##ty key;
+    CHIP_SYSTEM_KEYS(S)
+#undef S
+} chip_system;
+
+/* Load a system file (and the chip configuration it names); 0, or -1
+ * with one line "file:line: KEY = VALUE: reason" (or "file: message"). */
+int chip_system_load(const char *path, chip_system *sys, char *err, size_t errlen);
+/* Path of a shipped system by name ("spyre-x4") or of a file (a name with
+ * a '/' or ".sys"), in a new string. */
+char *chip_system_path(const char *name);
+/* The markdown table of a system file's keys (docs/multicard.md). */
+void chip_system_doc(FILE *out);
+
 #endif

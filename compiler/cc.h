@@ -150,6 +150,41 @@ void cc_decompositions_print(FILE *f);
 extern const double cc_atan_coef[CC_ATAN_NCOEF];
 /* ==== end of the graph compiler's front half ==== */
 
+/* ==== Tensor parallelism (tp.c, docs/multicard.md) ====
+ * cc_tp_split finds the Megatron split of a transformer graph for ncards
+ * cards: each linear whose input can be cut along its reduced dimension
+ * back to other linears through per-head attention and pointwise ops is
+ * row-parallel (its weight cut by columns, an allreduce after it), those
+ * linears column-parallel (weights cut by rows: attention heads, MLP
+ * up/gate columns; key/value heads shared by cards when fewer than
+ * ncards); everything else is computed whole on every card.  Every card
+ * runs the same graph text on its own shards of the parameters.  NULL
+ * with "FILE:LINE: OP: cannot split for tensor parallelism: why" when an
+ * op on a cut tensor has no rule. */
+typedef struct {
+    int dim;    /* the dimension, seen as [a][parts][b] */
+    int a;
+    int parts;  /* card c holds part (c / stride) % parts */
+    int64_t b;
+    int stride;
+} cc_tp_factor;
+typedef struct cc_tp_plan cc_tp_plan;
+cc_tp_plan *cc_tp_split(const gr_graph *g, int ncards, char *err, size_t errlen);
+void cc_tp_free(cc_tp_plan *p);
+/* Row-parallel linears (allreduces per run). */
+int cc_tp_rows(const cc_tp_plan *p);
+/* Every card's graph, its parameters read from `weights` (NULL: none). */
+char *cc_tp_graph_text(const cc_tp_plan *p, const char *weights);
+/* The weights-file key of parameter v in the cards' graph. */
+void cc_tp_param_key(const cc_tp_plan *p, int v, char *buf, size_t len);
+/* Card `card`'s values of parameter v from its whole values: the count. */
+int64_t cc_tp_shard(const cc_tp_plan *p, int v, int card, const float *full, float *out);
+/* Is value v cut (each card holds a part)?  cc_tp_unshard puts card's
+ * part of v where it belongs in the whole tensor. */
+int cc_tp_is_cut(const cc_tp_plan *p, int v);
+void cc_tp_unshard(const cc_tp_plan *p, int v, int card, const float *part, float *full);
+/* ==== end of tensor parallelism ==== */
+
 /* ==== The back half (backend.c, be_lxplan.c, be_matmul.c, be_rows.c, be_reroll.c; docs/compiler.md) ====
  * layout (a device layout per DRAM buffer), workdiv (each kernel's output
  * split across cores), lxplan (the tensors kept in LX across kernels), codegen (per-core streams, the tensor table, the

@@ -29,7 +29,7 @@ int rt_fallback_failed(const rt_fallback *fb)
 /* The host ops' nodes must be in the graph and known to the reference
  * executor: checked before the run, so that a missing op stops it at
  * once, naming the op. */
-static int check_host_ops(const isa_program *p, const gr_graph *g, char *err, size_t errlen)
+static int check_host_ops(const isa_program *p, const gr_graph *g, int linked, char *err, size_t errlen)
 {
     for (int c = 0; c < p->ncores; c++)
         for (size_t i = 0; i < p->cores[c].n; i++) {
@@ -40,7 +40,10 @@ static int check_host_ops(const isa_program *p, const gr_graph *g, char *err, si
                 return isa_errf(err, errlen, "core %d insn %zu: host op of graph node %lld, which the graph lacks", c,
                                 i, (long long)in->val);
             const gr_node *n = &g->nodes[in->val];
-            if (!rt_ref_supports(n))
+            if (rt_coll_of(n) >= 0 && !linked)
+                return isa_errf(err, errlen, "graph line %d: %s is a collective between cards, but this device is "
+                                "not a card of a system (spyre run --tp N)", n->line, n->op);
+            if (rt_coll_of(n) < 0 && !rt_ref_supports(n))
                 return isa_errf(err, errlen, "graph line %d: %s runs on the host, but the host (the reference "
                                 "executor) has no such op", n->line, n->op);
         }
@@ -75,7 +78,7 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
     fb->prog = prog;
     fb->res = res;
     fb->g = gr_graph_parse(p->graph, "graph", err, errlen);
-    if (!fb->g || check_host_ops(p, fb->g, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
+    if (!fb->g || check_host_ops(p, fb->g, prog->dev->link != NULL, err, errlen) || !(fb->ref = rt_ref_new_partial(fb->g, err, errlen))) {
         rt_fallback_end(fb);
         return NULL;
     }
@@ -183,6 +186,50 @@ static double host_cycles(const chip_config *k, uint64_t in, uint64_t out)
     return ns * k->clock_ghz;
 }
 
+/* Collective node n of a card (rt_set_link): its input from device DRAM,
+ * the meeting with the other cards, its result back; *cycles from the
+ * card's arrival to the collective's end on every card. */
+static int run_collective(rt_fallback *fb, const gr_node *n, double at, double *cycles, char *msg, size_t len)
+{
+    rt_device *dev = fb->prog->dev;
+    if (n->nargs < 1 || n->args[0].kind != GR_ARG_VALUE)
+        return isa_errf(msg, len, "the collective's first argument must be a tensor");
+    const gr_value *x = &fb->g->values[n->args[0].value], *y = &fb->g->values[n->out];
+    int ti = isa_program_find_tensor(fb->prog->p, x->name), to = isa_program_find_tensor(fb->prog->p, y->name);
+    if (ti < 0 || to < 0)
+        return isa_errf(msg, len, "the collective's tensors are not in the program");
+    rt_coll c = {.kind = (rt_coll_kind)rt_coll_of(n), .card = dev->card, .nin = gr_ttype_numel(&x->type),
+                 .nout = gr_ttype_numel(&y->type), .at_ns = at / dev->cfg.clock_ghz};
+    const isa_tensor *tin = &fb->prog->p->tensors[ti], *tout = &fb->prog->p->tensors[to];
+    c.bytes = c.kind == RT_COLL_ALLGATHER ? tout->bytes : tin->bytes;
+    float *in = NULL, *out = NULL;
+    int rc = 0;
+    if (fb->values) {
+        in = malloc((size_t)(c.nin ? c.nin : 1) * sizeof *in);
+        out = malloc((size_t)(c.nout ? c.nout : 1) * sizeof *out);
+        if (!in || !out)
+            abort();
+        rc = rt_read_tensor(fb->prog, x->name, in, msg, len);
+        c.in = in;
+        c.out = out;
+    }
+    if (!rc)
+        rc = dev->link->collective(dev->link_ctx, &c, msg, len);
+    if (!rc && fb->values)
+        rc = rt_write_f32(fb->prog, to, out, msg, len);
+    free(in);
+    free(out);
+    if (rc)
+        return -1;
+    *cycles = (c.done_ns - c.at_ns) * dev->cfg.clock_ghz;
+    rt_run_result *r = fb->res;
+    r->coll_ops++;
+    r->coll_cycles += *cycles;
+    double wait = *cycles - c.cost_ns * dev->cfg.clock_ghz;
+    r->coll_wait_cycles += wait > 0 ? wait : 0; /* 0 for the last to arrive, up to rounding */
+    return 0;
+}
+
 int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, double at, double *cycles, char *err,
                     size_t errlen)
 {
@@ -193,6 +240,13 @@ int rt_fallback_host(void *ctx, sim *s, const isa_program *p, int64_t node, doub
     uint64_t in = 0, out = 0;
     int rc = 0;
     fb->values = sim_get_options(s)->values;
+    if (rt_coll_of(n) >= 0) {
+        if (run_collective(fb, n, at, cycles, msg, sizeof msg)) {
+            fb->failed = 1;
+            return isa_errf(err, errlen, "graph line %d: %s: %s", n->line, n->op, msg);
+        }
+        return 0;
+    }
     for (int i = 0; i < n->nargs && !rc; i++)
         rc = fetch_args(fb, &n->args[i], &in, msg, sizeof msg);
     if (!rc && fb->values)

@@ -196,8 +196,78 @@ typedef struct {
     uint64_t state_bytes;  /* device bytes of state the program's dma.scatter updates wrote (docs/graph-format.md,
                               "State"); their time is in stats.cycles, as any instruction's */
     int fallback_ops;                        /* host fallback ops run (stats.host_ops) */
+    int coll_ops;                            /* collectives among them (rt_set_link) */
+    double coll_cycles;                      /* their cycles, in stats.host_cycles: waits and transfers */
+    double coll_wait_cycles;                 /* the part spent waiting for later cards */
     rt_fallback_op fallback[RT_MAX_FALLBACK]; /* the first RT_MAX_FALLBACK of them, in order */
 } rt_run_result;
+
+/* ---- Several cards (runtime/collective.c, docs/multicard.md) ----
+ * A program of one card of a tensor-parallel system meets the other
+ * cards' programs at collectives: graph nodes
+ * _c10d_functional.all_reduce.default(%x, "sum", GROUP),
+ * all_gather_into_tensor.default(%x, NCARDS, GROUP) (dim 0) and
+ * reduce_scatter_tensor.default(%x, "sum", NCARDS, GROUP) (dim 0), which
+ * the compiler leaves to the host (a `host` instruction).  There the
+ * runtime hands the card's data to the device's link (rt_set_link): a
+ * table of functions, so that how cards meet (threads of one process,
+ * or MPI ranks) is one implementation of it.  Time is synchronised
+ * conservatively: a collective completes on every card at the latest
+ * arrival plus the ring algorithm's time (rt_coll_ns). */
+typedef enum { RT_COLL_ALLREDUCE, RT_COLL_ALLGATHER, RT_COLL_REDUCE_SCATTER, RT_NCOLL } rt_coll_kind;
+extern const char *const rt_coll_names[RT_NCOLL]; /* "all_reduce", ... (the op's base name) */
+/* The collective a graph node is, or -1. */
+int rt_coll_of(const gr_node *n);
+/* The ring algorithm on ncards cards of sys, ns, for `bytes` the size of
+ * every card's whole buffer (allreduce: the tensor; reduce-scatter: its
+ * input; allgather: its output), B = link_bytes_per_s, L = link_latency_ns:
+ *   allreduce       2 (N-1)/N x bytes / B + 2 (N-1) L
+ *   reduce-scatter    (N-1)/N x bytes / B +   (N-1) L
+ *   allgather         (N-1)/N x bytes / B +   (N-1) L
+ * (0 on one card). */
+double rt_coll_ns(const chip_system *sys, int ncards, rt_coll_kind k, uint64_t bytes);
+
+/* Card `card`'s result (nout values) of a collective from every card's
+ * input (ins[c], nin values each): sums in card order, so every link
+ * gives the same bits. */
+void rt_coll_combine(rt_coll_kind kind, int ncards, const float *const *ins, int64_t nin, int card, float *out,
+                     int64_t nout);
+
+/* One card's part in a collective. */
+typedef struct {
+    rt_coll_kind kind;
+    int card;
+    const float *in; /* nin values (NULL: timing only, nothing moves) */
+    int64_t nin;
+    float *out;      /* nout values */
+    int64_t nout;
+    uint64_t bytes;  /* the buffer rt_coll_ns times, device bytes */
+    double at_ns;    /* when the card arrives, simulated */
+    double done_ns;  /* set: when it completes on every card */
+    double cost_ns;  /* set: its part of that time on the links (the rest: waiting for later cards) */
+} rt_coll;
+
+/* How cards meet.  collective blocks until every card has arrived (or
+ * one has failed: -1 with that card's message); leave says a card's run
+ * ended (msg NULL: normally), which fails a collective still waiting for
+ * it rather than hang. */
+typedef struct {
+    int (*collective)(void *ctx, rt_coll *c, char *err, size_t errlen);
+    void (*leave)(void *ctx, int card, const char *msg);
+} rt_link_ops;
+
+/* The device is card `card` of a system, meeting the others through ops. */
+void rt_set_link(rt_device *dev, const rt_link_ops *ops, void *ctx, int card);
+/* The one-process link: each card runs in a thread of its own. */
+void *rt_threads_link_new(const chip_system *sys, int ncards);
+void rt_threads_link_free(void *link);
+extern const rt_link_ops rt_threads_link_ops;
+/* Launch progs[c] (on the device of card c, linked by rt_set_link) for
+ * every card at once, a thread each, res[c] its result; a card that
+ * faults leaves the link with its message, so the others stop at their
+ * next collective instead of waiting for it.  The number of cards whose
+ * launch did not run to completion. */
+int rt_launch_cards(rt_program *const *progs, int ncards, rt_run_result *res);
 
 /* Run the program on the simulator (synchronous): restore its weights if
  * they were evicted, allocate its activation region if it is not (uploading

@@ -23,6 +23,9 @@ struct rt_device {
     size_t nsched, sched_pos; /* sched_pos: index of the next expected launch */
     uint64_t clock;      /* counts loads and launches, for LRU */
     rt_transfer_stats total;
+    const rt_link_ops *link; /* rt_set_link: this card meets the others through link, or NULL */
+    void *link_ctx;
+    int card;
 };
 
 typedef struct rt_update rt_update;

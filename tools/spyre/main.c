@@ -21,6 +21,7 @@
 #include "generate.h"
 #include "sdsc_cmd.h"
 #include "sweep.h"
+#include "tp.h"
 
 enum { EXIT_OK = 0, EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_FAULT = 3 };
 
@@ -765,6 +766,8 @@ static int cmd_run(int argc, char **argv)
         return sdsc_run(argc, argv);
     if (argc > 1 && kt_is_ktir_path(argv[1])) /* a KTIR program: its own path (ktir/run.c) */
         return kt_cli_run(argc, argv);
+    if (tp_wanted(argc, argv)) /* several cards (tp.c) */
+        return tp_run(argc, argv);
     run_args a;
     int status = run_parse(argc, argv, &a);
     if (status)
@@ -795,6 +798,8 @@ static int cmd_compile(int argc, char **argv)
 {
     if (wants_help(argc, argv, "compile"))
         return EXIT_OK;
+    if (tp_wanted(argc, argv)) /* several cards (tp.c) */
+        return tp_compile(argc, argv);
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0;
     const char *work_div[64];
@@ -1035,7 +1040,14 @@ static const command commands[] = {
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
      "           [--no-fallback] [--max-insns N] [--max-cycles N]\n"
-     "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]",
+     "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]\n"
+     "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]",
+     "With --tp N a transformer GRAPH is split the Megatron way for N cards of the system (--system, a\n"
+     "name in chip/configs/ or a .sys file; default spyre-x8; --config replaces its cards' chip), every\n"
+     "card run in a thread of its own, meeting the others at the allreduces (timed by the ring\n"
+     "algorithm on the system's link); one statistics line per card and one overall; --check compares\n"
+     "the cards' outputs put together with the unsplit graph's reference (docs/multicard.md).  An op\n"
+     "the splitter has no rule for on a cut tensor is an error naming it (exit 2).\n"
      "A KTIR program (FILE.mlir or .ktir) is compiled per core of its grid and run with its --arg values\n"
      "and --input tensors; --check compares with --expected (docs/torch-spyre.md, \"KTIR programs\").\n"
      "A torch-spyre kernel DIR (holding sdsc_N.json) is checked as `spyre check` does and its SDSC kernels\n"

@@ -153,6 +153,10 @@ def llama_8b_layer():
     return _layer(4096, 32, 8, 14336, batch=1, seq=512)
 
 
+def llama_70b_layer():
+    return _layer(8192, 64, 8, 28672, batch=1, seq=512)
+
+
 def _decode(hidden, n_heads, n_kv_heads, ffn, context):
     torch.manual_seed(0)
     layer = LlamaLayer(hidden, n_heads, n_kv_heads, ffn, max_seq=context + 1)
@@ -174,3 +178,8 @@ def llama_tiny_decode():
 
 def llama_8b_decode():
     return _decode(4096, 32, 8, 14336, context=512)
+
+
+def llama_70b_decode():
+    # Llama 3 70B's layer (issue 18): timing only, at TP 4 and 8
+    return _decode(8192, 64, 8, 28672, context=512)

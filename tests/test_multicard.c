@@ -1,0 +1,490 @@
+/* test_multicard.c: several cards (docs/multicard.md): the system files,
+ * the ring collectives' cost and values between simulated cards, a card
+ * that fails stopping the others, and tensor-parallel runs of the
+ * exported transformer layers against the unsplit reference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cc.h"
+#include "rt.h"
+#include "testutil.h"
+
+static void load_system(const char *name, chip_system *sys)
+{
+    char err[512];
+    char *path = chip_system_path(name);
+    int rc = chip_system_load(path, sys, err, sizeof err);
+    free(path);
+    if (rc)
+        fprintf(stderr, "%s\n", err);
+    CU_ASSERT_FATAL(rc == 0);
+}
+
+static void test_system_files_name_cards_chip_and_link(void)
+{
+    chip_system s4, s8;
+    load_system("spyre-x4", &s4);
+    load_system("spyre-x8", &s8);
+    CU_ASSERT_EQUAL(s4.cards, 4);
+    CU_ASSERT_EQUAL(s8.cards, 8);
+    CU_ASSERT_STRING_EQUAL(s4.chip.name, "spyre");
+    CU_ASSERT_EQUAL(s4.chip.cores, 32);
+    /* PCIe Gen5 x16: 63 GB/s per direction raw, 80% of it assumed usable */
+    CU_ASSERT_DOUBLE_EQUAL(s4.link_bytes_per_s, 50e9, 1);
+    CU_ASSERT_DOUBLE_EQUAL(s8.link_latency_ns, 2000, 1e-9);
+}
+
+static void test_system_file_errors_name_the_line(void)
+{
+    char path[512], err[512];
+    chip_system s;
+    const char *bad = "name = x\nchip = spyre\ncards = 0\nlink_bytes_per_s = 1e9\nlink_latency_ns = 1\n";
+    tu_write_tmpfile(".sys", bad, strlen(bad), path, sizeof path);
+    CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
+    TU_ASSERT_CONTAINS(err, ":3: cards = 0: must be an integer in [1, 64]");
+    const char *missing = "name = x\nchip = spyre\ncards = 2\nlink_bytes_per_s = 1e9\n";
+    tu_write_tmpfile(".sys", missing, strlen(missing), path, sizeof path);
+    CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
+    TU_ASSERT_CONTAINS(err, "missing key 'link_latency_ns'");
+    const char *chip = "name = x\nchip = nosuchchip\n";
+    tu_write_tmpfile(".sys", chip, strlen(chip), path, sizeof path);
+    CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
+    TU_ASSERT_CONTAINS(err, ":2: chip = nosuchchip: ");
+}
+
+/* docs/multicard.md holds the table of a system file's keys as the key list makes it. */
+static void test_docs_hold_the_system_keys_table(void)
+{
+    char *table = NULL, path[600];
+    size_t len = 0;
+    FILE *f = open_memstream(&table, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    chip_system_doc(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/docs/multicard.md", SPYRE_SOURCE_DIR);
+    char *doc = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    CU_ASSERT_PTR_NOT_NULL(strstr(doc, table));
+    free(doc);
+    free(table);
+}
+
+/* The ring formulas written out here, apart from rt_coll_ns. */
+static void test_ring_cost_formulas(void)
+{
+    chip_system s;
+    load_system("spyre-x4", &s);
+    double B = s.link_bytes_per_s, L = s.link_latency_ns, S = 1 << 20;
+    for (int n = 2; n <= 8; n *= 2) {
+        double ar = 2.0 * (n - 1) / n * S / B * 1e9 + 2.0 * (n - 1) * L;
+        double one = (n - 1.0) / n * S / B * 1e9 + (n - 1.0) * L;
+        CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, n, RT_COLL_ALLREDUCE, (uint64_t)S), ar, ar * 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, n, RT_COLL_ALLGATHER, (uint64_t)S), one, one * 1e-12);
+        CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, n, RT_COLL_REDUCE_SCATTER, (uint64_t)S), one, one * 1e-12);
+    }
+    /* 4 cards, 1 MiB: 2*3/4 * 1048576 B / 50 GB/s = 31,457.28 ns on the links + 6 x 2 us */
+    CU_ASSERT_DOUBLE_EQUAL(rt_coll_ns(&s, 4, RT_COLL_ALLREDUCE, 1 << 20), 43457.28, 1e-6);
+    CU_ASSERT_EQUAL(rt_coll_ns(&s, 1, RT_COLL_ALLREDUCE, 1 << 20), 0);
+}
+
+#define ROWS 64
+#define COLS 256
+
+/* Card c's graph: y = coll(x * (c + 1)) + 1, the collective `op`. */
+static gr_graph *coll_graph(const char *op, int ncards)
+{
+    char text[1024];
+    int out_rows = !strcmp(op, "all_reduce") ? ROWS : !strcmp(op, "all_gather_into_tensor") ? ROWS * ncards
+                                                                                             : ROWS / ncards;
+    const char *args = !strcmp(op, "all_reduce") ? "\"sum\", \"tp\"" : !strcmp(op, "all_gather_into_tensor")
+                                                                         ? "%d, \"tp\""
+                                                                         : "\"sum\", %d, \"tp\"";
+    char a[64];
+    snprintf(a, sizeof a, args, ncards);
+    snprintf(text, sizeof text,
+             "graph coll\ninput %%x: f32[%d, %d]\n%%a: f32[%d, %d] = aten.mul.Tensor(%%x, %%x)\n"
+             "%%b: f32[%d, %d] = _c10d_functional.%s.default(%%a, %s)\n"
+             "%%c: f32[%d, %d] = aten.add.Tensor(%%b, 1.0)\noutput %%c\n",
+             ROWS, COLS, ROWS, COLS, out_rows, COLS, op, a, out_rows, COLS);
+    char err[512];
+    gr_graph *g = gr_graph_parse(text, "coll", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    return g;
+}
+
+typedef struct {
+    int n;
+    rt_device *dev[8];
+    rt_program *prog[8];
+    rt_run_result res[8];
+    void *link;
+} cards;
+
+/* n cards of spyre-x4's link with the 4-core chip (a small, fast chip:
+ * the link is what is measured), each running g with inputs from seed c. */
+static void cards_open(cards *k, const chip_system *sys, int n, const gr_graph *g)
+{
+    char err[512];
+    memset(k, 0, sizeof *k);
+    k->n = n;
+    k->link = rt_threads_link_new(sys, n);
+    for (int c = 0; c < n; c++) {
+        k->dev[c] = rt_open_config(&sys->chip, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(k->dev[c]);
+        rt_set_link(k->dev[c], &rt_threads_link_ops, k->link, c);
+        cc_compile_opts o = {.target = &sys->chip};
+        cc_result *r = cc_compile(g, &o, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        k->prog[c] = rt_load_program(k->dev[c], cc_result_take_program(r), err, sizeof err);
+        cc_result_free(r);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(k->prog[c]);
+        CU_ASSERT_EQUAL_FATAL(rt_fill_inputs(k->prog[c], (uint64_t)c + 1, err, sizeof err), 0);
+    }
+}
+
+static void cards_close(cards *k)
+{
+    for (int c = 0; c < k->n; c++) {
+        rt_unload(k->prog[c]);
+        rt_close(k->dev[c]);
+    }
+    rt_threads_link_free(k->link);
+}
+
+static void small_system(chip_system *sys)
+{
+    load_system("spyre-x4", sys);
+    tu_config("spyre-4core", &sys->chip);
+}
+
+/* x*x summed over the cards (in fp32, as DL16 products: the device's
+ * tolerance below) and the simulated collective's cycles against the formula. */
+static void test_allreduce_cost_matches_formula_and_values_sum(void)
+{
+    chip_system sys;
+    small_system(&sys);
+    for (int n = 2; n <= 4; n += 2) {
+        gr_graph *g = coll_graph("all_reduce", n);
+        cards k;
+        cards_open(&k, &sys, n, g);
+        CU_ASSERT_EQUAL(rt_launch_cards(k.prog, n, k.res), 0);
+        float *y = malloc(ROWS * COLS * sizeof *y), *x = malloc(ROWS * COLS * sizeof *x);
+        double want = 0;
+        for (int c = 0; c < n; c++) {
+            const isa_program *p = rt_program_isa(k.prog[c]);
+            const isa_tensor *t = &p->tensors[isa_program_find_tensor(p, "a")];
+            double formula = rt_coll_ns(&sys, n, RT_COLL_ALLREDUCE, t->bytes) * sys.chip.clock_ghz;
+            /* every card runs the same program: all arrive together, no wait */
+            CU_ASSERT_EQUAL(k.res[c].coll_ops, 1);
+            CU_ASSERT(fabs(k.res[c].coll_cycles - formula) <= 0.05 * formula);
+            CU_ASSERT(k.res[c].coll_wait_cycles < 0.05 * formula);
+            want = formula;
+        }
+        /* bytes as the formula takes them: DL16 values, 2 bytes each */
+        CU_ASSERT(want > 2.0 * (n - 1) / n * ROWS * COLS * 2 / sys.link_bytes_per_s * 1e9 * sys.chip.clock_ghz);
+        char err[256];
+        CU_ASSERT_EQUAL(rt_read_tensor(k.prog[n - 1], "c", y, err, sizeof err), 0);
+        int bad = 0;
+        for (int i = 0; i < ROWS * COLS; i++) {
+            double s = 1;
+            for (int c = 0; c < n; c++) {
+                const float *xc = rt_host_tensor(k.prog[c], "x", NULL);
+                s += (double)xc[i] * xc[i];
+            }
+            /* each product and the sum rounded to DL16 (8 bits of mantissa) */
+            bad += fabs(y[i] - s) > (n + 2) * 0x1p-8 * (fabs(s) + 1);
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(x);
+        free(y);
+        cards_close(&k);
+        gr_graph_free(g);
+    }
+}
+
+/* allgather stacks the cards' tensors on dim 0, reduce-scatter gives card
+ * c rows [c R/N, (c+1) R/N) of the sum; both cost the formula. */
+static void test_allgather_and_reduce_scatter_values_and_cost(void)
+{
+    chip_system sys;
+    small_system(&sys);
+    const int n = 4;
+    for (int which = 0; which < 2; which++) {
+        gr_graph *g = coll_graph(which ? "reduce_scatter_tensor" : "all_gather_into_tensor", n);
+        cards k;
+        cards_open(&k, &sys, n, g);
+        CU_ASSERT_EQUAL_FATAL(rt_launch_cards(k.prog, n, k.res), 0);
+        int out_rows = which ? ROWS / n : ROWS * n, bad = 0;
+        float *y = malloc((size_t)out_rows * COLS * sizeof *y);
+        char err[256];
+        for (int c = 0; c < n; c++) {
+            CU_ASSERT_EQUAL(rt_read_tensor(k.prog[c], "c", y, err, sizeof err), 0);
+            for (int i = 0; i < out_rows * COLS; i++) {
+                double s = 1;
+                for (int j = 0; j < n; j++) {
+                    const float *xj = rt_host_tensor(k.prog[j], "x", NULL);
+                    int64_t at = which ? (int64_t)c * out_rows * COLS + i : i % (ROWS * COLS);
+                    if (which || j == i / (ROWS * COLS))
+                        s += (double)xj[at] * xj[at];
+                }
+                bad += fabs(y[i] - s) > (n + 2) * 0x1p-8 * (fabs(s) + 1);
+            }
+            const isa_program *p = rt_program_isa(k.prog[c]);
+            const isa_tensor *t = &p->tensors[isa_program_find_tensor(p, which ? "a" : "b")];
+            double formula = rt_coll_ns(&sys, n, which ? RT_COLL_REDUCE_SCATTER : RT_COLL_ALLGATHER, t->bytes) *
+                             sys.chip.clock_ghz;
+            CU_ASSERT(fabs(k.res[c].coll_cycles - formula) <= 0.05 * formula);
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        free(y);
+        cards_close(&k);
+        gr_graph_free(g);
+    }
+}
+
+/* Card 2 stops at its instruction limit: the others end with its message
+ * at the collective instead of waiting for it forever. */
+static void test_failing_card_stops_every_card(void)
+{
+    chip_system sys;
+    small_system(&sys);
+    gr_graph *g = coll_graph("all_reduce", 4);
+    cards k;
+    cards_open(&k, &sys, 4, g);
+    sim_options o = {.values = 1, .max_insns = 5};
+    rt_set_options(k.dev[2], &o);
+    CU_ASSERT_EQUAL(rt_launch_cards(k.prog, 4, k.res), 4);
+    char line[1024];
+    rt_run_format(&k.res[0], line, sizeof line);
+    TU_ASSERT_CONTAINS(line, "card 2 failed: run: FAULT");
+    rt_run_format(&k.res[2], line, sizeof line);
+    TU_ASSERT_LACKS(line, "card 2 failed");
+    cards_close(&k);
+    gr_graph_free(g);
+}
+
+/* The exported layers at TP 2 and 4: card 0's output within the unsplit
+ * graph's reference tolerance and PyTorch's, every card's the same bits,
+ * two allreduces (attention and MLP) on every card. */
+static void test_tp_layers_validate_at_2_and_4_cards(void)
+{
+    static const char *const traces[] = {"llama_tiny", "gpt2_small_block_tiny"};
+    static char out[16384];
+    for (int t = 0; t < 2; t++)
+        for (int n = 2; n <= 4; n += 2) {
+            char args[512];
+            snprintf(args, sizeof args, "run %s/traces/%s --tp %d --check", SPYRE_SOURCE_DIR, traces[t], n);
+            CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+            TU_ASSERT_CONTAINS(out, "card 1: ", "collectives=2 ", "allreduces=2", "within_tol=1.000000",
+                               "every card's outputs that are not cut equal to card 0's");
+            TU_ASSERT_LACKS(out, "MISMATCH");
+        }
+}
+
+/* Shard t of card c: rows (dim 0) or columns (dim 1) [lo, lo + n) of the whole tensor w? */
+static int is_block(const rt_st_tensor *t, const rt_st_tensor *w, int dim, int64_t lo, int64_t n)
+{
+    float *a = malloc((size_t)t->numel * sizeof *a), *b = malloc((size_t)w->numel * sizeof *b);
+    rt_st_to_f32(t, a);
+    rt_st_to_f32(w, b);
+    int ok = t->shape[dim] == n && t->shape[!dim] == w->shape[!dim];
+    for (int64_t i = 0; ok && i < t->shape[0]; i++)
+        for (int64_t j = 0; ok && j < t->shape[1]; j++)
+            ok = a[i * t->shape[1] + j] == b[(dim ? i : lo + i) * w->shape[1] + (dim ? lo + j : j)];
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* spyre compile --tp 4 -o DIR: the Megatron cut of llama_tiny's weights
+ * (4 heads of 16, 2 KV heads, FFN 160): card c holds query head c, KV
+ * head c / 2 (shared by two cards), the o_proj columns of its head, 40
+ * gate/up rows and the down_proj columns they feed. */
+static void test_tp_compile_writes_megatron_shards(void)
+{
+    char dir[512], args[1200], out[16384], err[512];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(args, sizeof args, "compile %s/traces/llama_tiny --tp 4 -o %s/cards", SPYRE_SOURCE_DIR, dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "param %q_proj_weight_shard: f32[16, 64] = \"q_proj.weight.shard\"",
+                       "_c10d_functional.all_reduce.default(%mm_3_partial", "allreduces=2");
+    char path[700];
+    snprintf(path, sizeof path, "%s/traces/llama_tiny/weights.safetensors", SPYRE_SOURCE_DIR);
+    rt_st_file *w = rt_st_read(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+    for (int c = 0; c < 4; c++) {
+        snprintf(path, sizeof path, "%s/cards/weights%d.safetensors", dir, c);
+        rt_st_file *f = rt_st_read(path, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT(is_block(rt_st_find(f, "q_proj.weight.shard"), rt_st_find(w, "q_proj.weight"), 0, 16 * c, 16));
+        CU_ASSERT(is_block(rt_st_find(f, "k_proj.weight.shard"), rt_st_find(w, "k_proj.weight"), 0, 16 * (c / 2), 16));
+        CU_ASSERT(is_block(rt_st_find(f, "v_proj.weight.shard"), rt_st_find(w, "v_proj.weight"), 0, 16 * (c / 2), 16));
+        CU_ASSERT(is_block(rt_st_find(f, "o_proj.weight.shard"), rt_st_find(w, "o_proj.weight"), 1, 16 * c, 16));
+        CU_ASSERT(is_block(rt_st_find(f, "gate_proj.weight.shard"), rt_st_find(w, "gate_proj.weight"), 0, 40 * c, 40));
+        CU_ASSERT(is_block(rt_st_find(f, "up_proj.weight.shard"), rt_st_find(w, "up_proj.weight"), 0, 40 * c, 40));
+        CU_ASSERT(is_block(rt_st_find(f, "down_proj.weight.shard"), rt_st_find(w, "down_proj.weight"), 1, 40 * c, 40));
+        CU_ASSERT_PTR_NOT_NULL(rt_st_find(f, "rope_cos"));
+        rt_st_free(f);
+    }
+    rt_st_free(w);
+    tu_rmtree(dir);
+}
+
+/* A cut running into an op the splitter has no rule for is an error naming it. */
+static void test_tp_unknown_op_is_named(void)
+{
+    const char *g = "graph bad\ninput %x: f32[32, 64]\nparam %w1: f32[128, 64] = \"w1\"\n"
+                    "param %w2: f32[64, 128] = \"w2\"\n%t: f32[64, 128] = aten.t.default(%w1)\n"
+                    "%h: f32[32, 128] = aten.mm.default(%x, %t)\n%c: f32[32, 128] = aten.cumsum.default(%h, 1)\n"
+                    "%t2: f32[128, 64] = aten.t.default(%w2)\n%y: f32[32, 64] = aten.mm.default(%c, %t2)\noutput %y\n";
+    char path[512], args[700], out[2048];
+    tu_write_tmpfile(".txt", g, strlen(g), path, sizeof path);
+    snprintf(args, sizeof args, "run %s --tp 2 --no-values", path);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    TU_ASSERT_CONTAINS(out, ":7: aten.cumsum.default: cannot split for tensor parallelism");
+}
+
+/* The whole models' steps, KV caches cut by heads with the attention:
+ * the logits and the caches' new slices, put together from the cards,
+ * within the unsplit graph's tolerances (4 allreduces: 2 layers). */
+static void test_tp_whole_models_with_caches_validate(void)
+{
+    static const char *const steps[] = {"llama_gen/prefill", "llama_gen/decode", "gpt2_gen/prefill", "gpt2_gen/decode"};
+    static char out[16384];
+    for (int t = 0; t < 4; t++)
+        for (int n = 2; n <= 4; n += 2) {
+            char args[512];
+            snprintf(args, sizeof args, "run %s/traces/%s --tp %d --check", SPYRE_SOURCE_DIR, steps[t], n);
+            CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+            TU_ASSERT_CONTAINS(out, "allreduces=4", "expected _unsafe_view", "not cut equal to card 0's");
+            TU_ASSERT_LACKS(out, "MISMATCH");
+        }
+}
+
+/* A decode step whose KV cache is given as inputs and whose new keys and
+ * values are outputs (llama.py:llama_tiny_decode, exported here): the
+ * caches cut by heads on the way in, the new keys and values put together
+ * on the way out, within the reference's and PyTorch's tolerances; and
+ * the same with the seeded random inputs (no inputs file). */
+static void test_tp_cut_inputs_and_outputs_validate(void)
+{
+    char dir[512], cmd[2048], out[16384];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tools/export.py %s/traces/models/llama.py:llama_tiny_decode -o %s/d "
+             "> /dev/null 2>&1", SPYRE_SOURCE_DIR, SPYRE_SOURCE_DIR, dir);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    for (int n = 2; n <= 4; n += 2) {
+        snprintf(cmd, sizeof cmd, "run %s/d --tp %d --check", dir, n);
+        CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+        TU_ASSERT_CONTAINS(out, "allreduces=2", "expected transpose_2: ", "not cut equal to card 0's");
+        TU_ASSERT_LACKS(out, "MISMATCH");
+    }
+    snprintf(cmd, sizeof cmd, "%s/d/inputs.safetensors", dir);
+    CU_ASSERT_EQUAL(remove(cmd), 0);
+    snprintf(cmd, sizeof cmd, "run %s/d --tp 4 --check", dir);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    TU_ASSERT_CONTAINS(out, "check transpose_2: ", "expected: skipped: no inputs.safetensors",
+                       "not cut equal to card 0's");
+    TU_ASSERT_LACKS(out, "MISMATCH");
+    tu_rmtree(dir);
+}
+
+#ifdef SPYRE_MPIEXEC
+/* `mpirun -np n spyre ARGS` (at most 120 s), its output in out: the status. */
+static int mpi_spyre(int n, const char *args, char *out, size_t len)
+{
+    char log[1024], cmd[4096];
+    tu_tmpfile(".log", log, sizeof log);
+    /* the CI machine runs the suite as root, which OpenMPI refuses unless told */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    /* Under the sanitizer build LeakSanitizer reports what the MPI library
+     * (and OpenBLAS in an MPI rank) keep at exit, in frames of theirs only;
+     * our code's leaks are checked by the same paths run in one process. */
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 120 %s --oversubscribe -x ASAN_OPTIONS -np %d "
+             "%s/spyre %s > %s 2>&1", SPYRE_MPIEXEC, n, SPYRE_BINARY_DIR, args, log);
+    int st = system(cmd);
+    FILE *f = fopen(log, "r");
+    size_t k = f ? fread(out, 1, len - 1, f) : 0;
+    out[k] = 0;
+    if (f)
+        fclose(f);
+    remove(log);
+    return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+/* The lines of a run that must not depend on the link: every card's and
+ * the overall statistics, and the bits of every card's outputs. */
+static void link_free_lines(const char *out, char *keep, size_t len)
+{
+    keep[0] = 0;
+    for (const char *l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        size_t n = strchr(l, '\n') ? (size_t)(strchr(l, '\n') - l) + 1 : strlen(l);
+        if (!strncmp(l, "card ", 5) || !strncmp(l, "cycles=", 7) || !strncmp(l, "check", 5))
+            strncat(keep, l, n < len - strlen(keep) - 1 ? n : len - strlen(keep) - 1);
+    }
+}
+
+/* One rank per card under mpirun: the same cycles and the same bits as
+ * the threads of one process, for both layers at TP 2 and 4 and a whole
+ * model's decode step at TP 4. */
+static void test_mpi_ranks_give_the_threads_bits_and_cycles(void)
+{
+    static const char *const runs[][2] = {{"llama_tiny", "2"}, {"llama_tiny", "4"}, {"gpt2_small_block_tiny", "2"},
+                                          {"gpt2_small_block_tiny", "4"}, {"llama_gen/decode", "4"}};
+    static char a[16384], b[16384], ka[8192], kb[8192];
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "run %s/traces/%s --tp %s --check", SPYRE_SOURCE_DIR, runs[i][0], runs[i][1]);
+        CU_ASSERT_EQUAL(tu_spyre(args, a, sizeof a), 0);
+        CU_ASSERT_EQUAL(mpi_spyre(atoi(runs[i][1]), args, b, sizeof b), 0);
+        TU_ASSERT_CONTAINS(b, "link=mpi", "bits fnv1a=");
+        TU_ASSERT_LACKS(b, "MISMATCH");
+        link_free_lines(a, ka, sizeof ka);
+        link_free_lines(b, kb, sizeof kb);
+        TU_ASSERT_CONTAINS(ka, "card 1: cycles=", "bits fnv1a=");
+        CU_ASSERT_STRING_EQUAL(ka, kb);
+    }
+}
+
+/* Card 2 stops at its instruction limit: every rank stops, the run fails
+ * naming card 2's fault, and nothing hangs (120 s limit). */
+static void test_mpi_failing_rank_stops_every_rank(void)
+{
+    char args[512], out[16384];
+    snprintf(args, sizeof args, "run %s/traces/llama_tiny --tp 4 --max-insns 50:2", SPYRE_SOURCE_DIR);
+    int st = mpi_spyre(4, args, out, sizeof out);
+    CU_ASSERT(st != 0 && st != 124 && st != -1);
+    TU_ASSERT_CONTAINS(out, "card 2: run: FAULT", "instruction limit (50");
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 3); /* the same with threads */
+    TU_ASSERT_CONTAINS(out, "card 2: run: FAULT", "instruction limit (50");
+}
+#endif
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"system_files_name_cards_chip_and_link", test_system_files_name_cards_chip_and_link},
+        {"system_file_errors_name_the_line", test_system_file_errors_name_the_line},
+        {"docs_hold_the_system_keys_table", test_docs_hold_the_system_keys_table},
+        {"ring_cost_formulas", test_ring_cost_formulas},
+        {"allreduce_cost_matches_formula_and_values_sum", test_allreduce_cost_matches_formula_and_values_sum},
+        {"allgather_and_reduce_scatter_values_and_cost", test_allgather_and_reduce_scatter_values_and_cost},
+        {"failing_card_stops_every_card", test_failing_card_stops_every_card},
+        {"tp_layers_validate_at_2_and_4_cards", test_tp_layers_validate_at_2_and_4_cards},
+        {"tp_unknown_op_is_named", test_tp_unknown_op_is_named},
+        {"tp_compile_writes_megatron_shards", test_tp_compile_writes_megatron_shards},
+        {"tp_whole_models_with_caches_validate", test_tp_whole_models_with_caches_validate},
+        {"tp_cut_inputs_and_outputs_validate", test_tp_cut_inputs_and_outputs_validate},
+#ifdef SPYRE_MPIEXEC
+        {"mpi_ranks_give_the_threads_bits_and_cycles", test_mpi_ranks_give_the_threads_bits_and_cycles},
+        {"mpi_failing_rank_stops_every_rank", test_mpi_failing_rank_stops_every_rank},
+#endif
+        {NULL, NULL},
+    };
+    return tu_run("multicard", tests);
+}

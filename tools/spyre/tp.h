@@ -1,0 +1,34 @@
+/* tp.h: `spyre run GRAPH --tp N` as main.c's run command sees it (tp.c:
+ * the graph split for N cards, each card simulated in a thread of its own,
+ * or under mpirun in a rank of its own, tp_mpi.c; docs/multicard.md). */
+#ifndef SPYRE_TP_H
+#define SPYRE_TP_H
+
+#include "rt.h"
+
+/* Does the run's command line ask for several cards? */
+int tp_wanted(int argc, char **argv);
+/* The run; an exit status. */
+int tp_run(int argc, char **argv);
+/* `spyre compile GRAPH --tp N -o DIR`; an exit status. */
+int tp_compile(int argc, char **argv);
+
+#ifdef SPYRE_MPI
+/* The MPI link (tp_mpi.c), built when CMake finds MPI.  Is this process
+ * a rank started by mpirun?  Then begin gives its rank and the number of
+ * ranks (MPI_Init); end is MPI_Finalize. */
+int tp_mpi_launched(void);
+int tp_mpi_begin(int *rank, int *size);
+void tp_mpi_end(void);
+/* The link of card `rank` of `size` (rt_set_link with tp_mpi_link_ops). */
+void *tp_mpi_link_new(const chip_system *sys, int rank, int size);
+void tp_mpi_link_free(void *link);
+extern const rt_link_ops tp_mpi_link_ops;
+/* Every rank's `bytes` bytes into all on rank 0, in rank order. */
+void tp_mpi_gather(const void *mine, size_t bytes, void *all);
+/* Rank 0's status on every rank; whether any rank says bad. */
+int tp_mpi_agree(int status);
+int tp_mpi_any(int bad);
+#endif
+
+#endif
