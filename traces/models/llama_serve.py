@@ -34,6 +34,10 @@ python3 traces/models/llama_serve.py grid DIR SIZE CONTEXT CHUNK BATCHES CONTEXT
     (docs/serving.md, "Step costs"): BATCHES and CONTEXTS comma lists.
 python3 traces/models/llama_serve.py step DIR SIZE KIND ARGS...
     writes one graph, e.g. `step D 8b decode_layer 3 1000`.
+python3 traces/models/llama_serve.py random DIR SIZE N MAX_BATCH MAX_CONTEXT SEED
+    writes N decode steps at random shapes (batch 1..MAX_BATCH, context
+    1..MAX_CONTEXT, seeded): DIR/decode_bB_cC and DIR/ends_bB, for
+    `spyre serve --check-buckets DIR`.
 """
 import math
 import os
@@ -141,21 +145,29 @@ class DecodeLayer(Layer):
 
 
 class Ends(nn.Module):
-    """forward(ids (T,), x (R, H)) -> (embedding of ids, logits of x)."""
+    """forward(ids (T,), x (R, H)) -> (embedding of ids, logits of x in two
+    halves of the vocabulary).  The LM head is two linears: the compiler's
+    matrix product takes at most 65,535 columns (compiler/back/be_matmul.c)
+    and 8B's vocabulary is 128,256; the halves stay two outputs (a cat of
+    them would run on the host) for the sampler to read."""
 
     def __init__(self, s):
         super().__init__()
         self.embed = nn.Embedding(s["vocab"], s["hidden"], device=META)
         self.norm = RMSNorm(s["hidden"])
-        self.head = linear(s["hidden"], s["vocab"])
+        half = s["vocab"] // 2
+        self.head0, self.head1 = linear(s["hidden"], half), linear(s["hidden"], s["vocab"] - half)
+
+    def head(self, x):
+        return self.head0(x), self.head1(x)
 
     def forward(self, ids, x):
-        return self.embed(ids), self.head(self.norm(x))
+        return (self.embed(ids), *self.head(self.norm(x)))
 
 
 class DecodeModel(nn.Module):
     """The whole decode step: forward(ids (B, 1), pos, slots, pools...) ->
-    (logits (B, 1, V), pools'...)."""
+    (logits (B, 1, V) in two halves, pools'...)."""
 
     def __init__(self, s, context, layers):
         super().__init__()
@@ -168,7 +180,7 @@ class DecodeModel(nn.Module):
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, pos, slots, pools[2 * i], pools[2 * i + 1])
             out += [k, v]
-        return (self.ends.head(self.ends.norm(x)), *out)
+        return (*self.ends.head(self.ends.norm(x)), *out)
 
 
 def meta(*shape, dtype=torch.float32):
@@ -205,7 +217,7 @@ def decode_model(size, batch, context, layers):
     pos, slots, k, v = decode_inputs(s, batch, context)
     pools = tuple(meta(*k.shape) for _ in range(2 * layers))
     # forward(*pools) has no parameter names: export names the inputs input0..
-    state = {f"input{3 + j}": 1 + j for j in range(2 * layers)}
+    state = {f"input{3 + j}": 2 + j for j in range(2 * layers)}
     return DecodeModel(s, context, layers), (meta(batch, 1, dtype=torch.int64), pos, slots) + pools, {"state": state}
 
 
@@ -247,6 +259,13 @@ def main(argv):
     if len(argv) == 7 and argv[0] == "grid":
         ints = lambda t: [int(x) for x in t.split(",")]
         grid(argv[1], argv[2], int(argv[3]), int(argv[4]), ints(argv[5]), ints(argv[6]))
+    elif len(argv) == 7 and argv[0] == "random":
+        import random
+        rng = random.Random(int(argv[6]))
+        for _ in range(int(argv[3])):
+            b, c = rng.randint(1, int(argv[4])), rng.randint(1, int(argv[5]))
+            export_step(os.path.join(argv[1], f"decode_b{b}_c{c}"), argv[2], "decode_layer", b, c)
+            export_step(os.path.join(argv[1], f"ends_b{b}"), argv[2], "ends", b, b)
     elif len(argv) >= 4 and argv[0] == "step" and argv[3] in STEPS:
         export_step(argv[1], argv[2], argv[3], *[int(x) for x in argv[4:]])
     else:
