@@ -155,12 +155,15 @@ static int serve(const sv_args *a, sv_costs *c)
 {
     sv_policy p;
     char err[4200];
-    int n, rc = policy(a, c, &p);
-    if (rc)
-        return rc;
-    sv_request *req = sv_read_requests(a->requests, p.context, &n, err, sizeof err);
+    int n;
+    sv_request *req = sv_read_requests(a->requests, sv_costs_context(c), &n, err, sizeof err);
     if (!req)
         return bad("%s", err);
+    int rc = policy(a, c, &p);
+    if (rc) {
+        free(req);
+        return rc;
+    }
     double t0 = host_now();
     sv_run r;
     int tty = isatty(STDOUT_FILENO);

@@ -29,7 +29,7 @@ struct sv_costs {
     uint64_t config_hash;
     int layers, context, chunk;
     double kv_token; /* KV bytes per position, all layers */
-    int nb, nc, batches[SV_GRID_MAX], contexts[SV_GRID_MAX];
+    int nb, nc, ne, batches[SV_GRID_MAX], contexts[SV_GRID_MAX], ends[SV_GRID_MAX];
     double weight_bytes; /* the model's parameters on the device */
     /* known costs in cycles: by graph name */
     struct { char name[64]; uint64_t hash; double cycles; } *known;
@@ -112,16 +112,18 @@ static double simulate(sv_costs *c, const char *dir, const char *name)
     return cycles;
 }
 
-/* Cycles of grid graph `name` of the model directory, cached. */
-static double grid_cycles(sv_costs *c, const char *name)
+/* Cycles of graph DIR/name, simulated once: the cache (and its file) is
+ * keyed by a hash of the graph and the configuration, so the same graph
+ * under another directory is not simulated again. */
+static double grid_cycles(sv_costs *c, const char *dir, const char *name)
 {
     char path[8300];
-    snprintf(path, sizeof path, "%s/%s/graph.txt", c->dir, name);
+    snprintf(path, sizeof path, "%s/%s/graph.txt", dir, name);
     uint64_t h = file_hash(path) ^ c->config_hash;
     for (int i = 0; i < c->nknown; i++)
-        if (!strcmp(c->known[i].name, name) && c->known[i].hash == h)
+        if (c->known[i].hash == h)
             return c->known[i].cycles;
-    double cycles = simulate(c, c->dir, name);
+    double cycles = simulate(c, dir, name);
     if (cycles < 0 || remember(c, name, h, cycles))
         return -1;
     FILE *f = fopen(c->cache_path, "a"); /* best effort: a read-only DIR just simulates again next time */
@@ -157,20 +159,21 @@ static int read_grid(sv_costs *c, char *err, size_t errlen)
         if (sscanf(e->d_name, "decode_b%d_c%d%c", &b, &ctx, &tail) == 2 && b > 0 && ctx > 0) {
             add_unique(c->batches, &c->nb, b);
             add_unique(c->contexts, &c->nc, ctx);
+        } else if (sscanf(e->d_name, "ends_b%d%c", &b, &tail) == 1 && b > 0) {
+            add_unique(c->ends, &c->ne, b);
         }
     }
     closedir(d);
     qsort(c->batches, (size_t)c->nb, sizeof(int), cmp_int);
     qsort(c->contexts, (size_t)c->nc, sizeof(int), cmp_int);
-    if (!c->nb)
-        return snprintf(err, errlen, "%s: no decode_bB_cC step graphs (traces/models/llama_serve.py grid)", c->dir), -1;
+    qsort(c->ends, (size_t)c->ne, sizeof(int), cmp_int);
+    if (!c->nb || !c->ne || c->ends[0] > c->batches[0] || c->ends[c->ne - 1] < c->batches[c->nb - 1])
+        return snprintf(err, errlen, "%s: needs decode_bB_cC and ends_bB step graphs over the same batches "
+                                     "(traces/models/llama_serve.py grid)", c->dir), -1;
     char path[8300];
     for (int i = 0; i < c->nb; i++)
-        for (int j = 0; j <= c->nc; j++) {
-            if (j < c->nc)
-                snprintf(path, sizeof path, "%s/decode_b%d_c%d/graph.txt", c->dir, c->batches[i], c->contexts[j]);
-            else
-                snprintf(path, sizeof path, "%s/ends_b%d/graph.txt", c->dir, c->batches[i]);
+        for (int j = 0; j < c->nc; j++) {
+            snprintf(path, sizeof path, "%s/decode_b%d_c%d/graph.txt", c->dir, c->batches[i], c->contexts[j]);
             FILE *f = fopen(path, "r");
             if (!f)
                 return snprintf(err, errlen, "%s: missing (the grid of step graphs must be whole)", path), -1;
@@ -279,24 +282,26 @@ static int bracket(const int *v, int n, int x, double *frac)
     return i;
 }
 
-/* Decode layer cycles at (b, ctx), bilinear between grid points; -1 on failure. */
+/* Decode layer cycles at (b, ctx), bilinear between grid points, and the
+ * ends' at b, linear between theirs; -1 on failure. */
 static double decode_layer(sv_costs *c, int b, int ctx, double *ends)
 {
-    double fb, fc, v[2][2], e[2];
+    double fb, fc, fe, v[2][2], e[2];
     int i = bracket(c->batches, c->nb, b, &fb), j = bracket(c->contexts, c->nc, ctx, &fc);
+    int k = bracket(c->ends, c->ne, b, &fe);
     char name[64];
-    for (int di = 0; di < 2; di++) {
-        int bi = i + (di && c->nb > 1);
-        snprintf(name, sizeof name, "ends_b%d", c->batches[bi]);
-        if ((e[di] = grid_cycles(c, name)) < 0)
+    for (int d = 0; d < 2; d++) {
+        snprintf(name, sizeof name, "ends_b%d", c->ends[k + (d && c->ne > 1)]);
+        if ((e[d] = grid_cycles(c, c->dir, name)) < 0)
             return -1;
         for (int dj = 0; dj < 2; dj++) {
-            snprintf(name, sizeof name, "decode_b%d_c%d", c->batches[bi], c->contexts[j + (dj && c->nc > 1)]);
-            if ((v[di][dj] = grid_cycles(c, name)) < 0)
+            snprintf(name, sizeof name, "decode_b%d_c%d", c->batches[i + (d && c->nb > 1)],
+                     c->contexts[j + (dj && c->nc > 1)]);
+            if ((v[d][dj] = grid_cycles(c, c->dir, name)) < 0)
                 return -1;
         }
     }
-    *ends = e[0] + fb * (e[1] - e[0]);
+    *ends = e[0] + fe * (e[1] - e[0]);
     double lo = v[0][0] + fc * (v[0][1] - v[0][0]), hi = v[1][0] + fc * (v[1][1] - v[1][0]);
     return lo + fb * (hi - lo);
 }
@@ -307,8 +312,8 @@ static double cycles_of(sv_costs *c, int prefill, int batch, int context)
     double layer, ends = -1;
     if (prefill) {
         snprintf(name, sizeof name, "prefill_c%d", context);
-        layer = grid_cycles(c, name);
-        ends = layer < 0 ? -1 : grid_cycles(c, "ends_prefill");
+        layer = grid_cycles(c, c->dir, name);
+        ends = layer < 0 ? -1 : grid_cycles(c, c->dir, "ends_prefill");
     } else if (batch > c->batches[c->nb - 1] || context > c->contexts[c->nc - 1]) {
         fprintf(stderr, "spyre serve: a decode step of %d sequences at context %d is outside the grid of %s "
                         "(batches to %d, contexts to %d)\n", batch, context, c->dir, c->batches[c->nb - 1],
@@ -373,7 +378,7 @@ int sv_costs_check(sv_costs *c, const char *dir, double *worst)
         if (sscanf(e->d_name, "decode_b%d_c%d%c", &b, &ctx, &tail) != 2)
             continue;
         snprintf(ends_name, sizeof ends_name, "ends_b%d", b);
-        double layer = simulate(c, dir, e->d_name), ends = layer < 0 ? -1 : simulate(c, dir, ends_name);
+        double layer = grid_cycles(c, dir, e->d_name), ends = layer < 0 ? -1 : grid_cycles(c, dir, ends_name);
         double cached = ends < 0 ? -1 : cycles_of(c, 0, b, ctx);
         if (cached < 0) {
             rc = -1;

@@ -28,10 +28,11 @@ Sizes: "8b" is Llama 3 8B (hidden 4096, 32 query heads, 8 KV heads of 128,
 FFN 14336, vocabulary 128256, 32 layers); "tiny" (hidden 64, 4 heads, 2 KV
 heads, FFN 160, vocabulary 256, 2 layers) is for tests.
 
-python3 traces/models/llama_serve.py grid DIR SIZE CONTEXT CHUNK BATCHES CONTEXTS
+python3 traces/models/llama_serve.py grid DIR SIZE CONTEXT CHUNK BATCHES CONTEXTS ENDS
     writes a model directory for spyre serve: DIR/model.txt and the step
     graphs at the grid of shapes spyre serve interpolates between
-    (docs/serving.md, "Step costs"): BATCHES and CONTEXTS comma lists.
+    (docs/serving.md, "Step costs"): decode layers at BATCHES x CONTEXTS,
+    the ends at ENDS batches (comma lists).
 python3 traces/models/llama_serve.py step DIR SIZE KIND ARGS...
     writes one graph, e.g. `step D 8b decode_layer 3 1000`.
 python3 traces/models/llama_serve.py random DIR SIZE N MAX_BATCH MAX_CONTEXT SEED
@@ -238,7 +239,7 @@ def export_step(out, size, kind, *args):
     ex.export(f"llama_serve.py:{kind}", out, 0, "auto", graph_only=True, func=lambda: STEPS[kind](size, *args))
 
 
-def grid(d, size, context, chunk, batches, contexts):
+def grid(d, size, context, chunk, batches, contexts, ends_batches):
     """The model directory: model.txt and the graphs at the grid's shapes."""
     s = SIZES[size]
     os.makedirs(d, exist_ok=True)
@@ -249,16 +250,17 @@ def grid(d, size, context, chunk, batches, contexts):
     for c in range(0, context, chunk):
         export_step(os.path.join(d, f"prefill_c{c}"), size, "prefill_layer", chunk, c)
     export_step(os.path.join(d, "ends_prefill"), size, "ends", chunk, 1)
-    for b in batches:
+    for b in ends_batches:
         export_step(os.path.join(d, f"ends_b{b}"), size, "ends", b, b)
+    for b in batches:
         for c in contexts:
             export_step(os.path.join(d, f"decode_b{b}_c{c}"), size, "decode_layer", b, c)
 
 
 def main(argv):
-    if len(argv) == 7 and argv[0] == "grid":
+    if len(argv) == 8 and argv[0] == "grid":
         ints = lambda t: [int(x) for x in t.split(",")]
-        grid(argv[1], argv[2], int(argv[3]), int(argv[4]), ints(argv[5]), ints(argv[6]))
+        grid(argv[1], argv[2], int(argv[3]), int(argv[4]), ints(argv[5]), ints(argv[6]), ints(argv[7]))
     elif len(argv) == 7 and argv[0] == "random":
         import random
         rng = random.Random(int(argv[6]))
