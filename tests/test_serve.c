@@ -136,7 +136,8 @@ static void test_bad_request_files(void)
     char path[4096], args[8192], out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tu_write_tmpfile(".jsonl", cases[i].text, strlen(cases[i].text), path, sizeof path);
-        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out", path, path);
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out --cost-cache %s.costs",
+                 path, path, path);
         CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
         CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].want));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, path));
@@ -159,8 +160,8 @@ static void test_serve_tiny(void)
     tu_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/r.jsonl", dir);
     tu_write_file(path, text, strlen(text));
-    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --kv-blocks 64",
-             path, dir);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --kv-blocks 64 "
+             "--cost-cache %s/costs.txt", path, dir, dir); /* never a file in the source tree */
     CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "cached_chunks=2\n")); /* the third reuses the second's two prefix chunks */
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "output_tokens=90\n"));

@@ -14,7 +14,7 @@
 enum { SV_OK = 0, SV_USAGE = 2, SV_FAULT = 3 };
 
 const char serve_usage[] = "serve REQUESTS.jsonl --model DIR [--tp N] [--max-seqs B] [--chunk 512] [--kv-blocks K] "
-                           "[--config FILE] [--out PREFIX] [--check-buckets DIR2]";
+                           "[--config FILE] [--out PREFIX] [--cost-cache FILE] [--check-buckets DIR2]";
 const char serve_help[] =
     "Simulate serving the requests of REQUESTS.jsonl (one JSON object a line: arrival seconds, prompt and\n"
     "output tokens, optionally prefix_group and prefix) with a whole model of DIR (model.txt and step\n"
@@ -23,7 +23,8 @@ const char serve_help[] =
     "alternating with decode steps of up to --max-seqs sequences (default 16), the KV cache in blocks of\n"
     "64 tokens (--kv-blocks, default what the DRAM holds beside the weights), preemption when blocks run\n"
     "out, prefix caching of whole chunks.  Each step's cost is simulated from the model's step graph at\n"
-    "its shape (interpolated between grid shapes, each simulated once and kept in DIR/costs-CONFIG.txt).\n"
+    "its shape (interpolated between grid shapes, each simulated once and kept in --cost-cache FILE,\n"
+    "default DIR/costs-CONFIG.txt).\n"
     "Writes PREFIX.csv, PREFIX.json, PREFIX_latency.svg and PREFIX_timeline.svg (--out, default serve)\n"
     "and prints the percentiles, tokens/s and serve_sim_speed (simulated seconds per host second) last.\n"
     "--check-buckets DIR2 compares the cost of each decode_bB_cC step graph of DIR2 (with its ends_bB)\n"
@@ -32,7 +33,7 @@ const char serve_help[] =
     "Exit status: 0 ok, 2 bad arguments or files (a bad request names its line), 3 a step faulted.";
 
 typedef struct {
-    const char *requests, *model, *config, *out, *check;
+    const char *requests, *model, *config, *out, *check, *cache;
     long tp, max_seqs, chunk, kv_blocks;
 } sv_args;
 
@@ -60,11 +61,12 @@ static int parse_args(int argc, char **argv, sv_args *a)
 {
     memset(a, 0, sizeof *a);
     a->tp = 1, a->max_seqs = 16, a->out = "serve", a->config = "spyre";
-    static const char *valued[] = {"--model", "--tp", "--max-seqs", "--chunk", "--kv-blocks", "--config", "--out", "--check-buckets"};
+    static const char *valued[] = {"--model",  "--tp",  "--max-seqs",      "--chunk",     "--kv-blocks",
+                                   "--config", "--out", "--check-buckets", "--cost-cache"};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int k = -1;
-        for (int j = 0; j < 8; j++)
+        for (int j = 0; j < 9; j++)
             k = strcmp(o, valued[j]) ? k : j;
         if (k >= 0 && i + 1 >= argc)
             return bad("%s needs a value", o);
@@ -73,7 +75,7 @@ static int parse_args(int argc, char **argv, sv_args *a)
         if (k >= 1 && k <= 4 && count_arg(o, v, counts[k]))
             return SV_USAGE;
         if (k == 0 || k >= 5)
-            *(k == 0 ? &a->model : k == 5 ? &a->config : k == 6 ? &a->out : &a->check) = v;
+            *(k == 0 ? &a->model : k == 5 ? &a->config : k == 6 ? &a->out : k == 7 ? &a->check : &a->cache) = v;
         if (k < 0 && (o[0] == '-' || a->requests))
             return bad("unexpected argument '%s' (usage: spyre serve REQUESTS.jsonl --model DIR ...)", o);
         if (k < 0)
@@ -199,7 +201,7 @@ int cmd_serve(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    sv_costs *c = sv_costs_open(a.model, a.config, err, sizeof err);
+    sv_costs *c = sv_costs_open(a.model, a.config, a.cache, err, sizeof err);
     if (!c)
         return bad("%s", err);
     if (a.check) {

@@ -67,7 +67,8 @@ void sv_run_free(sv_run *r);
 
 /* The step-cost model of a model directory (serve_cost.c). */
 typedef struct sv_costs sv_costs;
-sv_costs *sv_costs_open(const char *dir, const char *config, char *err, size_t errlen);
+/* cache: the file of known costs (NULL: DIR/costs-CONFIG.txt). */
+sv_costs *sv_costs_open(const char *dir, const char *config, const char *cache, char *err, size_t errlen);
 int sv_costs_layers(const sv_costs *c), sv_costs_context(const sv_costs *c), sv_costs_chunk(const sv_costs *c);
 /* KV blocks that fit in the config's DRAM beside the weights. */
 long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes);

@@ -226,7 +226,7 @@ static void read_cache(sv_costs *c)
         fclose(f);
 }
 
-sv_costs *sv_costs_open(const char *dir, const char *config, char *err, size_t errlen)
+sv_costs *sv_costs_open(const char *dir, const char *config, const char *cache, char *err, size_t errlen)
 {
     sv_costs *c = calloc(1, sizeof *c);
     if (!c)
@@ -236,7 +236,10 @@ sv_costs *sv_costs_open(const char *dir, const char *config, char *err, size_t e
     c->dev = rt_open(cfg, err, errlen);
     c->config_hash = file_hash(cfg);
     const char *base = strrchr(cfg, '/') ? strrchr(cfg, '/') + 1 : cfg;
-    snprintf(c->cache_path, sizeof c->cache_path, "%s/costs-%.*s.txt", dir, (int)strcspn(base, "."), base);
+    if (cache)
+        snprintf(c->cache_path, sizeof c->cache_path, "%s", cache);
+    else
+        snprintf(c->cache_path, sizeof c->cache_path, "%s/costs-%.*s.txt", dir, (int)strcspn(base, "."), base);
     free(cfg);
     if (!c->dev || read_model(c, err, errlen) || read_grid(c, err, errlen)) {
         sv_costs_close(c);
