@@ -7,7 +7,8 @@
  *      same step as spyre serve composes it (32 x the layer graph + the
  *      ends graph);
  *   2. the bucketing error: 20 decode steps at seeded random shapes (batch
- *      1..16, context 1..3071), each simulated directly against the cost
+ *      1..16, context 64..3072 in whole 64-token blocks, as spyre serve
+ *      charges a decode step), each simulated directly against the cost
  *      spyre serve interpolates from its grid (spyre serve --check-buckets);
  *   3. a seeded synthetic trace (Poisson arrivals at RATE per second,
  *      prompts 128..2048 and outputs 32..256 tokens, uniform, 64 requests)
@@ -99,7 +100,7 @@ static int decode_roofline(const char *src, const char *build, const char *model
     double kv = LAYERS * 2.0 * DECODE_CONTEXT * KV_DIM * ELEM_BYTES;
     double bound_us = (weights + kv) / bw * 1e6, compile_s, c2;
     double whole = simulate(dev, dir, &compile_s);
-    char part[PATH_MAX + 64];
+    char part[PATH_MAX + 256];
     snprintf(part, sizeof part, "%s/decode_b1_c%d", model, DECODE_CONTEXT);
     double layer = whole < 0 ? -1 : simulate(dev, part, &c2);
     snprintf(part, sizeof part, "%s/ends_b1", model);
@@ -142,7 +143,7 @@ static int write_trace(const char *path, int n, uint64_t seed)
 
 int main(int argc, char **argv)
 {
-    char src[PATH_MAX], build[PATH_MAX], model[PATH_MAX + 64], cmd[4 * PATH_MAX], out[PATH_MAX + 64];
+    char src[PATH_MAX], build[PATH_MAX], model[PATH_MAX + 64], cmd[8 * PATH_MAX], out[PATH_MAX + 64];
     int n = argc > 1 ? atoi(argv[1]) : REQUESTS; /* bench_serve N: another trace length */
     if (bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
@@ -154,9 +155,9 @@ int main(int argc, char **argv)
     int rc = decode_roofline(src, build, model);
     if (rc)
         return rc;
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/traces/models/llama_serve.py' random '%s/traces/llama8b_check' 8b "
-             "20 16 %d 1 >&2 && '%s/spyre' serve --model '%s' --check-buckets '%s/traces/llama8b_check'",
-             src, build, CONTEXT - 1, build, model, build);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/traces/models/llama_serve.py' random '%s/traces/llama8b_check_blocks' 8b "
+             "20 16 %d 1 >&2 && '%s/spyre' serve --model '%s' --check-buckets '%s/traces/llama8b_check_blocks'",
+             src, build, CONTEXT, build, model, build);
     if ((rc = run(cmd)))
         return rc;
     snprintf(out, sizeof out, "%s/serve", build);

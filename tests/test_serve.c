@@ -133,7 +133,7 @@ static void test_bad_request_files(void)
         {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3, \"prefix\": 4}\n", ":1: \"prefix\" without \"prefix_group\""},
         {"{\"arrival\": 0, \"prompt\": 10\n", ":1: not a JSON object"},
     };
-    char path[4096], args[8192], out[4096];
+    char path[4096], args[16384], out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tu_write_tmpfile(".jsonl", cases[i].text, strlen(cases[i].text), path, sizeof path);
         snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out --cost-cache %s.costs",

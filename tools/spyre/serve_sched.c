@@ -258,7 +258,9 @@ static int decode_step(sv_state *st, sv_cost_fn cost, void *ctx)
         }
     if (!batch)
         return 0;
-    double c = cost(ctx, 0, batch, context);
+    /* the step reads its caches in whole blocks (paged): charged at the
+     * longest sequence's blocks */
+    double c = cost(ctx, 0, batch, blocks_for(context) * SV_BLOCK_TOKENS);
     if (c < 0)
         return -1;
     st->t += c;

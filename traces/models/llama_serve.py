@@ -36,8 +36,9 @@ python3 traces/models/llama_serve.py grid DIR SIZE CONTEXT CHUNK BATCHES CONTEXT
 python3 traces/models/llama_serve.py step DIR SIZE KIND ARGS...
     writes one graph, e.g. `step D 8b decode_layer 3 1000`.
 python3 traces/models/llama_serve.py random DIR SIZE N MAX_BATCH MAX_CONTEXT SEED
-    writes N decode steps at random shapes (batch 1..MAX_BATCH, context
-    1..MAX_CONTEXT, seeded): DIR/decode_bB_cC and DIR/ends_bB, for
+    writes N decode steps at random shapes (batch 1..MAX_BATCH, context a
+    whole number of 64-token KV blocks up to MAX_CONTEXT, as spyre serve
+    charges a decode step; seeded): DIR/decode_bB_cC and DIR/ends_bB, for
     `spyre serve --check-buckets DIR`.
 """
 import math
@@ -265,7 +266,7 @@ def main(argv):
         import random
         rng = random.Random(int(argv[6]))
         for _ in range(int(argv[3])):
-            b, c = rng.randint(1, int(argv[4])), rng.randint(1, int(argv[5]))
+            b, c = rng.randint(1, int(argv[4])), 64 * rng.randint(1, int(argv[5]) // 64)
             export_step(os.path.join(argv[1], f"decode_b{b}_c{c}"), argv[2], "decode_layer", b, c)
             export_step(os.path.join(argv[1], f"ends_b{b}"), argv[2], "ends", b, b)
     elif len(argv) >= 4 and argv[0] == "step" and argv[3] in STEPS:
