@@ -128,7 +128,7 @@ static void test_bad_request_files(void)
         {"{\"arrival\": 0, \"prompt\": 10, \"output\": -3}\n", ":1: \"output\" must be a whole number"},
         {"{\"prompt\": 10, \"output\": 3}\n", ":1: missing field \"arrival\""},
         {"\n{\"arrival\": -1, \"prompt\": 10, \"output\": 3}\n", ":2: \"arrival\" must be"},
-        {"{\"arrival\": 0, \"prompt\": 300, \"output\": 3}\n", ":1: \"prompt\" must be a whole number of tokens from 1 to 256"},
+        {"{\"arrival\": 0, \"prompt\": 300, \"output\": 3}\n", ":1: a prompt of 300 tokens is longer than the model's context of 256"},
         {"{\"arrival\": 0, \"prompt\": 250, \"output\": 10}\n", ":1: prompt 250 and output 10 need 259 positions"},
         {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3, \"prefix\": 4}\n", ":1: \"prefix\" without \"prefix_group\""},
         {"{\"arrival\": 0, \"prompt\": 10\n", ":1: not a JSON object"},

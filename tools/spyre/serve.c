@@ -171,6 +171,8 @@ static int serve(const sv_args *a, sv_costs *c)
     int tty = isatty(STDOUT_FILENO);
     rc = sv_simulate(&p, req, n, sv_costs_step, c, &r, tty ? progress_bar : NULL) ? SV_FAULT : 0;
     double host_s = host_now() - t0;
+    if (tty && !rc)
+        progress_bar(NULL, n, n); /* the bar is drawn every 256 steps: show the end */
     if (tty)
         printf("\n");
     if (!rc && sv_write_reports(a->out, req, n, &r, p.kv_blocks, err, sizeof err))

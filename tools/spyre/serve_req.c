@@ -92,9 +92,12 @@ static int parse_line(const char *text, sv_request *r, sv_groups *g, int context
             r->arrival = a->valuedouble;
     }
     if (!rc)
-        rc = count_field(o, "prompt", 1, context, &r->prompt, path, r->line, err, errlen);
+        rc = count_field(o, "prompt", 1, 1 << 30, &r->prompt, path, r->line, err, errlen);
     if (!rc)
-        rc = count_field(o, "output", 1, context, &r->output, path, r->line, err, errlen);
+        rc = count_field(o, "output", 1, 1 << 30, &r->output, path, r->line, err, errlen);
+    if (!rc && r->prompt > context)
+        rc = fail(err, errlen, path, r->line, "a prompt of %d tokens is longer than the model's context of %d",
+                  r->prompt, context);
     if (!rc && r->prompt + r->output - 1 > context)
         rc = fail(err, errlen, path, r->line, "prompt %d and output %d need %d positions, more than the model's context of %d",
                   r->prompt, r->output, r->prompt + r->output - 1, context);
