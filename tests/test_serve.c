@@ -5,7 +5,8 @@
  * with decode steps, preemption of the latest admitted sequence when KV
  * blocks run out (recompute), whole-chunk prefix caching; the request
  * file's errors (one line naming the line, exit 2); and spyre serve end
- * to end on traces/serve_tiny (reports written, bucketing error). */
+ * to end on traces/serve_tiny (reports written; a step's cost equal to
+ * its graphs simulated by spyre run). */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
@@ -184,6 +185,43 @@ static void test_serve_tiny(void)
     free(out);
 }
 
+/* "key=NUMBER" in text, or -1. */
+static double key_value(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/* One request of one chunk (prompt 64, output 1): its TTFT is the step
+ * cost, 2 layers x the prefill layer graph + the ends graph, each as
+ * `spyre run --no-values` simulates it alone, at the config's 1.5 GHz. */
+static void test_step_cost_is_the_graphs(void)
+{
+    char *out = malloc(65536), dir[4096], path[4200], args[16384];
+    double cycles[2];
+    static const char *graph[2] = {"prefill_c0", "ends_prefill"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/serve_tiny/%s --no-values", graph[k]);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        cycles[k] = key_value(out, "\ncycles=");
+        CU_ASSERT_FATAL(cycles[k] > 0);
+    }
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/one.jsonl", dir);
+    const char *one = "{\"arrival\": 0, \"prompt\": 64, \"output\": 1}\n";
+    tu_write_file(path, one, strlen(one));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache %s/c.txt",
+             path, dir, dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+    double want = (2 * cycles[0] + cycles[1]) / 1.5e9;
+    /* serve prints 6 significant digits; run prints whole cycles of a
+     * fractional count: half a cycle each, 2 x 0.5 + 0.5 in all */
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "ttft_p50_s="), want, want * 1e-5 + 1.5 / 1.5e9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "prefill_steps=1\ndecode_steps=0\n"));
+    tu_rmtree(dir);
+    free(out);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -194,6 +232,7 @@ int main(void)
         {"percentile", test_percentile},
         {"bad_request_files", test_bad_request_files},
         {"serve_tiny", test_serve_tiny},
+        {"step_cost_is_the_graphs", test_step_cost_is_the_graphs},
         {NULL, NULL},
     };
     return tu_run("serve", tests);

@@ -37,7 +37,7 @@ static int write_csv(const char *path, const sv_request *req, int n, const sv_ru
         return -1;
     fprintf(f, "line,arrival_s,prompt,output,ttft_s,tpot_s,e2e_s,preemptions\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "%ld,%.6f,%d,%d,%.6f,%.6f,%.6f,%d\n", req[i].line, req[i].arrival, req[i].prompt, req[i].output,
+        fprintf(f, "%ld,%.9g,%d,%d,%.9g,%.9g,%.9g,%d\n", req[i].line, req[i].arrival, req[i].prompt, req[i].output,
                 r->res[i].ttft, r->res[i].tpot, r->res[i].e2e, r->res[i].preemptions);
     return fclose(f);
 }
@@ -76,7 +76,7 @@ static double mean(const double *v, int n)
 
 static void percentiles(FILE *f, const char *key, const double *v, int n)
 {
-    fprintf(f, "  \"%s\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f, \"mean\": %.6f, \"count\": %d},\n", key,
+    fprintf(f, "  \"%s\": {\"p50\": %.9g, \"p90\": %.9g, \"p99\": %.9g, \"mean\": %.9g, \"count\": %d},\n", key,
             sv_percentile(v, n, 50), sv_percentile(v, n, 90), sv_percentile(v, n, 99), mean(v, n), n);
 }
 
