@@ -36,3 +36,9 @@ export_steps() {  # MODEL
 
 export_steps llama
 export_steps gpt2
+
+# A whole tiny Llama-style model's serving step graphs (llama_serve.py,
+# graph only) at a grid of shapes, for tests/test_serve.c.
+echo "traces/serve_tiny"
+rm -rf "$here/serve_tiny"
+"$python" "$here/models/llama_serve.py" grid "$here/serve_tiny" tiny 256 64 1,2,4 64,128,256 1,2,4

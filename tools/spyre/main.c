@@ -19,6 +19,7 @@
 #include "rt.h"
 #include "sim.h"
 #include "generate.h"
+#include "serve.h"
 #include "sdsc_cmd.h"
 #include "sweep.h"
 #include "tp.h"
@@ -1085,6 +1086,7 @@ static const command commands[] = {
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"
      "program broke a rule (including a race, a deadlock or a limit)."},
     {"generate", cmd_generate, generate_usage, generate_help},
+    {"serve", cmd_serve, serve_usage, serve_help},
     {"sweep", cmd_sweep, sweep_usage, sweep_help},
     {"check", sdsc_check, sdsc_check_usage, sdsc_check_help},
 };

@@ -1,0 +1,239 @@
+/* test_serve.c: spyre serve's policy (serve_sched.c) on small
+ * configurations with a synthetic step cost (prefill chunk 1 s, decode step
+ * 0.1 s), each expected time worked out by hand from the policy's rules in
+ * docs/serving.md: admission up to max_seqs, prefill chunks alternating
+ * with decode steps, preemption of the latest admitted sequence when KV
+ * blocks run out (recompute), whole-chunk prefix caching; the request
+ * file's errors (one line naming the line, exit 2); and spyre serve end
+ * to end on traces/serve_tiny (reports written; a step's cost equal to
+ * its graphs simulated by spyre run). */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve.h"
+#include "testutil.h"
+
+/* Times below are sums of a few steps of 1 s and 0.1 s: exact to well
+ * under a microsecond in doubles. */
+#define EPS 1e-9
+
+static double flat_cost(void *ctx, int prefill, int batch, int context)
+{
+    (void)ctx, (void)batch, (void)context;
+    return prefill ? 1.0 : 0.1;
+}
+
+static sv_request req(double arrival, int prompt, int output, int group, int prefix)
+{
+    static long line;
+    return (sv_request){++line, arrival, prompt, output, group, prefix};
+}
+
+/* max_seqs 1: B waits for A to finish; max_seqs 2: B's prefill comes
+ * between A's decode steps. */
+static void test_admission_limit(void)
+{
+    sv_request r[2] = {req(0, 64, 3, -1, 0), req(0, 64, 3, -1, 0)};
+    sv_policy p = {.max_seqs = 1, .chunk = 64, .kv_blocks = 100, .context = 256};
+    sv_run run;
+    CU_ASSERT_EQUAL_FATAL(sv_simulate(&p, r, 2, flat_cost, NULL, &run, NULL), 0);
+    /* A: prefill to 1 (token 1), decodes to 1.1, 1.2; B then 2.2, 2.3, 2.4 */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].ttft, 1.0, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].e2e, 1.2, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].tpot, 0.1, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].ttft, 2.2, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].e2e, 2.4, EPS);
+    CU_ASSERT_EQUAL(run.decode_steps, 4);
+    sv_run_free(&run);
+
+    p.max_seqs = 2;
+    CU_ASSERT_EQUAL_FATAL(sv_simulate(&p, r, 2, flat_cost, NULL, &run, NULL), 0);
+    /* A prefill 1; decode A 1.1; B prefill 2.1; decode A+B 2.2 (A done); decode B 2.3 */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].ttft, 1.0, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].e2e, 2.2, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].tpot, 0.6, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].ttft, 2.1, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].e2e, 2.3, EPS);
+    CU_ASSERT_EQUAL(run.decode_steps, 3);
+    CU_ASSERT_EQUAL(run.out_tokens, 6);
+    sv_run_free(&run);
+}
+
+/* 3 blocks of 64 for two sequences of 64 + 70 - 1 positions (3 blocks
+ * each): B, admitted last, is preempted at its first decode step (it needs
+ * its second block, none is free) and recomputes its 65 tokens after A. */
+static void test_preemption(void)
+{
+    sv_request r[2] = {req(0, 64, 70, -1, 0), req(0, 64, 70, -1, 0)};
+    sv_policy p = {.max_seqs = 2, .chunk = 64, .kv_blocks = 3, .context = 256};
+    sv_run run;
+    CU_ASSERT_EQUAL_FATAL(sv_simulate(&p, r, 2, flat_cost, NULL, &run, NULL), 0);
+    CU_ASSERT_EQUAL(run.res[0].preemptions, 0);
+    CU_ASSERT_EQUAL(run.res[1].preemptions, 1);
+    CU_ASSERT_EQUAL(run.preemptions, 1);
+    /* A: prefill 1, decode 1.1, (B prefill 2.1), then alone: token 70 at 2.2 + 67 x 0.1 */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].e2e, 8.9, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].tpot, (8.9 - 1.0) / 69, EPS);
+    /* B: first token at 2.1 stays; after A, two chunks (64 + 1 tokens) to 10.9, 68 decodes */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].ttft, 2.1, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].e2e, 10.9 + 6.8, EPS);
+    CU_ASSERT_EQUAL(run.prefill_steps, 4);
+    CU_ASSERT_EQUAL(run.decode_steps, 69 + 68);
+    sv_run_free(&run);
+}
+
+/* Prompts of 192 (3 chunks of 64) sharing a 128-token prefix: the second
+ * request of the group computes only its last chunk; another group shares
+ * nothing; a prompt that is all prefix still computes its last chunk. */
+static void test_prefix_cache(void)
+{
+    sv_request r[4] = {req(0, 192, 1, 0, 128), req(0, 192, 1, 0, 128), req(0, 192, 1, 1, 128), req(0, 128, 1, 0, 128)};
+    sv_policy p = {.max_seqs = 1, .chunk = 64, .kv_blocks = 100, .context = 256};
+    sv_run run;
+    CU_ASSERT_EQUAL_FATAL(sv_simulate(&p, r, 4, flat_cost, NULL, &run, NULL), 0);
+    CU_ASSERT_DOUBLE_EQUAL(run.res[0].e2e, 3.0, EPS); /* 3 chunks */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[1].e2e, 4.0, EPS); /* 2 cached, 1 computed */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[2].e2e, 7.0, EPS); /* group 1: all 3 */
+    CU_ASSERT_DOUBLE_EQUAL(run.res[3].e2e, 8.0, EPS); /* chunk 0 cached, chunk 1 computed */
+    CU_ASSERT_EQUAL(run.cached_chunks, 3);
+    CU_ASSERT_EQUAL(run.prefill_steps, 3 + 1 + 3 + 1);
+    CU_ASSERT_EQUAL(run.decode_steps, 0);
+    sv_run_free(&run);
+}
+
+/* A request needing more blocks than there are can never run. */
+static void test_request_larger_than_cache(void)
+{
+    sv_request r[1] = {req(0, 200, 10, -1, 0)}; /* 209 positions: 4 blocks */
+    sv_policy p = {.max_seqs = 2, .chunk = 64, .kv_blocks = 3, .context = 256};
+    sv_run run;
+    CU_ASSERT_EQUAL(sv_simulate(&p, r, 1, flat_cost, NULL, &run, NULL), -1);
+}
+
+static void test_percentile(void)
+{
+    double v[5] = {5, 1, 4, 2, 3}; /* sorted 1..5: p50 3, p90 between 4 and 5 at 0.6 */
+    CU_ASSERT_DOUBLE_EQUAL(sv_percentile(v, 5, 50), 3.0, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(sv_percentile(v, 5, 90), 4.6, EPS);
+    CU_ASSERT_DOUBLE_EQUAL(sv_percentile(v, 5, 100), 5.0, EPS);
+}
+
+/* Each bad file gives one line naming its line, and exit 2. */
+static void test_bad_request_files(void)
+{
+    static const struct { const char *text, *want; } cases[] = {
+        {"{\"arrival\": 0, \"prompt\": 10, \"output\": 5}\n{\"arrival\": 1, \"output\": 5}\n", ":2: missing field \"prompt\""},
+        {"{\"arrival\": 0, \"prompt\": 10, \"output\": -3}\n", ":1: \"output\" must be a whole number"},
+        {"{\"prompt\": 10, \"output\": 3}\n", ":1: missing field \"arrival\""},
+        {"\n{\"arrival\": -1, \"prompt\": 10, \"output\": 3}\n", ":2: \"arrival\" must be"},
+        {"{\"arrival\": 0, \"prompt\": 300, \"output\": 3}\n", ":1: a prompt of 300 tokens is longer than the model's context of 256"},
+        {"{\"arrival\": 0, \"prompt\": 250, \"output\": 10}\n", ":1: prompt 250 and output 10 need 259 positions"},
+        {"{\"arrival\": 0, \"prompt\": 10, \"output\": 3, \"prefix\": 4}\n", ":1: \"prefix\" without \"prefix_group\""},
+        {"{\"arrival\": 0, \"prompt\": 10\n", ":1: not a JSON object"},
+    };
+    char path[4096], args[16384], out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_write_tmpfile(".jsonl", cases[i].text, strlen(cases[i].text), path, sizeof path);
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s.out --cost-cache %s.costs",
+                 path, path, path);
+        CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, cases[i].want));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, path));
+        CU_ASSERT_EQUAL(strchr(out, '\n'), out + strlen(out) - 1); /* one line */
+        if (!strstr(out, cases[i].want))
+            fprintf(stderr, "case %zu: %s", i, out);
+    }
+    CU_ASSERT_EQUAL(tu_spyre("serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 2", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 2: only 1"));
+}
+
+/* The tiny model end to end: every request in the CSV, SVGs with ticks,
+ * and the grid's interpolation within 5% of direct simulations. */
+static void test_serve_tiny(void)
+{
+    const char *text = "{\"arrival\": 0, \"prompt\": 100, \"output\": 20}\n"
+                       "{\"arrival\": 0.00001, \"prompt\": 150, \"output\": 40, \"prefix_group\": \"s\", \"prefix\": 128}\n"
+                       "{\"arrival\": 0.00002, \"prompt\": 130, \"output\": 30, \"prefix_group\": \"s\", \"prefix\": 128}\n";
+    char dir[4096], path[4200], args[16384], *out = malloc(65536);
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/r.jsonl", dir);
+    tu_write_file(path, text, strlen(text));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --kv-blocks 64 "
+             "--cost-cache %s/costs.txt", path, dir, dir); /* never a file in the source tree */
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "cached_chunks=2\n")); /* the third reuses the second's two prefix chunks */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "output_tokens=90\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nserve_sim_speed="));
+    snprintf(path, sizeof path, "%s/o.csv", dir);
+    char *csv = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    int lines = 0;
+    for (char *p = csv; *p; p++)
+        lines += *p == '\n';
+    CU_ASSERT_EQUAL(lines, 4);
+    free(csv);
+    snprintf(path, sizeof path, "%s/o_latency.svg", dir);
+    char *svg = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "time to first token (s)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "text-anchor=\"end\">100</text>")); /* the 100% tick */
+    free(svg);
+    tu_rmtree(dir);
+    free(out);
+}
+
+/* "key=NUMBER" in text, or -1. */
+static double key_value(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/* One request of one chunk (prompt 64, output 1): its TTFT is the step
+ * cost, 2 layers x the prefill layer graph + the ends graph, each as
+ * `spyre run --no-values` simulates it alone, at the config's 1.5 GHz. */
+static void test_step_cost_is_the_graphs(void)
+{
+    char *out = malloc(65536), dir[4096], path[4200], args[16384];
+    double cycles[2];
+    static const char *graph[2] = {"prefill_c0", "ends_prefill"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/serve_tiny/%s --no-values", graph[k]);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        cycles[k] = key_value(out, "\ncycles=");
+        CU_ASSERT_FATAL(cycles[k] > 0);
+    }
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/one.jsonl", dir);
+    const char *one = "{\"arrival\": 0, \"prompt\": 64, \"output\": 1}\n";
+    tu_write_file(path, one, strlen(one));
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache %s/c.txt",
+             path, dir, dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+    double want = (2 * cycles[0] + cycles[1]) / 1.5e9;
+    /* serve prints 6 significant digits; run prints whole cycles of a
+     * fractional count: half a cycle each, 2 x 0.5 + 0.5 in all */
+    CU_ASSERT_DOUBLE_EQUAL(key_value(out, "ttft_p50_s="), want, want * 1e-5 + 1.5 / 1.5e9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "prefill_steps=1\ndecode_steps=0\n"));
+    tu_rmtree(dir);
+    free(out);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"admission_limit", test_admission_limit},
+        {"preemption", test_preemption},
+        {"prefix_cache", test_prefix_cache},
+        {"request_larger_than_cache", test_request_larger_than_cache},
+        {"percentile", test_percentile},
+        {"bad_request_files", test_bad_request_files},
+        {"serve_tiny", test_serve_tiny},
+        {"step_cost_is_the_graphs", test_step_cost_is_the_graphs},
+        {NULL, NULL},
+    };
+    return tu_run("serve", tests);
+}
