@@ -69,7 +69,11 @@ typedef struct {
 } pt_worker;
 
 #define MAX_WORKERS 8
-#define VERSIONS 32 /* operands whose version the event loop tracks, per core and kind */
+
+/* Operands whose version the event loop tracks, per core and kind (every
+ * write to LX scans a core's entries: few for A, which products share less). */
+static const int versions[OP_KINDS] = {8, 32};
+#define VERSIONS_PER_CORE 40 /* versions[OP_A] + versions[OP_B] */
 
 /* An operand's LX bytes and a version number that changes whenever
  * anything may write them; kept per core by the event loop. */
@@ -82,7 +86,7 @@ typedef struct {
 struct sim_ptq {
     int n;
     pt_worker w[MAX_WORKERS];
-    op_version *ov; /* cores x OP_KINDS x VERSIONS */
+    op_version *ov; /* cores x VERSIONS_PER_CORE: A's entries, then B's */
     int *vnext;     /* per core and kind: the entry to reuse next */
     uint64_t gen;
 };
@@ -210,7 +214,7 @@ static sim_ptq *start(sim *s)
     if (!q)
         return NULL;
     q->n = worker_count();
-    q->ov = calloc((size_t)s->cfg.cores * OP_KINDS * VERSIONS, sizeof *q->ov);
+    q->ov = calloc((size_t)s->cfg.cores * VERSIONS_PER_CORE, sizeof *q->ov);
     q->vnext = calloc((size_t)s->cfg.cores * OP_KINDS, sizeof *q->vnext);
     if (!q->ov || !q->vnext) {
         free(q->ov);
@@ -265,8 +269,8 @@ static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
  * new version. */
 static void op_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
 {
-    op_version *row = &q->ov[(size_t)core * OP_KINDS * VERSIONS];
-    for (int i = 0; i < OP_KINDS * VERSIONS; i++)
+    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE];
+    for (int i = 0; i < VERSIONS_PER_CORE; i++)
         if (row[i].gen && hits(&row[i].bytes, lo, hi))
             row[i].gen = ++q->gen;
 }
@@ -274,14 +278,14 @@ static void op_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
 /* The version of operand `kind` of `in` (bytes `set`) as of now. */
 static uint64_t op_current(sim_ptq *q, int core, int kind, const isa_insn *in, const sim_lx_set *set)
 {
-    op_version *row = &q->ov[((size_t)core * OP_KINDS + (size_t)kind) * VERSIONS];
+    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE + (kind == OP_A ? 0 : (size_t)versions[OP_A])];
     op_key k = key_of(in, kind);
-    for (int i = 0; i < VERSIONS; i++)
+    for (int i = 0; i < versions[kind]; i++)
         if (row[i].gen && same_key(&row[i].key, &k))
             return row[i].gen;
     int *next = &q->vnext[core * OP_KINDS + kind];
     op_version *v = &row[*next];
-    *next = (*next + 1) % VERSIONS;
+    *next = (*next + 1) % versions[kind];
     v->key = k;
     v->bytes = *set;
     v->gen = ++q->gen;
