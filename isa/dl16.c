@@ -58,19 +58,26 @@ float isa_dl16_to_f32(uint16_t h)
 }
 
 #if defined(__SSE2__)
-/* The branch-free rules of to_bits and from_bits on four lanes at a time,
- * in 32-bit lanes throughout (the x86-64 baseline has SSE2; compilers
- * vectorise the scalar loops with 16-bit compares and mask shuffles, several
- * times the work).  Lane for lane the same operations, so the same bits. */
-static inline __m128i to_bits4(__m128i h)
+/* The branch-free rules of to_bits and from_bits on SSE2 (the x86-64
+ * baseline; compilers vectorise the scalar loops with mask shuffles between
+ * 16- and 32-bit lanes, more work).  The same rules lane for lane, so the
+ * same bits (test_isa compares them with the scalar ones). */
+/* Eight DL16 lanes to eight fp32 words, the rule of to_bits computed on
+ * the words' 16-bit halves: the high half is sign | (mag >> 2) + rebias >> 2
+ * (exact: the rebias has no low bits), the low half the fraction's last two
+ * bits; zero keeps only the sign, NINF becomes 0x7fc00000. */
+static inline void to_bits8(__m128i h, __m128i *lo4, __m128i *hi4)
 {
-    const __m128i mag = _mm_and_si128(h, _mm_set1_epi32(0x7fff));
-    const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
-    const __m128i rebias = _mm_set1_epi32((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS);
-    __m128i u = _mm_slli_epi32(_mm_add_epi32(mag, rebias), F32_FRAC_BITS - DL16_FRAC_BITS);
-    u = _mm_or_si128(sign, _mm_andnot_si128(_mm_cmpeq_epi32(mag, _mm_setzero_si128()), u));
-    const __m128i ninf = _mm_cmpeq_epi32(mag, _mm_set1_epi32(ISA_DL16_NINF));
-    return _mm_or_si128(_mm_andnot_si128(ninf, u), _mm_and_si128(ninf, _mm_set1_epi32(0x7fc00000)));
+    const __m128i mag = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    const __m128i sign = _mm_and_si128(h, _mm_set1_epi16((short)0x8000));
+    const __m128i ninf = _mm_cmpeq_epi16(mag, _mm_set1_epi16(ISA_DL16_NINF));
+    __m128i hi = _mm_add_epi16(_mm_srli_epi16(mag, 2),
+                               _mm_set1_epi16(((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS) >> 2));
+    hi = _mm_or_si128(sign, _mm_andnot_si128(_mm_cmpeq_epi16(mag, _mm_setzero_si128()), hi));
+    hi = _mm_or_si128(_mm_andnot_si128(ninf, hi), _mm_and_si128(ninf, _mm_set1_epi16(0x7fc0)));
+    const __m128i lo = _mm_andnot_si128(ninf, _mm_slli_epi16(mag, F32_FRAC_BITS - DL16_FRAC_BITS));
+    *lo4 = _mm_unpacklo_epi16(lo, hi);
+    *hi4 = _mm_unpackhi_epi16(lo, hi);
 }
 
 static inline __m128i from_bits4(__m128i u)
@@ -95,9 +102,10 @@ void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
     size_t i = 0;
 #if defined(__SSE2__)
     for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
-        _mm_storeu_si128((__m128i *)(void *)(o + i), to_bits4(_mm_unpacklo_epi16(h, _mm_setzero_si128())));
-        _mm_storeu_si128((__m128i *)(void *)(o + i + 4), to_bits4(_mm_unpackhi_epi16(h, _mm_setzero_si128())));
+        __m128i lo, hi;
+        to_bits8(_mm_loadu_si128((const __m128i *)(const void *)(in + i)), &lo, &hi);
+        _mm_storeu_si128((__m128i *)(void *)(o + i), lo);
+        _mm_storeu_si128((__m128i *)(void *)(o + i + 4), hi);
     }
 #endif
     for (; i < n; i++)
