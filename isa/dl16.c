@@ -80,19 +80,18 @@ static inline void to_bits8(__m128i h, __m128i *lo4, __m128i *hi4)
     *hi4 = _mm_unpackhi_epi16(lo, hi);
 }
 
-static inline __m128i from_bits4(__m128i u)
+/* Four fp32 words to their DL16 magnitudes (0 .. NINF, sign apart), the
+ * rule of from_bits: the sign is packed separately, so both packs below
+ * stay inside int16 and saturate nothing. */
+static inline __m128i from_mag4(__m128i u)
 {
-    const __m128i sign = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(0x8000));
     const __m128i mag = _mm_and_si128(u, _mm_set1_epi32(0x7fffffff));
     __m128i v = _mm_srli_epi32(_mm_add_epi32(mag, _mm_set1_epi32(ROUND_BIT)), F32_FRAC_BITS - DL16_FRAC_BITS);
     v = _mm_sub_epi32(v, _mm_set1_epi32((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS));
     v = _mm_andnot_si128(_mm_cmpgt_epi32(_mm_setzero_si128(), v), v);
     /* mag < 2^31, so the signed compare is the unsigned one */
     const __m128i big = _mm_cmpgt_epi32(mag, _mm_set1_epi32((int32_t)F32_DL16_MAX));
-    v = _mm_or_si128(_mm_andnot_si128(big, v), _mm_and_si128(big, _mm_set1_epi32(ISA_DL16_NINF)));
-    v = _mm_or_si128(sign, v);
-    /* sign-extend the 16-bit results so that the signed pack keeps them */
-    return _mm_srai_epi32(_mm_slli_epi32(v, 16), 16);
+    return _mm_or_si128(_mm_andnot_si128(big, v), _mm_and_si128(big, _mm_set1_epi32(ISA_DL16_NINF)));
 }
 #endif
 
@@ -118,9 +117,13 @@ void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n)
     size_t i = 0;
 #if defined(__SSE2__)
     for (; i + 8 <= n; i += 8) {
-        __m128i lo = from_bits4(_mm_loadu_si128((const __m128i *)(const void *)(u + i)));
-        __m128i hi = from_bits4(_mm_loadu_si128((const __m128i *)(const void *)(u + i + 4)));
-        _mm_storeu_si128((__m128i *)(void *)(out + i), _mm_packs_epi32(lo, hi));
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(u + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 4));
+        __m128i mag = _mm_packs_epi32(from_mag4(a), from_mag4(b));
+        /* the words' high halves, sign-extended, pack exactly: bit 15 is the sign */
+        __m128i sign = _mm_and_si128(_mm_packs_epi32(_mm_srai_epi32(a, 16), _mm_srai_epi32(b, 16)),
+                                     _mm_set1_epi16((short)0x8000));
+        _mm_storeu_si128((__m128i *)(void *)(out + i), _mm_or_si128(mag, sign));
     }
 #endif
     for (; i < n; i++)
