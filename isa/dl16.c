@@ -7,6 +7,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define F32_FRAC_BITS 23
 #define DL16_FRAC_BITS 9
@@ -54,17 +57,76 @@ float isa_dl16_to_f32(uint16_t h)
     return f;
 }
 
+#if defined(__SSE2__)
+/* The branch-free rules of to_bits and from_bits on SSE2 (the x86-64
+ * baseline; compilers vectorise the scalar loops with mask shuffles between
+ * 16- and 32-bit lanes, more work).  The same rules lane for lane, so the
+ * same bits (test_isa compares them with the scalar ones). */
+/* Eight DL16 lanes to eight fp32 words, the rule of to_bits computed on
+ * the words' 16-bit halves: the high half is sign | (mag >> 2) + rebias >> 2
+ * (exact: the rebias has no low bits), the low half the fraction's last two
+ * bits; zero keeps only the sign, NINF becomes 0x7fc00000. */
+static inline void to_bits8(__m128i h, __m128i *lo4, __m128i *hi4)
+{
+    const __m128i mag = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    const __m128i sign = _mm_and_si128(h, _mm_set1_epi16((short)0x8000));
+    const __m128i ninf = _mm_cmpeq_epi16(mag, _mm_set1_epi16(ISA_DL16_NINF));
+    __m128i hi = _mm_add_epi16(_mm_srli_epi16(mag, 2),
+                               _mm_set1_epi16(((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS) >> 2));
+    hi = _mm_or_si128(sign, _mm_andnot_si128(_mm_cmpeq_epi16(mag, _mm_setzero_si128()), hi));
+    hi = _mm_or_si128(_mm_andnot_si128(ninf, hi), _mm_and_si128(ninf, _mm_set1_epi16(0x7fc0)));
+    const __m128i lo = _mm_andnot_si128(ninf, _mm_slli_epi16(mag, F32_FRAC_BITS - DL16_FRAC_BITS));
+    *lo4 = _mm_unpacklo_epi16(lo, hi);
+    *hi4 = _mm_unpackhi_epi16(lo, hi);
+}
+
+/* Four fp32 words to their DL16 magnitudes (0 .. NINF, sign apart), the
+ * rule of from_bits: the sign is packed separately, so both packs below
+ * stay inside int16 and saturate nothing. */
+static inline __m128i from_mag4(__m128i u)
+{
+    const __m128i mag = _mm_and_si128(u, _mm_set1_epi32(0x7fffffff));
+    __m128i v = _mm_srli_epi32(_mm_add_epi32(mag, _mm_set1_epi32(ROUND_BIT)), F32_FRAC_BITS - DL16_FRAC_BITS);
+    v = _mm_sub_epi32(v, _mm_set1_epi32((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS));
+    v = _mm_andnot_si128(_mm_cmpgt_epi32(_mm_setzero_si128(), v), v);
+    /* mag < 2^31, so the signed compare is the unsigned one */
+    const __m128i big = _mm_cmpgt_epi32(mag, _mm_set1_epi32((int32_t)F32_DL16_MAX));
+    return _mm_or_si128(_mm_andnot_si128(big, v), _mm_and_si128(big, _mm_set1_epi32(ISA_DL16_NINF)));
+}
+#endif
+
 void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
     uint32_t *o = (uint32_t *)(void *)out;
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i lo, hi;
+        to_bits8(_mm_loadu_si128((const __m128i *)(const void *)(in + i)), &lo, &hi);
+        _mm_storeu_si128((__m128i *)(void *)(o + i), lo);
+        _mm_storeu_si128((__m128i *)(void *)(o + i + 4), hi);
+    }
+#endif
+    for (; i < n; i++)
         o[i] = to_bits(in[i]);
 }
 
 void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n)
 {
     const uint32_t *u = (const uint32_t *)(const void *)in;
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(u + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 4));
+        __m128i mag = _mm_packs_epi32(from_mag4(a), from_mag4(b));
+        /* the words' high halves, sign-extended, pack exactly: bit 15 is the sign */
+        __m128i sign = _mm_and_si128(_mm_packs_epi32(_mm_srai_epi32(a, 16), _mm_srai_epi32(b, 16)),
+                                     _mm_set1_epi16((short)0x8000));
+        _mm_storeu_si128((__m128i *)(void *)(out + i), _mm_or_si128(mag, sign));
+    }
+#endif
+    for (; i < n; i++)
         out[i] = from_bits(u[i]);
 }
 

@@ -18,7 +18,9 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     char msg[sizeof r.fault.msg];
     int rc = 0, unsupported = 0;
     /* Its weights back if they were evicted, then its activations. */
-    if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, msg, sizeof msg) ||
+    /* a timing-only run reads no values: its inputs' transfer is counted, not made */
+    const int values = sim_get_options(dev->sim)->values;
+    if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, values, msg, sizeof msg) ||
         rt_poison_values(prog, msg, sizeof msg)) {
         snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
         rc = -1;

@@ -102,7 +102,7 @@ static int zero_dram(sim *s, uint64_t addr, uint64_t len, char *err, size_t errl
  * allocated: constant data, else the host copy of what feeds the run
  * (weights, inputs), else zeros below dirty_end (where an earlier
  * allocation may have left data); scratch is left as it is. */
-static int fill_region(rt_program *prog, int weights, uint64_t dirty_end, char *err, size_t errlen)
+static int fill_region(rt_program *prog, int weights, int values, uint64_t dirty_end, char *err, size_t errlen)
 {
     const isa_program *p = prog->p;
     for (size_t i = 0; i < p->ntensors; i++) {
@@ -116,9 +116,13 @@ static int fill_region(rt_program *prog, int weights, uint64_t dirty_end, char *
             rt_count_upload(prog, t, t->bytes);
             continue;
         }
-        /* Outputs are the run's to write: only what feeds the run goes up. */
+        /* Outputs are the run's to write: only what feeds the run goes up.
+         * values 0 (an activation region staged for one timing-only run,
+         * which reads no values): the transfer is counted, not made. */
         if (prog->host[i] && t->role != ISA_ROLE_OUTPUT && t->role != ISA_ROLE_SCRATCH) {
-            if (rt_write_f32(prog, (int)i, prog->host[i], err, errlen))
+            if (!values)
+                rt_count_upload(prog, t, t->bytes);
+            else if (rt_write_f32(prog, (int)i, prog->host[i], err, errlen))
                 return -1;
             continue;
         }
@@ -140,7 +144,7 @@ int rt_place_weights(rt_program *prog, size_t from, int restoring, char *err, si
     if (alloc_room(prog, w, from, "weights region", &prog->wbase, err, errlen))
         return -1;
     prog->resident = 1;
-    if (fill_region(prog, 1, dirty, err, errlen))
+    if (fill_region(prog, 1, 1, dirty, err, errlen))
         return -1;
     if (restoring) {
         rt_transfer_stats *c[2] = {&prog->pending, &prog->dev->total};
@@ -152,7 +156,7 @@ int rt_place_weights(rt_program *prog, size_t from, int restoring, char *err, si
     return 0;
 }
 
-int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen)
+int rt_stage(rt_program *prog, size_t from, int values, char *err, size_t errlen)
 {
     const uint64_t a = prog->p->dram_bytes - prog->p->weight_bytes;
     if (!a || prog->staged)
@@ -161,7 +165,7 @@ int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen)
     if (alloc_room(prog, a, from, "activation region", &prog->abase, err, errlen))
         return -1;
     prog->staged = 1;
-    return fill_region(prog, 0, dirty, err, errlen);
+    return fill_region(prog, 0, values, dirty, err, errlen);
 }
 
 int rt_weights_resident(const rt_program *prog)

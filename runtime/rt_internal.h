@@ -105,8 +105,9 @@ uint64_t rt_sched_next_use(const rt_device *dev, const rt_program *q, size_t fro
 /* residency.c: the two regions of a program. */
 /* Allocate and fill the weights region (restoring: after an eviction). */
 int rt_place_weights(rt_program *prog, size_t from, int restoring, char *err, size_t errlen);
-/* Allocate the activation region and upload what the host holds for it. */
-int rt_stage(rt_program *prog, size_t from, char *err, size_t errlen);
+/* Allocate the activation region and upload what the host holds for it
+ * (values 0, for one timing-only run: count the transfer, make none). */
+int rt_stage(rt_program *prog, size_t from, int values, char *err, size_t errlen);
 /* Free the activation region / the weights region, if allocated. */
 void rt_unstage(rt_program *prog);
 void rt_drop_weights(rt_program *prog);

@@ -39,6 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* max of two times: fmax is a libm call (it must handle NaN, which no time
+ * here is), and this model takes tens of them per DRAM access */
+static inline double later(double a, double b) { return a > b ? a : b; }
+
 #define LONG_AGO (-1e300) /* a time before every event */
 
 enum { RD = 0, WR = 1 };
@@ -316,8 +320,8 @@ uint64_t sim_dram_segments(const sim_dram *d, uint64_t addr, uint64_t bytes)
  * earlier one). */
 static double act_slot(const sim_dram *d, const dram_chan *c, double x)
 {
-    double a = fmax(x, c->last_act + d->rrd);
-    return fmax(a, c->acts[c->act_pos] + d->faw);
+    double a = later(x, c->last_act + d->rrd);
+    return later(a, c->acts[c->act_pos] + d->faw);
 }
 
 /* Plan a segment of nb bursts in direction dir to row `row` of bank b (in
@@ -329,15 +333,15 @@ static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, cons
     p->act = LONG_AGO;
     if (b->row == row) {
         p->kind = HIT;
-        cas = fmax(t, b->cas_ready);
+        cas = later(t, b->cas_ready);
     } else if (b->row < 0) {
         p->kind = MISS;
-        p->act = act_slot(d, c, fmax(t, b->act_ready));
+        p->act = act_slot(d, c, later(t, b->act_ready));
         cas = p->act + d->rcd;
     } else {
         p->kind = CONFLICT;
-        double pre = fmax(t, b->pre_ready);
-        p->act = act_slot(d, c, fmax(pre + d->rp, b->act_ready));
+        double pre = later(t, b->pre_ready);
+        p->act = act_slot(d, c, later(pre + d->rp, b->act_ready));
         cas = p->act + d->rcd;
     }
     double s = cas + (dir == WR ? d->cwl : d->cl);
@@ -346,9 +350,9 @@ static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, cons
     if (other <= t) {
         /* the other direction is done: one JEDEC turnaround */
         if (dir == RD) /* WR data end -> tWTR -> RD command -> CL -> data */
-            s = fmax(s, other + (g == c->last_write_bg ? d->wtr_l : d->wtr_s) + d->cl);
+            s = later(s, other + (g == c->last_write_bg ? d->wtr_l : d->wtr_s) + d->cl);
         else /* RD data end -> preamble and bus release -> WR data */
-            s = fmax(s, other + d->rtw);
+            s = later(s, other + d->rtw);
     } else {
         /* Traffic of the other direction still queued when this arrives is
          * interleaved with it in batches of switch_bytes, each batch turning
@@ -362,10 +366,10 @@ static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, cons
      * for this bank is lent to younger requests that are ready (the bus work
      * pointer runs ahead); on an idle bus the data starts when ready. */
     double lo = c->bus_free > t ? s - d->window : s;
-    p->bus_end = fmax(c->bus_free, lo) + (double)nb * d->burst + p->mix;
+    p->bus_end = later(c->bus_free, lo) + (double)nb * d->burst + p->mix;
     /* one bank group streams one burst per tCCD; other groups fill the bus */
-    p->bg_end = fmax(s, bg_free[g]) + (double)nb * d->ccd;
-    p->end = fmax(fmax(p->bus_end, p->bg_end), s + (double)nb * d->burst);
+    p->bg_end = later(s, bg_free[g]) + (double)nb * d->ccd;
+    p->end = later(later(p->bus_end, p->bg_end), s + (double)nb * d->burst);
 }
 
 /* Earliest time an all-bank refresh can start on channel c: data done and
@@ -373,11 +377,11 @@ static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, cons
 static double chan_quiet(const sim_dram *d, int c)
 {
     const dram_chan *ch = &d->ch[c];
-    double q = fmax(ch->bus_free, fmax(ch->dir_end[RD], ch->dir_end[WR]));
+    double q = later(ch->bus_free, later(ch->dir_end[RD], ch->dir_end[WR]));
     const dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank];
     for (int i = 0; i < d->nbank; i++)
         if (b[i].row >= 0)
-            q = fmax(q, fmax(b[i].pre_ready + d->rp_all, b[i].act + d->rc));
+            q = later(q, later(b[i].pre_ready + d->rp_all, b[i].act + d->rc));
     return q;
 }
 
@@ -392,13 +396,13 @@ static void refresh(sim_dram *d, int c, double t)
         ch->ref_due += k * d->trefi;
         d->st.refreshes += (uint64_t)k;
     }
-    double done = fmax(ch->ref_due, q) + d->trfc;
+    double done = later(ch->ref_due, q) + d->trfc;
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank];
     for (int i = 0; i < d->nbank; i++) {
         b[i].row = -1;
-        b[i].act_ready = fmax(b[i].act_ready, done);
+        b[i].act_ready = later(b[i].act_ready, done);
     }
-    ch->bus_free = fmax(ch->bus_free, done); /* the channel is blocked */
+    ch->bus_free = later(ch->bus_free, done); /* the channel is blocked */
     ch->ref_due += d->trefi;
     d->st.refreshes++;
 }
@@ -432,15 +436,15 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, dou
     }
     b->row = row;
     if (dir == RD) /* last RD command = last data burst - CL */
-        b->pre_ready = fmax(b->pre_ready, p.end - d->burst - d->cl + d->rtp);
+        b->pre_ready = later(b->pre_ready, p.end - d->burst - d->cl + d->rtp);
     else
-        b->pre_ready = fmax(b->pre_ready, p.end + d->wr);
+        b->pre_ready = later(b->pre_ready, p.end + d->wr);
     ch->bus_free = p.bus_end;
     bg_free[g] = p.bg_end;
-    ch->dir_end[dir] = fmax(ch->dir_end[dir], p.end);
+    ch->dir_end[dir] = later(ch->dir_end[dir], p.end);
     if (dir == WR) {
         ch->last_write_bg = g;
-        ch->wr_done = fmax(ch->wr_done, p.end);
+        ch->wr_done = later(ch->wr_done, p.end);
     }
     if (ch->last_dir >= 0 && ch->last_dir != dir)
         d->st.turnarounds++;
@@ -456,7 +460,7 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, dou
     d->st.busy_ns[c] += (double)nb * d->burst;
     d->st.mix_ns += p.mix;
     if (first) /* not before it is ready, nor before its bus work begins */
-        *first = fmax(p.start, p.bus_end - (double)nb * d->burst - p.mix);
+        *first = later(p.start, p.bus_end - (double)nb * d->burst - p.mix);
     return p.end;
 }
 
@@ -476,7 +480,7 @@ static void wq_release(sim_dram *d, int c, double t)
     e->end = segment(d, c, e->lo, e->hi, WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
-    d->st.last_ns = fmax(d->st.last_ns, e->end);
+    d->st.last_ns = later(d->st.last_ns, e->end);
 }
 
 /* Free, oldest first, the released entries whose data has started to go
@@ -506,7 +510,7 @@ static void wq_idle(sim_dram *d, int c, double t)
     dram_chan *ch = &d->ch[c];
     double idle = ch->dir_end[RD];
     while (ch->wq_rel < ch->wq_n && ch->bus_free < t) {
-        double r = fmax(idle, wq_at(d, c, ch->wq_rel)->ready);
+        double r = later(idle, wq_at(d, c, ch->wq_rel)->ready);
         if (r >= t)
             break;
         wq_release(d, c, r);
@@ -536,7 +540,7 @@ static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
             wq_release(d, c, arrive);
             continue;
         }
-        x = fmax(x, wq_at(d, c, 0)->start); /* wait for the oldest in flight */
+        x = later(x, wq_at(d, c, 0)->start); /* wait for the oldest in flight */
         wq_retire(d, c, x);
     }
     if (x > arrive) {
@@ -564,7 +568,7 @@ double sim_dram_drain_time(const sim_dram *d)
     double t = 0;
     for (int c = 0; c < d->nch; c++) {
         const dram_chan *ch = &d->ch[c];
-        t = fmax(t, ch->wr_done);
+        t = later(t, ch->wr_done);
         if (ch->wq_rel == ch->wq_n)
             continue;
         /* no further access: every waiting write goes out once the reads
@@ -576,7 +580,7 @@ double sim_dram_drain_time(const sim_dram *d)
         memcpy(&s->bg_free[uc * ng], &d->bg_free[uc * ng], ng * sizeof *s->bg_free);
         memcpy(&s->wq[uc * nq], &d->wq[uc * nq], nq * sizeof *s->wq);
         wq_idle(s, c, INFINITY);
-        t = fmax(t, s->ch[c].wr_done);
+        t = later(t, s->ch[c].wr_done);
     }
     return t;
 }
@@ -599,7 +603,7 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
                     uint64_t e = (a / d->row_bytes + 1) * d->row_bytes;
                     if (e > hi)
                         e = hi;
-                    done = fmax(done, wq_accept(d, c, a, e, t_ns + d->ack));
+                    done = later(done, wq_accept(d, c, a, e, t_ns + d->ack));
                     a = e;
                 }
                 continue;
@@ -620,9 +624,9 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
                 if (pass == 0 && b->row == row) {
                     b->hit_call = call;
                     b->hit_row = row;
-                    done = fmax(done, segment(d, c, a, e, dir, t_ns, NULL));
+                    done = later(done, segment(d, c, a, e, dir, t_ns, NULL));
                 } else if (pass == 1 && !(b->hit_call == call && b->hit_row == row)) {
-                    done = fmax(done, segment(d, c, a, e, dir, t_ns, NULL));
+                    done = later(done, segment(d, c, a, e, dir, t_ns, NULL));
                 }
                 a = e;
             }
@@ -635,6 +639,6 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
         d->st.reads++;
         d->st.bytes_read += bytes;
     }
-    d->st.last_ns = fmax(d->st.last_ns, done);
+    d->st.last_ns = later(d->st.last_ns, done);
     return done;
 }

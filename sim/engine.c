@@ -17,11 +17,14 @@
 
 enum { EV_AGENT, EV_TOKEN };
 
+/* 24 bytes (cores and tokens are at most 256, agents ISA_NUNITS + 1):
+ * the heap moves events on every push and pop. */
 typedef struct {
     double t;
     uint64_t seq; /* insertion order: ties run first come first served */
-    int type, core, agent;
-    int64_t tok;
+    uint16_t core;
+    uint8_t type, agent;
+    int32_t tok;
 } event;
 
 typedef struct {
@@ -193,7 +196,7 @@ static void kernel_charge(engine *g, int core, long index, double start, double 
 
 static void schedule(engine *g, double t, int type, int core, int agent, int64_t tok)
 {
-    event e = {t, g->seq++, type, core, agent, tok};
+    event e = {t, g->seq++, (uint16_t)core, (uint8_t)type, (uint8_t)agent, (int32_t)tok};
     heap_push(&g->h, e);
 }
 

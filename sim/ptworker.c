@@ -16,27 +16,41 @@
 
 #define QUEUE 256
 
+/* The operands whose fp32 conversion a worker keeps: A (m x k) and B
+ * (k x n), each a DL16 tile in sticks of LX. */
+enum { OP_A, OP_B, OP_KINDS };
+
 typedef struct {
     int core;
     isa_insn in;
-    sim_lx_set ops[4]; /* LX bytes read (a, b, p) and written (d) */
-    uint64_t bgen;     /* version of the B operand's bytes (see b_version) */
+    sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
+    uint64_t gen[OP_KINDS];    /* version of the A and B operands' bytes (see op_version) */
 } pt_job;
 
-/* B of one core, already converted to row-major fp32, with its key: the
- * products of a core that share one B tile convert it once. */
+/* An operand's place: its LX offset, group stride and rows x cols. */
 typedef struct {
-    float *b;
+    int64_t off, stride, rows, cols;
+} op_key;
+
+/* An operand of one core, already converted to row-major fp32, with its
+ * key and version: the products of a core that share an A or B tile
+ * convert it once. */
+typedef struct {
+    float *v;
     size_t cap;
-    int64_t off, stride, k, n;
+    op_key key;
     uint64_t gen;
-} b_cache;
+} op_cache;
+
+/* Entries per core, per kind: a core's products walk a few A tiles and
+ * more B tiles (one per output column block). */
+static const int cached[OP_KINDS] = {4, 16};
 
 typedef struct {
-    float *a, *c;
-    size_t acap, ccap;
-    b_cache *bc;  /* per core, B_CACHED entries */
-    int *bnext;   /* per core: the entry to replace next */
+    float *c;
+    size_t ccap;
+    op_cache *oc[OP_KINDS]; /* per core, cached[kind] entries */
+    int *next[OP_KINDS];    /* per core: the entry to replace next */
 } pt_bufs;
 
 /* One worker thread and its queue; core c's products go to worker
@@ -55,22 +69,25 @@ typedef struct {
 } pt_worker;
 
 #define MAX_WORKERS 8
-#define B_VERSIONS 32 /* B operands whose version the event loop tracks, per core */
-#define B_CACHED 16    /* converted B operands a worker keeps, per core */
 
-/* A B operand's LX bytes and a version number that changes whenever
+/* Operands whose version the event loop tracks, per core and kind (every
+ * write to LX scans a core's entries: few for A, which products share less). */
+static const int versions[OP_KINDS] = {8, 32};
+#define VERSIONS_PER_CORE 40 /* versions[OP_A] + versions[OP_B] */
+
+/* An operand's LX bytes and a version number that changes whenever
  * anything may write them; kept per core by the event loop. */
 typedef struct {
-    int64_t off, stride, k, n;
+    op_key key;
     sim_lx_set bytes; /* the sticks the operand reads */
     uint64_t gen;
-} b_version;
+} op_version;
 
 struct sim_ptq {
     int n;
     pt_worker w[MAX_WORKERS];
-    b_version *bv; /* cores x B_VERSIONS */
-    int *bnext;    /* per core: the entry to reuse next */
+    op_version *ov; /* cores x VERSIONS_PER_CORE: A's entries, then B's */
+    int *vnext;     /* per core and kind: the entry to reuse next */
     uint64_t gen;
 };
 
@@ -88,43 +105,53 @@ static float *grow(float **buf, size_t *cap, size_t n)
     return *buf;
 }
 
+static int same_key(const op_key *a, const op_key *b)
+{
+    return a->off == b->off && a->stride == b->stride && a->rows == b->rows && a->cols == b->cols;
+}
+
+static op_key key_of(const isa_insn *in, int kind)
+{
+    return kind == OP_A ? (op_key){in->a.off, in->as[0], in->m, in->k} : (op_key){in->b.off, in->bs[0], in->k, in->nn};
+}
+
+/* Operand `kind` of a product of `core` as row-major fp32: the cached
+ * conversion when the version matches (gen 0: never cached), else
+ * converted now from its DL16 sticks (cols in groups of l16 lanes, each
+ * group `stride` bytes on, rows sb bytes apart). */
+static const float *operand(pt_bufs *bf, const uint8_t *lx, int core, int kind, uint64_t gen, op_key k, int64_t sb)
+{
+    op_cache *row = &bf->oc[kind][core * cached[kind]], *oc = NULL;
+    for (int i = 0; i < cached[kind] && !oc; i++)
+        if (gen && row[i].gen == gen && same_key(&row[i].key, &k))
+            oc = &row[i];
+    if (oc)
+        return oc->v;
+    oc = &row[bf->next[kind][core]];
+    bf->next[kind][core] = (bf->next[kind][core] + 1) % cached[kind];
+    const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
+    float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
+        const uint8_t *base = lx + k.off + g * k.stride;
+        for (int64_t r = 0; r < k.rows; r++)
+            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), v + r * k.cols + g * l16, (size_t)w);
+    }
+    oc->key = k;
+    oc->gen = gen;
+    return v;
+}
+
 /* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h). */
-static void compute(pt_bufs *bf, uint8_t *lx, int core, uint64_t bgen, const isa_insn *in, int64_t sb)
+static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KINDS], const isa_insn *in, int64_t sb)
 {
     const int64_t l16 = sb / 2, l32 = sb / 4;
     const int64_t m = in->m, n = in->nn, k = in->k;
     const int acc = (in->flags & ISA_F_ACC) != 0, out32 = (in->flags & ISA_F_F32) != 0;
-    const int64_t ga = (k + l16 - 1) / l16, gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
-    b_cache *row = &bf->bc[core * B_CACHED], *bc = NULL;
-    for (int i = 0; i < B_CACHED && !bc; i++)
-        if (bgen && row[i].gen == bgen && row[i].off == in->b.off && row[i].stride == in->bs[0] && row[i].k == k &&
-            row[i].n == n)
-            bc = &row[i];
-    int same_b = bc != NULL;
-    if (!bc) {
-        bc = &row[bf->bnext[core]];
-        bf->bnext[core] = (bf->bnext[core] + 1) % B_CACHED;
-    }
-    float *A = grow(&bf->a, &bf->acap, (size_t)(m * k));
-    float *B = grow(&bc->b, &bc->cap, (size_t)(k * n));
+    const int64_t gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
+    const float *A = operand(bf, lx, core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
+    const float *B = operand(bf, lx, core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
     float *C = grow(&bf->c, &bf->ccap, (size_t)(m * n));
-    for (int64_t g = 0; g < ga; g++) {
-        int64_t w = k - g * l16 < l16 ? k - g * l16 : l16;
-        const uint8_t *base = lx + in->a.off + g * in->as[0];
-        for (int64_t r = 0; r < m; r++)
-            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), A + r * k + g * l16, (size_t)w);
-    }
-    for (int64_t g = 0; g < gb && !same_b; g++) {
-        int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
-        const uint8_t *base = lx + in->b.off + g * in->bs[0];
-        for (int64_t r = 0; r < k; r++)
-            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), B + r * n + g * l16, (size_t)w);
-    }
-    bc->gen = bgen;
-    bc->off = in->b.off;
-    bc->stride = in->bs[0];
-    bc->k = k;
-    bc->n = n;
     if (acc)
         for (int64_t g = 0; g < g32; g++) {
             int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
@@ -163,7 +190,7 @@ static void *worker(void *arg)
             break;
         pthread_mutex_unlock(&q->mu);
         const pt_job *j = &q->jobs[next % QUEUE];
-        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->bgen, &j->in, q->s->cfg.stick_bytes);
+        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->gen, &j->in, q->s->cfg.stick_bytes);
         pthread_mutex_lock(&q->mu);
         atomic_store(&q->completed, next + 1);
         pthread_cond_broadcast(&q->done);
@@ -187,20 +214,24 @@ static sim_ptq *start(sim *s)
     if (!q)
         return NULL;
     q->n = worker_count();
-    q->bv = calloc((size_t)s->cfg.cores * B_VERSIONS, sizeof *q->bv);
-    q->bnext = calloc((size_t)s->cfg.cores, sizeof *q->bnext);
-    if (!q->bv || !q->bnext) {
-        free(q->bv);
-        free(q->bnext);
+    q->ov = calloc((size_t)s->cfg.cores * VERSIONS_PER_CORE, sizeof *q->ov);
+    q->vnext = calloc((size_t)s->cfg.cores * OP_KINDS, sizeof *q->vnext);
+    if (!q->ov || !q->vnext) {
+        free(q->ov);
+        free(q->vnext);
         free(q);
         return NULL;
     }
     for (int i = 0; i < q->n; i++) {
         pt_worker *w = &q->w[i];
         w->s = s;
-        w->bufs.bc = calloc((size_t)s->cfg.cores * B_CACHED, sizeof *w->bufs.bc);
-        w->bufs.bnext = calloc((size_t)s->cfg.cores, sizeof *w->bufs.bnext);
-        if (!w->bufs.bc || !w->bufs.bnext) {
+        int ok = 1;
+        for (int k = 0; k < OP_KINDS; k++) {
+            w->bufs.oc[k] = calloc((size_t)s->cfg.cores * (size_t)cached[k], sizeof *w->bufs.oc[k]);
+            w->bufs.next[k] = calloc((size_t)s->cfg.cores, sizeof *w->bufs.next[k]);
+            ok &= w->bufs.oc[k] && w->bufs.next[k];
+        }
+        if (!ok) {
             fprintf(stderr, "spyre: out of host memory\n");
             abort();
         }
@@ -234,31 +265,28 @@ static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* Something may write core's LX bytes [lo, hi): B operands there get a
+/* Something may write core's LX bytes [lo, hi): operands there get a
  * new version. */
-static void b_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
+static void op_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
 {
-    for (int i = 0; i < B_VERSIONS; i++) {
-        b_version *v = &q->bv[core * B_VERSIONS + i];
-        if (v->gen && hits(&v->bytes, lo, hi))
-            v->gen = ++q->gen;
-    }
+    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE];
+    for (int i = 0; i < VERSIONS_PER_CORE; i++)
+        if (row[i].gen && hits(&row[i].bytes, lo, hi))
+            row[i].gen = ++q->gen;
 }
 
-/* The version of the B operand of `in` (bytes `set`) as of now. */
-static uint64_t b_current(sim_ptq *q, int core, const isa_insn *in, const sim_lx_set *set)
+/* The version of operand `kind` of `in` (bytes `set`) as of now. */
+static uint64_t op_current(sim_ptq *q, int core, int kind, const isa_insn *in, const sim_lx_set *set)
 {
-    b_version *row = &q->bv[core * B_VERSIONS];
-    for (int i = 0; i < B_VERSIONS; i++)
-        if (row[i].gen && row[i].off == in->b.off && row[i].stride == in->bs[0] && row[i].k == in->k &&
-            row[i].n == in->nn)
+    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE + (kind == OP_A ? 0 : (size_t)versions[OP_A])];
+    op_key k = key_of(in, kind);
+    for (int i = 0; i < versions[kind]; i++)
+        if (row[i].gen && same_key(&row[i].key, &k))
             return row[i].gen;
-    b_version *v = &row[q->bnext[core]];
-    q->bnext[core] = (q->bnext[core] + 1) % B_VERSIONS;
-    v->off = in->b.off;
-    v->stride = in->bs[0];
-    v->k = in->k;
-    v->n = in->nn;
+    int *next = &q->vnext[core * OP_KINDS + kind];
+    op_version *v = &row[*next];
+    *next = (*next + 1) % versions[kind];
+    v->key = k;
     v->bytes = *set;
     v->gen = ++q->gen;
     return v->gen;
@@ -278,7 +306,7 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     }
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     if (!w->threaded) {
-        compute(&w->bufs, s->cores[core].lx, core, 0, in, s->cfg.stick_bytes);
+        compute(&w->bufs, s->cores[core].lx, core, (const uint64_t[OP_KINDS]){0, 0}, in, s->cfg.stick_bytes);
         return;
     }
     if (w->submitted - atomic_load(&w->completed) == QUEUE)
@@ -287,10 +315,11 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     j->core = core;
     j->in = *in;
     memcpy(j->ops, ops, sizeof j->ops);
-    j->bgen = b_current(s->ptq, core, in, &ops[1]);
+    j->gen[OP_A] = op_current(s->ptq, core, OP_A, in, &ops[0]);
+    j->gen[OP_B] = op_current(s->ptq, core, OP_B, in, &ops[1]);
     uint64_t dlo, dhi;
     set_bounds(&ops[3], &dlo, &dhi);
-    b_touch(s->ptq, core, dlo, dhi); /* later products see what this one writes */
+    op_touch(s->ptq, core, dlo, dhi); /* later products see what this one writes */
     pthread_mutex_lock(&w->mu);
     w->submitted++;
     pthread_cond_signal(&w->more);
@@ -302,7 +331,7 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
     if (!s->ptq || lo >= hi)
         return;
     if (is_write)
-        b_touch(s->ptq, core, lo, hi);
+        op_touch(s->ptq, core, lo, hi);
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     uint64_t done = atomic_load(&w->completed), need = done;
     for (uint64_t i = done; i < w->submitted; i++) {
@@ -342,15 +371,16 @@ void sim_pt_stop(sim *s)
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->more);
         pthread_cond_destroy(&w->done);
-        free(w->bufs.a);
         free(w->bufs.c);
-        for (int c = 0; c < s->cfg.cores * B_CACHED; c++)
-            free(w->bufs.bc[c].b);
-        free(w->bufs.bc);
-        free(w->bufs.bnext);
+        for (int k = 0; k < OP_KINDS; k++) {
+            for (int c = 0; c < s->cfg.cores * cached[k]; c++)
+                free(w->bufs.oc[k][c].v);
+            free(w->bufs.oc[k]);
+            free(w->bufs.next[k]);
+        }
     }
-    free(q->bv);
-    free(q->bnext);
+    free(q->ov);
+    free(q->vnext);
     free(q);
     s->ptq = NULL;
 }

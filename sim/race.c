@@ -170,9 +170,9 @@ void sim_race_wait(sim *s, sim_core *c, int u, int64_t tok)
         return; /* a token given by no signal of this run cannot order anything */
     const uint32_t *got = f->v[f->head].vc;
     uint32_t *mine = clock_of(r, gid(c, u));
-    for (int g = 0; g < r->nunits; g++)
-        if (got[g] > mine[g])
-            mine[g] = got[g];
+    /* branch-free, the count read once (mine may alias r for the compiler) */
+    for (int g = 0, n = r->nunits; g < n; g++)
+        mine[g] = got[g] > mine[g] ? got[g] : mine[g];
     f->head = (f->head + 1) % f->cap;
     f->n--;
 }
@@ -186,8 +186,7 @@ void sim_race_barrier(sim *s)
     for (int g = 0; g < r->nunits; g++) {
         const uint32_t *v = clock_of(r, g);
         for (int k = 0; k < r->nunits; k++)
-            if (v[k] > join[k])
-                join[k] = v[k];
+            join[k] = v[k] > join[k] ? v[k] : join[k];
     }
     for (int g = 0; g < r->nunits; g++) {
         uint32_t *v = clock_of(r, g);
@@ -208,8 +207,7 @@ void sim_race_fence(sim *s, sim_core *c)
     for (int u = 0; u < ISA_NUNITS; u++) {
         const uint32_t *v = clock_of(r, gid(c, u));
         for (int k = 0; k < r->nunits; k++)
-            if (v[k] > join[k])
-                join[k] = v[k];
+            join[k] = v[k] > join[k] ? v[k] : join[k];
     }
     for (int u = 0; u < ISA_NUNITS; u++) {
         uint32_t *v = clock_of(r, gid(c, u));

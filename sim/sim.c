@@ -82,7 +82,11 @@ const chip_config *sim_get_config(const sim *s) { return &s->cfg; }
 uint8_t *sim_lx(sim *s, int core)
 {
     sim_pt_drain(s);
-    return core >= 0 && core < s->cfg.cores ? s->cores[core].lx : NULL;
+    if (core < 0 || core >= s->cfg.cores)
+        return NULL;
+    /* the caller may write any of it: converted operands are stale */
+    sim_pt_fence(s, core, 0, s->cfg.lx_bytes, 1);
+    return s->cores[core].lx;
 }
 
 int sim_run(sim *s, const isa_program *p, uint64_t dram_base, sim_stats *st, sim_fault *fault)

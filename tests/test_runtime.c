@@ -1201,6 +1201,33 @@ static void test_activations_are_freed_after_each_launch(void)
 /* Two programs whose weights do not fit together: run in turn, each launch
  * evicts the other's weights and restores its own, and every run
  * validates. */
+/* A timing-only launch counts its inputs' upload but writes none of their
+ * values (it reads none, and its activation region lasts one run): the
+ * same transfer figures and cycles as a launch with values, and a launch
+ * with values after it still computes the right outputs. */
+static void test_a_timing_only_launch_counts_the_inputs_it_does_not_write(void)
+{
+    rt_device *dev = open4();
+    rt_program *prog = load(dev, mm_weights_program(256));
+    const isa_program *p = rt_program_isa(prog);
+    const uint64_t xb = p->tensors[1].bytes;
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 5, err, sizeof err), 0);
+    rt_run_result with, without, again;
+    launch_and_check(prog, &with);
+    sim_options o = {.values = 0};
+    rt_set_options(dev, &o);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &without), 0);
+    CU_ASSERT_EQUAL(without.xfer.bytes_uploaded, xb);
+    CU_ASSERT_EQUAL(without.xfer.bytes_uploaded, with.xfer.bytes_uploaded - with.xfer.weight_bytes_uploaded);
+    CU_ASSERT_EQUAL(without.stats.cycles, with.stats.cycles);
+    o.values = 1;
+    o.detect_races = 1;
+    rt_set_options(dev, &o);
+    launch_and_check(prog, &again);
+    CU_ASSERT_EQUAL(again.stats.cycles, with.stats.cycles);
+    rt_close(dev);
+}
+
 static void test_small_dram_evicts_and_restores_weights(void)
 {
     rt_device *dev = open_small();
@@ -1485,6 +1512,8 @@ int main(void)
     static const tu_test tests[] = {
         {"alloc aligns every block to dram_align", test_alloc_aligns_every_block_to_dram_align},
         {"a check with infinite tolerances says it is vacuous", test_a_check_with_infinite_tolerances_says_it_is_vacuous},
+        {"a timing-only launch counts the inputs it does not write",
+         test_a_timing_only_launch_counts_the_inputs_it_does_not_write},
         {"alloc reuses a freed block", test_alloc_reuses_a_freed_block},
         {"alloc coalesces free neighbours", test_alloc_coalesces_free_neighbours},
         {"alloc exhaustion names request and largest block", test_alloc_exhaustion_names_request_and_largest_block},
