@@ -177,6 +177,31 @@ void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co);
 /* Byte offset, inside buffer buf's device layout (from its tensor's
  * start), of the element at flat row-major index `flat`. */
 int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
+/* Element offsets along an arithmetic walk of a buffer's flat index
+ * (flat, flat + step, ...), each as be_elem_off gives it, without its
+ * divisions per element: the walk keeps the element's coordinates and
+ * carries between them.  Restickify and its spans visit every element of
+ * a block this way. */
+typedef struct {
+    const be_ctx *c;
+    int buf, rank, sd;
+    int64_t lanes, esz, lrows, stick;
+    int64_t shape[GR_MAX_RANK], rs[GR_MAX_RANK]; /* rs: layout row stride per dim (0: the stick dim) */
+    int64_t flat, step;
+    int64_t co[GR_MAX_RANK], st[GR_MAX_RANK]; /* coordinates of flat (floor) and of step */
+} be_walk;
+void be_walk_init(be_walk *w, const be_ctx *c, int buf);
+/* Start at flat, stepping by step. */
+void be_walk_at(be_walk *w, int64_t flat, int64_t step);
+/* be_elem_off of the current element. */
+int64_t be_walk_off(const be_walk *w);
+void be_walk_next(be_walk *w);
+/* The current element's stick group g, layout row r and byte in its
+ * stick (its be_elem_off is ((g * rows + r) * stick + byte)): 1, or 0 when
+ * it lies outside the buffer (be_walk_off still gives its offset). */
+int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte);
+/* be_span_add of the current element's stick (L: the buffer's layout). */
+void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,
  * stay inside buf's stick dimension (a view from be_view_of is only
  * valid then)? */

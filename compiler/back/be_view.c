@@ -34,6 +34,104 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
     return ((sc / lanes) * L->rows + row) * c->t.stick + (sc % lanes) * esz;
 }
 
+void be_walk_init(be_walk *w, const be_ctx *c, int buf)
+{
+    const gr_ttype *t = &c->p->bufs[buf].type;
+    const be_layout *L = &c->lay[buf];
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    w->buf = buf;
+    w->rank = t->rank;
+    w->sd = L->stick_dim;
+    w->lanes = L->f32 ? c->t.lanes32 : c->t.lanes16;
+    w->esz = L->f32 ? 4 : 2;
+    w->lrows = L->rows;
+    w->stick = c->t.stick;
+    int64_t rs = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        w->shape[d] = t->shape[d];
+        if (d != w->sd) { /* be_elem_off's row: the other dims row-major */
+            w->rs[d] = rs;
+            rs *= t->shape[d];
+        }
+    }
+}
+
+void be_walk_at(be_walk *w, int64_t flat, int64_t step)
+{
+    w->flat = flat;
+    w->step = step;
+    for (int d = w->rank - 1; d > 0; d--) { /* floor division: coordinates stay in range for flat < 0 too */
+        int64_t q = flat / w->shape[d], r = flat % w->shape[d];
+        if (r < 0) {
+            r += w->shape[d];
+            q--;
+        }
+        w->co[d] = r;
+        flat = q;
+    }
+    if (w->rank)
+        w->co[0] = flat;
+    memset(w->st, 0, sizeof w->st);
+    be_coords_of(&w->c->p->bufs[w->buf].type, step, w->st); /* each |st[d]| < shape[d] for d > 0 */
+}
+
+int64_t be_walk_off(const be_walk *w)
+{
+    if (w->flat < 0 || !w->rank) /* be_elem_off's truncating division, as everywhere */
+        return be_elem_off(w->c, w->buf, w->flat);
+    int64_t row = 0;
+    for (int d = 0; d < w->rank; d++)
+        row += w->co[d] * w->rs[d];
+    const int64_t sc = w->co[w->sd];
+    return ((sc / w->lanes) * w->lrows + row) * w->stick + (sc % w->lanes) * w->esz;
+}
+
+int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte)
+{
+    if (w->flat < 0 || !w->rank || w->co[0] >= w->shape[0])
+        return 0;
+    int64_t row = 0;
+    for (int d = 0; d < w->rank; d++)
+        row += w->co[d] * w->rs[d];
+    const int64_t sc = w->co[w->sd];
+    *g = sc / w->lanes;
+    *r = row;
+    *byte = (sc % w->lanes) * w->esz;
+    return 1;
+}
+
+void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    int64_t g, r, b;
+    if (!be_walk_stick(w, &g, &r, &b)) {
+        be_span_add(L, be_walk_off(w) / w->stick, lo, hi);
+        return;
+    }
+    lo[g] = cc_min(lo[g], r);
+    hi[g] = cc_max(hi[g], r);
+}
+
+void be_walk_next(be_walk *w)
+{
+    w->flat += w->step;
+    int64_t carry = 0;
+    for (int d = w->rank - 1; d > 0; d--) {
+        int64_t v = w->co[d] + w->st[d] + carry;
+        carry = 0;
+        if (v >= w->shape[d]) {
+            v -= w->shape[d];
+            carry = 1;
+        } else if (v < 0) {
+            v += w->shape[d];
+            carry = -1;
+        }
+        w->co[d] = v;
+    }
+    if (w->rank)
+        w->co[0] += w->st[0] + carry;
+}
+
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
 {
     const gr_ttype *t = &c->p->bufs[buf].type;
