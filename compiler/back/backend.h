@@ -196,6 +196,11 @@ void be_walk_at(be_walk *w, int64_t flat, int64_t step);
 /* be_elem_off of the current element. */
 int64_t be_walk_off(const be_walk *w);
 void be_walk_next(be_walk *w);
+/* be_span_add the sticks of n elements from flat on by step, the ones
+ * inside [0, nel) only unless nel < 0: in closed form where the walk moves
+ * one coordinate without carrying, else element by element. */
+void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                 int64_t *hi);
 /* The current element's stick group g, layout row r and byte in its
  * stick (its be_elem_off is ((g * rows + r) * stick + byte)): 1, or 0 when
  * it lies outside the buffer (be_walk_off still gives its offset). */

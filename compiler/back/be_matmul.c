@@ -433,9 +433,7 @@ static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b
     val[lanevar] = l0;
     for (int64_t i = 0; i < nr; i++) {
         val[rowvar] = r0 + i;
-        be_walk_at(&w, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar]);
-        for (int64_t l = 0; l < nl; l++, be_walk_next(&w))
-            be_walk_span(&w, L, lo, hi);
+        be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
     }
     return be_span_total(L, lo, hi);
 }

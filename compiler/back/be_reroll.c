@@ -110,16 +110,25 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
     return (const isa_addr *)((const char *)in + o->offset);
 }
 
-/* The address operands of an instruction, in format order (k indexes st). */
+/* The address operands of an instruction, in format order (k indexes st):
+ * looked up in the ISA table once per op (the pass asks for every
+ * instruction, several times). */
 static int addr_ops(const isa_insn *in, const isa_operand **out)
 {
-    const isa_opinfo *oi = isa_info(in->op);
-    int n = 0;
-    for (int o = 0; o < oi->noperands; o++)
-        if (oi->operands[o].kind == ISA_K_ADDR) {
-            assert(n < RR_NADDR);
-            out[n++] = &oi->operands[o];
-        }
+    static const isa_operand *ops[ISA_NOPS][RR_NADDR];
+    static signed char nops[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
+    if (!nops[in->op]) {
+        const isa_opinfo *oi = isa_info(in->op);
+        int n = 0;
+        for (int o = 0; o < oi->noperands; o++)
+            if (oi->operands[o].kind == ISA_K_ADDR) {
+                assert(n < RR_NADDR);
+                ops[in->op][n++] = &oi->operands[o];
+            }
+        nops[in->op] = (signed char)(n + 1);
+    }
+    const int n = nops[in->op] - 1;
+    memcpy(out, ops[in->op], (size_t)n * sizeof *out);
     return n;
 }
 
@@ -137,7 +146,7 @@ static int insn_same(const isa_insn *x, const isa_insn *y, int addrs)
             const isa_addr *ax = (const isa_addr *)px, *ay = (const isa_addr *)py;
             if (addrs && (ax->off != ay->off || ax->reg != ay->reg))
                 return 0;
-        } else if (memcmp(px, py, op->kind == ISA_K_F32 ? sizeof(float) : sizeof(int64_t))) {
+        } else if (op->kind == ISA_K_F32 ? memcmp(px, py, sizeof(float)) : *(const int64_t *)px != *(const int64_t *)py) {
             return 0;
         }
     }
@@ -580,9 +589,8 @@ typedef struct {
  * register value the pass got wrong) is an internal error. */
 static void push(rr_out *o, const isa_insn *in)
 {
-    uint8_t buf[ISA_INSN_BYTES];
     char msg[256];
-    if (isa_encode(in, buf, msg, sizeof msg)) {
+    if (isa_check(in, msg, sizeof msg)) {
         fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
         abort();
     }
@@ -714,15 +722,14 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
             else
                 d--;
         } else {
-            isa_insn r = *in;
+            int same = k < m && insn_same(in, &s[k], 0);
             const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&r, ao);
-            for (int q = 0; q < na; q++) {
-                isa_addr *a = addr_at(&r, ao[q]);
-                a->off += reg[a->reg];
-                a->reg = 0;
+            int na = addr_ops(in, ao);
+            for (int q = 0; q < na && same; q++) { /* addresses resolved */
+                const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
+                same = a->off + reg[a->reg] == b->off && b->reg == 0;
             }
-            if (k >= m || !insn_same(&r, &s[k], 1)) {
+            if (!same) {
                 fprintf(stderr, "be_reroll: internal error: rolled instruction %ld differs from the original %ld\n",
                         pc, k);
                 abort();
@@ -754,10 +761,19 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
             push(o, &s[j]);
         return;
     }
+    e.v = malloc((size_t)(n + 1) * sizeof *e.v);
+    if (!e.v)
+        abort();
     for (long j = 0; j < n; j++) {
-        rr_ent x = {.kind = RR_INSN, .in = s[j], .len = 1};
-        vec_push(&e, &x);
+        rr_ent *x = &e.v[j];
+        memset(x->st, 0, sizeof x->st);
+        x->kind = RR_INSN;
+        x->in = s[j];
+        x->depth = 0;
+        x->n = 0;
+        x->len = 1;
     }
+    e.n = e.cap = n;
     roll_list(e.v, e.n, &r);
     long first = (long)o->s->n;
     emit_list(o, r.v, r.n);

@@ -323,10 +323,7 @@ static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int
     be_walk_init(&w, c, x->buf);
     for (int64_t i = 0; i < n; i++) {
         rk_stage_flat(k, x, nel, r0 + i, 0, val);
-        be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
-        for (int64_t col = 0; col < k->cols; col++, be_walk_next(&w))
-            if (w.flat >= 0 && w.flat < nel)
-                be_walk_span(&w, B, lo, hi);
+        be_walk_run(&w, B, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar], k->cols, nel, lo, hi);
     }
     return be_span_total(B, lo, hi);
 }

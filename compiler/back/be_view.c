@@ -112,6 +112,57 @@ void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi
     hi[g] = cc_max(hi[g], r);
 }
 
+/* be_walk_run's closed form: a walk that moves one coordinate d by k per
+ * element and stays inside the buffer (so no carry) reads one layout row
+ * per element along one group (d not the stick dim) or one layout row
+ * across consecutive groups (d the stick dim, |k| at most a stick, so no
+ * group is skipped).  0 when the walk is not of that form. */
+static int walk_run_closed(const be_walk *w, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int d = -1;
+    for (int e = 0; e < w->rank; e++)
+        if (w->st[e]) {
+            if (d >= 0)
+                return 0;
+            d = e;
+        }
+    int64_t g, r, b;
+    if (!be_walk_stick(w, &g, &r, &b))
+        return 0;
+    if (d < 0) { /* every element the same */
+        lo[g] = cc_min(lo[g], r);
+        hi[g] = cc_max(hi[g], r);
+        return 1;
+    }
+    const int64_t k = w->st[d], last = w->co[d] + (n - 1) * k;
+    if (last < 0 || last >= w->shape[d] || (d == w->sd && (k > w->lanes || -k > w->lanes)))
+        return 0;
+    if (d != w->sd) {
+        const int64_t rl = r + (n - 1) * k * w->rs[d];
+        lo[g] = cc_min(lo[g], cc_min(r, rl));
+        hi[g] = cc_max(hi[g], cc_max(r, rl));
+        return 1;
+    }
+    for (int64_t q = cc_min(g, last / w->lanes); q <= cc_max(g, last / w->lanes); q++) {
+        lo[q] = cc_min(lo[q], r);
+        hi[q] = cc_max(hi[q], r);
+    }
+    return 1;
+}
+
+void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                 int64_t *hi)
+{
+    if (n < 1)
+        return;
+    be_walk_at(w, flat, step);
+    if (walk_run_closed(w, n, lo, hi))
+        return;
+    for (int64_t i = 0; i < n; i++, be_walk_next(w))
+        if (nel < 0 || (w->flat >= 0 && w->flat < nel))
+            be_walk_span(w, L, lo, hi);
+}
+
 void be_walk_next(be_walk *w)
 {
     w->flat += w->step;
