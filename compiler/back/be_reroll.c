@@ -51,6 +51,8 @@ typedef struct {
     int kind;
     const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
     int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
+    uint64_t key;  /* RR_INSN: insn_key */
+    int shape;     /* RR_INSN: equal for instructions equal but for their addresses (intern_shapes) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
     int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
     int64_t n;     /* RR_LOOP: iterations */
@@ -115,7 +117,7 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
 /* The address operands of an instruction, in format order (k indexes st):
  * looked up in the ISA table once per op (the pass asks for every
  * instruction, several times). */
-static int addr_ops(const isa_insn *in, const isa_operand **out)
+static int addr_ops(const isa_insn *in, const isa_operand *const **out)
 {
     static const isa_operand *ops[ISA_NOPS][RR_NADDR];
     static signed char nops[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
@@ -129,9 +131,8 @@ static int addr_ops(const isa_insn *in, const isa_operand **out)
             }
         nops[in->op] = (signed char)(n + 1);
     }
-    const int n = nops[in->op] - 1;
-    memcpy(out, ops[in->op], (size_t)n * sizeof *out);
-    return n;
+    *out = ops[in->op];
+    return nops[in->op] - 1;
 }
 
 /* Do two instructions agree in every encoded field, addresses included
@@ -161,29 +162,64 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
+/* Hash of an instruction's every field but its addresses. */
+static uint64_t insn_key(const isa_insn *in)
+{
+    const isa_opinfo *oi = isa_info(in->op);
+    uint64_t h = mix(0x5eed, (uint64_t)in->op);
+    for (int o = 0; o < oi->noperands; o++) {
+        const isa_operand *op = &oi->operands[o];
+        const char *p = (const char *)in + op->offset;
+        if (op->kind == ISA_K_F32) {
+            uint32_t u;
+            memcpy(&u, p, sizeof u);
+            h = mix(h, u);
+        } else if (op->kind != ISA_K_ADDR) {
+            h = mix(h, (uint64_t) * (const int64_t *)p);
+        }
+    }
+    return h;
+}
+
+/* Shape ids of instructions s[0..n) into id: equal exactly when
+ * insn_same without addresses says so (a hash table of one instruction
+ * per shape), so that comparing entries compares ids. */
+static void intern_shapes(const isa_insn *s, long n, const uint64_t *key, int *id)
+{
+    long cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    long *tab = malloc((size_t)cap * sizeof *tab);
+    if (!tab)
+        abort();
+    for (long q = 0; q < cap; q++)
+        tab[q] = -1;
+    int next = 0;
+    for (long j = 0; j < n; j++) {
+        long slot = (long)(key[j] & (uint64_t)(cap - 1));
+        while (tab[slot] >= 0 && !(key[tab[slot]] == key[j] && insn_same(&s[tab[slot]], &s[j], 0)))
+            slot = (slot + 1) & (cap - 1);
+        if (tab[slot] < 0) {
+            tab[slot] = j;
+            id[j] = next++;
+        } else {
+            id[j] = id[tab[slot]];
+        }
+    }
+    free(tab);
+}
+
 /* Shape hash of an entry: every field but address offsets, with strides. */
 static uint64_t ent_hash(const rr_ent *e)
 {
     if (e->kind != RR_INSN)
         return mix((uint64_t)e->kind, (uint64_t)e->n);
-    const isa_opinfo *oi = isa_info(e->in->op);
-    uint64_t h = mix(0x5eed, (uint64_t)e->in->op);
-    int k = 0;
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *op = &oi->operands[o];
-        const char *p = (const char *)e->in + op->offset;
-        if (op->kind == ISA_K_ADDR) {
-            for (int l = 0; l < e->depth; l++)
-                h = mix(h, (uint64_t)e->st[k][l]);
-            k++;
-        } else if (op->kind == ISA_K_F32) {
-            uint32_t u;
-            memcpy(&u, p, sizeof u);
-            h = mix(h, u);
-        } else {
-            h = mix(h, (uint64_t) * (const int64_t *)p);
-        }
-    }
+    const isa_operand *const *ao;
+    const int na = addr_ops(e->in, &ao);
+    uint64_t h = e->key;
+    for (int k = 0; k < na; k++)
+        for (int l = 0; l < e->depth; l++)
+            h = mix(h, (uint64_t)e->st[k][l]);
     return h;
 }
 
@@ -197,8 +233,8 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
         return 0;
     if (x->kind != RR_INSN)
         return x->n == y->n;
-    if ((isa_info(x->in->op)->cls == ISA_C_SEQ && x->in->op != ISA_OP_FENCE) || x->depth != y->depth ||
-        !insn_same(x->in, y->in, 0))
+    if (x->shape != y->shape || x->depth != y->depth ||
+        (isa_info(x->in->op)->cls == ISA_C_SEQ && x->in->op != ISA_OP_FENCE))
         return 0;
     for (int k = 0; k < RR_NADDR; k++)
         for (int l = 0; l < x->depth; l++)
@@ -256,8 +292,8 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
             }
             if (x->kind != RR_INSN)
                 continue;
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(x->in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(x->in, &ao);
             for (int k = 0; k < na && ok; k++) {
                 int64_t d = y->off[k] - e[bp + j].off[k];
                 if (r == 1)
@@ -281,8 +317,8 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     for (long j = 0; j < len && nseen <= RR_REGS; j++) {
         if (e[b0 + j].kind != RR_INSN)
             continue;
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(e[b0 + j].in, ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(e[b0 + j].in, &ao);
         for (int k = 0; k < na && nseen <= RR_REGS; k++) {
             int64_t d = s->stride[j * RR_NADDR + k], f = 0;
             for (int q = 0; q < nseen; q++)
@@ -309,8 +345,8 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
         if (x.kind == RR_ENDL)
             rel--;
         if (x.kind == RR_INSN) {
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(x.in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(x.in, &ao);
             for (int k = 0; k < na; k++) {
                 memmove(&x.st[k][rel + 1], &x.st[k][rel], (size_t)(x.depth - rel) * sizeof x.st[k][0]);
                 x.st[k][rel] = s->stride[j * RR_NADDR + k];
@@ -489,8 +525,8 @@ static int assign_regs(const rr_ent *e, long n, rr_regs *R)
             d--;
             continue;
         }
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(e[j].in, ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(e[j].in, &ao);
         assert(e[j].depth == d);
         for (int k = 0; k < na; k++) {
             const int64_t *st = e[j].st[k];
@@ -559,8 +595,8 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
     for (int64_t it = 0; it < e[pick].n; it++)
         for (long q = pick + 1; q < pick + e[pick].len - 1; q++) {
             rr_ent x = e[q];
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(x.in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(x.in, &ao);
             for (int k = 0; k < na; k++) {
                 x.off[k] += it * x.st[k][0];
                 memmove(&x.st[k][0], &x.st[k][1], (size_t)(x.depth - 1) * sizeof x.st[k][0]);
@@ -652,8 +688,8 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             push(o, &in);
         } else {
             isa_insn in = *x->in;
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(&in, &ao);
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
                 isa_addr *a = addr_at(&in, ao[k]);
@@ -697,8 +733,8 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             j += e[j].len;
         } else {
             isa_insn in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(&in, &ao);
             for (int k = 0; k < na; k++)
                 addr_at(&in, ao[k])->off = e[j].off[k];
             push(o, &in);
@@ -730,8 +766,8 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
                 d--;
         } else {
             int same = k < m && insn_same(in, &s[k], 0);
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(in, &ao);
             for (int q = 0; q < na && same; q++) { /* addresses resolved */
                 const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
                 same = a->off + reg[a->reg] == b->off && b->reg == 0;
@@ -757,8 +793,8 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     rr_vec e = {0}, r = {0};
     int plain = 1;
     for (long j = 0; j < n && plain; j++) {
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(&s[j], ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(&s[j], &ao);
         plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
         for (int k = 0; k < na; k++)
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
@@ -769,15 +805,22 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         return;
     }
     e.v = malloc((size_t)(n + 1) * sizeof *e.v);
-    if (!e.v)
+    uint64_t *key = malloc((size_t)(n + 1) * sizeof *key);
+    int *shape = malloc((size_t)(n + 1) * sizeof *shape);
+    if (!e.v || !key || !shape)
         abort();
+    for (long j = 0; j < n; j++)
+        key[j] = insn_key(&s[j]);
+    intern_shapes(s, n, key, shape);
     for (long j = 0; j < n; j++) {
         rr_ent *x = &e.v[j];
+        x->key = key[j];
+        x->shape = shape[j];
         memset(x->st, 0, sizeof x->st);
         x->kind = RR_INSN;
         x->in = &s[j];
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(&s[j], ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(&s[j], &ao);
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < na; k++)
             x->off[k] = caddr_at(&s[j], ao[k])->off;
@@ -786,6 +829,8 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->len = 1;
     }
     e.n = e.cap = n;
+    free(key);
+    free(shape);
     roll_list(e.v, e.n, &r);
     long first = (long)o->s->n;
     emit_list(o, r.v, r.n);
