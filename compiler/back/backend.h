@@ -187,8 +187,12 @@ typedef struct {
     int buf, rank, sd;
     int64_t lanes, esz, lrows, stick;
     int64_t shape[GR_MAX_RANK], rs[GR_MAX_RANK]; /* rs: layout row stride per dim (0: the stick dim) */
+    int lshift;                                /* log2(lanes), or -1 */
     int64_t flat, step;
     int64_t co[GR_MAX_RANK], st[GR_MAX_RANK]; /* coordinates of flat (floor) and of step */
+    int64_t row;                               /* the layout row of co: sum of co[d] * rs[d] */
+    int d1;                                    /* the one coordinate step moves (-1 none, -2 several) */
+    int64_t drow;                              /* the row's step when d1 moves without a carry */
 } be_walk;
 void be_walk_init(be_walk *w, const be_ctx *c, int buf);
 /* Start at flat, stepping by step. */

@@ -113,6 +113,8 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
         const bd_piece *p = &b->pieces[i];
         for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
             const bd_stick *u = &b->use[st];
+            if (u->bar != b->bars)
+                continue; /* not used since the last bar */
             const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
             if (!wrote && !read)
@@ -141,8 +143,7 @@ static int16_t bd_merge(int16_t had, int core)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        for (int64_t st = 0; st < b->nuse; st++)
-            b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        b->bars++;
         b->ring = 0;
     }
     b->ring |= b->kring;
@@ -154,11 +155,13 @@ void bd_record(bd_state *b, int bar)
             if (!b->use)
                 abort();
             for (int64_t st = b->nuse; st < n; st++)
-                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+                b->use[st] = (bd_stick){BD_NONE, BD_NONE, b->bars};
             b->nuse = n;
         }
         for (int64_t st = p->lo; st < p->hi; st++) {
             bd_stick *u = &b->use[st];
+            if (u->bar != b->bars)
+                *u = (bd_stick){BD_NONE, BD_NONE, b->bars};
             if (p->write)
                 u->w = bd_merge(u->w, p->core);
             else

@@ -47,6 +47,10 @@ void be_walk_init(be_walk *w, const be_ctx *c, int buf)
     w->esz = L->f32 ? 4 : 2;
     w->lrows = L->rows;
     w->stick = c->t.stick;
+    w->lshift = -1;
+    for (int b = 0; b < 62; b++)
+        if (w->lanes == (int64_t)1 << b)
+            w->lshift = b;
     int64_t rs = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         w->shape[d] = t->shape[d];
@@ -74,30 +78,35 @@ void be_walk_at(be_walk *w, int64_t flat, int64_t step)
         w->co[0] = flat;
     memset(w->st, 0, sizeof w->st);
     be_coords_of(&w->c->p->bufs[w->buf].type, step, w->st); /* each |st[d]| < shape[d] for d > 0 */
+    w->row = 0;
+    w->d1 = -1;
+    for (int d = 0; d < w->rank; d++) {
+        w->row += w->co[d] * w->rs[d];
+        if (w->st[d])
+            w->d1 = w->d1 == -1 ? d : -2;
+    }
+    w->drow = w->d1 >= 0 ? w->st[w->d1] * w->rs[w->d1] : 0;
 }
 
 int64_t be_walk_off(const be_walk *w)
 {
     if (w->flat < 0 || !w->rank) /* be_elem_off's truncating division, as everywhere */
         return be_elem_off(w->c, w->buf, w->flat);
-    int64_t row = 0;
-    for (int d = 0; d < w->rank; d++)
-        row += w->co[d] * w->rs[d];
-    const int64_t sc = w->co[w->sd];
-    return ((sc / w->lanes) * w->lrows + row) * w->stick + (sc % w->lanes) * w->esz;
+    int64_t g, r, byte;
+    if (be_walk_stick(w, &g, &r, &byte))
+        return (g * w->lrows + r) * w->stick + byte;
+    const int64_t sc = w->co[w->sd]; /* past the buffer's end: be_elem_off's arithmetic */
+    return ((sc / w->lanes) * w->lrows + w->row) * w->stick + (sc % w->lanes) * w->esz;
 }
 
 int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte)
 {
     if (w->flat < 0 || !w->rank || w->co[0] >= w->shape[0])
         return 0;
-    int64_t row = 0;
-    for (int d = 0; d < w->rank; d++)
-        row += w->co[d] * w->rs[d];
-    const int64_t sc = w->co[w->sd];
-    *g = sc / w->lanes;
-    *r = row;
-    *byte = (sc % w->lanes) * w->esz;
+    const int64_t sc = w->co[w->sd]; /* >= 0 here */
+    *g = w->lshift >= 0 ? sc >> w->lshift : sc / w->lanes;
+    *r = w->row;
+    *byte = (w->lshift >= 0 ? sc & (w->lanes - 1) : sc % w->lanes) * w->esz;
     return 1;
 }
 
@@ -166,6 +175,14 @@ void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int
 void be_walk_next(be_walk *w)
 {
     w->flat += w->step;
+    if (w->d1 >= 0) { /* one coordinate moves: unless it carries, the row moves by drow */
+        const int64_t v = w->co[w->d1] + w->st[w->d1];
+        if (w->d1 == 0 || (v >= 0 && v < w->shape[w->d1])) {
+            w->co[w->d1] = v;
+            w->row += w->drow;
+            return;
+        }
+    }
     int64_t carry = 0;
     for (int d = w->rank - 1; d > 0; d--) {
         int64_t v = w->co[d] + w->st[d] + carry;
@@ -181,6 +198,9 @@ void be_walk_next(be_walk *w)
     }
     if (w->rank)
         w->co[0] += w->st[0] + carry;
+    w->row = 0;
+    for (int d = 0; d < w->rank; d++)
+        w->row += w->co[d] * w->rs[d];
 }
 
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
