@@ -117,22 +117,27 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
 /* The address operands of an instruction, in format order (k indexes st):
  * looked up in the ISA table once per op (the pass asks for every
  * instruction, several times). */
-static int addr_ops(const isa_insn *in, const isa_operand *const **out)
+static const isa_operand *addr_op_tab[ISA_NOPS][RR_NADDR];
+static signed char addr_op_n[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
+
+static void addr_ops_look_up(int op)
 {
-    static const isa_operand *ops[ISA_NOPS][RR_NADDR];
-    static signed char nops[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
-    if (!nops[in->op]) {
-        const isa_opinfo *oi = isa_info(in->op);
-        int n = 0;
-        for (int o = 0; o < oi->noperands; o++)
-            if (oi->operands[o].kind == ISA_K_ADDR) {
-                assert(n < RR_NADDR);
-                ops[in->op][n++] = &oi->operands[o];
-            }
-        nops[in->op] = (signed char)(n + 1);
-    }
-    *out = ops[in->op];
-    return nops[in->op] - 1;
+    const isa_opinfo *oi = isa_info(op);
+    int n = 0;
+    for (int o = 0; o < oi->noperands; o++)
+        if (oi->operands[o].kind == ISA_K_ADDR) {
+            assert(n < RR_NADDR);
+            addr_op_tab[op][n++] = &oi->operands[o];
+        }
+    addr_op_n[op] = (signed char)(n + 1);
+}
+
+static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
+{
+    if (!addr_op_n[in->op])
+        addr_ops_look_up(in->op);
+    *out = addr_op_tab[in->op];
+    return addr_op_n[in->op] - 1;
 }
 
 /* Do two instructions agree in every encoded field, addresses included
@@ -889,6 +894,10 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     isa_program *prog = c->prog;
     isa_stream *old = &prog->cores[core], neu = {0};
     const long from = (long)rr->done[core];
+    neu.cap = old->n - (size_t)from + 1; /* rolling makes no more, as a rule */
+    neu.insns = malloc(neu.cap * sizeof *neu.insns);
+    if (!neu.insns)
+        abort();
     isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
     int nk = 0;
     for (size_t q = 0; q < prog->nkernels; q++)
@@ -919,7 +928,11 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     }
     free(ks);
     rr->core_after[core] += (long)neu.n;
-    if (from) { /* the rolled tail replaces the tail */
+    if (from && (size_t)from + neu.n <= old->cap) { /* the rolled tail replaces the tail */
+        memcpy(old->insns + from, neu.insns, neu.n * sizeof *neu.insns);
+        old->n = (size_t)from + neu.n;
+        free(neu.insns);
+    } else if (from) {
         old->n = (size_t)from;
         for (size_t j = 0; j < neu.n; j++)
             isa_stream_push(old, &neu.insns[j]);
