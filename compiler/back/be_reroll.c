@@ -186,32 +186,25 @@ static uint64_t insn_key(const isa_insn *in)
     return h;
 }
 
-/* Shape ids of instructions s[0..n) into id: equal exactly when
- * insn_same without addresses says so (a hash table of one instruction
- * per shape), so that comparing entries compares ids. */
-static void intern_shapes(const isa_insn *s, long n, const uint64_t *key, int *id)
+/* Shape ids: equal exactly when insn_same without addresses says so; a
+ * hash table of one instruction per shape, so that comparing entries
+ * compares ids. */
+typedef struct {
+    long *tab, cap; /* entries of the list, -1 empty */
+    int next;
+} rr_shapes;
+
+static int shape_of(rr_shapes *t, const rr_ent *e, long j)
 {
-    long cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    long *tab = malloc((size_t)cap * sizeof *tab);
-    if (!tab)
-        abort();
-    for (long q = 0; q < cap; q++)
-        tab[q] = -1;
-    int next = 0;
-    for (long j = 0; j < n; j++) {
-        long slot = (long)(key[j] & (uint64_t)(cap - 1));
-        while (tab[slot] >= 0 && !(key[tab[slot]] == key[j] && insn_same(&s[tab[slot]], &s[j], 0)))
-            slot = (slot + 1) & (cap - 1);
-        if (tab[slot] < 0) {
-            tab[slot] = j;
-            id[j] = next++;
-        } else {
-            id[j] = id[tab[slot]];
-        }
+    long slot = (long)(e[j].key & (uint64_t)(t->cap - 1));
+    while (t->tab[slot] >= 0) {
+        const rr_ent *q = &e[t->tab[slot]];
+        if (q->key == e[j].key && insn_same(q->in, e[j].in, 0))
+            return q->shape;
+        slot = (slot + 1) & (t->cap - 1);
     }
-    free(tab);
+    t->tab[slot] = j;
+    return t->next++;
 }
 
 /* Shape hash of an entry: every field but address offsets, with strides. */
@@ -797,45 +790,43 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     rr_vec e = {0}, r = {0};
     int plain = 1;
+    rr_shapes sh = {NULL, 16, 0};
+    while (sh.cap < 2 * n)
+        sh.cap *= 2;
+    sh.tab = malloc((size_t)sh.cap * sizeof *sh.tab);
+    e.v = malloc((size_t)(n + 1) * sizeof *e.v);
+    if (!e.v || !sh.tab)
+        abort();
+    for (long q = 0; q < sh.cap; q++)
+        sh.tab[q] = -1;
+    /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n && plain; j++) {
         const isa_operand *const *ao;
         int na = addr_ops(&s[j], &ao);
         plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
-        for (int k = 0; k < na; k++)
-            plain &= caddr_at(&s[j], ao[k])->reg == 0;
-    }
-    if (!plain) {
-        for (long j = 0; j < n; j++)
-            push(o, &s[j]);
-        return;
-    }
-    e.v = malloc((size_t)(n + 1) * sizeof *e.v);
-    uint64_t *key = malloc((size_t)(n + 1) * sizeof *key);
-    int *shape = malloc((size_t)(n + 1) * sizeof *shape);
-    if (!e.v || !key || !shape)
-        abort();
-    for (long j = 0; j < n; j++)
-        key[j] = insn_key(&s[j]);
-    intern_shapes(s, n, key, shape);
-    for (long j = 0; j < n; j++) {
         rr_ent *x = &e.v[j];
-        x->key = key[j];
-        x->shape = shape[j];
         memset(x->st, 0, sizeof x->st);
+        memset(x->off, 0, sizeof x->off);
+        for (int k = 0; k < na; k++) {
+            plain &= caddr_at(&s[j], ao[k])->reg == 0;
+            x->off[k] = caddr_at(&s[j], ao[k])->off;
+        }
         x->kind = RR_INSN;
         x->in = &s[j];
-        const isa_operand *const *ao;
-        int na = addr_ops(&s[j], &ao);
-        memset(x->off, 0, sizeof x->off);
-        for (int k = 0; k < na; k++)
-            x->off[k] = caddr_at(&s[j], ao[k])->off;
+        x->key = insn_key(&s[j]);
+        x->shape = shape_of(&sh, e.v, j);
         x->depth = 0;
         x->n = 0;
         x->len = 1;
     }
+    free(sh.tab);
+    if (!plain) {
+        free(e.v);
+        for (long j = 0; j < n; j++)
+            push(o, &s[j]);
+        return;
+    }
     e.n = e.cap = n;
-    free(key);
-    free(shape);
     roll_list(e.v, e.n, &r);
     long first = (long)o->s->n;
     emit_list(o, r.v, r.n);
