@@ -52,7 +52,8 @@ typedef struct {
     const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
     int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
     uint64_t key;  /* RR_INSN: insn_key */
-    int shape;     /* RR_INSN: equal for instructions equal but for their addresses (intern_shapes) */
+    int shape;     /* RR_INSN: equal for instructions equal but for their addresses (shape_of) */
+    int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
     int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
     int64_t n;     /* RR_LOOP: iterations */
@@ -231,8 +232,7 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
         return 0;
     if (x->kind != RR_INSN)
         return x->n == y->n;
-    if (x->shape != y->shape || x->depth != y->depth ||
-        (isa_info(x->in->op)->cls == ISA_C_SEQ && x->in->op != ISA_OP_FENCE))
+    if (x->shape != y->shape || x->depth != y->depth || x->fixed)
         return 0;
     for (int k = 0; k < RR_NADDR; k++)
         for (int l = 0; l < x->depth; l++)
@@ -815,6 +815,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->in = &s[j];
         x->key = insn_key(&s[j]);
         x->shape = shape_of(&sh, e.v, j);
+        x->fixed = isa_info(s[j].op)->cls == ISA_C_SEQ && s[j].op != ISA_OP_FENCE;
         x->depth = 0;
         x->n = 0;
         x->len = 1;
