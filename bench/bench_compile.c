@@ -9,23 +9,23 @@
  * bench_bert and bench_llama export them (BUILD is the build directory
  * holding this program).
  *
- * Each graph is compiled REPS times, each time in a child process forked
- * before this program has opened a device or simulated anything, so the
- * child's peak resident set (its getrusage ru_maxrss at exit) is the graph, the compiler
- * and little else.  compile_seconds is cc_compile alone (loading the graph
- * and writing the ELF are not counted); the first child writes the program
- * to BUILD/bench/compile_NAME.elf, which is then loaded and launched REPS
- * times with no tensor written (timing needs no values).  Host times are
- * medians of the REPS runs (the machine is shared, so single runs are
- * noisy); both ratios' halves are measured in this one run.  Exit status:
- * 0 ok, 2 a graph cannot be exported, loaded or compiled, 3 a program
- * faulted.  Headline last: compile_vs_sim_time, the worst graph's ratio of
+ * Each graph is compiled REPS times, each time by this program executed
+ * again in a child process (`--compile-child GRAPH ELF`: a fresh address
+ * space, so the child's peak resident set, VmHWM in /proc/self/status,
+ * is the graph, the compiler and little else), and after each compile the
+ * program is launched once timing-only with no tensor written (timing
+ * needs no values): a compile and a launch in turn meet the same load on
+ * a shared machine.  compile_seconds is cc_compile alone (loading the
+ * graph and writing BUILD/bench/compile_NAME.elf are not counted).  Host
+ * times are medians of the REPS runs (single runs are noisy); both halves
+ * of a ratio are measured in this one run.  Exit status: 0 ok, 2 a graph
+ * cannot be exported, loaded or compiled, 3 a program faulted.  Headline
+ * last: compile_vs_sim_time, the worst graph's ratio of
  * compile to simulation host time. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,32 +49,49 @@ static int die(int status, const char *what, const char *msg)
     return status;
 }
 
-/* In the child: load, compile (timed), write the ELF if elf is not NULL,
- * send the seconds and its peak resident set down fd.  Never returns. */
-static void child_compile(const char *graph, const char *elf, int fd)
+/* This process's peak resident set in KB: VmHWM, of its own address space
+ * (getrusage's ru_maxrss would carry the peak of the process it was
+ * forked from across execve), or -1. */
+static long peak_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kb = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* The child (this program run as `--compile-child GRAPH ELF`): load,
+ * compile (timed), write the ELF, print the seconds and its peak resident
+ * set in KB. */
+static int child_compile(const char *graph, const char *elf)
 {
     char err[4096];
     gr_graph *g = gr_graph_load(graph, err, sizeof err);
     if (!g)
-        _exit(die(2, graph, err));
+        return die(2, graph, err);
     chip_config cfg;
     if (chip_config_load(chip_config_path("spyre"), &cfg, err, sizeof err))
-        _exit(die(2, "configuration", err));
+        return die(2, "configuration", err);
     double s = 0;
     isa_program *p = bench_compile(g, &cfg, &s, err, sizeof err);
     if (!p)
-        _exit(die(2, graph, err));
-    if (elf && isa_elf_write(p, elf, err, sizeof err))
-        _exit(die(2, elf, err));
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double out[2] = {s, (double)ru.ru_maxrss}; /* Linux: kilobytes */
-    _exit(write(fd, out, sizeof out) == (ssize_t)sizeof out ? 0 : 2);
+        return die(2, graph, err);
+    if (isa_elf_write(p, elf, err, sizeof err))
+        return die(2, elf, err);
+    printf("%.6f %ld\n", s, peak_kb());
+    return 0;
 }
 
-/* One compile in a forked child: its seconds and peak KB.  0, or the
+/* One compile in a child process of its own (this program executed
+ * again: a fresh address space, so its peak resident set is the graph,
+ * the compiler and little else): its seconds and peak KB.  0, or the
  * child's exit status. */
-static int compile_once(const char *graph, const char *elf, double *seconds, long *peak_kb)
+static int compile_once(const char *exe, const char *graph, const char *elf, double *seconds, long *peak_kb)
 {
     int fd[2];
     if (pipe(fd))
@@ -85,44 +102,42 @@ static int compile_once(const char *graph, const char *elf, double *seconds, lon
         return die(2, "fork", "cannot fork");
     if (pid == 0) {
         close(fd[0]);
-        child_compile(graph, elf, fd[1]);
+        if (dup2(fd[1], 1) < 0)
+            _exit(2);
+        execl(exe, exe, "--compile-child", graph, elf, (char *)NULL);
+        _exit(2);
     }
     close(fd[1]);
-    int status = 0;
-    double in[2];
-    ssize_t n = read(fd[0], in, sizeof in);
+    char out[128] = "";
+    ssize_t n = read(fd[0], out, sizeof out - 1);
     close(fd[0]);
+    int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
         return die(2, graph, "the compiling child did not exit");
-    if (WEXITSTATUS(status) || n != (ssize_t)sizeof in)
-        return WEXITSTATUS(status) ? WEXITSTATUS(status) : 2;
-    *seconds = in[0];
-    *peak_kb = (long)in[1];
+    if (WEXITSTATUS(status))
+        return WEXITSTATUS(status);
+    out[n > 0 ? n : 0] = 0;
+    if (sscanf(out, "%lf %ld", seconds, peak_kb) != 2)
+        return die(2, graph, "the compiling child printed no figures");
     return 0;
 }
 
-/* Launch the ELF REPS times, timing only. */
-static int simulate(rt_device *dev, const char *elf, graph_run *g)
+/* Launch the program once, timing only: its host seconds. */
+static int simulate(rt_device *dev, rt_program *prog, graph_run *g, double *seconds)
 {
     char err[4096];
-    rt_program *prog = rt_load(dev, elf, err, sizeof err);
-    if (!prog)
-        return die(2, "load program", err);
     bench_sim_options(dev, 0, 0);
     rt_run_result *res = malloc(sizeof *res);
     if (!res)
         return die(2, "host", "out of memory");
-    for (int r = 0; r < REPS; r++) {
-        double t0 = bench_now();
-        if (rt_launch(prog, res)) {
-            rt_run_format(res, err, sizeof err);
-            return die(3, g->name, err);
-        }
-        g->sim_s[r] = bench_now() - t0;
+    double t0 = bench_now();
+    if (rt_launch(prog, res)) {
+        rt_run_format(res, err, sizeof err);
+        return die(3, g->name, err);
     }
+    *seconds = bench_now() - t0;
     g->cycles = res->stats.cycles;
     free(res);
-    rt_unload(prog);
     return 0;
 }
 
@@ -140,40 +155,53 @@ static double median(const double *v)
     return s[REPS / 2];
 }
 
-int main(void)
+/* Compile and simulate graph g REPS times, a compile then a launch each
+ * time, so that both meet the same load on a shared machine. */
+static int measure(const char *exe, rt_device *dev, const char *src, const char *build, graph_run *g)
 {
-    char src[PATH_MAX], build[PATH_MAX], dir[PATH_MAX + 32], graph[PATH_MAX + 64], elf[NGRAPHS][PATH_MAX + 64];
-    char err[2048];
+    char dir[PATH_MAX + 32], graph[PATH_MAX + 64], elf[PATH_MAX + 64], err[4096];
+    snprintf(dir, sizeof dir, "%s/traces/%s", build, g->name);
+    snprintf(graph, sizeof graph, "%s/graph.txt", dir);
+    snprintf(elf, sizeof elf, "%s/bench/compile_%s.elf", build, g->name);
+    if (bench_export("bench_compile", src, g->model, dir, g->flags))
+        return 2;
+    rt_program *prog = NULL;
+    int s = 0;
+    for (int r = 0; r < REPS && !s; r++) {
+        long kb = 0;
+        s = compile_once(exe, graph, elf, &g->compile_s[r], &kb);
+        g->peak_kb = kb > g->peak_kb ? kb : g->peak_kb;
+        if (!s && !prog && !(prog = rt_load(dev, elf, err, sizeof err)))
+            s = die(2, "load program", err);
+        if (!s)
+            s = simulate(dev, prog, g, &g->sim_s[r]);
+    }
+    if (prog)
+        rt_unload(prog);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    char src[PATH_MAX], build[PATH_MAX], exe[PATH_MAX], err[2048];
+    if (argc == 4 && !strcmp(argv[1], "--compile-child"))
+        return child_compile(argv[2], argv[3]);
     graph_run g[NGRAPHS] = {
         {.name = "bert_base", .model = "encoder.py:bert_handwritten", .flags = ""},
         {.name = "llama_8b_layer", .model = "llama.py:llama_8b_layer", .flags = "--graph-only"},
         {.name = "llama_8b_decode", .model = "llama.py:llama_8b_decode", .flags = "--graph-only"},
     };
-    if (bench_dirs(src, sizeof src, build, sizeof build))
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || bench_dirs(src, sizeof src, build, sizeof build))
         return die(2, "/proc/self/exe", "cannot find the build directory");
-    /* every compile first, while this process is small: a child's peak
-     * resident set includes the pages it inherits */
-    for (int i = 0; i < NGRAPHS; i++) {
-        snprintf(dir, sizeof dir, "%s/traces/%s", build, g[i].name);
-        snprintf(graph, sizeof graph, "%s/graph.txt", dir);
-        snprintf(elf[i], sizeof elf[i], "%s/bench/compile_%s.elf", build, g[i].name);
-        if (bench_export("bench_compile", src, g[i].model, dir, g[i].flags))
-            return 2;
-        for (int r = 0; r < REPS; r++) {
-            long kb = 0;
-            int s = compile_once(graph, r ? NULL : elf[i], &g[i].compile_s[r], &kb);
-            if (s)
-                return s;
-            g[i].peak_kb = kb > g[i].peak_kb ? kb : g[i].peak_kb;
-        }
-    }
+    exe[n] = 0;
     char *cfgpath = chip_config_path("spyre"); /* lives as long as the benchmark */
     rt_device *dev = rt_open(cfgpath, err, sizeof err);
     if (!dev)
         return die(2, cfgpath, err);
     double worst = 0;
     for (int i = 0; i < NGRAPHS; i++) {
-        int s = simulate(dev, elf[i], &g[i]);
+        int s = measure(exe, dev, src, build, &g[i]);
         if (s)
             return s;
         double cs = median(g[i].compile_s), ss = median(g[i].sim_s);
