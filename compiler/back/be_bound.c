@@ -20,6 +20,7 @@ void bd_free(bd_state *b)
     free(b->use);
     free(b->regs);
     free(b->pieces);
+    free(b->since);
 }
 
 static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
@@ -113,8 +114,6 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
         const bd_piece *p = &b->pieces[i];
         for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
             const bd_stick *u = &b->use[st];
-            if (u->bar != b->bars)
-                continue; /* not used since the last bar */
             const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
             if (!wrote && !read)
@@ -143,7 +142,10 @@ static int16_t bd_merge(int16_t had, int core)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        b->bars++;
+        for (size_t i = 0; i < b->nsince; i++)
+            for (int64_t st = b->since[i].lo; st < b->since[i].hi; st++)
+                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        b->nsince = 0;
         b->ring = 0;
     }
     b->ring |= b->kring;
@@ -155,13 +157,18 @@ void bd_record(bd_state *b, int bar)
             if (!b->use)
                 abort();
             for (int64_t st = b->nuse; st < n; st++)
-                b->use[st] = (bd_stick){BD_NONE, BD_NONE, b->bars};
+                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
             b->nuse = n;
         }
+        if (b->nsince == b->capsince) {
+            b->capsince = b->capsince ? 2 * b->capsince : 256;
+            b->since = realloc(b->since, b->capsince * sizeof *b->since);
+            if (!b->since)
+                abort();
+        }
+        b->since[b->nsince++] = *p;
         for (int64_t st = p->lo; st < p->hi; st++) {
             bd_stick *u = &b->use[st];
-            if (u->bar != b->bars)
-                *u = (bd_stick){BD_NONE, BD_NONE, b->bars};
             if (p->write)
                 u->w = bd_merge(u->w, p->core);
             else

@@ -29,7 +29,6 @@ enum { BD_NONE = -1, BD_MANY = -2 }; /* no core, or more than one */
 
 typedef struct {
     int16_t w, r; /* the core that wrote / read the stick since the last bar */
-    int32_t bar;  /* the bars before it was last used: from an earlier bar on, w and r are BD_NONE */
 } bd_stick;
 
 typedef struct {
@@ -41,7 +40,8 @@ typedef struct {
     int64_t stick;
     bd_stick *use;               /* per DRAM stick of the segment */
     int64_t nuse;
-    int32_t bars;                /* bars recorded: a bar forgets every stick at once */
+    bd_piece *since;             /* the sticks used since the last bar: a bar forgets only these */
+    size_t nsince, capsince;
     int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
     int ring;                    /* ring traffic since the last bar */
     bd_piece *pieces;            /* the next kernel's DRAM accesses */
