@@ -20,7 +20,6 @@ void bd_free(bd_state *b)
     free(b->use);
     free(b->regs);
     free(b->pieces);
-    free(b->since);
 }
 
 static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
@@ -142,10 +141,8 @@ static int16_t bd_merge(int16_t had, int core)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        for (size_t i = 0; i < b->nsince; i++)
-            for (int64_t st = b->since[i].lo; st < b->since[i].hi; st++)
-                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
-        b->nsince = 0;
+        for (int64_t st = 0; st < b->nuse; st++)
+            b->use[st] = (bd_stick){BD_NONE, BD_NONE};
         b->ring = 0;
     }
     b->ring |= b->kring;
@@ -160,13 +157,6 @@ void bd_record(bd_state *b, int bar)
                 b->use[st] = (bd_stick){BD_NONE, BD_NONE};
             b->nuse = n;
         }
-        if (b->nsince == b->capsince) {
-            b->capsince = b->capsince ? 2 * b->capsince : 256;
-            b->since = realloc(b->since, b->capsince * sizeof *b->since);
-            if (!b->since)
-                abort();
-        }
-        b->since[b->nsince++] = *p;
         for (int64_t st = p->lo; st < p->hi; st++) {
             bd_stick *u = &b->use[st];
             if (p->write)

@@ -40,8 +40,6 @@ typedef struct {
     int64_t stick;
     bd_stick *use;               /* per DRAM stick of the segment */
     int64_t nuse;
-    bd_piece *since;             /* the sticks used since the last bar: a bar forgets only these */
-    size_t nsince, capsince;
     int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
     int ring;                    /* ring traffic since the last bar */
     bd_piece *pieces;            /* the next kernel's DRAM accesses */
