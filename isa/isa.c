@@ -201,9 +201,14 @@ static int check_operand(const isa_insn *in, const isa_operand *o, char *err, si
 /* Bit packing over the 512-bit instruction word. */
 static void put_bits(uint8_t *w, int pos, int bits, uint64_t v)
 {
-    for (int i = 0; i < bits; i++, pos++)
-        if ((v >> i) & 1)
-            w[pos >> 3] |= (uint8_t)(1u << (pos & 7));
+    if (bits < 64)
+        v &= (1ull << bits) - 1;
+    while (v) { /* a byte's worth at a time: the bits above v's are zero already (memset) */
+        const int sh = pos & 7, take = 8 - sh;
+        w[pos >> 3] |= (uint8_t)(v << sh);
+        v >>= take;
+        pos += take;
+    }
 }
 
 static uint64_t get_bits(const uint8_t *w, int pos, int bits)
@@ -214,20 +219,29 @@ static uint64_t get_bits(const uint8_t *w, int pos, int bits)
     return v;
 }
 
-int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_t errlen)
+int isa_check(const isa_insn *in, char *err, size_t errlen)
 {
     const isa_opinfo *info = isa_info(in->op);
     if (!info) {
         isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
+    for (int i = 0; i < info->noperands; i++)
+        if (check_operand(in, &info->operands[i], err, errlen))
+            return -1;
+    return 0;
+}
+
+int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_t errlen)
+{
+    if (isa_check(in, err, errlen))
+        return -1;
+    const isa_opinfo *info = isa_info(in->op);
     memset(out, 0, ISA_INSN_BYTES);
     out[0] = info->opcode;
     int pos = 8;
     for (int i = 0; i < info->noperands; i++) {
         const isa_operand *o = &info->operands[i];
-        if (check_operand(in, o, err, errlen))
-            return -1;
         if (o->kind == ISA_K_ADDR) {
             const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
             put_bits(out, pos, ADDR_REG_BITS, (uint64_t)a->reg);

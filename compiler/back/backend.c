@@ -553,6 +553,8 @@ int be_codegen_pass(ir_prog *p)
     bd_begin(&bd, c);
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
     int rc = 0;
+    /* each kernel rolled once emitted (the reroll pass's work: memory for one kernel unrolled, not all) */
+    const int roll = !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen"));
     for (int i = 0; i < p->norder && !rc; i++) {
         /* A fence before every kernel after the first: it orders a kernel
          * that reads this core's earlier results, and since each kernel
@@ -572,6 +574,8 @@ int be_codegen_pass(ir_prog *p)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
         if (!rc)
             kernel_boundary(c, &bd, i, first);
+        if (!rc && roll)
+            be_reroll_kernels(c);
     }
     free(first);
     bd_free(&bd);

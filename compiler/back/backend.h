@@ -188,6 +188,40 @@ void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co);
 /* Byte offset, inside buffer buf's device layout (from its tensor's
  * start), of the element at flat row-major index `flat`. */
 int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat);
+/* Element offsets along an arithmetic walk of a buffer's flat index
+ * (flat, flat + step, ...), each as be_elem_off gives it, without its
+ * divisions per element: the walk keeps the element's coordinates and
+ * carries between them.  Restickify and its spans visit every element of
+ * a block this way. */
+typedef struct {
+    const be_ctx *c;
+    int buf, rank, sd;
+    int64_t lanes, esz, lrows, stick;
+    int64_t shape[GR_MAX_RANK], rs[GR_MAX_RANK]; /* rs: layout row stride per dim (0: the stick dim) */
+    int lshift;                                /* log2(lanes), or -1 */
+    int64_t flat, step;
+    int64_t co[GR_MAX_RANK], st[GR_MAX_RANK]; /* coordinates of flat (floor) and of step */
+    int64_t row;                               /* the layout row of co: sum of co[d] * rs[d] */
+    int d1;                                    /* the one coordinate step moves (-1 none, -2 several) */
+    int64_t drow;                              /* the row's step when d1 moves without a carry */
+} be_walk;
+void be_walk_init(be_walk *w, const be_ctx *c, int buf);
+/* Start at flat, stepping by step. */
+void be_walk_at(be_walk *w, int64_t flat, int64_t step);
+/* be_elem_off of the current element. */
+int64_t be_walk_off(const be_walk *w);
+void be_walk_next(be_walk *w);
+/* be_span_add the sticks of n elements from flat on by step, the ones
+ * inside [0, nel) only unless nel < 0: in closed form where the walk moves
+ * one coordinate without carrying, else element by element. */
+void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                 int64_t *hi);
+/* The current element's stick group g, layout row r and byte in its
+ * stick (its be_elem_off is ((g * rows + r) * stick + byte)): 1, or 0 when
+ * it lies outside the buffer (be_walk_off still gives its offset). */
+int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte);
+/* be_span_add of the current element's stick (L: the buffer's layout). */
+void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,
  * stay inside buf's stick dimension (a view from be_view_of is only
  * valid then)? */
@@ -487,5 +521,11 @@ void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((
 
 /* The reroll pass's figures, freed with the back half's state. */
 void be_reroll_free(be_ctx *c);
+/* The reroll pass's work on what codegen emitted since the last call:
+ * each core's kernels there rolled in place.  Codegen calls it after each
+ * kernel (unless the streams are to be seen unrolled: --no-reroll,
+ * --dump-after=codegen), so that only one kernel is ever held unrolled;
+ * the pass then rolls what is left (the halt). */
+void be_reroll_kernels(be_ctx *c);
 
 #endif

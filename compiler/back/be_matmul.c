@@ -421,16 +421,15 @@ static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b
 {
     const be_ctx *c = m->c;
     const be_layout *L = &c->lay[buf];
-    const int64_t sb = c->t.stick;
     int64_t val[IR_MAX_VARS] = {0};
+    be_walk w;
+    be_walk_init(&w, c, buf);
     batch_vals(m, b, val);
     be_span_init(L, lo, hi);
+    val[lanevar] = l0;
     for (int64_t i = 0; i < nr; i++) {
         val[rowvar] = r0 + i;
-        for (int64_t l = 0; l < nl; l++) {
-            val[lanevar] = l0 + l;
-            be_span_add(L, be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val)) / sb, lo, hi);
-        }
+        be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
     }
     return be_span_total(L, lo, hi);
 }
@@ -929,15 +928,24 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
     batch_vals(m, b, val);
     be_rst r;
+    be_walk w;
+    be_walk_init(&w, c, buf);
     be_rst_begin(&r, mc->e, 0);
     for (int64_t g = 0; g * lanes < nl; g++)
         for (int64_t i = 0; i < nrows; i++) {
             int64_t n = cc_min(lanes, nl - g * lanes);
             val[rowvar] = r0 + i;
-            for (int64_t l = 0; l < n; l++) {
-                val[lanevar] = l0 + g * lanes + l;
-                int64_t off = be_elem_off(c, buf, be_index_at(idx, m->mm->nvars, val)), s = off / sb;
-                src[l] = st + go[s / lrows] + (s % lrows - lo[s / lrows]) * sb + off % sb;
+            val[lanevar] = l0 + g * lanes;
+            be_walk_at(&w, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar]);
+            for (int64_t l = 0; l < n; l++, be_walk_next(&w)) {
+                int64_t sg, sr, byte;
+                if (!be_walk_stick(&w, &sg, &sr, &byte)) {
+                    int64_t off = be_walk_off(&w), s = off / sb;
+                    sg = s / lrows;
+                    sr = s % lrows;
+                    byte = off % sb;
+                }
+                src[l] = st + go[sg] + (sr - lo[sg]) * sb + byte;
                 dst[l] = slot + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, n);
@@ -959,14 +967,17 @@ static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, in
     int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
     batch_vals(m, b, val);
     be_rst r;
+    be_walk w;
+    be_walk_init(&w, c, out);
     be_rst_begin(&r, mc->e, 0);
     for (int64_t g = 0; g * lanes < cols; g++)
         for (int64_t i = 0; i < mb; i++) {
             int64_t n = cc_min(lanes, cols - g * lanes);
             val[m->vm] = m0 + i;
-            for (int64_t l = 0; l < n; l++) {
-                val[m->vn] = n0 + g * lanes + l;
-                int64_t off = be_elem_off(c, out, be_index_at(&rn->store, m->mm->nvars, val));
+            val[m->vn] = n0 + g * lanes;
+            be_walk_at(&w, be_index_at(&rn->store, m->mm->nvars, val), rn->store.coef[m->vn]);
+            for (int64_t l = 0; l < n; l++, be_walk_next(&w)) {
+                int64_t off = be_walk_off(&w);
                 mc->ocount[j][off / sb]++;
                 dst[l] = mc->ostage[j] + off;
                 src[l] = lx + g * gs + i * sb + l * 2;

@@ -49,7 +49,11 @@ enum { RR_INSN, RR_LOOP, RR_ENDL };
 
 typedef struct {
     int kind;
-    isa_insn in;   /* RR_INSN: addresses of its first iteration, register 0 */
+    const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
+    int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
+    uint64_t key;  /* RR_INSN: insn_key */
+    int shape;     /* RR_INSN: equal for instructions equal but for their addresses (shape_of) */
+    int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
     int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
     int64_t n;     /* RR_LOOP: iterations */
@@ -73,6 +77,7 @@ struct be_reroll {
     int off;            /* the pass did not run (no_reroll) */
     rr_kstat *k;        /* per kernel position */
     long *core_before, *core_after;
+    size_t *done;       /* per core: its stream is rolled up to here */
     int ncores;
     char cfgname[ISA_NAME_MAX];
 };
@@ -110,17 +115,30 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
     return (const isa_addr *)((const char *)in + o->offset);
 }
 
-/* The address operands of an instruction, in format order (k indexes st). */
-static int addr_ops(const isa_insn *in, const isa_operand **out)
+/* The address operands of an instruction, in format order (k indexes st):
+ * looked up in the ISA table once per op (the pass asks for every
+ * instruction, several times). */
+static const isa_operand *addr_op_tab[ISA_NOPS][RR_NADDR];
+static signed char addr_op_n[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
+
+static void addr_ops_look_up(int op)
 {
-    const isa_opinfo *oi = isa_info(in->op);
+    const isa_opinfo *oi = isa_info(op);
     int n = 0;
     for (int o = 0; o < oi->noperands; o++)
         if (oi->operands[o].kind == ISA_K_ADDR) {
             assert(n < RR_NADDR);
-            out[n++] = &oi->operands[o];
+            addr_op_tab[op][n++] = &oi->operands[o];
         }
-    return n;
+    addr_op_n[op] = (signed char)(n + 1);
+}
+
+static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
+{
+    if (!addr_op_n[in->op])
+        addr_ops_look_up(in->op);
+    *out = addr_op_tab[in->op];
+    return addr_op_n[in->op] - 1;
 }
 
 /* Do two instructions agree in every encoded field, addresses included
@@ -137,7 +155,7 @@ static int insn_same(const isa_insn *x, const isa_insn *y, int addrs)
             const isa_addr *ax = (const isa_addr *)px, *ay = (const isa_addr *)py;
             if (addrs && (ax->off != ay->off || ax->reg != ay->reg))
                 return 0;
-        } else if (memcmp(px, py, op->kind == ISA_K_F32 ? sizeof(float) : sizeof(int64_t))) {
+        } else if (op->kind == ISA_K_F32 ? memcmp(px, py, sizeof(float)) : *(const int64_t *)px != *(const int64_t *)py) {
             return 0;
         }
     }
@@ -150,29 +168,57 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
+/* Hash of an instruction's every field but its addresses. */
+static uint64_t insn_key(const isa_insn *in)
+{
+    const isa_opinfo *oi = isa_info(in->op);
+    uint64_t h = mix(0x5eed, (uint64_t)in->op);
+    for (int o = 0; o < oi->noperands; o++) {
+        const isa_operand *op = &oi->operands[o];
+        const char *p = (const char *)in + op->offset;
+        if (op->kind == ISA_K_F32) {
+            uint32_t u;
+            memcpy(&u, p, sizeof u);
+            h = mix(h, u);
+        } else if (op->kind != ISA_K_ADDR) {
+            h = mix(h, (uint64_t) * (const int64_t *)p);
+        }
+    }
+    return h;
+}
+
+/* Shape ids: equal exactly when insn_same without addresses says so; a
+ * hash table of one instruction per shape, so that comparing entries
+ * compares ids. */
+typedef struct {
+    long *tab, cap; /* entries of the list, -1 empty */
+    int next;
+} rr_shapes;
+
+static int shape_of(rr_shapes *t, const rr_ent *e, long j)
+{
+    long slot = (long)(e[j].key & (uint64_t)(t->cap - 1));
+    while (t->tab[slot] >= 0) {
+        const rr_ent *q = &e[t->tab[slot]];
+        if (q->key == e[j].key && insn_same(q->in, e[j].in, 0))
+            return q->shape;
+        slot = (slot + 1) & (t->cap - 1);
+    }
+    t->tab[slot] = j;
+    return t->next++;
+}
+
 /* Shape hash of an entry: every field but address offsets, with strides. */
 static uint64_t ent_hash(const rr_ent *e)
 {
     if (e->kind != RR_INSN)
         return mix((uint64_t)e->kind, (uint64_t)e->n);
-    const isa_opinfo *oi = isa_info(e->in.op);
-    uint64_t h = mix(0x5eed, (uint64_t)e->in.op);
-    int k = 0;
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *op = &oi->operands[o];
-        const char *p = (const char *)&e->in + op->offset;
-        if (op->kind == ISA_K_ADDR) {
-            for (int l = 0; l < e->depth; l++)
-                h = mix(h, (uint64_t)e->st[k][l]);
-            k++;
-        } else if (op->kind == ISA_K_F32) {
-            uint32_t u;
-            memcpy(&u, p, sizeof u);
-            h = mix(h, u);
-        } else {
-            h = mix(h, (uint64_t) * (const int64_t *)p);
-        }
-    }
+    const isa_operand *const *ao;
+    const int na = addr_ops(e->in, &ao);
+    uint64_t h = e->key;
+    for (int k = 0; k < na; k++)
+        for (int l = 0; l < e->depth; l++)
+            h = mix(h, (uint64_t)e->st[k][l]);
     return h;
 }
 
@@ -186,8 +232,7 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
         return 0;
     if (x->kind != RR_INSN)
         return x->n == y->n;
-    if ((isa_info(x->in.op)->cls == ISA_C_SEQ && x->in.op != ISA_OP_FENCE) || x->depth != y->depth ||
-        !insn_same(&x->in, &y->in, 0))
+    if (x->shape != y->shape || x->depth != y->depth || x->fixed)
         return 0;
     for (int k = 0; k < RR_NADDR; k++)
         for (int l = 0; l < x->depth; l++)
@@ -245,10 +290,10 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
             }
             if (x->kind != RR_INSN)
                 continue;
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&x->in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(x->in, &ao);
             for (int k = 0; k < na && ok; k++) {
-                int64_t d = caddr_at(&y->in, ao[k])->off - caddr_at(&e[bp + j].in, ao[k])->off;
+                int64_t d = y->off[k] - e[bp + j].off[k];
                 if (r == 1)
                     s->stride[j * RR_NADDR + k] = d;
                 else
@@ -270,8 +315,8 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     for (long j = 0; j < len && nseen <= RR_REGS; j++) {
         if (e[b0 + j].kind != RR_INSN)
             continue;
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(&e[b0 + j].in, ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(e[b0 + j].in, &ao);
         for (int k = 0; k < na && nseen <= RR_REGS; k++) {
             int64_t d = s->stride[j * RR_NADDR + k], f = 0;
             for (int q = 0; q < nseen; q++)
@@ -298,8 +343,8 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
         if (x.kind == RR_ENDL)
             rel--;
         if (x.kind == RR_INSN) {
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&x.in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(x.in, &ao);
             for (int k = 0; k < na; k++) {
                 memmove(&x.st[k][rel + 1], &x.st[k][rel], (size_t)(x.depth - rel) * sizeof x.st[k][0]);
                 x.st[k][rel] = s->stride[j * RR_NADDR + k];
@@ -478,8 +523,8 @@ static int assign_regs(const rr_ent *e, long n, rr_regs *R)
             d--;
             continue;
         }
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(&e[j].in, ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(e[j].in, &ao);
         assert(e[j].depth == d);
         for (int k = 0; k < na; k++) {
             const int64_t *st = e[j].st[k];
@@ -548,10 +593,10 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
     for (int64_t it = 0; it < e[pick].n; it++)
         for (long q = pick + 1; q < pick + e[pick].len - 1; q++) {
             rr_ent x = e[q];
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&x.in, ao);
+            const isa_operand *const *ao;
+            int na = addr_ops(x.in, &ao);
             for (int k = 0; k < na; k++) {
-                addr_at(&x.in, ao[k])->off += it * x.st[k][0];
+                x.off[k] += it * x.st[k][0];
                 memmove(&x.st[k][0], &x.st[k][1], (size_t)(x.depth - 1) * sizeof x.st[k][0]);
             }
             x.depth--;
@@ -580,9 +625,8 @@ typedef struct {
  * register value the pass got wrong) is an internal error. */
 static void push(rr_out *o, const isa_insn *in)
 {
-    uint8_t buf[ISA_INSN_BYTES];
     char msg[256];
-    if (isa_encode(in, buf, msg, sizeof msg)) {
+    if (isa_check(in, msg, sizeof msg)) {
         fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
         abort();
     }
@@ -641,14 +685,14 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             isa_insn_init(&in, ISA_OP_ENDL);
             push(o, &in);
         } else {
-            isa_insn in = x->in;
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&in, ao);
+            isa_insn in = *x->in;
+            const isa_operand *const *ao;
+            int na = addr_ops(&in, &ao);
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
                 isa_addr *a = addr_at(&in, ao[k]);
                 a->reg = r;
-                a->off -= r ? K[r - 1] : 0;
+                a->off = x->off[k] - (r ? K[r - 1] : 0);
                 if (r && !o && a->off < low[r - 1])
                     low[r - 1] = a->off;
             }
@@ -686,7 +730,12 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             emit_nest(o, &e[j], e[j].len);
             j += e[j].len;
         } else {
-            push(o, &e[j].in);
+            isa_insn in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
+            const isa_operand *const *ao;
+            int na = addr_ops(&in, &ao);
+            for (int k = 0; k < na; k++)
+                addr_at(&in, ao[k])->off = e[j].off[k];
+            push(o, &in);
             j++;
         }
     }
@@ -714,15 +763,14 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
             else
                 d--;
         } else {
-            isa_insn r = *in;
-            const isa_operand *ao[RR_NADDR];
-            int na = addr_ops(&r, ao);
-            for (int q = 0; q < na; q++) {
-                isa_addr *a = addr_at(&r, ao[q]);
-                a->off += reg[a->reg];
-                a->reg = 0;
+            int same = k < m && insn_same(in, &s[k], 0);
+            const isa_operand *const *ao;
+            int na = addr_ops(in, &ao);
+            for (int q = 0; q < na && same; q++) { /* addresses resolved */
+                const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
+                same = a->off + reg[a->reg] == b->off && b->reg == 0;
             }
-            if (k >= m || !insn_same(&r, &s[k], 1)) {
+            if (!same) {
                 fprintf(stderr, "be_reroll: internal error: rolled instruction %ld differs from the original %ld\n",
                         pc, k);
                 abort();
@@ -742,22 +790,44 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     rr_vec e = {0}, r = {0};
     int plain = 1;
+    rr_shapes sh = {NULL, 16, 0};
+    while (sh.cap < 2 * n)
+        sh.cap *= 2;
+    sh.tab = malloc((size_t)sh.cap * sizeof *sh.tab);
+    e.v = malloc((size_t)(n + 1) * sizeof *e.v);
+    if (!e.v || !sh.tab)
+        abort();
+    for (long q = 0; q < sh.cap; q++)
+        sh.tab[q] = -1;
+    /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n && plain; j++) {
-        const isa_operand *ao[RR_NADDR];
-        int na = addr_ops(&s[j], ao);
+        const isa_operand *const *ao;
+        int na = addr_ops(&s[j], &ao);
         plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
-        for (int k = 0; k < na; k++)
+        rr_ent *x = &e.v[j];
+        memset(x->st, 0, sizeof x->st);
+        memset(x->off, 0, sizeof x->off);
+        for (int k = 0; k < na; k++) {
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
+            x->off[k] = caddr_at(&s[j], ao[k])->off;
+        }
+        x->kind = RR_INSN;
+        x->in = &s[j];
+        x->key = insn_key(&s[j]);
+        x->shape = shape_of(&sh, e.v, j);
+        x->fixed = isa_info(s[j].op)->cls == ISA_C_SEQ && s[j].op != ISA_OP_FENCE;
+        x->depth = 0;
+        x->n = 0;
+        x->len = 1;
     }
+    free(sh.tab);
     if (!plain) {
+        free(e.v);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
     }
-    for (long j = 0; j < n; j++) {
-        rr_ent x = {.kind = RR_INSN, .in = s[j], .len = 1};
-        vec_push(&e, &x);
-    }
+    e.n = e.cap = n;
     roll_list(e.v, e.n, &r);
     long first = (long)o->s->n;
     emit_list(o, r.v, r.n);
@@ -774,61 +844,108 @@ static int by_first(const void *a, const void *b)
     return (x->first > y->first) - (x->first < y->first);
 }
 
-int be_reroll_pass(ir_prog *p)
+/* The pass's figures, made by whichever rolls first: codegen (each
+ * kernel as soon as it is emitted, be_reroll_kernels) or the pass. */
+static struct be_reroll *rr_state(be_ctx *c)
 {
-    be_ctx *c = p->be;
-    isa_program *prog = c->prog;
+    if (c->rr)
+        return c->rr;
+    const ir_prog *p = c->p;
     struct be_reroll *rr = ir_xalloc(sizeof *rr);
     c->rr = rr;
     rr->off = p->opts.no_reroll;
-    rr->ncores = prog->ncores;
+    rr->ncores = c->prog->ncores;
     snprintf(rr->cfgname, sizeof rr->cfgname, "%s", c->cfg->name);
     rr->k = ir_xalloc((size_t)(p->norder + 1) * sizeof *rr->k);
-    rr->core_before = ir_xalloc((size_t)prog->ncores * sizeof *rr->core_before);
-    rr->core_after = ir_xalloc((size_t)prog->ncores * sizeof *rr->core_after);
+    rr->core_before = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_before);
+    rr->core_after = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_after);
+    rr->done = ir_xalloc((size_t)rr->ncores * sizeof *rr->done);
+    return rr;
+}
+
+/* The kernel position of a program kernel: codegen names each kernel of
+ * the program as its kernel, and a ring exchange before one as that
+ * kernel with ".xchg" (counted with it). */
+static int kernel_pos(const ir_prog *p, const char *name)
+{
+    int pos = 0;
+    const size_t kl = strcspn(name, ".");
+    while (pos < p->norder &&
+           (strlen(p->kernels[p->order[pos]].name) != kl || strncmp(p->kernels[p->order[pos]].name, name, kl)))
+        pos++;
+    assert(pos < p->norder);
+    return pos;
+}
+
+/* Roll core's stream from where rolling stopped (rr->done) to its end:
+ * its kernels there rolled (copied under no_reroll), the instructions
+ * between them (bar, fence, halt) as they are. */
+static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
+{
+    const ir_prog *p = c->p;
+    isa_program *prog = c->prog;
+    isa_stream *old = &prog->cores[core], neu = {0};
+    const long from = (long)rr->done[core];
+    neu.cap = old->n - (size_t)from + 1; /* rolling makes no more, as a rule */
+    neu.insns = malloc(neu.cap * sizeof *neu.insns);
+    if (!neu.insns)
+        abort();
     isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
-    for (int core = 0; core < prog->ncores; core++) {
-        isa_stream *old = &prog->cores[core], neu = {0};
-        int nk = 0;
-        for (size_t q = 0; q < prog->nkernels; q++)
-            if (prog->kernels[q].core == core)
-                ks[nk++] = &prog->kernels[q];
-        qsort(ks, (size_t)nk, sizeof *ks, by_first);
-        rr->core_before[core] = (long)old->n;
-        long at = 0;
-        for (int q = 0; q <= nk; q++) {
-            long first = q < nk ? ks[q]->first : (long)old->n;
-            for (; at < first; at++) /* bars between kernels, the halt */
-                isa_stream_push(&neu, &old->insns[at]);
-            if (q == nk)
-                break;
-            /* the kernel's position: codegen names each kernel of the program as its kernel, and a
-             * ring exchange before one as that kernel with ".xchg" (counted with it) */
-            int pos = 0;
-            const size_t kl = strcspn(ks[q]->name, ".");
-            while (pos < p->norder && (strlen(p->kernels[p->order[pos]].name) != kl ||
-                                       strncmp(p->kernels[p->order[pos]].name, ks[q]->name, kl)))
-                pos++;
-            assert(pos < p->norder);
-            rr_kstat *st = &rr->k[pos];
-            rr_out o = {&neu, st};
-            long n = ks[q]->last - ks[q]->first + 1;
-            st->before += n;
-            ks[q]->first = (long)neu.n;
-            if (rr->off)
-                for (long j = 0; j < n; j++)
-                    isa_stream_push(&neu, &old->insns[at + j]);
-            else
-                roll_kernel(&o, old->insns + at, n);
-            ks[q]->last = (long)neu.n - 1;
-            st->after += (long)neu.n - ks[q]->first;
-            at += n;
-        }
-        rr->core_after[core] = (long)neu.n;
+    int nk = 0;
+    for (size_t q = 0; q < prog->nkernels; q++)
+        if (prog->kernels[q].core == core && prog->kernels[q].first >= from)
+            ks[nk++] = &prog->kernels[q];
+    qsort(ks, (size_t)nk, sizeof *ks, by_first);
+    rr->core_before[core] += (long)old->n - from;
+    long at = from;
+    for (int q = 0; q <= nk; q++) {
+        long first = q < nk ? ks[q]->first : (long)old->n;
+        for (; at < first; at++) /* bars between kernels, the halt */
+            isa_stream_push(&neu, &old->insns[at]);
+        if (q == nk)
+            break;
+        rr_kstat *st = &rr->k[kernel_pos(p, ks[q]->name)];
+        rr_out o = {&neu, st};
+        long n = ks[q]->last - ks[q]->first + 1;
+        st->before += n;
+        ks[q]->first = from + (long)neu.n;
+        if (rr->off)
+            for (long j = 0; j < n; j++)
+                isa_stream_push(&neu, &old->insns[at + j]);
+        else
+            roll_kernel(&o, old->insns + at, n);
+        ks[q]->last = from + (long)neu.n - 1;
+        st->after += from + (long)neu.n - ks[q]->first;
+        at += n;
+    }
+    free(ks);
+    rr->core_after[core] += (long)neu.n;
+    if (from && (size_t)from + neu.n <= old->cap) { /* the rolled tail replaces the tail */
+        memcpy(old->insns + from, neu.insns, neu.n * sizeof *neu.insns);
+        old->n = (size_t)from + neu.n;
+        free(neu.insns);
+    } else if (from) {
+        old->n = (size_t)from;
+        for (size_t j = 0; j < neu.n; j++)
+            isa_stream_push(old, &neu.insns[j]);
+        free(neu.insns);
+    } else {
         free(old->insns);
         *old = neu;
     }
-    free(ks);
+    rr->done[core] = old->n;
+}
+
+void be_reroll_kernels(be_ctx *c)
+{
+    struct be_reroll *rr = rr_state(c);
+    for (int core = 0; core < rr->ncores; core++)
+        roll_tail(c, rr, core);
+}
+
+int be_reroll_pass(ir_prog *p)
+{
+    be_reroll_kernels(p->be);
     return 0;
 }
 
@@ -851,6 +968,7 @@ void be_reroll_free(be_ctx *c)
     free(c->rr->k);
     free(c->rr->core_before);
     free(c->rr->core_after);
+    free(c->rr->done);
     free(c->rr);
     c->rr = NULL;
 }

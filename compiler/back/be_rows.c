@@ -314,17 +314,16 @@ static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int
     const be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
     const be_layout *B = &c->lay[x->buf];
-    const int64_t sb = c->t.stick, nel = rk_numel(c, x->buf);
+    const int64_t nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
     be_span_init(B, lo, hi);
     /* the index is affine: along a row, column col is col * step after
      * column 0 (rk_stage_flat's index, without its divisions per element) */
-    const int64_t step = x->idx.coef[k->colvar];
+    be_walk w;
+    be_walk_init(&w, c, x->buf);
     for (int64_t i = 0; i < n; i++) {
         rk_stage_flat(k, x, nel, r0 + i, 0, val);
-        for (int64_t col = 0, flat = be_index_at(&x->idx, k->nvars, val); col < k->cols; col++, flat += step)
-            if (flat >= 0 && flat < nel)
-                be_span_add(B, be_elem_off(c, x->buf, flat) / sb, lo, hi);
+        be_walk_run(&w, B, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar], k->cols, nel, lo, hi);
     }
     return be_span_total(B, lo, hi);
 }
@@ -537,6 +536,8 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, ncols = rn->cls == BE_V_TILE ? k->cols : 1;
     int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
     be_rst r;
+    be_walk w;
+    be_walk_init(&w, c, out);
     be_rst_begin(&r, rc->e, 0);
     for (int64_t g = 0; g * lanes < ncols; g++)
         for (int64_t i = 0; i < n; i++) {
@@ -545,9 +546,10 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
                 val[k->rsp.var[vv]] = rest % k->rsp.ext[vv];
                 rest /= k->rsp.ext[vv];
             }
-            for (int64_t l = 0; l < cnt; l++) {
-                val[k->colvar] = g * lanes + l;
-                int64_t off = be_elem_off(c, out, be_index_at(&rn->store, k->nvars, val));
+            val[k->colvar] = g * lanes;
+            be_walk_at(&w, be_index_at(&rn->store, k->nvars, val), rn->store.coef[k->colvar]);
+            for (int64_t l = 0; l < cnt; l++, be_walk_next(&w)) {
+                int64_t off = be_walk_off(&w);
                 rc->ocount[j][off / sb]++;
                 dst[l] = rc->ostage[j] + off;
                 src[l] = rn->cls == BE_V_TILE ? v->lx + g * gs + i * sb + l * 2
@@ -571,17 +573,25 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
     be_rst r;
+    be_walk w;
+    be_walk_init(&w, c, x->buf);
     be_rst_begin(&r, rc->e, 0);
     for (int64_t g = 0; g * lanes < k->cols; g++)
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
-            for (int64_t l = 0; l < cnt; l++) {
-                int64_t flat = rk_stage_flat(k, x, nel, r0 + i, g * lanes + l, val);
+            rk_stage_flat(k, x, nel, r0 + i, g * lanes, val);
+            be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
+            for (int64_t l = 0; l < cnt; l++, be_walk_next(&w)) {
+                int64_t bg, br, byte;
                 src[l] = st; /* past the buffer: any staged value (the where discards it) */
-                if (flat >= 0) {
-                    int64_t off = be_elem_off(c, x->buf, flat), s = off / sb;
-                    int64_t bg = s / B->rows, br = s % B->rows;
-                    src[l] = st + go[bg] + (br - lo[bg]) * sb + off % sb;
+                if (w.flat >= 0 && w.flat < nel) {
+                    if (!be_walk_stick(&w, &bg, &br, &byte)) { /* inside the buffer: always a stick */
+                        int64_t off = be_walk_off(&w), s = off / sb;
+                        bg = s / B->rows;
+                        br = s % B->rows;
+                        byte = off % sb;
+                    }
+                    src[l] = st + go[bg] + (br - lo[bg]) * sb + byte;
                 }
                 dst[l] = lx + g * gs + i * sb + l * 2;
             }

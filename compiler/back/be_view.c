@@ -34,6 +34,175 @@ int64_t be_elem_off(const be_ctx *c, int buf, int64_t flat)
     return ((sc / lanes) * L->rows + row) * c->t.stick + (sc % lanes) * esz;
 }
 
+void be_walk_init(be_walk *w, const be_ctx *c, int buf)
+{
+    const gr_ttype *t = &c->p->bufs[buf].type;
+    const be_layout *L = &c->lay[buf];
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    w->buf = buf;
+    w->rank = t->rank;
+    w->sd = L->stick_dim;
+    w->lanes = L->f32 ? c->t.lanes32 : c->t.lanes16;
+    w->esz = L->f32 ? 4 : 2;
+    w->lrows = L->rows;
+    w->stick = c->t.stick;
+    w->lshift = -1;
+    for (int b = 0; b < 62; b++)
+        if (w->lanes == (int64_t)1 << b)
+            w->lshift = b;
+    int64_t rs = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        w->shape[d] = t->shape[d];
+        if (d != w->sd) { /* be_elem_off's row: the other dims row-major */
+            w->rs[d] = rs;
+            rs *= t->shape[d];
+        }
+    }
+}
+
+void be_walk_at(be_walk *w, int64_t flat, int64_t step)
+{
+    w->flat = flat;
+    w->step = step;
+    for (int d = w->rank - 1; d > 0; d--) { /* floor division: coordinates stay in range for flat < 0 too */
+        int64_t q = flat / w->shape[d], r = flat % w->shape[d];
+        if (r < 0) {
+            r += w->shape[d];
+            q--;
+        }
+        w->co[d] = r;
+        flat = q;
+    }
+    if (w->rank)
+        w->co[0] = flat;
+    memset(w->st, 0, sizeof w->st);
+    be_coords_of(&w->c->p->bufs[w->buf].type, step, w->st); /* each |st[d]| < shape[d] for d > 0 */
+    w->row = 0;
+    w->d1 = -1;
+    for (int d = 0; d < w->rank; d++) {
+        w->row += w->co[d] * w->rs[d];
+        if (w->st[d])
+            w->d1 = w->d1 == -1 ? d : -2;
+    }
+    w->drow = w->d1 >= 0 ? w->st[w->d1] * w->rs[w->d1] : 0;
+}
+
+int64_t be_walk_off(const be_walk *w)
+{
+    if (w->flat < 0 || !w->rank) /* be_elem_off's truncating division, as everywhere */
+        return be_elem_off(w->c, w->buf, w->flat);
+    int64_t g, r, byte;
+    if (be_walk_stick(w, &g, &r, &byte))
+        return (g * w->lrows + r) * w->stick + byte;
+    const int64_t sc = w->co[w->sd]; /* past the buffer's end: be_elem_off's arithmetic */
+    return ((sc / w->lanes) * w->lrows + w->row) * w->stick + (sc % w->lanes) * w->esz;
+}
+
+int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte)
+{
+    if (w->flat < 0 || !w->rank || w->co[0] >= w->shape[0])
+        return 0;
+    const int64_t sc = w->co[w->sd]; /* >= 0 here */
+    *g = w->lshift >= 0 ? sc >> w->lshift : sc / w->lanes;
+    *r = w->row;
+    *byte = (w->lshift >= 0 ? sc & (w->lanes - 1) : sc % w->lanes) * w->esz;
+    return 1;
+}
+
+void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    int64_t g, r, b;
+    if (!be_walk_stick(w, &g, &r, &b)) {
+        be_span_add(L, be_walk_off(w) / w->stick, lo, hi);
+        return;
+    }
+    lo[g] = cc_min(lo[g], r);
+    hi[g] = cc_max(hi[g], r);
+}
+
+/* be_walk_run's closed form: a walk that moves one coordinate d by k per
+ * element and stays inside the buffer (so no carry) reads one layout row
+ * per element along one group (d not the stick dim) or one layout row
+ * across consecutive groups (d the stick dim, |k| at most a stick, so no
+ * group is skipped).  0 when the walk is not of that form. */
+static int walk_run_closed(const be_walk *w, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int d = -1;
+    for (int e = 0; e < w->rank; e++)
+        if (w->st[e]) {
+            if (d >= 0)
+                return 0;
+            d = e;
+        }
+    int64_t g, r, b;
+    if (!be_walk_stick(w, &g, &r, &b))
+        return 0;
+    if (d < 0) { /* every element the same */
+        lo[g] = cc_min(lo[g], r);
+        hi[g] = cc_max(hi[g], r);
+        return 1;
+    }
+    const int64_t k = w->st[d], last = w->co[d] + (n - 1) * k;
+    if (last < 0 || last >= w->shape[d] || (d == w->sd && (k > w->lanes || -k > w->lanes)))
+        return 0;
+    if (d != w->sd) {
+        const int64_t rl = r + (n - 1) * k * w->rs[d];
+        lo[g] = cc_min(lo[g], cc_min(r, rl));
+        hi[g] = cc_max(hi[g], cc_max(r, rl));
+        return 1;
+    }
+    for (int64_t q = cc_min(g, last / w->lanes); q <= cc_max(g, last / w->lanes); q++) {
+        lo[q] = cc_min(lo[q], r);
+        hi[q] = cc_max(hi[q], r);
+    }
+    return 1;
+}
+
+void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                 int64_t *hi)
+{
+    if (n < 1)
+        return;
+    be_walk_at(w, flat, step);
+    if (walk_run_closed(w, n, lo, hi))
+        return;
+    for (int64_t i = 0; i < n; i++, be_walk_next(w))
+        if (nel < 0 || (w->flat >= 0 && w->flat < nel))
+            be_walk_span(w, L, lo, hi);
+}
+
+void be_walk_next(be_walk *w)
+{
+    w->flat += w->step;
+    if (w->d1 >= 0) { /* one coordinate moves: unless it carries, the row moves by drow */
+        const int64_t v = w->co[w->d1] + w->st[w->d1];
+        if (w->d1 == 0 || (v >= 0 && v < w->shape[w->d1])) {
+            w->co[w->d1] = v;
+            w->row += w->drow;
+            return;
+        }
+    }
+    int64_t carry = 0;
+    for (int d = w->rank - 1; d > 0; d--) {
+        int64_t v = w->co[d] + w->st[d] + carry;
+        carry = 0;
+        if (v >= w->shape[d]) {
+            v -= w->shape[d];
+            carry = 1;
+        } else if (v < 0) {
+            v += w->shape[d];
+            carry = -1;
+        }
+        w->co[d] = v;
+    }
+    if (w->rank)
+        w->co[0] += w->st[0] + carry;
+    w->row = 0;
+    for (int d = 0; d < w->rank; d++)
+        w->row += w->co[d] * w->rs[d];
+}
+
 int be_lane_fits(const be_ctx *c, int buf, const ir_index *idx, int64_t extent)
 {
     const gr_ttype *t = &c->p->bufs[buf].type;

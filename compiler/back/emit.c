@@ -181,9 +181,8 @@ void cc_push(cc_emit *e, const isa_insn *in)
 {
     if (e->failed)
         return;
-    uint8_t buf[ISA_INSN_BYTES];
     char msg[256];
-    if (isa_encode(in, buf, msg, sizeof msg)) {
+    if (isa_check(in, msg, sizeof msg)) {
         cc_emit_error(e, "instruction %zu: %s", e->s->n, msg);
         return;
     }
