@@ -258,10 +258,9 @@ static kv as_matrix(kt_ctx *c, const ml_op *op, const kv *t)
 
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
-    if (tile->indirect && store) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a store through an indirect access tile");
     if (tile->perm) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
     if (tile->indirect) {
-        kt_gather_load(c, op, tile, lx);
+        (store ? kt_gather_store : kt_gather_load)(c, op, tile, lx);
         return;
     }
     int64_t hf = 1;

@@ -1,5 +1,5 @@
 /* ktir indirect access tiles (ktdp.construct_indirect_access_tile) loaded
- * as row gathers.
+ * as row gathers, and element-indirect tiles loaded and stored.
  *
  * The subset the chip's dma.gather moves: one dimension of the view is
  * `ind(%idx[...])`, an integer index tensor read at run time, whose
@@ -12,8 +12,10 @@
  * DRAM[base + index * stride + row * row stride].  An index outside the
  * view faults on the chip, naming it.  Both dimensions of a matrix
  * indirect, each index stepping with both variables, is an element gather
- * (gather_elems).  Other indirection (indices that mix variables, more
- * indirect dimensions) and indirect stores are refused. */
+ * (gather_elems); a store through such a tile, an element scatter
+ * (scatter_elems).  Other indirection (indices that mix variables, more
+ * indirect dimensions) and stores through a tile of indirect rows are
+ * refused. */
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -277,6 +279,32 @@ static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
     kt_emit(c, &in);
 }
 
+/* The indices of an element gather or scatter over tile t into LX: the
+ * row and column tiles (a column outside the view poisons its row index),
+ * the column numbers in t's type, and a row of column numbers (iota). */
+static void elem_setup(kt_ctx *c, const ml_op *op, const kv *t, kt_egather *e)
+{
+    const kt_gather *gt = &c->gathers[t->i];
+    int64_t sb = c->cfg->stick_bytes, lanes = sb / kt_ebytes(t), m = t->shape[0], k = t->shape[1], w = t->vshape[1];
+    if (t->rank != 2 || gt->base % lanes || w % lanes || t->vstr[0] % lanes || t->vstr[1] != 1)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather or scatter whose view's rows do not start on sticks");
+    if (!t->f32 && w > 1024) /* DL16 holds the column numbers exactly up to 2^10 */
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather or scatter over more than 1024 f16 columns");
+    int64_t il = sb / 4, shape[2] = {m, k}, nst = m * ((k + il - 1) / il);
+    *e = (kt_egather){.m = m, .k = k, .rowb = w / lanes * sb, .ceb = 4, .lanes = lanes, .il = il, .dt = kt_dtype(t)};
+    e->rows = load_index_tile(c, op, &gt->idx, gt->pos, shape), e->cols = load_index_tile(c, op, &gt->col, gt->cpos, shape);
+    poison_rows(c, op, e->rows, e->cols, nst, t->vshape[0], w);
+    if (!t->f32) { /* the column numbers in DL16, to compare with DL16 lanes */
+        int64_t n[2] = {nst, 1}, ds[2] = {sb / 2, 0}, as[2] = {sb, 0}, z[2] = {0, 0};
+        uint64_t f = e->cols;
+        e->cols = kt_lx_alloc(c, op, (uint64_t)(nst * sb / 2)), e->ceb = 2;
+        sfp(c, ISA_OP_SFP_CVT, ISA_T_F32, e->cols, f, ISA_BM_IMM, 0, 0, n, ds, as, z);
+    }
+    e->iota = kt_lx_alloc(c, op, (uint64_t)e->rowb);
+    int64_t one[2] = {e->rowb / sb, 1}, st[2] = {sb, 0}, z[2] = {0, 0}, col[2] = {1, 0};
+    sfp(c, ISA_OP_SFP_IOTA, e->dt, e->iota, 0, ISA_BM_VEC, 0, 0, one, st, z, col);
+}
+
 /* Y[m, k] = X[rows[m, k], cols[m, k]]: the chip moves sticks, not
  * elements, so a dma.gather copies, for every element, the whole row of X
  * its row index names; then the SFP keeps, in each element's copy, the
@@ -286,25 +314,10 @@ static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
 static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
 {
     const kt_gather *gt = &c->gathers[t->i];
-    int64_t sb = c->cfg->stick_bytes, lanes = sb / kt_ebytes(t), m = t->shape[0], k = t->shape[1], w = t->vshape[1];
-    if (t->rank != 2 || gt->base % lanes || w % lanes || t->vstr[0] % lanes || t->vstr[1] != 1)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather whose view's rows do not start on sticks");
-    if (!t->f32 && w > 1024) /* DL16 holds the column numbers exactly up to 2^10 */
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an element gather over more than 1024 f16 columns");
-    int64_t il = sb / 4, shape[2] = {m, k}, nst = m * ((k + il - 1) / il);
-    kt_egather e = {.m = m, .k = k, .rowb = w / lanes * sb, .ceb = 4, .lanes = lanes, .il = il, .dt = kt_dtype(t), .out = lx};
-    e.rows = load_index_tile(c, op, &gt->idx, gt->pos, shape), e.cols = load_index_tile(c, op, &gt->col, gt->cpos, shape);
-    poison_rows(c, op, e.rows, e.cols, nst, t->vshape[0], w);
-    if (!t->f32) { /* the column numbers in DL16, to compare with DL16 lanes */
-        int64_t n[2] = {nst, 1}, ds[2] = {sb / 2, 0}, as[2] = {sb, 0}, z[2] = {0, 0};
-        uint64_t f = e.cols;
-        e.cols = kt_lx_alloc(c, op, (uint64_t)(nst * sb / 2)), e.ceb = 2;
-        sfp(c, ISA_OP_SFP_CVT, ISA_T_F32, e.cols, f, ISA_BM_IMM, 0, 0, n, ds, as, z);
-    }
-    e.g = kt_lx_alloc(c, op, (uint64_t)(m * k * e.rowb)), e.mask = kt_lx_alloc(c, op, (uint64_t)(il * e.rowb));
-    e.iota = kt_lx_alloc(c, op, (uint64_t)e.rowb);
-    int64_t one[2] = {e.rowb / sb, 1}, st[2] = {sb, 0}, z[2] = {0, 0}, col[2] = {1, 0};
-    sfp(c, ISA_OP_SFP_IOTA, e.dt, e.iota, 0, ISA_BM_VEC, 0, 0, one, st, z, col);
+    kt_egather e;
+    elem_setup(c, op, t, &e);
+    int64_t sb = c->cfg->stick_bytes, m = e.m, k = e.k, il = e.il;
+    e.out = lx, e.g = kt_lx_alloc(c, op, (uint64_t)(m * k * e.rowb)), e.mask = kt_lx_alloc(c, op, (uint64_t)(il * e.rowb));
     int64_t dram = c->final ? (int64_t)c->prog->tensors[c->tensors[t->tensor].index].dram_off : 0;
     for (int64_t r = 0; r < m; r++)
         for (int64_t q = 0; q * il < k; q++) elem_gather(c, &e, r, q, dram, t, gt);
@@ -315,7 +328,65 @@ static void gather_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
     int64_t touched = m * k, all = t->vshape[0] * (e.rowb / sb); /* one stick per element at most */
     c->hbm_bytes += (double)((touched < all ? touched : all) * sb);
     int64_t ext = c->tensors[t->tensor].extent; /* which rows is known at run time only */
-    kt_stage_note_load(c, t->tensor, 0, ext > 0 ? (ext - 1) / lanes : 0);
+    kt_stage_note_load(c, t->tensor, 0, ext > 0 ? (ext - 1) / e.lanes : 0);
+}
+
+/* One row of the view by an element's row index at LX ri: in from DRAM
+ * (dma.gather into buf) or back out (dma.scatter from buf). */
+static void elem_row(kt_ctx *c, const kt_egather *e, const kv *t, int64_t dram, uint64_t ri, uint64_t buf, int out)
+{
+    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(t), table = dram + c->gathers[t->i].base * eb;
+    isa_insn in;
+    isa_insn_init(&in, out ? ISA_OP_DMA_SCATTER : ISA_OP_DMA_GATHER);
+    in.d.off = out ? table : (int64_t)buf, in.a.off = out ? (int64_t)buf : table, in.b.off = (int64_t)ri;
+    in.run = 1, in.vl = t->vshape[0], in.bs[0] = 4, in.n[1] = e->rowb / sb, in.ds[1] = in.as[1] = sb;
+    if (out) in.ds[0] = t->vstr[0] * eb;
+    else in.as[0] = t->vstr[0] * eb;
+    kt_emit(c, &in);
+}
+
+/* Y[rows[m, k], cols[m, k]] = X[m, k]: a DMA writes whole sticks, so each
+ * element is a read-modify-write of its row of Y: dma.gather the row,
+ * replace the lane its column index names (sfp.ne against a row of column
+ * numbers, sfp.sel of the row or the element) and dma.scatter the row
+ * back.  One element after the other in index order, each unit waiting
+ * for the last (kt_emit's fences): colliding indices leave the last
+ * element's value, as sequential semantics do, at a DRAM round trip each. */
+static void scatter_elems(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
+{
+    kt_egather e;
+    int64_t ext = c->tensors[t->tensor].extent;
+    if (kt_stage_any(c, t->tensor, 0, ext > 0 ? (ext - 1) / (c->cfg->stick_bytes / kt_ebytes(t)) : 0))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a scatter into a tensor several cores store parts of sticks of");
+    double hbm = c->hbm_bytes;
+    elem_setup(c, op, t, &e);
+    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(t), ws = e.rowb / sb;
+    uint64_t buf = kt_lx_alloc(c, op, (uint64_t)e.rowb), mask = kt_lx_alloc(c, op, (uint64_t)e.rowb);
+    int64_t dram = c->final ? (int64_t)c->prog->tensors[c->tensors[t->tensor].index].dram_off : 0;
+    int64_t n[2] = {ws, 1}, st[2] = {sb, 0}, z[2] = {0, 0};
+    for (int64_t r = 0; r < e.m; r++)
+        for (int64_t j = 0; j < e.k; j++) {
+            int64_t at = (j / e.il * e.m + r) * e.il + j % e.il; /* the element's position in the index tiles */
+            uint64_t ri = e.rows + (uint64_t)(at * 4), ci = e.cols + (uint64_t)(at * e.ceb);
+            uint64_t x = lx + (uint64_t)((j / e.lanes * e.m + r) * sb + j % e.lanes * eb);
+            elem_row(c, &e, t, dram, ri, buf, 0);
+            sfp(c, ISA_OP_SFP_NE, e.dt, mask, e.iota, ISA_BM_ELEM, ci, 0, n, st, st, z);
+            sfp(c, ISA_OP_SFP_SEL, e.dt, mask, buf, ISA_BM_ELEM, x, 0, n, st, st, z);
+            elem_row(c, &e, t, dram, ri, mask, 1);
+        }
+    /* ktir-cpu charges a store the bytes of the tile stored, not its indices;
+     * the chip's cost (a row in and out per element) is in the cycles */
+    c->hbm_bytes = hbm + (double)(e.m * e.k * eb);
+    c->tensors[t->tensor].loaded = 1; /* the elements no index names keep their values: an input too */
+    kt_stage_note_load(c, t->tensor, 0, ext > 0 ? (ext - 1) / e.lanes : 0);
+}
+
+void kt_gather_store(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
+{
+    const kt_gather *gt = &c->gathers[t->i];
+    if (gt->why) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an indirect access tile with %s", gt->why);
+    if (!gt->elem) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a store through an indirect tile of rows");
+    scatter_elems(c, op, t, lx);
 }
 
 void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)

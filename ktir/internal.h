@@ -28,7 +28,7 @@ typedef struct {
     int dynamic;                   /* VIEW (and its TILEs): sizes given at run time ('?'): tiles are clipped to it, not refused */
     int dist;                      /* TILE: of the distributed view dviews[i]: off is global, moved piece by piece */
     int integer;                   /* VIEW, TILE: integer elements (fp32 on the chip) */
-    int indirect;                  /* TILE: construct_indirect_access_tile: gathers[i] (loaded as a gather, not stored) */
+    int indirect;                  /* TILE: construct_indirect_access_tile: gathers[i] (loaded as a gather, stored as a scatter) */
     int perm;                      /* TILE: an access_tile_order other than the identity (described, not moved) */
     int64_t vstr[ML_MAX_RANK];     /* VIEW, TILE: the view's strides */
     int from_empty;
@@ -191,6 +191,7 @@ void kt_stage_flush(kt_ctx *c, const ml_op *fn); /* at the end of each core's pr
 /* Indirect access tiles (gather.c). */
 void kt_gather_parse(kt_ctx *c, const ml_op *op, kv *r);
 void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx);
+void kt_gather_store(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx);
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
 
 #endif

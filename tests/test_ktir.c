@@ -227,6 +227,28 @@ static const char *elem_prog =
     "  }\n"
     "}\n";
 
+/* y[r[m, k], c[m, k]] = x[m, k]: elem_prog's store the other way round,
+ * the index tensors again hbm_int_100 and hbm_int_300. */
+static const char *scatter_prog =
+    "module {\n"
+    "  func.func @scatter(%x: index, %y: index) attributes {grid = [1]} {\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %ra = arith.constant 100 : index\n"
+    "    %ca = arith.constant 300 : index\n"
+    "    %xv = ktdp.construct_memory_view %x, sizes: [4, 40], strides: [40, 1] {} : memref<4x40xf16>\n"
+    "    %rv = ktdp.construct_memory_view %ra, sizes: [4, 40], strides: [40, 1] {} : memref<4x40xi32>\n"
+    "    %cv = ktdp.construct_memory_view %ca, sizes: [4, 40], strides: [40, 1] {} : memref<4x40xi32>\n"
+    "    %yv = ktdp.construct_memory_view %y, sizes: [8, 128], strides: [128, 1] {} : memref<8x128xf16>\n"
+    "    %xt = ktdp.construct_access_tile %xv[%c0, %c0] {} : memref<4x40xf16> -> !ktdp.access_tile<4x40xindex>\n"
+    "    %v = ktdp.load %xt : !ktdp.access_tile<4x40xindex> -> tensor<4x40xf16>\n"
+    "    %yt = ktdp.construct_indirect_access_tile intermediate_variables(%m, %k)\n"
+    "        %yv[ind(%rv[%m, %k]), ind(%cv[%m, %k])] {}\n"
+    "        : memref<8x128xf16>, memref<4x40xi32>, memref<4x40xi32> -> !ktdp.access_tile<4x40xindex>\n"
+    "    ktdp.store %v, %yt : tensor<4x40xf16>, !ktdp.access_tile<4x40xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
 /* y = transpose(x); z = x - broadcast(rowmax(x)) along dimension 1. */
 static const char *tr_prog =
     "module {\n"
@@ -637,6 +659,47 @@ static void test_an_element_gather_picks_each_element_its_two_indices_name(void)
     remove(path);
 }
 
+/* Every element lands where its two indices say, in index order: of
+ * colliding indices the last one's value stays, as a sequential loop
+ * leaves it; the elements no index names keep their values; a column
+ * outside the view faults through its row's index. */
+static void test_an_element_scatter_stores_each_element_where_its_indices_say_last_writer_kept(void)
+{
+    char path[512], err[512];
+    rt_device *dev;
+    rt_program *prog = load_prog(scatter_prog, NULL, 0, path, sizeof path, &dev);
+    static float x[160], r[160], c[160], y0[8 * 128], y[8 * 128], want[8 * 128];
+    for (int i = 0; i < 160; i++) x[i] = (float)((i * 13) % 257) / 4; /* distinct quarters below 64.25: exact in DL16 */
+    for (int i = 0; i < 8 * 128; i++) y0[i] = -1.0f - (float)(i % 50) / 4; /* negative: never one of x's values */
+    for (int i = 0; i < 160; i++) r[i] = (float)((i * 5) % 8), c[i] = (float)((i * 37 + 3) % 128); /* i, i + 128 collide */
+    c[0] = 127, r[159] = 7;                                /* the last column and the last row */
+    r[1] = r[50] = r[150] = 2, c[1] = c[50] = c[150] = 64; /* three writers across tile rows */
+    r[30] = r[35] = 6, c[30] = c[35] = 3;                  /* two in one tile row, across index sticks */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "x", x, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "y", y0, ISA_HT_F32, err, sizeof err), 0); /* an output the scatter reads */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_100", r, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_300", c, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y", y, err, sizeof err), 0);
+    memcpy(want, y0, sizeof want);
+    for (int i = 0; i < 160; i++) want[(int)r[i] * 128 + (int)c[i]] = x[i];
+    int bad = 0;
+    for (int i = 0; i < 8 * 128; i++) bad += y[i] != want[i];
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(y[2 * 128 + 64], x[150]);
+    CU_ASSERT_EQUAL(y[6 * 128 + 3], x[35]);
+    CU_ASSERT_EQUAL(y[(int)r[130] * 128 + (int)c[130]], x[130]); /* not x[2], its first writer */
+    c[41] = 128; /* row 5 + 8 rows */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "hbm_int_300", c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
+    CU_ASSERT_EQUAL(res.status, RT_RUN_FAULT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(res.fault.msg, "not an integer row in [0, 8)"));
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
 /* Instructions of each core of text compiled for the 4-core chip. */
 static void core_lengths(const char *text, const kt_arg *args, int nargs, size_t n[4])
 {
@@ -843,6 +906,8 @@ int main(void)
          test_an_indirect_tile_gathers_the_rows_its_index_tensor_names},
         {"an_element_gather_picks_each_element_its_two_indices_name",
          test_an_element_gather_picks_each_element_its_two_indices_name},
+        {"an_element_scatter_stores_each_element_where_its_indices_say_last_writer_kept",
+         test_an_element_scatter_stores_each_element_where_its_indices_say_last_writer_kept},
         {"without_a_grid_a_body_without_tile_ids_runs_on_one_core",
          test_without_a_grid_a_body_without_tile_ids_runs_on_one_core},
         {"transpose_and_row_broadcast_move_every_element_where_it_belongs",

@@ -244,6 +244,23 @@ def indirect_access_copy(rng):
             {"hbm": flat_hbm(size, {0: x, 192: y})})
 
 
+def indirect_scatter(rng):
+    # RFC 0682's addresses as indirect-access-copy.mlir's: X at element 0, Y at 192 (X is
+    # loaded whole before the store), IDX1 and IDX2 at 64 and 128.  ktir-cpu's test seeds
+    # zeros; here random indices, so some collide: Y[IDX1[m, k], IDX2[m, k]] = X[m, k] in
+    # row-major (m, k) order, the last writer kept, as ktir-cpu's collision test states.
+    x = f16(rng, (64, 64))
+    i1, i2 = rng.integers(0, 64, size=(2, 64, 64))
+    size = 192 + 64 * 64
+    before = flat_hbm(size, {0: x})
+    y = before[192:].reshape(64, 64).copy()
+    for m in range(64):
+        for k in range(64):
+            y[i1[m, k], i2[m, k]] = x[m, k]
+    return ({}, {"hbm": before, "hbm_int_64": i1.astype(np.float32), "hbm_int_128": i2.astype(np.float32)},
+            {"hbm": flat_hbm(size, {0: x, 192: y})})
+
+
 def sdpa_pv_ksplit(rng):
     a, b = f16(rng, (1, 8192)), f16(rng, (8192, 128))
     return {}, {"a_ptr": a, "b_ptr": b}, {"c_ptr": a @ b}
@@ -293,6 +310,7 @@ EXAMPLES = {
     "layernorm_fwd_ktir.mlir": layernorm,
     "indexed_add.mlir": indexed_add,
     "indirect-access-copy.mlir": indirect_access_copy,
+    "indirect-scatter.mlir": indirect_scatter,
     "softmax_wide.mlir": "LX scratchpad overflow",
     # ktir-cpu's tests/test_spec_gaps.py marks both xfail(strict=True): the
     # one ktdp.load of a 4x8x2048x128 f16 tile (16 MB) exceeds the 2 MB LX.
