@@ -793,6 +793,9 @@ int tp_compile(int argc, char **argv)
     if (!s->a.out) {
         fprintf(stderr, "spyre compile: --tp N takes -o DIR (the cards' graph, weights and program)\n");
         status = TP_USAGE;
+    } else if (s->a.trace || s->a.stats_json) {
+        fprintf(stderr, "spyre compile: --trace and --stats-json are spyre run's (nothing runs here)\n");
+        status = TP_USAGE;
     } else if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
                !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) ||
                compile_cards(s)) {
