@@ -247,10 +247,11 @@ static int r_mean(rule_ctx *c)
     return r_pointwise(c);
 }
 
-/* mm / bmm / addmm: a cut of the output's rows goes to A, of its columns to B (and the bias). */
+/* mm / bmm / addmm / baddbmm: a cut of the output's rows goes to A, of its
+ * columns to B (and the added input, as it broadcasts). */
 static int r_matmul(rule_ctx *c)
 {
-    int add = !strcmp(c->n->base, "addmm");
+    int add = !strcmp(c->n->base, "addmm") || !strcmp(c->n->base, "baddbmm");
     int A = c->n->args[add].value, B = c->n->args[add + 1].value, r = c->ot->rank;
     demand da = *c->out, db = *c->out;
     da.nf = db.nf = 0;
@@ -294,6 +295,37 @@ static int r_split(rule_ctx *c)
         }
     if (d.state == D_UNSET)
         d = full();
+    return ask(c->p, c->node, c->n->args[0].value, &d);
+}
+
+/* split_with_sizes: pieces of different sizes, each cut into the same
+ * parts of b along the split dimension (a fused QKV weight: q's heads and
+ * the k and v heads after it), make the input cut with as many outer
+ * blocks as the pieces have together. */
+static int r_split_sizes(rule_ctx *c)
+{
+    const gr_value *t = &c->p->g->values[c->n->out];
+    const demand *e = &c->p->elem[c->n->out * GR_MAX_RANK];
+    int dim = normdim(int_arg(c->n, 2, "dim", 0), t->tuple[0].rank), a = 0, cut = -1;
+    for (int k = 0; k < e[0].nf; k++)
+        cut = e[0].f[k].dim == dim ? k : cut;
+    for (int i = 0; i < t->ntuple; i++) {
+        demand d = e[i];
+        if (d.state != e[0].state || (d.state == D_CUT && (d.nf != e[0].nf || cut < 0)))
+            return fail(c->p, c->node, e[0].origin, 0, "its pieces are not all cut alike");
+        if (d.state != D_CUT)
+            continue;
+        const cc_tp_factor *f = &d.f[cut];
+        if (f->dim != dim || f->b * f->parts * f->a != t->tuple[i].shape[dim])
+            return fail(c->p, c->node, e[0].origin, 0, "a piece is cut within its own parts");
+        a += f->a;
+        d.f[cut].a = e[0].f[cut].a;
+        if (!same_demand(&d, &e[0]))
+            return fail(c->p, c->node, e[0].origin, 0, "its pieces are not all cut alike");
+    }
+    demand d = e[0].state == D_CUT ? e[0] : full();
+    if (d.state == D_CUT)
+        d.f[cut].a = a;
     return ask(c->p, c->node, c->n->args[0].value, &d);
 }
 
@@ -375,12 +407,14 @@ static const struct {
     {"view", r_reshape}, {"_unsafe_view", r_reshape}, {"reshape", r_reshape}, {"_reshape_alias", r_reshape},
     {"t", r_transpose}, {"transpose", r_transpose}, {"permute", r_transpose}, {"unsqueeze", r_unsqueeze},
     {"expand", r_expand}, {"slice", r_along}, {"cat", r_along}, {"_softmax", r_along}, {"mean", r_mean},
-    {"native_layer_norm", r_layer_norm}, {"index_select", r_index_select}, {"index_copy", r_index_copy}, {"mm", r_matmul}, {"bmm", r_matmul}, {"addmm", r_matmul}, {"split", r_split},
+    {"native_layer_norm", r_layer_norm}, {"index_select", r_index_select}, {"index_copy", r_index_copy}, {"mm", r_matmul}, {"bmm", r_matmul}, {"addmm", r_matmul}, {"baddbmm", r_matmul}, {"split", r_split},
+    {"split_with_sizes", r_split_sizes},
     {"clone", r_pointwise}, {"contiguous", r_pointwise}, {"neg", r_pointwise}, {"silu", r_pointwise},
     {"gelu", r_pointwise}, {"relu", r_pointwise}, {"tanh", r_pointwise}, {"sigmoid", r_pointwise},
     {"exp", r_pointwise}, {"rsqrt", r_pointwise}, {"pow", r_pointwise}, {"add", r_pointwise},
     {"sub", r_pointwise}, {"mul", r_pointwise}, {"div", r_pointwise}, {"masked_fill", r_pointwise},
     {"where", r_pointwise}, {"_to_copy", r_pointwise}, {"alias", r_pointwise}, {"detach", r_pointwise},
+    {"zeros_like", r_pointwise}, {"ones_like", r_pointwise}, {"full_like", r_pointwise},
 };
 
 /* A linear whose weight is a parameter (mm / addmm of t(W)): the node of W's t, else -1. */
@@ -629,6 +663,13 @@ static void print_node_arg(const cc_tp_plan *p, const gr_node *n, int i, FILE *f
         gr_ttype e = local_type(p, n->out, 0);
         int dim = normdim(int_arg(n, 2, "dim", 0), e.rank);
         fprintf(f, "%lld", (long long)e.shape[dim]);
+    } else if (i == 1 && !strcmp(b, "split_with_sizes")) { /* each piece's part on a card */
+        int np = p->g->values[n->out].ntuple;
+        int dim = normdim(int_arg(n, 2, "dim", 0), local_type(p, n->out, 0).rank);
+        int64_t sizes[GR_MAX_RANK];
+        for (int k = 0; k < np && k < GR_MAX_RANK; k++)
+            sizes[k] = local_type(p, n->out, k).shape[dim];
+        print_ints(sizes, np, f);
     } else if (i == 3 && !strcmp(b, "slice") && a->kind == GR_ARG_INT) {
         int dim = normdim(int_arg(n, 1, "dim", 0), t.rank);
         int64_t local = local_type(p, n->args[0].value, -1).shape[dim];

@@ -4,6 +4,7 @@
 #define SIM_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "chip.h"
@@ -60,6 +61,8 @@ double sim_stats_time_us(const sim_stats *st, const chip_config *cfg);
 double sim_stats_mac_utilization(const sim_stats *st, const chip_config *cfg);
 /* Write the statistics as one JSON object (keys in docs/timing.md). */
 int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char *path, char *err, size_t errlen);
+/* The same object into f (no newline after it). */
+void sim_print_stats_json(FILE *f, const sim_stats *st, const chip_config *cfg);
 
 typedef enum { SIM_TRACE_OFF, SIM_TRACE_KERNEL, SIM_TRACE_INSN } sim_trace_level;
 
@@ -129,6 +132,11 @@ const sim_options *sim_get_options(const sim *s);
 /* The timeline of the last run as Chrome trace-event JSON (needs a trace
  * level other than OFF during the run). */
 int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, size_t errlen);
+/* The same timeline as the events of card `card` of a system, into f
+ * between the caller's "traceEvents":[ and ]: a process per card (pid =
+ * card), a track per core's unit, the host ops (collectives) on a track
+ * of their own.  first: no comma before the first event. */
+void sim_write_trace_card(sim *s, const isa_program *p, FILE *f, int card, int first);
 
 /* Direct LX access, for tests. */
 uint8_t *sim_lx(sim *s, int core);

@@ -38,12 +38,8 @@ static void json_name(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char *path, char *err, size_t errlen)
+void sim_print_stats_json(FILE *f, const sim_stats *st, const chip_config *cfg)
 {
-    isa_outfile o;
-    if (isa_out_open(&o, path, err, errlen))
-        return -1;
-    FILE *f = o.f;
     double us = sim_stats_time_us(st, cfg);
     uint64_t dram = st->dram_bytes_read + st->dram_bytes_written, rows = st->dram_row_hits + st->dram_row_misses;
     fprintf(f, "{\n  \"config\": \"%s\",\n  \"cycles\": %.0f,\n  \"time_us\": %.4f,\n", cfg->name, st->cycles, us);
@@ -74,6 +70,15 @@ int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char
                    ", \"macs\": %" PRIu64 ", \"dram_bytes\": %" PRIu64 "}%s\n",
                 ks->start, ks->end, ks->busy, ks->insns, ks->macs, ks->dram_bytes, k + 1 < st->nkernels ? "," : "");
     }
-    fprintf(f, "  ]\n}\n");
+    fprintf(f, "  ]\n}");
+}
+
+int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char *path, char *err, size_t errlen)
+{
+    isa_outfile o;
+    if (isa_out_open(&o, path, err, errlen))
+        return -1;
+    sim_print_stats_json(o.f, st, cfg);
+    fputc('\n', o.f);
     return isa_out_close(&o, 1, err, errlen);
 }

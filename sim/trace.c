@@ -106,13 +106,184 @@ static void print_span(FILE *f, double start, double end, double us)
             (b - a) % 1000000);
 }
 
-static void emit_kslice(FILE *f, const char *sep, const kslice *x, double us)
+/* Where the events go: one chip (a process per core, a track per unit)
+ * or card `card` of several (a process per card, a track per core's unit). */
+typedef struct {
+    FILE *f;
+    int card; /* -1: one chip */
+    int first;
+    double us; /* microseconds per cycle */
+} tw;
+
+static const char *sep(tw *w)
 {
-    fprintf(f, "%s{\"ph\":\"X\",\"name\":", sep);
-    json_string(f, x->kernel);
-    fprintf(f, ",\"cat\":\"kernel\",\"pid\":%d,\"tid\":%d,", x->core, x->unit);
-    print_span(f, x->start, x->end, us);
-    fputc('}', f);
+    return w->first ? (w->first = 0, "") : ",\n";
+}
+
+static int pid_of(const tw *w, int core)
+{
+    return w->card < 0 ? core : w->card;
+}
+
+static int tid_of(const tw *w, int core, int unit)
+{
+    return w->card < 0 ? unit : core * ISA_NUNITS + unit;
+}
+
+static void emit_kslice(tw *w, const kslice *x)
+{
+    fprintf(w->f, "%s{\"ph\":\"X\",\"name\":", sep(w));
+    json_string(w->f, x->kernel);
+    fprintf(w->f, ",\"cat\":\"kernel\",\"pid\":%d,\"tid\":%d,", pid_of(w, x->core), tid_of(w, x->core, x->unit));
+    print_span(w->f, x->start, x->end, w->us);
+    fputc('}', w->f);
+}
+
+static void emit_meta(sim *s, tw *w)
+{
+    FILE *f = w->f;
+    const int chip = s->cfg.cores; /* one chip: the pid of its counters, chip + 1 the host's */
+    if (w->card >= 0) {
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"card %d\"}}", sep(w),
+                w->card, w->card);
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", sep(w),
+                w->card, w->card);
+        for (int c = 0; c < s->cfg.cores; c++)
+            for (int u = 0; u < ISA_NUNITS; u++)
+                fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"core %d %s\"}}",
+                        sep(w), w->card, tid_of(w, c, u), c, isa_unit_names[u]);
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"host ops, collectives\"}}",
+                sep(w), w->card, chip * ISA_NUNITS);
+        return;
+    }
+    for (int c = 0; c < s->cfg.cores; c++) {
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"core %d\"}}", sep(w), c, c);
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", sep(w), c, c);
+        for (int u = 0; u < ISA_NUNITS; u++)
+            fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", sep(w),
+                    c, u, isa_unit_names[u]);
+    }
+    fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"chip\"}}", sep(w), chip);
+    if (s->nhost)
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"host\"}}", sep(w),
+                chip + 1);
+}
+
+/* Host ops (a card's collectives among them, kernels named for the op:
+ * k10_all_reduce): one slice each, while every core waits at the `host` barrier. */
+static void emit_host(sim *s, const isa_program *p, tw *w)
+{
+    int pid = w->card < 0 ? s->cfg.cores + 1 : w->card, tid = w->card < 0 ? 0 : s->cfg.cores * ISA_NUNITS;
+    for (size_t i = 0; i < s->nhost; i++) {
+        const sim_host_rec *h = &s->hostrec[i];
+        const char *k = kernel_of(p, 0, h->index);
+        fprintf(w->f, "%s{\"ph\":\"X\",\"name\":", sep(w));
+        json_string(w->f, k);
+        fprintf(w->f, ",\"cat\":\"host\",\"pid\":%d,\"tid\":%d,", pid, tid);
+        print_span(w->f, h->start, h->end, w->us);
+        fprintf(w->f, ",\"args\":{\"graph_node\":%" PRId64 "}}", h->node);
+    }
+}
+
+static void emit_insns(sim *s, const isa_program *p, tw *w)
+{
+    char text[512];
+    for (size_t i = 0; i < s->ntrace; i++) {
+        const sim_trace_rec *r = &s->trace[i];
+        isa_format_insn(&r->in, text, sizeof text);
+        fprintf(w->f, "%s{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,", sep(w),
+                isa_info(r->in.op)->mnemonic, isa_unit_names[r->unit], pid_of(w, r->core), tid_of(w, r->core, r->unit));
+        print_span(w->f, r->start, r->end, w->us);
+        fprintf(w->f, ",\"args\":{\"index\":%ld,\"kernel\":", r->index);
+        json_string(w->f, kernel_of(p, r->core, r->index));
+        fprintf(w->f, ",\"insn\":");
+        json_string(w->f, text);
+        fprintf(w->f, "}}");
+    }
+}
+
+/* One slice per run of consecutive instructions of one kernel on a unit. */
+static void emit_kernels(sim *s, const isa_program *p, tw *w)
+{
+    kslice *open = calloc((size_t)s->cfg.cores * ISA_NUNITS, sizeof *open);
+    if (!open)
+        abort();
+    for (size_t i = 0; i < s->ntrace; i++) {
+        const sim_trace_rec *r = &s->trace[i];
+        kslice *o = &open[r->core * ISA_NUNITS + r->unit];
+        const char *k = kernel_of(p, r->core, r->index);
+        if (o->kernel == k) {
+            o->end = r->end;
+            continue;
+        }
+        if (o->kernel)
+            emit_kslice(w, o);
+        *o = (kslice){r->start, r->end, r->core, r->unit, k};
+    }
+    for (size_t j = 0; j < (size_t)s->cfg.cores * ISA_NUNITS; j++)
+        if (open[j].kernel)
+            emit_kslice(w, &open[j]);
+    free(open);
+}
+
+/* DRAM bandwidth: bytes of each transfer spread over its duration,
+ * summed in windows of 1/200 of the run (at least one cycle). */
+static void emit_dram(sim *s, tw *w)
+{
+    double total = s->st ? s->st->cycles : 0;
+    if (total <= 0 || !s->nbw)
+        return;
+    enum { WINDOWS = 200 };
+    double win = total / WINDOWS < 1 ? 1 : total / WINDOWS;
+    double rd[WINDOWS + 1] = {0}, wr[WINDOWS + 1] = {0};
+    for (size_t i = 0; i < s->nbw; i++) {
+        const sim_bw_rec *b = &s->bw[i];
+        double rate = (double)b->bytes / (b->end - b->start);
+        for (int x = (int)(b->start / win); x <= WINDOWS && x * win < b->end; x++) {
+            double lo = x * win > b->start ? x * win : b->start;
+            double hi = (x + 1) * win < b->end ? (x + 1) * win : b->end;
+            if (hi > lo)
+                (b->is_write ? wr : rd)[x] += rate * (hi - lo);
+        }
+    }
+    double bytes_per_cycle_to_gbs = s->cfg.clock_ghz;
+    int pid = w->card < 0 ? s->cfg.cores : w->card;
+    for (int x = 0; x <= WINDOWS; x++)
+        fprintf(w->f, "%s{\"ph\":\"C\",\"name\":\"DRAM GB/s\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"read\":%.3f,\"write\":%.3f}}",
+                sep(w), pid, x * win * w->us, rd[x] / win * bytes_per_cycle_to_gbs, wr[x] / win * bytes_per_cycle_to_gbs);
+}
+
+/* LX use per core: the highest LX byte touched so far, stepping at the
+ * instruction that raised it (on a card: a counter per core, by name). */
+static void emit_lx(sim *s, tw *w)
+{
+    uint64_t *peak = calloc((size_t)s->cfg.cores, sizeof *peak);
+    if (!peak)
+        abort();
+    for (size_t i = 0; i < s->ntrace; i++) {
+        const sim_trace_rec *r = &s->trace[i];
+        if (r->lx_high <= peak[r->core])
+            continue;
+        peak[r->core] = r->lx_high;
+        fprintf(w->f, "%s{\"ph\":\"C\",\"name\":\"LX bytes", sep(w));
+        if (w->card >= 0)
+            fprintf(w->f, " core %d", r->core);
+        fprintf(w->f, "\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"used\":%" PRIu64 "}}", pid_of(w, r->core), r->start * w->us,
+                r->lx_high);
+    }
+    free(peak);
+}
+
+static void emit_all(sim *s, const isa_program *p, tw *w)
+{
+    emit_meta(s, w);
+    emit_host(s, p, w);
+    if (s->opt.trace == SIM_TRACE_INSN)
+        emit_insns(s, p, w);
+    else
+        emit_kernels(s, p, w);
+    emit_dram(s, w);
+    emit_lx(s, w);
 }
 
 int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, size_t errlen)
@@ -120,106 +291,15 @@ int sim_write_trace(sim *s, const isa_program *p, const char *path, char *err, s
     isa_outfile o;
     if (isa_out_open(&o, path, err, errlen))
         return -1;
-    FILE *f = o.f;
-    const double us = 1.0 / (s->cfg.clock_ghz * 1000.0); /* microseconds per cycle */
-    const int chip = s->cfg.cores;                      /* pid of the chip-wide counters */
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    int first = 1;
-#define SEP() (first ? (first = 0, "") : ",\n")
-    for (int c = 0; c < s->cfg.cores; c++) {
-        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"core %d\"}}", SEP(), c, c);
-        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", SEP(), c, c);
-        for (int u = 0; u < ISA_NUNITS; u++)
-            fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", SEP(),
-                    c, u, isa_unit_names[u]);
-    }
-    fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"chip\"}}", SEP(), chip);
-    /* Host fallback ops: a process of their own, one slice each, named as
-     * their kernel, while every core waits at the `host` barrier. */
-    if (s->nhost)
-        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"host\"}}", SEP(),
-                chip + 1);
-    for (size_t i = 0; i < s->nhost; i++) {
-        const sim_host_rec *h = &s->hostrec[i];
-        fprintf(f, "%s{\"ph\":\"X\",\"name\":", SEP());
-        json_string(f, kernel_of(p, 0, h->index));
-        fprintf(f, ",\"cat\":\"host\",\"pid\":%d,\"tid\":0,", chip + 1);
-        print_span(f, h->start, h->end, us);
-        fprintf(f, ",\"args\":{\"graph_node\":%" PRId64 "}}", h->node);
-    }
-    if (s->opt.trace == SIM_TRACE_INSN) {
-        char text[512];
-        for (size_t i = 0; i < s->ntrace; i++) {
-            const sim_trace_rec *r = &s->trace[i];
-            isa_format_insn(&r->in, text, sizeof text);
-            fprintf(f, "%s{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,", SEP(),
-                    isa_info(r->in.op)->mnemonic, isa_unit_names[r->unit], r->core, r->unit);
-            print_span(f, r->start, r->end, us);
-            fprintf(f, ",\"args\":{\"index\":%ld,\"kernel\":", r->index);
-            json_string(f, kernel_of(p, r->core, r->index));
-            fprintf(f, ",\"insn\":");
-            json_string(f, text);
-            fprintf(f, "}}");
-        }
-    } else {
-        /* one slice per run of consecutive instructions of one kernel on a unit */
-        kslice *open = calloc((size_t)s->cfg.cores * ISA_NUNITS, sizeof *open);
-        if (!open)
-            abort();
-        for (size_t i = 0; i < s->ntrace; i++) {
-            const sim_trace_rec *r = &s->trace[i];
-            kslice *o = &open[r->core * ISA_NUNITS + r->unit];
-            const char *k = kernel_of(p, r->core, r->index);
-            if (o->kernel == k) {
-                o->end = r->end;
-                continue;
-            }
-            if (o->kernel)
-                emit_kslice(f, SEP(), o, us);
-            *o = (kslice){r->start, r->end, r->core, r->unit, k};
-        }
-        for (size_t j = 0; j < (size_t)s->cfg.cores * ISA_NUNITS; j++)
-            if (open[j].kernel)
-                emit_kslice(f, SEP(), &open[j], us);
-        free(open);
-    }
-    /* DRAM bandwidth: bytes of each transfer spread over its duration,
-     * summed in windows of 1/200 of the run (at least one cycle). */
-    double total = s->st ? s->st->cycles : 0;
-    if (total > 0 && s->nbw) {
-        enum { WINDOWS = 200 };
-        double win = total / WINDOWS < 1 ? 1 : total / WINDOWS;
-        double rd[WINDOWS + 1] = {0}, wr[WINDOWS + 1] = {0};
-        for (size_t i = 0; i < s->nbw; i++) {
-            const sim_bw_rec *b = &s->bw[i];
-            double rate = (double)b->bytes / (b->end - b->start);
-            for (int w = (int)(b->start / win); w <= WINDOWS && w * win < b->end; w++) {
-                double lo = w * win > b->start ? w * win : b->start;
-                double hi = (w + 1) * win < b->end ? (w + 1) * win : b->end;
-                if (hi > lo)
-                    (b->is_write ? wr : rd)[w] += rate * (hi - lo);
-            }
-        }
-        double bytes_per_cycle_to_gbs = s->cfg.clock_ghz;
-        for (int w = 0; w <= WINDOWS; w++)
-            fprintf(f, "%s{\"ph\":\"C\",\"name\":\"DRAM GB/s\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"read\":%.3f,\"write\":%.3f}}",
-                    SEP(), chip, w * win * us, rd[w] / win * bytes_per_cycle_to_gbs, wr[w] / win * bytes_per_cycle_to_gbs);
-    }
-    /* LX use per core: the highest LX byte touched so far, stepping at the
-     * instruction that raised it. */
-    uint64_t *peak = calloc((size_t)s->cfg.cores, sizeof *peak);
-    if (!peak)
-        abort();
-    for (size_t i = 0; i < s->ntrace; i++) {
-        const sim_trace_rec *r = &s->trace[i];
-        if (r->lx_high > peak[r->core]) {
-            peak[r->core] = r->lx_high;
-            fprintf(f, "%s{\"ph\":\"C\",\"name\":\"LX bytes\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"used\":%" PRIu64 "}}",
-                    SEP(), r->core, r->start * us, r->lx_high);
-        }
-    }
-    free(peak);
-#undef SEP
-    fprintf(f, "\n]}\n");
+    tw w = {o.f, -1, 1, 1.0 / (s->cfg.clock_ghz * 1000.0)};
+    fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    emit_all(s, p, &w);
+    fprintf(o.f, "\n]}\n");
     return isa_out_close(&o, 1, err, errlen);
+}
+
+void sim_write_trace_card(sim *s, const isa_program *p, FILE *f, int card, int first)
+{
+    tw w = {f, card, first, 1.0 / (s->cfg.clock_ghz * 1000.0)};
+    emit_all(s, p, &w);
 }

@@ -1042,13 +1042,15 @@ static const command commands[] = {
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
      "           [--no-fallback] [--max-insns N] [--max-cycles N]\n"
      "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]\n"
-     "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]",
+     "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]\n"
+     "           [--trace FILE [--trace-level insn|kernel]] [--stats-json FILE]",
      "With --tp N a transformer GRAPH is split the Megatron way for N cards of the system (--system, a\n"
      "name in chip/configs/ or a .sys file; default spyre-x8; --config replaces its cards' chip), every\n"
      "card run in a thread of its own, meeting the others at the allreduces (timed by the ring\n"
      "algorithm on the system's link); one statistics line per card and one overall; --check compares\n"
-     "the cards' outputs put together with the unsplit graph's reference (docs/multicard.md).  An op\n"
-     "the splitter has no rule for on a cut tensor is an error naming it (exit 2).\n"
+     "the cards' outputs put together with the unsplit graph's reference (docs/multicard.md); --trace\n"
+     "writes one timeline with a process per card, --stats-json every card's statistics and the totals.\n"
+     "An op the splitter has no rule for on a cut tensor is an error naming it (exit 2).\n"
      "A KTIR program (FILE.mlir or .ktir) is compiled per core of its grid and run with its --arg values\n"
      "and --input tensors; --check compares with --expected (docs/torch-spyre.md, \"KTIR programs\").\n"
      "A torch-spyre kernel DIR (holding sdsc_N.json) is checked as `spyre check` does and its SDSC kernels\n"

@@ -27,6 +27,8 @@ enum { TP_OK = 0, TP_MISMATCH = 1, TP_USAGE = 2, TP_FAULT = 3 };
 
 typedef struct {
     const char *path, *system, *config, *out;
+    const char *trace, *stats_json; /* one file each for every card (rank 0 writes them) */
+    sim_trace_level level;          /* --trace-level: insn (the default) or kernel */
     int ncards, check;
     int limit_card; /* --max-insns N:CARD: the limit of that card only (-1: every card's) */
     uint64_t seed;
@@ -59,6 +61,7 @@ typedef struct {
     rt_device *dev[64];
     rt_program *prog[64];
     rt_run_result *res;
+    sim_stats *stats; /* every card's (rank 0) */
     void *link;
     char err[1024];
 } tp_state;
@@ -73,7 +76,8 @@ int tp_wanted(int argc, char **argv)
 
 static int tp_parse(int argc, char **argv, tp_args *a)
 {
-    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1, .limit_card = -1};
+    *a = (tp_args){.path = argc > 1 ? argv[1] : NULL, .system = "spyre-x8", .seed = 1, .limit_card = -1,
+                   .level = SIM_TRACE_INSN};
     a->opt = (sim_options){.values = 1};
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -98,12 +102,21 @@ static int tp_parse(int argc, char **argv, tp_args *a)
             a->out = v;
         else if (v && !strcmp(o, "--seed") && ++i)
             a->seed = strtoull(v, NULL, 0);
+        else if (v && !strcmp(o, "--trace") && ++i)
+            a->trace = v;
+        else if (v && !strcmp(o, "--stats-json") && ++i)
+            a->stats_json = v;
+        else if (v && !strcmp(o, "--trace-level") && ++i && (!strcmp(v, "insn") || !strcmp(v, "kernel")))
+            a->level = !strcmp(v, "insn") ? SIM_TRACE_INSN : SIM_TRACE_KERNEL;
         else {
             fprintf(stderr, "spyre run: with --tp: unexpected argument '%s' (--tp N, --system NAME, --config NAME, "
-                            "--check, --no-values, --seed N, --max-insns N[:CARD])\n", o);
+                            "--check, --no-values, --seed N, --max-insns N[:CARD], --trace FILE, "
+                            "--trace-level insn|kernel, --stats-json FILE)\n", o);
             return -1;
         }
     }
+    if (a->trace)
+        a->opt.trace = a->level;
     if (!a->path || a->ncards < 1 || a->ncards > 64) {
         fprintf(stderr, "spyre run: --tp takes a number of cards in [1, 64] and a graph\n");
         return -1;
@@ -509,6 +522,7 @@ static void tp_free(tp_state *s)
 #endif
         rt_threads_link_free(s->link);
     free(s->res);
+    free(s->stats);
     for (size_t k = 0; k < s->nouts; k++)
         free(s->outs[k]);
     free(s->outs);
@@ -552,6 +566,123 @@ static void collect_cards(tp_state *s)
 #endif
 }
 
+/* Card c's timeline as trace events (sim_write_trace_card), malloc'd text. */
+static char *card_events(tp_state *s, int c, size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f)
+        abort();
+    sim_write_trace_card(rt_sim(s->dev[c]), rt_program_isa(s->prog[c]), f, c, c == 0);
+    fclose(f);
+    return text;
+}
+
+/* --trace: every card's events, card after card, into one file on rank 0. */
+static int write_trace(tp_state *s)
+{
+    char **texts = calloc((size_t)s->a.ncards, sizeof *texts);
+    size_t *lens = calloc((size_t)s->a.ncards, sizeof *lens);
+    if (!texts || !lens)
+        abort();
+    for (int c = s->here0; c < s->here1; c++)
+        texts[c] = card_events(s, c, &lens[c]);
+#ifdef SPYRE_MPI
+    if (s->mpi)
+        tp_mpi_gather_text(texts, lens, s->rank, s->a.ncards);
+#endif
+    int rc = 0;
+    if (s->rank == 0) {
+        isa_outfile o;
+        rc = isa_out_open(&o, s->a.trace, s->err, sizeof s->err);
+        if (!rc) {
+            fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+            for (int c = 0; c < s->a.ncards; c++)
+                fwrite(texts[c], 1, lens[c], o.f);
+            fprintf(o.f, "\n]}\n");
+            rc = isa_out_close(&o, 1, s->err, sizeof s->err);
+        }
+    }
+    for (int c = 0; c < s->a.ncards; c++)
+        free(texts[c]);
+    free(texts);
+    free(lens);
+    return rc;
+}
+
+/* --stats-json: each card's statistics (the one-card keys, docs/timing.md)
+ * with its collectives, and the totals of the run. */
+static void print_stats(const tp_state *s, FILE *f)
+{
+    const chip_config *k = &s->sys.chip;
+    sim_stats t = {0};
+    double coll = 0;
+    int ops = 0;
+    fprintf(f, "{\n\"tp\": %d,\n\"system\": \"%s\",\n\"allreduces\": %d,\n\"cards\": [\n", s->a.ncards, s->sys.name,
+            cc_tp_rows(s->plan));
+    for (int c = 0; c < s->a.ncards; c++) {
+        const tp_card *r = &s->cards[c];
+        const sim_stats *st = &s->stats[c];
+        fprintf(f, "{\"card\": %d, \"collectives\": %d, \"collective_cycles\": %.0f, \"wait_cycles\": %.0f, "
+                   "\"stats\": ", c, r->coll_ops, r->coll_cycles, r->wait_cycles);
+        sim_print_stats_json(f, st, k);
+        fprintf(f, "}%s\n", c + 1 < s->a.ncards ? "," : "");
+        if (st->cycles > t.cycles) { /* the run ends with its slowest card */
+            t.cycles = st->cycles;
+            coll = r->coll_cycles;
+        }
+        t.macs += st->macs;
+        t.insns += st->insns;
+        t.sfp_elems += st->sfp_elems;
+        t.dram_bytes_read += st->dram_bytes_read;
+        t.dram_bytes_written += st->dram_bytes_written;
+        ops += r->coll_ops;
+    }
+    fprintf(f, "],\n\"totals\": {\"cycles\": %.0f, \"time_us\": %.4f, \"macs\": %" PRIu64 ", \"insns\": %" PRIu64
+               ", \"sfp_elems\": %" PRIu64 ", \"dram_bytes_read\": %" PRIu64 ", \"dram_bytes_written\": %" PRIu64
+               ", \"collectives\": %d, \"collective_cycles\": %.0f, \"collective_share\": %.6f}\n}\n",
+            t.cycles, sim_stats_time_us(&t, k), t.macs, t.insns, t.sfp_elems, t.dram_bytes_read, t.dram_bytes_written,
+            ops, coll, t.cycles > 0 ? coll / t.cycles : 0);
+}
+
+static int write_stats(tp_state *s)
+{
+    s->stats = calloc((size_t)s->a.ncards, sizeof *s->stats);
+    if (!s->stats)
+        abort();
+    for (int c = s->here0; c < s->here1; c++)
+        s->stats[c] = s->res[c].stats;
+#ifdef SPYRE_MPI
+    if (s->mpi) {
+        sim_stats *mine = malloc(sizeof *mine);
+        if (!mine)
+            abort();
+        *mine = s->stats[s->rank];
+        tp_mpi_gather(mine, sizeof *mine, s->stats);
+        free(mine);
+    }
+#endif
+    if (s->rank != 0)
+        return 0;
+    isa_outfile o;
+    if (isa_out_open(&o, s->a.stats_json, s->err, sizeof s->err))
+        return -1;
+    print_stats(s, o.f);
+    return isa_out_close(&o, 1, s->err, sizeof s->err);
+}
+
+/* --trace and --stats-json, every rank taking part; on rank 0 a file
+ * that cannot be written is said and is exit 2. */
+static int tp_write_outputs(tp_state *s)
+{
+    int rc = 0;
+    if (s->a.trace && write_trace(s))
+        rc = fprintf(stderr, "spyre run: %s\n", s->err) < 0 ? -1 : -1;
+    if (s->a.stats_json && write_stats(s))
+        rc = fprintf(stderr, "spyre run: %s\n", s->err) < 0 ? -1 : -1;
+    return rc;
+}
+
 /* The split, the cards' files and program, this process's cards opened. */
 static int tp_setup(tp_state *s)
 {
@@ -592,6 +723,7 @@ static int tp_go(tp_state *s)
         return TP_USAGE;
     rt_launch_cards(&s->prog[s->here0], s->here1 - s->here0, &s->res[s->here0]);
     collect_cards(s);
+    int out_bad = tp_write_outputs(s);
     if (s->a.check && s->a.opt.values)
         collect_outputs(s);
     if (s->rank != 0)
@@ -605,6 +737,8 @@ static int tp_go(tp_state *s)
         fprintf(stderr, "spyre run: %s: card %d: %s\n", s->a.path, root, s->cards[root].msg);
         return TP_FAULT;
     }
+    if (out_bad)
+        return TP_USAGE;
     tp_report(s);
     return s->a.check && s->a.opt.values ? tp_check(s) : TP_OK;
 }
@@ -658,6 +792,9 @@ int tp_compile(int argc, char **argv)
     s->here1 = s->a.ncards;
     if (!s->a.out) {
         fprintf(stderr, "spyre compile: --tp N takes -o DIR (the cards' graph, weights and program)\n");
+        status = TP_USAGE;
+    } else if (s->a.trace || s->a.stats_json) {
+        fprintf(stderr, "spyre compile: --trace and --stats-json are spyre run's (nothing runs here)\n");
         status = TP_USAGE;
     } else if (tp_system(s) || !(s->g = gr_graph_load(s->a.path, s->err, sizeof s->err)) ||
                !(s->plan = cc_tp_split(s->g, s->a.ncards, s->err, sizeof s->err)) || write_cards(s) ||

@@ -26,6 +26,9 @@ void tp_mpi_link_free(void *link);
 extern const rt_link_ops tp_mpi_link_ops;
 /* Every rank's `bytes` bytes into all on rank 0, in rank order. */
 void tp_mpi_gather(const void *mine, size_t bytes, void *all);
+/* Every rank's text (texts[rank], lens[rank] bytes) to rank 0: there
+ * texts[r] and lens[r] of every rank r of size, malloc'd. */
+void tp_mpi_gather_text(char **texts, size_t *lens, int rank, int size);
 /* Rank 0's status on every rank; whether any rank says bad. */
 int tp_mpi_agree(int status);
 int tp_mpi_any(int bad);

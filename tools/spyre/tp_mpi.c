@@ -148,6 +148,41 @@ void tp_mpi_gather(const void *mine, size_t bytes, void *all)
     MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
+void tp_mpi_gather_text(char **texts, size_t *lens, int rank, int size)
+{
+    long long mine = (long long)lens[rank], *all = calloc((size_t)size, sizeof *all);
+    int *counts = calloc((size_t)size, sizeof *counts), *at = calloc((size_t)size, sizeof *at);
+    if (!all || !counts || !at)
+        abort();
+    MPI_Gather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    long long total = 0;
+    for (int r = 0; r < size; r++) {
+        if (all[r] > INT_MAX - total) { /* MPI counts are ints: a trace past 2 GB on rank 0 */
+            fprintf(stderr, "spyre run: the cards' trace passes 2 GB (try --trace-level kernel)\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        counts[r] = (int)all[r];
+        at[r] = (int)total;
+        total += all[r];
+    }
+    char *buf = rank == 0 ? malloc((size_t)total + 1) : NULL;
+    if (rank == 0 && !buf)
+        abort();
+    MPI_Gatherv(texts[rank], (int)mine, MPI_CHAR, buf, counts, at, MPI_CHAR, 0, MPI_COMM_WORLD);
+    for (int r = 0; rank == 0 && r < size; r++) {
+        free(texts[r]);
+        texts[r] = malloc((size_t)counts[r] + 1);
+        if (!texts[r])
+            abort();
+        memcpy(texts[r], buf + at[r], (size_t)counts[r]);
+        lens[r] = (size_t)counts[r];
+    }
+    free(buf);
+    free(at);
+    free(counts);
+    free(all);
+}
+
 int tp_mpi_agree(int status)
 {
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
