@@ -609,6 +609,44 @@ static int tp_go(tp_state *s)
     return s->a.check && s->a.opt.values ? tp_check(s) : TP_OK;
 }
 
+/* Bytes of one card's parameters: the cards' graph's (DL16), without state. */
+static double card_param_bytes(const gr_graph *cg)
+{
+    double b = 0;
+    for (int i = 0; i < cg->nparams; i++)
+        if (!cg->values[cg->params[i]].state)
+            b += 2.0 * gr_ttype_numel(&cg->values[cg->params[i]].type);
+    return b;
+}
+
+int tp_timing(const char *graph, int ncards, const char *system, const char *config, double *cycles,
+              double *param_bytes, char *err, size_t errlen)
+{
+    tp_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, errlen, "out of host memory"), -1;
+    s->a = (tp_args){.path = graph, .system = system, .config = config, .ncards = ncards, .seed = 1,
+                     .limit_card = -1};
+    s->here1 = ncards;
+    int rc = tp_setup(s);
+    if (!rc) {
+        rt_launch_cards(s->prog, ncards, s->res);
+        collect_cards(s);
+        *cycles = 0;
+        for (int c = 0; c < ncards && !rc; c++)
+            if (!s->cards[c].ok)
+                rc = snprintf(s->err, sizeof s->err, "%s: card %d: %s", graph, c, s->cards[c].msg) < 0 ? -1 : -1;
+            else if (s->cards[c].cycles > *cycles)
+                *cycles = s->cards[c].cycles;
+        *param_bytes = card_param_bytes(s->cg);
+    }
+    if (rc)
+        snprintf(err, errlen, "%s", s->err);
+    tp_free(s);
+    free(s);
+    return rc;
+}
+
 int tp_run(int argc, char **argv)
 {
     tp_state *s = calloc(1, sizeof *s);

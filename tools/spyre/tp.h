@@ -13,6 +13,14 @@ int tp_run(int argc, char **argv);
 /* `spyre compile GRAPH --tp N -o DIR`; an exit status. */
 int tp_compile(int argc, char **argv);
 
+/* GRAPH split for ncards cards of `system` (its chip, or the chip config
+ * `config` when not NULL) and run timing-only, as `spyre run GRAPH --tp N
+ * --no-values` does (spyre serve's step costs): the slowest card's cycles
+ * and the bytes of one card's parameters (DL16; state is not a parameter).
+ * 0, or -1 with one line in err. */
+int tp_timing(const char *graph, int ncards, const char *system, const char *config, double *cycles,
+              double *param_bytes, char *err, size_t errlen);
+
 #ifdef SPYRE_MPI
 /* The MPI link (tp_mpi.c), built when CMake finds MPI.  Is this process
  * a rank started by mpirun?  Then begin gives its rank and the number of
