@@ -21,8 +21,8 @@
 enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64 };
 #define GEN_MAX_TOKENS 65536
 
-const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--tp N] [--system NAME] "
-                              "[--no-values]";
+const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--tp N] "
+                              "[--system NAME] [--no-values]";
 const char generate_help[] =
     "Generate tokens greedily with a whole decoder-only model: DIR holds its two steps as export\n"
     "directories, DIR/prefill (the prompt, padded to its fixed length, at positions 0..) and DIR/decode\n"
@@ -36,7 +36,8 @@ const char generate_help[] =
     "decode step is fed token 0).  --tp N splits both steps for N cards of --system (default spyre-x8,\n"
     "its chip that of --config when given; docs/multicard.md): every card holds its shards of the weights\n"
     "and its part of the KV cache in its own DRAM, the cards meet at the allreduces, a step's cycles are\n"
-    "the slowest card's and the token is card 0's argmax.  Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
+    "the slowest card's and the token is card 0's argmax.\n"
+    "Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
 
 typedef struct {
     const char *dir, *config, *system;
@@ -310,7 +311,8 @@ static int generate(const gen_args *a, const gen_cards *k, gen_step *pre, gen_st
     double decode_cycles = 0;
     char tok[32];
     rt_run_result *res = malloc(sizeof *res);
-    int rc = res ? run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &tokens[0]) : bad("out of host memory%s%s", "", "");
+    int rc = res ? run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &tokens[0])
+                 : bad("out of host memory%s%s", "", "");
     double ttft = rc ? 0 : res->stats.cycles;
     if (!rc)
         printf("prefill: prompt_tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",

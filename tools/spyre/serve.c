@@ -147,7 +147,8 @@ static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
         return SV_USAGE;
     }
     p->kv_blocks = (int)(a->kv_blocks ? a->kv_blocks : cap > 1 << 30 ? 1 << 30 : cap);
-    printf("tp=%ld\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, weights, p->kv_blocks, a->kv_blocks ? "--kv-blocks" : "DRAM minus weights");
+    printf("tp=%ld\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, weights, p->kv_blocks,
+           a->kv_blocks ? "--kv-blocks" : a->tp > 1 ? "one card's DRAM minus its weights" : "DRAM minus weights");
     return 0;
 }
 
