@@ -89,25 +89,34 @@ static int remember(sv_costs *c, const char *name, uint64_t hash, double cycles)
     return 0;
 }
 
+/* The graph at path split for c->tp cards, simulated as `spyre run --tp`
+ * does: the slowest card's cycles, or -1. */
+static double simulate_split(sv_costs *c, const char *path)
+{
+    char err[2048];
+    double t0 = now_s(), cycles, bytes;
+    if (tp_timing(path, c->tp, c->system, c->config, &cycles, &bytes, err, sizeof err)) {
+        fprintf(stderr, "spyre serve: %s\n", err);
+        cycles = -1;
+    }
+    c->sims++;
+    c->sim_host_s += now_s() - t0;
+    return cycles;
+}
+
 /* Compile and simulate DIR/name/graph.txt timing-only: its cycles, or -1. */
 static double simulate(sv_costs *c, const char *dir, const char *name)
 {
     char path[8300], err[2048];
     snprintf(path, sizeof path, "%s/%s/graph.txt", dir, name);
+    if (c->tp > 1)
+        return simulate_split(c, path);
     gr_graph *g = gr_graph_load(path, err, sizeof err);
     if (!g) {
         fprintf(stderr, "spyre serve: %s\n", err);
         return -1;
     }
-    double t0 = now_s(), cycles = -1, bytes;
-    if (c->tp > 1) {
-        gr_graph_free(g);
-        if (tp_timing(path, c->tp, c->system, c->config, &cycles, &bytes, err, sizeof err))
-            fprintf(stderr, "spyre serve: %s\n", err);
-        c->sims++;
-        c->sim_host_s += now_s() - t0;
-        return cycles;
-    }
+    double t0 = now_s(), cycles = -1;
     cc_compile_opts o = {0};
     o.target = rt_config(c->dev);
     cc_result *r = cc_compile(g, &o, err, sizeof err);
