@@ -89,6 +89,20 @@ static void test_gpt2_tokens_equal_pytorchs_on_spyre_4core(void)
     expect_pytorch_tokens("gpt2", GEN_ARGS("gpt2", "spyre-4core"));
 }
 
+/* Split for two cards of spyre-x8 (each card's shards of the weights and
+ * part of the KV cache in its own DRAM, allreduces between them), the
+ * tokens are still PyTorch's. */
+static void test_llama_tokens_equal_pytorchs_at_tp2(void)
+{
+    expect_pytorch_tokens("llama", GEN_ARGS("llama", "spyre") " --tp 2");
+}
+
+static void test_gpt2_tokens_equal_pytorchs_at_tp2(void)
+{
+    expect_pytorch_tokens("gpt2", GEN_ARGS("gpt2", "spyre") " --tp 2");
+    TU_ASSERT_CONTAINS(out, "tp=2 system=spyre-x8");
+}
+
 /* After its load, a decode step uploads only its two inputs (ids and pos,
  * a stick each): the weights and the cache stay on the device. */
 static void test_decode_steps_move_no_weight(void)
@@ -140,6 +154,8 @@ static void test_bad_arguments_are_one_line_and_exit_2(void)
          "--prompt has 17 tokens, more than the prefill step's 16"},
         {"--prompt 1 --max-new-tokens 3 --bogus", "unexpected argument '--bogus'"},
         {"--prompt 1", "needs DIR, --prompt and --max-new-tokens"},
+        {"--prompt 1 --max-new-tokens 3 --tp 0", "--tp '0' is not a number of cards from 1 to 64"},
+        {"--prompt 1 --max-new-tokens 3 --tp 9", "--tp 9: the system spyre-x8 has 8 cards"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char cmd[1024];
@@ -155,6 +171,8 @@ static void test_bad_arguments_are_one_line_and_exit_2(void)
 int main(void)
 {
     static const tu_test tests[] = {
+        {"llama_tokens_equal_pytorchs_at_tp2", test_llama_tokens_equal_pytorchs_at_tp2},
+        {"gpt2_tokens_equal_pytorchs_at_tp2", test_gpt2_tokens_equal_pytorchs_at_tp2},
         {"llama tokens equal PyTorch's on spyre", test_llama_tokens_equal_pytorchs_on_spyre},
         {"llama tokens equal PyTorch's on spyre-4core", test_llama_tokens_equal_pytorchs_on_spyre_4core},
         {"gpt2 tokens equal PyTorch's on spyre", test_gpt2_tokens_equal_pytorchs_on_spyre},

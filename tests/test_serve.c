@@ -146,8 +146,8 @@ static void test_bad_request_files(void)
         if (!strstr(out, cases[i].want))
             fprintf(stderr, "case %zu: %s", i, out);
     }
-    CU_ASSERT_EQUAL(tu_spyre("serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 2", out, sizeof out), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 2: only 1"));
+    CU_ASSERT_EQUAL(tu_spyre("serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 9", out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 9: the system spyre-x8 has 8 cards"));
 }
 
 /* The tiny model end to end: every request in the CSV, SVGs with ticks,
@@ -192,16 +192,19 @@ static double key_value(const char *text, const char *key)
     return p ? strtod(p + strlen(key), NULL) : -1;
 }
 
-/* One request of one chunk (prompt 64, output 1): its TTFT is the step
- * cost, 2 layers x the prefill layer graph + the ends graph, each as
- * `spyre run --no-values` simulates it alone, at the config's 1.5 GHz. */
-static void test_step_cost_is_the_graphs(void)
+/* One request of one chunk (prompt 64, output 1) at TP tp: its TTFT is the
+ * step cost, 2 layers x the prefill layer graph + the ends graph, each as
+ * `spyre run --no-values` (with --tp) simulates it, at the config's 1.5 GHz. */
+static void step_cost_is_the_graphs_at(int tp)
 {
-    char *out = malloc(65536), dir[4096], path[4200], args[16384];
+    char *out = malloc(65536), dir[4096], path[4200], args[16384], tpflag[32] = "";
     double cycles[2];
     static const char *graph[2] = {"prefill_c0", "ends_prefill"};
+    if (tp > 1)
+        snprintf(tpflag, sizeof tpflag, " --tp %d", tp);
     for (int k = 0; k < 2; k++) {
-        snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/serve_tiny/%s --no-values", graph[k]);
+        snprintf(args, sizeof args, "run " SPYRE_SOURCE_DIR "/traces/serve_tiny/%s/graph.txt --no-values%s", graph[k],
+                 tpflag);
         CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
         cycles[k] = key_value(out, "\ncycles=");
         CU_ASSERT_FATAL(cycles[k] > 0);
@@ -210,14 +213,44 @@ static void test_step_cost_is_the_graphs(void)
     snprintf(path, sizeof path, "%s/one.jsonl", dir);
     const char *one = "{\"arrival\": 0, \"prompt\": 64, \"output\": 1}\n";
     tu_write_file(path, one, strlen(one));
-    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache %s/c.txt",
-             path, dir, dir);
+    snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o --cost-cache %s/c.txt%s",
+             path, dir, dir, tpflag);
     CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
     double want = (2 * cycles[0] + cycles[1]) / 1.5e9;
     /* serve prints 6 significant digits; run prints whole cycles of a
      * fractional count: half a cycle each, 2 x 0.5 + 0.5 in all */
     CU_ASSERT_DOUBLE_EQUAL(key_value(out, "ttft_p50_s="), want, want * 1e-5 + 1.5 / 1.5e9);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "prefill_steps=1\ndecode_steps=0\n"));
+    tu_rmtree(dir);
+    free(out);
+}
+
+static void test_step_cost_is_the_graphs(void) { step_cost_is_the_graphs_at(1); }
+
+/* At TP 2 the step costs are the graphs split two ways, as `spyre run --tp 2`
+ * runs them (the allreduces included), not TP 1's. */
+static void test_step_cost_at_tp2_is_the_split_graphs(void) { step_cost_is_the_graphs_at(2); }
+
+/* At TP 2 each card holds its shard of the weights: less than TP 1's, more
+ * than half (the norms and the shared key/value heads are whole on every
+ * card); the KV cache is what that card's DRAM holds beside them. */
+static void test_tp2_weights_per_card(void)
+{
+    char *out = malloc(65536), dir[4096], path[4200], args[16384];
+    double w[2], blocks[2];
+    tu_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/one.jsonl", dir);
+    const char *one = "{\"arrival\": 0, \"prompt\": 64, \"output\": 1}\n";
+    tu_write_file(path, one, strlen(one));
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "serve %s --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --out %s/o "
+                 "--cost-cache %s/c%d.txt --tp %d", path, dir, dir, k, k + 1);
+        CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, 65536), 0);
+        w[k] = key_value(out, "weight_bytes=");
+        blocks[k] = key_value(out, "kv_blocks=");
+    }
+    CU_ASSERT(w[1] < w[0] && w[1] > w[0] / 2);
+    CU_ASSERT(blocks[1] >= blocks[0]);
     tu_rmtree(dir);
     free(out);
 }
@@ -233,6 +266,8 @@ int main(void)
         {"bad_request_files", test_bad_request_files},
         {"serve_tiny", test_serve_tiny},
         {"step_cost_is_the_graphs", test_step_cost_is_the_graphs},
+        {"step_cost_at_tp2_is_the_split_graphs", test_step_cost_at_tp2_is_the_split_graphs},
+        {"tp2_weights_per_card", test_tp2_weights_per_card},
         {NULL, NULL},
     };
     return tu_run("serve", tests);

@@ -16,11 +16,13 @@
 #include "generate.h"
 #include "isa.h"
 #include "rt.h"
+#include "tp.h"
 
-enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3 };
+enum { GEN_OK = 0, GEN_USAGE = 2, GEN_FAULT = 3, GEN_MAX_CARDS = 64 };
 #define GEN_MAX_TOKENS 65536
 
-const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--no-values]";
+const char generate_usage[] = "generate DIR --prompt T1,T2,... --max-new-tokens N [--config FILE] [--tp N] "
+                              "[--system NAME] [--no-values]";
 const char generate_help[] =
     "Generate tokens greedily with a whole decoder-only model: DIR holds its two steps as export\n"
     "directories, DIR/prefill (the prompt, padded to its fixed length, at positions 0..) and DIR/decode\n"
@@ -31,20 +33,32 @@ const char generate_help[] =
     "and token, the tokens, the time to first token (the prefill step) and the time per output token\n"
     "(the mean decode step) at the chip's clock.  --no-values simulates timing only (no weights are\n"
     "read: graphs exported with --graph-only will do; the tokens are then not computed and every\n"
-    "decode step is fed token 0).  Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
+    "decode step is fed token 0).  --tp N splits both steps for N cards of --system (default spyre-x8,\n"
+    "its chip that of --config when given; docs/multicard.md): every card holds its shards of the weights\n"
+    "and its part of the KV cache in its own DRAM, the cards meet at the allreduces, a step's cycles are\n"
+    "the slowest card's and the token is card 0's argmax.\n"
+    "Exit status: 0 ok, 2 bad arguments or files, 3 a step faulted.";
 
 typedef struct {
-    const char *dir, *config;
+    const char *dir, *config, *system;
+    int tp;
     int64_t prompt[GEN_MAX_TOKENS];
     int nprompt;
     long max_new;
     int values;
 } gen_args;
 
-/* One step program: its graph, the program, its logits tensor and shape. */
+/* The cards: one device each (one card: no link), their system. */
+typedef struct {
+    int n;
+    rt_device *dev[GEN_MAX_CARDS];
+    chip_system sys;
+} gen_cards;
+
+/* One step program: its graph, the program (on each card), its logits tensor and shape. */
 typedef struct {
     gr_graph *g;
-    rt_program *prog;
+    rt_program *prog, *cards[GEN_MAX_CARDS]; /* prog: card 0's */
     char logits[GR_TENSOR_NAME_MAX];
     int64_t seq, vocab, context; /* tokens per run, logits per token, cache positions */
 } gen_step;
@@ -81,17 +95,28 @@ static int parse_args(int argc, char **argv, gen_args *a)
     memset(a, 0, sizeof *a);
     a->values = 1;
     a->max_new = -1;
+    a->tp = 1;
+    a->system = "spyre-x8";
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int has = i + 1 < argc;
         if (!strcmp(o, "--no-values")) {
             a->values = 0;
-        } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config")) {
+        } else if (!strcmp(o, "--prompt") || !strcmp(o, "--max-new-tokens") || !strcmp(o, "--config") ||
+                   !strcmp(o, "--tp") || !strcmp(o, "--system")) {
             if (!has)
                 return bad("%s needs a value%s", o, "");
             const char *v = argv[++i];
             if (!strcmp(o, "--config")) {
                 a->config = v;
+            } else if (!strcmp(o, "--system")) {
+                a->system = v;
+            } else if (!strcmp(o, "--tp")) {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (end == v || *end || n < 1 || n > GEN_MAX_CARDS)
+                    return bad("--tp '%s' is not a number of cards from 1 to 64%s", v, "");
+                a->tp = (int)n;
             } else if (!strcmp(o, "--prompt")) {
                 if (parse_prompt(v, a))
                     return GEN_USAGE;
@@ -153,30 +178,65 @@ static int read_step(const gen_args *a, const char *name, gen_step *s)
     return step_shape(s, path) ? GEN_USAGE : 0;
 }
 
-/* Step s compiled for the device's chip and loaded, with its weights and
- * the cache's initial value when values are on. */
-static int load_step(rt_device *dev, const gen_args *a, gen_step *s)
+/* Step s compiled for the cards' chip and loaded on each (split for them
+ * when several: tp.c), with its weights and the cache's initial value
+ * (each card's shards) when values are on. */
+static int load_step(const gen_cards *k, const gen_args *a, gen_step *s)
 {
     char err[1024];
     const char *path = s->g->path;
+    if (k->n > 1) {
+        if (tp_load_split(path, k->n, k->dev, a->values, s->cards, err, sizeof err))
+            return bad("%s: %s", path, err);
+        s->prog = s->cards[0];
+        return 0;
+    }
     cc_compile_opts o = {0};
-    o.target = rt_config(dev);
+    o.target = rt_config(k->dev[0]);
     cc_result *r = cc_compile(s->g, &o, err, sizeof err);
     if (!r)
         return bad("%s: %s", path, err);
-    s->prog = rt_load_program(dev, cc_result_take_program(r), err, sizeof err);
+    s->prog = s->cards[0] = rt_load_program(k->dev[0], cc_result_take_program(r), err, sizeof err);
     cc_result_free(r);
     if (!s->prog || (a->values && rt_load_graph_tensors(s->prog, s->g, NULL, err, sizeof err)))
         return bad("%s: %s", path, err);
     return 0;
 }
 
+/* Step s on every card, *res the slowest card's result (or the failed
+ * card's, whose fault is no other card's).  A fresh link each step: a
+ * link's cards leave it when their run ends.  The number of failed cards. */
+static int launch(gen_step *s, const gen_cards *k, rt_run_result *res)
+{
+    if (k->n == 1)
+        return rt_launch(s->prog, res) != 0;
+    rt_run_result *r = calloc((size_t)k->n, sizeof *r);
+    void *link = rt_threads_link_new(&k->sys, k->n);
+    if (!r || !link)
+        abort(); /* out of host memory */
+    for (int c = 0; c < k->n; c++)
+        rt_set_link(k->dev[c], &rt_threads_link_ops, link, c);
+    int failed = rt_launch_cards(s->cards, k->n, r), pick = -1;
+    for (int c = 0; c < k->n; c++) {
+        char line[1024] = "";
+        if (failed && r[c].status != RT_RUN_OK)
+            rt_run_format(&r[c], line, sizeof line);
+        if (failed ? r[c].status != RT_RUN_OK && (pick < 0 || !strstr(line, " failed: "))
+                   : pick < 0 || r[c].stats.cycles > r[pick].stats.cycles)
+            pick = c;
+    }
+    *res = r[pick];
+    rt_threads_link_free(link);
+    free(r);
+    return failed;
+}
+
 /* Run step s on tokens ids[0..n) at positions from start (the rest of its
  * fixed length padded with token 0 at the positions after); the run's
  * result goes to *res and, with values, the argmax of the logits of token
  * n - 1 to *token. */
-static int run_step(gen_step *s, const gen_args *a, const int64_t *ids, int n, int64_t start, rt_run_result *res,
-                    int64_t *token)
+static int run_step(gen_step *s, const gen_args *a, const gen_cards *k, const int64_t *ids, int n, int64_t start,
+                    rt_run_result *res, int64_t *token)
 {
     char err[1024];
     float *in = calloc((size_t)s->seq * 2, sizeof *in), *logits = NULL;
@@ -185,10 +245,11 @@ static int run_step(gen_step *s, const gen_args *a, const int64_t *ids, int n, i
         in[k] = k < n ? (float)ids[k] : 0;
         in[s->seq + k] = (float)(start + k);
     }
-    if (!rc && (rt_set_input(s->prog, "ids", in, err, sizeof err) ||
-                rt_set_input(s->prog, "pos", in + s->seq, err, sizeof err)))
-        rc = bad("%s%s", err, "");
-    if (!rc && rt_launch(s->prog, res)) {
+    for (int c = 0; c < k->n && !rc; c++)
+        if (rt_set_input(s->cards[c], "ids", in, err, sizeof err) ||
+            rt_set_input(s->cards[c], "pos", in + s->seq, err, sizeof err))
+            rc = bad("%s%s", err, "");
+    if (!rc && launch(s, k, res)) {
         char line[1024];
         rt_run_format(res, line, sizeof line);
         fprintf(stderr, "spyre generate: %s: %s\n", s->g->path, line);
@@ -241,22 +302,24 @@ static const char *token_str(const gen_args *a, int64_t t, char buf[32])
 }
 
 /* The steps: prefill, then decode steps; the report. */
-static int generate(const gen_args *a, gen_step *pre, gen_step *dec, double clock_ghz)
+static int generate(const gen_args *a, const gen_cards *k, gen_step *pre, gen_step *dec)
 {
     int64_t *tokens = calloc((size_t)a->max_new, sizeof *tokens);
+    double clock_ghz = rt_config(k->dev[0])->clock_ghz;
     if (!tokens)
         return bad("out of host memory%s%s", "", "");
     double decode_cycles = 0;
     char tok[32];
     rt_run_result *res = malloc(sizeof *res);
-    int rc = res ? run_step(pre, a, a->prompt, a->nprompt, 0, res, &tokens[0]) : bad("out of host memory%s%s", "", "");
+    int rc = res ? run_step(pre, a, k, a->prompt, a->nprompt, 0, res, &tokens[0])
+                 : bad("out of host memory%s%s", "", "");
     double ttft = rc ? 0 : res->stats.cycles;
     if (!rc)
         printf("prefill: prompt_tokens=%d cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
                a->nprompt, ttft, token_str(a, tokens[0], tok), res->xfer.bytes_uploaded, res->state_bytes);
     for (long i = 1; i < a->max_new && !rc; i++) {
         int64_t pos = a->nprompt + i - 1;
-        rc = run_step(dec, a, &tokens[i - 1], 1, pos, res, &tokens[i]);
+        rc = run_step(dec, a, k, &tokens[i - 1], 1, pos, res, &tokens[i]);
         decode_cycles += rc ? 0 : res->stats.cycles;
         if (!rc)
             printf("decode %ld: pos=%" PRId64 " cycles=%.0f token=%s uploaded=%" PRIu64 " state_written=%" PRIu64 "\n",
@@ -280,6 +343,24 @@ static int generate(const gen_args *a, gen_step *pre, gen_step *dec, double cloc
     return rc;
 }
 
+/* The cards' devices: one of --config's chip, or --tp of --system's. */
+static int open_cards(const gen_args *a, gen_cards *k)
+{
+    char err[1024];
+    sim_options opt = {.values = a->values, .detect_races = a->values, .trace = SIM_TRACE_OFF};
+    k->n = a->tp;
+    if (k->n > 1)
+        return tp_devices_open(a->system, a->config, k->n, &opt, k->dev, &k->sys, err, sizeof err)
+                   ? bad("%s%s", err, "") : 0;
+    char *cfg = chip_config_path(a->config ? a->config : "spyre");
+    k->dev[0] = rt_open(cfg, err, sizeof err);
+    free(cfg);
+    if (!k->dev[0])
+        return bad("%s%s", err, "");
+    rt_set_options(k->dev[0], &opt);
+    return 0;
+}
+
 int cmd_generate(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -289,36 +370,34 @@ int cmd_generate(int argc, char **argv)
         }
     gen_args *a = malloc(sizeof *a);
     gen_step pre = {0}, dec = {0};
-    rt_device *dev = NULL;
-    char err[1024];
-    int rc = a ? parse_args(argc, argv, a) : bad("out of host memory%s%s", "", "");
+    gen_cards *k = calloc(1, sizeof *k);
+    int rc = a && k ? parse_args(argc, argv, a) : bad("out of host memory%s%s", "", "");
     if (!rc)
         rc = read_step(a, "prefill", &pre);
     if (!rc)
         rc = read_step(a, "decode", &dec);
     if (!rc)
         rc = fits(a, &pre, &dec);
-    if (!rc) {
-        char *cfg = chip_config_path(a->config ? a->config : "spyre");
-        dev = rt_open(cfg, err, sizeof err);
-        free(cfg);
-        rc = dev ? 0 : bad("%s%s", err, "");
-    }
-    if (!rc) {
-        sim_options opt = {.values = a->values, .detect_races = a->values, .trace = SIM_TRACE_OFF};
-        rt_set_options(dev, &opt);
-        rc = load_step(dev, a, &pre);
-    }
     if (!rc)
-        rc = load_step(dev, a, &dec);
+        rc = open_cards(a, k);
     if (!rc)
-        rc = generate(a, &pre, &dec, rt_config(dev)->clock_ghz);
-    rt_unload(pre.prog);
-    rt_unload(dec.prog);
-    if (dev)
-        rt_close(dev);
+        rc = load_step(k, a, &pre);
+    if (!rc)
+        rc = load_step(k, a, &dec);
+    if (!rc && k->n > 1)
+        printf("tp=%d system=%s (each step split for %d cards; cycles are the slowest card's)\n", k->n, k->sys.name,
+               k->n);
+    if (!rc)
+        rc = generate(a, k, &pre, &dec);
+    for (int c = 0; k && c < k->n; c++) {
+        rt_unload(pre.cards[c]);
+        rt_unload(dec.cards[c]);
+        if (k->dev[c])
+            rt_close(k->dev[c]);
+    }
     gr_graph_free(pre.g);
     gr_graph_free(dec.g);
     free(a);
+    free(k);
     return rc;
 }

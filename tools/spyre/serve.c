@@ -14,7 +14,7 @@
 enum { SV_OK = 0, SV_USAGE = 2, SV_FAULT = 3 };
 
 const char serve_usage[] = "serve REQUESTS.jsonl --model DIR [--tp N] [--max-seqs B] [--chunk 512] [--kv-blocks K] "
-                           "[--config FILE] [--out PREFIX] [--cost-cache FILE] [--check-buckets DIR2]";
+                           "[--config FILE] [--system NAME] [--out PREFIX] [--cost-cache FILE] [--check-buckets DIR2]";
 const char serve_help[] =
     "Simulate serving the requests of REQUESTS.jsonl (one JSON object a line: arrival seconds, prompt and\n"
     "output tokens, optionally prefix_group and prefix) with a whole model of DIR (model.txt and step\n"
@@ -29,11 +29,13 @@ const char serve_help[] =
     "and prints the percentiles, tokens/s and serve_sim_speed (simulated seconds per host second) last.\n"
     "--check-buckets DIR2 compares the cost of each decode_bB_cC step graph of DIR2 (with its ends_bB)\n"
     "simulated directly against the interpolated one and prints the worst error (REQUESTS optional).\n"
-    "--tp: only 1 (tensor parallelism over several cards is not modelled yet).\n"
+    "--tp N: the model split for N cards of --system (default spyre-x8; docs/multicard.md), each step\n"
+    "graph simulated split N ways (the slowest card's cycles), the KV cache what one card's DRAM holds\n"
+    "beside its shard of the weights; the costs kept in DIR/costs-CONFIG-tpN.txt.\n"
     "Exit status: 0 ok, 2 bad arguments or files (a bad request names its line), 3 a step faulted.";
 
 typedef struct {
-    const char *requests, *model, *config, *out, *check, *cache;
+    const char *requests, *model, *config, *out, *check, *cache, *system;
     long tp, max_seqs, chunk, kv_blocks;
 } sv_args;
 
@@ -60,13 +62,13 @@ static int count_arg(const char *o, const char *v, long *out)
 static int parse_args(int argc, char **argv, sv_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->tp = 1, a->max_seqs = 16, a->out = "serve", a->config = "spyre";
-    static const char *valued[] = {"--model",  "--tp",  "--max-seqs",      "--chunk",     "--kv-blocks",
-                                   "--config", "--out", "--check-buckets", "--cost-cache"};
+    a->tp = 1, a->max_seqs = 16, a->out = "serve", a->config = "spyre", a->system = "spyre-x8";
+    static const char *valued[] = {"--model",  "--tp",  "--max-seqs",      "--chunk",      "--kv-blocks",
+                                   "--config", "--out", "--check-buckets", "--cost-cache", "--system"};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         int k = -1;
-        for (int j = 0; j < 9; j++)
+        for (int j = 0; j < 10; j++)
             k = strcmp(o, valued[j]) ? k : j;
         if (k >= 0 && i + 1 >= argc)
             return bad("%s needs a value", o);
@@ -75,7 +77,8 @@ static int parse_args(int argc, char **argv, sv_args *a)
         if (k >= 1 && k <= 4 && count_arg(o, v, counts[k]))
             return SV_USAGE;
         if (k == 0 || k >= 5)
-            *(k == 0 ? &a->model : k == 5 ? &a->config : k == 6 ? &a->out : k == 7 ? &a->check : &a->cache) = v;
+            *(k == 0 ? &a->model : k == 5 ? &a->config : k == 6 ? &a->out : k == 7 ? &a->check : k == 8 ? &a->cache
+                                                                                         : &a->system) = v;
         if (k < 0 && (o[0] == '-' || a->requests))
             return bad("unexpected argument '%s' (usage: spyre serve REQUESTS.jsonl --model DIR ...)", o);
         if (k < 0)
@@ -83,11 +86,6 @@ static int parse_args(int argc, char **argv, sv_args *a)
     }
     if (!a->model || (!a->requests && !a->check))
         return bad("needs REQUESTS.jsonl and --model DIR (usage: spyre %s)", serve_usage);
-    if (a->tp != 1) {
-        fprintf(stderr, "spyre serve: --tp %ld: only 1 is supported (tensor parallelism over several cards is not "
-                        "modelled yet)\n", a->tp);
-        return SV_USAGE;
-    }
     return 0;
 }
 
@@ -149,7 +147,8 @@ static int policy(const sv_args *a, sv_costs *c, sv_policy *p)
         return SV_USAGE;
     }
     p->kv_blocks = (int)(a->kv_blocks ? a->kv_blocks : cap > 1 << 30 ? 1 << 30 : cap);
-    printf("weight_bytes=%.0f\nkv_blocks=%d (%s)\n", weights, p->kv_blocks, a->kv_blocks ? "--kv-blocks" : "DRAM minus weights");
+    printf("tp=%ld\nweight_bytes=%.0f\nkv_blocks=%d (%s)\n", a->tp, weights, p->kv_blocks,
+           a->kv_blocks ? "--kv-blocks" : a->tp > 1 ? "one card's DRAM minus its weights" : "DRAM minus weights");
     return 0;
 }
 
@@ -203,7 +202,7 @@ int cmd_serve(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    sv_costs *c = sv_costs_open(a.model, a.config, a.cache, err, sizeof err);
+    sv_costs *c = sv_costs_open(a.model, a.config, a.system, (int)a.tp, a.cache, err, sizeof err);
     if (!c)
         return bad("%s", err);
     if (a.check) {

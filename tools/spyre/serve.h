@@ -67,10 +67,12 @@ void sv_run_free(sv_run *r);
 
 /* The step-cost model of a model directory (serve_cost.c). */
 typedef struct sv_costs sv_costs;
-/* cache: the file of known costs (NULL: DIR/costs-CONFIG.txt). */
-sv_costs *sv_costs_open(const char *dir, const char *config, const char *cache, char *err, size_t errlen);
+/* tp cards of `system` (tp.c splits each step graph); cache: the file of
+ * known costs (NULL: DIR/costs-CONFIG.txt, at tp > 1 DIR/costs-CONFIG-tpN.txt). */
+sv_costs *sv_costs_open(const char *dir, const char *config, const char *system, int tp, const char *cache, char *err,
+                        size_t errlen);
 int sv_costs_layers(const sv_costs *c), sv_costs_context(const sv_costs *c), sv_costs_chunk(const sv_costs *c);
-/* KV blocks that fit in the config's DRAM beside the weights. */
+/* KV blocks that fit in one card's DRAM beside its weights (*weight_bytes: one card's). */
 long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes);
 double sv_costs_step(void *c, int prefill, int batch, int context);
 /* Simulations run and their host seconds, grid points read from the cache file. */

@@ -8,7 +8,12 @@
  * ends graph; a decode step between grid points is interpolated (bilinear
  * in batch and context), and each grid graph is compiled and simulated
  * timing-only once, its cycles kept in DIR/costs-CONFIG.txt under a hash of
- * the graph and the configuration. */
+ * the graph and the configuration.  At --tp N each step graph is split for
+ * N cards of the system and simulated as `spyre run GRAPH --tp N
+ * --no-values` does (tp.c), the slowest card's cycles its cost, cached
+ * under the TP and the system too; the KV cache holds the blocks of one
+ * card's DRAM beside that card's shard of the weights (each card keeps its
+ * heads' part of every block). */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -20,13 +25,16 @@
 #include "cc.h"
 #include "rt.h"
 #include "serve.h"
+#include "tp.h"
 
 enum { SV_GRID_MAX = 32 };
 
 struct sv_costs {
     char dir[4096], cache_path[4200];
     rt_device *dev;
-    uint64_t config_hash;
+    uint64_t config_hash; /* of the chip config, and at TP > 1 of the TP and system too */
+    int tp;
+    char config[256], system[256];
     int layers, context, chunk;
     double kv_token; /* KV bytes per position, all layers */
     int nb, nc, ne, batches[SV_GRID_MAX], contexts[SV_GRID_MAX], ends[SV_GRID_MAX];
@@ -81,11 +89,28 @@ static int remember(sv_costs *c, const char *name, uint64_t hash, double cycles)
     return 0;
 }
 
+/* The graph at path split for c->tp cards, simulated as `spyre run --tp`
+ * does: the slowest card's cycles, or -1. */
+static double simulate_split(sv_costs *c, const char *path)
+{
+    char err[2048];
+    double t0 = now_s(), cycles, bytes;
+    if (tp_timing(path, c->tp, c->system, c->config, &cycles, &bytes, err, sizeof err)) {
+        fprintf(stderr, "spyre serve: %s\n", err);
+        cycles = -1;
+    }
+    c->sims++;
+    c->sim_host_s += now_s() - t0;
+    return cycles;
+}
+
 /* Compile and simulate DIR/name/graph.txt timing-only: its cycles, or -1. */
 static double simulate(sv_costs *c, const char *dir, const char *name)
 {
     char path[8300], err[2048];
     snprintf(path, sizeof path, "%s/%s/graph.txt", dir, name);
+    if (c->tp > 1)
+        return simulate_split(c, path);
     gr_graph *g = gr_graph_load(path, err, sizeof err);
     if (!g) {
         fprintf(stderr, "spyre serve: %s\n", err);
@@ -226,22 +251,44 @@ static void read_cache(sv_costs *c)
         fclose(f);
 }
 
-sv_costs *sv_costs_open(const char *dir, const char *config, const char *cache, char *err, size_t errlen)
+/* At TP > 1: the system must have the cards; its file and the TP join the cache key. */
+static int open_system(sv_costs *c, char *err, size_t errlen)
+{
+    if (c->tp == 1)
+        return 0;
+    char *path = chip_system_path(c->system);
+    chip_system sys;
+    int rc = chip_system_load(path, &sys, err, errlen);
+    if (!rc && c->tp > sys.cards)
+        rc = (snprintf(err, errlen, "--tp %d: the system %s has %d cards", c->tp, sys.name, sys.cards), -1);
+    c->config_hash = (c->config_hash ^ file_hash(path) * 31) * 1099511628211ull + (uint64_t)c->tp;
+    free(path);
+    return rc;
+}
+
+sv_costs *sv_costs_open(const char *dir, const char *config, const char *system, int tp, const char *cache, char *err,
+                        size_t errlen)
 {
     sv_costs *c = calloc(1, sizeof *c);
     if (!c)
         return snprintf(err, errlen, "out of host memory"), NULL;
     snprintf(c->dir, sizeof c->dir, "%s", dir);
+    snprintf(c->config, sizeof c->config, "%s", config);
+    snprintf(c->system, sizeof c->system, "%s", system);
+    c->tp = tp;
     char *cfg = chip_config_path(config);
     c->dev = rt_open(cfg, err, errlen);
     c->config_hash = file_hash(cfg);
     const char *base = strrchr(cfg, '/') ? strrchr(cfg, '/') + 1 : cfg;
     if (cache)
         snprintf(c->cache_path, sizeof c->cache_path, "%s", cache);
-    else
+    else if (tp == 1)
         snprintf(c->cache_path, sizeof c->cache_path, "%s/costs-%.*s.txt", dir, (int)strcspn(base, "."), base);
+    else
+        snprintf(c->cache_path, sizeof c->cache_path, "%s/costs-%.*s-tp%d.txt", dir, (int)strcspn(base, "."), base,
+                 tp);
     free(cfg);
-    if (!c->dev || read_model(c, err, errlen) || read_grid(c, err, errlen)) {
+    if (!c->dev || open_system(c, err, errlen) || read_model(c, err, errlen) || read_grid(c, err, errlen)) {
         sv_costs_close(c);
         return NULL;
     }
@@ -335,19 +382,38 @@ double sv_costs_step(void *ctx, int prefill, int batch, int context)
     return cy < 0 ? -1 : cy / (rt_config(c->dev)->clock_ghz * 1e9);
 }
 
-/* Bytes of g's parameters on the device (DL16); the state (the cache) is not a weight. */
-static double param_bytes(const char *path)
+/* The graph of one of tp cards (its parameters the card's shards); NULL: message printed. */
+static gr_graph *card_graph(const char *path, int tp)
 {
     char err[1024];
-    gr_graph *g = gr_graph_load(path, err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "spyre serve: %s\n", err);
-        return -1;
+    gr_graph *g = gr_graph_load(path, err, sizeof err), *cg = NULL;
+    cc_tp_plan *plan = g && tp > 1 ? cc_tp_split(g, tp, err, sizeof err) : NULL;
+    char *text = plan ? cc_tp_graph_text(plan, NULL) : NULL;
+    if (text)
+        cg = gr_graph_parse(text, path, err, sizeof err);
+    free(text);
+    cc_tp_free(plan);
+    if (g && tp > 1) {
+        gr_graph_free(g);
+        g = cg;
     }
+    if (!g)
+        fprintf(stderr, "spyre serve: %s\n", err);
+    return g;
+}
+
+/* Bytes of one card's parameters (DL16; the state, the cache, is not a
+ * weight) and, in *state, its state's elements. */
+static double param_bytes(const char *path, int tp, double *state)
+{
+    gr_graph *g = card_graph(path, tp);
+    if (!g)
+        return -1;
     double b = 0;
+    *state = 0;
     for (int v = 0; v < g->nvalues; v++)
-        if (g->values[v].kind == GR_VAL_PARAM && !g->values[v].state)
-            b += 2.0 * gr_ttype_numel(&g->values[v].type);
+        if (g->values[v].kind == GR_VAL_PARAM)
+            *(g->values[v].state ? state : &b) += (g->values[v].state ? 1.0 : 2.0) * gr_ttype_numel(&g->values[v].type);
     gr_graph_free(g);
     return b;
 }
@@ -357,11 +423,14 @@ long sv_costs_capacity_blocks(sv_costs *c, double *weight_bytes)
     char layer[8300], ends[8300];
     snprintf(layer, sizeof layer, "%s/decode_b%d_c%d/graph.txt", c->dir, c->batches[0], c->contexts[0]);
     snprintf(ends, sizeof ends, "%s/ends_prefill/graph.txt", c->dir);
-    double l = param_bytes(layer), e = l < 0 ? -1 : param_bytes(ends);
-    if (e < 0)
+    double state, whole_state, s;
+    double l = param_bytes(layer, c->tp, &state), e = l < 0 ? -1 : param_bytes(ends, c->tp, &s);
+    if (e < 0 || (c->tp > 1 && param_bytes(layer, 1, &whole_state) < 0))
         return -1;
     *weight_bytes = c->layers * l + e;
-    double block = (double)SV_BLOCK_TOKENS * c->kv_token;
+    /* a card keeps its heads' part of each block (all of it for key/value heads the cards share) */
+    double share = c->tp > 1 && whole_state > 0 ? state / whole_state : 1;
+    double block = (double)SV_BLOCK_TOKENS * c->kv_token * share;
     return (long)floor(((double)rt_config(c->dev)->dram_bytes - *weight_bytes) / block);
 }
 

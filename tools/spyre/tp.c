@@ -304,16 +304,9 @@ static int shard_inputs(tp_state *s, int c, const char *path)
     return rc;
 }
 
-/* Card c: a device of the system's chip, linked, with its program and data. */
-static int open_card(tp_state *s, int c)
+/* Card c's program on its device s->dev[c], with its data. */
+static int load_card(tp_state *s, int c)
 {
-    if (!(s->dev[c] = rt_open_config(&s->sys.chip, s->err, sizeof s->err)))
-        return -1;
-    sim_options opt = s->a.opt;
-    if (s->a.limit_card >= 0 && s->a.limit_card != c)
-        opt.max_insns = 0; /* the default */
-    rt_set_options(s->dev[c], &opt);
-    rt_set_link(s->dev[c], LINK_OPS(s), s->link, c);
     char *elf = dir_file(s->dir, "card.elf");
     s->prog[c] = rt_load(s->dev[c], elf, s->err, sizeof s->err);
     free(elf);
@@ -336,6 +329,19 @@ static int open_card(tp_state *s, int c)
     free(wp);
     free(inputs);
     return rc;
+}
+
+/* Card c: a device of the system's chip, linked, with its program and data. */
+static int open_card(tp_state *s, int c)
+{
+    if (!(s->dev[c] = rt_open_config(&s->sys.chip, s->err, sizeof s->err)))
+        return -1;
+    sim_options opt = s->a.opt;
+    if (s->a.limit_card >= 0 && s->a.limit_card != c)
+        opt.max_insns = 0; /* the default */
+    rt_set_options(s->dev[c], &opt);
+    rt_set_link(s->dev[c], LINK_OPS(s), s->link, c);
+    return load_card(s, c);
 }
 
 /* Per card and overall: cycles, the collectives' share. */
@@ -741,6 +747,93 @@ static int tp_go(tp_state *s)
         return TP_USAGE;
     tp_report(s);
     return s->a.check && s->a.opt.values ? tp_check(s) : TP_OK;
+}
+
+/* Bytes of one card's parameters: the cards' graph's (DL16), without state. */
+static double card_param_bytes(const gr_graph *cg)
+{
+    double b = 0;
+    for (int i = 0; i < cg->nparams; i++)
+        if (!cg->values[cg->params[i]].state)
+            b += 2.0 * gr_ttype_numel(&cg->values[cg->params[i]].type);
+    return b;
+}
+
+int tp_timing(const char *graph, int ncards, const char *system, const char *config, double *cycles,
+              double *param_bytes, char *err, size_t errlen)
+{
+    tp_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, errlen, "out of host memory"), -1;
+    s->a = (tp_args){.path = graph, .system = system, .config = config, .ncards = ncards, .seed = 1,
+                     .limit_card = -1};
+    s->here1 = ncards;
+    int rc = tp_setup(s);
+    if (!rc) {
+        rt_launch_cards(s->prog, ncards, s->res);
+        collect_cards(s);
+        *cycles = 0;
+        for (int c = 0; c < ncards && !rc; c++)
+            if (!s->cards[c].ok)
+                rc = snprintf(s->err, sizeof s->err, "%s: card %d: %s", graph, c, s->cards[c].msg) < 0 ? -1 : -1;
+            else if (s->cards[c].cycles > *cycles)
+                *cycles = s->cards[c].cycles;
+        *param_bytes = card_param_bytes(s->cg);
+    }
+    if (rc)
+        snprintf(err, errlen, "%s", s->err);
+    tp_free(s);
+    free(s);
+    return rc;
+}
+
+int tp_devices_open(const char *system, const char *config, int ncards, const sim_options *opt, rt_device **devs,
+                    chip_system *sys, char *err, size_t errlen)
+{
+    tp_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, errlen, "out of host memory"), -1;
+    s->a = (tp_args){.system = system, .config = config, .ncards = ncards};
+    int rc = tp_system(s);
+    for (int c = 0; c < ncards && !rc; c++)
+        if (!(devs[c] = rt_open_config(&s->sys.chip, s->err, sizeof s->err)))
+            rc = -1;
+        else
+            rt_set_options(devs[c], opt);
+    if (rc)
+        snprintf(err, errlen, "%s", s->err);
+    *sys = s->sys;
+    free(s);
+    return rc;
+}
+
+int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int values, rt_program **progs, char *err,
+                  size_t errlen)
+{
+    tp_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, errlen, "out of host memory"), -1;
+    s->a = (tp_args){.path = graph, .ncards = ncards, .seed = 1, .limit_card = -1, .opt = {.values = values}};
+    s->here1 = ncards;
+    s->sys.chip = *rt_config(devs[0]);
+    int rc = !(s->g = gr_graph_load(graph, s->err, sizeof s->err)) ||
+             !(s->plan = cc_tp_split(s->g, ncards, s->err, sizeof s->err)) || write_cards(s) || compile_cards(s);
+    for (int c = 0; c < ncards && !rc; c++) {
+        s->dev[c] = devs[c];
+        rc = load_card(s, c);
+        progs[c] = s->prog[c];
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s", s->err);
+        for (int c = 0; c < ncards; c++)
+            progs[c] = NULL; /* tp_free unloads them */
+    } else {
+        memset(s->prog, 0, sizeof s->prog); /* the caller's now */
+    }
+    memset(s->dev, 0, sizeof s->dev); /* the caller's */
+    tp_free(s);
+    free(s);
+    return rc ? -1 : 0;
 }
 
 int tp_run(int argc, char **argv)

@@ -13,6 +13,27 @@ int tp_run(int argc, char **argv);
 /* `spyre compile GRAPH --tp N -o DIR`; an exit status. */
 int tp_compile(int argc, char **argv);
 
+/* GRAPH split for ncards cards of `system` (its chip, or the chip config
+ * `config` when not NULL) and run timing-only, as `spyre run GRAPH --tp N
+ * --no-values` does (spyre serve's step costs): the slowest card's cycles
+ * and the bytes of one card's parameters (DL16; state is not a parameter).
+ * 0, or -1 with one line in err. */
+int tp_timing(const char *graph, int ncards, const char *system, const char *config, double *cycles,
+              double *param_bytes, char *err, size_t errlen);
+
+/* Programs split for several cards kept loaded between runs (spyre
+ * generate --tp N: a prefill and a decode program on every card, each
+ * card's part of the KV cache resident in its DRAM).  tp_devices_open:
+ * ncards devices of `system`'s chip (config overriding it) with options
+ * opt, and the system (for a link: rt_threads_link_new, rt_set_link);
+ * tp_load_split: GRAPH split for those cards, the cards' program loaded on
+ * each as progs[c] with card c's shards of the parameters (none when
+ * !values).  0, or -1 with one line in err. */
+int tp_devices_open(const char *system, const char *config, int ncards, const sim_options *opt, rt_device **devs,
+                    chip_system *sys, char *err, size_t errlen);
+int tp_load_split(const char *graph, int ncards, rt_device *const *devs, int values, rt_program **progs, char *err,
+                  size_t errlen);
+
 #ifdef SPYRE_MPI
 /* The MPI link (tp_mpi.c), built when CMake finds MPI.  Is this process
  * a rank started by mpirun?  Then begin gives its rank and the number of
