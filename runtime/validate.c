@@ -337,8 +337,10 @@ static int add_stepwise(rt_program *prog, const gr_graph *g, rt_check_result **r
     if (bad >= 0 && !all)
         bad = isa_errf(err, errlen, "reference: out of host memory");
     if (bad >= 0) {
-        memcpy(all + *n, sr, (size_t)ns * sizeof *sr);
-        memcpy(all + *n + ns, cuts, (size_t)nc * sizeof *cuts);
+        if (ns) /* memcpy from NULL is undefined even for 0 bytes */
+            memcpy(all + *n, sr, (size_t)ns * sizeof *sr);
+        if (nc)
+            memcpy(all + *n + ns, cuts, (size_t)nc * sizeof *cuts);
         *res = all;
         *n += ns + nc;
         bad += rt_stepper_bad(st);
