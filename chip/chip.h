@@ -103,6 +103,10 @@ int chip_config_load(const char *path, chip_config *cfg, char *err, size_t errle
 /* The same validation of a configuration built in memory: 0, or -1 with
  * "configuration NAME: KEY = VALUE: reason". */
 int chip_config_check(const chip_config *cfg, char *err, size_t errlen);
+/* One line of a `key = value` file (a chip or system configuration),
+ * split in place: 0 for a blank or comment line, 1 with *key and *val set
+ * (blanks trimmed, '#' starting a comment), -1 with "where: ..." in err. */
+int chip_key_value(char *line, const char *where, char **key, char **val, char *err, size_t errlen);
 /* Directory holding the shipped configurations ($SPYRE_CONFIG_DIR if set). */
 const char *chip_config_dir(void);
 /* Path of a shipped configuration by name ("spyre", "spyre-4core"), or of

@@ -200,12 +200,7 @@ static char *trim(char *s)
     return s;
 }
 
-static int load_file(const char *path, chip_config *cfg, char **where_set, int depth, char *err, size_t len);
-
-/* One line (comment stripped, NUL-terminated in place) of a configuration
- * file; where is "file:line". */
-static int load_line(const char *path, char *line, const char *where, chip_config *cfg, char **where_set, int depth,
-                     char *err, size_t len)
+int chip_key_value(char *line, const char *where, char **key, char **val, char *err, size_t len)
 {
     char *hash = strchr(line, '#');
     if (hash)
@@ -217,9 +212,24 @@ static int load_line(const char *path, char *line, const char *where, chip_confi
     if (!eq)
         return isa_errf(err, len, "%s: expected 'key = value'", where);
     *eq = 0;
-    char *key = trim(s), *val = trim(eq + 1);
-    if (!*val)
-        return isa_errf(err, len, "%s: %s has no value", where, key);
+    *key = trim(s);
+    *val = trim(eq + 1);
+    if (!**val)
+        return isa_errf(err, len, "%s: %s has no value", where, *key);
+    return 1;
+}
+
+static int load_file(const char *path, chip_config *cfg, char **where_set, int depth, char *err, size_t len);
+
+/* One line (comment stripped, NUL-terminated in place) of a configuration
+ * file; where is "file:line". */
+static int load_line(const char *path, char *line, const char *where, chip_config *cfg, char **where_set, int depth,
+                     char *err, size_t len)
+{
+    char *key, *val;
+    int got = chip_key_value(line, where, &key, &val, err, len);
+    if (got <= 0)
+        return got;
     if (strcmp(key, "include") == 0) {
         /* relative to the including file's directory */
         const char *slash = strrchr(path, '/');

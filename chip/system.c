@@ -46,16 +46,6 @@ static int set_skey(chip_system *sys, int k, const char *v, const char *where, c
     return 0;
 }
 
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-        *--e = 0;
-    return s;
-}
-
 /* The chip every card is: a name of chip/configs or a path relative to the system file. */
 static int load_chip(const char *path, const char *val, chip_system *sys, const char *where, char *err, size_t len)
 {
@@ -77,19 +67,10 @@ static int load_chip(const char *path, const char *val, chip_system *sys, const 
 static int load_sline(const char *path, char *line, const char *where, chip_system *sys, char *seen, char *err,
                       size_t len)
 {
-    char *hash = strchr(line, '#');
-    if (hash)
-        *hash = 0;
-    char *s = trim(line);
-    if (!*s)
-        return 0;
-    char *eq = strchr(s, '=');
-    if (!eq)
-        return isa_errf(err, len, "%s: expected 'key = value'", where);
-    *eq = 0;
-    char *key = trim(s), *val = trim(eq + 1);
-    if (!*val)
-        return isa_errf(err, len, "%s: %s has no value", where, key);
+    char *key, *val;
+    int got = chip_key_value(line, where, &key, &val, err, len);
+    if (got <= 0)
+        return got;
     if (!strcmp(key, "name")) {
         if (!isa_config_name_valid(val))
             return isa_errf(err, len, "%s: name '%s': at most %zu printable characters without blanks, '#', ';' or '='",
