@@ -394,22 +394,6 @@ static void test_tp_cut_inputs_and_outputs_validate(void)
     tu_rmtree(dir);
 }
 
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    CU_ASSERT_EQUAL_FATAL(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
-
 /* The number after "key=" on the line of `out` that starts with prefix. */
 static double line_value(const char *out, const char *prefix, const char *key)
 {
@@ -436,7 +420,7 @@ static void test_tp_trace_has_a_process_per_card_and_stats_totals(void)
     snprintf(args, sizeof args, "run %s/traces/llama_tiny --tp 4 --trace %s --trace-level kernel --stats-json %s",
              SPYRE_SOURCE_DIR, trace, stats);
     CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
-    cJSON *t = read_json(trace), *st = read_json(stats);
+    cJSON *t = tu_read_json(trace), *st = tu_read_json(stats);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_PTR_NOT_NULL_FATAL(st);
     int named[4] = {0}, colls[4] = {0}, other = 0;
@@ -593,7 +577,7 @@ static void test_mpi_trace_and_stats_are_the_threads(void)
     CU_ASSERT_EQUAL_FATAL(tu_spyre(args[0], out, sizeof out), 0);
     CU_ASSERT_EQUAL_FATAL(mpi_spyre(2, args[1], out, sizeof out), 0);
     for (int k = 0; k < 2; k++) {
-        cJSON *a = read_json(f[k]), *b = read_json(f[k + 2]);
+        cJSON *a = tu_read_json(f[k]), *b = tu_read_json(f[k + 2]);
         CU_ASSERT_PTR_NOT_NULL(a);
         CU_ASSERT(cJSON_Compare(a, b, 1));
         cJSON_Delete(a);

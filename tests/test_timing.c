@@ -357,22 +357,6 @@ static void test_deadlock_lists_every_waiting_unit(void)
     isa_program_free(p);
 }
 
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    CU_ASSERT_EQUAL_FATAL(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
-
 typedef struct {
     double ts, end;
 } slice;
@@ -387,7 +371,7 @@ static int by_ts(const void *a, const void *b)
  * returns the number of slices. */
 static int check_trace(const char *path)
 {
-    cJSON *j = read_json(path);
+    cJSON *j = tu_read_json(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     cJSON *ev = cJSON_GetObjectItem(j, "traceEvents");
     CU_ASSERT_FATAL(cJSON_IsArray(ev));
@@ -464,7 +448,7 @@ static void test_stats_json_has_the_documented_keys(void)
     char path[512], err[256];
     tu_tmpfile(".json", path, sizeof path);
     CU_ASSERT_EQUAL_FATAL(sim_write_stats_json(st, &cfg4, path, err, sizeof err), 0);
-    cJSON *j = read_json(path);
+    cJSON *j = tu_read_json(path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     CU_ASSERT_DOUBLE_EQUAL(cJSON_GetObjectItem(j, "cycles")->valuedouble, st->cycles, 0.5);
     CU_ASSERT_DOUBLE_EQUAL(cJSON_GetObjectItem(j, "time_us")->valuedouble, st->cycles / (cfg4.clock_ghz * 1000), 1e-3);

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <CUnit/Basic.h>
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,15 @@ char *tu_read_file(const char *path, size_t *len)
     if (len)
         *len = n;
     return buf;
+}
+
+cJSON *tu_read_json(const char *path)
+{
+    char *buf = tu_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    return j;
 }
 
 int tu_spyre(const char *args, char *out, size_t outlen)

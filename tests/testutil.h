@@ -36,6 +36,9 @@ char *tu_long_dir(const char *dir, size_t min);
 /* A whole file in a new NUL-terminated buffer, its length in *len (len
  * may be NULL); NULL if it cannot be opened. */
 char *tu_read_file(const char *path, size_t *len);
+/* A JSON file parsed (asserting, fatally, that it can be read); NULL if it
+ * is not JSON.  cJSON_Delete it. */
+struct cJSON *tu_read_json(const char *path);
 /* Run the spyre command with arguments (shell syntax); returns its exit
  * status, with stdout+stderr captured into out (may be NULL). */
 int tu_spyre(const char *args, char *out, size_t outlen);
