@@ -19,10 +19,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    char err[512], *path = chip_config_path("spyre-4core");
-    if (chip_config_load(path, &cfg, err, sizeof err))
-        fz_fail("cannot load the 4-core configuration", err);
-    free(path);
+    fz_config("spyre-4core", &cfg);
     return 0;
 }
 

@@ -13,10 +13,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    char err[512], *path = chip_config_path("spyre");
-    if (chip_config_load(path, &cfg, err, sizeof err))
-        fz_fail("the shipped configuration does not load", err);
-    free(path);
+    fz_config("spyre", &cfg);
     return 0;
 }
 

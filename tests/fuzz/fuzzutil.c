@@ -116,3 +116,11 @@ void fz_fail(const char *what, const char *detail)
     fprintf(stderr, "fuzz harness: %s: %s\n", what, detail);
     abort();
 }
+
+void fz_config(const char *name, chip_config *cfg)
+{
+    char err[512], *path = chip_config_path(name);
+    if (chip_config_load(path, cfg, err, sizeof err))
+        fz_fail("the shipped configuration does not load", err);
+    free(path);
+}

@@ -2,6 +2,8 @@
 #ifndef FUZZUTIL_H
 #define FUZZUTIL_H
 
+#include "chip.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,5 +57,8 @@ void fz_round_trip(const fz_format *fmt, const uint8_t *data, size_t size);
 
 /* Abort with a message: an invariant of the parser failed. */
 void fz_fail(const char *what, const char *detail);
+/* The shipped chip configuration NAME (chip/configs/) into cfg, or
+ * fz_fail: the harness's fault, not the input's. */
+void fz_config(const char *name, chip_config *cfg);
 
 #endif
