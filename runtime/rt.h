@@ -350,6 +350,8 @@ int rt_check(rt_program *prog, rt_check_result **results, int *n, char *err, siz
  * mode 0: off (the default); 1: a stepwise check follows when an output's
  * end-to-end check is vacuous (an infinite tolerance); 2: always. */
 void rt_keep_values(rt_program *prog, int mode);
+/* Has any of the n results an infinite tolerance (vacuous > 0)? */
+int rt_check_vacuous(const rt_check_result *res, int n);
 /* The stepwise check of prog's last run with its cuts from probe's last
  * run: probe is the same graph compiled with cc_compile_opts.write_values
  * (every value kept in LX also written to DRAM), loaded with the same

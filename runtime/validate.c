@@ -308,13 +308,18 @@ static int check_graph(rt_program *prog, const gr_graph *g, const rt_st_file *wa
     return bad;
 }
 
+int rt_check_vacuous(const rt_check_result *res, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (res[i].vacuous > 0)
+            return 1;
+    return 0;
+}
+
 /* Does an end-to-end check want a stepwise one after it (rt_keep_values)? */
 static int wants_stepwise(const rt_program *prog, const rt_check_result *res, int n)
 {
-    int vacuous = 0;
-    for (int i = 0; i < n; i++)
-        vacuous |= res[i].vacuous > 0;
-    return prog->keep_values == 2 || (prog->keep_values == 1 && vacuous);
+    return prog->keep_values == 2 || (prog->keep_values == 1 && rt_check_vacuous(res, n));
 }
 
 /* The stepwise check's results after the end-to-end ones (*res, *n):

@@ -704,10 +704,7 @@ static int run_stepwise(run_state *s)
 /* Does the run want a stepwise check after its end-to-end one? */
 static int wants_stepwise(const run_state *s, const rt_check_result *r, int n)
 {
-    int vacuous = 0;
-    for (int i = 0; i < n; i++)
-        vacuous |= r[i].vacuous > 0;
-    return s->g && (s->a->stepwise || vacuous);
+    return s->g && (s->a->stepwise || rt_check_vacuous(r, n));
 }
 
 /* --check: the outputs against the reference executor (stepwise too when
