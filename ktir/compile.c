@@ -356,7 +356,7 @@ static int carry_init(kt_ctx *c, const ml_op *op, const char **names, kv *carrie
             kt_materialize(c, op, &init);
             uint64_t lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(&init) * c->cfg->stick_bytes);
             lx_copy(c, lx, init.lx, kt_sticks(&init));
-            carried[n] = init, carried[n].lx = lx;
+            carried[n] = init, carried[n].lx = lx, carried[n].w16 = 0; /* the buffer changes: no DL16 copy */
         }
         n++;
     }

@@ -273,6 +273,7 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
     for (int i = 0; i < c->nplans; i++) free(c->plans[i].wait), free(c->plans[i].chain);
     free(c->plans);
     free(c->staged);
+    free(c->ipool);
     free(c);
     ml_free(m);
     return res;
