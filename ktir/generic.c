@@ -271,8 +271,9 @@ static void widen(kt_ctx *c, const ml_op *op, const kv *t, uint64_t to)
 
 /* arith.extf / arith.truncf of a tensor between f16 (DL16) and f32. An
  * f32 tensor widened from f16 keeps its DL16 source (w16): a matmul reads
- * that instead of rounding the values back. */
-void kt_cast(kt_ctx *c, const ml_op *op, const kv *v, int to_f32, kv *r)
+ * that instead of rounding the values back; one only matmuls read
+ * (mm_only) is not widened at all. */
+void kt_cast(kt_ctx *c, const ml_op *op, const kv *v, int to_f32, int mm_only, kv *r)
 {
     kv a = *v;
     *r = a;
@@ -283,14 +284,12 @@ void kt_cast(kt_ctx *c, const ml_op *op, const kv *v, int to_f32, kv *r)
     kt_materialize(c, op, &a);
     int64_t sb = c->cfg->stick_bytes, rows = 1, cols = a.rank ? a.shape[a.rank - 1] : 1;
     for (int d = 0; d + 1 < a.rank; d++) rows *= a.shape[d];
+    r->splat = 0, r->from_empty = 0, r->w16 = to_f32, r->lx16 = a.lx, r->lx = a.lx;
+    if (to_f32 && mm_only) return; /* lx is never read: its only readers take lx16 */
     int64_t alloc = to_f32 ? rows * ((cols + 63) / 64) * 2 : kt_sticks(r); /* widen writes whole stick pairs */
-    r->splat = 0, r->from_empty = 0, r->lx = kt_lx_alloc(c, op, (uint64_t)(alloc * sb));
-    if (to_f32) {
-        widen(c, op, &a, r->lx);
-        r->w16 = 1, r->lx16 = a.lx;
-    } else {
-        narrow(c, &a, r->lx);
-    }
+    r->lx = kt_lx_alloc(c, op, (uint64_t)(alloc * sb));
+    if (to_f32) widen(c, op, &a, r->lx);
+    else narrow(c, &a, r->lx);
 }
 
 /* The DL16 copy of a matmul operand: an f16 tensor itself, an f32 one

@@ -420,7 +420,7 @@ int kt_compile_op(kt_ctx *c, const ml_op *op)
             int f32 = e->kind == ML_T_FLOAT && !strcmp(e->name, "f32");
             if (f32 != r.f32 && r.kind == KV_ELEM)
                 kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s between f16 and f32 scalars on the chip", nm);
-            if (f32 != r.f32) kt_cast(c, op, &r, f32, &r);
+            if (f32 != r.f32) kt_cast(c, op, &r, f32, c->mm_only, &r);
         }
         if (strstr(nm, "tofp") && r.kind == KV_INT) r = (kv){.kind = KV_FLOAT, .f = (double)r.i};
         else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
