@@ -77,17 +77,46 @@ static int same_row(kt_ctx *c, const kv *cond, int64_t r1, int64_t r2, int64_t g
 /* A float operand of a select as a tensor of the domain: a scalar is a splat. */
 static kv select_operand(kt_ctx *c, const ml_op *op, const kv *v, const kv *like)
 {
-    if (v->kind == KV_TENSOR) return *v;
+    int same = v->kind == KV_TENSOR && v->rank == like->rank && !v->moved;
+    for (int d = 0; same && d < v->rank; d++) same = v->shape[d] == like->shape[d];
+    if (same) return *v;
+    if (v->kind == KV_TENSOR) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "arith.select of a tensor of another shape than its domain");
     if (v->kind != KV_FLOAT) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: arith.select of these values");
     kv t = *like;
     t.splat = 1, t.f = v->f, t.moved = 0, t.w16 = 0;
     return t;
 }
 
-/* arith.select %cond, %a, %b where cond is known per element: a copy of a,
- * then for every run of elements cond leaves out (one instruction per run,
- * over the consecutive rows that leave out the same lanes) b's elements
- * moved in by sfp.rst: a constant b is one element read for every lane. */
+/* b's elements into the select's result at lx wherever cond is 0: one
+ * sfp.rst per run of lanes, over the consecutive rows that leave out the
+ * same lanes; a constant b is one element read for every lane. */
+static void mask_runs(kt_ctx *c, const ml_op *op, const kv *cond, const kv *b, uint64_t lx, int64_t rows, int64_t groups)
+{
+    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(b), lanes = sb / eb, lo[64], hi[64];
+    uint64_t src = b->lx;
+    if (b->splat == 1) {
+        src = kt_lx_alloc(c, op, (uint64_t)sb);
+        kt_emit_fill(c, src, 1, b->f, kt_dtype(b));
+    }
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t row = 0, k; row < rows; row += k) {
+            for (k = 1; row + k < rows && same_row(c, cond, row, row + k, g, lanes); k++) {}
+            int nr = runs_of(c, cond, row, g, lanes, lo, hi);
+            for (int i = 0; i < nr; i++) {
+                int64_t at = (g * rows + row) * sb + lo[i] * eb;
+                isa_insn in;
+                isa_insn_init(&in, ISA_OP_SFP_RST);
+                in.t = kt_dtype(b), in.vl = hi[i] - lo[i], in.bs[1] = eb, in.n[0] = k, in.ds[0] = sb;
+                in.d.off = (int64_t)lx + at, in.a.off = (int64_t)src;
+                if (!b->splat) in.a.off += at, in.as[0] = sb, in.bs[0] = eb;
+                kt_emit(c, &in);
+            }
+        }
+}
+
+/* arith.select %cond, %a, %b where cond is known per element: a or b
+ * itself when cond takes all of one, else a copy of a with b's elements
+ * moved in where cond is 0 (mask_runs). */
 void kt_select_mask(kt_ctx *c, const ml_op *op, const kv *cond, const kv *av, const kv *bv, kv *r)
 {
     kv like = av->kind == KV_TENSOR ? *av : *bv;
@@ -106,40 +135,20 @@ void kt_select_mask(kt_ctx *c, const ml_op *op, const kv *cond, const kv *av, co
     if (a.f32 != b.f32) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "arith.select of f16 and f32 values");
     kt_need_layout(c, op, &a);
     kt_need_layout(c, op, &b);
-    int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(&a), lanes = sb / eb, rows = 1;
+    int64_t sb = c->cfg->stick_bytes, rows = 1;
     for (int d = 0; d + 1 < cond->rank; d++) rows *= cond->shape[d];
     int64_t groups = kt_sticks(&like) / rows;
-    *r = a, r->splat = 0, r->from_empty = 0, r->w16 = 0;
-    r->lx = kt_lx_alloc(c, op, (uint64_t)(kt_sticks(&a) * sb));
-    if (a.splat) kt_emit_fill(c, r->lx, kt_sticks(&a), a.splat == 1 ? a.f : 0.0, kt_dtype(&a));
-    if (a.splat == 2 || !a.splat) {
+    *r = a, r->from_empty = 0, r->w16 = 0;
+    if (a.splat) { /* written out: a buffer of its own to write b's elements into */
+        kt_materialize(c, op, r);
+    } else {
         isa_insn in;
-        isa_insn_init(&in, a.splat ? ISA_OP_SFP_ADD : ISA_OP_SFP_MOV);
-        in.t = kt_dtype(&a), in.d.off = in.a.off = (int64_t)r->lx, in.n[0] = kt_sticks(&a), in.ds[0] = in.as[0] = sb;
-        if (a.splat) in.bm = ISA_BM_ELEM, in.b.off = (int64_t)a.lx;
-        else in.a.off = (int64_t)a.lx;
+        isa_insn_init(&in, ISA_OP_SFP_MOV);
+        r->lx = kt_lx_alloc(c, op, (uint64_t)(kt_sticks(&a) * sb));
+        in.t = kt_dtype(&a), in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = kt_sticks(&a), in.ds[0] = in.as[0] = sb;
         kt_emit(c, &in);
     }
-    uint64_t src = b.lx; /* b's values, or its one element (read for every lane: strides 0) */
-    if (b.splat == 1) {
-        src = kt_lx_alloc(c, op, (uint64_t)sb);
-        kt_emit_fill(c, src, 1, b.f, kt_dtype(&b));
-    }
-    int64_t lo[64], hi[64];
-    for (int64_t g = 0; g < groups; g++)
-        for (int64_t row = 0, k; row < rows; row += k) {
-            for (k = 1; row + k < rows && same_row(c, cond, row, row + k, g, lanes); k++) {}
-            int nr = runs_of(c, cond, row, g, lanes, lo, hi);
-            for (int i = 0; i < nr; i++) {
-                int64_t at = (g * rows + row) * sb + lo[i] * eb;
-                isa_insn in;
-                isa_insn_init(&in, ISA_OP_SFP_RST);
-                in.t = kt_dtype(&a), in.vl = hi[i] - lo[i], in.bs[1] = eb, in.n[0] = k, in.ds[0] = sb;
-                in.d.off = (int64_t)r->lx + at, in.a.off = (int64_t)src;
-                if (!b.splat) in.a.off += at, in.as[0] = sb, in.bs[0] = eb;
-                kt_emit(c, &in);
-            }
-        }
+    mask_runs(c, op, cond, &b, r->lx, rows, groups);
 }
 
 /* The map's results: -1 when it is not a projection of the domain's dims in order. */

@@ -397,69 +397,76 @@ static void check_shape(kt_ctx *c, const ml_op *op, const kv *r)
     }
 }
 
+/* Casts: an integer known at compile time becomes a float one for the
+ * *tofp casts; extf/truncf of a tensor convert between DL16 and fp32. */
+static int cast(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *nm = op->name;
+    if (strcmp(nm, "arith.index_cast") && strcmp(nm, "arith.index_castui") && strcmp(nm, "arith.extf") &&
+        strcmp(nm, "arith.truncf") && strcmp(nm, "arith.sitofp") && strcmp(nm, "arith.uitofp"))
+        return 0;
+    const ml_item *o[1];
+    if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", nm);
+    *r = *kt_lookup(c, o[0]);
+    const ml_type *to = ml_op_last_type(op);
+    if ((r->kind == KV_TENSOR || r->kind == KV_ELEM) && to && (nm[6] == 'e' || nm[6] == 't')) {
+        const ml_type *e = to->elem ? to->elem : to;
+        int f32 = e->kind == ML_T_FLOAT && !strcmp(e->name, "f32");
+        if (f32 != r->f32 && r->kind == KV_ELEM)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s between f16 and f32 scalars on the chip", nm);
+        if (f32 != r->f32) kt_cast(c, op, r, f32, c->mm_only, r);
+    }
+    if (strstr(nm, "tofp") && r->kind == KV_INT) *r = (kv){.kind = KV_FLOAT, .f = (double)r->i};
+    else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
+    return 1;
+}
+
+/* Index arithmetic at compile time: on integers, on a pointer moved by an
+ * element offset, or per element of a linalg.generic's domain (KV_IDX). */
+static int int_op(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *nm = op->name;
+    for (size_t k = 0; k < sizeof intops / sizeof *intops; k++) {
+        if (strcmp(nm, intops[k].name)) continue;
+        const ml_item *o[2];
+        if (operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs two operands", nm);
+        const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
+        if (intops[k].i == I_ADD && (a->kind == KV_PTR) != (b->kind == KV_PTR) && (a->kind == KV_INT || b->kind == KV_INT)) {
+            *r = a->kind == KV_PTR ? *a : *b;
+            if (__builtin_add_overflow(r->i, a->kind == KV_PTR ? b->i : a->i, &r->i))
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "pointer arithmetic overflows");
+            return 1;
+        }
+        for (int k2 = 0; k2 < 2; k2++)
+            if ((k2 ? b : a)->kind == KV_PTR)
+                kt_fail(c, KT_EXIT_REFUSED, o[k2]->line, o[k2]->col, "%%%s: an argument without a value (give --arg %s=N)",
+                        o[k2]->s, o[k2]->s);
+        if ((a->kind != KV_INT && a->kind != KV_IDX) || (b->kind != KV_INT && b->kind != KV_IDX))
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of values computed on the chip", nm);
+        if (a->kind == KV_IDX || b->kind == KV_IDX) {
+            *r = kt_idx_new(c, op);
+            int64_t *v = kt_idx_values(c, r), n = kt_elems(r);
+            for (int64_t e = 0; e < n; e++) v[e] = int_eval(c, op, intops[k].i, kt_idx_at(c, a, e), kt_idx_at(c, b, e));
+        } else {
+            *r = (kv){.kind = KV_INT, .i = int_eval(c, op, intops[k].i, a->i, b->i)};
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int kt_compile_op(kt_ctx *c, const ml_op *op)
 {
     kv r = {0};
     const char *nm = op->name;
-    int done = 1;
     if (!strcmp(nm, "scf.yield") || !strcmp(nm, "return") || !strcmp(nm, "func.return") ||
         !strcmp(nm, "ktdp.yield_partial") || !strcmp(nm, "ktdp.yield_reduced") || !strcmp(nm, "linalg.yield"))
         return 1; /* terminators: the enclosing op reads their operands */
-    if (!strcmp(nm, "arith.constant")) {
-        op_constant(c, op, &r);
-    } else if (!strcmp(nm, "arith.index_cast") || !strcmp(nm, "arith.index_castui") || !strcmp(nm, "arith.extf") ||
-               !strcmp(nm, "arith.truncf") || !strcmp(nm, "arith.sitofp") || !strcmp(nm, "arith.uitofp")) {
-        /* Casts: an integer known at compile time becomes a float one for
-         * the *tofp casts; f16 values are DL16 on the chip either way. */
-        const ml_item *o[1];
-        if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", nm);
-        r = *kt_lookup(c, o[0]);
-        const ml_type *to = ml_op_last_type(op);
-        if ((r.kind == KV_TENSOR || r.kind == KV_ELEM) && to && (nm[6] == 'e' || nm[6] == 't')) {
-            const ml_type *e = to->elem ? to->elem : to;
-            int f32 = e->kind == ML_T_FLOAT && !strcmp(e->name, "f32");
-            if (f32 != r.f32 && r.kind == KV_ELEM)
-                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s between f16 and f32 scalars on the chip", nm);
-            if (f32 != r.f32) kt_cast(c, op, &r, f32, c->mm_only, &r);
-        }
-        if (strstr(nm, "tofp") && r.kind == KV_INT) r = (kv){.kind = KV_FLOAT, .f = (double)r.i};
-        else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
-    } else if (kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
-               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r) ||
-               kt_ring_op(c, op, &r) || kt_generic_op(c, op, &r)) {
-        /* done */
-    } else {
-        done = 0;
-        for (size_t k = 0; k < sizeof intops / sizeof *intops; k++) {
-            if (strcmp(nm, intops[k].name)) continue;
-            const ml_item *o[2];
-            if (operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs two operands", nm);
-            const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
-            if (intops[k].i == I_ADD && (a->kind == KV_PTR) != (b->kind == KV_PTR) &&
-                (a->kind == KV_INT || b->kind == KV_INT)) { /* a pointer moved by an element offset */
-                r = a->kind == KV_PTR ? *a : *b;
-                if (__builtin_add_overflow(r.i, a->kind == KV_PTR ? b->i : a->i, &r.i))
-                    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "pointer arithmetic overflows");
-                done = 1;
-                break;
-            }
-            for (int k2 = 0; k2 < 2; k2++)
-                if ((k2 ? b : a)->kind == KV_PTR)
-                    kt_fail(c, KT_EXIT_REFUSED, o[k2]->line, o[k2]->col, "%%%s: an argument without a value (give --arg %s=N)",
-                            o[k2]->s, o[k2]->s);
-            if ((a->kind != KV_INT && a->kind != KV_IDX) || (b->kind != KV_INT && b->kind != KV_IDX))
-                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of values computed on the chip", nm);
-            if (a->kind == KV_IDX || b->kind == KV_IDX) { /* per element of a linalg.generic's domain */
-                r = kt_idx_new(c, op);
-                int64_t *v = kt_idx_values(c, &r), n = kt_elems(&r);
-                for (int64_t e = 0; e < n; e++) v[e] = int_eval(c, op, intops[k].i, kt_idx_at(c, a, e), kt_idx_at(c, b, e));
-            } else {
-                r = (kv){.kind = KV_INT, .i = int_eval(c, op, intops[k].i, a->i, b->i)};
-            }
-            done = 1;
-        }
-    }
-    if (!done) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
+    if (!strcmp(nm, "arith.constant")) op_constant(c, op, &r);
+    else if (!(cast(c, op, &r) || kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
+               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r) || kt_ring_op(c, op, &r) ||
+               kt_generic_op(c, op, &r) || int_op(c, op, &r)))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
     if (r.kind == KV_TENSOR || r.kind == KV_TILE) check_shape(c, op, &r);
     if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for") && strcmp(nm, "scf.if"))
         kt_bind(c, op->res[0], &r);
