@@ -356,7 +356,7 @@ static int carry_init(kt_ctx *c, const ml_op *op, const char **names, kv *carrie
             kt_materialize(c, op, &init);
             uint64_t lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(&init) * c->cfg->stick_bytes);
             lx_copy(c, lx, init.lx, kt_sticks(&init));
-            carried[n] = init, carried[n].lx = lx;
+            carried[n] = init, carried[n].lx = lx, carried[n].w16 = 0; /* the buffer changes: no DL16 copy */
         }
         n++;
     }
@@ -440,7 +440,9 @@ static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
     p->block = b;
     p->wait = calloc((size_t)b->nops + 1, sizeof *p->wait);
     p->chain = calloc((size_t)b->nops + 1, sizeof *p->chain);
-    if (!p->wait || !p->chain) abort();
+    p->mm_only = calloc((size_t)b->nops + 1, sizeof *p->mm_only);
+    if (!p->wait || !p->chain || !p->mm_only) abort();
+    for (int i = 0; i < b->nops; i++) p->mm_only[i] = kt_matmul_only(b, i);
     int at[4];
     for (int i = 0; i < b->nops; i++)
         if (!p->wait[i] && kt_sigmoid_chain(b, i, at)) {
@@ -451,7 +453,8 @@ static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
 }
 
 /* The block's ops in order; the ops of a sigmoid written out wait for its
- * divf, which is one sfp.sigm when its constants are 1. */
+ * divf, which is one sfp.sigm when its constants are 1; an extf only
+ * matmuls read is kept as its DL16 source. */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
 {
     const kt_plan *p = block_plan(c, b);
@@ -464,6 +467,7 @@ void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op)
             for (int k = from; k < i; k++)
                 if (p->wait[k] == i + 1) kt_compile_op(c, &b->ops[k]); /* negf, exp, addf: no terminator */
         }
+        c->mm_only = p->mm_only[i];
         if (kt_compile_op(c, &b->ops[i])) {
             *yield_op = &b->ops[i];
             return;

@@ -270,9 +270,10 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
     free(c->env);
     free(c->notes);
     free(c->loads);
-    for (int i = 0; i < c->nplans; i++) free(c->plans[i].wait), free(c->plans[i].chain);
+    for (int i = 0; i < c->nplans; i++) free(c->plans[i].wait), free(c->plans[i].chain), free(c->plans[i].mm_only);
     free(c->plans);
     free(c->staged);
+    free(c->ipool);
     free(c);
     ml_free(m);
     return res;

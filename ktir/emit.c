@@ -233,29 +233,43 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
     kt_emit(c, &in);
 }
 
-/* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
- * buffer at lx; a tile of a distributed view moves piece by piece, each
- * from the partition that holds it. */
-/* A tile of a view of rank 3 or more as the 2-D tile it is in memory: its
- * leading dimensions of more than one element, each taking whole rows of
- * the next, are one dimension of rows (the LX layout's rows, row-major). */
-static kv as_matrix(kt_ctx *c, const ml_op *op, const kv *t)
+/* A tile of a view of rank 3 or more as the 2-D tiles it is in memory:
+ * its leading dimensions of more than one element are rows; the innermost
+ * of them that are evenly spaced (each taking whole rows of the next) are
+ * one dimension of rows, and each combination of the outer ones is a piece
+ * of its own (a query tile of 2 tokens x 4 heads: two pieces of 4 rows),
+ * its rows placed after the earlier pieces' (the LX layout is row-major). */
+static void dma_rows(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx, int64_t hf, int store)
 {
-    int n = t->vrank, row = -1;
+    int n = t->vrank, dims[ML_MAX_RANK], nd = 0, split;
     kv m = *t;
-    m.vrank = m.rank = 2, m.i = t->i, m.off[0] = 0, m.off[1] = t->off[n - 1];
+    m.vrank = m.rank = 2, m.off[0] = 0, m.off[1] = t->off[n - 1];
     m.shape[0] = 1, m.shape[1] = t->shape[n - 1], m.vshape[1] = t->vshape[n - 1], m.stride = 1;
     for (int d = 0; d + 1 < n; d++) {
         m.i += t->off[d] * t->vstr[d];
-        if (t->shape[d] == 1) continue;
-        if (row >= 0 && t->vstr[row] != t->shape[d] * t->vstr[d])
-            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a tile of rank %d whose rows are not evenly spaced", n);
-        m.shape[0] *= t->shape[d], m.stride = t->vstr[d], row = d;
+        if (t->shape[d] > 1) dims[nd++] = d;
     }
+    for (split = nd; split > 0; split--) { /* dims[split-1 ..] evenly spaced */
+        int d = dims[split - 1];
+        if (split < nd && t->vstr[d] != t->shape[dims[split]] * t->vstr[dims[split]]) break;
+        m.shape[0] *= t->shape[d];
+    }
+    if (nd) m.stride = t->vstr[dims[nd - 1]]; /* the innermost row dimension's */
     m.vshape[0] = m.shape[0];
-    return m;
+    int64_t pieces = 1, at[ML_MAX_RANK] = {0};
+    for (int k = 0; k < split; k++) pieces *= t->shape[dims[k]];
+    if (pieces > 4096) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a tile of more than 4096 row pieces");
+    for (int64_t p = 0; p < pieces; p++) {
+        kv q = m;
+        for (int k = 0; k < split; k++) q.i += at[dims[k]] * t->vstr[dims[k]];
+        dma_piece(c, op, &q, lx, hf, p * m.shape[0], 0, store);
+        for (int k = split - 1; k >= 0 && ++at[dims[k]] == t->shape[dims[k]]; k--) at[dims[k]] = 0;
+    }
 }
 
+/* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
+ * buffer at lx; a tile of a distributed view moves piece by piece, each
+ * from the partition that holds it. */
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store)
 {
     if (tile->perm) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an access_tile_order other than the identity");
@@ -267,8 +281,7 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
     for (int d = 0; d + 1 < tile->rank; d++) hf *= tile->shape[d];
     if (!tile->dist && tile->vrank > 2) {
         if (tile->dynamic) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a dynamic view of rank %d", tile->vrank);
-        kv m = as_matrix(c, op, tile);
-        dma_piece(c, op, &m, lx, hf, 0, 0, store);
+        dma_rows(c, op, tile, lx, hf, store);
         return;
     }
     if (!tile->dist) {

@@ -1,4 +1,5 @@
-/* ktir op patterns the SFP runs as one instruction.
+/* ktir op patterns the SFP runs as one instruction, and an f16 -> f32
+ * widening only matmuls read (they take DL16: nothing to widen).
  *
  * A sigmoid written out, 1 / (1 + exp(-x)), is sfp.sigm.  Op by op it is
  * wrong on the chip where fp16 is right: exp(-x) of x below about -22.9
@@ -99,4 +100,30 @@ int kt_sigmoid(kt_ctx *c, const ml_block *b, const int at[4])
     kt_sfp_unary(c, div, ISA_OP_SFP_SIGM, a, &r);
     kt_bind(c, div->res[0], &r);
     return 1;
+}
+
+/* Uses of %name in ops (and the regions inside them): all of them, and
+ * those as an `ins` operand of a linalg.matmul. */
+static void matmul_uses(const ml_op *ops, int n, const char *name, int *all, int *mm)
+{
+    for (int k = 0; k < n; k++) {
+        const ml_op *op = &ops[k];
+        for (int i = 0; i < op->n; i++) {
+            const ml_item *it = &op->items[i];
+            if (it->kind != ML_I_REGION) *all += uses_in(it, 1, name);
+            for (int b = 0; it->kind == ML_I_REGION && b < it->region->nblocks; b++)
+                matmul_uses(it->region->blocks[b].ops, it->region->blocks[b].nops, name, all, mm);
+        }
+        const ml_item *ins = ml_op_keyword(op, "ins");
+        if (!strcmp(op->name, "linalg.matmul") && ins) *mm += uses_in(ins, 1, name);
+    }
+}
+
+int kt_matmul_only(const ml_block *b, int i)
+{
+    const ml_op *def = &b->ops[i];
+    if (strcmp(def->name, "arith.extf") || def->nres != 1) return 0;
+    int all = 0, mm = 0;
+    matmul_uses(b->ops + i + 1, b->nops - i - 1, def->res[0], &all, &mm);
+    return all > 0 && all == mm;
 }

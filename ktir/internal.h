@@ -15,7 +15,8 @@ typedef enum {
     KV_VIEW,   /* memory view: tensor, base element i, row stride, shape */
     KV_TILE,   /* access tile: a view's tensor, base, stride and shape (vshape), off, shape (extent) */
     KV_DVIEW,  /* distributed memory view: partitions dviews[i] */
-    KV_TENSOR  /* tensor value: in LX at lx (splat 0), or a splat of f (1) or of the element at lx (2) */
+    KV_TENSOR, /* tensor value: in LX at lx (splat 0), or a splat of f (1) or of the element at lx (2) */
+    KV_IDX     /* integers known at compile time, one per element of a linalg.generic's domain: ipool[i ..] */
 } kv_kind;
 
 typedef struct {
@@ -30,6 +31,8 @@ typedef struct {
     int integer;                   /* VIEW, TILE: integer elements (fp32 on the chip) */
     int indirect;                  /* TILE: construct_indirect_access_tile: gathers[i] (loaded as a gather, stored as a scatter) */
     int perm;                      /* TILE: an access_tile_order other than the identity (described, not moved) */
+    int w16;                       /* TENSOR: f32 widened from the f16 (DL16) tensor at lx16, which still holds it */
+    uint64_t lx16;
     int64_t vstr[ML_MAX_RANK];     /* VIEW, TILE: the view's strides */
     int from_empty;
     int moved;                     /* TENSOR: reshaped so that its sticks hold it as pshape, not shape */
@@ -86,10 +89,11 @@ typedef struct {
     int64_t stick;
 } kt_staged;
 
-/* A block's ops that wait for a later one (fuse.c's chains), found once. */
+/* A block's ops that wait for a later one (fuse.c's chains) and its
+ * widenings only matmuls read (mm_only), found once. */
 typedef struct {
     const ml_block *block;
-    int *wait, *chain;
+    int *wait, *chain, *mm_only;
 } kt_plan;
 
 /* An indirect access tile (gather.c): dimension dim of the view is the
@@ -140,6 +144,11 @@ typedef struct {
     uint64_t stage_bytes;          /* LX below the ring slots: staged sticks, then core 0's slots */
     double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
+    int mm_only;                   /* the op being compiled is an extf only matmuls read (kt_plan) */
+    int in_generic;                /* compiling a linalg.generic's body over the domain dom */
+    kv dom;
+    int64_t *ipool;                /* the KV_IDX values (released with their linalg.generic) */
+    int64_t nipool, capipool;
     jmp_buf fail;
     int code;
     char *err;
@@ -168,6 +177,8 @@ void kt_sfp_unary(kt_ctx *c, const ml_op *op, int isa_op, kv a, kv *r);
  * 1 (0: compile the ops one by one). */
 int kt_sigmoid_chain(const ml_block *b, int i, int at[4]);
 int kt_sigmoid(kt_ctx *c, const ml_block *b, const int at[4]);
+/* Is ops[i] an arith.extf whose result only linalg.matmul ops read, as operands? */
+int kt_matmul_only(const ml_block *b, int i);
 
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
@@ -193,5 +204,16 @@ void kt_gather_parse(kt_ctx *c, const ml_op *op, kv *r);
 void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx);
 void kt_gather_store(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx);
 void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int store);
+/* A vector into the matrix r: row i is x[i] (dim 1) or every row is x (dim 0) (ring.c). */
+void kt_broadcast_vector(kt_ctx *c, const ml_op *op, kv *x, int dim, kv *r);
+/* linalg.generic, linalg.index, arith.bitcast (generic.c). */
+int kt_generic_op(kt_ctx *c, const ml_op *op, kv *r);
+kv kt_idx_new(kt_ctx *c, const ml_op *op);
+int64_t *kt_idx_values(kt_ctx *c, const kv *t);
+int64_t kt_idx_at(kt_ctx *c, const kv *v, int64_t e);
+void kt_select_mask(kt_ctx *c, const ml_op *op, const kv *cond, const kv *a, const kv *b, kv *r);
+/* extf / truncf of a tensor; mm_only: an extf only matmuls read (kept as its DL16 source, lx16) */
+void kt_cast(kt_ctx *c, const ml_op *op, const kv *v, int to_f32, int mm_only, kv *r);
+uint64_t kt_dl16_operand(kt_ctx *c, const ml_op *op, kv *t);           /* a matmul operand in DL16 */
 
 #endif

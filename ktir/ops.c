@@ -153,6 +153,13 @@ static int binary(kt_ctx *c, const ml_op *op, kv *r)
         } else if (a.kind == KV_TENSOR && b.kind == KV_TENSOR) {
             if (a.splat == 1 && b.splat == 1) *r = a, r->f = bop_eval(binops[k].b, a.f, b.f);
             else sfp_binary(c, op, binops[k].isa_op, a, &b, r);
+        } else if (c->in_generic && (a.kind == KV_TENSOR) != (b.kind == KV_TENSOR) &&
+                   (a.kind == KV_FLOAT || a.kind == KV_ELEM || b.kind == KV_FLOAT || b.kind == KV_ELEM)) {
+            /* a scalar in a linalg.generic's body: the same value at every element */
+            kv *s = a.kind == KV_TENSOR ? &b : &a, t = a.kind == KV_TENSOR ? a : b, st = as_tensor(s);
+            st.rank = t.rank, st.f32 = t.f32, st.moved = 0, memcpy(st.shape, t.shape, sizeof st.shape);
+            *s = st;
+            sfp_binary(c, op, binops[k].isa_op, a, &b, r);
         } else if ((a.kind == KV_FLOAT || a.kind == KV_ELEM) && (b.kind == KV_FLOAT || b.kind == KV_ELEM)) {
             kv ta = as_tensor(&a), tb = as_tensor(&b);
             sfp_binary(c, op, binops[k].isa_op, ta, &tb, r);
@@ -294,7 +301,10 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r);
 
 /* linalg.matmul ins(%a, %b) outs(%c): c + a x b on the PT of corelet 0 (fp32
  * sums, the result rounded to DL16); an outs operand that is empty or a
- * splat of 0 adds nothing. */
+ * splat of 0 adds nothing.  Of f32 tensors: the PT multiplies DL16, so
+ * each operand is rounded to DL16 once (an operand widened from f16 is its
+ * DL16 source, exact), the sums stay fp32 and the result is fp32, c added
+ * to the PT's partial sums (acc). */
 static int matmul(kt_ctx *c, const ml_op *op, kv *r)
 {
     if (strcmp(op->name, "linalg.matmul")) return 0;
@@ -306,26 +316,32 @@ static int matmul(kt_ctx *c, const ml_op *op, kv *r)
     kv a = *kt_lookup(c, o[0]), b = *kt_lookup(c, o[1]), init = *kt_lookup(c, outs);
     kt_need_layout(c, op, &a);
     kt_need_layout(c, op, &b);
-    if (a.f32 || b.f32) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.matmul of f32 tensors (the PT takes DL16)");
     if (a.kind != KV_TENSOR || b.kind != KV_TENSOR || a.rank != 2 || b.rank != 2 || a.shape[1] != b.shape[0])
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "linalg.matmul needs tensors m x k and k x n");
+    if (a.f32 != b.f32 || (init.kind == KV_TENSOR && init.f32 != a.f32))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.matmul of f16 and f32 tensors together");
     kt_materialize(c, op, &a);
     kt_materialize(c, op, &b);
     int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1], sb = c->cfg->stick_bytes;
     if (m > 65535 || n > 65535 || k > 65535) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a matmul dimension over 65535");
-    *r = (kv){.kind = KV_TENSOR, .rank = 2, .shape = {m, n}};
+    uint64_t a16 = kt_dl16_operand(c, op, &a), b16 = kt_dl16_operand(c, op, &b);
+    *r = (kv){.kind = KV_TENSOR, .rank = 2, .shape = {m, n}, .f32 = a.f32};
     r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * (uint64_t)sb);
+    int empty = init.kind == KV_TENSOR && (init.splat == 1 ? init.f == 0.0 : 0);
+    int acc = a.f32 && !empty && !init.from_empty;
+    if (acc) kt_materialize(c, op, &init);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_PT_MM);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.b.off = (int64_t)b.lx;
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a16, in.b.off = (int64_t)b16;
     in.m = m, in.nn = n, in.k = k, in.ds[0] = m * sb, in.as[0] = m * sb, in.bs[0] = k * sb;
+    if (a.f32) in.flags = ISA_F_F32 | (acc ? ISA_F_ACC : 0);
+    if (acc) in.p.off = (int64_t)init.lx, in.ps = m * sb;
     kt_emit(c, &in);
     c->mm_flops += 2.0 * (double)m * (double)n * (double)k;
-    int empty = init.kind == KV_TENSOR && (init.splat == 1 ? init.f == 0.0 : 0);
-    if (!empty && !init.from_empty) {
-        kv acc;
-        sfp_binary(c, op, ISA_OP_SFP_ADD, *r, &init, &acc);
-        *r = acc;
+    if (!a.f32 && !empty && !init.from_empty) {
+        kv sum;
+        sfp_binary(c, op, ISA_OP_SFP_ADD, *r, &init, &sum);
+        *r = sum;
     }
     return 1;
 }
@@ -341,17 +357,26 @@ static int compare_select(kt_ctx *c, const ml_op *op, kv *r)
             if (!strcmp(op->items[0].s, preds[k])) p = k;
         if (p < 0 || operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `arith.cmpi PRED, %%a, %%b`");
         const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
-        if (a->kind != KV_INT || b->kind != KV_INT)
+        if ((a->kind != KV_INT && a->kind != KV_IDX) || (b->kind != KV_INT && b->kind != KV_IDX))
             kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: arith.cmpi of values computed on the chip");
-        int64_t x = a->i, y = b->i;
-        uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
-        int v[] = {x == y, x != y, x < y, x <= y, x > y, x >= y, ux < uy, ux <= uy, ux > uy, ux >= uy};
-        *r = (kv){.kind = KV_INT, .i = v[p]};
+        int idx = a->kind == KV_IDX || b->kind == KV_IDX;
+        *r = idx ? kt_idx_new(c, op) : (kv){.kind = KV_INT};
+        int64_t n = idx ? kt_elems(r) : 1, *out = idx ? kt_idx_values(c, r) : &r->i;
+        for (int64_t e = 0; e < n; e++) {
+            int64_t x = kt_idx_at(c, a, e), y = kt_idx_at(c, b, e);
+            uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+            int v[] = {x == y, x != y, x < y, x <= y, x > y, x >= y, ux < uy, ux <= uy, ux > uy, ux >= uy};
+            out[e] = v[p];
+        }
         return 1;
     }
     if (strcmp(op->name, "arith.select")) return 0;
     if (operands(op, o, 3) != 3) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `arith.select %%c, %%a, %%b`");
     const kv *cond = kt_lookup(c, o[0]);
+    if (cond->kind == KV_IDX) { /* known per element: a mask */
+        kt_select_mask(c, op, cond, kt_lookup(c, o[1]), kt_lookup(c, o[2]), r);
+        return 1;
+    }
     if (cond->kind != KV_INT)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: arith.select on a condition computed on the chip");
     *r = *kt_lookup(c, o[cond->i ? 1 : 2]);
@@ -372,61 +397,76 @@ static void check_shape(kt_ctx *c, const ml_op *op, const kv *r)
     }
 }
 
+/* Casts: an integer known at compile time becomes a float one for the
+ * *tofp casts; extf/truncf of a tensor convert between DL16 and fp32. */
+static int cast(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *nm = op->name;
+    if (strcmp(nm, "arith.index_cast") && strcmp(nm, "arith.index_castui") && strcmp(nm, "arith.extf") &&
+        strcmp(nm, "arith.truncf") && strcmp(nm, "arith.sitofp") && strcmp(nm, "arith.uitofp"))
+        return 0;
+    const ml_item *o[1];
+    if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", nm);
+    *r = *kt_lookup(c, o[0]);
+    const ml_type *to = ml_op_last_type(op);
+    if ((r->kind == KV_TENSOR || r->kind == KV_ELEM) && to && (nm[6] == 'e' || nm[6] == 't')) {
+        const ml_type *e = to->elem ? to->elem : to;
+        int f32 = e->kind == ML_T_FLOAT && !strcmp(e->name, "f32");
+        if (f32 != r->f32 && r->kind == KV_ELEM)
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s between f16 and f32 scalars on the chip", nm);
+        if (f32 != r->f32) kt_cast(c, op, r, f32, c->mm_only, r);
+    }
+    if (strstr(nm, "tofp") && r->kind == KV_INT) *r = (kv){.kind = KV_FLOAT, .f = (double)r->i};
+    else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
+    return 1;
+}
+
+/* Index arithmetic at compile time: on integers, on a pointer moved by an
+ * element offset, or per element of a linalg.generic's domain (KV_IDX). */
+static int int_op(kt_ctx *c, const ml_op *op, kv *r)
+{
+    const char *nm = op->name;
+    for (size_t k = 0; k < sizeof intops / sizeof *intops; k++) {
+        if (strcmp(nm, intops[k].name)) continue;
+        const ml_item *o[2];
+        if (operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs two operands", nm);
+        const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
+        if (intops[k].i == I_ADD && (a->kind == KV_PTR) != (b->kind == KV_PTR) && (a->kind == KV_INT || b->kind == KV_INT)) {
+            *r = a->kind == KV_PTR ? *a : *b;
+            if (__builtin_add_overflow(r->i, a->kind == KV_PTR ? b->i : a->i, &r->i))
+                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "pointer arithmetic overflows");
+            return 1;
+        }
+        for (int k2 = 0; k2 < 2; k2++)
+            if ((k2 ? b : a)->kind == KV_PTR)
+                kt_fail(c, KT_EXIT_REFUSED, o[k2]->line, o[k2]->col, "%%%s: an argument without a value (give --arg %s=N)",
+                        o[k2]->s, o[k2]->s);
+        if ((a->kind != KV_INT && a->kind != KV_IDX) || (b->kind != KV_INT && b->kind != KV_IDX))
+            kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of values computed on the chip", nm);
+        if (a->kind == KV_IDX || b->kind == KV_IDX) {
+            *r = kt_idx_new(c, op);
+            int64_t *v = kt_idx_values(c, r), n = kt_elems(r);
+            for (int64_t e = 0; e < n; e++) v[e] = int_eval(c, op, intops[k].i, kt_idx_at(c, a, e), kt_idx_at(c, b, e));
+        } else {
+            *r = (kv){.kind = KV_INT, .i = int_eval(c, op, intops[k].i, a->i, b->i)};
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int kt_compile_op(kt_ctx *c, const ml_op *op)
 {
     kv r = {0};
     const char *nm = op->name;
-    int done = 1;
     if (!strcmp(nm, "scf.yield") || !strcmp(nm, "return") || !strcmp(nm, "func.return") ||
         !strcmp(nm, "ktdp.yield_partial") || !strcmp(nm, "ktdp.yield_reduced") || !strcmp(nm, "linalg.yield"))
         return 1; /* terminators: the enclosing op reads their operands */
-    if (!strcmp(nm, "arith.constant")) {
-        op_constant(c, op, &r);
-    } else if (!strcmp(nm, "arith.index_cast") || !strcmp(nm, "arith.index_castui") || !strcmp(nm, "arith.extf") ||
-               !strcmp(nm, "arith.truncf") || !strcmp(nm, "arith.sitofp") || !strcmp(nm, "arith.uitofp")) {
-        /* Casts: an integer known at compile time becomes a float one for
-         * the *tofp casts; f16 values are DL16 on the chip either way. */
-        const ml_item *o[1];
-        if (operands(op, o, 1) != 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs a value", nm);
-        r = *kt_lookup(c, o[0]);
-        const ml_type *to = ml_op_last_type(op);
-        if ((r.kind == KV_TENSOR || r.kind == KV_ELEM) && to && (nm[6] == 'e' || nm[6] == 't')) {
-            const ml_type *e = to->elem ? to->elem : to;
-            if ((e->kind == ML_T_FLOAT && !strcmp(e->name, "f32")) != r.f32)
-                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s between f16 and f32 values on the chip", nm);
-        }
-        if (strstr(nm, "tofp") && r.kind == KV_INT) r = (kv){.kind = KV_FLOAT, .f = (double)r.i};
-        else if (strstr(nm, "tofp")) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of a value computed on the chip", nm);
-    } else if (kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
-               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r) ||
-               kt_ring_op(c, op, &r)) {
-        /* done */
-    } else {
-        done = 0;
-        for (size_t k = 0; k < sizeof intops / sizeof *intops; k++) {
-            if (strcmp(nm, intops[k].name)) continue;
-            const ml_item *o[2];
-            if (operands(op, o, 2) != 2) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s needs two operands", nm);
-            const kv *a = kt_lookup(c, o[0]), *b = kt_lookup(c, o[1]);
-            if (intops[k].i == I_ADD && (a->kind == KV_PTR) != (b->kind == KV_PTR) &&
-                (a->kind == KV_INT || b->kind == KV_INT)) { /* a pointer moved by an element offset */
-                r = a->kind == KV_PTR ? *a : *b;
-                if (__builtin_add_overflow(r.i, a->kind == KV_PTR ? b->i : a->i, &r.i))
-                    kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "pointer arithmetic overflows");
-                done = 1;
-                break;
-            }
-            for (int k2 = 0; k2 < 2; k2++)
-                if ((k2 ? b : a)->kind == KV_PTR)
-                    kt_fail(c, KT_EXIT_REFUSED, o[k2]->line, o[k2]->col, "%%%s: an argument without a value (give --arg %s=N)",
-                            o[k2]->s, o[k2]->s);
-            if (a->kind != KV_INT || b->kind != KV_INT)
-                kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: %s of values computed on the chip", nm);
-            r = (kv){.kind = KV_INT, .i = int_eval(c, op, intops[k].i, a->i, b->i)};
-            done = 1;
-        }
-    }
-    if (!done) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
+    if (!strcmp(nm, "arith.constant")) op_constant(c, op, &r);
+    else if (!(cast(c, op, &r) || kt_ktdp_op(c, op, &r) || binary(c, op, &r) || unary(c, op, &r) || tensor_op(c, op, &r) ||
+               kt_reduce(c, op, &r) || compare_select(c, op, &r) || matmul(c, op, &r) || kt_ring_op(c, op, &r) ||
+               kt_generic_op(c, op, &r) || int_op(c, op, &r)))
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: operation %s", nm);
     if (r.kind == KV_TENSOR || r.kind == KV_TILE) check_shape(c, op, &r);
     if (op->nres == 1 && strcmp(nm, "ktdp.get_compute_tile_id") && strcmp(nm, "scf.for") && strcmp(nm, "scf.if"))
         kt_bind(c, op->res[0], &r);

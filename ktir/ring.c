@@ -192,7 +192,7 @@ static void op_reshape(kt_ctx *c, const ml_op *op, kv *r)
 /* linalg.broadcast of a vector [N] into [R, C] along dimension 1 (row r
  * is x[r]: each row's sticks filled with one element, bm=elem walking x) or
  * 0 (every row is x: its sticks copied into each row). */
-static void broadcast_vector(kt_ctx *c, const ml_op *op, kv *x, int dim, kv *r)
+void kt_broadcast_vector(kt_ctx *c, const ml_op *op, kv *x, int dim, kv *r)
 {
     int64_t sb = c->cfg->stick_bytes, rows = r->shape[0], cols = r->shape[1];
     if (x->shape[0] != (dim == 1 ? rows : cols) || x->f32 != r->f32)
@@ -237,7 +237,7 @@ static void op_broadcast(kt_ctx *c, const ml_op *op, kv *r)
         if (dims->items[i].kind == ML_I_ATTR && dims->items[i].attr->kind == ML_A_INT) dim = (int)dims->items[i].attr->i;
     if (x.rank != 1 || y.rank != 2 || (dim != 0 && dim != 1))
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: linalg.broadcast other than a scalar, or a vector into a matrix");
-    broadcast_vector(c, op, &x, dim, r);
+    kt_broadcast_vector(c, op, &x, dim, r);
 }
 
 /* linalg.transpose of a matrix (permutation [1, 0]): sfp.rst moves each

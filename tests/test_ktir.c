@@ -380,17 +380,7 @@ static int write_prog(const char *text, char *path, size_t len)
  * of its own (*dev); path gets the program's file, for the caller to remove. */
 static rt_program *load_prog(const char *text, const kt_arg *args, int nargs, char *path, size_t len, rt_device **dev)
 {
-    char err[512];
-    int code = 0;
-    write_prog(text, path, len);
-    isa_program *p = kt_compile_file(path, args, nargs, &cfg4, err, sizeof err, &code, NULL);
-    if (!p) printf("\n%s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    *dev = rt_open_config(&cfg4, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(*dev);
-    rt_program *prog = rt_load_program(*dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
-    return prog;
+    return tu_ktir_load(text, args, nargs, &cfg4, path, len, dev);
 }
 
 static void test_rows_program_runs_on_four_cores_with_the_values_computed_here(void)

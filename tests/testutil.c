@@ -230,3 +230,19 @@ void tu_halt_all(isa_program *p)
     for (int i = 0; i < p->ncores; i++)
         tu_emit(p, i, ISA_OP_HALT);
 }
+
+rt_program *tu_ktir_load(const char *text, const kt_arg *args, int nargs, const chip_config *cfg, char *path, size_t len,
+                         rt_device **dev)
+{
+    char err[512];
+    int code = 0;
+    tu_write_tmpfile(".mlir", text, strlen(text), path, len);
+    isa_program *p = kt_compile_file(path, args, nargs, cfg, err, sizeof err, &code, NULL);
+    if (!p) printf("\n%s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    *dev = rt_open_config(cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*dev);
+    rt_program *prog = rt_load_program(*dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    return prog;
+}

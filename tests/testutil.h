@@ -4,6 +4,8 @@
 
 #include <CUnit/CUnit.h>
 
+#include "ktir.h"
+#include "rt.h"
 #include "sim.h"
 
 /* Register a suite of tests { "name", fn } terminated by { NULL, NULL },
@@ -73,5 +75,11 @@ isa_insn *tu_emit_at(isa_program *p, int core, int op, int64_t d, int64_t a);
  * destination and as of the first operand. */
 void tu_loop(isa_insn *in, int64_t n, int64_t ds, int64_t as);
 void tu_halt_all(isa_program *p);
+
+/* A KTIR program's text written to a scratch file (path, for the caller
+ * to remove), compiled for cfg with args (as --arg) and loaded on a device
+ * of its own (*dev), asserting each step (the compile error printed). */
+rt_program *tu_ktir_load(const char *text, const kt_arg *args, int nargs, const chip_config *cfg, char *path, size_t len,
+                         rt_device **dev);
 
 #endif

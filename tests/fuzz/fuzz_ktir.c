@@ -28,6 +28,7 @@ static const kt_arg scalars[] = {
     {"N", 256},              {"eps", 1e-5},         {"n_rows", 64},            {"n_cols", 64},
     {"input_row_stride", 64}, {"output_row_stride", 64}, {"dim1_start", 0},    {"cur_batch_start_index", 0},
     {"block_table_offset", 0}, {"num_tiles", 2},    {"context_len", 24},       {"scale", 0.125},
+    {"ctx", 20},
 };
 
 static int bind_scalars(const uint8_t *data, size_t size, kt_arg *args)
