@@ -58,8 +58,6 @@ static int64_t int_of(kt_ctx *c, const ml_item *it)
     return v->i;
 }
 
-/* The HBM (or LX) tensor behind key; the measuring pass adds it on first use. */
-int kt_tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32);
 int kt_tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
 {
     for (int i = 0; i < c->ntensors; i++)

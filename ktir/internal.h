@@ -222,6 +222,8 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
 /* A store of rows h x w from element first (row stride) that a later core
  * overwrites whole, with no core loading it: that core's number, else -1. */
 int kt_stage_dead_store(kt_ctx *c, int tensor, int64_t first, int64_t stride, int64_t h, int64_t w, int64_t lanes);
+/* The HBM (or LX) tensor behind key; the measuring pass adds it on first use. */
+int kt_tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32);
 /* ct_local memory views (lxview.c). */
 int kt_lx_space(kt_ctx *c, const ml_op *op);  /* memory_space: -1 global, else the ct_id's core */
 void kt_lx_view(kt_ctx *c, const ml_op *op, int core, kv *r, const int64_t *size, const int64_t *st);

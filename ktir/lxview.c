@@ -16,11 +16,11 @@
  * a landing area of the reader's LX (below the staged sticks, the same size
  * on every core); the reader's ring unit waits for them (token KT_LX_TOKEN)
  * first thing, and its first such load fences after that.  Sends never
- * wait, so this cannot deadlock.  A load
- * moves a piece from LX into the tile's layout: `dma.lx` when its rows are
- * whole sticks, else `sfp.rst` element moves with the view's strides, which
- * also transposes a column-major partition (strides [1, C]); both copy the
- * bits, so values arrive unchanged. */
+ * wait, so this cannot deadlock.  A load moves a piece from LX into the
+ * tile's layout: `dma.lx` when its rows are whole sticks, else `sfp.rst`
+ * element moves with the view's strides, which also transposes a
+ * column-major partition (strides [1, C]); both copy the bits, so values
+ * arrive unchanged. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +46,6 @@ int kt_lx_space(kt_ctx *c, const ml_op *op)
     return (int)n;
 }
 
-int kt_tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32);
-
 /* The view r (sizes and strides set) of the LX tensor of core at the
  * element address of its base: any positive strides, rank 1 or 2. */
 void kt_lx_view(kt_ctx *c, const ml_op *op, int core, kv *r, const int64_t *size, const int64_t *st)
@@ -56,12 +54,13 @@ void kt_lx_view(kt_ctx *c, const ml_op *op, int core, kv *r, const int64_t *size
     if (base->kind != KV_INT || r->integer || r->rank > 2 || r->dynamic)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col,
                 "not supported: a ct_local view that is not of f16 or f32, static, of rank 1 or 2 at an element address");
-    int64_t span = 1, eb = r->f32 ? 4 : 2;
+    int64_t span = 1, eb = r->f32 ? 4 : 2, most = (int64_t)(c->cfg->lx_bytes / (uint64_t)eb); /* elements of an LX */
     for (int d = 0; d < r->rank; d++) {
-        if (st[d] < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a ct_local view with a stride below 1");
+        if (st[d] < 1 || st[d] > most || size[d] > most)
+            kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a ct_local view with a stride below 1 or beyond the LX (core %d)", core);
         span += (size[d] - 1) * st[d];
     }
-    if (base->i < 0 || (uint64_t)(base->i * eb) % c->cfg->stick_bytes || (uint64_t)(base->i * eb) >= c->cfg->lx_bytes)
+    if (base->i < 0 || base->i >= most || (uint64_t)(base->i * eb) % c->cfg->stick_bytes)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a ct_local view at element %lld (not a stick of the LX)",
                 (long long)base->i);
     char key[48];
