@@ -355,6 +355,7 @@ static int dir_tensor(assembler *a, char **tok, int n)
     uint64_t at = 0, bytes = 0;
     int64_t const_off = -1;
     uint32_t flags = 0;
+    int lx_core = -1;
     for (int i = 5; i < n; i++) {
         char *eq = strchr(tok[i], '=');
         uint64_t v;
@@ -386,12 +387,16 @@ static int dir_tensor(assembler *a, char **tok, int n)
             if (parse_bounded(a, ".tensor value", val, 0, 1, &v))
                 return -1;
             flags = v ? ISA_TF_VALUE : 0;
+        } else if (strcmp(key, "lx") == 0) {
+            if (parse_bounded(a, ".tensor lx", val, 0, 255, &v))
+                return -1;
+            lx_core = (int)v;
         } else if (strcmp(key, "order") == 0) {
             if (parse_order(a, name, val, rank, order))
                 return -1;
             norder = rank;
         } else {
-            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value)", name, key);
+            return fail(a, ".tensor %s has no key '%s' (dev, at, stick, bytes, const, order, value, lx)", name, key);
         }
     }
     uint64_t need = shape_bytes(p, rank, shape, stick_dim, (isa_dtype_dev)ddt);
@@ -399,12 +404,16 @@ static int dir_tensor(assembler *a, char **tok, int n)
         return fail(a, ".tensor %s: larger than %" PRIu64 " bytes", name, (uint64_t)ISA_BYTES_MAX);
     if (have_bytes && bytes < need)
         return fail(a, ".tensor %s: bytes=%" PRIu64 " but its shape needs %" PRIu64, name, bytes, need);
+    if (lx_core >= 0 && !have_at)
+        return fail(a, ".tensor %s: lx=%d needs at=BYTE (its address in that core's LX)", name, lx_core);
     if (!have_at) { /* next free offset after the tensors so far (of its region, after .weights) */
         int weight = role == ISA_ROLE_WEIGHT;
         if (a->weights_line && !weight)
             at = a->weights;
         for (size_t i = 0; i < p->ntensors; i++) {
             uint64_t end = p->tensors[i].dram_off + p->tensors[i].bytes;
+            if (p->tensors[i].flags & ISA_TF_LX)
+                continue;
             if (a->weights_line && (p->tensors[i].role == ISA_ROLE_WEIGHT) != weight)
                 continue;
             if (end > at)
@@ -419,7 +428,8 @@ static int dir_tensor(assembler *a, char **tok, int n)
     t->order = norder ? isa_order_make(order, rank, stick_dim) : 0;
     t->bytes = have_bytes ? bytes : need;
     t->const_off = const_off;
-    t->flags = flags;
+    t->flags = flags | (lx_core >= 0 ? ISA_TF_LX : 0);
+    t->lx_core = lx_core >= 0 ? lx_core : 0;
     int *lines = realloc(a->tensor_line, p->ntensors * sizeof *lines);
     if (!lines) {
         fprintf(stderr, "spyre: out of memory\n");
@@ -525,9 +535,14 @@ static int finish(assembler *a)
     uint64_t need = 0;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *t = &p->tensors[i];
+        a->line = a->tensor_line[i];
+        char msg[300];
+        if ((t->flags & ISA_TF_LX) && isa_tensor_check_lx(p, t, msg, sizeof msg))
+            return fail(a, ".%s", msg);
+        if (t->flags & ISA_TF_LX)
+            continue; /* no DRAM */
         if (t->dram_off + t->bytes > need)
             need = t->dram_off + t->bytes;
-        a->line = a->tensor_line[i];
         if (t->const_off >= 0 && ((uint64_t)t->const_off > a->consts.len ||
                                   t->bytes > a->consts.len - (uint64_t)t->const_off))
             return fail(a, ".tensor %s: const=%" PRId64 " plus %" PRIu64 " bytes is past the %zu .const bytes",
@@ -701,6 +716,8 @@ char *isa_disassemble(const isa_program *p)
             sb_printf(&s, " const=%" PRId64, t->const_off);
         if (t->flags & ISA_TF_VALUE)
             sb_printf(&s, " value=1");
+        if (t->flags & ISA_TF_LX)
+            sb_printf(&s, " lx=%d", t->lx_core);
         sb_printf(&s, "\n");
     }
     sb_printf(&s, ".dram %" PRIu64 "\n", p->dram_bytes);

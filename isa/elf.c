@@ -42,7 +42,8 @@ enum {
     TR_DEV = 72,    /* u32 isa_dtype_dev */
     TR_RANK = 76,   /* u32 0..ISA_MAX_RANK */
     TR_SHAPE = 80,  /* ISA_MAX_RANK x i64, zero past rank */
-    TR_STICK = 128, /* u32 stick dimension */
+    TR_STICK = 128, /* u32: bits 0-7 the stick dimension, bits 8-15 the core whose LX holds it
+                       (flag ISA_TF_LX; else 0) */
     TR_ORDER = 132, /* u32: bits 0-23 the order of the device dims (isa_tensor.order, 0: the default),
                        bits 24-31 isa_tensor.flags (ISA_TF_*) */
     TR_DRAM = 136,  /* u64 offset in the program's DRAM segment */
@@ -183,7 +184,9 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                 t->rank);
         return -1;
     }
-    /* Device bytes without overflow: every factor is bounded by the segment. */
+    /* Device bytes without overflow: every factor is bounded by the segment (or the LX). */
+    int lx = (t->flags & ISA_TF_LX) != 0;
+    uint64_t cap = lx ? p->lx_bytes : p->dram_bytes;
     uint64_t need = p->stick_bytes, lanes = p->stick_bytes / (t->dev_dtype == ISA_T_F32 ? 4 : 2);
     for (int d = 0; d < t->rank; d++) {
         if (t->shape[d] < 0 || (uint64_t)t->shape[d] > ISA_BYTES_MAX) { /* as the assembler: even beside a 0 */
@@ -197,9 +200,9 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
         uint64_t f = (uint64_t)t->shape[d];
         if (d == t->stick_dim)
             f = (f + lanes - 1) / lanes;
-        if (!mul_ok(need, f, &need) || need > p->dram_bytes) {
-            isa_errf(msg, len, "tensor %s: larger than the DRAM segment (%" PRIu64 " bytes)", t->name,
-                    p->dram_bytes);
+        if (!mul_ok(need, f, &need) || need > cap) {
+            isa_errf(msg, len, "tensor %s: larger than the %s (%" PRIu64 " bytes)", t->name, lx ? "LX" : "DRAM segment",
+                    cap);
             return -1;
         }
     }
@@ -208,6 +211,8 @@ static int check_tensor(const isa_program *p, size_t i, char *msg, size_t len)
                 need);
         return -1;
     }
+    if (lx)
+        return isa_tensor_check_lx(p, t, msg, len);
     if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off) {
         isa_errf(msg, len,
                 "tensor %s: bytes [%" PRIu64 ", +%" PRIu64 ") outside the DRAM segment of %" PRIu64 " bytes",
@@ -307,7 +312,7 @@ static void put_tensor(uint8_t *r, const isa_program *p, size_t i)
     put_le(r + TR_RANK, (uint32_t)t->rank, 4);
     for (int d = 0; d < t->rank; d++)
         put_le(r + TR_SHAPE + 8 * d, (uint64_t)t->shape[d], 8);
-    put_le(r + TR_STICK, (uint32_t)t->stick_dim, 4);
+    put_le(r + TR_STICK, (uint32_t)t->stick_dim | (uint32_t)(t->flags & ISA_TF_LX ? t->lx_core : 0) << 8, 4);
     put_le(r + TR_ORDER, t->order | t->flags << 24, 4);
     put_le(r + TR_DRAM, t->dram_off, 8);
     put_le(r + TR_BYTES, t->bytes, 8);
@@ -742,7 +747,7 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
             return -1;
         uint64_t role = get_le(rec + TR_ROLE, 4), host = get_le(rec + TR_HOST, 4);
         uint64_t dev = get_le(rec + TR_DEV, 4), rank = get_le(rec + TR_RANK, 4);
-        uint64_t stick = get_le(rec + TR_STICK, 4);
+        uint64_t sword = get_le(rec + TR_STICK, 4), stick = sword & 0xff, core = sword >> 8;
         if (role > ISA_ROLE_SCRATCH || host >= ISA_HT_COUNT || dev > ISA_T_F32) {
             rfail(r, "corrupt .spyre.tensors: tensor %s: %s %" PRIu64 " out of range", t->name,
                   role > ISA_ROLE_SCRATCH ? "role" : host >= ISA_HT_COUNT ? "host dtype" : "device dtype",
@@ -770,7 +775,7 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
         uint32_t word = (uint32_t)get_le(rec + TR_ORDER, 4);
         t->order = word & 0xffffffu;
         t->flags = word >> 24;
-        if (t->flags & ~ISA_TF_VALUE) {
+        if (t->flags & ~ISA_TF_ALL) {
             rfail(r, "corrupt .spyre.tensors: tensor %s: unknown flags 0x%x", t->name, (unsigned)t->flags);
             return -1;
         }
@@ -779,6 +784,12 @@ static int parse_tensors(const reader *r, blob b, isa_program *p)
                   (unsigned)t->order, t->rank);
             return -1;
         }
+        if (core > 0xff || (core && !(t->flags & ISA_TF_LX))) {
+            rfail(r, "corrupt .spyre.tensors: tensor %s: LX core %" PRIu64 " without the LX flag or out of range",
+                  t->name, core);
+            return -1;
+        }
+        t->lx_core = (int)core;
         t->dram_off = get_le(rec + TR_DRAM, 8);
         t->bytes = get_le(rec + TR_BYTES, 8);
         t->const_off = (int64_t)get_le(rec + TR_CONST, 8);

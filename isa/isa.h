@@ -375,10 +375,11 @@ typedef struct {
      * stick dim standing for its sticks; lanes stay innermost.  SDSC
      * tensors take their layoutDimOrder_ this way (docs/isa.md). */
     uint32_t order;
-    uint64_t dram_off;   /* relative to the program's DRAM base */
+    uint64_t dram_off;   /* relative to the program's DRAM base (ISA_TF_LX: byte address in core lx_core's LX) */
     uint64_t bytes;      /* device bytes */
     int64_t const_off;   /* offset of its initial data in consts, or -1 */
     uint32_t flags;      /* ISA_TF_* */
+    int lx_core;         /* ISA_TF_LX: the core whose LX holds it */
 } isa_tensor;
 
 /* A scratch tensor that holds the graph value of its name whole, in
@@ -386,6 +387,12 @@ typedef struct {
  * it with the reference there and goes on from the device's value
  * (docs/validation.md, "Stepwise checks"). */
 #define ISA_TF_VALUE 1u
+/* An input resident in one core's LX when the program starts (a KTIR
+ * ct_local memory view with its ct_id): the host writes its bytes into core
+ * lx_core's LX from byte dram_off before the run, untimed; it takes no
+ * DRAM.  Only an input can be one. */
+#define ISA_TF_LX 2u
+#define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX)
 
 typedef struct {
     isa_insn *insns;
@@ -433,6 +440,12 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
                            const int64_t *shape, uint64_t dram_off);
 int isa_program_find_tensor(const isa_program *p, const char *name);
+/* Add an input resident in core's LX from byte lx_off (ISA_TF_LX); it takes no DRAM. */
+int isa_program_add_lx_tensor(isa_program *p, const char *name, isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
+                              const int64_t *shape, int core, uint64_t lx_off);
+/* An ISA_TF_LX tensor's placement: an input without constant data, on a
+ * core of p, stick-aligned inside its LX; 0, or -1 with a message. */
+int isa_tensor_check_lx(const isa_program *p, const isa_tensor *t, char *msg, size_t len);
 /* The name of a tensor that p lists twice, or NULL (O(n log n)). */
 const char *isa_program_duplicate_tensor(const isa_program *p);
 /* Can name stand as one token of the assembly text (printable ASCII, no

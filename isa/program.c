@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,29 @@ int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
     if (dram_off + t->bytes > p->dram_bytes)
         p->dram_bytes = dram_off + t->bytes;
     return (int)p->ntensors++;
+}
+
+int isa_program_add_lx_tensor(isa_program *p, const char *name, isa_host_dtype hdt, isa_dtype_dev ddt, int rank,
+                              const int64_t *shape, int core, uint64_t lx_off)
+{
+    uint64_t dram = p->dram_bytes;
+    int i = isa_program_add_tensor(p, name, ISA_ROLE_INPUT, hdt, ddt, rank, shape, lx_off);
+    p->dram_bytes = dram; /* it lives in LX */
+    p->tensors[i].flags = ISA_TF_LX, p->tensors[i].lx_core = core;
+    return i;
+}
+
+int isa_tensor_check_lx(const isa_program *p, const isa_tensor *t, char *msg, size_t len)
+{
+    if (t->role != ISA_ROLE_INPUT || t->const_off != -1)
+        return isa_errf(msg, len, "tensor %s: in LX, but not an input without constant data", t->name);
+    if (t->lx_core < 0 || t->lx_core >= p->ncores)
+        return isa_errf(msg, len, "tensor %s: in the LX of core %d, the program has %d cores", t->name, t->lx_core,
+                        p->ncores);
+    if (t->dram_off % p->stick_bytes || t->dram_off > p->lx_bytes || t->bytes > p->lx_bytes - t->dram_off)
+        return isa_errf(msg, len, "tensor %s: LX bytes [%" PRIu64 ", +%" PRIu64 ") of core %d are not whole sticks "
+                        "inside its %" PRIu64 " bytes", t->name, t->dram_off, t->bytes, t->lx_core, p->lx_bytes);
+    return 0;
 }
 
 int isa_program_find_tensor(const isa_program *p, const char *name)

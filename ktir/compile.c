@@ -58,8 +58,7 @@ static int64_t int_of(kt_ctx *c, const ml_item *it)
     return v->i;
 }
 
-/* The HBM tensor behind key; the measuring pass adds it on first use. */
-static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
+int kt_tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
 {
     for (int i = 0; i < c->ntensors; i++)
         if (strcmp(c->tensors[i].key, key) == 0) {
@@ -72,7 +71,7 @@ static int tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32)
     kt_tensor *kt = &c->tensors[c->ntensors];
     memset(kt, 0, sizeof *kt);
     snprintf(kt->key, sizeof kt->key, "%s", key);
-    kt->f32 = f32;
+    kt->f32 = f32, kt->lx_core = -1;
     return c->ntensors++;
 }
 
@@ -160,16 +159,14 @@ static int64_t view_span(int rank, const int64_t *size, const int64_t *st)
 static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
 {
     const ml_type *ty = ml_op_last_type(op);
-    const ml_attr *ms = ml_op_attr(c->m, op, "memory_space");
     if (!ty || ty->kind != ML_T_MEMREF || op->n < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `: memref<...>`");
-    if (ms && ms->kind == ML_A_DIALECT && strcmp(ms->body, "global") != 0)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM)", ms->body);
+    int core = kt_lx_space(c, op); /* -1: HBM */
     int integer, f32 = view_elem(c, op, ty->elem, &integer);
     if (ty->rank < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views of rank 0");
     int64_t size[ML_MAX_RANK], st[ML_MAX_RANK];
     int dynamic = view_sizes(c, op, ty, size);
     int ns = int_list(c, ml_op_keyword(op, "strides"), st, ML_MAX_RANK);
-    int64_t span = ns == ty->rank ? view_span(ns, size, st) : -1;
+    int64_t span = ns == ty->rank ? (core >= 0 ? 0 : view_span(ns, size, st)) : -1;
     if (span < 0) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a memory view whose rows are not contiguous and disjoint");
     const kv *base = kt_lookup(c, &op->items[0]);
     if (base->kind != KV_PTR && base->kind != KV_INT)
@@ -183,6 +180,10 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
         if (ty->shape[d] == ML_DYN) syms[nsyms++] = size[d];
     set_origin(c, op, r, syms, nsyms);
     memcpy(r->shape, size, sizeof size);
+    if (core >= 0) {
+        kt_lx_view(c, op, core, r, size, st);
+        return;
+    }
     if (r->i < 0) kt_fail(c, KT_EXIT_CHIP, op->line, op->col, "a memory view at a negative address");
     /* Integers at an address of the shared f16 memory: the chip keeps
      * integers as fp32, so their elements cannot be the f16 memory's; each
@@ -190,7 +191,7 @@ static void op_memory_view(kt_ctx *c, const ml_op *op, kv *r)
     char key[48];
     snprintf(key, sizeof key, "hbm_int_%lld", (long long)r->i);
     if (integer && base->kind != KV_PTR) r->i = 0;
-    r->tensor = tensor_for(c, op, base->kind == KV_PTR ? base->key : integer ? key : "hbm", f32);
+    r->tensor = kt_tensor_for(c, op, base->kind == KV_PTR ? base->key : integer ? key : "hbm", f32);
     if (r->tensor >= 0 && r->i + span > c->tensors[r->tensor].extent) c->tensors[r->tensor].extent = r->i + span;
 }
 
@@ -285,6 +286,8 @@ static void op_indirect_tile(kt_ctx *c, const ml_op *op, kv *r)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `intermediate_variables(...) %%view[...] {...} : types -> !ktdp.access_tile<...>`");
     const kv *v = kt_lookup(c, view);
     if (v->kind != KV_VIEW) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "the base of an indirect access tile must be a memory view");
+    if (c->tensors[v->tensor].lx_core >= 0)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: an indirect access tile of a ct_local view");
     *r = (kv){.kind = KV_TILE, .tensor = v->tensor, .rank = ty->rank, .vrank = v->rank, .i = v->i, .stride = v->stride,
               .f32 = v->f32, .integer = v->integer, .indirect = 1, .dynamic = v->dynamic};
     memcpy(r->shape, ty->shape, sizeof r->shape);

@@ -175,12 +175,13 @@ static void bind_args(kt_ctx *c, const ml_op *fn)
 
 static void compile_core(kt_ctx *c, const ml_op *fn)
 {
-    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->ndviews = 0, c->ngathers = 0, c->last_unit = -1, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
+    c->nenv = 0, c->lx_top = 0, c->exchanges = 0, c->land_waited = 0, c->ndviews = 0, c->ngathers = 0, c->last_unit = -1, c->hbm_bytes = c->simd_elems = c->trans_elems = c->mm_flops = c->ring_bytes = 0;
     bind_args(c, fn);
     int from = 0;
     const ml_region *body = ml_op_region(fn, &from);
     if (!body || body->nblocks != 1) kt_fail(c, KT_EXIT_REFUSED, fn->line, fn->col, "the function needs a body of one block");
     const ml_op *y = NULL;
+    kt_lx_send(c);
     kt_compile_block(c, &body->blocks[0], &y);
     kt_stage_flush(c, fn);
     isa_insn h;
@@ -201,6 +202,11 @@ static void add_tensors(kt_ctx *c)
     for (int i = 0; i < c->ntensors; i++) {
         kt_tensor *t = &c->tensors[i];
         int64_t shape[1] = {t->extent > 0 ? t->extent : 1};
+        if (t->lx_core >= 0) { /* a ct_local view's memory: an input in its core's LX (lxview.c) */
+            t->index = isa_program_add_lx_tensor(c->prog, t->key, t->f32 ? ISA_HT_F32 : ISA_HT_F16,
+                                                 t->f32 ? ISA_T_F32 : ISA_T_DL16, 1, shape, t->lx_core, t->lx_off);
+            continue;
+        }
         t->index = isa_program_add_tensor(c->prog, t->key, t->stored ? ISA_ROLE_OUTPUT : ISA_ROLE_INPUT,
                                           t->f32 ? ISA_HT_F32 : ISA_HT_F16, t->f32 ? ISA_T_F32 : ISA_T_DL16, 1, shape,
                                           c->dram_top);
@@ -228,6 +234,7 @@ static void compile_all(kt_ctx *c, const ml_op *fn)
             c->prog = new_program(c->cfg);
             add_tensors(c);
             kt_stage_plan(c);
+            kt_lx_plan(c);
         }
         c->roofline = 0;
         for (c->core = 0; c->core < c->ncores; c->core++) compile_core(c, fn);
@@ -259,6 +266,7 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
         res = c->prog;
         if (rep) {
             rep->roofline_cycles = c->roofline, rep->ninout = 0;
+            snprintf(rep->note, sizeof rep->note, "%s", c->note);
             for (int i = 0; i < c->ntensors && rep->ninout < KT_MAX_INOUT; i++)
                 if (c->tensors[i].loaded && c->tensors[i].stored)
                     snprintf(rep->inout[rep->ninout++], sizeof rep->inout[0], "%s", c->tensors[i].key);
@@ -274,6 +282,8 @@ isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, co
     free(c->plans);
     free(c->staged);
     free(c->ipool);
+    free(c->remotes);
+    free(c->fulls);
     free(c);
     ml_free(m);
     return res;

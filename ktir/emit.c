@@ -6,14 +6,16 @@
  * iteration every buffer is fresh (nothing is overwritten while another
  * unit reads it); the iteration ends with a fence before its LX is reused. */
 #include <stdio.h>
+#include <string.h>
 #include "internal.h"
 
 
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes)
 {
-    uint64_t at = c->lx_top, sb = c->cfg->stick_bytes, top = (uint64_t)c->ncores * (uint64_t)c->ring_slot + c->stage_bytes;
-    uint64_t lx = c->cfg->lx_bytes > top ? c->cfg->lx_bytes - top : 0; /* ring slots and staged sticks at the top */
+    uint64_t sb = c->cfg->stick_bytes, top = (uint64_t)c->ncores * (uint64_t)c->ring_slot + c->stage_bytes + c->land_bytes;
+    uint64_t lx = c->cfg->lx_bytes > top ? c->cfg->lx_bytes - top : 0; /* ring slots, staged sticks, landing at the top */
     bytes = (bytes + sb - 1) / sb * sb;
+    uint64_t at = kt_lx_skip(c, c->lx_top, bytes); /* not over a ct_local view's data */
     if (bytes > lx || at > lx - bytes)
         kt_fail(c, KT_EXIT_CHIP, op->line, op->col,
                 "LX scratchpad overflow: core %d needs %llu bytes of LX at this op, the chip has %llu", c->core,
@@ -206,6 +208,14 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
     if (!store) kt_stage_note_load(c, tile->tensor, first / lanes, last);
     if (store) kt_stage_note_store(c, tile->tensor, first, tile->stride, h, w, lanes);
     c->hbm_bytes += (double)h * (double)w * (double)eb;
+    int later = store ? kt_stage_dead_store(c, tile->tensor, first, tile->stride, h, w, lanes) : -1;
+    if (later >= 0) { /* overwritten whole by a later core (stage.c) */
+        if (!c->note[0])
+            snprintf(c->note, sizeof c->note, "%s:%d:%d: note: ktdp.store of core %d dropped: core %d stores the same "
+                     "sticks after it in core order (as ktir-cpu runs the cores) and no core loads them", c->m->file,
+                     op->line, op->col, c->core, later);
+        return;
+    }
     /* A store touching a staged stick goes through the flat buffer, which keeps this core's copy of it. */
     if (co % lanes != 0 || first % lanes != 0 || (h > 1 && tile->stride % lanes != 0) ||
         (store && w % lanes != 0 && !(h == 1 && first + w == kt->extent)) ||
@@ -267,6 +277,17 @@ static void dma_rows(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx, int64
     }
 }
 
+/* A piece of a tile between its memory and LX: HBM by DMA, a ct_local view's LX (loads only) by lxview.c. */
+static void move_piece(kt_ctx *c, const ml_op *op, const kv *p, uint64_t lx, int64_t hf, int64_t ro, int64_t co, int store)
+{
+    if (c->tensors[p->tensor].lx_core < 0) {
+        dma_piece(c, op, p, lx, hf, ro, co, store);
+        return;
+    }
+    if (store) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: a store to a ct_local memory view");
+    kt_lx_load(c, op, p, lx, hf, ro, co);
+}
+
 /* ktdp.load (store = 0) or ktdp.store of an access tile to/from the LX
  * buffer at lx; a tile of a distributed view moves piece by piece, each
  * from the partition that holds it. */
@@ -285,7 +306,7 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
         return;
     }
     if (!tile->dist) {
-        dma_piece(c, op, tile, lx, hf, 0, 0, store);
+        move_piece(c, op, tile, lx, hf, 0, 0, store);
         return;
     }
     const kt_dview *d = &c->dviews[tile->i];
@@ -293,6 +314,7 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
         const kv *v = &d->parts[p];
         kv piece = {.kind = KV_TILE, .tensor = v->tensor, .rank = v->rank, .vrank = v->rank, .i = v->i,
                     .stride = v->stride, .f32 = v->f32};
+        memcpy(piece.vstr, v->vstr, sizeof piece.vstr);
         int64_t at[2] = {0, 0};
         int empty = v->rank != tile->rank;
         for (int k = 0; !empty && k < v->rank; k++) {
@@ -303,6 +325,6 @@ void kt_dma_tile(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, int st
             piece.off[k] = lo - v->off[k], piece.shape[k] = hi - lo, piece.vshape[k] = v->shape[k];
             at[k] = lo - tile->off[k];
         }
-        if (!empty) dma_piece(c, op, &piece, lx, hf, v->rank == 2 ? at[0] : 0, at[v->rank - 1], store);
+        if (!empty) move_piece(c, op, &piece, lx, hf, v->rank == 2 ? at[0] : 0, at[v->rank - 1], store);
     }
 }

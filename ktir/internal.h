@@ -66,7 +66,26 @@ typedef struct {
     int index;      /* in prog->tensors (the final pass) */
     int loaded, stored, f32;
     int64_t extent; /* elements any view reaches (the measuring pass) */
+    int contested;  /* two cores store some whole stick of it (stage.c) */
+    int lx_core;    /* -1: in HBM; else a ct_local view's memory: in that core's LX from byte lx_off (lxview.c) */
+    uint64_t lx_off;
+    int line, col;  /* an LX tensor's first view, for messages */
 } kt_tensor;
+
+/* Sticks [lo, hi] of an LX tensor that core `reader` loads and another
+ * core owns: the owner sends them over the ring at its start into the
+ * reader's landing area, at byte `land` of it (lxview.c). */
+typedef struct {
+    int reader, tensor;
+    int64_t lo, hi;
+    uint64_t land;
+} kt_remote;
+
+/* Sticks [lo, hi] of a tensor that `core` stores whole (stage.c). */
+typedef struct {
+    int tensor, core;
+    int64_t lo, hi;
+} kt_full;
 
 /* A partial stick one core stores (stage.c): lanes `mask` of stick `stick`
  * of a tensor; slot on core 0 when staged and core is not 0. */
@@ -142,6 +161,13 @@ typedef struct {
     kt_staged *staged;             /* sorted by tensor and stick */
     int nstaged, capstaged, nslots;
     uint64_t stage_bytes;          /* LX below the ring slots: staged sticks, then core 0's slots */
+    kt_remote *remotes;            /* the measuring pass's remote LX reads, one per reader and tensor */
+    int nremotes, capremotes;
+    uint64_t land_bytes;           /* LX below the staged sticks: the landing area of remote LX reads */
+    int land_waited;               /* this core waited for its remote LX sticks */
+    kt_full *fulls;                /* the measuring pass's whole-stick stores, then sorted */
+    int nfulls, capfulls;
+    char note[256];                /* one line for stderr: a store dropped as overwritten (stage.c) */
     double hbm_bytes, simd_elems, trans_elems, mm_flops, ring_bytes; /* this core's counts for ktir-cpu's roofline */
     double roofline;                           /* the slowest core's roofline so far */
     int mm_only;                   /* the op being compiled is an extf only matmuls read (kt_plan) */
@@ -215,5 +241,17 @@ void kt_select_mask(kt_ctx *c, const ml_op *op, const kv *cond, const kv *a, con
 /* extf / truncf of a tensor; mm_only: an extf only matmuls read (kept as its DL16 source, lx16) */
 void kt_cast(kt_ctx *c, const ml_op *op, const kv *v, int to_f32, int mm_only, kv *r);
 uint64_t kt_dl16_operand(kt_ctx *c, const ml_op *op, kv *t);           /* a matmul operand in DL16 */
+/* A store of rows h x w from element first (row stride) that a later core
+ * overwrites whole, with no core loading it: that core's number, else -1. */
+int kt_stage_dead_store(kt_ctx *c, int tensor, int64_t first, int64_t stride, int64_t h, int64_t w, int64_t lanes);
+/* The HBM (or LX) tensor behind key; the measuring pass adds it on first use. */
+int kt_tensor_for(kt_ctx *c, const ml_op *op, const char *key, int f32);
+/* ct_local memory views (lxview.c). */
+int kt_lx_space(kt_ctx *c, const ml_op *op);  /* memory_space: -1 global, else the ct_id's core */
+void kt_lx_view(kt_ctx *c, const ml_op *op, int core, kv *r, const int64_t *size, const int64_t *st);
+uint64_t kt_lx_skip(const kt_ctx *c, uint64_t at, uint64_t bytes); /* at, moved past this core's LX tensors */
+void kt_lx_plan(kt_ctx *c);                     /* after the measuring pass */
+void kt_lx_send(kt_ctx *c);                     /* at each core's start: the owner's sends */
+void kt_lx_load(kt_ctx *c, const ml_op *op, const kv *p, uint64_t lx, int64_t hf, int64_t ro, int64_t co);
 
 #endif

@@ -44,6 +44,7 @@ typedef struct {
     double roofline_cycles;
     int ninout;                         /* tensors the program both loads and stores: */
     char inout[KT_MAX_INOUT][ISA_NAME_MAX]; /* outputs that need initial data */
+    char note[256];                     /* one line for stderr, or empty: a store dropped as overwritten */
 } kt_report;
 
 isa_program *kt_compile_file(const char *path, const kt_arg *args, int nargs, const chip_config *cfg, char *err,

@@ -214,6 +214,7 @@ int kt_cli_run(int argc, char **argv)
     } else {
         kt_report rep = {0};
         isa_program *ip = kt_compile_file(o.file, o.args, o.nargs, rt_config(dev), err, sizeof err, &code, &rep);
+        if (ip && rep.note[0]) fprintf(stderr, "%s\n", rep.note);
         if (!ip) fprintf(stderr, "%s\n", err);
         else code = run_program(dev, ip, &o, &rep);
         rt_close(dev);

@@ -52,9 +52,29 @@ static uint64_t lanes_mask(int64_t lo, int64_t hi) /* lanes [lo, hi) of at most 
     return m << lo;
 }
 
+static void add_full(kt_ctx *c, int tensor, int64_t lo, int64_t hi)
+{
+    kt_full *last = c->nfulls ? &c->fulls[c->nfulls - 1] : NULL;
+    if (last && last->tensor == tensor && last->core == c->core && lo == last->hi + 1) {
+        last->hi = hi;
+        return;
+    }
+    if (c->nfulls == c->capfulls) {
+        c->capfulls = c->capfulls ? c->capfulls * 2 : 256;
+        c->fulls = realloc(c->fulls, sizeof *c->fulls * (size_t)c->capfulls);
+        if (!c->fulls) abort();
+    }
+    c->fulls[c->nfulls++] = (kt_full){.tensor = tensor, .core = c->core, .lo = lo, .hi = hi};
+}
+
 void kt_stage_note_store(kt_ctx *c, int tensor, int64_t first, int64_t stride, int64_t h, int64_t w, int64_t lanes)
 {
     if (c->final) return;
+    int64_t runs = stride == w ? 1 : h, len = stride == w ? h * w : w; /* rows one after another: one run */
+    for (int64_t r = 0; r < runs; r++) {
+        int64_t e0 = first + r * stride, lo = (e0 + lanes - 1) / lanes, hi = (e0 + len) / lanes - 1;
+        if (lo <= hi) add_full(c, tensor, lo, hi);
+    }
     uint64_t full = lanes_mask(0, lanes);
     for (int64_t r = 0; r < h; r++) {
         int64_t e0 = first + r * stride, e1 = e0 + w;
@@ -143,8 +163,28 @@ static void plan_stick(kt_ctx *c, int i, int j)
     c->staged[c->nstaged++] = st;
 }
 
+static int cmp_full(const void *x, const void *y)
+{
+    const kt_full *a = x, *b = y;
+    if (a->tensor != b->tensor) return a->tensor < b->tensor ? -1 : 1;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Tensors two cores store some whole stick of: sorted by start, a span
+ * overlapping the furthest-reaching one before it of another core. */
+static void plan_contested(kt_ctx *c)
+{
+    if (c->nfulls) qsort(c->fulls, (size_t)c->nfulls, sizeof *c->fulls, cmp_full);
+    for (int i = 1, far = 0; i < c->nfulls; i++) {
+        const kt_full *f = &c->fulls[i], *m = &c->fulls[far];
+        if (m->tensor == f->tensor && f->lo <= m->hi && f->core != m->core) c->tensors[f->tensor].contested = 1;
+        if (m->tensor != f->tensor || f->hi > m->hi) far = i;
+    }
+}
+
 void kt_stage_plan(kt_ctx *c)
 {
+    plan_contested(c);
     c->nstaged = 0, c->nslots = 0;
     merge_loads(c);
     if (c->nnotes) qsort(c->notes, (size_t)c->nnotes, sizeof *c->notes, cmp_note);
@@ -160,6 +200,55 @@ void kt_stage_plan(kt_ctx *c)
         plan_stick(c, i, j);
     }
     c->stage_bytes = (uint64_t)(c->nstaged + c->nslots) * c->cfg->stick_bytes;
+}
+
+/* Does some core load a stick of [lo, hi]? (the spans are merged: the last one starting at or before hi) */
+static int any_loaded(const kt_ctx *c, int tensor, int64_t lo, int64_t hi)
+{
+    int a = 0, b = c->nloads - 1;
+    while (a <= b) {
+        int mid = (a + b) / 2;
+        const kt_span *s = &c->loads[mid];
+        if (s->tensor < tensor || (s->tensor == tensor && s->lo <= hi)) a = mid + 1;
+        else b = mid - 1;
+    }
+    return b >= 0 && c->loads[b].tensor == tensor && c->loads[b].hi >= lo;
+}
+
+/* The highest core after this one whose whole-stick stores cover [lo, hi], or -1. */
+static int later_cover(const kt_ctx *c, int tensor, int64_t lo, int64_t hi)
+{
+    int best = -1;
+    for (int64_t pos = lo; pos <= hi;) {
+        int found = -1;
+        for (int i = 0; i < c->nfulls && found < 0; i++) {
+            const kt_full *f = &c->fulls[i];
+            if (f->tensor == tensor && f->core > c->core && f->lo <= pos && f->hi >= pos) found = i;
+        }
+        if (found < 0) return -1;
+        pos = c->fulls[found].hi + 1;
+        if (c->fulls[found].core > best) best = c->fulls[found].core;
+    }
+    return best;
+}
+
+/* Two cores storing the same whole sticks race on the chip; ktir-cpu runs
+ * the cores one after another, so the later core's values stay.  A store
+ * whose every stick a later core also stores whole, and that no core
+ * loads, leaves nothing that core order keeps: it is dropped. */
+int kt_stage_dead_store(kt_ctx *c, int tensor, int64_t first, int64_t stride, int64_t h, int64_t w, int64_t lanes)
+{
+    int64_t runs = stride == w ? 1 : h, len = stride == w ? h * w : w;
+    if (!c->final || !c->tensors[tensor].contested || first % lanes || len % lanes || (runs > 1 && stride % lanes)) return -1;
+    int best = -1;
+    len /= lanes;
+    for (int64_t r = 0; r < runs; r++) {
+        int64_t lo = (first + r * stride) / lanes, hi = lo + len - 1;
+        int k = any_loaded(c, tensor, lo, hi) ? -1 : later_cover(c, tensor, lo, hi);
+        if (k < 0) return -1;
+        if (k > best) best = k;
+    }
+    return best;
 }
 
 uint64_t kt_stage_base(const kt_ctx *c)

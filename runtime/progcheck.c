@@ -44,6 +44,10 @@ static int check_tensor(const isa_program *p, size_t idx, char *err, size_t errl
     if (t->bytes != want)
         return isa_errf(err, errlen, "tensor %s: records %llu device bytes but its shape and layout need %llu",
                         t->name, (unsigned long long)t->bytes, (unsigned long long)want);
+    if (t->flags & ~ISA_TF_ALL)
+        return isa_errf(err, errlen, "tensor %s: unknown flags 0x%x", t->name, (unsigned)t->flags);
+    if (t->flags & ISA_TF_LX)
+        return isa_tensor_check_lx(p, t, err, errlen);
     if (t->dram_off > p->dram_bytes || t->bytes > p->dram_bytes - t->dram_off)
         return isa_errf(err, errlen, "tensor %s: [%llu, +%llu) lies outside the program's DRAM segment of %llu bytes",
                        t->name, (unsigned long long)t->dram_off, (unsigned long long)t->bytes,
@@ -79,6 +83,8 @@ static int check_placement(const isa_program *p, char *err, size_t errlen)
     int rc = 0;
     for (size_t i = 0; i < p->ntensors && !rc; i++) {
         const isa_tensor *t = &p->tensors[i];
+        if (t->flags & ISA_TF_LX)
+            continue; /* not in DRAM (check_tensor placed it in its LX) */
         if (t->dram_off % p->stick_bytes)
             rc = isa_errf(err, errlen, "tensor %s: DRAM offset %llu is not a multiple of the %u-byte stick", t->name,
                           (unsigned long long)t->dram_off, p->stick_bytes);

@@ -5,10 +5,13 @@
  * an allocation does not fit, other programs make room: first activation
  * regions held before a first launch, then weights regions, the one used
  * furthest in the future first (Belady, from the declared schedule) or the
- * least recently used.  docs/runtime.md describes the policy. */
+ * least recently used.  docs/runtime.md describes the policy.  An input
+ * resident in a core's LX (ISA_TF_LX) takes no DRAM: it is written into
+ * that LX before every run. */
 #include "rt_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The resident weights region to evict for self: furthest next use, ties
  * (and no schedule) to the least recently used.  NULL when none is left. */
@@ -107,8 +110,8 @@ static int fill_region(rt_program *prog, int weights, int values, uint64_t dirty
     const isa_program *p = prog->p;
     for (size_t i = 0; i < p->ntensors; i++) {
         const isa_tensor *t = &p->tensors[i];
-        if (rt_in_weights(p, t) != weights || !t->bytes)
-            continue;
+        if (rt_in_weights(p, t) != weights || !t->bytes || (t->flags & ISA_TF_LX))
+            continue; /* an LX input is placed at each launch (rt_place_lx) */
         uint64_t lo = rt_tensor_dev_addr(prog, t);
         if (t->const_off >= 0) {
             if (sim_dram_write(prog->dev->sim, lo, p->consts + t->const_off, (size_t)t->bytes))
@@ -166,6 +169,29 @@ int rt_stage(rt_program *prog, size_t from, int values, char *err, size_t errlen
         return -1;
     prog->staged = 1;
     return fill_region(prog, 0, values, dirty, err, errlen);
+}
+
+/* Inputs resident in a core's LX (ISA_TF_LX): their host copy (zeros
+ * without one) written there before every run, since any program run on
+ * the device may have used that LX since; untimed, as the program states
+ * the data is there when it starts. */
+int rt_place_lx(rt_program *prog, char *err, size_t errlen)
+{
+    const isa_program *p = prog->p;
+    for (size_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor *t = &p->tensors[i];
+        if (!(t->flags & ISA_TF_LX) || !t->bytes)
+            continue;
+        uint8_t *lx = sim_lx(prog->dev->sim, t->lx_core);
+        if (!lx || t->dram_off + t->bytes > sim_get_config(prog->dev->sim)->lx_bytes)
+            return isa_errf(err, errlen, "tensor %s: does not fit the LX of core %d", t->name, t->lx_core);
+        if (prog->host[i])
+            isa_layout_pack(t, p->stick_bytes, prog->host[i], lx + t->dram_off);
+        else
+            memset(lx + t->dram_off, 0, (size_t)t->bytes);
+        rt_count_upload(prog, t, t->bytes);
+    }
+    return 0;
 }
 
 int rt_weights_resident(const rt_program *prog)

@@ -62,6 +62,8 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
 /* Does tensor t live in p's weights region? */
 int rt_in_weights(const isa_program *p, const isa_tensor *t);
 /* Is t's region in device DRAM now, and where does t live there? */
+/* The ISA_TF_LX inputs written into their cores' LX before a run. */
+int rt_place_lx(rt_program *prog, char *err, size_t errlen);
 int rt_region_present(const rt_program *prog, const isa_tensor *t);
 uint64_t rt_tensor_dev_addr(const rt_program *prog, const isa_tensor *t);
 

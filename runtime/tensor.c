@@ -1,5 +1,6 @@
 /* tensor.c: a loaded program's tensor table: a tensor by name, its host
- * copy, and where it lives in device DRAM while its region is there. */
+ * copy, and where it lives in device DRAM while its region is there (an
+ * ISA_TF_LX input never: it is written into its core's LX at each launch). */
 #include "rt_internal.h"
 
 int64_t rt_tensor_elems(const isa_tensor *t)
@@ -71,11 +72,13 @@ const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *c
 
 int rt_in_weights(const isa_program *p, const isa_tensor *t)
 {
-    return p->weight_bytes && t->dram_off < p->weight_bytes;
+    return p->weight_bytes && !(t->flags & ISA_TF_LX) && t->dram_off < p->weight_bytes;
 }
 
 int rt_region_present(const rt_program *prog, const isa_tensor *t)
 {
+    if (t->flags & ISA_TF_LX)
+        return 0; /* its host copy goes into its core's LX at each launch (rt_place_lx) */
     return rt_in_weights(prog->p, t) ? prog->resident : prog->staged;
 }
 
@@ -92,6 +95,8 @@ int rt_tensor_addr(const rt_program *prog, const char *name, uint64_t *addr, cha
     if (i < 0)
         return -1;
     const isa_tensor *t = &prog->p->tensors[i];
+    if (t->flags & ISA_TF_LX)
+        return isa_errf(err, errlen, "tensor %s is in the LX of core %d, not in device DRAM", name, t->lx_core);
     if (!rt_region_present(prog, t))
         return isa_errf(err, errlen, "tensor %s is not in device DRAM now: %s", name,
                         rt_in_weights(prog->p, t) ? "its program's weights are evicted"

@@ -497,6 +497,8 @@ static void test_corrupt_tensor_table_is_an_error(void)
     expect_patched_error(img, n, rec1 + TR_RANK, 7, 4, "rank 7");
     expect_patched_error(img, n, rec1 + TR_RANK, 1, 4, "dimension 1 set past rank");
     expect_patched_error(img, n, rec1 + TR_STICK, 2, 4, "stick dimension");
+    expect_patched_error(img, n, rec1 + TR_STICK, 1 | 3 << 8, 4, "LX core 3 without the LX flag");
+    expect_patched_error(img, n, rec1 + TR_ORDER, (uint64_t)ISA_TF_LX << 24, 4, "in LX, but not an input");
     expect_patched_error(img, n, rec1 + TR_ORDER, 0x11, 4, "order 0x11 is not an order of its 2 dims");
     expect_patched_error(img, n, rec1 + TR_ORDER, 0x312, 4, "order 0x312 is not an order of its 2 dims");
     expect_patched_error(img, n, rec1 + TR_SHAPE, (uint64_t)-5, 8, "dimension 0 is -5");

@@ -158,6 +158,30 @@ def distributed_copy_rowmerge(rng):
     return runs
 
 
+def dl16(x):
+    # fp32 values as the chip's DL16 holds them: 9 fraction bits, rounded half away from
+    # zero (isa/dl16.c; no value here is outside DL16's range).
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return (((u & 0x7fffffff) + (1 << 13)) >> 14 << 14 | (u & 0x80000000)).astype(np.uint32).view(np.float32)
+
+
+def distributed_view_copy_rfc(rng):
+    # ktir-cpu's test_distributed_view_copy_rfc: A = arange(192 * 64) as f16, rows 0..95 in HBM
+    # at element 0, rows 96..127 column-major (strides [1, 64]) in core 0's LX at element
+    # 12288, rows 128..191 row-major in core 1's LX at element 16384 (each LX a tensor of
+    # its own, lxN_ADDR); both cores copy A whole into B at element 24576.  ktir-cpu checks
+    # B == A exactly.  The chip holds f16 data as DL16 (9 fraction bits, f16 has 10), so the
+    # f16 values above 1024 that DL16 lacks are rounded once, when written in; the copy moves
+    # bits (dma, ring.send, sfp.rst), so B is exactly A as DL16 holds it.
+    a = np.arange(192 * 64, dtype=np.float16).astype(np.float32).reshape(192, 64)
+    lx0 = np.zeros(31 + 63 * 64 + 1, dtype=np.float32)
+    for i in range(32):
+        lx0[i + 64 * np.arange(64)] = a[96 + i]
+    size = 24576 + 192 * 64
+    return ({}, {"hbm": flat_hbm(size, {0: a[:96]}), "lx0_12288": lx0, "lx1_16384": a[128:].copy()},
+            {"hbm": dl16(flat_hbm(size, {0: a[:96], 24576: a}))})
+
+
 def ring_reduce_inner_loop(rng):
     rows = rng.uniform(0.5, 1.5, size=(4, 128)).astype(np.float16).astype(np.float32)
     size = 512 + 128
@@ -297,7 +321,8 @@ def sdpa_pv_ksplit(rng):
 # tolerance (DL16_FACTOR).
 KTIR_CPU_TOLERANCE = {"matmul_fwd_ktir.mlir": (2e-2, 2e-1), "ffn_swiglu.mlir": (5e-2, 5e-2),
                       "sdpa_pv_ksplit.mlir": (2e-2, 2e-1), "ffn_swiglu_4core.mlir": (1.5e-1, 2.0),
-                      "nested_yield.ktir": (1e-5, 1e-5), "vector_add_dynamic_ktir.mlir": (1e-5, 1e-5)}
+                      "nested_yield.ktir": (1e-5, 1e-5), "vector_add_dynamic_ktir.mlir": (1e-5, 1e-5),
+                      "distributed-view-copy.mlir": (0.0, 0.0)}
 DL16_FACTOR = 2
 
 # example file name -> inputs/expected maker, or the failure message expected
@@ -317,6 +342,7 @@ EXAMPLES = {
     "sdpa_2d.mlir": sdpa_2d,
     "distributed-view-copy-dynamic.mlir": distributed_copy,
     "distributed-view-copy-rowmerge-dynamic.mlir": distributed_copy_rowmerge,
+    "distributed-view-copy.mlir": distributed_view_copy_rfc,
     "vector_add_dynamic_ktir.mlir": vector_add_dynamic,
     "softmax_small_explicit.mlir": softmax_small,
     "ring_reduce_inner_loop.mlir": ring_reduce_inner_loop,
