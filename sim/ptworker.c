@@ -82,6 +82,7 @@ static const int versions[OP_KINDS] = {8, 32, 4};
 typedef struct {
     op_key key;
     sim_lx_set bytes; /* the sticks the operand reads */
+    uint64_t lo, hi;  /* their bounds: most writes miss them */
     uint64_t gen;
 } op_version;
 
@@ -314,14 +315,30 @@ static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* Something may write core's LX bytes [lo, hi): operands there get a
- * new version. */
-static void op_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
+static void set_bounds(const sim_lx_set *x, uint64_t *lo, uint64_t *hi)
 {
+    *lo = (uint64_t)x->base;
+    *hi = (uint64_t)(x->base + (x->count - 1) * x->stride + x->len);
+}
+
+/* Something may write core's LX bytes in the ranges of w: operands there
+ * get a new version. */
+static void op_touch(sim_ptq *q, int core, const sim_lx_set *w)
+{
+    uint64_t lo, hi;
+    set_bounds(w, &lo, &hi);
     op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE];
-    for (int i = 0; i < VERSIONS_PER_CORE; i++)
-        if (row[i].gen && hits(&row[i].bytes, lo, hi))
-            row[i].gen = ++q->gen;
+    for (int i = 0; i < VERSIONS_PER_CORE; i++) {
+        if (!row[i].gen || row[i].hi <= lo || hi <= row[i].lo)
+            continue;
+        for (int64_t g = 0; g < w->count; g++) {
+            uint64_t a = (uint64_t)(w->base + g * w->stride);
+            if (hits(&row[i].bytes, a, a + (uint64_t)w->len)) {
+                row[i].gen = ++q->gen;
+                break;
+            }
+        }
+    }
 }
 
 /* The version of the operand of `kind` with key k (bytes `set`) as of now. */
@@ -339,6 +356,7 @@ static uint64_t op_current(sim_ptq *q, int core, int kind, op_key k, const sim_l
     *next = (*next + 1) % versions[kind];
     v->key = k;
     v->bytes = *set;
+    set_bounds(set, &v->lo, &v->hi);
     v->gen = ++q->gen;
     return v->gen;
 }
@@ -365,10 +383,7 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     j->gen[OP_P] = in->flags & ISA_F_ACC ? op_current(s->ptq, core, OP_P, key_of(in, OP_P), &ops[2]) : 0;
     /* later products see what this one writes (its ranges, not their
      * bounds: the other PT unit's sums often lie between them) */
-    for (int64_t g = 0; g < ops[3].count; g++) {
-        uint64_t lo = (uint64_t)(ops[3].base + g * ops[3].stride);
-        op_touch(s->ptq, core, lo, lo + (uint64_t)ops[3].len);
-    }
+    op_touch(s->ptq, core, &ops[3]);
     /* what it writes, as a later product's P */
     j->gen_d = in->flags & ISA_F_F32 ? op_current(s->ptq, core, OP_P, key_of_d(in), &ops[3]) : 0;
     pthread_mutex_lock(&w->mu);
@@ -382,7 +397,7 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
     if (!s->ptq || lo >= hi)
         return;
     if (is_write)
-        op_touch(s->ptq, core, lo, hi);
+        op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     uint64_t done = atomic_load(&w->completed), need = done;
     for (uint64_t i = done; i < w->submitted; i++) {
