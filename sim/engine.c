@@ -18,11 +18,9 @@
 enum { EV_AGENT, EV_TOKEN };
 
 /* 24 bytes (cores and tokens are at most 256, agents ISA_NUNITS + 1):
- * the heap moves events on every push and pop.  The time is kept as the
- * bits of the double: times are never negative, and for those the bits
- * order as the values do, so a comparison is two integer ones. */
+ * the heap moves events on every push and pop. */
 typedef struct {
-    uint64_t tb;  /* the time's bits (time_bits) */
+    double t;
     uint64_t seq; /* insertion order: ties run first come first served */
     uint16_t core;
     uint8_t type, agent;
@@ -34,22 +32,7 @@ typedef struct {
     size_t n, cap;
 } heap;
 
-static uint64_t time_bits(double t)
-{
-    uint64_t b;
-    t += 0.0; /* -0 becomes +0 */
-    memcpy(&b, &t, sizeof b);
-    return b;
-}
-
-static double event_time(const event *e)
-{
-    double t;
-    memcpy(&t, &e->tb, sizeof t);
-    return t;
-}
-
-static int ev_less(const event *a, const event *b) { return a->tb < b->tb || (a->tb == b->tb && a->seq < b->seq); }
+static int ev_less(const event *a, const event *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
 
 static void heap_push(heap *h, event e)
 {
@@ -69,27 +52,23 @@ static void heap_push(heap *h, event e)
     h->v[i] = e;
 }
 
-/* The earliest event.  The hole at the root goes down the smaller
- * children to a leaf (one comparison a level), then the last event
- * climbs from there: it belongs near the bottom, so this takes about half
- * the comparisons of sifting it down from the root.  Keys are unique (seq),
- * so the order of pops does not depend on the heap's arrangement. */
 static event heap_pop(heap *h)
 {
     event top = h->v[0], last = h->v[--h->n];
-    size_t i = 0, n = h->n;
-    if (!n)
-        return top;
-    for (size_t c; (c = 2 * i + 1) < n; i = c) {
-        if (c + 1 < n && ev_less(&h->v[c + 1], &h->v[c]))
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && ev_less(&h->v[c + 1], &h->v[c]))
             c++;
+        if (!ev_less(&h->v[c], &last))
+            break;
         h->v[i] = h->v[c];
+        i = c;
     }
-    while (i && ev_less(&last, &h->v[(i - 1) / 2])) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->v[i] = last;
+    if (h->n)
+        h->v[i] = last;
     return top;
 }
 
@@ -217,7 +196,7 @@ static void kernel_charge(engine *g, int core, long index, double start, double 
 
 static void schedule(engine *g, double t, int type, int core, int agent, int64_t tok)
 {
-    event e = {time_bits(t), g->seq++, (uint16_t)core, (uint8_t)type, (uint8_t)agent, (int32_t)tok};
+    event e = {t, g->seq++, (uint16_t)core, (uint8_t)type, (uint8_t)agent, (int32_t)tok};
     heap_push(&g->h, e);
 }
 
@@ -652,13 +631,12 @@ int sim_engine_run(sim *s, const isa_program *p)
     while (g.h.n) {
         event e = heap_pop(&g.h);
         sim_core *c = &s->cores[e.core];
-        double t = event_time(&e);
         if (e.type == EV_TOKEN)
-            token_inc(&g, c, e.tok, t);
+            token_inc(&g, c, e.tok, e.t);
         else if (e.agent == AGENT_SEQ)
-            rc = run_seq(&g, c, t);
+            rc = run_seq(&g, c, e.t);
         else
-            rc = run_unit(&g, c, e.agent, t);
+            rc = run_unit(&g, c, e.agent, e.t);
         if (rc || s->race_found) {
             rc = -1;
             break;
