@@ -139,8 +139,8 @@ void sim_race_reset(sim *s)
 
 static int gid(const sim_core *c, int u) { return c->id * ISA_NUNITS + u; }
 
-/* mine := max(mine, got), clock by clock: a wait joins one clock per unit
- * of the chip.  SSE2 has no unsigned 32-bit max, so four lanes at a time
+/* mine := max(mine, got), clock by clock: a wait, a fence and a barrier
+ * join one clock per unit of the chip.  SSE2 has no unsigned 32-bit max, so four lanes at a time
  * compare as signed with their top bits flipped. */
 static void vc_join(uint32_t *mine, const uint32_t *got, int n)
 {
@@ -201,11 +201,8 @@ void sim_race_barrier(sim *s)
     if (!r)
         return;
     uint32_t *join = xcalloc((size_t)r->nunits, sizeof *join);
-    for (int g = 0; g < r->nunits; g++) {
-        const uint32_t *v = clock_of(r, g);
-        for (int k = 0; k < r->nunits; k++)
-            join[k] = v[k] > join[k] ? v[k] : join[k];
-    }
+    for (int g = 0; g < r->nunits; g++)
+        vc_join(join, clock_of(r, g), r->nunits);
     for (int g = 0; g < r->nunits; g++) {
         uint32_t *v = clock_of(r, g);
         memcpy(v, join, (size_t)r->nunits * sizeof *v);
@@ -222,11 +219,8 @@ void sim_race_fence(sim *s, sim_core *c)
     if (!r)
         return;
     uint32_t *join = xcalloc((size_t)r->nunits, sizeof *join);
-    for (int u = 0; u < ISA_NUNITS; u++) {
-        const uint32_t *v = clock_of(r, gid(c, u));
-        for (int k = 0; k < r->nunits; k++)
-            join[k] = v[k] > join[k] ? v[k] : join[k];
-    }
+    for (int u = 0; u < ISA_NUNITS; u++)
+        vc_join(join, clock_of(r, gid(c, u)), r->nunits);
     for (int u = 0; u < ISA_NUNITS; u++) {
         uint32_t *v = clock_of(r, gid(c, u));
         memcpy(v, join, (size_t)r->nunits * sizeof *v);
