@@ -42,6 +42,7 @@
 /* max of two times: fmax is a libm call (it must handle NaN, which no time
  * here is), and this model takes tens of them per DRAM access */
 static inline double later(double a, double b) { return a > b ? a : b; }
+static inline double sooner(double a, double b) { return a < b ? a : b; }
 
 #define LONG_AGO (-1e300) /* a time before every event */
 
@@ -82,10 +83,31 @@ typedef struct {
     double start, end;  /* released: its first and last data on the bus */
 } dram_wentry;
 
+/* A divisor with its shift when it is a power of two (-1 otherwise): the
+ * address map divides by several per segment, and a shift is far cheaper
+ * than a 64-bit division. */
+typedef struct {
+    uint64_t v;
+    int sh;
+} divisor;
+
+static divisor divisor_of(uint64_t v)
+{
+    divisor d = {v, -1};
+    if (v && !(v & (v - 1)))
+        for (d.sh = 0; (1ull << d.sh) != v; d.sh++)
+            ;
+    return d;
+}
+
+static inline uint64_t dv(uint64_t x, divisor d) { return d.sh >= 0 ? x >> d.sh : x / d.v; }
+static inline uint64_t md(uint64_t x, divisor d) { return d.sh >= 0 ? x & (d.v - 1) : x % d.v; }
+
 struct sim_dram {
     /* organisation */
     int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
     uint64_t gran, row_bytes, burst_bytes;
+    divisor dgran, dnch, drow, dburst, dnbank, dnbg, dwq; /* the same and wq_cap, as divisors */
     /* timings, ns */
     double burst, cl, cwl, rcd, rp, rp_all, ras, rc, wr, rtp, ccd, rrd;
     double wtr_s, wtr_l, faw, rtw, trefi, trfc;
@@ -118,12 +140,13 @@ typedef struct {
 /* Bank group, bank (index in the channel) and row of local row index r. */
 static void place(const sim_dram *d, uint64_t r, int *g, int *bi, int64_t *row)
 {
-    uint64_t nb = (uint64_t)d->nbank, rw = r / nb, lin = r % nb;
-    for (uint64_t x = nb > 1 ? rw : 0; x; x /= nb) /* rotate by the digit sum of the row */
-        lin += x % nb;
-    lin %= nb;
-    *g = (int)(lin % (uint64_t)d->nbg);
-    *bi = *g * d->nbpg + (int)(lin / (uint64_t)d->nbg);
+    const divisor nb = d->dnbank;
+    uint64_t rw = dv(r, nb), lin = md(r, nb);
+    for (uint64_t x = nb.v > 1 ? rw : 0; x; x = dv(x, nb)) /* rotate by the digit sum of the row */
+        lin += md(x, nb);
+    lin = md(lin, nb);
+    *g = (int)md(lin, d->dnbg);
+    *bi = *g * d->nbpg + (int)dv(lin, d->dnbg);
     *row = (int64_t)rw;
 }
 
@@ -180,6 +203,12 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->gran = cfg->dram_interleave_bytes;
     d->row_bytes = cfg->dram_row_bytes;
     d->burst_bytes = cfg->dram_burst_bytes;
+    d->dgran = divisor_of(d->gran);
+    d->dnch = divisor_of((uint64_t)d->nch);
+    d->drow = divisor_of(d->row_bytes);
+    d->dburst = divisor_of(d->burst_bytes);
+    d->dnbank = divisor_of((uint64_t)d->nbank);
+    d->dnbg = divisor_of((uint64_t)d->nbg);
     double t = cfg->dram_tck_ns;
     d->burst = cfg->dram_burst_tck * t;
     d->cl = cfg->dram_cl * t;
@@ -206,6 +235,7 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
     d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
     d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
+    d->dwq = divisor_of(d->wq_cap);
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
         sim_dram_free(d);
@@ -293,14 +323,15 @@ sim_dram_loc sim_dram_map(const sim_dram *d, uint64_t addr)
  * contiguous range [*lo, *hi) of its local space; 0 when there are none. */
 static int chan_range(const sim_dram *d, uint64_t addr, uint64_t bytes, int c, uint64_t *lo, uint64_t *hi)
 {
-    uint64_t g = d->gran, n = (uint64_t)d->nch, uc = (uint64_t)c;
-    uint64_t q0 = addr / g, q1 = (addr + bytes - 1) / g;
-    uint64_t first = q0 + (uc + n - q0 % n) % n; /* first granule of c at or after q0 */
+    const divisor g = d->dgran, n = d->dnch;
+    uint64_t uc = (uint64_t)c;
+    uint64_t q0 = dv(addr, g), q1 = dv(addr + bytes - 1, g);
+    uint64_t first = q0 + md(uc + n.v - md(q0, n), n); /* first granule of c at or after q0 */
     if (first > q1)
         return 0;
-    uint64_t last = q1 - (q1 % n + n - uc) % n;  /* last granule of c at or before q1 */
-    *lo = first / n * g + (first == q0 ? addr % g : 0);
-    *hi = last / n * g + (last == q1 ? (addr + bytes - 1) % g + 1 : g);
+    uint64_t last = q1 - md(md(q1, n) + n.v - uc, n);  /* last granule of c at or before q1 */
+    *lo = dv(first, n) * g.v + (first == q0 ? md(addr, g) : 0);
+    *hi = dv(last, n) * g.v + (last == q1 ? md(addr + bytes - 1, g) + 1 : g.v);
     return 1;
 }
 
@@ -359,7 +390,7 @@ static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, cons
          * the bus once: bus time charged to the segment being planned. */
         double pend = (other - t) / d->burst * (double)d->burst_bytes;
         double bytes = (double)nb * (double)d->burst_bytes;
-        p->mix = fmin(bytes, pend) / d->switch_bytes * d->switch_ns;
+        p->mix = sooner(bytes, pend) / d->switch_bytes * d->switch_ns;
     }
     p->start = s;
     /* First ready: behind queued work, up to `window` of bus time waiting
@@ -413,8 +444,8 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, dou
 {
     int g, bi;
     int64_t row;
-    place(d, lo / d->row_bytes, &g, &bi, &row);
-    uint64_t nb = (hi - 1) / d->burst_bytes - lo / d->burst_bytes + 1;
+    place(d, dv(lo, d->drow), &g, &bi, &row);
+    uint64_t nb = dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
     dram_chan *ch = &d->ch[c];
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
@@ -469,7 +500,7 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, dou
 /* The i-th entry of channel c's write buffer, counting from the oldest. */
 static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 {
-    return &d->wq[(size_t)c * d->wq_cap + (d->ch[c].wq_head + i) % d->wq_cap];
+    return &d->wq[(size_t)c * d->wq_cap + md(d->ch[c].wq_head + i, d->dwq)];
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
@@ -493,7 +524,7 @@ static void wq_retire(sim_dram *d, int c, double t)
         dram_wentry *e = wq_at(d, c, 0);
         if (e->start > t)
             break;
-        ch->wq_head = (uint32_t)((ch->wq_head + 1) % d->wq_cap);
+        ch->wq_head = (uint32_t)md(ch->wq_head + 1, d->dwq);
         ch->wq_n--;
         ch->wq_rel--;
         ch->wq_occ -= e->nb;
@@ -532,7 +563,7 @@ static void wq_idle(sim_dram *d, int c, double t)
 static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
 {
     dram_chan *ch = &d->ch[c];
-    uint64_t nb = (hi - 1) / d->burst_bytes - lo / d->burst_bytes + 1;
+    uint64_t nb = dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
     double arrive = x;
     wq_retire(d, c, x);
     while (ch->wq_occ + nb > d->wq_cap) {
@@ -600,7 +631,7 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
             wq_idle(d, c, t_ns);
             if (dir == WR) { /* posted: into the buffer, in address order */
                 for (uint64_t a = lo; a < hi;) {
-                    uint64_t e = (a / d->row_bytes + 1) * d->row_bytes;
+                    uint64_t e = (dv(a, d->drow) + 1) * d->row_bytes;
                     if (e > hi)
                         e = hi;
                     done = later(done, wq_accept(d, c, a, e, t_ns + d->ack));
@@ -614,7 +645,7 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
          * then the rest, each pass in address order. */
         for (int pass = 0; pass < 2; pass++) {
             for (uint64_t a = lo; a < hi;) {
-                uint64_t r = a / d->row_bytes, e = (r + 1) * d->row_bytes;
+                uint64_t r = dv(a, d->drow), e = (r + 1) * d->row_bytes;
                 if (e > hi)
                     e = hi;
                 int g, bi;

@@ -16,15 +16,18 @@
 
 #define QUEUE 256
 
-/* The operands whose fp32 conversion a worker keeps: A (m x k) and B
- * (k x n), each a DL16 tile in sticks of LX. */
-enum { OP_A, OP_B, OP_KINDS };
+/* The operands whose row-major fp32 copy a worker keeps: A (m x k) and B
+ * (k x n), each a DL16 tile in sticks of LX, and P (m x n), fp32 partial
+ * sums in sticks: a product that accumulates onto what the last one wrote
+ * finds that product's sums still in its buffer. */
+enum { OP_A, OP_B, OP_P, OP_KINDS };
 
 typedef struct {
     int core;
     isa_insn in;
     sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
-    uint64_t gen[OP_KINDS];    /* version of the A and B operands' bytes (see op_version) */
+    uint64_t gen[OP_KINDS];    /* version of the A, B and P operands' bytes (see op_version) */
+    uint64_t gen_d;            /* version of d's bytes once written (fp32 d only, else 0) */
 } pt_job;
 
 /* An operand's place: its LX offset, group stride and rows x cols. */
@@ -43,12 +46,11 @@ typedef struct {
 } op_cache;
 
 /* Entries per core, per kind: a core's products walk a few A tiles and
- * more B tiles (one per output column block). */
-static const int cached[OP_KINDS] = {4, 16};
+ * more B tiles (one per output column block), and accumulate into one
+ * block of sums per PT unit. */
+static const int cached[OP_KINDS] = {4, 16, 4};
 
 typedef struct {
-    float *c;
-    size_t ccap;
     op_cache *oc[OP_KINDS]; /* per core, cached[kind] entries */
     int *next[OP_KINDS];    /* per core: the entry to replace next */
 } pt_bufs;
@@ -72,14 +74,15 @@ typedef struct {
 
 /* Operands whose version the event loop tracks, per core and kind (every
  * write to LX scans a core's entries: few for A, which products share less). */
-static const int versions[OP_KINDS] = {8, 32};
-#define VERSIONS_PER_CORE 40 /* versions[OP_A] + versions[OP_B] */
+static const int versions[OP_KINDS] = {8, 32, 4};
+#define VERSIONS_PER_CORE 44 /* versions[OP_A] + versions[OP_B] + versions[OP_P] */
 
 /* An operand's LX bytes and a version number that changes whenever
  * anything may write them; kept per core by the event loop. */
 typedef struct {
     op_key key;
     sim_lx_set bytes; /* the sticks the operand reads */
+    uint64_t lo, hi;  /* their bounds: most writes miss them */
     uint64_t gen;
 } op_version;
 
@@ -112,7 +115,34 @@ static int same_key(const op_key *a, const op_key *b)
 
 static op_key key_of(const isa_insn *in, int kind)
 {
-    return kind == OP_A ? (op_key){in->a.off, in->as[0], in->m, in->k} : (op_key){in->b.off, in->bs[0], in->k, in->nn};
+    switch (kind) {
+    case OP_A: return (op_key){in->a.off, in->as[0], in->m, in->k};
+    case OP_B: return (op_key){in->b.off, in->bs[0], in->k, in->nn};
+    default: return (op_key){in->p.off, in->ps, in->m, in->nn};
+    }
+}
+
+/* The key d has as a P operand of a later product (fp32 d). */
+static op_key key_of_d(const isa_insn *in) { return (op_key){in->d.off, in->ds[0], in->m, in->nn}; }
+
+/* The cached entry of `kind` for core with key k at version gen, or NULL
+ * (gen 0: never cached). */
+static op_cache *cache_find(pt_bufs *bf, int core, int kind, uint64_t gen, op_key k)
+{
+    op_cache *row = &bf->oc[kind][core * cached[kind]];
+    for (int i = 0; i < cached[kind]; i++)
+        if (gen && row[i].gen == gen && same_key(&row[i].key, &k))
+            return &row[i];
+    return NULL;
+}
+
+/* The entry of `kind` for core to fill next (round robin). */
+static op_cache *cache_next(pt_bufs *bf, int core, int kind)
+{
+    op_cache *oc = &bf->oc[kind][core * cached[kind] + bf->next[kind][core]];
+    bf->next[kind][core] = (bf->next[kind][core] + 1) % cached[kind];
+    oc->gen = 0;
+    return oc;
 }
 
 /* Operand `kind` of a product of `core` as row-major fp32: the cached
@@ -121,14 +151,10 @@ static op_key key_of(const isa_insn *in, int kind)
  * group `stride` bytes on, rows sb bytes apart). */
 static const float *operand(pt_bufs *bf, const uint8_t *lx, int core, int kind, uint64_t gen, op_key k, int64_t sb)
 {
-    op_cache *row = &bf->oc[kind][core * cached[kind]], *oc = NULL;
-    for (int i = 0; i < cached[kind] && !oc; i++)
-        if (gen && row[i].gen == gen && same_key(&row[i].key, &k))
-            oc = &row[i];
+    op_cache *oc = cache_find(bf, core, kind, gen, k);
     if (oc)
         return oc->v;
-    oc = &row[bf->next[kind][core]];
-    bf->next[kind][core] = (bf->next[kind][core] + 1) % cached[kind];
+    oc = cache_next(bf, core, kind);
     const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
     float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
     for (int64_t g = 0; g < groups; g++) {
@@ -142,8 +168,29 @@ static const float *operand(pt_bufs *bf, const uint8_t *lx, int core, int kind, 
     return v;
 }
 
-/* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h). */
-static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KINDS], const isa_insn *in, int64_t sb)
+/* rows rows of len bytes from src to dst, each pitch bytes after the
+ * last.  A whole 128-byte stick (the shipped stick size) is copied with a
+ * constant size, which the compiler inlines: a product copies hundreds of
+ * sticks of partial sums in and out, and a library call per stick cost as
+ * much as a third of the product's own arithmetic. */
+static void copy_rows(void *dst, int64_t dpitch, const void *src, int64_t spitch, int64_t rows, int64_t len)
+{
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    if (len == 128)
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(d + r * dpitch, s + r * spitch, 128);
+    else
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(d + r * dpitch, s + r * spitch, (size_t)len);
+}
+
+/* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h).  The
+ * sums are made in a P entry: the one that holds p already (acc, the
+ * version matches), else the next one, p copied in.  An fp32 d leaves its
+ * entry keyed as d at version gen_d. */
+static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KINDS], uint64_t gen_d,
+                    const isa_insn *in, int64_t sb)
 {
     const int64_t l16 = sb / 2, l32 = sb / 4;
     const int64_t m = in->m, n = in->nn, k = in->k;
@@ -151,23 +198,26 @@ static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KI
     const int64_t gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
     const float *A = operand(bf, lx, core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
     const float *B = operand(bf, lx, core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
-    float *C = grow(&bf->c, &bf->ccap, (size_t)(m * n));
-    if (acc)
+    op_cache *pc = acc ? cache_find(bf, core, OP_P, gen[OP_P], key_of(in, OP_P)) : NULL;
+    const int fresh = !pc;
+    if (fresh)
+        pc = cache_next(bf, core, OP_P);
+    pc->gen = 0; /* its values change below */
+    float *C = grow(&pc->v, &pc->cap, (size_t)(m * n));
+    if (acc && fresh)
         for (int64_t g = 0; g < g32; g++) {
             int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            const uint8_t *base = lx + in->p.off + g * in->ps;
-            for (int64_t r = 0; r < m; r++)
-                memcpy(C + r * n + g * l32, base + r * sb, (size_t)w * 4);
+            copy_rows(C + g * l32, n * 4, lx + in->p.off + g * in->ps, sb, m, w * 4);
         }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
                 acc ? 1.0f : 0.0f, C, (int)n);
     if (out32) {
         for (int64_t g = 0; g < g32; g++) {
             int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            uint8_t *base = lx + in->d.off + g * in->ds[0];
-            for (int64_t r = 0; r < m; r++)
-                memcpy(base + r * sb, C + r * n + g * l32, (size_t)w * 4);
+            copy_rows(lx + in->d.off + g * in->ds[0], sb, C + g * l32, n * 4, m, w * 4);
         }
+        pc->key = key_of_d(in);
+        pc->gen = gen_d;
     } else {
         for (int64_t g = 0; g < gb; g++) {
             int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
@@ -190,7 +240,7 @@ static void *worker(void *arg)
             break;
         pthread_mutex_unlock(&q->mu);
         const pt_job *j = &q->jobs[next % QUEUE];
-        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->gen, &j->in, q->s->cfg.stick_bytes);
+        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->gen, j->gen_d, &j->in, q->s->cfg.stick_bytes);
         pthread_mutex_lock(&q->mu);
         atomic_store(&q->completed, next + 1);
         pthread_cond_broadcast(&q->done);
@@ -265,21 +315,39 @@ static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* Something may write core's LX bytes [lo, hi): operands there get a
- * new version. */
-static void op_touch(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
+static void set_bounds(const sim_lx_set *x, uint64_t *lo, uint64_t *hi)
 {
-    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE];
-    for (int i = 0; i < VERSIONS_PER_CORE; i++)
-        if (row[i].gen && hits(&row[i].bytes, lo, hi))
-            row[i].gen = ++q->gen;
+    *lo = (uint64_t)x->base;
+    *hi = (uint64_t)(x->base + (x->count - 1) * x->stride + x->len);
 }
 
-/* The version of operand `kind` of `in` (bytes `set`) as of now. */
-static uint64_t op_current(sim_ptq *q, int core, int kind, const isa_insn *in, const sim_lx_set *set)
+/* Something may write core's LX bytes in the ranges of w: operands there
+ * get a new version. */
+static void op_touch(sim_ptq *q, int core, const sim_lx_set *w)
 {
-    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE + (kind == OP_A ? 0 : (size_t)versions[OP_A])];
-    op_key k = key_of(in, kind);
+    uint64_t lo, hi;
+    set_bounds(w, &lo, &hi);
+    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE];
+    for (int i = 0; i < VERSIONS_PER_CORE; i++) {
+        if (!row[i].gen || row[i].hi <= lo || hi <= row[i].lo)
+            continue;
+        for (int64_t g = 0; g < w->count; g++) {
+            uint64_t a = (uint64_t)(w->base + g * w->stride);
+            if (hits(&row[i].bytes, a, a + (uint64_t)w->len)) {
+                row[i].gen = ++q->gen;
+                break;
+            }
+        }
+    }
+}
+
+/* The version of the operand of `kind` with key k (bytes `set`) as of now. */
+static uint64_t op_current(sim_ptq *q, int core, int kind, op_key k, const sim_lx_set *set)
+{
+    size_t first = 0;
+    for (int i = 0; i < kind; i++)
+        first += (size_t)versions[i];
+    op_version *row = &q->ov[(size_t)core * VERSIONS_PER_CORE + first];
     for (int i = 0; i < versions[kind]; i++)
         if (row[i].gen && same_key(&row[i].key, &k))
             return row[i].gen;
@@ -288,14 +356,9 @@ static uint64_t op_current(sim_ptq *q, int core, int kind, const isa_insn *in, c
     *next = (*next + 1) % versions[kind];
     v->key = k;
     v->bytes = *set;
+    set_bounds(set, &v->lo, &v->hi);
     v->gen = ++q->gen;
     return v->gen;
-}
-
-static void set_bounds(const sim_lx_set *x, uint64_t *lo, uint64_t *hi)
-{
-    *lo = (uint64_t)x->base;
-    *hi = (uint64_t)(x->base + (x->count - 1) * x->stride + x->len);
 }
 
 void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4])
@@ -306,7 +369,7 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     }
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     if (!w->threaded) {
-        compute(&w->bufs, s->cores[core].lx, core, (const uint64_t[OP_KINDS]){0, 0}, in, s->cfg.stick_bytes);
+        compute(&w->bufs, s->cores[core].lx, core, (const uint64_t[OP_KINDS]){0, 0, 0}, 0, in, s->cfg.stick_bytes);
         return;
     }
     if (w->submitted - atomic_load(&w->completed) == QUEUE)
@@ -315,11 +378,14 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     j->core = core;
     j->in = *in;
     memcpy(j->ops, ops, sizeof j->ops);
-    j->gen[OP_A] = op_current(s->ptq, core, OP_A, in, &ops[0]);
-    j->gen[OP_B] = op_current(s->ptq, core, OP_B, in, &ops[1]);
-    uint64_t dlo, dhi;
-    set_bounds(&ops[3], &dlo, &dhi);
-    op_touch(s->ptq, core, dlo, dhi); /* later products see what this one writes */
+    j->gen[OP_A] = op_current(s->ptq, core, OP_A, key_of(in, OP_A), &ops[0]);
+    j->gen[OP_B] = op_current(s->ptq, core, OP_B, key_of(in, OP_B), &ops[1]);
+    j->gen[OP_P] = in->flags & ISA_F_ACC ? op_current(s->ptq, core, OP_P, key_of(in, OP_P), &ops[2]) : 0;
+    /* later products see what this one writes (its ranges, not their
+     * bounds: the other PT unit's sums often lie between them) */
+    op_touch(s->ptq, core, &ops[3]);
+    /* what it writes, as a later product's P */
+    j->gen_d = in->flags & ISA_F_F32 ? op_current(s->ptq, core, OP_P, key_of_d(in), &ops[3]) : 0;
     pthread_mutex_lock(&w->mu);
     w->submitted++;
     pthread_cond_signal(&w->more);
@@ -331,7 +397,7 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
     if (!s->ptq || lo >= hi)
         return;
     if (is_write)
-        op_touch(s->ptq, core, lo, hi);
+        op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     uint64_t done = atomic_load(&w->completed), need = done;
     for (uint64_t i = done; i < w->submitted; i++) {
@@ -371,7 +437,6 @@ void sim_pt_stop(sim *s)
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->more);
         pthread_cond_destroy(&w->done);
-        free(w->bufs.c);
         for (int k = 0; k < OP_KINDS; k++) {
             for (int c = 0; c < s->cfg.cores * cached[k]; c++)
                 free(w->bufs.oc[k][c].v);
