@@ -243,13 +243,7 @@ static void op_access_tile(kt_ctx *c, const ml_op *op, kv *r)
     int perm = tile_order(c, op, ty, ext);
     *r = (kv){.kind = KV_TILE, .rank = ty->rank}; /* offsets and extent first: they pick a partition */
     memcpy(r->shape, ty->shape, sizeof r->shape);
-    int k = 0;
-    const ml_item *list = &op->items[1];
-    for (int i = 0; i < list->n; i++) {
-        if (list->items[i].kind == ML_I_PUNCT) continue;
-        if (k == ML_MAX_RANK) break;
-        r->off[k++] = int_of(c, &list->items[i]);
-    }
+    int k = kt_index_list(c, &op->items[1], r->off, ML_MAX_RANK);
     if (view->kind == KV_DVIEW) {
         const kt_dview *d = &c->dviews[view->i];
         if (d->n < 1 || k != d->parts[0].rank || ty->rank != k)
@@ -315,6 +309,11 @@ static void op_store(kt_ctx *c, const ml_op *op)
     if (tile->kind != KV_TILE || v.kind != KV_TENSOR)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ktdp.store needs a tensor and an access tile");
     if (kt_sticks(&v) != kt_sticks(tile) || v.f32 != tile->f32) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "stored tensor and tile differ in shape");
+    /* Tensors are values: an op whose result goes unused (RFC 0682's own
+     * add-with-control-flow drops linalg.add's) leaves its outs as it was. */
+    if (v.from_empty)
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%%%s holds tensor.empty's undefined contents (is an op's result unused?)",
+                op->items[0].s);
     kt_need_layout(c, op, &v);
     kt_materialize(c, op, &v);
     kt_dma_tile(c, op, tile, v.lx, 1);

@@ -206,6 +206,10 @@ int kt_sigmoid(kt_ctx *c, const ml_block *b, const int at[4]);
 /* Is ops[i] an arith.extf whose result only linalg.matmul ops read, as operands? */
 int kt_matmul_only(const ml_block *b, int i);
 
+/* An access tile's subscripts [e, ...] (iexpr.c): each an affine or
+ * quasi-affine expression of index values; returns how many. */
+int kt_index_list(kt_ctx *c, const ml_item *list, int64_t *out, int max);
+
 /* Chip code (emit.c). */
 uint64_t kt_lx_alloc(kt_ctx *c, const ml_op *op, uint64_t bytes);
 int64_t kt_sticks(const kv *t);

@@ -30,19 +30,24 @@
 
 int kt_lx_space(kt_ctx *c, const ml_op *op)
 {
+    /* Two spellings: ktir-cpu's `#ktdp.memory_space<global>` and
+     * `<ct_local, ct_id = N>`, and RFC 0682's `#ktdp.spyre_memory_space<HBM>`
+     * and `<LX, core = N>`. */
     const ml_attr *ms = ml_op_attr(c->m, op, "memory_space");
-    if (!ms || ms->kind != ML_A_DIALECT || !strcmp(ms->body, "global")) return -1;
-    const char *b = ms->body, *id = strstr(b, "ct_id");
-    if (strncmp(b, "ct_local", 8) || (b[8] && b[8] != ',' && b[8] != ' '))
+    if (!ms || ms->kind != ML_A_DIALECT || !strcmp(ms->body, "global") || !strcmp(ms->body, "HBM")) return -1;
+    const char *b = ms->body;
+    int rfc = !strncmp(b, "LX", 2) && (!b[2] || b[2] == ',' || b[2] == ' ');
+    const char *id = strstr(b, rfc ? "core" : "ct_id");
+    if (!rfc && (strncmp(b, "ct_local", 8) || (b[8] && b[8] != ',' && b[8] != ' ')))
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: memory views in %s (only global HBM and ct_local)", b);
     if (!id) return c->core; /* the executing core's LX */
     char *end;
     const char *eq = strchr(id, '=');
     long n = eq ? strtol(eq + 1, &end, 10) : -1;
     if (!eq || end == eq + 1 || n < 0)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `ct_id = N` in the memory space, got `%s`", b);
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `%s = N` in the memory space, got `%s`", rfc ? "core" : "ct_id", b);
     if (n >= c->ncores)
-        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "ct_id = %ld: the grid has %d compute tiles", n, c->ncores);
+        kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "%s = %ld: the grid has %d compute tiles", rfc ? "core" : "ct_id", n, c->ncores);
     return (int)n;
 }
 

@@ -189,7 +189,7 @@ static void lex_number(ml_parser *p, ml_tok *t, size_t i)
 }
 
 static const char *const puncts[] = {"->", "...", "::", "(", ")", "{", "}", "[", "]", "<", ">", ",", ":", "=",
-                                     "*", "+", "-", "?", "|", NULL};
+                                     "*", "+", "-", "?", "|", "/", NULL};
 
 static void lex_punct(ml_parser *p, ml_tok *t, size_t i)
 {
@@ -217,7 +217,9 @@ static ml_tok lex(ml_parser *p)
         return t;
     }
     char c = p->text[i];
-    if (c == '%' || c == '^' || c == '@' || c == '#' || c == '!') {
+    if (c == '%' && (i + 1 >= p->len || isspace((unsigned char)p->text[i + 1]))) {
+        t.kind = TK_PUNCT, t.s = "%", t.end = i + 1; /* a modulus in a subscript: `%t % 64` (RFC 0682) */
+    } else if (c == '%' || c == '^' || c == '@' || c == '#' || c == '!') {
         if (c == '@' && i + 1 < p->len && p->text[i + 1] == '"') {
             lex_string(p, &t, i + 1);
             t.kind = TK_AT;

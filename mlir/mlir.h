@@ -80,7 +80,7 @@ typedef struct ml_region ml_region;
 typedef enum {
     ML_I_VALUE,  /* %name (s; idx for %name#idx, else -1) */
     ML_I_WORD,   /* bare identifier or ^label (s) */
-    ML_I_PUNCT,  /* one of , : = -> * + - < > ? ... (s) */
+    ML_I_PUNCT,  /* one of , : = -> * + - / % < > ? ... (s) */
     ML_I_ATTR,   /* attr */
     ML_I_TYPE,   /* type */
     ML_I_GROUP,  /* ( items ) */

@@ -851,6 +851,65 @@ static const char *order_prog =
     "  }\n"
     "}\n";
 
+/* RFC 0682's spelling: `#ktdp.spyre_memory_space<HBM>` and subscripts that
+ * are affine or quasi-affine expressions: tile t copies rows of block
+ * (t + 1) mod 4 of a to block t of y. */
+static const char *subscript_prog =
+    "module {\n"
+    "  func.func @rot(%a_ptr: index, %y_ptr: index, %BLOCK: index) attributes {grid = [4]} {\n"
+    "    %id = ktdp.get_compute_tile_id : index\n"
+    "    %c0 = arith.constant 0 : index\n"
+    "    %c64 = arith.constant 64 : index\n"
+    "    %a = ktdp.construct_memory_view %a_ptr, sizes: [16, 64], strides: [64, 1] {\n"
+    "      memory_space = #ktdp.spyre_memory_space<HBM>} : memref<16x64xf16>\n"
+    "    %y = ktdp.construct_memory_view %y_ptr, sizes: [16, 64], strides: [64, 1] {\n"
+    "      memory_space = #ktdp.spyre_memory_space<HBM>} : memref<16x64xf16>\n"
+    "    %ta = ktdp.construct_access_tile %a[(%id + 1) % 4 * 4, %c64 / 2 - 32] {} : memref<16x64xf16> -> !ktdp.access_tile<4x64xindex>\n"
+    "    %ty = ktdp.construct_access_tile %y[%id * 4 + %c0, %c0 * 3] {} : memref<16x64xf16> -> !ktdp.access_tile<4x64xindex>\n"
+    "    %x = ktdp.load %ta : !ktdp.access_tile<4x64xindex> -> tensor<4x64xf16>\n"
+    "    ktdp.store %x, %ty : tensor<4x64xf16>, !ktdp.access_tile<4x64xindex>\n"
+    "    return\n"
+    "  }\n"
+    "}\n";
+
+static void test_rfc_subscript_expressions_and_memory_space_spelling_move_the_rows_they_name(void)
+{
+    char path[512], err[512];
+    rt_device *dev;
+    kt_arg args[] = {{"BLOCK", 4}};
+    rt_program *prog = load_prog(subscript_prog, args, 1, path, sizeof path, &dev);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    static float a[16 * 64], y[16 * 64];
+    for (int i = 0; i < 16 * 64; i++) a[i] = (float)(i % 251) / 8; /* multiples of 1/8 below 32: exact in DL16 */
+    CU_ASSERT_EQUAL(rt_set_input(prog, "a_ptr", a, err, sizeof err), 0);
+    rt_run_result res;
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    CU_ASSERT_EQUAL(rt_read_tensor(prog, "y_ptr", y, err, sizeof err), 0);
+    int bad = 0;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 64; c++) bad += y[r * 64 + c] != a[((r / 4 + 1) % 4 * 4 + r % 4) * 64 + c];
+    CU_ASSERT_EQUAL(bad, 0);
+    rt_unload(prog);
+    rt_close(dev);
+    remove(path);
+}
+
+static void test_bad_subscripts_and_a_stored_empty_tensor_are_refused_with_their_line(void)
+{
+    static const char *from[] = {"%c64 / 2 - 32]", "%c64 / 2 - 32]", "%c64 / 2 - 32]",
+                                 "    ktdp.store %x, %ty"};
+    static const char *to[] = {"%c64 / %c0]", "%c64 / 2 *]", "%c64 2]", "    %e = tensor.empty() : tensor<4x64xf16>\n    ktdp.store %e, %ty"};
+    static const char *want[] = {":10:67: an access tile's subscript: a divisor that is not positive",
+                                 "an access tile's subscript: an operand is missing",
+                                 "an access tile's subscript: expected `,` or `]`",
+                                 "%e holds tensor.empty's undefined contents (is an op's result unused?)"};
+    for (int k = 0; k < 4; k++) {
+        char *p = replace(subscript_prog, from[k], to[k]);
+        expect_compile_error(p, KT_EXIT_REFUSED, want[k]);
+        free(p);
+    }
+}
+
 static void test_chip_rule_violations_are_exit_3_and_unsupported_ops_exit_2(void)
 {
     /* ktir-cpu's paged RFC examples: a tile larger than LX is the chip's
@@ -882,6 +941,10 @@ int main(void)
         {"parser_reads_ops_regions_attributes_and_affine_sets", test_parser_reads_ops_regions_attributes_and_affine_sets},
         {"parser_errors_are_one_line_with_file_line_column", test_parser_errors_are_one_line_with_file_line_column},
         {"parser_survives_damaged_text", test_parser_survives_damaged_text},
+        {"rfc_subscript_expressions_and_memory_space_spelling_move_the_rows_they_name",
+         test_rfc_subscript_expressions_and_memory_space_spelling_move_the_rows_they_name},
+        {"bad_subscripts_and_a_stored_empty_tensor_are_refused_with_their_line",
+         test_bad_subscripts_and_a_stored_empty_tensor_are_refused_with_their_line},
         {"rows_program_runs_on_four_cores_with_the_values_computed_here",
          test_rows_program_runs_on_four_cores_with_the_values_computed_here},
         {"matmul_then_ring_allreduce_gives_the_sum_of_the_tiles_products",
