@@ -441,7 +441,7 @@ def main(argv):
             passed += status == "ok"
             print("%s: %s (%s)" % (rel, status, detail))
     print("ktir_examples_pass=%d/%d" % (passed, len(files)))
-    return 0
+    return 0 if files and passed == len(files) else 1
 
 
 if __name__ == "__main__":
