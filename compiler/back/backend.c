@@ -537,6 +537,12 @@ static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
     ki->bar = i > 0 && bar;
     snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
     measure(c, i, first);
+    ki->est = be_kind_of(c, i)->estimate(c, i);
+    ki->xchg_est = 0;
+    for (int b = 0; b < c->p->nbufs; b++) {
+        const be_xreg *x = be_res_xreg(c, b, i);
+        ki->xchg_est += x ? x->est : 0;
+    }
 }
 
 /* The codegen pass: every kernel into the program's streams, each tiled
@@ -696,6 +702,7 @@ static void print_report(const ir_prog *p, FILE *f)
         if (i > 0)
             fprintf(f, "  before it: %s%s%s\n", ki->bar ? "bar (" : "fence", ki->bar ? ki->boundary : "",
                     ki->bar ? ")" : "");
+        fprintf(f, "  estimate: %.0f cycles\n", ki->est);
         bars += ki->bar;
         rd += ki->dram_rd;
         wr += ki->dram_wr;
@@ -721,6 +728,20 @@ static void print_report(const ir_prog *p, FILE *f)
                 p->nupdates == 1 || st->ncores == 1 ? "" : "s");
     free(reads);
     free(writes);
+}
+
+double be_estimate(const ir_prog *p, const char *name)
+{
+    const be_state *st = p->be ? state_of(p->be) : NULL;
+    for (int i = 0; st && i < p->norder; i++) {
+        const char *k = p->kernels[p->order[i]].name;
+        const size_t n = strlen(k);
+        if (!strcmp(name, k))
+            return st->k[i].est;
+        if (!strncmp(name, k, n) && !strcmp(name + n, ".xchg") && st->k[i].xchg_est > 0)
+            return st->k[i].xchg_est;
+    }
+    return -1;
 }
 
 void be_print(const ir_prog *p, const char *pass, FILE *f)
