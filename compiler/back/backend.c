@@ -493,14 +493,6 @@ int be_workdiv_pass(ir_prog *p)
 
 /* ---- codegen ---- */
 
-/* The cycles a kernel takes beyond its steady state, which the kinds'
- * estimates leave out: the fill (the kernel boundary, the first loads'
- * DMA issue and DRAM latency while every core asks at once) and the drain
- * (the last store).  Fitted to the simulator on the traces' kernels
- * (bench/run estimate, docs/compiler.md "Estimates against the
- * simulator"): the median kernel span was 774 cycles above its estimate. */
-#define BE_FILL_DRAIN 600
-
 /* A DMA unit's time for instruction in, as the simulator charges it (its
  * issue, then its sticks at LX's rate or the ring's); 0 for other units. */
 static double dma_time(const chip_config *cfg, const isa_insn *in)
@@ -563,7 +555,7 @@ static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
     ki->bar = i > 0 && bar;
     snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
     measure(c, i, first);
-    ki->est = cc_max(be_kind_of(c, i)->estimate(c, i), ki->dma_busy) + BE_FILL_DRAIN;
+    ki->est = cc_max(be_kind_of(c, i)->estimate(c, i), ki->dma_busy) + be_kind_of(c, i)->fill_drain;
     ki->xchg_est = 0;
     for (int b = 0; b < c->p->nbufs; b++) {
         const be_xreg *x = be_res_xreg(c, b, i);
