@@ -158,7 +158,7 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
  * (bench/run estimate; docs/compiler.md "Estimates against the
  * simulator"): a matmul's estimate is its steady state, without the
  * kernel boundary, the first loads' DRAM latency while every core asks
- * at once, and the last store (the median kernel span was 774 cycles
+ * at once, and the last store (the median kernel span was 773.5 cycles
  * above it); a row kernel's counts one DRAM latency and its DMAs' issue,
  * not the cores asking at once. */
 #define MM_FILL_DRAIN 600
