@@ -311,7 +311,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 /* A core's part should be worth a DMA's fixed cost (descriptor and DRAM
  * latency, a few hundred cycles): at least this many sticks, unless the
  * kernel is too small to give every core that much. */
-#define ROWS_MIN_PART_STICKS 16
+#define ROWS_MIN_PART_STICKS 8
 
 /* The core count with the lowest estimate (ties: fewer cores; with a
  * staged load of more sticks than one core's LX holds, more: its chunks
