@@ -263,16 +263,34 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
  * chunk, then the last chunk's evaluation and store.  Every DMA costs
  * its issue (a transpose's chunk of eight two-stick loads took 528
  * cycles of issue for 16 sticks).  Against it the chip's DRAM: every
- * core's bytes at its rate, and the per-column operands every core
- * reads, which sit in one channel and are served one core after another
- * over the channels their sticks span (layer norm's three one-stick
- * per-column loads cost about 56 cycles per core on spyre:
- * bert_handwritten_small's k7 on 8 cores 981 cycles, on 32 2,370). */
+ * core's bytes at 0.9 of its peak, and the per-column operands every
+ * core reads, served one core after another by the few channels their
+ * sticks lie in (layer norm's three one-stick per-column loads cost about
+ * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
+ * 981 cycles, on 32 2,370). */
+static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
+
+/* Sticks of the staged loads every core reads alike: a core's staged
+ * sticks (the most of any chunk, times its chunks) when the cores
+ * together read more than the staged buffers hold (a transpose's chunks
+ * span much of its input on every core), else none. */
+static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64_t R)
+{
+    double whole = 0;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].staged)
+            whole += (double)be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
+    if (whole == 0)
+        return 0;
+    const double core = (double)rk_stage_need(k, 0, rt, R) * (double)cc_ceil_div(rt, R);
+    return core * (double)cores > whole ? core / (double)k->c->t.stick : 0;
+}
+
 static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double tile = (double)R * k->G, part = (double)rt * k->G, sb = (double)c->t.stick;
-    double col = 0, in = 0, out = 0, col_sticks = 0, shared = 0, bytes = 0;
+    double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0;
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
         if (L->gather) { /* its rows, and the whole row-number tensor on every core */
@@ -286,7 +304,6 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             col_sticks += (double)k->G;
         } else {
             in += L->staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, L->cls == BE_V_TILE || L->gather ? tile : R);
-            shared += L->staged ? tile * (double)nch : 0; /* about a tile, the cores' spans overlap */
             bytes += (L->cls == BE_V_TILE || L->gather ? part : (double)rt) * sb;
         }
     }
@@ -295,16 +312,17 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, tile);
             bytes += part * sb;
         }
+    col_sticks += rk_stage_shared(k, cores, rt, R);
     const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
     const double lat = rk_dram_latency(c);
     double step = in > sfp ? in : sfp;
     step = step > out ? step : out;
     const double core = col + in + lat + (double)(nch - 1) * step + sfp + out;
     /* the per-column sticks lie in as many channels as their interleave spans */
-    const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)(col_sticks + shared) * c->t.stick,
+    const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
                                                                                c->cfg->dram_interleave_bytes)));
     const double dram = (c->t.dram_bytes_per_cycle > 0 ? bytes * (double)cores / (RK_DRAM_EFFICIENCY * c->t.dram_bytes_per_cycle) : 0) +
-                        (col_sticks + shared) * (double)cores * rk_dram_stick(c) / (double)chans + lat;
+                        col_sticks * (double)cores * rk_dram_stick(c) / (double)chans + lat;
     return core > dram ? core : dram;
 }
 
