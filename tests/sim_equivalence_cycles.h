@@ -6,7 +6,7 @@
  * scatter changed the *_gen programs): every trace's cycles were first seen
  * equal with the simulator before the merge (spyre run, both chips).
  * Recorded again when the row kernels' cost model counted each DMA's issue,
- * the chunks' pipeline and the per-column operands every core reads, and a
+ * the chunks' pipeline and the operands every core reads alike, and a
  * core's part needed 8 sticks instead of 16 (issue 16 item 2): nine
  * traces' programs changed on both chips (18 rows), none slower, 14 faster
  * (docs/compiler.md, "Row kernels"). */
