@@ -134,6 +134,11 @@ int cc_result_kernel_nnodes(const cc_result *r, int i);
  * graph line in *line (if not NULL). */
 int cc_result_kernel_nops(const cc_result *r, int i);
 const char *cc_result_kernel_op(const cc_result *r, int i, int j, int *line);
+/* The back half's cost-model estimate, in cycles, of the program's kernel
+ * `name` as the simulator names it (a kernel, or a ring exchange
+ * NAME.xchg): what the report's `estimate:` line prints; -1 without a
+ * target or for an unknown name (docs/compiler.md, "The report"). */
+double cc_result_estimate(const cc_result *r, const char *name);
 /* 1: the buffer named `name` never leaves its kernel; 0: it goes through
  * memory; -1: no such buffer (or removed as dead). */
 int cc_result_buffer_internal(const cc_result *r, const char *name);

@@ -322,6 +322,11 @@ const char *cc_result_kernel_op(const cc_result *r, int i, int j, int *line)
     return r->src[K->ops[j]].op;
 }
 
+double cc_result_estimate(const cc_result *r, const char *name)
+{
+    return be_estimate(r, name);
+}
+
 int cc_result_buffer_internal(const cc_result *r, const char *name)
 {
     for (int b = 0; b < r->nbufs; b++)

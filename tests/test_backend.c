@@ -169,6 +169,47 @@ static cc_result *compile_for(const gr_graph *g, const char *cfgname, chip_confi
 
 /* ---- tests ---- */
 
+/* Each kernel's estimate (cc_result_estimate, the report's `estimate:`
+ * line) against the simulator's span of it on the mlp trace: within a
+ * factor of two (the acceptance of bench/run estimate's worst ratio;
+ * measured 0.684 and 0.895 on spyre). */
+static void test_the_estimate_of_each_mlp_kernel_is_within_twice_its_simulated_span(void)
+{
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    char err[1024], *rep = NULL;
+    size_t len = 0;
+    gr_graph *g = gr_graph_load(SPYRE_SOURCE_DIR "/traces/mlp", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_compile_opts o = {.target = &cfg};
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    FILE *f = open_memstream(&rep, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
+    rt_run_result res;
+    CU_ASSERT_FATAL(!rt_fill_inputs(prog, 7, err, sizeof err) && !rt_launch(prog, &res));
+    CU_ASSERT_EQUAL(res.stats.nkernels, 2);
+    for (int k = 0; k < res.stats.nkernels; k++) {
+        const sim_kernel_stats *ks = &res.stats.kernels[k];
+        const double est = cc_result_estimate(r, ks->name), q = est / (ks->end - ks->start);
+        char line[600];
+        snprintf(line, sizeof line, "%s: ", ks->name);
+        const char *sec = strstr(strstr(rep, "target spyre"), line);
+        snprintf(line, sizeof line, "\n  estimate: %.0f cycles\n", est);
+        CU_ASSERT_PTR_NOT_NULL(sec && strstr(sec, line));
+        CU_ASSERT(q >= 0.5 && q <= 2);
+    }
+    CU_ASSERT_EQUAL(cc_result_estimate(r, "k9_none"), -1);
+    free(rep);
+    rt_unload(prog);
+    rt_close(dev);
+    cc_result_free(r);
+    gr_graph_free(g);
+}
+
 static void test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips(void)
 {
     sim_stats st;
@@ -393,12 +434,15 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
     TU_ASSERT_CONTAINS(err, "gather of w: the row numbers are not read directly from an integer input");
 }
 
-/* llama_tiny keeps the normed input in LX for the three projections
- * that read it on the same two cores. */
+/* decoder_small keeps a transposed projection in LX for the product that
+ * reads it on the same two cores, and two layer norms' inputs for the
+ * later layer norms.  (llama_tiny kept its normed input for the three
+ * projections until the row kernels' cost model put the norm on 4 cores,
+ * which runs faster.) */
 static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
 {
     char dir[512], err[512];
-    snprintf(dir, sizeof dir, "%s/traces/llama_tiny", SPYRE_SOURCE_DIR);
+    snprintf(dir, sizeof dir, "%s/traces/decoder_small", SPYRE_SOURCE_DIR);
     gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
@@ -410,10 +454,10 @@ static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
     cc_result *r = cc_compile(g, &o, err, sizeof err);
     fclose(f);
     CU_ASSERT_PTR_NOT_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k1_mm: working lx "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept mul_1: k0_pow_mean_add..k5_mm at lx "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "; read by k1_mm, k2_mm, k5_mm\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 2 tensors kept, 0 spills, 0 ring exchanges\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k10_split_with_sizes_mm_add: working lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept _unsafe_view_2: k9_transpose_unsafe_view..k10_split_with_sizes_mm_add at lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(8 rows on 2 cores); read by k10_split_with_sizes_mm_add\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 3 tensors kept, 0 spills, 0 ring exchanges\n"));
     free(text);
     cc_result_free(r);
     gr_graph_free(g);
@@ -1542,6 +1586,44 @@ static void test_a_ring_exchange_beats_the_dram_round_trip_between_splits(void)
     CU_ASSERT(xchg.dram_bytes_read + xchg.dram_bytes_written < dram.dram_bytes_read + dram.dram_bytes_written);
     static const char *const wd4[] = {"k0_mm=4x1", "k1_softmax=3"};
     CU_ASSERT_EQUAL(run_graph_wd(g, "spyre-4core", wd4, 2, NULL), 0);
+    gr_graph_free(g);
+}
+
+/* The ring exchange's estimate (NAME.xchg) against the simulator's span of
+ * it, 32 -> 16 and 32 -> 6 cores: within 2% (measured 14,974 against
+ * 14,942 and 9,338 against 9,306: the estimate times each transfer's whole
+ * path as the simulator reserves it; adding up link bytes said 7,712). */
+static void test_the_ring_exchange_estimate_matches_the_simulator(void)
+{
+    static const char *text = "graph xg\n"
+                              "input %x: f32[4096, 256]\n"
+                              "input %w: f32[256, 256]\n"
+                              "%m: f32[4096, 256] = aten.mm.default(%x, %w)\n"
+                              "%s: f32[4096, 256] = aten._softmax.default(%m, 1, False)\n"
+                              "output %s\n";
+    static const char *const wd[][1] = {{"k1_softmax=16"}, {"k1_softmax=6"}};
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    char err[1024];
+    gr_graph *g = gr_graph_parse(text, "xg.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    for (int i = 0; i < 2; i++) {
+        cc_compile_opts o = {.target = &cfg, .work_div = wd[i], .nwork_div = 1};
+        cc_result *r = cc_compile(g, &o, err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        rt_device *dev;
+        rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
+        rt_run_result *res = malloc(sizeof *res);
+        CU_ASSERT_FATAL(res && !rt_fill_inputs(prog, 7, err, sizeof err) && !rt_launch(prog, res));
+        const sim_kernel_stats *ks = sim_stats_kernel(&res->stats, "k1_softmax.xchg");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ks);
+        const double q = cc_result_estimate(r, "k1_softmax.xchg") / (ks->end - ks->start);
+        CU_ASSERT(q > 0.98 && q < 1.02);
+        free(res);
+        rt_unload(prog);
+        rt_close(dev);
+        cc_result_free(r);
+    }
     gr_graph_free(g);
 }
 
@@ -3435,6 +3517,8 @@ int main(void)
          test_statistics_over_no_element_are_pytorchs_on_both_chips},
         {"names of any length compile and run", test_names_of_any_length_compile_and_run},
         {"lx_planning_beats_no_lx_plan_on_softmax", test_lx_planning_beats_no_lx_plan_on_softmax},
+        {"the estimate of each mlp kernel is within twice its simulated span",
+         test_the_estimate_of_each_mlp_kernel_is_within_twice_its_simulated_span},
         {"mlp runs and matches the reference and PyTorch on both chips",
          test_mlp_runs_and_matches_reference_and_pytorch_on_both_chips},
         {"a softmax graph validates on both chips", test_softmax_graph_validates_on_both_chips},
@@ -3456,6 +3540,7 @@ int main(void)
          test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx},
         {"a reader on other cores takes a kept tensor by a ring exchange",
          test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange},
+        {"the ring exchange estimate matches the simulator", test_the_ring_exchange_estimate_matches_the_simulator},
         {"a ring exchange beats the DRAM round trip between splits",
          test_a_ring_exchange_beats_the_dram_round_trip_between_splits},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},

@@ -493,15 +493,33 @@ int be_workdiv_pass(ir_prog *p)
 
 /* ---- codegen ---- */
 
+/* A DMA unit's time for instruction in, as the simulator charges it (its
+ * issue, then its sticks at LX's rate or the ring's); 0 for other units. */
+static double dma_time(const chip_config *cfg, const isa_insn *in)
+{
+    const isa_class cls = isa_info(in->op)->cls;
+    if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
+        return 0;
+    double sticks = in->run;
+    for (int l = 0; l < ISA_MAX_LOOPS; l++)
+        sticks *= in->n[l] > 1 ? in->n[l] : 1;
+    const double rate = cls == ISA_C_RING ? cfg->ring_bytes_per_cycle : cfg->lx_bytes_per_cycle;
+    return cfg->dma_issue_cycles + sticks * cfg->stick_bytes / rate;
+}
+
 /* What kernel pos's instructions (from first[core] on) move between DRAM
- * and LX, and the most LX a core allocated for it. */
+ * and LX, the most LX a core allocated for it, and its busiest DMA unit. */
 static void measure(be_ctx *c, int pos, const size_t *first)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
+    ki->dma_busy = 0;
     for (int core = 0; core < (int)c->cfg->cores; core++) {
         const isa_stream *s = c->em[core].s;
+        double busy[ISA_NUNITS] = {0};
         for (size_t j = first[core]; j < s->n; j++) {
             const isa_insn *in = &s->insns[j];
+            busy[isa_insn_unit(in)] += dma_time(c->cfg, in);
+            ki->dma_busy = cc_max(ki->dma_busy, busy[isa_insn_unit(in)]);
             if (in->op == ISA_OP_LOOP)
                 ki->loops = 1;
             if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
@@ -537,6 +555,12 @@ static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
     ki->bar = i > 0 && bar;
     snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
     measure(c, i, first);
+    ki->est = cc_max(be_kind_of(c, i)->estimate(c, i), ki->dma_busy) + be_kind_of(c, i)->fill_drain;
+    ki->xchg_est = 0;
+    for (int b = 0; b < c->p->nbufs; b++) {
+        const be_xreg *x = be_res_xreg(c, b, i);
+        ki->xchg_est += x ? x->est : 0;
+    }
 }
 
 /* The codegen pass: every kernel into the program's streams, each tiled
@@ -696,6 +720,7 @@ static void print_report(const ir_prog *p, FILE *f)
         if (i > 0)
             fprintf(f, "  before it: %s%s%s\n", ki->bar ? "bar (" : "fence", ki->bar ? ki->boundary : "",
                     ki->bar ? ")" : "");
+        fprintf(f, "  estimate: %.0f cycles\n", ki->est);
         bars += ki->bar;
         rd += ki->dram_rd;
         wr += ki->dram_wr;
@@ -721,6 +746,20 @@ static void print_report(const ir_prog *p, FILE *f)
                 p->nupdates == 1 || st->ncores == 1 ? "" : "s");
     free(reads);
     free(writes);
+}
+
+double be_estimate(const ir_prog *p, const char *name)
+{
+    const be_state *st = p->be ? state_of(p->be) : NULL;
+    for (int i = 0; st && i < p->norder; i++) {
+        const char *k = p->kernels[p->order[i]].name;
+        const size_t n = strlen(k);
+        if (!strcmp(name, k))
+            return st->k[i].est;
+        if (!strncmp(name, k, n) && !strcmp(name + n, ".xchg") && st->k[i].xchg_est > 0)
+            return st->k[i].xchg_est;
+    }
+    return -1;
 }
 
 void be_print(const ir_prog *p, const char *pass, FILE *f)

@@ -486,6 +486,9 @@ typedef struct {
     void (*print_work)(const be_ctx *c, int pos, FILE *f);
     /* the report's line for its split over the cores (forced: by work_div) */
     void (*print_report)(const be_ctx *c, int pos, int forced, FILE *f);
+    /* the cycles estimate leaves out (the kernel's fill and drain), which
+     * the report's estimate adds (be_kind.c) */
+    double fill_drain;
 } be_kind;
 
 const be_kind *be_kind_of(const be_ctx *c, int pos);

@@ -24,6 +24,9 @@ typedef struct {
     int loops;           /* the code has counted loops: bytes counted once per loop body */
     int bar;             /* a bar before it, not a fence (kernels after the first) */
     char boundary[160];  /* why that bar */
+    double est;          /* the cost model's cycles for it as emitted (its kind's estimate) */
+    double dma_busy;     /* the busiest DMA unit of any core, its instructions' issue and transfer time */
+    double xchg_est;     /* its ring exchanges' estimate, the kernel NAME.xchg (0: none) */
 } be_kinfo;
 
 typedef struct {

@@ -218,42 +218,118 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
             *fixed += be_buf_bytes(k->c, k->c->p->nodes[k->nodes[j].node].out);
 }
 
-/* Estimated cycles of a row kernel on `cores` cores: the slowest of a
- * core's vector work, its DMA stream, and the chip's DRAM, which also
- * carries each core's whole copy of a gather's row numbers. */
+/* A DMA of `sticks` sticks on one unit: its issue, then the sticks at LX's rate. */
+static double rk_dma(const be_ctx *c, double sticks)
+{
+    return c->t.dma_insn_cycles + sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
+}
+
+/* One stick read from one DRAM channel (its bursts back to back), and a
+ * read's latency (precharge, activate, column access), in core cycles. */
+static double rk_dram_stick(const be_ctx *c)
+{
+    const chip_config *g = c->cfg;
+    return g->dram_burst_bytes ? (double)c->t.stick / g->dram_burst_bytes * g->dram_burst_tck * g->dram_tck_ns * g->clock_ghz : 0;
+}
+
+static double rk_dram_latency(const be_ctx *c)
+{
+    const chip_config *g = c->cfg;
+    return (double)(g->dram_rp + g->dram_rcd + g->dram_cl) * g->dram_tck_ns * g->clock_ghz;
+}
+
+/* Rows per chunk as rk_chunk_rows takes them for a part of rt rows,
+ * without the staged sticks (an estimate: 1 when not even a row fits). */
+static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
+{
+    int64_t per_row, fixed;
+    rk_lx(k, &per_row, &fixed);
+    const int64_t least = cc_max(16, 3 * (int64_t)k->c->cfg->dram_row_bytes / k->c->t.stick);
+    const int64_t forced = k->c->work[k->pos].chunk;
+    int64_t R = forced ? forced : cc_min(cc_min(rt, cc_max(cc_ceil_div(rt, 4), cc_min(rt, least))), 4096);
+    R = cc_min(R, (be_lx_budget(k->c, k->pos) - fixed) / (2 * per_row));
+    return cc_max(1, cc_min(R, rt));
+}
+
+/* The share of the DRAM channels' peak a row kernel's stream of reads and
+ * writes gets (row misses, turnarounds): softmax over (512, 1024) on 11
+ * cores moves its 2 MB in 22,910 cycles, 0.84 of the peak's 19,293. */
+#define RK_DRAM_EFFICIENCY 0.9
+
+/* Estimated cycles of a row kernel on `cores` cores, as one core runs
+ * its part in chunks of R rows, each loaded (dmai), evaluated (SFP) and
+ * stored (dmao) while the next loads: the per-column loads, the first
+ * chunk's loads and DRAM latency, then the slowest of the three per
+ * chunk, then the last chunk's evaluation and store.  Every DMA costs
+ * its issue (a transpose's chunk of eight two-stick loads took 528
+ * cycles of issue for 16 sticks).  Against it the chip's DRAM: every
+ * core's bytes at 0.9 of its peak, and the per-column operands every
+ * core reads, served one core after another by the few channels their
+ * sticks lie in (layer norm's three one-stick per-column loads cost about
+ * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
+ * 981 cycles, on 32 2,370). */
+static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
+
+/* Sticks of the staged loads every core reads alike: a core's staged
+ * sticks (the most of any chunk, times its chunks) when the cores
+ * together read more than the staged buffers hold (a transpose's chunks
+ * span much of its input on every core), else none. */
+static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64_t R)
+{
+    double whole = 0;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].staged)
+            whole += (double)be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
+    if (whole == 0)
+        return 0;
+    const double core = (double)rk_stage_need(k, 0, rt, R) * (double)cc_ceil_div(rt, R);
+    return core * (double)cores > whole ? core / (double)k->c->t.stick : 0;
+}
+
 static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 {
-    const cc_target *t = &c->t;
-    const chip_config *cfg = c->cfg;
-    int64_t rt = cc_ceil_div(k->rows, cores), sb = t->stick;
-    double tile = (double)rt * k->G * sb, staged = 0, per_core = 0;
+    const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
+    const double tile = (double)R * k->G, part = (double)rt * k->G, sb = (double)c->t.stick;
+    double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0;
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
-        if (L->staged) { /* the sticks each chunk reads: about a tile */
-            per_core += tile;
-        } else if (L->gather) { /* its rows, and the whole row-number tensor on every core */
+        if (L->gather) { /* its rows, and the whole row-number tensor on every core */
             const ir_buf *ids = &c->p->bufs[c->p->A.e[L->ids].buf];
-            staged += (double)gr_ttype_numel(&ids->type) * 4; /* fp32 */
-            per_core += tile;
+            const double idb = (double)gr_ttype_numel(&ids->type) * 4; /* fp32 */
+            col += rk_dma(c, idb / sb);
+            bytes += idb;
+        }
+        if (L->cls == BE_V_COL) {
+            col += rk_dma(c, (double)k->G);
+            col_sticks += (double)k->G;
         } else {
-            per_core += L->cls == BE_V_COL ? (double)k->G * sb : tile;
+            in += L->staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, L->cls == BE_V_TILE || L->gather ? tile : R);
+            bytes += (L->cls == BE_V_TILE || L->gather ? part : (double)rt) * sb;
         }
     }
     for (int i = 0; i < k->nn; i++)
-        if (k->nodes[i].dram)
-            per_core += tile;
-    per_core += staged;
-    double sfp = (double)k->nexpr * (cfg->sfp_issue_cycles + (double)rt * k->G * cfg->sfp_simple_cycles);
-    double dma = per_core / t->dma_bytes_per_cycle;
-    double dram = t->dram_bytes_per_cycle > 0 ? per_core * (double)cores / t->dram_bytes_per_cycle : 0;
-    double est = sfp > dma ? sfp : dma;
-    return est > dram ? est : dram;
+        if (k->nodes[i].dram) {
+            out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, tile);
+            bytes += part * sb;
+        }
+    col_sticks += rk_stage_shared(k, cores, rt, R);
+    const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
+    const double lat = rk_dram_latency(c);
+    double step = in > sfp ? in : sfp;
+    step = step > out ? step : out;
+    const double core = col + in + lat + (double)(nch - 1) * step + sfp + out;
+    /* the per-column sticks lie in as many channels as their interleave spans */
+    const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
+                                                                               c->cfg->dram_interleave_bytes)));
+    const double dram = (c->t.dram_bytes_per_cycle > 0 ? bytes * (double)cores / (RK_DRAM_EFFICIENCY * c->t.dram_bytes_per_cycle) : 0) +
+                        col_sticks * (double)cores * rk_dram_stick(c) / (double)chans + lat;
+    return core > dram ? core : dram;
 }
 
 /* A core's part should be worth a DMA's fixed cost (descriptor and DRAM
  * latency, a few hundred cycles): at least this many sticks, unless the
  * kernel is too small to give every core that much. */
-#define ROWS_MIN_PART_STICKS 16
+#define ROWS_MIN_PART_STICKS 8
 
 /* The core count with the lowest estimate (ties: fewer cores; with a
  * staged load of more sticks than one core's LX holds, more: its chunks

@@ -390,6 +390,9 @@ int be_codegen_pass(ir_prog *p);
 int be_reroll_pass(ir_prog *p); /* be_reroll.c */
 void be_free(ir_prog *p);
 void be_print(const ir_prog *p, const char *pass, FILE *f);
+/* The back half's estimate for the program's kernel `name` (a kernel, or
+ * a ring exchange NAME.xchg), in cycles; -1 when there is none. */
+double be_estimate(const ir_prog *p, const char *name);
 /* The reroll pass's dump (what "reroll") or its section of the report
  * ("report"): instructions per kernel before and after, loops. */
 void be_reroll_print(const ir_prog *p, const char *what, FILE *f);

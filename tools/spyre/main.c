@@ -400,8 +400,10 @@ static int apply_tuning(const char *file, const char *path, const gr_graph *g, c
     return 0;
 }
 
-/* Compile graph g for the device's chip and load the program. */
-static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, int write_values, char *err, size_t errlen)
+/* Compile graph g for the device's chip and load the program; with keep,
+ * the compiler's result stays in *keep (the caller frees it). */
+static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, int write_values, cc_result **keep, char *err,
+                                    size_t errlen)
 {
     cc_compile_opts o = {0};
     o.write_values = write_values;
@@ -416,7 +418,10 @@ static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, int write
     if (!r)
         return NULL;
     isa_program *p = cc_result_take_program(r);
-    cc_result_free(r);
+    if (keep)
+        *keep = r;
+    else
+        cc_result_free(r);
     return rt_load_program(dev, p, err, errlen);
 }
 
@@ -454,7 +459,7 @@ static int check_expected(rt_program *prog, const gr_graph *g, const char *path,
 /* `spyre run`'s command line. */
 typedef struct {
     const char *path, *config, *stats_json, *trace, *tuning;
-    int check, stepwise;
+    int check, stepwise, report;
     uint64_t seed;
     const char *inputs[64];
     int ninputs;
@@ -470,6 +475,8 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
     int64_t v;
     if (!strcmp(o, "--check"))
         a->check = 1;
+    else if (!strcmp(o, "--report"))
+        a->report = 1;
     else if (!strcmp(o, "--stepwise"))
         a->check = a->stepwise = 1;
     else if (!strcmp(o, "--no-values"))
@@ -543,6 +550,8 @@ static int run_parse(int argc, char **argv, run_args *a)
         return usage_error("run", "needs FILE.elf, GRAPH or DIR");
     if (a->check && !a->opt.values)
         return usage_error("run", "--check needs values: drop --no-values");
+    if (a->report && !names_graph(a->path))
+        return usage_error("run", "--report needs a GRAPH or DIR to compile (a program has no estimates)");
     /* timing-only runs are for speed: they check races only when asked */
     a->opt.detect_races = race_flag >= 0 ? race_flag : a->opt.values;
     if (a->trace)
@@ -558,6 +567,7 @@ typedef struct {
     rt_device *dev;
     gr_graph *g;
     rt_program *prog;
+    cc_result *cr; /* --report: the compiler's result */
     char *gin, *gexp;
     int random_inputs;
     char *tuned[64];
@@ -581,7 +591,7 @@ static int run_load(run_state *s)
         if (s->a->tuning && apply_tuning(s->a->tuning, path, s->g, rt_config(s->dev), run_work_div, &run_nwork_div,
                                          s->tuned, &s->ntuned))
             return -1;
-        s->prog = compile_and_load(s->dev, s->g, 0, s->err, sizeof s->err);
+        s->prog = compile_and_load(s->dev, s->g, 0, s->a->report ? &s->cr : NULL, s->err, sizeof s->err);
     } else {
         s->prog = rt_load(s->dev, path, s->err, sizeof s->err);
     }
@@ -629,6 +639,30 @@ static void print_fallback(const rt_run_result *res, const gr_graph *g)
     }
 }
 
+/* --report: each kernel's estimate (the compile report's `estimate:`)
+ * against its simulated span, in program order, and over all of them the
+ * geometric mean of estimate / simulated and the ratio furthest from 1
+ * (docs/compiler.md, "Estimates against the simulator"). */
+static void print_estimates(const cc_result *r, const sim_stats *st)
+{
+    double logsum = 0, worst = 1;
+    int n = 0;
+    printf("estimates: per kernel the cost model's cycles, the simulated span (end - start), estimate / simulated\n");
+    for (int k = 0; k < st->nkernels; k++) {
+        const sim_kernel_stats *ks = &st->kernels[k];
+        const double est = cc_result_estimate(r, ks->name), span = ks->end - ks->start;
+        if (est <= 0 || span <= 0 || !ks->insns)
+            continue;
+        const double q = est / span;
+        printf("  %-24s estimate=%.0f simulated=%.0f ratio=%.3f\n", ks->name, est, span, q);
+        logsum += log(q);
+        worst = fabs(log(q)) > fabs(log(worst)) ? q : worst;
+        n++;
+    }
+    if (n)
+        printf("estimates: %d kernels, geometric mean %.3f, furthest from 1 %.3f\n", n, exp(logsum / n), worst);
+}
+
 /* Run the program and report: the result line, statistics, top kernels,
  * the trace and --stats-json files. An exit status. */
 static int run_report(run_state *s, rt_run_result *res)
@@ -651,6 +685,8 @@ static int run_report(run_state *s, rt_run_result *res)
     print_stats(&res->stats, rt_config(s->dev));
     print_fallback(res, s->g);
     print_top_kernels(&res->stats, rt_config(s->dev));
+    if (s->cr)
+        print_estimates(s->cr, &res->stats);
     if (a->stats_json && sim_write_stats_json(&res->stats, rt_config(s->dev), a->stats_json, s->err, sizeof s->err)) {
         fprintf(stderr, "spyre run: %s\n", s->err);
         return EXIT_USAGE;
@@ -677,7 +713,7 @@ static int print_checks(const rt_check_result *r, int n)
  * probe that cannot stand for the run leaves the check as it was, said. */
 static int run_stepwise(run_state *s)
 {
-    rt_program *probe = compile_and_load(s->dev, s->g, 1, s->err, sizeof s->err);
+    rt_program *probe = compile_and_load(s->dev, s->g, 1, NULL, s->err, sizeof s->err);
     rt_run_result *res = probe ? malloc(sizeof *res) : NULL;
     int status = EXIT_OK, fail = !res;
     if (!fail)
@@ -786,6 +822,7 @@ static int cmd_run(int argc, char **argv)
     gr_graph_free(s.g);
     if (s.prog)
         rt_unload(s.prog);
+    cc_result_free(s.cr);
     rt_close(s.dev);
     return status;
 }
@@ -1037,7 +1074,7 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check | --stepwise] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--no-fallback] [--max-insns N] [--max-cycles N]\n"
+     "           [--no-fallback] [--max-insns N] [--max-cycles N] [--report]\n"
      "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]\n"
      "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]\n"
      "           [--trace FILE [--trace-level insn|kernel]] [--stats-json FILE]",
@@ -1079,6 +1116,8 @@ static const command commands[] = {
      "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
      "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"
      "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
+     "--report (a GRAPH) prints after them each kernel's cost-model estimate (spyre compile --report's\n"
+     "`estimate:`) against its simulated span, and their geometric mean and worst ratio.\n"
      "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll and --no-fallback act as for\n"
      "`spyre compile`.  Host fallback ops are listed after the statistics (fallback_ops=N, each op's\n"
      "bytes and cycles, which the run's cycles include).\n"
