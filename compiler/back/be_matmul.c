@@ -632,26 +632,33 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
     return 1;
 }
 
+/* A split of the batch must look this much better than the best
+ * division without one: on products of a few rows it made the kernel
+ * slower where the estimate said a few percent faster (Llama-8B decode
+ * over 8 cards, attention's PV product: 1x2b2 estimated 5,032 cycles
+ * against 5,227, simulated 11,883 against 8,795), while the splits
+ * estimated 12% and more better ran faster (its prefill's QK^T 1x2b2:
+ * 270,400 against 308,288, simulated 368,287 against 479,183). */
+#define MM_BATCH_GAIN 0.10
+
 /* The cheapest gb x gm x gn x gk division by the cost model; near-ties
- * go to the one found first: the batch in the most parts (a core's DMA
- * and PT work on few cores take longer than estimated: attention's PV
- * product in Llama-8B's prefill layer, 1x1b5 estimated 231,536 cycles,
- * simulated 485,890; 1x1b32 estimated 231,104, simulated 294,318), fewer
- * rows of cores, no split of K (which a batched product cannot take). */
+ * go to the one found first: the batch whole, fewer rows of cores, no
+ * split of K (which a batched product cannot take). */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     double bytes;
     w->gk = w->gb = 1;
-    for (int64_t gb = cc_min(cores, m->nbatch); gb >= 1; gb--)
+    for (int64_t gb = 1; gb <= cc_min(cores, m->nbatch); gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
                     double e = mm_cost(m, gm, gn, &bytes);
-                    if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - MM_SLACK)) {
+                    const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
+                    if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack)) {
                         *best = e;
                         w->gm = gm;
                         w->gn = gn;
@@ -755,6 +762,16 @@ static int mm_plan_ring_override(be_ctx *c, int pos, mm_plan *m, double *best)
     return rc;
 }
 
+/* How much slower a grid over the ring streaming B in K chunks may look
+ * than another grid of more columns and still win: the estimate misses a
+ * cost that grows with the columns (BERT-base's FFN up-projection: 16x2r
+ * streamed estimated 50,748 and simulated 60,048, 4x8r whole 48,484 and
+ * 65,881, 8x4r streamed 48,428 and 85,044; its down-projection 16x2r
+ * streamed 55,884 and 59,071, 8x4r whole 52,620 and 71,155).  Not so for
+ * grids holding B's column block whole (bench_mm's third 1024 linear:
+ * 16x2r 47,682 estimated, 0.488 of peak; 8x4r 45,890, 0.509). */
+#define RG_NARROW 0.10
+
 /* B broadcast over the ring on every core (cores x 1), or a grid over
  * the ring, when the cost model prefers it.  The ring schemes' estimates
  * count DRAM's latency on the way in, the grid's does not: they are
@@ -780,10 +797,15 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
      * BERT-base's FFN up-projection; but need only tie with B broadcast,
      * whose estimate is the more optimistic on large products: 2048^3
      * 351,343 estimated and 447,244 simulated, the streamed grid 349,167
-     * and 355,300) */
+     * and 355,300); a streaming grid of fewer columns than the grid
+     * chosen need only come within RG_NARROW of it, one of more must beat
+     * it by as much) */
     for (int stream = 0; stream < 2; stream++)
         for (int64_t gn = 2; gn <= RG_MAX_GN; gn++) {
-            const double need = stream && w->bcast && w->gn == 1 ? 1 + MM_SLACK : 1 - MM_SLACK;
+            const int grid = stream && w->bcast && w->gn > 1 && gn != w->gn;
+            const double need = grid ? (gn < w->gn ? 1 + RG_NARROW : 1 - RG_NARROW)
+                                : stream && w->bcast && w->gn == 1 ? 1 + MM_SLACK
+                                                                   : 1 - MM_SLACK;
             if (cores % gn == 0 && !mm_rg_tiling(m, cores / gn, gn, &tl) && (tl.slots > 0) == stream &&
                 tl.cycles - BC_DRAM_LATENCY < cmp * need) {
                 *best = tl.cycles;
