@@ -633,12 +633,15 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
 }
 
 /* A split of the batch must look this much better than the best
- * division without one: on products of a few rows it made the kernel
- * slower where the estimate said a few percent faster (Llama-8B decode
- * over 8 cards, attention's PV product: 1x2b2 estimated 5,032 cycles
- * against 5,227, simulated 11,883 against 8,795), while the splits
- * estimated 12% and more better ran faster (its prefill's QK^T 1x2b2:
- * 270,400 against 308,288, simulated 368,287 against 479,183). */
+ * division without one, and the product must have at least a PT pass of
+ * rows (pt_rows).  On products of a few rows splits made the kernel
+ * slower where the estimate said faster (Llama-8B decode over 8 cards,
+ * attention's PV product, 1 row: 1x2b2 estimated 5,032 cycles against
+ * 5,227, simulated 11,883 against 8,795; spyre serve's decode layer at
+ * context 2,688, 4 rows per KV head: 1x1b8 simulated 16,099 against 9,878
+ * on the 2x2 grid), while the splits of products of many rows estimated
+ * 12% and more better ran faster (prefill's QK^T 1x2b2: 270,400 against
+ * 308,288, simulated 368,287 against 479,183). */
 #define MM_BATCH_GAIN 0.10
 
 /* The cheapest gb x gm x gn x gk division by the cost model; near-ties
@@ -650,7 +653,8 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
     const int64_t cores = c->cfg->cores;
     double bytes;
     w->gk = w->gb = 1;
-    for (int64_t gb = 1; gb <= cc_min(cores, m->nbatch); gb++)
+    const int64_t most_gb = m->M >= c->cfg->pt_rows ? cc_min(cores, m->nbatch) : 1;
+    for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
