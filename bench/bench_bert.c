@@ -8,6 +8,14 @@
  * The graph is exported on first use into BUILD/traces/bert_base (BUILD is
  * the build directory holding this program; never the source tree) with
  * /usr/bin/python3 tools/export.py, which needs PyTorch (tools/setup).
+ * The simulated time is also set against the layer's roofline bound on
+ * this configuration, defined as bench_llama defines it:
+ *   bound = max(MACs / peak MAC rate, bytes / DRAM bandwidth)
+ * MACs are the layer's matrix products as the model writes them (the
+ * four d x d projections and the two FFN linears per token, QK^T and PV
+ * over every head); bytes what must move at least once: every parameter,
+ * the input, the mask and the output, in 2-byte DL16 elements.
+ *
  * Exit status: 0 ok, 1 an output does not match, 2 the graph cannot be
  * exported, loaded or compiled, 3 the program faulted.  Headline last:
  * sim_vs_reference_time. */
@@ -22,6 +30,24 @@
 #include "rt.h"
 
 enum { REPS = 3 };
+
+/* The layer's shape: traces/models/encoder.py, bert_handwritten. */
+enum { D_MODEL = 768, HEADS = 12, D_FF = 3072, SEQ = 128, ELEM_BYTES = 2 };
+
+/* Parameters: q, k, v and output projections with biases, the two FFN
+ * linears with biases, two LayerNorms (weight and bias). */
+static double bert_params(void)
+{
+    return 4.0 * D_MODEL * (D_MODEL + 1) + 2.0 * D_MODEL * D_FF + D_FF + D_MODEL + 4.0 * D_MODEL;
+}
+
+static double bert_macs(void)
+{
+    return SEQ * (4.0 * D_MODEL * D_MODEL + 2.0 * D_MODEL * D_FF) + 2.0 * SEQ * SEQ * D_MODEL;
+}
+
+/* parameters, x in and out, the mask */
+static double bert_bytes(void) { return (bert_params() + 2.0 * SEQ * D_MODEL + SEQ) * ELEM_BYTES; }
 
 static int die(int status, const char *what, const char *msg)
 {
@@ -123,6 +149,13 @@ int main(void)
     printf("sim_first_launch_host_seconds=%.4f\n", first_s);
     printf("sim_host_seconds=%.4f\n", sim_s);
     printf("reference_host_seconds=%.4f\n", ref_s);
+    double compute_us = bert_macs() / bench_peak_macs_per_s(cfg) * 1e6;
+    double memory_us = bert_bytes() / bench_dram_bytes_per_s(cfg) * 1e6;
+    double bound_us = compute_us > memory_us ? compute_us : memory_us;
+    printf("compute_bound_us=%.3f\n", compute_us);
+    printf("memory_bound_us=%.3f\n", memory_us);
+    printf("roofline_us=%.3f\n", bound_us);
+    printf("bert_vs_roofline=%.3f\n", sim_stats_time_us(st, cfg) / bound_us);
     printf("sim_vs_reference_time=%.3f\n", ref_s > 0 ? sim_s / ref_s : 0.0);
     free(res);
     gr_graph_free(g);

@@ -137,10 +137,7 @@ int main(void)
     if (!dev)
         return die(2, cfgpath, err);
     const chip_config *cfg = rt_config(dev);
-    double mac_rate = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes *
-                      cfg->clock_ghz * 1e9; /* MAC/s */
-    double dram_bw = cfg->dram_channels * (double)cfg->dram_burst_bytes /
-                     (cfg->dram_burst_tck * cfg->dram_tck_ns) * 1e9; /* bytes/s */
+    double mac_rate = bench_peak_macs_per_s(cfg), dram_bw = bench_dram_bytes_per_s(cfg);
 
     double weights = layer_params() * ELEM_BYTES;
     double kv_cache = 2.0 * KV_HEADS * SEQ * HEAD_DIM * ELEM_BYTES;

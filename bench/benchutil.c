@@ -92,3 +92,13 @@ void bench_sim_options(rt_device *dev, int values, int races)
     sim_options o = {.values = values, .detect_races = races, .trace = SIM_TRACE_OFF};
     sim_set_options(rt_sim(dev), &o);
 }
+
+double bench_peak_macs_per_s(const chip_config *cfg)
+{
+    return (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes * cfg->clock_ghz * 1e9;
+}
+
+double bench_dram_bytes_per_s(const chip_config *cfg)
+{
+    return cfg->dram_channels * (double)cfg->dram_burst_bytes / (cfg->dram_burst_tck * cfg->dram_tck_ns) * 1e9;
+}

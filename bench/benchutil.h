@@ -29,5 +29,10 @@ isa_program *bench_compile(const gr_graph *g, const chip_config *cfg, double *se
 rt_device *bench_open(const char *who);
 /* Simulate dev's launches with values and race detection or not, no trace. */
 void bench_sim_options(rt_device *dev, int values, int races);
+/* The roofline's two rates on cfg: peak MACs per second (cores x corelets
+ * x pt_rows x pt_cols x pt_lanes x clock) and DRAM bytes per second
+ * (dram_channels x dram_burst_bytes / (dram_burst_tck x dram_tck_ns)). */
+double bench_peak_macs_per_s(const chip_config *cfg);
+double bench_dram_bytes_per_s(const chip_config *cfg);
 
 #endif

@@ -1011,6 +1011,37 @@ static void test_bad_work_div_specs_are_errors_naming_the_kernel(void)
     gr_graph_free(g);
 }
 
+/* A batched product's batch split in parts, each a grid of its own cores
+ * over a range of batch indices (work_div GMxGNbGB): every split, even
+ * and uneven, with the parts' grids split too or not, validates against
+ * the reference executor on both chips; more parts than batch indices is
+ * an error naming the kernel. */
+static void test_a_batch_split_over_the_cores_validates_on_both_chips(void)
+{
+    const char *text = "graph bmm\ninput %a: f32[6, 40, 128]\ninput %b: f32[6, 128, 96]\n"
+                       "%y: f32[6, 40, 96] = aten.bmm.default(%a, %b)\noutput %y\n";
+    char err[1024];
+    gr_graph *g = gr_graph_parse(text, "bmm.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    expect_wd(g, "spyre", "k0_bmm=1x1b4", 1,
+              "\nk0_bmm: grid 1x1b4 on 4 cores (work_div), split batch; batch: 6 indices in 4 parts of 2 or 1 "
+              "(uneven edge), a grid each; m: 40 rows whole;");
+    expect_wd(g, "spyre", "k0_bmm=2x1b3", 1,
+              "\nk0_bmm: grid 2x1b3 on 6 cores (work_div), split batch and m; batch: 6 indices in 3 parts of 2");
+    expect_wd(g, "spyre", "k0_bmm=1x1b8", 0,
+              "kernel k0_bmm: work_div 1x1b8: the product has 6 batch indices, fewer than 8 parts");
+    expect_wd(g, "spyre", "k0_bmm=1x1b0", 0, "kernel k0_bmm: work_div \"1x1b0\": a matmul kernel takes GMxGN");
+    static const char *const specs[] = {"k0_bmm=1x1b4", "k0_bmm=2x1b2", "k0_bmm=1x2b2", "k0_bmm=1x1b3/16x1x64"};
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+            int bad = run_graph_wd(g, c ? "spyre-4core" : "spyre", &specs[i], 1, NULL);
+            CU_ASSERT_EQUAL(bad, 0);
+            if (bad)
+                fprintf(stderr, "%s on %s: %d outputs wrong\n", specs[i], c ? "spyre-4core" : "spyre", bad);
+        }
+    gr_graph_free(g);
+}
+
 /* The FFN down-projection of a BERT-base layer: 128 tokens x 3072 -> 768.
  * A skinny activation against a 4.7 MB weight: the grid splits N so each
  * core reads only its own slice of the weight, once, and both PT corelets
@@ -3611,6 +3642,7 @@ int main(void)
         {"a work_div hint line forces the grid and options win over it",
          test_a_work_div_hint_line_forces_the_grid_and_options_win_over_it},
         {"bad work_div specs are errors naming the kernel", test_bad_work_div_specs_are_errors_naming_the_kernel},
+        {"a batch split over the cores validates on both chips", test_a_batch_split_over_the_cores_validates_on_both_chips},
         {"work_div forces tile sizes that validate with other cycles",
          test_work_div_forces_tile_sizes_that_validate_with_other_cycles},
         {"a skinny linear reads its weight about once on both PT corelets",

@@ -409,7 +409,7 @@ static int workdiv_override(be_ctx *c, const char *text)
         n--;
     if (!eq || !n)
         return be_error(c, NULL,
-                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[xGK|r][/MBxNBSxKC][+nokeep] for a matmul, "
+                        "work_div \"%s\": expected KERNEL=SPEC (SPEC GMxGN[xGK|r|bGB][/MBxNBSxKC][+nokeep] for a matmul, "
                         "CORES[/ROWS][+nokeep] for a row kernel)",
                         text);
     int pos = -1;

@@ -40,7 +40,10 @@ typedef struct {
     int cores;         /* cores with work */
     int64_t gm, gn;    /* MATMUL: core grid over M (rows) and N (sticks) */
     int64_t gk;        /* MATMUL: K parts (split-K, partial sums reduced over the ring); 1 none */
+    int64_t gb;        /* MATMUL: batch parts, each a gm x gn grid of its own cores over a contiguous range of
+                          batch indices (so that a batched product of few rows keeps every core busy); 0, 1 none */
     int64_t rows, cols;/* row kernels: rows split across cores, columns per row */
+    int64_t batches;   /* MATMUL: batch indices of the product (1: none) */
     double est_cycles; /* MATMUL: the cost model's estimate of the largest tile */
     double stage_scale;/* MATMUL: restickified operands' staged sticks over their estimate (0: 1) */
     int stage_whole;   /* MATMUL: restickified operands staged whole once per core (bit 0 A, bit 1 B) */

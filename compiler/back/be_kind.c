@@ -36,10 +36,11 @@ static void spec_tiling(const char **q, int n, int64_t *t)
     }
 }
 
-/* GMxGN[xGK|r][/MBxNBSxKC]: the grid, split-K or B over the ring, and a forced tiling. */
+/* GMxGN[xGK|r|bGB][/MBxNBSxKC]: the grid, split-K, B over the ring or
+ * the batch in GB parts (a grid each), and a forced tiling. */
 static int64_t mm_split(const char **q, be_work *w)
 {
-    int64_t a = spec_num(q), b = -1, gk = 1, t[3] = {0, 0, 0};
+    int64_t a = spec_num(q), b = -1, gk = 1, gb = 1, t[3] = {0, 0, 0};
     int ring = 0;
     if (a > 0 && (**q == 'x' || **q == 'X')) {
         (*q)++;
@@ -51,11 +52,14 @@ static int64_t mm_split(const char **q, be_work *w)
         if (b > 0 && gk == 1 && **q == 'r') { /* B broadcast over the ring */
             ring = 1;
             (*q)++;
+        } else if (b > 0 && gk == 1 && **q == 'b') { /* batch parts */
+            (*q)++;
+            gb = spec_num(q);
         }
     }
     if (a > 0 && b > 0)
         spec_tiling(q, 3, t);
-    if (a < 1 || b < 1 || gk < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0)
+    if (a < 1 || b < 1 || gk < 1 || gb < 1 || t[0] < 0 || t[1] < 0 || t[2] < 0)
         return -1;
     w->gm = a;
     w->gn = b;
@@ -64,7 +68,8 @@ static int64_t mm_split(const char **q, be_work *w)
     w->kc = t[2];
     w->bcast = ring;
     w->gk = gk;
-    return a * b * gk;
+    w->gb = gb;
+    return a * b * gk * gb;
 }
 
 /* CORES[/ROWS]: the core count, and a forced chunk. */
@@ -85,8 +90,9 @@ static int64_t rows_split(const char **q, be_work *w)
 static void mm_print_work(const be_ctx *c, int pos, FILE *f)
 {
     const be_work *w = &c->work[pos];
-    fprintf(f, "kernel %s: matmul grid %" PRId64 " x %" PRId64 " (%d cores), estimate %.0f cycles\n",
-            c->p->kernels[c->p->order[pos]].name, w->gm, w->gn, w->cores, w->est_cycles);
+    fprintf(f, "kernel %s: matmul grid %" PRId64 " x %" PRId64 "%s (%d cores), estimate %.0f cycles\n",
+            c->p->kernels[c->p->order[pos]].name, w->gm, w->gn, w->gb > 1 ? " per batch part" : "", w->cores,
+            w->est_cycles);
 }
 
 static void rows_print_work(const be_ctx *c, int pos, FILE *f)
@@ -113,14 +119,22 @@ static void mm_print_report(const be_ctx *c, int pos, int forced, FILE *f)
     const be_work *w = &c->work[pos];
     const ir_kernel *K = &c->p->kernels[c->p->order[pos]];
     int64_t gsticks = cc_ceil_div(w->cols, c->t.lanes16);
-    char gk[32] = "", split[32];
+    char gk[32] = "", split[48];
     if (w->gk > 1)
         snprintf(gk, sizeof gk, "x%" PRId64, w->gk);
-    snprintf(split, sizeof split, "%s%s%s%s%s", w->gm > 1 ? "m" : "", w->gm > 1 && w->gn > 1 ? " and " : "",
-             w->gn > 1 ? "n" : "", (w->gm > 1 || w->gn > 1) && w->gk > 1 ? " and " : "", w->gk > 1 ? "k" : "");
+    else if (w->gb > 1)
+        snprintf(gk, sizeof gk, "b%" PRId64, w->gb);
+    snprintf(split, sizeof split, "%s%s%s%s%s%s%s", w->gb > 1 ? "batch" : "",
+             w->gb > 1 && (w->gm > 1 || w->gn > 1) ? " and " : "", w->gm > 1 ? "m" : "",
+             w->gm > 1 && w->gn > 1 ? " and " : "", w->gn > 1 ? "n" : "",
+             (w->gm > 1 || w->gn > 1) && w->gk > 1 ? " and " : "", w->gk > 1 ? "k" : "");
     fprintf(f, "%s: grid %" PRId64 "x%" PRId64 "%s%s on %d core%s%s, split %s; ", K->name, w->gm, w->gn, gk,
             w->bcast ? "r" : "", w->cores, w->cores == 1 ? "" : "s", forced ? " (work_div)" : "",
             split[0] ? split : "nothing");
+    if (w->gb > 1) {
+        print_split(f, "batch:", w->batches, w->gb, "indices");
+        fputs(", a grid each; ", f);
+    }
     if (w->bcast && w->gn > 1) { /* a grid over the ring: a part of M per core, gn to a grid row */
         print_split(f, "m:", w->rows, (int64_t)w->cores, "rows");
         fprintf(f, ", %" PRId64 " to a grid row", w->gn);
@@ -147,9 +161,10 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
 }
 
 #define MM_SYNTAX                                                                                                      \
-    "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K in GK parts too, e.g. 1x4x8), GMx1r (B "   \
-    "broadcast over the ring) or GMxGNr (a grid over the ring, e.g. 8x4r), optionally /MBxNBSxKC (block rows x block " \
-    "sticks x K chunk rows, e.g. 2x4/64x4x256), optionally +nokeep"
+    "a matmul kernel takes GMxGN (M parts x N parts, e.g. 2x4), GMxGNxGK (K in GK parts too, e.g. 1x4x8), GMxGNbGB " \
+    "(the batch in GB parts, a grid each, e.g. 1x1b32), GMx1r (B broadcast over the ring) or GMxGNr (a grid over "  \
+    "the ring, e.g. 8x4r), optionally /MBxNBSxKC (block rows x block sticks x K chunk rows, e.g. 2x4/64x4x256), "      \
+    "optionally +nokeep"
 #define ROWS_SYNTAX                                                                                                    \
     "a row kernel takes a core count (e.g. 16), optionally /ROWS (rows per chunk, e.g. 16/32), optionally +nokeep"
 

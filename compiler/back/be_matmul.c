@@ -97,6 +97,7 @@ static int mm_shape(be_ctx *c, int pos, mm_plan *m)
     m->GN = cc_ceil_div(m->N, c->t.lanes16);
     m->KG = cc_ceil_div(m->Kd, c->t.lanes16);
     mm_set_gk(m, 1);
+    m->gb = 1;
     if (m->M > 65535 || m->N > 65535 || m->Kd > 65535)
         return be_error(c, K, "matmul %" PRId64 " x %" PRId64 " x %" PRId64 " is larger than one pt.mm (not supported yet)",
                         m->M, m->N, m->Kd);
@@ -283,36 +284,37 @@ static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC
 static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
-    const double sb = (double)t->stick, nbat = (double)m->nbatch;
+    /* per core its share of the batch indices (nbc), over the grid all of them */
+    const double sb = (double)t->stick, nbat = (double)m->nbatch, nbc = (double)cc_ceil_div(m->nbatch, m->gb);
     mm_split_block(m, tl);
     const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
     const int64_t chunks = blocks * tl->nch;
     int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
     int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
-    double pt = nbat * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
+    double pt = nbc * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
                         (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
     /* bytes in per core and over the grid */
     /* (a restickified operand's staged sticks are counted as its slot's) */
-    double a_core = nbat * (double)(nbn * mt * m->KGc) * sb;
+    double a_core = nbc * (double)(nbn * mt * m->KGc) * sb;
     double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
-    double b_core = nbat * (double)(nbm * ns * m->Kc) * sb;
+    double b_core = nbc * (double)(nbm * ns * m->Kc) * sb;
     double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
     double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0;
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
-        e_core += nbat * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
+        e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
         e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
                                                                                          : gn * nbn * m->M);
     }
     for (int j = 0; j < m->ep.nn; j++)
         if (m->ep.nodes[j].dram) {
-            o_core += nbat * sb * (double)(mt * ns);
+            o_core += nbc * sb * (double)(mt * ns);
             o_chip += nbat * sb * (double)(m->M * m->GN);
         }
     double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
-                  nbat * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
-    double dmao = o_core / t->dma_bytes_per_cycle + nbat * (double)blocks * t->dma_insn_cycles;
-    double sfp = nbat * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
+                  nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
+    double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
+    double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
     tl->bytes = a_chip + b_chip + e_chip + o_chip;
     double dram = t->dram_bytes_per_cycle > 0 ? tl->bytes / t->dram_bytes_per_cycle : 0;
     /* split-K: the fp32 partial sums reduced along the chain of K parts, then converted */
@@ -562,6 +564,7 @@ double be_matmul_estimate(be_ctx *c, int pos)
     if (!mm_build(c, pos, &m)) {
         mm_set_whole(&m, c->work[pos].stage_whole);
         mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
+        m.gb = c->work[pos].gb > 1 ? c->work[pos].gb : 1;
         mm_tiling tl;
         if (c->work[pos].bcast)
             e = mm_ring_tiling(&m, &c->work[pos], &tl) ? DBL_MAX : tl.cycles;
@@ -588,7 +591,11 @@ static int mm_plan_override(be_ctx *c, int pos, mm_plan *m, double *best)
     if (w->gk > m->KG)
         return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": K has %" PRId64
                         " sticks, fewer than %" PRId64 " parts", w->gm, w->gn, w->gk, m->KG, w->gk);
+    if (w->gb > m->nbatch)
+        return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "b%" PRId64 ": the product has %" PRId64
+                        " batch indices, fewer than %" PRId64 " parts", w->gm, w->gn, w->gb, m->nbatch, w->gb);
     mm_set_gk(m, w->gk);
+    m->gb = w->gb > 1 ? w->gb : 1;
     *best = mm_cost(m, w->gm, w->gn, &bytes);
     if (*best == DBL_MAX && w->gk > 1)
         return be_error(c, m->K, "work_div %" PRId64 "x%" PRId64 "x%" PRId64 ": split-K needs one block "
@@ -625,27 +632,46 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
     return 1;
 }
 
-/* The cheapest gm x gn x gk grid by the cost model; near-ties go to the
- * grid found first: fewer rows of cores, no split of K. */
+/* A split of the batch must look this much better than the best
+ * division without one, and the product must have at least a PT pass of
+ * rows (pt_rows).  On products of a few rows splits made the kernel
+ * slower where the estimate said faster (Llama-8B decode over 8 cards,
+ * attention's PV product, 1 row: 1x2b2 estimated 5,032 cycles against
+ * 5,227, simulated 11,883 against 8,795; spyre serve's decode layer at
+ * context 2,688, 4 rows per KV head: 1x1b8 simulated 16,099 against 9,878
+ * on the 2x2 grid), while the splits of products of many rows estimated
+ * 12% and more better ran faster (prefill's QK^T 1x2b2: 270,400 against
+ * 308,288, simulated 368,287 against 479,183). */
+#define MM_BATCH_GAIN 0.10
+
+/* The cheapest gb x gm x gn x gk division by the cost model; near-ties
+ * go to the one found first: the batch whole, fewer rows of cores, no
+ * split of K (which a batched product cannot take). */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     double bytes;
-    w->gk = 1;
-    for (int64_t gk = 1; gk <= cc_min(cores, m->KG); gk++)
-        for (int64_t gm = 1; gm <= cc_min(cores / gk, m->M); gm++)
-            for (int64_t gn = 1; gn <= cc_min(cores / (gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
-                mm_set_gk(m, gk);
-                double e = mm_cost(m, gm, gn, &bytes);
-                if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - MM_SLACK)) {
-                    *best = e;
-                    w->gm = gm;
-                    w->gn = gn;
-                    w->gk = gk;
+    w->gk = w->gb = 1;
+    const int64_t most_gb = m->M >= c->cfg->pt_rows ? cc_min(cores, m->nbatch) : 1;
+    for (int64_t gb = 1; gb <= most_gb; gb++)
+        for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
+            for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
+                for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
+                    mm_set_gk(m, gk);
+                    m->gb = gb;
+                    double e = mm_cost(m, gm, gn, &bytes);
+                    const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
+                    if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack)) {
+                        *best = e;
+                        w->gm = gm;
+                        w->gn = gn;
+                        w->gk = gk;
+                        w->gb = gb;
+                    }
                 }
-            }
     mm_set_gk(m, w->gk);
+    m->gb = w->gb;
 }
 
 /* How much more the staged sticks of some core's blocks measure than
@@ -740,6 +766,16 @@ static int mm_plan_ring_override(be_ctx *c, int pos, mm_plan *m, double *best)
     return rc;
 }
 
+/* How much slower a grid over the ring streaming B in K chunks may look
+ * than another grid of more columns and still win: the estimate misses a
+ * cost that grows with the columns (BERT-base's FFN up-projection: 16x2r
+ * streamed estimated 50,748 and simulated 60,048, 4x8r whole 48,484 and
+ * 65,881, 8x4r streamed 48,428 and 85,044; its down-projection 16x2r
+ * streamed 55,884 and 59,071, 8x4r whole 52,620 and 71,155).  Not so for
+ * grids holding B's column block whole (bench_mm's third 1024 linear:
+ * 16x2r 47,682 estimated, 0.488 of peak; 8x4r 45,890, 0.509). */
+#define RG_NARROW 0.10
+
 /* B broadcast over the ring on every core (cores x 1), or a grid over
  * the ring, when the cost model prefers it.  The ring schemes' estimates
  * count DRAM's latency on the way in, the grid's does not: they are
@@ -756,7 +792,7 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
         cmp = tl.cycles - BC_DRAM_LATENCY;
         w->gm = cores;
         w->gn = 1;
-        w->gk = 1;
+        w->gk = w->gb = 1;
         w->bcast = 1;
     }
     /* grids over the ring whose B column block fits LX whole, then those
@@ -765,17 +801,22 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
      * BERT-base's FFN up-projection; but need only tie with B broadcast,
      * whose estimate is the more optimistic on large products: 2048^3
      * 351,343 estimated and 447,244 simulated, the streamed grid 349,167
-     * and 355,300) */
+     * and 355,300); a streaming grid of fewer columns than the grid
+     * chosen need only come within RG_NARROW of it, one of more must beat
+     * it by as much) */
     for (int stream = 0; stream < 2; stream++)
         for (int64_t gn = 2; gn <= RG_MAX_GN; gn++) {
-            const double need = stream && w->bcast && w->gn == 1 ? 1 + MM_SLACK : 1 - MM_SLACK;
+            const int grid = stream && w->bcast && w->gn > 1 && gn != w->gn;
+            const double need = grid ? (gn < w->gn ? 1 + RG_NARROW : 1 - RG_NARROW)
+                                : stream && w->bcast && w->gn == 1 ? 1 + MM_SLACK
+                                                                   : 1 - MM_SLACK;
             if (cores % gn == 0 && !mm_rg_tiling(m, cores / gn, gn, &tl) && (tl.slots > 0) == stream &&
                 tl.cycles - BC_DRAM_LATENCY < cmp * need) {
                 *best = tl.cycles;
                 cmp = tl.cycles - BC_DRAM_LATENCY;
                 w->gm = cores / gn;
                 w->gn = gn;
-                w->gk = 1;
+                w->gk = w->gb = 1;
                 w->bcast = 1;
             }
         }
@@ -816,7 +857,7 @@ static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
             "core tile %" PRId64 " rows x %" PRId64 " sticks in blocks of %" PRId64 " rows x %" PRId64
             " sticks (%" PRId64 " columns), %s%s%s%s, estimate %.0f cycles",
             mt, ns, tl.MB, tl.NBS, cc_min(tl.NBS * c->t.lanes16, m->N), kb, sp,
-            m->nbatch > 1 ? ", per batch index" : "",
+            m->nbatch <= 1 ? "" : w->gb > 1 ? ", per batch index of the core's part" : ", per batch index",
             !w->bcast     ? ""
             : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
                          : rg,
@@ -856,15 +897,18 @@ static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
         rc = mm_plan_ring_override(c, pos, m, &best);
     else if (!over)
         w->bcast = 0;
-    if (!over) /* the schemes over the ring do not split K */
+    if (!over) /* the schemes over the ring do not split K (nor a batch) */
         mm_set_gk(m, 1);
+    if (!w->gb)
+        w->gb = 1;
     if (!rc && !over && best != DBL_MAX)
         mm_plan_ring_search(c, pos, m, &best);
     mm_set_gk(m, w->gk);
-    w->cores = (int)(w->gm * w->gn * w->gk);
+    w->cores = (int)(w->gm * w->gn * w->gk * w->gb);
     w->est_cycles = best;
     w->rows = m->M;
     w->cols = m->N;
+    w->batches = m->nbatch;
     if (!rc) {
         mm_note_tiles(c, pos, m, best);
         mm_note_restick(c, pos, m);
@@ -1428,12 +1472,14 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
 static int mm_grid_setup(mm_core *mc, be_ctx *c, mm_plan *m, int core, cc_emit *e, int *idle)
 {
     const be_work *w = &c->work[m->ep.pos];
-    int64_t m0, mt, g0, ns, ks0, ksn, cell = core / w->gk;
+    const int64_t grid = w->gm * w->gn * w->gk, at = core % grid, cell = at / w->gk;
+    int64_t m0, mt, g0, ns, ks0, ksn, b0, bt;
     cc_split(m->M, w->gm, cell / w->gn, &m0, &mt);
     cc_split(m->GN, w->gn, cell % w->gn, &g0, &ns);
-    cc_split(m->KG, w->gk, core % w->gk, &ks0, &ksn);
+    cc_split(m->KG, w->gk, at % w->gk, &ks0, &ksn);
+    cc_split(m->nbatch, m->gb, core / grid, &b0, &bt);
     memset(mc, 0, sizeof *mc);
-    *idle = !mt || !ns || !ksn;
+    *idle = !mt || !ns || !ksn || !bt;
     if (*idle)
         return 0;
     e->lx_top = 0;
@@ -1444,8 +1490,10 @@ static int mm_grid_setup(mm_core *mc, be_ctx *c, mm_plan *m, int core, cc_emit *
     mc->mt = mt;
     mc->g0 = g0;
     mc->ns = ns;
+    mc->b0 = b0;
+    mc->bt = bt;
     mc->gk = w->gk;
-    mc->ik = core % w->gk;
+    mc->ik = at % w->gk;
     mc->kb = ks0 * c->t.lanes16;
     mc->kt = cc_min(ksn * c->t.lanes16, m->Kd - mc->kb);
     int rc = mm_core_shape(mc, w, mt, ns);
@@ -1459,12 +1507,12 @@ static int mm_grid_setup(mm_core *mc, be_ctx *c, mm_plan *m, int core, cc_emit *
 }
 
 /* Its blocks in order. */
-static int mm_grid_emit(mm_core *mc, be_ctx *c, mm_plan *m)
+static int mm_grid_emit(mm_core *mc, be_ctx *c)
 {
     int rc = 0;
     mm_tile_init(mc, c, mc->MB);
     mm_core_begin(mc);
-    for (int64_t b = 0; b < m->nbatch && !rc; b++)
+    for (int64_t b = mc->b0; b < mc->b0 + mc->bt && !rc; b++)
         for (int64_t r = mc->m0; r < mc->m0 + mc->mt && !rc; r += mc->MB)
             for (int64_t g = mc->g0; g < mc->g0 + mc->ns && !rc; g += mc->NBS)
                 rc = mm_block_emit(mc, b, r, cc_min(mc->MB, mc->m0 + mc->mt - r), g, cc_min(mc->NBS, mc->g0 + mc->ns - g));
@@ -1477,7 +1525,7 @@ static int mm_grid_core(be_ctx *c, mm_plan *m, int core)
     mm_core mc;
     int idle, rc = mm_grid_setup(&mc, c, m, core, &c->em[core], &idle);
     if (!rc && !idle)
-        rc = mm_grid_emit(&mc, c, m);
+        rc = mm_grid_emit(&mc, c);
     mm_core_free(&mc, m->ep.nn);
     return rc;
 }
@@ -1491,6 +1539,7 @@ static int mm_prepare(be_ctx *c, int pos, mm_plan *m)
     if (m->ep.nn > 64)
         return be_error(c, m->K, "more than 64 epilogue nodes (not supported yet)");
     mm_set_gk(m, c->work[pos].gk ? c->work[pos].gk : 1);
+    m->gb = c->work[pos].gb > 1 ? c->work[pos].gb : 1;
     mm_emit_residency(c, pos, m);
     return 0;
 }

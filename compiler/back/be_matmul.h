@@ -26,6 +26,7 @@ typedef struct {
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
+    int64_t gb;          /* batch parts (be_work.gb; 1 none) */
 } mm_plan;
 
 /* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */
@@ -96,6 +97,7 @@ typedef struct {
     int64_t nblk, nchunk;
     int64_t m0;       /* the core's first row */
     int64_t mt, g0, ns; /* grid: its tile, rows [m0, m0 + mt) x stick groups [g0, g0 + ns) */
+    int64_t b0, bt;     /* grid: its batch indices [b0, b0 + bt) */
     int nstaged;      /* grid: results stored through a staged copy */
     /* split-K (be_work.gk > 1): this core's K rows [kb, kb + kt), its part
      * ik of gk; the partial sums go along the chain ik -> ik - 1 -> ... 0,

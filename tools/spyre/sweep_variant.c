@@ -35,8 +35,13 @@ int sw_default_choice(const cc_result *r, const char *kernel, char *out, size_t 
             const char *rest = line + kl + n;
             if (rest[0] == 'x' && sscanf(rest, "x%d%n", &gk, &n2) == 1)
                 rest += n2;
+            int gb = 1;
+            if (rest[0] == 'b') /* the batch in gb parts */
+                sscanf(rest, "b%d", &gb);
             if (gk > 1)
                 snprintf(out, len, "%dx%dx%d", a, b, gk);
+            else if (gb > 1)
+                snprintf(out, len, "%dx%db%d", a, b, gb);
             else
                 snprintf(out, len, "%dx%d%s", a, b, rest[0] == 'r' ? "r" : "");
             found = 0;
