@@ -515,7 +515,7 @@ static void measure(be_ctx *c, int pos, const size_t *first)
     ki->dma_busy = 0;
     for (int core = 0; core < (int)c->cfg->cores; core++) {
         const isa_stream *s = c->em[core].s;
-        double busy[ISA_NUNITS] = {0};
+        double busy[ISA_NUNITS + 1] = {0}; /* + the sequencer's (ISA_U_SEQ) */
         for (size_t j = first[core]; j < s->n; j++) {
             const isa_insn *in = &s->insns[j];
             busy[isa_insn_unit(in)] += dma_time(c->cfg, in);
