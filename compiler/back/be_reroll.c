@@ -73,8 +73,20 @@ typedef struct {
     long unrolled;      /* loops unrolled again for want of registers */
 } rr_kstat;
 
+/* Buffers reused from kernel to kernel: a kernel's entries, its shape
+ * table and its rolled instructions.  Fresh ones per kernel cost more in
+ * page faults than the rolling itself (a kernel is up to some 14,000
+ * instructions per core of 300 bytes each). */
+typedef struct {
+    rr_vec e;           /* the kernel's entries */
+    long *shapes;       /* shape table */
+    long shapes_cap;
+    isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
+} rr_scratch;
+
 struct be_reroll {
     int off;            /* the pass did not run (no_reroll) */
+    rr_scratch sc;
     rr_kstat *k;        /* per kernel position */
     long *core_before, *core_after;
     size_t *done;       /* per core: its stream is rolled up to here */
@@ -619,6 +631,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
 typedef struct {
     isa_stream *s;    /* the new stream */
     rr_kstat *ks;
+    rr_scratch *sc;
 } rr_out;
 
 /* Append to the new stream; an operand out of its field (an offset or a
@@ -788,15 +801,26 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
  * they already use loops or registers (not code this back half makes). */
 static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
-    rr_vec e = {0}, r = {0};
+    rr_scratch *sc = o->sc;
+    rr_vec *ev = &sc->e, r = {0};
     int plain = 1;
     rr_shapes sh = {NULL, 16, 0};
     while (sh.cap < 2 * n)
         sh.cap *= 2;
-    sh.tab = malloc((size_t)sh.cap * sizeof *sh.tab);
-    e.v = malloc((size_t)(n + 1) * sizeof *e.v);
-    if (!e.v || !sh.tab)
+    if (sh.cap > sc->shapes_cap) {
+        free(sc->shapes);
+        sc->shapes = malloc((size_t)sh.cap * sizeof *sc->shapes);
+        sc->shapes_cap = sh.cap;
+    }
+    sh.tab = sc->shapes;
+    if (n + 1 > ev->cap) {
+        free(ev->v);
+        ev->cap = n + 1;
+        ev->v = malloc((size_t)ev->cap * sizeof *ev->v);
+    }
+    if (!ev->v || !sh.tab)
         abort();
+    rr_vec e = {ev->v, 0, ev->cap};
     for (long q = 0; q < sh.cap; q++)
         sh.tab[q] = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
@@ -820,9 +844,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->n = 0;
         x->len = 1;
     }
-    free(sh.tab);
     if (!plain) {
-        free(e.v);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -832,11 +854,17 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     long first = (long)o->s->n;
     emit_list(o, r.v, r.n);
     check_same(o->s->insns + first, (long)o->s->n - first, s, n);
-    free(e.v);
     free(r.v);
 }
 
 /* ---- the pass ---- */
+
+static void scratch_free(rr_scratch *sc)
+{
+    free(sc->e.v);
+    free(sc->shapes);
+    free(sc->rolled.insns);
+}
 
 static int by_first(const void *a, const void *b)
 {
@@ -884,12 +912,16 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
 {
     const ir_prog *p = c->p;
     isa_program *prog = c->prog;
-    isa_stream *old = &prog->cores[core], neu = {0};
+    isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
     const long from = (long)rr->done[core];
-    neu.cap = old->n - (size_t)from + 1; /* rolling makes no more, as a rule */
-    neu.insns = malloc(neu.cap * sizeof *neu.insns);
-    if (!neu.insns)
-        abort();
+    if (neu->cap < old->n - (size_t)from + 1) { /* rolling makes no more, as a rule */
+        free(neu->insns);
+        neu->cap = old->n - (size_t)from + 1;
+        neu->insns = malloc(neu->cap * sizeof *neu->insns);
+        if (!neu->insns)
+            abort();
+    }
+    neu->n = 0;
     isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
     int nk = 0;
     for (size_t q = 0; q < prog->nkernels; q++)
@@ -901,37 +933,34 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     for (int q = 0; q <= nk; q++) {
         long first = q < nk ? ks[q]->first : (long)old->n;
         for (; at < first; at++) /* bars between kernels, the halt */
-            isa_stream_push(&neu, &old->insns[at]);
+            isa_stream_push(neu, &old->insns[at]);
         if (q == nk)
             break;
         rr_kstat *st = &rr->k[kernel_pos(p, ks[q]->name)];
-        rr_out o = {&neu, st};
+        rr_out o = {neu, st, &rr->sc};
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
-        ks[q]->first = from + (long)neu.n;
+        ks[q]->first = from + (long)neu->n;
         if (rr->off)
             for (long j = 0; j < n; j++)
-                isa_stream_push(&neu, &old->insns[at + j]);
+                isa_stream_push(neu, &old->insns[at + j]);
         else
             roll_kernel(&o, old->insns + at, n);
-        ks[q]->last = from + (long)neu.n - 1;
-        st->after += from + (long)neu.n - ks[q]->first;
+        ks[q]->last = from + (long)neu->n - 1;
+        st->after += from + (long)neu->n - ks[q]->first;
         at += n;
     }
     free(ks);
-    rr->core_after[core] += (long)neu.n;
-    if (from && (size_t)from + neu.n <= old->cap) { /* the rolled tail replaces the tail */
-        memcpy(old->insns + from, neu.insns, neu.n * sizeof *neu.insns);
-        old->n = (size_t)from + neu.n;
-        free(neu.insns);
-    } else if (from) {
-        old->n = (size_t)from;
-        for (size_t j = 0; j < neu.n; j++)
-            isa_stream_push(old, &neu.insns[j]);
-        free(neu.insns);
+    rr->core_after[core] += (long)neu->n;
+    /* the rolled tail replaces the tail in place: the stream keeps the
+     * memory it grew to for the next kernel */
+    old->n = (size_t)from;
+    if (neu->n && old->n + neu->n <= old->cap) {
+        memcpy(old->insns + from, neu->insns, neu->n * sizeof *neu->insns);
+        old->n += neu->n;
     } else {
-        free(old->insns);
-        *old = neu;
+        for (size_t j = 0; j < neu->n; j++)
+            isa_stream_push(old, &neu->insns[j]);
     }
     rr->done[core] = old->n;
 }
@@ -954,10 +983,12 @@ void cc_roll_streams(isa_program *prog)
     for (int core = 0; core < prog->ncores; core++) {
         isa_stream *old = &prog->cores[core], neu = {0};
         rr_kstat st = {0};
-        rr_out o = {&neu, &st};
+        rr_scratch sc = {0};
+        rr_out o = {&neu, &st, &sc};
         roll_kernel(&o, old->insns, (long)old->n);
         free(old->insns);
         *old = neu;
+        scratch_free(&sc);
     }
 }
 
@@ -965,6 +996,7 @@ void be_reroll_free(be_ctx *c)
 {
     if (!c->rr)
         return;
+    scratch_free(&c->rr->sc);
     free(c->rr->k);
     free(c->rr->core_before);
     free(c->rr->core_after);
