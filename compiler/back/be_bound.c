@@ -145,8 +145,9 @@ static int16_t bd_merge(int16_t had, int core)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        for (int64_t st = 0; st < b->nuse; st++)
+        for (int64_t st = b->ulo; st < b->uhi; st++)
             b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        b->ulo = b->uhi = 0;
         b->ring = 0;
     }
     b->ring |= b->kring;
@@ -161,6 +162,9 @@ void bd_record(bd_state *b, int bar)
                 b->use[st] = (bd_stick){BD_NONE, BD_NONE};
             b->nuse = n;
         }
+        const int none = b->ulo == b->uhi;
+        b->ulo = none ? p->lo : cc_min(b->ulo, p->lo);
+        b->uhi = none ? p->hi : cc_max(b->uhi, p->hi);
         for (int64_t st = p->lo; st < p->hi; st++) {
             bd_stick *u = &b->use[st];
             if (p->write)
