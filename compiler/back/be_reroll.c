@@ -127,50 +127,70 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
     return (const isa_addr *)((const char *)in + o->offset);
 }
 
-/* The address operands of an instruction, in format order (k indexes st):
- * looked up in the ISA table once per op (the pass asks for every
- * instruction, several times). */
-static const isa_operand *addr_op_tab[ISA_NOPS][RR_NADDR];
-static signed char addr_op_n[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
+/* Per op, looked up in the ISA table once (the pass asks for every
+ * instruction, several times): its address operands in format order (k
+ * indexes st), and its other fields in format order, each an int64 or
+ * (f32) a float. */
+#define RR_NFIELDS 32
+typedef struct {
+    int looked;                   /* filled in */
+    int naddr, nfields;
+    const isa_operand *addr[RR_NADDR];
+    uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
+    unsigned char f32[RR_NFIELDS];
+} rr_opfields;
 
-static void addr_ops_look_up(int op)
+static rr_opfields op_fields[ISA_NOPS];
+
+static const rr_opfields *fields_of(int op)
 {
+    rr_opfields *f = &op_fields[op];
+    if (f->looked)
+        return f;
     const isa_opinfo *oi = isa_info(op);
-    int n = 0;
-    for (int o = 0; o < oi->noperands; o++)
-        if (oi->operands[o].kind == ISA_K_ADDR) {
-            assert(n < RR_NADDR);
-            addr_op_tab[op][n++] = &oi->operands[o];
+    for (int o = 0; o < oi->noperands; o++) {
+        const isa_operand *x = &oi->operands[o];
+        if (x->kind == ISA_K_ADDR) {
+            assert(f->naddr < RR_NADDR);
+            f->addr[f->naddr++] = x;
+            continue;
         }
-    addr_op_n[op] = (signed char)(n + 1);
+        assert(f->nfields < RR_NFIELDS);
+        f->field[f->nfields] = (uint16_t)x->offset;
+        f->f32[f->nfields++] = x->kind == ISA_K_F32;
+    }
+    f->looked = 1;
+    return f;
 }
 
 static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
 {
-    if (!addr_op_n[in->op])
-        addr_ops_look_up(in->op);
-    *out = addr_op_tab[in->op];
-    return addr_op_n[in->op] - 1;
+    const rr_opfields *f = fields_of(in->op);
+    *out = f->addr;
+    return f->naddr;
 }
 
-/* Do two instructions agree in every encoded field, addresses included
- * only when `addrs`? */
-static int insn_same(const isa_insn *x, const isa_insn *y, int addrs)
+/* A field of an instruction as a number: an int64, or a float's bits. */
+static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
+{
+    const char *p = (const char *)in + f->field[i];
+    if (f->f32[i]) {
+        uint32_t u;
+        memcpy(&u, p, sizeof u);
+        return u;
+    }
+    return (uint64_t) * (const int64_t *)p;
+}
+
+/* Do two instructions agree in every encoded field but their addresses? */
+static int insn_same(const isa_insn *x, const isa_insn *y)
 {
     if (x->op != y->op)
         return 0;
-    const isa_opinfo *oi = isa_info(x->op);
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *op = &oi->operands[o];
-        const char *px = (const char *)x + op->offset, *py = (const char *)y + op->offset;
-        if (op->kind == ISA_K_ADDR) {
-            const isa_addr *ax = (const isa_addr *)px, *ay = (const isa_addr *)py;
-            if (addrs && (ax->off != ay->off || ax->reg != ay->reg))
-                return 0;
-        } else if (op->kind == ISA_K_F32 ? memcmp(px, py, sizeof(float)) : *(const int64_t *)px != *(const int64_t *)py) {
+    const rr_opfields *f = fields_of(x->op);
+    for (int i = 0; i < f->nfields; i++)
+        if (field_at(x, f, i) != field_at(y, f, i))
             return 0;
-        }
-    }
     return 1;
 }
 
@@ -183,19 +203,10 @@ static uint64_t mix(uint64_t h, uint64_t v)
 /* Hash of an instruction's every field but its addresses. */
 static uint64_t insn_key(const isa_insn *in)
 {
-    const isa_opinfo *oi = isa_info(in->op);
+    const rr_opfields *f = fields_of(in->op);
     uint64_t h = mix(0x5eed, (uint64_t)in->op);
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *op = &oi->operands[o];
-        const char *p = (const char *)in + op->offset;
-        if (op->kind == ISA_K_F32) {
-            uint32_t u;
-            memcpy(&u, p, sizeof u);
-            h = mix(h, u);
-        } else if (op->kind != ISA_K_ADDR) {
-            h = mix(h, (uint64_t) * (const int64_t *)p);
-        }
-    }
+    for (int i = 0; i < f->nfields; i++)
+        h = mix(h, field_at(in, f, i));
     return h;
 }
 
@@ -212,7 +223,7 @@ static int shape_of(rr_shapes *t, const rr_ent *e, long j)
     long slot = (long)(e[j].key & (uint64_t)(t->cap - 1));
     while (t->tab[slot] >= 0) {
         const rr_ent *q = &e[t->tab[slot]];
-        if (q->key == e[j].key && insn_same(q->in, e[j].in, 0))
+        if (q->key == e[j].key && insn_same(q->in, e[j].in))
             return q->shape;
         slot = (slot + 1) & (t->cap - 1);
     }
@@ -776,7 +787,7 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
             else
                 d--;
         } else {
-            int same = k < m && insn_same(in, &s[k], 0);
+            int same = k < m && insn_same(in, &s[k]);
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int q = 0; q < na && same; q++) { /* addresses resolved */
