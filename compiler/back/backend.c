@@ -535,17 +535,21 @@ static void measure(be_ctx *c, int pos, int core, size_t first)
 
 /* Kernel i's code on every core, from first[core] on, after the fence
  * before it: the fence made a bar once the instructions show a
- * dependency across cores (bd_needs_bar), and the report's figures. */
-static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
+ * dependency across cores (bd_needs_bar), and the report's figures; each
+ * core's code rolled (`roll`) once they are taken from it. */
+static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first, int roll)
 {
     const int ncores = c->cfg->cores;
     be_kinfo *ki = &state_of(c)->k[i];
     char why[160] = "";
-    /* both walks of a core's instructions together, while they are in cache */
+    /* the walks of a core's instructions one after the other, while they
+     * are in cache (rolling leaves the fence where it is) */
     ki->dma_busy = 0;
     for (int core = 0; core < ncores; core++) {
         bd_collect(bd, c->em[core].s, first[core], core);
         measure(c, i, core, first[core]);
+        if (roll)
+            be_reroll_core(c, core);
     }
     const int bar = bd_needs_bar(bd, why, sizeof why);
     bd_record(bd, bar);
@@ -599,9 +603,7 @@ int be_codegen_pass(ir_prog *p)
         for (int core = 0; core < ncores && !rc; core++)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
         if (!rc)
-            kernel_boundary(c, &bd, i, first);
-        if (!rc && roll)
-            be_reroll_kernels(c);
+            kernel_boundary(c, &bd, i, first, roll);
     }
     free(first);
     bd_free(&bd);

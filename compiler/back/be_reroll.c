@@ -976,6 +976,11 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     rr->done[core] = old->n;
 }
 
+void be_reroll_core(be_ctx *c, int core)
+{
+    roll_tail(c, rr_state(c), core);
+}
+
 void be_reroll_kernels(be_ctx *c)
 {
     struct be_reroll *rr = rr_state(c);
