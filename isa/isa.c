@@ -47,6 +47,34 @@ static isa_opinfo op_table[ISA_NOPS] = {
 };
 static int by_opcode[256];
 static int table_ready;
+static isa_insn insn_default[ISA_NOPS]; /* isa_insn_init's */
+
+static int64_t *field_i64(isa_insn *in, const isa_operand *o)
+{
+    return (int64_t *)((char *)in + o->offset);
+}
+
+/* An instruction of op with every field at its default. */
+static void insn_build(isa_insn *in, int op)
+{
+    memset(in, 0, sizeof *in);
+    in->op = op;
+    for (int i = 0; i < ISA_MAX_LOOPS; i++)
+        in->n[i] = 1;
+    in->run = 1;
+    in->m = in->nn = in->k = 1;
+    in->tok = 0;
+    const isa_opinfo *info = &op_table[op]; /* isa_info would wait for the table */
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_F32)
+            *(float *)((char *)in + o->offset) = (float)o->def;
+        else if (o->kind == ISA_K_ADDR)
+            ((isa_addr *)((char *)in + o->offset))->off = o->def;
+        else
+            *field_i64(in, o) = o->def;
+    }
+}
 
 static void table_init(void)
 {
@@ -59,6 +87,8 @@ static void table_init(void)
         op_table[op].noperands = count_operands(op_table[op].operands);
         by_opcode[op_table[op].opcode] = op;
     }
+    for (int op = 0; op < ISA_NOPS; op++)
+        insn_build(&insn_default[op], op);
     table_ready = 1;
 }
 
@@ -85,35 +115,17 @@ int isa_op_from_mnemonic(const char *s)
     return -1;
 }
 
-static int64_t *field_i64(isa_insn *in, const isa_operand *o)
-{
-    return (int64_t *)((char *)in + o->offset);
-}
-
 static const int64_t *cfield_i64(const isa_insn *in, const isa_operand *o)
 {
     return (const int64_t *)((const char *)in + o->offset);
 }
 
+/* Compilers make an instruction for each of millions: a copy of the
+ * op's default one, made with the table. */
 void isa_insn_init(isa_insn *in, int op)
 {
-    memset(in, 0, sizeof *in);
-    in->op = op;
-    for (int i = 0; i < ISA_MAX_LOOPS; i++)
-        in->n[i] = 1;
-    in->run = 1;
-    in->m = in->nn = in->k = 1;
-    in->tok = 0;
-    const isa_opinfo *info = isa_info(op);
-    for (int i = 0; i < info->noperands; i++) {
-        const isa_operand *o = &info->operands[i];
-        if (o->kind == ISA_K_F32)
-            *(float *)((char *)in + o->offset) = (float)o->def;
-        else if (o->kind == ISA_K_ADDR)
-            ((isa_addr *)((char *)in + o->offset))->off = o->def;
-        else
-            *field_i64(in, o) = o->def;
-    }
+    table_init();
+    memcpy(in, &insn_default[op], sizeof *in);
 }
 
 isa_unit isa_insn_unit(const isa_insn *in)
