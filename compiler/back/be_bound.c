@@ -115,7 +115,10 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
     }
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
-        for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
+        /* only marked sticks can clash: a read with a write mark, a write with any */
+        const int64_t lo = cc_max(p->lo, p->write ? b->ulo : b->wlo);
+        const int64_t hi = cc_min(cc_min(p->hi, b->nuse), p->write ? b->uhi : b->whi);
+        for (int64_t st = lo; st < hi; st++) {
             const bd_stick *u = &b->use[st];
             const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
@@ -140,6 +143,14 @@ static int16_t bd_merge(int16_t had, int core)
     return had == BD_NONE || had == core ? (int16_t)core : BD_MANY;
 }
 
+/* Widen span [*lo, *hi) (empty: lo == hi) to hold piece p. */
+static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
+{
+    const int none = *lo == *hi;
+    *lo = none ? p->lo : cc_min(*lo, p->lo);
+    *hi = none ? p->hi : cc_max(*hi, p->hi);
+}
+
 /* The next kernel ran after a bar (forget what came before) or a fence:
  * add its accesses to those since the last bar. */
 void bd_record(bd_state *b, int bar)
@@ -147,7 +158,7 @@ void bd_record(bd_state *b, int bar)
     if (bar) {
         for (int64_t st = b->ulo; st < b->uhi; st++)
             b->use[st] = (bd_stick){BD_NONE, BD_NONE};
-        b->ulo = b->uhi = 0;
+        b->ulo = b->uhi = b->wlo = b->whi = 0;
         b->ring = 0;
     }
     b->ring |= b->kring;
@@ -162,15 +173,14 @@ void bd_record(bd_state *b, int bar)
                 b->use[st] = (bd_stick){BD_NONE, BD_NONE};
             b->nuse = n;
         }
-        const int none = b->ulo == b->uhi;
-        b->ulo = none ? p->lo : cc_min(b->ulo, p->lo);
-        b->uhi = none ? p->hi : cc_max(b->uhi, p->hi);
-        for (int64_t st = p->lo; st < p->hi; st++) {
-            bd_stick *u = &b->use[st];
-            if (p->write)
-                u->w = bd_merge(u->w, p->core);
-            else
-                u->r = bd_merge(u->r, p->core);
+        span_add(&b->ulo, &b->uhi, p);
+        if (p->write) {
+            span_add(&b->wlo, &b->whi, p);
+            for (int64_t st = p->lo; st < p->hi; st++)
+                b->use[st].w = bd_merge(b->use[st].w, p->core);
+        } else {
+            for (int64_t st = p->lo; st < p->hi; st++)
+                b->use[st].r = bd_merge(b->use[st].r, p->core);
         }
     }
     b->npieces = 0;
