@@ -143,6 +143,15 @@ static int16_t bd_merge(int16_t had, int core)
     return had == BD_NONE || had == core ? (int16_t)core : BD_MANY;
 }
 
+/* Sticks u[0..n) marked by no core: BD_NONE is all ones, so a memset
+ * (a bar clears many megabytes of marks in a decode step). */
+static void unmark(bd_stick *u, int64_t n)
+{
+    _Static_assert(BD_NONE == -1, "BD_NONE is all one bits");
+    if (n > 0)
+        memset(u, 0xff, (size_t)n * sizeof *u);
+}
+
 /* Widen span [*lo, *hi) (empty: lo == hi) to hold piece p. */
 static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
 {
@@ -156,8 +165,7 @@ static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        for (int64_t st = b->ulo; st < b->uhi; st++)
-            b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        unmark(b->use + b->ulo, b->uhi - b->ulo);
         b->ulo = b->uhi = b->wlo = b->whi = 0;
         b->ring = 0;
     }
@@ -169,8 +177,7 @@ void bd_record(bd_state *b, int bar)
             b->use = realloc(b->use, (size_t)n * sizeof *b->use);
             if (!b->use)
                 abort();
-            for (int64_t st = b->nuse; st < n; st++)
-                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+            unmark(b->use + b->nuse, n - b->nuse);
             b->nuse = n;
         }
         span_add(&b->ulo, &b->uhi, p);
