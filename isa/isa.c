@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,6 +77,39 @@ static void insn_build(isa_insn *in, int op)
     }
 }
 
+/* Per format and operand: the legal range of a number operand as
+ * check_value sees it, so that isa_check (run on each of the millions of
+ * instructions a compile makes) compares instead of switching; a value
+ * outside goes to check_value for the message. */
+#define ISA_MAX_OPERANDS 24
+static int64_t range_lo[ISA_NFMTS][ISA_MAX_OPERANDS], range_hi[ISA_NFMTS][ISA_MAX_OPERANDS];
+
+static void ranges_init(void)
+{
+    for (int f = 0; f < ISA_NFMTS; f++)
+        for (int i = 0; fmt_operands[f][i].name; i++) {
+            const isa_operand *o = &fmt_operands[f][i];
+            assert(i < ISA_MAX_OPERANDS);
+            int64_t lo = INT64_MIN, hi = INT64_MAX;
+            if (o->kind == ISA_K_U) {
+                lo = o->min > 0 ? o->min : 0; /* stricter is safe: check_value has the last word */
+                hi = o->bits < 63 ? (int64_t)((1ull << o->bits) - 1) : INT64_MAX;
+            } else if (o->kind == ISA_K_S) {
+                assert(o->bits < 64);
+                lo = -(1ll << (o->bits - 1));
+                hi = (1ll << (o->bits - 1)) - 1;
+            } else if (o->kind == ISA_K_ENUM) {
+                lo = 0;
+                hi = isa_name_count(o->names) - 1;
+            } else if (o->kind == ISA_K_FLAGS) {
+                lo = 0;
+                hi = (1ll << isa_name_count(o->names)) - 1;
+            }
+            range_lo[f][i] = lo;
+            range_hi[f][i] = hi;
+        }
+}
+
 static void table_init(void)
 {
     if (table_ready)
@@ -89,6 +123,7 @@ static void table_init(void)
     }
     for (int op = 0; op < ISA_NOPS; op++)
         insn_build(&insn_default[op], op);
+    ranges_init();
     table_ready = 1;
 }
 
@@ -238,9 +273,15 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
         isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
-    for (int i = 0; i < info->noperands; i++)
-        if (check_operand(in, &info->operands[i], err, errlen))
-            return -1;
+    const int64_t *lo = range_lo[info->format], *hi = range_hi[info->format];
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_F32)
+            continue;
+        if (o->kind == ISA_K_ADDR || *cfield_i64(in, o) < lo[i] || *cfield_i64(in, o) > hi[i])
+            if (check_operand(in, o, err, errlen))
+                return -1;
+    }
     return 0;
 }
 
