@@ -74,9 +74,9 @@ typedef struct {
 } rr_kstat;
 
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
- * table and its rolled instructions.  Fresh ones per kernel cost more in
- * page faults than the rolling itself (a kernel is up to some 14,000
- * instructions per core of 300 bytes each). */
+ * table and its rolled instructions; fresh ones per kernel were memory
+ * touched anew, page fault by page fault (a kernel is up to some 14,000
+ * instructions per core of 328 bytes each). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
     long *shapes;       /* shape table */
