@@ -104,6 +104,11 @@ static int compile_once(const char *exe, const char *graph, const char *elf, dou
         close(fd[0]);
         if (dup2(fd[1], 1) < 0)
             _exit(2);
+        /* compiling needs no BLAS, but OpenBLAS's worker thread, started
+         * when the library loads, spins in sched_yield for a while (29 ms
+         * of a Llama layer's compile in one perf record) and takes a
+         * loaded machine's CPU from the compile timed beside it */
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
         execl(exe, exe, "--compile-child", graph, elf, (char *)NULL);
         _exit(2);
     }

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,67 @@ static isa_opinfo op_table[ISA_NOPS] = {
 };
 static int by_opcode[256];
 static int table_ready;
+static isa_insn insn_default[ISA_NOPS]; /* isa_insn_init's */
+
+static int64_t *field_i64(isa_insn *in, const isa_operand *o)
+{
+    return (int64_t *)((char *)in + o->offset);
+}
+
+/* An instruction of op with every field at its default. */
+static void insn_build(isa_insn *in, int op)
+{
+    memset(in, 0, sizeof *in);
+    in->op = op;
+    for (int i = 0; i < ISA_MAX_LOOPS; i++)
+        in->n[i] = 1;
+    in->run = 1;
+    in->m = in->nn = in->k = 1;
+    in->tok = 0;
+    const isa_opinfo *info = &op_table[op]; /* isa_info would wait for the table */
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_F32)
+            *(float *)((char *)in + o->offset) = (float)o->def;
+        else if (o->kind == ISA_K_ADDR)
+            ((isa_addr *)((char *)in + o->offset))->off = o->def;
+        else
+            *field_i64(in, o) = o->def;
+    }
+}
+
+/* Per format and operand: the legal range of a number operand as
+ * check_value sees it, so that isa_check (run on each of the millions of
+ * instructions a compile makes) compares instead of switching; a value
+ * outside goes to check_value for the message. */
+#define ISA_MAX_OPERANDS 24
+static int64_t range_lo[ISA_NFMTS][ISA_MAX_OPERANDS], range_hi[ISA_NFMTS][ISA_MAX_OPERANDS];
+
+static void ranges_init(void)
+{
+    for (int f = 0; f < ISA_NFMTS; f++)
+        for (int i = 0; fmt_operands[f][i].name; i++) {
+            const isa_operand *o = &fmt_operands[f][i];
+            assert(i < ISA_MAX_OPERANDS);
+            int64_t lo = INT64_MIN, hi = INT64_MAX;
+            if (o->kind == ISA_K_U) {
+                lo = o->min > 0 ? o->min : 0; /* stricter is safe: check_value has the last word */
+                hi = o->bits < 63 ? (int64_t)((1ull << o->bits) - 1) : INT64_MAX;
+            } else if (o->kind == ISA_K_S) {
+                assert(o->bits < 64);
+                lo = -(1ll << (o->bits - 1));
+                hi = (1ll << (o->bits - 1)) - 1;
+            } else if (o->kind == ISA_K_ENUM) {
+                lo = 0;
+                hi = isa_name_count(o->names) - 1;
+            } else if (o->kind == ISA_K_FLAGS) {
+                lo = 0;
+                hi = (1ll << isa_name_count(o->names)) - 1;
+            }
+            range_lo[f][i] = lo;
+            range_hi[f][i] = hi;
+        }
+}
 
 static void table_init(void)
 {
@@ -59,6 +121,9 @@ static void table_init(void)
         op_table[op].noperands = count_operands(op_table[op].operands);
         by_opcode[op_table[op].opcode] = op;
     }
+    for (int op = 0; op < ISA_NOPS; op++)
+        insn_build(&insn_default[op], op);
+    ranges_init();
     table_ready = 1;
 }
 
@@ -85,35 +150,17 @@ int isa_op_from_mnemonic(const char *s)
     return -1;
 }
 
-static int64_t *field_i64(isa_insn *in, const isa_operand *o)
-{
-    return (int64_t *)((char *)in + o->offset);
-}
-
 static const int64_t *cfield_i64(const isa_insn *in, const isa_operand *o)
 {
     return (const int64_t *)((const char *)in + o->offset);
 }
 
+/* Compilers make an instruction for each of millions: a copy of the
+ * op's default one, made with the table. */
 void isa_insn_init(isa_insn *in, int op)
 {
-    memset(in, 0, sizeof *in);
-    in->op = op;
-    for (int i = 0; i < ISA_MAX_LOOPS; i++)
-        in->n[i] = 1;
-    in->run = 1;
-    in->m = in->nn = in->k = 1;
-    in->tok = 0;
-    const isa_opinfo *info = isa_info(op);
-    for (int i = 0; i < info->noperands; i++) {
-        const isa_operand *o = &info->operands[i];
-        if (o->kind == ISA_K_F32)
-            *(float *)((char *)in + o->offset) = (float)o->def;
-        else if (o->kind == ISA_K_ADDR)
-            ((isa_addr *)((char *)in + o->offset))->off = o->def;
-        else
-            *field_i64(in, o) = o->def;
-    }
+    table_init();
+    memcpy(in, &insn_default[op], sizeof *in);
 }
 
 isa_unit isa_insn_unit(const isa_insn *in)
@@ -226,9 +273,15 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
         isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
-    for (int i = 0; i < info->noperands; i++)
-        if (check_operand(in, &info->operands[i], err, errlen))
-            return -1;
+    const int64_t *lo = range_lo[info->format], *hi = range_hi[info->format];
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_F32)
+            continue;
+        if (o->kind == ISA_K_ADDR || *cfield_i64(in, o) < lo[i] || *cfield_i64(in, o) > hi[i])
+            if (check_operand(in, o, err, errlen))
+                return -1;
+    }
     return 0;
 }
 

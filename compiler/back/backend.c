@@ -507,43 +507,50 @@ static double dma_time(const chip_config *cfg, const isa_insn *in)
     return cfg->dma_issue_cycles + sticks * cfg->stick_bytes / rate;
 }
 
-/* What kernel pos's instructions (from first[core] on) move between DRAM
- * and LX, the most LX a core allocated for it, and its busiest DMA unit. */
-static void measure(be_ctx *c, int pos, const size_t *first)
+/* What kernel pos's instructions on core (from first on) move between
+ * DRAM and LX, the most LX a core allocated for it, and its busiest DMA
+ * unit (ki->dma_busy, the largest over the cores so far). */
+static void measure(be_ctx *c, int pos, int core, size_t first)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
-    ki->dma_busy = 0;
-    for (int core = 0; core < (int)c->cfg->cores; core++) {
-        const isa_stream *s = c->em[core].s;
-        double busy[ISA_NUNITS + 1] = {0}; /* + the sequencer's (ISA_U_SEQ) */
-        for (size_t j = first[core]; j < s->n; j++) {
-            const isa_insn *in = &s->insns[j];
-            busy[isa_insn_unit(in)] += dma_time(c->cfg, in);
-            ki->dma_busy = cc_max(ki->dma_busy, busy[isa_insn_unit(in)]);
-            if (in->op == ISA_OP_LOOP)
-                ki->loops = 1;
-            if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
-                continue;
-            int64_t sticks = in->run;
-            for (int l = 0; l < ISA_MAX_LOOPS; l++)
-                sticks *= in->n[l] > 1 ? in->n[l] : 1;
-            *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
-        }
-        if ((int64_t)c->em[core].lx_top > ki->lx_max)
-            ki->lx_max = (int64_t)c->em[core].lx_top;
+    const isa_stream *s = c->em[core].s;
+    double busy[ISA_NUNITS + 1] = {0}; /* + the sequencer's (ISA_U_SEQ) */
+    for (size_t j = first; j < s->n; j++) {
+        const isa_insn *in = &s->insns[j];
+        const isa_unit u = isa_insn_unit(in);
+        busy[u] += dma_time(c->cfg, in);
+        ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
+        if (in->op == ISA_OP_LOOP)
+            ki->loops = 1;
+        if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
+            continue;
+        int64_t sticks = in->run;
+        for (int l = 0; l < ISA_MAX_LOOPS; l++)
+            sticks *= in->n[l] > 1 ? in->n[l] : 1;
+        *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
     }
+    if ((int64_t)c->em[core].lx_top > ki->lx_max)
+        ki->lx_max = (int64_t)c->em[core].lx_top;
 }
 
 /* Kernel i's code on every core, from first[core] on, after the fence
  * before it: the fence made a bar once the instructions show a
- * dependency across cores (bd_needs_bar), and the report's figures. */
-static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
+ * dependency across cores (bd_needs_bar), and the report's figures; each
+ * core's code rolled (`roll`) once they are taken from it. */
+static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first, int roll)
 {
     const int ncores = c->cfg->cores;
     be_kinfo *ki = &state_of(c)->k[i];
     char why[160] = "";
-    for (int core = 0; core < ncores; core++)
+    /* the walks of a core's instructions one after the other, while they
+     * are in cache (rolling leaves the fence where it is) */
+    ki->dma_busy = 0;
+    for (int core = 0; core < ncores; core++) {
         bd_collect(bd, c->em[core].s, first[core], core);
+        measure(c, i, core, first[core]);
+        if (roll)
+            be_reroll_core(c, core);
+    }
     const int bar = bd_needs_bar(bd, why, sizeof why);
     bd_record(bd, bar);
     for (int core = 0; core < ncores && i > 0 && bar; core++) {
@@ -554,7 +561,6 @@ static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first)
     }
     ki->bar = i > 0 && bar;
     snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
-    measure(c, i, first);
     ki->est = cc_max(be_kind_of(c, i)->estimate(c, i), ki->dma_busy) + be_kind_of(c, i)->fill_drain;
     ki->xchg_est = 0;
     for (int b = 0; b < c->p->nbufs; b++) {
@@ -597,9 +603,7 @@ int be_codegen_pass(ir_prog *p)
         for (int core = 0; core < ncores && !rc; core++)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
         if (!rc)
-            kernel_boundary(c, &bd, i, first);
-        if (!rc && roll)
-            be_reroll_kernels(c);
+            kernel_boundary(c, &bd, i, first, roll);
     }
     free(first);
     bd_free(&bd);

@@ -528,10 +528,12 @@ void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((
 /* The reroll pass's figures, freed with the back half's state. */
 void be_reroll_free(be_ctx *c);
 /* The reroll pass's work on what codegen emitted since the last call:
- * each core's kernels there rolled in place.  Codegen calls it after each
- * kernel (unless the streams are to be seen unrolled: --no-reroll,
+ * each core's kernels there rolled in place (be_reroll_core: one core's).
+ * Codegen rolls each core's code of a kernel as soon as it has walked it
+ * (unless the streams are to be seen unrolled: --no-reroll,
  * --dump-after=codegen), so that only one kernel is ever held unrolled;
  * the pass then rolls what is left (the halt). */
 void be_reroll_kernels(be_ctx *c);
+void be_reroll_core(be_ctx *c, int core);
 
 #endif

@@ -115,7 +115,10 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
     }
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
-        for (int64_t st = p->lo; st < p->hi && st < b->nuse; st++) {
+        /* only marked sticks can clash: a read with a write mark, a write with any */
+        const int64_t lo = cc_max(p->lo, p->write ? b->ulo : b->wlo);
+        const int64_t hi = cc_min(cc_min(p->hi, b->nuse), p->write ? b->uhi : b->whi);
+        for (int64_t st = lo; st < hi; st++) {
             const bd_stick *u = &b->use[st];
             const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
@@ -140,13 +143,30 @@ static int16_t bd_merge(int16_t had, int core)
     return had == BD_NONE || had == core ? (int16_t)core : BD_MANY;
 }
 
+/* Sticks u[0..n) marked by no core: BD_NONE is all ones, so a memset
+ * (a bar clears many megabytes of marks in a decode step). */
+static void unmark(bd_stick *u, int64_t n)
+{
+    _Static_assert(BD_NONE == -1, "BD_NONE is all one bits");
+    if (n > 0)
+        memset(u, 0xff, (size_t)n * sizeof *u);
+}
+
+/* Widen span [*lo, *hi) (empty: lo == hi) to hold piece p. */
+static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
+{
+    const int none = *lo == *hi;
+    *lo = none ? p->lo : cc_min(*lo, p->lo);
+    *hi = none ? p->hi : cc_max(*hi, p->hi);
+}
+
 /* The next kernel ran after a bar (forget what came before) or a fence:
  * add its accesses to those since the last bar. */
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        for (int64_t st = 0; st < b->nuse; st++)
-            b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+        unmark(b->use + b->ulo, b->uhi - b->ulo);
+        b->ulo = b->uhi = b->wlo = b->whi = 0;
         b->ring = 0;
     }
     b->ring |= b->kring;
@@ -157,16 +177,17 @@ void bd_record(bd_state *b, int bar)
             b->use = realloc(b->use, (size_t)n * sizeof *b->use);
             if (!b->use)
                 abort();
-            for (int64_t st = b->nuse; st < n; st++)
-                b->use[st] = (bd_stick){BD_NONE, BD_NONE};
+            unmark(b->use + b->nuse, n - b->nuse);
             b->nuse = n;
         }
-        for (int64_t st = p->lo; st < p->hi; st++) {
-            bd_stick *u = &b->use[st];
-            if (p->write)
-                u->w = bd_merge(u->w, p->core);
-            else
-                u->r = bd_merge(u->r, p->core);
+        span_add(&b->ulo, &b->uhi, p);
+        if (p->write) {
+            span_add(&b->wlo, &b->whi, p);
+            for (int64_t st = p->lo; st < p->hi; st++)
+                b->use[st].w = bd_merge(b->use[st].w, p->core);
+        } else {
+            for (int64_t st = p->lo; st < p->hi; st++)
+                b->use[st].r = bd_merge(b->use[st].r, p->core);
         }
     }
     b->npieces = 0;

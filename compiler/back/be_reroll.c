@@ -73,8 +73,20 @@ typedef struct {
     long unrolled;      /* loops unrolled again for want of registers */
 } rr_kstat;
 
+/* Buffers reused from kernel to kernel: a kernel's entries, its shape
+ * table and its rolled instructions; fresh ones per kernel were memory
+ * touched anew, page fault by page fault (a kernel is up to some 14,000
+ * instructions per core of 328 bytes each). */
+typedef struct {
+    rr_vec e;           /* the kernel's entries */
+    long *shapes;       /* shape table */
+    long shapes_cap;
+    isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
+} rr_scratch;
+
 struct be_reroll {
     int off;            /* the pass did not run (no_reroll) */
+    rr_scratch sc;
     rr_kstat *k;        /* per kernel position */
     long *core_before, *core_after;
     size_t *done;       /* per core: its stream is rolled up to here */
@@ -115,50 +127,70 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
     return (const isa_addr *)((const char *)in + o->offset);
 }
 
-/* The address operands of an instruction, in format order (k indexes st):
- * looked up in the ISA table once per op (the pass asks for every
- * instruction, several times). */
-static const isa_operand *addr_op_tab[ISA_NOPS][RR_NADDR];
-static signed char addr_op_n[ISA_NOPS]; /* 0: not looked up yet, else 1 + the count */
+/* Per op, looked up in the ISA table once (the pass asks for every
+ * instruction, several times): its address operands in format order (k
+ * indexes st), and its other fields in format order, each an int64 or
+ * (f32) a float. */
+#define RR_NFIELDS 32
+typedef struct {
+    int looked;                   /* filled in */
+    int naddr, nfields;
+    const isa_operand *addr[RR_NADDR];
+    uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
+    unsigned char f32[RR_NFIELDS];
+} rr_opfields;
 
-static void addr_ops_look_up(int op)
+static rr_opfields op_fields[ISA_NOPS];
+
+static const rr_opfields *fields_of(int op)
 {
+    rr_opfields *f = &op_fields[op];
+    if (f->looked)
+        return f;
     const isa_opinfo *oi = isa_info(op);
-    int n = 0;
-    for (int o = 0; o < oi->noperands; o++)
-        if (oi->operands[o].kind == ISA_K_ADDR) {
-            assert(n < RR_NADDR);
-            addr_op_tab[op][n++] = &oi->operands[o];
+    for (int o = 0; o < oi->noperands; o++) {
+        const isa_operand *x = &oi->operands[o];
+        if (x->kind == ISA_K_ADDR) {
+            assert(f->naddr < RR_NADDR);
+            f->addr[f->naddr++] = x;
+            continue;
         }
-    addr_op_n[op] = (signed char)(n + 1);
+        assert(f->nfields < RR_NFIELDS);
+        f->field[f->nfields] = (uint16_t)x->offset;
+        f->f32[f->nfields++] = x->kind == ISA_K_F32;
+    }
+    f->looked = 1;
+    return f;
 }
 
 static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
 {
-    if (!addr_op_n[in->op])
-        addr_ops_look_up(in->op);
-    *out = addr_op_tab[in->op];
-    return addr_op_n[in->op] - 1;
+    const rr_opfields *f = fields_of(in->op);
+    *out = f->addr;
+    return f->naddr;
 }
 
-/* Do two instructions agree in every encoded field, addresses included
- * only when `addrs`? */
-static int insn_same(const isa_insn *x, const isa_insn *y, int addrs)
+/* A field of an instruction as a number: an int64, or a float's bits. */
+static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
+{
+    const char *p = (const char *)in + f->field[i];
+    if (f->f32[i]) {
+        uint32_t u;
+        memcpy(&u, p, sizeof u);
+        return u;
+    }
+    return (uint64_t) * (const int64_t *)p;
+}
+
+/* Do two instructions agree in every encoded field but their addresses? */
+static int insn_same(const isa_insn *x, const isa_insn *y)
 {
     if (x->op != y->op)
         return 0;
-    const isa_opinfo *oi = isa_info(x->op);
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *op = &oi->operands[o];
-        const char *px = (const char *)x + op->offset, *py = (const char *)y + op->offset;
-        if (op->kind == ISA_K_ADDR) {
-            const isa_addr *ax = (const isa_addr *)px, *ay = (const isa_addr *)py;
-            if (addrs && (ax->off != ay->off || ax->reg != ay->reg))
-                return 0;
-        } else if (op->kind == ISA_K_F32 ? memcmp(px, py, sizeof(float)) : *(const int64_t *)px != *(const int64_t *)py) {
+    const rr_opfields *f = fields_of(x->op);
+    for (int i = 0; i < f->nfields; i++)
+        if (field_at(x, f, i) != field_at(y, f, i))
             return 0;
-        }
-    }
     return 1;
 }
 
@@ -171,19 +203,10 @@ static uint64_t mix(uint64_t h, uint64_t v)
 /* Hash of an instruction's every field but its addresses. */
 static uint64_t insn_key(const isa_insn *in)
 {
-    const isa_opinfo *oi = isa_info(in->op);
+    const rr_opfields *f = fields_of(in->op);
     uint64_t h = mix(0x5eed, (uint64_t)in->op);
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *op = &oi->operands[o];
-        const char *p = (const char *)in + op->offset;
-        if (op->kind == ISA_K_F32) {
-            uint32_t u;
-            memcpy(&u, p, sizeof u);
-            h = mix(h, u);
-        } else if (op->kind != ISA_K_ADDR) {
-            h = mix(h, (uint64_t) * (const int64_t *)p);
-        }
-    }
+    for (int i = 0; i < f->nfields; i++)
+        h = mix(h, field_at(in, f, i));
     return h;
 }
 
@@ -200,7 +223,7 @@ static int shape_of(rr_shapes *t, const rr_ent *e, long j)
     long slot = (long)(e[j].key & (uint64_t)(t->cap - 1));
     while (t->tab[slot] >= 0) {
         const rr_ent *q = &e[t->tab[slot]];
-        if (q->key == e[j].key && insn_same(q->in, e[j].in, 0))
+        if (q->key == e[j].key && insn_same(q->in, e[j].in))
             return q->shape;
         slot = (slot + 1) & (t->cap - 1);
     }
@@ -619,6 +642,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
 typedef struct {
     isa_stream *s;    /* the new stream */
     rr_kstat *ks;
+    rr_scratch *sc;
 } rr_out;
 
 /* Append to the new stream; an operand out of its field (an offset or a
@@ -763,7 +787,7 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
             else
                 d--;
         } else {
-            int same = k < m && insn_same(in, &s[k], 0);
+            int same = k < m && insn_same(in, &s[k]);
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int q = 0; q < na && same; q++) { /* addresses resolved */
@@ -788,15 +812,26 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
  * they already use loops or registers (not code this back half makes). */
 static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
-    rr_vec e = {0}, r = {0};
+    rr_scratch *sc = o->sc;
+    rr_vec *ev = &sc->e, r = {0};
     int plain = 1;
     rr_shapes sh = {NULL, 16, 0};
     while (sh.cap < 2 * n)
         sh.cap *= 2;
-    sh.tab = malloc((size_t)sh.cap * sizeof *sh.tab);
-    e.v = malloc((size_t)(n + 1) * sizeof *e.v);
-    if (!e.v || !sh.tab)
+    if (sh.cap > sc->shapes_cap) {
+        free(sc->shapes);
+        sc->shapes = malloc((size_t)sh.cap * sizeof *sc->shapes);
+        sc->shapes_cap = sh.cap;
+    }
+    sh.tab = sc->shapes;
+    if (n + 1 > ev->cap) {
+        free(ev->v);
+        ev->cap = n + 1;
+        ev->v = malloc((size_t)ev->cap * sizeof *ev->v);
+    }
+    if (!ev->v || !sh.tab)
         abort();
+    rr_vec e = {ev->v, 0, ev->cap};
     for (long q = 0; q < sh.cap; q++)
         sh.tab[q] = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
@@ -820,9 +855,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->n = 0;
         x->len = 1;
     }
-    free(sh.tab);
     if (!plain) {
-        free(e.v);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -832,11 +865,17 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     long first = (long)o->s->n;
     emit_list(o, r.v, r.n);
     check_same(o->s->insns + first, (long)o->s->n - first, s, n);
-    free(e.v);
     free(r.v);
 }
 
 /* ---- the pass ---- */
+
+static void scratch_free(rr_scratch *sc)
+{
+    free(sc->e.v);
+    free(sc->shapes);
+    free(sc->rolled.insns);
+}
 
 static int by_first(const void *a, const void *b)
 {
@@ -884,12 +923,16 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
 {
     const ir_prog *p = c->p;
     isa_program *prog = c->prog;
-    isa_stream *old = &prog->cores[core], neu = {0};
+    isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
     const long from = (long)rr->done[core];
-    neu.cap = old->n - (size_t)from + 1; /* rolling makes no more, as a rule */
-    neu.insns = malloc(neu.cap * sizeof *neu.insns);
-    if (!neu.insns)
-        abort();
+    if (neu->cap < old->n - (size_t)from + 1) { /* rolling makes no more, as a rule */
+        free(neu->insns);
+        neu->cap = old->n - (size_t)from + 1;
+        neu->insns = malloc(neu->cap * sizeof *neu->insns);
+        if (!neu->insns)
+            abort();
+    }
+    neu->n = 0;
     isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
     int nk = 0;
     for (size_t q = 0; q < prog->nkernels; q++)
@@ -901,39 +944,41 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     for (int q = 0; q <= nk; q++) {
         long first = q < nk ? ks[q]->first : (long)old->n;
         for (; at < first; at++) /* bars between kernels, the halt */
-            isa_stream_push(&neu, &old->insns[at]);
+            isa_stream_push(neu, &old->insns[at]);
         if (q == nk)
             break;
         rr_kstat *st = &rr->k[kernel_pos(p, ks[q]->name)];
-        rr_out o = {&neu, st};
+        rr_out o = {neu, st, &rr->sc};
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
-        ks[q]->first = from + (long)neu.n;
+        ks[q]->first = from + (long)neu->n;
         if (rr->off)
             for (long j = 0; j < n; j++)
-                isa_stream_push(&neu, &old->insns[at + j]);
+                isa_stream_push(neu, &old->insns[at + j]);
         else
             roll_kernel(&o, old->insns + at, n);
-        ks[q]->last = from + (long)neu.n - 1;
-        st->after += from + (long)neu.n - ks[q]->first;
+        ks[q]->last = from + (long)neu->n - 1;
+        st->after += from + (long)neu->n - ks[q]->first;
         at += n;
     }
     free(ks);
-    rr->core_after[core] += (long)neu.n;
-    if (from && (size_t)from + neu.n <= old->cap) { /* the rolled tail replaces the tail */
-        memcpy(old->insns + from, neu.insns, neu.n * sizeof *neu.insns);
-        old->n = (size_t)from + neu.n;
-        free(neu.insns);
-    } else if (from) {
-        old->n = (size_t)from;
-        for (size_t j = 0; j < neu.n; j++)
-            isa_stream_push(old, &neu.insns[j]);
-        free(neu.insns);
+    rr->core_after[core] += (long)neu->n;
+    /* the rolled tail replaces the tail in place: the stream keeps the
+     * memory it grew to for the next kernel */
+    old->n = (size_t)from;
+    if (neu->n && old->n + neu->n <= old->cap) {
+        memcpy(old->insns + from, neu->insns, neu->n * sizeof *neu->insns);
+        old->n += neu->n;
     } else {
-        free(old->insns);
-        *old = neu;
+        for (size_t j = 0; j < neu->n; j++)
+            isa_stream_push(old, &neu->insns[j]);
     }
     rr->done[core] = old->n;
+}
+
+void be_reroll_core(be_ctx *c, int core)
+{
+    roll_tail(c, rr_state(c), core);
 }
 
 void be_reroll_kernels(be_ctx *c)
@@ -954,10 +999,12 @@ void cc_roll_streams(isa_program *prog)
     for (int core = 0; core < prog->ncores; core++) {
         isa_stream *old = &prog->cores[core], neu = {0};
         rr_kstat st = {0};
-        rr_out o = {&neu, &st};
+        rr_scratch sc = {0};
+        rr_out o = {&neu, &st, &sc};
         roll_kernel(&o, old->insns, (long)old->n);
         free(old->insns);
         *old = neu;
+        scratch_free(&sc);
     }
 }
 
@@ -965,6 +1012,7 @@ void be_reroll_free(be_ctx *c)
 {
     if (!c->rr)
         return;
+    scratch_free(&c->rr->sc);
     free(c->rr->k);
     free(c->rr->core_before);
     free(c->rr->core_after);
