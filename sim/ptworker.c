@@ -442,15 +442,20 @@ static void widen_dirty(sim_ptq *q, int core, const sim_lx_set *set)
 }
 
 /* Sums of core's products that [lo, hi) may meet and that may not be in
- * LX yet: once its worker is idle (the event loop is the only one that
- * gives it work), copy them there from here. */
+ * LX yet: once its worker has done core's products (the event loop is the
+ * only one that gives it work, and its other cores' products touch
+ * neither core's entries nor its LX), copy them there from here. */
 static void flush_dirty(sim *s, int core, uint64_t lo, uint64_t hi)
 {
     uint64_t *b = &s->ptq->dirty[2 * core];
     if (hi <= b[0] || b[1] <= lo)
         return;
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
-    wait_until(w, w->submitted);
+    uint64_t need = atomic_load(&w->completed);
+    for (uint64_t i = need; i < w->submitted; i++)
+        if (w->jobs[i % QUEUE].core == core)
+            need = i + 1;
+    wait_until(w, need);
     flush_core(&w->bufs, s->cores[core].lx, core);
     b[0] = b[1] = 0;
 }
