@@ -6,9 +6,14 @@
 #include "isa.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DL16_AVX2 1 /* an AVX2 path, taken when the host has it */
 #endif
 
 #define F32_FRAC_BITS 23
@@ -95,10 +100,60 @@ static inline __m128i from_mag4(__m128i u)
 }
 #endif
 
+#if defined(DL16_AVX2)
+/* to_bits8 on sixteen lanes (the same operations on twice the width: the
+ * same bits); the unpacks work within 128-bit halves, so the two results
+ * hold elements 0-3, 8-11 and 4-7, 12-15, put in order by the permutes.
+ * Returns how many of the n it converted (a multiple of 16). */
+__attribute__((target("avx2"))) static size_t to_f32_avx2(const uint16_t *in, uint32_t *o, size_t n)
+{
+    const __m256i magmask = _mm256_set1_epi16(0x7fff), signmask = _mm256_set1_epi16((short)0x8000);
+    const __m256i ninfv = _mm256_set1_epi16(ISA_DL16_NINF), nanhi = _mm256_set1_epi16(0x7fc0);
+    const __m256i rebias = _mm256_set1_epi16(((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS) >> 2);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(in + i));
+        const __m256i mag = _mm256_and_si256(h, magmask), sign = _mm256_and_si256(h, signmask);
+        const __m256i ninf = _mm256_cmpeq_epi16(mag, ninfv);
+        __m256i hi = _mm256_add_epi16(_mm256_srli_epi16(mag, 2), rebias);
+        hi = _mm256_or_si256(sign, _mm256_andnot_si256(_mm256_cmpeq_epi16(mag, _mm256_setzero_si256()), hi));
+        hi = _mm256_or_si256(_mm256_andnot_si256(ninf, hi), _mm256_and_si256(ninf, nanhi));
+        const __m256i lo = _mm256_andnot_si256(ninf, _mm256_slli_epi16(mag, F32_FRAC_BITS - DL16_FRAC_BITS));
+        const __m256i a = _mm256_unpacklo_epi16(lo, hi), b = _mm256_unpackhi_epi16(lo, hi);
+        _mm256_storeu_si256((__m256i *)(void *)(o + i), _mm256_permute2x128_si256(a, b, 0x20));
+        _mm256_storeu_si256((__m256i *)(void *)(o + i + 8), _mm256_permute2x128_si256(a, b, 0x31));
+    }
+    return i;
+}
+#endif
+
+/* 1: the bulk conversion to fp32 takes the AVX2 path; 0: the baseline;
+ * -1: not decided yet (the host's CPU decides on first use). */
+static _Atomic int avx2_on = -1;
+
+int isa_dl16_use_avx2(int allow)
+{
+#if defined(DL16_AVX2)
+    __builtin_cpu_init();
+    atomic_store(&avx2_on, allow && __builtin_cpu_supports("avx2"));
+#else
+    (void)allow;
+    atomic_store(&avx2_on, 0);
+#endif
+    return atomic_load(&avx2_on);
+}
+
 void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
     uint32_t *o = (uint32_t *)(void *)out;
     size_t i = 0;
+#if defined(DL16_AVX2)
+    int on = atomic_load_explicit(&avx2_on, memory_order_relaxed);
+    if (on < 0)
+        on = isa_dl16_use_avx2(1);
+    if (on)
+        i = to_f32_avx2(in, o, n);
+#endif
 #if defined(__SSE2__)
     for (; i + 8 <= n; i += 8) {
         __m128i lo, hi;

@@ -327,8 +327,12 @@ int isa_parse_insn(const char *text, isa_insn *out, char *err, size_t errlen);
 #define ISA_DL16_NINF 0x7fffu
 uint16_t isa_dl16_from_f32(float f);
 float isa_dl16_to_f32(uint16_t h);
-/* Table-driven bulk conversions for hot loops. */
+/* Bulk conversions for hot loops (vectorised; the scalar rule's bits). */
 void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n);
+/* Whether isa_dl16_to_f32_n may take its AVX2 path (by default when the
+ * host has AVX2) or must take the SSE2/scalar baseline (allow 0): the
+ * same bits either way, as a test checks.  Returns 1 if AVX2 is now used. */
+int isa_dl16_use_avx2(int allow);
 void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n);
 /* Round an fp32 value through DL16 and back. */
 float isa_dl16_round(float f);

@@ -37,12 +37,17 @@ typedef struct {
 
 /* An operand of one core, already converted to row-major fp32, with its
  * key and version: the products of a core that share an A or B tile
- * convert it once. */
+ * convert it once.  A P entry may be dirty: sums an fp32 product wrote
+ * to d (its key) that are not yet in LX.  They are copied there only when
+ * something else reads or writes those bytes, or the entry is reused: a
+ * GEMM's K steps accumulate in the buffer and only the last one's sums
+ * are read from LX. */
 typedef struct {
     float *v;
     size_t cap;
     op_key key;
     uint64_t gen;
+    int dirty;
 } op_cache;
 
 /* Entries per core, per kind: a core's products walk a few A tiles and
@@ -53,6 +58,7 @@ static const int cached[OP_KINDS] = {4, 16, 4};
 typedef struct {
     op_cache *oc[OP_KINDS]; /* per core, cached[kind] entries */
     int *next[OP_KINDS];    /* per core: the entry to replace next */
+    int64_t sb;             /* stick bytes */
 } pt_bufs;
 
 /* One worker thread and its queue; core c's products go to worker
@@ -91,6 +97,7 @@ struct sim_ptq {
     pt_worker w[MAX_WORKERS];
     op_version *ov; /* cores x VERSIONS_PER_CORE: A's entries, then B's */
     int *vnext;     /* per core and kind: the entry to reuse next */
+    uint64_t *dirty; /* per core: bounds [lo, hi) of the fp32 d's submitted since its last flush */
     uint64_t gen;
 };
 
@@ -136,36 +143,38 @@ static op_cache *cache_find(pt_bufs *bf, int core, int kind, uint64_t gen, op_ke
     return NULL;
 }
 
-/* The entry of `kind` for core to fill next (round robin). */
-static op_cache *cache_next(pt_bufs *bf, int core, int kind)
+/* Does [lo, hi) overlap any of the set's ranges? */
+static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
 {
-    op_cache *oc = &bf->oc[kind][core * cached[kind] + bf->next[kind][core]];
-    bf->next[kind][core] = (bf->next[kind][core] + 1) % cached[kind];
-    oc->gen = 0;
-    return oc;
+    for (int64_t g = 0; g < x->count; g++) {
+        uint64_t a = (uint64_t)(x->base + g * x->stride);
+        if (lo < a + (uint64_t)x->len && a < hi)
+            return 1;
+    }
+    return 0;
 }
 
-/* Operand `kind` of a product of `core` as row-major fp32: the cached
- * conversion when the version matches (gen 0: never cached), else
- * converted now from its DL16 sticks (cols in groups of l16 lanes, each
- * group `stride` bytes on, rows sb bytes apart). */
-static const float *operand(pt_bufs *bf, const uint8_t *lx, int core, int kind, uint64_t gen, op_key k, int64_t sb)
+static void set_bounds(const sim_lx_set *x, uint64_t *lo, uint64_t *hi)
 {
-    op_cache *oc = cache_find(bf, core, kind, gen, k);
-    if (oc)
-        return oc->v;
-    oc = cache_next(bf, core, kind);
-    const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
-    float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
-    for (int64_t g = 0; g < groups; g++) {
-        int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
-        const uint8_t *base = lx + k.off + g * k.stride;
-        for (int64_t r = 0; r < k.rows; r++)
-            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), v + r * k.cols + g * l16, (size_t)w);
+    *lo = (uint64_t)x->base;
+    *hi = (uint64_t)(x->base + (x->count - 1) * x->stride + x->len);
+}
+
+/* Do two sets of ranges overlap? */
+static int meets(const sim_lx_set *x, const sim_lx_set *y)
+{
+    for (int64_t g = 0; g < x->count; g++) {
+        uint64_t a = (uint64_t)(x->base + g * x->stride);
+        if (hits(y, a, a + (uint64_t)x->len))
+            return 1;
     }
-    oc->key = k;
-    oc->gen = gen;
-    return v;
+    return 0;
+}
+
+/* The sticks of LX that a P entry's key covers. */
+static sim_lx_set key_set(const op_key *k, int64_t sb)
+{
+    return (sim_lx_set){k->off, (k->cols + sb / 4 - 1) / (sb / 4), k->stride, k->rows * sb};
 }
 
 /* rows rows of len bytes from src to dst, each pitch bytes after the
@@ -185,24 +194,99 @@ static void copy_rows(void *dst, int64_t dpitch, const void *src, int64_t spitch
             memcpy(d + r * dpitch, s + r * spitch, (size_t)len);
 }
 
-/* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h).  The
- * sums are made in a P entry: the one that holds p already (acc, the
- * version matches), else the next one, p copied in.  An fp32 d leaves its
- * entry keyed as d at version gen_d. */
-static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KINDS], uint64_t gen_d,
-                    const isa_insn *in, int64_t sb)
+/* A dirty P entry's sums to their sticks in LX. */
+static void flush(op_cache *oc, uint8_t *lx, int64_t sb)
 {
-    const int64_t l16 = sb / 2, l32 = sb / 4;
+    const int64_t l32 = sb / 4, n = oc->key.cols, g32 = (n + l32 - 1) / l32;
+    for (int64_t g = 0; g < g32; g++) {
+        int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
+        copy_rows(lx + oc->key.off + g * oc->key.stride, sb, oc->v + g * l32, n * 4, oc->key.rows, w * 4);
+    }
+    oc->dirty = 0;
+}
+
+/* The entry of `kind` for core to fill next (round robin), its sums
+ * flushed to LX if they were not yet. */
+static op_cache *cache_next(pt_bufs *bf, uint8_t *lx, int core, int kind)
+{
+    op_cache *oc = &bf->oc[kind][core * cached[kind] + bf->next[kind][core]];
+    bf->next[kind][core] = (bf->next[kind][core] + 1) % cached[kind];
+    if (oc->dirty)
+        flush(oc, lx, bf->sb);
+    oc->gen = 0;
+    return oc;
+}
+
+/* Operand `kind` of a product of `core` as row-major fp32: the cached
+ * conversion when the version matches (gen 0: never cached), else
+ * converted now from its DL16 sticks (cols in groups of l16 lanes, each
+ * group `stride` bytes on, rows sb bytes apart). */
+static const float *operand(pt_bufs *bf, uint8_t *lx, int core, int kind, uint64_t gen, op_key k, int64_t sb)
+{
+    op_cache *oc = cache_find(bf, core, kind, gen, k);
+    if (oc)
+        return oc->v;
+    oc = cache_next(bf, lx, core, kind);
+    const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
+    float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
+        const uint8_t *base = lx + k.off + g * k.stride;
+        for (int64_t r = 0; r < k.rows; r++)
+            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), v + r * k.cols + g * l16, (size_t)w);
+    }
+    oc->key = k;
+    oc->gen = gen;
+    return v;
+}
+
+/* Before a product reads ops[0..2] and writes ops[3]: core's dirty P
+ * entries that meet them go to LX first, so that LX holds their sums when
+ * read and a later flush does not overwrite newer bytes.  The entry the
+ * product accumulates in place (pc, d = p) stays in the buffer. */
+static void flush_meeting(pt_bufs *bf, uint8_t *lx, int core, const sim_lx_set ops[4], const op_cache *keep)
+{
+    op_cache *row = &bf->oc[OP_P][core * cached[OP_P]];
+    for (int i = 0; i < cached[OP_P]; i++) {
+        if (!row[i].dirty)
+            continue;
+        sim_lx_set x = key_set(&row[i].key, bf->sb);
+        if (meets(&x, &ops[0]) || meets(&x, &ops[1]) ||
+            (&row[i] != keep && (meets(&x, &ops[2]) || meets(&x, &ops[3]))))
+            flush(&row[i], lx, bf->sb);
+    }
+}
+
+/* Every dirty P entry of core to LX. */
+static void flush_core(pt_bufs *bf, uint8_t *lx, int core)
+{
+    op_cache *row = &bf->oc[OP_P][core * cached[OP_P]];
+    for (int i = 0; i < cached[OP_P]; i++)
+        if (row[i].dirty)
+            flush(&row[i], lx, bf->sb);
+}
+
+/* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h; ops[] the
+ * sticks of a, b, p and d).  The sums are made in a P entry: the one that
+ * holds p already (acc, the version matches), else the next one, p copied
+ * in.  An fp32 d stays in its entry, dirty, keyed as d at version gen_d. */
+static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KINDS], uint64_t gen_d,
+                    const isa_insn *in, const sim_lx_set ops[4])
+{
+    const int64_t sb = bf->sb, l16 = sb / 2, l32 = sb / 4;
     const int64_t m = in->m, n = in->nn, k = in->k;
     const int acc = (in->flags & ISA_F_ACC) != 0, out32 = (in->flags & ISA_F_F32) != 0;
     const int64_t gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
+    op_cache *pc = acc ? cache_find(bf, core, OP_P, gen[OP_P], key_of(in, OP_P)) : NULL;
+    const op_key dk = key_of_d(in);
+    flush_meeting(bf, lx, core, ops, pc && out32 && same_key(&pc->key, &dk) ? pc : NULL);
     const float *A = operand(bf, lx, core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
     const float *B = operand(bf, lx, core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
-    op_cache *pc = acc ? cache_find(bf, core, OP_P, gen[OP_P], key_of(in, OP_P)) : NULL;
     const int fresh = !pc;
     if (fresh)
-        pc = cache_next(bf, core, OP_P);
+        pc = cache_next(bf, lx, core, OP_P);
     pc->gen = 0; /* its values change below */
+    pc->dirty = 0;
     float *C = grow(&pc->v, &pc->cap, (size_t)(m * n));
     if (acc && fresh)
         for (int64_t g = 0; g < g32; g++) {
@@ -212,12 +296,9 @@ static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KI
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
                 acc ? 1.0f : 0.0f, C, (int)n);
     if (out32) {
-        for (int64_t g = 0; g < g32; g++) {
-            int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            copy_rows(lx + in->d.off + g * in->ds[0], sb, C + g * l32, n * 4, m, w * 4);
-        }
-        pc->key = key_of_d(in);
+        pc->key = dk;
         pc->gen = gen_d;
+        pc->dirty = 1;
     } else {
         for (int64_t g = 0; g < gb; g++) {
             int64_t w = n - g * l16 < l16 ? n - g * l16 : l16;
@@ -240,7 +321,7 @@ static void *worker(void *arg)
             break;
         pthread_mutex_unlock(&q->mu);
         const pt_job *j = &q->jobs[next % QUEUE];
-        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->gen, j->gen_d, &j->in, q->s->cfg.stick_bytes);
+        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->gen, j->gen_d, &j->in, j->ops);
         pthread_mutex_lock(&q->mu);
         atomic_store(&q->completed, next + 1);
         pthread_cond_broadcast(&q->done);
@@ -266,15 +347,18 @@ static sim_ptq *start(sim *s)
     q->n = worker_count();
     q->ov = calloc((size_t)s->cfg.cores * VERSIONS_PER_CORE, sizeof *q->ov);
     q->vnext = calloc((size_t)s->cfg.cores * OP_KINDS, sizeof *q->vnext);
-    if (!q->ov || !q->vnext) {
+    q->dirty = calloc((size_t)s->cfg.cores * 2, sizeof *q->dirty);
+    if (!q->ov || !q->vnext || !q->dirty) {
         free(q->ov);
         free(q->vnext);
+        free(q->dirty);
         free(q);
         return NULL;
     }
     for (int i = 0; i < q->n; i++) {
         pt_worker *w = &q->w[i];
         w->s = s;
+        w->bufs.sb = s->cfg.stick_bytes;
         int ok = 1;
         for (int k = 0; k < OP_KINDS; k++) {
             w->bufs.oc[k] = calloc((size_t)s->cfg.cores * (size_t)cached[k], sizeof *w->bufs.oc[k]);
@@ -302,23 +386,6 @@ static void wait_until(pt_worker *w, uint64_t upto)
     while (atomic_load(&w->completed) < upto)
         pthread_cond_wait(&w->done, &w->mu);
     pthread_mutex_unlock(&w->mu);
-}
-
-/* Does [lo, hi) overlap any of the set's ranges? */
-static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
-{
-    for (int64_t g = 0; g < x->count; g++) {
-        uint64_t a = (uint64_t)(x->base + g * x->stride);
-        if (lo < a + (uint64_t)x->len && a < hi)
-            return 1;
-    }
-    return 0;
-}
-
-static void set_bounds(const sim_lx_set *x, uint64_t *lo, uint64_t *hi)
-{
-    *lo = (uint64_t)x->base;
-    *hi = (uint64_t)(x->base + (x->count - 1) * x->stride + x->len);
 }
 
 /* Something may write core's LX bytes in the ranges of w: operands there
@@ -361,6 +428,38 @@ static uint64_t op_current(sim_ptq *q, int core, int kind, op_key k, const sim_l
     return v->gen;
 }
 
+/* core's fp32 d in `set` may stay in its worker's buffer: note its bounds. */
+static void widen_dirty(sim_ptq *q, int core, const sim_lx_set *set)
+{
+    uint64_t lo, hi, *b = &q->dirty[2 * core];
+    set_bounds(set, &lo, &hi);
+    if (b[0] >= b[1]) {
+        b[0] = lo, b[1] = hi;
+        return;
+    }
+    b[0] = lo < b[0] ? lo : b[0];
+    b[1] = hi > b[1] ? hi : b[1];
+}
+
+/* Sums of core's products that [lo, hi) may meet and that may not be in
+ * LX yet: once its worker has done core's products (the event loop is the
+ * only one that gives it work, and its other cores' products touch
+ * neither core's entries nor its LX), copy them there from here. */
+static void flush_dirty(sim *s, int core, uint64_t lo, uint64_t hi)
+{
+    uint64_t *b = &s->ptq->dirty[2 * core];
+    if (hi <= b[0] || b[1] <= lo)
+        return;
+    pt_worker *w = &s->ptq->w[core % s->ptq->n];
+    uint64_t need = atomic_load(&w->completed);
+    for (uint64_t i = need; i < w->submitted; i++)
+        if (w->jobs[i % QUEUE].core == core)
+            need = i + 1;
+    wait_until(w, need);
+    flush_core(&w->bufs, s->cores[core].lx, core);
+    b[0] = b[1] = 0;
+}
+
 void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4])
 {
     if (!s->ptq && !(s->ptq = start(s))) {
@@ -368,8 +467,10 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
         abort();
     }
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
+    if (in->flags & ISA_F_F32)
+        widen_dirty(s->ptq, core, &ops[3]);
     if (!w->threaded) {
-        compute(&w->bufs, s->cores[core].lx, core, (const uint64_t[OP_KINDS]){0, 0, 0}, 0, in, s->cfg.stick_bytes);
+        compute(&w->bufs, s->cores[core].lx, core, (const uint64_t[OP_KINDS]){0, 0, 0}, 0, in, ops);
         return;
     }
     if (w->submitted - atomic_load(&w->completed) == QUEUE)
@@ -396,6 +497,7 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
 {
     if (!s->ptq || lo >= hi)
         return;
+    flush_dirty(s, core, lo, hi);
     if (is_write)
         op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
@@ -415,9 +517,12 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
 
 void sim_pt_drain(sim *s)
 {
-    if (s->ptq)
-        for (int i = 0; i < s->ptq->n; i++)
-            wait_until(&s->ptq->w[i], s->ptq->w[i].submitted);
+    if (!s->ptq)
+        return;
+    for (int i = 0; i < s->ptq->n; i++)
+        wait_until(&s->ptq->w[i], s->ptq->w[i].submitted);
+    for (int c = 0; c < s->cfg.cores; c++)
+        flush_dirty(s, c, 0, UINT64_MAX);
 }
 
 void sim_pt_stop(sim *s)
@@ -446,6 +551,7 @@ void sim_pt_stop(sim *s)
     }
     free(q->ov);
     free(q->vnext);
+    free(q->dirty);
     free(q);
     s->ptq = NULL;
 }

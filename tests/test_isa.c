@@ -363,6 +363,29 @@ static void test_dl16_every_pattern_round_trips_through_f32(void)
     CU_ASSERT_EQUAL(isa_dl16_to_f32(0xc000), -2.0f);
 }
 
+/* The AVX2 path of the bulk conversion to fp32 (taken when the host has
+ * AVX2) gives the baseline's bits: every DL16 pattern, at every start
+ * offset mod 16 and in lengths that leave every tail. */
+static void test_dl16_avx2_and_baseline_paths_give_the_same_bits(void)
+{
+    static uint16_t all[65536 + 16];
+    static float fast[65536], base[65536];
+    for (uint32_t h = 0; h < 65536 + 16; h++)
+        all[h] = (uint16_t)(h * 40503u); /* odd: every pattern, shuffled */
+    int bad = 0;
+    for (size_t off = 0; off < 16; off++) {
+        size_t n = 65536 - off * 7;
+        int had = isa_dl16_use_avx2(1);
+        isa_dl16_to_f32_n(all + off, fast, n);
+        CU_ASSERT_EQUAL(isa_dl16_use_avx2(0), 0);
+        isa_dl16_to_f32_n(all + off, base, n);
+        isa_dl16_use_avx2(had);
+        bad += memcmp(fast, base, n * sizeof *fast) != 0;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    isa_dl16_use_avx2(1);
+}
+
 /* The bulk conversion to DL16 (vectorised) gives the scalar one's bits:
  * over a sweep of fp32 patterns (a prime stride through all 2^32, every
  * sign, exponent and NaN among them) and every rounding boundary (each
@@ -773,6 +796,7 @@ int main(void)
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},
+        {"DL16: AVX2 and baseline paths give the same bits", test_dl16_avx2_and_baseline_paths_give_the_same_bits},
         {"DL16: check value 0.0123456789 -> 12585", test_dl16_check_value},
         {"DL16: rounding ties away from zero", test_dl16_rounds_ties_away_from_zero},
         {"DL16: beyond the largest finite is NINF", test_dl16_values_beyond_the_largest_finite_are_ninf},

@@ -143,6 +143,66 @@ static void test_pt_matmul_matches_hand_computation(void)
     sim_destroy(s);
 }
 
+/* An fp32 product's sums may stay in the host worker's buffer until
+ * something else touches their LX bytes: a dma.st of them must see the
+ * sums, and a dma.ld over them afterwards must leave its own bytes in LX,
+ * not the sums written back late. */
+static void test_fp32_sums_reach_dma_and_a_later_load_overwrites_them(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    const int m = 3, k = 64, n = 32;
+    float A[3][64], B[64][32];
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < k; j++)
+            A[r][j] = isa_dl16_round((float)((r + 2) * (j % 9) - 5) / 8);
+    for (int j = 0; j < k; j++)
+        for (int c = 0; c < n; c++)
+            B[j][c] = isa_dl16_round((float)((j % 6) - c % 4) / 4);
+    for (int r = 0; r < m; r++)
+        put_dl16(lx, r * 128, A[r], k);
+    for (int j = 0; j < k; j++)
+        put_dl16(lx, 0x4000 + j * 128, B[j], n);
+    uint8_t src[128];
+    for (int i = 0; i < 128; i++)
+        src[i] = (uint8_t)(i * 5 + 1);
+    sim_dram_write(s, 0x1000, src, sizeof src);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
+    mm->flags = ISA_F_F32;
+    mm->d.off = 0x10000;
+    mm->b.off = 0x4000;
+    mm->m = m;
+    mm->nn = n;
+    mm->k = k;
+    mm->as[0] = 0x1000;
+    mm->ds[0] = 0x1000;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 0);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAO, 0);
+    tu_emit_at(p, 0, ISA_OP_DMA_ST, 0x8000, 0x10000)->run = m;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAO, 1);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAI, 1);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x10000, 0x1000);
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    float out[3][32];
+    sim_dram_read(s, 0x8000, out, sizeof out);
+    for (int r = 0; r < m; r++)
+        for (int c = 0; c < n; c++) {
+            double ref = 0;
+            for (int j = 0; j < k; j++)
+                ref += (double)A[r][j] * B[j][c];
+            CU_ASSERT_DOUBLE_EQUAL(out[r][c], ref, 1e-4); /* fp32 sums of DL16 products */
+        }
+    CU_ASSERT_EQUAL(memcmp(lx + 0x10000, src, sizeof src), 0);
+    float row1;
+    memcpy(&row1, lx + 0x10000 + 128, 4);
+    CU_ASSERT_EQUAL(row1, out[1][0]);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 static void test_sfp_binary_broadcast_and_reductions(void)
 {
     sim *s = sim_create(&cfg4);
@@ -1109,6 +1169,7 @@ int main(void)
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
+        {"fp32_sums_reach_dma_and_a_later_load_overwrites_them", test_fp32_sums_reach_dma_and_a_later_load_overwrites_them},
         {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
         {"sfp_unary_ops_and_conversion", test_sfp_unary_ops_and_conversion},
         {"loops_and_registers_step_addresses", test_loops_and_registers_step_addresses},
