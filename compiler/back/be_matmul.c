@@ -153,14 +153,14 @@ static int mm_operands(mm_plan *m)
     const ir_kernel *K = m->K;
     const ir_node *mm = m->mm;
     char why[256];
-    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, &m->av, why, sizeof why) ||
+    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, NULL, &m->av, why, sizeof why) ||
         (!be_lane_fits(c, mm->a, &mm->aidx, m->Kd) && be_view_wrap(c, mm->a, &mm->aidx, &m->av))) {
         if (!c->lay[mm->a].dram)
             return be_error(c, K, "operand A: %s", why);
         m->ag = 1;
         m->at = mm_across(m, mm->a, &mm->aidx, m->vk, m->Kd);
     }
-    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, &m->bv, why, sizeof why) ||
+    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, NULL, &m->bv, why, sizeof why) ||
         (!be_lane_fits(c, mm->b, &mm->bidx, m->N) && be_view_wrap(c, mm->b, &mm->bidx, &m->bv))) {
         if (!c->lay[mm->b].dram)
             return be_error(c, K, "operand B: %s", why);
@@ -221,7 +221,7 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
         if (j)
             k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
         if (rn->dram && !w.failed &&
-            (be_view_of(c, N->out, &rn->store, k->nvars, m->vn, &rn->sv, why, sizeof why) ||
+            (be_view_of(c, N->out, &rn->store, k->nvars, m->vn, p->nodes[K->nodes[0]].ranges, &rn->sv, why, sizeof why) ||
              !be_lane_fits(c, N->out, &rn->store, m->N))) {
             rn->staged = 1; /* stored through sfp.rst into a staged copy */
             m->stage_bytes += be_buf_bytes(c, N->out);
