@@ -113,7 +113,6 @@ static int dev_f32(ir_prog *p, int b)
     return from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
 }
 
-/* The host dim a variable walks with unit coordinate step, or -1. */
 /* A scratch buffer [.., h, d] that a matmul kernel writes and whose only
  * readers are matmuls of at least a PT pass of rows whose A walk runs
  * over d past its end into h (attention's output read by the output
@@ -151,6 +150,7 @@ static void merge_wrapped(ir_prog *p, be_ctx *c)
     }
 }
 
+/* The host dim a variable walks with unit coordinate step, or -1. */
 static int walked_dim(const gr_ttype *t, int64_t coef);
 
 /* An input or parameter read only by pointwise nodes (kernels, or a

@@ -221,7 +221,7 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
         if (j)
             k->nexpr += be_count_temps(p, rn->expr, seen) + 2;
         if (rn->dram && !w.failed &&
-            (be_view_of(c, N->out, &rn->store, k->nvars, m->vn, p->nodes[K->nodes[0]].ranges, &rn->sv, why, sizeof why) ||
+            (be_view_of(c, N->out, &rn->store, k->nvars, m->vn, mm->ranges, &rn->sv, why, sizeof why) ||
              !be_lane_fits(c, N->out, &rn->store, m->N))) {
             rn->staged = 1; /* stored through sfp.rst into a staged copy */
             m->stage_bytes += be_buf_bytes(c, N->out);
