@@ -1150,6 +1150,37 @@ static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on
     gr_graph_free(g);
 }
 
+/* The same heads merged into a linear's A: the bmm's result takes the
+ * type [1, t, h*d] (be_view's group steps: each head's store steps two
+ * whole sticks), so the linear reads plain stick groups; the values
+ * validate under batch splits, row and column splits of the bmm and
+ * other schemes of the linear, on both chips. */
+static void test_heads_merged_into_a_linears_a_take_one_stick_dimension_and_validate_under_any_tiling(void)
+{
+    static const char *const wd[][2] = {
+        {"k0_bmm=1x1b4", "k1_mm=1x2"}, {"k0_bmm=1x2b2", "k1_mm=32x1r"}, {"k0_bmm=2x1", "k1_mm=2x2/8x1x64"},
+        {"k0_bmm=4x2", "k1_mm=16x2r"},
+    };
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(attn_out_graph, "attn_out.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "reads: r f32[1, 64, 512], w f32[256, 512]");
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    for (size_t i = 0; i < sizeof wd / sizeof wd[0]; i++) {
+        run_wd = wd[i];
+        run_nwd = 2;
+        int bad = run_graph(g, "spyre", NULL, NULL, NULL);
+        if (bad)
+            fprintf(stderr, "attn_out with work_div %s, %s\n", wd[i][0], wd[i][1]);
+        CU_ASSERT_EQUAL(bad, 0);
+        run_wd = NULL;
+        run_nwd = 0;
+    }
+    gr_graph_free(g);
+}
+
 /* Wrapped walks that start inside a period and are cut anywhere: A is
  * columns 64..319 of [64, 3, 128] viewed as [64, 384] (its first K stick
  * is a head's second), B is [96, 2, 128] viewed as [96, 256] (N wraps);
@@ -3653,6 +3684,8 @@ int main(void)
          test_a_matmul_operand_larger_than_lx_is_staged_per_block},
         {"heads merged into a linear's A are read in place and validate on both chips",
          test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on_both_chips},
+        {"heads merged into a linear's A take one stick dimension and validate under any tiling",
+         test_heads_merged_into_a_linears_a_take_one_stick_dimension_and_validate_under_any_tiling},
         {"operands wrapping from inside a period validate under any tiling",
          test_operands_wrapping_from_inside_a_period_validate_under_any_tiling},
         {"an output transposed from a matmul is copied and validates on both chips",

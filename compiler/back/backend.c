@@ -113,6 +113,43 @@ static int dev_f32(ir_prog *p, int b)
     return from_host && B->type.dtype == GR_F32 && B->output && B->last_use < 0;
 }
 
+/* A scratch buffer [.., h, d] that a matmul kernel writes and whose only
+ * readers are matmuls of at least a PT pass of rows whose A walk runs
+ * over d past its end into h (attention's output read by the output
+ * projection as [t, h*d]; a decode step's row is contiguous sticks
+ * either way, and its whole-model decode ran 0.01% slower merged) takes
+ * the type [.., h*d] (a row kernel's columns would change): the same
+ * elements at the same flat indices, sticked across the heads, so the
+ * product reads whole stick groups instead of a wrapped view's runs of
+ * one stick, and the writer steps whole groups per head (be_view_of). */
+static void merge_wrapped(ir_prog *p, be_ctx *c)
+{
+    for (int b = 0; b < p->nbufs; b++) {
+        ir_buf *B = &p->bufs[b];
+        const int r = B->type.rank;
+        if (B->kind != IR_BUF_COMPUTED || B->output || !c->lay[b].dram || c->lay[b].f32 || r < 2 ||
+            B->type.shape[r - 1] % c->t.lanes16 || B->node < 0 ||
+            (p->nodes[B->node].kind != IR_MATMUL && p->nodes[B->node].epi < 0))
+            continue;
+        int readers = 0, ok = 1;
+        for (int n = 0; n < p->nnodes && ok; n++) {
+            const ir_node *N = &p->nodes[n];
+            for (int i = 0; !N->dead && i < N->nreads; i++)
+                if (N->reads[i].buf == b) {
+                    const int vk = N->nbatch + 2;
+                    ok &= N->kind == IR_MATMUL && N->a == b && N->b != b && N->aidx.coef[vk] == 1 &&
+                          N->ranges[vk] > B->type.shape[r - 1] && N->ranges[vk - 2] >= c->cfg->pt_rows;
+                    readers++;
+                }
+        }
+        if (!ok || !readers)
+            continue;
+        B->type.shape[r - 2] *= B->type.shape[r - 1];
+        B->type.rank--;
+        c->lay[b].stick_dim = r - 2;
+    }
+}
+
 /* The host dim a variable walks with unit coordinate step, or -1. */
 static int walked_dim(const gr_ttype *t, int64_t coef);
 
@@ -330,6 +367,7 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         L->stick_dim = B->type.rank ? B->type.rank - 1 : 0;
         L->f32 = L->dram && dev_f32(p, b);
     }
+    merge_wrapped(p, c);
     /* Matmul operands: B wants its stick on the dim n walks, A on the dim
      * k walks.  A parameter used only as B takes the dim B asks for. */
     for (int n = 0; n < p->nnodes; n++) {

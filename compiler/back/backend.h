@@ -163,9 +163,13 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...) __attribute__(
 
 /* The view of buffer `buf` through idx (over nvars variables) with lane
  * variable lane_var (-1: none; then the element's lane is reported).
+ * With ext (each variable's extent; NULL: not known) a loop that steps
+ * whole stick groups is a row stride of that many groups' rows, if the
+ * whole walk stays inside the buffer (the heads of attention's output
+ * stored into [t, h*d]).
  * -1 with the reason in why when the layout cannot be walked so. */
-int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, be_view *v, char *why,
-               size_t whylen);
+int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, const int64_t *ext,
+               be_view *v, char *why, size_t whylen);
 
 /* Make v, be_view_of's view of idx with a lane variable, a wrapped view:
  * for a lane walk that runs past the end of the stick dimension

@@ -142,8 +142,8 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
             /* a result its layout cannot take as the kernel walks it (a transposed
              * store, a per-row value inside a stick) goes through a staged copy
              * of its buffer in LX, restickified element by element (sfp.rst) */
-            rn->staged = be_view_of(c, N->out, &rn->store, k->nvars, rn->cls == BE_V_TILE ? k->colvar : -1, &rn->sv,
-                                    why, sizeof why) ||
+            rn->staged = be_view_of(c, N->out, &rn->store, k->nvars, rn->cls == BE_V_TILE ? k->colvar : -1, NULL,
+                                    &rn->sv, why, sizeof why) ||
                          (rn->cls == BE_V_TILE && !be_lane_fits(c, N->out, &rn->store, k->cols)) ||
                          (rn->cls == BE_V_ROW && rn->sv.lane);
             if (rn->staged && c->lay[N->out].f32) {

@@ -871,7 +871,7 @@ void be_collect_load(void *ctx, const ir_expr *x)
     L.cls = has_col ? (has_row ? BE_V_TILE : BE_V_COL) : has_row ? BE_V_ROW : BE_V_NONE;
     char why[256] = "";
     if (L.cls == BE_V_NONE && k->scalars) { /* a scalar: its stick, then every lane of a COL value */
-        if (be_view_of(k->c, x->buf, &x->idx, k->nvars, -1, &L.v, why, sizeof why)) {
+        if (be_view_of(k->c, x->buf, &x->idx, k->nvars, -1, NULL, &L.v, why, sizeof why)) {
             be_error(k->c, k->K, "%s", why);
             w->failed = 1;
             return;
@@ -887,7 +887,7 @@ void be_collect_load(void *ctx, const ir_expr *x)
         w->failed = 1;
         return;
     }
-    if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, &L.v, why, sizeof why) ||
+    if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
         (has_col && !be_lane_fits(k->c, x->buf, &x->idx, k->cols))) {
         /* a per-column operand of a row kernel whose columns run past its
          * stick dimension (a layer norm's weight over two dimensions; every

@@ -222,8 +222,31 @@ int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val)
     return f;
 }
 
-int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, be_view *v, char *why,
-               size_t whylen)
+/* Does a walk with loops stepping whole stick groups (gstep[x] groups a
+ * step of x, over ext[x] steps) stay inside the buffer without a carry:
+ * the stick dimension's coordinates (base's, the steps', the lane walk's
+ * lanes) below its length, and the rows below the layout's? */
+static int view_steps_fit(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, const int64_t *ext,
+                          const int64_t *gstep, const be_view *v)
+{
+    const be_layout *L = &c->lay[buf];
+    const gr_ttype *t = &c->p->bufs[buf].type;
+    int64_t off[GR_MAX_RANK] = {0}, col, row = L->rows - v->rows_left;
+    be_coords_of(t, idx->offset, off);
+    col = off[L->stick_dim] + (lane_var >= 0 ? ext[lane_var] : 1);
+    for (int x = 0; x < nvars; x++) {
+        if (x == lane_var || !idx->coef[x])
+            continue;
+        if (ext[x] < 1)
+            return 0;
+        col += (ext[x] - 1) * gstep[x] * c->t.lanes16;
+        row += (ext[x] - 1) * (v->rs[x] - gstep[x] * L->rows);
+    }
+    return col <= t->shape[L->stick_dim] && row < L->rows;
+}
+
+int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lane_var, const int64_t *ext,
+               be_view *v, char *why, size_t whylen)
 {
     const ir_buf *B = &c->p->bufs[buf];
     const be_layout *L = &c->lay[buf];
@@ -241,7 +264,8 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
         if (d != s)
             acc *= t->shape[d];
     }
-    int64_t co[GR_MAX_RANK] = {0}, off[GR_MAX_RANK] = {0};
+    int64_t co[GR_MAX_RANK] = {0}, off[GR_MAX_RANK] = {0}, gstep[IR_MAX_VARS] = {0};
+    int nstep = 0;
     if (idx->offset < 0) {
         snprintf(why, whylen, "%s is read at a negative offset", B->name);
         return -1;
@@ -267,10 +291,14 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
                 }
             continue;
         }
-        if (rank && co[s]) {
+        if (rank && co[s] && (!ext || co[s] % lanes || L->f32)) {
             snprintf(why, whylen, "%s: a loop strides inside its stick dimension %d (needs a restickify)", B->name, s);
             return -1;
         }
+        /* a step of whole stick groups moves that many groups' rows */
+        gstep[x] = rank ? co[s] / lanes : 0;
+        nstep += gstep[x] != 0;
+        v->rs[x] = gstep[x] * L->rows;
         for (int d = 0; d < rank; d++)
             if (d != s)
                 v->rs[x] += co[d] * rstr[d];
@@ -290,6 +318,14 @@ int be_view_of(const be_ctx *c, int buf, const ir_index *idx, int nvars, int lan
     v->gstride = L->rows * sb;
     v->groups = L->groups - os / lanes;
     v->rows_left = L->rows - base_row;
+    if (nstep) { /* the rows and lanes the steps reach are all in the buffer: nothing to cut */
+        if (!view_steps_fit(c, buf, idx, nvars, lane_var, ext, gstep, v)) {
+            snprintf(why, whylen, "%s: a loop steps whole stick groups past its stick dimension (needs a restickify)",
+                     B->name);
+            return -1;
+        }
+        v->rows_left = INT64_MAX;
+    }
     return 0;
 }
 
