@@ -3,7 +3,10 @@
  * (exported into BUILD/traces/bert_base on first use, as bench_bert does)
  * is compiled for spyre and spyre-4core and simulated timing only; each
  * kernel's estimate (cc_result_estimate, the report's `estimate:`) is set
- * against its simulated span (end - start).  Prints a line per graph and
+ * against its simulated time: the longest one core ran it, from that
+ * core's first instruction's start to its last one's end (core_span of
+ * sim_kernel_stats), not the span over every core (end - start), which
+ * after a fence counts the cores' different starts as well.  Prints a line per graph and
  * chip, the ratios' spread, and last estimate_geomean= (the geometric
  * mean of estimate / simulated over every kernel) and estimate_worst=
  * (the ratio furthest from 1, as a ratio).  docs/compiler.md, "Estimates
@@ -61,7 +64,7 @@ static int measure(const char *dir, const char *label, const char *chip)
     int n = 0;
     for (int k = 0; !rc && k < res->stats.nkernels; k++) {
         const sim_kernel_stats *ks = &res->stats.kernels[k];
-        const double est = cc_result_estimate(r, ks->name), span = ks->end - ks->start;
+        const double est = cc_result_estimate(r, ks->name), span = ks->core_span;
         if (est <= 0 || span <= 0 || !ks->insns)
             continue;
         add_ratio(est / span, label, chip, ks->name);

@@ -83,6 +83,7 @@ typedef struct {
     uint64_t seq;
     double now;
     int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
+    double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     uint64_t issued;    /* instructions the sequencers issued so far */
     uint64_t max_insns; /* the limits of sim_options, defaults applied */
     double max_cycles;
@@ -132,8 +133,11 @@ static int kernels_begin(engine *g)
     if (!p->nkernels)
         return 0;
     g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
-    if (!g->kmap)
+    g->kspan = malloc((size_t)SIM_MAX_KERNELS * (size_t)p->ncores * 2 * sizeof *g->kspan);
+    if (!g->kmap || !g->kspan)
         return -1;
+    for (size_t i = 0; i < (size_t)SIM_MAX_KERNELS * (size_t)p->ncores * 2; i++)
+        g->kspan[i] = -1;
     for (int c = 0; c < p->ncores; c++) {
         size_t n = p->cores[c].n;
         g->kmap[c] = malloc((n ? n : 1) * sizeof **g->kmap);
@@ -153,6 +157,7 @@ static int kernels_begin(engine *g)
         if (slot < 0) {
             if (st->nkernels < SIM_MAX_KERNELS) {
                 slot = st->nkernels++;
+                st->kernels[slot].core_span = 0;
                 snprintf(st->kernels[slot].name, sizeof st->kernels[slot].name, "%s",
                          st->nkernels == SIM_MAX_KERNELS ? "(other kernels)" : kn->name);
             } else
@@ -166,8 +171,22 @@ static int kernels_begin(engine *g)
     return 0;
 }
 
+/* Each entry's longest span of one core, into st->kernels. */
+static void kernels_fold(engine *g)
+{
+    sim_stats *st = g->s->st;
+    for (int k = 0; g->kspan && k < st->nkernels; k++)
+        for (int c = 0; c < g->p->ncores; c++) {
+            const double *sp = &g->kspan[2 * ((size_t)k * (size_t)g->p->ncores + (size_t)c)];
+            if (sp[0] >= 0 && sp[1] - sp[0] > st->kernels[k].core_span)
+                st->kernels[k].core_span = sp[1] - sp[0];
+        }
+}
+
 static void kernels_end(engine *g)
 {
+    free(g->kspan);
+    g->kspan = NULL;
     if (!g->kmap)
         return;
     for (int c = 0; c < g->p->ncores; c++)
@@ -190,6 +209,11 @@ static void kernel_charge(engine *g, int core, long index, double start, double 
         k->start = start;
     if (done > k->end)
         k->end = done;
+    double *sp = &g->kspan[2 * ((size_t)slot * (size_t)g->p->ncores + (size_t)core)];
+    if (sp[0] < 0 || start < sp[0])
+        sp[0] = start;
+    if (done > sp[1])
+        sp[1] = done;
     k->insns++;
     k->busy += busy;
     k->macs += macs;
@@ -666,6 +690,7 @@ int sim_engine_run(sim *s, const isa_program *p)
         }
     }
     free(g.h.v);
+    kernels_fold(&g);
     kernels_end(&g);
     return rc;
 }

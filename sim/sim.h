@@ -29,6 +29,9 @@ typedef struct {
     char name[ISA_NAME_MAX];
     double start;        /* cycle the earliest of its instructions started */
     double end;          /* cycle the last of them completed */
+    double core_span;    /* the longest of one core's own span: from its first instruction's start
+                            to its last one's end (after a fence cores start a kernel at
+                            different times, so end - start can be far more than any core ran) */
     double busy;         /* unit cycles, summed over units and cores (as unit_busy) */
     uint64_t insns;      /* unit instructions executed */
     uint64_t macs;       /* multiply-accumulates of its pt.mm */

@@ -465,6 +465,45 @@ static void test_stats_json_has_the_documented_keys(void)
     isa_program_free(p);
 }
 
+/* A kernel's core_span is the longest one core ran it: named per core
+ * (one name per core, so each entry's end - start is that core's own
+ * span) the same program gives the same timing, and the largest of those
+ * spans is the shared name's core_span, at most its end - start. */
+static void test_kernel_core_span_is_the_longest_core_span(void)
+{
+    isa_program *p = small_gemm();
+    sim *s = sim_create(&cfg4);
+    sim_stats *st = malloc(sizeof *st);
+    sim_fault f;
+    double longest = 0;
+    p->nkernels = 0;
+    for (int c = 0; c < p->ncores; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "core%d", c);
+        isa_program_add_kernel(p, name, c, 0, (long)p->cores[c].n - 1);
+    }
+    CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st, &f), 0);
+    const double cycles = st->cycles;
+    for (int k = 0; k < st->nkernels; k++) {
+        const sim_kernel_stats *ks = &st->kernels[k];
+        CU_ASSERT_DOUBLE_EQUAL(ks->core_span, ks->end - ks->start, 1e-9);
+        longest = ks->core_span > longest ? ks->core_span : longest;
+    }
+    p->nkernels = 0;
+    for (int c = 0; c < p->ncores; c++)
+        isa_program_add_kernel(p, "all", c, 0, (long)p->cores[c].n - 1);
+    CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, st, &f), 0);
+    CU_ASSERT_EQUAL(st->cycles, cycles);
+    const sim_kernel_stats *all = sim_stats_kernel(st, "all");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(all);
+    CU_ASSERT(longest > 0);
+    CU_ASSERT_DOUBLE_EQUAL(all->core_span, longest, 1e-9);
+    CU_ASSERT(all->core_span <= all->end - all->start);
+    free(st);
+    sim_destroy(s);
+    isa_program_free(p);
+}
+
 /* Per-kernel figures: a kernel name is aggregated over cores, and the
  * kernels' MACs, DRAM bytes and busy cycles add up to the run's. */
 static void test_kernel_stats_add_up_to_the_run(void)
@@ -523,6 +562,7 @@ int main(void)
         {"trace_parses_and_slices_on_a_track_never_overlap", test_trace_parses_and_slices_on_a_track_never_overlap},
         {"stats_json_has_the_documented_keys", test_stats_json_has_the_documented_keys},
         {"kernel_stats_add_up_to_the_run", test_kernel_stats_add_up_to_the_run},
+        {"kernel_core_span_is_the_longest_core_span", test_kernel_core_span_is_the_longest_core_span},
         {NULL, NULL},
     };
     return tu_run("timing", tests);
