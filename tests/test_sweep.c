@@ -179,6 +179,23 @@ static void test_one_kernel(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* A default the plain splits do not spell (llama_tiny's attention products
+ * split their batch over the cores, `1x1b4`) is swept as a variant of its
+ * own: the kernel's line names it with its cycles, never "default ?". */
+static void test_a_batch_split_default_is_a_variant(void)
+{
+    char dir[1024], args[2300];
+    tu_tmpfile("-sweepb", dir, sizeof dir);
+    snprintf(args, sizeof args, "sweep " SPYRE_SOURCE_DIR "/traces/llama_tiny --kernel k4_bmm --out %s", dir);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    const char *line = strstr(out, "k4_bmm ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+    CU_ASSERT_PTR_NULL(strstr(line, "default ?"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "default 1x1b"));
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* --autotune keeps only choices that beat the defaults and checks them
  * together (on mlp the defaults are already the best: the file has no
  * choice); --tuning applies matching lines and ignores the others. */
@@ -320,6 +337,7 @@ static const tu_test tests[] = {
     {"full sweep, resume, shards merged", test_full_sweep_and_resume},
     {"bad specs exit 2", test_bad_specs},
     {"--kernel sweeps one kernel", test_one_kernel},
+    {"a batch split default is a variant of its own", test_a_batch_split_default_is_a_variant},
     {"--autotune writes a file --tuning applies", test_autotune},
     {"--vary runs the graph on each configuration", test_vary},
     {NULL, NULL},

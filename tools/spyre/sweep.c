@@ -295,6 +295,12 @@ static int kernel_candidates(sw_sweep *s, int k)
         }
         add_candidate(s, name, choice, def);
     }
+    /* a default the splits above do not spell (a batch split, 1x1b4) is a candidate too */
+    int has_def = 0;
+    for (int i = s->ncand - (nsplit + nextra); i < s->ncand; i++)
+        has_def |= s->cands[i].is_default;
+    if (!has_def)
+        add_candidate(s, name, def, def);
     return 0;
 }
 
