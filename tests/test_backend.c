@@ -1150,6 +1150,24 @@ static void test_heads_merged_into_a_linears_a_are_read_in_place_and_validate_on
     gr_graph_free(g);
 }
 
+/* g validates on spyre-4core as compiled, and on spyre under each pair of
+ * forced work divisions (what names the graph in a failure's line). */
+static void validate_pairs(gr_graph *g, const char *const (*wd)[2], size_t n, const char *what)
+{
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        run_wd = wd[i];
+        run_nwd = 2;
+        int bad = run_graph(g, "spyre", NULL, NULL, NULL);
+        if (bad)
+            fprintf(stderr, "%s with work_div %s, %s\n", what, wd[i][0], wd[i][1]);
+        CU_ASSERT_EQUAL(bad, 0);
+        run_wd = NULL;
+        run_nwd = 0;
+    }
+    gr_graph_free(g);
+}
+
 /* The same heads merged into a linear's A: the bmm's result takes the
  * type [1, t, h*d] (be_view's group steps: each head's store steps two
  * whole sticks), so the linear reads plain stick groups; the values
@@ -1167,18 +1185,7 @@ static void test_heads_merged_into_a_linears_a_take_one_stick_dimension_and_vali
     TU_ASSERT_CONTAINS(rep, "reads: r f32[1, 64, 512], w f32[256, 512]");
     free(rep);
     cc_result_free(r);
-    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
-    for (size_t i = 0; i < sizeof wd / sizeof wd[0]; i++) {
-        run_wd = wd[i];
-        run_nwd = 2;
-        int bad = run_graph(g, "spyre", NULL, NULL, NULL);
-        if (bad)
-            fprintf(stderr, "attn_out with work_div %s, %s\n", wd[i][0], wd[i][1]);
-        CU_ASSERT_EQUAL(bad, 0);
-        run_wd = NULL;
-        run_nwd = 0;
-    }
-    gr_graph_free(g);
+    validate_pairs(g, wd, sizeof wd / sizeof wd[0], "attn_out");
 }
 
 /* Wrapped walks that start inside a period and are cut anywhere: A is
@@ -1210,18 +1217,7 @@ static void test_operands_wrapping_from_inside_a_period_validate_under_any_tilin
     TU_ASSERT_CONTAINS(rep, " 0 operands restickified,");
     free(rep);
     cc_result_free(r);
-    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
-    for (size_t i = 0; i < sizeof wd / sizeof wd[0]; i++) {
-        run_wd = wd[i];
-        run_nwd = 2;
-        int bad = run_graph(g, "spyre", NULL, NULL, NULL);
-        if (bad)
-            fprintf(stderr, "wrap with work_div %s, %s\n", wd[i][0], wd[i][1]);
-        CU_ASSERT_EQUAL(bad, 0);
-        run_wd = NULL;
-        run_nwd = 0;
-    }
-    gr_graph_free(g);
+    validate_pairs(g, wd, sizeof wd / sizeof wd[0], "wrap");
 }
 
 /* The issue's softmax over (512, 1024): with LX planning (the fused
