@@ -22,13 +22,20 @@ void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, ...)
     longjmp(c->fail, 1);
 }
 
+void *kt_grow(void *p, int *cap, int need, size_t elem, int first)
+{
+    if (need <= *cap) return p;
+    int n = *cap ? *cap : first;
+    while (n < need) n *= 2;
+    p = realloc(p, elem * (size_t)n);
+    if (!p) abort();
+    *cap = n;
+    return p;
+}
+
 void kt_bind(kt_ctx *c, const char *name, const kv *v)
 {
-    if (c->nenv == c->capenv) {
-        c->capenv = c->capenv ? c->capenv * 2 : 256;
-        c->env = realloc(c->env, sizeof *c->env * (size_t)c->capenv);
-        if (!c->env) abort();
-    }
+    c->env = kt_grow(c->env, &c->capenv, c->nenv + 1, sizeof *c->env, 256);
     c->env[c->nenv].name = name, c->env[c->nenv++].v = *v;
 }
 
@@ -433,11 +440,7 @@ static const kt_plan *block_plan(kt_ctx *c, const ml_block *b)
 {
     for (int k = 0; k < c->nplans; k++)
         if (c->plans[k].block == b) return &c->plans[k];
-    if (c->nplans == c->capplans) {
-        c->capplans = c->capplans ? c->capplans * 2 : 16;
-        c->plans = realloc(c->plans, sizeof *c->plans * (size_t)c->capplans);
-        if (!c->plans) abort();
-    }
+    c->plans = kt_grow(c->plans, &c->capplans, c->nplans + 1, sizeof *c->plans, 16);
     kt_plan *p = &c->plans[c->nplans++];
     p->block = b;
     p->wait = calloc((size_t)b->nops + 1, sizeof *p->wait);

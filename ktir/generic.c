@@ -28,11 +28,7 @@ kv kt_idx_new(kt_ctx *c, const ml_op *op)
     int64_t n = domain_elems(&r);
     if (!c->in_generic || n > KT_MAX_DOMAIN || c->nipool + n > 4 * KT_MAX_DOMAIN)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "not supported: index values of more than 2^20 elements, or outside a linalg.generic");
-    if (c->nipool + n > c->capipool) {
-        c->capipool = (c->nipool + n) * 2;
-        c->ipool = realloc(c->ipool, sizeof *c->ipool * (size_t)c->capipool);
-        if (!c->ipool) abort();
-    }
+    c->ipool = kt_grow(c->ipool, &c->capipool, c->nipool + (int)n, sizeof *c->ipool, 1024);
     r.i = c->nipool;
     c->nipool += n;
     return r;

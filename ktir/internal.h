@@ -174,7 +174,7 @@ typedef struct {
     int in_generic;                /* compiling a linalg.generic's body over the domain dom */
     kv dom;
     int64_t *ipool;                /* the KV_IDX values (released with their linalg.generic) */
-    int64_t nipool, capipool;
+    int nipool, capipool;
     jmp_buf fail;
     int code;
     char *err;
@@ -187,6 +187,8 @@ _Noreturn void kt_fail(kt_ctx *c, int code, int line, int col, const char *fmt, 
 #endif
     ;
 void kt_bind(kt_ctx *c, const char *name, const kv *v);
+/* p (an array of elem-byte items, *cap of them) with room for need: doubled from first; aborts without memory. */
+void *kt_grow(void *p, int *cap, int need, size_t elem, int first);
 const kv *kt_lookup(kt_ctx *c, const ml_item *it);
 const kv *kt_operand(kt_ctx *c, const ml_op *op, int i); /* tail item i's value; refused when the op has none */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);

@@ -107,11 +107,7 @@ static void note_remote(kt_ctx *c, int tensor, int64_t lo, int64_t hi)
         if (hi > r->hi) r->hi = hi;
         return;
     }
-    if (c->nremotes == c->capremotes) {
-        c->capremotes = c->capremotes ? c->capremotes * 2 : 16;
-        c->remotes = realloc(c->remotes, sizeof *c->remotes * (size_t)c->capremotes);
-        if (!c->remotes) abort();
-    }
+    c->remotes = kt_grow(c->remotes, &c->capremotes, c->nremotes + 1, sizeof *c->remotes, 16);
     c->remotes[c->nremotes++] = (kt_remote){.reader = c->core, .tensor = tensor, .lo = lo, .hi = hi};
 }
 

@@ -38,11 +38,7 @@ static void add_note(kt_ctx *c, int tensor, int64_t stick, uint64_t mask)
         last->mask |= mask;
         return;
     }
-    if (c->nnotes == c->capnotes) {
-        c->capnotes = c->capnotes ? c->capnotes * 2 : 256;
-        c->notes = realloc(c->notes, sizeof *c->notes * (size_t)c->capnotes);
-        if (!c->notes) abort();
-    }
+    c->notes = kt_grow(c->notes, &c->capnotes, c->nnotes + 1, sizeof *c->notes, 256);
     c->notes[c->nnotes++] = (kt_stage_note){.tensor = tensor, .stick = stick, .core = c->core, .mask = mask};
 }
 
@@ -59,11 +55,7 @@ static void add_full(kt_ctx *c, int tensor, int64_t lo, int64_t hi)
         last->hi = hi;
         return;
     }
-    if (c->nfulls == c->capfulls) {
-        c->capfulls = c->capfulls ? c->capfulls * 2 : 256;
-        c->fulls = realloc(c->fulls, sizeof *c->fulls * (size_t)c->capfulls);
-        if (!c->fulls) abort();
-    }
+    c->fulls = kt_grow(c->fulls, &c->capfulls, c->nfulls + 1, sizeof *c->fulls, 256);
     c->fulls[c->nfulls++] = (kt_full){.tensor = tensor, .core = c->core, .lo = lo, .hi = hi};
 }
 
@@ -95,11 +87,7 @@ void kt_stage_note_load(kt_ctx *c, int tensor, int64_t lo, int64_t hi)
         if (hi > last->hi) last->hi = hi;
         return;
     }
-    if (c->nloads == c->caploads) {
-        c->caploads = c->caploads ? c->caploads * 2 : 256;
-        c->loads = realloc(c->loads, sizeof *c->loads * (size_t)c->caploads);
-        if (!c->loads) abort();
-    }
+    c->loads = kt_grow(c->loads, &c->caploads, c->nloads + 1, sizeof *c->loads, 256);
     c->loads[c->nloads++] = (kt_span){.tensor = tensor, .lo = lo, .hi = hi};
 }
 
@@ -155,11 +143,7 @@ static void plan_stick(kt_ctx *c, int i, int j)
     kt_staged st = {.tensor = c->notes[i].tensor, .stick = s, .first = i, .n = j - i, .covered = (all & need) == need};
     for (int k = i; k < j; k++)
         if (c->notes[k].core != KT_STAGE_OWNER) c->notes[k].slot = c->nslots++;
-    if (c->nstaged == c->capstaged) {
-        c->capstaged = c->capstaged ? c->capstaged * 2 : 64;
-        c->staged = realloc(c->staged, sizeof *c->staged * (size_t)c->capstaged);
-        if (!c->staged) abort();
-    }
+    c->staged = kt_grow(c->staged, &c->capstaged, c->nstaged + 1, sizeof *c->staged, 64);
     c->staged[c->nstaged++] = st;
 }
 
