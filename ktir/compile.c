@@ -56,7 +56,7 @@ const kv *kt_operand(kt_ctx *c, const ml_op *op, int i)
     return kt_lookup(c, &op->items[i]);
 }
 
-static int64_t int_of(kt_ctx *c, const ml_item *it)
+int64_t kt_int_of(kt_ctx *c, const ml_item *it)
 {
     const kv *v = kt_lookup(c, it);
     if (v->kind == KV_PTR)
@@ -90,7 +90,7 @@ static int int_list(kt_ctx *c, const ml_item *l, int64_t *out, int max)
         const ml_item *it = &l->items[i];
         if (it->kind == ML_I_PUNCT) continue;
         if (n == max) return -1;
-        if (it->kind == ML_I_VALUE) out[n++] = int_of(c, it);
+        if (it->kind == ML_I_VALUE) out[n++] = kt_int_of(c, it);
         else if (it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT) out[n++] = it->attr->i;
         else return -1;
     }
@@ -132,7 +132,7 @@ static int view_sizes(kt_ctx *c, const ml_op *op, const ml_type *ty, int64_t *si
         if (size[d] != ML_DYN) continue;
         dynamic = 1;
         if (!it) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "a dynamic memory view needs its `sizes:`");
-        size[d] = it->kind == ML_I_VALUE ? int_of(c, it) : it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT ? it->attr->i : -1;
+        size[d] = it->kind == ML_I_VALUE ? kt_int_of(c, it) : it->kind == ML_I_ATTR && it->attr->kind == ML_A_INT ? it->attr->i : -1;
         if (size[d] < 1) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "dimension %d of the view has no positive size", d);
     }
     return dynamic;
@@ -395,7 +395,7 @@ static void op_for(kt_ctx *c, const ml_op *op)
 {
     if (op->n < 8 || op->items[0].kind != ML_I_VALUE)
         kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "expected `scf.for %%iv = %%lb to %%ub step %%s`");
-    int64_t lb = int_of(c, &op->items[2]), ub = int_of(c, &op->items[4]), step = int_of(c, &op->items[6]);
+    int64_t lb = kt_int_of(c, &op->items[2]), ub = kt_int_of(c, &op->items[4]), step = kt_int_of(c, &op->items[6]);
     if (step <= 0) kt_fail(c, KT_EXIT_REFUSED, op->line, op->col, "scf.for with a step of %lld", (long long)step);
     int from = 0;
     const ml_region *body = ml_op_region(op, &from);

@@ -40,11 +40,7 @@ static int64_t ix_atom(kt_ix *x)
         return v;
     }
     if (a->kind != ML_I_VALUE) ix_fail(x, x->i - 1, "expected an index value or an integer");
-    const kv *v = kt_lookup(x->c, a);
-    if (v->kind == KV_PTR)
-        kt_fail(x->c, KT_EXIT_REFUSED, a->line, a->col, "%%%s: an argument without a value (give --arg %s=N)", a->s, a->s);
-    if (v->kind != KV_INT) kt_fail(x->c, KT_EXIT_REFUSED, a->line, a->col, "%%%s: expected an index value", a->s);
-    return v->i;
+    return kt_int_of(x->c, a);
 }
 
 static int64_t ix_product(kt_ix *x)

@@ -191,6 +191,7 @@ void kt_bind(kt_ctx *c, const char *name, const kv *v);
 void *kt_grow(void *p, int *cap, int need, size_t elem, int first);
 const kv *kt_lookup(kt_ctx *c, const ml_item *it);
 const kv *kt_operand(kt_ctx *c, const ml_op *op, int i); /* tail item i's value; refused when the op has none */
+int64_t kt_int_of(kt_ctx *c, const ml_item *it);         /* an index value known at compile time; refused otherwise */
 void kt_compile_block(kt_ctx *c, const ml_block *b, const ml_op **yield_op);
 /* One op; returns 0, or 1 for a terminator (scf.yield, return). */
 int kt_compile_op(kt_ctx *c, const ml_op *op);
