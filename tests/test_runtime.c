@@ -1201,10 +1201,11 @@ static void test_activations_are_freed_after_each_launch(void)
 /* Two programs whose weights do not fit together: run in turn, each launch
  * evicts the other's weights and restores its own, and every run
  * validates. */
-/* A timing-only launch counts its inputs' upload but writes none of their
- * values (it reads none, and its activation region lasts one run): the
- * same transfer figures and cycles as a launch with values, and a launch
- * with values after it still computes the right outputs. */
+/* A timing-only launch counts its inputs' upload and its outputs' download
+ * but moves none of their values (it reads none and writes none, and its
+ * activation region lasts one run): the same transfer figures and cycles
+ * as a launch with values, and a launch with values after it still
+ * computes the right outputs. */
 static void test_a_timing_only_launch_counts_the_inputs_it_does_not_write(void)
 {
     rt_device *dev = open4();
@@ -1219,6 +1220,8 @@ static void test_a_timing_only_launch_counts_the_inputs_it_does_not_write(void)
     CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &without), 0);
     CU_ASSERT_EQUAL(without.xfer.bytes_uploaded, xb);
     CU_ASSERT_EQUAL(without.xfer.bytes_uploaded, with.xfer.bytes_uploaded - with.xfer.weight_bytes_uploaded);
+    CU_ASSERT(with.xfer.bytes_downloaded > 0);
+    CU_ASSERT_EQUAL(without.xfer.bytes_downloaded, with.xfer.bytes_downloaded);
     CU_ASSERT_EQUAL(without.stats.cycles, with.stats.cycles);
     o.values = 1;
     o.detect_races = 1;
