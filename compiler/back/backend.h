@@ -211,24 +211,50 @@ typedef struct {
     int64_t row;                               /* the layout row of co: sum of co[d] * rs[d] */
     int d1;                                    /* the one coordinate step moves (-1 none, -2 several) */
     int64_t drow;                              /* the row's step when d1 moves without a carry */
+    int64_t gmin, gmax;                        /* the stick groups the last be_walk_run touched */
 } be_walk;
 void be_walk_init(be_walk *w, const be_ctx *c, int buf);
 /* Start at flat, stepping by step. */
 void be_walk_at(be_walk *w, int64_t flat, int64_t step);
 /* be_elem_off of the current element. */
 int64_t be_walk_off(const be_walk *w);
-void be_walk_next(be_walk *w);
+/* be_walk_next's carry between coordinates (be_view.c). */
+void be_walk_carry(be_walk *w);
+/* The next element (inline: restickify takes every element this way). */
+static inline void be_walk_next(be_walk *w)
+{
+    w->flat += w->step;
+    if (w->d1 >= 0) { /* one coordinate moves: unless it carries, the row moves by drow */
+        const int64_t v = w->co[w->d1] + w->st[w->d1];
+        if (w->d1 == 0 || (v >= 0 && v < w->shape[w->d1])) {
+            w->co[w->d1] = v;
+            w->row += w->drow;
+            return;
+        }
+    }
+    be_walk_carry(w);
+}
 /* be_span_add the sticks of n elements from flat on by step, the ones
- * inside [0, nel) only unless nel < 0: in closed form where the walk moves
- * one coordinate without carrying, else element by element. */
+ * inside [0, nel) only unless nel < 0 (nel: the buffer's elements): in
+ * closed form over each run of elements inside the buffer where the walk
+ * moves one coordinate without carrying, else element by element. */
 void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
                  int64_t *hi);
 /* The current element's stick group g, layout row r and byte in its
  * stick (its be_elem_off is ((g * rows + r) * stick + byte)): 1, or 0 when
  * it lies outside the buffer (be_walk_off still gives its offset). */
-int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte);
+static inline int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte)
+{
+    if (w->flat < 0 || !w->rank || w->co[0] >= w->shape[0])
+        return 0;
+    const int64_t sc = w->co[w->sd]; /* >= 0 here */
+    *g = w->lshift >= 0 ? sc >> w->lshift : sc / w->lanes;
+    *r = w->row;
+    *byte = (w->lshift >= 0 ? sc & (w->lanes - 1) : sc % w->lanes) * w->esz;
+    return 1;
+}
 /* be_span_add of the current element's stick (L: the buffer's layout). */
-void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
+void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,
  * stay inside buf's stick dimension (a view from be_view_of is only
  * valid then)? */
@@ -352,6 +378,20 @@ int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out);
 
 /* ---- Row structure shared by row kernels and matmul epilogues ---- */
 
+/* A staged load's sticks per row of its kernel's row space, each row
+ * walked once when first asked for (be_rows.c: the chunk-size search asks
+ * for the same rows in many chunkings): row r's spans are e[at[r]] ..
+ * e[at[r] + len[r]), at[r] -1 until walked. */
+typedef struct {
+    int64_t g, lo, hi; /* stick group g, layout rows lo..hi */
+} be_gspan;
+typedef struct {
+    int64_t *at, *len;
+    be_gspan *e;
+    int64_t n, cap;
+    int64_t *lo, *hi; /* a row's walk, per group, empty between rows */
+} be_rowspans;
+
 /* A load the kernel reads from DRAM. */
 typedef struct {
     int e;            /* the load expression */
@@ -367,6 +407,7 @@ typedef struct {
     int res;          /* TILE read from its buffer's LX region (kept there by an earlier kernel) */
     int row_tile;     /* a per-row operand staged as a tile: right in nodes evaluated over rows and
                          lanes only, not in a reduction's per-row ops */
+    be_rowspans *spans; /* staged: the sticks each row reads, as walked so far (NULL: none yet) */
 } rk_load;
 
 typedef struct {

@@ -381,25 +381,63 @@ static int64_t rk_numel(const be_ctx *c, int buf)
     return gr_ttype_numel(&c->p->bufs[buf].type);
 }
 
-/* The sticks of its buffer's device layout that staged load L reads for
- * rows [r0, r0 + n): per stick group g of the buffer, the layout rows
- * lo[g]..hi[g] (lo > hi: none).  Returns the sticks in all; a chunk that
- * reads no element inside the buffer gets the first stick. */
-static int64_t rk_stage_span(const rk_plan *k, const rk_load *L, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
+/* Row `row` of the row space walked for staged load L (its spans kept in
+ * L->spans): every column's element inside the buffer, in closed form per
+ * run without a carry (be_walk_run). */
+static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_walk *w, int64_t row)
 {
     const be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
     const be_layout *B = &c->lay[x->buf];
     const int64_t nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
+    rk_stage_flat(k, x, nel, row, 0, val);
+    be_walk_run(w, B, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
+    s->at[row] = s->n;
+    for (int64_t g = w->gmin; g <= w->gmax; g++) {
+        if (s->lo[g] > s->hi[g])
+            continue;
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 256;
+            s->e = realloc(s->e, (size_t)s->cap * sizeof *s->e);
+            if (!s->e)
+                abort();
+        }
+        s->e[s->n++] = (be_gspan){g, s->lo[g], s->hi[g]};
+        s->lo[g] = B->rows;
+        s->hi[g] = -1;
+    }
+    s->len[row] = s->n - s->at[row];
+}
+
+/* The sticks of its buffer's device layout that staged load L reads for
+ * rows [r0, r0 + n): per stick group g of the buffer, the layout rows
+ * lo[g]..hi[g] (lo > hi: none).  Returns the sticks in all; a chunk that
+ * reads no element inside the buffer gets the first stick. */
+static int64_t rk_stage_span(const rk_plan *k, rk_load *L, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
+{
+    const be_layout *B = &k->c->lay[k->c->p->A.e[L->e].buf];
+    be_rowspans *s = L->spans;
+    if (!s) {
+        s = L->spans = ir_xalloc(sizeof *s);
+        s->at = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->at);
+        s->len = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->len);
+        s->lo = ir_xalloc((size_t)(2 * B->groups + 1) * sizeof *s->lo);
+        s->hi = s->lo + B->groups;
+        memset(s->at, -1, (size_t)k->rows * sizeof *s->at);
+        be_span_init(B, s->lo, s->hi);
+    }
     be_span_init(B, lo, hi);
-    /* the index is affine: along a row, column col is col * step after
-     * column 0 (rk_stage_flat's index, without its divisions per element) */
     be_walk w;
-    be_walk_init(&w, c, x->buf);
-    for (int64_t i = 0; i < n; i++) {
-        rk_stage_flat(k, x, nel, r0 + i, 0, val);
-        be_walk_run(&w, B, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar], k->cols, nel, lo, hi);
+    be_walk_init(&w, k->c, k->c->p->A.e[L->e].buf);
+    for (int64_t r = r0; r < r0 + n; r++) {
+        if (s->at[r] < 0)
+            rk_span_row(k, L, s, &w, r);
+        for (int64_t q = s->at[r]; q < s->at[r] + s->len[r]; q++) {
+            const be_gspan *e = &s->e[q];
+            lo[e->g] = cc_min(lo[e->g], e->lo);
+            hi[e->g] = cc_max(hi[e->g], e->hi);
+        }
     }
     return be_span_total(B, lo, hi);
 }
@@ -680,7 +718,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
  * (dmai): one contiguous run per stick group of its buffer.  Fills lo
  * (layout row of each group's first staged stick) and go (its offset
  * from st); returns the bytes staged. */
-static int64_t rk_stage_chunk(rk_core *rc, const rk_load *L, int64_t st, int64_t r0, int64_t n, int64_t *lo,
+static int64_t rk_stage_chunk(rk_core *rc, rk_load *L, int64_t st, int64_t r0, int64_t n, int64_t *lo,
                               int64_t *go)
 {
     rk_plan *k = rc->k;

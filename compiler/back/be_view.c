@@ -99,90 +99,105 @@ int64_t be_walk_off(const be_walk *w)
     return ((sc / w->lanes) * w->lrows + w->row) * w->stick + (sc % w->lanes) * w->esz;
 }
 
-int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_t *byte)
+/* Groups g0..g1 joined to the ones the walk's run touched. */
+static void walk_touch(be_walk *w, int64_t g0, int64_t g1)
 {
-    if (w->flat < 0 || !w->rank || w->co[0] >= w->shape[0])
-        return 0;
-    const int64_t sc = w->co[w->sd]; /* >= 0 here */
-    *g = w->lshift >= 0 ? sc >> w->lshift : sc / w->lanes;
-    *r = w->row;
-    *byte = (w->lshift >= 0 ? sc & (w->lanes - 1) : sc % w->lanes) * w->esz;
-    return 1;
+    w->gmin = cc_min(w->gmin, g0);
+    w->gmax = cc_max(w->gmax, g1);
 }
 
-void be_walk_span(const be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi)
+void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi)
 {
     int64_t g, r, b;
     if (!be_walk_stick(w, &g, &r, &b)) {
-        be_span_add(L, be_walk_off(w) / w->stick, lo, hi);
+        const int64_t s = be_walk_off(w) / w->stick;
+        be_span_add(L, s, lo, hi);
+        walk_touch(w, s / L->rows, s / L->rows);
         return;
     }
     lo[g] = cc_min(lo[g], r);
     hi[g] = cc_max(hi[g], r);
+    walk_touch(w, g, g);
 }
 
-/* be_walk_run's closed form: a walk that moves one coordinate d by k per
- * element and stays inside the buffer (so no carry) reads one layout row
- * per element along one group (d not the stick dim) or one layout row
- * across consecutive groups (d the stick dim, |k| at most a stick, so no
- * group is skipped).  0 when the walk is not of that form. */
-static int walk_run_closed(const be_walk *w, int64_t n, int64_t *lo, int64_t *hi)
+/* The spans of m elements from the current one on, which lies inside the
+ * buffer, when the walk moves only coordinate d (by k per element) and
+ * stays inside without a carry: one layout row per element along one group
+ * (d not the stick dim), or one layout row across consecutive groups (d the
+ * stick dim, |k| at most a stick, so no group is skipped).  0 when the walk
+ * is not of that form. */
+static int walk_segment(be_walk *w, int d, int64_t m, int64_t *lo, int64_t *hi)
 {
-    int d = -1;
-    for (int e = 0; e < w->rank; e++)
-        if (w->st[e]) {
-            if (d >= 0)
-                return 0;
-            d = e;
-        }
     int64_t g, r, b;
-    if (!be_walk_stick(w, &g, &r, &b))
-        return 0;
+    be_walk_stick(w, &g, &r, &b);
     if (d < 0) { /* every element the same */
         lo[g] = cc_min(lo[g], r);
         hi[g] = cc_max(hi[g], r);
+        walk_touch(w, g, g);
         return 1;
     }
-    const int64_t k = w->st[d], last = w->co[d] + (n - 1) * k;
-    if (last < 0 || last >= w->shape[d] || (d == w->sd && (k > w->lanes || -k > w->lanes)))
+    const int64_t k = w->st[d], last = w->co[d] + (m - 1) * k;
+    if (d == w->sd && (k > w->lanes || -k > w->lanes))
         return 0;
     if (d != w->sd) {
-        const int64_t rl = r + (n - 1) * k * w->rs[d];
+        const int64_t rl = r + (m - 1) * k * w->rs[d];
         lo[g] = cc_min(lo[g], cc_min(r, rl));
         hi[g] = cc_max(hi[g], cc_max(r, rl));
+        walk_touch(w, g, g);
         return 1;
     }
     for (int64_t q = cc_min(g, last / w->lanes); q <= cc_max(g, last / w->lanes); q++) {
         lo[q] = cc_min(lo[q], r);
         hi[q] = cc_max(hi[q], r);
     }
+    walk_touch(w, cc_min(g, last / w->lanes), cc_max(g, last / w->lanes));
     return 1;
 }
 
+/* Elements from the current one on (at most n) before the one coordinate
+ * the walk moves leaves its range: 0 when the current element lies outside
+ * the buffer or the walk moves several coordinates; n when it moves none. */
+static int64_t walk_carry_free(const be_walk *w, int64_t n)
+{
+    int64_t g, r, b;
+    if (w->d1 == -2 || !be_walk_stick(w, &g, &r, &b))
+        return 0;
+    if (w->d1 == -1)
+        return n;
+    const int64_t k = w->st[w->d1], co = w->co[w->d1];
+    const int64_t m = k > 0 ? (w->shape[w->d1] - 1 - co) / k + 1 : co / -k + 1;
+    return cc_min(m, n);
+}
+
+/* Element by element where a carry, several moving coordinates or an
+ * element outside the buffer need it, and in closed form over each run
+ * between carries (a row of a rope's rotated half crosses a row of its
+ * buffer once: two runs instead of 128 elements). */
 void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
                  int64_t *hi)
 {
+    w->gmin = INT64_MAX;
+    w->gmax = -1;
     if (n < 1)
         return;
     be_walk_at(w, flat, step);
-    if (walk_run_closed(w, n, lo, hi))
-        return;
-    for (int64_t i = 0; i < n; i++, be_walk_next(w))
+    for (int64_t i = 0; i < n;) {
+        const int64_t m = walk_carry_free(w, n - i);
+        if (m > 0 && walk_segment(w, w->d1, m, lo, hi)) {
+            i += m;
+            if (i < n)
+                be_walk_at(w, flat + i * step, step);
+            continue;
+        }
         if (nel < 0 || (w->flat >= 0 && w->flat < nel))
             be_walk_span(w, L, lo, hi);
+        be_walk_next(w);
+        i++;
+    }
 }
 
-void be_walk_next(be_walk *w)
+void be_walk_carry(be_walk *w)
 {
-    w->flat += w->step;
-    if (w->d1 >= 0) { /* one coordinate moves: unless it carries, the row moves by drow */
-        const int64_t v = w->co[w->d1] + w->st[w->d1];
-        if (w->d1 == 0 || (v >= 0 && v < w->shape[w->d1])) {
-            w->co[w->d1] = v;
-            w->row += w->drow;
-            return;
-        }
-    }
     int64_t carry = 0;
     for (int d = w->rank - 1; d > 0; d--) {
         int64_t v = w->co[d] + w->st[d] + carry;
