@@ -253,6 +253,10 @@ static inline int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_
     *byte = (w->lshift >= 0 ? sc & (w->lanes - 1) : sc % w->lanes) * w->esz;
     return 1;
 }
+/* be_walk_stick of n elements from the current one on, the walk moved
+ * past them (g -1: outside the buffer): arithmetic per element between
+ * carries. */
+void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte);
 /* be_span_add of the current element's stick (L: the buffer's layout). */
 void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,

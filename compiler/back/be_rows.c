@@ -683,9 +683,8 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     rk_plan *k = rc->k;
     be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
-    const be_layout *B = &c->lay[x->buf];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
-    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
+    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048], bg[2048], br[2048], byte[2048];
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, x->buf);
@@ -695,18 +694,10 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             rk_stage_flat(k, x, nel, r0 + i, g * lanes, val);
             be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
-            for (int64_t l = 0; l < cnt; l++, be_walk_next(&w)) {
-                int64_t bg, br, byte;
-                src[l] = st; /* past the buffer: any staged value (the where discards it) */
-                if (w.flat >= 0 && w.flat < nel) {
-                    if (!be_walk_stick(&w, &bg, &br, &byte)) { /* inside the buffer: always a stick */
-                        int64_t off = be_walk_off(&w), s = off / sb;
-                        bg = s / B->rows;
-                        br = s % B->rows;
-                        byte = off % sb;
-                    }
-                    src[l] = st + go[bg] + (br - lo[bg]) * sb + byte;
-                }
+            be_walk_sticks(&w, cnt, bg, br, byte);
+            for (int64_t l = 0; l < cnt; l++) {
+                /* past the buffer: any staged value (the where discards it) */
+                src[l] = bg[l] < 0 ? st : st + go[bg[l]] + (br[l] - lo[bg[l]]) * sb + byte[l];
                 dst[l] = lx + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, cnt);

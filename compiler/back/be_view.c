@@ -128,7 +128,7 @@ void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi)
  * is not of that form. */
 static int walk_segment(be_walk *w, int d, int64_t m, int64_t *lo, int64_t *hi)
 {
-    int64_t g, r, b;
+    int64_t g = 0, r = 0, b = 0;
     be_walk_stick(w, &g, &r, &b);
     if (d < 0) { /* every element the same */
         lo[g] = cc_min(lo[g], r);
@@ -193,6 +193,39 @@ void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int
             be_walk_span(w, L, lo, hi);
         be_walk_next(w);
         i++;
+    }
+}
+
+void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte)
+{
+    for (int64_t i = 0; i < n;) {
+        const int64_t m = walk_carry_free(w, n - i);
+        if (m < 2) { /* outside the buffer, a carry next, or several coordinates moving */
+            if (!be_walk_stick(w, &g[i], &r[i], &byte[i]))
+                g[i] = -1;
+            be_walk_next(w);
+            i++;
+            continue;
+        }
+        /* only coordinate d1 moves: along a group, or across the lanes */
+        const int64_t flat = w->flat;
+        int64_t g0 = 0, r0 = 0, b0 = 0;
+        be_walk_stick(w, &g0, &r0, &b0);
+        if (w->d1 != w->sd) {
+            for (int64_t t = 0; t < m; t++) {
+                g[i + t] = g0;
+                r[i + t] = r0 + t * w->drow;
+                byte[i + t] = b0;
+            }
+        } else {
+            for (int64_t t = 0, sc = w->co[w->sd]; t < m; t++, sc += w->st[w->sd]) {
+                g[i + t] = sc / w->lanes;
+                r[i + t] = r0;
+                byte[i + t] = sc % w->lanes * w->esz;
+            }
+        }
+        i += m;
+        be_walk_at(w, flat + m * w->step, w->step);
     }
 }
 
