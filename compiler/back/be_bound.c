@@ -20,6 +20,7 @@ void bd_free(bd_state *b)
     free(b->use);
     free(b->regs);
     free(b->pieces);
+    free(b->marked);
 }
 
 static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
@@ -152,6 +153,29 @@ static void unmark(bd_stick *u, int64_t n)
         memset(u, 0xff, (size_t)n * sizeof *u);
 }
 
+static int by_lo(const void *x, const void *y)
+{
+    const bd_piece *a = x, *b = y;
+    return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+/* A bar: clear the marks of the pieces since the last one, their union
+ * only (not the span between them: a layer's weights lie far apart, and
+ * clearing the span between them took as long as the rest of the pass). */
+static void unmark_marked(bd_state *b)
+{
+    qsort(b->marked, b->nmarked, sizeof *b->marked, by_lo);
+    int64_t done = 0; /* cleared below this */
+    for (size_t i = 0; i < b->nmarked; i++) {
+        const bd_piece *p = &b->marked[i];
+        const int64_t lo = cc_max(p->lo, done);
+        if (p->hi > lo)
+            unmark(b->use + lo, p->hi - lo);
+        done = cc_max(done, p->hi);
+    }
+    b->nmarked = 0;
+}
+
 /* Widen span [*lo, *hi) (empty: lo == hi) to hold piece p. */
 static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
 {
@@ -165,7 +189,7 @@ static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        unmark(b->use + b->ulo, b->uhi - b->ulo);
+        unmark_marked(b);
         b->ulo = b->uhi = b->wlo = b->whi = 0;
         b->ring = 0;
     }
@@ -190,6 +214,15 @@ void bd_record(bd_state *b, int bar)
                 b->use[st].r = bd_merge(b->use[st].r, p->core);
         }
     }
+    if (b->nmarked + b->npieces > b->mcap) {
+        b->mcap = cc_max((int64_t)(b->nmarked + b->npieces), 2 * (int64_t)b->mcap);
+        b->marked = realloc(b->marked, b->mcap * sizeof *b->marked);
+        if (!b->marked)
+            abort();
+    }
+    if (b->npieces)
+        memcpy(b->marked + b->nmarked, b->pieces, b->npieces * sizeof *b->pieces);
+    b->nmarked += b->npieces;
     b->npieces = 0;
     b->kring = 0;
 }

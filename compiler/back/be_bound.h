@@ -40,12 +40,14 @@ typedef struct {
     int64_t stick;
     bd_stick *use;               /* per DRAM stick of the segment */
     int64_t nuse;
-    int64_t ulo, uhi;            /* use[] holds marks only in [ulo, uhi) (a bar clears just that) */
+    int64_t ulo, uhi;            /* use[] holds marks only in [ulo, uhi) */
     int64_t wlo, whi;            /* and write marks only in [wlo, whi) */
     int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
     int ring;                    /* ring traffic since the last bar */
     bd_piece *pieces;            /* the next kernel's DRAM accesses */
     size_t npieces, cap;
+    bd_piece *marked;            /* the pieces marked in use[] since the last bar */
+    size_t nmarked, mcap;
     int kring;                   /* the next kernel's ring traffic */
 } bd_state;
 
