@@ -127,40 +127,49 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
     return (const isa_addr *)((const char *)in + o->offset);
 }
 
-/* Per op, looked up in the ISA table once (the pass asks for every
- * instruction, several times): its address operands in format order (k
- * indexes st), and its other fields in format order, each an int64 or
+/* Per op, looked up in the ISA table once per process (the pass asks for
+ * every instruction, several times): its address operands in format order
+ * (k indexes st), and its other fields in format order, each an int64 or
  * (f32) a float. */
 #define RR_NFIELDS 32
 typedef struct {
-    int looked;                   /* filled in */
     int naddr, nfields;
+    int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
     const isa_operand *addr[RR_NADDR];
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
     unsigned char f32[RR_NFIELDS];
 } rr_opfields;
 
 static rr_opfields op_fields[ISA_NOPS];
+static int op_fields_made;
 
-static const rr_opfields *fields_of(int op)
+/* Fill op_fields for every op (before the pass looks at an instruction). */
+static void fields_init(void)
 {
-    rr_opfields *f = &op_fields[op];
-    if (f->looked)
-        return f;
-    const isa_opinfo *oi = isa_info(op);
-    for (int o = 0; o < oi->noperands; o++) {
-        const isa_operand *x = &oi->operands[o];
-        if (x->kind == ISA_K_ADDR) {
-            assert(f->naddr < RR_NADDR);
-            f->addr[f->naddr++] = x;
-            continue;
+    if (op_fields_made)
+        return;
+    for (int op = 0; op < ISA_NOPS; op++) {
+        rr_opfields *f = &op_fields[op];
+        const isa_opinfo *oi = isa_info(op);
+        f->fixed = oi && oi->cls == ISA_C_SEQ && op != ISA_OP_FENCE;
+        for (int o = 0; oi && o < oi->noperands; o++) {
+            const isa_operand *x = &oi->operands[o];
+            if (x->kind == ISA_K_ADDR) {
+                assert(f->naddr < RR_NADDR);
+                f->addr[f->naddr++] = x;
+                continue;
+            }
+            assert(f->nfields < RR_NFIELDS);
+            f->field[f->nfields] = (uint16_t)x->offset;
+            f->f32[f->nfields++] = x->kind == ISA_K_F32;
         }
-        assert(f->nfields < RR_NFIELDS);
-        f->field[f->nfields] = (uint16_t)x->offset;
-        f->f32[f->nfields++] = x->kind == ISA_K_F32;
     }
-    f->looked = 1;
-    return f;
+    op_fields_made = 1;
+}
+
+static inline const rr_opfields *fields_of(int op)
+{
+    return &op_fields[op];
 }
 
 static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
@@ -812,6 +821,7 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
  * they already use loops or registers (not code this back half makes). */
 static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
+    fields_init();
     rr_scratch *sc = o->sc;
     rr_vec *ev = &sc->e, r = {0};
     int plain = 1;
@@ -850,7 +860,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->in = &s[j];
         x->key = insn_key(&s[j]);
         x->shape = shape_of(&sh, e.v, j);
-        x->fixed = isa_info(s[j].op)->cls == ISA_C_SEQ && s[j].op != ISA_OP_FENCE;
+        x->fixed = fields_of(s[j].op)->fixed;
         x->depth = 0;
         x->n = 0;
         x->len = 1;
