@@ -266,7 +266,10 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
         return x->n == y->n;
     if (x->shape != y->shape || x->depth != y->depth || x->fixed)
         return 0;
-    for (int k = 0; k < RR_NADDR; k++)
+    if (!x->depth) /* no strides yet: the first scan's every instruction */
+        return 1;
+    const int na = fields_of(x->in->op)->naddr; /* the same op's: strides past its addresses are 0 */
+    for (int k = 0; k < na; k++)
         for (int l = 0; l < x->depth; l++)
             if (x->st[k][l] != y->st[k][l])
                 return 0;
