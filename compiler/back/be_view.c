@@ -217,6 +217,12 @@ void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte
                 r[i + t] = r0 + t * w->drow;
                 byte[i + t] = b0;
             }
+        } else if (w->lshift >= 0) { /* sc >= 0 inside the buffer: a shift and a mask, no division */
+            for (int64_t t = 0, sc = w->co[w->sd]; t < m; t++, sc += w->st[w->sd]) {
+                g[i + t] = sc >> w->lshift;
+                r[i + t] = r0;
+                byte[i + t] = (sc & (w->lanes - 1)) * w->esz;
+            }
         } else {
             for (int64_t t = 0, sc = w->co[w->sd]; t < m; t++, sc += w->st[w->sd]) {
                 g[i + t] = sc / w->lanes;
