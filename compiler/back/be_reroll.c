@@ -73,14 +73,31 @@ typedef struct {
     long unrolled;      /* loops unrolled again for want of registers */
 } rr_kstat;
 
+/* Shape ids: equal exactly when insn_same without addresses says so; a
+ * hash table of one instruction per shape, so that comparing entries
+ * compares ids.  The table holds keys and ids, and each shape's first
+ * instruction is copied into rep: the lookup stays in a few cache lines
+ * instead of reaching back into the kernel's stream. */
+typedef struct {
+    uint64_t key;
+    int shape; /* -1: empty */
+} rr_slot;
+
+typedef struct {
+    rr_slot *tab;
+    long cap;
+    int next;
+    isa_insn *rep; /* per shape: its first instruction */
+    long rcap;
+} rr_shapes;
+
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
  * touched anew, page fault by page fault (a kernel is up to some 14,000
  * instructions per core of 328 bytes each). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
-    long *shapes;       /* shape table */
-    long shapes_cap;
+    rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
 } rr_scratch;
 
@@ -219,24 +236,23 @@ static uint64_t insn_key(const isa_insn *in)
     return h;
 }
 
-/* Shape ids: equal exactly when insn_same without addresses says so; a
- * hash table of one instruction per shape, so that comparing entries
- * compares ids. */
-typedef struct {
-    long *tab, cap; /* entries of the list, -1 empty */
-    int next;
-} rr_shapes;
-
-static int shape_of(rr_shapes *t, const rr_ent *e, long j)
+static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
 {
-    long slot = (long)(e[j].key & (uint64_t)(t->cap - 1));
-    while (t->tab[slot] >= 0) {
-        const rr_ent *q = &e[t->tab[slot]];
-        if (q->key == e[j].key && insn_same(q->in, e[j].in))
+    long slot = (long)(key & (uint64_t)(t->cap - 1));
+    while (t->tab[slot].shape >= 0) {
+        const rr_slot *q = &t->tab[slot];
+        if (q->key == key && insn_same(&t->rep[q->shape], in))
             return q->shape;
         slot = (slot + 1) & (t->cap - 1);
     }
-    t->tab[slot] = j;
+    if (t->next == t->rcap) {
+        t->rcap = t->rcap ? 2 * t->rcap : 64;
+        t->rep = realloc(t->rep, (size_t)t->rcap * sizeof *t->rep);
+        if (!t->rep)
+            abort();
+    }
+    t->rep[t->next] = *in;
+    t->tab[slot] = (rr_slot){key, t->next};
     return t->next++;
 }
 
@@ -828,25 +844,26 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     rr_scratch *sc = o->sc;
     rr_vec *ev = &sc->e, r = {0};
     int plain = 1;
-    rr_shapes sh = {NULL, 16, 0};
-    while (sh.cap < 2 * n)
-        sh.cap *= 2;
-    if (sh.cap > sc->shapes_cap) {
-        free(sc->shapes);
-        sc->shapes = malloc((size_t)sh.cap * sizeof *sc->shapes);
-        sc->shapes_cap = sh.cap;
+    rr_shapes *sh = &sc->shapes;
+    long cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    if (cap > sh->cap) {
+        free(sh->tab);
+        sh->tab = malloc((size_t)cap * sizeof *sh->tab);
+        sh->cap = cap;
     }
-    sh.tab = sc->shapes;
+    sh->next = 0;
     if (n + 1 > ev->cap) {
         free(ev->v);
         ev->cap = n + 1;
         ev->v = malloc((size_t)ev->cap * sizeof *ev->v);
     }
-    if (!ev->v || !sh.tab)
+    if (!ev->v || !sh->tab)
         abort();
     rr_vec e = {ev->v, 0, ev->cap};
-    for (long q = 0; q < sh.cap; q++)
-        sh.tab[q] = -1;
+    for (long q = 0; q < sh->cap; q++)
+        sh->tab[q].shape = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n && plain; j++) {
         const isa_operand *const *ao;
@@ -862,7 +879,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->kind = RR_INSN;
         x->in = &s[j];
         x->key = insn_key(&s[j]);
-        x->shape = shape_of(&sh, e.v, j);
+        x->shape = shape_of(sh, &s[j], x->key);
         x->fixed = fields_of(s[j].op)->fixed;
         x->depth = 0;
         x->n = 0;
@@ -886,7 +903,8 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 static void scratch_free(rr_scratch *sc)
 {
     free(sc->e.v);
-    free(sc->shapes);
+    free(sc->shapes.tab);
+    free(sc->shapes.rep);
     free(sc->rolled.insns);
 }
 
