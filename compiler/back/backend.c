@@ -645,6 +645,7 @@ int be_codegen_pass(ir_prog *p)
     }
     free(first);
     bd_free(&bd);
+    be_rows_spans_free(c); /* the row kernels' last plans are made */
     if (!rc)
         rc = be_update_emit(c);
     for (int core = 0; core < ncores && !rc; core++) {
@@ -672,6 +673,7 @@ void be_free(ir_prog *p)
     free(c->lx_need);
     isa_program_free(c->prog);
     be_reroll_free(c);
+    be_rows_spans_free(c);
     free(st->k);
     free(st);
     p->be = NULL;

@@ -115,6 +115,7 @@ typedef struct be_ctx {
     char *err;
     size_t errlen;
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
+    struct be_spancache *spans; /* staged loads' row spans, walked once for the compile (be_rows.c) */
 } be_ctx;
 
 /* ---- State updates (be_update.c) ---- */
@@ -383,8 +384,9 @@ int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out);
 /* ---- Row structure shared by row kernels and matmul epilogues ---- */
 
 /* A staged load's sticks per row of its kernel's row space, each row
- * walked once when first asked for (be_rows.c: the chunk-size search asks
- * for the same rows in many chunkings): row r's spans are e[at[r]] ..
+ * walked once for the compile when first asked for (be_rows.c: the
+ * chunk-size search asks for the same rows in many chunkings, and each
+ * pass plans the kernel again): row r's spans are e[at[r]] ..
  * e[at[r] + len[r]), at[r] -1 until walked. */
 typedef struct {
     int64_t g, lo, hi; /* stick group g, layout rows lo..hi */
@@ -411,7 +413,8 @@ typedef struct {
     int res;          /* TILE read from its buffer's LX region (kept there by an earlier kernel) */
     int row_tile;     /* a per-row operand staged as a tile: right in nodes evaluated over rows and
                          lanes only, not in a reduction's per-row ops */
-    be_rowspans *spans; /* staged: the sticks each row reads, as walked so far (NULL: none yet) */
+    be_rowspans *spans; /* staged: the sticks each row reads, as walked so far (NULL: none yet; the
+                           compile's cache, be_ctx.spans, owns them) */
 } rk_load;
 
 typedef struct {
@@ -549,6 +552,8 @@ int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_rows_plan(be_ctx *c, int pos);
 void be_rows_align(be_ctx *c, int pos, const int *writer);
 double be_rows_estimate(be_ctx *c, int pos);
+/* Free the staged loads' row spans the row kernels' plans walked. */
+void be_rows_spans_free(be_ctx *c);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);

@@ -410,6 +410,83 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     s->len[row] = s->n - s->at[row];
 }
 
+/* A staged load's row spans, kept for the whole compile: each pass
+ * (workdiv, lxplan twice, codegen) makes a kernel's plan again with the
+ * same loads, and a later plan takes the rows an earlier one walked.
+ * Found by everything the walk depends on. */
+typedef struct {
+    int pos, buf, colvar, nvars;
+    int64_t cols, rows;
+    ir_index idx;
+    be_rowspace rsp;
+    be_layout lay;
+    be_rowspans s;
+} rk_spankey;
+
+struct be_spancache {
+    rk_spankey **v;
+    int n, cap;
+};
+
+static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
+{
+    if (a->pos != b->pos || a->buf != b->buf || a->colvar != b->colvar || a->nvars != b->nvars || a->cols != b->cols ||
+        a->rows != b->rows || a->idx.offset != b->idx.offset || a->rsp.nv != b->rsp.nv)
+        return 0;
+    for (int v = 0; v < a->nvars; v++)
+        if (a->idx.coef[v] != b->idx.coef[v])
+            return 0;
+    for (int v = 0; v < a->rsp.nv; v++)
+        if (a->rsp.var[v] != b->rsp.var[v] || a->rsp.ext[v] != b->rsp.ext[v])
+            return 0;
+    return !memcmp(&a->lay, &b->lay, sizeof a->lay);
+}
+
+/* Load L's row spans from the compile's cache, made (empty) if new. */
+static be_rowspans *rk_spans_of(const rk_plan *k, rk_load *L)
+{
+    be_ctx *c = k->c;
+    const ir_expr *x = &c->p->A.e[L->e];
+    rk_spankey key = {k->pos, x->buf, k->colvar, k->nvars, k->cols, k->rows, x->idx, k->rsp, c->lay[x->buf], {0}};
+    struct be_spancache *sc = c->spans ? c->spans : (c->spans = ir_xalloc(sizeof *c->spans));
+    for (int i = 0; i < sc->n; i++)
+        if (rk_same_walk(sc->v[i], &key))
+            return &sc->v[i]->s;
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? 2 * sc->cap : 16;
+        sc->v = realloc(sc->v, (size_t)sc->cap * sizeof *sc->v);
+        if (!sc->v)
+            abort();
+    }
+    rk_spankey *e = sc->v[sc->n++] = ir_xalloc(sizeof *e);
+    *e = key;
+    be_rowspans *s = &e->s;
+    s->at = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->at);
+    s->len = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->len);
+    s->lo = ir_xalloc((size_t)(2 * key.lay.groups + 1) * sizeof *s->lo);
+    s->hi = s->lo + key.lay.groups;
+    memset(s->at, -1, (size_t)k->rows * sizeof *s->at);
+    be_span_init(&key.lay, s->lo, s->hi);
+    return s;
+}
+
+void be_rows_spans_free(be_ctx *c)
+{
+    struct be_spancache *sc = c->spans;
+    for (int i = 0; sc && i < sc->n; i++) {
+        be_rowspans *s = &sc->v[i]->s;
+        free(s->at);
+        free(s->len);
+        free(s->e);
+        free(s->lo);
+        free(sc->v[i]);
+    }
+    if (sc)
+        free(sc->v);
+    free(sc);
+    c->spans = NULL;
+}
+
 /* The sticks of its buffer's device layout that staged load L reads for
  * rows [r0, r0 + n): per stick group g of the buffer, the layout rows
  * lo[g]..hi[g] (lo > hi: none).  Returns the sticks in all; a chunk that
@@ -417,16 +494,7 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
 static int64_t rk_stage_span(const rk_plan *k, rk_load *L, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
 {
     const be_layout *B = &k->c->lay[k->c->p->A.e[L->e].buf];
-    be_rowspans *s = L->spans;
-    if (!s) {
-        s = L->spans = ir_xalloc(sizeof *s);
-        s->at = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->at);
-        s->len = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->len);
-        s->lo = ir_xalloc((size_t)(2 * B->groups + 1) * sizeof *s->lo);
-        s->hi = s->lo + B->groups;
-        memset(s->at, -1, (size_t)k->rows * sizeof *s->at);
-        be_span_init(B, s->lo, s->hi);
-    }
+    be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
     be_span_init(B, lo, hi);
     be_walk w;
     be_walk_init(&w, k->c, k->c->p->A.e[L->e].buf);

@@ -781,16 +781,6 @@ int64_t be_count_temps(ir_prog *p, int e, char *seen)
 
 void rk_free(rk_plan *k)
 {
-    for (int i = 0; i < k->nl; i++) {
-        be_rowspans *s = k->loads[i].spans;
-        if (!s)
-            continue;
-        free(s->at);
-        free(s->len);
-        free(s->e);
-        free(s->lo);
-        free(s);
-    }
     free(k->nodes);
     free(k->loads);
     free(k->reads);
