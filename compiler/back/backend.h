@@ -389,10 +389,11 @@ int be_widen(be_tile *T, const be_val *v, be_vclass cls, be_val *out);
  * pass plans the kernel again): row r's spans are e[at[r]] ..
  * e[at[r] + len[r]), at[r] -1 until walked. */
 typedef struct {
-    int64_t g, lo, hi; /* stick group g, layout rows lo..hi */
+    int32_t g, lo, hi; /* stick group g, layout rows lo..hi (a layout's groups and rows fit: DRAM holds it) */
 } be_gspan;
 typedef struct {
-    int64_t *at, *len;
+    int64_t *at;
+    int32_t *len;
     be_gspan *e;
     int64_t n, cap;
     int64_t *lo, *hi; /* a row's walk, per group, empty between rows */

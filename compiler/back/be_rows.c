@@ -403,11 +403,11 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
             if (!s->e)
                 abort();
         }
-        s->e[s->n++] = (be_gspan){g, s->lo[g], s->hi[g]};
+        s->e[s->n++] = (be_gspan){(int32_t)g, (int32_t)s->lo[g], (int32_t)s->hi[g]};
         s->lo[g] = B->rows;
         s->hi[g] = -1;
     }
-    s->len[row] = s->n - s->at[row];
+    s->len[row] = (int32_t)(s->n - s->at[row]);
 }
 
 /* A staged load's row spans, kept for the whole compile: each pass
