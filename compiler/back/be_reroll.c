@@ -387,24 +387,26 @@ static void roll_list(const rr_ent *e, long n, rr_vec *out);
 static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
-    rr_vec body = {0};
+    rr_vec body = {malloc((size_t)len * sizeof *body.v), len, len}; /* written in place: entries are large */
+    if (!body.v)
+        abort();
     int rel = 0; /* loops around the entry inside the item: the new level's index */
     for (long j = 0; j < len; j++) {
-        rr_ent x = e[b0 + j];
-        if (x.kind == RR_ENDL)
+        rr_ent *x = &body.v[j];
+        *x = e[b0 + j];
+        if (x->kind == RR_ENDL)
             rel--;
-        if (x.kind == RR_INSN) {
+        if (x->kind == RR_INSN) {
             const isa_operand *const *ao;
-            int na = addr_ops(x.in, &ao);
+            int na = addr_ops(x->in, &ao);
             for (int k = 0; k < na; k++) {
-                memmove(&x.st[k][rel + 1], &x.st[k][rel], (size_t)(x.depth - rel) * sizeof x.st[k][0]);
-                x.st[k][rel] = s->stride[j * RR_NADDR + k];
+                memmove(&x->st[k][rel + 1], &x->st[k][rel], (size_t)(x->depth - rel) * sizeof x->st[k][0]);
+                x->st[k][rel] = s->stride[j * RR_NADDR + k];
             }
-            x.depth++;
+            x->depth++;
         }
-        if (x.kind == RR_LOOP)
+        if (x->kind == RR_LOOP)
             rel++;
-        vec_push(&body, &x);
     }
     rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
     long at = out->n;
