@@ -26,6 +26,7 @@ typedef struct {
     int core;
     isa_insn in;
     sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
+    uint64_t lo[4], hi[4];     /* their bounds (empty for no bytes): most fences miss them */
     uint64_t gen[OP_KINDS];    /* version of the A, B and P operands' bytes (see op_version) */
     uint64_t gen_d;            /* version of d's bytes once written (fp32 d only, else 0) */
     /* A copy of operand r's bytes (range g at g * ops[r].len), taken when
@@ -251,7 +252,9 @@ static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, int core, int 
     oc = cache_next(bf, lx, core, kind);
     const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
     float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
-    for (int64_t g = 0; g < groups; g++) {
+    if (k.cols == l16) /* one whole stick a row: rows are contiguous both sides, one call */
+        isa_dl16_to_f32_n((const uint16_t *)src.at, v, (size_t)(k.rows * k.cols));
+    for (int64_t g = 0; g < groups && k.cols != l16; g++) {
         int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
         const uint8_t *base = src.at + g * src.pitch;
         for (int64_t r = 0; r < k.rows; r++)
@@ -509,6 +512,11 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     j->core = core;
     j->in = *in;
     memcpy(j->ops, ops, sizeof j->ops);
+    for (int r = 0; r < 4; r++) {
+        j->lo[r] = j->hi[r] = 0;
+        if (ops[r].count > 0)
+            set_bounds(&ops[r], &j->lo[r], &j->hi[r]);
+    }
     memset(j->snapped, 0, sizeof j->snapped);
     j->gen[OP_A] = op_current(s->ptq, core, OP_A, key_of(in, OP_A), &ops[0]);
     j->gen[OP_B] = op_current(s->ptq, core, OP_B, key_of(in, OP_B), &ops[1]);
@@ -580,15 +588,17 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
     uint64_t done = atomic_load(&w->completed), need = done;
     if (done == w->submitted)
         return;
-    pthread_mutex_lock(&w->mu); /* w->taken, and the jobs after it */
+    int locked = 0; /* w->mu, for w->taken and the jobs after it, once a copy may be due */
     for (uint64_t i = done; i < w->submitted; i++) {
         pt_job *j = &w->jobs[i % QUEUE];
         if (j->core != core)
             continue;
-        int hit = hits(&j->ops[3], lo, hi);
+        int hit = lo < j->hi[3] && j->lo[3] < hi && hits(&j->ops[3], lo, hi);
         for (int r = 0; r < 3 && is_write && !hit; r++) {
-            if (j->snapped[r] || !hits(&j->ops[r], lo, hi))
+            if (j->snapped[r] || hi <= j->lo[r] || j->hi[r] <= lo || !hits(&j->ops[r], lo, hi))
                 continue;
+            if (!locked)
+                pthread_mutex_lock(&w->mu), locked = 1;
             if (i >= w->taken && may_copy(s->ptq, w, core, i, &j->ops[r]))
                 copy_operand(j, r, s->cores[core].lx);
             else
@@ -597,7 +607,8 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
         if (hit)
             need = i + 1;
     }
-    pthread_mutex_unlock(&w->mu);
+    if (locked)
+        pthread_mutex_unlock(&w->mu);
     wait_until(w, need);
 }
 
