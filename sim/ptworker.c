@@ -78,6 +78,7 @@ typedef struct {
     pt_job jobs[QUEUE];
     uint64_t submitted;         /* written by the event loop under mu */
     uint64_t taken;             /* jobs the worker has started, under mu: the event loop may change later ones */
+    size_t snap_bytes;          /* held by its jobs' operand copies (the event loop's count) */
     _Atomic uint64_t completed; /* written by the worker */
     int stop;
     int threaded; /* 0: no thread could be had, products run inline */
@@ -532,13 +533,23 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     pthread_mutex_unlock(&w->mu);
 }
 
+/* Host memory the operand copies of one worker's jobs may hold (a product's
+ * operand is at most an LX, and a queue holds QUEUE products): past it, the
+ * event loop waits for the product instead, as it would without copies. */
+#define SNAP_BUDGET ((size_t)64 << 20)
+
 /* May queued job i of core read a copy of its operand bytes x made now
  * instead of LX later?  When nothing may write them before it runs: no
  * product queued before it writes them (completed ones have), and no sums
  * waiting in a buffer lie there (every fp32 d since the last flush is
- * inside the core's dirty bounds).  The copy then holds what it would read. */
+ * inside the core's dirty bounds).  The copy then holds what it would read.
+ * And only while the worker's copies fit SNAP_BUDGET. */
 static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx_set *x)
 {
+    const pt_job *j = &w->jobs[i % QUEUE];
+    const size_t need = (size_t)(x->count * x->len), have = j->snap_cap[x - j->ops];
+    if (need > have && w->snap_bytes + (need - have) > SNAP_BUDGET)
+        return 0;
     const uint64_t *b = &q->dirty[2 * core];
     uint64_t lo, hi;
     set_bounds(x, &lo, &hi);
@@ -553,11 +564,12 @@ static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx
 }
 
 /* Job j's operand r from LX into its copy (range g at g * len). */
-static void copy_operand(pt_job *j, int r, const uint8_t *lx)
+static void copy_operand(pt_worker *w, pt_job *j, int r, const uint8_t *lx)
 {
     const sim_lx_set *x = &j->ops[r];
     size_t n = (size_t)(x->count * x->len);
     if (n > j->snap_cap[r]) {
+        w->snap_bytes += n - j->snap_cap[r];
         free(j->snap[r]);
         j->snap[r] = malloc(n);
         if (!j->snap[r]) {
@@ -600,7 +612,7 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
             if (!locked)
                 pthread_mutex_lock(&w->mu), locked = 1;
             if (i >= w->taken && may_copy(s->ptq, w, core, i, &j->ops[r]))
-                copy_operand(j, r, s->cores[core].lx);
+                copy_operand(w, j, r, s->cores[core].lx);
             else
                 hit = 1;
         }
