@@ -438,13 +438,26 @@ static void refresh(sim_dram *d, int c, double t)
     d->st.refreshes++;
 }
 
-/* Schedule one segment: local range [lo, hi) of channel c.  Returns its
- * end; *first (if not NULL) is its first data on the bus. */
-static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, int dir, double t, double *first)
-{
+/* Where a row segment lands: bank group, bank (index in the channel), row. */
+typedef struct {
     int g, bi;
     int64_t row;
-    place(d, dv(lo, d->drow), &g, &bi, &row);
+} dram_place;
+
+static dram_place place_of(const sim_dram *d, uint64_t local)
+{
+    dram_place w;
+    place(d, dv(local, d->drow), &w.g, &w.bi, &w.row);
+    return w;
+}
+
+/* Schedule one segment: local range [lo, hi) of channel c, placed at w
+ * (place_of(lo): callers that looked at its bank already pass what they
+ * found).  Returns its end; *first (if not NULL) is its first data on the bus. */
+static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w, int dir, double t, double *first)
+{
+    const int g = w.g, bi = w.bi;
+    const int64_t row = w.row;
     uint64_t nb = dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
     dram_chan *ch = &d->ch[c];
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
@@ -508,7 +521,7 @@ static void wq_release(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
-    e->end = segment(d, c, e->lo, e->hi, WR, t, &e->start);
+    e->end = segment(d, c, e->lo, e->hi, place_of(d, e->lo), WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
     d->st.last_ns = later(d->st.last_ns, e->end);
@@ -640,6 +653,10 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
                 continue;
             }
         }
+        if (dv(lo, d->drow) == dv(hi - 1, d->drow)) { /* one row segment: no order to choose */
+            done = later(done, segment(d, c, lo, hi, place_of(d, lo), dir, t_ns, NULL));
+            continue;
+        }
         dram_bank *banks = &d->bank[(size_t)c * (size_t)d->nbank];
         /* FR-FCFS inside the access: segments whose row is open go first,
          * then the rest, each pass in address order. */
@@ -648,16 +665,14 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
                 uint64_t r = dv(a, d->drow), e = (r + 1) * d->row_bytes;
                 if (e > hi)
                     e = hi;
-                int g, bi;
-                int64_t row;
-                place(d, r, &g, &bi, &row);
-                dram_bank *b = &banks[bi];
-                if (pass == 0 && b->row == row) {
+                dram_place w = place_of(d, a);
+                dram_bank *b = &banks[w.bi];
+                if (pass == 0 && b->row == w.row) {
                     b->hit_call = call;
-                    b->hit_row = row;
-                    done = later(done, segment(d, c, a, e, dir, t_ns, NULL));
-                } else if (pass == 1 && !(b->hit_call == call && b->hit_row == row)) {
-                    done = later(done, segment(d, c, a, e, dir, t_ns, NULL));
+                    b->hit_row = w.row;
+                    done = later(done, segment(d, c, a, e, w, dir, t_ns, NULL));
+                } else if (pass == 1 && !(b->hit_call == call && b->hit_row == w.row)) {
+                    done = later(done, segment(d, c, a, e, w, dir, t_ns, NULL));
                 }
                 a = e;
             }

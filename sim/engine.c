@@ -27,16 +27,23 @@ typedef struct {
     int32_t tok;
 } event;
 
+/* A binary heap, and before it one event held aside: the next to run
+ * when it is earlier than every event in the heap.  An agent often
+ * schedules itself next (a unit free again before any other event), and
+ * that event then skips the heap's push and pop.  The order is the heap's:
+ * keys (t, seq) are unique. */
 typedef struct {
     event *v;
     size_t n, cap;
+    event first;
+    int has_first;
 } heap;
 
 /* Without short-circuits: the heap's comparisons go either way at random,
  * and as flags combined they cost no mispredicted branch. */
 static int ev_less(const event *a, const event *b) { return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq)); }
 
-static void heap_push(heap *h, event e)
+static void heap_insert(heap *h, event e)
 {
     if (h->n == h->cap) {
         h->cap = h->cap ? 2 * h->cap : 256;
@@ -54,7 +61,7 @@ static void heap_push(heap *h, event e)
     h->v[i] = e;
 }
 
-static event heap_pop(heap *h)
+static event heap_remove(heap *h)
 {
     event top = h->v[0], last = h->v[--h->n];
     size_t i = 0;
@@ -72,6 +79,30 @@ static event heap_pop(heap *h)
     if (h->n)
         h->v[i] = last;
     return top;
+}
+
+static void heap_push(heap *h, event e)
+{
+    if (h->has_first && ev_less(&e, &h->first)) {
+        heap_insert(h, h->first);
+        h->first = e;
+    } else if (h->has_first || (h->n && !ev_less(&e, &h->v[0]))) {
+        heap_insert(h, e);
+    } else {
+        h->first = e;
+        h->has_first = 1;
+    }
+}
+
+static int heap_empty(const heap *h) { return !h->has_first && !h->n; }
+
+static event heap_pop(heap *h)
+{
+    if (h->has_first) {
+        h->has_first = 0;
+        return h->first;
+    }
+    return heap_remove(h);
 }
 
 #define AGENT_SEQ ISA_NUNITS
@@ -654,7 +685,7 @@ int sim_engine_run(sim *s, const isa_program *p)
     for (int i = 0; i < s->cfg.cores; i++)
         wake_seq(&g, &s->cores[i], 0);
     int rc = 0;
-    while (g.h.n) {
+    while (!heap_empty(&g.h)) {
         event e = heap_pop(&g.h);
         sim_core *c = &s->cores[e.core];
         if (e.type == EV_TOKEN)

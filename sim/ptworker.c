@@ -26,8 +26,16 @@ typedef struct {
     int core;
     isa_insn in;
     sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
+    uint64_t lo[4], hi[4];     /* their bounds (empty for no bytes): most fences miss them */
     uint64_t gen[OP_KINDS];    /* version of the A, B and P operands' bytes (see op_version) */
     uint64_t gen_d;            /* version of d's bytes once written (fp32 d only, else 0) */
+    /* A copy of operand r's bytes (range g at g * ops[r].len), taken when
+     * the event loop was about to overwrite them before the worker took the
+     * job; snapped[r] says the job reads it instead of LX.  The buffers
+     * stay with the queue entry. */
+    uint8_t *snap[OP_KINDS];
+    size_t snap_cap[OP_KINDS];
+    int snapped[OP_KINDS];
 } pt_job;
 
 /* An operand's place: its LX offset, group stride and rows x cols. */
@@ -69,6 +77,8 @@ typedef struct {
     pthread_cond_t more, done;
     pt_job jobs[QUEUE];
     uint64_t submitted;         /* written by the event loop under mu */
+    uint64_t taken;             /* jobs the worker has started, under mu: the event loop may change later ones */
+    size_t snap_bytes;          /* held by its jobs' operand copies (the event loop's count) */
     _Atomic uint64_t completed; /* written by the worker */
     int stop;
     int threaded; /* 0: no thread could be had, products run inline */
@@ -217,11 +227,25 @@ static op_cache *cache_next(pt_bufs *bf, uint8_t *lx, int core, int kind)
     return oc;
 }
 
+/* Where a job reads operand `kind`: its first group's bytes and the pitch
+ * between groups, in LX or in the job's copy. */
+typedef struct {
+    const uint8_t *at;
+    int64_t pitch;
+} op_src;
+
+static op_src source(const pt_job *j, const uint8_t *lx, int kind)
+{
+    const sim_lx_set *x = &j->ops[kind];
+    return j->snapped[kind] ? (op_src){j->snap[kind], x->len} : (op_src){lx + x->base, x->stride};
+}
+
 /* Operand `kind` of a product of `core` as row-major fp32: the cached
  * conversion when the version matches (gen 0: never cached), else
- * converted now from its DL16 sticks (cols in groups of l16 lanes, each
- * group `stride` bytes on, rows sb bytes apart). */
-static const float *operand(pt_bufs *bf, uint8_t *lx, int core, int kind, uint64_t gen, op_key k, int64_t sb)
+ * converted now from its DL16 sticks at src (cols in groups of l16 lanes,
+ * each group src.pitch bytes on, rows sb bytes apart). */
+static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, int core, int kind, uint64_t gen, op_key k,
+                            int64_t sb)
 {
     op_cache *oc = cache_find(bf, core, kind, gen, k);
     if (oc)
@@ -229,9 +253,11 @@ static const float *operand(pt_bufs *bf, uint8_t *lx, int core, int kind, uint64
     oc = cache_next(bf, lx, core, kind);
     const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
     float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
-    for (int64_t g = 0; g < groups; g++) {
+    if (k.cols == l16) /* one whole stick a row: rows are contiguous both sides, one call */
+        isa_dl16_to_f32_n((const uint16_t *)src.at, v, (size_t)(k.rows * k.cols));
+    for (int64_t g = 0; g < groups && k.cols != l16; g++) {
         int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
-        const uint8_t *base = lx + k.off + g * k.stride;
+        const uint8_t *base = src.at + g * src.pitch;
         for (int64_t r = 0; r < k.rows; r++)
             isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), v + r * k.cols + g * l16, (size_t)w);
     }
@@ -270,9 +296,12 @@ static void flush_core(pt_bufs *bf, uint8_t *lx, int core)
  * sticks of a, b, p and d).  The sums are made in a P entry: the one that
  * holds p already (acc, the version matches), else the next one, p copied
  * in.  An fp32 d stays in its entry, dirty, keyed as d at version gen_d. */
-static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KINDS], uint64_t gen_d,
-                    const isa_insn *in, const sim_lx_set ops[4])
+static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
 {
+    const int core = j->core;
+    const uint64_t *gen = j->gen, gen_d = j->gen_d;
+    const isa_insn *in = &j->in;
+    const sim_lx_set *ops = j->ops;
     const int64_t sb = bf->sb, l16 = sb / 2, l32 = sb / 4;
     const int64_t m = in->m, n = in->nn, k = in->k;
     const int acc = (in->flags & ISA_F_ACC) != 0, out32 = (in->flags & ISA_F_F32) != 0;
@@ -280,19 +309,21 @@ static void compute(pt_bufs *bf, uint8_t *lx, int core, const uint64_t gen[OP_KI
     op_cache *pc = acc ? cache_find(bf, core, OP_P, gen[OP_P], key_of(in, OP_P)) : NULL;
     const op_key dk = key_of_d(in);
     flush_meeting(bf, lx, core, ops, pc && out32 && same_key(&pc->key, &dk) ? pc : NULL);
-    const float *A = operand(bf, lx, core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
-    const float *B = operand(bf, lx, core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
+    const float *A = operand(bf, lx, source(j, lx, OP_A), core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
+    const float *B = operand(bf, lx, source(j, lx, OP_B), core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
     const int fresh = !pc;
     if (fresh)
         pc = cache_next(bf, lx, core, OP_P);
     pc->gen = 0; /* its values change below */
     pc->dirty = 0;
     float *C = grow(&pc->v, &pc->cap, (size_t)(m * n));
-    if (acc && fresh)
+    if (acc && fresh) {
+        const op_src src = source(j, lx, OP_P);
         for (int64_t g = 0; g < g32; g++) {
             int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            copy_rows(C + g * l32, n * 4, lx + in->p.off + g * in->ps, sb, m, w * 4);
+            copy_rows(C + g * l32, n * 4, src.at + g * src.pitch, sb, m, w * 4);
         }
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
                 acc ? 1.0f : 0.0f, C, (int)n);
     if (out32) {
@@ -319,9 +350,10 @@ static void *worker(void *arg)
             pthread_cond_wait(&q->more, &q->mu);
         if (q->submitted == next && q->stop)
             break;
+        q->taken = next + 1;
         pthread_mutex_unlock(&q->mu);
         const pt_job *j = &q->jobs[next % QUEUE];
-        compute(&q->bufs, q->s->cores[j->core].lx, j->core, j->gen, j->gen_d, &j->in, j->ops);
+        compute(&q->bufs, q->s->cores[j->core].lx, j);
         pthread_mutex_lock(&q->mu);
         atomic_store(&q->completed, next + 1);
         pthread_cond_broadcast(&q->done);
@@ -470,7 +502,9 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     if (in->flags & ISA_F_F32)
         widen_dirty(s->ptq, core, &ops[3]);
     if (!w->threaded) {
-        compute(&w->bufs, s->cores[core].lx, core, (const uint64_t[OP_KINDS]){0, 0, 0}, 0, in, ops);
+        pt_job now = {.core = core, .in = *in};
+        memcpy(now.ops, ops, sizeof now.ops);
+        compute(&w->bufs, s->cores[core].lx, &now);
         return;
     }
     if (w->submitted - atomic_load(&w->completed) == QUEUE)
@@ -479,6 +513,12 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     j->core = core;
     j->in = *in;
     memcpy(j->ops, ops, sizeof j->ops);
+    for (int r = 0; r < 4; r++) {
+        j->lo[r] = j->hi[r] = 0;
+        if (ops[r].count > 0)
+            set_bounds(&ops[r], &j->lo[r], &j->hi[r]);
+    }
+    memset(j->snapped, 0, sizeof j->snapped);
     j->gen[OP_A] = op_current(s->ptq, core, OP_A, key_of(in, OP_A), &ops[0]);
     j->gen[OP_B] = op_current(s->ptq, core, OP_B, key_of(in, OP_B), &ops[1]);
     j->gen[OP_P] = in->flags & ISA_F_ACC ? op_current(s->ptq, core, OP_P, key_of(in, OP_P), &ops[2]) : 0;
@@ -493,6 +533,62 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     pthread_mutex_unlock(&w->mu);
 }
 
+/* Host memory the operand copies of one worker's jobs may hold (a product's
+ * operand is at most an LX, and a queue holds QUEUE products): past it, the
+ * event loop waits for the product instead, as it would without copies. */
+#define SNAP_BUDGET ((size_t)64 << 20)
+
+/* May queued job i of core read a copy of its operand bytes x made now
+ * instead of LX later?  When nothing may write them before it runs: no
+ * product queued before it writes them (completed ones have), and no sums
+ * waiting in a buffer lie there (every fp32 d since the last flush is
+ * inside the core's dirty bounds).  The copy then holds what it would read.
+ * And only while the worker's copies fit SNAP_BUDGET. */
+static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx_set *x)
+{
+    const pt_job *j = &w->jobs[i % QUEUE];
+    const size_t need = (size_t)(x->count * x->len), have = j->snap_cap[x - j->ops];
+    if (need > have && w->snap_bytes + (need - have) > SNAP_BUDGET)
+        return 0;
+    const uint64_t *b = &q->dirty[2 * core];
+    uint64_t lo, hi;
+    set_bounds(x, &lo, &hi);
+    if (b[0] < b[1] && lo < b[1] && b[0] < hi)
+        return 0;
+    for (uint64_t e = atomic_load(&w->completed); e < i; e++) {
+        const pt_job *o = &w->jobs[e % QUEUE];
+        if (o->core == core && meets(&o->ops[3], x))
+            return 0;
+    }
+    return 1;
+}
+
+/* Job j's operand r from LX into its copy (range g at g * len). */
+static void copy_operand(pt_worker *w, pt_job *j, int r, const uint8_t *lx)
+{
+    const sim_lx_set *x = &j->ops[r];
+    size_t n = (size_t)(x->count * x->len);
+    if (n > j->snap_cap[r]) {
+        w->snap_bytes += n - j->snap_cap[r];
+        free(j->snap[r]);
+        j->snap[r] = malloc(n);
+        if (!j->snap[r]) {
+            fprintf(stderr, "spyre: out of host memory\n");
+            abort();
+        }
+        j->snap_cap[r] = n;
+    }
+    for (int64_t g = 0; g < x->count; g++)
+        memcpy(j->snap[r] + g * x->len, lx + x->base + g * x->stride, (size_t)x->len);
+    j->snapped[r] = 1;
+}
+
+/* Before the event loop reads (or writes) core's LX bytes [lo, hi): the
+ * products that write them (or read them) are done first.  A product the
+ * worker has not taken yet that only reads bytes about to be written gets
+ * a copy of its operand instead, when may_copy allows, and the event loop
+ * goes on without waiting for it: a DMA filling the next buffer of a
+ * double-buffered loop does not wait for the products on the last one. */
 void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
 {
     if (!s->ptq || lo >= hi)
@@ -502,16 +598,29 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
         op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     uint64_t done = atomic_load(&w->completed), need = done;
+    if (done == w->submitted)
+        return;
+    int locked = 0; /* w->mu, for w->taken and the jobs after it, once a copy may be due */
     for (uint64_t i = done; i < w->submitted; i++) {
-        const pt_job *j = &w->jobs[i % QUEUE];
+        pt_job *j = &w->jobs[i % QUEUE];
         if (j->core != core)
             continue;
-        int hit = hits(&j->ops[3], lo, hi);
-        for (int r = 0; r < 3 && is_write && !hit; r++)
-            hit = hits(&j->ops[r], lo, hi);
+        int hit = lo < j->hi[3] && j->lo[3] < hi && hits(&j->ops[3], lo, hi);
+        for (int r = 0; r < 3 && is_write && !hit; r++) {
+            if (j->snapped[r] || hi <= j->lo[r] || j->hi[r] <= lo || !hits(&j->ops[r], lo, hi))
+                continue;
+            if (!locked)
+                pthread_mutex_lock(&w->mu), locked = 1;
+            if (i >= w->taken && may_copy(s->ptq, w, core, i, &j->ops[r]))
+                copy_operand(w, j, r, s->cores[core].lx);
+            else
+                hit = 1;
+        }
         if (hit)
             need = i + 1;
     }
+    if (locked)
+        pthread_mutex_unlock(&w->mu);
     wait_until(w, need);
 }
 
@@ -542,6 +651,9 @@ void sim_pt_stop(sim *s)
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->more);
         pthread_cond_destroy(&w->done);
+        for (int i = 0; i < QUEUE; i++)
+            for (int k = 0; k < OP_KINDS; k++)
+                free(w->jobs[i].snap[k]);
         for (int k = 0; k < OP_KINDS; k++) {
             for (int c = 0; c < s->cfg.cores * cached[k]; c++)
                 free(w->bufs.oc[k][c].v);

@@ -203,6 +203,63 @@ static void test_fp32_sums_reach_dma_and_a_later_load_overwrites_them(void)
     sim_destroy(s);
 }
 
+/* Products run on a host worker behind the event loop.  A DMA that the
+ * program orders after a product (a token) but that overwrites the
+ * product's A and B before the worker has reached it must leave the
+ * product its old operands: the worker, busy with sixty large products
+ * first, gets copies of them (or the event loop waits). */
+static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    const int m = 3, k = 70, n = 5;
+    float A[3][70], B[70][5];
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < k; j++)
+            A[r][j] = isa_dl16_round((float)((r + 1) * (j % 7) - 3) / 4);
+    for (int j = 0; j < k; j++)
+        for (int c = 0; c < n; c++)
+            B[j][c] = isa_dl16_round((float)((j % 5) - c) / 8);
+    for (int r = 0; r < m; r++) {
+        put_dl16(lx, 0x0000 + r * 128, A[r], 64);
+        put_dl16(lx, 0x1000 + r * 128, A[r] + 64, 6);
+    }
+    for (int j = 0; j < k; j++)
+        put_dl16(lx, 0x4000 + j * 128, B[j], n);
+    uint8_t junk[70 * 128];
+    memset(junk, 0x3c, sizeof junk); /* DL16 0x3c3c, about 1.4 */
+    sim_dram_write(s, 0, junk, sizeof junk);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    for (int i = 0; i < 60; i++) { /* 64 x 256 x 64 each, on zeros */
+        isa_insn *busy = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x28000, 0x8000);
+        busy->b.off = 0x10000;
+        busy->m = 64, busy->nn = 256, busy->k = 64;
+        busy->as[0] = 0x2000, busy->bs[0] = 0x2000, busy->ds[0] = 0x2000;
+    }
+    isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x20000, 0);
+    mm->b.off = 0x4000;
+    mm->m = m, mm->nn = n, mm->k = k;
+    mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 0);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAI, 0);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x1000, 0)->run = m; /* A's second group */
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x4000, 0)->run = k; /* all of B */
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int r = 0; r < m; r++)
+        for (int c = 0; c < n; c++) {
+            double ref = 0;
+            for (int j = 0; j < k; j++)
+                ref += (double)A[r][j] * B[j][c];
+            /* fp32 sums rounded once to DL16 (2^-10 relative) */
+            CU_ASSERT_DOUBLE_EQUAL(get_dl16(lx, 0x20000 + r * 128 + c * 2), ref, fabs(ref) * 2e-3 + 1e-6);
+        }
+    CU_ASSERT_EQUAL(get_dl16(lx, 0x4000), get_dl16(lx, 0x4000 + 69 * 128)); /* the loads did land */
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 static void test_sfp_binary_broadcast_and_reductions(void)
 {
     sim *s = sim_create(&cfg4);
@@ -1170,6 +1227,8 @@ int main(void)
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
         {"fp32_sums_reach_dma_and_a_later_load_overwrites_them", test_fp32_sums_reach_dma_and_a_later_load_overwrites_them},
+        {"a_load_over_a_queued_products_operands_leaves_it_the_old_ones",
+         test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones},
         {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
         {"sfp_unary_ops_and_conversion", test_sfp_unary_ops_and_conversion},
         {"loops_and_registers_step_addresses", test_loops_and_registers_step_addresses},
