@@ -1376,7 +1376,7 @@ static char *attention_graph(int S, int H, int KV, int D)
  * wrote q, one core's heads whole (1x1b4), the softmax aligns with them,
  * and validate on both chips.  256 tokens, 8 heads of 128, 2 KV heads:
  * 214,469 cycles on spyre with every score through DRAM (before), now
- * 154,381 (165,733 before the rotary embedding staged q and k once a
+ * 154,636 (165,733 before the rotary embedding staged q and k once a
  * chunk). */
 static void test_attention_scores_stay_in_lx_from_qkt_to_pv_and_validate(void)
 {
@@ -1410,7 +1410,7 @@ static void test_attention_scores_stay_in_lx_from_qkt_to_pv_and_validate(void)
  * a core fit LX only with the product in smaller blocks, and the
  * probabilities take the scores' region (the softmax reads each row
  * before it writes it there).  16 heads (q's writer forced onto 16 cores,
- * one head each): 1,006,866 cycles before, 471,866 now. */
+ * one head each): 1,006,866 cycles before, 465,274 now. */
 static void test_attention_probabilities_take_the_scores_region_and_validate(void)
 {
     static const char *const wd[] = {"k0_mul_neg_cat=16"};

@@ -314,11 +314,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             bytes += part * sb;
         }
     col_sticks += rk_stage_shared(k, cores, rt, R);
-    double staged = 0; /* each staged load's sfp.rst gather: an instruction a row at worst */
-    for (int i = 0; i < k->nl; i++)
-        staged += k->loads[i].staged;
-    const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles) +
-                       staged * ((double)R * c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
+    const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
     const double lat = rk_dram_latency(c);
     double step = in > sfp ? in : sfp;
     step = step > out ? step : out;
