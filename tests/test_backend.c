@@ -435,8 +435,9 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
 }
 
 /* decoder_small keeps a transposed projection in LX for the product that
- * reads it on the same two cores, and two layer norms' inputs for the
- * later layer norms.  (llama_tiny kept its normed input for the three
+ * reads it on the same two cores, two layer norms' inputs for the later
+ * layer norms, and in each attention the scaled q, the scores and the
+ * probabilities, q and the probabilities by ring exchanges.  (llama_tiny kept its normed input for the three
  * projections until the row kernels' cost model put the norm on 4 cores,
  * which runs faster.) */
 static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
@@ -457,7 +458,8 @@ static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k10_split_with_sizes_mm_add: working lx "));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept _unsafe_view_2: k9_transpose_unsafe_view..k10_split_with_sizes_mm_add at lx "));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "(8 rows on 2 cores); read by k10_split_with_sizes_mm_add\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 3 tensors kept, 0 spills, 0 ring exchanges\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept bmm: k4_bmm..k5_softmax at lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 9 tensors kept, 0 spills, 2 ring exchanges\n"));
     free(text);
     cc_result_free(r);
     gr_graph_free(g);
@@ -1250,10 +1252,15 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
 {
     /* every kernel splits the 8192 rows over all 32 cores alike, so each
      * core keeps its 256 rows (128 KiB) of a result for the kernels that
-     * read it; a1 to a5 do not fit LX with the kernels' own tiles, so a1
-     * and a2, read again only by the last kernel, spill */
-    static const char *const wd[] = {"k0_neg=32",       "k1_mm_relu=32x1", "k2_mm_relu=32x1",
-                                     "k3_mm_relu=32x1", "k4_mm_relu=32x1", "k5_mm_relu_add=32x1"};
+     * read it; a1 to a5 do not fit LX with the kernels' own tiles (forced:
+     * free to tile smaller, they all stay, the next test), so a1 and a2,
+     * read again only by the last kernel, spill */
+    static const char *const wd[] = {"k0_neg=32",
+                                     "k1_mm_relu=32x1/128x4x256",
+                                     "k2_mm_relu=32x1/128x4x256",
+                                     "k3_mm_relu=32x1/128x4x256",
+                                     "k4_mm_relu=32x1/128x4x256",
+                                     "k5_mm_relu_add=32x1/128x2x256"};
     char *rep;
     gr_graph *g;
     cc_result *r = compile_text(keep_graph, "keep.txt", "spyre", wd, 6, &g, &rep);
@@ -1269,6 +1276,161 @@ static void test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_v
     CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
     CU_ASSERT(kept.cycles < off.cycles);
     gr_graph_free(g);
+}
+
+/* The same chain free to tile: the products take smaller blocks where
+ * keeping a result saves more DRAM traffic than the blocks cost (the
+ * lxplan's lx_shrink_for), so all five stay and none spills; with the
+ * larger tiles kept (as before) it spilled two and ran 1,112,203 cycles,
+ * now 609,122. */
+static void test_kernels_tile_smaller_so_more_tensors_stay_in_lx(void)
+{
+    static const char *const wd[] = {"k0_neg=32",       "k1_mm_relu=32x1", "k2_mm_relu=32x1",
+                                     "k3_mm_relu=32x1", "k4_mm_relu=32x1", "k5_mm_relu_add=32x1"};
+    static const char *const big[] = {"k0_neg=32",
+                                      "k1_mm_relu=32x1/128x4x256",
+                                      "k2_mm_relu=32x1/128x4x256",
+                                      "k3_mm_relu=32x1/128x4x256",
+                                      "k4_mm_relu=32x1/128x4x256",
+                                      "k5_mm_relu_add=32x1/128x2x256"};
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(keep_graph, "keep.txt", "spyre", wd, 6, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "\nlx across kernels: 5 tensors kept, 10 reads from lx, 0 spills, 0 reloads from dram\n");
+    free(rep);
+    cc_result_free(r);
+    sim_stats small, large;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 6, &small), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", big, 6, &large), 0);
+    printf("\n  smaller tiles: %.0f cycles, the larger ones: %.0f", small.cycles, large.cycles);
+    CU_ASSERT(small.dram_bytes_read + small.dram_bytes_written < large.dram_bytes_read + large.dram_bytes_written);
+    CU_ASSERT(small.cycles < 0.7 * large.cycles);
+    gr_graph_free(g);
+}
+
+/* Llama's attention at S tokens, H heads of D, KV heads shared by H / KV
+ * (tools/export.py's llama_8b_layer, from the q, k and v projections to
+ * the output projection, which here makes 64 columns). */
+static char *attention_graph(int S, int H, int KV, int D)
+{
+    const int R = H / KV, HD = H * D, KD = KV * D, h = D / 2;
+    char *t = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&t, &len);
+    fprintf(f, "graph attn\ninput %%q: f32[%d, %d]\ninput %%k: f32[%d, %d]\ninput %%v: f32[%d, %d]\n", S, HD, S, KD,
+            S, KD);
+    fprintf(f, "input %%cos: f32[%d, %d]\ninput %%sin: f32[%d, %d]\ninput %%mask: f32[%d, %d]\n", S, D, S, D, S, S);
+    fprintf(f, "input %%wo: f32[64, %d]\n", HD);
+    static const char *const x[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        const int n = i ? KV : H;
+        fprintf(f, "%%%sv: f32[1, %d, %d, %d] = aten.view.default(%%%s, [1, %d, %d, %d])\n", x[i], S, n, D, x[i], S, n, D);
+        fprintf(f, "%%%st: f32[1, %d, %d, %d] = aten.transpose.int(%%%sv, 1, 2)\n", x[i], n, S, D, x[i]);
+    }
+    for (int i = 0; i < 2; i++) { /* rotary embedding: x * cos + rotate_half(x) * sin */
+        const char *a = x[i];
+        const int n = i ? KV : H;
+        fprintf(f, "%%%s1: f32[1, %d, %d, %d] = aten.mul.Tensor(%%%st, %%cos)\n", a, n, S, D, a);
+        fprintf(f, "%%%s2: f32[1, %d, %d, %d] = aten.slice.Tensor(%%%st, 3, %d, %d)\n", a, n, S, h, a, h, D);
+        fprintf(f, "%%%s3: f32[1, %d, %d, %d] = aten.neg.default(%%%s2)\n", a, n, S, h, a);
+        fprintf(f, "%%%s4: f32[1, %d, %d, %d] = aten.slice.Tensor(%%%st, 3, 0, %d)\n", a, n, S, h, a, h);
+        fprintf(f, "%%%s5: f32[1, %d, %d, %d] = aten.cat.default([%%%s3, %%%s4], -1)\n", a, n, S, D, a, a);
+        fprintf(f, "%%%s6: f32[1, %d, %d, %d] = aten.mul.Tensor(%%%s5, %%sin)\n", a, n, S, D, a);
+        fprintf(f, "%%%sr: f32[1, %d, %d, %d] = aten.add.Tensor(%%%s1, %%%s6)\n", a, n, S, D, a, a);
+    }
+    static const char *const kvsrc[] = {"kr", "vt"}, *const kvn[] = {"k", "v"};
+    for (int i = 0; i < 2; i++) { /* repeat_kv: expand and copy */
+        const char *a = kvn[i];
+        fprintf(f, "%%%su: f32[1, %d, 1, %d, %d] = aten.unsqueeze.default(%%%s, 2)\n", a, KV, S, D, kvsrc[i]);
+        fprintf(f, "%%%se: f32[1, %d, %d, %d, %d] = aten.expand.default(%%%su, [1, %d, %d, %d, %d])\n", a, KV, R, S, D,
+                a, KV, R, S, D);
+        fprintf(f, "%%%sc: f32[1, %d, %d, %d, %d] = aten.clone.default(%%%se, memory_format=\"contiguous_format\")\n", a,
+                KV, R, S, D, a);
+        fprintf(f, "%%%sh: f32[1, %d, %d, %d] = aten._unsafe_view.default(%%%sc, [1, %d, %d, %d])\n", a, H, S, D, a, H,
+                S, D);
+    }
+    fprintf(f, "%%kT: f32[1, %d, %d, %d] = aten.transpose.int(%%kh, 2, 3)\n", H, D, S);
+    fprintf(f, "%%qb: f32[%d, %d, %d] = aten.view.default(%%qr, [%d, %d, %d])\n", H, S, D, H, S, D);
+    fprintf(f, "%%kb: f32[%d, %d, %d] = aten._reshape_alias.default(%%kT, [%d, %d, %d], [%d, 1, %d])\n", H, D, S, H, D,
+            S, S * D, D);
+    fprintf(f, "%%s: f32[%d, %d, %d] = aten.bmm.default(%%qb, %%kb)\n", H, S, S);
+    fprintf(f, "%%s4: f32[1, %d, %d, %d] = aten.view.default(%%s, [1, %d, %d, %d])\n", H, S, S, H, S, S);
+    fprintf(f, "%%sd: f32[1, %d, %d, %d] = aten.div.Tensor(%%s4, 11.313708498984761)\n", H, S, S);
+    fprintf(f, "%%sm: f32[1, %d, %d, %d] = aten.add.Tensor(%%sd, %%mask)\n", H, S, S);
+    fprintf(f, "%%p: f32[1, %d, %d, %d] = aten._softmax.default(%%sm, -1, False)\n", H, S, S);
+    fprintf(f, "%%pb: f32[%d, %d, %d] = aten.view.default(%%p, [%d, %d, %d])\n", H, S, S, H, S, S);
+    fprintf(f, "%%vb: f32[%d, %d, %d] = aten.view.default(%%vh, [%d, %d, %d])\n", H, S, D, H, S, D);
+    fprintf(f, "%%o: f32[%d, %d, %d] = aten.bmm.default(%%pb, %%vb)\n", H, S, D);
+    fprintf(f, "%%o4: f32[1, %d, %d, %d] = aten.view.default(%%o, [1, %d, %d, %d])\n", H, S, D, H, S, D);
+    fprintf(f, "%%ot: f32[1, %d, %d, %d] = aten.transpose.int(%%o4, 1, 2)\n", S, H, D);
+    fprintf(f, "%%oc: f32[1, %d, %d, %d] = aten.clone.default(%%ot, memory_format=\"contiguous_format\")\n", S, H, D);
+    fprintf(f, "%%om: f32[%d, %d] = aten.view.default(%%oc, [%d, %d])\n", S, HD, S, HD);
+    fprintf(f, "%%wt: f32[%d, 64] = aten.t.default(%%wo)\n%%y: f32[%d, 64] = aten.mm.default(%%om, %%wt)\noutput %%y\n",
+            HD, S);
+    fclose(f);
+    return t;
+}
+
+/* The attention's scores and probabilities stay in LX from QK^T through
+ * the softmax to PV: the products split their heads over the cores that
+ * wrote q, one core's heads whole (1x1b4), the softmax aligns with them,
+ * and validate on both chips.  256 tokens, 8 heads of 128, 2 KV heads:
+ * 214,469 cycles on spyre with every score through DRAM (before), now
+ * 154,636 (165,733 before the rotary embedding staged q and k once a
+ * chunk). */
+static void test_attention_scores_stay_in_lx_from_qkt_to_pv_and_validate(void)
+{
+    char *text = attention_graph(256, 8, 2, 128), *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(text, "attn.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "k1_bmm: grid 1x1b4 on 4 cores", "k4_bmm: grid 1x1b4 on 4 cores",
+                       "  kept in lx: s for k1_bmm..k2_div_add_softmax (262144 bytes per core",
+                       "  kept in lx: p for k2_div_add_softmax..k4_bmm (262144 bytes per core", "  from lx: qr\n",
+                       "  from lx: s\n", "  from lx: p\n");
+    /* rotate_half's three loads of q (x, and x a stick on and a stick
+     * back under cat's where) and of k are staged once per chunk, their
+     * spans together: 4,193,024 bytes read when each load staged its own */
+    const char *rope = strstr(rep, "k0_mul_neg_cat: rows over");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rope);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(rope, "dram bytes: "));
+    CU_ASSERT(atol(strstr(rope, "dram bytes: ") + 12) < 3300000);
+    free(rep);
+    cc_result_free(r);
+    sim_stats kept, off;
+    run_kept_and_not(g, NULL, 0, &kept, &off, "attention, kept in lx");
+    CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
+    CU_ASSERT(kept.cycles < 0.85 * off.cycles);
+    CU_ASSERT(kept.cycles < 190000); /* 214,469 with the scores through DRAM */
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    gr_graph_free(g);
+    free(text);
+}
+
+/* One head per core, 512 tokens as in Llama-8B prefill: 512 KB of scores
+ * a core fit LX only with the product in smaller blocks, and the
+ * probabilities take the scores' region (the softmax reads each row
+ * before it writes it there).  16 heads (q's writer forced onto 16 cores,
+ * one head each): 1,006,866 cycles before, 465,274 now. */
+static void test_attention_probabilities_take_the_scores_region_and_validate(void)
+{
+    static const char *const wd[] = {"k0_mul_neg_cat=16"};
+    char *text = attention_graph(512, 16, 4, 128), *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(text, "attn.txt", "spyre", wd, 1, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "k1_bmm: grid 1x1b16 on 16 cores", "k4_bmm: grid 1x1b16 on 16 cores",
+                       "\nlx across kernels: 3 tensors kept, 3 reads from lx, 0 spills, 0 reloads from dram\n");
+    const char *s = strstr(rep, "  kept in lx: s for k1_bmm..k2_div_add_softmax (524288 bytes per core at lx ");
+    const char *p = strstr(rep, "  kept in lx: p for k2_div_add_softmax..k4_bmm (524288 bytes per core at lx ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(atol(strstr(s, " at lx ") + 7), atol(strstr(p, " at lx ") + 7)); /* one region */
+    free(rep);
+    cc_result_free(r);
+    sim_stats kept, off;
+    run_kept_and_not(g, wd, 1, &kept, &off, "one head per core, kept in lx");
+    CU_ASSERT(kept.cycles < 0.6 * off.cycles);
+    gr_graph_free(g);
+    free(text);
 }
 
 /* Three 512-wide linears: each reads its weight from DRAM once and
@@ -3622,6 +3784,11 @@ int main(void)
         {"a pointwise node independent of the product joins its epilogue",
          test_a_pointwise_node_independent_of_the_product_joins_its_epilogue},
         {"a kernel storing two row lengths is one staged row", test_a_kernel_storing_two_row_lengths_is_one_staged_row},
+        {"kernels tile smaller so more tensors stay in LX", test_kernels_tile_smaller_so_more_tensors_stay_in_lx},
+        {"attention scores stay in LX from QK^T to PV and validate",
+         test_attention_scores_stay_in_lx_from_qkt_to_pv_and_validate},
+        {"attention probabilities take the scores' region and validate",
+         test_attention_probabilities_take_the_scores_region_and_validate},
         {"tensors kept in LX across kernels spill the furthest used and validate",
          test_tensors_kept_in_lx_across_kernels_spill_the_furthest_used_and_validate},
         {"a pointwise loop merged across rows is cut back and validates on both chips",

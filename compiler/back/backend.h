@@ -52,7 +52,7 @@ typedef struct {
     int64_t chunk;     /* row kernels: rows per chunk forced by work_div (0: as many as fit) */
     int bcast;         /* MATMUL: gm x 1 with B broadcast over the ring (be_matmul.c) */
     int nokeep;        /* work_div "+nokeep": no tensor it reads or writes is kept in LX across kernels */
-    int aligned_to;    /* row kernels: its cores were set to those of the kernel at this position + 1, which
+    int aligned_to;    /* row kernels, batched matmuls: its cores were set to those of the kernel at this position + 1, which
                           writes a tensor it reads, so that the tensor can stay in LX (0: not) */
 } be_work;
 
@@ -545,6 +545,10 @@ typedef struct {
     /* the cycles estimate leaves out (the kernel's fill and drain), which
      * the report's estimate adds (be_kind.c) */
     double fill_drain;
+    /* lxplan: it reads each row of a tensor it walks aligned before it
+     * writes that row of an aligned result, chunk by chunk, so the result
+     * may take the LX region of a kept tensor whose last reader it is */
+    int in_place;
 } be_kind;
 
 const be_kind *be_kind_of(const be_ctx *c, int pos);
@@ -559,6 +563,7 @@ int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_matmul_plan(be_ctx *c, int pos);
+void be_matmul_align(be_ctx *c, int pos, const int *writer);
 double be_matmul_estimate(be_ctx *c, int pos);
 int64_t be_matmul_need(be_ctx *c, int pos);
 int be_matmul_emit(be_ctx *c, int pos);

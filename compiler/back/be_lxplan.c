@@ -227,12 +227,83 @@ static void xchg_plan(be_ctx *c, int b, int pos, int64_t floor, int64_t top)
     r->x[r->nx++] = xr;
 }
 
-/* Candidate b, written by the kernel at i: the highest free range above
- * the working LX of every kernel it lives through, making room by
- * evicting (Belady: of the tensors in LX and this one, the one read
- * again furthest away leaves), or DRAM. */
-static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, const int64_t *need, int64_t top)
+/* Each kernel's working LX (need) and, where the plan kept the larger
+ * tiling because the smaller one's estimate grew (LX_SHRINK_COST), that
+ * smaller one (small, -1: none) and the cycles it adds (grow). */
+typedef struct {
+    int64_t *need, *small;
+    double *grow;
+} lx_needs_t;
+
+/* The floor of candidate b's region over kernels from..to, with the
+ * smaller tilings where `shrink`. */
+static int64_t lx_floor_of(const be_ctx *c, const lx_needs_t *n, int from, int to, int shrink)
 {
+    int64_t floor = 0;
+    for (int k = from; k <= to; k++)
+        floor = cc_max(floor, cc_round_up(shrink && n->small[k] >= 0 ? n->small[k] : n->need[k], c->t.stick));
+    return floor;
+}
+
+/* The region of a kept tensor whose last reader is the kernel at i,
+ * b's producer, which b may share (its kind writes a row only after
+ * reading it: be_kind.in_place) when it is laid out as b will be and
+ * lies at floor or above; -1 when none (the softmax's probabilities take
+ * its scores' region). */
+static int64_t lx_in_place(const be_ctx *c, int b, int i, int64_t floor)
+{
+    const be_res *r = &c->res[b];
+    if (!be_kind_of(c, i)->in_place)
+        return -1;
+    for (int v = 0; v < c->p->nbufs; v++) {
+        const be_res *q = &c->res[v];
+        if (v != b && q->on && q->to == i && q->from < i && q->cores == r->cores && q->rows_cap == r->rows_cap &&
+            q->bytes == r->bytes && c->lay[v].groups == c->lay[b].groups && q->lx >= floor)
+            return q->lx;
+    }
+    return -1;
+}
+
+/* No room for candidate b above the kernels' working LX: the kernels it
+ * lives through that keep their larger tiling take the smaller one when
+ * the cycles that adds are fewer than the DRAM traffic keeping b saves
+ * (its aligned reads, and its write when nothing else needs it in DRAM):
+ * the attention scores of Llama-8B prefill, 512 KB a core, fit beside
+ * the QK^T product only in smaller blocks, which re-read K^T and are
+ * estimated 14% slower, while keeping them saves a 16.8 MB round trip.
+ * The region's offset (shared with a tensor b's producer reads last when
+ * it can, lx_in_place), or -1. */
+static int64_t lx_shrink_for(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, int64_t top, int64_t bytes)
+{
+    const be_res *r = &c->res[b];
+    const int64_t floor = lx_floor_of(c, n, r->from, r->to, 1), shared = lx_in_place(c, b, r->from, floor);
+    const int64_t at = shared >= 0 ? shared : lx_fit(c, r->from, floor, top, bytes);
+    if (at < 0 || c->t.dram_bytes_per_cycle <= 0)
+        return -1;
+    double grow = 0;
+    for (int k = r->from; k <= r->to; k++)
+        if (cc_round_up(n->need[k], c->t.stick) > at)
+            grow += n->grow[k];
+    const double saved = (double)c->lay[b].rows * c->lay[b].groups * c->t.stick * (x[b].nuses + !r->dram) /
+                         c->t.dram_bytes_per_cycle;
+    if (!(grow < saved))
+        return -1;
+    for (int k = r->from; k <= r->to; k++)
+        if (cc_round_up(n->need[k], c->t.stick) > at) {
+            n->need[k] = n->small[k];
+            n->grow[k] = 0;
+        }
+    return at;
+}
+
+/* Candidate b, written by the kernel at i: the highest free range above
+ * the working LX of every kernel it lives through (with smaller tilings
+ * where that pays, lx_shrink_for), making room by evicting (Belady: of
+ * the tensors in LX and this one, the one read again furthest away
+ * leaves), or DRAM. */
+static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, int64_t top)
+{
+    const int64_t *need = n->need;
     const ir_prog *p = c->p;
     const int64_t sb = c->t.stick;
     be_res *r = &c->res[b];
@@ -246,8 +317,12 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, const int64_t *n
     int64_t floor = 0;
     for (int k = r->from; k <= r->to; k++)
         floor = cc_max(floor, cc_round_up(need[k], sb));
-    for (;;) {
+    for (int first = 1;; first = 0) {
         int64_t at = lx_fit(c, i, floor, top, r->bytes);
+        if (at < 0 && first)
+            at = lx_in_place(c, b, i, floor);
+        if (at < 0 && first)
+            at = lx_shrink_for(c, x, b, n, top, r->bytes);
         if (at >= 0) {
             r->on = 1;
             r->lx = at;
@@ -279,8 +354,9 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, const int64_t *n
 
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's
  * working LX). */
-static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
+static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
 {
+    const int64_t *need = n->need;
     ir_prog *p = c->p;
     const int64_t sb = c->t.stick, top = (int64_t)c->cfg->lx_usable_bytes / sb * sb;
     for (int i = 0; i < p->norder; i++) {
@@ -290,7 +366,7 @@ static void lx_plan(be_ctx *c, lx_cand *x, const int64_t *need)
                     xchg_plan(c, b, i, cc_round_up(need[i], sb), top);
         for (int b = 0; b < p->nbufs; b++)
             if (x[b].producer == i && last_use(&x[b]) >= 0)
-                lx_place(c, x, b, i, need, top);
+                lx_place(c, x, b, i, n, top);
     }
     /* a region ends at its last reader from LX: exchanges that fell to
      * DRAM leave it shorter, or with none, not kept at all */
@@ -329,10 +405,10 @@ static int lx_needs(be_ctx *c, const char *live, int64_t *need)
  * through (live), tiled into all of LX and into LX_KERNEL_SHARE of it:
  * the plan keeps the smaller free (the larger where only it fits).  -1
  * with the kernel's error. */
-static int lx_need(be_ctx *c, const char *live, int64_t *need)
+static int lx_need(be_ctx *c, const char *live, lx_needs_t *n)
 {
     ir_prog *p = c->p;
-    int64_t *small = ir_xalloc((size_t)(p->norder + 1) * sizeof *small);
+    int64_t *need = n->need, *small = n->small;
     double *est = ir_xalloc((size_t)(p->norder + 1) * sizeof *est);
     int rc = lx_needs(c, live, need);
     for (int i = 0; i < p->norder && !rc; i++) {
@@ -348,15 +424,18 @@ static int lx_need(be_ctx *c, const char *live, int64_t *need)
      * a matmul's smaller blocks can re-read operands (a row kernel's
      * estimate does not depend on its chunks) */
     for (int i = 0; i < p->norder && !rc; i++) {
-        if (live[i] && small[i] >= 0 && !c->work[i].bcast &&
-            be_kind_of(c, i)->estimate(c, i) <= est[i] * (1 + LX_SHRINK_COST))
+        const double e = live[i] && small[i] >= 0 ? be_kind_of(c, i)->estimate(c, i) : 0;
+        if (live[i] && small[i] >= 0 && !c->work[i].bcast && e <= est[i] * (1 + LX_SHRINK_COST))
             need[i] = small[i];
+        else if (live[i] && small[i] >= 0 && !c->work[i].bcast)
+            n->grow[i] = e - est[i]; /* lx_shrink_for may still take it */
+        else
+            small[i] = -1;
         c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
     }
     if (!rc)
         p->err[0] = 0; /* a kernel that did not fit in the smaller share */
     free(est);
-    free(small);
     return rc;
 }
 
@@ -393,10 +472,14 @@ int be_lxplan_pass(ir_prog *p)
     for (int b = 0; b < p->nbufs; b++)
         for (int i = x[b].producer; i >= 0 && i <= last_use(&x[b]); i++)
             any = live[i] = 1;
-    if (any && !(rc = lx_need(c, live, c->lx_need))) {
-        lx_plan(c, x, c->lx_need);
+    lx_needs_t n = {c->lx_need, ir_xalloc((size_t)(p->norder + 1) * sizeof *n.small),
+                    ir_xalloc((size_t)(p->norder + 1) * sizeof *n.grow)};
+    if (any && !(rc = lx_need(c, live, &n))) {
+        lx_plan(c, x, &n);
         lx_floors(c);
     }
+    free(n.small);
+    free(n.grow);
     for (int b = 0; b < p->nbufs && p->opts.write_values; b++) /* after the plan: it stays the same */
         c->res[b].dram |= c->res[b].on && p->bufs[b].whole_value;
     free(live);

@@ -508,19 +508,32 @@ static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
     return mm_cost_tiled(m, gm, gn, bytes, &tl);
 }
 
+/* Does each core's part of the rows (batch indices times M) lie where a
+ * row kernel on as many cores would have it?  Without a batch, any
+ * split of M does; a batch split only with whole M per index (gm 1) and
+ * the indices divided evenly: core c's indices [c*nb, (c+1)*nb) are
+ * then rows [c*nb*M, (c+1)*nb*M), cc_split's part of the rows (the
+ * attention scores, one head per core, stay in LX from QK^T through
+ * the softmax to PV). */
+static int mm_rows_split(const mm_plan *m, const be_work *w)
+{
+    return m->nbatch == 1 || (w->gm == 1 && m->nbatch % m->gb == 0 && !w->bcast);
+}
+
 /* Can this kernel take A and its epilogue's tiles from, and leave its
  * results in, LX regions kept across kernels?  With one core per row
- * part (gn 1, no batch) a core's rows are a contiguous part as in row
- * kernels; then each buffer walked aligned (be_rows_aligned) qualifies. */
+ * part (gn 1) a core's rows are a contiguous part as in row kernels
+ * (mm_rows_split); then each buffer walked aligned (be_rows_aligned)
+ * qualifies. */
 static int mm_aligned_a(const mm_plan *m, int pos)
 {
     const be_work *w = &m->c->work[pos];
-    if ((w->gn != 1 && !w->bcast) || w->gk > 1 || m->nbatch != 1 || m->ag)
+    if ((w->gn != 1 && !w->bcast) || w->gk > 1 || !mm_rows_split(m, w) || m->ag)
         return 0;
     rk_plan a = {0};
     a.c = m->c;
     a.rsp = m->arsp;
-    a.rows = m->M;
+    a.rows = m->nbatch * m->M;
     a.G = m->KG;
     a.cols = m->Kd;
     return be_rows_aligned(&a, m->mm->a, &m->av);
@@ -532,7 +545,7 @@ static int mm_aligned_a(const mm_plan *m, int pos)
 static int mm_aligned_tile(const mm_plan *m, int pos, int buf, const be_view *v, int out)
 {
     const be_work *w = &m->c->work[pos];
-    return (w->gn == 1 || (w->bcast && out)) && w->gk <= 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v);
+    return (w->gn == 1 || (w->bcast && out)) && w->gk <= 1 && mm_rows_split(m, w) && be_rows_aligned(&m->ep, buf, v);
 }
 
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
@@ -941,6 +954,57 @@ int be_matmul_plan(be_ctx *c, int pos)
     return rc;
 }
 
+/* Does the kernel as planned fit LX_KERNEL_SHARE of LX (be_matmul_need
+ * under that budget), leaving the rest to tensors kept across kernels?
+ * (A K^T staged whole once per core does not: 8 heads' 1 MB beside each
+ * core's one head, and the product, aligned for nothing, ran 11% slower.) */
+static int mm_leaves_room(be_ctx *c, int pos)
+{
+    int64_t *had = c->lx_floor;
+    c->lx_floor = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->lx_floor);
+    c->lx_floor[pos] = (int64_t)(c->cfg->lx_usable_bytes * LX_KERNEL_SHARE) / c->t.stick * c->t.stick;
+    const int fits = be_matmul_need(c, pos) >= 0;
+    free(c->lx_floor);
+    c->lx_floor = had;
+    c->p->err[0] = 0; /* need's error when it does not fit */
+    return fits;
+}
+
+/* A batched product whose A an earlier kernel writes aligned on C cores
+ * (the rotary embedding's q, one head per core; the softmax's
+ * probabilities) takes the batch in C parts of whole indices, one core
+ * each (1x1bC), when the estimate grows by less than A's DRAM round trip:
+ * A then stays in LX, and so can its result for a row kernel that aligns
+ * with it in turn (the attention scores).  Planned again either way. */
+void be_matmul_align(be_ctx *c, int pos, const int *writer)
+{
+    be_work *w = &c->work[pos];
+    const be_work was = *w;
+    mm_plan m;
+    if (mm_build(c, pos, &m)) {
+        mm_free(&m);
+        return;
+    }
+    const int src = writer[m.mm->a];
+    const int64_t cores = src >= 0 ? c->work[src].cores : 0;
+    const double trip = c->t.dram_bytes_per_cycle > 0 ? 2.0 * (double)be_buf_bytes(c, m.mm->a) / c->t.dram_bytes_per_cycle : 0;
+    mm_free(&m);
+    if (cores < 2 || was.gb == cores || m.nbatch % cores || cores > (int64_t)c->cfg->cores)
+        return;
+    *w = (be_work){.gm = 1, .gn = 1, .gk = 1, .gb = cores};
+    int ok = !be_matmul_plan(c, pos) && w->est_cycles - was.est_cycles < trip;
+    if (ok) {
+        ok = !mm_build(c, pos, &m) && mm_aligned_a(&m, pos) && mm_leaves_room(c, pos);
+        mm_free(&m);
+    }
+    if (ok) {
+        w->aligned_to = src + 1;
+        return;
+    }
+    *w = (be_work){0};
+    be_matmul_plan(c, pos); /* as it was */
+}
+
 /* The host memory a core's emission holds (every path out frees it). */
 static void mm_core_free(mm_core *mc, int nn)
 {
@@ -1046,11 +1110,12 @@ static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, in
     be_rst_flush(&r);
 }
 
-/* A block under way: batch b, rows [m0, m0 + mb) (arow in A), sticks
- * [g0, g0 + nbs) (cols columns), its C slot q at C, its corelets' parts,
- * B's view from its first stick. */
+/* A block under way: batch b, rows [m0, m0 + mb) (arow in A, prow in
+ * the core's part of a tensor kept in LX), sticks [g0, g0 + nbs) (cols
+ * columns), its C slot q at C, its corelets' parts, B's view from its
+ * first stick. */
 typedef struct {
-    int64_t b, m0, mb, g0, nbs, cols, arow, C;
+    int64_t b, m0, mb, g0, nbs, cols, arow, prow, C;
     int q;
     mm_parts cp;
     be_view bv0;
@@ -1076,7 +1141,7 @@ static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
     for (int u = 0; u < mc->nc; u++)
         cc_emit_wait(e, ISA_U_DMAI, mc->abempty[s][u]);
     if (m->ares) {
-        be_res_copy(c, e, 0, m->mm->a, m0 - mc->m0, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
+        be_res_copy(c, e, 0, m->mm->a, bk->prow, mb, k0 / lanes, cc_ceil_div(kc, lanes), A, MB * sb);
     } else if (!m->ag) {
         be_view av = mm_shifted(&m->av, k0 / lanes);
         be_dma_rows(c, e, ISA_OP_DMA_LD, A, MB * sb, &av, &m->arsp, bk->arow, mb, cc_ceil_div(kc, lanes));
@@ -1197,7 +1262,7 @@ static void mm_block_store(mm_core *mc, const mm_blk *bk, const be_val *vals)
     }
     for (int j = 0; j < k->nn && j < 64; j++) /* after the DRAM stores, which take longer */
         if (k->nodes[j].res)
-            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, bk->m0 - mc->m0, bk->mb, bk->g0, bk->nbs,
+            be_res_copy(c, e, 1, c->p->nodes[k->nodes[j].node].out, bk->prow, bk->mb, bk->g0, bk->nbs,
                         vals[j].lx, MB * sb);
     cc_emit_sig(e, ISA_U_DMAO, mc->eempty[bk->q]);
     for (int u = 0; u < mc->nc; u++)
@@ -1255,6 +1320,7 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     bk.nbs = nbs;
     bk.cols = cc_min(nbs * lanes, m->N - g0 * lanes);
     bk.arow = b * m->M + m0;
+    bk.prow = (b - mc->b0) * m->M + m0 - mc->m0; /* mm_rows_split: gm 1 when b0 > 0 */
     bk.q = (int)(mc->nblk++ % 2);
     bk.C = mc->cs[bk.q];
     int64_t at = bk.C + mc->NBS * mc->MB * sb;
@@ -1262,7 +1328,7 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
     cc_emit_wait(e, ISA_U_DMAI, mc->eempty[bk.q]);
     const mm_rows rs = {1, {bk.arow}, {0}, {mb}};
     if (!mc->ik) /* split-K: only part 0 runs the epilogue */
-        at = mm_ep_load(mc, &rs, m0 - mc->m0, g0, nbs, at, NULL);
+        at = mm_ep_load(mc, &rs, bk.prow, g0, nbs, at, NULL);
     cc_emit_sig(e, ISA_U_DMAI, mc->efull[bk.q]);
 
     mm_corelet_parts(&mc->tl, mc->nc, mb, nbs, &bk.cp);

@@ -269,6 +269,7 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
  * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
  * 981 cycles, on 32 2,370). */
 static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
+static int rk_stage_leader(const rk_plan *k, int i);
 
 /* Sticks of the staged loads every core reads alike: a core's staged
  * sticks (the most of any chunk, times its chunks) when the cores
@@ -278,7 +279,7 @@ static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64
 {
     double whole = 0;
     for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].staged)
+        if (k->loads[i].staged && rk_stage_leader(k, i) == i) /* a buffer's loads are staged together */
             whole += (double)be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
     if (whole == 0)
         return 0;
@@ -379,6 +380,19 @@ static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, in
 static int64_t rk_numel(const be_ctx *c, int buf)
 {
     return gr_ttype_numel(&c->p->bufs[buf].type);
+}
+
+/* The first staged load that reads the buffer staged load i reads: a
+ * chunk stages a buffer's sticks once for all its staged loads (rotary
+ * embedding's x, x shifted a stick on and a stick back for rotate_half's
+ * cat read three spans of four that overlap). */
+static int rk_stage_leader(const rk_plan *k, int i)
+{
+    const int buf = k->c->p->A.e[k->loads[i].e].buf;
+    for (int j = 0; j < i; j++)
+        if (k->loads[j].staged && k->c->p->A.e[k->loads[j].e].buf == buf)
+            return j;
+    return i;
 }
 
 /* Row `row` of the row space walked for staged load L (its spans kept in
@@ -487,24 +501,31 @@ void be_rows_spans_free(be_ctx *c)
     c->spans = NULL;
 }
 
-/* The sticks of its buffer's device layout that staged load L reads for
- * rows [r0, r0 + n): per stick group g of the buffer, the layout rows
- * lo[g]..hi[g] (lo > hi: none).  Returns the sticks in all; a chunk that
- * reads no element inside the buffer gets the first stick. */
-static int64_t rk_stage_span(const rk_plan *k, rk_load *L, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
+/* The sticks of its buffer's device layout that the staged loads of the
+ * buffer staged load i reads read for rows [r0, r0 + n): per stick group
+ * g of the buffer, the layout rows lo[g]..hi[g] (lo > hi: none).  Returns
+ * the sticks in all; a chunk that reads no element inside the buffer gets
+ * the first stick. */
+static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
 {
-    const be_layout *B = &k->c->lay[k->c->p->A.e[L->e].buf];
-    be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+    const int buf = k->c->p->A.e[k->loads[i].e].buf;
+    const be_layout *B = &k->c->lay[buf];
     be_span_init(B, lo, hi);
     be_walk w;
-    be_walk_init(&w, k->c, k->c->p->A.e[L->e].buf);
-    for (int64_t r = r0; r < r0 + n; r++) {
-        if (s->at[r] < 0)
-            rk_span_row(k, L, s, &w, r);
-        for (int64_t q = s->at[r]; q < s->at[r] + s->len[r]; q++) {
-            const be_gspan *e = &s->e[q];
-            lo[e->g] = cc_min(lo[e->g], e->lo);
-            hi[e->g] = cc_max(hi[e->g], e->hi);
+    be_walk_init(&w, k->c, buf);
+    for (int j = i; j < k->nl; j++) {
+        rk_load *L = &k->loads[j];
+        if (!L->staged || k->c->p->A.e[L->e].buf != buf)
+            continue;
+        be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+        for (int64_t r = r0; r < r0 + n; r++) {
+            if (s->at[r] < 0)
+                rk_span_row(k, L, s, &w, r);
+            for (int64_t q = s->at[r]; q < s->at[r] + s->len[r]; q++) {
+                const be_gspan *e = &s->e[q];
+                lo[e->g] = cc_min(lo[e->g], e->lo);
+                hi[e->g] = cc_max(hi[e->g], e->hi);
+            }
         }
     }
     return be_span_total(B, lo, hi);
@@ -518,11 +539,11 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
     for (int64_t r = r0; r < r0 + rt; r += R) {
         int64_t sum = 0;
         for (int i = 0; i < k->nl; i++) {
-            if (!k->loads[i].staged)
+            if (!k->loads[i].staged || rk_stage_leader(k, i) != i)
                 continue;
             const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
             int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
-            sum += rk_stage_span(k, &k->loads[i], r, cc_min(R, r0 + rt - r), lo, lo + B->groups);
+            sum += rk_stage_span(k, i, r, cc_min(R, r0 + rt - r), lo, lo + B->groups);
             free(lo);
         }
         most = cc_max(most, sum * k->c->t.stick);
@@ -773,17 +794,16 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst_flush(&r);
 }
 
-/* Stage the sticks staged load L reads for rows [r0, r0 + n) at st
- * (dmai): one contiguous run per stick group of its buffer.  Fills lo
- * (layout row of each group's first staged stick) and go (its offset
- * from st); returns the bytes staged. */
-static int64_t rk_stage_chunk(rk_core *rc, rk_load *L, int64_t st, int64_t r0, int64_t n, int64_t *lo,
-                              int64_t *go)
+/* Stage the sticks the staged loads of staged load i's buffer read for
+ * rows [r0, r0 + n) at st (dmai): one contiguous run per stick group of
+ * the buffer.  Fills lo (layout row of each group's first staged stick)
+ * and go (its offset from st); returns the bytes staged. */
+static int64_t rk_stage_chunk(rk_core *rc, int i, int64_t st, int64_t r0, int64_t n, int64_t *lo, int64_t *go)
 {
     rk_plan *k = rc->k;
-    const int buf = k->c->p->A.e[L->e].buf;
+    const int buf = k->c->p->A.e[k->loads[i].e].buf;
     int64_t *hi = ir_xalloc((size_t)k->c->lay[buf].groups * sizeof *hi);
-    rk_stage_span(k, L, r0, n, lo, hi);
+    rk_stage_span(k, i, r0, n, lo, hi);
     int64_t at = be_stage_spans(k->c, rc->e, buf, lo, hi, st, go);
     free(hi);
     return at;
@@ -917,13 +937,13 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     /* the sticks each restickified load reads in this chunk, in the slot */
     for (int i = 0; i < k->nl && i < 256; i++) {
         rk_load *L = &k->loads[i];
-        if (!L->staged)
+        if (!L->staged || rk_stage_leader(k, i) != i)
             continue;
         int64_t groups = c->lay[c->p->A.e[L->e].buf].groups;
         st_lo[i] = ir_xalloc((size_t)groups * sizeof *st_lo[i]);
         st_go[i] = ir_xalloc((size_t)groups * sizeof *st_go[i]);
         st_of[i] = at;
-        at += rk_stage_chunk(rc, L, at, r0, n, st_lo[i], st_go[i]);
+        at += rk_stage_chunk(rc, i, at, r0, n, st_lo[i], st_go[i]);
     }
     cc_emit_sig(e, ISA_U_DMAI, rc->full[s]);
 
@@ -955,10 +975,13 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
     }
     for (int i = 0; i < k->nl && i < 256; i++)
         if (k->loads[i].staged) {
-            rk_gather(rc, &k->loads[i], lx_of[i], r0, n, st_of[i], st_lo[i], st_go[i]);
-            free(st_lo[i]);
-            free(st_go[i]);
+            const int l = rk_stage_leader(k, i);
+            rk_gather(rc, &k->loads[i], lx_of[i], r0, n, st_of[l], st_lo[l], st_go[l]);
         }
+    for (int i = 0; i < k->nl && i < 256; i++) {
+        free(st_lo[i]);
+        free(st_go[i]);
+    }
     be_tile *T = &rc->T;
     T->nmemo = 0;
     T->ncells = 0;
