@@ -887,7 +887,20 @@ void be_collect_load(void *ctx, const ir_expr *x)
         w->failed = 1;
         return;
     }
-    if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
+    /* a tile the same for consecutive rows (the innermost row loop does not
+     * move it: a cat's one new row beside a cache's 512, an attention mask
+     * over a head's rows) would be read from DRAM again for each row, the
+     * same sticks over and over: staged instead, a chunk reads each of its
+     * sticks once (the Llama-8B decode's cat of the K cache and the new
+     * key, 90,289 -> 30,921 cycles).  One that moves with the innermost
+     * loop (rope's table over positions, repeated per head) is read as it
+     * is: a chunk's rows read different sticks anyway, and staging them
+     * made serve_tiny's prefill rope kernel twice as slow. */
+    const int inner = k->rsp.nv - 1;
+    const int repeats = inner >= 0 && k->rsp.ext[inner] > 1 && x->idx.coef[k->rsp.var[inner]] == 0;
+    if (L.cls == BE_V_TILE && repeats && k->K->kind != IR_MATMUL && k->c->lay[x->buf].dram) {
+        L.staged = 1;
+    } else if (be_view_of(k->c, x->buf, &x->idx, k->nvars, has_col ? k->colvar : -1, NULL, &L.v, why, sizeof why) ||
         (has_col && !be_lane_fits(k->c, x->buf, &x->idx, k->cols))) {
         /* a per-column operand of a row kernel whose columns run past its
          * stick dimension (a layer norm's weight over two dimensions; every
