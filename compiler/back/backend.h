@@ -109,6 +109,7 @@ typedef struct be_ctx {
     be_res *res;       /* per buffer: kept in LX across kernels (all off with no_lx_plan) */
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
     int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */
+    const struct lx_cand *hope; /* lxplan, while it tiles the kernels: what could stay in LX (be_res_may_read) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     int pos;           /* codegen: the kernel position being emitted */
@@ -482,6 +483,11 @@ int64_t be_lx_budget(const be_ctx *c, int pos);
  * read aligned by this kernel)?  Does it store it there? */
 int be_res_reads(const be_ctx *c, int buf, int pos);
 int be_res_writes(const be_ctx *c, int buf, int pos);
+/* ... as be_res_reads once the plan is made; while the plan tiles the
+ * kernels (before it knows what stays), whether an earlier kernel could
+ * keep buf in LX for kernel pos, so a cost model can price it as read
+ * from there. */
+int be_res_may_read(const be_ctx *c, int buf, int pos);
 /* Where kernel pos, which reads buf from LX, finds a core's rows of it:
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */

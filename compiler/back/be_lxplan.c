@@ -28,7 +28,7 @@
  * is estimated cheaper than the DRAM round trip and its region fits LX
  * above the kernel's working LX; otherwise it reads DRAM. */
 
-typedef struct {
+typedef struct lx_cand {
     int *uses;    /* positions that read it aligned, ascending */
     int nuses;
     int *xuses;   /* positions that read it aligned on another number of cores (a ring exchange) */
@@ -385,6 +385,19 @@ static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
     }
 }
 
+int be_res_may_read(const be_ctx *c, int buf, int pos)
+{
+    if (!c->hope)
+        return be_res_reads(c, buf, pos);
+    const lx_cand *x = &c->hope[buf];
+    int n = 0;
+    for (int i = 0; x->producer >= 0 && i < x->nuses; i++)
+        n |= x->uses[i] == pos;
+    for (int i = 0; x->producer >= 0 && i < x->nxuses; i++)
+        n |= x->xuses[i] == pos;
+    return n;
+}
+
 /* ... when its estimate grows by at most this (row kernels: chunks
  * smaller than a quarter of a core's part only add DMA instructions) */
 #define LX_SHRINK_COST 0.02
@@ -474,7 +487,10 @@ int be_lxplan_pass(ir_prog *p)
             any = live[i] = 1;
     lx_needs_t n = {c->lx_need, ir_xalloc((size_t)(p->norder + 1) * sizeof *n.small),
                     ir_xalloc((size_t)(p->norder + 1) * sizeof *n.grow)};
-    if (any && !(rc = lx_need(c, live, &n))) {
+    c->hope = x; /* the kernels are tiled as if what could stay did */
+    rc = any ? lx_need(c, live, &n) : 0;
+    c->hope = NULL;
+    if (any && !rc) {
         lx_plan(c, x, &n);
         lx_floors(c);
     }

@@ -236,8 +236,11 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
     return w.failed ? -1 : 0;
 }
 
+static int mm_aligned_a(const mm_plan *m, int pos);
+
 /* The plan of the matmul kernel at pos: its shape, the lane terms put
- * back, its operands' views (or restickify), its epilogue. */
+ * back, its operands' views (or restickify), its epilogue, where the
+ * estimates take A from. */
 static int mm_build(be_ctx *c, int pos, mm_plan *m)
 {
     memset(m, 0, sizeof *m);
@@ -248,8 +251,10 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     }
     if (!rc)
         rc = mm_epilogue(c, pos, m);
-    if (!rc)
+    if (!rc) {
         mm_set_whole(m, c->work[pos].stage_whole);
+        m->alx = mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos);
+    }
     return rc;
 }
 

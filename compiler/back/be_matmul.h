@@ -25,6 +25,8 @@ typedef struct {
     int aw, bw;          /* A / B staged whole once per core (not per block) */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
+    int alx;             /* the estimates price A as read from LX: it is, or (while the LX plan tiles
+                            the kernels) an earlier kernel could keep it there (be_res_may_read) */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
 } mm_plan;

@@ -275,7 +275,7 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
     /* the DRAM: B's chunk every step, A's (unless kept in LX) in the first block's */
     const double bpc = t->dram_bytes_per_cycle > 0 ? t->dram_bytes_per_cycle : 0;
     double bdram = bpc > 0 ? (double)(m->GN * m->Kd) * sb / bpc / ((double)tl->nch * nsb) : 0;
-    double dram = bpc > 0 ? bdram + (double)(m->ares && tl->slots ? 0 : m->M * m->KG) * sb / bpc / (double)tl->nch : 0;
+    double dram = bpc > 0 ? bdram + (double)(m->alx && tl->slots ? 0 : m->M * m->KG) * sb / bpc / (double)tl->nch : 0;
     double step = pt > ring ? pt : ring, later = pt > (double)tl->NBS * piece ? pt : (double)tl->NBS * piece;
     step = step > dram ? step : dram;
     later = later > bdram ? later : bdram;
