@@ -179,6 +179,8 @@ typedef struct {
     const isa_operand *addr[RR_NADDR];
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
     unsigned char f32[RR_NFIELDS];
+    int ni, nf;                   /* insn_same's: the int64 fields' offsets, then the floats' */
+    uint16_t i64[RR_NFIELDS], fl[RR_NFIELDS];
 } rr_opfields;
 
 static rr_opfields op_fields[ISA_NOPS];
@@ -203,6 +205,10 @@ static void fields_init(void)
             assert(f->nfields < RR_NFIELDS);
             f->field[f->nfields] = (uint16_t)x->offset;
             f->f32[f->nfields++] = x->kind == ISA_K_F32;
+            if (x->kind == ISA_K_F32)
+                f->fl[f->nf++] = (uint16_t)x->offset;
+            else
+                f->i64[f->ni++] = (uint16_t)x->offset;
         }
     }
     op_fields_made = 1;
@@ -238,10 +244,17 @@ static int insn_same(const isa_insn *x, const isa_insn *y)
     if (x->op != y->op)
         return 0;
     const rr_opfields *f = fields_of(x->op);
-    for (int i = 0; i < f->nfields; i++)
-        if (field_at(x, f, i) != field_at(y, f, i))
-            return 0;
-    return 1;
+    const char *p = (const char *)x, *q = (const char *)y;
+    int64_t diff = 0;
+    for (int i = 0; i < f->ni; i++)
+        diff |= *(const int64_t *)(p + f->i64[i]) ^ *(const int64_t *)(q + f->i64[i]);
+    for (int i = 0; i < f->nf; i++) { /* the bits, as insn_key hashes them */
+        uint32_t u, v;
+        memcpy(&u, p + f->fl[i], sizeof u);
+        memcpy(&v, q + f->fl[i], sizeof v);
+        diff |= u ^ v;
+    }
+    return !diff;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
