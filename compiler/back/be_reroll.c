@@ -712,25 +712,39 @@ typedef struct {
     rr_scratch *sc;
 } rr_out;
 
-/* Append to the new stream; an operand out of its field (an offset or a
- * register value the pass got wrong) is an internal error. */
-static void push(rr_out *o, const isa_insn *in)
+/* The next instruction of the new stream, built in place (an
+ * instruction is 328 bytes: no copy made aside), then counted in by
+ * commit: an operand out of its field (an offset or a register value the
+ * pass got wrong) is an internal error. */
+static isa_insn *room(rr_out *o, int op)
+{
+    isa_insn *in = isa_stream_room(o->s);
+    isa_insn_init(in, op);
+    return in;
+}
+
+static void commit(rr_out *o)
 {
     char msg[256];
-    if (isa_check(in, msg, sizeof msg)) {
+    if (isa_check(&o->s->insns[o->s->n], msg, sizeof msg)) {
         fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
         abort();
     }
-    isa_stream_push(o->s, in);
+    o->s->n++;
+}
+
+static void push(rr_out *o, const isa_insn *in)
+{
+    *isa_stream_room(o->s) = *in;
+    commit(o);
 }
 
 static void push_reg(rr_out *o, int op, int reg, int64_t v)
 {
-    isa_insn in;
-    isa_insn_init(&in, op);
-    in.reg = reg;
-    in.val = v;
-    push(o, &in);
+    isa_insn *in = room(o, op);
+    in->reg = reg;
+    in->val = v;
+    commit(o);
 }
 
 static void emit_list(rr_out *o, const rr_ent *e, long n);
@@ -754,10 +768,8 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             path[d++] = ids++;
             if (!o)
                 continue;
-            isa_insn in;
-            isa_insn_init(&in, ISA_OP_LOOP);
-            in.val = x->n;
-            push(o, &in);
+            room(o, ISA_OP_LOOP)->val = x->n;
+            commit(o);
             o->ks->loops++;
             if (d > o->ks->depth)
                 o->ks->depth = d;
@@ -772,23 +784,27 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             }
             if (!o)
                 continue;
-            isa_insn in;
-            isa_insn_init(&in, ISA_OP_ENDL);
-            push(o, &in);
-        } else {
-            isa_insn in = *x->in;
-            const isa_operand *const *ao;
-            int na = addr_ops(&in, &ao);
+            room(o, ISA_OP_ENDL);
+            commit(o);
+        } else if (!o) {
+            const int na = fields_of(x->in->op)->naddr;
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
-                isa_addr *a = addr_at(&in, ao[k]);
+                if (r && x->off[k] - K[r - 1] < low[r - 1])
+                    low[r - 1] = x->off[k] - K[r - 1];
+            }
+        } else {
+            isa_insn *in = isa_stream_room(o->s);
+            *in = *x->in;
+            const isa_operand *const *ao;
+            int na = addr_ops(in, &ao);
+            for (int k = 0; k < na; k++) {
+                const int r = R->assign[j * RR_NADDR + k];
+                isa_addr *a = addr_at(in, ao[k]);
                 a->reg = r;
                 a->off = x->off[k] - (r ? K[r - 1] : 0);
-                if (r && !o && a->off < low[r - 1])
-                    low[r - 1] = a->off;
             }
-            if (o)
-                push(o, &in);
+            commit(o);
         }
     }
 }
@@ -821,12 +837,13 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             emit_nest(o, &e[j], e[j].len);
             j += e[j].len;
         } else {
-            isa_insn in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
+            isa_insn *in = isa_stream_room(o->s);
+            *in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
             const isa_operand *const *ao;
-            int na = addr_ops(&in, &ao);
+            int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
-                addr_at(&in, ao[k])->off = e[j].off[k];
-            push(o, &in);
+                addr_at(in, ao[k])->off = e[j].off[k];
+            commit(o);
             j++;
         }
     }
