@@ -1065,7 +1065,7 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     const mm_plan *m = mc->m;
     be_ctx *c = m->c;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, lrows = c->lay[buf].rows;
-    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
+    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES], sg[RST_LANES], sr[RST_LANES], byte[RST_LANES];
     batch_vals(m, b, val);
     be_rst r;
     be_walk w;
@@ -1076,16 +1076,18 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
             int64_t n = cc_min(lanes, nl - g * lanes);
             val[rowvar] = r0 + i;
             val[lanevar] = l0 + g * lanes;
-            be_walk_at(&w, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar]);
-            for (int64_t l = 0; l < n; l++, be_walk_next(&w)) {
-                int64_t sg, sr, byte;
-                if (!be_walk_stick(&w, &sg, &sr, &byte)) {
+            const int64_t flat = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
+            be_walk_at(&w, flat, step);
+            be_walk_sticks(&w, n, sg, sr, byte); /* per run between carries, not per element */
+            for (int64_t l = 0; l < n; l++) {
+                if (sg[l] < 0) { /* outside the buffer: its offset as be_elem_off has it */
+                    be_walk_at(&w, flat + l * step, step);
                     int64_t off = be_walk_off(&w), s = off / sb;
-                    sg = s / lrows;
-                    sr = s % lrows;
-                    byte = off % sb;
+                    sg[l] = s / lrows;
+                    sr[l] = s % lrows;
+                    byte[l] = off % sb;
                 }
-                src[l] = st + go[sg] + (sr - lo[sg]) * sb + byte;
+                src[l] = st + go[sg[l]] + (sr[l] - lo[sg[l]]) * sb + byte[l];
                 dst[l] = slot + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, n);
