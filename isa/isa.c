@@ -110,6 +110,8 @@ static void ranges_init(void)
         }
 }
 
+static void checks_init(void);
+
 static void table_init(void)
 {
     if (table_ready)
@@ -124,6 +126,7 @@ static void table_init(void)
     for (int op = 0; op < ISA_NOPS; op++)
         insn_build(&insn_default[op], op);
     ranges_init();
+    checks_init();
     table_ready = 1;
 }
 
@@ -266,6 +269,36 @@ static uint64_t get_bits(const uint8_t *w, int pos, int bits)
     return v;
 }
 
+/* Per op, what isa_check compares: each number operand's offset and
+ * range (ranges_init's), each address operand's offset; made with the
+ * table, so the check of an instruction in range is a tight loop. */
+typedef struct {
+    int nnum, naddr;
+    uint16_t num[ISA_MAX_OPERANDS], addr[ISA_MAX_OPERANDS];
+    int64_t lo[ISA_MAX_OPERANDS], hi[ISA_MAX_OPERANDS];
+} op_checks;
+static op_checks op_check[ISA_NOPS];
+
+static void checks_init(void)
+{
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = &op_table[op];
+        op_checks *c = &op_check[op];
+        for (int i = 0; i < info->noperands; i++) {
+            const isa_operand *o = &info->operands[i];
+            if (o->kind == ISA_K_ADDR)
+                c->addr[c->naddr++] = (uint16_t)o->offset;
+            else if (o->kind != ISA_K_F32) {
+                c->num[c->nnum] = (uint16_t)o->offset;
+                c->lo[c->nnum] = range_lo[info->format][i];
+                c->hi[c->nnum++] = range_hi[info->format][i];
+            }
+        }
+    }
+}
+
+/* Every operand in its field (the fast path), or the message of the
+ * first that is not. */
 int isa_check(const isa_insn *in, char *err, size_t errlen)
 {
     const isa_opinfo *info = isa_info(in->op);
@@ -273,6 +306,18 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
         isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
+    const op_checks *c = &op_check[in->op];
+    int ok = 1;
+    for (int i = 0; i < c->nnum; i++) {
+        const int64_t v = *(const int64_t *)((const char *)in + c->num[i]);
+        ok &= v >= c->lo[i] && v <= c->hi[i];
+    }
+    for (int i = 0; i < c->naddr; i++) {
+        const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
+        ok &= (uint64_t)a->reg < ISA_NREGS && (uint64_t)a->off < (1ull << ADDR_OFF_BITS);
+    }
+    if (ok)
+        return 0;
     const int64_t *lo = range_lo[info->format], *hi = range_hi[info->format];
     for (int i = 0; i < info->noperands; i++) {
         const isa_operand *o = &info->operands[i];

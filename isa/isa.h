@@ -439,6 +439,10 @@ isa_program *isa_program_new(int ncores);
 void isa_program_free(isa_program *p);
 /* Append an instruction to a core's stream (aborts on out of memory). */
 void isa_stream_push(isa_stream *s, const isa_insn *in);
+/* Room for one more instruction at the end of s (aborts on out of
+ * memory), not yet in it: a compiler builds the instruction there and
+ * counts it (s->n++), instead of building it aside and copying it in. */
+isa_insn *isa_stream_room(isa_stream *s);
 /* Add a tensor; computes bytes from shape and layout; returns its index. */
 int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,

@@ -52,13 +52,19 @@ void isa_program_free(isa_program *p)
     free(p);
 }
 
-void isa_stream_push(isa_stream *s, const isa_insn *in)
+isa_insn *isa_stream_room(isa_stream *s)
 {
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 64;
         s->insns = xrealloc(s->insns, s->cap * sizeof *s->insns);
     }
-    s->insns[s->n++] = *in;
+    return &s->insns[s->n];
+}
+
+void isa_stream_push(isa_stream *s, const isa_insn *in)
+{
+    *isa_stream_room(s) = *in;
+    s->n++;
 }
 
 int64_t isa_tensor_lanes(const isa_tensor *t, uint32_t stick_bytes)

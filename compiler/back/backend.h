@@ -209,6 +209,7 @@ typedef struct {
     int64_t shape[GR_MAX_RANK], rs[GR_MAX_RANK]; /* rs: layout row stride per dim (0: the stick dim) */
     int lshift;                                /* log2(lanes), or -1 */
     int64_t flat, step;
+    int stepped;                               /* st, d1 and drow are step's (be_walk_at) */
     int64_t co[GR_MAX_RANK], st[GR_MAX_RANK]; /* coordinates of flat (floor) and of step */
     int64_t row;                               /* the layout row of co: sum of co[d] * rs[d] */
     int d1;                                    /* the one coordinate step moves (-1 none, -2 several) */

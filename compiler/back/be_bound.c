@@ -153,26 +153,17 @@ static void unmark(bd_stick *u, int64_t n)
         memset(u, 0xff, (size_t)n * sizeof *u);
 }
 
-static int by_lo(const void *x, const void *y)
-{
-    const bd_piece *a = x, *b = y;
-    return (a->lo > b->lo) - (a->lo < b->lo);
-}
-
-/* A bar: clear the marks of the pieces since the last one, their union
- * only (not the span between them: a layer's weights lie far apart, and
- * clearing the span between them took as long as the rest of the pass). */
+/* A bar: clear the marks of the pieces since the last one, each piece
+ * (not the span between them: a layer's weights lie far apart, and
+ * clearing the span between them took as long as the rest of the pass).
+ * Pieces overlap (cores read the same weights), but clearing one again
+ * costs less than marking it did (a memset against a loop over its
+ * sticks), and less than sorting them to clear their union (a qsort of
+ * the decode step's pieces was a third of its compile). */
 static void unmark_marked(bd_state *b)
 {
-    qsort(b->marked, b->nmarked, sizeof *b->marked, by_lo);
-    int64_t done = 0; /* cleared below this */
-    for (size_t i = 0; i < b->nmarked; i++) {
-        const bd_piece *p = &b->marked[i];
-        const int64_t lo = cc_max(p->lo, done);
-        if (p->hi > lo)
-            unmark(b->use + lo, p->hi - lo);
-        done = cc_max(done, p->hi);
-    }
+    for (size_t i = 0; i < b->nmarked; i++)
+        unmark(b->use + b->marked[i].lo, b->marked[i].hi - b->marked[i].lo);
     b->nmarked = 0;
 }
 

@@ -453,37 +453,72 @@ static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b
     return be_span_total(L, lo, hi);
 }
 
+/* The most sticks operand w (0 A, 1 B) stages in one A/B slot, over the
+ * blocks and K chunks of the core tile of its rows [at, at + len) (A) or
+ * sticks [at, at + len) (B) walked with tiling tl. */
+static int64_t mm_stage_most(const mm_plan *m, const mm_tiling *tl, int w, int64_t at, int64_t len)
+{
+    const int64_t lanes = m->c->t.lanes16;
+    const int buf = w ? m->mm->b : m->mm->a;
+    const int64_t groups = m->c->lay[buf].groups;
+    int64_t most = 0;
+    int64_t *lo = ir_xalloc((size_t)groups * 2 * sizeof *lo);
+    for (int64_t b = 0; b < m->nbatch; b++)
+        for (int64_t k0 = 0; k0 < m->Kd; k0 += tl->KC) {
+            int64_t kc = cc_min(tl->KC, m->Kd - k0);
+            if (!w)
+                for (int64_t r = at; r < at + len; r += tl->MB)
+                    most = cc_max(most, mm_span(m, buf, &m->mm->aidx, b, m->vm, r, cc_min(tl->MB, at + len - r),
+                                                m->vk, k0, kc, lo, lo + groups));
+            else
+                for (int64_t g = at; g < at + len; g += tl->NBS) {
+                    int64_t nbs = cc_min(tl->NBS, at + len - g);
+                    int64_t cols = cc_min(nbs * lanes, m->N - g * lanes);
+                    most = cc_max(most,
+                                  mm_span(m, buf, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g * lanes, cols, lo, lo + groups));
+                }
+        }
+    free(lo);
+    return most;
+}
+
+/* Does operand w stage sticks of its own (restickified, not whole)? */
+static int mm_stages(const mm_plan *m, int w)
+{
+    return w ? m->bg && !m->bw : m->ag && !m->aw;
+}
+
 /* The most LX bytes the staged sticks of A (*na) and of B (*nb) take in
  * one A/B slot, over the blocks and K chunks of the core tile of rows
  * [m0, m0 + mt) and sticks [g0, g0 + ns) walked with tiling tl. */
 static void mm_stage_need(const mm_plan *m, const mm_tiling *tl, int64_t m0, int64_t mt, int64_t g0, int64_t ns,
                           int64_t *na, int64_t *nb)
 {
-    const int64_t sb = m->c->t.stick, lanes = m->c->t.lanes16;
-    *na = *nb = 0;
+    const int64_t sb = m->c->t.stick;
+    *na = mm_stages(m, 0) ? mm_stage_most(m, tl, 0, m0, mt) * sb : 0;
+    *nb = mm_stages(m, 1) ? mm_stage_most(m, tl, 1, g0, ns) * sb : 0;
+}
+
+/* mm_stage_need for a core's emission: each operand's figure is the last
+ * core's when its part is the same (the cores of a grid row share A's
+ * rows, of a column B's sticks: measuring each again walked every
+ * element of their spans once per core). */
+static void mm_stage_need_memo(mm_plan *m, const mm_tiling *tl, int64_t m0, int64_t mt, int64_t g0, int64_t ns,
+                               int64_t *na, int64_t *nb)
+{
+    const int64_t at[2] = {m0, g0}, len[2] = {mt, ns};
     for (int w = 0; w < 2; w++) {
-        if (!(w ? m->bg && !m->bw : m->ag && !m->aw))
+        mm_stage_memo *q = &m->smemo[w];
+        int64_t *out = w ? nb : na;
+        if (!mm_stages(m, w)) {
+            *out = 0;
             continue;
-        int buf = w ? m->mm->b : m->mm->a;
-        int64_t groups = m->c->lay[buf].groups, most = 0;
-        int64_t *lo = ir_xalloc((size_t)groups * 2 * sizeof *lo);
-        for (int64_t b = 0; b < m->nbatch; b++)
-            for (int64_t k0 = 0; k0 < m->Kd; k0 += tl->KC) {
-                int64_t kc = cc_min(tl->KC, m->Kd - k0);
-                if (!w)
-                    for (int64_t r = m0; r < m0 + mt; r += tl->MB)
-                        most = cc_max(most, mm_span(m, buf, &m->mm->aidx, b, m->vm, r, cc_min(tl->MB, m0 + mt - r),
-                                                    m->vk, k0, kc, lo, lo + groups));
-                else
-                    for (int64_t g = g0; g < g0 + ns; g += tl->NBS) {
-                        int64_t nbs = cc_min(tl->NBS, g0 + ns - g);
-                        int64_t cols = cc_min(nbs * lanes, m->N - g * lanes);
-                        most = cc_max(most, mm_span(m, buf, &m->mm->bidx, b, m->vk, k0, kc, m->vn, g * lanes, cols,
-                                                    lo, lo + groups));
-                    }
-            }
-        free(lo);
-        *(w ? nb : na) = most * sb;
+        }
+        if (!(q->set && q->MB == tl->MB && q->NBS == tl->NBS && q->KC == tl->KC && q->at == at[w] &&
+              q->len == len[w]))
+            *q = (mm_stage_memo){1, tl->MB, tl->NBS, tl->KC, at[w], len[w],
+                                 mm_stage_most(m, tl, w, at[w], len[w]) * m->c->t.stick};
+        *out = q->bytes;
     }
 }
 
@@ -1065,7 +1100,7 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     const mm_plan *m = mc->m;
     be_ctx *c = m->c;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, lrows = c->lay[buf].rows;
-    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
+    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES], sg[RST_LANES], sr[RST_LANES], byte[RST_LANES];
     batch_vals(m, b, val);
     be_rst r;
     be_walk w;
@@ -1076,16 +1111,18 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
             int64_t n = cc_min(lanes, nl - g * lanes);
             val[rowvar] = r0 + i;
             val[lanevar] = l0 + g * lanes;
-            be_walk_at(&w, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar]);
-            for (int64_t l = 0; l < n; l++, be_walk_next(&w)) {
-                int64_t sg, sr, byte;
-                if (!be_walk_stick(&w, &sg, &sr, &byte)) {
+            const int64_t flat = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
+            be_walk_at(&w, flat, step);
+            be_walk_sticks(&w, n, sg, sr, byte); /* per run between carries, not per element */
+            for (int64_t l = 0; l < n; l++) {
+                if (sg[l] < 0) { /* outside the buffer: its offset as be_elem_off has it */
+                    be_walk_at(&w, flat + l * step, step);
                     int64_t off = be_walk_off(&w), s = off / sb;
-                    sg = s / lrows;
-                    sr = s % lrows;
-                    byte = off % sb;
+                    sg[l] = s / lrows;
+                    sr[l] = s % lrows;
+                    byte[l] = off % sb;
                 }
-                src[l] = st + go[sg] + (sr - lo[sg]) * sb + byte;
+                src[l] = st + go[sg[l]] + (sr[l] - lo[sg[l]]) * sb + byte[l];
                 dst[l] = slot + g * gs + i * sb + l * 2;
             }
             be_rst_row(&r, dst, src, n);
@@ -1423,7 +1460,7 @@ static void mm_core_stage(mm_core *mc, int64_t m0, int64_t mt, int64_t g0, int64
     if (!m->ag && !m->bg)
         return;
     int64_t na, nb;
-    mm_stage_need(m, &mc->tl, m0, mt, g0, ns, &na, &nb);
+    mm_stage_need_memo(m, &mc->tl, m0, mt, g0, ns, &na, &nb);
     mc->ast = mc->abslot_bytes;
     mc->bst = mc->ast + na;
     mc->abslot_bytes = mc->bst + nb;

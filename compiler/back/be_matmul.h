@@ -7,6 +7,14 @@
 
 #include "backend.h"
 
+/* A core's staged sticks of one operand (mm_stage_need_memo), kept for
+ * the next core: its tiling's block, its part (rows of A or sticks of
+ * B), and the LX bytes. */
+typedef struct {
+    int set;
+    int64_t MB, NBS, KC, at, len, bytes;
+} mm_stage_memo;
+
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */
 typedef struct {
     be_ctx *c;
@@ -29,6 +37,7 @@ typedef struct {
                             the kernels) an earlier kernel could keep it there (be_res_may_read) */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
+    mm_stage_memo smemo[2]; /* A's and B's staged sticks as the last core's emission measured them */
 } mm_plan;
 
 /* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */

@@ -49,6 +49,7 @@ enum { RR_INSN, RR_LOOP, RR_ENDL };
 
 typedef struct {
     int kind;
+    int idx;            /* RR_INSN: the instruction's index in its kernel (a template's entries: rr_tmpl) */
     const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
     int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
     uint64_t key;  /* RR_INSN: insn_key */
@@ -91,6 +92,27 @@ typedef struct {
     long rcap;
 } rr_shapes;
 
+/* The last kernel rolled from scratch, as a template for the next: a
+ * kernel's code on one core is most often another core's with other
+ * addresses (its share of the same tensors).  Rolling looks at addresses
+ * only through strides, differences between instructions of one shape at
+ * the same operand, so a kernel whose instructions have the template's
+ * shapes in order, and whose every address differs from the template's by
+ * one constant per shape and operand, rolls into the template's loops
+ * exactly: only the addresses (and registers' first values) differ, and
+ * the emission takes those from the kernel itself. */
+typedef struct {
+    long n;             /* instructions; 0: no template */
+    int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
+    int64_t (*off)[RR_NADDR]; /* per instruction: its address operands' offsets */
+    rr_vec rolled;      /* the rolled list (its entries' idx: instructions of the kernel) */
+    long cap;           /* of shape and off */
+    int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
+    long *first;        /* tmpl_fits, per shape: the kernel's last instruction of it so far, -1 none */
+    uint64_t *keys;     /* tmpl_fits: the kernel's shapes' keys */
+    long dcap;          /* of delta, first and keys */
+} rr_tmpl;
+
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
  * touched anew, page fault by page fault (a kernel is up to some 14,000
@@ -99,6 +121,8 @@ typedef struct {
     rr_vec e;           /* the kernel's entries */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
+    rr_tmpl t;          /* the last kernel rolled from scratch */
+    rr_vec applied;     /* the template's rolled list with another kernel's addresses */
 } rr_scratch;
 
 struct be_reroll {
@@ -155,6 +179,8 @@ typedef struct {
     const isa_operand *addr[RR_NADDR];
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
     unsigned char f32[RR_NFIELDS];
+    int ni, nf;                   /* insn_same's: the int64 fields' offsets, then the floats' */
+    uint16_t i64[RR_NFIELDS], fl[RR_NFIELDS];
 } rr_opfields;
 
 static rr_opfields op_fields[ISA_NOPS];
@@ -179,6 +205,10 @@ static void fields_init(void)
             assert(f->nfields < RR_NFIELDS);
             f->field[f->nfields] = (uint16_t)x->offset;
             f->f32[f->nfields++] = x->kind == ISA_K_F32;
+            if (x->kind == ISA_K_F32)
+                f->fl[f->nf++] = (uint16_t)x->offset;
+            else
+                f->i64[f->ni++] = (uint16_t)x->offset;
         }
     }
     op_fields_made = 1;
@@ -214,10 +244,17 @@ static int insn_same(const isa_insn *x, const isa_insn *y)
     if (x->op != y->op)
         return 0;
     const rr_opfields *f = fields_of(x->op);
-    for (int i = 0; i < f->nfields; i++)
-        if (field_at(x, f, i) != field_at(y, f, i))
-            return 0;
-    return 1;
+    const char *p = (const char *)x, *q = (const char *)y;
+    int64_t diff = 0;
+    for (int i = 0; i < f->ni; i++)
+        diff |= *(const int64_t *)(p + f->i64[i]) ^ *(const int64_t *)(q + f->i64[i]);
+    for (int i = 0; i < f->nf; i++) { /* the bits, as insn_key hashes them */
+        uint32_t u, v;
+        memcpy(&u, p + f->fl[i], sizeof u);
+        memcpy(&v, q + f->fl[i], sizeof v);
+        diff |= u ^ v;
+    }
+    return !diff;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -675,25 +712,39 @@ typedef struct {
     rr_scratch *sc;
 } rr_out;
 
-/* Append to the new stream; an operand out of its field (an offset or a
- * register value the pass got wrong) is an internal error. */
-static void push(rr_out *o, const isa_insn *in)
+/* The next instruction of the new stream, built in place (an
+ * instruction is 328 bytes: no copy made aside), then counted in by
+ * commit: an operand out of its field (an offset or a register value the
+ * pass got wrong) is an internal error. */
+static isa_insn *room(rr_out *o, int op)
+{
+    isa_insn *in = isa_stream_room(o->s);
+    isa_insn_init(in, op);
+    return in;
+}
+
+static void commit(rr_out *o)
 {
     char msg[256];
-    if (isa_check(in, msg, sizeof msg)) {
+    if (isa_check(&o->s->insns[o->s->n], msg, sizeof msg)) {
         fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
         abort();
     }
-    isa_stream_push(o->s, in);
+    o->s->n++;
+}
+
+static void push(rr_out *o, const isa_insn *in)
+{
+    *isa_stream_room(o->s) = *in;
+    commit(o);
 }
 
 static void push_reg(rr_out *o, int op, int reg, int64_t v)
 {
-    isa_insn in;
-    isa_insn_init(&in, op);
-    in.reg = reg;
-    in.val = v;
-    push(o, &in);
+    isa_insn *in = room(o, op);
+    in->reg = reg;
+    in->val = v;
+    commit(o);
 }
 
 static void emit_list(rr_out *o, const rr_ent *e, long n);
@@ -717,10 +768,8 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             path[d++] = ids++;
             if (!o)
                 continue;
-            isa_insn in;
-            isa_insn_init(&in, ISA_OP_LOOP);
-            in.val = x->n;
-            push(o, &in);
+            room(o, ISA_OP_LOOP)->val = x->n;
+            commit(o);
             o->ks->loops++;
             if (d > o->ks->depth)
                 o->ks->depth = d;
@@ -735,23 +784,27 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             }
             if (!o)
                 continue;
-            isa_insn in;
-            isa_insn_init(&in, ISA_OP_ENDL);
-            push(o, &in);
-        } else {
-            isa_insn in = *x->in;
-            const isa_operand *const *ao;
-            int na = addr_ops(&in, &ao);
+            room(o, ISA_OP_ENDL);
+            commit(o);
+        } else if (!o) {
+            const int na = fields_of(x->in->op)->naddr;
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
-                isa_addr *a = addr_at(&in, ao[k]);
+                if (r && x->off[k] - K[r - 1] < low[r - 1])
+                    low[r - 1] = x->off[k] - K[r - 1];
+            }
+        } else {
+            isa_insn *in = isa_stream_room(o->s);
+            *in = *x->in;
+            const isa_operand *const *ao;
+            int na = addr_ops(in, &ao);
+            for (int k = 0; k < na; k++) {
+                const int r = R->assign[j * RR_NADDR + k];
+                isa_addr *a = addr_at(in, ao[k]);
                 a->reg = r;
                 a->off = x->off[k] - (r ? K[r - 1] : 0);
-                if (r && !o && a->off < low[r - 1])
-                    low[r - 1] = a->off;
             }
-            if (o)
-                push(o, &in);
+            commit(o);
         }
     }
 }
@@ -784,12 +837,13 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             emit_nest(o, &e[j], e[j].len);
             j += e[j].len;
         } else {
-            isa_insn in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
+            isa_insn *in = isa_stream_room(o->s);
+            *in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
             const isa_operand *const *ao;
-            int na = addr_ops(&in, &ao);
+            int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
-                addr_at(&in, ao[k])->off = e[j].off[k];
-            push(o, &in);
+                addr_at(in, ao[k])->off = e[j].off[k];
+            commit(o);
             j++;
         }
     }
@@ -838,14 +892,12 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
     }
 }
 
-/* Roll instructions s[0..n) of one kernel into o; left as they are when
- * they already use loops or registers (not code this back half makes). */
-static void roll_kernel(rr_out *o, const isa_insn *s, long n)
+/* The kernel's entries, one per instruction, its shapes in sc->shapes:
+ * 0 when the kernel already uses loops or registers (not code this back
+ * half makes). */
+static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
 {
-    fields_init();
-    rr_scratch *sc = o->sc;
-    rr_vec *ev = &sc->e, r = {0};
-    int plain = 1;
+    rr_vec *ev = &sc->e;
     rr_shapes *sh = &sc->shapes;
     long cap = 16;
     while (cap < 2 * n)
@@ -863,22 +915,24 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     if (!ev->v || !sh->tab)
         abort();
-    rr_vec e = {ev->v, 0, ev->cap};
     for (long q = 0; q < sh->cap; q++)
         sh->tab[q].shape = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
-    for (long j = 0; j < n && plain; j++) {
+    for (long j = 0; j < n; j++) {
         const isa_operand *const *ao;
         int na = addr_ops(&s[j], &ao);
-        plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
-        rr_ent *x = &e.v[j];
+        int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
+        rr_ent *x = &ev->v[j];
         memset(x->st, 0, sizeof x->st);
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < na; k++) {
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
             x->off[k] = caddr_at(&s[j], ao[k])->off;
         }
+        if (!plain)
+            return 0;
         x->kind = RR_INSN;
+        x->idx = (int)j;
         x->in = &s[j];
         x->key = insn_key(&s[j]);
         x->shape = shape_of(sh, &s[j], x->key);
@@ -887,17 +941,128 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         x->n = 0;
         x->len = 1;
     }
-    if (!plain) {
+    ev->n = n;
+    return 1;
+}
+
+/* Roll kernel s[0..n) from scratch into the template's rolled list, and
+ * make it the template: 0 when it is not code this back half makes. */
+static int roll_fresh(rr_scratch *sc, const isa_insn *s, long n)
+{
+    rr_tmpl *t = &sc->t;
+    t->n = 0; /* the shape table it refers to is remade */
+    if (!make_entries(sc, s, n))
+        return 0;
+    if (n > t->cap) {
+        free(t->shape);
+        free(t->off);
+        t->cap = n;
+        t->shape = malloc((size_t)n * sizeof *t->shape);
+        t->off = malloc((size_t)n * sizeof *t->off);
+        if (!t->shape || !t->off)
+            abort();
+    }
+    for (long j = 0; j < n; j++) {
+        t->shape[j] = sc->e.v[j].shape;
+        memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
+    }
+    t->rolled.n = 0;
+    roll_list(sc->e.v, n, &t->rolled);
+    t->n = n;
+    return 1;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
+ * when its instructions' shapes are the template's renamed one to one
+ * (a ring send to the next core is another core's send to its next), in
+ * the same ops, and its addresses are the template's plus one constant
+ * per template shape and operand (rolling compares shapes only for
+ * equality, and addresses only through their differences). */
+static int tmpl_fits(rr_scratch *sc, const isa_insn *s, long n)
+{
+    rr_tmpl *t = &sc->t;
+    if (!t->n || t->n != n)
+        return 0;
+    const long nsh = sc->shapes.next;
+    if (nsh > t->dcap) {
+        free(t->delta);
+        free(t->first);
+        free(t->keys);
+        t->dcap = 2 * nsh;
+        t->delta = malloc((size_t)t->dcap * sizeof *t->delta);
+        t->first = malloc((size_t)t->dcap * sizeof *t->first);
+        t->keys = malloc((size_t)t->dcap * sizeof *t->keys);
+        if (!t->delta || !t->first || !t->keys)
+            abort();
+    }
+    for (long q = 0; q < nsh; q++)
+        t->first[q] = -1;
+    for (long j = 0; j < n; j++) {
+        const int sh = t->shape[j];
+        const long f0 = t->first[sh];
+        if (f0 < 0 ? s[j].op != sc->shapes.rep[sh].op : !insn_same(&s[j], &s[f0]))
+            return 0;
+        const rr_opfields *f = fields_of(s[j].op);
+        for (int k = 0; k < f->naddr; k++) {
+            const isa_addr *a = caddr_at(&s[j], f->addr[k]);
+            const int64_t d = a->off - t->off[j][k];
+            if (a->reg || (f0 >= 0 && t->delta[sh][k] != d))
+                return 0;
+            t->delta[sh][k] = d;
+        }
+        t->first[sh] = j;
+    }
+    /* one to one: no two of the kernel's shapes alike (keys differ) */
+    for (long q = 0; q < nsh; q++)
+        t->keys[q] = insn_key(&s[t->first[q]]);
+    qsort(t->keys, (size_t)nsh, sizeof *t->keys, by_key);
+    for (long q = 1; q < nsh; q++)
+        if (t->keys[q] == t->keys[q - 1])
+            return 0;
+    return 1;
+}
+
+/* The template's rolled list with kernel s's instructions and addresses. */
+static void tmpl_apply(const rr_tmpl *t, const isa_insn *s, rr_vec *out)
+{
+    out->n = 0;
+    vec_append(out, t->rolled.v, t->rolled.n);
+    for (long j = 0; j < out->n; j++) {
+        rr_ent *x = &out->v[j];
+        if (x->kind != RR_INSN)
+            continue;
+        x->in = &s[x->idx];
+        const rr_opfields *f = fields_of(x->in->op);
+        for (int k = 0; k < f->naddr; k++)
+            x->off[k] = caddr_at(x->in, f->addr[k])->off;
+    }
+}
+
+/* Roll instructions s[0..n) of one kernel into o (as the template rolled
+ * when it fits, else from scratch); left as they are when they already
+ * use loops or registers (not code this back half makes). */
+static void roll_kernel(rr_out *o, const isa_insn *s, long n)
+{
+    fields_init();
+    rr_scratch *sc = o->sc;
+    const rr_vec *r = &sc->t.rolled;
+    if (tmpl_fits(sc, s, n)) {
+        tmpl_apply(&sc->t, s, &sc->applied);
+        r = &sc->applied;
+    } else if (!roll_fresh(sc, s, n)) {
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
     }
-    e.n = e.cap = n;
-    roll_list(e.v, e.n, &r);
     long first = (long)o->s->n;
-    emit_list(o, r.v, r.n);
+    emit_list(o, r->v, r->n);
     check_same(o->s->insns + first, (long)o->s->n - first, s, n);
-    free(r.v);
 }
 
 /* ---- the pass ---- */
@@ -908,6 +1073,13 @@ static void scratch_free(rr_scratch *sc)
     free(sc->shapes.tab);
     free(sc->shapes.rep);
     free(sc->rolled.insns);
+    free(sc->t.shape);
+    free(sc->t.off);
+    free(sc->t.rolled.v);
+    free(sc->t.delta);
+    free(sc->t.first);
+    free(sc->t.keys);
+    free(sc->applied.v);
 }
 
 static int by_first(const void *a, const void *b)

@@ -64,7 +64,6 @@ void be_walk_init(be_walk *w, const be_ctx *c, int buf)
 void be_walk_at(be_walk *w, int64_t flat, int64_t step)
 {
     w->flat = flat;
-    w->step = step;
     for (int d = w->rank - 1; d > 0; d--) { /* floor division: coordinates stay in range for flat < 0 too */
         int64_t q = flat / w->shape[d], r = flat % w->shape[d];
         if (r < 0) {
@@ -76,15 +75,19 @@ void be_walk_at(be_walk *w, int64_t flat, int64_t step)
     }
     if (w->rank)
         w->co[0] = flat;
+    w->row = 0;
+    for (int d = 0; d < w->rank; d++)
+        w->row += w->co[d] * w->rs[d];
+    if (w->stepped && step == w->step)
+        return; /* the step's coordinates as they were (a walk restarts with its step, run after run) */
+    w->step = step;
+    w->stepped = 1;
     memset(w->st, 0, sizeof w->st);
     be_coords_of(&w->c->p->bufs[w->buf].type, step, w->st); /* each |st[d]| < shape[d] for d > 0 */
-    w->row = 0;
     w->d1 = -1;
-    for (int d = 0; d < w->rank; d++) {
-        w->row += w->co[d] * w->rs[d];
+    for (int d = 0; d < w->rank; d++)
         if (w->st[d])
             w->d1 = w->d1 == -1 ? d : -2;
-    }
     w->drow = w->d1 >= 0 ? w->st[w->d1] * w->rs[w->d1] : 0;
 }
 
@@ -169,6 +172,22 @@ static int64_t walk_carry_free(const be_walk *w, int64_t n)
     return cc_min(m, n);
 }
 
+/* Move the walk past m elements from the current one on, all of a run
+ * where only coordinate d1 moves without a carry (walk_carry_free's m):
+ * to the run's last by arithmetic, then one step, which carries as
+ * be_walk_at's divisions would have placed it. */
+static void walk_skip(be_walk *w, int64_t m)
+{
+    if (w->d1 < 0) { /* nothing moves */
+        w->flat += m * w->step;
+        return;
+    }
+    w->co[w->d1] += (m - 1) * w->st[w->d1];
+    w->row += (m - 1) * w->drow;
+    w->flat += (m - 1) * w->step;
+    be_walk_next(w);
+}
+
 /* Element by element where a carry, several moving coordinates or an
  * element outside the buffer need it, and in closed form over each run
  * between carries (a row of a rope's rotated half crosses a row of its
@@ -186,7 +205,7 @@ void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int
         if (m > 0 && walk_segment(w, w->d1, m, lo, hi)) {
             i += m;
             if (i < n)
-                be_walk_at(w, flat + i * step, step);
+                walk_skip(w, m);
             continue;
         }
         if (nel < 0 || (w->flat >= 0 && w->flat < nel))
@@ -208,7 +227,6 @@ void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte
             continue;
         }
         /* only coordinate d1 moves: along a group, or across the lanes */
-        const int64_t flat = w->flat;
         int64_t g0 = 0, r0 = 0, b0 = 0;
         be_walk_stick(w, &g0, &r0, &b0);
         if (w->d1 != w->sd) {
@@ -231,7 +249,7 @@ void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte
             }
         }
         i += m;
-        be_walk_at(w, flat + m * w->step, w->step);
+        walk_skip(w, m);
     }
 }
 

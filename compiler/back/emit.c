@@ -177,25 +177,43 @@ int cc_reg_alloc(cc_emit *e)
     return ++e->nregs;
 }
 
-void cc_push(cc_emit *e, const isa_insn *in)
+/* The emitters build each instruction in place, at the end of the stream
+ * (cc_new), and count it in once it checks (cc_commit): an instruction
+ * is 328 bytes, and copying each one in was a third of emitting it. */
+static isa_insn *cc_new(cc_emit *e, int op)
+{
+    static _Thread_local isa_insn sink; /* a failed (or dry-run) emitter's: it has no stream to write */
+    isa_insn *in = e->failed ? &sink : isa_stream_room(e->s);
+    isa_insn_init(in, op);
+    return in;
+}
+
+static void cc_commit(cc_emit *e)
 {
     if (e->failed)
         return;
     char msg[256];
-    if (isa_check(in, msg, sizeof msg)) {
+    if (isa_check(&e->s->insns[e->s->n], msg, sizeof msg)) {
         cc_emit_error(e, "instruction %zu: %s", e->s->n, msg);
         return;
     }
-    isa_stream_push(e->s, in);
+    e->s->n++;
+}
+
+void cc_push(cc_emit *e, const isa_insn *in)
+{
+    if (e->failed)
+        return;
+    *isa_stream_room(e->s) = *in;
+    cc_commit(e);
 }
 
 static void emit_reg(cc_emit *e, int op, int reg, int64_t v)
 {
-    isa_insn in;
-    isa_insn_init(&in, op);
-    in.reg = reg;
-    in.val = v;
-    cc_push(e, &in);
+    isa_insn *in = cc_new(e, op);
+    in->reg = reg;
+    in->val = v;
+    cc_commit(e);
 }
 
 void cc_emit_li(cc_emit *e, int reg, int64_t v) { emit_reg(e, ISA_OP_LI, reg, v); }
@@ -211,10 +229,9 @@ void cc_emit_loop(cc_emit *e, int64_t n)
         cc_emit_error(e, "loops nested deeper than %d", ISA_MAX_LOOPS);
         return;
     }
-    isa_insn in;
-    isa_insn_init(&in, ISA_OP_LOOP);
-    in.val = n;
-    cc_push(e, &in);
+    isa_insn *in = cc_new(e, ISA_OP_LOOP);
+    in->val = n;
+    cc_commit(e);
     e->depth++;
 }
 
@@ -224,9 +241,8 @@ void cc_emit_endl(cc_emit *e)
         cc_emit_error(e, "endl without loop");
         return;
     }
-    isa_insn in;
-    isa_insn_init(&in, ISA_OP_ENDL);
-    cc_push(e, &in);
+    cc_new(e, ISA_OP_ENDL);
+    cc_commit(e);
     e->depth--;
 }
 
@@ -252,27 +268,24 @@ void cc_emit_halt(cc_emit *e)
         cc_emit_error(e, "halt inside %d open loop(s)", e->depth);
     if (e->kname)
         cc_emit_error(e, "halt inside kernel %s", e->kname);
-    isa_insn in;
-    isa_insn_init(&in, ISA_OP_HALT);
-    cc_push(e, &in);
+    cc_new(e, ISA_OP_HALT);
+    cc_commit(e);
 }
 
 void cc_emit_bar(cc_emit *e)
 {
     if (e->depth)
         cc_emit_error(e, "bar inside %d open loop(s)", e->depth);
-    isa_insn in;
-    isa_insn_init(&in, ISA_OP_BAR);
-    cc_push(e, &in);
+    cc_new(e, ISA_OP_BAR);
+    cc_commit(e);
 }
 
 void cc_emit_fence(cc_emit *e)
 {
     if (e->depth)
         cc_emit_error(e, "fence inside %d open loop(s)", e->depth);
-    isa_insn in;
-    isa_insn_init(&in, ISA_OP_FENCE);
-    cc_push(e, &in);
+    cc_new(e, ISA_OP_FENCE);
+    cc_commit(e);
 }
 
 static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
@@ -281,11 +294,10 @@ static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
         cc_emit_error(e, "token %d was never allocated", tok);
         return;
     }
-    isa_insn in;
-    isa_insn_init(&in, op);
-    in.u = u;
-    in.tok = tok;
-    cc_push(e, &in);
+    isa_insn *in = cc_new(e, op);
+    in->u = u;
+    in->tok = tok;
+    cc_commit(e);
 }
 
 void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_WAIT, u, tok); }
@@ -293,17 +305,16 @@ void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_SIG, u, t
 
 void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh)
 {
-    isa_insn in;
-    isa_insn_init(&in, op);
-    in.d = d;
-    in.a = a;
-    in.run = sh->run;
+    isa_insn *in = cc_new(e, op);
+    in->d = d;
+    in->a = a;
+    in->run = sh->run;
     for (int l = 0; l < sh->levels && l < ISA_MAX_LOOPS; l++) {
-        in.n[l] = sh->n[l];
-        in.ds[l] = sh->ds[l];
-        in.as[l] = sh->as[l];
+        in->n[l] = sh->n[l];
+        in->ds[l] = sh->ds[l];
+        in->as[l] = sh->as[l];
     }
-    cc_push(e, &in);
+    cc_commit(e);
 }
 
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
@@ -312,61 +323,58 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
         cc_emit_error(e, "a ring transfer has 2 loop levels, not %d", sh->levels);
         return;
     }
-    isa_insn in;
-    isa_insn_init(&in, op);
-    in.core = core;
-    in.tok = tok;
-    in.d = d;
-    in.a = a;
-    in.run = sh->run;
+    isa_insn *in = cc_new(e, op);
+    in->core = core;
+    in->tok = tok;
+    in->d = d;
+    in->a = a;
+    in->run = sh->run;
     for (int l = 0; l < sh->levels; l++) {
-        in.n[l] = sh->n[l];
-        in.ds[l] = sh->ds[l];
-        in.as[l] = sh->as[l];
+        in->n[l] = sh->n[l];
+        in->ds[l] = sh->ds[l];
+        in->as[l] = sh->as[l];
     }
-    cc_push(e, &in);
+    cc_commit(e);
 }
 
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
 {
-    isa_insn in;
-    isa_insn_init(&in, ISA_OP_PT_MM);
-    in.c = pa->c;
-    in.flags = pa->flags;
-    in.d = pa->d;
-    in.p = pa->p;
-    in.a = pa->a;
-    in.b = pa->b;
-    in.m = pa->m;
-    in.nn = pa->n;
-    in.k = pa->k;
-    in.ds[0] = pa->ds;
-    in.ps = pa->ps;
-    in.as[0] = pa->as;
-    in.bs[0] = pa->bs;
-    cc_push(e, &in);
+    isa_insn *in = cc_new(e, ISA_OP_PT_MM);
+    in->c = pa->c;
+    in->flags = pa->flags;
+    in->d = pa->d;
+    in->p = pa->p;
+    in->a = pa->a;
+    in->b = pa->b;
+    in->m = pa->m;
+    in->nn = pa->n;
+    in->k = pa->k;
+    in->ds[0] = pa->ds;
+    in->ps = pa->ps;
+    in->as[0] = pa->as;
+    in->bs[0] = pa->bs;
+    cc_commit(e);
 }
 
 void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
 {
-    isa_insn in;
-    isa_insn_init(&in, sa->op);
-    in.c = sa->c;
-    in.t = sa->t;
-    in.bm = sa->bm;
-    in.flags = sa->flags;
-    in.d = sa->d;
-    in.a = sa->a;
-    in.b = sa->b;
-    in.n[0] = sa->n0;
-    in.n[1] = sa->n1;
-    in.ds[0] = sa->ds0;
-    in.as[0] = sa->as0;
-    in.bs[0] = sa->bs0;
-    in.ds[1] = sa->ds1;
-    in.as[1] = sa->as1;
-    in.bs[1] = sa->bs1;
-    in.imm = sa->imm;
-    in.vl = sa->vl;
-    cc_push(e, &in);
+    isa_insn *in = cc_new(e, sa->op);
+    in->c = sa->c;
+    in->t = sa->t;
+    in->bm = sa->bm;
+    in->flags = sa->flags;
+    in->d = sa->d;
+    in->a = sa->a;
+    in->b = sa->b;
+    in->n[0] = sa->n0;
+    in->n[1] = sa->n1;
+    in->ds[0] = sa->ds0;
+    in->as[0] = sa->as0;
+    in->bs[0] = sa->bs0;
+    in->ds[1] = sa->ds1;
+    in->as[1] = sa->as1;
+    in->bs[1] = sa->bs1;
+    in->imm = sa->imm;
+    in->vl = sa->vl;
+    cc_commit(e);
 }
