@@ -148,6 +148,10 @@ int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_
     const sim_dram_stats *ds = sim_dram_get_stats(s->dram);
     st->dram_row_hits = ds->row_hits;
     st->dram_row_misses = ds->row_misses + ds->row_conflicts;
+    st->dram_data_ns = 0;
+    for (int c = 0; c < s->cfg.dram_channels && c < SIM_DRAM_MAX_CHANNELS; c++)
+        st->dram_data_ns += ds->busy_ns[c];
+    st->dram_mix_ns = ds->mix_ns;
     return rc;
 }
 

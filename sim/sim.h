@@ -46,6 +46,7 @@ typedef struct {
     uint64_t dram_bytes_read;
     uint64_t dram_bytes_written;
     uint64_t dram_row_hits, dram_row_misses; /* row-buffer outcomes of DRAM segments */
+    double dram_data_ns, dram_mix_ns; /* DRAM data-bus time summed over channels: bursts, read/write interleaving */
     uint64_t ring_bytes;       /* bytes carried over ring links (DMA and core to core) */
     uint64_t lx_peak[SIM_MAX_CORES];            /* highest LX byte touched + 1, per core */
     double unit_busy[SIM_MAX_CORES][ISA_NUNITS];  /* cycles executing */
@@ -62,6 +63,10 @@ const sim_kernel_stats *sim_stats_kernel(const sim_stats *st, const char *name);
 /* Figures derived from stats and the configuration. */
 double sim_stats_time_us(const sim_stats *st, const chip_config *cfg);
 double sim_stats_mac_utilization(const sim_stats *st, const chip_config *cfg);
+/* The share of the run the DRAM's data buses spent moving bursts (mix 0)
+ * or on the read/write interleaving charge (mix 1), mean over channels:
+ * what is left is the bus idle or waiting for its banks. */
+double sim_stats_dram_bus(const sim_stats *st, const chip_config *cfg, int mix);
 /* Write the statistics as one JSON object (keys in docs/timing.md). */
 int sim_write_stats_json(const sim_stats *st, const chip_config *cfg, const char *path, char *err, size_t errlen);
 /* The same object into f (no newline after it). */

@@ -17,6 +17,12 @@ double sim_stats_mac_utilization(const sim_stats *st, const chip_config *cfg)
     return st->cycles > 0 ? (double)st->macs / (st->cycles * peak) : 0.0;
 }
 
+double sim_stats_dram_bus(const sim_stats *st, const chip_config *cfg, int mix)
+{
+    const double ns = sim_stats_time_us(st, cfg) * 1e3 * cfg->dram_channels;
+    return ns > 0 ? (mix ? st->dram_mix_ns : st->dram_data_ns) / ns : 0.0;
+}
+
 const sim_kernel_stats *sim_stats_kernel(const sim_stats *st, const char *name)
 {
     for (int k = 0; k < st->nkernels && k < SIM_MAX_KERNELS; k++)
@@ -50,6 +56,8 @@ void sim_print_stats_json(FILE *f, const sim_stats *st, const chip_config *cfg)
     fprintf(f, "  \"dram_gbps\": %.3f,\n  \"dram_row_hit_rate\": %.6f,\n  \"ring_bytes\": %" PRIu64 ",\n",
             us > 0 ? (double)dram / (us * 1e3) : 0.0, rows ? (double)st->dram_row_hits / (double)rows : 0.0,
             st->ring_bytes);
+    fprintf(f, "  \"dram_bus_data\": %.6f,\n  \"dram_bus_mix\": %.6f,\n", sim_stats_dram_bus(st, cfg, 0),
+            sim_stats_dram_bus(st, cfg, 1));
     fprintf(f, "  \"host_ops\": %d,\n  \"host_cycles\": %.0f,\n", st->host_ops, st->host_cycles);
     fprintf(f, "  \"cores\": [\n");
     for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++) {

@@ -1629,6 +1629,40 @@ static void test_a_grid_over_the_ring_streams_b_in_k_chunks_and_validates(void)
     gr_graph_free(g);
 }
 
+/* Two products on the same grid over the ring, the second's epilogue
+ * reading the first's result (Llama's gate and up products): each core
+ * keeps the tile it computed in LX and the second product takes it from
+ * there, so the first writes nothing to DRAM.  Forced to different
+ * blockings of uneven column blocks (9 sticks in 5 and 4), streamed;
+ * validated against the reference executor, with the tiles kept and
+ * with nothing kept. */
+static void test_products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_validate(void)
+{
+    static const char *text = "graph gu\n"
+                              "input %x: f32[128, 256]\n"
+                              "input %wg: f32[256, 520]\n"
+                              "input %wu: f32[256, 520]\n"
+                              "%g: f32[128, 520] = aten.mm.default(%x, %wg)\n"
+                              "%s: f32[128, 520] = aten.silu.default(%g)\n"
+                              "%u: f32[128, 520] = aten.mm.default(%x, %wu)\n"
+                              "%h: f32[128, 520] = aten.mul.Tensor(%s, %u)\n"
+                              "output %h\n";
+    static const char *const wd[] = {"k0_mm=16x2r/8x1x128", "k1_silu_mm_mul=16x2r/8x2x128"},
+                             *const nokeep[] = {"k0_mm=16x2r/8x1x128+nokeep", "k1_silu_mm_mul=16x2r/8x2x128"};
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(text, "gu.txt", "spyre", wd, 2, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "kept in lx: g for k0_mm..k1_silu_mm_mul");
+    TU_ASSERT_CONTAINS(rep, "from lx: g");
+    /* x 128 x 256 and wg 256 x 9 sticks of DL16 read, nothing written */
+    TU_ASSERT_CONTAINS(rep, "dram bytes: 360448 read, 0 written");
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 2, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", nokeep, 2, NULL), 0);
+    gr_graph_free(g);
+}
+
 /* Three chained 2048-wide linears (ReLU between them, as bench/run mm's
  * chain) stream B in K chunks on 16x2r, and each activation stays in LX
  * for the next product: the middle product's blocking leaves room for its
@@ -3859,6 +3893,8 @@ int main(void)
         {"grid over the ring regressions from fuzzing validate", test_grid_over_the_ring_regressions_from_fuzzing_validate},
         {"a grid over the ring streams B in K chunks and validates",
          test_a_grid_over_the_ring_streams_b_in_k_chunks_and_validates},
+        {"products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_validate",
+         test_products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_validate},
         {"a chain of 2048-wide linears keeps its activations in LX at 0.65 of peak",
          test_a_chain_of_2048_wide_linears_keeps_its_activations_in_lx_at_065_of_peak},
         {"an operand expanded along K is copied and validates", test_an_operand_expanded_along_k_is_copied_and_validates},

@@ -458,11 +458,48 @@ static void test_stats_json_has_the_documented_keys(void)
     CU_ASSERT_EQUAL((uint64_t)cJSON_GetObjectItem(j, "dram_bytes_written")->valuedouble, st->dram_bytes_written);
     CU_ASSERT(st->dram_bytes_written >= 200ull * 130 * 2);
     CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItem(j, "cores")), cfg4.cores);
+    CU_ASSERT_DOUBLE_EQUAL(cJSON_GetObjectItem(j, "dram_bus_data")->valuedouble, sim_stats_dram_bus(st, &cfg4, 0), 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(cJSON_GetObjectItem(j, "dram_bus_mix")->valuedouble, sim_stats_dram_bus(st, &cfg4, 1), 1e-6);
     cJSON_Delete(j);
     remove(path);
     free(st);
     sim_destroy(s);
     isa_program_free(p);
+}
+
+/* The DRAM bus time the report gives is the bursts the bytes moved take
+ * (every access here is whole sticks, so whole bursts; a GEMM's last
+ * writes may still wait in the write buffers), none of it for read/write
+ * interleaving when only reads run; its share of the run is that time
+ * over the run's time on every channel. */
+static void test_dram_bus_time_is_the_bursts_the_bytes_take(void)
+{
+    const double burst_ns = cfg4.dram_burst_tck * cfg4.dram_tck_ns;
+    isa_program *ps[2] = {tu_prog_new(cfg4.cores, 4 << 20), small_gemm()};
+    load(ps[0], 0, 0, 0, 512);
+    tu_halt_all(ps[0]);
+    for (int i = 0; i < 2; i++) {
+        sim *s = sim_create(&cfg4);
+        sim_stats *st = malloc(sizeof *st);
+        sim_fault f;
+        CU_ASSERT_EQUAL_FATAL(sim_run(s, ps[i], 0, st, &f), 0);
+        const double bytes = (double)(st->dram_bytes_read + st->dram_bytes_written);
+        CU_ASSERT(bytes >= 65536);
+        if (i == 0) {
+            CU_ASSERT_DOUBLE_EQUAL(st->dram_data_ns, bytes / cfg4.dram_burst_bytes * burst_ns, 1e-6 * st->dram_data_ns);
+            CU_ASSERT_EQUAL(st->dram_mix_ns, 0);
+        } else { /* writes still in the controllers' buffers at the end are not on the bus yet */
+            CU_ASSERT(st->dram_data_ns <= bytes / cfg4.dram_burst_bytes * burst_ns * (1 + 1e-9));
+            CU_ASSERT(st->dram_data_ns >= (double)st->dram_bytes_read / cfg4.dram_burst_bytes * burst_ns * (1 - 1e-9));
+        }
+        const double share = sim_stats_dram_bus(st, &cfg4, 0), run_ns = st->cycles / cfg4.clock_ghz;
+        CU_ASSERT_DOUBLE_EQUAL(share, st->dram_data_ns / (run_ns * cfg4.dram_channels), 1e-9);
+        CU_ASSERT(share > 0 && share < 1);
+        CU_ASSERT_DOUBLE_EQUAL(sim_stats_dram_bus(st, &cfg4, 1), st->dram_mix_ns / (run_ns * cfg4.dram_channels), 1e-9);
+        free(st);
+        sim_destroy(s);
+        isa_program_free(ps[i]);
+    }
 }
 
 /* A kernel's core_span is the longest one core ran it: named per core
@@ -561,6 +598,7 @@ int main(void)
         {"deadlock_lists_every_waiting_unit", test_deadlock_lists_every_waiting_unit},
         {"trace_parses_and_slices_on_a_track_never_overlap", test_trace_parses_and_slices_on_a_track_never_overlap},
         {"stats_json_has_the_documented_keys", test_stats_json_has_the_documented_keys},
+        {"dram_bus_time_is_the_bursts_the_bytes_take", test_dram_bus_time_is_the_bursts_the_bytes_take},
         {"kernel_stats_add_up_to_the_run", test_kernel_stats_add_up_to_the_run},
         {"kernel_core_span_is_the_longest_core_span", test_kernel_core_span_is_the_longest_core_span},
         {NULL, NULL},

@@ -86,6 +86,9 @@ typedef struct {
                           these and the ring exchanges (x) read it from LX */
     int nuses;
     int cores;         /* the producer's cores */
+    int grid;          /* kept as the tiles of a grid over the ring with this many columns (each core the
+                          rows of its grid row x its column block, rows_cap rows per stick group from
+                          the block's first), for later products on the same grid; 0: rows */
     be_xreg *x;        /* ring exchanges: readers split over other cores, ascending by position */
     int nx;
 } be_res;
@@ -97,6 +100,9 @@ typedef struct {
     int buf;
     int write;
     int aligned;
+    int grid;          /* a grid over the ring of this many columns walks it as its cores' tiles (the
+                          rows of a grid row x a column block): another product on the same grid
+                          finds each tile on the core that wrote it (0: no) */
 } be_access;
 
 typedef struct be_ctx {

@@ -5,6 +5,7 @@
 #include "backend.h"
 
 #include <assert.h>
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -35,6 +36,9 @@ typedef struct lx_cand {
     int nxuses;
     int producer; /* position that writes it aligned (-1: none) */
     int cores;    /* the producer's cores */
+    int grid;     /* the producer's grid over the ring (be_access.grid), 0: none */
+    int *guses;   /* positions on that grid that read it as their tiles, ascending */
+    int nguses;
     int other;    /* read or written some other way: DRAM needed */
 } lx_cand;
 
@@ -47,13 +51,17 @@ static int next_use(const lx_cand *x, int pos)
     for (int i = 0; i < x->nxuses; i++)
         if (x->xuses[i] >= pos && x->xuses[i] < n)
             n = x->xuses[i];
+    for (int i = 0; i < x->nguses; i++)
+        if (x->guses[i] >= pos && x->guses[i] < n)
+            n = x->guses[i];
     return n;
 }
 
 /* The last position that reads candidate x from LX (-1: none). */
 static int last_use(const lx_cand *x)
 {
-    return cc_max(x->nuses ? x->uses[x->nuses - 1] : -1, x->nxuses ? x->xuses[x->nxuses - 1] : -1);
+    return cc_max(cc_max(x->nuses ? x->uses[x->nuses - 1] : -1, x->nxuses ? x->xuses[x->nxuses - 1] : -1),
+                  x->nguses ? x->guses[x->nguses - 1] : -1);
 }
 
 /* The highest stick-aligned range of `bytes` in [floor, top) that no
@@ -108,18 +116,25 @@ static lx_cand *lx_candidates(be_ctx *c)
             const int b = j < nr ? reads[j] : writes[j - nr], write = j >= nr;
             if (!c->lay[b].dram)
                 continue;
-            int aligned = na > 0;
+            int aligned = na > 0, grid = -1;
             for (int a = 0; a < na; a++)
-                if (acc[a].buf == b && acc[a].write == write)
+                if (acc[a].buf == b && acc[a].write == write) {
                     aligned &= acc[a].aligned;
+                    grid = grid < 0 || grid == acc[a].grid ? acc[a].grid : 0;
+                }
             int found = 0;
             for (int a = 0; a < na; a++)
                 found |= acc[a].buf == b && acc[a].write == write;
-            if (!found || !aligned || c->work[i].nokeep) {
+            if (found && !write && !aligned && grid > 0 && x[b].producer >= 0 && x[b].grid == grid &&
+                !c->work[i].nokeep) {
+                x[b].guses = ir_xgrow(x[b].guses, &(int){x[b].nguses}, x[b].nguses + 1, sizeof *x[b].guses);
+                x[b].guses[x[b].nguses++] = i;
+            } else if (!found || !aligned || c->work[i].nokeep) {
                 x[b].other = 1;
             } else if (write) {
                 x[b].producer = i;
                 x[b].cores = c->work[i].cores;
+                x[b].grid = grid > 0 ? grid : 0;
             } else if (x[b].producer >= 0 && c->work[i].cores == x[b].cores) {
                 x[b].uses = ir_xgrow(x[b].uses, &(int){x[b].nuses}, x[b].nuses + 1, sizeof *x[b].uses);
                 x[b].uses[x[b].nuses++] = i;
@@ -144,6 +159,7 @@ static void lx_free(const be_ctx *c, lx_cand *x)
     for (int b = 0; b < c->p->nbufs; b++) {
         free(x[b].uses);
         free(x[b].xuses);
+        free(x[b].guses);
     }
     free(x);
 }
@@ -257,7 +273,8 @@ static int64_t lx_in_place(const be_ctx *c, int b, int i, int64_t floor)
         return -1;
     for (int v = 0; v < c->p->nbufs; v++) {
         const be_res *q = &c->res[v];
-        if (v != b && q->on && q->to == i && q->from < i && q->cores == r->cores && q->rows_cap == r->rows_cap &&
+        if (v != b && q->on && q->to == i && q->from < i && q->cores == r->cores && q->grid == r->grid &&
+            q->rows_cap == r->rows_cap &&
             q->bytes == r->bytes && c->lay[v].groups == c->lay[b].groups && q->lx >= floor)
             return q->lx;
     }
@@ -284,7 +301,7 @@ static int64_t lx_shrink_for(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, 
     for (int k = r->from; k <= r->to; k++)
         if (cc_round_up(n->need[k], c->t.stick) > at)
             grow += n->grow[k];
-    const double saved = (double)c->lay[b].rows * c->lay[b].groups * c->t.stick * (x[b].nuses + !r->dram) /
+    const double saved = (double)c->lay[b].rows * c->lay[b].groups * c->t.stick * (x[b].nuses + x[b].nguses + !r->dram) /
                          c->t.dram_bytes_per_cycle;
     if (!(grow < saved))
         return -1;
@@ -294,6 +311,53 @@ static int64_t lx_shrink_for(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, 
             n->grow[k] = 0;
         }
     return at;
+}
+
+/* Still no room for candidate b, kept as tiles of a grid over the ring:
+ * the highest range the other kept tensors leave free, with the kernels
+ * it lives through that reach into it tiled below it instead, when each
+ * still fits and the cycles that adds are fewer than the DRAM traffic
+ * keeping b saves (as lx_shrink_for).  The Llama-8B prefill layer's SiLU
+ * product, 1,055,104 bytes of working LX beside the normed input
+ * (131,072) and the gate product's tiles (458,752), was 19,600 bytes
+ * short.  Only for tiles: for every candidate it shrank the layer's
+ * attention kernels for tensors placed earlier, and the softmax's
+ * probabilities no longer fitted (6,719,038 -> 6,919,441 cycles).  The
+ * region's offset, or -1. */
+static int64_t lx_tile_below(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, int64_t top, int64_t bytes)
+{
+    const be_res *r = &c->res[b];
+    const int64_t at = r->grid ? lx_fit(c, r->from, 0, top, bytes) : -1, sb = c->t.stick;
+    if (at < 0 || c->t.dram_bytes_per_cycle <= 0)
+        return -1;
+    const int nk = r->to - r->from + 1;
+    int64_t *need = ir_xalloc((size_t)nk * sizeof *need);
+    double grow = 0;
+    for (int k = r->from; k <= r->to && grow < DBL_MAX; k++) {
+        need[k - r->from] = n->need[k];
+        if (cc_round_up(n->need[k], sb) <= at)
+            continue;
+        const double est = be_kind_of(c, k)->estimate(c, k);
+        c->lx_floor[k] = at;
+        need[k - r->from] = be_kind_of(c, k)->need(c, k);
+        if (need[k - r->from] < 0 || cc_round_up(need[k - r->from], sb) > at)
+            grow = DBL_MAX;
+        else
+            grow += be_kind_of(c, k)->estimate(c, k) - est;
+        c->lx_floor[k] = (int64_t)c->cfg->lx_usable_bytes;
+        c->p->err[0] = 0; /* a kernel that did not fit */
+    }
+    const double saved = (double)c->lay[b].rows * c->lay[b].groups * sb * (x[b].nuses + x[b].nguses + !r->dram) /
+                         c->t.dram_bytes_per_cycle;
+    const int ok = grow < saved;
+    for (int k = r->from; ok && k <= r->to; k++)
+        if (need[k - r->from] != n->need[k]) {
+            n->need[k] = need[k - r->from];
+            n->small[k] = -1;
+            n->grow[k] = 0;
+        }
+    free(need);
+    return ok ? at : -1;
 }
 
 /* Candidate b, written by the kernel at i: the highest free range above
@@ -308,12 +372,17 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
     const int64_t sb = c->t.stick;
     be_res *r = &c->res[b];
     const be_layout *L = &c->lay[b];
+    /* read only by products on the producer's grid over the ring: each
+     * core keeps its own tile; readers of its rows keep it by rows, and
+     * those products read DRAM */
+    const int tile = !x[b].nuses && !x[b].nxuses && x[b].nguses > 0;
     r->from = i;
     r->to = last_use(&x[b]);
     r->cores = x[b].cores;
-    r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
-    r->bytes = r->rows_cap * L->groups * sb;
-    r->dram = x[b].other;
+    r->grid = tile ? x[b].grid : 0;
+    r->rows_cap = cc_ceil_div(L->rows, x[b].cores) * (tile ? r->grid : 1);
+    r->bytes = r->rows_cap * (tile ? cc_ceil_div(L->groups, r->grid) : L->groups) * sb;
+    r->dram = x[b].other || (!tile && x[b].nguses > 0);
     int64_t floor = 0;
     for (int k = r->from; k <= r->to; k++)
         floor = cc_max(floor, cc_round_up(need[k], sb));
@@ -323,13 +392,15 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
             at = lx_in_place(c, b, i, floor);
         if (at < 0 && first)
             at = lx_shrink_for(c, x, b, n, top, r->bytes);
+        if (at < 0 && first)
+            at = lx_tile_below(c, x, b, n, top, r->bytes);
         if (at >= 0) {
             r->on = 1;
             r->lx = at;
-            r->nuses = x[b].nuses;
+            r->nuses = tile ? x[b].nguses : x[b].nuses;
             r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
             if (r->nuses) /* none: read only by ring exchanges */
-                memcpy(r->uses, x[b].uses, (size_t)r->nuses * sizeof *r->uses);
+                memcpy(r->uses, tile ? x[b].guses : x[b].uses, (size_t)r->nuses * sizeof *r->uses);
             return;
         }
         int victim = b, far = next_use(&x[b], i + 1);
@@ -342,6 +413,7 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
         }
         if (victim == b) {
             r->dram = 1;
+            r->grid = 0;
             return;
         }
         be_res *q = &c->res[victim];
@@ -395,6 +467,8 @@ int be_res_may_read(const be_ctx *c, int buf, int pos)
         n |= x->uses[i] == pos;
     for (int i = 0; x->producer >= 0 && i < x->nxuses; i++)
         n |= x->xuses[i] == pos;
+    for (int i = 0; x->producer >= 0 && i < x->nguses; i++)
+        n |= x->guses[i] == pos;
     return n;
 }
 
@@ -533,9 +607,9 @@ static void print_res(const be_ctx *c, int b, FILE *f)
                 r->cores == 1 ? "" : "s", r->spilled ? "spilled before a reader" : "no room, or no reader from lx");
         return;
     }
-    fprintf(f, "kept %s: %s..%s at lx %" PRId64 ", %" PRId64 " bytes per core (%" PRId64 " rows on %d core%s)",
+    fprintf(f, "kept %s: %s..%s at lx %" PRId64 ", %" PRId64 " bytes per core (%" PRId64 " rows on %d core%s%s)",
             p->bufs[b].name, kname(p, r->from), kname(p, r->to), r->lx, r->bytes, r->rows_cap, r->cores,
-            r->cores == 1 ? "" : "s");
+            r->cores == 1 ? "" : "s", r->grid ? ", each its tile of a grid over the ring" : "");
     for (int k = 0; k < r->nuses; k++)
         if (r->uses[k] <= r->to)
             fprintf(f, "%s%s", k ? ", " : "; read by ", kname(p, r->uses[k]));

@@ -111,6 +111,13 @@ void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t 
 {
     int64_t at, cap;
     be_res_at(c, buf, store ? -1 : c->pos, &at, &cap);
+    const be_res *r = &c->res[buf];
+    if (r->grid) { /* the core's tile: groups from its column block's first */
+        int64_t t0, tn;
+        cc_split(c->lay[buf].groups, r->grid, e->core % r->grid, &t0, &tn);
+        assert(g0 >= t0 && g0 + G <= t0 + tn);
+        g0 -= t0;
+    }
     const int64_t sb = c->t.stick, part = at + (g0 * cap + i0) * sb;
     assert((c->res[buf].on || be_res_xreg(c, buf, c->pos)) && i0 >= 0 && i0 + n <= cap);
     cc_dma_shape sh = cc_dma_groups(n, G, store ? cap * sb : gs, store ? gs : cap * sb);

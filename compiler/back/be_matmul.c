@@ -600,6 +600,15 @@ static int mm_aligned_tile(const mm_plan *m, int pos, int buf, const be_view *v,
     return (w->gn == 1 || (w->bcast && out)) && w->gk <= 1 && mm_rows_split(m, w) && be_rows_aligned(&m->ep, buf, v);
 }
 
+/* ... or as the tiles of its cores, a grid over the ring (be_access.grid:
+ * its columns), for another product on the same grid: k1 of Llama-8B's
+ * MLP reads the gate product's result as its epilogue's tiles. */
+static int mm_grid_tile(const mm_plan *m, int pos, int buf, const be_view *v)
+{
+    const be_work *w = &m->c->work[pos];
+    return w->bcast && w->gn > 1 && w->gk <= 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v) ? (int)w->gn : 0;
+}
+
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
 {
     mm_plan m;
@@ -610,18 +619,20 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
         return -1;
     }
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
-    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos)};
-    a[(*n)++] = (be_access){m.mm->b, 0, 0};
+    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), 0};
+    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0};
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
-        const int buf = c->p->A.e[L->e].buf;
-        a[(*n)++] = (be_access){buf, 0, L->cls == BE_V_TILE && !L->staged && !L->gather && mm_aligned_tile(&m, pos, buf, &L->v, 0)};
+        const int buf = c->p->A.e[L->e].buf, tile = L->cls == BE_V_TILE && !L->staged && !L->gather;
+        a[(*n)++] = (be_access){buf, 0, tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
+                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0};
     }
     for (int j = 0; j < m.ep.nn; j++) {
         const rk_node *rn = &m.ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         if (rn->dram)
-            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1)};
+            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1),
+                                    rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv)};
     }
     mm_free(&m);
     *out = a;
@@ -1414,7 +1425,8 @@ static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m)
         rk_load *L = &m->ep.loads[i];
         const int buf = c->p->A.e[L->e].buf;
         L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
-                 mm_aligned_tile(m, pos, buf, &L->v, 0);
+                 (c->res[buf].grid ? c->res[buf].grid == mm_grid_tile(m, pos, buf, &L->v)
+                                   : mm_aligned_tile(m, pos, buf, &L->v, 0));
         if (L->res)
             be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
     }

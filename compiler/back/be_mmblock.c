@@ -123,9 +123,11 @@ int64_t mm_ep_load(mm_core *mc, const mm_rows *rs, int64_t i0, int64_t g0, int64
         be_val val = {L->cls, 0, at, L->v.lane};
         if (base)
             base[i] = at;
-        if (L->res) {
-            assert(rs->n == 1);
-            be_res_copy(c, e, 0, c->p->A.e[L->e].buf, i0, rs->len[0], g0, nbs, at, MB * sb);
+        if (L->res) { /* kept by rows (one part), or as this core's tile of a grid (every part) */
+            const int buf = c->p->A.e[L->e].buf, grid = c->res[buf].grid;
+            assert(rs->n == 1 || grid);
+            be_res_copy(c, e, 0, buf, i0, grid ? rs->off[rs->n - 1] + rs->len[rs->n - 1] : rs->len[0], g0, nbs, at,
+                        MB * sb);
             at += mc->NBS * MB * sb;
         } else if (L->cls == BE_V_COL) {
             be_dma_rows(c, e, ISA_OP_DMA_LD, at, sb, &v, &k->rsp, rs->row[0], 1, nbs);

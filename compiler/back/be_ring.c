@@ -603,8 +603,8 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     if (mc->nch > 1)
         mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
     rg_tokens(g);
-    for (int jj = 0; jj < m->ep.nn && jj < 64; jj++)
-        g->nres += m->ep.nodes[jj].res;
+    for (int jj = 0; jj < m->ep.nn && jj < 64; jj++) /* kept results the ring sends */
+        g->nres += m->ep.nodes[jj].res && !c->res[c->p->nodes[m->ep.nodes[jj].node].out].grid;
     return cc_emit_failed(e) ? -1 : 0;
 }
 
@@ -900,9 +900,12 @@ static void rg_ep_store(rg_core *g, const rg_pieces *p)
             for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
                 be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v,
                             &k->rsp, g->rs.row[sg], g->rs.len[sg], g->ns);
-            if (rn->res && g->j >= p->s0[q] && g->j < p->s1[q])
-                be_res_copy(c, g->e, 1, c->p->nodes[rn->node].out, 0, g->pn, g->g0, g->ns,
-                            p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
+            const int buf = c->p->nodes[rn->node].out;
+            if (rn->res && c->res[buf].grid) /* the piece into this core's tile */
+                be_res_copy(c, g->e, 1, buf, off, g->rs.off[p->s1[q] - 1] + g->rs.len[p->s1[q] - 1] - off, g->g0,
+                            g->ns, p->vals[q][jj].lx, MT * sb);
+            else if (rn->res && g->j >= p->s0[q] && g->j < p->s1[q])
+                be_res_copy(c, g->e, 1, buf, 0, g->pn, g->g0, g->ns, p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
         }
     }
 }
@@ -918,9 +921,9 @@ static void rg_ep_send(rg_core *g, const rg_pieces *p)
         cc_emit_wait(g->e, ISA_U_RING, g->rdone[p->u[q]]);
         for (int jj = 0; jj < k->nn && jj < 64; jj++) {
             const rk_node *rn = &k->nodes[jj];
-            if (!rn->res)
-                continue;
             const be_res *r = &c->res[c->p->nodes[rn->node].out];
+            if (!rn->res || r->grid) /* a grid's tile stays on its core */
+                continue;
             for (int sg = p->s0[q]; sg < p->s1[q]; sg++) {
                 if (sg == g->j)
                     continue;

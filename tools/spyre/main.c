@@ -288,6 +288,8 @@ void print_stats(const sim_stats *st, const chip_config *cfg)
     printf("dram_bytes_read=%" PRIu64 " dram_bytes_written=%" PRIu64 " dram_gbps=%.2f row_hit_rate=%.4f\n",
            st->dram_bytes_read, st->dram_bytes_written, us > 0 ? (double)dram / (us * 1e3) : 0.0,
            rows ? (double)st->dram_row_hits / (double)rows : 0.0);
+    printf("dram_bus: data %.1f%% rw_mix %.1f%% of the run, mean over channels\n", 100 * sim_stats_dram_bus(st, cfg, 0),
+           100 * sim_stats_dram_bus(st, cfg, 1));
     uint64_t peak = 0;
     int peak_core = 0, ncores = cfg->cores < SIM_MAX_CORES ? cfg->cores : SIM_MAX_CORES;
     for (int i = 0; i < ncores; i++)
