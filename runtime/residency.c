@@ -129,7 +129,9 @@ static int fill_region(rt_program *prog, int weights, int values, uint64_t dirty
                 return -1;
             continue;
         }
-        if (t->role == ISA_ROLE_SCRATCH || lo >= dirty_end)
+        /* values 0: the run reads no values and its outputs are not read
+         * back (rt_download_outputs), so the zeros are not made either */
+        if (t->role == ISA_ROLE_SCRATCH || lo >= dirty_end || !values)
             continue;
         uint64_t hi = lo + t->bytes < dirty_end ? lo + t->bytes : dirty_end;
         if (zero_dram(prog->dev->sim, lo, hi - lo, err, errlen))

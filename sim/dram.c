@@ -103,6 +103,12 @@ static divisor divisor_of(uint64_t v)
 static inline uint64_t dv(uint64_t x, divisor d) { return d.sh >= 0 ? x >> d.sh : x / d.v; }
 static inline uint64_t md(uint64_t x, divisor d) { return d.sh >= 0 ? x & (d.v - 1) : x % d.v; }
 
+/* Where a row segment lands: bank group, bank (index in the channel), row. */
+typedef struct {
+    int g, bi;
+    int64_t row;
+} dram_place;
+
 struct sim_dram {
     /* organisation */
     int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
@@ -125,6 +131,8 @@ struct sim_dram {
     uint64_t call;
     sim_dram_stats st;
     sim_dram *shadow;   /* scratch copy for sim_dram_drain_time */
+    uint64_t placed_r;  /* the last local row index placed (place_of), and where */
+    dram_place placed;
 };
 
 typedef struct {
@@ -236,6 +244,7 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
     d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
     d->dwq = divisor_of(d->wq_cap);
+    d->placed_r = UINT64_MAX; /* none yet */
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
         sim_dram_free(d);
@@ -319,19 +328,31 @@ sim_dram_loc sim_dram_map(const sim_dram *d, uint64_t addr)
     return l;
 }
 
-/* The bytes of [addr, addr + bytes) that live on channel c form one
- * contiguous range [*lo, *hi) of its local space; 0 when there are none. */
-static int chan_range(const sim_dram *d, uint64_t addr, uint64_t bytes, int c, uint64_t *lo, uint64_t *hi)
+/* An access's first and last granule and its offsets in them: what
+ * chan_range needs of it for every channel. */
+typedef struct {
+    uint64_t q0, q1, o0, o1;
+} dram_span;
+
+static dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
+{
+    dram_span s = {dv(addr, d->dgran), dv(addr + bytes - 1, d->dgran), md(addr, d->dgran),
+                   md(addr + bytes - 1, d->dgran)};
+    return s;
+}
+
+/* The bytes of access sp that live on channel c form one contiguous range
+ * [*lo, *hi) of its local space; 0 when there are none. */
+static int chan_range(const sim_dram *d, const dram_span *sp, int c, uint64_t *lo, uint64_t *hi)
 {
     const divisor g = d->dgran, n = d->dnch;
-    uint64_t uc = (uint64_t)c;
-    uint64_t q0 = dv(addr, g), q1 = dv(addr + bytes - 1, g);
+    uint64_t uc = (uint64_t)c, q0 = sp->q0, q1 = sp->q1;
     uint64_t first = q0 + md(uc + n.v - md(q0, n), n); /* first granule of c at or after q0 */
     if (first > q1)
         return 0;
     uint64_t last = q1 - md(md(q1, n) + n.v - uc, n);  /* last granule of c at or before q1 */
-    *lo = dv(first, n) * g.v + (first == q0 ? md(addr, g) : 0);
-    *hi = dv(last, n) * g.v + (last == q1 ? md(addr + bytes - 1, g) + 1 : g.v);
+    *lo = dv(first, n) * g.v + (first == q0 ? sp->o0 : 0);
+    *hi = dv(last, n) * g.v + (last == q1 ? sp->o1 + 1 : g.v);
     return 1;
 }
 
@@ -340,8 +361,9 @@ uint64_t sim_dram_segments(const sim_dram *d, uint64_t addr, uint64_t bytes)
     uint64_t n = 0, lo, hi;
     if (!bytes)
         return 0;
+    const dram_span sp = span_of(d, addr, bytes);
     for (int c = 0; c < d->nch; c++)
-        if (chan_range(d, addr, bytes, c, &lo, &hi))
+        if (chan_range(d, &sp, c, &lo, &hi))
             n += (hi - 1) / d->row_bytes - lo / d->row_bytes + 1;
     return n;
 }
@@ -438,17 +460,17 @@ static void refresh(sim_dram *d, int c, double t)
     d->st.refreshes++;
 }
 
-/* Where a row segment lands: bank group, bank (index in the channel), row. */
-typedef struct {
-    int g, bi;
-    int64_t row;
-} dram_place;
-
-static dram_place place_of(const sim_dram *d, uint64_t local)
+/* Where local row index r lands: its channel's accesses and the other
+ * channels' shares of the same access mostly name the row the last one
+ * named, so the last answer is kept (the map does not change). */
+static dram_place place_of(sim_dram *d, uint64_t local)
 {
-    dram_place w;
-    place(d, dv(local, d->drow), &w.g, &w.bi, &w.row);
-    return w;
+    uint64_t r = dv(local, d->drow);
+    if (r != d->placed_r) {
+        place(d, r, &d->placed.g, &d->placed.bi, &d->placed.row);
+        d->placed_r = r;
+    }
+    return d->placed;
 }
 
 /* Schedule one segment: local range [lo, hi) of channel c, placed at w
@@ -636,9 +658,10 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
     int dir = is_write ? WR : RD;
     uint64_t call = ++d->call;
     double done = t_ns;
+    const dram_span sp = span_of(d, addr, bytes);
     for (int c = 0; c < d->nch; c++) {
         uint64_t lo, hi;
-        if (!chan_range(d, addr, bytes, c, &lo, &hi))
+        if (!chan_range(d, &sp, c, &lo, &hi))
             continue;
         if (d->wq_cap) {
             wq_idle(d, c, t_ns);

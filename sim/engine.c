@@ -14,104 +14,14 @@
 #include <string.h>
 
 #include "dram.h"
-
-enum { EV_AGENT, EV_TOKEN };
-
-/* 24 bytes (cores and tokens are at most 256, agents ISA_NUNITS + 1):
- * the heap moves events on every push and pop. */
-typedef struct {
-    double t;
-    uint64_t seq; /* insertion order: ties run first come first served */
-    uint16_t core;
-    uint8_t type, agent;
-    int32_t tok;
-} event;
-
-/* A binary heap, and before it one event held aside: the next to run
- * when it is earlier than every event in the heap.  An agent often
- * schedules itself next (a unit free again before any other event), and
- * that event then skips the heap's push and pop.  The order is the heap's:
- * keys (t, seq) are unique. */
-typedef struct {
-    event *v;
-    size_t n, cap;
-    event first;
-    int has_first;
-} heap;
-
-/* Without short-circuits: the heap's comparisons go either way at random,
- * and as flags combined they cost no mispredicted branch. */
-static int ev_less(const event *a, const event *b) { return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq)); }
-
-static void heap_insert(heap *h, event e)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 256;
-        h->v = realloc(h->v, h->cap * sizeof *h->v);
-        if (!h->v) {
-            fprintf(stderr, "spyre: out of host memory\n");
-            abort();
-        }
-    }
-    size_t i = h->n++;
-    while (i && ev_less(&e, &h->v[(i - 1) / 2])) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->v[i] = e;
-}
-
-static event heap_remove(heap *h)
-{
-    event top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        /* v[c + 1] is readable even at h->n: it still holds `last` */
-        c += (c + 1 < h->n) & ev_less(&h->v[c + 1], &h->v[c]);
-        if (!ev_less(&h->v[c], &last))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n)
-        h->v[i] = last;
-    return top;
-}
-
-static void heap_push(heap *h, event e)
-{
-    if (h->has_first && ev_less(&e, &h->first)) {
-        heap_insert(h, h->first);
-        h->first = e;
-    } else if (h->has_first || (h->n && !ev_less(&e, &h->v[0]))) {
-        heap_insert(h, e);
-    } else {
-        h->first = e;
-        h->has_first = 1;
-    }
-}
-
-static int heap_empty(const heap *h) { return !h->has_first && !h->n; }
-
-static event heap_pop(heap *h)
-{
-    if (h->has_first) {
-        h->has_first = 0;
-        return h->first;
-    }
-    return heap_remove(h);
-}
+#include "events.h"
 
 #define AGENT_SEQ ISA_NUNITS
 
 typedef struct {
     sim *s;
     const isa_program *p;
-    heap h;
-    uint64_t seq;
+    sim_evq q;
     double now;
     int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
@@ -251,10 +161,9 @@ static void kernel_charge(engine *g, int core, long index, double start, double 
     k->dram_bytes += dram_bytes;
 }
 
-static void schedule(engine *g, double t, int type, int core, int agent, int64_t tok)
+static void schedule(engine *g, double t, int core, int agent)
 {
-    event e = {t, g->seq++, (uint16_t)core, (uint8_t)type, (uint8_t)agent, (int32_t)tok};
-    heap_push(&g->h, e);
+    sim_evq_agent(&g->q, core * (ISA_NUNITS + 1) + agent, t);
 }
 
 /* Wake a unit at time t unless it already has an event pending. */
@@ -264,7 +173,7 @@ static void wake_unit(engine *g, sim_core *c, int u, double t)
     if (us->scheduled)
         return;
     us->scheduled = 1;
-    schedule(g, t > us->free_at ? t : us->free_at, EV_AGENT, c->id, u, 0);
+    schedule(g, t > us->free_at ? t : us->free_at, c->id, u);
 }
 
 static void wake_seq(engine *g, sim_core *c, double t)
@@ -272,7 +181,7 @@ static void wake_seq(engine *g, sim_core *c, double t)
     if (c->seq_scheduled)
         return;
     c->seq_scheduled = 1;
-    schedule(g, t > c->seq_time ? t : c->seq_time, EV_AGENT, c->id, AGENT_SEQ, 0);
+    schedule(g, t > c->seq_time ? t : c->seq_time, c->id, AGENT_SEQ);
 }
 
 static int units_idle(const sim_core *c)
@@ -553,7 +462,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         } else {
             if (us->done_at > t) { /* signal once the unit's transfers in flight are complete */
                 us->scheduled = 1;
-                schedule(g, us->done_at, EV_AGENT, c->id, u, 0);
+                schedule(g, us->done_at, c->id, u);
                 return 0;
             }
             if (c->tokens[in->tok] + 1 > s->cfg.token_max)
@@ -577,7 +486,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
                 return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " of core %d overflows", tm.remote_tok,
                                   tm.remote_core);
             sim_race_signal(s, c, u, dst, tm.remote_tok);
-            schedule(g, tm.end, EV_TOKEN, tm.remote_core, 0, tm.remote_tok);
+            sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
         }
     }
     if (past_cycles(g, c->id, u, e->index, done))
@@ -682,18 +591,18 @@ int sim_engine_run(sim *s, const isa_program *p)
     sim_timing_reset(s);
     sim_race_reset(s);
     sim_trace_reset(s);
+    sim_evq_init(&g.q, s->cfg.cores * (ISA_NUNITS + 1));
     for (int i = 0; i < s->cfg.cores; i++)
         wake_seq(&g, &s->cores[i], 0);
     int rc = 0;
-    while (!heap_empty(&g.h)) {
-        event e = heap_pop(&g.h);
-        sim_core *c = &s->cores[e.core];
-        if (e.type == EV_TOKEN)
-            token_inc(&g, c, e.tok, e.t);
-        else if (e.agent == AGENT_SEQ)
-            rc = run_seq(&g, c, e.t);
+    sim_event e;
+    while (sim_evq_pop(&g.q, &e)) {
+        if (e.agent < 0)
+            token_inc(&g, &s->cores[e.core], e.tok, e.t);
+        else if (e.agent % (ISA_NUNITS + 1) == AGENT_SEQ)
+            rc = run_seq(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.t);
         else
-            rc = run_unit(&g, c, e.agent, e.t);
+            rc = run_unit(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.agent % (ISA_NUNITS + 1), e.t);
         if (rc || s->race_found) {
             rc = -1;
             break;
@@ -720,7 +629,7 @@ int sim_engine_run(sim *s, const isa_program *p)
             }
         }
     }
-    free(g.h.v);
+    sim_evq_free(&g.q);
     kernels_fold(&g);
     kernels_end(&g);
     return rc;
