@@ -176,8 +176,8 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
  * at once, and the last store (the median kernel span was 773.5 cycles
  * above it); a row kernel's counts one DRAM latency and its DMAs' issue,
  * not the cores asking at once. */
-#define MM_FILL_DRAIN 600
-#define ROWS_FILL_DRAIN 300
+#define MM_FILL_DRAIN 100
+#define ROWS_FILL_DRAIN 0
 
 #define ROWS_KIND                                                                                                      \
     {"row kernel",  be_rows_plan,     be_rows_align, be_rows_access, be_rows_estimate, be_rows_need,                 \
