@@ -9,7 +9,8 @@
  * after a fence counts the cores' different starts as well.  Prints a line per graph and
  * chip, the ratios' spread, and last estimate_geomean= (the geometric
  * mean of estimate / simulated over every kernel) and estimate_worst=
- * (the ratio furthest from 1, as a ratio).  docs/compiler.md, "Estimates
+ * (the ratio furthest from 1, as a ratio), after the ratios' spread in
+ * bands and the ten furthest from 1.  docs/compiler.md, "Estimates
  * against the simulator". */
 #include <dirent.h>
 #include <math.h>
@@ -24,10 +25,21 @@ static double logsum, worst = 1;
 static int nratios, nbelow_half, nabove_two;
 static char worst_at[512];
 
+/* Every ratio with where it was, for the list of the furthest from 1. */
+#define MAX_RATIOS 4096
+static struct ratio {
+    double q;
+    char at[160];
+} ratios[MAX_RATIOS];
+
 /* One kernel's ratio into the totals. */
 static void add_ratio(double q, const char *graph, const char *chip, const char *kernel)
 {
     logsum += log(q);
+    if (nratios < MAX_RATIOS) {
+        ratios[nratios].q = q;
+        snprintf(ratios[nratios].at, sizeof ratios[nratios].at, "%s on %s, %s", graph, chip, kernel);
+    }
     nratios++;
     nbelow_half += q < 0.5;
     nabove_two += q > 2;
@@ -83,6 +95,33 @@ static int measure(const char *dir, const char *label, const char *chip)
     return rc;
 }
 
+/* Further from 1 first (qsort). */
+static int by_distance(const void *a, const void *b)
+{
+    const double x = fabs(log(((const struct ratio *)a)->q)), y = fabs(log(((const struct ratio *)b)->q));
+    return (x < y) - (x > y);
+}
+
+/* The spread of the ratios (how many in each band around 1) and the ten
+ * furthest from 1, where to look first. */
+static void print_spread(void)
+{
+    const int n = nratios < MAX_RATIOS ? nratios : MAX_RATIOS;
+    const double edges[] = {0.5, 0.67, 0.8, 0.9, 1.11, 1.25, 1.5, 2};
+    int band[9] = {0};
+    for (int i = 0; i < n; i++) {
+        int b = 0;
+        while (b < 8 && ratios[i].q >= edges[b])
+            b++;
+        band[b]++;
+    }
+    printf("spread: <0.5:%d 0.5-0.67:%d 0.67-0.8:%d 0.8-0.9:%d 0.9-1.11:%d 1.11-1.25:%d 1.25-1.5:%d 1.5-2:%d >2:%d\n",
+           band[0], band[1], band[2], band[3], band[4], band[5], band[6], band[7], band[8]);
+    qsort(ratios, (size_t)n, sizeof ratios[0], by_distance);
+    for (int i = 0; i < n && i < 10; i++)
+        printf("  furthest %d: %.3f %s\n", i + 1, ratios[i].q, ratios[i].at);
+}
+
 /* The graph directories of traces/ (and one level down: prefill, decode), sorted. */
 static int list_traces(const char *src, char names[][256], int max)
 {
@@ -125,6 +164,7 @@ int main(void)
         fprintf(stderr, "bench_estimate: no kernel measured\n");
         return 2;
     }
+    print_spread();
     printf("kernels=%d below_half=%d above_two=%d worst_at=%s\n", nratios, nbelow_half, nabove_two, worst_at);
     printf("estimate_geomean=%.3f\n", exp(logsum / nratios));
     printf("estimate_worst=%.3f\n", worst);

@@ -116,6 +116,7 @@ typedef struct be_ctx {
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
     int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */
     const struct lx_cand *hope; /* lxplan, while it tiles the kernels: what could stay in LX (be_res_may_read) */
+    int waits;         /* the estimates price the DRAM's waits (cc_dram_wait): only for the report (kernel_boundary) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     int pos;           /* codegen: the kernel position being emitted */

@@ -293,6 +293,39 @@ static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC
  * 0.93 (1x2: the MLP products 1,210,135 -> 1,161,412 cycles each). */
 #define MM_CORE_DRAM_SHARE 0.85
 
+/* An operand staged whole (restickified once per core, m->aw / m->bw) is
+ * loaded before the first block, not while the PT works: its bytes move
+ * out of the per-chunk ones (*core, *chip: re-read by each of `reread`
+ * blocks, as mm_estimate counts them) into *stage_core / *stage_chip. */
+static void mm_take_whole(int whole, int64_t reread, double *core, double *chip, double *stage_core,
+                          double *stage_chip)
+{
+    if (!whole)
+        return;
+    *stage_core += *core / (double)reread;
+    *stage_chip += *chip / (double)reread;
+    *core = *chip = 0;
+}
+
+/* The cycles of staging whole operands before the blocks: a core's bytes
+ * at the slower of its ring stop and its share of DRAM, or every core's
+ * at the chip's DRAM rate, then the DRAM's wait (bert_base's QK^T on 2
+ * cores staged 786 KB in 9,200 cycles, then ran its 8,131 of PT).  The
+ * kernel ends with its slowest core: a one-off wait is priced on the
+ * channels every core's reads span together (chip). */
+static double mm_stage_cycles(const cc_target *t, double core, double chip)
+{
+    if (core <= 0)
+        return 0;
+    double rate = t->dma_bytes_per_cycle, dram = t->dram_bytes_per_cycle;
+    if (dram > 0 && MM_CORE_DRAM_SHARE * dram < rate)
+        rate = MM_CORE_DRAM_SHARE * dram;
+    double stream = core / rate;
+    if (dram > 0 && chip / dram > stream)
+        stream = chip / dram;
+    return 2 * t->dma_insn_cycles + stream + cc_dram_wait(t, chip, stream);
+}
+
 static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
@@ -311,7 +344,9 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
     double b_core = nbc * (double)(nbm * ns * m->Kc) * sb;
     double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
-    double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0;
+    double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0, w_core = 0, w_chip = 0;
+    mm_take_whole(m->c->waits && m->aw, nbn, &a_core, &a_chip, &w_core, &w_chip);
+    mm_take_whole(m->c->waits && m->bw, nbm, &b_core, &b_chip, &w_core, &w_chip);
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
         e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
@@ -331,7 +366,7 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
                               : 0;
     double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
     double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
-    tl->bytes = a_chip + b_chip + e_chip + o_chip;
+    tl->bytes = a_chip + b_chip + e_chip + o_chip + w_chip;
     double dram = t->dram_bytes_per_cycle > 0 ? tl->bytes / t->dram_bytes_per_cycle : 0;
     /* split-K: the fp32 partial sums reduced along the chain of K parts, then converted */
     /* (per step of the chain a ready message and the ring.red, each a
@@ -341,14 +376,32 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
                                                            (double)t->cfg->ring_bytes_per_cycle) +
                                     2 * (t->cfg->sfp_issue_cycles + (double)(tl->NBS * tl->MB))
                               : 0;
-    double fill = (double)mm_abslot_bytes(m, tl->MB, tl->NBS, tl->KC) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    /* the first chunk's way in, and its DRAM wait unless staging waited
+     * (on the channels the grid's first chunks span: mm_stage_cycles) */
+    const double slot = (double)mm_abslot_bytes(m, tl->MB, tl->NBS, tl->KC);
+    double fill = slot / t->dma_bytes_per_cycle + t->dma_insn_cycles +
+                  (!m->c->waits || w_core > 0 ? 0 : cc_dram_wait(t, slot * (double)(gm * gn * m->gb), slot / t->dma_bytes_per_cycle));
+    /* each K chunk's operands from DRAM (not staged whole once, nor read
+     * from LX) are loaded while the PT works on the one before (two
+     * slots), so a chunk takes at least their round trip: the loads'
+     * issue, their bytes at the slower of the ring's and the DRAM's rate,
+     * and the DRAM's wait (row latency, refresh) */
+    const int a_chunked = a_core > 0 && !m->alx, b_chunked = b_core > 0;
+    const double trips = m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks : 0;
+    const double per_chunk = trips > 0 ? ((a_chunked ? a_core : 0) + (b_chunked ? b_core : 0)) / trips : 0;
+    const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle < t->dma_bytes_per_cycle
+                            ? t->dram_bytes_per_cycle
+                            : t->dma_bytes_per_cycle;
+    const double trip = trips * ((a_chunked + b_chunked) * t->dma_insn_cycles + per_chunk / rate +
+                                 cc_dram_wait(t, per_chunk, per_chunk / rate));
     double c = pt;
+    c = c > trip ? c : trip;
     c = c > dmai ? c : dmai;
     c = c > dmao ? c : dmao;
     c = c > sfp ? c : sfp;
     c = c > dram ? c : dram;
     c = c > stream ? c : stream;
-    tl->cycles = fill + c + reduce;
+    tl->cycles = fill + mm_stage_cycles(t, w_core, w_chip) + c + reduce;
 }
 
 /* A split of K must look this many cycles better than the best grid
@@ -569,7 +622,9 @@ static double mm_cost(const mm_plan *m, int64_t gm, int64_t gn, double *bytes)
  * the softmax to PV). */
 static int mm_rows_split(const mm_plan *m, const be_work *w)
 {
-    return m->nbatch == 1 || (w->gm == 1 && m->nbatch % m->gb == 0 && !w->bcast);
+    /* the work's batch parts: a plan built for the access or the
+     * alignment check has none of its own (mm_shape's gb 1) */
+    return m->nbatch == 1 || (w->gm == 1 && m->nbatch % (w->gb > 1 ? w->gb : 1) == 0 && !w->bcast);
 }
 
 /* Can this kernel take A and its epilogue's tiles from, and leave its

@@ -224,18 +224,12 @@ static double rk_dma(const be_ctx *c, double sticks)
     return c->t.dma_insn_cycles + sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
 }
 
-/* One stick read from one DRAM channel (its bursts back to back), and a
- * read's latency (precharge, activate, column access), in core cycles. */
+/* One stick read from one DRAM channel (its bursts back to back), in
+ * core cycles (a read's wait: cc_dram_wait). */
 static double rk_dram_stick(const be_ctx *c)
 {
     const chip_config *g = c->cfg;
     return g->dram_burst_bytes ? (double)c->t.stick / g->dram_burst_bytes * g->dram_burst_tck * g->dram_tck_ns * g->clock_ghz : 0;
-}
-
-static double rk_dram_latency(const be_ctx *c)
-{
-    const chip_config *g = c->cfg;
-    return (double)(g->dram_rp + g->dram_rcd + g->dram_cl) * g->dram_tck_ns * g->clock_ghz;
 }
 
 /* Rows per chunk as rk_chunk_rows takes them for a part of rt rows,
@@ -287,11 +281,27 @@ static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64
     return core * (double)cores > whole ? core / (double)k->c->t.stick : 0;
 }
 
+/* Does load L read a tensor an earlier kernel keeps in LX (as the LX
+ * plan has it, or while it tiles the kernels, could have it)?  Does
+ * node i's result stay in LX only, not also go to DRAM? */
+static int rk_from_lx(const rk_plan *k, const rk_load *L)
+{
+    const int buf = k->c->p->A.e[L->e].buf;
+    return L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_may_read(k->c, buf, k->pos) &&
+           be_rows_aligned(k, buf, &L->v);
+}
+
+static int rk_to_lx_only(const rk_plan *k, int i)
+{
+    const int buf = k->c->p->nodes[k->nodes[i].node].out;
+    return !k->nodes[i].staged && be_res_writes(k->c, buf, k->pos) && !k->c->res[buf].dram;
+}
+
 static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double tile = (double)R * k->G, part = (double)rt * k->G, sb = (double)c->t.stick;
-    double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0;
+    double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0, first = 0;
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
         if (L->gather) { /* its rows, and the whole row-number tensor on every core */
@@ -305,17 +315,25 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             col_sticks += (double)k->G;
         } else {
             in += L->staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, L->cls == BE_V_TILE || L->gather ? tile : R);
-            bytes += (L->cls == BE_V_TILE || L->gather ? part : (double)rt) * sb;
+            /* a tensor kept in LX by an earlier kernel comes from there (a dma.lx) */
+            const double b = (L->cls == BE_V_TILE || L->gather ? part : (double)rt) * sb;
+            bytes += c->waits && rk_from_lx(k, L) ? 0 : b;
+            first += c->waits && rk_from_lx(k, L) ? 0 : b / (double)nch;
         }
     }
     for (int i = 0; i < k->nn; i++)
         if (k->nodes[i].dram) {
             out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, tile);
-            bytes += part * sb;
+            bytes += c->waits && rk_to_lx_only(k, i) ? 0 : part * sb;
         }
     col_sticks += rk_stage_shared(k, cores, rt, R);
     const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
-    const double lat = rk_dram_latency(c);
+    /* the first chunk's DRAM reads wait (per-column loads count in col),
+     * on the channels every core's span together: the kernel ends with
+     * its slowest core (a copy of 8 rows on 4 cores: 416 to 790 cycles) */
+    const double lead = first + col_sticks * sb;
+    const double lat = c->waits ? cc_dram_wait(&c->t, lead * (double)cores, lead / c->t.dma_bytes_per_cycle)
+                                : c->t.dram_latency_cycles;
     double step = in > sfp ? in : sfp;
     step = step > out ? step : out;
     const double core = col + in + lat + (double)(nch - 1) * step + sfp + out;

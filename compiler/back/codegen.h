@@ -37,9 +37,16 @@ typedef struct {
     double dma_insn_cycles;   /* fixed cost of one DMA: descriptor setup */
     double sync_cycles;       /* a token hand-off between units */
     double dram_bytes_per_cycle; /* the chip's DRAM channels together, per core cycle (0: unknown) */
+    double dram_latency_cycles;  /* a read that opens a row: precharge, activate, column access */
+    double dram_refresh_cycles;  /* one channel's all-bank refresh (tRFC) */
+    double dram_refresh_every;   /* cycles between two channels' refreshes (tREFI / channels) */
 } cc_target;
 
 void cc_target_init(cc_target *t, const chip_config *cfg);
+/* The wait of a read of `bytes` whose data streams for `stream` cycles,
+ * besides the streaming: a row's latency and the expected refresh wait
+ * (docs/compiler.md, "DRAM waits"); 0 for no bytes. */
+double cc_dram_wait(const cc_target *t, double bytes, double stream);
 
 /* Split `total` items into `parts` nearly equal parts (the first
  * total % parts get one more); part i starts at *start and has *len. */
