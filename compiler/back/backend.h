@@ -448,6 +448,7 @@ typedef struct {
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
+    double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */
 } rk_plan;
 
 typedef struct {

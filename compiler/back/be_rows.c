@@ -254,20 +254,41 @@ static int64_t rk_row_stick(const rk_plan *k, const be_view *v, int64_t r)
     return s;
 }
 
-/* Can load L be shared over `cores` cores: a tile read through its view
- * (not staged, gathered or kept in LX), equal parts, row i of every part
- * at the same sticks, and its DRAM reads saved worth more than twice the
- * ring sends (each core's share to every other: issue and bytes)? */
-static int rk_can_share(const rk_plan *k, const rk_load *L, int64_t cores)
+/* The bar a shared load puts before its kernel makes every core wait for
+ * the last to finish the kernel before, whose cores can end far apart: a
+ * 1x1b4 bmm of attention (256 tokens, 2 heads a core; estimate 20,888
+ * cycles) ended between 75,517 and 89,644 cycles on spyre, a third of its
+ * span of 45,697, and sharing its softmax's mask (7,200 cycles of DRAM
+ * saved) left the graph 10,731 cycles slower.  Sharing must save more DRAM
+ * time than this share of the kernel before's estimate: Llama-8B prefill's
+ * mask saves 149k cycles against its bmm's 309k, its two rotary tables together 74k
+ * against k_proj's 122k. */
+#define RK_SHARE_BAR 0.4
+
+static double rk_prev_est(rk_plan *k)
+{
+    if (k->prev_est == 0) {
+        const double e = k->pos > 0 ? be_kind_of(k->c, k->pos - 1)->estimate(k->c, k->pos - 1) : 1;
+        k->prev_est = e < 1 ? 1 : e; /* an error's -1 */
+    }
+    return k->prev_est;
+}
+
+/* The DRAM cycles sharing load L over `cores` cores saves, or 0 when it
+ * cannot be shared: a tile read through its view (not staged, gathered or
+ * kept in LX), equal parts, row i of every part at the same sticks, and
+ * its reads saved worth more than twice the ring sends (each core's share
+ * to every other: issue and bytes). */
+static double rk_share_saves(const rk_plan *k, const rk_load *L, int64_t cores)
 {
     const be_ctx *c = k->c;
     if (L->cls != BE_V_TILE || L->staged || L->gather || L->res || cores < 2 || k->rows % cores ||
         c->t.dram_bytes_per_cycle <= 0)
         return 0;
     const int64_t rt = k->rows / cores;
-    const double part = (double)rt * k->G * c->t.stick;
+    const double part = (double)rt * k->G * c->t.stick, saved = (double)(cores - 1) * part / c->t.dram_bytes_per_cycle;
     const double sends = c->t.dma_insn_cycles + part / (double)cores / c->cfg->ring_bytes_per_cycle;
-    if (part / c->t.dram_bytes_per_cycle <= 2 * sends)
+    if (saved <= 2 * (double)(cores - 1) * sends)
         return 0;
     for (int64_t i = 0; i < rt; i++) {
         const int64_t s = rk_row_stick(k, &L->v, i);
@@ -275,7 +296,27 @@ static int rk_can_share(const rk_plan *k, const rk_load *L, int64_t cores)
             if (rk_row_stick(k, &L->v, p * rt + i) != s)
                 return 0;
     }
-    return 1;
+    return saved;
+}
+
+/* Which loads to share on `cores` cores (share[i]): those that can, when
+ * together they save more than the bar before the kernel costs
+ * (RK_SHARE_BAR); returns how many. */
+static int rk_share_which(rk_plan *k, int64_t cores, char *share)
+{
+    double saved = 0;
+    int n = 0;
+    for (int i = 0; i < k->nl; i++) {
+        const double s = rk_share_saves(k, &k->loads[i], cores);
+        share[i] = s > 0;
+        saved += s;
+        n += share[i];
+    }
+    if (n && k->pos > 0 && saved <= RK_SHARE_BAR * rk_prev_est(k)) {
+        memset(share, 0, (size_t)k->nl);
+        n = 0;
+    }
+    return n;
 }
 
 /* Mark the loads shared on `cores` cores; none when the cores would not
@@ -283,9 +324,11 @@ static int rk_can_share(const rk_plan *k, const rk_load *L, int64_t cores)
  * chunk no longer fits. */
 static void rk_share(rk_plan *k, int64_t cores)
 {
-    int any = 0;
+    char *share = ir_xalloc((size_t)k->nl + 1);
+    int any = rk_share_which(k, cores, share) > 0;
     for (int i = 0; i < k->nl; i++)
-        any |= k->loads[i].shared = rk_can_share(k, &k->loads[i], cores);
+        k->loads[i].shared = share[i];
+    free(share);
     if (!any)
         return;
     int64_t per_row, fixed, stage, R0 = 0;
@@ -370,11 +413,13 @@ static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64
     return core * (double)cores > whole ? core / (double)k->c->t.stick : 0;
 }
 
-static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
+static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double tile = (double)R * k->G, part = (double)rt * k->G, sb = (double)c->t.stick;
     double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0;
+    char *share = ir_xalloc((size_t)k->nl + 1);
+    rk_share_which(k, cores, share);
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
         if (L->gather) { /* its rows, and the whole row-number tensor on every core */
@@ -386,7 +431,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
         if (L->cls == BE_V_COL) {
             col += rk_dma(c, (double)k->G);
             col_sticks += (double)k->G;
-        } else if (rk_can_share(k, L, cores)) { /* a share loaded, then sent to every other core */
+        } else if (share[i]) { /* a share loaded, then sent to every other core */
             col += rk_dma(c, part / (double)cores) +
                    (double)(cores - 1) * (c->t.dma_insn_cycles + part * sb / (double)cores / c->cfg->ring_bytes_per_cycle);
             bytes += part * sb / (double)cores;
@@ -400,6 +445,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, tile);
             bytes += part * sb;
         }
+    free(share);
     col_sticks += rk_stage_shared(k, cores, rt, R);
     const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
     const double lat = rk_dram_latency(c);
@@ -428,7 +474,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
  * staged kernels keep fewer cores: taking more there too makes
  * encoder_small 4% and llama_tiny 9% faster, a change of the traces'
  * cycles left for its own commit). */
-static int rows_cores(const be_ctx *c, const rk_plan *k)
+static int rows_cores(const be_ctx *c, rk_plan *k)
 {
     int staged = 0;
     for (int i = 0; i < k->nl; i++)
@@ -775,6 +821,8 @@ int be_rows_plan(be_ctx *c, int pos)
         if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
             int64_t r0;
             cc_split(k.rows, w->cores, 0, &r0, &rt);
+            rk_share(&k, w->cores);
+            rk_lx(&k, &per_row, &fixed);
             R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
             if (R < 1 && w->chunk)
                 rc = be_error(c, k.K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
@@ -784,8 +832,13 @@ int be_rows_plan(be_ctx *c, int pos)
                               k.cols, fixed + 2 * (per_row + stage), (unsigned long long)be_lx_budget(c, pos));
         }
         if (!rc) {
+            char shared[256] = "";
+            for (int i = 0, n = 0; i < k.nl; i++)
+                if (k.loads[i].shared && n < (int)sizeof shared - 80)
+                    n += snprintf(shared + n, sizeof shared - (size_t)n, "%s%s", n ? ", " : "; held whole and shared over the ring: ",
+                                  c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
             be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
-                    " columns), two slots", rt, R, k.G, k.cols);
+                    " columns), two slots%s", rt, R, k.G, k.cols, shared);
             for (int i = 0; i < k.nl; i++)
                 if (k.loads[i].staged)
                     be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
