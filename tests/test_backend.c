@@ -1399,7 +1399,10 @@ static void test_attention_scores_stay_in_lx_from_qkt_to_pv_and_validate(void)
     sim_stats kept, off;
     run_kept_and_not(g, NULL, 0, &kept, &off, "attention, kept in lx");
     CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
-    CU_ASSERT(kept.cycles < 0.85 * off.cycles);
+    /* 0.765 of --no-lx-keep's cycles before the rotary tables (and there
+     * the mask too) were shared over the ring, which gains more without
+     * the LX keeping: 153,283 against 178,956 cycles */
+    CU_ASSERT(kept.cycles < 0.9 * off.cycles);
     CU_ASSERT(kept.cycles < 190000); /* 214,469 with the scores through DRAM */
     CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
     gr_graph_free(g);
@@ -2342,15 +2345,18 @@ static const char *ring_graph = "graph rk\n"
                                 "%s: f32[64, 128] = aten._softmax.default(%m, -1, False)\n"
                                 "output %s\n";
 
-static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
+static void test_ring_traffic_puts_a_bar_before_its_kernel(void)
 {
     static const char *const wd[] = {"k0_relu=2", "k1_mm=2x1x2", "k2_softmax=2"};
     char *rep;
     gr_graph *g;
     cc_result *r = compile_text(ring_graph, "rk.txt", "spyre", wd, 3, &g, &rep);
+    /* the softmax after it needs its bar for the DRAM the product's other
+     * cores wrote: the partial sums' transfers are all awaited by their
+     * destinations, which alone would leave it a fence (be_bound.h) */
     TU_ASSERT_CONTAINS(rep, "partial sums reduced over the ring\n",
                             "\n  before it: bar (ring traffic in this kernel)\n",
-                            "\n  before it: bar (ring traffic in the kernel before)\n",
+                            "\n  before it: bar (core 1 reads DRAM ",
                             "\nboundaries: 2 bars, 0 fences\n");
     free(rep);
     cc_result_free(r);
@@ -2581,6 +2587,21 @@ static void test_a_table_every_core_reads_alike_is_read_once_and_shared_over_the
         CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
         gr_graph_free(g);
     }
+    /* every share sent is awaited by its destination inside the kernel, so
+     * the kernels after it on the same rows need only a fence */
+    static const char *after_graph = "graph shared_then_fenced\n"
+                                     "input %x: f32[1, 32, 128, 512]\n"
+                                     "input %m: f32[128, 512]\n"
+                                     "%s: f32[1, 32, 128, 512] = aten.exp.default(%x)\n"
+                                     "%a: f32[1, 32, 128, 512] = aten.add.Tensor(%s, %m)\n"
+                                     "%y: f32[1, 32, 128, 512] = aten._softmax.default(%a, -1, False)\n"
+                                     "%z: f32[1, 32, 128, 512] = aten._softmax.default(%y, -2, False)\n"
+                                     "output %z\n";
+    char *rep = report_of(after_graph, "spyre");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    TU_ASSERT_CONTAINS(rep, "shared over the ring: m\n", "\nboundaries: 0 bars, 4 fences\n");
+    free(rep);
+    expect_text_validates_on_both_chips(after_graph);
 }
 
 static void test_gqa_decode_reads_kv_heads_through_the_broadcast(void)
@@ -4042,7 +4063,7 @@ int main(void)
          test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence},
         {"a kernel reading rows another core wrote waits at a bar",
          test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar},
-        {"ring traffic puts a bar on both sides of its kernel", test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel},
+        {"ring traffic puts a bar before its kernel", test_ring_traffic_puts_a_bar_before_its_kernel},
         {"argmax, max with indices and counts validate on both chips",
          test_argmax_max_with_indices_and_counts_validate_on_both_chips},
         {"cumsum by a triangular product validates on both chips",
