@@ -232,7 +232,8 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
  * other core's copy over the ring (ring.send, same LX address: the cores
  * lay their LX out alike); sfp0 waits for its own share and every other
  * core's before the first chunk.  The ring writes another core's LX, so the
- * kernel has a bar on both sides (be_bound.c finds the ring traffic). */
+ * kernel has a bar before it (be_bound.c finds the ring traffic); none is
+ * needed after it, every share being awaited inside the kernel. */
 
 /* LX bytes the shared loads hold on a part of rt rows in chunks of R. */
 static int64_t rk_shared_bytes(const rk_plan *k, int64_t rt, int64_t R)
@@ -1297,28 +1298,27 @@ static int64_t rk_share_of(int64_t n, int64_t cores, int64_t me, int64_t *p0)
     return pn;
 }
 
-/* One ring.send (or, to = -1, dma.ld) of core me's share of the shared
- * load L's chunks [j0, j0 + nj), each of n rows; returns 1 if it moved any. */
-static int rk_share_move(rk_core *rc, const rk_load *L, int64_t r0, int64_t j0, int64_t nj, int64_t n, int me, int to)
+/* One ring.send to core `to` (-1: dma.ld from DRAM instead) of core me's
+ * share of the shared load L's chunks [j0, j0 + nj), each of n rows. */
+static void rk_share_move(rk_core *rc, const rk_load *L, int64_t r0, int64_t j0, int64_t nj, int64_t n, int me, int to)
 {
     rk_plan *k = rc->k;
     be_ctx *c = k->c;
     const int64_t sb = c->t.stick, gs = rc->R * sb, cores = c->work[k->pos].cores;
     int64_t p0, pn = rk_share_of(n, cores, me, &p0);
     if (!pn || !nj)
-        return 0;
+        return;
     const int64_t at = L->lx + j0 * k->G * gs + p0 * sb;
     if (to < 0) {
         for (int64_t j = j0; j < j0 + nj; j++)
             be_dma_rows(c, rc->e, ISA_OP_DMA_LD, at + (j - j0) * k->G * gs, gs, &L->v, &k->rsp, r0 + j * rc->R + p0, pn, k->G);
-        return 1;
+        return;
     }
     cc_dma_shape sh = cc_dma_groups(pn, k->G, gs, gs);
     sh.n[1] = nj;
     sh.ds[1] = sh.as[1] = k->G * gs;
     sh.levels = 2;
     cc_emit_ring(rc->e, ISA_OP_RING_SEND, to, rc->sh_arr, cc_abs(at), cc_abs(at), &sh);
-    return 1;
 }
 
 /* The shared loads into LX (see rk_share): this core's share of every
