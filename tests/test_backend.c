@@ -1399,7 +1399,10 @@ static void test_attention_scores_stay_in_lx_from_qkt_to_pv_and_validate(void)
     sim_stats kept, off;
     run_kept_and_not(g, NULL, 0, &kept, &off, "attention, kept in lx");
     CU_ASSERT(kept.dram_bytes_read + kept.dram_bytes_written < off.dram_bytes_read + off.dram_bytes_written);
-    CU_ASSERT(kept.cycles < 0.85 * off.cycles);
+    /* 0.765 of --no-lx-keep's cycles before the rotary tables (and there
+     * the mask too) were shared over the ring, which gains more without
+     * the LX keeping: 153,283 against 178,956 cycles */
+    CU_ASSERT(kept.cycles < 0.9 * off.cycles);
     CU_ASSERT(kept.cycles < 190000); /* 214,469 with the scores through DRAM */
     CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
     gr_graph_free(g);
@@ -2423,15 +2426,18 @@ static const char *ring_graph = "graph rk\n"
                                 "%s: f32[64, 128] = aten._softmax.default(%m, -1, False)\n"
                                 "output %s\n";
 
-static void test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel(void)
+static void test_ring_traffic_puts_a_bar_before_its_kernel(void)
 {
     static const char *const wd[] = {"k0_relu=2", "k1_mm=2x1x2", "k2_softmax=2"};
     char *rep;
     gr_graph *g;
     cc_result *r = compile_text(ring_graph, "rk.txt", "spyre", wd, 3, &g, &rep);
+    /* the softmax after it needs its bar for the DRAM the product's other
+     * cores wrote: the partial sums' transfers are all awaited by their
+     * destinations, which alone would leave it a fence (be_bound.h) */
     TU_ASSERT_CONTAINS(rep, "partial sums reduced over the ring\n",
                             "\n  before it: bar (ring traffic in this kernel)\n",
-                            "\n  before it: bar (ring traffic in the kernel before)\n",
+                            "\n  before it: bar (core 1 reads DRAM ",
                             "\nboundaries: 2 bars, 0 fences\n");
     free(rep);
     cc_result_free(r);
@@ -2589,6 +2595,96 @@ static const char *gqa_decode_graph =
  * per cache row: the program reads the caches, the new rows and q once
  * and the cats once more, about 67 KB (69,376 bytes; 101,120 when each
  * cat row read the new row's stick again, 395,264 with the copies). */
+/* A graph's report on cfgname (NULL if it does not compile). */
+static char *report_of(const char *text, const char *cfgname)
+{
+    char err[1024];
+    gr_graph *g = gr_graph_parse(text, "test.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    cc_result *r = compile_for(g, cfgname, &cfg, err, sizeof err);
+    gr_graph_free(g);
+    if (!r)
+        return NULL;
+    char *rep = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&rep, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    cc_result_free(r);
+    return rep;
+}
+
+/* A mask added to every head's scores, and rotary-style tables multiplied
+ * into every head: each core's part is whole heads, so every core reads
+ * the same rows of the mask or tables.  On spyre (32 and 16 cores) they
+ * are held whole in LX, each core loading a share and sending it to the
+ * others over the ring: the DRAM reads are the scores or q once and the
+ * mask or tables once (fp16 in DRAM), against once per core before
+ * (4,194,304 + 32 x 131,072 and 819,200 + 16 x 2 x 51,200 bytes).  On
+ * spyre-4core a part is several heads, more than LX holds whole, so they
+ * are read per chunk as before.  Both validate on both chips (the
+ * simulator's race checker on: the ring's writes into another core's LX
+ * are ordered by its tokens). */
+static void test_a_table_every_core_reads_alike_is_read_once_and_shared_over_the_ring(void)
+{
+    static const char *mask_graph = "graph shared_mask\n"
+                                    "input %s: f32[1, 32, 128, 512]\n"
+                                    "input %m: f32[128, 512]\n"
+                                    "%a: f32[1, 32, 128, 512] = aten.add.Tensor(%s, %m)\n"
+                                    "%y: f32[1, 32, 128, 512] = aten._softmax.default(%a, -1, False)\n"
+                                    "output %y\n";
+    static const char *table_graph = "graph shared_tables\n"
+                                     "input %q: f32[1, 16, 200, 128]\n"
+                                     "input %c: f32[200, 128]\n"
+                                     "input %n: f32[200, 128]\n"
+                                     "%a: f32[1, 16, 200, 128] = aten.mul.Tensor(%q, %c)\n"
+                                     "%b: f32[1, 16, 200, 128] = aten.mul.Tensor(%q, %n)\n"
+                                     "%y: f32[1, 16, 200, 128] = aten.add.Tensor(%a, %b)\n"
+                                     "output %y\n";
+    static const struct {
+        const char **text;
+        const char *tiles;
+        uint64_t read;
+    } cases[] = {
+        {&mask_graph, "two slots; held whole and shared over the ring: m\n", 4194304 + 131072},
+        {&table_graph, "two slots; held whole and shared over the ring: c, n\n", 819200 + 2 * 51200},
+    };
+    char err[512];
+    for (int i = 0; i < 2; i++) {
+        char *rep = report_of(*cases[i].text, "spyre");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+        TU_ASSERT_CONTAINS(rep, cases[i].tiles);
+        free(rep);
+        rep = report_of(*cases[i].text, "spyre-4core");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+        CU_ASSERT_PTR_NULL(strstr(rep, "shared over the ring"));
+        free(rep);
+        gr_graph *g = gr_graph_parse(*cases[i].text, "test.txt", err, sizeof err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        sim_stats st;
+        CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, &st), 0);
+        CU_ASSERT_EQUAL(st.dram_bytes_read, cases[i].read);
+        CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+        gr_graph_free(g);
+    }
+    /* every share sent is awaited by its destination inside the kernel, so
+     * the kernels after it on the same rows need only a fence */
+    static const char *after_graph = "graph shared_then_fenced\n"
+                                     "input %x: f32[1, 32, 128, 512]\n"
+                                     "input %m: f32[128, 512]\n"
+                                     "%s: f32[1, 32, 128, 512] = aten.exp.default(%x)\n"
+                                     "%a: f32[1, 32, 128, 512] = aten.add.Tensor(%s, %m)\n"
+                                     "%y: f32[1, 32, 128, 512] = aten._softmax.default(%a, -1, False)\n"
+                                     "%z: f32[1, 32, 128, 512] = aten._softmax.default(%y, -2, False)\n"
+                                     "output %z\n";
+    char *rep = report_of(after_graph, "spyre");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+    TU_ASSERT_CONTAINS(rep, "shared over the ring: m\n", "\nboundaries: 0 bars, 4 fences\n");
+    free(rep);
+    expect_text_validates_on_both_chips(after_graph);
+}
+
 static void test_gqa_decode_reads_kv_heads_through_the_broadcast(void)
 {
     char err[512];
@@ -4054,7 +4150,7 @@ int main(void)
          test_kernels_whose_rows_stay_on_their_cores_are_separated_by_a_fence},
         {"a kernel reading rows another core wrote waits at a bar",
          test_a_kernel_reading_rows_another_core_wrote_waits_at_a_bar},
-        {"ring traffic puts a bar on both sides of its kernel", test_ring_traffic_puts_a_bar_on_both_sides_of_its_kernel},
+        {"ring traffic puts a bar before its kernel", test_ring_traffic_puts_a_bar_before_its_kernel},
         {"argmax, max with indices and counts validate on both chips",
          test_argmax_max_with_indices_and_counts_validate_on_both_chips},
         {"cumsum by a triangular product validates on both chips",
@@ -4095,6 +4191,8 @@ int main(void)
         {"a cat along 1536 columns runs natively", test_a_cat_along_1536_columns_runs_natively},
         {"a GQA decode step reads its KV heads through the broadcast",
          test_gqa_decode_reads_kv_heads_through_the_broadcast},
+        {"a table every core reads alike is read once and shared over the ring",
+         test_a_table_every_core_reads_alike_is_read_once_and_shared_over_the_ring},
         {NULL, NULL},
     };
     return tu_run("backend", tests);

@@ -423,6 +423,9 @@ typedef struct {
     int res;          /* TILE read from its buffer's LX region (kept there by an earlier kernel) */
     int row_tile;     /* a per-row operand staged as a tile: right in nodes evaluated over rows and
                          lanes only, not in a reduction's per-row ops */
+    int shared;       /* TILE whose sticks are the same on every core (a mask or table broadcast over
+                         the rows the cores split): held whole in LX at lx, each core loading a share
+                         of it and sending that to the others over the ring (be_rows.c) */
     be_rowspans *spans; /* staged: the sticks each row reads, as walked so far (NULL: none yet; the
                            compile's cache, be_ctx.spans, owns them) */
 } rk_load;
@@ -453,6 +456,7 @@ typedef struct {
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
+    double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */
 } rk_plan;
 
 typedef struct {

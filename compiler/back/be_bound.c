@@ -13,12 +13,17 @@ void bd_begin(bd_state *b, const be_ctx *c)
     memset(b, 0, sizeof *b);
     b->stick = c->t.stick;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
+    b->ncores = (int)c->cfg->cores;
+    b->ntok = (int)c->cfg->tokens;
+    b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
+    memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
 }
 
 void bd_free(bd_state *b)
 {
     free(b->use);
     free(b->regs);
+    free(b->tokbal);
     free(b->pieces);
     free(b->marked);
 }
@@ -101,6 +106,15 @@ void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
         case ISA_OP_RING_SEND:
         case ISA_OP_RING_RED:
             b->kring = 1;
+            if (in->tok < b->ntok)
+                b->tokbal[in->core * b->ntok + in->tok]++;
+            else
+                b->kopen = 1;
+            break;
+        case ISA_OP_SIG:
+        case ISA_OP_WAIT:
+            if (in->tok < b->ntok)
+                b->tokbal[core * b->ntok + in->tok] += in->op == ISA_OP_SIG ? 1 : -1;
             break;
         }
     }
@@ -175,6 +189,19 @@ static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
     *hi = none ? p->hi : cc_max(*hi, p->hi);
 }
 
+/* Does the next kernel's ring traffic outlive it on some core (a transfer
+ * no wait of its destination's consumes; be_bound.h)?  Clears the tallies. */
+static int bd_ring_open(bd_state *b)
+{
+    int open = b->kopen;
+    const size_t n = (size_t)(b->regs ? b->ncores : 0) * (size_t)b->ntok;
+    for (size_t i = 0; i < n; i++) {
+        open |= b->tokbal[i] != 0;
+        b->tokbal[i] = 0;
+    }
+    return open;
+}
+
 /* The next kernel ran after a bar (forget what came before) or a fence:
  * add its accesses to those since the last bar. */
 void bd_record(bd_state *b, int bar)
@@ -184,7 +211,7 @@ void bd_record(bd_state *b, int bar)
         b->ulo = b->uhi = b->wlo = b->whi = 0;
         b->ring = 0;
     }
-    b->ring |= b->kring;
+    b->ring |= b->kring && bd_ring_open(b);
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
         if (p->hi > b->nuse) {
@@ -215,5 +242,5 @@ void bd_record(bd_state *b, int bar)
         memcpy(b->marked + b->nmarked, b->pieces, b->npieces * sizeof *b->pieces);
     b->nmarked += b->npieces;
     b->npieces = 0;
-    b->kring = 0;
+    b->kring = b->kopen = 0;
 }

@@ -17,7 +17,11 @@
  *     another core read or wrote (WAR, WAW: buffers are reused);
  *   - either moves data over the ring: ring.send / ring.red write another
  *     core's LX (a tensor kept there, too) and signal its tokens, which
- *     that core's kernel before or after uses as well.
+ *     that core's kernel before or after uses as well.  A kernel whose ring
+ *     transfers all signal their destination and whose every core's waits
+ *     consume exactly its signals and arrivals per token has each transfer
+ *     landed before its destination leaves the kernel (the sender's fence
+ *     drains its ring unit): it needs the bar before it only.
  * Without the ring a core's LX is its own, so a tensor kept in LX is read
  * where it was written.  The accesses come from the emitted instructions
  * (each core's stream interpreted: registers, loops, every DMA piece), so
@@ -49,6 +53,9 @@ typedef struct {
     bd_piece *marked;            /* the pieces marked in use[] since the last bar */
     size_t nmarked, mcap;
     int kring;                   /* the next kernel's ring traffic */
+    int kopen;                   /* ... some of it not awaited by its destination (a transfer without a token) */
+    int ncores, ntok;            /* cores, tokens per core */
+    int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
 } bd_state;
 
 /* Start (the DRAM stick size, a register file per core) and free. */

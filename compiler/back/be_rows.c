@@ -205,7 +205,7 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
             *fixed += be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].ids].buf);
         if (k->loads[i].cls == BE_V_COL)
             *fixed += (k->G + (k->loads[i].scalar ? 1 : 0)) * sb; /* a scalar's own stick too */
-        else
+        else if (!k->loads[i].shared) /* a shared load's rows are held whole (rk_shared_bytes) */
             *per_row += (k->loads[i].cls == BE_V_TILE ? k->G : 1) * sb;
     }
     /* temps: a tile per cell (per-row and per-column temps take one too),
@@ -216,6 +216,133 @@ static void rk_lx(const rk_plan *k, int64_t *per_row, int64_t *fixed)
     for (int j = 0; j < k->nn; j++) /* staged results: a copy of the whole buffer */
         if (k->nodes[j].dram && k->nodes[j].staged)
             *fixed += be_buf_bytes(k->c, k->c->p->nodes[k->nodes[j].node].out);
+}
+
+static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t per_row, int64_t fixed,
+                             int64_t *stage);
+
+/* ---- Operands every core reads alike, shared over the ring ----
+ *
+ * A tile load whose rows are the same sticks on every core (a causal mask
+ * or a rotary table indexed by position, broadcast over the heads the
+ * cores split) would be read from DRAM once per core.  Instead each core
+ * holds it whole in LX (chunk j's rows at lx + j * G * R sticks, group
+ * stride R sticks, as a slot holds them), loads a share of every chunk's
+ * rows (cc_split of its rows over the cores) and sends that share to every
+ * other core's copy over the ring (ring.send, same LX address: the cores
+ * lay their LX out alike); sfp0 waits for its own share and every other
+ * core's before the first chunk.  The ring writes another core's LX, so the
+ * kernel has a bar before it (be_bound.c finds the ring traffic); none is
+ * needed after it, every share being awaited inside the kernel. */
+
+/* LX bytes the shared loads hold on a part of rt rows in chunks of R. */
+static int64_t rk_shared_bytes(const rk_plan *k, int64_t rt, int64_t R)
+{
+    int64_t n = 0;
+    for (int i = 0; i < k->nl; i++)
+        n += k->loads[i].shared ? cc_round_up(rt, R) * k->G * k->c->t.stick : 0;
+    return n;
+}
+
+/* Row r of the row space's first stick in view v, from v's base. */
+static int64_t rk_row_stick(const rk_plan *k, const be_view *v, int64_t r)
+{
+    int64_t s = 0;
+    for (int i = k->rsp.nv - 1; i >= 0; i--) {
+        s += r % k->rsp.ext[i] * v->rs[k->rsp.var[i]];
+        r /= k->rsp.ext[i];
+    }
+    return s;
+}
+
+/* The bar a shared load puts before its kernel makes every core wait for
+ * the last to finish the kernel before, whose cores can end far apart: a
+ * 1x1b4 bmm of attention (256 tokens, 2 heads a core; estimate 20,888
+ * cycles) ended between 75,517 and 89,644 cycles on spyre, a third of its
+ * span of 45,697, and sharing its softmax's mask (7,200 cycles of DRAM
+ * saved) left the graph 10,731 cycles slower.  Sharing must save more DRAM
+ * time than this share of the kernel before's estimate: Llama-8B prefill's
+ * mask saves 149k cycles against its bmm's 309k, its two rotary tables together 74k
+ * against k_proj's 122k. */
+#define RK_SHARE_BAR 0.4
+
+static double rk_prev_est(rk_plan *k)
+{
+    if (k->prev_est == 0) {
+        const double e = k->pos > 0 ? be_kind_of(k->c, k->pos - 1)->estimate(k->c, k->pos - 1) : 1;
+        k->prev_est = e < 1 ? 1 : e; /* an error's -1 */
+    }
+    return k->prev_est;
+}
+
+/* The DRAM cycles sharing load L over `cores` cores saves, or 0 when it
+ * cannot be shared: a tile read through its view (not staged, gathered or
+ * kept in LX), equal parts, row i of every part at the same sticks, and
+ * its reads saved worth more than twice the ring sends (each core's share
+ * to every other: issue and bytes). */
+static double rk_share_saves(const rk_plan *k, const rk_load *L, int64_t cores)
+{
+    const be_ctx *c = k->c;
+    if (L->cls != BE_V_TILE || L->staged || L->gather || L->res || cores < 2 || k->rows % cores ||
+        c->t.dram_bytes_per_cycle <= 0)
+        return 0;
+    const int64_t rt = k->rows / cores;
+    const double part = (double)rt * k->G * c->t.stick, saved = (double)(cores - 1) * part / c->t.dram_bytes_per_cycle;
+    const double sends = c->t.dma_insn_cycles + part / (double)cores / c->cfg->ring_bytes_per_cycle;
+    if (saved <= 2 * (double)(cores - 1) * sends)
+        return 0;
+    for (int64_t i = 0; i < rt; i++) {
+        const int64_t s = rk_row_stick(k, &L->v, i);
+        for (int64_t p = 1; p < cores; p++)
+            if (rk_row_stick(k, &L->v, p * rt + i) != s)
+                return 0;
+    }
+    return saved;
+}
+
+/* Which loads to share on `cores` cores (share[i]): those that can, when
+ * together they save more than the bar before the kernel costs
+ * (RK_SHARE_BAR); returns how many. */
+static int rk_share_which(rk_plan *k, int64_t cores, char *share)
+{
+    double saved = 0;
+    int n = 0;
+    for (int i = 0; i < k->nl; i++) {
+        const double s = rk_share_saves(k, &k->loads[i], cores);
+        share[i] = s > 0;
+        saved += s;
+        n += share[i];
+    }
+    if (n && k->pos > 0 && saved <= RK_SHARE_BAR * rk_prev_est(k)) {
+        memset(share, 0, (size_t)k->nl);
+        n = 0;
+    }
+    return n;
+}
+
+/* Mark the loads shared on `cores` cores; none when the cores would not
+ * all take the same chunk rows (their LX must be laid out alike) or a
+ * chunk no longer fits. */
+static void rk_share(rk_plan *k, int64_t cores)
+{
+    char *share = ir_xalloc((size_t)k->nl + 1);
+    int any = rk_share_which(k, cores, share) > 0;
+    for (int i = 0; i < k->nl; i++)
+        k->loads[i].shared = share[i];
+    free(share);
+    if (!any)
+        return;
+    int64_t per_row, fixed, stage, R0 = 0;
+    rk_lx(k, &per_row, &fixed);
+    const int64_t rt = k->rows / cores;
+    for (int64_t p = 0; p < cores && any; p++) {
+        const int64_t R = rk_chunk_rows(k, p * rt, rt, per_row, fixed, &stage);
+        if (R < 1 || (p && R != R0))
+            any = 0;
+        R0 = R;
+    }
+    for (int i = 0; i < k->nl && !any; i++)
+        k->loads[i].shared = 0;
 }
 
 /* A DMA of `sticks` sticks on one unit: its issue, then the sticks at LX's rate. */
@@ -297,11 +424,13 @@ static int rk_to_lx_only(const rk_plan *k, int i)
     return !k->nodes[i].staged && be_res_writes(k->c, buf, k->pos) && !k->c->res[buf].dram;
 }
 
-static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
+static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double tile = (double)R * k->G, part = (double)rt * k->G, sb = (double)c->t.stick;
     double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0, first = 0;
+    char *share = ir_xalloc((size_t)k->nl + 1);
+    rk_share_which(k, cores, share);
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
         if (L->gather) { /* its rows, and the whole row-number tensor on every core */
@@ -313,6 +442,10 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
         if (L->cls == BE_V_COL) {
             col += rk_dma(c, (double)k->G);
             col_sticks += (double)k->G;
+        } else if (share[i]) { /* a share loaded, then sent to every other core */
+            col += rk_dma(c, part / (double)cores) +
+                   (double)(cores - 1) * (c->t.dma_insn_cycles + part * sb / (double)cores / c->cfg->ring_bytes_per_cycle);
+            bytes += part * sb / (double)cores;
         } else {
             in += L->staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, L->cls == BE_V_TILE || L->gather ? tile : R);
             /* a tensor kept in LX by an earlier kernel comes from there (a dma.lx) */
@@ -326,6 +459,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
             out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R) : rk_dma(c, tile);
             bytes += c->waits && rk_to_lx_only(k, i) ? 0 : part * sb;
         }
+    free(share);
     col_sticks += rk_stage_shared(k, cores, rt, R);
     const double sfp = (double)k->nexpr * (c->cfg->sfp_issue_cycles + tile * c->cfg->sfp_simple_cycles);
     /* the first chunk's DRAM reads wait (per-column loads count in col),
@@ -359,7 +493,7 @@ static double rows_cost(const be_ctx *c, const rk_plan *k, int64_t cores)
  * staged kernels keep fewer cores: taking more there too makes
  * encoder_small 4% and llama_tiny 9% faster, a change of the traces'
  * cycles left for its own commit). */
-static int rows_cores(const be_ctx *c, const rk_plan *k)
+static int rows_cores(const be_ctx *c, rk_plan *k)
 {
     int staged = 0;
     for (int i = 0; i < k->nl; i++)
@@ -591,18 +725,18 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     if (forced) { /* by work_div: that many rows, if they fit */
         R = cc_min(forced, rt);
         *stage = staged ? rk_stage_need(k, r0, rt, R) : 0;
-        return fixed + 2 * (per_row * R + *stage) <= lx ? R : 0;
+        return fixed + rk_shared_bytes(k, rt, R) + 2 * (per_row * R + *stage) <= lx ? R : 0;
     }
-    R = cc_min(R, (lx - fixed) / (2 * per_row));
+    R = cc_min(R, (lx - fixed - rk_shared_bytes(k, rt, 1)) / (2 * per_row));
     int64_t bad = 0; /* the last row count that did not fit */
     while (R >= 1) {
         int64_t s = staged ? rk_stage_need(k, r0, rt, R) : 0;
-        if (fixed + 2 * (per_row * R + s) <= lx) {
+        if (fixed + rk_shared_bytes(k, rt, R) + 2 * (per_row * R + s) <= lx) {
             *stage = s;
             /* the shrink below can overshoot: bisect up to `bad` a few times */
             for (int step = 0; step < 6 && bad > R + 1; step++) {
                 int64_t mid = R + (bad - R) / 2, ms = rk_stage_need(k, r0, rt, mid);
-                if (fixed + 2 * (per_row * mid + ms) <= lx) {
+                if (fixed + rk_shared_bytes(k, rt, mid) + 2 * (per_row * mid + ms) <= lx) {
                     R = mid;
                     *stage = ms;
                 } else {
@@ -614,7 +748,7 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
         bad = R;
         /* shrink in proportion to the excess (at least by one row, and
          * not past one row: staged sticks shrink faster than the rows) */
-        int64_t want = (int64_t)((double)R * (double)(lx - fixed) / (double)(2 * (per_row * R + s)));
+        int64_t want = (int64_t)((double)R * (double)(lx - fixed - rk_shared_bytes(k, rt, R)) / (double)(2 * (per_row * R + s)));
         R = cc_min(R - 1, cc_max(want, 1));
     }
     if (staged) /* what one row needs, for the error */
@@ -706,6 +840,8 @@ int be_rows_plan(be_ctx *c, int pos)
         if (!rc) { /* the first (largest) part's chunk, as be_rows_emit picks it */
             int64_t r0;
             cc_split(k.rows, w->cores, 0, &r0, &rt);
+            rk_share(&k, w->cores);
+            rk_lx(&k, &per_row, &fixed);
             R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
             if (R < 1 && w->chunk)
                 rc = be_error(c, k.K, "work_div chunks of %" PRId64 " rows do not fit %llu bytes of LX", w->chunk,
@@ -715,8 +851,13 @@ int be_rows_plan(be_ctx *c, int pos)
                               k.cols, fixed + 2 * (per_row + stage), (unsigned long long)be_lx_budget(c, pos));
         }
         if (!rc) {
+            char shared[256] = "";
+            for (int i = 0, n = 0; i < k.nl; i++)
+                if (k.loads[i].shared && n < (int)sizeof shared - 80)
+                    n += snprintf(shared + n, sizeof shared - (size_t)n, "%s%s", n ? ", " : "; held whole and shared over the ring: ",
+                                  c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
             be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
-                    " columns), two slots", rt, R, k.G, k.cols);
+                    " columns), two slots%s", rt, R, k.G, k.cols, shared);
             for (int i = 0; i < k.nl; i++)
                 if (k.loads[i].staged)
                     be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
@@ -742,6 +883,7 @@ typedef struct {
     int64_t **ocount;     /* ... elements written per stick of it */
     int strd;             /* sfp0 -> dmao: the staged copies are complete */
     int nstaged;          /* results stored through a staged copy */
+    int sh_in, sh_arr;    /* shared loads: this core's share loaded (dmai -> ring, sfp0); a share arrived */
     be_tile T;
 } rk_core;
 
@@ -942,6 +1084,10 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
             lx_of[i] = L->lx;
             continue;
         }
+        if (L->shared) { /* in LX already (rk_share_fill) */
+            lx_of[i] = L->lx + (r0 - rc->part0) / rc->R * k->G * gs;
+            continue;
+        }
         lx_of[i] = at;
         int64_t ng = L->cls == BE_V_TILE ? k->G : 1;
         if (L->gather)
@@ -1062,6 +1208,7 @@ static int rk_prepare(be_ctx *c, int pos, rk_plan *k)
         rn->res = rn->dram && be_res_writes(c, buf, pos);
         rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
     }
+    rk_share(k, c->work[pos].cores);
     return 0;
 }
 
@@ -1106,6 +1253,15 @@ static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_
         }
     if (rc->nstaged)
         rc->strd = cc_tok_alloc(e, "staged results written");
+    rc->sh_in = rc->sh_arr = -1;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].shared) {
+            k->loads[i].lx = cc_lx_alloc(e, cc_round_up(rt, R) * k->G * sb, "shared rows (alike on every core)");
+            if (rc->sh_in < 0) {
+                rc->sh_in = cc_tok_alloc(e, "shared rows: own share loaded");
+                rc->sh_arr = cc_tok_alloc(e, "shared rows: another core's share arrived");
+            }
+        }
     rc->slot_bytes = per_row * R + stage; /* `fixed` is the per-column loads, row numbers, staged results */
     rc->slot[0] = cc_lx_alloc(e, rc->slot_bytes, "row chunk");
     rc->slot[1] = cc_lx_alloc(e, rc->slot_bytes, "row chunk");
@@ -1152,6 +1308,71 @@ int64_t be_rows_need(be_ctx *c, int pos)
     return need;
 }
 
+/* Core `me`'s share of chunk rows n (of R): [*p0, *p0 + return). */
+static int64_t rk_share_of(int64_t n, int64_t cores, int64_t me, int64_t *p0)
+{
+    int64_t pn;
+    cc_split(n, cores, me, p0, &pn);
+    return pn;
+}
+
+/* One ring.send to core `to` (-1: dma.ld from DRAM instead) of core me's
+ * share of the shared load L's chunks [j0, j0 + nj), each of n rows. */
+static void rk_share_move(rk_core *rc, const rk_load *L, int64_t r0, int64_t j0, int64_t nj, int64_t n, int me, int to)
+{
+    rk_plan *k = rc->k;
+    be_ctx *c = k->c;
+    const int64_t sb = c->t.stick, gs = rc->R * sb, cores = c->work[k->pos].cores;
+    int64_t p0, pn = rk_share_of(n, cores, me, &p0);
+    if (!pn || !nj)
+        return;
+    const int64_t at = L->lx + j0 * k->G * gs + p0 * sb;
+    if (to < 0) {
+        for (int64_t j = j0; j < j0 + nj; j++)
+            be_dma_rows(c, rc->e, ISA_OP_DMA_LD, at + (j - j0) * k->G * gs, gs, &L->v, &k->rsp, r0 + j * rc->R + p0, pn, k->G);
+        return;
+    }
+    cc_dma_shape sh = cc_dma_groups(pn, k->G, gs, gs);
+    sh.n[1] = nj;
+    sh.ds[1] = sh.as[1] = k->G * gs;
+    sh.levels = 2;
+    cc_emit_ring(rc->e, ISA_OP_RING_SEND, to, rc->sh_arr, cc_abs(at), cc_abs(at), &sh);
+}
+
+/* The shared loads into LX (see rk_share): this core's share of every
+ * chunk (dmai), sent to every other core (ring, nearest first); sfp0
+ * waits for its own share and for every share sent to it. */
+static void rk_share_fill(rk_core *rc, int64_t r0, int64_t rt)
+{
+    rk_plan *k = rc->k;
+    cc_emit *e = rc->e;
+    const int cores = k->c->work[k->pos].cores, me = (int)(r0 / rt);
+    const int64_t R = rc->R, full = rt / R, last = rt % R;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].shared) {
+            rk_share_move(rc, &k->loads[i], r0, 0, full, R, me, -1);
+            rk_share_move(rc, &k->loads[i], r0, full, 1, last, me, -1);
+        }
+    cc_emit_sig(e, ISA_U_DMAI, rc->sh_in); /* one for the ring, one for sfp0 */
+    cc_emit_sig(e, ISA_U_DMAI, rc->sh_in);
+    cc_emit_wait(e, ISA_U_RING, rc->sh_in);
+    int64_t arrivals = 0;
+    for (int d = 1; d < cores; d++) {
+        const int to = (me + (d % 2 ? (d + 1) / 2 : cores - d / 2)) % cores; /* alternate sides, nearest first */
+        const int from = (me + cores - (to - me + cores) % cores) % cores;    /* the core that sends to me as I to `to` */
+        for (int i = 0; i < k->nl; i++)
+            if (k->loads[i].shared) {
+                rk_share_move(rc, &k->loads[i], r0, 0, full, R, me, to);
+                rk_share_move(rc, &k->loads[i], r0, full, 1, last, me, to);
+                int64_t p0;
+                arrivals += (full && rk_share_of(R, cores, from, &p0)) + (last && rk_share_of(last, cores, from, &p0));
+            }
+    }
+    cc_emit_wait(e, ISA_U_SFP0, rc->sh_in);
+    for (int64_t a = 0; a < arrivals; a++)
+        cc_emit_wait(e, ISA_U_SFP0, rc->sh_arr);
+}
+
 /* A core's code: the per-column values and row numbers once, its chunks,
  * the staged results stored. */
 static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
@@ -1186,6 +1407,8 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
     for (int i = 0; i < k->nl; i++)
         if (k->loads[i].gather)
             be_stage_load(c, e, c->p->A.e[k->loads[i].ids].buf, k->loads[i].stage);
+    if (rc->sh_in >= 0)
+        rk_share_fill(rc, r0, rt);
     for (int64_t r = r0; r < r0 + rt; r += R)
         rk_chunk(rc, r, cc_min(R, r0 + rt - r));
     if (rc->nstaged) { /* the staged copies, complete on sfp0, stored whole sticks at a time */
