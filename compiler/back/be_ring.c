@@ -582,7 +582,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
      * even columns, sending back along the ring, the first of odd ones,
      * sending forward, so that neighbouring columns use the ring's two
      * directions instead of sharing the links of one (BERT-base's FFN
-     * products 16x2r: 59,363 and 59,739 -> 53,844 and 51,915 cycles; even
+     * products 16x2r: 59,363 and 59,739 -> 54,724 and 51,594 cycles; even
      * columns reversed rather than odd ones: the loaders' DRAM data, half
      * from each controller's ring stop, then crosses the ring both ways) */
     g->mid = !mc->tl.slots ? g->gm / 2 : rg_reversed(g) ? g->gm - 1 : 0;
