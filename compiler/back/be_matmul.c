@@ -153,14 +153,14 @@ static int mm_operands(mm_plan *m)
     const ir_kernel *K = m->K;
     const ir_node *mm = m->mm;
     char why[256];
-    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, NULL, &m->av, why, sizeof why) ||
+    if (be_view_of(c, mm->a, &mm->aidx, mm->nvars, m->vk, mm->ranges, &m->av, why, sizeof why) ||
         (!be_lane_fits(c, mm->a, &mm->aidx, m->Kd) && be_view_wrap(c, mm->a, &mm->aidx, &m->av))) {
         if (!c->lay[mm->a].dram)
             return be_error(c, K, "operand A: %s", why);
         m->ag = 1;
         m->at = mm_across(m, mm->a, &mm->aidx, m->vk, m->Kd);
     }
-    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, NULL, &m->bv, why, sizeof why) ||
+    if (be_view_of(c, mm->b, &mm->bidx, mm->nvars, m->vn, mm->ranges, &m->bv, why, sizeof why) ||
         (!be_lane_fits(c, mm->b, &mm->bidx, m->N) && be_view_wrap(c, mm->b, &mm->bidx, &m->bv))) {
         if (!c->lay[mm->b].dram)
             return be_error(c, K, "operand B: %s", why);
@@ -344,9 +344,21 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
     double b_core = nbc * (double)(nbm * ns * m->Kc) * sb;
     double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
+    /* an operand staged whole is read whole by every core, once (only
+     * when staging whole and per block are compared: the grid is searched
+     * as before, its batch parts aligned with the row kernels' cores) */
+    const double cores = (double)(gm * gn * m->gb * m->gk);
+    if (m->aw && m->whole_dram) {
+        a_core = (double)be_buf_bytes(m->c, m->mm->a);
+        a_chip = cores * a_core;
+    }
+    if (m->bw && m->whole_dram) {
+        b_core = (double)be_buf_bytes(m->c, m->mm->b);
+        b_chip = cores * b_core;
+    }
     double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0, w_core = 0, w_chip = 0;
-    mm_take_whole(m->c->waits && m->aw, nbn, &a_core, &a_chip, &w_core, &w_chip);
-    mm_take_whole(m->c->waits && m->bw, nbm, &b_core, &b_chip, &w_core, &w_chip);
+    mm_take_whole(m->c->waits && m->aw, m->whole_dram ? 1 : nbn, &a_core, &a_chip, &w_core, &w_chip);
+    mm_take_whole(m->c->waits && m->bw, m->whole_dram ? 1 : nbm, &b_core, &b_chip, &w_core, &w_chip);
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
         e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
@@ -843,43 +855,84 @@ static double mm_stage_growth(be_ctx *c, int pos, const mm_plan *m)
     return grow;
 }
 
-/* The grid (over: a work_div's). Restickified operands: staged whole once
- * per core when they fit LX with the rest of the kernel (both, else one,
- * else none); the others per block: pick with the staged sticks
- * estimated, measure them on every core's blocks, and pick again with
- * the estimate scaled up while some core's LX would overflow. */
+/* The grid of one staging mask (over: a work_div's): pick with the
+ * staged sticks estimated, measure them on every core's blocks, and pick
+ * again with the estimate scaled up while some core's LX would overflow. */
+static int mm_plan_mask(be_ctx *c, int pos, mm_plan *m, int over, int mask, double *best)
+{
+    be_work *w = &c->work[pos];
+    int rc = 0;
+    w->stage_whole = mask;
+    mm_set_whole(m, mask);
+    m->sscale = 1;
+    w->stage_scale = 0;
+    for (int round = 0; round < 8 && !rc; round++) {
+        *best = DBL_MAX;
+        if (over) {
+            rc = mm_plan_override(c, pos, m, best);
+        } else {
+            w->gm = w->gn = 0;
+            mm_plan_search(c, pos, m, best);
+        }
+        if (rc || *best == DBL_MAX || !((m->ag && !m->aw) || (m->bg && !m->bw)))
+            break;
+        double grow = mm_stage_growth(c, pos, m);
+        if (grow == 0)
+            break;
+        m->sscale *= grow > 1.1 ? grow : 1.1;
+        w->stage_scale = m->sscale;
+        *best = DBL_MAX;
+    }
+    return rc;
+}
+
+/* Staging fewer operands whole must look this much better: each block
+ * then stages its own sticks, a DRAM latency per block the estimate does
+ * not count (BERT-base's QK^T, k^T staged per head instead of whole on
+ * each of 2 cores: 19% better estimated, 15,767 -> 10,733 cycles).  Nor
+ * is it tried for products of fewer rows than a PT pass, where that
+ * latency is most of a block (gpt2_gen's decode step, k^T of 4 heads of
+ * one row staged per head: 1,338 -> 2,171 cycles). */
+#define MM_STAGE_GAIN 0.10
+
+/* The grid (over: a work_div's). Restickified operands are staged whole
+ * once per core (both, one or none; whole, every core reads the operand's
+ * every stick) or per block, whichever the cost model prefers by
+ * MM_STAGE_GAIN, else the first of both, one, none. */
 static int mm_plan_grid(be_ctx *c, int pos, mm_plan *m, int over, double *best)
 {
     be_work *w = &c->work[pos];
     const int full = (m->ag ? 1 : 0) | (m->bg ? 2 : 0);
     const int masks[4] = {full, full == 3 ? 1 : 0, full == 3 ? 2 : 0, 0};
-    int rc = 0;
+    be_work keep = *w, start = *w;
+    double sscale = 1, e, cmp = DBL_MAX;
+    int rc = 0, kept = -1;
+    const int nmasks = m->M >= c->cfg->pt_rows ? 4 : 1;
+    *best = DBL_MAX;
     for (int mi = 0; mi < 4 && !rc; mi++) {
-        if (mi && masks[mi] == masks[mi - 1])
+        if ((mi && masks[mi] == masks[mi - 1]) || (mi >= nmasks && kept >= 0)) /* (else: none fits whole) */
             continue;
-        w->stage_whole = masks[mi];
-        mm_set_whole(m, masks[mi]);
-        m->sscale = 1;
-        w->stage_scale = 0;
-        for (int round = 0; round < 8 && !rc; round++) {
-            *best = DBL_MAX;
-            if (over) {
-                rc = mm_plan_override(c, pos, m, best);
-            } else {
-                w->gm = w->gn = 0;
-                mm_plan_search(c, pos, m, best);
-            }
-            if (rc || *best == DBL_MAX || !((m->ag && !m->aw) || (m->bg && !m->bw)))
-                break;
-            double grow = mm_stage_growth(c, pos, m);
-            if (grow == 0)
-                break;
-            m->sscale *= grow > 1.1 ? grow : 1.1;
-            w->stage_scale = m->sscale;
-            *best = DBL_MAX;
+        *w = start;
+        rc = mm_plan_mask(c, pos, m, over, masks[mi], &e);
+        double bytes, whole = e;
+        mm_tiling tl;
+        if (!rc && e != DBL_MAX && (m->aw || m->bw)) {
+            m->whole_dram = 1;
+            whole = mm_cost_tiled(m, w->gm, w->gn, &bytes, &tl);
+            m->whole_dram = 0;
         }
-        if (rc || *best != DBL_MAX || !masks[mi])
-            break;
+        if (!rc && e != DBL_MAX && (kept < 0 || whole < cmp * (1 - MM_STAGE_GAIN))) {
+            cmp = whole;
+            *best = e;
+            keep = *w;
+            sscale = m->sscale;
+            kept = masks[mi];
+        }
+    }
+    if (kept >= 0) {
+        *w = keep;
+        mm_set_whole(m, kept);
+        m->sscale = sscale;
     }
     return rc;
 }

@@ -31,6 +31,7 @@ typedef struct {
     double sscale;       /* staged sticks per slot: the estimate (mm_stage_est) times this */
     int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
     int aw, bw;          /* A / B staged whole once per core (not per block) */
+    int whole_dram;      /* estimates count an operand staged whole as every core's read of it */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
     int alx;             /* the estimates price A as read from LX: it is, or (while the LX plan tiles

@@ -544,6 +544,9 @@ static void rg_tokens(rg_core *g)
     }
 }
 
+/* Does B stream up the column from its last row (even columns)? */
+static int rg_reversed(const rg_core *g) { return g->mc.tl.slots && g->j % 2 == 0; }
+
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
@@ -573,10 +576,16 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
         return be_error(c, m->K, "no block of the product fits LX");
     /* the column's loader: its middle core, which sends both ways; with
-     * B streamed its first, which sends down only (a ring unit sending
-     * each piece twice would pace the chunks; first cores spread over the
-     * ring measured slower on 512 x 4096 x 14336) */
-    g->mid = mc->tl.slots ? 0 : g->gm / 2;
+     * B streamed an end core, which sends one way only (a ring unit
+     * sending each piece twice would pace the chunks; first cores spread
+     * over the ring measured slower on 512 x 4096 x 14336): the last of
+     * even columns, sending back along the ring, the first of odd ones,
+     * sending forward, so that neighbouring columns use the ring's two
+     * directions instead of sharing the links of one (BERT-base's FFN
+     * products 16x2r: 59,363 and 59,739 -> 54,724 and 51,594 cycles; even
+     * columns reversed rather than odd ones: the loaders' DRAM data, half
+     * from each controller's ring stop, then crosses the ring both ways) */
+    g->mid = !mc->tl.slots ? g->gm / 2 : rg_reversed(g) ? g->gm - 1 : 0;
     const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
     mc->nch = mc->tl.nch;
     mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
@@ -637,7 +646,9 @@ static void rg_layout(rg_core *g)
     /* B's way: from the middle core up and down the column */
     g->down[0] = g->down[1] = -1;
     if (g->mc.tl.slots) {
-        if (g->i + 1 < g->gm)
+        if (rg_reversed(g) && g->i > 0)
+            g->down[0] = g->core - (int)g->gn;
+        else if (!rg_reversed(g) && g->i + 1 < g->gm)
             g->down[1] = g->core + (int)g->gn;
     } else if (g->i <= g->mid && g->i > 0)
         g->down[0] = g->core - (int)g->gn;
@@ -657,8 +668,8 @@ static int64_t rg_bchunk(const rg_core *g, int64_t step, int64_t k0, int64_t *st
 }
 
 /* Free this core's slot of B's chunk of step `step` (its chunk `slots`
- * earlier is used): slotfree to its dmai on the middle core, else a
- * credit to the core above it in the column, which sends B down here. */
+ * earlier is used): slotfree to its dmai on the loader, else a credit to
+ * the core before it in the column, which sends B on here. */
 static void rg_release(rg_core *g, int64_t step)
 {
     if (step >= g->nsteps)
@@ -667,7 +678,8 @@ static void rg_release(rg_core *g, int64_t step)
         cc_emit_sig(g->e, ISA_U_RING, g->slotfree);
         return;
     }
-    const int h = 1, up = g->core - (int)g->gn; /* streamed: B comes from the row above */
+    /* streamed: B comes from the row above (below, in a reversed column) */
+    const int h = rg_reversed(g) ? 0 : 1, up = g->core + (h ? -1 : 1) * (int)g->gn;
     cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
     cc_emit_ring(g->e, ISA_OP_RING_SEND, up, g->cred[h], cc_abs(g->cred_in[h]), cc_abs(g->cred_src), &sh);
 }
