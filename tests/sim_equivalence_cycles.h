@@ -28,7 +28,11 @@
  * or per block by the cost model, a batched product's rows aligned only
  * when its batch parts divide the batch, streamed grids sending B both
  * ways round the ring: every trace's cycles fell or stayed (by up to
- * 9.3%, llama_gen prefill on spyre-4core timing only). */
+ * 9.3%, llama_gen prefill on spyre-4core timing only).
+ * Recorded again after merging session 11's branches (compile2, mlp,
+ * simspeed2, estimate, prefill, bert): the same rows from this simulator
+ * and from sim/ before simspeed2, built with the merged compiler; every
+ * row faster or equal. */
 {"bert_handwritten_small", "spyre", 0xda29a41592288d32ull, 13381.625, 13381.625},
 {"bert_handwritten_small", "spyre-4core", 0xb3b4d3a1e51c22aeull, 13315.3125, 13315.3125},
 {"gpt2_gen/prefill", "spyre", 0xf185d7da1e7be29eull, 33272.25, 37672},
