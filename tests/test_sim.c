@@ -84,26 +84,35 @@ static void test_dma_moves_strided_sticks_both_ways(void)
     sim_destroy(s);
 }
 
-static void test_pt_matmul_matches_hand_computation(void)
+/* The small product of two tests: A 3x70 (two k groups), B 70x5, DL16
+ * values; A at 0x0 (group g of m sticks, group stride 0x1000), B at
+ * 0x4000. */
+enum { SMALL_M = 3, SMALL_K = 70, SMALL_N = 5 };
+
+static void put_small_operands(uint8_t *lx, float A[SMALL_M][SMALL_K], float B[SMALL_K][SMALL_N])
 {
-    /* A 3x70 (two k groups), B 70x5, C = A B, with fp32 partials then acc */
-    sim *s = sim_create(&cfg4);
-    uint8_t *lx = sim_lx(s, 0);
-    const int m = 3, k = 70, n = 5;
-    float A[3][70], B[70][5];
-    for (int r = 0; r < m; r++)
-        for (int j = 0; j < k; j++)
+    for (int r = 0; r < SMALL_M; r++)
+        for (int j = 0; j < SMALL_K; j++)
             A[r][j] = isa_dl16_round((float)((r + 1) * (j % 7) - 3) / 4);
-    for (int j = 0; j < k; j++)
-        for (int c = 0; c < n; c++)
+    for (int j = 0; j < SMALL_K; j++)
+        for (int c = 0; c < SMALL_N; c++)
             B[j][c] = isa_dl16_round((float)((j % 5) - c) / 8);
-    /* A at 0x0: group g (k/64) of m sticks, group stride 0x1000 */
-    for (int r = 0; r < m; r++) {
+    for (int r = 0; r < SMALL_M; r++) {
         put_dl16(lx, 0x0000 + r * 128, A[r], 64);
         put_dl16(lx, 0x1000 + r * 128, A[r] + 64, 6);
     }
-    for (int j = 0; j < k; j++)
-        put_dl16(lx, 0x4000 + j * 128, B[j], n);
+    for (int j = 0; j < SMALL_K; j++)
+        put_dl16(lx, 0x4000 + j * 128, B[j], SMALL_N);
+}
+
+static void test_pt_matmul_matches_hand_computation(void)
+{
+    /* C = A B, with fp32 partials then acc */
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
+    put_small_operands(lx, A, B);
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
     mm->flags = ISA_F_F32;
@@ -212,20 +221,9 @@ static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(v
 {
     sim *s = sim_create(&cfg4);
     uint8_t *lx = sim_lx(s, 0);
-    const int m = 3, k = 70, n = 5;
-    float A[3][70], B[70][5];
-    for (int r = 0; r < m; r++)
-        for (int j = 0; j < k; j++)
-            A[r][j] = isa_dl16_round((float)((r + 1) * (j % 7) - 3) / 4);
-    for (int j = 0; j < k; j++)
-        for (int c = 0; c < n; c++)
-            B[j][c] = isa_dl16_round((float)((j % 5) - c) / 8);
-    for (int r = 0; r < m; r++) {
-        put_dl16(lx, 0x0000 + r * 128, A[r], 64);
-        put_dl16(lx, 0x1000 + r * 128, A[r] + 64, 6);
-    }
-    for (int j = 0; j < k; j++)
-        put_dl16(lx, 0x4000 + j * 128, B[j], n);
+    const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
+    put_small_operands(lx, A, B);
     uint8_t junk[70 * 128];
     memset(junk, 0x3c, sizeof junk); /* DL16 0x3c3c, about 1.4 */
     sim_dram_write(s, 0, junk, sizeof junk);
