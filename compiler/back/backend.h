@@ -195,9 +195,11 @@ int64_t be_view_group(const be_view *v, int64_t g);
 
 /* DMA between LX and the view: rows [r0, r0 + n) of the row space, groups
  * [0, ng) of the view; LX holds row i of group g at lx + i*stick + g*lx_gs.
- * op is ISA_OP_DMA_LD or ISA_OP_DMA_ST. */
-void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
-                 int64_t r0, int64_t n, int64_t ng);
+ * op is ISA_OP_DMA_LD or ISA_OP_DMA_ST.  Returns the instructions it takes
+ * (one per run of rows contiguous in DRAM and piece of a wrapped view);
+ * with e NULL it emits nothing, for the cost models to count them. */
+int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
+                    int64_t r0, int64_t n, int64_t ng);
 /* Row-major coordinates of a flat offset (or of a coefficient: the
  * coordinates one step of the variable moves). */
 void be_coords_of(const gr_ttype *t, int64_t flat, int64_t *co);

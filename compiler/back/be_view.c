@@ -432,10 +432,11 @@ int64_t be_view_group(const be_view *v, int64_t g)
     return (q % v->gper - v->gph) * v->gstride + q / v->gper * v->pstride;
 }
 
-void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
-                 int64_t r0, int64_t n, int64_t ng)
+int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
+                    int64_t r0, int64_t n, int64_t ng)
 {
     const int64_t sb = c->t.stick;
+    int64_t count = 0;
     /* Merge levels that are contiguous in DRAM, innermost first. */
     int64_t mext[IR_MAX_VARS + 1], mstr[IR_MAX_VARS + 1];
     int nm = 0;
@@ -514,14 +515,16 @@ void be_dma_rows(be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const
                 sh.as[l] = op == ISA_OP_DMA_ST ? ll[l] : ld[l];
             }
             const int64_t da = dram + be_view_group(v, g), la = lxa + g * lx_gs;
-            if (op == ISA_OP_DMA_ST)
+            if (e && op == ISA_OP_DMA_ST)
                 cc_emit_dma(e, op, cc_abs(da), cc_abs(la), &sh);
-            else
+            else if (e)
                 cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
+            count++;
             g += gn * np;
         }
         r += step;
     }
+    return count;
 }
 
 /* Store the sticks of buf's staged copy (at stage) that this core wrote,
