@@ -430,7 +430,9 @@ static int rk_to_lx_only(const rk_plan *k, int i)
  * k3_mul_neg_cat on spyre-4core from 4 cores to 3 and the graph from
  * 17,740 to 18,472 cycles (its parts of 43 rows run as chunks of 41 and 2,
  * and the second's DMAs and SFP passes are not in the estimate's one
- * chunk), so like the DRAM waits they are priced in the report only. */
+ * chunk), so like the DRAM waits they are priced in the report only.
+ * (A per-row result's store moves R sticks, not R x G, in both; that
+ * changed no trace's program.) */
 
 /* A chunk's DMAs of R rows and ng groups through view v, as be_dma_rows
  * emits them (the first chunk of the first core's part): each its issue,
