@@ -353,7 +353,10 @@ static int64_t lx_tile_below_at(be_ctx *c, const lx_cand *x, int b, lx_needs_t *
         need[k - r->from] = n->need[k];
         if (cc_round_up(n->need[k], sb) <= at)
             continue;
+        const int on = c->res[b].on; /* priced against b in DRAM: `saved` counts its bytes */
+        c->res[b].on = 0;
         const double est = be_kind_of(c, k)->estimate(c, k);
+        c->res[b].on = on;
         c->lx_floor[k] = at;
         need[k - r->from] = be_kind_of(c, k)->need(c, k);
         if (need[k - r->from] < 0 || cc_round_up(need[k - r->from], sb) > at)

@@ -689,11 +689,13 @@ static int mm_grid_tile(const mm_plan *m, int pos, int buf, const be_view *v)
 static int mm_grid_tile_a(const mm_plan *m, int pos)
 {
     const be_work *w = &m->c->work[pos];
+    if (!w->bcast || w->gn < 2 || !mm_aligned_a(m, pos) || m->nbatch != 1 || !mm_rg_tile_chunks(m, w->gn, 0))
+        return 0;
+    mm_plan t = *m; /* tiled as it would be with A in tiles */
+    t.atile = (int)w->gn;
+    t.alx = 1;
     mm_tiling tl;
-    return w->bcast && w->gn > 1 && mm_aligned_a(m, pos) && m->nbatch == 1 && mm_rg_tile_chunks(m, w->gn, 0) &&
-                   !mm_rg_tiling(m, w->gm, w->gn, &tl) && tl.slots
-               ? (int)w->gn
-               : 0;
+    return !mm_rg_tiling(&t, w->gm, w->gn, &tl) && tl.slots ? (int)w->gn : 0;
 }
 
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
