@@ -391,6 +391,22 @@ static void lx_keep(be_res *r, const lx_cand *x, int64_t at)
         memcpy(r->uses, tile ? x->guses : x->uses, (size_t)r->nuses * sizeof *r->uses);
 }
 
+/* Tiles b of a grid over the ring in the region of the tiles its
+ * producer (at i) reads last, with the kernels after tiled below it
+ * (lx_tile_below_at); b counts as kept while they are priced, so that a
+ * product reading it as its A is priced and sized so.  The offset, or -1. */
+static int64_t lx_tiles_in_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n)
+{
+    be_res *r = &c->res[b];
+    lx_keep(r, &x[b], lx_in_place(c, b, i, 0));
+    const int64_t at = lx_tile_below_at(c, x, b, n, r->lx);
+    r->on = 0;
+    free(r->uses);
+    r->uses = NULL;
+    r->nuses = 0;
+    return at;
+}
+
 /* Candidate b, written by the kernel at i: the highest free range above
  * the working LX of every kernel it lives through (with smaller tilings
  * where that pays, lx_shrink_for), making room by evicting (Belady: of
@@ -425,14 +441,8 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
             at = lx_shrink_for(c, x, b, n, top, r->bytes);
         if (at < 0 && first)
             at = lx_tile_below(c, x, b, n, top, r->bytes);
-        if (at < 0 && first && r->grid) { /* kept while the kernels are priced: they read it from LX */
-            lx_keep(r, &x[b], lx_in_place(c, b, i, 0));
-            at = lx_tile_below_at(c, x, b, n, r->lx);
-            r->on = 0;
-            free(r->uses);
-            r->uses = NULL;
-            r->nuses = 0;
-        }
+        if (at < 0 && first && r->grid)
+            at = lx_tiles_in_place(c, x, b, i, n);
         if (at >= 0) {
             lx_keep(r, &x[b], at);
             return;

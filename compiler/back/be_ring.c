@@ -741,6 +741,22 @@ static void rg_a_out(rg_core *g, int64_t gi, int64_t kg, int64_t aoff)
     }
 }
 
+/* The first K row of the core's jc-th chunk: with A in tiles each column
+ * of the grid starts at its own tile's first chunk and wraps round, so
+ * that in the first block every core of a row sends its tile's chunks at
+ * once, each one a tile's length of chunks before the others need it
+ * (from one core of the row, chunk after chunk, the 2048 chain's products
+ * waited for A in the first chunks); B comes down the column in the same
+ * order. */
+static int64_t rg_k0(const rg_core *g, int64_t jc)
+{
+    int64_t t0 = 0, tn = 0;
+    if (g->m->atile)
+        rg_a_tile(g->m, g->j, &t0, &tn);
+    const int64_t rot = t0 * g->c->t.lanes16 / g->mc.KC;
+    return (jc + rot) % g->mc.nch * g->mc.KC;
+}
+
 /* Where the PTs find stick group gi of A, row r0 of the grid row, and
  * the distance between its groups: the core's own tile where A is kept
  * in tiles and gi is in it, else AG. */
@@ -811,7 +827,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     mm_plan *m = g->m;
     cc_emit *e = g->e;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
-    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
     const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
     const int stream = g->mc.tl.slots > 0;
     int64_t bs;
@@ -866,7 +882,7 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step)
     cc_emit *e = g->e;
     const mm_core *mc = &g->mc;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
-    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
     const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
     const int first = jc == 0, lastc = jc == mc->nch - 1;
     int64_t bs;
