@@ -1734,6 +1734,61 @@ static void test_products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_va
     gr_graph_free(g);
 }
 
+/* Llama's MLP in small (hidden width f) on one grid over the ring: the
+ * SiLU product keeps its result as each core's tile and the down product
+ * reads it there as its A (core j of a grid row holds K's stick groups of
+ * column block j and sends them to the row's other cores), so neither
+ * writes nor reads h in DRAM: the down product's simulated DRAM bytes
+ * are wd's, res's and y's only.  Forced streamed blockings wd (B in K
+ * chunks: A in tiles needs it); validated against the reference
+ * executor, with h kept and, with nokeep, nothing kept. */
+static void expect_down_product_reads_kept_tiles(int f, const char *const *wd, const char *const *nokeep)
+{
+    char text[1024], dram[64];
+    snprintf(text, sizeof text,
+             "graph mlp\ninput %%x: f32[128, 256]\ninput %%res: f32[128, 256]\ninput %%wg: f32[256, %d]\n"
+             "input %%wu: f32[256, %d]\ninput %%wd: f32[%d, 256]\n"
+             "%%g: f32[128, %d] = aten.mm.default(%%x, %%wg)\n%%s: f32[128, %d] = aten.silu.default(%%g)\n"
+             "%%u: f32[128, %d] = aten.mm.default(%%x, %%wu)\n%%h: f32[128, %d] = aten.mul.Tensor(%%s, %%u)\n"
+             "%%d: f32[128, 256] = aten.mm.default(%%h, %%wd)\n%%y: f32[128, 256] = aten.add.Tensor(%%res, %%d)\n"
+             "output %%y\n",
+             f, f, f, f, f, f, f);
+    const int in = (f * 256 + 128 * 256) * 2, out = 128 * 256 * 2; /* DL16 */
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(text, "mlp.txt", "spyre", wd, 3, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "kept in lx: h for k1_silu_mm_mul..k2_mm_add");
+    TU_ASSERT_CONTAINS(rep, "from lx: h");
+    /* the SiLU product (x and wu in) and the down product (wd and res in) */
+    snprintf(dram, sizeof dram, "dram bytes: %d read, 0 written", in);
+    TU_ASSERT_CONTAINS(rep, dram);
+    snprintf(dram, sizeof dram, "dram bytes: %d read, %d written", in, out);
+    TU_ASSERT_CONTAINS(rep, dram);
+    free(rep);
+    cc_result_free(r);
+    sim_stats st;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 3, &st), 0);
+    CU_ASSERT_EQUAL(st.nkernels, 3);
+    if (st.nkernels == 3)
+        CU_ASSERT_EQUAL(st.kernels[2].dram_bytes, (uint64_t)(in + out));
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", nokeep, 3, NULL), 0);
+    gr_graph_free(g);
+}
+
+/* 16x2r, 512 wide: two tiles of 4 stick groups; 8x4r, 960 wide: tiles of
+ * 4, 4, 4 and 3 groups (a core's AG holds the others' 12 or 11). */
+static void test_the_down_product_reads_its_a_from_the_tiles_the_silu_product_kept(void)
+{
+    static const char *const wd[] = {"k0_mm=16x2r/8x1x128", "k1_silu_mm_mul=16x2r/8x2x128", "k2_mm_add=16x2r/8x1x128"},
+                             *const nokeep[] = {"k0_mm=16x2r/8x1x128+nokeep", "k1_silu_mm_mul=16x2r/8x2x128+nokeep",
+                                                "k2_mm_add=16x2r/8x1x128"},
+                             *const wd4[] = {"k0_mm=8x4r/16x1x128", "k1_silu_mm_mul=8x4r/16x2x128", "k2_mm_add=8x4r/16x1x128"},
+                             *const nokeep4[] = {"k0_mm=8x4r/16x1x128+nokeep", "k1_silu_mm_mul=8x4r/16x2x128+nokeep",
+                                                 "k2_mm_add=8x4r/16x1x128"};
+    expect_down_product_reads_kept_tiles(512, wd, nokeep);
+    expect_down_product_reads_kept_tiles(960, wd4, nokeep4);
+}
+
 /* Three chained 2048-wide linears (ReLU between them, as bench/run mm's
  * chain) stream B in K chunks on 16x2r, and each activation stays in LX
  * for the next product: the middle product's blocking leaves room for its
@@ -4165,6 +4220,8 @@ int main(void)
          test_a_grid_over_the_ring_streams_b_in_k_chunks_and_validates},
         {"products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_validate",
          test_products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_validate},
+        {"the down product reads its A from the tiles the SiLU product kept",
+         test_the_down_product_reads_its_a_from_the_tiles_the_silu_product_kept},
         {"a chain of 2048-wide linears keeps its activations in LX at 0.65 of peak",
          test_a_chain_of_2048_wide_linears_keeps_its_activations_in_lx_at_065_of_peak},
         {"an operand expanded along K is copied and validates", test_an_operand_expanded_along_k_is_copied_and_validates},

@@ -502,6 +502,8 @@ int be_res_writes(const be_ctx *c, int buf, int pos);
  * keep buf in LX for kernel pos, so a cost model can price it as read
  * from there. */
 int be_res_may_read(const be_ctx *c, int buf, int pos);
+/* ... and kept as the tiles of a grid over the ring (be_res.grid) */
+int be_res_may_tile(const be_ctx *c, int buf, int pos);
 /* Where kernel pos, which reads buf from LX, finds a core's rows of it:
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */

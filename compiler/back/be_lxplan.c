@@ -125,8 +125,10 @@ static lx_cand *lx_candidates(be_ctx *c)
             int found = 0;
             for (int a = 0; a < na; a++)
                 found |= acc[a].buf == b && acc[a].write == write;
-            if (found && !write && !aligned && grid > 0 && x[b].producer >= 0 && x[b].grid == grid &&
-                !c->work[i].nokeep) {
+            /* a product on the producer's grid over the ring reads the
+             * tiles where they are, even where it could read rows aligned
+             * (its A: no copy of the own rows, no sending of the results) */
+            if (found && !write && grid > 0 && x[b].producer >= 0 && x[b].grid == grid && !c->work[i].nokeep) {
                 x[b].guses = ir_xgrow(x[b].guses, &(int){x[b].nguses}, x[b].nguses + 1, sizeof *x[b].guses);
                 x[b].guses[x[b].nguses++] = i;
             } else if (!found || !aligned || c->work[i].nokeep) {
@@ -269,7 +271,9 @@ static int64_t lx_floor_of(const be_ctx *c, const lx_needs_t *n, int from, int t
 static int64_t lx_in_place(const be_ctx *c, int b, int i, int64_t floor)
 {
     const be_res *r = &c->res[b];
-    if (!be_kind_of(c, i)->in_place)
+    /* the tiles of a grid over the ring: a block's epilogue reads its
+     * operands' piece before its results go to the same piece */
+    if (!be_kind_of(c, i)->in_place && !r->grid)
         return -1;
     for (int v = 0; v < c->p->nbufs; v++) {
         const be_res *q = &c->res[v];
@@ -324,10 +328,22 @@ static int64_t lx_shrink_for(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, 
  * attention kernels for tensors placed earlier, and the softmax's
  * probabilities no longer fitted (6,719,038 -> 6,919,441 cycles).  The
  * region's offset, or -1. */
+static int64_t lx_tile_below_at(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, int64_t at);
+
 static int64_t lx_tile_below(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, int64_t top, int64_t bytes)
 {
+    return lx_tile_below_at(c, x, b, n, c->res[b].grid ? lx_fit(c, c->res[b].from, 0, top, bytes) : -1);
+}
+
+/* ... at a region at the caller found (-1: none): also the region of the
+ * tiles its producer's epilogue reads last (lx_in_place), with the kernels
+ * after tiled below it: Llama-8B's SiLU product writes its result over
+ * the gate product's tiles, and the down product, which reads it as its
+ * A, is tiled below them. */
+static int64_t lx_tile_below_at(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, int64_t at)
+{
     const be_res *r = &c->res[b];
-    const int64_t at = r->grid ? lx_fit(c, r->from, 0, top, bytes) : -1, sb = c->t.stick;
+    const int64_t sb = c->t.stick;
     if (at < 0 || c->t.dram_bytes_per_cycle <= 0)
         return -1;
     const int nk = r->to - r->from + 1;
@@ -337,7 +353,10 @@ static int64_t lx_tile_below(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, 
         need[k - r->from] = n->need[k];
         if (cc_round_up(n->need[k], sb) <= at)
             continue;
+        const int on = c->res[b].on; /* priced against b in DRAM: `saved` counts its bytes */
+        c->res[b].on = 0;
         const double est = be_kind_of(c, k)->estimate(c, k);
+        c->res[b].on = on;
         c->lx_floor[k] = at;
         need[k - r->from] = be_kind_of(c, k)->need(c, k);
         if (need[k - r->from] < 0 || cc_round_up(need[k - r->from], sb) > at)
@@ -358,6 +377,34 @@ static int64_t lx_tile_below(be_ctx *c, const lx_cand *x, int b, lx_needs_t *n, 
         }
     free(need);
     return ok ? at : -1;
+}
+
+/* Keep candidate x, a region of LX (r), at offset at. */
+static void lx_keep(be_res *r, const lx_cand *x, int64_t at)
+{
+    const int tile = r->grid > 0;
+    r->on = at >= 0;
+    r->lx = at;
+    r->nuses = tile ? x->nguses : x->nuses;
+    r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
+    if (r->nuses) /* none: read only by ring exchanges */
+        memcpy(r->uses, tile ? x->guses : x->uses, (size_t)r->nuses * sizeof *r->uses);
+}
+
+/* Tiles b of a grid over the ring in the region of the tiles its
+ * producer (at i) reads last, with the kernels after tiled below it
+ * (lx_tile_below_at); b counts as kept while they are priced, so that a
+ * product reading it as its A is priced and sized so.  The offset, or -1. */
+static int64_t lx_tiles_in_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n)
+{
+    be_res *r = &c->res[b];
+    lx_keep(r, &x[b], lx_in_place(c, b, i, 0));
+    const int64_t at = lx_tile_below_at(c, x, b, n, r->lx);
+    r->on = 0;
+    free(r->uses);
+    r->uses = NULL;
+    r->nuses = 0;
+    return at;
 }
 
 /* Candidate b, written by the kernel at i: the highest free range above
@@ -394,13 +441,10 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
             at = lx_shrink_for(c, x, b, n, top, r->bytes);
         if (at < 0 && first)
             at = lx_tile_below(c, x, b, n, top, r->bytes);
+        if (at < 0 && first && r->grid)
+            at = lx_tiles_in_place(c, x, b, i, n);
         if (at >= 0) {
-            r->on = 1;
-            r->lx = at;
-            r->nuses = tile ? x[b].nguses : x[b].nuses;
-            r->uses = ir_xalloc((size_t)(r->nuses + 1) * sizeof *r->uses);
-            if (r->nuses) /* none: read only by ring exchanges */
-                memcpy(r->uses, tile ? x[b].guses : x[b].uses, (size_t)r->nuses * sizeof *r->uses);
+            lx_keep(r, &x[b], at);
             return;
         }
         int victim = b, far = next_use(&x[b], i + 1);
@@ -468,6 +512,17 @@ int be_res_may_read(const be_ctx *c, int buf, int pos)
     for (int i = 0; x->producer >= 0 && i < x->nxuses; i++)
         n |= x->xuses[i] == pos;
     for (int i = 0; x->producer >= 0 && i < x->nguses; i++)
+        n |= x->guses[i] == pos;
+    return n;
+}
+
+int be_res_may_tile(const be_ctx *c, int buf, int pos)
+{
+    if (!c->hope)
+        return be_res_reads(c, buf, pos) && c->res[buf].grid;
+    const lx_cand *x = &c->hope[buf];
+    int n = 0;
+    for (int i = 0; x->producer >= 0 && !x->nuses && !x->nxuses && i < x->nguses; i++)
         n |= x->guses[i] == pos;
     return n;
 }

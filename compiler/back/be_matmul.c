@@ -237,6 +237,7 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
 }
 
 static int mm_aligned_a(const mm_plan *m, int pos);
+static int mm_grid_tile_a(const mm_plan *m, int pos);
 
 /* The plan of the matmul kernel at pos: its shape, the lane terms put
  * back, its operands' views (or restickify), its epilogue, where the
@@ -253,7 +254,8 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         rc = mm_epilogue(c, pos, m);
     if (!rc) {
         mm_set_whole(m, c->work[pos].stage_whole);
-        m->alx = mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos);
+        m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
+        m->alx = m->atile || (mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos));
     }
     return rc;
 }
@@ -676,6 +678,26 @@ static int mm_grid_tile(const mm_plan *m, int pos, int buf, const be_view *v)
     return w->bcast && w->gn > 1 && w->gk <= 1 && m->nbatch == 1 && be_rows_aligned(&m->ep, buf, v) ? (int)w->gn : 0;
 }
 
+/* ... A, as the tiles of its cores that a product on the same grid kept
+ * (its result's column block j is the K stick groups core j of a grid row
+ * multiplies): Llama-8B's down product reads the SiLU product's result
+ * so.  A's rows aligned as for mm_aligned_a, and B streamed in K chunks:
+ * the core holding a chunk's tile sends the grid row's rows of it, gn
+ * times a core's own rows, so the first chunk comes in later; a product
+ * whose B fits whole is short enough for that to show (the 1024 chain's
+ * middle product: 0.708 -> 0.702 of peak with A in tiles). */
+static int mm_grid_tile_a(const mm_plan *m, int pos)
+{
+    const be_work *w = &m->c->work[pos];
+    if (!w->bcast || w->gn < 2 || !mm_aligned_a(m, pos) || m->nbatch != 1 || !mm_rg_tile_chunks(m, w->gn, 0))
+        return 0;
+    mm_plan t = *m; /* tiled as it would be with A in tiles */
+    t.atile = (int)w->gn;
+    t.alx = 1;
+    mm_tiling tl;
+    return !mm_rg_tiling(&t, w->gm, w->gn, &tl) && tl.slots ? (int)w->gn : 0;
+}
+
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
 {
     mm_plan m;
@@ -686,7 +708,7 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
         return -1;
     }
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
-    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), 0};
+    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos)};
     a[(*n)++] = (be_access){m.mm->b, 0, 0, 0};
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
@@ -1523,11 +1545,12 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
 }
 
 /* Tensors kept in LX across kernels (the lxplan's decisions): A and the
- * epilogue's tiles read from LX, results written there. */
-static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m)
+ * epilogue's tiles read from LX, results written there; noted for the
+ * report when `note` (codegen; not the LX plan's trials). */
+static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m, int note)
 {
-    m->ares = mm_aligned_a(m, pos) && be_res_reads(c, m->mm->a, pos);
-    if (m->ares)
+    m->ares = !m->atile && mm_aligned_a(m, pos) && be_res_reads(c, m->mm->a, pos);
+    if ((m->ares || m->atile) && note)
         be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m->mm->a].name);
     for (int i = 0; i < m->ep.nl; i++) {
         rk_load *L = &m->ep.loads[i];
@@ -1535,7 +1558,7 @@ static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m)
         L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
                  (c->res[buf].grid ? c->res[buf].grid == mm_grid_tile(m, pos, buf, &L->v)
                                    : mm_aligned_tile(m, pos, buf, &L->v, 0));
-        if (L->res)
+        if (L->res && note)
             be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
     }
     for (int j = 0; j < m->ep.nn; j++) {
@@ -1786,8 +1809,8 @@ static int mm_grid_core(be_ctx *c, mm_plan *m, int core)
 }
 
 /* Kernel pos's plan for codegen, with the lxplan's decisions (-1 with an
- * error). */
-static int mm_prepare(be_ctx *c, int pos, mm_plan *m)
+ * error); note: for the report (mm_emit_residency). */
+static int mm_prepare(be_ctx *c, int pos, mm_plan *m, int note)
 {
     if (mm_build(c, pos, m))
         return -1;
@@ -1795,14 +1818,14 @@ static int mm_prepare(be_ctx *c, int pos, mm_plan *m)
         return be_error(c, m->K, "more than 64 epilogue nodes (not supported yet)");
     mm_set_gk(m, c->work[pos].gk ? c->work[pos].gk : 1);
     m->gb = c->work[pos].gb > 1 ? c->work[pos].gb : 1;
-    mm_emit_residency(c, pos, m);
+    mm_emit_residency(c, pos, m, note);
     return 0;
 }
 
 int64_t be_matmul_need(be_ctx *c, int pos)
 {
     mm_plan m;
-    int64_t need = mm_prepare(c, pos, &m) ? -1 : 0;
+    int64_t need = mm_prepare(c, pos, &m, 0) ? -1 : 0;
     const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && need >= 0; core++) {
         cc_emit e;
@@ -1824,7 +1847,7 @@ int64_t be_matmul_need(be_ctx *c, int pos)
 int be_matmul_emit(be_ctx *c, int pos)
 {
     mm_plan m;
-    int rc = mm_prepare(c, pos, &m);
+    int rc = mm_prepare(c, pos, &m, 1);
     const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && !rc; core++)
         rc = w->bcast && w->gn > 1 ? mm_rg_core(c, &m, core) : mm_grid_core(c, &m, core);

@@ -34,6 +34,10 @@ typedef struct {
     int whole_dram;      /* estimates count an operand staged whole as every core's read of it */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
+    int atile;           /* A read as the tiles an earlier product on the same grid over the ring kept
+                            (this many columns: core j of a grid row holds K's stick groups
+                            cc_split(KG, atile, j) of the row's rows), sent over the ring to the row's
+                            other cores; 0: no.  Counted as alx while the LX plan tiles the kernels */
     int alx;             /* the estimates price A as read from LX: it is, or (while the LX plan tiles
                             the kernels) an earlier kernel could keep it there (be_res_may_read) */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
@@ -163,6 +167,10 @@ void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
  * (gm x gn r), and whichever of the two work w asks for. */
 int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out);
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out);
+/* Can a grid over the ring of gn columns read A as kept tiles (mm_plan.atile)
+ * in K chunks of KC rows: does every tile start on a chunk's first stick
+ * group (KC 0: the least chunk a streamed tiling takes)? */
+int mm_rg_tile_chunks(const mm_plan *m, int64_t gn, int64_t KC);
 int mm_ring_tiling(const mm_plan *m, const be_work *w, mm_tiling *tl);
 /* Emission: a core's B chunk of the broadcast and the freeing of its
  * slot; split-K's reduction of partial sums; a core's ring slots and

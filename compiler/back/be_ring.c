@@ -4,6 +4,7 @@
  * cores; their tilings, estimates and emission. */
 #include "be_matmul.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 /* ---- B broadcast over the ring ----
@@ -239,13 +240,30 @@ static int64_t rg_rows(const mm_plan *m, int64_t gn, int64_t i, mm_rows *rs)
     return at;
 }
 
+/* The K stick groups of A core j of a grid row keeps in LX as its tile
+ * (m->atile), and how many of A's a core holds in AG (the grid row's A
+ * whole, or with A in tiles the other cores' ones). */
+static void rg_a_tile(const mm_plan *m, int64_t j, int64_t *t0, int64_t *tn) { cc_split(m->KG, m->atile, j, t0, tn); }
+static int64_t rg_ag_groups(const mm_plan *m) { return m->atile ? m->KG - m->KG / m->atile : m->KG; }
+
+/* Where stick group gi of A sits in core j's AG (its own tile left out). */
+static int64_t rg_ag_index(const mm_plan *m, int64_t j, int64_t gi)
+{
+    int64_t t0, tn;
+    if (!m->atile)
+        return gi;
+    rg_a_tile(m, j, &t0, &tn);
+    assert(gi < t0 || gi >= t0 + tn);
+    return gi < t0 ? gi : gi - tn;
+}
+
 /* LX of a core: its row group's A whole, its column block's B whole (or
  * its K chunks in `slots` slots and the credits' sticks), the block's
  * result, epilogue operands and temps, the partial sums. */
 static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC, int64_t slots)
 {
     const int64_t sb = m->c->t.stick, bw = slots ? slots * NS * KC + 3 : NS * m->Kd;
-    return (m->KG * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
+    return (rg_ag_groups(m) * MT + bw + MT + RG_MAX_GN * m->ep.nexpr * NS) * sb + mm_cslot_bytes(m, MT, NS) +
            mm_p_bytes(m, MT, NS, KC);
 }
 
@@ -308,6 +326,18 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
  * of the chunk) then takes 16 KB, twice the ring's cost of issuing it. */
 #define RG_MIN_KC 128
 
+int mm_rg_tile_chunks(const mm_plan *m, int64_t gn, int64_t KC)
+{
+    const int64_t kg = cc_ceil_div(KC ? KC : RG_MIN_KC, m->c->t.lanes16);
+    for (int64_t j = 1; j < gn; j++) {
+        int64_t t0, tn;
+        cc_split(m->KG, gn, j, &t0, &tn);
+        if (t0 % kg)
+            return 0;
+    }
+    return 1;
+}
+
 /* Streamed tilings whose estimates are within MM_SLACK count as equal:
  * more slots win, then less LX (room for tensors kept between kernels):
  * on 2048^3 products the estimate ties blockings that simulate 0.60 to
@@ -335,7 +365,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
         tl.nch = cc_ceil_div(m->Kd, tl.KC);
         if (tl.slots && !w->mb && tl.KC < cc_min(m->Kd, RG_MIN_KC)) /* short pieces: the ring's issue cost */
             continue;
-        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC, tl.slots) > budget)
+        if (mm_rg_lx(m, tl.MB, tl.NBS, tl.KC, tl.slots) > budget || (m->atile && !mm_rg_tile_chunks(m, gn, tl.KC)))
             continue;
         mm_rg_estimate(m, gm, gn, cc_ceil_div(m->GN, gn), &tl);
         if (!found || (tl.slots ? rg_better(m, &tl, out) : tl.cycles < out->cycles))
@@ -592,7 +622,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     mc->cslot_bytes = mm_cslot_bytes(m, MT, NS);
     /* allocated first and at their largest: the same offsets on every
      * core, where the row's and the column's other cores write */
-    g->AG = cc_lx_alloc(e, m->KG * MT * sb, "matmul A of the grid row (ring)");
+    g->AG = cc_lx_alloc(e, rg_ag_groups(m) * MT * sb, "matmul A of the grid row (ring)");
     if (mc->tl.slots) {
         for (int s = 0; s < g->mc.tl.slots; s++)
             g->bslot[s] = cc_lx_alloc(e, NS * KC * sb, "matmul B chunk of the column block (ring)");
@@ -654,7 +684,7 @@ static void rg_layout(rg_core *g)
         g->down[0] = g->core - (int)g->gn;
     if (!g->mc.tl.slots && g->i >= g->mid && g->i + 1 < g->gm)
         g->down[1] = g->core + (int)g->gn;
-    if (g->m->ares)
+    if (g->m->ares || g->m->atile)
         be_res_at(g->c, g->m->mm->a, g->m->ep.pos, &g->ra_lx, &g->ra_cap);
 }
 
@@ -711,6 +741,79 @@ static void rg_a_out(rg_core *g, int64_t gi, int64_t kg, int64_t aoff)
     }
 }
 
+/* The first K row of the core's jc-th chunk: with A in tiles each column
+ * of the grid starts at its own tile's first chunk and wraps round, so
+ * that in the first block every core of a row sends its tile's chunks at
+ * once, each one a tile's length of chunks before the others need it
+ * (from one core of the row, chunk after chunk, the 2048 chain's products
+ * waited for A in the first chunks); B comes down the column in the same
+ * order. */
+static int64_t rg_k0(const rg_core *g, int64_t jc)
+{
+    int64_t t0 = 0, tn = 0;
+    if (g->m->atile)
+        rg_a_tile(g->m, g->j, &t0, &tn);
+    const int64_t rot = t0 * g->c->t.lanes16 / g->mc.KC;
+    return (jc + rot) % g->mc.nch * g->mc.KC;
+}
+
+/* Where the PTs find stick group gi of A, row r0 of the grid row, and
+ * the distance between its groups: the core's own tile where A is kept
+ * in tiles and gi is in it, else AG. */
+static int64_t rg_a_at(const rg_core *g, int64_t gi, int64_t r0, int64_t *stride)
+{
+    const int64_t sb = g->c->t.stick;
+    int64_t t0 = 0, tn = 0;
+    if (g->m->atile)
+        rg_a_tile(g->m, g->j, &t0, &tn);
+    if (gi >= t0 && gi < t0 + tn) {
+        *stride = g->ra_cap * sb;
+        return g->ra_lx + ((gi - t0) * g->ra_cap + r0) * sb;
+    }
+    *stride = g->mc.MB * sb;
+    return g->AG + (rg_ag_index(g->m, g->j, gi) * g->mc.MB + r0) * sb;
+}
+
+/* A kept in tiles: the grid row's A of a chunk (stick groups [gi, gi +
+ * kg), within one tile) from the core whose tile holds it to the row's
+ * other cores, each at its place in their AG; sfp1 of the others waits
+ * for it.  The owner of the chunk, or -1 on the others. */
+static void rg_a_tile_out(rg_core *g, int64_t gi, int64_t kg)
+{
+    const int64_t sb = g->c->t.stick, MT = g->mc.MB;
+    int64_t t0, tn;
+    rg_a_tile(g->m, g->j, &t0, &tn);
+    if (gi < t0 || gi >= t0 + tn)
+        return;
+    assert(gi + kg <= t0 + tn);
+    for (int64_t d = 1; d < g->gn; d++) {
+        const int64_t q = (g->j + d) % g->gn;
+        cc_dma_shape sh = cc_dma_groups(g->mt, kg, MT * sb, g->ra_cap * sb);
+        cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + q), g->aarr[g->j],
+                     cc_abs(g->AG + rg_ag_index(g->m, q, gi) * MT * sb), cc_abs(g->ra_lx + (gi - t0) * g->ra_cap * sb),
+                     &sh);
+    }
+}
+
+/* sfp1, in the first block: the grid row's A of the chunk at stick group
+ * gi is in (from each core of the row, or with A in tiles from the one
+ * holding it); then both PTs may read it. */
+static void rg_a_in(rg_core *g, int64_t gi)
+{
+    cc_emit *e = g->e;
+    for (int64_t q = 0; q < g->gn; q++) {
+        int64_t t0, tn;
+        if (g->m->atile)
+            rg_a_tile(g->m, q, &t0, &tn);
+        if (q != g->j && (!g->m->atile || (gi >= t0 && gi < t0 + tn)))
+            cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
+    }
+    if (!g->m->atile)
+        cc_emit_wait(e, ISA_U_SFP1, g->aload);
+    for (int u = 0; u < g->mc.nc; u++)
+        cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
+}
+
 /* Chunk jc of K of block b (the core's step-th) in: dmai loads B's chunk
  * (the middle core; streamed, once its slot is free) and, in the first
  * block, the own A rows; the ring sends the own A rows to the grid row's
@@ -724,7 +827,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     mm_plan *m = g->m;
     cc_emit *e = g->e;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = g->mc.MB, KC = g->mc.KC;
-    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
+    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes, kg = cc_ceil_div(kc, lanes);
     const int64_t aoff = g->AG + (gi * MT + g->own) * sb;
     const int stream = g->mc.tl.slots > 0;
     int64_t bs;
@@ -735,7 +838,9 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
         be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
         cc_emit_sig(e, ISA_U_DMAI, g->loaded);
     }
-    if (b == 0)
+    if (b == 0 && m->atile)
+        rg_a_tile_out(g, gi, kg);
+    else if (b == 0)
         rg_a_out(g, gi, kg, aoff);
     if (g->i == g->mid)
         cc_emit_wait(e, ISA_U_RING, g->loaded);
@@ -762,14 +867,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
             cc_emit_wait(e, ISA_U_RING, g->ptdone[u]);
         rg_release(g, step - 1 + g->mc.tl.slots);
     }
-    if (b > 0)
-        return;
-    for (int64_t q = 0; q < g->gn; q++)
-        if (q != g->j)
-            cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
-    cc_emit_wait(e, ISA_U_SFP1, g->aload);
-    for (int u = 0; u < g->mc.nc; u++)
-        cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
+    if (b == 0)
+        rg_a_in(g, gi);
 }
 
 /* pt u: its part of chunk jc of block b (the core's step-th); the first
@@ -783,7 +882,7 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step)
     cc_emit *e = g->e;
     const mm_core *mc = &g->mc;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, MT = mc->MB, KC = mc->KC;
-    const int64_t k0 = jc * KC, kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
+    const int64_t k0 = rg_k0(g, jc), kc = cc_min(KC, m->Kd - k0), gi = k0 / lanes;
     const int64_t *crow = g->cp.crow, *cnr = g->cp.cnr, *cst = g->cp.cst, *cns = g->cp.cns;
     const int first = jc == 0, lastc = jc == mc->nch - 1;
     int64_t bs;
@@ -808,12 +907,12 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step)
                     const int64_t poff = (r0 + s0 * cc_ceil_div(lanes, c->t.lanes32) * MT) * sb;
                     cc_pt_args pa = {0};
                     pa.c = u;
-                    pa.a = cc_abs(g->AG + (gi * MT + r0) * sb);
                     pa.b = cc_abs(bat + s0 * bs);
                     pa.m = rn;
                     pa.n = ncols;
                     pa.k = kc;
-                    pa.ds = pa.ps = pa.as = MT * sb;
+                    pa.ds = pa.ps = MT * sb;
+                    pa.a = cc_abs(rg_a_at(g, gi, r0, &pa.as));
                     pa.bs = bs;
                     pa.flags = (first ? 0 : ISA_F_ACC) | (lastc ? 0 : ISA_F_F32);
                     pa.d = cc_abs(lastc ? g->C + (r0 + s0 * MT) * sb : mc->P + poff);
