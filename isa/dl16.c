@@ -143,16 +143,22 @@ int isa_dl16_use_avx2(int allow)
     return atomic_load(&avx2_on);
 }
 
-void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
+/* Is the AVX2 path on (deciding on first use)? */
+static int avx2_path(void)
 {
-    uint32_t *o = (uint32_t *)(void *)out;
+    int on = atomic_load_explicit(&avx2_on, memory_order_relaxed);
+    return on < 0 ? isa_dl16_use_avx2(1) : on;
+}
+
+/* n values, on AVX2 when `avx2` (the host has it), else the baseline. */
+static void to_f32_run(const uint16_t *in, uint32_t *o, size_t n, int avx2)
+{
     size_t i = 0;
 #if defined(DL16_AVX2)
-    int on = atomic_load_explicit(&avx2_on, memory_order_relaxed);
-    if (on < 0)
-        on = isa_dl16_use_avx2(1);
-    if (on)
+    if (avx2)
         i = to_f32_avx2(in, o, n);
+#else
+    (void)avx2;
 #endif
 #if defined(__SSE2__)
     for (; i + 8 <= n; i += 8) {
@@ -164,6 +170,23 @@ void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
 #endif
     for (; i < n; i++)
         o[i] = to_bits(in[i]);
+}
+
+void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n)
+{
+    to_f32_run(in, (uint32_t *)(void *)out, n, avx2_path());
+}
+
+void isa_dl16_to_f32_rows(const uint16_t *in, size_t in_pitch, float *out, size_t out_pitch, size_t rows, size_t n)
+{
+    uint32_t *o = (uint32_t *)(void *)out;
+    const int avx2 = avx2_path();
+    if (in_pitch == n && out_pitch == n) { /* contiguous both sides: one run */
+        to_f32_run(in, o, rows * n, avx2);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++)
+        to_f32_run(in + r * in_pitch, o + r * out_pitch, n, avx2);
 }
 
 void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n)

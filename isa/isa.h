@@ -329,6 +329,10 @@ uint16_t isa_dl16_from_f32(float f);
 float isa_dl16_to_f32(uint16_t h);
 /* Bulk conversions for hot loops (vectorised; the scalar rule's bits). */
 void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n);
+/* rows x n values, row r from in + r * in_pitch to out + r * out_pitch
+ * (pitches in values): isa_dl16_to_f32_n on each row, without a call and
+ * a path choice per row. */
+void isa_dl16_to_f32_rows(const uint16_t *in, size_t in_pitch, float *out, size_t out_pitch, size_t rows, size_t n);
 /* Whether isa_dl16_to_f32_n may take its AVX2 path (by default when the
  * host has AVX2) or must take the SSE2/scalar baseline (allow 0): the
  * same bits either way, as a test checks.  Returns 1 if AVX2 is now used. */

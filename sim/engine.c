@@ -17,6 +17,7 @@
 #include "events.h"
 
 #define AGENT_SEQ ISA_NUNITS
+#define UNIT_UNKNOWN 0xff
 
 typedef struct {
     sim *s;
@@ -24,6 +25,7 @@ typedef struct {
     sim_evq q;
     double now;
     int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
+    uint8_t **unit; /* [core][instruction index]: its unit (isa_insn_unit), UNIT_UNKNOWN until first issued */
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     uint64_t issued;    /* instructions the sequencers issued so far */
     uint64_t max_insns; /* the limits of sim_options, defaults applied */
@@ -110,6 +112,42 @@ static int kernels_begin(engine *g)
                 g->kmap[kn->core][i] = slot;
     }
     return 0;
+}
+
+/* The unit of each instruction, found when it is first issued: a loop's
+ * body issues its instructions many times, and the unit costs a table
+ * lookup and a switch.  Returns 0, or -1 when out of host memory. */
+static int units_begin(engine *g)
+{
+    g->unit = calloc((size_t)g->p->ncores, sizeof *g->unit);
+    if (!g->unit)
+        return -1;
+    for (int c = 0; c < g->p->ncores; c++) {
+        size_t n = g->p->cores[c].n;
+        if (!(g->unit[c] = malloc(n ? n : 1)))
+            return -1;
+        memset(g->unit[c], UNIT_UNKNOWN, n);
+    }
+    return 0;
+}
+
+static void units_end(engine *g)
+{
+    for (int c = 0; g->unit && c < g->p->ncores; c++)
+        free(g->unit[c]);
+    free(g->unit);
+    g->unit = NULL;
+}
+
+static isa_unit unit_of(engine *g, int core, long pc)
+{
+    uint8_t *u = &g->unit[core][pc];
+    if (*u != UNIT_UNKNOWN)
+        return (isa_unit)*u;
+    isa_unit v = isa_insn_unit(&g->p->cores[core].insns[pc]);
+    if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
+        *u = (uint8_t)v;
+    return v;
 }
 
 /* Each entry's longest span of one core, into st->kernels. */
@@ -325,7 +363,7 @@ static int run_seq(engine *g, sim_core *c, double t)
             break;
         }
         const isa_insn *in = &str->insns[c->pc];
-        isa_unit u = isa_insn_unit(in);
+        isa_unit u = unit_of(g, c->id, c->pc);
         if (u != ISA_U_SEQ) {
             if ((int)u >= ISA_NUNITS)
                 return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "instruction names no unit");
@@ -336,7 +374,8 @@ static int run_seq(engine *g, sim_core *c, double t)
             }
             if (issue_limits(g, c, u))
                 return -1;
-            sim_slot *e = &q->q[(q->head + q->count) % depth];
+            int at = q->head + q->count; /* a wrap, not a division by depth */
+            sim_slot *e = &q->q[at >= depth ? at - depth : at];
             e->in = in;
             e->d = resolve(c, &in->d);
             e->a = resolve(c, &in->a);
@@ -504,7 +543,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         us->done_at = done;
     if (us->done_at > s->st->cycles)
         s->st->cycles = us->done_at;
-    q->head = (q->head + 1) % depth;
+    q->head = q->head + 1 == depth ? 0 : q->head + 1;
     q->count--;
     if (c->seq_blocked_on == u) {
         c->seq_blocked_on = -1;
@@ -582,8 +621,9 @@ static void reset_cores(sim *s)
 int sim_engine_run(sim *s, const isa_program *p)
 {
     engine g = {.s = s, .p = p};
-    if (kernels_begin(&g)) {
+    if (kernels_begin(&g) || units_begin(&g)) {
         kernels_end(&g);
+        units_end(&g);
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "out of host memory (kernel map)");
     }
     limits_begin(&g);
@@ -632,5 +672,6 @@ int sim_engine_run(sim *s, const isa_program *p)
     sim_evq_free(&g.q);
     kernels_fold(&g);
     kernels_end(&g);
+    units_end(&g);
     return rc;
 }

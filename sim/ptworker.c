@@ -109,6 +109,13 @@ struct sim_ptq {
     int *vnext;     /* per core and kind: the entry to reuse next */
     uint64_t *dirty; /* per core: bounds [lo, hi) of the fp32 d's submitted since its last flush */
     uint64_t gen;
+    /* Per core, the numbers of its jobs in its worker's queue, oldest
+     * first (a ring of QUEUE from pend_head, pend_n of them; completed
+     * ones are dropped when next looked at): the event loop's fences and
+     * copies walk a core's own queued products, not its worker's whole
+     * queue, which holds the products of cores / workers cores. */
+    uint64_t *pend;
+    uint32_t *pend_head, *pend_n;
 };
 
 static float *grow(float **buf, size_t *cap, size_t n)
@@ -253,13 +260,10 @@ static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, int core, int 
     oc = cache_next(bf, lx, core, kind);
     const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
     float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
-    if (k.cols == l16) /* one whole stick a row: rows are contiguous both sides, one call */
-        isa_dl16_to_f32_n((const uint16_t *)src.at, v, (size_t)(k.rows * k.cols));
-    for (int64_t g = 0; g < groups && k.cols != l16; g++) {
+    for (int64_t g = 0; g < groups; g++) { /* one call a group of lanes (the rows of an A tile: one run) */
         int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
-        const uint8_t *base = src.at + g * src.pitch;
-        for (int64_t r = 0; r < k.rows; r++)
-            isa_dl16_to_f32_n((const uint16_t *)(base + r * sb), v + r * k.cols + g * l16, (size_t)w);
+        isa_dl16_to_f32_rows((const uint16_t *)(const void *)(src.at + g * src.pitch), (size_t)l16, v + g * l16,
+                             (size_t)k.cols, (size_t)k.rows, (size_t)w);
     }
     oc->key = k;
     oc->gen = gen;
@@ -371,6 +375,17 @@ static int worker_count(void)
     return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (int)n;
 }
 
+static void free_tables(sim_ptq *q)
+{
+    free(q->ov);
+    free(q->vnext);
+    free(q->dirty);
+    free(q->pend);
+    free(q->pend_head);
+    free(q->pend_n);
+    free(q);
+}
+
 static sim_ptq *start(sim *s)
 {
     sim_ptq *q = calloc(1, sizeof *q);
@@ -380,11 +395,11 @@ static sim_ptq *start(sim *s)
     q->ov = calloc((size_t)s->cfg.cores * VERSIONS_PER_CORE, sizeof *q->ov);
     q->vnext = calloc((size_t)s->cfg.cores * OP_KINDS, sizeof *q->vnext);
     q->dirty = calloc((size_t)s->cfg.cores * 2, sizeof *q->dirty);
-    if (!q->ov || !q->vnext || !q->dirty) {
-        free(q->ov);
-        free(q->vnext);
-        free(q->dirty);
-        free(q);
+    q->pend = calloc((size_t)s->cfg.cores * QUEUE, sizeof *q->pend);
+    q->pend_head = calloc((size_t)s->cfg.cores, sizeof *q->pend_head);
+    q->pend_n = calloc((size_t)s->cfg.cores, sizeof *q->pend_n);
+    if (!q->ov || !q->vnext || !q->dirty || !q->pend || !q->pend_head || !q->pend_n) {
+        free_tables(q);
         return NULL;
     }
     for (int i = 0; i < q->n; i++) {
@@ -418,6 +433,29 @@ static void wait_until(pt_worker *w, uint64_t upto)
     while (atomic_load(&w->completed) < upto)
         pthread_cond_wait(&w->done, &w->mu);
     pthread_mutex_unlock(&w->mu);
+}
+
+/* Core's queued jobs, oldest first: n of them, the k-th numbered
+ * pend_at(v, k). */
+typedef struct {
+    const uint64_t *ring;
+    uint32_t head, n;
+} pend_view;
+
+static uint64_t pend_at(pend_view v, uint32_t k) { return v.ring[(v.head + k) % QUEUE]; }
+
+/* Core's queued jobs, those its worker has completed dropped first. */
+static pend_view pending(sim_ptq *q, int core)
+{
+    const pt_worker *w = &q->w[core % q->n];
+    const uint64_t *ring = &q->pend[(size_t)core * QUEUE];
+    uint32_t *h = &q->pend_head[core], *n = &q->pend_n[core];
+    const uint64_t done = atomic_load(&w->completed);
+    while (*n && ring[*h] < done) {
+        *h = (*h + 1) % QUEUE;
+        --*n;
+    }
+    return (pend_view){ring, *h, *n};
 }
 
 /* Something may write core's LX bytes in the ranges of w: operands there
@@ -483,11 +521,9 @@ static void flush_dirty(sim *s, int core, uint64_t lo, uint64_t hi)
     if (hi <= b[0] || b[1] <= lo)
         return;
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
-    uint64_t need = atomic_load(&w->completed);
-    for (uint64_t i = need; i < w->submitted; i++)
-        if (w->jobs[i % QUEUE].core == core)
-            need = i + 1;
-    wait_until(w, need);
+    const pend_view v = pending(s->ptq, core);
+    if (v.n)
+        wait_until(w, pend_at(v, v.n - 1) + 1);
     flush_core(&w->bufs, s->cores[core].lx, core);
     b[0] = b[1] = 0;
 }
@@ -509,6 +545,9 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     }
     if (w->submitted - atomic_load(&w->completed) == QUEUE)
         wait_until(w, w->submitted - QUEUE + 1);
+    const pend_view v = pending(s->ptq, core); /* room: at most QUEUE - 1 queued */
+    s->ptq->pend[(size_t)core * QUEUE + (v.head + v.n) % QUEUE] = w->submitted;
+    s->ptq->pend_n[core]++;
     pt_job *j = &w->jobs[w->submitted % QUEUE];
     j->core = core;
     j->in = *in;
@@ -538,13 +577,13 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
  * event loop waits for the product instead, as it would without copies. */
 #define SNAP_BUDGET ((size_t)64 << 20)
 
-/* May queued job i of core read a copy of its operand bytes x made now
+/* May queued job i of core (`before`: the core's queued jobs before it) read a copy of its operand bytes x made now
  * instead of LX later?  When nothing may write them before it runs: no
  * product queued before it writes them (completed ones have), and no sums
  * waiting in a buffer lie there (every fp32 d since the last flush is
  * inside the core's dirty bounds).  The copy then holds what it would read.
  * And only while the worker's copies fit SNAP_BUDGET. */
-static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx_set *x)
+static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx_set *x, pend_view before)
 {
     const pt_job *j = &w->jobs[i % QUEUE];
     const size_t need = (size_t)(x->count * x->len), have = j->snap_cap[x - j->ops];
@@ -555,9 +594,10 @@ static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx
     set_bounds(x, &lo, &hi);
     if (b[0] < b[1] && lo < b[1] && b[0] < hi)
         return 0;
-    for (uint64_t e = atomic_load(&w->completed); e < i; e++) {
-        const pt_job *o = &w->jobs[e % QUEUE];
-        if (o->core == core && meets(&o->ops[3], x))
+    const uint64_t done = atomic_load(&w->completed);
+    for (uint32_t k = 0; k < before.n; k++) {
+        uint64_t e = pend_at(before, k);
+        if (e >= done && meets(&w->jobs[e % QUEUE].ops[3], x))
             return 0;
     }
     return 1;
@@ -597,21 +637,19 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
     if (is_write)
         op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
-    uint64_t done = atomic_load(&w->completed), need = done;
-    if (done == w->submitted)
-        return;
+    const pend_view v = pending(s->ptq, core);
+    uint64_t need = 0;
     int locked = 0; /* w->mu, for w->taken and the jobs after it, once a copy may be due */
-    for (uint64_t i = done; i < w->submitted; i++) {
+    for (uint32_t k = 0; k < v.n; k++) {
+        const uint64_t i = pend_at(v, k);
         pt_job *j = &w->jobs[i % QUEUE];
-        if (j->core != core)
-            continue;
         int hit = lo < j->hi[3] && j->lo[3] < hi && hits(&j->ops[3], lo, hi);
         for (int r = 0; r < 3 && is_write && !hit; r++) {
             if (j->snapped[r] || hi <= j->lo[r] || j->hi[r] <= lo || !hits(&j->ops[r], lo, hi))
                 continue;
             if (!locked)
                 pthread_mutex_lock(&w->mu), locked = 1;
-            if (i >= w->taken && may_copy(s->ptq, w, core, i, &j->ops[r]))
+            if (i >= w->taken && may_copy(s->ptq, w, core, i, &j->ops[r], (pend_view){v.ring, v.head, k}))
                 copy_operand(w, j, r, s->cores[core].lx);
             else
                 hit = 1;
@@ -661,9 +699,6 @@ void sim_pt_stop(sim *s)
             free(w->bufs.next[k]);
         }
     }
-    free(q->ov);
-    free(q->vnext);
-    free(q->dirty);
-    free(q);
+    free_tables(q);
     s->ptq = NULL;
 }

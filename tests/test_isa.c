@@ -386,6 +386,38 @@ static void test_dl16_avx2_and_baseline_paths_give_the_same_bits(void)
     isa_dl16_use_avx2(1);
 }
 
+/* The conversion of rows (the PT workers' operand tiles: rows of one
+ * stick's lanes in LX to a wider fp32 matrix) puts each row where its
+ * pitches say, with the scalar rule's bits, and leaves the gaps between
+ * rows alone: pitches wider than a row (every tail length), and equal to
+ * it (converted as one run). */
+static void test_dl16_rows_land_at_their_pitches_with_the_scalar_bits(void)
+{
+    enum { ROWS = 9, IN_PITCH = 64, OUT_PITCH = 200 };
+    static uint16_t in[ROWS * OUT_PITCH];
+    static float out[ROWS * OUT_PITCH];
+    for (size_t i = 0; i < ROWS * OUT_PITCH; i++)
+        in[i] = (uint16_t)(i * 40503u + 7);
+    int bad = 0;
+    for (size_t n = 1; n <= IN_PITCH; n++) {
+        for (size_t i = 0; i < ROWS * OUT_PITCH; i++)
+            out[i] = -12345.0f; /* a value no DL16 converts to: gaps keep it */
+        isa_dl16_to_f32_rows(in, IN_PITCH, out, OUT_PITCH, ROWS, n);
+        for (size_t r = 0; r < ROWS; r++)
+            for (size_t c = 0; c < OUT_PITCH; c++) {
+                float want = c < n ? isa_dl16_to_f32(in[r * IN_PITCH + c]) : -12345.0f;
+                float got = out[r * OUT_PITCH + c];
+                bad += memcmp(&want, &got, 4) != 0 && !(isnan(want) && isnan(got));
+            }
+    }
+    isa_dl16_to_f32_rows(in, 48, out, 48, ROWS, 48); /* pitch = row: one run over all */
+    for (size_t i = 0; i < ROWS * 48; i++) {
+        float want = isa_dl16_to_f32(in[i]);
+        bad += memcmp(&want, &out[i], 4) != 0 && !(isnan(want) && isnan(out[i]));
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* The bulk conversion to DL16 (vectorised) gives the scalar one's bits:
  * over a sweep of fp32 patterns (a prime stride through all 2^32, every
  * sign, exponent and NaN among them) and every rounding boundary (each
@@ -797,6 +829,7 @@ int main(void)
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},
         {"DL16: AVX2 and baseline paths give the same bits", test_dl16_avx2_and_baseline_paths_give_the_same_bits},
+        {"DL16: rows land at their pitches with the scalar bits", test_dl16_rows_land_at_their_pitches_with_the_scalar_bits},
         {"DL16: check value 0.0123456789 -> 12585", test_dl16_check_value},
         {"DL16: rounding ties away from zero", test_dl16_rounds_ties_away_from_zero},
         {"DL16: beyond the largest finite is NINF", test_dl16_values_beyond_the_largest_finite_are_ninf},
