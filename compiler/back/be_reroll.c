@@ -1186,6 +1186,23 @@ void be_reroll_core(be_ctx *c, int core)
     roll_tail(c, rr_state(c), core);
 }
 
+void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n)
+{
+    struct be_reroll *rr = rr_state(c);
+    roll_tail(c, rr, core);
+    isa_stream *home = &c->prog->cores[core];
+    rr_kstat *st = &rr->k[kernel_pos(c->p, name)];
+    rr_out o = {home, st, &rr->sc};
+    const long first = (long)home->n;
+    roll_kernel(&o, s, n);
+    isa_program_add_kernel(c->prog, name, core, first, (long)home->n - 1);
+    st->before += n;
+    st->after += (long)home->n - first;
+    rr->core_before[core] += n;
+    rr->core_after[core] += (long)home->n - first;
+    rr->done[core] = home->n;
+}
+
 void be_reroll_kernels(be_ctx *c)
 {
     struct be_reroll *rr = rr_state(c);
