@@ -531,13 +531,11 @@ int be_workdiv_pass(ir_prog *p)
 
 /* ---- codegen ---- */
 
-/* A DMA unit's time for instruction in, as the simulator charges it (its
- * issue, then its sticks at LX's rate or the ring's); 0 for other units. */
-static double dma_time(const chip_config *cfg, const isa_insn *in)
+/* A DMA unit's time for instruction in (of class cls: a DMA or the
+ * ring), as the simulator charges it (its issue, then its sticks at LX's
+ * rate or the ring's). */
+static double dma_time(const chip_config *cfg, const isa_insn *in, isa_class cls)
 {
-    const isa_class cls = isa_info(in->op)->cls;
-    if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
-        return 0;
     double sticks = in->run;
     for (int l = 0; l < ISA_MAX_LOOPS; l++)
         sticks *= in->n[l] > 1 ? in->n[l] : 1;
@@ -574,11 +572,14 @@ static void measure(be_ctx *c, int pos, const isa_stream *s, size_t first, doubl
     be_kinfo *ki = &state_of(c)->k[pos];
     for (size_t j = first; j < s->n; j++) {
         const isa_insn *in = &s->insns[j];
-        const isa_unit u = isa_insn_unit(in);
-        busy[u] += dma_time(c->cfg, in);
-        ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
         if (in->op == ISA_OP_LOOP)
             ki->loops = 1;
+        const isa_class cls = isa_info(in->op)->cls;
+        if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
+            continue; /* another unit: no DMA time, no DRAM */
+        const isa_unit u = isa_insn_unit(in);
+        busy[u] += dma_time(c->cfg, in, cls);
+        ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
         if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
             continue;
         int64_t sticks = in->run;

@@ -123,6 +123,8 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t;          /* the last kernel rolled from scratch */
     rr_vec applied;     /* the template's rolled list with another kernel's addresses */
+    long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
+    long seencap;
 } rr_scratch;
 
 struct be_reroll {
@@ -849,15 +851,47 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
     }
 }
 
+/* Does rolled instruction t (registers reg) issue original s[k]?  Its
+ * fields compared once per rolled instruction (seen[pc]: the original
+ * it was first compared with, or -1), after that the shapes (shape: per
+ * original, equal exactly when insn_same is: the originals' every field
+ * read again per iteration was a tenth of a prefill compile), and the
+ * addresses resolved every time. */
+static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, long k, const int *shape, long *seen)
+{
+    if (*seen < 0 ? !insn_same(in, &s[k]) : shape[*seen] != shape[k])
+        return 0;
+    if (*seen < 0)
+        *seen = k;
+    const isa_operand *const *ao;
+    int na = addr_ops(in, &ao);
+    for (int q = 0; q < na; q++) {
+        const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
+        if (a->off + reg[a->reg] != b->off || b->reg != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Run stream t[0..n) as the sequencer would, addresses resolved, and
- * check it issues exactly the instructions of s[0..m). */
-static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
+ * check it issues exactly the instructions of s[0..m) (shape: s's, as
+ * issues takes them). */
+static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn *s, long m, const int *shape)
 {
     int64_t reg[ISA_NREGS] = {0};
     long start[ISA_MAX_LOOPS];
     int64_t left[ISA_MAX_LOOPS];
     int d = 0;
     long k = 0;
+    if (n > sc->seencap) {
+        free(sc->seen);
+        sc->seencap = 2 * n;
+        sc->seen = malloc((size_t)sc->seencap * sizeof *sc->seen);
+        if (!sc->seen)
+            abort();
+    }
+    for (long pc = 0; pc < n; pc++)
+        sc->seen[pc] = -1;
     for (long pc = 0; pc < n; pc++) {
         const isa_insn *in = &t[pc];
         if (in->op == ISA_OP_LI || in->op == ISA_OP_ADDI) {
@@ -871,14 +905,7 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
             else
                 d--;
         } else {
-            int same = k < m && insn_same(in, &s[k]);
-            const isa_operand *const *ao;
-            int na = addr_ops(in, &ao);
-            for (int q = 0; q < na && same; q++) { /* addresses resolved */
-                const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
-                same = a->off + reg[a->reg] == b->off && b->reg == 0;
-            }
-            if (!same) {
+            if (k >= m || !issues(in, reg, s, k, shape, &sc->seen[pc])) {
                 fprintf(stderr, "be_reroll: internal error: rolled instruction %ld differs from the original %ld\n",
                         pc, k);
                 abort();
@@ -1062,7 +1089,9 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     long first = (long)o->s->n;
     emit_list(o, r->v, r->n);
-    check_same(o->s->insns + first, (long)o->s->n - first, s, n);
+    /* the shapes: the fresh roll's of s, or the template's, which are s's
+     * renamed one to one (tmpl_fits) */
+    check_same(sc, o->s->insns + first, (long)o->s->n - first, s, n, sc->t.shape);
 }
 
 /* ---- the pass ---- */
@@ -1080,6 +1109,7 @@ static void scratch_free(rr_scratch *sc)
     free(sc->t.first);
     free(sc->t.keys);
     free(sc->applied.v);
+    free(sc->seen);
 }
 
 static int by_first(const void *a, const void *b)
