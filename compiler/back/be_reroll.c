@@ -125,6 +125,12 @@ typedef struct {
     rr_vec applied;     /* the template's rolled list with another kernel's addresses */
     long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
     long seencap;
+    /* per instruction of the kernel: its address operands' offsets, as
+     * make_entries or tmpl_fits read them (having checked that no
+     * register is used), for check_same: reading them back from the
+     * instructions, out of cache by then, was 5% of a prefill compile */
+    int64_t (*soff)[RR_NADDR];
+    long soffcap;
 } rr_scratch;
 
 struct be_reroll {
@@ -856,8 +862,9 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
  * it was first compared with, or -1), after that the shapes (shape: per
  * original, equal exactly when insn_same is: the originals' every field
  * read again per iteration was a tenth of a prefill compile), and the
- * addresses resolved every time. */
-static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, long k, const int *shape, long *seen)
+ * addresses resolved every time (against soff[k], s[k]'s offsets). */
+static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, long k, const int *shape,
+                  const int64_t *soff, long *seen)
 {
     if (*seen < 0 ? !insn_same(in, &s[k]) : shape[*seen] != shape[k])
         return 0;
@@ -866,8 +873,8 @@ static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, lon
     const isa_operand *const *ao;
     int na = addr_ops(in, &ao);
     for (int q = 0; q < na; q++) {
-        const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
-        if (a->off + reg[a->reg] != b->off || b->reg != 0)
+        const isa_addr *a = caddr_at(in, ao[q]);
+        if (a->off + reg[a->reg] != soff[q])
             return 0;
     }
     return 1;
@@ -905,7 +912,7 @@ static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn
             else
                 d--;
         } else {
-            if (k >= m || !issues(in, reg, s, k, shape, &sc->seen[pc])) {
+            if (k >= m || !issues(in, reg, s, k, shape, sc->soff[k], &sc->seen[pc])) {
                 fprintf(stderr, "be_reroll: internal error: rolled instruction %ld differs from the original %ld\n",
                         pc, k);
                 abort();
@@ -954,7 +961,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < na; k++) {
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
-            x->off[k] = caddr_at(&s[j], ao[k])->off;
+            x->off[k] = sc->soff[j][k] = caddr_at(&s[j], ao[k])->off;
         }
         if (!plain)
             return 0;
@@ -1042,6 +1049,7 @@ static int tmpl_fits(rr_scratch *sc, const isa_insn *s, long n)
             if (a->reg || (f0 >= 0 && t->delta[sh][k] != d))
                 return 0;
             t->delta[sh][k] = d;
+            sc->soff[j][k] = a->off;
         }
         t->first[sh] = j;
     }
@@ -1078,6 +1086,13 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
+    if (n > sc->soffcap) {
+        free(sc->soff);
+        sc->soffcap = 2 * n;
+        sc->soff = malloc((size_t)sc->soffcap * sizeof *sc->soff);
+        if (!sc->soff)
+            abort();
+    }
     const rr_vec *r = &sc->t.rolled;
     if (tmpl_fits(sc, s, n)) {
         tmpl_apply(&sc->t, s, &sc->applied);
@@ -1110,6 +1125,7 @@ static void scratch_free(rr_scratch *sc)
     free(sc->t.keys);
     free(sc->applied.v);
     free(sc->seen);
+    free(sc->soff);
 }
 
 static int by_first(const void *a, const void *b)
