@@ -665,6 +665,34 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
 /* The codegen pass: every kernel into the program's streams, each tiled
  * into the LX below the tensors kept there (lxplan), a fence or a bar
  * between kernels. */
+/* The walk of codegen's kernels (bd: their DRAM sticks), emitting each
+ * aside and rolling it as it ends when roll is set (hooks: the
+ * emitters'), else into the cores' streams for the reroll pass. */
+static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll, cc_khooks *hooks)
+{
+    const int ncores = c->cfg->cores;
+    *w = (cg_walk){c, bd, ir_xalloc((size_t)ncores * sizeof *w->from), ir_xalloc((size_t)ncores * sizeof *w->busy),
+                   roll, ir_xalloc((size_t)ncores * sizeof *w->pool), ir_xalloc((size_t)ncores * sizeof *w->idle),
+                   ncores};
+    *hooks = (cc_khooks){cg_begin, cg_end, w};
+    for (int core = 0; core < ncores; core++) {
+        w->idle[core] = &w->pool[ncores - 1 - core];
+        c->em[core].hooks = roll ? hooks : NULL;
+    }
+}
+
+static void cg_walk_end(cg_walk *w)
+{
+    for (int core = 0; core < w->c->cfg->cores; core++) {
+        w->c->em[core].hooks = NULL; /* the update kernels after these roll in the reroll pass */
+        free(w->pool[core].insns);
+    }
+    free(w->from);
+    free(w->busy);
+    free(w->pool);
+    free(w->idle);
+}
+
 int be_codegen_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -677,14 +705,10 @@ int be_codegen_pass(ir_prog *p)
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
     int rc = 0;
     /* each kernel rolled once emitted (the reroll pass's work: memory for one kernel unrolled, not all) */
-    cg_walk w = {c, &bd, ir_xalloc((size_t)ncores * sizeof *w.from), ir_xalloc((size_t)ncores * sizeof *w.busy),
-                 !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen")),
-                 ir_xalloc((size_t)ncores * sizeof *w.pool), ir_xalloc((size_t)ncores * sizeof *w.idle), ncores};
-    const cc_khooks hooks = {cg_begin, cg_end, &w};
-    for (int core = 0; core < ncores; core++) {
-        w.idle[core] = &w.pool[ncores - 1 - core];
-        c->em[core].hooks = w.roll ? &hooks : NULL;
-    }
+    cg_walk w;
+    cc_khooks hooks;
+    cg_walk_begin(&w, c, &bd, !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen")),
+                  &hooks);
     for (int i = 0; i < p->norder && !rc; i++) {
         /* A fence before every kernel after the first: it orders a kernel
          * that reads this core's earlier results, and since each kernel
@@ -706,15 +730,8 @@ int be_codegen_pass(ir_prog *p)
         if (!rc)
             kernel_boundary(c, &w, i, first);
     }
-    for (int core = 0; core < ncores; core++) {
-        c->em[core].hooks = NULL; /* the update kernels after these roll in the reroll pass */
-        free(w.pool[core].insns);
-    }
+    cg_walk_end(&w);
     free(first);
-    free(w.from);
-    free(w.busy);
-    free(w.pool);
-    free(w.idle);
     bd_free(&bd);
     be_rows_spans_free(c); /* the row kernels' last plans are made */
     if (!rc)
