@@ -674,6 +674,87 @@ static void test_a_stream_without_repetition_is_left_as_generated(void)
     isa_program_free(off);
 }
 
+/* Compile g for cfgname, dump_after as given (its dump thrown away):
+ * the program, and the report in *report. */
+static isa_program *compile_dumped(const gr_graph *g, const char *cfgname, const char *dump_after, char **report)
+{
+    char err[1024];
+    static chip_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {0};
+    o.target = &cfg;
+    o.dump_after = dump_after;
+    o.dump = fopen("/dev/null", "w");
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    size_t len = 0;
+    FILE *f = open_memstream(report, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    fclose(o.dump);
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    return p;
+}
+
+/* g compiled for cfgname rolled as emitted and rolled after codegen:
+ * the same program and report; its ring exchange kernels and loops
+ * counted into *xchg and *loops. */
+static void check_rolled_as_emitted(const gr_graph *g, const char *cfgname, int *xchg, long *loops)
+{
+    char *report = NULL, *report_after = NULL;
+    isa_program *a = compile_dumped(g, cfgname, NULL, &report);
+    isa_program *b = compile_dumped(g, cfgname, "codegen", &report_after);
+    CU_ASSERT_STRING_EQUAL(report, report_after);
+    CU_ASSERT_EQUAL_FATAL(a->nkernels, b->nkernels);
+    for (size_t k = 0; k < a->nkernels; k++) {
+        CU_ASSERT_STRING_EQUAL(a->kernels[k].name, b->kernels[k].name);
+        CU_ASSERT_EQUAL(a->kernels[k].core, b->kernels[k].core);
+        CU_ASSERT_EQUAL(a->kernels[k].first, b->kernels[k].first);
+        CU_ASSERT_EQUAL(a->kernels[k].last, b->kernels[k].last);
+        *xchg += strstr(a->kernels[k].name, ".xchg") != NULL;
+    }
+    for (int core = 0; core < a->ncores; core++) {
+        CU_ASSERT_EQUAL_FATAL(a->cores[core].n, b->cores[core].n);
+        for (size_t j = 0; j < a->cores[core].n; j++) {
+            uint8_t x[ISA_INSN_BYTES], y[ISA_INSN_BYTES];
+            char err[256];
+            CU_ASSERT_EQUAL(isa_encode(&a->cores[core].insns[j], x, err, sizeof err), 0);
+            CU_ASSERT_EQUAL(isa_encode(&b->cores[core].insns[j], y, err, sizeof err), 0);
+            CU_ASSERT_EQUAL(memcmp(x, y, sizeof x), 0);
+            *loops += a->cores[core].insns[j].op == ISA_OP_LOOP;
+        }
+    }
+    free(report);
+    free(report_after);
+    isa_program_free(a);
+    isa_program_free(b);
+}
+
+/* Codegen emits each kernel aside and rolls it onto its core's stream as
+ * soon as it ends (kernels open on every core at once, as a ring exchange
+ * before a kernel is, each aside in a stream of its own); with the
+ * streams to be dumped as generated (--dump-after=codegen) it emits into
+ * the cores' streams and the reroll pass rolls them after.  Same program
+ * and report either way: the product and softmax that roll into loops
+ * (spyre-4core), bert_handwritten_small with its ring exchanges (spyre). */
+static void test_kernels_rolled_as_emitted_are_the_program_rolled_after_codegen(void)
+{
+    char err[1024];
+    int xchg = 0;
+    long loops = 0;
+    gr_graph *g = gr_graph_parse(reroll_graph, "test.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    check_rolled_as_emitted(g, "spyre-4core", &xchg, &loops);
+    CU_ASSERT(loops > 0);
+    gr_graph_free(g);
+    g = gr_graph_load(SPYRE_SOURCE_DIR "/traces/bert_handwritten_small", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    check_rolled_as_emitted(g, "spyre", &xchg, &loops);
+    CU_ASSERT(xchg > 0);
+    gr_graph_free(g);
+}
+
 static void test_the_report_counts_each_kernels_instructions_before_and_after_reroll(void)
 {
     char *report = NULL, *report_off = NULL;
@@ -4302,6 +4383,8 @@ int main(void)
         {"a stream without repetition is left as generated", test_a_stream_without_repetition_is_left_as_generated},
         {"the report counts each kernel's instructions before and after reroll",
          test_the_report_counts_each_kernels_instructions_before_and_after_reroll},
+        {"kernels rolled as emitted are the program rolled after codegen",
+         test_kernels_rolled_as_emitted_are_the_program_rolled_after_codegen},
         {"the report shows each kernel's split, tiles, LX and DRAM on spyre",
          test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre},
         {"work_div forces a grid that validates with other cycles",

@@ -531,13 +531,11 @@ int be_workdiv_pass(ir_prog *p)
 
 /* ---- codegen ---- */
 
-/* A DMA unit's time for instruction in, as the simulator charges it (its
- * issue, then its sticks at LX's rate or the ring's); 0 for other units. */
-static double dma_time(const chip_config *cfg, const isa_insn *in)
+/* A DMA unit's time for instruction in (of class cls: a DMA or the
+ * ring), as the simulator charges it (its issue, then its sticks at LX's
+ * rate or the ring's). */
+static double dma_time(const chip_config *cfg, const isa_insn *in, isa_class cls)
 {
-    const isa_class cls = isa_info(in->op)->cls;
-    if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
-        return 0;
     double sticks = in->run;
     for (int l = 0; l < ISA_MAX_LOOPS; l++)
         sticks *= in->n[l] > 1 ? in->n[l] : 1;
@@ -545,21 +543,43 @@ static double dma_time(const chip_config *cfg, const isa_insn *in)
     return cfg->dma_issue_cycles + sticks * cfg->stick_bytes / rate;
 }
 
-/* What kernel pos's instructions on core (from first on) move between
- * DRAM and LX, the most LX a core allocated for it, and its busiest DMA
- * unit (ki->dma_busy, the largest over the cores so far). */
-static void measure(be_ctx *c, int pos, int core, size_t first)
+/* Codegen's walk of each core's code: the DRAM sticks it touches (bd),
+ * the report's figures (measure), then its kernels rolled.  While
+ * rolling, a kernel is emitted into a scratch stream (from a pool: the
+ * last one given back, hot in cache and grown; kernels open on several
+ * cores at once each take one) and walked and rolled into the core's
+ * stream as soon as it is complete (cg_end), so that no core's stream
+ * grows to hold a kernel unrolled (the prefill layer's streams had grown
+ * to 200 MB of first-touched memory for 35 MB of rolled code); the
+ * code between kernels (fences, bars) is walked from the core's stream
+ * (from: where the last walk ended). */
+typedef struct {
+    be_ctx *c;
+    bd_state *bd;
+    size_t *from;
+    double (*busy)[ISA_NUNITS + 1]; /* per core, per unit and the sequencer (ISA_U_SEQ), this kernel's */
+    int roll;
+    isa_stream *pool; /* ncores scratch streams */
+    isa_stream **idle;
+    int nidle;
+} cg_walk;
+
+/* What instructions s[first..] of kernel pos move between DRAM and LX,
+ * and its busiest DMA unit (ki->dma_busy, the largest over the cores so
+ * far; busy: the core's units' time in the kernel so far). */
+static void measure(be_ctx *c, int pos, const isa_stream *s, size_t first, double *busy)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
-    const isa_stream *s = c->em[core].s;
-    double busy[ISA_NUNITS + 1] = {0}; /* + the sequencer's (ISA_U_SEQ) */
     for (size_t j = first; j < s->n; j++) {
         const isa_insn *in = &s->insns[j];
-        const isa_unit u = isa_insn_unit(in);
-        busy[u] += dma_time(c->cfg, in);
-        ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
         if (in->op == ISA_OP_LOOP)
             ki->loops = 1;
+        const isa_class cls = isa_info(in->op)->cls;
+        if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
+            continue; /* another unit: no DMA time, no DRAM */
+        const isa_unit u = isa_insn_unit(in);
+        busy[u] += dma_time(c->cfg, in, cls);
+        ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
         if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
             continue;
         int64_t sticks = in->run;
@@ -567,28 +587,59 @@ static void measure(be_ctx *c, int pos, int core, size_t first)
             sticks *= in->n[l] > 1 ? in->n[l] : 1;
         *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
     }
-    if ((int64_t)c->em[core].lx_top > ki->lx_max)
-        ki->lx_max = (int64_t)c->em[core].lx_top;
+}
+
+/* The core's stream from the last walk on. */
+static void cg_core_done(cg_walk *w, int core)
+{
+    const isa_stream *s = &w->c->prog->cores[core];
+    bd_collect(w->bd, s, w->from[core], core);
+    measure(w->c, w->c->pos, s, w->from[core], w->busy[core]);
+    if (w->roll)
+        be_reroll_core(w->c, core);
+    w->from[core] = s->n;
+}
+
+static isa_stream *cg_begin(void *ctx, int core)
+{
+    (void)core;
+    cg_walk *w = ctx;
+    assert(w->nidle > 0); /* a core opens one kernel at a time */
+    isa_stream *s = w->idle[--w->nidle];
+    s->n = 0;
+    return s;
+}
+
+/* Kernel `name` on core complete in scratch s (NULL: emission failed). */
+static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
+{
+    cg_walk *w = ctx;
+    if (name) {
+        cg_core_done(w, core);
+        bd_collect(w->bd, s, 0, core);
+        measure(w->c, w->c->pos, s, 0, w->busy[core]);
+        be_reroll_append(w->c, core, name, s->insns, (long)s->n);
+        w->from[core] = w->c->prog->cores[core].n;
+    }
+    w->idle[w->nidle++] = s;
 }
 
 /* Kernel i's code on every core, from first[core] on, after the fence
  * before it: the fence made a bar once the instructions show a
  * dependency across cores (bd_needs_bar), and the report's figures; each
- * core's code rolled (`roll`) once they are taken from it. */
-static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first, int roll)
+ * core's code walked and rolled (cg_walk) up to its end. */
+static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
 {
     const int ncores = c->cfg->cores;
+    bd_state *bd = w->bd;
     be_kinfo *ki = &state_of(c)->k[i];
     char why[160] = "";
-    /* the walks of a core's instructions one after the other, while they
-     * are in cache (rolling leaves the fence where it is) */
-    ki->dma_busy = 0;
     for (int core = 0; core < ncores; core++) {
-        bd_collect(bd, c->em[core].s, first[core], core);
-        measure(c, i, core, first[core]);
-        if (roll)
-            be_reroll_core(c, core);
+        cg_core_done(w, core);
+        if ((int64_t)c->em[core].lx_top > ki->lx_max)
+            ki->lx_max = (int64_t)c->em[core].lx_top;
     }
+    bd_order(bd);
     const int bar = bd_needs_bar(bd, why, sizeof why);
     bd_record(bd, bar);
     for (int core = 0; core < ncores && i > 0 && bar; core++) {
@@ -614,6 +665,34 @@ static void kernel_boundary(be_ctx *c, bd_state *bd, int i, const size_t *first,
 /* The codegen pass: every kernel into the program's streams, each tiled
  * into the LX below the tensors kept there (lxplan), a fence or a bar
  * between kernels. */
+/* The walk of codegen's kernels (bd: their DRAM sticks), emitting each
+ * aside and rolling it as it ends when roll is set (hooks: the
+ * emitters'), else into the cores' streams for the reroll pass. */
+static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll, cc_khooks *hooks)
+{
+    const int ncores = c->cfg->cores;
+    *w = (cg_walk){c, bd, ir_xalloc((size_t)ncores * sizeof *w->from), ir_xalloc((size_t)ncores * sizeof *w->busy),
+                   roll, ir_xalloc((size_t)ncores * sizeof *w->pool), ir_xalloc((size_t)ncores * sizeof *w->idle),
+                   ncores};
+    *hooks = (cc_khooks){cg_begin, cg_end, w};
+    for (int core = 0; core < ncores; core++) {
+        w->idle[core] = &w->pool[ncores - 1 - core];
+        c->em[core].hooks = roll ? hooks : NULL;
+    }
+}
+
+static void cg_walk_end(cg_walk *w)
+{
+    for (int core = 0; core < w->c->cfg->cores; core++) {
+        w->c->em[core].hooks = NULL; /* the update kernels after these roll in the reroll pass */
+        free(w->pool[core].insns);
+    }
+    free(w->from);
+    free(w->busy);
+    free(w->pool);
+    free(w->idle);
+}
+
 int be_codegen_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -626,7 +705,10 @@ int be_codegen_pass(ir_prog *p)
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
     int rc = 0;
     /* each kernel rolled once emitted (the reroll pass's work: memory for one kernel unrolled, not all) */
-    const int roll = !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen"));
+    cg_walk w;
+    cc_khooks hooks;
+    cg_walk_begin(&w, c, &bd, !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen")),
+                  &hooks);
     for (int i = 0; i < p->norder && !rc; i++) {
         /* A fence before every kernel after the first: it orders a kernel
          * that reads this core's earlier results, and since each kernel
@@ -635,7 +717,8 @@ int be_codegen_pass(ir_prog *p)
         for (int core = 0; core < ncores && i > 0; core++)
             cc_emit_fence(&c->em[core]);
         for (int core = 0; core < ncores; core++) {
-            first[core] = c->em[core].s->n;
+            first[core] = w.from[core] = c->em[core].s->n;
+            memset(w.busy[core], 0, sizeof w.busy[core]);
             c->em[core].lx_top = 0;
             c->em[core].lx_limit = (uint64_t)c->lx_floor[i];
         }
@@ -645,8 +728,9 @@ int be_codegen_pass(ir_prog *p)
         for (int core = 0; core < ncores && !rc; core++)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
         if (!rc)
-            kernel_boundary(c, &bd, i, first, roll);
+            kernel_boundary(c, &w, i, first);
     }
+    cg_walk_end(&w);
     free(first);
     bd_free(&bd);
     be_rows_spans_free(c); /* the row kernels' last plans are made */

@@ -617,5 +617,9 @@ void be_reroll_free(be_ctx *c);
  * the pass then rolls what is left (the halt). */
 void be_reroll_kernels(be_ctx *c);
 void be_reroll_core(be_ctx *c, int core);
+/* Kernel `name`'s code on core, instructions s[0..n) (emitted aside),
+ * rolled onto the end of the core's stream, after the rest of the
+ * stream is rolled (be_reroll_core). */
+void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n);
 
 #endif

@@ -120,6 +120,27 @@ void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
     }
 }
 
+void bd_order(bd_state *b)
+{
+    size_t i = 1;
+    while (i < b->npieces && b->pieces[i - 1].core <= b->pieces[i].core)
+        i++;
+    if (i >= b->npieces)
+        return; /* the rule: cores one after the other */
+    /* a stable counting sort by core */
+    size_t *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
+    for (i = 0; i < b->npieces; i++)
+        at[b->pieces[i].core + 1]++;
+    for (int c = 0; c < b->ncores; c++)
+        at[c + 1] += at[c];
+    bd_piece *out = ir_xalloc(b->cap * sizeof *out);
+    for (i = 0; i < b->npieces; i++)
+        out[at[b->pieces[i].core]++] = b->pieces[i];
+    free(b->pieces);
+    b->pieces = out;
+    free(at);
+}
+
 /* Does the next kernel (the collected accesses) need a bar before it?
  * The reason goes to why. */
 int bd_needs_bar(const bd_state *b, char *why, size_t len)

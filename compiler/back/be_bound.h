@@ -63,6 +63,11 @@ void bd_begin(bd_state *b, const be_ctx *c);
 void bd_free(bd_state *b);
 /* Add core `core`'s instructions of the next kernel, from `first` on. */
 void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);
+/* The next kernel's pieces core by core, each core's in the order
+ * collected: codegen collects a core's code as each of its kernels ends,
+ * and a ring exchange ends on every core before the kernel after it
+ * starts, but bd_needs_bar names the first clash in core order. */
+void bd_order(bd_state *b);
 /* Does the next kernel need a bar before it (the reason to why)? */
 int bd_needs_bar(const bd_state *b, char *why, size_t len);
 /* The next kernel was placed after a bar (bar) or a fence. */

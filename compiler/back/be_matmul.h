@@ -15,6 +15,22 @@ typedef struct {
     int64_t MB, NBS, KC, at, len, bytes;
 } mm_stage_memo;
 
+/* How one core walks its tile: blocks of MB rows x NBS sticks, K in
+ * chunks of KC rows (nch of them), and the split of each block between
+ * the PT corelets: SPLIT_ROWS gives corelet 1 the rows from r0 on,
+ * SPLIT_STICKS the sticks from s0 on (fixed points, so a corelet's part of
+ * the A, P and C slots never moves between blocks). */
+enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_STICKS };
+
+typedef struct {
+    int64_t MB, NBS, KC, nch;
+    int split;
+    int64_t r0, s0;
+    double cycles;     /* estimate for the kernel with this tiling on every core */
+    double bytes;      /* DRAM bytes the whole grid moves */
+    int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
+} mm_tiling;
+
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */
 typedef struct {
     be_ctx *c;
@@ -43,6 +59,11 @@ typedef struct {
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
     mm_stage_memo smemo[2]; /* A's and B's staged sticks as the last core's emission measured them */
+    /* the grid over the ring's tiling, the same for every core of the
+     * plan's emission or LX probe (rg_setup), searched once: the search
+     * per core was 8% of BERT-base's compile */
+    int rg_memo, rg_rc;
+    mm_tiling rg_tl;
 } mm_plan;
 
 /* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */
@@ -56,21 +77,6 @@ typedef struct {
     int64_t row[RG_MAX_GN], off[RG_MAX_GN], len[RG_MAX_GN];
 } mm_rows;
 
-/* How one core walks its tile: blocks of MB rows x NBS sticks, K in
- * chunks of KC rows (nch of them), and the split of each block between
- * the PT corelets: SPLIT_ROWS gives corelet 1 the rows from r0 on,
- * SPLIT_STICKS the sticks from s0 on (fixed points, so a corelet's part of
- * the A, P and C slots never moves between blocks). */
-enum { SPLIT_NONE, SPLIT_ROWS, SPLIT_STICKS };
-
-typedef struct {
-    int64_t MB, NBS, KC, nch;
-    int split;
-    int64_t r0, s0;
-    double cycles;     /* estimate for the kernel with this tiling on every core */
-    double bytes;      /* DRAM bytes the whole grid moves */
-    int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
-} mm_tiling;
 
 /* Most B chunk slots of a grid over the ring whose column block does not
  * fit LX whole (chunk s + slots comes once s is used; a chunk's way from

@@ -123,6 +123,14 @@ typedef struct {
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t;          /* the last kernel rolled from scratch */
     rr_vec applied;     /* the template's rolled list with another kernel's addresses */
+    long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
+    long seencap;
+    /* per instruction of the kernel: its address operands' offsets, as
+     * make_entries or tmpl_fits read them (having checked that no
+     * register is used), for check_same: reading them back from the
+     * instructions, out of cache by then, was 5% of a prefill compile */
+    int64_t (*soff)[RR_NADDR];
+    long soffcap;
 } rr_scratch;
 
 struct be_reroll {
@@ -849,15 +857,48 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
     }
 }
 
+/* Does rolled instruction t (registers reg) issue original s[k]?  Its
+ * fields compared once per rolled instruction (seen[pc]: the original
+ * it was first compared with, or -1), after that the shapes (shape: per
+ * original, equal exactly when insn_same is: the originals' every field
+ * read again per iteration was a tenth of a prefill compile), and the
+ * addresses resolved every time (against soff[k], s[k]'s offsets). */
+static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, long k, const int *shape,
+                  const int64_t *soff, long *seen)
+{
+    if (*seen < 0 ? !insn_same(in, &s[k]) : shape[*seen] != shape[k])
+        return 0;
+    if (*seen < 0)
+        *seen = k;
+    const isa_operand *const *ao;
+    int na = addr_ops(in, &ao);
+    for (int q = 0; q < na; q++) {
+        const isa_addr *a = caddr_at(in, ao[q]);
+        if (a->off + reg[a->reg] != soff[q])
+            return 0;
+    }
+    return 1;
+}
+
 /* Run stream t[0..n) as the sequencer would, addresses resolved, and
- * check it issues exactly the instructions of s[0..m). */
-static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
+ * check it issues exactly the instructions of s[0..m) (shape: s's, as
+ * issues takes them). */
+static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn *s, long m, const int *shape)
 {
     int64_t reg[ISA_NREGS] = {0};
     long start[ISA_MAX_LOOPS];
     int64_t left[ISA_MAX_LOOPS];
     int d = 0;
     long k = 0;
+    if (n > sc->seencap) {
+        free(sc->seen);
+        sc->seencap = 2 * n;
+        sc->seen = malloc((size_t)sc->seencap * sizeof *sc->seen);
+        if (!sc->seen)
+            abort();
+    }
+    for (long pc = 0; pc < n; pc++)
+        sc->seen[pc] = -1;
     for (long pc = 0; pc < n; pc++) {
         const isa_insn *in = &t[pc];
         if (in->op == ISA_OP_LI || in->op == ISA_OP_ADDI) {
@@ -871,14 +912,7 @@ static void check_same(const isa_insn *t, long n, const isa_insn *s, long m)
             else
                 d--;
         } else {
-            int same = k < m && insn_same(in, &s[k]);
-            const isa_operand *const *ao;
-            int na = addr_ops(in, &ao);
-            for (int q = 0; q < na && same; q++) { /* addresses resolved */
-                const isa_addr *a = caddr_at(in, ao[q]), *b = caddr_at(&s[k], ao[q]);
-                same = a->off + reg[a->reg] == b->off && b->reg == 0;
-            }
-            if (!same) {
+            if (k >= m || !issues(in, reg, s, k, shape, sc->soff[k], &sc->seen[pc])) {
                 fprintf(stderr, "be_reroll: internal error: rolled instruction %ld differs from the original %ld\n",
                         pc, k);
                 abort();
@@ -927,7 +961,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < na; k++) {
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
-            x->off[k] = caddr_at(&s[j], ao[k])->off;
+            x->off[k] = sc->soff[j][k] = caddr_at(&s[j], ao[k])->off;
         }
         if (!plain)
             return 0;
@@ -1015,6 +1049,7 @@ static int tmpl_fits(rr_scratch *sc, const isa_insn *s, long n)
             if (a->reg || (f0 >= 0 && t->delta[sh][k] != d))
                 return 0;
             t->delta[sh][k] = d;
+            sc->soff[j][k] = a->off;
         }
         t->first[sh] = j;
     }
@@ -1051,6 +1086,13 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
+    if (n > sc->soffcap) {
+        free(sc->soff);
+        sc->soffcap = 2 * n;
+        sc->soff = malloc((size_t)sc->soffcap * sizeof *sc->soff);
+        if (!sc->soff)
+            abort();
+    }
     const rr_vec *r = &sc->t.rolled;
     if (tmpl_fits(sc, s, n)) {
         tmpl_apply(&sc->t, s, &sc->applied);
@@ -1062,7 +1104,9 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     long first = (long)o->s->n;
     emit_list(o, r->v, r->n);
-    check_same(o->s->insns + first, (long)o->s->n - first, s, n);
+    /* the shapes: the fresh roll's of s, or the template's, which are s's
+     * renamed one to one (tmpl_fits) */
+    check_same(sc, o->s->insns + first, (long)o->s->n - first, s, n, sc->t.shape);
 }
 
 /* ---- the pass ---- */
@@ -1080,6 +1124,8 @@ static void scratch_free(rr_scratch *sc)
     free(sc->t.first);
     free(sc->t.keys);
     free(sc->applied.v);
+    free(sc->seen);
+    free(sc->soff);
 }
 
 static int by_first(const void *a, const void *b)
@@ -1184,6 +1230,23 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
 void be_reroll_core(be_ctx *c, int core)
 {
     roll_tail(c, rr_state(c), core);
+}
+
+void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n)
+{
+    struct be_reroll *rr = rr_state(c);
+    roll_tail(c, rr, core);
+    isa_stream *home = &c->prog->cores[core];
+    rr_kstat *st = &rr->k[kernel_pos(c->p, name)];
+    rr_out o = {home, st, &rr->sc};
+    const long first = (long)home->n;
+    roll_kernel(&o, s, n);
+    isa_program_add_kernel(c->prog, name, core, first, (long)home->n - 1);
+    st->before += n;
+    st->after += (long)home->n - first;
+    rr->core_before[core] += n;
+    rr->core_after[core] += (long)home->n - first;
+    rr->done[core] = home->n;
 }
 
 void be_reroll_kernels(be_ctx *c)

@@ -603,7 +603,12 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     mc->m = m;
     mc->e = e;
     mc->m0 = g->p0;
-    if (mm_rg_tiling(m, g->gm, g->gn, &mc->tl))
+    if (!m->rg_memo) { /* w, and so gm x gn, are the plan's (be_matmul_emit, be_matmul_need) */
+        m->rg_rc = mm_rg_tiling(m, g->gm, g->gn, &m->rg_tl);
+        m->rg_memo = 1;
+    }
+    mc->tl = m->rg_tl;
+    if (m->rg_rc)
         return be_error(c, m->K, "no block of the product fits LX");
     /* the column's loader: its middle core, which sends both ways; with
      * B streamed an end core, which sends one way only (a ring unit

@@ -87,7 +87,20 @@ typedef struct {
     int failed;
     char *err;
     size_t errlen;
+    /* Or NULL: where a kernel's code goes while it is open, and who takes
+     * it when it is complete, instead of the core's stream (codegen:
+     * walked and rolled from a scratch stream while in cache, so that no
+     * core's stream holds a kernel unrolled) */
+    const struct cc_khooks *hooks;
+    size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
 } cc_emit;
+
+typedef struct cc_khooks {
+    isa_stream *(*begin)(void *ctx, int core); /* the stream for the kernel's code */
+    /* its code, complete: instructions [0, s->n) of the stream begin gave */
+    void (*end)(void *ctx, int core, const char *name, isa_stream *s);
+    void *ctx;
+} cc_khooks;
 
 void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core, char *err, size_t errlen);
 int cc_emit_failed(const cc_emit *e);

@@ -155,6 +155,10 @@ void cc_kernel_begin(cc_emit *e, const char *name)
         return;
     }
     e->kname = name;
+    if (e->hooks) {
+        e->sbase = e->s->n;
+        e->s = e->hooks->begin(e->hooks->ctx, e->core);
+    }
     e->kfirst = e->s->n;
 }
 
@@ -166,9 +170,18 @@ void cc_kernel_end(cc_emit *e)
     }
     if (e->s->n == e->kfirst)
         cc_emit_error(e, "kernel %s has no instructions", e->kname);
-    if (!e->failed)
-        isa_program_add_kernel(e->prog, e->kname, e->core, (long)e->kfirst, (long)e->s->n - 1);
+    const char *name = e->kname;
     e->kname = NULL;
+    if (e->hooks) {
+        isa_stream *s = e->s;
+        e->s = &e->prog->cores[e->core];
+        e->sbase = 0;
+        if (e->failed)
+            s->n = 0; /* the scratch back, empty */
+        e->hooks->end(e->hooks->ctx, e->core, e->failed ? NULL : name, s);
+    } else if (!e->failed) {
+        isa_program_add_kernel(e->prog, name, e->core, (long)e->kfirst, (long)e->s->n - 1);
+    }
 }
 
 int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what)
@@ -221,7 +234,7 @@ static void cc_commit(cc_emit *e)
         return;
     char msg[256];
     if (isa_check(&e->s->insns[e->s->n], msg, sizeof msg)) {
-        cc_emit_error(e, "instruction %zu: %s", e->s->n, msg);
+        cc_emit_error(e, "instruction %zu: %s", e->sbase + e->s->n, msg);
         return;
     }
     e->s->n++;
