@@ -240,7 +240,7 @@ static int mm_aligned_a(const mm_plan *m, int pos);
 
 /* The plan of the matmul kernel at pos: its shape, the lane terms put
  * back, its operands' views (or restickify), its epilogue, where the
- * estimates take A from. */
+ * estimates take A from and which results they leave in LX. */
 static int mm_build(be_ctx *c, int pos, mm_plan *m)
 {
     memset(m, 0, sizeof *m);
@@ -254,6 +254,10 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     if (!rc) {
         mm_set_whole(m, c->work[pos].stage_whole);
         m->alx = mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos);
+        for (int j = 0; j < m->ep.nn; j++) {
+            rk_node *rn = &m->ep.nodes[j];
+            rn->lxonly = rn->dram && !rn->staged && be_res_may_keep(c, c->p->nodes[rn->node].out, pos);
+        }
     }
     return rc;
 }
@@ -365,10 +369,11 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
         e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
                                                                                          : gn * nbn * m->M);
     }
+    /* a result kept in LX only goes to its region, not to DRAM */
     for (int j = 0; j < m->ep.nn; j++)
         if (m->ep.nodes[j].dram) {
             o_core += nbc * sb * (double)(mt * ns);
-            o_chip += nbat * sb * (double)(m->M * m->GN);
+            o_chip += m->ep.nodes[j].lxonly ? 0 : nbat * sb * (double)(m->M * m->GN);
         }
     double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
