@@ -257,6 +257,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         for (int j = 0; j < m->ep.nn; j++) {
             rk_node *rn = &m->ep.nodes[j];
             rn->lxonly = rn->dram && !rn->staged && be_res_may_keep(c, c->p->nodes[rn->node].out, pos);
+            m->lxonly |= rn->lxonly;
         }
     }
     return rc;
@@ -330,6 +331,16 @@ static double mm_stage_cycles(const cc_target *t, double core, double chip)
     return 2 * t->dma_insn_cycles + stream + cc_dram_wait(t, chip, stream);
 }
 
+static int mm_rows_split(const mm_plan *m, const be_work *w);
+
+/* Does a gm x gn grid (m's batch and K parts) write its results as a row
+ * kernel on as many cores would read them, so that they can stay in LX
+ * (m->lxonly: the LX plan keeps them there only)? */
+static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    return m->lxonly && m->nbatch > 1 && gn == 1 && m->gk <= 1 && mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb});
+}
+
 static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
@@ -369,11 +380,13 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
         e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
                                                                                          : gn * nbn * m->M);
     }
-    /* a result kept in LX only goes to its region, not to DRAM */
+    /* a result kept in LX only goes to its region, not to DRAM, when this
+     * grid leaves each core the rows its readers take */
+    const int kept = mm_keeps_rows(m, gm, gn);
     for (int j = 0; j < m->ep.nn; j++)
         if (m->ep.nodes[j].dram) {
             o_core += nbc * sb * (double)(mt * ns);
-            o_chip += m->ep.nodes[j].lxonly ? 0 : nbat * sb * (double)(m->M * m->GN);
+            o_chip += kept && m->ep.nodes[j].lxonly ? 0 : nbat * sb * (double)(m->M * m->GN);
         }
     double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
@@ -825,7 +838,7 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
-                        (gb > w->gb && w->gb > 1 && tl.nch > 1 && e < *best * (1 + MM_SLACK))) {
+                        (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
                         *best = e < *best ? e : *best;
                         w->gm = gm;
                         w->gn = gn;
