@@ -333,12 +333,17 @@ static double mm_stage_cycles(const cc_target *t, double core, double chip)
 
 static int mm_rows_split(const mm_plan *m, const be_work *w);
 
-/* Does a gm x gn grid (m's batch and K parts) write its results as a row
- * kernel on as many cores would read them, so that they can stay in LX
- * (m->lxonly: the LX plan keeps them there only)? */
+/* Does a gm x gn grid (m's batch and K parts) of a batched product write
+ * its results as a row kernel on as many cores would read them, so that
+ * they can stay in LX (m->lxonly: the LX plan keeps them there only)?
+ * Not asked of plain products: on serve_tiny's prefill on spyre-4core,
+ * k17_silu_mm_mul's kept result priced so moved it from a grid over the
+ * ring (2x2r, whose estimate counts no DRAM write either way; 1,848
+ * cycles) to 2x1, estimated 2,593 and simulated 4,753. */
 static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
 {
-    return m->lxonly && m->nbatch > 1 && gn == 1 && m->gk <= 1 && mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb});
+    return m->lxonly && m->nbatch > 1 && gn == 1 && m->gk <= 1 &&
+           mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb});
 }
 
 static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
@@ -820,7 +825,10 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
  * of the DRAM (the prefill layer's PV product, K 512 in chunks of 64:
  * 1x1b5 estimated 232,136 cycles and simulated 488,589, 1x1b32 231,703
  * and 275,451); with K whole fewer parts ran faster (its QK^T, K 128:
- * 1x2b2 370,097, 1x1b32 441,546). */
+ * 1x2b2 370,097, 1x1b32 441,546), except when the result stays in LX
+ * (mm_keeps_rows): the row kernel reading it aligns with the product's
+ * cores and runs faster on more (BERT-base's QK^T, softmax and PV, K 64:
+ * 1x1b4 227,915 cycles for the layer, 1x1b12 218,443). */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
