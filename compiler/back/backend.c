@@ -493,13 +493,12 @@ static int workdiv_override(be_ctx *c, const char *text)
     return 0;
 }
 
-int be_workdiv_pass(ir_prog *p)
+/* Every kernel's work division in order, each row kernel or batched
+ * product aligned with the earlier kernel writing what it reads where that
+ * pays (keep: LX planning on). */
+static int workdiv_round(be_ctx *c, int keep)
 {
-    be_ctx *c = p->be;
-    for (int h = 0; h < p->opts.nwork_div; h++)
-        if (workdiv_override(c, p->opts.work_div[h]))
-            return -1;
-    const int keep = !p->opts.no_lx_plan && !p->opts.no_lx_keep;
+    ir_prog *p = c->p;
     int *writer = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writer);
     for (int b = 0; b < p->nbufs; b++)
         writer[b] = -1;
@@ -527,6 +526,35 @@ int be_workdiv_pass(ir_prog *p)
     }
     free(writer);
     return 0;
+}
+
+/* With LX planning on, the work is divided twice: the second time the
+ * cost models see what the first division could keep in LX (c->hope: a
+ * product's result its readers take from LX is not priced as written to
+ * DRAM, nor an operand an earlier kernel keeps as read from it).  The
+ * first alone left BERT-base's QK^T on 2 cores, bound by the scores' DRAM
+ * write, which the LX plan then kept on chip (docs/compiler.md, "Batch
+ * splits"). */
+int be_workdiv_pass(ir_prog *p)
+{
+    be_ctx *c = p->be;
+    for (int h = 0; h < p->opts.nwork_div; h++)
+        if (workdiv_override(c, p->opts.work_div[h]))
+            return -1;
+    const int keep = !p->opts.no_lx_plan && !p->opts.no_lx_keep;
+    const size_t size = (size_t)(p->norder + 1) * sizeof *c->work;
+    be_work *asked = ir_xalloc(size); /* the overrides, before any choice */
+    memcpy(asked, c->work, size);
+    int rc = workdiv_round(c, keep);
+    if (!rc && keep)
+        rc = be_lx_hope_begin(c);
+    if (!rc && keep) {
+        memcpy(c->work, asked, size);
+        rc = workdiv_round(c, keep);
+        be_lx_hope_end(c);
+    }
+    free(asked);
+    return rc;
 }
 
 /* ---- codegen ---- */

@@ -115,7 +115,8 @@ typedef struct be_ctx {
     be_res *res;       /* per buffer: kept in LX across kernels (all off with no_lx_plan) */
     int64_t *lx_floor; /* per kernel position: LX below the tensors kept there */
     int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */
-    const struct lx_cand *hope; /* lxplan, while it tiles the kernels: what could stay in LX (be_res_may_read) */
+    const struct lx_cand *hope; /* workdiv's second round, lxplan while it tiles the kernels: what could stay
+                                   in LX (be_res_may_read, be_res_may_keep) */
     int waits;         /* the estimates price the DRAM's waits (cc_dram_wait): only for the report (kernel_boundary) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
@@ -440,6 +441,8 @@ typedef struct {
     int dram;         /* stored */
     int staged;       /* stored through a staged copy in LX (sfp.rst), not a view */
     int res;          /* also copied to its buffer's LX region, kept there for later kernels */
+    int lxonly;       /* matmuls: kept in LX and not written to DRAM, as the plan has it or could have it
+                         (be_res_may_keep): the estimates leave out its DRAM write */
     be_view sv;
 } rk_node;
 
@@ -504,6 +507,16 @@ int be_res_writes(const be_ctx *c, int buf, int pos);
 int be_res_may_read(const be_ctx *c, int buf, int pos);
 /* ... and kept as the tiles of a grid over the ring (be_res.grid) */
 int be_res_may_tile(const be_ctx *c, int buf, int pos);
+/* Does kernel pos's result buf stay in LX only, not also go to DRAM: as
+ * the plan has it, or (while the work is divided again or the plan tiles
+ * the kernels) as it could, every reader taking it from LX?  A cost model
+ * then leaves out its DRAM write. */
+int be_res_may_keep(const be_ctx *c, int buf, int pos);
+/* The candidates to stay in LX under the work division made so far, as
+ * c->hope (be_res_may_read, be_res_may_keep see them), and their end.
+ * -1 with the error of a kernel whose access failed. */
+int be_lx_hope_begin(be_ctx *c);
+void be_lx_hope_end(be_ctx *c);
 /* Where kernel pos, which reads buf from LX, finds a core's rows of it:
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */

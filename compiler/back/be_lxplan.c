@@ -527,6 +527,37 @@ int be_res_may_tile(const be_ctx *c, int buf, int pos)
     return n;
 }
 
+/* Could candidate x's region be its only copy: readers that take it from
+ * LX on its producer's cores or by a ring exchange (or as tiles of its
+ * grid), nothing reading or writing it another way?  What lx_place leaves
+ * out of DRAM when the tensor finds room (and xchg_plan when an exchange
+ * beats the DRAM round trip). */
+static int lx_only(const lx_cand *x)
+{
+    const int tile = !x->nuses && !x->nxuses && x->nguses > 0;
+    return x->producer >= 0 && !x->other && (tile || (x->nuses + x->nxuses > 0 && !x->nguses));
+}
+
+int be_res_may_keep(const be_ctx *c, int buf, int pos)
+{
+    if (c->hope)
+        return c->hope[buf].producer == pos && lx_only(&c->hope[buf]);
+    return be_res_writes(c, buf, pos) && !c->res[buf].dram;
+}
+
+int be_lx_hope_begin(be_ctx *c)
+{
+    c->hope = lx_candidates(c);
+    return c->hope ? 0 : -1;
+}
+
+void be_lx_hope_end(be_ctx *c)
+{
+    if (c->hope)
+        lx_free(c, (lx_cand *)c->hope);
+    c->hope = NULL;
+}
+
 /* ... when its estimate grows by at most this (row kernels: chunks
  * smaller than a quarter of a core's part only add DMA instructions) */
 #define LX_SHRINK_COST 0.02

@@ -241,7 +241,7 @@ static int mm_grid_tile_a(const mm_plan *m, int pos);
 
 /* The plan of the matmul kernel at pos: its shape, the lane terms put
  * back, its operands' views (or restickify), its epilogue, where the
- * estimates take A from. */
+ * estimates take A from and which results they leave in LX. */
 static int mm_build(be_ctx *c, int pos, mm_plan *m)
 {
     memset(m, 0, sizeof *m);
@@ -256,6 +256,11 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         mm_set_whole(m, c->work[pos].stage_whole);
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
         m->alx = m->atile || (mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos));
+        for (int j = 0; j < m->ep.nn; j++) {
+            rk_node *rn = &m->ep.nodes[j];
+            rn->lxonly = rn->dram && !rn->staged && be_res_may_keep(c, c->p->nodes[rn->node].out, pos);
+            m->lxonly |= rn->lxonly;
+        }
     }
     return rc;
 }
@@ -328,6 +333,21 @@ static double mm_stage_cycles(const cc_target *t, double core, double chip)
     return 2 * t->dma_insn_cycles + stream + cc_dram_wait(t, chip, stream);
 }
 
+static int mm_rows_split(const mm_plan *m, const be_work *w);
+
+/* Does a gm x gn grid (m's batch and K parts) of a batched product write
+ * its results as a row kernel on as many cores would read them, so that
+ * they can stay in LX (m->lxonly: the LX plan keeps them there only)?
+ * Not asked of plain products: on serve_tiny's prefill on spyre-4core,
+ * k17_silu_mm_mul's kept result priced so moved it from a grid over the
+ * ring (2x2r, whose estimate counts no DRAM write either way; 1,848
+ * cycles) to 2x1, estimated 2,593 and simulated 4,753. */
+static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    return m->lxonly && m->nbatch > 1 && gn == 1 && m->gk <= 1 &&
+           mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb});
+}
+
 static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
@@ -367,10 +387,13 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
         e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
                                                                                          : gn * nbn * m->M);
     }
+    /* a result kept in LX only goes to its region, not to DRAM, when this
+     * grid leaves each core the rows its readers take */
+    const int kept = mm_keeps_rows(m, gm, gn);
     for (int j = 0; j < m->ep.nn; j++)
         if (m->ep.nodes[j].dram) {
             o_core += nbc * sb * (double)(mt * ns);
-            o_chip += nbat * sb * (double)(m->M * m->GN);
+            o_chip += kept && m->ep.nodes[j].lxonly ? 0 : nbat * sb * (double)(m->M * m->GN);
         }
     double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
@@ -824,7 +847,10 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
  * of the DRAM (the prefill layer's PV product, K 512 in chunks of 64:
  * 1x1b5 estimated 232,136 cycles and simulated 488,589, 1x1b32 231,703
  * and 275,451); with K whole fewer parts ran faster (its QK^T, K 128:
- * 1x2b2 370,097, 1x1b32 441,546). */
+ * 1x2b2 370,097, 1x1b32 441,546), except when the result stays in LX
+ * (mm_keeps_rows): the row kernel reading it aligns with the product's
+ * cores and runs faster on more (BERT-base's QK^T, softmax and PV, K 64:
+ * 1x1b4 227,915 cycles for the layer, 1x1b12 218,443). */
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
@@ -842,7 +868,7 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
-                        (gb > w->gb && w->gb > 1 && tl.nch > 1 && e < *best * (1 + MM_SLACK))) {
+                        (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
                         *best = e < *best ? e : *best;
                         w->gm = gm;
                         w->gn = gn;

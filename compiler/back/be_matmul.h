@@ -56,6 +56,8 @@ typedef struct {
                             other cores; 0: no.  Counted as alx while the LX plan tiles the kernels */
     int alx;             /* the estimates price A as read from LX: it is, or (while the LX plan tiles
                             the kernels) an earlier kernel could keep it there (be_res_may_read) */
+    int lxonly;          /* some result stays in LX only (rk_node.lxonly): its readers align with this
+                            kernel's cores */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
     mm_stage_memo smemo[2]; /* A's and B's staged sticks as the last core's emission measured them */
