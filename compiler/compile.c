@@ -166,6 +166,7 @@ void cc_result_free(cc_result *p)
         free(p->bufs[b].name);
         free(p->bufs[b].param_key);
         free(p->bufs[b].cdata);
+        free(p->bufs[b].parts);
     }
     free(p->bufs);
     free(p->bnames);

@@ -163,6 +163,9 @@ int ir_cast(ir_arena *A, int a, gr_dtype dt); /* a itself when already dt */
  * replaced by the expression repl[b] (for epilogues: the index of such a
  * load is known to be the one the replacement was computed at). */
 int ir_subst(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl);
+/* e with every LOAD x replaced by fn(ctx, A, x) where that is >= 0 (the
+ * load is kept where it is -1); variables unchanged. */
+int ir_map_loads(ir_arena *A, int e, int (*fn)(void *ctx, ir_arena *A, const ir_expr *x), void *ctx);
 /* Number of distinct expressions in the DAG of e. */
 int ir_expr_size(ir_arena *A, int e);
 /* Call fn for each expression in the DAG of e (each once). */
@@ -189,6 +192,8 @@ typedef struct {
     int internal;     /* lastuse: written and read only inside one kernel */
     int last_use;     /* lastuse: position of the last kernel reading it, -1 */
     int whole_value;  /* COMPUTED: holds the graph value of its name whole (ISA_TF_VALUE) */
+    int *parts, nparts; /* PARAM made by fuse_siblings: these parameters concatenated along dim 0;
+                           it has no tensor of its own, the layout lays its parts one after another */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);
@@ -376,6 +381,9 @@ int ir_lower(ir_prog *p);                        /* lower.c */
 int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);
+int ir_fuse_siblings(ir_prog *p);               /* siblings.c */
+/* After a pass rewrote node n: its reads again, and its kernel's loops. */
+void ir_node_redeps(ir_prog *p, int n);
 int ir_fuse_vertical(ir_prog *p);
 int ir_fuse_reduction(ir_prog *p);
 int ir_fuse_epilogue(ir_prog *p);
