@@ -101,21 +101,17 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start.  Each
- * attempt marks one more op, so there are at most as many as ops. */
-cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+ * attempt marks one more op, so there are at most as many as ops.  The
+ * last attempt's dump (dump_after) is handed back in *dump. */
+static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen,
+                                char **dump, size_t *dlen)
 {
-    if (errlen)
-        err[0] = 0;
-    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
-        return NULL;
     char *host = ir_xalloc((size_t)g->nnodes + 1);
-    /* A dump shows the last attempt only: each goes to memory first. */
-    char *dump = NULL;
-    size_t dlen = 0;
     for (;;) {
         ir_prog *p = prog_new(g, opts, err, errlen);
         memcpy(p->host, host, (size_t)g->nnodes);
-        FILE *mem = p->opts.dump_after ? open_memstream(&dump, &dlen) : NULL;
+        /* A dump shows the last attempt only: each goes to memory first. */
+        FILE *mem = p->opts.dump_after ? open_memstream(dump, dlen) : NULL;
         if (p->opts.dump_after && !mem)
             abort();
         p->opts.dump = mem;
@@ -123,10 +119,10 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
         if (mem) {
             fclose(mem);
-            if (!marked)
-                fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
-            free(dump);
-            dump = NULL;
+            if (marked) {
+                free(*dump);
+                *dump = NULL;
+            }
         }
         p->opts.dump = opts ? opts->dump : NULL;
         if (!failed) {
@@ -143,6 +139,41 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         if (errlen)
             err[0] = 0;
     }
+}
+
+/* Products that share A are fused (fuse_siblings) only where that saves
+ * time: when the pass fused some, the graph is compiled again without it
+ * and the program the back half estimates faster is kept, with its dump. */
+cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
+        return NULL;
+    char *dump = NULL, *adump = NULL;
+    size_t dlen = 0, alen = 0;
+    cc_result *r = compile_graph(g, opts, err, errlen, &dump, &dlen);
+    if (r && r->nsiblings && opts->siblings == CC_SIBLINGS_ESTIMATE) {
+        cc_compile_opts apart = *opts;
+        apart.siblings = CC_SIBLINGS_NEVER;
+        char aerr[512];
+        cc_result *alt = compile_graph(g, &apart, aerr, sizeof aerr, &adump, &alen);
+        if (alt && be_estimate_total(alt) < be_estimate_total(r)) {
+            cc_result *t = r;
+            r = alt;
+            alt = t;
+            char *d = dump;
+            dump = adump;
+            adump = d;
+            dlen = alen;
+        }
+        cc_result_free(alt);
+    }
+    if (dump)
+        fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
+    free(dump);
+    free(adump);
+    return r;
 }
 
 void cc_result_free(cc_result *p)

@@ -41,7 +41,7 @@ static int fuse_vertical(ir_prog *p)
 
 static int fuse_siblings(ir_prog *p)
 {
-    return p->opts.no_lx_plan ? 0 : ir_fuse_siblings(p);
+    return p->opts.no_lx_plan || p->opts.siblings == CC_SIBLINGS_NEVER ? 0 : ir_fuse_siblings(p);
 }
 
 static int fuse_reduction(ir_prog *p)

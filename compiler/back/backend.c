@@ -861,6 +861,15 @@ double be_estimate(const ir_prog *p, const char *name)
     return -1;
 }
 
+double be_estimate_total(const ir_prog *p)
+{
+    const be_state *st = p->be ? state_of(p->be) : NULL;
+    double t = 0;
+    for (int i = 0; st && i < p->norder; i++)
+        t += st->k[i].est + (st->k[i].xchg_est > 0 ? st->k[i].xchg_est : 0);
+    return t;
+}
+
 void be_print(const ir_prog *p, const char *pass, FILE *f)
 {
     const be_ctx *c = p->be;

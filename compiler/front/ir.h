@@ -354,6 +354,7 @@ struct cc_result {
     ir_update *updates;  /* decompose: the graph's state updates */
     int nupdates;
 
+    int nsiblings;     /* fuse_siblings: groups of products it fused */
     int deps_done;
     ir_kernel *kernels;
     int nkernels;
@@ -401,6 +402,8 @@ void be_print(const ir_prog *p, const char *pass, FILE *f);
 /* The back half's estimate for the program's kernel `name` (a kernel, or
  * a ring exchange NAME.xchg), in cycles; -1 when there is none. */
 double be_estimate(const ir_prog *p, const char *name);
+/* The sum of the estimates of every kernel and ring exchange (cycles). */
+double be_estimate_total(const ir_prog *p);
 /* The reroll pass's dump (what "reroll") or its section of the report
  * ("report"): instructions per kernel before and after, loops. */
 void be_reroll_print(const ir_prog *p, const char *what, FILE *f);

@@ -69,20 +69,88 @@ static int recolumn(const ir_index *in, int nvars, const int64_t *ranges, int64_
     return lo >= 0 && hi < n ? 0 : -1;
 }
 
-/* Every reader of buffer b reads it through indices recolumn takes. */
+/* A pointwise reader's flat loop v that walks whole rows of n (its
+ * coefficient c divides n, its range whole rows): split in two, rows then
+ * n / c within a row, its terms stay within a row.  The index of a load
+ * after that split. */
+static ir_index split_idx(const ir_index *x, int nvars, int v, int64_t n)
+{
+    ir_index y = ir_idx_const(x->offset);
+    for (int w = 0; w < nvars; w++)
+        y.coef[w + (w > v)] = x->coef[w];
+    y.coef[v] = x->coef[v] * (n / x->coef[v]);
+    return y;
+}
+
+static void split_ranges(const ir_node *N, int v, int64_t n, int64_t c, int64_t *ranges)
+{
+    for (int w = 0; w < N->nvars; w++)
+        ranges[w + (w > v)] = N->ranges[w];
+    ranges[v] = N->ranges[v] * c / n;
+    ranges[v + 1] = n / c;
+}
+
+/* How node N reads buffer b ([M, n]): -2 through indices recolumn takes,
+ * v >= 0 when it does once its loop v is split, -1 otherwise. */
+static int reads_as_rows(const ir_node *N, int b, int64_t n)
+{
+    int split = -2;
+    for (int r = 0; !N->dead && r < N->nreads; r++) {
+        const ir_dep *d = &N->reads[r];
+        ir_index x;
+        if (d->buf != b || !recolumn(&d->idx, N->nvars, N->ranges, n, 2 * n, 0, &x))
+            continue;
+        if (N->kind != IR_POINTWISE || d->star || N->nvars >= IR_MAX_VARS)
+            return -1;
+        for (int v = 0; split == -2 && v < N->nvars; v++) {
+            const int64_t c = d->idx.coef[v];
+            if (c > 0 && c < n && n % c == 0 && N->ranges[v] * c % n == 0)
+                split = v;
+        }
+        if (split < 0)
+            return -1;
+        int64_t ranges[IR_MAX_VARS];
+        split_ranges(N, split, n, d->idx.coef[split], ranges);
+        x = split_idx(&d->idx, N->nvars, split, n);
+        if (recolumn(&x, N->nvars + 1, ranges, n, 2 * n, 0, &x))
+            return -1;
+    }
+    return split;
+}
+
+/* Every reader of buffer b reads it through indices recolumn takes, some
+ * once a loop is split. */
 static int readers_recolumn(const sib_ctx *c, int b, int64_t n)
 {
-    const ir_prog *p = c->p;
-    for (int i = 0; i < p->nnodes; i++) {
-        const ir_node *N = &p->nodes[i];
-        for (int r = 0; !N->dead && r < N->nreads; r++) {
-            ir_index x;
-            if (N->reads[r].buf == b && (N->kind == IR_HOST || N->reads[r].star ||
-                                         recolumn(&N->reads[r].idx, N->nvars, N->ranges, n, 2 * n, 0, &x)))
+    for (int i = 0; i < c->p->nnodes; i++)
+        if (c->p->nodes[i].kind == IR_HOST ? 0 : reads_as_rows(&c->p->nodes[i], b, n) == -1)
+            return 0;
+    for (int i = 0; i < c->p->nnodes; i++)
+        for (int r = 0; !c->p->nodes[i].dead && r < c->p->nodes[i].nreads; r++)
+            if (c->p->nodes[i].reads[r].buf == b && c->p->nodes[i].kind == IR_HOST)
                 return 0;
-        }
-    }
     return 1;
+}
+
+/* Reader i of sibling result b split where reads_as_rows says. */
+static void split_reader(ir_prog *p, int i, int b, int64_t n)
+{
+    const ir_node *N = &p->nodes[i];
+    const int v = reads_as_rows(N, b, n);
+    if (v < 0)
+        return;
+    int64_t c = 0, ranges[IR_MAX_VARS];
+    for (int r = 0; r < N->nreads; r++)
+        if (N->reads[r].buf == b && N->reads[r].idx.coef[v])
+            c = N->reads[r].idx.coef[v];
+    split_ranges(N, v, n, c, ranges);
+    ir_index map[IR_MAX_VARS];
+    for (int w = 0; w < N->nvars; w++)
+        map[w] = ir_idx_var(w + (w > v));
+    map[v].coef[v] = n / c;
+    map[v].coef[v + 1] = 1;
+    ir_node_remap(p, i, N->nvars + 1, ranges, 0, map);
+    ir_node_redeps(p, i);
 }
 
 /* The loads a tail may hold: the product's result at its own element and
@@ -282,6 +350,8 @@ static void reread(group *g)
                 hit |= N->reads[r].buf == g->mem[j]->out;
         if (!hit)
             continue;
+        for (int j = 0; j < g->nm; j++)
+            split_reader(p, i, g->mem[j]->out, g->mem[j]->n);
         g->reader = N;
         for (int j = 0; N->kind == IR_MATMUL && j < g->nm; j++) {
             const sib *s = g->mem[j];
@@ -401,8 +471,10 @@ int ir_fuse_siblings(ir_prog *p)
         size[c.s[j].group]++;
     }
     for (int j = 0; j < c.ns; j++)
-        if (size[j] > 1)
+        if (size[j] > 1) {
             fuse_group(&c, j);
+            p->nsiblings++;
+        }
     free(size);
     free(c.s);
     free(c.readers);
