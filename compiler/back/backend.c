@@ -461,21 +461,27 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         align = cfg->dram_align;
     /* Parameters first: they form the weights region, which the runtime
      * keeps resident across runs (docs/runtime.md). */
-    char *part = ir_xalloc((size_t)p->nbufs + 1); /* laid out with its concatenation */
+    /* A concatenated parameter is laid out where its first part would be:
+     * cat[b] is the concatenation whose first part b is, -1 for any other
+     * part (laid out with the first), -2 for the rest. */
+    int *cat = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *cat);
+    for (int b = 0; b < p->nbufs; b++)
+        cat[b] = -2;
     for (int b = 0; b < p->nbufs; b++)
         for (int j = 0; j < p->bufs[b].nparts; j++)
-            part[p->bufs[b].parts[j]] = 1;
-    for (int pass = 0; pass < 2; pass++) {
+            cat[p->bufs[b].parts[j]] = j ? -1 : b;
+    int failed = 0;
+    for (int pass = 0; pass < 2 && !failed; pass++) {
         if (pass == 1)
             c->prog->weight_bytes = (c->prog->dram_bytes + align - 1) / align * align;
-        for (int b = 0; b < p->nbufs; b++)
-            if (c->lay[b].dram && !part[b] && (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0) &&
-                (p->bufs[b].nparts ? add_cat(p, c, b, align) : add_tensor(p, c, b, align))) {
-                free(part);
-                return -1;
-            }
+        for (int b = 0; b < p->nbufs && !failed; b++)
+            if (c->lay[b].dram && !p->bufs[b].nparts && cat[b] != -1 &&
+                (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0))
+                failed = cat[b] >= 0 ? add_cat(p, c, cat[b], align) : add_tensor(p, c, b, align);
     }
-    free(part);
+    free(cat);
+    if (failed)
+        return -1;
     if (c->prog->dram_bytes > cfg->dram_bytes)
         return ir_error(p, -1, "the tensors need %llu bytes of DRAM, more than %s has",
                         (unsigned long long)c->prog->dram_bytes, cfg->name);
