@@ -69,16 +69,17 @@ static int recolumn(const ir_index *in, int nvars, const int64_t *ranges, int64_
     return lo >= 0 && hi < n ? 0 : -1;
 }
 
-/* A pointwise reader's flat loop v that walks whole rows of n (its
- * coefficient c divides n, its range whole rows): split in two, rows then
- * n / c within a row, its terms stay within a row.  The index of a load
- * after that split. */
-static ir_index split_idx(const ir_index *x, int nvars, int v, int64_t n)
+/* A pointwise reader's flat loop v that walks whole rows of n (a load's
+ * coefficient c on it divides n, its range whole rows): split in two, rows
+ * then n / c within a row (v = (n / c) * v_hi + v_lo), its terms stay
+ * within a row.  An index after that split. */
+static ir_index split_idx(const ir_index *x, int nvars, int v, int64_t n, int64_t c)
 {
     ir_index y = ir_idx_const(x->offset);
     for (int w = 0; w < nvars; w++)
         y.coef[w + (w > v)] = x->coef[w];
-    y.coef[v] = x->coef[v] * (n / x->coef[v]);
+    y.coef[v] = x->coef[v] * (n / c);
+    y.coef[v + 1] = x->coef[v];
     return y;
 }
 
@@ -90,29 +91,39 @@ static void split_ranges(const ir_node *N, int v, int64_t n, int64_t c, int64_t 
     ranges[v + 1] = n / c;
 }
 
+/* The loop of pointwise node N that a split would make idx stay within
+ * rows of n, its coefficient in *c; -1 if none. */
+static int split_var(const ir_node *N, const ir_index *idx, int64_t n, int64_t *c)
+{
+    for (int v = 0; N->kind == IR_POINTWISE && N->nvars < IR_MAX_VARS && v < N->nvars; v++) {
+        *c = idx->coef[v];
+        if (*c > 0 && *c < n && n % *c == 0 && N->ranges[v] * *c % n == 0)
+            return v;
+    }
+    return -1;
+}
+
 /* How node N reads buffer b ([M, n]): -2 through indices recolumn takes,
- * v >= 0 when it does once its loop v is split, -1 otherwise. */
-static int reads_as_rows(const ir_node *N, int b, int64_t n)
+ * v >= 0 when it does once its loop v is split (with coefficient *c),
+ * -1 otherwise. */
+static int reads_as_rows(const ir_node *N, int b, int64_t n, int64_t *c)
 {
     int split = -2;
-    for (int r = 0; !N->dead && r < N->nreads; r++) {
+    for (int r = 0; !N->dead && r < N->nreads && split == -2; r++) {
         const ir_dep *d = &N->reads[r];
         ir_index x;
-        if (d->buf != b || !recolumn(&d->idx, N->nvars, N->ranges, n, 2 * n, 0, &x))
-            continue;
-        if (N->kind != IR_POINTWISE || d->star || N->nvars >= IR_MAX_VARS)
+        if (d->buf == b && (N->kind == IR_HOST || d->star)) /* read whole, or anywhere */
             return -1;
-        for (int v = 0; split == -2 && v < N->nvars; v++) {
-            const int64_t c = d->idx.coef[v];
-            if (c > 0 && c < n && n % c == 0 && N->ranges[v] * c % n == 0)
-                split = v;
-        }
-        if (split < 0)
-            return -1;
-        int64_t ranges[IR_MAX_VARS];
-        split_ranges(N, split, n, d->idx.coef[split], ranges);
-        x = split_idx(&d->idx, N->nvars, split, n);
-        if (recolumn(&x, N->nvars + 1, ranges, n, 2 * n, 0, &x))
+        if (d->buf == b && recolumn(&d->idx, N->nvars, N->ranges, n, 2 * n, 0, &x))
+            split = split_var(N, &d->idx, n, c);
+    }
+    if (split < 0)
+        return split;
+    int64_t ranges[IR_MAX_VARS];
+    split_ranges(N, split, n, *c, ranges);
+    for (int r = 0; r < N->nreads; r++) {
+        ir_index x = split_idx(&N->reads[r].idx, N->nvars, split, n, *c);
+        if (N->reads[r].buf == b && (N->reads[r].star || recolumn(&x, N->nvars + 1, ranges, n, 2 * n, 0, &x)))
             return -1;
     }
     return split;
@@ -122,13 +133,10 @@ static int reads_as_rows(const ir_node *N, int b, int64_t n)
  * once a loop is split. */
 static int readers_recolumn(const sib_ctx *c, int b, int64_t n)
 {
+    int64_t cf;
     for (int i = 0; i < c->p->nnodes; i++)
-        if (c->p->nodes[i].kind == IR_HOST ? 0 : reads_as_rows(&c->p->nodes[i], b, n) == -1)
+        if (reads_as_rows(&c->p->nodes[i], b, n, &cf) == -1)
             return 0;
-    for (int i = 0; i < c->p->nnodes; i++)
-        for (int r = 0; !c->p->nodes[i].dead && r < c->p->nodes[i].nreads; r++)
-            if (c->p->nodes[i].reads[r].buf == b && c->p->nodes[i].kind == IR_HOST)
-                return 0;
     return 1;
 }
 
@@ -136,13 +144,10 @@ static int readers_recolumn(const sib_ctx *c, int b, int64_t n)
 static void split_reader(ir_prog *p, int i, int b, int64_t n)
 {
     const ir_node *N = &p->nodes[i];
-    const int v = reads_as_rows(N, b, n);
+    int64_t c, ranges[IR_MAX_VARS];
+    const int v = reads_as_rows(N, b, n, &c);
     if (v < 0)
         return;
-    int64_t c = 0, ranges[IR_MAX_VARS];
-    for (int r = 0; r < N->nreads; r++)
-        if (N->reads[r].buf == b && N->reads[r].idx.coef[v])
-            c = N->reads[r].idx.coef[v];
     split_ranges(N, v, n, c, ranges);
     ir_index map[IR_MAX_VARS];
     for (int w = 0; w < N->nvars; w++)
