@@ -141,9 +141,28 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
     }
 }
 
+static int host_ops(const cc_result *r)
+{
+    int n = 0;
+    for (int i = 0; i < r->nsrc; i++)
+        n += r->host[i];
+    return n;
+}
+
+/* alt is the better program than r: r failed, or alt runs fewer source
+ * ops on the host (the fallback), or as many and is estimated faster. */
+static int better(const cc_result *alt, const cc_result *r)
+{
+    if (!alt || !r)
+        return alt != NULL;
+    const int ha = host_ops(alt), hr = host_ops(r);
+    return ha < hr || (ha == hr && be_estimate_total(alt) < be_estimate_total(r));
+}
+
 /* Products that share A are fused (fuse_siblings) only where that saves
- * time: when the pass fused some, the graph is compiled again without it
- * and the program the back half estimates faster is kept, with its dump. */
+ * time: when the pass fused some (or the compile failed: perhaps on a
+ * fused product), the graph is compiled again without it and the better
+ * program is kept, with its dump. */
 cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     if (errlen)
@@ -153,12 +172,12 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     char *dump = NULL, *adump = NULL;
     size_t dlen = 0, alen = 0;
     cc_result *r = compile_graph(g, opts, err, errlen, &dump, &dlen);
-    if (r && r->nsiblings && opts->siblings == CC_SIBLINGS_ESTIMATE) {
+    if ((!r || r->nsiblings) && opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE) {
         cc_compile_opts apart = *opts;
         apart.siblings = CC_SIBLINGS_NEVER;
         char aerr[512];
         cc_result *alt = compile_graph(g, &apart, aerr, sizeof aerr, &adump, &alen);
-        if (alt && be_estimate_total(alt) < be_estimate_total(r)) {
+        if (better(alt, r)) {
             cc_result *t = r;
             r = alt;
             alt = t;
@@ -166,6 +185,8 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
             dump = adump;
             adump = d;
             dlen = alen;
+            if (errlen)
+                err[0] = 0;
         }
         cc_result_free(alt);
     }
