@@ -102,9 +102,10 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start.  Each
  * attempt marks one more op, so there are at most as many as ops.  The
- * last attempt's dump (dump_after) is handed back in *dump. */
+ * last attempt's dump (dump_after) is handed back in *dump; *fused is
+ * set when fuse_siblings fused products in any attempt. */
 static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen,
-                                char **dump, size_t *dlen)
+                                char **dump, size_t *dlen, int *fused)
 {
     char *host = ir_xalloc((size_t)g->nnodes + 1);
     for (;;) {
@@ -116,6 +117,7 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
             abort();
         p->opts.dump = mem;
         int failed = compile_once(p, g, opts, err, errlen);
+        *fused |= p->nsiblings > 0; /* an attempt the back half refused may have fused some */
         int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
         if (mem) {
             fclose(mem);
@@ -160,9 +162,9 @@ static int better(const cc_result *alt, const cc_result *r)
 }
 
 /* Products that share A are fused (fuse_siblings) only where that saves
- * time: when the pass fused some (or the compile failed: perhaps on a
- * fused product), the graph is compiled again without it and the better
- * program is kept, with its dump. */
+ * time: when the pass fused some in any attempt (the host fallback's
+ * attempts included) or the compile failed, the graph is compiled again
+ * without it and the better program is kept, with its dump. */
 cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     if (errlen)
@@ -171,12 +173,13 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         return NULL;
     char *dump = NULL, *adump = NULL;
     size_t dlen = 0, alen = 0;
-    cc_result *r = compile_graph(g, opts, err, errlen, &dump, &dlen);
-    if ((!r || r->nsiblings) && opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE) {
+    int fused = 0, afused = 0;
+    cc_result *r = compile_graph(g, opts, err, errlen, &dump, &dlen, &fused);
+    if ((!r || fused) && opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE) {
         cc_compile_opts apart = *opts;
         apart.siblings = CC_SIBLINGS_NEVER;
         char aerr[512];
-        cc_result *alt = compile_graph(g, &apart, aerr, sizeof aerr, &adump, &alen);
+        cc_result *alt = compile_graph(g, &apart, aerr, sizeof aerr, &adump, &alen, &afused);
         if (better(alt, r)) {
             cc_result *t = r;
             r = alt;
