@@ -105,7 +105,13 @@ typedef struct {
      * its DRAM tensor; the plan, the kernels and their arithmetic are the
      * same, so the outputs are the same bits as the default build's. */
     int write_values;
+    /* Products that share their A operand (docs/compiler.md, "Sibling
+     * products"): CC_SIBLINGS_ESTIMATE (0) fuses them where the back half
+     * estimates the program faster, CC_SIBLINGS_NEVER keeps them apart,
+     * CC_SIBLINGS_ALWAYS fuses them wherever it can (for comparison). */
+    int siblings;
 } cc_compile_opts;
+enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
 
 typedef struct cc_result cc_result;
 typedef enum { CC_KERNEL_POINTWISE, CC_KERNEL_REDUCTION, CC_KERNEL_MATMUL, CC_KERNEL_HOST } cc_kernel_kind;

@@ -101,32 +101,30 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start.  Each
- * attempt marks one more op, so there are at most as many as ops. */
-cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+ * attempt marks one more op, so there are at most as many as ops.  The
+ * last attempt's dump (dump_after) is handed back in *dump; *fused is
+ * set when fuse_siblings fused products in any attempt. */
+static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen,
+                                char **dump, size_t *dlen, int *fused)
 {
-    if (errlen)
-        err[0] = 0;
-    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
-        return NULL;
     char *host = ir_xalloc((size_t)g->nnodes + 1);
-    /* A dump shows the last attempt only: each goes to memory first. */
-    char *dump = NULL;
-    size_t dlen = 0;
     for (;;) {
         ir_prog *p = prog_new(g, opts, err, errlen);
         memcpy(p->host, host, (size_t)g->nnodes);
-        FILE *mem = p->opts.dump_after ? open_memstream(&dump, &dlen) : NULL;
+        /* A dump shows the last attempt only: each goes to memory first. */
+        FILE *mem = p->opts.dump_after ? open_memstream(dump, dlen) : NULL;
         if (p->opts.dump_after && !mem)
             abort();
         p->opts.dump = mem;
         int failed = compile_once(p, g, opts, err, errlen);
+        *fused |= p->nsiblings > 0; /* an attempt the back half refused may have fused some */
         int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
         if (mem) {
             fclose(mem);
-            if (!marked)
-                fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
-            free(dump);
-            dump = NULL;
+            if (marked) {
+                free(*dump);
+                *dump = NULL;
+            }
         }
         p->opts.dump = opts ? opts->dump : NULL;
         if (!failed) {
@@ -143,6 +141,63 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
         if (errlen)
             err[0] = 0;
     }
+}
+
+static int host_ops(const cc_result *r)
+{
+    int n = 0;
+    for (int i = 0; i < r->nsrc; i++)
+        n += r->host[i];
+    return n;
+}
+
+/* alt is the better program than r: r failed, or alt runs fewer source
+ * ops on the host (the fallback), or as many and is estimated faster. */
+static int better(const cc_result *alt, const cc_result *r)
+{
+    if (!alt || !r)
+        return alt != NULL;
+    const int ha = host_ops(alt), hr = host_ops(r);
+    return ha < hr || (ha == hr && be_estimate_total(alt) < be_estimate_total(r));
+}
+
+/* Products that share A are fused (fuse_siblings) only where that saves
+ * time: when the pass fused some in any attempt (the host fallback's
+ * attempts included) or the compile failed, the graph is compiled again
+ * without it and the better program is kept, with its dump. */
+cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
+        return NULL;
+    char *dump = NULL, *adump = NULL;
+    size_t dlen = 0, alen = 0;
+    int fused = 0, afused = 0;
+    cc_result *r = compile_graph(g, opts, err, errlen, &dump, &dlen, &fused);
+    if ((!r || fused) && opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE) {
+        cc_compile_opts apart = *opts;
+        apart.siblings = CC_SIBLINGS_NEVER;
+        char aerr[512];
+        cc_result *alt = compile_graph(g, &apart, aerr, sizeof aerr, &adump, &alen, &afused);
+        if (better(alt, r)) {
+            cc_result *t = r;
+            r = alt;
+            alt = t;
+            char *d = dump;
+            dump = adump;
+            adump = d;
+            dlen = alen;
+            if (errlen)
+                err[0] = 0;
+        }
+        cc_result_free(alt);
+    }
+    if (dump)
+        fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
+    free(dump);
+    free(adump);
+    return r;
 }
 
 void cc_result_free(cc_result *p)
@@ -166,6 +221,7 @@ void cc_result_free(cc_result *p)
         free(p->bufs[b].name);
         free(p->bufs[b].param_key);
         free(p->bufs[b].cdata);
+        free(p->bufs[b].parts);
     }
     free(p->bufs);
     free(p->bnames);

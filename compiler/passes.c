@@ -14,6 +14,7 @@
     X(lower, ir_lower, front_dump)                                                                                     \
     X(deps, ir_deps, front_dump)                                                                                       \
     X(dce, ir_dce, front_dump)                                                                                         \
+    X(fuse_siblings, fuse_siblings, front_dump)                                                                        \
     X(fuse_vertical, fuse_vertical, front_dump)                                                                        \
     X(fuse_reduction, fuse_reduction, front_dump)                                                                      \
     X(fuse_epilogue, fuse_epilogue, front_dump)                                                                        \
@@ -36,6 +37,11 @@ static int decompose(ir_prog *p)
 static int fuse_vertical(ir_prog *p)
 {
     return p->opts.no_lx_plan ? 0 : ir_fuse_vertical(p);
+}
+
+static int fuse_siblings(ir_prog *p)
+{
+    return p->opts.no_lx_plan || p->opts.siblings == CC_SIBLINGS_NEVER ? 0 : ir_fuse_siblings(p);
 }
 
 static int fuse_reduction(ir_prog *p)

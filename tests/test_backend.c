@@ -2160,7 +2160,7 @@ static void test_the_ring_exchange_estimate_matches_the_simulator(void)
  * while the alignment check took the plan's batch parts for 1). */
 static void test_an_uneven_batch_split_leaves_its_result_in_dram_and_validates(void)
 {
-    static const char *const wd[] = {"k2_bmm=1x1b3"};
+    static const char *const wd[] = {"k1_bmm=1x1b3"}; /* q k^T (after fuse_siblings made q, k and v k0) */
     char err[1024];
     gr_graph *g = gr_graph_load(SPYRE_SOURCE_DIR "/traces/bert_handwritten_small", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);

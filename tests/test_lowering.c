@@ -559,13 +559,13 @@ static void test_dump_after_every_pass_and_unknown_pass_rejected(void)
         CU_ASSERT(strlen(d) > strlen(head) + 20);
         free(d);
     }
-    CU_ASSERT_EQUAL(n, 10);
+    CU_ASSERT_EQUAL(n, 11);
     CU_ASSERT_STRING_EQUAL(passes[0], "decompose");
     CU_ASSERT_STRING_EQUAL(passes[n - 1], "lastuse");
     char err[512];
     cc_compile_opts o = {.dump_after = "fuse", .dump = stderr};
     CU_ASSERT_PTR_NULL(compile_opts(linear_gelu_graph, &o, err, sizeof err));
-    CU_ASSERT_STRING_EQUAL(err, "unknown pass \"fuse\" (the passes are decompose, lower, deps, dce, fuse_vertical, "
+    CU_ASSERT_STRING_EQUAL(err, "unknown pass \"fuse\" (the passes are decompose, lower, deps, dce, fuse_siblings, fuse_vertical, "
                                 "fuse_reduction, fuse_epilogue, fuse_horizontal, order, lastuse)");
 }
 

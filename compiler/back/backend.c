@@ -336,6 +336,47 @@ static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
     return 0;
 }
 
+/* A concatenated parameter's parts (fuse_siblings) take its stick, so
+ * that laid one after another they are its device bytes: sticked on the
+ * dim they are concatenated along, each a whole number of sticks. */
+static int cat_sticks(ir_prog *p, be_ctx *c)
+{
+    for (int b = 0; b < p->nbufs; b++) {
+        const ir_buf *B = &p->bufs[b];
+        for (int j = 0; j < B->nparts; j++) {
+            be_layout *P = &c->lay[B->parts[j]];
+            P->stick_dim = c->lay[b].stick_dim;
+            P->f32 = c->lay[b].f32;
+            P->free_stick = 0;
+            if (c->lay[b].stick_dim || p->bufs[B->parts[j]].type.shape[0] % (P->f32 ? c->t.lanes32 : c->t.lanes16))
+                return ir_error(p, -1, "parameter %s: its parts are not whole sticks along dim 0", B->name);
+        }
+    }
+    return 0;
+}
+
+/* A concatenated parameter's parts into the table one after another; it
+ * takes their bytes as its own. */
+static int add_cat(ir_prog *p, be_ctx *c, int b, uint64_t align)
+{
+    const ir_buf *B = &p->bufs[b];
+    be_layout *L = &c->lay[b];
+    for (int j = 0; j < B->nparts; j++) {
+        const be_layout *prev = j ? &c->lay[B->parts[j - 1]] : NULL;
+        uint64_t end = prev ? prev->off + (uint64_t)(prev->groups * prev->rows) * c->cfg->stick_bytes : 0;
+        if (add_tensor(p, c, B->parts[j], j ? c->cfg->stick_bytes : align))
+            return -1;
+        if (prev && c->lay[B->parts[j]].off != end)
+            return ir_error(p, -1, "parameter %s: its parts do not lie one after another", B->name);
+    }
+    L->off = c->lay[B->parts[0]].off;
+    L->groups = cc_ceil_div(B->type.shape[0], L->f32 ? c->t.lanes32 : c->t.lanes16);
+    L->rows = 1;
+    for (int d = 1; d < B->type.rank; d++)
+        L->rows *= B->type.shape[d];
+    return 0;
+}
+
 int be_layout_pass(ir_prog *p, const chip_config *cfg)
 {
     be_free(p);
@@ -399,6 +440,8 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
     pointwise_sticks(p, c);
     free_sticks(p, c);
     be_update_layouts(p, c);
+    if (cat_sticks(p, c))
+        return -1;
     /* Conflicts: operands whose walk disagrees with their buffer's stick. */
     for (int n = 0; n < p->nnodes; n++) {
         const ir_node *N = &p->nodes[n];
@@ -418,13 +461,27 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         align = cfg->dram_align;
     /* Parameters first: they form the weights region, which the runtime
      * keeps resident across runs (docs/runtime.md). */
-    for (int pass = 0; pass < 2; pass++) {
+    /* A concatenated parameter is laid out where its first part would be:
+     * cat[b] is the concatenation whose first part b is, -1 for any other
+     * part (laid out with the first), -2 for the rest. */
+    int *cat = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *cat);
+    for (int b = 0; b < p->nbufs; b++)
+        cat[b] = -2;
+    for (int b = 0; b < p->nbufs; b++)
+        for (int j = 0; j < p->bufs[b].nparts; j++)
+            cat[p->bufs[b].parts[j]] = j ? -1 : b;
+    int failed = 0;
+    for (int pass = 0; pass < 2 && !failed; pass++) {
         if (pass == 1)
             c->prog->weight_bytes = (c->prog->dram_bytes + align - 1) / align * align;
-        for (int b = 0; b < p->nbufs; b++)
-            if (c->lay[b].dram && (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0) && add_tensor(p, c, b, align))
-                return -1;
+        for (int b = 0; b < p->nbufs && !failed; b++)
+            if (c->lay[b].dram && !p->bufs[b].nparts && cat[b] != -1 &&
+                (p->bufs[b].kind == IR_BUF_PARAM) == (pass == 0))
+                failed = cat[b] >= 0 ? add_cat(p, c, cat[b], align) : add_tensor(p, c, b, align);
     }
+    free(cat);
+    if (failed)
+        return -1;
     if (c->prog->dram_bytes > cfg->dram_bytes)
         return ir_error(p, -1, "the tensors need %llu bytes of DRAM, more than %s has",
                         (unsigned long long)c->prog->dram_bytes, cfg->name);
@@ -920,6 +977,15 @@ double be_estimate(const ir_prog *p, const char *name)
             return st->k[i].xchg_est;
     }
     return -1;
+}
+
+double be_estimate_total(const ir_prog *p)
+{
+    const be_state *st = p->be ? state_of(p->be) : NULL;
+    double t = 0;
+    for (int i = 0; st && i < p->norder; i++)
+        t += st->k[i].est + (st->k[i].xchg_est > 0 ? st->k[i].xchg_est : 0);
+    return t;
 }
 
 void be_print(const ir_prog *p, const char *pass, FILE *f)

@@ -331,7 +331,13 @@ static void mark(ir_arena *A, int e, int memo)
     A->memo[e] = memo;
 }
 
-static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl)
+/* A load's replacement (ir_map_loads), when there is one. */
+typedef struct {
+    int (*fn)(void *ctx, ir_arena *A, const ir_expr *x);
+    void *ctx;
+} load_map;
+
+static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl, const load_map *lm)
 {
     if (seen(A, e))
         return A->memo[e];
@@ -339,7 +345,9 @@ static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const 
     int r = e;
     switch (x.kind) {
     case IR_E_LOAD:
-        if (repl && repl[x.buf] >= 0) {
+        if (lm && (r = lm->fn(lm->ctx, A, &x)) >= 0) {
+            break;
+        } else if (repl && repl[x.buf] >= 0) {
             r = repl[x.buf];
         } else {
             ir_index i = ir_idx_compose(&x.idx, nvars, vars);
@@ -347,7 +355,7 @@ static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const 
         }
         break;
     case IR_E_ILOAD: {
-        int sub = subst_rec(A, x.a, nvars, vars, repl);
+        int sub = subst_rec(A, x.a, nvars, vars, repl, lm);
         ir_index i = ir_idx_compose(&x.idx, nvars, vars);
         r = ir_iload(A, x.buf, x.dtype, &i, x.stride, sub);
         break;
@@ -361,18 +369,18 @@ static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const 
         break;
     }
     case IR_E_OP: {
-        int a = subst_rec(A, x.a, nvars, vars, repl);
-        r = x.b < 0 ? ir_op1(A, x.op, a) : ir_op2(A, x.op, a, subst_rec(A, x.b, nvars, vars, repl));
+        int a = subst_rec(A, x.a, nvars, vars, repl, lm);
+        r = x.b < 0 ? ir_op1(A, x.op, a) : ir_op2(A, x.op, a, subst_rec(A, x.b, nvars, vars, repl, lm));
         break;
     }
     case IR_E_WHERE: {
-        int c = subst_rec(A, x.a, nvars, vars, repl);
-        int a = subst_rec(A, x.b, nvars, vars, repl);
-        r = ir_where(A, c, a, subst_rec(A, x.c, nvars, vars, repl));
+        int c = subst_rec(A, x.a, nvars, vars, repl, lm);
+        int a = subst_rec(A, x.b, nvars, vars, repl, lm);
+        r = ir_where(A, c, a, subst_rec(A, x.c, nvars, vars, repl, lm));
         break;
     }
     case IR_E_CAST:
-        r = ir_cast(A, subst_rec(A, x.a, nvars, vars, repl), x.dtype);
+        r = ir_cast(A, subst_rec(A, x.a, nvars, vars, repl, lm), x.dtype);
         break;
     }
     mark(A, e, r);
@@ -382,7 +390,17 @@ static int subst_rec(ir_arena *A, int e, int nvars, const ir_index *vars, const 
 int ir_subst(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl)
 {
     walk_begin(A);
-    return subst_rec(A, e, nvars, vars, repl);
+    return subst_rec(A, e, nvars, vars, repl, NULL);
+}
+
+int ir_map_loads(ir_arena *A, int e, int (*fn)(void *ctx, ir_arena *A, const ir_expr *x), void *ctx)
+{
+    ir_index vars[IR_MAX_VARS];
+    for (int v = 0; v < IR_MAX_VARS; v++)
+        vars[v] = ir_idx_var(v);
+    load_map lm = {fn, ctx};
+    walk_begin(A);
+    return subst_rec(A, e, IR_MAX_VARS, vars, NULL, &lm);
 }
 
 static int size_rec(ir_arena *A, int e)
@@ -1035,8 +1053,13 @@ static void print_buf(const ir_prog *p, int b, FILE *f)
     char ty[256];
     gr_ttype_str(&B->type, ty, sizeof ty);
     fprintf(f, "buffer %s: %s %s", B->name, ty, kinds[B->kind]);
-    if (B->kind == IR_BUF_PARAM)
+    if (B->kind == IR_BUF_PARAM && B->nparts) {
+        for (int i = 0; i < B->nparts; i++)
+            fprintf(f, "%s%s", i ? ", " : " cat(", p->bufs[B->parts[i]].name);
+        fputc(')', f);
+    } else if (B->kind == IR_BUF_PARAM) {
         fprintf(f, " \"%s\"", B->param_key);
+    }
     if (B->output)
         fputs(" output", f);
     if (p->lastuse_done) {

@@ -163,6 +163,9 @@ int ir_cast(ir_arena *A, int a, gr_dtype dt); /* a itself when already dt */
  * replaced by the expression repl[b] (for epilogues: the index of such a
  * load is known to be the one the replacement was computed at). */
 int ir_subst(ir_arena *A, int e, int nvars, const ir_index *vars, const int *repl);
+/* e with every LOAD x replaced by fn(ctx, A, x) where that is >= 0 (the
+ * load is kept where it is -1); variables unchanged. */
+int ir_map_loads(ir_arena *A, int e, int (*fn)(void *ctx, ir_arena *A, const ir_expr *x), void *ctx);
 /* Number of distinct expressions in the DAG of e. */
 int ir_expr_size(ir_arena *A, int e);
 /* Call fn for each expression in the DAG of e (each once). */
@@ -189,6 +192,8 @@ typedef struct {
     int internal;     /* lastuse: written and read only inside one kernel */
     int last_use;     /* lastuse: position of the last kernel reading it, -1 */
     int whole_value;  /* COMPUTED: holds the graph value of its name whole (ISA_TF_VALUE) */
+    int *parts, nparts; /* PARAM made by fuse_siblings: these parameters concatenated along dim 0;
+                           it has no tensor of its own, the layout lays its parts one after another */
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);
@@ -349,6 +354,7 @@ struct cc_result {
     ir_update *updates;  /* decompose: the graph's state updates */
     int nupdates;
 
+    int nsiblings;     /* fuse_siblings: groups of products it fused */
     int deps_done;
     ir_kernel *kernels;
     int nkernels;
@@ -376,6 +382,9 @@ int ir_lower(ir_prog *p);                        /* lower.c */
 int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower */
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);
+int ir_fuse_siblings(ir_prog *p);               /* siblings.c */
+/* After a pass rewrote node n: its reads again, and its kernel's loops. */
+void ir_node_redeps(ir_prog *p, int n);
 int ir_fuse_vertical(ir_prog *p);
 int ir_fuse_reduction(ir_prog *p);
 int ir_fuse_epilogue(ir_prog *p);
@@ -393,6 +402,8 @@ void be_print(const ir_prog *p, const char *pass, FILE *f);
 /* The back half's estimate for the program's kernel `name` (a kernel, or
  * a ring exchange NAME.xchg), in cycles; -1 when there is none. */
 double be_estimate(const ir_prog *p, const char *name);
+/* The sum of the estimates of every kernel and ring exchange (cycles). */
+double be_estimate_total(const ir_prog *p);
 /* The reroll pass's dump (what "reroll") or its section of the report
  * ("report"): instructions per kernel before and after, loops. */
 void be_reroll_print(const ir_prog *p, const char *what, FILE *f);

@@ -82,6 +82,12 @@ static void node_deps(ir_prog *p, int i)
     }
 }
 
+void ir_node_redeps(ir_prog *p, int n)
+{
+    node_deps(p, n);
+    ir_node_sig(p, n, &p->kernels[p->nodes[n].kernel].sig);
+}
+
 int ir_deps(ir_prog *p)
 {
     for (int i = 0; i < p->nnodes; i++) {

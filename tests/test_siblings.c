@@ -1,0 +1,284 @@
+/* test_siblings: the fuse_siblings pass (docs/compiler.md, "Sibling
+ * products").  Products that share their A operand become one product
+ * over their weights concatenated along n: each graph is compiled with
+ * the pass and without it (cc_compile_opts.no_siblings), run on the
+ * simulator, every output compared with the reference executor
+ * (rt_check_graph), and the kernels' DRAM bytes from the simulator's
+ * per-kernel statistics show that the shared A is read once. */
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc.h"
+#include "rt.h"
+#include "testutil.h"
+
+/* One compiled and checked run: the outputs not ok (-1: a failure before
+ * the check), the product kernels, and per kernel its name and DRAM
+ * bytes. */
+typedef struct {
+    int bad, products;
+    sim_stats st;
+} run_out;
+
+/* dir/graph.txt holding text, and dir/weights.safetensors holding each
+ * parameter p of the graph ("name" and its shape rows x cols, cols 0 for
+ * a vector) with values that differ along every dim. */
+typedef struct {
+    const char *name;
+    int64_t rows, cols;
+} param;
+
+static void write_graph(const char *dir, const char *text, const param *ps, int np)
+{
+    char path[1024], err[256];
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    tu_write_file(path, text, strlen(text));
+    rt_st_entry e[8];
+    float *data[8];
+    CU_ASSERT_FATAL(np <= 8);
+    for (int i = 0; i < np; i++) {
+        const int64_t n = ps[i].rows * (ps[i].cols ? ps[i].cols : 1);
+        data[i] = malloc((size_t)n * sizeof *data[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(data[i]);
+        for (int64_t j = 0; j < n; j++) /* ~1/sqrt(K), so products stay near 1 */
+            data[i][j] = 0.06f * sinf(0.37f * (float)j + 1.3f * (float)i);
+        e[i] = (rt_st_entry){.name = ps[i].name, .dtype = RT_ST_F32, .rank = ps[i].cols ? 2 : 1,
+                             .shape = {ps[i].rows, ps[i].cols}, .data = data[i]};
+    }
+    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+    CU_ASSERT_EQUAL(rt_st_write(path, e, np, err, sizeof err), 0);
+    for (int i = 0; i < np; i++)
+        free(data[i]);
+}
+
+static run_out run(const char *dir, const char *cfgname, int siblings)
+{
+    run_out o = {.bad = -1};
+    chip_config cfg;
+    tu_config(cfgname, &cfg);
+    char err[1024];
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_compile_opts opts = {.target = &cfg, .siblings = siblings};
+    cc_result *r = cc_compile(g, &opts, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    for (int k = 0; k < cc_result_nkernels(r); k++)
+        o.products += cc_result_kernel_kind(r, k) == CC_KERNEL_MATMUL;
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_run_result res;
+    rt_check_result *chk = NULL;
+    int n = 0;
+    if (!rt_fill_inputs(prog, 7, err, sizeof err) && !rt_load_graph_tensors(prog, g, NULL, err, sizeof err) &&
+        !rt_launch(prog, &res)) {
+        o.st = res.stats;
+        o.bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
+    }
+    for (int i = 0; i < n; i++)
+        if (!chk[i].ok) {
+            char line[512];
+            rt_check_format(&chk[i], line, sizeof line);
+            fprintf(stderr, "%s on %s: %s\n", g->name, cfgname, line);
+        }
+    free(chk);
+    rt_unload(prog);
+    rt_close(dev);
+    gr_graph_free(g);
+    return o;
+}
+
+/* The simulator's DRAM bytes (read and written) of the kernels whose
+ * names end in suffix ("_addmm": the projections with their bias adds). */
+static uint64_t kernel_bytes(const run_out *o, const char *suffix)
+{
+    uint64_t b = 0;
+    const size_t ls = strlen(suffix);
+    for (int k = 0; k < o->st.nkernels; k++) {
+        const size_t ln = strlen(o->st.kernels[k].name);
+        if (ln >= ls && !strcmp(o->st.kernels[k].name + ln - ls, suffix))
+            b += o->st.kernels[k].dram_bytes;
+    }
+    return b;
+}
+
+/* The back half's estimate of the whole program (its kernels and ring
+ * exchanges) and its product kernels, compiled with `siblings`. */
+static double estimate_total(const char *dir, const char *cfgname, int siblings, int *products)
+{
+    chip_config cfg;
+    tu_config(cfgname, &cfg);
+    char err[1024], x[300];
+    gr_graph *g = gr_graph_load(dir, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_compile_opts opts = {.target = &cfg, .siblings = siblings};
+    cc_result *r = cc_compile(g, &opts, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    double t = 0;
+    *products = 0;
+    for (int k = 0; k < cc_result_nkernels(r); k++) {
+        snprintf(x, sizeof x, "%s.xchg", cc_result_kernel_name(r, k));
+        t += cc_result_estimate(r, cc_result_kernel_name(r, k));
+        t += cc_result_estimate(r, x) > 0 ? cc_result_estimate(r, x) : 0;
+        *products += cc_result_kernel_kind(r, k) == CC_KERNEL_MATMUL;
+    }
+    cc_result_free(r);
+    gr_graph_free(g);
+    return t;
+}
+
+/* An attention's q, k and v projections of one x [128, 256] (bias adds,
+ * weights [256, 256]); q k^T reads q as A and k as B, p v reads v as B. */
+static const char *qkv_graph = "graph qkv\n"
+                               "weights \"weights.safetensors\"\n"
+                               "input %x: f32[128, 256]\n"
+                               "param %wq: f32[256, 256] = \"wq\"\n"
+                               "param %bq: f32[256] = \"bq\"\n"
+                               "param %wk: f32[256, 256] = \"wk\"\n"
+                               "param %bk: f32[256] = \"bk\"\n"
+                               "param %wv: f32[256, 256] = \"wv\"\n"
+                               "param %bv: f32[256] = \"bv\"\n"
+                               "%tq: f32[256, 256] = aten.t.default(%wq)\n"
+                               "%q: f32[128, 256] = aten.addmm.default(%bq, %x, %tq)\n"
+                               "%tk: f32[256, 256] = aten.t.default(%wk)\n"
+                               "%k: f32[128, 256] = aten.addmm.default(%bk, %x, %tk)\n"
+                               "%tv: f32[256, 256] = aten.t.default(%wv)\n"
+                               "%v: f32[128, 256] = aten.addmm.default(%bv, %x, %tv)\n"
+                               "%kt: f32[256, 128] = aten.t.default(%k)\n"
+                               "%s: f32[128, 128] = aten.mm.default(%q, %kt)\n"
+                               "%p: f32[128, 128] = aten._softmax.default(%s, -1, False)\n"
+                               "%o: f32[128, 256] = aten.mm.default(%p, %v)\n"
+                               "output %o\n";
+static const param qkv_params[] = {{"wq", 256, 256}, {"bq", 256, 0}, {"wk", 256, 256},
+                                   {"bk", 256, 0},   {"wv", 256, 256}, {"bv", 256, 0}};
+
+/* Fused, the three projections are one product kernel (k0_addmm) that
+ * moves at least x, the weights, the biases and the result once each
+ * (DL16), and less than x more: x is read once.  The separate kernels
+ * move x three times (x [128, 256] in DL16 is 65,536 bytes). */
+static void test_qkv_projections_are_one_product_that_reads_x_once(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_graph(dir, qkv_graph, qkv_params, 6);
+    run_out fused = run(dir, "spyre", CC_SIBLINGS_ESTIMATE), apart = run(dir, "spyre", CC_SIBLINGS_NEVER);
+    CU_ASSERT_EQUAL(fused.bad, 0);
+    CU_ASSERT_EQUAL(apart.bad, 0);
+    CU_ASSERT_EQUAL(fused.products, 3); /* qkv, q k^T, p v */
+    CU_ASSERT_EQUAL(apart.products, 5);
+    const uint64_t x = 128 * 256 * 2, least = x + 3 * (256 * 256 * 2 + 256 * 2) + 128 * 768 * 2;
+    const uint64_t f = kernel_bytes(&fused, "_addmm");
+    CU_ASSERT(f >= least && f < least + x); /* measured 661,504 of 656,896 */
+    CU_ASSERT(f <= kernel_bytes(&apart, "_addmm") - 2 * x); /* measured 798,720 */
+    tu_rmtree(dir);
+}
+
+static void test_qkv_projections_validate_on_the_4core_chip(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_graph(dir, qkv_graph, qkv_params, 6);
+    CU_ASSERT_EQUAL(run(dir, "spyre-4core", CC_SIBLINGS_ALWAYS).bad, 0);
+    tu_rmtree(dir);
+}
+
+/* A Llama MLP: gate and up products of x without bias, silu(gate) * up
+ * reads both halves of the one result, then the down product. */
+static const char *mlp_graph = "graph gateup\n"
+                               "weights \"weights.safetensors\"\n"
+                               "input %x: f32[64, 256]\n"
+                               "param %wg: f32[512, 256] = \"wg\"\n"
+                               "param %wu: f32[512, 256] = \"wu\"\n"
+                               "param %wd: f32[256, 512] = \"wd\"\n"
+                               "%tg: f32[256, 512] = aten.t.default(%wg)\n"
+                               "%g: f32[64, 512] = aten.mm.default(%x, %tg)\n"
+                               "%tu: f32[256, 512] = aten.t.default(%wu)\n"
+                               "%u: f32[64, 512] = aten.mm.default(%x, %tu)\n"
+                               "%a: f32[64, 512] = aten.silu.default(%g)\n"
+                               "%h: f32[64, 512] = aten.mul.Tensor(%a, %u)\n"
+                               "%td: f32[512, 256] = aten.t.default(%wd)\n"
+                               "%y: f32[64, 256] = aten.mm.default(%h, %td)\n"
+                               "output %y\n";
+
+static void test_gate_and_up_products_fused_validate(void)
+{
+    static const param ps[] = {{"wg", 512, 256}, {"wu", 512, 256}, {"wd", 256, 512}};
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_graph(dir, mlp_graph, ps, 3);
+    run_out fused = run(dir, "spyre", CC_SIBLINGS_ALWAYS);
+    CU_ASSERT_EQUAL(fused.bad, 0);
+    CU_ASSERT_EQUAL(fused.products, 2);
+    CU_ASSERT_EQUAL(run(dir, "spyre-4core", CC_SIBLINGS_ALWAYS).bad, 0);
+    tu_rmtree(dir);
+}
+
+/* By default the program is the one of lower estimate: for the q/k/v
+ * graph the fused one, for the gate/up graph (where silu(gate) * up, no
+ * longer the up product's epilogue, reads both halves of the result back
+ * from DRAM) the separate products. */
+static void test_the_default_is_the_program_of_lower_estimate(void)
+{
+    static const param ps[] = {{"wg", 512, 256}, {"wu", 512, 256}, {"wd", 256, 512}};
+    const char *texts[] = {qkv_graph, mlp_graph};
+    for (int i = 0; i < 2; i++) {
+        char dir[512];
+        tu_tmpdir(dir, sizeof dir);
+        write_graph(dir, texts[i], i ? ps : qkv_params, i ? 3 : 6);
+        int pf, pa, pd;
+        const double fused = estimate_total(dir, "spyre", CC_SIBLINGS_ALWAYS, &pf);
+        const double apart = estimate_total(dir, "spyre", CC_SIBLINGS_NEVER, &pa);
+        const double dflt = estimate_total(dir, "spyre", CC_SIBLINGS_ESTIMATE, &pd);
+        CU_ASSERT(pf < pa);
+        CU_ASSERT_EQUAL(pd, fused < apart ? pf : pa);
+        CU_ASSERT_EQUAL(dflt, fused < apart ? fused : apart);
+        CU_ASSERT_EQUAL(fused < apart, i == 0);
+        tu_rmtree(dir);
+    }
+}
+
+/* Weights of 100 rows are not whole sticks (64 DL16 lanes): laid one
+ * after another they would not be the concatenation, so the products stay
+ * apart, and the graph still validates. */
+static void test_siblings_of_partial_sticks_stay_apart(void)
+{
+    static const char *text = "graph odd\n"
+                              "weights \"weights.safetensors\"\n"
+                              "input %x: f32[64, 128]\n"
+                              "param %wa: f32[100, 128] = \"wa\"\n"
+                              "param %wb: f32[100, 128] = \"wb\"\n"
+                              "%ta: f32[128, 100] = aten.t.default(%wa)\n"
+                              "%a: f32[64, 100] = aten.mm.default(%x, %ta)\n"
+                              "%tb: f32[128, 100] = aten.t.default(%wb)\n"
+                              "%b: f32[64, 100] = aten.mm.default(%x, %tb)\n"
+                              "%y: f32[64, 100] = aten.mul.Tensor(%a, %b)\n"
+                              "output %y\n";
+    static const param ps[] = {{"wa", 100, 128}, {"wb", 100, 128}};
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    write_graph(dir, text, ps, 2);
+    run_out o = run(dir, "spyre", CC_SIBLINGS_ALWAYS);
+    CU_ASSERT_EQUAL(o.bad, 0);
+    CU_ASSERT_EQUAL(o.products, 2);
+    tu_rmtree(dir);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"q, k and v projections are one product that reads x once",
+         test_qkv_projections_are_one_product_that_reads_x_once},
+        {"q, k and v projections validate on the 4-core chip", test_qkv_projections_validate_on_the_4core_chip},
+        {"gate and up products fused validate", test_gate_and_up_products_fused_validate},
+        {"the default is the program of lower estimate", test_the_default_is_the_program_of_lower_estimate},
+        {"siblings of partial sticks stay apart", test_siblings_of_partial_sticks_stay_apart},
+        {NULL, NULL},
+    };
+    return tu_run("siblings", tests);
+}
