@@ -47,6 +47,9 @@
 #define ISA_BYTES_MAX (1ull << 48)
 /* The largest stick a program may declare (assembler and ELF reader alike). */
 #define ISA_STICK_MAX (1u << 16)
+/* The largest count a 16-bit field holds (the format tables below): a DMA
+ * or ring step's run of sticks, a loop level's n, pt.mm's m, n and k. */
+#define ISA_COUNT_MAX 65535
 
 /* Operand kinds. */
 typedef enum {

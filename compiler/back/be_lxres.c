@@ -59,8 +59,8 @@ void be_xchg_emit(be_ctx *c, int pos)
             cc_emit *e = &c->em[core];
             for (int k = 0; k < x->cores; k++) {
                 int64_t p0, q0, lo, hi;
-                for (be_xchg_share(rows, r->cores, core, x->cores, k, &p0, &q0, &lo, &hi); lo < hi; lo += 65535) {
-                    const int64_t n = cc_min(65535, hi - lo);
+                for (be_xchg_share(rows, r->cores, core, x->cores, k, &p0, &q0, &lo, &hi); lo < hi; lo += ISA_COUNT_MAX) {
+                    const int64_t n = cc_min(ISA_COUNT_MAX, hi - lo);
                     const isa_addr d = cc_abs(x->lx + (lo - q0) * sb), a = cc_abs(r->lx + (lo - p0) * sb);
                     cc_dma_shape sh = cc_dma_groups(n, G, x->rows_cap * sb, r->rows_cap * sb);
                     if (!e->kname)

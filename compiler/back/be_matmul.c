@@ -98,7 +98,7 @@ static int mm_shape(be_ctx *c, int pos, mm_plan *m)
     m->KG = cc_ceil_div(m->Kd, c->t.lanes16);
     mm_set_gk(m, 1);
     m->gb = 1;
-    if (m->M > 65535 || m->N > 65535 || m->Kd > 65535)
+    if (m->M > ISA_COUNT_MAX || m->N > ISA_COUNT_MAX || m->Kd > ISA_COUNT_MAX)
         return be_error(c, K, "matmul %" PRId64 " x %" PRId64 " x %" PRId64 " is larger than one pt.mm (not supported yet)",
                         m->M, m->N, m->Kd);
     for (int i = 0; i < m->nb; i++) {
@@ -468,7 +468,7 @@ static int mm_better(const mm_tiling *a, const mm_tiling *b)
 static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
     const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
-    const int64_t max_sticks = 65535 / lanes; /* pt.mm n field */
+    const int64_t max_sticks = ISA_COUNT_MAX / lanes; /* pt.mm n field */
     const be_work *w = &m->c->work[m->ep.pos];
     int found = 0;
     if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
@@ -495,7 +495,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             if (nbs == prev || nbs > max_sticks)
                 continue;
             prev = nbs;
-            int64_t lo = mm_most_rows(m, mm_lx_bytes, cc_min(mt, 65535), nbs, kc, budget);
+            int64_t lo = mm_most_rows(m, mm_lx_bytes, cc_min(mt, ISA_COUNT_MAX), nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
             mm_tiling tl = {0};
@@ -1729,8 +1729,8 @@ static void mm_core_begin(mm_core *mc)
                 continue;
             int buf = wo ? m->mm->b : m->mm->a;
             int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc->bws : mc->aws;
-            for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
-                int64_t n = cc_min(65535, sticks - s0);
+            for (int64_t s0 = 0; s0 < sticks; s0 += ISA_COUNT_MAX) {
+                int64_t n = cc_min(ISA_COUNT_MAX, sticks - s0);
                 cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
                 cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
             }

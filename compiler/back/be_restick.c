@@ -86,17 +86,17 @@ static int rst_extend(cc_sfp_args *p, int64_t *part, int i1, int64_t dst, int64_
         *part = *part + 1 == p->n0 ? 0 : *part + 1;
         return 1;
     }
-    if (p->n1 == 1 && p->n0 == 1 && p->n0 < 65535) {
+    if (p->n1 == 1 && p->n0 == 1 && p->n0 < ISA_COUNT_MAX) {
         p->ds0 = dst - p->d.off;
         p->as0 = src - p->a.off;
         p->n0 = 2;
         return 1;
     }
-    if (p->n1 == 1 && p->n0 < 65535 && dst == p->d.off + p->n0 * p->ds0 && src == p->a.off + p->n0 * p->as0) {
+    if (p->n1 == 1 && p->n0 < ISA_COUNT_MAX && dst == p->d.off + p->n0 * p->ds0 && src == p->a.off + p->n0 * p->as0) {
         p->n0++;
         return 1;
     }
-    if (!i1 || p->n1 >= 65535)
+    if (!i1 || p->n1 >= ISA_COUNT_MAX)
         return 0;
     if (p->n1 == 1) { /* a second block: its first run sets the i1 strides */
         p->ds1 = dst - p->d.off;

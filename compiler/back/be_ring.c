@@ -499,12 +499,12 @@ void mm_splitk_reduce(mm_core *mc)
         cc_emit_wait(e, ISA_U_RING, mc->red);
     cc_emit_wait(e, ISA_U_RING, mc->rdy);
     int64_t sticks = mm_p_bytes(mc->m, mc->MB, mc->NBS, mc->KC) / sb;
-    for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
-        cc_dma_shape sh = cc_dma_groups(cc_min(65535, sticks - s0), 1, 0, 0);
+    for (int64_t s0 = 0; s0 < sticks; s0 += ISA_COUNT_MAX) {
+        cc_dma_shape sh = cc_dma_groups(cc_min(ISA_COUNT_MAX, sticks - s0), 1, 0, 0);
         isa_insn in;
         isa_insn_init(&in, ISA_OP_RING_RED);
         in.core = e->core - 1;
-        in.tok = s0 + 65535 >= sticks ? mc->red : 255;
+        in.tok = s0 + ISA_COUNT_MAX >= sticks ? mc->red : 255;
         in.t = ISA_T_F32;
         in.d = cc_abs(mc->P + s0 * sb);
         in.a = cc_abs(mc->P + s0 * sb);

@@ -458,7 +458,7 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
     int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups, runs = 0;
     *sticks = (double)rk_stage_span(k, i, 0, R, lo, hi);
     for (int64_t g = 0; g < B->groups; g++)
-        runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, 65535) : 0;
+        runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, ISA_COUNT_MAX) : 0;
     free(lo);
     return (double)cc_max(1, runs) * c->t.dma_insn_cycles + *sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
 }

@@ -134,8 +134,8 @@ static int emit_one(be_ctx *c, cc_emit *e, const ir_update *U)
     /* per position: its rows and its row number; two sticks of slack for
      * row numbers that straddle sticks */
     const int64_t per = h.steps * h.inner * h.sb + 4, avail = (int64_t)c->cfg->lx_usable_bytes - 2 * h.sb;
-    const int64_t chunk = cc_min(h.n, cc_min(avail / per, 65535 / h.inner));
-    if (chunk < 1 || h.steps > 65535 || S->shape[U->dim] >= (1 << 24))
+    const int64_t chunk = cc_min(h.n, cc_min(avail / per, ISA_COUNT_MAX / h.inner));
+    if (chunk < 1 || h.steps > ISA_COUNT_MAX || S->shape[U->dim] >= (1 << 24))
         return ir_error(c->p, U->line, "update of %%%s: a position's rows do not fit one dma.scatter in LX",
                         U->state);
     const int64_t idx = cc_lx_alloc(e, cc_round_up(chunk * 4, h.sb) + h.sb, "update: positions");

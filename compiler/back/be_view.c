@@ -542,7 +542,7 @@ int be_store_staged(be_ctx *c, const ir_kernel *K, cc_emit *e, int buf, int64_t 
             continue;
         }
         int64_t s1 = st;
-        while (s1 < sticks && count[s1] && s1 - st < 65535) {
+        while (s1 < sticks && count[s1] && s1 - st < ISA_COUNT_MAX) {
             int64_t valid = cc_min(lanes, dimlen - (s1 / L->rows) * lanes);
             if (count[s1] != valid)
                 return be_error(c, K,
@@ -569,8 +569,8 @@ int64_t be_buf_bytes(const be_ctx *c, int buf)
 static void load_sticks(be_ctx *c, cc_emit *e, int64_t lx, int64_t dram, int64_t sticks)
 {
     const int64_t sb = c->t.stick;
-    for (int64_t s0 = 0; s0 < sticks; s0 += 65535) {
-        int64_t run = cc_min(65535, sticks - s0);
+    for (int64_t s0 = 0; s0 < sticks; s0 += ISA_COUNT_MAX) {
+        int64_t run = cc_min(ISA_COUNT_MAX, sticks - s0);
         cc_dma_shape sh = cc_dma_groups(run, 1, 0, 0);
         cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs(dram + s0 * sb), &sh);
     }
