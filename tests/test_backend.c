@@ -2095,6 +2095,56 @@ static void test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange(
     gr_graph_free(g);
 }
 
+/* BERT's output projection, residual add and layer norm (d 768, 128
+ * tokens).  On spyre the product runs as a grid over the ring, so the layer
+ * norm has a bar before it anyway, and core 0 alone loads its per-column
+ * values (the product's bias, the norm's weight and shift: 3 x 768 DL16
+ * values) and passes them down a tree of cores over the ring: the kernel's
+ * DRAM traffic is x read and y written (its product's result comes from
+ * LX) plus those values once, where 32 copies were read before.  On
+ * spyre-4core the product is not over the ring and the four copies cost
+ * less than the bar would: no tree.  Both validate against the reference. */
+static const char *residual_ln_graph =
+    "graph resln\n"
+    "input %x: f32[128, 768]\n"
+    "input %a: f32[128, 768]\n"
+    "input %w: f32[768, 768]\n"
+    "input %bias: f32[768]\n"
+    "input %g: f32[768]\n"
+    "input %b: f32[768]\n"
+    "%wt: f32[768, 768] = aten.t.default(%w)\n"
+    "%h: f32[128, 768] = aten.addmm.default(%bias, %a, %wt)\n"
+    "%r: f32[128, 768] = aten.add.Tensor(%h, %x)\n"
+    "%ln: (f32[128, 768], f32[128, 1], f32[128, 1]) = aten.native_layer_norm.default(%r, [768], %g, %b, 1e-12)\n"
+    "%y: f32[128, 768] = getitem(%ln, 0)\n"
+    "output %y\n";
+
+static void test_a_layer_norms_per_column_values_go_down_a_tree_of_cores_when_the_estimate_says_so(void)
+{
+    static const char *tree = "; per-column values loaded by core 0 and passed down a tree of cores over the ring";
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(residual_ln_graph, "resln.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "\nk0_addmm: grid 4x8r on 32 cores,",
+                            "\nk1_addmm_add_native_layer_norm: rows over 32 cores (as k0_addmm, for LX)", tree,
+                            "  from lx: h.mm\n");
+    free(rep);
+    cc_result_free(r);
+    sim_stats st;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", NULL, 0, &st), 0);
+    const uint64_t act = 128 * 768 * 2, cols = 3 * 768 * 2; /* DL16 */
+    CU_ASSERT_EQUAL_FATAL(st.nkernels, 2);
+    CU_ASSERT_EQUAL(st.kernels[1].dram_bytes, 2 * act + cols);
+    gr_graph *g4;
+    r = compile_text(residual_ln_graph, "resln.txt", "spyre-4core", NULL, 0, &g4, &rep);
+    CU_ASSERT_PTR_NULL(strstr(rep, tree));
+    free(rep);
+    cc_result_free(r);
+    gr_graph_free(g4);
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre-4core", NULL, 0, NULL), 0);
+    gr_graph_free(g);
+}
+
 /* A product on all 32 cores and a softmax forced onto fewer: the softmax
  * takes the product's rows over the ring (a kernel "k1_softmax.xchg" of
  * its own) instead of a DRAM round trip; faster, and it validates. */
@@ -4399,6 +4449,8 @@ int main(void)
         {"a reader on other cores takes a kept tensor by a ring exchange",
          test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange},
         {"the ring exchange estimate matches the simulator", test_the_ring_exchange_estimate_matches_the_simulator},
+        {"a layer norm's per-column values go down a tree of cores when the estimate says so",
+         test_a_layer_norms_per_column_values_go_down_a_tree_of_cores_when_the_estimate_says_so},
         {"a ring exchange beats the DRAM round trip between splits",
          test_a_ring_exchange_beats_the_dram_round_trip_between_splits},
         {"split-K on an uneven grid validates", test_split_k_on_an_uneven_grid_validates},

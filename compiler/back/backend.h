@@ -462,6 +462,8 @@ typedef struct {
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
     double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */
+    int col_tree;     /* row kernels: the per-column values loaded by core 0 alone and passed down a binary
+                         tree of cores over the ring (be_rows.c, rk_col_tree) */
 } rk_plan;
 
 typedef struct {

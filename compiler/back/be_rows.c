@@ -491,7 +491,9 @@ static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores
     }
 }
 
-static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
+static double rk_col_tree_cycles(const rk_plan *k, int64_t cores);
+
+static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double tile = (double)R * k->G, part = (double)rt * k->G, sb = (double)c->t.stick;
@@ -524,6 +526,8 @@ static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
             bytes += c->waits && rk_to_lx_only(k, i) ? 0 : part * sb;
         }
     free(share);
+    if (tree) /* core 0's loads, then down the tree */
+        col += rk_col_tree_cycles(k, cores);
     /* the first chunk's DRAM reads wait, on the channels every core's
      * reads span together (the per-column sticks, alike on every core,
      * once): the kernel ends with its slowest core (a copy of 8 rows on 4
@@ -540,8 +544,81 @@ static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
     const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
                                                                                c->cfg->dram_interleave_bytes)));
     const double dram = (c->t.dram_bytes_per_cycle > 0 ? bytes * (double)cores / (RK_DRAM_EFFICIENCY * c->t.dram_bytes_per_cycle) : 0) +
-                        col_sticks * (double)cores * rk_dram_stick(c) / (double)chans + lat;
+                        col_sticks * (double)(tree ? 1 : cores) * rk_dram_stick(c) / (double)chans + lat;
     return core > dram ? core : dram;
+}
+
+/* ---- Per-column values passed down a tree of cores ----
+ *
+ * Every core of a row kernel reads the same per-column values (a layer
+ * norm's bias, weight and shift: 36 sticks on BERT-base), and the DRAM
+ * serves the cores' copies one after another: BERT-base's layer norms on
+ * 32 cores got their first chunk's operands 2,100 to 3,800 cycles into the
+ * kernel for 147 KB of copies of 4.6 KB.  Instead core 0 loads them and
+ * the cores pass them on over the ring, each to the roots of the halves of
+ * its range (a binary tree, largest half first: log2(cores) sends deep).
+ * The per-column LX is laid out alike on every core (the first
+ * allocations of rk_core_setup), so one ring.send moves all of it. */
+
+/* Can the per-column values go down a tree: some to send, every core
+ * with rows (each is a node of the tree), a ring. */
+static int rk_col_tree_can(const rk_plan *k, int64_t cores)
+{
+    const be_ctx *c = k->c;
+    int cols = 0;
+    for (int i = 0; i < k->nl; i++)
+        cols += k->loads[i].cls == BE_V_COL;
+    return cols && cores >= 2 && k->rows >= cores && c->cfg->ring_bytes_per_cycle > 0;
+}
+
+/* Cycles from core 0's per-column loads landing to the last core's copy
+ * arriving: each level of the tree one send (issue, bytes at the ring's
+ * rate), and every hop of the ring once down the tree. */
+static double rk_col_tree_cycles(const rk_plan *k, int64_t cores)
+{
+    const be_ctx *c = k->c;
+    double sticks = 0, depth = 0;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL)
+            sticks += k->loads[i].scalar ? 1.0 : (double)k->G; /* a scalar's stick (rk_core_setup) */
+    for (int64_t n = 1; n < cores; n *= 2)
+        depth++;
+    return depth * (c->t.dma_insn_cycles + sticks * (double)c->t.stick / c->cfg->ring_bytes_per_cycle) +
+           (double)cores * c->cfg->ring_hop_cycles;
+}
+
+/* Whether the tree beats every core reading the values, on `cores`
+ * cores, and what the kernel costs the better way.  The ring puts a bar
+ * before the kernel, which costs nothing more when the kernel before
+ * passes data over the ring (it has one before it already, its cores end
+ * together after their exchange: BERT-base's output projection and FFN
+ * down product before their layer norms); otherwise the time saved must
+ * pay for the bar as a shared load's does (RK_SHARE_BAR). */
+static int rk_col_tree_pick(const be_ctx *c, rk_plan *k, int64_t cores, double *cost)
+{
+    *cost = rows_cost_as(c, k, cores, 0);
+    if (!rk_col_tree_can(k, cores))
+        return 0;
+    const double tree = rows_cost_as(c, k, cores, 1);
+    const be_work *prev = k->pos > 0 ? &c->work[k->pos - 1] : NULL;
+    const int bar_paid = prev && c->p->kernels[c->p->order[k->pos - 1]].kind == IR_MATMUL && (prev->bcast || prev->gk > 1);
+    if (tree >= *cost || (!bar_paid && *cost - tree <= RK_SHARE_BAR * rk_prev_est(k)))
+        return 0;
+    *cost = tree;
+    return 1;
+}
+
+static double rows_cost(const be_ctx *c, rk_plan *k, int64_t cores)
+{
+    double cost;
+    rk_col_tree_pick(c, k, cores, &cost);
+    return cost;
+}
+
+static void rk_col_tree(rk_plan *k, int64_t cores)
+{
+    double cost;
+    k->col_tree = rk_col_tree_pick(k->c, k, cores, &cost);
 }
 
 /* A core's part should be worth a DMA's fixed cost (descriptor and DRAM
@@ -906,6 +983,7 @@ int be_rows_plan(be_ctx *c, int pos)
             int64_t r0;
             cc_split(k.rows, w->cores, 0, &r0, &rt);
             rk_share(&k, w->cores);
+            rk_col_tree(&k, w->cores);
             rk_lx(&k, &per_row, &fixed);
             R = rk_chunk_rows(&k, r0, rt, per_row, fixed, &stage);
             if (R < 1 && w->chunk)
@@ -922,7 +1000,8 @@ int be_rows_plan(be_ctx *c, int pos)
                     n += snprintf(shared + n, sizeof shared - (size_t)n, "%s%s", n ? ", " : "; held whole and shared over the ring: ",
                                   c->p->bufs[c->p->A.e[k.loads[i].e].buf].name);
             be_note(c, pos, BE_NOTE_TILES, "core part %" PRId64 " rows in chunks of %" PRId64 " rows x %" PRId64 " sticks (%" PRId64
-                    " columns), two slots%s", rt, R, k.G, k.cols, shared);
+                    " columns), two slots%s%s", rt, R, k.G, k.cols, shared,
+                    k.col_tree ? "; per-column values loaded by core 0 and passed down a tree of cores over the ring" : "");
             for (int i = 0; i < k.nl; i++)
                 if (k.loads[i].staged)
                     be_note(c, pos, BE_NOTE_RESTICK, "%s (sfp.rst from the sticks each chunk reads, staged)",
@@ -949,6 +1028,9 @@ typedef struct {
     int strd;             /* sfp0 -> dmao: the staged copies are complete */
     int nstaged;          /* results stored through a staged copy */
     int sh_in, sh_arr;    /* shared loads: this core's share loaded (dmai -> ring, sfp0); a share arrived */
+    int me;               /* the core's index among the kernel's */
+    int col_in, col_arr;  /* col_tree: the per-column values in this core's LX (dmai or ring -> ring, sfp0); they arrived */
+    int64_t col_lo, col_hi; /* col_tree: the LX sent (the per-column values loaded, the scalars' sticks) */
     be_tile T;
 } rk_core;
 
@@ -1274,6 +1356,7 @@ static int rk_prepare(be_ctx *c, int pos, rk_plan *k)
         rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
     }
     rk_share(k, c->work[pos].cores);
+    rk_col_tree(k, c->work[pos].cores);
     return 0;
 }
 
@@ -1298,12 +1381,28 @@ static int rk_core_setup(rk_core *rc, rk_plan *k, cc_emit *e, int64_t r0, int64_
         return be_error(c, k->K, "no chunk of rows fits LX");
     rc->R = R;
     /* per-column loads once, then the slots */
-    for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].cls == BE_V_COL) {
-            k->loads[i].lx = cc_lx_alloc(e, k->G * sb, "per-column values");
-            if (k->loads[i].scalar)
-                k->loads[i].stage = cc_lx_alloc(e, sb, "a scalar's stick");
+    /* the first allocations, alike on every core: the values loaded, then
+     * the sticks of the scalars, sent whole (rk_col_fill); then what sfp0
+     * makes of the scalars, which the ring must not read as sfp0 writes it */
+    rc->col_lo = (int64_t)e->lx_top;
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < k->nl; i++) {
+            rk_load *L = &k->loads[i];
+            if (L->cls != BE_V_COL || (pass == 0) == L->scalar)
+                continue;
+            if (pass == 1)
+                L->stage = cc_lx_alloc(e, sb, "a scalar's stick");
+            else
+                L->lx = cc_lx_alloc(e, k->G * sb, "per-column values");
         }
+        if (pass == 1)
+            rc->col_hi = (int64_t)e->lx_top;
+    }
+    rc->col_in = rc->col_arr = -1;
+    if (k->col_tree) {
+        rc->col_in = cc_tok_alloc(e, "per-column values in LX");
+        rc->col_arr = cc_tok_alloc(e, "per-column values arrived over the ring");
+    }
     for (int i = 0; i < k->nl; i++)
         if (k->loads[i].gather)
             k->loads[i].stage = cc_lx_alloc(e, be_buf_bytes(c, c->p->A.e[k->loads[i].ids].buf), "gather: row numbers");
@@ -1438,6 +1537,37 @@ static void rk_share_fill(rk_core *rc, int64_t r0, int64_t rt)
         cc_emit_wait(e, ISA_U_SFP0, rc->sh_arr);
 }
 
+/* The per-column values down the tree (see rk_col_tree): core 0's from
+ * its loads (dmai), another's once they arrive (the ring waits for them
+ * and tells sfp0); then to the root of each upper half of the cores range
+ * this core heads, largest first. */
+static void rk_col_fill(rk_core *rc)
+{
+    cc_emit *e = rc->e;
+    const int cores = rc->k->c->work[rc->k->pos].cores;
+    if (rc->me == 0) {
+        cc_emit_sig(e, ISA_U_DMAI, rc->col_in);
+        cc_emit_wait(e, ISA_U_RING, rc->col_in);
+    } else {
+        cc_emit_wait(e, ISA_U_RING, rc->col_arr);
+        cc_emit_sig(e, ISA_U_RING, rc->col_in);
+        cc_emit_wait(e, ISA_U_SFP0, rc->col_in);
+    }
+    const int64_t sticks = (rc->col_hi - rc->col_lo) / rc->k->c->t.stick;
+    const cc_dma_shape sh = cc_dma_groups(sticks, 1, 0, 0);
+    for (int lo = 0, n = cores; n > 1;) { /* the range [lo, lo + n) holding me */
+        const int mid = lo + (n + 1) / 2;
+        if (rc->me == lo)
+            cc_emit_ring(e, ISA_OP_RING_SEND, mid, rc->col_arr, cc_abs(rc->col_lo), cc_abs(rc->col_lo), &sh);
+        if (rc->me < mid) {
+            n = mid - lo;
+        } else {
+            n -= mid - lo;
+            lo = mid;
+        }
+    }
+}
+
 /* A core's code: the per-column values and row numbers once, its chunks,
  * the staged results stored. */
 static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
@@ -1463,7 +1593,7 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
     for (int s = 0; s < 2; s++)
         cc_emit_sig(e, ISA_U_DMAI, rc->empty[s]);
     be_rowspace one = k->rsp;
-    for (int i = 0; i < k->nl; i++)
+    for (int i = 0; i < k->nl && (!k->col_tree || rc->me == 0); i++) /* col_tree: core 0's, passed on */
         if (k->loads[i].cls == BE_V_COL)
             be_dma_rows(c, e, ISA_OP_DMA_LD, k->loads[i].scalar ? k->loads[i].stage : k->loads[i].lx, sb,
                         &k->loads[i].v, &one, 0, 1, k->loads[i].scalar ? 1 : k->G);
@@ -1472,6 +1602,8 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
     for (int i = 0; i < k->nl; i++)
         if (k->loads[i].gather)
             be_stage_load(c, e, c->p->A.e[k->loads[i].ids].buf, k->loads[i].stage);
+    if (k->col_tree)
+        rk_col_fill(rc);
     if (rc->sh_in >= 0)
         rk_share_fill(rc, r0, rt);
     for (int64_t r = r0; r < r0 + rt; r += R)
@@ -1501,6 +1633,7 @@ int be_rows_emit(be_ctx *c, int pos)
             continue;
         rk_core rc;
         rc_ = rk_core_setup(&rc, &k, &c->em[core], r0, rt);
+        rc.me = core;
         if (!rc_)
             rc_ = rk_core_emit(&rc, r0, rt);
         rk_core_free(&rc);
