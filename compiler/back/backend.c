@@ -591,7 +591,8 @@ static int workdiv_round(be_ctx *c, int keep)
  * DRAM, nor an operand an earlier kernel keeps as read from it).  The
  * first alone left BERT-base's QK^T on 2 cores, bound by the scores' DRAM
  * write, which the LX plan then kept on chip (docs/compiler.md, "Batch
- * splits"). */
+ * splits").  When nothing could stay, the second would see what the
+ * first saw and divide alike: it does not run (a decode step's). */
 int be_workdiv_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -603,13 +604,11 @@ int be_workdiv_pass(ir_prog *p)
     be_work *asked = ir_xalloc(size); /* the overrides, before any choice */
     memcpy(asked, c->work, size);
     int rc = workdiv_round(c, keep);
-    if (!rc && keep)
-        rc = be_lx_hope_begin(c);
-    if (!rc && keep) {
+    if (!rc && keep && (rc = be_lx_hope_begin(c)) > 0) {
         memcpy(c->work, asked, size);
         rc = workdiv_round(c, keep);
-        be_lx_hope_end(c);
     }
+    be_lx_hope_end(c);
     free(asked);
     return rc;
 }
