@@ -44,12 +44,14 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
     return p;
 }
 
-/* One attempt: the front half and, for a target, the back half, with
- * the source ops p->host marks running on the host. */
-static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
+/* One attempt: the front half and, for a target, the back half (only
+ * the passes before codegen with plan_only), with the source ops p->host
+ * marks running on the host. */
+static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *opts, int plan_only, char *err,
+                        size_t errlen)
 {
     p->graph = g;
-    if (ir_run_passes(p, 0))
+    if (ir_run_passes(p, 0, NULL, NULL))
         return -1;
     p->graph = NULL;
     if (opts && opts->target) {
@@ -64,12 +66,15 @@ static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *op
             wd[nwd++] = opts->work_div[h];
         p->opts.work_div = wd;
         p->opts.nwork_div = nwd;
-        p->program = cc_codegen(p, opts->target, err, errlen);
+        int rc = 0;
+        if (plan_only)
+            rc = ir_back_plan(p, opts->target, err, errlen);
+        else
+            rc = (p->program = cc_codegen(p, opts->target, err, errlen)) ? 0 : -1;
         p->opts.work_div = opts->work_div;
         p->opts.nwork_div = opts->nwork_div;
         free(wd);
-        if (!p->program)
-            return -1;
+        return rc;
     }
     return 0;
 }
@@ -101,13 +106,14 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
 /* The host fallback (docs/compiler.md, "Host ops"): when an attempt
  * fails on a source op (p->fail_src) that is not yet a host op, that op
  * becomes one and the graph is compiled again from the start.  Each
- * attempt marks one more op, so there are at most as many as ops.  The
- * last attempt's dump (dump_after) is handed back in *dump; *fused is
- * set when fuse_siblings fused products in any attempt. */
-static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen,
-                                char **dump, size_t *dlen, int *fused)
+ * attempt marks one more op, so there are at most as many as ops.  host:
+ * the source ops the attempts start with as host ops (taken).  The last
+ * attempt's dump (dump_after) is handed back in *dump; *fused is set when
+ * fuse_siblings fused products in any attempt.  With plan_only the
+ * result is planned, not compiled (compile_finish). */
+static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *host, int plan_only, char *err,
+                                size_t errlen, char **dump, size_t *dlen, int *fused)
 {
-    char *host = ir_xalloc((size_t)g->nnodes + 1);
     for (;;) {
         ir_prog *p = prog_new(g, opts, err, errlen);
         memcpy(p->host, host, (size_t)g->nnodes);
@@ -116,7 +122,7 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
         if (p->opts.dump_after && !mem)
             abort();
         p->opts.dump = mem;
-        int failed = compile_once(p, g, opts, err, errlen);
+        int failed = compile_once(p, g, opts, plan_only, err, errlen);
         *fused |= p->nsiblings > 0; /* an attempt the back half refused may have fused some */
         int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
         if (mem) {
@@ -129,8 +135,10 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
         p->opts.dump = opts ? opts->dump : NULL;
         if (!failed) {
             free(host);
-            p->err = NULL; /* the caller's buffer is not ours to keep */
-            p->errlen = 0;
+            if (!plan_only) { /* the caller's buffer is not ours to keep */
+                p->err = NULL;
+                p->errlen = 0;
+            }
             return p;
         }
         cc_result_free(p);
@@ -143,6 +151,31 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
     }
 }
 
+/* Codegen for p, planned by compile_graph: the compiled result, or,
+ * when codegen fails, the host fallback's from p's host ops on. */
+static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compile_opts *opts, int *fused)
+{
+    char *err = p->err;
+    const size_t errlen = p->errlen;
+    p->program = ir_back_finish(p, opts->target, err, errlen);
+    if (p->program) {
+        p->err = NULL;
+        p->errlen = 0;
+        return p;
+    }
+    char *host = ir_xalloc((size_t)g->nnodes + 1);
+    memcpy(host, p->host, (size_t)g->nnodes);
+    const int marked = !opts->no_fallback && mark_host(p, g, host);
+    cc_result_free(p);
+    if (!marked) {
+        free(host);
+        return NULL;
+    }
+    if (errlen)
+        err[0] = 0;
+    return compile_graph(g, opts, host, 0, err, errlen, NULL, NULL, fused);
+}
+
 static int host_ops(const cc_result *r)
 {
     int n = 0;
@@ -151,48 +184,113 @@ static int host_ops(const cc_result *r)
     return n;
 }
 
-/* alt is the better program than r: r failed, or alt runs fewer source
- * ops on the host (the fallback), or as many and is estimated faster. */
-static int better(const cc_result *alt, const cc_result *r)
+/* r is planned (compile_graph with plan_only): the back half's plan,
+ * no program yet. */
+static int planned(const cc_result *r)
 {
-    if (!alt || !r)
-        return alt != NULL;
+    return r && r->be && !r->program;
+}
+
+/* The estimate of r: be_estimate_total once compiled, its lower bound
+ * while planned. */
+static double floor_est(cc_result *r)
+{
+    return planned(r) ? be_estimate_floor(r) : be_estimate_total(r);
+}
+
+/* alt is sure to be the better program than r, whatever codegen makes
+ * of r if planned (its fallback only adds host ops, or fails): r failed,
+ * or alt runs fewer source ops on the host (the fallback), or as many and
+ * is estimated faster.  Between compiled ones, whether it is better. */
+static int sure_better(cc_result *alt, cc_result *r)
+{
+    if (!alt || planned(alt))
+        return 0;
+    if (!r)
+        return 1;
     const int ha = host_ops(alt), hr = host_ops(r);
-    return ha < hr || (ha == hr && be_estimate_total(alt) < be_estimate_total(r));
+    return ha < hr || (ha == hr && be_estimate_total(alt) < floor_est(r));
+}
+
+/* alt, planned, may turn out the better program than r once compiled. */
+static int may_better(cc_result *alt, cc_result *r)
+{
+    if (!r || planned(r))
+        return 1;
+    const int ha = host_ops(alt), hr = host_ops(r);
+    return ha < hr || (ha == hr && floor_est(alt) < be_estimate_total(r));
+}
+
+/* Which of the planned attempts *r (fuse_siblings as asked) and *alt
+ * (products apart; tried: attempted) codegen runs for next, the one
+ * likelier to be kept first; one that cannot be kept is dropped.  NULL
+ * when none is left to run. */
+static cc_result **next_codegen(cc_result **r, cc_result **alt, int tried, char *err, size_t errlen)
+{
+    if (!tried)
+        return planned(*r) ? r : NULL;
+    if (planned(*r) && planned(*alt)) {
+        const int ha = host_ops(*alt), hr = host_ops(*r);
+        return ha < hr || (ha == hr && floor_est(*alt) < floor_est(*r)) ? alt : r;
+    }
+    if (planned(*alt) && !may_better(*alt, *r)) {
+        cc_result_free(*alt);
+        *alt = NULL;
+    }
+    if (planned(*r) && sure_better(*alt, *r)) {
+        cc_result_free(*r);
+        *r = NULL;
+        if (errlen)
+            err[0] = 0;
+    }
+    return planned(*r) ? r : planned(*alt) ? alt : NULL;
 }
 
 /* Products that share A are fused (fuse_siblings) only where that saves
  * time: when the pass fused some in any attempt (the host fallback's
  * attempts included) or the compile failed, the graph is compiled again
- * without it and the better program is kept, with its dump. */
+ * without it and the better program is kept, with its dump.  Each is
+ * planned first (the passes before codegen) and codegen runs only for
+ * those that can still be kept: the plan's estimates bound the
+ * program's from below (be_estimate_floor), and were equal to them on
+ * the bench graphs.  A dump shows the passes of both: compiled whole. */
 cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     if (errlen)
         err[0] = 0;
     if (opts && opts->dump_after && ir_pass_check(opts->dump_after, opts->target != NULL, err, errlen))
         return NULL;
-    char *dump = NULL, *adump = NULL;
+    const int choose = opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE;
+    const int plan = choose && !opts->dump_after;
+    char *dump = NULL, *adump = NULL, aerr[512];
     size_t dlen = 0, alen = 0;
-    int fused = 0, afused = 0;
-    cc_result *r = compile_graph(g, opts, err, errlen, &dump, &dlen, &fused);
-    if ((!r || fused) && opts && opts->target && opts->siblings == CC_SIBLINGS_ESTIMATE) {
-        cc_compile_opts apart = *opts;
-        apart.siblings = CC_SIBLINGS_NEVER;
-        char aerr[512];
-        cc_result *alt = compile_graph(g, &apart, aerr, sizeof aerr, &adump, &alen, &afused);
-        if (better(alt, r)) {
-            cc_result *t = r;
-            r = alt;
-            alt = t;
-            char *d = dump;
-            dump = adump;
-            adump = d;
-            dlen = alen;
-            if (errlen)
-                err[0] = 0;
+    int fused = 0, afused = 0, tried = 0;
+    cc_compile_opts apart = opts ? *opts : (cc_compile_opts){0};
+    apart.siblings = CC_SIBLINGS_NEVER;
+    cc_result *r = compile_graph(g, opts, ir_xalloc((size_t)g->nnodes + 1), plan, err, errlen, &dump, &dlen, &fused);
+    cc_result *alt = NULL, **next;
+    for (;;) {
+        if (choose && !tried && (!r || fused)) {
+            alt = compile_graph(g, &apart, ir_xalloc((size_t)g->nnodes + 1), plan, aerr, sizeof aerr, &adump, &alen,
+                                &afused);
+            tried = 1;
         }
-        cc_result_free(alt);
+        if (!(next = next_codegen(&r, &alt, tried, err, errlen)))
+            break;
+        *next = compile_finish(*next, g, next == &r ? opts : &apart, next == &r ? &fused : &afused);
     }
+    if (sure_better(alt, r)) {
+        cc_result *t = r;
+        r = alt;
+        alt = t;
+        char *d = dump;
+        dump = adump;
+        adump = d;
+        dlen = alen;
+        if (errlen)
+            err[0] = 0;
+    }
+    cc_result_free(alt);
     if (dump)
         fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
     free(dump);

@@ -109,11 +109,17 @@ int ir_pass_check(const char *name, int target, char *err, size_t errlen)
     return -1;
 }
 
-int ir_run_passes(ir_prog *p, int back)
+int ir_run_passes(ir_prog *p, int back, const char *from, const char *until)
 {
+    int on = !from;
     for (size_t i = 0; i < sizeof passes / sizeof *passes; i++) {
         const ir_pass *ps = &passes[i];
         if (ps->back != back)
+            continue;
+        on |= from && !strcmp(ps->name, from);
+        if (until && !strcmp(ps->name, until))
+            break;
+        if (!on)
             continue;
         if (ps->run(p))
             return -1;
@@ -124,35 +130,65 @@ int ir_run_passes(ir_prog *p, int back)
     return 0;
 }
 
-/* The back half on its own: cc.h. */
-isa_program *cc_codegen(const cc_result *r, const chip_config *cfg, char *err, size_t errlen)
+/* The back half's passes from..until (ir_run_passes) for chip cfg, their
+ * errors into err: 0, or -1 when one failed. */
+static int run_back(ir_prog *p, const chip_config *cfg, const char *from, const char *until, char *err,
+                    size_t errlen)
 {
-    ir_prog *p = (ir_prog *)r;
     if (errlen)
         err[0] = 0;
     char *oerr = p->err;
     size_t olen = p->errlen;
     p->err = err;
     p->errlen = errlen;
-    isa_program *out = NULL;
     p->chip = cfg;
-    if (ir_run_passes(p, 1))
-        goto done;
-    out = p->be->prog;
+    if (p->be) { /* planned by an earlier call with another buffer */
+        p->be->err = err;
+        p->be->errlen = errlen;
+    }
+    const int rc = ir_run_passes(p, 1, from, until);
+    p->chip = NULL;
+    p->err = oerr;
+    p->errlen = olen;
+    return rc;
+}
+
+/* After codegen: the program, handed over; the plan stays for the
+ * report, the emitters and the caller's error buffer are no longer ours.
+ * NULL (and no plan) when the passes failed. */
+static isa_program *take_program(ir_prog *p, int failed)
+{
+    if (failed) {
+        be_free(p);
+        return NULL;
+    }
+    isa_program *out = p->be->prog;
     p->be->prog = NULL;
-    /* Keep the plan for the report; the emitters and the caller's error
-     * buffer are no longer ours. */
     free(p->be->em);
     p->be->em = NULL;
     p->be->err = NULL;
     p->be->errlen = 0;
     p->be->cfg = NULL;
     p->be->t.cfg = NULL;
-done:
-    if (!out)
-        be_free(p);
-    p->chip = NULL;
-    p->err = oerr;
-    p->errlen = olen;
     return out;
+}
+
+/* The back half on its own: cc.h. */
+isa_program *cc_codegen(const cc_result *r, const chip_config *cfg, char *err, size_t errlen)
+{
+    ir_prog *p = (ir_prog *)r;
+    return take_program(p, run_back(p, cfg, NULL, NULL, err, errlen));
+}
+
+int ir_back_plan(ir_prog *p, const chip_config *cfg, char *err, size_t errlen)
+{
+    if (!run_back(p, cfg, NULL, "codegen", err, errlen))
+        return 0;
+    be_free(p);
+    return -1;
+}
+
+isa_program *ir_back_finish(ir_prog *p, const chip_config *cfg, char *err, size_t errlen)
+{
+    return take_program(p, run_back(p, cfg, "codegen", NULL, err, errlen));
 }

@@ -591,7 +591,8 @@ static int workdiv_round(be_ctx *c, int keep)
  * DRAM, nor an operand an earlier kernel keeps as read from it).  The
  * first alone left BERT-base's QK^T on 2 cores, bound by the scores' DRAM
  * write, which the LX plan then kept on chip (docs/compiler.md, "Batch
- * splits"). */
+ * splits").  When nothing could stay, the second would see what the
+ * first saw and divide alike: it does not run (a decode step's). */
 int be_workdiv_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -603,13 +604,11 @@ int be_workdiv_pass(ir_prog *p)
     be_work *asked = ir_xalloc(size); /* the overrides, before any choice */
     memcpy(asked, c->work, size);
     int rc = workdiv_round(c, keep);
-    if (!rc && keep)
-        rc = be_lx_hope_begin(c);
-    if (!rc && keep) {
+    if (!rc && keep && (rc = be_lx_hope_begin(c)) > 0) {
         memcpy(c->work, asked, size);
         rc = workdiv_round(c, keep);
-        be_lx_hope_end(c);
     }
+    be_lx_hope_end(c);
     free(asked);
     return rc;
 }
@@ -709,6 +708,28 @@ static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
     w->idle[w->nidle++] = s;
 }
 
+/* Kernel pos's estimate by its kind's cost model as the report gives it:
+ * with the DRAM's waits priced, which the choices leave out
+ * (docs/compiler.md, "Estimates against the simulator"). */
+static double model_est(be_ctx *c, int pos)
+{
+    c->waits = 1;
+    const double e = be_kind_of(c, pos)->estimate(c, pos);
+    c->waits = 0;
+    return e;
+}
+
+/* The estimates of the ring exchanges before kernel pos (the LX plan's). */
+static double xchg_est(const be_ctx *c, int pos)
+{
+    double e = 0;
+    for (int b = 0; b < c->p->nbufs; b++) {
+        const be_xreg *x = be_res_xreg(c, b, pos);
+        e += x ? x->est : 0;
+    }
+    return e;
+}
+
 /* Kernel i's code on every core, from first[core] on, after the fence
  * before it: the fence made a bar once the instructions show a
  * dependency across cores (bd_needs_bar), and the report's figures; each
@@ -735,16 +756,8 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
     }
     ki->bar = i > 0 && bar;
     snprintf(ki->boundary, sizeof ki->boundary, "%s", bar ? why : "");
-    /* the report's estimate prices the DRAM's waits, which the choices
-     * leave out (docs/compiler.md, "Estimates against the simulator") */
-    c->waits = 1;
-    ki->est = cc_max(be_kind_of(c, i)->estimate(c, i), ki->dma_busy) + be_kind_of(c, i)->fill_drain;
-    c->waits = 0;
-    ki->xchg_est = 0;
-    for (int b = 0; b < c->p->nbufs; b++) {
-        const be_xreg *x = be_res_xreg(c, b, i);
-        ki->xchg_est += x ? x->est : 0;
-    }
+    ki->est = cc_max(model_est(c, i), ki->dma_busy) + be_kind_of(c, i)->fill_drain;
+    ki->xchg_est = xchg_est(c, i);
 }
 
 /* The codegen pass: every kernel into the program's streams, each tiled
@@ -985,6 +998,19 @@ double be_estimate_total(const ir_prog *p)
     double t = 0;
     for (int i = 0; st && i < p->norder; i++)
         t += st->k[i].est + (st->k[i].xchg_est > 0 ? st->k[i].xchg_est : 0);
+    return t;
+}
+
+/* be_estimate_total's sum, in its order, of each kernel's model_est, no
+ * more than kernel_boundary's estimate (fl(a + b) grows with a and b). */
+double be_estimate_floor(ir_prog *p)
+{
+    be_ctx *c = p->be;
+    double t = 0;
+    for (int i = 0; c && i < p->norder; i++) {
+        const double x = xchg_est(c, i);
+        t += model_est(c, i) + be_kind_of(c, i)->fill_drain + (x > 0 ? x : 0);
+    }
     return t;
 }
 

@@ -516,7 +516,8 @@ int be_res_may_tile(const be_ctx *c, int buf, int pos);
 int be_res_may_keep(const be_ctx *c, int buf, int pos);
 /* The candidates to stay in LX under the work division made so far, as
  * c->hope (be_res_may_read, be_res_may_keep see them), and their end.
- * -1 with the error of a kernel whose access failed. */
+ * 1, or 0 when none could stay (every be_res_may_ says no, as it did
+ * before), -1 with the error of a kernel whose access failed. */
 int be_lx_hope_begin(be_ctx *c);
 void be_lx_hope_end(be_ctx *c);
 /* Where kernel pos, which reads buf from LX, finds a core's rows of it:

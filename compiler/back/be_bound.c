@@ -17,6 +17,13 @@ void bd_begin(bd_state *b, const be_ctx *c)
     b->ntok = (int)c->cfg->tokens;
     b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
+    /* zeroed, unmarked: a large calloc maps pages that stay untouched
+     * until marked (a decode step's marks span 27 MB of which its kernels
+     * touch a seventh; clearing all of it was a third of its compile) */
+    b->nuse = cc_ceil_div((int64_t)c->prog->dram_bytes, b->stick) + 1;
+    b->use = calloc((size_t)b->nuse, sizeof *b->use);
+    if (!b->use)
+        abort();
 }
 
 void bd_free(bd_state *b)
@@ -156,8 +163,8 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
         const int64_t hi = cc_min(cc_min(p->hi, b->nuse), p->write ? b->uhi : b->whi);
         for (int64_t st = lo; st < hi; st++) {
             const bd_stick *u = &b->use[st];
-            const int wrote = u->w != BD_NONE && u->w != p->core; /* RAW or WAW */
-            const int read = p->write && u->r != BD_NONE && u->r != p->core; /* WAR */
+            const int wrote = u->w != BD_NONE && u->w != p->core + 1; /* RAW or WAW */
+            const int read = p->write && u->r != BD_NONE && u->r != p->core + 1; /* WAR */
             if (!wrote && !read)
                 continue;
             const int other = wrote ? u->w : u->r;
@@ -165,7 +172,7 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
             if (other == BD_MANY)
                 snprintf(who, sizeof who, "other cores");
             else
-                snprintf(who, sizeof who, "core %d", other);
+                snprintf(who, sizeof who, "core %d", other - 1);
             snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
                      (uint64_t)(st * b->stick), who, wrote ? "wrote" : "read");
             return 1;
@@ -176,16 +183,16 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
 
 static int16_t bd_merge(int16_t had, int core)
 {
-    return had == BD_NONE || had == core ? (int16_t)core : BD_MANY;
+    return had == BD_NONE || had == core + 1 ? (int16_t)(core + 1) : BD_MANY;
 }
 
-/* Sticks u[0..n) marked by no core: BD_NONE is all ones, so a memset
+/* Sticks u[0..n) marked by no core: BD_NONE is all zeros, so a memset
  * (a bar clears many megabytes of marks in a decode step). */
 static void unmark(bd_stick *u, int64_t n)
 {
-    _Static_assert(BD_NONE == -1, "BD_NONE is all one bits");
+    _Static_assert(BD_NONE == 0, "BD_NONE is all zero bits");
     if (n > 0)
-        memset(u, 0xff, (size_t)n * sizeof *u);
+        memset(u, 0, (size_t)n * sizeof *u);
 }
 
 /* A bar: clear the marks of the pieces since the last one, each piece

@@ -29,10 +29,13 @@
  * remembers the core that wrote it and the core that read it since the
  * last bar. */
 
-enum { BD_NONE = -1, BD_MANY = -2 }; /* no core, or more than one */
+/* No core, or more than one: a core is held as its number plus one, so
+ * that zeroed memory is unmarked (the marks are allocated zeroed for the
+ * whole DRAM, and the pages no kernel touches are never written). */
+enum { BD_NONE = 0, BD_MANY = -1 };
 
 typedef struct {
-    int16_t w, r; /* the core that wrote / read the stick since the last bar */
+    int16_t w, r; /* the core that wrote / read the stick since the last bar (its number plus one) */
 } bd_stick;
 
 typedef struct {

@@ -548,7 +548,14 @@ int be_res_may_keep(const be_ctx *c, int buf, int pos)
 int be_lx_hope_begin(be_ctx *c)
 {
     c->hope = lx_candidates(c);
-    return c->hope ? 0 : -1;
+    if (!c->hope)
+        return -1;
+    int some = 0; /* a candidate with a reader, or its producer's only copy: a may_ above says yes */
+    for (int b = 0; b < c->p->nbufs && !some; b++) {
+        const lx_cand *x = &c->hope[b];
+        some = x->producer >= 0 && (x->nuses + x->nxuses + x->nguses > 0 || lx_only(x));
+    }
+    return some;
 }
 
 void be_lx_hope_end(be_ctx *c)

@@ -371,10 +371,19 @@ struct cc_result {
 /* ---- Passes (each returns 0, or -1 with a message in p->err) ---- */
 
 /* The pass table (passes.c): run its front half (back 0) or back half
- * (back 1) in order, dumping after opts.dump_after; -1 when a pass
- * failed.  ir_pass_check: 0 when `name` is a pass (of the back half
- * too with a target), else -1 with "unknown pass ..." in err. */
-int ir_run_passes(ir_prog *p, int back);
+ * (back 1) in order, from the pass named `from` (NULL: the first) up to
+ * the one named `until`, which does not run (NULL: to the end), dumping
+ * after opts.dump_after; -1 when a pass failed.  ir_pass_check: 0 when
+ * `name` is a pass (of the back half too with a target), else -1 with
+ * "unknown pass ..." in err. */
+int ir_run_passes(ir_prog *p, int back, const char *from, const char *until);
+/* The back half in two parts (cc_codegen runs both): ir_back_plan the
+ * passes before codegen, after which the plan's estimates can be read
+ * (be_estimate_floor), -1 when one failed (the plan freed); then
+ * ir_back_finish codegen and the rest: the program, or NULL (the plan
+ * freed).  Errors into err. */
+int ir_back_plan(ir_prog *p, const chip_config *cfg, char *err, size_t errlen);
+isa_program *ir_back_finish(ir_prog *p, const chip_config *cfg, char *err, size_t errlen);
 int ir_pass_check(const char *name, int target, char *err, size_t errlen);
 
 int ir_decompose(ir_prog *p, const gr_graph *g); /* decompose.c */
@@ -404,6 +413,11 @@ void be_print(const ir_prog *p, const char *pass, FILE *f);
 double be_estimate(const ir_prog *p, const char *name);
 /* The sum of the estimates of every kernel and ring exchange (cycles). */
 double be_estimate_total(const ir_prog *p);
+/* After ir_back_plan, before codegen: a lower bound of what
+ * be_estimate_total will be after codegen (each kernel's estimate is its
+ * kind's cost model's or, when more, its DMA units' time in the code
+ * generated: kernel_boundary). */
+double be_estimate_floor(ir_prog *p);
 /* The reroll pass's dump (what "reroll") or its section of the report
  * ("report"): instructions per kernel before and after, loops. */
 void be_reroll_print(const ir_prog *p, const char *what, FILE *f);
