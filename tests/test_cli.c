@@ -376,6 +376,30 @@ static void test_compile_and_run_take_no_reroll(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
 }
 
+/* --siblings picks whether products sharing A become one: never keeps
+ * bert_handwritten_small's q, k and v apart (QK^T the third product,
+ * k2_bmm), always and the estimate's choice fuse them (QK^T k1_bmm);
+ * a run checks either way, and another word is a usage error. */
+static void test_compile_and_run_take_siblings(void)
+{
+    const char *trace = SPYRE_SOURCE_DIR "/traces/bert_handwritten_small";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report --siblings never", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nk2_bmm: matmul [2, 4, 16, 16 | 16]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nk1_addmm: matmul [32, 64 | 64]"));
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report --siblings always", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "k0_addmm: matmul [32, 192 | 64]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nk1_bmm: matmul [2, 4, 16, 16 | 16]"));
+    snprintf(cmd, sizeof cmd, "run %s --check --siblings never", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    snprintf(cmd, sizeof cmd, "compile %s --siblings sometimes", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--siblings is estimate, never or always"));
+}
+
 /* ---- What a run loads is checked (docs/robustness.md) ---- */
 
 static const char *const export_files[] = {"graph.txt", "weights.safetensors", "inputs.safetensors",
@@ -998,6 +1022,7 @@ int main(void)
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
+        {"compile_and_run_take_siblings", test_compile_and_run_take_siblings},
         {"timing_only_run_needs_no_weights_file", test_timing_only_run_needs_no_weights_file},
         {"run_and_ref_check_shape_and_dtype_of_every_tensor_they_load",
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},

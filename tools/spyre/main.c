@@ -376,7 +376,18 @@ static int names_graph(const char *path)
  * --no-reroll, for compile_and_load. */
 static const char *run_work_div[64];
 static int run_nwork_div;
-static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback;
+static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback, run_siblings;
+
+/* --siblings MODE: CC_SIBLINGS_* of its name, -1 for another word. */
+static int siblings_mode(const char *s)
+{
+    static const char *const names[] = {[CC_SIBLINGS_ESTIMATE] = "estimate", [CC_SIBLINGS_NEVER] = "never",
+                                        [CC_SIBLINGS_ALWAYS] = "always"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
 
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
  * and chip go before the --work-div options in wd (so those win); the
@@ -416,6 +427,7 @@ static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, int write
     o.no_lx_keep = run_no_lx_keep;
     o.no_reroll = run_no_reroll;
     o.no_fallback = run_no_fallback;
+    o.siblings = run_siblings;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -512,6 +524,10 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
         run_no_reroll = 1;
     else if (!strcmp(o, "--no-fallback"))
         run_no_fallback = 1;
+    else if (!strcmp(o, "--siblings") && val) {
+        if ((run_siblings = siblings_mode(argv[++*i])) < 0)
+            return usage_error("run", "--siblings is estimate, never or always");
+    }
     else if (!strcmp(o, "--tuning") && val)
         a->tuning = argv[++*i];
     else if (!strcmp(o, "--stats-json") && val)
@@ -839,7 +855,7 @@ static int cmd_compile(int argc, char **argv)
     if (tp_wanted(argc, argv)) /* several cards (tp.c) */
         return tp_compile(argc, argv);
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
-    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0;
+    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -859,6 +875,9 @@ static int cmd_compile(int argc, char **argv)
             if (nwork_div == 64)
                 return usage_error("compile", "too many --work-div options");
             work_div[nwork_div++] = argv[i][10] == '=' ? argv[i] + 11 : argv[++i];
+        } else if (!strcmp(argv[i], "--siblings") && i + 1 < argc) {
+            if ((siblings = siblings_mode(argv[++i])) < 0)
+                return usage_error("compile", "--siblings is estimate, never or always");
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
@@ -897,7 +916,7 @@ static int cmd_compile(int argc, char **argv)
     char err[1024];
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll,
-                            .no_fallback = no_fallback};
+                            .no_fallback = no_fallback, .siblings = siblings};
     chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
@@ -1045,7 +1064,7 @@ static const command commands[] = {
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
      "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "               [--no-fallback]",
+     "               [--no-fallback] [--siblings estimate|never|always]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
@@ -1063,7 +1082,11 @@ static const command commands[] = {
      "The reroll pass rolls each kernel's instructions into counted loops (the report's last section\n"
      "gives instructions per kernel before and after); --no-reroll leaves them spelled out, for comparison.\n"
      "An op the compiler cannot do on the device becomes a host op (kind host), which the runtime runs\n"
-     "on the host between kernels; --no-fallback makes it an error naming the op instead."},
+     "on the host between kernels; --no-fallback makes it an error naming the op instead.\n"
+     "Products that share their A operand (q, k and v of attention; gate and up of an MLP) become one\n"
+     "product where the estimate says the program is faster (--siblings estimate, the default); never\n"
+     "keeps them apart, always fuses wherever it can.  Kernel names follow: fused, attention's QK^T is\n"
+     "k1_bmm rather than k3_bmm, which --work-div names must match."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -1077,7 +1100,7 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check | --stepwise] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--no-fallback] [--max-insns N] [--max-cycles N] [--report]\n"
+     "           [--no-fallback] [--siblings MODE] [--max-insns N] [--max-cycles N] [--report]\n"
      "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]\n"
      "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]\n"
      "           [--trace FILE [--trace-level insn|kernel]] [--stats-json FILE]",
@@ -1121,7 +1144,7 @@ static const command commands[] = {
      "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
      "--report (a GRAPH) prints after them each kernel's cost-model estimate (spyre compile --report's\n"
      "`estimate:`) against the longest one core ran it, and their geometric mean and worst ratio.\n"
-     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll and --no-fallback act as for\n"
+     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll, --no-fallback and --siblings act as for\n"
      "`spyre compile`.  Host fallback ops are listed after the statistics (fallback_ops=N, each op's\n"
      "bytes and cycles, which the run's cycles include).\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"
