@@ -125,9 +125,40 @@ __attribute__((target("avx2"))) static size_t to_f32_avx2(const uint16_t *in, ui
     }
     return i;
 }
+
+/* The SSE2 rule of isa_dl16_from_f32_n on sixteen lanes (from_mag4's
+ * operations on twice the width: the same bits).  The packs work within
+ * 128-bit halves, leaving the quarters in the order 0, 2, 1, 3, which the
+ * permute restores.  Returns how many of the n it converted (a multiple of
+ * 16).  The PT workers round every DL16 product's sums through it. */
+__attribute__((target("avx2"))) static size_t from_f32_avx2(const uint32_t *u, uint16_t *out, size_t n)
+{
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff), round = _mm256_set1_epi32(ROUND_BIT);
+    const __m256i rebias = _mm256_set1_epi32((F32_EXP_BIAS - DL16_EXP_BIAS) << DL16_FRAC_BITS);
+    const __m256i maxv = _mm256_set1_epi32((int32_t)F32_DL16_MAX), ninf = _mm256_set1_epi32(ISA_DL16_NINF);
+    const __m256i signmask = _mm256_set1_epi16((short)0x8000);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i w[2], mag[2];
+        for (int h = 0; h < 2; h++) {
+            w[h] = _mm256_loadu_si256((const __m256i *)(const void *)(u + i + 8 * h));
+            const __m256i m = _mm256_and_si256(w[h], absmask);
+            __m256i v = _mm256_srli_epi32(_mm256_add_epi32(m, round), F32_FRAC_BITS - DL16_FRAC_BITS);
+            v = _mm256_sub_epi32(v, rebias);
+            v = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), v), v);
+            const __m256i big = _mm256_cmpgt_epi32(m, maxv); /* m < 2^31: signed is unsigned */
+            mag[h] = _mm256_or_si256(_mm256_andnot_si256(big, v), _mm256_and_si256(big, ninf));
+        }
+        const __m256i sign = _mm256_and_si256(
+            _mm256_packs_epi32(_mm256_srai_epi32(w[0], 16), _mm256_srai_epi32(w[1], 16)), signmask);
+        const __m256i r = _mm256_or_si256(_mm256_packs_epi32(mag[0], mag[1]), sign);
+        _mm256_storeu_si256((__m256i *)(void *)(out + i), _mm256_permute4x64_epi64(r, 0xd8));
+    }
+    return i;
+}
 #endif
 
-/* 1: the bulk conversion to fp32 takes the AVX2 path; 0: the baseline;
+/* 1: the bulk conversions to and from fp32 take the AVX2 path; 0: the baseline;
  * -1: not decided yet (the host's CPU decides on first use). */
 static _Atomic int avx2_on = -1;
 
@@ -193,6 +224,10 @@ void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n)
 {
     const uint32_t *u = (const uint32_t *)(const void *)in;
     size_t i = 0;
+#if defined(DL16_AVX2)
+    if (avx2_path())
+        i = from_f32_avx2(u, out, n);
+#endif
 #if defined(__SSE2__)
     for (; i + 8 <= n; i += 8) {
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(u + i));

@@ -336,9 +336,10 @@ void isa_dl16_to_f32_n(const uint16_t *in, float *out, size_t n);
  * (pitches in values): isa_dl16_to_f32_n on each row, without a call and
  * a path choice per row. */
 void isa_dl16_to_f32_rows(const uint16_t *in, size_t in_pitch, float *out, size_t out_pitch, size_t rows, size_t n);
-/* Whether isa_dl16_to_f32_n may take its AVX2 path (by default when the
+/* Whether the bulk conversions (isa_dl16_to_f32_n, _rows and
+ * isa_dl16_from_f32_n) may take their AVX2 paths (by default when the
  * host has AVX2) or must take the SSE2/scalar baseline (allow 0): the
- * same bits either way, as a test checks.  Returns 1 if AVX2 is now used. */
+ * same bits either way, as tests check.  Returns 1 if AVX2 is now used. */
 int isa_dl16_use_avx2(int allow);
 void isa_dl16_from_f32_n(const float *in, uint16_t *out, size_t n);
 /* Round an fp32 value through DL16 and back. */

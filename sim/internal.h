@@ -190,6 +190,24 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write);
 void sim_pt_drain(sim *s);
 void sim_pt_stop(sim *s);
 
+/* ptconv.c: DL16 tiles converted to fp32, shared by a worker's cores: a
+ * tile whose bytes equal an entry's takes its values.  A tile: rows x
+ * cols lanes in groups of stick_bytes / 2 lanes, group g at at + g * pitch,
+ * rows sb bytes apart. */
+typedef struct sim_conv_pool sim_conv_pool;
+typedef struct {
+    const uint8_t *at;
+    int64_t pitch, sb, rows, cols;
+} sim_tile_src;
+sim_conv_pool *sim_conv_new(int entries);
+void sim_conv_free(sim_conv_pool *p);
+/* The tile as row-major fp32, found or converted now; *slot and *serial
+ * name the entry for sim_conv_at.  Valid until the pool's next miss
+ * refills that entry. */
+const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, int *slot, uint64_t *serial);
+/* The values of entry slot if it still holds what serial named, else NULL. */
+const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial);
+
 /* trace.c: timeline recording. */
 void sim_trace_reset(sim *s);
 void sim_trace_insn(sim *s, int core, int unit, const sim_qent *e, double start, double end);

@@ -45,17 +45,21 @@ typedef struct {
 
 /* An operand of one core, already converted to row-major fp32, with its
  * key and version: the products of a core that share an A or B tile
- * convert it once.  A P entry may be dirty: sums an fp32 product wrote
- * to d (its key) that are not yet in LX.  They are copied there only when
- * something else reads or writes those bytes, or the entry is reused: a
- * GEMM's K steps accumulate in the buffer and only the last one's sums
- * are read from LX. */
+ * find it without comparing bytes.  An A or B entry names its values in
+ * the worker's pool of conversions (slot, serial), which the worker's
+ * cores share; a P entry holds its own (v).  A P entry may be dirty: sums
+ * an fp32 product wrote to d (its key) that are not yet in LX.  They are
+ * copied there only when something else reads or writes those bytes, or
+ * the entry is reused: a GEMM's K steps accumulate in the buffer and only
+ * the last one's sums are read from LX. */
 typedef struct {
     float *v;
     size_t cap;
     op_key key;
     uint64_t gen;
     int dirty;
+    int slot;
+    uint64_t serial;
 } op_cache;
 
 /* Entries per core, per kind: a core's products walk a few A tiles and
@@ -63,8 +67,14 @@ typedef struct {
  * block of sums per PT unit. */
 static const int cached[OP_KINDS] = {4, 16, 4};
 
+/* Conversions a worker keeps for all its cores, per kind (A, B): a GEMM's
+ * cores take a tile's K step at about the same time, so a few steps'
+ * tiles are enough. */
+static const int pooled[2] = {16, 32};
+
 typedef struct {
     op_cache *oc[OP_KINDS]; /* per core, cached[kind] entries */
+    sim_conv_pool *pool[2]; /* A and B */
     int *next[OP_KINDS];    /* per core: the entry to replace next */
     int64_t sb;             /* stick bytes */
 } pt_bufs;
@@ -247,24 +257,22 @@ static op_src source(const pt_job *j, const uint8_t *lx, int kind)
     return j->snapped[kind] ? (op_src){j->snap[kind], x->len} : (op_src){lx + x->base, x->stride};
 }
 
-/* Operand `kind` of a product of `core` as row-major fp32: the cached
- * conversion when the version matches (gen 0: never cached), else
- * converted now from its DL16 sticks at src (cols in groups of l16 lanes,
- * each group src.pitch bytes on, rows sb bytes apart). */
+/* Operand `kind` (A or B) of a product of `core` as row-major fp32: the
+ * core's cached conversion when the version matches (gen 0: never
+ * cached) and the pool still holds it, else the pool's conversion of its
+ * DL16 sticks at src (cols in groups of sb / 2 lanes, each group
+ * src.pitch bytes on, rows sb bytes apart). */
 static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, int core, int kind, uint64_t gen, op_key k,
                             int64_t sb)
 {
     op_cache *oc = cache_find(bf, core, kind, gen, k);
-    if (oc)
-        return oc->v;
-    oc = cache_next(bf, lx, core, kind);
-    const int64_t l16 = sb / 2, groups = (k.cols + l16 - 1) / l16;
-    float *v = grow(&oc->v, &oc->cap, (size_t)(k.rows * k.cols));
-    for (int64_t g = 0; g < groups; g++) { /* one call a group of lanes (the rows of an A tile: one run) */
-        int64_t w = k.cols - g * l16 < l16 ? k.cols - g * l16 : l16;
-        isa_dl16_to_f32_rows((const uint16_t *)(const void *)(src.at + g * src.pitch), (size_t)l16, v + g * l16,
-                             (size_t)k.cols, (size_t)k.rows, (size_t)w);
-    }
+    const float *v = oc ? sim_conv_at(bf->pool[kind], oc->slot, oc->serial) : NULL;
+    if (v)
+        return v;
+    if (!oc)
+        oc = cache_next(bf, lx, core, kind);
+    const sim_tile_src t = {src.at, src.pitch, sb, k.rows, k.cols};
+    v = sim_conv_get(bf->pool[kind], &t, &oc->slot, &oc->serial);
     oc->key = k;
     oc->gen = gen;
     return v;
@@ -412,6 +420,8 @@ static sim_ptq *start(sim *s)
             w->bufs.next[k] = calloc((size_t)s->cfg.cores, sizeof *w->bufs.next[k]);
             ok &= w->bufs.oc[k] && w->bufs.next[k];
         }
+        for (int k = OP_A; k <= OP_B; k++)
+            w->bufs.pool[k] = sim_conv_new(pooled[k]);
         if (!ok) {
             fprintf(stderr, "spyre: out of host memory\n");
             abort();
@@ -698,6 +708,8 @@ void sim_pt_stop(sim *s)
             free(w->bufs.oc[k]);
             free(w->bufs.next[k]);
         }
+        for (int k = OP_A; k <= OP_B; k++)
+            sim_conv_free(w->bufs.pool[k]);
     }
     free_tables(q);
     s->ptq = NULL;

@@ -283,7 +283,7 @@ static void report(sim *s, int g, long index, int is_write, const access_rec *ot
 
 static int overlaps(const access_rec *a, unsigned lo, unsigned hi) { return a->lo < hi && lo < a->hi; }
 
-static inline void access_stick(sim *s, shadow *sh, int g, const uint32_t *vc, long index, unsigned lo, unsigned hi,
+static inline __attribute__((always_inline)) void access_stick(sim *s, shadow *sh, int g, const uint32_t *vc, long index, unsigned lo, unsigned hi,
                                 int is_write, int space, uint64_t stick_addr)
 {
     access_rec me = {vc[g], (uint32_t)index, (uint16_t)g, (uint8_t)lo, (uint8_t)hi};

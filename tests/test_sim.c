@@ -152,6 +152,62 @@ static void test_pt_matmul_matches_hand_computation(void)
     sim_destroy(s);
 }
 
+/* The worker shares a conversion of A or B between products whose tiles
+ * have the same bytes, wherever they lie: three products of one core on
+ * copies of the small operands at other offsets, one with B changed in
+ * its last row's last lane and one with A changed in its last row's last
+ * lane (the second k group), must each give their own sums. */
+static void test_products_share_a_tile_conversion_only_for_equal_bytes(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N], A2[SMALL_M][SMALL_K], B2[SMALL_K][SMALL_N];
+    put_small_operands(lx, A, B);
+    memcpy(A2, A, sizeof A);
+    memcpy(B2, B, sizeof B);
+    B2[k - 1][n - 1] = isa_dl16_round(B[k - 1][n - 1] + 0.5f);
+    A2[m - 1][k - 1] = isa_dl16_round(A[m - 1][k - 1] - 0.75f);
+    memcpy(lx + 0x8000, lx + 0x4000, 0x4000); /* B's copy, then B2 in it */
+    put_dl16(lx, 0x8000 + (k - 1) * 128, B2[k - 1], n);
+    memcpy(lx + 0x2000, lx, 0x2000); /* A's copy (both groups), then A2 in it */
+    put_dl16(lx, 0x3000 + (m - 1) * 128, A2[m - 1] + 64, k - 64);
+    const struct {
+        int64_t a, b;
+        float (*A)[SMALL_K], (*B)[SMALL_N];
+    } prod[3] = {{0, 0x4000, A, B}, {0, 0x8000, A, B2}, {0x2000, 0x4000, A2, B}};
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    for (int i = 0; i < 3; i++) {
+        isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
+        mm->flags = ISA_F_F32;
+        mm->d.off = 0x10000 + i * 0x2000;
+        mm->a.off = prod[i].a;
+        mm->b.off = prod[i].b;
+        mm->m = m;
+        mm->nn = n;
+        mm->k = k;
+        mm->as[0] = 0x1000;
+        mm->ds[0] = 0x1000;
+    }
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int i = 0; i < 3; i++)
+        for (int r = 0; r < m; r++)
+            for (int c = 0; c < n; c++) {
+                double ref = 0;
+                for (int j = 0; j < k; j++)
+                    ref += (double)prod[i].A[r][j] * prod[i].B[j][c];
+                float part;
+                memcpy(&part, lx + 0x10000 + i * 0x2000 + r * 128 + c * 4, 4);
+                /* 70 products of DL16 values below 2 in fp32: far below the
+                 * changed lanes' effect (at least 1/16) */
+                CU_ASSERT_DOUBLE_EQUAL(part, ref, 1e-4);
+            }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 /* An fp32 product's sums may stay in the host worker's buffer until
  * something else touches their LX bytes: a dma.st of them must see the
  * sums, and a dma.ld over them afterwards must leave its own bytes in LX,
@@ -1224,6 +1280,8 @@ int main(void)
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
+        {"products_share_a_tile_conversion_only_for_equal_bytes",
+         test_products_share_a_tile_conversion_only_for_equal_bytes},
         {"fp32_sums_reach_dma_and_a_later_load_overwrites_them", test_fp32_sums_reach_dma_and_a_later_load_overwrites_them},
         {"a_load_over_a_queued_products_operands_leaves_it_the_old_ones",
          test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones},

@@ -1,0 +1,148 @@
+/* ptconv.c: DL16 tiles converted to row-major fp32, shared by the cores
+ * of one PT worker.  A GEMM sends each B tile to eight cores and each A
+ * tile to four (by ring), and every core used to convert its own copy:
+ * the same bytes converted up to eight times, into buffers spread over
+ * megabytes (in a `perf` profile of a values launch the conversions were
+ * a tenth of the samples, most of it cache misses on their stores).  A
+ * pool entry keeps the DL16 bytes it was converted from; a tile whose
+ * bytes equal an entry's takes that entry's fp32 values, which are the
+ * same numbers (the conversion is a function of the bytes alone).  No
+ * provenance is needed, so a tile's ring and DMA history does not matter. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float *v;       /* rows x cols fp32, row-major */
+    uint8_t *src;   /* the DL16 bytes converted: group by group, row by row, w lanes each */
+    size_t cap, src_cap;
+    int64_t rows, cols;
+    uint64_t first; /* a hash of the first row's bytes: most entries differ there */
+    uint64_t serial; /* changes whenever the entry is refilled (0: empty) */
+} conv;
+
+struct sim_conv_pool {
+    conv *e;
+    int n, next;
+    uint64_t serial;
+};
+
+sim_conv_pool *sim_conv_new(int entries)
+{
+    sim_conv_pool *p = calloc(1, sizeof *p);
+    if (p && !(p->e = calloc((size_t)entries, sizeof *p->e))) {
+        free(p);
+        p = NULL;
+    }
+    if (!p) {
+        fprintf(stderr, "spyre: out of host memory\n");
+        abort();
+    }
+    p->n = entries;
+    return p;
+}
+
+void sim_conv_free(sim_conv_pool *p)
+{
+    for (int i = 0; p && i < p->n; i++) {
+        free(p->e[i].v);
+        free(p->e[i].src);
+    }
+    if (p)
+        free(p->e);
+    free(p);
+}
+
+static void *grow(void *buf, size_t *cap, size_t bytes)
+{
+    if (bytes <= *cap)
+        return buf;
+    free(buf);
+    buf = malloc(bytes);
+    if (!buf) {
+        fprintf(stderr, "spyre: out of host memory\n");
+        abort();
+    }
+    *cap = bytes;
+    return buf;
+}
+
+static uint64_t hash_row(const uint8_t *b, size_t len)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull, w;
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (size_t i = len & ~(size_t)7; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Lanes of group g (the last may be narrower). */
+static int64_t lanes_of(const sim_tile_src *t, int64_t g, int64_t l16)
+{
+    return t->cols - g * l16 < l16 ? t->cols - g * l16 : l16;
+}
+
+/* Are the tile's bytes those entry e was converted from? */
+static int same_bytes(const conv *e, const sim_tile_src *t, int64_t l16)
+{
+    const uint8_t *k = e->src;
+    for (int64_t g = 0; g * l16 < t->cols; g++) {
+        const size_t len = (size_t)lanes_of(t, g, l16) * 2;
+        for (int64_t r = 0; r < t->rows; r++, k += len)
+            if (memcmp(k, t->at + g * t->pitch + r * t->sb, len))
+                return 0;
+    }
+    return 1;
+}
+
+/* Convert the tile into entry e, keeping its bytes. */
+static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, uint64_t first)
+{
+    const size_t elems = (size_t)(t->rows * t->cols);
+    e->v = grow(e->v, &e->cap, elems * sizeof *e->v);
+    e->src = grow(e->src, &e->src_cap, elems * 2);
+    uint8_t *k = e->src;
+    for (int64_t g = 0; g * l16 < t->cols; g++) { /* one call a group of lanes (the rows of an A tile: one run) */
+        const int64_t w = lanes_of(t, g, l16);
+        const uint8_t *at = t->at + g * t->pitch;
+        isa_dl16_to_f32_rows((const uint16_t *)(const void *)at, (size_t)t->sb / 2, e->v + g * l16,
+                             (size_t)t->cols, (size_t)t->rows, (size_t)w);
+        for (int64_t r = 0; r < t->rows; r++, k += w * 2)
+            memcpy(k, at + r * t->sb, (size_t)w * 2);
+    }
+    e->rows = t->rows;
+    e->cols = t->cols;
+    e->first = first;
+    e->serial = ++p->serial;
+}
+
+const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, int *slot, uint64_t *serial)
+{
+    const int64_t l16 = t->sb / 2;
+    const uint64_t first = hash_row(t->at, (size_t)lanes_of(t, 0, l16) * 2);
+    for (int i = 0; i < p->n; i++) {
+        conv *e = &p->e[i];
+        if (e->serial && e->first == first && e->rows == t->rows && e->cols == t->cols && same_bytes(e, t, l16)) {
+            *slot = i;
+            *serial = e->serial;
+            return e->v;
+        }
+    }
+    conv *e = &p->e[p->next];
+    *slot = p->next;
+    p->next = (p->next + 1) % p->n;
+    fill(p, e, t, l16, first);
+    *serial = e->serial;
+    return e->v;
+}
+
+const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial)
+{
+    const conv *e = &p->e[slot];
+    return serial && e->serial == serial ? e->v : NULL;
+}
