@@ -153,31 +153,36 @@ static void test_pt_matmul_matches_hand_computation(void)
 }
 
 /* The worker shares a conversion of A or B between products whose tiles
- * have the same bytes, wherever they lie: three products of one core on
+ * have the same bytes, wherever they lie: four products of one core on
  * copies of the small operands at other offsets, one with B changed in
- * its last row's last lane and one with A changed in its last row's last
- * lane (the second k group), must each give their own sums. */
+ * its last row's last lane and two with A changed in its last row's last
+ * lane of the second k group (short rows) or of the first (whole sticks),
+ * must each give their own sums. */
 static void test_products_share_a_tile_conversion_only_for_equal_bytes(void)
 {
     sim *s = sim_create(&cfg4);
     uint8_t *lx = sim_lx(s, 0);
     const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
-    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N], A2[SMALL_M][SMALL_K], B2[SMALL_K][SMALL_N];
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N], A2[SMALL_M][SMALL_K], A3[SMALL_M][SMALL_K], B2[SMALL_K][SMALL_N];
     put_small_operands(lx, A, B);
     memcpy(A2, A, sizeof A);
+    memcpy(A3, A, sizeof A);
     memcpy(B2, B, sizeof B);
     B2[k - 1][n - 1] = isa_dl16_round(B[k - 1][n - 1] + 0.5f);
     A2[m - 1][k - 1] = isa_dl16_round(A[m - 1][k - 1] - 0.75f);
+    A3[m - 1][63] = isa_dl16_round(A[m - 1][63] + 0.25f);
     memcpy(lx + 0x8000, lx + 0x4000, 0x4000); /* B's copy, then B2 in it */
     put_dl16(lx, 0x8000 + (k - 1) * 128, B2[k - 1], n);
     memcpy(lx + 0x2000, lx, 0x2000); /* A's copy (both groups), then A2 in it */
     put_dl16(lx, 0x3000 + (m - 1) * 128, A2[m - 1] + 64, k - 64);
+    memcpy(lx + 0xc000, lx, 0x2000); /* and A3 */
+    put_dl16(lx, 0xc000 + (m - 1) * 128, A3[m - 1], 64);
     const struct {
         int64_t a, b;
         float (*A)[SMALL_K], (*B)[SMALL_N];
-    } prod[3] = {{0, 0x4000, A, B}, {0, 0x8000, A, B2}, {0x2000, 0x4000, A2, B}};
+    } prod[4] = {{0, 0x4000, A, B}, {0, 0x8000, A, B2}, {0x2000, 0x4000, A2, B}, {0xc000, 0x4000, A3, B}};
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
         mm->flags = ISA_F_F32;
         mm->d.off = 0x10000 + i * 0x2000;
@@ -192,7 +197,7 @@ static void test_products_share_a_tile_conversion_only_for_equal_bytes(void)
     tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         for (int r = 0; r < m; r++)
             for (int c = 0; c < n; c++) {
                 double ref = 0;
