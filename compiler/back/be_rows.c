@@ -912,7 +912,11 @@ static double rows_kept_in(be_ctx *c, int pos, const int *writer)
  * higher by less than their round trip through DRAM (their bytes at the
  * chip's DRAM rate, written and read, as be_rows_align prices it) less the
  * round trips of what it reads from an earlier kernel split as it is now.
- * Only to more cores: taking fewer made serve_tiny's prefill_c128 4%
+ * Only tensors the reader is the last to read: kept for later readers
+ * too, they take LX other kernels need (Llama-8B's prefill layer: its
+ * RMSNorm 6 -> 32 cores kept mul_1 from q's product to v's, across the
+ * attention, whose softmax and PV then ran 2.4 and 1.8 times as long:
+ * 0.8% slower).  Only to more cores: taking fewer made serve_tiny's prefill_c128 4%
  * slower (the RoPE 6 -> 2 cores, estimated 132 cycles more, simulated
  * 1,219; the lxplan had sent its result to QK^T by a ring exchange of 284
  * cycles, not the DRAM round trip priced here). */
@@ -929,7 +933,8 @@ void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores,
     for (int a = 0; ok && a < n; a++) { /* a core's part must fit the LX kept tensors can have */
         const be_layout *L = &c->lay[bufs[a]];
         const int64_t part = cc_ceil_div(L->rows, cores) * L->groups * c->t.stick;
-        ok = (double)part <= (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE);
+        ok = (double)part <= (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE) &&
+             c->p->bufs[bufs[a]].last_use == reader;
         bytes += (double)be_buf_bytes(c, bufs[a]);
     }
     if (ok && cost < 2.0 * bytes / c->t.dram_bytes_per_cycle) {
