@@ -550,9 +550,61 @@ static int workdiv_override(be_ctx *c, const char *text)
     return 0;
 }
 
+/* Does kernel j read aligned a buffer that acc (kernel i's accesses)
+ * writes aligned?  The buffers into bufs (*nb of them); -1: j reads none
+ * of what i writes, 0: only unaligned, 1: some aligned. */
+static int reads_aligned(const be_access *acc, int n, const be_access *racc, int rn, int *bufs, int *nb)
+{
+    int found = -1;
+    *nb = 0;
+    for (int r = 0; r < rn; r++)
+        for (int a = 0; !racc[r].write && a < n; a++)
+            if (acc[a].write && acc[a].buf == racc[r].buf) {
+                found = found > 0 ? 1 : 0;
+                if (acc[a].aligned && racc[r].aligned) {
+                    bufs[(*nb)++] = racc[r].buf;
+                    found = 1;
+                }
+            }
+    return found;
+}
+
+/* One kernel ahead: kernel i's first reader (a later kernel reading what
+ * i writes), when it aligns with its writers, is planned alone (then put
+ * back as it was) for the split it takes on its own, which i's kind may
+ * then take (kd->ahead).  Kernels priced alone left llama_tiny's RoPE on
+ * 4 cores, its QK^T aligned to those, the softmax on 16 not aligned with
+ * QK^T: 14% slower than the RoPE on the 8 QK^T takes alone
+ * (docs/compiler.md, "One kernel ahead"). */
+static int ahead(be_ctx *c, int i, const int *writer)
+{
+    be_access *acc = NULL, *racc = NULL;
+    int n = 0, rn = 0, rc = be_kind_of(c, i)->access(c, i, &acc, &n), found = -1;
+    for (int j = i + 1; !rc && found < 0 && j < c->p->norder; j++) {
+        const be_kind *kj = be_kind_of(c, j);
+        const be_work w = c->work[j];
+        const be_kinfo ki = state_of(c)->k[j];
+        int cores = 0, nb = 0;
+        if (!kj->plan(c, j) && !kj->access(c, j, &racc, &rn)) {
+            cores = c->work[j].cores;
+            int *bufs = ir_xalloc((size_t)(rn + 1) * sizeof *bufs);
+            found = reads_aligned(acc, n, racc, rn, bufs, &nb);
+            if (found > 0 && kj->align)
+                be_kind_of(c, i)->ahead(c, i, writer, j, cores, bufs, nb);
+            free(bufs);
+        }
+        free(racc);
+        racc = NULL;
+        c->work[j] = w;
+        state_of(c)->k[j] = ki;
+    }
+    free(acc);
+    return rc;
+}
+
 /* Every kernel's work division in order, each row kernel or batched
  * product aligned with the earlier kernel writing what it reads where that
- * pays (keep: LX planning on). */
+ * pays, or else with its first reader's own split (keep: LX planning on). */
 static int workdiv_round(be_ctx *c, int keep)
 {
     ir_prog *p = c->p;
@@ -567,6 +619,12 @@ static int workdiv_round(be_ctx *c, int keep)
             kd->align(c, i, writer);
             if (c->work[i].cores != cores)
                 rc = kd->plan(c, i); /* again, on the aligned cores */
+        }
+        if (!rc && keep && kd->ahead && !state_of(c)->k[i].forced && !c->work[i].aligned_to) {
+            int cores = c->work[i].cores;
+            rc = ahead(c, i, writer);
+            if (!rc && c->work[i].cores != cores)
+                rc = kd->plan(c, i);
         }
         be_access *acc = NULL;
         int n = 0;

@@ -54,6 +54,8 @@ typedef struct {
     int nokeep;        /* work_div "+nokeep": no tensor it reads or writes is kept in LX across kernels */
     int aligned_to;    /* row kernels, batched matmuls: its cores were set to those of the kernel at this position + 1, which
                           writes a tensor it reads, so that the tensor can stay in LX (0: not) */
+    int ahead;         /* row kernels: its cores were set to those the kernel at this position + 1, its first reader,
+                          takes on its own (be_rows_ahead; 0: not) */
 } be_work;
 
 /* A ring exchange (lxplan, be_lxplan.c): before the kernel at pos, which
@@ -561,6 +563,11 @@ typedef struct {
      * writes a tensor b it reads, when that lets the tensor stay in LX
      * for less than the DRAM round trip costs */
     void (*align)(be_ctx *c, int pos, const int *writer);
+    /* workdiv, optional: split it over `cores`, the split its first
+     * reader (at position reader) takes on its own, when that lets the n
+     * buffers bufs that reader reads aligned stay in LX for less than
+     * their DRAM round trip (writer: as for align) */
+    void (*ahead)(be_ctx *c, int pos, const int *writer, int reader, int cores, const int *bufs, int n);
     /* workdiv, lxplan: the DRAM buffers it reads and writes (*out, n of
      * them; the caller frees *out) */
     int (*access)(be_ctx *c, int pos, be_access **out, int *n);
@@ -594,6 +601,7 @@ const be_kind *be_kind_of(const be_ctx *c, int pos);
 int be_rows_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_rows_plan(be_ctx *c, int pos);
 void be_rows_align(be_ctx *c, int pos, const int *writer);
+void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores, const int *bufs, int n);
 double be_rows_estimate(be_ctx *c, int pos);
 /* Free the staged loads' row spans the row kernels' plans walked. */
 void be_rows_spans_free(be_ctx *c);

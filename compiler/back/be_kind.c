@@ -152,10 +152,10 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
 {
     const be_work *w = &c->work[pos];
     const ir_prog *p = c->p;
+    const int as = w->aligned_to ? w->aligned_to : w->ahead;
     fprintf(f, "%s: rows over %d core%s%s%s%s%s, split %s; ", p->kernels[p->order[pos]].name, w->cores,
-            w->cores == 1 ? "" : "s", forced ? " (work_div)" : "", w->aligned_to ? " (as " : "",
-            w->aligned_to ? p->kernels[p->order[w->aligned_to - 1]].name : "", w->aligned_to ? ", for LX)" : "",
-            w->cores > 1 ? "rows" : "nothing");
+            w->cores == 1 ? "" : "s", forced ? " (work_div)" : "", as ? " (as " : "", as ? p->kernels[p->order[as - 1]].name : "",
+            as ? ", for LX)" : "", w->cores > 1 ? "rows" : "nothing");
     print_split(f, "rows:", w->rows, w->cores, "rows");
     fprintf(f, "; %" PRId64 " columns whole\n", w->cols);
 }
@@ -179,15 +179,15 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
 #define ROWS_FILL_DRAIN 0
 
 #define ROWS_KIND                                                                                                      \
-    {"row kernel",  be_rows_plan,     be_rows_align, be_rows_access, be_rows_estimate, be_rows_need,                 \
+    {"row kernel",  be_rows_plan,     be_rows_align, be_rows_ahead, be_rows_access, be_rows_estimate, be_rows_need,                 \
      be_rows_emit, rows_split, ROWS_SYNTAX,   rows_print_work, rows_print_report, ROWS_FILL_DRAIN, 1}
 
 static const be_kind kinds[] = {
     [IR_POINTWISE] = ROWS_KIND,
     [IR_REDUCTION] = ROWS_KIND,
-    [IR_MATMUL] = {"matmul template", be_matmul_plan, be_matmul_align, be_matmul_access, be_matmul_estimate, be_matmul_need,
+    [IR_MATMUL] = {"matmul template", be_matmul_plan, be_matmul_align, NULL, be_matmul_access, be_matmul_estimate, be_matmul_need,
                    be_matmul_emit, mm_split, MM_SYNTAX, mm_print_work, mm_print_report, MM_FILL_DRAIN, 0},
-    [IR_HOST] = {"host fallback", be_host_plan, NULL, be_host_access, be_host_estimate, be_host_need, be_host_emit,
+    [IR_HOST] = {"host fallback", be_host_plan, NULL, NULL, be_host_access, be_host_estimate, be_host_need, be_host_emit,
                  be_host_split, "a host op takes no work_div", be_host_print_work, be_host_print_report, 0, 0},
 };
 

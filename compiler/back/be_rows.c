@@ -898,6 +898,21 @@ static int64_t rk_chunk_rows(const rk_plan *k, int64_t r0, int64_t rt, int64_t p
     return 0;
 }
 
+/* Does it store a result through a staged copy?  Its sticks run across
+ * rows: every core's part must be a whole number of sticks' rows. */
+static int rk_staged_out(const rk_plan *k)
+{
+    int staged = 0;
+    for (int j = 0; j < k->nn; j++)
+        staged |= k->nodes[j].dram && k->nodes[j].staged;
+    return staged;
+}
+
+static int rk_split_ok(const be_ctx *c, const rk_plan *k, int cores)
+{
+    return !rk_staged_out(k) || cores <= 1 || k->rows % ((int64_t)cores * c->t.lanes16) == 0;
+}
+
 /* The cost model's cycles for row kernel pos on `cores` cores (-1: error). */
 static double rows_estimate(be_ctx *c, int pos, int cores)
 {
@@ -949,6 +964,62 @@ void be_rows_align(be_ctx *c, int pos, const int *writer)
     }
 }
 
+/* Bytes of the tensors row kernel pos reads aligned from an earlier
+ * kernel on its own cores (writer[b]: the position writing b aligned, or
+ * -1), which could stay in LX between them: what another split loses. */
+static double rows_kept_in(be_ctx *c, int pos, const int *writer)
+{
+    be_access *acc = NULL;
+    int n = 0;
+    double bytes = 0;
+    if (be_rows_access(c, pos, &acc, &n))
+        return 0;
+    for (int a = 0; a < n; a++) {
+        const int src = acc[a].write || !acc[a].aligned ? -1 : writer[acc[a].buf];
+        if (src >= 0 && c->work[src].cores == c->work[pos].cores)
+            bytes += (double)be_buf_bytes(c, acc[a].buf);
+    }
+    free(acc);
+    return bytes;
+}
+
+/* Split row kernel pos over `cores` like its first reader splits on its
+ * own, so that the n tensors bufs it writes and that reader reads aligned
+ * can stay in LX between them, when its cost model prices that split
+ * higher by less than their round trip through DRAM (their bytes at the
+ * chip's DRAM rate, written and read, as be_rows_align prices it) less the
+ * round trips of what it reads from an earlier kernel split as it is now.
+ * Only tensors the reader is the last to read: kept for later readers
+ * too, they take LX other kernels need (Llama-8B's prefill layer: its
+ * RMSNorm 6 -> 32 cores kept mul_1 from q's product to v's, across the
+ * attention, whose softmax and PV then ran 2.4 and 1.8 times as long:
+ * 0.8% slower).  Only to more cores: taking fewer made serve_tiny's prefill_c128 4%
+ * slower (the RoPE 6 -> 2 cores, estimated 132 cycles more, simulated
+ * 1,219; the lxplan had sent its result to QK^T by a ring exchange of 284
+ * cycles, not the DRAM round trip priced here). */
+void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores, const int *bufs, int n)
+{
+    be_work *w = &c->work[pos];
+    if (cores <= w->cores || cores > w->rows || c->t.dram_bytes_per_cycle <= 0)
+        return;
+    rk_plan k;
+    int ok = !rk_build(c, pos, &k) && rk_split_ok(c, &k, cores);
+    const double cost = ok ? rows_cost(c, &k, cores) - rows_cost(c, &k, w->cores) : 0;
+    rk_free(&k);
+    double bytes = -rows_kept_in(c, pos, writer);
+    for (int a = 0; ok && a < n; a++) { /* a core's part must fit the LX kept tensors can have */
+        const be_layout *L = &c->lay[bufs[a]];
+        const int64_t part = cc_ceil_div(L->rows, cores) * L->groups * c->t.stick;
+        ok = (double)part <= (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE) &&
+             c->p->bufs[bufs[a]].last_use == reader;
+        bytes += (double)be_buf_bytes(c, bufs[a]);
+    }
+    if (ok && cost < 2.0 * bytes / c->t.dram_bytes_per_cycle) {
+        w->cores = cores;
+        w->ahead = reader + 1;
+    }
+}
+
 int be_rows_plan(be_ctx *c, int pos)
 {
     rk_plan k;
@@ -965,10 +1036,7 @@ int be_rows_plan(be_ctx *c, int pos)
         /* a staged result's sticks run across rows: every core's part a
          * whole number of sticks' rows, else one core; a split taken from
          * the producer (be_rows_align) that breaks this is dropped */
-        int staged = 0;
-        for (int j = 0; j < k.nn; j++)
-            staged |= k.nodes[j].dram && k.nodes[j].staged;
-        const int split_ok = !staged || w->cores <= 1 || k.rows % ((int64_t)w->cores * c->t.lanes16) == 0;
+        const int staged = rk_staged_out(&k), split_ok = rk_split_ok(c, &k, w->cores);
         if (!rc && w->aligned_to && !split_ok) {
             w->cores = 0;
             w->aligned_to = 0;
