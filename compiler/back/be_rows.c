@@ -266,10 +266,14 @@ static int64_t rk_row_stick(const rk_plan *k, const be_view *v, int64_t r)
  * against k_proj's 122k. */
 #define RK_SHARE_BAR 0.4
 
+/* The estimate of the kernel before k's; 1 when there is none, or when
+ * it has no work division yet (workdiv's look one kernel ahead plans a
+ * reader whose kernel before is not divided: no cores to price it on). */
 static double rk_prev_est(rk_plan *k)
 {
     if (k->prev_est == 0) {
-        const double e = k->pos > 0 ? be_kind_of(k->c, k->pos - 1)->estimate(k->c, k->pos - 1) : 1;
+        const int prev = k->pos - 1;
+        const double e = prev >= 0 && k->c->work[prev].cores > 0 ? be_kind_of(k->c, prev)->estimate(k->c, prev) : 1;
         k->prev_est = e < 1 ? 1 : e; /* an error's -1 */
     }
     return k->prev_est;
