@@ -1752,6 +1752,48 @@ static void test_a_forced_tiling_of_a_grid_over_the_ring_sets_its_k_chunk(void)
     gr_graph_free(g);
 }
 
+/* BERT-base's output projection (128 x 768 x 768 with a bias) on a 4x8r
+ * grid in K chunks of 64: each core's A rows (4 of the grid row's 32) go
+ * to the row's seven other cores in three groups, the first chunk alone,
+ * then seven chunks and four (at most 31 sticks a send), not one send per
+ * chunk (84 ring sends of four sticks a core, half the ring's time a
+ * chunk); the values validate against the reference executor. */
+static void test_a_grid_over_the_ring_sends_a_rows_in_groups_of_chunks_and_validates(void)
+{
+    static const char *text = "graph oproj\n"
+                              "input %x: f32[128, 768]\n"
+                              "input %w: f32[768, 768]\n"
+                              "input %b: f32[768]\n"
+                              "%y: f32[128, 768] = aten.addmm.default(%b, %x, %w)\n"
+                              "output %y\n";
+    static const char *const wd[] = {"k0_addmm=4x8r/32x2x64"};
+    char err[1024], *rep;
+    gr_graph *g = gr_graph_parse(text, "oproj.txt", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    cc_result *r = compile_wd(g, "spyre", wd, 1, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    TU_ASSERT_CONTAINS(rep, "k 768 in chunks of 64", "A shared in rows of the grid");
+    free(rep);
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    /* core 1: row 0 of an unstreamed column forwards no B, so its sends
+     * of four-stick runs are its A rows' (and its results') */
+    long asends = 0, grouped = 0;
+    for (size_t k = 0; k < p->cores[1].n; k++) {
+        const isa_insn *in = &p->cores[1].insns[k];
+        asends += in->op == ISA_OP_RING_SEND && in->run == 4 && in->n[0] >= 1;
+        grouped += in->op == ISA_OP_RING_SEND && in->run == 4 && in->n[0] == 7;
+    }
+    printf("\n  core 1: %ld ring sends of 4-stick runs, %ld of them 7 chunks of A", asends, grouped);
+    CU_ASSERT_EQUAL(grouped, 7);
+    CU_ASSERT_EQUAL(asends, 7 * 3);
+    isa_program_free(p);
+    sim_stats st;
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 1, &st), 0);
+    printf(" (%.0f cycles)", st.cycles);
+    gr_graph_free(g);
+}
+
 /* A grid over the ring whose B column block does not fit LX whole walks
  * its tile in blocks of fewer sticks, B streamed down the columns in K
  * chunks through slots: on spyre-4core (256 KB of LX) the cost model takes
@@ -4467,6 +4509,8 @@ int main(void)
         {"a grid over the ring with uneven parts and DRAM operands validates",
          test_a_grid_over_the_ring_with_uneven_parts_and_dram_operands_validates},
         {"grid over the ring regressions from fuzzing validate", test_grid_over_the_ring_regressions_from_fuzzing_validate},
+        {"a grid over the ring sends A rows in groups of chunks and validates",
+         test_a_grid_over_the_ring_sends_a_rows_in_groups_of_chunks_and_validates},
         {"a grid over the ring streams B in K chunks and validates",
          test_a_grid_over_the_ring_streams_b_in_k_chunks_and_validates},
         {"products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_validate",

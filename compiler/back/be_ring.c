@@ -800,20 +800,46 @@ static void rg_a_tile_out(rg_core *g, int64_t gi, int64_t kg)
     }
 }
 
+/* A's own rows (not in tiles) leave in groups of chunks: the first chunk
+ * alone (its way in is the kernel's start), then as many chunks as make
+ * RG_A_STICKS sticks a send, so that the ring does not pay a send's issue
+ * GN - 1 times every chunk for a few rows (BERT-base's output projection,
+ * 4x8r, K chunks of 64: seven sends of four sticks a chunk, 75 cycles
+ * each, half of the ring's 1,650 cycles a chunk: 21,080 -> 18,822 cycles).
+ * Only small sends are grouped: the 1024^3 chain's first product (32 rows
+ * a part, 32-stick sends) grouped in twos ran 0.583 of peak, not 0.643.
+ * The stick groups of A that go out at chunk jc, 0 if none. */
+#define RG_A_STICKS 31
+static int64_t rg_a_group(const rg_core *g, int64_t jc)
+{
+    const int64_t lanes = g->c->t.lanes16, KC = g->mc.KC;
+    int64_t pn = 1;
+    for (int q = 0; q < g->rs.n; q++) /* the row's largest part: every core of it groups alike */
+        pn = cc_max(pn, g->rs.len[q]);
+    int64_t per = cc_max(1, RG_A_STICKS / (pn * cc_ceil_div(KC, lanes)));
+    if (g->m->ares) /* from LX: grouped in twos, the 1024^3 chain's middle product went 0.708 -> 0.696 */
+        per = 1;
+    if (jc > 0 && (jc - 1) % per)
+        return 0;
+    const int64_t end = cc_min(jc == 0 ? KC : (jc + per) * KC, g->m->Kd);
+    return cc_ceil_div(end, lanes) - jc * KC / lanes;
+}
+
 /* sfp1, in the first block: the grid row's A of the chunk at stick group
  * gi is in (from each core of the row, or with A in tiles from the one
- * holding it); then both PTs may read it. */
-static void rg_a_in(rg_core *g, int64_t gi)
+ * holding it; sent is 0 where the chunk's rows came with an earlier
+ * chunk's); then both PTs may read it. */
+static void rg_a_in(rg_core *g, int64_t gi, int sent)
 {
     cc_emit *e = g->e;
-    for (int64_t q = 0; q < g->gn; q++) {
+    for (int64_t q = 0; q < g->gn && sent; q++) {
         int64_t t0, tn;
         if (g->m->atile)
             rg_a_tile(g->m, q, &t0, &tn);
         if (q != g->j && (!g->m->atile || (gi >= t0 && gi < t0 + tn)))
             cc_emit_wait(e, ISA_U_SFP1, g->aarr[q]);
     }
-    if (!g->m->atile)
+    if (!g->m->atile && sent)
         cc_emit_wait(e, ISA_U_SFP1, g->aload);
     for (int u = 0; u < g->mc.nc; u++)
         cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
@@ -841,12 +867,21 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
         if (stream && step >= g->mc.tl.slots)
             cc_emit_wait(e, ISA_U_DMAI, g->slotfree);
         be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
-        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
+        if (m->ares || b > 0)
+            cc_emit_sig(e, ISA_U_DMAI, g->loaded);
     }
+    /* in the first block the own A rows (from DRAM) are loaded right
+     * behind B's chunk and both signalled after: a signal waits for dmai's
+     * loads to land, so one after each paid DRAM's latency twice a chunk
+     * (BERT-base's output projection, 4x8r: about 1,650 cycles a chunk,
+     * the ring and PTs idle between) */
+    const int64_t akg = m->atile ? kg : rg_a_group(g, jc);
     if (b == 0 && m->atile)
         rg_a_tile_out(g, gi, kg);
-    else if (b == 0)
-        rg_a_out(g, gi, kg, aoff);
+    else if (b == 0 && akg > 0)
+        rg_a_out(g, gi, akg, aoff);
+    if (g->i == g->mid && !m->ares && b == 0)
+        cc_emit_sig(e, ISA_U_DMAI, g->loaded);
     if (g->i == g->mid)
         cc_emit_wait(e, ISA_U_RING, g->loaded);
     for (int64_t pc = 0; pc < g->ns; pc++) {
@@ -873,7 +908,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
         rg_release(g, step - 1 + g->mc.tl.slots);
     }
     if (b == 0)
-        rg_a_in(g, gi);
+        rg_a_in(g, gi, akg > 0);
 }
 
 /* pt u: its part of chunk jc of block b (the core's step-th); the first
