@@ -90,8 +90,8 @@ int64_t mm_most_rows(const mm_plan *m, int64_t (*lx)(const mm_plan *, int64_t, i
     if (hi < 1)
         return 0;
     const int64_t l1 = lx(m, 1, nbs, kc);
-    if (l1 > budget)
-        return 0;
+    if (l1 > budget || hi == 1)
+        return l1 > budget ? 0 : 1;
     const int64_t lh = lx(m, hi, nbs, kc);
     if (lh <= budget)
         return hi;
