@@ -301,16 +301,18 @@ static int64_t mm_lx_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC
 #define MM_CORE_DRAM_SHARE 0.85
 
 /* An operand staged whole (restickified once per core, m->aw / m->bw) is
- * loaded before the first block, not while the PT works: its bytes move
- * out of the per-chunk ones (*core, *chip: re-read by each of `reread`
- * blocks, as mm_estimate counts them) into *stage_core / *stage_chip. */
-static void mm_take_whole(int whole, int64_t reread, double *core, double *chip, double *stage_core,
+ * loaded before the first block, not while the PT works: it leaves the
+ * per-chunk bytes (*core, *chip), and each of the grid's `cores` loads
+ * its buffer's `bytes` whole, as codegen stages it (a core's share of the
+ * batch indices counted instead, transformer_small's B broadcast over the
+ * batch was priced twice what each core loads). */
+static void mm_take_whole(int whole, double bytes, double cores, double *core, double *chip, double *stage_core,
                           double *stage_chip)
 {
     if (!whole)
         return;
-    *stage_core += *core / (double)reread;
-    *stage_chip += *chip / (double)reread;
+    *stage_core += bytes;
+    *stage_chip += bytes * cores;
     *core = *chip = 0;
 }
 
@@ -319,7 +321,8 @@ static void mm_take_whole(int whole, int64_t reread, double *core, double *chip,
  * at the chip's DRAM rate, then the DRAM's wait (bert_base's QK^T on 2
  * cores staged 786 KB in 9,200 cycles, then ran its 8,131 of PT).  The
  * kernel ends with its slowest core: a one-off wait is priced on the
- * channels every core's reads span together (chip). */
+ * channels every core's reads span together, which for operands staged
+ * whole, the same bytes on every core, are one core's (core). */
 static double mm_stage_cycles(const cc_target *t, double core, double chip)
 {
     if (core <= 0)
@@ -330,7 +333,7 @@ static double mm_stage_cycles(const cc_target *t, double core, double chip)
     double stream = core / rate;
     if (dram > 0 && chip / dram > stream)
         stream = chip / dram;
-    return 2 * t->dma_insn_cycles + stream + cc_dram_wait(t, chip, stream);
+    return 2 * t->dma_insn_cycles + stream + cc_dram_wait(t, core, stream);
 }
 
 static int mm_rows_split(const mm_plan *m, const be_work *w);
@@ -385,8 +388,8 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     if (m->alx && (m->atile || (gn == 1 && m->gk <= 1 && mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb}))))
         a_chip = 0;
     double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0, w_core = 0, w_chip = 0;
-    mm_take_whole(m->c->waits && m->aw, m->whole_dram ? 1 : nbn, &a_core, &a_chip, &w_core, &w_chip);
-    mm_take_whole(m->c->waits && m->bw, m->whole_dram ? 1 : nbm, &b_core, &b_chip, &w_core, &w_chip);
+    mm_take_whole(m->c->waits && m->aw, (double)be_buf_bytes(m->c, m->mm->a), cores, &a_core, &a_chip, &w_core, &w_chip);
+    mm_take_whole(m->c->waits && m->bw, (double)be_buf_bytes(m->c, m->mm->b), cores, &b_core, &b_chip, &w_core, &w_chip);
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
         e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
