@@ -338,17 +338,24 @@ static double mm_stage_cycles(const cc_target *t, double core, double chip)
 
 static int mm_rows_split(const mm_plan *m, const be_work *w);
 
-/* Does a gm x gn grid (m's batch and K parts) of a batched product write
- * its results as a row kernel on as many cores would read them, so that
- * they can stay in LX (m->lxonly: the LX plan keeps them there only)?
- * Not asked of plain products: on serve_tiny's prefill on spyre-4core,
- * k17_silu_mm_mul's kept result priced so moved it from a grid over the
- * ring (2x2r, whose estimate counts no DRAM write either way; 1,848
- * cycles) to 2x1, estimated 2,593 and simulated 4,753. */
+/* Does a gm x gn grid (m's batch and K parts) leave each core a
+ * contiguous part of the rows, as a row kernel on as many cores has them
+ * (one grid column, no split of K)? */
+static int mm_grid_rows(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    return gn == 1 && m->gk <= 1 && mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb});
+}
+
+/* Does such a grid of a batched product write its results as a row
+ * kernel on as many cores would read them, so that they can stay in LX
+ * (m->lxonly: the LX plan keeps them there only)?  Not asked of plain
+ * products: on serve_tiny's prefill on spyre-4core, k17_silu_mm_mul's
+ * kept result priced so moved it from a grid over the ring (2x2r, whose
+ * estimate counts no DRAM write either way; 1,848 cycles) to 2x1,
+ * estimated 2,593 and simulated 4,753. */
 static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
 {
-    return m->lxonly && m->nbatch > 1 && gn == 1 && m->gk <= 1 &&
-           mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb});
+    return m->lxonly && m->nbatch > 1 && mm_grid_rows(m, gm, gn);
 }
 
 static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
@@ -385,7 +392,8 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
      * grid's rows) moves no DRAM bytes: bert_base's PV, its A the softmax
      * kept in LX, was estimated 7,979 cycles for 2,942 simulated with
      * them counted */
-    if (m->alx && (m->atile || (gn == 1 && m->gk <= 1 && mm_rows_split(m, &(be_work){.gm = gm, .gn = gn, .gb = m->gb}))))
+    const int a_lx = m->alx && (m->atile || mm_grid_rows(m, gm, gn));
+    if (a_lx)
         a_chip = 0;
     double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0, w_core = 0, w_chip = 0;
     mm_take_whole(m->c->waits && m->aw, (double)be_buf_bytes(m->c, m->mm->a), cores, &a_core, &a_chip, &w_core, &w_chip);
@@ -408,7 +416,7 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
     /* a core's reads stream at most at a share of the chip's DRAM rate */
     const double stream = t->dram_bytes_per_cycle > 0
-                              ? ((a_chip > 0 ? a_core : 0) + b_core + e_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
+                              ? ((a_lx ? 0 : a_core) + b_core + e_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
                               : 0;
     double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
     double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;

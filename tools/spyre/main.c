@@ -383,7 +383,7 @@ static int siblings_mode(const char *s)
 {
     static const char *const names[] = {[CC_SIBLINGS_ESTIMATE] = "estimate", [CC_SIBLINGS_NEVER] = "never",
                                         [CC_SIBLINGS_ALWAYS] = "always"};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (!strcmp(s, names[i]))
             return i;
     return -1;
