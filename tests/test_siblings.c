@@ -23,37 +23,6 @@ typedef struct {
     sim_stats st;
 } run_out;
 
-/* dir/graph.txt holding text, and dir/weights.safetensors holding each
- * parameter p of the graph ("name" and its shape rows x cols, cols 0 for
- * a vector) with values that differ along every dim. */
-typedef struct {
-    const char *name;
-    int64_t rows, cols;
-} param;
-
-static void write_graph(const char *dir, const char *text, const param *ps, int np)
-{
-    char path[1024], err[256];
-    snprintf(path, sizeof path, "%s/graph.txt", dir);
-    tu_write_file(path, text, strlen(text));
-    rt_st_entry e[8];
-    float *data[8];
-    CU_ASSERT_FATAL(np <= 8);
-    for (int i = 0; i < np; i++) {
-        const int64_t n = ps[i].rows * (ps[i].cols ? ps[i].cols : 1);
-        data[i] = malloc((size_t)n * sizeof *data[i]);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(data[i]);
-        for (int64_t j = 0; j < n; j++) /* ~1/sqrt(K), so products stay near 1 */
-            data[i][j] = 0.06f * sinf(0.37f * (float)j + 1.3f * (float)i);
-        e[i] = (rt_st_entry){.name = ps[i].name, .dtype = RT_ST_F32, .rank = ps[i].cols ? 2 : 1,
-                             .shape = {ps[i].rows, ps[i].cols}, .data = data[i]};
-    }
-    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
-    CU_ASSERT_EQUAL(rt_st_write(path, e, np, err, sizeof err), 0);
-    for (int i = 0; i < np; i++)
-        free(data[i]);
-}
-
 static run_out run(const char *dir, const char *cfgname, int siblings)
 {
     run_out o = {.bad = -1};
@@ -155,7 +124,7 @@ static const char *qkv_graph = "graph qkv\n"
                                "%p: f32[128, 128] = aten._softmax.default(%s, -1, False)\n"
                                "%o: f32[128, 256] = aten.mm.default(%p, %v)\n"
                                "output %o\n";
-static const param qkv_params[] = {{"wq", 256, 256}, {"bq", 256, 0}, {"wk", 256, 256},
+static const tu_param qkv_params[] = {{"wq", 256, 256}, {"bq", 256, 0}, {"wk", 256, 256},
                                    {"bk", 256, 0},   {"wv", 256, 256}, {"bv", 256, 0}};
 
 /* Fused, the three projections are one product kernel (k0_addmm) that
@@ -166,7 +135,7 @@ static void test_qkv_projections_are_one_product_that_reads_x_once(void)
 {
     char dir[512];
     tu_tmpdir(dir, sizeof dir);
-    write_graph(dir, qkv_graph, qkv_params, 6);
+    tu_write_graph(dir, qkv_graph, qkv_params, 6);
     run_out fused = run(dir, "spyre", CC_SIBLINGS_ESTIMATE), apart = run(dir, "spyre", CC_SIBLINGS_NEVER);
     CU_ASSERT_EQUAL(fused.bad, 0);
     CU_ASSERT_EQUAL(apart.bad, 0);
@@ -183,7 +152,7 @@ static void test_qkv_projections_validate_on_the_4core_chip(void)
 {
     char dir[512];
     tu_tmpdir(dir, sizeof dir);
-    write_graph(dir, qkv_graph, qkv_params, 6);
+    tu_write_graph(dir, qkv_graph, qkv_params, 6);
     CU_ASSERT_EQUAL(run(dir, "spyre-4core", CC_SIBLINGS_ALWAYS).bad, 0);
     tu_rmtree(dir);
 }
@@ -208,10 +177,10 @@ static const char *mlp_graph = "graph gateup\n"
 
 static void test_gate_and_up_products_fused_validate(void)
 {
-    static const param ps[] = {{"wg", 512, 256}, {"wu", 512, 256}, {"wd", 256, 512}};
+    static const tu_param ps[] = {{"wg", 512, 256}, {"wu", 512, 256}, {"wd", 256, 512}};
     char dir[512];
     tu_tmpdir(dir, sizeof dir);
-    write_graph(dir, mlp_graph, ps, 3);
+    tu_write_graph(dir, mlp_graph, ps, 3);
     run_out fused = run(dir, "spyre", CC_SIBLINGS_ALWAYS);
     CU_ASSERT_EQUAL(fused.bad, 0);
     CU_ASSERT_EQUAL(fused.products, 2);
@@ -225,12 +194,12 @@ static void test_gate_and_up_products_fused_validate(void)
  * from DRAM) the separate products. */
 static void test_the_default_is_the_program_of_lower_estimate(void)
 {
-    static const param ps[] = {{"wg", 512, 256}, {"wu", 512, 256}, {"wd", 256, 512}};
+    static const tu_param ps[] = {{"wg", 512, 256}, {"wu", 512, 256}, {"wd", 256, 512}};
     const char *texts[] = {qkv_graph, mlp_graph};
     for (int i = 0; i < 2; i++) {
         char dir[512];
         tu_tmpdir(dir, sizeof dir);
-        write_graph(dir, texts[i], i ? ps : qkv_params, i ? 3 : 6);
+        tu_write_graph(dir, texts[i], i ? ps : qkv_params, i ? 3 : 6);
         int pf, pa, pd;
         const double fused = estimate_total(dir, "spyre", CC_SIBLINGS_ALWAYS, &pf);
         const double apart = estimate_total(dir, "spyre", CC_SIBLINGS_NEVER, &pa);
@@ -259,10 +228,10 @@ static void test_siblings_of_partial_sticks_stay_apart(void)
                               "%b: f32[64, 100] = aten.mm.default(%x, %tb)\n"
                               "%y: f32[64, 100] = aten.mul.Tensor(%a, %b)\n"
                               "output %y\n";
-    static const param ps[] = {{"wa", 100, 128}, {"wb", 100, 128}};
+    static const tu_param ps[] = {{"wa", 100, 128}, {"wb", 100, 128}};
     char dir[512];
     tu_tmpdir(dir, sizeof dir);
-    write_graph(dir, text, ps, 2);
+    tu_write_graph(dir, text, ps, 2);
     run_out o = run(dir, "spyre", CC_SIBLINGS_ALWAYS);
     CU_ASSERT_EQUAL(o.bad, 0);
     CU_ASSERT_EQUAL(o.products, 2);

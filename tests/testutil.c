@@ -3,6 +3,7 @@
 
 #include <CUnit/Basic.h>
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,4 +246,27 @@ rt_program *tu_ktir_load(const char *text, const kt_arg *args, int nargs, const 
     rt_program *prog = rt_load_program(*dev, p, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
     return prog;
+}
+
+void tu_write_graph(const char *dir, const char *text, const tu_param *ps, int np)
+{
+    char path[1024], err[256];
+    snprintf(path, sizeof path, "%s/graph.txt", dir);
+    tu_write_file(path, text, strlen(text));
+    rt_st_entry e[8];
+    float *data[8];
+    CU_ASSERT_FATAL(np <= 8);
+    for (int i = 0; i < np; i++) {
+        const int64_t n = ps[i].rows * (ps[i].cols ? ps[i].cols : 1);
+        data[i] = malloc((size_t)n * sizeof *data[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(data[i]);
+        for (int64_t j = 0; j < n; j++)
+            data[i][j] = 0.06f * sinf(0.37f * (float)j + 1.3f * (float)i);
+        e[i] = (rt_st_entry){.name = ps[i].name, .dtype = RT_ST_F32, .rank = ps[i].cols ? 2 : 1,
+                             .shape = {ps[i].rows, ps[i].cols}, .data = data[i]};
+    }
+    snprintf(path, sizeof path, "%s/weights.safetensors", dir);
+    CU_ASSERT_EQUAL(rt_st_write(path, e, np, err, sizeof err), 0);
+    for (int i = 0; i < np; i++)
+        free(data[i]);
 }

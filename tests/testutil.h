@@ -28,6 +28,15 @@ void tu_write_tmpfile(const char *suffix, const void *bytes, size_t n, char *pat
  * special files of the tests are made only inside one.  tu_rmtree removes
  * it and everything in it. */
 void tu_tmpdir(char *buf, size_t len);
+/* dir/graph.txt holding text, and dir/weights.safetensors holding each
+ * parameter p of the graph ("name" and its shape rows x cols, cols 0 for
+ * a vector) with values that differ along every dim (about 1/sqrt(K),
+ * so products stay near 1). */
+typedef struct {
+    const char *name;
+    int64_t rows, cols;
+} tu_param;
+void tu_write_graph(const char *dir, const char *text, const tu_param *ps, int np);
 void tu_rmtree(const char *dir);
 /* Make a FIFO named NAME in directory DIR, asserting it was made; its path
  * goes to path. */

@@ -849,6 +849,15 @@ static void cg_walk_end(cg_walk *w)
     free(w->idle);
 }
 
+/* The most LX any core's code of the kernel just emitted took. */
+static int64_t lx_top_of(const be_ctx *c)
+{
+    int64_t top = 0;
+    for (int core = 0; core < c->cfg->cores; core++)
+        top = cc_max(top, (int64_t)c->em[core].lx_top);
+    return top;
+}
+
 int be_codegen_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -879,10 +888,13 @@ int be_codegen_pass(ir_prog *p)
             c->em[core].lx_limit = (uint64_t)c->lx_floor[i];
         }
         c->pos = i;
+        c->drain = 0;
         be_xchg_emit(c, i);
         rc = be_kind_of(c, i)->emit(c, i);
         for (int core = 0; core < ncores && !rc; core++)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
+        if (!rc && i + 1 < p->norder && be_kind_of(c, i + 1)->prefetch)
+            rc = be_kind_of(c, i + 1)->prefetch(c, i + 1, lx_top_of(c));
         if (!rc)
             kernel_boundary(c, &w, i, first);
     }

@@ -123,6 +123,11 @@ typedef struct be_ctx {
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     int pos;           /* codegen: the kernel position being emitted */
+    double drain;      /* codegen: the cycles the kernel just emitted runs after its last DRAM load (0: none known) */
+    struct {           /* codegen: operand chunks the kernel before kernel pos loaded ahead for it into LX */
+        int pos;       /* (be_kind.prefetch; n 0: none) */
+        int64_t at, n;
+    } pre;
     char *err;
     size_t errlen;
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
@@ -579,6 +584,12 @@ typedef struct {
     int64_t (*need)(be_ctx *c, int pos);
     /* codegen: its instructions on every core it runs on */
     int (*emit)(be_ctx *c, int pos);
+    /* codegen, optional: called once the kernel before it is emitted,
+     * whose LX use ends below `above` on every core: into that kernel's
+     * streams, loads of the first chunks of operands no kernel writes into
+     * LX between `above` and both kernels' floors, recorded in c->pre for
+     * its emit (-1 with an error) */
+    int (*prefetch)(be_ctx *c, int pos, int64_t above);
     /* workdiv: a work_div SPEC's split from *q on (advanced past it), into
      * w; the cores it uses, or -1 when it is none of `syntax` */
     int64_t (*split)(const char **q, be_work *w);
@@ -613,6 +624,7 @@ void be_matmul_align(be_ctx *c, int pos, const int *writer);
 double be_matmul_estimate(be_ctx *c, int pos);
 int64_t be_matmul_need(be_ctx *c, int pos);
 int be_matmul_emit(be_ctx *c, int pos);
+int be_matmul_prefetch(be_ctx *c, int pos, int64_t above);
 /* The host fallback's kernels (be_host.c). */
 int be_host_plan(be_ctx *c, int pos);
 int be_host_access(be_ctx *c, int pos, be_access **out, int *n);

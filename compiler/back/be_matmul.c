@@ -1887,6 +1887,19 @@ int64_t be_matmul_need(be_ctx *c, int pos)
     return need;
 }
 
+int be_matmul_prefetch(be_ctx *c, int pos, int64_t above)
+{
+    const be_work *w = &c->work[pos];
+    if (!w->bcast || w->gn < 2) /* only a grid over the ring streams B from one loader a column */
+        return 0;
+    mm_plan m;
+    int rc = mm_prepare(c, pos, &m, 0);
+    if (!rc)
+        rc = mm_rg_prefetch(c, &m, above);
+    mm_free(&m);
+    return rc;
+}
+
 int be_matmul_emit(be_ctx *c, int pos)
 {
     mm_plan m;

@@ -5,6 +5,7 @@
 #include "be_matmul.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 
 /* ---- B broadcast over the ring ----
@@ -77,6 +78,28 @@ static void bc_route_of(int64_t gm, int wrap, int64_t step, int64_t nsteps, int 
             r->down = -1;
 }
 
+/* The ring's cost of passing on one piece of B (a stick group of a K
+ * chunk), and of a block's epilogue and stores once its last product is done. */
+static double rg_piece(const cc_target *t, const mm_tiling *tl)
+{
+    return t->dma_insn_cycles + (double)tl->KC * (double)t->stick / (double)t->cfg->ring_bytes_per_cycle;
+}
+
+static double rg_tail(const mm_plan *m, const mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    return (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
+           (double)(tl->MB * tl->NBS) * (double)t->stick / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+}
+
+/* The cycles a streamed grid runs after its last load: the last chunk's
+ * way down the column and the last block's epilogue, with the DRAM idle
+ * (what the next kernel's loads ahead may fill: mm_rg_prefetch). */
+static double rg_drain(const mm_plan *m, int64_t gm, const mm_tiling *tl)
+{
+    return (double)(gm - 1 + tl->NBS - 1) * rg_piece(&m->c->t, tl) + rg_tail(m, tl);
+}
+
 static int64_t mm_bc_lx(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
 {
     const int64_t sb = m->c->t.stick;
@@ -117,8 +140,7 @@ static void mm_bc_estimate(const mm_plan *m, int64_t gm, int64_t mt, mm_tiling *
     step = step > way / (BC_SLOTS - 1) ? step : way / (BC_SLOTS - 1);
     step = step > a_in ? step : a_in;
     double in = way;
-    double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
-                  (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    double tail = rg_tail(m, tl);
     tl->cycles = (double)steps * step + in + tail;
     tl->bytes = (double)(nbm * m->Kd * m->GN) * sb + (double)(nbn * m->M * m->KG) * sb + (double)(m->M * m->GN) * sb;
 }
@@ -288,7 +310,7 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
                 t->pt_insn_cycles + 2 * t->sync_cycles;
     const double mp = (double)cc_ceil_div(m->M, (int64_t)t->cfg->cores), kg = (double)cc_ceil_div(tl->KC, t->lanes16);
     const double nsb = (double)cc_ceil_div(ns, tl->NBS);
-    double piece = t->dma_insn_cycles + (double)tl->KC * sb / rbpc;
+    double piece = rg_piece(t, tl);
     double ring = (double)tl->NBS * piece + (double)(gn - 1) * (t->dma_insn_cycles + kg * mp * sb / rbpc);
     /* the DRAM: B's chunk every step, A's (unless kept in LX) in the first block's */
     const double bpc = t->dram_bytes_per_cycle > 0 ? t->dram_bytes_per_cycle : 0;
@@ -299,8 +321,7 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
     later = later > bdram ? later : bdram;
     double in = t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / t->dma_bytes_per_cycle +
                 (double)(gm - 1 + tl->NBS - 1) * piece;
-    double tail = (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5 +
-                  (double)(tl->MB * tl->NBS) * sb / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    double tail = rg_tail(m, tl);
     if (tl->slots) { /* a slot's round: freed, loaded (DRAM shared by the columns' loaders), passed down, used */
         const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle / (double)gn < t->dma_bytes_per_cycle
                                 ? t->dram_bytes_per_cycle / (double)gn
@@ -518,15 +539,16 @@ void mm_splitk_reduce(mm_core *mc)
  * (rs: the grid row's parts), its tile's sticks [tg0, tg0 + tns) walked
  * in nsb blocks, the current one sticks [g0, g0 + ns); the LX areas (AG
  * the grid row's A, BW the column block's B or bslot its K chunks'
- * slots, C the block, CT the epilogue's column temps) and tokens; the
- * corelets' parts and the epilogue pipe. */
+ * slots, C the block, CT the epilogue's column temps, pre the first npre
+ * K chunks the kernel before loaded ahead) and tokens; the corelets' parts
+ * and the epilogue pipe. */
 typedef struct {
     mm_core mc;
     be_ctx *c;
     mm_plan *m;
     cc_emit *e;
     int core;
-    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols, tg0, tns, nsb, nsteps;
+    int64_t gm, gn, i, j, mid, mt, p0, pn, own, g0, ns, cols, tg0, tns, nsb, nsteps, pre, npre;
     mm_rows rs;
     int64_t AG, BW, C, colt, CT, bslot[RG_SLOTS], cred_src, cred_in[2];
     int aarr[RG_MAX_GN], aload, aload_r, loaded, arr, efull;
@@ -699,7 +721,9 @@ static int64_t rg_bchunk(const rg_core *g, int64_t step, int64_t k0, int64_t *st
 {
     const int64_t sb = g->c->t.stick;
     *stride = g->mc.tl.slots ? g->mc.KC * sb : g->m->Kd * sb;
-    return g->mc.tl.slots ? g->bslot[step % g->mc.tl.slots] : g->BW + k0 * sb;
+    if (step < g->npre) /* loaded ahead: in a place of its own, no slot */
+        return g->pre + step * g->mc.NBS * g->mc.KC * sb;
+    return g->mc.tl.slots ? g->bslot[(step - g->npre) % g->mc.tl.slots] : g->BW + k0 * sb;
 }
 
 /* Free this core's slot of B's chunk of step `step` (its chunk `slots`
@@ -864,9 +888,10 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     int64_t bs;
     const int64_t bat = rg_bchunk(g, step, k0, &bs);
     if (g->i == g->mid) {
-        if (stream && step >= g->mc.tl.slots)
+        if (stream && step - g->npre >= g->mc.tl.slots)
             cc_emit_wait(e, ISA_U_DMAI, g->slotfree);
-        be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
+        if (step >= g->npre)
+            be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
         if (m->ares || b > 0)
             cc_emit_sig(e, ISA_U_DMAI, g->loaded);
     }
@@ -897,7 +922,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
             const int h = (int)((h0 + g->j) % 2);
             if (g->down[h] < 0)
                 continue;
-            if (stream && pc == 0 && step >= g->mc.tl.slots)
+            if (stream && pc == 0 && step - g->npre >= g->mc.tl.slots)
                 cc_emit_wait(e, ISA_U_RING, g->cred[h]);
             cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
         }
@@ -905,7 +930,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     if (stream && step > 0) {
         for (int u = 0; u < g->mc.nc; u++)
             cc_emit_wait(e, ISA_U_RING, g->ptdone[u]);
-        rg_release(g, step - 1 + g->mc.tl.slots);
+        if (step - 1 >= g->npre) /* a chunk loaded ahead held no slot */
+            rg_release(g, step - 1 + g->mc.tl.slots);
     }
     if (b == 0)
         rg_a_in(g, gi, akg > 0);
@@ -1142,12 +1168,88 @@ int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
     return rc;
 }
 
+/* B's first K chunks loaded ahead (be_kind.prefetch): after a streamed
+ * grid's last load the DRAM idles while that chunk goes down its column
+ * and the last epilogue runs (c->drain); in that time the columns'
+ * loaders of this kernel load the first block's first chunks (as many
+ * as the drain moves at the DRAM's rate, at most the slots' count) behind
+ * the kernel's own loads, into LX above both kernels' working LX and
+ * below both floors (the same place on every core: the pieces go down
+ * the column there). Only a B no kernel writes (a parameter), and only
+ * where B streams (BERT-base's FFN down-projection: 3 chunks a loader,
+ * the layer 197,498 -> 193,104 cycles). */
+static int rg_pre_room(be_ctx *c, mm_plan *m, int64_t above, int64_t *need, int64_t *room)
+{
+    const int pos = m->ep.pos;
+    *need = above;
+    for (int core = 0; core < c->work[pos].cores; core++) {
+        cc_emit e;
+        be_lx_probe(c, pos, core, &e);
+        rg_core *g = ir_xalloc(sizeof *g);
+        const int rc = rg_setup(g, c, m, core, &e);
+        free(g);
+        if (rc)
+            return -1;
+        *need = cc_max(*need, (int64_t)e.lx_top);
+    }
+    *room = cc_min(c->lx_floor[pos - 1], c->lx_floor[pos]) - *need;
+    return 0;
+}
+
+int mm_rg_prefetch(be_ctx *c, mm_plan *m, int64_t above)
+{
+    const int pos = m->ep.pos;
+    const mm_tiling *tl = &m->rg_tl;
+    int64_t at, room;
+    c->pre.n = 0;
+    if (pos < 1 || c->p->bufs[m->mm->b].kind != IR_BUF_PARAM)
+        return 0;
+    if (rg_pre_room(c, m, above, &at, &room))
+        return -1;
+    if (!tl->slots)
+        return 0;
+    const int64_t sb = c->t.stick, chunk = tl->NBS * tl->KC * sb;
+    /* as many chunks as the columns' loaders move in the kernel before's drain */
+    const int64_t fill = (int64_t)ceil(c->drain * c->t.dram_bytes_per_cycle / (double)(c->work[pos].gn * chunk));
+    const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots, tl->nch), room / chunk), fill));
+    const ir_kernel *prev = &c->p->kernels[c->p->order[pos - 1]];
+    for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
+        rg_core *g = ir_xalloc(sizeof *g);
+        cc_emit probe;
+        be_lx_probe(c, pos, core, &probe);
+        int rc = rg_setup(g, c, m, core, &probe);
+        if (!rc && g->i == g->mid) {
+            cc_emit *e = &c->em[core];
+            rg_block(g, 0);
+            cc_kernel_begin(e, prev->name);
+            for (int64_t s = 0; s < n; s++) {
+                const int64_t k0 = rg_k0(g, s);
+                be_dma_rows(c, e, ISA_OP_DMA_LD, at + s * chunk, tl->KC * sb, &g->bv0, &m->brsp, k0,
+                            cc_min(tl->KC, m->Kd - k0), g->ns);
+            }
+            cc_kernel_end(e);
+            rc = cc_emit_failed(e) ? -1 : 0;
+        }
+        free(g);
+        if (rc)
+            return -1;
+    }
+    c->pre.pos = pos;
+    c->pre.at = at;
+    c->pre.n = n;
+    return 0;
+}
+
 /* A core of the grid over the ring: setup, then K chunk by chunk (in,
  * products), then the epilogue. */
 int mm_rg_core(be_ctx *c, mm_plan *m, int core)
 {
     rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
     int rc = rg_setup(g, c, m, core, &c->em[core]);
+    if (c->pre.n > 0 && c->pre.pos == m->ep.pos) {
+        g->pre = c->pre.at;
+        g->npre = c->pre.n;
+    }
     if (!rc) {
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
@@ -1166,6 +1268,8 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
             cc_emit_wait(g->e, ISA_U_RING, g->ptdone[u]);
         rg_send_pending(g);
         cc_kernel_end(g->e);
+        if (g->mc.tl.slots)
+            c->drain = rg_drain(m, g->gm, &g->mc.tl);
         free(g->mc.T.memo);
         free(g->mc.T.memo_id);
         rc = rc || cc_emit_failed(g->e) ? -1 : 0;
