@@ -2490,6 +2490,57 @@ static void test_the_estimates_of_transformer_small_on_4_cores_are_within_half_t
     gr_graph_free(g);
 }
 
+/* A product of fewer rows than a PT pass stages its restickified B whole
+ * on every core of its grid, so each core it is split over reads all of
+ * B: serve_tiny's decode step (2 sequences, 256 cached tokens) QK^T,
+ * k^T from the cache pool, took 1x4 (each of 4 cores staging the 130 KB)
+ * where one core reads it once: 25,759 -> 20,267 cycles. */
+/* g compiled for spyre with the n work_div specs wd, run for its timing
+ * alone (no values): its statistics in *st, the
+ * grid's core count of kernel `name` in *cores. */
+static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const char *name, sim_stats *st, int *cores)
+{
+    char err[512], *rep;
+    cc_result *r = compile_wd(g, "spyre", wd, n, &rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    long gm = 0, gn = 0;
+    CU_ASSERT_EQUAL(report_grid(rep, name, &gm, &gn, cores), 0);
+    TU_ASSERT_CONTAINS(rep, "B k_pool (sfp.rst from its sticks, staged whole once per core)");
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    rt_device *dev;
+    rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
+    sim_options so = {.values = 0, .trace = SIM_TRACE_OFF}; /* (random cache positions index nothing) */
+    rt_set_options(dev, &so);
+    rt_run_result *res = malloc(sizeof *res);
+    CU_ASSERT_FATAL(res && !rt_launch(prog, res));
+    *st = res->stats;
+    free(res);
+    free(rep);
+    rt_unload(prog);
+    rt_close(dev);
+    cc_result_free(r);
+}
+
+static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_each_read_all_of_it(void)
+{
+    char err[512], *text = tu_read_file(SPYRE_SOURCE_DIR "/traces/serve_tiny/decode_b2_c256/graph.txt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    gr_graph *g = gr_graph_parse(text, "graph.txt", err, sizeof err);
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static const char *const wd[] = {"k7_bmm=1x4"};
+    sim_stats def, four;
+    int cdef = 0, cfour = 0;
+    run_for_stats(g, NULL, 0, "k7_bmm", &def, &cdef);
+    run_for_stats(g, wd, 1, "k7_bmm", &four, &cfour);
+    CU_ASSERT_EQUAL(cdef, 1);
+    CU_ASSERT_EQUAL(cfour, 4);
+    CU_ASSERT(def.cycles < four.cycles);
+    CU_ASSERT(def.dram_bytes_read < four.dram_bytes_read);
+    gr_graph_free(g);
+}
+
 /* An uneven split-K grid: the cells' tiles differ, each is one block. */
 static void test_split_k_on_an_uneven_grid_validates(void)
 {
@@ -4537,6 +4588,8 @@ int main(void)
          test_the_estimate_of_a_product_waiting_on_dram_per_k_chunk_is_within_a_quarter},
         {"the estimate of a product whose A stays in LX counts no DRAM bytes for it",
          test_the_estimate_of_a_product_whose_a_stays_in_lx_counts_no_dram_bytes_for_it},
+        {"a short product staging B whole is not split over cores that each read all of it",
+         test_a_short_product_staging_b_whole_is_not_split_over_cores_that_each_read_all_of_it},
         {"the estimates of transformer_small on 4 cores are within half to twice",
          test_the_estimates_of_transformer_small_on_4_cores_are_within_half_to_twice},
         {"the estimate of a transpose counts a dma per run of rows",

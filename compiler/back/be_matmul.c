@@ -376,9 +376,9 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
     double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
     double b_core = nbc * (double)(nbm * ns * m->Kc) * sb;
     double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
-    /* an operand staged whole is read whole by every core, once (only
-     * when staging whole and per block are compared: the grid is searched
-     * as before, its batch parts aligned with the row kernels' cores) */
+    /* an operand staged whole is read whole by every core, once (when
+     * staging whole and per block are compared, and in the grid search
+     * of a product staging whole only: mm_plan_grid) */
     const double cores = (double)(gm * gn * m->gb * m->gk);
     if (m->aw && m->whole_dram) {
         a_core = (double)be_buf_bytes(m->c, m->mm->a);
@@ -963,7 +963,15 @@ static int mm_plan_mask(be_ctx *c, int pos, mm_plan *m, int over, int mask, doub
 /* The grid (over: a work_div's). Restickified operands are staged whole
  * once per core (both, one or none; whole, every core reads the operand's
  * every stick) or per block, whichever the cost model prefers by
- * MM_STAGE_GAIN, else the first of both, one, none. */
+ * MM_STAGE_GAIN, else the first of both, one, none.  A product of fewer
+ * rows than a PT pass stages whole only, and its grid is searched with
+ * every core reading the operand whole (serve_tiny's decode QK^T, k^T
+ * from the cache pool: 1x4, each core staging all of it, 6,549 cycles;
+ * 1x1 2,294).  Where the masks are compared the grid is searched with a
+ * core's share: the choices do not price the staging before the first
+ * block (the report does), and so pricing it whole there moved
+ * encoder_small's QK^T and PV from per-block staging on 8 cores to whole
+ * on 3 (13,015 -> 15,945 cycles). */
 static int mm_plan_grid(be_ctx *c, int pos, mm_plan *m, int over, double *best)
 {
     be_work *w = &c->work[pos];
@@ -978,7 +986,9 @@ static int mm_plan_grid(be_ctx *c, int pos, mm_plan *m, int over, double *best)
         if ((mi && masks[mi] == masks[mi - 1]) || (mi >= nmasks && kept >= 0)) /* (else: none fits whole) */
             continue;
         *w = start;
+        m->whole_dram = nmasks == 1;
         rc = mm_plan_mask(c, pos, m, over, masks[mi], &e);
+        m->whole_dram = 0;
         double bytes, whole = e;
         mm_tiling tl;
         if (!rc && e != DBL_MAX && (m->aw || m->bw)) {
