@@ -26,6 +26,7 @@ typedef struct {
     double now;
     int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
     uint8_t **unit; /* [core][instruction index]: its unit (isa_insn_unit), UNIT_UNKNOWN until first issued */
+    double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     uint64_t issued;    /* instructions the sequencers issued so far */
     uint64_t max_insns; /* the limits of sim_options, defaults applied */
@@ -114,19 +115,24 @@ static int kernels_begin(engine *g)
     return 0;
 }
 
-/* The unit of each instruction, found when it is first issued: a loop's
- * body issues its instructions many times, and the unit costs a table
- * lookup and a switch.  Returns 0, or -1 when out of host memory. */
+/* The unit of each instruction, found when it is first issued, and the
+ * least duration its counts allow (for the cycle limit), found when it
+ * first starts: a loop's body issues its instructions many times, and the
+ * unit costs a table lookup and a switch, the duration a few more.
+ * Returns 0, or -1 when out of host memory. */
 static int units_begin(engine *g)
 {
     g->unit = calloc((size_t)g->p->ncores, sizeof *g->unit);
-    if (!g->unit)
+    g->tmin = calloc((size_t)g->p->ncores, sizeof *g->tmin);
+    if (!g->unit || !g->tmin)
         return -1;
     for (int c = 0; c < g->p->ncores; c++) {
         size_t n = g->p->cores[c].n;
-        if (!(g->unit[c] = malloc(n ? n : 1)))
+        if (!(g->unit[c] = malloc(n ? n : 1)) || !(g->tmin[c] = malloc((n ? n : 1) * sizeof **g->tmin)))
             return -1;
         memset(g->unit[c], UNIT_UNKNOWN, n);
+        for (size_t i = 0; i < n; i++)
+            g->tmin[c][i] = NAN;
     }
     return 0;
 }
@@ -135,8 +141,12 @@ static void units_end(engine *g)
 {
     for (int c = 0; g->unit && c < g->p->ncores; c++)
         free(g->unit[c]);
+    for (int c = 0; g->tmin && c < g->p->ncores; c++)
+        free(g->tmin[c]);
     free(g->unit);
+    free(g->tmin);
     g->unit = NULL;
+    g->tmin = NULL;
 }
 
 static isa_unit unit_of(engine *g, int core, long pc)
@@ -148,6 +158,14 @@ static isa_unit unit_of(engine *g, int core, long pc)
     if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
         *u = (uint8_t)v;
     return v;
+}
+
+static double min_cycles(engine *g, int core, long pc, const isa_insn *in)
+{
+    double *m = &g->tmin[core][pc];
+    if (isnan(*m))
+        *m = sim_time_min(g->s, in);
+    return *m;
 }
 
 /* Each entry's longest span of one core, into st->kernels. */
@@ -514,7 +532,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
-        if (past_cycles(g, c->id, u, e->index, t + sim_time_min(s, in)) || sim_exec(s, c, u, e, &tm))
+        if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, in)) || sim_exec(s, c, u, e, &tm))
             return -1;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;

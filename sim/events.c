@@ -1,45 +1,23 @@
 /* events.c: the event loop's queue of pending events, in the order (time,
  * then first scheduled first).
  *
- * An agent (a core's sequencer or one of its units) has at most one event
- * pending, so agents' events sit in a tournament tree with one leaf per
- * agent: each inner node holds the least event below it.  Changing a leaf
- * walks one fixed path to the root, comparing with the sibling at each
- * level; the addresses do not depend on the comparisons (unlike a heap's
- * sift-down), so the host loads them all at once.  The earliest event is
- * the root.  An agent's event stays in its leaf while the agent runs, and
- * the next pop retires it unless the agent scheduled itself again: an
- * agent that does so changes its leaf once, not twice.  Token events (a
- * ring instruction's signal to another core) can be several per core and
- * are rare: they wait in a small binary heap beside the tree. */
+ * Events at one time run in the order they were scheduled, so each
+ * distinct pending time keeps a FIFO of its events, and the times sit in
+ * an array sorted ascending.  The cores of a program mostly move in step,
+ * so few distinct times are pending at once (a 1024^3 GEMM's 256 agents
+ * share a handful) and a new event mostly lands on the latest time, on a
+ * new latest one, or on the earliest: those are checked first, the rest
+ * found by binary search.  A pop takes the head of the earliest time's
+ * FIFO.  Earlier rounds kept one key per event, (time, order) in 128
+ * bits, in a binary heap and then in a tournament tree over the agents: a
+ * schedule walked log2(agents) levels of 128-bit compares. */
 #include "events.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A key: the bits of the (never negative) time above, the sequence number
- * and the agent's leaf below.  Compared as one unsigned integer it orders
- * events by time, then by the order they were scheduled (numbers are
- * unique), as the engine requires. */
-#define LEAF_BITS 16
-#define KEY_NONE (~(sim_evkey)0)
-
-static sim_evkey make_key(double t, uint64_t seq, unsigned leaf)
-{
-    uint64_t bits;
-    t += 0.0; /* -0.0 becomes +0.0, whose bits sort first */
-    memcpy(&bits, &t, sizeof bits);
-    return (sim_evkey)bits << 64 | (sim_evkey)(seq << LEAF_BITS | leaf);
-}
-
-static double key_time(sim_evkey k)
-{
-    uint64_t bits = (uint64_t)(k >> 64);
-    double t;
-    memcpy(&t, &bits, sizeof t);
-    return t;
-}
+#define EVQ_END UINT32_MAX
 
 static void *grow(void *p, size_t n, size_t size)
 {
@@ -54,85 +32,109 @@ static void *grow(void *p, size_t n, size_t size)
 void sim_evq_init(sim_evq *q, int nagents)
 {
     memset(q, 0, sizeof *q);
-    q->nleaf = 1;
-    while (q->nleaf < (size_t)nagents)
-        q->nleaf *= 2;
-    q->tree = grow(NULL, 2 * q->nleaf, sizeof *q->tree);
-    for (size_t i = 0; i < 2 * q->nleaf; i++)
-        q->tree[i] = KEY_NONE;
-    q->cur = -1;
+    q->cap = nagents > 8 ? (size_t)nagents : 8;
+    q->times = grow(NULL, q->cap, sizeof *q->times);
+    q->nodecap = q->cap;
+    q->node = grow(NULL, q->nodecap, sizeof *q->node);
+    q->spare = EVQ_END;
 }
 
 void sim_evq_free(sim_evq *q)
 {
-    free(q->tree);
-    free(q->tok);
+    free(q->times);
+    free(q->node);
     memset(q, 0, sizeof *q);
 }
 
-/* Leaf `leaf` holds k now: the path above it takes the least of each pair. */
-static void set_leaf(sim_evq *q, size_t leaf, sim_evkey k)
+static uint32_t node_new(sim_evq *q, int32_t agent, int32_t core, int64_t tok)
 {
-    size_t n = q->nleaf + leaf;
-    q->tree[n] = k;
-    for (; n > 1; n >>= 1) {
-        sim_evkey s = q->tree[n ^ 1];
-        k = s < k ? s : k;
-        q->tree[n >> 1] = k;
+    uint32_t n = q->spare;
+    if (n != EVQ_END)
+        q->spare = q->node[n].next;
+    else {
+        if (q->nnode == q->nodecap) {
+            q->nodecap *= 2;
+            q->node = grow(q->node, q->nodecap, sizeof *q->node);
+        }
+        n = q->nnode++;
     }
+    q->node[n] = (sim_evnode){agent, core, tok, EVQ_END};
+    return n;
 }
 
-void sim_evq_agent(sim_evq *q, int agent, double t)
+/* A new time at position i of the array (lo <= i <= hi), the times from i
+ * on moved up one, or those before it down one when there is room below. */
+static sim_evtime *time_insert(sim_evq *q, size_t i, double t)
 {
-    set_leaf(q, (size_t)agent, make_key(t, q->seq++, (unsigned)agent));
+    if (q->lo > 0 && i - q->lo < q->hi - i) {
+        memmove(&q->times[q->lo - 1], &q->times[q->lo], (i - q->lo) * sizeof *q->times);
+        q->lo--;
+        i--;
+    } else {
+        if (q->hi == q->cap) {
+            if (q->lo > q->cap / 2) { /* the popped half is free: slide down */
+                size_t shift = q->lo;
+                memmove(q->times, &q->times[shift], (q->hi - shift) * sizeof *q->times);
+                q->lo = 0;
+                q->hi -= shift;
+                i -= shift;
+            } else {
+                q->cap *= 2;
+                q->times = grow(q->times, q->cap, sizeof *q->times);
+            }
+        }
+        memmove(&q->times[i + 1], &q->times[i], (q->hi - i) * sizeof *q->times);
+        q->hi++;
+    }
+    q->times[i] = (sim_evtime){t + 0.0, EVQ_END, EVQ_END}; /* -0.0 pops as +0.0 */
+    return &q->times[i];
 }
 
-void sim_evq_token(sim_evq *q, double t, int core, int64_t tok)
+/* The entry of time t, made if none is pending. */
+static sim_evtime *time_at(sim_evq *q, double t)
 {
-    if (q->ntok == q->tokcap) {
-        q->tokcap = q->tokcap ? 2 * q->tokcap : 64;
-        q->tok = grow(q->tok, q->tokcap, sizeof *q->tok);
-    }
-    sim_tokev e = {make_key(t, q->seq++, 0), core, tok};
-    size_t i = q->ntok++;
-    while (i && e.key < q->tok[(i - 1) / 2].key) {
-        q->tok[i] = q->tok[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    q->tok[i] = e;
+    size_t lo = q->lo, hi = q->hi;
+    if (lo == hi || t > q->times[hi - 1].t)
+        return time_insert(q, hi, t);
+    if (t == q->times[hi - 1].t)
+        return &q->times[hi - 1];
+    if (t <= q->times[lo].t)
+        return t == q->times[lo].t ? &q->times[lo] : time_insert(q, lo, t);
+    /* times[lo].t < t < times[hi - 1].t: the last time <= t, by halving
+     * without a branch on the comparison (it goes either way at random) */
+    const sim_evtime *at = &q->times[lo];
+    for (size_t n = hi - lo; n > 1; n -= n / 2)
+        at = at[n / 2].t <= t ? at + n / 2 : at;
+    size_t i = (size_t)(at - q->times);
+    return at->t == t ? &q->times[i] : time_insert(q, i + 1, t);
 }
 
-static sim_tokev token_pop(sim_evq *q)
+static void schedule(sim_evq *q, double t, uint32_t n)
 {
-    sim_tokev top = q->tok[0], last = q->tok[--q->ntok];
-    size_t i = 0;
-    for (size_t c; (c = 2 * i + 1) < q->ntok; i = c) {
-        if (c + 1 < q->ntok && q->tok[c + 1].key < q->tok[c].key)
-            c++;
-        if (!(q->tok[c].key < last.key))
-            break;
-        q->tok[i] = q->tok[c];
-    }
-    if (q->ntok)
-        q->tok[i] = last;
-    return top;
+    sim_evtime *at = time_at(q, t);
+    if (at->tail == EVQ_END)
+        at->head = n;
+    else
+        q->node[at->tail].next = n;
+    at->tail = n;
 }
+
+void sim_evq_agent(sim_evq *q, int agent, double t) { schedule(q, t, node_new(q, agent, -1, -1)); }
+
+void sim_evq_token(sim_evq *q, double t, int core, int64_t tok) { schedule(q, t, node_new(q, -1, core, tok)); }
 
 int sim_evq_pop(sim_evq *q, sim_event *e)
 {
-    if (q->cur >= 0 && q->tree[q->nleaf + (size_t)q->cur] == q->curkey)
-        set_leaf(q, (size_t)q->cur, KEY_NONE);
-    q->cur = -1;
-    sim_evkey root = q->tree[1];
-    if (q->ntok && q->tok[0].key < root) {
-        sim_tokev k = token_pop(q);
-        *e = (sim_event){key_time(k.key), -1, k.core, k.tok};
-        return 1;
-    }
-    if (root == KEY_NONE)
+    if (q->lo == q->hi)
         return 0;
-    q->cur = (int)(root & ((1u << LEAF_BITS) - 1));
-    q->curkey = root;
-    *e = (sim_event){key_time(root), q->cur, -1, -1};
+    sim_evtime *at = &q->times[q->lo];
+    uint32_t n = at->head;
+    const sim_evnode *v = &q->node[n];
+    *e = (sim_event){at->t, v->agent, v->core, v->tok};
+    at->head = v->next;
+    if (at->head == EVQ_END && ++q->lo == q->hi)
+        q->lo = q->hi = 0;
+    q->node[n].next = q->spare;
+    q->spare = n;
     return 1;
 }

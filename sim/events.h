@@ -7,38 +7,38 @@
 #include <stdint.h>
 
 /* Pending events in (time, order scheduled) order.  Each agent (the engine
- * numbers them core * (ISA_NUNITS + 1) + unit, the sequencer last; at most
- * 65536) has at most one event pending; token events any number.  Times
- * are never negative.  The order holds for 2^48 events a run. */
-__extension__ typedef unsigned __int128 sim_evkey;
+ * numbers them core * (ISA_NUNITS + 1) + unit, the sequencer last) has at
+ * most one event pending; token events any number.  Times are never
+ * negative and never NaN. */
 typedef struct {
-    sim_evkey key;
-    int core;
+    int32_t agent; /* or -1 for a token event */
+    int32_t core;  /* a token event's core and token */
     int64_t tok;
-} sim_tokev;
+    uint32_t next; /* the next event of its time, or EVQ_END */
+} sim_evnode;
 typedef struct {
-    sim_evkey *tree; /* [2 * nleaf]: leaves at nleaf + agent, tree[n] the least of tree[2n], tree[2n + 1] */
-    size_t nleaf;
-    sim_tokev *tok;  /* token events: a binary heap */
-    size_t ntok, tokcap;
-    uint64_t seq;    /* events scheduled so far */
-    int cur;         /* the agent whose event was popped last, or -1 */
-    sim_evkey curkey;
+    double t;
+    uint32_t head, tail; /* its events, first scheduled first */
+} sim_evtime;
+typedef struct {
+    sim_evtime *times; /* the distinct pending times, ascending, in [lo, hi) */
+    size_t lo, hi, cap;
+    sim_evnode *node;  /* every event's node; unused ones chained from `spare` */
+    uint32_t nnode, nodecap, spare;
 } sim_evq;
 typedef struct {
     double t;
-    int agent; /* its leaf, or -1 for a token event */
+    int agent; /* its agent, or -1 for a token event */
     int core;  /* a token event's core and token */
     int64_t tok;
 } sim_event;
 void sim_evq_init(sim_evq *q, int nagents);
 void sim_evq_free(sim_evq *q);
-/* Schedule agent `agent` (which has no event pending, or is the one popped
- * last) at t. */
+/* Schedule agent `agent` (which has no event pending) at t. */
 void sim_evq_agent(sim_evq *q, int agent, double t);
 void sim_evq_token(sim_evq *q, double t, int core, int64_t tok);
-/* The earliest event into *e: 1, or 0 when none is pending.  The event
- * popped before it is gone unless its agent was scheduled again since. */
+/* The earliest event into *e and out of the queue: 1, or 0 when none is
+ * pending. */
 int sim_evq_pop(sim_evq *q, sim_event *e);
 
 #endif

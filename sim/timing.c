@@ -27,7 +27,10 @@ static double ns_from_cycles(const sim *s, double cyc) { return cyc / s->cfg.clo
 /* Reserve the ring links from stop a to stop b (shorter way round) for
  * `bytes` starting no earlier than t; returns when the last byte arrives.
  * The transfer occupies every link of its path for bytes / bandwidth
- * (cut-through), so transfers sharing a link queue behind each other. */
+ * (cut-through), so transfers sharing a link queue behind each other.
+ * The links of a direction sit in one array by stop, so a path is at most
+ * two runs of it (split where it wraps), walked without a division per
+ * hop. */
 static double ring_reserve(sim *s, int a, int b, double t, double bytes)
 {
     const int n = s->cfg.cores;
@@ -36,17 +39,22 @@ static double ring_reserve(sim *s, int a, int b, double t, double bytes)
     double occupy = bytes / s->cfg.ring_bytes_per_cycle;
     if (hops == 0)
         return t + occupy;
+    /* clockwise the links of stops a .. a + hops - 1, counter-clockwise
+     * those of a - hops + 1 .. a, modulo n */
+    int first = dir == 0 ? a : a - hops + 1;
+    if (first < 0)
+        first += n;
+    double *link = &s->link_free[dir * n];
+    int run1 = first + hops <= n ? hops : n - first, run2 = hops - run1;
     double start = t;
-    for (int h = 0, stop = a; h < hops; h++) {
-        double f = s->link_free[dir * n + stop];
-        if (f > start)
-            start = f;
-        stop = dir == 0 ? (stop + 1) % n : (stop - 1 + n) % n;
-    }
-    for (int h = 0, stop = a; h < hops; h++) {
-        s->link_free[dir * n + stop] = start + occupy;
-        stop = dir == 0 ? (stop + 1) % n : (stop - 1 + n) % n;
-    }
+    for (int i = first; i < first + run1; i++)
+        start = link[i] > start ? link[i] : start;
+    for (int i = 0; i < run2; i++)
+        start = link[i] > start ? link[i] : start;
+    for (int i = first; i < first + run1; i++)
+        link[i] = start + occupy;
+    for (int i = 0; i < run2; i++)
+        link[i] = start + occupy;
     s->st->ring_bytes += (uint64_t)bytes;
     return start + occupy + hops * s->cfg.ring_hop_cycles;
 }

@@ -77,17 +77,20 @@ static int ref_pop(ref_event *v, int *n, ref_event *out)
     return 1;
 }
 
-static void test_random_schedules_pop_as_a_sorted_list(void)
+/* Random schedules of `agents` agents whose times lie `spread` steps of 0.5
+ * after now: a few steps make many times equal, many make many distinct
+ * times pending. */
+enum { MAX_AGENTS = 300, STEPS = 20000 };
+static void random_schedules(int agents, int spread)
 {
-    enum { AGENTS = 37, STEPS = 20000 };
     sim_evq q;
-    sim_evq_init(&q, AGENTS);
-    static ref_event ref[AGENTS + STEPS];
-    int nref = 0, pending[AGENTS] = {0};
+    sim_evq_init(&q, agents);
+    static ref_event ref[MAX_AGENTS + STEPS];
+    int nref = 0, pending[MAX_AGENTS] = {0};
     uint64_t order = 0;
     srand(7);
     double now = 0;
-    for (int a = 0; a < AGENTS; a += 3) {
+    for (int a = 0; a < agents; a += 3) {
         sim_evq_agent(&q, a, 0);
         ref[nref++] = (ref_event){0, order++, a, -1};
         pending[a] = 1;
@@ -109,8 +112,8 @@ static void test_random_schedules_pop_as_a_sorted_list(void)
          * later (times on a coarse grid, so that many are equal), and now
          * and then a token event */
         for (int k = rand() % 4; k > 0; k--) {
-            int a = k == 1 && e.agent >= 0 ? e.agent : rand() % AGENTS;
-            double t = now + (rand() % 5) * 0.5;
+            int a = k == 1 && e.agent >= 0 ? e.agent : rand() % agents;
+            double t = now + (rand() % spread) * 0.5;
             if (rand() % 8 == 0) {
                 sim_evq_token(&q, t, 0, step);
                 ref[nref++] = (ref_event){t, order++, -1, step};
@@ -124,6 +127,17 @@ static void test_random_schedules_pop_as_a_sorted_list(void)
     sim_evq_free(&q);
 }
 
+static void test_random_schedules_pop_as_a_sorted_list(void) { random_schedules(37, 5); }
+
+/* Many distinct pending times (a few dozen, then a few hundred): new times
+ * land before, between and after the pending ones, found by counting and by
+ * halving, and the arrays of times grow and slide. */
+static void test_random_spread_schedules_pop_as_a_sorted_list(void)
+{
+    random_schedules(37, 4000);
+    random_schedules(MAX_AGENTS, 4000);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -131,6 +145,7 @@ int main(void)
         {"popped_agent_scheduled_again_runs_at_its_new_time",
          test_popped_agent_scheduled_again_runs_at_its_new_time},
         {"random_schedules_pop_as_a_sorted_list", test_random_schedules_pop_as_a_sorted_list},
+        {"random_spread_schedules_pop_as_a_sorted_list", test_random_spread_schedules_pop_as_a_sorted_list},
         {NULL, NULL},
     };
     return tu_run("events", tests);
