@@ -429,13 +429,16 @@ static int rk_to_lx_only(const rk_plan *k, int i)
     return !k->nodes[i].staged && be_res_writes(k->c, buf, k->pos) && !k->c->res[buf].dram;
 }
 
-/* The choices (c->waits 0) count one DMA per load and per staged group,
- * not the instructions as emitted: counting those moved llama_tiny's
- * k3_mul_neg_cat on spyre-4core from 4 cores to 3 and the graph from
- * 17,740 to 18,472 cycles (its parts of 43 rows run as chunks of 41 and 2,
- * and the second's DMAs and SFP passes are not in the estimate's one
- * chunk), so like the DRAM waits they are priced in the report only.
- * (A per-row result's store moves R sticks, not R x G, in both; that
+/* The choices (c->waits 0) count one DMA per staged group, not the
+ * staging's instructions as emitted.  A view's loads and stores are
+ * counted as emitted in both (an instruction per run of rows): with one
+ * counted, serve_tiny's prefill left its heads' transpose on 2 cores,
+ * 128 rows of one stick each, 3,024 cycles in the report's estimate and
+ * 2,942 simulated, against 547 on 31 (docs/compiler.md, "A transpose's
+ * DMAs in the choices").  (Counting them in the choices before "One
+ * kernel ahead" moved llama_tiny's k3_mul_neg_cat on spyre-4core from 4
+ * cores to 3, 17,740 -> 18,472 cycles; it now takes QK^T's 8.)  (A
+ * per-row result's store moves R sticks, not R x G, in both; that
  * changed no trace's program.) */
 
 /* A chunk's DMAs of R rows and ng groups through view v, as be_dma_rows
@@ -446,8 +449,6 @@ static int rk_to_lx_only(const rk_plan *k, int i)
  * counted). */
 static double rk_dma_view(const be_ctx *c, const rk_plan *k, int op, const be_view *v, int64_t R, int64_t ng)
 {
-    if (!c->waits) /* the choices: one (above) */
-        return rk_dma(c, (double)(R * ng));
     const double n = (double)be_dma_rows(c, NULL, op, 0, R * c->t.stick, v, &k->rsp, 0, R, ng);
     return n * c->t.dma_insn_cycles + (double)(R * ng) * c->t.stick / c->cfg->lx_bytes_per_cycle;
 }
