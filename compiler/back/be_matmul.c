@@ -1105,14 +1105,15 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
 }
 
 /* The plan's note: the core tile, its blocks, K's chunks, the corelets'
- * split, the ring's scheme and the estimate. */
-static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
+ * split, the ring's scheme and the estimate; 1 noted (which clears the
+ * restickify notes), 0 no tiling to note. */
+static int mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
 {
     const be_work *w = &c->work[pos];
     int64_t mt = w->gm ? cc_ceil_div(m->M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m->GN, w->gn) : 0;
     mm_tiling tl;
     if (w->bcast ? mm_ring_tiling(m, w, &tl) : mm_block(m, w->gm, w->gn, mt, ns, &tl))
-        return;
+        return 0;
     if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
         mt = tl.MB;
     char kb[96], sp[96], rg[224], slots[48] = "";
@@ -1144,6 +1145,7 @@ static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
             : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
                          : rg,
             best);
+    return 1;
 }
 
 /* The plan's notes on restickified operands and results. */
@@ -1164,8 +1166,9 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
 }
 
 /* The work division of a matmul: the grid (a work_div's or the cost
- * model's), then the schemes over the ring, then the notes. */
-static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
+ * model's), then the schemes over the ring, then the notes (*fresh:
+ * written anew, mm_note_tiles). */
+static int mm_plan_work(be_ctx *c, int pos, mm_plan *m, int *fresh)
 {
     be_work *w = &c->work[pos];
     double best = DBL_MAX;
@@ -1192,7 +1195,7 @@ static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
     w->cols = m->N;
     w->batches = m->nbatch;
     if (!rc) {
-        mm_note_tiles(c, pos, m, best);
+        *fresh = mm_note_tiles(c, pos, m, best);
         mm_note_restick(c, pos, m);
     }
     return rc;
@@ -1201,9 +1204,15 @@ static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
 int be_matmul_plan(be_ctx *c, int pos)
 {
     mm_plan m;
+    const be_work in = c->work[pos];
+    const be_kinfo kin = state_of(c)->k[pos];
     int rc = mm_build(c, pos, &m);
-    if (!rc)
-        rc = mm_plan_work(c, pos, &m);
+    int fresh = 0;
+    if (!rc && be_mmmemo_recall(c, pos, &m)) {
+        rc = mm_plan_work(c, pos, &m, &fresh);
+        if (!rc)
+            be_mmmemo_keep(c, pos, &m, &in, &kin, fresh);
+    }
     mm_free(&m);
     return rc;
 }

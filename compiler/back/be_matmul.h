@@ -6,6 +6,7 @@
 #define CC_BE_MATMUL_H
 
 #include "backend.h"
+#include "be_diag.h"
 
 /* A core's staged sticks of one operand (mm_stage_need_memo), kept for
  * the next core: its tiling's block, its part (rows of A or sticks of
@@ -168,6 +169,16 @@ int mm_ep_eval(mm_core *mc, int64_t mb, int64_t nbs, int64_t top, int64_t C, int
 void mm_corelet_parts(const mm_tiling *tl, int nc, int64_t mb, int64_t nbs, mm_parts *cp);
 /* The tile state every emission of a core's blocks shares. */
 void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
+
+/* ---- workdiv's memo of plans (be_mmmemo.c) ---- */
+
+/* Kernel pos planned before on m's inputs (built by mm_build, the work
+ * and notes as they are now): that plan's work and notes put back, 0;
+ * -1 none (or no memo). */
+int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m);
+/* Remember the plan just made of kernel pos from m, on entry work in and
+ * notes kin (fresh: it wrote its notes anew, whatever kin held). */
+void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, const be_work *in, const be_kinfo *kin, int fresh);
 
 /* ---- The schemes over the ring (be_ring.c) ---- */
 
