@@ -1204,14 +1204,12 @@ static int mm_plan_work(be_ctx *c, int pos, mm_plan *m, int *fresh)
 int be_matmul_plan(be_ctx *c, int pos)
 {
     mm_plan m;
-    const be_work in = c->work[pos];
-    const be_kinfo kin = state_of(c)->k[pos];
     int rc = mm_build(c, pos, &m);
     int fresh = 0;
     if (!rc && be_mmmemo_recall(c, pos, &m)) {
         rc = mm_plan_work(c, pos, &m, &fresh);
         if (!rc)
-            be_mmmemo_keep(c, pos, &m, &in, &kin, fresh);
+            be_mmmemo_keep(c, pos, &m, fresh);
     }
     mm_free(&m);
     return rc;

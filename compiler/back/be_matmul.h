@@ -6,7 +6,6 @@
 #define CC_BE_MATMUL_H
 
 #include "backend.h"
-#include "be_diag.h"
 
 /* A core's staged sticks of one operand (mm_stage_need_memo), kept for
  * the next core: its tiling's block, its part (rows of A or sticks of
@@ -174,11 +173,11 @@ void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
 
 /* Kernel pos planned before on m's inputs (built by mm_build, the work
  * and notes as they are now): that plan's work and notes put back, 0;
- * -1 none (or no memo). */
+ * -1 none (or no memo), the work and notes noted as the plan finds them. */
 int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m);
-/* Remember the plan just made of kernel pos from m, on entry work in and
- * notes kin (fresh: it wrote its notes anew, whatever kin held). */
-void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, const be_work *in, const be_kinfo *kin, int fresh);
+/* Remember the plan of kernel pos just made from m after a recall missed
+ * (fresh: it wrote its notes anew, whatever it found). */
+void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh);
 
 /* ---- The schemes over the ring (be_ring.c) ---- */
 

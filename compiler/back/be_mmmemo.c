@@ -32,6 +32,8 @@ typedef struct {
 struct be_mmmemo {
     mm_memo_entry *e;
     int n, cap;
+    be_work in;           /* the plan under way (a miss): its work and notes as it found them */
+    be_kinfo kin;
 };
 
 void be_mmmemo_begin(be_ctx *c)
@@ -90,6 +92,10 @@ int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m)
         ki->nrestick = x->onrestick;
         return 0;
     }
+    if (usable(c)) {
+        c->mmmemo->in = c->work[pos];
+        c->mmmemo->kin = state_of(c)->k[pos];
+    }
     return -1;
 }
 
@@ -105,10 +111,12 @@ static mm_memo_entry *memo_add(be_ctx *c)
     return &mo->e[mo->n++];
 }
 
-void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, const be_work *in, const be_kinfo *kin, int fresh)
+void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh)
 {
     if (!usable(c))
         return;
+    const be_work *in = &c->mmmemo->in;
+    const be_kinfo *kin = &c->mmmemo->kin;
     mm_memo_entry *x = memo_add(c);
     const be_kinfo *ki = &state_of(c)->k[pos];
     x->pos = pos;
