@@ -661,12 +661,14 @@ int be_workdiv_pass(ir_prog *p)
     const size_t size = (size_t)(p->norder + 1) * sizeof *c->work;
     be_work *asked = ir_xalloc(size); /* the overrides, before any choice */
     memcpy(asked, c->work, size);
+    be_mmmemo_begin(c);
     int rc = workdiv_round(c, keep);
     if (!rc && keep && (rc = be_lx_hope_begin(c)) > 0) {
         memcpy(c->work, asked, size);
         rc = workdiv_round(c, keep);
     }
     be_lx_hope_end(c);
+    be_mmmemo_end(c);
     free(asked);
     return rc;
 }

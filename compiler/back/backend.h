@@ -132,6 +132,7 @@ typedef struct be_ctx {
     size_t errlen;
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
     struct be_spancache *spans; /* staged loads' row spans, walked once for the compile (be_rows.c) */
+    struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
 } be_ctx;
 
 /* ---- State updates (be_update.c) ---- */
@@ -525,6 +526,10 @@ int be_res_may_keep(const be_ctx *c, int buf, int pos);
  * c->hope (be_res_may_read, be_res_may_keep see them), and their end.
  * 1, or 0 when none could stay (every be_res_may_ says no, as it did
  * before), -1 with the error of a kernel whose access failed. */
+/* workdiv's memo of matmul plans (be_mmmemo.c; recall and keep in
+ * be_matmul.h): made empty, and freed. */
+void be_mmmemo_begin(be_ctx *c);
+void be_mmmemo_end(be_ctx *c);
 int be_lx_hope_begin(be_ctx *c);
 void be_lx_hope_end(be_ctx *c);
 /* Where kernel pos, which reads buf from LX, finds a core's rows of it:

@@ -358,18 +358,13 @@ static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
     return m->lxonly && m->nbatch > 1 && mm_grid_rows(m, gm, gn);
 }
 
-static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *tl)
+static int mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, double cap, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
     /* per core its share of the batch indices (nbc), over the grid all of them */
     const double sb = (double)t->stick, nbat = (double)m->nbatch, nbc = (double)cc_ceil_div(m->nbatch, m->gb);
-    mm_split_block(m, tl);
     const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
     const int64_t chunks = blocks * tl->nch;
-    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
-    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
-    double pt = nbc * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
-                        (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
     /* bytes in per core and over the grid */
     /* (a restickified operand's staged sticks are counted as its slot's) */
     double a_core = nbc * (double)(nbn * mt * m->KGc) * sb;
@@ -448,14 +443,25 @@ static void mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, in
                             : t->dma_bytes_per_cycle;
     const double trip = trips * ((a_chunked + b_chunked) * t->dma_insn_cycles + per_chunk / rate +
                                  cc_dram_wait(t, per_chunk, per_chunk / rate));
-    double c = pt;
-    c = c > trip ? c : trip;
+    double c = trip;
     c = c > dmai ? c : dmai;
     c = c > dmao ? c : dmao;
     c = c > sfp ? c : sfp;
     c = c > dram ? c : dram;
     c = c > stream ? c : stream;
-    tl->cycles = fill + mm_stage_cycles(t, w_core, w_chip) + c + reduce;
+    /* every term is >= 0 and rounding is monotone: the estimate is at
+     * least this sum without the PT's term, so past cap it is not priced */
+    const double stage = mm_stage_cycles(t, w_core, w_chip);
+    if (fill + stage + c + reduce > cap)
+        return 1;
+    mm_split_block(m, tl);
+    int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
+    int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
+    double pt = nbc * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
+                        (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
+    c = c > pt ? c : pt;
+    tl->cycles = fill + stage + c + reduce;
+    return 0;
 }
 
 /* A split of K must look this many cycles better than the best grid
@@ -497,7 +503,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes) ||
             (m->gk > 1 && (tl.MB < mt || tl.NBS < ns)))
             return -1;
-        mm_estimate(m, gm, gn, mt, ns, &tl);
+        mm_estimate(m, gm, gn, mt, ns, DBL_MAX, &tl);
         *out = tl;
         return 0;
     }
@@ -520,7 +526,9 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             tl.NBS = nbs;
             tl.KC = kc;
             tl.nch = cc_ceil_div(m->Kc, kc);
-            mm_estimate(m, gm, gn, mt, ns, &tl);
+            /* a tiling estimated over the best's slack loses (mm_better) */
+            if (mm_estimate(m, gm, gn, mt, ns, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
+                continue;
             if (!found || mm_better(&tl, out))
                 *out = tl;
             found = 1;
@@ -1097,14 +1105,15 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
 }
 
 /* The plan's note: the core tile, its blocks, K's chunks, the corelets'
- * split, the ring's scheme and the estimate. */
-static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
+ * split, the ring's scheme and the estimate; 1 noted (which clears the
+ * restickify notes), 0 no tiling to note. */
+static int mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
 {
     const be_work *w = &c->work[pos];
     int64_t mt = w->gm ? cc_ceil_div(m->M, w->gm) : 0, ns = w->gn ? cc_ceil_div(m->GN, w->gn) : 0;
     mm_tiling tl;
     if (w->bcast ? mm_ring_tiling(m, w, &tl) : mm_block(m, w->gm, w->gn, mt, ns, &tl))
-        return;
+        return 0;
     if (w->bcast && w->gn > 1) /* a grid over the ring: its largest grid row */
         mt = tl.MB;
     char kb[96], sp[96], rg[224], slots[48] = "";
@@ -1136,6 +1145,7 @@ static void mm_note_tiles(be_ctx *c, int pos, mm_plan *m, double best)
             : w->gn == 1 ? ", B broadcast over the ring (each chunk read from DRAM once)"
                          : rg,
             best);
+    return 1;
 }
 
 /* The plan's notes on restickified operands and results. */
@@ -1156,8 +1166,9 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
 }
 
 /* The work division of a matmul: the grid (a work_div's or the cost
- * model's), then the schemes over the ring, then the notes. */
-static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
+ * model's), then the schemes over the ring, then the notes (*fresh:
+ * written anew, mm_note_tiles). */
+static int mm_plan_work(be_ctx *c, int pos, mm_plan *m, int *fresh)
 {
     be_work *w = &c->work[pos];
     double best = DBL_MAX;
@@ -1184,7 +1195,7 @@ static int mm_plan_work(be_ctx *c, int pos, mm_plan *m)
     w->cols = m->N;
     w->batches = m->nbatch;
     if (!rc) {
-        mm_note_tiles(c, pos, m, best);
+        *fresh = mm_note_tiles(c, pos, m, best);
         mm_note_restick(c, pos, m);
     }
     return rc;
@@ -1194,8 +1205,12 @@ int be_matmul_plan(be_ctx *c, int pos)
 {
     mm_plan m;
     int rc = mm_build(c, pos, &m);
-    if (!rc)
-        rc = mm_plan_work(c, pos, &m);
+    int fresh = 0;
+    if (!rc && be_mmmemo_recall(c, pos, &m)) {
+        rc = mm_plan_work(c, pos, &m, &fresh);
+        if (!rc)
+            be_mmmemo_keep(c, pos, &m, fresh);
+    }
     mm_free(&m);
     return rc;
 }

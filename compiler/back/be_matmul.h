@@ -169,6 +169,16 @@ void mm_corelet_parts(const mm_tiling *tl, int nc, int64_t mb, int64_t nbs, mm_p
 /* The tile state every emission of a core's blocks shares. */
 void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
 
+/* ---- workdiv's memo of plans (be_mmmemo.c) ---- */
+
+/* Kernel pos planned before on m's inputs (built by mm_build, the work
+ * and notes as they are now): that plan's work and notes put back, 0;
+ * -1 none (or no memo), the work and notes noted as the plan finds them. */
+int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m);
+/* Remember the plan of kernel pos just made from m after a recall missed
+ * (fresh: it wrote its notes anew, whatever it found). */
+void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh);
+
 /* ---- The schemes over the ring (be_ring.c) ---- */
 
 /* Tilings: B broadcast to every core (gm x 1r), a grid over the ring

@@ -1,0 +1,139 @@
+/* be_mmmemo.c: work division's memo of matmul plans.  workdiv plans a
+ * product several times (its second round, the alignment's replans, the
+ * kernel ahead's plan), most often on the same inputs: a plan found again
+ * is taken from the memo instead of searched.  What be_matmul_plan reads
+ * while the LX plan has not run (c->res and c->lx_floor unset) is the
+ * program, its layouts, the configuration (fixed for the be_ctx), the
+ * kernel's own be_work as it enters, c->waits, its notes so far (unless
+ * it writes them afresh, as a plan that finds a tiling does), and the
+ * tensors it may take from or leave in LX (c->hope, the second round's):
+ * mm_build reads those into the plan once (atile, alx, each node's
+ * lxonly), and nothing after reads c->hope again.  So a plan whose entry
+ * work, notes, waits and those flags are a remembered plan's is that
+ * plan: its work and notes are put back as it left them. */
+#include "be_matmul.h"
+#include "be_diag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int pos, waits, atile, alx;
+    int fresh;            /* the plan wrote its notes afresh (a tiles note): those it found do not matter */
+    char *lxonly;         /* per epilogue node */
+    int nn;
+    be_work in, out;      /* the kernel's work as the plan found and left it */
+    char tiles[sizeof((be_kinfo *)0)->tiles], restick[sizeof((be_kinfo *)0)->restick];
+    int nrestick;         /* the notes as the plan found them */
+    char otiles[sizeof((be_kinfo *)0)->tiles], orestick[sizeof((be_kinfo *)0)->restick];
+    int onrestick;        /* and left them */
+} mm_memo_entry;
+
+struct be_mmmemo {
+    mm_memo_entry *e;
+    int n, cap;
+    be_work in;           /* the plan under way (a miss): its work and notes as it found them */
+    be_kinfo kin;
+};
+
+void be_mmmemo_begin(be_ctx *c)
+{
+    c->mmmemo = ir_xalloc(sizeof *c->mmmemo);
+}
+
+void be_mmmemo_end(be_ctx *c)
+{
+    for (int i = 0; c->mmmemo && i < c->mmmemo->n; i++)
+        free(c->mmmemo->e[i].lxonly);
+    if (c->mmmemo)
+        free(c->mmmemo->e);
+    free(c->mmmemo);
+    c->mmmemo = NULL;
+}
+
+/* Field by field: be_work has padding. */
+static int work_same(const be_work *a, const be_work *b)
+{
+    return a->cores == b->cores && a->gm == b->gm && a->gn == b->gn && a->gk == b->gk && a->gb == b->gb &&
+           a->rows == b->rows && a->cols == b->cols && a->batches == b->batches && a->est_cycles == b->est_cycles &&
+           a->stage_scale == b->stage_scale && a->stage_whole == b->stage_whole && a->mb == b->mb &&
+           a->nbs == b->nbs && a->kc == b->kc && a->chunk == b->chunk && a->bcast == b->bcast &&
+           a->nokeep == b->nokeep && a->aligned_to == b->aligned_to && a->ahead == b->ahead;
+}
+
+static int usable(const be_ctx *c)
+{
+    return c->mmmemo && !c->res && !c->lx_floor;
+}
+
+static int entry_fits(const mm_memo_entry *x, be_ctx *c, int pos, const mm_plan *m)
+{
+    const be_kinfo *ki = &state_of(c)->k[pos];
+    if (x->pos != pos || x->waits != c->waits || x->atile != m->atile || x->alx != m->alx || x->nn != m->ep.nn ||
+        !work_same(&x->in, &c->work[pos]) || (!x->fresh && (x->nrestick != ki->nrestick ||
+        strcmp(x->tiles, ki->tiles) || strcmp(x->restick, ki->restick))))
+        return 0;
+    for (int j = 0; j < m->ep.nn; j++)
+        if (x->lxonly[j] != m->ep.nodes[j].lxonly)
+            return 0;
+    return 1;
+}
+
+int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m)
+{
+    for (int i = 0; usable(c) && i < c->mmmemo->n; i++) {
+        const mm_memo_entry *x = &c->mmmemo->e[i];
+        if (!entry_fits(x, c, pos, m))
+            continue;
+        be_kinfo *ki = &state_of(c)->k[pos];
+        c->work[pos] = x->out;
+        memcpy(ki->tiles, x->otiles, sizeof ki->tiles);
+        memcpy(ki->restick, x->orestick, sizeof ki->restick);
+        ki->nrestick = x->onrestick;
+        return 0;
+    }
+    if (usable(c)) {
+        c->mmmemo->in = c->work[pos];
+        c->mmmemo->kin = state_of(c)->k[pos];
+    }
+    return -1;
+}
+
+static mm_memo_entry *memo_add(be_ctx *c)
+{
+    struct be_mmmemo *mo = c->mmmemo;
+    if (mo->n == mo->cap) {
+        mo->cap = mo->cap ? 2 * mo->cap : 16;
+        mo->e = realloc(mo->e, (size_t)mo->cap * sizeof *mo->e);
+        if (!mo->e)
+            abort();
+    }
+    return &mo->e[mo->n++];
+}
+
+void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh)
+{
+    if (!usable(c))
+        return;
+    const be_work *in = &c->mmmemo->in;
+    const be_kinfo *kin = &c->mmmemo->kin;
+    mm_memo_entry *x = memo_add(c);
+    const be_kinfo *ki = &state_of(c)->k[pos];
+    x->pos = pos;
+    x->fresh = fresh;
+    x->waits = c->waits;
+    x->atile = m->atile;
+    x->alx = m->alx;
+    x->nn = m->ep.nn;
+    x->lxonly = ir_xalloc((size_t)m->ep.nn + 1);
+    for (int j = 0; j < m->ep.nn; j++)
+        x->lxonly[j] = (char)m->ep.nodes[j].lxonly;
+    x->in = *in;
+    x->out = c->work[pos];
+    memcpy(x->tiles, kin->tiles, sizeof x->tiles);
+    memcpy(x->restick, kin->restick, sizeof x->restick);
+    x->nrestick = kin->nrestick;
+    memcpy(x->otiles, ki->tiles, sizeof x->otiles);
+    memcpy(x->orestick, ki->restick, sizeof x->orestick);
+    x->onrestick = ki->nrestick;
+}
