@@ -1,8 +1,9 @@
 /* test_prefetch: a product whose weight streams down the columns of a
  * grid over the ring has its first K chunks of B loaded by the kernel
  * before it, in that kernel's drain (docs/compiler.md, "B's first chunks
- * loaded ahead"), and its columns' loaders load a block's epilogue
- * operands with the block's last chunk of B.  The simulator's per-kernel
+ * loaded ahead"), its columns' loaders load a block's epilogue
+ * operands with the block's last chunk of B, and results for DRAM are
+ * stored after the last block.  The simulator's per-kernel
  * DRAM bytes show the move; the outputs are compared with the reference
  * executor. */
 #include <CUnit/CUnit.h>
@@ -162,12 +163,43 @@ static void test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b(void)
     isa_program_free(p);
 }
 
+/* The same linear's results go to DRAM: with a C of its own for every
+ * block, each core stores every block's results after its last product
+ * (the loaders' reads of B no longer meet the stores), and the outputs
+ * validate. */
+static void test_a_streamed_products_results_are_stored_after_its_last_block(void)
+{
+    static const tu_param ps[] = {{"w", 1024, 256}, {"b", 1024, 0}};
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    tu_write_graph(dir, bias_graph, ps, 2);
+    sim_stats st = {0};
+    isa_program *p = NULL;
+    CU_ASSERT_EQUAL(run_checked_program(dir, &st, &p), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int c = 0; c < p->ncores; c++) {
+        size_t last_pt = 0, first_st = 0, nst = 0;
+        for (size_t i = 0; i < p->cores[c].n; i++) {
+            const int op = p->cores[c].insns[i].op;
+            if (op == ISA_OP_PT_MM)
+                last_pt = i;
+            if (op == ISA_OP_DMA_ST && !nst++)
+                first_st = i;
+        }
+        CU_ASSERT(nst >= 8); /* a store or more a block */
+        CU_ASSERT(first_st > last_pt);
+    }
+    isa_program_free(p);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"the next product's first weight chunks load in the kernel before",
          test_the_next_products_first_weight_chunks_load_in_the_kernel_before},
         {"a loader loads the epilogue operands with a chunk of B", test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b},
+        {"a streamed product's results are stored after its last block",
+         test_a_streamed_products_results_are_stored_after_its_last_block},
         {NULL, NULL},
     };
     return tu_run("prefetch", tests);

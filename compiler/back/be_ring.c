@@ -542,6 +542,7 @@ void mm_splitk_reduce(mm_core *mc)
  * slots, C the block, CT the epilogue's column temps, pre the first npre
  * K chunks the kernel before loaded ahead) and tokens; the corelets' parts
  * and the epilogue pipe. */
+#define RG_DEFER_BLOCKS 8 /* at most: a C each */
 typedef struct {
     mm_core mc;
     be_ctx *c;
@@ -564,6 +565,11 @@ typedef struct {
     int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
     be_view bv0;
     int64_t ep_at, *ep_base, ep_b; /* the block ep_b's epilogue operands: loaded up to ep_at, each at ep_base */
+    /* results stored after the last block (g->defer): each block's C at
+     * C0, then Cx + (b - 1) * cbytes; the held blocks' pieces */
+    int64_t C0, Cx, cbytes;
+    int defer, nheld;
+    struct rg_pieces *held[RG_DEFER_BLOCKS];
 } rg_core;
 
 /* The core's tokens, in the same order on every core (a ring.send
@@ -599,6 +605,29 @@ static void rg_tokens(rg_core *g)
 
 /* Does B stream up the column from its last row (even columns)? */
 static int rg_reversed(const rg_core *g) { return g->mc.tl.slots && g->j % 2 == 0; }
+
+/* Does the product store its results in DRAM?  Then, B streamed in
+ * blocks and LX to spare, every block gets its own C and the results of
+ * all but the last are stored after the last block's: stored at each
+ * block's end they met the loaders' reads of B (BERT-base's fused q/k/v
+ * product: 393,216 bytes of results whose stores cost its loads about
+ * 8,000 cycles), after it the DRAM is idle while the last chunk goes
+ * down its column. */
+static void rg_defer_setup(rg_core *g)
+{
+    cc_emit *e = g->e;
+    int dram = 0;
+    for (int jj = 0; jj < g->m->ep.nn && jj < 64; jj++)
+        dram |= g->m->ep.nodes[jj].dram;
+    g->C0 = g->C;
+    g->cbytes = g->mc.cslot_bytes + g->mc.MB * g->c->t.stick;
+    const int64_t more = (g->nsb - 1) * g->cbytes;
+    const int64_t limit = e->lx_limit ? (int64_t)e->lx_limit : (int64_t)g->c->cfg->lx_usable_bytes;
+    g->defer = dram && g->mc.tl.slots && g->nsb > 1 && g->nsb <= RG_DEFER_BLOCKS &&
+               limit - (int64_t)e->lx_top >= more;
+    if (g->defer)
+        g->Cx = cc_lx_alloc(e, more, "matmul blocks held for their stores");
+}
 
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
@@ -669,6 +698,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
     if (mc->nch > 1)
         mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    rg_defer_setup(g);
     rg_tokens(g);
     for (int jj = 0; jj < m->ep.nn && jj < 64; jj++) /* kept results the ring sends */
         g->nres += m->ep.nodes[jj].res && !c->res[c->p->nodes[m->ep.nodes[jj].node].out].grid;
@@ -679,6 +709,8 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
  * (corelet u: rows from crow, sticks from cst). */
 static void rg_block(rg_core *g, int64_t b)
 {
+    if (g->defer)
+        g->C = b == 0 ? g->C0 : g->Cx + (b - 1) * g->cbytes;
     g->g0 = g->tg0 + b * g->mc.NBS;
     g->ns = cc_min(g->mc.NBS, g->tns - b * g->mc.NBS);
     g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
@@ -1085,20 +1117,37 @@ static int rg_ep_eval(rg_core *g, rg_pieces *p, const int64_t *base, int64_t at,
 }
 
 /* dmao: each piece's results to DRAM, and the own rows of a kept one. */
+static void rg_ep_dram(rg_core *g, const rg_pieces *p, int q)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB, off = g->rs.off[p->s0[q]];
+    for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+        const rk_node *rn = &k->nodes[jj];
+        be_view v = mm_shifted(&rn->sv, p->g0);
+        for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
+            be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v, &k->rsp,
+                        g->rs.row[sg], g->rs.len[sg], p->ns);
+    }
+}
+
 static void rg_ep_store(rg_core *g, const rg_pieces *p)
 {
     be_ctx *c = g->c;
     const rk_plan *k = &g->m->ep;
     const int64_t sb = c->t.stick, MT = g->mc.MB;
+    const int hold = g->defer && p->b + 1 < g->nsb;
+    if (hold) {
+        g->held[g->nheld] = ir_xalloc(sizeof *p);
+        *g->held[g->nheld++] = *p;
+    }
     for (int q = 0; q < p->n; q++) {
         const int64_t off = g->rs.off[p->s0[q]];
         cc_emit_wait(g->e, ISA_U_DMAO, g->done[p->u[q]]);
+        if (!hold)
+            rg_ep_dram(g, p, q);
         for (int jj = 0; jj < k->nn && jj < 64; jj++) {
             const rk_node *rn = &k->nodes[jj];
-            be_view v = mm_shifted(&rn->sv, g->g0);
-            for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
-                be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v,
-                            &k->rsp, g->rs.row[sg], g->rs.len[sg], g->ns);
             const int buf = c->p->nodes[rn->node].out;
             if (rn->res && c->res[buf].grid) /* the piece into this core's tile */
                 be_res_copy(c, g->e, 1, buf, off, g->rs.off[p->s1[q] - 1] + g->rs.len[p->s1[q] - 1] - off, g->g0,
@@ -1107,6 +1156,13 @@ static void rg_ep_store(rg_core *g, const rg_pieces *p)
                 be_res_copy(c, g->e, 1, buf, 0, g->pn, g->g0, g->ns, p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
         }
     }
+    for (int h = 0; !hold && h < g->nheld; h++) { /* the last block's: the held ones after it */
+        for (int q = 0; q < g->held[h]->n; q++)
+            rg_ep_dram(g, g->held[h], q);
+        free(g->held[h]);
+    }
+    if (!hold)
+        g->nheld = 0;
 }
 
 /* ring: each piece's kept results to the cores keeping the other rows. */
