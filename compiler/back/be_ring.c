@@ -542,6 +542,7 @@ void mm_splitk_reduce(mm_core *mc)
  * slots, C the block, CT the epilogue's column temps, pre the first npre
  * K chunks the kernel before loaded ahead) and tokens; the corelets' parts
  * and the epilogue pipe. */
+#define RG_DEFER_BLOCKS 8 /* at most: a C each */
 typedef struct {
     mm_core mc;
     be_ctx *c;
@@ -563,6 +564,12 @@ typedef struct {
     int pipe, nseg[2], seg[2][RG_MAX_GN], down[2];
     int64_t ra_lx, ra_cap; /* A's kept rows: where they are (m->ares) */
     be_view bv0;
+    int64_t ep_at, *ep_base, ep_b; /* the block ep_b's epilogue operands: loaded up to ep_at, each at ep_base */
+    /* results stored after the last block (g->defer): each block's C at
+     * C0, then Cx + (b - 1) * cbytes; the held blocks' pieces */
+    int64_t C0, Cx, cbytes;
+    int defer, nheld;
+    struct rg_pieces *held[RG_DEFER_BLOCKS];
 } rg_core;
 
 /* The core's tokens, in the same order on every core (a ring.send
@@ -598,6 +605,29 @@ static void rg_tokens(rg_core *g)
 
 /* Does B stream up the column from its last row (even columns)? */
 static int rg_reversed(const rg_core *g) { return g->mc.tl.slots && g->j % 2 == 0; }
+
+/* Does the product store its results in DRAM?  Then, B streamed in
+ * blocks and LX to spare, every block gets its own C and the results of
+ * all but the last are stored after the last block's: stored at each
+ * block's end they met the loaders' reads of B (BERT-base's fused q/k/v
+ * product: 393,216 bytes of results whose stores cost its loads about
+ * 8,000 cycles), after it the DRAM is idle while the last chunk goes
+ * down its column. */
+static void rg_defer_setup(rg_core *g)
+{
+    cc_emit *e = g->e;
+    int dram = 0;
+    for (int jj = 0; jj < g->m->ep.nn && jj < 64; jj++)
+        dram |= g->m->ep.nodes[jj].dram;
+    g->C0 = g->C;
+    g->cbytes = g->mc.cslot_bytes + g->mc.MB * g->c->t.stick;
+    const int64_t more = (g->nsb - 1) * g->cbytes;
+    const int64_t limit = e->lx_limit ? (int64_t)e->lx_limit : (int64_t)g->c->cfg->lx_usable_bytes;
+    g->defer = dram && g->mc.tl.slots && g->nsb > 1 && g->nsb <= RG_DEFER_BLOCKS &&
+               limit - (int64_t)e->lx_top >= more;
+    if (g->defer)
+        g->Cx = cc_lx_alloc(e, more, "matmul blocks held for their stores");
+}
 
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
@@ -668,6 +698,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     g->CT = g->colt ? cc_lx_alloc(e, RG_MAX_GN * g->colt, "matmul epilogue column temps") : 0;
     if (mc->nch > 1)
         mc->P = cc_lx_alloc(e, mm_p_bytes(m, MT, NS, KC), "matmul partial sums");
+    rg_defer_setup(g);
     rg_tokens(g);
     for (int jj = 0; jj < m->ep.nn && jj < 64; jj++) /* kept results the ring sends */
         g->nres += m->ep.nodes[jj].res && !c->res[c->p->nodes[m->ep.nodes[jj].node].out].grid;
@@ -678,6 +709,8 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
  * (corelet u: rows from crow, sticks from cst). */
 static void rg_block(rg_core *g, int64_t b)
 {
+    if (g->defer)
+        g->C = b == 0 ? g->C0 : g->Cx + (b - 1) * g->cbytes;
     g->g0 = g->tg0 + b * g->mc.NBS;
     g->ns = cc_min(g->mc.NBS, g->tns - b * g->mc.NBS);
     g->cols = cc_min(g->ns * g->c->t.lanes16, g->m->N - g->g0 * g->c->t.lanes16);
@@ -869,6 +902,25 @@ static void rg_a_in(rg_core *g, int64_t gi, int sent)
         cc_emit_sig(e, ISA_U_SFP1, g->abfull[u]);
 }
 
+/* dmai: block b's epilogue operands, once the previous block's results
+ * are stored (C's operand area is free again). */
+static void rg_ep_in(rg_core *g, int64_t b)
+{
+    if (!g->ep_base)
+        g->ep_base = ir_xalloc((size_t)(g->m->ep.nl + 1) * sizeof *g->ep_base);
+    if (b > 0)
+        cc_emit_wait(g->e, ISA_U_DMAI, g->estored);
+    g->ep_at = mm_ep_load(&g->mc, &g->rs, 0, g->g0, g->ns, g->C + g->mc.NBS * g->mc.MB * g->c->t.stick, g->ep_base);
+    g->ep_b = b;
+}
+
+/* Does the loader load block b's epilogue operands right behind its last
+ * chunk of B, signalled with it?  After that chunk's signal (as on every
+ * other core) a signal waited for them to land before the next block's
+ * first chunk was issued: BERT-base's fused q/k/v product, 500 to 940
+ * cycles a block on each loader with the DRAM idle behind them. */
+static int rg_ep_early(const rg_core *g, int64_t jc) { return g->mc.tl.slots && g->i == g->mid && jc == g->mc.nch - 1; }
+
 /* Chunk jc of K of block b (the core's step-th) in: dmai loads B's chunk
  * (the middle core; streamed, once its slot is free) and, in the first
  * block, the own A rows; the ring sends the own A rows to the grid row's
@@ -892,6 +944,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
             cc_emit_wait(e, ISA_U_DMAI, g->slotfree);
         if (step >= g->npre)
             be_dma_rows(c, e, ISA_OP_DMA_LD, bat, bs, &g->bv0, &m->brsp, k0, kc, g->ns);
+        if (rg_ep_early(g, jc))
+            rg_ep_in(g, b);
         if (m->ares || b > 0)
             cc_emit_sig(e, ISA_U_DMAI, g->loaded);
     }
@@ -1063,20 +1117,37 @@ static int rg_ep_eval(rg_core *g, rg_pieces *p, const int64_t *base, int64_t at,
 }
 
 /* dmao: each piece's results to DRAM, and the own rows of a kept one. */
+static void rg_ep_dram(rg_core *g, const rg_pieces *p, int q)
+{
+    be_ctx *c = g->c;
+    const rk_plan *k = &g->m->ep;
+    const int64_t sb = c->t.stick, MT = g->mc.MB, off = g->rs.off[p->s0[q]];
+    for (int jj = 0; jj < k->nn && jj < 64; jj++) {
+        const rk_node *rn = &k->nodes[jj];
+        be_view v = mm_shifted(&rn->sv, p->g0);
+        for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
+            be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v, &k->rsp,
+                        g->rs.row[sg], g->rs.len[sg], p->ns);
+    }
+}
+
 static void rg_ep_store(rg_core *g, const rg_pieces *p)
 {
     be_ctx *c = g->c;
     const rk_plan *k = &g->m->ep;
     const int64_t sb = c->t.stick, MT = g->mc.MB;
+    const int hold = g->defer && p->b + 1 < g->nsb;
+    if (hold) {
+        g->held[g->nheld] = ir_xalloc(sizeof *p);
+        *g->held[g->nheld++] = *p;
+    }
     for (int q = 0; q < p->n; q++) {
         const int64_t off = g->rs.off[p->s0[q]];
         cc_emit_wait(g->e, ISA_U_DMAO, g->done[p->u[q]]);
+        if (!hold)
+            rg_ep_dram(g, p, q);
         for (int jj = 0; jj < k->nn && jj < 64; jj++) {
             const rk_node *rn = &k->nodes[jj];
-            be_view v = mm_shifted(&rn->sv, g->g0);
-            for (int sg = p->s0[q]; rn->dram && sg < p->s1[q]; sg++)
-                be_dma_rows(c, g->e, ISA_OP_DMA_ST, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb, MT * sb, &v,
-                            &k->rsp, g->rs.row[sg], g->rs.len[sg], g->ns);
             const int buf = c->p->nodes[rn->node].out;
             if (rn->res && c->res[buf].grid) /* the piece into this core's tile */
                 be_res_copy(c, g->e, 1, buf, off, g->rs.off[p->s1[q] - 1] + g->rs.len[p->s1[q] - 1] - off, g->g0,
@@ -1085,6 +1156,13 @@ static void rg_ep_store(rg_core *g, const rg_pieces *p)
                 be_res_copy(c, g->e, 1, buf, 0, g->pn, g->g0, g->ns, p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
         }
     }
+    for (int h = 0; !hold && h < g->nheld; h++) { /* the last block's: the held ones after it */
+        for (int q = 0; q < g->held[h]->n; q++)
+            rg_ep_dram(g, g->held[h], q);
+        free(g->held[h]);
+    }
+    if (!hold)
+        g->nheld = 0;
 }
 
 /* ring: each piece's kept results to the cores keeping the other rows. */
@@ -1135,13 +1213,12 @@ static void rg_send_pending(rg_core *g)
 static int rg_epilogue(rg_core *g, int64_t b)
 {
     mm_core *mc = &g->mc;
-    const int64_t sb = g->c->t.stick;
     rg_pieces *p = ir_xalloc(sizeof *p);
     rg_pieces_of(g, b, p);
-    int64_t *base = ir_xalloc((size_t)(g->m->ep.nl + 1) * sizeof *base);
-    if (b > 0)
-        cc_emit_wait(g->e, ISA_U_DMAI, g->estored);
-    const int64_t at = mm_ep_load(mc, &g->rs, 0, g->g0, g->ns, g->C + mc->NBS * mc->MB * sb, base);
+    if (!rg_ep_early(g, mc->nch - 1))
+        rg_ep_in(g, b);
+    assert(g->ep_b == b);
+    const int64_t at = g->ep_at, *base = g->ep_base;
     for (int u = 0; u < (g->pipe ? mc->nc : 1); u++)
         if (!g->pipe || g->nseg[u] > 0) /* an SFP with no piece takes none */
             cc_emit_sig(g->e, ISA_U_DMAI, g->efull);
@@ -1150,7 +1227,6 @@ static int rg_epilogue(rg_core *g, int64_t b)
         rg_ep_store(g, p);
     for (int u = 0; !rc && b + 1 < g->nsb && u <= mc->nc; u++)
         cc_emit_sig(g->e, ISA_U_DMAO, u < mc->nc ? g->stored : g->estored);
-    free(base);
     if (!rc && g->nres)
         g->pend = p;
     else
@@ -1272,6 +1348,7 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
             c->drain = rg_drain(m, g->gm, &g->mc.tl);
         free(g->mc.T.memo);
         free(g->mc.T.memo_id);
+        free(g->ep_base);
         rc = rc || cc_emit_failed(g->e) ? -1 : 0;
     }
     free(g);
