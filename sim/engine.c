@@ -470,8 +470,8 @@ static void token_inc(engine *g, sim_core *c, int64_t tok, double t)
 {
     c->tokens[tok]++;
     for (int u = 0; u < ISA_NUNITS; u++)
-        if (c->ustate[u].waiting_tok == tok) {
-            c->ustate[u].waiting_tok = -1;
+        if (c->waiting_tok[u] == tok) {
+            c->waiting_tok[u] = -1;
             wake_unit(g, c, u, t);
         }
 }
@@ -507,9 +507,9 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
                               s->cfg.tokens);
         if (e->op == ISA_OP_WAIT) {
             if (c->tokens[tok] == 0) {
-                if (us->waiting_tok < 0)
+                if (c->waiting_tok[u] < 0)
                     us->wait_since = t;
-                us->waiting_tok = tok;
+                c->waiting_tok[u] = tok;
                 return 0;
             }
             if (us->wait_since >= 0) {
@@ -631,7 +631,7 @@ static void reset_cores(sim *s)
         for (int u = 0; u < ISA_NUNITS; u++) {
             c->units[u].head = c->units[u].count = 0;
             memset(&c->ustate[u], 0, sizeof c->ustate[u]);
-            c->ustate[u].waiting_tok = -1;
+            c->waiting_tok[u] = -1;
             c->ustate[u].wait_since = -1;
         }
         memset(c->tokens, 0, (size_t)s->cfg.tokens * sizeof *c->tokens);

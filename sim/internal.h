@@ -60,7 +60,6 @@ typedef struct {
     double done_at;     /* cycle every instruction it started has completed */
     double busy, stall; /* accumulated cycles */
     double wait_since;  /* cycle a blocked wait started, or -1 */
-    int64_t waiting_tok;/* token a blocked wait needs, or -1 */
     int scheduled;      /* an event for this unit is pending */
 } sim_unit_state;
 
@@ -79,6 +78,9 @@ typedef struct {
     int nloops;
     sim_queue units[ISA_NUNITS];
     sim_unit_state ustate[ISA_NUNITS];
+    /* token each unit's blocked wait needs, or -1: every signal looks at
+     * all of them, so they share a cache line rather than sit in ustate */
+    int64_t waiting_tok[ISA_NUNITS];
     int64_t *tokens;
     uint64_t lx_peak;
 } sim_core;
