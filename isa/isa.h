@@ -102,17 +102,19 @@ typedef struct {
 /* A decoded instruction: one struct for every format; a format uses the
  * fields its table lists, the others keep their defaults. */
 typedef struct isa_insn {
+    /* what the simulator's sequencer reads of every instruction it issues,
+     * first, so that it spans two cache lines rather than three */
     int op;            /* isa_op */
+    int64_t tok;       /* token number */
+    isa_addr d, a, b, p;
     int64_t c;         /* corelet (PT, SFP) */
     int64_t u;         /* unit (wait, sig): isa_unit */
     int64_t t;         /* value type: isa_dtype_dev */
-    int64_t tok;       /* token number */
     int64_t core;      /* destination core (ring) */
     int64_t reg;       /* register (li, addi) */
     int64_t val;       /* immediate (li, addi, loop count) */
     int64_t flags;     /* ISA_F_* */
     int64_t bm;        /* isa_bmode */
-    isa_addr d, a, b, p;
     int64_t run;       /* contiguous sticks per innermost DMA/ring step */
     int64_t n[ISA_MAX_LOOPS];  /* loop counts, innermost first */
     int64_t ds[ISA_MAX_LOOPS]; /* byte strides of d per loop level */

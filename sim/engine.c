@@ -401,6 +401,8 @@ static int run_seq(engine *g, sim_core *c, double t)
             e->p = resolve(c, &in->p);
             e->index = c->pc;
             e->ready = c->seq_time;
+            e->op = in->op;
+            e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
             q->count++;
             wake_unit(g, c, u, c->seq_time);
             c->pc++;
@@ -468,8 +470,8 @@ static void token_inc(engine *g, sim_core *c, int64_t tok, double t)
 {
     c->tokens[tok]++;
     for (int u = 0; u < ISA_NUNITS; u++)
-        if (c->ustate[u].waiting_tok == tok) {
-            c->ustate[u].waiting_tok = -1;
+        if (c->waiting_tok[u] == tok) {
+            c->waiting_tok[u] = -1;
             wake_unit(g, c, u, t);
         }
 }
@@ -496,43 +498,43 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     }
     if (past_cycles(g, c->id, u, e->index, t))
         return -1;
-    const isa_insn *in = e->in;
     double dur, done;
     const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
-    if (in->op == ISA_OP_WAIT || in->op == ISA_OP_SIG) {
-        if (in->tok >= s->cfg.tokens)
-            return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", in->tok,
+    if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
+        const int32_t tok = e->tok;
+        if (tok >= s->cfg.tokens)
+            return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", e->in->tok,
                               s->cfg.tokens);
-        if (in->op == ISA_OP_WAIT) {
-            if (c->tokens[in->tok] == 0) {
-                if (us->waiting_tok < 0)
+        if (e->op == ISA_OP_WAIT) {
+            if (c->tokens[tok] == 0) {
+                if (c->waiting_tok[u] < 0)
                     us->wait_since = t;
-                us->waiting_tok = in->tok;
+                c->waiting_tok[u] = tok;
                 return 0;
             }
             if (us->wait_since >= 0) {
                 us->stall += t - us->wait_since;
                 us->wait_since = -1;
             }
-            c->tokens[in->tok]--;
-            sim_race_wait(s, c, u, in->tok);
+            c->tokens[tok]--;
+            sim_race_wait(s, c, u, tok);
         } else {
             if (us->done_at > t) { /* signal once the unit's transfers in flight are complete */
                 us->scheduled = 1;
                 schedule(g, us->done_at, c->id, u);
                 return 0;
             }
-            if (c->tokens[in->tok] + 1 > s->cfg.token_max)
-                return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " overflow (more than %" PRId64 ")", in->tok,
+            if (c->tokens[tok] + 1 > s->cfg.token_max)
+                return sim_faultf(s, c->id, u, e->index, "token %d overflow (more than %" PRId64 ")", tok,
                                   s->cfg.token_max);
-            sim_race_signal(s, c, u, c, in->tok);
-            token_inc(g, c, in->tok, t);
+            sim_race_signal(s, c, u, c, tok);
+            token_inc(g, c, tok, t);
         }
         dur = s->cfg.sync_cycles;
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
-        if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, in)) || sim_exec(s, c, u, e, &tm))
+        if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, e->in)) || sim_exec(s, c, u, e, &tm))
             return -1;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
@@ -629,7 +631,7 @@ static void reset_cores(sim *s)
         for (int u = 0; u < ISA_NUNITS; u++) {
             c->units[u].head = c->units[u].count = 0;
             memset(&c->ustate[u], 0, sizeof c->ustate[u]);
-            c->ustate[u].waiting_tok = -1;
+            c->waiting_tok[u] = -1;
             c->ustate[u].wait_since = -1;
         }
         memset(c->tokens, 0, (size_t)s->cfg.tokens * sizeof *c->tokens);

@@ -10,13 +10,22 @@
 /* An instruction waiting in a unit queue: the program's decoded
  * instruction (not copied: the program does not change during a run) and
  * what dispatch resolved, the byte offsets of its address operands (base
- * register + offset, at the time the sequencer issued it). */
+ * register + offset, at the time the sequencer issued it).  Its opcode and
+ * token are copied too: most unit wakes meet a `wait` or `sig`, which need
+ * nothing else, so such a wake reads this slot's one cache line and not
+ * the 328-byte instruction it names (a second dependent load). */
 typedef struct {
     const isa_insn *in;
     int64_t d, a, b, p; /* resolved in->d.off + regs[in->d.reg], ... */
     long index;         /* position in the core's stream */
     double ready;       /* cycle it was dispatched */
+    int32_t op;         /* in->op */
+    int32_t tok;        /* in->tok, or INT32_MAX when outside [0, INT32_MAX] (no chip has such a token) */
 } sim_slot;
+
+/* sim.c allocates the queues aligned to this, so a slot is one cache line */
+#define SIM_SLOT_ALIGN 64
+_Static_assert(sizeof(sim_slot) == SIM_SLOT_ALIGN, "a unit queue slot fills one cache line");
 
 /* An instruction as it ran, registers resolved (reg 0, off the resolved
  * offset): what a trace record keeps (sim_trace_insn). */
@@ -25,9 +34,6 @@ typedef struct {
     long index;   /* position in the core's stream */
     double ready; /* cycle it was dispatched */
 } sim_qent;
-
-/* sim.c allocates each queue as queue_depth * sizeof(sim_qent) */
-_Static_assert(sizeof(sim_qent) >= sizeof(sim_slot), "unit queues are allocated with sizeof(sim_qent)");
 
 /* The instruction of a slot with its resolved addresses filled in. */
 static inline void sim_slot_insn(const sim_slot *e, isa_insn *out)
@@ -54,7 +60,6 @@ typedef struct {
     double done_at;     /* cycle every instruction it started has completed */
     double busy, stall; /* accumulated cycles */
     double wait_since;  /* cycle a blocked wait started, or -1 */
-    int64_t waiting_tok;/* token a blocked wait needs, or -1 */
     int scheduled;      /* an event for this unit is pending */
 } sim_unit_state;
 
@@ -73,6 +78,9 @@ typedef struct {
     int nloops;
     sim_queue units[ISA_NUNITS];
     sim_unit_state ustate[ISA_NUNITS];
+    /* token each unit's blocked wait needs, or -1: every signal looks at
+     * all of them, so they share a cache line rather than sit in ustate */
+    int64_t waiting_tok[ISA_NUNITS];
     int64_t *tokens;
     uint64_t lx_peak;
 } sim_core;

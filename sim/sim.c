@@ -48,7 +48,7 @@ sim *sim_create(const chip_config *cfg)
         if (!c->lx || !c->tokens)
             goto fail;
         for (int u = 0; u < ISA_NUNITS; u++)
-            if (!(c->units[u].q = calloc((size_t)cfg->queue_depth, sizeof(sim_qent))))
+            if (!(c->units[u].q = aligned_alloc(SIM_SLOT_ALIGN, (size_t)cfg->queue_depth * sizeof(sim_slot))))
                 goto fail;
     }
     return s;
