@@ -66,27 +66,7 @@ static int run_checked_program(const char *dir, sim_stats *st, isa_program **out
         *out = cc_result_take_program(r);
         cc_result_free(r);
     }
-    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
-    rt_run_result res;
-    rt_check_result *chk = NULL;
-    int n = 0, bad = -1;
-    if (!rt_fill_inputs(prog, 7, err, sizeof err) && !rt_load_graph_tensors(prog, g, NULL, err, sizeof err) &&
-        !rt_launch(prog, &res)) {
-        *st = res.stats;
-        bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
-    }
-    for (int i = 0; i < n; i++)
-        if (!chk[i].ok) {
-            char line[512];
-            rt_check_format(&chk[i], line, sizeof line);
-            fprintf(stderr, "%s: %s\n", g->name, line);
-        }
-    free(chk);
-    rt_unload(prog);
-    rt_close(dev);
+    int bad = tu_run_checked(g, &cfg, p, g->name, st);
     gr_graph_free(g);
     return bad;
 }
@@ -122,13 +102,8 @@ static void test_the_next_products_first_weight_chunks_load_in_the_kernel_before
     CU_ASSERT_EQUAL(k0 + k1, x + w1 + w2 + y);
 }
 
-/* A dmai signal waits for all of its unit's loads to land, so a loader
- * that loaded a block's bias on its own between two chunks of B (signal,
- * bias, signal, next chunk) left the DRAM idle behind it (BERT-base's
- * fused q/k/v product: 500 to 940 cycles a block on each loader).  On
- * the cores that load B (a load of a whole 16 KB chunk), every group of
- * loads that a signal closes holds a chunk of B; the outputs validate. */
-static void test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b(void)
+/* bias_graph's program (not rolled into loops), its outputs checked. */
+static isa_program *bias_program(void)
 {
     static const tu_param ps[] = {{"w", 1024, 256}, {"b", 1024, 0}};
     char dir[512];
@@ -138,6 +113,19 @@ static void test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b(void)
     isa_program *p = NULL;
     CU_ASSERT_EQUAL(run_checked_program(dir, &st, &p), 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    tu_rmtree(dir);
+    return p;
+}
+
+/* A dmai signal waits for all of its unit's loads to land, so a loader
+ * that loaded a block's bias on its own between two chunks of B (signal,
+ * bias, signal, next chunk) left the DRAM idle behind it (BERT-base's
+ * fused q/k/v product: 500 to 940 cycles a block on each loader).  On
+ * the cores that load B (a load of a whole 16 KB chunk), every group of
+ * loads that a signal closes holds a chunk of B; the outputs validate. */
+static void test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b(void)
+{
+    isa_program *p = bias_program();
     int loaders = 0;
     for (int c = 0; c < p->ncores; c++) {
         int64_t most = 0, run = 0;
@@ -169,14 +157,7 @@ static void test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b(void)
  * validate. */
 static void test_a_streamed_products_results_are_stored_after_its_last_block(void)
 {
-    static const tu_param ps[] = {{"w", 1024, 256}, {"b", 1024, 0}};
-    char dir[512];
-    tu_tmpdir(dir, sizeof dir);
-    tu_write_graph(dir, bias_graph, ps, 2);
-    sim_stats st = {0};
-    isa_program *p = NULL;
-    CU_ASSERT_EQUAL(run_checked_program(dir, &st, &p), 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    isa_program *p = bias_program();
     for (int c = 0; c < p->ncores; c++) {
         size_t last_pt = 0, first_st = 0, nst = 0;
         for (size_t i = 0; i < p->cores[c].n; i++) {

@@ -38,27 +38,9 @@ static run_out run(const char *dir, const char *cfgname, int siblings)
         o.products += cc_result_kernel_kind(r, k) == CC_KERNEL_MATMUL;
     isa_program *p = cc_result_take_program(r);
     cc_result_free(r);
-    rt_device *dev = rt_open_config(&cfg, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
-    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
-    rt_run_result res;
-    rt_check_result *chk = NULL;
-    int n = 0;
-    if (!rt_fill_inputs(prog, 7, err, sizeof err) && !rt_load_graph_tensors(prog, g, NULL, err, sizeof err) &&
-        !rt_launch(prog, &res)) {
-        o.st = res.stats;
-        o.bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
-    }
-    for (int i = 0; i < n; i++)
-        if (!chk[i].ok) {
-            char line[512];
-            rt_check_format(&chk[i], line, sizeof line);
-            fprintf(stderr, "%s on %s: %s\n", g->name, cfgname, line);
-        }
-    free(chk);
-    rt_unload(prog);
-    rt_close(dev);
+    char label[256];
+    snprintf(label, sizeof label, "%s on %s", g->name, cfgname);
+    o.bad = tu_run_checked(g, &cfg, p, label, &o.st);
     gr_graph_free(g);
     return o;
 }

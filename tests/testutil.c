@@ -270,3 +270,30 @@ void tu_write_graph(const char *dir, const char *text, const tu_param *ps, int n
     for (int i = 0; i < np; i++)
         free(data[i]);
 }
+
+int tu_run_checked(const gr_graph *g, const chip_config *cfg, isa_program *p, const char *label, sim_stats *st)
+{
+    char err[1024];
+    rt_device *dev = rt_open_config(cfg, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rt_run_result res;
+    rt_check_result *chk = NULL;
+    int n = 0, bad = -1;
+    if (!rt_fill_inputs(prog, 7, err, sizeof err) && !rt_load_graph_tensors(prog, g, NULL, err, sizeof err) &&
+        !rt_launch(prog, &res)) {
+        *st = res.stats;
+        bad = rt_check_graph(prog, g, &chk, &n, err, sizeof err);
+    }
+    for (int i = 0; i < n; i++)
+        if (!chk[i].ok) {
+            char line[512];
+            rt_check_format(&chk[i], line, sizeof line);
+            fprintf(stderr, "%s: %s\n", label, line);
+        }
+    free(chk);
+    rt_unload(prog);
+    rt_close(dev);
+    return bad;
+}

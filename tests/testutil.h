@@ -91,4 +91,10 @@ void tu_halt_all(isa_program *p);
 rt_program *tu_ktir_load(const char *text, const kt_arg *args, int nargs, const chip_config *cfg, char *path, size_t len,
                          rt_device **dev);
 
+/* Program p (taken) loaded on a device of cfg with g's inputs (seed 7)
+ * and parameters, launched, every output checked against the reference
+ * (a failing check printed, named by label): the outputs not ok, -1 on
+ * a failure before the check; the run's statistics in *st. */
+int tu_run_checked(const gr_graph *g, const chip_config *cfg, isa_program *p, const char *label, sim_stats *st);
+
 #endif
