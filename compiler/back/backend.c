@@ -790,6 +790,15 @@ static double xchg_est(const be_ctx *c, int pos)
     return e;
 }
 
+/* The most LX any core's code of the kernel just emitted took. */
+static int64_t lx_top_of(const be_ctx *c)
+{
+    int64_t top = 0;
+    for (int core = 0; core < c->cfg->cores; core++)
+        top = cc_max(top, (int64_t)c->em[core].lx_top);
+    return top;
+}
+
 /* Kernel i's code on every core, from first[core] on, after the fence
  * before it: the fence made a bar once the instructions show a
  * dependency across cores (bd_needs_bar), and the report's figures; each
@@ -800,11 +809,9 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
     bd_state *bd = w->bd;
     be_kinfo *ki = &state_of(c)->k[i];
     char why[160] = "";
-    for (int core = 0; core < ncores; core++) {
+    for (int core = 0; core < ncores; core++)
         cg_core_done(w, core);
-        if ((int64_t)c->em[core].lx_top > ki->lx_max)
-            ki->lx_max = (int64_t)c->em[core].lx_top;
-    }
+    ki->lx_max = cc_max(ki->lx_max, lx_top_of(c));
     bd_order(bd);
     const int bar = bd_needs_bar(bd, why, sizeof why);
     bd_record(bd, bar);
@@ -849,15 +856,6 @@ static void cg_walk_end(cg_walk *w)
     free(w->busy);
     free(w->pool);
     free(w->idle);
-}
-
-/* The most LX any core's code of the kernel just emitted took. */
-static int64_t lx_top_of(const be_ctx *c)
-{
-    int64_t top = 0;
-    for (int core = 0; core < c->cfg->cores; core++)
-        top = cc_max(top, (int64_t)c->em[core].lx_top);
-    return top;
 }
 
 int be_codegen_pass(ir_prog *p)

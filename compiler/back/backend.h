@@ -526,12 +526,12 @@ int be_res_may_keep(const be_ctx *c, int buf, int pos);
  * c->hope (be_res_may_read, be_res_may_keep see them), and their end.
  * 1, or 0 when none could stay (every be_res_may_ says no, as it did
  * before), -1 with the error of a kernel whose access failed. */
+int be_lx_hope_begin(be_ctx *c);
+void be_lx_hope_end(be_ctx *c);
 /* workdiv's memo of matmul plans (be_mmmemo.c; recall and keep in
  * be_matmul.h): made empty, and freed. */
 void be_mmmemo_begin(be_ctx *c);
 void be_mmmemo_end(be_ctx *c);
-int be_lx_hope_begin(be_ctx *c);
-void be_lx_hope_end(be_ctx *c);
 /* Where kernel pos, which reads buf from LX, finds a core's rows of it:
  * the region's LX offset and rows per core (a ring exchange's region
  * when pos splits it over other cores than its producer). */

@@ -1915,7 +1915,10 @@ int64_t be_matmul_need(be_ctx *c, int pos)
 int be_matmul_prefetch(be_ctx *c, int pos, int64_t above)
 {
     const be_work *w = &c->work[pos];
-    if (!w->bcast || w->gn < 2) /* only a grid over the ring streams B from one loader a column */
+    c->pre.n = 0;
+    /* only a grid over the ring streams B from one loader a column; and
+     * only a kernel before it with a drain leaves the DRAM time to */
+    if (!w->bcast || w->gn < 2 || c->drain <= 0)
         return 0;
     mm_plan m;
     int rc = mm_prepare(c, pos, &m, 0);

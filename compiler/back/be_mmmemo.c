@@ -51,7 +51,10 @@ void be_mmmemo_end(be_ctx *c)
     c->mmmemo = NULL;
 }
 
-/* Field by field: be_work has padding. */
+/* Field by field: be_work has padding.  A field added to be_work must be
+ * compared here too, or a plan would be recalled for other work: the
+ * size check stops the build until it is. */
+_Static_assert(sizeof(be_work) == 136, "be_mmmemo.c's work_same compares every be_work field: add the new one");
 static int work_same(const be_work *a, const be_work *b)
 {
     return a->cores == b->cores && a->gm == b->gm && a->gn == b->gn && a->gk == b->gk && a->gb == b->gb &&
