@@ -122,7 +122,6 @@ typedef struct {
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t;          /* the last kernel rolled from scratch */
-    rr_vec applied;     /* the template's rolled list with another kernel's addresses */
     long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
     long seencap;
     /* per instruction of the kernel: its address operands' offsets, as
@@ -143,10 +142,9 @@ struct be_reroll {
     char cfgname[ISA_NAME_MAX];
 };
 
-static void vec_append(rr_vec *v, const rr_ent *e, long n)
+/* Room for n more entries. */
+static void vec_reserve(rr_vec *v, long n)
 {
-    if (!n)
-        return;
     if (v->n + n > v->cap) {
         v->cap = v->cap ? 2 * v->cap : 256;
         if (v->cap < v->n + n)
@@ -155,6 +153,13 @@ static void vec_append(rr_vec *v, const rr_ent *e, long n)
         if (!v->v)
             abort();
     }
+}
+
+static void vec_append(rr_vec *v, const rr_ent *e, long n)
+{
+    if (!n)
+        return;
+    vec_reserve(v, n);
     memcpy(v->v + v->n, e, (size_t)n * sizeof *e);
     v->n += n;
 }
@@ -425,19 +430,23 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     return c;
 }
 
-static void roll_list(const rr_ent *e, long n, rr_vec *out);
+static void roll_in_place(rr_vec *v, long at);
 
 /* Append to out the loop of candidate c at item i: its first repetition
- * with the strides s->stride as a new loop level, rolled in turn. */
+ * with the strides s->stride as a new loop level, rolled in turn (written
+ * where it goes and rolled there: entries are large, and most bodies roll
+ * no further). */
 static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
-    rr_vec body = {malloc((size_t)len * sizeof *body.v), len, len}; /* written in place: entries are large */
-    if (!body.v)
-        abort();
+    rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
+    const long at = out->n;
+    vec_push(out, &lp);
+    vec_reserve(out, len);
+    rr_ent *body = out->v + out->n;
     int rel = 0; /* loops around the entry inside the item: the new level's index */
     for (long j = 0; j < len; j++) {
-        rr_ent *x = &body.v[j];
+        rr_ent *x = &body[j];
         *x = e[b0 + j];
         if (x->kind == RR_ENDL)
             rel--;
@@ -453,13 +462,10 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
         if (x->kind == RR_LOOP)
             rel++;
     }
-    rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
-    long at = out->n;
-    vec_push(out, &lp);
-    roll_list(body.v, body.n, out);
+    out->n += len;
+    roll_in_place(out, at + 1);
     vec_push(out, &el);
     out->v[at].len = out->n - at;
-    free(body.v);
 }
 
 /* One left-to-right scan of list e (n entries); when it finds loops,
@@ -549,13 +555,15 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
     return loops;
 }
 
-/* Roll list e into out: scans until one makes no loop (outer loops appear
- * once bodies hold loops), a few at most. */
-static void roll_list(const rr_ent *e, long n, rr_vec *out)
+/* Roll the list v[at..) where it is: scans until one makes no loop (outer
+ * loops appear once bodies hold loops), a few at most.  A list that rolls
+ * from its start takes the last scan's buffer instead of a copy. */
+static void roll_in_place(rr_vec *v, long at)
 {
     rr_vec buf[2] = {{0}, {0}};
-    const rr_ent *cur = e;
-    long ncur = n;
+    const rr_ent *cur = v->v + at;
+    long ncur = v->n - at;
+    int last = -1;
     for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
         rr_vec *dst = &buf[pass & 1];
         dst->n = 0;
@@ -563,8 +571,16 @@ static void roll_list(const rr_ent *e, long n, rr_vec *out)
             break;
         cur = dst->v;
         ncur = dst->n;
+        last = pass & 1;
     }
-    vec_append(out, cur, ncur);
+    if (last >= 0 && at == 0) {
+        const rr_vec t = *v;
+        *v = buf[last];
+        buf[last] = t;
+    } else if (last >= 0) {
+        v->n = at;
+        vec_append(v, cur, ncur);
+    }
     free(buf[0].v);
     free(buf[1].v);
 }
@@ -714,11 +730,30 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
     }
 }
 
+/* Where emission writes, and what it reads its instructions from: the
+ * entries themselves, or (base set) the template's rolled list emitted
+ * for another kernel: an entry's instruction is then base[idx], and its
+ * offsets the template's plus the kernel's constant for the template
+ * shape and operand (tmpl_fits), without a copy of the list (entries are
+ * large: copying it was 4% of BERT-base's compile). */
 typedef struct {
     isa_stream *s;    /* the new stream */
     rr_kstat *ks;
     rr_scratch *sc;
+    const isa_insn *base;        /* NULL: the entries' own */
+    const int *shape;            /* with base: per template instruction, its shape */
+    const int64_t (*delta)[RR_NADDR]; /* with base: per template shape and operand */
 } rr_out;
+
+static inline const isa_insn *ent_insn(const rr_out *o, const rr_ent *x)
+{
+    return o->base ? &o->base[x->idx] : x->in;
+}
+
+static inline int64_t ent_off(const rr_out *o, const rr_ent *x, int k)
+{
+    return o->base ? x->off[k] + o->delta[o->shape[x->idx]][k] : x->off[k];
+}
 
 /* The next instruction of the new stream, built in place (an
  * instruction is 328 bytes: no copy made aside), then counted in by
@@ -757,16 +792,17 @@ static void push_reg(rr_out *o, int op, int reg, int64_t v)
 
 static void emit_list(rr_out *o, const rr_ent *e, long n);
 
-/* Walk nest e[0..n) with registers R starting at init[]: emit it, or
- * (o NULL) find, per register, the lowest first address less K of an
+/* Walk nest e[0..n) with registers R starting at init[]: emit it into o,
+ * or (low set) find, per register, the lowest first address less K of an
  * operand using it (an offset is never negative: init is set below it). */
 static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, const int64_t *init, int64_t *low)
 {
+    const int emit = !low;
     int64_t K[RR_REGS], entry[ISA_MAX_LOOPS][RR_REGS], cnt[ISA_MAX_LOOPS];
     long path[ISA_MAX_LOOPS], ids = 0;
     int d = 0;
     memcpy(K, init, sizeof K);
-    for (int r = 0; r < R->nregs && o; r++)
+    for (int r = 0; r < R->nregs && emit; r++)
         push_reg(o, ISA_OP_LI, r + 1, init[r]);
     for (long j = 0; j < n; j++) {
         const rr_ent *x = &e[j];
@@ -774,7 +810,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             memcpy(entry[d], K, sizeof K);
             cnt[d] = x->n;
             path[d++] = ids++;
-            if (!o)
+            if (!emit)
                 continue;
             room(o, ISA_OP_LOOP)->val = x->n;
             commit(o);
@@ -786,31 +822,32 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             const long L = path[d];
             for (int r = 0; r < R->nregs; r++) {
                 const int64_t c = R->def[r * R->nloops + L] ? R->coef[r * R->nloops + L] : 0;
-                if (o && c + entry[d][r] - K[r])
+                if (emit && c + entry[d][r] - K[r])
                     push_reg(o, ISA_OP_ADDI, r + 1, c + entry[d][r] - K[r]);
                 K[r] = entry[d][r] + cnt[d] * c;
             }
-            if (!o)
+            if (!emit)
                 continue;
             room(o, ISA_OP_ENDL);
             commit(o);
-        } else if (!o) {
+        } else if (!emit) {
             const int na = fields_of(x->in->op)->naddr;
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
-                if (r && x->off[k] - K[r - 1] < low[r - 1])
-                    low[r - 1] = x->off[k] - K[r - 1];
+                const int64_t off = ent_off(o, x, k);
+                if (r && off - K[r - 1] < low[r - 1])
+                    low[r - 1] = off - K[r - 1];
             }
         } else {
             isa_insn *in = isa_stream_room(o->s);
-            *in = *x->in;
+            *in = *ent_insn(o, x);
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
                 isa_addr *a = addr_at(in, ao[k]);
                 a->reg = r;
-                a->off = x->off[k] - (r ? K[r - 1] : 0);
+                a->off = ent_off(o, x, k) - (r ? K[r - 1] : 0);
             }
             commit(o);
         }
@@ -831,10 +868,10 @@ static void emit_nest(rr_out *o, const rr_ent *e, long n)
         return;
     }
     int64_t init[RR_REGS] = {0}, low[RR_REGS] = {0};
-    walk_nest(NULL, e, n, &R, init, low);
+    walk_nest(o, e, n, &R, init, low);
     for (int r = 0; r < R.nregs; r++)
         init[r] = low[r]; /* K moves with init: every offset becomes >= 0 */
-    walk_nest(o, e, n, &R, init, low);
+    walk_nest(o, e, n, &R, init, NULL);
     regs_free(&R);
 }
 
@@ -846,11 +883,11 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             j += e[j].len;
         } else {
             isa_insn *in = isa_stream_room(o->s);
-            *in = *e[j].in; /* its first iteration's addresses: unroll_one moves them */
+            *in = *ent_insn(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
-                addr_at(in, ao[k])->off = e[j].off[k];
+                addr_at(in, ao[k])->off = ent_off(o, &e[j], k);
             commit(o);
             j++;
         }
@@ -1000,8 +1037,12 @@ static int roll_fresh(rr_scratch *sc, const isa_insn *s, long n)
         t->shape[j] = sc->e.v[j].shape;
         memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
     }
-    t->rolled.n = 0;
-    roll_list(sc->e.v, n, &t->rolled);
+    /* rolled where the entries are, then the template's list (sc->e
+     * takes the old list's buffer for the next kernel: no copy) */
+    roll_in_place(&sc->e, 0);
+    const rr_vec old = t->rolled;
+    t->rolled = sc->e;
+    sc->e = old;
     t->n = n;
     return 1;
 }
@@ -1063,22 +1104,6 @@ static int tmpl_fits(rr_scratch *sc, const isa_insn *s, long n)
     return 1;
 }
 
-/* The template's rolled list with kernel s's instructions and addresses. */
-static void tmpl_apply(const rr_tmpl *t, const isa_insn *s, rr_vec *out)
-{
-    out->n = 0;
-    vec_append(out, t->rolled.v, t->rolled.n);
-    for (long j = 0; j < out->n; j++) {
-        rr_ent *x = &out->v[j];
-        if (x->kind != RR_INSN)
-            continue;
-        x->in = &s[x->idx];
-        const rr_opfields *f = fields_of(x->in->op);
-        for (int k = 0; k < f->naddr; k++)
-            x->off[k] = caddr_at(x->in, f->addr[k])->off;
-    }
-}
-
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
  * when it fits, else from scratch); left as they are when they already
  * use loops or registers (not code this back half makes). */
@@ -1094,16 +1119,18 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
             abort();
     }
     const rr_vec *r = &sc->t.rolled;
+    rr_out to = *o;
     if (tmpl_fits(sc, s, n)) {
-        tmpl_apply(&sc->t, s, &sc->applied);
-        r = &sc->applied;
+        to.base = s;
+        to.shape = sc->t.shape;
+        to.delta = (const int64_t (*)[RR_NADDR])sc->t.delta;
     } else if (!roll_fresh(sc, s, n)) {
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
     }
     long first = (long)o->s->n;
-    emit_list(o, r->v, r->n);
+    emit_list(&to, r->v, r->n);
     /* the shapes: the fresh roll's of s, or the template's, which are s's
      * renamed one to one (tmpl_fits) */
     check_same(sc, o->s->insns + first, (long)o->s->n - first, s, n, sc->t.shape);
@@ -1123,7 +1150,6 @@ static void scratch_free(rr_scratch *sc)
     free(sc->t.delta);
     free(sc->t.first);
     free(sc->t.keys);
-    free(sc->applied.v);
     free(sc->seen);
     free(sc->soff);
 }
@@ -1199,7 +1225,7 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
         if (q == nk)
             break;
         rr_kstat *st = &rr->k[kernel_pos(p, ks[q]->name)];
-        rr_out o = {neu, st, &rr->sc};
+        rr_out o = {.s = neu, .ks = st, .sc = &rr->sc};
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
         ks[q]->first = from + (long)neu->n;
@@ -1238,7 +1264,7 @@ void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, 
     roll_tail(c, rr, core);
     isa_stream *home = &c->prog->cores[core];
     rr_kstat *st = &rr->k[kernel_pos(c->p, name)];
-    rr_out o = {home, st, &rr->sc};
+    rr_out o = {.s = home, .ks = st, .sc = &rr->sc};
     const long first = (long)home->n;
     roll_kernel(&o, s, n);
     isa_program_add_kernel(c->prog, name, core, first, (long)home->n - 1);
@@ -1268,7 +1294,7 @@ void cc_roll_streams(isa_program *prog)
         isa_stream *old = &prog->cores[core], neu = {0};
         rr_kstat st = {0};
         rr_scratch sc = {0};
-        rr_out o = {&neu, &st, &sc};
+        rr_out o = {.s = &neu, .ks = &st, .sc = &sc};
         roll_kernel(&o, old->insns, (long)old->n);
         free(old->insns);
         *old = neu;
