@@ -330,6 +330,19 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
     return 0;
 }
 
+int isa_check_addrs(const isa_insn *in, char *err, size_t errlen)
+{
+    if (!isa_info(in->op))
+        return isa_check(in, err, errlen);
+    const op_checks *c = &op_check[in->op];
+    int ok = 1;
+    for (int i = 0; i < c->naddr; i++) {
+        const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
+        ok &= (uint64_t)a->reg < ISA_NREGS && (uint64_t)a->off < (1ull << ADDR_OFF_BITS);
+    }
+    return ok ? 0 : isa_check(in, err, errlen); /* the message */
+}
+
 int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_t errlen)
 {
     if (isa_check(in, err, errlen))

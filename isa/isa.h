@@ -318,6 +318,9 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
 /* isa_encode's operand checks alone (every operand fits its field): 0, or
  * -1 with the same message. */
 int isa_check(const isa_insn *in, char *err, size_t errlen);
+/* isa_check of the address operands alone, for an instruction whose other
+ * operands passed it before (a copy given other addresses). */
+int isa_check_addrs(const isa_insn *in, char *err, size_t errlen);
 /* Decode; fails on an unknown opcode, a non-zero pad, or an illegal operand. */
 int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_t errlen);
 /* Canonical text: mnemonic, then every operand that differs from its default. */
