@@ -358,11 +358,52 @@ static int mm_keeps_rows(const mm_plan *m, int64_t gm, int64_t gn)
     return m->lxonly && m->nbatch > 1 && mm_grid_rows(m, gm, gn);
 }
 
-static int mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, double cap, mm_tiling *tl)
+/* What mm_estimate prices alike for every tiling of one grid and tile
+ * (mm_grid_of, once per mm_block: the tiling search asks for up to a few
+ * dozen tilings of each). */
+typedef struct {
+    int64_t gm, gn, mt, ns;
+    /* per core its share of the batch indices (nbc), over the grid all of them */
+    double sb, nbat, nbc, cores;
+    double a_bytes, b_bytes; /* the operands' buffers, staged whole */
+    int a_lx, kept;
+    double o_core, o_chip, w_core, w_chip, stage;
+} mm_grid_est;
+
+static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_grid_est *G)
 {
     const cc_target *t = &m->c->t;
-    /* per core its share of the batch indices (nbc), over the grid all of them */
-    const double sb = (double)t->stick, nbat = (double)m->nbatch, nbc = (double)cc_ceil_div(m->nbatch, m->gb);
+    *G = (mm_grid_est){.gm = gm, .gn = gn, .mt = mt, .ns = ns};
+    G->sb = (double)t->stick;
+    G->nbat = (double)m->nbatch;
+    G->nbc = (double)cc_ceil_div(m->nbatch, m->gb);
+    G->cores = (double)(gm * gn * m->gb * m->gk);
+    G->a_bytes = (double)be_buf_bytes(m->c, m->mm->a);
+    G->b_bytes = (double)be_buf_bytes(m->c, m->mm->b);
+    /* A read from LX (m->alx: kept there by the kernel before, on this
+     * grid's rows) moves no DRAM bytes: bert_base's PV, its A the softmax
+     * kept in LX, was estimated 7,979 cycles for 2,942 simulated with
+     * them counted */
+    G->a_lx = m->alx && (m->atile || mm_grid_rows(m, gm, gn));
+    double unused = 0;
+    mm_take_whole(m->c->waits && m->aw, G->a_bytes, G->cores, &unused, &unused, &G->w_core, &G->w_chip);
+    mm_take_whole(m->c->waits && m->bw, G->b_bytes, G->cores, &unused, &unused, &G->w_core, &G->w_chip);
+    /* a result kept in LX only goes to its region, not to DRAM, when this
+     * grid leaves each core the rows its readers take */
+    G->kept = mm_keeps_rows(m, gm, gn);
+    for (int j = 0; j < m->ep.nn; j++)
+        if (m->ep.nodes[j].dram) {
+            G->o_core += G->nbc * G->sb * (double)(mt * ns);
+            G->o_chip += G->kept && m->ep.nodes[j].lxonly ? 0 : G->nbat * G->sb * (double)(m->M * m->GN);
+        }
+    G->stage = mm_stage_cycles(t, G->w_core, G->w_chip);
+}
+
+static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_tiling *tl)
+{
+    const cc_target *t = &m->c->t;
+    const int64_t gm = G->gm, gn = G->gn, mt = G->mt, ns = G->ns;
+    const double sb = G->sb, nbat = G->nbat, nbc = G->nbc;
     const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
     const int64_t chunks = blocks * tl->nch;
     /* bytes in per core and over the grid */
@@ -374,39 +415,31 @@ static int mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     /* an operand staged whole is read whole by every core, once (when
      * staging whole and per block are compared, and in the grid search
      * of a product staging whole only: mm_plan_grid) */
-    const double cores = (double)(gm * gn * m->gb * m->gk);
+    const double cores = G->cores;
     if (m->aw && m->whole_dram) {
-        a_core = (double)be_buf_bytes(m->c, m->mm->a);
+        a_core = G->a_bytes;
         a_chip = cores * a_core;
     }
     if (m->bw && m->whole_dram) {
-        b_core = (double)be_buf_bytes(m->c, m->mm->b);
+        b_core = G->b_bytes;
         b_chip = cores * b_core;
     }
-    /* A read from LX (m->alx: kept there by the kernel before, on this
-     * grid's rows) moves no DRAM bytes: bert_base's PV, its A the softmax
-     * kept in LX, was estimated 7,979 cycles for 2,942 simulated with
-     * them counted */
-    const int a_lx = m->alx && (m->atile || mm_grid_rows(m, gm, gn));
+    const int a_lx = G->a_lx;
     if (a_lx)
         a_chip = 0;
-    double e_core = 0, e_chip = 0, o_core = 0, o_chip = 0, w_core = 0, w_chip = 0;
-    mm_take_whole(m->c->waits && m->aw, (double)be_buf_bytes(m->c, m->mm->a), cores, &a_core, &a_chip, &w_core, &w_chip);
-    mm_take_whole(m->c->waits && m->bw, (double)be_buf_bytes(m->c, m->mm->b), cores, &b_core, &b_chip, &w_core, &w_chip);
+    /* staged whole (mm_take_whole: G's w_core, w_chip) */
+    if (m->c->waits && m->aw)
+        a_core = a_chip = 0;
+    if (m->c->waits && m->bw)
+        b_core = b_chip = 0;
+    double e_core = 0, e_chip = 0;
+    const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core, w_chip = G->w_chip;
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
         e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
         e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
                                                                                          : gn * nbn * m->M);
     }
-    /* a result kept in LX only goes to its region, not to DRAM, when this
-     * grid leaves each core the rows its readers take */
-    const int kept = mm_keeps_rows(m, gm, gn);
-    for (int j = 0; j < m->ep.nn; j++)
-        if (m->ep.nodes[j].dram) {
-            o_core += nbc * sb * (double)(mt * ns);
-            o_chip += kept && m->ep.nodes[j].lxonly ? 0 : nbat * sb * (double)(m->M * m->GN);
-        }
     double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
     /* a core's reads stream at most at a share of the chip's DRAM rate */
@@ -451,7 +484,7 @@ static int mm_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     c = c > stream ? c : stream;
     /* every term is >= 0 and rounding is monotone: the estimate is at
      * least this sum without the PT's term, so past cap it is not priced */
-    const double stage = mm_stage_cycles(t, w_core, w_chip);
+    const double stage = G->stage;
     if (fill + stage + c + reduce > cap)
         return 1;
     mm_split_block(m, tl);
@@ -494,6 +527,8 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
     const int64_t max_sticks = ISA_COUNT_MAX / lanes; /* pt.mm n field */
     const be_work *w = &m->c->work[m->ep.pos];
     int found = 0;
+    mm_grid_est G;
+    mm_grid_of(m, gm, gn, mt, ns, &G);
     if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
         mm_tiling tl = {0};
         tl.MB = cc_min(w->mb, mt);
@@ -503,7 +538,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes) ||
             (m->gk > 1 && (tl.MB < mt || tl.NBS < ns)))
             return -1;
-        mm_estimate(m, gm, gn, mt, ns, DBL_MAX, &tl);
+        mm_estimate(m, &G, DBL_MAX, &tl);
         *out = tl;
         return 0;
     }
@@ -527,7 +562,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             tl.KC = kc;
             tl.nch = cc_ceil_div(m->Kc, kc);
             /* a tiling estimated over the best's slack loses (mm_better) */
-            if (mm_estimate(m, gm, gn, mt, ns, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
+            if (mm_estimate(m, &G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
                 continue;
             if (!found || mm_better(&tl, out))
                 *out = tl;
