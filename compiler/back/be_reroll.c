@@ -42,6 +42,11 @@
  * instructions with 8 (6 to 12 alike), 416,907 with 16, 459,789 with 32,
  * as a longer period that saves more at its start can roll worse inside. */
 #define RR_CANDIDATES 8
+/* Templates kept (rr_tmpl), one per kernel code's sequence of ops: the
+ * cores of a grid row differ (BERT-base's k4_addmm, 4x8: each core's
+ * kept result's ring sends skip its own column), so the core of the next
+ * row rolls as the one a row before did, eight kernels back. */
+#define RR_TEMPLATES 16
 /* Registers a loop nest may take: r1..r15 (r0 reads as zero). */
 #define RR_REGS (ISA_NREGS - 1)
 
@@ -56,6 +61,7 @@ typedef struct {
     int shape;     /* RR_INSN: equal for instructions equal but for their addresses (shape_of) */
     int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
+    int op;        /* RR_INSN: in->op, read without in: a template's in is a stream since reused */
     int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
     int64_t n;     /* RR_LOOP: iterations */
     long len;      /* RR_LOOP: entries up to its RR_ENDL inclusive; otherwise 1 */
@@ -103,6 +109,10 @@ typedef struct {
  * the emission takes those from the kernel itself. */
 typedef struct {
     long n;             /* instructions; 0: no template */
+    uint64_t ops;       /* ops_key of its instructions: a kernel fits only with the same ops in order */
+    int nsh;            /* its shapes */
+    int *shop;          /* per shape: its op */
+    long shcap;         /* of shop */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
     int64_t (*off)[RR_NADDR]; /* per instruction: its address operands' offsets */
     rr_vec rolled;      /* the rolled list (its entries' idx: instructions of the kernel) */
@@ -121,7 +131,8 @@ typedef struct {
     rr_vec e;           /* the kernel's entries */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
-    rr_tmpl t;          /* the last kernel rolled from scratch */
+    rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
+    int tnext;          /* the one a kernel of a new ops_key replaces */
     long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
     long seencap;
     /* per instruction of the kernel: its address operands' offsets, as
@@ -232,11 +243,16 @@ static inline const rr_opfields *fields_of(int op)
     return &op_fields[op];
 }
 
-static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
+static inline int op_addrs(int op, const isa_operand *const **out)
 {
-    const rr_opfields *f = fields_of(in->op);
+    const rr_opfields *f = fields_of(op);
     *out = f->addr;
     return f->naddr;
+}
+
+static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
+{
+    return op_addrs(in->op, out);
 }
 
 /* A field of an instruction as a number: an int64, or a float's bits. */
@@ -638,7 +654,7 @@ static int assign_regs(const rr_ent *e, long n, rr_regs *R)
             continue;
         }
         const isa_operand *const *ao;
-        int na = addr_ops(e[j].in, &ao);
+        int na = op_addrs(e[j].op, &ao);
         assert(e[j].depth == d);
         for (int k = 0; k < na; k++) {
             const int64_t *st = e[j].st[k];
@@ -708,7 +724,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
         for (long q = pick + 1; q < pick + e[pick].len - 1; q++) {
             rr_ent x = e[q];
             const isa_operand *const *ao;
-            int na = addr_ops(x.in, &ao);
+            int na = op_addrs(x.op, &ao);
             for (int k = 0; k < na; k++) {
                 x.off[k] += it * x.st[k][0];
                 memmove(&x.st[k][0], &x.st[k][1], (size_t)(x.depth - 1) * sizeof x.st[k][0]);
@@ -844,7 +860,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             room(o, ISA_OP_ENDL);
             commit(o);
         } else if (!emit) {
-            const int na = fields_of(x->in->op)->naddr;
+            const int na = fields_of(x->op)->naddr;
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
                 const int64_t off = ent_off(o, x, k);
@@ -1018,6 +1034,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->kind = RR_INSN;
         x->idx = (int)j;
         x->in = &s[j];
+        x->op = s[j].op;
         x->key = insn_key(&s[j]);
         x->shape = shape_of(sh, &s[j], x->key);
         x->fixed = fields_of(s[j].op)->fixed;
@@ -1031,12 +1048,21 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
 
 /* Roll kernel s[0..n) from scratch into the template's rolled list, and
  * make it the template: 0 when it is not code this back half makes. */
-static int roll_fresh(rr_scratch *sc, const isa_insn *s, long n)
+static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
-    rr_tmpl *t = &sc->t;
-    t->n = 0; /* the shape table it refers to is remade */
+    t->n = 0;
     if (!make_entries(sc, s, n))
         return 0;
+    t->nsh = sc->shapes.next;
+    if (t->nsh > t->shcap) {
+        free(t->shop);
+        t->shcap = 2 * t->nsh;
+        t->shop = malloc((size_t)t->shcap * sizeof *t->shop);
+        if (!t->shop)
+            abort();
+    }
+    for (int q = 0; q < t->nsh; q++)
+        t->shop[q] = sc->shapes.rep[q].op;
     if (n > t->cap) {
         free(t->shape);
         free(t->off);
@@ -1072,12 +1098,11 @@ static int by_key(const void *a, const void *b)
  * the same ops, and its addresses are the template's plus one constant
  * per template shape and operand (rolling compares shapes only for
  * equality, and addresses only through their differences). */
-static int tmpl_fits(rr_scratch *sc, const isa_insn *s, long n)
+static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
-    rr_tmpl *t = &sc->t;
     if (!t->n || t->n != n)
         return 0;
-    const long nsh = sc->shapes.next;
+    const long nsh = t->nsh;
     if (nsh > t->dcap) {
         free(t->delta);
         free(t->first);
@@ -1094,7 +1119,7 @@ static int tmpl_fits(rr_scratch *sc, const isa_insn *s, long n)
     for (long j = 0; j < n; j++) {
         const int sh = t->shape[j];
         const long f0 = t->first[sh];
-        if (f0 < 0 ? s[j].op != sc->shapes.rep[sh].op : !insn_same(&s[j], &s[f0]))
+        if (f0 < 0 ? s[j].op != t->shop[sh] : !insn_same(&s[j], &s[f0]))
             return 0;
         const rr_opfields *f = fields_of(s[j].op);
         for (int k = 0; k < f->naddr; k++) {
@@ -1131,13 +1156,25 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         if (!sc->soff)
             abort();
     }
-    const rr_vec *r = &sc->t.rolled;
+    /* the template of the kernel's ops, else the next to replace */
+    uint64_t ops = mix(0x0b5, (uint64_t)n);
+    for (long j = 0; j < n; j++)
+        ops = mix(ops, (uint64_t)s[j].op);
+    rr_tmpl *t = NULL;
+    for (int q = 0; q < RR_TEMPLATES && !t; q++)
+        if (sc->t[q].n == n && sc->t[q].ops == ops)
+            t = &sc->t[q];
+    if (!t) {
+        t = &sc->t[sc->tnext];
+        sc->tnext = (sc->tnext + 1) % RR_TEMPLATES;
+    }
+    const rr_vec *r = &t->rolled;
     rr_out to = *o;
-    if (tmpl_fits(sc, s, n)) {
+    if (tmpl_fits(sc, t, s, n)) {
         to.base = s;
-        to.shape = sc->t.shape;
-        to.delta = (const int64_t (*)[RR_NADDR])sc->t.delta;
-    } else if (!roll_fresh(sc, s, n)) {
+        to.shape = t->shape;
+        to.delta = (const int64_t (*)[RR_NADDR])t->delta;
+    } else if (!roll_fresh(sc, t, s, n)) {
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -1146,7 +1183,8 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     emit_list(&to, r->v, r->n);
     /* the shapes: the fresh roll's of s, or the template's, which are s's
      * renamed one to one (tmpl_fits) */
-    check_same(sc, o->s->insns + first, (long)o->s->n - first, s, n, sc->t.shape);
+    t->ops = ops;
+    check_same(sc, o->s->insns + first, (long)o->s->n - first, s, n, t->shape);
 }
 
 /* ---- the pass ---- */
@@ -1157,12 +1195,15 @@ static void scratch_free(rr_scratch *sc)
     free(sc->shapes.tab);
     free(sc->shapes.rep);
     free(sc->rolled.insns);
-    free(sc->t.shape);
-    free(sc->t.off);
-    free(sc->t.rolled.v);
-    free(sc->t.delta);
-    free(sc->t.first);
-    free(sc->t.keys);
+    for (int q = 0; q < RR_TEMPLATES; q++) {
+        free(sc->t[q].shop);
+        free(sc->t[q].shape);
+        free(sc->t[q].off);
+        free(sc->t[q].rolled.v);
+        free(sc->t[q].delta);
+        free(sc->t[q].first);
+        free(sc->t[q].keys);
+    }
     free(sc->seen);
     free(sc->soff);
 }
