@@ -365,6 +365,16 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     }
 }
 
+/* Wake the other side, which has said it sleeps (or is about to) on c:
+ * once mu is free it waits there, and signalled after mu is released it
+ * does not wake only to wait for mu. */
+static void wake(pt_worker *q, pthread_cond_t *c)
+{
+    pthread_mutex_lock(&q->mu);
+    pthread_mutex_unlock(&q->mu);
+    pthread_cond_broadcast(c);
+}
+
 /* Sleep until job `next` is submitted; 0 once stopped with none left. */
 static int await_job(pt_worker *q, uint64_t next)
 {
@@ -398,11 +408,8 @@ static void *worker(void *arg)
         take(j);
         compute(&q->bufs, q->s->cores[j->core].lx, j);
         atomic_store(&q->completed, next + 1);
-        if (atomic_load(&q->waiting)) {
-            pthread_mutex_lock(&q->mu);
-            pthread_cond_broadcast(&q->done);
-            pthread_mutex_unlock(&q->mu);
-        }
+        if (atomic_load(&q->waiting))
+            wake(q, &q->done);
     }
     return NULL;
 }
@@ -614,11 +621,8 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     /* what it writes, as a later product's P */
     j->gen_d = in->flags & ISA_F_F32 ? op_current(s->ptq, core, OP_P, key_of_d(in), &ops[3]) : 0;
     atomic_store(&w->submitted, n + 1);
-    if (atomic_load(&w->idle)) {
-        pthread_mutex_lock(&w->mu);
-        pthread_cond_signal(&w->more);
-        pthread_mutex_unlock(&w->mu);
-    }
+    if (atomic_load(&w->idle))
+        wake(w, &w->more);
 }
 
 /* Host memory the operand copies of one worker's jobs may hold (a product's
