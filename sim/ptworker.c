@@ -8,6 +8,7 @@
 
 #include <cblas.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,13 @@ typedef struct {
     uint8_t *snap[OP_KINDS];
     size_t snap_cap[OP_KINDS];
     int snapped[OP_KINDS];
+    /* JOB_QUEUED until the worker takes it (JOB_TAKEN); the event loop
+     * holds it JOB_COPYING while it copies operands into it, and only
+     * while the worker has not taken it. */
+    _Atomic int state;
 } pt_job;
+
+enum { JOB_QUEUED, JOB_TAKEN, JOB_COPYING };
 
 /* An operand's place: its LX offset, group stride and rows x cols. */
 typedef struct {
@@ -86,11 +93,17 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t more, done;
     pt_job jobs[QUEUE];
-    uint64_t submitted;         /* written by the event loop under mu */
-    uint64_t taken;             /* jobs the worker has started, under mu: the event loop may change later ones */
-    size_t snap_bytes;          /* held by its jobs' operand copies (the event loop's count) */
+    /* Jobs are handed over without the mutex: the event loop publishes
+     * `submitted`, the worker `completed`.  mu and the conditions are for
+     * sleeping: the worker sleeps on `more` when it has no job (idle), the
+     * event loop on `done` when it waits for a job (waiting); each side
+     * stores its counter before it reads the other's flag, and the flag is
+     * set before the sleeper's last look at the counter, so no wake is lost. */
+    _Atomic uint64_t submitted; /* written by the event loop */
     _Atomic uint64_t completed; /* written by the worker */
-    int stop;
+    _Atomic int idle, waiting;
+    size_t snap_bytes;          /* held by its jobs' operand copies (the event loop's count) */
+    int stop;                   /* under mu */
     int threaded; /* 0: no thread could be had, products run inline */
     pt_bufs bufs;
     sim *s;
@@ -352,25 +365,52 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     }
 }
 
+/* Wake the other side, which has said it sleeps (or is about to) on c:
+ * once mu is free it waits there, and signalled after mu is released it
+ * does not wake only to wait for mu. */
+static void wake(pt_worker *q, pthread_cond_t *c)
+{
+    pthread_mutex_lock(&q->mu);
+    pthread_mutex_unlock(&q->mu);
+    pthread_cond_broadcast(c);
+}
+
+/* Sleep until job `next` is submitted; 0 once stopped with none left. */
+static int await_job(pt_worker *q, uint64_t next)
+{
+    if (atomic_load(&q->submitted) != next)
+        return 1;
+    pthread_mutex_lock(&q->mu);
+    atomic_store(&q->idle, 1);
+    while (!q->stop && atomic_load(&q->submitted) == next)
+        pthread_cond_wait(&q->more, &q->mu);
+    atomic_store(&q->idle, 0);
+    int more = atomic_load(&q->submitted) != next;
+    pthread_mutex_unlock(&q->mu);
+    return more;
+}
+
+/* Take job j, unless the event loop is copying into it: then once it is done. */
+static void take(pt_job *j)
+{
+    int queued = JOB_QUEUED;
+    while (!atomic_compare_exchange_weak(&j->state, &queued, JOB_TAKEN)) {
+        queued = JOB_QUEUED;
+        sched_yield();
+    }
+}
+
 static void *worker(void *arg)
 {
     pt_worker *q = arg;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        uint64_t next = atomic_load(&q->completed);
-        while (!q->stop && q->submitted == next)
-            pthread_cond_wait(&q->more, &q->mu);
-        if (q->submitted == next && q->stop)
-            break;
-        q->taken = next + 1;
-        pthread_mutex_unlock(&q->mu);
-        const pt_job *j = &q->jobs[next % QUEUE];
+    for (uint64_t next = 0; await_job(q, next); next++) {
+        pt_job *j = &q->jobs[next % QUEUE];
+        take(j);
         compute(&q->bufs, q->s->cores[j->core].lx, j);
-        pthread_mutex_lock(&q->mu);
         atomic_store(&q->completed, next + 1);
-        pthread_cond_broadcast(&q->done);
+        if (atomic_load(&q->waiting))
+            wake(q, &q->done);
     }
-    pthread_mutex_unlock(&q->mu);
     return NULL;
 }
 
@@ -440,8 +480,10 @@ static void wait_until(pt_worker *w, uint64_t upto)
     if (atomic_load(&w->completed) >= upto)
         return;
     pthread_mutex_lock(&w->mu);
+    atomic_store(&w->waiting, 1);
     while (atomic_load(&w->completed) < upto)
         pthread_cond_wait(&w->done, &w->mu);
+    atomic_store(&w->waiting, 0);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -553,12 +595,14 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
         compute(&w->bufs, s->cores[core].lx, &now);
         return;
     }
-    if (w->submitted - atomic_load(&w->completed) == QUEUE)
-        wait_until(w, w->submitted - QUEUE + 1);
+    const uint64_t n = atomic_load(&w->submitted);
+    if (n - atomic_load(&w->completed) == QUEUE)
+        wait_until(w, n - QUEUE + 1);
     const pend_view v = pending(s->ptq, core); /* room: at most QUEUE - 1 queued */
-    s->ptq->pend[(size_t)core * QUEUE + (v.head + v.n) % QUEUE] = w->submitted;
+    s->ptq->pend[(size_t)core * QUEUE + (v.head + v.n) % QUEUE] = n;
     s->ptq->pend_n[core]++;
-    pt_job *j = &w->jobs[w->submitted % QUEUE];
+    pt_job *j = &w->jobs[n % QUEUE];
+    atomic_store_explicit(&j->state, JOB_QUEUED, memory_order_relaxed); /* published with submitted */
     j->core = core;
     j->in = *in;
     memcpy(j->ops, ops, sizeof j->ops);
@@ -576,10 +620,9 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     op_touch(s->ptq, core, &ops[3]);
     /* what it writes, as a later product's P */
     j->gen_d = in->flags & ISA_F_F32 ? op_current(s->ptq, core, OP_P, key_of_d(in), &ops[3]) : 0;
-    pthread_mutex_lock(&w->mu);
-    w->submitted++;
-    pthread_cond_signal(&w->more);
-    pthread_mutex_unlock(&w->mu);
+    atomic_store(&w->submitted, n + 1);
+    if (atomic_load(&w->idle))
+        wake(w, &w->more);
 }
 
 /* Host memory the operand copies of one worker's jobs may hold (a product's
@@ -649,7 +692,6 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     const pend_view v = pending(s->ptq, core);
     uint64_t need = 0;
-    int locked = 0; /* w->mu, for w->taken and the jobs after it, once a copy may be due */
     for (uint32_t k = 0; k < v.n; k++) {
         const uint64_t i = pend_at(v, k);
         pt_job *j = &w->jobs[i % QUEUE];
@@ -657,18 +699,20 @@ void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
         for (int r = 0; r < 3 && is_write && !hit; r++) {
             if (j->snapped[r] || hi <= j->lo[r] || j->hi[r] <= lo || !hits(&j->ops[r], lo, hi))
                 continue;
-            if (!locked)
-                pthread_mutex_lock(&w->mu), locked = 1;
-            if (i >= w->taken && may_copy(s->ptq, w, core, i, &j->ops[r], (pend_view){v.ring, v.head, k}))
+            int queued = JOB_QUEUED;
+            if (!atomic_compare_exchange_strong(&j->state, &queued, JOB_COPYING)) {
+                hit = 1; /* the worker has it */
+                continue;
+            }
+            if (may_copy(s->ptq, w, core, i, &j->ops[r], (pend_view){v.ring, v.head, k}))
                 copy_operand(w, j, r, s->cores[core].lx);
             else
                 hit = 1;
+            atomic_store(&j->state, JOB_QUEUED);
         }
         if (hit)
             need = i + 1;
     }
-    if (locked)
-        pthread_mutex_unlock(&w->mu);
     wait_until(w, need);
 }
 
@@ -677,7 +721,7 @@ void sim_pt_drain(sim *s)
     if (!s->ptq)
         return;
     for (int i = 0; i < s->ptq->n; i++)
-        wait_until(&s->ptq->w[i], s->ptq->w[i].submitted);
+        wait_until(&s->ptq->w[i], atomic_load(&s->ptq->w[i].submitted));
     for (int c = 0; c < s->cfg.cores; c++)
         flush_dirty(s, c, 0, UINT64_MAX);
 }
