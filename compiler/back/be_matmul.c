@@ -1165,9 +1165,6 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
                     c->p->bufs[c->p->nodes[m->ep.nodes[j].node].out].name);
 }
 
-/* The work division of a matmul: the grid (a work_div's or the cost
- * model's), then the schemes over the ring, then the notes (*fresh:
- * written anew, mm_note_tiles). */
 /* A product of at least this many rows (a PT pass on each of 8 cores)
  * left on one core by the choices is searched again with the DRAM's
  * waits priced (mm_plan_waits). */
@@ -1185,7 +1182,8 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
  * fewer rows nor for every product: with the waits in every choice the
  * 32-row products of llama_tiny, bert_handwritten_small, encoder_small
  * and gpt2_small_block_tiny moved to 3 or 4 cores and those graphs ran
- * 3 to 5% slower (docs/compiler.md, "DRAM waits"). */
+ * 3 to 5% slower (docs/compiler.md, "A product left on one core,
+ * priced with its DRAM waits"). */
 static int mm_plan_waits(be_ctx *c, int pos, mm_plan *m, int over, double *best)
 {
     be_work *w = &c->work[pos];
@@ -1204,6 +1202,9 @@ static int mm_plan_waits(be_ctx *c, int pos, mm_plan *m, int over, double *best)
     return rc;
 }
 
+/* The work division of a matmul: the grid (a work_div's or the cost
+ * model's), then the schemes over the ring, then the notes (*fresh:
+ * written anew, mm_note_tiles). */
 static int mm_plan_work(be_ctx *c, int pos, mm_plan *m, int *fresh)
 {
     be_work *w = &c->work[pos];
