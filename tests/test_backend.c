@@ -2549,6 +2549,31 @@ static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_ea
     gr_graph_free(g);
 }
 
+/* A product of 64 rows or more that the choices leave on one core is
+ * searched again with the DRAM's waits priced (be_matmul.c,
+ * mm_plan_waits): serve_tiny's prefill (64 tokens after 192 cached)
+ * projects q, k and v with 64 x 64 x 64 and 64 x 32 x 64 products, each
+ * on one core by the estimates without the waits (474 cycles against
+ * 591 on 5 cores), 1,396 against 1,158 with them; on 5 cores the layer
+ * takes 47,449 cycles on spyre, 49,355 with the three on one core. */
+static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate(void)
+{
+    char err[512], *text = tu_read_file(SPYRE_SOURCE_DIR "/traces/serve_tiny/prefill_c192/graph.txt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    gr_graph *g = gr_graph_parse(text, "graph.txt", err, sizeof err);
+    free(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static const char *const wd[] = {"k1_mm=1x1", "k2_mm=1x1", "k3_mm=1x1"};
+    sim_stats def, one;
+    int cdef = 0, cone = 0;
+    run_for_stats(g, NULL, 0, "k1_mm", "k1_mm: grid 5x1 on 5 cores, split m", &def, &cdef);
+    run_for_stats(g, wd, 3, "k1_mm", NULL, &one, &cone);
+    CU_ASSERT_EQUAL(cdef, 5);
+    CU_ASSERT_EQUAL(cone, 1);
+    CU_ASSERT(def.cycles < one.cycles);
+    gr_graph_free(g);
+}
+
 /* A view whose rows do not follow one another in DRAM takes a DMA per
  * run of rows, and the choices count them: serve_tiny's prefill (128
  * tokens after 128 cached) transposes its 4 heads' PV results (256 rows
@@ -4621,6 +4646,8 @@ int main(void)
          test_the_estimate_of_a_product_whose_a_stays_in_lx_counts_no_dram_bytes_for_it},
         {"a short product staging B whole is not split over cores that each read all of it",
          test_a_short_product_staging_b_whole_is_not_split_over_cores_that_each_read_all_of_it},
+        {"a 64-row product is split over cores when its DRAM waits dominate",
+         test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate},
         {"a transpose of many runs of rows is spread over more cores than two",
          test_a_transpose_of_many_runs_of_rows_is_spread_over_more_cores_than_two},
         {"the estimates of transformer_small on 4 cores are within half to twice",

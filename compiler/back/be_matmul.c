@@ -1200,6 +1200,43 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
                     c->p->bufs[c->p->nodes[m->ep.nodes[j].node].out].name);
 }
 
+/* A product of at least this many rows (a PT pass on each of 8 cores)
+ * left on one core by the choices is searched again with the DRAM's
+ * waits priced (mm_plan_waits). */
+#define MM_WAIT_ROWS 64
+
+/* The grid (mm_plan_grid), searched again with the DRAM's waits priced
+ * (be_ctx.waits, as the report's estimate prices them) when the choices
+ * leave a product of MM_WAIT_ROWS rows or more, with no batch and no
+ * restickified operand, on one core: there one core streams A, B and
+ * the result in turn and the waits are most of its time, which the
+ * choices do not see (serve_tiny's prefill q projection, 64 x 64 x 64:
+ * 1x1 priced 474 cycles and 5x1 591 without the waits, 1,396 and 1,158
+ * with them; simulated 2,809 and 1,802).  *best stays the estimate
+ * without the waits, as the schemes over the ring are priced.  Not for
+ * fewer rows nor for every product: with the waits in every choice the
+ * 32-row products of llama_tiny, bert_handwritten_small, encoder_small
+ * and gpt2_small_block_tiny moved to 3 or 4 cores and those graphs ran
+ * 3 to 5% slower (docs/compiler.md, "A product left on one core,
+ * priced with its DRAM waits"). */
+static int mm_plan_waits(be_ctx *c, int pos, mm_plan *m, int over, double *best)
+{
+    be_work *w = &c->work[pos];
+    const be_work start = *w;
+    int rc = mm_plan_grid(c, pos, m, over, best);
+    if (rc || over || *best == DBL_MAX || w->gm * w->gn * w->gk * w->gb != 1 || m->M < MM_WAIT_ROWS ||
+        m->nbatch != 1 || m->ag || m->bg)
+        return rc;
+    *w = start;
+    c->waits = 1;
+    rc = mm_plan_grid(c, pos, m, over, best);
+    c->waits = 0;
+    double bytes;
+    if (!rc && *best != DBL_MAX)
+        *best = mm_cost(m, w->gm, w->gn, &bytes);
+    return rc;
+}
+
 /* The work division of a matmul: the grid (a work_div's or the cost
  * model's), then the schemes over the ring, then the notes (*fresh:
  * written anew, mm_note_tiles). */
@@ -1210,7 +1247,7 @@ static int mm_plan_work(be_ctx *c, int pos, mm_plan *m, int *fresh)
     const int over = w->gm != 0;
     if (!w->gk)
         w->gk = 1;
-    int rc = mm_plan_grid(c, pos, m, over, &best);
+    int rc = mm_plan_waits(c, pos, m, over, &best);
     if (!rc && best == DBL_MAX)
         rc = mm_plan_unfit(c, pos, m);
     if (!rc && over && w->bcast)
