@@ -250,6 +250,30 @@ static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
     EXPECT_ENCODE_ERROR(ISA_OP_RING_SEND, core, 256, "core");
 }
 
+/* isa_check_addrs looks at the address operands alone: an address out of
+ * its field fails with isa_check's message naming it, a number operand
+ * out of range is left to isa_check. */
+static void test_address_check_names_a_bad_address_and_ignores_other_operands(void)
+{
+    isa_insn in;
+    char err[256] = "";
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    in.d.reg = ISA_NREGS - 1;
+    in.d.off = ((int64_t)1 << 40) - 1;
+    CU_ASSERT_EQUAL(isa_check_addrs(&in, err, sizeof err), 0);
+    in.a.off = (int64_t)1 << 40;
+    CU_ASSERT_EQUAL(isa_check_addrs(&in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "operand a"));
+    in.a.off = 0;
+    in.d.reg = ISA_NREGS;
+    CU_ASSERT_EQUAL(isa_check_addrs(&in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "operand d"));
+    in.d.reg = 0;
+    in.run = 0; /* below its minimum: isa_check's, not an address */
+    CU_ASSERT_EQUAL(isa_check_addrs(&in, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(isa_check(&in, err, sizeof err), -1);
+}
+
 static void test_largest_legal_operands_encode(void)
 {
     isa_insn in, out;
@@ -829,6 +853,8 @@ int main(void)
         {"out-of-range operands fail to encode, naming the operand",
          test_out_of_range_operands_fail_to_encode_naming_the_operand},
         {"the largest legal operands encode", test_largest_legal_operands_encode},
+        {"the address check names a bad address and ignores other operands",
+         test_address_check_names_a_bad_address_and_ignores_other_operands},
         {"parse errors name the problem", test_parse_errors_name_the_problem},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
