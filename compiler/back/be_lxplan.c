@@ -488,8 +488,8 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
  * every position from..to; -1 when none. */
 static int64_t lx_fit_span(const be_ctx *c, int from, int to, int64_t floor, int64_t top, int64_t bytes)
 {
-    for (int64_t hi = top, moved = 1; moved;) {
-        moved = 0;
+    for (int64_t hi = top;;) { /* hi only falls: each round lowers it or ends */
+        int moved = 0;
         for (int k = from; k <= to; k++) {
             const int64_t at = lx_fit(c, k, floor, hi, bytes);
             if (at < 0)
@@ -500,7 +500,6 @@ static int64_t lx_fit_span(const be_ctx *c, int from, int to, int64_t floor, int
         if (!moved)
             return hi - bytes;
     }
-    return -1;
 }
 
 /* An input its first reader loads (lx_cand.loaded), placed after every
