@@ -1867,7 +1867,8 @@ static void test_products_on_the_same_grid_over_the_ring_keep_tiles_in_lx_and_va
     gr_graph *g;
     cc_result *r = compile_text(text, "gu.txt", "spyre", wd, 2, &g, &rep);
     TU_ASSERT_CONTAINS(rep, "kept in lx: g for k0_mm..k1_silu_mm_mul");
-    TU_ASSERT_CONTAINS(rep, "from lx: g");
+    /* x too: the rows of the input k0_mm loads (be_res.loaded) */
+    TU_ASSERT_CONTAINS(rep, "from lx: x, g");
     /* x 128 x 256 and wg 256 x 9 sticks of DL16 read, nothing written */
     TU_ASSERT_CONTAINS(rep, "dram bytes: 360448 read, 0 written");
     free(rep);
@@ -2106,6 +2107,41 @@ static void test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_l
     sim_stats kept, off;
     run_kept_and_not(g, NULL, 0, &kept, &off, "aligned and kept");
     CU_ASSERT(kept.cycles < off.cycles);
+    gr_graph_free(g);
+}
+
+/* An input read by a product on a grid over the ring as its A and again
+ * by a row kernel on the same rows (BERT-base's layer input x: the fused
+ * q/k/v product, then the residual add of the attention's layer norm):
+ * the product copies the rows of x it loads into a region kept for the
+ * row kernel (be_res.loaded), so the row kernel reads no DRAM but writes
+ * s (65,536 bytes; it read x's 65,536 as well before), the product reads
+ * x and w once, and the output validates against the reference. */
+static const char *resid_graph = "graph resid\n"
+                                 "input %x: f32[128, 256]\n"
+                                 "input %w: f32[256, 256]\n"
+                                 "%h: f32[128, 256] = aten.mm.default(%x, %w)\n"
+                                 "%a: f32[128, 256] = aten.add.Tensor(%h, %x)\n"
+                                 "%s: f32[128, 256] = aten._softmax.default(%a, -1, False)\n"
+                                 "output %s\n";
+
+static void test_an_input_a_product_loads_stays_in_lx_for_a_later_row_kernel(void)
+{
+    static const char *const wd[] = {"k0_mm=8x4r", "k1_add_softmax=32"};
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(resid_graph, "resid.txt", "spyre", wd, 2, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "  kept in lx: h for k0_mm..k1_add_softmax (2048 bytes per core at lx ",
+                       ", x for k0_mm..k1_add_softmax (2048 bytes per core at lx ", "; the rows it loads)\n",
+                       "  from lx: h, x\n");
+    free(rep);
+    cc_result_free(r);
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_graph_wd(g, "spyre", wd, 2, &st), 0);
+    CU_ASSERT_EQUAL_FATAL(st.nkernels, 2);
+    const uint64_t x = 128 * 256 * 2, w = 256 * 256 * 2, s = 128 * 256 * 2;
+    CU_ASSERT_EQUAL(st.kernels[0].dram_bytes, x + w);
+    CU_ASSERT_EQUAL(st.kernels[1].dram_bytes, s);
     gr_graph_free(g);
 }
 
@@ -4681,6 +4717,8 @@ int main(void)
          test_a_long_k_is_split_over_cores_reduced_over_the_ring_and_validates},
         {"a row kernel takes its producer's split so the tensor stays in LX",
          test_a_row_kernel_takes_its_producers_split_so_the_tensor_stays_in_lx},
+        {"an input a product loads stays in LX for a later row kernel",
+         test_an_input_a_product_loads_stays_in_lx_for_a_later_row_kernel},
         {"a row kernel takes its reader's own split so its result stays in LX",
          test_a_row_kernel_takes_its_readers_own_split_so_its_result_stays_in_lx},
         {"a reader on other cores takes a kept tensor by a ring exchange",

@@ -112,7 +112,10 @@ static const tu_param qkv_params[] = {{"wq", 256, 256}, {"bq", 256, 0}, {"wk", 2
 /* Fused, the three projections are one product kernel (k0_addmm) that
  * moves at least x, the weights, the biases and the result once each
  * (DL16), and less than x more: x is read once.  The separate kernels
- * move x three times (x [128, 256] in DL16 is 65,536 bytes). */
+ * read x once as well: the first keeps the rows of x it loads in LX for
+ * the other two (docs/compiler.md, "Inputs kept by their first reader";
+ * they moved x three times before, 798,720 bytes; x [128, 256] in DL16
+ * is 65,536 bytes), so fused moves no more than apart. */
 static void test_qkv_projections_are_one_product_that_reads_x_once(void)
 {
     char dir[512];
@@ -126,7 +129,8 @@ static void test_qkv_projections_are_one_product_that_reads_x_once(void)
     const uint64_t x = 128 * 256 * 2, least = x + 3 * (256 * 256 * 2 + 256 * 2) + 128 * 768 * 2;
     const uint64_t f = kernel_bytes(&fused, "_addmm");
     CU_ASSERT(f >= least && f < least + x); /* measured 661,504 of 656,896 */
-    CU_ASSERT(f <= kernel_bytes(&apart, "_addmm") - 2 * x); /* measured 798,720 */
+    const uint64_t a = kernel_bytes(&apart, "_addmm");
+    CU_ASSERT(f <= a && a < least + x); /* measured 667,648 */
     tu_rmtree(dir);
 }
 

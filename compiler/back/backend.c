@@ -952,13 +952,15 @@ static void print_kept(const be_ctx *c, FILE *f, int pos, const int *reads, int 
     const ir_prog *p = c->p;
     int printed = 0;
     fputs("  kept in lx:", f);
-    for (int j = 0; j < nw; j++) {
-        const be_res *r = &c->res[writes[j]];
-        if (!r->on || r->from != pos)
+    for (int j = 0; j < nw + nr; j++) { /* its results, and the inputs it loads first (be_res.loaded) */
+        const int b = j < nw ? writes[j] : reads[j - nw];
+        const be_res *r = &c->res[b];
+        if (!r->on || r->from != pos || (j >= nw) != r->loaded)
             continue;
         fprintf(f, "%s %s for %s..%s (%" PRId64 " bytes per core at lx %" PRId64 "%s)", printed++ ? "," : "",
-                p->bufs[writes[j]].name, p->kernels[p->order[pos]].name, p->kernels[p->order[r->to]].name, r->bytes,
-                r->lx, r->spilled ? "; spilled: also written to dram" : r->dram ? "; also written to dram" : "");
+                p->bufs[b].name, p->kernels[p->order[pos]].name, p->kernels[p->order[r->to]].name, r->bytes, r->lx,
+                r->loaded ? "; the rows it loads" : r->spilled ? "; spilled: also written to dram"
+                : r->dram ? "; also written to dram" : "");
         (*kept)++;
         *spills += r->spilled;
     }

@@ -84,6 +84,8 @@ typedef struct {
                           cannot take it from LX, or a spill */
     int spilled;       /* evicted before its last reader (LX was needed): later readers reload
                           it from DRAM */
+    int loaded;        /* an input no kernel writes: its first reader at `from` loads its rows from
+                          DRAM as it always does and copies them into the region (be_res_fill) */
     int *uses;         /* the positions that read it aligned on the producer's cores, ascending:
                           these and the ring exchanges (x) read it from LX */
     int nuses;
@@ -105,6 +107,8 @@ typedef struct {
     int grid;          /* a grid over the ring of this many columns walks it as its cores' tiles (the
                           rows of a grid row x a column block): another product on the same grid
                           finds each tile on the core that wrote it (0: no) */
+    int keeps;         /* an aligned read whose kind can copy the rows it loads into a kept region
+                          (be_res_fill): the first such reader of an input keeps it for later ones */
 } be_access;
 
 typedef struct be_ctx {
@@ -558,6 +562,10 @@ void be_xchg_emit(be_ctx *c, int pos);
  * groups at lx, group stride gs. */
 void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
                  int64_t gs);
+/* The loader of a kept input (be_res.loaded): rows [i0, i0 + n) of the
+ * core's part, groups [g0, g0 + G), just loaded at lx (groups gs apart),
+ * into the region, by a dma.lx on dmai behind the load's signal. */
+void be_res_fill(be_ctx *c, cc_emit *e, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx, int64_t gs);
 
 /* ---- The kernel-kind table (be_kind.c) ----
  *

@@ -40,6 +40,7 @@ typedef struct lx_cand {
     int *guses;   /* positions on that grid that read it as their tiles, ascending */
     int nguses;
     int other;    /* read or written some other way: DRAM needed */
+    int loaded;   /* an input its producer (the first reader that keeps it) loads: be_res.loaded */
 } lx_cand;
 
 static int next_use(const lx_cand *x, int pos)
@@ -100,9 +101,16 @@ static lx_cand *lx_candidates(be_ctx *c)
     lx_cand *x = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *x);
     int *reads = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *reads), *writes = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *writes);
     int rc = 0;
+    int *written = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *written);
     for (int b = 0; b < p->nbufs; b++) {
         x[b].producer = -1;
         x[b].other = p->bufs[b].output || p->bufs[b].kind != IR_BUF_COMPUTED;
+    }
+    for (int i = 0; i < p->norder; i++) {
+        int nr, nw;
+        ir_kernel_io(p, p->order[i], reads, &nr, writes, &nw);
+        for (int j = 0; j < nw; j++)
+            written[writes[j]] = 1;
     }
     for (int i = 0; i < p->norder && !rc; i++) {
         int nr, nw, na = 0;
@@ -116,10 +124,11 @@ static lx_cand *lx_candidates(be_ctx *c)
             const int b = j < nr ? reads[j] : writes[j - nr], write = j >= nr;
             if (!c->lay[b].dram)
                 continue;
-            int aligned = na > 0, grid = -1;
+            int aligned = na > 0, grid = -1, keeps = na > 0;
             for (int a = 0; a < na; a++)
                 if (acc[a].buf == b && acc[a].write == write) {
                     aligned &= acc[a].aligned;
+                    keeps &= acc[a].keeps;
                     grid = grid < 0 || grid == acc[a].grid ? acc[a].grid : 0;
                 }
             int found = 0;
@@ -133,6 +142,12 @@ static lx_cand *lx_candidates(be_ctx *c)
                 x[b].guses[x[b].nguses++] = i;
             } else if (!found || !aligned || c->work[i].nokeep) {
                 x[b].other = 1;
+            } else if (!write && x[b].producer < 0 && keeps && p->bufs[b].kind == IR_BUF_INPUT && !written[b]) {
+                /* an input read aligned again later: its first reader
+                 * that can copy the rows it loads keeps them */
+                x[b].producer = i;
+                x[b].cores = c->work[i].cores;
+                x[b].loaded = 1;
             } else if (write) {
                 x[b].producer = i;
                 x[b].cores = c->work[i].cores;
@@ -151,6 +166,7 @@ static lx_cand *lx_candidates(be_ctx *c)
     }
     free(reads);
     free(writes);
+    free(written);
     if (rc)
         lx_free(c, x);
     return rc ? NULL : x;
@@ -468,8 +484,53 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
     }
 }
 
+/* The highest stick-aligned range of `bytes` in [floor, top) free at
+ * every position from..to; -1 when none. */
+static int64_t lx_fit_span(const be_ctx *c, int from, int to, int64_t floor, int64_t top, int64_t bytes)
+{
+    for (int64_t hi = top;;) { /* hi only falls: each round lowers it or ends */
+        int moved = 0;
+        for (int k = from; k <= to; k++) {
+            const int64_t at = lx_fit(c, k, floor, hi, bytes);
+            if (at < 0)
+                return -1;
+            moved |= at + bytes < hi;
+            hi = at + bytes;
+        }
+        if (!moved)
+            return hi - bytes;
+    }
+}
+
+/* An input its first reader loads (lx_cand.loaded), placed after every
+ * other tensor in LX space none of them takes, above the working LX of
+ * the kernels it lives through: never at the cost of a kernel's tiling
+ * or of another tensor (kept first, x's 128 KB a core beside Llama's MLP
+ * pushed the SiLU product's tiles down and its down product fell from
+ * 0.708 to 0.654 of peak); or not kept, its readers reading DRAM. */
+static void lx_place_loaded(be_ctx *c, const lx_cand *x, int b, const lx_needs_t *n, int64_t top)
+{
+    be_res *r = &c->res[b];
+    const be_layout *L = &c->lay[b];
+    const int64_t sb = c->t.stick;
+    r->from = x[b].producer;
+    r->to = last_use(&x[b]);
+    r->cores = x[b].cores;
+    r->grid = 0;
+    r->rows_cap = cc_ceil_div(L->rows, x[b].cores);
+    r->bytes = r->rows_cap * L->groups * sb;
+    r->dram = 1;
+    r->loaded = 1;
+    int64_t floor = 0;
+    for (int k = r->from; k <= r->to; k++)
+        floor = cc_max(floor, cc_round_up(n->need[k], sb));
+    const int64_t at = lx_fit_span(c, r->from, r->to, floor, top, r->bytes);
+    if (at >= 0)
+        lx_keep(r, &x[b], at);
+}
+
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's
- * working LX). */
+ * working LX), then the inputs their first readers load. */
 static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
 {
     const int64_t *need = n->need;
@@ -481,9 +542,12 @@ static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
                 if (x[b].xuses[k] == i)
                     xchg_plan(c, b, i, cc_round_up(need[i], sb), top);
         for (int b = 0; b < p->nbufs; b++)
-            if (x[b].producer == i && last_use(&x[b]) >= 0)
+            if (x[b].producer == i && last_use(&x[b]) >= 0 && !x[b].loaded)
                 lx_place(c, x, b, i, n, top);
     }
+    for (int b = 0; b < p->nbufs; b++)
+        if (x[b].loaded && last_use(&x[b]) >= 0)
+            lx_place_loaded(c, x, b, n, top);
     /* a region ends at its last reader from LX: exchanges that fell to
      * DRAM leave it shorter, or with none, not kept at all */
     for (int b = 0; b < p->nbufs; b++) {
@@ -706,9 +770,11 @@ static void print_res(const be_ctx *c, int b, FILE *f)
     for (int k = 0; k < r->nuses; k++)
         if (r->uses[k] <= r->to)
             fprintf(f, "%s%s", k ? ", " : "; read by ", kname(p, r->uses[k]));
-    fprintf(f, "%s\n", r->spilled ? "; spilled: also written to dram, later readers reload it"
-                       : r->dram   ? "; also written to dram"
-                                   : "");
+    fprintf(f, "%s\n", r->loaded && r->spilled ? "; an input its first reader loads; spilled: later readers reload it"
+                       : r->loaded  ? "; an input its first reader loads"
+                       : r->spilled ? "; spilled: also written to dram, later readers reload it"
+                       : r->dram    ? "; also written to dram"
+                                    : "");
     for (int k = 0; k < r->nx; k++) {
         const be_xreg *x = &r->x[k];
         fprintf(f,

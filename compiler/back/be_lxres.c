@@ -106,11 +106,14 @@ int be_res_writes(const be_ctx *c, int buf, int pos)
     return r && r->on && r->from == pos;
 }
 
-void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
-                 int64_t gs)
+/* Rows [i0, i0 + n) of the core's part of kept buf, groups [g0, g0 + G),
+ * between the region and lx (groups gs apart): into the region when
+ * `into`, by op (dma.lx on dmai, dma.lxs on dmao). */
+static void res_move(be_ctx *c, cc_emit *e, int op, int into, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G,
+                     int64_t lx, int64_t gs)
 {
     int64_t at, cap;
-    be_res_at(c, buf, store ? -1 : c->pos, &at, &cap);
+    be_res_at(c, buf, into ? -1 : c->pos, &at, &cap);
     const be_res *r = &c->res[buf];
     if (r->grid) { /* the core's tile: groups from its column block's first */
         int64_t t0, tn;
@@ -120,8 +123,20 @@ void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t 
     }
     const int64_t sb = c->t.stick, part = at + (g0 * cap + i0) * sb;
     assert((c->res[buf].on || be_res_xreg(c, buf, c->pos)) && i0 >= 0 && i0 + n <= cap);
-    cc_dma_shape sh = cc_dma_groups(n, G, store ? cap * sb : gs, store ? gs : cap * sb);
-    cc_emit_dma(e, store ? ISA_OP_DMA_LXS : ISA_OP_DMA_LX, cc_abs(store ? part : lx), cc_abs(store ? lx : part), &sh);
+    cc_dma_shape sh = cc_dma_groups(n, G, into ? cap * sb : gs, into ? gs : cap * sb);
+    cc_emit_dma(e, op, cc_abs(into ? part : lx), cc_abs(into ? lx : part), &sh);
+}
+
+void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx,
+                 int64_t gs)
+{
+    res_move(c, e, store ? ISA_OP_DMA_LXS : ISA_OP_DMA_LX, store, buf, i0, n, g0, G, lx, gs);
+}
+
+void be_res_fill(be_ctx *c, cc_emit *e, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx, int64_t gs)
+{
+    assert(c->res[buf].loaded && c->res[buf].from == c->pos);
+    res_move(c, e, ISA_OP_DMA_LX, 1, buf, i0, n, g0, G, lx, gs);
 }
 
 /* The next position >= pos that reads candidate x aligned (INT_MAX: none). */

@@ -34,6 +34,7 @@
  *         cempty[s][u] (every u) */
 #include "be_matmul.h"
 
+#include <assert.h>
 #include <float.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -791,20 +792,21 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
         return -1;
     }
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
-    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos)};
-    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0};
+    const int bcast = c->work[pos].bcast; /* rg_a_out copies A's own rows: be_res_fill */
+    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast};
+    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0, 0};
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
         const int buf = c->p->A.e[L->e].buf, tile = L->cls == BE_V_TILE && !L->staged && !L->gather;
         a[(*n)++] = (be_access){buf, 0, tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
-                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0};
+                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0, 0};
     }
     for (int j = 0; j < m.ep.nn; j++) {
         const rk_node *rn = &m.ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         if (rn->dram)
             a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1),
-                                    rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv)};
+                                    rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv), 0};
     }
     mm_free(&m);
     *out = a;
@@ -1690,6 +1692,8 @@ static int mm_block_emit(mm_core *mc, int64_t b, int64_t m0, int64_t mb, int64_t
 static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m, int note)
 {
     m->ares = !m->atile && mm_aligned_a(m, pos) && be_res_reads(c, m->mm->a, pos);
+    m->akeep = !m->ares && !m->atile && be_res_writes(c, m->mm->a, pos);
+    assert(!m->akeep || c->work[pos].bcast);
     if ((m->ares || m->atile) && note)
         be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[m->mm->a].name);
     for (int i = 0; i < m->ep.nl; i++) {

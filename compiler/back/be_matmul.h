@@ -50,6 +50,8 @@ typedef struct {
     int whole_dram;      /* estimates count an operand staged whole as every core's read of it */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
+    int akeep;           /* A an input this kernel loads first and keeps for later ones: each core copies
+                            the rows it loads into A's region (be_res_fill; grids over the ring only) */
     int atile;           /* A read as the tiles an earlier product on the same grid over the ring kept
                             (this many columns: core j of a grid row holds K's stick groups
                             cc_split(KG, atile, j) of the row's rows), sent over the ring to the row's

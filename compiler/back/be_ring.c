@@ -791,6 +791,8 @@ static void rg_a_out(rg_core *g, int64_t gi, int64_t kg, int64_t aoff)
         be_view av = mm_shifted(&m->av, gi);
         be_dma_rows(c, e, ISA_OP_DMA_LD, aoff, MT * sb, &av, &m->arsp, g->p0, g->pn, kg);
         cc_emit_sig(e, ISA_U_DMAI, g->aload_r);
+        if (m->akeep) /* behind the signal: the rows have landed */
+            be_res_fill(c, e, m->mm->a, 0, g->pn, gi, kg, aoff, MT * sb);
     }
     cc_emit_sig(e, ISA_U_DMAI, g->aload);
     if (!m->ares)
