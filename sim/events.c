@@ -100,10 +100,21 @@ static sim_evtime *time_at(sim_evq *q, double t)
         return &q->times[hi - 1];
     if (t <= q->times[lo].t)
         return t == q->times[lo].t ? &q->times[lo] : time_insert(q, lo, t);
-    /* times[lo].t < t < times[hi - 1].t: the last time <= t, by halving
-     * without a branch on the comparison (it goes either way at random) */
+    /* times[lo].t < t < times[hi - 1].t, so hi - lo >= 2: the last time
+     * <= t.  Two in five such events land just above the earliest time or
+     * the next (a 1024^3 GEMM: about 100 times pending, the new one after
+     * the first in 23%, after the second in 18%), so those two are looked
+     * at first, the rest found by halving without a branch on the
+     * comparison (it goes either way at random) */
     const sim_evtime *at = &q->times[lo];
-    for (size_t n = hi - lo; n > 1; n -= n / 2)
+    if (t < at[1].t)
+        return time_insert(q, lo + 1, t);
+    if (t == at[1].t)
+        return &q->times[lo + 1];
+    at += 2; /* times[lo + 1].t < t < times[hi - 1].t: lo + 2 < hi */
+    if (t < at->t)
+        return time_insert(q, lo + 2, t);
+    for (size_t n = hi - lo - 2; n > 1; n -= n / 2)
         at = at[n / 2].t <= t ? at + n / 2 : at;
     size_t i = (size_t)(at - q->times);
     return at->t == t ? &q->times[i] : time_insert(q, i + 1, t);

@@ -57,6 +57,34 @@ static void test_popped_agent_scheduled_again_runs_at_its_new_time(void)
     sim_evq_free(&q);
 }
 
+/* New times just above the earliest pending ones (looked at before the
+ * halving, events.c) and before them: each pops at its time, and one
+ * scheduled at a pending time follows those scheduled there before it. */
+static void test_times_near_the_earliest_pop_in_order(void)
+{
+    sim_evq q;
+    sim_evq_init(&q, 8);
+    sim_evq_agent(&q, 1, 6);
+    sim_evq_agent(&q, 2, 4);    /* before every pending time */
+    sim_evq_agent(&q, 6, 9);    /* after */
+    sim_evq_token(&q, 4, 0, 9); /* the earliest time, scheduled after agent 2 */
+    sim_evq_agent(&q, 7, 5);    /* just above the earliest */
+    sim_evq_agent(&q, 0, 5);    /* the time just above, again */
+    sim_evq_agent(&q, 3, 2);    /* before every pending time */
+    sim_evq_agent(&q, 4, 4.5);  /* just above the second */
+    sim_evq_agent(&q, 5, 7);    /* higher up: found by halving */
+    sim_event e;
+    const int want[] = {3, 2, -1, 4, 7, 0, 1, 5, 6};
+    const double at[] = {2, 4, 4, 4.5, 5, 5, 6, 7, 9};
+    for (int i = 0; i < 9; i++) {
+        CU_ASSERT_EQUAL_FATAL(sim_evq_pop(&q, &e), 1);
+        CU_ASSERT_EQUAL(e.agent, want[i]);
+        CU_ASSERT_EQUAL(e.t, at[i]);
+    }
+    CU_ASSERT_EQUAL(sim_evq_pop(&q, &e), 0);
+    sim_evq_free(&q);
+}
+
 /* The reference: every pending event in a list with its order number. */
 typedef struct {
     double t;
@@ -144,6 +172,7 @@ int main(void)
         {"equal_times_pop_in_the_order_scheduled", test_equal_times_pop_in_the_order_scheduled},
         {"popped_agent_scheduled_again_runs_at_its_new_time",
          test_popped_agent_scheduled_again_runs_at_its_new_time},
+        {"times_near_the_earliest_pop_in_order", test_times_near_the_earliest_pop_in_order},
         {"random_schedules_pop_as_a_sorted_list", test_random_schedules_pop_as_a_sorted_list},
         {"random_spread_schedules_pop_as_a_sorted_list", test_random_spread_schedules_pop_as_a_sorted_list},
         {NULL, NULL},
