@@ -367,12 +367,12 @@ static void run_at_phase(const char *choice, double ns, double *cycles, double *
  * its kernel_cycles the mean span (checked on the first two rows and the
  * default); the phases differ on mlp (so the mean
  * is not phase 0's); a rerun at another count is refused, as are bad
- * counts. */
+ * counts and a merge of shards at different counts. */
 static void test_cycles_are_the_mean_over_refresh_phases(void)
 {
     chip_config cfg;
     tu_config("spyre-4core", &cfg);
-    char dir[1024], args[2048];
+    char dir[1024], args[4096];
     tu_tmpfile("-sweepph", dir, sizeof dir);
     CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm --refresh-phases 3"), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "each variant at 3 refresh phases"));
@@ -409,7 +409,15 @@ static void test_cycles_are_the_mean_over_refresh_phases(void)
     CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 65"), 2);
     CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 2x"), 2);
     CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 2 --vary cores=2,4"), 2);
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    /* shards at different counts do not merge */
+    char one[1024], merged[1024];
+    tu_tmpfile("-sweepph1", one, sizeof one);
+    tu_tmpfile("-sweepphm", merged, sizeof merged);
+    CU_ASSERT_EQUAL_FATAL(sweep(one, "--kernel k1_addmm --refresh-phases 1"), 0);
+    snprintf(args, sizeof args, "sweep merge %s %s --out %s", dir, one, merged);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "different refresh phases"));
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s'", dir, one, merged);
     CU_ASSERT_EQUAL(system(args), 0);
 }
 

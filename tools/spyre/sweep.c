@@ -44,17 +44,36 @@ int sw_usage(const char *what)
     return SW_USAGE;
 }
 
+/* The rows of sweep.csv at path appended to rs (those not there yet),
+ * taken at the same refresh phases as the shards before (*phases; 0 when
+ * none yet): 0, or -1 with err. */
+static int merge_rows(const char *path, sw_rows *rs, int *phases, char *err, size_t errlen)
+{
+    sw_rows mine = {0};
+    int rc = sw_csv_read(path, &mine, err, errlen), ph = sw_rows_phases(&mine);
+    if (!rc && (ph < 0 || (ph && *phases && ph != *phases))) {
+        snprintf(err, errlen, "%s: rows at different refresh phases (refresh_phases) than the shards before", path);
+        rc = -1;
+    }
+    *phases = ph > 0 ? ph : *phases;
+    for (int k = 0; !rc && k < mine.n; k++)
+        if (!sw_rows_find(rs, mine.v[k].kernel, mine.v[k].choice))
+            *sw_rows_push(rs) = mine.v[k];
+    free(mine.v);
+    return rc;
+}
+
 /* The rows of shard directory dir (the i-th; the first says whether the
  * shards are --vary sweeps), and the graph and config names from its
  * sweep.json if not known yet (graph and config: 256 bytes each). */
-static int merge_dir(const char *dir, int i, int *vary, sw_rows *rs, sw_vrows *vrs, char *graph, char *config,
-                     char *err, size_t errlen)
+static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs, sw_vrows *vrs, char *graph,
+                     char *config, char *err, size_t errlen)
 {
     char *path = isa_path_join(dir, "sweep.csv");
     char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);
     if (text && !i)
         *vary = !strncmp(text, sw_vary_header, strlen(sw_vary_header));
-    int rc = !text || (*vary ? sw_vary_csv_read(path, vrs, err, errlen) : sw_csv_read(path, rs, err, errlen));
+    int rc = !text || (*vary ? sw_vary_csv_read(path, vrs, err, errlen) : merge_rows(path, rs, phases, err, errlen));
     free(text);
     free(path);
     if (rc)
@@ -91,20 +110,14 @@ static int cmd_merge(int argc, char **argv)
     sw_vrows vrs = {0};
     char err[1024];
     char graph[256] = "", config[256] = "";
-    int vary = 0;
+    int vary = 0, phases = 0;
     for (int i = 0; i < ndirs; i++) {
-        if (merge_dir(dirs[i], i, &vary, &rs, &vrs, graph, config, err, sizeof err)) {
+        if (merge_dir(dirs[i], i, &vary, &phases, &rs, &vrs, graph, config, err, sizeof err)) {
             free(rs.v);
             free(vrs.v);
             fprintf(stderr, "spyre sweep merge: %s\n", err);
             return SW_USAGE;
         }
-    }
-    if (!vary && sw_rows_phases(&rs) < 0) {
-        free(rs.v);
-        free(vrs.v);
-        fprintf(stderr, "spyre sweep merge: the shards' rows are at different refresh phases (refresh_phases)\n");
-        return SW_USAGE;
     }
     if (sw_make_dirs(out)) {
         free(rs.v);
