@@ -257,7 +257,7 @@ sim_dram *sim_dram_new(const chip_config *cfg)
         sim_dram_free(d);
         return NULL;
     }
-    sim_dram_reset(d);
+    sim_dram_reset(d, 0);
     return d;
 }
 
@@ -276,7 +276,7 @@ void sim_dram_free(sim_dram *d)
     free(d);
 }
 
-void sim_dram_reset(sim_dram *d)
+void sim_dram_reset(sim_dram *d, double refresh_phase_ns)
 {
     for (int c = 0; c < d->nch; c++) {
         dram_chan *ch = &d->ch[c];
@@ -288,8 +288,11 @@ void sim_dram_reset(sim_dram *d)
             ch->acts[i] = LONG_AGO;
         ch->act_pos = 0;
         ch->last_act = LONG_AGO;
-        /* channels refresh in turn, spread over one interval */
-        ch->ref_due = d->trefi * (c + 1) / d->nch;
+        /* channels refresh in turn, spread over one interval; the phase
+         * moves the whole schedule earlier (phase 0 subtracts nothing) */
+        ch->ref_due = d->trefi * (c + 1) / d->nch - refresh_phase_ns;
+        if (ch->ref_due <= 0)
+            ch->ref_due += d->trefi;
         ch->wq_head = ch->wq_n = ch->wq_rel = 0;
         ch->wq_occ = ch->wq_wait = 0;
         ch->wr_done = LONG_AGO;

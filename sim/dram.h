@@ -56,8 +56,9 @@ const char *sim_dram_config_error(const chip_config *cfg);
  * (see sim_dram_config_error) or on out of memory. */
 sim_dram *sim_dram_new(const chip_config *cfg);
 void sim_dram_free(sim_dram *d);
-/* Idle, all banks precharged, time 0, statistics cleared. */
-void sim_dram_reset(sim_dram *d);
+/* Idle, all banks precharged, time 0, statistics cleared; time 0 lies
+ * refresh_phase_ns (in [0, tREFI)) into the refresh schedule. */
+void sim_dram_reset(sim_dram *d, double refresh_phase_ns);
 
 /* One access of `bytes` contiguous bytes at device address addr, arriving
  * at the controller at t_ns.  Arrival times should be non-decreasing; a

@@ -644,6 +644,10 @@ static void reset_cores(sim *s)
 int sim_engine_run(sim *s, const isa_program *p)
 {
     engine g = {.s = s, .p = p};
+    const double phase = s->opt.refresh_phase_ns;
+    if (!(phase >= 0 && phase < s->cfg.dram_trefi_ns))
+        return sim_faultf(s, -1, ISA_U_SEQ, -1, "refresh phase %g ns is outside [0, dram_trefi_ns = %g)", phase,
+                          s->cfg.dram_trefi_ns);
     if (kernels_begin(&g) || units_begin(&g)) {
         kernels_end(&g);
         units_end(&g);

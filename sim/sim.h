@@ -94,6 +94,13 @@ typedef struct {
      * so an initializer that omits them keeps the limits; SIM_NO_LIMIT: none. */
     uint64_t max_insns;
     uint64_t max_cycles;
+    /* Where the launch starts in the DRAM's refresh schedule, in ns, in
+     * [0, dram_trefi_ns): channel c's first all-bank refresh is due at
+     * tREFI * (c + 1) / channels - phase (one tREFI later when that is not
+     * after time 0).  On hardware a launch meets the refresh at an arbitrary
+     * phase (docs/dram.md, "Refresh phase"); 0 is the schedule from time 0.
+     * A value out of range faults the run. */
+    double refresh_phase_ns;
 } sim_options;
 
 typedef struct sim sim;

@@ -18,7 +18,7 @@ void sim_timing_reset(sim *s)
             abort();
     }
     memset(s->link_free, 0, n * sizeof *s->link_free);
-    sim_dram_reset(s->dram);
+    sim_dram_reset(s->dram, s->opt.refresh_phase_ns);
 }
 
 static double cycles_from_ns(const sim *s, double ns) { return ns * s->cfg.clock_ghz; }

@@ -214,6 +214,23 @@ static void test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3(
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--max-cycles N"));
 }
 
+/* --refresh-phase: 0 is the run without it, cycle for cycle; a phase
+ * outside [0, dram_trefi_ns) or not a number is exit 2 before any run. */
+static void test_refresh_phase_0_is_the_default_and_bad_phases_exit_2(void)
+{
+    char plain[256];
+    CU_ASSERT_EQUAL_FATAL(tu_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --no-values", out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(out, "cycles="));
+    snprintf(plain, sizeof plain, "%.40s", strstr(out, "cycles="));
+    expect_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --no-values --refresh-phase 0", 0, plain);
+    expect_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --no-values --refresh-phase 3906", 2,
+                 "--refresh-phase 3906 is not below dram_trefi_ns (3906 ns on spyre)");
+    expect_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --refresh-phase -1", 2, "--refresh-phase takes a number of ns");
+    expect_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --refresh-phase 1e999", 2, "--refresh-phase takes");
+    expect_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --refresh-phase nan", 2, "--refresh-phase takes");
+    expect_spyre("run " SPYRE_SOURCE_DIR "/traces/mlp --refresh-phase 12ns", 2, "--refresh-phase takes");
+}
+
 /* An invalid configuration value stops at load (exit 2) with one line
  * naming the file, the key, its value and why, not as "out of host memory". */
 static void test_an_invalid_config_value_exits_2_naming_file_key_and_reason(void)
@@ -1010,6 +1027,8 @@ int main(void)
          test_rule_breaking_programs_exit_3_naming_core_and_instruction},
         {"dma_scatter_assembles_disassembles_back_and_faults_out_of_bounds_with_exit_3",
          test_dma_scatter_assembles_disassembles_back_and_faults_out_of_bounds_with_exit_3},
+        {"refresh phase 0 is the default and bad phases exit 2",
+         test_refresh_phase_0_is_the_default_and_bad_phases_exit_2},
         {"a runaway program stops at max_insns or max_cycles with exit 3",
          test_a_runaway_program_stops_at_max_insns_or_max_cycles_with_exit_3},
         {"an invalid config value exits 2 naming file, key and reason",

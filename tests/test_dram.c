@@ -194,7 +194,7 @@ static void test_accesses_to_different_channels_overlap(void)
     NEAR(a, lone);
     NEAR(e, lone); /* fully parallel, not lone + lone */
     /* the same two on one channel share its data bus and ACT slots */
-    sim_dram_reset(d);
+    sim_dram_reset(d, 0);
     a = sim_dram_access(d, 0, chan_addr(1, 0), b, 0);
     e = sim_dram_access(d, 0, chan_addr(1, cfg.dram_row_bytes / b), b, 0); /* next bank group */
     CU_ASSERT(e > a);
@@ -248,6 +248,26 @@ static void test_refresh_delays_an_access_in_its_window(void)
     t = due + 100.5 * cfg.dram_trefi_ns;
     NEAR(sim_dram_access(d, t, chan_addr(c, 2), b, 0) - t, lone);
     CU_ASSERT_EQUAL(sim_dram_get_stats(d)->refreshes, 101);
+    sim_dram_free(d);
+}
+
+static void test_refresh_phase_moves_every_channels_due_time_earlier(void)
+{
+    sim_dram *d = fresh();
+    const double step = cfg.dram_trefi_ns / cfg.dram_channels; /* channel c is due at step * (c + 1) */
+    uint64_t b = gran();
+    double lone = (cfg.dram_rcd + cfg.dram_cl) * tck + stream_ns(b);
+    /* phase step - 50: channel 0 due at 50 ns, channel 1 at step + 50 */
+    sim_dram_reset(d, step - 50);
+    NEAR(sim_dram_access(d, 60, chan_addr(0, 0), b, 0), 50 + cfg.dram_trfc_ns + lone);
+    NEAR(sim_dram_access(d, 60, chan_addr(1, 0), b, 0) - 60, lone);
+    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->refreshes, 1);
+    /* phase step: channel 0's due time (0) moves a whole interval on, to tREFI */
+    sim_dram_reset(d, step);
+    NEAR(sim_dram_access(d, 10, chan_addr(0, 0), b, 0) - 10, lone);
+    double t = cfg.dram_trefi_ns + 10;
+    NEAR(sim_dram_access(d, t, chan_addr(0, 1), b, 0), cfg.dram_trefi_ns + cfg.dram_trfc_ns + lone);
+    CU_ASSERT_EQUAL(sim_dram_get_stats(d)->refreshes, 1);
     sim_dram_free(d);
 }
 
@@ -335,7 +355,7 @@ static void test_write_burst_larger_than_buffer_blocks_until_drain(void)
     double ack = cfg.dram_write_ack_ns;
     NEAR(sim_dram_access(d, 0, 0, fits, 1), ack);
     CU_ASSERT_EQUAL(sim_dram_get_stats(d)->write_stalls, 0);
-    sim_dram_reset(d);
+    sim_dram_reset(d, 0);
     double done = sim_dram_access(d, 0, 0, big, 1);
     const sim_dram_stats *st = sim_dram_get_stats(d);
     CU_ASSERT(st->write_stalls > 0);
@@ -456,7 +476,7 @@ static void test_streaming_reads_reach_measured_150_gbs(void)
     CU_ASSERT_DOUBLE_EQUAL(read_bw_64k, 150, 15);
     /* below the 204.8 GB/s nominal peak, as on the chip */
     CU_ASSERT(read_bw_64k < (double)cfg.dram_channels * cfg.dram_burst_bytes / (cfg.dram_burst_tck * tck));
-    sim_dram_reset(d);
+    sim_dram_reset(d, 0);
     write_bw_64k = stream_bw(d, 32, 65536, 1);
     CU_ASSERT_DOUBLE_EQUAL(write_bw_64k, 150, 15);
     sim_dram_free(d);
@@ -479,7 +499,7 @@ static void test_streaming_bandwidth_does_not_hinge_on_access_size(void)
     sim_dram *d = fresh();
     read_bw_4k = stream_bw(d, 32, 4096, 0);
     CU_ASSERT_DOUBLE_EQUAL(read_bw_4k, 150, 15);
-    sim_dram_reset(d);
+    sim_dram_reset(d, 0);
     mixed_bw_4k = stream_bw(d, 32, 4096, 2);
     CU_ASSERT_DOUBLE_EQUAL(mixed_bw_4k, 105, 10.5);
     sim_dram_free(d);
@@ -529,7 +549,7 @@ static void test_model_is_deterministic(void)
     sim_dram_stats sa = *sim_dram_get_stats(d);
     double drain = sim_dram_drain_time(d);
     run_mix(e, b, N, 1);
-    sim_dram_reset(d);
+    sim_dram_reset(d, 0);
     run_mix(d, c, N, 0);
     CU_ASSERT(drain > 0);
     CU_ASSERT_EQUAL(drain, sim_dram_drain_time(d));
@@ -608,6 +628,8 @@ int main(void)
         {"accesses_to_different_channels_overlap", test_accesses_to_different_channels_overlap},
         {"write_then_read_pays_turnaround", test_write_then_read_pays_turnaround},
         {"refresh_delays_an_access_in_its_window", test_refresh_delays_an_access_in_its_window},
+        {"refresh_phase_moves_every_channels_due_time_earlier",
+         test_refresh_phase_moves_every_channels_due_time_earlier},
         {"earlier_arrival_never_goes_back_in_time", test_earlier_arrival_never_goes_back_in_time},
         {"lone_write_is_acknowledged_and_drains_like_a_direct_one",
          test_lone_write_is_acknowledged_and_drains_like_a_direct_one},

@@ -4,6 +4,8 @@
  * re-running, more workers give the same rows, two shards (each running
  * only its share) merged equal the whole sweep, bad specs exit 2,
  * and an --autotune file applied with --tuning reproduces the best. */
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +83,10 @@ static void test_full_sweep_and_resume(void)
     /* exactly one default row per kernel (the mlp has two kernels) */
     int def0 = 0, def1 = 0;
     for (const char *l = rows; *l; l = strchr(l, '\n') + 1) {
-        const char *end = strchr(l, '\n');
-        int is_default = end[-3] == '1';
+        const char *end = strchr(l, '\n'), *f = l;
+        for (int c = 0; c < 8; c++) /* is_default is the ninth column */
+            f = strchr(f, ',') + 1;
+        int is_default = f[0] == '1';
         if (strstr(l, ",k0_addmm_gelu,") && strstr(l, ",k0_addmm_gelu,") < end)
             def0 += is_default;
         else
@@ -197,14 +201,15 @@ static void test_a_batch_split_default_is_a_variant(void)
 }
 
 /* --autotune keeps only choices that beat the defaults and checks them
- * together (on mlp the defaults are already the best: the file has no
- * choice); --tuning applies matching lines and ignores the others. */
+ * together (on mlp at refresh phase 0 alone the defaults are already the
+ * best: the file has no choice); --tuning applies matching lines and
+ * ignores the others. */
 static void test_autotune(void)
 {
     char dir[1024], tune[1024], args[4096];
     tu_tmpfile("-sweept", dir, sizeof dir);
     tu_tmpfile("-tune.txt", tune, sizeof tune);
-    snprintf(args, sizeof args, "--autotune %s", tune);
+    snprintf(args, sizeof args, "--autotune %s --refresh-phases 1", tune);
     CU_ASSERT_EQUAL_FATAL(sweep(dir, args), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "autotune: 0 choices"));
     size_t len = strlen(out);
@@ -333,6 +338,89 @@ static void test_vary(void)
     CU_ASSERT_EQUAL(system(args), 0);
 }
 
+/* `spyre run` of mlp on spyre-4core with k1_addmm forced to choice, at
+ * refresh phase ns: the run's cycles and k1_addmm's span, from its
+ * statistics file. */
+static void run_at_phase(const char *choice, double ns, double *cycles, double *span)
+{
+    char js[1024], args[4096];
+    tu_tmpfile(".json", js, sizeof js);
+    snprintf(args, sizeof args,
+             "run " MLP " --config spyre-4core --no-values --work-div k1_addmm=%s --refresh-phase %.17g --stats-json %s",
+             choice, ns, js);
+    CU_ASSERT_EQUAL_FATAL(tu_spyre(args, out, sizeof out), 0);
+    cJSON *j = tu_read_json(js);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    *cycles = cJSON_GetObjectItem(j, "cycles")->valuedouble;
+    cJSON *k;
+    *span = -1;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(j, "kernels"))
+        if (!strcmp(cJSON_GetObjectItem(k, "name")->valuestring, "k1_addmm"))
+            *span = cJSON_GetObjectItem(k, "end_cycles")->valuedouble -
+                    cJSON_GetObjectItem(k, "start_cycles")->valuedouble;
+    cJSON_Delete(j);
+    remove(js);
+}
+
+/* With --refresh-phases 3 each row's cycles are the mean, rounded, of the
+ * runs at phases 0, tREFI/3 and 2 tREFI/3 (`spyre run --refresh-phase`),
+ * its kernel_cycles the mean span (checked on the first two rows and the
+ * default); the phases differ on mlp (so the mean
+ * is not phase 0's); a rerun at another count is refused, as are bad
+ * counts and a merge of shards at different counts. */
+static void test_cycles_are_the_mean_over_refresh_phases(void)
+{
+    chip_config cfg;
+    tu_config("spyre-4core", &cfg);
+    char dir[1024], args[4096];
+    tu_tmpfile("-sweepph", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm --refresh-phases 3"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "each variant at 3 refresh phases"));
+    static char rows[1 << 14];
+    int n = csv_rows(dir, rows, sizeof rows), checked = 0, differ = 0;
+    CU_ASSERT_FATAL(n >= 2);
+    for (const char *l = rows; *l; l = strchr(l, '\n') + 1) {
+        int idx, def, best, phases;
+        char choice[64];
+        double cycles, kcycles;
+        CU_ASSERT_FATAL(sscanf(l, "%d,k1_addmm,%63[^,],%lf,%lf,%*u,%*f,%*u,%d,%d,%d", &idx, choice, &cycles, &kcycles,
+                               &def, &best, &phases) == 7);
+        CU_ASSERT_EQUAL(phases, 3);
+        if (idx >= 2 && !def) /* the first two rows and the default */
+            continue;
+        double sum = 0, spans = 0, first = 0;
+        for (int k = 0; k < 3; k++) {
+            double c, span;
+            run_at_phase(choice, k * cfg.dram_trefi_ns / 3, &c, &span);
+            sum += c;
+            spans += span;
+            first = k ? first : c;
+            differ |= c != first;
+        }
+        CU_ASSERT_DOUBLE_EQUAL(cycles, round(sum / 3), 0);
+        CU_ASSERT_DOUBLE_EQUAL(kcycles, spans / 3, 1); /* the statistics file's whole cycles */
+        checked++;
+    }
+    CU_ASSERT(checked >= 2);
+    CU_ASSERT(differ); /* else the mean would be phase 0's and this test could not tell */
+    CU_ASSERT_EQUAL(sweep(dir, "--kernel k1_addmm --refresh-phases 2"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "other refresh phases"));
+    CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 0"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 65"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 2x"), 2);
+    CU_ASSERT_EQUAL(sweep(dir, "--refresh-phases 2 --vary cores=2,4"), 2);
+    /* shards at different counts do not merge */
+    char one[1024], merged[1024];
+    tu_tmpfile("-sweepph1", one, sizeof one);
+    tu_tmpfile("-sweepphm", merged, sizeof merged);
+    CU_ASSERT_EQUAL_FATAL(sweep(one, "--kernel k1_addmm --refresh-phases 1"), 0);
+    snprintf(args, sizeof args, "sweep merge %s %s --out %s", dir, one, merged);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "different refresh phases"));
+    snprintf(args, sizeof args, "rm -rf '%s' '%s' '%s'", dir, one, merged);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 static const tu_test tests[] = {
     {"full sweep, resume, shards merged", test_full_sweep_and_resume},
     {"bad specs exit 2", test_bad_specs},
@@ -340,6 +428,7 @@ static const tu_test tests[] = {
     {"a batch split default is a variant of its own", test_a_batch_split_default_is_a_variant},
     {"--autotune writes a file --tuning applies", test_autotune},
     {"--vary runs the graph on each configuration", test_vary},
+    {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
     {NULL, NULL},
 };
 

@@ -132,6 +132,50 @@ static void test_token_makes_pt_wait_for_dma(void)
     isa_program_free(b);
 }
 
+/* Cycles of a 64 KB load on core 0 (16 channels, 4 KB each: each channel
+ * meets at most one refresh) on chip c, with the launch refresh_phase_ns
+ * into the refresh schedule; with set 0 the simulator's own defaults. */
+static double load_cycles(const chip_config *c, int set, double phase)
+{
+    isa_program *p = tu_prog_new(c->cores, 4 << 20);
+    load(p, 0, 0, 0, 512);
+    tu_halt_all(p);
+    sim *s = sim_create(c);
+    sim_options o = {.values = 1, .detect_races = 1, .refresh_phase_ns = phase};
+    if (set)
+        sim_set_options(s, &o);
+    sim_stats *st = malloc(sizeof *st);
+    sim_fault f;
+    double cyc = sim_run(s, p, 0, st, &f) ? -1 : st->cycles;
+    free(st);
+    sim_destroy(s);
+    isa_program_free(p);
+    return cyc;
+}
+
+static void test_refresh_phase_moves_when_a_refresh_meets_the_reads(void)
+{
+    chip_config off = cfg4; /* no refresh within the run */
+    off.dram_trefi_ns = 1e8;
+    const double none = load_cycles(&off, 0, 0), at0 = load_cycles(&cfg4, 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(load_cycles(&cfg4, 1, 0), at0, 0); /* phase 0 is the default schedule */
+    /* one refresh on a channel costs at most tRFC plus closing and reopening its rows */
+    const double one = (cfg4.dram_trfc_ns + (cfg4.dram_rp_all + cfg4.dram_rcd + cfg4.dram_cl) * cfg4.dram_tck_ns) *
+                       cfg4.clock_ghz;
+    double lo = INFINITY, hi = 0;
+    for (int k = 0; k < 64; k++) {
+        double c = load_cycles(&cfg4, 1, k * cfg4.dram_trefi_ns / 64);
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+        CU_ASSERT(c >= none && c <= none + one);
+    }
+    CU_ASSERT(hi > lo + cfg4.dram_trfc_ns * cfg4.clock_ghz / 2); /* some phase puts a refresh in the reads' way */
+    CU_ASSERT_DOUBLE_EQUAL(lo, none, 0);                        /* and some none */
+    /* a phase outside one interval is a fault, not a silent wrap */
+    CU_ASSERT_EQUAL(load_cycles(&cfg4, 1, cfg4.dram_trefi_ns), -1);
+    CU_ASSERT_EQUAL(load_cycles(&cfg4, 1, -1), -1);
+}
+
 /* A small GEMM on every core of spyre-4core. */
 static isa_program *small_gemm(void)
 {
@@ -586,6 +630,7 @@ int main(void)
         {"small_dmas_on_two_cores_overlap", test_small_dmas_on_two_cores_overlap},
         {"large_dmas_share_dram_bandwidth", test_large_dmas_share_dram_bandwidth},
         {"token_makes_pt_wait_for_dma", test_token_makes_pt_wait_for_dma},
+        {"refresh_phase_moves_when_a_refresh_meets_the_reads", test_refresh_phase_moves_when_a_refresh_meets_the_reads},
         {"same_program_same_cycles_and_bits", test_same_program_same_cycles_and_bits},
         {"timing_only_run_has_the_same_time_and_traffic", test_timing_only_run_has_the_same_time_and_traffic},
         {"unordered_dma_and_sfp_on_same_lx_is_a_race", test_unordered_dma_and_sfp_on_same_lx_is_a_race},

@@ -470,6 +470,18 @@ static int check_expected(rt_program *prog, const gr_graph *g, const char *path,
     return bad > 0 ? EXIT_MISMATCH : EXIT_OK;
 }
 
+/* A non-negative finite decimal number (ns): 0, or -1. */
+static int parse_ns(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* `spyre run`'s command line. */
 typedef struct {
     const char *path, *config, *stats_json, *trace, *tuning;
@@ -510,6 +522,9 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
             return usage_error("run", insns ? "--max-insns takes a non-negative integer (or MeE: 1e9)"
                                             : "--max-cycles takes a non-negative integer (or MeE: 1e9)");
         *(insns ? &a->opt.max_insns : &a->opt.max_cycles) = n ? n : SIM_NO_LIMIT; /* 0: no limit */
+    } else if (!strcmp(o, "--refresh-phase") && val) {
+        if (parse_ns(argv[++*i], &a->opt.refresh_phase_ns))
+            return usage_error("run", "--refresh-phase takes a number of ns from 0 to below dram_trefi_ns");
     } else if (!strcmp(o, "--config") && val)
         a->config = argv[++*i];
     else if (!strcmp(o, "--work-div") && val) {
@@ -832,6 +847,12 @@ static int cmd_run(int argc, char **argv)
     free(cfgpath);
     if (!s.dev)
         return fail("spyre run: %s", s.err);
+    if (a.opt.refresh_phase_ns >= rt_config(s.dev)->dram_trefi_ns) { /* the phase is within one interval */
+        fprintf(stderr, "spyre run: --refresh-phase %g is not below dram_trefi_ns (%g ns on %s)\n",
+                a.opt.refresh_phase_ns, rt_config(s.dev)->dram_trefi_ns, rt_config(s.dev)->name);
+        rt_close(s.dev);
+        return EXIT_USAGE;
+    }
     rt_set_options(s.dev, &a.opt);
     status = run_program(&s);
     for (int i = 0; i < s.ntuned; i++)
@@ -1100,7 +1121,7 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check | --stepwise] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--no-fallback] [--siblings MODE] [--max-insns N] [--max-cycles N] [--report]\n"
+     "           [--no-fallback] [--siblings MODE] [--max-insns N] [--max-cycles N] [--refresh-phase NS] [--report]\n"
      "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]\n"
      "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]\n"
      "           [--trace FILE [--trace-level insn|kernel]] [--stats-json FILE]",
@@ -1142,6 +1163,9 @@ static const command commands[] = {
      "some 25 s of host time for a loop of nops); --max-cycles N once simulated time passes N cycles\n"
      "(default 1.5e9, 1 s at 1.5 GHz).  0 means no limit.  The largest shipped workload (the Llama-8B\n"
      "prefill layer) issues 4.0e6 to 4.5e6 instructions in 1.35e7 cycles.\n"
+     "--refresh-phase NS starts the run NS ns (0 to below the chip's dram_trefi_ns; default 0) into the\n"
+     "DRAM's refresh schedule: on hardware a launch meets the refresh at an arbitrary phase, which moves\n"
+     "a short graph's cycles by a few percent (docs/dram.md, \"Refresh phase\").\n"
      "--report (a GRAPH) prints after them each kernel's cost-model estimate (spyre compile --report's\n"
      "`estimate:`) against the longest one core ran it, and their geometric mean and worst ratio.\n"
      "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll, --no-fallback and --siblings act as for\n"

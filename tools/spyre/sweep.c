@@ -44,17 +44,36 @@ int sw_usage(const char *what)
     return SW_USAGE;
 }
 
+/* The rows of sweep.csv at path appended to rs (those not there yet),
+ * taken at the same refresh phases as the shards before (*phases; 0 when
+ * none yet): 0, or -1 with err. */
+static int merge_rows(const char *path, sw_rows *rs, int *phases, char *err, size_t errlen)
+{
+    sw_rows mine = {0};
+    int rc = sw_csv_read(path, &mine, err, errlen), ph = sw_rows_phases(&mine);
+    if (!rc && (ph < 0 || (ph && *phases && ph != *phases))) {
+        snprintf(err, errlen, "%s: rows at different refresh phases (refresh_phases) than the shards before", path);
+        rc = -1;
+    }
+    *phases = ph > 0 ? ph : *phases;
+    for (int k = 0; !rc && k < mine.n; k++)
+        if (!sw_rows_find(rs, mine.v[k].kernel, mine.v[k].choice))
+            *sw_rows_push(rs) = mine.v[k];
+    free(mine.v);
+    return rc;
+}
+
 /* The rows of shard directory dir (the i-th; the first says whether the
  * shards are --vary sweeps), and the graph and config names from its
  * sweep.json if not known yet (graph and config: 256 bytes each). */
-static int merge_dir(const char *dir, int i, int *vary, sw_rows *rs, sw_vrows *vrs, char *graph, char *config,
-                     char *err, size_t errlen)
+static int merge_dir(const char *dir, int i, int *vary, int *phases, sw_rows *rs, sw_vrows *vrs, char *graph,
+                     char *config, char *err, size_t errlen)
 {
     char *path = isa_path_join(dir, "sweep.csv");
     char *text = isa_text_read(path, ISA_TEXT_MAX, err, errlen);
     if (text && !i)
         *vary = !strncmp(text, sw_vary_header, strlen(sw_vary_header));
-    int rc = !text || (*vary ? sw_vary_csv_read(path, vrs, err, errlen) : sw_csv_read(path, rs, err, errlen));
+    int rc = !text || (*vary ? sw_vary_csv_read(path, vrs, err, errlen) : merge_rows(path, rs, phases, err, errlen));
     free(text);
     free(path);
     if (rc)
@@ -91,9 +110,9 @@ static int cmd_merge(int argc, char **argv)
     sw_vrows vrs = {0};
     char err[1024];
     char graph[256] = "", config[256] = "";
-    int vary = 0;
+    int vary = 0, phases = 0;
     for (int i = 0; i < ndirs; i++) {
-        if (merge_dir(dirs[i], i, &vary, &rs, &vrs, graph, config, err, sizeof err)) {
+        if (merge_dir(dirs[i], i, &vary, &phases, &rs, &vrs, graph, config, err, sizeof err)) {
             free(rs.v);
             free(vrs.v);
             fprintf(stderr, "spyre sweep merge: %s\n", err);
@@ -117,6 +136,7 @@ static int cmd_merge(int argc, char **argv)
 typedef struct {
     const char *path, *config, *only, *out, *autotune;
     long jobs;
+    int phases; /* --refresh-phases; 0: not given */
     int shard_i, shard_n, nax;
     sw_axis *ax; /* [VARY_MAX_KEYS] */
 } sw_args;
@@ -182,6 +202,12 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
             a->jobs = strtol(argv[++i], &end, 10);
             if (*end || a->jobs < 1 || a->jobs > 1024)
                 return sw_usage("--jobs takes a count from 1 to 1024");
+        } else if (!strcmp(argv[i], "--refresh-phases") && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || n < 1 || n > SW_PHASES_MAX)
+                return sw_usage("--refresh-phases takes a count from 1 to 64");
+            a->phases = (int)n;
         } else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
             if (shard_parse(argv[++i], &a->shard_i, &a->shard_n)) {
                 fprintf(stderr, "spyre sweep: --shard %s: expected I/N with 0 <= I < N\n", argv[i]);
@@ -199,8 +225,10 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
         if (a->jobs < 1)
             a->jobs = 1;
     }
-    if (a->nax && (a->only || a->autotune))
-        return sw_usage("--vary takes neither --kernel nor --autotune");
+    if (a->nax && (a->only || a->autotune || a->phases))
+        return sw_usage("--vary takes neither --kernel, --autotune nor --refresh-phases");
+    if (!a->phases)
+        a->phases = SW_PHASES_DEFAULT;
     return SW_OK;
 }
 
@@ -353,6 +381,12 @@ static int sweep_journal(sw_sweep *s)
         fprintf(stderr, "spyre sweep: %s\n", s->err);
         return -1;
     }
+    int had = sw_rows_phases(&s->prev);
+    if (had && had != s->a->phases) { /* means over other phases do not compare with this run's */
+        fprintf(stderr, "spyre sweep: %s holds rows at %s refresh phases, this run takes %d: another --out, or "
+                        "--refresh-phases as they were\n", s->csv, had < 0 ? "mixed" : "other", s->a->phases);
+        return -1;
+    }
     FILE *f = access(s->csv, F_OK) ? fopen(s->csv, "w") : NULL;
     if (f && (fputs(sw_csv_header, f) < 0) + fclose(f)) {
         fprintf(stderr, "spyre sweep: %s: %s\n", s->csv, strerror(errno));
@@ -376,7 +410,7 @@ static int sweep_variants(sw_sweep *s)
 {
     const sw_args *a = s->a;
     sw_variants vc = {s->g, &s->cfg, s->cands, s->ncand, 0, 0, &s->rs, &s->prev, a->shard_i, a->shard_n, 0, 0, 0,
-                      fopen(s->csv, "a")};
+                      fopen(s->csv, "a"), a->phases};
     if (!vc.csv) {
         fprintf(stderr, "spyre sweep: %s: %s\n", s->csv, strerror(errno));
         return -1;
@@ -406,7 +440,8 @@ static int sweep_report(sw_sweep *s)
     for (int i = 0; i < s->rs.n; i++)
         if (s->rs.v[i].done)
             *sw_rows_push(&keep) = s->rs.v[i];
-    int status = s->a->autotune ? sw_autotune_joint(s->g, &s->cfg, &keep, s->gname, s->a->autotune) : SW_OK;
+    int status =
+        s->a->autotune ? sw_autotune_joint(s->g, &s->cfg, s->a->phases, &keep, s->gname, s->a->autotune) : SW_OK;
     if (status == SW_OK)
         status = sw_finish(&keep, s->a->out, s->gname, s->cfg.name);
     free(keep.v);
@@ -427,8 +462,9 @@ static int sweep_run(sw_sweep *s)
         if (!(a->only && strcmp(a->only, cc_result_kernel_name(s->base, k))) && kernel_candidates(s, k))
             return SW_USAGE;
     sw_graph_name(a->path, s->gname, sizeof s->gname);
-    printf("sweep %s on %s: %d kernel%s, %d candidates, compiled on %ld worker%s\n", s->gname, s->cfg.name,
-           a->only ? 1 : s->nk, a->only || s->nk == 1 ? "" : "s", s->ncand, a->jobs, a->jobs == 1 ? "" : "s");
+    printf("sweep %s on %s: %d kernel%s, %d candidates, compiled on %ld worker%s, each variant at %d refresh "
+           "phase%s\n", s->gname, s->cfg.name, a->only ? 1 : s->nk, a->only || s->nk == 1 ? "" : "s", s->ncand,
+           a->jobs, a->jobs == 1 ? "" : "s", a->phases, a->phases == 1 ? "" : "s");
     if (sweep_journal(s))
         return SW_USAGE;
     int failed = sweep_variants(s);
@@ -472,6 +508,7 @@ int cmd_sweep(int argc, char **argv)
 
 const char sweep_usage[] =
     "sweep GRAPH [--kernel NAME] [--config FILE] [--out DIR] [--jobs N] [--shard I/N] [--autotune FILE]\n"
+    "               [--refresh-phases N]\n"
     "             | sweep GRAPH --vary KEY=V1,V2,... [--vary KEY=...] [--config FILE] [--out DIR] [--jobs N]\n"
     "               [--shard I/N]\n"
     "             | sweep merge DIR... [--out DIR]";
@@ -480,10 +517,13 @@ const char sweep_help[] =
     "--kernel NAME) every split the compiler accepts (a matmul's grids GMxGN with GM*GN <= cores, uneven\n"
     "ones included; a row kernel's core counts) is compiled with that kernel forced and the others at\n"
     "the compiler's default, and simulated timing-only on the chip of --config (default spyre), in\n"
-    "--jobs worker processes (default: every host core).  OUT (--out, default sweep-out) gets\n"
-    "sweep.csv and sweep.json (one row per variant: kernel, choice, cycles, kernel_cycles, dram_bytes,\n"
-    "mac_utilization, lx_peak, is_default, is_best; per kernel the default, the best and their ratio)\n"
-    "and KERNEL.svg per kernel.  Variants already in OUT/sweep.csv are not re-run (resume).\n"
+    "--jobs worker processes (default: every host core), once per refresh phase: N phases evenly spread\n"
+    "over the DRAM's refresh interval (--refresh-phases N, 1 to 64, default 7; 1 is phase 0 alone), since\n"
+    "a launch on hardware meets the refresh at any phase; cycles are the mean, rounded.  OUT (--out,\n"
+    "default sweep-out) gets sweep.csv and sweep.json (one row per variant: kernel, choice, cycles,\n"
+    "kernel_cycles, dram_bytes, mac_utilization, lx_peak, is_default, is_best, refresh_phases; per kernel\n"
+    "the default, the best and their ratio) and KERNEL.svg per kernel.  Variants already in\n"
+    "OUT/sweep.csv are not re-run (resume; at the same --refresh-phases).\n"
     "--shard I/N runs only the variants whose index % N == I; `sweep merge DIR... --out DIR` combines\n"
     "shard directories.  --autotune FILE writes the best choice per kernel as a tuning file for\n"
     "`spyre compile/run --tuning FILE`.  The last line is default_vs_best=RATIO: the default\n"

@@ -33,6 +33,9 @@ int sweep_tuning_load(const char *path, const char *graph_path, const gr_graph *
 
 enum { SW_OK = 0, SW_USAGE = 2 };
 
+/* --refresh-phases: the default and the most (docs/sweep.md, "Refresh phases"). */
+enum { SW_PHASES_DEFAULT = 7, SW_PHASES_MAX = 64 };
+
 /* One variant: a kernel with one forced split, and what the run measured. */
 typedef struct {
     int index;            /* position in the enumeration (shards take index % N == I) */
@@ -44,6 +47,7 @@ typedef struct {
     double mac_util;      /* the kernel's MACs / (span x the chip's peak MACs per cycle) */
     uint64_t lx_peak;     /* highest LX byte touched + 1, busiest core, whole run */
     int is_default, is_best;
+    int phases;           /* refresh phases the cycles are the mean over (docs/sweep.md) */
     int done;             /* measured (now or in an earlier run) */
 } sw_row;
 
@@ -110,6 +114,7 @@ typedef struct {
     int shard_i, shard_n;
     int ndone, inshard, nran;
     FILE *csv;
+    int phases;          /* refresh phases each variant is simulated at */
 } sw_variants;
 
 enum { VARY_MAX_KEYS = 8, VARY_MAX_VALUES = 64, VARY_MAX_CONFIGS = 4096 };
@@ -181,6 +186,7 @@ extern const char sw_csv_header[];
 void sw_csv_write_row(FILE *f, const sw_row *r);
 int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen);
 int sw_cmp_index(const void *a, const void *b);
+int sw_rows_phases(const sw_rows *rs);
 
 /* sweep_variant.c */
 int sw_default_choice(const cc_result *r, const char *kernel, char *out, size_t len, char *tiles, size_t tlen);
@@ -189,7 +195,7 @@ cc_result *sw_compile_variant(const gr_graph *g, const chip_config *cfg, const c
                               char *err, size_t errlen);
 int sw_simulate(const gr_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                 rt_run_result *res, int *no_compile, char *err, size_t errlen);
-int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
+int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, int phases, const sw_rows *rs, const char *graph,
                       const char *file);
 void sw_number_candidates(sw_variants *c);
 int sw_variant_work(void *ctx, int item, void *buf, sw_chan *ch);

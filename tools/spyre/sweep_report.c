@@ -200,8 +200,9 @@ int sw_finish(sw_rows *rs, const char *out, const char *graph, const char *confi
     FILE *f = sw_csv_then_json(&o, out, sw_csv_header, csv_row_at, rs->v, rs->n, graph, config);
     if (!f)
         return SW_USAGE;
-    fprintf(f, ",\n  \"variants\": %d,\n  \"default_cycles\": %.12g,\n  \"best_cycles\": %.12g,\n"
-               "  \"default_vs_best\": %.6f,\n  \"kernels\": [", rs->n, def, best, def > 0 && best > 0 ? def / best : 0.0);
+    fprintf(f, ",\n  \"variants\": %d,\n  \"refresh_phases\": %d,\n  \"default_cycles\": %.12g,\n"
+               "  \"best_cycles\": %.12g,\n  \"default_vs_best\": %.6f,\n  \"kernels\": [",
+            rs->n, sw_rows_phases(rs), def, best, def > 0 && best > 0 ? def / best : 0.0);
     for (int k = 0; k < nk; k++) {
         const sw_row *d = ks[k].def >= 0 ? &rs->v[ks[k].def] : NULL, *b = &rs->v[ks[k].best];
         fprintf(f, "%s\n    {\"kernel\": ", k ? "," : "");
@@ -222,9 +223,10 @@ int sw_finish(sw_rows *rs, const char *out, const char *graph, const char *confi
         fprintf(f, ", \"choice\": ");
         sw_json_str(f, r->choice);
         fprintf(f, ", \"cycles\": %.12g, \"kernel_cycles\": %.12g, \"dram_bytes\": %" PRIu64
-                   ", \"mac_utilization\": %.6f, \"lx_peak\": %" PRIu64 ", \"is_default\": %s, \"is_best\": %s}",
+                   ", \"mac_utilization\": %.6f, \"lx_peak\": %" PRIu64 ", \"is_default\": %s, \"is_best\": %s"
+                   ", \"refresh_phases\": %d}",
                 r->cycles, r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak,
-                r->is_default ? "true" : "false", r->is_best ? "true" : "false");
+                r->is_default ? "true" : "false", r->is_best ? "true" : "false", r->phases);
     }
     fprintf(f, "\n  ]\n}\n");
     if (sw_out_close(&o))

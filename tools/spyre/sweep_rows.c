@@ -115,13 +115,13 @@ int sw_is_header(const char *line, const char *hdr)
 
 /* ---- CSV ---- */
 
-const char sw_csv_header[] =
-    "index,kernel,choice,cycles,kernel_cycles,dram_bytes,mac_utilization,lx_peak,is_default,is_best\n";
+const char sw_csv_header[] = "index,kernel,choice,cycles,kernel_cycles,dram_bytes,mac_utilization,lx_peak,is_default,"
+                             "is_best,refresh_phases\n";
 
 void sw_csv_write_row(FILE *f, const sw_row *r)
 {
-    fprintf(f, "%d,%s,%s,%.12g,%.12g,%" PRIu64 ",%.6f,%" PRIu64 ",%d,%d\n", r->index, r->kernel, r->choice, r->cycles,
-            r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak, r->is_default, r->is_best);
+    fprintf(f, "%d,%s,%s,%.12g,%.12g,%" PRIu64 ",%.6f,%" PRIu64 ",%d,%d,%d\n", r->index, r->kernel, r->choice,
+            r->cycles, r->kernel_cycles, r->dram_bytes, r->mac_util, r->lx_peak, r->is_default, r->is_best, r->phases);
 }
 
 /* Each data line of the CSV file at path (not its header, not blank
@@ -159,9 +159,13 @@ static int csv_row(const char *line, void *ctx)
     sw_rows *rs = ctx;
     sw_row r = {0};
     unsigned long long dram, lx;
-    /* kernel names and choices have no commas */
-    if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d", &r.index, r.kernel, r.choice, &r.cycles,
-               &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best) != 10)
+    int n = 0, m = 0;
+    /* kernel names and choices have no commas; a row written before the
+     * refresh_phases column was simulated at phase 0 only */
+    r.phases = 1;
+    if (sscanf(line, "%d,%63[^,],%63[^,],%lf,%lf,%llu,%lf,%llu,%d,%d%n", &r.index, r.kernel, r.choice, &r.cycles,
+               &r.kernel_cycles, &dram, &r.mac_util, &lx, &r.is_default, &r.is_best, &n) != 10 ||
+        (line[n] && (sscanf(line + n, ",%d%n", &r.phases, &m) != 1 || line[n + m] || r.phases < 1)))
         return -1;
     r.dram_bytes = dram;
     r.lx_peak = lx;
@@ -176,6 +180,19 @@ static int csv_row(const char *line, void *ctx)
 int sw_csv_read(const char *path, sw_rows *rs, char *err, size_t errlen)
 {
     return sw_csv_each(path, csv_header, csv_row, rs, "sweep row", err, errlen);
+}
+
+/* The refresh phases every row of rs was measured at: 0 when rs has no
+ * row, -1 when the rows disagree (their cycles are not comparable). */
+int sw_rows_phases(const sw_rows *rs)
+{
+    int phases = 0;
+    for (int i = 0; i < rs->n; i++) {
+        if (phases && rs->v[i].phases != phases)
+            return -1;
+        phases = rs->v[i].phases;
+    }
+    return phases;
 }
 
 int sw_cmp_index(const void *a, const void *b)

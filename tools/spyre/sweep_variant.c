@@ -5,6 +5,7 @@
 #endif
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,34 +117,105 @@ cc_result *sw_compile_variant(const gr_graph *g, const chip_config *cfg, const c
     return cc_compile(g, &o, err, errlen);
 }
 
-/* Simulate p (taken: freed here) timing-only on a device of its own for
- * cfg, into *res.  0 on success, -1 with err. */
-static int simulate_program(isa_program *p, const chip_config *cfg, rt_run_result *res, char *err, size_t errlen)
+/* A device of its own for cfg, timing-only, with p (taken: freed here)
+ * loaded on it; NULL with err. */
+static rt_program *load_timing(isa_program *p, const chip_config *cfg, char *err, size_t errlen)
 {
     rt_device *dev = rt_open_config(cfg, err, errlen);
     if (!dev) {
         isa_program_free(p);
-        return -1;
+        return NULL;
     }
     sim_options opt = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF};
     sim_set_options(rt_sim(dev), &opt);
     rt_program *prog = rt_load_program(dev, p, err, errlen);
-    int rc = -1;
-    if (prog && !rt_launch(prog, res))
-        rc = 0;
-    else if (prog)
-        rt_run_format(res, err, errlen);
-    if (prog)
-        rt_unload(prog);
+    if (!prog)
+        rt_close(dev);
+    return prog;
+}
+
+/* Launch prog phase_ns into the DRAM's refresh schedule, into *res.  0 on
+ * success, -1 with err. */
+static int launch_at(rt_program *prog, double phase_ns, rt_run_result *res, char *err, size_t errlen)
+{
+    sim *s = rt_sim(rt_program_device(prog));
+    sim_options opt = *sim_get_options(s);
+    opt.refresh_phase_ns = phase_ns;
+    sim_set_options(s, &opt);
+    if (!rt_launch(prog, res))
+        return 0;
+    rt_run_format(res, err, errlen);
+    return -1;
+}
+
+static void unload_timing(rt_program *prog)
+{
+    rt_device *dev = rt_program_device(prog);
+    rt_unload(prog);
     rt_close(dev);
+}
+
+/* Simulate p (taken) timing-only at the launch's refresh phase 0, into
+ * *res.  0 on success, -1 with err. */
+static int simulate_program(isa_program *p, const chip_config *cfg, rt_run_result *res, char *err, size_t errlen)
+{
+    rt_program *prog = load_timing(p, cfg, err, errlen);
+    if (!prog)
+        return -1;
+    int rc = launch_at(prog, 0, res, err, errlen);
+    unload_timing(prog);
     return rc;
 }
 
-/* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC") and
- * simulate it timing-only into *res.  0 on success; -1 with err, and
- * *no_compile set when the compiler refused the graph. */
-static int simulate_wd(const gr_graph *g, const chip_config *cfg, const char *const *wd, int n, rt_run_result *res,
-                       int *no_compile, char *err, size_t errlen)
+/* Simulate p (taken) timing-only once per refresh phase k * tREFI / phases
+ * (k = 0 .. phases - 1: a launch meets the refresh at any phase on
+ * hardware) into r: the whole graph's mean cycles, rounded; the mean span
+ * of kernel r->kernel ("" for none), its DMA bytes and MAC utilization;
+ * the run's LX peak.  0 on success, -1 with err. */
+static int measure_phases(isa_program *p, const chip_config *cfg, int phases, sw_row *r, char *err, size_t errlen)
+{
+    rt_run_result *res = malloc(sizeof *res);
+    rt_program *prog = res ? load_timing(p, cfg, err, errlen) : NULL;
+    if (!res) {
+        isa_program_free(p);
+        snprintf(err, errlen, "out of memory");
+    }
+    int rc = prog ? 0 : -1;
+    double cycles = 0, span = 0;
+    for (int k = 0; k < phases && !rc; k++) {
+        if ((rc = launch_at(prog, k * cfg->dram_trefi_ns / phases, res, err, errlen)))
+            break;
+        const sim_stats *st = &res->stats;
+        const sim_kernel_stats *ks = sim_stats_kernel(st, r->kernel);
+        cycles += st->cycles;
+        span += ks ? ks->end - ks->start : 0;
+        if (k == 0) { /* the same bytes, MACs and LX at every phase */
+            double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
+            r->dram_bytes = ks ? ks->dram_bytes : 0;
+            r->mac_util = ks ? (double)ks->macs / peak : 0; /* divided by the mean span below */
+            r->lx_peak = 0;
+            for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++)
+                r->lx_peak = st->lx_peak[c] > r->lx_peak ? st->lx_peak[c] : r->lx_peak;
+        }
+    }
+    if (!rc) {
+        r->cycles = round(cycles / phases);
+        r->kernel_cycles = span / phases;
+        r->mac_util = r->kernel_cycles > 0 ? r->mac_util / r->kernel_cycles : 0;
+        r->phases = phases;
+        r->done = 1;
+    }
+    if (prog)
+        unload_timing(prog);
+    free(res);
+    return rc;
+}
+
+/* Compile g for cfg with the work divisions wd[0..n) ("KERNEL=SPEC"),
+ * the program or NULL with err and *no_compile set when the compiler
+ * refused the graph. */
+static isa_program *compile_wd(const gr_graph *g, const chip_config *cfg, const char *const *wd, int n,
+                               int *no_compile, char *err, size_t errlen)
 {
     cc_compile_opts o = {0};
     o.target = cfg;
@@ -153,13 +225,15 @@ static int simulate_wd(const gr_graph *g, const chip_config *cfg, const char *co
     cc_result *cr = cc_compile(g, &o, err, errlen);
     *no_compile = !cr;
     if (!cr)
-        return -1;
+        return NULL;
     isa_program *p = cc_result_take_program(cr);
     cc_result_free(cr);
-    return simulate_program(p, cfg, res, err, errlen);
+    return p;
 }
 
-/* The same with at most one kernel forced to choice. */
+/* The graph compiled with at most one kernel forced to choice, simulated
+ * timing-only at refresh phase 0 into *res.  0 on success; -1 with err,
+ * and *no_compile set when the compiler refused the graph. */
 int sw_simulate(const gr_graph *g, const chip_config *cfg, const char *kernel, const char *choice,
                 rt_run_result *res, int *no_compile, char *err, size_t errlen)
 {
@@ -167,7 +241,8 @@ int sw_simulate(const gr_graph *g, const chip_config *cfg, const char *kernel, c
     const char *wds[1] = {wd};
     if (kernel)
         snprintf(wd, sizeof wd, "%s=%s", kernel, choice);
-    return simulate_wd(g, cfg, wds, kernel ? 1 : 0, res, no_compile, err, errlen);
+    isa_program *p = compile_wd(g, cfg, wds, kernel ? 1 : 0, no_compile, err, errlen);
+    return p ? simulate_program(p, cfg, res, err, errlen) : -1;
 }
 
 /* --autotune: the best choice of each kernel that beat its default, then
@@ -182,15 +257,29 @@ int sw_simulate(const gr_graph *g, const chip_config *cfg, const char *kernel, c
 typedef struct {
     const gr_graph *g;
     const chip_config *cfg;
+    int phases; /* refresh phases each graph's cycles are the mean over */
     const sw_rows *rs;
     sw_kernel ks[256];
     int nk, n, nc, evals;
     char spec[256][128];
     const char *wd[256];
     double none, all;
-    rt_run_result res; /* each simulation's */
+    double cycles; /* each simulation's (tune_sim) */
     char err[1024];
 } sw_tune;
+
+/* The graph with the first n choices, its mean cycles over the refresh
+ * phases into t->cycles: 0, or -1 with t->err (t->nc set when the
+ * compiler refused it). */
+static int tune_sim(sw_tune *t, int n)
+{
+    isa_program *p = compile_wd(t->g, t->cfg, t->wd, n, &t->nc, t->err, sizeof t->err);
+    sw_row r = {.kernel = ""};
+    if (!p || measure_phases(p, t->cfg, t->phases, &r, t->err, sizeof t->err))
+        return -1;
+    t->cycles = r.cycles;
+    return 0;
+}
 
 /* Each kernel's best choice that beats its default, by gain, largest
  * first. */
@@ -220,14 +309,13 @@ static void tune_gains(sw_tune *t)
  * the smallest gain while together they are slower (or refused). */
 static int tune_together(sw_tune *t)
 {
-    if (simulate_wd(t->g, t->cfg, t->wd, 0, &t->res, &t->nc, t->err, sizeof t->err)) {
+    if (tune_sim(t, 0)) {
         fprintf(stderr, "spyre sweep: autotune: %s\n", t->err);
         return -1;
     }
-    t->none = t->all = t->res.stats.cycles;
+    t->none = t->all = t->cycles;
     while (t->n > 0) {
-        if (simulate_wd(t->g, t->cfg, t->wd, t->n, &t->res, &t->nc, t->err, sizeof t->err) == 0 &&
-            (t->all = t->res.stats.cycles) <= t->none)
+        if (tune_sim(t, t->n) == 0 && (t->all = t->cycles) <= t->none)
             break;
         t->n--; /* slower together (or refused): drop the smallest gain */
         t->all = t->none;
@@ -283,9 +371,8 @@ static void tune_kernel(sw_tune *t, int k)
         t->wd[slot] = t->spec[slot];
         int m = cur >= 0 ? t->n : t->n + 1;
         t->evals++;
-        if (simulate_wd(t->g, t->cfg, t->wd, m, &t->res, &t->nc, t->err, sizeof t->err) == 0 &&
-            t->res.stats.cycles < t->all) {
-            t->all = t->res.stats.cycles;
+        if (tune_sim(t, m) == 0 && t->cycles < t->all) {
+            t->all = t->cycles;
             cur = slot;
             t->n = m;
         } else {
@@ -321,7 +408,7 @@ static int tune_write(sw_tune *t, const char *graph, const char *file)
 
 /* Gains, then together, then one pass of coordinate descent over the
  * kernels, then the file. */
-int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, const sw_rows *rs, const char *graph,
+int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, int phases, const sw_rows *rs, const char *graph,
                       const char *file)
 {
     sw_tune *t = calloc(1, sizeof *t);
@@ -331,6 +418,7 @@ int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, const sw_rows *
     }
     t->g = g;
     t->cfg = cfg;
+    t->phases = phases;
     t->rs = rs;
     t->nk = sw_kernels_of(rs, t->ks, 256);
     tune_gains(t);
@@ -346,36 +434,6 @@ int sw_autotune_joint(const gr_graph *g, const chip_config *cfg, const sw_rows *
     free(t);
     return status;
 }
-
-/* Simulate r's compiled program p (taken) timing-only; fills r's
- * measurements.  0 on success, -1 with err. */
-static int run_variant(isa_program *p, const chip_config *cfg, sw_row *r, char *err, size_t errlen)
-{
-    rt_run_result *res = malloc(sizeof *res);
-    if (!res) {
-        isa_program_free(p);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = simulate_program(p, cfg, res, err, errlen);
-    if (!rc) {
-        const sim_stats *st = &res->stats;
-        const sim_kernel_stats *ks = sim_stats_kernel(st, r->kernel);
-        double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
-        r->cycles = st->cycles;
-        r->kernel_cycles = ks ? ks->end - ks->start : 0;
-        r->dram_bytes = ks ? ks->dram_bytes : 0;
-        r->mac_util = ks && r->kernel_cycles > 0 ? (double)ks->macs / (r->kernel_cycles * peak) : 0;
-        r->lx_peak = 0;
-        for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++)
-            if (st->lx_peak[c] > r->lx_peak)
-                r->lx_peak = st->lx_peak[c];
-        r->done = 1;
-    }
-    free(res);
-    return rc;
-}
-
 
 /* ---- the sweep ---- */
 
@@ -447,7 +505,7 @@ int sw_variant_work(void *ctx, int item, void *buf, sw_chan *ch)
         isa_program_free(p);
         return run == 0 ? 1 : -1;
     }
-    if (!run_variant(p, c->cfg, r, err, sizeof err))
+    if (!measure_phases(p, c->cfg, c->phases, r, err, sizeof err))
         return 0;
     fprintf(stderr, "%sspyre sweep: %s=%s: %s\n", isatty(2) ? "\n" : "", r->kernel, r->choice, err);
     return -1;
