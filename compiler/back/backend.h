@@ -469,7 +469,8 @@ typedef struct {
     int nn;
     rk_load *loads;
     int nl;
-    int64_t nexpr;    /* upper bound of SFP temps per chunk, none reused (the SFP cost model's count) */
+    int64_t nexpr;    /* upper bound of SFP temps per chunk, none reused */
+    cc_sfp_tally sfp; /* row kernels: the SFP instructions one row's evaluation emits (rk_measure; insns 0: not known) */
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */

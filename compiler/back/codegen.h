@@ -72,6 +72,13 @@ isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err
 
 /* ---- Emitter ---- */
 
+/* A dry run's SFP instructions, as the simulator times them (issue each,
+ * then per stick at the op's class's rate): the row kernels' cost model. */
+typedef struct {
+    int64_t insns;
+    double simple_sticks, complex_sticks;
+} cc_sfp_tally;
+
 typedef struct {
     const chip_config *cfg;
     isa_program *prog;
@@ -93,6 +100,7 @@ typedef struct {
      * core's stream holds a kernel unrolled) */
     const struct cc_khooks *hooks;
     size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
+    cc_sfp_tally *tally; /* or NULL: where cc_emit_sfp counts what it emits (a dry run's, which emits nothing) */
 } cc_emit;
 
 typedef struct cc_khooks {

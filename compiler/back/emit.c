@@ -416,5 +416,10 @@ void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
     in->bs[1] = sa->bs1;
     in->imm = sa->imm;
     in->vl = sa->vl;
+    if (e->tally) {
+        const double sticks = (double)sa->n0 * (double)sa->n1;
+        e->tally->insns++;
+        *(isa_info(sa->op)->cost == ISA_COST_COMPLEX ? &e->tally->complex_sticks : &e->tally->simple_sticks) += sticks;
+    }
     cc_commit(e);
 }
