@@ -3,7 +3,9 @@
  * before it, in that kernel's drain (docs/compiler.md, "B's first chunks
  * loaded ahead"), its columns' loaders load a block's epilogue
  * operands with the block's last chunk of B, and results for DRAM are
- * stored after the last block.  The simulator's per-kernel
+ * stored after the last block; a layer norm's per-column parameters,
+ * passed down a tree of cores, are loaded by the kernel before it
+ * ("Per-column values loaded ahead").  The simulator's per-kernel
  * DRAM bytes show the move; the outputs are compared with the reference
  * executor. */
 #include <CUnit/CUnit.h>
@@ -44,6 +46,26 @@ static const char *bias_graph = "graph lin\n"
                                 "%t: f32[256, 1024] = aten.t.default(%w)\n"
                                 "%y: f32[128, 1024] = aten.addmm.default(%b, %x, %t)\n"
                                 "output %y\n";
+
+/* BERT's output projection, residual add and layer norm (d 768, 128
+ * tokens; test_backend's residual_ln_graph with the bias, norm weight and
+ * shift as parameters): the product runs as a grid over the ring and the
+ * layer norm's per-column values go down a tree of cores from core 0. */
+static const char *resln_graph = "graph resln\n"
+                                 "weights \"weights.safetensors\"\n"
+                                 "input %x: f32[128, 768]\n"
+                                 "input %a: f32[128, 768]\n"
+                                 "param %w: f32[768, 768] = \"w\"\n"
+                                 "param %bias: f32[768] = \"bias\"\n"
+                                 "param %g: f32[768] = \"g\"\n"
+                                 "param %b: f32[768] = \"b\"\n"
+                                 "%wt: f32[768, 768] = aten.t.default(%w)\n"
+                                 "%h: f32[128, 768] = aten.addmm.default(%bias, %a, %wt)\n"
+                                 "%r: f32[128, 768] = aten.add.Tensor(%h, %x)\n"
+                                 "%ln: (f32[128, 768], f32[128, 1], f32[128, 1]) = "
+                                 "aten.native_layer_norm.default(%r, [768], %g, %b, 1e-12)\n"
+                                 "%y: f32[128, 768] = getitem(%ln, 0)\n"
+                                 "output %y\n";
 
 /* Compile dir's graph for spyre, run it, check every output: the outputs
  * not ok (-1: a failure before the check), the run's statistics in *st,
@@ -173,6 +195,25 @@ static void test_a_streamed_products_results_are_stored_after_its_last_block(voi
     isa_program_free(p);
 }
 
+/* The layer norm's per-column parameters (3 x 768 DL16 values) are read
+ * once, by core 0, in the product's kernel: the layer norm's own DRAM
+ * bytes are x read and y written only (its product's result comes from
+ * LX), the product's are a, w and those values; the outputs validate. */
+static void test_a_layer_norms_per_column_parameters_load_in_the_kernel_before(void)
+{
+    static const tu_param ps[] = {{"w", 768, 768}, {"bias", 768, 0}, {"g", 768, 0}, {"b", 768, 0}};
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    tu_write_graph(dir, resln_graph, ps, 4);
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
+    tu_rmtree(dir);
+    CU_ASSERT_EQUAL_FATAL(st.nkernels, 2);
+    const uint64_t act = 128 * 768 * 2, w = 768 * 768 * 2, cols = 3 * 768 * 2; /* DL16 */
+    CU_ASSERT_EQUAL(st.kernels[1].dram_bytes, 2 * act);
+    CU_ASSERT_EQUAL(st.kernels[0].dram_bytes, act + w + cols);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -181,6 +222,8 @@ int main(void)
         {"a loader loads the epilogue operands with a chunk of B", test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b},
         {"a streamed product's results are stored after its last block",
          test_a_streamed_products_results_are_stored_after_its_last_block},
+        {"a layer norm's per-column parameters load in the kernel before",
+         test_a_layer_norms_per_column_parameters_load_in_the_kernel_before},
         {NULL, NULL},
     };
     return tu_run("prefetch", tests);

@@ -632,6 +632,7 @@ double be_rows_estimate(be_ctx *c, int pos);
 void be_rows_spans_free(be_ctx *c);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
+int be_rows_prefetch(be_ctx *c, int pos, int64_t above);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_matmul_plan(be_ctx *c, int pos);
 void be_matmul_align(be_ctx *c, int pos, const int *writer);

@@ -180,7 +180,7 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
 
 #define ROWS_KIND                                                                                                      \
     {"row kernel",  be_rows_plan,     be_rows_align, be_rows_ahead, be_rows_access, be_rows_estimate, be_rows_need,                 \
-     be_rows_emit, NULL, rows_split, ROWS_SYNTAX,   rows_print_work, rows_print_report, ROWS_FILL_DRAIN, 1}
+     be_rows_emit, be_rows_prefetch, rows_split, ROWS_SYNTAX,   rows_print_work, rows_print_report, ROWS_FILL_DRAIN, 1}
 
 static const be_kind kinds[] = {
     [IR_POINTWISE] = ROWS_KIND,

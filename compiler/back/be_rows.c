@@ -1427,8 +1427,9 @@ static void rk_chunk(rk_core *rc, int64_t r0, int64_t n)
 
 /* Kernel pos's plan for codegen, with the lxplan's decisions: tensors
  * kept in LX read from / copied to their regions; a kept result goes to
- * DRAM only when it must.  -1 with an error. */
-static int rk_prepare(be_ctx *c, int pos, rk_plan *k)
+ * DRAM only when it must; those read from LX noted for the report when
+ * `note` (not for the kernel before's loads ahead).  -1 with an error. */
+static int rk_prepare(be_ctx *c, int pos, rk_plan *k, int note)
 {
     if (rk_build(c, pos, k))
         return -1;
@@ -1441,7 +1442,7 @@ static int rk_prepare(be_ctx *c, int pos, rk_plan *k)
         const int buf = c->p->A.e[L->e].buf;
         L->res = L->cls == BE_V_TILE && !L->staged && !L->gather && be_res_reads(c, buf, pos) &&
                  be_rows_aligned(k, buf, &L->v);
-        if (L->res)
+        if (L->res && note)
             be_note(c, pos, BE_NOTE_LXREAD, "%s", c->p->bufs[buf].name);
     }
     for (int j = 0; j < k->nn; j++) {
@@ -1543,10 +1544,10 @@ static void rk_core_free(rk_core *rc)
     free(rc->ostage);
 }
 
-int64_t be_rows_need(be_ctx *c, int pos)
+static int64_t rk_need(be_ctx *c, int pos, int note)
 {
     rk_plan k;
-    int64_t need = rk_prepare(c, pos, &k) ? -1 : 0;
+    int64_t need = rk_prepare(c, pos, &k, note) ? -1 : 0;
     const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && need >= 0; core++) {
         int64_t r0, rt;
@@ -1566,6 +1567,8 @@ int64_t be_rows_need(be_ctx *c, int pos)
     rk_free(&k);
     return need;
 }
+
+int64_t be_rows_need(be_ctx *c, int pos) { return rk_need(c, pos, 1); }
 
 /* Core `me`'s share of chunk rows n (of R): [*p0, *p0 + return). */
 static int64_t rk_share_of(int64_t n, int64_t cores, int64_t me, int64_t *p0)
@@ -1632,6 +1635,74 @@ static void rk_share_fill(rk_core *rc, int64_t r0, int64_t rt)
         cc_emit_wait(e, ISA_U_SFP0, rc->sh_arr);
 }
 
+/* The per-column values loaded on dmai into LX from `at` on (the place
+ * rk_core_setup gave them, moved by at - col_lo). */
+static void rk_col_loads(rk_core *rc, int64_t at)
+{
+    rk_plan *k = rc->k;
+    const int64_t sb = k->c->t.stick, by = at - rc->col_lo;
+    be_rowspace one = k->rsp;
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL)
+            be_dma_rows(k->c, rc->e, ISA_OP_DMA_LD, by + (k->loads[i].scalar ? k->loads[i].stage : k->loads[i].lx), sb,
+                        &k->loads[i].v, &one, 0, 1, k->loads[i].scalar ? 1 : k->G);
+}
+
+/* ---- Per-column values loaded ahead (be_kind.prefetch) ----
+ *
+ * With the tree, core 0's loads of the per-column values start the
+ * kernel: their DRAM latency (about 500 cycles on BERT-base's layer
+ * norms) comes before the first send down the tree, and every core
+ * waits for it.  When they are parameters (no kernel writes them), core
+ * 0 loads them in the kernel before, behind that kernel's own loads,
+ * into LX above both kernels' working LX and below both floors; the
+ * kernel then sends them down the tree from there at once, and core 0
+ * copies them to their place for its own rows (dmai, LX to LX). */
+static int rk_col_ahead(const rk_plan *k)
+{
+    return k->col_tree && k->c->pre.n > 0 && k->c->pre.pos == k->pos;
+}
+
+static int rk_col_params(const rk_plan *k)
+{
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL && k->c->p->bufs[k->c->p->A.e[k->loads[i].e].buf].kind != IR_BUF_PARAM)
+            return 0;
+    return 1;
+}
+
+int be_rows_prefetch(be_ctx *c, int pos, int64_t above)
+{
+    c->pre.n = 0;
+    const int64_t need = rk_need(c, pos, 0);
+    rk_plan k;
+    if (need < 0 || rk_prepare(c, pos, &k, 0))
+        return -1;
+    int64_t r0, rt;
+    cc_split(k.rows, c->work[pos].cores, 0, &r0, &rt);
+    int rc_ = 0;
+    if (pos > 0 && k.col_tree && rk_col_params(&k) && rt > 0) {
+        cc_emit probe;
+        be_lx_probe(c, pos, 0, &probe);
+        rk_core rc;
+        rc_ = rk_core_setup(&rc, &k, &probe, r0, rt);
+        const int64_t at = cc_max(above, need);
+        if (!rc_ && at + rc.col_hi - rc.col_lo <= cc_min(c->lx_floor[pos - 1], c->lx_floor[pos])) {
+            rc.e = &c->em[0];
+            cc_kernel_begin(rc.e, c->p->kernels[c->p->order[pos - 1]].name);
+            rk_col_loads(&rc, at);
+            cc_kernel_end(rc.e);
+            rc_ = cc_emit_failed(rc.e) ? -1 : 0;
+            c->pre.pos = pos;
+            c->pre.at = at;
+            c->pre.n = 1;
+        }
+        rk_core_free(&rc);
+    }
+    rk_free(&k);
+    return rc_;
+}
+
 /* The per-column values down the tree (see rk_col_tree): core 0's from
  * its loads (dmai), another's once they arrive (the ring waits for them
  * and tells sfp0); then to the root of each upper half of the cores range
@@ -1640,7 +1711,10 @@ static void rk_col_fill(rk_core *rc)
 {
     cc_emit *e = rc->e;
     const int cores = rc->k->c->work[rc->k->pos].cores;
-    if (rc->me == 0) {
+    int64_t src = rc->col_lo;
+    if (rc->me == 0 && rk_col_ahead(rc->k)) {
+        src = rc->k->c->pre.at; /* in LX since the kernel before: sent from there at once */
+    } else if (rc->me == 0) {
         cc_emit_sig(e, ISA_U_DMAI, rc->col_in);
         cc_emit_wait(e, ISA_U_RING, rc->col_in);
     } else {
@@ -1653,7 +1727,7 @@ static void rk_col_fill(rk_core *rc)
     for (int lo = 0, n = cores; n > 1;) { /* the range [lo, lo + n) holding me */
         const int mid = lo + (n + 1) / 2;
         if (rc->me == lo)
-            cc_emit_ring(e, ISA_OP_RING_SEND, mid, rc->col_arr, cc_abs(rc->col_lo), cc_abs(rc->col_lo), &sh);
+            cc_emit_ring(e, ISA_OP_RING_SEND, mid, rc->col_arr, cc_abs(rc->col_lo), cc_abs(src), &sh);
         if (rc->me < mid) {
             n = mid - lo;
         } else {
@@ -1687,11 +1761,12 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
     cc_kernel_begin(e, k->K->name);
     for (int s = 0; s < 2; s++)
         cc_emit_sig(e, ISA_U_DMAI, rc->empty[s]);
-    be_rowspace one = k->rsp;
-    for (int i = 0; i < k->nl && (!k->col_tree || rc->me == 0); i++) /* col_tree: core 0's, passed on */
-        if (k->loads[i].cls == BE_V_COL)
-            be_dma_rows(c, e, ISA_OP_DMA_LD, k->loads[i].scalar ? k->loads[i].stage : k->loads[i].lx, sb,
-                        &k->loads[i].v, &one, 0, 1, k->loads[i].scalar ? 1 : k->G);
+    if (rc->me == 0 && rk_col_ahead(k)) { /* loaded ahead: copied down for core 0's own rows */
+        const cc_dma_shape sh = cc_dma_groups((rc->col_hi - rc->col_lo) / sb, 1, 0, 0);
+        cc_emit_dma(e, ISA_OP_DMA_LX, cc_abs(rc->col_lo), cc_abs(c->pre.at), &sh);
+    } else if (!k->col_tree || rc->me == 0) { /* col_tree: core 0's, passed on */
+        rk_col_loads(rc, rc->col_lo);
+    }
     /* a gather's row numbers, on dmai ahead of the gathers that read
      * them (one queue, in order: no token) */
     for (int i = 0; i < k->nl; i++)
@@ -1719,7 +1794,7 @@ static int rk_core_emit(rk_core *rc, int64_t r0, int64_t rt)
 int be_rows_emit(be_ctx *c, int pos)
 {
     rk_plan k;
-    int rc_ = rk_prepare(c, pos, &k);
+    int rc_ = rk_prepare(c, pos, &k, 1);
     const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && !rc_; core++) {
         int64_t r0, rt;
