@@ -2558,6 +2558,17 @@ static void test_the_estimates_of_transformer_small_on_4_cores_are_within_half_t
 /* g compiled for spyre with the n work_div specs wd, its report
  * containing want (unless NULL), run for its timing alone (no values):
  * its statistics in *st, the core count of kernel `name` in *cores. */
+/* traces/NAME/graph.txt parsed, or NULL. */
+static gr_graph *trace_graph(const char *name)
+{
+    char err[512], path[512];
+    snprintf(path, sizeof path, "%s/traces/%s/graph.txt", SPYRE_SOURCE_DIR, name);
+    char *text = tu_read_file(path, NULL);
+    gr_graph *g = text ? gr_graph_parse(text, "graph.txt", err, sizeof err) : NULL;
+    free(text);
+    return g;
+}
+
 static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const char *name, const char *want,
                           sim_stats *st, int *cores)
 {
@@ -2591,10 +2602,7 @@ static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const
 
 static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_each_read_all_of_it(void)
 {
-    char err[512], *text = tu_read_file(SPYRE_SOURCE_DIR "/traces/serve_tiny/decode_b2_c256/graph.txt", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    gr_graph *g = gr_graph_parse(text, "graph.txt", err, sizeof err);
-    free(text);
+    gr_graph *g = trace_graph("serve_tiny/decode_b2_c256");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     static const char *const wd[] = {"k7_bmm=1x4"};
     sim_stats def, four;
@@ -2618,10 +2626,7 @@ static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_ea
  * takes 47,449 cycles on spyre, 49,355 with the three on one core. */
 static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate(void)
 {
-    char err[512], *text = tu_read_file(SPYRE_SOURCE_DIR "/traces/serve_tiny/prefill_c192/graph.txt", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    gr_graph *g = gr_graph_parse(text, "graph.txt", err, sizeof err);
-    free(text);
+    gr_graph *g = trace_graph("serve_tiny/prefill_c192");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     static const char *const wd[] = {"k1_mm=1x1", "k2_mm=1x1", "k3_mm=1x1"};
     sim_stats def, one;
@@ -2641,10 +2646,7 @@ static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_domina
  * and stores each: 48,885 -> 45,903 cycles on 10. */
 static void test_a_transpose_of_many_runs_of_rows_is_spread_over_more_cores_than_two(void)
 {
-    char err[512], *text = tu_read_file(SPYRE_SOURCE_DIR "/traces/serve_tiny/prefill_c128/graph.txt", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    gr_graph *g = gr_graph_parse(text, "graph.txt", err, sizeof err);
-    free(text);
+    gr_graph *g = trace_graph("serve_tiny/prefill_c128");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     static const char *const wd[] = {"k12_unsafe_view_view_transpose=2"};
     sim_stats def, two;
