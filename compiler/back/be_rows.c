@@ -1544,14 +1544,17 @@ static void rk_core_free(rk_core *rc)
     free(rc->ostage);
 }
 
-static int64_t rk_need(be_ctx *c, int pos, int note)
+/* The working LX of prepared plan k's kernel: the highest of its cores'
+ * lx_top after their setup, or -1. */
+static int64_t rk_need(rk_plan *k)
 {
-    rk_plan k;
-    int64_t need = rk_prepare(c, pos, &k, note) ? -1 : 0;
+    be_ctx *c = k->c;
+    const int pos = k->pos;
+    int64_t need = 0;
     const be_work *w = &c->work[pos];
     for (int core = 0; core < w->cores && need >= 0; core++) {
         int64_t r0, rt;
-        cc_split(k.rows, w->cores, core, &r0, &rt);
+        cc_split(k->rows, w->cores, core, &r0, &rt);
         if (!rt)
             continue;
         cc_emit e;
@@ -1560,15 +1563,20 @@ static int64_t rk_need(be_ctx *c, int pos, int note)
         /* as rk_core_emit: the kernel fails when the run has an error,
          * an earlier kernel's too (lxplan: one that does not fit its
          * share; then this one keeps its larger tiling as well) */
-        const int bad = rk_core_setup(&rc, &k, &e, r0, rt) || (c->err && c->err[0]);
+        const int bad = rk_core_setup(&rc, k, &e, r0, rt) || (c->err && c->err[0]);
         need = bad ? -1 : cc_max(need, (int64_t)e.lx_top);
         rk_core_free(&rc);
     }
-    rk_free(&k);
     return need;
 }
 
-int64_t be_rows_need(be_ctx *c, int pos) { return rk_need(c, pos, 1); }
+int64_t be_rows_need(be_ctx *c, int pos)
+{
+    rk_plan k;
+    const int64_t need = rk_prepare(c, pos, &k, 1) ? -1 : rk_need(&k);
+    rk_free(&k);
+    return need;
+}
 
 /* Core `me`'s share of chunk rows n (of R): [*p0, *p0 + return). */
 static int64_t rk_share_of(int64_t n, int64_t cores, int64_t me, int64_t *p0)
@@ -1674,10 +1682,12 @@ static int rk_col_params(const rk_plan *k)
 int be_rows_prefetch(be_ctx *c, int pos, int64_t above)
 {
     c->pre.n = 0;
-    const int64_t need = rk_need(c, pos, 0);
     rk_plan k;
-    if (need < 0 || rk_prepare(c, pos, &k, 0))
+    const int64_t need = rk_prepare(c, pos, &k, 0) ? -1 : rk_need(&k);
+    if (need < 0) {
+        rk_free(&k);
         return -1;
+    }
     int64_t r0, rt;
     cc_split(k.rows, c->work[pos].cores, 0, &r0, &rt);
     int rc_ = 0;
