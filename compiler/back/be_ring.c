@@ -1063,19 +1063,6 @@ typedef struct rg_pieces {
     be_val vals[RG_MAX_GN][64];
 } rg_pieces;
 
-/* Room for a block's pieces, not zeroed (16 KB, of which rg_pieces_of
- * and the epilogue's evaluation write what is read: zeroing it per block
- * was 3% of BERT-base's compile, callgrind). */
-static rg_pieces *rg_pieces_new(void)
-{
-    rg_pieces *p = malloc(sizeof *p);
-    if (!p) {
-        fprintf(stderr, "cc: out of memory\n");
-        abort();
-    }
-    return p;
-}
-
 static void rg_pieces_of(const rg_core *g, int64_t b, rg_pieces *p)
 {
     p->n = 0;
@@ -1153,7 +1140,7 @@ static void rg_ep_store(rg_core *g, const rg_pieces *p)
     const int64_t sb = c->t.stick, MT = g->mc.MB;
     const int hold = g->defer && p->b + 1 < g->nsb;
     if (hold) {
-        g->held[g->nheld] = rg_pieces_new();
+        g->held[g->nheld] = ir_xmalloc(sizeof *p); /* not zeroed: *p copied in */
         *g->held[g->nheld++] = *p;
     }
     for (int q = 0; q < p->n; q++) {
@@ -1228,7 +1215,10 @@ static void rg_send_pending(rg_core *g)
 static int rg_epilogue(rg_core *g, int64_t b)
 {
     mm_core *mc = &g->mc;
-    rg_pieces *p = rg_pieces_new();
+    /* not zeroed (16 KB): rg_pieces_of and the epilogue's evaluation
+     * write what is read; zeroing it per block was 3% of BERT-base's
+     * compile (callgrind) */
+    rg_pieces *p = ir_xmalloc(sizeof *p);
     rg_pieces_of(g, b, p);
     if (!rg_ep_early(g, mc->nch - 1))
         rg_ep_in(g, b);

@@ -21,6 +21,16 @@ void *ir_xalloc(size_t n)
     return p;
 }
 
+void *ir_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "cc: out of memory\n");
+        abort();
+    }
+    return p;
+}
+
 void *ir_xgrow(void *p, int *cap, int need, size_t elem)
 {
     if (need <= *cap)

@@ -428,6 +428,7 @@ void be_lxplan_print(const ir_prog *p, const char *pass, FILE *f);
 /* ---- Helpers (ir.c) ---- */
 
 void *ir_xalloc(size_t n);           /* calloc that aborts when out of memory */
+void *ir_xmalloc(size_t n);          /* the same, not zeroed: for large buffers written before read */
 void *ir_xgrow(void *p, int *cap, int need, size_t elem);
 char *ir_xstrdup(const char *s);
 char *ir_xsprintf(const char *fmt, ...); /* a new string of any length */
