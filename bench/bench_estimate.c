@@ -56,28 +56,15 @@ static void add_ratio(double q, const char *graph, const char *chip, const char 
 }
 
 /* Launch prog timing only at PHASES refresh phases evenly spread over
- * tREFI; *spans (malloc'd, one per kernel of res's last launch) and
- * *cycles are the means.  0, or -1 with a message. */
-static int launch_phases(rt_device *dev, rt_program *prog, rt_run_result *res, double **spans, double *cycles,
-                         char *err, size_t errlen)
+ * tREFI, the means into *m.  0, or -1 with a message. */
+static int launch_timing(rt_program *prog, rt_run_result *res, rt_phase_means *m, char *err, size_t errlen)
 {
-    for (int p = 0; p < PHASES; p++) {
-        sim_options o = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF,
-                         .refresh_phase_ns = p * rt_config(dev)->dram_trefi_ns / PHASES};
-        sim_set_options(rt_sim(dev), &o);
-        if (rt_launch(prog, res)) {
-            snprintf(err, errlen, "%s", res->fault.msg);
-            return -1;
-        }
-        if (!*spans && !(*spans = calloc((size_t)res->stats.nkernels + 1, sizeof **spans))) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        for (int k = 0; k < res->stats.nkernels; k++)
-            (*spans)[k] += res->stats.kernels[k].core_span / PHASES;
-        *cycles += res->stats.cycles / PHASES;
-    }
-    return 0;
+    sim_options o = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF};
+    sim_set_options(rt_sim(rt_program_device(prog)), &o);
+    if (!rt_launch_phases(prog, PHASES, res, m))
+        return 0;
+    rt_run_format(res, err, errlen);
+    return -1;
 }
 
 /* Compile graph dir for chip, run it timing only and add its kernels'
@@ -93,15 +80,15 @@ static int measure(const char *dir, const char *label, const char *chip)
     isa_program *p = r ? cc_result_take_program(r) : NULL;
     rt_program *prog = p ? rt_load_program(dev, p, err, sizeof err) : NULL;
     rt_run_result *res = malloc(sizeof *res);
-    double *spans = NULL, cycles = 0;
-    int rc = prog && !rt_fill_inputs(prog, 1, err, sizeof err) ? launch_phases(dev, prog, res, &spans, &cycles, err, sizeof err) : -1;
+    rt_phase_means m = {0};
+    int rc = prog && res && !rt_fill_inputs(prog, 1, err, sizeof err) ? launch_timing(prog, res, &m, err, sizeof err) : -1;
     if (rc)
         fprintf(stderr, "bench_estimate: %s on %s: %s\n", label, chip, err);
     double ls = 0;
     int n = 0;
     for (int k = 0; !rc && k < res->stats.nkernels; k++) {
         const sim_kernel_stats *ks = &res->stats.kernels[k];
-        const double est = cc_result_estimate(r, ks->name), span = spans[k];
+        const double est = cc_result_estimate(r, ks->name), span = m.core_span[k];
         if (est <= 0 || span <= 0 || !ks->insns)
             continue;
         add_ratio(est / span, label, chip, ks->name);
@@ -109,9 +96,9 @@ static int measure(const char *dir, const char *label, const char *chip)
         n++;
     }
     if (!rc)
-        printf("%-28s %-12s kernels=%-3d cycles=%-9.0f geomean=%.3f\n", label, chip, n, cycles,
+        printf("%-28s %-12s kernels=%-3d cycles=%-9.0f geomean=%.3f\n", label, chip, n, m.cycles,
                n ? exp(ls / n) : 1.0);
-    free(spans);
+    rt_phase_means_free(&m);
     free(res);
     if (prog)
         rt_unload(prog);

@@ -3,6 +3,7 @@
 #include "rt_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rt_launch(rt_program *prog, rt_run_result *res)
@@ -60,6 +61,54 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     if (res)
         *res = r;
     return rc ? -1 : 0;
+}
+
+/* Add res's figures, each divided by m->phases, into m. */
+static int add_phase(rt_phase_means *m, const sim_stats *st)
+{
+    if (!m->span) {
+        m->nkernels = st->nkernels;
+        m->span = calloc((size_t)m->nkernels + 1, sizeof *m->span);
+        m->core_span = calloc((size_t)m->nkernels + 1, sizeof *m->core_span);
+        if (!m->span || !m->core_span)
+            return -1;
+    }
+    m->cycles += (double)st->cycles / m->phases;
+    for (int k = 0; k < m->nkernels && k < st->nkernels; k++) {
+        m->span[k] += (st->kernels[k].end - st->kernels[k].start) / m->phases;
+        m->core_span[k] += st->kernels[k].core_span / m->phases;
+    }
+    return 0;
+}
+
+int rt_launch_phases(rt_program *prog, int phases, rt_run_result *res, rt_phase_means *m)
+{
+    memset(m, 0, sizeof *m);
+    m->phases = phases > 0 ? phases : 1;
+    sim *s = prog->dev->sim;
+    sim_options opt = *sim_get_options(s);
+    const double was = opt.refresh_phase_ns;
+    int rc = 0;
+    for (int k = 0; k < m->phases && !rc; k++) {
+        opt.refresh_phase_ns = k * prog->dev->cfg.dram_trefi_ns / m->phases;
+        sim_set_options(s, &opt);
+        rc = rt_launch(prog, res);
+        if (!rc && add_phase(m, &res->stats)) {
+            snprintf(res->fault.msg, sizeof res->fault.msg, "out of memory");
+            res->status = RT_RUN_FAULT;
+            rc = -1;
+        }
+    }
+    opt.refresh_phase_ns = was;
+    sim_set_options(s, &opt);
+    return rc;
+}
+
+void rt_phase_means_free(rt_phase_means *m)
+{
+    free(m->span);
+    free(m->core_span);
+    m->span = m->core_span = NULL;
 }
 
 void rt_keep_values(rt_program *prog, int mode)

@@ -276,6 +276,22 @@ int rt_launch_cards(rt_program *const *progs, int ncards, rt_run_result *res);
  * -1 when it faulted (res->fault says where and why; core -1 when its
  * regions could not be placed in device DRAM).  res may be NULL. */
 int rt_launch(rt_program *prog, rt_run_result *res);
+/* The means of launches at several phases of the DRAM's refresh. */
+typedef struct {
+    int phases;
+    double cycles;     /* the whole launch's mean cycles */
+    int nkernels;      /* the launches' kernels, in res->stats.kernels order */
+    double *span;      /* [nkernels] mean end - start */
+    double *core_span; /* [nkernels] mean core_span */
+} rt_phase_means;
+
+/* Launch prog once per refresh phase k * tREFI / phases (k = 0 ..
+ * phases - 1: hardware starts a launch at any phase of the refresh), into
+ * *m the means and res the last launch (bytes, MACs and LX are the same at
+ * every phase).  The device's other simulator options stay; its refresh
+ * phase is restored after.  0, or -1 with res->fault (res is required). */
+int rt_launch_phases(rt_program *prog, int phases, rt_run_result *res, rt_phase_means *m);
+void rt_phase_means_free(rt_phase_means *m);
 /* The result of the last launch; -1 when the program was never launched. */
 int rt_wait(rt_program *prog, rt_run_result *res);
 /* One line: "run: ok insns=... macs=... uploaded=... evicted=N (B bytes)

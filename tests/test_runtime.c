@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cc.h"
 #include "rt.h"
 #include "testutil.h"
 
@@ -105,6 +106,48 @@ static int ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ---- launches at several refresh phases ---- */
+
+/* rt_launch_phases' means are those of launches made one by one at
+ * phases k tREFI / 4 (a 512^3 GEMM on every core of spyre-4core, whose
+ * reads meet the refresh at some phases but not others, so a mean that
+ * took phase 0 only would differ), and it leaves the device's phase as
+ * it found it. */
+static void test_launch_phases_means_the_launches_at_each_phase(void)
+{
+    rt_device *dev = open4();
+    const chip_config *cfg = rt_config(dev);
+    cc_gen_opts every = {cfg->cores, 1};
+    isa_program *p = cc_gen_gemm_opts(cfg, 512, 512, 512, &every, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    rt_program *prog = load(dev, p);
+    sim_options o = {.values = 0, .refresh_phase_ns = 123};
+    sim_set_options(rt_sim(dev), &o);
+    rt_run_result *res = malloc(sizeof *res);
+    double cycles[4], span0[4];
+    for (int k = 0; k < 4; k++) {
+        o.refresh_phase_ns = k * cfg->dram_trefi_ns / 4;
+        sim_set_options(rt_sim(dev), &o);
+        CU_ASSERT_EQUAL_FATAL(rt_launch(prog, res), 0);
+        cycles[k] = res->stats.cycles;
+        span0[k] = res->stats.kernels[0].core_span;
+    }
+    o.refresh_phase_ns = 123;
+    sim_set_options(rt_sim(dev), &o);
+    rt_phase_means m;
+    CU_ASSERT_EQUAL_FATAL(rt_launch_phases(prog, 4, res, &m), 0);
+    CU_ASSERT_EQUAL(m.phases, 4);
+    CU_ASSERT_EQUAL(m.nkernels, res->stats.nkernels);
+    CU_ASSERT_DOUBLE_EQUAL(m.cycles, (cycles[0] + cycles[1] + cycles[2] + cycles[3]) / 4, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(m.core_span[0], (span0[0] + span0[1] + span0[2] + span0[3]) / 4, 1e-6);
+    CU_ASSERT(m.cycles != cycles[0]); /* else this test could not tell a mean from phase 0 */
+    CU_ASSERT_EQUAL(sim_get_options(rt_sim(dev))->refresh_phase_ns, 123);
+    rt_phase_means_free(&m);
+    free(res);
+    rt_unload(prog);
+    rt_close(dev);
 }
 
 /* ---- allocator ---- */
@@ -1513,6 +1556,7 @@ static void test_a_check_with_infinite_tolerances_says_it_is_vacuous(void)
 int main(void)
 {
     static const tu_test tests[] = {
+        {"launch phases means the launches at each phase", test_launch_phases_means_the_launches_at_each_phase},
         {"alloc aligns every block to dram_align", test_alloc_aligns_every_block_to_dram_align},
         {"a check with infinite tolerances says it is vacuous", test_a_check_with_infinite_tolerances_says_it_is_vacuous},
         {"a timing-only launch counts the inputs it does not write",

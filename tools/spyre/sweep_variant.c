@@ -134,20 +134,6 @@ static rt_program *load_timing(isa_program *p, const chip_config *cfg, char *err
     return prog;
 }
 
-/* Launch prog phase_ns into the DRAM's refresh schedule, into *res.  0 on
- * success, -1 with err. */
-static int launch_at(rt_program *prog, double phase_ns, rt_run_result *res, char *err, size_t errlen)
-{
-    sim *s = rt_sim(rt_program_device(prog));
-    sim_options opt = *sim_get_options(s);
-    opt.refresh_phase_ns = phase_ns;
-    sim_set_options(s, &opt);
-    if (!rt_launch(prog, res))
-        return 0;
-    rt_run_format(res, err, errlen);
-    return -1;
-}
-
 static void unload_timing(rt_program *prog)
 {
     rt_device *dev = rt_program_device(prog);
@@ -155,23 +141,25 @@ static void unload_timing(rt_program *prog)
     rt_close(dev);
 }
 
-/* Simulate p (taken) timing-only at the launch's refresh phase 0, into
- * *res.  0 on success, -1 with err. */
+/* Simulate p (taken) timing-only at the launch's refresh phase 0 (the
+ * device's as load_timing opens it), into *res.  0 on success, -1 with
+ * err. */
 static int simulate_program(isa_program *p, const chip_config *cfg, rt_run_result *res, char *err, size_t errlen)
 {
     rt_program *prog = load_timing(p, cfg, err, errlen);
     if (!prog)
         return -1;
-    int rc = launch_at(prog, 0, res, err, errlen);
+    int rc = rt_launch(prog, res);
+    if (rc)
+        rt_run_format(res, err, errlen);
     unload_timing(prog);
     return rc;
 }
 
-/* Simulate p (taken) timing-only once per refresh phase k * tREFI / phases
- * (k = 0 .. phases - 1: a launch meets the refresh at any phase on
- * hardware) into r: the whole graph's mean cycles, rounded; the mean span
- * of kernel r->kernel ("" for none), its DMA bytes and MAC utilization;
- * the run's LX peak.  0 on success, -1 with err. */
+/* Simulate p (taken) timing-only once per refresh phase (rt_launch_phases)
+ * into r: the whole graph's mean cycles, rounded; the mean span of kernel
+ * r->kernel ("" for none), its DMA bytes and MAC utilization; the run's LX
+ * peak.  0 on success, -1 with err. */
 static int measure_phases(isa_program *p, const chip_config *cfg, int phases, sw_row *r, char *err, size_t errlen)
 {
     rt_run_result *res = malloc(sizeof *res);
@@ -180,31 +168,25 @@ static int measure_phases(isa_program *p, const chip_config *cfg, int phases, sw
         isa_program_free(p);
         snprintf(err, errlen, "out of memory");
     }
-    int rc = prog ? 0 : -1;
-    double cycles = 0, span = 0;
-    for (int k = 0; k < phases && !rc; k++) {
-        if ((rc = launch_at(prog, k * cfg->dram_trefi_ns / phases, res, err, errlen)))
-            break;
+    rt_phase_means m = {0};
+    int rc = prog ? rt_launch_phases(prog, phases, res, &m) : -1;
+    if (prog && rc)
+        rt_run_format(res, err, errlen);
+    if (!rc) {
         const sim_stats *st = &res->stats;
         const sim_kernel_stats *ks = sim_stats_kernel(st, r->kernel);
-        cycles += st->cycles;
-        span += ks ? ks->end - ks->start : 0;
-        if (k == 0) { /* the same bytes, MACs and LX at every phase */
-            double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
-            r->dram_bytes = ks ? ks->dram_bytes : 0;
-            r->mac_util = ks ? (double)ks->macs / peak : 0; /* divided by the mean span below */
-            r->lx_peak = 0;
-            for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++)
-                r->lx_peak = st->lx_peak[c] > r->lx_peak ? st->lx_peak[c] : r->lx_peak;
-        }
-    }
-    if (!rc) {
-        r->cycles = round(cycles / phases);
-        r->kernel_cycles = span / phases;
-        r->mac_util = r->kernel_cycles > 0 ? r->mac_util / r->kernel_cycles : 0;
+        const double peak = (double)cfg->cores * cfg->corelets * cfg->pt_rows * cfg->pt_cols * cfg->pt_lanes;
+        r->cycles = round(m.cycles);
+        r->kernel_cycles = ks ? m.span[ks - st->kernels] : 0;
+        r->dram_bytes = ks ? ks->dram_bytes : 0;
+        r->mac_util = ks && r->kernel_cycles > 0 ? (double)ks->macs / peak / r->kernel_cycles : 0;
+        r->lx_peak = 0;
+        for (int c = 0; c < cfg->cores && c < SIM_MAX_CORES; c++)
+            r->lx_peak = st->lx_peak[c] > r->lx_peak ? st->lx_peak[c] : r->lx_peak;
         r->phases = phases;
         r->done = 1;
     }
+    rt_phase_means_free(&m);
     if (prog)
         unload_timing(prog);
     free(res);
