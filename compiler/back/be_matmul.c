@@ -617,7 +617,8 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             prev = nbs;
             const int64_t hi = cc_min(mt, ISA_COUNT_MAX);
             /* no tiling of these sticks and chunks can beat the best */
-            if (found && mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) > out->cycles * (1 + MM_SLACK))
+            const double low = found ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) : 0;
+            if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
             int64_t lo = mm_most_rows(m, mm_lx_bytes, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
@@ -627,6 +628,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             /* a tiling estimated over the best's slack loses (mm_better) */
             if (mm_estimate(m, &G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
                 continue;
+            assert(tl.cycles >= low); /* mm_floor is one */
             if (!found || mm_better(&tl, out))
                 *out = tl;
             found = 1;
