@@ -331,31 +331,37 @@ sim_dram_loc sim_dram_map(const sim_dram *d, uint64_t addr)
     return l;
 }
 
-/* An access's first and last granule and its offsets in them: what
- * chan_range needs of it for every channel. */
+/* An access's first and last granule, split into a block of nch granules
+ * (b) and a channel in it (r), and its offsets in them: what chan_range
+ * needs of it for every channel, so that a channel's range costs no
+ * division. */
 typedef struct {
-    uint64_t q0, q1, o0, o1;
+    uint64_t b0, b1, o0, o1;
+    uint64_t r0, r1;
 } dram_span;
 
 static dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
 {
-    dram_span s = {dv(addr, d->dgran), dv(addr + bytes - 1, d->dgran), md(addr, d->dgran),
-                   md(addr + bytes - 1, d->dgran)};
+    uint64_t q0 = dv(addr, d->dgran), q1 = dv(addr + bytes - 1, d->dgran);
+    dram_span s = {dv(q0, d->dnch), dv(q1, d->dnch), md(addr, d->dgran), md(addr + bytes - 1, d->dgran),
+                   md(q0, d->dnch), md(q1, d->dnch)};
     return s;
 }
 
 /* The bytes of access sp that live on channel c form one contiguous range
- * [*lo, *hi) of its local space; 0 when there are none. */
+ * [*lo, *hi) of its local space; 0 when there are none.  Channel c's first
+ * granule is in the first block unless c lies before the access's first
+ * channel there, its last in the last block unless c lies after the last
+ * channel there; the block index is the granule's channel-local index. */
 static int chan_range(const sim_dram *d, const dram_span *sp, int c, uint64_t *lo, uint64_t *hi)
 {
-    const divisor g = d->dgran, n = d->dnch;
-    uint64_t uc = (uint64_t)c, q0 = sp->q0, q1 = sp->q1;
-    uint64_t first = q0 + md(uc + n.v - md(q0, n), n); /* first granule of c at or after q0 */
-    if (first > q1)
+    const uint64_t uc = (uint64_t)c;
+    const uint64_t fb = sp->b0 + (uc < sp->r0), after = uc > sp->r1;
+    if (fb + after > sp->b1)
         return 0;
-    uint64_t last = q1 - md(md(q1, n) + n.v - uc, n);  /* last granule of c at or before q1 */
-    *lo = dv(first, n) * g.v + (first == q0 ? sp->o0 : 0);
-    *hi = dv(last, n) * g.v + (last == q1 ? sp->o1 + 1 : g.v);
+    const uint64_t lb = sp->b1 - after;
+    *lo = fb * d->gran + (uc == sp->r0 ? sp->o0 : 0);
+    *hi = lb * d->gran + (uc == sp->r1 ? sp->o1 + 1 : d->gran);
     return 1;
 }
 
