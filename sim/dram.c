@@ -76,8 +76,16 @@ typedef struct {
     double wr_done;     /* latest end of scheduled write data */
 } dram_chan;
 
+/* Where a row segment lands: bank group, bank (index in the channel), row. */
+typedef struct {
+    int g, bi;
+    int64_t row;
+} dram_place;
+
 typedef struct {
     uint64_t lo, hi;    /* channel-local range: one row segment */
+    dram_place w;       /* where it lands, found on arrival: the place cache
+                         * then serves the other channels of the access */
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
     double start, end;  /* released: its first and last data on the bus */
@@ -103,17 +111,11 @@ static divisor divisor_of(uint64_t v)
 static inline uint64_t dv(uint64_t x, divisor d) { return d.sh >= 0 ? x >> d.sh : x / d.v; }
 static inline uint64_t md(uint64_t x, divisor d) { return d.sh >= 0 ? x & (d.v - 1) : x % d.v; }
 
-/* Where a row segment lands: bank group, bank (index in the channel), row. */
-typedef struct {
-    int g, bi;
-    int64_t row;
-} dram_place;
-
 struct sim_dram {
     /* organisation */
     int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
     uint64_t gran, row_bytes, burst_bytes;
-    divisor dgran, dnch, drow, dburst, dnbank, dnbg, dwq; /* the same and wq_cap, as divisors */
+    divisor dgran, dnch, drow, dburst, dnbank, dnbg; /* the same, as divisors */
     /* timings, ns */
     double burst, cl, cwl, rcd, rp, rp_all, ras, rc, wr, rtp, ccd, rrd;
     double wtr_s, wtr_l, faw, rtw, trefi, trfc;
@@ -243,7 +245,6 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
     d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
     d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
-    d->dwq = divisor_of(d->wq_cap);
     d->placed_r = UINT64_MAX; /* none yet */
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
@@ -506,7 +507,7 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w
         b->cas_ready = p.act + d->rcd;
         b->pre_ready = p.act + d->ras;
         ch->acts[ch->act_pos] = p.act;
-        ch->act_pos = (ch->act_pos + 1) % 4;
+        ch->act_pos = (ch->act_pos + 1) & 3;
         ch->last_act = p.act;
     }
     b->row = row;
@@ -541,10 +542,13 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w
 
 /* ---- posted writes ---- */
 
-/* The i-th entry of channel c's write buffer, counting from the oldest. */
+/* The i-th entry of channel c's write buffer, counting from the oldest.
+ * The head and i (at most the entries held, fewer than wq_cap when a new
+ * one is placed) are both below wq_cap, so one wrap reduces their sum. */
 static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 {
-    return &d->wq[(size_t)c * d->wq_cap + md(d->ch[c].wq_head + i, d->dwq)];
+    uint64_t k = (uint64_t)d->ch[c].wq_head + i;
+    return &d->wq[(size_t)c * d->wq_cap + (k >= d->wq_cap ? k - d->wq_cap : k)];
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
@@ -552,7 +556,7 @@ static void wq_release(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
-    e->end = segment(d, c, e->lo, e->hi, place_of(d, e->lo), WR, t, &e->start);
+    e->end = segment(d, c, e->lo, e->hi, e->w, WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
     d->st.last_ns = later(d->st.last_ns, e->end);
@@ -568,7 +572,7 @@ static void wq_retire(sim_dram *d, int c, double t)
         dram_wentry *e = wq_at(d, c, 0);
         if (e->start > t)
             break;
-        ch->wq_head = (uint32_t)md(ch->wq_head + 1, d->dwq);
+        ch->wq_head = ch->wq_head + 1 == d->wq_cap ? 0 : ch->wq_head + 1;
         ch->wq_n--;
         ch->wq_rel--;
         ch->wq_occ -= e->nb;
@@ -625,6 +629,7 @@ static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
     dram_wentry *e = wq_at(d, c, ch->wq_n);
     e->lo = lo;
     e->hi = hi;
+    e->w = place_of(d, lo);
     e->nb = nb;
     e->ready = e->start = e->end = x;
     ch->wq_n++;
