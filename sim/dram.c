@@ -76,8 +76,16 @@ typedef struct {
     double wr_done;     /* latest end of scheduled write data */
 } dram_chan;
 
+/* Where a row segment lands: bank group, bank (index in the channel), row. */
+typedef struct {
+    int g, bi;
+    int64_t row;
+} dram_place;
+
 typedef struct {
     uint64_t lo, hi;    /* channel-local range: one row segment */
+    dram_place w;       /* where it lands, found on arrival: the place cache
+                         * then serves the other channels of the access */
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
     double start, end;  /* released: its first and last data on the bus */
@@ -103,17 +111,11 @@ static divisor divisor_of(uint64_t v)
 static inline uint64_t dv(uint64_t x, divisor d) { return d.sh >= 0 ? x >> d.sh : x / d.v; }
 static inline uint64_t md(uint64_t x, divisor d) { return d.sh >= 0 ? x & (d.v - 1) : x % d.v; }
 
-/* Where a row segment lands: bank group, bank (index in the channel), row. */
-typedef struct {
-    int g, bi;
-    int64_t row;
-} dram_place;
-
 struct sim_dram {
     /* organisation */
     int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
     uint64_t gran, row_bytes, burst_bytes;
-    divisor dgran, dnch, drow, dburst, dnbank, dnbg, dwq; /* the same and wq_cap, as divisors */
+    divisor dgran, dnch, drow, dburst, dnbank, dnbg; /* the same, as divisors */
     /* timings, ns */
     double burst, cl, cwl, rcd, rp, rp_all, ras, rc, wr, rtp, ccd, rrd;
     double wtr_s, wtr_l, faw, rtw, trefi, trfc;
@@ -243,7 +245,6 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
     d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
     d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
-    d->dwq = divisor_of(d->wq_cap);
     d->placed_r = UINT64_MAX; /* none yet */
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
@@ -331,31 +332,37 @@ sim_dram_loc sim_dram_map(const sim_dram *d, uint64_t addr)
     return l;
 }
 
-/* An access's first and last granule and its offsets in them: what
- * chan_range needs of it for every channel. */
+/* An access's first and last granule, split into a block of nch granules
+ * (b) and a channel in it (r), and its offsets in them: what chan_range
+ * needs of it for every channel, so that a channel's range costs no
+ * division. */
 typedef struct {
-    uint64_t q0, q1, o0, o1;
+    uint64_t b0, b1, o0, o1;
+    uint64_t r0, r1;
 } dram_span;
 
 static dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
 {
-    dram_span s = {dv(addr, d->dgran), dv(addr + bytes - 1, d->dgran), md(addr, d->dgran),
-                   md(addr + bytes - 1, d->dgran)};
+    uint64_t q0 = dv(addr, d->dgran), q1 = dv(addr + bytes - 1, d->dgran);
+    dram_span s = {dv(q0, d->dnch), dv(q1, d->dnch), md(addr, d->dgran), md(addr + bytes - 1, d->dgran),
+                   md(q0, d->dnch), md(q1, d->dnch)};
     return s;
 }
 
 /* The bytes of access sp that live on channel c form one contiguous range
- * [*lo, *hi) of its local space; 0 when there are none. */
+ * [*lo, *hi) of its local space; 0 when there are none.  Channel c's first
+ * granule is in the first block unless c lies before the access's first
+ * channel there, its last in the last block unless c lies after the last
+ * channel there; the block index is the granule's channel-local index. */
 static int chan_range(const sim_dram *d, const dram_span *sp, int c, uint64_t *lo, uint64_t *hi)
 {
-    const divisor g = d->dgran, n = d->dnch;
-    uint64_t uc = (uint64_t)c, q0 = sp->q0, q1 = sp->q1;
-    uint64_t first = q0 + md(uc + n.v - md(q0, n), n); /* first granule of c at or after q0 */
-    if (first > q1)
+    const uint64_t uc = (uint64_t)c;
+    const uint64_t fb = sp->b0 + (uc < sp->r0), after = uc > sp->r1;
+    if (fb + after > sp->b1)
         return 0;
-    uint64_t last = q1 - md(md(q1, n) + n.v - uc, n);  /* last granule of c at or before q1 */
-    *lo = dv(first, n) * g.v + (first == q0 ? sp->o0 : 0);
-    *hi = dv(last, n) * g.v + (last == q1 ? sp->o1 + 1 : g.v);
+    const uint64_t lb = sp->b1 - after;
+    *lo = fb * d->gran + (uc == sp->r0 ? sp->o0 : 0);
+    *hi = lb * d->gran + (uc == sp->r1 ? sp->o1 + 1 : d->gran);
     return 1;
 }
 
@@ -381,8 +388,9 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
 }
 
 /* Plan a segment of nb bursts in direction dir to row `row` of bank b (in
- * bank group g) arriving at t, without changing any state. */
-static void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, const double *bg_free, int g,
+ * bank group g) arriving at t, without changing any state.  Forced inline
+ * like segment, where GCC would otherwise put it out of line. */
+static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, const double *bg_free, int g,
                  int64_t row, uint64_t nb, int dir, double t, dram_plan *p)
 {
     double cas;
@@ -478,8 +486,11 @@ static dram_place place_of(sim_dram *d, uint64_t local)
 
 /* Schedule one segment: local range [lo, hi) of channel c, placed at w
  * (place_of(lo): callers that looked at its bank already pass what they
- * found).  Returns its end; *first (if not NULL) is its first data on the bus. */
-static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w, int dir, double t, double *first)
+ * found).  Returns its end; *first (if not NULL) is its first data on the bus.
+ * Forced inline into its four callers: a call per segment saved and
+ * restored six registers and passed eight arguments, and each caller's
+ * constants (the direction, first) fold into its copy. */
+static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w, int dir, double t, double *first)
 {
     const int g = w.g, bi = w.bi;
     const int64_t row = w.row;
@@ -500,7 +511,7 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w
         b->cas_ready = p.act + d->rcd;
         b->pre_ready = p.act + d->ras;
         ch->acts[ch->act_pos] = p.act;
-        ch->act_pos = (ch->act_pos + 1) % 4;
+        ch->act_pos = (ch->act_pos + 1) & 3;
         ch->last_act = p.act;
     }
     b->row = row;
@@ -535,10 +546,13 @@ static double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w
 
 /* ---- posted writes ---- */
 
-/* The i-th entry of channel c's write buffer, counting from the oldest. */
+/* The i-th entry of channel c's write buffer, counting from the oldest.
+ * The head and i (at most the entries held, fewer than wq_cap when a new
+ * one is placed) are both below wq_cap, so one wrap reduces their sum. */
 static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 {
-    return &d->wq[(size_t)c * d->wq_cap + md(d->ch[c].wq_head + i, d->dwq)];
+    uint64_t k = (uint64_t)d->ch[c].wq_head + i;
+    return &d->wq[(size_t)c * d->wq_cap + (k >= d->wq_cap ? k - d->wq_cap : k)];
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
@@ -546,7 +560,7 @@ static void wq_release(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
-    e->end = segment(d, c, e->lo, e->hi, place_of(d, e->lo), WR, t, &e->start);
+    e->end = segment(d, c, e->lo, e->hi, e->w, WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
     d->st.last_ns = later(d->st.last_ns, e->end);
@@ -562,7 +576,7 @@ static void wq_retire(sim_dram *d, int c, double t)
         dram_wentry *e = wq_at(d, c, 0);
         if (e->start > t)
             break;
-        ch->wq_head = (uint32_t)md(ch->wq_head + 1, d->dwq);
+        ch->wq_head = ch->wq_head + 1 == d->wq_cap ? 0 : ch->wq_head + 1;
         ch->wq_n--;
         ch->wq_rel--;
         ch->wq_occ -= e->nb;
@@ -619,6 +633,7 @@ static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
     dram_wentry *e = wq_at(d, c, ch->wq_n);
     e->lo = lo;
     e->hi = hi;
+    e->w = place_of(d, lo);
     e->nb = nb;
     e->ready = e->start = e->end = x;
     ch->wq_n++;

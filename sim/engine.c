@@ -196,7 +196,7 @@ static void kernels_end(engine *g)
 static void kernel_charge(engine *g, int core, long index, double start, double done, double busy, uint64_t macs,
                           uint64_t dram_bytes)
 {
-    if (!g->kmap || core >= g->p->ncores || index < 0 || (size_t)index >= g->p->cores[core].n)
+    if (!g->kmap) /* a slot holds an issued instruction: its core has a stream, its index is in it */
         return;
     int slot = g->kmap[core][index];
     if (slot < 0)

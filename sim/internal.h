@@ -194,7 +194,15 @@ typedef struct {
     int64_t base, count, stride, len; /* count ranges [base + i * stride, + len) */
 } sim_lx_set;
 void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]);
-void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write);
+void sim_pt_fence_queued(sim *s, int core, uint64_t lo, uint64_t hi, int is_write);
+/* Before the event loop touches core's LX bytes [lo, hi) (ptworker.c says
+ * how); inline because every DMA and ring transfer asks, and without
+ * workers (timing only) there is nothing to wait for. */
+static inline void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
+{
+    if (s->ptq && lo < hi)
+        sim_pt_fence_queued(s, core, lo, hi, is_write);
+}
 void sim_pt_drain(sim *s);
 void sim_pt_stop(sim *s);
 

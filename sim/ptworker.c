@@ -682,10 +682,8 @@ static void copy_operand(pt_worker *w, pt_job *j, int r, const uint8_t *lx)
  * a copy of its operand instead, when may_copy allows, and the event loop
  * goes on without waiting for it: a DMA filling the next buffer of a
  * double-buffered loop does not wait for the products on the last one. */
-void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
+void sim_pt_fence_queued(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
 {
-    if (!s->ptq || lo >= hi)
-        return;
     flush_dirty(s, core, lo, hi);
     if (is_write)
         op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});

@@ -400,39 +400,57 @@ static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     G->stage = mm_stage_cycles(t, G->w_core, G->w_chip);
 }
 
-static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_tiling *tl)
+/* The operands' bytes in per core and over the grid for a tile in nbm x
+ * nbn blocks (a restickified operand's staged sticks are counted as its
+ * slot's). */
+static inline void mm_in_bytes(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t nbn, double *a_core,
+                               double *a_chip, double *b_core, double *b_chip)
+{
+    const double sb = G->sb, nbat = G->nbat, nbc = G->nbc;
+    *a_core = nbc * (double)(nbn * G->mt * m->KGc) * sb;
+    *a_chip = nbat * (double)(G->gn * nbn * m->M * m->KG) * sb;
+    *b_core = nbc * (double)(nbm * G->ns * m->Kc) * sb;
+    *b_chip = nbat * (double)(G->gm * nbm * m->GN * m->Kd) * sb;
+    /* an operand staged whole is read whole by every core, once (when
+     * staging whole and per block are compared, and in the grid search
+     * of a product staging whole only: mm_plan_grid) */
+    if (m->aw && m->whole_dram) {
+        *a_core = G->a_bytes;
+        *a_chip = G->cores * *a_core;
+    }
+    if (m->bw && m->whole_dram) {
+        *b_core = G->b_bytes;
+        *b_chip = G->cores * *b_core;
+    }
+    if (G->a_lx)
+        *a_chip = 0;
+    /* staged whole (mm_take_whole: G's w_core, w_chip) */
+    if (m->c->waits && m->aw)
+        *a_core = *a_chip = 0;
+    if (m->c->waits && m->bw)
+        *b_core = *b_chip = 0;
+}
+
+/* mm_estimate's terms but the PT's, for blocks of MB rows of which the
+ * tile has nbm (tl's NBS, KC and nch): the first chunk's way in (fill),
+ * the staging before the blocks (stage), the slowest of the DMA, DRAM,
+ * SFP and chunk round-trip terms (c) and split-K's reduction; sets
+ * tl->bytes. */
+typedef struct {
+    double fill, stage, c, reduce;
+    int64_t blocks, chunks;
+} mm_terms;
+
+static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t MB, mm_tiling *tl, mm_terms *T)
 {
     const cc_target *t = &m->c->t;
     const int64_t gm = G->gm, gn = G->gn, mt = G->mt, ns = G->ns;
     const double sb = G->sb, nbat = G->nbat, nbc = G->nbc;
-    const int64_t nbm = cc_ceil_div(mt, tl->MB), nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
+    const int64_t nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
     const int64_t chunks = blocks * tl->nch;
-    /* bytes in per core and over the grid */
-    /* (a restickified operand's staged sticks are counted as its slot's) */
-    double a_core = nbc * (double)(nbn * mt * m->KGc) * sb;
-    double a_chip = nbat * (double)(gn * nbn * m->M * m->KG) * sb;
-    double b_core = nbc * (double)(nbm * ns * m->Kc) * sb;
-    double b_chip = nbat * (double)(gm * nbm * m->GN * m->Kd) * sb;
-    /* an operand staged whole is read whole by every core, once (when
-     * staging whole and per block are compared, and in the grid search
-     * of a product staging whole only: mm_plan_grid) */
-    const double cores = G->cores;
-    if (m->aw && m->whole_dram) {
-        a_core = G->a_bytes;
-        a_chip = cores * a_core;
-    }
-    if (m->bw && m->whole_dram) {
-        b_core = G->b_bytes;
-        b_chip = cores * b_core;
-    }
+    double a_core, a_chip, b_core, b_chip;
+    mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
     const int a_lx = G->a_lx;
-    if (a_lx)
-        a_chip = 0;
-    /* staged whole (mm_take_whole: G's w_core, w_chip) */
-    if (m->c->waits && m->aw)
-        a_core = a_chip = 0;
-    if (m->c->waits && m->bw)
-        b_core = b_chip = 0;
     double e_core = 0, e_chip = 0;
     const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core, w_chip = G->w_chip;
     for (int i = 0; i < m->ep.nl; i++) {
@@ -448,20 +466,20 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
                               ? ((a_lx ? 0 : a_core) + b_core + e_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
                               : 0;
     double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
-    double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
+    double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * MB) * 0.5;
     tl->bytes = a_chip + b_chip + e_chip + o_chip + w_chip;
     double dram = t->dram_bytes_per_cycle > 0 ? tl->bytes / t->dram_bytes_per_cycle : 0;
     /* split-K: the fp32 partial sums reduced along the chain of K parts, then converted */
     /* (per step of the chain a ready message and the ring.red, each a
      * transfer's fixed cost, with the hand-offs; then two sfp.cvt) */
     double reduce = m->gk > 1 ? (double)(m->gk - 1) * (2 * t->dma_insn_cycles + 4 * t->sync_cycles +
-                                                       (double)mm_p_bytes(m, tl->MB, tl->NBS, tl->KC) /
+                                                       (double)mm_p_bytes(m, MB, tl->NBS, tl->KC) /
                                                            (double)t->cfg->ring_bytes_per_cycle) +
-                                    2 * (t->cfg->sfp_issue_cycles + (double)(tl->NBS * tl->MB))
+                                    2 * (t->cfg->sfp_issue_cycles + (double)(tl->NBS * MB))
                               : 0;
     /* the first chunk's way in, and its DRAM wait unless staging waited
      * (on the channels the grid's first chunks span: mm_stage_cycles) */
-    const double slot = (double)mm_abslot_bytes(m, tl->MB, tl->NBS, tl->KC);
+    const double slot = (double)mm_abslot_bytes(m, MB, tl->NBS, tl->KC);
     double fill = slot / t->dma_bytes_per_cycle + t->dma_insn_cycles +
                   (!m->c->waits || w_core > 0 ? 0 : cc_dram_wait(t, slot * (double)(gm * gn * m->gb), slot / t->dma_bytes_per_cycle));
     /* each K chunk's operands from DRAM (not staged whole once, nor read
@@ -483,19 +501,62 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
     c = c > sfp ? c : sfp;
     c = c > dram ? c : dram;
     c = c > stream ? c : stream;
-    /* every term is >= 0 and rounding is monotone: the estimate is at
-     * least this sum without the PT's term, so past cap it is not priced */
-    const double stage = G->stage;
-    if (fill + stage + c + reduce > cap)
-        return 1;
-    mm_split_block(m, tl);
+    *T = (mm_terms){.fill = fill, .stage = G->stage, .c = c, .reduce = reduce, .blocks = blocks, .chunks = chunks};
+}
+
+/* The PT's term: the busier corelet's passes per block, and per chunk
+ * an issue and the hand-offs. */
+static double mm_pt_term(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_terms *T)
+{
+    const cc_target *t = &m->c->t;
     int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
     int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
-    double pt = nbc * ((double)blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
-                        (double)chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
+    return G->nbc * ((double)T->blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
+                     (double)T->chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
+}
+
+static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_tiling *tl)
+{
+    mm_terms T;
+    mm_terms_of(m, G, cc_ceil_div(G->mt, tl->MB), tl->MB, tl, &T);
+    /* every term is >= 0 and rounding is monotone: the estimate is at
+     * least this sum without the PT's term, so past cap it is not priced */
+    if (T.fill + T.stage + T.c + T.reduce > cap)
+        return 1;
+    mm_split_block(m, tl);
+    double pt = mm_pt_term(m, G, tl, &T), c = T.c;
     c = c > pt ? c : pt;
-    tl->cycles = fill + stage + c + reduce;
+    tl->cycles = T.fill + T.stage + c + T.reduce;
     return 0;
+}
+
+/* A floor under mm_estimate of every tiling of nbs sticks and K chunks
+ * of kc with blocks of at most MB rows: of its terms (mm_terms_of) the
+ * first chunk's way in (its B part), the staging, and the slowest of the
+ * DMA in, a core's stream and the DRAM (A and B, at the fewest blocks
+ * such rows leave: no epilogue operand) and the PT's issue per chunk;
+ * less a relative 1e-9, far above the rounding of either sum.  A floor
+ * past the best's slack proves the tiling loses mm_better before
+ * mm_most_rows is asked its rows. */
+static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc)
+{
+    const cc_target *t = &m->c->t;
+    const int64_t nbm = cc_ceil_div(G->mt, MB), nbn = cc_ceil_div(G->ns, nbs);
+    const double blocks = (double)(nbm * nbn), chunks = blocks * (double)cc_ceil_div(m->Kc, kc);
+    double a_core, a_chip, b_core, b_chip;
+    mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
+    double c = G->nbc * chunks * (t->pt_insn_cycles + 2 * t->sync_cycles);
+    const double dmai = (a_core + b_core) / t->dma_bytes_per_cycle +
+                        G->nbc * (2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
+    c = c > dmai ? c : dmai;
+    if (t->dram_bytes_per_cycle > 0) {
+        const double stream = ((G->a_lx ? 0 : a_core) + b_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle);
+        const double dram = (a_chip + b_chip + G->o_chip + G->w_chip) / t->dram_bytes_per_cycle;
+        c = c > stream ? c : stream;
+        c = c > dram ? c : dram;
+    }
+    const double fill = (double)(nbs * kc * t->stick) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    return (fill + G->stage + c) * (1 - 1e-9);
 }
 
 /* A split of K must look this many cycles better than the best grid
@@ -554,17 +615,20 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             if (nbs == prev || nbs > max_sticks)
                 continue;
             prev = nbs;
-            int64_t lo = mm_most_rows(m, mm_lx_bytes, cc_min(mt, ISA_COUNT_MAX), nbs, kc, budget);
+            const int64_t hi = cc_min(mt, ISA_COUNT_MAX);
+            /* no tiling of these sticks and chunks can beat the best */
+            const double low = found ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) : 0;
+            if (found && low > out->cycles * (1 + MM_SLACK))
+                continue;
+            int64_t lo = mm_most_rows(m, mm_lx_bytes, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
-            mm_tiling tl = {0};
+            mm_tiling tl = {.NBS = nbs, .KC = kc, .nch = cc_ceil_div(m->Kc, kc)};
             tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo));
-            tl.NBS = nbs;
-            tl.KC = kc;
-            tl.nch = cc_ceil_div(m->Kc, kc);
             /* a tiling estimated over the best's slack loses (mm_better) */
             if (mm_estimate(m, &G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
                 continue;
+            assert(tl.cycles >= low); /* mm_floor is one */
             if (!found || mm_better(&tl, out))
                 *out = tl;
             found = 1;

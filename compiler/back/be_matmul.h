@@ -149,10 +149,29 @@ typedef struct {
 
 /* ---- A block's pieces every scheme uses (be_mmblock.c) ---- */
 
-/* LX of a block's C slot, A/B slot and fp32 partial sums. */
-int64_t mm_cslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS);
-int64_t mm_abslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC);
-int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC);
+/* LX of one C slot (result, epilogue operands and temps) for blocks of
+ * MB rows x NBS sticks, of one A/B slot for K chunks of KC rows, and of
+ * the fp32 partial sums when K takes several chunks (inline: the tiling
+ * searches price them some 100,000 times a compile). */
+static inline int64_t mm_cslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS)
+{
+    int64_t b = NBS * MB;
+    for (int i = 0; i < m->ep.nl; i++)
+        b += m->ep.loads[i].cls == BE_V_TILE ? NBS * MB : m->ep.loads[i].cls == BE_V_COL ? NBS : MB;
+    b += m->ep.nexpr * NBS * MB;
+    return b * m->c->t.stick;
+}
+
+static inline int64_t mm_abslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    return (cc_ceil_div(KC, m->c->t.lanes16) * MB + NBS * KC) * m->c->t.stick;
+}
+
+static inline int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
+{
+    return KC < m->Kc || m->gk > 1 ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
+}
+
 /* PT cycles of a product on one corelet, and a block's corelet split. */
 double mm_pt_cycles(const cc_target *t, int64_t rows, int64_t sticks, int64_t k);
 void mm_split_block(const mm_plan *m, mm_tiling *tl);

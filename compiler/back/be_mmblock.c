@@ -6,28 +6,6 @@
 
 #include <assert.h>
 
-/* LX of one C slot (result, epilogue operands and temps) for blocks of
- * MB rows x NBS sticks, of one A/B slot for K chunks of KC rows, and of
- * the fp32 partial sums when K takes several chunks. */
-int64_t mm_cslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS)
-{
-    int64_t b = NBS * MB;
-    for (int i = 0; i < m->ep.nl; i++)
-        b += m->ep.loads[i].cls == BE_V_TILE ? NBS * MB : m->ep.loads[i].cls == BE_V_COL ? NBS : MB;
-    b += m->ep.nexpr * NBS * MB;
-    return b * m->c->t.stick;
-}
-
-int64_t mm_abslot_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
-{
-    return (cc_ceil_div(KC, m->c->t.lanes16) * MB + NBS * KC) * m->c->t.stick;
-}
-
-int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int64_t KC)
-{
-    return KC < m->Kc || m->gk > 1 ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
-}
-
 /* Tokens a core needs: per slot, A/B full and empty and product done and
  * result empty per corelet, epilogue operands full, block empty and
  * epilogue done; restickify: slot written per corelet, staged results

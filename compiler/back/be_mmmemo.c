@@ -10,7 +10,11 @@
  * mm_build reads those into the plan once (atile, alx, each node's
  * lxonly), and nothing after reads c->hope again.  So a plan whose entry
  * work, notes, waits and those flags are a remembered plan's is that
- * plan: its work and notes are put back as it left them. */
+ * plan: its work and notes are put back as it left them.  The lxonly
+ * flags are read only for a product with a batch (mm_keeps_rows, and
+ * through it mm_grid_of's DRAM bytes): for one without, they may differ
+ * (BERT-base's second round finds its four projections' results may
+ * stay in LX, and plans them as the first did). */
 #include "be_matmul.h"
 #include "be_diag.h"
 
@@ -76,7 +80,7 @@ static int entry_fits(const mm_memo_entry *x, be_ctx *c, int pos, const mm_plan 
         !work_same(&x->in, &c->work[pos]) || (!x->fresh && (x->nrestick != ki->nrestick ||
         strcmp(x->tiles, ki->tiles) || strcmp(x->restick, ki->restick))))
         return 0;
-    for (int j = 0; j < m->ep.nn; j++)
+    for (int j = 0; j < m->ep.nn && m->nbatch > 1; j++)
         if (x->lxonly[j] != m->ep.nodes[j].lxonly)
             return 0;
     return 1;
