@@ -616,8 +616,11 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
                 continue;
             prev = nbs;
             const int64_t hi = cc_min(mt, ISA_COUNT_MAX);
-            /* no tiling of these sticks and chunks can beat the best */
-            const double low = found ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) : 0;
+            /* no tiling of these sticks and chunks can beat the best (not
+             * asked of one row: its LX is priced once, its estimate stops
+             * before the PT's term, and the floor cost the decode step more
+             * than it saved) */
+            const double low = found && hi > 1 ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) : 0;
             if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
             int64_t lo = mm_most_rows(m, mm_lx_bytes, hi, nbs, kc, budget);
