@@ -1269,6 +1269,76 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
                     c->p->bufs[c->p->nodes[m->ep.nodes[j].node].out].name);
 }
 
+/* A split of K priced with the DRAM's waits must look this much better
+ * than the grid the choices gave, priced so too (mm_plan_ties). */
+#define MM_SPLITK_WAIT_GAIN 0.15
+
+/* The product's estimate on a gm x gn x gk grid with the DRAM's waits
+ * priced (be_ctx.waits, as the report's estimate prices them). */
+static double mm_cost_waits(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64_t gk)
+{
+    double bytes;
+    mm_set_gk(m, gk);
+    c->waits = 1;
+    const double e = mm_cost(m, gm, gn, &bytes);
+    c->waits = 0;
+    return e;
+}
+
+/* The choices price no DRAM wait, so a split of K (which shortens each
+ * core's DRAM round trips by its parts) had to look MM_SPLITK_CYCLES
+ * better, and grids whose estimates tie there (within MM_SLACK) went to
+ * the first found.  For a plain product (no batch, no restickified
+ * operand, one grid) the choices' grid with K split in 2 to KG parts is
+ * priced with the waits and taken when MM_SPLITK_WAIT_GAIN better; else
+ * the grids of as many rows of cores that tie are compared with the
+ * waits priced (gpt2_small_block_tiny's MLP, 32 rows: the 64 x 256
+ * projection 1x1 -> 1x1x4, 2,473 and 1,915 cycles with the waits,
+ * simulated 2,666 and 2,002 over 7 refresh phases; the 256-column
+ * product 1x2 -> 1x4, 754 and 765 without the waits, 1,545 and 1,247
+ * with them, simulated 2,565 and 2,071).  Only the choices' grid is
+ * split (over every grid the waits took the projection to 2x1x2, 1,757,
+ * simulated 2,455), and only a product of a PT pass of rows or more
+ * (gpt2_gen's decode step, 1 x 64 x 256: 1x1 -> 1x1x4 priced 2,011 and
+ * 1,522 with the waits, simulated 1,207 and 1,252; mlp's 8 rows 1,590 and
+ * 1,517), and only N among the tied grids: each row of cores
+ * reads all of B, which the waits do not make up for
+ * (bert_handwritten_small's output projection, 32 x 64 x 128: 1x1 ->
+ * 2x1, 1,694 and 1,545 with the waits, simulated 1,344 and 1,765).
+ * *best (the comparison with the schemes over the ring) stays the
+ * choices'. */
+static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
+{
+    be_work *w = &c->work[pos];
+    if (w->gb != 1 || w->gk != 1 || w->bcast)
+        return;
+    const int64_t cores = c->cfg->cores;
+    double bytes, pick = mm_cost_waits(c, m, w->gm, w->gn, 1), tie = pick, split = DBL_MAX;
+    int64_t g[3] = {w->gm, w->gn, 1};
+    for (int64_t gk = 2; m->M >= c->cfg->pt_rows && gk <= cc_min(cores / (w->gm * w->gn), m->KG); gk++) {
+        const double e = mm_cost_waits(c, m, w->gm, w->gn, gk);
+        if (e < split) {
+            split = e;
+            g[2] = gk;
+        }
+    }
+    if (split >= pick * (1 - MM_SPLITK_WAIT_GAIN)) {
+        g[2] = 1;
+        for (int64_t gn = 1; gn <= cc_min(cores / w->gm, m->GN); gn++) {
+            mm_set_gk(m, 1);
+            if (mm_cost(m, w->gm, gn, &bytes) > best * (1 + MM_SLACK))
+                continue;
+            const double e = mm_cost_waits(c, m, w->gm, gn, 1);
+            if (e < tie) {
+                tie = e;
+                g[1] = gn;
+            }
+        }
+    }
+    w->gm = g[0], w->gn = g[1], w->gk = g[2];
+    mm_set_gk(m, w->gk);
+}
+
 /* A product of at least this many rows (a PT pass on each of 8 cores)
  * left on one core by the choices is searched again with the DRAM's
  * waits priced (mm_plan_waits). */
@@ -1287,15 +1357,18 @@ static void mm_note_restick(be_ctx *c, int pos, const mm_plan *m)
  * 32-row products of llama_tiny, bert_handwritten_small, encoder_small
  * and gpt2_small_block_tiny moved to 3 or 4 cores and those graphs ran
  * 3 to 5% slower (docs/compiler.md, "A product left on one core,
- * priced with its DRAM waits"). */
+ * priced with its DRAM waits").  Other plain products: mm_plan_ties. */
 static int mm_plan_waits(be_ctx *c, int pos, mm_plan *m, int over, double *best)
 {
     be_work *w = &c->work[pos];
     const be_work start = *w;
     int rc = mm_plan_grid(c, pos, m, over, best);
-    if (rc || over || *best == DBL_MAX || w->gm * w->gn * w->gk * w->gb != 1 || m->M < MM_WAIT_ROWS ||
-        m->nbatch != 1 || m->ag || m->bg)
+    if (rc || over || *best == DBL_MAX || m->nbatch != 1 || m->ag || m->bg)
         return rc;
+    if (w->gm * w->gn * w->gk * w->gb != 1 || m->M < MM_WAIT_ROWS) {
+        mm_plan_ties(c, pos, m, *best);
+        return rc;
+    }
     *w = start;
     c->waits = 1;
     rc = mm_plan_grid(c, pos, m, over, best);
