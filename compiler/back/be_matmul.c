@@ -793,24 +793,67 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     }
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
     const int bcast = c->work[pos].bcast; /* rg_a_out copies A's own rows: be_res_fill */
-    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast};
-    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0, 0};
+    const be_work *w = &c->work[pos];
+    /* every core reads all of its batches' rows, only its own groups (not a buffer staged whole) */
+    const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1 && !w->stage_whole;
+    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast, 0, whole};
+    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0, 0, 0, whole};
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
         const int buf = c->p->A.e[L->e].buf, tile = L->cls == BE_V_TILE && !L->staged && !L->gather;
         a[(*n)++] = (be_access){buf, 0, tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
-                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0, 0};
+                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0, 0, 0, 0};
     }
     for (int j = 0; j < m.ep.nn; j++) {
         const rk_node *rn = &m.ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
-        if (rn->dram)
-            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1),
-                                    rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv), 0};
+        const int aligned = !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1);
+        if (rn->dram) /* a grid over the ring sends its pieces anywhere (be_heads_send) */
+            a[(*n)++] = (be_access){buf, 1, aligned, rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv), 0,
+                                    aligned && bcast && w->gn > 1, 0};
     }
     mm_free(&m);
     *out = a;
     return 0;
+}
+
+/* The stick groups of buf operand w (0 A, 1 B) of batch index b reads,
+ * into held; -1 when one is read only in part. */
+static int mm_held(const mm_plan *m, int w, int buf, int64_t b, char *held)
+{
+    const be_layout *L = &m->c->lay[buf];
+    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, rc = 0;
+    if (w)
+        mm_span(m, buf, &m->mm->bidx, b, m->vk, 0, m->Kd, m->vn, 0, m->N, lo, hi);
+    else
+        mm_span(m, buf, &m->mm->aidx, b, m->vm, 0, m->M, m->vk, 0, m->Kd, lo, hi);
+    for (int64_t g = 0; g < L->groups; g++) {
+        if (lo[g] > hi[g])
+            continue;
+        held[g] = 1;
+        rc |= lo[g] != 0 || hi[g] != L->rows - 1 ? -1 : 0;
+    }
+    free(lo);
+    return (int)rc;
+}
+
+int be_matmul_groups(be_ctx *c, int pos, int buf, int core, char *held)
+{
+    mm_plan m;
+    if (mm_build(c, pos, &m)) {
+        mm_free(&m);
+        return -1;
+    }
+    int64_t b0, bt;
+    const int gb = c->work[pos].gb > 1 ? (int)c->work[pos].gb : 1;
+    cc_split(m.nbatch, gb, core, &b0, &bt);
+    int rc = 0;
+    for (int64_t b = b0; b < b0 + bt && !rc; b++)
+        for (int w = 0; w < 2 && !rc; w++)
+            if ((w ? m.mm->b : m.mm->a) == buf)
+                rc = mm_held(&m, w, buf, b, held);
+    mm_free(&m);
+    return rc;
 }
 
 double be_matmul_estimate(be_ctx *c, int pos)
@@ -1709,7 +1752,8 @@ static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m, int note)
         rk_node *rn = &m->ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
-        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
+        rn->heads = rn->dram && !rn->staged && be_heads_writes(c, buf, pos);
+        rn->dram = rn->dram && (!rn->res || c->res[buf].dram) && (!rn->heads || c->res[buf].dram);
     }
 }
 
