@@ -583,6 +583,8 @@ void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t 
 void be_res_fill(be_ctx *c, cc_emit *e, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx, int64_t gs);
 /* Does kernel pos send its result buf by stick group to the readers' cores (be_res.heads)? */
 int be_heads_writes(const be_ctx *c, int buf, int pos);
+/* Does kernel pos read buf from the slots a hand-off by stick group filled (be_res.heads)? */
+int be_heads_reads(const be_ctx *c, int buf, int pos);
 /* The tokens kernel pos may allocate: one fewer than the chip's in a producer of such a hand-off,
  * whose markers signal be_ctx.htok on other cores (0: the chip's). */
 int be_heads_tok_cap(const be_ctx *c, int pos);

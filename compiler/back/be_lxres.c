@@ -147,6 +147,12 @@ int be_heads_writes(const be_ctx *c, int buf, int pos)
     return r && r->heads && r->from == pos;
 }
 
+int be_heads_reads(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    return r && r->heads && pos > r->from && pos <= r->to;
+}
+
 int be_heads_tok_cap(const be_ctx *c, int pos)
 {
     for (int b = 0; c->res && b < c->p->nbufs; b++)

@@ -257,6 +257,8 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         mm_set_whole(m, c->work[pos].stage_whole);
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
         m->alx = m->atile || (mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos));
+        m->ahd = be_heads_reads(c, m->mm->a, pos);
+        m->bhd = be_heads_reads(c, m->mm->b, pos);
         for (int j = 0; j < m->ep.nn; j++) {
             rk_node *rn = &m->ep.nodes[j];
             rn->lxonly = rn->dram && !rn->staged && be_res_may_keep(c, c->p->nodes[rn->node].out, pos);
@@ -425,9 +427,11 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
         b_core = G->b_bytes;
         b_chip = cores * b_core;
     }
-    const int a_lx = G->a_lx;
+    const int a_lx = G->a_lx || m->ahd;
     if (a_lx)
         a_chip = 0;
+    if (m->bhd)
+        b_chip = 0;
     /* staged whole (mm_take_whole: G's w_core, w_chip) */
     if (m->c->waits && m->aw)
         a_core = a_chip = 0;
@@ -445,7 +449,8 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
     /* a core's reads stream at most at a share of the chip's DRAM rate */
     const double stream = t->dram_bytes_per_cycle > 0
-                              ? ((a_lx ? 0 : a_core) + b_core + e_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
+                              ? ((a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core) + e_core) /
+                                    (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
                               : 0;
     double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
     double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * tl->MB) * 0.5;
@@ -469,7 +474,7 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
      * slots), so a chunk takes at least their round trip: the loads'
      * issue, their bytes at the slower of the ring's and the DRAM's rate,
      * and the DRAM's wait (row latency, refresh) */
-    const int a_chunked = a_core > 0 && !m->alx, b_chunked = b_core > 0;
+    const int a_chunked = a_core > 0 && !m->alx && !m->ahd, b_chunked = b_core > 0 && !m->bhd;
     const double trips = m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks : 0;
     const double per_chunk = trips > 0 ? ((a_chunked ? a_core : 0) + (b_chunked ? b_core : 0)) / trips : 0;
     const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle < t->dma_bytes_per_cycle
