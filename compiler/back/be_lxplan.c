@@ -96,9 +96,6 @@ static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int6
 
 static void lx_free(const be_ctx *c, lx_cand *x);
 
-/* Per buffer: who writes it aligned and which later kernels read it
- * aligned on the same cores (the tensors that could stay in LX); NULL
- * with an error. */
 /* Kernel i's accesses to buf b (write or read) for a hand-off by stick
  * group: a producer that sends them, then readers of whole groups. */
 static void heads_tally(const be_ctx *c, lx_cand *x, int i, int b, int write, const be_access *acc, int na)
@@ -123,6 +120,9 @@ static void heads_tally(const be_ctx *c, lx_cand *x, int i, int b, int write, co
         x->hother = 1;
 }
 
+/* Per buffer: who writes it aligned and which later kernels read it
+ * aligned on the same cores (the tensors that could stay in LX); NULL
+ * with an error. */
 static lx_cand *lx_candidates(be_ctx *c)
 {
     ir_prog *p = c->p;
