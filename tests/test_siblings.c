@@ -23,7 +23,7 @@ typedef struct {
     sim_stats st;
 } run_out;
 
-static run_out run(const char *dir, const char *cfgname, int siblings)
+static run_out run_opts(const char *dir, const char *cfgname, int siblings, const char *const *wd, int nwd)
 {
     run_out o = {.bad = -1};
     chip_config cfg;
@@ -31,7 +31,7 @@ static run_out run(const char *dir, const char *cfgname, int siblings)
     char err[1024];
     gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_compile_opts opts = {.target = &cfg, .siblings = siblings};
+    cc_compile_opts opts = {.target = &cfg, .siblings = siblings, .work_div = wd, .nwork_div = nwd};
     cc_result *r = cc_compile(g, &opts, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     for (int k = 0; k < cc_result_nkernels(r); k++)
@@ -43,6 +43,17 @@ static run_out run(const char *dir, const char *cfgname, int siblings)
     o.bad = tu_run_checked(g, &cfg, p, label, &o.st);
     gr_graph_free(g);
     return o;
+}
+
+static run_out run(const char *dir, const char *cfgname, int siblings)
+{
+    return run_opts(dir, cfgname, siblings, NULL, 0);
+}
+
+/* ... with the q/k/v projections fused and the work divisions wd. */
+static run_out run_wd(const char *dir, const char *cfgname, const char *const *wd, int nwd)
+{
+    return run_opts(dir, cfgname, CC_SIBLINGS_ALWAYS, wd, nwd);
 }
 
 /* The simulator's DRAM bytes (read and written) of the kernels whose
@@ -143,6 +154,58 @@ static void test_qkv_projections_validate_on_the_4core_chip(void)
     tu_rmtree(dir);
 }
 
+/* Multi-head attention over the fused projections: 4 heads of 64
+ * columns, QK^T and PV batched by head (BERT-base's shape, smaller). */
+static const char *heads_graph = "graph heads\n"
+                                 "weights \"weights.safetensors\"\n"
+                                 "input %x: f32[128, 256]\n"
+                                 "param %wq: f32[256, 256] = \"wq\"\n"
+                                 "param %bq: f32[256] = \"bq\"\n"
+                                 "param %wk: f32[256, 256] = \"wk\"\n"
+                                 "param %bk: f32[256] = \"bk\"\n"
+                                 "param %wv: f32[256, 256] = \"wv\"\n"
+                                 "param %bv: f32[256] = \"bv\"\n"
+                                 "%tq: f32[256, 256] = aten.t.default(%wq)\n"
+                                 "%q: f32[128, 256] = aten.addmm.default(%bq, %x, %tq)\n"
+                                 "%tk: f32[256, 256] = aten.t.default(%wk)\n"
+                                 "%k: f32[128, 256] = aten.addmm.default(%bk, %x, %tk)\n"
+                                 "%tv: f32[256, 256] = aten.t.default(%wv)\n"
+                                 "%v: f32[128, 256] = aten.addmm.default(%bv, %x, %tv)\n"
+                                 "%q4: f32[128, 4, 64] = aten.view.default(%q, [128, 4, 64])\n"
+                                 "%qh: f32[4, 128, 64] = aten.transpose.int(%q4, 0, 1)\n"
+                                 "%k4: f32[128, 4, 64] = aten.view.default(%k, [128, 4, 64])\n"
+                                 "%kh: f32[4, 128, 64] = aten.transpose.int(%k4, 0, 1)\n"
+                                 "%kt: f32[4, 64, 128] = aten.transpose.int(%kh, 1, 2)\n"
+                                 "%s: f32[4, 128, 128] = aten.bmm.default(%qh, %kt)\n"
+                                 "%p: f32[4, 128, 128] = aten._softmax.default(%s, -1, False)\n"
+                                 "%v4: f32[128, 4, 64] = aten.view.default(%v, [128, 4, 64])\n"
+                                 "%vh: f32[4, 128, 64] = aten.transpose.int(%v4, 0, 1)\n"
+                                 "%o: f32[4, 128, 64] = aten.bmm.default(%p, %vh)\n"
+                                 "output %o\n";
+
+/* The fused projections on a grid over the ring (16x2r, as BERT-base's)
+ * send each head's q, k and v columns straight into the LX of the core
+ * that runs that head's QK^T and PV (docs/compiler.md, "q, k and v by
+ * head"): the outputs match the reference on both chips, the only DRAM
+ * the program writes is its output o (q, k and v, 196,608 bytes, never
+ * go there), and the attention kernels read none of q, k, v from DRAM
+ * (their DRAM bytes are o's alone).  Through DRAM, as before, the
+ * product wrote q, k and v and QK^T and PV read them back. */
+static void test_qkv_go_by_head_to_the_attention_cores_without_dram(void)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    tu_write_graph(dir, heads_graph, qkv_params, 6);
+    static const char *const wd[] = {"k0_addmm=16x2r"};
+    run_out sent = run_wd(dir, "spyre", wd, 1);
+    CU_ASSERT_EQUAL(sent.bad, 0);
+    const uint64_t o = 4 * 128 * 64 * 2;
+    CU_ASSERT_EQUAL(sent.st.dram_bytes_written, o);
+    CU_ASSERT_EQUAL(kernel_bytes(&sent, "_bmm"), o);
+    CU_ASSERT_EQUAL(run_wd(dir, "spyre-4core", NULL, 0).bad, 0);
+    tu_rmtree(dir);
+}
+
 /* A Llama MLP: gate and up products of x without bias, silu(gate) * up
  * reads both halves of the one result, then the down product. */
 static const char *mlp_graph = "graph gateup\n"
@@ -230,6 +293,8 @@ int main(void)
         {"q, k and v projections are one product that reads x once",
          test_qkv_projections_are_one_product_that_reads_x_once},
         {"q, k and v projections validate on the 4-core chip", test_qkv_projections_validate_on_the_4core_chip},
+        {"q, k and v go by head to the attention cores without DRAM",
+         test_qkv_go_by_head_to_the_attention_cores_without_dram},
         {"gate and up products fused validate", test_gate_and_up_products_fused_validate},
         {"the default is the program of lower estimate", test_the_default_is_the_program_of_lower_estimate},
         {"siblings of partial sticks stay apart", test_siblings_of_partial_sticks_stay_apart},

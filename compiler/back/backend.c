@@ -863,8 +863,9 @@ int be_codegen_pass(ir_prog *p)
     be_ctx *c = p->be;
     const int ncores = c->cfg->cores;
     c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
-    for (int core = 0; core < ncores; core++)
+    for (int core = 0; core < ncores; core++) {
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
+    }
     bd_state bd;
     bd_begin(&bd, c);
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
@@ -886,6 +887,7 @@ int be_codegen_pass(ir_prog *p)
             memset(w.busy[core], 0, sizeof w.busy[core]);
             c->em[core].lx_top = 0;
             c->em[core].lx_limit = (uint64_t)c->lx_floor[i];
+            c->em[core].tok_cap = be_heads_tok_cap(c, i);
         }
         c->pos = i;
         c->drain = 0;
@@ -923,6 +925,8 @@ void be_free(ir_prog *p)
     for (int b = 0; c->res && b < p->nbufs; b++) {
         free(c->res[b].uses);
         free(c->res[b].x);
+        free(c->res[b].hcore);
+        free(c->res[b].hslot);
     }
     free(c->res);
     free(c->lx_floor);
@@ -965,6 +969,14 @@ static void print_kept(const be_ctx *c, FILE *f, int pos, const int *reads, int 
         *spills += r->spilled;
     }
     fputs(printed ? "\n" : " none\n", f);
+    for (int j = 0; j < nw; j++) { /* a hand-off by stick group (be_res.heads): a line only where there is one */
+        const be_res *r = &c->res[writes[j]];
+        if (r->heads && r->from == pos)
+            fprintf(f, "  sent by stick group to its readers' cores: %s for %s..%s (%" PRId64
+                       " bytes per core at lx %" PRId64 "%s)\n",
+                    p->bufs[writes[j]].name, p->kernels[p->order[pos]].name, p->kernels[p->order[r->to]].name,
+                    r->bytes, r->lx, r->dram ? "; also written to dram" : "");
+    }
     printed = 0;
     for (int j = 0; j < nr; j++) {
         const be_res *r = &c->res[reads[j]];

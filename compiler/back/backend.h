@@ -95,6 +95,14 @@ typedef struct {
                           the block's first), for later products on the same grid; 0: rows */
     be_xreg *x;        /* ring exchanges: readers split over other cores, ascending by position */
     int nx;
+    int heads;         /* kept by stick group on its readers' cores, not by rows (`on` stays 0): its
+                          producer (a grid over the ring, be_access.sends) sends every finished piece
+                          of stick group g to core hcore[g] (one of cores 0 .. hcores - 1, all of them
+                          the producer's), where the readers (be_access.groups, on positions from + 1
+                          .. to) read it; group g's rows at lx + (hslot[g] * rows_cap + i) * stick,
+                          and a marker stick last (be_heads_close) */
+    int *hcore, *hslot;
+    int hcores;
 } be_res;
 
 /* How a kernel touches a DRAM buffer: aligned when it walks the buffer
@@ -109,6 +117,9 @@ typedef struct {
                           finds each tile on the core that wrote it (0: no) */
     int keeps;         /* an aligned read whose kind can copy the rows it loads into a kept region
                           (be_res_fill): the first such reader of an input keeps it for later ones */
+    int sends;         /* a write whose kind can send each finished piece of a stick group to any
+                          core over the ring (be_res.heads) */
+    int groups;        /* a read of whole stick groups by each core (be_kind.groups says which) */
 } be_access;
 
 typedef struct be_ctx {
@@ -123,6 +134,8 @@ typedef struct be_ctx {
     int64_t *lx_need;  /* lxplan: per kernel position, its working LX (0: no kept tensor lives through it) */
     const struct lx_cand *hope; /* workdiv's second round, lxplan while it tiles the kernels: what could stay
                                    in LX (be_res_may_read, be_res_may_keep) */
+    int htok;          /* the token a hand-off by stick group (be_res.heads) signals on its readers'
+                          cores, which no kernel allocates (-1: none) */
     int waits;         /* the estimates price the DRAM's waits (cc_dram_wait): only for the report (kernel_boundary) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
@@ -453,6 +466,7 @@ typedef struct {
     int dram;         /* stored */
     int staged;       /* stored through a staged copy in LX (sfp.rst), not a view */
     int res;          /* also copied to its buffer's LX region, kept there for later kernels */
+    int heads;        /* sent by stick group to its readers' cores (be_res.heads) */
     int lxonly;       /* matmuls: kept in LX and not written to DRAM, as the plan has it or could have it
                          (be_res_may_keep): the estimates leave out its DRAM write */
     be_view sv;
@@ -567,6 +581,25 @@ void be_res_copy(be_ctx *c, cc_emit *e, int store, int buf, int64_t i0, int64_t 
  * core's part, groups [g0, g0 + G), just loaded at lx (groups gs apart),
  * into the region, by a dma.lx on dmai behind the load's signal. */
 void be_res_fill(be_ctx *c, cc_emit *e, int buf, int64_t i0, int64_t n, int64_t g0, int64_t G, int64_t lx, int64_t gs);
+/* Does kernel pos send its result buf by stick group to the readers' cores (be_res.heads)? */
+int be_heads_writes(const be_ctx *c, int buf, int pos);
+/* Does kernel pos read buf from the slots a hand-off by stick group filled (be_res.heads)? */
+int be_heads_reads(const be_ctx *c, int buf, int pos);
+/* The tokens kernel pos may allocate: one fewer than the chip's in a producer of such a hand-off,
+ * whose markers signal be_ctx.htok on other cores (0: the chip's). */
+int be_heads_tok_cap(const be_ctx *c, int pos);
+/* The producer's piece of buf: rows [row, row + n) of stick groups [g0, g0 + G), at lx (groups
+ * gs apart), to the cores that read each group: ring.send (dmao's dma.lxs for the core's own);
+ * own selects the core's own groups (on dmao) or the others' (on the ring). */
+void be_heads_send(be_ctx *c, cc_emit *e, int own, int buf, int64_t row, int64_t n, int64_t g0, int64_t G, int64_t lx,
+                   int64_t gs);
+/* The end of the producer's code on a core: a marker to every reader core on token be_ctx.htok
+ * (behind the core's pieces on its ring unit), and on a reader core the wait for every other
+ * producer core's marker, so that its pieces have landed before its kernel ends. */
+void be_heads_close(be_ctx *c, cc_emit *e, int pos);
+/* A DMA load from DRAM at dram that kernel c->pos makes from a buffer kept by stick group: emitted
+ * as a dma.lx from the region instead; 0 when dram is no such buffer's. */
+int be_heads_load(const be_ctx *c, cc_emit *e, int64_t lx, int64_t dram, const cc_dma_shape *sh);
 
 /* ---- The kernel-kind table (be_kind.c) ----
  *
@@ -608,6 +641,9 @@ typedef struct {
      * w; the cores it uses, or -1 when it is none of `syntax` */
     int64_t (*split)(const char **q, be_work *w);
     const char *syntax;
+    /* lxplan, optional: the stick groups of buf that core reads (held[g] set), for a read its
+     * access marks `groups`; -1 when some group is read only in part */
+    int (*groups)(be_ctx *c, int pos, int buf, int core, char *held);
     /* the workdiv dump's line for the kernel */
     void (*print_work)(const be_ctx *c, int pos, FILE *f);
     /* the report's line for its split over the cores (forced: by work_div) */
@@ -635,6 +671,7 @@ int be_rows_emit(be_ctx *c, int pos);
 int be_rows_prefetch(be_ctx *c, int pos, int64_t above);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_matmul_plan(be_ctx *c, int pos);
+int be_matmul_groups(be_ctx *c, int pos, int buf, int core, char *held);
 void be_matmul_align(be_ctx *c, int pos, const int *writer);
 double be_matmul_estimate(be_ctx *c, int pos);
 int64_t be_matmul_need(be_ctx *c, int pos);

@@ -17,6 +17,8 @@ void bd_begin(bd_state *b, const be_ctx *c)
     b->ntok = (int)c->cfg->tokens;
     b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
+    b->unmarked = ir_xalloc((size_t)c->cfg->cores * (size_t)c->cfg->cores);
+    memset(b->unmarked, 0, (size_t)c->cfg->cores * (size_t)c->cfg->cores);
     /* zeroed, unmarked: a large calloc maps pages that stay untouched
      * until marked (a decode step's marks span 27 MB of which its kernels
      * touch a seventh; clearing all of it was a third of its compile) */
@@ -31,6 +33,7 @@ void bd_free(bd_state *b)
     free(b->use);
     free(b->regs);
     free(b->tokbal);
+    free(b->unmarked);
     free(b->pieces);
     free(b->marked);
 }
@@ -113,10 +116,9 @@ void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core)
         case ISA_OP_RING_SEND:
         case ISA_OP_RING_RED:
             b->kring = 1;
+            b->unmarked[core * b->ncores + in->core] = in->tok >= b->ntok;
             if (in->tok < b->ntok)
                 b->tokbal[in->core * b->ntok + in->tok]++;
-            else
-                b->kopen = 1;
             break;
         case ISA_OP_SIG:
         case ISA_OP_WAIT:
@@ -221,7 +223,11 @@ static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
  * no wait of its destination's consumes; be_bound.h)?  Clears the tallies. */
 static int bd_ring_open(bd_state *b)
 {
-    int open = b->kopen;
+    int open = 0;
+    for (size_t i = 0; i < (size_t)b->ncores * (size_t)b->ncores; i++) {
+        open |= b->unmarked[i];
+        b->unmarked[i] = 0;
+    }
     const size_t n = (size_t)(b->regs ? b->ncores : 0) * (size_t)b->ntok;
     for (size_t i = 0; i < n; i++) {
         open |= b->tokbal[i] != 0;
@@ -270,5 +276,5 @@ void bd_record(bd_state *b, int bar)
         memcpy(b->marked + b->nmarked, b->pieces, b->npieces * sizeof *b->pieces);
     b->nmarked += b->npieces;
     b->npieces = 0;
-    b->kring = b->kopen = 0;
+    b->kring = 0;
 }

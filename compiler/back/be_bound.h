@@ -18,7 +18,9 @@
  *   - either moves data over the ring: ring.send / ring.red write another
  *     core's LX (a tensor kept there, too) and signal its tokens, which
  *     that core's kernel before or after uses as well.  A kernel whose ring
- *     transfers all signal their destination and whose every core's waits
+ *     transfers all signal their destination (or are followed, from the
+ *     same core to the same destination, by one that does: a core's ring
+ *     unit lands its transfers in order) and whose every core's waits
  *     consume exactly its signals and arrivals per token has each transfer
  *     landed before its destination leaves the kernel (the sender's fence
  *     drains its ring unit): it needs the bar before it only.
@@ -56,7 +58,9 @@ typedef struct {
     bd_piece *marked;            /* the pieces marked in use[] since the last bar */
     size_t nmarked, mcap;
     int kring;                   /* the next kernel's ring traffic */
-    int kopen;                   /* ... some of it not awaited by its destination (a transfer without a token) */
+    char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
+                                    no wait of the destination's awaits it; a later one with a token covers it
+                                    (a core's ring unit lands its transfers in order) */
     int ncores, ntok;            /* cores, tokens per core */
     int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
 } bd_state;

@@ -41,6 +41,10 @@ typedef struct lx_cand {
     int nguses;
     int other;    /* read or written some other way: DRAM needed */
     int loaded;   /* an input its producer (the first reader that keeps it) loads: be_res.loaded */
+    int hprod;    /* by stick group (be_res.heads): the producer that can send its groups (-1: none) */
+    int *hreads;  /* ... the positions after it that read whole stick groups, ascending */
+    int nhreads;
+    int hother;   /* ... read or written some other way */
 } lx_cand;
 
 static int next_use(const lx_cand *x, int pos)
@@ -78,7 +82,7 @@ static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int6
         int64_t clash = -1; /* the lowest start of a region overlapping [lo, hi) */
         for (int b = 0; b < p->nbufs; b++) {
             const be_res *r = &c->res[b];
-            if (r->on && r->from <= pos && pos <= r->to && r->lx < hi && lo < r->lx + r->bytes)
+            if ((r->on || r->heads) && r->from <= pos && pos <= r->to && r->lx < hi && lo < r->lx + r->bytes)
                 clash = clash < 0 || r->lx < clash ? r->lx : clash;
             const be_xreg *x = be_res_xreg(c, b, pos);
             if (x && x->lx < hi && lo < x->lx + x->bytes)
@@ -92,6 +96,30 @@ static int64_t lx_fit(const be_ctx *c, int pos, int64_t floor, int64_t top, int6
 
 static void lx_free(const be_ctx *c, lx_cand *x);
 
+/* Kernel i's accesses to buf b (write or read) for a hand-off by stick
+ * group: a producer that sends them, then readers of whole groups. */
+static void heads_tally(const be_ctx *c, lx_cand *x, int i, int b, int write, const be_access *acc, int na)
+{
+    int sends = 0, groups = 0, found = 0;
+    for (int a = 0; a < na; a++)
+        if (acc[a].buf == b && acc[a].write == write) {
+            found = 1;
+            sends |= acc[a].sends;
+            groups |= acc[a].groups;
+            if (write ? !acc[a].sends : !acc[a].groups)
+                x->hother = 1;
+        }
+    if (!found || c->work[i].nokeep)
+        x->hother = 1;
+    else if (write && x->hprod < 0 && sends)
+        x->hprod = i;
+    else if (!write && x->hprod >= 0 && groups) {
+        x->hreads = ir_xgrow(x->hreads, &(int){x->nhreads}, x->nhreads + 1, sizeof *x->hreads);
+        x->hreads[x->nhreads++] = i;
+    } else
+        x->hother = 1;
+}
+
 /* Per buffer: who writes it aligned and which later kernels read it
  * aligned on the same cores (the tensors that could stay in LX); NULL
  * with an error. */
@@ -104,6 +132,8 @@ static lx_cand *lx_candidates(be_ctx *c)
     int *written = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *written);
     for (int b = 0; b < p->nbufs; b++) {
         x[b].producer = -1;
+        x[b].hprod = -1;
+        x[b].hother = p->bufs[b].output || p->bufs[b].kind != IR_BUF_COMPUTED;
         x[b].other = p->bufs[b].output || p->bufs[b].kind != IR_BUF_COMPUTED;
     }
     for (int i = 0; i < p->norder; i++) {
@@ -134,6 +164,7 @@ static lx_cand *lx_candidates(be_ctx *c)
             int found = 0;
             for (int a = 0; a < na; a++)
                 found |= acc[a].buf == b && acc[a].write == write;
+            heads_tally(c, &x[b], i, b, write, acc, na);
             /* a product on the producer's grid over the ring reads the
              * tiles where they are, even where it could read rows aligned
              * (its A: no copy of the own rows, no sending of the results) */
@@ -178,6 +209,7 @@ static void lx_free(const be_ctx *c, lx_cand *x)
         free(x[b].uses);
         free(x[b].xuses);
         free(x[b].guses);
+        free(x[b].hreads);
     }
     free(x);
 }
@@ -529,6 +561,79 @@ static void lx_place_loaded(be_ctx *c, const lx_cand *x, int b, const lx_needs_t
         lx_keep(r, &x[b], at);
 }
 
+/* Can candidate x go by stick group to its readers (lx_cand.hprod)? */
+static int heads_ok(const lx_cand *x)
+{
+    return x->hprod >= 0 && x->nhreads > 0 && !x->hother;
+}
+
+/* The readers' cores of b's stick groups (be_kind.groups): each group
+ * read by one core only, slots in group order per core.  The most groups
+ * a core holds, or -1. */
+static int64_t heads_map(be_ctx *c, const lx_cand *x, int b, be_res *r)
+{
+    const int64_t G = c->lay[b].groups;
+    const int ncores = c->cfg->cores;
+    char *held = ir_xalloc((size_t)G);
+    int64_t *nslot = ir_xalloc((size_t)ncores * sizeof *nslot), most = 0;
+    r->hcore = ir_xalloc((size_t)G * sizeof *r->hcore);
+    r->hslot = ir_xalloc((size_t)G * sizeof *r->hslot);
+    for (int64_t g = 0; g < G; g++)
+        r->hcore[g] = -1;
+    for (int k = 0; k < x->nhreads && most >= 0; k++) {
+        const int pos = x->hreads[k];
+        for (int core = 0; core < c->work[pos].cores && most >= 0; core++) {
+            memset(held, 0, (size_t)G);
+            if (be_kind_of(c, pos)->groups(c, pos, b, core, held)) {
+                most = -1;
+                break;
+            }
+            for (int64_t g = 0; g < G; g++) {
+                if (!held[g] || r->hcore[g] == core)
+                    continue;
+                if (r->hcore[g] >= 0) { /* two cores read it: not kept */
+                    most = -1;
+                    break;
+                }
+                r->hcore[g] = core;
+                r->hslot[g] = (int)nslot[core]++;
+                most = cc_max(most, nslot[core]);
+            }
+        }
+    }
+    free(held);
+    free(nslot);
+    return most;
+}
+
+/* A result its producer sends by stick group to its readers' cores
+ * (lx_cand.hprod, be_res.heads), placed after every other tensor as an
+ * input its first reader loads is: never at the cost of a kernel's
+ * tiling; or not kept, going through DRAM as before. */
+static void lx_place_heads(be_ctx *c, const lx_cand *x, int b, const lx_needs_t *n, int64_t top)
+{
+    be_res *r = &c->res[b];
+    const int64_t sb = c->t.stick, most = heads_map(c, x, b, r);
+    r->from = x->hprod;
+    r->to = x->hreads[x->nhreads - 1];
+    r->rows_cap = c->lay[b].rows;
+    r->bytes = (most * r->rows_cap + c->work[x->hprod].cores) * sb; /* and the markers */
+    int64_t floor = 0;
+    for (int k = r->from; k <= r->to; k++)
+        floor = cc_max(floor, cc_round_up(n->need[k], sb));
+    /* the producer's cores wait for the pieces (be_heads_close): every reader core one of them */
+    int ok = most > 0;
+    for (int64_t g = 0; g < c->lay[b].groups; g++)
+        r->hcores = cc_max(r->hcores, r->hcore[g] + 1);
+    ok = ok && r->hcores <= c->work[x->hprod].cores;
+    const int64_t at = ok ? lx_fit_span(c, r->from, r->to, floor, top, r->bytes) : -1;
+    r->heads = at >= 0;
+    r->lx = at;
+    r->dram = c->p->opts.write_values && c->p->bufs[b].whole_value;
+    if (r->heads)
+        c->htok = c->cfg->tokens - 1;
+}
+
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's
  * working LX), then the inputs their first readers load. */
 static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
@@ -548,6 +653,9 @@ static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
     for (int b = 0; b < p->nbufs; b++)
         if (x[b].loaded && last_use(&x[b]) >= 0)
             lx_place_loaded(c, x, b, n, top);
+    for (int b = 0; b < p->nbufs; b++)
+        if (heads_ok(&x[b]) && !c->res[b].on)
+            lx_place_heads(c, &x[b], b, n, top);
     /* a region ends at its last reader from LX: exchanges that fell to
      * DRAM leave it shorter, or with none, not kept at all */
     for (int b = 0; b < p->nbufs; b++) {
@@ -690,7 +798,7 @@ static void lx_floors(be_ctx *c)
     const ir_prog *p = c->p;
     for (int b = 0; b < p->nbufs; b++) {
         const be_res *r = &c->res[b];
-        for (int i = r->from; r->on && i <= r->to; i++)
+        for (int i = r->from; (r->on || r->heads) && i <= r->to; i++)
             c->lx_floor[i] = cc_min(c->lx_floor[i], r->lx);
         for (int k = 0; k < r->nx; k++)
             c->lx_floor[r->x[k].pos] = cc_min(c->lx_floor[r->x[k].pos], r->x[k].lx);
@@ -703,6 +811,7 @@ int be_lxplan_pass(ir_prog *p)
     c->res = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c->res);
     c->lx_floor = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_floor);
     c->lx_need = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_need);
+    c->htok = -1;
     for (int i = 0; i < p->norder; i++)
         c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
     if (p->opts.no_lx_plan || p->opts.no_lx_keep)
@@ -715,6 +824,9 @@ int be_lxplan_pass(ir_prog *p)
     int any = 0, rc = 0;
     for (int b = 0; b < p->nbufs; b++)
         for (int i = x[b].producer; i >= 0 && i <= last_use(&x[b]); i++)
+            any = live[i] = 1;
+    for (int b = 0; b < p->nbufs; b++)
+        for (int i = x[b].hprod; heads_ok(&x[b]) && i <= x[b].hreads[x[b].nhreads - 1]; i++)
             any = live[i] = 1;
     lx_needs_t n = {c->lx_need, ir_xalloc((size_t)(p->norder + 1) * sizeof *n.small),
                     ir_xalloc((size_t)(p->norder + 1) * sizeof *n.grow)};

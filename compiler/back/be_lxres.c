@@ -139,4 +139,102 @@ void be_res_fill(be_ctx *c, cc_emit *e, int buf, int64_t i0, int64_t n, int64_t 
     res_move(c, e, ISA_OP_DMA_LX, 1, buf, i0, n, g0, G, lx, gs);
 }
 
+/* ---- Hand-offs by stick group (be_res.heads) ---- */
+
+int be_heads_writes(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    return r && r->heads && r->from == pos;
+}
+
+int be_heads_reads(const be_ctx *c, int buf, int pos)
+{
+    const be_res *r = c->res ? &c->res[buf] : NULL;
+    return r && r->heads && pos > r->from && pos <= r->to;
+}
+
+int be_heads_tok_cap(const be_ctx *c, int pos)
+{
+    for (int b = 0; c->res && b < c->p->nbufs; b++)
+        if (be_heads_writes(c, b, pos))
+            return c->htok;
+    return 0;
+}
+
+void be_heads_send(be_ctx *c, cc_emit *e, int own, int buf, int64_t row, int64_t n, int64_t g0, int64_t G, int64_t lx,
+                   int64_t gs)
+{
+    const be_res *r = &c->res[buf];
+    const int64_t sb = c->t.stick;
+    for (int64_t g = g0; g < g0 + G; g++) {
+        const int k = r->hcore[g];
+        if (k < 0 || (k == e->core) != own)
+            continue; /* no reader takes it from LX, or another unit sends it */
+        const isa_addr d = cc_abs(r->lx + ((int64_t)r->hslot[g] * r->rows_cap + row) * sb), a = cc_abs(lx + (g - g0) * gs);
+        cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
+        if (own)
+            cc_emit_dma(e, ISA_OP_DMA_LXS, d, a, &sh);
+        else
+            cc_emit_ring(e, ISA_OP_RING_SEND, k, 255, d, a, &sh);
+    }
+}
+
+void be_heads_close(be_ctx *c, cc_emit *e, int pos)
+{
+    const int64_t sb = c->t.stick;
+    for (int b = 0; b < c->p->nbufs; b++) {
+        const be_res *r = &c->res[b];
+        if (!r->heads || r->from != pos)
+            continue;
+        /* a marker stick per sending core past the groups: each core's ring sends land in
+         * order, so its marker lands after its pieces */
+        const int64_t mark = r->lx + r->bytes - (c->work[pos].cores - e->core) * sb;
+        cc_dma_shape sh = cc_dma_groups(1, 1, 0, 0);
+        for (int k = 0; k < r->hcores; k++)
+            if (k != e->core)
+                cc_emit_ring(e, ISA_OP_RING_SEND, k, c->htok, cc_abs(mark), cc_abs(mark), &sh);
+        for (int k = 0; e->core < r->hcores && k < c->work[pos].cores - 1; k++)
+            cc_emit_wait(e, ISA_U_RING, c->htok);
+    }
+}
+
+/* The region's address of DRAM byte at of kept-by-group buf, on core
+ * `core`: -1 when another core holds that group. */
+static int64_t heads_at(const be_ctx *c, int buf, int64_t at, int core)
+{
+    const be_layout *L = &c->lay[buf];
+    const be_res *r = &c->res[buf];
+    const int64_t sb = c->t.stick, st = (at - (int64_t)L->off) / sb, g = st / L->rows;
+    if (r->hcore[g] != core)
+        return -1;
+    return r->lx + ((int64_t)r->hslot[g] * r->rows_cap + st % L->rows) * sb + (at - (int64_t)L->off) % sb;
+}
+
+int be_heads_load(const be_ctx *c, cc_emit *e, int64_t lx, int64_t dram, const cc_dma_shape *sh)
+{
+    const int64_t sb = c->t.stick;
+    for (int b = 0; c->res && b < c->p->nbufs; b++) {
+        const be_res *r = &c->res[b];
+        const be_layout *L = &c->lay[b];
+        if (!r->heads || c->pos <= r->from || c->pos > r->to || dram < (int64_t)L->off ||
+            dram >= (int64_t)L->off + L->groups * L->rows * sb)
+            continue;
+        /* every level steps along a group's rows or from group to group,
+         * each run within one group */
+        cc_dma_shape t = *sh;
+        const int64_t a0 = heads_at(c, b, dram, e->core), gb = L->rows * sb;
+        assert(a0 >= 0 && ((dram - (int64_t)L->off) / sb) % L->rows + sh->run <= L->rows);
+        for (int l = 0; l < sh->levels; l++) {
+            if (sh->n[l] <= 1)
+                continue;
+            const int64_t a1 = heads_at(c, b, dram + sh->as[l], e->core);
+            assert(a1 >= 0 && (sh->as[l] % gb == 0 || sh->as[l] < gb));
+            t.as[l] = a1 - a0;
+        }
+        cc_emit_dma(e, ISA_OP_DMA_LX, cc_abs(lx), cc_abs(a0), &t);
+        return 1;
+    }
+    return 0;
+}
+
 /* The next position >= pos that reads candidate x aligned (INT_MAX: none). */

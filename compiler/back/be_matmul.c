@@ -257,6 +257,8 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         mm_set_whole(m, c->work[pos].stage_whole);
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
         m->alx = m->atile || (mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos));
+        m->ahd = be_heads_reads(c, m->mm->a, pos);
+        m->bhd = be_heads_reads(c, m->mm->b, pos);
         for (int j = 0; j < m->ep.nn; j++) {
             rk_node *rn = &m->ep.nodes[j];
             rn->lxonly = rn->dram && !rn->staged && be_res_may_keep(c, c->p->nodes[rn->node].out, pos);
@@ -422,8 +424,10 @@ static inline void mm_in_bytes(const mm_plan *m, const mm_grid_est *G, int64_t n
         *b_core = G->b_bytes;
         *b_chip = G->cores * *b_core;
     }
-    if (G->a_lx)
+    if (G->a_lx || m->ahd) /* in LX already, or sent there by its producer (be_heads_reads) */
         *a_chip = 0;
+    if (m->bhd)
+        *b_chip = 0;
     /* staged whole (mm_take_whole: G's w_core, w_chip) */
     if (m->c->waits && m->aw)
         *a_core = *a_chip = 0;
@@ -450,7 +454,7 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
     const int64_t chunks = blocks * tl->nch;
     double a_core, a_chip, b_core, b_chip;
     mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
-    const int a_lx = G->a_lx;
+    const int a_lx = G->a_lx || m->ahd;
     double e_core = 0, e_chip = 0;
     const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core, w_chip = G->w_chip;
     for (int i = 0; i < m->ep.nl; i++) {
@@ -463,7 +467,8 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
     /* a core's reads stream at most at a share of the chip's DRAM rate */
     const double stream = t->dram_bytes_per_cycle > 0
-                              ? ((a_lx ? 0 : a_core) + b_core + e_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
+                              ? ((a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core) + e_core) /
+                                    (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
                               : 0;
     double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
     double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * MB) * 0.5;
@@ -487,7 +492,7 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
      * slots), so a chunk takes at least their round trip: the loads'
      * issue, their bytes at the slower of the ring's and the DRAM's rate,
      * and the DRAM's wait (row latency, refresh) */
-    const int a_chunked = a_core > 0 && !m->alx, b_chunked = b_core > 0;
+    const int a_chunked = a_core > 0 && !m->alx && !m->ahd, b_chunked = b_core > 0 && !m->bhd;
     const double trips = m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks : 0;
     const double per_chunk = trips > 0 ? ((a_chunked ? a_core : 0) + (b_chunked ? b_core : 0)) / trips : 0;
     const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle < t->dma_bytes_per_cycle
@@ -550,7 +555,8 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
                         G->nbc * (2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
     c = c > dmai ? c : dmai;
     if (t->dram_bytes_per_cycle > 0) {
-        const double stream = ((G->a_lx ? 0 : a_core) + b_core) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle);
+        const double stream =
+            ((G->a_lx || m->ahd ? 0 : a_core) + (m->bhd ? 0 : b_core)) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle);
         const double dram = (a_chip + b_chip + G->o_chip + G->w_chip) / t->dram_bytes_per_cycle;
         c = c > stream ? c : stream;
         c = c > dram ? c : dram;
@@ -860,24 +866,67 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     }
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
     const int bcast = c->work[pos].bcast; /* rg_a_out copies A's own rows: be_res_fill */
-    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast};
-    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0, 0};
+    const be_work *w = &c->work[pos];
+    /* every core reads all of its batches' rows, only its own groups (not a buffer staged whole) */
+    const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1 && !w->stage_whole;
+    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast, 0, whole};
+    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0, 0, 0, whole};
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
         const int buf = c->p->A.e[L->e].buf, tile = L->cls == BE_V_TILE && !L->staged && !L->gather;
         a[(*n)++] = (be_access){buf, 0, tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
-                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0, 0};
+                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0, 0, 0, 0};
     }
     for (int j = 0; j < m.ep.nn; j++) {
         const rk_node *rn = &m.ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
-        if (rn->dram)
-            a[(*n)++] = (be_access){buf, 1, !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1),
-                                    rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv), 0};
+        const int aligned = !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1);
+        if (rn->dram) /* a grid over the ring sends its pieces anywhere (be_heads_send) */
+            a[(*n)++] = (be_access){buf, 1, aligned, rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv), 0,
+                                    aligned && bcast && w->gn > 1, 0};
     }
     mm_free(&m);
     *out = a;
     return 0;
+}
+
+/* The stick groups of buf operand w (0 A, 1 B) of batch index b reads,
+ * into held; -1 when one is read only in part. */
+static int mm_held(const mm_plan *m, int w, int buf, int64_t b, char *held)
+{
+    const be_layout *L = &m->c->lay[buf];
+    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, rc = 0;
+    if (w)
+        mm_span(m, buf, &m->mm->bidx, b, m->vk, 0, m->Kd, m->vn, 0, m->N, lo, hi);
+    else
+        mm_span(m, buf, &m->mm->aidx, b, m->vm, 0, m->M, m->vk, 0, m->Kd, lo, hi);
+    for (int64_t g = 0; g < L->groups; g++) {
+        if (lo[g] > hi[g])
+            continue;
+        held[g] = 1;
+        rc |= lo[g] != 0 || hi[g] != L->rows - 1 ? -1 : 0;
+    }
+    free(lo);
+    return (int)rc;
+}
+
+int be_matmul_groups(be_ctx *c, int pos, int buf, int core, char *held)
+{
+    mm_plan m;
+    if (mm_build(c, pos, &m)) {
+        mm_free(&m);
+        return -1;
+    }
+    int64_t b0, bt;
+    const int gb = c->work[pos].gb > 1 ? (int)c->work[pos].gb : 1;
+    cc_split(m.nbatch, gb, core, &b0, &bt);
+    int rc = 0;
+    for (int64_t b = b0; b < b0 + bt && !rc; b++)
+        for (int w = 0; w < 2 && !rc; w++)
+            if ((w ? m.mm->b : m.mm->a) == buf)
+                rc = mm_held(&m, w, buf, b, held);
+    mm_free(&m);
+    return rc;
 }
 
 double be_matmul_estimate(be_ctx *c, int pos)
@@ -1849,7 +1898,8 @@ static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m, int note)
         rk_node *rn = &m->ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         rn->res = rn->dram && !rn->staged && be_res_writes(c, buf, pos);
-        rn->dram = rn->dram && (!rn->res || c->res[buf].dram);
+        rn->heads = rn->dram && !rn->staged && be_heads_writes(c, buf, pos);
+        rn->dram = rn->dram && (!rn->res || c->res[buf].dram) && (!rn->heads || c->res[buf].dram);
     }
 }
 

@@ -58,6 +58,7 @@ typedef struct {
                             other cores; 0: no.  Counted as alx while the LX plan tiles the kernels */
     int alx;             /* the estimates price A as read from LX: it is, or (while the LX plan tiles
                             the kernels) an earlier kernel could keep it there (be_res_may_read) */
+    int ahd, bhd;        /* A, B sent into this core's LX by stick group (be_heads_reads): no DRAM */
     int lxonly;          /* some result stays in LX only (rk_node.lxonly): its readers align with this
                             kernel's cores */
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */

@@ -701,7 +701,8 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     rg_defer_setup(g);
     rg_tokens(g);
     for (int jj = 0; jj < m->ep.nn && jj < 64; jj++) /* kept results the ring sends */
-        g->nres += m->ep.nodes[jj].res && !c->res[c->p->nodes[m->ep.nodes[jj].node].out].grid;
+        g->nres += (m->ep.nodes[jj].res && !c->res[c->p->nodes[m->ep.nodes[jj].node].out].grid) ||
+                   m->ep.nodes[jj].heads;
     return cc_emit_failed(e) ? -1 : 0;
 }
 
@@ -1133,6 +1134,24 @@ static void rg_ep_dram(rg_core *g, const rg_pieces *p, int q)
     }
 }
 
+/* Piece q's results of node jj by stick group to their readers' cores
+ * (be_res.heads): the core's own groups (dmao) or the others' (ring). */
+static void rg_heads(rg_core *g, const rg_pieces *p, int q, int jj, int own)
+{
+    be_ctx *c = g->c;
+    const int buf = c->p->nodes[g->m->ep.nodes[jj].node].out;
+    const int64_t sb = c->t.stick, MT = g->mc.MB, off = g->rs.off[p->s0[q]];
+    for (int sg = p->s0[q]; sg < p->s1[q];) {
+        int e = sg + 1; /* segments whose rows follow on in the piece and in the buffer: one send */
+        while (e < p->s1[q] && g->rs.row[e] - g->rs.row[sg] == g->rs.off[e] - g->rs.off[sg])
+            e++;
+        const int64_t n = g->rs.off[e - 1] + g->rs.len[e - 1] - g->rs.off[sg];
+        be_heads_send(c, g->e, own, buf, g->rs.row[sg], n, p->g0, p->ns, p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb,
+                      MT * sb);
+        sg = e;
+    }
+}
+
 static void rg_ep_store(rg_core *g, const rg_pieces *p)
 {
     be_ctx *c = g->c;
@@ -1156,6 +1175,8 @@ static void rg_ep_store(rg_core *g, const rg_pieces *p)
                             g->ns, p->vals[q][jj].lx, MT * sb);
             else if (rn->res && g->j >= p->s0[q] && g->j < p->s1[q])
                 be_res_copy(c, g->e, 1, buf, 0, g->pn, g->g0, g->ns, p->vals[q][jj].lx + (g->own - off) * sb, MT * sb);
+            else if (rn->heads)
+                rg_heads(g, p, q, jj, 1);
         }
     }
     for (int h = 0; !hold && h < g->nheld; h++) { /* the last block's: the held ones after it */
@@ -1179,6 +1200,8 @@ static void rg_ep_send(rg_core *g, const rg_pieces *p)
         for (int jj = 0; jj < k->nn && jj < 64; jj++) {
             const rk_node *rn = &k->nodes[jj];
             const be_res *r = &c->res[c->p->nodes[rn->node].out];
+            if (rn->heads)
+                rg_heads(g, p, q, jj, 0);
             if (!rn->res || r->grid) /* a grid's tile stays on its core */
                 continue;
             for (int sg = p->s0[q]; sg < p->s1[q]; sg++) {
@@ -1348,6 +1371,7 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         for (int u = 0; g->mc.tl.slots && u < g->mc.nc; u++) /* the last chunk's, to end at zero */
             cc_emit_wait(g->e, ISA_U_RING, g->ptdone[u]);
         rg_send_pending(g);
+        be_heads_close(c, g->e, m->ep.pos);
         cc_kernel_end(g->e);
         if (g->mc.tl.slots)
             c->drain = rg_drain(m, g->gm, &g->mc.tl);

@@ -517,7 +517,7 @@ int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_
             const int64_t da = dram + be_view_group(v, g), la = lxa + g * lx_gs;
             if (e && op == ISA_OP_DMA_ST)
                 cc_emit_dma(e, op, cc_abs(da), cc_abs(la), &sh);
-            else if (e)
+            else if (e && !(op == ISA_OP_DMA_LD && be_heads_load(c, e, la, da, &sh)))
                 cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
             count++;
             g += gn * np;
@@ -572,7 +572,8 @@ static void load_sticks(be_ctx *c, cc_emit *e, int64_t lx, int64_t dram, int64_t
     for (int64_t s0 = 0; s0 < sticks; s0 += ISA_COUNT_MAX) {
         int64_t run = cc_min(ISA_COUNT_MAX, sticks - s0);
         cc_dma_shape sh = cc_dma_groups(run, 1, 0, 0);
-        cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs(dram + s0 * sb), &sh);
+        if (!be_heads_load(c, e, lx + s0 * sb, dram + s0 * sb, &sh))
+            cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(lx + s0 * sb), cc_abs(dram + s0 * sb), &sh);
     }
 }
 

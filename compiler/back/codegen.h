@@ -87,6 +87,7 @@ typedef struct {
     uint64_t lx_top;    /* next free LX byte */
     uint64_t lx_limit;  /* LX a kernel may allocate below (0: cfg->lx_usable_bytes); tensors kept in LX across kernels lie above */
     int ntokens;        /* tokens handed out */
+    int tok_cap;        /* tokens a kernel may take (0: the chip's); the rest signal across kernels */
     int nregs;          /* registers handed out (r1..) */
     int depth;          /* open loops */
     const char *kname;  /* open kernel (cc_kernel_begin), or NULL */

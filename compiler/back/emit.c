@@ -203,7 +203,7 @@ int cc_tok_alloc(cc_emit *e, const char *what)
 {
     if (e->failed)
         return -1;
-    if (e->ntokens >= e->cfg->tokens || e->ntokens >= 256)
+    if (e->ntokens >= (e->tok_cap ? e->tok_cap : e->cfg->tokens) || e->ntokens >= 256)
         return cc_emit_error(e, "out of sync tokens allocating %s (the chip has %d per core)", what, e->cfg->tokens);
     return e->ntokens++;
 }
@@ -330,7 +330,8 @@ void cc_emit_fence(cc_emit *e)
 
 static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
 {
-    if (tok < 0 || tok >= e->ntokens) {
+    /* the tokens above tok_cap no kernel takes: they signal across kernels */
+    if (tok < 0 || (tok >= e->ntokens && !(e->tok_cap && tok >= e->tok_cap && tok < e->cfg->tokens))) {
         cc_emit_error(e, "token %d was never allocated", tok);
         return;
     }
