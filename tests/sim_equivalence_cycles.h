@@ -49,31 +49,39 @@
  * spyre 17,740 -> 15,542, encoder_small 13,712 -> 13,015, decoder_small
  * on spyre-4core 21,371 -> 20,303, transformer_small 70,389 -> 70,023 and
  * 72,302 -> 69,302) and on branch ringpipe (a ring grid's A rows sent in
- * groups of K chunks: gemm 1024 on spyre 73,581 -> 68,768). */
+ * groups of K chunks: gemm 1024 on spyre 73,581 -> 68,768).
+ * Branch rowcores (issue 16): a row kernel of fewer sticks than its
+ * cores' floor may take more cores where the estimate with the DRAM's
+ * waits priced says so; the rows of the programs that changed recorded
+ * again from this simulator (spyre: decoder_small 20,303 -> 19,937,
+ * transformer_small 70,023 -> 69,006, llama_gen/prefill 34,311 -> 34,811
+ * with values and 38,961 -> 37,641 timing only; the other changed
+ * programs, gpt2_gen, llama_gen/decode, encoder_small, decoder_small and
+ * transformer_small on spyre-4core, in the same cycles). */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xcfc870590ef8301eull, 11514.375, 11514.375},
-{"gpt2_gen/prefill", "spyre", 0x6387a32b98fb5d22ull, 27043.512500000004, 31913.9375},
+{"gpt2_gen/prefill", "spyre", 0xf69efcdeb0bd9aceull, 27043.512500000004, 31913.9375},
 {"gpt2_gen/prefill", "spyre-4core", 0x7e5b8c991e26004eull, 25944.949999999997, 30084.825000000004},
-{"gpt2_gen/decode", "spyre", 0x1a8593a892d20c8cull, 32824.137500000004, 32824.137500000004},
-{"gpt2_gen/decode", "spyre-4core", 0x2c052fc651bf1ab4ull, 32824.137500000004, 32824.137500000004},
-{"llama_gen/prefill", "spyre", 0xda82caf78dc4f7dbull, 34311.4375, 38960.75},
+{"gpt2_gen/decode", "spyre", 0x23ad6e84088e4b62ull, 32824.137500000004, 32824.137500000004},
+{"gpt2_gen/decode", "spyre-4core", 0x915cd964e7ca5422ull, 32824.137500000004, 32824.137500000004},
+{"llama_gen/prefill", "spyre", 0xd182d7a201f9f03full, 34810.75, 37641.125},
 {"llama_gen/prefill", "spyre-4core", 0x64ad2fc65328ece7ull, 33212.875, 35665.0625},
-{"llama_gen/decode", "spyre", 0x3277f01defb61992ull, 30759.700000000004, 30759.700000000004},
-{"llama_gen/decode", "spyre-4core", 0x667cc2d748efdc32ull, 30759.700000000004, 30759.700000000004},
+{"llama_gen/decode", "spyre", 0x0303077216c997fbull, 30759.700000000004, 30759.700000000004},
+{"llama_gen/decode", "spyre-4core", 0x442d1293aa34797full, 30759.700000000004, 30759.700000000004},
 {"gpt2_small_block_tiny", "spyre", 0xaf0e1d56c6857391ull, 14077.6875, 14077.6875},
 {"gpt2_small_block_tiny", "spyre-4core", 0x2402324e1e52eeaaull, 14443.875, 14443.875},
-{"encoder_small", "spyre", 0x0b1107665f362e38ull, 13015.4375, 13015.4375},
+{"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
 {"encoder_small", "spyre-4core", 0x79798c3a61a73d08ull, 13015.4375, 13015.4375},
 {"mlp", "spyre", 0xc14da1818dfc597aull, 3458.25, 3458.25},
 {"mlp", "spyre-4core", 0xae3d1171e1bcc57aull, 3458.25, 3458.25},
 {"llama_tiny", "spyre", 0xffb02206c82ed0c4ull, 15542.4375, 15542.4375},
 {"llama_tiny", "spyre-4core", 0x921cd63dff91a42dull, 17739.5625, 17739.5625},
-{"decoder_small", "spyre", 0x49f0985cbe207a79ull, 20302.875, 20302.875},
-{"decoder_small", "spyre-4core", 0x2b37b95fb1013f63ull, 20302.875, 20302.875},
+{"decoder_small", "spyre", 0x01b1e2f528a9cee5ull, 19936.6875, 19936.6875},
+{"decoder_small", "spyre-4core", 0x37e945457aa0a067ull, 20302.875, 20302.875},
 {"embed_small", "spyre", 0x625eca7f4de6be3aull, 1261.125, 1993.5},
 {"embed_small", "spyre-4core", 0x31b0bfb7e883d83aull, 1261.125, 1993.5},
-{"transformer_small", "spyre", 0x8beaaaa1e2f852d3ull, 70022.75, 70022.75},
-{"transformer_small", "spyre-4core", 0x6f103e681589e740ull, 69302.024999999994, 69302.024999999994},
+{"transformer_small", "spyre", 0xf7b362f4f08a0aaeull, 69005.8125, 69005.8125},
+{"transformer_small", "spyre-4core", 0xb7ab99b68e29f4e8ull, 69302.024999999994, 69302.024999999994},
 {"gemm 1024", "spyre", 0x6412875f9bc2f8c7ull, 68768.000000000015, 68768.000000000015},
 {"gemm 1024", "spyre-4core", 0x9d523ba7dc5ccef1ull, 455633.625, 455633.625},
 {"softmax 512 1024", "spyre", 0xd379cc03bbad89dfull, 22637.625, 22637.625},
