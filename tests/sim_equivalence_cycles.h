@@ -56,31 +56,43 @@
  * gpt2_small_block_tiny 14,078 -> 12,979 and 14,444 -> 12,979,
  * gpt2_gen/prefill 27,044 -> 26,913 and 25,945 -> 25,682,
  * llama_gen/prefill 34,311 -> 33,945 and 33,213 -> 32,945; mlp the
- * same cycles (another program). */
+ * same cycles (another program).
+ * Branch rowcores (issue 16): a row kernel of fewer sticks than its
+ * cores' floor may take more cores where the estimate with the DRAM's
+ * waits priced says so; the rows of the programs that changed recorded
+ * again from this simulator (spyre: decoder_small 20,303 -> 19,937,
+ * transformer_small 70,023 -> 69,006, llama_gen/prefill 34,311 -> 34,811
+ * with values and 38,961 -> 37,641 timing only; the other changed
+ * programs, gpt2_gen, llama_gen/decode, encoder_small, decoder_small and
+ * transformer_small on spyre-4core, in the same cycles).
+ * Merging both (session 16): the rows whose program the two together
+ * changed recorded again from this simulator (gpt2_gen, llama_gen,
+ * encoder_small on spyre; llama_gen/prefill on spyre 33,945 -> 34,311
+ * with values, 38,400 -> 37,119 timing only; the others the same cycles). */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xcfc870590ef8301eull, 11514.375, 11514.375},
-{"gpt2_gen/prefill", "spyre", 0x37cd0482e075ff98ull, 26913.012499999997, 31082.262499999997},
+{"gpt2_gen/prefill", "spyre", 0xf2bd55f6a2fc7ef4ull, 26913.012499999997, 31082.262499999997},
 {"gpt2_gen/prefill", "spyre-4core", 0xcf2b0fe27f09c9a0ull, 25682.4375, 31183.912500000013},
-{"gpt2_gen/decode", "spyre", 0x1a8593a892d20c8cull, 32824.137500000004, 32824.137500000004},
-{"gpt2_gen/decode", "spyre-4core", 0x2c052fc651bf1ab4ull, 32824.137500000004, 32824.137500000004},
-{"llama_gen/prefill", "spyre", 0xc54c5e1a11af090full, 33945.25, 38399.537499999999},
+{"gpt2_gen/decode", "spyre", 0x23ad6e84088e4b62ull, 32824.137500000004, 32824.137500000004},
+{"gpt2_gen/decode", "spyre-4core", 0x915cd964e7ca5422ull, 32824.137500000004, 32824.137500000004},
+{"llama_gen/prefill", "spyre", 0xd74f3a5da6fce49full, 34311.4375, 37119.3125},
 {"llama_gen/prefill", "spyre-4core", 0xb5c4304bf26494afull, 32944.5, 35298.875},
-{"llama_gen/decode", "spyre", 0x3277f01defb61992ull, 30759.700000000004, 30759.700000000004},
-{"llama_gen/decode", "spyre-4core", 0x667cc2d748efdc32ull, 30759.700000000004, 30759.700000000004},
+{"llama_gen/decode", "spyre", 0x0303077216c997fbull, 30759.700000000004, 30759.700000000004},
+{"llama_gen/decode", "spyre-4core", 0x442d1293aa34797full, 30759.700000000004, 30759.700000000004},
 {"gpt2_small_block_tiny", "spyre", 0xa08a36d64430a971ull, 12979.125, 12979.125},
 {"gpt2_small_block_tiny", "spyre-4core", 0x159eb1270f872e15ull, 12979.125, 12979.125},
-{"encoder_small", "spyre", 0x0b1107665f362e38ull, 13015.4375, 13015.4375},
+{"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
 {"encoder_small", "spyre-4core", 0x79798c3a61a73d08ull, 13015.4375, 13015.4375},
 {"mlp", "spyre", 0x2c86f3245bd09860ull, 3458.25, 3458.25},
 {"mlp", "spyre-4core", 0x2bf3844d7cae4460ull, 3458.25, 3458.25},
 {"llama_tiny", "spyre", 0xffb02206c82ed0c4ull, 15542.4375, 15542.4375},
 {"llama_tiny", "spyre-4core", 0x921cd63dff91a42dull, 17739.5625, 17739.5625},
-{"decoder_small", "spyre", 0x49f0985cbe207a79ull, 20302.875, 20302.875},
-{"decoder_small", "spyre-4core", 0x2b37b95fb1013f63ull, 20302.875, 20302.875},
+{"decoder_small", "spyre", 0x01b1e2f528a9cee5ull, 19936.6875, 19936.6875},
+{"decoder_small", "spyre-4core", 0x37e945457aa0a067ull, 20302.875, 20302.875},
 {"embed_small", "spyre", 0x625eca7f4de6be3aull, 1261.125, 1993.5},
 {"embed_small", "spyre-4core", 0x31b0bfb7e883d83aull, 1261.125, 1993.5},
-{"transformer_small", "spyre", 0x8beaaaa1e2f852d3ull, 70022.75, 70022.75},
-{"transformer_small", "spyre-4core", 0x6f103e681589e740ull, 69302.024999999994, 69302.024999999994},
+{"transformer_small", "spyre", 0xf7b362f4f08a0aaeull, 69005.8125, 69005.8125},
+{"transformer_small", "spyre-4core", 0xb7ab99b68e29f4e8ull, 69302.024999999994, 69302.024999999994},
 {"gemm 1024", "spyre", 0x6412875f9bc2f8c7ull, 68768.000000000015, 68768.000000000015},
 {"gemm 1024", "spyre-4core", 0x9d523ba7dc5ccef1ull, 455633.625, 455633.625},
 {"softmax 512 1024", "spyre", 0xd379cc03bbad89dfull, 22637.625, 22637.625},

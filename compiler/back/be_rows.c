@@ -647,8 +647,50 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
 
 /* A core's part should be worth a DMA's fixed cost (descriptor and DRAM
  * latency, a few hundred cycles): at least this many sticks, unless the
- * kernel is too small to give every core that much. */
+ * kernel is too small to give every core that much.  The floor bounds the
+ * choices' estimate, which prices a core's DRAM reads at a fixed latency;
+ * past it only the estimate with the DRAM's waits priced (the report's:
+ * the first chunk's reads of every core queued on the channels they span)
+ * may take more cores (rows_past_floor). */
 #define ROWS_MIN_PART_STICKS 8
+
+/* Lower estimates than this fraction of the best so far take more cores. */
+#define ROWS_MORE_CORES 0.97
+
+static double rows_cost_waits(be_ctx *c, rk_plan *k, int64_t cores)
+{
+    c->waits = 1;
+    const double e = rows_cost(c, k, cores);
+    c->waits = 0;
+    return e;
+}
+
+/* More cores than the floor allows (cap + 1 up to `most`), when the
+ * choices' best is the floor's count, where the estimate with the DRAM's
+ * waits priced is lower than on `best`: a kernel of few sticks of much
+ * SFP work a row gains from a row or two a core (serve_tiny's
+ * decode_b1_c128: its softmax over 129 columns of 4 rows, 12 sticks, on
+ * 1 core 851 cycles, on 4 704, mean of 7 refresh phases).
+ * Not a kernel with per-column values or a gather: every core's copies
+ * of those queue on the few channels they lie in, which that estimate
+ * undercounts too (bert_handwritten_small's layer norms on 4 cores 1,170
+ * cycles, on 16 1,427, estimated 951 and 843; embed_small's gather and
+ * layer norm on 4 cores 1,313, on 14 1,582, with its real row numbers). */
+static int64_t rows_past_floor(be_ctx *c, rk_plan *k, int64_t best, int64_t cap, int64_t most)
+{
+    for (int i = 0; i < k->nl; i++)
+        if (k->loads[i].cls == BE_V_COL || k->loads[i].gather)
+            return best;
+    double best_cost = rows_cost_waits(c, k, best);
+    for (int64_t n = cap + 1; n <= most; n++) {
+        const double e = rows_cost_waits(c, k, n);
+        if (e < ROWS_MORE_CORES * best_cost) {
+            best = n;
+            best_cost = e;
+        }
+    }
+    return best;
+}
 
 /* The core count with the lowest estimate (ties: fewer cores; with a
  * staged load of more sticks than one core's LX holds, more: its chunks
@@ -659,24 +701,25 @@ static void rk_col_tree(rk_plan *k, int64_t cores)
  * staged kernels keep fewer cores: taking more there too makes
  * encoder_small 4% and llama_tiny 9% faster, a change of the traces'
  * cycles left for its own commit). */
-static int rows_cores(const be_ctx *c, rk_plan *k)
+static int rows_cores(be_ctx *c, rk_plan *k)
 {
     int staged = 0;
     for (int i = 0; i < k->nl; i++)
         staged |= k->loads[i].staged;
     staged &= (double)k->rows * k->G * c->t.stick > (double)c->cfg->lx_usable_bytes;
-    int64_t most = cc_min(c->cfg->cores, k->rows), best = 1;
-    int64_t worth = cc_max(1, k->rows * k->G / ROWS_MIN_PART_STICKS);
-    most = cc_min(most, worth);
+    const int64_t all = cc_min(c->cfg->cores, k->rows);
+    const int64_t most = cc_min(all, cc_max(1, k->rows * k->G / ROWS_MIN_PART_STICKS));
+    int64_t best = 1;
     double best_cost = rows_cost(c, k, 1);
     for (int64_t n = 2; n <= most; n++) {
         double e = rows_cost(c, k, n);
-        if (e < 0.97 * best_cost || (staged && e <= best_cost)) {
+        if (e < ROWS_MORE_CORES * best_cost || (staged && e <= best_cost)) {
             best = n;
             best_cost = e;
         }
     }
-    return (int)best;
+    /* the floor held the choice back only if the estimate still fell there */
+    return (int)(best == most && most < all ? rows_past_floor(c, k, best, most, all) : best);
 }
 
 /* The flat index of buffer element read by staged load x at row `row`
