@@ -95,23 +95,28 @@ static double estimate_total(const char *dir, const char *cfgname, int siblings,
     return t;
 }
 
+/* x [128, 256] and its q, k and v projections (bias adds, weights
+ * [256, 256]), the start of both graphs below. */
+#define QKV_PROJECTIONS \
+    "weights \"weights.safetensors\"\n" \
+    "input %x: f32[128, 256]\n" \
+    "param %wq: f32[256, 256] = \"wq\"\n" \
+    "param %bq: f32[256] = \"bq\"\n" \
+    "param %wk: f32[256, 256] = \"wk\"\n" \
+    "param %bk: f32[256] = \"bk\"\n" \
+    "param %wv: f32[256, 256] = \"wv\"\n" \
+    "param %bv: f32[256] = \"bv\"\n" \
+    "%tq: f32[256, 256] = aten.t.default(%wq)\n" \
+    "%q: f32[128, 256] = aten.addmm.default(%bq, %x, %tq)\n" \
+    "%tk: f32[256, 256] = aten.t.default(%wk)\n" \
+    "%k: f32[128, 256] = aten.addmm.default(%bk, %x, %tk)\n" \
+    "%tv: f32[256, 256] = aten.t.default(%wv)\n" \
+    "%v: f32[128, 256] = aten.addmm.default(%bv, %x, %tv)\n"
+
 /* An attention's q, k and v projections of one x [128, 256] (bias adds,
  * weights [256, 256]); q k^T reads q as A and k as B, p v reads v as B. */
 static const char *qkv_graph = "graph qkv\n"
-                               "weights \"weights.safetensors\"\n"
-                               "input %x: f32[128, 256]\n"
-                               "param %wq: f32[256, 256] = \"wq\"\n"
-                               "param %bq: f32[256] = \"bq\"\n"
-                               "param %wk: f32[256, 256] = \"wk\"\n"
-                               "param %bk: f32[256] = \"bk\"\n"
-                               "param %wv: f32[256, 256] = \"wv\"\n"
-                               "param %bv: f32[256] = \"bv\"\n"
-                               "%tq: f32[256, 256] = aten.t.default(%wq)\n"
-                               "%q: f32[128, 256] = aten.addmm.default(%bq, %x, %tq)\n"
-                               "%tk: f32[256, 256] = aten.t.default(%wk)\n"
-                               "%k: f32[128, 256] = aten.addmm.default(%bk, %x, %tk)\n"
-                               "%tv: f32[256, 256] = aten.t.default(%wv)\n"
-                               "%v: f32[128, 256] = aten.addmm.default(%bv, %x, %tv)\n"
+                               QKV_PROJECTIONS
                                "%kt: f32[256, 128] = aten.t.default(%k)\n"
                                "%s: f32[128, 128] = aten.mm.default(%q, %kt)\n"
                                "%p: f32[128, 128] = aten._softmax.default(%s, -1, False)\n"
@@ -157,20 +162,7 @@ static void test_qkv_projections_validate_on_the_4core_chip(void)
 /* Multi-head attention over the fused projections: 4 heads of 64
  * columns, QK^T and PV batched by head (BERT-base's shape, smaller). */
 static const char *heads_graph = "graph heads\n"
-                                 "weights \"weights.safetensors\"\n"
-                                 "input %x: f32[128, 256]\n"
-                                 "param %wq: f32[256, 256] = \"wq\"\n"
-                                 "param %bq: f32[256] = \"bq\"\n"
-                                 "param %wk: f32[256, 256] = \"wk\"\n"
-                                 "param %bk: f32[256] = \"bk\"\n"
-                                 "param %wv: f32[256, 256] = \"wv\"\n"
-                                 "param %bv: f32[256] = \"bv\"\n"
-                                 "%tq: f32[256, 256] = aten.t.default(%wq)\n"
-                                 "%q: f32[128, 256] = aten.addmm.default(%bq, %x, %tq)\n"
-                                 "%tk: f32[256, 256] = aten.t.default(%wk)\n"
-                                 "%k: f32[128, 256] = aten.addmm.default(%bk, %x, %tk)\n"
-                                 "%tv: f32[256, 256] = aten.t.default(%wv)\n"
-                                 "%v: f32[128, 256] = aten.addmm.default(%bv, %x, %tv)\n"
+                                 QKV_PROJECTIONS
                                  "%q4: f32[128, 4, 64] = aten.view.default(%q, [128, 4, 64])\n"
                                  "%qh: f32[4, 128, 64] = aten.transpose.int(%q4, 0, 1)\n"
                                  "%k4: f32[128, 4, 64] = aten.view.default(%k, [128, 4, 64])\n"
