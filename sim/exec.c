@@ -168,10 +168,10 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     return 0;
 }
 
-/* A stand-in row in [0, rows) for the index at LX byte b of core `core`
- * when values are off: a fixed hash (splitmix64's finaliser) of both, so
- * the same index slot reads the same row at every launch and on every
- * host, and rows spread over the table as token ids do. */
+/* The first stand-in row in [0, rows) for the indices at LX byte b of
+ * core `core` when values are off: a fixed hash (splitmix64's finaliser)
+ * of both, so the same index slot reads the same row at every launch and
+ * on every host. */
 static int64_t stand_in_row(int core, uint64_t b, int64_t rows)
 {
     uint64_t z = ((uint64_t)core << 48 ^ b) + 0x9e3779b97f4a7c15ull;
@@ -182,22 +182,27 @@ static int64_t stand_in_row(int core, uint64_t b, int64_t rows)
 
 /* The fp32 row numbers of a dma.gather or dma.scatter, each checked to be
  * an integer in [0, rows) before anything moves; with values off
- * (--no-values) LX holds no indices, so each is a stand-in row
- * (stand_in_row: were every one row 0, every core's gather would queue on
- * one DRAM channel, and embed_small ran 1,993 cycles timing only against
- * 1,261 with its ids).  NULL after a fault. */
+ * (--no-values) LX holds no indices: they are consecutive rows from a
+ * stand-in start (stand_in_row), as the positions a cache update writes
+ * are, and a prompt's token ids land anywhere in the table.  Were every
+ * one row 0, every core's gather would queue on one DRAM channel
+ * (embed_small ran 1,993 cycles timing only against 1,261 with its ids;
+ * llama_gen/prefill 37,119 against 34,311, now 34,398; a hash per index
+ * gave 34,718).  Kept below 2^24, which fp32 holds exactly.  NULL after a
+ * fault. */
 static int64_t *index_rows(sim *s, sim_core *c, const sim_slot *e, int u)
 {
     const isa_insn *in = e->in;
     int64_t *row = malloc((size_t)in->n[0] * sizeof *row);
     if (!row)
         abort();
+    const int64_t span = in->vl < (1 << 24) ? in->vl : 1 << 24, start = span > 0 ? stand_in_row(c->id, (uint64_t)e->b, span) : 0;
     for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
         float x = 0.0f;
         if (s->opt.values)
             memcpy(&x, c->lx + e->b + i0 * in->bs[0], 4);
-        else if (in->vl > 0)
-            x = (float)stand_in_row(c->id, (uint64_t)(e->b + i0 * in->bs[0]), in->vl);
+        else if (span > 0)
+            x = (float)((start + i0) % span);
         /* fp32 holds every integer up to 2^24 exactly */
         if (!(x >= 0.0f && x < (float)in->vl && x <= 16777216.0f && x == floorf(x))) {
             free(row);
