@@ -59,8 +59,7 @@ static void add_ratio(double q, const char *graph, const char *chip, const char 
  * tREFI, the means into *m.  0, or -1 with a message. */
 static int launch_timing(rt_program *prog, rt_run_result *res, rt_phase_means *m, char *err, size_t errlen)
 {
-    sim_options o = {.values = 0, .detect_races = 0, .trace = SIM_TRACE_OFF};
-    sim_set_options(rt_sim(rt_program_device(prog)), &o);
+    bench_sim_options(rt_program_device(prog), 0, 0);
     if (!rt_launch_phases(prog, PHASES, res, m))
         return 0;
     rt_run_format(res, err, errlen);

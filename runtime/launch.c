@@ -63,7 +63,7 @@ int rt_launch(rt_program *prog, rt_run_result *res)
     return rc ? -1 : 0;
 }
 
-/* Add res's figures, each divided by m->phases, into m. */
+/* Add st's figures into m's sums (rt_launch_phases divides them). */
 static int add_phase(rt_phase_means *m, const sim_stats *st)
 {
     if (!m->span) {
@@ -73,10 +73,10 @@ static int add_phase(rt_phase_means *m, const sim_stats *st)
         if (!m->span || !m->core_span)
             return -1;
     }
-    m->cycles += (double)st->cycles / m->phases;
+    m->cycles += st->cycles;
     for (int k = 0; k < m->nkernels && k < st->nkernels; k++) {
-        m->span[k] += (st->kernels[k].end - st->kernels[k].start) / m->phases;
-        m->core_span[k] += st->kernels[k].core_span / m->phases;
+        m->span[k] += st->kernels[k].end - st->kernels[k].start;
+        m->core_span[k] += st->kernels[k].core_span;
     }
     return 0;
 }
@@ -101,6 +101,11 @@ int rt_launch_phases(rt_program *prog, int phases, rt_run_result *res, rt_phase_
     }
     opt.refresh_phase_ns = was;
     sim_set_options(s, &opt);
+    m->cycles /= m->phases;
+    for (int k = 0; k < m->nkernels; k++) {
+        m->span[k] /= m->phases;
+        m->core_span[k] /= m->phases;
+    }
     return rc;
 }
 

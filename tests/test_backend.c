@@ -2569,9 +2569,6 @@ static void test_the_estimates_of_transformer_small_on_4_cores_are_within_half_t
  * B: serve_tiny's decode step (2 sequences, 256 cached tokens) QK^T,
  * k^T from the cache pool, took 1x4 (each of 4 cores staging the 130 KB)
  * where one core reads it once: 25,759 -> 20,267 cycles. */
-/* g compiled for spyre with the n work_div specs wd, its report
- * containing want (unless NULL), run for its timing alone (no values):
- * its statistics in *st, the core count of kernel `name` in *cores. */
 /* traces/NAME/graph.txt parsed, or NULL. */
 static gr_graph *trace_graph(const char *name)
 {
@@ -2583,6 +2580,9 @@ static gr_graph *trace_graph(const char *name)
     return g;
 }
 
+/* g compiled for spyre with the n work_div specs wd, its report
+ * containing want (unless NULL), run for its timing alone (no values):
+ * its statistics in *st, the core count of kernel `name` in *cores. */
 static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const char *name, const char *want,
                           sim_stats *st, int *cores)
 {
@@ -2668,19 +2668,18 @@ static double mean_cycles_over_phases(const gr_graph *g, const char *const *wd, 
     rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
     rt_run_result *res = malloc(sizeof *res);
     CU_ASSERT_PTR_NOT_NULL_FATAL(res);
-    double sum = 0;
-    for (int p = 0; p < phases; p++) {
-        sim_options so = {.values = 0, .trace = SIM_TRACE_OFF, .refresh_phase_ns = p * cfg.dram_trefi_ns / phases};
-        rt_set_options(dev, &so);
-        CU_ASSERT_FATAL(!rt_launch(prog, res));
-        sum += res->stats.cycles;
-    }
+    sim_options so = {.values = 0, .trace = SIM_TRACE_OFF};
+    rt_set_options(dev, &so);
+    rt_phase_means m;
+    CU_ASSERT_FATAL(!rt_launch_phases(prog, phases, res, &m));
+    const double mean = m.cycles;
+    rt_phase_means_free(&m);
     free(res);
     free(rep);
     rt_unload(prog);
     rt_close(dev);
     cc_result_free(r);
-    return sum / phases;
+    return mean;
 }
 
 /* The choices price no DRAM wait; for a plain product the split of K of
