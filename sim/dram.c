@@ -390,8 +390,9 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
 /* Plan a segment of nb bursts in direction dir to row `row` of bank b (in
  * bank group g) arriving at t, without changing any state.  Forced inline
  * like segment, where GCC would otherwise put it out of line. */
-static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b, const double *bg_free, int g,
-                 int64_t row, uint64_t nb, int dir, double t, dram_plan *p)
+static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b,
+                                                       const double *bg_free, int g, int64_t row, uint64_t nb, int dir,
+                                                       double t, dram_plan *p)
 {
     double cas;
     p->act = LONG_AGO;
@@ -490,7 +491,8 @@ static dram_place place_of(sim_dram *d, uint64_t local)
  * Forced inline into its four callers: a call per segment saved and
  * restored six registers and passed eight arguments, and each caller's
  * constants (the direction, first) fold into its copy. */
-static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi, dram_place w, int dir, double t, double *first)
+static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi,
+                                                            dram_place w, int dir, double t, double *first)
 {
     const int g = w.g, bi = w.bi;
     const int64_t row = w.row;

@@ -196,7 +196,8 @@ static int64_t *index_rows(sim *s, sim_core *c, const sim_slot *e, int u)
     int64_t *row = malloc((size_t)in->n[0] * sizeof *row);
     if (!row)
         abort();
-    const int64_t span = in->vl < (1 << 24) ? in->vl : 1 << 24, start = span > 0 ? stand_in_row(c->id, (uint64_t)e->b, span) : 0;
+    const int64_t span = in->vl < (1 << 24) ? in->vl : 1 << 24;
+    const int64_t start = !s->opt.values && span > 0 ? stand_in_row(c->id, (uint64_t)e->b, span) : 0;
     for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
         float x = 0.0f;
         if (s->opt.values)

@@ -863,9 +863,8 @@ int be_codegen_pass(ir_prog *p)
     be_ctx *c = p->be;
     const int ncores = c->cfg->cores;
     c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
-    for (int core = 0; core < ncores; core++) {
+    for (int core = 0; core < ncores; core++)
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
-    }
     bd_state bd;
     bd_begin(&bd, c);
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);

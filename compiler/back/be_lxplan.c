@@ -462,7 +462,6 @@ static int64_t lx_tiles_in_place(be_ctx *c, const lx_cand *x, int b, int i, lx_n
  * leaves), or DRAM. */
 static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, int64_t top)
 {
-    const int64_t *need = n->need;
     const ir_prog *p = c->p;
     const int64_t sb = c->t.stick;
     be_res *r = &c->res[b];
@@ -478,9 +477,7 @@ static void lx_place(be_ctx *c, const lx_cand *x, int b, int i, lx_needs_t *n, i
     r->rows_cap = cc_ceil_div(L->rows, x[b].cores) * (tile ? r->grid : 1);
     r->bytes = r->rows_cap * (tile ? cc_ceil_div(L->groups, r->grid) : L->groups) * sb;
     r->dram = x[b].other || (!tile && x[b].nguses > 0);
-    int64_t floor = 0;
-    for (int k = r->from; k <= r->to; k++)
-        floor = cc_max(floor, cc_round_up(need[k], sb));
+    const int64_t floor = lx_floor_of(c, n, r->from, r->to, 0);
     for (int first = 1;; first = 0) {
         int64_t at = lx_fit(c, i, floor, top, r->bytes);
         if (at < 0 && first)
@@ -553,9 +550,7 @@ static void lx_place_loaded(be_ctx *c, const lx_cand *x, int b, const lx_needs_t
     r->bytes = r->rows_cap * L->groups * sb;
     r->dram = 1;
     r->loaded = 1;
-    int64_t floor = 0;
-    for (int k = r->from; k <= r->to; k++)
-        floor = cc_max(floor, cc_round_up(n->need[k], sb));
+    const int64_t floor = lx_floor_of(c, n, r->from, r->to, 0);
     const int64_t at = lx_fit_span(c, r->from, r->to, floor, top, r->bytes);
     if (at >= 0)
         lx_keep(r, &x[b], at);
@@ -618,9 +613,7 @@ static void lx_place_heads(be_ctx *c, const lx_cand *x, int b, const lx_needs_t 
     r->to = x->hreads[x->nhreads - 1];
     r->rows_cap = c->lay[b].rows;
     r->bytes = (most * r->rows_cap + c->work[x->hprod].cores) * sb; /* and the markers */
-    int64_t floor = 0;
-    for (int k = r->from; k <= r->to; k++)
-        floor = cc_max(floor, cc_round_up(n->need[k], sb));
+    const int64_t floor = lx_floor_of(c, n, r->from, r->to, 0);
     /* the producer's cores wait for the pieces (be_heads_close): every reader core one of them */
     int ok = most > 0;
     for (int64_t g = 0; g < c->lay[b].groups; g++)

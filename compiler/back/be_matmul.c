@@ -384,10 +384,11 @@ static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     G->a_bytes = (double)be_buf_bytes(m->c, m->mm->a);
     G->b_bytes = (double)be_buf_bytes(m->c, m->mm->b);
     /* A read from LX (m->alx: kept there by the kernel before, on this
-     * grid's rows) moves no DRAM bytes: bert_base's PV, its A the softmax
+     * grid's rows; m->ahd: sent there by its producer, be_heads_reads)
+     * moves no DRAM bytes: bert_base's PV, its A the softmax
      * kept in LX, was estimated 7,979 cycles for 2,942 simulated with
      * them counted */
-    G->a_lx = m->alx && (m->atile || mm_grid_rows(m, gm, gn));
+    G->a_lx = m->ahd || (m->alx && (m->atile || mm_grid_rows(m, gm, gn)));
     double unused = 0;
     mm_take_whole(m->c->waits && m->aw, G->a_bytes, G->cores, &unused, &unused, &G->w_core, &G->w_chip);
     mm_take_whole(m->c->waits && m->bw, G->b_bytes, G->cores, &unused, &unused, &G->w_core, &G->w_chip);
@@ -424,7 +425,7 @@ static inline void mm_in_bytes(const mm_plan *m, const mm_grid_est *G, int64_t n
         *b_core = G->b_bytes;
         *b_chip = G->cores * *b_core;
     }
-    if (G->a_lx || m->ahd) /* in LX already, or sent there by its producer (be_heads_reads) */
+    if (G->a_lx)
         *a_chip = 0;
     if (m->bhd)
         *b_chip = 0;
@@ -454,7 +455,6 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
     const int64_t chunks = blocks * tl->nch;
     double a_core, a_chip, b_core, b_chip;
     mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
-    const int a_lx = G->a_lx || m->ahd;
     double e_core = 0, e_chip = 0;
     const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core, w_chip = G->w_chip;
     for (int i = 0; i < m->ep.nl; i++) {
@@ -467,7 +467,7 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
                   nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
     /* a core's reads stream at most at a share of the chip's DRAM rate */
     const double stream = t->dram_bytes_per_cycle > 0
-                              ? ((a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core) + e_core) /
+                              ? ((G->a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core) + e_core) /
                                     (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
                               : 0;
     double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
@@ -556,7 +556,7 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
     c = c > dmai ? c : dmai;
     if (t->dram_bytes_per_cycle > 0) {
         const double stream =
-            ((G->a_lx || m->ahd ? 0 : a_core) + (m->bhd ? 0 : b_core)) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle);
+            ((G->a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core)) / (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle);
         const double dram = (a_chip + b_chip + G->o_chip + G->w_chip) / t->dram_bytes_per_cycle;
         c = c > stream ? c : stream;
         c = c > dram ? c : dram;
@@ -865,8 +865,8 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
         return -1;
     }
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
-    const int bcast = c->work[pos].bcast; /* rg_a_out copies A's own rows: be_res_fill */
     const be_work *w = &c->work[pos];
+    const int bcast = w->bcast; /* rg_a_out copies A's own rows: be_res_fill */
     /* every core reads all of its batches' rows, only its own groups (not a buffer staged whole) */
     const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1 && !w->stage_whole;
     a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast, 0, whole};
