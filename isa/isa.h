@@ -50,6 +50,8 @@
 /* The largest count a 16-bit field holds (the format tables below): a DMA
  * or ring step's run of sticks, a loop level's n, pt.mm's m, n and k. */
 #define ISA_COUNT_MAX 65535
+/* ring.send's tok when the send bumps no token (the 8-bit field's top). */
+#define ISA_TOK_NONE 255
 
 /* Operand kinds. */
 typedef enum {
@@ -153,7 +155,7 @@ typedef struct isa_insn {
     O("n1", ISA_K_U, 16, n[1], 1, 1, NULL) O("ds1", ISA_K_S, 32, ds[1], 0, INT64_MIN, NULL) \
     O("as1", ISA_K_S, 32, as[1], 0, INT64_MIN, NULL) O("bs1", ISA_K_S, 32, bs[1], 0, INT64_MIN, NULL) \
     O("imm", ISA_K_F32, 32, imm, 0, 0, NULL) O("vl", ISA_K_U, 24, vl, 0, 0, NULL)
-#define ISA_FMT_RING(O) O("core", ISA_K_U, 8, core, 0, 0, NULL) O("tok", ISA_K_U, 8, tok, 255, 0, NULL) \
+#define ISA_FMT_RING(O) O("core", ISA_K_U, 8, core, 0, 0, NULL) O("tok", ISA_K_U, 8, tok, ISA_TOK_NONE, 0, NULL) \
     O("t", ISA_K_ENUM, 1, t, 0, 0, isa_dtype_names) ISA_O_ADDR(O, "d", d) ISA_O_ADDR(O, "a", a) \
     O("run", ISA_K_U, 16, run, 1, 1, NULL) \
     O("n0", ISA_K_U, 16, n[0], 1, 1, NULL) O("ds0", ISA_K_S, 32, ds[0], 0, INT64_MIN, NULL) O("as0", ISA_K_S, 32, as[0], 0, INT64_MIN, NULL) \

@@ -288,7 +288,7 @@ static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
     if (in->core >= s->cfg.cores)
         return sim_faultf(s, c->id, u, e->index, "%s: core %" PRId64 " does not exist (the chip has %d)",
                           isa_info(in->op)->mnemonic, in->core, s->cfg.cores);
-    if (in->tok != 255 && in->tok >= s->cfg.tokens)
+    if (in->tok != ISA_TOK_NONE && in->tok >= s->cfg.tokens)
         return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, in->tok);
     sim_core *dst = &s->cores[in->core];
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
@@ -337,7 +337,7 @@ static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
             }
         }
     tm->end = sim_time_ring(s, c, dst->id, tm->start, (uint64_t)(run * in->n[0] * in->n[1]));
-    if (in->tok != 255) {
+    if (in->tok != ISA_TOK_NONE) {
         tm->remote_core = dst->id;
         tm->remote_tok = in->tok;
     }

@@ -68,7 +68,7 @@ void be_xchg_emit(be_ctx *c, int pos)
                     if (k == core)
                         cc_emit_dma(e, ISA_OP_DMA_LX, d, a, &sh);
                     else
-                        cc_emit_ring(e, ISA_OP_RING_SEND, k, 255, d, a, &sh);
+                        cc_emit_ring(e, ISA_OP_RING_SEND, k, ISA_TOK_NONE, d, a, &sh);
                 }
             }
         }
@@ -175,7 +175,7 @@ void be_heads_send(be_ctx *c, cc_emit *e, int own, int buf, int64_t row, int64_t
         if (own)
             cc_emit_dma(e, ISA_OP_DMA_LXS, d, a, &sh);
         else
-            cc_emit_ring(e, ISA_OP_RING_SEND, k, 255, d, a, &sh);
+            cc_emit_ring(e, ISA_OP_RING_SEND, k, ISA_TOK_NONE, d, a, &sh);
     }
 }
 

@@ -525,7 +525,7 @@ void mm_splitk_reduce(mm_core *mc)
         isa_insn in;
         isa_insn_init(&in, ISA_OP_RING_RED);
         in.core = e->core - 1;
-        in.tok = s0 + ISA_COUNT_MAX >= sticks ? mc->red : 255;
+        in.tok = s0 + ISA_COUNT_MAX >= sticks ? mc->red : ISA_TOK_NONE;
         in.t = ISA_T_F32;
         in.d = cc_abs(mc->P + s0 * sb);
         in.a = cc_abs(mc->P + s0 * sb);
@@ -1208,7 +1208,7 @@ static void rg_ep_send(rg_core *g, const rg_pieces *p)
                 if (sg == g->j)
                     continue;
                 cc_dma_shape sh = cc_dma_groups(g->rs.len[sg], p->ns, r->rows_cap * sb, MT * sb);
-                cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + sg), 255,
+                cc_emit_ring(g->e, ISA_OP_RING_SEND, (int)(g->i * g->gn + sg), ISA_TOK_NONE,
                              cc_abs(r->lx + p->g0 * r->rows_cap * sb),
                              cc_abs(p->vals[q][jj].lx + (g->rs.off[sg] - off) * sb), &sh);
             }

@@ -175,7 +175,7 @@ static inline cc_dma_shape cc_dma_groups(int64_t run, int64_t groups, int64_t ds
 void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh);
 
 /* ring.send / ring.red (op) of this core's LX at a to core `core`'s LX at
- * d, then token tok of that core += 1 (255: none); two loop levels of sh. */
+ * d, then token tok of that core += 1 (ISA_TOK_NONE: none); two loop levels of sh. */
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh);
 
 /* PT matrix multiply on corelet c (see the pt.mm operand description). */
