@@ -1296,7 +1296,9 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
-    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048], bg[2048], br[2048], byte[2048];
+    int64_t val[IR_MAX_VARS] = {0};
+    be_wseg ws[2048];
+    be_rst_seg seg[2048];
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, x->buf);
@@ -1306,13 +1308,15 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             rk_stage_flat(k, x, nel, r0 + i, g * lanes, val);
             be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
-            be_walk_sticks(&w, cnt, bg, br, byte);
-            for (int64_t l = 0; l < cnt; l++) {
+            const int ns = be_walk_segs(&w, cnt, ws);
+            for (int q = 0; q < ns; q++) {
+                const be_wseg *u = &ws[q];
                 /* past the buffer: any staged value (the where discards it) */
-                src[l] = bg[l] < 0 ? st : st + go[bg[l]] + (br[l] - lo[bg[l]]) * sb + byte[l];
-                dst[l] = lx + g * gs + i * sb + l * 2;
+                seg[q] = u->g < 0 ? (be_rst_seg){st, 0, 1}
+                                  : (be_rst_seg){st + go[u->g] + (u->r - lo[u->g]) * sb + u->byte,
+                                                 u->dr * sb + u->db, u->n};
             }
-            be_rst_row(&r, dst, src, cnt);
+            be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
         }
     be_rst_flush(&r);
 }
