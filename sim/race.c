@@ -72,8 +72,30 @@ struct sim_race {
     space_shadow *dram; /* per DRAM page, allocated on first use */
     uint64_t dram_pages;
     size_t sticks_per_page;
+    uint64_t stick_bytes;
+    int stick_sh, page_sh; /* log2 of stick_bytes and of sticks_per_page, or -1 */
     uint32_t gen; /* current run */
 };
+
+static int log2_or_none(uint64_t v)
+{
+    int sh = 0;
+    while (sh < 63 && (1ull << sh) < v)
+        sh++;
+    return (1ull << sh) == v ? sh : -1;
+}
+
+/* The stick of byte a and the page of stick st: every access divides by
+ * both, a shift for the shipped (power-of-two) sizes. */
+static inline uint64_t sticks_of(const sim_race *r, uint64_t a)
+{
+    return r->stick_sh >= 0 ? a >> r->stick_sh : a / r->stick_bytes;
+}
+
+static inline uint64_t pages_of(const sim_race *r, uint64_t st)
+{
+    return r->page_sh >= 0 ? st >> r->page_sh : st / r->sticks_per_page;
+}
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -179,6 +201,9 @@ void sim_race_reset(sim *s)
         r->dram_pages = s->npages;
         r->dram = xcalloc(r->dram_pages, sizeof *r->dram);
         r->sticks_per_page = s->cfg.dram_page_bytes / s->cfg.stick_bytes;
+        r->stick_bytes = s->cfg.stick_bytes;
+        r->stick_sh = log2_or_none(r->stick_bytes);
+        r->page_sh = log2_or_none(r->sticks_per_page);
     }
     memset(r->vc, 0, (size_t)r->nunits * (size_t)r->nunits * sizeof *r->vc);
     for (int g = 0; g < r->nunits; g++)
@@ -370,15 +395,13 @@ void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t
     const uint64_t sb = s->cfg.stick_bytes;
     int g = gid(c, u);
     const uint32_t *vc = clock_of(r, g);
-    uint64_t st = lo / sb, end = (hi + sb - 1) / sb;
+    uint64_t st = sticks_of(r, lo), end = sticks_of(r, hi + sb - 1);
+    /* an LX access stays in its core's shadow; a DRAM one may cross pages */
+    space_shadow *sp = space >= 0 ? shadow_of(r, s->cfg.lx_bytes / sb, &r->lx[space]) : NULL;
+    uint64_t base = 0; /* first stick of the shadow's range */
     while (st < end) {
-        space_shadow *sp;
-        uint64_t base; /* first stick of the shadow's range */
-        if (space >= 0) {
-            sp = shadow_of(r, s->cfg.lx_bytes / sb, &r->lx[space]);
-            base = 0;
-        } else {
-            uint64_t page = st / r->sticks_per_page;
+        if (space < 0) {
+            uint64_t page = pages_of(r, st);
             sp = shadow_of(r, r->sticks_per_page, &r->dram[page]);
             base = page * r->sticks_per_page;
         }

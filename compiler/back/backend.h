@@ -292,9 +292,14 @@ static inline int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_
     return 1;
 }
 /* be_walk_stick of n elements from the current one on, the walk moved
- * past them (g -1: outside the buffer): arithmetic per element between
- * carries. */
-void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte);
+ * past them, as segments (at most n): each n elements from group g, layout
+ * row r and byte `byte`, the next one dr rows and db bytes on, in one
+ * group (g -1: one element outside the buffer).  Arithmetic per segment
+ * between carries. */
+typedef struct {
+    int64_t g, r, byte, n, dr, db;
+} be_wseg;
+int be_walk_segs(be_walk *w, int64_t n, be_wseg *s);
 /* be_span_add of the current element's stick (L: the buffer's layout). */
 void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,
@@ -344,6 +349,13 @@ typedef struct {
 } be_rst;
 void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
+/* n elements from src, each d bytes on from the one before. */
+typedef struct {
+    int64_t src, d, n;
+} be_rst_seg;
+/* be_rst_row of the elements of segments s[0..ns) in turn, to dst, dst +
+ * 2, ...: the same runs, found segment by segment, not element by element. */
+void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns);
 void be_rst_flush(be_rst *r);
 
 /* ---- SFP expression evaluation over a tile (be_sfp.c) ---- */

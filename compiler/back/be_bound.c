@@ -19,23 +19,20 @@ void bd_begin(bd_state *b, const be_ctx *c)
     memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     b->unmarked = ir_xalloc((size_t)c->cfg->cores * (size_t)c->cfg->cores);
     memset(b->unmarked, 0, (size_t)c->cfg->cores * (size_t)c->cfg->cores);
-    /* zeroed, unmarked: a large calloc maps pages that stay untouched
-     * until marked (a decode step's marks span 27 MB of which its kernels
-     * touch a seventh; clearing all of it was a third of its compile) */
-    b->nuse = cc_ceil_div((int64_t)c->prog->dram_bytes, b->stick) + 1;
-    b->use = calloc((size_t)b->nuse, sizeof *b->use);
-    if (!b->use)
-        abort();
+    b->live = ir_xalloc(2 * (size_t)c->cfg->cores * sizeof *b->live);
+    memset(b->live, 0, 2 * (size_t)c->cfg->cores * sizeof *b->live);
 }
 
 void bd_free(bd_state *b)
 {
-    free(b->use);
+    free(b->runs);
+    free(b->out);
+    free(b->edges);
+    free(b->live);
     free(b->regs);
     free(b->tokbal);
     free(b->unmarked);
     free(b->pieces);
-    free(b->marked);
 }
 
 static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
@@ -150,8 +147,23 @@ void bd_order(bd_state *b)
     free(at);
 }
 
+/* The first run that ends after stick lo. */
+static size_t bd_run_at(const bd_state *b, int64_t lo)
+{
+    size_t l = 0, h = b->nruns;
+    while (l < h) {
+        size_t m = l + (h - l) / 2;
+        if (b->runs[m].hi <= lo)
+            l = m + 1;
+        else
+            h = m;
+    }
+    return l;
+}
+
 /* Does the next kernel (the collected accesses) need a bar before it?
- * The reason goes to why. */
+ * The reason goes to why: the first piece that clashes, at its first
+ * stick that does. */
 int bd_needs_bar(const bd_state *b, char *why, size_t len)
 {
     if (b->ring || b->kring) {
@@ -160,11 +172,8 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
     }
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
-        /* only marked sticks can clash: a read with a write mark, a write with any */
-        const int64_t lo = cc_max(p->lo, p->write ? b->ulo : b->wlo);
-        const int64_t hi = cc_min(cc_min(p->hi, b->nuse), p->write ? b->uhi : b->whi);
-        for (int64_t st = lo; st < hi; st++) {
-            const bd_stick *u = &b->use[st];
+        for (size_t j = bd_run_at(b, p->lo); j < b->nruns && b->runs[j].lo < p->hi; j++) {
+            const bd_run *u = &b->runs[j];
             const int wrote = u->w != BD_NONE && u->w != p->core + 1; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core + 1; /* WAR */
             if (!wrote && !read)
@@ -176,47 +185,125 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
             else
                 snprintf(who, sizeof who, "core %d", other - 1);
             snprintf(why, len, "core %d %s DRAM 0x%" PRIx64 " that %s %s", p->core, p->write ? "writes" : "reads",
-                     (uint64_t)(st * b->stick), who, wrote ? "wrote" : "read");
+                     (uint64_t)(cc_max(u->lo, p->lo) * b->stick), who, wrote ? "wrote" : "read");
             return 1;
         }
     }
     return 0;
 }
 
-static int16_t bd_merge(int16_t had, int core)
+/* Two marks of one stick together: no core, one, or more than one. */
+static int16_t bd_merge(int16_t a, int16_t b)
 {
-    return had == BD_NONE || had == core + 1 ? (int16_t)(core + 1) : BD_MANY;
+    return a == BD_NONE ? b : b == BD_NONE || b == a ? a : BD_MANY;
 }
 
-/* Sticks u[0..n) marked by no core: BD_NONE is all zeros, so a memset
- * (a bar clears many megabytes of marks in a decode step). */
-static void unmark(bd_stick *u, int64_t n)
+/* Append run [lo, hi) marked w, r to the scratch runs, joined to the last
+ * one when it continues it alike. */
+static void bd_put(bd_state *b, size_t *n, int64_t lo, int64_t hi, int16_t w, int16_t r)
 {
-    _Static_assert(BD_NONE == 0, "BD_NONE is all zero bits");
-    if (n > 0)
-        memset(u, 0, (size_t)n * sizeof *u);
+    bd_run *last = *n ? &b->out[*n - 1] : NULL;
+    if (last && last->hi == lo && last->w == w && last->r == r) {
+        last->hi = hi;
+        return;
+    }
+    if (*n == b->ocap) {
+        b->ocap = b->ocap ? 2 * b->ocap : 256;
+        b->out = realloc(b->out, b->ocap * sizeof *b->out);
+        if (!b->out)
+            abort();
+    }
+    b->out[(*n)++] = (bd_run){lo, hi, w, r};
 }
 
-/* A bar: clear the marks of the pieces since the last one, each piece
- * (not the span between them: a layer's weights lie far apart, and
- * clearing the span between them took as long as the rest of the pass).
- * Pieces overlap (cores read the same weights), but clearing one again
- * costs less than marking it did (a memset against a loop over its
- * sticks), and less than sorting them to clear their union (a qsort of
- * the decode step's pieces was a third of its compile). */
-static void unmark_marked(bd_state *b)
+/* The scratch runs become the marks (the old marks' array the scratch). */
+static void bd_swap(bd_state *b, size_t n)
 {
-    for (size_t i = 0; i < b->nmarked; i++)
-        unmark(b->use + b->marked[i].lo, b->marked[i].hi - b->marked[i].lo);
-    b->nmarked = 0;
+    bd_run *t = b->runs;
+    size_t cap = b->rcap;
+    b->runs = b->out;
+    b->rcap = b->ocap;
+    b->nruns = n;
+    b->out = t;
+    b->ocap = cap;
 }
 
-/* Widen span [*lo, *hi) (empty: lo == hi) to hold piece p. */
-static void span_add(int64_t *lo, int64_t *hi, const bd_piece *p)
+/* Edges e[0..n) in stick order, by a radix sort through tmp (qsort's
+ * compares were a tenth of a decode step's compile). */
+static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
-    const int none = *lo == *hi;
-    *lo = none ? p->lo : cc_min(*lo, p->lo);
-    *hi = none ? p->hi : cc_max(*hi, p->hi);
+    enum { DIGIT = 11, BINS = 1 << DIGIT };
+    int64_t top = 0;
+    for (size_t i = 0; i < n; i++)
+        top = cc_max(top, e[i].at);
+    for (int shift = 0; top >> shift; shift += DIGIT) {
+        size_t at[BINS + 1] = {0};
+        for (size_t i = 0; i < n; i++)
+            at[((e[i].at >> shift) & (BINS - 1)) + 1]++;
+        for (int d = 0; d < BINS; d++)
+            at[d + 1] += at[d];
+        for (size_t i = 0; i < n; i++)
+            tmp[at[(e[i].at >> shift) & (BINS - 1)]++] = e[i];
+        memcpy(e, tmp, n * sizeof *e);
+    }
+}
+
+/* The mark of sticks covered by `count` cores' pieces, `sum` the sum of
+ * their numbers. */
+static int16_t bd_mark(int count, int64_t sum)
+{
+    return count == 0 ? BD_NONE : count == 1 ? (int16_t)(sum + 1) : BD_MANY;
+}
+
+/* The next kernel's pieces as runs (into the scratch): their edges in
+ * stick order, swept with the pieces of each core and kind over each
+ * stick counted. */
+static size_t bd_piece_runs(bd_state *b)
+{
+    bd_edge *e = b->edges = realloc(b->edges, 4 * b->npieces * sizeof *b->edges + 1);
+    if (!e)
+        abort();
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece *p = &b->pieces[i];
+        e[2 * i] = (bd_edge){p->lo, p->core, p->write, 1};
+        e[2 * i + 1] = (bd_edge){p->hi, p->core, p->write, -1};
+    }
+    bd_sort_edges(e, e + 2 * b->npieces, 2 * b->npieces);
+    int count[2] = {0, 0}; /* cores with a piece over the stick, reading and writing */
+    int64_t sum[2] = {0, 0};
+    size_t n = 0;
+    for (size_t i = 0; i < 2 * b->npieces; i++) {
+        int32_t *live = &b->live[e[i].write * b->ncores + e[i].core];
+        const int was = *live > 0;
+        *live += e[i].delta;
+        count[e[i].write] += (*live > 0) - was;
+        sum[e[i].write] += ((*live > 0) - was) * e[i].core;
+        if (i + 1 < 2 * b->npieces && e[i + 1].at > e[i].at && (count[0] || count[1]))
+            bd_put(b, &n, e[i].at, e[i + 1].at, bd_mark(count[1], sum[1]), bd_mark(count[0], sum[0]));
+    }
+    return n;
+}
+
+/* The marks and the scratch runs together, into the scratch's place. */
+static void bd_merge_runs(bd_state *b, size_t nnew)
+{
+    bd_run *a = b->runs, *c = ir_xalloc((nnew + 1) * sizeof *c);
+    memcpy(c, b->out, nnew * sizeof *c);
+    size_t i = 0, j = 0, n = 0;
+    int64_t at = INT64_MIN; /* sticks before it are done */
+    while (i < b->nruns || j < nnew) {
+        const bd_run *x = i < b->nruns ? &a[i] : NULL, *y = j < nnew ? &c[j] : NULL;
+        const int64_t lo = cc_min(x ? cc_max(x->lo, at) : INT64_MAX, y ? cc_max(y->lo, at) : INT64_MAX);
+        const int inx = x && x->lo <= lo, iny = y && y->lo <= lo;
+        const int64_t hi = cc_min(x ? (inx ? x->hi : x->lo) : INT64_MAX, y ? (iny ? y->hi : y->lo) : INT64_MAX);
+        bd_put(b, &n, lo, hi, bd_merge(inx ? x->w : BD_NONE, iny ? y->w : BD_NONE),
+               bd_merge(inx ? x->r : BD_NONE, iny ? y->r : BD_NONE));
+        at = hi;
+        i += x && x->hi <= hi;
+        j += y && y->hi <= hi;
+    }
+    free(c);
+    bd_swap(b, n);
 }
 
 /* Does the next kernel's ring traffic outlive it on some core (a transfer
@@ -241,40 +328,15 @@ static int bd_ring_open(bd_state *b)
 void bd_record(bd_state *b, int bar)
 {
     if (bar) {
-        unmark_marked(b);
-        b->ulo = b->uhi = b->wlo = b->whi = 0;
+        b->nruns = 0;
         b->ring = 0;
     }
     b->ring |= b->kring && bd_ring_open(b);
-    for (size_t i = 0; i < b->npieces; i++) {
-        const bd_piece *p = &b->pieces[i];
-        if (p->hi > b->nuse) {
-            int64_t n = cc_max(p->hi, 2 * b->nuse);
-            b->use = realloc(b->use, (size_t)n * sizeof *b->use);
-            if (!b->use)
-                abort();
-            unmark(b->use + b->nuse, n - b->nuse);
-            b->nuse = n;
-        }
-        span_add(&b->ulo, &b->uhi, p);
-        if (p->write) {
-            span_add(&b->wlo, &b->whi, p);
-            for (int64_t st = p->lo; st < p->hi; st++)
-                b->use[st].w = bd_merge(b->use[st].w, p->core);
-        } else {
-            for (int64_t st = p->lo; st < p->hi; st++)
-                b->use[st].r = bd_merge(b->use[st].r, p->core);
-        }
-    }
-    if (b->nmarked + b->npieces > b->mcap) {
-        b->mcap = cc_max((int64_t)(b->nmarked + b->npieces), 2 * (int64_t)b->mcap);
-        b->marked = realloc(b->marked, b->mcap * sizeof *b->marked);
-        if (!b->marked)
-            abort();
-    }
-    if (b->npieces)
-        memcpy(b->marked + b->nmarked, b->pieces, b->npieces * sizeof *b->pieces);
-    b->nmarked += b->npieces;
+    const size_t n = bd_piece_runs(b);
+    if (!b->nruns)
+        bd_swap(b, n);
+    else
+        bd_merge_runs(b, n);
     b->npieces = 0;
     b->kring = 0;
 }

@@ -1572,7 +1572,9 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     const mm_plan *m = mc->m;
     be_ctx *c = m->c;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, lrows = c->lay[buf].rows;
-    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES], sg[RST_LANES], sr[RST_LANES], byte[RST_LANES];
+    int64_t val[IR_MAX_VARS] = {0};
+    be_wseg ws[RST_LANES];
+    be_rst_seg seg[RST_LANES];
     batch_vals(m, b, val);
     be_rst r;
     be_walk w;
@@ -1585,19 +1587,19 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
             val[lanevar] = l0 + g * lanes;
             const int64_t flat = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
             be_walk_at(&w, flat, step);
-            be_walk_sticks(&w, n, sg, sr, byte); /* per run between carries, not per element */
-            for (int64_t l = 0; l < n; l++) {
-                if (sg[l] < 0) { /* outside the buffer: its offset as be_elem_off has it */
+            const int ns = be_walk_segs(&w, n, ws); /* per run between carries, not per element */
+            for (int q = 0, l = 0; q < ns; l += ws[q++].n) {
+                be_wseg u = ws[q];
+                if (u.g < 0) { /* outside the buffer: its offset as be_elem_off has it */
                     be_walk_at(&w, flat + l * step, step);
                     int64_t off = be_walk_off(&w), s = off / sb;
-                    sg[l] = s / lrows;
-                    sr[l] = s % lrows;
-                    byte[l] = off % sb;
+                    u.g = s / lrows;
+                    u.r = s % lrows;
+                    u.byte = off % sb;
                 }
-                src[l] = st + go[sg[l]] + (sr[l] - lo[sg[l]]) * sb + byte[l];
-                dst[l] = slot + g * gs + i * sb + l * 2;
+                seg[q] = (be_rst_seg){st + go[u.g] + (u.r - lo[u.g]) * sb + u.byte, u.dr * sb + u.db, u.n};
             }
-            be_rst_row(&r, dst, src, n);
+            be_rst_segs(&r, slot + g * gs + i * sb, seg, ns);
         }
     be_rst_flush(&r);
 }

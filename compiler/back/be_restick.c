@@ -180,6 +180,17 @@ static void rst_run(rst_form *r, int64_t dst, int64_t src, int64_t vl, int64_t s
     p->bs1 = sd;
 }
 
+static void rst_keep(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+{
+    if (r->nrun == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 256;
+        r->run = realloc(r->run, (size_t)r->cap * sizeof *r->run);
+        if (!r->run)
+            abort();
+    }
+    r->run[r->nrun++] = (be_rst_run){dst, src, vl, sd, ss};
+}
+
 /* Runs of constant strides: each is kept for be_rst_flush. */
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n)
 {
@@ -192,14 +203,54 @@ void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n)
             while (j + len < n && dst[j + len] - dst[j + len - 1] == sd && src[j + len] - src[j + len - 1] == ss)
                 len++;
         }
-        if (r->nrun == r->cap) {
-            r->cap = r->cap ? 2 * r->cap : 256;
-            r->run = realloc(r->run, (size_t)r->cap * sizeof *r->run);
-            if (!r->run)
-                abort();
-        }
-        r->run[r->nrun++] = (be_rst_run){dst[j], src[j], len, sd, ss};
+        rst_keep(r, dst[j], src[j], len, sd, ss);
         j += len;
+    }
+}
+
+/* The element after element o of segment k (k == ns past the last). */
+static void seg_next(const be_rst_seg *s, int *k, int64_t *o)
+{
+    if (++*o == s[*k].n) {
+        ++*k;
+        *o = 0;
+    }
+}
+
+void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
+{
+    int k = 0;
+    int64_t o = 0, j = 0; /* element j is element o of segment k */
+    while (k < ns) {
+        const int64_t from = s[k].src + o * s[k].d;
+        int kq = k;
+        int64_t oq = o, len = 1, ss = 0;
+        seg_next(s, &kq, &oq);
+        if (kq == ns) { /* the last element alone: no strides */
+            rst_keep(r, dst + 2 * j, from, 1, 0, 0);
+            return;
+        }
+        ss = s[kq].src + oq * s[kq].d - from;
+        len = 2;
+        for (;;) { /* element oq of segment kq is the run's last so far */
+            if (oq + 1 < s[kq].n) { /* the rest of its segment, if alike */
+                if (s[kq].d != ss)
+                    break;
+                len += s[kq].n - 1 - oq;
+                oq = s[kq].n - 1;
+            } else if (kq + 1 < ns && s[kq + 1].src - (s[kq].src + oq * s[kq].d) == ss) {
+                kq++;
+                oq = 0;
+                len++;
+            } else {
+                break;
+            }
+        }
+        rst_keep(r, dst + 2 * j, from, len, 2, ss);
+        j += len;
+        k = kq;
+        o = oq;
+        seg_next(s, &k, &o);
     }
 }
 

@@ -798,9 +798,21 @@ typedef struct {
     be_rowspans s;
 } rk_spankey;
 
+/* A chunk's staged sticks as rk_stage_need found them: the need of the
+ * staged loads whose spans are `spans` (in the plan's order), chunks of R
+ * rows of the part [r0, r0 + rt). */
+enum { RK_NEED_LOADS = 8 };
+typedef struct {
+    const be_rowspans *spans[RK_NEED_LOADS];
+    int n;
+    int64_t r0, rt, R, need;
+} rk_needkey;
+
 struct be_spancache {
     rk_spankey **v;
     int n, cap;
+    rk_needkey *need; /* open addressing by rk_need_hash, `cap` a power of two (0: none yet) */
+    size_t nneed, needcap;
 };
 
 static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
@@ -856,8 +868,10 @@ void be_rows_spans_free(be_ctx *c)
         free(s->lo);
         free(sc->v[i]);
     }
-    if (sc)
+    if (sc) {
         free(sc->v);
+        free(sc->need);
+    }
     free(sc);
     c->spans = NULL;
 }
@@ -893,8 +907,8 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
 }
 
 /* The most LX bytes the staged loads' sticks take in one chunk, over
- * the chunks of R rows of the part [r0, r0 + rt). */
-static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R)
+ * the chunks of R rows of the part [r0, r0 + rt), walked. */
+static int64_t rk_stage_walk(const rk_plan *k, int64_t r0, int64_t rt, int64_t R)
 {
     int64_t most = 0;
     for (int64_t r = r0; r < r0 + rt; r += R) {
@@ -910,6 +924,73 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
         most = cc_max(most, sum * k->c->t.stick);
     }
     return most;
+}
+
+static size_t rk_need_hash(const rk_needkey *q)
+{
+    uint64_t h = (uint64_t)q->r0 * 0x9e3779b97f4a7c15u ^ (uint64_t)q->rt * 0xc2b2ae3d27d4eb4fu ^ (uint64_t)q->R;
+    for (int i = 0; i < q->n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)q->spans[i]) * 0x100000001b3u;
+    return (size_t)(h ^ h >> 29);
+}
+
+static int rk_need_same(const rk_needkey *a, const rk_needkey *b)
+{
+    return a->n == b->n && a->r0 == b->r0 && a->rt == b->rt && a->R == b->R &&
+           !memcmp(a->spans, b->spans, (size_t)a->n * sizeof *a->spans);
+}
+
+/* The memo's slot for q: where it is, or the empty one where it goes. */
+static rk_needkey *rk_need_slot(struct be_spancache *sc, const rk_needkey *q)
+{
+    for (size_t h = rk_need_hash(q);; h++) {
+        rk_needkey *e = &sc->need[h & (sc->needcap - 1)];
+        if (!e->n || rk_need_same(e, q))
+            return e;
+    }
+}
+
+/* Make room in the memo for one more (at most half full). */
+static void rk_need_room(struct be_spancache *sc)
+{
+    if (2 * (sc->nneed + 1) <= sc->needcap)
+        return;
+    rk_needkey *old = sc->need;
+    const size_t n = sc->needcap;
+    sc->needcap = n ? 2 * n : 256;
+    sc->need = ir_xalloc(sc->needcap * sizeof *sc->need);
+    memset(sc->need, 0, sc->needcap * sizeof *sc->need);
+    for (size_t i = 0; i < n; i++)
+        if (old[i].n)
+            *rk_need_slot(sc, &old[i]) = old[i];
+    free(old);
+}
+
+/* rk_stage_walk, remembered for the compile: every pass plans a kernel
+ * again and asks the same chunks (the Llama-8B prefill layer 1,928 times,
+ * 729 of them different); the spans identify what the walk reads. */
+static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R)
+{
+    rk_needkey q = {.r0 = r0, .rt = rt, .R = R};
+    for (int i = 0; i < k->nl; i++) {
+        rk_load *L = &k->loads[i];
+        if (!L->staged)
+            continue;
+        if (q.n == RK_NEED_LOADS)
+            return rk_stage_walk(k, r0, rt, R);
+        q.spans[q.n++] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+    }
+    struct be_spancache *sc = k->c->spans;
+    if (!q.n || !sc)
+        return rk_stage_walk(k, r0, rt, R);
+    rk_need_room(sc);
+    rk_needkey *e = rk_need_slot(sc, &q);
+    if (!e->n) {
+        q.need = rk_stage_walk(k, r0, rt, R);
+        *e = q;
+        sc->nneed++;
+    }
+    return e->need;
 }
 
 /* Rows per chunk for the part [r0, r0 + rt): as many as two slots (each
@@ -1215,7 +1296,9 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
-    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048], bg[2048], br[2048], byte[2048];
+    int64_t val[IR_MAX_VARS] = {0};
+    be_wseg ws[2048];
+    be_rst_seg seg[2048];
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, x->buf);
@@ -1225,13 +1308,15 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             rk_stage_flat(k, x, nel, r0 + i, g * lanes, val);
             be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
-            be_walk_sticks(&w, cnt, bg, br, byte);
-            for (int64_t l = 0; l < cnt; l++) {
+            const int ns = be_walk_segs(&w, cnt, ws);
+            for (int q = 0; q < ns; q++) {
+                const be_wseg *u = &ws[q];
                 /* past the buffer: any staged value (the where discards it) */
-                src[l] = bg[l] < 0 ? st : st + go[bg[l]] + (br[l] - lo[bg[l]]) * sb + byte[l];
-                dst[l] = lx + g * gs + i * sb + l * 2;
+                seg[q] = u->g < 0 ? (be_rst_seg){st, 0, 1}
+                                  : (be_rst_seg){st + go[u->g] + (u->r - lo[u->g]) * sb + u->byte,
+                                                 u->dr * sb + u->db, u->n};
             }
-            be_rst_row(&r, dst, src, cnt);
+            be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
         }
     be_rst_flush(&r);
 }

@@ -215,13 +215,25 @@ void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int
     }
 }
 
-void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte)
+/* Elements of a run along the lanes from lane coordinate sc, k a
+ * lane each (k != 0), that stay in sc's stick group (at most m). */
+static int64_t walk_in_group(int64_t sc, int64_t k, int64_t lanes, int64_t m)
 {
+    const int64_t g = sc / lanes; /* sc >= 0 inside the buffer */
+    const int64_t c = k > 0 ? ((g + 1) * lanes - 1 - sc) / k + 1 : (sc - g * lanes) / -k + 1;
+    return cc_min(c, m);
+}
+
+int be_walk_segs(be_walk *w, int64_t n, be_wseg *s)
+{
+    int ns = 0;
     for (int64_t i = 0; i < n;) {
         const int64_t m = walk_carry_free(w, n - i);
         if (m < 2) { /* outside the buffer, a carry next, or several coordinates moving */
-            if (!be_walk_stick(w, &g[i], &r[i], &byte[i]))
-                g[i] = -1;
+            be_wseg *q = &s[ns++];
+            *q = (be_wseg){-1, 0, 0, 1, 0, 0};
+            if (!be_walk_stick(w, &q->g, &q->r, &q->byte))
+                q->g = -1;
             be_walk_next(w);
             i++;
             continue;
@@ -230,27 +242,20 @@ void be_walk_sticks(be_walk *w, int64_t n, int64_t *g, int64_t *r, int64_t *byte
         int64_t g0 = 0, r0 = 0, b0 = 0;
         be_walk_stick(w, &g0, &r0, &b0);
         if (w->d1 != w->sd) {
-            for (int64_t t = 0; t < m; t++) {
-                g[i + t] = g0;
-                r[i + t] = r0 + t * w->drow;
-                byte[i + t] = b0;
-            }
-        } else if (w->lshift >= 0) { /* sc >= 0 inside the buffer: a shift and a mask, no division */
-            for (int64_t t = 0, sc = w->co[w->sd]; t < m; t++, sc += w->st[w->sd]) {
-                g[i + t] = sc >> w->lshift;
-                r[i + t] = r0;
-                byte[i + t] = (sc & (w->lanes - 1)) * w->esz;
-            }
+            s[ns++] = (be_wseg){g0, r0, b0, m, w->drow, 0};
         } else {
-            for (int64_t t = 0, sc = w->co[w->sd]; t < m; t++, sc += w->st[w->sd]) {
-                g[i + t] = sc / w->lanes;
-                r[i + t] = r0;
-                byte[i + t] = sc % w->lanes * w->esz;
+            const int64_t k = w->st[w->sd];
+            for (int64_t t = 0, sc = w->co[w->sd]; t < m;) {
+                const int64_t c = walk_in_group(sc, k, w->lanes, m - t);
+                s[ns++] = (be_wseg){sc / w->lanes, r0, sc % w->lanes * w->esz, c, 0, k * w->esz};
+                t += c;
+                sc += c * k;
             }
         }
         i += m;
         walk_skip(w, m);
     }
+    return ns;
 }
 
 void be_walk_carry(be_walk *w)
