@@ -1722,6 +1722,13 @@ static int rk_col_params(const rk_plan *k)
     return 1;
 }
 
+/* A row kernel streams nothing: loads ahead for a later kernel pass it. */
+int be_rows_prefetch_far(be_ctx *c, int pos, int from, int64_t above)
+{
+    (void)c, (void)pos, (void)from, (void)above;
+    return 0;
+}
+
 int be_rows_prefetch(be_ctx *c, int pos, int64_t above)
 {
     c->pre.n = 0;
@@ -1740,7 +1747,10 @@ int be_rows_prefetch(be_ctx *c, int pos, int64_t above)
         rk_core rc;
         rc_ = rk_core_setup(&rc, &k, &probe, r0, rt);
         const int64_t at = cc_max(above, need);
-        if (!rc_ && at + rc.col_hi - rc.col_lo <= cc_min(c->lx_floor[pos - 1], c->lx_floor[pos])) {
+        int64_t top = cc_min(c->lx_floor[pos - 1], c->lx_floor[pos]);
+        if (c->far.n > 0 && c->far.pos > pos) /* a later kernel's loads ahead live there */
+            top = cc_min(top, c->far.at);
+        if (!rc_ && at + rc.col_hi - rc.col_lo <= top) {
             rc.e = &c->em[0];
             cc_kernel_begin(rc.e, c->p->kernels[c->p->order[pos - 1]].name);
             rk_col_loads(&rc, at);
