@@ -244,31 +244,54 @@ static int64_t rk_shared_bytes(const rk_plan *k, int64_t rt, int64_t R)
     return n;
 }
 
+/* A row of the row space as its variables' digits and its first stick
+ * in a view (from the view's base): the sum of each digit times the
+ * view's row stride of its variable. */
+typedef struct {
+    int64_t digit[IR_MAX_VARS], at;
+} rk_rowpos;
+
+static void rk_rowpos_at(const rk_plan *k, const be_view *v, int64_t r, rk_rowpos *q)
+{
+    q->at = 0;
+    for (int i = k->rsp.nv - 1; i >= 0; i--) {
+        q->digit[i] = r % k->rsp.ext[i];
+        q->at += q->digit[i] * v->rs[k->rsp.var[i]];
+        r /= k->rsp.ext[i];
+    }
+}
+
+/* The next row (the last variable fastest): no division. */
+static void rk_rowpos_next(const rk_plan *k, const be_view *v, rk_rowpos *q)
+{
+    for (int i = k->rsp.nv - 1; i >= 0; i--) {
+        const int64_t step = v->rs[k->rsp.var[i]];
+        q->at += step;
+        if (++q->digit[i] < k->rsp.ext[i])
+            return;
+        q->at -= q->digit[i] * step;
+        q->digit[i] = 0;
+    }
+}
+
 /* Does every part of rt rows (of `cores`) start at the same sticks in
- * view v as the first, row by row?  A row's first stick (from v's base)
- * is the sum over the row space's variables of its digit times the
- * view's row stride: counted up digit by digit, not divided out row by
- * row for every core (the Llama-8B prefill layer's shared loads asked
- * for 86 M instructions of that). */
+ * view v as the first, row by row?  Each part's rows counted up digit by
+ * digit, not divided out row by row (the Llama-8B prefill layer's shared
+ * loads asked for 86 M instructions of that), compared row by row and
+ * part by part until the first that differs. */
 static int rk_rows_repeat(const rk_plan *k, const be_view *v, int64_t rt, int64_t cores)
 {
-    int64_t *s = ir_xalloc((size_t)rt * sizeof *s), digit[IR_MAX_VARS] = {0}, at = 0;
+    rk_rowpos *q = ir_xalloc((size_t)cores * sizeof *q);
+    for (int64_t p = 0; p < cores; p++)
+        rk_rowpos_at(k, v, p * rt, &q[p]);
     int same = 1;
-    for (int64_t r = 0; r < rt * cores && same; r++) {
-        if (r < rt)
-            s[r] = at;
-        else
-            same = at == s[r % rt];
-        for (int i = k->rsp.nv - 1; i >= 0; i--) { /* the next row: the last variable fastest */
-            const int64_t step = v->rs[k->rsp.var[i]];
-            at += step;
-            if (++digit[i] < k->rsp.ext[i])
-                break;
-            at -= digit[i] * step;
-            digit[i] = 0;
-        }
+    for (int64_t i = 0; i < rt && same; i++) {
+        for (int64_t p = 1; p < cores && same; p++)
+            same = q[p].at == q[0].at;
+        for (int64_t p = 0; p < cores && same; p++)
+            rk_rowpos_next(k, v, &q[p]);
     }
-    free(s);
+    free(q);
     return same;
 }
 
