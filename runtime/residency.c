@@ -81,26 +81,6 @@ static int alloc_room(rt_program *self, uint64_t bytes, size_t from, const char 
     }
 }
 
-/* Zero [addr, addr + len) of device DRAM. */
-static int zero_dram(sim *s, uint64_t addr, uint64_t len, char *err, size_t errlen)
-{
-    enum { CHUNK = 1 << 20 };
-    void *z = calloc(1, len < CHUNK ? (size_t)len : CHUNK);
-    if (!z)
-        return isa_errf(err, errlen, "out of host memory");
-    while (len) {
-        size_t n = len < CHUNK ? (size_t)len : CHUNK;
-        if (sim_dram_write(s, addr, z, n)) {
-            free(z);
-            return isa_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)addr);
-        }
-        addr += n;
-        len -= n;
-    }
-    free(z);
-    return 0;
-}
-
 /* Fill the tensors of one region (weights or activations) that was just
  * allocated: constant data, else the host copy of what feeds the run
  * (weights, inputs), else zeros below dirty_end (where an earlier
@@ -134,8 +114,8 @@ static int fill_region(rt_program *prog, int weights, int values, uint64_t dirty
         if (t->role == ISA_ROLE_SCRATCH || lo >= dirty_end || !values)
             continue;
         uint64_t hi = lo + t->bytes < dirty_end ? lo + t->bytes : dirty_end;
-        if (zero_dram(prog->dev->sim, lo, hi - lo, err, errlen))
-            return -1;
+        if (sim_dram_zero(prog->dev->sim, lo, hi - lo))
+            return isa_errf(err, errlen, "device DRAM write failed at %llu", (unsigned long long)lo);
     }
     return 0;
 }

@@ -65,6 +65,22 @@ int sim_dram_write(sim *s, uint64_t addr, const void *src, size_t len)
     return 0;
 }
 
+int sim_dram_zero(sim *s, uint64_t addr, uint64_t len)
+{
+    if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
+        return -1;
+    while (len) {
+        uint64_t off;
+        size_t n = page_piece(s, addr, (size_t)len, &off);
+        uint8_t *pg = s->pages[addr >> s->page_shift];
+        if (pg) /* a page never written reads as zeros already */
+            memset(pg + off, 0, n);
+        addr += n;
+        len -= n;
+    }
+    return 0;
+}
+
 int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len)
 {
     if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)

@@ -113,6 +113,9 @@ const chip_config *sim_get_config(const sim *s);
 /* Host access to device DRAM (sparse: untouched pages read as zero). */
 int sim_dram_write(sim *s, uint64_t addr, const void *src, size_t len);
 int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len);
+/* [addr, addr + len) reads as zeros from now on (0, or -1 outside DRAM):
+ * what writing zeros there does, without a buffer of them. */
+int sim_dram_zero(sim *s, uint64_t addr, uint64_t len);
 
 /* Run a program's streams to completion.  A DRAM address off in a DMA
  * instruction (an offset in the program's segment) lies in the weights

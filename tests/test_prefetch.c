@@ -1,7 +1,8 @@
 /* test_prefetch: a product whose weight streams down the columns of a
  * grid over the ring has its first K chunks of B loaded by the kernel
  * before it, in that kernel's drain (docs/compiler.md, "B's first chunks
- * loaded ahead"), its columns' loaders load a block's epilogue
+ * loaded ahead"), or past kernels that stream nothing by the last
+ * streamed product before it, its columns' loaders load a block's epilogue
  * operands with the block's last chunk of B, and results for DRAM are
  * stored after the last block; a layer norm's per-column parameters,
  * passed down a tree of cores, are loaded by the kernel before it
@@ -33,6 +34,22 @@ static const char *ffn_graph = "graph ffn\n"
                                "%t2: f32[1024, 256] = aten.t.default(%w2)\n"
                                "%y: f32[128, 256] = aten.mm.default(%r, %t2)\n"
                                "output %y\n";
+
+/* ffn_graph with a softmax between the linears: a row kernel, which
+ * streams nothing, lies between the two streamed products. */
+static const char *ffn_softmax_graph = "graph ffn3\n"
+                                       "weights \"weights.safetensors\"\n"
+                                       "hint work_div k0_mm=16x2r/8x1x128\n"
+                                       "hint work_div k2_mm=16x2r/8x1x128\n"
+                                       "input %x: f32[128, 256]\n"
+                                       "param %w1: f32[1024, 256] = \"w1\"\n"
+                                       "param %w2: f32[256, 1024] = \"w2\"\n"
+                                       "%t1: f32[256, 1024] = aten.t.default(%w1)\n"
+                                       "%h: f32[128, 1024] = aten.mm.default(%x, %t1)\n"
+                                       "%s: f32[128, 1024] = aten._softmax.default(%h, -1, False)\n"
+                                       "%t2: f32[1024, 256] = aten.t.default(%w2)\n"
+                                       "%y: f32[128, 256] = aten.mm.default(%s, %t2)\n"
+                                       "output %y\n";
 
 /* One linear with a bias on 16 x 2 cores, B streamed in K chunks of 128
  * rows (16 KB a chunk), one stick a block: 8 blocks a column, the bias
@@ -122,6 +139,28 @@ static void test_the_next_products_first_weight_chunks_load_in_the_kernel_before
     CU_ASSERT(k0 > x + w1);
     CU_ASSERT_EQUAL((k0 - x - w1) % pair, 0);
     CU_ASSERT_EQUAL(k0 + k1, x + w1 + w2 + y);
+}
+
+/* Past the softmax between them (h and s stay in LX): the first product
+ * loads whole chunks of w2 on both columns' loaders behind its own
+ * loads, the softmax reads and writes no DRAM, the second product reads
+ * the rest of w2 and writes y, and the outputs validate. */
+static void test_a_products_first_weight_chunks_load_behind_the_last_streamed_product(void)
+{
+    static const tu_param ps[] = {{"w1", 1024, 256}, {"w2", 256, 1024}};
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    tu_write_graph(dir, ffn_softmax_graph, ps, 2);
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
+    tu_rmtree(dir);
+    CU_ASSERT_EQUAL_FATAL(st.nkernels, 3);
+    const uint64_t x = 128 * 256 * 2, w1 = 1024 * 256 * 2, w2 = 256 * 1024 * 2, y = 128 * 256 * 2, pair = 2 * 16384;
+    const uint64_t k0 = st.kernels[0].dram_bytes, k1 = st.kernels[1].dram_bytes, k2 = st.kernels[2].dram_bytes;
+    CU_ASSERT(k0 > x + w1);
+    CU_ASSERT_EQUAL((k0 - x - w1) % pair, 0);
+    CU_ASSERT_EQUAL(k1, 0);
+    CU_ASSERT_EQUAL(k0 + k1 + k2, x + w1 + w2 + y);
 }
 
 /* bias_graph's program (not rolled into loops), its outputs checked. */
@@ -219,6 +258,8 @@ int main(void)
     static const tu_test tests[] = {
         {"the next product's first weight chunks load in the kernel before",
          test_the_next_products_first_weight_chunks_load_in_the_kernel_before},
+        {"a product's first weight chunks load behind the last streamed product",
+         test_a_products_first_weight_chunks_load_behind_the_last_streamed_product},
         {"a loader loads the epilogue operands with a chunk of B", test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b},
         {"a streamed product's results are stored after its last block",
          test_a_streamed_products_results_are_stored_after_its_last_block},

@@ -58,6 +58,27 @@ static void test_dram_is_sparse_and_reads_zero_when_untouched(void)
     sim_destroy(s);
 }
 
+/* sim_dram_zero clears exactly its range, across a page boundary and over
+ * a page never written, and refuses a range past the end. */
+static void test_dram_zero_clears_its_range_only(void)
+{
+    chip_config c;
+    tu_config("spyre", &c);
+    sim *s = sim_create(&c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    uint8_t w[300], r[300];
+    memset(w, 0x5a, sizeof w);
+    uint64_t addr = (8ull << 30) + c.dram_page_bytes - 150;
+    CU_ASSERT_EQUAL(sim_dram_write(s, addr, w, sizeof w), 0);
+    /* bytes 50 to 249 of w, the page boundary at 150, and on past the second page */
+    CU_ASSERT_EQUAL(sim_dram_zero(s, addr + 50, 200 + 2 * c.dram_page_bytes), 0);
+    CU_ASSERT_EQUAL(sim_dram_read(s, addr, r, sizeof r), 0);
+    for (int i = 0; i < 300; i++)
+        CU_ASSERT_EQUAL(r[i], i < 50 ? 0x5a : 0);
+    CU_ASSERT_EQUAL(sim_dram_zero(s, c.dram_bytes - 10, 20), -1);
+    sim_destroy(s);
+}
+
 /* ---- units ---- */
 
 static void test_dma_moves_strided_sticks_both_ways(void)
@@ -1283,6 +1304,7 @@ int main(void)
         {"zero limits take the defaults", test_zero_limits_take_the_defaults},
         {"addi wraps modulo 2^64", test_addi_wraps_modulo_2_64},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
+        {"dram_zero_clears_its_range_only", test_dram_zero_clears_its_range_only},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
         {"products_share_a_tile_conversion_only_for_equal_bytes",

@@ -827,6 +827,17 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
     ki->xchg_est = xchg_est(c, i);
 }
 
+/* After kernel i, a streamed grid: the first chunks of the next streamed
+ * grid past the kernel after it, loaded right behind i's last loads
+ * (be_kind.prefetch_far), as long as every kernel between lets them pass. */
+static int prefetch_far(be_ctx *c, int i, int64_t above)
+{
+    int r = 0;
+    for (int j = i + 1; j < c->p->norder && r == 0 && c->drain_pos == i; j++)
+        r = be_kind_of(c, j)->prefetch_far ? be_kind_of(c, j)->prefetch_far(c, j, i, above) : 1;
+    return r < 0 ? -1 : 0;
+}
+
 /* The codegen pass: every kernel into the program's streams, each tiled
  * into the LX below the tensors kept there (lxplan), a fence or a bar
  * between kernels. */
@@ -863,6 +874,8 @@ int be_codegen_pass(ir_prog *p)
     be_ctx *c = p->be;
     const int ncores = c->cfg->cores;
     c->em = ir_xalloc((size_t)ncores * sizeof *c->em);
+    c->drain_pos = -1;
+    c->pre.n = c->far.n = 0;
     for (int core = 0; core < ncores; core++)
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
     bd_state bd;
@@ -889,13 +902,14 @@ int be_codegen_pass(ir_prog *p)
             c->em[core].tok_cap = be_heads_tok_cap(c, i);
         }
         c->pos = i;
-        c->drain = 0;
         be_xchg_emit(c, i);
         rc = be_kind_of(c, i)->emit(c, i);
         for (int core = 0; core < ncores && !rc; core++)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
         if (!rc && i + 1 < p->norder && be_kind_of(c, i + 1)->prefetch)
             rc = be_kind_of(c, i + 1)->prefetch(c, i + 1, lx_top_of(c));
+        if (!rc)
+            rc = prefetch_far(c, i, lx_top_of(c));
         if (!rc)
             kernel_boundary(c, &w, i, first);
     }

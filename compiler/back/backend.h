@@ -71,6 +71,13 @@ typedef struct {
     double est, dram_est;
 } be_xreg;
 
+/* Operand chunks an earlier kernel loaded ahead for kernel pos into LX,
+ * at the same offset on every core it uses (n 0: none). */
+typedef struct {
+    int pos;
+    int64_t at, n;
+} be_pre;
+
 /* A tensor kept in LX across kernels (the lxplan pass, be_lxplan.c): from its producer's position to the last consumer that
  * reads it there.  Every core holds its own rows of it, the rows the
  * producer and those consumers give that core alike, at the same LX
@@ -140,11 +147,10 @@ typedef struct be_ctx {
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */
     int pos;           /* codegen: the kernel position being emitted */
-    double drain;      /* codegen: the cycles the kernel just emitted runs after its last DRAM load (0: none known) */
-    struct {           /* codegen: operand chunks the kernel before kernel pos loaded ahead for it into LX */
-        int pos;       /* (be_kind.prefetch; n 0: none) */
-        int64_t at, n;
-    } pre;
+    double drain;      /* codegen: the cycles kernel drain_pos, a streamed grid, runs after its last DRAM load */
+    int drain_pos;     /* (-1: none yet) */
+    be_pre pre;        /* codegen: loaded ahead by the kernel before pos (be_kind.prefetch) */
+    be_pre far;        /* codegen: loaded ahead by an earlier kernel, past the one before (be_kind.prefetch_far) */
     char *err;
     size_t errlen;
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
@@ -649,6 +655,13 @@ typedef struct {
      * LX between `above` and both kernels' floors, recorded in c->pre for
      * its emit (-1 with an error) */
     int (*prefetch)(be_ctx *c, int pos, int64_t above);
+    /* codegen, optional (NULL: nothing is loaded ahead past it): called
+     * once a streamed grid (c->drain_pos) at `from` is emitted, for each
+     * later kernel past the next until one returns 1, whose LX use ends
+     * below `above`: into from's streams, the first chunks of pos's
+     * streamed operand (c->far); 1 when pos streams its operand (the
+     * search ends there), 0 when loads ahead pass it, -1 with an error */
+    int (*prefetch_far)(be_ctx *c, int pos, int from, int64_t above);
     /* workdiv: a work_div SPEC's split from *q on (advanced past it), into
      * w; the cores it uses, or -1 when it is none of `syntax` */
     int64_t (*split)(const char **q, be_work *w);
@@ -681,6 +694,7 @@ void be_rows_spans_free(be_ctx *c);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 int be_rows_prefetch(be_ctx *c, int pos, int64_t above);
+int be_rows_prefetch_far(be_ctx *c, int pos, int from, int64_t above);
 int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n);
 int be_matmul_plan(be_ctx *c, int pos);
 int be_matmul_groups(be_ctx *c, int pos, int buf, int core, char *held);
@@ -689,6 +703,7 @@ double be_matmul_estimate(be_ctx *c, int pos);
 int64_t be_matmul_need(be_ctx *c, int pos);
 int be_matmul_emit(be_ctx *c, int pos);
 int be_matmul_prefetch(be_ctx *c, int pos, int64_t above);
+int be_matmul_prefetch_far(be_ctx *c, int pos, int from, int64_t above);
 /* The host fallback's kernels (be_host.c). */
 int be_host_plan(be_ctx *c, int pos);
 int be_host_access(be_ctx *c, int pos, be_access **out, int *n);

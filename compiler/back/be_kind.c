@@ -180,15 +180,15 @@ static void rows_print_report(const be_ctx *c, int pos, int forced, FILE *f)
 
 #define ROWS_KIND                                                                                                      \
     {"row kernel",  be_rows_plan,     be_rows_align, be_rows_ahead, be_rows_access, be_rows_estimate, be_rows_need,                 \
-     be_rows_emit, be_rows_prefetch, rows_split, ROWS_SYNTAX, NULL, rows_print_work, rows_print_report, ROWS_FILL_DRAIN, 1}
+     be_rows_emit, be_rows_prefetch, be_rows_prefetch_far, rows_split, ROWS_SYNTAX, NULL, rows_print_work, rows_print_report, ROWS_FILL_DRAIN, 1}
 
 static const be_kind kinds[] = {
     [IR_POINTWISE] = ROWS_KIND,
     [IR_REDUCTION] = ROWS_KIND,
     [IR_MATMUL] = {"matmul template", be_matmul_plan, be_matmul_align, NULL, be_matmul_access, be_matmul_estimate, be_matmul_need,
-                   be_matmul_emit, be_matmul_prefetch, mm_split, MM_SYNTAX, be_matmul_groups, mm_print_work, mm_print_report, MM_FILL_DRAIN, 0},
+                   be_matmul_emit, be_matmul_prefetch, be_matmul_prefetch_far, mm_split, MM_SYNTAX, be_matmul_groups, mm_print_work, mm_print_report, MM_FILL_DRAIN, 0},
     [IR_HOST] = {"host fallback", be_host_plan, NULL, NULL, be_host_access, be_host_estimate, be_host_need, be_host_emit,
-                 NULL, be_host_split, "a host op takes no work_div", NULL, be_host_print_work, be_host_print_report, 0, 0},
+                 NULL, NULL, be_host_split, "a host op takes no work_div", NULL, be_host_print_work, be_host_print_report, 0, 0},
 };
 
 const be_kind *be_kind_of(const be_ctx *c, int pos)

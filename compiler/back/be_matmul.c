@@ -2186,12 +2186,52 @@ int be_matmul_prefetch(be_ctx *c, int pos, int64_t above)
     c->pre.n = 0;
     /* only a grid over the ring streams B from one loader a column; and
      * only a kernel before it with a drain leaves the DRAM time to */
-    if (!w->bcast || w->gn < 2 || c->drain <= 0)
+    if (!w->bcast || w->gn < 2 || c->drain_pos != pos - 1)
         return 0;
     mm_plan m;
     int rc = mm_prepare(c, pos, &m, 0);
     if (!rc)
-        rc = mm_rg_prefetch(c, &m, above);
+        rc = mm_rg_prefetch(c, &m, pos - 1, above, c->drain, &c->pre);
+    mm_free(&m);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The most LX the kernels after from and before pos take, or -1; and
+ * their estimates' sum: the time loads ahead have besides from's drain. */
+static int64_t between_need(be_ctx *c, int from, int pos, double *est)
+{
+    int64_t need = 0;
+    *est = 0;
+    for (int i = from + 1; i < pos && need >= 0; i++) {
+        const int64_t n = be_kind_of(c, i)->need(c, i);
+        need = n < 0 ? -1 : cc_max(need, n);
+        *est += be_kind_of(c, i)->estimate(c, i);
+    }
+    return need;
+}
+
+/* A grid over the ring that streams B (rg_tl.slots) ends the search for a
+ * kernel to load ahead for; past the kernel after from, its first chunks
+ * are loaded in from's drain and in the kernels between (a grid with B
+ * whole or on its cores lets the loads pass: BERT-base's FFN up-projection
+ * behind the fused q/k/v projection, past attention and its output
+ * projection). */
+int be_matmul_prefetch_far(be_ctx *c, int pos, int from, int64_t above)
+{
+    const be_work *w = &c->work[pos];
+    if (!w->bcast || w->gn < 2)
+        return 0;
+    double est = 0;
+    const int64_t need = between_need(c, from, pos, &est);
+    if (need < 0)
+        return -1;
+    mm_plan m;
+    int rc = mm_prepare(c, pos, &m, 0);
+    if (!rc) {
+        /* the kernel after from: be_kind.prefetch's (asked only whether it streams) */
+        be_pre none, *out = pos > from + 1 ? &c->far : &none;
+        rc = mm_rg_prefetch(c, &m, from, cc_max(above, need), pos > from + 1 ? c->drain + est : 0, out);
+    }
     mm_free(&m);
     return rc;
 }

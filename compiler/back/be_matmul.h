@@ -223,7 +223,9 @@ void mm_core_ring(mm_core *mc);
 int mm_rg_core(be_ctx *c, mm_plan *m, int core);
 /* Its setup alone on emitter e (be_matmul_need): -1 with an error. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e);
-/* Its first chunks of B loaded by the kernel before it (be_kind.prefetch). */
-int mm_rg_prefetch(be_ctx *c, mm_plan *m, int64_t above);
+/* Its first chunks of B loaded by kernel `from` (be_kind.prefetch,
+ * prefetch_far) in the budget's cycles, recorded in *out: 1 when B
+ * streams through slots, 0 when not, -1 with an error. */
+int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget, be_pre *out);
 
 #endif

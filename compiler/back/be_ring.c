@@ -1281,8 +1281,11 @@ int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
  * below both floors (the same place on every core: the pieces go down
  * the column there). Only a B no kernel writes (a parameter), and only
  * where B streams (BERT-base's FFN down-projection: 3 chunks a loader,
- * the layer 197,498 -> 193,104 cycles). */
-static int rg_pre_room(be_ctx *c, mm_plan *m, int64_t above, int64_t *need, int64_t *room)
+ * the layer 197,498 -> 193,104 cycles). Loaded further back
+ * (be_kind.prefetch_far, from a streamed grid `from` before the kernel
+ * before), the place is above every kernel's working LX from `from` on
+ * and below all their floors, and the budget counts the kernels between. */
+static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *need, int64_t *room)
 {
     const int pos = m->ep.pos;
     *need = above;
@@ -1296,27 +1299,32 @@ static int rg_pre_room(be_ctx *c, mm_plan *m, int64_t above, int64_t *need, int6
             return -1;
         *need = cc_max(*need, (int64_t)e.lx_top);
     }
-    *room = cc_min(c->lx_floor[pos - 1], c->lx_floor[pos]) - *need;
+    int64_t floor = c->lx_floor[pos];
+    for (int i = from; i < pos; i++)
+        floor = cc_min(floor, c->lx_floor[i]);
+    *room = floor - *need;
     return 0;
 }
 
-int mm_rg_prefetch(be_ctx *c, mm_plan *m, int64_t above)
+int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget, be_pre *out)
 {
     const int pos = m->ep.pos;
     const mm_tiling *tl = &m->rg_tl;
     int64_t at, room;
-    c->pre.n = 0;
-    if (pos < 1 || c->p->bufs[m->mm->b].kind != IR_BUF_PARAM)
+    out->n = 0;
+    if (pos < 1)
         return 0;
-    if (rg_pre_room(c, m, above, &at, &room))
+    if (rg_pre_room(c, m, from, above, &at, &room))
         return -1;
     if (!tl->slots)
         return 0;
+    if (c->p->bufs[m->mm->b].kind != IR_BUF_PARAM || budget <= 0)
+        return 1;
     const int64_t sb = c->t.stick, chunk = tl->NBS * tl->KC * sb;
-    /* as many chunks as the columns' loaders move in the kernel before's drain */
-    const int64_t fill = (int64_t)ceil(c->drain * c->t.dram_bytes_per_cycle / (double)(c->work[pos].gn * chunk));
+    /* as many chunks as the columns' loaders move in the budget (from's drain, the kernels between) */
+    const int64_t fill = (int64_t)ceil(budget * c->t.dram_bytes_per_cycle / (double)(c->work[pos].gn * chunk));
     const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots, tl->nch), room / chunk), fill));
-    const ir_kernel *prev = &c->p->kernels[c->p->order[pos - 1]];
+    const ir_kernel *prev = &c->p->kernels[c->p->order[from]];
     for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
         rg_core *g = ir_xalloc(sizeof *g);
         cc_emit probe;
@@ -1338,10 +1346,8 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int64_t above)
         if (rc)
             return -1;
     }
-    c->pre.pos = pos;
-    c->pre.at = at;
-    c->pre.n = n;
-    return 0;
+    *out = (be_pre){pos, at, n};
+    return 1;
 }
 
 /* A core of the grid over the ring: setup, then K chunk by chunk (in,
@@ -1350,9 +1356,10 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
 {
     rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
     int rc = rg_setup(g, c, m, core, &c->em[core]);
-    if (c->pre.n > 0 && c->pre.pos == m->ep.pos) {
-        g->pre = c->pre.at;
-        g->npre = c->pre.n;
+    const be_pre *pre = c->pre.n > 0 && c->pre.pos == m->ep.pos ? &c->pre : &c->far;
+    if (pre->n > 0 && pre->pos == m->ep.pos) {
+        g->pre = pre->at;
+        g->npre = pre->n;
     }
     if (!rc) {
         mm_tile_init(&g->mc, c, g->mc.MB);
@@ -1373,8 +1380,10 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         rg_send_pending(g);
         be_heads_close(c, g->e, m->ep.pos);
         cc_kernel_end(g->e);
-        if (g->mc.tl.slots)
+        if (g->mc.tl.slots) {
             c->drain = rg_drain(m, g->gm, &g->mc.tl);
+            c->drain_pos = m->ep.pos;
+        }
         free(g->mc.T.memo);
         free(g->mc.T.memo_id);
         free(g->ep_base);

@@ -244,15 +244,55 @@ static int64_t rk_shared_bytes(const rk_plan *k, int64_t rt, int64_t R)
     return n;
 }
 
-/* Row r of the row space's first stick in view v, from v's base. */
-static int64_t rk_row_stick(const rk_plan *k, const be_view *v, int64_t r)
+/* A row of the row space as its variables' digits and its first stick
+ * in a view (from the view's base): the sum of each digit times the
+ * view's row stride of its variable. */
+typedef struct {
+    int64_t digit[IR_MAX_VARS], at;
+} rk_rowpos;
+
+static void rk_rowpos_at(const rk_plan *k, const be_view *v, int64_t r, rk_rowpos *q)
 {
-    int64_t s = 0;
+    q->at = 0;
     for (int i = k->rsp.nv - 1; i >= 0; i--) {
-        s += r % k->rsp.ext[i] * v->rs[k->rsp.var[i]];
+        q->digit[i] = r % k->rsp.ext[i];
+        q->at += q->digit[i] * v->rs[k->rsp.var[i]];
         r /= k->rsp.ext[i];
     }
-    return s;
+}
+
+/* The next row (the last variable fastest): no division. */
+static void rk_rowpos_next(const rk_plan *k, const be_view *v, rk_rowpos *q)
+{
+    for (int i = k->rsp.nv - 1; i >= 0; i--) {
+        const int64_t step = v->rs[k->rsp.var[i]];
+        q->at += step;
+        if (++q->digit[i] < k->rsp.ext[i])
+            return;
+        q->at -= q->digit[i] * step;
+        q->digit[i] = 0;
+    }
+}
+
+/* Does every part of rt rows (of `cores`) start at the same sticks in
+ * view v as the first, row by row?  Each part's rows counted up digit by
+ * digit, not divided out row by row (the Llama-8B prefill layer's shared
+ * loads asked for 86 M instructions of that), compared row by row and
+ * part by part until the first that differs. */
+static int rk_rows_repeat(const rk_plan *k, const be_view *v, int64_t rt, int64_t cores)
+{
+    rk_rowpos *q = ir_xalloc((size_t)cores * sizeof *q);
+    for (int64_t p = 0; p < cores; p++)
+        rk_rowpos_at(k, v, p * rt, &q[p]);
+    int same = 1;
+    for (int64_t i = 0; i < rt && same; i++) {
+        for (int64_t p = 1; p < cores && same; p++)
+            same = q[p].at == q[0].at;
+        for (int64_t p = 0; p < cores && same; p++)
+            rk_rowpos_next(k, v, &q[p]);
+    }
+    free(q);
+    return same;
 }
 
 /* The bar a shared load puts before its kernel makes every core wait for
@@ -295,13 +335,7 @@ static double rk_share_saves(const rk_plan *k, const rk_load *L, int64_t cores)
     const double sends = c->t.dma_insn_cycles + part / (double)cores / c->cfg->ring_bytes_per_cycle;
     if (saved <= 2 * (double)(cores - 1) * sends)
         return 0;
-    for (int64_t i = 0; i < rt; i++) {
-        const int64_t s = rk_row_stick(k, &L->v, i);
-        for (int64_t p = 1; p < cores; p++)
-            if (rk_row_stick(k, &L->v, p * rt + i) != s)
-                return 0;
-    }
-    return saved;
+    return rk_rows_repeat(k, &L->v, rt, cores) ? saved : 0;
 }
 
 /* Which loads to share on `cores` cores (share[i]): those that can, when
@@ -1807,6 +1841,13 @@ static int rk_col_params(const rk_plan *k)
     return 1;
 }
 
+/* A row kernel streams nothing: loads ahead for a later kernel pass it. */
+int be_rows_prefetch_far(be_ctx *c, int pos, int from, int64_t above)
+{
+    (void)c, (void)pos, (void)from, (void)above;
+    return 0;
+}
+
 int be_rows_prefetch(be_ctx *c, int pos, int64_t above)
 {
     c->pre.n = 0;
@@ -1825,7 +1866,10 @@ int be_rows_prefetch(be_ctx *c, int pos, int64_t above)
         rk_core rc;
         rc_ = rk_core_setup(&rc, &k, &probe, r0, rt);
         const int64_t at = cc_max(above, need);
-        if (!rc_ && at + rc.col_hi - rc.col_lo <= cc_min(c->lx_floor[pos - 1], c->lx_floor[pos])) {
+        int64_t top = cc_min(c->lx_floor[pos - 1], c->lx_floor[pos]);
+        if (c->far.n > 0 && c->far.pos > pos) /* a later kernel's loads ahead live there */
+            top = cc_min(top, c->far.at);
+        if (!rc_ && at + rc.col_hi - rc.col_lo <= top) {
             rc.e = &c->em[0];
             cc_kernel_begin(rc.e, c->p->kernels[c->p->order[pos - 1]].name);
             rk_col_loads(&rc, at);
