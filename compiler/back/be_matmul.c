@@ -2184,12 +2184,12 @@ int be_matmul_prefetch(be_ctx *c, int pos, int64_t above)
     c->pre.n = 0;
     /* only a grid over the ring streams B from one loader a column; and
      * only a kernel before it with a drain leaves the DRAM time to */
-    if (!w->bcast || w->gn < 2 || c->drain_pos != pos - 1)
+    if (!w->bcast || w->gn < 2)
         return 0;
     mm_plan m;
     int rc = mm_prepare(c, pos, &m, 0);
     if (!rc)
-        rc = mm_rg_prefetch(c, &m, pos - 1, above, c->drain, &c->pre);
+        rc = mm_rg_prefetch(c, &m, pos - 1, above, c->drain_pos == pos - 1 ? c->drain : 0, &c->pre);
     mm_free(&m);
     return rc < 0 ? -1 : 0;
 }
