@@ -2,7 +2,8 @@
  * grid over the ring has its first K chunks of B loaded by the kernel
  * before it, in that kernel's drain (docs/compiler.md, "B's first chunks
  * loaded ahead"), or past kernels that stream nothing by the last
- * streamed product before it, its columns' loaders load a block's epilogue
+ * streamed product before it, and a weight a grid holds whole by a kernel
+ * before that leaves its loaders idle; its columns' loaders load a block's epilogue
  * operands with the block's last chunk of B, and results for DRAM are
  * stored after the last block; a layer norm's per-column parameters,
  * passed down a tree of cores, are loaded by the kernel before it
@@ -50,6 +51,20 @@ static const char *ffn_softmax_graph = "graph ffn3\n"
                                        "%t2: f32[1024, 256] = aten.t.default(%w2)\n"
                                        "%y: f32[128, 256] = aten.mm.default(%s, %t2)\n"
                                        "output %y\n";
+
+/* A relu on 4 cores, then a linear on 4 x 8 cores with B whole (not
+ * streamed): its loaders, the grid's third row (cores 16 to 23), run
+ * nothing in the relu. */
+static const char *whole_graph = "graph bw\n"
+                                 "weights \"weights.safetensors\"\n"
+                                 "hint work_div k0_relu=4\n"
+                                 "hint work_div k1_mm=4x8r\n"
+                                 "input %x: f32[128, 768]\n"
+                                 "param %w: f32[768, 768] = \"w\"\n"
+                                 "%r: f32[128, 768] = aten.relu.default(%x)\n"
+                                 "%t: f32[768, 768] = aten.t.default(%w)\n"
+                                 "%y: f32[128, 768] = aten.mm.default(%r, %t)\n"
+                                 "output %y\n";
 
 /* One linear with a bias on 16 x 2 cores, B streamed in K chunks of 128
  * rows (16 KB a chunk), one stick a block: 8 blocks a column, the bias
@@ -163,6 +178,29 @@ static void test_a_products_first_weight_chunks_load_behind_the_last_streamed_pr
     CU_ASSERT_EQUAL(k0 + k1 + k2, x + w1 + w2 + y);
 }
 
+/* The linear's loaders load its first K chunks of B (64 rows of every
+ * column: 768 x 64 DL16 values a step) in the relu's kernel, which reads
+ * x from DRAM and keeps r in LX (sent to the linear's 32 cores by a ring
+ * exchange, no DRAM); the linear reads the rest of w and writes y, and
+ * the outputs validate. */
+static void test_a_whole_weights_first_chunks_load_on_loaders_the_kernel_before_leaves_idle(void)
+{
+    static const tu_param ps[] = {{"w", 768, 768}};
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    tu_write_graph(dir, whole_graph, ps, 1);
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
+    tu_rmtree(dir);
+    CU_ASSERT_EQUAL_FATAL(st.nkernels, 3); /* the relu, r's exchange from 4 cores to 32, the linear */
+    const uint64_t x = 128 * 768 * 2, w = 768 * 768 * 2, y = 128 * 768 * 2, step = 768 * 64 * 2;
+    const uint64_t k0 = st.kernels[0].dram_bytes, k1 = st.kernels[2].dram_bytes;
+    CU_ASSERT(k0 > x);
+    CU_ASSERT_EQUAL((k0 - x) % step, 0);
+    CU_ASSERT_EQUAL(st.kernels[1].dram_bytes, 0);
+    CU_ASSERT_EQUAL(k0 + k1, x + w + y);
+}
+
 /* bias_graph's program (not rolled into loops), its outputs checked. */
 static isa_program *bias_program(void)
 {
@@ -260,6 +298,8 @@ int main(void)
          test_the_next_products_first_weight_chunks_load_in_the_kernel_before},
         {"a product's first weight chunks load behind the last streamed product",
          test_a_products_first_weight_chunks_load_behind_the_last_streamed_product},
+        {"a whole weight's first chunks load on loaders the kernel before leaves idle",
+         test_a_whole_weights_first_chunks_load_on_loaders_the_kernel_before_leaves_idle},
         {"a loader loads the epilogue operands with a chunk of B", test_a_loader_loads_the_epilogue_operands_with_a_chunk_of_b},
         {"a streamed product's results are stored after its last block",
          test_a_streamed_products_results_are_stored_after_its_last_block},

@@ -224,8 +224,9 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core);
 /* Its setup alone on emitter e (be_matmul_need): -1 with an error. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e);
 /* Its first chunks of B loaded by kernel `from` (be_kind.prefetch,
- * prefetch_far) in the budget's cycles, recorded in *out: 1 when B
- * streams through slots, 0 when not, -1 with an error. */
+ * prefetch_far) in the budget's cycles (a B held whole: in from's
+ * estimate, when from leaves its loaders idle), recorded in *out: 1 when
+ * B streams through slots, 0 when not, -1 with an error. */
 int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget, be_pre *out);
 
 #endif

@@ -5,6 +5,7 @@
 #include "be_matmul.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -754,7 +755,7 @@ static void rg_layout(rg_core *g)
 static int64_t rg_bchunk(const rg_core *g, int64_t step, int64_t k0, int64_t *stride)
 {
     const int64_t sb = g->c->t.stick;
-    *stride = g->mc.tl.slots ? g->mc.KC * sb : g->m->Kd * sb;
+    *stride = g->mc.tl.slots || step < g->npre ? g->mc.KC * sb : g->m->Kd * sb;
     if (step < g->npre) /* loaded ahead: in a place of its own, no slot */
         return g->pre + step * g->mc.NBS * g->mc.KC * sb;
     return g->mc.tl.slots ? g->bslot[(step - g->npre) % g->mc.tl.slots] : g->BW + k0 * sb;
@@ -1284,16 +1285,24 @@ int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
  * the layer 197,498 -> 193,104 cycles). Loaded further back
  * (be_kind.prefetch_far, from a streamed grid `from` before the kernel
  * before), the place is above every kernel's working LX from `from` on
- * and below all their floors, and the budget counts the kernels between. */
-static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *need, int64_t *room)
+ * and below all their floors, and the budget counts the kernels between.
+ * A B held whole (no slots) is loaded ahead only by the kernel before,
+ * when that kernel leaves every loader idle, in its estimate's time
+ * (BERT-base's output projection, 2 chunks in PV's kernel: the layer
+ * 175,723 -> 174,571 cycles). */
+static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *need, int64_t *room,
+                       int *loader)
 {
     const int pos = m->ep.pos;
     *need = above;
+    *loader = INT_MAX;
     for (int core = 0; core < c->work[pos].cores; core++) {
         cc_emit e;
         be_lx_probe(c, pos, core, &e);
         rg_core *g = ir_xalloc(sizeof *g);
         const int rc = rg_setup(g, c, m, core, &e);
+        if (!rc && g->i == g->mid && core < *loader)
+            *loader = core;
         free(g);
         if (rc)
             return -1;
@@ -1311,19 +1320,24 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
     const int pos = m->ep.pos;
     const mm_tiling *tl = &m->rg_tl;
     int64_t at, room;
+    int loader;
     out->n = 0;
     if (pos < 1)
         return 0;
-    if (rg_pre_room(c, m, from, above, &at, &room))
+    if (rg_pre_room(c, m, from, above, &at, &room, &loader))
         return -1;
-    if (!tl->slots)
+    /* B whole: only from the kernel before, if it leaves every loader
+     * idle (its cores are 0 up to its count), in that kernel's time */
+    if (!tl->slots && (from != pos - 1 || loader < c->work[from].cores))
         return 0;
+    if (!tl->slots)
+        budget = be_kind_of(c, from)->estimate(c, from);
     if (c->p->bufs[m->mm->b].kind != IR_BUF_PARAM || budget <= 0)
-        return 1;
+        return tl->slots > 0;
     const int64_t sb = c->t.stick, chunk = tl->NBS * tl->KC * sb;
     /* as many chunks as the columns' loaders move in the budget (from's drain, the kernels between) */
     const int64_t fill = (int64_t)ceil(budget * c->t.dram_bytes_per_cycle / (double)(c->work[pos].gn * chunk));
-    const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots, tl->nch), room / chunk), fill));
+    const int64_t n = cc_max(0, cc_min(cc_min(cc_min(tl->slots ? tl->slots : tl->nch, tl->nch), room / chunk), fill));
     const ir_kernel *prev = &c->p->kernels[c->p->order[from]];
     for (int core = 0; core < c->work[pos].cores && n > 0; core++) {
         rg_core *g = ir_xalloc(sizeof *g);
@@ -1347,7 +1361,7 @@ int mm_rg_prefetch(be_ctx *c, mm_plan *m, int from, int64_t above, double budget
             return -1;
     }
     *out = (be_pre){pos, at, n};
-    return 1;
+    return tl->slots > 0;
 }
 
 /* A core of the grid over the ring: setup, then K chunk by chunk (in,
@@ -1380,6 +1394,10 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
         rg_send_pending(g);
         be_heads_close(c, g->e, m->ep.pos);
         cc_kernel_end(g->e);
+        /* the chunks loaded ahead come in up to the end: what the next
+         * kernel loads ahead goes above them (lx_top_of) */
+        if (g->npre > 0)
+            g->e->lx_top = cc_max(g->e->lx_top, g->pre + g->npre * g->mc.NBS * g->mc.KC * c->t.stick);
         if (g->mc.tl.slots) {
             c->drain = rg_drain(m, g->gm, &g->mc.tl);
             c->drain_pos = m->ep.pos;
