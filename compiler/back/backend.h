@@ -305,6 +305,9 @@ static inline int be_walk_stick(const be_walk *w, int64_t *g, int64_t *r, int64_
 typedef struct {
     int64_t g, r, byte, n, dr, db;
 } be_wseg;
+/* Room for one stick's lanes (a gather's run, be_walk_segs' segments):
+ * stick_bytes is fixed at 128 (chip.h), so far more than any lane count. */
+#define BE_LANES_MAX 2048
 int be_walk_segs(be_walk *w, int64_t n, be_wseg *s);
 /* be_span_add of the current element's stick (L: the buffer's layout). */
 void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);

@@ -1559,8 +1559,6 @@ static void mm_core_free(mm_core *mc, int nn)
     free(mc->bgo);
 }
 
-#define RST_LANES 2048
-
 /* Stage the sticks of buf an operand block reads (as mm_span) at st
  * (dmai): one contiguous run per stick group of the buffer.  Fills lo
  * (layout row of each group's first staged stick) and go (its offset
@@ -1588,8 +1586,8 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     be_ctx *c = m->c;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, lrows = c->lay[buf].rows;
     int64_t val[IR_MAX_VARS] = {0};
-    be_wseg ws[RST_LANES];
-    be_rst_seg seg[RST_LANES];
+    be_wseg ws[BE_LANES_MAX];
+    be_rst_seg seg[BE_LANES_MAX];
     batch_vals(m, b, val);
     be_rst r;
     be_walk w;
@@ -1630,7 +1628,7 @@ static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, in
     const rk_node *rn = &m->ep.nodes[j];
     const int out = c->p->nodes[rn->node].out;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16;
-    int64_t val[IR_MAX_VARS] = {0}, dst[RST_LANES], src[RST_LANES];
+    int64_t val[IR_MAX_VARS] = {0}, dst[BE_LANES_MAX], src[BE_LANES_MAX];
     batch_vals(m, b, val);
     be_rst r;
     be_walk w;

@@ -1294,7 +1294,7 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     const rk_node *rn = &k->nodes[j];
     const int out = c->p->nodes[rn->node].out;
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, ncols = rn->cls == BE_V_TILE ? k->cols : 1;
-    int64_t val[IR_MAX_VARS] = {0}, dst[2048], src[2048];
+    int64_t val[IR_MAX_VARS] = {0}, dst[BE_LANES_MAX], src[BE_LANES_MAX];
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, out);
@@ -1331,8 +1331,8 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
-    be_wseg ws[2048];
-    be_rst_seg seg[2048];
+    be_wseg ws[BE_LANES_MAX];
+    be_rst_seg seg[BE_LANES_MAX];
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, x->buf);
