@@ -125,7 +125,18 @@ static int run_checked_program(const char *dir, sim_stats *st, isa_program **out
     return bad;
 }
 
-static int run_checked(const char *dir, sim_stats *st) { return run_checked_program(dir, st, NULL); }
+/* The graph text with params ps written to a fresh directory, run and
+ * checked (every output must validate): the run's statistics. */
+static sim_stats run_graph(const char *text, const tu_param *ps, int nps)
+{
+    char dir[512];
+    tu_tmpdir(dir, sizeof dir);
+    tu_write_graph(dir, text, ps, nps);
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_checked_program(dir, &st, NULL), 0);
+    tu_rmtree(dir);
+    return st;
+}
 
 /* The bytes a dma.ld moves: run sticks times its loops' counts. */
 static int64_t ld_bytes(const isa_insn *in)
@@ -143,11 +154,7 @@ static int64_t ld_bytes(const isa_insn *in)
 static void test_the_next_products_first_weight_chunks_load_in_the_kernel_before(void)
 {
     static const tu_param ps[] = {{"w1", 1024, 256}, {"w2", 256, 1024}};
-    char dir[512];
-    tu_tmpdir(dir, sizeof dir);
-    tu_write_graph(dir, ffn_graph, ps, 2);
-    sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
+    const sim_stats st = run_graph(ffn_graph, ps, 2);
     CU_ASSERT_EQUAL_FATAL(st.nkernels, 2);
     const uint64_t x = 128 * 256 * 2, w1 = 1024 * 256 * 2, w2 = 256 * 1024 * 2, y = 128 * 256 * 2, pair = 2 * 16384;
     const uint64_t k0 = st.kernels[0].dram_bytes, k1 = st.kernels[1].dram_bytes;
@@ -163,12 +170,7 @@ static void test_the_next_products_first_weight_chunks_load_in_the_kernel_before
 static void test_a_products_first_weight_chunks_load_behind_the_last_streamed_product(void)
 {
     static const tu_param ps[] = {{"w1", 1024, 256}, {"w2", 256, 1024}};
-    char dir[512];
-    tu_tmpdir(dir, sizeof dir);
-    tu_write_graph(dir, ffn_softmax_graph, ps, 2);
-    sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
-    tu_rmtree(dir);
+    const sim_stats st = run_graph(ffn_softmax_graph, ps, 2);
     CU_ASSERT_EQUAL_FATAL(st.nkernels, 3);
     const uint64_t x = 128 * 256 * 2, w1 = 1024 * 256 * 2, w2 = 256 * 1024 * 2, y = 128 * 256 * 2, pair = 2 * 16384;
     const uint64_t k0 = st.kernels[0].dram_bytes, k1 = st.kernels[1].dram_bytes, k2 = st.kernels[2].dram_bytes;
@@ -186,12 +188,7 @@ static void test_a_products_first_weight_chunks_load_behind_the_last_streamed_pr
 static void test_a_whole_weights_first_chunks_load_on_loaders_the_kernel_before_leaves_idle(void)
 {
     static const tu_param ps[] = {{"w", 768, 768}};
-    char dir[512];
-    tu_tmpdir(dir, sizeof dir);
-    tu_write_graph(dir, whole_graph, ps, 1);
-    sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
-    tu_rmtree(dir);
+    const sim_stats st = run_graph(whole_graph, ps, 1);
     CU_ASSERT_EQUAL_FATAL(st.nkernels, 3); /* the relu, r's exchange from 4 cores to 32, the linear */
     const uint64_t x = 128 * 768 * 2, w = 768 * 768 * 2, y = 128 * 768 * 2, step = 768 * 64 * 2;
     const uint64_t k0 = st.kernels[0].dram_bytes, k1 = st.kernels[2].dram_bytes;
@@ -279,12 +276,7 @@ static void test_a_streamed_products_results_are_stored_after_its_last_block(voi
 static void test_a_layer_norms_per_column_parameters_load_in_the_kernel_before(void)
 {
     static const tu_param ps[] = {{"w", 768, 768}, {"bias", 768, 0}, {"g", 768, 0}, {"b", 768, 0}};
-    char dir[512];
-    tu_tmpdir(dir, sizeof dir);
-    tu_write_graph(dir, resln_graph, ps, 4);
-    sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_checked(dir, &st), 0);
-    tu_rmtree(dir);
+    const sim_stats st = run_graph(resln_graph, ps, 4);
     CU_ASSERT_EQUAL_FATAL(st.nkernels, 2);
     const uint64_t act = 128 * 768 * 2, w = 768 * 768 * 2, cols = 3 * 768 * 2; /* DL16 */
     CU_ASSERT_EQUAL(st.kernels[1].dram_bytes, 2 * act);
