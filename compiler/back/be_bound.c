@@ -288,7 +288,8 @@ static size_t bd_piece_runs(bd_state *b)
 static void bd_merge_runs(bd_state *b, size_t nnew)
 {
     bd_run *a = b->runs, *c = ir_xalloc((nnew + 1) * sizeof *c);
-    memcpy(c, b->out, nnew * sizeof *c);
+    if (nnew) /* b->out is NULL before any kernel's pieces made runs */
+        memcpy(c, b->out, nnew * sizeof *c);
     size_t i = 0, j = 0, n = 0;
     int64_t at = INT64_MIN; /* sticks before it are done */
     while (i < b->nruns || j < nnew) {
