@@ -14,7 +14,7 @@ void bd_begin(bd_state *b, const be_ctx *c)
     b->stick = c->t.stick;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
     b->ncores = (int)c->cfg->cores;
-    b->ntok = (int)c->cfg->tokens;
+    b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */
     b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     b->unmarked = ir_xalloc((size_t)c->cfg->cores * (size_t)c->cfg->cores);

@@ -624,7 +624,7 @@ static void lx_place_heads(be_ctx *c, const lx_cand *x, int b, const lx_needs_t 
     r->lx = at;
     r->dram = c->p->opts.write_values && c->p->bufs[b].whole_value;
     if (r->heads)
-        c->htok = c->cfg->tokens - 1;
+        c->htok = cc_tokens(c->cfg) - 1;
 }
 
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's

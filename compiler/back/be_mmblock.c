@@ -32,7 +32,7 @@ void mm_split_block(const mm_plan *m, mm_tiling *tl)
     tl->split = SPLIT_NONE;
     tl->r0 = tl->MB;
     tl->s0 = tl->NBS;
-    if (t->corelets < 2 || mm_tokens(m, 2) > m->c->cfg->tokens)
+    if (t->corelets < 2 || mm_tokens(m, 2) > cc_tokens(m->c->cfg))
         return;
     if (tl->MB >= 2) {
         int64_t r0 = cc_ceil_div(tl->MB, 2);

@@ -155,7 +155,7 @@ int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
     const int64_t budget = be_lx_budget(c, m->ep.pos), lanes = c->t.lanes16;
     const int64_t mt = cc_ceil_div(m->M, gm), mtmin = m->M / gm;
     if (gm < 2 || m->nbatch != 1 || m->ag || m->bg || mtmin < 1 || m->stage_bytes ||
-        2 * (4 * 2 + 3) + BC_TOKENS > (int)c->cfg->tokens) /* mm_tokens without restickify */
+        2 * (4 * 2 + 3) + BC_TOKENS > cc_tokens(c->cfg)) /* mm_tokens without restickify */
         return -1;
     const be_work *w = &c->work[m->ep.pos];
     if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
@@ -408,7 +408,7 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
     const be_ctx *c = m->c;
     const int64_t cores = c->cfg->cores, lanes = c->t.lanes16;
     if (gn < 2 || gm < 2 || gn > RG_MAX_GN || gm * gn != cores || m->nbatch != 1 || m->ag || m->bg ||
-        m->stage_bytes || m->gk > 1 || m->M < cores || m->GN < gn || RG_TOKENS > (int)c->cfg->tokens)
+        m->stage_bytes || m->gk > 1 || m->M < cores || m->GN < gn || RG_TOKENS > cc_tokens(c->cfg))
         return -1;
     mm_tiling tl = {0};
     for (int64_t i = 0; i < gm; i++) {
@@ -424,7 +424,7 @@ int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
     if (w->mb && (w->mb < tl.MB || (w->kc < m->Kd && w->kc % lanes)))
         return -1;
     int found = (!w->mb || w->nbs >= ns) && rg_search(m, gm, gn, tl, 0, out);
-    if (found || RG_TOKENS + RG_STREAM_TOKENS > (int)c->cfg->tokens)
+    if (found || RG_TOKENS + RG_STREAM_TOKENS > cc_tokens(c->cfg))
         return found ? 0 : -1;
     for (tl.slots = 2; tl.slots <= RG_SLOTS; tl.slots++)
         for (int64_t nb = 1; nb <= ns; nb++) {

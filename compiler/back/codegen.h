@@ -126,7 +126,14 @@ void cc_kernel_end(cc_emit *e);
 /* LX bytes, stick-aligned, within cfg->lx_usable_bytes; returns the LX
  * offset or -1 (error recorded) when the budget is exceeded. */
 int64_t cc_lx_alloc(cc_emit *e, int64_t bytes, const char *what);
-/* A fresh sync token (0..cfg->tokens-1) or -1 (error recorded). */
+/* The tokens a program may use: the chip's, but below ISA_TOK_NONE, which
+ * on ring.send means no token (a chip of 256 has token 255 for sig and
+ * wait only, and a ring transfer meant to signal it would signal none). */
+static inline int cc_tokens(const chip_config *cfg)
+{
+    return cfg->tokens < ISA_TOK_NONE ? (int)cfg->tokens : ISA_TOK_NONE;
+}
+/* A fresh sync token (0..cc_tokens(cfg)-1) or -1 (error recorded). */
 int cc_tok_alloc(cc_emit *e, const char *what);
 /* A fresh address register (1..15) or -1 (error recorded). */
 int cc_reg_alloc(cc_emit *e);

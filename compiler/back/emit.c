@@ -203,8 +203,8 @@ int cc_tok_alloc(cc_emit *e, const char *what)
 {
     if (e->failed)
         return -1;
-    if (e->ntokens >= (e->tok_cap ? e->tok_cap : e->cfg->tokens) || e->ntokens >= 256)
-        return cc_emit_error(e, "out of sync tokens allocating %s (the chip has %d per core)", what, e->cfg->tokens);
+    if (e->ntokens >= (e->tok_cap ? e->tok_cap : cc_tokens(e->cfg)))
+        return cc_emit_error(e, "out of sync tokens allocating %s (the chip gives a program %d per core)", what, cc_tokens(e->cfg));
     return e->ntokens++;
 }
 
@@ -331,7 +331,7 @@ void cc_emit_fence(cc_emit *e)
 static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
 {
     /* the tokens above tok_cap no kernel takes: they signal across kernels */
-    if (tok < 0 || (tok >= e->ntokens && !(e->tok_cap && tok >= e->tok_cap && tok < e->cfg->tokens))) {
+    if (tok < 0 || (tok >= e->ntokens && !(e->tok_cap && tok >= e->tok_cap && tok < cc_tokens(e->cfg)))) {
         cc_emit_error(e, "token %d was never allocated", tok);
         return;
     }
