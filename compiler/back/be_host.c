@@ -22,10 +22,10 @@ int be_host_access(be_ctx *c, int pos, be_access **out, int *n)
     be_access *a = ir_xalloc((size_t)(N->nhin + N->nhout + 1) * sizeof *a);
     *n = 0;
     for (int i = 0; i < N->nhin; i++)
-        a[(*n)++] = (be_access){N->hin[i], 0, 0, 0, 0, 0, 0};
-    a[(*n)++] = (be_access){N->out, 1, 0, 0, 0, 0, 0};
+        a[(*n)++] = (be_access){.buf = N->hin[i]};
+    a[(*n)++] = (be_access){.buf = N->out, .write = 1};
     for (int i = 0; i < N->nhout; i++)
-        a[(*n)++] = (be_access){N->hout[i], 1, 0, 0, 0, 0, 0};
+        a[(*n)++] = (be_access){.buf = N->hout[i], .write = 1};
     *out = a;
     return 0;
 }

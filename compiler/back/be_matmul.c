@@ -884,21 +884,29 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     const int bcast = w->bcast; /* rg_a_out copies A's own rows: be_res_fill */
     /* every core reads all of its batches' rows, only its own groups (not a buffer staged whole) */
     const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1 && !w->stage_whole;
-    a[(*n)++] = (be_access){m.mm->a, 0, mm_aligned_a(&m, pos), mm_grid_tile_a(&m, pos), bcast, 0, whole};
-    a[(*n)++] = (be_access){m.mm->b, 0, 0, 0, 0, 0, whole};
+    a[(*n)++] = (be_access){.buf = m.mm->a,
+                            .aligned = mm_aligned_a(&m, pos),
+                            .grid = mm_grid_tile_a(&m, pos),
+                            .keeps = bcast,
+                            .groups = whole};
+    a[(*n)++] = (be_access){.buf = m.mm->b, .groups = whole};
     for (int i = 0; i < m.ep.nl; i++) {
         const rk_load *L = &m.ep.loads[i];
         const int buf = c->p->A.e[L->e].buf, tile = L->cls == BE_V_TILE && !L->staged && !L->gather;
-        a[(*n)++] = (be_access){buf, 0, tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
-                                tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0, 0, 0, 0};
+        a[(*n)++] = (be_access){.buf = buf,
+                                .aligned = tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
+                                .grid = tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0};
     }
     for (int j = 0; j < m.ep.nn; j++) {
         const rk_node *rn = &m.ep.nodes[j];
         const int buf = c->p->nodes[rn->node].out;
         const int aligned = !rn->staged && mm_aligned_tile(&m, pos, buf, &rn->sv, 1);
         if (rn->dram) /* a grid over the ring sends its pieces anywhere (be_heads_send) */
-            a[(*n)++] = (be_access){buf, 1, aligned, rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv), 0,
-                                    aligned && bcast && w->gn > 1, 0};
+            a[(*n)++] = (be_access){.buf = buf,
+                                    .write = 1,
+                                    .aligned = aligned,
+                                    .grid = rn->staged ? 0 : mm_grid_tile(&m, pos, buf, &rn->sv),
+                                    .sends = aligned && bcast && w->gn > 1};
     }
     mm_free(&m);
     *out = a;

@@ -175,17 +175,18 @@ int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
     for (int i = 0; i < k.nl; i++) {
         const rk_load *L = &k.loads[i];
         const int buf = c->p->A.e[L->e].buf;
-        a[*n] = (be_access){buf, 0, L->cls == BE_V_TILE && !L->staged && !L->gather && be_rows_aligned(&k, buf, &L->v), 0, 0, 0, 0};
-        (*n)++;
+        a[(*n)++] = (be_access){
+            .buf = buf, .aligned = L->cls == BE_V_TILE && !L->staged && !L->gather && be_rows_aligned(&k, buf, &L->v)};
         if (L->gather) /* and its row numbers */
-            a[(*n)++] = (be_access){c->p->A.e[L->ids].buf, 0, 0, 0, 0, 0, 0};
+            a[(*n)++] = (be_access){.buf = c->p->A.e[L->ids].buf};
     }
     for (int i = 0; i < k.nn; i++) {
         const rk_node *N = &k.nodes[i];
         if (!N->dram)
             continue;
         const int buf = c->p->nodes[N->node].out;
-        a[(*n)++] = (be_access){buf, 1, N->cls == BE_V_TILE && !N->staged && be_rows_aligned(&k, buf, &N->sv), 0, 0, 0, 0};
+        a[(*n)++] = (be_access){
+            .buf = buf, .write = 1, .aligned = N->cls == BE_V_TILE && !N->staged && be_rows_aligned(&k, buf, &N->sv)};
     }
     rk_free(&k);
     *out = a;
