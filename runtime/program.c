@@ -20,6 +20,7 @@ static int decode_consts(rt_program *prog, char *err, size_t errlen)
         isa_layout_unpack(t, p->stick_bytes, p->consts + t->const_off, h);
         free(prog->host[i]);
         prog->host[i] = h;
+        rt_host_changed(prog, (int)i);
     }
     return 0;
 }
@@ -34,16 +35,19 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     }
     rt_program *prog = calloc(1, sizeof *prog);
     float **host = calloc(p->ntensors ? p->ntensors : 1, sizeof *host);
-    if (!prog || !host) {
+    uint8_t **packed = calloc(p->ntensors ? p->ntensors : 1, sizeof *packed);
+    if (!prog || !host || !packed) {
         isa_errf(err, errlen, "load: out of host memory");
         free(prog);
         free(host);
+        free(packed);
         isa_program_free(p);
         return NULL;
     }
     prog->dev = dev;
     prog->p = p;
     prog->host = host;
+    prog->packed = packed;
     prog->abase = UINT64_MAX;
     prog->last_use = ++dev->clock;
     prog->next = dev->programs;
@@ -85,9 +89,12 @@ void rt_unload(rt_program *prog)
     rt_sched_forget(prog);
     rt_drop_weights(prog);
     rt_unstage(prog);
-    for (size_t i = 0; i < prog->p->ntensors; i++)
+    for (size_t i = 0; i < prog->p->ntensors; i++) {
         free(prog->host[i]);
+        free(prog->packed[i]);
+    }
     free(prog->host);
+    free(prog->packed);
     rt_state_free(prog);
     isa_program_free(prog->p);
     free(prog);

@@ -40,6 +40,11 @@ struct rt_program {
     uint64_t last_use;   /* dev->clock at its last load or launch */
     rt_transfer_stats pending; /* moved since the last launch; reported by the next */
     float **host;        /* per tensor: fp32 host copy or NULL */
+    /* Per tensor: an activation-region input's host copy in device layout,
+     * as last uploaded, or NULL.  The region is allocated and filled anew
+     * at every launch; packing (DL16 conversion) was most of that.  Every
+     * change of host[i] drops it (rt_host_changed). */
+    uint8_t **packed;
     uint64_t seed;       /* the run's seed (rt_fill_inputs): inputs and host random ops */
     int launched;
     int keep_values;     /* rt_keep_values: 0, 1 (stepwise when vacuous), 2 (always) */
@@ -59,6 +64,8 @@ struct rt_program {
 void rt_dims_str(int rank, const int64_t *shape, char *buf, size_t len);
 /* Replace the host copy of tensor i with a copy of values. */
 int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t errlen);
+/* Tensor i's host copy changed (or went): its packed bytes are stale. */
+void rt_host_changed(rt_program *prog, int i);
 /* Does tensor t live in p's weights region? */
 int rt_in_weights(const isa_program *p, const isa_tensor *t);
 /* Is t's region in device DRAM now, and where does t live there? */

@@ -185,6 +185,8 @@ static uint64_t update_one(rt_program *prog, const rt_update *u, rt_program *q, 
             memcpy(prog->before[ti], host, n);
     }
     place(S, sb, X, u->dim, pos, values ? prog->host[u->src] : NULL, host, dirty);
+    if (host)
+        rt_host_changed(q, ti);
     uint64_t bytes = 0;
     if (q != prog)
         bytes = write_sticks(q, ti, dirty, err, errlen, rc);

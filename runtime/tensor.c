@@ -57,7 +57,14 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
         memcpy(h, values, n * sizeof *h);
     free(prog->host[i]);
     prog->host[i] = h;
+    rt_host_changed(prog, i);
     return 0;
+}
+
+void rt_host_changed(rt_program *prog, int i)
+{
+    free(prog->packed[i]);
+    prog->packed[i] = NULL;
 }
 
 const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count)

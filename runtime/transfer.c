@@ -16,19 +16,39 @@ void rt_count_upload(rt_program *prog, const isa_tensor *t, uint64_t bytes)
     }
 }
 
+/* Tensor i's values in device layout: an activation-region input's host
+ * copy packed once and kept (prog->packed), anything else packed into a
+ * buffer the caller frees (*owned). */
+static const uint8_t *packed_values(rt_program *prog, int i, const float *values, uint8_t **owned)
+{
+    const isa_tensor *t = &prog->p->tensors[i];
+    *owned = NULL;
+    if (prog->packed[i] && values == prog->host[i])
+        return prog->packed[i];
+    uint8_t *buf = malloc((size_t)t->bytes);
+    if (!buf)
+        return NULL;
+    isa_layout_pack(t, prog->p->stick_bytes, values, buf);
+    if (values == prog->host[i] && !rt_in_weights(prog->p, t)) /* weights stay resident: no second copy */
+        prog->packed[i] = buf;
+    else
+        *owned = buf;
+    return buf;
+}
+
 int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t errlen)
 {
     const isa_tensor *t = &prog->p->tensors[i];
     if (!t->bytes || !rt_region_present(prog, t))
         return 0; /* uploaded from the host copy when its region is placed */
-    void *buf = malloc((size_t)t->bytes);
+    uint8_t *owned;
+    const uint8_t *buf = packed_values(prog, i, values, &owned);
     if (!buf)
         return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
                         (unsigned long long)t->bytes);
-    isa_layout_pack(t, prog->p->stick_bytes, values, buf);
     uint64_t addr = rt_tensor_dev_addr(prog, t);
     int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
-    free(buf);
+    free(owned);
     if (rc)
         return isa_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,
                         (unsigned long long)t->bytes, (unsigned long long)addr);
@@ -137,6 +157,7 @@ static int download(rt_program *prog, size_t i, char *err, size_t errlen)
         return isa_errf(err, errlen, "tensor %s: out of host memory reading it back", t->name);
     }
     prog->host[i] = h;
+    rt_host_changed(prog, (int)i);
     if (sim_dram_read(prog->dev->sim, rt_tensor_dev_addr(prog, t), buf, (size_t)t->bytes)) {
         free(buf);
         return isa_errf(err, errlen, "tensor %s: device DRAM read failed", t->name);
@@ -162,6 +183,7 @@ int rt_download_outputs(rt_program *prog, char *err, size_t errlen)
         if (!values && t->role == ISA_ROLE_OUTPUT && rt_region_present(prog, t)) {
             free(prog->host[i]);
             prog->host[i] = NULL;
+            rt_host_changed(prog, (int)i);
             prog->pending.bytes_downloaded += t->bytes;
             prog->dev->total.bytes_downloaded += t->bytes;
             continue;
@@ -182,6 +204,7 @@ int rt_poison_values(rt_program *prog, char *err, size_t errlen)
             continue;
         free(prog->host[i]); /* the last run's: this run writes its own */
         prog->host[i] = NULL;
+        rt_host_changed(prog, (int)i);
         size_t n = (size_t)rt_tensor_elems(t);
         float *nan = malloc(n * sizeof *nan);
         void *buf = malloc((size_t)t->bytes);

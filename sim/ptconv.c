@@ -87,14 +87,21 @@ static int64_t lanes_of(const sim_tile_src *t, int64_t g, int64_t l16)
     return t->cols - g * l16 < l16 ? t->cols - g * l16 : l16;
 }
 
-/* Are the tile's bytes those entry e was converted from? */
+/* The bytes of group g's rows: one run when its lanes fill whole sticks
+ * (every group but a narrow last one), else one run a row. */
+static int64_t runs_of(const sim_tile_src *t, int64_t len) { return len == t->sb ? 1 : t->rows; }
+
+/* Are the tile's bytes those entry e was converted from?  A group's rows
+ * of whole sticks are one run in LX and in e->src: one memcmp, not one a
+ * 128-byte row (a library call each was a third of a B tile's compare). */
 static int same_bytes(const conv *e, const sim_tile_src *t, int64_t l16)
 {
     const uint8_t *k = e->src;
     for (int64_t g = 0; g * l16 < t->cols; g++) {
-        const size_t len = (size_t)lanes_of(t, g, l16) * 2;
-        for (int64_t r = 0; r < t->rows; r++, k += len)
-            if (memcmp(k, t->at + g * t->pitch + r * t->sb, len))
+        const int64_t len = lanes_of(t, g, l16) * 2, runs = runs_of(t, len);
+        const size_t run = (size_t)(len * t->rows / runs);
+        for (int64_t r = 0; r < runs; r++, k += run)
+            if (memcmp(k, t->at + g * t->pitch + r * t->sb, run))
                 return 0;
     }
     return 1;
@@ -112,8 +119,10 @@ static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, 
         const uint8_t *at = t->at + g * t->pitch;
         isa_dl16_to_f32_rows((const uint16_t *)(const void *)at, (size_t)t->sb / 2, e->v + g * l16,
                              (size_t)t->cols, (size_t)t->rows, (size_t)w);
-        for (int64_t r = 0; r < t->rows; r++, k += w * 2)
-            memcpy(k, at + r * t->sb, (size_t)w * 2);
+        const int64_t runs = runs_of(t, w * 2);
+        const size_t run = (size_t)(w * 2 * t->rows / runs);
+        for (int64_t r = 0; r < runs; r++, k += run)
+            memcpy(k, at + r * t->sb, run);
     }
     e->rows = t->rows;
     e->cols = t->cols;

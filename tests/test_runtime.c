@@ -1033,6 +1033,31 @@ static void test_launch_runs_a_dma_copy_on_the_simulator(void)
     rt_close(dev);
 }
 
+/* The runtime keeps an input's device bytes between launches (packing is
+ * most of staging): a launch after rt_write_tensor reads the new values,
+ * one after none the same ones. */
+static void test_launch_uploads_the_inputs_written_since_the_last(void)
+{
+    rt_device *dev = open4();
+    rt_program *prog = load(dev, copy_program(0));
+    float *v = randoms(7, "X", 7000, 1.0f), *w = randoms(8, "X", 7000, 3.0f), y[7000];
+    rt_run_result res;
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "X", v, ISA_HT_F32, err, sizeof err), 0);
+    for (int k = 0; k < 2; k++) { /* the first launch finds the region staged at load, the second stages it */
+        CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+        expect_dl16_of(prog, "Y", v, 7000, y);
+    }
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "X", w, ISA_HT_F32, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    expect_dl16_of(prog, "Y", w, 7000, y);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+    expect_dl16_of(prog, "Y", w, 7000, y);
+    free(v);
+    free(w);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
 static void test_launch_reports_a_fault_with_core_unit_and_index(void)
 {
     rt_device *dev = open4();
@@ -1586,6 +1611,7 @@ int main(void)
         {"check reports graph errors with line numbers", test_check_reports_graph_errors_with_line_numbers},
         {"check chains graph lines", test_check_chains_graph_lines},
         {"launch runs a DMA copy on the simulator", test_launch_runs_a_dma_copy_on_the_simulator},
+        {"launch uploads the inputs written since the last", test_launch_uploads_the_inputs_written_since_the_last},
         {"launch reports a fault with core, unit and index", test_launch_reports_a_fault_with_core_unit_and_index},
         {"weights stay resident across launches", test_weights_stay_resident_across_launches},
         {"activations are freed after each launch", test_activations_are_freed_after_each_launch},
