@@ -931,8 +931,10 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
         for (int64_t r = r0; r < r0 + n; r++) {
             if (s->at[r] < 0)
                 rk_span_row(k, L, s, &w, r);
-            for (int64_t q = s->at[r]; q < s->at[r] + s->len[r]; q++) {
-                const be_gspan *e = &s->e[q];
+            /* the row's spans taken into locals first: lo and hi may alias
+             * s's arrays for all the compiler knows, which read them again
+             * per span (the loop was 7% of a prefill compile) */
+            for (const be_gspan *e = s->e + s->at[r], *end = e + s->len[r]; e < end; e++) {
                 lo[e->g] = cc_min(lo[e->g], e->lo);
                 hi[e->g] = cc_max(hi[e->g], e->hi);
             }
