@@ -843,11 +843,24 @@ typedef struct {
     int64_t r0, rt, R, need;
 } rk_needkey;
 
+/* The row spans of the staged loads that read one buffer, merged row by
+ * row (each row's sticks per group, lowest to highest over the loads):
+ * rotary embedding's x and its two shifted halves read three spans of a
+ * row where one covers them, and a chunk's sticks merged the three per
+ * row for every chunking asked.  Found by the loads' own spans. */
+typedef struct {
+    const be_rowspans *m[RK_NEED_LOADS];
+    int n;
+    be_rowspans s;
+} rk_combo;
+
 struct be_spancache {
     rk_spankey **v;
     int n, cap;
     rk_needkey *need; /* open addressing by rk_need_hash, `cap` a power of two (0: none yet) */
     size_t nneed, needcap;
+    rk_combo **combo;
+    int ncombo, combocap;
 };
 
 static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
@@ -903,12 +916,88 @@ void be_rows_spans_free(be_ctx *c)
         free(s->lo);
         free(sc->v[i]);
     }
+    for (int i = 0; sc && i < sc->ncombo; i++) {
+        be_rowspans *s = &sc->combo[i]->s;
+        free(s->at);
+        free(s->len);
+        free(s->e);
+        free(s->lo);
+        free(sc->combo[i]);
+    }
     if (sc) {
         free(sc->v);
         free(sc->need);
+        free(sc->combo);
     }
     free(sc);
     c->spans = NULL;
+}
+
+/* The merged spans of the loads whose spans are m[0..n) (n >= 2), from
+ * the compile's cache, made (no row merged yet) if new. */
+static rk_combo *rk_combo_of(const rk_plan *k, const be_layout *B, const be_rowspans *const *m, int n)
+{
+    struct be_spancache *sc = k->c->spans;
+    for (int i = 0; i < sc->ncombo; i++)
+        if (sc->combo[i]->n == n && !memcmp(sc->combo[i]->m, m, (size_t)n * sizeof *m))
+            return sc->combo[i];
+    if (sc->ncombo == sc->combocap) {
+        sc->combocap = sc->combocap ? 2 * sc->combocap : 8;
+        sc->combo = realloc(sc->combo, (size_t)sc->combocap * sizeof *sc->combo);
+        if (!sc->combo)
+            abort();
+    }
+    rk_combo *q = sc->combo[sc->ncombo++] = ir_xalloc(sizeof *q);
+    memcpy(q->m, m, (size_t)n * sizeof *m);
+    q->n = n;
+    q->s.at = ir_xalloc((size_t)(k->rows + 1) * sizeof *q->s.at);
+    q->s.len = ir_xalloc((size_t)(k->rows + 1) * sizeof *q->s.len);
+    q->s.lo = ir_xalloc((size_t)(2 * B->groups + 1) * sizeof *q->s.lo);
+    q->s.hi = q->s.lo + B->groups;
+    memset(q->s.at, -1, (size_t)k->rows * sizeof *q->s.at);
+    be_span_init(B, q->s.lo, q->s.hi);
+    return q;
+}
+
+/* Merge row r of q's loads (each walked already) into q's spans. */
+static void rk_combo_row(rk_combo *q, const be_layout *B, int64_t r)
+{
+    be_rowspans *s = &q->s;
+    int64_t gmin = B->groups, gmax = -1;
+    for (int i = 0; i < q->n; i++)
+        for (const be_gspan *e = q->m[i]->e + q->m[i]->at[r], *end = e + q->m[i]->len[r]; e < end; e++) {
+            s->lo[e->g] = cc_min(s->lo[e->g], e->lo);
+            s->hi[e->g] = cc_max(s->hi[e->g], e->hi);
+            gmin = cc_min(gmin, e->g);
+            gmax = cc_max(gmax, e->g);
+        }
+    s->at[r] = s->n;
+    for (int64_t g = gmin; g <= gmax; g++) {
+        if (s->lo[g] > s->hi[g])
+            continue;
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 256;
+            s->e = realloc(s->e, (size_t)s->cap * sizeof *s->e);
+            if (!s->e)
+                abort();
+        }
+        s->e[s->n++] = (be_gspan){(int32_t)g, (int32_t)s->lo[g], (int32_t)s->hi[g]};
+        s->lo[g] = B->rows;
+        s->hi[g] = -1;
+    }
+    s->len[r] = (int32_t)(s->n - s->at[r]);
+}
+
+/* Rows [r0, r0 + n) of s (walked) merged into lo, hi.  The row's spans
+ * are taken into locals first: lo and hi may alias s's arrays for all
+ * the compiler knows, which read them again per span. */
+static void rk_merge_rows(const be_rowspans *s, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
+{
+    for (int64_t r = r0; r < r0 + n; r++)
+        for (const be_gspan *e = s->e + s->at[r], *end = e + s->len[r]; e < end; e++) {
+            lo[e->g] = cc_min(lo[e->g], e->lo);
+            hi[e->g] = cc_max(hi[e->g], e->hi);
+        }
 }
 
 /* The sticks of its buffer's device layout that the staged loads of the
@@ -923,22 +1012,42 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
     be_span_init(B, lo, hi);
     be_walk w;
     be_walk_init(&w, k->c, buf);
-    for (int j = i; j < k->nl; j++) {
+    be_rowspans *m[RK_NEED_LOADS];
+    int at[RK_NEED_LOADS], nm = 0;
+    for (int j = i; j < k->nl && nm <= RK_NEED_LOADS; j++) {
         rk_load *L = &k->loads[j];
         if (!L->staged || k->c->p->A.e[L->e].buf != buf)
             continue;
-        be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
-        for (int64_t r = r0; r < r0 + n; r++) {
-            if (s->at[r] < 0)
-                rk_span_row(k, L, s, &w, r);
-            /* the row's spans taken into locals first: lo and hi may alias
-             * s's arrays for all the compiler knows, which read them again
-             * per span (the loop was 7% of a prefill compile) */
-            for (const be_gspan *e = s->e + s->at[r], *end = e + s->len[r]; e < end; e++) {
-                lo[e->g] = cc_min(lo[e->g], e->lo);
-                hi[e->g] = cc_max(hi[e->g], e->hi);
-            }
+        if (nm < RK_NEED_LOADS) {
+            m[nm] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+            at[nm] = j;
         }
+        nm++;
+    }
+    if (nm > RK_NEED_LOADS) /* too many to merge: each load's spans in turn */
+        for (int j = i; j < k->nl; j++) {
+            rk_load *L = &k->loads[j];
+            if (!L->staged || k->c->p->A.e[L->e].buf != buf)
+                continue;
+            be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+            for (int64_t r = r0; r < r0 + n; r++)
+                if (s->at[r] < 0)
+                    rk_span_row(k, L, s, &w, r);
+            rk_merge_rows(s, r0, n, lo, hi);
+        }
+    else {
+        rk_combo *q = nm >= 2 ? rk_combo_of(k, B, (const be_rowspans *const *)m, nm) : NULL;
+        be_rowspans *s = q ? &q->s : m[0];
+        for (int64_t r = r0; r < r0 + n; r++) {
+            if (s->at[r] >= 0)
+                continue;
+            for (int j = 0; j < nm; j++)
+                if (m[j]->at[r] < 0)
+                    rk_span_row(k, &k->loads[at[j]], m[j], &w, r);
+            if (q)
+                rk_combo_row(q, B, r);
+        }
+        rk_merge_rows(s, r0, n, lo, hi);
     }
     return be_span_total(B, lo, hi);
 }
