@@ -643,13 +643,11 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         int64_t kc = ks == 128 ? m->Kc : ks * lanes;
         if (!kc || (ks != 128 && kc >= m->Kc))
             continue;
-        int64_t prev = -1;
         /* split-K: one block per core (the tile's partial sums stay in LX until reduced) */
-        for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q++) {
+        for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q = mm_next_split(ns, q)) {
             int64_t nbs = cc_ceil_div(ns, q);
-            if (nbs == prev || nbs > max_sticks)
+            if (nbs > max_sticks)
                 continue;
-            prev = nbs;
             const int64_t hi = cc_min(mt, ISA_COUNT_MAX);
             /* no tiling of these sticks and chunks can beat the best (not
              * asked of one row: its LX is priced once, its estimate stops

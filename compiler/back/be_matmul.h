@@ -186,6 +186,18 @@ static inline int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int6
     return KC < m->Kc || m->gk > 1 ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
 }
 
+/* The tiling searches split ns sticks into q blocks of ceil(ns / q)
+ * sticks, for q from 1 up, each distinct block size once: the next q
+ * whose block is smaller than q's (ns + 1 after the last), so a search
+ * steps over the q that repeat a size (most of them: a size of many
+ * sticks repeats for about ns / size^2 values of q) instead of skipping
+ * each. */
+static inline int64_t mm_next_split(int64_t ns, int64_t q)
+{
+    const int64_t nbs = cc_ceil_div(ns, q);
+    return nbs > 1 ? cc_ceil_div(ns, nbs - 1) : ns + 1;
+}
+
 /* PT cycles of a product on one corelet, and a block's corelet split. */
 double mm_pt_cycles(const cc_target *t, int64_t rows, int64_t sticks, int64_t k);
 void mm_split_block(const mm_plan *m, mm_tiling *tl);
