@@ -275,7 +275,9 @@ static uint64_t get_bits(const uint8_t *w, int pos, int bits)
 typedef struct {
     int nnum, naddr;
     uint16_t num[ISA_MAX_OPERANDS], addr[ISA_MAX_OPERANDS];
-    int64_t lo[ISA_MAX_OPERANDS], hi[ISA_MAX_OPERANDS];
+    /* v is in [lo, lo + span] exactly when (uint64)(v - lo) <= span: one
+     * compare per operand, and no branch */
+    uint64_t lo[ISA_MAX_OPERANDS], span[ISA_MAX_OPERANDS];
 } op_checks;
 static op_checks op_check[ISA_NOPS];
 
@@ -290,8 +292,8 @@ static void checks_init(void)
                 c->addr[c->naddr++] = (uint16_t)o->offset;
             else if (o->kind != ISA_K_F32) {
                 c->num[c->nnum] = (uint16_t)o->offset;
-                c->lo[c->nnum] = range_lo[info->format][i];
-                c->hi[c->nnum++] = range_hi[info->format][i];
+                c->lo[c->nnum] = (uint64_t)range_lo[info->format][i];
+                c->span[c->nnum++] = (uint64_t)range_hi[info->format][i] - (uint64_t)range_lo[info->format][i];
             }
         }
     }
@@ -309,12 +311,12 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
     const op_checks *c = &op_check[in->op];
     int ok = 1;
     for (int i = 0; i < c->nnum; i++) {
-        const int64_t v = *(const int64_t *)((const char *)in + c->num[i]);
-        ok &= v >= c->lo[i] && v <= c->hi[i];
+        const uint64_t v = *(const uint64_t *)((const char *)in + c->num[i]);
+        ok &= v - c->lo[i] <= c->span[i];
     }
     for (int i = 0; i < c->naddr; i++) {
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        ok &= (uint64_t)a->reg < ISA_NREGS && (uint64_t)a->off < (1ull << ADDR_OFF_BITS);
+        ok &= ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ADDR_OFF_BITS));
     }
     if (ok)
         return 0;
@@ -338,7 +340,7 @@ int isa_check_addrs(const isa_insn *in, char *err, size_t errlen)
     int ok = 1;
     for (int i = 0; i < c->naddr; i++) {
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        ok &= (uint64_t)a->reg < ISA_NREGS && (uint64_t)a->off < (1ull << ADDR_OFF_BITS);
+        ok &= ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ADDR_OFF_BITS));
     }
     return ok ? 0 : isa_check(in, err, errlen); /* the message */
 }

@@ -255,6 +255,7 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
         rc = mm_epilogue(c, pos, m);
     if (!rc) {
         mm_set_whole(m, c->work[pos].stage_whole);
+        m->gen = be_mmmemo_gen(c);
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
         m->alx = m->atile || (mm_aligned_a(m, pos) && be_res_may_read(c, m->mm->a, pos));
         m->ahd = be_heads_reads(c, m->mm->a, pos);
@@ -585,6 +586,23 @@ static int mm_better(const mm_tiling *a, const mm_tiling *b)
     return a->cycles < b->cycles;
 }
 
+/* The most block rows of nbs sticks and K chunks of kc that fit budget,
+ * up to hi: mm_most_rows's, from workdiv's memo.  LX bytes never fall as
+ * rows grow (mm_most_rows), so the most up to hi is the least of hi and
+ * the most up to pt.mm's largest count, which the memo keeps. */
+static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t kc, int64_t budget)
+{
+    mm_rows_memo *q = m->gen ? be_mmmemo_rows(m->c, (uint64_t)(nbs * 131 + kc / m->c->t.lanes16)) : NULL;
+    if (!q)
+        return mm_most_rows(m, mm_lx_bytes, hi, nbs, kc, budget);
+    if (!(q->gen == m->gen && q->nbs == nbs && q->kc == kc && q->budget == budget && q->Kc == m->Kc &&
+          q->gk == m->gk && q->sscale == m->sscale && q->aw == m->aw && q->bw == m->bw))
+        *q = (mm_rows_memo){.gen = m->gen, .aw = m->aw, .bw = m->bw, .nbs = nbs, .kc = kc, .budget = budget,
+                            .Kc = m->Kc, .gk = m->gk, .sscale = m->sscale,
+                            .rows = mm_most_rows(m, mm_lx_bytes, ISA_COUNT_MAX, nbs, kc, budget)};
+    return cc_min(q->rows, hi);
+}
+
 /* Blocks of half the rows that fit are tried too, when each half is a
  * whole number of groups of this many PT passes (torch-spyre's
  * _TARGET_PT_PASSES: fewer do not fill the PT's pipeline): a tile of one
@@ -625,13 +643,11 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         int64_t kc = ks == 128 ? m->Kc : ks * lanes;
         if (!kc || (ks != 128 && kc >= m->Kc))
             continue;
-        int64_t prev = -1;
         /* split-K: one block per core (the tile's partial sums stay in LX until reduced) */
-        for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q++) {
+        for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q = mm_next_split(ns, q)) {
             int64_t nbs = cc_ceil_div(ns, q);
-            if (nbs == prev || nbs > max_sticks)
+            if (nbs > max_sticks)
                 continue;
-            prev = nbs;
             const int64_t hi = cc_min(mt, ISA_COUNT_MAX);
             /* no tiling of these sticks and chunks can beat the best (not
              * asked of one row: its LX is priced once, its estimate stops
@@ -640,7 +656,7 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
             const double low = found && hi > 1 ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) : 0;
             if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
-            int64_t lo = mm_most_rows(m, mm_lx_bytes, hi, nbs, kc, budget);
+            int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
             for (int64_t h = 1; h <= 2; h++) { /* the most rows, and half as many */

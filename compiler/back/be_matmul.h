@@ -15,6 +15,18 @@ typedef struct {
     int64_t MB, NBS, KC, at, len, bytes;
 } mm_stage_memo;
 
+/* mm_block's most block rows that fit LX (mm_most_rows up to the
+ * largest count pt.mm takes) for one plan (gen), per block sticks and K
+ * chunk, with what else the LX bytes and the budget read that the plan's
+ * search changes: the grid search asks the same of every grid of the
+ * same tile rows (BERT-base 26,621 times, 890 of them different). */
+typedef struct {
+    uint32_t gen; /* 0: empty */
+    int aw, bw;
+    int64_t nbs, kc, budget, Kc, gk, rows;
+    double sscale;
+} mm_rows_memo;
+
 /* How one core walks its tile: blocks of MB rows x NBS sticks, K in
  * chunks of KC rows (nch of them), and the split of each block between
  * the PT corelets: SPLIT_ROWS gives corelet 1 the rows from r0 on,
@@ -64,6 +76,7 @@ typedef struct {
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
     mm_stage_memo smemo[2]; /* A's and B's staged sticks as the last core's emission measured them */
+    uint32_t gen;        /* the plan's number in workdiv's memo of most rows (be_mmmemo_gen; 0: none) */
     /* the grid over the ring's tiling, the same for every core of the
      * plan's emission or LX probe (rg_setup), searched once: the search
      * per core was 8% of BERT-base's compile */
@@ -173,6 +186,18 @@ static inline int64_t mm_p_bytes(const mm_plan *m, int64_t MB, int64_t NBS, int6
     return KC < m->Kc || m->gk > 1 ? cc_ceil_div(NBS * m->c->t.lanes16, m->c->t.lanes32) * MB * m->c->t.stick : 0;
 }
 
+/* The tiling searches split ns sticks into q blocks of ceil(ns / q)
+ * sticks, for q from 1 up, each distinct block size once: the next q
+ * whose block is smaller than q's (ns + 1 after the last), so a search
+ * steps over the q that repeat a size (most of them: a size of many
+ * sticks repeats for about ns / size^2 values of q) instead of skipping
+ * each. */
+static inline int64_t mm_next_split(int64_t ns, int64_t q)
+{
+    const int64_t nbs = cc_ceil_div(ns, q);
+    return nbs > 1 ? cc_ceil_div(ns, nbs - 1) : ns + 1;
+}
+
 /* PT cycles of a product on one corelet, and a block's corelet split. */
 double mm_pt_cycles(const cc_target *t, int64_t rows, int64_t sticks, int64_t k);
 void mm_split_block(const mm_plan *m, mm_tiling *tl);
@@ -197,6 +222,10 @@ void mm_tile_init(mm_core *mc, be_ctx *c, int64_t rows);
  * and notes as they are now): that plan's work and notes put back, 0;
  * -1 none (or no memo), the work and notes noted as the plan finds them. */
 int be_mmmemo_recall(be_ctx *c, int pos, const mm_plan *m);
+/* A new plan's number for the memo of most rows (0: no memo, outside workdiv). */
+uint32_t be_mmmemo_gen(be_ctx *c);
+/* The memo's slot of most rows for hash h (NULL: no memo). */
+mm_rows_memo *be_mmmemo_rows(be_ctx *c, uint64_t h);
 /* Remember the plan of kernel pos just made from m after a recall missed
  * (fresh: it wrote its notes anew, whatever it found). */
 void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh);

@@ -33,7 +33,13 @@ typedef struct {
     int onrestick;        /* and left them */
 } mm_memo_entry;
 
+/* Slots of the memo of most rows (mm_rows_memo): a plan asks for up to a
+ * few hundred (sticks times K chunks). */
+#define MM_ROWS_MEMO 1024
+
 struct be_mmmemo {
+    mm_rows_memo rows[MM_ROWS_MEMO];
+    uint32_t gen;         /* the last plan's number */
     mm_memo_entry *e;
     int n, cap;
     be_work in;           /* the plan under way (a miss): its work and notes as it found them */
@@ -53,6 +59,16 @@ void be_mmmemo_end(be_ctx *c)
         free(c->mmmemo->e);
     free(c->mmmemo);
     c->mmmemo = NULL;
+}
+
+uint32_t be_mmmemo_gen(be_ctx *c)
+{
+    return c->mmmemo ? ++c->mmmemo->gen : 0;
+}
+
+mm_rows_memo *be_mmmemo_rows(be_ctx *c, uint64_t h)
+{
+    return c->mmmemo ? &c->mmmemo->rows[h % MM_ROWS_MEMO] : NULL;
 }
 
 /* Field by field: be_work has padding.  A field added to be_work must be

@@ -176,10 +176,8 @@ int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out)
         int64_t kc = cc_min(ks * lanes, m->Kd);
         if (ks > 1 && ks * lanes >= m->Kd + lanes)
             continue;
-        for (int64_t q = 1; q <= m->GN; q++) {
+        for (int64_t q = 1; q <= m->GN; q = mm_next_split(m->GN, q)) {
             int64_t nbs = cc_ceil_div(m->GN, q);
-            if (q > 1 && nbs == cc_ceil_div(m->GN, q - 1))
-                continue;
             int64_t lo = mm_most_rows(m, mm_bc_lx, mt, nbs, kc, budget);
             if (lo < 1)
                 continue;
