@@ -34,7 +34,9 @@ void sim_evq_init(sim_evq *q, int nagents)
     memset(q, 0, sizeof *q);
     q->cap = nagents > 8 ? (size_t)nagents : 8;
     q->times = grow(NULL, q->cap, sizeof *q->times);
-    q->nodecap = q->cap;
+    q->nagents = nagents > 0 ? (uint32_t)nagents : 0;
+    q->nnode = q->nagents;
+    q->nodecap = q->nagents + 8;
     q->node = grow(NULL, q->nodecap, sizeof *q->node);
     q->spare = EVQ_END;
 }
@@ -46,7 +48,7 @@ void sim_evq_free(sim_evq *q)
     memset(q, 0, sizeof *q);
 }
 
-static uint32_t node_new(sim_evq *q, int32_t agent, int32_t core, int64_t tok)
+static uint32_t token_node(sim_evq *q, int32_t core, int64_t tok)
 {
     uint32_t n = q->spare;
     if (n != EVQ_END)
@@ -58,7 +60,7 @@ static uint32_t node_new(sim_evq *q, int32_t agent, int32_t core, int64_t tok)
         }
         n = q->nnode++;
     }
-    q->node[n] = (sim_evnode){agent, core, tok, EVQ_END};
+    q->node[n] = (sim_evnode){EVQ_END, core, tok};
     return n;
 }
 
@@ -130,9 +132,13 @@ static void schedule(sim_evq *q, double t, uint32_t n)
     at->tail = n;
 }
 
-void sim_evq_agent(sim_evq *q, int agent, double t) { schedule(q, t, node_new(q, agent, -1, -1)); }
+void sim_evq_agent(sim_evq *q, int agent, double t)
+{
+    q->node[agent].next = EVQ_END;
+    schedule(q, t, (uint32_t)agent);
+}
 
-void sim_evq_token(sim_evq *q, double t, int core, int64_t tok) { schedule(q, t, node_new(q, -1, core, tok)); }
+void sim_evq_token(sim_evq *q, double t, int core, int64_t tok) { schedule(q, t, token_node(q, core, tok)); }
 
 int sim_evq_pop(sim_evq *q, sim_event *e)
 {
@@ -140,12 +146,16 @@ int sim_evq_pop(sim_evq *q, sim_event *e)
         return 0;
     sim_evtime *at = &q->times[q->lo];
     uint32_t n = at->head;
-    const sim_evnode *v = &q->node[n];
-    *e = (sim_event){at->t, v->agent, v->core, v->tok};
+    sim_evnode *v = &q->node[n];
     at->head = v->next;
     if (at->head == EVQ_END && ++q->lo == q->hi)
         q->lo = q->hi = 0;
-    q->node[n].next = q->spare;
+    if (n < q->nagents) {
+        *e = (sim_event){at->t, (int)n, -1, -1};
+        return 1;
+    }
+    *e = (sim_event){at->t, -1, v->core, v->tok};
+    v->next = q->spare;
     q->spare = n;
     return 1;
 }

@@ -10,11 +10,12 @@
  * numbers them core * (ISA_NUNITS + 1) + unit, the sequencer last) has at
  * most one event pending; token events any number.  Times are never
  * negative and never NaN. */
+/* An event's node: agent a's is node a (an agent has at most one event
+ * pending, so its node needs no allocation), token events' lie above. */
 typedef struct {
-    int32_t agent; /* or -1 for a token event */
+    uint32_t next; /* the next event of its time, or EVQ_END */
     int32_t core;  /* a token event's core and token */
     int64_t tok;
-    uint32_t next; /* the next event of its time, or EVQ_END */
 } sim_evnode;
 typedef struct {
     double t;
@@ -23,8 +24,8 @@ typedef struct {
 typedef struct {
     sim_evtime *times; /* the distinct pending times, ascending, in [lo, hi) */
     size_t lo, hi, cap;
-    sim_evnode *node;  /* every event's node; unused ones chained from `spare` */
-    uint32_t nnode, nodecap, spare;
+    sim_evnode *node;  /* every event's node; unused token nodes chained from `spare` */
+    uint32_t nagents, nnode, nodecap, spare;
 } sim_evq;
 typedef struct {
     double t;
