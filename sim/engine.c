@@ -168,16 +168,27 @@ static double min_cycles(engine *g, int core, long pc, const isa_insn *in)
     return *m;
 }
 
-/* Each entry's longest span of one core, into st->kernels. */
+/* Each entry's span (the earliest start and the latest end of its cores)
+ * and longest span of one core, into st->kernels. */
 static void kernels_fold(engine *g)
 {
     sim_stats *st = g->s->st;
-    for (int k = 0; g->kspan && k < st->nkernels; k++)
+    for (int k = 0; g->kspan && k < st->nkernels; k++) {
+        sim_kernel_stats *ks = &st->kernels[k];
+        int any = 0;
         for (int c = 0; c < g->p->ncores; c++) {
             const double *sp = &g->kspan[2 * ((size_t)k * (size_t)g->p->ncores + (size_t)c)];
-            if (sp[0] >= 0 && sp[1] - sp[0] > st->kernels[k].core_span)
-                st->kernels[k].core_span = sp[1] - sp[0];
+            if (sp[0] < 0)
+                continue;
+            if (!any || sp[0] < ks->start)
+                ks->start = sp[0];
+            if (!any || sp[1] > ks->end)
+                ks->end = sp[1];
+            any = 1;
+            if (sp[1] - sp[0] > ks->core_span)
+                ks->core_span = sp[1] - sp[0];
         }
+    }
 }
 
 static void kernels_end(engine *g)
@@ -192,20 +203,19 @@ static void kernels_end(engine *g)
     g->kmap = NULL;
 }
 
-/* Charge an instruction that ran over [start, done) to its kernel. */
-static void kernel_charge(engine *g, int core, long index, double start, double done, double busy, uint64_t macs,
-                          uint64_t dram_bytes)
+/* The kernel entry of core's instruction `index`, or NULL. */
+static sim_kernel_stats *kernel_of(engine *g, int core, long index, int *slot)
 {
     if (!g->kmap) /* a slot holds an issued instruction: its core has a stream, its index is in it */
-        return;
-    int slot = g->kmap[core][index];
-    if (slot < 0)
-        return;
-    sim_kernel_stats *k = &g->s->st->kernels[slot];
-    if (!k->insns || start < k->start)
-        k->start = start;
-    if (done > k->end)
-        k->end = done;
+        return NULL;
+    *slot = g->kmap[core][index];
+    return *slot < 0 ? NULL : &g->s->st->kernels[*slot];
+}
+
+/* Charge an instruction of entry k (`slot`) that ran over [start, done)
+ * to it; the entry's own start and end are its cores' (kernels_fold). */
+static void kernel_charge(engine *g, sim_kernel_stats *k, int slot, int core, double start, double done, double busy)
+{
     double *sp = &g->kspan[2 * ((size_t)slot * (size_t)g->p->ncores + (size_t)core)];
     if (sp[0] < 0 || start < sp[0])
         sp[0] = start;
@@ -213,8 +223,6 @@ static void kernel_charge(engine *g, int core, long index, double start, double 
         sp[1] = done;
     k->insns++;
     k->busy += busy;
-    k->macs += macs;
-    k->dram_bytes += dram_bytes;
 }
 
 static void schedule(engine *g, double t, int core, int agent)
@@ -502,7 +510,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     if (past_cycles(g, c->id, u, e->index, t))
         return -1;
     double dur, done;
-    const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
+    uint64_t macs = 0, dram_bytes = 0; /* what it did, for its kernel */
     if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
         const int32_t tok = e->tok;
         if (tok >= s->cfg.tokens)
@@ -537,8 +545,11 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
+        const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
         if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, e->in)) || sim_exec(s, c, u, e, &tm))
             return -1;
+        macs = s->st->macs - macs0;
+        dram_bytes = s->st->dram_bytes_read + s->st->dram_bytes_written - dram0;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
         s->st->insns++;
@@ -559,8 +570,13 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     double covered = us->done_at > t ? us->done_at : t;
     if (done > covered)
         us->busy += done - covered;
-    kernel_charge(g, c->id, e->index, t, done, done > covered ? done - covered : 0, s->st->macs - macs0,
-                  s->st->dram_bytes_read + s->st->dram_bytes_written - dram0);
+    int slot;
+    sim_kernel_stats *k = kernel_of(g, c->id, e->index, &slot);
+    if (k) {
+        kernel_charge(g, k, slot, c->id, t, done, done > covered ? done - covered : 0);
+        k->macs += macs;
+        k->dram_bytes += dram_bytes;
+    }
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
