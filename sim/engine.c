@@ -528,7 +528,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
                 us->wait_since = -1;
             }
             c->tokens[tok]--;
-            sim_race_wait(s, c, u, tok);
+            if (sim_race_active(s)) /* a call per wait or signal, for nothing when timing only */
+                sim_race_wait(s, c, u, tok);
         } else {
             if (us->done_at > t) { /* signal once the unit's transfers in flight are complete */
                 us->scheduled = 1;
@@ -538,7 +539,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             if (c->tokens[tok] + 1 > s->cfg.token_max)
                 return sim_faultf(s, c->id, u, e->index, "token %d overflow (more than %" PRId64 ")", tok,
                                   s->cfg.token_max);
-            sim_race_signal(s, c, u, c, tok);
+            if (sim_race_active(s))
+                sim_race_signal(s, c, u, c, tok);
             token_inc(g, c, tok, t);
         }
         dur = s->cfg.sync_cycles;
@@ -558,7 +560,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             if (dst->tokens[tm.remote_tok] + 1 > s->cfg.token_max)
                 return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " of core %d overflows", tm.remote_tok,
                                   tm.remote_core);
-            sim_race_signal(s, c, u, dst, tm.remote_tok);
+            if (sim_race_active(s))
+                sim_race_signal(s, c, u, dst, tm.remote_tok);
             sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
         }
     }
