@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EVQ_END UINT32_MAX
+#define EVQ_END SIM_EVQ_END
 
 static void *grow(void *p, size_t n, size_t size)
 {
@@ -150,23 +150,3 @@ void sim_evq_agent(sim_evq *q, int agent, double t)
 }
 
 void sim_evq_token(sim_evq *q, double t, int core, int64_t tok) { schedule(q, t, token_node(q, core, tok)); }
-
-int sim_evq_pop(sim_evq *q, sim_event *e)
-{
-    if (q->lo == q->hi)
-        return 0;
-    sim_evtime *at = &q->times[q->lo];
-    uint32_t n = at->head;
-    sim_evnode *v = &q->node[n];
-    at->head = v->next;
-    if (at->head == EVQ_END && ++q->lo == q->hi)
-        q->lo = q->hi = 0;
-    if (n < q->nagents) {
-        *e = (sim_event){at->t, (int)n, -1, -1};
-        return 1;
-    }
-    *e = (sim_event){at->t, -1, v->core, v->tok};
-    v->next = q->spare;
-    q->spare = n;
-    return 1;
-}

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define SIM_EVQ_END UINT32_MAX
+
 /* Pending events in (time, order scheduled) order.  Each agent (the engine
  * numbers them core * (ISA_NUNITS + 1) + unit, the sequencer last) has at
  * most one event pending; token events any number.  Times are never
@@ -13,7 +15,7 @@
 /* An event's node: agent a's is node a (an agent has at most one event
  * pending, so its node needs no allocation), token events' lie above. */
 typedef struct {
-    uint32_t next; /* the next event of its time, or EVQ_END */
+    uint32_t next; /* the next event of its time, or SIM_EVQ_END */
     int32_t core;  /* a token event's core and token */
     int64_t tok;
 } sim_evnode;
@@ -39,7 +41,26 @@ void sim_evq_free(sim_evq *q);
 void sim_evq_agent(sim_evq *q, int agent, double t);
 void sim_evq_token(sim_evq *q, double t, int core, int64_t tok);
 /* The earliest event into *e and out of the queue: 1, or 0 when none is
- * pending. */
-int sim_evq_pop(sim_evq *q, sim_event *e);
+ * pending.  Inline: the event loop pops every event, and a call costs a
+ * third of what a pop does. */
+static inline int sim_evq_pop(sim_evq *q, sim_event *e)
+{
+    if (q->lo == q->hi)
+        return 0;
+    sim_evtime *at = &q->times[q->lo];
+    uint32_t n = at->head;
+    sim_evnode *v = &q->node[n];
+    at->head = v->next;
+    if (at->head == SIM_EVQ_END && ++q->lo == q->hi)
+        q->lo = q->hi = 0;
+    if (n < q->nagents) {
+        *e = (sim_event){at->t, (int)n, -1, -1};
+        return 1;
+    }
+    *e = (sim_event){at->t, -1, v->core, v->tok};
+    v->next = q->spare;
+    q->spare = n;
+    return 1;
+}
 
 #endif
