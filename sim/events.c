@@ -101,8 +101,7 @@ static sim_evtime *time_insert(sim_evq *q, size_t i, double t)
     return &q->times[i];
 }
 
-/* The entry of time t, made if none is pending. */
-static sim_evtime *time_at(sim_evq *q, double t)
+sim_evtime *sim_evq_time(sim_evq *q, double t)
 {
     size_t lo = q->lo, hi = q->hi;
     if (lo == hi)
@@ -133,20 +132,7 @@ static sim_evtime *time_at(sim_evq *q, double t)
     return at->t == t ? &q->times[i] : time_insert(q, i + 1, t);
 }
 
-static void schedule(sim_evq *q, double t, uint32_t n)
+void sim_evq_token(sim_evq *q, double t, int core, int64_t tok)
 {
-    sim_evtime *at = time_at(q, t);
-    if (at->tail == EVQ_END)
-        at->head = n;
-    else
-        q->node[at->tail].next = n;
-    at->tail = n;
+    sim_evq_add(q, sim_evq_time(q, t), token_node(q, core, tok));
 }
-
-void sim_evq_agent(sim_evq *q, int agent, double t)
-{
-    q->node[agent].next = EVQ_END;
-    schedule(q, t, (uint32_t)agent);
-}
-
-void sim_evq_token(sim_evq *q, double t, int core, int64_t tok) { schedule(q, t, token_node(q, core, tok)); }

@@ -37,8 +37,24 @@ typedef struct {
 } sim_event;
 void sim_evq_init(sim_evq *q, int nagents);
 void sim_evq_free(sim_evq *q);
-/* Schedule agent `agent` (which has no event pending) at t. */
-void sim_evq_agent(sim_evq *q, int agent, double t);
+/* The entry of time t, made if none is pending. */
+sim_evtime *sim_evq_time(sim_evq *q, double t);
+/* Event node n, last of time entry at. */
+static inline void sim_evq_add(sim_evq *q, sim_evtime *at, uint32_t n)
+{
+    if (at->tail == SIM_EVQ_END)
+        at->head = n;
+    else
+        q->node[at->tail].next = n;
+    at->tail = n;
+}
+/* Schedule agent `agent` (which has no event pending) at t.  Inline, as
+ * the pop: most events are an agent's. */
+static inline void sim_evq_agent(sim_evq *q, int agent, double t)
+{
+    q->node[agent].next = SIM_EVQ_END;
+    sim_evq_add(q, sim_evq_time(q, t), (uint32_t)agent);
+}
 void sim_evq_token(sim_evq *q, double t, int core, int64_t tok);
 /* The earliest event into *e and out of the queue: 1, or 0 when none is
  * pending.  Inline: the event loop pops every event, and a call costs a
