@@ -477,7 +477,7 @@ static int run_seq(engine *g, sim_core *c, double t)
     return 0;
 }
 
-static void token_inc(engine *g, sim_core *c, int64_t tok, double t)
+static inline __attribute__((always_inline)) void token_inc(engine *g, sim_core *c, int64_t tok, double t)
 {
     c->tokens[tok]++;
     for (int u = 0; u < ISA_NUNITS; u++)
