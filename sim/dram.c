@@ -683,9 +683,13 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
     uint64_t call = ++d->call;
     double done = t_ns;
     const dram_span sp = span_of(d, addr, bytes);
+    /* an access of whole blocks (every DMA of a compiled GEMM) gives every
+     * channel the same local range */
+    const int whole = sp.r0 == 0 && sp.r1 == (uint64_t)d->nch - 1 && sp.o0 == 0 && sp.o1 == d->gran - 1;
+    const uint64_t whole_lo = sp.b0 * d->gran, whole_hi = (sp.b1 + 1) * d->gran;
     for (int c = 0; c < d->nch; c++) {
-        uint64_t lo, hi;
-        if (!chan_range(d, &sp, c, &lo, &hi))
+        uint64_t lo = whole_lo, hi = whole_hi;
+        if (!whole && !chan_range(d, &sp, c, &lo, &hi))
             continue;
         if (d->wq_cap) {
             wq_idle(d, c, t_ns);
