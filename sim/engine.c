@@ -77,11 +77,8 @@ static int kernels_begin(engine *g)
     if (!p->nkernels)
         return 0;
     g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
-    g->kspan = malloc((size_t)SIM_MAX_KERNELS * (size_t)p->ncores * 2 * sizeof *g->kspan);
-    if (!g->kmap || !g->kspan)
+    if (!g->kmap)
         return -1;
-    for (size_t i = 0; i < (size_t)SIM_MAX_KERNELS * (size_t)p->ncores * 2; i++)
-        g->kspan[i] = -1;
     for (int c = 0; c < p->ncores; c++) {
         size_t n = p->cores[c].n;
         g->kmap[c] = malloc((n ? n : 1) * sizeof **g->kmap);
@@ -112,6 +109,13 @@ static int kernels_begin(engine *g)
             if (g->kmap[kn->core][i] < 0) /* the first kernel naming an instruction owns it, as in traces */
                 g->kmap[kn->core][i] = slot;
     }
+    /* the spans of the entries named (a 1024^3 GEMM: one), not of
+     * SIM_MAX_KERNELS: a launch wrote 128 KB it never read again */
+    const size_t nspan = (size_t)st->nkernels * (size_t)p->ncores * 2;
+    if (!(g->kspan = malloc((nspan ? nspan : 1) * sizeof *g->kspan)))
+        return -1;
+    for (size_t i = 0; i < nspan; i++)
+        g->kspan[i] = -1;
     return 0;
 }
 
