@@ -115,6 +115,7 @@ struct sim_dram {
     /* organisation */
     int nch, nbg, nbpg, nbank; /* nbank: banks per channel */
     uint64_t gran, row_bytes, burst_bytes;
+    double burst_bytes_f; /* the same, converted once */
     divisor dgran, dnch, drow, dburst, dnbank, dnbg; /* the same, as divisors */
     /* timings, ns */
     double burst, cl, cwl, rcd, rp, rp_all, ras, rc, wr, rtp, ccd, rrd;
@@ -213,6 +214,7 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->gran = cfg->dram_interleave_bytes;
     d->row_bytes = cfg->dram_row_bytes;
     d->burst_bytes = cfg->dram_burst_bytes;
+    d->burst_bytes_f = (double)d->burst_bytes;
     d->dgran = divisor_of(d->gran);
     d->dnch = divisor_of((uint64_t)d->nch);
     d->drow = divisor_of(d->row_bytes);
@@ -391,7 +393,7 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
  * bank group g) arriving at t, without changing any state.  Forced inline
  * like segment, where GCC would otherwise put it out of line. */
 static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b,
-                                                       const double *bg_free, int g, int64_t row, uint64_t nb, int dir,
+                                                       const double *bg_free, int g, int64_t row, double nb, int dir,
                                                        double t, dram_plan *p)
 {
     double cas;
@@ -422,8 +424,8 @@ static inline __attribute__((always_inline)) void plan(const sim_dram *d, const 
         /* Traffic of the other direction still queued when this arrives is
          * interleaved with it in batches of switch_bytes, each batch turning
          * the bus once: bus time charged to the segment being planned. */
-        double pend = (other - t) / d->burst * (double)d->burst_bytes;
-        double bytes = (double)nb * (double)d->burst_bytes;
+        double pend = (other - t) / d->burst * d->burst_bytes_f;
+        double bytes = nb * d->burst_bytes_f;
         p->mix = sooner(bytes, pend) / d->switch_bytes * d->switch_ns;
     }
     p->start = s;
@@ -431,10 +433,10 @@ static inline __attribute__((always_inline)) void plan(const sim_dram *d, const 
      * for this bank is lent to younger requests that are ready (the bus work
      * pointer runs ahead); on an idle bus the data starts when ready. */
     double lo = c->bus_free > t ? s - d->window : s;
-    p->bus_end = later(c->bus_free, lo) + (double)nb * d->burst + p->mix;
+    p->bus_end = later(c->bus_free, lo) + nb * d->burst + p->mix;
     /* one bank group streams one burst per tCCD; other groups fill the bus */
-    p->bg_end = later(s, bg_free[g]) + (double)nb * d->ccd;
-    p->end = later(later(p->bus_end, p->bg_end), s + (double)nb * d->burst);
+    p->bg_end = later(s, bg_free[g]) + nb * d->ccd;
+    p->end = later(later(p->bus_end, p->bg_end), s + nb * d->burst);
 }
 
 /* Earliest time an all-bank refresh can start on channel c: data done and
@@ -496,13 +498,15 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
 {
     const int g = w.g, bi = w.bi;
     const int64_t row = w.row;
-    uint64_t nb = dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
+    /* bursts, a small count: as a signed integer it converts to a double
+     * in one instruction, where an unsigned 64-bit one takes several */
+    const double nbf = (double)(int64_t)(dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1);
     dram_chan *ch = &d->ch[c];
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, row, nb, dir, t, &p);
+        plan(d, ch, b, bg_free, g, row, nbf, dir, t, &p);
         if (p.start < ch->ref_due)
             break;
         refresh(d, c, t); /* data would start after the due refresh: refresh first */
@@ -539,10 +543,10 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
         d->st.row_misses++;
     else
         d->st.row_conflicts++;
-    d->st.busy_ns[c] += (double)nb * d->burst;
+    d->st.busy_ns[c] += nbf * d->burst;
     d->st.mix_ns += p.mix;
     if (first) /* not before it is ready, nor before its bus work begins */
-        *first = later(p.start, p.bus_end - (double)nb * d->burst - p.mix);
+        *first = later(p.start, p.bus_end - nbf * d->burst - p.mix);
     return p.end;
 }
 
@@ -641,9 +645,9 @@ static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
-    if ((double)ch->wq_wait > d->wq_high) { /* write drain ahead of reads */
+    if ((double)(int64_t)ch->wq_wait > d->wq_high) { /* write drain ahead of reads (a count: signed converts faster) */
         d->st.write_drains++;
-        while ((double)ch->wq_wait > d->wq_low)
+        while ((double)(int64_t)ch->wq_wait > d->wq_low)
             wq_release(d, c, arrive);
     }
     return x;
@@ -679,9 +683,13 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
     uint64_t call = ++d->call;
     double done = t_ns;
     const dram_span sp = span_of(d, addr, bytes);
+    /* an access of whole blocks (every DMA of a compiled GEMM) gives every
+     * channel the same local range */
+    const int whole = sp.r0 == 0 && sp.r1 == (uint64_t)d->nch - 1 && sp.o0 == 0 && sp.o1 == d->gran - 1;
+    const uint64_t whole_lo = sp.b0 * d->gran, whole_hi = (sp.b1 + 1) * d->gran;
     for (int c = 0; c < d->nch; c++) {
-        uint64_t lo, hi;
-        if (!chan_range(d, &sp, c, &lo, &hi))
+        uint64_t lo = whole_lo, hi = whole_hi;
+        if (!whole && !chan_range(d, &sp, c, &lo, &hi))
             continue;
         if (d->wq_cap) {
             wq_idle(d, c, t_ns);

@@ -77,11 +77,8 @@ static int kernels_begin(engine *g)
     if (!p->nkernels)
         return 0;
     g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
-    g->kspan = malloc((size_t)SIM_MAX_KERNELS * (size_t)p->ncores * 2 * sizeof *g->kspan);
-    if (!g->kmap || !g->kspan)
+    if (!g->kmap)
         return -1;
-    for (size_t i = 0; i < (size_t)SIM_MAX_KERNELS * (size_t)p->ncores * 2; i++)
-        g->kspan[i] = -1;
     for (int c = 0; c < p->ncores; c++) {
         size_t n = p->cores[c].n;
         g->kmap[c] = malloc((n ? n : 1) * sizeof **g->kmap);
@@ -112,6 +109,13 @@ static int kernels_begin(engine *g)
             if (g->kmap[kn->core][i] < 0) /* the first kernel naming an instruction owns it, as in traces */
                 g->kmap[kn->core][i] = slot;
     }
+    /* the spans of the entries named (a 1024^3 GEMM: one), not of
+     * SIM_MAX_KERNELS: a launch wrote 128 KB it never read again */
+    const size_t nspan = (size_t)st->nkernels * (size_t)p->ncores * 2;
+    if (!(g->kspan = malloc((nspan ? nspan : 1) * sizeof *g->kspan)))
+        return -1;
+    for (size_t i = 0; i < nspan; i++)
+        g->kspan[i] = -1;
     return 0;
 }
 
@@ -168,16 +172,27 @@ static double min_cycles(engine *g, int core, long pc, const isa_insn *in)
     return *m;
 }
 
-/* Each entry's longest span of one core, into st->kernels. */
+/* Each entry's span (the earliest start and the latest end of its cores)
+ * and longest span of one core, into st->kernels. */
 static void kernels_fold(engine *g)
 {
     sim_stats *st = g->s->st;
-    for (int k = 0; g->kspan && k < st->nkernels; k++)
+    for (int k = 0; g->kspan && k < st->nkernels; k++) {
+        sim_kernel_stats *ks = &st->kernels[k];
+        int any = 0;
         for (int c = 0; c < g->p->ncores; c++) {
             const double *sp = &g->kspan[2 * ((size_t)k * (size_t)g->p->ncores + (size_t)c)];
-            if (sp[0] >= 0 && sp[1] - sp[0] > st->kernels[k].core_span)
-                st->kernels[k].core_span = sp[1] - sp[0];
+            if (sp[0] < 0)
+                continue;
+            if (!any || sp[0] < ks->start)
+                ks->start = sp[0];
+            if (!any || sp[1] > ks->end)
+                ks->end = sp[1];
+            any = 1;
+            if (sp[1] - sp[0] > ks->core_span)
+                ks->core_span = sp[1] - sp[0];
         }
+    }
 }
 
 static void kernels_end(engine *g)
@@ -192,20 +207,19 @@ static void kernels_end(engine *g)
     g->kmap = NULL;
 }
 
-/* Charge an instruction that ran over [start, done) to its kernel. */
-static void kernel_charge(engine *g, int core, long index, double start, double done, double busy, uint64_t macs,
-                          uint64_t dram_bytes)
+/* The kernel entry of core's instruction `index`, or NULL. */
+static sim_kernel_stats *kernel_of(engine *g, int core, long index, int *slot)
 {
     if (!g->kmap) /* a slot holds an issued instruction: its core has a stream, its index is in it */
-        return;
-    int slot = g->kmap[core][index];
-    if (slot < 0)
-        return;
-    sim_kernel_stats *k = &g->s->st->kernels[slot];
-    if (!k->insns || start < k->start)
-        k->start = start;
-    if (done > k->end)
-        k->end = done;
+        return NULL;
+    *slot = g->kmap[core][index];
+    return *slot < 0 ? NULL : &g->s->st->kernels[*slot];
+}
+
+/* Charge an instruction of entry k (`slot`) that ran over [start, done)
+ * to it; the entry's own start and end are its cores' (kernels_fold). */
+static void kernel_charge(engine *g, sim_kernel_stats *k, int slot, int core, double start, double done, double busy)
+{
     double *sp = &g->kspan[2 * ((size_t)slot * (size_t)g->p->ncores + (size_t)core)];
     if (sp[0] < 0 || start < sp[0])
         sp[0] = start;
@@ -213,8 +227,6 @@ static void kernel_charge(engine *g, int core, long index, double start, double 
         sp[1] = done;
     k->insns++;
     k->busy += busy;
-    k->macs += macs;
-    k->dram_bytes += dram_bytes;
 }
 
 static void schedule(engine *g, double t, int core, int agent)
@@ -469,7 +481,7 @@ static int run_seq(engine *g, sim_core *c, double t)
     return 0;
 }
 
-static void token_inc(engine *g, sim_core *c, int64_t tok, double t)
+static inline __attribute__((always_inline)) void token_inc(engine *g, sim_core *c, int64_t tok, double t)
 {
     c->tokens[tok]++;
     for (int u = 0; u < ISA_NUNITS; u++)
@@ -502,7 +514,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     if (past_cycles(g, c->id, u, e->index, t))
         return -1;
     double dur, done;
-    const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
+    uint64_t macs = 0, dram_bytes = 0; /* what it did, for its kernel */
     if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
         const int32_t tok = e->tok;
         if (tok >= s->cfg.tokens)
@@ -520,7 +532,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
                 us->wait_since = -1;
             }
             c->tokens[tok]--;
-            sim_race_wait(s, c, u, tok);
+            if (sim_race_active(s)) /* a call per wait or signal, for nothing when timing only */
+                sim_race_wait(s, c, u, tok);
         } else {
             if (us->done_at > t) { /* signal once the unit's transfers in flight are complete */
                 us->scheduled = 1;
@@ -530,15 +543,19 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             if (c->tokens[tok] + 1 > s->cfg.token_max)
                 return sim_faultf(s, c->id, u, e->index, "token %d overflow (more than %" PRId64 ")", tok,
                                   s->cfg.token_max);
-            sim_race_signal(s, c, u, c, tok);
+            if (sim_race_active(s))
+                sim_race_signal(s, c, u, c, tok);
             token_inc(g, c, tok, t);
         }
         dur = s->cfg.sync_cycles;
         done = t + dur;
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
+        const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
         if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, e->in)) || sim_exec(s, c, u, e, &tm))
             return -1;
+        macs = s->st->macs - macs0;
+        dram_bytes = s->st->dram_bytes_read + s->st->dram_bytes_written - dram0;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
         s->st->insns++;
@@ -547,7 +564,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
             if (dst->tokens[tm.remote_tok] + 1 > s->cfg.token_max)
                 return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " of core %d overflows", tm.remote_tok,
                                   tm.remote_core);
-            sim_race_signal(s, c, u, dst, tm.remote_tok);
+            if (sim_race_active(s))
+                sim_race_signal(s, c, u, dst, tm.remote_tok);
             sim_evq_token(&g->q, tm.end, tm.remote_core, tm.remote_tok);
         }
     }
@@ -559,8 +577,13 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     double covered = us->done_at > t ? us->done_at : t;
     if (done > covered)
         us->busy += done - covered;
-    kernel_charge(g, c->id, e->index, t, done, done > covered ? done - covered : 0, s->st->macs - macs0,
-                  s->st->dram_bytes_read + s->st->dram_bytes_written - dram0);
+    int slot;
+    sim_kernel_stats *k = kernel_of(g, c->id, e->index, &slot);
+    if (k) {
+        kernel_charge(g, k, slot, c->id, t, done, done > covered ? done - covered : 0);
+        k->macs += macs;
+        k->dram_bytes += dram_bytes;
+    }
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;

@@ -138,9 +138,11 @@ struct sim {
     sim_fault *fault;
 };
 
-/* fault.c: record a fault at (core, unit, index); always returns -1. */
+/* fault.c: record a fault at (core, unit, index); always returns -1.
+ * Cold: the event loop's every check calls it on its failing branch, and
+ * GCC then lays those branches and their arguments out of the hot path. */
 int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6), cold));
 
 /* trace.c: a host op's span in the trace. */
 void sim_trace_host(sim *s, long index, int64_t node, double start, double end);

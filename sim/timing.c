@@ -34,7 +34,7 @@ static double ns_from_cycles(const sim *s, double cyc) { return cyc / s->cfg.clo
 static double ring_reserve(sim *s, int a, int b, double t, double bytes)
 {
     const int n = s->cfg.cores;
-    int cw = ((b - a) % n + n) % n, ccw = n - cw;
+    int cw = b - a < 0 ? b - a + n : b - a, ccw = n - cw; /* both stops are in [0, n): no division */
     int dir = cw <= ccw ? 0 : 1, hops = dir == 0 ? cw : ccw;
     double occupy = bytes / s->cfg.ring_bytes_per_cycle;
     if (hops == 0)
