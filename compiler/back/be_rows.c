@@ -456,7 +456,8 @@ static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64
     const double core = (double)rk_stage_need(k, 0, rt, R) * (double)cc_ceil_div(rt, R);
     if (core * (double)cores <= whole)
         return 0;
-    const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)whole, c->cfg->dram_interleave_bytes)));
+    const int64_t chans =
+        cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)whole, c->cfg->dram_interleave_bytes)));
     return core / (double)c->t.stick * (double)cores * rk_dram_stick(c) / (double)chans;
 }
 
@@ -632,7 +633,8 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
      * (serve_tiny's prefill RoPE, 100 KB: its SFP on 6 cores 510 cycles a
      * core, on 32 160; simulated 2,628 and 1,828, where the DRAM's bytes
      * alone priced both alike) */
-    const double stream_in = rate > 0 ? first_all / rate : 0, stream_out = rate > 0 ? stored / (double)nch * (double)cores / rate : 0;
+    const double stream_in = rate > 0 ? first_all / rate : 0;
+    const double stream_out = rate > 0 ? stored / (double)nch * (double)cores / rate : 0;
     const double core = col + (in > stream_in ? in : stream_in) + lat + (double)(nch - 1) * step + sfp_last +
                         (out > stream_out ? out : stream_out);
     /* the per-column sticks lie in as many channels as their interleave spans */
