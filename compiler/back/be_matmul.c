@@ -1376,8 +1376,8 @@ static double mm_cost_waits(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64
 /* The choices price no DRAM wait, so a split of K (which shortens each
  * core's DRAM round trips by its parts) had to look MM_SPLITK_CYCLES
  * better, and grids whose estimates tie there (within MM_SLACK) went to
- * the first found.  For a plain product (no batch, no restickified
- * operand, one grid) the choices' grid with K split in 2 to KG parts is
+ * the first found.  For a plain product (no batch, one grid) the
+ * choices' grid with K split in 2 to KG parts is
  * priced with the waits and taken when MM_SPLITK_WAIT_GAIN better; else
  * the grids of as many rows of cores that tie are compared with the
  * waits priced (gpt2_small_block_tiny's MLP, 32 rows: the 64 x 256
@@ -1434,8 +1434,8 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
 
 /* The grid (mm_plan_grid), searched again with the DRAM's waits priced
  * (be_ctx.waits, as the report's estimate prices them) when the choices
- * leave a product of MM_WAIT_ROWS rows or more, with no batch and no
- * restickified operand, on one core: there one core streams A, B and
+ * leave a product of MM_WAIT_ROWS rows or more, with no batch, on one
+ * core: there one core streams A, B and
  * the result in turn and the waits are most of its time, which the
  * choices do not see (serve_tiny's prefill q projection, 64 x 64 x 64:
  * 1x1 priced 474 cycles and 5x1 591 without the waits, 1,396 and 1,158
@@ -1445,13 +1445,17 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
  * 32-row products of llama_tiny, bert_handwritten_small, encoder_small
  * and gpt2_small_block_tiny moved to 3 or 4 cores and those graphs ran
  * 3 to 5% slower (docs/compiler.md, "A product left on one core,
- * priced with its DRAM waits").  Other plain products: mm_plan_ties. */
+ * priced with its DRAM waits").  A restickified operand too (it was
+ * left out): serve_tiny's prefill output projection, its A the heads
+ * transposed back and staged, 1x1 -> 5x1 (estimated with the waits
+ * 1,396 and 1,158, simulated 1,668 and 1,346 at 4x1; prefill_c0 28,658 ->
+ * 27,738 cycles).  Other plain products: mm_plan_ties. */
 static int mm_plan_waits(be_ctx *c, int pos, mm_plan *m, int over, double *best)
 {
     be_work *w = &c->work[pos];
     const be_work start = *w;
     int rc = mm_plan_grid(c, pos, m, over, best);
-    if (rc || over || *best == DBL_MAX || m->nbatch != 1 || m->ag || m->bg)
+    if (rc || over || *best == DBL_MAX || m->nbatch != 1)
         return rc;
     if (w->gm * w->gn * w->gk * w->gb != 1 || m->M < MM_WAIT_ROWS) {
         mm_plan_ties(c, pos, m, *best);

@@ -424,8 +424,10 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
 /* Estimated cycles of a row kernel on `cores` cores, as one core runs
  * its part in chunks of R rows, each loaded (dmai), evaluated (SFP) and
  * stored (dmao) while the next loads: the per-column loads, the first
- * chunk's loads and DRAM latency, then the slowest of the three per
- * chunk, then the last chunk's evaluation and store.  Every DMA costs
+ * chunk's loads (or every core's first reads streaming from the DRAM
+ * together) and DRAM latency, then the slowest of the three per chunk,
+ * then the last chunk's evaluation and store (or every core's last
+ * stores streaming to the DRAM).  Every DMA costs
  * its issue (a transpose's chunk of eight two-stick loads took 528
  * cycles of issue for 16 sticks).  Against it the chip's DRAM: every
  * core's bytes at 0.9 of its peak, and the per-column operands every
@@ -437,20 +439,31 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
 
-/* Sticks of the staged loads every core reads alike: a core's staged
- * sticks (the most of any chunk, times its chunks) when the cores
+/* DRAM cycles of the staged loads every core reads alike: when the cores
  * together read more than the staged buffers hold (a transpose's chunks
- * span much of its input on every core), else none. */
+ * span much of its input on every core), every core's staged sticks (the
+ * most of any chunk, times its chunks), one core's after another on the
+ * channels the buffers' sticks lie in (decoder_small's k3_div: four cores
+ * the same 15 sticks, 8 channels); else none.  The channels are the
+ * buffers', not one core's share: serve_tiny's prefill RoPE on 32 cores
+ * reads 8 sticks a core of a 16 KB buffer over every channel, and counting
+ * them on 4 channels priced 32 cores 1,200 cycles above 6 (simulated
+ * 1,828 against 2,628). */
 static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64_t R)
 {
+    const be_ctx *c = k->c;
     double whole = 0;
     for (int i = 0; i < k->nl; i++)
         if (k->loads[i].staged && rk_stage_leader(k, i) == i) /* a buffer's loads are staged together */
-            whole += (double)be_buf_bytes(k->c, k->c->p->A.e[k->loads[i].e].buf);
+            whole += (double)be_buf_bytes(c, c->p->A.e[k->loads[i].e].buf);
     if (whole == 0)
         return 0;
     const double core = (double)rk_stage_need(k, 0, rt, R) * (double)cc_ceil_div(rt, R);
-    return core * (double)cores > whole ? core / (double)k->c->t.stick : 0;
+    if (core * (double)cores <= whole)
+        return 0;
+    const int64_t chans =
+        cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)whole, c->cfg->dram_interleave_bytes)));
+    return core / (double)c->t.stick * (double)cores * rk_dram_stick(c) / (double)chans;
 }
 
 /* Does load L read a tensor an earlier kernel keeps in LX (as the LX
@@ -510,7 +523,11 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
 
 /* What a chunk's load i costs a core (*in: its DMAs) and moves (*bytes
  * over the part; *first in the first chunk, *first_all on every core
- * together: the staged sticks every core reads alike count once). */
+ * together: the staged sticks every core reads alike count once, and a
+ * tensor an earlier kernel could keep in LX not at all).  A buffer's
+ * staged loads are staged once, its bytes counted once (serve_tiny's
+ * prefill RoPE reads its q three times through one staging: counted
+ * three times, its 100 KB of DRAM traffic were priced as 200 KB). */
 static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores, int64_t rt, int64_t R, double *in,
                          double *bytes, double *first, double *first_all)
 {
@@ -520,14 +537,17 @@ static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores
     /* a tensor kept in LX by an earlier kernel comes from there (a dma.lx) */
     const int lx = c->waits && rk_from_lx(k, L);
     const double b = lx ? 0 : (tile ? (double)rt * k->G : (double)rt) * sb;
-    *bytes += b;
+    const int leader = !L->staged || rk_stage_leader(k, i) == i; /* a buffer's staged loads share its staging */
+    *bytes += leader ? b : 0;
     if (!L->staged) {
         *in += L->gather ? rk_dma(c, (double)(R * k->G)) : rk_dma_view(c, k, ISA_OP_DMA_LD, &L->v, R, tile ? k->G : 1);
         *first += b / nch;
-        *first_all += b / nch * (double)cores;
+        *first_all += rk_from_lx(k, L) ? 0 : b / nch * (double)cores;
     } else if (!c->waits) { /* the choices: a run per group (above) */
         *in += (double)k->G * rk_dma(c, (double)R);
-    } else if (rk_stage_leader(k, i) == i) { /* a buffer's staged loads share its staging */
+        *first += leader ? b / nch : 0;
+        *first_all += leader ? b / nch * (double)cores : 0;
+    } else if (leader) {
         double sticks;
         *in += rk_stage_dma(k, i, R, &sticks);
         const double whole = (double)be_buf_bytes(c, c->p->A.e[L->e].buf);
@@ -561,7 +581,7 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double part = (double)rt * k->G, sb = (double)c->t.stick;
-    double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0, first = 0, first_all = 0;
+    double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0, first = 0, first_all = 0, stored = 0;
     char *share = ir_xalloc((size_t)k->nl + 1);
     rk_share_which(k, cores, share);
     for (int i = 0; i < k->nl; i++) {
@@ -587,7 +607,9 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
         if (k->nodes[i].dram) {
             out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R)
                                       : rk_dma_view(c, k, ISA_OP_DMA_ST, &k->nodes[i].sv, R, k->nodes[i].cls == BE_V_TILE ? k->G : 1);
-            bytes += c->waits && rk_to_lx_only(k, i) ? 0 : part * sb;
+            const double ob = c->waits && rk_to_lx_only(k, i) ? 0 : part * sb;
+            bytes += ob;
+            stored += ob;
         }
     free(share);
     if (tree) /* core 0's loads, then down the tree */
@@ -599,16 +621,33 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
     const double lead = first + col_sticks * sb;
     const double lat = c->waits ? cc_dram_wait(&c->t, first_all + col_sticks * sb, lead / c->t.dma_bytes_per_cycle)
                                 : c->t.dram_latency_cycles;
-    col_sticks += rk_stage_shared(k, cores, rt, R);
     const double sfp = rk_sfp_cycles(c, k, R), sfp_last = c->waits ? rk_sfp_cycles(c, k, rt - (nch - 1) * R) : sfp;
+    const double rate = c->t.dram_bytes_per_cycle > 0 ? RK_DRAM_EFFICIENCY * c->t.dram_bytes_per_cycle : 0;
     double step = in > sfp ? in : sfp;
     step = step > out ? step : out;
-    const double core = col + in + lat + (double)(nch - 1) * step + sfp_last + out;
+    /* a chunk's loads and stores of every core together stream from and to
+     * the DRAM while the chunk before is evaluated: a step takes at least
+     * their share of the DRAM term (serve_tiny's prefill_c192 cat of the
+     * key cache, 512 rows: on 3 cores 4 chunks of 48 rows, priced 1,939
+     * cycles for 3,198 simulated, and taken over 32 cores, 1,855) */
+    const double chunk_dram = rate > 0 ? bytes * (double)cores / (double)nch / rate : 0;
+    step = step > chunk_dram ? step : chunk_dram;
+    /* the first chunk's loads wait for every core's first reads to stream
+     * from the DRAM together, the last chunk's stores for every core's:
+     * a kernel of one chunk a core overlaps neither with its SFP work
+     * (serve_tiny's prefill RoPE, 100 KB: its SFP on 6 cores 510 cycles a
+     * core, on 32 160; simulated 2,628 and 1,828, where the DRAM's bytes
+     * alone priced both alike) */
+    const double stream_in = rate > 0 ? first_all / rate : 0;
+    const double stream_out = rate > 0 ? stored / (double)nch * (double)cores / rate : 0;
+    const double core = col + (in > stream_in ? in : stream_in) + lat + (double)(nch - 1) * step + sfp_last +
+                        (out > stream_out ? out : stream_out);
     /* the per-column sticks lie in as many channels as their interleave spans */
     const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
                                                                                c->cfg->dram_interleave_bytes)));
     const double dram = (c->t.dram_bytes_per_cycle > 0 ? bytes * (double)cores / (RK_DRAM_EFFICIENCY * c->t.dram_bytes_per_cycle) : 0) +
-                        col_sticks * (double)(tree ? 1 : cores) * rk_dram_stick(c) / (double)chans + lat;
+                        col_sticks * (double)(tree ? 1 : cores) * rk_dram_stick(c) / (double)chans +
+                        rk_stage_shared(k, cores, rt, R) + lat;
     return core > dram ? core : dram;
 }
 
@@ -1345,14 +1384,15 @@ static double rows_kept_in(be_ctx *c, int pos, const int *writer)
  * too, they take LX other kernels need (Llama-8B's prefill layer: its
  * RMSNorm 6 -> 32 cores kept mul_1 from q's product to v's, across the
  * attention, whose softmax and PV then ran 2.4 and 1.8 times as long:
- * 0.8% slower).  Only to more cores: taking fewer made serve_tiny's prefill_c128 4%
- * slower (the RoPE 6 -> 2 cores, estimated 132 cycles more, simulated
- * 1,219; the lxplan had sent its result to QK^T by a ring exchange of 284
- * cycles, not the DRAM round trip priced here). */
+ * 0.8% slower).  To fewer cores too, since the estimate prices a chunk's
+ * DRAM streams of every core (rows_cost_as): llama_tiny's RoPE on its own
+ * 16 cores, 16,321 -> 17,145 cycles, back on QK^T's 8 16,276.  (Before,
+ * taking fewer made serve_tiny's prefill_c128 4% slower: the RoPE 6 -> 2
+ * cores, estimated 132 cycles more, simulated 1,219.) */
 void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores, const int *bufs, int n)
 {
     be_work *w = &c->work[pos];
-    if (cores <= w->cores || cores > w->rows || c->t.dram_bytes_per_cycle <= 0)
+    if (cores == w->cores || cores > w->rows || c->t.dram_bytes_per_cycle <= 0)
         return;
     rk_plan k;
     int ok = !rk_build(c, pos, &k) && rk_split_ok(c, &k, cores);
