@@ -64,17 +64,22 @@ typedef struct {
     double dir_end[2];  /* end of the last read / write data */
     int last_dir;       /* direction of the last segment, -1 before any */
     int last_write_bg;  /* bank group of the last write (tWTR_L or _S) */
-    double acts[4];     /* the last four ACTs, a ring; acts[act_pos] is the oldest */
     int act_pos;
-    double last_act;
-    double ref_due;     /* when the next all-bank refresh is due */
     /* posted writes: wq_n entries from wq_head; the first wq_rel are
      * scheduled (released), the rest wait in the buffer */
     uint32_t wq_head, wq_n, wq_rel;
+    double acts[4];     /* the last four ACTs, a ring; acts[act_pos] is the oldest */
+    double last_act;
+    double ref_due;     /* when the next all-bank refresh is due */
     uint64_t wq_occ;    /* bursts held by all entries */
     uint64_t wq_wait;   /* bursts of the entries not yet released */
     double wr_done;     /* latest end of scheduled write data */
+    /* its write buffer, wq_cap entries of sim_dram.wq: kept here, where
+     * wq_head is, rather than found by a multiplication on every look (the
+     * ints above are packed so that a channel stays 128 bytes) */
+    struct dram_wentry *wq;
 } dram_chan;
+_Static_assert(sizeof(dram_chan) == 128, "a channel is two cache lines");
 
 /* Where a row segment lands: bank group, bank (index in the channel), row. */
 typedef struct {
@@ -82,7 +87,7 @@ typedef struct {
     int64_t row;
 } dram_place;
 
-typedef struct {
+typedef struct dram_wentry {
     dram_place w;       /* where its row segment lands, found on arrival */
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
@@ -195,7 +200,11 @@ static int alloc_state(sim_dram *d)
     d->bank = calloc(n * (size_t)d->nbank, sizeof *d->bank);
     d->bg_free = calloc(n * (size_t)d->nbg, sizeof *d->bg_free);
     d->wq = d->wq_cap ? calloc(n * (size_t)d->wq_cap, sizeof *d->wq) : NULL;
-    return !d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq);
+    if (!d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq))
+        return 1;
+    for (size_t c = 0; c < n; c++)
+        d->ch[c].wq = d->wq ? &d->wq[c * d->wq_cap] : NULL;
+    return 0;
 }
 
 sim_dram *sim_dram_new(const chip_config *cfg)
@@ -563,8 +572,9 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
  * one is placed) are both below wq_cap, so one wrap reduces their sum. */
 static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 {
-    uint64_t k = (uint64_t)d->ch[c].wq_head + i;
-    return &d->wq[(size_t)c * d->wq_cap + (k >= d->wq_cap ? k - d->wq_cap : k)];
+    const dram_chan *ch = &d->ch[c];
+    uint64_t k = (uint64_t)ch->wq_head + i;
+    return &ch->wq[k >= d->wq_cap ? k - d->wq_cap : k];
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
@@ -669,6 +679,7 @@ double sim_dram_drain_time(const sim_dram *d)
         sim_dram *s = d->shadow;
         size_t nb = (size_t)d->nbank, ng = (size_t)d->nbg, nq = (size_t)d->wq_cap, uc = (size_t)c;
         s->ch[c] = *ch;
+        s->ch[c].wq = &s->wq[uc * nq]; /* its own buffer */
         memcpy(&s->bank[uc * nb], &d->bank[uc * nb], nb * sizeof *s->bank);
         memcpy(&s->bg_free[uc * ng], &d->bg_free[uc * ng], ng * sizeof *s->bg_free);
         memcpy(&s->wq[uc * nq], &d->wq[uc * nq], nq * sizeof *s->wq);
