@@ -633,8 +633,12 @@ static void wq_idle(sim_dram *d, int c, double t)
  * as for any access.  A write's data still never goes out before it is in
  * the buffer: the room it waits for is made by an older write whose data
  * starts on the channel's bus pointer, and everything released later is
- * placed at or after that pointer. */
-static double wq_accept(sim_dram *d, int c, uint64_t nb, dram_place w, double x)
+ * placed at or after that pointer.
+ *
+ * Forced inline into the access's channel loop: a call per write segment
+ * (8 k a launch of the GEMM) saved and restored its registers and passed
+ * the place in memory. */
+static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c, uint64_t nb, dram_place w, double x)
 {
     dram_chan *ch = &d->ch[c];
     double arrive = x;
