@@ -54,15 +54,15 @@ static int past_cycles(engine *g, int core, int u, long index, double t)
                       g->max_cycles);
 }
 
-/* Count the instruction core c's sequencer issues now (to unit u). */
-static int issue_limits(engine *g, const sim_core *c, int u)
+/* Count the instruction `pc` core's sequencer issues at t (to unit u). */
+static int issue_limits(engine *g, int core, int u, long pc, double t)
 {
     if (++g->issued > g->max_insns)
-        return sim_faultf(g->s, c->id, u, c->pc,
+        return sim_faultf(g->s, core, u, pc,
                           "the cores issued more than the instruction limit (%" PRIu64
                           "; spyre run --max-insns N raises it, 0 removes it)",
                           g->max_insns);
-    return past_cycles(g, c->id, u, c->pc, c->seq_time);
+    return past_cycles(g, core, u, pc, t);
 }
 
 /* Name the kernels of the run in st->kernels (one entry per name, in
@@ -378,17 +378,70 @@ static int try_fence(engine *g, sim_core *c)
     return 0;
 }
 
+/* Issue core c's unit instructions from its pc on, until a sequencer
+ * instruction, a full queue (*full set) or the stream's end: the
+ * sequencer's hot path (the GEMM issues 16 k a launch), with its pc and
+ * clock in registers (wake_unit writes the queue's memory, so a pointer's
+ * fields were stored and loaded again for every instruction).  0, or -1
+ * on a fault. */
+static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core *c, const isa_stream *str, int *full)
+{
+    sim *s = g->s;
+    const int depth = s->cfg.queue_depth;
+    const double step = s->cfg.seq_issue_cycles;
+    const long n = (long)str->n;
+    long pc = c->pc;
+    double t = c->seq_time;
+    int rc = 0;
+    for (; pc < n; pc++, t += step) {
+        isa_unit u = unit_of(g, c->id, pc);
+        if (u == ISA_U_SEQ)
+            break;
+        if ((int)u >= ISA_NUNITS) {
+            rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
+            break;
+        }
+        sim_queue *q = &c->units[u];
+        if (q->count == depth) {
+            c->seq_blocked_on = u;
+            *full = 1;
+            break;
+        }
+        if ((rc = issue_limits(g, c->id, u, pc, t)))
+            break;
+        const isa_insn *in = &str->insns[pc];
+        int at = q->head + q->count; /* a wrap, not a division by depth */
+        sim_slot *e = &q->q[at >= depth ? at - depth : at];
+        e->in = in;
+        e->d = resolve(c, &in->d);
+        e->a = resolve(c, &in->a);
+        e->b = resolve(c, &in->b);
+        e->p = resolve(c, &in->p);
+        e->index = pc;
+        e->ready = t;
+        e->op = in->op;
+        e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
+        q->count++;
+        wake_unit(g, c, u, t);
+    }
+    c->pc = pc;
+    c->seq_time = t;
+    return rc;
+}
+
 /* The sequencer: control instructions and dispatch, until a queue is
  * full, a barrier or fence is reached or the stream ends. */
 static int run_seq(engine *g, sim_core *c, double t)
 {
     sim *s = g->s;
     const isa_stream *str = c->id < g->p->ncores ? &g->p->cores[c->id] : NULL;
-    const int depth = s->cfg.queue_depth;
     c->seq_scheduled = 0;
     if (t > c->seq_time)
         c->seq_time = t;
     while (!c->seq_done && !c->at_barrier && !c->at_fence) {
+        int full = 0;
+        if (str && (issue_units(g, c, str, &full) || full))
+            return full ? 0 : -1;
         if (!str || c->pc >= (long)str->n) {
             if (c->nloops)
                 return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "stream ends inside a loop (missing endl)");
@@ -396,35 +449,7 @@ static int run_seq(engine *g, sim_core *c, double t)
             break;
         }
         const isa_insn *in = &str->insns[c->pc];
-        isa_unit u = unit_of(g, c->id, c->pc);
-        if (u != ISA_U_SEQ) {
-            if ((int)u >= ISA_NUNITS)
-                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "instruction names no unit");
-            sim_queue *q = &c->units[u];
-            if (q->count == depth) {
-                c->seq_blocked_on = u;
-                return 0;
-            }
-            if (issue_limits(g, c, u))
-                return -1;
-            int at = q->head + q->count; /* a wrap, not a division by depth */
-            sim_slot *e = &q->q[at >= depth ? at - depth : at];
-            e->in = in;
-            e->d = resolve(c, &in->d);
-            e->a = resolve(c, &in->a);
-            e->b = resolve(c, &in->b);
-            e->p = resolve(c, &in->p);
-            e->index = c->pc;
-            e->ready = c->seq_time;
-            e->op = in->op;
-            e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
-            q->count++;
-            wake_unit(g, c, u, c->seq_time);
-            c->pc++;
-            c->seq_time += s->cfg.seq_issue_cycles;
-            continue;
-        }
-        if (issue_limits(g, c, ISA_U_SEQ))
+        if (issue_limits(g, c->id, ISA_U_SEQ, c->pc, c->seq_time))
             return -1;
         c->seq_time += s->cfg.seq_issue_cycles;
         switch (in->op) {
