@@ -578,7 +578,7 @@ static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
-static void wq_release(sim_dram *d, int c, double t)
+static inline __attribute__((always_inline)) void wq_release_inline(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
@@ -586,6 +586,21 @@ static void wq_release(sim_dram *d, int c, double t)
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
     d->st.last_ns = later(d->st.last_ns, e->end);
+}
+
+/* The same, out of line: where one release is all a caller makes, a copy
+ * of segment inline would only grow its code. */
+static void wq_release(sim_dram *d, int c, double t) { wq_release_inline(d, c, t); }
+
+/* A write drain ahead of reads, from t: channel c's waiting writes pass
+ * the high watermark; release them down to the low one.  Out of line with
+ * the releases inline in it: a drain releases about six (the GEMM), a call
+ * each cost as much as their bookkeeping. */
+static void wq_drain(sim_dram *d, int c, double t)
+{
+    d->st.write_drains++;
+    while ((double)(int64_t)d->ch[c].wq_wait > d->wq_low)
+        wq_release_inline(d, c, t);
 }
 
 /* Free, oldest first, the released entries whose data has started to go
@@ -662,11 +677,8 @@ static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
-    if ((double)(int64_t)ch->wq_wait > d->wq_high) { /* write drain ahead of reads (a count: signed converts faster) */
-        d->st.write_drains++;
-        while ((double)(int64_t)ch->wq_wait > d->wq_low)
-            wq_release(d, c, arrive);
-    }
+    if ((double)(int64_t)ch->wq_wait > d->wq_high) /* a count: signed converts faster */
+        wq_drain(d, c, arrive);
     return x;
 }
 
