@@ -638,8 +638,9 @@ static void wq_idle(sim_dram *d, int c, double t)
 }
 
 /* Put a write segment of channel c into its buffer: nb bursts placed at w
- * (bursts and place_of of its local range); it reaches the controller at x.  Returns when it is accepted: at x, or once enough
- * older writes have started to go out to make room.
+ * (bursts and place_of of its local range); it reaches the controller at
+ * x.  Returns when it is accepted: at x, or once enough older writes have
+ * started to go out to make room.
  *
  * The drains this write forces (buffer full of waiting writes, or waiting
  * writes past the high watermark) are scheduled as arriving with it, at x,
