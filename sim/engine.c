@@ -28,6 +28,8 @@ typedef struct {
     uint8_t **unit; /* [core][instruction index]: its unit (isa_insn_unit), UNIT_UNKNOWN until first issued */
     double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
+    sim_kernel_stats *kernels; /* st->kernels, and the program's cores: kept here for */
+    size_t ncores;             /* kernel_charge, which every unit instruction calls */
     uint64_t issued;    /* instructions the sequencers issued so far */
     uint64_t max_insns; /* the limits of sim_options, defaults applied */
     double max_cycles;
@@ -74,6 +76,8 @@ static int kernels_begin(engine *g)
     sim_stats *st = g->s->st;
     st->nkernels = 0;
     g->kmap = NULL;
+    g->kernels = st->kernels;
+    g->ncores = (size_t)p->ncores;
     if (!p->nkernels)
         return 0;
     g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
@@ -207,26 +211,27 @@ static void kernels_end(engine *g)
     g->kmap = NULL;
 }
 
-/* The kernel entry of core's instruction `index`, or NULL. */
-static sim_kernel_stats *kernel_of(engine *g, int core, long index, int *slot)
+/* The kernel entry of core's instruction `index`, -1 for none. */
+static int kernel_of(const engine *g, int core, long index)
 {
-    if (!g->kmap) /* a slot holds an issued instruction: its core has a stream, its index is in it */
-        return NULL;
-    *slot = g->kmap[core][index];
-    return *slot < 0 ? NULL : &g->s->st->kernels[*slot];
+    return g->kmap ? g->kmap[core][index] : -1; /* an issued instruction's core has a stream, its index is in it */
 }
 
-/* Charge an instruction of entry k (`slot`) that ran over [start, done)
- * to it; the entry's own start and end are its cores' (kernels_fold). */
-static void kernel_charge(engine *g, sim_kernel_stats *k, int slot, int core, double start, double done, double busy)
+/* Charge an instruction of entry `slot` that ran over [start, done) to
+ * it; the entry's own start and end are its cores' (kernels_fold). */
+static void kernel_charge(engine *g, int slot, int core, double start, double done, double busy, uint64_t macs,
+                          uint64_t dram_bytes)
 {
-    double *sp = &g->kspan[2 * ((size_t)slot * (size_t)g->p->ncores + (size_t)core)];
+    sim_kernel_stats *k = &g->kernels[slot];
+    double *sp = &g->kspan[2 * ((size_t)slot * g->ncores + (size_t)core)];
     if (sp[0] < 0 || start < sp[0])
         sp[0] = start;
     if (done > sp[1])
         sp[1] = done;
     k->insns++;
     k->busy += busy;
+    k->macs += macs;
+    k->dram_bytes += dram_bytes;
 }
 
 static void schedule(engine *g, double t, int core, int agent)
@@ -602,13 +607,9 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     double covered = us->done_at > t ? us->done_at : t;
     if (done > covered)
         us->busy += done - covered;
-    int slot;
-    sim_kernel_stats *k = kernel_of(g, c->id, e->index, &slot);
-    if (k) {
-        kernel_charge(g, k, slot, c->id, t, done, done > covered ? done - covered : 0);
-        k->macs += macs;
-        k->dram_bytes += dram_bytes;
-    }
+    const int slot = kernel_of(g, c->id, e->index);
+    if (slot >= 0)
+        kernel_charge(g, slot, c->id, t, done, done > covered ? done - covered : 0, macs, dram_bytes);
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
