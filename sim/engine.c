@@ -157,12 +157,14 @@ static void units_end(engine *g)
     g->tmin = NULL;
 }
 
-static isa_unit unit_of(engine *g, int core, long pc)
+/* The unit of instruction pc of stream str, whose units (g->unit's row)
+ * are `units`. */
+static isa_unit unit_of(uint8_t *units, const isa_stream *str, long pc)
 {
-    uint8_t *u = &g->unit[core][pc];
+    uint8_t *u = &units[pc];
     if (*u != UNIT_UNKNOWN)
         return (isa_unit)*u;
-    isa_unit v = isa_insn_unit(&g->p->cores[core].insns[pc]);
+    isa_unit v = isa_insn_unit(&str->insns[pc]);
     if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
         *u = (uint8_t)v;
     return v;
@@ -395,11 +397,12 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     const int depth = s->cfg.queue_depth;
     const double step = s->cfg.seq_issue_cycles;
     const long n = (long)str->n;
+    uint8_t *const units = g->unit[c->id]; /* wake_unit's stores would have it loaded again */
     long pc = c->pc;
     double t = c->seq_time;
     int rc = 0;
     for (; pc < n; pc++, t += step) {
-        isa_unit u = unit_of(g, c->id, pc);
+        isa_unit u = unit_of(units, str, pc);
         if (u == ISA_U_SEQ)
             break;
         if ((int)u >= ISA_NUNITS) {
