@@ -64,17 +64,22 @@ typedef struct {
     double dir_end[2];  /* end of the last read / write data */
     int last_dir;       /* direction of the last segment, -1 before any */
     int last_write_bg;  /* bank group of the last write (tWTR_L or _S) */
-    double acts[4];     /* the last four ACTs, a ring; acts[act_pos] is the oldest */
     int act_pos;
-    double last_act;
-    double ref_due;     /* when the next all-bank refresh is due */
     /* posted writes: wq_n entries from wq_head; the first wq_rel are
      * scheduled (released), the rest wait in the buffer */
     uint32_t wq_head, wq_n, wq_rel;
+    double acts[4];     /* the last four ACTs, a ring; acts[act_pos] is the oldest */
+    double last_act;
+    double ref_due;     /* when the next all-bank refresh is due */
     uint64_t wq_occ;    /* bursts held by all entries */
     uint64_t wq_wait;   /* bursts of the entries not yet released */
     double wr_done;     /* latest end of scheduled write data */
+    /* its write buffer, wq_cap entries of sim_dram.wq: kept here, where
+     * wq_head is, rather than found by a multiplication on every look (the
+     * ints above are packed so that a channel stays 128 bytes) */
+    struct dram_wentry *wq;
 } dram_chan;
+_Static_assert(sizeof(dram_chan) == 128, "a channel is two cache lines");
 
 /* Where a row segment lands: bank group, bank (index in the channel), row. */
 typedef struct {
@@ -82,10 +87,8 @@ typedef struct {
     int64_t row;
 } dram_place;
 
-typedef struct {
-    uint64_t lo, hi;    /* channel-local range: one row segment */
-    dram_place w;       /* where it lands, found on arrival: the place cache
-                         * then serves the other channels of the access */
+typedef struct dram_wentry {
+    dram_place w;       /* where its row segment lands, found on arrival */
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
     double start, end;  /* released: its first and last data on the bus */
@@ -197,7 +200,11 @@ static int alloc_state(sim_dram *d)
     d->bank = calloc(n * (size_t)d->nbank, sizeof *d->bank);
     d->bg_free = calloc(n * (size_t)d->nbg, sizeof *d->bg_free);
     d->wq = d->wq_cap ? calloc(n * (size_t)d->wq_cap, sizeof *d->wq) : NULL;
-    return !d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq);
+    if (!d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq))
+        return 1;
+    for (size_t c = 0; c < n; c++)
+        d->ch[c].wq = d->wq ? &d->wq[c * d->wq_cap] : NULL;
+    return 0;
 }
 
 sim_dram *sim_dram_new(const chip_config *cfg)
@@ -487,20 +494,28 @@ static dram_place place_of(sim_dram *d, uint64_t local)
     return d->placed;
 }
 
-/* Schedule one segment: local range [lo, hi) of channel c, placed at w
- * (place_of(lo): callers that looked at its bank already pass what they
- * found).  Returns its end; *first (if not NULL) is its first data on the bus.
- * Forced inline into its four callers: a call per segment saved and
- * restored six registers and passed eight arguments, and each caller's
- * constants (the direction, first) fold into its copy. */
-static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t lo, uint64_t hi,
-                                                            dram_place w, int dir, double t, double *first)
+/* The bursts of local range [lo, hi). */
+static inline uint64_t bursts(const sim_dram *d, uint64_t lo, uint64_t hi)
+{
+    return dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
+}
+
+/* Schedule one segment of channel c: nb bursts (bursts(lo, hi) of its
+ * local range [lo, hi)), placed at w (place_of(lo)): callers pass what
+ * they found already (a posted write keeps both, an access of whole
+ * blocks finds them once for every channel).  Returns its end; *first (if
+ * not NULL) is its first data on the bus.  Forced inline into its four
+ * callers: a call per segment saved and restored six registers and passed
+ * eight arguments, and each caller's constants (the direction, first) fold
+ * into its copy. */
+static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
+                                                            double t, double *first)
 {
     const int g = w.g, bi = w.bi;
     const int64_t row = w.row;
-    /* bursts, a small count: as a signed integer it converts to a double
-     * in one instruction, where an unsigned 64-bit one takes several */
-    const double nbf = (double)(int64_t)(dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1);
+    /* a small count: as a signed integer it converts to a double in one
+     * instruction, where an unsigned 64-bit one takes several */
+    const double nbf = (double)(int64_t)nb;
     dram_chan *ch = &d->ch[c];
     dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
@@ -557,19 +572,35 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
  * one is placed) are both below wq_cap, so one wrap reduces their sum. */
 static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 {
-    uint64_t k = (uint64_t)d->ch[c].wq_head + i;
-    return &d->wq[(size_t)c * d->wq_cap + (k >= d->wq_cap ? k - d->wq_cap : k)];
+    const dram_chan *ch = &d->ch[c];
+    uint64_t k = (uint64_t)ch->wq_head + i;
+    return &ch->wq[k >= d->wq_cap ? k - d->wq_cap : k];
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
-static void wq_release(sim_dram *d, int c, double t)
+static inline __attribute__((always_inline)) void wq_release_inline(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
-    e->end = segment(d, c, e->lo, e->hi, e->w, WR, t, &e->start);
+    e->end = segment(d, c, e->nb, e->w, WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
     d->st.last_ns = later(d->st.last_ns, e->end);
+}
+
+/* The same, out of line: where one release is all a caller makes, a copy
+ * of segment inline would only grow its code. */
+static void wq_release(sim_dram *d, int c, double t) { wq_release_inline(d, c, t); }
+
+/* A write drain ahead of reads, from t: channel c's waiting writes pass
+ * the high watermark; release them down to the low one.  Out of line with
+ * the releases inline in it: a drain releases about six (the GEMM), a call
+ * each cost as much as their bookkeeping. */
+static void wq_drain(sim_dram *d, int c, double t)
+{
+    d->st.write_drains++;
+    while ((double)(int64_t)d->ch[c].wq_wait > d->wq_low)
+        wq_release_inline(d, c, t);
 }
 
 /* Free, oldest first, the released entries whose data has started to go
@@ -606,9 +637,10 @@ static void wq_idle(sim_dram *d, int c, double t)
     }
 }
 
-/* Put the write segment [lo, hi) of channel c into its buffer; it reaches
- * the controller at x.  Returns when it is accepted: at x, or once enough
- * older writes have started to go out to make room.
+/* Put a write segment of channel c into its buffer: nb bursts placed at w
+ * (bursts and place_of of its local range); it reaches the controller at
+ * x.  Returns when it is accepted: at x, or once enough older writes have
+ * started to go out to make room.
  *
  * The drains this write forces (buffer full of waiting writes, or waiting
  * writes past the high watermark) are scheduled as arriving with it, at x,
@@ -617,11 +649,14 @@ static void wq_idle(sim_dram *d, int c, double t)
  * as for any access.  A write's data still never goes out before it is in
  * the buffer: the room it waits for is made by an older write whose data
  * starts on the channel's bus pointer, and everything released later is
- * placed at or after that pointer. */
-static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
+ * placed at or after that pointer.
+ *
+ * Forced inline into the access's channel loop: a call per write segment
+ * (8 k a launch of the GEMM) saved and restored its registers and passed
+ * the place in memory. */
+static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c, uint64_t nb, dram_place w, double x)
 {
     dram_chan *ch = &d->ch[c];
-    uint64_t nb = dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
     double arrive = x;
     wq_retire(d, c, x);
     while (ch->wq_occ + nb > d->wq_cap) {
@@ -637,19 +672,14 @@ static double wq_accept(sim_dram *d, int c, uint64_t lo, uint64_t hi, double x)
         d->st.write_stall_ns += x - arrive;
     }
     dram_wentry *e = wq_at(d, c, ch->wq_n);
-    e->lo = lo;
-    e->hi = hi;
-    e->w = place_of(d, lo);
+    e->w = w;
     e->nb = nb;
     e->ready = e->start = e->end = x;
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
-    if ((double)(int64_t)ch->wq_wait > d->wq_high) { /* write drain ahead of reads (a count: signed converts faster) */
-        d->st.write_drains++;
-        while ((double)(int64_t)ch->wq_wait > d->wq_low)
-            wq_release(d, c, arrive);
-    }
+    if ((double)(int64_t)ch->wq_wait > d->wq_high) /* a count: signed converts faster */
+        wq_drain(d, c, arrive);
     return x;
 }
 
@@ -666,6 +696,7 @@ double sim_dram_drain_time(const sim_dram *d)
         sim_dram *s = d->shadow;
         size_t nb = (size_t)d->nbank, ng = (size_t)d->nbg, nq = (size_t)d->wq_cap, uc = (size_t)c;
         s->ch[c] = *ch;
+        s->ch[c].wq = &s->wq[uc * nq]; /* its own buffer */
         memcpy(&s->bank[uc * nb], &d->bank[uc * nb], nb * sizeof *s->bank);
         memcpy(&s->bg_free[uc * ng], &d->bg_free[uc * ng], ng * sizeof *s->bg_free);
         memcpy(&s->wq[uc * nq], &d->wq[uc * nq], nq * sizeof *s->wq);
@@ -673,6 +704,55 @@ double sim_dram_drain_time(const sim_dram *d)
         t = later(t, s->ch[c].wr_done);
     }
     return t;
+}
+
+/* Channel c's share [lo, hi) of an access (number `call`) arriving at t,
+ * in direction dir; the end of its last segment, or t.  one: the share is
+ * one row segment, of nb bursts placed at w (an access of whole blocks
+ * finds these once for all channels; others leave them to this). */
+static inline __attribute__((always_inline)) double chan_access(sim_dram *d, int c, uint64_t call, uint64_t lo,
+                                                                uint64_t hi, int dir, double t, int one,
+                                                                uint64_t nb, dram_place w)
+{
+    double done = t;
+    if (d->wq_cap) {
+        wq_idle(d, c, t);
+        if (dir == WR) { /* posted: into the buffer, in address order */
+            if (one)
+                return wq_accept(d, c, nb, w, t + d->ack);
+            for (uint64_t a = lo; a < hi;) {
+                uint64_t e = (dv(a, d->drow) + 1) * d->row_bytes;
+                if (e > hi)
+                    e = hi;
+                done = later(done, wq_accept(d, c, bursts(d, a, e), place_of(d, a), t + d->ack));
+                a = e;
+            }
+            return done;
+        }
+    }
+    if (one) /* one row segment: no order to choose */
+        return segment(d, c, nb, w, dir, t, NULL);
+    dram_bank *banks = &d->bank[(size_t)c * (size_t)d->nbank];
+    /* FR-FCFS inside the access: segments whose row is open go first,
+     * then the rest, each pass in address order. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t a = lo; a < hi;) {
+            uint64_t r = dv(a, d->drow), e = (r + 1) * d->row_bytes;
+            if (e > hi)
+                e = hi;
+            dram_place pw = place_of(d, a);
+            dram_bank *b = &banks[pw.bi];
+            if (pass == 0 && b->row == pw.row) {
+                b->hit_call = call;
+                b->hit_row = pw.row;
+                done = later(done, segment(d, c, bursts(d, a, e), pw, dir, t, NULL));
+            } else if (pass == 1 && !(b->hit_call == call && b->hit_row == pw.row)) {
+                done = later(done, segment(d, c, bursts(d, a, e), pw, dir, t, NULL));
+            }
+            a = e;
+        }
+    }
+    return done;
 }
 
 double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, int is_write)
@@ -684,50 +764,23 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
     double done = t_ns;
     const dram_span sp = span_of(d, addr, bytes);
     /* an access of whole blocks (every DMA of a compiled GEMM) gives every
-     * channel the same local range */
+     * channel the same local range: its rows, bursts and place found once */
     const int whole = sp.r0 == 0 && sp.r1 == (uint64_t)d->nch - 1 && sp.o0 == 0 && sp.o1 == d->gran - 1;
     const uint64_t whole_lo = sp.b0 * d->gran, whole_hi = (sp.b1 + 1) * d->gran;
+    const int whole_one = whole && dv(whole_lo, d->drow) == dv(whole_hi - 1, d->drow);
+    const uint64_t whole_nb = whole_one ? bursts(d, whole_lo, whole_hi) : 0;
+    const dram_place whole_w = whole_one ? place_of(d, whole_lo) : (dram_place){0, 0, 0};
     for (int c = 0; c < d->nch; c++) {
-        uint64_t lo = whole_lo, hi = whole_hi;
-        if (!whole && !chan_range(d, &sp, c, &lo, &hi))
-            continue;
-        if (d->wq_cap) {
-            wq_idle(d, c, t_ns);
-            if (dir == WR) { /* posted: into the buffer, in address order */
-                for (uint64_t a = lo; a < hi;) {
-                    uint64_t e = (dv(a, d->drow) + 1) * d->row_bytes;
-                    if (e > hi)
-                        e = hi;
-                    done = later(done, wq_accept(d, c, a, e, t_ns + d->ack));
-                    a = e;
-                }
-                continue;
-            }
-        }
-        if (dv(lo, d->drow) == dv(hi - 1, d->drow)) { /* one row segment: no order to choose */
-            done = later(done, segment(d, c, lo, hi, place_of(d, lo), dir, t_ns, NULL));
+        if (whole) {
+            done = later(done, chan_access(d, c, call, whole_lo, whole_hi, dir, t_ns, whole_one, whole_nb, whole_w));
             continue;
         }
-        dram_bank *banks = &d->bank[(size_t)c * (size_t)d->nbank];
-        /* FR-FCFS inside the access: segments whose row is open go first,
-         * then the rest, each pass in address order. */
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint64_t a = lo; a < hi;) {
-                uint64_t r = dv(a, d->drow), e = (r + 1) * d->row_bytes;
-                if (e > hi)
-                    e = hi;
-                dram_place w = place_of(d, a);
-                dram_bank *b = &banks[w.bi];
-                if (pass == 0 && b->row == w.row) {
-                    b->hit_call = call;
-                    b->hit_row = w.row;
-                    done = later(done, segment(d, c, a, e, w, dir, t_ns, NULL));
-                } else if (pass == 1 && !(b->hit_call == call && b->hit_row == w.row)) {
-                    done = later(done, segment(d, c, a, e, w, dir, t_ns, NULL));
-                }
-                a = e;
-            }
-        }
+        uint64_t lo, hi;
+        if (!chan_range(d, &sp, c, &lo, &hi))
+            continue;
+        const int one = dv(lo, d->drow) == dv(hi - 1, d->drow);
+        done = later(done, chan_access(d, c, call, lo, hi, dir, t_ns, one, one ? bursts(d, lo, hi) : 0,
+                                       one ? place_of(d, lo) : (dram_place){0, 0, 0}));
     }
     if (dir == WR) {
         d->st.writes++;

@@ -28,6 +28,8 @@ typedef struct {
     uint8_t **unit; /* [core][instruction index]: its unit (isa_insn_unit), UNIT_UNKNOWN until first issued */
     double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
+    sim_kernel_stats *kernels; /* st->kernels, and the program's cores: kept here for */
+    size_t ncores;             /* kernel_charge, which every unit instruction calls */
     uint64_t issued;    /* instructions the sequencers issued so far */
     uint64_t max_insns; /* the limits of sim_options, defaults applied */
     double max_cycles;
@@ -54,15 +56,15 @@ static int past_cycles(engine *g, int core, int u, long index, double t)
                       g->max_cycles);
 }
 
-/* Count the instruction core c's sequencer issues now (to unit u). */
-static int issue_limits(engine *g, const sim_core *c, int u)
+/* Count the instruction `pc` core's sequencer issues at t (to unit u). */
+static int issue_limits(engine *g, int core, int u, long pc, double t)
 {
     if (++g->issued > g->max_insns)
-        return sim_faultf(g->s, c->id, u, c->pc,
+        return sim_faultf(g->s, core, u, pc,
                           "the cores issued more than the instruction limit (%" PRIu64
                           "; spyre run --max-insns N raises it, 0 removes it)",
                           g->max_insns);
-    return past_cycles(g, c->id, u, c->pc, c->seq_time);
+    return past_cycles(g, core, u, pc, t);
 }
 
 /* Name the kernels of the run in st->kernels (one entry per name, in
@@ -74,6 +76,8 @@ static int kernels_begin(engine *g)
     sim_stats *st = g->s->st;
     st->nkernels = 0;
     g->kmap = NULL;
+    g->kernels = st->kernels;
+    g->ncores = (size_t)p->ncores;
     if (!p->nkernels)
         return 0;
     g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
@@ -153,12 +157,14 @@ static void units_end(engine *g)
     g->tmin = NULL;
 }
 
-static isa_unit unit_of(engine *g, int core, long pc)
+/* The unit of instruction pc of stream str, whose units (g->unit's row)
+ * are `units`. */
+static isa_unit unit_of(uint8_t *units, const isa_stream *str, long pc)
 {
-    uint8_t *u = &g->unit[core][pc];
+    uint8_t *u = &units[pc];
     if (*u != UNIT_UNKNOWN)
         return (isa_unit)*u;
-    isa_unit v = isa_insn_unit(&g->p->cores[core].insns[pc]);
+    isa_unit v = isa_insn_unit(&str->insns[pc]);
     if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
         *u = (uint8_t)v;
     return v;
@@ -207,26 +213,27 @@ static void kernels_end(engine *g)
     g->kmap = NULL;
 }
 
-/* The kernel entry of core's instruction `index`, or NULL. */
-static sim_kernel_stats *kernel_of(engine *g, int core, long index, int *slot)
+/* The kernel entry of core's instruction `index`, -1 for none. */
+static int kernel_of(const engine *g, int core, long index)
 {
-    if (!g->kmap) /* a slot holds an issued instruction: its core has a stream, its index is in it */
-        return NULL;
-    *slot = g->kmap[core][index];
-    return *slot < 0 ? NULL : &g->s->st->kernels[*slot];
+    return g->kmap ? g->kmap[core][index] : -1; /* an issued instruction's core has a stream, its index is in it */
 }
 
-/* Charge an instruction of entry k (`slot`) that ran over [start, done)
- * to it; the entry's own start and end are its cores' (kernels_fold). */
-static void kernel_charge(engine *g, sim_kernel_stats *k, int slot, int core, double start, double done, double busy)
+/* Charge an instruction of entry `slot` that ran over [start, done) to
+ * it; the entry's own start and end are its cores' (kernels_fold). */
+static void kernel_charge(engine *g, int slot, int core, double start, double done, double busy, uint64_t macs,
+                          uint64_t dram_bytes)
 {
-    double *sp = &g->kspan[2 * ((size_t)slot * (size_t)g->p->ncores + (size_t)core)];
+    sim_kernel_stats *k = &g->kernels[slot];
+    double *sp = &g->kspan[2 * ((size_t)slot * g->ncores + (size_t)core)];
     if (sp[0] < 0 || start < sp[0])
         sp[0] = start;
     if (done > sp[1])
         sp[1] = done;
     k->insns++;
     k->busy += busy;
+    k->macs += macs;
+    k->dram_bytes += dram_bytes;
 }
 
 static void schedule(engine *g, double t, int core, int agent)
@@ -378,17 +385,71 @@ static int try_fence(engine *g, sim_core *c)
     return 0;
 }
 
+/* Issue core c's unit instructions from its pc on, until a sequencer
+ * instruction, a full queue (*full set) or the stream's end: the
+ * sequencer's hot path (the GEMM issues 16 k a launch), with its pc and
+ * clock in registers (wake_unit writes the queue's memory, so a pointer's
+ * fields were stored and loaded again for every instruction).  0, or -1
+ * on a fault. */
+static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core *c, const isa_stream *str, int *full)
+{
+    sim *s = g->s;
+    const int depth = s->cfg.queue_depth;
+    const double step = s->cfg.seq_issue_cycles;
+    const long n = (long)str->n;
+    uint8_t *const units = g->unit[c->id]; /* wake_unit's stores would have it loaded again */
+    long pc = c->pc;
+    double t = c->seq_time;
+    int rc = 0;
+    for (; pc < n; pc++, t += step) {
+        isa_unit u = unit_of(units, str, pc);
+        if (u == ISA_U_SEQ)
+            break;
+        if ((int)u >= ISA_NUNITS) {
+            rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
+            break;
+        }
+        sim_queue *q = &c->units[u];
+        if (q->count == depth) {
+            c->seq_blocked_on = u;
+            *full = 1;
+            break;
+        }
+        if ((rc = issue_limits(g, c->id, u, pc, t)))
+            break;
+        const isa_insn *in = &str->insns[pc];
+        int at = q->head + q->count; /* a wrap, not a division by depth */
+        sim_slot *e = &q->q[at >= depth ? at - depth : at];
+        e->in = in;
+        e->d = resolve(c, &in->d);
+        e->a = resolve(c, &in->a);
+        e->b = resolve(c, &in->b);
+        e->p = resolve(c, &in->p);
+        e->index = pc;
+        e->ready = t;
+        e->op = in->op;
+        e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
+        q->count++;
+        wake_unit(g, c, u, t);
+    }
+    c->pc = pc;
+    c->seq_time = t;
+    return rc;
+}
+
 /* The sequencer: control instructions and dispatch, until a queue is
  * full, a barrier or fence is reached or the stream ends. */
 static int run_seq(engine *g, sim_core *c, double t)
 {
     sim *s = g->s;
     const isa_stream *str = c->id < g->p->ncores ? &g->p->cores[c->id] : NULL;
-    const int depth = s->cfg.queue_depth;
     c->seq_scheduled = 0;
     if (t > c->seq_time)
         c->seq_time = t;
     while (!c->seq_done && !c->at_barrier && !c->at_fence) {
+        int full = 0;
+        if (str && (issue_units(g, c, str, &full) || full))
+            return full ? 0 : -1;
         if (!str || c->pc >= (long)str->n) {
             if (c->nloops)
                 return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "stream ends inside a loop (missing endl)");
@@ -396,35 +457,7 @@ static int run_seq(engine *g, sim_core *c, double t)
             break;
         }
         const isa_insn *in = &str->insns[c->pc];
-        isa_unit u = unit_of(g, c->id, c->pc);
-        if (u != ISA_U_SEQ) {
-            if ((int)u >= ISA_NUNITS)
-                return sim_faultf(s, c->id, ISA_U_SEQ, c->pc, "instruction names no unit");
-            sim_queue *q = &c->units[u];
-            if (q->count == depth) {
-                c->seq_blocked_on = u;
-                return 0;
-            }
-            if (issue_limits(g, c, u))
-                return -1;
-            int at = q->head + q->count; /* a wrap, not a division by depth */
-            sim_slot *e = &q->q[at >= depth ? at - depth : at];
-            e->in = in;
-            e->d = resolve(c, &in->d);
-            e->a = resolve(c, &in->a);
-            e->b = resolve(c, &in->b);
-            e->p = resolve(c, &in->p);
-            e->index = c->pc;
-            e->ready = c->seq_time;
-            e->op = in->op;
-            e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
-            q->count++;
-            wake_unit(g, c, u, c->seq_time);
-            c->pc++;
-            c->seq_time += s->cfg.seq_issue_cycles;
-            continue;
-        }
-        if (issue_limits(g, c, ISA_U_SEQ))
+        if (issue_limits(g, c->id, ISA_U_SEQ, c->pc, c->seq_time))
             return -1;
         c->seq_time += s->cfg.seq_issue_cycles;
         switch (in->op) {
@@ -577,13 +610,9 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     double covered = us->done_at > t ? us->done_at : t;
     if (done > covered)
         us->busy += done - covered;
-    int slot;
-    sim_kernel_stats *k = kernel_of(g, c->id, e->index, &slot);
-    if (k) {
-        kernel_charge(g, k, slot, c->id, t, done, done > covered ? done - covered : 0);
-        k->macs += macs;
-        k->dram_bytes += dram_bytes;
-    }
+    const int slot = kernel_of(g, c->id, e->index);
+    if (slot >= 0)
+        kernel_charge(g, slot, c->id, t, done, done > covered ? done - covered : 0, macs, dram_bytes);
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
@@ -686,6 +715,9 @@ int sim_engine_run(sim *s, const isa_program *p)
         wake_seq(&g, &s->cores[i], 0);
     int rc = 0;
     sim_event e;
+    /* only the race checker finds races, and it runs only when on: the
+     * flag, looked up once, spares every event a load */
+    const int races = sim_race_active(s) != NULL;
     while (sim_evq_pop(&g.q, &e)) {
         if (e.agent < 0)
             token_inc(&g, &s->cores[e.core], e.tok, e.t);
@@ -693,7 +725,7 @@ int sim_engine_run(sim *s, const isa_program *p)
             rc = run_seq(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.t);
         else
             rc = run_unit(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.agent % (ISA_NUNITS + 1), e.t);
-        if (rc || s->race_found) {
+        if (rc || (races && s->race_found)) {
             rc = -1;
             break;
         }

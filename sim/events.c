@@ -67,16 +67,10 @@ static uint32_t token_node(sim_evq *q, int32_t core, int64_t tok)
     return n;
 }
 
-/* A new time at position i of the array (lo <= i <= hi), the times from i
- * on moved up one, or those before it down one when there is room below. */
-static sim_evtime *time_insert(sim_evq *q, size_t i, double t)
+/* time_insert when entries must move by memmove: out of line, so that
+ * the common inserts (below) need not save the registers its calls do. */
+static __attribute__((noinline)) sim_evtime *time_insert_moving(sim_evq *q, size_t i, double t)
 {
-    if (q->lo > 0 && i - q->lo < 2) { /* a new earliest or second earliest time (a third of the schedules) */
-        q->times[q->lo - 1] = q->times[q->lo];
-        q->lo--;
-        q->times[i - 1] = (sim_evtime){t + 0.0, EVQ_END, EVQ_END};
-        return &q->times[i - 1];
-    }
     if (q->lo > 0 && i - q->lo < q->hi - i) {
         memmove(&q->times[q->lo - 1], &q->times[q->lo], (i - q->lo) * sizeof *q->times);
         q->lo--;
@@ -99,6 +93,19 @@ static sim_evtime *time_insert(sim_evq *q, size_t i, double t)
     }
     q->times[i] = (sim_evtime){t + 0.0, EVQ_END, EVQ_END}; /* -0.0 pops as +0.0 */
     return &q->times[i];
+}
+
+/* A new time at position i of the array (lo <= i <= hi), the times from i
+ * on moved up one, or those before it down one when there is room below. */
+static inline sim_evtime *time_insert(sim_evq *q, size_t i, double t)
+{
+    if (q->lo > 0 && i - q->lo < 2) { /* a new earliest or second earliest time (a third of the schedules) */
+        q->times[q->lo - 1] = q->times[q->lo];
+        q->lo--;
+        q->times[i - 1] = (sim_evtime){t + 0.0, EVQ_END, EVQ_END};
+        return &q->times[i - 1];
+    }
+    return time_insert_moving(q, i, t);
 }
 
 sim_evtime *sim_evq_time(sim_evq *q, double t)
