@@ -835,20 +835,12 @@ static int rk_stage_leader(const rk_plan *k, int i)
     return i;
 }
 
-/* Row `row` of the row space walked for staged load L (its spans kept in
- * L->spans): every column's element inside the buffer, in closed form per
- * run without a carry (be_walk_run). */
-static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_walk *w, int64_t row)
+/* Row `row`'s spans gathered in s->lo/hi over groups [gmin, gmax] become
+ * its entries of s, and lo/hi are reset for the next row. */
+static void rk_spans_close(be_rowspans *s, const be_layout *B, int64_t row, int64_t gmin, int64_t gmax)
 {
-    const be_ctx *c = k->c;
-    const ir_expr *x = &c->p->A.e[L->e];
-    const be_layout *B = &c->lay[x->buf];
-    const int64_t nel = rk_numel(c, x->buf);
-    int64_t val[IR_MAX_VARS] = {0};
-    rk_stage_flat(k, x, nel, row, 0, val);
-    be_walk_run(w, B, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
     s->at[row] = s->n;
-    for (int64_t g = w->gmin; g <= w->gmax; g++) {
+    for (int64_t g = gmin; g <= gmax; g++) {
         if (s->lo[g] > s->hi[g])
             continue;
         if (s->n == s->cap) {
@@ -862,6 +854,21 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
         s->hi[g] = -1;
     }
     s->len[row] = (int32_t)(s->n - s->at[row]);
+}
+
+/* Row `row` of the row space walked for staged load L (its spans kept in
+ * L->spans): every column's element inside the buffer, in closed form per
+ * run without a carry (be_walk_run). */
+static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_walk *w, int64_t row)
+{
+    const be_ctx *c = k->c;
+    const ir_expr *x = &c->p->A.e[L->e];
+    const be_layout *B = &c->lay[x->buf];
+    const int64_t nel = rk_numel(c, x->buf);
+    int64_t val[IR_MAX_VARS] = {0};
+    rk_stage_flat(k, x, nel, row, 0, val);
+    be_walk_run(w, B, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
+    rk_spans_close(s, B, row, w->gmin, w->gmax);
 }
 
 /* A staged load's row spans, kept for the whole compile: each pass
@@ -1054,21 +1061,7 @@ static void rk_combo_row(rk_combo *q, const be_layout *B, int64_t r)
             gmin = cc_min(gmin, e->g);
             gmax = cc_max(gmax, e->g);
         }
-    s->at[r] = s->n;
-    for (int64_t g = gmin; g <= gmax; g++) {
-        if (s->lo[g] > s->hi[g])
-            continue;
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 256;
-            s->e = realloc(s->e, (size_t)s->cap * sizeof *s->e);
-            if (!s->e)
-                abort();
-        }
-        s->e[s->n++] = (be_gspan){(int32_t)g, (int32_t)s->lo[g], (int32_t)s->hi[g]};
-        s->lo[g] = B->rows;
-        s->hi[g] = -1;
-    }
-    s->len[r] = (int32_t)(s->n - s->at[r]);
+    rk_spans_close(s, B, r, gmin, gmax);
 }
 
 /* Rows [r0, r0 + n) of s (walked) merged into lo, hi.  The row's spans
