@@ -968,23 +968,23 @@ static be_rowspans *rk_spans_of(const rk_plan *k, rk_load *L)
     return s;
 }
 
+static void rk_rowspans_free(be_rowspans *s)
+{
+    free(s->at);
+    free(s->len);
+    free(s->e);
+    free(s->lo);
+}
+
 void be_rows_spans_free(be_ctx *c)
 {
     struct be_spancache *sc = c->spans;
     for (int i = 0; sc && i < sc->n; i++) {
-        be_rowspans *s = &sc->v[i]->s;
-        free(s->at);
-        free(s->len);
-        free(s->e);
-        free(s->lo);
+        rk_rowspans_free(&sc->v[i]->s);
         free(sc->v[i]);
     }
     for (int i = 0; sc && i < sc->ncombo; i++) {
-        be_rowspans *s = &sc->combo[i]->s;
-        free(s->at);
-        free(s->len);
-        free(s->e);
-        free(s->lo);
+        rk_rowspans_free(&sc->combo[i]->s);
         free(sc->combo[i]);
     }
     if (sc) {
