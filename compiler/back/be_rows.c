@@ -871,6 +871,17 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     rk_spans_close(s, B, row, w->gmin, w->gmax);
 }
 
+/* Empty spans of `rows` rows (none walked) over B's groups. */
+static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B)
+{
+    s->at = ir_xalloc((size_t)(rows + 1) * sizeof *s->at);
+    s->len = ir_xalloc((size_t)(rows + 1) * sizeof *s->len);
+    s->lo = ir_xalloc((size_t)(2 * B->groups + 1) * sizeof *s->lo);
+    s->hi = s->lo + B->groups;
+    memset(s->at, -1, (size_t)rows * sizeof *s->at);
+    be_span_init(B, s->lo, s->hi);
+}
+
 /* A staged load's row spans, kept for the whole compile: each pass
  * (workdiv, lxplan twice, codegen) makes a kernel's plan again with the
  * same loads, and a later plan takes the rows an earlier one walked.
@@ -958,14 +969,8 @@ static be_rowspans *rk_spans_of(const rk_plan *k, rk_load *L)
     }
     rk_spankey *e = sc->v[sc->n++] = ir_xalloc(sizeof *e);
     *e = key;
-    be_rowspans *s = &e->s;
-    s->at = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->at);
-    s->len = ir_xalloc((size_t)(k->rows + 1) * sizeof *s->len);
-    s->lo = ir_xalloc((size_t)(2 * key.lay.groups + 1) * sizeof *s->lo);
-    s->hi = s->lo + key.lay.groups;
-    memset(s->at, -1, (size_t)k->rows * sizeof *s->at);
-    be_span_init(&key.lay, s->lo, s->hi);
-    return s;
+    rk_rowspans_init(&e->s, k->rows, &e->lay);
+    return &e->s;
 }
 
 static void rk_rowspans_free(be_rowspans *s)
@@ -1040,12 +1045,7 @@ static rk_combo *rk_combo_of(const rk_plan *k, const be_layout *B, const be_rows
     rk_combo *q = sc->combo[sc->ncombo++] = ir_xalloc(sizeof *q);
     memcpy(q->m, m, (size_t)n * sizeof *m);
     q->n = n;
-    q->s.at = ir_xalloc((size_t)(k->rows + 1) * sizeof *q->s.at);
-    q->s.len = ir_xalloc((size_t)(k->rows + 1) * sizeof *q->s.len);
-    q->s.lo = ir_xalloc((size_t)(2 * B->groups + 1) * sizeof *q->s.lo);
-    q->s.hi = q->s.lo + B->groups;
-    memset(q->s.at, -1, (size_t)k->rows * sizeof *q->s.at);
-    be_span_init(B, q->s.lo, q->s.hi);
+    rk_rowspans_init(&q->s, k->rows, B);
     return q;
 }
 
