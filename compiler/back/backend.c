@@ -650,7 +650,15 @@ static int workdiv_round(be_ctx *c, int keep)
  * first alone left BERT-base's QK^T on 2 cores, bound by the scores' DRAM
  * write, which the LX plan then kept on chip (docs/compiler.md, "Batch
  * splits").  When nothing could stay, the second would see what the
- * first saw and divide alike: it does not run (a decode step's). */
+ * first saw and divide alike: it does not run (a decode step's).  Then a
+ * reader by ring exchange whose exchange no longer pays once the bar after
+ * it is priced (be_lx_hope_again) is divided again alone, reading DRAM
+ * (serve_tiny's prefill of 128 tokens kept its softmax on the 16 cores the
+ * exchange of the scores favoured).  The first hope is not pruned so: its
+ * exchanges are what align kernels that then need none (llama_tiny's
+ * rotary and softmax "as k4_bmm, for LX"), and a third round of every
+ * kernel lost such alignments (spyre-4core's prefill of 128 tokens 4.6%
+ * slower). */
 int be_workdiv_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
@@ -666,6 +674,15 @@ int be_workdiv_pass(ir_prog *p)
     if (!rc && keep && (rc = be_lx_hope_begin(c)) > 0) {
         memcpy(c->work, asked, size);
         rc = workdiv_round(c, keep);
+        char *gone = ir_xalloc((size_t)p->norder + 1);
+        if (!rc && (rc = be_lx_hope_again(c, gone)) > 0)
+            for (int i = 0; i < p->norder && rc >= 0; i++)
+                if (gone[i] && !state_of(c)->k[i].forced) {
+                    c->work[i] = asked[i];
+                    rc = be_kind_of(c, i)->plan(c, i) ? -1 : 1;
+                }
+        free(gone);
+        rc = rc < 0 ? -1 : 0;
     }
     be_lx_hope_end(c);
     be_mmmemo_end(c);

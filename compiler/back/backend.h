@@ -567,6 +567,12 @@ int be_res_may_keep(const be_ctx *c, int buf, int pos);
  * 1, or 0 when none could stay (every be_res_may_ says no, as it did
  * before), -1 with the error of a kernel whose access failed. */
 int be_lx_hope_begin(be_ctx *c);
+/* The candidates again under the second round's division, less the
+ * readers by ring exchange whose exchange, the bar after them priced, no
+ * longer pays (their positions marked in gone_at, p->norder long): 1 and
+ * c->hope replaced when some went, else 0 (c->hope kept), -1 as
+ * be_lx_hope_begin. */
+int be_lx_hope_again(be_ctx *c, char *gone_at);
 void be_lx_hope_end(be_ctx *c);
 /* workdiv's memo of matmul plans (be_mmmemo.c; recall and keep in
  * be_matmul.h): made empty, and freed. */

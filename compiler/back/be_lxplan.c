@@ -232,17 +232,17 @@ static void xchg_send(const be_ctx *c, double *link, int core, int k, double byt
     *t = start + occupy + hops * c->cfg->ring_hop_cycles;
 }
 
-/* Estimated cycles of the ring exchange of kept tensor b to the kernel
- * at pos: its transfers timed as the simulator times them (xchg_send),
- * each sender's in the order be_xchg_emit sends them, the sender whose
+/* Estimated cycles of the ring exchange of kept tensor b from its
+ * producer's pc cores to the kernel at pos: its transfers timed as the
+ * simulator times them (xchg_send), each sender's in the order
+ * be_xchg_emit sends them, the sender whose
  * ring unit is free first going next; a sender's rows that stay on it are
  * a dma.lx on its own unit; then the bar.  (Adding up the busiest link's
  * bytes instead estimated 7,712 cycles for 32 -> 16 cores that ran
  * 14,942: transfers that cross wait for each other's whole path.) */
-static double xchg_cost(const be_ctx *c, int b, int pos)
+static double xchg_cost(const be_ctx *c, int b, int pc, int pos)
 {
-    const be_res *r = &c->res[b];
-    const int n = c->cfg->cores, pc = r->cores;
+    const int n = c->cfg->cores;
     const int64_t rows = c->lay[b].rows, bytes_row = c->lay[b].groups * c->t.stick, qc = c->work[pos].cores;
     double *link = ir_xalloc((size_t)(2 * n + 2 * pc) * sizeof *link), *t = link + 2 * n, *local = t + pc, worst = 0;
     int *next = ir_xalloc((size_t)pc * sizeof *next);
@@ -269,22 +269,78 @@ static double xchg_cost(const be_ctx *c, int b, int pos)
     return worst + c->cfg->barrier_cycles;
 }
 
+/* Does the kernel at pos move data over the ring whatever the exchange
+ * of `but` decides: a scheme over the ring, split-K's reduction, or a
+ * reader by exchange of another candidate (a bar on both sides then)? */
+static int ring_kernel(const be_ctx *c, const lx_cand *x, int pos, int but)
+{
+    if (c->work[pos].bcast || c->work[pos].gk > 1)
+        return 1;
+    for (int b = 0; b < c->p->nbufs; b++)
+        for (int k = 0; b != but && x[b].producer >= 0 && k < x[b].nxuses; k++)
+            if (x[b].xuses[k] == pos)
+                return 1;
+    return 0;
+}
+
+/* The cycles an exchange of b into the kernel at pos costs the kernel after
+ * it: the exchange's transfers are ring traffic the reader's cores do not
+ * all wait for, so a bar follows the reader (be_bound.h), and a next
+ * kernel that reads nothing the reader writes loses its overlap with it,
+ * at most the shorter of the two.  None when the reader or the next
+ * kernel moves data over the ring anyway (ring_kernel: a bar follows or
+ * goes before it whatever this exchange does; on spyre-4core the q, k and
+ * v projections each take the normed input by exchange).
+ * (serve_tiny's prefill of 128 tokens: the scores exchanged 2 -> 16 cores,
+ * 1,132 cycles against 1,800 through DRAM, ran 1,101; the V cache's cat
+ * after the softmax, 1,436 cycles, then ran after it rather than beside
+ * it, and the layer took 35,417 cycles against 34,313 without the
+ * exchange.) */
+static double xchg_bar_after(be_ctx *c, const lx_cand *x, int b, int pos)
+{
+    const ir_prog *p = c->p;
+    if (pos + 1 >= p->norder || ring_kernel(c, x, pos, b) || ring_kernel(c, x, pos + 1, -1))
+        return 0;
+    int *io = ir_xalloc((size_t)(4 * p->nbufs + 4) * sizeof *io), nr, nw, nr2, nw2;
+    int *reads = io, *writes = io + p->nbufs + 1, *next = io + 2 * (p->nbufs + 1), *nwrites = next + p->nbufs + 1;
+    ir_kernel_io(p, p->order[pos], reads, &nr, writes, &nw);
+    ir_kernel_io(p, p->order[pos + 1], next, &nr2, nwrites, &nw2);
+    int dep = 0;
+    for (int i = 0; i < nr2 && !dep; i++)
+        for (int j = 0; j < nw && !dep; j++)
+            dep = next[i] == writes[j];
+    free(io);
+    if (dep)
+        return 0;
+    const double mine = be_kind_of(c, pos)->estimate(c, pos), after = be_kind_of(c, pos + 1)->estimate(c, pos + 1);
+    return mine < after ? mine : after;
+}
+
+/* The DRAM round trip an exchange of b replaces (the write only when
+ * nothing else needs b in DRAM: dram). */
+static double xchg_dram(const be_ctx *c, int b, int dram)
+{
+    const double bytes = (double)(c->lay[b].rows * c->lay[b].groups * c->t.stick);
+    return c->t.dram_bytes_per_cycle > 0 ? bytes * (dram ? 1 : 2) / c->t.dram_bytes_per_cycle : 0;
+}
+
 /* A ring exchange of kept tensor b to the kernel at pos, which reads it
  * split over another number of cores: planned when it is estimated
  * cheaper than the DRAM round trip (the write only if nothing else needs
- * the tensor in DRAM) and its region fits above the kernel's working LX
- * (floor); otherwise the kernel reads DRAM, so the producer writes it. */
-static void xchg_plan(be_ctx *c, int b, int pos, int64_t floor, int64_t top)
+ * the tensor in DRAM), the overlap the bar after the reader costs
+ * counted (xchg_bar_after), and its region fits above the kernel's
+ * working LX (floor); otherwise the kernel reads DRAM, so the producer
+ * writes it. */
+static void xchg_plan(be_ctx *c, const lx_cand *x, int b, int pos, int64_t floor, int64_t top)
 {
     be_res *r = &c->res[b];
     if (!r->on || pos <= r->from || pos > r->to)
         return; /* not kept (or spilled) by now: DRAM already */
     const int64_t qc = c->work[pos].cores, rows = c->lay[b].rows, sb = c->t.stick;
     be_xreg xr = {pos, (int)qc, 0, cc_ceil_div(rows, qc), cc_ceil_div(rows, qc) * c->lay[b].groups * sb, 0, 0};
-    const double bytes = (double)(rows * c->lay[b].groups * sb);
-    xr.est = xchg_cost(c, b, pos);
-    xr.dram_est = c->t.dram_bytes_per_cycle > 0 ? bytes * (r->dram ? 1 : 2) / c->t.dram_bytes_per_cycle : 0;
-    xr.lx = xr.est < xr.dram_est ? lx_fit(c, pos, floor, top, xr.bytes) : -1;
+    xr.est = xchg_cost(c, b, r->cores, pos);
+    xr.dram_est = xchg_dram(c, b, r->dram);
+    xr.lx = xr.est + xchg_bar_after(c, x, b, pos) < xr.dram_est ? lx_fit(c, pos, floor, top, xr.bytes) : -1;
     if (xr.lx < 0) {
         r->dram = 1;
         return;
@@ -638,7 +694,7 @@ static void lx_plan(be_ctx *c, lx_cand *x, lx_needs_t *n)
         for (int b = 0; b < p->nbufs; b++)
             for (int k = 0; k < x[b].nxuses; k++)
                 if (x[b].xuses[k] == i)
-                    xchg_plan(c, b, i, cc_round_up(need[i], sb), top);
+                    xchg_plan(c, x, b, i, cc_round_up(need[i], sb), top);
         for (int b = 0; b < p->nbufs; b++)
             if (x[b].producer == i && last_use(&x[b]) >= 0 && !x[b].loaded)
                 lx_place(c, x, b, i, n, top);
@@ -721,6 +777,47 @@ int be_lx_hope_begin(be_ctx *c)
         some = x->producer >= 0 && (x->nuses + x->nxuses + x->nguses > 0 || lx_only(x));
     }
     return some;
+}
+
+/* Drop from x the readers by ring exchange that xchg_plan, the bar after
+ * them priced (xchg_bar_after), would send through DRAM under the
+ * division as it stands (the write counted, as for a tensor kept only in
+ * LX; a reader dear without the bar stays, as the second round hoped);
+ * they read DRAM.  Marks their positions in gone_at; returns how many
+ * went. */
+static int hope_prune(be_ctx *c, lx_cand *x, char *gone_at)
+{
+    int gone = 0;
+    for (int b = 0; b < c->p->nbufs; b++) {
+        int n = 0;
+        for (int k = 0; x[b].producer >= 0 && k < x[b].nxuses; k++) {
+            const int pos = x[b].xuses[k];
+            const double bar = xchg_bar_after(c, x, b, pos);
+            if (bar <= 0 || xchg_cost(c, b, x[b].cores, pos) + bar < xchg_dram(c, b, 0)) {
+                x[b].xuses[n++] = pos;
+                continue;
+            }
+            x[b].other = 1;
+            gone_at[pos] = 1;
+            gone++;
+        }
+        x[b].nxuses = n;
+    }
+    return gone;
+}
+
+int be_lx_hope_again(be_ctx *c, char *gone_at)
+{
+    lx_cand *x = lx_candidates(c);
+    if (!x)
+        return -1;
+    if (!hope_prune(c, x, gone_at)) {
+        lx_free(c, x);
+        return 0;
+    }
+    be_lx_hope_end(c);
+    c->hope = x;
+    return 1;
 }
 
 void be_lx_hope_end(be_ctx *c)
