@@ -2659,13 +2659,24 @@ static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_ea
     gr_graph_free(g);
 }
 
+/* The cycle kernel `name` of a run ended at (-1: not in the stats). */
+static double kernel_end(const sim_stats *st, const char *name)
+{
+    for (int i = 0; i < st->nkernels; i++)
+        if (!strcmp(st->kernels[i].name, name))
+            return st->kernels[i].end;
+    return -1;
+}
+
 /* A product of 64 rows or more that the choices leave on one core is
  * searched again with the DRAM's waits priced (be_matmul.c,
  * mm_plan_waits): serve_tiny's prefill (64 tokens after 192 cached)
  * projects q, k and v with 64 x 64 x 64 and 64 x 32 x 64 products, each
  * on one core by the estimates without the waits (474 cycles against
- * 591 on 5 cores), 1,396 against 1,158 with them; on 5 cores the layer
- * takes 47,449 cycles on spyre, 49,355 with the three on one core. */
+ * 591 on 5 cores), 1,396 against 1,158 with them.  On 5 cores the three
+ * are done at cycle 4,313 on spyre, on one core at 4,870 (Dec 4; the
+ * layer's end, 38,437 either way at refresh phase 0, is set by later
+ * kernels: 47,449 against 49,355 when the projections were its path). */
 static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate(void)
 {
     gr_graph *g = trace_graph("serve_tiny/prefill_c192");
@@ -2677,7 +2688,9 @@ static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_domina
     run_for_stats(g, wd, 3, "k1_mm", NULL, &one, &cone);
     CU_ASSERT_EQUAL(cdef, 5);
     CU_ASSERT_EQUAL(cone, 1);
-    CU_ASSERT(def.cycles < one.cycles);
+    CU_ASSERT(kernel_end(&def, "k3_mm") > 0);
+    CU_ASSERT(kernel_end(&def, "k3_mm") < kernel_end(&one, "k3_mm"));
+    CU_ASSERT(def.cycles <= one.cycles);
     gr_graph_free(g);
 }
 
