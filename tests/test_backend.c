@@ -2659,13 +2659,20 @@ static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_ea
     gr_graph_free(g);
 }
 
-/* The cycle kernel `name` of a run ended at (-1: not in the stats). */
-static double kernel_end(const sim_stats *st, const char *name)
+/* Kernel `name`'s figures of a run, or NULL. */
+static const sim_kernel_stats *kernel_stats(const sim_stats *st, const char *name)
 {
     for (int i = 0; i < st->nkernels; i++)
         if (!strcmp(st->kernels[i].name, name))
-            return st->kernels[i].end;
-    return -1;
+            return &st->kernels[i];
+    return NULL;
+}
+
+/* The cycle kernel `name` of a run ended at (-1: not in the stats). */
+static double kernel_end(const sim_stats *st, const char *name)
+{
+    const sim_kernel_stats *k = kernel_stats(st, name);
+    return k ? k->end : -1;
 }
 
 /* A product of 64 rows or more that the choices leave on one core is
@@ -2748,10 +2755,27 @@ static void test_a_product_whose_dram_waits_dominate_splits_k_and_n_over_more_co
 /* Kernel `name`'s span (end - start) in st, or -1. */
 static double kernel_span(const sim_stats *st, const char *name)
 {
-    for (int i = 0; i < st->nkernels; i++)
-        if (!strcmp(st->kernels[i].name, name))
-            return st->kernels[i].end - st->kernels[i].start;
-    return -1;
+    const sim_kernel_stats *k = kernel_stats(st, name);
+    return k ? k->end - k->start : -1;
+}
+
+/* The shortest simulated span of kernel `name` of g over the core counts
+ * counts[0..n) (each forced by --work-div), or `best` if shorter. */
+static double best_span_over_counts(const gr_graph *g, const char *name, const int *counts, size_t n, double best)
+{
+    sim_stats st;
+    int c = 0;
+    for (size_t i = 0; i < n; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "%s=%d", name, counts[i]);
+        const char *const wd[] = {spec};
+        run_for_stats(g, wd, 1, name, NULL, &st, &c);
+        CU_ASSERT_EQUAL(c, counts[i]);
+        const double span = kernel_span(&st, name);
+        CU_ASSERT(span > 0);
+        best = span < best ? span : best;
+    }
+    return best;
 }
 
 /* A row kernel of fewer sticks than the floor gives a core (8 a core) is
@@ -2767,20 +2791,11 @@ static void test_a_row_kernel_of_few_sticks_takes_the_cores_its_simulated_span_i
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *name = "k9_cat_div_softmax";
     sim_stats st;
-    int cdef = 0, c = 0;
+    int cdef = 0;
     run_for_stats(g, NULL, 0, name, NULL, &st, &cdef);
     const double def = kernel_span(&st, name);
-    double best = def;
-    for (int n = 1; n <= 4; n++) {
-        char spec[64];
-        snprintf(spec, sizeof spec, "%s=%d", name, n);
-        const char *const wd[] = {spec};
-        run_for_stats(g, wd, 1, name, NULL, &st, &c);
-        CU_ASSERT_EQUAL(c, n);
-        const double span = kernel_span(&st, name);
-        CU_ASSERT(span > 0);
-        best = span < best ? span : best;
-    }
+    static const int counts[] = {1, 2, 3, 4};
+    const double best = best_span_over_counts(g, name, counts, sizeof counts / sizeof *counts, def);
     CU_ASSERT(cdef > 1);
     CU_ASSERT(def > 0 && def <= 1.03 * best);
     gr_graph_free(g);
@@ -2803,21 +2818,11 @@ static void test_a_row_kernel_of_one_dma_a_chunk_takes_a_core_count_near_its_bes
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *name = "k0_softmax";
     sim_stats st;
-    int cdef = 0, c = 0;
+    int cdef = 0;
     run_for_stats(g, NULL, 0, name, NULL, &st, &cdef);
     const double def = kernel_span(&st, name);
-    double best = def;
     static const int counts[] = {6, 7, 8, 11, 16, 32};
-    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
-        char spec[64];
-        snprintf(spec, sizeof spec, "%s=%d", name, counts[i]);
-        const char *const wd[] = {spec};
-        run_for_stats(g, wd, 1, name, NULL, &st, &c);
-        CU_ASSERT_EQUAL(c, counts[i]);
-        const double span = kernel_span(&st, name);
-        CU_ASSERT(span > 0);
-        best = span < best ? span : best;
-    }
+    const double best = best_span_over_counts(g, name, counts, sizeof counts / sizeof *counts, def);
     printf("\n  softmax 512x1024: %d cores, span %.0f cycles, best of the counts tried %.0f", cdef, def, best);
     CU_ASSERT(def > 0 && def <= 1.03 * best);
     gr_graph_free(g);
