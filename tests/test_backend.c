@@ -2759,6 +2759,15 @@ static double kernel_span(const sim_stats *st, const char *name)
     return k ? k->end - k->start : -1;
 }
 
+/* The simulated span of kernel `name` of g as the compiler divides it
+ * (*cores: its core count). */
+static double default_span(const gr_graph *g, const char *name, int *cores)
+{
+    sim_stats st;
+    run_for_stats(g, NULL, 0, name, NULL, &st, cores);
+    return kernel_span(&st, name);
+}
+
 /* The shortest simulated span of kernel `name` of g over the core counts
  * counts[0..n) (each forced by --work-div), or `best` if shorter. */
 static double best_span_over_counts(const gr_graph *g, const char *name, const int *counts, size_t n, double best)
@@ -2790,10 +2799,8 @@ static void test_a_row_kernel_of_few_sticks_takes_the_cores_its_simulated_span_i
     gr_graph *g = trace_graph("serve_tiny/decode_b1_c128");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *name = "k9_cat_div_softmax";
-    sim_stats st;
     int cdef = 0;
-    run_for_stats(g, NULL, 0, name, NULL, &st, &cdef);
-    const double def = kernel_span(&st, name);
+    const double def = default_span(g, name, &cdef);
     static const int counts[] = {1, 2, 3, 4};
     const double best = best_span_over_counts(g, name, counts, sizeof counts / sizeof *counts, def);
     CU_ASSERT(cdef > 1);
@@ -2817,10 +2824,8 @@ static void test_a_row_kernel_of_one_dma_a_chunk_takes_a_core_count_near_its_bes
     gr_graph *g = gr_graph_parse(text, "sm.txt", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     const char *name = "k0_softmax";
-    sim_stats st;
     int cdef = 0;
-    run_for_stats(g, NULL, 0, name, NULL, &st, &cdef);
-    const double def = kernel_span(&st, name);
+    const double def = default_span(g, name, &cdef);
     static const int counts[] = {6, 7, 8, 11, 16, 32};
     const double best = best_span_over_counts(g, name, counts, sizeof counts / sizeof *counts, def);
     printf("\n  softmax 512x1024: %d cores, span %.0f cycles, best of the counts tried %.0f", cdef, def, best);

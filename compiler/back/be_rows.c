@@ -672,7 +672,7 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
     /* the per-column sticks lie in as many channels as their interleave spans */
     const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
                                                                                c->cfg->dram_interleave_bytes)));
-    const double dram = (c->t.dram_bytes_per_cycle > 0 ? bytes * (double)cores / (RK_DRAM_EFFICIENCY * c->t.dram_bytes_per_cycle) : 0) +
+    const double dram = (rate > 0 ? bytes * (double)cores / rate : 0) +
                         col_sticks * (double)(tree ? 1 : cores) * rk_dram_stick(c) / (double)chans +
                         rk_stage_shared(k, cores, rt, R) + lat;
     return core > dram ? core : dram;
