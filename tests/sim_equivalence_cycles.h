@@ -79,7 +79,12 @@
  * Branch rowsoft (a row kernel of one DMA a chunk priced with its cores
  * staggered): the changed rows recorded again from this simulator, softmax
  * 512 1024 on spyre 24,303 -> 22,910 (32 cores -> 11), llama_gen/prefill on
- * spyre the same cycles (its cos/sin slices on 16 cores, not 32). */
+ * spyre the same cycles (its cos/sin slices on 16 cores, not 32).
+ * Branch hope (a row kernel's result kept only in LX priced writing no
+ * DRAM in the choices): the changed rows recorded again from this
+ * simulator, decoder_small on spyre the same cycles (its q scalings on 8
+ * cores, kept in LX for QK^T), transformer_small on spyre 69,006 ->
+ * 68,273. */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xcfc870590ef8301eull, 11514.375, 11514.375},
 {"gpt2_gen/prefill", "spyre", 0x529706217b31e344ull, 26913.012499999997, 25620.75},
@@ -98,11 +103,11 @@
 {"mlp", "spyre-4core", 0x2bf3844d7cae4460ull, 3458.25, 3458.25},
 {"llama_tiny", "spyre", 0xa82094a2693c43f0ull, 15542.4375, 15542.4375},
 {"llama_tiny", "spyre-4core", 0x926b455664bf7539ull, 17007.1875, 17007.1875},
-{"decoder_small", "spyre", 0x01b1e2f528a9cee5ull, 19936.6875, 19936.6875},
+{"decoder_small", "spyre", 0x6f0b885fe222fbf7ull, 19936.6875, 19936.6875},
 {"decoder_small", "spyre-4core", 0x37e945457aa0a067ull, 20302.875, 20302.875},
 {"embed_small", "spyre", 0x625eca7f4de6be3aull, 1261.125, 1261.125},
 {"embed_small", "spyre-4core", 0x31b0bfb7e883d83aull, 1261.125, 1261.125},
-{"transformer_small", "spyre", 0xf7b362f4f08a0aaeull, 69005.8125, 69005.8125},
+{"transformer_small", "spyre", 0x69099d989c838f91ull, 68273.4375, 68273.4375},
 {"transformer_small", "spyre-4core", 0xb7ab99b68e29f4e8ull, 69302.024999999994, 69302.024999999994},
 {"gemm 1024", "spyre", 0x6412875f9bc2f8c7ull, 68768.000000000015, 68768.000000000015},
 {"gemm 1024", "spyre-4core", 0x9d523ba7dc5ccef1ull, 455633.625, 455633.625},
