@@ -1194,7 +1194,7 @@ static void scratch_free(rr_scratch *sc)
     free(sc->e.v);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
-    free(sc->rolled.insns);
+    isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         free(sc->t[q].shop);
         free(sc->t[q].shape);
@@ -1257,7 +1257,7 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
     const long from = (long)rr->done[core];
     if (neu->cap < old->n - (size_t)from + 1) { /* rolling makes no more, as a rule */
-        free(neu->insns);
+        isa_stream_free(neu);
         neu->cap = old->n - (size_t)from + 1;
         neu->insns = malloc(neu->cap * sizeof *neu->insns);
         if (!neu->insns)
@@ -1350,7 +1350,7 @@ void cc_roll_streams(isa_program *prog)
         rr_scratch sc = {0};
         rr_out o = {.s = &neu, .ks = &st, .sc = &sc};
         roll_kernel(&o, old->insns, (long)old->n);
-        free(old->insns);
+        isa_stream_free(old);
         *old = neu;
         scratch_free(&sc);
     }
