@@ -14,9 +14,11 @@
 
 /* ---- helpers ---- */
 
-static int64_t *field(isa_insn *in, const isa_operand *o)
+/* Set number operand o's field (4 or 8 bytes: o->size) to v. */
+static void set_field(isa_insn *in, const isa_operand *o, int64_t v)
 {
-    return (int64_t *)((char *)in + o->offset);
+    const int32_t w = (int32_t)v;
+    memcpy((char *)in + o->offset, o->size == 4 ? (const void *)&w : (const void *)&v, o->size);
 }
 
 static int addr_eq(isa_addr x, isa_addr y)
@@ -54,11 +56,11 @@ static void fill_nondefault(isa_insn *in, int op)
             int64_t v = o->min + 1 + (int64_t)(i * 37) % span;
             if (v == o->def)
                 v = v < max ? v + 1 : v - 1;
-            *field(in, o) = v;
+            set_field(in, o, v);
             break;
         }
         case ISA_K_S:
-            *field(in, o) = -(int64_t)(1000 * i + 123); /* negative: the sign must survive */
+            set_field(in, o, -(int64_t)(1000 * i + 123)); /* negative: the sign must survive */
             break;
         case ISA_K_ADDR: {
             isa_addr *a = (isa_addr *)((char *)in + o->offset);
@@ -70,10 +72,10 @@ static void fill_nondefault(isa_insn *in, int op)
             *(float *)((char *)in + o->offset) = 1.5f + (float)i;
             break;
         case ISA_K_ENUM:
-            *field(in, o) = isa_name_count(o->names) - 1;
+            set_field(in, o, isa_name_count(o->names) - 1);
             break;
         case ISA_K_FLAGS:
-            *field(in, o) = (1 << isa_name_count(o->names)) - 1;
+            set_field(in, o, (1 << isa_name_count(o->names)) - 1);
             break;
         }
     }

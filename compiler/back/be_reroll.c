@@ -126,7 +126,7 @@ typedef struct {
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
  * touched anew, page fault by page fault (a kernel is up to some 14,000
- * instructions per core of 328 bytes each). */
+ * instructions per core of 288 bytes each). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
@@ -194,16 +194,16 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
 
 /* Per op, looked up in the ISA table once per process (the pass asks for
  * every instruction, several times): its address operands in format order
- * (k indexes st), and its other fields in format order, each an int64 or
- * (f32) a float. */
+ * (k indexes st), and its other fields in format order: an int64, an
+ * int32 or (f32) a float (isa_operand.size). */
 #define RR_NFIELDS 32
 typedef struct {
     int naddr, nfields;
     int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
     const isa_operand *addr[RR_NADDR];
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
-    unsigned char f32[RR_NFIELDS];
-    int ni, nf;                   /* insn_same's: the int64 fields' offsets, then the floats' */
+    unsigned char f32[RR_NFIELDS], i32[RR_NFIELDS];
+    int ni, nf;                   /* insn_same's: the 8-byte fields' offsets, then the 4-byte ones' */
     uint16_t i64[RR_NFIELDS], fl[RR_NFIELDS];
 } rr_opfields;
 
@@ -228,8 +228,9 @@ static void fields_init(void)
             }
             assert(f->nfields < RR_NFIELDS);
             f->field[f->nfields] = (uint16_t)x->offset;
+            f->i32[f->nfields] = x->kind != ISA_K_F32 && x->size == 4;
             f->f32[f->nfields++] = x->kind == ISA_K_F32;
-            if (x->kind == ISA_K_F32)
+            if (x->size == 4)
                 f->fl[f->nf++] = (uint16_t)x->offset;
             else
                 f->i64[f->ni++] = (uint16_t)x->offset;
@@ -255,7 +256,7 @@ static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
     return op_addrs(in->op, out);
 }
 
-/* A field of an instruction as a number: an int64, or a float's bits. */
+/* A field of an instruction as a number: an int64 or int32, or a float's bits. */
 static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
 {
     const char *p = (const char *)in + f->field[i];
@@ -264,6 +265,8 @@ static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
         memcpy(&u, p, sizeof u);
         return u;
     }
+    if (f->i32[i])
+        return (uint64_t)(int64_t) * (const int32_t *)p;
     return (uint64_t) * (const int64_t *)p;
 }
 
@@ -277,7 +280,7 @@ static int insn_same(const isa_insn *x, const isa_insn *y)
     int64_t diff = 0;
     for (int i = 0; i < f->ni; i++)
         diff |= *(const int64_t *)(p + f->i64[i]) ^ *(const int64_t *)(q + f->i64[i]);
-    for (int i = 0; i < f->nf; i++) { /* the bits, as insn_key hashes them */
+    for (int i = 0; i < f->nf; i++) { /* the bits (a float's as insn_key hashes them) */
         uint32_t u, v;
         memcpy(&u, p + f->fl[i], sizeof u);
         memcpy(&v, q + f->fl[i], sizeof v);
@@ -772,7 +775,7 @@ static inline int64_t ent_off(const rr_out *o, const rr_ent *x, int k)
 }
 
 /* The next instruction of the new stream, built in place (an
- * instruction is 328 bytes: no copy made aside), then counted in by
+ * instruction is 288 bytes: no copy made aside), then counted in by
  * commit: an operand out of its field (an offset or a register value the
  * pass got wrong) is an internal error. */
 static isa_insn *room(rr_out *o, int op)
