@@ -119,8 +119,9 @@ typedef struct {
     long cap;           /* of shape and off */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
     long *first;        /* tmpl_fits, per shape: the kernel's last instruction of it so far, -1 none */
-    uint64_t *keys;     /* tmpl_fits: the kernel's shapes' keys */
-    long dcap;          /* of delta, first and keys */
+    long dcap;          /* of delta and first */
+    rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
+    long kcap;          /* its slots, a power of 2 */
 } rr_tmpl;
 
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
@@ -1089,10 +1090,32 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     return 1;
 }
 
-static int by_key(const void *a, const void *b)
+/* Do the kernel's nsh shapes (their first instructions s[t->first[q]])
+ * have distinct keys?  Looked up in a table (sorting the keys was 1% of
+ * BERT-base's compile). */
+static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
 {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    long cap = 16;
+    while (cap < 2 * nsh)
+        cap *= 2;
+    if (cap > t->kcap) {
+        free(t->keys);
+        t->kcap = cap;
+        t->keys = malloc((size_t)cap * sizeof *t->keys);
+        if (!t->keys)
+            abort();
+    }
+    for (long q = 0; q < cap; q++)
+        t->keys[q].shape = -1;
+    for (long q = 0; q < nsh; q++) {
+        const uint64_t key = insn_key(&s[t->first[q]]);
+        long slot = (long)(key & (uint64_t)(cap - 1));
+        for (; t->keys[slot].shape >= 0; slot = (slot + 1) & (cap - 1))
+            if (t->keys[slot].key == key)
+                return 0;
+        t->keys[slot] = (rr_slot){key, (int)q};
+    }
+    return 1;
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
@@ -1109,12 +1132,10 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     if (nsh > t->dcap) {
         free(t->delta);
         free(t->first);
-        free(t->keys);
         t->dcap = 2 * nsh;
         t->delta = malloc((size_t)t->dcap * sizeof *t->delta);
         t->first = malloc((size_t)t->dcap * sizeof *t->first);
-        t->keys = malloc((size_t)t->dcap * sizeof *t->keys);
-        if (!t->delta || !t->first || !t->keys)
+        if (!t->delta || !t->first)
             abort();
     }
     for (long q = 0; q < nsh; q++)
@@ -1136,13 +1157,7 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         t->first[sh] = j;
     }
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    for (long q = 0; q < nsh; q++)
-        t->keys[q] = insn_key(&s[t->first[q]]);
-    qsort(t->keys, (size_t)nsh, sizeof *t->keys, by_key);
-    for (long q = 1; q < nsh; q++)
-        if (t->keys[q] == t->keys[q - 1])
-            return 0;
-    return 1;
+    return keys_distinct(t, s, nsh);
 }
 
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
