@@ -61,9 +61,14 @@ void isa_program_free(isa_program *p)
  * threshold climbs as large blocks are freed, and the streams then grew
  * on the heap).  Under AddressSanitizer streams stay malloc'd, where it
  * sees a write past their end. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
 #define STREAM_MAPPED 0
-#else
+#elif defined(__has_feature) /* clang (the fuzz targets) */
+#if __has_feature(address_sanitizer)
+#define STREAM_MAPPED 0
+#endif
+#endif
+#ifndef STREAM_MAPPED
 #define STREAM_MAPPED 1
 #endif
 
