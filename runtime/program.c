@@ -35,7 +35,7 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     }
     rt_program *prog = calloc(1, sizeof *prog);
     float **host = calloc(p->ntensors ? p->ntensors : 1, sizeof *host);
-    uint8_t **packed = calloc(p->ntensors ? p->ntensors : 1, sizeof *packed);
+    rt_packed *packed = calloc(p->ntensors ? p->ntensors : 1, sizeof *packed);
     if (!prog || !host || !packed) {
         isa_errf(err, errlen, "load: out of host memory");
         free(prog);
@@ -91,7 +91,7 @@ void rt_unload(rt_program *prog)
     rt_unstage(prog);
     for (size_t i = 0; i < prog->p->ntensors; i++) {
         free(prog->host[i]);
-        free(prog->packed[i]);
+        free(prog->packed[i].bytes);
     }
     free(prog->host);
     free(prog->packed);

@@ -30,6 +30,15 @@ struct rt_device {
 
 typedef struct rt_update rt_update;
 
+/* Where a kept packed copy was last written: an upload to the same
+ * address that no DRAM write has touched since (sim_dram_unwritten_since)
+ * finds the bytes there already, and is counted but not made again. */
+typedef struct {
+    uint8_t *bytes;
+    uint64_t at;     /* device address of the last upload */
+    uint64_t serial; /* sim_dram_serial just after it; 0: not uploaded */
+} rt_packed;
+
 struct rt_program {
     rt_device *dev;
     isa_program *p;
@@ -41,10 +50,10 @@ struct rt_program {
     rt_transfer_stats pending; /* moved since the last launch; reported by the next */
     float **host;        /* per tensor: fp32 host copy or NULL */
     /* Per tensor: an activation-region input's host copy in device layout,
-     * as last uploaded, or NULL.  The region is allocated and filled anew
-     * at every launch; packing (DL16 conversion) was most of that.  Every
-     * change of host[i] drops it (rt_host_changed). */
-    uint8_t **packed;
+     * as last uploaded (bytes NULL: none).  The region is allocated and
+     * filled anew at every launch; packing (DL16 conversion) was most of
+     * that.  Every change of host[i] drops it (rt_host_changed). */
+    rt_packed *packed;
     uint64_t seed;       /* the run's seed (rt_fill_inputs): inputs and host random ops */
     int launched;
     int keep_values;     /* rt_keep_values: 0, 1 (stepwise when vacuous), 2 (always) */

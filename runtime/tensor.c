@@ -63,8 +63,8 @@ int rt_keep_host(rt_program *prog, int i, const float *values, char *err, size_t
 
 void rt_host_changed(rt_program *prog, int i)
 {
-    free(prog->packed[i]);
-    prog->packed[i] = NULL;
+    free(prog->packed[i].bytes);
+    prog->packed[i] = (rt_packed){0};
 }
 
 const float *rt_host_tensor(const rt_program *prog, const char *name, int64_t *count)

@@ -23,14 +23,14 @@ static const uint8_t *packed_values(rt_program *prog, int i, const float *values
 {
     const isa_tensor *t = &prog->p->tensors[i];
     *owned = NULL;
-    if (prog->packed[i] && values == prog->host[i])
-        return prog->packed[i];
+    if (prog->packed[i].bytes && values == prog->host[i])
+        return prog->packed[i].bytes;
     uint8_t *buf = malloc((size_t)t->bytes);
     if (!buf)
         return NULL;
     isa_layout_pack(t, prog->p->stick_bytes, values, buf);
     if (values == prog->host[i] && !rt_in_weights(prog->p, t)) /* weights stay resident: no second copy */
-        prog->packed[i] = buf;
+        prog->packed[i].bytes = buf;
     else
         *owned = buf;
     return buf;
@@ -47,7 +47,13 @@ int rt_write_f32(rt_program *prog, int i, const float *values, char *err, size_t
         return isa_errf(err, errlen, "tensor %s: out of host memory for %llu device bytes", t->name,
                         (unsigned long long)t->bytes);
     uint64_t addr = rt_tensor_dev_addr(prog, t);
-    int rc = sim_dram_write(prog->dev->sim, addr, buf, (size_t)t->bytes);
+    rt_packed *k = buf == prog->packed[i].bytes ? &prog->packed[i] : NULL;
+    sim *s = prog->dev->sim;
+    int rc = 0;
+    if (!k || !k->serial || k->at != addr || !sim_dram_unwritten_since(s, addr, t->bytes, k->serial))
+        rc = sim_dram_write(s, addr, buf, (size_t)t->bytes);
+    if (k && !rc)
+        *k = (rt_packed){k->bytes, addr, sim_dram_serial(s)};
     free(owned);
     if (rc)
         return isa_errf(err, errlen, "tensor %s: device DRAM write of %llu bytes at %llu failed", t->name,

@@ -114,6 +114,8 @@ struct sim {
     sim_options opt;
     sim_core *cores;
     uint8_t **pages;   /* sparse DRAM */
+    uint64_t *page_serial; /* per page, the number of the last write to it (sim_dram_serial) */
+    uint64_t dram_serial;
     uint64_t npages;
     int page_shift;
     sim_dram *dram;    /* LPDDR5 timing model */

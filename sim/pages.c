@@ -8,6 +8,7 @@
 
 static uint8_t *page_for_write(sim *s, uint64_t page)
 {
+    s->page_serial[page] = ++s->dram_serial;
     if (!s->pages[page]) {
         s->pages[page] = calloc(1, s->cfg.dram_page_bytes);
         if (!s->pages[page]) {
@@ -73,12 +74,26 @@ int sim_dram_zero(sim *s, uint64_t addr, uint64_t len)
         uint64_t off;
         size_t n = page_piece(s, addr, (size_t)len, &off);
         uint8_t *pg = s->pages[addr >> s->page_shift];
-        if (pg) /* a page never written reads as zeros already */
+        if (pg) { /* a page never written reads as zeros already */
             memset(pg + off, 0, n);
+            s->page_serial[addr >> s->page_shift] = ++s->dram_serial;
+        }
         addr += n;
         len -= n;
     }
     return 0;
+}
+
+uint64_t sim_dram_serial(const sim *s) { return s->dram_serial; }
+
+int sim_dram_unwritten_since(const sim *s, uint64_t addr, uint64_t len, uint64_t serial)
+{
+    if (!len || addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
+        return 0;
+    for (uint64_t p = addr >> s->page_shift; p <= (addr + len - 1) >> s->page_shift; p++)
+        if (s->page_serial[p] > serial)
+            return 0;
+    return 1;
 }
 
 int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len)

@@ -36,9 +36,10 @@ sim *sim_create(const chip_config *cfg)
     s->dram = sim_dram_new(cfg);
     s->npages = (cfg->dram_bytes + cfg->dram_page_bytes - 1) / cfg->dram_page_bytes;
     s->pages = calloc(s->npages, sizeof *s->pages);
+    s->page_serial = calloc(s->npages, sizeof *s->page_serial);
     while ((1ull << s->page_shift) < cfg->dram_page_bytes)
         s->page_shift++;
-    if (!s->cores || !s->pages || !s->dram)
+    if (!s->cores || !s->pages || !s->page_serial || !s->dram)
         goto fail;
     for (int i = 0; i < cfg->cores; i++) {
         sim_core *c = &s->cores[i];
@@ -66,6 +67,7 @@ void sim_destroy(sim *s)
         for (uint64_t i = 0; i < s->npages; i++)
             free(s->pages[i]);
     free(s->pages);
+    free(s->page_serial);
     sim_pt_stop(s);
     free(s->trace);
     free(s->bw);

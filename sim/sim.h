@@ -116,6 +116,13 @@ int sim_dram_read(sim *s, uint64_t addr, void *dst, size_t len);
 /* [addr, addr + len) reads as zeros from now on (0, or -1 outside DRAM):
  * what writing zeros there does, without a buffer of them. */
 int sim_dram_zero(sim *s, uint64_t addr, uint64_t len);
+/* DRAM writes are numbered (host writes, zeroing and a program's stores
+ * alike): sim_dram_serial is the number of the latest.  Whether no write
+ * after number `serial` has touched [addr, addr + len), by page (a write
+ * beside the range in one of its pages counts): the runtime does not
+ * upload again bytes the DRAM still holds. */
+uint64_t sim_dram_serial(const sim *s);
+int sim_dram_unwritten_since(const sim *s, uint64_t addr, uint64_t len, uint64_t serial);
 
 /* Run a program's streams to completion.  A DRAM address off in a DMA
  * instruction (an offset in the program's segment) lies in the weights

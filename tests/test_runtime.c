@@ -1058,6 +1058,35 @@ static void test_launch_uploads_the_inputs_written_since_the_last(void)
     rt_close(dev);
 }
 
+/* A launch that finds a kept input's device bytes where the last one left
+ * them need not write them again, but once anything else has written
+ * there (here the host, junk over the input's bytes) it must: every
+ * launch reads the input's values, and counts its upload. */
+static void test_launch_writes_a_kept_input_again_once_its_device_bytes_were_overwritten(void)
+{
+    rt_device *dev = open4();
+    rt_program *prog = load(dev, copy_program(0));
+    float *v = randoms(7, "X", 7000, 1.0f), y[7000];
+    uint64_t at, up[3];
+    CU_ASSERT_EQUAL_FATAL(rt_tensor_addr(prog, "X", &at, err, sizeof err), 0); /* staged at load */
+    CU_ASSERT_EQUAL(rt_write_tensor(prog, "X", v, ISA_HT_F32, err, sizeof err), 0);
+    static uint8_t junk[100 * 2 * 128]; /* X in device layout: 100 rows of two 128-byte sticks */
+    memset(junk, 0x55, sizeof junk);
+    rt_run_result res;
+    for (int k = 0; k < 3; k++) {
+        if (k == 2)
+            CU_ASSERT_EQUAL(sim_dram_write(rt_sim(dev), at, junk, sizeof junk), 0);
+        CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &res), 0);
+        expect_dl16_of(prog, "Y", v, 7000, y);
+        up[k] = res.xfer.bytes_uploaded;
+    }
+    CU_ASSERT_EQUAL(up[1], sizeof junk); /* the second launch stages the region: counted */
+    CU_ASSERT_EQUAL(up[2], sizeof junk);
+    free(v);
+    rt_unload(prog);
+    rt_close(dev);
+}
+
 static void test_launch_reports_a_fault_with_core_unit_and_index(void)
 {
     rt_device *dev = open4();
@@ -1612,6 +1641,8 @@ int main(void)
         {"check chains graph lines", test_check_chains_graph_lines},
         {"launch runs a DMA copy on the simulator", test_launch_runs_a_dma_copy_on_the_simulator},
         {"launch uploads the inputs written since the last", test_launch_uploads_the_inputs_written_since_the_last},
+        {"launch writes a kept input again once its device bytes were overwritten",
+         test_launch_writes_a_kept_input_again_once_its_device_bytes_were_overwritten},
         {"launch reports a fault with core, unit and index", test_launch_reports_a_fault_with_core_unit_and_index},
         {"weights stay resident across launches", test_weights_stay_resident_across_launches},
         {"activations are freed after each launch", test_activations_are_freed_after_each_launch},
