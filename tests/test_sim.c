@@ -294,6 +294,59 @@ static void test_fp32_sums_reach_dma_and_a_later_load_overwrites_them(void)
     sim_destroy(s);
 }
 
+/* The worker keeps fp32 sums in its buffers between products: sums
+ * written as two 64-column products, a product that accumulates onto both
+ * at once in place (128 columns), then two DL16 products that each read
+ * 32 rows of those sums.  Each must read the newest sums, and LX must end
+ * with the in-place product's (the two narrow ones' would be older). */
+static void test_sums_kept_in_pieces_feed_wider_and_narrower_products(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    enum { M = 64, K = 64, N = 128 };
+    const int64_t D = 0x10000, E = 0x20000, grp = M * 128; /* fp32 sums at D, DL16 results at E */
+    static float A[M][K], B[K][N];
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < K; j++)
+            A[r][j] = isa_dl16_round((float)((r * 7 + j * 3) % 11 - 5) / 8);
+    for (int j = 0; j < K; j++)
+        for (int c = 0; c < N; c++)
+            B[j][c] = isa_dl16_round((float)((j * 5 + c) % 13 - 6) / 8);
+    for (int r = 0; r < M; r++)
+        put_dl16(lx, r * 128, A[r], K);
+    for (int g = 0; g < N / 64; g++)
+        for (int j = 0; j < K; j++)
+            put_dl16(lx, 0x4000 + g * 0x2000 + j * 128, B[j] + 64 * g, 64);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    for (int h = 0; h < 3 + 2; h++) {
+        const int first = h < 2, in_place = h == 2, half = h - 3;
+        isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, first ? D + 2 * h * grp : in_place ? D : E + half * 32 * 128,
+                                  half > 0 ? half * 32 * 128 : 0);
+        mm->flags = first ? ISA_F_F32 : in_place ? ISA_F_F32 | ISA_F_ACC : ISA_F_ACC;
+        mm->b.off = first ? 0x4000 + h * 0x2000 : 0x4000;
+        mm->p.off = in_place ? D : D + half * 32 * 128;
+        mm->m = half >= 0 ? 32 : M, mm->nn = first ? 64 : N, mm->k = K;
+        mm->as[0] = 0x2000, mm->bs[0] = 0x2000, mm->ds[0] = grp, mm->ps = grp;
+    }
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < N; c++) {
+            double ref = 0;
+            for (int j = 0; j < K; j++)
+                ref += (double)A[r][j] * B[j][c];
+            float sum;
+            memcpy(&sum, lx + D + c / 32 * grp + r * 128 + c % 32 * 4, 4);
+            CU_ASSERT_DOUBLE_EQUAL(sum, 2 * ref, 1e-4); /* fp32 sums of DL16 products */
+            /* three times the product, rounded once to DL16 (2^-10 relative) */
+            CU_ASSERT_DOUBLE_EQUAL(get_dl16(lx, E + c / 64 * 0x2000 + r * 128 + c % 64 * 2), 3 * ref,
+                                   fabs(3 * ref) * 2e-3 + 1e-6);
+        }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 /* Products run on a host worker behind the event loop.  A DMA that the
  * program orders after a product (a token) but that overwrites the
  * product's A and B before the worker has reached it must leave the
@@ -1310,6 +1363,7 @@ int main(void)
         {"products_share_a_tile_conversion_only_for_equal_bytes",
          test_products_share_a_tile_conversion_only_for_equal_bytes},
         {"fp32_sums_reach_dma_and_a_later_load_overwrites_them", test_fp32_sums_reach_dma_and_a_later_load_overwrites_them},
+        {"sums_kept_in_pieces_feed_wider_and_narrower_products", test_sums_kept_in_pieces_feed_wider_and_narrower_products},
         {"a_load_over_a_queued_products_operands_leaves_it_the_old_ones",
          test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones},
         {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
