@@ -1,4 +1,4 @@
-/* test_place: a kernel that depends on no earlier kernel runs on the
+/* test_place: a kernel that depends on no kernel since the last bar runs on the
  * cores the estimates expect free first, beside the kernels before it
  * (docs/compiler.md, "Placement"): its instructions lie on other cores
  * than theirs, the simulator runs it while they run, its ring transfers
@@ -94,24 +94,25 @@ static const sim_kernel_stats *kernel(const sim_stats *st, const char *name)
     return NULL;
 }
 
-/* The embedding, last in the program, lies on none of the cores of the
- * norm and heads before it, and runs while the heads run: it starts
- * before the second head ends and ends before it does.  The heads, which
- * read the norm, stay on core 0 on. */
-static void test_an_independent_kernel_runs_beside_the_kernels_before_it(void)
+/* The first head reads the norm on other cores, so a bar comes before it
+ * and it stays on cores 0 on; the second head (whose input the bar has
+ * ordered) and the embedding (which reads only inputs) depend on nothing
+ * after that bar: each lies on cores of its own, and all three run at
+ * once (each starts before the first head ends). */
+static void test_independent_kernels_run_beside_the_kernels_before_them(void)
 {
     static const tu_param ps[] = {{"table", 256, 64}, {"w0", 128, 64}, {"w1", 128, 64}};
     isa_program *p;
     sim_stats st = {0};
     CU_ASSERT_EQUAL(run_placed(heads_graph, ps, 3, &p, &st), 0);
-    const uint64_t before = cores_of(p, "k0_relu") | cores_of(p, "k1_mm") | cores_of(p, "k2_mm");
-    const uint64_t emb = cores_of(p, "k3_embedding");
-    CU_ASSERT(before & 1);
-    CU_ASSERT(emb != 0);
-    CU_ASSERT_EQUAL(emb & before, 0);
-    const sim_kernel_stats *e = kernel(&st, "k3_embedding"), *h = kernel(&st, "k2_mm");
-    CU_ASSERT(e->start < h->end);
-    CU_ASSERT(e->end < h->end);
+    const uint64_t h0 = cores_of(p, "k1_mm"), h1 = cores_of(p, "k2_mm"), emb = cores_of(p, "k3_embedding");
+    CU_ASSERT(cores_of(p, "k0_relu") & h0 & 1);
+    CU_ASSERT(h1 != 0 && emb != 0);
+    CU_ASSERT_EQUAL(h0 & h1, 0);
+    CU_ASSERT_EQUAL((h0 | h1) & emb, 0);
+    const sim_kernel_stats *first = kernel(&st, "k1_mm");
+    CU_ASSERT(kernel(&st, "k2_mm")->start < first->end);
+    CU_ASSERT(kernel(&st, "k3_embedding")->start < first->end);
     isa_program_free(p);
 }
 
@@ -146,8 +147,8 @@ static void test_a_placed_kernels_ring_transfers_go_to_its_own_cores(void)
 int main(void)
 {
     static const tu_test tests[] = {
-        {"an independent kernel runs beside the kernels before it",
-         test_an_independent_kernel_runs_beside_the_kernels_before_it},
+        {"independent kernels run beside the kernels before them",
+         test_independent_kernels_run_beside_the_kernels_before_them},
         {"a placed kernel's ring transfers go to its own cores", test_a_placed_kernels_ring_transfers_go_to_its_own_cores},
         {NULL, NULL},
     };

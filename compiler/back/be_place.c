@@ -2,18 +2,19 @@
  * runs on.  A division numbers its cores 0 .. cores - 1; codegen puts
  * core l on the chip's core (base + l) mod ncores (be_work.base), a
  * rotation, so that neighbours on the ring stay neighbours.  A kernel
- * that depends on no earlier kernel and keeps nothing in LX is placed on
- * the cores the cost model expects to be free first: a graph's
- * independent branch (the embedding beside a model's last norm and
- * heads) then runs beside the kernels before it instead of after them on
- * their cores (docs/compiler.md, "Placement"). */
+ * that depends on no kernel since the last bar and keeps nothing in LX is
+ * placed on the cores the cost model expects to be free first: a graph's
+ * independent branches (the heads and the embedding after a model's last
+ * norm) then run beside each other instead of one after another on the
+ * same cores (docs/compiler.md, "Placement"). */
 #include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernel at pos touches no buffer an earlier kernel writes, writes
- * none an earlier one reads, and keeps or exchanges nothing in LX. */
+/* The kernel at pos touches no buffer an earlier kernel (since the last
+ * bar: touched) writes, writes none such a kernel reads, and keeps or
+ * exchanges nothing in LX. */
 static int independent(const be_ctx *c, int pos, const char *touched, int *io)
 {
     const ir_prog *p = c->p;
@@ -94,46 +95,69 @@ static int best_base(const double *free_at, int n, int cores)
     return best;
 }
 
-void be_place(be_ctx *c)
+typedef struct {
+    char *touched;   /* per buffer, by the kernels since the last bar: read 1, written 2 */
+    int *io, *wrote; /* ir_kernel_io's lists; per buffer its last writer's position + 1 */
+    double *free_at; /* per chip core: when the estimates expect it free */
+    int last_bar;
+} place_walk;
+
+/* Kernel i in the walk: the bar before it, if its dependencies cross
+ * cores (then everything before is ordered: touched forgets it), and
+ * whether it may move.  With estimates (est): it moves to the base whose
+ * cores are free first and occupies them; else only says it could
+ * move. */
+static int place_step(be_ctx *c, place_walk *pw, int i, int est)
 {
     const ir_prog *p = c->p;
     const int n = (int)c->cfg->cores;
-    char *touched = ir_xalloc((size_t)p->nbufs + 1);
-    int *io = ir_xalloc(2 * ((size_t)p->nbufs + 1) * sizeof *io), *wrote = ir_xalloc(((size_t)p->nbufs + 1) * sizeof *wrote);
-    double *free_at = ir_xalloc((size_t)n * sizeof *free_at);
-    memset(touched, 0, (size_t)p->nbufs + 1);
-    memset(wrote, 0, ((size_t)p->nbufs + 1) * sizeof *wrote);
-    memset(free_at, 0, (size_t)n * sizeof *free_at);
-    int last_bar = 0, any = 0;
-    for (int i = 0; i < p->norder && !any; i++) { /* the estimates below only where a kernel may move */
-        any = i > 0 && c->work[i].cores < n && unaligned(c, i) && independent(c, i, touched, io);
-        touch(c, i, touched, io);
+    be_work *w = &c->work[i];
+    const int cores = w->cores < 1 ? n : w->cores < n ? w->cores : n;
+    if (needs_bar(c, i, pw->wrote, pw->last_bar, pw->io)) {
+        const double t = busy_until(pw->free_at, n, 0, n);
+        for (int q = 0; q < n; q++)
+            pw->free_at[q] = t;
+        pw->last_bar = i;
+        memset(pw->touched, 0, (size_t)p->nbufs + 1);
     }
-    memset(touched, 0, (size_t)p->nbufs + 1);
-    for (int i = 0; i < p->norder && any; i++) {
-        be_work *w = &c->work[i];
-        const int cores = w->cores < 1 ? n : w->cores < n ? w->cores : n;
-        if (i > 0 && cores < n && unaligned(c, i) && independent(c, i, touched, io))
-            w->base = best_base(free_at, n, cores);
-        if (needs_bar(c, i, wrote, last_bar, io)) {
-            const double t = busy_until(free_at, n, 0, n);
-            for (int q = 0; q < n; q++)
-                free_at[q] = t;
-            last_bar = i;
-        }
-        const double end = busy_until(free_at, n, w->base, cores) + be_kind_of(c, i)->estimate(c, i);
+    const int movable = i > 0 && cores < n && unaligned(c, i) && independent(c, i, pw->touched, pw->io);
+    if (est) {
+        if (movable)
+            w->base = best_base(pw->free_at, n, cores);
+        const double end = busy_until(pw->free_at, n, w->base, cores) + be_kind_of(c, i)->estimate(c, i);
         for (int l = 0; l < cores; l++)
-            free_at[(w->base + l) % n] = end;
-        touch(c, i, touched, io);
-        int nr, nw;
-        ir_kernel_io(p, p->order[i], io, &nr, io + p->nbufs, &nw);
-        for (int j = 0; j < nw; j++)
-            wrote[io[p->nbufs + j]] = i + 1;
+            pw->free_at[(w->base + l) % n] = end;
     }
-    free(touched);
-    free(io);
-    free(wrote);
-    free(free_at);
+    touch(c, i, pw->touched, pw->io);
+    int nr, nw;
+    ir_kernel_io(p, p->order[i], pw->io, &nr, pw->io + p->nbufs, &nw);
+    for (int j = 0; j < nw; j++)
+        pw->wrote[pw->io[p->nbufs + j]] = i + 1;
+    return movable;
+}
+
+/* Walk the kernels in order (est: with the estimates, placing them);
+ * whether any may move. */
+static int place_walk_all(be_ctx *c, int est)
+{
+    const ir_prog *p = c->p;
+    const size_t nb = (size_t)p->nbufs + 1;
+    place_walk pw = {ir_xalloc(nb), ir_xalloc(2 * nb * sizeof *pw.io), ir_xalloc(nb * sizeof *pw.wrote),
+                     ir_xalloc((size_t)c->cfg->cores * sizeof *pw.free_at), 0};
+    int any = 0;
+    for (int i = 0; i < p->norder && (est || !any); i++)
+        any |= place_step(c, &pw, i, est);
+    free(pw.touched);
+    free(pw.io);
+    free(pw.wrote);
+    free(pw.free_at);
+    return any;
+}
+
+void be_place(be_ctx *c)
+{
+    if (place_walk_all(c, 0)) /* the estimates only where a kernel may move */
+        place_walk_all(c, 1);
 }
 
 /* Codegen emits kernel pos's core l through c->em[l]: the emitters of
