@@ -48,6 +48,24 @@ static const char *splitk_graph = "graph splitk\n"
                                   "%h: f32[128, 768] = aten.mm.default(%x, %t)\n"
                                   "output %h, %n\n";
 
+/* A relu on one core keeps its result in LX for three products of one
+ * core each (q, k and v of a decode step). */
+static const char *qkv_graph = "graph qkv\n"
+                               "weights \"weights.safetensors\"\n"
+                               "hint work_div k0_relu=1\n"
+                               "input %x: f32[4, 64]\n"
+                               "param %w0: f32[64, 64] = \"w0\"\n"
+                               "param %w1: f32[64, 64] = \"w1\"\n"
+                               "param %w2: f32[64, 64] = \"w2\"\n"
+                               "%r: f32[4, 64] = aten.relu.default(%x)\n"
+                               "%t0: f32[64, 64] = aten.t.default(%w0)\n"
+                               "%m0: f32[4, 64] = aten.mm.default(%r, %t0)\n"
+                               "%t1: f32[64, 64] = aten.t.default(%w1)\n"
+                               "%m1: f32[4, 64] = aten.mm.default(%r, %t1)\n"
+                               "%t2: f32[64, 64] = aten.t.default(%w2)\n"
+                               "%m2: f32[4, 64] = aten.mm.default(%r, %t2)\n"
+                               "output %m0, %m1, %m2\n";
+
 /* The graph text with params ps in a fresh directory, compiled for spyre
  * (a copy of the program in *copy), run, every output checked: 0 when
  * all validate; the run's statistics in *st. */
@@ -60,7 +78,7 @@ static int run_placed(const char *text, const tu_param *ps, int nps, isa_program
     tu_config("spyre", &cfg);
     gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_compile_opts opts = {.target = &cfg};
+    cc_compile_opts opts = {.target = &cfg, .siblings = CC_SIBLINGS_NEVER}; /* the products as written */
     cc_result *r = cc_compile(g, &opts, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     isa_program *p = cc_result_take_program(r);
@@ -144,12 +162,37 @@ static void test_a_placed_kernels_ring_transfers_go_to_its_own_cores(void)
     isa_program_free(p);
 }
 
+/* The first product reads the relu's result from LX on core 0 with a bar
+ * before it, though nothing crosses cores there: the bar lets the other
+ * two, which then read the result from DRAM, run on cores 1 and 2 at
+ * once with it. */
+static void test_a_bar_lets_the_products_after_it_run_at_once_on_other_cores(void)
+{
+    static const tu_param ps[] = {{"w0", 64, 64}, {"w1", 64, 64}, {"w2", 64, 64}};
+    isa_program *p;
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_placed(qkv_graph, ps, 3, &p, &st), 0);
+    CU_ASSERT_EQUAL(cores_of(p, "k0_relu"), 1);
+    CU_ASSERT_EQUAL(cores_of(p, "k1_mm"), 1);
+    CU_ASSERT_EQUAL(cores_of(p, "k2_mm") | cores_of(p, "k3_mm"), 6);
+    CU_ASSERT_NOT_EQUAL(cores_of(p, "k2_mm"), cores_of(p, "k3_mm"));
+    for (size_t k = 0; k < p->nkernels; k++)
+        if (!strcmp(p->kernels[k].name, "k1_mm"))
+            CU_ASSERT_EQUAL(p->cores[0].insns[p->kernels[k].first - 1].op, ISA_OP_BAR);
+    const sim_kernel_stats *first = kernel(&st, "k1_mm");
+    CU_ASSERT(kernel(&st, "k2_mm")->start < first->end);
+    CU_ASSERT(kernel(&st, "k3_mm")->start < first->end);
+    isa_program_free(p);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"independent kernels run beside the kernels before them",
          test_independent_kernels_run_beside_the_kernels_before_them},
         {"a placed kernel's ring transfers go to its own cores", test_a_placed_kernels_ring_transfers_go_to_its_own_cores},
+        {"a bar lets the products after it run at once on other cores",
+         test_a_bar_lets_the_products_after_it_run_at_once_on_other_cores},
         {NULL, NULL},
     };
     return tu_run("place", tests);

@@ -830,7 +830,11 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
         cg_core_done(w, core);
     ki->lx_max = cc_max(ki->lx_max, lx_top_of(c));
     bd_order(bd);
-    const int bar = bd_needs_bar(bd, why, sizeof why);
+    int bar = bd_needs_bar(bd, why, sizeof why);
+    if (!bar && c->work[i].bar_before) {
+        snprintf(why, sizeof why, "placement: the kernel after it runs on other cores");
+        bar = 1;
+    }
     bd_record(bd, bar);
     for (int core = 0; core < ncores && i > 0 && bar; core++) {
         /* fence and bar have no operands: the placeholder becomes a bar in place */

@@ -57,6 +57,7 @@ typedef struct {
     int ahead;         /* row kernels: its cores were set to those the kernel at this position + 1, its first reader,
                           takes on its own (be_rows_ahead; 0: not) */
     int base;          /* codegen puts its core l on the chip's core (base + l) mod cores (be_place.c; 0: l) */
+    int bar_before;    /* a bar before it though no dependency crosses cores: the next kernel moves (be_place.c) */
 } be_work;
 
 /* A ring exchange (lxplan, be_lxplan.c): before the kernel at pos, which

@@ -81,7 +81,8 @@ static int work_same(const be_work *a, const be_work *b)
            a->rows == b->rows && a->cols == b->cols && a->batches == b->batches && a->est_cycles == b->est_cycles &&
            a->stage_scale == b->stage_scale && a->stage_whole == b->stage_whole && a->mb == b->mb &&
            a->nbs == b->nbs && a->kc == b->kc && a->chunk == b->chunk && a->bcast == b->bcast &&
-           a->nokeep == b->nokeep && a->aligned_to == b->aligned_to && a->ahead == b->ahead && a->base == b->base;
+           a->nokeep == b->nokeep && a->aligned_to == b->aligned_to && a->ahead == b->ahead && a->base == b->base &&
+           a->bar_before == b->bar_before;
 }
 
 static int usable(const be_ctx *c)
