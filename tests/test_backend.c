@@ -2682,11 +2682,10 @@ static double kernel_end(const sim_stats *st, const char *name)
  * mm_plan_waits): serve_tiny's prefill (64 tokens after 192 cached)
  * projects q, k and v with 64 x 64 x 64 and 64 x 32 x 64 products, each
  * on one core by the estimates without the waits (474 cycles against
- * 591 on 5 cores), 1,396 against 1,158 with them.  Placement runs k and
- * v beside q (be_place.c), so their DRAM is shared and the three's end no
- * longer measures the split (on 5 cores each they are done at cycle
- * 3,715, on one core each at 2,880, Dec 4); q's own end does: 2,584 on
- * 5 cores against 2,730 on one. */
+ * 591 on 5 cores), 1,396 against 1,158 with them.  On 5 cores the three
+ * are done at cycle 4,313 on spyre, on one core at 4,870 (Dec 4; the
+ * layer's end, 38,437 either way at refresh phase 0, is set by later
+ * kernels: 47,449 against 49,355 when the projections were its path). */
 static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate(void)
 {
     gr_graph *g = trace_graph("serve_tiny/prefill_c192");
@@ -2698,8 +2697,9 @@ static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_domina
     run_for_stats(g, wd, 3, "k1_mm", NULL, &one, &cone);
     CU_ASSERT_EQUAL(cdef, 5);
     CU_ASSERT_EQUAL(cone, 1);
-    CU_ASSERT(kernel_end(&def, "k1_mm") > 0);
-    CU_ASSERT(kernel_end(&def, "k1_mm") < kernel_end(&one, "k1_mm"));
+    CU_ASSERT(kernel_end(&def, "k3_mm") > 0);
+    CU_ASSERT(kernel_end(&def, "k3_mm") < kernel_end(&one, "k3_mm"));
+    CU_ASSERT(def.cycles <= one.cycles);
     gr_graph_free(g);
 }
 

@@ -1,9 +1,9 @@
-/* test_place: a kernel that depends on no kernel since the last bar runs on the
- * cores the estimates expect free first, beside the kernels before it
- * (docs/compiler.md, "Placement"): its instructions lie on other cores
- * than theirs, the simulator runs it while they run, its ring transfers
- * reach its own cores, and every output matches the reference
- * executor. */
+/* test_place: a kernel that depends on no earlier kernel (with placement
+ * free: none since the last bar) runs on the cores the estimates expect
+ * free first, beside the kernels before it (docs/compiler.md,
+ * "Placement"): its instructions lie on other cores than theirs, the
+ * simulator runs it while they run, its ring transfers reach its own
+ * cores, and every output matches the reference executor. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +67,9 @@ static const char *qkv_graph = "graph qkv\n"
                                "output %m0, %m1, %m2\n";
 
 /* The graph text with params ps in a fresh directory, compiled for spyre
- * (a copy of the program in *copy), run, every output checked: 0 when
- * all validate; the run's statistics in *st. */
-static int run_placed(const char *text, const tu_param *ps, int nps, isa_program **copy, sim_stats *st)
+ * with placement CC_PLACE_* (a copy of the program in *copy), run, every
+ * output checked: 0 when all validate; the run's statistics in *st. */
+static int run_placed(const char *text, const tu_param *ps, int nps, int placement, isa_program **copy, sim_stats *st)
 {
     char dir[512], err[1024];
     tu_tmpdir(dir, sizeof dir);
@@ -78,7 +78,8 @@ static int run_placed(const char *text, const tu_param *ps, int nps, isa_program
     tu_config("spyre", &cfg);
     gr_graph *g = gr_graph_load(dir, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    cc_compile_opts opts = {.target = &cfg, .siblings = CC_SIBLINGS_NEVER}; /* the products as written */
+    cc_compile_opts opts = {.target = &cfg, .siblings = CC_SIBLINGS_NEVER, /* the products as written */
+                            .placement = placement};
     cc_result *r = cc_compile(g, &opts, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     isa_program *p = cc_result_take_program(r);
@@ -112,17 +113,37 @@ static const sim_kernel_stats *kernel(const sim_stats *st, const char *name)
     return NULL;
 }
 
-/* The first head reads the norm on other cores, so a bar comes before it
- * and it stays on cores 0 on; the second head (whose input the bar has
- * ordered) and the embedding (which reads only inputs) depend on nothing
- * after that bar: each lies on cores of its own, and all three run at
- * once (each starts before the first head ends). */
+/* By default only the embedding, which reads only inputs, moves: off the
+ * cores of the norm and both heads, and it starts before the second head
+ * ends; with placement none every kernel starts at core 0. */
+static void test_a_kernel_that_depends_on_none_before_it_runs_beside_them(void)
+{
+    static const tu_param ps[] = {{"table", 256, 64}, {"w0", 128, 64}, {"w1", 128, 64}};
+    isa_program *p;
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_placed(heads_graph, ps, 3, CC_PLACE_INDEPENDENT, &p, &st), 0);
+    const uint64_t before = cores_of(p, "k0_relu") | cores_of(p, "k1_mm") | cores_of(p, "k2_mm");
+    CU_ASSERT_EQUAL(cores_of(p, "k1_mm"), cores_of(p, "k2_mm"));
+    CU_ASSERT(cores_of(p, "k3_embedding") != 0);
+    CU_ASSERT_EQUAL(cores_of(p, "k3_embedding") & before, 0);
+    CU_ASSERT(kernel(&st, "k3_embedding")->start < kernel(&st, "k2_mm")->end);
+    isa_program_free(p);
+    CU_ASSERT_EQUAL(run_placed(heads_graph, ps, 3, CC_PLACE_NONE, &p, &st), 0);
+    CU_ASSERT(cores_of(p, "k3_embedding") & 1);
+    isa_program_free(p);
+}
+
+/* With placement free: the first head reads the norm on other cores, so
+ * a bar comes before it and it stays on cores 0 on; the second head (whose
+ * input the bar has ordered) and the embedding depend on nothing after
+ * that bar: each lies on cores of its own, and all three run at once
+ * (each starts before the first head ends). */
 static void test_independent_kernels_run_beside_the_kernels_before_them(void)
 {
     static const tu_param ps[] = {{"table", 256, 64}, {"w0", 128, 64}, {"w1", 128, 64}};
     isa_program *p;
     sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_placed(heads_graph, ps, 3, &p, &st), 0);
+    CU_ASSERT_EQUAL(run_placed(heads_graph, ps, 3, CC_PLACE_FREE, &p, &st), 0);
     const uint64_t h0 = cores_of(p, "k1_mm"), h1 = cores_of(p, "k2_mm"), emb = cores_of(p, "k3_embedding");
     CU_ASSERT(cores_of(p, "k0_relu") & h0 & 1);
     CU_ASSERT(h1 != 0 && emb != 0);
@@ -142,7 +163,7 @@ static void test_a_placed_kernels_ring_transfers_go_to_its_own_cores(void)
     static const tu_param ps[] = {{"w", 768, 768}, {"g", 768, 0}, {"b", 768, 0}};
     isa_program *p;
     sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_placed(splitk_graph, ps, 3, &p, &st), 0);
+    CU_ASSERT_EQUAL(run_placed(splitk_graph, ps, 3, CC_PLACE_INDEPENDENT, &p, &st), 0);
     CU_ASSERT_EQUAL(cores_of(p, "k0_native_layer_norm"), 0xffffull);
     const uint64_t mm = cores_of(p, "k1_mm");
     CU_ASSERT_EQUAL(mm, 0xffff0000ull);
@@ -162,7 +183,7 @@ static void test_a_placed_kernels_ring_transfers_go_to_its_own_cores(void)
     isa_program_free(p);
 }
 
-/* The first product reads the relu's result from LX on core 0 with a bar
+/* With placement free, the first product reads the relu's result from LX on core 0 with a bar
  * before it, though nothing crosses cores there: the bar lets the other
  * two, which then read the result from DRAM, run on cores 1 and 2 at
  * once with it. */
@@ -171,7 +192,7 @@ static void test_a_bar_lets_the_products_after_it_run_at_once_on_other_cores(voi
     static const tu_param ps[] = {{"w0", 64, 64}, {"w1", 64, 64}, {"w2", 64, 64}};
     isa_program *p;
     sim_stats st = {0};
-    CU_ASSERT_EQUAL(run_placed(qkv_graph, ps, 3, &p, &st), 0);
+    CU_ASSERT_EQUAL(run_placed(qkv_graph, ps, 3, CC_PLACE_FREE, &p, &st), 0);
     CU_ASSERT_EQUAL(cores_of(p, "k0_relu"), 1);
     CU_ASSERT_EQUAL(cores_of(p, "k1_mm"), 1);
     CU_ASSERT_EQUAL(cores_of(p, "k2_mm") | cores_of(p, "k3_mm"), 6);
@@ -188,6 +209,8 @@ static void test_a_bar_lets_the_products_after_it_run_at_once_on_other_cores(voi
 int main(void)
 {
     static const tu_test tests[] = {
+        {"a kernel that depends on none before it runs beside them",
+         test_a_kernel_that_depends_on_none_before_it_runs_beside_them},
         {"independent kernels run beside the kernels before them",
          test_independent_kernels_run_beside_the_kernels_before_them},
         {"a placed kernel's ring transfers go to its own cores", test_a_placed_kernels_ring_transfers_go_to_its_own_cores},

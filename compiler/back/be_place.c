@@ -210,7 +210,8 @@ static void walk_bar(const be_ctx *c, place_walk *pw, int i)
     for (int q = 0; q < n; q++)
         pw->free_at[q] = t;
     pw->last_bar = i;
-    memset(pw->touched, 0, (size_t)c->p->nbufs + 1);
+    if (c->p->opts.placement == CC_PLACE_FREE) /* else a kernel moves only if it depends on no earlier one */
+        memset(pw->touched, 0, (size_t)c->p->nbufs + 1);
 }
 
 /* Kernel i in the walk: the bar before it, if its dependencies cross
@@ -227,7 +228,7 @@ static int place_step(be_ctx *c, place_walk *pw, int i, int est)
     if (needs_bar(c, i, pw->wrote, pw->last_bar, pw->io))
         walk_bar(c, pw, i);
     int movable = i > 0 && cores < n && unaligned(c, i) && independent(c, i, pw->touched, pw->io);
-    if (!movable && pw->last_bar != i && bar_lets_next_move(c, pw, i, est)) {
+    if (!movable && pw->last_bar != i && c->p->opts.placement == CC_PLACE_FREE && bar_lets_next_move(c, pw, i, est)) {
         w->bar_before = est;
         movable = !est; /* without the estimates: something may move */
         walk_bar(c, pw, i);
@@ -269,7 +270,7 @@ static int place_walk_all(be_ctx *c, int est)
 
 void be_place(be_ctx *c)
 {
-    if (place_walk_all(c, 0)) /* the estimates only where a kernel may move */
+    if (c->p->opts.placement != CC_PLACE_NONE && place_walk_all(c, 0)) /* the estimates only where a kernel may move */
         place_walk_all(c, 1);
 }
 
