@@ -455,6 +455,28 @@ static void test_compile_and_run_take_siblings(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--siblings is estimate, never or always"));
 }
 
+/* --placement: by default every kernel starts at core 0; independent
+ * moves llama_gen decode's rope-table index select, which reads only
+ * inputs, off core 0 (the report says where) and the run checks; another
+ * word is a usage error. */
+static void test_compile_and_run_take_placement(void)
+{
+    const char *trace = SPYRE_SOURCE_DIR "/traces/llama_gen/decode";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "  placed: on cores"));
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null --placement independent", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  placed: on cores 1..1 (free first"));
+    snprintf(cmd, sizeof cmd, "run %s --check --placement free", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
+    snprintf(cmd, sizeof cmd, "compile %s --placement everywhere", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--placement is none, independent or free"));
+}
+
 /* ---- What a run loads is checked (docs/robustness.md) ---- */
 
 static const char *const export_files[] = {"graph.txt", "weights.safetensors", "inputs.safetensors",
@@ -1082,6 +1104,7 @@ int main(void)
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
         {"compile_and_run_take_siblings", test_compile_and_run_take_siblings},
+        {"compile_and_run_take_placement", test_compile_and_run_take_placement},
         {"timing_only_run_needs_no_weights_file", test_timing_only_run_needs_no_weights_file},
         {"run_and_ref_check_shape_and_dtype_of_every_tensor_they_load",
          test_run_and_ref_check_shape_and_dtype_of_every_tensor_they_load},

@@ -830,7 +830,11 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
         cg_core_done(w, core);
     ki->lx_max = cc_max(ki->lx_max, lx_top_of(c));
     bd_order(bd);
-    const int bar = bd_needs_bar(bd, why, sizeof why);
+    int bar = bd_needs_bar(bd, why, sizeof why);
+    if (!bar && c->work[i].bar_before) {
+        snprintf(why, sizeof why, "placement: the kernel after it runs on other cores");
+        bar = 1;
+    }
     bd_record(bd, bar);
     for (int core = 0; core < ncores && i > 0 && bar; core++) {
         /* fence and bar have no operands: the placeholder becomes a bar in place */
@@ -850,9 +854,24 @@ static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
 static int prefetch_far(be_ctx *c, int i, int64_t above)
 {
     int r = 0;
-    for (int j = i + 1; j < c->p->norder && r == 0 && c->drain_pos == i; j++)
+    for (int j = i + 1; j < c->p->norder && r == 0 && c->drain_pos == i; j++) {
+        be_em_place(c, j, 1);
         r = be_kind_of(c, j)->prefetch_far ? be_kind_of(c, j)->prefetch_far(c, j, i, above) : 1;
+        be_em_place(c, j, 0);
+    }
     return r < 0 ? -1 : 0;
+}
+
+/* Kernel i+1's loads ahead, on its cores, into i's streams. */
+static int prefetch_next(be_ctx *c, int i)
+{
+    if (i + 1 >= c->p->norder || !be_kind_of(c, i + 1)->prefetch)
+        return 0;
+    const int64_t above = lx_top_of(c);
+    be_em_place(c, i + 1, 1);
+    const int rc = be_kind_of(c, i + 1)->prefetch(c, i + 1, above);
+    be_em_place(c, i + 1, 0);
+    return rc;
 }
 
 /* The codegen pass: every kernel into the program's streams, each tiled
@@ -895,6 +914,7 @@ int be_codegen_pass(ir_prog *p)
     c->pre.n = c->far.n = 0;
     for (int core = 0; core < ncores; core++)
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
+    be_place(c);
     bd_state bd;
     bd_begin(&bd, c);
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
@@ -919,12 +939,14 @@ int be_codegen_pass(ir_prog *p)
             c->em[core].tok_cap = be_heads_tok_cap(c, i);
         }
         c->pos = i;
+        be_em_place(c, i, 1);
         be_xchg_emit(c, i);
         rc = be_kind_of(c, i)->emit(c, i);
+        be_em_place(c, i, 0);
         for (int core = 0; core < ncores && !rc; core++)
             rc = cc_emit_failed(&c->em[core]) ? -1 : 0;
-        if (!rc && i + 1 < p->norder && be_kind_of(c, i + 1)->prefetch)
-            rc = be_kind_of(c, i + 1)->prefetch(c, i + 1, lx_top_of(c));
+        if (!rc)
+            rc = prefetch_next(c, i);
         if (!rc)
             rc = prefetch_far(c, i, lx_top_of(c));
         if (!rc)
@@ -1064,6 +1086,9 @@ static void print_report(const ir_prog *p, FILE *f)
         if (i > 0)
             fprintf(f, "  before it: %s%s%s\n", ki->bar ? "bar (" : "fence", ki->bar ? ki->boundary : "",
                     ki->bar ? ")" : "");
+        if (w->base)
+            fprintf(f, "  placed: on cores %d..%d (free first, by the estimates; be_place.c)\n", w->base,
+                    (w->base + w->cores - 1) % st->ncores);
         fprintf(f, "  estimate: %.0f cycles\n", ki->est);
         bars += ki->bar;
         rd += ki->dram_rd;

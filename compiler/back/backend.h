@@ -56,6 +56,8 @@ typedef struct {
                           writes a tensor it reads, so that the tensor can stay in LX (0: not) */
     int ahead;         /* row kernels: its cores were set to those the kernel at this position + 1, its first reader,
                           takes on its own (be_rows_ahead; 0: not) */
+    int base;          /* codegen puts its core l on the chip's core (base + l) mod cores (be_place.c; 0: l) */
+    int bar_before;    /* a bar before it though no dependency crosses cores: the next kernel moves (be_place.c) */
 } be_work;
 
 /* A ring exchange (lxplan, be_lxplan.c): before the kernel at pos, which
@@ -599,6 +601,12 @@ const be_xreg *be_res_xreg(const be_ctx *c, int buf, int pos);
  * each reader core its share (a dma.lx to itself); a bar then orders
  * them before the kernel, which reads the region with no tokens. */
 void be_xchg_emit(be_ctx *c, int pos);
+
+/* be_place.c: each kernel's be_work.base, before codegen; and the
+ * emitters turned to a kernel's cores while its code is emitted (in: 1)
+ * and back (in: 0). */
+void be_place(be_ctx *c);
+void be_em_place(be_ctx *c, int pos, int in);
 /* dma.lx (load) or dma.lxs (store) between rows [i0, i0 + n), stick
  * groups [g0, g0 + G) of a core's part of resident buf and a tile of G
  * groups at lx, group stride gs. */

@@ -74,14 +74,15 @@ mm_rows_memo *be_mmmemo_rows(be_ctx *c, uint64_t h)
 /* Field by field: be_work has padding.  A field added to be_work must be
  * compared here too, or a plan would be recalled for other work: the
  * size check stops the build until it is. */
-_Static_assert(sizeof(be_work) == 136, "be_mmmemo.c's work_same compares every be_work field: add the new one");
+_Static_assert(sizeof(be_work) == 144, "be_mmmemo.c's work_same compares every be_work field: add the new one");
 static int work_same(const be_work *a, const be_work *b)
 {
     return a->cores == b->cores && a->gm == b->gm && a->gn == b->gn && a->gk == b->gk && a->gb == b->gb &&
            a->rows == b->rows && a->cols == b->cols && a->batches == b->batches && a->est_cycles == b->est_cycles &&
            a->stage_scale == b->stage_scale && a->stage_whole == b->stage_whole && a->mb == b->mb &&
            a->nbs == b->nbs && a->kc == b->kc && a->chunk == b->chunk && a->bcast == b->bcast &&
-           a->nokeep == b->nokeep && a->aligned_to == b->aligned_to && a->ahead == b->ahead;
+           a->nokeep == b->nokeep && a->aligned_to == b->aligned_to && a->ahead == b->ahead && a->base == b->base &&
+           a->bar_before == b->bar_before;
 }
 
 static int usable(const be_ctx *c)

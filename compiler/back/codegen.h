@@ -82,7 +82,8 @@ typedef struct {
 typedef struct {
     const chip_config *cfg;
     isa_program *prog;
-    int core;
+    int core;           /* the core of the open kernel's division (0 its first) */
+    int phys;           /* the chip's core whose stream this is (core, unless the kernel is placed: be_work.base) */
     isa_stream *s;
     uint64_t lx_top;    /* next free LX byte */
     uint64_t lx_limit;  /* LX a kernel may allocate below (0: cfg->lx_usable_bytes); tensors kept in LX across kernels lie above */

@@ -127,7 +127,7 @@ void cc_emit_begin(cc_emit *e, const chip_config *cfg, isa_program *p, int core,
     memset(e, 0, sizeof *e);
     e->cfg = cfg;
     e->prog = p;
-    e->core = core;
+    e->core = e->phys = core;
     e->s = &p->cores[core];
     e->err = err;
     e->errlen = errlen;
@@ -140,7 +140,7 @@ int cc_emit_error(cc_emit *e, const char *fmt, ...)
     if (e->failed)
         return -1;
     e->failed = 1;
-    isa_errf(e->err, e->errlen, "core %d: ", e->core);
+    isa_errf(e->err, e->errlen, "core %d: ", e->phys);
     va_list ap;
     va_start(ap, fmt);
     isa_verrf_cat(e->err, e->errlen, fmt, ap);
@@ -157,7 +157,7 @@ void cc_kernel_begin(cc_emit *e, const char *name)
     e->kname = name;
     if (e->hooks) {
         e->sbase = e->s->n;
-        e->s = e->hooks->begin(e->hooks->ctx, e->core);
+        e->s = e->hooks->begin(e->hooks->ctx, e->phys);
     }
     e->kfirst = e->s->n;
 }
@@ -174,13 +174,13 @@ void cc_kernel_end(cc_emit *e)
     e->kname = NULL;
     if (e->hooks) {
         isa_stream *s = e->s;
-        e->s = &e->prog->cores[e->core];
+        e->s = &e->prog->cores[e->phys];
         e->sbase = 0;
         if (e->failed)
             s->n = 0; /* the scratch back, empty */
-        e->hooks->end(e->hooks->ctx, e->core, e->failed ? NULL : name, s);
+        e->hooks->end(e->hooks->ctx, e->phys, e->failed ? NULL : name, s);
     } else if (!e->failed) {
-        isa_program_add_kernel(e->prog, name, e->core, (long)e->kfirst, (long)e->s->n - 1);
+        isa_program_add_kernel(e->prog, name, e->phys, (long)e->kfirst, (long)e->s->n - 1);
     }
 }
 
@@ -233,7 +233,13 @@ static void cc_commit(cc_emit *e)
     if (e->failed)
         return;
     char msg[256];
-    if (isa_check(&e->s->insns[e->s->n], msg, sizeof msg)) {
+    isa_insn *in = &e->s->insns[e->s->n];
+    if ((in->op == ISA_OP_RING_SEND || in->op == ISA_OP_RING_RED) && e->phys != e->core) {
+        /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
+        const int64_t n = (int64_t)e->cfg->cores;
+        in->core = ((in->core + e->phys - e->core) % n + n) % n;
+    }
+    if (isa_check(in, msg, sizeof msg)) {
         cc_emit_error(e, "instruction %zu: %s", e->sbase + e->s->n, msg);
         return;
     }

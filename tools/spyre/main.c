@@ -376,13 +376,24 @@ static int names_graph(const char *path)
  * --no-reroll, for compile_and_load. */
 static const char *run_work_div[64];
 static int run_nwork_div;
-static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback, run_siblings;
+static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback, run_siblings, run_placement;
 
 /* --siblings MODE: CC_SIBLINGS_* of its name, -1 for another word. */
 static int siblings_mode(const char *s)
 {
     static const char *const names[] = {[CC_SIBLINGS_ESTIMATE] = "estimate", [CC_SIBLINGS_NEVER] = "never",
                                         [CC_SIBLINGS_ALWAYS] = "always"};
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+/* --placement MODE: CC_PLACE_* of its name, -1 for another word. */
+static int placement_mode(const char *s)
+{
+    static const char *const names[] = {[CC_PLACE_NONE] = "none", [CC_PLACE_INDEPENDENT] = "independent",
+                                        [CC_PLACE_FREE] = "free"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (!strcmp(s, names[i]))
             return i;
@@ -428,6 +439,7 @@ static rt_program *compile_and_load(rt_device *dev, const gr_graph *g, int write
     o.no_reroll = run_no_reroll;
     o.no_fallback = run_no_fallback;
     o.siblings = run_siblings;
+    o.placement = run_placement;
     cc_result *r = cc_compile(g, &o, err, errlen);
     if (!r)
         return NULL;
@@ -542,6 +554,9 @@ static int run_option(int argc, char **argv, int *i, run_args *a, sim_trace_leve
     else if (!strcmp(o, "--siblings") && val) {
         if ((run_siblings = siblings_mode(argv[++*i])) < 0)
             return usage_error("run", "--siblings is estimate, never or always");
+    } else if (!strcmp(o, "--placement") && val) {
+        if ((run_placement = placement_mode(argv[++*i])) < 0)
+            return usage_error("run", "--placement is none, independent or free");
     }
     else if (!strcmp(o, "--tuning") && val)
         a->tuning = argv[++*i];
@@ -876,7 +891,7 @@ static int cmd_compile(int argc, char **argv)
     if (tp_wanted(argc, argv)) /* several cards (tp.c) */
         return tp_compile(argc, argv);
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
-    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0;
+    int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0, placement = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -899,6 +914,9 @@ static int cmd_compile(int argc, char **argv)
         } else if (!strcmp(argv[i], "--siblings") && i + 1 < argc) {
             if ((siblings = siblings_mode(argv[++i])) < 0)
                 return usage_error("compile", "--siblings is estimate, never or always");
+        } else if (!strcmp(argv[i], "--placement") && i + 1 < argc) {
+            if ((placement = placement_mode(argv[++i])) < 0)
+                return usage_error("compile", "--placement is none, independent or free");
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
@@ -937,7 +955,8 @@ static int cmd_compile(int argc, char **argv)
     char err[1024];
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll,
-                            .no_fallback = no_fallback, .siblings = siblings};
+                            .no_fallback = no_fallback, .siblings = siblings,
+                            .placement = placement};
     chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
@@ -1085,7 +1104,7 @@ static const command commands[] = {
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
      "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "               [--no-fallback] [--siblings estimate|never|always]",
+     "               [--no-fallback] [--siblings estimate|never|always] [--placement none|independent|free]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
@@ -1107,7 +1126,11 @@ static const command commands[] = {
      "Products that share their A operand (q, k and v of attention; gate and up of an MLP) become one\n"
      "product where the estimate says the program is faster (--siblings estimate, the default); never\n"
      "keeps them apart, always fuses wherever it can.  Kernel names follow: fused, attention's QK^T is\n"
-     "k1_bmm rather than k3_bmm, which --work-div names must match."},
+     "k1_bmm rather than k3_bmm, which --work-div names must match.\n"
+     "Every kernel runs from core 0 (--placement none, the default); independent moves a kernel that\n"
+     "depends on no earlier kernel to the cores the estimates expect free first, free also one that\n"
+     "depends on no kernel since the last bar (up to 18% faster on small decode graphs; not the\n"
+     "default while the work division does not weigh what runs beside a kernel)."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
@@ -1121,7 +1144,7 @@ static const command commands[] = {
      "run FILE.elf|GRAPH|DIR [--check | --stepwise] [--seed N] [--config FILE] [--input NAME=FILE]... [--no-values]\n"
      "           [--stats-json FILE] [--trace FILE [--trace-level insn|kernel]] [--[no-]race-check]\n"
      "           [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "           [--no-fallback] [--siblings MODE] [--max-insns N] [--max-cycles N] [--refresh-phase NS] [--report]\n"
+     "           [--no-fallback] [--siblings MODE] [--placement MODE] [--max-insns N] [--max-cycles N] [--refresh-phase NS] [--report]\n"
      "       | run FILE.mlir [--arg NAME=VALUE]... [--input NAME=FILE]... [--check --expected FILE]\n"
      "       | run GRAPH --tp N [--system NAME] [--config CHIP] [--check] [--no-values] [--seed N]\n"
      "           [--trace FILE [--trace-level insn|kernel]] [--stats-json FILE]",
@@ -1168,7 +1191,7 @@ static const command commands[] = {
      "a short graph's cycles by a few percent (docs/dram.md, \"Refresh phase\").\n"
      "--report (a GRAPH) prints after them each kernel's cost-model estimate (spyre compile --report's\n"
      "`estimate:`) against the longest one core ran it, and their geometric mean and worst ratio.\n"
-     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll, --no-fallback and --siblings act as for\n"
+     "--work-div, --tuning FILE, --no-lx-plan, --no-lx-keep, --no-reroll, --no-fallback, --siblings and --placement act as for\n"
      "`spyre compile`.  Host fallback ops are listed after the statistics (fallback_ops=N, each op's\n"
      "bytes and cycles, which the run's cycles include).\n"
      "Exit status: 0 ok, 1 mismatch, 2 bad input or usage (or a host op the host cannot run), 3 the\n"

@@ -1,0 +1,293 @@
+/* be_place.c: placement: which of the chip's cores a kernel's division
+ * runs on.  A division numbers its cores 0 .. cores - 1; codegen puts
+ * core l on the chip's core (base + l) mod ncores (be_work.base), a
+ * rotation, so that neighbours on the ring stay neighbours.  A kernel
+ * that depends on no kernel since the last bar and keeps nothing in LX is
+ * placed on the cores the cost model expects to be free first: a graph's
+ * independent branches (the heads and the embedding after a model's last
+ * norm) then run beside each other instead of one after another on the
+ * same cores (docs/compiler.md, "Placement"). */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A read of kept tensor b from LX (be_res.uses) that the kernel at pos
+ * could take from DRAM instead: b is not a grid's tiles and has no
+ * exchange or hand-off by stick group, pos did not load it into LX, and
+ * b has DRAM (its producer then writes it there too: release). */
+static int releasable(const be_ctx *c, int b, int pos)
+{
+    const be_res *r = &c->res[b];
+    return r->on && !r->heads && !r->grid && !r->nx && r->from != pos && c->lay[b].dram && be_res_reads(c, b, pos);
+}
+
+/* The kernel at pos touches no buffer an earlier kernel (since the last
+ * bar: touched) writes, writes none such a kernel reads, and keeps or
+ * exchanges nothing in LX but reads it could take from DRAM. */
+static int independent(const be_ctx *c, int pos, const char *touched, int *io)
+{
+    const ir_prog *p = c->p;
+    int nr, nw;
+    ir_kernel_io(p, p->order[pos], io, &nr, io + p->nbufs, &nw);
+    for (int j = 0; j < nr + nw; j++) {
+        const int b = j < nr ? io[j] : io[p->nbufs + j - nr];
+        const be_res *r = c->res ? &c->res[b] : NULL;
+        if ((touched[b] & 2) || (j >= nr && touched[b]) || (r && (r->heads || r->nx)))
+            return 0;
+        if (r && r->on && (j >= nr || (be_res_reads(c, b, pos) && !releasable(c, b, pos))))
+            return 0;
+    }
+    return 1;
+}
+
+/* The kernel at pos takes its releasable reads from DRAM (on: 1), their
+ * producers writing them there (dram_was: each one's be_res.dram
+ * before), or from LX again (on: 0); the number of such reads. */
+static int release(be_ctx *c, int pos, int on, char *dram_was, int *io)
+{
+    const ir_prog *p = c->p;
+    int nr, nw, n = 0;
+    ir_kernel_io(p, p->order[pos], io, &nr, io + p->nbufs, &nw);
+    for (int j = 0; j < nr; j++) {
+        be_res *r = c->res ? &c->res[io[j]] : NULL;
+        if (!r || !r->on || r->heads || r->grid || r->nx || r->from == pos || !c->lay[io[j]].dram)
+            continue;
+        int at = 0;
+        while (at < r->nuses && r->uses[at] < pos)
+            at++;
+        const int has = at < r->nuses && r->uses[at] == pos;
+        if (on && has) {
+            memmove(&r->uses[at], &r->uses[at + 1], (size_t)(r->nuses - at - 1) * sizeof *r->uses);
+            r->nuses--;
+            dram_was[io[j]] = (char)r->dram;
+            r->dram = r->dram || !r->loaded; /* an input loaded into LX is in DRAM already */
+            n++;
+        } else if (!on && !has && dram_was[io[j]] >= 0) { /* uses had room for it */
+            memmove(&r->uses[at + 1], &r->uses[at], (size_t)(r->nuses - at) * sizeof *r->uses);
+            r->uses[at] = pos;
+            r->nuses++;
+            r->dram = dram_was[io[j]];
+            dram_was[io[j]] = -1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Mark what the kernel at pos reads (1) and writes (2) in touched. */
+static void touch(const be_ctx *c, int pos, char *touched, int *io)
+{
+    const ir_prog *p = c->p;
+    int nr, nw;
+    ir_kernel_io(p, p->order[pos], io, &nr, io + p->nbufs, &nw);
+    for (int j = 0; j < nr; j++)
+        touched[io[j]] |= 1;
+    for (int j = 0; j < nw; j++)
+        touched[io[p->nbufs + j]] |= 2;
+}
+
+/* The latest a core of [base, base + cores) mod n is free. */
+static double busy_until(const double *free_at, int n, int base, int cores)
+{
+    double t = 0;
+    for (int l = 0; l < cores; l++)
+        t = cc_max(t, free_at[(base + l) % n]);
+    return t;
+}
+
+/* Did an earlier kernel on other cores write what pos reads or
+ * writes, since the last bar (wrote[b]: the writer's position + 1)?
+ * Then codegen puts a bar before it (be_bound.c), every core waits. */
+static int needs_bar(const be_ctx *c, int pos, const int *wrote, int last_bar, int *io)
+{
+    const ir_prog *p = c->p;
+    int nr, nw;
+    ir_kernel_io(p, p->order[pos], io, &nr, io + p->nbufs, &nw);
+    for (int j = 0; j < nr + nw; j++) {
+        const int b = j < nr ? io[j] : io[p->nbufs + j - nr];
+        const int k = wrote[b] - 1;
+        if (k >= last_bar && (c->work[k].base != c->work[pos].base || c->work[k].cores != c->work[pos].cores))
+            return 1;
+    }
+    return 0;
+}
+
+/* No kernel's division was set to this one's cores to keep a tensor in
+ * LX (be_work.aligned_to, ahead), and it was set to none's. */
+static int unaligned(const be_ctx *c, int pos)
+{
+    if (c->work[pos].aligned_to || c->work[pos].ahead)
+        return 0;
+    for (int k = 0; k < c->p->norder; k++)
+        if (c->work[k].aligned_to == pos + 1 || c->work[k].ahead == pos + 1)
+            return 0;
+    return 1;
+}
+
+/* The base with the earliest start for a kernel of `cores` cores (the
+ * lowest of equals: 0 unless another is earlier). */
+static int best_base(const double *free_at, int n, int cores)
+{
+    int best = 0;
+    double t0 = busy_until(free_at, n, 0, cores);
+    for (int b = 1; b < n && cores < n; b++) {
+        const double t = busy_until(free_at, n, b, cores);
+        if (t < t0) {
+            t0 = t;
+            best = b;
+        }
+    }
+    return best;
+}
+
+typedef struct {
+    char *touched;   /* per buffer, by the kernels since the last bar: read 1, written 2 */
+    char *dram_was;  /* per buffer: be_res.dram before a reader was released (-1: none is) */
+    int *io, *wrote; /* ir_kernel_io's lists; per buffer its last writer's position + 1 */
+    double *free_at; /* per chip core: when the estimates expect it free */
+    int last_bar;
+} place_walk;
+
+/* The base for the movable kernel at pos: the one whose cores are free
+ * first, unless the reads it would then take from DRAM instead of LX make
+ * it end no earlier than on its own cores. */
+static int place_base(be_ctx *c, place_walk *pw, int pos, int cores)
+{
+    const int n = (int)c->cfg->cores, base = best_base(pw->free_at, n, cores);
+    if (base == 0)
+        return 0;
+    const double stay = busy_until(pw->free_at, n, 0, cores) + be_kind_of(c, pos)->estimate(c, pos);
+    if (!release(c, pos, 1, pw->dram_was, pw->io))
+        return base;
+    const double move = busy_until(pw->free_at, n, base, cores) + be_kind_of(c, pos)->estimate(c, pos);
+    if (move < stay)
+        return base;
+    release(c, pos, 0, pw->dram_was, pw->io);
+    return 0;
+}
+
+/* Would a bar before kernel i, which needs none, let the kernel after it
+ * move (est: to cores free earlier)?  With est only a bar that delays
+ * nothing: every core is free by when i starts.  A bar before i orders
+ * everything before it, so the next kernel then depends only on i. */
+static int bar_lets_next_move(be_ctx *c, const place_walk *pw, int i, int est)
+{
+    const ir_prog *p = c->p;
+    const int n = (int)c->cfg->cores, j = i + 1;
+    if (i == 0 || j >= p->norder || c->work[j].cores >= n || !unaligned(c, j))
+        return 0;
+    const int ci = c->work[i].cores < 1 || c->work[i].cores > n ? n : c->work[i].cores;
+    const double start = busy_until(pw->free_at, n, c->work[i].base, ci);
+    if (est && busy_until(pw->free_at, n, 0, n) > start)
+        return 0;
+    char *t = ir_xalloc((size_t)p->nbufs + 1);
+    memcpy(t, pw->touched, (size_t)p->nbufs + 1);
+    touch(c, i, t, pw->io);
+    const int already = independent(c, j, t, pw->io); /* it moves without the bar */
+    memset(t, 0, (size_t)p->nbufs + 1);
+    touch(c, i, t, pw->io);
+    int ok = !already && independent(c, j, t, pw->io);
+    free(t);
+    if (ok && est) {
+        double *f = ir_xalloc((size_t)n * sizeof *f);
+        const double end = start + be_kind_of(c, i)->estimate(c, i);
+        for (int q = 0; q < n; q++)
+            f[q] = start;
+        for (int l = 0; l < ci; l++)
+            f[(c->work[i].base + l) % n] = end;
+        ok = best_base(f, n, c->work[j].cores) != 0;
+        free(f);
+    }
+    return ok;
+}
+
+/* Everything before kernel i ordered for every core (a bar before it). */
+static void walk_bar(const be_ctx *c, place_walk *pw, int i)
+{
+    const int n = (int)c->cfg->cores;
+    const double t = busy_until(pw->free_at, n, 0, n);
+    for (int q = 0; q < n; q++)
+        pw->free_at[q] = t;
+    pw->last_bar = i;
+    if (c->p->opts.placement == CC_PLACE_FREE) /* else a kernel moves only if it depends on no earlier one */
+        memset(pw->touched, 0, (size_t)c->p->nbufs + 1);
+}
+
+/* Kernel i in the walk: the bar before it, if its dependencies cross
+ * cores or it lets the next kernel move (then everything before is
+ * ordered: touched forgets it), and whether it may move.  With estimates (est): it moves to the base whose
+ * cores are free first and occupies them; else only says it could
+ * move. */
+static int place_step(be_ctx *c, place_walk *pw, int i, int est)
+{
+    const ir_prog *p = c->p;
+    const int n = (int)c->cfg->cores;
+    be_work *w = &c->work[i];
+    const int cores = w->cores < 1 ? n : w->cores < n ? w->cores : n;
+    if (needs_bar(c, i, pw->wrote, pw->last_bar, pw->io))
+        walk_bar(c, pw, i);
+    int movable = i > 0 && cores < n && unaligned(c, i) && independent(c, i, pw->touched, pw->io);
+    if (!movable && pw->last_bar != i && c->p->opts.placement == CC_PLACE_FREE && bar_lets_next_move(c, pw, i, est)) {
+        w->bar_before = est;
+        movable = !est; /* without the estimates: something may move */
+        walk_bar(c, pw, i);
+    }
+    if (est && movable)
+        w->base = place_base(c, pw, i, cores);
+    if (est) {
+        const double end = busy_until(pw->free_at, n, w->base, cores) + be_kind_of(c, i)->estimate(c, i);
+        for (int l = 0; l < cores; l++)
+            pw->free_at[(w->base + l) % n] = end;
+    }
+    touch(c, i, pw->touched, pw->io);
+    int nr, nw;
+    ir_kernel_io(p, p->order[i], pw->io, &nr, pw->io + p->nbufs, &nw);
+    for (int j = 0; j < nw; j++)
+        pw->wrote[pw->io[p->nbufs + j]] = i + 1;
+    return movable;
+}
+
+/* Walk the kernels in order (est: with the estimates, placing them);
+ * whether any may move. */
+static int place_walk_all(be_ctx *c, int est)
+{
+    const ir_prog *p = c->p;
+    const size_t nb = (size_t)p->nbufs + 1;
+    place_walk pw = {ir_xalloc(nb), ir_xalloc(nb), ir_xalloc(2 * nb * sizeof *pw.io), ir_xalloc(nb * sizeof *pw.wrote),
+                     ir_xalloc((size_t)c->cfg->cores * sizeof *pw.free_at), 0};
+    memset(pw.dram_was, -1, nb);
+    int any = 0;
+    for (int i = 0; i < p->norder && (est || !any); i++)
+        any |= place_step(c, &pw, i, est);
+    free(pw.touched);
+    free(pw.dram_was);
+    free(pw.io);
+    free(pw.wrote);
+    free(pw.free_at);
+    return any;
+}
+
+void be_place(be_ctx *c)
+{
+    if (c->p->opts.placement != CC_PLACE_NONE && place_walk_all(c, 0)) /* the estimates only where a kernel may move */
+        place_walk_all(c, 1);
+}
+
+/* Codegen emits kernel pos's core l through c->em[l]: the emitters of
+ * the chip's cores turned by its base, each told its core in the
+ * division (in: 1), and back (in: 0). */
+void be_em_place(be_ctx *c, int pos, int in)
+{
+    const int n = (int)c->cfg->cores, base = c->work[pos].base;
+    if (base == 0)
+        return;
+    cc_emit *tmp = ir_xalloc((size_t)n * sizeof *tmp);
+    memcpy(tmp, c->em, (size_t)n * sizeof *tmp);
+    for (int l = 0; l < n; l++) {
+        cc_emit *e = in ? &c->em[l] : &c->em[(base + l) % n];
+        *e = in ? tmp[(base + l) % n] : tmp[l];
+        e->core = in ? l : e->phys;
+    }
+    free(tmp);
+}
