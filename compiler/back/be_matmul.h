@@ -60,6 +60,9 @@ typedef struct {
     int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
     int aw, bw;          /* A / B staged whole once per core (not per block) */
     int whole_dram;      /* estimates count an operand staged whole as every core's read of it */
+    int ends;            /* estimates price the first block's epilogue loads and the last block's
+                            epilogue and stores in series (mm_ends: the report, and a grid of one
+                            block a core against the schemes over the ring) */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
     int akeep;           /* A an input this kernel loads first and keeps for later ones: each core copies
