@@ -41,6 +41,7 @@ typedef struct {
     double cycles;     /* estimate for the kernel with this tiling on every core */
     double bytes;      /* DRAM bytes the whole grid moves */
     int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
+    double wait;       /* schemes over the ring: the DRAM's wait on the way in that cycles counts */
 } mm_tiling;
 
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */

@@ -142,6 +142,7 @@ static void mm_bc_estimate(const mm_plan *m, int64_t gm, int64_t mt, mm_tiling *
     step = step > a_in ? step : a_in;
     double in = way;
     double tail = rg_tail(m, tl);
+    tl->wait = BC_DRAM_LATENCY;
     tl->cycles = (double)steps * step + in + tail;
     tl->bytes = (double)(nbm * m->Kd * m->GN) * sb + (double)(nbn * m->M * m->KG) * sb + (double)(m->M * m->GN) * sb;
 }
@@ -326,7 +327,13 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
     double step = pt > ring ? pt : ring, later = pt > (double)tl->NBS * piece ? pt : (double)tl->NBS * piece;
     step = step > dram ? step : dram;
     later = later > bdram ? later : bdram;
-    double in = t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / t->dma_bytes_per_cycle +
+    /* the first chunk's way in: each column's loader reads it, with the
+     * DRAM's wait on the channels they span (724 cycles for BERT-base's
+     * 96 KB chunks, 451 for a 16 KB one: the middle cores of 16x2r on
+     * 64 x 160 x 64 start their PTs 294 cycles in at refresh phase 0) */
+    const double chunk = (double)(tl->KC * tl->NBS) * sb;
+    tl->wait = cc_dram_wait(t, chunk * (double)gn, chunk / t->dma_bytes_per_cycle);
+    double in = t->dma_insn_cycles + tl->wait + chunk / t->dma_bytes_per_cycle +
                 (double)(rg_hops(gm, gn) + tl->NBS - 1) * piece;
     double tail = rg_tail(m, tl);
     if (tl->slots) { /* a slot's round: freed, loaded (DRAM shared by the columns' loaders), passed down, used */
@@ -346,8 +353,7 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
         later = later > round ? later : round;
     }
     double block = (double)tl->nch * later > tail ? (double)tl->nch * later : tail;
-    /* the first chunk's pieces are the way in: its step is its PT's */
-    tl->cycles = (double)(tl->nch - 1) * step + pt + (nsb - 1) * block + in + tail;
+    tl->cycles = (double)tl->nch * step + (nsb - 1) * block + in + tail;
     tl->bytes = (double)(m->GN * m->Kd + m->M * m->KG + m->M * m->GN) * sb;
 }
 
