@@ -537,9 +537,12 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
      * slots), so a chunk takes at least their round trip: the loads'
      * issue, their bytes at the slower of the ring's and the DRAM's rate,
      * and the DRAM's wait (row latency, refresh); with the ends priced,
-     * but the first chunk's (the fill) */
+     * but the first chunk's when the fill waited for it (not after
+     * staging: Llama decode's 1 x 64 x 64 products, A staged whole, then
+     * estimated 571 cycles against 1,071) */
     const int a_chunked = a_core > 0 && !m->alx && !m->ahd, b_chunked = b_core > 0 && !m->bhd;
-    const double trips = m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks - m->ends : 0;
+    const double trips =
+        m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks - (m->ends && w_core <= 0 ? 1 : 0) : 0;
     const double per_chunk = ((a_chunked ? a_core : 0) + (b_chunked ? b_core : 0)) / (nbc * (double)chunks);
     const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle < t->dma_bytes_per_cycle
                             ? t->dram_bytes_per_cycle
