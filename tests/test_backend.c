@@ -2744,12 +2744,12 @@ static void estimate_and_span(const gr_graph *g, const char *const *wd, int n, c
  * stores run in series (be_matmul.c, mm_ends), which the report's
  * estimate prices with the DRAM's waits.  serve_tiny's prefill MLP up
  * product with SiLU, 64 x 160 x 64 on 1x3 (one 64-row block a core), was
- * estimated 1,542 cycles as a pipeline of blocks against 2,705 simulated
- * (mean of 7 refresh phases); its estimate must now be within a fifth of
- * the simulated span (the acceptance of bench/run estimate's geometric
- * mean, 0.8 to 1.25), and so must the default's.  So priced against the
+ * estimated 1,542 cycles as a pipeline of blocks; its estimate must now
+ * be within a fifth of its core_span, the mean of 7 refresh phases (the
+ * acceptance of bench/run estimate's geometric mean, 0.8 to 1.25; Dec 4:
+ * 2,421 against 2,543), and so must the default's.  So priced against the
  * grid over the ring, whose way in counts half a column (be_ring.c,
- * rg_hops), the default is 16x2r, and faster than 1x3. */
+ * rg_hops), the default is 16x2r (2,212 against 1,945), faster than 1x3. */
 static void test_a_product_of_one_block_a_core_is_estimated_in_series_and_loses_to_the_ring(void)
 {
     gr_graph *g = trace_graph("serve_tiny/prefill_c64");
