@@ -507,7 +507,9 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
     /* the first chunk's way in, and its DRAM wait unless staging waited
      * (on the channels the grid's first chunks span: mm_stage_cycles) */
     *T = (mm_terms){.fill = slot / t->dma_bytes_per_cycle + t->dma_insn_cycles +
-                            (!m->c->waits || w_core > 0 ? 0 : cc_dram_wait(t, slot * G->cores, slot / t->dma_bytes_per_cycle)),
+                            (!m->c->waits || w_core > 0 ? 0
+                                                        : cc_dram_wait(t, slot * (double)(gm * gn * m->gb),
+                                                                       slot / t->dma_bytes_per_cycle)),
                     .stage = G->stage, .blocks = blocks, .chunks = chunks};
     /* the ends in series (mm_ends): the first block's epilogue operands
      * and the last block's epilogue and stores leave the totals below */
