@@ -290,14 +290,20 @@ static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC, in
 }
 
 /* Piece times from the middle core's first chunk to the last core of its
- * column: a hop (two cores apart on a 2-column grid) is a piece's
- * forwarding, half a column each way; with 4 columns or more every
+ * column.  A product of one chunk and one block (nothing behind it on the
+ * links): a hop (two cores apart on a 2-column grid) is a piece's
+ * forwarding, half a column each way (serve_tiny's prefill, 16x2r on 64 x
+ * 160 x 64: the middle cores start their PTs 294 cycles in, each hop
+ * takes 134 cycles, the last core starts at 1,364; gm - 1 priced it
+ * 3,358, simulated 1,916 over 7 phases).  With 4 columns or more every
  * column sends over the same links and a hop takes about two (8x4r: the
- * last core starts its PTs about 2,800 cycles in), so gm - 1 in all
- * (serve_tiny's prefill, 16x2r on 64 x 160 x 64: the middle cores start
- * their PTs 294 cycles in, each hop takes 134 cycles, the last core
- * starts at 1,364; gm - 1 priced it 3,358, simulated 1,916 over 7 phases). */
-static int64_t rg_hops(int64_t gm, int64_t gn) { return cc_min(gm - 1, gm / 2 * cc_max(1, gn / 2)); }
+ * last core starts its PTs about 2,800 cycles in), and with more chunks
+ * the later ones share them too: gm - 1 (halved, 1024^3's 16x2r took the
+ * slack's chain from 8x4r to 4x8r, 0.3% slower). */
+static int64_t rg_hops(int64_t gm, int64_t gn, int alone)
+{
+    return alone ? cc_min(gm - 1, gm / 2 * cc_max(1, gn / 2)) : gm - 1;
+}
 
 /* Estimate as mm_bc_estimate: per chunk the slowest of the busier PT, the
  * ring (B's pieces forwarded, the own A rows sent to gn - 1 partners
@@ -334,7 +340,7 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
     const double chunk = (double)(tl->KC * tl->NBS) * sb;
     tl->wait = cc_dram_wait(t, chunk * (double)gn, chunk / t->dma_bytes_per_cycle);
     double in = t->dma_insn_cycles + tl->wait + chunk / t->dma_bytes_per_cycle +
-                (double)(rg_hops(gm, gn) + tl->NBS - 1) * piece;
+                (double)(rg_hops(gm, gn, tl->nch == 1 && nsb == 1) + tl->NBS - 1) * piece;
     double tail = rg_tail(m, tl);
     if (tl->slots) { /* a slot's round: freed, loaded (DRAM shared by the columns' loaders), passed down, used */
         const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle / (double)gn < t->dma_bytes_per_cycle
