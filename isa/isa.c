@@ -21,9 +21,10 @@ const char *const isa_bmode_names[] = {"vec", "elem", "imm", NULL};
 const char *const isa_pt_flag_names[] = {"acc", "f32", NULL};
 const char *const isa_sfp_flag_names[] = {"lanes", NULL};
 
-#define OPERAND(nm, kd, bt, fld, df, mn, nms) {nm, kd, bt, offsetof(isa_insn, fld), df, mn, nms},
+#define OPERAND(nm, kd, bt, fld, df, mn, nms) \
+    {nm, kd, bt, offsetof(isa_insn, fld), sizeof(((isa_insn *)0)->fld), df, mn, nms},
 #define F(id)                                                          \
-    static const isa_operand fmt_##id[] = {ISA_FMT_##id(OPERAND){NULL, 0, 0, 0, 0, 0, NULL}};
+    static const isa_operand fmt_##id[] = {ISA_FMT_##id(OPERAND){NULL, 0, 0, 0, 0, 0, 0, NULL}};
 ISA_FORMATS(F)
 #undef F
 
@@ -50,9 +51,30 @@ static int by_opcode[256];
 static int table_ready;
 static isa_insn insn_default[ISA_NOPS]; /* isa_insn_init's */
 
-static int64_t *field_i64(isa_insn *in, const isa_operand *o)
+/* A number operand's field (4 or 8 bytes: isa_operand.size), as an int64. */
+static int64_t field_get(const isa_insn *in, const isa_operand *o)
 {
-    return (int64_t *)((char *)in + o->offset);
+    const char *p = (const char *)in + o->offset;
+    if (o->size == 4) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Set it: v fits (a value of a 4-byte field is checked first: check_value). */
+static void field_set(isa_insn *in, const isa_operand *o, int64_t v)
+{
+    char *p = (char *)in + o->offset;
+    if (o->size == 4) {
+        const int32_t w = (int32_t)v;
+        memcpy(p, &w, 4);
+    } else {
+        memcpy(p, &v, 8);
+    }
 }
 
 /* An instruction of op with every field at its default. */
@@ -73,7 +95,7 @@ static void insn_build(isa_insn *in, int op)
         else if (o->kind == ISA_K_ADDR)
             ((isa_addr *)((char *)in + o->offset))->off = o->def;
         else
-            *field_i64(in, o) = o->def;
+            field_set(in, o, o->def);
     }
 }
 
@@ -151,11 +173,6 @@ int isa_op_from_mnemonic(const char *s)
         if (strcmp(op_table[op].mnemonic, s) == 0)
             return op;
     return -1;
-}
-
-static const int64_t *cfield_i64(const isa_insn *in, const isa_operand *o)
-{
-    return (const int64_t *)((const char *)in + o->offset);
 }
 
 /* Compilers make an instruction for each of millions: a copy of the
@@ -245,7 +262,7 @@ static int check_operand(const isa_insn *in, const isa_operand *o, char *err, si
     }
     if (o->kind == ISA_K_F32)
         return 0;
-    return check_value(o, *cfield_i64(in, o), err, len);
+    return check_value(o, field_get(in, o), err, len);
 }
 
 /* Bit packing over the 512-bit instruction word. */
@@ -274,6 +291,7 @@ static uint64_t get_bits(const uint8_t *w, int pos, int bits)
  * table, so the check of an instruction in range is a tight loop. */
 typedef struct {
     int nnum, naddr;
+    int n4; /* num[0..n4) are 4-byte fields, the rest 8-byte */
     uint16_t num[ISA_MAX_OPERANDS], addr[ISA_MAX_OPERANDS];
     /* v is in [lo, lo + span] exactly when (uint64)(v - lo) <= span: one
      * compare per operand, and no branch */
@@ -286,16 +304,18 @@ static void checks_init(void)
     for (int op = 0; op < ISA_NOPS; op++) {
         const isa_opinfo *info = &op_table[op];
         op_checks *c = &op_check[op];
-        for (int i = 0; i < info->noperands; i++) {
-            const isa_operand *o = &info->operands[i];
-            if (o->kind == ISA_K_ADDR)
-                c->addr[c->naddr++] = (uint16_t)o->offset;
-            else if (o->kind != ISA_K_F32) {
-                c->num[c->nnum] = (uint16_t)o->offset;
-                c->lo[c->nnum] = (uint64_t)range_lo[info->format][i];
-                c->span[c->nnum++] = (uint64_t)range_hi[info->format][i] - (uint64_t)range_lo[info->format][i];
+        for (size_t size = 4; size <= 8; size += 4) /* the 4-byte fields first */
+            for (int i = 0; i < info->noperands; i++) {
+                const isa_operand *o = &info->operands[i];
+                if (o->kind == ISA_K_ADDR && size == 8)
+                    c->addr[c->naddr++] = (uint16_t)o->offset;
+                else if (o->kind != ISA_K_ADDR && o->kind != ISA_K_F32 && o->size == size) {
+                    c->num[c->nnum] = (uint16_t)o->offset;
+                    c->lo[c->nnum] = (uint64_t)range_lo[info->format][i];
+                    c->span[c->nnum++] = (uint64_t)range_hi[info->format][i] - (uint64_t)range_lo[info->format][i];
+                    c->n4 += size == 4;
+                }
             }
-        }
     }
 }
 
@@ -310,7 +330,11 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
     }
     const op_checks *c = &op_check[in->op];
     int ok = 1;
-    for (int i = 0; i < c->nnum; i++) {
+    for (int i = 0; i < c->n4; i++) {
+        const uint64_t v = (uint64_t)(int64_t) * (const int32_t *)((const char *)in + c->num[i]);
+        ok &= v - c->lo[i] <= c->span[i];
+    }
+    for (int i = c->n4; i < c->nnum; i++) {
         const uint64_t v = *(const uint64_t *)((const char *)in + c->num[i]);
         ok &= v - c->lo[i] <= c->span[i];
     }
@@ -325,7 +349,7 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
         const isa_operand *o = &info->operands[i];
         if (o->kind == ISA_K_F32)
             continue;
-        if (o->kind == ISA_K_ADDR || *cfield_i64(in, o) < lo[i] || *cfield_i64(in, o) > hi[i])
+        if (o->kind == ISA_K_ADDR || field_get(in, o) < lo[i] || field_get(in, o) > hi[i])
             if (check_operand(in, o, err, errlen))
                 return -1;
     }
@@ -364,7 +388,7 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
             memcpy(&u, (const char *)in + o->offset, 4);
             put_bits(out, pos, 32, u);
         } else {
-            put_bits(out, pos, o->bits, (uint64_t)*cfield_i64(in, o));
+            put_bits(out, pos, o->bits, (uint64_t)field_get(in, o));
         }
         pos += o->bits;
     }
@@ -394,7 +418,7 @@ int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_
             uint64_t v = get_bits(in, pos, o->bits);
             if (o->kind == ISA_K_S && o->bits < 64 && (v >> (o->bits - 1)) & 1)
                 v |= ~0ull << o->bits;
-            *field_i64(out, o) = (int64_t)v;
+            field_set(out, o, (int64_t)v);
         }
         if (check_operand(out, o, err, errlen))
             return -1;
@@ -423,7 +447,7 @@ static int is_default(const isa_insn *in, const isa_operand *o)
         memcpy(&d, &df, 4);
         return u == d;
     }
-    return *cfield_i64(in, o) == o->def;
+    return field_get(in, o) == o->def;
 }
 
 void isa_format_insn(const isa_insn *in, char *buf, size_t len)
@@ -453,10 +477,10 @@ void isa_format_insn(const isa_insn *in, char *buf, size_t len)
             break;
         }
         case ISA_K_ENUM:
-            snprintf(v, sizeof v, "%s", o->names[*cfield_i64(in, o)]);
+            snprintf(v, sizeof v, "%s", o->names[field_get(in, o)]);
             break;
         case ISA_K_FLAGS: {
-            int64_t fl = *cfield_i64(in, o);
+            int64_t fl = field_get(in, o);
             v[0] = 0;
             for (int b = 0; o->names[b]; b++)
                 if (fl & (1ll << b)) {
@@ -467,7 +491,7 @@ void isa_format_insn(const isa_insn *in, char *buf, size_t len)
             break;
         }
         default:
-            snprintf(v, sizeof v, "%" PRId64, *cfield_i64(in, o));
+            snprintf(v, sizeof v, "%" PRId64, field_get(in, o));
         }
         n += (size_t)snprintf(buf + n, len - n, " %s=%s", o->name, v);
     }
@@ -535,7 +559,7 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
             isa_errf(err, len, "operand %s: unknown value '%s'", o->name, s);
             return -1;
         }
-        *field_i64(out, o) = i;
+        field_set(out, o, i);
         break;
     }
     case ISA_K_FLAGS: {
@@ -550,14 +574,19 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
             }
             fl |= 1ll << i;
         }
-        *field_i64(out, o) = fl;
+        field_set(out, o, fl);
         break;
     }
-    default:
-        if (isa_parse_int(s, field_i64(out, o))) {
+    default: {
+        int64_t v;
+        if (isa_parse_int(s, &v)) {
             isa_errf(err, len, "operand %s: '%s' is not an integer", o->name, s);
             return -1;
         }
+        if (check_value(o, v, err, len)) /* before a 4-byte field would wrap it */
+            return -1;
+        field_set(out, o, v);
+    }
     }
     return check_operand(out, o, err, len);
 }

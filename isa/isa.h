@@ -102,21 +102,27 @@ typedef struct {
 } isa_addr;
 
 /* A decoded instruction: one struct for every format; a format uses the
- * fields its table lists, the others keep their defaults. */
+ * fields its table lists, the others keep their defaults.  Operands of a
+ * few bits (no more than 8: c, u, t, tok, core, reg, flags, bm) are 32-bit
+ * fields, the rest 64-bit, wider than their encodings so that isa_check
+ * sees a value out of range instead of one wrapped: a compile holds tens
+ * of thousands of instructions, and every byte of one is page faults
+ * (isa_operand.size says which width). */
 typedef struct isa_insn {
     /* what the simulator's sequencer reads of every instruction it issues,
      * first, so that it spans two cache lines rather than three */
     int op;            /* isa_op */
-    int64_t tok;       /* token number */
+    int32_t tok;       /* token number */
     isa_addr d, a, b, p;
-    int64_t c;         /* corelet (PT, SFP) */
-    int64_t u;         /* unit (wait, sig): isa_unit */
-    int64_t t;         /* value type: isa_dtype_dev */
-    int64_t core;      /* destination core (ring) */
-    int64_t reg;       /* register (li, addi) */
+    int32_t c;         /* corelet (PT, SFP) */
+    int32_t u;         /* unit (wait, sig): isa_unit */
+    int32_t t;         /* value type: isa_dtype_dev */
+    int32_t core;      /* destination core (ring) */
+    int32_t reg;       /* register (li, addi) */
+    int32_t flags;     /* ISA_F_* */
+    int32_t bm;        /* isa_bmode */
+    float imm;         /* SFP scalar operand */
     int64_t val;       /* immediate (li, addi, loop count) */
-    int64_t flags;     /* ISA_F_* */
-    int64_t bm;        /* isa_bmode */
     int64_t run;       /* contiguous sticks per innermost DMA/ring step */
     int64_t n[ISA_MAX_LOOPS];  /* loop counts, innermost first */
     int64_t ds[ISA_MAX_LOOPS]; /* byte strides of d per loop level */
@@ -125,7 +131,6 @@ typedef struct isa_insn {
     int64_t ps;        /* PT: group stride of p */
     int64_t m, nn, k;  /* PT tile shape (nn is N) */
     int64_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather/scatter: rows */
-    float imm;         /* SFP scalar operand */
 } isa_insn;
 
 /* Formats: the operand list of each, in encoding order.
@@ -277,6 +282,7 @@ typedef struct {
     isa_kind kind;
     int bits;
     size_t offset;        /* of the field in isa_insn */
+    size_t size;          /* of the field: 4 or 8 bytes (F32 and the few-bit numbers 4, ADDR isa_addr) */
     int64_t def;          /* value when the assembler text omits it */
     int64_t min;          /* smallest legal value (unsigned and signed kinds) */
     const char *const *names; /* ENUM and FLAGS: NULL-terminated */
@@ -416,6 +422,7 @@ typedef struct {
 typedef struct {
     isa_insn *insns;
     size_t n, cap;
+    int mapped; /* insns is a mapping of its own (isa_stream_room's growth): free it with isa_stream_free */
 } isa_stream;
 
 /* A kernel: instructions [first, last] of one core's stream that belong to
@@ -454,10 +461,19 @@ isa_program *isa_program_new(int ncores);
 void isa_program_free(isa_program *p);
 /* Append an instruction to a core's stream (aborts on out of memory). */
 void isa_stream_push(isa_stream *s, const isa_insn *in);
+/* Give back a stream's memory (malloc'd or mapped) and empty it. */
+void isa_stream_free(isa_stream *s);
+/* isa_stream_room's slow path: s full, grown. */
+isa_insn *isa_stream_grow(isa_stream *s);
 /* Room for one more instruction at the end of s (aborts on out of
  * memory), not yet in it: a compiler builds the instruction there and
- * counts it (s->n++), instead of building it aside and copying it in. */
-isa_insn *isa_stream_room(isa_stream *s);
+ * counts it (s->n++), instead of building it aside and copying it in.
+ * Inline: a compile asks for every instruction it emits (a call each was
+ * 2.5% of BERT-base's). */
+static inline isa_insn *isa_stream_room(isa_stream *s)
+{
+    return s->n < s->cap ? &s->insns[s->n] : isa_stream_grow(s);
+}
 /* Add a tensor; computes bytes from shape and layout; returns its index. */
 int isa_program_add_tensor(isa_program *p, const char *name, isa_role role,
                            isa_host_dtype hdt, isa_dtype_dev ddt, int rank,

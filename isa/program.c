@@ -1,6 +1,7 @@
 /* program.c: the in-memory program (per-core streams, tensor table,
  * constants) shared by the assembler, the compiler, the ELF container,
  * the runtime and the simulator. */
+#define _GNU_SOURCE /* mremap */
 #include "isa.h"
 
 #include <assert.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 const char *const isa_role_names[] = {"input", "output", "weight", "scratch", NULL};
 const char *const isa_host_dtype_names[] = {"f32", "f16", "bf16", NULL};
@@ -43,7 +45,7 @@ void isa_program_free(isa_program *p)
     if (!p)
         return;
     for (int i = 0; i < p->ncores; i++)
-        free(p->cores[i].insns);
+        isa_stream_free(&p->cores[i]);
     free(p->cores);
     free(p->tensors);
     free(p->consts);
@@ -52,13 +54,57 @@ void isa_program_free(isa_program *p)
     free(p);
 }
 
-isa_insn *isa_stream_room(isa_stream *s)
+/* A stream's memory is a mapping of its own, which grows by mremap: the
+ * kernel moves its pages instead of copying them.  Doubling by realloc
+ * copied every core's stream at each step (a tenth of a BERT-base
+ * compile in a process that had compiled before; malloc's own mmap
+ * threshold climbs as large blocks are freed, and the streams then grew
+ * on the heap).  Under AddressSanitizer streams stay malloc'd, where it
+ * sees a write past their end. */
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
+#define STREAM_MAPPED 0
+#elif defined(__has_feature) /* clang (the fuzz targets) */
+#if __has_feature(address_sanitizer)
+#define STREAM_MAPPED 0
+#endif
+#endif
+#ifndef STREAM_MAPPED
+#define STREAM_MAPPED 1
+#endif
+
+isa_insn *isa_stream_grow(isa_stream *s)
 {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 64;
-        s->insns = xrealloc(s->insns, s->cap * sizeof *s->insns);
+    const size_t page = 4096, cap = s->cap ? s->cap * 2 : 64;
+    if (!STREAM_MAPPED) {
+        s->insns = xrealloc(s->insns, cap * sizeof *s->insns);
+        s->cap = cap;
+        return &s->insns[s->n];
     }
+    const size_t bytes = (cap * sizeof *s->insns + page - 1) / page * page; /* the last page holds instructions too */
+    void *m = s->mapped ? mremap(s->insns, s->cap * sizeof *s->insns, bytes, MREMAP_MAYMOVE)
+                        : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        fprintf(stderr, "spyre: out of memory\n");
+        abort();
+    }
+    if (!s->mapped) { /* a stream the ELF reader allocated, or an empty one */
+        if (s->n)
+            memcpy(m, s->insns, s->n * sizeof *s->insns);
+        free(s->insns);
+    }
+    s->insns = m;
+    s->mapped = 1;
+    s->cap = bytes / sizeof *s->insns;
     return &s->insns[s->n];
+}
+
+void isa_stream_free(isa_stream *s)
+{
+    if (s->mapped)
+        munmap(s->insns, s->cap * sizeof *s->insns);
+    else
+        free(s->insns);
+    *s = (isa_stream){0};
 }
 
 void isa_stream_push(isa_stream *s, const isa_insn *in)

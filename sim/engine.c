@@ -551,7 +551,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
         const int32_t tok = e->tok;
         if (tok >= s->cfg.tokens)
-            return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", e->in->tok,
+            return sim_faultf(s, c->id, u, e->index, "token %" PRId64 " does not exist (the chip has %d)", (int64_t)e->in->tok,
                               s->cfg.tokens);
         if (e->op == ISA_OP_WAIT) {
             if (c->tokens[tok] == 0) {
@@ -650,7 +650,7 @@ static void report_deadlock(sim *s)
             const sim_slot *e = &c->units[u].q[c->units[u].head];
             n += (size_t)snprintf(buf + n, sizeof buf - n,
                                   " core %d %s #%ld waits on token %" PRId64 " (0, never signalled);", i,
-                                  isa_unit_names[u], e->index, e->in->tok);
+                                  isa_unit_names[u], e->index, (int64_t)e->in->tok);
             if (first_core < 0) {
                 first_core = i;
                 first_unit = u;

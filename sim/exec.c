@@ -287,9 +287,9 @@ static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
     const isa_insn *in = e->in;
     if (in->core >= s->cfg.cores)
         return sim_faultf(s, c->id, u, e->index, "%s: core %" PRId64 " does not exist (the chip has %d)",
-                          isa_info(in->op)->mnemonic, in->core, s->cfg.cores);
+                          isa_info(in->op)->mnemonic, (int64_t)in->core, s->cfg.cores);
     if (in->tok != ISA_TOK_NONE && in->tok >= s->cfg.tokens)
-        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, in->tok);
+        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, (int64_t)in->tok);
     sim_core *dst = &s->cores[in->core];
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
     span ds = extent(e->d, 2, in->n, in->ds, run);

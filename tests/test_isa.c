@@ -14,9 +14,11 @@
 
 /* ---- helpers ---- */
 
-static int64_t *field(isa_insn *in, const isa_operand *o)
+/* Set number operand o's field (4 or 8 bytes: o->size) to v. */
+static void set_field(isa_insn *in, const isa_operand *o, int64_t v)
 {
-    return (int64_t *)((char *)in + o->offset);
+    const int32_t w = (int32_t)v;
+    memcpy((char *)in + o->offset, o->size == 4 ? (const void *)&w : (const void *)&v, o->size);
 }
 
 static int addr_eq(isa_addr x, isa_addr y)
@@ -54,11 +56,11 @@ static void fill_nondefault(isa_insn *in, int op)
             int64_t v = o->min + 1 + (int64_t)(i * 37) % span;
             if (v == o->def)
                 v = v < max ? v + 1 : v - 1;
-            *field(in, o) = v;
+            set_field(in, o, v);
             break;
         }
         case ISA_K_S:
-            *field(in, o) = -(int64_t)(1000 * i + 123); /* negative: the sign must survive */
+            set_field(in, o, -(int64_t)(1000 * i + 123)); /* negative: the sign must survive */
             break;
         case ISA_K_ADDR: {
             isa_addr *a = (isa_addr *)((char *)in + o->offset);
@@ -70,10 +72,10 @@ static void fill_nondefault(isa_insn *in, int op)
             *(float *)((char *)in + o->offset) = 1.5f + (float)i;
             break;
         case ISA_K_ENUM:
-            *field(in, o) = isa_name_count(o->names) - 1;
+            set_field(in, o, isa_name_count(o->names) - 1);
             break;
         case ISA_K_FLAGS:
-            *field(in, o) = (1 << isa_name_count(o->names)) - 1;
+            set_field(in, o, (1 << isa_name_count(o->names)) - 1);
             break;
         }
     }
@@ -311,6 +313,49 @@ static void test_parse_errors_name_the_problem(void)
     CU_ASSERT_EQUAL(isa_parse_insn("sfp.add bm=wide", &in, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "wide"));
     CU_ASSERT_EQUAL(isa_parse_insn("wait u=dmai t", &in, err, sizeof err), -1);
+}
+
+/* The few-bit operands are 32-bit fields: a text value past 32 bits is
+ * refused by its range, not wrapped into it (2^32 + 1 would wrap to 1). */
+static void test_parse_refuses_a_value_a_32_bit_field_would_wrap(void)
+{
+    isa_insn in;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(sizeof in.tok, 4);
+    CU_ASSERT_EQUAL(isa_parse_insn("sig u=dmai t=4294967297", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range"));
+    CU_ASSERT_EQUAL(isa_parse_insn("ring.send core=4294967298", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "core"));
+    CU_ASSERT_EQUAL(isa_parse_insn("sig u=dmai t=255", &in, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(in.tok, 255);
+}
+
+/* A stream grows through many remappings (isa_stream_grow) with every
+ * instruction where it was put, including one the ELF reader would have
+ * allocated exactly (a malloc'd start), and isa_stream_free empties it. */
+static void test_a_growing_stream_keeps_its_instructions(void)
+{
+    isa_stream s = {0};
+    s.insns = malloc(3 * sizeof *s.insns);
+    s.cap = 3;
+    const long n = 20000;
+    for (long i = 0; i < n; i++) {
+        isa_insn *in = isa_stream_room(&s);
+        isa_insn_init(in, ISA_OP_LI);
+        in->reg = 1 + (int)(i % 15);
+        in->val = i * 7;
+        s.n++;
+    }
+    CU_ASSERT_EQUAL(s.n, (size_t)n);
+    CU_ASSERT(s.cap >= s.n);
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += s.insns[i].op != ISA_OP_LI || s.insns[i].val != i * 7 || s.insns[i].reg != 1 + (int)(i % 15);
+    CU_ASSERT_EQUAL(bad, 0);
+    isa_stream_free(&s);
+    CU_ASSERT_PTR_NULL(s.insns);
+    CU_ASSERT_EQUAL(s.n, 0);
+    CU_ASSERT_EQUAL(s.cap, 0);
 }
 
 static void test_parse_reads_addresses_flags_and_enums(void)
@@ -856,6 +901,8 @@ int main(void)
         {"the address check names a bad address and ignores other operands",
          test_address_check_names_a_bad_address_and_ignores_other_operands},
         {"parse errors name the problem", test_parse_errors_name_the_problem},
+        {"parse refuses a value a 32-bit field would wrap", test_parse_refuses_a_value_a_32_bit_field_would_wrap},
+        {"a growing stream keeps its instructions", test_a_growing_stream_keeps_its_instructions},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},

@@ -878,7 +878,7 @@ static void cg_walk_end(cg_walk *w)
 {
     for (int core = 0; core < w->c->cfg->cores; core++) {
         w->c->em[core].hooks = NULL; /* the update kernels after these roll in the reroll pass */
-        free(w->pool[core].insns);
+        isa_stream_free(&w->pool[core]);
     }
     free(w->from);
     free(w->busy);

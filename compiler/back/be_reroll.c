@@ -119,14 +119,15 @@ typedef struct {
     long cap;           /* of shape and off */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
     long *first;        /* tmpl_fits, per shape: the kernel's last instruction of it so far, -1 none */
-    uint64_t *keys;     /* tmpl_fits: the kernel's shapes' keys */
-    long dcap;          /* of delta, first and keys */
+    long dcap;          /* of delta and first */
+    rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
+    long kcap;          /* its slots, a power of 2 */
 } rr_tmpl;
 
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
  * touched anew, page fault by page fault (a kernel is up to some 14,000
- * instructions per core of 328 bytes each). */
+ * instructions per core of 288 bytes each). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
@@ -194,16 +195,16 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
 
 /* Per op, looked up in the ISA table once per process (the pass asks for
  * every instruction, several times): its address operands in format order
- * (k indexes st), and its other fields in format order, each an int64 or
- * (f32) a float. */
+ * (k indexes st), and its other fields in format order: an int64, an
+ * int32 or (f32) a float (isa_operand.size). */
 #define RR_NFIELDS 32
 typedef struct {
     int naddr, nfields;
     int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
     const isa_operand *addr[RR_NADDR];
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
-    unsigned char f32[RR_NFIELDS];
-    int ni, nf;                   /* insn_same's: the int64 fields' offsets, then the floats' */
+    unsigned char f32[RR_NFIELDS], i32[RR_NFIELDS];
+    int ni, nf;                   /* insn_same's: the 8-byte fields' offsets, then the 4-byte ones' */
     uint16_t i64[RR_NFIELDS], fl[RR_NFIELDS];
 } rr_opfields;
 
@@ -228,8 +229,9 @@ static void fields_init(void)
             }
             assert(f->nfields < RR_NFIELDS);
             f->field[f->nfields] = (uint16_t)x->offset;
+            f->i32[f->nfields] = x->kind != ISA_K_F32 && x->size == 4;
             f->f32[f->nfields++] = x->kind == ISA_K_F32;
-            if (x->kind == ISA_K_F32)
+            if (x->size == 4)
                 f->fl[f->nf++] = (uint16_t)x->offset;
             else
                 f->i64[f->ni++] = (uint16_t)x->offset;
@@ -255,7 +257,7 @@ static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
     return op_addrs(in->op, out);
 }
 
-/* A field of an instruction as a number: an int64, or a float's bits. */
+/* A field of an instruction as a number: an int64 or int32, or a float's bits. */
 static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
 {
     const char *p = (const char *)in + f->field[i];
@@ -264,6 +266,8 @@ static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
         memcpy(&u, p, sizeof u);
         return u;
     }
+    if (f->i32[i])
+        return (uint64_t)(int64_t) * (const int32_t *)p;
     return (uint64_t) * (const int64_t *)p;
 }
 
@@ -277,7 +281,7 @@ static int insn_same(const isa_insn *x, const isa_insn *y)
     int64_t diff = 0;
     for (int i = 0; i < f->ni; i++)
         diff |= *(const int64_t *)(p + f->i64[i]) ^ *(const int64_t *)(q + f->i64[i]);
-    for (int i = 0; i < f->nf; i++) { /* the bits, as insn_key hashes them */
+    for (int i = 0; i < f->nf; i++) { /* the bits (a float's as insn_key hashes them) */
         uint32_t u, v;
         memcpy(&u, p + f->fl[i], sizeof u);
         memcpy(&v, q + f->fl[i], sizeof v);
@@ -772,7 +776,7 @@ static inline int64_t ent_off(const rr_out *o, const rr_ent *x, int k)
 }
 
 /* The next instruction of the new stream, built in place (an
- * instruction is 328 bytes: no copy made aside), then counted in by
+ * instruction is 288 bytes: no copy made aside), then counted in by
  * commit: an operand out of its field (an offset or a register value the
  * pass got wrong) is an internal error. */
 static isa_insn *room(rr_out *o, int op)
@@ -1086,10 +1090,32 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     return 1;
 }
 
-static int by_key(const void *a, const void *b)
+/* Do the kernel's nsh shapes (their first instructions s[t->first[q]])
+ * have distinct keys?  Looked up in a table (sorting the keys was 1% of
+ * BERT-base's compile). */
+static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
 {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    long cap = 16;
+    while (cap < 2 * nsh)
+        cap *= 2;
+    if (cap > t->kcap) {
+        free(t->keys);
+        t->kcap = cap;
+        t->keys = malloc((size_t)cap * sizeof *t->keys);
+        if (!t->keys)
+            abort();
+    }
+    for (long q = 0; q < cap; q++)
+        t->keys[q].shape = -1;
+    for (long q = 0; q < nsh; q++) {
+        const uint64_t key = insn_key(&s[t->first[q]]);
+        long slot = (long)(key & (uint64_t)(cap - 1));
+        for (; t->keys[slot].shape >= 0; slot = (slot + 1) & (cap - 1))
+            if (t->keys[slot].key == key)
+                return 0;
+        t->keys[slot] = (rr_slot){key, (int)q};
+    }
+    return 1;
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
@@ -1106,12 +1132,10 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     if (nsh > t->dcap) {
         free(t->delta);
         free(t->first);
-        free(t->keys);
         t->dcap = 2 * nsh;
         t->delta = malloc((size_t)t->dcap * sizeof *t->delta);
         t->first = malloc((size_t)t->dcap * sizeof *t->first);
-        t->keys = malloc((size_t)t->dcap * sizeof *t->keys);
-        if (!t->delta || !t->first || !t->keys)
+        if (!t->delta || !t->first)
             abort();
     }
     for (long q = 0; q < nsh; q++)
@@ -1133,13 +1157,7 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         t->first[sh] = j;
     }
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    for (long q = 0; q < nsh; q++)
-        t->keys[q] = insn_key(&s[t->first[q]]);
-    qsort(t->keys, (size_t)nsh, sizeof *t->keys, by_key);
-    for (long q = 1; q < nsh; q++)
-        if (t->keys[q] == t->keys[q - 1])
-            return 0;
-    return 1;
+    return keys_distinct(t, s, nsh);
 }
 
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
@@ -1194,7 +1212,7 @@ static void scratch_free(rr_scratch *sc)
     free(sc->e.v);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
-    free(sc->rolled.insns);
+    isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         free(sc->t[q].shop);
         free(sc->t[q].shape);
@@ -1257,7 +1275,7 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
     const long from = (long)rr->done[core];
     if (neu->cap < old->n - (size_t)from + 1) { /* rolling makes no more, as a rule */
-        free(neu->insns);
+        isa_stream_free(neu);
         neu->cap = old->n - (size_t)from + 1;
         neu->insns = malloc(neu->cap * sizeof *neu->insns);
         if (!neu->insns)
@@ -1350,7 +1368,7 @@ void cc_roll_streams(isa_program *prog)
         rr_scratch sc = {0};
         rr_out o = {.s = &neu, .ks = &st, .sc = &sc};
         roll_kernel(&o, old->insns, (long)old->n);
-        free(old->insns);
+        isa_stream_free(old);
         *old = neu;
         scratch_free(&sc);
     }

@@ -468,7 +468,8 @@ static double rk_stage_shared(const rk_plan *k, int64_t cores, int64_t rt, int64
 
 /* Does load L read a tensor an earlier kernel keeps in LX (as the LX
  * plan has it, or while it tiles the kernels, could have it)?  Does
- * node i's result stay in LX only, not also go to DRAM? */
+ * node i's result stay in LX only, not also go to DRAM (as the plan has
+ * it, or in workdiv's second round could have it: be_res_may_keep)? */
 static int rk_from_lx(const rk_plan *k, const rk_load *L)
 {
     const int buf = k->c->p->A.e[L->e].buf;
@@ -479,7 +480,7 @@ static int rk_from_lx(const rk_plan *k, const rk_load *L)
 static int rk_to_lx_only(const rk_plan *k, int i)
 {
     const int buf = k->c->p->nodes[k->nodes[i].node].out;
-    return !k->nodes[i].staged && be_res_writes(k->c, buf, k->pos) && !k->c->res[buf].dram;
+    return !k->nodes[i].staged && be_res_may_keep(k->c, buf, k->pos);
 }
 
 /* The choices (c->waits 0) count one DMA per staged group, not the
@@ -623,7 +624,13 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
         if (k->nodes[i].dram) {
             out += k->nodes[i].staged ? k->G * rk_dma(c, (double)R)
                                       : rk_dma_view(c, k, ISA_OP_DMA_ST, &k->nodes[i].sv, R, k->nodes[i].cls == BE_V_TILE ? k->G : 1);
-            const double ob = c->waits && rk_to_lx_only(k, i) ? 0 : part * sb;
+            /* a result kept only in LX writes no DRAM, in the choices too,
+             * as a product's (mm_plan.lxonly): priced as written, the
+             * DRAM term held serve_tiny's prefill_c192 softmax, whose
+             * probabilities go to PV by ring exchange, on 16 cores (4,184
+             * against 4,094 on 32; not kept, 4,184 and 3,576, simulated
+             * 5,019 and 4,177) */
+            const double ob = rk_to_lx_only(k, i) ? 0 : part * sb;
             bytes += ob;
             stored += ob;
         }
