@@ -805,35 +805,6 @@ static int64_t rows_past_floor(be_ctx *c, rk_plan *k, int64_t best, int64_t cap,
     return best;
 }
 
-/* Among the counts up to `most` whose estimate ties the best's (within
- * ROWS_MORE_CORES), the one the estimate with the DRAM's waits priced
- * finds lower by as much (not for per-column values nor gathers, as
- * rows_past_floor): serve_tiny's prefill RoPE, k5_mul_neg_cat over 256
- * rows of one stick, took 13 cores where 32 were 3.3% lower with the
- * waits and the layer 3.6% faster over 7 refresh phases. */
-static int64_t rows_ties(be_ctx *c, rk_plan *k, int64_t best, double best_cost, int64_t most)
-{
-    if (k->sfp.insns < 1) /* a copy, its SFP work a staged restickify (prefill_c64's transposed
-                              heads, k15: 671 cycles on 3 cores, 771 on 8, 4.2% lower estimated) */
-        return best;
-    for (int i = 0; i < k->nl; i++)
-        if (k->loads[i].cls == BE_V_COL || k->loads[i].gather)
-            return best;
-    const double tie = best_cost / ROWS_MORE_CORES;
-    double wait_cost = rows_cost_waits(c, k, best);
-    int64_t pick = best;
-    for (int64_t n = best + 1; n <= most; n++) {
-        if (rows_cost(c, k, n) > tie)
-            continue;
-        const double e = rows_cost_waits(c, k, n);
-        if (e < ROWS_MORE_CORES * wait_cost) {
-            pick = n;
-            wait_cost = e;
-        }
-    }
-    return pick;
-}
-
 /* The core count with the lowest estimate (ties: fewer cores; with a
  * staged load of more sticks than one core's LX holds, more: its chunks
  * read short runs of sticks spread over the buffer, which one core's DMA
@@ -861,9 +832,7 @@ static int rows_cores(be_ctx *c, rk_plan *k)
         }
     }
     /* the floor held the choice back only if the estimate still fell there */
-    if (best == most && most < all)
-        return (int)rows_past_floor(c, k, best, most, all);
-    return (int)rows_ties(c, k, best, best_cost, most);
+    return (int)(best == most && most < all ? rows_past_floor(c, k, best, most, all) : best);
 }
 
 /* The flat index of buffer element read by staged load x at row `row`
