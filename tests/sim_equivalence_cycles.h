@@ -84,31 +84,40 @@
  * DRAM in the choices): the changed rows recorded again from this
  * simulator, decoder_small on spyre the same cycles (its q scalings on 8
  * cores, kept in LX for QK^T), transformer_small on spyre 69,006 ->
- * 68,273. */
+ * 68,273.
+ * Branch smallmm (a grid of one block a core priced in series against the
+ * grids over the ring, whose way in counts half a column): small products
+ * on spyre-4core take 2x2r, and the changed rows were recorded again
+ * (cycles with values: bert_handwritten_small 11,514 -> 11,148,
+ * decoder_small 20,303 -> 19,937, encoder_small 13,015 -> 12,613,
+ * gpt2_small_block_tiny 12,979 -> 12,613, mlp 3,458 -> 3,062,
+ * transformer_small 69,302 -> 68,640, llama_gen/prefill 32,945 -> 33,094
+ * (timing only 33,507 -> 33,016), gpt2_gen/prefill 25,682 -> 26,071,
+ * llama_tiny the same; on spyre gpt2_small_block_tiny the same cycles). */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
-{"bert_handwritten_small", "spyre-4core", 0xcfc870590ef8301eull, 11514.375, 11514.375},
+{"bert_handwritten_small", "spyre-4core", 0xdef120ffcf3a3c72ull, 11148.1875, 11148.1875},
 {"gpt2_gen/prefill", "spyre", 0x529706217b31e344ull, 26913.012499999997, 25620.75},
-{"gpt2_gen/prefill", "spyre-4core", 0x0550d615eb55b1f8ull, 25682.4375, 25254.5625},
+{"gpt2_gen/prefill", "spyre-4core", 0x03be246b84c70710ull, 26070.699999999997, 25620.75},
 {"gpt2_gen/decode", "spyre", 0x23ad6e84088e4b62ull, 32824.137500000004, 32813.25},
 {"gpt2_gen/decode", "spyre-4core", 0x915cd964e7ca5422ull, 32824.137500000004, 32813.25},
 {"llama_gen/prefill", "spyre", 0x3a39c3129a6eb262ull, 32944.5, 33506.8125},
-{"llama_gen/prefill", "spyre-4core", 0xf3b6123ce9789df4ull, 32944.5, 33506.8125},
+{"llama_gen/prefill", "spyre-4core", 0x778559c97765b4cfull, 33093.625, 33015.75},
 {"llama_gen/decode", "spyre", 0x0303077216c997fbull, 30759.700000000004, 30699.700000000004},
 {"llama_gen/decode", "spyre-4core", 0x442d1293aa34797full, 30759.700000000004, 30699.700000000004},
-{"gpt2_small_block_tiny", "spyre", 0xa08a36d64430a971ull, 12979.125, 12979.125},
-{"gpt2_small_block_tiny", "spyre-4core", 0x159eb1270f872e15ull, 12979.125, 12979.125},
+{"gpt2_small_block_tiny", "spyre", 0x9b68904798b99159ull, 12979.125, 12979.125},
+{"gpt2_small_block_tiny", "spyre-4core", 0xd61b208b92b04592ull, 12612.9375, 12612.9375},
 {"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
-{"encoder_small", "spyre-4core", 0x79798c3a61a73d08ull, 13015.4375, 13015.4375},
+{"encoder_small", "spyre-4core", 0xf2c5f34bbd7cfb9aull, 12612.9375, 12612.9375},
 {"mlp", "spyre", 0x2c86f3245bd09860ull, 3458.25, 3458.25},
-{"mlp", "spyre-4core", 0x2bf3844d7cae4460ull, 3458.25, 3458.25},
+{"mlp", "spyre-4core", 0xcadfa58169634253ull, 3062.0625, 3062.0625},
 {"llama_tiny", "spyre", 0xa82094a2693c43f0ull, 15542.4375, 15542.4375},
-{"llama_tiny", "spyre-4core", 0x926b455664bf7539ull, 17007.1875, 17007.1875},
+{"llama_tiny", "spyre-4core", 0xf0447f70cdd0b61aull, 17007.1875, 17007.1875},
 {"decoder_small", "spyre", 0x6f0b885fe222fbf7ull, 19936.6875, 19936.6875},
-{"decoder_small", "spyre-4core", 0x37e945457aa0a067ull, 20302.875, 20302.875},
+{"decoder_small", "spyre-4core", 0x99734b39d94e0178ull, 19936.6875, 19936.6875},
 {"embed_small", "spyre", 0x625eca7f4de6be3aull, 1261.125, 1261.125},
 {"embed_small", "spyre-4core", 0x31b0bfb7e883d83aull, 1261.125, 1261.125},
 {"transformer_small", "spyre", 0x69099d989c838f91ull, 68273.4375, 68273.4375},
-{"transformer_small", "spyre-4core", 0xb7ab99b68e29f4e8ull, 69302.024999999994, 69302.024999999994},
+{"transformer_small", "spyre-4core", 0x163f4d233949cf7aull, 68639.625, 68639.625},
 {"gemm 1024", "spyre", 0x6412875f9bc2f8c7ull, 68768.000000000015, 68768.000000000015},
 {"gemm 1024", "spyre-4core", 0x9d523ba7dc5ccef1ull, 455633.625, 455633.625},
 {"softmax 512 1024", "spyre", 0xea410e778fb35d3bull, 22910, 22910},

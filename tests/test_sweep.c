@@ -201,11 +201,11 @@ static void test_a_batch_split_default_is_a_variant(void)
 }
 
 /* --autotune keeps only choices that beat the defaults and checks them
- * together (on mlp over the default 7 refresh phases the defaults are
- * already the best: the file has no choice; at phase 0 alone, since its
- * second product splits K, a grid over the ring for the first wins by
- * where a refresh falls, 3,458 -> 3,062 cycles); --tuning applies
- * matching lines and ignores the others. */
+ * together: on mlp over the default 7 refresh phases the first product's
+ * default, the grid over the ring (2x2r: its one block a core on 1x4
+ * priced in series loses to it, as at phase 0, 3,062 cycles against
+ * 3,458), is 6 cycles behind 1x4 (3,168 against 3,162): the file has that
+ * one choice; --tuning applies matching lines and ignores the others. */
 static void test_autotune(void)
 {
     char dir[1024], tune[1024], args[4096];
@@ -213,7 +213,7 @@ static void test_autotune(void)
     tu_tmpfile("-tune.txt", tune, sizeof tune);
     snprintf(args, sizeof args, "--autotune %s", tune);
     CU_ASSERT_EQUAL_FATAL(sweep(dir, args), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "autotune: 0 choices"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "autotune: 1 choice in"));
     size_t len = strlen(out);
     while (len && out[len - 1] == '\n')
         out[--len] = 0;
@@ -228,12 +228,16 @@ static void test_autotune(void)
     char line[256];
     int tunes = 0;
     while (fgets(line, sizeof line, f))
-        tunes += !strncmp(line, "tune ", 5);
+        if (!strncmp(line, "tune ", 5)) {
+            tunes++;
+            CU_ASSERT_STRING_EQUAL(line, "tune mlp spyre-4core k0_addmm_gelu 1x4\n");
+        }
     fclose(f);
-    CU_ASSERT_EQUAL(tunes, 0);
+    CU_ASSERT_EQUAL(tunes, 1);
     /* applied: a matching line forces its kernel; lines for another graph
-     * or a kernel the graph does not have are ignored */
-    f = fopen(tune, "a");
+     * or a kernel the graph does not have are ignored (a file of its own:
+     * the autotuned line names k0_addmm_gelu too) */
+    f = fopen(tune, "w");
     fprintf(f, "tune mlp spyre-4core k0_addmm_gelu 1x2\ntune other_graph spyre-4core k0_addmm_gelu 4x1\n"
                "tune mlp spyre-4core k5_gone 2\n");
     /* a comment longer than any line buffer: whole, never a second line */
@@ -399,7 +403,9 @@ static void test_cycles_are_the_mean_over_refresh_phases(void)
             first = k ? first : c;
             differ |= c != first;
         }
-        CU_ASSERT_DOUBLE_EQUAL(cycles, round(sum / 3), 0);
+        /* (the statistics file's cycles are whole, each rounded from the
+         * run's: their mean may round one cycle off the sweep's) */
+        CU_ASSERT_DOUBLE_EQUAL(cycles, round(sum / 3), 1);
         CU_ASSERT_DOUBLE_EQUAL(kcycles, spans / 3, 1); /* the statistics file's whole cycles */
         checked++;
     }

@@ -439,13 +439,49 @@ static inline void mm_in_bytes(const mm_plan *m, const mm_grid_est *G, int64_t n
 
 /* mm_estimate's terms but the PT's, for blocks of MB rows of which the
  * tile has nbm (tl's NBS, KC and nch): the first chunk's way in (fill),
- * the staging before the blocks (stage), the slowest of the DMA, DRAM,
- * SFP and chunk round-trip terms (c) and split-K's reduction; sets
- * tl->bytes. */
+ * with m->ends the ends in series (head, tail: mm_ends), the staging
+ * before the blocks (stage), the slowest of the DMA, DRAM, SFP and chunk
+ * round-trip terms (c) and split-K's reduction; sets tl->bytes. */
 typedef struct {
-    double fill, stage, c, reduce;
+    double fill, head, tail, stage, c, reduce;
+    double serial_core, serial_chip; /* bytes the ends move (one core's, the grid's) */
     int64_t blocks, chunks;
 } mm_terms;
+
+/* The ends of a core's blocks that nothing overlaps (tl's blocks, of
+ * which the core runs n over its batch indices), for m->ends: the first
+ * block's epilogue operands come in before its first chunk (dmai signals
+ * them loaded, so waits for them, before it issues the chunk's loads);
+ * then the first chunk, every core's at once (at the slower of the ring
+ * stop and the DRAM's rate over the grid's bytes); the last block's
+ * epilogue and stores follow its last product.  With one block a core
+ * these are in series with the PT: on serve_tiny's prefill,
+ * k17_silu_mm_mul on 1x3 (one 64-row block a core) loaded its 8 KB
+ * epilogue tile in 614 cycles, then A and B (16 KB a core, 1,127), then
+ * ran the PT (357), the epilogue (280) and the store, 2,705 cycles over 7
+ * refresh phases against 1,092 estimated as a pipeline of blocks.  The
+ * bytes they move leave the DRAM terms (serial_core, serial_chip).
+ * e and o: the epilogue's loads and the results, per core and over the
+ * grid; ab: the operands' bytes in (per core, the grid). */
+typedef struct {
+    double e_core, e_chip, o_core, o_chip, ab_core, ab_chip, slot, sfp;
+} mm_end_bytes;
+
+static void mm_ends(const mm_plan *m, const mm_grid_est *G, double n, double chunks, const mm_end_bytes *B,
+                    mm_terms *T)
+{
+    const cc_target *t = &m->c->t;
+    const double e_blk = B->e_core / n, o_blk = B->o_core / n, rate = t->dma_bytes_per_cycle;
+    const double dram = t->dram_bytes_per_cycle > 0 ? t->dram_bytes_per_cycle : DBL_MAX;
+    T->head = m->ep.nl > 0 ? (double)m->ep.nl * t->dma_insn_cycles + e_blk / rate +
+                                 cc_dram_wait(t, e_blk * G->cores, e_blk / rate)
+                           : 0;
+    const double first = B->ab_chip / chunks, in = B->slot / rate > first / dram ? B->slot / rate : first / dram;
+    T->fill = t->dma_insn_cycles + in + (G->w_core > 0 ? 0 : cc_dram_wait(t, B->slot * G->cores, in));
+    T->tail = B->sfp / n + (o_blk > 0 ? o_blk / rate + t->dma_insn_cycles : 0);
+    T->serial_core = e_blk + B->ab_core / chunks;
+    T->serial_chip = B->e_chip / n + first + B->o_chip / n;
+}
 
 static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t MB, mm_tiling *tl, mm_terms *T)
 {
@@ -464,50 +500,62 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
         e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
                                                                                          : gn * nbn * m->M);
     }
-    double dmai = (a_core + b_core + e_core) / t->dma_bytes_per_cycle +
-                  nbc * (double)(2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
-    /* a core's reads stream at most at a share of the chip's DRAM rate */
-    const double stream = t->dram_bytes_per_cycle > 0
-                              ? ((G->a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core) + e_core) /
-                                    (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
-                              : 0;
-    double dmao = o_core / t->dma_bytes_per_cycle + nbc * (double)blocks * t->dma_insn_cycles;
-    double sfp = nbc * (double)blocks * (double)m->ep.nexpr * (double)(tl->NBS * MB) * 0.5;
+    const double nblk = nbc * (double)blocks, sfp = nblk * (double)m->ep.nexpr * (double)(tl->NBS * MB) * 0.5;
+    const double reads = (G->a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core);
+    const double slot = (double)mm_abslot_bytes(m, MB, tl->NBS, tl->KC);
     tl->bytes = a_chip + b_chip + e_chip + o_chip + w_chip;
-    double dram = t->dram_bytes_per_cycle > 0 ? tl->bytes / t->dram_bytes_per_cycle : 0;
+    /* the first chunk's way in, and its DRAM wait unless staging waited
+     * (on the channels the grid's first chunks span: mm_stage_cycles) */
+    *T = (mm_terms){.fill = slot / t->dma_bytes_per_cycle + t->dma_insn_cycles +
+                            (!m->c->waits || w_core > 0 ? 0
+                                                        : cc_dram_wait(t, slot * (double)(gm * gn * m->gb),
+                                                                       slot / t->dma_bytes_per_cycle)),
+                    .stage = G->stage, .blocks = blocks, .chunks = chunks};
+    /* the ends in series (mm_ends): the first block's epilogue operands
+     * and the last block's epilogue and stores leave the totals below */
+    const double last = m->ends ? 1 / nblk : 0;
+    if (m->ends)
+        mm_ends(m, G, nblk, nbc * (double)chunks,
+                &(mm_end_bytes){e_core, e_chip, o_core, o_chip, reads, a_chip + b_chip, slot, sfp}, T);
+    double dmai = (a_core + b_core + e_core - T->serial_core) / t->dma_bytes_per_cycle +
+                  (nbc * (double)(2 * chunks + blocks * m->ep.nl) - (m->ends ? (double)m->ep.nl + 2 : 0)) *
+                      t->dma_insn_cycles;
+    /* a core's reads stream at most at a share of the chip's DRAM rate */
+    const double stream = t->dram_bytes_per_cycle > 0 ? (reads + e_core - T->serial_core) /
+                                                            (MM_CORE_DRAM_SHARE * t->dram_bytes_per_cycle)
+                                                      : 0;
+    double dmao = o_core * (1 - last) / t->dma_bytes_per_cycle + (nblk - (m->ends ? 1 : 0)) * t->dma_insn_cycles;
+    double dram = t->dram_bytes_per_cycle > 0 ? (tl->bytes - T->serial_chip) / t->dram_bytes_per_cycle : 0;
     /* split-K: the fp32 partial sums reduced along the chain of K parts, then converted */
     /* (per step of the chain a ready message and the ring.red, each a
      * transfer's fixed cost, with the hand-offs; then two sfp.cvt) */
-    double reduce = m->gk > 1 ? (double)(m->gk - 1) * (2 * t->dma_insn_cycles + 4 * t->sync_cycles +
-                                                       (double)mm_p_bytes(m, MB, tl->NBS, tl->KC) /
-                                                           (double)t->cfg->ring_bytes_per_cycle) +
-                                    2 * (t->cfg->sfp_issue_cycles + (double)(tl->NBS * MB))
-                              : 0;
-    /* the first chunk's way in, and its DRAM wait unless staging waited
-     * (on the channels the grid's first chunks span: mm_stage_cycles) */
-    const double slot = (double)mm_abslot_bytes(m, MB, tl->NBS, tl->KC);
-    double fill = slot / t->dma_bytes_per_cycle + t->dma_insn_cycles +
-                  (!m->c->waits || w_core > 0 ? 0 : cc_dram_wait(t, slot * (double)(gm * gn * m->gb), slot / t->dma_bytes_per_cycle));
+    T->reduce = m->gk > 1 ? (double)(m->gk - 1) * (2 * t->dma_insn_cycles + 4 * t->sync_cycles +
+                                                   (double)mm_p_bytes(m, MB, tl->NBS, tl->KC) /
+                                                       (double)t->cfg->ring_bytes_per_cycle) +
+                                2 * (t->cfg->sfp_issue_cycles + (double)(tl->NBS * MB))
+                          : 0;
     /* each K chunk's operands from DRAM (not staged whole once, nor read
      * from LX) are loaded while the PT works on the one before (two
      * slots), so a chunk takes at least their round trip: the loads'
      * issue, their bytes at the slower of the ring's and the DRAM's rate,
-     * and the DRAM's wait (row latency, refresh) */
+     * and the DRAM's wait (row latency, refresh); with the ends priced,
+     * but the first chunk's when the fill waited for it (not after
+     * staging: Llama decode's 1 x 64 x 64 products, A staged whole, then
+     * estimated 571 cycles against 1,071) */
     const int a_chunked = a_core > 0 && !m->alx && !m->ahd, b_chunked = b_core > 0 && !m->bhd;
-    const double trips = m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks : 0;
-    const double per_chunk = trips > 0 ? ((a_chunked ? a_core : 0) + (b_chunked ? b_core : 0)) / trips : 0;
+    const double trips =
+        m->c->waits && (a_chunked || b_chunked) ? nbc * (double)chunks - (m->ends && w_core <= 0 ? 1 : 0) : 0;
+    const double per_chunk = ((a_chunked ? a_core : 0) + (b_chunked ? b_core : 0)) / (nbc * (double)chunks);
     const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle < t->dma_bytes_per_cycle
                             ? t->dram_bytes_per_cycle
                             : t->dma_bytes_per_cycle;
-    const double trip = trips * ((a_chunked + b_chunked) * t->dma_insn_cycles + per_chunk / rate +
-                                 cc_dram_wait(t, per_chunk, per_chunk / rate));
-    double c = trip;
+    double c = trips * ((a_chunked + b_chunked) * t->dma_insn_cycles + per_chunk / rate +
+                        cc_dram_wait(t, per_chunk, per_chunk / rate));
     c = c > dmai ? c : dmai;
     c = c > dmao ? c : dmao;
-    c = c > sfp ? c : sfp;
+    c = c > sfp * (1 - last) ? c : sfp * (1 - last);
     c = c > dram ? c : dram;
-    c = c > stream ? c : stream;
-    *T = (mm_terms){.fill = fill, .stage = G->stage, .c = c, .reduce = reduce, .blocks = blocks, .chunks = chunks};
+    T->c = c > stream ? c : stream;
 }
 
 /* The PT's term: the busier corelet's passes per block, and per chunk
@@ -517,7 +565,9 @@ static double mm_pt_term(const mm_plan *m, const mm_grid_est *G, const mm_tiling
     const cc_target *t = &m->c->t;
     int64_t rows = tl->split == SPLIT_ROWS ? cc_max(tl->r0, tl->MB - tl->r0) : tl->MB;
     int64_t sticks = tl->split == SPLIT_STICKS ? cc_max(tl->s0, tl->NBS - tl->s0) : tl->NBS;
-    return G->nbc * ((double)T->blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) +
+    /* (with the ends priced, as the kernel runs: each K step's pass time) */
+    const double step = m->ends ? t->cfg->pt_k_step_cycles : 1;
+    return G->nbc * ((double)T->blocks * (mm_pt_cycles(t, rows, sticks, m->Kc) - t->pt_insn_cycles) * step +
                      (double)T->chunks * (t->pt_insn_cycles + 2 * t->sync_cycles));
 }
 
@@ -527,12 +577,12 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
     mm_terms_of(m, G, cc_ceil_div(G->mt, tl->MB), tl->MB, tl, &T);
     /* every term is >= 0 and rounding is monotone: the estimate is at
      * least this sum without the PT's term, so past cap it is not priced */
-    if (T.fill + T.stage + T.c + T.reduce > cap)
+    if (T.fill + T.head + T.tail + T.stage + T.c + T.reduce > cap)
         return 1;
     mm_split_block(m, tl);
     double pt = mm_pt_term(m, G, tl, &T), c = T.c;
     c = c > pt ? c : pt;
-    tl->cycles = T.fill + T.stage + c + T.reduce;
+    tl->cycles = T.fill + T.head + T.stage + c + T.tail + T.reduce;
     return 0;
 }
 
@@ -653,7 +703,9 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
              * asked of one row: its LX is priced once, its estimate stops
              * before the PT's term, and the floor cost the decode step more
              * than it saved) */
-            const double low = found && hi > 1 ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc) : 0;
+            const double low = found && hi > 1 && !m->ends /* (the ends move its terms' bytes: no floor) */
+                                   ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc)
+                                   : 0;
             if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
@@ -973,6 +1025,7 @@ double be_matmul_estimate(be_ctx *c, int pos)
     mm_plan m;
     double e = DBL_MAX, bytes;
     if (!mm_build(c, pos, &m)) {
+        m.ends = c->waits; /* the report's: as the kernel runs */
         mm_set_whole(&m, c->work[pos].stage_whole);
         mm_set_gk(&m, c->work[pos].gk ? c->work[pos].gk : 1);
         m.gb = c->work[pos].gb > 1 ? c->work[pos].gb : 1;
@@ -1240,6 +1293,29 @@ static int mm_plan_ring_override(be_ctx *c, int pos, mm_plan *m, double *best)
     return rc;
 }
 
+/* Does the grid chosen give each core one block (one batch index, one
+ * block of its tile)?  Then nothing overlaps the DRAM's waits, its ends
+ * run in series (mm_ends), and *cmp becomes its estimate so priced, to
+ * be set against the schemes over the ring with their way in's wait
+ * (serve_tiny's prefill, the MLP's up product 64 x 160 x 64: 1x3
+ * estimated 1,092 cycles without either, 2,422 with, simulated 2,705
+ * over 7 refresh phases; 16x2r estimated 2,212, simulated 1,916). */
+static double mm_cost_waits(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64_t gk);
+
+static int mm_one_block_waits(be_ctx *c, mm_plan *m, double *cmp)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    const int64_t mt = cc_ceil_div(m->M, w->gm), ns = cc_ceil_div(m->GN, w->gn);
+    mm_tiling tl;
+    if (w->gk > 1 || cc_ceil_div(m->nbatch, m->gb) > 1 || mm_block(m, w->gm, w->gn, mt, ns, &tl) ||
+        tl.MB < mt || tl.NBS < ns)
+        return 0;
+    m->ends = 1;
+    *cmp = mm_cost_waits(c, m, w->gm, w->gn, w->gk);
+    m->ends = 0;
+    return 1;
+}
+
 /* How much slower a grid over the ring streaming B in K chunks may look
  * than another grid of more columns and still win: the estimate misses a
  * cost that grows with the columns (BERT-base's FFN up-projection: 16x2r
@@ -1252,18 +1328,21 @@ static int mm_plan_ring_override(be_ctx *c, int pos, mm_plan *m, double *best)
 
 /* B broadcast over the ring on every core (cores x 1), or a grid over
  * the ring, when the cost model prefers it.  The ring schemes' estimates
- * count DRAM's latency on the way in, the grid's does not: they are
+ * count DRAM's wait on the way in (tl.wait), the grid's does not: they are
  * compared without it (on 200 x 130 x 300 over 32 cores the grid's 5,362
- * beat the ring's 5,259 by the slack; simulated 8,581 against 6,563). */
+ * beat the ring's 5,259 by the slack; simulated 8,581 against 6,563);
+ * but a grid of one block a core is priced with its waits and ends in
+ * series, and then the ring with its wait (mm_one_block_waits). */
 static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     double cmp = *best;
+    const int lat = !mm_one_block_waits(c, m, &cmp); /* compared without the ring's way-in wait */
     mm_tiling tl;
-    if (cores <= m->M && !mm_bc_tiling(m, cores, &tl) && tl.cycles - BC_DRAM_LATENCY < cmp * (1 - MM_SLACK)) {
+    if (cores <= m->M && !mm_bc_tiling(m, cores, &tl) && tl.cycles - lat * tl.wait < cmp * (1 - MM_SLACK)) {
         *best = tl.cycles;
-        cmp = tl.cycles - BC_DRAM_LATENCY;
+        cmp = tl.cycles - lat * tl.wait;
         w->gm = cores;
         w->gn = 1;
         w->gk = w->gb = 1;
@@ -1285,9 +1364,9 @@ static void mm_plan_ring_search(be_ctx *c, int pos, mm_plan *m, double *best)
                                 : stream && w->bcast && w->gn == 1 ? 1 + MM_SLACK
                                                                    : 1 - MM_SLACK;
             if (cores % gn == 0 && !mm_rg_tiling(m, cores / gn, gn, &tl) && (tl.slots > 0) == stream &&
-                tl.cycles - BC_DRAM_LATENCY < cmp * need) {
+                tl.cycles - lat * tl.wait < cmp * need) {
                 *best = tl.cycles;
-                cmp = tl.cycles - BC_DRAM_LATENCY;
+                cmp = tl.cycles - lat * tl.wait;
                 w->gm = cores / gn;
                 w->gn = gn;
                 w->gk = w->gb = 1;

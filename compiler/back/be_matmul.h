@@ -41,6 +41,7 @@ typedef struct {
     double cycles;     /* estimate for the kernel with this tiling on every core */
     double bytes;      /* DRAM bytes the whole grid moves */
     int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
+    double wait;       /* schemes over the ring: the DRAM's wait on the way in that cycles counts */
 } mm_tiling;
 
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */
@@ -60,6 +61,9 @@ typedef struct {
     int64_t stage_bytes; /* LX of the staged copies of results stored through sfp.rst */
     int aw, bw;          /* A / B staged whole once per core (not per block) */
     int whole_dram;      /* estimates count an operand staged whole as every core's read of it */
+    int ends;            /* estimates price the first block's epilogue loads and the last block's
+                            epilogue and stores in series (mm_ends: the report, and a grid of one
+                            block a core against the schemes over the ring) */
     int64_t whole_bytes; /* LX of the operands staged whole */
     int ares;            /* A read from its LX region (kept there by an earlier kernel) */
     int akeep;           /* A an input this kernel loads first and keeps for later ones: each core copies

@@ -142,6 +142,7 @@ static void mm_bc_estimate(const mm_plan *m, int64_t gm, int64_t mt, mm_tiling *
     step = step > a_in ? step : a_in;
     double in = way;
     double tail = rg_tail(m, tl);
+    tl->wait = BC_DRAM_LATENCY;
     tl->cycles = (double)steps * step + in + tail;
     tl->bytes = (double)(nbm * m->Kd * m->GN) * sb + (double)(nbn * m->M * m->KG) * sb + (double)(m->M * m->GN) * sb;
 }
@@ -288,16 +289,30 @@ static int64_t mm_rg_lx(const mm_plan *m, int64_t MT, int64_t NS, int64_t KC, in
            mm_p_bytes(m, MT, NS, KC);
 }
 
+/* Piece times from the middle core's first chunk to the last core of its
+ * column.  A product of one chunk and one block (nothing behind it on the
+ * links): a hop (two cores apart on a 2-column grid) is a piece's
+ * forwarding, half a column each way (serve_tiny's prefill, 16x2r on 64 x
+ * 160 x 64: the middle cores start their PTs 294 cycles in, each hop
+ * takes 134 cycles, the last core starts at 1,364; gm - 1 priced it
+ * 3,358, simulated 1,916 over 7 phases).  With 4 columns or more every
+ * column sends over the same links and a hop takes about two (8x4r: the
+ * last core starts its PTs about 2,800 cycles in), and with more chunks
+ * the later ones share them too: gm - 1 (halved, 1024^3's 16x2r took the
+ * slack's chain from 8x4r to 4x8r, 0.3% slower). */
+static int64_t rg_hops(int64_t gm, int64_t gn, int alone)
+{
+    return alone ? cc_min(gm - 1, gm / 2 * cc_max(1, gn / 2)) : gm - 1;
+}
+
 /* Estimate as mm_bc_estimate: per chunk the slowest of the busier PT, the
  * ring (B's pieces forwarded, the own A rows sent to gn - 1 partners
  * while the first block's chunks go) and the DRAM (B once, A once); plus
  * the way of the first chunk and the epilogue's tail.  A tile of ns
  * sticks walked in blocks of NBS (B streamed) takes each later block at
  * the slower of its chunks and the previous block's epilogue and stores
- * (the block's last chunk waits for them).  The way counts gm - 1 piece
- * times: half a column from its middle core, each hop about two piece
- * times while every column sends over the same links (measured on 8x4r:
- * the last core starts its PTs about 2,800 cycles in). */
+ * (the block's last chunk waits for them).  The way counts rg_hops
+ * piece times. */
 static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns, mm_tiling *tl)
 {
     const cc_target *t = &m->c->t;
@@ -318,8 +333,14 @@ static void mm_rg_estimate(const mm_plan *m, int64_t gm, int64_t gn, int64_t ns,
     double step = pt > ring ? pt : ring, later = pt > (double)tl->NBS * piece ? pt : (double)tl->NBS * piece;
     step = step > dram ? step : dram;
     later = later > bdram ? later : bdram;
-    double in = t->dma_insn_cycles + BC_DRAM_LATENCY + (double)(tl->KC * tl->NBS) * sb / t->dma_bytes_per_cycle +
-                (double)(gm - 1 + tl->NBS - 1) * piece;
+    /* the first chunk's way in: each column's loader reads it, with the
+     * DRAM's wait on the channels they span (724 cycles for BERT-base's
+     * 96 KB chunks, 451 for a 16 KB one: the middle cores of 16x2r on
+     * 64 x 160 x 64 start their PTs 294 cycles in at refresh phase 0) */
+    const double chunk = (double)(tl->KC * tl->NBS) * sb;
+    tl->wait = cc_dram_wait(t, chunk * (double)gn, chunk / t->dma_bytes_per_cycle);
+    double in = t->dma_insn_cycles + tl->wait + chunk / t->dma_bytes_per_cycle +
+                (double)(rg_hops(gm, gn, tl->nch == 1 && nsb == 1) + tl->NBS - 1) * piece;
     double tail = rg_tail(m, tl);
     if (tl->slots) { /* a slot's round: freed, loaded (DRAM shared by the columns' loaders), passed down, used */
         const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle / (double)gn < t->dma_bytes_per_cycle
