@@ -2615,15 +2615,43 @@ static gr_graph *trace_graph(const char *name)
     return g;
 }
 
+/* A compiled result loaded on a spyre device that simulates timing alone
+ * (no values: random cache positions index nothing), with its report. */
+typedef struct {
+    cc_result *r;
+    char *rep;
+    rt_device *dev;
+    rt_program *prog;
+} timed_prog;
+
+static void timed_load(timed_prog *t)
+{
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    t->prog = load_on(&cfg, cc_result_take_program(t->r), &t->dev);
+    sim_options so = {.values = 0, .trace = SIM_TRACE_OFF};
+    rt_set_options(t->dev, &so);
+}
+
+static void timed_free(timed_prog *t)
+{
+    free(t->rep);
+    rt_unload(t->prog);
+    rt_close(t->dev);
+    cc_result_free(t->r);
+}
+
 /* g compiled for spyre with the n work_div specs wd, its report
  * containing want (unless NULL), run for its timing alone (no values):
  * its statistics in *st, the core count of kernel `name` in *cores. */
 static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const char *name, const char *want,
                           sim_stats *st, int *cores)
 {
-    char err[512], *rep;
-    cc_result *r = compile_wd(g, "spyre", wd, n, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    char err[512];
+    timed_prog t;
+    t.r = compile_wd(g, "spyre", wd, n, &t.rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t.r);
+    const char *rep = t.rep;
     long gm = 0, gn = 0;
     char key[128];
     snprintf(key, sizeof key, "\n%s: rows over ", name);
@@ -2633,20 +2661,12 @@ static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const
     if (want) {
         TU_ASSERT_CONTAINS(rep, want);
     }
-    chip_config cfg;
-    tu_config("spyre", &cfg);
-    rt_device *dev;
-    rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
-    sim_options so = {.values = 0, .trace = SIM_TRACE_OFF}; /* (random cache positions index nothing) */
-    rt_set_options(dev, &so);
+    timed_load(&t);
     rt_run_result *res = malloc(sizeof *res);
-    CU_ASSERT_FATAL(res && !rt_launch(prog, res));
+    CU_ASSERT_FATAL(res && !rt_launch(t.prog, res));
     *st = res->stats;
     free(res);
-    free(rep);
-    rt_unload(prog);
-    rt_close(dev);
-    cc_result_free(r);
+    timed_free(&t);
 }
 
 static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_each_read_all_of_it(void)
@@ -2715,30 +2735,23 @@ static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_domina
 static void estimate_and_span(const gr_graph *g, const char *const *wd, int n, const char *name, int phases,
                               double *est, double *span)
 {
-    char err[512], *rep;
-    cc_result *r = compile_wd(g, "spyre", wd, n, &rep, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    *est = cc_result_estimate(r, name);
-    chip_config cfg;
-    tu_config("spyre", &cfg);
-    rt_device *dev;
-    rt_program *prog = load_on(&cfg, cc_result_take_program(r), &dev);
+    char err[512];
+    timed_prog t;
+    t.r = compile_wd(g, "spyre", wd, n, &t.rep, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t.r);
+    *est = cc_result_estimate(t.r, name);
+    timed_load(&t);
     rt_run_result *res = malloc(sizeof *res);
     CU_ASSERT_PTR_NOT_NULL_FATAL(res);
-    sim_options so = {.values = 0, .trace = SIM_TRACE_OFF};
-    rt_set_options(dev, &so);
     rt_phase_means m;
-    CU_ASSERT_FATAL(!rt_launch_phases(prog, phases, res, &m));
+    CU_ASSERT_FATAL(!rt_launch_phases(t.prog, phases, res, &m));
     *span = -1;
     for (int k = 0; k < res->stats.nkernels; k++)
         if (!strcmp(res->stats.kernels[k].name, name))
             *span = m.core_span[k];
     rt_phase_means_free(&m);
     free(res);
-    free(rep);
-    rt_unload(prog);
-    rt_close(dev);
-    cc_result_free(r);
+    timed_free(&t);
 }
 
 /* A product whose cores run one block each overlaps nothing: the first
