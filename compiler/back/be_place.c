@@ -1,25 +1,32 @@
 /* be_place.c: placement: which of the chip's cores a kernel's division
  * runs on.  A division numbers its cores 0 .. cores - 1; codegen puts
  * core l on the chip's core (base + l) mod ncores (be_work.base), a
- * rotation, so that neighbours on the ring stay neighbours.  A kernel
- * that depends on no kernel since the last bar and keeps nothing in LX is
- * placed on the cores the cost model expects to be free first: a graph's
- * independent branches (the heads and the embedding after a model's last
- * norm) then run beside each other instead of one after another on the
- * same cores (docs/compiler.md, "Placement"). */
+ * rotation, so that neighbours on the ring stay neighbours.  With
+ * --placement independent a kernel that depends on no earlier kernel (free:
+ * on none since the last bar) and keeps nothing in LX is placed on the
+ * cores the cost model expects to be free first: a graph's independent
+ * branches (the heads and the embedding after a model's last norm) then
+ * run beside each other instead of one after another on the same cores
+ * (docs/compiler.md, "Placement"). */
 #include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Kept tensor b is rows on its producer's cores (not a grid's tiles, no
+ * exchange or hand-off by stick group) that pos did not write or load
+ * into LX, and it has DRAM (its producer can write it there too). */
+static int kept_rows(const be_ctx *c, int b, int pos)
+{
+    const be_res *r = c->res ? &c->res[b] : NULL;
+    return r && r->on && !r->heads && !r->grid && !r->nx && r->from != pos && c->lay[b].dram;
+}
+
 /* A read of kept tensor b from LX (be_res.uses) that the kernel at pos
- * could take from DRAM instead: b is not a grid's tiles and has no
- * exchange or hand-off by stick group, pos did not load it into LX, and
- * b has DRAM (its producer then writes it there too: release). */
+ * could take from DRAM instead (release). */
 static int releasable(const be_ctx *c, int b, int pos)
 {
-    const be_res *r = &c->res[b];
-    return r->on && !r->heads && !r->grid && !r->nx && r->from != pos && c->lay[b].dram && be_res_reads(c, b, pos);
+    return kept_rows(c, b, pos) && be_res_reads(c, b, pos);
 }
 
 /* The kernel at pos touches no buffer an earlier kernel (since the last
@@ -50,9 +57,9 @@ static int release(be_ctx *c, int pos, int on, char *dram_was, int *io)
     int nr, nw, n = 0;
     ir_kernel_io(p, p->order[pos], io, &nr, io + p->nbufs, &nw);
     for (int j = 0; j < nr; j++) {
-        be_res *r = c->res ? &c->res[io[j]] : NULL;
-        if (!r || !r->on || r->heads || r->grid || r->nx || r->from == pos || !c->lay[io[j]].dram)
+        if (!kept_rows(c, io[j], pos))
             continue;
+        be_res *r = &c->res[io[j]];
         int at = 0;
         while (at < r->nuses && r->uses[at] < pos)
             at++;
