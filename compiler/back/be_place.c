@@ -82,16 +82,29 @@ static int release(be_ctx *c, int pos, int on, char *dram_was, int *io)
     return n;
 }
 
-/* Mark what the kernel at pos reads (1) and writes (2) in touched. */
-static void touch(const be_ctx *c, int pos, char *touched, int *io)
+/* Mark what the kernel at pos reads (1) and writes (2) in touched, and
+ * itself (pos + 1) as the last writer of what it writes in wrote (unless
+ * NULL). */
+static void touch(const be_ctx *c, int pos, char *touched, int *wrote, int *io)
 {
     const ir_prog *p = c->p;
     int nr, nw;
     ir_kernel_io(p, p->order[pos], io, &nr, io + p->nbufs, &nw);
     for (int j = 0; j < nr; j++)
         touched[io[j]] |= 1;
-    for (int j = 0; j < nw; j++)
+    for (int j = 0; j < nw; j++) {
         touched[io[p->nbufs + j]] |= 2;
+        if (wrote)
+            wrote[io[p->nbufs + j]] = pos + 1;
+    }
+}
+
+/* The chip's cores the kernel at pos runs on, as many as it has work for
+ * (all of them when that is not a count: a host op's). */
+static int span_of(const be_ctx *c, int pos)
+{
+    const int n = (int)c->cfg->cores, cores = c->work[pos].cores;
+    return cores < 1 || cores > n ? n : cores;
 }
 
 /* The latest a core of [base, base + cores) mod n is free. */
@@ -182,18 +195,18 @@ static int bar_lets_next_move(be_ctx *c, const place_walk *pw, int i, int est)
 {
     const ir_prog *p = c->p;
     const int n = (int)c->cfg->cores, j = i + 1;
-    if (i == 0 || j >= p->norder || c->work[j].cores >= n || !unaligned(c, j))
+    if (i == 0 || j >= p->norder || span_of(c, j) >= n || !unaligned(c, j))
         return 0;
-    const int ci = c->work[i].cores < 1 || c->work[i].cores > n ? n : c->work[i].cores;
+    const int ci = span_of(c, i);
     const double start = busy_until(pw->free_at, n, c->work[i].base, ci);
     if (est && busy_until(pw->free_at, n, 0, n) > start)
         return 0;
     char *t = ir_xalloc((size_t)p->nbufs + 1);
     memcpy(t, pw->touched, (size_t)p->nbufs + 1);
-    touch(c, i, t, pw->io);
+    touch(c, i, t, NULL, pw->io);
     const int already = independent(c, j, t, pw->io); /* it moves without the bar */
     memset(t, 0, (size_t)p->nbufs + 1);
-    touch(c, i, t, pw->io);
+    touch(c, i, t, NULL, pw->io);
     int ok = !already && independent(c, j, t, pw->io);
     free(t);
     if (ok && est) {
@@ -203,7 +216,7 @@ static int bar_lets_next_move(be_ctx *c, const place_walk *pw, int i, int est)
             f[q] = start;
         for (int l = 0; l < ci; l++)
             f[(c->work[i].base + l) % n] = end;
-        ok = best_base(f, n, c->work[j].cores) != 0;
+        ok = best_base(f, n, span_of(c, j)) != 0;
         free(f);
     }
     return ok;
@@ -223,15 +236,13 @@ static void walk_bar(const be_ctx *c, place_walk *pw, int i)
 
 /* Kernel i in the walk: the bar before it, if its dependencies cross
  * cores or it lets the next kernel move (then everything before is
- * ordered: touched forgets it), and whether it may move.  With estimates (est): it moves to the base whose
- * cores are free first and occupies them; else only says it could
- * move. */
+ * ordered: touched forgets it), and whether it may move.  With estimates
+ * (est): it moves to the base whose cores are free first and occupies
+ * them; else only says it could move. */
 static int place_step(be_ctx *c, place_walk *pw, int i, int est)
 {
-    const ir_prog *p = c->p;
-    const int n = (int)c->cfg->cores;
+    const int n = (int)c->cfg->cores, cores = span_of(c, i);
     be_work *w = &c->work[i];
-    const int cores = w->cores < 1 ? n : w->cores < n ? w->cores : n;
     if (needs_bar(c, i, pw->wrote, pw->last_bar, pw->io))
         walk_bar(c, pw, i);
     int movable = i > 0 && cores < n && unaligned(c, i) && independent(c, i, pw->touched, pw->io);
@@ -247,11 +258,7 @@ static int place_step(be_ctx *c, place_walk *pw, int i, int est)
         for (int l = 0; l < cores; l++)
             pw->free_at[(w->base + l) % n] = end;
     }
-    touch(c, i, pw->touched, pw->io);
-    int nr, nw;
-    ir_kernel_io(p, p->order[i], pw->io, &nr, pw->io + p->nbufs, &nw);
-    for (int j = 0; j < nw; j++)
-        pw->wrote[pw->io[p->nbufs + j]] = i + 1;
+    touch(c, i, pw->touched, pw->wrote, pw->io);
     return movable;
 }
 
