@@ -234,7 +234,7 @@ static void cc_commit(cc_emit *e)
         return;
     char msg[256];
     isa_insn *in = &e->s->insns[e->s->n];
-    if ((in->op == ISA_OP_RING_SEND || in->op == ISA_OP_RING_RED) && e->phys != e->core) {
+    if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
         in->core = ((in->core + e->phys - e->core) % n + n) % n;
