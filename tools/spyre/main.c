@@ -378,29 +378,20 @@ static const char *run_work_div[64];
 static int run_nwork_div;
 static int run_no_lx_plan, run_no_lx_keep, run_no_reroll, run_no_fallback, run_siblings, run_placement;
 
-/* The index of s among the n names, -1 for another word. */
-static int name_index(const char *const *names, int n, const char *s)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return -1;
-}
-
 /* --siblings MODE: CC_SIBLINGS_* of its name, -1 for another word. */
 static int siblings_mode(const char *s)
 {
     static const char *const names[] = {[CC_SIBLINGS_ESTIMATE] = "estimate", [CC_SIBLINGS_NEVER] = "never",
-                                        [CC_SIBLINGS_ALWAYS] = "always"};
-    return name_index(names, 3, s);
+                                        [CC_SIBLINGS_ALWAYS] = "always", NULL};
+    return isa_name_index(names, s);
 }
 
 /* --placement MODE: CC_PLACE_* of its name, -1 for another word. */
 static int placement_mode(const char *s)
 {
     static const char *const names[] = {[CC_PLACE_NONE] = "none", [CC_PLACE_INDEPENDENT] = "independent",
-                                        [CC_PLACE_FREE] = "free"};
-    return name_index(names, 3, s);
+                                        [CC_PLACE_FREE] = "free", NULL};
+    return isa_name_index(names, s);
 }
 
 /* --tuning FILE (docs/sweep.md): the file's work divisions for this graph
