@@ -995,12 +995,7 @@ static be_rowspans *rk_spans_of(const rk_plan *k, rk_load *L)
     for (int i = 0; i < sc->n; i++)
         if (rk_same_walk(sc->v[i], &key))
             return &sc->v[i]->s;
-    if (sc->n == sc->cap) {
-        sc->cap = sc->cap ? 2 * sc->cap : 16;
-        sc->v = realloc(sc->v, (size_t)sc->cap * sizeof *sc->v);
-        if (!sc->v)
-            abort();
-    }
+    sc->v = ir_xgrow(sc->v, &sc->cap, sc->n + 1, sizeof *sc->v);
     rk_spankey *e = sc->v[sc->n++] = ir_xalloc(sizeof *e);
     *e = key;
     rk_rowspans_init(&e->s, k->rows, &e->lay);
@@ -1052,12 +1047,7 @@ static int *rk_repeat_memo(const rk_plan *k, const be_view *v, int64_t rt, int64
             !memcmp(sc->rep[i].ext, q.ext, (size_t)q.nv * sizeof *q.ext) &&
             !memcmp(sc->rep[i].step, q.step, (size_t)q.nv * sizeof *q.step))
             return &sc->rep[i].same;
-    if (sc->nrep == sc->repcap) {
-        sc->repcap = sc->repcap ? 2 * sc->repcap : 16;
-        sc->rep = realloc(sc->rep, (size_t)sc->repcap * sizeof *sc->rep);
-        if (!sc->rep)
-            abort();
-    }
+    sc->rep = ir_xgrow(sc->rep, &sc->repcap, sc->nrep + 1, sizeof *sc->rep);
     sc->rep[sc->nrep] = q;
     return &sc->rep[sc->nrep++].same;
 }
@@ -1070,12 +1060,7 @@ static rk_combo *rk_combo_of(const rk_plan *k, const be_layout *B, const be_rows
     for (int i = 0; i < sc->ncombo; i++)
         if (sc->combo[i]->n == n && !memcmp(sc->combo[i]->m, m, (size_t)n * sizeof *m))
             return sc->combo[i];
-    if (sc->ncombo == sc->combocap) {
-        sc->combocap = sc->combocap ? 2 * sc->combocap : 8;
-        sc->combo = realloc(sc->combo, (size_t)sc->combocap * sizeof *sc->combo);
-        if (!sc->combo)
-            abort();
-    }
+    sc->combo = ir_xgrow(sc->combo, &sc->combocap, sc->ncombo + 1, sizeof *sc->combo);
     rk_combo *q = sc->combo[sc->ncombo++] = ir_xalloc(sizeof *q);
     memcpy(q->m, m, (size_t)n * sizeof *m);
     q->n = n;
