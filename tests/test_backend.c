@@ -2686,19 +2686,10 @@ static void test_a_short_product_staging_b_whole_is_not_split_over_cores_that_ea
     gr_graph_free(g);
 }
 
-/* Kernel `name`'s figures of a run, or NULL. */
-static const sim_kernel_stats *kernel_stats(const sim_stats *st, const char *name)
-{
-    for (int i = 0; i < st->nkernels; i++)
-        if (!strcmp(st->kernels[i].name, name))
-            return &st->kernels[i];
-    return NULL;
-}
-
 /* The cycle kernel `name` of a run ended at (-1: not in the stats). */
 static double kernel_end(const sim_stats *st, const char *name)
 {
-    const sim_kernel_stats *k = kernel_stats(st, name);
+    const sim_kernel_stats *k = sim_stats_kernel(st, name);
     return k ? k->end : -1;
 }
 
@@ -2841,7 +2832,7 @@ static void test_a_product_whose_dram_waits_dominate_splits_k_and_n_over_more_co
 /* Kernel `name`'s span (end - start) in st, or -1. */
 static double kernel_span(const sim_stats *st, const char *name)
 {
-    const sim_kernel_stats *k = kernel_stats(st, name);
+    const sim_kernel_stats *k = sim_stats_kernel(st, name);
     return k ? k->end - k->start : -1;
 }
 

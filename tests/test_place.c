@@ -104,13 +104,12 @@ static uint64_t cores_of(const isa_program *p, const char *name)
     return m;
 }
 
+/* Kernel `name`'s figures of a run; the test stops if it has none. */
 static const sim_kernel_stats *kernel(const sim_stats *st, const char *name)
 {
-    for (int k = 0; k < st->nkernels; k++)
-        if (!strcmp(st->kernels[k].name, name))
-            return &st->kernels[k];
-    CU_FAIL_FATAL("no such kernel");
-    return NULL;
+    const sim_kernel_stats *k = sim_stats_kernel(st, name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    return k;
 }
 
 /* By default only the embedding, which reads only inputs, moves: off the
