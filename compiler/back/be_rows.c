@@ -531,6 +531,33 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
     return (double)cc_max(1, runs) * c->t.dma_insn_cycles + *sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
 }
 
+/* The staged sticks of load i (a leader) in the first chunk of R rows
+ * of every core's part, summed; *worst the most of one core, *first
+ * core 0's.  A part that starts inside a run of the buffer's rows stages
+ * the hull of its rows' spans: serve_tiny's prefill RoPE on 13 cores,
+ * parts of 20 rows of 4 heads of 64 positions, the three parts that
+ * straddle two heads stage all 64 sticks of q where core 0 stages 20,
+ * 148 KB of DRAM traffic where 16 cores (parts at heads' quarters) move
+ * 132 KB: 2,440 cycles simulated against 1,804.  Priced as core 0's,
+ * 13 cores were estimated below 16 and taken. */
+static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first)
+{
+    const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
+    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups;
+    double sum = 0;
+    *worst = 0;
+    for (int64_t p = 0; p < cores; p++) {
+        int64_t r0, rt;
+        cc_split(k->rows, cores, p, &r0, &rt);
+        const double s = rt > 0 ? (double)rk_stage_span(k, i, r0, cc_min(R, rt), lo, hi) : 0;
+        sum += s;
+        *worst = s > *worst ? s : *worst;
+        *first = p ? *first : s;
+    }
+    free(lo);
+    return sum;
+}
+
 /* What a chunk's load i costs a core (*in: its DMAs) and moves (*bytes
  * over the part; *first in the first chunk, *first_all on every core
  * together: the staged sticks every core reads alike count once, and a
@@ -553,13 +580,25 @@ static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores
         *in += L->gather ? rk_dma(c, (double)(R * k->G)) : rk_dma_view(c, k, ISA_OP_DMA_LD, &L->v, R, tile ? k->G : 1);
         *first += b / nch;
         *first_all += rk_from_lx(k, L) ? 0 : b / nch * (double)cores;
-    } else if (!c->waits) { /* the choices: a run per group (above) */
-        *in += (double)k->G * rk_dma(c, (double)R);
+        return;
+    }
+    /* what the cores' first chunks stage beyond what is priced below
+     * (rk_stage_parts): the slowest core's extra sticks its DMAs move, and
+     * every core's in the DRAM's bytes.  (Adding them to the first
+     * chunk's DRAM wait too moved serve_tiny's decode RoPE, 8 rows, from
+     * 4 cores to 8, whose consumer QK^T then took 1 core: 13% slower.) */
+    double worst = 0, s0 = 0;
+    const double all = leader ? rk_stage_parts(k, i, cores, R, &worst, &s0) : 0;
+    const double base = cc_max(s0, b / nch / sb); /* what the lines below price a core's first chunk */
+    const double extra = cc_max(0, worst - base), more = cc_max(0, all - (double)cores * base) * sb;
+    *bytes += more * nch / (double)cores;
+    if (!c->waits) { /* the choices: a run per group (above) */
+        *in += (double)k->G * rk_dma(c, (double)R) + extra * sb / c->cfg->lx_bytes_per_cycle;
         *first += leader ? b / nch : 0;
         *first_all += leader ? b / nch * (double)cores : 0;
     } else if (leader) {
         double sticks;
-        *in += rk_stage_dma(k, i, R, &sticks);
+        *in += rk_stage_dma(k, i, R, &sticks) + extra * sb / c->cfg->lx_bytes_per_cycle;
         const double whole = (double)be_buf_bytes(c, c->p->A.e[L->e].buf);
         *first += sticks * sb;
         *first_all += cc_min(sticks * sb * (double)cores, whole);
