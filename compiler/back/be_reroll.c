@@ -72,6 +72,15 @@ typedef struct {
     long n, cap;
 } rr_vec;
 
+/* Lists the rolling of a kernel works in, kept with their memory from
+ * kernel to kernel (last given, first taken): each fresh one was up to
+ * some 3 MB of entries, mapped and touched anew, page fault by page fault. */
+#define RR_POOL 16
+typedef struct {
+    rr_vec v[RR_POOL];
+    int n;
+} rr_pool;
+
 /* Per kernel position: the figures the dump and the report print. */
 typedef struct {
     long before, after; /* instructions, all cores */
@@ -130,6 +139,7 @@ typedef struct {
  * instructions per core of 288 bytes each). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
+    rr_pool pool;       /* roll_in_place's lists */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
@@ -179,6 +189,22 @@ static void vec_append(rr_vec *v, const rr_ent *e, long n)
 static void vec_push(rr_vec *v, const rr_ent *e)
 {
     vec_append(v, e, 1);
+}
+
+/* An empty list, with the memory of one given back before if any. */
+static rr_vec pool_take(rr_pool *pl)
+{
+    rr_vec v = pl->n ? pl->v[--pl->n] : (rr_vec){0};
+    v.n = 0;
+    return v;
+}
+
+static void pool_give(rr_pool *pl, rr_vec v)
+{
+    if (pl->n < RR_POOL)
+        pl->v[pl->n++] = v;
+    else
+        free(v.v);
 }
 
 /* ---- instruction fields, from the ISA's operand table ---- */
@@ -450,13 +476,13 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     return c;
 }
 
-static void roll_in_place(rr_vec *v, long at);
+static void roll_in_place(rr_pool *pl, rr_vec *v, long at);
 
 /* Append to out the loop of candidate c at item i: its first repetition
  * with the strides s->stride as a new loop level, rolled in turn (written
  * where it goes and rolled there: entries are large, and most bodies roll
  * no further). */
-static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
+static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
     rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
@@ -483,7 +509,7 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
             rel++;
     }
     out->n += len;
-    roll_in_place(out, at + 1);
+    roll_in_place(pl, out, at + 1);
     vec_push(out, &el);
     out->v[at].len = out->n - at;
 }
@@ -492,7 +518,7 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
  * the list with them into out.  Returns the number of loops (0: out
  * untouched, the list stays as it is: most scans find none, and entries
  * are large to copy). */
-static long roll_once(const rr_ent *e, long n, rr_vec *out)
+static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
 {
     rr_scan s = {0};
     long nitems = 0;
@@ -561,7 +587,7 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
     for (long q = 0; q < loops; q++) {
         vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
         try_period(&s, e, nitems, at[q], pick[q].L); /* its strides, in s.stride */
-        emit_loop(&s, e, at[q], &pick[q], out);
+        emit_loop(pl, &s, e, at[q], &pick[q], out);
         i = at[q] + pick[q].L * pick[q].reps;
     }
     if (loops)
@@ -578,16 +604,16 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
 /* Roll the list v[at..) where it is: scans until one makes no loop (outer
  * loops appear once bodies hold loops), a few at most.  A list that rolls
  * from its start takes the last scan's buffer instead of a copy. */
-static void roll_in_place(rr_vec *v, long at)
+static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
 {
-    rr_vec buf[2] = {{0}, {0}};
+    rr_vec buf[2] = {pool_take(pl), pool_take(pl)};
     const rr_ent *cur = v->v + at;
     long ncur = v->n - at;
     int last = -1;
     for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
         rr_vec *dst = &buf[pass & 1];
         dst->n = 0;
-        if (!roll_once(cur, ncur, dst))
+        if (!roll_once(pl, cur, ncur, dst))
             break;
         cur = dst->v;
         ncur = dst->n;
@@ -601,8 +627,8 @@ static void roll_in_place(rr_vec *v, long at)
         v->n = at;
         vec_append(v, cur, ncur);
     }
-    free(buf[0].v);
-    free(buf[1].v);
+    pool_give(pl, buf[0]);
+    pool_give(pl, buf[1]);
 }
 
 /* ---- registers and emission ----
@@ -1014,7 +1040,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     sh->next = 0;
     if (n + 1 > ev->cap) {
         free(ev->v);
-        ev->cap = n + 1;
+        ev->cap = 2 * (n + 1);
         ev->v = malloc((size_t)ev->cap * sizeof *ev->v);
     }
     if (!ev->v || !sh->tab)
@@ -1080,12 +1106,12 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         t->shape[j] = sc->e.v[j].shape;
         memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
     }
-    /* rolled where the entries are, then the template's list (sc->e
-     * takes the old list's buffer for the next kernel: no copy) */
-    roll_in_place(&sc->e, 0);
-    const rr_vec old = t->rolled;
-    t->rolled = sc->e;
-    sc->e = old;
+    /* rolled where the entries are, then copied to the template's list
+     * (a tenth as long or less; the entries' list, grown to the largest
+     * kernel, stays for the next) */
+    roll_in_place(&sc->pool, &sc->e, 0);
+    t->rolled.n = 0;
+    vec_append(&t->rolled, sc->e.v, sc->e.n);
     t->n = n;
     return 1;
 }
@@ -1210,6 +1236,8 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 static void scratch_free(rr_scratch *sc)
 {
     free(sc->e.v);
+    while (sc->pool.n)
+        free(sc->pool.v[--sc->pool.n].v);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
     isa_stream_free(&sc->rolled);
