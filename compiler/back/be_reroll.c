@@ -101,7 +101,9 @@ typedef struct {
 
 typedef struct {
     rr_slot *tab;
-    long cap;
+    long cap;  /* slots allocated */
+    long mask; /* slots this kernel uses, less one: a power of 2 less one (clearing the
+                * table as grown for the largest kernel was 0.5 MB per small kernel) */
     int next;
     isa_insn *rep; /* per shape: its first instruction */
     long rcap;
@@ -334,12 +336,12 @@ static uint64_t insn_key(const isa_insn *in)
 
 static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
 {
-    long slot = (long)(key & (uint64_t)(t->cap - 1));
+    long slot = (long)(key & (uint64_t)t->mask);
     while (t->tab[slot].shape >= 0) {
         const rr_slot *q = &t->tab[slot];
         if (q->key == key && insn_same(&t->rep[q->shape], in))
             return q->shape;
-        slot = (slot + 1) & (t->cap - 1);
+        slot = (slot + 1) & t->mask;
     }
     if (t->next == t->rcap) {
         t->rcap = t->rcap ? 2 * t->rcap : 64;
@@ -1045,7 +1047,8 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     }
     if (!ev->v || !sh->tab)
         abort();
-    for (long q = 0; q < sh->cap; q++)
+    sh->mask = cap - 1;
+    for (long q = 0; q < cap; q++)
         sh->tab[q].shape = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
