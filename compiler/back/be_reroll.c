@@ -349,7 +349,7 @@ static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
         if (!t->rep)
             abort();
     }
-    t->rep[t->next] = *in;
+    isa_insn_copy(&t->rep[t->next], in);
     t->tab[slot] = (rr_slot){key, t->next};
     return t->next++;
 }
@@ -839,7 +839,7 @@ static void commit_copy(rr_out *o)
 
 static void push(rr_out *o, const isa_insn *in)
 {
-    *isa_stream_room(o->s) = *in;
+    isa_insn_copy(isa_stream_room(o->s), in);
     commit(o);
 }
 
@@ -901,7 +901,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             }
         } else {
             isa_insn *in = isa_stream_room(o->s);
-            *in = *ent_insn(o, x);
+            isa_insn_copy(in, ent_insn(o, x));
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++) {
@@ -944,7 +944,7 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             j += e[j].len;
         } else {
             isa_insn *in = isa_stream_room(o->s);
-            *in = *ent_insn(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
+            isa_insn_copy(in, ent_insn(o, &e[j])); /* its first iteration's addresses: unroll_one moves them */
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
