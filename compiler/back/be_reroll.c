@@ -72,13 +72,20 @@ typedef struct {
     long n, cap;
 } rr_vec;
 
-/* Lists the rolling of a kernel works in, kept with their memory from
- * kernel to kernel (last given, first taken): each fresh one was up to
- * some 3 MB of entries, mapped and touched anew, page fault by page fault. */
+/* Lists and arrays the rolling of a kernel works in, kept with their
+ * memory from kernel to kernel (last given, first taken): each fresh one
+ * (a list up to some 3 MB of entries, a scan's arrays some 100 KB each)
+ * was mapped and touched anew, page fault by page fault. */
 #define RR_POOL 16
+typedef struct {
+    void *p;
+    size_t cap; /* bytes */
+} rr_buf;
 typedef struct {
     rr_vec v[RR_POOL];
     int n;
+    rr_buf b[4 * RR_POOL];
+    int nb;
 } rr_pool;
 
 /* Per kernel position: the figures the dump and the report print. */
@@ -207,6 +214,28 @@ static void pool_give(rr_pool *pl, rr_vec v)
         pl->v[pl->n++] = v;
     else
         free(v.v);
+}
+
+/* An array of at least `bytes`, its contents undefined. */
+static rr_buf buf_take(rr_pool *pl, size_t bytes)
+{
+    rr_buf b = pl->nb ? pl->b[--pl->nb] : (rr_buf){0};
+    if (b.cap < bytes) {
+        free(b.p);
+        b.cap = 2 * bytes;
+        b.p = malloc(b.cap);
+        if (!b.p)
+            abort();
+    }
+    return b;
+}
+
+static void buf_give(rr_pool *pl, rr_buf b)
+{
+    if (pl->nb < 4 * RR_POOL)
+        pl->b[pl->nb++] = b;
+    else
+        free(b.p);
 }
 
 /* ---- instruction fields, from the ISA's operand table ---- */
@@ -526,11 +555,12 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     long nitems = 0;
     for (long j = 0; j < n; j += e[j].kind == RR_LOOP ? e[j].len : 1)
         nitems++;
-    s.start = malloc((size_t)(nitems + 1) * sizeof *s.start);
-    s.h = malloc((size_t)(nitems + 1) * sizeof *s.h);
-    s.next = malloc((size_t)(nitems + 1) * sizeof *s.next);
-    if (!s.start || !s.h || !s.next)
-        abort();
+    rr_buf mem[4] = {buf_take(pl, (size_t)(nitems + 1) * sizeof *s.start),
+                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.h),
+                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.next)};
+    s.start = mem[0].p;
+    s.h = mem[1].p;
+    s.next = mem[2].p;
     long it = 0;
     for (long j = 0; j < n; it++) {
         long len = e[j].kind == RR_LOOP ? e[j].len : 1;
@@ -546,9 +576,8 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     long cap = 16;
     while (cap < 2 * nitems)
         cap *= 2;
-    long *tab = malloc((size_t)cap * sizeof *tab);
-    if (!tab)
-        abort();
+    mem[3] = buf_take(pl, (size_t)cap * sizeof(long));
+    long *tab = mem[3].p;
     for (long q = 0; q < cap; q++)
         tab[q] = -1;
     for (long q = nitems - 1; q >= 0; q--) {
@@ -558,7 +587,6 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         s.next[q] = tab[slot];
         tab[slot] = q;
     }
-    free(tab);
     /* choose: the loop starting at each item that saves the most */
     long loops = 0, *at = NULL;
     rr_cand *pick = NULL;
@@ -596,16 +624,16 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         vec_append(out, &e[s.start[i]], n - s.start[i]);
     free(at);
     free(pick);
-    free(s.start);
-    free(s.h);
-    free(s.next);
+    for (int q = 3; q >= 0; q--)
+        buf_give(pl, mem[q]);
     free(s.stride);
     return loops;
 }
 
 /* Roll the list v[at..) where it is: scans until one makes no loop (outer
- * loops appear once bodies hold loops), a few at most.  A list that rolls
- * from its start takes the last scan's buffer instead of a copy. */
+ * loops appear once bodies hold loops), a few at most.  The rolled list
+ * is copied back (it is shorter): v keeps its buffer, grown for the
+ * largest kernel, and the pool its own. */
 static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
 {
     rr_vec buf[2] = {pool_take(pl), pool_take(pl)};
@@ -621,11 +649,7 @@ static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
         ncur = dst->n;
         last = pass & 1;
     }
-    if (last >= 0 && at == 0) {
-        const rr_vec t = *v;
-        *v = buf[last];
-        buf[last] = t;
-    } else if (last >= 0) {
+    if (last >= 0) {
         v->n = at;
         vec_append(v, cur, ncur);
     }
@@ -1241,6 +1265,8 @@ static void scratch_free(rr_scratch *sc)
     free(sc->e.v);
     while (sc->pool.n)
         free(sc->pool.v[--sc->pool.n].v);
+    while (sc->pool.nb)
+        free(sc->pool.b[--sc->pool.nb].p);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
     isa_stream_free(&sc->rolled);
