@@ -180,7 +180,7 @@ int isa_op_from_mnemonic(const char *s)
 void isa_insn_init(isa_insn *in, int op)
 {
     table_init();
-    memcpy(in, &insn_default[op], sizeof *in);
+    isa_insn_copy(in, &insn_default[op]);
 }
 
 isa_unit isa_insn_unit(const isa_insn *in)

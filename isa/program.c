@@ -109,7 +109,7 @@ void isa_stream_free(isa_stream *s)
 
 void isa_stream_push(isa_stream *s, const isa_insn *in)
 {
-    *isa_stream_room(s) = *in;
+    isa_insn_copy(isa_stream_room(s), in);
     s->n++;
 }
 

@@ -725,29 +725,47 @@ typedef struct {
     int nidle;
 } cg_walk;
 
-/* What instructions s[first..] of kernel pos move between DRAM and LX,
- * and its busiest DMA unit (ki->dma_busy, the largest over the cores so
+/* What instruction in of kernel ki moves between DRAM and LX, and its
+ * busiest DMA unit so far (ki->dma_busy, the largest over the cores so
  * far; busy: the core's units' time in the kernel so far). */
+static void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in, double *busy)
+{
+    if (in->op == ISA_OP_LOOP)
+        ki->loops = 1;
+    const isa_class cls = isa_info(in->op)->cls;
+    if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
+        return; /* another unit: no DMA time, no DRAM */
+    const isa_unit u = isa_insn_unit(in);
+    busy[u] += dma_time(c->cfg, in, cls);
+    ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
+    if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
+        return;
+    int64_t sticks = in->run;
+    for (int l = 0; l < ISA_MAX_LOOPS; l++)
+        sticks *= in->n[l] > 1 ? in->n[l] : 1;
+    *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
+}
+
+/* measure_one of instructions s[first..] of kernel pos. */
 static void measure(be_ctx *c, int pos, const isa_stream *s, size_t first, double *busy)
 {
     be_kinfo *ki = &state_of(c)->k[pos];
-    for (size_t j = first; j < s->n; j++) {
-        const isa_insn *in = &s->insns[j];
-        if (in->op == ISA_OP_LOOP)
-            ki->loops = 1;
-        const isa_class cls = isa_info(in->op)->cls;
-        if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
-            continue; /* another unit: no DMA time, no DRAM */
-        const isa_unit u = isa_insn_unit(in);
-        busy[u] += dma_time(c->cfg, in, cls);
-        ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
-        if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
-            continue;
-        int64_t sticks = in->run;
-        for (int l = 0; l < ISA_MAX_LOOPS; l++)
-            sticks *= in->n[l] > 1 ? in->n[l] : 1;
-        *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
-    }
+    for (size_t j = first; j < s->n; j++)
+        measure_one(c, ki, &s->insns[j], busy);
+}
+
+/* bd_collect and measure of a kernel's code on core, in one walk while
+ * it is in cache (each walk read the code back from memory: a core's
+ * kernel is up to some 14,000 instructions of 288 bytes); the rest from
+ * the first sequencer control on (none as generated) as they run it. */
+static void walk_kernel(cg_walk *w, int core, const isa_stream *s)
+{
+    be_kinfo *ki = &state_of(w->c)->k[w->c->pos];
+    size_t j = 0;
+    for (; j < s->n && !bd_insn(w->bd, &s->insns[j], core); j++)
+        measure_one(w->c, ki, &s->insns[j], w->busy[core]);
+    bd_collect(w->bd, s, j, core);
+    measure(w->c, w->c->pos, s, j, w->busy[core]);
 }
 
 /* The core's stream from the last walk on. */
@@ -777,8 +795,7 @@ static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
     cg_walk *w = ctx;
     if (name) {
         cg_core_done(w, core);
-        bd_collect(w->bd, s, 0, core);
-        measure(w->c, w->c->pos, s, 0, w->busy[core]);
+        walk_kernel(w, core, s);
         be_reroll_append(w->c, core, name, s->insns, (long)s->n);
         w->from[core] = w->c->prog->cores[core].n;
     }

@@ -79,6 +79,9 @@ void bd_begin(bd_state *b, const be_ctx *c);
 void bd_free(bd_state *b);
 /* Add core `core`'s instructions of the next kernel, from `first` on. */
 void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);
+/* Add one, in its turn: 0, or -1 (nothing added) for a sequencer control
+ * (li, addi, loop, endl), which only bd_collect runs. */
+int bd_insn(bd_state *b, const isa_insn *in, int core);
 /* The next kernel's pieces core by core, each core's in the order
  * collected: codegen collects a core's code as each of its kernels ends,
  * and a ring exchange ends on every core before the kernel after it

@@ -72,6 +72,22 @@ typedef struct {
     long n, cap;
 } rr_vec;
 
+/* Lists and arrays the rolling of a kernel works in, kept with their
+ * memory from kernel to kernel (last given, first taken): each fresh one
+ * (a list up to some 3 MB of entries, a scan's arrays some 100 KB each)
+ * was mapped and touched anew, page fault by page fault. */
+#define RR_POOL 16
+typedef struct {
+    void *p;
+    size_t cap; /* bytes */
+} rr_buf;
+typedef struct {
+    rr_vec v[RR_POOL];
+    int n;
+    rr_buf b[4 * RR_POOL];
+    int nb;
+} rr_pool;
+
 /* Per kernel position: the figures the dump and the report print. */
 typedef struct {
     long before, after; /* instructions, all cores */
@@ -92,7 +108,9 @@ typedef struct {
 
 typedef struct {
     rr_slot *tab;
-    long cap;
+    long cap;  /* slots allocated */
+    long mask; /* slots this kernel uses, less one: a power of 2 less one (clearing the
+                * table as grown for the largest kernel was 0.5 MB per small kernel) */
     int next;
     isa_insn *rep; /* per shape: its first instruction */
     long rcap;
@@ -130,6 +148,7 @@ typedef struct {
  * instructions per core of 288 bytes each). */
 typedef struct {
     rr_vec e;           /* the kernel's entries */
+    rr_pool pool;       /* roll_in_place's lists */
     rr_shapes shapes;   /* shape table (cap: its slots) and representatives */
     isa_stream rolled;  /* roll_tail: a core's tail rolled, before it replaces the tail */
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
@@ -179,6 +198,44 @@ static void vec_append(rr_vec *v, const rr_ent *e, long n)
 static void vec_push(rr_vec *v, const rr_ent *e)
 {
     vec_append(v, e, 1);
+}
+
+/* An empty list, with the memory of one given back before if any. */
+static rr_vec pool_take(rr_pool *pl)
+{
+    rr_vec v = pl->n ? pl->v[--pl->n] : (rr_vec){0};
+    v.n = 0;
+    return v;
+}
+
+static void pool_give(rr_pool *pl, rr_vec v)
+{
+    if (pl->n < RR_POOL)
+        pl->v[pl->n++] = v;
+    else
+        free(v.v);
+}
+
+/* An array of at least `bytes`, its contents undefined. */
+static rr_buf buf_take(rr_pool *pl, size_t bytes)
+{
+    rr_buf b = pl->nb ? pl->b[--pl->nb] : (rr_buf){0};
+    if (b.cap < bytes) {
+        free(b.p);
+        b.cap = 2 * bytes;
+        b.p = malloc(b.cap);
+        if (!b.p)
+            abort();
+    }
+    return b;
+}
+
+static void buf_give(rr_pool *pl, rr_buf b)
+{
+    if (pl->nb < 4 * RR_POOL)
+        pl->b[pl->nb++] = b;
+    else
+        free(b.p);
 }
 
 /* ---- instruction fields, from the ISA's operand table ---- */
@@ -308,12 +365,12 @@ static uint64_t insn_key(const isa_insn *in)
 
 static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
 {
-    long slot = (long)(key & (uint64_t)(t->cap - 1));
+    long slot = (long)(key & (uint64_t)t->mask);
     while (t->tab[slot].shape >= 0) {
         const rr_slot *q = &t->tab[slot];
         if (q->key == key && insn_same(&t->rep[q->shape], in))
             return q->shape;
-        slot = (slot + 1) & (t->cap - 1);
+        slot = (slot + 1) & t->mask;
     }
     if (t->next == t->rcap) {
         t->rcap = t->rcap ? 2 * t->rcap : 64;
@@ -321,7 +378,7 @@ static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
         if (!t->rep)
             abort();
     }
-    t->rep[t->next] = *in;
+    isa_insn_copy(&t->rep[t->next], in);
     t->tab[slot] = (rr_slot){key, t->next};
     return t->next++;
 }
@@ -450,13 +507,13 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     return c;
 }
 
-static void roll_in_place(rr_vec *v, long at);
+static void roll_in_place(rr_pool *pl, rr_vec *v, long at);
 
 /* Append to out the loop of candidate c at item i: its first repetition
  * with the strides s->stride as a new loop level, rolled in turn (written
  * where it goes and rolled there: entries are large, and most bodies roll
  * no further). */
-static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
+static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_vec *out)
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
     rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
@@ -483,7 +540,7 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
             rel++;
     }
     out->n += len;
-    roll_in_place(out, at + 1);
+    roll_in_place(pl, out, at + 1);
     vec_push(out, &el);
     out->v[at].len = out->n - at;
 }
@@ -492,17 +549,18 @@ static void emit_loop(rr_scan *s, const rr_ent *e, long i, const rr_cand *c, rr_
  * the list with them into out.  Returns the number of loops (0: out
  * untouched, the list stays as it is: most scans find none, and entries
  * are large to copy). */
-static long roll_once(const rr_ent *e, long n, rr_vec *out)
+static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
 {
     rr_scan s = {0};
     long nitems = 0;
     for (long j = 0; j < n; j += e[j].kind == RR_LOOP ? e[j].len : 1)
         nitems++;
-    s.start = malloc((size_t)(nitems + 1) * sizeof *s.start);
-    s.h = malloc((size_t)(nitems + 1) * sizeof *s.h);
-    s.next = malloc((size_t)(nitems + 1) * sizeof *s.next);
-    if (!s.start || !s.h || !s.next)
-        abort();
+    rr_buf mem[4] = {buf_take(pl, (size_t)(nitems + 1) * sizeof *s.start),
+                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.h),
+                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.next)};
+    s.start = mem[0].p;
+    s.h = mem[1].p;
+    s.next = mem[2].p;
     long it = 0;
     for (long j = 0; j < n; it++) {
         long len = e[j].kind == RR_LOOP ? e[j].len : 1;
@@ -518,9 +576,8 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
     long cap = 16;
     while (cap < 2 * nitems)
         cap *= 2;
-    long *tab = malloc((size_t)cap * sizeof *tab);
-    if (!tab)
-        abort();
+    mem[3] = buf_take(pl, (size_t)cap * sizeof(long));
+    long *tab = mem[3].p;
     for (long q = 0; q < cap; q++)
         tab[q] = -1;
     for (long q = nitems - 1; q >= 0; q--) {
@@ -530,7 +587,6 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
         s.next[q] = tab[slot];
         tab[slot] = q;
     }
-    free(tab);
     /* choose: the loop starting at each item that saves the most */
     long loops = 0, *at = NULL;
     rr_cand *pick = NULL;
@@ -561,48 +617,44 @@ static long roll_once(const rr_ent *e, long n, rr_vec *out)
     for (long q = 0; q < loops; q++) {
         vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
         try_period(&s, e, nitems, at[q], pick[q].L); /* its strides, in s.stride */
-        emit_loop(&s, e, at[q], &pick[q], out);
+        emit_loop(pl, &s, e, at[q], &pick[q], out);
         i = at[q] + pick[q].L * pick[q].reps;
     }
     if (loops)
         vec_append(out, &e[s.start[i]], n - s.start[i]);
     free(at);
     free(pick);
-    free(s.start);
-    free(s.h);
-    free(s.next);
+    for (int q = 3; q >= 0; q--)
+        buf_give(pl, mem[q]);
     free(s.stride);
     return loops;
 }
 
 /* Roll the list v[at..) where it is: scans until one makes no loop (outer
- * loops appear once bodies hold loops), a few at most.  A list that rolls
- * from its start takes the last scan's buffer instead of a copy. */
-static void roll_in_place(rr_vec *v, long at)
+ * loops appear once bodies hold loops), a few at most.  The rolled list
+ * is copied back (it is shorter): v keeps its buffer, grown for the
+ * largest kernel, and the pool its own. */
+static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
 {
-    rr_vec buf[2] = {{0}, {0}};
+    rr_vec buf[2] = {pool_take(pl), pool_take(pl)};
     const rr_ent *cur = v->v + at;
     long ncur = v->n - at;
     int last = -1;
     for (int pass = 0; pass < ISA_MAX_LOOPS; pass++) {
         rr_vec *dst = &buf[pass & 1];
         dst->n = 0;
-        if (!roll_once(cur, ncur, dst))
+        if (!roll_once(pl, cur, ncur, dst))
             break;
         cur = dst->v;
         ncur = dst->n;
         last = pass & 1;
     }
-    if (last >= 0 && at == 0) {
-        const rr_vec t = *v;
-        *v = buf[last];
-        buf[last] = t;
-    } else if (last >= 0) {
+    if (last >= 0) {
         v->n = at;
         vec_append(v, cur, ncur);
     }
-    free(buf[0].v);
-    free(buf[1].v);
+    pool_give(pl, buf[0]);
+    pool_give(pl, buf[1]);
 }
 
 /* ---- registers and emission ----
@@ -811,7 +863,7 @@ static void commit_copy(rr_out *o)
 
 static void push(rr_out *o, const isa_insn *in)
 {
-    *isa_stream_room(o->s) = *in;
+    isa_insn_copy(isa_stream_room(o->s), in);
     commit(o);
 }
 
@@ -873,7 +925,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             }
         } else {
             isa_insn *in = isa_stream_room(o->s);
-            *in = *ent_insn(o, x);
+            isa_insn_copy(in, ent_insn(o, x));
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++) {
@@ -916,7 +968,7 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             j += e[j].len;
         } else {
             isa_insn *in = isa_stream_room(o->s);
-            *in = *ent_insn(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
+            isa_insn_copy(in, ent_insn(o, &e[j])); /* its first iteration's addresses: unroll_one moves them */
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
@@ -1014,12 +1066,13 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     sh->next = 0;
     if (n + 1 > ev->cap) {
         free(ev->v);
-        ev->cap = n + 1;
+        ev->cap = 2 * (n + 1);
         ev->v = malloc((size_t)ev->cap * sizeof *ev->v);
     }
     if (!ev->v || !sh->tab)
         abort();
-    for (long q = 0; q < sh->cap; q++)
+    sh->mask = cap - 1;
+    for (long q = 0; q < cap; q++)
         sh->tab[q].shape = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
@@ -1080,12 +1133,12 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         t->shape[j] = sc->e.v[j].shape;
         memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
     }
-    /* rolled where the entries are, then the template's list (sc->e
-     * takes the old list's buffer for the next kernel: no copy) */
-    roll_in_place(&sc->e, 0);
-    const rr_vec old = t->rolled;
-    t->rolled = sc->e;
-    sc->e = old;
+    /* rolled where the entries are, then copied to the template's list
+     * (a tenth as long or less; the entries' list, grown to the largest
+     * kernel, stays for the next) */
+    roll_in_place(&sc->pool, &sc->e, 0);
+    t->rolled.n = 0;
+    vec_append(&t->rolled, sc->e.v, sc->e.n);
     t->n = n;
     return 1;
 }
@@ -1160,6 +1213,23 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     return keys_distinct(t, s, nsh);
 }
 
+/* A hash of kernel s[0..n)'s ops in order: four 16-bit ops to a mix, a
+ * serial chain a quarter as long (a mix per op, each waiting on the last,
+ * was 2% of the prefill compile). */
+static uint64_t ops_key(const isa_insn *s, long n)
+{
+    _Static_assert(ISA_NOPS <= 0x10000, "an op is 16 bits");
+    uint64_t h = mix(0x0b5, (uint64_t)n), w = 0;
+    for (long j = 0; j < n; j++) {
+        w = w << 16 | (uint16_t)s[j].op;
+        if ((j & 3) == 3) {
+            h = mix(h, w);
+            w = 0;
+        }
+    }
+    return mix(h, w);
+}
+
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
  * when it fits, else from scratch); left as they are when they already
  * use loops or registers (not code this back half makes). */
@@ -1175,9 +1245,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
             abort();
     }
     /* the template of the kernel's ops, else the next to replace */
-    uint64_t ops = mix(0x0b5, (uint64_t)n);
-    for (long j = 0; j < n; j++)
-        ops = mix(ops, (uint64_t)s[j].op);
+    const uint64_t ops = ops_key(s, n);
     rr_tmpl *t = NULL;
     for (int q = 0; q < RR_TEMPLATES && !t; q++)
         if (sc->t[q].n == n && sc->t[q].ops == ops)
@@ -1210,6 +1278,10 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 static void scratch_free(rr_scratch *sc)
 {
     free(sc->e.v);
+    while (sc->pool.n)
+        free(sc->pool.v[--sc->pool.n].v);
+    while (sc->pool.nb)
+        free(sc->pool.b[--sc->pool.nb].p);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
     isa_stream_free(&sc->rolled);

@@ -250,7 +250,7 @@ void cc_push(cc_emit *e, const isa_insn *in)
 {
     if (e->failed)
         return;
-    *isa_stream_room(e->s) = *in;
+    isa_insn_copy(isa_stream_room(e->s), in);
     cc_commit(e);
 }
 
