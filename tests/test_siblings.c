@@ -306,6 +306,48 @@ static void test_siblings_of_partial_sticks_stay_apart(void)
     tu_rmtree(dir);
 }
 
+/* A model's heads: products of one normed x whose results are graph
+ * outputs (one with a bias add, one also read by a later node).  Fused,
+ * their results are the outputs laid one after another (stick group
+ * after stick group, so for any number of rows): one product kernel,
+ * every output checked against the reference, on both chips and for 1
+ * and 4 rows. */
+static void test_heads_that_are_outputs_are_one_product(void)
+{
+    static const tu_param ps[] = {{"w0", 128, 64}, {"w1", 128, 64}, {"w2", 256, 64}, {"b2", 256, 0}};
+    static const char *const cfgs[] = {"spyre", "spyre-4core"};
+    for (int rows = 1; rows <= 4; rows += 3) {
+        char text[2048], dir[512];
+        snprintf(text, sizeof text,
+                 "graph heads\n"
+                 "weights \"weights.safetensors\"\n"
+                 "input %%x: f32[%d, 64]\n"
+                 "param %%w0: f32[128, 64] = \"w0\"\n"
+                 "param %%w1: f32[128, 64] = \"w1\"\n"
+                 "param %%w2: f32[256, 64] = \"w2\"\n"
+                 "param %%b2: f32[256] = \"b2\"\n"
+                 "%%n: f32[%d, 64] = aten.relu.default(%%x)\n"
+                 "%%t0: f32[64, 128] = aten.t.default(%%w0)\n"
+                 "%%h0: f32[%d, 128] = aten.mm.default(%%n, %%t0)\n"
+                 "%%t1: f32[64, 128] = aten.t.default(%%w1)\n"
+                 "%%h1: f32[%d, 128] = aten.mm.default(%%n, %%t1)\n"
+                 "%%t2: f32[64, 256] = aten.t.default(%%w2)\n"
+                 "%%h2: f32[%d, 256] = aten.addmm.default(%%b2, %%n, %%t2)\n"
+                 "%%s: f32[%d, 128] = aten.mul.Tensor(%%h1, 2)\n"
+                 "output %%h0, %%h1, %%h2, %%s\n",
+                 rows, rows, rows, rows, rows, rows);
+        tu_tmpdir(dir, sizeof dir);
+        tu_write_graph(dir, text, ps, 4);
+        for (int c = 0; c < 2; c++) {
+            run_out o = run(dir, cfgs[c], CC_SIBLINGS_ALWAYS);
+            CU_ASSERT_EQUAL(o.bad, 0);
+            CU_ASSERT_EQUAL(o.products, 2); /* h0 with h1, h2 (its bias add, not alike) */
+            CU_ASSERT_EQUAL(run(dir, cfgs[c], CC_SIBLINGS_NEVER).products, 3);
+        }
+        tu_rmtree(dir);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -319,6 +361,7 @@ int main(void)
         {"gate and up products fused validate", test_gate_and_up_products_fused_validate},
         {"the default is the program of lower estimate", test_the_default_is_the_program_of_lower_estimate},
         {"siblings of partial sticks stay apart", test_siblings_of_partial_sticks_stay_apart},
+        {"heads that are outputs are one product", test_heads_that_are_outputs_are_one_product},
         {NULL, NULL},
     };
     return tu_run("siblings", tests);

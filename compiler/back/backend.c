@@ -336,26 +336,28 @@ static int add_tensor(ir_prog *p, be_ctx *c, int b, uint64_t align)
     return 0;
 }
 
-/* A concatenated parameter's parts (fuse_siblings) take its stick, so
- * that laid one after another they are its device bytes: sticked on the
- * dim they are concatenated along, each a whole number of sticks. */
+/* A concatenated buffer's parts (fuse_siblings: parameters, outputs)
+ * take its stick, so that laid one after another they are its device
+ * bytes: sticked on the dim they are concatenated along (the layout is
+ * stick group after stick group), each a whole number of sticks. */
 static int cat_sticks(ir_prog *p, be_ctx *c)
 {
     for (int b = 0; b < p->nbufs; b++) {
         const ir_buf *B = &p->bufs[b];
+        const int d = B->cat_dim;
         for (int j = 0; j < B->nparts; j++) {
             be_layout *P = &c->lay[B->parts[j]];
             P->stick_dim = c->lay[b].stick_dim;
             P->f32 = c->lay[b].f32;
             P->free_stick = 0;
-            if (c->lay[b].stick_dim || p->bufs[B->parts[j]].type.shape[0] % (P->f32 ? c->t.lanes32 : c->t.lanes16))
-                return ir_error(p, -1, "parameter %s: its parts are not whole sticks along dim 0", B->name);
+            if (c->lay[b].stick_dim != d || p->bufs[B->parts[j]].type.shape[d] % (P->f32 ? c->t.lanes32 : c->t.lanes16))
+                return ir_error(p, -1, "buffer %s: its parts are not whole sticks along dim %d", B->name, d);
         }
     }
     return 0;
 }
 
-/* A concatenated parameter's parts into the table one after another; it
+/* A concatenated buffer's parts into the table one after another; it
  * takes their bytes as its own. */
 static int add_cat(ir_prog *p, be_ctx *c, int b, uint64_t align)
 {
@@ -367,13 +369,13 @@ static int add_cat(ir_prog *p, be_ctx *c, int b, uint64_t align)
         if (add_tensor(p, c, B->parts[j], j ? c->cfg->stick_bytes : align))
             return -1;
         if (prev && c->lay[B->parts[j]].off != end)
-            return ir_error(p, -1, "parameter %s: its parts do not lie one after another", B->name);
+            return ir_error(p, -1, "buffer %s: its parts do not lie one after another", B->name);
     }
     L->off = c->lay[B->parts[0]].off;
-    L->groups = cc_ceil_div(B->type.shape[0], L->f32 ? c->t.lanes32 : c->t.lanes16);
+    L->groups = cc_ceil_div(B->type.shape[B->cat_dim], L->f32 ? c->t.lanes32 : c->t.lanes16);
     L->rows = 1;
-    for (int d = 1; d < B->type.rank; d++)
-        L->rows *= B->type.shape[d];
+    for (int d = 0; d < B->type.rank; d++)
+        L->rows *= d == B->cat_dim ? 1 : B->type.shape[d];
     return 0;
 }
 

@@ -1063,7 +1063,7 @@ static void print_buf(const ir_prog *p, int b, FILE *f)
     char ty[256];
     gr_ttype_str(&B->type, ty, sizeof ty);
     fprintf(f, "buffer %s: %s %s", B->name, ty, kinds[B->kind]);
-    if (B->kind == IR_BUF_PARAM && B->nparts) {
+    if (B->nparts) {
         for (int i = 0; i < B->nparts; i++)
             fprintf(f, "%s%s", i ? ", " : " cat(", p->bufs[B->parts[i]].name);
         fputc(')', f);

@@ -192,8 +192,10 @@ typedef struct {
     int internal;     /* lastuse: written and read only inside one kernel */
     int last_use;     /* lastuse: position of the last kernel reading it, -1 */
     int whole_value;  /* COMPUTED: holds the graph value of its name whole (ISA_TF_VALUE) */
-    int *parts, nparts; /* PARAM made by fuse_siblings: these parameters concatenated along dim 0;
-                           it has no tensor of its own, the layout lays its parts one after another */
+    int *parts, nparts; /* made by fuse_siblings: these buffers concatenated along dim cat_dim (a
+                           PARAM's parameters along 0, an output's outputs [M, N] along 1); it has
+                           no tensor of its own, the layout lays its parts one after another */
+    int cat_dim;
 } ir_buf;
 
 int64_t ir_dtype_size(gr_dtype dt);

@@ -24,6 +24,7 @@ typedef struct {
     int64_t n;   /* N */
     int canon;   /* the tail's body with acc for the product and the first sibling's bias: equal for alike tails */
     int group;   /* the first sibling of its group */
+    int outp;    /* out is a graph output */
 } sib;
 
 typedef struct {
@@ -213,7 +214,7 @@ static void find_tail(sib_ctx *c, sib *s)
     int odd = 0;
     ir_expr_walk(&p->A, T->body, find_index, &odd);
     if (odd || T->kind != IR_POINTWISE || T->nvars != 2 || T->ranges[0] != M->ranges[0] || T->ranges[1] != s->n ||
-        !ir_idx_equal(&T->store, &st) || p->bufs[T->out].output)
+        !ir_idx_equal(&T->store, &st))
         return;
     tail_scan ts = {c, M->out, -1, s->n, 1};
     int canon = ir_map_loads(&p->A, T->body, tail_load, &ts);
@@ -227,7 +228,11 @@ static void find_tail(sib_ctx *c, sib *s)
 
 /* Product node i as a sibling: a 2-D product whose B is a parameter
  * [N, K] read as W^T (no other reader), N whole aligned sticks, its
- * result (or its tail's) read only through indices recolumn takes. */
+ * result (or its tail's) read only through indices recolumn takes.  A
+ * result that is a graph output [M, N] stays the output's buffer: the
+ * concatenated result is the outputs one after another (cat_outputs),
+ * which needs the product's own result to be the output or to feed only
+ * its tail (a model's heads: serve_tiny's ends_prefill). */
 static int candidate(sib_ctx *c, int i, sib *s)
 {
     const ir_prog *p = c->p;
@@ -236,18 +241,22 @@ static int candidate(sib_ctx *c, int i, sib *s)
         return 0;
     int64_t n = M->ranges[1], k = M->ranges[2];
     const ir_buf *W = &p->bufs[M->b];
-    ir_index bi = ir_idx_var(2), st = ir_idx_var(1);
+    ir_index bi = ir_idx_var(2), st = ir_idx_var(1), one = ir_idx_var(1);
     bi.coef[1] = k;
     st.coef[0] = n;
     if (M->b == M->a || !is_param(c, M->b) || W->type.rank != 2 || W->type.shape[0] != n ||
-        W->type.shape[1] != k || !ir_idx_equal(&M->bidx, &bi) || !ir_idx_equal(&M->store, &st) ||
-        p->bufs[M->out].output || n % c->lanes)
+        W->type.shape[1] != k || !ir_idx_equal(&M->bidx, &bi) || n % c->lanes)
         return 0;
+    if (!ir_idx_equal(&M->store, &st) && !(M->ranges[0] == 1 && ir_idx_equal(&M->store, &one)))
+        return 0; /* one row's store has no term for m */
     s->mm = i;
     s->mmout = M->out;
     s->n = n;
     s->group = -1;
     find_tail(c, s);
+    s->outp = p->bufs[s->out].output;
+    if ((s->tail >= 0 && p->bufs[M->out].output) || (s->outp && p->bufs[s->out].type.rank != 2))
+        return 0;
     return readers_recolumn(c, s->out, n);
 }
 
@@ -264,7 +273,7 @@ static int alike(const ir_prog *p, const sib *f, const sib *s)
     return F->a == S->a && ir_idx_equal(&F->aidx, &S->aidx) && F->ranges[0] == S->ranges[0] &&
            F->ranges[2] == S->ranges[2] && dtype_of(p, F->b) == dtype_of(p, S->b) &&
            dtype_of(p, F->out) == dtype_of(p, S->out) && dtype_of(p, f->out) == dtype_of(p, s->out) &&
-           dtype_of(p, f->bias) == dtype_of(p, s->bias) && (f->tail < 0) == (s->tail < 0) &&
+           dtype_of(p, f->bias) == dtype_of(p, s->bias) && (f->tail < 0) == (s->tail < 0) && f->outp == s->outp &&
            (f->tail < 0 || f->canon == s->canon);
 }
 
@@ -316,6 +325,32 @@ static int cat_result(ir_prog *p, int like, int64_t m, int64_t nt, int node)
     free(name);
     p->bufs[b].node = node;
     return b;
+}
+
+/* The siblings' outputs (each [m, n_j]) concatenated along dim 1,
+ * written by node `node`: an output buffer whose parts are the outputs,
+ * which stay the graph's outputs, written by that node. */
+static int cat_outputs(ir_prog *p, const sib *const *mem, int np, int64_t m, int64_t nt, int node)
+{
+    const int b = cat_result(p, mem[0]->out, m, nt, node);
+    ir_buf *B = &p->bufs[b];
+    B->output = 1;
+    B->cat_dim = 1;
+    B->parts = ir_xalloc((size_t)np * sizeof *B->parts);
+    for (int j = 0; j < np; j++) {
+        B->parts[j] = mem[j]->out;
+        p->bufs[mem[j]->out].node = node;
+    }
+    B->nparts = np;
+    return b;
+}
+
+/* The outputs that absorb and the fusing marked dead stay: they are the
+ * concatenated result's parts. */
+static void keep_outputs(ir_prog *p, int y)
+{
+    for (int j = 0; j < p->bufs[y].nparts; j++)
+        p->bufs[p->bufs[y].parts[j]].dead = 0;
 }
 
 /* A group being fused: its siblings, each one's first column in the
@@ -395,7 +430,8 @@ static void fuse_tails(group *g)
     g->bcat = g->mem[0]->bias < 0 ? -1 : cat_param(p, parts, g->nm, g->nt);
     free(parts);
     int body = ir_map_loads(&p->A, p->nodes[g->mem[0]->tail].body, tail_cat_load, g);
-    g->y = cat_result(p, p->nodes[t0].out, p->nodes[g->mem[0]->mm].ranges[0], g->nt, t0);
+    const int64_t m = p->nodes[g->mem[0]->mm].ranges[0];
+    g->y = g->mem[0]->outp ? cat_outputs(p, g->mem, g->nm, m, g->nt, t0) : cat_result(p, p->nodes[t0].out, m, g->nt, t0);
     for (int j = 0; j < g->nm; j++)
         if (g->mem[j]->tail != t0)
             absorb(p, t0, g->mem[j]->tail);
@@ -405,6 +441,7 @@ static void fuse_tails(group *g)
     T->body = body;
     T->ranges[1] = g->nt;
     T->store.coef[0] = g->nt;
+    keep_outputs(p, g->y);
     ir_node_redeps(p, t0);
 }
 
@@ -419,7 +456,9 @@ static void fuse_products(group *g)
         parts[j] = p->nodes[g->mem[j]->mm].b;
     int w = cat_param(p, parts, g->nm, g->nt);
     free(parts);
-    g->ymm = cat_result(p, p->nodes[mm0].out, p->nodes[mm0].ranges[0], g->nt, mm0);
+    const int64_t m = p->nodes[mm0].ranges[0];
+    g->ymm = g->mem[0]->outp && g->mem[0]->tail < 0 ? cat_outputs(p, g->mem, g->nm, m, g->nt, mm0)
+                                                    : cat_result(p, p->nodes[mm0].out, m, g->nt, mm0);
     for (int j = 1; j < g->nm; j++)
         absorb(p, mm0, g->mem[j]->mm);
     ir_node *M = &p->nodes[mm0];
@@ -428,6 +467,7 @@ static void fuse_products(group *g)
     M->b = w;
     M->ranges[1] = g->nt;
     M->store.coef[0] = g->nt;
+    keep_outputs(p, g->ymm);
     ir_node_redeps(p, mm0);
 }
 
