@@ -1,6 +1,7 @@
 /* sim.c: the chip (cores, LX, DRAM: its pages in pages.c) and a run's
  * entry point: the program's regions checked against device DRAM, then
  * engine.c's run loop. */
+#define _DEFAULT_SOURCE /* mmap(MAP_ANONYMOUS), madvise(MADV_HUGEPAGE) */
 #include "internal.h"
 
 #include "dram.h"
@@ -9,13 +10,53 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Anonymous mappings start zeroed and get their pages on first touch,
+ * as calloc's large blocks do: only the LX bytes a program touches cost
+ * host memory.  The mapping is cut to a 2 MB boundary so that its pages
+ * can be huge ones. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static size_t big_len(size_t len) { return (len ? len + HUGE_PAGE - 1 : HUGE_PAGE) / HUGE_PAGE * HUGE_PAGE; }
+
+void *sim_big_zeroed(size_t len)
+{
+#if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
+    const size_t n = big_len(len);
+    uint8_t *m = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    const size_t head = (HUGE_PAGE - (uintptr_t)m % HUGE_PAGE) % HUGE_PAGE;
+    if (head)
+        munmap(m, head);
+    if (HUGE_PAGE - head)
+        munmap(m + head + n, HUGE_PAGE - head);
+    madvise(m + head, n, MADV_HUGEPAGE);
+    return m + head;
+#else
+    return calloc(1, len);
+#endif
+}
+
+void sim_big_free(void *p, size_t len)
+{
+    if (!p)
+        return;
+#if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
+    munmap(p, big_len(len));
+#else
+    (void)len;
+    free(p);
+#endif
+}
 
 static void destroy_cores(sim *s)
 {
     if (!s->cores)
         return;
+    sim_big_free(s->cores[0].lx, (size_t)s->cfg.cores * s->cfg.lx_bytes); /* every core's LX */
     for (int i = 0; i < s->cfg.cores; i++) {
-        free(s->cores[i].lx);
         free(s->cores[i].tokens);
         for (int u = 0; u < ISA_NUNITS; u++)
             free(s->cores[i].units[u].q);
@@ -41,12 +82,19 @@ sim *sim_create(const chip_config *cfg)
         s->page_shift++;
     if (!s->cores || !s->pages || !s->page_serial || !s->dram)
         goto fail;
+    /* The cores' LX side by side, in one allocation on huge pages: a run
+     * sweeps all of them (32 x 2 MB), and on 4 KB pages nearly every stick
+     * a copy or a product touched first missed the TLB (a values launch of
+     * the 1024^3 GEMM took 8% less host time on 2 MB pages). */
+    uint8_t *lx = sim_big_zeroed((size_t)cfg->cores * cfg->lx_bytes);
+    if (!lx)
+        goto fail;
     for (int i = 0; i < cfg->cores; i++) {
         sim_core *c = &s->cores[i];
         c->id = i;
-        c->lx = calloc(1, cfg->lx_bytes);
+        c->lx = lx + (size_t)i * cfg->lx_bytes;
         c->tokens = calloc((size_t)cfg->tokens, sizeof *c->tokens);
-        if (!c->lx || !c->tokens)
+        if (!c->tokens)
             goto fail;
         for (int u = 0; u < ISA_NUNITS; u++)
             if (!(c->units[u].q = aligned_alloc(SIM_SLOT_ALIGN, (size_t)cfg->queue_depth * sizeof(sim_slot))))
