@@ -533,13 +533,14 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
 
 /* The staged sticks of load i (a leader) in the first chunk of R rows
  * of every core's part, summed; *worst the most of one core, *first
- * core 0's (all 0 when the parts are alike).  A part that starts inside a run of the buffer's rows stages
- * the hull of its rows' spans: serve_tiny's prefill RoPE on 13 cores,
- * parts of 20 rows of 4 heads of 64 positions, the three parts that
- * straddle two heads stage all 64 sticks of q where core 0 stages 20,
- * 148 KB of DRAM traffic where 16 cores (parts at heads' quarters) move
- * 132 KB: 2,440 cycles simulated against 1,804.  Priced as core 0's,
- * 13 cores were estimated below 16 and taken. */
+ * core 0's (all 0 when the parts are alike).  A part that starts inside
+ * a run of the buffer's rows stages the hull of its rows' spans:
+ * serve_tiny's prefill RoPE on 13 cores, parts of 20 rows of 4 heads of
+ * 64 positions, the three parts that straddle two heads stage all 64
+ * sticks of q where core 0 stages 20, 148 KB of DRAM traffic where 16
+ * cores (parts at heads' quarters) move 132 KB: 2,440 cycles simulated
+ * against 1,804.  Priced as core 0's, 13 cores were estimated below 16
+ * and taken. */
 static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first)
 {
     /* parts of whole runs of the innermost row variable, or runs of whole

@@ -431,7 +431,8 @@ static void fuse_tails(group *g)
     free(parts);
     int body = ir_map_loads(&p->A, p->nodes[g->mem[0]->tail].body, tail_cat_load, g);
     const int64_t m = p->nodes[g->mem[0]->mm].ranges[0];
-    g->y = g->mem[0]->outp ? cat_outputs(p, g->mem, g->nm, m, g->nt, t0) : cat_result(p, p->nodes[t0].out, m, g->nt, t0);
+    g->y = g->mem[0]->outp ? cat_outputs(p, g->mem, g->nm, m, g->nt, t0)
+                           : cat_result(p, p->nodes[t0].out, m, g->nt, t0);
     for (int j = 0; j < g->nm; j++)
         if (g->mem[j]->tail != t0)
             absorb(p, t0, g->mem[j]->tail);
