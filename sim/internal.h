@@ -149,13 +149,6 @@ int sim_faultf(sim *s, int core, int unit, long index, const char *fmt, ...)
 /* trace.c: a host op's span in the trace. */
 void sim_trace_host(sim *s, long index, int64_t node, double start, double end);
 
-/* sim.c: len zeroed bytes on 2 MB pages where the host gives them
- * (Linux's transparent huge pages in madvise mode), for the large arrays
- * a run sweeps, where 4 KB pages miss the TLB; NULL when out of memory.
- * sim_big_free takes the same len. */
-void *sim_big_zeroed(size_t len);
-void sim_big_free(void *p, size_t len);
-
 /* engine.c: run a program to completion (event-driven). */
 int sim_engine_run(sim *s, const isa_program *p);
 

@@ -20,7 +20,10 @@
 
 static size_t big_len(size_t len) { return (len ? len + HUGE_PAGE - 1 : HUGE_PAGE) / HUGE_PAGE * HUGE_PAGE; }
 
-void *sim_big_zeroed(size_t len)
+/* len zeroed bytes on 2 MB pages where the host gives them (Linux's
+ * transparent huge pages in madvise mode); NULL when out of memory.
+ * big_free takes the same len. */
+static void *big_zeroed(size_t len)
 {
 #if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
     const size_t n = big_len(len);
@@ -39,7 +42,7 @@ void *sim_big_zeroed(size_t len)
 #endif
 }
 
-void sim_big_free(void *p, size_t len)
+static void big_free(void *p, size_t len)
 {
     if (!p)
         return;
@@ -55,7 +58,7 @@ static void destroy_cores(sim *s)
 {
     if (!s->cores)
         return;
-    sim_big_free(s->cores[0].lx, (size_t)s->cfg.cores * s->cfg.lx_bytes); /* every core's LX */
+    big_free(s->cores[0].lx, (size_t)s->cfg.cores * s->cfg.lx_bytes); /* every core's LX */
     for (int i = 0; i < s->cfg.cores; i++) {
         free(s->cores[i].tokens);
         for (int u = 0; u < ISA_NUNITS; u++)
@@ -86,7 +89,7 @@ sim *sim_create(const chip_config *cfg)
      * sweeps all of them (32 x 2 MB), and on 4 KB pages nearly every stick
      * a copy or a product touched first missed the TLB (a values launch of
      * the 1024^3 GEMM took 8% less host time on 2 MB pages). */
-    uint8_t *lx = sim_big_zeroed((size_t)cfg->cores * cfg->lx_bytes);
+    uint8_t *lx = big_zeroed((size_t)cfg->cores * cfg->lx_bytes);
     if (!lx)
         goto fail;
     for (int i = 0; i < cfg->cores; i++) {
