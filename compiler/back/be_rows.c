@@ -599,13 +599,14 @@ static void rk_load_cost(const be_ctx *c, const rk_plan *k, int i, int64_t cores
     const double base = cc_max(s0, b / nch / sb); /* what the lines below price a core's first chunk */
     const double extra = cc_max(0, worst - base), more = cc_max(0, all - (double)cores * base) * sb;
     *bytes += more * nch / (double)cores;
+    *in += extra * sb / c->cfg->lx_bytes_per_cycle;
     if (!c->waits) { /* the choices: a run per group (above) */
-        *in += (double)k->G * rk_dma(c, (double)R) + extra * sb / c->cfg->lx_bytes_per_cycle;
+        *in += (double)k->G * rk_dma(c, (double)R);
         *first += leader ? b / nch : 0;
         *first_all += leader ? b / nch * (double)cores : 0;
     } else if (leader) {
         double sticks;
-        *in += rk_stage_dma(k, i, R, &sticks) + extra * sb / c->cfg->lx_bytes_per_cycle;
+        *in += rk_stage_dma(k, i, R, &sticks);
         const double whole = (double)be_buf_bytes(c, c->p->A.e[L->e].buf);
         *first += sticks * sb;
         *first_all += cc_min(sticks * sb * (double)cores, whole);
