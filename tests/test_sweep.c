@@ -201,11 +201,12 @@ static void test_a_batch_split_default_is_a_variant(void)
 }
 
 /* --autotune keeps only choices that beat the defaults and checks them
- * together: on mlp over the default 7 refresh phases the first product's
- * default, the grid over the ring (2x2r: its one block a core on 1x4
- * priced in series loses to it, as at phase 0, 3,062 cycles against
- * 3,458), is 6 cycles behind 1x4 (3,168 against 3,162): the file has that
- * one choice; --tuning applies matching lines and ignores the others. */
+ * together: on mlp (3,062 cycles at phase 0 on spyre-4core, shorter than
+ * tREFI: 15 refresh phases by default) the first product's default, the
+ * grid over the ring (2x2r: its one block a core on 1x4 priced in series
+ * loses to it, as at phase 0, 3,062 cycles against 3,458), is behind 1x4
+ * (3,278 against 3,143): the file has that one choice; --tuning applies
+ * matching lines and ignores the others. */
 static void test_autotune(void)
 {
     char dir[1024], tune[1024], args[4096];
@@ -368,6 +369,49 @@ static void run_at_phase(const char *choice, double ns, double *cycles, double *
     remove(js);
 }
 
+/* Without --refresh-phases a graph shorter than tREFI at phase 0 takes
+ * the least odd count of phases whose runs together last 7 tREFI (mlp on
+ * spyre-4core: 3,062 cycles against 5,859, 15), every row at that count;
+ * one of a tREFI or more takes 7 (mlp on spyre-4core with tREFI a fifth
+ * as long: its refresh then falls due 5 times as often). */
+static void test_a_short_graph_takes_more_refresh_phases(void)
+{
+    chip_config cfg;
+    tu_config("spyre-4core", &cfg);
+    double cycles = 0;
+    CU_ASSERT_EQUAL_FATAL(tu_spyre("run " MLP " --config spyre-4core --no-values", out, sizeof out), 0);
+    const char *c = strstr(out, "cycles=");
+    CU_ASSERT_FATAL(c && sscanf(c, "cycles=%lf", &cycles) == 1);
+    const double trefi = cfg.dram_trefi_ns * cfg.clock_ghz;
+    CU_ASSERT_FATAL(cycles > 0 && cycles < trefi);
+    int want = (int)ceil(7 * trefi / cycles);
+    want += !(want % 2);
+    char dir[1024], line[128];
+    tu_tmpfile("-sweepauto", dir, sizeof dir);
+    CU_ASSERT_EQUAL_FATAL(sweep(dir, "--kernel k1_addmm"), 0);
+    snprintf(line, sizeof line, "each variant at %d refresh phases", want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+    static char rows[1 << 14];
+    CU_ASSERT_FATAL(csv_rows(dir, rows, sizeof rows) >= 2);
+    for (const char *l = rows; *l; l = strchr(l, '\n') + 1) {
+        int phases = 0;
+        CU_ASSERT_EQUAL(sscanf(l, "%*d,k1_addmm,%*[^,],%*f,%*f,%*u,%*f,%*u,%*d,%*d,%d", &phases), 1);
+        CU_ASSERT_EQUAL(phases, want);
+    }
+    char cfgfile[1024], args[4096];
+    tu_tmpfile(".cfg", cfgfile, sizeof cfgfile);
+    FILE *f = fopen(cfgfile, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "include = %s/chip/configs/spyre-4core.cfg\nname = spyre-4core-fast-refresh\ndram_trefi_ns = %g\n",
+            SPYRE_SOURCE_DIR, cfg.dram_trefi_ns / 5);
+    fclose(f);
+    snprintf(args, sizeof args, "sweep " MLP " --config %s --out %s-short --kernel k1_addmm", cfgfile, dir);
+    CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "each variant at 7 refresh phases"));
+    snprintf(args, sizeof args, "rm -rf '%s' '%s-short' '%s'", dir, dir, cfgfile);
+    CU_ASSERT_EQUAL(system(args), 0);
+}
+
 /* With --refresh-phases 3 each row's cycles are the mean, rounded, of the
  * runs at phases 0, tREFI/3 and 2 tREFI/3 (`spyre run --refresh-phase`),
  * its kernel_cycles the mean span (checked on the first two rows and the
@@ -437,6 +481,7 @@ static const tu_test tests[] = {
     {"--autotune writes a file --tuning applies", test_autotune},
     {"--vary runs the graph on each configuration", test_vary},
     {"cycles are the mean over refresh phases", test_cycles_are_the_mean_over_refresh_phases},
+    {"a short graph takes more refresh phases", test_a_short_graph_takes_more_refresh_phases},
     {NULL, NULL},
 };
 

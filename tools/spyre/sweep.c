@@ -227,8 +227,6 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
     }
     if (a->nax && (a->only || a->autotune || a->phases))
         return sw_usage("--vary takes neither --kernel, --autotune nor --refresh-phases");
-    if (!a->phases)
-        a->phases = SW_PHASES_DEFAULT;
     return SW_OK;
 }
 
@@ -236,7 +234,7 @@ static int sweep_parse(int argc, char **argv, sw_args *a)
  * compile (base), the candidates, the variants (rs) and an earlier run's
  * rows (prev), the journal OUT/sweep.csv. */
 typedef struct {
-    const sw_args *a;
+    sw_args *a;
     chip_config cfg;
     gr_graph *g;
     cc_result *base;
@@ -461,6 +459,10 @@ static int sweep_run(sw_sweep *s)
     for (int k = 0; k < s->nk; k++)
         if (!(a->only && strcmp(a->only, cc_result_kernel_name(s->base, k))) && kernel_candidates(s, k))
             return SW_USAGE;
+    if (!a->phases && (s->a->phases = sw_auto_phases(s->g, &s->cfg, s->err, sizeof s->err)) < 1) {
+        fprintf(stderr, "spyre sweep: %s\n", s->err);
+        return SW_USAGE;
+    }
     sw_graph_name(a->path, s->gname, sizeof s->gname);
     printf("sweep %s on %s: %d kernel%s, %d candidates, compiled on %ld worker%s, each variant at %d refresh "
            "phase%s\n", s->gname, s->cfg.name, a->only ? 1 : s->nk, a->only || s->nk == 1 ? "" : "s", s->ncand,
@@ -518,7 +520,8 @@ const char sweep_help[] =
     "ones included; a row kernel's core counts) is compiled with that kernel forced and the others at\n"
     "the compiler's default, and simulated timing-only on the chip of --config (default spyre), in\n"
     "--jobs worker processes (default: every host core), once per refresh phase: N phases evenly spread\n"
-    "over the DRAM's refresh interval (--refresh-phases N, 1 to 64, default 7; 1 is phase 0 alone), since\n"
+    "over the DRAM's refresh interval (--refresh-phases N, 1 to 64; 1 is phase 0 alone; default 7, or for a\n"
+    "graph shorter than the interval as many more, odd, as cover it 7 times over, at most 63), since\n"
     "a launch on hardware meets the refresh at any phase; cycles are the mean, rounded.  OUT (--out,\n"
     "default sweep-out) gets sweep.csv and sweep.json (one row per variant: kernel, choice, cycles,\n"
     "kernel_cycles, dram_bytes, mac_utilization, lx_peak, is_default, is_best, refresh_phases; per kernel\n"
