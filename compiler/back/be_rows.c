@@ -1433,14 +1433,33 @@ static double rows_kept_in(be_ctx *c, int pos, const int *writer)
     return bytes;
 }
 
+/* Buffer b's readers from `reader` on are a run of kernels, each of
+ * them reading it, the last its last use: kept in LX for them, it is
+ * kept across no other kernel. */
+static int read_by_run(const be_ctx *c, int b, int reader)
+{
+    const ir_prog *p = c->p;
+    int *io = ir_xalloc(2 * ((size_t)p->nbufs + 1) * sizeof *io), ok = 1;
+    for (int k = reader + 1; ok && k <= p->bufs[b].last_use; k++) {
+        int nr, nw;
+        ir_kernel_io(p, p->order[k], io, &nr, io + p->nbufs + 1, &nw);
+        ok = 0;
+        for (int j = 0; j < nr && !ok; j++)
+            ok = io[j] == b;
+    }
+    free(io);
+    return ok && p->bufs[b].last_use >= reader;
+}
+
 /* Split row kernel pos over `cores` like its first reader splits on its
  * own, so that the n tensors bufs it writes and that reader reads aligned
  * can stay in LX between them, when its cost model prices that split
  * higher by less than their round trip through DRAM (their bytes at the
  * chip's DRAM rate, written and read, as be_rows_align prices it) less the
  * round trips of what it reads from an earlier kernel split as it is now.
- * Only tensors the reader is the last to read: kept for later readers
- * too, they take LX other kernels need (Llama-8B's prefill layer: its
+ * Only tensors the reader and the kernels right after it are the last to
+ * read (read_by_run): kept for later readers too, they take LX other
+ * kernels need (Llama-8B's prefill layer: its
  * RMSNorm 6 -> 32 cores kept mul_1 from q's product to v's, across the
  * attention, whose softmax and PV then ran 2.4 and 1.8 times as long:
  * 0.8% slower).  To fewer cores too, since the estimate prices a chunk's
@@ -1462,7 +1481,7 @@ void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores,
         const be_layout *L = &c->lay[bufs[a]];
         const int64_t part = cc_ceil_div(L->rows, cores) * L->groups * c->t.stick;
         ok = (double)part <= (double)c->cfg->lx_usable_bytes * (1 - LX_KERNEL_SHARE) &&
-             c->p->bufs[bufs[a]].last_use == reader;
+             read_by_run(c, bufs[a], reader);
         bytes += (double)be_buf_bytes(c, bufs[a]);
     }
     if (ok && cost < 2.0 * bytes / c->t.dram_bytes_per_cycle) {
