@@ -455,20 +455,23 @@ static void test_compile_and_run_take_siblings(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--siblings is estimate, never or always"));
 }
 
-/* --placement: by default every kernel starts at core 0; independent
- * moves llama_gen decode's rope-table index select, which reads only
- * inputs, off core 0 (the report says where) and the run checks; another
- * word is a usage error. */
+/* --placement: by default (independent) llama_gen decode's rope-table
+ * index select, which reads only inputs, moves off core 0 (the report
+ * says where), as with --placement independent; with none every kernel
+ * starts at core 0; free runs and checks; another word is a usage error. */
 static void test_compile_and_run_take_placement(void)
 {
     const char *trace = SPYRE_SOURCE_DIR "/traces/llama_gen/decode";
     char cmd[512];
     snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null", trace);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
-    CU_ASSERT_PTR_NULL(strstr(out, "  placed: on cores"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "  placed: on cores 1..1 (free first"));
     snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null --placement independent", trace);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "  placed: on cores 1..1 (free first"));
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null --placement none", trace);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "  placed: on cores"));
     snprintf(cmd, sizeof cmd, "run %s --check --placement free", trace);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, " ok\n"));
