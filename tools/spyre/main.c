@@ -1121,10 +1121,10 @@ static const command commands[] = {
      "product where the estimate says the program is faster (--siblings estimate, the default); never\n"
      "keeps them apart, always fuses wherever it can.  Kernel names follow: fused, attention's QK^T is\n"
      "k1_bmm rather than k3_bmm, which --work-div names must match.\n"
-     "Every kernel runs from core 0 (--placement none, the default); independent moves a kernel that\n"
-     "depends on no earlier kernel to the cores the estimates expect free first, free also one that\n"
-     "depends on no kernel since the last bar (up to 18% faster on small decode graphs; not the\n"
-     "default while the work division does not weigh what runs beside a kernel)."},
+     "A kernel that depends on no earlier kernel runs on the cores the estimates expect free first\n"
+     "(--placement independent, the default); free also moves one that depends on no kernel since the\n"
+     "last bar (up to 18% faster on small decode graphs; not the default while the work division does\n"
+     "not weigh what runs beside a kernel); none runs every kernel from core 0."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
