@@ -205,6 +205,31 @@ static void test_a_bar_lets_the_products_after_it_run_at_once_on_other_cores(voi
     isa_program_free(p);
 }
 
+/* serve_tiny's decode step of 4 sequences (context 128) with placement
+ * free: QK^T over the KV pool (one core, after a bar) goes to cores the
+ * next kernel, QK^T of the new keys (its batch on the RoPE's 8 cores, for
+ * LX), does not use, so that the two run at once (the new keys' product
+ * ends before the pool's), and the outputs validate. */
+static void test_a_moved_kernel_leaves_the_next_kernels_cores_free(void)
+{
+    static const tu_param ps[] = {
+        {"norm1.weight", 64, 0}, {"norm2.weight", 64, 0},  {"q.weight", 64, 64},    {"k.weight", 32, 64},
+        {"v.weight", 32, 64},    {"o.weight", 64, 64},     {"gate.weight", 160, 64}, {"up.weight", 160, 64},
+        {"down.weight", 64, 160}, {"rope_cos", 129, 16},   {"rope_sin", 129, 16},    {"k_pool", 1032, 16},
+        {"v_pool", 1032, 16}};
+    char *text = tu_read_file(SPYRE_SOURCE_DIR "/traces/serve_tiny/decode_b4_c128/graph.txt", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    isa_program *p;
+    sim_stats st = {0};
+    CU_ASSERT_EQUAL(run_placed(text, ps, (int)(sizeof ps / sizeof *ps), CC_PLACE_FREE, &p, &st), 0);
+    free(text);
+    const uint64_t pool = cores_of(p, "k7_bmm"), fresh = cores_of(p, "k8_bmm");
+    CU_ASSERT(pool != 0 && fresh != 0);
+    CU_ASSERT_EQUAL(pool & fresh, 0);
+    CU_ASSERT(kernel(&st, "k8_bmm")->end < kernel(&st, "k7_bmm")->end);
+    isa_program_free(p);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -215,6 +240,7 @@ int main(void)
         {"a placed kernel's ring transfers go to its own cores", test_a_placed_kernels_ring_transfers_go_to_its_own_cores},
         {"a bar lets the products after it run at once on other cores",
          test_a_bar_lets_the_products_after_it_run_at_once_on_other_cores},
+        {"a moved kernel leaves the next kernel's cores free", test_a_moved_kernel_leaves_the_next_kernels_cores_free},
         {NULL, NULL},
     };
     return tu_run("place", tests);

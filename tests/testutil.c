@@ -253,9 +253,9 @@ void tu_write_graph(const char *dir, const char *text, const tu_param *ps, int n
     char path[1024], err[256];
     snprintf(path, sizeof path, "%s/graph.txt", dir);
     tu_write_file(path, text, strlen(text));
-    rt_st_entry e[8];
-    float *data[8];
-    CU_ASSERT_FATAL(np <= 8);
+    rt_st_entry e[16];
+    float *data[16];
+    CU_ASSERT_FATAL(np <= 16);
     for (int i = 0; i < np; i++) {
         const int64_t n = ps[i].rows * (ps[i].cols ? ps[i].cols : 1);
         data[i] = malloc((size_t)n * sizeof *data[i]);

@@ -145,20 +145,59 @@ static int unaligned(const be_ctx *c, int pos)
     return 1;
 }
 
-/* The base with the earliest start for a kernel of `cores` cores (the
- * lowest of equals: 0 unless another is earlier). */
-static int best_base(const double *free_at, int n, int cores)
+/* Do [b, b + cores) and [lo, lo + len) mod n share a core? */
+static int overlaps(int n, int b, int cores, int lo, int len)
 {
-    int best = 0;
+    for (int l = 0; l < cores; l++)
+        if (((b + l) % n - lo + n) % n < len)
+            return 1;
+    return 0;
+}
+
+/* The base with the earliest start for a kernel of `cores` cores: of
+ * equals the lowest whose cores miss [lo, lo + len) mod n (len 0: none
+ * to miss), else the lowest (0 unless another is earlier). */
+static int best_base(const double *free_at, int n, int cores, int lo, int len)
+{
+    int best = 0, missed = !overlaps(n, 0, cores, lo, len);
     double t0 = busy_until(free_at, n, 0, cores);
     for (int b = 1; b < n && cores < n; b++) {
         const double t = busy_until(free_at, n, b, cores);
-        if (t < t0) {
+        const int misses = !overlaps(n, b, cores, lo, len);
+        if (t < t0 || (t == t0 && misses && !missed)) {
             t0 = t;
             best = b;
+            missed = misses;
         }
     }
     return best;
+}
+
+/* The kernel after pos, when it cannot move (its division set to another
+ * kernel's cores for LX, or another's to its) and shares no tensor pos writes (nor
+ * writes one pos reads): its cores, [*lo, *lo + len), which pos placed
+ * elsewhere from as early does not hold up.  A decode step's QK^T over
+ * the KV pool (one core, after a bar) went to core 0, and QK^T of the
+ * new keys, on the RoPE's 8 cores for LX, ran its core 0 part after it.
+ * Returns len, 0: none. */
+static int next_pinned(const be_ctx *c, int pos, int *lo, int *io)
+{
+    const ir_prog *p = c->p;
+    const int j = pos + 1;
+    if (j >= p->norder || unaligned(c, j))
+        return 0;
+    char *t = ir_xalloc((size_t)p->nbufs + 1);
+    memset(t, 0, (size_t)p->nbufs + 1);
+    touch(c, pos, t, NULL, io);
+    int nr, nw, dep = 0;
+    ir_kernel_io(p, p->order[j], io, &nr, io + p->nbufs, &nw);
+    for (int k = 0; k < nr && !dep; k++)
+        dep = t[io[k]] & 2;
+    for (int k = 0; k < nw && !dep; k++)
+        dep = t[io[p->nbufs + k]] != 0;
+    free(t);
+    *lo = c->work[j].base;
+    return dep ? 0 : span_of(c, j);
 }
 
 typedef struct {
@@ -174,7 +213,9 @@ typedef struct {
  * it end no earlier than on its own cores. */
 static int place_base(be_ctx *c, place_walk *pw, int pos, int cores)
 {
-    const int n = (int)c->cfg->cores, base = best_base(pw->free_at, n, cores);
+    int lo = 0;
+    const int len = next_pinned(c, pos, &lo, pw->io);
+    const int n = (int)c->cfg->cores, base = best_base(pw->free_at, n, cores, lo, len);
     if (base == 0)
         return 0;
     const double stay = busy_until(pw->free_at, n, 0, cores) + be_kind_of(c, pos)->estimate(c, pos);
@@ -216,7 +257,7 @@ static int bar_lets_next_move(be_ctx *c, const place_walk *pw, int i, int est)
             f[q] = start;
         for (int l = 0; l < ci; l++)
             f[(c->work[i].base + l) % n] = end;
-        ok = best_base(f, n, span_of(c, j)) != 0;
+        ok = best_base(f, n, span_of(c, j), 0, 0) != 0;
         free(f);
     }
     return ok;
