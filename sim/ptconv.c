@@ -58,12 +58,15 @@ void sim_conv_free(sim_conv_pool *p)
     free(p);
 }
 
+/* A buffer of at least `bytes`, on a 64-byte boundary: the fp32 tiles are
+ * sgemm's operands, which OpenBLAS packs with 64-byte loads, and on
+ * malloc's 16-byte boundary every such load of a row straddled two lines. */
 static void *grow(void *buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap)
         return buf;
     free(buf);
-    buf = malloc(bytes);
+    buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!buf) {
         fprintf(stderr, "spyre: out of host memory\n");
         abort();

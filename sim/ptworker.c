@@ -168,11 +168,13 @@ struct sim_ptq {
     uint64_t content; /* the last content number given */
 };
 
+/* A buffer of at least n floats (sums a product accumulates in, sgemm's
+ * C), on a 64-byte boundary as ptconv.c's are. */
 static float *grow(float **buf, size_t *cap, size_t n)
 {
     if (n > *cap) {
         free(*buf);
-        *buf = malloc(n * sizeof **buf);
+        *buf = aligned_alloc(64, (n * sizeof **buf + 63) & ~(size_t)63);
         if (!*buf) {
             fprintf(stderr, "spyre: out of host memory\n");
             abort();
