@@ -699,7 +699,7 @@ static int tag_at(const sim_ptq *q, int core, uint64_t a)
 void sim_pt_copied(sim *s, int src, uint64_t a, int dst, uint64_t d, uint64_t len)
 {
     sim_ptq *q = s->ptq;
-    if (!q->tags)
+    if (!q->tags || !len)
         return;
     const core_tags *st = &q->tags[src];
     const int i = tag_at(q, src, a);
