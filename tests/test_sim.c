@@ -740,6 +740,38 @@ static void test_fence_orders_a_cores_own_units(void)
     expect_fault(store_then_load_on_one_core(0), 0, ISA_U_DMAI, 1, "race: core 0 dmai #1 reads DRAM");
 }
 
+/* Core 0's dmai loads two sticks, signalling token 1 after the first and
+ * token 2 after the second (two sigs with no wait between, which share a
+ * snapshot of its clock); sfp0 waits for token 1, and for token 2 when
+ * `both`, then reads both sticks. */
+static isa_program *two_loads_two_sigs(int both)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x80, 0);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 1);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x100, 0);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 2);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_SFP0, 1);
+    if (both)
+        tu_sync(p, 0, ISA_OP_WAIT, ISA_U_SFP0, 2);
+    isa_insn *add = tu_emit_at(p, 0, ISA_OP_SFP_ADD, 0x300, 0x80);
+    add->t = ISA_T_F32;
+    add->b.off = 0x100;
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_a_wait_orders_what_came_before_its_own_sig_only(void)
+{
+    expect_fault(two_loads_two_sigs(0), 0, ISA_U_SFP0, 5, "race: core 0 sfp0 #5 reads core 0's LX");
+    sim *s = sim_create(&cfg4);
+    isa_program *p = two_loads_two_sigs(1);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), 0);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 static void test_lx_out_of_bounds_names_core_unit_and_index(void)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
@@ -1411,6 +1443,7 @@ int main(void)
 {
     tu_config("spyre-4core", &cfg4);
     static const tu_test tests[] = {
+        {"a wait orders what came before its own sig only", test_a_wait_orders_what_came_before_its_own_sig_only},
         {"a runaway loop stops at the instruction and cycle limits",
          test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits},
         {"the cycle limit names the unit instruction that passes it",
