@@ -400,6 +400,8 @@ static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(v
  * the tag). */
 static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
 {
+    const char *had = getenv("SPYRE_THREADS");
+    char *keep = had ? strdup(had) : NULL;
     setenv("SPYRE_THREADS", "2", 1); /* cores 0 and 2 on one worker */
     sim *s = sim_create(&cfg4);
     const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
@@ -453,7 +455,11 @@ static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
             }
     isa_program_free(p);
     sim_destroy(s);
-    unsetenv("SPYRE_THREADS");
+    if (keep)
+        setenv("SPYRE_THREADS", keep, 1);
+    else
+        unsetenv("SPYRE_THREADS");
+    free(keep);
 }
 
 static void test_sfp_binary_broadcast_and_reductions(void)
