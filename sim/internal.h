@@ -207,6 +207,11 @@ static inline void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int 
     if (s->ptq && lo < hi)
         sim_pt_fence_queued(s, core, lo, hi, is_write);
 }
+/* A ring.send has copied core src's LX bytes [a, a + len) to core dst's
+ * [d, d + len): dst's bytes take src's content tag (a new one for both
+ * when src has none), so products of both find each other's conversions
+ * without comparing bytes. */
+void sim_pt_copied(sim *s, int src, uint64_t a, int dst, uint64_t d, uint64_t len);
 void sim_pt_drain(sim *s);
 void sim_pt_stop(sim *s);
 
@@ -219,12 +224,24 @@ typedef struct {
     const uint8_t *at;
     int64_t pitch, sb, rows, cols;
 } sim_tile_src;
+/* A tile's bytes named by content, without reading them: each group's
+ * run of LX (rows x stick bytes) as consecutive pieces, piece i being bytes
+ * [off, off + len) of the content numbered id (ptworker.c's tags).  Equal
+ * pieces mean equal bytes; n 0: not known, the bytes are compared. */
+#define SIM_TILE_PIECES 8
+typedef struct {
+    int n;
+    struct {
+        uint64_t id, off, len;
+    } p[SIM_TILE_PIECES];
+} sim_tile_tags;
 sim_conv_pool *sim_conv_new(int entries);
 void sim_conv_free(sim_conv_pool *p);
 /* The tile as row-major fp32, found or converted now; *slot and *serial
  * name the entry for sim_conv_at.  Valid until the pool's next miss
  * refills that entry. */
-const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, int *slot, uint64_t *serial);
+const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, const sim_tile_tags *tags, int *slot,
+                          uint64_t *serial);
 /* The values of entry slot if it still holds what serial named, else NULL. */
 const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial);
 

@@ -7,7 +7,9 @@
  * pool entry keeps the DL16 bytes it was converted from; a tile whose
  * bytes equal an entry's takes that entry's fp32 values, which are the
  * same numbers (the conversion is a function of the bytes alone).  No
- * provenance is needed, so a tile's ring and DMA history does not matter. */
+ * provenance is needed, so a tile's ring and DMA history does not matter;
+ * when the event loop knows it (content tags, ptworker.c), equal tags
+ * stand for equal bytes and the compare is skipped. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -20,6 +22,7 @@ typedef struct {
     size_t cap, src_cap;
     int64_t rows, cols;
     uint64_t first; /* a hash of the first row's bytes: most entries differ there */
+    sim_tile_tags tags; /* what its bytes are by content, when known */
     uint64_t serial; /* changes whenever the entry is refilled (0: empty) */
 } conv;
 
@@ -55,12 +58,15 @@ void sim_conv_free(sim_conv_pool *p)
     free(p);
 }
 
+/* A buffer of at least `bytes`, on a 64-byte boundary: the fp32 tiles are
+ * sgemm's operands, which OpenBLAS packs with 64-byte loads, and on
+ * malloc's 16-byte boundary every such load of a row straddled two lines. */
 static void *grow(void *buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap)
         return buf;
     free(buf);
-    buf = malloc(bytes);
+    buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!buf) {
         fprintf(stderr, "spyre: out of host memory\n");
         abort();
@@ -107,6 +113,16 @@ static int same_bytes(const conv *e, const sim_tile_src *t, int64_t l16)
     return 1;
 }
 
+static int same_tags(const sim_tile_tags *a, const sim_tile_tags *b)
+{
+    if (!a->n || a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->p[i].id != b->p[i].id || a->p[i].off != b->p[i].off || a->p[i].len != b->p[i].len)
+            return 0;
+    return 1;
+}
+
 /* Convert the tile into entry e, keeping its bytes. */
 static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, uint64_t first)
 {
@@ -130,24 +146,41 @@ static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, 
     e->serial = ++p->serial;
 }
 
-const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, int *slot, uint64_t *serial)
+static const float *found(conv *e, int i, int *slot, uint64_t *serial)
 {
+    *slot = i;
+    *serial = e->serial;
+    return e->v;
+}
+
+/* Equal content tags say the bytes are equal without reading them (a B
+ * tile of a GEMM reaches four cores of a worker by ring: the compare of
+ * each copy read 32 KiB the event loop had just written on the other host
+ * core); otherwise the bytes are compared, and an entry found so learns
+ * the tile's tags if it had none. */
+const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, const sim_tile_tags *tags, int *slot,
+                          uint64_t *serial)
+{
+    for (int i = 0; tags->n && i < p->n; i++) {
+        conv *e = &p->e[i];
+        if (e->serial && e->rows == t->rows && e->cols == t->cols && same_tags(&e->tags, tags))
+            return found(e, i, slot, serial);
+    }
     const int64_t l16 = t->sb / 2;
     const uint64_t first = hash_row(t->at, (size_t)lanes_of(t, 0, l16) * 2);
     for (int i = 0; i < p->n; i++) {
         conv *e = &p->e[i];
         if (e->serial && e->first == first && e->rows == t->rows && e->cols == t->cols && same_bytes(e, t, l16)) {
-            *slot = i;
-            *serial = e->serial;
-            return e->v;
+            if (!e->tags.n)
+                e->tags = *tags;
+            return found(e, i, slot, serial);
         }
     }
     conv *e = &p->e[p->next];
-    *slot = p->next;
     p->next = (p->next + 1) % p->n;
     fill(p, e, t, l16, first);
-    *serial = e->serial;
-    return e->v;
+    e->tags = *tags;
+    return found(e, (int)(e - p->e), slot, serial);
 }
 
 const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial)

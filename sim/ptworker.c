@@ -30,6 +30,7 @@ typedef struct {
     uint64_t lo[4], hi[4];     /* their bounds (empty for no bytes): most fences miss them */
     uint64_t gen[OP_KINDS];    /* version of the A, B and P operands' bytes (see op_version) */
     uint64_t gen_d;            /* version of d's bytes once written (fp32 d only, else 0) */
+    sim_tile_tags tags[2];     /* the A and B operands' content, when the event loop knows it */
     /* A copy of operand r's bytes (range g at g * ops[r].len), taken when
      * the event loop was about to overwrite them before the worker took the
      * job; snapped[r] says the job reads it instead of LX.  The buffers
@@ -124,6 +125,20 @@ typedef struct {
 static const int versions[OP_KINDS] = {8, 32, 4};
 #define VERSIONS_PER_CORE 44 /* versions[OP_A] + versions[OP_B] + versions[OP_P] */
 
+/* A content tag: a core's LX bytes [lo, lo + len) are bytes [off, off +
+ * len) of content number id.  A number is given once, to the bytes of a
+ * ring.send's source when they have none, and passes to every copy of
+ * them; every write to a core's LX (the event loop fences each one first,
+ * and a product's d is dropped at its submit) drops the tags it meets.
+ * So two ranges with equal tags hold equal bytes. */
+#define TAGS_PER_CORE 32
+typedef struct {
+    int32_t lo[TAGS_PER_CORE], hi[TAGS_PER_CORE]; /* a free tag: lo INT32_MAX, hi 0 */
+    uint64_t id[TAGS_PER_CORE], off[TAGS_PER_CORE];
+    int32_t blo, bhi; /* bounds of them all: most writes miss every one */
+    int next;         /* the tag to replace next (round robin) */
+} core_tags;
+
 /* An operand's LX bytes and a version number that changes whenever
  * anything may write them; kept per core by the event loop. */
 typedef struct {
@@ -147,13 +162,19 @@ struct sim_ptq {
      * queue, which holds the products of cores / workers cores. */
     uint64_t *pend;
     uint32_t *pend_head, *pend_n;
+    /* Per core, LX ranges whose bytes are known by content; NULL when LX
+     * offsets do not fit the tags' 31 bits. */
+    core_tags *tags;
+    uint64_t content; /* the last content number given */
 };
 
+/* A buffer of at least n floats (sums a product accumulates in, sgemm's
+ * C), on a 64-byte boundary as ptconv.c's are. */
 static float *grow(float **buf, size_t *cap, size_t n)
 {
     if (n > *cap) {
         free(*buf);
-        *buf = malloc(n * sizeof **buf);
+        *buf = aligned_alloc(64, (n * sizeof **buf + 63) & ~(size_t)63);
         if (!*buf) {
             fprintf(stderr, "spyre: out of host memory\n");
             abort();
@@ -283,8 +304,8 @@ static op_src source(const pt_job *j, const uint8_t *lx, int kind)
  * cached) and the pool still holds it, else the pool's conversion of its
  * DL16 sticks at src (cols in groups of sb / 2 lanes, each group
  * src.pitch bytes on, rows sb bytes apart). */
-static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, int core, int kind, uint64_t gen, op_key k,
-                            int64_t sb)
+static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, const sim_tile_tags *tags, int core, int kind,
+                            uint64_t gen, op_key k, int64_t sb)
 {
     op_cache *oc = cache_find(bf, core, kind, gen, k);
     const float *v = oc ? sim_conv_at(bf->pool[kind], oc->slot, oc->serial) : NULL;
@@ -293,7 +314,7 @@ static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, int core, int 
     if (!oc)
         oc = cache_next(bf, lx, core, kind);
     const sim_tile_src t = {src.at, src.pitch, sb, k.rows, k.cols};
-    v = sim_conv_get(bf->pool[kind], &t, &oc->slot, &oc->serial);
+    v = sim_conv_get(bf->pool[kind], &t, tags, &oc->slot, &oc->serial);
     oc->key = k;
     oc->gen = gen;
     return v;
@@ -342,8 +363,8 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     op_cache *pc = acc ? cache_find(bf, core, OP_P, gen[OP_P], key_of(in, OP_P)) : NULL;
     const op_key dk = key_of_d(in);
     flush_meeting(bf, lx, core, ops, pc && out32 && same_key(&pc->key, &dk) ? pc : NULL);
-    const float *A = operand(bf, lx, source(j, lx, OP_A), core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
-    const float *B = operand(bf, lx, source(j, lx, OP_B), core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
+    const float *A = operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
+    const float *B = operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
     const int fresh = !pc;
     if (fresh)
         pc = cache_next(bf, lx, core, OP_P);
@@ -446,7 +467,18 @@ static void free_tables(sim_ptq *q)
     free(q->pend);
     free(q->pend_head);
     free(q->pend_n);
+    free(q->tags);
     free(q);
+}
+
+static void tags_clear(core_tags *t)
+{
+    for (int i = 0; i < TAGS_PER_CORE; i++) {
+        t->lo[i] = INT32_MAX;
+        t->hi[i] = 0;
+    }
+    t->blo = INT32_MAX;
+    t->bhi = 0;
 }
 
 static sim_ptq *start(sim *s)
@@ -461,7 +493,11 @@ static sim_ptq *start(sim *s)
     q->pend = calloc((size_t)s->cfg.cores * QUEUE, sizeof *q->pend);
     q->pend_head = calloc((size_t)s->cfg.cores, sizeof *q->pend_head);
     q->pend_n = calloc((size_t)s->cfg.cores, sizeof *q->pend_n);
-    if (!q->ov || !q->vnext || !q->dirty || !q->pend || !q->pend_head || !q->pend_n) {
+    q->tags = s->cfg.lx_bytes <= INT32_MAX ? calloc((size_t)s->cfg.cores, sizeof *q->tags) : NULL;
+    for (int c = 0; q->tags && c < s->cfg.cores; c++)
+        tags_clear(&q->tags[c]);
+    if (!q->ov || !q->vnext || !q->dirty || !q->pend || !q->pend_head || !q->pend_n ||
+        (!q->tags && s->cfg.lx_bytes <= INT32_MAX)) {
         free_tables(q);
         return NULL;
     }
@@ -606,6 +642,106 @@ static void flush_dirty(sim *s, int core, uint64_t lo, uint64_t hi)
     b[0] = b[1] = 0;
 }
 
+/* The end of x's last range (its base when it has none). */
+static uint64_t ops_end(const sim_lx_set *x)
+{
+    return x->count > 0 ? (uint64_t)(x->base + (x->count - 1) * x->stride + x->len) : (uint64_t)x->base;
+}
+
+/* Something may write core's LX bytes [lo, hi): the tags there go.  The
+ * loop has no branch on the tags (GCC vectorises it): every DMA, ring
+ * transfer and vector instruction that writes LX comes here. */
+static void tags_drop(sim_ptq *q, int core, uint64_t lo, uint64_t hi)
+{
+    core_tags *t = q->tags ? &q->tags[core] : NULL;
+    if (!t || hi <= (uint64_t)t->blo || (uint64_t)t->bhi <= lo)
+        return;
+    const int32_t l = (int32_t)lo, h = hi > INT32_MAX ? INT32_MAX : (int32_t)hi;
+    int32_t blo = INT32_MAX, bhi = 0;
+    for (int i = 0; i < TAGS_PER_CORE; i++) {
+        const int32_t drop = -((t->lo[i] < h) & (l < t->hi[i])); /* all ones or zero */
+        const int32_t tlo = (t->lo[i] & ~drop) | (INT32_MAX & drop), thi = t->hi[i] & ~drop;
+        t->lo[i] = tlo;
+        t->hi[i] = thi;
+        blo = tlo < blo ? tlo : blo;
+        bhi = thi > bhi ? thi : bhi;
+    }
+    t->blo = blo;
+    t->bhi = bhi;
+}
+
+/* Tag LX bytes [lo, lo + len) of core as bytes [off, off + len) of content id. */
+static void tag_add(sim_ptq *q, int core, uint64_t lo, uint64_t len, uint64_t id, uint64_t off)
+{
+    core_tags *t = &q->tags[core];
+    const int i = t->next;
+    t->next = (i + 1) % TAGS_PER_CORE;
+    t->lo[i] = (int32_t)lo;
+    t->hi[i] = (int32_t)(lo + len);
+    t->id[i] = id;
+    t->off[i] = off;
+    t->blo = t->lo[i] < t->blo ? t->lo[i] : t->blo;
+    t->bhi = t->hi[i] > t->bhi ? t->hi[i] : t->bhi;
+}
+
+/* The tag of core's that holds byte a, or -1. */
+static int tag_at(const sim_ptq *q, int core, uint64_t a)
+{
+    const core_tags *t = &q->tags[core];
+    if (a < (uint64_t)t->blo || (uint64_t)t->bhi <= a)
+        return -1;
+    for (int i = 0; i < TAGS_PER_CORE; i++)
+        if ((uint64_t)t->lo[i] <= a && a < (uint64_t)t->hi[i])
+            return i;
+    return -1;
+}
+
+void sim_pt_copied(sim *s, int src, uint64_t a, int dst, uint64_t d, uint64_t len)
+{
+    sim_ptq *q = s->ptq;
+    if (!q->tags || !len)
+        return;
+    const core_tags *st = &q->tags[src];
+    const int i = tag_at(q, src, a);
+    uint64_t id, off;
+    if (i >= 0 && (uint64_t)st->hi[i] - a >= len) {
+        id = st->id[i];
+        off = st->off[i] + (a - (uint64_t)st->lo[i]);
+    } else { /* src's bytes, unknown so far, are the copy's: a new content */
+        id = ++q->content;
+        off = 0;
+        tags_drop(q, src, a, a + len);
+        tag_add(q, src, a, len, id, off);
+    }
+    tags_drop(q, dst, d, d + len); /* an earlier run of the same transfer may lie there */
+    tag_add(q, dst, d, len, id, off);
+}
+
+/* The content of operand x of core (groups of rows x stick bytes), piece
+ * by piece, as far as the tags know it (n 0 otherwise). */
+static void tags_of(const sim_ptq *q, int core, const sim_lx_set *x, sim_tile_tags *out)
+{
+    out->n = 0;
+    if (!q->tags)
+        return;
+    const core_tags *t = &q->tags[core];
+    for (int64_t g = 0; g < x->count; g++) {
+        uint64_t at = (uint64_t)(x->base + g * x->stride), end = at + (uint64_t)x->len;
+        while (at < end) {
+            const int i = tag_at(q, core, at);
+            if (i < 0 || out->n == SIM_TILE_PIECES) {
+                out->n = 0;
+                return;
+            }
+            const uint64_t left = (uint64_t)t->hi[i] - at, len = left < end - at ? left : end - at;
+            out->p[out->n].id = t->id[i];
+            out->p[out->n].off = t->off[i] + (at - (uint64_t)t->lo[i]);
+            out->p[out->n++].len = len;
+            at += len;
+        }
+    }
+}
+
 void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4])
 {
     if (!s->ptq && !(s->ptq = start(s))) {
@@ -616,6 +752,7 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     if (in->flags & ISA_F_F32)
         widen_dirty(s->ptq, core, &ops[3]);
     if (!w->threaded) {
+        tags_drop(s->ptq, core, (uint64_t)ops[3].base, ops_end(&ops[3]));
         pt_job now = {.core = core, .in = *in};
         memcpy(now.ops, ops, sizeof now.ops);
         compute(&w->bufs, s->cores[core].lx, &now);
@@ -641,9 +778,12 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     j->gen[OP_A] = op_current(s->ptq, core, OP_A, key_of(in, OP_A), &ops[0]);
     j->gen[OP_B] = op_current(s->ptq, core, OP_B, key_of(in, OP_B), &ops[1]);
     j->gen[OP_P] = in->flags & ISA_F_ACC ? op_current(s->ptq, core, OP_P, key_of(in, OP_P), &ops[2]) : 0;
+    tags_of(s->ptq, core, &ops[0], &j->tags[OP_A]);
+    tags_of(s->ptq, core, &ops[1], &j->tags[OP_B]);
     /* later products see what this one writes (its ranges, not their
      * bounds: the other PT unit's sums often lie between them) */
     op_touch(s->ptq, core, &ops[3]);
+    tags_drop(s->ptq, core, (uint64_t)ops[3].base, ops_end(&ops[3]));
     /* what it writes, as a later product's P */
     j->gen_d = in->flags & ISA_F_F32 ? op_current(s->ptq, core, OP_P, key_of_d(in), &ops[3]) : 0;
     atomic_store(&w->submitted, n + 1);
@@ -710,8 +850,10 @@ static void copy_operand(pt_worker *w, pt_job *j, int r, const uint8_t *lx)
 void sim_pt_fence_queued(sim *s, int core, uint64_t lo, uint64_t hi, int is_write)
 {
     flush_dirty(s, core, lo, hi);
-    if (is_write)
+    if (is_write) {
         op_touch(s->ptq, core, &(sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)});
+        tags_drop(s->ptq, core, lo, hi);
+    }
     pt_worker *w = &s->ptq->w[core % s->ptq->n];
     const pend_view v = pending(s->ptq, core);
     uint64_t need = 0;

@@ -393,6 +393,75 @@ static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(v
     sim_destroy(s);
 }
 
+/* Products on two cores of one PT worker whose B tiles came by ring from
+ * one core share a conversion by the bytes' content tag, without
+ * comparing them; a load into one copy afterwards must end that: core
+ * 2's product gets its own last row of B (it fails when the load leaves
+ * the tag). */
+static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
+{
+    const char *had = getenv("SPYRE_THREADS");
+    char *keep = had ? strdup(had) : NULL;
+    setenv("SPYRE_THREADS", "2", 1); /* cores 0 and 2 on one worker */
+    sim *s = sim_create(&cfg4);
+    const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
+    put_small_operands(sim_lx(s, 0), A, B);
+    memcpy(sim_lx(s, 2), sim_lx(s, 0), 0x2000); /* core 2's A */
+    uint8_t junk[128];
+    memset(junk, 0x3c, sizeof junk); /* DL16 0x3c3c, about 1.4 */
+    sim_dram_write(s, 0, junk, sizeof junk);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    for (int c = 0; c <= 2; c += 2) { /* products first, so that the workers exist */
+        isa_insn *warm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x30000, 0);
+        warm->b.off = 0x8000;
+        warm->m = m, warm->nn = n, warm->k = k;
+        warm->as[0] = 0x1000, warm->ds[0] = 0x1000;
+        tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 1);
+    }
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_RING, 1);
+    isa_insn *snd = tu_emit_at(p, 0, ISA_OP_RING_SEND, 0x4000, 0x4000); /* B to core 2 */
+    snd->core = 2;
+    snd->tok = 2;
+    snd->run = k;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_RING, 3);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_PT0, 3);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_DMAI, 1);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_DMAI, 2);
+    tu_emit_at(p, 2, ISA_OP_DMA_LD, 0x4000 + (k - 1) * 128, 0)->run = 1; /* B's last row */
+    tu_sync(p, 2, ISA_OP_SIG, ISA_U_DMAI, 4);
+    tu_sync(p, 2, ISA_OP_WAIT, ISA_U_PT0, 4); /* after core 0's product, which takes the tag first */
+    for (int c = 0; c <= 2; c += 2) {
+        isa_insn *mm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x20000, 0);
+        mm->flags = ISA_F_F32;
+        mm->b.off = 0x4000;
+        mm->m = m, mm->nn = n, mm->k = k;
+        mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
+    }
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int c = 0; c <= 2; c += 2)
+        for (int r = 0; r < m; r++)
+            for (int col = 0; col < n; col++) {
+                double ref = 0;
+                for (int j = 0; j < k; j++)
+                    ref += (double)A[r][j] * (c == 2 && j == k - 1 ? get_dl16(junk, 0) : B[j][col]);
+                float part;
+                memcpy(&part, sim_lx(s, c) + 0x20000 + r * 128 + col * 4, 4);
+                /* 70 products of DL16 values below 2 in fp32: far below the
+                 * changed row's effect (at least 1/4) */
+                CU_ASSERT_DOUBLE_EQUAL(part, ref, 1e-4);
+            }
+    isa_program_free(p);
+    sim_destroy(s);
+    if (keep)
+        setenv("SPYRE_THREADS", keep, 1);
+    else
+        unsetenv("SPYRE_THREADS");
+    free(keep);
+}
+
 static void test_sfp_binary_broadcast_and_reductions(void)
 {
     sim *s = sim_create(&cfg4);
@@ -675,6 +744,38 @@ static void test_fence_orders_a_cores_own_units(void)
 {
     expect_stick_arrives(store_then_load_on_one_core(1), 0);
     expect_fault(store_then_load_on_one_core(0), 0, ISA_U_DMAI, 1, "race: core 0 dmai #1 reads DRAM");
+}
+
+/* Core 0's dmai loads two sticks, signalling token 1 after the first and
+ * token 2 after the second (two sigs with no wait between, which share a
+ * snapshot of its clock); sfp0 waits for token 1, and for token 2 when
+ * `both`, then reads both sticks. */
+static isa_program *two_loads_two_sigs(int both)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x80, 0);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 1);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x100, 0);
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAI, 2);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_SFP0, 1);
+    if (both)
+        tu_sync(p, 0, ISA_OP_WAIT, ISA_U_SFP0, 2);
+    isa_insn *add = tu_emit_at(p, 0, ISA_OP_SFP_ADD, 0x300, 0x80);
+    add->t = ISA_T_F32;
+    add->b.off = 0x100;
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_a_wait_orders_what_came_before_its_own_sig_only(void)
+{
+    expect_fault(two_loads_two_sigs(0), 0, ISA_U_SFP0, 5, "race: core 0 sfp0 #5 reads core 0's LX");
+    sim *s = sim_create(&cfg4);
+    isa_program *p = two_loads_two_sigs(1);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), 0);
+    isa_program_free(p);
+    sim_destroy(s);
 }
 
 static void test_lx_out_of_bounds_names_core_unit_and_index(void)
@@ -1348,6 +1449,7 @@ int main(void)
 {
     tu_config("spyre-4core", &cfg4);
     static const tu_test tests[] = {
+        {"a wait orders what came before its own sig only", test_a_wait_orders_what_came_before_its_own_sig_only},
         {"a runaway loop stops at the instruction and cycle limits",
          test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits},
         {"the cycle limit names the unit instruction that passes it",
@@ -1362,6 +1464,7 @@ int main(void)
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
         {"products_share_a_tile_conversion_only_for_equal_bytes",
          test_products_share_a_tile_conversion_only_for_equal_bytes},
+        {"a_load_into_a_ring_copy_ends_its_shared_conversion", test_a_load_into_a_ring_copy_ends_its_shared_conversion},
         {"fp32_sums_reach_dma_and_a_later_load_overwrites_them", test_fp32_sums_reach_dma_and_a_later_load_overwrites_them},
         {"sums_kept_in_pieces_feed_wider_and_narrower_products", test_sums_kept_in_pieces_feed_wider_and_narrower_products},
         {"a_load_over_a_queued_products_operands_leaves_it_the_old_ones",
