@@ -111,15 +111,15 @@ typedef struct {
      * CC_SIBLINGS_ALWAYS fuses them wherever it can (for comparison). */
     int siblings;
     /* Which cores a kernel runs on (docs/compiler.md, "Placement"):
-     * CC_PLACE_INDEPENDENT (0) moves a kernel that depends on no earlier
-     * kernel to the cores the estimates expect free first; CC_PLACE_NONE
-     * runs every kernel from core 0; CC_PLACE_FREE also moves one that
-     * depends on none since the last bar (reading kept tensors from DRAM,
-     * adding bars that let the next kernel move). */
+     * CC_PLACE_FREE (0) moves a kernel that depends on none since the last
+     * bar to the cores the estimates expect free first (reading kept
+     * tensors from DRAM, adding bars that let the next kernel move);
+     * CC_PLACE_INDEPENDENT only one that depends on no earlier kernel;
+     * CC_PLACE_NONE runs every kernel from core 0. */
     int placement;
 } cc_compile_opts;
 enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
-enum { CC_PLACE_INDEPENDENT, CC_PLACE_NONE, CC_PLACE_FREE };
+enum { CC_PLACE_FREE, CC_PLACE_INDEPENDENT, CC_PLACE_NONE };
 
 typedef struct cc_result cc_result;
 typedef enum { CC_KERNEL_POINTWISE, CC_KERNEL_REDUCTION, CC_KERNEL_MATMUL, CC_KERNEL_HOST } cc_kernel_kind;

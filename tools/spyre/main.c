@@ -389,8 +389,8 @@ static int siblings_mode(const char *s)
 /* --placement MODE: CC_PLACE_* of its name, -1 for another word. */
 static int placement_mode(const char *s)
 {
-    static const char *const names[] = {[CC_PLACE_NONE] = "none", [CC_PLACE_INDEPENDENT] = "independent",
-                                        [CC_PLACE_FREE] = "free", NULL};
+    static const char *const names[] = {[CC_PLACE_FREE] = "free", [CC_PLACE_INDEPENDENT] = "independent",
+                                        [CC_PLACE_NONE] = "none", NULL};
     return isa_name_index(names, s);
 }
 
@@ -1121,10 +1121,10 @@ static const command commands[] = {
      "product where the estimate says the program is faster (--siblings estimate, the default); never\n"
      "keeps them apart, always fuses wherever it can.  Kernel names follow: fused, attention's QK^T is\n"
      "k1_bmm rather than k3_bmm, which --work-div names must match.\n"
-     "A kernel that depends on no earlier kernel runs on the cores the estimates expect free first\n"
-     "(--placement independent, the default); free also moves one that depends on no kernel since the\n"
-     "last bar (up to 18% faster on small decode graphs; not the default while the work division does\n"
-     "not weigh what runs beside a kernel); none runs every kernel from core 0."},
+     "A kernel that depends on no kernel since the last bar runs on the cores the estimates expect free\n"
+     "first, reading kept tensors from DRAM and adding bars where that lets the next kernel move\n"
+     "(--placement free, the default: up to 15% faster on small decode graphs); independent moves only\n"
+     "a kernel that depends on no earlier kernel; none runs every kernel from core 0."},
     {"ref", cmd_ref, "ref GRAPH [--inputs FILE] [--expected FILE]",
      "Run a graph on the host with the reference executor (fp32, OpenBLAS for matrix products; it\n"
      "shares no code with the compiler's lowering) on the export directory's inputs.safetensors and\n"
