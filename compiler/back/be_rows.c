@@ -436,6 +436,7 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
  * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
  * 981 cycles, on 32 2,370). */
 static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
+static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n);
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
 
@@ -550,18 +551,15 @@ static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, 
     *worst = *first = 0;
     if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
         return 0;
-    const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
-    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups;
     double sum = 0;
     for (int64_t p = 0; p < cores; p++) {
         int64_t r0, n;
         cc_split(k->rows, cores, p, &r0, &n);
-        const double s = n > 0 ? (double)rk_stage_span(k, i, r0, cc_min(R, n), lo, hi) : 0;
+        const double s = n > 0 ? (double)rk_stage_sticks(k, i, r0, cc_min(R, n)) : 0;
         sum += s;
         *worst = s > *worst ? s : *worst;
         *first = p ? *first : s;
     }
-    free(lo);
     return sum;
 }
 
@@ -986,6 +984,13 @@ typedef struct {
     int64_t r0, rt, R, need;
 } rk_needkey;
 
+/* A memo of rk_needkeys, open addressing by rk_need_hash, `cap` a power
+ * of two (0: none yet). */
+typedef struct {
+    rk_needkey *e;
+    size_t n, cap;
+} rk_needmemo;
+
 /* The row spans of the staged loads that read one buffer, merged row by
  * row (each row's sticks per group, lowest to highest over the loads):
  * rotary embedding's x and its two shifted halves read three spans of a
@@ -1012,8 +1017,7 @@ struct be_spancache {
     int nrep, repcap;
     rk_spankey **v;
     int n, cap;
-    rk_needkey *need; /* open addressing by rk_need_hash, `cap` a power of two (0: none yet) */
-    size_t nneed, needcap;
+    rk_needmemo need, sticks; /* rk_stage_need's, rk_stage_sticks's */
     rk_combo **combo;
     int ncombo, combocap;
 };
@@ -1071,7 +1075,8 @@ void be_rows_spans_free(be_ctx *c)
     if (sc) {
         free(sc->rep);
         free(sc->v);
-        free(sc->need);
+        free(sc->need.e);
+        free(sc->sticks.e);
         free(sc->combo);
     }
     free(sc);
@@ -1142,6 +1147,26 @@ static void rk_merge_rows(const be_rowspans *s, int64_t r0, int64_t n, int64_t *
         }
 }
 
+/* The staged loads reading staged load i's buffer from load i on: their
+ * spans into m and their loads into at (the first RK_NEED_LOADS of them);
+ * returns how many there are. */
+static int rk_stage_group(const rk_plan *k, int i, be_rowspans **m, int *at)
+{
+    const int buf = k->c->p->A.e[k->loads[i].e].buf;
+    int nm = 0;
+    for (int j = i; j < k->nl && nm <= RK_NEED_LOADS; j++) {
+        rk_load *L = &k->loads[j];
+        if (!L->staged || k->c->p->A.e[L->e].buf != buf)
+            continue;
+        if (nm < RK_NEED_LOADS) {
+            m[nm] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+            at[nm] = j;
+        }
+        nm++;
+    }
+    return nm;
+}
+
 /* The sticks of its buffer's device layout that the staged loads of the
  * buffer staged load i reads read for rows [r0, r0 + n): per stick group
  * g of the buffer, the layout rows lo[g]..hi[g] (lo > hi: none).  Returns
@@ -1155,17 +1180,8 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
     be_walk w;
     be_walk_init(&w, k->c, buf);
     be_rowspans *m[RK_NEED_LOADS];
-    int at[RK_NEED_LOADS], nm = 0;
-    for (int j = i; j < k->nl && nm <= RK_NEED_LOADS; j++) {
-        rk_load *L = &k->loads[j];
-        if (!L->staged || k->c->p->A.e[L->e].buf != buf)
-            continue;
-        if (nm < RK_NEED_LOADS) {
-            m[nm] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
-            at[nm] = j;
-        }
-        nm++;
-    }
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
     if (nm > RK_NEED_LOADS) /* too many to merge: each load's spans in turn */
         for (int j = i; j < k->nl; j++) {
             rk_load *L = &k->loads[j];
@@ -1239,29 +1255,66 @@ static int rk_need_same(const rk_needkey *a, const rk_needkey *b)
 }
 
 /* The memo's slot for q: where it is, or the empty one where it goes. */
-static rk_needkey *rk_need_slot(struct be_spancache *sc, const rk_needkey *q)
+static rk_needkey *rk_need_slot(rk_needmemo *t, const rk_needkey *q)
 {
     for (size_t h = rk_need_hash(q);; h++) {
-        rk_needkey *e = &sc->need[h & (sc->needcap - 1)];
+        rk_needkey *e = &t->e[h & (t->cap - 1)];
         if (!e->n || rk_need_same(e, q))
             return e;
     }
 }
 
-/* Make room in the memo for one more (at most half full). */
-static void rk_need_room(struct be_spancache *sc)
+/* q's answer in memo t, or NULL. */
+static const rk_needkey *rk_need_find(rk_needmemo *t, const rk_needkey *q)
 {
-    if (2 * (sc->nneed + 1) <= sc->needcap)
-        return;
-    rk_needkey *old = sc->need;
-    const size_t n = sc->needcap;
-    sc->needcap = n ? 2 * n : 256;
-    sc->need = ir_xalloc(sc->needcap * sizeof *sc->need);
-    memset(sc->need, 0, sc->needcap * sizeof *sc->need);
-    for (size_t i = 0; i < n; i++)
-        if (old[i].n)
-            *rk_need_slot(sc, &old[i]) = old[i];
-    free(old);
+    const rk_needkey *e = t->cap ? rk_need_slot(t, q) : NULL;
+    return e && e->n ? e : NULL;
+}
+
+/* q (answered) into memo t, grown to stay at most half full. */
+static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        rk_needkey *old = t->e;
+        const size_t n = t->cap;
+        t->cap = n ? 2 * n : 256;
+        t->e = ir_xalloc(t->cap * sizeof *t->e);
+        memset(t->e, 0, t->cap * sizeof *t->e);
+        for (size_t i = 0; i < n; i++)
+            if (old[i].n)
+                *rk_need_slot(t, &old[i]) = old[i];
+        free(old);
+    }
+    *rk_need_slot(t, q) = *q;
+    t->n++;
+}
+
+/* rk_stage_span's count of sticks alone, remembered for the compile by
+ * the loads' spans and the rows: a row kernel's plan prices every core
+ * count's parts (rk_stage_parts), and workdiv plans a kernel again and
+ * again (both rounds, the kernel ahead's plans, the alignments): the
+ * Llama-8B decode step's KV cache appends asked the same parts some
+ * thirty times, a third of its workdiv. */
+static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n)
+{
+    be_rowspans *m[RK_NEED_LOADS];
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
+    const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
+    rk_needkey q = {.n = nm, .r0 = r0, .rt = n};
+    const rk_needkey *e = NULL;
+    if (nm <= RK_NEED_LOADS) {
+        memcpy(q.spans, m, (size_t)nm * sizeof *m);
+        e = rk_need_find(&k->c->spans->sticks, &q);
+    }
+    if (e)
+        return e->need;
+    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+    q.need = rk_stage_span(k, i, r0, n, lo, lo + B->groups);
+    free(lo);
+    if (nm <= RK_NEED_LOADS)
+        rk_need_add(&k->c->spans->sticks, &q);
+    return q.need;
 }
 
 /* rk_stage_walk, remembered for the compile: every pass plans a kernel
@@ -1281,17 +1334,13 @@ static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
     struct be_spancache *sc = k->c->spans;
     if (!q.n || !sc)
         return rk_stage_walk(k, r0, rt, R);
-    if (sc->needcap) {
-        const rk_needkey *e = rk_need_slot(sc, &q);
-        if (e->n)
-            return e->need;
-    }
+    const rk_needkey *e = rk_need_find(&sc->need, &q);
+    if (e)
+        return e->need;
     /* walked before its slot is taken: a walk of several chunks
      * remembers each, which may move the table */
     q.need = rk_stage_walk(k, r0, rt, R);
-    rk_need_room(sc);
-    *rk_need_slot(sc, &q) = q;
-    sc->nneed++;
+    rk_need_add(&sc->need, &q);
     return q.need;
 }
 
