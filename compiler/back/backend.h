@@ -706,7 +706,8 @@ int be_rows_plan(be_ctx *c, int pos);
 void be_rows_align(be_ctx *c, int pos, const int *writer);
 void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores, const int *bufs, int n);
 double be_rows_estimate(be_ctx *c, int pos);
-/* Free the staged loads' row spans the row kernels' plans walked. */
+/* Free the staged loads' row spans the row kernels' plans walked (let
+ * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
