@@ -54,9 +54,9 @@ static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
 
 static void rk_measure(rk_plan *k);
 
-/* Plan a row kernel's structure: rows, columns, node values, loads, and
- * how its evaluation uses temps (rk_measure). */
-static int rk_build(be_ctx *c, int pos, rk_plan *k)
+/* Plan a row kernel's structure: rows, columns, node values and loads,
+ * not yet how its evaluation uses temps (rk_build). */
+static int rk_shape(be_ctx *c, int pos, rk_plan *k)
 {
     ir_prog *p = c->p;
     const ir_kernel *K = &p->kernels[p->order[pos]];
@@ -155,7 +155,13 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     }
     free(w.produced);
     free(seen);
-    if (w.failed)
+    return w.failed ? -1 : 0;
+}
+
+/* rk_shape, and how the evaluation uses temps (rk_measure). */
+static int rk_build(be_ctx *c, int pos, rk_plan *k)
+{
+    if (rk_shape(c, pos, k))
         return -1;
     rk_measure(k);
     return 0;
@@ -166,7 +172,7 @@ int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
     rk_plan k;
     *out = NULL;
     *n = 0;
-    if (rk_build(c, pos, &k)) {
+    if (rk_shape(c, pos, &k)) { /* what it reads and writes: no evaluation measured */
         rk_free(&k);
         return -1;
     }
