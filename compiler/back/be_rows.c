@@ -167,7 +167,60 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     return 0;
 }
 
+/* A row kernel's accesses are its structure's (rk_shape: the program and
+ * the layouts, fixed from the layout pass on), not its split's, and
+ * workdiv asks them again and again (after every plan, in the kernel-
+ * ahead search of each kernel before it, for the alignments' kept bytes;
+ * lxplan once more): each answer is remembered per kernel position. */
+struct be_rowsacc {
+    be_access **a; /* per position: its accesses (NULL: not asked yet, or it failed) */
+    int *n;
+};
+
+void be_rows_access_free(be_ctx *c)
+{
+    for (int i = 0; c->racc && i < c->p->norder; i++)
+        free(c->racc->a[i]);
+    if (c->racc) {
+        free(c->racc->a);
+        free(c->racc->n);
+    }
+    free(c->racc);
+    c->racc = NULL;
+}
+
+/* A copy of the n accesses a (the caller's to free). */
+static be_access *rk_access_copy(const be_access *a, int n)
+{
+    be_access *b = ir_xalloc((size_t)(n + 1) * sizeof *b);
+    memcpy(b, a, (size_t)n * sizeof *b);
+    return b;
+}
+
+static int rk_access(be_ctx *c, int pos, be_access **out, int *n);
+
 int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
+{
+    struct be_rowsacc *m = c->racc;
+    if (!m) {
+        m = c->racc = ir_xalloc(sizeof *m);
+        m->a = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *m->a);
+        m->n = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *m->n);
+    }
+    if (m->a[pos]) {
+        *out = rk_access_copy(m->a[pos], m->n[pos]);
+        *n = m->n[pos];
+        return 0;
+    }
+    const int rc = rk_access(c, pos, out, n);
+    if (!rc) {
+        m->a[pos] = rk_access_copy(*out, *n);
+        m->n[pos] = *n;
+    }
+    return rc;
+}
+
+static int rk_access(be_ctx *c, int pos, be_access **out, int *n)
 {
     rk_plan k;
     *out = NULL;
