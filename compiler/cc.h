@@ -70,6 +70,11 @@ isa_program *cc_gen_softmax_opts(const chip_config *cfg, int64_t rows, int64_t c
 typedef struct {
     const char *dump_after; /* a pass of cc_pass_names(): print the IR after it (NULL: none) */
     FILE *dump;             /* where the dump goes (NULL: stderr) */
+    /* Not NULL: each pass, as it ends, prints its host time there, one
+     * line "pass NAME MS ms"; every attempt's passes print (fuse_siblings'
+     * estimate plans the graph fused and apart, the host fallback compiles
+     * again: docs/compiler.md, "Timing the passes"). */
+    FILE *time_passes;
     int max_reads;          /* realize a value read by more consumers than this (0: 1) */
     int max_body;           /* realize an expression of more nodes than this (0: 64) */
     const chip_config *target; /* not NULL: also run the back half for this chip

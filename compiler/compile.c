@@ -112,10 +112,11 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
  * fuse_siblings fused products in any attempt.  With plan_only the
  * result is planned, not compiled (compile_finish). */
 static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *host, int plan_only, char *err,
-                                size_t errlen, char **dump, size_t *dlen, int *fused)
+                                size_t errlen, char **dump, size_t *dlen, int *fused, struct be_spancache **spans)
 {
     for (;;) {
         ir_prog *p = prog_new(g, opts, err, errlen);
+        p->spans = spans;
         memcpy(p->host, host, (size_t)g->nnodes);
         /* A dump shows the last attempt only: each goes to memory first. */
         FILE *mem = p->opts.dump_after ? open_memstream(dump, dlen) : NULL;
@@ -166,6 +167,7 @@ static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compi
     char *host = ir_xalloc((size_t)g->nnodes + 1);
     memcpy(host, p->host, (size_t)g->nnodes);
     const int marked = !opts->no_fallback && mark_host(p, g, host);
+    struct be_spancache **spans = p->spans;
     cc_result_free(p);
     if (!marked) {
         free(host);
@@ -173,7 +175,7 @@ static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compi
     }
     if (errlen)
         err[0] = 0;
-    return compile_graph(g, opts, host, 0, err, errlen, NULL, NULL, fused);
+    return compile_graph(g, opts, host, 0, err, errlen, NULL, NULL, fused, spans);
 }
 
 static int host_ops(const cc_result *r)
@@ -253,7 +255,9 @@ static cc_result **next_codegen(cc_result **r, cc_result **alt, int tried, char 
  * planned first (the passes before codegen) and codegen runs only for
  * those that can still be kept: the plan's estimates bound the
  * program's from below (be_estimate_floor), and were equal to them on
- * the bench graphs.  A dump shows the passes of both: compiled whole. */
+ * the bench graphs.  A dump shows the passes of both: compiled whole.
+ * The attempts share the row kernels' span cache (be_rows.c): found by
+ * what the walks read, it holds for every attempt. */
 cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err, size_t errlen)
 {
     if (errlen)
@@ -267,12 +271,14 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     int fused = 0, afused = 0, tried = 0;
     cc_compile_opts apart = opts ? *opts : (cc_compile_opts){0};
     apart.siblings = CC_SIBLINGS_NEVER;
-    cc_result *r = compile_graph(g, opts, ir_xalloc((size_t)g->nnodes + 1), plan, err, errlen, &dump, &dlen, &fused);
+    struct be_spancache *spans = NULL; /* the attempts' row kernels walk the same loads */
+    cc_result *r = compile_graph(g, opts, ir_xalloc((size_t)g->nnodes + 1), plan, err, errlen, &dump, &dlen, &fused,
+                                 &spans);
     cc_result *alt = NULL, **next;
     for (;;) {
         if (choose && !tried && (!r || fused)) {
             alt = compile_graph(g, &apart, ir_xalloc((size_t)g->nnodes + 1), plan, aerr, sizeof aerr, &adump, &alen,
-                                &afused);
+                                &afused, &spans);
             tried = 1;
         }
         if (!(next = next_codegen(&r, &alt, tried, err, errlen)))
@@ -291,6 +297,9 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
             err[0] = 0;
     }
     cc_result_free(alt);
+    if (r) /* compiled: no plan of its own needs the cache now, and a later one makes its own */
+        r->spans = NULL;
+    be_spancache_free(spans);
     if (dump)
         fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
     free(dump);

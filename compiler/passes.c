@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The rows: name, what runs it, what prints the IR after it.  The front
  * half runs for every compile, the back half only for a target chip. */
@@ -109,6 +110,14 @@ int ir_pass_check(const char *name, int target, char *err, size_t errlen)
     return -1;
 }
 
+/* A monotonic clock in seconds, for --time-passes. */
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 int ir_run_passes(ir_prog *p, int back, const char *from, const char *until)
 {
     int on = !from;
@@ -121,7 +130,11 @@ int ir_run_passes(ir_prog *p, int back, const char *from, const char *until)
             break;
         if (!on)
             continue;
-        if (ps->run(p))
+        const double t0 = p->opts.time_passes ? seconds_now() : 0;
+        const int rc = ps->run(p);
+        if (p->opts.time_passes)
+            fprintf(p->opts.time_passes, "pass %s %.3f ms\n", ps->name, (seconds_now() - t0) * 1e3);
+        if (rc)
             return -1;
         p->stage = ps->name;
         if (p->opts.dump_after && !strcmp(p->opts.dump_after, ps->name))

@@ -361,6 +361,28 @@ static void test_compile_reports_kernels_and_dumps_passes(void)
     expect_spyre("compile --decompositions", 0, "\nhardswish                    -> x * hardsigmoid(x)\n");
 }
 
+/* --time-passes prints every pass of both halves, front and back, with
+ * its host time: each name --list-passes gives, as "pass NAME MS ms". */
+static void test_compile_times_every_pass(void)
+{
+    char names[4096];
+    CU_ASSERT_EQUAL_FATAL(tu_spyre("compile --list-passes", names, sizeof names), 0);
+    CU_ASSERT_EQUAL_FATAL(
+        tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp --config spyre --time-passes", out, sizeof out), 0);
+    int n = 0;
+    for (char *name = strtok(names, "\n"); name; name = strtok(NULL, "\n"), n++) {
+        char want[128];
+        snprintf(want, sizeof want, "pass %s ", name);
+        const char *at = strstr(out, want);
+        CU_ASSERT_PTR_NOT_NULL(at);
+        CU_ASSERT(at && strstr(at + strlen(want), " ms\n") != NULL);
+    }
+    CU_ASSERT(n >= 16); /* the list was read: 11 front passes, 5 back */
+    /* without the flag, no timing */
+    CU_ASSERT_EQUAL(tu_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp --config spyre", out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "pass decompose "));
+}
+
 static void test_compile_errors_name_the_graph_line(void)
 {
     char g[512];
@@ -1109,6 +1131,7 @@ int main(void)
         {"ref_reproduces_pytorch_on_the_traces", test_ref_reproduces_pytorch_on_the_traces},
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
+        {"compile_times_every_pass", test_compile_times_every_pass},
         {"compile_and_run_take_siblings", test_compile_and_run_take_siblings},
         {"compile_and_run_take_placement", test_compile_and_run_take_placement},
         {"timing_only_run_needs_no_weights_file", test_timing_only_run_needs_no_weights_file},

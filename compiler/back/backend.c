@@ -1005,6 +1005,7 @@ void be_free(ir_prog *p)
     isa_program_free(c->prog);
     be_reroll_free(c);
     be_rows_spans_free(c);
+    be_rows_access_free(c);
     free(st->k);
     free(st);
     p->be = NULL;

@@ -158,6 +158,7 @@ typedef struct be_ctx {
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
     struct be_spancache *spans; /* staged loads' row spans, walked once for the compile (be_rows.c) */
     struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
+    struct be_rowsacc *racc;  /* be_rows_access's answers per kernel position (be_rows.c) */
 } be_ctx;
 
 /* ---- State updates (be_update.c) ---- */
@@ -706,7 +707,10 @@ int be_rows_plan(be_ctx *c, int pos);
 void be_rows_align(be_ctx *c, int pos, const int *writer);
 void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores, const int *bufs, int n);
 double be_rows_estimate(be_ctx *c, int pos);
-/* Free the staged loads' row spans the row kernels' plans walked. */
+/* Free be_rows_access's remembered answers. */
+void be_rows_access_free(be_ctx *c);
+/* Free the staged loads' row spans the row kernels' plans walked (let
+ * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);

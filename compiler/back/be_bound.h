@@ -61,11 +61,16 @@ typedef struct {
     bd_run *out;                 /* scratch for the next runs */
     size_t ocap;
     bd_edge *edges;              /* scratch: the next kernel's pieces' edges (and as many for their sort) */
+    size_t ecap;
+    bd_run *prev;                /* scratch: bd_merge_runs' copy of the next runs */
+    size_t pcap;
     int32_t *live;               /* scratch: per write flag and core, its pieces over the sweep's stick */
     int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
     int ring;                    /* ring traffic since the last bar */
     bd_piece *pieces;            /* the next kernel's DRAM accesses */
     size_t npieces, cap;
+    bd_piece *sorted;            /* scratch: bd_order's, which then swaps it with pieces */
+    size_t scap;
     int kring;                   /* the next kernel's ring traffic */
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it

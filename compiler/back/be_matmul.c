@@ -549,8 +549,10 @@ static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int
     const double rate = t->dram_bytes_per_cycle > 0 && t->dram_bytes_per_cycle < t->dma_bytes_per_cycle
                             ? t->dram_bytes_per_cycle
                             : t->dma_bytes_per_cycle;
-    double c = trips * ((a_chunked + b_chunked) * t->dma_insn_cycles + per_chunk / rate +
-                        cc_dram_wait(t, per_chunk, per_chunk / rate));
+    /* (no trips, as in every choice priced without the waits: nothing to price) */
+    double c = trips > 0 ? trips * ((a_chunked + b_chunked) * t->dma_insn_cycles + per_chunk / rate +
+                                    cc_dram_wait(t, per_chunk, per_chunk / rate))
+                         : 0;
     c = c > dmai ? c : dmai;
     c = c > dmao ? c : dmao;
     c = c > sfp * (1 - last) ? c : sfp * (1 - last);

@@ -54,9 +54,9 @@ static int64_t rk_split_cols(const be_ctx *c, const ir_kernel *K, int colvar)
 
 static void rk_measure(rk_plan *k);
 
-/* Plan a row kernel's structure: rows, columns, node values, loads, and
- * how its evaluation uses temps (rk_measure). */
-static int rk_build(be_ctx *c, int pos, rk_plan *k)
+/* Plan a row kernel's structure: rows, columns, node values and loads,
+ * not yet how its evaluation uses temps (rk_build). */
+static int rk_shape(be_ctx *c, int pos, rk_plan *k)
 {
     ir_prog *p = c->p;
     const ir_kernel *K = &p->kernels[p->order[pos]];
@@ -155,18 +155,77 @@ static int rk_build(be_ctx *c, int pos, rk_plan *k)
     }
     free(w.produced);
     free(seen);
-    if (w.failed)
+    return w.failed ? -1 : 0;
+}
+
+/* rk_shape, and how the evaluation uses temps (rk_measure). */
+static int rk_build(be_ctx *c, int pos, rk_plan *k)
+{
+    if (rk_shape(c, pos, k))
         return -1;
     rk_measure(k);
     return 0;
 }
 
+/* A row kernel's accesses are its structure's (rk_shape: the program and
+ * the layouts, fixed from the layout pass on), not its split's, and
+ * workdiv asks them again and again (after every plan, in the kernel-
+ * ahead search of each kernel before it, for the alignments' kept bytes;
+ * lxplan once more): each answer is remembered per kernel position. */
+struct be_rowsacc {
+    be_access **a; /* per position: its accesses (NULL: not asked yet, or it failed) */
+    int *n;
+};
+
+void be_rows_access_free(be_ctx *c)
+{
+    for (int i = 0; c->racc && i < c->p->norder; i++)
+        free(c->racc->a[i]);
+    if (c->racc) {
+        free(c->racc->a);
+        free(c->racc->n);
+    }
+    free(c->racc);
+    c->racc = NULL;
+}
+
+/* A copy of the n accesses a (the caller's to free). */
+static be_access *rk_access_copy(const be_access *a, int n)
+{
+    be_access *b = ir_xalloc((size_t)(n + 1) * sizeof *b);
+    memcpy(b, a, (size_t)n * sizeof *b);
+    return b;
+}
+
+static int rk_access(be_ctx *c, int pos, be_access **out, int *n);
+
 int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
+{
+    struct be_rowsacc *m = c->racc;
+    if (!m) {
+        m = c->racc = ir_xalloc(sizeof *m);
+        m->a = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *m->a);
+        m->n = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *m->n);
+    }
+    if (m->a[pos]) {
+        *out = rk_access_copy(m->a[pos], m->n[pos]);
+        *n = m->n[pos];
+        return 0;
+    }
+    const int rc = rk_access(c, pos, out, n);
+    if (!rc) {
+        m->a[pos] = rk_access_copy(*out, *n);
+        m->n[pos] = *n;
+    }
+    return rc;
+}
+
+static int rk_access(be_ctx *c, int pos, be_access **out, int *n)
 {
     rk_plan k;
     *out = NULL;
     *n = 0;
-    if (rk_build(c, pos, &k)) {
+    if (rk_shape(c, pos, &k)) { /* what it reads and writes: no evaluation measured */
         rk_free(&k);
         return -1;
     }
@@ -436,6 +495,7 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
  * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
  * 981 cycles, on 32 2,370). */
 static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
+static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n);
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
 
@@ -550,18 +610,15 @@ static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, 
     *worst = *first = 0;
     if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
         return 0;
-    const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
-    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups;
     double sum = 0;
     for (int64_t p = 0; p < cores; p++) {
         int64_t r0, n;
         cc_split(k->rows, cores, p, &r0, &n);
-        const double s = n > 0 ? (double)rk_stage_span(k, i, r0, cc_min(R, n), lo, hi) : 0;
+        const double s = n > 0 ? (double)rk_stage_sticks(k, i, r0, cc_min(R, n)) : 0;
         sum += s;
         *worst = s > *worst ? s : *worst;
         *first = p ? *first : s;
     }
-    free(lo);
     return sum;
 }
 
@@ -966,25 +1023,42 @@ static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B)
 /* A staged load's row spans, kept for the whole compile: each pass
  * (workdiv, lxplan twice, codegen) makes a kernel's plan again with the
  * same loads, and a later plan takes the rows an earlier one walked.
- * Found by everything the walk depends on. */
+ * Found by everything the walk depends on: the view and the row space,
+ * the buffer's type and its layout but for where it lies in DRAM (the
+ * spans are layout rows), not by the kernel's or the buffer's number, so
+ * that cc_compile's attempts (products fused and apart: the same kernels
+ * at other positions, their buffers at other numbers and offsets) share
+ * them: the Llama-8B decode step's second attempt walked and merged its
+ * KV cache appends' rows again, 1.7 of its 4.3 ms of workdiv. */
 typedef struct {
-    int pos, buf, colvar, nvars;
+    int colvar, nvars;
     int64_t cols, rows;
     ir_index idx;
     be_rowspace rsp;
-    be_layout lay;
+    gr_ttype type;
+    be_layout lay; /* off 0 */
     be_rowspans s;
 } rk_spankey;
 
 /* A chunk's staged sticks as rk_stage_need found them: the need of the
- * staged loads whose spans are `spans` (in the plan's order), chunks of R
- * rows of the part [r0, r0 + rt). */
+ * staged loads whose spans are `spans` (in the plan's order; lead: the
+ * first of them reading the same buffer, whose staging they share: loads
+ * alike of two buffers have the same spans), chunks of R rows of the
+ * part [r0, r0 + rt). */
 enum { RK_NEED_LOADS = 8 };
 typedef struct {
     const be_rowspans *spans[RK_NEED_LOADS];
+    signed char lead[RK_NEED_LOADS];
     int n;
     int64_t r0, rt, R, need;
 } rk_needkey;
+
+/* A memo of rk_needkeys, open addressing by rk_need_hash, `cap` a power
+ * of two (0: none yet). */
+typedef struct {
+    rk_needkey *e;
+    size_t n, cap;
+} rk_needmemo;
 
 /* The row spans of the staged loads that read one buffer, merged row by
  * row (each row's sticks per group, lowest to highest over the loads):
@@ -1012,17 +1086,20 @@ struct be_spancache {
     int nrep, repcap;
     rk_spankey **v;
     int n, cap;
-    rk_needkey *need; /* open addressing by rk_need_hash, `cap` a power of two (0: none yet) */
-    size_t nneed, needcap;
+    rk_needmemo need, sticks; /* rk_stage_need's, rk_stage_sticks's */
     rk_combo **combo;
     int ncombo, combocap;
 };
 
 static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
 {
-    if (a->pos != b->pos || a->buf != b->buf || a->colvar != b->colvar || a->nvars != b->nvars || a->cols != b->cols ||
-        a->rows != b->rows || a->idx.offset != b->idx.offset || a->rsp.nv != b->rsp.nv)
+    if (a->colvar != b->colvar || a->nvars != b->nvars || a->cols != b->cols || a->rows != b->rows ||
+        a->idx.offset != b->idx.offset || a->rsp.nv != b->rsp.nv || a->type.dtype != b->type.dtype ||
+        a->type.rank != b->type.rank)
         return 0;
+    for (int d = 0; d < a->type.rank; d++)
+        if (a->type.shape[d] != b->type.shape[d])
+            return 0;
     for (int v = 0; v < a->nvars; v++)
         if (a->idx.coef[v] != b->idx.coef[v])
             return 0;
@@ -1032,13 +1109,28 @@ static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
     return !memcmp(&a->lay, &b->lay, sizeof a->lay);
 }
 
+/* The compile's span cache: the one cc_compile's attempts share, if
+ * they do (ir_prog.spans), else the be_ctx's own; made if new. */
+static struct be_spancache *rk_cache(be_ctx *c)
+{
+    if (!c->spans && c->p->spans)
+        c->spans = *c->p->spans;
+    if (!c->spans) {
+        c->spans = ir_xalloc(sizeof *c->spans);
+        if (c->p->spans)
+            *c->p->spans = c->spans;
+    }
+    return c->spans;
+}
+
 /* Load L's row spans from the compile's cache, made (empty) if new. */
 static be_rowspans *rk_spans_of(const rk_plan *k, rk_load *L)
 {
     be_ctx *c = k->c;
     const ir_expr *x = &c->p->A.e[L->e];
-    rk_spankey key = {k->pos, x->buf, k->colvar, k->nvars, k->cols, k->rows, x->idx, k->rsp, c->lay[x->buf], {0}};
-    struct be_spancache *sc = c->spans ? c->spans : (c->spans = ir_xalloc(sizeof *c->spans));
+    rk_spankey key = {k->colvar, k->nvars, k->cols, k->rows, x->idx, k->rsp, c->p->bufs[x->buf].type, c->lay[x->buf], {0}};
+    key.lay.off = 0;
+    struct be_spancache *sc = rk_cache(c);
     for (int i = 0; i < sc->n; i++)
         if (rk_same_walk(sc->v[i], &key))
             return &sc->v[i]->s;
@@ -1057,9 +1149,8 @@ static void rk_rowspans_free(be_rowspans *s)
     free(s->lo);
 }
 
-void be_rows_spans_free(be_ctx *c)
+void be_spancache_free(struct be_spancache *sc)
 {
-    struct be_spancache *sc = c->spans;
     for (int i = 0; sc && i < sc->n; i++) {
         rk_rowspans_free(&sc->v[i]->s);
         free(sc->v[i]);
@@ -1071,10 +1162,17 @@ void be_rows_spans_free(be_ctx *c)
     if (sc) {
         free(sc->rep);
         free(sc->v);
-        free(sc->need);
+        free(sc->need.e);
+        free(sc->sticks.e);
         free(sc->combo);
     }
     free(sc);
+}
+
+void be_rows_spans_free(be_ctx *c)
+{
+    if (!c->p->spans) /* a shared one is cc_compile's to free */
+        be_spancache_free(c->spans);
     c->spans = NULL;
 }
 
@@ -1083,7 +1181,7 @@ void be_rows_spans_free(be_ctx *c)
 static int *rk_repeat_memo(const rk_plan *k, const be_view *v, int64_t rt, int64_t cores)
 {
     be_ctx *c = k->c;
-    struct be_spancache *sc = c->spans ? c->spans : (c->spans = ir_xalloc(sizeof *c->spans));
+    struct be_spancache *sc = rk_cache(c);
     rk_repeatkey q = {.nv = k->rsp.nv, .same = -1, .rt = rt, .cores = cores};
     for (int i = 0; i < k->rsp.nv; i++) {
         q.ext[i] = k->rsp.ext[i];
@@ -1142,6 +1240,26 @@ static void rk_merge_rows(const be_rowspans *s, int64_t r0, int64_t n, int64_t *
         }
 }
 
+/* The staged loads reading staged load i's buffer from load i on: their
+ * spans into m and their loads into at (the first RK_NEED_LOADS of them);
+ * returns how many there are. */
+static int rk_stage_group(const rk_plan *k, int i, be_rowspans **m, int *at)
+{
+    const int buf = k->c->p->A.e[k->loads[i].e].buf;
+    int nm = 0;
+    for (int j = i; j < k->nl && nm <= RK_NEED_LOADS; j++) {
+        rk_load *L = &k->loads[j];
+        if (!L->staged || k->c->p->A.e[L->e].buf != buf)
+            continue;
+        if (nm < RK_NEED_LOADS) {
+            m[nm] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
+            at[nm] = j;
+        }
+        nm++;
+    }
+    return nm;
+}
+
 /* The sticks of its buffer's device layout that the staged loads of the
  * buffer staged load i reads read for rows [r0, r0 + n): per stick group
  * g of the buffer, the layout rows lo[g]..hi[g] (lo > hi: none).  Returns
@@ -1155,17 +1273,8 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
     be_walk w;
     be_walk_init(&w, k->c, buf);
     be_rowspans *m[RK_NEED_LOADS];
-    int at[RK_NEED_LOADS], nm = 0;
-    for (int j = i; j < k->nl && nm <= RK_NEED_LOADS; j++) {
-        rk_load *L = &k->loads[j];
-        if (!L->staged || k->c->p->A.e[L->e].buf != buf)
-            continue;
-        if (nm < RK_NEED_LOADS) {
-            m[nm] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
-            at[nm] = j;
-        }
-        nm++;
-    }
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
     if (nm > RK_NEED_LOADS) /* too many to merge: each load's spans in turn */
         for (int j = i; j < k->nl; j++) {
             rk_load *L = &k->loads[j];
@@ -1235,33 +1344,70 @@ static size_t rk_need_hash(const rk_needkey *q)
 static int rk_need_same(const rk_needkey *a, const rk_needkey *b)
 {
     return a->n == b->n && a->r0 == b->r0 && a->rt == b->rt && a->R == b->R &&
-           !memcmp(a->spans, b->spans, (size_t)a->n * sizeof *a->spans);
+           !memcmp(a->spans, b->spans, (size_t)a->n * sizeof *a->spans) && !memcmp(a->lead, b->lead, (size_t)a->n);
 }
 
 /* The memo's slot for q: where it is, or the empty one where it goes. */
-static rk_needkey *rk_need_slot(struct be_spancache *sc, const rk_needkey *q)
+static rk_needkey *rk_need_slot(rk_needmemo *t, const rk_needkey *q)
 {
     for (size_t h = rk_need_hash(q);; h++) {
-        rk_needkey *e = &sc->need[h & (sc->needcap - 1)];
+        rk_needkey *e = &t->e[h & (t->cap - 1)];
         if (!e->n || rk_need_same(e, q))
             return e;
     }
 }
 
-/* Make room in the memo for one more (at most half full). */
-static void rk_need_room(struct be_spancache *sc)
+/* q's answer in memo t, or NULL. */
+static const rk_needkey *rk_need_find(rk_needmemo *t, const rk_needkey *q)
 {
-    if (2 * (sc->nneed + 1) <= sc->needcap)
-        return;
-    rk_needkey *old = sc->need;
-    const size_t n = sc->needcap;
-    sc->needcap = n ? 2 * n : 256;
-    sc->need = ir_xalloc(sc->needcap * sizeof *sc->need);
-    memset(sc->need, 0, sc->needcap * sizeof *sc->need);
-    for (size_t i = 0; i < n; i++)
-        if (old[i].n)
-            *rk_need_slot(sc, &old[i]) = old[i];
-    free(old);
+    const rk_needkey *e = t->cap ? rk_need_slot(t, q) : NULL;
+    return e && e->n ? e : NULL;
+}
+
+/* q (answered) into memo t, grown to stay at most half full. */
+static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        rk_needkey *old = t->e;
+        const size_t n = t->cap;
+        t->cap = n ? 2 * n : 256;
+        t->e = ir_xalloc(t->cap * sizeof *t->e);
+        memset(t->e, 0, t->cap * sizeof *t->e);
+        for (size_t i = 0; i < n; i++)
+            if (old[i].n)
+                *rk_need_slot(t, &old[i]) = old[i];
+        free(old);
+    }
+    *rk_need_slot(t, q) = *q;
+    t->n++;
+}
+
+/* rk_stage_span's count of sticks alone, remembered for the compile by
+ * the loads' spans and the rows: a row kernel's plan prices every core
+ * count's parts (rk_stage_parts), and workdiv plans a kernel again and
+ * again (both rounds, the kernel ahead's plans, the alignments): the
+ * Llama-8B decode step's KV cache appends asked the same parts some
+ * thirty times, a third of its workdiv. */
+static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n)
+{
+    be_rowspans *m[RK_NEED_LOADS];
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
+    const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
+    rk_needkey q = {.n = nm, .r0 = r0, .rt = n};
+    const rk_needkey *e = NULL;
+    if (nm <= RK_NEED_LOADS) {
+        memcpy(q.spans, m, (size_t)nm * sizeof *m);
+        e = rk_need_find(&k->c->spans->sticks, &q);
+    }
+    if (e)
+        return e->need;
+    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+    q.need = rk_stage_span(k, i, r0, n, lo, lo + B->groups);
+    free(lo);
+    if (nm <= RK_NEED_LOADS)
+        rk_need_add(&k->c->spans->sticks, &q);
+    return q.need;
 }
 
 /* rk_stage_walk, remembered for the compile: every pass plans a kernel
@@ -1270,28 +1416,30 @@ static void rk_need_room(struct be_spancache *sc)
 static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R)
 {
     rk_needkey q = {.r0 = r0, .rt = rt, .R = R};
+    int buf[RK_NEED_LOADS];
     for (int i = 0; i < k->nl; i++) {
         rk_load *L = &k->loads[i];
         if (!L->staged)
             continue;
         if (q.n == RK_NEED_LOADS)
             return rk_stage_walk(k, r0, rt, R);
+        buf[q.n] = k->c->p->A.e[L->e].buf;
+        q.lead[q.n] = (signed char)q.n;
+        for (int j = q.n - 1; j >= 0; j--)
+            if (buf[j] == buf[q.n])
+                q.lead[q.n] = (signed char)j;
         q.spans[q.n++] = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
     }
     struct be_spancache *sc = k->c->spans;
     if (!q.n || !sc)
         return rk_stage_walk(k, r0, rt, R);
-    if (sc->needcap) {
-        const rk_needkey *e = rk_need_slot(sc, &q);
-        if (e->n)
-            return e->need;
-    }
+    const rk_needkey *e = rk_need_find(&sc->need, &q);
+    if (e)
+        return e->need;
     /* walked before its slot is taken: a walk of several chunks
      * remembers each, which may move the table */
     q.need = rk_stage_walk(k, r0, rt, R);
-    rk_need_room(sc);
-    *rk_need_slot(sc, &q) = q;
-    sc->nneed++;
+    rk_need_add(&sc->need, &q);
     return q.need;
 }
 

@@ -368,6 +368,9 @@ struct cc_result {
     char *graph_text;  /* the source graph as gr_graph_print writes it (the program's graph) */
     struct be_ctx *be; /* the back half's state (backend.h), after layout */
     isa_program *program; /* codegen: the program (cc_compile with a target) */
+    /* the row kernels' span cache that cc_compile's attempts share (their
+     * plans walk the same loads: be_rows.c), or NULL: the be_ctx's own */
+    struct be_spancache **spans;
 };
 
 /* ---- Passes (each returns 0, or -1 with a message in p->err) ---- */
@@ -409,6 +412,8 @@ int be_lxplan_pass(ir_prog *p); /* be_lxplan.c */
 int be_codegen_pass(ir_prog *p);
 int be_reroll_pass(ir_prog *p); /* be_reroll.c */
 void be_free(ir_prog *p);
+/* A span cache cc_compile's attempts shared (ir_prog.spans). */
+void be_spancache_free(struct be_spancache *sc);
 void be_print(const ir_prog *p, const char *pass, FILE *f);
 /* The back half's estimate for the program's kernel `name` (a kernel, or
  * a ring exchange NAME.xchg), in cycles; -1 when there is none. */

@@ -886,6 +886,7 @@ static int cmd_compile(int argc, char **argv)
         return tp_compile(argc, argv);
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0, placement = 0;
+    int time_passes = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -923,6 +924,8 @@ static int cmd_compile(int argc, char **argv)
             dump = argv[++i];
         else if (!strcmp(argv[i], "--report"))
             report = 1;
+        else if (!strcmp(argv[i], "--time-passes"))
+            time_passes = 1;
         else if (!strcmp(argv[i], "--list-passes"))
             list = 1;
         else if (!strcmp(argv[i], "--decompositions"))
@@ -950,7 +953,7 @@ static int cmd_compile(int argc, char **argv)
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll,
                             .no_fallback = no_fallback, .siblings = siblings,
-                            .placement = placement};
+                            .placement = placement, .time_passes = time_passes ? stderr : NULL};
     chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
@@ -1098,12 +1101,15 @@ static const command commands[] = {
     {"compile", cmd_compile,
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
      "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
-     "               [--no-fallback] [--siblings estimate|never|always] [--placement none|independent|free]",
+     "               [--no-fallback] [--siblings estimate|never|always] [--placement none|independent|free]\n"
+     "               [--time-passes]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
      "fused kernels with the ATen ops in each (--report, the default); --dump-after=PASS prints the IR\n"
      "after that pass (--list-passes names them); --decompositions prints the decompose pass's rules.\n"
+     "--time-passes prints each pass's host time to stderr as it ends (\"pass NAME MS ms\"; a graph\n"
+     "compiled more than once, fused and apart or again for the host fallback, prints each time).\n"
      "With -o (or --config, or a back-half pass to dump)\n"
      "the back half runs too (layout, workdiv, lxplan, codegen, reroll) for the chip of --config (default spyre) and\n"
      "-o writes the program.  --work-div KERNEL=SPEC forces a kernel's split across cores (a matmul\n"
