@@ -2727,6 +2727,34 @@ static void test_a_64_row_product_is_split_over_cores_when_its_dram_waits_domina
     gr_graph_free(g);
 }
 
+/* A row kernel takes its first reader's split when that reader and the
+ * kernels right after it read what it writes, up to its last use
+ * (be_rows.c, read_by_run): serve_tiny's prefill (64 tokens) normalises
+ * x on 5 cores like its q, k and v products, which read the result in a
+ * row, and keeps it in LX for them; with placement independent (the
+ * three in turn) they end at cycle 4,376 against 5,432 with the norm on
+ * its own 8 cores (refresh phase 0; the sweep's mean of the graph 25,123
+ * cycles against 26,117).  Under free, the default, the k and v products
+ * move to other cores and read it from DRAM: about the same cycles. */
+static void test_a_row_kernel_takes_the_split_of_readers_in_a_row(void)
+{
+    gr_graph *g = trace_graph("serve_tiny/prefill_c0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    static const char *const wd[] = {"k0_pow_mean_add=8"};
+    sim_stats def, own;
+    int cdef = 0, cown = 0;
+    placement = CC_PLACE_INDEPENDENT;
+    run_for_stats(g, NULL, 0, "k0_pow_mean_add", "k0_pow_mean_add: rows over 5 cores (as k1_mm, for LX)", &def,
+                  &cdef);
+    run_for_stats(g, wd, 1, "k0_pow_mean_add", NULL, &own, &cown);
+    placement = 0;
+    CU_ASSERT_EQUAL(cdef, 5);
+    CU_ASSERT_EQUAL(cown, 8);
+    CU_ASSERT(kernel_end(&def, "k3_mm") > 0);
+    CU_ASSERT(kernel_end(&def, "k3_mm") < kernel_end(&own, "k3_mm"));
+    gr_graph_free(g);
+}
+
 /* Kernel `name` of g compiled for spyre with the n work_div specs wd:
  * its estimate (the report's) into *est and the mean over `phases`
  * refresh phases of its core_span (the longest one core ran it, as
@@ -5020,6 +5048,7 @@ int main(void)
          test_a_short_product_staging_b_whole_is_not_split_over_cores_that_each_read_all_of_it},
         {"a 64-row product is split over cores when its DRAM waits dominate",
          test_a_64_row_product_is_split_over_cores_when_its_dram_waits_dominate},
+        {"a row kernel takes the split of readers in a row", test_a_row_kernel_takes_the_split_of_readers_in_a_row},
         {"a product whose DRAM waits dominate splits K and N over more cores",
          test_a_product_whose_dram_waits_dominate_splits_k_and_n_over_more_cores},
         {"a product of one block a core is estimated in series and loses to the ring",
