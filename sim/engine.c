@@ -213,12 +213,6 @@ static void kernels_end(engine *g)
     g->kmap = NULL;
 }
 
-/* The kernel entry of core's instruction `index`, -1 for none. */
-static int kernel_of(const engine *g, int core, long index)
-{
-    return g->kmap ? g->kmap[core][index] : -1; /* an issued instruction's core has a stream, its index is in it */
-}
-
 /* Charge an instruction of entry `slot` that ran over [start, done) to
  * it; the entry's own start and end are its cores' (kernels_fold). */
 static void kernel_charge(engine *g, int slot, int core, double start, double done, double busy, uint64_t macs,
@@ -398,6 +392,7 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     const double step = s->cfg.seq_issue_cycles;
     const long n = (long)str->n;
     uint8_t *const units = g->unit[c->id]; /* wake_unit's stores would have it loaded again */
+    const int *const kmap = g->kmap ? g->kmap[c->id] : NULL;
     long pc = c->pc;
     double t = c->seq_time;
     int rc = 0;
@@ -427,7 +422,11 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
         e->p = resolve(c, &in->p);
         e->index = pc;
         e->ready = t;
-        e->op = in->op;
+        e->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
+        /* the kernel map is read here, in stream order, rather than when
+         * the unit runs the slot, long after, when its line is often out
+         * of cache (a second miss beside the slot's own) */
+        e->kslot = kmap ? (int16_t)kmap[pc] : -1;
         e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
         q->count++;
         wake_unit(g, c, u, t);
@@ -610,7 +609,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     double covered = us->done_at > t ? us->done_at : t;
     if (done > covered)
         us->busy += done - covered;
-    const int slot = kernel_of(g, c->id, e->index);
+    const int slot = e->kslot;
     if (slot >= 0)
         kernel_charge(g, slot, c->id, t, done, done > covered ? done - covered : 0, macs, dram_bytes);
     us->free_at = t + dur;

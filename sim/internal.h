@@ -19,13 +19,15 @@ typedef struct {
     int64_t d, a, b, p; /* resolved in->d.off + regs[in->d.reg], ... */
     long index;         /* position in the core's stream */
     double ready;       /* cycle it was dispatched */
-    int32_t op;         /* in->op */
+    int16_t op;         /* in->op, or -1 outside [0, INT16_MAX] (only wait and sig are told apart by it) */
+    int16_t kslot;      /* its entry of st->kernels, -1 for none (found at issue, see engine.c) */
     int32_t tok;        /* in->tok, or INT32_MAX when outside [0, INT32_MAX] (no chip has such a token) */
 } sim_slot;
 
 /* sim.c allocates the queues aligned to this, so a slot is one cache line */
 #define SIM_SLOT_ALIGN 64
 _Static_assert(sizeof(sim_slot) == SIM_SLOT_ALIGN, "a unit queue slot fills one cache line");
+_Static_assert(SIM_MAX_KERNELS <= INT16_MAX, "a kernel entry fits sim_slot.kslot");
 
 /* An instruction as it ran, registers resolved (reg 0, off the resolved
  * offset): what a trace record keeps (sim_trace_insn). */
