@@ -433,10 +433,14 @@ typedef struct {
 #define ISA_TF_LX 2u
 #define ISA_TF_ALL (ISA_TF_VALUE | ISA_TF_LX)
 
+typedef struct isa_arena isa_arena;
+
 typedef struct {
     isa_insn *insns;
     size_t n, cap;
-    int mapped; /* insns is a mapping of its own (isa_stream_room's growth): free it with isa_stream_free */
+    int mapped; /* 1: insns is a mapping of its own (isa_stream_room's growth), 2: a slot of arena's; either way
+                 * free it with isa_stream_free */
+    isa_arena *arena; /* set: the stream grows in this arena (isa_program_arena), which owns its memory */
 } isa_stream;
 
 /* A kernel: instructions [first, last] of one core's stream that belong to
@@ -469,13 +473,20 @@ typedef struct {
     char *graph;               /* what the program computes, as graph text for the reference; may be NULL */
     isa_kernel *kernels;       /* may be empty */
     size_t nkernels;
+    isa_arena *arena;          /* where its streams grow (isa_program_arena), or NULL */
 } isa_program;
 
 isa_program *isa_program_new(int ncores);
 void isa_program_free(isa_program *p);
+/* Let p's streams grow in one arena of transparent huge pages, `bytes` of
+ * address space reserved (memory is taken as they grow): for a program
+ * built instruction by instruction to megabytes (a compiler's), whose
+ * streams would otherwise be first touched 4 KB page by page.  Does
+ * nothing where the arena cannot be had (or under AddressSanitizer). */
+void isa_program_arena(isa_program *p, size_t bytes);
 /* Append an instruction to a core's stream (aborts on out of memory). */
 void isa_stream_push(isa_stream *s, const isa_insn *in);
-/* Give back a stream's memory (malloc'd or mapped) and empty it. */
+/* Give back a stream's memory (malloc'd, mapped, or its arena slot) and empty it (an arena stream stays in its arena). */
 void isa_stream_free(isa_stream *s);
 /* isa_stream_room's slow path: s full, grown. */
 isa_insn *isa_stream_grow(isa_stream *s);

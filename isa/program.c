@@ -40,12 +40,15 @@ isa_program *isa_program_new(int ncores)
     return p;
 }
 
+static void arena_free(isa_arena *a);
+
 void isa_program_free(isa_program *p)
 {
     if (!p)
         return;
     for (int i = 0; i < p->ncores; i++)
         isa_stream_free(&p->cores[i]);
+    arena_free(p->arena);
     free(p->cores);
     free(p->tensors);
     free(p->consts);
@@ -72,8 +75,155 @@ void isa_program_free(isa_program *p)
 #define STREAM_MAPPED 1
 #endif
 
+/* An arena: one reservation of address space, THP-advised, where the
+ * streams take slots of a power of two times 64 instructions, a buddy
+ * system: a slot of class k is half of one of class k + 1 (split when
+ * none is free, merged with its buddy when both are free again), the
+ * largest (class top) cut whole from the reservation.  A stream that
+ * grows is copied into a slot twice the size and gives its old one back:
+ * the streams of a compile grow by turns at about one pace, so the two
+ * halves a pair of them outgrew make the slot the next one grows into.
+ * A compile's streams are some 32 of half a megabyte each on BERT-base:
+ * each a mapping of its own, every 4 KB of them was a page fault (a third
+ * of the compile, 3,900 faults for its 16 MB of code); here they fault
+ * 2 MB at a time.  The reservation is address space only: memory is what
+ * the slots touch (the free lists are kept aside, so a slot split off is
+ * not touched until taken); a stream larger than class top, or that
+ * finds the arena full, grows on in a mapping of its own. */
+#define ARENA_TOP 10 /* the largest slot: 65,536 instructions, 19 MB */
+#define ARENA_UNIT (64 * sizeof(isa_insn)) /* a slot of class 0 */
+typedef struct {
+    uint32_t *v; /* offsets in ARENA_UNITs */
+    size_t n, cap;
+} arena_list;
+struct isa_arena {
+    char *base;
+    size_t bytes, used; /* used: by slots of class top */
+    int top;            /* ARENA_TOP, or less when the reservation is smaller */
+    arena_list idle[ARENA_TOP + 1]; /* per class, its free slots */
+};
+
+static void arena_free(isa_arena *a)
+{
+    if (!a)
+        return;
+    munmap(a->base, a->bytes);
+    for (int k = 0; k <= ARENA_TOP; k++)
+        free(a->idle[k].v);
+    free(a);
+}
+
+static int arena_class(size_t cap)
+{
+    int k = 0;
+    while ((size_t)64 << k < cap)
+        k++;
+    return k;
+}
+
+static void list_push(arena_list *l, uint32_t off)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = off;
+}
+
+/* Take slot off from list l if it is there. */
+static int list_take(arena_list *l, uint32_t off)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == off) {
+            l->v[i] = l->v[--l->n];
+            return 1;
+        }
+    return 0;
+}
+
+/* A slot of class k (its offset), or -1: k above top, or the
+ * reservation used up. */
+static int64_t arena_take(isa_arena *a, int k)
+{
+    if (k > a->top)
+        return -1;
+    arena_list *l = &a->idle[k];
+    if (l->n)
+        return l->v[--l->n];
+    if (k == a->top) {
+        if (a->bytes - a->used < (ARENA_UNIT << k))
+            return -1;
+        a->used += ARENA_UNIT << k;
+        return (int64_t)((a->used / ARENA_UNIT) - ((size_t)1 << k));
+    }
+    const int64_t off = arena_take(a, k + 1);
+    if (off >= 0)
+        list_push(l, (uint32_t)off + (1u << k)); /* its second half */
+    return off;
+}
+
+static void arena_give(isa_arena *a, uint32_t off, int k)
+{
+    for (; k < a->top && list_take(&a->idle[k], off ^ (1u << k)); k++)
+        off &= ~(1u << k);
+    list_push(&a->idle[k], off);
+}
+
+static uint32_t arena_off(const isa_arena *a, const isa_insn *slot)
+{
+    return (uint32_t)(((const char *)slot - a->base) / ARENA_UNIT);
+}
+
+void isa_program_arena(isa_program *p, size_t bytes)
+{
+    if (!STREAM_MAPPED || p->arena)
+        return;
+    isa_arena *a = calloc(1, sizeof *a);
+    void *m = a ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                : MAP_FAILED;
+    if (m == MAP_FAILED) {
+        free(a);
+        return;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(m, bytes, MADV_HUGEPAGE);
+#endif
+    a->base = m;
+    a->bytes = bytes;
+    while (a->top < ARENA_TOP && (ARENA_UNIT << (a->top + 1)) <= bytes)
+        a->top++;
+    p->arena = a;
+    for (int i = 0; i < p->ncores; i++)
+        p->cores[i].arena = a;
+}
+
+/* isa_stream_grow in s's arena: 0 when it has no room left. */
+static int arena_grow(isa_stream *s)
+{
+    const size_t cap = s->cap ? s->cap * 2 : 64;
+    const int64_t off = arena_take(s->arena, arena_class(cap));
+    if (off < 0)
+        return 0;
+    isa_insn *slot = (isa_insn *)(s->arena->base + (size_t)off * ARENA_UNIT);
+    if (s->n)
+        memcpy(slot, s->insns, s->n * sizeof *s->insns);
+    if (s->mapped == 2)
+        arena_give(s->arena, arena_off(s->arena, s->insns), arena_class(s->cap));
+    else if (s->mapped)
+        munmap(s->insns, s->cap * sizeof *s->insns);
+    else
+        free(s->insns);
+    s->insns = slot;
+    s->cap = cap;
+    s->mapped = 2;
+    return 1;
+}
+
 isa_insn *isa_stream_grow(isa_stream *s)
 {
+    if (s->arena && arena_grow(s))
+        return &s->insns[s->n];
+    s->arena = NULL; /* the arena full: a mapping of its own from here on */
     const size_t page = 4096, cap = s->cap ? s->cap * 2 : 64;
     if (!STREAM_MAPPED) {
         s->insns = xrealloc(s->insns, cap * sizeof *s->insns);
@@ -81,16 +231,17 @@ isa_insn *isa_stream_grow(isa_stream *s)
         return &s->insns[s->n];
     }
     const size_t bytes = (cap * sizeof *s->insns + page - 1) / page * page; /* the last page holds instructions too */
-    void *m = s->mapped ? mremap(s->insns, s->cap * sizeof *s->insns, bytes, MREMAP_MAYMOVE)
+    void *m = s->mapped == 1 ? mremap(s->insns, s->cap * sizeof *s->insns, bytes, MREMAP_MAYMOVE)
                         : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
         fprintf(stderr, "spyre: out of memory\n");
         abort();
     }
-    if (!s->mapped) { /* a stream the ELF reader allocated, or an empty one */
+    if (s->mapped != 1) { /* a stream the ELF reader allocated, an empty one, or one leaving its arena */
         if (s->n)
             memcpy(m, s->insns, s->n * sizeof *s->insns);
-        free(s->insns);
+        if (!s->mapped)
+            free(s->insns);
     }
     s->insns = m;
     s->mapped = 1;
@@ -100,11 +251,14 @@ isa_insn *isa_stream_grow(isa_stream *s)
 
 void isa_stream_free(isa_stream *s)
 {
-    if (s->mapped)
+    isa_arena *a = s->arena; /* it grows there again */
+    if (s->mapped == 2)
+        arena_give(a, arena_off(a, s->insns), arena_class(s->cap));
+    else if (s->mapped)
         munmap(s->insns, s->cap * sizeof *s->insns);
     else
         free(s->insns);
-    *s = (isa_stream){0};
+    *s = (isa_stream){.arena = a};
 }
 
 void isa_stream_push(isa_stream *s, const isa_insn *in)

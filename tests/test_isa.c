@@ -358,6 +358,42 @@ static void test_a_growing_stream_keeps_its_instructions(void)
     CU_ASSERT_EQUAL(s.cap, 0);
 }
 
+/* Streams growing in their program's arena (isa_program_arena) keep
+ * every instruction: four grown by turns at different rates (slots given
+ * back by one are taken by another), one with a malloc'd start, one
+ * emptied by isa_stream_free and grown again, and (the arena 1 MB) the
+ * largest growing on in mappings of their own once it is full. */
+static void test_streams_growing_in_an_arena_keep_their_instructions(void)
+{
+    isa_program *p = isa_program_new(4);
+    p->cores[1].insns = malloc(3 * sizeof *p->cores[1].insns);
+    p->cores[1].cap = 3;
+    isa_program_arena(p, (size_t)1 << 20);
+    const long n = 6000; /* core c gets n >> c instructions: core 0's 1.7 MB outgrow the arena */
+    for (long i = 0; i < n; i++)
+        for (int c = 0; c < 4; c++) {
+            if (c == 3 && i == 1000)
+                isa_stream_free(&p->cores[3]); /* its first 125 gone: it starts again */
+            if (i % (1L << c))
+                continue;
+            isa_insn *in = isa_stream_room(&p->cores[c]);
+            isa_insn_init(in, ISA_OP_LI);
+            in->reg = 1 + c;
+            in->val = i * 7 + c;
+            p->cores[c].n++;
+        }
+    long bad = 0;
+    for (int c = 0; c < 4; c++) {
+        const long from = c == 3 ? 1000 : 0;
+        size_t k = 0;
+        for (long i = from; i < n; i += 1L << c, k++)
+            bad += k >= p->cores[c].n || p->cores[c].insns[k].val != i * 7 + c || p->cores[c].insns[k].reg != 1 + c;
+        CU_ASSERT_EQUAL(p->cores[c].n, k);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    isa_program_free(p);
+}
+
 static void test_parse_reads_addresses_flags_and_enums(void)
 {
     isa_insn in;
@@ -903,6 +939,7 @@ int main(void)
         {"parse errors name the problem", test_parse_errors_name_the_problem},
         {"parse refuses a value a 32-bit field would wrap", test_parse_refuses_a_value_a_32_bit_field_would_wrap},
         {"a growing stream keeps its instructions", test_a_growing_stream_keeps_its_instructions},
+        {"streams growing in an arena keep their instructions", test_streams_growing_in_an_arena_keep_their_instructions},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},

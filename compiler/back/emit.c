@@ -105,6 +105,7 @@ isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    isa_program_arena(p, (size_t)1 << 32); /* address space: the Llama-8B prefill layer's code is some 35 MB */
     snprintf(p->config, sizeof p->config, "%s", cfg->name);
     p->lx_bytes = cfg->lx_bytes;
     p->stick_bytes = cfg->stick_bytes;
