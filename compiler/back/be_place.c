@@ -29,6 +29,13 @@ static int releasable(const be_ctx *c, int b, int pos)
     return kept_rows(c, b, pos) && be_res_reads(c, b, pos);
 }
 
+/* Does a kernel's read (writes 0) or write (1) of buffer b depend on the
+ * kernels marked in touched (touch: read 1, written 2)? */
+static int conflicts(const char *touched, int b, int writes)
+{
+    return (touched[b] & 2) || (writes && touched[b]);
+}
+
 /* The kernel at pos touches no buffer an earlier kernel (since the last
  * bar: touched) writes, writes none such a kernel reads, and keeps or
  * exchanges nothing in LX but reads it could take from DRAM. */
@@ -40,7 +47,7 @@ static int independent(const be_ctx *c, int pos, const char *touched, int *io)
     for (int j = 0; j < nr + nw; j++) {
         const int b = j < nr ? io[j] : io[p->nbufs + j - nr];
         const be_res *r = c->res ? &c->res[b] : NULL;
-        if ((touched[b] & 2) || (j >= nr && touched[b]) || (r && (r->heads || r->nx)))
+        if (conflicts(touched, b, j >= nr) || (r && (r->heads || r->nx)))
             return 0;
         if (r && r->on && (j >= nr || (be_res_reads(c, b, pos) && !releasable(c, b, pos))))
             return 0;
@@ -174,8 +181,8 @@ static int best_base(const double *free_at, int n, int cores, int lo, int len)
 }
 
 /* The kernel after pos, when it cannot move (its division set to another
- * kernel's cores for LX, or another's to its) and shares no tensor pos writes (nor
- * writes one pos reads): its cores, [*lo, *lo + len), which pos placed
+ * kernel's cores for LX, or another's to its) and does not depend on pos
+ * (conflicts): its cores, [*lo, *lo + len), which pos placed
  * elsewhere from as early does not hold up.  A decode step's QK^T over
  * the KV pool (one core, after a bar) went to core 0, and QK^T of the
  * new keys, on the RoPE's 8 cores for LX, ran its core 0 part after it.
@@ -187,14 +194,11 @@ static int next_pinned(const be_ctx *c, int pos, int *lo, int *io)
     if (j >= p->norder || unaligned(c, j))
         return 0;
     char *t = ir_xalloc((size_t)p->nbufs + 1);
-    memset(t, 0, (size_t)p->nbufs + 1);
     touch(c, pos, t, NULL, io);
     int nr, nw, dep = 0;
     ir_kernel_io(p, p->order[j], io, &nr, io + p->nbufs, &nw);
-    for (int k = 0; k < nr && !dep; k++)
-        dep = t[io[k]] & 2;
-    for (int k = 0; k < nw && !dep; k++)
-        dep = t[io[p->nbufs + k]] != 0;
+    for (int k = 0; k < nr + nw && !dep; k++)
+        dep = conflicts(t, k < nr ? io[k] : io[p->nbufs + k - nr], k >= nr);
     free(t);
     *lo = c->work[j].base;
     return dep ? 0 : span_of(c, j);
