@@ -459,7 +459,7 @@ static int sweep_run(sw_sweep *s)
     for (int k = 0; k < s->nk; k++)
         if (!(a->only && strcmp(a->only, cc_result_kernel_name(s->base, k))) && kernel_candidates(s, k))
             return SW_USAGE;
-    if (!a->phases && (s->a->phases = sw_auto_phases(s->g, &s->cfg, s->err, sizeof s->err)) < 1) {
+    if (!a->phases && (s->a->phases = sw_auto_phases(s->base, &s->cfg, s->err, sizeof s->err)) < 1) {
         fprintf(stderr, "spyre sweep: %s\n", s->err);
         return SW_USAGE;
     }

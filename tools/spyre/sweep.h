@@ -35,8 +35,9 @@ enum { SW_OK = 0, SW_USAGE = 2 };
 
 /* --refresh-phases: the default and the most (docs/sweep.md, "Refresh phases"). */
 enum { SW_PHASES_DEFAULT = 7, SW_PHASES_MAX = 64 };
-/* The refresh phases a sweep of g takes without --refresh-phases, or -1. */
-int sw_auto_phases(const gr_graph *g, const chip_config *cfg, char *err, size_t errlen);
+/* The refresh phases a sweep takes without --refresh-phases, from the
+ * graph's default compile base (its program taken), or -1. */
+int sw_auto_phases(cc_result *base, const chip_config *cfg, char *err, size_t errlen);
 
 /* One variant: a kernel with one forced split, and what the run measured. */
 typedef struct {

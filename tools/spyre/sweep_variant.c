@@ -213,20 +213,25 @@ static isa_program *compile_wd(const gr_graph *g, const chip_config *cfg, const 
     return p;
 }
 
-/* The default refresh phases for graph g on cfg (docs/sweep.md, "Refresh
- * phases"): SW_PHASES_DEFAULT, or for a graph whose default program runs
- * shorter than tREFI at phase 0, the least odd count whose runs together
- * span SW_PHASES_DEFAULT tREFI (at most SW_PHASES_MAX - 1): seven
- * phases of a 1.2 us graph sample where its last stores meet a refresh
- * too coarsely (serve_tiny's ends_prefill: its embedding on 8 cores
- * 1,826 cycles at 7 phases, 1,804 at 31; on 6, 1,751 and 1,803).  -1 with
- * err when the default program does not compile or run. */
-int sw_auto_phases(const gr_graph *g, const chip_config *cfg, char *err, size_t errlen)
+/* The default refresh phases for the graph whose default compile is base
+ * (sweep_open's, on cfg; its program is taken, to run: the kernels'
+ * names and report stay) (docs/sweep.md, "Refresh phases"):
+ * SW_PHASES_DEFAULT, or for a graph whose default program runs shorter
+ * than tREFI at phase 0, the least odd count whose runs together span
+ * SW_PHASES_DEFAULT tREFI (at most SW_PHASES_MAX - 1): seven phases of a
+ * 1.2 us graph sample where its last stores meet a refresh too coarsely
+ * (serve_tiny's ends_prefill: its embedding on 8 cores 1,826 cycles at 7
+ * phases, 1,804 at 31; on 6, 1,751 and 1,803).  -1 with err when the
+ * program does not run. */
+int sw_auto_phases(cc_result *base, const chip_config *cfg, char *err, size_t errlen)
 {
-    int no_compile = 0;
     sw_row r = {.kernel = ""};
-    isa_program *p = compile_wd(g, cfg, NULL, 0, &no_compile, err, errlen);
-    if (!p || measure_phases(p, cfg, 1, &r, err, errlen))
+    isa_program *p = cc_result_take_program(base);
+    if (!p) {
+        snprintf(err, errlen, "the default compile has no program to run");
+        return -1;
+    }
+    if (measure_phases(p, cfg, 1, &r, err, errlen))
         return -1;
     const double trefi = cfg->dram_trefi_ns * cfg->clock_ghz;
     if (r.cycles <= 0 || r.cycles >= trefi)
