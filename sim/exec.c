@@ -122,14 +122,16 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     if ((d_dram && check_regions(s, c, e, u, "d", ds, 1, e->d, in->ds, run)) ||
         (a_dram && check_regions(s, c, e, u, "a", as, 0, e->a, in->as, run)))
         return -1;
+    const int values = s->opt.values;
+    /* a store of products' results may wait for them on their worker */
+    sim_pt_store *later = d_dram && values ? sim_pt_store_begin(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi) : NULL;
     if (!d_dram)
         sim_pt_fence(s, c->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
-    if (!a_dram)
+    if (!a_dram && !later)
         sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
     sim_dma_timer dt;
     sim_dma_begin(s, &dt, tm->start);
     uint64_t bytes = 0;
-    const int values = s->opt.values;
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)
@@ -148,6 +150,8 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                     if (values) {
                         if (a_dram)
                             sim_dram_copy_out(s, da, c->lx + d, (size_t)run);
+                        else if (later)
+                            sim_pt_store_piece(s, later, da, (uint64_t)a, (size_t)run);
                         else if (d_dram)
                             sim_dram_copy_in(s, da, c->lx + a, (size_t)run);
                         else
@@ -155,6 +159,8 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                     }
                     bytes += (uint64_t)run;
                 }
+    if (later)
+        sim_pt_store_end(s, later);
     if (a_dram)
         s->st->dram_bytes_read += bytes;
     if (d_dram)

@@ -214,6 +214,19 @@ static inline void sim_pt_fence(sim *s, int core, uint64_t lo, uint64_t hi, int 
  * when src has none), so products of both find each other's conversions
  * without comparing bytes. */
 void sim_pt_copied(sim *s, int src, uint64_t a, int dst, uint64_t d, uint64_t len);
+/* A dma.st of core's LX bytes [lo, hi) that would wait for products
+ * still queued (a GEMM's results, stored as its last products come in)
+ * becomes a job after them on their worker instead: NULL when it cannot
+ * (then the caller fences and copies as ever).  Each piece's DRAM pages
+ * are written now in the DRAM's order (their write numbers), the bytes by
+ * the worker; sim_pt_fence_dram holds back every later DRAM access that
+ * meets them until they are there. */
+typedef struct pt_job sim_pt_store;
+sim_pt_store *sim_pt_store_begin(sim *s, int core, uint64_t lo, uint64_t hi);
+void sim_pt_store_piece(sim *s, sim_pt_store *j, uint64_t addr, uint64_t lx, size_t len);
+void sim_pt_store_end(sim *s, sim_pt_store *j);
+/* Before DRAM bytes [addr, addr + len) are read or written (pages.c). */
+void sim_pt_fence_dram(sim *s, uint64_t addr, size_t len);
 void sim_pt_drain(sim *s);
 void sim_pt_stop(sim *s);
 
@@ -256,5 +269,8 @@ void sim_trace_dram(sim *s, double start, double end, uint64_t bytes, int is_wri
  * the caller. */
 void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len);
 void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len);
+/* Where DRAM byte addr is, to be written now (its page's write number
+ * taken): *n bytes from there lie in its page, at most len. */
+uint8_t *sim_dram_for_write(sim *s, uint64_t addr, size_t len, size_t *n);
 
 #endif

@@ -28,13 +28,21 @@ static size_t page_piece(const sim *s, uint64_t addr, size_t len, uint64_t *off)
     return n > len ? len : n;
 }
 
+uint8_t *sim_dram_for_write(sim *s, uint64_t addr, size_t len, size_t *n)
+{
+    uint64_t off;
+    *n = page_piece(s, addr, len, &off);
+    return page_for_write(s, addr >> s->page_shift) + off;
+}
+
 void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len)
 {
     const uint8_t *p = src;
+    sim_pt_fence_dram(s, addr, len);
     while (len) {
-        uint64_t off;
-        size_t n = page_piece(s, addr, len, &off);
-        memcpy(page_for_write(s, addr >> s->page_shift) + off, p, n);
+        size_t n;
+        uint8_t *at = sim_dram_for_write(s, addr, len, &n);
+        memcpy(at, p, n);
         addr += n;
         p += n;
         len -= n;
@@ -44,6 +52,7 @@ void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len)
 void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len)
 {
     uint8_t *p = dst;
+    sim_pt_fence_dram(s, addr, len);
     while (len) {
         uint64_t off;
         size_t n = page_piece(s, addr, len, &off);
@@ -70,6 +79,7 @@ int sim_dram_zero(sim *s, uint64_t addr, uint64_t len)
 {
     if (addr > s->cfg.dram_bytes || len > s->cfg.dram_bytes - addr)
         return -1;
+    sim_pt_fence_dram(s, addr, (size_t)len);
     while (len) {
         uint64_t off;
         size_t n = page_piece(s, addr, (size_t)len, &off);

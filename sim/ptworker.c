@@ -23,8 +23,19 @@
  * finds that product's sums still in its buffer. */
 enum { OP_A, OP_B, OP_P, OP_KINDS };
 
+/* A piece of a dma.st job: LX bytes [lx, lx + len) to DRAM at dst. */
 typedef struct {
+    uint8_t *dst;
+    int64_t lx;
+    size_t len;
+} store_piece;
+
+struct pt_job {
     int core;
+    int store; /* a dma.st's copies (pieces), not a product: ops[0] spans the LX bytes they read */
+    store_piece *pieces;
+    size_t npieces, pieces_cap;
+    uint64_t dlo, dhi; /* the DRAM bytes the pieces write lie in [dlo, dhi) */
     isa_insn in;
     sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
     uint64_t lo[4], hi[4];     /* their bounds (empty for no bytes): most fences miss them */
@@ -42,7 +53,8 @@ typedef struct {
      * holds it JOB_COPYING while it copies operands into it, and only
      * while the worker has not taken it. */
     _Atomic int state;
-} pt_job;
+};
+typedef struct pt_job pt_job;
 
 enum { JOB_QUEUED, JOB_TAKEN, JOB_COPYING };
 
@@ -132,6 +144,9 @@ static const int versions[OP_KINDS] = {8, 32, 4};
  * and a product's d is dropped at its submit) drops the tags it meets.
  * So two ranges with equal tags hold equal bytes. */
 #define TAGS_PER_CORE 32
+
+/* dma.st jobs queued at once, at most (a GEMM stores one block per core) */
+#define PENDING_STORES 64
 typedef struct {
     int32_t lo[TAGS_PER_CORE], hi[TAGS_PER_CORE]; /* a free tag: lo INT32_MAX, hi 0 */
     uint64_t id[TAGS_PER_CORE], off[TAGS_PER_CORE];
@@ -166,6 +181,13 @@ struct sim_ptq {
      * offsets do not fit the tags' 31 bits. */
     core_tags *tags;
     uint64_t content; /* the last content number given */
+    /* DRAM bytes [lo, hi) that queued dma.st jobs write, with their
+     * worker and job number (done ones dropped when next looked at) */
+    struct {
+        uint64_t lo, hi, job;
+        int worker;
+    } stores[PENDING_STORES];
+    int nstores;
 };
 
 /* A buffer of at least n floats (sums a product accumulates in, sgemm's
@@ -394,6 +416,15 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     }
 }
 
+/* A dma.st job's copies to DRAM, after the sums its bytes may hold. */
+static void store(pt_bufs *bf, uint8_t *lx, const pt_job *j)
+{
+    flush_meeting(bf, lx, j->core, j->ops, NULL);
+    const op_src src = source(j, lx, OP_A);
+    for (size_t i = 0; i < j->npieces; i++)
+        memcpy(j->pieces[i].dst, src.at + (j->pieces[i].lx - j->ops[0].base), j->pieces[i].len);
+}
+
 /* Wake the other side, which has said it sleeps (or is about to) on c:
  * once mu is free it waits there, and signalled after mu is released it
  * does not wake only to wait for mu. */
@@ -441,7 +472,7 @@ static void *worker(void *arg)
     for (uint64_t next = 0; await_job(q, next); next++) {
         pt_job *j = &q->jobs[next % QUEUE];
         take(j);
-        compute(&q->bufs, q->s->cores[j->core].lx, j);
+        (j->store ? store : compute)(&q->bufs, q->s->cores[j->core].lx, j);
         atomic_store(&q->completed, next + 1);
         const uint64_t want = atomic_load(&q->wait_for);
         if (want && next + 1 >= want)
@@ -742,6 +773,35 @@ static void tags_of(const sim_ptq *q, int core, const sim_lx_set *x, sim_tile_ta
     }
 }
 
+/* The slot of w's next job, *n its number, once the worker is done with
+ * the job that had it before. */
+static pt_job *free_slot(pt_worker *w, uint64_t *n)
+{
+    *n = atomic_load(&w->submitted);
+    if (*n - atomic_load(&w->completed) == QUEUE)
+        wait_until(w, *n - QUEUE + 1);
+    return &w->jobs[*n % QUEUE];
+}
+
+/* Job n (in slot j) of core, which reads ops[0..2] and writes ops[3]: the
+ * event loop's fences see it from now on; the worker once `submitted`
+ * says so. */
+static void enqueue(sim_ptq *q, int core, uint64_t n, pt_job *j, const sim_lx_set ops[4])
+{
+    const pend_view v = pending(q, core); /* room: at most QUEUE - 1 queued */
+    q->pend[(size_t)core * QUEUE + (v.head + v.n) % QUEUE] = n;
+    q->pend_n[core]++;
+    atomic_store_explicit(&j->state, JOB_QUEUED, memory_order_relaxed); /* published with submitted */
+    j->core = core;
+    memcpy(j->ops, ops, sizeof j->ops);
+    for (int r = 0; r < 4; r++) {
+        j->lo[r] = j->hi[r] = 0;
+        if (ops[r].count > 0)
+            set_bounds(&ops[r], &j->lo[r], &j->hi[r]);
+    }
+    memset(j->snapped, 0, sizeof j->snapped);
+}
+
 void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4])
 {
     if (!s->ptq && !(s->ptq = start(s))) {
@@ -758,23 +818,11 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
         compute(&w->bufs, s->cores[core].lx, &now);
         return;
     }
-    const uint64_t n = atomic_load(&w->submitted);
-    if (n - atomic_load(&w->completed) == QUEUE)
-        wait_until(w, n - QUEUE + 1);
-    const pend_view v = pending(s->ptq, core); /* room: at most QUEUE - 1 queued */
-    s->ptq->pend[(size_t)core * QUEUE + (v.head + v.n) % QUEUE] = n;
-    s->ptq->pend_n[core]++;
-    pt_job *j = &w->jobs[n % QUEUE];
-    atomic_store_explicit(&j->state, JOB_QUEUED, memory_order_relaxed); /* published with submitted */
-    j->core = core;
+    uint64_t n;
+    pt_job *j = free_slot(w, &n);
+    j->store = 0;
     j->in = *in;
-    memcpy(j->ops, ops, sizeof j->ops);
-    for (int r = 0; r < 4; r++) {
-        j->lo[r] = j->hi[r] = 0;
-        if (ops[r].count > 0)
-            set_bounds(&ops[r], &j->lo[r], &j->hi[r]);
-    }
-    memset(j->snapped, 0, sizeof j->snapped);
+    enqueue(s->ptq, core, n, j, ops);
     j->gen[OP_A] = op_current(s->ptq, core, OP_A, key_of(in, OP_A), &ops[0]);
     j->gen[OP_B] = op_current(s->ptq, core, OP_B, key_of(in, OP_B), &ops[1]);
     j->gen[OP_P] = in->flags & ISA_F_ACC ? op_current(s->ptq, core, OP_P, key_of(in, OP_P), &ops[2]) : 0;
@@ -786,6 +834,91 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     tags_drop(s->ptq, core, (uint64_t)ops[3].base, ops_end(&ops[3]));
     /* what it writes, as a later product's P */
     j->gen_d = in->flags & ISA_F_F32 ? op_current(s->ptq, core, OP_P, key_of_d(in), &ops[3]) : 0;
+    atomic_store(&w->submitted, n + 1);
+    wake_worker(w);
+}
+
+/* Wait for the queued dma.st jobs whose DRAM bytes meet [lo, hi), but for
+ * those of worker `skip` (-1: none), whose queue keeps them in order. */
+static void fence_stores(sim_ptq *q, uint64_t lo, uint64_t hi, int skip)
+{
+    int k = 0;
+    for (int i = 0; i < q->nstores; i++) {
+        pt_worker *w = &q->w[q->stores[i].worker];
+        if (atomic_load(&w->completed) > q->stores[i].job)
+            continue;
+        if (q->stores[i].worker != skip && lo < q->stores[i].hi && q->stores[i].lo < hi) {
+            wait_until(w, q->stores[i].job + 1);
+            continue;
+        }
+        q->stores[k++] = q->stores[i];
+    }
+    q->nstores = k;
+}
+
+void sim_pt_fence_dram(sim *s, uint64_t addr, size_t len)
+{
+    if (s->ptq && s->ptq->nstores)
+        fence_stores(s->ptq, addr, addr + len, -1);
+}
+
+sim_pt_store *sim_pt_store_begin(sim *s, int core, uint64_t lo, uint64_t hi)
+{
+    sim_ptq *q = s->ptq;
+    if (q && q->nstores == PENDING_STORES)
+        fence_stores(q, 0, 0, -1); /* drops the done ones */
+    if (!q || lo >= hi || q->nstores == PENDING_STORES)
+        return NULL;
+    pt_worker *w = &q->w[core % q->n];
+    if (!w->threaded || !pending(q, core).n)
+        return NULL; /* nothing to wait for: the event loop copies at once */
+    uint64_t n;
+    pt_job *j = free_slot(w, &n);
+    j->store = 1;
+    j->core = core;
+    j->npieces = 0;
+    j->dlo = UINT64_MAX;
+    j->dhi = 0;
+    j->ops[0] = (sim_lx_set){(int64_t)lo, 1, 0, (int64_t)(hi - lo)};
+    return j;
+}
+
+void sim_pt_store_piece(sim *s, sim_pt_store *j, uint64_t addr, uint64_t lx, size_t len)
+{
+    j->dlo = addr < j->dlo ? addr : j->dlo;
+    j->dhi = addr + len > j->dhi ? addr + len : j->dhi;
+    while (len) {
+        if (j->npieces == j->pieces_cap) {
+            j->pieces_cap = j->pieces_cap ? 2 * j->pieces_cap : 64;
+            j->pieces = realloc(j->pieces, j->pieces_cap * sizeof *j->pieces);
+            if (!j->pieces) {
+                fprintf(stderr, "spyre: out of host memory\n");
+                abort();
+            }
+        }
+        store_piece *p = &j->pieces[j->npieces++];
+        p->dst = sim_dram_for_write(s, addr, len, &p->len);
+        p->lx = (int64_t)lx;
+        addr += p->len;
+        lx += p->len;
+        len -= p->len;
+    }
+}
+
+void sim_pt_store_end(sim *s, sim_pt_store *j)
+{
+    sim_ptq *q = s->ptq;
+    const int wi = j->core % q->n;
+    pt_worker *w = &q->w[wi];
+    const uint64_t n = atomic_load(&w->submitted);
+    if (j->dlo < j->dhi)
+        fence_stores(q, j->dlo, j->dhi, wi); /* another worker's stores there land first */
+    const sim_lx_set ops[4] = {j->ops[0]};
+    enqueue(q, j->core, n, j, ops);
+    q->stores[q->nstores].lo = j->dlo;
+    q->stores[q->nstores].hi = j->dhi;
+    q->stores[q->nstores].job = n;
+    q->stores[q->nstores++].worker = wi;
     atomic_store(&w->submitted, n + 1);
     wake_worker(w);
 }
@@ -887,6 +1020,7 @@ void sim_pt_drain(sim *s)
         return;
     for (int i = 0; i < s->ptq->n; i++)
         wait_until(&s->ptq->w[i], atomic_load(&s->ptq->w[i].submitted));
+    s->ptq->nstores = 0;
     for (int c = 0; c < s->cfg.cores; c++)
         flush_dirty(s, c, 0, UINT64_MAX);
 }
@@ -908,9 +1042,11 @@ void sim_pt_stop(sim *s)
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->more);
         pthread_cond_destroy(&w->done);
-        for (int i = 0; i < QUEUE; i++)
+        for (int i = 0; i < QUEUE; i++) {
             for (int k = 0; k < OP_KINDS; k++)
                 free(w->jobs[i].snap[k]);
+            free(w->jobs[i].pieces);
+        }
         for (int k = 0; k < OP_KINDS; k++) {
             for (int c = 0; c < s->cfg.cores * cached[k]; c++)
                 free(w->bufs.oc[k][c].v);

@@ -393,6 +393,49 @@ static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(v
     sim_destroy(s);
 }
 
+/* A dma.st of a queued product's results becomes a job after it on the
+ * worker (busy with sixty large products first); a dma.ld of those DRAM
+ * bytes that the program orders after the store must read the results,
+ * not the zeros DRAM held before (it fails when loads skip the queued
+ * stores). */
+static void test_a_load_after_a_store_of_queued_results_reads_them(void)
+{
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
+    put_small_operands(lx, A, B);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    for (int i = 0; i < 60; i++) { /* 64 x 256 x 64 each, on zeros */
+        isa_insn *busy = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x28000, 0x8000);
+        busy->b.off = 0x10000;
+        busy->m = 64, busy->nn = 256, busy->k = 64;
+        busy->as[0] = 0x2000, busy->bs[0] = 0x2000, busy->ds[0] = 0x2000;
+    }
+    isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x20000, 0);
+    mm->b.off = 0x4000;
+    mm->m = SMALL_M, mm->nn = SMALL_N, mm->k = SMALL_K;
+    mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 0);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAO, 0);
+    tu_emit_at(p, 0, ISA_OP_DMA_ST, 0x3000, 0x20000)->run = SMALL_M;
+    tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAO, 1);
+    tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAI, 1);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x30000, 0x3000)->run = SMALL_M;
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int r = 0; r < SMALL_M; r++)
+        for (int c = 0; c < SMALL_N; c++) {
+            double ref = 0;
+            for (int j = 0; j < SMALL_K; j++)
+                ref += (double)A[r][j] * B[j][c];
+            /* fp32 sums rounded once to DL16 (2^-10 relative) */
+            CU_ASSERT_DOUBLE_EQUAL(get_dl16(lx, 0x30000 + r * 128 + c * 2), ref, fabs(ref) * 2e-3 + 1e-6);
+        }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 /* Products on two cores of one PT worker whose B tiles came by ring from
  * one core share a conversion by the bytes' content tag, without
  * comparing them; a load into one copy afterwards must end that: core
@@ -1469,6 +1512,7 @@ int main(void)
         {"sums_kept_in_pieces_feed_wider_and_narrower_products", test_sums_kept_in_pieces_feed_wider_and_narrower_products},
         {"a_load_over_a_queued_products_operands_leaves_it_the_old_ones",
          test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones},
+        {"a_load_after_a_store_of_queued_results_reads_them", test_a_load_after_a_store_of_queued_results_reads_them},
         {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
         {"sfp_unary_ops_and_conversion", test_sfp_unary_ops_and_conversion},
         {"loops_and_registers_step_addresses", test_loops_and_registers_step_addresses},
