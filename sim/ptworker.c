@@ -23,12 +23,19 @@
  * finds that product's sums still in its buffer. */
 enum { OP_A, OP_B, OP_P, OP_KINDS };
 
-/* A piece of a dma.st job: LX bytes [lx, lx + len) to DRAM at dst. */
+/* A piece of a dma.st job: LX bytes [lx, lx + len) to DRAM byte addr, at
+ * dst in its page. */
 typedef struct {
     uint8_t *dst;
+    uint64_t addr;
     int64_t lx;
     size_t len;
 } store_piece;
+
+/* DRAM bytes [lo, hi). */
+typedef struct {
+    uint64_t lo, hi;
+} dram_span;
 
 struct pt_job {
     int core;
@@ -36,6 +43,9 @@ struct pt_job {
     store_piece *pieces;
     size_t npieces, pieces_cap;
     uint64_t dlo, dhi; /* the DRAM bytes the pieces write lie in [dlo, dhi) */
+    dram_span *spans;  /* those bytes exactly: ascending, apart (a block of rows
+                        * of a wider tensor leaves gaps that other cores' blocks fill) */
+    size_t nspans, spans_cap;
     isa_insn in;
     sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
     uint64_t lo[4], hi[4];     /* their bounds (empty for no bytes): most fences miss them */
@@ -184,8 +194,9 @@ struct sim_ptq {
     /* DRAM bytes [lo, hi) that queued dma.st jobs write, with their
      * worker and job number (done ones dropped when next looked at) */
     struct {
-        uint64_t lo, hi, job;
+        uint64_t lo, hi, job; /* lo, hi: the job's dlo, dhi */
         int worker;
+        const pt_job *j;
     } stores[PENDING_STORES];
     int nstores;
 };
@@ -838,16 +849,47 @@ void sim_pt_submit(sim *s, int core, const isa_insn *in, const sim_lx_set ops[4]
     wake_worker(w);
 }
 
-/* Wait for the queued dma.st jobs whose DRAM bytes meet [lo, hi), but for
- * those of worker `skip` (-1: none), whose queue keeps them in order. */
-static void fence_stores(sim_ptq *q, uint64_t lo, uint64_t hi, int skip)
+/* Does store job j write any of DRAM bytes [lo, hi)? */
+static int spans_meet(const pt_job *j, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = j->nspans; /* the first span that ends after lo */
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (j->spans[m].hi <= lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < j->nspans && j->spans[a].lo < hi;
+}
+
+/* Do store jobs x and y write a DRAM byte in common? */
+static int stores_meet(const pt_job *x, const pt_job *y)
+{
+    size_t a = 0, b = 0;
+    while (a < x->nspans && b < y->nspans) {
+        if (x->spans[a].hi <= y->spans[b].lo)
+            a++;
+        else if (y->spans[b].hi <= x->spans[a].lo)
+            b++;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+/* Wait for the queued dma.st jobs that write DRAM bytes of [lo, hi) (of
+ * store job `mine`'s, when not NULL), but for those of worker `skip` (-1:
+ * none), whose queue keeps them in order. */
+static void fence_stores(sim_ptq *q, uint64_t lo, uint64_t hi, const pt_job *mine, int skip)
 {
     int k = 0;
     for (int i = 0; i < q->nstores; i++) {
         pt_worker *w = &q->w[q->stores[i].worker];
         if (atomic_load(&w->completed) > q->stores[i].job)
-            continue;
-        if (q->stores[i].worker != skip && lo < q->stores[i].hi && q->stores[i].lo < hi) {
+            continue; /* done (its slot is reused only by this thread, so q->stores[i].j stays) */
+        if (q->stores[i].worker != skip && lo < q->stores[i].hi && q->stores[i].lo < hi &&
+            (mine ? stores_meet(mine, q->stores[i].j) : spans_meet(q->stores[i].j, lo, hi))) {
             wait_until(w, q->stores[i].job + 1);
             continue;
         }
@@ -859,14 +901,14 @@ static void fence_stores(sim_ptq *q, uint64_t lo, uint64_t hi, int skip)
 void sim_pt_fence_dram(sim *s, uint64_t addr, size_t len)
 {
     if (s->ptq && s->ptq->nstores)
-        fence_stores(s->ptq, addr, addr + len, -1);
+        fence_stores(s->ptq, addr, addr + len, NULL, -1);
 }
 
 sim_pt_store *sim_pt_store_begin(sim *s, int core, uint64_t lo, uint64_t hi)
 {
     sim_ptq *q = s->ptq;
     if (q && q->nstores == PENDING_STORES)
-        fence_stores(q, 0, 0, -1); /* drops the done ones */
+        fence_stores(q, 0, 0, NULL, -1); /* drops the done ones */
     if (!q || lo >= hi || q->nstores == PENDING_STORES)
         return NULL;
     pt_worker *w = &q->w[core % q->n];
@@ -898,11 +940,48 @@ void sim_pt_store_piece(sim *s, sim_pt_store *j, uint64_t addr, uint64_t lx, siz
         }
         store_piece *p = &j->pieces[j->npieces++];
         p->dst = sim_dram_for_write(s, addr, len, &p->len);
+        p->addr = addr;
         p->lx = (int64_t)lx;
         addr += p->len;
         lx += p->len;
         len -= p->len;
     }
+}
+
+static int span_order(const void *x, const void *y)
+{
+    const dram_span *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Store job j's spans from its pieces (which keep their order: two that
+ * write one byte must copy in program order). */
+static void make_spans(pt_job *j)
+{
+    if (j->npieces > j->spans_cap) {
+        free(j->spans);
+        j->spans = malloc(j->npieces * sizeof *j->spans);
+        if (!j->spans) {
+            fprintf(stderr, "spyre: out of host memory\n");
+            abort();
+        }
+        j->spans_cap = j->npieces;
+    }
+    int sorted = 1;
+    for (size_t i = 0; i < j->npieces; i++) {
+        j->spans[i] = (dram_span){j->pieces[i].addr, j->pieces[i].addr + j->pieces[i].len};
+        sorted &= i == 0 || j->spans[i - 1].lo <= j->spans[i].lo;
+    }
+    if (!sorted)
+        qsort(j->spans, j->npieces, sizeof *j->spans, span_order);
+    size_t k = 0;
+    for (size_t i = 0; i < j->npieces; i++) {
+        if (k && j->spans[i].lo <= j->spans[k - 1].hi)
+            j->spans[k - 1].hi = j->spans[i].hi > j->spans[k - 1].hi ? j->spans[i].hi : j->spans[k - 1].hi;
+        else
+            j->spans[k++] = j->spans[i];
+    }
+    j->nspans = k;
 }
 
 void sim_pt_store_end(sim *s, sim_pt_store *j)
@@ -911,13 +990,15 @@ void sim_pt_store_end(sim *s, sim_pt_store *j)
     const int wi = j->core % q->n;
     pt_worker *w = &q->w[wi];
     const uint64_t n = atomic_load(&w->submitted);
+    make_spans(j);
     if (j->dlo < j->dhi)
-        fence_stores(q, j->dlo, j->dhi, wi); /* another worker's stores there land first */
+        fence_stores(q, j->dlo, j->dhi, j, wi); /* another worker's stores there land first */
     const sim_lx_set ops[4] = {j->ops[0]};
     enqueue(q, j->core, n, j, ops);
     q->stores[q->nstores].lo = j->dlo;
     q->stores[q->nstores].hi = j->dhi;
     q->stores[q->nstores].job = n;
+    q->stores[q->nstores].j = j;
     q->stores[q->nstores++].worker = wi;
     atomic_store(&w->submitted, n + 1);
     wake_worker(w);
@@ -1046,6 +1127,7 @@ void sim_pt_stop(sim *s)
             for (int k = 0; k < OP_KINDS; k++)
                 free(w->jobs[i].snap[k]);
             free(w->jobs[i].pieces);
+            free(w->jobs[i].spans);
         }
         for (int k = 0; k < OP_KINDS; k++) {
             for (int c = 0; c < s->cfg.cores * cached[k]; c++)

@@ -436,6 +436,63 @@ static void test_a_load_after_a_store_of_queued_results_reads_them(void)
     sim_destroy(s);
 }
 
+/* Stores of queued results from cores on two workers (SPYRE_THREADS 2:
+ * cores 0 and 1 apart) to the same DRAM bytes, ordered by a barrier, land
+ * in that order though core 0's worker is the busier: DRAM ends with core
+ * 1's results (it fails when a store does not wait for the other
+ * worker's). */
+static void test_stores_of_two_workers_to_one_place_land_in_program_order(void)
+{
+    const char *had = getenv("SPYRE_THREADS");
+    char *keep = had ? strdup(had) : NULL;
+    setenv("SPYRE_THREADS", "2", 1);
+    sim *s = sim_create(&cfg4);
+    float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
+    put_small_operands(sim_lx(s, 0), A, B);
+    put_small_operands(sim_lx(s, 1), A, B);
+    memset(sim_lx(s, 1) + 0x4000, 0x3c, SMALL_K * 128); /* core 1's B: DL16 0x3c3c, about 1.4 */
+    const float b1 = get_dl16(sim_lx(s, 1), 0x4000);
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    for (int c = 0; c < 2; c++) {
+        if (c == 1)
+            for (int i = 0; i < 4; i++)
+                tu_emit(p, i, ISA_OP_BAR);
+        for (int i = 0; i < (c ? 60 : 200); i++) { /* 64 x 256 x 64 each, on zeros */
+            isa_insn *busy = tu_emit_at(p, c, ISA_OP_PT_MM, 0x28000, 0x8000);
+            busy->b.off = 0x10000;
+            busy->m = 64, busy->nn = 256, busy->k = 64;
+            busy->as[0] = 0x2000, busy->bs[0] = 0x2000, busy->ds[0] = 0x2000;
+        }
+        isa_insn *mm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x20000, 0);
+        mm->b.off = 0x4000;
+        mm->m = SMALL_M, mm->nn = SMALL_N, mm->k = SMALL_K;
+        mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
+        tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 0);
+        tu_sync(p, c, ISA_OP_WAIT, ISA_U_DMAO, 0);
+        tu_emit_at(p, c, ISA_OP_DMA_ST, 0x3000, 0x20000)->run = SMALL_M;
+    }
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    uint8_t out[SMALL_M * 128];
+    sim_dram_read(s, 0x3000, out, sizeof out);
+    for (int r = 0; r < SMALL_M; r++)
+        for (int c = 0; c < SMALL_N; c++) {
+            double ref = 0;
+            for (int j = 0; j < SMALL_K; j++)
+                ref += (double)A[r][j] * b1;
+            /* fp32 sums rounded once to DL16 (2^-10 relative) */
+            CU_ASSERT_DOUBLE_EQUAL(get_dl16(out, r * 128 + c * 2), ref, fabs(ref) * 2e-3 + 1e-6);
+        }
+    isa_program_free(p);
+    sim_destroy(s);
+    if (keep)
+        setenv("SPYRE_THREADS", keep, 1);
+    else
+        unsetenv("SPYRE_THREADS");
+    free(keep);
+}
+
 /* Products on two cores of one PT worker whose B tiles came by ring from
  * one core share a conversion by the bytes' content tag, without
  * comparing them; a load into one copy afterwards must end that: core
@@ -1513,6 +1570,8 @@ int main(void)
         {"a_load_over_a_queued_products_operands_leaves_it_the_old_ones",
          test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones},
         {"a_load_after_a_store_of_queued_results_reads_them", test_a_load_after_a_store_of_queued_results_reads_them},
+        {"stores_of_two_workers_to_one_place_land_in_program_order",
+         test_stores_of_two_workers_to_one_place_land_in_program_order},
         {"sfp_binary_broadcast_and_reductions", test_sfp_binary_broadcast_and_reductions},
         {"sfp_unary_ops_and_conversion", test_sfp_unary_ops_and_conversion},
         {"loops_and_registers_step_addresses", test_loops_and_registers_step_addresses},
