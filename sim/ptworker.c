@@ -3,7 +3,9 @@
  * to the worker in issue order and goes on; before anything else touches
  * LX bytes that a queued product reads or writes, it waits for that
  * product.  Results are the same as running inline: products stay in issue
- * order, and every other access to their bytes waits for them. */
+ * order, and every other access to their bytes waits for them.  A dma.st
+ * of a core with products queued is a job too, after them: later DRAM
+ * accesses to its bytes wait for it instead. */
 #include "internal.h"
 
 #include <cblas.h>
@@ -154,15 +156,16 @@ static const int versions[OP_KINDS] = {8, 32, 4};
  * and a product's d is dropped at its submit) drops the tags it meets.
  * So two ranges with equal tags hold equal bytes. */
 #define TAGS_PER_CORE 32
-
-/* dma.st jobs queued at once, at most (a GEMM stores one block per core) */
-#define PENDING_STORES 64
 typedef struct {
     int32_t lo[TAGS_PER_CORE], hi[TAGS_PER_CORE]; /* a free tag: lo INT32_MAX, hi 0 */
     uint64_t id[TAGS_PER_CORE], off[TAGS_PER_CORE];
     int32_t blo, bhi; /* bounds of them all: most writes miss every one */
     int next;         /* the tag to replace next (round robin) */
 } core_tags;
+
+/* dma.st jobs queued at once, at most (a GEMM stores one block per core;
+ * past it a store waits for its products, as it did before store jobs) */
+#define PENDING_STORES 64
 
 /* An operand's LX bytes and a version number that changes whenever
  * anything may write them; kept per core by the event loop. */
