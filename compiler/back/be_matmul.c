@@ -21,8 +21,8 @@
  *         rows; a restickified A or B: only the sticks of its buffer this
  *         block's K chunk reads, staged after the slot's A and B parts
  *         (or, when the whole operand fits LX with the rest of the
- *         kernel, its buffer staged once per core before the first
- *         block, sig wld once, which sfp0 waits for once);
+ *         kernel, the sticks of the core's part staged once per core
+ *         with the first chunk, sig wld once, which sfp0 waits for once);
  *         sig full[s][u] (every u)
  *   sfp0: (restickify) wait full[s][u]; sfp.rst the staged sticks into
  *         the A / B part; sig rst[s][u] (every u), which pt u waits for
@@ -369,10 +369,32 @@ typedef struct {
     int64_t gm, gn, mt, ns;
     /* per core its share of the batch indices (nbc), over the grid all of them */
     double sb, nbat, nbc, cores;
-    double a_bytes, b_bytes; /* the operands' buffers, staged whole */
+    double a_bytes, b_bytes; /* a core's part of the operands, staged whole (mm_whole_share) */
     int a_lx, kept;
     double o_core, o_chip, w_core, w_chip, stage;
 } mm_grid_est;
+
+/* The bytes of operand wo (0 A, 1 B) a core of the grid stages whole, as
+ * mm_core_span measures them in codegen: its buffer's share for the
+ * core's batch indices (when the operand varies over the batch), and of
+ * those its rows (A) or sticks (B) only for one batch index a core (a
+ * core's span of each stick group is one run of rows, so a split of N
+ * over several indices spans nearly all of them: serve_tiny's decode
+ * QK^T of 4 indices, k^T of the cache pool, staged 232 KB on each of 2
+ * cores, priced 68 KB). */
+static double mm_whole_share(const mm_plan *m, int wo, const mm_grid_est *G)
+{
+    const ir_index *idx = wo ? &m->mm->bidx : &m->mm->aidx;
+    double share = (double)be_buf_bytes(m->c, wo ? m->mm->b : m->mm->a);
+    int batched = 0;
+    for (int i = 0; i < m->nb; i++)
+        batched |= idx->coef[i] != 0;
+    if (batched)
+        share *= G->nbc / G->nbat;
+    if (batched && G->nbc > 1)
+        return share;
+    return share * (wo ? (double)G->ns / (double)m->GN : (double)G->mt / (double)m->M);
+}
 
 static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_grid_est *G)
 {
@@ -382,8 +404,8 @@ static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     G->nbat = (double)m->nbatch;
     G->nbc = (double)cc_ceil_div(m->nbatch, m->gb);
     G->cores = (double)(gm * gn * m->gb * m->gk);
-    G->a_bytes = (double)be_buf_bytes(m->c, m->mm->a);
-    G->b_bytes = (double)be_buf_bytes(m->c, m->mm->b);
+    G->a_bytes = mm_whole_share(m, 0, G);
+    G->b_bytes = mm_whole_share(m, 1, G);
     /* A read from LX (m->alx: kept there by the kernel before, on this
      * grid's rows; m->ahd: sent there by its producer, be_heads_reads)
      * moves no DRAM bytes: bert_base's PV, its A the softmax
@@ -952,8 +974,8 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
     const be_work *w = &c->work[pos];
     const int bcast = w->bcast; /* rg_a_out copies A's own rows: be_res_fill */
-    /* every core reads all of its batches' rows, only its own groups (not a buffer staged whole) */
-    const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1 && !w->stage_whole;
+    /* every core reads all of its batches' rows, only its own groups (staged whole or per block alike) */
+    const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1;
     a[(*n)++] = (be_access){.buf = m.mm->a,
                             .aligned = mm_aligned_a(&m, pos),
                             .grid = mm_grid_tile_a(&m, pos),
@@ -1099,15 +1121,15 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
 }
 
 /* A split of the batch must look this much better than the best
- * division without one, and the product must have at least a PT pass of
- * rows (pt_rows).  On products of a few rows splits made the kernel
- * slower where the estimate said faster (Llama-8B decode over 8 cards,
- * attention's PV product, 1 row: 1x2b2 estimated 5,032 cycles against
- * 5,227, simulated 11,883 against 8,795; spyre serve's decode layer at
- * context 2,688, 4 rows per KV head: 1x1b8 simulated 16,099 against 9,878
- * on the 2x2 grid), while the splits of products of many rows estimated
+ * division without one: the splits of products of many rows estimated
  * 12% and more better ran faster (prefill's QK^T 1x2b2: 270,400 against
- * 308,288, simulated 368,287 against 479,183). */
+ * 308,288, simulated 368,287 against 479,183).  Products of fewer rows
+ * than a PT pass were not split while an operand staged whole was loaded
+ * whole by every core (spyre serve's decode layer at context 2,688, 4
+ * rows per KV head: 1x1b8 simulated 16,099 against 9,878 on the 2x2
+ * grid); each core now stages its part, and serve_tiny's decode steps
+ * split QK^T and PV over the KV heads of their sequences (decode_b4_c256
+ * 27,119 -> 16,654 cycles, its PV over 8 cores 9,186 -> 3,535). */
 #define MM_BATCH_GAIN 0.10
 
 /* The cheapest gb x gm x gn x gk division by the cost model; near-ties
@@ -1129,7 +1151,7 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
     const int64_t cores = c->cfg->cores;
     double bytes;
     w->gk = w->gb = 1;
-    const int64_t most_gb = m->M >= c->cfg->pt_rows ? cc_min(cores, m->nbatch) : 1;
+    const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
@@ -1666,6 +1688,8 @@ static void mm_core_free(mm_core *mc, int nn)
     free(mc->ago);
     free(mc->blo);
     free(mc->bgo);
+    free(mc->ahi);
+    free(mc->bhi);
 }
 
 /* Stage the sticks of buf an operand block reads (as mm_span) at st
@@ -1778,6 +1802,25 @@ typedef struct {
     int64_t k0, kc, A, B, step;
 } mm_chunk;
 
+/* The operands staged whole, loaded after the first chunk's A and B (the
+ * other order measured 1-4% slower on 16 of 29 traces): a
+ * signal on dmai waits for every load before it, and the first block's
+ * epilogue signal came between the staging and the chunk's loads, so the
+ * two DRAM latencies ran one after the other (llama_gen's prefill QK^T,
+ * k^T staged whole on each of 4 cores: 839 -> 1,145 cycles). */
+static void mm_load_whole(mm_core *mc)
+{
+    const mm_plan *m = mc->m;
+    if (!mc->wld_due)
+        return;
+    for (int wo = 0; wo < 2; wo++)
+        if (wo ? m->bw : m->aw)
+            be_stage_spans(m->c, mc->e, wo ? m->mm->b : m->mm->a, wo ? mc->blo : mc->alo, wo ? mc->bhi : mc->ahi,
+                           wo ? mc->bws : mc->aws, wo ? mc->bgo : mc->ago);
+    cc_emit_sig(mc->e, ISA_U_DMAI, mc->wld);
+    mc->wld_due = 0;
+}
+
 /* dmai: the chunk's A and B into its slot (B from the ring when
  * broadcast); sfp0: restickified operands into the slot's parts. */
 static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
@@ -1803,6 +1846,7 @@ static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
     if (m->bg && !m->bw)
         mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, bk->g0 * lanes, bk->cols, A + mc->bst,
                        mc->blo, mc->bgo);
+    mm_load_whole(mc);
     for (int u = 0; u < mc->nc; u++)
         cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
     if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
@@ -2075,14 +2119,44 @@ static void mm_core_stage(mm_core *mc, int64_t m0, int64_t mt, int64_t g0, int64
     }
 }
 
+/* The sticks of operand wo (0 A, 1 B) the core's blocks read, over its
+ * batch indices, its rows (A) or sticks (B) and all of K: per stick group
+ * g the layout rows lo[g]..hi[g].  Returns their bytes. */
+static int64_t mm_core_span(mm_core *mc, int wo, int64_t *lo, int64_t *hi)
+{
+    const mm_plan *m = mc->m;
+    const be_ctx *c = m->c;
+    const int buf = wo ? m->mm->b : m->mm->a;
+    const ir_index *idx = wo ? &m->mm->bidx : &m->mm->aidx;
+    const be_layout *L = &c->lay[buf];
+    const int rowvar = wo ? m->vk : m->vm, lanevar = wo ? m->vn : m->vk;
+    const int64_t r0 = wo ? 0 : mc->m0, nr = wo ? m->Kd : mc->mt;
+    const int64_t l0 = wo ? mc->g0 * c->t.lanes16 : 0, nl = wo ? cc_min(mc->ns * c->t.lanes16, m->N - l0) : m->Kd;
+    int64_t val[IR_MAX_VARS] = {0};
+    be_walk w;
+    be_walk_init(&w, c, buf);
+    be_span_init(L, lo, hi);
+    for (int64_t b = mc->b0; b < mc->b0 + mc->bt; b++) {
+        batch_vals(m, b, val);
+        val[lanevar] = l0;
+        for (int64_t i = 0; i < nr; i++) {
+            val[rowvar] = r0 + i;
+            be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
+        }
+    }
+    return be_span_total(L, lo, hi) * c->t.stick;
+}
+
 /* The two A/B and C slots with their tokens, and the operands staged
- * whole (lo 0, go the group's offset). */
+ * whole: the sticks of the core's part (mm_core_span), loaded once
+ * (before, every core loaded the whole buffer: a batch split of
+ * serve_tiny's decode QK^T over the KV pool read the pool on each of 8
+ * cores, 2.1 MB for 131 KB). */
 static void mm_core_slots(mm_core *mc)
 {
     mm_plan *m = mc->m;
     be_ctx *c = m->c;
     cc_emit *e = mc->e;
-    const int64_t sb = c->t.stick;
     for (int s = 0; s < 2; s++) {
         mc->ab[s] = cc_lx_alloc(e, mc->abslot_bytes, "matmul A/B chunk (and staged sticks)");
         mc->cs[s] = cc_lx_alloc(e, mc->cslot_bytes, "matmul block");
@@ -2100,13 +2174,11 @@ static void mm_core_slots(mm_core *mc)
         if (!(wo ? m->bw : m->aw))
             continue;
         int buf = wo ? m->mm->b : m->mm->a;
-        int64_t *lo = wo ? mc->blo : mc->alo, *go = wo ? mc->bgo : mc->ago;
+        int64_t **hi = wo ? &mc->bhi : &mc->ahi;
+        *hi = ir_xalloc((size_t)c->lay[buf].groups * sizeof **hi);
+        int64_t bytes = mm_core_span(mc, wo, wo ? mc->blo : mc->alo, *hi);
         *(wo ? &mc->bws : &mc->aws) =
-            cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole" : "restickify: A staged whole");
-        for (int64_t g = 0; g < c->lay[buf].groups; g++) {
-            lo[g] = 0;
-            go[g] = g * c->lay[buf].rows * sb;
-        }
+            cc_lx_alloc(e, bytes, wo ? "restickify: B staged whole" : "restickify: A staged whole");
     }
     if (m->aw || m->bw)
         mc->wld = cc_tok_alloc(e, "restickify: operands staged whole");
@@ -2139,14 +2211,13 @@ static int mm_core_staged(mm_core *mc)
     return nstaged;
 }
 
-/* The kernel's start: every slot empty, the operands staged whole loaded
- * once (sfp0 waits once before its first sfp.rst), every B slot free. */
+/* The kernel's start: every slot empty, the operands staged whole due
+ * with the first chunk (sfp0 waits once before its first sfp.rst), every
+ * B slot free. */
 static void mm_core_begin(mm_core *mc)
 {
     mm_plan *m = mc->m;
-    be_ctx *c = m->c;
     cc_emit *e = mc->e;
-    const int64_t sb = c->t.stick;
     cc_kernel_begin(e, m->K->name);
     for (int s = 0; s < 2; s++) {
         for (int u = 0; u < mc->nc; u++) {
@@ -2156,18 +2227,7 @@ static void mm_core_begin(mm_core *mc)
         cc_emit_sig(e, ISA_U_DMAI, mc->eempty[s]);
     }
     if (m->aw || m->bw) {
-        for (int wo = 0; wo < 2; wo++) {
-            if (!(wo ? m->bw : m->aw))
-                continue;
-            int buf = wo ? m->mm->b : m->mm->a;
-            int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc->bws : mc->aws;
-            for (int64_t s0 = 0; s0 < sticks; s0 += ISA_COUNT_MAX) {
-                int64_t n = cc_min(ISA_COUNT_MAX, sticks - s0);
-                cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
-                cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
-            }
-        }
-        cc_emit_sig(e, ISA_U_DMAI, mc->wld);
+        mc->wld_due = 1;
         cc_emit_wait(e, ISA_U_SFP0, mc->wld);
     }
     for (int64_t i = 0; mc->bc && i < BC_SLOTS; i++) /* every slot starts free */
@@ -2183,6 +2243,7 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
     cc_emit *e = mc->e;
     for (int u = 0; mc->bc && u < mc->nc; u++)
         cc_emit_wait(e, ISA_U_RING, mc->ptdone[u]);
+    mm_load_whole(mc); /* no chunk came (an error): sfp0 still waits for it */
     if (nstaged && !rc) {
         cc_emit_sig(e, ISA_U_SFP0, mc->strd);
         cc_emit_wait(e, ISA_U_DMAO, mc->strd);

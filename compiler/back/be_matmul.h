@@ -137,7 +137,9 @@ typedef struct {
     int64_t **ocount;
     int abrst[2][2], strd;
     int64_t aws, bws; /* operands staged whole (m->aw / m->bw) at these */
+    int64_t *ahi, *bhi; /* ... their layout rows alo[g]..ahi[g] (blo, bhi): the core's part */
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
+    int wld_due;      /* wld is signalled after the first chunk's loads */
     int64_t nblk, nchunk;
     int64_t m0;       /* the core's first row */
     int64_t mt, g0, ns; /* grid: its tile, rows [m0, m0 + mt) x stick groups [g0, g0 + ns) */
