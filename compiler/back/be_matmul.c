@@ -40,7 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+static void mm_free(mm_plan *m)
+{
+    rk_free(&m->ep);
+    free(m->wspan[0]);
+    free(m->wspan[1]);
+}
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
 static void mm_set_gk(mm_plan *m, int64_t gk)
@@ -50,6 +55,40 @@ static void mm_set_gk(mm_plan *m, int64_t gk)
     m->Kc = cc_min(m->KGc * m->c->t.lanes16, m->Kd);
 }
 
+static void batch_vals(const mm_plan *m, int64_t b, int64_t *val);
+
+/* m->wspan[w] for an operand staged whole (once a plan): walked row by
+ * row of A, or stick by stick of B down all of K, adding to one span per
+ * stick group as mm_core_span does. */
+static void mm_whole_spans(mm_plan *m, int w)
+{
+    const be_ctx *c = m->c;
+    const int buf = w ? m->mm->b : m->mm->a;
+    const ir_index *idx = w ? &m->mm->bidx : &m->mm->aidx;
+    const be_layout *L = &c->lay[buf];
+    const int64_t n = w ? m->GN : m->M, lanes = c->t.lanes16;
+    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, total = 0;
+    int64_t val[IR_MAX_VARS] = {0};
+    m->wspan[w] = ir_xalloc((size_t)(n + 1) * sizeof *m->wspan[w]);
+    be_walk wk;
+    be_walk_init(&wk, c, buf);
+    be_span_init(L, lo, hi);
+    batch_vals(m, 0, val);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t l0 = w ? i * lanes : 0, nl = w ? cc_min(lanes, m->N - l0) : m->Kd;
+        for (int64_t r = 0; r < (w ? m->Kd : 1); r++) {
+            val[w ? m->vk : m->vm] = w ? r : i;
+            val[w ? m->vn : m->vk] = l0;
+            be_walk_run(&wk, L, be_index_at(idx, m->mm->nvars, val), idx->coef[w ? m->vn : m->vk], nl, -1, lo, hi);
+        }
+        total = 0;
+        for (int64_t g = 0; g < L->groups; g++)
+            total += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+        m->wspan[w][i + 1] = total;
+    }
+    free(lo);
+}
+
 /* Stage the restickified operands of mask (bit 0 A, bit 1 B) whole, once
  * per core, the rest per block. */
 static void mm_set_whole(mm_plan *m, int mask)
@@ -57,6 +96,9 @@ static void mm_set_whole(mm_plan *m, int mask)
     m->aw = m->ag && (mask & 1);
     m->bw = m->bg && (mask & 2);
     m->whole_bytes = (m->aw ? be_buf_bytes(m->c, m->mm->a) : 0) + (m->bw ? be_buf_bytes(m->c, m->mm->b) : 0);
+    for (int w = 0; w < 2; w++)
+        if ((w ? m->bw : m->aw) && !m->wspan[w])
+            mm_whole_spans(m, w);
 }
 
 /* Does the lane variable of a restickified operand step across its
@@ -375,25 +417,32 @@ typedef struct {
 } mm_grid_est;
 
 /* The bytes of operand wo (0 A, 1 B) a core of the grid stages whole, as
- * mm_core_span measures them in codegen: its buffer's share for the
- * core's batch indices (when the operand varies over the batch), and of
- * those its rows (A) or sticks (B) only for one batch index a core (a
- * core's span of each stick group is one run of rows, so a split of N
- * over several indices spans nearly all of them: serve_tiny's decode
- * QK^T of 4 indices, k^T of the cache pool, staged 232 KB on each of 2
- * cores, priced 68 KB). */
+ * mm_core_span measures them in codegen: the sticks of its rows (A) or
+ * sticks (B) for one batch index (m->wspan), times its batch indices when
+ * the operand varies over the batch, at most its buffer.  A core's span
+ * of a stick group is one run of rows, so over several batch indices it
+ * covers each index's every row or stick (serve_tiny's decode QK^T of 4
+ * indices split over N, k^T of the cache pool: 232 KB staged on each of 2
+ * cores), and an operand read across its sticks spans most of them for a
+ * few rows (decoder_small's QK^T, 31 of k^T's 32 sticks per head).
+ * Products of a PT pass of rows or more, which also choose between
+ * staging whole and per block, are priced with the whole buffer, as
+ * before codegen staged a core's part: with its part BERT-base's QK^T
+ * (one head of k^T a core, 16 KB for 590 KB) chose whole staging,
+ * estimated 4,771 cycles against 2,205, and the layer ran 173,376 ->
+ * 174,037 cycles. */
 static double mm_whole_share(const mm_plan *m, int wo, const mm_grid_est *G)
 {
     const ir_index *idx = wo ? &m->mm->bidx : &m->mm->aidx;
-    double share = (double)be_buf_bytes(m->c, wo ? m->mm->b : m->mm->a);
+    const double buf = (double)be_buf_bytes(m->c, wo ? m->mm->b : m->mm->a);
+    if (m->M >= m->c->cfg->pt_rows)
+        return buf;
     int batched = 0;
     for (int i = 0; i < m->nb; i++)
         batched |= idx->coef[i] != 0;
-    if (batched)
-        share *= G->nbc / G->nbat;
-    if (batched && G->nbc > 1)
-        return share;
-    return share * (wo ? (double)G->ns / (double)m->GN : (double)G->mt / (double)m->M);
+    const int64_t all = wo ? m->GN : m->M, len = batched && G->nbc > 1 ? all : wo ? G->ns : G->mt;
+    const double one = (double)(m->wspan[wo][cc_min(len, all)] * m->c->t.stick), share = batched ? G->nbc * one : one;
+    return share < buf ? share : buf;
 }
 
 static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_grid_est *G)
@@ -404,8 +453,8 @@ static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     G->nbat = (double)m->nbatch;
     G->nbc = (double)cc_ceil_div(m->nbatch, m->gb);
     G->cores = (double)(gm * gn * m->gb * m->gk);
-    G->a_bytes = mm_whole_share(m, 0, G);
-    G->b_bytes = mm_whole_share(m, 1, G);
+    G->a_bytes = m->aw ? mm_whole_share(m, 0, G) : 0;
+    G->b_bytes = m->bw ? mm_whole_share(m, 1, G) : 0;
     /* A read from LX (m->alx: kept there by the kernel before, on this
      * grid's rows; m->ahd: sent there by its producer, be_heads_reads)
      * moves no DRAM bytes: bert_base's PV, its A the softmax

@@ -80,6 +80,9 @@ typedef struct {
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
     mm_stage_memo smemo[2]; /* A's and B's staged sticks as the last core's emission measured them */
+    /* an operand staged whole: the sticks batch index 0 reads of its first
+     * n rows (A) or sticks (B), all of K, at [n] (mm_whole_spans) */
+    int64_t *wspan[2];
     uint32_t gen;        /* the plan's number in workdiv's memo of most rows (be_mmmemo_gen; 0: none) */
     /* the grid over the ring's tiling, the same for every core of the
      * plan's emission or LX probe (rg_setup), searched once: the search
