@@ -755,6 +755,20 @@ static inline __attribute__((always_inline)) double chan_access(sim_dram *d, int
     return done;
 }
 
+/* Every channel's share of an access of whole blocks, the same local
+ * range [lo, hi) on each: called with dir a constant, so that each
+ * direction gets its own copy of the channel loop with the direction's
+ * branches folded away (the GEMM's every access comes here). */
+static inline __attribute__((always_inline)) double whole_access(sim_dram *d, uint64_t call, uint64_t lo, uint64_t hi,
+                                                                 int dir, double t, int one, uint64_t nb,
+                                                                 dram_place w)
+{
+    double done = t;
+    for (int c = 0; c < d->nch; c++)
+        done = later(done, chan_access(d, c, call, lo, hi, dir, t, one, nb, w));
+    return done;
+}
+
 double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, int is_write)
 {
     if (!bytes)
@@ -770,11 +784,10 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
     const int whole_one = whole && dv(whole_lo, d->drow) == dv(whole_hi - 1, d->drow);
     const uint64_t whole_nb = whole_one ? bursts(d, whole_lo, whole_hi) : 0;
     const dram_place whole_w = whole_one ? place_of(d, whole_lo) : (dram_place){0, 0, 0};
-    for (int c = 0; c < d->nch; c++) {
-        if (whole) {
-            done = later(done, chan_access(d, c, call, whole_lo, whole_hi, dir, t_ns, whole_one, whole_nb, whole_w));
-            continue;
-        }
+    if (whole)
+        done = dir == RD ? whole_access(d, call, whole_lo, whole_hi, RD, t_ns, whole_one, whole_nb, whole_w)
+                         : whole_access(d, call, whole_lo, whole_hi, WR, t_ns, whole_one, whole_nb, whole_w);
+    for (int c = 0; c < d->nch && !whole; c++) {
         uint64_t lo, hi;
         if (!chan_range(d, &sp, c, &lo, &hi))
             continue;
