@@ -92,7 +92,9 @@ typedef struct dram_wentry {
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
     double start, end;  /* released: its first and last data on the bus */
+    uint64_t pad[2];    /* to 64 bytes: an entry's index scales by a shift */
 } dram_wentry;
+_Static_assert(sizeof(dram_wentry) == 64, "a write buffer entry is one cache line");
 
 /* A divisor with its shift when it is a power of two (-1 otherwise): the
  * address map divides by several per segment, and a shift is far cheaper
