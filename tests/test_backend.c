@@ -2673,8 +2673,7 @@ static void run_for_stats(const gr_graph *g, const char *const *wd, int n, const
  * from the cache pool, runs 1x1b4 and reads the pool once over the 4
  * cores (as one core does), where a split of N over 4 cores reads most
  * of it on each (one run of rows per stick group spans the sequences).
- * Before, every core staged all of B, and the split was never tried:
- * 1x1, 15,384 cycles for the step; now 14,350. */
+ * Before, every core staged all of B, and the split was never tried. */
 static void test_a_short_products_batch_split_stages_only_each_cores_part_of_b(void)
 {
     gr_graph *g = trace_graph("serve_tiny/decode_b2_c256");
@@ -2692,8 +2691,13 @@ static void test_a_short_products_batch_split_stages_only_each_cores_part_of_b(v
     /* the same bytes as one core's (the pool once), not 4 cores' worth */
     CU_ASSERT(def.dram_bytes_read <= st1.dram_bytes_read);
     CU_ASSERT(stn.dram_bytes_read > st1.dram_bytes_read * 3 / 2);
-    CU_ASSERT(def.cycles < st1.cycles);
-    CU_ASSERT(def.cycles < stn.cycles);
+    /* the kernel's own time (the step's total can tie: QK^T runs beside the values' kernels) */
+    const sim_kernel_stats *kd = sim_stats_kernel(&def, "k7_bmm"), *k1 = sim_stats_kernel(&st1, "k7_bmm"),
+                           *kn = sim_stats_kernel(&stn, "k7_bmm");
+    CU_ASSERT_FATAL(kd && k1 && kn);
+    CU_ASSERT(kd->core_span < k1->core_span);
+    CU_ASSERT(kd->core_span < kn->core_span);
+    CU_ASSERT(def.cycles <= st1.cycles);
     gr_graph_free(g);
 }
 
