@@ -96,7 +96,7 @@ static void mm_set_whole(mm_plan *m, int mask)
     m->aw = m->ag && (mask & 1);
     m->bw = m->bg && (mask & 2);
     m->whole_bytes = (m->aw ? be_buf_bytes(m->c, m->mm->a) : 0) + (m->bw ? be_buf_bytes(m->c, m->mm->b) : 0);
-    for (int w = 0; w < 2; w++)
+    for (int w = 0; w < 2 && m->M < m->c->cfg->pt_rows; w++) /* (mm_whole_share prices larger ones whole) */
         if ((w ? m->bw : m->aw) && !m->wspan[w])
             mm_whole_spans(m, w);
 }
