@@ -133,8 +133,9 @@ static ir_prog *prog_copy(const ir_prog *p)
 
 /* The front half's passes before fuse_siblings read nothing the two
  * attempts of cc_compile differ in (opts.siblings; the host ops, none in
- * either's first try): the first attempt's program after them is copied
- * (front->copy) and the second starts from that copy (front->take)
+ * either's first try): when fuse_siblings will fuse some products (then
+ * the products apart are tried too), the first attempt's program after
+ * those passes is copied (copy), and the second starts from the copy
  * instead of decomposing and lowering the graph again. */
 typedef struct {
     int keep;     /* copy the program after the passes before fuse_siblings */
@@ -150,7 +151,7 @@ static int run_front(ir_prog *p, front_share *sh)
         if (ir_run_passes(p, 0, NULL, "fuse_siblings"))
             return -1;
         sh->keep = 0;
-        sh->copy = prog_copy(p);
+        sh->copy = ir_siblings_fuse_some(p) ? prog_copy(p) : NULL;
         from = "fuse_siblings";
     }
     return ir_run_passes(p, 0, from, NULL);
