@@ -45,6 +45,7 @@ static void mm_free(mm_plan *m)
     rk_free(&m->ep);
     free(m->wspan[0]);
     free(m->wspan[1]);
+    free(m->gmemo.e);
 }
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
@@ -1222,12 +1223,44 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
  * (mm_keeps_rows): the row kernel reading it aligns with the product's
  * cores and runs faster on more (BERT-base's QK^T, softmax and PV, K 64:
  * 1x1b4 227,915 cycles for the layer, 1x1b12 218,443). */
+/* The grid memo emptied, for the state m is priced in now. */
+static void mm_gmemo_begin(mm_plan *m, int64_t cores)
+{
+    mm_grid_memo *g = &m->gmemo;
+    const size_t n = (size_t)(cores + 1) * (size_t)(cores + 1);
+    if (!g->e)
+        g->e = ir_xmalloc(n * sizeof *g->e);
+    for (size_t i = 0; i < n; i++)
+        g->e[i] = -1;
+    g->aw = m->aw;
+    g->bw = m->bw;
+    g->whole_dram = m->whole_dram;
+    g->ends = m->ends;
+    g->waits = m->c->waits;
+    g->sscale = m->sscale;
+}
+
+/* Where the memo keeps gm x gn's estimate in m's state now (K and the
+ * batch whole), or NULL: priced in another.  whole_dram is read only
+ * for an operand staged whole (mm_in_bytes). */
+static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    const mm_grid_memo *g = &m->gmemo;
+    const int64_t cores = m->c->cfg->cores;
+    if (!g->e || m->gk != 1 || m->gb != 1 || g->aw != m->aw || g->bw != m->bw || g->ends != m->ends ||
+        g->waits != m->c->waits || g->sscale != m->sscale ||
+        (g->whole_dram != m->whole_dram && (m->aw || m->bw)) || gm > cores || gn > cores)
+        return NULL;
+    return &g->e[gm * (cores + 1) + gn];
+}
+
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     double bytes;
     w->gk = w->gb = 1;
+    mm_gmemo_begin(m, cores);
     const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
@@ -1237,6 +1270,9 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                     m->gb = gb;
                     mm_tiling tl;
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
+                    double *memo = mm_gmemo_at(m, gm, gn);
+                    if (memo)
+                        *memo = e;
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
                         (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
@@ -1594,7 +1630,8 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
         g[2] = 1;
         for (int64_t gn = 1; gn <= cc_min(cores / w->gm, m->GN); gn++) {
             mm_set_gk(m, 1);
-            if (mm_cost(m, w->gm, gn, &bytes) > best * (1 + MM_SLACK))
+            const double *memo = mm_gmemo_at(m, w->gm, gn); /* priced by the search, when it was */
+            if ((memo && *memo >= 0 ? *memo : mm_cost(m, w->gm, gn, &bytes)) > best * (1 + MM_SLACK))
                 continue;
             const double e = mm_cost_waits(c, m, w->gm, gn, 1);
             if (e < tie) {

@@ -44,6 +44,16 @@ typedef struct {
     double wait;       /* schemes over the ring: the DRAM's wait on the way in that cycles counts */
 } mm_tiling;
 
+/* The grid search's estimates (mm_plan_search) of its grids with K and
+ * the batch whole (gk 1, gb 1), per gm x gn, and the plan's state they
+ * were priced in: the plain products' tie break (mm_plan_ties) prices
+ * the same grids again. */
+typedef struct {
+    double *e;           /* [gm * (cores + 1) + gn]; < 0: not priced */
+    int aw, bw, whole_dram, ends, waits;
+    double sscale;
+} mm_grid_memo;
+
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */
 typedef struct {
     be_ctx *c;
@@ -89,6 +99,7 @@ typedef struct {
      * per core was 8% of BERT-base's compile */
     int rg_memo, rg_rc;
     mm_tiling rg_tl;
+    mm_grid_memo gmemo;
 } mm_plan;
 
 /* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */
