@@ -158,35 +158,86 @@ static int rk_shape(be_ctx *c, int pos, rk_plan *k)
     return w.failed ? -1 : 0;
 }
 
+/* A row kernel's accesses are its structure's (rk_shape: the program and
+ * the layouts, fixed from the layout pass on), not its split's, and
+ * workdiv asks them again and again (after every plan, in the kernel-
+ * ahead search of each kernel before it, for the alignments' kept bytes;
+ * lxplan once more): each answer is remembered per kernel position.  So
+ * is how its evaluation uses temps (rk_measure's dry runs of the
+ * structure's nodes and loads), which every plan, estimate and codegen
+ * of the kernel measured again (BERT-base 180 times for its 11 row
+ * kernel positions). */
+typedef struct {
+    int done;
+    int *reads;        /* rk_plan.reads, over the nreads expressions there were (NULL: none) */
+    int nreads, ntemps;
+    cc_sfp_tally sfp;
+} rk_measured;
+
+struct be_rowsacc {
+    be_access **a; /* per position: its accesses (NULL: not asked yet, or it failed) */
+    int *n;
+    rk_measured *m; /* per position: its evaluation's measure */
+};
+
+static struct be_rowsacc *rk_memo_of(be_ctx *c)
+{
+    if (!c->racc) {
+        c->racc = ir_xalloc(sizeof *c->racc);
+        c->racc->a = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->a);
+        c->racc->n = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->n);
+        c->racc->m = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->m);
+    }
+    return c->racc;
+}
+
+void be_rows_access_free(be_ctx *c)
+{
+    for (int i = 0; c->racc && i < c->p->norder; i++) {
+        free(c->racc->a[i]);
+        free(c->racc->m[i].reads);
+    }
+    if (c->racc) {
+        free(c->racc->a);
+        free(c->racc->n);
+        free(c->racc->m);
+    }
+    free(c->racc);
+    c->racc = NULL;
+}
+
+/* rk_measure, remembered per kernel position.  The arena may have grown
+ * since (other kernels' plans add expressions): the evaluation reads
+ * none of those, so their counts are 0 as a measure now would find. */
+static void rk_measure_memo(rk_plan *k)
+{
+    be_ctx *c = k->c;
+    rk_measured *x = &rk_memo_of(c)->m[k->pos];
+    if (!x->done) {
+        rk_measure(k);
+        x->done = 1;
+        x->nreads = c->p->A.n;
+        x->reads = k->reads ? ir_xmalloc((size_t)x->nreads * sizeof *x->reads) : NULL;
+        if (k->reads)
+            memcpy(x->reads, k->reads, (size_t)x->nreads * sizeof *x->reads);
+        x->ntemps = k->ntemps;
+        x->sfp = k->sfp;
+        return;
+    }
+    k->reads = x->reads ? ir_xalloc((size_t)c->p->A.n * sizeof *k->reads) : NULL;
+    if (x->reads)
+        memcpy(k->reads, x->reads, (size_t)x->nreads * sizeof *k->reads);
+    k->ntemps = x->ntemps;
+    k->sfp = x->sfp;
+}
+
 /* rk_shape, and how the evaluation uses temps (rk_measure). */
 static int rk_build(be_ctx *c, int pos, rk_plan *k)
 {
     if (rk_shape(c, pos, k))
         return -1;
-    rk_measure(k);
+    rk_measure_memo(k);
     return 0;
-}
-
-/* A row kernel's accesses are its structure's (rk_shape: the program and
- * the layouts, fixed from the layout pass on), not its split's, and
- * workdiv asks them again and again (after every plan, in the kernel-
- * ahead search of each kernel before it, for the alignments' kept bytes;
- * lxplan once more): each answer is remembered per kernel position. */
-struct be_rowsacc {
-    be_access **a; /* per position: its accesses (NULL: not asked yet, or it failed) */
-    int *n;
-};
-
-void be_rows_access_free(be_ctx *c)
-{
-    for (int i = 0; c->racc && i < c->p->norder; i++)
-        free(c->racc->a[i]);
-    if (c->racc) {
-        free(c->racc->a);
-        free(c->racc->n);
-    }
-    free(c->racc);
-    c->racc = NULL;
 }
 
 /* A copy of the n accesses a (the caller's to free). */
@@ -201,12 +252,7 @@ static int rk_access(be_ctx *c, int pos, be_access **out, int *n);
 
 int be_rows_access(be_ctx *c, int pos, be_access **out, int *n)
 {
-    struct be_rowsacc *m = c->racc;
-    if (!m) {
-        m = c->racc = ir_xalloc(sizeof *m);
-        m->a = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *m->a);
-        m->n = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *m->n);
-    }
+    struct be_rowsacc *m = rk_memo_of(c);
     if (m->a[pos]) {
         *out = rk_access_copy(m->a[pos], m->n[pos]);
         *n = m->n[pos];
