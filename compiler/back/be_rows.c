@@ -163,21 +163,20 @@ static int rk_shape(be_ctx *c, int pos, rk_plan *k)
  * workdiv asks them again and again (after every plan, in the kernel-
  * ahead search of each kernel before it, for the alignments' kept bytes;
  * lxplan once more): each answer is remembered per kernel position.  So
- * is how its evaluation uses temps (rk_measure's dry runs of the
- * structure's nodes and loads), which every plan, estimate and codegen
- * of the kernel measured again (BERT-base 180 times for its 11 row
- * kernel positions). */
+ * is the structure itself with how its evaluation uses temps (rk_build:
+ * rk_shape, then rk_measure's dry runs of its nodes over its loads),
+ * which every plan, estimate and codegen of the kernel built again
+ * (BERT-base 180 times for its 11 row kernel positions). */
 typedef struct {
     int done;
-    int *reads;        /* rk_plan.reads, over the nreads expressions there were (NULL: none) */
-    int nreads, ntemps;
-    cc_sfp_tally sfp;
-} rk_measured;
+    rk_plan k;         /* as rk_build made it (k.reads over nreads expressions) */
+    int nreads;
+} rk_built;
 
 struct be_rowsacc {
     be_access **a; /* per position: its accesses (NULL: not asked yet, or it failed) */
     int *n;
-    rk_measured *m; /* per position: its evaluation's measure */
+    rk_built *b;   /* per position: its structure, measured */
 };
 
 static struct be_rowsacc *rk_memo_of(be_ctx *c)
@@ -186,7 +185,7 @@ static struct be_rowsacc *rk_memo_of(be_ctx *c)
         c->racc = ir_xalloc(sizeof *c->racc);
         c->racc->a = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->a);
         c->racc->n = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->n);
-        c->racc->m = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->m);
+        c->racc->b = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->racc->b);
     }
     return c->racc;
 }
@@ -195,48 +194,49 @@ void be_rows_access_free(be_ctx *c)
 {
     for (int i = 0; c->racc && i < c->p->norder; i++) {
         free(c->racc->a[i]);
-        free(c->racc->m[i].reads);
+        rk_free(&c->racc->b[i].k);
     }
     if (c->racc) {
         free(c->racc->a);
         free(c->racc->n);
-        free(c->racc->m);
+        free(c->racc->b);
     }
     free(c->racc);
     c->racc = NULL;
 }
 
-/* rk_measure, remembered per kernel position.  The arena may have grown
- * since (other kernels' plans add expressions): the evaluation reads
- * none of those, so their counts are 0 as a measure now would find. */
-static void rk_measure_memo(rk_plan *k)
+/* *d a copy of s, its own arrays; d->reads over nd expressions, of which
+ * s->reads counts the first ns (the rest, added to the arena since by
+ * other kernels' plans, the evaluation reads none of: 0, as a measure
+ * now would find). */
+static void rk_copy(rk_plan *d, const rk_plan *s, int ns, int nd)
 {
-    be_ctx *c = k->c;
-    rk_measured *x = &rk_memo_of(c)->m[k->pos];
-    if (!x->done) {
-        rk_measure(k);
-        x->done = 1;
-        x->nreads = c->p->A.n;
-        x->reads = k->reads ? ir_xmalloc((size_t)x->nreads * sizeof *x->reads) : NULL;
-        if (k->reads)
-            memcpy(x->reads, k->reads, (size_t)x->nreads * sizeof *x->reads);
-        x->ntemps = k->ntemps;
-        x->sfp = k->sfp;
-        return;
-    }
-    k->reads = x->reads ? ir_xalloc((size_t)c->p->A.n * sizeof *k->reads) : NULL;
-    if (x->reads)
-        memcpy(k->reads, x->reads, (size_t)x->nreads * sizeof *k->reads);
-    k->ntemps = x->ntemps;
-    k->sfp = x->sfp;
+    *d = *s;
+    d->nodes = ir_xalloc((size_t)(s->K->nnodes + 1) * sizeof *d->nodes);
+    memcpy(d->nodes, s->nodes, (size_t)s->nn * sizeof *d->nodes);
+    d->loads = ir_xalloc((size_t)(s->nl + 1) * sizeof *d->loads);
+    if (s->nl)
+        memcpy(d->loads, s->loads, (size_t)s->nl * sizeof *d->loads);
+    d->reads = s->reads ? ir_xalloc((size_t)nd * sizeof *d->reads) : NULL;
+    if (s->reads)
+        memcpy(d->reads, s->reads, (size_t)ns * sizeof *d->reads);
 }
 
-/* rk_shape, and how the evaluation uses temps (rk_measure). */
+/* rk_shape, and how the evaluation uses temps (rk_measure): made once
+ * per kernel position, then copied. */
 static int rk_build(be_ctx *c, int pos, rk_plan *k)
 {
+    rk_built *x = &rk_memo_of(c)->b[pos];
+    if (x->done) {
+        rk_copy(k, &x->k, x->nreads, c->p->A.n);
+        return 0;
+    }
     if (rk_shape(c, pos, k))
         return -1;
-    rk_measure_memo(k);
+    rk_measure(k);
+    x->done = 1;
+    x->nreads = c->p->A.n;
+    rk_copy(&x->k, k, x->nreads, x->nreads);
     return 0;
 }
 
