@@ -58,19 +58,40 @@ static void mm_set_gk(mm_plan *m, int64_t gk)
 
 static void batch_vals(const mm_plan *m, int64_t b, int64_t *val);
 
+void be_matmul_spans_free(be_ctx *c)
+{
+    for (int i = 0; c->wspan && i < 2 * c->p->norder; i++)
+        free(c->wspan[i]);
+    free(c->wspan);
+    c->wspan = NULL;
+}
+
 /* m->wspan[w] for an operand staged whole (once a plan): walked row by
  * row of A, or stick by stick of B down all of K, adding to one span per
- * stick group as mm_core_span does. */
+ * stick group as mm_core_span does.  The walk is the kernel's structure's
+ * (its product's operands and their layouts, fixed from the layout pass
+ * on), and every plan, estimate and codegen of the kernel asked it again
+ * (a tenth of the Llama-8B decode step's compile, its K cache staged
+ * whole): made once per kernel position (be_ctx.wspan) and copied. */
 static void mm_whole_spans(mm_plan *m, int w)
 {
-    const be_ctx *c = m->c;
+    be_ctx *c = m->c;
     const int buf = w ? m->mm->b : m->mm->a;
     const ir_index *idx = w ? &m->mm->bidx : &m->mm->aidx;
     const be_layout *L = &c->lay[buf];
     const int64_t n = w ? m->GN : m->M, lanes = c->t.lanes16;
+    const size_t size = (size_t)(n + 1) * sizeof *m->wspan[w];
+    if (!c->wspan)
+        c->wspan = ir_xalloc((size_t)(2 * c->p->norder + 1) * sizeof *c->wspan);
+    int64_t **made = &c->wspan[2 * m->ep.pos + w];
+    m->wspan[w] = ir_xmalloc(size);
+    if (*made) {
+        memcpy(m->wspan[w], *made, size);
+        return;
+    }
     int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, total = 0;
     int64_t val[IR_MAX_VARS] = {0};
-    m->wspan[w] = ir_xalloc((size_t)(n + 1) * sizeof *m->wspan[w]);
+    memset(m->wspan[w], 0, size);
     be_walk wk;
     be_walk_init(&wk, c, buf);
     be_span_init(L, lo, hi);
@@ -88,6 +109,8 @@ static void mm_whole_spans(mm_plan *m, int w)
         m->wspan[w][i + 1] = total;
     }
     free(lo);
+    *made = ir_xmalloc(size);
+    memcpy(*made, m->wspan[w], size);
 }
 
 /* Stage the restickified operands of mask (bit 0 A, bit 1 B) whole, once
