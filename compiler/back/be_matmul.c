@@ -46,6 +46,7 @@ static void mm_free(mm_plan *m)
     free(m->wspan[0]);
     free(m->wspan[1]);
     free(m->gmemo.e);
+    free(m->gmemo.waited);
 }
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
@@ -841,12 +842,16 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
 {
     be_ctx *c = m->c;
     const int waits = c->waits;
-    if (waits || m->M >= c->cfg->pt_rows || c->work[m->ep.pos].mb)
-        return mm_block_priced(m, gm, gn, mt, ns, out);
+    if (waits || m->M >= c->cfg->pt_rows || c->work[m->ep.pos].mb) {
+        const int rc = mm_block_priced(m, gm, gn, mt, ns, out);
+        out->waited = -1;
+        return rc;
+    }
     c->waits = 1;
     const int rc = mm_block_priced(m, gm, gn, mt, ns, out);
     c->waits = 0;
     if (!rc) {
+        out->waited = out->cycles;
         mm_grid_est G;
         mm_grid_of(m, gm, gn, mt, ns, &G);
         mm_estimate(m, &G, DBL_MAX, out);
@@ -1251,10 +1256,12 @@ static void mm_gmemo_begin(mm_plan *m, int64_t cores)
 {
     mm_grid_memo *g = &m->gmemo;
     const size_t n = (size_t)(cores + 1) * (size_t)(cores + 1);
-    if (!g->e)
+    if (!g->e) {
         g->e = ir_xmalloc(n * sizeof *g->e);
+        g->waited = ir_xmalloc(n * sizeof *g->waited);
+    }
     for (size_t i = 0; i < n; i++)
-        g->e[i] = -1;
+        g->e[i] = g->waited[i] = -1;
     g->aw = m->aw;
     g->bw = m->bw;
     g->whole_dram = m->whole_dram;
@@ -1294,8 +1301,10 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                     mm_tiling tl;
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
                     double *memo = mm_gmemo_at(m, gm, gn);
-                    if (memo)
+                    if (memo) {
                         *memo = e;
+                        m->gmemo.waited[memo - m->gmemo.e] = e == DBL_MAX ? DBL_MAX : tl.waited;
+                    }
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
                         (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
@@ -1634,13 +1643,24 @@ static double mm_cost_waits(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64
  * 2x1, 1,694 and 1,545 with the waits, simulated 1,344 and 1,765).
  * *best (the comparison with the schemes over the ring) stays the
  * choices'. */
+/* mm_cost_waits of gm x gn with K whole.  A short product's tiling is
+ * chosen with the waits priced (mm_block), and the grid search kept that
+ * estimate of it (mm_grid_memo.waited): the same call, the same double. */
+static double mm_cost_waits_k1(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn)
+{
+    mm_set_gk(m, 1);
+    const double *memo = mm_gmemo_at(m, gm, gn);
+    const double w = memo ? m->gmemo.waited[memo - m->gmemo.e] : -1;
+    return w >= 0 ? w : mm_cost_waits(c, m, gm, gn, 1);
+}
+
 static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
 {
     be_work *w = &c->work[pos];
     if (w->gb != 1 || w->gk != 1 || w->bcast)
         return;
     const int64_t cores = c->cfg->cores;
-    double bytes, pick = mm_cost_waits(c, m, w->gm, w->gn, 1), tie = pick, split = DBL_MAX;
+    double bytes, pick = mm_cost_waits_k1(c, m, w->gm, w->gn), tie = pick, split = DBL_MAX;
     int64_t g[3] = {w->gm, w->gn, 1};
     for (int64_t gk = 2; m->M >= c->cfg->pt_rows && gk <= cc_min(cores / (w->gm * w->gn), m->KG); gk++) {
         const double e = mm_cost_waits(c, m, w->gm, w->gn, gk);
@@ -1656,7 +1676,7 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
             const double *memo = mm_gmemo_at(m, w->gm, gn); /* priced by the search, when it was */
             if ((memo && *memo >= 0 ? *memo : mm_cost(m, w->gm, gn, &bytes)) > best * (1 + MM_SLACK))
                 continue;
-            const double e = mm_cost_waits(c, m, w->gm, gn, 1);
+            const double e = mm_cost_waits_k1(c, m, w->gm, gn);
             if (e < tie) {
                 tie = e;
                 g[1] = gn;

@@ -42,6 +42,8 @@ typedef struct {
     double bytes;      /* DRAM bytes the whole grid moves */
     int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
     double wait;       /* schemes over the ring: the DRAM's wait on the way in that cycles counts */
+    double waited;     /* a tiling chosen with the DRAM's waits priced (mm_block: a short product's),
+                          its estimate so; -1 none */
 } mm_tiling;
 
 /* The grid search's estimates (mm_plan_search) of its grids with K and
@@ -50,6 +52,7 @@ typedef struct {
  * the same grids again. */
 typedef struct {
     double *e;           /* [gm * (cores + 1) + gn]; < 0: not priced */
+    double *waited;      /* the same, the tiling's estimate with the DRAM's waits (mm_tiling.waited) */
     int aw, bw, whole_dram, ends, waits;
     double sscale;
 } mm_grid_memo;
