@@ -44,14 +44,127 @@ static ir_prog *prog_new(const gr_graph *g, const cc_compile_opts *opts, char *e
     return p;
 }
 
+static void *dup_array(const void *a, size_t n, size_t elem)
+{
+    if (!a)
+        return NULL;
+    void *d = ir_xalloc(n * elem);
+    memcpy(d, a, n * elem);
+    return d;
+}
+
+static char *dup_str(const char *s)
+{
+    return s ? ir_xstrdup(s) : NULL;
+}
+
+/* The program's expressions, buffers and nodes copied, arrays at their
+ * capacities (ir_xgrow grows them from there). */
+static void copy_ir(ir_prog *q, const ir_prog *p)
+{
+    const ir_arena *A = &p->A;
+    q->A.e = dup_array(A->e, (size_t)A->cap, sizeof *A->e);
+    q->A.memo = dup_array(A->memo, (size_t)A->cap, sizeof *A->memo);
+    q->A.stamp = dup_array(A->stamp, (size_t)A->cap, sizeof *A->stamp);
+    q->A.hash = dup_array(A->hash, (size_t)A->hcap, sizeof *A->hash);
+    q->bufs = dup_array(p->bufs, (size_t)p->capbufs, sizeof *p->bufs);
+    q->bnames = dup_array(p->bnames, (size_t)p->capbnames, sizeof *p->bnames);
+    for (int b = 0; b < p->nbufs; b++) {
+        ir_buf *B = &q->bufs[b];
+        assert(p->bnames[b] == p->bufs[b].name);
+        q->bnames[b] = B->name = dup_str(B->name);
+        B->param_key = dup_str(B->param_key);
+        B->cdata = dup_array(B->cdata, (size_t)gr_ttype_numel(&B->type), sizeof *B->cdata);
+        B->parts = dup_array(B->parts, (size_t)B->nparts, sizeof *B->parts);
+    }
+    q->nodes = dup_array(p->nodes, (size_t)p->capnodes, sizeof *p->nodes);
+    for (int n = 0; n < p->nnodes; n++) {
+        ir_node *N = &q->nodes[n];
+        N->ops = dup_array(N->ops, (size_t)N->nops, sizeof *N->ops);
+        N->hin = dup_array(N->hin, (size_t)N->nhin, sizeof *N->hin);
+        N->hout = dup_array(N->hout, (size_t)N->nhout, sizeof *N->hout);
+        N->reads = dup_array(N->reads, (size_t)N->nreads, sizeof *N->reads);
+    }
+    q->kernels = dup_array(p->kernels, (size_t)p->nkernels + 1, sizeof *p->kernels);
+    for (int k = 0; k < p->nkernels; k++) {
+        ir_kernel *K = &q->kernels[k];
+        K->nodes = dup_array(K->nodes, (size_t)K->nnodes, sizeof *K->nodes);
+        K->name = dup_str(K->name);
+        K->ops = dup_array(K->ops, (size_t)K->nops, sizeof *K->ops);
+    }
+}
+
+/* A copy of p, which the front half has taken up to fuse_siblings (no
+ * back half yet).  What decompose leaves for lower (dg, dfrom, dconsts)
+ * is not copied: nothing after lower reads it.  A field added to
+ * cc_result must be copied here too (or left out with a reason), and
+ * freed in cc_result_free: the size check stops the build until it is. */
+_Static_assert(sizeof(struct cc_result) == 416, "compile.c's prog_copy copies every cc_result field: add the new one");
+static ir_prog *prog_copy(const ir_prog *p)
+{
+    assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts);
+    for (int i = 0; i < p->ndconsts; i++)
+        assert(!p->dconsts[i].data); /* lower moved each into its buffer */
+    ir_prog *q = ir_xalloc(sizeof *q);
+    *q = *p;
+    q->path = dup_str(p->path);
+    q->gname = dup_str(p->gname);
+    q->src = dup_array(p->src, (size_t)p->nsrc + 1, sizeof *p->src);
+    for (int n = 0; n < p->nsrc; n++)
+        q->src[n].op = dup_str(p->src[n].op);
+    q->host = dup_array(p->host, (size_t)p->nsrc + 1, 1);
+    q->dg = NULL;
+    q->dfrom = NULL;
+    q->dconsts = NULL;
+    q->ndconsts = 0;
+    copy_ir(q, p);
+    q->outputs = dup_array(p->outputs, (size_t)p->noutputs, sizeof *p->outputs);
+    for (int o = 0; o < p->noutputs; o++)
+        q->outputs[o].name = dup_str(p->outputs[o].name);
+    q->updates = dup_array(p->updates, (size_t)p->nupdates, sizeof *p->updates);
+    for (int u = 0; u < p->nupdates; u++) {
+        q->updates[u].state = dup_str(p->updates[u].state);
+        q->updates[u].index = dup_str(p->updates[u].index);
+        q->updates[u].src = dup_str(p->updates[u].src);
+    }
+    q->graph_text = dup_str(p->graph_text);
+    return q;
+}
+
+/* The front half's passes before fuse_siblings read nothing the two
+ * attempts of cc_compile differ in (opts.siblings; the host ops, none in
+ * either's first try): when fuse_siblings will fuse some products (then
+ * the products apart are tried too), the first attempt's program after
+ * those passes is copied (copy), and the second starts from the copy
+ * instead of decomposing and lowering the graph again. */
+typedef struct {
+    int keep;     /* copy the program after the passes before fuse_siblings */
+    ir_prog *copy;
+} front_share;
+
+/* The front half: all of it, or from fuse_siblings on for a copy (p->stage
+ * past dce), keeping a copy first when sh asks for one. */
+static int run_front(ir_prog *p, front_share *sh)
+{
+    const char *from = strcmp(p->stage, "start") ? "fuse_siblings" : NULL;
+    if (!from && sh && sh->keep) {
+        if (ir_run_passes(p, 0, NULL, "fuse_siblings"))
+            return -1;
+        sh->keep = 0;
+        sh->copy = ir_siblings_fuse_some(p) ? prog_copy(p) : NULL;
+        from = "fuse_siblings";
+    }
+    return ir_run_passes(p, 0, from, NULL);
+}
+
 /* One attempt: the front half and, for a target, the back half (only
  * the passes before codegen with plan_only), with the source ops p->host
  * marks running on the host. */
 static int compile_once(ir_prog *p, const gr_graph *g, const cc_compile_opts *opts, int plan_only, char *err,
-                        size_t errlen)
+                        size_t errlen, front_share *sh)
 {
     p->graph = g;
-    if (ir_run_passes(p, 0, NULL, NULL))
+    if (run_front(p, sh))
         return -1;
     p->graph = NULL;
     if (opts && opts->target) {
@@ -112,10 +225,17 @@ static int mark_host(const ir_prog *p, const gr_graph *g, char *host)
  * fuse_siblings fused products in any attempt.  With plan_only the
  * result is planned, not compiled (compile_finish). */
 static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, char *host, int plan_only, char *err,
-                                size_t errlen, char **dump, size_t *dlen, int *fused, struct be_spancache **spans)
+                                size_t errlen, char **dump, size_t *dlen, int *fused, struct be_spancache **spans,
+                                front_share *sh)
 {
     for (;;) {
-        ir_prog *p = prog_new(g, opts, err, errlen);
+        ir_prog *p = sh && sh->copy ? sh->copy : prog_new(g, opts, err, errlen);
+        if (sh && sh->copy) { /* the first try: no host ops, as in the copy */
+            sh->copy = NULL;
+            p->opts = *opts;
+            p->err = err;
+            p->errlen = errlen;
+        }
         p->spans = spans;
         memcpy(p->host, host, (size_t)g->nnodes);
         /* A dump shows the last attempt only: each goes to memory first. */
@@ -123,7 +243,8 @@ static cc_result *compile_graph(const gr_graph *g, const cc_compile_opts *opts, 
         if (p->opts.dump_after && !mem)
             abort();
         p->opts.dump = mem;
-        int failed = compile_once(p, g, opts, plan_only, err, errlen);
+        int failed = compile_once(p, g, opts, plan_only, err, errlen, sh);
+        sh = NULL; /* a later try has host ops */
         *fused |= p->nsiblings > 0; /* an attempt the back half refused may have fused some */
         int marked = failed && !(opts && opts->no_fallback) && mark_host(p, g, host);
         if (mem) {
@@ -175,7 +296,7 @@ static cc_result *compile_finish(cc_result *p, const gr_graph *g, const cc_compi
     }
     if (errlen)
         err[0] = 0;
-    return compile_graph(g, opts, host, 0, err, errlen, NULL, NULL, fused, spans);
+    return compile_graph(g, opts, host, 0, err, errlen, NULL, NULL, fused, spans, NULL);
 }
 
 static int host_ops(const cc_result *r)
@@ -272,13 +393,14 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     cc_compile_opts apart = opts ? *opts : (cc_compile_opts){0};
     apart.siblings = CC_SIBLINGS_NEVER;
     struct be_spancache *spans = NULL; /* the attempts' row kernels walk the same loads */
+    front_share front = {.keep = plan}; /* (a dump shows each attempt's every pass) */
     cc_result *r = compile_graph(g, opts, ir_xalloc((size_t)g->nnodes + 1), plan, err, errlen, &dump, &dlen, &fused,
-                                 &spans);
+                                 &spans, &front);
     cc_result *alt = NULL, **next;
     for (;;) {
         if (choose && !tried && (!r || fused)) {
             alt = compile_graph(g, &apart, ir_xalloc((size_t)g->nnodes + 1), plan, aerr, sizeof aerr, &adump, &alen,
-                                &afused, &spans);
+                                &afused, &spans, &front);
             tried = 1;
         }
         if (!(next = next_codegen(&r, &alt, tried, err, errlen)))
@@ -297,6 +419,7 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
             err[0] = 0;
     }
     cc_result_free(alt);
+    cc_result_free(front.copy); /* not taken: the products apart were not tried */
     if (r) /* compiled: no plan of its own needs the cache now, and a later one makes its own */
         r->spans = NULL;
     be_spancache_free(spans);

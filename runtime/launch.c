@@ -8,34 +8,37 @@
 
 int rt_launch(rt_program *prog, rt_run_result *res)
 {
-    rt_run_result r;
-    memset(&r, 0, sizeof r);
-    r.fault.core = -1;
-    r.fault.unit = ISA_U_SEQ;
-    r.fault.index = -1;
+    /* built where it is kept rather than in a local copied there at the
+     * end: it holds the run's statistics (tens of KB), and a timing-only
+     * launch of the 1024^3 GEMM is about a millisecond */
+    rt_run_result *r = &prog->last;
+    memset(r, 0, sizeof *r);
+    r->fault.core = -1;
+    r->fault.unit = ISA_U_SEQ;
+    r->fault.index = -1;
     rt_device *dev = prog->dev;
     prog->last_use = ++dev->clock;
     size_t from = rt_sched_from(prog, 1);
-    char msg[sizeof r.fault.msg];
+    char msg[sizeof r->fault.msg];
     int rc = 0, unsupported = 0;
     /* Its weights back if they were evicted, then its activations. */
     /* a timing-only run reads no values: its inputs' transfer is counted, not made */
     const int values = sim_get_options(dev->sim)->values;
     if (rt_place_weights(prog, from, 1, msg, sizeof msg) || rt_stage(prog, from, values, msg, sizeof msg) ||
         rt_place_lx(prog, msg, sizeof msg) || rt_poison_values(prog, msg, sizeof msg)) {
-        snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+        snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
         rc = -1;
     } else {
         const isa_program *p = prog->p;
-        rt_fallback *fb = rt_fallback_begin(prog, &r, msg, sizeof msg);
+        rt_fallback *fb = rt_fallback_begin(prog, r, msg, sizeof msg);
         if (!fb && msg[0]) {
-            snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+            snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
             rc = -1;
             unsupported = 1;
         } else {
             sim_set_host(dev->sim, fb ? rt_fallback_host : NULL, fb);
             rc = sim_run_regions(dev->sim, p, p->weight_bytes ? prog->wbase : 0, prog->staged ? prog->abase : 0,
-                                 &r.stats, &r.fault);
+                                 &r->stats, &r->fault);
             sim_set_host(dev->sim, NULL, NULL);
             unsupported = rt_fallback_failed(fb);
             rt_fallback_end(fb);
@@ -43,23 +46,22 @@ int rt_launch(rt_program *prog, rt_run_result *res)
         /* Outputs come back (also after a fault: what the run wrote), then
          * the activation region is freed. */
         if (rt_download_outputs(prog, msg, sizeof msg) && !rc) {
-            snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+            snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
             rc = -1;
         }
         /* the state takes the run's updates, unless it faulted */
-        if (!rc && rt_state_apply(prog, &r, msg, sizeof msg)) {
-            snprintf(r.fault.msg, sizeof r.fault.msg, "%s", msg);
+        if (!rc && rt_state_apply(prog, r, msg, sizeof msg)) {
+            snprintf(r->fault.msg, sizeof r->fault.msg, "%s", msg);
             rc = -1;
         }
         rt_unstage(prog);
     }
-    r.status = unsupported ? RT_RUN_UNSUPPORTED : rc ? RT_RUN_FAULT : RT_RUN_OK;
-    r.xfer = prog->pending;
+    r->status = unsupported ? RT_RUN_UNSUPPORTED : rc ? RT_RUN_FAULT : RT_RUN_OK;
+    r->xfer = prog->pending;
     memset(&prog->pending, 0, sizeof prog->pending);
-    prog->last = r;
     prog->launched = 1;
     if (res)
-        *res = r;
+        *res = *r;
     return rc ? -1 : 0;
 }
 

@@ -92,7 +92,9 @@ typedef struct dram_wentry {
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
     double start, end;  /* released: its first and last data on the bus */
+    uint64_t pad[2];    /* to 64 bytes: an entry's index scales by a shift */
 } dram_wentry;
+_Static_assert(sizeof(dram_wentry) == 64, "a write buffer entry is one cache line");
 
 /* A divisor with its shift when it is a power of two (-1 otherwise): the
  * address map divides by several per segment, and a shift is far cheaper
@@ -126,14 +128,16 @@ struct sim_dram {
     double switch_bytes, switch_ns; /* read/write batch and the cost of one turn */
     double window;                  /* bus time a waiting segment lends to ready ones */
     /* posted writes (wq_cap 0: writes are scheduled on arrival) */
-    uint64_t wq_cap;                /* buffer per channel, bursts (= ring entries) */
+    uint64_t wq_cap;                /* buffer per channel, bursts (at most as many entries) */
+    uint64_t wq_mask;               /* a channel's ring holds wq_mask + 1 entries, the power of two
+                                       from wq_cap up: an index wraps by a mask */
     double wq_high, wq_low;         /* watermarks on waiting bursts */
     double ack;                     /* arrival to acceptance */
     /* state */
     dram_chan *ch;
     dram_bank *bank;    /* nch * nbank */
     double *bg_free;    /* nch * nbg: the bank group's CAS stream is busy up to here */
-    dram_wentry *wq;    /* nch * wq_cap: the write buffers */
+    dram_wentry *wq;    /* nch * (wq_mask + 1): the write buffers */
     uint64_t call;
     sim_dram_stats st;
     sim_dram *shadow;   /* scratch copy for sim_dram_drain_time */
@@ -199,11 +203,11 @@ static int alloc_state(sim_dram *d)
     d->ch = calloc(n, sizeof *d->ch);
     d->bank = calloc(n * (size_t)d->nbank, sizeof *d->bank);
     d->bg_free = calloc(n * (size_t)d->nbg, sizeof *d->bg_free);
-    d->wq = d->wq_cap ? calloc(n * (size_t)d->wq_cap, sizeof *d->wq) : NULL;
+    d->wq = d->wq_cap ? calloc(n * (size_t)(d->wq_mask + 1), sizeof *d->wq) : NULL;
     if (!d->ch || !d->bank || !d->bg_free || (d->wq_cap && !d->wq))
         return 1;
     for (size_t c = 0; c < n; c++)
-        d->ch[c].wq = d->wq ? &d->wq[c * d->wq_cap] : NULL;
+        d->ch[c].wq = d->wq ? &d->wq[c * (d->wq_mask + 1)] : NULL;
     return 0;
 }
 
@@ -252,6 +256,8 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     /* one turn of the bus, averaged over read-to-write and write-to-read */
     d->switch_ns = (d->rtw + d->wtr_s + d->cl) / 2;
     d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
+    for (d->wq_mask = 0; d->wq_mask + 1 < d->wq_cap; d->wq_mask = 2 * d->wq_mask + 1)
+        ;
     d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
     d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
     d->placed_r = UINT64_MAX; /* none yet */
@@ -568,13 +574,11 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
 /* ---- posted writes ---- */
 
 /* The i-th entry of channel c's write buffer, counting from the oldest.
- * The head and i (at most the entries held, fewer than wq_cap when a new
- * one is placed) are both below wq_cap, so one wrap reduces their sum. */
+ * The ring holds at least wq_cap entries, as many as can ever be held. */
 static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 {
     const dram_chan *ch = &d->ch[c];
-    uint64_t k = (uint64_t)ch->wq_head + i;
-    return &ch->wq[k >= d->wq_cap ? k - d->wq_cap : k];
+    return &ch->wq[(ch->wq_head + i) & d->wq_mask];
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
@@ -613,7 +617,7 @@ static void wq_retire(sim_dram *d, int c, double t)
         dram_wentry *e = wq_at(d, c, 0);
         if (e->start > t)
             break;
-        ch->wq_head = ch->wq_head + 1 == d->wq_cap ? 0 : ch->wq_head + 1;
+        ch->wq_head = (uint32_t)((ch->wq_head + 1) & d->wq_mask);
         ch->wq_n--;
         ch->wq_rel--;
         ch->wq_occ -= e->nb;
@@ -694,7 +698,7 @@ double sim_dram_drain_time(const sim_dram *d)
         /* no further access: every waiting write goes out once the reads
          * are done; play that on a copy of the channel */
         sim_dram *s = d->shadow;
-        size_t nb = (size_t)d->nbank, ng = (size_t)d->nbg, nq = (size_t)d->wq_cap, uc = (size_t)c;
+        size_t nb = (size_t)d->nbank, ng = (size_t)d->nbg, nq = (size_t)(d->wq_mask + 1), uc = (size_t)c;
         s->ch[c] = *ch;
         s->ch[c].wq = &s->wq[uc * nq]; /* its own buffer */
         memcpy(&s->bank[uc * nb], &d->bank[uc * nb], nb * sizeof *s->bank);
@@ -755,6 +759,20 @@ static inline __attribute__((always_inline)) double chan_access(sim_dram *d, int
     return done;
 }
 
+/* Every channel's share of an access of whole blocks, the same local
+ * range [lo, hi) on each: called with dir a constant, so that each
+ * direction gets its own copy of the channel loop with the direction's
+ * branches folded away (the GEMM's every access comes here). */
+static inline __attribute__((always_inline)) double whole_access(sim_dram *d, uint64_t call, uint64_t lo, uint64_t hi,
+                                                                 int dir, double t, int one, uint64_t nb,
+                                                                 dram_place w)
+{
+    double done = t;
+    for (int c = 0; c < d->nch; c++)
+        done = later(done, chan_access(d, c, call, lo, hi, dir, t, one, nb, w));
+    return done;
+}
+
 double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, int is_write)
 {
     if (!bytes)
@@ -770,11 +788,10 @@ double sim_dram_access(sim_dram *d, double t_ns, uint64_t addr, uint64_t bytes, 
     const int whole_one = whole && dv(whole_lo, d->drow) == dv(whole_hi - 1, d->drow);
     const uint64_t whole_nb = whole_one ? bursts(d, whole_lo, whole_hi) : 0;
     const dram_place whole_w = whole_one ? place_of(d, whole_lo) : (dram_place){0, 0, 0};
-    for (int c = 0; c < d->nch; c++) {
-        if (whole) {
-            done = later(done, chan_access(d, c, call, whole_lo, whole_hi, dir, t_ns, whole_one, whole_nb, whole_w));
-            continue;
-        }
+    if (whole)
+        done = dir == RD ? whole_access(d, call, whole_lo, whole_hi, RD, t_ns, whole_one, whole_nb, whole_w)
+                         : whole_access(d, call, whole_lo, whole_hi, WR, t_ns, whole_one, whole_nb, whole_w);
+    for (int c = 0; c < d->nch && !whole; c++) {
         uint64_t lo, hi;
         if (!chan_range(d, &sp, c, &lo, &hi))
             continue;

@@ -118,8 +118,10 @@ static int kernels_begin(engine *g)
     const size_t nspan = (size_t)st->nkernels * (size_t)p->ncores * 2;
     if (!(g->kspan = malloc((nspan ? nspan : 1) * sizeof *g->kspan)))
         return -1;
-    for (size_t i = 0; i < nspan; i++)
-        g->kspan[i] = -1;
+    for (size_t i = 0; i < nspan; i += 2) { /* no start yet: any start is earlier */
+        g->kspan[i] = INFINITY;
+        g->kspan[i + 1] = -1;
+    }
     return 0;
 }
 
@@ -188,7 +190,7 @@ static void kernels_fold(engine *g)
         int any = 0;
         for (int c = 0; c < g->p->ncores; c++) {
             const double *sp = &g->kspan[2 * ((size_t)k * (size_t)g->p->ncores + (size_t)c)];
-            if (sp[0] < 0)
+            if (sp[0] == INFINITY)
                 continue;
             if (!any || sp[0] < ks->start)
                 ks->start = sp[0];
@@ -220,7 +222,7 @@ static void kernel_charge(engine *g, int slot, int core, double start, double do
 {
     sim_kernel_stats *k = &g->kernels[slot];
     double *sp = &g->kspan[2 * ((size_t)slot * g->ncores + (size_t)core)];
-    if (sp[0] < 0 || start < sp[0])
+    if (start < sp[0])
         sp[0] = start;
     if (done > sp[1])
         sp[1] = done;
@@ -393,6 +395,10 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     const long n = (long)str->n;
     uint8_t *const units = g->unit[c->id]; /* wake_unit's stores would have it loaded again */
     const int *const kmap = g->kmap ? g->kmap[c->id] : NULL;
+    /* the limits in registers too: the slot stores below would have them
+     * loaded again for every instruction */
+    const uint64_t max_insns = g->max_insns;
+    const double max_cycles = g->max_cycles;
     long pc = c->pc;
     double t = c->seq_time;
     int rc = 0;
@@ -410,19 +416,29 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
             *full = 1;
             break;
         }
-        if ((rc = issue_limits(g, c->id, u, pc, t)))
+        if (g->issued + 1 > max_insns || t > max_cycles) { /* issue_limits says which, as for any issue */
+            rc = issue_limits(g, c->id, u, pc, t);
             break;
+        }
+        g->issued++;
         const isa_insn *in = &str->insns[pc];
         int at = q->head + q->count; /* a wrap, not a division by depth */
         sim_slot *e = &q->q[at >= depth ? at - depth : at];
         e->in = in;
-        e->d = resolve(c, &in->d);
-        e->a = resolve(c, &in->a);
-        e->b = resolve(c, &in->b);
-        e->p = resolve(c, &in->p);
+        e->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
+        if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
+            /* two thirds of what the GEMM issues; their format (TOK) names
+             * no address, so none is resolved (the trace prints only the
+             * format's operands), and in->p's line is not read */
+            e->d = e->a = e->b = e->p = 0;
+        } else {
+            e->d = resolve(c, &in->d);
+            e->a = resolve(c, &in->a);
+            e->b = resolve(c, &in->b);
+            e->p = resolve(c, &in->p);
+        }
         e->index = pc;
         e->ready = t;
-        e->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
         /* the kernel map is read here, in stream order, rather than when
          * the unit runs the slot, long after, when its line is often out
          * of cache (a second miss beside the slot's own) */

@@ -139,11 +139,16 @@ sim_evtime *sim_evq_time(sim_evq *q, double t)
     if (t < at->t)
         return time_insert(q, lo + 2, t);
     const sim_evtime *last = &q->times[hi - 1]; /* last->t > t stops both scans */
+    /* the last scan's place, if it is still before t, is a nearer start
+     * (only the order of the times makes a start right) */
+    if (q->hint > lo + 2 && q->hint < hi - 1 && q->times[q->hint].t <= t)
+        at = &q->times[q->hint];
     while (at + 4 <= last && at[4].t <= t)
         at += 4;
     while (at[1].t <= t)
         at++;
     size_t i = (size_t)(at - q->times);
+    q->hint = i;
     return at->t == t ? &q->times[i] : time_insert(q, i + 1, t);
 }
 

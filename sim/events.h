@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     sim_evtime *times; /* the distinct pending times, ascending, in [lo, hi) */
     size_t lo, hi, cap;
+    size_t hint;       /* where the last search ended (sim_evq_time) */
     sim_evnode *node;  /* every event's node; unused token nodes chained from `spare` */
     uint32_t nagents, nnode, nodecap, spare;
 } sim_evq;

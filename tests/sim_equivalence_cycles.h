@@ -113,31 +113,38 @@
  * 24,901 on both chips, gpt2_gen/decode 29,528 -> 27,698, gpt2_gen/prefill
  * 26,913 -> 25,188 and llama_tiny 15,542 -> 14,078 on spyre,
  * llama_gen/prefill 32,945 -> 32,113; llama_tiny on spyre-4core 17,007 ->
- * 15,542; transformer_small's program changed with the same cycles. */
+ * 15,542; transformer_small's program changed with the same cycles.
+ * Session 22: an operand staged whole loads the sticks of its core's part
+ * (not the whole buffer), with the first chunk's loads, and products of
+ * fewer rows than a PT pass may split the batch: with values
+ * gpt2_gen/decode 27,698 -> 22,571 on spyre and 24,233 on spyre-4core,
+ * llama_gen/decode 24,901 -> 21,971 on both, on spyre-4core
+ * transformer_small 68,640 -> 66,809 and decoder_small 19,937 -> 20,303;
+ * three other programs changed with the same cycles. */
 {"bert_handwritten_small", "spyre", 0x7ff34f3d4c1573f6ull, 11148.1875, 11148.1875},
 {"bert_handwritten_small", "spyre-4core", 0xdef120ffcf3a3c72ull, 11148.1875, 11148.1875},
 {"gpt2_gen/prefill", "spyre", 0x1e43ba269e07ce94ull, 25188.375, 24877.125},
 {"gpt2_gen/prefill", "spyre-4core", 0x03be246b84c70710ull, 26070.699999999997, 25620.75},
-{"gpt2_gen/decode", "spyre", 0x95cf9fea0c903335ull, 27697.512500000004, 27517.512500000004},
-{"gpt2_gen/decode", "spyre-4core", 0x3988070a33923975ull, 27697.512500000004, 27517.512500000004},
+{"gpt2_gen/decode", "spyre", 0x3a2f04bf990249d5ull, 22570.887500000001, 22390.887500000001},
+{"gpt2_gen/decode", "spyre-4core", 0x0478dbfd2fb65a41ull, 24232.512500000001, 24392.512500000001},
 {"llama_gen/prefill", "spyre", 0x6d8bb0327dfed32eull, 32112.512499999997, 31834.6875},
 {"llama_gen/prefill", "spyre-4core", 0x61da196b0f5b6097ull, 32109.0625, 31834.6875},
-{"llama_gen/decode", "spyre", 0x945bc6be59ef43d2ull, 24900.699999999997, 24840.699999999997},
-{"llama_gen/decode", "spyre-4core", 0x4f6cd061b11e2412ull, 24900.699999999997, 24840.699999999997},
+{"llama_gen/decode", "spyre", 0xb89d94af49e9a186ull, 21971.200000000001, 21911.200000000001},
+{"llama_gen/decode", "spyre-4core", 0x438b562faad41062ull, 21971.200000000001, 21911.200000000001},
 {"gpt2_small_block_tiny", "spyre", 0x9b68904798b99159ull, 12979.125, 12979.125},
 {"gpt2_small_block_tiny", "spyre-4core", 0xd61b208b92b04592ull, 12612.9375, 12612.9375},
 {"encoder_small", "spyre", 0x825376074ee34d08ull, 13015.4375, 13015.4375},
-{"encoder_small", "spyre-4core", 0xf2c5f34bbd7cfb9aull, 12612.9375, 12612.9375},
+{"encoder_small", "spyre-4core", 0xab96d044d15f9ebaull, 12612.9375, 12612.9375},
 {"mlp", "spyre", 0x2c86f3245bd09860ull, 3458.25, 3458.25},
 {"mlp", "spyre-4core", 0xcadfa58169634253ull, 3062.0625, 3062.0625},
 {"llama_tiny", "spyre", 0xc3c014dfcb2f1464ull, 14077.6875, 14077.6875},
 {"llama_tiny", "spyre-4core", 0x06c4d41b243483feull, 15542.4375, 15542.4375},
-{"decoder_small", "spyre", 0x613334d5c0797d67ull, 19936.6875, 19936.6875},
-{"decoder_small", "spyre-4core", 0x99734b39d94e0178ull, 19936.6875, 19936.6875},
+{"decoder_small", "spyre", 0x7b01a09dedb5cc7bull, 19936.6875, 19936.6875},
+{"decoder_small", "spyre-4core", 0x8b5ef6eda7cd0828ull, 20302.875, 20302.875},
 {"embed_small", "spyre", 0x625eca7f4de6be3aull, 1261.125, 1261.125},
 {"embed_small", "spyre-4core", 0x31b0bfb7e883d83aull, 1261.125, 1261.125},
-{"transformer_small", "spyre", 0x466431e789499309ull, 68273.4375, 68273.4375},
-{"transformer_small", "spyre-4core", 0x163f4d233949cf7aull, 68639.625, 68639.625},
+{"transformer_small", "spyre", 0x47220a0dd99e9ea9ull, 68273.4375, 68273.4375},
+{"transformer_small", "spyre-4core", 0xf2f04427e11b9f7eull, 66808.6875, 66808.6875},
 {"gemm 1024", "spyre", 0x6412875f9bc2f8c7ull, 68768.000000000015, 68768.000000000015},
 {"gemm 1024", "spyre-4core", 0x9d523ba7dc5ccef1ull, 455633.625, 455633.625},
 {"softmax 512 1024", "spyre", 0xea410e778fb35d3bull, 22910, 22910},

@@ -479,21 +479,28 @@ static void test_compile_and_run_take_siblings(void)
 
 /* --placement: by default (free) llama_gen decode's rope-table index
  * select, which reads only inputs, moves off core 0 (the report says
- * where), and a bar is added where it lets the next kernel move; with
- * independent only the index select moves; with none every kernel starts
- * at core 0; free runs and checks; another word is a usage error. */
+ * where), and in llama_tiny a bar is added where it lets the next kernel
+ * move; with independent only the index select moves, and no such bar;
+ * with none every kernel starts at core 0; free runs and checks; another
+ * word is a usage error. */
 static void test_compile_and_run_take_placement(void)
 {
-    const char *trace = SPYRE_SOURCE_DIR "/traces/llama_gen/decode";
+    const char *trace = SPYRE_SOURCE_DIR "/traces/llama_gen/decode", *tiny = SPYRE_SOURCE_DIR "/traces/llama_tiny";
+    const char *bar = "bar (placement: the kernel after it runs on other cores)";
     char cmd[512];
     snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null", trace);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "  placed: on cores 1..1 (free first"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bar (placement: the kernel after it runs on other cores)"));
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null", tiny);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, bar));
+    snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null --placement independent", tiny);
+    CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
+    CU_ASSERT_PTR_NULL(strstr(out, bar));
     snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null --placement independent", trace);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "  placed: on cores 1..1 (free first"));
-    CU_ASSERT_PTR_NULL(strstr(out, "bar (placement: the kernel after it runs on other cores)"));
+    CU_ASSERT_PTR_NULL(strstr(out, bar));
     snprintf(cmd, sizeof cmd, "compile %s --config spyre --report -o /dev/null --placement none", trace);
     CU_ASSERT_EQUAL(tu_spyre(cmd, out, sizeof out), 0);
     CU_ASSERT_PTR_NULL(strstr(out, "  placed: on cores"));

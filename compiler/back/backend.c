@@ -1006,6 +1006,7 @@ void be_free(ir_prog *p)
     be_reroll_free(c);
     be_rows_spans_free(c);
     be_rows_access_free(c);
+    be_matmul_spans_free(c);
     free(st->k);
     free(st);
     p->be = NULL;

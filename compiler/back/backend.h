@@ -159,6 +159,8 @@ typedef struct be_ctx {
     struct be_spancache *spans; /* staged loads' row spans, walked once for the compile (be_rows.c) */
     struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
     struct be_rowsacc *racc;  /* be_rows_access's answers per kernel position (be_rows.c) */
+    int64_t **wspan;          /* per kernel position and operand (2 pos + w): a product's spans of an operand
+                                 staged whole (be_matmul.c, mm_whole_spans), made once */
 } be_ctx;
 
 /* ---- State updates (be_update.c) ---- */
@@ -709,6 +711,8 @@ void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores,
 double be_rows_estimate(be_ctx *c, int pos);
 /* Free be_rows_access's remembered answers. */
 void be_rows_access_free(be_ctx *c);
+/* be_ctx.wspan freed (be_matmul.c). */
+void be_matmul_spans_free(be_ctx *c);
 /* Free the staged loads' row spans the row kernels' plans walked (let
  * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);

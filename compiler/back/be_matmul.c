@@ -21,8 +21,8 @@
  *         rows; a restickified A or B: only the sticks of its buffer this
  *         block's K chunk reads, staged after the slot's A and B parts
  *         (or, when the whole operand fits LX with the rest of the
- *         kernel, its buffer staged once per core before the first
- *         block, sig wld once, which sfp0 waits for once);
+ *         kernel, the sticks of the core's part staged once per core
+ *         with the first chunk, sig wld once, which sfp0 waits for once);
  *         sig full[s][u] (every u)
  *   sfp0: (restickify) wait full[s][u]; sfp.rst the staged sticks into
  *         the A / B part; sig rst[s][u] (every u), which pt u waits for
@@ -40,7 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void mm_free(mm_plan *m) { rk_free(&m->ep); }
+static void mm_free(mm_plan *m)
+{
+    rk_free(&m->ep);
+    free(m->wspan[0]);
+    free(m->wspan[1]);
+    free(m->gmemo.e);
+    free(m->gmemo.waited);
+}
 
 /* Split K in gk parts of whole sticks: a core's share is at most Kc rows. */
 static void mm_set_gk(mm_plan *m, int64_t gk)
@@ -50,6 +57,63 @@ static void mm_set_gk(mm_plan *m, int64_t gk)
     m->Kc = cc_min(m->KGc * m->c->t.lanes16, m->Kd);
 }
 
+static void batch_vals(const mm_plan *m, int64_t b, int64_t *val);
+
+void be_matmul_spans_free(be_ctx *c)
+{
+    for (int i = 0; c->wspan && i < 2 * c->p->norder; i++)
+        free(c->wspan[i]);
+    free(c->wspan);
+    c->wspan = NULL;
+}
+
+/* m->wspan[w] for an operand staged whole (once a plan): walked row by
+ * row of A, or stick by stick of B down all of K, adding to one span per
+ * stick group as mm_core_span does.  The walk is the kernel's structure's
+ * (its product's operands and their layouts, fixed from the layout pass
+ * on), and every plan, estimate and codegen of the kernel asked it again
+ * (a tenth of the Llama-8B decode step's compile, its K cache staged
+ * whole): made once per kernel position (be_ctx.wspan) and copied. */
+static void mm_whole_spans(mm_plan *m, int w)
+{
+    be_ctx *c = m->c;
+    const int buf = w ? m->mm->b : m->mm->a;
+    const ir_index *idx = w ? &m->mm->bidx : &m->mm->aidx;
+    const be_layout *L = &c->lay[buf];
+    const int64_t n = w ? m->GN : m->M, lanes = c->t.lanes16;
+    const size_t size = (size_t)(n + 1) * sizeof *m->wspan[w];
+    if (!c->wspan)
+        c->wspan = ir_xalloc((size_t)(2 * c->p->norder + 1) * sizeof *c->wspan);
+    int64_t **made = &c->wspan[2 * m->ep.pos + w];
+    m->wspan[w] = ir_xmalloc(size);
+    if (*made) {
+        memcpy(m->wspan[w], *made, size);
+        return;
+    }
+    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, total = 0;
+    int64_t val[IR_MAX_VARS] = {0};
+    memset(m->wspan[w], 0, size);
+    be_walk wk;
+    be_walk_init(&wk, c, buf);
+    be_span_init(L, lo, hi);
+    batch_vals(m, 0, val);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t l0 = w ? i * lanes : 0, nl = w ? cc_min(lanes, m->N - l0) : m->Kd;
+        for (int64_t r = 0; r < (w ? m->Kd : 1); r++) {
+            val[w ? m->vk : m->vm] = w ? r : i;
+            val[w ? m->vn : m->vk] = l0;
+            be_walk_run(&wk, L, be_index_at(idx, m->mm->nvars, val), idx->coef[w ? m->vn : m->vk], nl, -1, lo, hi);
+        }
+        total = 0;
+        for (int64_t g = 0; g < L->groups; g++)
+            total += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+        m->wspan[w][i + 1] = total;
+    }
+    free(lo);
+    *made = ir_xmalloc(size);
+    memcpy(*made, m->wspan[w], size);
+}
+
 /* Stage the restickified operands of mask (bit 0 A, bit 1 B) whole, once
  * per core, the rest per block. */
 static void mm_set_whole(mm_plan *m, int mask)
@@ -57,6 +121,9 @@ static void mm_set_whole(mm_plan *m, int mask)
     m->aw = m->ag && (mask & 1);
     m->bw = m->bg && (mask & 2);
     m->whole_bytes = (m->aw ? be_buf_bytes(m->c, m->mm->a) : 0) + (m->bw ? be_buf_bytes(m->c, m->mm->b) : 0);
+    for (int w = 0; w < 2 && m->M < m->c->cfg->pt_rows; w++) /* (mm_whole_share prices larger ones whole) */
+        if ((w ? m->bw : m->aw) && !m->wspan[w])
+            mm_whole_spans(m, w);
 }
 
 /* Does the lane variable of a restickified operand step across its
@@ -369,10 +436,39 @@ typedef struct {
     int64_t gm, gn, mt, ns;
     /* per core its share of the batch indices (nbc), over the grid all of them */
     double sb, nbat, nbc, cores;
-    double a_bytes, b_bytes; /* the operands' buffers, staged whole */
+    double a_bytes, b_bytes; /* a core's part of the operands, staged whole (mm_whole_share) */
     int a_lx, kept;
     double o_core, o_chip, w_core, w_chip, stage;
 } mm_grid_est;
+
+/* The bytes of operand wo (0 A, 1 B) a core of the grid stages whole, as
+ * mm_core_span measures them in codegen: the sticks of its rows (A) or
+ * sticks (B) for one batch index (m->wspan), times its batch indices when
+ * the operand varies over the batch, at most its buffer.  A core's span
+ * of a stick group is one run of rows, so over several batch indices it
+ * covers each index's every row or stick (serve_tiny's decode QK^T of 4
+ * indices split over N, k^T of the cache pool: 232 KB staged on each of 2
+ * cores), and an operand read across its sticks spans most of them for a
+ * few rows (decoder_small's QK^T, 31 of k^T's 32 sticks per head).
+ * Products of a PT pass of rows or more, which also choose between
+ * staging whole and per block, are priced with the whole buffer, as
+ * before codegen staged a core's part: with its part BERT-base's QK^T
+ * (one head of k^T a core, 16 KB for 590 KB) chose whole staging,
+ * estimated 4,771 cycles against 2,205, and the layer ran 173,376 ->
+ * 174,037 cycles. */
+static double mm_whole_share(const mm_plan *m, int wo, const mm_grid_est *G)
+{
+    const ir_index *idx = wo ? &m->mm->bidx : &m->mm->aidx;
+    const double buf = (double)be_buf_bytes(m->c, wo ? m->mm->b : m->mm->a);
+    if (m->M >= m->c->cfg->pt_rows)
+        return buf;
+    int batched = 0;
+    for (int i = 0; i < m->nb; i++)
+        batched |= idx->coef[i] != 0;
+    const int64_t all = wo ? m->GN : m->M, len = batched && G->nbc > 1 ? all : wo ? G->ns : G->mt;
+    const double one = (double)(m->wspan[wo][cc_min(len, all)] * m->c->t.stick), share = batched ? G->nbc * one : one;
+    return share < buf ? share : buf;
+}
 
 static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_grid_est *G)
 {
@@ -382,8 +478,8 @@ static void mm_grid_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int
     G->nbat = (double)m->nbatch;
     G->nbc = (double)cc_ceil_div(m->nbatch, m->gb);
     G->cores = (double)(gm * gn * m->gb * m->gk);
-    G->a_bytes = (double)be_buf_bytes(m->c, m->mm->a);
-    G->b_bytes = (double)be_buf_bytes(m->c, m->mm->b);
+    G->a_bytes = m->aw ? mm_whole_share(m, 0, G) : 0;
+    G->b_bytes = m->bw ? mm_whole_share(m, 1, G) : 0;
     /* A read from LX (m->alx: kept there by the kernel before, on this
      * grid's rows; m->ahd: sent there by its producer, be_heads_reads)
      * moves no DRAM bytes: bert_base's PV, its A the softmax
@@ -670,7 +766,7 @@ static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t 
  * sticks into blocks, with the most rows that fit LX with every buffer
  * doubled (balanced over the row blocks) or half as many; the cheapest
  * estimate wins. */
-static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
+static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
     const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
     const int64_t max_sticks = ISA_COUNT_MAX / lanes; /* pt.mm n field */
@@ -729,6 +825,38 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         }
     }
     return found ? 0 : -1;
+}
+
+/* The tiling of a gm x gn grid's tile of mt rows x ns sticks
+ * (mm_block_priced).  A product of fewer rows than a PT pass takes the
+ * tiling best with the DRAM's waits priced: each of its K chunks waits
+ * for its loads (a signal on dmai waits for every load before it, so the
+ * next chunk's loads start after it), which the estimate without them
+ * does not see (serve_tiny's decode PV, 2 rows of K 256 a core: chunks
+ * of 64 chosen, 1,787 cycles simulated against 1,505 with K whole).  The
+ * grid is still priced as before (out's estimate without the waits):
+ * priced with them, gpt2_gen decode's QK^T on spyre-4core went from 4
+ * cores to 2 and its rope-table index select ran beside it, 282 -> 755
+ * cycles against 329 estimated. */
+static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
+{
+    be_ctx *c = m->c;
+    const int waits = c->waits;
+    if (waits || m->M >= c->cfg->pt_rows || c->work[m->ep.pos].mb) {
+        const int rc = mm_block_priced(m, gm, gn, mt, ns, out);
+        out->waited = -1;
+        return rc;
+    }
+    c->waits = 1;
+    const int rc = mm_block_priced(m, gm, gn, mt, ns, out);
+    c->waits = 0;
+    if (!rc) {
+        out->waited = out->cycles;
+        mm_grid_est G;
+        mm_grid_of(m, gm, gn, mt, ns, &G);
+        mm_estimate(m, &G, DBL_MAX, out);
+    }
+    return rc;
 }
 
 /* The batch loops' values at batch index b (row-major over them). */
@@ -952,8 +1080,8 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     be_access *a = ir_xalloc((size_t)(m.ep.nl + m.ep.nn + 3) * sizeof *a);
     const be_work *w = &c->work[pos];
     const int bcast = w->bcast; /* rg_a_out copies A's own rows: be_res_fill */
-    /* every core reads all of its batches' rows, only its own groups (not a buffer staged whole) */
-    const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1 && !w->stage_whole;
+    /* every core reads all of its batches' rows, only its own groups (staged whole or per block alike) */
+    const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1;
     a[(*n)++] = (be_access){.buf = m.mm->a,
                             .aligned = mm_aligned_a(&m, pos),
                             .grid = mm_grid_tile_a(&m, pos),
@@ -1099,15 +1227,15 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
 }
 
 /* A split of the batch must look this much better than the best
- * division without one, and the product must have at least a PT pass of
- * rows (pt_rows).  On products of a few rows splits made the kernel
- * slower where the estimate said faster (Llama-8B decode over 8 cards,
- * attention's PV product, 1 row: 1x2b2 estimated 5,032 cycles against
- * 5,227, simulated 11,883 against 8,795; spyre serve's decode layer at
- * context 2,688, 4 rows per KV head: 1x1b8 simulated 16,099 against 9,878
- * on the 2x2 grid), while the splits of products of many rows estimated
+ * division without one: the splits of products of many rows estimated
  * 12% and more better ran faster (prefill's QK^T 1x2b2: 270,400 against
- * 308,288, simulated 368,287 against 479,183). */
+ * 308,288, simulated 368,287 against 479,183).  Products of fewer rows
+ * than a PT pass were not split while an operand staged whole was loaded
+ * whole by every core (spyre serve's decode layer at context 2,688, 4
+ * rows per KV head: 1x1b8 simulated 16,099 against 9,878 on the 2x2
+ * grid); each core now stages its part, and serve_tiny's decode steps
+ * split QK^T and PV over the KV heads of their sequences (decode_b4_c256
+ * 27,119 -> 16,654 cycles, its PV over 8 cores 9,186 -> 3,535). */
 #define MM_BATCH_GAIN 0.10
 
 /* The cheapest gb x gm x gn x gk division by the cost model; near-ties
@@ -1123,13 +1251,47 @@ static int mm_rows_whole(const be_ctx *c, const mm_plan *m, int64_t gm)
  * (mm_keeps_rows): the row kernel reading it aligns with the product's
  * cores and runs faster on more (BERT-base's QK^T, softmax and PV, K 64:
  * 1x1b4 227,915 cycles for the layer, 1x1b12 218,443). */
+/* The grid memo emptied, for the state m is priced in now. */
+static void mm_gmemo_begin(mm_plan *m, int64_t cores)
+{
+    mm_grid_memo *g = &m->gmemo;
+    const size_t n = (size_t)(cores + 1) * (size_t)(cores + 1);
+    if (!g->e) {
+        g->e = ir_xmalloc(n * sizeof *g->e);
+        g->waited = ir_xmalloc(n * sizeof *g->waited);
+    }
+    for (size_t i = 0; i < n; i++)
+        g->e[i] = g->waited[i] = -1;
+    g->aw = m->aw;
+    g->bw = m->bw;
+    g->whole_dram = m->whole_dram;
+    g->ends = m->ends;
+    g->waits = m->c->waits;
+    g->sscale = m->sscale;
+}
+
+/* Where the memo keeps gm x gn's estimate in m's state now (K and the
+ * batch whole), or NULL: priced in another.  whole_dram is read only
+ * for an operand staged whole (mm_in_bytes). */
+static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    const mm_grid_memo *g = &m->gmemo;
+    const int64_t cores = m->c->cfg->cores;
+    if (!g->e || m->gk != 1 || m->gb != 1 || g->aw != m->aw || g->bw != m->bw || g->ends != m->ends ||
+        g->waits != m->c->waits || g->sscale != m->sscale ||
+        (g->whole_dram != m->whole_dram && (m->aw || m->bw)) || gm > cores || gn > cores)
+        return NULL;
+    return &g->e[gm * (cores + 1) + gn];
+}
+
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
     double bytes;
     w->gk = w->gb = 1;
-    const int64_t most_gb = m->M >= c->cfg->pt_rows ? cc_min(cores, m->nbatch) : 1;
+    mm_gmemo_begin(m, cores);
+    const int64_t most_gb = cc_min(cores, m->nbatch);
     for (int64_t gb = 1; gb <= most_gb; gb++)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
@@ -1138,6 +1300,11 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                     m->gb = gb;
                     mm_tiling tl;
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
+                    double *memo = mm_gmemo_at(m, gm, gn);
+                    if (memo) {
+                        *memo = e;
+                        m->gmemo.waited[memo - m->gmemo.e] = e == DBL_MAX ? DBL_MAX : tl.waited;
+                    }
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
                         (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
@@ -1476,13 +1643,24 @@ static double mm_cost_waits(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn, int64
  * 2x1, 1,694 and 1,545 with the waits, simulated 1,344 and 1,765).
  * *best (the comparison with the schemes over the ring) stays the
  * choices'. */
+/* mm_cost_waits of gm x gn with K whole.  A short product's tiling is
+ * chosen with the waits priced (mm_block), and the grid search kept that
+ * estimate of it (mm_grid_memo.waited): the same call, the same double. */
+static double mm_cost_waits_k1(be_ctx *c, mm_plan *m, int64_t gm, int64_t gn)
+{
+    mm_set_gk(m, 1);
+    const double *memo = mm_gmemo_at(m, gm, gn);
+    const double w = memo ? m->gmemo.waited[memo - m->gmemo.e] : -1;
+    return w >= 0 ? w : mm_cost_waits(c, m, gm, gn, 1);
+}
+
 static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
 {
     be_work *w = &c->work[pos];
     if (w->gb != 1 || w->gk != 1 || w->bcast)
         return;
     const int64_t cores = c->cfg->cores;
-    double bytes, pick = mm_cost_waits(c, m, w->gm, w->gn, 1), tie = pick, split = DBL_MAX;
+    double bytes, pick = mm_cost_waits_k1(c, m, w->gm, w->gn), tie = pick, split = DBL_MAX;
     int64_t g[3] = {w->gm, w->gn, 1};
     for (int64_t gk = 2; m->M >= c->cfg->pt_rows && gk <= cc_min(cores / (w->gm * w->gn), m->KG); gk++) {
         const double e = mm_cost_waits(c, m, w->gm, w->gn, gk);
@@ -1495,9 +1673,10 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
         g[2] = 1;
         for (int64_t gn = 1; gn <= cc_min(cores / w->gm, m->GN); gn++) {
             mm_set_gk(m, 1);
-            if (mm_cost(m, w->gm, gn, &bytes) > best * (1 + MM_SLACK))
+            const double *memo = mm_gmemo_at(m, w->gm, gn); /* priced by the search, when it was */
+            if ((memo && *memo >= 0 ? *memo : mm_cost(m, w->gm, gn, &bytes)) > best * (1 + MM_SLACK))
                 continue;
-            const double e = mm_cost_waits(c, m, w->gm, gn, 1);
+            const double e = mm_cost_waits_k1(c, m, w->gm, gn);
             if (e < tie) {
                 tie = e;
                 g[1] = gn;
@@ -1666,6 +1845,8 @@ static void mm_core_free(mm_core *mc, int nn)
     free(mc->ago);
     free(mc->blo);
     free(mc->bgo);
+    free(mc->ahi);
+    free(mc->bhi);
 }
 
 /* Stage the sticks of buf an operand block reads (as mm_span) at st
@@ -1778,6 +1959,25 @@ typedef struct {
     int64_t k0, kc, A, B, step;
 } mm_chunk;
 
+/* The operands staged whole, loaded after the first chunk's A and B (the
+ * other order measured 1-4% slower on 16 of 29 traces): a
+ * signal on dmai waits for every load before it, and the first block's
+ * epilogue signal came between the staging and the chunk's loads, so the
+ * two DRAM latencies ran one after the other (llama_gen's prefill QK^T,
+ * k^T staged whole on each of 4 cores: 839 -> 1,145 cycles). */
+static void mm_load_whole(mm_core *mc)
+{
+    const mm_plan *m = mc->m;
+    if (!mc->wld_due)
+        return;
+    for (int wo = 0; wo < 2; wo++)
+        if (wo ? m->bw : m->aw)
+            be_stage_spans(m->c, mc->e, wo ? m->mm->b : m->mm->a, wo ? mc->blo : mc->alo, wo ? mc->bhi : mc->ahi,
+                           wo ? mc->bws : mc->aws, wo ? mc->bgo : mc->ago);
+    cc_emit_sig(mc->e, ISA_U_DMAI, mc->wld);
+    mc->wld_due = 0;
+}
+
 /* dmai: the chunk's A and B into its slot (B from the ring when
  * broadcast); sfp0: restickified operands into the slot's parts. */
 static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
@@ -1803,6 +2003,7 @@ static void mm_chunk_in(mm_core *mc, const mm_blk *bk, const mm_chunk *ch)
     if (m->bg && !m->bw)
         mm_stage_block(mc, m->mm->b, &m->mm->bidx, b, m->vk, k0, kc, m->vn, bk->g0 * lanes, bk->cols, A + mc->bst,
                        mc->blo, mc->bgo);
+    mm_load_whole(mc);
     for (int u = 0; u < mc->nc; u++)
         cc_emit_sig(e, ISA_U_DMAI, mc->abfull[s][u]);
     if (mc->bc) /* B comes over the ring: corelet u can start after its last stick's piece */
@@ -2075,14 +2276,44 @@ static void mm_core_stage(mm_core *mc, int64_t m0, int64_t mt, int64_t g0, int64
     }
 }
 
+/* The sticks of operand wo (0 A, 1 B) the core's blocks read, over its
+ * batch indices, its rows (A) or sticks (B) and all of K: per stick group
+ * g the layout rows lo[g]..hi[g].  Returns their bytes. */
+static int64_t mm_core_span(mm_core *mc, int wo, int64_t *lo, int64_t *hi)
+{
+    const mm_plan *m = mc->m;
+    const be_ctx *c = m->c;
+    const int buf = wo ? m->mm->b : m->mm->a;
+    const ir_index *idx = wo ? &m->mm->bidx : &m->mm->aidx;
+    const be_layout *L = &c->lay[buf];
+    const int rowvar = wo ? m->vk : m->vm, lanevar = wo ? m->vn : m->vk;
+    const int64_t r0 = wo ? 0 : mc->m0, nr = wo ? m->Kd : mc->mt;
+    const int64_t l0 = wo ? mc->g0 * c->t.lanes16 : 0, nl = wo ? cc_min(mc->ns * c->t.lanes16, m->N - l0) : m->Kd;
+    int64_t val[IR_MAX_VARS] = {0};
+    be_walk w;
+    be_walk_init(&w, c, buf);
+    be_span_init(L, lo, hi);
+    for (int64_t b = mc->b0; b < mc->b0 + mc->bt; b++) {
+        batch_vals(m, b, val);
+        val[lanevar] = l0;
+        for (int64_t i = 0; i < nr; i++) {
+            val[rowvar] = r0 + i;
+            be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
+        }
+    }
+    return be_span_total(L, lo, hi) * c->t.stick;
+}
+
 /* The two A/B and C slots with their tokens, and the operands staged
- * whole (lo 0, go the group's offset). */
+ * whole: the sticks of the core's part (mm_core_span), loaded once
+ * (before, every core loaded the whole buffer: a batch split of
+ * serve_tiny's decode QK^T over the KV pool read the pool on each of 8
+ * cores, 2.1 MB for 131 KB). */
 static void mm_core_slots(mm_core *mc)
 {
     mm_plan *m = mc->m;
     be_ctx *c = m->c;
     cc_emit *e = mc->e;
-    const int64_t sb = c->t.stick;
     for (int s = 0; s < 2; s++) {
         mc->ab[s] = cc_lx_alloc(e, mc->abslot_bytes, "matmul A/B chunk (and staged sticks)");
         mc->cs[s] = cc_lx_alloc(e, mc->cslot_bytes, "matmul block");
@@ -2100,13 +2331,11 @@ static void mm_core_slots(mm_core *mc)
         if (!(wo ? m->bw : m->aw))
             continue;
         int buf = wo ? m->mm->b : m->mm->a;
-        int64_t *lo = wo ? mc->blo : mc->alo, *go = wo ? mc->bgo : mc->ago;
+        int64_t **hi = wo ? &mc->bhi : &mc->ahi;
+        *hi = ir_xalloc((size_t)c->lay[buf].groups * sizeof **hi);
+        int64_t bytes = mm_core_span(mc, wo, wo ? mc->blo : mc->alo, *hi);
         *(wo ? &mc->bws : &mc->aws) =
-            cc_lx_alloc(e, be_buf_bytes(c, buf), wo ? "restickify: B staged whole" : "restickify: A staged whole");
-        for (int64_t g = 0; g < c->lay[buf].groups; g++) {
-            lo[g] = 0;
-            go[g] = g * c->lay[buf].rows * sb;
-        }
+            cc_lx_alloc(e, bytes, wo ? "restickify: B staged whole" : "restickify: A staged whole");
     }
     if (m->aw || m->bw)
         mc->wld = cc_tok_alloc(e, "restickify: operands staged whole");
@@ -2139,14 +2368,13 @@ static int mm_core_staged(mm_core *mc)
     return nstaged;
 }
 
-/* The kernel's start: every slot empty, the operands staged whole loaded
- * once (sfp0 waits once before its first sfp.rst), every B slot free. */
+/* The kernel's start: every slot empty, the operands staged whole due
+ * with the first chunk (sfp0 waits once before its first sfp.rst), every
+ * B slot free. */
 static void mm_core_begin(mm_core *mc)
 {
     mm_plan *m = mc->m;
-    be_ctx *c = m->c;
     cc_emit *e = mc->e;
-    const int64_t sb = c->t.stick;
     cc_kernel_begin(e, m->K->name);
     for (int s = 0; s < 2; s++) {
         for (int u = 0; u < mc->nc; u++) {
@@ -2156,18 +2384,7 @@ static void mm_core_begin(mm_core *mc)
         cc_emit_sig(e, ISA_U_DMAI, mc->eempty[s]);
     }
     if (m->aw || m->bw) {
-        for (int wo = 0; wo < 2; wo++) {
-            if (!(wo ? m->bw : m->aw))
-                continue;
-            int buf = wo ? m->mm->b : m->mm->a;
-            int64_t sticks = be_buf_bytes(c, buf) / sb, at = wo ? mc->bws : mc->aws;
-            for (int64_t s0 = 0; s0 < sticks; s0 += ISA_COUNT_MAX) {
-                int64_t n = cc_min(ISA_COUNT_MAX, sticks - s0);
-                cc_dma_shape sh = cc_dma_groups(n, 1, 0, 0);
-                cc_emit_dma(e, ISA_OP_DMA_LD, cc_abs(at + s0 * sb), cc_abs((int64_t)c->lay[buf].off + s0 * sb), &sh);
-            }
-        }
-        cc_emit_sig(e, ISA_U_DMAI, mc->wld);
+        mc->wld_due = 1;
         cc_emit_wait(e, ISA_U_SFP0, mc->wld);
     }
     for (int64_t i = 0; mc->bc && i < BC_SLOTS; i++) /* every slot starts free */
@@ -2183,6 +2400,7 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
     cc_emit *e = mc->e;
     for (int u = 0; mc->bc && u < mc->nc; u++)
         cc_emit_wait(e, ISA_U_RING, mc->ptdone[u]);
+    mm_load_whole(mc); /* no chunk came (an error): sfp0 still waits for it */
     if (nstaged && !rc) {
         cc_emit_sig(e, ISA_U_SFP0, mc->strd);
         cc_emit_wait(e, ISA_U_DMAO, mc->strd);

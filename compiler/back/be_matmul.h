@@ -42,7 +42,20 @@ typedef struct {
     double bytes;      /* DRAM bytes the whole grid moves */
     int64_t slots;     /* grid over the ring: B's K chunks in this many slots (0: its column block whole) */
     double wait;       /* schemes over the ring: the DRAM's wait on the way in that cycles counts */
+    double waited;     /* a tiling chosen with the DRAM's waits priced (mm_block: a short product's),
+                          its estimate so; -1 none */
 } mm_tiling;
+
+/* The grid search's estimates (mm_plan_search) of its grids with K and
+ * the batch whole (gk 1, gb 1), per gm x gn, and the plan's state they
+ * were priced in: the plain products' tie break (mm_plan_ties) prices
+ * the same grids again. */
+typedef struct {
+    double *e;           /* [gm * (cores + 1) + gn]; < 0: not priced */
+    double *waited;      /* the same, the tiling's estimate with the DRAM's waits (mm_tiling.waited) */
+    int aw, bw, whole_dram, ends, waits;
+    double sscale;
+} mm_grid_memo;
 
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */
 typedef struct {
@@ -80,12 +93,16 @@ typedef struct {
     int64_t gk, Kc, KGc; /* split-K: K parts, and a core's K rows / sticks (gk 1: Kd, KG) */
     int64_t gb;          /* batch parts (be_work.gb; 1 none) */
     mm_stage_memo smemo[2]; /* A's and B's staged sticks as the last core's emission measured them */
+    /* an operand staged whole: the sticks batch index 0 reads of its first
+     * n rows (A) or sticks (B), all of K, at [n] (mm_whole_spans) */
+    int64_t *wspan[2];
     uint32_t gen;        /* the plan's number in workdiv's memo of most rows (be_mmmemo_gen; 0: none) */
     /* the grid over the ring's tiling, the same for every core of the
      * plan's emission or LX probe (rg_setup), searched once: the search
      * per core was 8% of BERT-base's compile */
     int rg_memo, rg_rc;
     mm_tiling rg_tl;
+    mm_grid_memo gmemo;
 } mm_plan;
 
 /* Most columns of a grid over the ring (the cores a core shares its A rows with, plus one). */
@@ -137,7 +154,9 @@ typedef struct {
     int64_t **ocount;
     int abrst[2][2], strd;
     int64_t aws, bws; /* operands staged whole (m->aw / m->bw) at these */
+    int64_t *ahi, *bhi; /* ... their layout rows alo[g]..ahi[g] (blo, bhi): the core's part */
     int wld;          /* ... loaded (dmai -> sfp0, once per kernel) */
+    int wld_due;      /* wld is signalled after the first chunk's loads */
     int64_t nblk, nchunk;
     int64_t m0;       /* the core's first row */
     int64_t mt, g0, ns; /* grid: its tile, rows [m0, m0 + mt) x stick groups [g0, g0 + ns) */

@@ -397,6 +397,8 @@ int ir_check_int_exact(ir_prog *p);              /* intexact.c: run by ir_lower 
 int ir_deps(ir_prog *p);                         /* schedule.c */
 int ir_dce(ir_prog *p);
 int ir_fuse_siblings(ir_prog *p);               /* siblings.c */
+/* Would ir_fuse_siblings fuse some products of p (p unchanged)? */
+int ir_siblings_fuse_some(ir_prog *p);
 /* After a pass rewrote node n: its reads again, and its kernel's loops. */
 void ir_node_redeps(ir_prog *p, int n);
 int ir_fuse_vertical(ir_prog *p);

@@ -493,36 +493,61 @@ static void fuse_group(sib_ctx *c, int first)
     free(g.off);
 }
 
-int ir_fuse_siblings(ir_prog *p)
+/* The siblings of p's products into c->s, grouped (sib.group); per
+ * group (its first sibling) its size, to be freed with c->s and
+ * c->readers; NULL without a target chip (nothing fuses). */
+static int *sib_groups(sib_ctx *c, ir_prog *p)
 {
     const chip_config *cfg = p->opts.target;
     if (!cfg)
-        return 0;
-    sib_ctx c = {.p = p, .lanes = cfg->stick_bytes / 2};
+        return NULL;
+    *c = (sib_ctx){.p = p, .lanes = cfg->stick_bytes / 2};
     if (cfg->dram_align > cfg->stick_bytes) /* each part must end where the next one's aligned start is */
-        c.lanes *= (cfg->dram_align + cfg->stick_bytes - 1) / cfg->stick_bytes;
-    c.readers = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c.readers);
+        c->lanes *= (cfg->dram_align + cfg->stick_bytes - 1) / cfg->stick_bytes;
+    c->readers = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c->readers);
     for (int i = 0; i < p->nnodes; i++)
         for (int r = 0; !p->nodes[i].dead && r < p->nodes[i].nreads; r++)
-            c.readers[p->nodes[i].reads[r].buf]++;
-    c.s = ir_xalloc((size_t)(p->nnodes + 1) * sizeof *c.s);
+            c->readers[p->nodes[i].reads[r].buf]++;
+    c->s = ir_xalloc((size_t)(p->nnodes + 1) * sizeof *c->s);
     for (int i = 0; i < p->nnodes; i++)
-        c.ns += candidate(&c, i, &c.s[c.ns]);
-    int *size = ir_xalloc((size_t)(c.ns + 1) * sizeof *size);
-    for (int j = 0; j < c.ns; j++) {
-        c.s[j].group = j;
-        for (int f = 0; f < j && c.s[j].group == j; f++)
-            if (c.s[f].group == f && alike(p, &c.s[f], &c.s[j]))
-                c.s[j].group = f;
-        size[c.s[j].group]++;
+        c->ns += candidate(c, i, &c->s[c->ns]);
+    int *size = ir_xalloc((size_t)(c->ns + 1) * sizeof *size);
+    for (int j = 0; j < c->ns; j++) {
+        c->s[j].group = j;
+        for (int f = 0; f < j && c->s[j].group == j; f++)
+            if (c->s[f].group == f && alike(p, &c->s[f], &c->s[j]))
+                c->s[j].group = f;
+        size[c->s[j].group]++;
     }
+    return size;
+}
+
+/* The pass fuses each group of two siblings or more. */
+static int sib_run(ir_prog *p, int fuse)
+{
+    sib_ctx c;
+    int *size = sib_groups(&c, p), groups = 0;
+    if (!size)
+        return 0;
     for (int j = 0; j < c.ns; j++)
         if (size[j] > 1) {
-            fuse_group(&c, j);
-            p->nsiblings++;
+            groups++;
+            if (fuse)
+                fuse_group(&c, j);
         }
     free(size);
     free(c.s);
     free(c.readers);
+    return groups;
+}
+
+int ir_fuse_siblings(ir_prog *p)
+{
+    p->nsiblings += sib_run(p, 1);
     return 0;
+}
+
+int ir_siblings_fuse_some(ir_prog *p)
+{
+    return sib_run(p, 0) > 0;
 }
