@@ -126,6 +126,37 @@ static void put_small_operands(uint8_t *lx, float A[SMALL_M][SMALL_K], float B[S
         put_dl16(lx, 0x4000 + j * 128, B[j], SMALL_N);
 }
 
+/* The small product's DL16 results at `at` (rows 128 bytes apart) against
+ * A x B in double: fp32 sums rounded once to DL16 (2^-10 relative). */
+static void check_small_product(const uint8_t *at, float A[SMALL_M][SMALL_K], float B[SMALL_K][SMALL_N])
+{
+    for (int r = 0; r < SMALL_M; r++)
+        for (int c = 0; c < SMALL_N; c++) {
+            double ref = 0;
+            for (int j = 0; j < SMALL_K; j++)
+                ref += (double)A[r][j] * B[j][c];
+            CU_ASSERT_DOUBLE_EQUAL(get_dl16(at, r * 128 + c * 2), ref, fabs(ref) * 2e-3 + 1e-6);
+        }
+}
+
+/* On core c of p: `busy` large products (64 x 256 x 64 each, on zeros)
+ * that keep its PT worker busy, then the small product of
+ * put_small_operands' A and B into LX 0x20000, then sig PT0 token 0. */
+static void emit_busy_then_small(isa_program *p, int c, int busy)
+{
+    for (int i = 0; i < busy; i++) {
+        isa_insn *big = tu_emit_at(p, c, ISA_OP_PT_MM, 0x28000, 0x8000);
+        big->b.off = 0x10000;
+        big->m = 64, big->nn = 256, big->k = 64;
+        big->as[0] = 0x2000, big->bs[0] = 0x2000, big->ds[0] = 0x2000;
+    }
+    isa_insn *mm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x20000, 0);
+    mm->b.off = 0x4000;
+    mm->m = SMALL_M, mm->nn = SMALL_N, mm->k = SMALL_K;
+    mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
+    tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 0);
+}
+
 static void test_pt_matmul_matches_hand_computation(void)
 {
     /* C = A B, with fp32 partials then acc */
@@ -356,38 +387,21 @@ static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(v
 {
     sim *s = sim_create(&cfg4);
     uint8_t *lx = sim_lx(s, 0);
-    const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
+    const int m = SMALL_M, k = SMALL_K;
     float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
     put_small_operands(lx, A, B);
     uint8_t junk[70 * 128];
     memset(junk, 0x3c, sizeof junk); /* DL16 0x3c3c, about 1.4 */
     sim_dram_write(s, 0, junk, sizeof junk);
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    for (int i = 0; i < 60; i++) { /* 64 x 256 x 64 each, on zeros */
-        isa_insn *busy = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x28000, 0x8000);
-        busy->b.off = 0x10000;
-        busy->m = 64, busy->nn = 256, busy->k = 64;
-        busy->as[0] = 0x2000, busy->bs[0] = 0x2000, busy->ds[0] = 0x2000;
-    }
-    isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x20000, 0);
-    mm->b.off = 0x4000;
-    mm->m = m, mm->nn = n, mm->k = k;
-    mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
-    tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 0);
+    emit_busy_then_small(p, 0, 60);
     tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAI, 0);
     tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x1000, 0)->run = m; /* A's second group */
     tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x4000, 0)->run = k; /* all of B */
     tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
-    for (int r = 0; r < m; r++)
-        for (int c = 0; c < n; c++) {
-            double ref = 0;
-            for (int j = 0; j < k; j++)
-                ref += (double)A[r][j] * B[j][c];
-            /* fp32 sums rounded once to DL16 (2^-10 relative) */
-            CU_ASSERT_DOUBLE_EQUAL(get_dl16(lx, 0x20000 + r * 128 + c * 2), ref, fabs(ref) * 2e-3 + 1e-6);
-        }
+    check_small_product(lx + 0x20000, A, B);
     CU_ASSERT_EQUAL(get_dl16(lx, 0x4000), get_dl16(lx, 0x4000 + 69 * 128)); /* the loads did land */
     isa_program_free(p);
     sim_destroy(s);
@@ -405,17 +419,7 @@ static void test_a_load_after_a_store_of_queued_results_reads_them(void)
     float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
     put_small_operands(lx, A, B);
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    for (int i = 0; i < 60; i++) { /* 64 x 256 x 64 each, on zeros */
-        isa_insn *busy = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x28000, 0x8000);
-        busy->b.off = 0x10000;
-        busy->m = 64, busy->nn = 256, busy->k = 64;
-        busy->as[0] = 0x2000, busy->bs[0] = 0x2000, busy->ds[0] = 0x2000;
-    }
-    isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x20000, 0);
-    mm->b.off = 0x4000;
-    mm->m = SMALL_M, mm->nn = SMALL_N, mm->k = SMALL_K;
-    mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
-    tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 0);
+    emit_busy_then_small(p, 0, 60);
     tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAO, 0);
     tu_emit_at(p, 0, ISA_OP_DMA_ST, 0x3000, 0x20000)->run = SMALL_M;
     tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAO, 1);
@@ -424,14 +428,7 @@ static void test_a_load_after_a_store_of_queued_results_reads_them(void)
     tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
-    for (int r = 0; r < SMALL_M; r++)
-        for (int c = 0; c < SMALL_N; c++) {
-            double ref = 0;
-            for (int j = 0; j < SMALL_K; j++)
-                ref += (double)A[r][j] * B[j][c];
-            /* fp32 sums rounded once to DL16 (2^-10 relative) */
-            CU_ASSERT_DOUBLE_EQUAL(get_dl16(lx, 0x30000 + r * 128 + c * 2), ref, fabs(ref) * 2e-3 + 1e-6);
-        }
+    check_small_product(lx + 0x30000, A, B);
     isa_program_free(p);
     sim_destroy(s);
 }
@@ -457,17 +454,7 @@ static void test_stores_of_two_workers_to_one_place_land_in_program_order(void)
         if (c == 1)
             for (int i = 0; i < 4; i++)
                 tu_emit(p, i, ISA_OP_BAR);
-        for (int i = 0; i < (c ? 60 : 200); i++) { /* 64 x 256 x 64 each, on zeros */
-            isa_insn *busy = tu_emit_at(p, c, ISA_OP_PT_MM, 0x28000, 0x8000);
-            busy->b.off = 0x10000;
-            busy->m = 64, busy->nn = 256, busy->k = 64;
-            busy->as[0] = 0x2000, busy->bs[0] = 0x2000, busy->ds[0] = 0x2000;
-        }
-        isa_insn *mm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x20000, 0);
-        mm->b.off = 0x4000;
-        mm->m = SMALL_M, mm->nn = SMALL_N, mm->k = SMALL_K;
-        mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
-        tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 0);
+        emit_busy_then_small(p, c, c ? 60 : 200);
         tu_sync(p, c, ISA_OP_WAIT, ISA_U_DMAO, 0);
         tu_emit_at(p, c, ISA_OP_DMA_ST, 0x3000, 0x20000)->run = SMALL_M;
     }
