@@ -1284,33 +1284,39 @@ static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
     return &g->e[gm * (cores + 1) + gn];
 }
 
-/* A floor under mm_cost of every grid of the search: each reads all of
- * B from DRAM at least once (mm_in_bytes's b_chip, gm x nbm >= 1) and the
- * estimate is at least its DRAM term; 0 where B moves no DRAM bytes or
- * not all of them (read from LX, staged whole, the ends' serial bytes).
- * Less a relative 1e-9, far above the rounding of either sum. */
-static double mm_search_floor(const mm_plan *m)
+/* A floor under mm_cost_tiled of grid gm x gn in m's state: the
+ * estimate is at least the staging before the first block and the DRAM
+ * term, whose bytes are at least those of a tile of one block (more
+ * blocks read A or B again: mm_in_bytes grows with nbm and nbn), without
+ * the epilogue's operands; 0 with the ends priced (their serial bytes
+ * leave the DRAM term).  Less a relative 1e-9, far above the rounding of
+ * either sum. */
+static double mm_grid_floor(const mm_plan *m, int64_t gm, int64_t gn)
 {
     const cc_target *t = &m->c->t;
-    if (m->ends || m->bhd || m->bw || t->dram_bytes_per_cycle <= 0)
+    if (m->ends || t->dram_bytes_per_cycle <= 0)
         return 0;
-    const double b_chip = (double)m->nbatch * (double)(m->GN * m->Kd) * (double)t->stick;
-    return b_chip / t->dram_bytes_per_cycle * (1 - 1e-9);
+    mm_grid_est G;
+    double a_core, a_chip, b_core, b_chip;
+    mm_grid_of(m, gm, gn, cc_ceil_div(m->M, gm), cc_ceil_div(m->GN, gn), &G);
+    mm_in_bytes(m, &G, 1, 1, &a_core, &a_chip, &b_core, &b_chip);
+    return (G.stage + (a_chip + b_chip + G.o_chip + G.w_chip) / t->dram_bytes_per_cycle) * (1 - 1e-9);
 }
 
-/* Can the search's grid (gb, gk) not be picked, its estimate at least
- * lo?  Only grids the memo does not keep are skipped (split K or the
- * batch: the tie break reads the memo's), so every estimate the search
- * leaves behind is the same.  The decode layer's one-row products are
- * DRAM-bound on every grid, within the slack of the floor: their splits
- * of K were most of the search's 2,141 estimates. */
-static int mm_search_skips(const be_work *w, int64_t gb, int64_t gk, double lo, double best)
+/* Can the search's grid gm x gn (m's gb, gk) not be picked, its estimate
+ * at least mm_grid_floor?  Only grids the memo does not keep are skipped
+ * (split K or the batch: the tie break reads the memo's), so every
+ * estimate the search leaves behind is the same.  The decode layer's
+ * one-row products are DRAM-bound on every grid, within the slack of the
+ * floor, and its batched products with K or V staged whole read it once
+ * per core: their splits were most of the search's 2,141 estimates. */
+static int mm_search_skips(const be_work *w, const mm_plan *m, int64_t gm, int64_t gn, double best)
 {
-    if (gk == 1 && gb == 1)
+    if ((m->gk == 1 && m->gb == 1) || best == DBL_MAX)
         return 0;
-    const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
-    const double low = lo + (gk > 1 ? MM_SPLITK_CYCLES : 0);
-    if (gb > w->gb && w->gb > 1 && low < best * (1 + MM_SLACK))
+    const double slack = m->gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
+    const double low = mm_grid_floor(m, gm, gn) + (m->gk > 1 ? MM_SPLITK_CYCLES : 0);
+    if (m->gb > w->gb && w->gb > 1 && low < best * (1 + MM_SLACK))
         return 0;
     return low >= best * (1 - slack);
 }
@@ -1319,7 +1325,6 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
-    const double lo = mm_search_floor(m);
     double bytes;
     w->gk = w->gb = 1;
     mm_gmemo_begin(m, cores);
@@ -1328,13 +1333,13 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
         for (int64_t gk = 1; gk <= (m->nbatch > 1 ? 1 : cc_min(cores, m->KG)); gk++)
             for (int64_t gm = 1; gm <= cc_min(cores / (gb * gk), m->M); gm++)
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
-                    if (mm_search_skips(w, gb, gk, lo, *best))
-                        continue;
                     mm_set_gk(m, gk);
                     m->gb = gb;
+                    if (mm_search_skips(w, m, gm, gn, *best))
+                        continue;
                     mm_tiling tl;
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
-                    assert(e >= lo); /* mm_search_floor is one */
+                    assert(m->gk == 1 && m->gb == 1 ? 1 : e >= mm_grid_floor(m, gm, gn)); /* a floor */
                     double *memo = mm_gmemo_at(m, gm, gn);
                     if (memo) {
                         *memo = e;
