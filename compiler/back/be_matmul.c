@@ -1284,6 +1284,43 @@ static double *mm_gmemo_at(const mm_plan *m, int64_t gm, int64_t gn)
     return &g->e[gm * (cores + 1) + gn];
 }
 
+/* A floor under mm_cost_tiled of grid gm x gn in m's state: the
+ * estimate is at least the staging before the first block and the DRAM
+ * term, whose bytes are at least those of a tile of one block (more
+ * blocks read A or B again: mm_in_bytes grows with nbm and nbn), without
+ * the epilogue's operands; 0 with the ends priced (their serial bytes
+ * leave the DRAM term).  Less a relative 1e-9, far above the rounding of
+ * either sum. */
+static double mm_grid_floor(const mm_plan *m, int64_t gm, int64_t gn)
+{
+    const cc_target *t = &m->c->t;
+    if (m->ends || t->dram_bytes_per_cycle <= 0)
+        return 0;
+    mm_grid_est G;
+    double a_core, a_chip, b_core, b_chip;
+    mm_grid_of(m, gm, gn, cc_ceil_div(m->M, gm), cc_ceil_div(m->GN, gn), &G);
+    mm_in_bytes(m, &G, 1, 1, &a_core, &a_chip, &b_core, &b_chip);
+    return (G.stage + (a_chip + b_chip + G.o_chip + G.w_chip) / t->dram_bytes_per_cycle) * (1 - 1e-9);
+}
+
+/* Can the search's grid gm x gn (m's gb, gk) not be picked, its estimate
+ * at least mm_grid_floor?  Only grids the memo does not keep are skipped
+ * (split K or the batch: the tie break reads the memo's), so every
+ * estimate the search leaves behind is the same.  The decode layer's
+ * one-row products are DRAM-bound on every grid, within the slack of the
+ * floor, and its batched products with K or V staged whole read it once
+ * per core: their splits were most of the search's 2,141 estimates. */
+static int mm_search_skips(const be_work *w, const mm_plan *m, int64_t gm, int64_t gn, double best)
+{
+    if ((m->gk == 1 && m->gb == 1) || best == DBL_MAX)
+        return 0;
+    const double slack = m->gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
+    const double low = mm_grid_floor(m, gm, gn) + (m->gk > 1 ? MM_SPLITK_CYCLES : 0);
+    if (m->gb > w->gb && w->gb > 1 && low < best * (1 + MM_SLACK))
+        return 0;
+    return low >= best * (1 - slack);
+}
+
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
@@ -1298,8 +1335,11 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
+                    if (mm_search_skips(w, m, gm, gn, *best))
+                        continue;
                     mm_tiling tl;
                     double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
+                    assert(e >= mm_grid_floor(m, gm, gn)); /* a floor under every grid */
                     double *memo = mm_gmemo_at(m, gm, gn);
                     if (memo) {
                         *memo = e;
