@@ -126,6 +126,25 @@ static void put_small_operands(uint8_t *lx, float A[SMALL_M][SMALL_K], float B[S
         put_dl16(lx, 0x4000 + j * 128, B[j], SMALL_N);
 }
 
+/* SPYRE_THREADS set to n for the sim_create that follows; returns the
+ * value it had (NULL: unset), for threads_restore. */
+static char *threads_set(const char *n)
+{
+    const char *had = getenv("SPYRE_THREADS");
+    char *keep = had ? strdup(had) : NULL;
+    setenv("SPYRE_THREADS", n, 1);
+    return keep;
+}
+
+static void threads_restore(char *keep)
+{
+    if (keep)
+        setenv("SPYRE_THREADS", keep, 1);
+    else
+        unsetenv("SPYRE_THREADS");
+    free(keep);
+}
+
 /* The small product's DL16 results at `at` (rows 128 bytes apart) against
  * A x B in double: fp32 sums rounded once to DL16 (2^-10 relative). */
 static void check_small_product(const uint8_t *at, float A[SMALL_M][SMALL_K], float B[SMALL_K][SMALL_N])
@@ -440,9 +459,7 @@ static void test_a_load_after_a_store_of_queued_results_reads_them(void)
  * worker's). */
 static void test_stores_of_two_workers_to_one_place_land_in_program_order(void)
 {
-    const char *had = getenv("SPYRE_THREADS");
-    char *keep = had ? strdup(had) : NULL;
-    setenv("SPYRE_THREADS", "2", 1);
+    char *keep = threads_set("2");
     sim *s = sim_create(&cfg4);
     float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
     put_small_operands(sim_lx(s, 0), A, B);
@@ -473,11 +490,7 @@ static void test_stores_of_two_workers_to_one_place_land_in_program_order(void)
         }
     isa_program_free(p);
     sim_destroy(s);
-    if (keep)
-        setenv("SPYRE_THREADS", keep, 1);
-    else
-        unsetenv("SPYRE_THREADS");
-    free(keep);
+    threads_restore(keep);
 }
 
 /* Products on two cores of one PT worker whose B tiles came by ring from
@@ -487,9 +500,7 @@ static void test_stores_of_two_workers_to_one_place_land_in_program_order(void)
  * the tag). */
 static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
 {
-    const char *had = getenv("SPYRE_THREADS");
-    char *keep = had ? strdup(had) : NULL;
-    setenv("SPYRE_THREADS", "2", 1); /* cores 0 and 2 on one worker */
+    char *keep = threads_set("2"); /* cores 0 and 2 on one worker */
     sim *s = sim_create(&cfg4);
     const int m = SMALL_M, k = SMALL_K, n = SMALL_N;
     float A[SMALL_M][SMALL_K], B[SMALL_K][SMALL_N];
@@ -542,11 +553,7 @@ static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
             }
     isa_program_free(p);
     sim_destroy(s);
-    if (keep)
-        setenv("SPYRE_THREADS", keep, 1);
-    else
-        unsetenv("SPYRE_THREADS");
-    free(keep);
+    threads_restore(keep);
 }
 
 static void test_sfp_binary_broadcast_and_reductions(void)
