@@ -330,6 +330,8 @@ int64_t be_index_at(const ir_index *idx, int nvars, const int64_t *val);
 void be_span_init(const be_layout *L, int64_t *lo, int64_t *hi);
 void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi);
 int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi);
+/* The sticks the spans hold so far (none: 0; the spans as they are). */
+int64_t be_span_count(const be_layout *L, const int64_t *lo, const int64_t *hi);
 /* Load a buffer's whole device layout from DRAM into LX at lx (dmai). */
 void be_stage_load(be_ctx *c, cc_emit *e, int buf, int64_t lx);
 /* Load the span of each stick group g of buf's layout, rows lo[g]..hi[g]

@@ -57,7 +57,8 @@ static void mm_set_gk(mm_plan *m, int64_t gk)
     m->Kc = cc_min(m->KGc * m->c->t.lanes16, m->Kd);
 }
 
-static void batch_vals(const mm_plan *m, int64_t b, int64_t *val);
+static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
+                        int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi);
 
 void be_matmul_spans_free(be_ctx *c)
 {
@@ -90,24 +91,15 @@ static void mm_whole_spans(mm_plan *m, int w)
         memcpy(m->wspan[w], *made, size);
         return;
     }
-    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, total = 0;
-    int64_t val[IR_MAX_VARS] = {0};
-    memset(m->wspan[w], 0, size);
-    be_walk wk;
-    be_walk_init(&wk, c, buf);
+    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups;
+    m->wspan[w][0] = 0;
     be_span_init(L, lo, hi);
-    batch_vals(m, 0, val);
     for (int64_t i = 0; i < n; i++) {
-        const int64_t l0 = w ? i * lanes : 0, nl = w ? cc_min(lanes, m->N - l0) : m->Kd;
-        for (int64_t r = 0; r < (w ? m->Kd : 1); r++) {
-            val[w ? m->vk : m->vm] = w ? r : i;
-            val[w ? m->vn : m->vk] = l0;
-            be_walk_run(&wk, L, be_index_at(idx, m->mm->nvars, val), idx->coef[w ? m->vn : m->vk], nl, -1, lo, hi);
-        }
-        total = 0;
-        for (int64_t g = 0; g < L->groups; g++)
-            total += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
-        m->wspan[w][i + 1] = total;
+        if (w)
+            mm_span_add(m, buf, idx, 0, m->vk, 0, m->Kd, m->vn, i * lanes, cc_min(lanes, m->N - i * lanes), lo, hi);
+        else
+            mm_span_add(m, buf, idx, 0, m->vm, i, 1, m->vk, 0, m->Kd, lo, hi);
+        m->wspan[w][i + 1] = be_span_count(L, lo, hi);
     }
     free(lo);
     *made = ir_xmalloc(size);
@@ -868,12 +860,11 @@ static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
     }
 }
 
-/* The sticks of buf's device layout a restickified operand block reads
- * (batch index b, rowvar over [r0, r0 + nr), lanevar over [l0, l0 + nl)):
- * per stick group g of the buffer, the layout rows lo[g]..hi[g] (lo > hi:
- * none).  Returns the sticks in all (at least one). */
-static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
-                       int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
+/* Add to the spans lo[g]..hi[g] of buf's stick groups the sticks an
+ * operand block reads (batch index b, rowvar over [r0, r0 + nr), lanevar
+ * over [l0, l0 + nl)). */
+static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
+                        int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
 {
     const be_ctx *c = m->c;
     const be_layout *L = &c->lay[buf];
@@ -881,13 +872,22 @@ static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b
     be_walk w;
     be_walk_init(&w, c, buf);
     batch_vals(m, b, val);
-    be_span_init(L, lo, hi);
     val[lanevar] = l0;
     for (int64_t i = 0; i < nr; i++) {
         val[rowvar] = r0 + i;
         be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
     }
-    return be_span_total(L, lo, hi);
+}
+
+/* The sticks of buf's device layout a restickified operand block reads
+ * (as mm_span_add): per stick group g of the buffer, the layout rows
+ * lo[g]..hi[g] (lo > hi: none).  Returns the sticks in all (at least one). */
+static int64_t mm_span(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
+                       int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
+{
+    be_span_init(&m->c->lay[buf], lo, hi);
+    mm_span_add(m, buf, idx, b, rowvar, r0, nr, lanevar, l0, nl, lo, hi);
+    return be_span_total(&m->c->lay[buf], lo, hi);
 }
 
 /* The most sticks operand w (0 A, 1 B) stages in one A/B slot, over the
@@ -2324,24 +2324,14 @@ static int64_t mm_core_span(mm_core *mc, int wo, int64_t *lo, int64_t *hi)
     const mm_plan *m = mc->m;
     const be_ctx *c = m->c;
     const int buf = wo ? m->mm->b : m->mm->a;
-    const ir_index *idx = wo ? &m->mm->bidx : &m->mm->aidx;
-    const be_layout *L = &c->lay[buf];
-    const int rowvar = wo ? m->vk : m->vm, lanevar = wo ? m->vn : m->vk;
-    const int64_t r0 = wo ? 0 : mc->m0, nr = wo ? m->Kd : mc->mt;
     const int64_t l0 = wo ? mc->g0 * c->t.lanes16 : 0, nl = wo ? cc_min(mc->ns * c->t.lanes16, m->N - l0) : m->Kd;
-    int64_t val[IR_MAX_VARS] = {0};
-    be_walk w;
-    be_walk_init(&w, c, buf);
-    be_span_init(L, lo, hi);
-    for (int64_t b = mc->b0; b < mc->b0 + mc->bt; b++) {
-        batch_vals(m, b, val);
-        val[lanevar] = l0;
-        for (int64_t i = 0; i < nr; i++) {
-            val[rowvar] = r0 + i;
-            be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
-        }
-    }
-    return be_span_total(L, lo, hi) * c->t.stick;
+    be_span_init(&c->lay[buf], lo, hi);
+    for (int64_t b = mc->b0; b < mc->b0 + mc->bt; b++)
+        if (wo)
+            mm_span_add(m, buf, &m->mm->bidx, b, m->vk, 0, m->Kd, m->vn, l0, nl, lo, hi);
+        else
+            mm_span_add(m, buf, &m->mm->aidx, b, m->vm, mc->m0, mc->mt, m->vk, l0, nl, lo, hi);
+    return be_span_total(&c->lay[buf], lo, hi) * c->t.stick;
 }
 
 /* The two A/B and C slots with their tokens, and the operands staged

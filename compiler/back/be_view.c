@@ -616,11 +616,17 @@ void be_span_add(const be_layout *L, int64_t stick, int64_t *lo, int64_t *hi)
     hi[g] = cc_max(hi[g], r);
 }
 
-int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi)
+int64_t be_span_count(const be_layout *L, const int64_t *lo, const int64_t *hi)
 {
     int64_t sticks = 0;
     for (int64_t g = 0; g < L->groups; g++)
         sticks += hi[g] >= lo[g] ? hi[g] - lo[g] + 1 : 0;
+    return sticks;
+}
+
+int64_t be_span_total(const be_layout *L, int64_t *lo, int64_t *hi)
+{
+    int64_t sticks = be_span_count(L, lo, hi);
     if (!sticks) {
         lo[0] = hi[0] = 0;
         sticks = 1;
