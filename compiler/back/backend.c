@@ -571,18 +571,43 @@ static int reads_aligned(const be_access *acc, int n, const be_access *racc, int
     return found;
 }
 
+/* How kernel j reads what acc (kernel i's accesses) writes, told by j's
+ * accesses before it is planned (which buffers a kernel reads, and which
+ * of those reads some split makes aligned, do not hang on its split):
+ * -1 not at all, 0 never aligned with i's aligned writes, 1 perhaps
+ * (j's plan says; also when its accesses fail: so will the plan). */
+static int reads_unplanned(be_ctx *c, const be_access *acc, int n, int j)
+{
+    be_access *racc = NULL;
+    int rn = 0, found = -1;
+    if (be_kind_of(c, j)->access(c, j, &racc, &rn))
+        return 1;
+    for (int r = 0; r < rn; r++)
+        for (int a = 0; !racc[r].write && a < n; a++)
+            if (acc[a].write && acc[a].buf == racc[r].buf)
+                found = found > 0 || (acc[a].aligned && racc[r].may_align) ? 1 : 0;
+    free(racc);
+    return found;
+}
+
 /* One kernel ahead: kernel i's first reader (a later kernel reading what
  * i writes), when it aligns with its writers, is planned alone (then put
  * back as it was) for the split it takes on its own, which i's kind may
  * then take (kd->ahead).  Kernels priced alone left llama_tiny's RoPE on
  * 4 cores, its QK^T aligned to those, the softmax on 16 not aligned with
  * QK^T: 14% slower than the RoPE on the 8 QK^T takes alone
- * (docs/compiler.md, "One kernel ahead"). */
+ * (docs/compiler.md, "One kernel ahead").  Only a reader that may read
+ * aligned is planned (reads_unplanned): planning the kernels between and
+ * the readers no split aligns took 22% of the Llama-8B decode step's
+ * compile, for nothing. */
 static int ahead(be_ctx *c, int i, const int *writer)
 {
     be_access *acc = NULL, *racc = NULL;
     int n = 0, rn = 0, rc = be_kind_of(c, i)->access(c, i, &acc, &n), found = -1;
     for (int j = i + 1; !rc && found < 0 && j < c->p->norder; j++) {
+        if ((found = reads_unplanned(c, acc, n, j)) < 1)
+            continue; /* -1: not a reader; 0: the first, never aligned */
+        found = -1;   /* the plan tells (none if it fails) */
         const be_kind *kj = be_kind_of(c, j);
         const be_work w = c->work[j];
         const be_kinfo ki = state_of(c)->k[j];

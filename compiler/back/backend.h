@@ -121,6 +121,9 @@ typedef struct {
     int buf;
     int write;
     int aligned;
+    int may_align;     /* a read some split of the kernel would make aligned (set wherever aligned is):
+                          which reads can be aligned does not hang on the split, so it is known before
+                          the kernel is planned (workdiv's kernel ahead) */
     int grid;          /* a grid over the ring of this many columns walks it as its cores' tiles (the
                           rows of a grid row x a column block): another product on the same grid
                           finds each tile on the core that wrote it (0: no) */

@@ -1016,10 +1016,9 @@ static int mm_rows_split(const mm_plan *m, const be_work *w)
  * part (gn 1) a core's rows are a contiguous part as in row kernels
  * (mm_rows_split); then each buffer walked aligned (be_rows_aligned)
  * qualifies. */
-static int mm_aligned_a(const mm_plan *m, int pos)
+static int mm_may_align_a(const mm_plan *m)
 {
-    const be_work *w = &m->c->work[pos];
-    if ((w->gn != 1 && !w->bcast) || w->gk > 1 || !mm_rows_split(m, w) || m->ag)
+    if (m->ag)
         return 0;
     rk_plan a = {0};
     a.c = m->c;
@@ -1028,6 +1027,15 @@ static int mm_aligned_a(const mm_plan *m, int pos)
     a.G = m->KG;
     a.cols = m->Kd;
     return be_rows_aligned(&a, m->mm->a, &m->av);
+}
+
+/* ... on the split the kernel has: A's rows (as mm_may_align_a finds,
+ * on any split: mm_build reads none of the split for them) each core's
+ * contiguous part. */
+static int mm_aligned_a(const mm_plan *m, int pos)
+{
+    const be_work *w = &m->c->work[pos];
+    return (w->gn == 1 || w->bcast) && w->gk <= 1 && mm_rows_split(m, w) && mm_may_align_a(m);
 }
 
 /* ... a tile the epilogue reads (out 0) or writes (out 1): a grid over
@@ -1084,6 +1092,7 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
     const int whole = !bcast && w->gm == 1 && w->gn == 1 && w->gk <= 1;
     a[(*n)++] = (be_access){.buf = m.mm->a,
                             .aligned = mm_aligned_a(&m, pos),
+                            .may_align = mm_may_align_a(&m),
                             .grid = mm_grid_tile_a(&m, pos),
                             .keeps = bcast,
                             .groups = whole};
@@ -1093,6 +1102,7 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
         const int buf = c->p->A.e[L->e].buf, tile = L->cls == BE_V_TILE && !L->staged && !L->gather;
         a[(*n)++] = (be_access){.buf = buf,
                                 .aligned = tile && mm_aligned_tile(&m, pos, buf, &L->v, 0),
+                                .may_align = tile && be_rows_aligned(&m.ep, buf, &L->v),
                                 .grid = tile ? mm_grid_tile(&m, pos, buf, &L->v) : 0};
     }
     for (int j = 0; j < m.ep.nn; j++) {

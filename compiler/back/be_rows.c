@@ -280,8 +280,8 @@ static int rk_access(be_ctx *c, int pos, be_access **out, int *n)
     for (int i = 0; i < k.nl; i++) {
         const rk_load *L = &k.loads[i];
         const int buf = c->p->A.e[L->e].buf;
-        a[(*n)++] = (be_access){
-            .buf = buf, .aligned = L->cls == BE_V_TILE && !L->staged && !L->gather && be_rows_aligned(&k, buf, &L->v)};
+        const int aligned = L->cls == BE_V_TILE && !L->staged && !L->gather && be_rows_aligned(&k, buf, &L->v);
+        a[(*n)++] = (be_access){.buf = buf, .aligned = aligned, .may_align = aligned};
         if (L->gather) /* and its row numbers */
             a[(*n)++] = (be_access){.buf = c->p->A.e[L->ids].buf};
     }
