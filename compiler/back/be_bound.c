@@ -267,23 +267,30 @@ static void bd_swap(bd_state *b, size_t n)
 }
 
 /* Edges e[0..n) in stick order, by a radix sort through tmp (qsort's
- * compares were a tenth of a decode step's compile). */
+ * compares were a tenth of a decode step's compile), each digit's pass
+ * from one array into the other (a copy back after each was 2% of the
+ * Llama-8B decode step's compile), e's after the last. */
 static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
     enum { DIGIT = 11, BINS = 1 << DIGIT };
     int64_t top = 0;
     for (size_t i = 0; i < n; i++)
         top = cc_max(top, e[i].at);
+    bd_edge *from = e, *to = tmp;
     for (int shift = 0; top >> shift; shift += DIGIT) {
         size_t at[BINS + 1] = {0};
         for (size_t i = 0; i < n; i++)
-            at[((e[i].at >> shift) & (BINS - 1)) + 1]++;
+            at[((from[i].at >> shift) & (BINS - 1)) + 1]++;
         for (int d = 0; d < BINS; d++)
             at[d + 1] += at[d];
         for (size_t i = 0; i < n; i++)
-            tmp[at[(e[i].at >> shift) & (BINS - 1)]++] = e[i];
-        memcpy(e, tmp, n * sizeof *e);
+            to[at[(from[i].at >> shift) & (BINS - 1)]++] = from[i];
+        bd_edge *t = from;
+        from = to;
+        to = t;
     }
+    if (from != e)
+        memcpy(e, from, n * sizeof *e);
 }
 
 /* The mark of sticks covered by `count` cores' pieces, `sum` the sum of
