@@ -2191,6 +2191,37 @@ static void test_a_row_kernel_takes_its_readers_own_split_so_its_result_stays_in
     gr_graph_free(g);
 }
 
+/* The kernel ahead is the first reader, past kernels that read nothing
+ * the kernel writes: with an exp of k between the division and QK^T,
+ * the division still takes QK^T's 8 cores and d stays in LX.  The exp's
+ * own first reader, QK^T, reads its result as B, which no split aligns:
+ * the exp keeps the split it takes alone.  (workdiv plans neither the
+ * exp for the division nor QK^T for the exp to learn this: be_access
+ * may_align.) */
+static const char *ahead_past_graph = "graph ahead_past\n"
+                                      "input %q: f32[8, 16, 16]\n"
+                                      "input %k: f32[8, 16, 16]\n"
+                                      "%d: f32[8, 16, 16] = aten.div.Tensor(%q, 4.0)\n"
+                                      "%e: f32[8, 16, 16] = aten.exp.default(%k)\n"
+                                      "%et: f32[8, 16, 16] = aten.transpose.int(%e, 1, 2)\n"
+                                      "%s: f32[8, 16, 16] = aten.bmm.default(%d, %et)\n"
+                                      "%p: f32[8, 16, 16] = aten._softmax.default(%s, -1, False)\n"
+                                      "output %p\n";
+
+static void test_the_kernel_ahead_is_the_first_reader_past_kernels_that_read_nothing_it_writes(void)
+{
+    char *rep;
+    gr_graph *g;
+    cc_result *r = compile_text(ahead_past_graph, "ahead_past.txt", "spyre", NULL, 0, &g, &rep);
+    TU_ASSERT_CONTAINS(rep, "\nk0_div: rows over 8 cores (as k2_bmm, for LX)", "\nk1_exp: rows over 7 cores, split rows",
+                       "\nk2_bmm: grid 1x1b8 on 8 cores, split batch;", "  kept in lx: d for k0_div..k2_bmm");
+    free(rep);
+    cc_result_free(r);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(run_graph(g, "spyre-4core", NULL, NULL, NULL), 0);
+    gr_graph_free(g);
+}
+
 /* v0 stays in LX for k2 (its cores); k1, on other cores, gets its rows by
  * a ring exchange; v1 (3 cores) reaches k2 (2 cores) by a ring exchange
  * too */
@@ -5110,6 +5141,8 @@ int main(void)
          test_an_input_a_product_loads_stays_in_lx_for_a_later_row_kernel},
         {"a row kernel takes its reader's own split so its result stays in LX",
          test_a_row_kernel_takes_its_readers_own_split_so_its_result_stays_in_lx},
+        {"the kernel ahead is the first reader, past kernels that read nothing it writes",
+         test_the_kernel_ahead_is_the_first_reader_past_kernels_that_read_nothing_it_writes},
         {"a reader on other cores takes a kept tensor by a ring exchange",
          test_a_reader_on_other_cores_takes_a_kept_tensor_by_a_ring_exchange},
         {"an exchange whose bar costs the next kernel's overlap goes through DRAM",
