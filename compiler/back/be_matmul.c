@@ -2284,7 +2284,18 @@ static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
 {
     mm_plan *m = mc->m;
     be_ctx *c = m->c;
-    if (w->bcast ? mm_bc_tiling(m, w->gm, &mc->tl) : mm_block(m, w->gm, w->gn, mt, ns, &mc->tl))
+    int t = 0; /* w, and so gm x gn, are the plan's (be_matmul_emit, be_matmul_need) */
+    while (t < m->ntmemo && (m->tmemo[t].mt != mt || m->tmemo[t].ns != ns))
+        t++;
+    if (t == m->ntmemo) {
+        t = m->ntmemo < 4 ? m->ntmemo++ : 3;
+        m->tmemo[t].mt = mt;
+        m->tmemo[t].ns = ns;
+        m->tmemo[t].rc = w->bcast ? mm_bc_tiling(m, w->gm, &m->tmemo[t].tl)
+                                  : mm_block(m, w->gm, w->gn, mt, ns, &m->tmemo[t].tl);
+    }
+    mc->tl = m->tmemo[t].tl;
+    if (m->tmemo[t].rc)
         return be_error(c, m->K, "no block of the product fits LX");
     mc->MB = mc->tl.MB;
     mc->NBS = mc->tl.NBS;

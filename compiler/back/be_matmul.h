@@ -102,6 +102,15 @@ typedef struct {
      * per core was 8% of BERT-base's compile */
     int rg_memo, rg_rc;
     mm_tiling rg_tl;
+    /* ... and a grid's core tiles' tilings (mm_core_shape), by the tile's
+     * rows and sticks: cc_split makes at most two sizes each way, and
+     * each core's search was 3% of the Llama-8B decode step's compile */
+    struct {
+        int64_t mt, ns;
+        int rc;
+        mm_tiling tl;
+    } tmemo[4];
+    int ntmemo;
     mm_grid_memo gmemo;
 } mm_plan;
 
