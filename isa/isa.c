@@ -150,9 +150,14 @@ static void table_init(void)
     ranges_init();
     checks_init();
     table_ready = 1;
+    isa_ops_made = op_table;
+    isa_insn_defaults = insn_default;
 }
 
-const isa_opinfo *isa_info(int op)
+const isa_opinfo *isa_ops_made;
+const isa_insn *isa_insn_defaults;
+
+const isa_opinfo *isa_info_first(int op)
 {
     table_init();
     if (op < 0 || op >= ISA_NOPS)
@@ -173,14 +178,6 @@ int isa_op_from_mnemonic(const char *s)
         if (strcmp(op_table[op].mnemonic, s) == 0)
             return op;
     return -1;
-}
-
-/* Compilers make an instruction for each of millions: a copy of the
- * op's default one, made with the table. */
-void isa_insn_init(isa_insn *in, int op)
-{
-    table_init();
-    isa_insn_copy(in, &insn_default[op]);
 }
 
 isa_unit isa_insn_unit(const isa_insn *in)
