@@ -272,6 +272,7 @@ typedef struct {
     int naddr, nfields;
     int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
     const isa_operand *addr[RR_NADDR];
+    uint16_t aoff[RR_NADDR];      /* their offsets in isa_insn */
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
     unsigned char f32[RR_NFIELDS], i32[RR_NFIELDS];
     int ni, nf;                   /* insn_same's: the 8-byte fields' offsets, then the 4-byte ones' */
@@ -294,6 +295,7 @@ static void fields_init(void)
             const isa_operand *x = &oi->operands[o];
             if (x->kind == ISA_K_ADDR) {
                 assert(f->naddr < RR_NADDR);
+                f->aoff[f->naddr] = (uint16_t)x->offset;
                 f->addr[f->naddr++] = x;
                 continue;
             }
@@ -1284,17 +1286,23 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     for (long j = 0; j < n; j++) {
         const int sh = t->shape[j];
         const long f0 = t->first[sh];
-        if (f0 < 0 ? s[j].op != t->shop[sh] : !insn_same(&s[j], &s[f0]))
-            return 0;
         const rr_opfields *f = fields_of(s[j].op);
-        for (int k = 0; k < f->naddr; k++) {
-            const isa_addr *a = caddr_at(&s[j], f->addr[k]);
-            const int64_t d = a->off - t->off[j][k];
-            if (a->reg || (f0 >= 0 && t->delta[sh][k] != d))
+        if (f0 < 0) {
+            if (s[j].op != t->shop[sh])
                 return 0;
-            t->delta[sh][k] = d;
+            for (int k = 0; k < f->naddr; k++)
+                t->delta[sh][k] = caddr_at(&s[j], f->addr[k])->off - t->off[j][k];
+        } else if (!insn_same(&s[j], &s[f0])) {
+            return 0;
+        }
+        int64_t bad = 0;
+        for (int k = 0; k < f->naddr; k++) {
+            const isa_addr *a = (const isa_addr *)((const char *)&s[j] + f->aoff[k]);
+            bad |= a->reg | (a->off - t->off[j][k] - t->delta[sh][k]);
             sc->soff[j][k] = a->off;
         }
+        if (bad)
+            return 0;
         t->first[sh] = j;
     }
     /* one to one: no two of the kernel's shapes alike (keys differ) */
