@@ -150,9 +150,14 @@ static void table_init(void)
     ranges_init();
     checks_init();
     table_ready = 1;
+    isa_ops_made = op_table;
+    isa_insn_defaults = insn_default;
 }
 
-const isa_opinfo *isa_info(int op)
+const isa_opinfo *isa_ops_made;
+const isa_insn *isa_insn_defaults;
+
+const isa_opinfo *isa_info_first(int op)
 {
     table_init();
     if (op < 0 || op >= ISA_NOPS)
@@ -173,14 +178,6 @@ int isa_op_from_mnemonic(const char *s)
         if (strcmp(op_table[op].mnemonic, s) == 0)
             return op;
     return -1;
-}
-
-/* Compilers make an instruction for each of millions: a copy of the
- * op's default one, made with the table. */
-void isa_insn_init(isa_insn *in, int op)
-{
-    table_init();
-    isa_insn_copy(in, &insn_default[op]);
 }
 
 isa_unit isa_insn_unit(const isa_insn *in)
@@ -319,15 +316,36 @@ static void checks_init(void)
     }
 }
 
-/* Every operand in its field (the fast path), or the message of the
- * first that is not. */
-int isa_check(const isa_insn *in, char *err, size_t errlen)
+/* isa_check's slow path: the message of the first operand out of its
+ * field (-1), or 0 when none is.  Apart and cold, so that the fast path
+ * keeps to a few registers: with this in it, every check saved six and
+ * set up a frame, a tenth of isa_check's time on the prefill layer. */
+static __attribute__((noinline, cold)) int check_message(const isa_insn *in, char *err, size_t errlen)
 {
     const isa_opinfo *info = isa_info(in->op);
     if (!info) {
         isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
+    const int64_t *lo = range_lo[info->format], *hi = range_hi[info->format];
+    for (int i = 0; i < info->noperands; i++) {
+        const isa_operand *o = &info->operands[i];
+        if (o->kind == ISA_K_F32)
+            continue;
+        if (o->kind == ISA_K_ADDR || field_get(in, o) < lo[i] || field_get(in, o) > hi[i])
+            if (check_operand(in, o, err, errlen))
+                return -1;
+    }
+    return 0;
+}
+
+/* Every operand in its field (the fast path), or the message of the
+ * first that is not (before the table is made: the slow path, which
+ * makes it). */
+int isa_check(const isa_insn *in, char *err, size_t errlen)
+{
+    if (!isa_ops_made || (unsigned)in->op >= ISA_NOPS)
+        return check_message(in, err, errlen);
     const op_checks *c = &op_check[in->op];
     int ok = 1;
     for (int i = 0; i < c->n4; i++) {
@@ -342,24 +360,13 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
         ok &= ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ADDR_OFF_BITS));
     }
-    if (ok)
-        return 0;
-    const int64_t *lo = range_lo[info->format], *hi = range_hi[info->format];
-    for (int i = 0; i < info->noperands; i++) {
-        const isa_operand *o = &info->operands[i];
-        if (o->kind == ISA_K_F32)
-            continue;
-        if (o->kind == ISA_K_ADDR || field_get(in, o) < lo[i] || field_get(in, o) > hi[i])
-            if (check_operand(in, o, err, errlen))
-                return -1;
-    }
-    return 0;
+    return ok ? 0 : check_message(in, err, errlen);
 }
 
 int isa_check_addrs(const isa_insn *in, char *err, size_t errlen)
 {
-    if (!isa_info(in->op))
-        return isa_check(in, err, errlen);
+    if (!isa_ops_made || (unsigned)in->op >= ISA_NOPS)
+        return check_message(in, err, errlen);
     const op_checks *c = &op_check[in->op];
     int ok = 1;
     for (int i = 0; i < c->naddr; i++) {

@@ -309,14 +309,26 @@ extern const char *const isa_sfp_flag_names[];
 int isa_name_count(const char *const *names);
 int isa_name_index(const char *const *names, const char *s);
 
-const isa_opinfo *isa_info(int op);
+/* The op table and each op's default instruction, NULL until the first
+ * look-up makes them; isa_info and isa_insn_init read them inline (a call
+ * each, with its check that the table is made, was 3% of a compile: a
+ * compile asks for millions). */
+extern const isa_opinfo *isa_ops_made;
+extern const isa_insn *isa_insn_defaults;
+/* isa_info's slow path: makes the table, then looks op up. */
+const isa_opinfo *isa_info_first(int op);
+/* op's entry of the table, or NULL when there is no such op. */
+static inline const isa_opinfo *isa_info(int op)
+{
+    if (isa_ops_made && (unsigned)op < ISA_NOPS)
+        return &isa_ops_made[op];
+    return isa_info_first(op);
+}
 /* Opcode number -> op, or -1. */
 int isa_op_from_opcode(unsigned opcode);
 /* Mnemonic -> op, or -1. */
 int isa_op_from_mnemonic(const char *s);
 
-/* An instruction with every field at its default. */
-void isa_insn_init(isa_insn *in, int op);
 /* *dst = *src, in 16-byte moves: compilers copy a 288-byte struct with
  * `rep movsq`, which at this size took twice as long (13-18 ns against
  * 6-9 ns, hot or not), and a compile copies one per instruction it
@@ -330,6 +342,13 @@ static inline void isa_insn_copy(isa_insn *dst, const isa_insn *src)
 #pragma GCC unroll 18
     for (size_t i = 0; i < sizeof *dst / sizeof *d; i++)
         d[i] = s[i];
+}
+/* An instruction with every field at its default. */
+static inline void isa_insn_init(isa_insn *in, int op)
+{
+    if (!isa_insn_defaults)
+        isa_info_first(op);
+    isa_insn_copy(in, &isa_insn_defaults[op]);
 }
 /* Unit that executes an instruction (ISA_U_SEQ for control). */
 isa_unit isa_insn_unit(const isa_insn *in);

@@ -140,7 +140,20 @@ typedef struct {
     long dcap;          /* of delta and first */
     rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
     long kcap;          /* its slots, a power of 2 */
+    struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
+    long ncode, codecap;
 } rr_tmpl;
+
+/* An instruction of a template's emitted code, what code_same compares:
+ * its op, register and value (li, addi, loop), its address operands, and
+ * the template shape of the instructions it issues (-1: li, addi, loop,
+ * endl). */
+typedef struct rr_code {
+    int op, reg, shape;
+    int64_t val;
+    int areg[RR_NADDR];
+    int64_t aoff[RR_NADDR];
+} rr_code;
 
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
@@ -259,6 +272,7 @@ typedef struct {
     int naddr, nfields;
     int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
     const isa_operand *addr[RR_NADDR];
+    uint16_t aoff[RR_NADDR];      /* their offsets in isa_insn */
     uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
     unsigned char f32[RR_NFIELDS], i32[RR_NFIELDS];
     int ni, nf;                   /* insn_same's: the 8-byte fields' offsets, then the 4-byte ones' */
@@ -281,6 +295,7 @@ static void fields_init(void)
             const isa_operand *x = &oi->operands[o];
             if (x->kind == ISA_K_ADDR) {
                 assert(f->naddr < RR_NADDR);
+                f->aoff[f->naddr] = (uint16_t)x->offset;
                 f->addr[f->naddr++] = x;
                 continue;
             }
@@ -1048,6 +1063,81 @@ static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn
     }
 }
 
+static inline int seq_op(int op)
+{
+    return op == ISA_OP_LI || op == ISA_OP_ADDI || op == ISA_OP_LOOP || op == ISA_OP_ENDL;
+}
+
+/* Keep code c[0..n), just emitted for template t and checked against its
+ * kernel (check_same: sc->seen), for code_same. */
+static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n)
+{
+    if (n > t->codecap) {
+        free(t->code);
+        t->codecap = 2 * n;
+        t->code = malloc((size_t)t->codecap * sizeof *t->code);
+        if (!t->code)
+            abort();
+    }
+    for (long pc = 0; pc < n; pc++) {
+        rr_code *k = &t->code[pc];
+        const rr_opfields *f = fields_of(c[pc].op);
+        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1};
+        if (!seq_op(k->op))
+            k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
+        for (int q = 0; q < f->naddr; q++) {
+            k->areg[q] = caddr_at(&c[pc], f->addr[q])->reg;
+            k->aoff[q] = caddr_at(&c[pc], f->addr[q])->off;
+        }
+    }
+    t->ncode = n;
+}
+
+/* Does code c[0..n), emitted for kernel s as template t rolled (tmpl_fits
+ * passed: its addresses are the template's kernel's plus t->delta per
+ * shape and operand), issue s exactly?  So it does when it is the code
+ * kept for the template (which check_same passed) with the same ops,
+ * loops and steps, each instruction's fields its shape's in s, and each
+ * address operand's offset moved by its shape's delta less what its
+ * register's li moved by: a register then holds, at every step, what it
+ * held for the template plus its li's move, and every address it resolves
+ * is the template's kernel's plus the delta, which is s's.  A check in
+ * the size of the rolled code instead of the kernel's (check_same ran the
+ * loops: a tenth of the prefill layer's rolling).  0: not shown so (for
+ * check_same to judge). */
+static int code_same(const rr_tmpl *t, const isa_insn *c, long n, const isa_insn *s)
+{
+    if (n != t->ncode)
+        return 0;
+    int64_t moved[ISA_NREGS] = {0};
+    for (long pc = 0; pc < n; pc++) {
+        const rr_code *k = &t->code[pc];
+        const isa_insn *in = &c[pc];
+        if (in->op != k->op)
+            return 0;
+        if (in->op == ISA_OP_LI) {
+            if (in->reg != k->reg || in->reg <= 0 || in->reg >= ISA_NREGS)
+                return 0;
+            moved[in->reg] = in->val - k->val;
+            continue;
+        }
+        if (seq_op(in->op)) {
+            if (in->reg != k->reg || in->val != k->val)
+                return 0;
+            continue;
+        }
+        if (k->shape < 0 || !insn_same(in, &s[t->first[k->shape]]))
+            return 0;
+        const rr_opfields *f = fields_of(in->op);
+        for (int q = 0; q < f->naddr; q++) {
+            const isa_addr *a = caddr_at(in, f->addr[q]);
+            if (a->reg != k->areg[q] || a->off + moved[a->reg] != k->aoff[q] + t->delta[k->shape][q])
+                return 0;
+        }
+    }
+    return 1;
+}
+
 /* The kernel's entries, one per instruction, its shapes in sc->shapes:
  * 0 when the kernel already uses loops or registers (not code this back
  * half makes). */
@@ -1196,17 +1286,23 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     for (long j = 0; j < n; j++) {
         const int sh = t->shape[j];
         const long f0 = t->first[sh];
-        if (f0 < 0 ? s[j].op != t->shop[sh] : !insn_same(&s[j], &s[f0]))
-            return 0;
         const rr_opfields *f = fields_of(s[j].op);
-        for (int k = 0; k < f->naddr; k++) {
-            const isa_addr *a = caddr_at(&s[j], f->addr[k]);
-            const int64_t d = a->off - t->off[j][k];
-            if (a->reg || (f0 >= 0 && t->delta[sh][k] != d))
+        if (f0 < 0) {
+            if (s[j].op != t->shop[sh])
                 return 0;
-            t->delta[sh][k] = d;
+            for (int k = 0; k < f->naddr; k++)
+                t->delta[sh][k] = caddr_at(&s[j], f->addr[k])->off - t->off[j][k];
+        } else if (!insn_same(&s[j], &s[f0])) {
+            return 0;
+        }
+        int64_t bad = 0;
+        for (int k = 0; k < f->naddr; k++) {
+            const isa_addr *a = (const isa_addr *)((const char *)&s[j] + f->aoff[k]);
+            bad |= a->reg | (a->off - t->off[j][k] - t->delta[sh][k]);
             sc->soff[j][k] = a->off;
         }
+        if (bad)
+            return 0;
         t->first[sh] = j;
     }
     /* one to one: no two of the kernel's shapes alike (keys differ) */
@@ -1230,6 +1326,32 @@ static uint64_t ops_key(const isa_insn *s, long n)
     return mix(h, w);
 }
 
+/* The template kernel s[0..n) rolls as (*fits set; tmpl_fits has filled
+ * its delta and sc->soff), else the one to roll it from scratch into: the
+ * template of its ops (ops_key), or the next to replace.  A template that
+ * fits has the kernel's ops (tmpl_fits compares them), and there is one
+ * per ops_key: the templates of its length are tried first, and the key
+ * (a pass over the kernel) is made only when none fits. */
+static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
+{
+    *fits = 1;
+    for (int q = 0; q < RR_TEMPLATES; q++)
+        if (sc->t[q].n == n && tmpl_fits(sc, &sc->t[q], s, n))
+            return &sc->t[q];
+    *fits = 0;
+    const uint64_t ops = ops_key(s, n);
+    rr_tmpl *t = NULL;
+    for (int q = 0; q < RR_TEMPLATES && !t; q++)
+        if (sc->t[q].n == n && sc->t[q].ops == ops)
+            t = &sc->t[q];
+    if (!t) {
+        t = &sc->t[sc->tnext];
+        sc->tnext = (sc->tnext + 1) % RR_TEMPLATES;
+    }
+    t->ops = ops;
+    return t;
+}
+
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
  * when it fits, else from scratch); left as they are when they already
  * use loops or registers (not code this back half makes). */
@@ -1244,19 +1366,11 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         if (!sc->soff)
             abort();
     }
-    /* the template of the kernel's ops, else the next to replace */
-    const uint64_t ops = ops_key(s, n);
-    rr_tmpl *t = NULL;
-    for (int q = 0; q < RR_TEMPLATES && !t; q++)
-        if (sc->t[q].n == n && sc->t[q].ops == ops)
-            t = &sc->t[q];
-    if (!t) {
-        t = &sc->t[sc->tnext];
-        sc->tnext = (sc->tnext + 1) % RR_TEMPLATES;
-    }
+    int fits;
+    rr_tmpl *t = tmpl_for(sc, s, n, &fits);
     const rr_vec *r = &t->rolled;
     rr_out to = *o;
-    if (tmpl_fits(sc, t, s, n)) {
+    if (fits) {
         to.base = s;
         to.shape = t->shape;
         to.delta = (const int64_t (*)[RR_NADDR])t->delta;
@@ -1265,12 +1379,17 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
             push(o, &s[j]);
         return;
     }
-    long first = (long)o->s->n;
+    const long first = (long)o->s->n;
     emit_list(&to, r->v, r->n);
+    const isa_insn *c = o->s->insns + first;
+    const long nc = (long)o->s->n - first;
+    if (fits && code_same(t, c, nc, s))
+        return;
     /* the shapes: the fresh roll's of s, or the template's, which are s's
      * renamed one to one (tmpl_fits) */
-    t->ops = ops;
-    check_same(sc, o->s->insns + first, (long)o->s->n - first, s, n, t->shape);
+    check_same(sc, c, nc, s, n, t->shape);
+    if (!fits)
+        code_keep(sc, t, c, nc);
 }
 
 /* ---- the pass ---- */
@@ -1293,6 +1412,7 @@ static void scratch_free(rr_scratch *sc)
         free(sc->t[q].delta);
         free(sc->t[q].first);
         free(sc->t[q].keys);
+        free(sc->t[q].code);
     }
     free(sc->seen);
     free(sc->soff);
