@@ -248,9 +248,18 @@ static op_cache *cache_find(pt_bufs *bf, int core, int kind, uint64_t gen, op_ke
     return NULL;
 }
 
-/* Does [lo, hi) overlap any of the set's ranges? */
+/* Does [lo, hi) overlap any of the set's ranges?  Ranges apart and in
+ * order (every operand's groups) need no walk: only the first that ends
+ * after lo can meet it.  The event loop's fences ask this of every queued
+ * product of a core, and a product's sums interleave with the other PT
+ * unit's, so the bounds check rarely settles it. */
 static int hits(const sim_lx_set *x, uint64_t lo, uint64_t hi)
 {
+    if (x->count > 1 && x->len > 0 && x->stride >= x->len) {
+        const uint64_t base = (uint64_t)x->base, len = (uint64_t)x->len, stride = (uint64_t)x->stride;
+        const uint64_t g = lo < base + len ? 0 : (lo - base - len) / stride + 1;
+        return g < (uint64_t)x->count && base + g * stride < hi;
+    }
     for (int64_t g = 0; g < x->count; g++) {
         uint64_t a = (uint64_t)(x->base + g * x->stride);
         if (lo < a + (uint64_t)x->len && a < hi)
