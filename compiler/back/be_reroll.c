@@ -1017,6 +1017,20 @@ static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, lon
     return 1;
 }
 
+/* Scratch array p (its contents not kept) with room for n elements of
+ * `size` bytes: made again at twice n when *cap is short. */
+static void *scratch_array(void *p, long *cap, long n, size_t size)
+{
+    if (n <= *cap)
+        return p;
+    free(p);
+    *cap = 2 * n;
+    p = malloc((size_t)*cap * size);
+    if (!p)
+        abort();
+    return p;
+}
+
 /* Run stream t[0..n) as the sequencer would, addresses resolved, and
  * check it issues exactly the instructions of s[0..m) (shape: s's, as
  * issues takes them). */
@@ -1027,13 +1041,7 @@ static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn
     int64_t left[ISA_MAX_LOOPS];
     int d = 0;
     long k = 0;
-    if (n > sc->seencap) {
-        free(sc->seen);
-        sc->seencap = 2 * n;
-        sc->seen = malloc((size_t)sc->seencap * sizeof *sc->seen);
-        if (!sc->seen)
-            abort();
-    }
+    sc->seen = scratch_array(sc->seen, &sc->seencap, n, sizeof *sc->seen);
     for (long pc = 0; pc < n; pc++)
         sc->seen[pc] = -1;
     for (long pc = 0; pc < n; pc++) {
@@ -1072,13 +1080,7 @@ static inline int seq_op(int op)
  * kernel (check_same: sc->seen), for code_same. */
 static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n)
 {
-    if (n > t->codecap) {
-        free(t->code);
-        t->codecap = 2 * n;
-        t->code = malloc((size_t)t->codecap * sizeof *t->code);
-        if (!t->code)
-            abort();
-    }
+    t->code = scratch_array(t->code, &t->codecap, n, sizeof *t->code);
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
@@ -1201,13 +1203,7 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     if (!make_entries(sc, s, n))
         return 0;
     t->nsh = sc->shapes.next;
-    if (t->nsh > t->shcap) {
-        free(t->shop);
-        t->shcap = 2 * t->nsh;
-        t->shop = malloc((size_t)t->shcap * sizeof *t->shop);
-        if (!t->shop)
-            abort();
-    }
+    t->shop = scratch_array(t->shop, &t->shcap, t->nsh, sizeof *t->shop);
     for (int q = 0; q < t->nsh; q++)
         t->shop[q] = sc->shapes.rep[q].op;
     if (n > t->cap) {
@@ -1273,13 +1269,9 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         return 0;
     const long nsh = t->nsh;
     if (nsh > t->dcap) {
-        free(t->delta);
-        free(t->first);
-        t->dcap = 2 * nsh;
-        t->delta = malloc((size_t)t->dcap * sizeof *t->delta);
-        t->first = malloc((size_t)t->dcap * sizeof *t->first);
-        if (!t->delta || !t->first)
-            abort();
+        long cap = t->dcap;
+        t->delta = scratch_array(t->delta, &cap, nsh, sizeof *t->delta);
+        t->first = scratch_array(t->first, &t->dcap, nsh, sizeof *t->first);
     }
     for (long q = 0; q < nsh; q++)
         t->first[q] = -1;
@@ -1359,13 +1351,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
-    if (n > sc->soffcap) {
-        free(sc->soff);
-        sc->soffcap = 2 * n;
-        sc->soff = malloc((size_t)sc->soffcap * sizeof *sc->soff);
-        if (!sc->soff)
-            abort();
-    }
+    sc->soff = scratch_array(sc->soff, &sc->soffcap, n, sizeof *sc->soff);
     int fits;
     rr_tmpl *t = tmpl_for(sc, s, n, &fits);
     const rr_vec *r = &t->rolled;
