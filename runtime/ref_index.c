@@ -686,11 +686,16 @@ static int scatter(ex *E, const tens *x, const int64_t *dst, const tens *src, co
     size_t n = (size_t)(x->n ? x->n : 1);
     scat S = {red, !include_self, calloc(n, sizeof(double)), {0}, {0}, NULL, NULL, calloc(n, sizeof(int64_t))};
     int ok = S.v && S.cnt;
-    if (red == S_SET) {
-        ok &= !!(S.lo = calloc(n, sizeof(double))) & !!(S.hi = calloc(n, sizeof(double)));
+    if (red == S_SET) { /* both made, whichever fails: scat_free frees what is there */
+        S.lo = calloc(n, sizeof(double));
+        S.hi = calloc(n, sizeof(double));
+        ok = ok && S.lo && S.hi;
     }
-    for (int w = 0; E->bounds && w < 2; w++)
-        ok &= !!(S.e[w] = calloc(n, sizeof(double))) & !!(S.aux[w] = calloc(n, sizeof(double)));
+    for (int w = 0; E->bounds && w < 2; w++) {
+        S.e[w] = calloc(n, sizeof(double));
+        S.aux[w] = calloc(n, sizeof(double));
+        ok = ok && S.e[w] && S.aux[w];
+    }
     tens *o = ok ? ref_new_result(E, kind_of(x->dtype), x->rank, x->shape) : NULL;
     if (!o) {
         scat_free(&S);
