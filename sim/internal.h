@@ -252,6 +252,10 @@ typedef struct {
 } sim_tile_tags;
 sim_conv_pool *sim_conv_new(int entries);
 void sim_conv_free(sim_conv_pool *p);
+/* buf, or a new one in its place (its contents not kept), of at least
+ * `bytes` (*cap: what it holds), on a 64-byte boundary: the fp32 tiles
+ * are sgemm's operands, which OpenBLAS packs with 64-byte loads. */
+void *sim_buf_room(void *buf, size_t *cap, size_t bytes);
 /* The tile as row-major fp32, found or converted now; *slot and *serial
  * name the entry for sim_conv_at.  Valid until the pool's next miss
  * refills that entry. */

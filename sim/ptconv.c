@@ -58,10 +58,9 @@ void sim_conv_free(sim_conv_pool *p)
     free(p);
 }
 
-/* A buffer of at least `bytes`, on a 64-byte boundary: the fp32 tiles are
- * sgemm's operands, which OpenBLAS packs with 64-byte loads, and on
- * malloc's 16-byte boundary every such load of a row straddled two lines. */
-static void *grow(void *buf, size_t *cap, size_t bytes)
+/* (On malloc's 16-byte boundary every 64-byte load of a row that
+ * OpenBLAS's packing makes straddled two lines.) */
+void *sim_buf_room(void *buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap)
         return buf;
@@ -127,8 +126,8 @@ static int same_tags(const sim_tile_tags *a, const sim_tile_tags *b)
 static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, uint64_t first)
 {
     const size_t elems = (size_t)(t->rows * t->cols);
-    e->v = grow(e->v, &e->cap, elems * sizeof *e->v);
-    e->src = grow(e->src, &e->src_cap, elems * 2);
+    e->v = sim_buf_room(e->v, &e->cap, elems * sizeof *e->v);
+    e->src = sim_buf_room(e->src, &e->src_cap, elems * 2);
     uint8_t *k = e->src;
     for (int64_t g = 0; g * l16 < t->cols; g++) { /* one call a group of lanes (the rows of an A tile: one run) */
         const int64_t w = lanes_of(t, g, l16);

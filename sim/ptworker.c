@@ -47,7 +47,7 @@ struct pt_job {
     uint64_t dlo, dhi; /* the DRAM bytes the pieces write lie in [dlo, dhi) */
     dram_span *spans;  /* those bytes exactly: ascending, apart (a block of rows
                         * of a wider tensor leaves gaps that other cores' blocks fill) */
-    size_t nspans, spans_cap;
+    size_t nspans, spans_cap; /* spans_cap in bytes */
     isa_insn in;
     sim_lx_set ops[4];         /* LX bytes read (a, b, p) and written (d) */
     uint64_t lo[4], hi[4];     /* their bounds (empty for no bytes): most fences miss them */
@@ -86,7 +86,7 @@ typedef struct {
  * the last one's sums are read from LX. */
 typedef struct {
     float *v;
-    size_t cap;
+    size_t cap; /* bytes */
     op_key key;
     uint64_t gen;
     int dirty;
@@ -205,19 +205,10 @@ struct sim_ptq {
 };
 
 /* A buffer of at least n floats (sums a product accumulates in, sgemm's
- * C), on a 64-byte boundary as ptconv.c's are. */
+ * C; *cap in bytes). */
 static float *grow(float **buf, size_t *cap, size_t n)
 {
-    if (n > *cap) {
-        free(*buf);
-        *buf = aligned_alloc(64, (n * sizeof **buf + 63) & ~(size_t)63);
-        if (!*buf) {
-            fprintf(stderr, "spyre: out of host memory\n");
-            abort();
-        }
-        *cap = n;
-    }
-    return *buf;
+    return *buf = sim_buf_room(*buf, cap, n * sizeof **buf);
 }
 
 static int same_key(const op_key *a, const op_key *b)
@@ -970,15 +961,7 @@ static int span_order(const void *x, const void *y)
  * write one byte must copy in program order). */
 static void make_spans(pt_job *j)
 {
-    if (j->npieces > j->spans_cap) {
-        free(j->spans);
-        j->spans = malloc(j->npieces * sizeof *j->spans);
-        if (!j->spans) {
-            fprintf(stderr, "spyre: out of host memory\n");
-            abort();
-        }
-        j->spans_cap = j->npieces;
-    }
+    j->spans = sim_buf_room(j->spans, &j->spans_cap, j->npieces * sizeof *j->spans);
     int sorted = 1;
     for (size_t i = 0; i < j->npieces; i++) {
         j->spans[i] = (dram_span){j->pieces[i].addr, j->pieces[i].addr + j->pieces[i].len};
@@ -1052,16 +1035,9 @@ static void copy_operand(pt_worker *w, pt_job *j, int r, const uint8_t *lx)
 {
     const sim_lx_set *x = &j->ops[r];
     size_t n = (size_t)(x->count * x->len);
-    if (n > j->snap_cap[r]) {
+    if (n > j->snap_cap[r])
         w->snap_bytes += n - j->snap_cap[r];
-        free(j->snap[r]);
-        j->snap[r] = malloc(n);
-        if (!j->snap[r]) {
-            fprintf(stderr, "spyre: out of host memory\n");
-            abort();
-        }
-        j->snap_cap[r] = n;
-    }
+    j->snap[r] = sim_buf_room(j->snap[r], &j->snap_cap[r], n);
     for (int64_t g = 0; g < x->count; g++)
         memcpy(j->snap[r] + g * x->len, lx + x->base + g * x->stride, (size_t)x->len);
     j->snapped[r] = 1;
