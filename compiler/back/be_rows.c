@@ -1317,7 +1317,7 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
     const be_layout *B = &k->c->lay[buf];
     be_span_init(B, lo, hi);
     be_walk w;
-    be_walk_init(&w, k->c, buf);
+    int walking = 0; /* w made: most chunks' rows were walked before (be_walk_init was 0.8% of a decode step's compile) */
     be_rowspans *m[RK_NEED_LOADS];
     int at[RK_NEED_LOADS];
     const int nm = rk_stage_group(k, i, m, at);
@@ -1328,8 +1328,12 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
                 continue;
             be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
             for (int64_t r = r0; r < r0 + n; r++)
-                if (s->at[r] < 0)
+                if (s->at[r] < 0) {
+                    if (!walking)
+                        be_walk_init(&w, k->c, buf);
+                    walking = 1;
                     rk_span_row(k, L, s, &w, r);
+                }
             rk_merge_rows(s, r0, n, lo, hi);
         }
     else {
@@ -1339,8 +1343,12 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
             if (s->at[r] >= 0)
                 continue;
             for (int j = 0; j < nm; j++)
-                if (m[j]->at[r] < 0)
+                if (m[j]->at[r] < 0) {
+                    if (!walking)
+                        be_walk_init(&w, k->c, buf);
+                    walking = 1;
                     rk_span_row(k, &k->loads[at[j]], m[j], &w, r);
+                }
             if (q)
                 rk_combo_row(q, B, r);
         }
