@@ -264,6 +264,8 @@ typedef struct {
     int d1;                                    /* the one coordinate step moves (-1 none, -2 several) */
     int64_t drow;                              /* the row's step when d1 moves without a carry */
     int64_t gmin, gmax;                        /* the stick groups the last be_walk_run touched */
+    int moved;                                 /* dflat, dco: the last be_walk_at's move from where the walk was */
+    int64_t dflat, dco[GR_MAX_RANK];
 } be_walk;
 void be_walk_init(be_walk *w, const be_ctx *c, int buf);
 /* Start at flat, stepping by step. */
