@@ -1001,6 +1001,18 @@ static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, in
     return flat < 0 || flat >= nel ? -1 : flat;
 }
 
+/* val (rk_stage_flat's, at a row below the last) moved to the next row:
+ * the row space's variables counted up, innermost first, without
+ * rk_stage_flat's divisions (rk_gather's rows run one after another). */
+static void rk_row_next(const rk_plan *k, int64_t *val)
+{
+    for (int v = k->rsp.nv - 1; v >= 0; v--) {
+        if (++val[k->rsp.var[v]] < k->rsp.ext[v])
+            return;
+        val[k->rsp.var[v]] = 0;
+    }
+}
+
 static int64_t rk_numel(const be_ctx *c, int buf)
 {
     return gr_ttype_numel(&c->p->bufs[buf].type);
@@ -1830,7 +1842,10 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     for (int64_t g = 0; g * lanes < k->cols; g++)
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
-            rk_stage_flat(k, x, nel, r0 + i, g * lanes, val);
+            if (i)
+                rk_row_next(k, val);
+            else
+                rk_stage_flat(k, x, nel, r0, g * lanes, val);
             be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
             const int ns = be_walk_segs(&w, cnt, ws);
             for (int q = 0; q < ns; q++) {
