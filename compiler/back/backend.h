@@ -467,6 +467,10 @@ typedef struct {
     be_gspan *e;
     int64_t n, cap;
     int64_t *lo, *hi; /* a row's walk, per group, empty between rows */
+    int64_t *bat;     /* per block of rows (be_rows.c's RK_SPAN_BLOCK), its rows' spans merged: where in be (-1: not yet) */
+    int32_t *blen;
+    be_gspan *be;
+    int64_t bn, bcap;
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */
