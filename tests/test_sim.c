@@ -840,6 +840,41 @@ static void test_fence_orders_a_cores_own_units(void)
     expect_fault(store_then_load_on_one_core(0), 0, ISA_U_DMAI, 1, "race: core 0 dmai #1 reads DRAM");
 }
 
+/* Core 0's dmai loads `run` sticks at 0x9280 - 5 sticks + `at` (no token),
+ * while pt0 reads b as three groups of 16 sticks (a block each) at 0x8000,
+ * 0x9000 and 0xa000: the middle group of the pt.mm's strided set meets the
+ * load. */
+static isa_program *load_under_a_pt_group(int64_t at, int64_t run)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x9000 + at, 0)->run = run;
+    isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x20000, 0);
+    mm->m = 1;
+    mm->nn = 3 * 64; /* three groups of 64 DL16 columns */
+    mm->k = 16;
+    mm->b.off = 0x8000;
+    mm->bs[0] = 0x1000;
+    tu_halt_all(p);
+    return p;
+}
+
+static void test_a_race_in_the_middle_of_a_strided_set_names_its_bytes(void)
+{
+    /* one stick of the middle group's block: found stick by stick */
+    expect_fault(load_under_a_pt_group(0x280, 1), 0, ISA_U_PT0, 1,
+                 "race: core 0 pt0 #1 reads core 0's LX bytes [0x9280, 0x9300) that core 0 dmai #0 wrote");
+    /* the whole block: found on its summary, named by its first stick */
+    expect_fault(load_under_a_pt_group(0, 16), 0, ISA_U_PT0, 1,
+                 "race: core 0 pt0 #1 reads core 0's LX bytes [0x9000, 0x9080) that core 0 dmai #0 wrote");
+    /* between the groups: no race */
+    sim *s = sim_create(&cfg4);
+    isa_program *p = load_under_a_pt_group(0x800, 16);
+    sim_fault f;
+    CU_ASSERT_EQUAL(run(s, p, &f), 0);
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 /* Core 0's dmai loads two sticks, signalling token 1 after the first and
  * token 2 after the second (two sigs with no wait between, which share a
  * snapshot of its clock); sfp0 waits for token 1, and for token 2 when
@@ -1597,6 +1632,7 @@ int main(void)
         {"dma_scatter_faults_on_a_row_out_of_bounds_and_writes_nothing",
          test_dma_scatter_faults_on_a_row_out_of_bounds_and_writes_nothing},
         {"dma_scatters_race_on_the_rows_they_write", test_dma_scatters_race_on_the_rows_they_write},
+        {"a_race_in_the_middle_of_a_strided_set_names_its_bytes", test_a_race_in_the_middle_of_a_strided_set_names_its_bytes},
         {NULL, NULL},
     };
     return tu_run("sim", tests);
