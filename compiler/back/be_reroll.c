@@ -169,9 +169,12 @@ typedef struct {
     long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
     long seencap;
     /* per instruction of the kernel: its address operands' offsets, as
-     * make_entries or tmpl_fits read them (having checked that no
-     * register is used), for check_same: reading them back from the
-     * instructions, out of cache by then, was 5% of a prefill compile */
+     * make_entries reads them (having checked that no register is used),
+     * for check_same: reading them back from the instructions, out of
+     * cache by then, was 5% of a prefill compile.  A kernel that fits a
+     * template fills them only when check_same is to run (soff_fill):
+     * code_same passes for every kernel of the traces, and writing them
+     * was 60 MB of the prefill layer's compile. */
     int64_t (*soff)[RR_NADDR];
     long soffcap;
 } rr_scratch;
@@ -1276,7 +1279,7 @@ static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
  * the same ops, and its addresses are the template's plus one constant
  * per template shape and operand (rolling compares shapes only for
  * equality, and addresses only through their differences). */
-static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
+static int tmpl_fits(rr_tmpl *t, const isa_insn *s, long n)
 {
     if (!t->n || t->n != n)
         return 0;
@@ -1304,7 +1307,6 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         for (int k = 0; k < f->naddr; k++) {
             const isa_addr *a = (const isa_addr *)((const char *)&s[j] + f->aoff[k]);
             bad |= a->reg | (a->off - t->off[j][k] - t->delta[sh][k]);
-            sc->soff[j][k] = a->off;
         }
         if (bad)
             return 0;
@@ -1332,7 +1334,7 @@ static uint64_t ops_key(const isa_insn *s, long n)
 }
 
 /* The template kernel s[0..n) rolls as (*fits set; tmpl_fits has filled
- * its delta and sc->soff), else the one to roll it from scratch into: the
+ * its delta), else the one to roll it from scratch into: the
  * template of its ops (ops_key), or the next to replace.  A template that
  * fits has the kernel's ops (tmpl_fits compares them), and there is one
  * per ops_key: the templates of its length are tried first, and the key
@@ -1341,7 +1343,7 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
 {
     *fits = 1;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        if (sc->t[q].n == n && tmpl_fits(sc, &sc->t[q], s, n))
+        if (sc->t[q].n == n && tmpl_fits(&sc->t[q], s, n))
             return &sc->t[q];
     *fits = 0;
     const uint64_t ops = ops_key(s, n);
@@ -1355,6 +1357,17 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
     }
     t->ops = ops;
     return t;
+}
+
+/* sc->soff of kernel s[0..n), whose addresses use no register (tmpl_fits
+ * or make_entries checked). */
+static void soff_fill(rr_scratch *sc, const isa_insn *s, long n)
+{
+    for (long j = 0; j < n; j++) {
+        const rr_opfields *f = fields_of(s[j].op);
+        for (int k = 0; k < f->naddr; k++)
+            sc->soff[j][k] = caddr_at(&s[j], f->addr[k])->off;
+    }
 }
 
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
@@ -1384,6 +1397,8 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     const long nc = (long)o->s->n - first;
     if (fits && code_same(t, c, nc, s))
         return;
+    if (fits)
+        soff_fill(sc, s, n);
     /* the shapes: the fresh roll's of s, or the template's, which are s's
      * renamed one to one (tmpl_fits) */
     check_same(sc, c, nc, s, n, t->shape);
@@ -1465,6 +1480,8 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     isa_program *prog = c->prog;
     isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
     const long from = (long)rr->done[core];
+    if ((size_t)from == old->n)
+        return; /* nothing since (as a rule while codegen rolls each kernel: a look at every kernel was 0.5% of BERT-base's compile) */
     if (neu->cap < old->n - (size_t)from + 1) { /* rolling makes no more, as a rule */
         isa_stream_free(neu);
         neu->cap = old->n - (size_t)from + 1;
