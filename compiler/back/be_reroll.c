@@ -169,11 +169,16 @@ typedef struct {
     long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
     long seencap;
     /* per instruction of the kernel: its address operands' offsets, as
-     * make_entries or tmpl_fits read them (having checked that no
-     * register is used), for check_same: reading them back from the
-     * instructions, out of cache by then, was 5% of a prefill compile */
+     * make_entries reads them (having checked that no register is used),
+     * for check_same: reading them back from the instructions, out of
+     * cache by then, was 5% of a prefill compile.  A kernel that fits a
+     * template fills them only when check_same is to run (soff_fill):
+     * code_same passes for every kernel of the traces, and writing them
+     * was 60 MB of the prefill layer's compile. */
     int64_t (*soff)[RR_NADDR];
     long soffcap;
+    int *from;          /* rr_out.from's memory */
+    long fromcap;
 } rr_scratch;
 
 struct be_reroll {
@@ -265,22 +270,46 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
 
 /* Per op, looked up in the ISA table once per process (the pass asks for
  * every instruction, several times): its address operands in format order
- * (k indexes st), and its other fields in format order: an int64, an
- * int32 or (f32) a float (isa_operand.size). */
-#define RR_NFIELDS 32
+ * (k indexes st), and its other fields as the 8-byte words of isa_insn
+ * that hold them, each with a mask of the fields' bytes: two 4-byte
+ * fields in one word compare (and hash) as one, and a compare is a loop
+ * of loads without a branch per field kind (per field, insn_same was 5%
+ * of BERT-base's compile).  A float compares by its bits. */
+#define RR_NWORDS (sizeof(isa_insn) / sizeof(uint64_t))
 typedef struct {
-    int naddr, nfields;
+    int naddr;
     int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
     const isa_operand *addr[RR_NADDR];
     uint16_t aoff[RR_NADDR];      /* their offsets in isa_insn */
-    uint16_t field[RR_NFIELDS];   /* offset in isa_insn */
-    unsigned char f32[RR_NFIELDS], i32[RR_NFIELDS];
-    int ni, nf;                   /* insn_same's: the 8-byte fields' offsets, then the 4-byte ones' */
-    uint16_t i64[RR_NFIELDS], fl[RR_NFIELDS];
+    int nw;                       /* words holding other fields */
+    uint16_t word[RR_NWORDS];     /* their offsets in isa_insn */
+    uint64_t mask[RR_NWORDS];     /* their fields' bytes */
 } rr_opfields;
 
 static rr_opfields op_fields[ISA_NOPS];
 static int op_fields_made;
+
+/* op's fields other than addresses as words and masks (rr_opfields). */
+static void fields_words(rr_opfields *f, const isa_opinfo *oi)
+{
+    _Static_assert(sizeof(isa_insn) % sizeof(uint64_t) == 0, "isa_insn is whole words");
+    unsigned char bytes[sizeof(isa_insn)] = {0};
+    for (int o = 0; oi && o < oi->noperands; o++) {
+        const isa_operand *x = &oi->operands[o];
+        if (x->kind != ISA_K_ADDR) {
+            assert(x->offset + x->size <= sizeof bytes);
+            memset(bytes + x->offset, 0xff, x->size);
+        }
+    }
+    for (size_t w = 0; w < RR_NWORDS; w++) {
+        uint64_t m;
+        memcpy(&m, bytes + w * sizeof m, sizeof m);
+        if (m) {
+            f->word[f->nw] = (uint16_t)(w * sizeof m);
+            f->mask[f->nw++] = m;
+        }
+    }
+}
 
 /* Fill op_fields for every op (before the pass looks at an instruction). */
 static void fields_init(void)
@@ -297,17 +326,9 @@ static void fields_init(void)
                 assert(f->naddr < RR_NADDR);
                 f->aoff[f->naddr] = (uint16_t)x->offset;
                 f->addr[f->naddr++] = x;
-                continue;
             }
-            assert(f->nfields < RR_NFIELDS);
-            f->field[f->nfields] = (uint16_t)x->offset;
-            f->i32[f->nfields] = x->kind != ISA_K_F32 && x->size == 4;
-            f->f32[f->nfields++] = x->kind == ISA_K_F32;
-            if (x->size == 4)
-                f->fl[f->nf++] = (uint16_t)x->offset;
-            else
-                f->i64[f->ni++] = (uint16_t)x->offset;
         }
+        fields_words(f, oi);
     }
     op_fields_made = 1;
 }
@@ -329,18 +350,12 @@ static inline int addr_ops(const isa_insn *in, const isa_operand *const **out)
     return op_addrs(in->op, out);
 }
 
-/* A field of an instruction as a number: an int64 or int32, or a float's bits. */
-static inline uint64_t field_at(const isa_insn *in, const rr_opfields *f, int i)
+/* Word i of an instruction's fields (rr_opfields), its other bytes 0. */
+static inline uint64_t word_at(const isa_insn *in, const rr_opfields *f, int i)
 {
-    const char *p = (const char *)in + f->field[i];
-    if (f->f32[i]) {
-        uint32_t u;
-        memcpy(&u, p, sizeof u);
-        return u;
-    }
-    if (f->i32[i])
-        return (uint64_t)(int64_t) * (const int32_t *)p;
-    return (uint64_t) * (const int64_t *)p;
+    uint64_t u;
+    memcpy(&u, (const char *)in + f->word[i], sizeof u);
+    return u & f->mask[i];
 }
 
 /* Do two instructions agree in every encoded field but their addresses? */
@@ -350,14 +365,12 @@ static int insn_same(const isa_insn *x, const isa_insn *y)
         return 0;
     const rr_opfields *f = fields_of(x->op);
     const char *p = (const char *)x, *q = (const char *)y;
-    int64_t diff = 0;
-    for (int i = 0; i < f->ni; i++)
-        diff |= *(const int64_t *)(p + f->i64[i]) ^ *(const int64_t *)(q + f->i64[i]);
-    for (int i = 0; i < f->nf; i++) { /* the bits (a float's as insn_key hashes them) */
-        uint32_t u, v;
-        memcpy(&u, p + f->fl[i], sizeof u);
-        memcpy(&v, q + f->fl[i], sizeof v);
-        diff |= u ^ v;
+    uint64_t diff = 0;
+    for (int i = 0; i < f->nw; i++) {
+        uint64_t u, v;
+        memcpy(&u, p + f->word[i], sizeof u);
+        memcpy(&v, q + f->word[i], sizeof v);
+        diff |= (u ^ v) & f->mask[i];
     }
     return !diff;
 }
@@ -368,13 +381,18 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-/* Hash of an instruction's every field but its addresses. */
+/* Hash of an instruction's every field but its addresses.  A word's
+ * high half folded onto its low (a bijection): mix's low bits, which
+ * index the hash tables, see little of its input's high bits (without,
+ * the shape table probed 2.7 times as long). */
 static uint64_t insn_key(const isa_insn *in)
 {
     const rr_opfields *f = fields_of(in->op);
     uint64_t h = mix(0x5eed, (uint64_t)in->op);
-    for (int i = 0; i < f->nfields; i++)
-        h = mix(h, field_at(in, f, i));
+    for (int i = 0; i < f->nw; i++) {
+        const uint64_t w = word_at(in, f, i);
+        h = mix(h, w ^ w >> 32);
+    }
     return h;
 }
 
@@ -830,6 +848,9 @@ typedef struct {
     const isa_insn *base;        /* NULL: the entries' own */
     const int *shape;            /* with base: per template instruction, its shape */
     const int64_t (*delta)[RR_NADDR]; /* with base: per template shape and operand */
+    int *from;   /* with base: per instruction of the kernel's code (from s->n = first), the kernel's
+                  * instruction it copies, -1 none; for code_same, nfrom of them */
+    long first, nfrom;
 } rr_out;
 
 static inline const isa_insn *ent_insn(const rr_out *o, const rr_ent *x)
@@ -840,6 +861,18 @@ static inline const isa_insn *ent_insn(const rr_out *o, const rr_ent *x)
 static inline int64_t ent_off(const rr_out *o, const rr_ent *x, int k)
 {
     return o->base ? x->off[k] + o->delta[o->shape[x->idx]][k] : x->off[k];
+}
+
+/* The next instruction of the new stream: entry x's copied, its addresses
+ * to be set (noted in o->from: the copy is what code_same relies on). */
+static isa_insn *copy_in(rr_out *o, const rr_ent *x)
+{
+    isa_insn *in = isa_stream_room(o->s);
+    isa_insn_copy(in, ent_insn(o, x));
+    const long pc = (long)o->s->n - o->first;
+    if (o->from && pc < o->nfrom)
+        o->from[pc] = x->idx;
+    return in;
 }
 
 /* The next instruction of the new stream, built in place (an
@@ -939,8 +972,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
                     low[r - 1] = off - K[r - 1];
             }
         } else {
-            isa_insn *in = isa_stream_room(o->s);
-            isa_insn_copy(in, ent_insn(o, x));
+            isa_insn *in = copy_in(o, x);
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++) {
@@ -982,8 +1014,7 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             emit_nest(o, &e[j], e[j].len);
             j += e[j].len;
         } else {
-            isa_insn *in = isa_stream_room(o->s);
-            isa_insn_copy(in, ent_insn(o, &e[j])); /* its first iteration's addresses: unroll_one moves them */
+            isa_insn *in = copy_in(o, &e[j]); /* its first iteration's addresses: unroll_one moves them */
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
@@ -1099,7 +1130,10 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n)
  * passed: its addresses are the template's kernel's plus t->delta per
  * shape and operand), issue s exactly?  So it does when it is the code
  * kept for the template (which check_same passed) with the same ops,
- * loops and steps, each instruction's fields its shape's in s, and each
+ * loops and steps, each instruction a copy of one of s (from) of the
+ * shape the template's issued (so its fields are that shape's: tmpl_fits
+ * found the shapes one to one; comparing the fields again was 1.5% of
+ * BERT-base's compile), and each
  * address operand's offset moved by its shape's delta less what its
  * register's li moved by: a register then holds, at every step, what it
  * held for the template plus its li's move, and every address it resolves
@@ -1107,7 +1141,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n)
  * the size of the rolled code instead of the kernel's (check_same ran the
  * loops: a tenth of the prefill layer's rolling).  0: not shown so (for
  * check_same to judge). */
-static int code_same(const rr_tmpl *t, const isa_insn *c, long n, const isa_insn *s)
+static int code_same(const rr_tmpl *t, const isa_insn *c, long n, const int *from)
 {
     if (n != t->ncode)
         return 0;
@@ -1128,7 +1162,7 @@ static int code_same(const rr_tmpl *t, const isa_insn *c, long n, const isa_insn
                 return 0;
             continue;
         }
-        if (k->shape < 0 || !insn_same(in, &s[t->first[k->shape]]))
+        if (k->shape < 0 || from[pc] < 0 || t->shape[from[pc]] != k->shape)
             return 0;
         const rr_opfields *f = fields_of(in->op);
         for (int q = 0; q < f->naddr; q++) {
@@ -1263,7 +1297,7 @@ static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
  * the same ops, and its addresses are the template's plus one constant
  * per template shape and operand (rolling compares shapes only for
  * equality, and addresses only through their differences). */
-static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
+static int tmpl_fits(rr_tmpl *t, const isa_insn *s, long n)
 {
     if (!t->n || t->n != n)
         return 0;
@@ -1291,7 +1325,6 @@ static int tmpl_fits(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         for (int k = 0; k < f->naddr; k++) {
             const isa_addr *a = (const isa_addr *)((const char *)&s[j] + f->aoff[k]);
             bad |= a->reg | (a->off - t->off[j][k] - t->delta[sh][k]);
-            sc->soff[j][k] = a->off;
         }
         if (bad)
             return 0;
@@ -1319,7 +1352,7 @@ static uint64_t ops_key(const isa_insn *s, long n)
 }
 
 /* The template kernel s[0..n) rolls as (*fits set; tmpl_fits has filled
- * its delta and sc->soff), else the one to roll it from scratch into: the
+ * its delta), else the one to roll it from scratch into: the
  * template of its ops (ops_key), or the next to replace.  A template that
  * fits has the kernel's ops (tmpl_fits compares them), and there is one
  * per ops_key: the templates of its length are tried first, and the key
@@ -1328,7 +1361,7 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
 {
     *fits = 1;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        if (sc->t[q].n == n && tmpl_fits(sc, &sc->t[q], s, n))
+        if (sc->t[q].n == n && tmpl_fits(&sc->t[q], s, n))
             return &sc->t[q];
     *fits = 0;
     const uint64_t ops = ops_key(s, n);
@@ -1342,6 +1375,17 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
     }
     t->ops = ops;
     return t;
+}
+
+/* sc->soff of kernel s[0..n), whose addresses use no register (tmpl_fits
+ * or make_entries checked). */
+static void soff_fill(rr_scratch *sc, const isa_insn *s, long n)
+{
+    for (long j = 0; j < n; j++) {
+        const rr_opfields *f = fields_of(s[j].op);
+        for (int k = 0; k < f->naddr; k++)
+            sc->soff[j][k] = caddr_at(&s[j], f->addr[k])->off;
+    }
 }
 
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
@@ -1360,6 +1404,12 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         to.base = s;
         to.shape = t->shape;
         to.delta = (const int64_t (*)[RR_NADDR])t->delta;
+        sc->from = scratch_array(sc->from, &sc->fromcap, t->ncode, sizeof *sc->from);
+        for (long pc = 0; pc < t->ncode; pc++)
+            sc->from[pc] = -1;
+        to.from = sc->from;
+        to.first = (long)o->s->n;
+        to.nfrom = t->ncode;
     } else if (!roll_fresh(sc, t, s, n)) {
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
@@ -1369,8 +1419,10 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     emit_list(&to, r->v, r->n);
     const isa_insn *c = o->s->insns + first;
     const long nc = (long)o->s->n - first;
-    if (fits && code_same(t, c, nc, s))
+    if (fits && code_same(t, c, nc, sc->from))
         return;
+    if (fits)
+        soff_fill(sc, s, n);
     /* the shapes: the fresh roll's of s, or the template's, which are s's
      * renamed one to one (tmpl_fits) */
     check_same(sc, c, nc, s, n, t->shape);
@@ -1402,6 +1454,7 @@ static void scratch_free(rr_scratch *sc)
     }
     free(sc->seen);
     free(sc->soff);
+    free(sc->from);
 }
 
 static int by_first(const void *a, const void *b)
@@ -1452,6 +1505,8 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     isa_program *prog = c->prog;
     isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
     const long from = (long)rr->done[core];
+    if ((size_t)from == old->n)
+        return; /* nothing since (as a rule while codegen rolls each kernel: a look at every kernel was 0.5% of BERT-base's compile) */
     if (neu->cap < old->n - (size_t)from + 1) { /* rolling makes no more, as a rule */
         isa_stream_free(neu);
         neu->cap = old->n - (size_t)from + 1;
