@@ -471,6 +471,7 @@ typedef struct {
     int32_t *blen;
     be_gspan *be;
     int64_t bn, bcap;
+    int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */
