@@ -1176,6 +1176,7 @@ struct be_spancache {
     rk_needmemo need, sticks; /* rk_stage_need's, rk_stage_sticks's */
     rk_combo **combo;
     int ncombo, combocap;
+    struct be_blockmemo *blocks; /* be_mmmemo.c's */
 };
 
 static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
@@ -1255,8 +1256,14 @@ void be_spancache_free(struct be_spancache *sc)
         free(sc->need.e);
         free(sc->sticks.e);
         free(sc->combo);
+        be_blockmemo_free(sc->blocks);
     }
     free(sc);
+}
+
+struct be_blockmemo **be_spancache_blocks(be_ctx *c)
+{
+    return &rk_cache(c)->blocks;
 }
 
 void be_rows_spans_free(be_ctx *c)
