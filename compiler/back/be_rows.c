@@ -1926,6 +1926,8 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_walk w;
     be_walk_init(&w, c, x->buf);
     be_rst_begin(&r, rc->e, 0);
+    int64_t last = 0;
+    int ns = 0;
     for (int64_t g = 0; g * lanes < k->cols; g++)
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
@@ -1933,8 +1935,14 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 rk_row_next(k, val);
             else
                 rk_stage_flat(k, x, nel, r0, g * lanes, val);
-            be_walk_at(&w, be_index_at(&x->idx, k->nvars, val), x->idx.coef[k->colvar]);
-            const int ns = be_walk_segs(&w, cnt, ws);
+            const int64_t flat = be_index_at(&x->idx, k->nvars, val);
+            if (i && flat == last) { /* the row before's sticks (rk_span_row): its segments again */
+                be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                continue;
+            }
+            last = flat;
+            be_walk_at(&w, flat, x->idx.coef[k->colvar]);
+            ns = be_walk_segs(&w, cnt, ws);
             for (int q = 0; q < ns; q++) {
                 const be_wseg *u = &ws[q];
                 /* past the buffer: any staged value (the where discards it) */
