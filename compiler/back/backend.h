@@ -472,6 +472,7 @@ typedef struct {
     be_gspan *be;
     int64_t bn, bcap;
     int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
+    int64_t walked;     /* rows walked so far */
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */

@@ -1061,6 +1061,7 @@ static void rk_spans_close(be_rowspans *s, const be_layout *B, int64_t row, int6
     s->at[row] = s->n;
     rk_spans_put(s, B, gmin, gmax, &s->e, &s->n, &s->cap);
     s->len[row] = (int32_t)(s->n - s->at[row]);
+    s->walked++;
 }
 
 /* Row `row` of the row space walked for staged load L (its spans kept in
@@ -1083,6 +1084,7 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     if (row > 0 && s->last == row - 1 && s->flat == flat) {
         s->at[row] = s->at[row - 1];
         s->len[row] = s->len[row - 1];
+        s->walked++;
     } else {
         be_walk_run(w, B, flat, x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
         rk_spans_close(s, B, row, w->gmin, w->gmax);
@@ -1105,6 +1107,7 @@ static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B)
     s->blen = ir_xalloc((size_t)(blocks + 1) * sizeof *s->blen);
     memset(s->bat, -1, (size_t)blocks * sizeof *s->bat);
     s->last = -1;
+    s->walked = 0;
 }
 
 /* A staged load's row spans, kept for the whole compile: each pass
@@ -1426,7 +1429,7 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
             if (!L->staged || k->c->p->A.e[L->e].buf != buf)
                 continue;
             be_rowspans *s = L->spans ? L->spans : (L->spans = rk_spans_of(k, L));
-            for (int64_t r = r0; r < r0 + n; r++)
+            for (int64_t r = r0; r < r0 + n && s->walked < k->rows; r++)
                 if (s->at[r] < 0) {
                     if (!walking)
                         be_walk_init(&w, k->c, buf);
@@ -1438,7 +1441,8 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
     else {
         rk_combo *q = nm >= 2 ? rk_combo_of(k, B, (const be_rowspans *const *)m, nm) : NULL;
         be_rowspans *s = q ? &q->s : m[0];
-        for (int64_t r = r0; r < r0 + n; r++) {
+        /* (every row walked, as soon as the chunkings priced have: none to look for) */
+        for (int64_t r = r0; r < r0 + n && s->walked < k->rows; r++) {
             if (s->at[r] >= 0)
                 continue;
             for (int j = 0; j < nm; j++)
