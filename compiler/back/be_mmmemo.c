@@ -172,7 +172,6 @@ typedef struct {
     uint64_t h;
     int none;              /* no tiling fits */
     mm_tiling tl;
-    unsigned char *key;
 } mm_block_entry;
 
 struct be_blockmemo {
@@ -180,16 +179,16 @@ struct be_blockmemo {
     cc_target t;
     size_t n;              /* the keys' size */
     mm_block_entry *e;
+    unsigned char *keys;   /* entry i's at keys + i * n */
     int32_t *slot;         /* cap of them, -1 empty, else an entry */
     int ne, ecap, cap;
 };
 
 void be_blockmemo_free(struct be_blockmemo *b)
 {
-    for (int i = 0; b && i < b->ne; i++)
-        free(b->e[i].key);
     if (b) {
         free(b->e);
+        free(b->keys);
         free(b->slot);
     }
     free(b);
@@ -214,7 +213,7 @@ static int32_t *block_slot(struct be_blockmemo *b, const void *key, uint64_t h)
 {
     for (size_t i = (size_t)h;; i++) {
         int32_t *s = &b->slot[i & (size_t)(b->cap - 1)];
-        if (*s < 0 || (b->e[*s].h == h && !memcmp(b->e[*s].key, key, b->n)))
+        if (*s < 0 || (b->e[*s].h == h && !memcmp(b->keys + (size_t)*s * b->n, key, b->n)))
             return s;
     }
 }
@@ -242,11 +241,16 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
         b->slot = ir_xalloc((size_t)b->cap * sizeof *b->slot);
         memset(b->slot, -1, (size_t)b->cap * sizeof *b->slot);
         for (int i = 0; i < b->ne; i++)
-            *block_slot(b, b->e[i].key, b->e[i].h) = i;
+            *block_slot(b, b->keys + (size_t)i * n, b->e[i].h) = i;
     }
-    b->e = ir_xgrow(b->e, &b->ecap, b->ne + 1, sizeof *b->e);
-    unsigned char *k = ir_xalloc(n);
-    memcpy(k, key, n);
-    b->e[b->ne] = (mm_block_entry){h, !tl, tl ? *tl : (mm_tiling){0}, k};
+    if (b->ne == b->ecap) {
+        b->ecap = b->ecap ? 2 * b->ecap : 256;
+        b->e = realloc(b->e, (size_t)b->ecap * sizeof *b->e);
+        b->keys = realloc(b->keys, (size_t)b->ecap * n);
+        if (!b->e || !b->keys)
+            abort();
+    }
+    memcpy(b->keys + (size_t)b->ne * n, key, n);
+    b->e[b->ne] = (mm_block_entry){h, !tl, tl ? *tl : (mm_tiling){0}};
     *block_slot(b, key, h) = b->ne++;
 }
