@@ -1078,9 +1078,15 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     const ir_expr *x = &c->p->A.e[L->e];
     const be_layout *B = &c->lay[x->buf];
     const int64_t nel = rk_numel(c, x->buf);
-    int64_t val[IR_MAX_VARS] = {0};
-    rk_stage_flat(k, x, nel, row, 0, val);
-    const int64_t flat = be_index_at(&x->idx, k->nvars, val);
+    const int nv = k->rsp.nv;
+    int64_t flat;
+    if (row > 0 && s->last == row - 1 && nv > 0 && row % k->rsp.ext[nv - 1]) {
+        flat = s->flat + x->idx.coef[k->rsp.var[nv - 1]]; /* the innermost row variable one on (no carry) */
+    } else {
+        int64_t val[IR_MAX_VARS] = {0};
+        rk_stage_flat(k, x, nel, row, 0, val);
+        flat = be_index_at(&x->idx, k->nvars, val);
+    }
     if (row > 0 && s->last == row - 1 && s->flat == flat) {
         s->at[row] = s->at[row - 1];
         s->len[row] = s->len[row - 1];
