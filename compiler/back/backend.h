@@ -471,6 +471,8 @@ typedef struct {
     int32_t *blen;
     be_gspan *be;
     int64_t bn, bcap;
+    int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
+    int64_t walked;     /* rows walked so far */
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */
@@ -727,6 +729,10 @@ void be_matmul_spans_free(be_ctx *c);
 /* Free the staged loads' row spans the row kernels' plans walked (let
  * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);
+/* The compile's memo of matmul block tilings (be_mmmemo.c), kept with its
+ * span cache: shared by cc_compile's attempts as that is. */
+struct be_blockmemo **be_spancache_blocks(be_ctx *c);
+void be_blockmemo_free(struct be_blockmemo *b);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
 int be_rows_prefetch(be_ctx *c, int pos, int64_t above);

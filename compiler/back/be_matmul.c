@@ -830,7 +830,7 @@ static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
  * priced with them, gpt2_gen decode's QK^T on spyre-4core went from 4
  * cores to 2 and its rope-table index select ran beside it, 282 -> 755
  * cycles against 329 estimated. */
-static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
+static int mm_block_search(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
     be_ctx *c = m->c;
     const int waits = c->waits;
@@ -848,6 +848,87 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
         mm_grid_of(m, gm, gn, mt, ns, &G);
         mm_estimate(m, &G, DBL_MAX, out);
     }
+    return rc;
+}
+
+/* Everything mm_block_search reads but the target (be_mmblock_find's
+ * memo keeps one's): the tile, the grid's estimate parts (mm_grid_of,
+ * which alone reads the product's operands and their whole spans), the
+ * plan's sizes and flags, its epilogue's loads and results, the DRAM's
+ * waits, the tiling work_div forces and the LX budget.  Built from
+ * zeroed bytes and compared as bytes.  A field mm_block_search comes
+ * to read must be added here, or a tiling of other inputs is recalled. */
+enum { MM_KEY_LOADS = 16, MM_KEY_NODES = 16 };
+typedef struct {
+    int64_t gm, gn, mt, ns;
+    mm_grid_est G;
+    int64_t nbatch, M, GN, KG, Kd, Kc, KGc, gk, gb, stage_bytes, whole_bytes, mb, nbs, kc, budget;
+    double sscale;
+    int waits, ag, bg, at, bt, aw, bw, whole_dram, ends, atile, alx, ahd, bhd, lxonly, nl, nexpr, nn;
+    signed char cls[MM_KEY_LOADS], dram[MM_KEY_NODES], lxo[MM_KEY_NODES];
+} mm_block_key;
+
+/* v as the key's byte at *to; -1 when it does not fit one. */
+static int mm_key_byte(int v, signed char *to)
+{
+    *to = (signed char)v;
+    return *to == v ? 0 : -1;
+}
+
+/* m's key for a gm x gn grid's tile of mt rows x ns sticks; -1: too
+ * many epilogue loads or results for one. */
+static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_block_key *k)
+{
+    const be_ctx *c = m->c;
+    const be_work *w = &c->work[m->ep.pos];
+    if (m->ep.nl > MM_KEY_LOADS || m->ep.nn > MM_KEY_NODES)
+        return -1;
+    memset(k, 0, sizeof *k);
+    k->gm = gm, k->gn = gn, k->mt = mt, k->ns = ns;
+    mm_grid_of(m, gm, gn, mt, ns, &k->G);
+    k->nbatch = m->nbatch, k->M = m->M, k->GN = m->GN, k->KG = m->KG, k->Kd = m->Kd, k->Kc = m->Kc;
+    k->KGc = m->KGc, k->gk = m->gk, k->gb = m->gb, k->stage_bytes = m->stage_bytes, k->whole_bytes = m->whole_bytes;
+    k->mb = w->mb, k->nbs = w->nbs, k->kc = w->kc, k->budget = be_lx_budget(c, m->ep.pos);
+    k->sscale = m->sscale;
+    k->waits = c->waits, k->ag = m->ag, k->bg = m->bg, k->at = m->at, k->bt = m->bt, k->aw = m->aw, k->bw = m->bw;
+    k->whole_dram = m->whole_dram, k->ends = m->ends, k->atile = m->atile, k->alx = m->alx, k->ahd = m->ahd;
+    k->bhd = m->bhd, k->lxonly = m->lxonly, k->nl = m->ep.nl, k->nexpr = m->ep.nexpr, k->nn = m->ep.nn;
+    int rc = 0;
+    for (int i = 0; i < m->ep.nl; i++)
+        rc |= mm_key_byte((int)m->ep.loads[i].cls, &k->cls[i]);
+    for (int j = 0; j < m->ep.nn; j++)
+        rc |= mm_key_byte(m->ep.nodes[j].dram, &k->dram[j]) | mm_key_byte(m->ep.nodes[j].lxonly, &k->lxo[j]);
+    return rc;
+}
+
+static uint64_t mm_block_hash(const mm_block_key *k)
+{
+    uint64_t h = 0, v;
+    for (size_t i = 0; i + sizeof v <= sizeof *k; i += sizeof v) {
+        memcpy(&v, (const char *)k + i, sizeof v);
+        h = (h ^ v) * 0x9e3779b97f4a7c15u;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* mm_block_search, remembered for the compile by everything it reads
+ * (mm_block_key): workdiv prices the same tiles for the kernel ahead,
+ * the alignments, both rounds and each of cc_compile's attempts (the
+ * products fused and apart), and each plan's staging masks and scales
+ * price some tiles again.  A tile that fits no tiling is remembered so
+ * too (out is then left as it is: no caller reads it). */
+static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
+{
+    mm_block_key k;
+    if (mm_block_key_of(m, gm, gn, mt, ns, &k))
+        return mm_block_search(m, gm, gn, mt, ns, out);
+    const uint64_t h = mm_block_hash(&k);
+    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
+    if (found >= 0)
+        return found ? -1 : 0;
+    const int rc = mm_block_search(m, gm, gn, mt, ns, out);
+    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
     return rc;
 }
 

@@ -262,6 +262,13 @@ mm_rows_memo *be_mmmemo_rows(be_ctx *c, uint64_t h);
  * (fresh: it wrote its notes anew, whatever it found). */
 void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh);
 
+/* The compile's memo of block tilings (mm_block's, by everything it
+ * reads: key, n bytes, hashed h): 0 and *out the tiling found before, 1
+ * key found to fit none (out untouched), -1 not known. */
+int be_mmblock_find(be_ctx *c, const void *key, size_t n, uint64_t h, mm_tiling *out);
+/* Remember tiling tl for key (NULL: none fits). */
+void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_tiling *tl);
+
 /* ---- The schemes over the ring (be_ring.c) ---- */
 
 /* Tilings: B broadcast to every core (gm x 1r), a grid over the ring

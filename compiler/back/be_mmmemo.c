@@ -161,3 +161,96 @@ void be_mmmemo_keep(be_ctx *c, int pos, const mm_plan *m, int fresh)
     memcpy(x->orestick, ki->restick, sizeof x->orestick);
     x->onrestick = ki->nrestick;
 }
+
+/* ---- mm_block's tilings, for the compile ----
+ * A tiling search of a grid's tile reads only what its key holds (built
+ * by be_matmul.c's mm_block_key), and the target, the same for every key
+ * of a memo: a key found is the search's answer, whichever kernel, pass
+ * or attempt of cc_compile asks (the products fused and apart share most
+ * products).  Open addressing by the key's hash into the entries. */
+typedef struct {
+    uint64_t h;
+    int none;              /* no tiling fits */
+    mm_tiling tl;
+} mm_block_entry;
+
+struct be_blockmemo {
+    const chip_config *cfg;
+    cc_target t;
+    size_t n;              /* the keys' size */
+    mm_block_entry *e;
+    unsigned char *keys;   /* entry i's at keys + i * n */
+    int32_t *slot;         /* cap of them, -1 empty, else an entry */
+    int ne, ecap, cap;
+};
+
+void be_blockmemo_free(struct be_blockmemo *b)
+{
+    if (b) {
+        free(b->e);
+        free(b->keys);
+        free(b->slot);
+    }
+    free(b);
+}
+
+/* The memo for c's target (made if new), or NULL: another target's. */
+static struct be_blockmemo *blocks_of(be_ctx *c, size_t n)
+{
+    struct be_blockmemo **bp = be_spancache_blocks(c);
+    if (!*bp) {
+        *bp = ir_xalloc(sizeof **bp);
+        (*bp)->cfg = c->cfg;
+        memcpy(&(*bp)->t, &c->t, sizeof c->t);
+        (*bp)->n = n;
+    }
+    struct be_blockmemo *b = *bp;
+    return b->cfg == c->cfg && !memcmp(&b->t, &c->t, sizeof c->t) && b->n == n ? b : NULL;
+}
+
+/* Where key (hashed h) is, or the empty slot where it goes. */
+static int32_t *block_slot(struct be_blockmemo *b, const void *key, uint64_t h)
+{
+    for (size_t i = (size_t)h;; i++) {
+        int32_t *s = &b->slot[i & (size_t)(b->cap - 1)];
+        if (*s < 0 || (b->e[*s].h == h && !memcmp(b->keys + (size_t)*s * b->n, key, b->n)))
+            return s;
+    }
+}
+
+int be_mmblock_find(be_ctx *c, const void *key, size_t n, uint64_t h, mm_tiling *out)
+{
+    struct be_blockmemo *b = blocks_of(c, n);
+    const int32_t *s = b && b->cap ? block_slot(b, key, h) : NULL;
+    if (!s || *s < 0)
+        return -1;
+    if (b->e[*s].none)
+        return 1;
+    *out = b->e[*s].tl;
+    return 0;
+}
+
+void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_tiling *tl)
+{
+    struct be_blockmemo *b = blocks_of(c, n);
+    if (!b)
+        return;
+    if (2 * (b->ne + 1) > b->cap) { /* at most half full */
+        free(b->slot);
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->slot = ir_xalloc((size_t)b->cap * sizeof *b->slot);
+        memset(b->slot, -1, (size_t)b->cap * sizeof *b->slot);
+        for (int i = 0; i < b->ne; i++)
+            *block_slot(b, b->keys + (size_t)i * n, b->e[i].h) = i;
+    }
+    if (b->ne == b->ecap) {
+        b->ecap = b->ecap ? 2 * b->ecap : 256;
+        b->e = realloc(b->e, (size_t)b->ecap * sizeof *b->e);
+        b->keys = realloc(b->keys, (size_t)b->ecap * n);
+        if (!b->e || !b->keys)
+            abort();
+    }
+    memcpy(b->keys + (size_t)b->ne * n, key, n);
+    b->e[b->ne] = (mm_block_entry){h, !tl, tl ? *tl : (mm_tiling){0}};
+    *block_slot(b, key, h) = b->ne++;
+}
