@@ -137,8 +137,9 @@ uint8_t *sim_lx(sim *s, int core)
     sim_pt_drain(s);
     if (core < 0 || core >= s->cfg.cores)
         return NULL;
-    /* the caller may write any of it: converted operands are stale */
-    sim_pt_fence(s, core, 0, s->cfg.lx_bytes, 1);
+    /* the caller may write any of it, values on or off: converted operands are stale */
+    if (s->ptq)
+        sim_pt_fence_queued(s, core, 0, s->cfg.lx_bytes, 1);
     return s->cores[core].lx;
 }
 
