@@ -65,6 +65,7 @@ void rt_close(rt_device *dev)
     free(dev->free_list);
     free(dev->used);
     free(dev->sched);
+    free(dev->stage);
     free(dev);
 }
 

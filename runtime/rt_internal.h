@@ -26,6 +26,8 @@ struct rt_device {
     const rt_link_ops *link; /* rt_set_link: this card meets the others through link, or NULL */
     void *link_ctx;
     int card;
+    uint8_t *stage;      /* device-layout bytes read back, reused launch after launch (rt_stage) */
+    size_t stage_cap;
 };
 
 typedef struct rt_update rt_update;
