@@ -91,7 +91,7 @@ static void mm_whole_spans(mm_plan *m, int w)
         memcpy(m->wspan[w], *made, size);
         return;
     }
-    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups;
+    int64_t *lo = ir_xmalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups;
     m->wspan[w][0] = 0;
     be_span_init(L, lo, hi);
     for (int64_t i = 0; i < n; i++) {
@@ -980,7 +980,7 @@ static int64_t mm_stage_most(const mm_plan *m, const mm_tiling *tl, int w, int64
     const int buf = w ? m->mm->b : m->mm->a;
     const int64_t groups = m->c->lay[buf].groups;
     int64_t most = 0;
-    int64_t *lo = ir_xalloc((size_t)groups * 2 * sizeof *lo);
+    int64_t *lo = ir_xmalloc((size_t)groups * 2 * sizeof *lo);
     for (int64_t b = 0; b < m->nbatch; b++)
         for (int64_t k0 = 0; k0 < m->Kd; k0 += tl->KC) {
             int64_t kc = cc_min(tl->KC, m->Kd - k0);
@@ -1207,7 +1207,7 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
 static int mm_held(const mm_plan *m, int w, int buf, int64_t b, char *held)
 {
     const be_layout *L = &m->c->lay[buf];
-    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, rc = 0;
+    int64_t *lo = ir_xmalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, rc = 0;
     if (w)
         mm_span(m, buf, &m->mm->bidx, b, m->vk, 0, m->Kd, m->vn, 0, m->N, lo, hi);
     else

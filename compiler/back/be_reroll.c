@@ -1515,7 +1515,7 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
             abort();
     }
     neu->n = 0;
-    isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
+    isa_kernel **ks = ir_xmalloc((prog->nkernels + 1) * sizeof *ks);
     int nk = 0;
     for (size_t q = 0; q < prog->nkernels; q++)
         if (prog->kernels[q].core == core && prog->kernels[q].first >= from)

@@ -640,7 +640,7 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
 {
     const be_ctx *c = k->c;
     const be_layout *B = &c->lay[c->p->A.e[k->loads[i].e].buf];
-    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups, runs = 0;
+    int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups, runs = 0;
     *sticks = (double)rk_stage_span(k, i, 0, R, lo, hi);
     for (int64_t g = 0; g < B->groups; g++)
         runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, ISA_COUNT_MAX) : 0;
@@ -1501,7 +1501,7 @@ static int64_t rk_stage_walk(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
         if (!k->loads[i].staged || rk_stage_leader(k, i) != i)
             continue;
         const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
-        int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+        int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo);
         sum += rk_stage_span(k, i, r0, rt, lo, lo + B->groups);
         free(lo);
     }
@@ -1576,7 +1576,7 @@ static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n)
     }
     if (e)
         return e->need;
-    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+    int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo);
     q.need = rk_stage_span(k, i, r0, n, lo, lo + B->groups);
     free(lo);
     if (nm <= RK_NEED_LOADS)
