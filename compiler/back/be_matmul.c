@@ -954,10 +954,12 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     be_walk_init(&w, c, buf);
     batch_vals(m, b, val);
     val[lanevar] = l0;
-    for (int64_t i = 0; i < nr; i++) {
-        val[rowvar] = r0 + i;
-        be_walk_run(&w, L, be_index_at(idx, m->mm->nvars, val), idx->coef[lanevar], nl, -1, lo, hi);
-    }
+    val[rowvar] = r0;
+    /* the index is affine: a row on moves it by the row variable's coefficient */
+    const int64_t down = rowvar < m->mm->nvars ? idx->coef[rowvar] : 0;
+    int64_t flat = be_index_at(idx, m->mm->nvars, val);
+    for (int64_t i = 0; i < nr; i++, flat += down)
+        be_walk_run(&w, L, flat, idx->coef[lanevar], nl, -1, lo, hi);
 }
 
 /* The sticks of buf's device layout a restickified operand block reads
@@ -2014,12 +2016,18 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     be_walk w;
     be_walk_init(&w, c, buf);
     be_rst_begin(&r, mc->e, 0);
+    /* the index is affine: a row on moves it by the row variable's coefficient */
+    const int64_t down = rowvar != lanevar && rowvar < m->mm->nvars ? idx->coef[rowvar] : 0;
+    int64_t flat = 0;
     for (int64_t g = 0; g * lanes < nl; g++)
-        for (int64_t i = 0; i < nrows; i++) {
+        for (int64_t i = 0; i < nrows; i++, flat += down) {
             int64_t n = cc_min(lanes, nl - g * lanes);
-            val[rowvar] = r0 + i;
-            val[lanevar] = l0 + g * lanes;
-            const int64_t flat = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
+            if (!i) {
+                val[rowvar] = r0;
+                val[lanevar] = l0 + g * lanes;
+                flat = be_index_at(idx, m->mm->nvars, val);
+            }
+            const int64_t step = idx->coef[lanevar];
             be_walk_at(&w, flat, step);
             const int ns = be_walk_segs(&w, n, ws); /* per run between carries, not per element */
             for (int q = 0, l = 0; q < ns; l += ws[q++].n) {
