@@ -2015,7 +2015,7 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, buf);
-    be_rst_begin(&r, mc->e, 0);
+    be_rst_begin(&r, mc->e, 0, &c->rst);
     /* the index is affine: a row on moves it by the row variable's coefficient */
     const int64_t down = rowvar != lanevar && rowvar < m->mm->nvars ? idx->coef[rowvar] : 0;
     int64_t flat = 0;
@@ -2062,7 +2062,7 @@ static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, in
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, out);
-    be_rst_begin(&r, mc->e, 0);
+    be_rst_begin(&r, mc->e, 0, &c->rst);
     for (int64_t g = 0; g * lanes < cols; g++)
         for (int64_t i = 0; i < mb; i++) {
             int64_t n = cc_min(lanes, cols - g * lanes);

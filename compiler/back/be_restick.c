@@ -42,11 +42,12 @@ typedef struct {
                         merges as RST_I1) */
 } rst_form;
 
-void be_rst_begin(be_rst *r, cc_emit *e, int corelet)
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet, struct be_rstmemo **memo)
 {
     memset(r, 0, sizeof *r);
     r->e = e;
     r->corelet = corelet;
+    r->memo = memo;
 }
 
 static void rst_put(rst_form *r, const cc_sfp_args *p)
@@ -313,6 +314,100 @@ static int64_t rst_play(const be_rst *r, rst_insns *out, int how, int *i1, int *
     return out->n;
 }
 
+/* The last RST_MEMO gathers' runs and the instructions be_rst_flush made
+ * of them, both less their first run's dst and src.  The merges compare
+ * addresses only through their differences, so runs that are another
+ * gather's moved by a constant (each core's gather of its own rows into
+ * the same slots, kernel after kernel) make that gather's instructions
+ * moved alike: the Llama-8B decode step's 180 gathers have 11 different
+ * run lists, the prefill layer's 1,032 have 6. */
+#define RST_MEMO 16
+typedef struct {
+    int corelet;
+    int64_t nrun;
+    be_rst_run *run;
+    cc_sfp_args *a;
+    int64_t n;
+} rst_memo_ent;
+struct be_rstmemo {
+    rst_memo_ent e[RST_MEMO];
+    int next; /* the one to replace */
+};
+
+void be_rst_memo_free(struct be_rstmemo **memo)
+{
+    if (!*memo)
+        return;
+    for (int i = 0; i < RST_MEMO; i++) {
+        free((*memo)->e[i].run);
+        free((*memo)->e[i].a);
+    }
+    free(*memo);
+    *memo = NULL;
+}
+
+/* Are r's runs those of m moved by r's first? */
+static int rst_memo_same(const rst_memo_ent *m, const be_rst *r)
+{
+    if (m->nrun != r->nrun || m->corelet != r->corelet)
+        return 0;
+    const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
+    for (int64_t k = 0; k < r->nrun; k++) {
+        const be_rst_run *u = &r->run[k], *v = &m->run[k];
+        if (u->dst - d0 != v->dst || u->src - s0 != v->src || u->vl != v->vl || u->sd != v->sd || u->ss != v->ss)
+            return 0;
+    }
+    return 1;
+}
+
+/* The memo's entry for r's runs, or NULL. */
+static const rst_memo_ent *rst_memo_find(const be_rst *r)
+{
+    const struct be_rstmemo *m = r->memo ? *r->memo : NULL;
+    for (int i = 0; m && r->nrun && i < RST_MEMO; i++)
+        if (rst_memo_same(&m->e[i], r))
+            return &m->e[i];
+    return NULL;
+}
+
+/* Keep r's runs and their instructions a[0..n) (both moved back by the
+ * first run) in place of the oldest entry. */
+static void rst_memo_keep(const be_rst *r, const cc_sfp_args *a, int64_t n)
+{
+    if (!r->memo || !r->nrun)
+        return;
+    if (!*r->memo)
+        *r->memo = ir_xalloc(sizeof **r->memo);
+    struct be_rstmemo *m = *r->memo;
+    rst_memo_ent *x = &m->e[m->next];
+    m->next = (m->next + 1) % RST_MEMO;
+    const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
+    free(x->run);
+    free(x->a);
+    x->corelet = r->corelet;
+    x->nrun = r->nrun;
+    x->run = ir_xmalloc((size_t)r->nrun * sizeof *x->run);
+    for (int64_t k = 0; k < r->nrun; k++) {
+        x->run[k] = r->run[k];
+        x->run[k].dst -= d0;
+        x->run[k].src -= s0;
+    }
+    x->n = n;
+    x->a = ir_xmalloc((size_t)(n + 1) * sizeof *x->a);
+    for (int64_t i = 0; i < n; i++) {
+        x->a[i] = a[i];
+        x->a[i].d.off -= d0;
+        x->a[i].a.off -= s0;
+    }
+}
+
+static void rst_done(be_rst *r)
+{
+    free(r->run);
+    r->run = NULL;
+    r->nrun = r->cap = 0;
+}
+
 /* Every way copies the same elements in the same stick-times, so the
  * cheapest is the one of fewest instructions (each costs
  * sfp_issue_cycles).  None is always best: the i1 merge is greedy, and a
@@ -328,6 +423,18 @@ static int64_t rst_play(const be_rst *r, rst_insns *out, int how, int *i1, int *
  * plays were 6.5% of the Llama-8B decode step's compile). */
 void be_rst_flush(be_rst *r)
 {
+    const rst_memo_ent *hit = rst_memo_find(r);
+    if (hit) {
+        const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
+        for (int64_t i = 0; r->e && i < hit->n; i++) {
+            cc_sfp_args p = hit->a[i];
+            p.d.off += d0;
+            p.a.off += s0;
+            cc_emit_sfp(r->e, &p);
+        }
+        rst_done(r);
+        return;
+    }
     static const int order[] = {RST_I1, RST_I0, RST_I1_PEEL};
     int may[3] = {1}, skip;
     rst_insns best = {0}, other = {0};
@@ -338,11 +445,10 @@ void be_rst_flush(be_rst *r)
             best = other;
             other = t;
         }
+    rst_memo_keep(r, best.a, best.n);
     for (int64_t i = 0; r->e && i < best.n; i++)
         cc_emit_sfp(r->e, &best.a[i]);
     free(best.a);
     free(other.a);
-    free(r->run);
-    r->run = NULL;
-    r->nrun = r->cap = 0;
+    rst_done(r);
 }

@@ -1918,7 +1918,7 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, out);
-    be_rst_begin(&r, rc->e, 0);
+    be_rst_begin(&r, rc->e, 0, &c->rst);
     for (int64_t g = 0; g * lanes < ncols; g++)
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, ncols - g * lanes), rest = r0 + i;
@@ -1956,7 +1956,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, x->buf);
-    be_rst_begin(&r, rc->e, 0);
+    be_rst_begin(&r, rc->e, 0, &c->rst);
     int64_t last = 0;
     int ns = 0;
     for (int64_t g = 0; g * lanes < k->cols; g++)
