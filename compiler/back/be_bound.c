@@ -266,19 +266,32 @@ static void bd_swap(bd_state *b, size_t n)
     b->ocap = cap;
 }
 
-/* Edges e[0..n) in stick order, by a radix sort through tmp (qsort's
- * compares were a tenth of a decode step's compile), each digit's pass
- * from one array into the other (a copy back after each was 2% of the
- * Llama-8B decode step's compile), e's after the last. */
+/* Edges e[0..n) in stick order, stably: a few by insertion, more by a
+ * radix sort through tmp (qsort's compares were a tenth of a decode
+ * step's compile), each digit's pass from one array into the other (a
+ * copy back after each was 2% of the Llama-8B decode step's compile),
+ * e's after the last.  (Its counts zeroed and summed over every bin,
+ * each pass, outweighed the sort of a kernel of a few pieces.) */
 static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
-    enum { DIGIT = 11, BINS = 1 << DIGIT };
+    enum { DIGIT = 11, BINS = 1 << DIGIT, FEW = 64 };
+    if (n <= FEW) {
+        for (size_t i = 1; i < n; i++) {
+            const bd_edge x = e[i];
+            size_t j = i;
+            for (; j > 0 && e[j - 1].at > x.at; j--)
+                e[j] = e[j - 1];
+            e[j] = x;
+        }
+        return;
+    }
+    assert(n < UINT32_MAX);
     int64_t top = 0;
     for (size_t i = 0; i < n; i++)
         top = cc_max(top, e[i].at);
     bd_edge *from = e, *to = tmp;
     for (int shift = 0; top >> shift; shift += DIGIT) {
-        size_t at[BINS + 1] = {0};
+        uint32_t at[BINS + 1] = {0};
         for (size_t i = 0; i < n; i++)
             at[((from[i].at >> shift) & (BINS - 1)) + 1]++;
         for (int d = 0; d < BINS; d++)

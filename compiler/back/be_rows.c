@@ -205,6 +205,17 @@ void be_rows_access_free(be_ctx *c)
     c->racc = NULL;
 }
 
+/* A copy of a[0..n) in room for cap elements, the rest zero (each
+ * zeroed whole first, by calloc, then written over). */
+static void *rk_copy_of(const void *a, size_t n, size_t cap, size_t size)
+{
+    char *d = ir_xmalloc(cap * size);
+    if (n)
+        memcpy(d, a, n * size);
+    memset(d + n * size, 0, (cap - n) * size);
+    return d;
+}
+
 /* *d a copy of s, its own arrays; d->reads over nd expressions, of which
  * s->reads counts the first ns (the rest, added to the arena since by
  * other kernels' plans, the evaluation reads none of: 0, as a measure
@@ -212,14 +223,9 @@ void be_rows_access_free(be_ctx *c)
 static void rk_copy(rk_plan *d, const rk_plan *s, int ns, int nd)
 {
     *d = *s;
-    d->nodes = ir_xalloc((size_t)(s->K->nnodes + 1) * sizeof *d->nodes);
-    memcpy(d->nodes, s->nodes, (size_t)s->nn * sizeof *d->nodes);
-    d->loads = ir_xalloc((size_t)(s->nl + 1) * sizeof *d->loads);
-    if (s->nl)
-        memcpy(d->loads, s->loads, (size_t)s->nl * sizeof *d->loads);
-    d->reads = s->reads ? ir_xalloc((size_t)nd * sizeof *d->reads) : NULL;
-    if (s->reads)
-        memcpy(d->reads, s->reads, (size_t)ns * sizeof *d->reads);
+    d->nodes = rk_copy_of(s->nodes, (size_t)s->nn, (size_t)s->K->nnodes + 1, sizeof *d->nodes);
+    d->loads = rk_copy_of(s->loads, (size_t)s->nl, (size_t)s->nl + 1, sizeof *d->loads);
+    d->reads = s->reads ? rk_copy_of(s->reads, (size_t)ns, (size_t)nd, sizeof *d->reads) : NULL;
 }
 
 /* rk_shape, and how the evaluation uses temps (rk_measure): made once
