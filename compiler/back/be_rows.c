@@ -557,8 +557,11 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
  * sticks lie in (layer norm's three one-stick per-column loads cost about
  * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
  * 981 cycles, on 32 2,370). */
+/* The staged loads the need memo keys by their spans at most (rk_needkey). */
+enum { RK_NEED_LOADS = 8 };
 static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
-static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n);
+static int rk_stage_group(const rk_plan *k, int i, be_rowspans **m, int *at);
+static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, int nm, int64_t r0, int64_t n);
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
 
@@ -674,10 +677,13 @@ static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, 
     if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
         return 0;
     double sum = 0;
+    be_rowspans *m[RK_NEED_LOADS]; /* the loads staged with load i: the same for every part */
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
     for (int64_t p = 0; p < cores; p++) {
         int64_t r0, n;
         cc_split(k->rows, cores, p, &r0, &n);
-        const double s = n > 0 ? (double)rk_stage_sticks(k, i, r0, cc_min(R, n)) : 0;
+        const double s = n > 0 ? (double)rk_stage_sticks(k, i, m, nm, r0, cc_min(R, n)) : 0;
         sum += s;
         *worst = s > *worst ? s : *worst;
         *first = p ? *first : s;
@@ -1169,7 +1175,6 @@ typedef struct {
  * first of them reading the same buffer, whose staging they share: loads
  * alike of two buffers have the same spans), chunks of R rows of the
  * part [r0, r0 + rt). */
-enum { RK_NEED_LOADS = 8 };
 typedef struct {
     const be_rowspans *spans[RK_NEED_LOADS];
     signed char lead[RK_NEED_LOADS];
@@ -1572,17 +1577,15 @@ static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
     t->n++;
 }
 
-/* rk_stage_span's count of sticks alone, remembered for the compile by
- * the loads' spans and the rows: a row kernel's plan prices every core
+/* rk_stage_span's count of sticks alone (m, nm: rk_stage_group's of
+ * load i, made once for every part priced), remembered for the compile
+ * by the loads' spans and the rows: a row kernel's plan prices every core
  * count's parts (rk_stage_parts), and workdiv plans a kernel again and
  * again (both rounds, the kernel ahead's plans, the alignments): the
  * Llama-8B decode step's KV cache appends asked the same parts some
  * thirty times, a third of its workdiv. */
-static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n)
+static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, int nm, int64_t r0, int64_t n)
 {
-    be_rowspans *m[RK_NEED_LOADS];
-    int at[RK_NEED_LOADS];
-    const int nm = rk_stage_group(k, i, m, at);
     const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
     rk_needkey q = {.n = nm, .r0 = r0, .rt = n};
     const rk_needkey *e = NULL;
