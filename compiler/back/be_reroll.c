@@ -142,14 +142,19 @@ typedef struct {
     long kcap;          /* its slots, a power of 2 */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode, codecap;
+    int direct;         /* code_keep: a kernel that fits is emitted from code (emit_as_code) */
+    long unrolled;      /* loops its emission unrolled again for want of registers */
+    int64_t *li;        /* emit_as_code, per instruction of code: a li's value for the kernel */
+    long licap;
 } rr_tmpl;
 
 /* An instruction of a template's emitted code, what code_same compares:
  * its op, register and value (li, addi, loop), its address operands, and
  * the template shape of the instructions it issues (-1: li, addi, loop,
- * endl). */
+ * endl); idx: the kernel's instruction its emission copied (-1: li, addi,
+ * loop, endl), which emit_as_code copies from a kernel that fits. */
 typedef struct rr_code {
-    int op, reg, shape;
+    int op, reg, shape, idx;
     int64_t val;
     int areg[RR_NADDR];
     int64_t aoff[RR_NADDR];
@@ -1107,23 +1112,116 @@ static inline int seq_op(int op)
     return op == ISA_OP_LI || op == ISA_OP_ADDI || op == ISA_OP_LOOP || op == ISA_OP_ENDL;
 }
 
+/* Can a kernel that fits template t be emitted from its code (every
+ * instruction copied from one of the template's shape, every register an
+ * operand uses set by a li of its nest: a nest's li's lead it)? */
+static int code_direct(const rr_tmpl *t)
+{
+    int nest[ISA_NREGS] = {0}, at = 0;
+    for (long pc = 0; pc < t->ncode; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            if (k->reg <= 0 || k->reg >= ISA_NREGS)
+                return 0;
+            at += !pc || t->code[pc - 1].op != ISA_OP_LI;
+            nest[k->reg] = at;
+        } else if (!seq_op(k->op)) {
+            if (k->shape < 0 || k->idx < 0 || t->shape[k->idx] != k->shape)
+                return 0;
+            for (int q = 0; q < fields_of(k->op)->naddr; q++)
+                if (k->areg[q] && (k->areg[q] < 0 || k->areg[q] >= ISA_NREGS || nest[k->areg[q]] != at))
+                    return 0;
+        }
+    }
+    return 1;
+}
+
 /* Keep code c[0..n), just emitted for template t and checked against its
- * kernel (check_same: sc->seen), for code_same. */
-static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n)
+ * kernel (check_same: sc->seen; from[pc], pc < nfrom: the instruction
+ * each copied), for code_same and emit_as_code. */
+static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, const int *from, long nfrom)
 {
     t->code = scratch_array(t->code, &t->codecap, n, sizeof *t->code);
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
-        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1};
-        if (!seq_op(k->op))
+        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1, .idx = -1};
+        if (!seq_op(k->op)) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
+            k->idx = pc < nfrom ? from[pc] : -1;
+        }
         for (int q = 0; q < f->naddr; q++) {
             k->areg[q] = caddr_at(&c[pc], f->addr[q])->reg;
             k->aoff[q] = caddr_at(&c[pc], f->addr[q])->off;
         }
     }
     t->ncode = n;
+    t->direct = code_direct(t);
+}
+
+/* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
+ * template's code (t->direct): what emit_list writes for it, without its
+ * walks.  The loops, steps and registers are the template's (they come
+ * from the rolled list's strides alone); each instruction is s's of the
+ * one the template's copied, each address the template's plus its
+ * shape's delta less what its register's li moved by; a li starts its
+ * register at what walk_nest's lowest would be for s, the least of 0 and
+ * each of its operands' offsets less the register's steps so far (the
+ * template's address there plus its li's value, plus the delta).  So the
+ * code is what code_same accepts, by construction: the same guarantee. */
+static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
+{
+    const long n = t->ncode;
+    t->li = scratch_array(t->li, &t->licap, n, sizeof *t->li);
+    long li[ISA_NREGS] = {0};
+    for (long pc = 0; pc < n; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            li[k->reg] = pc;
+            t->li[pc] = 0;
+        } else if (!seq_op(k->op)) {
+            for (int q = 0; q < fields_of(k->op)->naddr; q++) {
+                const int r = k->areg[q];
+                if (!r)
+                    continue;
+                const int64_t v = k->aoff[q] + t->code[li[r]].val + t->delta[k->shape][q];
+                if (v < t->li[li[r]])
+                    t->li[li[r]] = v;
+            }
+        }
+    }
+    int64_t moved[ISA_NREGS] = {0};
+    int d = 0;
+    for (long pc = 0; pc < n; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            moved[k->reg] = t->li[pc] - k->val;
+            push_reg(o, ISA_OP_LI, k->reg, t->li[pc]);
+        } else if (k->op == ISA_OP_ADDI) {
+            push_reg(o, ISA_OP_ADDI, k->reg, k->val);
+        } else if (k->op == ISA_OP_LOOP) {
+            room(o, ISA_OP_LOOP)->val = k->val;
+            commit(o);
+            o->ks->loops++;
+            if (++d > o->ks->depth)
+                o->ks->depth = d;
+        } else if (k->op == ISA_OP_ENDL) {
+            room(o, ISA_OP_ENDL);
+            commit(o);
+            d--;
+        } else {
+            isa_insn *in = isa_stream_room(o->s);
+            isa_insn_copy(in, &s[k->idx]);
+            const rr_opfields *f = fields_of(k->op);
+            for (int q = 0; q < f->naddr; q++) {
+                isa_addr *a = addr_at(in, f->addr[q]);
+                a->reg = k->areg[q];
+                a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
+            }
+            commit_copy(o);
+        }
+    }
+    o->ks->unrolled += t->unrolled;
 }
 
 /* Does code c[0..n), emitted for kernel s as template t rolled (tmpl_fits
@@ -1398,6 +1496,10 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     sc->soff = scratch_array(sc->soff, &sc->soffcap, n, sizeof *sc->soff);
     int fits;
     rr_tmpl *t = tmpl_for(sc, s, n, &fits);
+    if (fits && t->direct) {
+        emit_as_code(o, t, s);
+        return;
+    }
     const rr_vec *r = &t->rolled;
     rr_out to = *o;
     if (fits) {
@@ -1414,8 +1516,15 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
+    } else { /* note what each instruction copies, for emit_as_code: a rolled kernel is rarely longer */
+        to.nfrom = 2 * n + 64;
+        sc->from = scratch_array(sc->from, &sc->fromcap, to.nfrom, sizeof *sc->from);
+        for (long pc = 0; pc < to.nfrom; pc++)
+            sc->from[pc] = -1;
+        to.from = sc->from;
+        to.first = (long)o->s->n;
     }
-    const long first = (long)o->s->n;
+    const long first = (long)o->s->n, unrolled = o->ks->unrolled;
     emit_list(&to, r->v, r->n);
     const isa_insn *c = o->s->insns + first;
     const long nc = (long)o->s->n - first;
@@ -1426,8 +1535,10 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     /* the shapes: the fresh roll's of s, or the template's, which are s's
      * renamed one to one (tmpl_fits) */
     check_same(sc, c, nc, s, n, t->shape);
-    if (!fits)
-        code_keep(sc, t, c, nc);
+    if (!fits) {
+        code_keep(sc, t, c, nc, to.from, to.nfrom);
+        t->unrolled = o->ks->unrolled - unrolled;
+    }
 }
 
 /* ---- the pass ---- */
@@ -1451,6 +1562,7 @@ static void scratch_free(rr_scratch *sc)
         free(sc->t[q].first);
         free(sc->t[q].keys);
         free(sc->t[q].code);
+        free(sc->t[q].li);
     }
     free(sc->seen);
     free(sc->soff);
