@@ -133,7 +133,7 @@ typedef struct {
     long shcap;         /* of shop */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
     int64_t (*off)[RR_NADDR]; /* per instruction: its address operands' offsets */
-    rr_vec rolled;      /* the rolled list (its entries' idx: instructions of the kernel) */
+    rr_vec rolled;      /* the rolled list (its entries' idx: instructions of the kernel); kept only when not direct */
     long cap;           /* of shape and off */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
     long *first;        /* tmpl_fits, per shape: the kernel's last instruction of it so far, -1 none */
@@ -1327,7 +1327,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     return 1;
 }
 
-/* Roll kernel s[0..n) from scratch into the template's rolled list, and
+/* Roll kernel s[0..n) from scratch, in the entries' list (sc->e), and
  * make it the template: 0 when it is not code this back half makes. */
 static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
@@ -1351,12 +1351,11 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         t->shape[j] = sc->e.v[j].shape;
         memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
     }
-    /* rolled where the entries are, then copied to the template's list
-     * (a tenth as long or less; the entries' list, grown to the largest
-     * kernel, stays for the next) */
+    /* rolled where the entries are (the entries' list, grown to the
+     * largest kernel, stays for the next); the template keeps a copy only
+     * when emit_as_code cannot emit its kernels (roll_kernel) */
     roll_in_place(&sc->pool, &sc->e, 0);
     t->rolled.n = 0;
-    vec_append(&t->rolled, sc->e.v, sc->e.n);
     t->n = n;
     return 1;
 }
@@ -1500,7 +1499,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         emit_as_code(o, t, s);
         return;
     }
-    const rr_vec *r = &t->rolled;
+    const rr_vec *r = fits ? &t->rolled : &sc->e;
     rr_out to = *o;
     if (fits) {
         to.base = s;
@@ -1538,6 +1537,11 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     if (!fits) {
         code_keep(sc, t, c, nc, to.from, to.nfrom);
         t->unrolled = o->ks->unrolled - unrolled;
+        /* the rolled list, for a kernel that fits when its code cannot be
+         * copied (copying every fresh roll's, up to 100 KB of entries each,
+         * was a sixth of BERT-base's page faults) */
+        if (!t->direct)
+            vec_append(&t->rolled, sc->e.v, sc->e.n);
     }
 }
 
