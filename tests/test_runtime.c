@@ -1302,7 +1302,9 @@ static void test_activations_are_freed_after_each_launch(void)
  * but moves none of their values (it reads none and writes none, and its
  * activation region lasts one run): the same transfer figures and cycles
  * as a launch with values, and a launch with values after it still
- * computes the right outputs. */
+ * computes the right outputs, of new inputs too (the timing-only launch
+ * neither waited for nor forgot the PT workers' converted operands: it
+ * writes no LX bytes). */
 static void test_a_timing_only_launch_counts_the_inputs_it_does_not_write(void)
 {
     rt_device *dev = open4();
@@ -1325,6 +1327,14 @@ static void test_a_timing_only_launch_counts_the_inputs_it_does_not_write(void)
     rt_set_options(dev, &o);
     launch_and_check(prog, &again);
     CU_ASSERT_EQUAL(again.stats.cycles, with.stats.cycles);
+    o.values = 0;
+    rt_set_options(dev, &o);
+    CU_ASSERT_EQUAL_FATAL(rt_launch(prog, &without), 0);
+    CU_ASSERT_EQUAL(without.stats.cycles, with.stats.cycles);
+    CU_ASSERT_EQUAL(rt_fill_inputs(prog, 6, err, sizeof err), 0);
+    o.values = 1;
+    rt_set_options(dev, &o);
+    launch_and_check(prog, &again);
     rt_close(dev);
 }
 

@@ -941,9 +941,28 @@ static void batch_vals(const mm_plan *m, int64_t b, int64_t *val)
     }
 }
 
+/* Does a row of n elements from flat f, step apart, touch the sticks the
+ * row from f0 touched?  So it does when the stick dim is the innermost
+ * (nothing carries into it), the step moves no lane (step a multiple of
+ * its length s), both rows lie at flat >= 0, and f is f0 moved along the
+ * lanes inside f0's stick group: every element is then f0's row's with
+ * the same layout row and group (a transposed operand's rows, one lane
+ * apart, read the same sticks 63 times in 64). */
+static int mm_row_same(const be_walk *w, int64_t f0, int64_t f, int64_t step, int64_t n)
+{
+    if (!w->rank || w->sd != w->rank - 1)
+        return 0;
+    const int64_t s = w->shape[w->sd];
+    if (step % s || f0 < 0 || f < 0 || f0 + (n - 1) * step < 0 || f + (n - 1) * step < 0)
+        return 0;
+    const int64_t co = f0 % s, to = co + (f - f0);
+    return to >= 0 && to < s && to / w->lanes == co / w->lanes;
+}
+
 /* Add to the spans lo[g]..hi[g] of buf's stick groups the sticks an
  * operand block reads (batch index b, rowvar over [r0, r0 + nr), lanevar
- * over [l0, l0 + nl)). */
+ * over [l0, l0 + nl)); a row that reads the sticks of the row walked
+ * last (mm_row_same) is not walked. */
 static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
                         int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
 {
@@ -955,11 +974,15 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     batch_vals(m, b, val);
     val[lanevar] = l0;
     val[rowvar] = r0;
-    /* the index is affine: a row on moves it by the row variable's coefficient */
-    const int64_t down = rowvar < m->mm->nvars ? idx->coef[rowvar] : 0;
-    int64_t flat = be_index_at(idx, m->mm->nvars, val);
-    for (int64_t i = 0; i < nr; i++, flat += down)
-        be_walk_run(&w, L, flat, idx->coef[lanevar], nl, -1, lo, hi);
+    const int64_t f0 = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
+    int64_t walked = 0;
+    for (int64_t i = 0; i < nr; i++) {
+        const int64_t f = f0 + i * idx->coef[rowvar];
+        if (i && mm_row_same(&w, walked, f, step, nl))
+            continue;
+        be_walk_run(&w, L, f, step, nl, -1, lo, hi);
+        walked = f;
+    }
 }
 
 /* The sticks of buf's device layout a restickified operand block reads

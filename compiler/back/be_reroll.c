@@ -124,7 +124,7 @@ typedef struct {
  * shapes in order, and whose every address differs from the template's by
  * one constant per shape and operand, rolls into the template's loops
  * exactly: only the addresses (and registers' first values) differ, and
- * the emission takes those from the kernel itself. */
+ * the emission (emit_as_code) takes those from the kernel itself. */
 typedef struct {
     long n;             /* instructions; 0: no template */
     uint64_t ops;       /* ops_key of its instructions: a kernel fits only with the same ops in order */
@@ -133,7 +133,6 @@ typedef struct {
     long shcap;         /* of shop */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
     int64_t (*off)[RR_NADDR]; /* per instruction: its address operands' offsets */
-    rr_vec rolled;      /* the rolled list (its entries' idx: instructions of the kernel) */
     long cap;           /* of shape and off */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
     long *first;        /* tmpl_fits, per shape: the kernel's last instruction of it so far, -1 none */
@@ -142,14 +141,18 @@ typedef struct {
     long kcap;          /* its slots, a power of 2 */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode, codecap;
+    long unrolled;      /* loops its emission unrolled again for want of registers */
+    int64_t *li;        /* emit_as_code, per instruction of code: a li's value for the kernel */
+    long licap;
 } rr_tmpl;
 
-/* An instruction of a template's emitted code, what code_same compares:
- * its op, register and value (li, addi, loop), its address operands, and
- * the template shape of the instructions it issues (-1: li, addi, loop,
- * endl). */
+/* An instruction of a template's emitted code, what emit_as_code writes
+ * for a kernel that fits: its op, register and value (li, addi, loop),
+ * its address operands, the template shape of the instructions it issues
+ * (-1: li, addi, loop, endl) and the kernel's instruction its emission
+ * copied (idx; -1: li, addi, loop, endl). */
 typedef struct rr_code {
-    int op, reg, shape;
+    int op, reg, shape, idx;
     int64_t val;
     int areg[RR_NADDR];
     int64_t aoff[RR_NADDR];
@@ -172,9 +175,8 @@ typedef struct {
      * make_entries reads them (having checked that no register is used),
      * for check_same: reading them back from the instructions, out of
      * cache by then, was 5% of a prefill compile.  A kernel that fits a
-     * template fills them only when check_same is to run (soff_fill):
-     * code_same passes for every kernel of the traces, and writing them
-     * was 60 MB of the prefill layer's compile. */
+     * template does not fill them (no check_same: emit_as_code; writing
+     * them was 60 MB of the prefill layer's compile). */
     int64_t (*soff)[RR_NADDR];
     long soffcap;
     int *from;          /* rr_out.from's memory */
@@ -835,40 +837,23 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
     }
 }
 
-/* Where emission writes, and what it reads its instructions from: the
- * entries themselves, or (base set) the template's rolled list emitted
- * for another kernel: an entry's instruction is then base[idx], and its
- * offsets the template's plus the kernel's constant for the template
- * shape and operand (tmpl_fits), without a copy of the list (entries are
- * large: copying it was 4% of BERT-base's compile). */
+/* Where emission writes, and (from set) where it notes which of the
+ * kernel's instructions each it writes copies: from[pc], pc = s->n - first
+ * < nfrom, -1 none (code_keep keeps them for emit_as_code). */
 typedef struct {
     isa_stream *s;    /* the new stream */
     rr_kstat *ks;
     rr_scratch *sc;
-    const isa_insn *base;        /* NULL: the entries' own */
-    const int *shape;            /* with base: per template instruction, its shape */
-    const int64_t (*delta)[RR_NADDR]; /* with base: per template shape and operand */
-    int *from;   /* with base: per instruction of the kernel's code (from s->n = first), the kernel's
-                  * instruction it copies, -1 none; for code_same, nfrom of them */
+    int *from;
     long first, nfrom;
 } rr_out;
 
-static inline const isa_insn *ent_insn(const rr_out *o, const rr_ent *x)
-{
-    return o->base ? &o->base[x->idx] : x->in;
-}
-
-static inline int64_t ent_off(const rr_out *o, const rr_ent *x, int k)
-{
-    return o->base ? x->off[k] + o->delta[o->shape[x->idx]][k] : x->off[k];
-}
-
 /* The next instruction of the new stream: entry x's copied, its addresses
- * to be set (noted in o->from: the copy is what code_same relies on). */
+ * to be set (noted in o->from). */
 static isa_insn *copy_in(rr_out *o, const rr_ent *x)
 {
     isa_insn *in = isa_stream_room(o->s);
-    isa_insn_copy(in, ent_insn(o, x));
+    isa_insn_copy(in, x->in);
     const long pc = (long)o->s->n - o->first;
     if (o->from && pc < o->nfrom)
         o->from[pc] = x->idx;
@@ -975,7 +960,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             const int na = fields_of(x->op)->naddr;
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
-                const int64_t off = ent_off(o, x, k);
+                const int64_t off = x->off[k];
                 if (r && off - K[r - 1] < low[r - 1])
                     low[r - 1] = off - K[r - 1];
             }
@@ -987,7 +972,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
                 const int r = R->assign[j * RR_NADDR + k];
                 isa_addr *a = addr_at(in, ao[k]);
                 a->reg = r;
-                a->off = ent_off(o, x, k) - (r ? K[r - 1] : 0);
+                a->off = x->off[k] - (r ? K[r - 1] : 0);
             }
             commit_copy(o);
         }
@@ -1026,7 +1011,7 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
-                addr_at(in, ao[k])->off = ent_off(o, &e[j], k);
+                addr_at(in, ao[k])->off = e[j].off[k];
             commit_copy(o);
             j++;
         }
@@ -1115,71 +1100,127 @@ static inline int seq_op(int op)
     return op == ISA_OP_LI || op == ISA_OP_ADDI || op == ISA_OP_LOOP || op == ISA_OP_ENDL;
 }
 
+/* Can a kernel that fits template t be emitted from its code (every
+ * instruction copied from one of the template's shape, every register an
+ * operand uses set by a li of its nest: a nest's li's lead it)? */
+static int code_direct(const rr_tmpl *t)
+{
+    int nest[ISA_NREGS] = {0}, at = 0;
+    for (long pc = 0; pc < t->ncode; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            if (k->reg <= 0 || k->reg >= ISA_NREGS)
+                return 0;
+            at += !pc || t->code[pc - 1].op != ISA_OP_LI;
+            nest[k->reg] = at;
+        } else if (!seq_op(k->op)) {
+            if (k->shape < 0 || k->idx < 0 || t->shape[k->idx] != k->shape)
+                return 0;
+            for (int q = 0; q < fields_of(k->op)->naddr; q++)
+                if (k->areg[q] && (k->areg[q] < 0 || k->areg[q] >= ISA_NREGS || nest[k->areg[q]] != at))
+                    return 0;
+        }
+    }
+    return 1;
+}
+
 /* Keep code c[0..n), just emitted for template t and checked against its
- * kernel (check_same: sc->seen), for code_same. */
-static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n)
+ * kernel (check_same: sc->seen; from[pc], pc < nfrom: the instruction
+ * each copied), for emit_as_code; a code it cannot copy leaves no
+ * template (its kernels roll from scratch, alike). */
+static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, const int *from, long nfrom)
 {
     t->code = scratch_array(t->code, &t->codecap, n, sizeof *t->code);
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
-        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1};
-        if (!seq_op(k->op))
+        *k = (rr_code){.op = c[pc].op, .reg = c[pc].reg, .val = c[pc].val, .shape = -1, .idx = -1};
+        if (!seq_op(k->op)) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
+            k->idx = pc < nfrom ? from[pc] : -1;
+        }
         for (int q = 0; q < f->naddr; q++) {
             k->areg[q] = caddr_at(&c[pc], f->addr[q])->reg;
             k->aoff[q] = caddr_at(&c[pc], f->addr[q])->off;
         }
     }
     t->ncode = n;
+    if (!code_direct(t))
+        t->n = 0;
 }
 
-/* Does code c[0..n), emitted for kernel s as template t rolled (tmpl_fits
- * passed: its addresses are the template's kernel's plus t->delta per
- * shape and operand), issue s exactly?  So it does when it is the code
- * kept for the template (which check_same passed) with the same ops,
- * loops and steps, each instruction a copy of one of s (from) of the
- * shape the template's issued (so its fields are that shape's: tmpl_fits
- * found the shapes one to one; comparing the fields again was 1.5% of
- * BERT-base's compile), and each
- * address operand's offset moved by its shape's delta less what its
- * register's li moved by: a register then holds, at every step, what it
- * held for the template plus its li's move, and every address it resolves
- * is the template's kernel's plus the delta, which is s's.  A check in
- * the size of the rolled code instead of the kernel's (check_same ran the
- * loops: a tenth of the prefill layer's rolling).  0: not shown so (for
- * check_same to judge). */
-static int code_same(const rr_tmpl *t, const isa_insn *c, long n, const int *from)
+/* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
+ * template's code: what rolling s from scratch would write, without
+ * rolling or walking.  The loops, steps and registers are the template's
+ * (they come from the rolled list's strides alone); each instruction is
+ * s's copy of the one the template's copied, of the shape the template's
+ * issued (so its fields are that shape's: tmpl_fits found the shapes one
+ * to one), each address the template's plus its shape's delta less what
+ * its register's li moved by.  A register then holds, at every step, what
+ * it held for the template plus its li's move, and every address it
+ * resolves is the template's kernel's plus the delta, which is s's: the
+ * code issues s exactly, as the template's (which check_same passed)
+ * issues its kernel.  A li starts its register at what walk_nest's lowest
+ * would be for s, the least of 0 and each of its operands' offsets less
+ * the register's steps so far (the template's address there plus its
+ * li's value, plus the delta), so the code is the one a fresh roll
+ * writes.  Checking a kernel this way costs the size of the rolled code,
+ * not of the kernel (check_same ran the loops: a tenth of the prefill
+ * layer's rolling; comparing each copy's fields again, 1.5% of BERT-base's
+ * compile). */
+static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
 {
-    if (n != t->ncode)
-        return 0;
-    int64_t moved[ISA_NREGS] = {0};
+    const long n = t->ncode;
+    t->li = scratch_array(t->li, &t->licap, n, sizeof *t->li);
+    long li[ISA_NREGS] = {0};
     for (long pc = 0; pc < n; pc++) {
         const rr_code *k = &t->code[pc];
-        const isa_insn *in = &c[pc];
-        if (in->op != k->op)
-            return 0;
-        if (in->op == ISA_OP_LI) {
-            if (in->reg != k->reg || in->reg <= 0 || in->reg >= ISA_NREGS)
-                return 0;
-            moved[in->reg] = in->val - k->val;
-            continue;
-        }
-        if (seq_op(in->op)) {
-            if (in->reg != k->reg || in->val != k->val)
-                return 0;
-            continue;
-        }
-        if (k->shape < 0 || from[pc] < 0 || t->shape[from[pc]] != k->shape)
-            return 0;
-        const rr_opfields *f = fields_of(in->op);
-        for (int q = 0; q < f->naddr; q++) {
-            const isa_addr *a = caddr_at(in, f->addr[q]);
-            if (a->reg != k->areg[q] || a->off + moved[a->reg] != k->aoff[q] + t->delta[k->shape][q])
-                return 0;
+        if (k->op == ISA_OP_LI) {
+            li[k->reg] = pc;
+            t->li[pc] = 0;
+        } else if (!seq_op(k->op)) {
+            for (int q = 0; q < fields_of(k->op)->naddr; q++) {
+                const int r = k->areg[q];
+                if (!r)
+                    continue;
+                const int64_t v = k->aoff[q] + t->code[li[r]].val + t->delta[k->shape][q];
+                if (v < t->li[li[r]])
+                    t->li[li[r]] = v;
+            }
         }
     }
-    return 1;
+    int64_t moved[ISA_NREGS] = {0};
+    int d = 0;
+    for (long pc = 0; pc < n; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            moved[k->reg] = t->li[pc] - k->val;
+            push_reg(o, ISA_OP_LI, k->reg, t->li[pc]);
+        } else if (k->op == ISA_OP_ADDI) {
+            push_reg(o, ISA_OP_ADDI, k->reg, k->val);
+        } else if (k->op == ISA_OP_LOOP) {
+            room(o, ISA_OP_LOOP)->val = k->val;
+            commit(o);
+            o->ks->loops++;
+            if (++d > o->ks->depth)
+                o->ks->depth = d;
+        } else if (k->op == ISA_OP_ENDL) {
+            room(o, ISA_OP_ENDL);
+            commit(o);
+            d--;
+        } else {
+            isa_insn *in = isa_stream_room(o->s);
+            isa_insn_copy(in, &s[k->idx]);
+            const rr_opfields *f = fields_of(k->op);
+            for (int q = 0; q < f->naddr; q++) {
+                isa_addr *a = addr_at(in, f->addr[q]);
+                a->reg = k->areg[q];
+                a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
+            }
+            commit_copy(o);
+        }
+    }
+    o->ks->unrolled += t->unrolled;
 }
 
 /* The kernel's entries, one per instruction, its shapes in sc->shapes:
@@ -1237,7 +1278,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     return 1;
 }
 
-/* Roll kernel s[0..n) from scratch into the template's rolled list, and
+/* Roll kernel s[0..n) from scratch, in the entries' list (sc->e), and
  * make it the template: 0 when it is not code this back half makes. */
 static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
@@ -1261,12 +1302,12 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
         t->shape[j] = sc->e.v[j].shape;
         memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
     }
-    /* rolled where the entries are, then copied to the template's list
-     * (a tenth as long or less; the entries' list, grown to the largest
-     * kernel, stays for the next) */
+    /* rolled where the entries are (the entries' list, grown to the
+     * largest kernel, stays for the next), and emitted from there: the
+     * template keeps the code (code_keep), not the list (copying each
+     * fresh roll's list, up to 100 KB of entries, was a sixth of
+     * BERT-base's page faults) */
     roll_in_place(&sc->pool, &sc->e, 0);
-    t->rolled.n = 0;
-    vec_append(&t->rolled, sc->e.v, sc->e.n);
     t->n = n;
     return 1;
 }
@@ -1385,17 +1426,6 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
     return t;
 }
 
-/* sc->soff of kernel s[0..n), whose addresses use no register (tmpl_fits
- * or make_entries checked). */
-static void soff_fill(rr_scratch *sc, const isa_insn *s, long n)
-{
-    for (long j = 0; j < n; j++) {
-        const rr_opfields *f = fields_of(s[j].op);
-        for (int k = 0; k < f->naddr; k++)
-            sc->soff[j][k] = caddr_at(&s[j], f->addr[k])->off;
-    }
-}
-
 /* Roll instructions s[0..n) of one kernel into o (as the template rolled
  * when it fits, else from scratch); left as they are when they already
  * use loops or registers (not code this back half makes). */
@@ -1403,39 +1433,35 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 {
     fields_init();
     rr_scratch *sc = o->sc;
-    sc->soff = scratch_array(sc->soff, &sc->soffcap, n, sizeof *sc->soff);
     int fits;
     rr_tmpl *t = tmpl_for(sc, s, n, &fits);
-    const rr_vec *r = &t->rolled;
-    rr_out to = *o;
     if (fits) {
-        to.base = s;
-        to.shape = t->shape;
-        to.delta = (const int64_t (*)[RR_NADDR])t->delta;
-        sc->from = scratch_array(sc->from, &sc->fromcap, t->ncode, sizeof *sc->from);
-        for (long pc = 0; pc < t->ncode; pc++)
-            sc->from[pc] = -1;
-        to.from = sc->from;
-        to.first = (long)o->s->n;
-        to.nfrom = t->ncode;
-    } else if (!roll_fresh(sc, t, s, n)) {
+        emit_as_code(o, t, s);
+        return;
+    }
+    sc->soff = scratch_array(sc->soff, &sc->soffcap, n, sizeof *sc->soff);
+    if (!roll_fresh(sc, t, s, n)) {
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
     }
-    const long first = (long)o->s->n;
-    emit_list(&to, r->v, r->n);
-    const isa_insn *c = o->s->insns + first;
-    const long nc = (long)o->s->n - first;
-    if (fits && code_same(t, c, nc, sc->from))
-        return;
-    if (fits)
-        soff_fill(sc, s, n);
-    /* the shapes: the fresh roll's of s, or the template's, which are s's
-     * renamed one to one (tmpl_fits) */
+    /* emitted from the entries' list, where it rolled, noting what each
+     * instruction copies (a rolled kernel is rarely longer than 2n + 64:
+     * a longer one leaves no template) */
+    rr_out to = *o;
+    to.nfrom = 2 * n + 64;
+    sc->from = scratch_array(sc->from, &sc->fromcap, to.nfrom, sizeof *sc->from);
+    for (long pc = 0; pc < to.nfrom; pc++)
+        sc->from[pc] = -1;
+    to.from = sc->from;
+    to.first = (long)o->s->n;
+    const long unrolled = o->ks->unrolled;
+    emit_list(&to, sc->e.v, sc->e.n);
+    const isa_insn *c = o->s->insns + to.first;
+    const long nc = (long)o->s->n - to.first;
     check_same(sc, c, nc, s, n, t->shape);
-    if (!fits)
-        code_keep(sc, t, c, nc);
+    code_keep(sc, t, c, nc, to.from, to.nfrom);
+    t->unrolled = o->ks->unrolled - unrolled;
 }
 
 /* ---- the pass ---- */
@@ -1454,11 +1480,11 @@ static void scratch_free(rr_scratch *sc)
         free(sc->t[q].shop);
         free(sc->t[q].shape);
         free(sc->t[q].off);
-        free(sc->t[q].rolled.v);
         free(sc->t[q].delta);
         free(sc->t[q].first);
         free(sc->t[q].keys);
         free(sc->t[q].code);
+        free(sc->t[q].li);
     }
     free(sc->seen);
     free(sc->soff);
