@@ -1029,6 +1029,7 @@ void be_free(ir_prog *p)
     free(c->lx_need);
     isa_program_free(c->prog);
     be_reroll_free(c);
+    be_rst_memo_free(&c->rst);
     be_rows_spans_free(c);
     be_rows_access_free(c);
     be_matmul_spans_free(c);

@@ -162,6 +162,7 @@ typedef struct be_ctx {
     struct be_spancache *spans; /* staged loads' row spans, walked once for the compile (be_rows.c) */
     struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
     struct be_rowsacc *racc;  /* be_rows_access's answers per kernel position (be_rows.c) */
+    struct be_rstmemo *rst;   /* codegen: the restickify gathers' instructions (be_restick.c) */
     int64_t **wspan;          /* per kernel position and operand (2 pos + w): a product's spans of an operand
                                  staged whole (be_matmul.c, mm_whole_spans), made once */
 } be_ctx;
@@ -367,8 +368,12 @@ typedef struct {
     int corelet;
     be_rst_run *run; /* the runs since be_rst_begin */
     int64_t nrun, cap;
+    struct be_rstmemo **memo; /* be_rst_flush's answers of the gathers before, or NULL */
 } be_rst;
-void be_rst_begin(be_rst *r, cc_emit *e, int corelet);
+/* memo: where be_rst_flush keeps its answers for the gathers after (the
+ * compile's, be_ctx.rst), or NULL. */
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet, struct be_rstmemo **memo);
+void be_rst_memo_free(struct be_rstmemo **memo);
 void be_rst_row(be_rst *r, const int64_t *dst, const int64_t *src, int64_t n);
 /* n elements from src, each d bytes on from the one before. */
 typedef struct {

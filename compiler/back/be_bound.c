@@ -53,7 +53,18 @@ static void *bd_scratch(void *p, size_t *cap, size_t n, size_t size)
     return p;
 }
 
-static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
+/* Room for more pieces, or runs (bd_put's): apart, so that bd_add and
+ * bd_put, once per DMA element and per run, are inlined where called. */
+static __attribute__((noinline)) void *bd_grow(void *p, size_t *cap, size_t size)
+{
+    *cap = *cap ? 2 * *cap : 256;
+    p = realloc(p, *cap * size);
+    if (!p)
+        abort();
+    return p;
+}
+
+static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
 {
     assert(lo >= 0 && lo < hi);
     bd_piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
@@ -61,12 +72,8 @@ static void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
         last->hi = hi;
         return;
     }
-    if (b->npieces == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 256;
-        b->pieces = realloc(b->pieces, b->cap * sizeof *b->pieces);
-        if (!b->pieces)
-            abort();
-    }
+    if (b->npieces == b->cap)
+        b->pieces = bd_grow(b->pieces, &b->cap, sizeof *b->pieces);
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
@@ -238,19 +245,15 @@ static int16_t bd_merge(int16_t a, int16_t b)
 
 /* Append run [lo, hi) marked w, r to the scratch runs, joined to the last
  * one when it continues it alike. */
-static void bd_put(bd_state *b, size_t *n, int64_t lo, int64_t hi, int16_t w, int16_t r)
+static inline void bd_put(bd_state *b, size_t *n, int64_t lo, int64_t hi, int16_t w, int16_t r)
 {
     bd_run *last = *n ? &b->out[*n - 1] : NULL;
     if (last && last->hi == lo && last->w == w && last->r == r) {
         last->hi = hi;
         return;
     }
-    if (*n == b->ocap) {
-        b->ocap = b->ocap ? 2 * b->ocap : 256;
-        b->out = realloc(b->out, b->ocap * sizeof *b->out);
-        if (!b->out)
-            abort();
-    }
+    if (*n == b->ocap)
+        b->out = bd_grow(b->out, &b->ocap, sizeof *b->out);
     b->out[(*n)++] = (bd_run){lo, hi, w, r};
 }
 
@@ -266,19 +269,32 @@ static void bd_swap(bd_state *b, size_t n)
     b->ocap = cap;
 }
 
-/* Edges e[0..n) in stick order, by a radix sort through tmp (qsort's
- * compares were a tenth of a decode step's compile), each digit's pass
- * from one array into the other (a copy back after each was 2% of the
- * Llama-8B decode step's compile), e's after the last. */
+/* Edges e[0..n) in stick order, stably: a few by insertion, more by a
+ * radix sort through tmp (qsort's compares were a tenth of a decode
+ * step's compile), each digit's pass from one array into the other (a
+ * copy back after each was 2% of the Llama-8B decode step's compile),
+ * e's after the last.  (Its counts zeroed and summed over every bin,
+ * each pass, outweighed the sort of a kernel of a few pieces.) */
 static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
-    enum { DIGIT = 11, BINS = 1 << DIGIT };
+    enum { DIGIT = 11, BINS = 1 << DIGIT, FEW = 64 };
+    if (n <= FEW) {
+        for (size_t i = 1; i < n; i++) {
+            const bd_edge x = e[i];
+            size_t j = i;
+            for (; j > 0 && e[j - 1].at > x.at; j--)
+                e[j] = e[j - 1];
+            e[j] = x;
+        }
+        return;
+    }
+    assert(n < UINT32_MAX);
     int64_t top = 0;
     for (size_t i = 0; i < n; i++)
         top = cc_max(top, e[i].at);
     bd_edge *from = e, *to = tmp;
     for (int shift = 0; top >> shift; shift += DIGIT) {
-        size_t at[BINS + 1] = {0};
+        uint32_t at[BINS + 1] = {0};
         for (size_t i = 0; i < n; i++)
             at[((from[i].at >> shift) & (BINS - 1)) + 1]++;
         for (int d = 0; d < BINS; d++)

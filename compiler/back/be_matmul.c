@@ -91,7 +91,7 @@ static void mm_whole_spans(mm_plan *m, int w)
         memcpy(m->wspan[w], *made, size);
         return;
     }
-    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups;
+    int64_t *lo = ir_xmalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups;
     m->wspan[w][0] = 0;
     be_span_init(L, lo, hi);
     for (int64_t i = 0; i < n; i++) {
@@ -1005,7 +1005,7 @@ static int64_t mm_stage_most(const mm_plan *m, const mm_tiling *tl, int w, int64
     const int buf = w ? m->mm->b : m->mm->a;
     const int64_t groups = m->c->lay[buf].groups;
     int64_t most = 0;
-    int64_t *lo = ir_xalloc((size_t)groups * 2 * sizeof *lo);
+    int64_t *lo = ir_xmalloc((size_t)groups * 2 * sizeof *lo);
     for (int64_t b = 0; b < m->nbatch; b++)
         for (int64_t k0 = 0; k0 < m->Kd; k0 += tl->KC) {
             int64_t kc = cc_min(tl->KC, m->Kd - k0);
@@ -1232,7 +1232,7 @@ int be_matmul_access(be_ctx *c, int pos, be_access **out, int *n)
 static int mm_held(const mm_plan *m, int w, int buf, int64_t b, char *held)
 {
     const be_layout *L = &m->c->lay[buf];
-    int64_t *lo = ir_xalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, rc = 0;
+    int64_t *lo = ir_xmalloc((size_t)L->groups * 2 * sizeof *lo), *hi = lo + L->groups, rc = 0;
     if (w)
         mm_span(m, buf, &m->mm->bidx, b, m->vk, 0, m->Kd, m->vn, 0, m->N, lo, hi);
     else
@@ -2038,13 +2038,19 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, buf);
-    be_rst_begin(&r, mc->e, 0);
+    be_rst_begin(&r, mc->e, 0, &c->rst);
+    /* the index is affine: a row on moves it by the row variable's coefficient */
+    const int64_t down = rowvar != lanevar && rowvar < m->mm->nvars ? idx->coef[rowvar] : 0;
+    int64_t flat = 0;
     for (int64_t g = 0; g * lanes < nl; g++)
-        for (int64_t i = 0; i < nrows; i++) {
+        for (int64_t i = 0; i < nrows; i++, flat += down) {
             int64_t n = cc_min(lanes, nl - g * lanes);
-            val[rowvar] = r0 + i;
-            val[lanevar] = l0 + g * lanes;
-            const int64_t flat = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
+            if (!i) {
+                val[rowvar] = r0;
+                val[lanevar] = l0 + g * lanes;
+                flat = be_index_at(idx, m->mm->nvars, val);
+            }
+            const int64_t step = idx->coef[lanevar];
             be_walk_at(&w, flat, step);
             const int ns = be_walk_segs(&w, n, ws); /* per run between carries, not per element */
             for (int q = 0, l = 0; q < ns; l += ws[q++].n) {
@@ -2079,7 +2085,7 @@ static void mm_scatter(mm_core *mc, int j, int64_t lx, int64_t gs, int64_t b, in
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, out);
-    be_rst_begin(&r, mc->e, 0);
+    be_rst_begin(&r, mc->e, 0, &c->rst);
     for (int64_t g = 0; g * lanes < cols; g++)
         for (int64_t i = 0; i < mb; i++) {
             int64_t n = cc_min(lanes, cols - g * lanes);

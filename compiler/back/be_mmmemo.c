@@ -238,7 +238,7 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
     if (2 * (b->ne + 1) > b->cap) { /* at most half full */
         free(b->slot);
         b->cap = b->cap ? 2 * b->cap : 256;
-        b->slot = ir_xalloc((size_t)b->cap * sizeof *b->slot);
+        b->slot = ir_xmalloc((size_t)b->cap * sizeof *b->slot);
         memset(b->slot, -1, (size_t)b->cap * sizeof *b->slot);
         for (int i = 0; i < b->ne; i++)
             *block_slot(b, b->keys + (size_t)i * n, b->e[i].h) = i;

@@ -871,13 +871,21 @@ static isa_insn *room(rr_out *o, int op)
     return in;
 }
 
-static void commit_checked(rr_out *o, int (*check)(const isa_insn *, char *, size_t))
+/* commit_checked's internal error: apart, with its message's buffer (a
+ * frame with it for every instruction rolled cost BERT-base's
+ * compile 0.5%). */
+static __attribute__((noinline, cold)) void commit_failed(const rr_out *o)
 {
     char msg[256];
-    if (check(&o->s->insns[o->s->n], msg, sizeof msg)) {
-        fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
-        abort();
-    }
+    isa_check(&o->s->insns[o->s->n], msg, sizeof msg);
+    fprintf(stderr, "be_reroll: internal error: instruction %zu: %s\n", o->s->n, msg);
+    abort();
+}
+
+static inline void commit_checked(rr_out *o, int (*check)(const isa_insn *, char *, size_t))
+{
+    if (check(&o->s->insns[o->s->n], NULL, 0))
+        commit_failed(o);
     o->s->n++;
 }
 
@@ -1541,7 +1549,7 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
             abort();
     }
     neu->n = 0;
-    isa_kernel **ks = ir_xalloc((prog->nkernels + 1) * sizeof *ks);
+    isa_kernel **ks = ir_xmalloc((prog->nkernels + 1) * sizeof *ks);
     int nk = 0;
     for (size_t q = 0; q < prog->nkernels; q++)
         if (prog->kernels[q].core == core && prog->kernels[q].first >= from)

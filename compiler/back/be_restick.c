@@ -42,11 +42,12 @@ typedef struct {
                         merges as RST_I1) */
 } rst_form;
 
-void be_rst_begin(be_rst *r, cc_emit *e, int corelet)
+void be_rst_begin(be_rst *r, cc_emit *e, int corelet, struct be_rstmemo **memo)
 {
     memset(r, 0, sizeof *r);
     r->e = e;
     r->corelet = corelet;
+    r->memo = memo;
 }
 
 static void rst_put(rst_form *r, const cc_sfp_args *p)
@@ -199,14 +200,20 @@ static void rst_run(rst_form *r, int64_t dst, int64_t src, int64_t vl, int64_t s
     p->bs1 = sd;
 }
 
-static void rst_keep(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+/* Room for more runs: apart, so that rst_keep, a few stores per row of
+ * a gather, is inlined where it is called. */
+static __attribute__((noinline)) void rst_grow(be_rst *r)
 {
-    if (r->nrun == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 256;
-        r->run = realloc(r->run, (size_t)r->cap * sizeof *r->run);
-        if (!r->run)
-            abort();
-    }
+    r->cap = r->cap ? 2 * r->cap : 256;
+    r->run = realloc(r->run, (size_t)r->cap * sizeof *r->run);
+    if (!r->run)
+        abort();
+}
+
+static inline void rst_keep(be_rst *r, int64_t dst, int64_t src, int64_t vl, int64_t sd, int64_t ss)
+{
+    if (r->nrun == r->cap)
+        rst_grow(r);
     r->run[r->nrun++] = (be_rst_run){dst, src, vl, sd, ss};
 }
 
@@ -236,7 +243,9 @@ static void seg_next(const be_rst_seg *s, int *k, int64_t *o)
     }
 }
 
-void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
+/* be_rst_segs of several segments: runs across them where their strides
+ * continue. */
+static __attribute__((noinline)) void rst_segs_walk(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
 {
     int k = 0;
     int64_t o = 0, j = 0; /* element j is element o of segment k */
@@ -273,6 +282,17 @@ void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
     }
 }
 
+/* A segment alone is one run, as the walk would find it (most rows of a
+ * gather: the walk, with its frame, and rst_keep called for each run
+ * were 3% of the Llama-8B decode step's compile). */
+void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
+{
+    if (ns == 1 && s[0].n >= 1)
+        rst_keep(r, dst, s[0].src, s[0].n, s[0].n > 1 ? 2 : 0, s[0].n > 1 ? s[0].d : 0);
+    else
+        rst_segs_walk(r, dst, s, ns);
+}
+
 /* The instructions r's runs make merged one way, into out (emptied
  * first); *i1, *peel: as rst_form's. */
 static int64_t rst_play(const be_rst *r, rst_insns *out, int how, int *i1, int *peel)
@@ -294,6 +314,100 @@ static int64_t rst_play(const be_rst *r, rst_insns *out, int how, int *i1, int *
     return out->n;
 }
 
+/* The last RST_MEMO gathers' runs and the instructions be_rst_flush made
+ * of them, both less their first run's dst and src.  The merges compare
+ * addresses only through their differences, so runs that are another
+ * gather's moved by a constant (each core's gather of its own rows into
+ * the same slots, kernel after kernel) make that gather's instructions
+ * moved alike: the Llama-8B decode step's 180 gathers have 11 different
+ * run lists, the prefill layer's 1,032 have 6. */
+#define RST_MEMO 16
+typedef struct {
+    int corelet;
+    int64_t nrun;
+    be_rst_run *run;
+    cc_sfp_args *a;
+    int64_t n;
+} rst_memo_ent;
+struct be_rstmemo {
+    rst_memo_ent e[RST_MEMO];
+    int next; /* the one to replace */
+};
+
+void be_rst_memo_free(struct be_rstmemo **memo)
+{
+    if (!*memo)
+        return;
+    for (int i = 0; i < RST_MEMO; i++) {
+        free((*memo)->e[i].run);
+        free((*memo)->e[i].a);
+    }
+    free(*memo);
+    *memo = NULL;
+}
+
+/* Are r's runs those of m moved by r's first? */
+static int rst_memo_same(const rst_memo_ent *m, const be_rst *r)
+{
+    if (m->nrun != r->nrun || m->corelet != r->corelet)
+        return 0;
+    const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
+    for (int64_t k = 0; k < r->nrun; k++) {
+        const be_rst_run *u = &r->run[k], *v = &m->run[k];
+        if (u->dst - d0 != v->dst || u->src - s0 != v->src || u->vl != v->vl || u->sd != v->sd || u->ss != v->ss)
+            return 0;
+    }
+    return 1;
+}
+
+/* The memo's entry for r's runs, or NULL. */
+static const rst_memo_ent *rst_memo_find(const be_rst *r)
+{
+    const struct be_rstmemo *m = r->memo ? *r->memo : NULL;
+    for (int i = 0; m && r->nrun && i < RST_MEMO; i++)
+        if (rst_memo_same(&m->e[i], r))
+            return &m->e[i];
+    return NULL;
+}
+
+/* Keep r's runs and their instructions a[0..n) (both moved back by the
+ * first run) in place of the oldest entry. */
+static void rst_memo_keep(const be_rst *r, const cc_sfp_args *a, int64_t n)
+{
+    if (!r->memo || !r->nrun)
+        return;
+    if (!*r->memo)
+        *r->memo = ir_xalloc(sizeof **r->memo);
+    struct be_rstmemo *m = *r->memo;
+    rst_memo_ent *x = &m->e[m->next];
+    m->next = (m->next + 1) % RST_MEMO;
+    const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
+    free(x->run);
+    free(x->a);
+    x->corelet = r->corelet;
+    x->nrun = r->nrun;
+    x->run = ir_xmalloc((size_t)r->nrun * sizeof *x->run);
+    for (int64_t k = 0; k < r->nrun; k++) {
+        x->run[k] = r->run[k];
+        x->run[k].dst -= d0;
+        x->run[k].src -= s0;
+    }
+    x->n = n;
+    x->a = ir_xmalloc((size_t)(n + 1) * sizeof *x->a);
+    for (int64_t i = 0; i < n; i++) {
+        x->a[i] = a[i];
+        x->a[i].d.off -= d0;
+        x->a[i].a.off -= s0;
+    }
+}
+
+static void rst_done(be_rst *r)
+{
+    free(r->run);
+    r->run = NULL;
+    r->nrun = r->cap = 0;
+}
+
 /* Every way copies the same elements in the same stick-times, so the
  * cheapest is the one of fewest instructions (each costs
  * sfp_issue_cycles).  None is always best: the i1 merge is greedy, and a
@@ -309,6 +423,18 @@ static int64_t rst_play(const be_rst *r, rst_insns *out, int how, int *i1, int *
  * plays were 6.5% of the Llama-8B decode step's compile). */
 void be_rst_flush(be_rst *r)
 {
+    const rst_memo_ent *hit = rst_memo_find(r);
+    if (hit) {
+        const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
+        for (int64_t i = 0; r->e && i < hit->n; i++) {
+            cc_sfp_args p = hit->a[i];
+            p.d.off += d0;
+            p.a.off += s0;
+            cc_emit_sfp(r->e, &p);
+        }
+        rst_done(r);
+        return;
+    }
     static const int order[] = {RST_I1, RST_I0, RST_I1_PEEL};
     int may[3] = {1}, skip;
     rst_insns best = {0}, other = {0};
@@ -319,11 +445,10 @@ void be_rst_flush(be_rst *r)
             best = other;
             other = t;
         }
+    rst_memo_keep(r, best.a, best.n);
     for (int64_t i = 0; r->e && i < best.n; i++)
         cc_emit_sfp(r->e, &best.a[i]);
     free(best.a);
     free(other.a);
-    free(r->run);
-    r->run = NULL;
-    r->nrun = r->cap = 0;
+    rst_done(r);
 }

@@ -205,6 +205,17 @@ void be_rows_access_free(be_ctx *c)
     c->racc = NULL;
 }
 
+/* A copy of a[0..n) in room for cap elements, the rest zero (each
+ * zeroed whole first, by calloc, then written over). */
+static void *rk_copy_of(const void *a, size_t n, size_t cap, size_t size)
+{
+    char *d = ir_xmalloc(cap * size);
+    if (n)
+        memcpy(d, a, n * size);
+    memset(d + n * size, 0, (cap - n) * size);
+    return d;
+}
+
 /* *d a copy of s, its own arrays; d->reads over nd expressions, of which
  * s->reads counts the first ns (the rest, added to the arena since by
  * other kernels' plans, the evaluation reads none of: 0, as a measure
@@ -212,14 +223,9 @@ void be_rows_access_free(be_ctx *c)
 static void rk_copy(rk_plan *d, const rk_plan *s, int ns, int nd)
 {
     *d = *s;
-    d->nodes = ir_xalloc((size_t)(s->K->nnodes + 1) * sizeof *d->nodes);
-    memcpy(d->nodes, s->nodes, (size_t)s->nn * sizeof *d->nodes);
-    d->loads = ir_xalloc((size_t)(s->nl + 1) * sizeof *d->loads);
-    if (s->nl)
-        memcpy(d->loads, s->loads, (size_t)s->nl * sizeof *d->loads);
-    d->reads = s->reads ? ir_xalloc((size_t)nd * sizeof *d->reads) : NULL;
-    if (s->reads)
-        memcpy(d->reads, s->reads, (size_t)ns * sizeof *d->reads);
+    d->nodes = rk_copy_of(s->nodes, (size_t)s->nn, (size_t)s->K->nnodes + 1, sizeof *d->nodes);
+    d->loads = rk_copy_of(s->loads, (size_t)s->nl, (size_t)s->nl + 1, sizeof *d->loads);
+    d->reads = s->reads ? rk_copy_of(s->reads, (size_t)ns, (size_t)nd, sizeof *d->reads) : NULL;
 }
 
 /* rk_shape, and how the evaluation uses temps (rk_measure): made once
@@ -469,16 +475,27 @@ static int rk_share_which(rk_plan *k, int64_t cores, char *share)
     return n;
 }
 
+/* Room for rk_share_which's flags: few, when k has fewer loads, else
+ * allocated (to free when not few).  rows_cost_as prices every core
+ * count: an allocation each was 0.4% of the Llama-8B decode step's
+ * compile. */
+enum { RK_FEW_LOADS = 32 };
+static char *rk_share_room(const rk_plan *k, char *few)
+{
+    return k->nl < RK_FEW_LOADS ? few : ir_xalloc((size_t)k->nl + 1);
+}
+
 /* Mark the loads shared on `cores` cores; none when the cores would not
  * all take the same chunk rows (their LX must be laid out alike) or a
  * chunk no longer fits. */
 static void rk_share(rk_plan *k, int64_t cores)
 {
-    char *share = ir_xalloc((size_t)k->nl + 1);
+    char few[RK_FEW_LOADS], *share = rk_share_room(k, few);
     int any = rk_share_which(k, cores, share) > 0;
     for (int i = 0; i < k->nl; i++)
         k->loads[i].shared = share[i];
-    free(share);
+    if (share != few)
+        free(share);
     if (!any)
         return;
     int64_t per_row, fixed, stage, R0 = 0;
@@ -540,8 +557,11 @@ static int64_t rk_chunk_guess(const rk_plan *k, int64_t rt)
  * sticks lie in (layer norm's three one-stick per-column loads cost about
  * 56 cycles per core on spyre: bert_handwritten_small's k7 on 8 cores
  * 981 cycles, on 32 2,370). */
+/* The staged loads the need memo keys by their spans at most (rk_needkey). */
+enum { RK_NEED_LOADS = 8 };
 static int64_t rk_stage_need(const rk_plan *k, int64_t r0, int64_t rt, int64_t R);
-static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n);
+static int rk_stage_group(const rk_plan *k, int i, be_rowspans **m, int *at);
+static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, int nm, int64_t r0, int64_t n);
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
 
@@ -629,7 +649,7 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
 {
     const be_ctx *c = k->c;
     const be_layout *B = &c->lay[c->p->A.e[k->loads[i].e].buf];
-    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups, runs = 0;
+    int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups, runs = 0;
     *sticks = (double)rk_stage_span(k, i, 0, R, lo, hi);
     for (int64_t g = 0; g < B->groups; g++)
         runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, ISA_COUNT_MAX) : 0;
@@ -657,10 +677,13 @@ static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, 
     if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
         return 0;
     double sum = 0;
+    be_rowspans *m[RK_NEED_LOADS]; /* the loads staged with load i: the same for every part */
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
     for (int64_t p = 0; p < cores; p++) {
         int64_t r0, n;
         cc_split(k->rows, cores, p, &r0, &n);
-        const double s = n > 0 ? (double)rk_stage_sticks(k, i, r0, cc_min(R, n)) : 0;
+        const double s = n > 0 ? (double)rk_stage_sticks(k, i, m, nm, r0, cc_min(R, n)) : 0;
         sum += s;
         *worst = s > *worst ? s : *worst;
         *first = p ? *first : s;
@@ -744,7 +767,7 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
     double col = 0, in = 0, out = 0, col_sticks = 0, bytes = 0, first = 0, first_all = 0, stored = 0;
     double lag = 0; /* the first chunk's bytes of a core's last load */
     int plain = 1;  /* every load one DMA a chunk */
-    char *share = ir_xalloc((size_t)k->nl + 1);
+    char few[RK_FEW_LOADS], *share = rk_share_room(k, few);
     rk_share_which(k, cores, share);
     for (int i = 0; i < k->nl; i++) {
         const rk_load *L = &k->loads[i];
@@ -784,7 +807,8 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
             bytes += ob;
             stored += ob;
         }
-    free(share);
+    if (share != few)
+        free(share);
     if (tree) /* core 0's loads, then down the tree */
         col += rk_col_tree_cycles(k, cores);
     /* the first chunk's DRAM reads wait, on the channels every core's
@@ -1003,14 +1027,24 @@ static int64_t rk_stage_flat(const rk_plan *k, const ir_expr *x, int64_t nel, in
 
 /* val (rk_stage_flat's, at a row below the last) moved to the next row:
  * the row space's variables counted up, innermost first, without
- * rk_stage_flat's divisions (rk_gather's rows run one after another). */
-static void rk_row_next(const rk_plan *k, int64_t *val)
+ * rk_stage_flat's divisions (rk_gather's rows run one after another).
+ * Returns how far index idx moves with them (it is affine in val: the
+ * sum of be_index_at over every variable, made again for each row, was
+ * 0.6% of the Llama-8B decode step's compile). */
+static int64_t rk_row_next(const rk_plan *k, int64_t *val, const ir_index *idx)
 {
+    int64_t moved = 0;
     for (int v = k->rsp.nv - 1; v >= 0; v--) {
-        if (++val[k->rsp.var[v]] < k->rsp.ext[v])
-            return;
-        val[k->rsp.var[v]] = 0;
+        const int var = k->rsp.var[v];
+        const int64_t coef = var < k->nvars ? idx->coef[var] : 0, was = val[var];
+        if (was + 1 < k->rsp.ext[v]) {
+            val[var] = was + 1;
+            return moved + coef;
+        }
+        val[var] = 0;
+        moved -= coef * was;
     }
+    return moved;
 }
 
 static int64_t rk_numel(const be_ctx *c, int buf)
@@ -1141,7 +1175,6 @@ typedef struct {
  * first of them reading the same buffer, whose staging they share: loads
  * alike of two buffers have the same spans), chunks of R rows of the
  * part [r0, r0 + rt). */
-enum { RK_NEED_LOADS = 8 };
 typedef struct {
     const be_rowspans *spans[RK_NEED_LOADS];
     signed char lead[RK_NEED_LOADS];
@@ -1489,7 +1522,7 @@ static int64_t rk_stage_walk(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
         if (!k->loads[i].staged || rk_stage_leader(k, i) != i)
             continue;
         const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
-        int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+        int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo);
         sum += rk_stage_span(k, i, r0, rt, lo, lo + B->groups);
         free(lo);
     }
@@ -1534,8 +1567,7 @@ static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
         rk_needkey *old = t->e;
         const size_t n = t->cap;
         t->cap = n ? 2 * n : 256;
-        t->e = ir_xalloc(t->cap * sizeof *t->e);
-        memset(t->e, 0, t->cap * sizeof *t->e);
+        t->e = ir_xalloc(t->cap * sizeof *t->e); /* zeroed: every slot empty */
         for (size_t i = 0; i < n; i++)
             if (old[i].n)
                 *rk_need_slot(t, &old[i]) = old[i];
@@ -1545,17 +1577,15 @@ static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
     t->n++;
 }
 
-/* rk_stage_span's count of sticks alone, remembered for the compile by
- * the loads' spans and the rows: a row kernel's plan prices every core
+/* rk_stage_span's count of sticks alone (m, nm: rk_stage_group's of
+ * load i, made once for every part priced), remembered for the compile
+ * by the loads' spans and the rows: a row kernel's plan prices every core
  * count's parts (rk_stage_parts), and workdiv plans a kernel again and
  * again (both rounds, the kernel ahead's plans, the alignments): the
  * Llama-8B decode step's KV cache appends asked the same parts some
  * thirty times, a third of its workdiv. */
-static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n)
+static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, int nm, int64_t r0, int64_t n)
 {
-    be_rowspans *m[RK_NEED_LOADS];
-    int at[RK_NEED_LOADS];
-    const int nm = rk_stage_group(k, i, m, at);
     const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
     rk_needkey q = {.n = nm, .r0 = r0, .rt = n};
     const rk_needkey *e = NULL;
@@ -1565,7 +1595,7 @@ static int64_t rk_stage_sticks(const rk_plan *k, int i, int64_t r0, int64_t n)
     }
     if (e)
         return e->need;
-    int64_t *lo = ir_xalloc((size_t)B->groups * 2 * sizeof *lo);
+    int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo);
     q.need = rk_stage_span(k, i, r0, n, lo, lo + B->groups);
     free(lo);
     if (nm <= RK_NEED_LOADS)
@@ -1897,7 +1927,7 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, out);
-    be_rst_begin(&r, rc->e, 0);
+    be_rst_begin(&r, rc->e, 0, &c->rst);
     for (int64_t g = 0; g * lanes < ncols; g++)
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, ncols - g * lanes), rest = r0 + i;
@@ -1935,17 +1965,19 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst r;
     be_walk w;
     be_walk_init(&w, c, x->buf);
-    be_rst_begin(&r, rc->e, 0);
+    be_rst_begin(&r, rc->e, 0, &c->rst);
     int64_t last = 0;
     int ns = 0;
     for (int64_t g = 0; g * lanes < k->cols; g++)
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
-            if (i)
-                rk_row_next(k, val);
-            else
+            int64_t flat;
+            if (i) {
+                flat = last + rk_row_next(k, val, &x->idx);
+            } else {
                 rk_stage_flat(k, x, nel, r0, g * lanes, val);
-            const int64_t flat = be_index_at(&x->idx, k->nvars, val);
+                flat = be_index_at(&x->idx, k->nvars, val);
+            }
             if (i && flat == last) { /* the row before's sticks (rk_span_row): its segments again */
                 be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
                 continue;

@@ -221,7 +221,7 @@ int cc_reg_alloc(cc_emit *e)
 /* The emitters build each instruction in place, at the end of the stream
  * (cc_new), and count it in once it checks (cc_commit): an instruction
  * is 288 bytes, and copying each one in was a third of emitting it. */
-static isa_insn *cc_new(cc_emit *e, int op)
+static inline __attribute__((always_inline)) isa_insn *cc_new(cc_emit *e, int op)
 {
     static _Thread_local isa_insn sink; /* a failed (or dry-run) emitter's: it has no stream to write */
     isa_insn *in = e->failed ? &sink : isa_stream_room(e->s);
@@ -229,19 +229,27 @@ static isa_insn *cc_new(cc_emit *e, int op)
     return in;
 }
 
-static void cc_commit(cc_emit *e)
+/* cc_commit of an instruction out of its fields: the message (apart, so
+ * that cc_commit, inline at every emitter, keeps no buffer for it). */
+static __attribute__((noinline, cold)) void cc_commit_failed(cc_emit *e, const isa_insn *in)
+{
+    char msg[256];
+    isa_check(in, msg, sizeof msg);
+    cc_emit_error(e, "instruction %zu: %s", e->sbase + e->s->n, msg);
+}
+
+static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
 {
     if (e->failed)
         return;
-    char msg[256];
     isa_insn *in = &e->s->insns[e->s->n];
     if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
         in->core = ((in->core + e->phys - e->core) % n + n) % n;
     }
-    if (isa_check(in, msg, sizeof msg)) {
-        cc_emit_error(e, "instruction %zu: %s", e->sbase + e->s->n, msg);
+    if (isa_check(in, NULL, 0)) {
+        cc_commit_failed(e, in);
         return;
     }
     e->s->n++;

@@ -2499,7 +2499,8 @@ static void lower_node(lctx *c, int id)
         return;
     }
     size_t i = 0;
-    while (i < sizeof lowerings / sizeof lowerings[0] && strcmp(lowerings[i].op, n->base))
+    while (i < sizeof lowerings / sizeof lowerings[0] &&
+           (lowerings[i].op[0] != n->base[0] || strcmp(lowerings[i].op, n->base))) /* first letters first */
         i++;
     if (i == sizeof lowerings / sizeof lowerings[0]) {
         ir_refuse(c->p, c->p->dfrom[id], "the compiler does not lower %s", n->op);
