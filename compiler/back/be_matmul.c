@@ -900,15 +900,17 @@ static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
     return rc;
 }
 
+/* (the high bits folded down once at the end, not after every word: the
+ * memo's slots take the low bits, and a key is some 70 words) */
 static uint64_t mm_block_hash(const mm_block_key *k)
 {
     uint64_t h = 0, v;
     for (size_t i = 0; i + sizeof v <= sizeof *k; i += sizeof v) {
         memcpy(&v, (const char *)k + i, sizeof v);
         h = (h ^ v) * 0x9e3779b97f4a7c15u;
-        h ^= h >> 29;
     }
-    return h;
+    h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9u;
+    return h ^ (h >> 29);
 }
 
 /* mm_block_search, remembered for the compile by everything it reads
