@@ -339,13 +339,13 @@ static __attribute__((noinline, cold)) int check_message(const isa_insn *in, cha
     return 0;
 }
 
-/* Every operand in its field (the fast path), or the message of the
- * first that is not (before the table is made: the slow path, which
- * makes it). */
-int isa_check(const isa_insn *in, char *err, size_t errlen)
+/* Is every operand in its field?  (The fast path, apart from isa_check:
+ * with no message to keep room for, it needs no saved registers, and
+ * every emitted instruction is checked.) */
+int isa_fits(const isa_insn *in)
 {
     if (!isa_ops_made || (unsigned)in->op >= ISA_NOPS)
-        return check_message(in, err, errlen);
+        return !check_message(in, NULL, 0); /* (the slow path makes the table) */
     const op_checks *c = &op_check[in->op];
     int ok = 1;
     for (int i = 0; i < c->n4; i++) {
@@ -360,7 +360,14 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
         ok &= ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ADDR_OFF_BITS));
     }
-    return ok ? 0 : check_message(in, err, errlen);
+    return ok;
+}
+
+/* 0 when every operand is in its field (isa_fits), else the message of
+ * the first that is not. */
+int isa_check(const isa_insn *in, char *err, size_t errlen)
+{
+    return isa_fits(in) ? 0 : check_message(in, err, errlen);
 }
 
 int isa_check_addrs(const isa_insn *in, char *err, size_t errlen)

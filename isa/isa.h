@@ -359,6 +359,8 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
 /* isa_encode's operand checks alone (every operand fits its field): 0, or
  * -1 with the same message. */
 int isa_check(const isa_insn *in, char *err, size_t errlen);
+/* isa_check without its message: 1 when every operand fits its field. */
+int isa_fits(const isa_insn *in);
 /* isa_check of the address operands alone, for an instruction whose other
  * operands passed it before (a copy given other addresses). */
 int isa_check_addrs(const isa_insn *in, char *err, size_t errlen);

@@ -755,13 +755,8 @@ typedef struct {
 /* What instruction in of kernel ki moves between DRAM and LX, and its
  * busiest DMA unit so far (ki->dma_busy, the largest over the cores so
  * far; busy: the core's units' time in the kernel so far). */
-static void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in, double *busy)
+static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
 {
-    if (in->op == ISA_OP_LOOP)
-        ki->loops = 1;
-    const isa_class cls = isa_info(in->op)->cls;
-    if (cls != ISA_C_DMAI && cls != ISA_C_DMAO && cls != ISA_C_RING)
-        return; /* another unit: no DMA time, no DRAM */
     const isa_unit u = isa_insn_unit(in);
     busy[u] += dma_time(c->cfg, in, cls);
     ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
@@ -771,6 +766,17 @@ static void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in, doubl
     for (int l = 0; l < ISA_MAX_LOOPS; l++)
         sticks *= in->n[l] > 1 ? in->n[l] : 1;
     *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
+}
+
+/* (inline, its DMA part apart: three instructions in four are another
+ * unit's, and the call's saves and restores cost more than their test) */
+static inline void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in, double *busy)
+{
+    if (in->op == ISA_OP_LOOP)
+        ki->loops = 1;
+    const isa_class cls = isa_info(in->op)->cls;
+    if (cls == ISA_C_DMAI || cls == ISA_C_DMAO || cls == ISA_C_RING)
+        measure_dma(c, ki, in, cls, busy); /* (another unit: no DMA time, no DRAM) */
 }
 
 /* measure_one of instructions s[first..] of kernel pos. */

@@ -77,11 +77,42 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
+/* A dma.ld's or dma.st's DRAM sticks (this and bd_table apart from
+ * bd_insn: their registers made every instruction's call save and
+ * restore six). */
+static __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, int core)
+{
+    const int64_t *r = b->regs[core];
+    const int st = in->op == ISA_OP_DMA_ST;
+    const isa_addr *x = st ? &in->d : &in->a;
+    const int64_t *str = st ? in->ds : in->as, base = x->off + r[x->reg];
+    for (int64_t i3 = 0; i3 < in->n[3]; i3++)
+        for (int64_t i2 = 0; i2 < in->n[2]; i2++)
+            for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+                for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
+                    int64_t a = base + i0 * str[0] + i1 * str[1] + i2 * str[2] + i3 * str[3];
+                    bd_add(b, core, st, a / b->stick, a / b->stick + in->run);
+                }
+}
+
+/* A dma.gather's or dma.scatter's: the rows it picks are data, so any
+ * row of the table. */
+static __attribute__((noinline)) void bd_table(bd_state *b, const isa_insn *in, int core)
+{
+    const int sc = in->op == ISA_OP_DMA_SCATTER;
+    const isa_addr *t = sc ? &in->d : &in->a;
+    const int64_t *str = sc ? in->ds : in->as;
+    int64_t lo = t->off + b->regs[core][t->reg], hi = lo + in->run * b->stick;
+    const int64_t step[2] = {(in->vl - 1) * str[0], (in->n[1] - 1) * str[1]};
+    for (int l = 0; l < 2; l++)
+        *(step[l] < 0 ? &lo : &hi) += step[l];
+    bd_add(b, core, sc, lo / b->stick, cc_ceil_div(hi, b->stick));
+}
+
 /* One instruction of core `core` that is no sequencer control (bd_collect
  * runs those): the DRAM sticks it touches, its ring use, its tokens. */
 int bd_insn(bd_state *b, const isa_insn *in, int core)
 {
-    const int64_t *r = b->regs[core];
     switch (in->op) {
     case ISA_OP_LI:
     case ISA_OP_ADDI:
@@ -89,31 +120,13 @@ int bd_insn(bd_state *b, const isa_insn *in, int core)
     case ISA_OP_ENDL:
         return -1;
     case ISA_OP_DMA_LD:
-    case ISA_OP_DMA_ST: {
-        const int st = in->op == ISA_OP_DMA_ST;
-        const isa_addr *x = st ? &in->d : &in->a;
-        const int64_t *str = st ? in->ds : in->as, base = x->off + r[x->reg];
-        for (int64_t i3 = 0; i3 < in->n[3]; i3++)
-            for (int64_t i2 = 0; i2 < in->n[2]; i2++)
-                for (int64_t i1 = 0; i1 < in->n[1]; i1++)
-                    for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                        int64_t a = base + i0 * str[0] + i1 * str[1] + i2 * str[2] + i3 * str[3];
-                        bd_add(b, core, st, a / b->stick, a / b->stick + in->run);
-                    }
+    case ISA_OP_DMA_ST:
+        bd_dma(b, in, core);
         break;
-    }
     case ISA_OP_DMA_GATHER:
-    case ISA_OP_DMA_SCATTER: { /* the rows it picks are data: any row of the table */
-        const int sc = in->op == ISA_OP_DMA_SCATTER;
-        const isa_addr *t = sc ? &in->d : &in->a;
-        const int64_t *str = sc ? in->ds : in->as;
-        int64_t lo = t->off + r[t->reg], hi = lo + in->run * b->stick;
-        const int64_t step[2] = {(in->vl - 1) * str[0], (in->n[1] - 1) * str[1]};
-        for (int l = 0; l < 2; l++)
-            *(step[l] < 0 ? &lo : &hi) += step[l];
-        bd_add(b, core, sc, lo / b->stick, cc_ceil_div(hi, b->stick));
+    case ISA_OP_DMA_SCATTER:
+        bd_table(b, in, core);
         break;
-    }
     case ISA_OP_RING_SEND:
     case ISA_OP_RING_RED:
         b->kring = 1;

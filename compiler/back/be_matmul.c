@@ -758,14 +758,13 @@ static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t 
  * sticks into blocks, with the most rows that fit LX with every buffer
  * doubled (balanced over the row blocks) or half as many; the cheapest
  * estimate wins. */
-static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
+static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *out)
 {
     const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
     const int64_t max_sticks = ISA_COUNT_MAX / lanes; /* pt.mm n field */
     const be_work *w = &m->c->work[m->ep.pos];
+    const int64_t mt = G->mt, ns = G->ns;
     int found = 0;
-    mm_grid_est G;
-    mm_grid_of(m, gm, gn, mt, ns, &G);
     if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
         mm_tiling tl = {0};
         tl.MB = cc_min(w->mb, mt);
@@ -775,7 +774,7 @@ static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
         if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes) ||
             (m->gk > 1 && (tl.MB < mt || tl.NBS < ns)))
             return -1;
-        mm_estimate(m, &G, DBL_MAX, &tl);
+        mm_estimate(m, G, DBL_MAX, &tl);
         *out = tl;
         return 0;
     }
@@ -794,7 +793,7 @@ static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
              * before the PT's term, and the floor cost the decode step more
              * than it saved) */
             const double low = found && hi > 1 && !m->ends /* (the ends move its terms' bytes: no floor) */
-                                   ? mm_floor(m, &G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc)
+                                   ? mm_floor(m, G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc)
                                    : 0;
             if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
@@ -807,7 +806,7 @@ static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
                 if (h > 1 && tl.MB % (MM_HALF_PASSES * m->c->cfg->pt_rows))
                     continue;
                 /* a tiling estimated over the best's slack loses (mm_better) */
-                if (mm_estimate(m, &G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
+                if (mm_estimate(m, G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
                     continue;
                 assert(tl.cycles >= low); /* mm_floor is one: more blocks only add */
                 if (!found || mm_better(&tl, out))
@@ -830,23 +829,23 @@ static int mm_block_priced(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
  * priced with them, gpt2_gen decode's QK^T on spyre-4core went from 4
  * cores to 2 and its rope-table index select ran beside it, 282 -> 755
  * cycles against 329 estimated. */
-static int mm_block_search(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
+static int mm_block_search(const mm_plan *m, const mm_grid_est *G, mm_tiling *out)
 {
     be_ctx *c = m->c;
     const int waits = c->waits;
     if (waits || m->M >= c->cfg->pt_rows || c->work[m->ep.pos].mb) {
-        const int rc = mm_block_priced(m, gm, gn, mt, ns, out);
+        const int rc = mm_block_priced(m, G, out);
         out->waited = -1;
         return rc;
     }
-    c->waits = 1;
-    const int rc = mm_block_priced(m, gm, gn, mt, ns, out);
+    c->waits = 1; /* (mm_grid_of reads the waits: its parts with them) */
+    mm_grid_est Gw;
+    mm_grid_of(m, G->gm, G->gn, G->mt, G->ns, &Gw);
+    const int rc = mm_block_priced(m, &Gw, out);
     c->waits = 0;
     if (!rc) {
         out->waited = out->cycles;
-        mm_grid_est G;
-        mm_grid_of(m, gm, gn, mt, ns, &G);
-        mm_estimate(m, &G, DBL_MAX, out);
+        mm_estimate(m, G, DBL_MAX, out);
     }
     return rc;
 }
@@ -901,15 +900,17 @@ static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
     return rc;
 }
 
+/* (the high bits folded down once at the end, not after every word: the
+ * memo's slots take the low bits, and a key is some 70 words) */
 static uint64_t mm_block_hash(const mm_block_key *k)
 {
     uint64_t h = 0, v;
     for (size_t i = 0; i + sizeof v <= sizeof *k; i += sizeof v) {
         memcpy(&v, (const char *)k + i, sizeof v);
         h = (h ^ v) * 0x9e3779b97f4a7c15u;
-        h ^= h >> 29;
     }
-    return h;
+    h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9u;
+    return h ^ (h >> 29);
 }
 
 /* mm_block_search, remembered for the compile by everything it reads
@@ -921,13 +922,15 @@ static uint64_t mm_block_hash(const mm_block_key *k)
 static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_tiling *out)
 {
     mm_block_key k;
-    if (mm_block_key_of(m, gm, gn, mt, ns, &k))
-        return mm_block_search(m, gm, gn, mt, ns, out);
+    if (mm_block_key_of(m, gm, gn, mt, ns, &k)) {
+        mm_grid_of(m, gm, gn, mt, ns, &k.G);
+        return mm_block_search(m, &k.G, out);
+    }
     const uint64_t h = mm_block_hash(&k);
     const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
     if (found >= 0)
         return found ? -1 : 0;
-    const int rc = mm_block_search(m, gm, gn, mt, ns, out);
+    const int rc = mm_block_search(m, &k.G, out); /* (the key's parts: the grid's, as it would make them) */
     be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
     return rc;
 }

@@ -248,7 +248,7 @@ static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
         const int64_t n = (int64_t)e->cfg->cores;
         in->core = ((in->core + e->phys - e->core) % n + n) % n;
     }
-    if (isa_check(in, NULL, 0)) {
+    if (!isa_fits(in)) {
         cc_commit_failed(e, in);
         return;
     }
