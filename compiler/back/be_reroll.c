@@ -424,7 +424,7 @@ static uint64_t ent_hash(const rr_ent *e)
     if (e->kind != RR_INSN)
         return mix((uint64_t)e->kind, (uint64_t)e->n);
     const isa_operand *const *ao;
-    const int na = addr_ops(e->in, &ao);
+    const int na = op_addrs(e->op, &ao);
     uint64_t h = e->key;
     for (int k = 0; k < na; k++)
         for (int l = 0; l < e->depth; l++)
@@ -446,7 +446,7 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
         return 0;
     if (!x->depth) /* no strides yet: the first scan's every instruction */
         return 1;
-    const int na = fields_of(x->in->op)->naddr; /* the same op's: strides past its addresses are 0 */
+    const int na = fields_of(x->op)->naddr; /* the same op's: strides past its addresses are 0 */
     for (int k = 0; k < na; k++)
         for (int l = 0; l < x->depth; l++)
             if (x->st[k][l] != y->st[k][l])
@@ -504,7 +504,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
             if (x->kind != RR_INSN)
                 continue;
             const isa_operand *const *ao;
-            int na = addr_ops(x->in, &ao);
+            int na = op_addrs(x->op, &ao);
             for (int k = 0; k < na && ok; k++) {
                 int64_t d = y->off[k] - e[bp + j].off[k];
                 if (r == 1)
@@ -529,7 +529,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
         if (e[b0 + j].kind != RR_INSN)
             continue;
         const isa_operand *const *ao;
-        int na = addr_ops(e[b0 + j].in, &ao);
+        int na = op_addrs(e[b0 + j].op, &ao);
         for (int k = 0; k < na && nseen <= RR_REGS; k++) {
             int64_t d = s->stride[j * RR_NADDR + k], f = 0;
             for (int q = 0; q < nseen; q++)
@@ -564,7 +564,7 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
             rel--;
         if (x->kind == RR_INSN) {
             const isa_operand *const *ao;
-            int na = addr_ops(x->in, &ao);
+            int na = op_addrs(x->op, &ao);
             for (int k = 0; k < na; k++) {
                 memmove(&x->st[k][rel + 1], &x->st[k][rel], (size_t)(x->depth - rel) * sizeof x->st[k][0]);
                 x->st[k][rel] = s->stride[j * RR_NADDR + k];
