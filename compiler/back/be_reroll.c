@@ -462,6 +462,7 @@ typedef struct {
     long *next;     /* per item: the next item of the same hash, -1 none */
     int64_t *stride;/* scratch: per entry of a body and address operand */
     long scap;
+    long *end;      /* per period L, or NULL: hash_end's last answer (-1 none) */
 } rr_scan;
 
 /* A candidate: items [i, i + L) repeated reps times. */
@@ -473,6 +474,24 @@ typedef struct {
 static long span(const rr_scan *s, long i, long L)
 {
     return s->start[i + L] - s->start[i];
+}
+
+/* The first item u >= i whose hash differs from item u + L's (or with no
+ * item u + L): items [i, i + r L) repeat by hash for every r with
+ * i + r L <= that.  Remembered per L (s->end) while the scan's i only
+ * grows: the answer from an earlier i holds for every i up to it (per
+ * repetition, the hashes of items compared again at each i and candidate
+ * were a fifth of try_period). */
+static long hash_end(rr_scan *s, long nitems, long i, long L)
+{
+    if (s->end && s->end[L] >= i)
+        return s->end[L];
+    long u = i;
+    while (u + L < nitems && s->h[u + L] == s->h[u])
+        u++;
+    if (s->end)
+        s->end[L] = u;
+    return u;
 }
 
 /* Check period L at item i: how many times items [i, i + L) repeat with
@@ -488,13 +507,12 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
         if (!s->stride)
             abort();
     }
-    for (long r = 1; i + (r + 1) * L <= nitems; r++) {
+    const long end = hash_end(s, nitems, i, L);
+    for (long r = 1; i + r * L <= end; r++) {
         const long br = s->start[i + r * L], bp = s->start[i + (r - 1) * L];
         if (span(s, i + r * L, L) != len)
             break;
         int ok = 1;
-        for (long t = 0; t < L && ok; t++)
-            ok = s->h[i + r * L + t] == s->h[i + t];
         for (long j = 0; j < len && ok; j++) {
             const rr_ent *x = &e[b0 + j], *y = &e[br + j];
             if (!ent_same(x, y)) {
@@ -590,7 +608,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     long nitems = 0;
     for (long j = 0; j < n; j += e[j].kind == RR_LOOP ? e[j].len : 1)
         nitems++;
-    rr_buf mem[4] = {buf_take(pl, (size_t)(nitems + 1) * sizeof *s.start),
+    rr_buf mem[5] = {buf_take(pl, (size_t)(nitems + 1) * sizeof *s.start),
                      buf_take(pl, (size_t)(nitems + 1) * sizeof *s.h),
                      buf_take(pl, (size_t)(nitems + 1) * sizeof *s.next)};
     s.start = mem[0].p;
@@ -623,6 +641,10 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         tab[slot] = q;
     }
     /* choose: the loop starting at each item that saves the most */
+    mem[4] = buf_take(pl, (size_t)(nitems + 1) * sizeof *s.end);
+    s.end = mem[4].p;
+    for (long q = 0; q <= nitems; q++)
+        s.end[q] = -1;
     long loops = 0, *at = NULL;
     rr_cand *pick = NULL;
     for (long i = 0; i < nitems;) {
@@ -647,7 +669,8 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         pick[loops++] = best;
         i += best.L * best.reps;
     }
-    /* rewrite */
+    /* rewrite (at items out of the scan's order: s.end no longer holds) */
+    s.end = NULL;
     long i = 0;
     for (long q = 0; q < loops; q++) {
         vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
@@ -659,7 +682,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         vec_append(out, &e[s.start[i]], n - s.start[i]);
     free(at);
     free(pick);
-    for (int q = 3; q >= 0; q--)
+    for (int q = 4; q >= 0; q--)
         buf_give(pl, mem[q]);
     free(s.stride);
     return loops;
@@ -1409,20 +1432,30 @@ static uint64_t ops_key(const isa_insn *s, long n)
  * its delta), else the one to roll it from scratch into: the
  * template of its ops (ops_key), or the next to replace.  A template that
  * fits has the kernel's ops (tmpl_fits compares them), and there is one
- * per length and ops_key: only it is tried (the key, a pass over the
- * kernel's ops, costs a few instructions each; trying every template of
- * the kernel's length failed 97 times on BERT-base, most of them on an op
- * near the kernel's end, after comparing all the rest). */
+ * per length and ops_key: when several templates have the kernel's
+ * length, the key (a pass over the kernel's ops) picks the one to try
+ * (trying each failed 97 times on BERT-base, most of them on an op near
+ * the kernel's end, after comparing all the rest); with one, it is tried
+ * without (the key of every kernel that fits was 2% of the prefill
+ * layer's compile). */
 static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
 {
-    const uint64_t ops = ops_key(s, n);
+    int same = 0;
+    for (int q = 0; q < RR_TEMPLATES; q++)
+        same += sc->t[q].n == n;
+    const int keyed = same > 1;
+    uint64_t ops = keyed ? ops_key(s, n) : 0;
+    *fits = 1;
+    for (int q = 0; q < RR_TEMPLATES; q++)
+        if (sc->t[q].n == n && (!keyed || sc->t[q].ops == ops) && tmpl_fits(&sc->t[q], s, n))
+            return &sc->t[q];
+    *fits = 0;
+    if (!keyed)
+        ops = ops_key(s, n);
     rr_tmpl *t = NULL;
     for (int q = 0; q < RR_TEMPLATES && !t; q++)
         if (sc->t[q].n == n && sc->t[q].ops == ops)
             t = &sc->t[q];
-    *fits = t && tmpl_fits(t, s, n);
-    if (*fits)
-        return t;
     if (!t) {
         t = &sc->t[sc->tnext];
         sc->tnext = (sc->tnext + 1) % RR_TEMPLATES;
