@@ -651,6 +651,8 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
         for (int t = 0; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j]) {
+            if (hash_end(&s, nitems, i, j - i) < j)
+                continue; /* not twice by hash: saves nothing (most candidates) */
             rr_cand c = try_period(&s, e, nitems, i, j - i);
             if (c.save > best.save)
                 best = c;
