@@ -494,6 +494,30 @@ static long hash_end(rr_scan *s, long nitems, long i, long L)
     return u;
 }
 
+/* Room in s->stride for a body of len entries. */
+static void stride_room(rr_scan *s, long len)
+{
+    if (len > s->scap) {
+        s->scap = 2 * len;
+        s->stride = realloc(s->stride, (size_t)s->scap * RR_NADDR * sizeof *s->stride);
+        if (!s->stride)
+            abort();
+    }
+}
+
+/* Period L at item i, which try_period found repeating: its strides (rep
+ * 1's differences) in s->stride, as try_period left them (checking every
+ * repetition again for them was 0.5% of BERT-base's compile). */
+static void strides_of(rr_scan *s, const rr_ent *e, long i, long L)
+{
+    const long b0 = s->start[i], b1 = s->start[i + L], len = span(s, i, L);
+    stride_room(s, len);
+    for (long j = 0; j < len; j++)
+        if (e[b0 + j].kind == RR_INSN)
+            for (int k = 0; k < fields_of(e[b0 + j].op)->naddr; k++)
+                s->stride[j * RR_NADDR + k] = e[b1 + j].off[k] - e[b0 + j].off[k];
+}
+
 /* Check period L at item i: how many times items [i, i + L) repeat with
  * constant strides (rep 1's differences are the strides, in s->stride),
  * and the instructions that saves. */
@@ -501,12 +525,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
 {
     rr_cand c = {L, 1, 0};
     const long b0 = s->start[i], len = span(s, i, L);
-    if (len > s->scap) {
-        s->scap = 2 * len;
-        s->stride = realloc(s->stride, (size_t)s->scap * RR_NADDR * sizeof *s->stride);
-        if (!s->stride)
-            abort();
-    }
+    stride_room(s, len);
     const long end = hash_end(s, nitems, i, L);
     for (long r = 1; i + r * L <= end; r++) {
         const long br = s->start[i + r * L], bp = s->start[i + (r - 1) * L];
@@ -676,7 +695,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     long i = 0;
     for (long q = 0; q < loops; q++) {
         vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
-        try_period(&s, e, nitems, at[q], pick[q].L); /* its strides, in s.stride */
+        strides_of(&s, e, at[q], pick[q].L);
         emit_loop(pl, &s, e, at[q], &pick[q], out);
         i = at[q] + pick[q].L * pick[q].reps;
     }
