@@ -62,7 +62,7 @@ typedef struct {
     int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
     int op;        /* RR_INSN: in->op, read without in: a template's in is a stream since reused */
-    int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
+    int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k (k < its op's naddr: the rest is never set) per loop, innermost first */
     int64_t n;     /* RR_LOOP: iterations */
     long len;      /* RR_LOOP: entries up to its RR_ENDL inclusive; otherwise 1 */
 } rr_ent;
@@ -848,7 +848,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
         int inner = 0, strided = 0;
         for (long q = j + 1; q < j + e[j].len - 1; q++) {
             inner |= e[q].kind == RR_LOOP;
-            for (int k = 0; k < RR_NADDR && e[q].kind == RR_INSN; k++)
+            for (int k = 0; e[q].kind == RR_INSN && k < fields_of(e[q].op)->naddr; k++)
                 strided |= e[q].st[k][0] != 0;
         }
         long c = (long)(e[j].n - 1) * (e[j].len - 2);
@@ -1304,7 +1304,6 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         int na = addr_ops(&s[j], &ao);
         int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
         rr_ent *x = &ev->v[j];
-        memset(x->st, 0, sizeof x->st);
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < na; k++) {
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
