@@ -624,12 +624,10 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
 static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
 {
     rr_scan s = {0};
-    long nitems = 0;
-    for (long j = 0; j < n; j += e[j].kind == RR_LOOP ? e[j].len : 1)
-        nitems++;
-    rr_buf mem[5] = {buf_take(pl, (size_t)(nitems + 1) * sizeof *s.start),
-                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.h),
-                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.next)};
+    /* per item, sized per entry (at most as many): a pass less to count them */
+    rr_buf mem[5] = {buf_take(pl, (size_t)(n + 1) * sizeof *s.start),
+                     buf_take(pl, (size_t)(n + 1) * sizeof *s.h),
+                     buf_take(pl, (size_t)(n + 1) * sizeof *s.next)};
     s.start = mem[0].p;
     s.h = mem[1].p;
     s.next = mem[2].p;
@@ -643,6 +641,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         s.h[it] = h;
         j += len;
     }
+    const long nitems = it;
     s.start[nitems] = n;
     /* next item of the same hash: an open-addressed table of the last seen */
     long cap = 16;
