@@ -62,7 +62,7 @@ typedef struct {
     int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
     int op;        /* RR_INSN: in->op, read without in: a template's in is a stream since reused */
-    int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k per loop, innermost first */
+    int64_t st[RR_NADDR][ISA_MAX_LOOPS]; /* stride of address operand k (k < its op's naddr: the rest is never set) per loop, innermost first */
     int64_t n;     /* RR_LOOP: iterations */
     long len;      /* RR_LOOP: entries up to its RR_ENDL inclusive; otherwise 1 */
 } rr_ent;
@@ -424,7 +424,7 @@ static uint64_t ent_hash(const rr_ent *e)
     if (e->kind != RR_INSN)
         return mix((uint64_t)e->kind, (uint64_t)e->n);
     const isa_operand *const *ao;
-    const int na = addr_ops(e->in, &ao);
+    const int na = op_addrs(e->op, &ao);
     uint64_t h = e->key;
     for (int k = 0; k < na; k++)
         for (int l = 0; l < e->depth; l++)
@@ -446,7 +446,7 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
         return 0;
     if (!x->depth) /* no strides yet: the first scan's every instruction */
         return 1;
-    const int na = fields_of(x->in->op)->naddr; /* the same op's: strides past its addresses are 0 */
+    const int na = fields_of(x->op)->naddr; /* the same op's: strides past its addresses are 0 */
     for (int k = 0; k < na; k++)
         for (int l = 0; l < x->depth; l++)
             if (x->st[k][l] != y->st[k][l])
@@ -462,6 +462,7 @@ typedef struct {
     long *next;     /* per item: the next item of the same hash, -1 none */
     int64_t *stride;/* scratch: per entry of a body and address operand */
     long scap;
+    long *end;      /* per period L, or NULL: hash_end's last answer (-1 none) */
 } rr_scan;
 
 /* A candidate: items [i, i + L) repeated reps times. */
@@ -475,6 +476,48 @@ static long span(const rr_scan *s, long i, long L)
     return s->start[i + L] - s->start[i];
 }
 
+/* The first item u >= i whose hash differs from item u + L's (or with no
+ * item u + L): items [i, i + r L) repeat by hash for every r with
+ * i + r L <= that.  Remembered per L (s->end) while the scan's i only
+ * grows: the answer from an earlier i holds for every i up to it (per
+ * repetition, the hashes of items compared again at each i and candidate
+ * were a fifth of try_period). */
+static long hash_end(rr_scan *s, long nitems, long i, long L)
+{
+    if (s->end && s->end[L] >= i)
+        return s->end[L];
+    long u = i;
+    while (u + L < nitems && s->h[u + L] == s->h[u])
+        u++;
+    if (s->end)
+        s->end[L] = u;
+    return u;
+}
+
+/* Room in s->stride for a body of len entries. */
+static void stride_room(rr_scan *s, long len)
+{
+    if (len > s->scap) {
+        s->scap = 2 * len;
+        s->stride = realloc(s->stride, (size_t)s->scap * RR_NADDR * sizeof *s->stride);
+        if (!s->stride)
+            abort();
+    }
+}
+
+/* Period L at item i, which try_period found repeating: its strides (rep
+ * 1's differences) in s->stride, as try_period left them (checking every
+ * repetition again for them was 0.5% of BERT-base's compile). */
+static void strides_of(rr_scan *s, const rr_ent *e, long i, long L)
+{
+    const long b0 = s->start[i], b1 = s->start[i + L], len = span(s, i, L);
+    stride_room(s, len);
+    for (long j = 0; j < len; j++)
+        if (e[b0 + j].kind == RR_INSN)
+            for (int k = 0; k < fields_of(e[b0 + j].op)->naddr; k++)
+                s->stride[j * RR_NADDR + k] = e[b1 + j].off[k] - e[b0 + j].off[k];
+}
+
 /* Check period L at item i: how many times items [i, i + L) repeat with
  * constant strides (rep 1's differences are the strides, in s->stride),
  * and the instructions that saves. */
@@ -482,19 +525,13 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
 {
     rr_cand c = {L, 1, 0};
     const long b0 = s->start[i], len = span(s, i, L);
-    if (len > s->scap) {
-        s->scap = 2 * len;
-        s->stride = realloc(s->stride, (size_t)s->scap * RR_NADDR * sizeof *s->stride);
-        if (!s->stride)
-            abort();
-    }
-    for (long r = 1; i + (r + 1) * L <= nitems; r++) {
+    stride_room(s, len);
+    const long end = hash_end(s, nitems, i, L);
+    for (long r = 1; i + r * L <= end; r++) {
         const long br = s->start[i + r * L], bp = s->start[i + (r - 1) * L];
         if (span(s, i + r * L, L) != len)
             break;
         int ok = 1;
-        for (long t = 0; t < L && ok; t++)
-            ok = s->h[i + r * L + t] == s->h[i + t];
         for (long j = 0; j < len && ok; j++) {
             const rr_ent *x = &e[b0 + j], *y = &e[br + j];
             if (!ent_same(x, y)) {
@@ -504,7 +541,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
             if (x->kind != RR_INSN)
                 continue;
             const isa_operand *const *ao;
-            int na = addr_ops(x->in, &ao);
+            int na = op_addrs(x->op, &ao);
             for (int k = 0; k < na && ok; k++) {
                 int64_t d = y->off[k] - e[bp + j].off[k];
                 if (r == 1)
@@ -529,7 +566,7 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
         if (e[b0 + j].kind != RR_INSN)
             continue;
         const isa_operand *const *ao;
-        int na = addr_ops(e[b0 + j].in, &ao);
+        int na = op_addrs(e[b0 + j].op, &ao);
         for (int k = 0; k < na && nseen <= RR_REGS; k++) {
             int64_t d = s->stride[j * RR_NADDR + k], f = 0;
             for (int q = 0; q < nseen; q++)
@@ -564,7 +601,7 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
             rel--;
         if (x->kind == RR_INSN) {
             const isa_operand *const *ao;
-            int na = addr_ops(x->in, &ao);
+            int na = op_addrs(x->op, &ao);
             for (int k = 0; k < na; k++) {
                 memmove(&x->st[k][rel + 1], &x->st[k][rel], (size_t)(x->depth - rel) * sizeof x->st[k][0]);
                 x->st[k][rel] = s->stride[j * RR_NADDR + k];
@@ -587,12 +624,10 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
 static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
 {
     rr_scan s = {0};
-    long nitems = 0;
-    for (long j = 0; j < n; j += e[j].kind == RR_LOOP ? e[j].len : 1)
-        nitems++;
-    rr_buf mem[4] = {buf_take(pl, (size_t)(nitems + 1) * sizeof *s.start),
-                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.h),
-                     buf_take(pl, (size_t)(nitems + 1) * sizeof *s.next)};
+    /* per item, sized per entry (at most as many): a pass less to count them */
+    rr_buf mem[5] = {buf_take(pl, (size_t)(n + 1) * sizeof *s.start),
+                     buf_take(pl, (size_t)(n + 1) * sizeof *s.h),
+                     buf_take(pl, (size_t)(n + 1) * sizeof *s.next)};
     s.start = mem[0].p;
     s.h = mem[1].p;
     s.next = mem[2].p;
@@ -606,6 +641,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         s.h[it] = h;
         j += len;
     }
+    const long nitems = it;
     s.start[nitems] = n;
     /* next item of the same hash: an open-addressed table of the last seen */
     long cap = 16;
@@ -623,12 +659,18 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         tab[slot] = q;
     }
     /* choose: the loop starting at each item that saves the most */
+    mem[4] = buf_take(pl, (size_t)(nitems + 1) * sizeof *s.end);
+    s.end = mem[4].p;
+    for (long q = 0; q <= nitems; q++)
+        s.end[q] = -1;
     long loops = 0, *at = NULL;
     rr_cand *pick = NULL;
     for (long i = 0; i < nitems;) {
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
         for (int t = 0; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j]) {
+            if (hash_end(&s, nitems, i, j - i) < j)
+                continue; /* not twice by hash: saves nothing (most candidates) */
             rr_cand c = try_period(&s, e, nitems, i, j - i);
             if (c.save > best.save)
                 best = c;
@@ -647,11 +689,12 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         pick[loops++] = best;
         i += best.L * best.reps;
     }
-    /* rewrite */
+    /* rewrite (at items out of the scan's order: s.end no longer holds) */
+    s.end = NULL;
     long i = 0;
     for (long q = 0; q < loops; q++) {
         vec_append(out, &e[s.start[i]], s.start[at[q]] - s.start[i]);
-        try_period(&s, e, nitems, at[q], pick[q].L); /* its strides, in s.stride */
+        strides_of(&s, e, at[q], pick[q].L);
         emit_loop(pl, &s, e, at[q], &pick[q], out);
         i = at[q] + pick[q].L * pick[q].reps;
     }
@@ -659,16 +702,17 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         vec_append(out, &e[s.start[i]], n - s.start[i]);
     free(at);
     free(pick);
-    for (int q = 3; q >= 0; q--)
+    for (int q = 4; q >= 0; q--)
         buf_give(pl, mem[q]);
     free(s.stride);
     return loops;
 }
 
 /* Roll the list v[at..) where it is: scans until one makes no loop (outer
- * loops appear once bodies hold loops), a few at most.  The rolled list
- * is copied back (it is shorter): v keeps its buffer, grown for the
- * largest kernel, and the pool its own. */
+ * loops appear once bodies hold loops), a few at most.  A body's rolled
+ * list is copied back (it is shorter); a whole list (at 0: a kernel's)
+ * trades buffers with it instead (copying it back was 2.4 M instructions
+ * of BERT-base's compile). */
 static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
 {
     rr_vec buf[2] = {pool_take(pl), pool_take(pl)};
@@ -684,7 +728,11 @@ static void roll_in_place(rr_pool *pl, rr_vec *v, long at)
         ncur = dst->n;
         last = pass & 1;
     }
-    if (last >= 0) {
+    if (last >= 0 && !at) { /* the whole list: v takes the rolled one's buffer, the pool v's */
+        const rr_vec was = *v;
+        *v = buf[last];
+        buf[last] = was;
+    } else if (last >= 0) {
         v->n = at;
         vec_append(v, cur, ncur);
     }
@@ -799,7 +847,7 @@ static void unroll_one(const rr_ent *e, long n, rr_vec *out)
         int inner = 0, strided = 0;
         for (long q = j + 1; q < j + e[j].len - 1; q++) {
             inner |= e[q].kind == RR_LOOP;
-            for (int k = 0; k < RR_NADDR && e[q].kind == RR_INSN; k++)
+            for (int k = 0; e[q].kind == RR_INSN && k < fields_of(e[q].op)->naddr; k++)
                 strided |= e[q].st[k][0] != 0;
         }
         long c = (long)(e[j].n - 1) * (e[j].len - 2);
@@ -1255,7 +1303,6 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         int na = addr_ops(&s[j], &ao);
         int plain = s[j].op != ISA_OP_LOOP && s[j].op != ISA_OP_ENDL && s[j].op != ISA_OP_LI && s[j].op != ISA_OP_ADDI;
         rr_ent *x = &ev->v[j];
-        memset(x->st, 0, sizeof x->st);
         memset(x->off, 0, sizeof x->off);
         for (int k = 0; k < na; k++) {
             plain &= caddr_at(&s[j], ao[k])->reg == 0;
@@ -1404,16 +1451,26 @@ static uint64_t ops_key(const isa_insn *s, long n)
  * its delta), else the one to roll it from scratch into: the
  * template of its ops (ops_key), or the next to replace.  A template that
  * fits has the kernel's ops (tmpl_fits compares them), and there is one
- * per ops_key: the templates of its length are tried first, and the key
- * (a pass over the kernel) is made only when none fits. */
+ * per length and ops_key: when several templates have the kernel's
+ * length, the key (a pass over the kernel's ops) picks the one to try
+ * (trying each failed 97 times on BERT-base, most of them on an op near
+ * the kernel's end, after comparing all the rest); with one, it is tried
+ * without (the key of every kernel that fits was 2% of the prefill
+ * layer's compile). */
 static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
 {
+    int same = 0;
+    for (int q = 0; q < RR_TEMPLATES; q++)
+        same += sc->t[q].n == n;
+    const int keyed = same > 1;
+    uint64_t ops = keyed ? ops_key(s, n) : 0;
     *fits = 1;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        if (sc->t[q].n == n && tmpl_fits(&sc->t[q], s, n))
+        if (sc->t[q].n == n && (!keyed || sc->t[q].ops == ops) && tmpl_fits(&sc->t[q], s, n))
             return &sc->t[q];
     *fits = 0;
-    const uint64_t ops = ops_key(s, n);
+    if (!keyed)
+        ops = ops_key(s, n);
     rr_tmpl *t = NULL;
     for (int q = 0; q < RR_TEMPLATES && !t; q++)
         if (sc->t[q].n == n && sc->t[q].ops == ops)
