@@ -27,7 +27,11 @@
  * needs more has its innermost loops unrolled until it fits.  The result
  * is checked against the stream it replaces, instruction by instruction
  * with addresses resolved, so a bug here aborts instead of changing what
- * the program computes. */
+ * the program computes.  A kernel that fits an earlier one's template
+ * (the same shapes in order, every address moved by one constant per
+ * shape and operand) is written from that one's checked code instead,
+ * its addresses moved by those constants (emit_as_code says why that
+ * code issues the kernel exactly). */
 #include "backend.h"
 
 #include <assert.h>
