@@ -838,6 +838,10 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                                    : 0;
             if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
+            /* one row's only tiling is of one-row blocks, whatever fits LX
+             * (and no half of it is a group of passes): asked before LX */
+            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out))
+                continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
