@@ -287,7 +287,9 @@ static void bd_swap(bd_state *b, size_t n)
  * step's compile), each digit's pass from one array into the other (a
  * copy back after each was 2% of the Llama-8B decode step's compile),
  * e's after the last.  (Its counts zeroed and summed over every bin,
- * each pass, outweighed the sort of a kernel of a few pieces.) */
+ * each pass, outweighed the sort of a kernel of a few pieces.)  The
+ * first two digits are counted in the walk that finds the largest stick
+ * (sticks of up to 22 bits, two passes, are the usual). */
 static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
     enum { DIGIT = 11, BINS = 1 << DIGIT, FEW = 64 };
@@ -303,17 +305,24 @@ static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
     }
     assert(n < UINT32_MAX);
     int64_t top = 0;
-    for (size_t i = 0; i < n; i++)
+    uint32_t at[2][BINS + 1] = {{0}};
+    for (size_t i = 0; i < n; i++) {
         top = cc_max(top, e[i].at);
+        at[0][(e[i].at & (BINS - 1)) + 1]++;
+        at[1][((e[i].at >> DIGIT) & (BINS - 1)) + 1]++;
+    }
     bd_edge *from = e, *to = tmp;
     for (int shift = 0; top >> shift; shift += DIGIT) {
-        uint32_t at[BINS + 1] = {0};
-        for (size_t i = 0; i < n; i++)
-            at[((from[i].at >> shift) & (BINS - 1)) + 1]++;
+        uint32_t *cnt = at[shift > 0];
+        if (shift > DIGIT) { /* a third digit or more: counted apart */
+            memset(cnt, 0, sizeof at[1]);
+            for (size_t i = 0; i < n; i++)
+                cnt[((from[i].at >> shift) & (BINS - 1)) + 1]++;
+        }
         for (int d = 0; d < BINS; d++)
-            at[d + 1] += at[d];
+            cnt[d + 1] += cnt[d];
         for (size_t i = 0; i < n; i++)
-            to[at[(from[i].at >> shift) & (BINS - 1)]++] = from[i];
+            to[cnt[(from[i].at >> shift) & (BINS - 1)]++] = from[i];
         bd_edge *t = from;
         from = to;
         to = t;

@@ -571,27 +571,40 @@ static void mm_ends(const mm_plan *m, const mm_grid_est *G, double n, double chu
     T->serial_chip = B->e_chip / n + first + B->o_chip / n;
 }
 
+/* The bytes a tile in nbm x nbn blocks moves over the grid (tl->bytes),
+ * given its operands' (mm_in_bytes); *e_chip the epilogue loads' part. */
+static double mm_chip_bytes(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t nbn, double a_chip,
+                            double b_chip, double *e_chip)
+{
+    double e = 0;
+    for (int i = 0; i < m->ep.nl; i++) {
+        be_vclass cls = m->ep.loads[i].cls;
+        e += G->nbat * G->sb *
+             (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? G->gm * nbm * m->GN : G->gn * nbn * m->M);
+    }
+    *e_chip = e;
+    return a_chip + b_chip + e + G->o_chip + G->w_chip;
+}
+
 static void mm_terms_of(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t MB, mm_tiling *tl, mm_terms *T)
 {
     const cc_target *t = &m->c->t;
     const int64_t gm = G->gm, gn = G->gn, mt = G->mt, ns = G->ns;
-    const double sb = G->sb, nbat = G->nbat, nbc = G->nbc;
+    const double sb = G->sb, nbc = G->nbc;
     const int64_t nbn = cc_ceil_div(ns, tl->NBS), blocks = nbm * nbn;
     const int64_t chunks = blocks * tl->nch;
     double a_core, a_chip, b_core, b_chip;
     mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
     double e_core = 0, e_chip = 0;
-    const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core, w_chip = G->w_chip;
+    const double o_core = G->o_core, o_chip = G->o_chip, w_core = G->w_core;
     for (int i = 0; i < m->ep.nl; i++) {
         be_vclass cls = m->ep.loads[i].cls;
         e_core += nbc * sb * (double)(cls == BE_V_TILE ? mt * ns : cls == BE_V_COL ? nbm * ns : nbn * mt);
-        e_chip += nbat * sb * (double)(cls == BE_V_TILE ? m->M * m->GN : cls == BE_V_COL ? gm * nbm * m->GN
-                                                                                         : gn * nbn * m->M);
     }
     const double nblk = nbc * (double)blocks, sfp = nblk * (double)m->ep.nexpr * (double)(tl->NBS * MB) * 0.5;
     const double reads = (G->a_lx ? 0 : a_core) + (m->bhd ? 0 : b_core);
     const double slot = (double)mm_abslot_bytes(m, MB, tl->NBS, tl->KC);
-    tl->bytes = a_chip + b_chip + e_chip + o_chip + w_chip;
+    tl->bytes = mm_chip_bytes(m, G, nbm, nbn, a_chip, b_chip, &e_chip);
     /* the first chunk's way in, and its DRAM wait unless staging waited
      * (on the channels the grid's first chunks span: mm_stage_cycles) */
     *T = (mm_terms){.fill = slot / t->dma_bytes_per_cycle + t->dma_insn_cycles +
@@ -684,13 +697,11 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
  * less a relative 1e-9, far above the rounding of either sum.  A floor
  * past the best's slack proves the tiling loses mm_better before
  * mm_most_rows is asked its rows. */
-static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc)
+static double mm_floor_in(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t nbn, int64_t nbs, int64_t kc,
+                          double a_core, double a_chip, double b_core, double b_chip)
 {
     const cc_target *t = &m->c->t;
-    const int64_t nbm = cc_ceil_div(G->mt, MB), nbn = cc_ceil_div(G->ns, nbs);
     const double blocks = (double)(nbm * nbn), chunks = blocks * (double)cc_ceil_div(m->Kc, kc);
-    double a_core, a_chip, b_core, b_chip;
-    mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
     double c = G->nbc * chunks * (t->pt_insn_cycles + 2 * t->sync_cycles);
     const double dmai = (a_core + b_core) / t->dma_bytes_per_cycle +
                         G->nbc * (2 * chunks + blocks * m->ep.nl) * t->dma_insn_cycles;
@@ -704,6 +715,36 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
     }
     const double fill = (double)(nbs * kc * t->stick) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
     return (fill + G->stage + c) * (1 - 1e-9);
+}
+
+/* mm_floor_in for blocks of at most MB rows. */
+static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc)
+{
+    const int64_t nbm = cc_ceil_div(G->mt, MB), nbn = cc_ceil_div(G->ns, nbs);
+    double a_core, a_chip, b_core, b_chip;
+    mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
+    return mm_floor_in(m, G, nbm, nbn, nbs, kc, a_core, a_chip, b_core, b_chip);
+}
+
+/* Does tl (its NBS, KC, MB set) lose mm_better to best whatever its
+ * estimate?  It does when best stays within the slack of it (its floor
+ * within the slack of best's cycles: best's is within the slack of the
+ * lower of the two) and it moves more bytes, or as many with a smaller K
+ * chunk: most tilings of a one-row product (the decode step's 8,000
+ * estimates, of which 6,800 lost so), where the floor alone never gets
+ * past the slack.  Without the ends priced (mm_floor_in's). */
+static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best)
+{
+    if (m->ends)
+        return 0;
+    const int64_t nbm = cc_ceil_div(G->mt, tl->MB), nbn = cc_ceil_div(G->ns, tl->NBS);
+    double a_core, a_chip, b_core, b_chip, e_chip;
+    mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
+    const double bytes = mm_chip_bytes(m, G, nbm, nbn, a_chip, b_chip, &e_chip);
+    if (bytes < best->bytes || (bytes == best->bytes && tl->KC >= best->KC))
+        return 0;
+    const double low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip);
+    return best->cycles <= low * (1 + MM_SLACK);
 }
 
 /* A split of K must look this many cycles better than the best grid
@@ -797,6 +838,10 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                                    : 0;
             if (found && low > out->cycles * (1 + MM_SLACK))
                 continue;
+            /* one row's only tiling is of one-row blocks, whatever fits LX
+             * (and no half of it is a group of passes): asked before LX */
+            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out))
+                continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
@@ -804,6 +849,8 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                 mm_tiling tl = {.NBS = nbs, .KC = kc, .nch = cc_ceil_div(m->Kc, kc)};
                 tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo) * h);
                 if (h > 1 && tl.MB % (MM_HALF_PASSES * m->c->cfg->pt_rows))
+                    continue;
+                if (found && mm_loses(m, G, &tl, out))
                     continue;
                 /* a tiling estimated over the best's slack loses (mm_better) */
                 if (mm_estimate(m, G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
