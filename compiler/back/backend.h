@@ -531,6 +531,9 @@ typedef struct {
     cc_sfp_tally sfp; /* row kernels: the SFP instructions one row's evaluation emits (rk_measure; insns 0: not known) */
     int64_t ntemps;   /* row kernels: the temp cells a chunk uses (the most live at once) */
     int *reads;       /* row kernels: be_tile.reads for the kernel's evaluation (NULL: none reused) */
+    int *outloads;    /* the loads of the nodes' outputs in the arena's first outloads_upto expressions, in
+                         arena order (rk_eval_nodes binds them; the arena only grows) */
+    int noutloads, outloads_cap, outloads_upto;
     int scalars;      /* row kernels: a load of one element for every row becomes a COL value */
     double prev_est;  /* row kernels: the kernel before's estimate (0: not asked yet; rk_can_share) */
     int col_tree;     /* row kernels: the per-column values loaded by core 0 alone and passed down a binary
@@ -549,7 +552,7 @@ void be_collect_load(void *ctx, const ir_expr *x);
 void rk_free(rk_plan *k);
 /* Evaluate row kernel k's nodes over the tile T (its loads bound), each
  * node's value into nv (be_sfp.c); -1 with an error. */
-int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv);
+int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv);
 /* Does view v walk buffer buf as k's rows x all its columns: row r of
  * the row space at layout row r, every stick group, the lane variable
  * along the sticks?  Then kernels that split rows alike over the same

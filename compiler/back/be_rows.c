@@ -226,6 +226,10 @@ static void rk_copy(rk_plan *d, const rk_plan *s, int ns, int nd)
     d->nodes = rk_copy_of(s->nodes, (size_t)s->nn, (size_t)s->K->nnodes + 1, sizeof *d->nodes);
     d->loads = rk_copy_of(s->loads, (size_t)s->nl, (size_t)s->nl + 1, sizeof *d->loads);
     d->reads = s->reads ? rk_copy_of(s->reads, (size_t)ns, (size_t)nd, sizeof *d->reads) : NULL;
+    d->outloads = s->outloads ? rk_copy_of(s->outloads, (size_t)s->noutloads, (size_t)s->noutloads + 1,
+                                           sizeof *d->outloads)
+                              : NULL;
+    d->outloads_cap = s->outloads ? s->noutloads + 1 : 0;
 }
 
 /* rk_shape, and how the evaluation uses temps (rk_measure): made once

@@ -681,10 +681,32 @@ int be_eval(be_tile *T, int e, be_val *out)
  * node's value into nv: one SFP instruction per expression node.  A
  * node's value is bound to the loads later nodes read it through, and one
  * that dmao stores after the SFP work keeps its cell to the chunk's end. */
-int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv)
+/* k->outloads brought up to the arena's end: an expression once made
+ * does not change, so the loads found stay, and only the expressions made
+ * since are looked at (a scan of the whole arena per node and chunk was
+ * most of rk_eval_nodes on BERT-base). */
+static void out_loads(rk_plan *k)
+{
+    const ir_prog *p = k->c->p;
+    if (k->outloads_upto == p->A.n)
+        return;
+    k->outloads = ir_xgrow(k->outloads, &k->outloads_cap, k->noutloads + p->A.n - k->outloads_upto, sizeof *k->outloads);
+    for (int x = k->outloads_upto; x < p->A.n; x++) {
+        const ir_expr *ex = &p->A.e[x];
+        int hit = 0;
+        for (int j = 0; ex->kind == IR_E_LOAD && j < k->nn && !hit; j++)
+            hit = ex->buf == p->nodes[k->nodes[j].node].out;
+        if (hit)
+            k->outloads[k->noutloads++] = x;
+    }
+    k->outloads_upto = p->A.n;
+}
+
+int rk_eval_nodes(rk_plan *k, be_tile *T, be_val *nv)
 {
     be_ctx *c = k->c;
     const int64_t sb = c->t.stick;
+    out_loads(k);
     for (int j = 0; j < k->nn; j++) {
         const rk_node *rn = &k->nodes[j];
         const ir_node *N = &c->p->nodes[rn->node];
@@ -738,11 +760,9 @@ int rk_eval_nodes(const rk_plan *k, be_tile *T, be_val *nv)
         }
         nv[j < 64 ? j : 63] = v;
         /* later nodes read this node's buffer through loads: bind them */
-        for (int x = 0; x < c->p->A.n; x++) {
-            const ir_expr *ex = &c->p->A.e[x];
-            if (ex->kind == IR_E_LOAD && ex->buf == N->out)
-                be_bind(T, x, &v);
-        }
+        for (int i = 0; i < k->noutloads; i++)
+            if (c->p->A.e[k->outloads[i]].buf == N->out)
+                be_bind(T, k->outloads[i], &v);
         int cell = cell_of(T, &v);
         if (cell >= 0 && !T->counting && (rn->dram || rn->res))
             T->refs[cell]++; /* read by the stores at the chunk's end: never given back */
@@ -784,6 +804,7 @@ void rk_free(rk_plan *k)
     free(k->nodes);
     free(k->loads);
     free(k->reads);
+    free(k->outloads);
 }
 
 /* A gather (IR_E_ILOAD) the back half emits as dma.gather: whole rows of

@@ -103,6 +103,7 @@ typedef struct {
     const struct cc_khooks *hooks;
     size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
     cc_sfp_tally *tally; /* or NULL: where cc_emit_sfp counts what it emits (a dry run's, which emits nothing) */
+    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (emit_tok; 0 not known, -1 none) */
 } cc_emit;
 
 typedef struct cc_khooks {
