@@ -323,7 +323,10 @@ static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
             uint8_t *d = dst->lx + doff;
             const uint8_t *a = c->lx + aoff;
             if (in->op == ISA_OP_RING_SEND) {
-                memmove(d, a, (size_t)run);
+                if (dst != c)
+                    sim_copy_uncached(d, a, (size_t)run);
+                else
+                    memmove(d, a, (size_t)run);
                 if (s->ptq && dst != c)
                     sim_pt_copied(s, c->id, (uint64_t)aoff, dst->id, (uint64_t)doff, (uint64_t)run);
             } else if (in->t == ISA_T_F32) {

@@ -276,6 +276,11 @@ void sim_trace_dram(sim *s, double start, double end, uint64_t bytes, int is_wri
  * the caller. */
 void sim_dram_copy_in(sim *s, uint64_t addr, const void *src, size_t len);
 void sim_dram_copy_out(sim *s, uint64_t addr, void *dst, size_t len);
+/* memcpy, with stores that bypass the cache where the host allows: for
+ * bytes copied to another core's LX, which the event loop seldom reads
+ * soon (its products' worker reads them, or finds their conversion by
+ * content): a GEMM's ring transfers then cost no reads of the old bytes. */
+void sim_copy_uncached(void *d, const void *a, size_t n);
 /* Where DRAM byte addr is, to be written now (its page's write number
  * taken): *n bytes from there lie in its page, at most len. */
 uint8_t *sim_dram_for_write(sim *s, uint64_t addr, size_t len, size_t *n);

@@ -96,8 +96,10 @@ typedef struct {
 
 /* Entries per core, per kind: a core's products walk a few A tiles and
  * more B tiles (one per output column block), and accumulate into one
- * block of sums per PT unit. */
-static const int cached[OP_KINDS] = {4, 16, 4};
+ * block of sums per PT unit; a GEMM's first K step writes that block as
+ * four per unit, which the next step gathers (gather_sums) while they are
+ * still here. */
+static const int cached[OP_KINDS] = {4, 16, 8};
 
 /* Conversions a worker keeps for all its cores, per kind (A, B): a GEMM's
  * cores take a tile's K step at about the same time, so a few steps'
@@ -382,6 +384,41 @@ static void flush_core(pt_bufs *bf, uint8_t *lx, int core)
             flush(&row[i], lx, bf->sb);
 }
 
+/* Before a fresh accumulating product copies its p in from LX, where d is
+ * p (fp32): p's groups of columns that another dirty entry of the core
+ * holds whole (same rows and group pitch) come from that entry instead,
+ * which retires clean: the product's entry holds those sums from now on,
+ * and its LX bytes are written when that entry is flushed.  A GEMM's first
+ * K step writes its sums in blocks that the next steps accumulate as one;
+ * the blocks went out to LX and straight back.  Returns the groups got
+ * (bit g: columns [g * l32, (g + 1) * l32)); at most 64 groups. */
+static uint64_t gather_sums(pt_bufs *bf, const pt_job *j, const op_cache *pc, float *C, int64_t sb)
+{
+    const op_key pk = key_of(&j->in, OP_P);
+    const int64_t l32 = sb / 4;
+    op_cache *row = &bf->oc[OP_P][j->core * cached[OP_P]];
+    uint64_t have = 0;
+    for (int i = 0; i < cached[OP_P]; i++) {
+        op_cache *e = &row[i];
+        const op_key *k = &e->key;
+        const int64_t at = k->off - pk.off, g0 = pk.stride > 0 && at >= 0 ? at / pk.stride : -1;
+        if (e == pc || !e->dirty || k->rows != pk.rows || k->stride != pk.stride || g0 < 0 || at % pk.stride ||
+            g0 * l32 + k->cols > pk.cols || (k->cols % l32 && g0 * l32 + k->cols != pk.cols))
+            continue;
+        const int64_t ng = (k->cols + l32 - 1) / l32;
+        const uint64_t mask = (ng >= 64 ? ~0ull : (1ull << ng) - 1) << g0;
+        const sim_lx_set x = key_set(k, sb);
+        if (have & mask || meets(&x, &j->ops[OP_A]) || meets(&x, &j->ops[OP_B]))
+            continue; /* a and b read LX, where the sums must be first */
+        for (int64_t r = 0; r < pk.rows; r++)
+            memcpy(C + r * pk.cols + g0 * l32, e->v + r * k->cols, (size_t)k->cols * 4);
+        e->dirty = 0;
+        e->gen = 0; /* its bytes in LX are stale: never found again */
+        have |= mask;
+    }
+    return have;
+}
+
 /* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h; ops[] the
  * sticks of a, b, p and d).  The sums are made in a P entry: the one that
  * holds p already (acc, the version matches), else the next one, p copied
@@ -398,12 +435,16 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     const int64_t gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
     op_cache *pc = acc ? cache_find(bf, core, OP_P, gen[OP_P], key_of(in, OP_P)) : NULL;
     const op_key dk = key_of_d(in);
-    flush_meeting(bf, lx, core, ops, pc && out32 && same_key(&pc->key, &dk) ? pc : NULL);
-    const float *A = operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
-    const float *B = operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
+    const op_cache *keep = pc && out32 && same_key(&pc->key, &dk) ? pc : NULL;
     const int fresh = !pc;
     if (fresh)
         pc = cache_next(bf, lx, core, OP_P);
+    const op_key pk = key_of(in, OP_P);
+    const uint64_t have = acc && fresh && out32 && same_key(&pk, &dk) && !j->snapped[OP_P] && g32 <= 64
+                              ? gather_sums(bf, j, pc, grow(&pc->v, &pc->cap, (size_t)(m * n)), sb) : 0;
+    flush_meeting(bf, lx, core, ops, keep);
+    const float *A = operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
+    const float *B = operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
     pc->gen = 0; /* its values change below */
     pc->dirty = 0;
     float *C = grow(&pc->v, &pc->cap, (size_t)(m * n));
@@ -411,7 +452,8 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
         const op_src src = source(j, lx, OP_P);
         for (int64_t g = 0; g < g32; g++) {
             int64_t w = n - g * l32 < l32 ? n - g * l32 : l32;
-            copy_rows(C + g * l32, n * 4, src.at + g * src.pitch, sb, m, w * 4);
+            if (!(have >> g & 1))
+                copy_rows(C + g * l32, n * 4, src.at + g * src.pitch, sb, m, w * 4);
         }
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,

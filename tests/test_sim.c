@@ -158,6 +158,61 @@ static void check_small_product(const uint8_t *at, float A[SMALL_M][SMALL_K], fl
         }
 }
 
+/* A pt.mm on PT0 of core 0: m x n x 64, fp32 d at d (group pitch 0x1000),
+ * a at 0, b at b (one stick of up to 64 lanes per k row). */
+static isa_insn *emit_f32_product(isa_program *p, int64_t d, int64_t b, int m, int n, int flags)
+{
+    isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, d, 0);
+    mm->flags = flags;
+    mm->b.off = b;
+    mm->m = m, mm->nn = n, mm->k = 64;
+    mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
+    return mm;
+}
+
+static void test_accumulating_onto_sums_written_in_column_blocks_adds_every_block(void)
+{
+    /* fp32 sums written as two 32-column blocks, then one product adds onto
+     * both as one 64-column p (= d): the worker may take the blocks from its
+     * buffers instead of LX, and must get the same sums */
+    enum { M = 4, N = 64 };
+    sim *s = sim_create(&cfg4);
+    uint8_t *lx = sim_lx(s, 0);
+    float A[M][64], B[64][N];
+    for (int r = 0; r < M; r++) {
+        for (int j = 0; j < 64; j++)
+            A[r][j] = isa_dl16_round((float)((r + 1) * (j % 7) - 3) / 4);
+        put_dl16(lx, r * 128, A[r], 64);
+    }
+    for (int j = 0; j < 64; j++) {
+        for (int c = 0; c < N; c++)
+            B[j][c] = isa_dl16_round((float)((j % 5) - c % 9) / 8);
+        put_dl16(lx, 0x4000 + j * 128, B[j], 32);      /* columns 0..31 */
+        put_dl16(lx, 0x8000 + j * 128, B[j] + 32, 32); /* columns 32..63 */
+        put_dl16(lx, 0xc000 + j * 128, B[j], N);       /* all */
+    }
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    emit_f32_product(p, 0x10000, 0x4000, M, 32, ISA_F_F32);
+    emit_f32_product(p, 0x11000, 0x8000, M, 32, ISA_F_F32);
+    isa_insn *acc = emit_f32_product(p, 0x10000, 0xc000, M, N, ISA_F_F32 | ISA_F_ACC);
+    acc->p.off = 0x10000;
+    acc->ps = 0x1000;
+    tu_halt_all(p);
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < N; c++) {
+            double ref = 0;
+            for (int j = 0; j < 64; j++)
+                ref += (double)A[r][j] * B[j][c];
+            float got;
+            memcpy(&got, lx + 0x10000 + (c / 32) * 0x1000 + r * 128 + (c % 32) * 4, 4);
+            CU_ASSERT_DOUBLE_EQUAL(got, 2 * ref, 1e-4); /* fp32 sums of DL16 products: only rounding order differs */
+        }
+    isa_program_free(p);
+    sim_destroy(s);
+}
+
 /* On core c of p: `busy` large products (64 x 256 x 64 each, on zeros)
  * that keep its PT worker busy, then the small product of
  * put_small_operands' A and B into LX 0x20000, then sig PT0 token 0. */
@@ -1591,6 +1646,8 @@ int main(void)
         {"dram_zero_clears_its_range_only", test_dram_zero_clears_its_range_only},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
+        {"accumulating_onto_sums_written_in_column_blocks_adds_every_block",
+         test_accumulating_onto_sums_written_in_column_blocks_adds_every_block},
         {"products_share_a_tile_conversion_only_for_equal_bytes",
          test_products_share_a_tile_conversion_only_for_equal_bytes},
         {"a_load_into_a_ring_copy_ends_its_shared_conversion", test_a_load_into_a_ring_copy_ends_its_shared_conversion},
