@@ -49,8 +49,11 @@
 /* Templates kept (rr_tmpl), one per kernel code's sequence of ops: the
  * cores of a grid row differ (BERT-base's k4_addmm, 4x8: each core's
  * kept result's ring sends skip its own column), so the core of the next
- * row rolls as the one a row before did, eight kernels back. */
-#define RR_TEMPLATES 16
+ * row rolls as the one a row before did, eight kernels back.  With 16,
+ * BERT-base rolled 11 kernel copies afresh whose ops a template evicted
+ * since had had; 64 keep no more that fit, and more templates of one
+ * length make tmpl_for key the kernel's ops more often. */
+#define RR_TEMPLATES 32
 /* Registers a loop nest may take: r1..r15 (r0 reads as zero). */
 #define RR_REGS (ISA_NREGS - 1)
 
