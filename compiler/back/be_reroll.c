@@ -507,7 +507,7 @@ static long span(const rr_scan *s, long i, long L)
  * grows: the answer from an earlier i holds for every i up to it (per
  * repetition, the hashes of items compared again at each i and candidate
  * were a fifth of try_period). */
-static long hash_end(rr_scan *s, long nitems, long i, long L)
+static inline long hash_end(rr_scan *s, long nitems, long i, long L)
 {
     if (s->end && s->end[L] >= i)
         return s->end[L];
