@@ -72,6 +72,8 @@ typedef struct {
     size_t npieces, cap;
     bd_piece *sorted;            /* scratch: bd_order's, which then swaps it with pieces */
     size_t scap;
+    uint32_t *ends;              /* scratch: bd_join's table of pieces by their end */
+    size_t tcap;
     int kring;                   /* the next kernel's ring traffic */
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it
