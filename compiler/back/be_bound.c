@@ -91,14 +91,18 @@ static __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, in
      * piece, element by element */
     const int joined = in->n[0] > 0 && str[0] == in->run * b->stick;
     const int64_t n0 = joined ? 1 : in->n[0], len = joined ? in->n[0] * in->run : in->run;
+    /* an address and strides of whole sticks (the usual) are counted in
+     * sticks: no division per element */
+    const int64_t sk = b->stick;
+    const int whole = base % sk == 0 && str[0] % sk == 0 && str[1] % sk == 0 && str[2] % sk == 0 && str[3] % sk == 0;
+    const int64_t u = whole ? sk : 1, b0 = base / u, s0 = str[0] / u, s1 = str[1] / u, s2 = str[2] / u, s3 = str[3] / u;
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)
                 for (int64_t i0 = 0; i0 < n0; i0++) {
-                    int64_t a = base + i0 * str[0] + i1 * str[1] + i2 * str[2] + i3 * str[3];
-                    bd_add(b, core, st, a / b->stick, a / b->stick + len);
+                    const int64_t a = b0 + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3, lo = whole ? a : a / sk;
+                    bd_add(b, core, st, lo, lo + len);
                 }
-}
 }
 
 /* A dma.gather's or dma.scatter's: the rows it picks are data, so any
