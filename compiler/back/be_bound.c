@@ -12,6 +12,9 @@ void bd_begin(bd_state *b, const be_ctx *c)
 {
     memset(b, 0, sizeof *b);
     b->stick = c->t.stick;
+    b->shift = -1;
+    for (int s = 0; s < 62 && b->shift < 0; s++)
+        b->shift = (int64_t)1 << s == b->stick ? s : -1;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
     b->ncores = (int)c->cfg->cores;
     b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */
@@ -91,11 +94,12 @@ static __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, in
      * piece, element by element */
     const int joined = in->n[0] > 0 && str[0] == in->run * b->stick;
     const int64_t n0 = joined ? 1 : in->n[0], len = joined ? in->n[0] * in->run : in->run;
-    /* an address and strides of whole sticks (the usual) are counted in
-     * sticks: no division per element */
+    /* an address and strides of whole sticks (the usual, of a stick of a
+     * power of two bytes) are counted in sticks: no division per element */
     const int64_t sk = b->stick;
-    const int whole = base % sk == 0 && str[0] % sk == 0 && str[1] % sk == 0 && str[2] % sk == 0 && str[3] % sk == 0;
-    const int64_t u = whole ? sk : 1, b0 = base / u, s0 = str[0] / u, s1 = str[1] / u, s2 = str[2] / u, s3 = str[3] / u;
+    const int whole = b->shift >= 0 && !((base | str[0] | str[1] | str[2] | str[3]) & (sk - 1));
+    const int sh = whole ? b->shift : 0;
+    const int64_t b0 = base >> sh, s0 = str[0] >> sh, s1 = str[1] >> sh, s2 = str[2] >> sh, s3 = str[3] >> sh;
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)

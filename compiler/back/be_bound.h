@@ -57,6 +57,7 @@ typedef struct { /* (16 bytes: the sort moves each twice) */
 
 typedef struct {
     int64_t stick;
+    int shift;                   /* log2 of stick, -1 when it is no power of two */
     bd_run *runs;                /* the marks since the last bar: sorted, disjoint, unmarked sticks left out */
     size_t nruns, rcap;
     bd_run *out;                 /* scratch for the next runs */
