@@ -12,6 +12,9 @@ void bd_begin(bd_state *b, const be_ctx *c)
 {
     memset(b, 0, sizeof *b);
     b->stick = c->t.stick;
+    b->shift = -1;
+    for (int s = 0; s < 62 && b->shift < 0; s++)
+        b->shift = (int64_t)1 << s == b->stick ? s : -1;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
     b->ncores = (int)c->cfg->cores;
     b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */
@@ -35,6 +38,7 @@ void bd_free(bd_state *b)
     free(b->pieces);
     free(b->sorted);
     free(b->prev);
+    free(b->ends);
 }
 
 /* Scratch *p of at least n elements of size bytes (*cap of them), kept
@@ -86,12 +90,22 @@ static __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, in
     const int st = in->op == ISA_OP_DMA_ST;
     const isa_addr *x = st ? &in->d : &in->a;
     const int64_t *str = st ? in->ds : in->as, base = x->off + r[x->reg];
+    /* elements one after another in DRAM: bd_add would join them into one
+     * piece, element by element */
+    const int joined = in->n[0] > 0 && str[0] == in->run * b->stick;
+    const int64_t n0 = joined ? 1 : in->n[0], len = joined ? in->n[0] * in->run : in->run;
+    /* an address and strides of whole sticks (the usual, of a stick of a
+     * power of two bytes) are counted in sticks: no division per element */
+    const int64_t sk = b->stick;
+    const int whole = b->shift >= 0 && !((base | str[0] | str[1] | str[2] | str[3]) & (sk - 1));
+    const int sh = whole ? b->shift : 0;
+    const int64_t b0 = base >> sh, s0 = str[0] >> sh, s1 = str[1] >> sh, s2 = str[2] >> sh, s3 = str[3] >> sh;
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)
-                for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
-                    int64_t a = base + i0 * str[0] + i1 * str[1] + i2 * str[2] + i3 * str[3];
-                    bd_add(b, core, st, a / b->stick, a / b->stick + in->run);
+                for (int64_t i0 = 0; i0 < n0; i0++) {
+                    const int64_t a = b0 + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3, lo = whole ? a : a / sk;
+                    bd_add(b, core, st, lo, lo + len);
                 }
 }
 
@@ -338,6 +352,52 @@ static int16_t bd_mark(int count, int64_t sum)
     return count == 0 ? BD_NONE : count == 1 ? (int16_t)(sum + 1) : BD_MANY;
 }
 
+static size_t bd_end_hash(int64_t at, int core, int write, size_t mask)
+{
+    const uint64_t h = ((uint64_t)at * 2 + (uint64_t)write) * 0x9e3779b97f4a7c15u ^ (uint64_t)core * 0xc2b2ae3d27d4eb4fu;
+    return (size_t)(h ^ h >> 31) & mask;
+}
+
+/* Join each piece to an earlier one of its core and kind that it
+ * continues, wherever that one lies: a product's weights are read a K
+ * chunk of every stick group after another, so a core's pieces of one
+ * group continue each other across the other groups' (the Llama-8B
+ * decode step: 7,065 pieces of one kernel, 19 runs).  The sticks each
+ * core reads and writes stay the same, and so do the runs; the
+ * pieces' order no longer matters (bd_needs_bar has read them).  A
+ * table of the pieces by where they end (open addressing; a piece that
+ * grows leaves its old entry behind, which no lookup matches). */
+static void bd_join(bd_state *b)
+{
+    size_t size = 1;
+    while (size < 2 * b->npieces)
+        size *= 2;
+    assert(b->npieces < UINT32_MAX);
+    uint32_t *t = b->ends = bd_scratch(b->ends, &b->tcap, size, sizeof *t);
+    memset(t, 0, size * sizeof *t);
+    bd_piece *p = b->pieces;
+    size_t m = 0;
+    for (size_t i = 0; i < b->npieces; i++) {
+        const bd_piece x = p[i];
+        size_t s = bd_end_hash(x.lo, x.core, x.write, size - 1), at = m;
+        for (; t[s]; s = (s + 1) & (size - 1)) {
+            const bd_piece *q = &p[t[s] - 1];
+            if (q->hi == x.lo && q->core == x.core && q->write == x.write) {
+                at = t[s] - 1;
+                break;
+            }
+        }
+        if (at == m)
+            p[m++] = x;
+        else
+            p[at].hi = x.hi;
+        for (s = bd_end_hash(x.hi, x.core, x.write, size - 1); t[s]; s = (s + 1) & (size - 1))
+            ;
+        t[s] = (uint32_t)at + 1;
+    }
+    b->npieces = m;
+}
+
 /* The next kernel's pieces as runs (into the scratch): their edges in
  * stick order, swept with the pieces of each core and kind over each
  * stick counted. */
@@ -404,6 +464,9 @@ static int bd_ring_open(bd_state *b)
     return open;
 }
 
+/* Fewer pieces than this are not worth bd_join's table. */
+enum { BD_JOIN_FROM = 64 };
+
 /* The next kernel ran after a bar (forget what came before) or a fence:
  * add its accesses to those since the last bar. */
 void bd_record(bd_state *b, int bar)
@@ -413,6 +476,8 @@ void bd_record(bd_state *b, int bar)
         b->ring = 0;
     }
     b->ring |= b->kring && bd_ring_open(b);
+    if (b->npieces > BD_JOIN_FROM)
+        bd_join(b);
     const size_t n = bd_piece_runs(b);
     if (!b->nruns)
         bd_swap(b, n);

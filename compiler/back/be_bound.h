@@ -57,6 +57,7 @@ typedef struct { /* (16 bytes: the sort moves each twice) */
 
 typedef struct {
     int64_t stick;
+    int shift;                   /* log2 of stick, -1 when it is no power of two */
     bd_run *runs;                /* the marks since the last bar: sorted, disjoint, unmarked sticks left out */
     size_t nruns, rcap;
     bd_run *out;                 /* scratch for the next runs */
@@ -72,6 +73,8 @@ typedef struct {
     size_t npieces, cap;
     bd_piece *sorted;            /* scratch: bd_order's, which then swaps it with pieces */
     size_t scap;
+    uint32_t *ends;              /* scratch: bd_join's table of pieces by their end */
+    size_t tcap;
     int kring;                   /* the next kernel's ring traffic */
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it

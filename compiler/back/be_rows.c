@@ -764,7 +764,10 @@ static double rk_sfp_cycles(const be_ctx *c, const rk_plan *k, int64_t R)
            (double)R * (k->sfp.simple_sticks * g->sfp_simple_cycles + k->sfp.complex_sticks * g->sfp_complex_cycles);
 }
 
-static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
+/* The estimate without the per-column tree, and *tree (when asked) with
+ * it: the two differ only in the per-column terms, and pricing the
+ * kernel twice over was a tenth of the Llama-8B decode step's compile. */
+static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, double *tree)
 {
     const int64_t rt = cc_ceil_div(k->rows, cores), R = rk_chunk_guess(k, rt), nch = cc_ceil_div(rt, R);
     const double part = (double)rt * k->G, sb = (double)c->t.stick;
@@ -813,8 +816,6 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
         }
     if (share != few)
         free(share);
-    if (tree) /* core 0's loads, then down the tree */
-        col += rk_col_tree_cycles(k, cores);
     /* the first chunk's DRAM reads wait, on the channels every core's
      * reads span together (the per-column sticks, alike on every core,
      * once): the kernel ends with its slowest core (a copy of 8 rows on 4
@@ -852,15 +853,21 @@ static double rows_cost_as(const be_ctx *c, rk_plan *k, int64_t cores, int tree)
      * staged q takes a DMA a stick group, every core's interleaved.) */
     const double stagger = rate > 0 && plain ? (double)(cores - 1) * lag / rate : 0;
     const double stream_out = rate > 0 ? stored / (double)nch * (double)cores / rate - stagger : 0;
-    const double core = col + (in > stream_in ? in : stream_in) + lat + (double)(nch - 1) * step + sfp_last +
-                        (out > stream_out ? out : stream_out);
     /* the per-column sticks lie in as many channels as their interleave spans */
     const int64_t chans = cc_max(1, cc_min(c->cfg->dram_channels, cc_ceil_div((int64_t)col_sticks * c->t.stick,
                                                                                c->cfg->dram_interleave_bytes)));
-    const double dram = (rate > 0 ? bytes * (double)cores / rate : 0) +
-                        col_sticks * (double)(tree ? 1 : cores) * rk_dram_stick(c) / (double)chans +
-                        rk_stage_shared(k, cores, rt, R) + lat;
-    return core > dram ? core : dram;
+    const double all_bytes = rate > 0 ? bytes * (double)cores / rate : 0, shared = rk_stage_shared(k, cores, rt, R);
+    double cost[2];
+    for (int t = 0; t < 1 + (tree != NULL); t++) {
+        const double cl = t ? col + rk_col_tree_cycles(k, cores) : col; /* core 0's loads, then down the tree */
+        const double core = cl + (in > stream_in ? in : stream_in) + lat + (double)(nch - 1) * step + sfp_last +
+                            (out > stream_out ? out : stream_out);
+        const double dram = all_bytes + col_sticks * (double)(t ? 1 : cores) * rk_dram_stick(c) / (double)chans + shared + lat;
+        cost[t] = core > dram ? core : dram;
+    }
+    if (tree)
+        *tree = cost[1];
+    return cost[0];
 }
 
 /* ---- Per-column values passed down a tree of cores ----
@@ -911,10 +918,11 @@ static double rk_col_tree_cycles(const rk_plan *k, int64_t cores)
  * pay for the bar as a shared load's does (RK_SHARE_BAR). */
 static int rk_col_tree_pick(const be_ctx *c, rk_plan *k, int64_t cores, double *cost)
 {
-    *cost = rows_cost_as(c, k, cores, 0);
-    if (!rk_col_tree_can(k, cores))
+    double tree;
+    const int can = rk_col_tree_can(k, cores);
+    *cost = rows_cost_as(c, k, cores, can ? &tree : NULL);
+    if (!can)
         return 0;
-    const double tree = rows_cost_as(c, k, cores, 1);
     const be_work *prev = k->pos > 0 ? &c->work[k->pos - 1] : NULL;
     const int bar_paid = prev && c->p->kernels[c->p->order[k->pos - 1]].kind == IR_MATMUL && (prev->bcast || prev->gk > 1);
     if (tree >= *cost || (!bar_paid && *cost - tree <= RK_SHARE_BAR * rk_prev_est(k)))
