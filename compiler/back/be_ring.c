@@ -422,7 +422,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
  * sticks whose B streams in K chunks (2 to RG_SLOTS slots), the cheapest
  * blocking; or the one a work_div forces; -1 when the scheme does not
  * apply. */
-int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
+int mm_rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 {
     const be_ctx *c = m->c;
     const int64_t cores = c->cfg->cores, lanes = c->t.lanes16;
