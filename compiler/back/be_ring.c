@@ -1286,10 +1286,8 @@ static int rg_epilogue(rg_core *g, int64_t b)
  * which has no stream: be_lx_probe); -1 with an error. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
-    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
-    int rc = rg_setup(g, c, m, core, e);
-    free(g);
-    return rc;
+    rg_core g = {0}; /* (2 KB, on the stack: the LX plan asks this of every core of every product) */
+    return rg_setup(&g, c, m, core, e);
 }
 
 /* B's first K chunks loaded ahead (be_kind.prefetch): after a streamed
