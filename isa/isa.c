@@ -180,20 +180,6 @@ int isa_op_from_mnemonic(const char *s)
     return -1;
 }
 
-isa_unit isa_insn_unit(const isa_insn *in)
-{
-    switch (isa_info(in->op)->cls) {
-    case ISA_C_SEQ: return ISA_U_SEQ;
-    case ISA_C_SYNC: return (isa_unit)in->u;
-    case ISA_C_DMAI: return ISA_U_DMAI;
-    case ISA_C_DMAO: return ISA_U_DMAO;
-    case ISA_C_PT: return in->c ? ISA_U_PT1 : ISA_U_PT0;
-    case ISA_C_SFP: return in->c ? ISA_U_SFP1 : ISA_U_SFP0;
-    case ISA_C_RING: return ISA_U_RING;
-    }
-    return ISA_U_SEQ;
-}
-
 int isa_name_count(const char *const *names)
 {
     int n = 0;

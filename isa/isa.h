@@ -350,8 +350,21 @@ static inline void isa_insn_init(isa_insn *in, int op)
         isa_info_first(op);
     isa_insn_copy(in, &isa_insn_defaults[op]);
 }
-/* Unit that executes an instruction (ISA_U_SEQ for control). */
-isa_unit isa_insn_unit(const isa_insn *in);
+/* Unit that executes an instruction (ISA_U_SEQ for control).  Inline:
+ * codegen's walk asks it of every DMA and ring instruction it measures. */
+static inline isa_unit isa_insn_unit(const isa_insn *in)
+{
+    switch (isa_info(in->op)->cls) {
+    case ISA_C_SEQ: return ISA_U_SEQ;
+    case ISA_C_SYNC: return (isa_unit)in->u;
+    case ISA_C_DMAI: return ISA_U_DMAI;
+    case ISA_C_DMAO: return ISA_U_DMAO;
+    case ISA_C_PT: return in->c ? ISA_U_PT1 : ISA_U_PT0;
+    case ISA_C_SFP: return in->c ? ISA_U_SFP1 : ISA_U_SFP0;
+    case ISA_C_RING: return ISA_U_RING;
+    }
+    return ISA_U_SEQ;
+}
 
 /* Encode into 64 bytes; fails (returns -1, message in err) when an operand
  * does not fit its field or is below its minimum. */

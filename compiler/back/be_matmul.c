@@ -921,17 +921,15 @@ static int mm_key_byte(int v, signed char *to)
     return *to == v ? 0 : -1;
 }
 
-/* m's key for a gm x gn grid's tile of mt rows x ns sticks; -1: too
- * many epilogue loads or results for one. */
-static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_block_key *k)
+/* m's key without a grid or tile (their fields zero); -1: too many
+ * epilogue loads or results for one. */
+static int mm_plan_key_of(const mm_plan *m, mm_block_key *k)
 {
     const be_ctx *c = m->c;
     const be_work *w = &c->work[m->ep.pos];
     if (m->ep.nl > MM_KEY_LOADS || m->ep.nn > MM_KEY_NODES)
         return -1;
     memset(k, 0, sizeof *k);
-    k->gm = gm, k->gn = gn, k->mt = mt, k->ns = ns;
-    mm_grid_of(m, gm, gn, mt, ns, &k->G);
     k->nbatch = m->nbatch, k->M = m->M, k->GN = m->GN, k->KG = m->KG, k->Kd = m->Kd, k->Kc = m->Kc;
     k->KGc = m->KGc, k->gk = m->gk, k->gb = m->gb, k->stage_bytes = m->stage_bytes, k->whole_bytes = m->whole_bytes;
     k->mb = w->mb, k->nbs = w->nbs, k->kc = w->kc, k->budget = be_lx_budget(c, m->ep.pos);
@@ -945,6 +943,17 @@ static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt,
     for (int j = 0; j < m->ep.nn; j++)
         rc |= mm_key_byte(m->ep.nodes[j].dram, &k->dram[j]) | mm_key_byte(m->ep.nodes[j].lxonly, &k->lxo[j]);
     return rc;
+}
+
+/* m's key for a gm x gn grid's tile of mt rows x ns sticks; -1: too
+ * many epilogue loads or results for one. */
+static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_block_key *k)
+{
+    if (mm_plan_key_of(m, k))
+        return -1;
+    k->gm = gm, k->gn = gn, k->mt = mt, k->ns = ns;
+    mm_grid_of(m, gm, gn, mt, ns, &k->G);
+    return 0;
 }
 
 /* (the high bits folded down once at the end, not after every word: the
@@ -978,6 +987,28 @@ static int mm_block(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_
     if (found >= 0)
         return found ? -1 : 0;
     const int rc = mm_block_search(m, &k.G, out); /* (the key's parts: the grid's, as it would make them) */
+    be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
+    return rc;
+}
+
+/* mm_rg_search (the tiling of the grid over the ring), remembered for
+ * the compile as mm_block's searches are, in the same memo: its key is
+ * the plan's (it reads the plan's sizes, staging, A's tiles and LX, the
+ * epilogue's loads and expressions, the forced tiling and the LX budget,
+ * all in it) with the grid, and no tile (mt and ns -1, which no block
+ * key has).  Planning asks it for the same grids in the kernel ahead,
+ * both workdiv rounds and both attempts, and codegen once more. */
+int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
+{
+    mm_block_key k;
+    if (mm_plan_key_of(m, &k))
+        return mm_rg_search(m, gm, gn, out);
+    k.gm = gm, k.gn = gn, k.mt = k.ns = -1;
+    const uint64_t h = mm_block_hash(&k);
+    const int found = be_mmblock_find(m->c, &k, sizeof k, h, out);
+    if (found >= 0)
+        return found ? -1 : 0;
+    const int rc = mm_rg_search(m, gm, gn, out);
     be_mmblock_keep(m->c, &k, sizeof k, h, rc ? NULL : out);
     return rc;
 }

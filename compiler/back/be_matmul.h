@@ -274,7 +274,9 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
 /* Tilings: B broadcast to every core (gm x 1r), a grid over the ring
  * (gm x gn r), and whichever of the two work w asks for. */
 int mm_bc_tiling(const mm_plan *m, int64_t gm, mm_tiling *out);
+/* (mm_rg_tiling is mm_rg_search's answer remembered for the compile, be_matmul.c) */
 int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out);
+int mm_rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out);
 /* Can a grid over the ring of gn columns read A as kept tiles (mm_plan.atile)
  * in K chunks of KC rows: does every tile start on a chunk's first stick
  * group (KC 0: the least chunk a streamed tiling takes)? */

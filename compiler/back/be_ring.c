@@ -422,7 +422,7 @@ static int rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling tl, int
  * sticks whose B streams in K chunks (2 to RG_SLOTS slots), the cheapest
  * blocking; or the one a work_div forces; -1 when the scheme does not
  * apply. */
-int mm_rg_tiling(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
+int mm_rg_search(const mm_plan *m, int64_t gm, int64_t gn, mm_tiling *out)
 {
     const be_ctx *c = m->c;
     const int64_t cores = c->cfg->cores, lanes = c->t.lanes16;
@@ -1286,10 +1286,8 @@ static int rg_epilogue(rg_core *g, int64_t b)
  * which has no stream: be_lx_probe); -1 with an error. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
-    rg_core *g = ir_xalloc(sizeof *g); /* zeroed */
-    int rc = rg_setup(g, c, m, core, e);
-    free(g);
-    return rc;
+    rg_core g = {0}; /* (2 KB, on the stack: the LX plan asks this of every core of every product) */
+    return rg_setup(&g, c, m, core, e);
 }
 
 /* B's first K chunks loaded ahead (be_kind.prefetch): after a streamed
