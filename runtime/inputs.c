@@ -55,7 +55,9 @@ static int set_input(rt_program *prog, int i, float *vals, char *err, size_t err
     }
     if (rt_keep_host(prog, i, vals, err, errlen))
         return -1;
-    return rt_write_f32(prog, i, vals, err, errlen);
+    /* from the kept copy: its packed bytes are kept too, so a launch's
+     * upload neither packs again nor faults in a fresh buffer */
+    return rt_write_f32(prog, i, prog->host[i], err, errlen);
 }
 
 int rt_fill_inputs(rt_program *prog, uint64_t seed, char *err, size_t errlen)

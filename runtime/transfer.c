@@ -84,8 +84,8 @@ int rt_write_tensor(rt_program *prog, const char *name, const void *host, isa_ho
         vals = conv;
     }
     int rc = rt_keep_host(prog, i, vals, err, errlen);
-    if (!rc)
-        rc = rt_write_f32(prog, i, vals, err, errlen);
+    if (!rc) /* from the kept copy, so its packed bytes are kept (set_input) */
+        rc = rt_write_f32(prog, i, prog->host[i], err, errlen);
     free(conv);
     return rc;
 }

@@ -1072,11 +1072,36 @@ static int may_copy(sim_ptq *q, pt_worker *w, int core, uint64_t i, const sim_lx
     return 1;
 }
 
+/* Job j's copy buffer r swapped for a done job's that holds n bytes, when
+ * one does: copies fall on other queue slots from run to run, and a run
+ * otherwise grows (and faults in) fresh buffers while the last run's lie
+ * idle.  Jobs below `completed` are the worker's no more; those above
+ * submitted - QUEUE still hold their slots (job submitted - QUEUE's is
+ * the next job's, which a dma.st may be filling). */
+static void reuse_snap(pt_worker *w, pt_job *j, int r, size_t n)
+{
+    const uint64_t done = atomic_load(&w->completed), sub = atomic_load(&w->submitted);
+    for (uint64_t e = done; e-- > 0 && e + QUEUE > sub;) {
+        pt_job *d = &w->jobs[e % QUEUE];
+        for (int k = 0; k < OP_KINDS; k++) {
+            if (d->snap_cap[k] < n)
+                continue;
+            uint8_t *b = d->snap[k];
+            size_t c = d->snap_cap[k];
+            d->snap[k] = j->snap[r], d->snap_cap[k] = j->snap_cap[r];
+            j->snap[r] = b, j->snap_cap[r] = c;
+            return;
+        }
+    }
+}
+
 /* Job j's operand r from LX into its copy (range g at g * len). */
 static void copy_operand(pt_worker *w, pt_job *j, int r, const uint8_t *lx)
 {
     const sim_lx_set *x = &j->ops[r];
     size_t n = (size_t)(x->count * x->len);
+    if (n > j->snap_cap[r])
+        reuse_snap(w, j, r, n);
     if (n > j->snap_cap[r])
         w->snap_bytes += n - j->snap_cap[r];
     j->snap[r] = sim_buf_room(j->snap[r], &j->snap_cap[r], n);
@@ -1134,6 +1159,12 @@ void sim_pt_drain(sim *s)
     s->ptq->nstores = 0;
     for (int c = 0; c < s->cfg.cores; c++)
         flush_dirty(s, c, 0, UINT64_MAX);
+    /* The next run takes cache entries in the order this one did, so it
+     * finds their buffers grown and faulted in already (the workers are
+     * idle: the next submit publishes this). */
+    for (int i = 0; i < s->ptq->n; i++)
+        for (int k = 0; k < OP_KINDS; k++)
+            memset(s->ptq->w[i].bufs.next[k], 0, (size_t)s->cfg.cores * sizeof *s->ptq->w[i].bufs.next[k]);
 }
 
 void sim_pt_stop(sim *s)

@@ -10,6 +10,7 @@
  * Sticks are grouped in blocks of BLOCK_STICKS; a block whose sticks all
  * share one state keeps it once, so a DMA or PT access over whole blocks
  * costs one check per block instead of one per stick. */
+#define _DEFAULT_SOURCE /* mmap(MAP_ANONYMOUS) */
 #include "internal.h"
 
 #include <assert.h>
@@ -17,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__)
+#include <sys/mman.h>
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -126,12 +130,40 @@ static void *xcalloc(size_t n, size_t sz)
 
 static uint32_t *clock_of(sim_race *r, int g) { return r->vc + (size_t)g * (size_t)r->nunits; }
 
-/* An array of n space shadows, and what each holds. */
-static void free_shadows(space_shadow *v, uint64_t n)
+/* n zeroed sticks, mapped straight from the host so that only the pages
+ * of the blocks a program splits cost anything (a calloc from malloc's
+ * heap clears them all first: mostly uniform blocks never touch them). */
+static shadow *sticks_zeroed(size_t n)
+{
+#if defined(MAP_ANONYMOUS)
+    void *m = mmap(NULL, n * sizeof(shadow), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        fprintf(stderr, "spyre: out of host memory (race detector)\n");
+        abort();
+    }
+    return m;
+#else
+    return xcalloc(n, sizeof(shadow));
+#endif
+}
+
+static void sticks_free(shadow *v, size_t n)
+{
+#if defined(MAP_ANONYMOUS)
+    if (v)
+        munmap(v, n * sizeof *v);
+#else
+    (void)n;
+    free(v);
+#endif
+}
+
+/* An array of n space shadows of `sticks` sticks each, and what each holds. */
+static void free_shadows(space_shadow *v, uint64_t n, size_t sticks)
 {
     for (uint64_t i = 0; i < n; i++) {
         free(v[i].blocks);
-        free(v[i].sticks);
+        sticks_free(v[i].sticks, sticks);
     }
     free(v);
 }
@@ -148,8 +180,8 @@ void sim_race_free(sim *s)
         free(r->all[i]);
     free(r->all);
     free(r->snap);
-    free_shadows(r->lx, (uint64_t)s->cfg.cores);
-    free_shadows(r->dram, r->dram_pages);
+    free_shadows(r->lx, (uint64_t)s->cfg.cores, (size_t)(s->cfg.lx_bytes / s->cfg.stick_bytes));
+    free_shadows(r->dram, r->dram_pages, r->sticks_per_page);
     free(r->vc);
     free(r);
     s->race = NULL;
@@ -457,7 +489,7 @@ static space_shadow *shadow_of(sim_race *r, size_t sticks, space_shadow *sp)
 {
     if (!sp->blocks) {
         sp->blocks = xcalloc(sticks / BLOCK_STICKS, sizeof *sp->blocks);
-        sp->sticks = xcalloc(sticks, sizeof *sp->sticks);
+        sp->sticks = sticks_zeroed(sticks);
     }
     (void)r;
     return sp;
