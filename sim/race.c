@@ -10,7 +10,6 @@
  * Sticks are grouped in blocks of BLOCK_STICKS; a block whose sticks all
  * share one state keeps it once, so a DMA or PT access over whole blocks
  * costs one check per block instead of one per stick. */
-#define _DEFAULT_SOURCE /* mmap(MAP_ANONYMOUS) */
 #include "internal.h"
 
 #include <assert.h>
@@ -18,9 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__unix__)
-#include <sys/mman.h>
-#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -46,15 +42,21 @@ typedef struct {
 
 #define BLOCK_STICKS 16
 
+/* A block's header.  Headers sit together, apart from the shadows: every
+ * access reads its blocks' headers, and a dense array of them stays in
+ * cache where 72-byte blocks spread over two lines each did not. */
 typedef struct {
     uint32_t gen;     /* run the block belongs to; an older block reads as empty */
-    uint32_t uniform; /* every stick has state `sum` (sticks[] not used) */
-    shadow sum;
+    uint32_t uniform; /* every stick has state sums[block] (sticks[] not used) */
 } block;
 
-/* Shadow of one LX or one DRAM page: blocks and their sticks. */
+/* Shadow of one LX or one DRAM page: block headers, the state of each
+ * uniform block, and the sticks.  Only the headers start zeroed: a sum is
+ * written when its block joins the run, a stick when its block stops
+ * being uniform, before either is read. */
 typedef struct {
     block *blocks;
+    shadow *sums;
     shadow *sticks;
 } space_shadow;
 
@@ -128,42 +130,26 @@ static void *xcalloc(size_t n, size_t sz)
     return p;
 }
 
-static uint32_t *clock_of(sim_race *r, int g) { return r->vc + (size_t)g * (size_t)r->nunits; }
-
-/* n zeroed sticks, mapped straight from the host so that only the pages
- * of the blocks a program splits cost anything (a calloc from malloc's
- * heap clears them all first: mostly uniform blocks never touch them). */
-static shadow *sticks_zeroed(size_t n)
+/* Shadows are 64 bytes: on cache-line boundaries each is one line. */
+static void *xmalloc(size_t n)
 {
-#if defined(MAP_ANONYMOUS)
-    void *m = mmap(NULL, n * sizeof(shadow), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
+    void *p = n ? aligned_alloc(64, (n + 63) / 64 * 64) : NULL;
+    if (!p && n) {
         fprintf(stderr, "spyre: out of host memory (race detector)\n");
         abort();
     }
-    return m;
-#else
-    return xcalloc(n, sizeof(shadow));
-#endif
+    return p;
 }
 
-static void sticks_free(shadow *v, size_t n)
-{
-#if defined(MAP_ANONYMOUS)
-    if (v)
-        munmap(v, n * sizeof *v);
-#else
-    (void)n;
-    free(v);
-#endif
-}
+static uint32_t *clock_of(sim_race *r, int g) { return r->vc + (size_t)g * (size_t)r->nunits; }
 
-/* An array of n space shadows of `sticks` sticks each, and what each holds. */
-static void free_shadows(space_shadow *v, uint64_t n, size_t sticks)
+/* An array of n space shadows, and what each holds. */
+static void free_shadows(space_shadow *v, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++) {
         free(v[i].blocks);
-        sticks_free(v[i].sticks, sticks);
+        free(v[i].sums);
+        free(v[i].sticks);
     }
     free(v);
 }
@@ -180,8 +166,8 @@ void sim_race_free(sim *s)
         free(r->all[i]);
     free(r->all);
     free(r->snap);
-    free_shadows(r->lx, (uint64_t)s->cfg.cores, (size_t)(s->cfg.lx_bytes / s->cfg.stick_bytes));
-    free_shadows(r->dram, r->dram_pages, r->sticks_per_page);
+    free_shadows(r->lx, (uint64_t)s->cfg.cores);
+    free_shadows(r->dram, r->dram_pages);
     free(r->vc);
     free(r);
     s->race = NULL;
@@ -450,24 +436,25 @@ static inline __attribute__((always_inline)) void access_stick(sim *s, shadow *s
 }
 
 /* Sticks [s0, s1) of one block, bytes [lo, hi) of the space. */
-static void access_block(sim *s, sim_race *r, block *b, shadow *sticks, uint64_t bstart, uint64_t s0, uint64_t s1,
-                         int g, const uint32_t *vc, long index, uint64_t lo, uint64_t hi, int is_write, int space)
+static void access_block(sim *s, sim_race *r, block *b, shadow *sum, shadow *sticks, uint64_t bstart, uint64_t s0,
+                         uint64_t s1, int g, const uint32_t *vc, long index, uint64_t lo, uint64_t hi, int is_write,
+                         int space)
 {
     const uint64_t sb = s->cfg.stick_bytes;
     if (b->gen != r->gen) {
-        memset(b, 0, sizeof *b);
+        memset(sum, 0, sizeof *sum);
         b->gen = r->gen;
         b->uniform = 1;
     }
     uint64_t blo = bstart * sb, bhi = (bstart + BLOCK_STICKS) * sb;
     int full = lo <= blo && hi >= bhi;
     if (b->uniform && full) {
-        access_stick(s, &b->sum, g, vc, index, 0, (unsigned)sb, is_write, space, blo);
+        access_stick(s, sum, g, vc, index, 0, (unsigned)sb, is_write, space, blo);
         return;
     }
     if (b->uniform) {
         for (int i = 0; i < BLOCK_STICKS; i++)
-            sticks[i] = b->sum;
+            sticks[i] = *sum;
         b->uniform = 0;
     }
     for (uint64_t st = s0; st < s1; st++) {
@@ -480,7 +467,7 @@ static void access_block(sim *s, sim_race *r, block *b, shadow *sticks, uint64_t
         for (int i = 1; i < BLOCK_STICKS; i++)
             if (memcmp(&sticks[i], &sticks[0], sizeof sticks[0]))
                 return;
-        b->sum = sticks[0];
+        *sum = sticks[0];
         b->uniform = 1;
     }
 }
@@ -489,7 +476,8 @@ static space_shadow *shadow_of(sim_race *r, size_t sticks, space_shadow *sp)
 {
     if (!sp->blocks) {
         sp->blocks = xcalloc(sticks / BLOCK_STICKS, sizeof *sp->blocks);
-        sp->sticks = sticks_zeroed(sticks);
+        sp->sums = xmalloc(sticks / BLOCK_STICKS * sizeof *sp->sums);
+        sp->sticks = xmalloc(sticks * sizeof *sp->sticks);
     }
     (void)r;
     return sp;
@@ -515,8 +503,8 @@ void sim_race_access(sim *s, sim_core *c, int u, long index, int space, uint64_t
         }
         uint64_t bi = (st - base) / BLOCK_STICKS, bstart = base + bi * BLOCK_STICKS;
         uint64_t s1 = end < bstart + BLOCK_STICKS ? end : bstart + BLOCK_STICKS;
-        access_block(s, r, &sp->blocks[bi], sp->sticks + (bstart - base), bstart, st, s1, g, vc, index, lo, hi,
-                     is_write, space);
+        access_block(s, r, &sp->blocks[bi], &sp->sums[bi], sp->sticks + (bstart - base), bstart, st, s1, g, vc,
+                     index, lo, hi, is_write, space);
         st = s1;
     }
 }
