@@ -140,6 +140,7 @@ struct sim {
     uint64_t weight_bytes, seg_bytes; /* segment offsets [0, weight_bytes) are weights */
     sim_stats *st;
     sim_fault *fault;
+    double run_cycles; /* the last run's length, for the trace written after it */
 };
 
 /* fault.c: record a fault at (core, unit, index); always returns -1.

@@ -155,13 +155,29 @@ static int region_fits(const sim *s, uint64_t base, uint64_t len)
     return base <= s->cfg.dram_bytes && len <= s->cfg.dram_bytes - base;
 }
 
+static int run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
+                       sim_fault *fault);
+
+/* The run's stats and fault belong to the caller (or to run_regions'
+ * frame): the sim keeps only the figures it reads after the run (the
+ * trace's length), never the pointers. */
 int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
                     sim_fault *fault)
 {
     sim_stats local;
-    sim_fault lfault;
     if (!st)
         st = &local;
+    int rc = run_regions(s, p, weights_base, act_base, st, fault);
+    s->run_cycles = st->cycles;
+    s->st = NULL;
+    s->fault = NULL;
+    return rc;
+}
+
+static int run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
+                       sim_fault *fault)
+{
+    sim_fault lfault;
     if (!fault)
         fault = &lfault;
     memset(st, 0, sizeof *st);

@@ -230,7 +230,7 @@ static void emit_kernels(sim *s, const isa_program *p, tw *w)
  * summed in windows of 1/200 of the run (at least one cycle). */
 static void emit_dram(sim *s, tw *w)
 {
-    double total = s->st ? s->st->cycles : 0;
+    double total = s->run_cycles;
     if (total <= 0 || !s->nbw)
         return;
     enum { WINDOWS = 200 };
