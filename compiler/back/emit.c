@@ -238,16 +238,22 @@ static __attribute__((noinline, cold)) void cc_commit_failed(cc_emit *e, const i
     cc_emit_error(e, "instruction %zu: %s", e->sbase + e->s->n, msg);
 }
 
-static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
+/* A ring instruction's core, of the kernel's division, as the chip's. */
+static inline void cc_place(const cc_emit *e, isa_insn *in)
 {
-    if (e->failed)
-        return;
-    isa_insn *in = &e->s->insns[e->s->n];
     if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
         in->core = ((in->core + e->phys - e->core) % n + n) % n;
     }
+}
+
+static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
+{
+    if (e->failed)
+        return;
+    isa_insn *in = &e->s->insns[e->s->n];
+    cc_place(e, in);
     if (!isa_fits(in)) {
         cc_commit_failed(e, in);
         return;
@@ -403,6 +409,44 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
     cc_commit(e);
 }
 
+static inline int ring_fit_same(const cc_ring_fit *x, const cc_ring_fit *y)
+{
+    return !((x->op ^ y->op) | (x->core ^ y->core) | (x->tok ^ y->tok) | (x->run ^ y->run) | (x->n[0] ^ y->n[0]) |
+             (x->n[1] ^ y->n[1]) | (x->ds[0] ^ y->ds[0]) | (x->ds[1] ^ y->ds[1]) | (x->as[0] ^ y->as[0]) |
+             (x->as[1] ^ y->as[1]));
+}
+
+/* cc_commit of a ring instruction.  Its fields other than addresses are
+ * most often those of one of the last two that fit (a ring matmul's
+ * sends alternate between two neighbours, chunk after chunk), and
+ * isa_fits's answer is a function of the fields: then only the addresses
+ * cc_emit_ring set are checked (isa_fits was a third of emitting a send;
+ * the Llama-8B prefill layer emits 480,000).  The one that matched is
+ * kept, the other is the next to replace, and looked at first. */
+static inline void cc_commit_ring(cc_emit *e)
+{
+    if (e->failed)
+        return;
+    isa_insn *in = &e->s->insns[e->s->n];
+    cc_place(e, in);
+    const cc_ring_fit k = {in->op, in->core, in->tok, in->run, {in->n[0], in->n[1]},
+                           {in->ds[0], in->ds[1]}, {in->as[0], in->as[1]}};
+    const int q = e->ring_next;
+    if (isa_addr_fits(&in->d) && isa_addr_fits(&in->a) &&
+        (ring_fit_same(&k, &e->ring_fit[q]) || ring_fit_same(&k, &e->ring_fit[q ^ 1]))) {
+        e->ring_next = ring_fit_same(&k, &e->ring_fit[q]) ? q ^ 1 : q;
+        e->s->n++;
+        return;
+    }
+    if (!isa_fits(in)) {
+        cc_commit_failed(e, in);
+        return;
+    }
+    e->ring_fit[q] = k;
+    e->ring_next = q ^ 1;
+    e->s->n++;
+}
+
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
 {
     if (sh->levels > 2) {
@@ -420,7 +464,7 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
         in->ds[l] = sh->ds[l];
         in->as[l] = sh->as[l];
     }
-    cc_commit(e);
+    cc_commit_ring(e);
 }
 
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
