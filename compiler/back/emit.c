@@ -432,11 +432,12 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
     cc_commit(e);
 }
 
-static inline int ring_fit_same(const cc_ring_fit *x, const cc_ring_fit *y)
+/* Are instruction in's fields but its addresses those of y? */
+static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
 {
-    return !((x->op ^ y->op) | (x->core ^ y->core) | (x->tok ^ y->tok) | (x->run ^ y->run) | (x->n[0] ^ y->n[0]) |
-             (x->n[1] ^ y->n[1]) | (x->ds[0] ^ y->ds[0]) | (x->ds[1] ^ y->ds[1]) | (x->as[0] ^ y->as[0]) |
-             (x->as[1] ^ y->as[1]));
+    return !((in->op ^ y->op) | (in->core ^ y->core) | (in->tok ^ y->tok) | (in->run ^ y->run) | (in->n[0] ^ y->n[0]) |
+             (in->n[1] ^ y->n[1]) | (in->ds[0] ^ y->ds[0]) | (in->ds[1] ^ y->ds[1]) | (in->as[0] ^ y->as[0]) |
+             (in->as[1] ^ y->as[1]));
 }
 
 /* cc_commit of a ring instruction.  Its fields other than addresses are
@@ -452,12 +453,10 @@ static inline void cc_commit_ring(cc_emit *e)
         return;
     isa_insn *in = &e->s->insns[e->s->n];
     cc_place(e, in);
-    const cc_ring_fit k = {in->op, in->core, in->tok, in->run, {in->n[0], in->n[1]},
-                           {in->ds[0], in->ds[1]}, {in->as[0], in->as[1]}};
     const int q = e->ring_next;
-    if (isa_addr_fits(&in->d) && isa_addr_fits(&in->a) &&
-        (ring_fit_same(&k, &e->ring_fit[q]) || ring_fit_same(&k, &e->ring_fit[q ^ 1]))) {
-        e->ring_next = ring_fit_same(&k, &e->ring_fit[q]) ? q ^ 1 : q;
+    const int hit = ring_fit_same(in, &e->ring_fit[q]) ? q : ring_fit_same(in, &e->ring_fit[q ^ 1]) ? q ^ 1 : -1;
+    if (hit >= 0 && isa_addr_fits(&in->d) && isa_addr_fits(&in->a)) {
+        e->ring_next = hit ^ 1;
         e->s->n++;
         return;
     }
@@ -465,7 +464,8 @@ static inline void cc_commit_ring(cc_emit *e)
         cc_commit_failed(e, in);
         return;
     }
-    e->ring_fit[q] = k;
+    e->ring_fit[q] = (cc_ring_fit){in->op, in->core, in->tok, in->run, {in->n[0], in->n[1]},
+                                   {in->ds[0], in->ds[1]}, {in->as[0], in->as[1]}};
     e->ring_next = q ^ 1;
     e->s->n++;
 }
