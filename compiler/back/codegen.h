@@ -80,10 +80,13 @@ typedef struct {
 } cc_sfp_tally;
 
 /* A ring instruction's fields other than its addresses, as cc_emit_ring
- * sets them (the rest are the op's defaults).  op 0 is no ring op, so a
- * zeroed one matches none. */
+ * sets them (the rest are the op's defaults): op and tok as the
+ * instruction's first 8 bytes, the two levels' counts and strides as
+ * they lie in it (compared 16 bytes at a time).  op 0 is no ring op, so
+ * a zeroed one matches none. */
 typedef struct {
-    int64_t op, core, tok, run, n[2], ds[2], as[2];
+    uint64_t optok;
+    int64_t core, run, n[2], ds[2], as[2];
 } cc_ring_fit;
 
 typedef struct {

@@ -4,6 +4,7 @@
 #include "codegen.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,12 +433,18 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
     cc_commit(e);
 }
 
-/* Are instruction in's fields but its addresses those of y? */
+/* Are instruction in's fields but its addresses those of y?  (Two words
+ * and three 16-byte pairs: field by field, the compare was most of
+ * cc_commit_ring's time.) */
+typedef int64_t cc_pair __attribute__((vector_size(16), aligned(8), may_alias));
 static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
 {
-    return !((in->op ^ y->op) | (in->core ^ y->core) | (in->tok ^ y->tok) | (in->run ^ y->run) | (in->n[0] ^ y->n[0]) |
-             (in->n[1] ^ y->n[1]) | (in->ds[0] ^ y->ds[0]) | (in->ds[1] ^ y->ds[1]) | (in->as[0] ^ y->as[0]) |
-             (in->as[1] ^ y->as[1]));
+    _Static_assert(offsetof(isa_insn, op) == 0 && offsetof(isa_insn, tok) == 4, "op and tok lead isa_insn");
+    uint64_t optok;
+    memcpy(&optok, in, sizeof optok);
+    const cc_pair v = (*(const cc_pair *)in->n ^ *(const cc_pair *)y->n) | (*(const cc_pair *)in->ds ^ *(const cc_pair *)y->ds) |
+                      (*(const cc_pair *)in->as ^ *(const cc_pair *)y->as);
+    return !((optok ^ y->optok) | (uint64_t)((in->core ^ y->core) | (in->run ^ y->run) | v[0] | v[1]));
 }
 
 /* cc_commit of a ring instruction.  Its fields other than addresses are
@@ -464,8 +471,9 @@ static inline void cc_commit_ring(cc_emit *e)
         cc_commit_failed(e, in);
         return;
     }
-    e->ring_fit[q] = (cc_ring_fit){in->op, in->core, in->tok, in->run, {in->n[0], in->n[1]},
-                                   {in->ds[0], in->ds[1]}, {in->as[0], in->as[1]}};
+    cc_ring_fit *k = &e->ring_fit[q];
+    memcpy(&k->optok, in, sizeof k->optok);
+    *k = (cc_ring_fit){k->optok, in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]}, {in->as[0], in->as[1]}};
     e->ring_next = q ^ 1;
     e->s->n++;
 }
