@@ -442,7 +442,8 @@ static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
     _Static_assert(offsetof(isa_insn, op) == 0 && offsetof(isa_insn, tok) == 4, "op and tok lead isa_insn");
     uint64_t optok;
     memcpy(&optok, in, sizeof optok);
-    const cc_pair v = (*(const cc_pair *)in->n ^ *(const cc_pair *)y->n) | (*(const cc_pair *)in->ds ^ *(const cc_pair *)y->ds) |
+    const cc_pair v = (*(const cc_pair *)in->n ^ *(const cc_pair *)y->n) |
+                      (*(const cc_pair *)in->ds ^ *(const cc_pair *)y->ds) |
                       (*(const cc_pair *)in->as ^ *(const cc_pair *)y->as);
     return !((optok ^ y->optok) | (uint64_t)((in->core ^ y->core) | (in->run ^ y->run) | v[0] | v[1]));
 }
@@ -473,7 +474,8 @@ static inline void cc_commit_ring(cc_emit *e)
     }
     cc_ring_fit *k = &e->ring_fit[q];
     memcpy(&k->optok, in, sizeof k->optok);
-    *k = (cc_ring_fit){k->optok, in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]}, {in->as[0], in->as[1]}};
+    *k = (cc_ring_fit){k->optok, in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]},
+                       {in->as[0], in->as[1]}};
     e->ring_next = q ^ 1;
     e->s->n++;
 }
