@@ -227,7 +227,7 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
 }
 
 #define ADDR_REG_BITS 4
-#define ADDR_OFF_BITS 40
+#define ADDR_OFF_BITS ISA_ADDR_OFF_BITS
 
 static int check_operand(const isa_insn *in, const isa_operand *o, char *err, size_t len)
 {
@@ -347,7 +347,7 @@ int isa_fits(const isa_insn *in)
     }
     for (int i = 0; i < c->naddr; i++) {
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        if ((uint64_t)a->reg >= ISA_NREGS || (uint64_t)a->off >= (1ull << ADDR_OFF_BITS))
+        if (!isa_addr_fits(a))
             return 0;
     }
     return 1;
@@ -368,7 +368,7 @@ int isa_check_addrs(const isa_insn *in, char *err, size_t errlen)
     int ok = 1;
     for (int i = 0; i < c->naddr; i++) {
         const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        ok &= ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ADDR_OFF_BITS));
+        ok &= isa_addr_fits(a);
     }
     return ok ? 0 : isa_check(in, err, errlen); /* the message */
 }

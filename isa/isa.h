@@ -374,6 +374,13 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
 int isa_check(const isa_insn *in, char *err, size_t errlen);
 /* isa_check without its message: 1 when every operand fits its field. */
 int isa_fits(const isa_insn *in);
+/* Bits of an address operand's offset: it is in [0, 2^ISA_ADDR_OFF_BITS). */
+#define ISA_ADDR_OFF_BITS 40
+/* Does address operand a fit its field (a register r0..r15, an offset in range)? */
+static inline int isa_addr_fits(const isa_addr *a)
+{
+    return ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ISA_ADDR_OFF_BITS));
+}
 /* isa_check of the address operands alone, for an instruction whose other
  * operands passed it before (a copy given other addresses). */
 int isa_check_addrs(const isa_insn *in, char *err, size_t errlen);

@@ -84,7 +84,7 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
 /* A dma.ld's or dma.st's DRAM sticks (this and bd_table apart from
  * bd_insn: their registers made every instruction's call save and
  * restore six). */
-static __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, int core)
+__attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, int core)
 {
     const int64_t *r = b->regs[core];
     const int st = in->op == ISA_OP_DMA_ST;
@@ -111,7 +111,7 @@ static __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, in
 
 /* A dma.gather's or dma.scatter's: the rows it picks are data, so any
  * row of the table. */
-static __attribute__((noinline)) void bd_table(bd_state *b, const isa_insn *in, int core)
+__attribute__((noinline)) void bd_table(bd_state *b, const isa_insn *in, int core)
 {
     const int sc = in->op == ISA_OP_DMA_SCATTER;
     const isa_addr *t = sc ? &in->d : &in->a;
@@ -121,40 +121,6 @@ static __attribute__((noinline)) void bd_table(bd_state *b, const isa_insn *in, 
     for (int l = 0; l < 2; l++)
         *(step[l] < 0 ? &lo : &hi) += step[l];
     bd_add(b, core, sc, lo / b->stick, cc_ceil_div(hi, b->stick));
-}
-
-/* One instruction of core `core` that is no sequencer control (bd_collect
- * runs those): the DRAM sticks it touches, its ring use, its tokens. */
-int bd_insn(bd_state *b, const isa_insn *in, int core)
-{
-    switch (in->op) {
-    case ISA_OP_LI:
-    case ISA_OP_ADDI:
-    case ISA_OP_LOOP:
-    case ISA_OP_ENDL:
-        return -1;
-    case ISA_OP_DMA_LD:
-    case ISA_OP_DMA_ST:
-        bd_dma(b, in, core);
-        break;
-    case ISA_OP_DMA_GATHER:
-    case ISA_OP_DMA_SCATTER:
-        bd_table(b, in, core);
-        break;
-    case ISA_OP_RING_SEND:
-    case ISA_OP_RING_RED:
-        b->kring = 1;
-        b->unmarked[core * b->ncores + in->core] = in->tok >= b->ntok;
-        if (in->tok < b->ntok)
-            b->tokbal[in->core * b->ntok + in->tok]++;
-        break;
-    case ISA_OP_SIG:
-    case ISA_OP_WAIT:
-        if (in->tok < b->ntok)
-            b->tokbal[core * b->ntok + in->tok] += in->op == ISA_OP_SIG ? 1 : -1;
-        break;
-    }
-    return 0;
 }
 
 /* Run core `core`'s instructions from `first` on as its sequencer would

@@ -290,6 +290,11 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
  * was 8% of the Llama-8B prefill layer's compile). */
 typedef uint64_t rr_pair __attribute__((vector_size(16), aligned(8), may_alias));
 #define RR_NPAIRS RR_NWORDS /* at most (a pair per word with a field) */
+/* Pairs every op has (padded with pairs that compare nothing): insn_same
+ * compares them without a loop.  A wait or sig has two (op and tok; u),
+ * and they are two in three of the prefill layer's instructions: the loop
+ * over them was half of comparing one. */
+#define RR_PAIRS_FIRST 2
 typedef struct {
     int naddr;
     int fixed;                    /* a sequencer instruction that never repeats in a loop (ent_same) */
@@ -339,6 +344,11 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
         f->pair[f->np] = (uint16_t)(at * sizeof m);
         f->pmask[f->np++] = pm;
         w = at + 1;
+    }
+    /* at least RR_PAIRS_FIRST, the rest comparing nothing (a mask of 0) */
+    for (; f->np < RR_PAIRS_FIRST; f->np++) {
+        f->pair[f->np] = 0;
+        f->pmask[f->np] = (rr_pair){0, 0};
     }
 }
 
@@ -396,8 +406,10 @@ static inline int insn_same(const isa_insn *x, const isa_insn *y)
         return 0;
     const rr_opfields *f = fields_of(x->op);
     const char *p = (const char *)x, *q = (const char *)y;
-    rr_pair diff = {0, 0};
-    for (int i = 0; i < f->np; i++)
+    _Static_assert(RR_PAIRS_FIRST == 2, "insn_same compares the first two pairs unrolled");
+    rr_pair diff = ((*(const rr_pair *)(p + f->pair[0]) ^ *(const rr_pair *)(q + f->pair[0])) & f->pmask[0]) |
+                   ((*(const rr_pair *)(p + f->pair[1]) ^ *(const rr_pair *)(q + f->pair[1])) & f->pmask[1]);
+    for (int i = RR_PAIRS_FIRST; i < f->np; i++)
         diff |= (*(const rr_pair *)(p + f->pair[i]) ^ *(const rr_pair *)(q + f->pair[i])) & f->pmask[i];
     return !(diff[0] | diff[1]);
 }

@@ -986,6 +986,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
         cc_emit_sig(e, ISA_U_DMAI, g->loaded);
     if (g->i == g->mid)
         cc_emit_wait(e, ISA_U_RING, g->loaded);
+    const cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0); /* every stick group's sends' */
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
@@ -994,9 +995,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
                           : g->cp.cns[u] > 0 && g->cp.last[u] == pc)
                 cc_emit_sig(e, ISA_U_RING, g->have[u]);
         const int64_t at = bat + pc * bs;
-        cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0);
         for (int h0 = 0; h0 < 2; h0++) { /* odd columns send down first: the columns share links */
-            const int h = (int)((h0 + g->j) % 2);
+            const int h = (int)((h0 + g->j) & 1);
             if (g->down[h] < 0)
                 continue;
             if (stream && pc == 0 && step - g->npre >= g->mc.tl.slots)

@@ -4,6 +4,7 @@
 #include "codegen.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,16 +239,22 @@ static __attribute__((noinline, cold)) void cc_commit_failed(cc_emit *e, const i
     cc_emit_error(e, "instruction %zu: %s", e->sbase + e->s->n, msg);
 }
 
-static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
+/* A ring instruction's core, of the kernel's division, as the chip's. */
+static inline void cc_place(const cc_emit *e, isa_insn *in)
 {
-    if (e->failed)
-        return;
-    isa_insn *in = &e->s->insns[e->s->n];
     if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
         in->core = ((in->core + e->phys - e->core) % n + n) % n;
     }
+}
+
+static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
+{
+    if (e->failed)
+        return;
+    isa_insn *in = &e->s->insns[e->s->n];
+    cc_place(e, in);
     if (!isa_fits(in)) {
         cc_commit_failed(e, in);
         return;
@@ -370,7 +377,10 @@ static inline int tok_fits(cc_emit *e, int op, isa_unit u, int tok)
     return tok >= 0 && tok < *fit; /* (a negative one takes cc_commit's check and message) */
 }
 
-static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
+/* emit_tok's way when its fast one is not open: a token not allocated
+ * (the message), a failed emitter, a unit or token outside tok_fits, a
+ * full stream. */
+static __attribute__((noinline)) void emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
 {
     /* the tokens above tok_cap no kernel takes: they signal across kernels */
     if (tok < 0 || (tok >= e->ntokens && !(e->tok_cap && tok >= e->tok_cap && tok < cc_tokens(e->cfg)))) {
@@ -384,6 +394,26 @@ static void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
         e->s->n++; /* cc_commit's check passes, and a sync op is no ring op to move */
     else
         cc_commit(e);
+}
+
+/* A wait or sig: an allocated token that fits (tok_fits, known: the
+ * defaults are made), in room the stream has, is the op's default with u
+ * and tok set, counted in without cc_commit.  This way keeps no
+ * registers to save (two in three of the prefill layer's instructions
+ * are waits and sigs: the way through cc_new and cc_commit's tests was
+ * half of emitting one). */
+static inline void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
+{
+    isa_stream *s = e->s;
+    if (tok >= 0 && tok < e->ntokens && (unsigned)u <= ISA_U_SEQ && tok < e->tok_fit[op == ISA_OP_SIG][u] &&
+        !e->failed && s->n < s->cap) {
+        isa_insn *in = &s->insns[s->n++];
+        isa_insn_copy(in, &isa_insn_defaults[op]);
+        in->u = u;
+        in->tok = tok;
+        return;
+    }
+    emit_tok_slow(e, op, u, tok);
 }
 
 void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_WAIT, u, tok); }
@@ -403,6 +433,53 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
     cc_commit(e);
 }
 
+/* Are instruction in's fields but its addresses those of y?  (Two words
+ * and three 16-byte pairs: field by field, the compare was most of
+ * cc_commit_ring's time.) */
+typedef int64_t cc_pair __attribute__((vector_size(16), aligned(8), may_alias));
+static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
+{
+    _Static_assert(offsetof(isa_insn, op) == 0 && offsetof(isa_insn, tok) == 4, "op and tok lead isa_insn");
+    uint64_t optok;
+    memcpy(&optok, in, sizeof optok);
+    const cc_pair v = (*(const cc_pair *)in->n ^ *(const cc_pair *)y->n) |
+                      (*(const cc_pair *)in->ds ^ *(const cc_pair *)y->ds) |
+                      (*(const cc_pair *)in->as ^ *(const cc_pair *)y->as);
+    return !((optok ^ y->optok) | (uint64_t)((in->core ^ y->core) | (in->run ^ y->run) | v[0] | v[1]));
+}
+
+/* cc_commit of a ring instruction.  Its fields other than addresses are
+ * most often those of one of the last two that fit (a ring matmul's
+ * sends alternate between two neighbours, chunk after chunk), and
+ * isa_fits's answer is a function of the fields: then only the addresses
+ * cc_emit_ring set are checked (isa_fits was a third of emitting a send;
+ * the Llama-8B prefill layer emits 480,000).  The one that matched is
+ * kept, the other is the next to replace, and looked at first. */
+static inline void cc_commit_ring(cc_emit *e)
+{
+    if (e->failed)
+        return;
+    isa_insn *in = &e->s->insns[e->s->n];
+    cc_place(e, in);
+    const int q = e->ring_next;
+    const int hit = ring_fit_same(in, &e->ring_fit[q]) ? q : ring_fit_same(in, &e->ring_fit[q ^ 1]) ? q ^ 1 : -1;
+    if (hit >= 0 && isa_addr_fits(&in->d) && isa_addr_fits(&in->a)) {
+        e->ring_next = hit ^ 1;
+        e->s->n++;
+        return;
+    }
+    if (!isa_fits(in)) {
+        cc_commit_failed(e, in);
+        return;
+    }
+    cc_ring_fit *k = &e->ring_fit[q];
+    memcpy(&k->optok, in, sizeof k->optok);
+    *k = (cc_ring_fit){k->optok, in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]},
+                       {in->as[0], in->as[1]}};
+    e->ring_next = q ^ 1;
+    e->s->n++;
+}
+
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
 {
     if (sh->levels > 2) {
@@ -420,7 +497,7 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
         in->ds[l] = sh->ds[l];
         in->as[l] = sh->as[l];
     }
-    cc_commit(e);
+    cc_commit_ring(e);
 }
 
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
