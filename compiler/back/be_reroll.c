@@ -1298,12 +1298,16 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             isa_insn *in = isa_stream_room(o->s);
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
+            int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
             for (int q = 0; q < f->naddr; q++) {
                 isa_addr *a = addr_at(in, f->addr[q]);
                 a->reg = k->areg[q];
                 a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
+                fits &= isa_addr_fits(a);
             }
-            commit_copy(o);
+            if (!fits)
+                commit_failed(o);
+            o->s->n++;
         }
     }
     o->ks->unrolled += t->unrolled;
