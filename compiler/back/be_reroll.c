@@ -420,19 +420,20 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-/* Hash of an instruction's every field but its addresses.  A word's
- * high half folded onto its low (a bijection): mix's low bits, which
- * index the hash tables, see little of its input's high bits (without,
- * the shape table probed 2.7 times as long). */
+/* Hash of an instruction's every field but its addresses: a multiply per
+ * word and the high bits folded down once at the end (mm_block_hash's
+ * way; mix per word was a serial chain three times as long).  The fold
+ * matters: the low bits, which index the hash tables, see nothing of the
+ * words' high bits before it (without a fold, the shape table probed 2.7
+ * times as long). */
 static uint64_t insn_key(const isa_insn *in)
 {
     const rr_opfields *f = fields_of(in->op);
-    uint64_t h = mix(0x5eed, (uint64_t)in->op);
-    for (int i = 0; i < f->nw; i++) {
-        const uint64_t w = word_at(in, f, i);
-        h = mix(h, w ^ w >> 32);
-    }
-    return h;
+    uint64_t h = ((uint64_t)in->op + 0x5eed) * 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < f->nw; i++)
+        h = (h ^ word_at(in, f, i)) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
 }
 
 static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
@@ -1297,12 +1298,16 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             isa_insn *in = isa_stream_room(o->s);
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
+            int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
             for (int q = 0; q < f->naddr; q++) {
                 isa_addr *a = addr_at(in, f->addr[q]);
                 a->reg = k->areg[q];
                 a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
+                fits &= isa_addr_fits(a);
             }
-            commit_copy(o);
+            if (!fits)
+                commit_failed(o);
+            o->s->n++;
         }
     }
     o->ks->unrolled += t->unrolled;
