@@ -170,6 +170,16 @@ static isa_insn *emit_f32_product(isa_program *p, int64_t d, int64_t b, int m, i
     return mm;
 }
 
+/* Row r of A (k wide) times column c of B (n wide), in double: the
+ * reference a product's fp32 sums are held to. */
+static double ref_dot(const float *A, const float *B, int r, int c, int k, int n)
+{
+    double ref = 0;
+    for (int j = 0; j < k; j++)
+        ref += (double)A[r * k + j] * B[j * n + c];
+    return ref;
+}
+
 static void test_accumulating_onto_sums_written_in_column_blocks_adds_every_block(void)
 {
     /* fp32 sums written as two 32-column blocks, then one product adds onto
@@ -202,9 +212,7 @@ static void test_accumulating_onto_sums_written_in_column_blocks_adds_every_bloc
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     for (int r = 0; r < M; r++)
         for (int c = 0; c < N; c++) {
-            double ref = 0;
-            for (int j = 0; j < 64; j++)
-                ref += (double)A[r][j] * B[j][c];
+            const double ref = ref_dot(&A[0][0], &B[0][0], r, c, 64, N);
             float got;
             memcpy(&got, lx + 0x10000 + (c / 32) * 0x1000 + r * 128 + (c % 32) * 4, 4);
             CU_ASSERT_DOUBLE_EQUAL(got, 2 * ref, 1e-4); /* fp32 sums of DL16 products: only rounding order differs */
@@ -266,9 +274,7 @@ static void test_pt_matmul_matches_hand_computation(void)
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
     for (int r = 0; r < m; r++)
         for (int c = 0; c < n; c++) {
-            double ref = 0;
-            for (int j = 0; j < k; j++)
-                ref += (double)A[r][j] * B[j][c];
+            const double ref = ref_dot(&A[0][0], &B[0][0], r, c, k, n);
             float part;
             memcpy(&part, lx + 0x10000 + r * 128 + c * 4, 4);
             CU_ASSERT_DOUBLE_EQUAL(part, ref, 1e-4);
@@ -386,9 +392,7 @@ static void test_fp32_sums_reach_dma_and_a_later_load_overwrites_them(void)
     sim_dram_read(s, 0x8000, out, sizeof out);
     for (int r = 0; r < m; r++)
         for (int c = 0; c < n; c++) {
-            double ref = 0;
-            for (int j = 0; j < k; j++)
-                ref += (double)A[r][j] * B[j][c];
+            const double ref = ref_dot(&A[0][0], &B[0][0], r, c, k, n);
             CU_ASSERT_DOUBLE_EQUAL(out[r][c], ref, 1e-4); /* fp32 sums of DL16 products */
         }
     CU_ASSERT_EQUAL(memcmp(lx + 0x10000, src, sizeof src), 0);
