@@ -7,8 +7,8 @@
  * of a core with products queued is a job too, after them: later DRAM
  * accesses to its bytes wait for it instead. */
 #include "internal.h"
+#include "ptprod.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -419,37 +419,6 @@ static uint64_t gather_sums(pt_bufs *bf, const pt_job *j, const op_cache *pc, fl
     return have;
 }
 
-/* C (m x n) = A (m x k) B (k x n), plus C when acc, in column blocks of
- * at most SMALL_MNK multiply-adds: OpenBLAS (0.3.21, Skylake-X and later)
- * runs products up to that size in its "small" kernel, straight from A
- * and B, and larger ones through its packing driver, which copies them
- * first (a GEMM's 64 x 64 by 64 x 256 product, 1.05 M, took 21 us whole
- * and 18.4 us as two halves).
- * Every C element is still one sum over k in order, so the bits are the
- * same as one call's: only up to SPLIT_K, as past OpenBLAS's K block
- * (384 and up here) the packing driver adds each block's sums to C and
- * the small kernel does not.  Blocks are 16 columns times a power of two
- * (a 256 x 64 by 64 x 256 product: 8% faster in blocks of 32, 2% in
- * blocks of 48), keeping B's and C's rows on 64-byte boundaries; a
- * product too big for 16 columns stays whole. */
-#define SMALL_MNK 1000000.0
-#define SPLIT_K 256
-
-static void product(const float *A, const float *B, float *C, int64_t m, int64_t n, int64_t k, int acc)
-{
-    const double mnk = (double)m * (double)n * (double)k;
-    int64_t w = n;
-    if (k <= SPLIT_K && mnk > SMALL_MNK) {
-        const int64_t parts = (int64_t)((mnk + SMALL_MNK - 1) / SMALL_MNK), most = n / parts;
-        for (w = 16; w * 2 <= most;)
-            w *= 2;
-        w = most < 16 ? n : w;
-    }
-    for (int64_t c = 0; c < n; c += w)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)(n - c < w ? n - c : w), (int)k, 1.0f, A,
-                    (int)k, B + c, (int)n, acc ? 1.0f : 0.0f, C + c, (int)n);
-}
-
 /* d := (acc ? p : 0) + a x b on one core's LX (layouts in isa.h; ops[] the
  * sticks of a, b, p and d).  The sums are made in a P entry: the one that
  * holds p already (acc, the version matches), else the next one, p copied
@@ -487,7 +456,7 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
                 copy_rows(C + g * l32, n * 4, src.at + g * src.pitch, sb, m, w * 4);
         }
     }
-    product(A, B, C, m, n, k, acc);
+    sim_pt_product(A, B, C, m, n, k, acc);
     if (out32) {
         pc->key = dk;
         pc->gen = gen_d;

@@ -158,8 +158,8 @@ static int region_fits(const sim *s, uint64_t base, uint64_t len)
 static int run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
                        sim_fault *fault);
 
-/* The run's stats and fault belong to the caller (or to run_regions'
- * frame): the sim keeps only the figures it reads after the run (the
+/* The run's stats and fault belong to the caller (or, when it passes
+ * none, to this function's and run_regions' frames): the sim keeps only the figures it reads after the run (the
  * trace's length), never the pointers. */
 int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
                     sim_fault *fault)

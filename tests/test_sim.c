@@ -1,11 +1,13 @@
 /* test_sim.c: the simulator: device DRAM, every unit's semantics on small
  * hand-built programs, and the rule checks. */
 #include <CUnit/CUnit.h>
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptprod.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -178,6 +180,34 @@ static double ref_dot(const float *A, const float *B, int r, int c, int k, int n
     for (int j = 0; j < k; j++)
         ref += (double)A[r * k + j] * B[j * n + c];
     return ref;
+}
+
+/* A PT product may be cut into column blocks for OpenBLAS's sake; its sums
+ * must be one cblas_sgemm call's bit for bit on this host, whatever kernel
+ * the host's OpenBLAS picks (the same library on both sides: no bits are
+ * compared across machines). */
+static void test_pt_product_gives_one_sgemm_calls_bits(void)
+{
+    static const int64_t shapes[][3] = {{64, 256, 64}, {64, 512, 64}, {128, 256, 64}, {256, 256, 64},
+                                        {64, 256, 256}, {32, 1024, 128}, {64, 256, 384}, {8, 64, 8}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(k * n));
+        float *C = malloc(sizeof(float) * (size_t)(m * n)), *W = malloc(sizeof(float) * (size_t)(m * n));
+        for (int64_t e = 0; e < m * k; e++)
+            A[e] = (float)((e * 37 % 101) - 50) / 17.0f;
+        for (int64_t e = 0; e < k * n; e++)
+            B[e] = (float)((e * 53 % 97) - 48) / 13.0f;
+        for (int acc = 0; acc <= 1; acc++) {
+            for (int64_t e = 0; e < m * n; e++)
+                C[e] = W[e] = (float)(e % 11) / 3.0f;
+            sim_pt_product(A, B, C, m, n, k, acc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                        acc ? 1.0f : 0.0f, W, (int)n);
+            CU_ASSERT_EQUAL(memcmp(C, W, sizeof(float) * (size_t)(m * n)), 0);
+        }
+        free(A), free(B), free(C), free(W);
+    }
 }
 
 static void test_accumulating_onto_sums_written_in_column_blocks_adds_every_block(void)
@@ -1650,6 +1680,7 @@ int main(void)
         {"dram_zero_clears_its_range_only", test_dram_zero_clears_its_range_only},
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
+        {"pt_product_gives_one_sgemm_calls_bits", test_pt_product_gives_one_sgemm_calls_bits},
         {"accumulating_onto_sums_written_in_column_blocks_adds_every_block",
          test_accumulating_onto_sums_written_in_column_blocks_adds_every_block},
         {"products_share_a_tile_conversion_only_for_equal_bytes",

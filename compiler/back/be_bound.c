@@ -430,7 +430,7 @@ static int bd_ring_open(bd_state *b)
     return open;
 }
 
-/* Fewer pieces than this are not worth bd_join's table. */
+/* This many pieces or fewer are not worth bd_join's table. */
 enum { BD_JOIN_FROM = 64 };
 
 /* The next kernel ran after a bar (forget what came before) or a fence:
