@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cc.h"
 #include "graph.h"
@@ -440,6 +441,11 @@ void *ir_xalloc(size_t n);           /* calloc that aborts when out of memory */
 void *ir_xmalloc(size_t n);          /* the same, not zeroed: for large buffers written before read */
 void *ir_xgrow(void *p, int *cap, int need, size_t elem);
 char *ir_xstrdup(const char *s);
+/* Are names a and b equal?  Their first letters compared before the call:
+ * the op and value tables are searched name by name, and most names
+ * differ there (187 strcmp calls a node of an op without a decomposition
+ * rule were 0.5% of the Llama-8B decode step's compile). */
+static inline int ir_name_eq(const char *a, const char *b) { return a[0] == b[0] && !strcmp(a, b); }
 char *ir_xsprintf(const char *fmt, ...); /* a new string of any length */
 void ir_arena_free(ir_arena *A);
 

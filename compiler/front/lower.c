@@ -2499,8 +2499,7 @@ static void lower_node(lctx *c, int id)
         return;
     }
     size_t i = 0;
-    while (i < sizeof lowerings / sizeof lowerings[0] &&
-           (lowerings[i].op[0] != n->base[0] || strcmp(lowerings[i].op, n->base))) /* first letters first */
+    while (i < sizeof lowerings / sizeof lowerings[0] && !ir_name_eq(lowerings[i].op, n->base))
         i++;
     if (i == sizeof lowerings / sizeof lowerings[0]) {
         ir_refuse(c->p, c->p->dfrom[id], "the compiler does not lower %s", n->op);
