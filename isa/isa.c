@@ -227,7 +227,6 @@ static int check_value(const isa_operand *o, int64_t v, char *err, size_t len)
 }
 
 #define ADDR_REG_BITS 4
-#define ADDR_OFF_BITS ISA_ADDR_OFF_BITS
 
 static int check_operand(const isa_insn *in, const isa_operand *o, char *err, size_t len)
 {
@@ -237,7 +236,7 @@ static int check_operand(const isa_insn *in, const isa_operand *o, char *err, si
             isa_errf(err, len, "operand %s: no register r%" PRId64, o->name, a->reg);
             return -1;
         }
-        if (a->off < 0 || (uint64_t)a->off >= (1ull << ADDR_OFF_BITS)) {
+        if (a->off < 0 || (uint64_t)a->off >= (1ull << ISA_ADDR_OFF_BITS)) {
             isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, a->off);
             return -1;
         }
@@ -386,7 +385,7 @@ int isa_encode(const isa_insn *in, uint8_t out[ISA_INSN_BYTES], char *err, size_
         if (o->kind == ISA_K_ADDR) {
             const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
             put_bits(out, pos, ADDR_REG_BITS, (uint64_t)a->reg);
-            put_bits(out, pos + ADDR_REG_BITS, ADDR_OFF_BITS, (uint64_t)a->off);
+            put_bits(out, pos + ADDR_REG_BITS, ISA_ADDR_OFF_BITS, (uint64_t)a->off);
         } else if (o->kind == ISA_K_F32) {
             uint32_t u;
             memcpy(&u, (const char *)in + o->offset, 4);
@@ -414,7 +413,7 @@ int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_
         if (o->kind == ISA_K_ADDR) {
             isa_addr *a = (isa_addr *)((char *)out + o->offset);
             a->reg = (int64_t)get_bits(in, pos, ADDR_REG_BITS);
-            a->off = (int64_t)get_bits(in, pos + ADDR_REG_BITS, ADDR_OFF_BITS);
+            a->off = (int64_t)get_bits(in, pos + ADDR_REG_BITS, ISA_ADDR_OFF_BITS);
         } else if (o->kind == ISA_K_F32) {
             uint32_t u = (uint32_t)get_bits(in, pos, 32);
             memcpy((char *)out + o->offset, &u, 4);

@@ -156,25 +156,6 @@ static int region_fits(const sim *s, uint64_t base, uint64_t len)
 }
 
 static int run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
-                       sim_fault *fault);
-
-/* The run's stats and fault belong to the caller (or, when it passes
- * none, to this function's and run_regions' frames): the sim keeps only the figures it reads after the run (the
- * trace's length), never the pointers. */
-int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
-                    sim_fault *fault)
-{
-    sim_stats local;
-    if (!st)
-        st = &local;
-    int rc = run_regions(s, p, weights_base, act_base, st, fault);
-    s->run_cycles = st->cycles;
-    s->st = NULL;
-    s->fault = NULL;
-    return rc;
-}
-
-static int run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
                        sim_fault *fault)
 {
     sim_fault lfault;
@@ -222,6 +203,23 @@ static int run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint
     for (int c = 0; c < s->cfg.dram_channels && c < SIM_DRAM_MAX_CHANNELS; c++)
         st->dram_data_ns += ds->busy_ns[c];
     st->dram_mix_ns = ds->mix_ns;
+    return rc;
+}
+
+/* The run's stats and fault belong to the caller (or, when it passes
+ * none, to this function's and run_regions' frames): the sim keeps only
+ * the figures it reads after the run (the trace's length), never the
+ * pointers. */
+int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_t act_base, sim_stats *st,
+                    sim_fault *fault)
+{
+    sim_stats local;
+    if (!st)
+        st = &local;
+    int rc = run_regions(s, p, weights_base, act_base, st, fault);
+    s->run_cycles = st->cycles;
+    s->st = NULL;
+    s->fault = NULL;
     return rc;
 }
 

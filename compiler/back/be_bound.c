@@ -12,9 +12,7 @@ void bd_begin(bd_state *b, const be_ctx *c)
 {
     memset(b, 0, sizeof *b);
     b->stick = c->t.stick;
-    b->shift = -1;
-    for (int s = 0; s < 62 && b->shift < 0; s++)
-        b->shift = (int64_t)1 << s == b->stick ? s : -1;
+    b->shift = b->stick > 0 && !(b->stick & (b->stick - 1)) ? __builtin_ctzll((unsigned long long)b->stick) : -1;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
     b->ncores = (int)c->cfg->cores;
     b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */

@@ -437,11 +437,18 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
  * and three 16-byte pairs: field by field, the compare was most of
  * cc_commit_ring's time.) */
 typedef int64_t cc_pair __attribute__((vector_size(16), aligned(8), may_alias));
-static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
+/* op and tok, the instruction's first 8 bytes, as one word. */
+static inline uint64_t optok_of(const isa_insn *in)
 {
     _Static_assert(offsetof(isa_insn, op) == 0 && offsetof(isa_insn, tok) == 4, "op and tok lead isa_insn");
     uint64_t optok;
     memcpy(&optok, in, sizeof optok);
+    return optok;
+}
+
+static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
+{
+    const uint64_t optok = optok_of(in);
     const cc_pair v = (*(const cc_pair *)in->n ^ *(const cc_pair *)y->n) |
                       (*(const cc_pair *)in->ds ^ *(const cc_pair *)y->ds) |
                       (*(const cc_pair *)in->as ^ *(const cc_pair *)y->as);
@@ -472,10 +479,8 @@ static inline void cc_commit_ring(cc_emit *e)
         cc_commit_failed(e, in);
         return;
     }
-    cc_ring_fit *k = &e->ring_fit[q];
-    memcpy(&k->optok, in, sizeof k->optok);
-    *k = (cc_ring_fit){k->optok, in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]},
-                       {in->as[0], in->as[1]}};
+    e->ring_fit[q] = (cc_ring_fit){optok_of(in), in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]},
+                                   {in->as[0], in->as[1]}};
     e->ring_next = q ^ 1;
     e->s->n++;
 }
