@@ -19,10 +19,10 @@
 #define AGENT_SEQ ISA_NUNITS
 #define UNIT_UNKNOWN 0xff
 
-/* What the sequencer copies into a slot from an instruction, beside its
- * addresses: eight bytes a stream position, where the instruction's own
- * fields lie in the first of its 288 bytes, often out of cache when a
- * loop comes round to it again, and its kernel in a map of its own. */
+/* What the sequencer copies into a slot besides the addresses, per stream
+ * position: eight bytes, where it read the opcode and token from the
+ * first line of the 288-byte instruction (often out of cache by the time
+ * a loop comes round to it again) and the kernel from a map of its own. */
 typedef struct {
     int16_t op;    /* as sim_slot.op */
     int16_t kslot; /* as sim_slot.kslot: found when the run begins (kernels_begin) */
