@@ -19,13 +19,23 @@
 #define AGENT_SEQ ISA_NUNITS
 #define UNIT_UNKNOWN 0xff
 
+/* What the sequencer copies into a slot besides the addresses, per stream
+ * position: eight bytes, where it read the opcode and token from the
+ * first line of the 288-byte instruction (often out of cache by the time
+ * a loop comes round to it again) and the kernel from a map of its own. */
+typedef struct {
+    int16_t op;    /* as sim_slot.op */
+    int16_t kslot; /* as sim_slot.kslot: found when the run begins (kernels_begin) */
+    int16_t tok;   /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
+    uint8_t unit;  /* isa_insn_unit; UNIT_UNKNOWN, and op and tok unset, until first issued */
+} issue_rec;
+
 typedef struct {
     sim *s;
     const isa_program *p;
     sim_evq q;
     double now;
-    int **kmap; /* [core][instruction index]: entry of st->kernels, -1 for none */
-    uint8_t **unit; /* [core][instruction index]: its unit (isa_insn_unit), UNIT_UNKNOWN until first issued */
+    issue_rec **dec; /* [core][instruction index] */
     double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     sim_kernel_stats *kernels; /* st->kernels, and the program's cores: kept here for */
@@ -69,28 +79,16 @@ static int issue_limits(engine *g, int core, int u, long pc, double t)
 
 /* Name the kernels of the run in st->kernels (one entry per name, in
  * program order) and map every instruction index of every stream to its
- * entry.  Returns 0, or -1 when out of host memory. */
+ * entry (after units_begin).  Returns 0, or -1 when out of host memory. */
 static int kernels_begin(engine *g)
 {
     const isa_program *p = g->p;
     sim_stats *st = g->s->st;
     st->nkernels = 0;
-    g->kmap = NULL;
     g->kernels = st->kernels;
     g->ncores = (size_t)p->ncores;
     if (!p->nkernels)
         return 0;
-    g->kmap = calloc((size_t)p->ncores, sizeof *g->kmap);
-    if (!g->kmap)
-        return -1;
-    for (int c = 0; c < p->ncores; c++) {
-        size_t n = p->cores[c].n;
-        g->kmap[c] = malloc((n ? n : 1) * sizeof **g->kmap);
-        if (!g->kmap[c])
-            return -1;
-        for (size_t i = 0; i < n; i++)
-            g->kmap[c][i] = -1;
-    }
     for (size_t k = 0; k < p->nkernels; k++) {
         const isa_kernel *kn = &p->kernels[k];
         if (kn->core < 0 || kn->core >= p->ncores)
@@ -110,8 +108,8 @@ static int kernels_begin(engine *g)
         }
         long n = (long)p->cores[kn->core].n;
         for (long i = kn->first < 0 ? 0 : kn->first; i <= kn->last && i < n; i++)
-            if (g->kmap[kn->core][i] < 0) /* the first kernel naming an instruction owns it, as in traces */
-                g->kmap[kn->core][i] = slot;
+            if (g->dec[kn->core][i].kslot < 0) /* the first kernel naming an instruction owns it, as in traces */
+                g->dec[kn->core][i].kslot = (int16_t)slot;
     }
     /* the spans of the entries named (a 1024^3 GEMM: one), not of
      * SIM_MAX_KERNELS: a launch wrote 128 KB it never read again */
@@ -125,51 +123,58 @@ static int kernels_begin(engine *g)
     return 0;
 }
 
-/* The unit of each instruction, found when it is first issued, and the
- * least duration its counts allow (for the cycle limit), found when it
- * first starts: a loop's body issues its instructions many times, and the
- * unit costs a table lookup and a switch, the duration a few more.
- * Returns 0, or -1 when out of host memory. */
+/* The issue record of each instruction, filled when it is first issued,
+ * and the least duration its counts allow (for the cycle limit), found
+ * when it first starts: a loop's body issues its instructions many times,
+ * and the unit costs a table lookup and a switch, the duration a few
+ * more.  Returns 0, or -1 when out of host memory. */
 static int units_begin(engine *g)
 {
-    g->unit = calloc((size_t)g->p->ncores, sizeof *g->unit);
+    g->dec = calloc((size_t)g->p->ncores, sizeof *g->dec);
     g->tmin = calloc((size_t)g->p->ncores, sizeof *g->tmin);
-    if (!g->unit || !g->tmin)
+    if (!g->dec || !g->tmin)
         return -1;
     for (int c = 0; c < g->p->ncores; c++) {
         size_t n = g->p->cores[c].n;
-        if (!(g->unit[c] = malloc(n ? n : 1)) || !(g->tmin[c] = malloc((n ? n : 1) * sizeof **g->tmin)))
+        if (!(g->dec[c] = malloc((n ? n : 1) * sizeof **g->dec)) ||
+            !(g->tmin[c] = malloc((n ? n : 1) * sizeof **g->tmin)))
             return -1;
-        memset(g->unit[c], UNIT_UNKNOWN, n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            g->dec[c][i] = (issue_rec){.kslot = -1, .unit = UNIT_UNKNOWN};
             g->tmin[c][i] = NAN;
+        }
     }
     return 0;
 }
 
 static void units_end(engine *g)
 {
-    for (int c = 0; g->unit && c < g->p->ncores; c++)
-        free(g->unit[c]);
+    for (int c = 0; g->dec && c < g->p->ncores; c++)
+        free(g->dec[c]);
     for (int c = 0; g->tmin && c < g->p->ncores; c++)
         free(g->tmin[c]);
-    free(g->unit);
+    free(g->dec);
     free(g->tmin);
-    g->unit = NULL;
+    g->dec = NULL;
     g->tmin = NULL;
 }
 
-/* The unit of instruction pc of stream str, whose units (g->unit's row)
- * are `units`. */
-static isa_unit unit_of(uint8_t *units, const isa_stream *str, long pc)
+/* The issue record of instruction pc of stream str, whose records are
+ * g->dec's row `dec`, filled in if this is its first issue. */
+static const issue_rec *issue_of(issue_rec *dec, const isa_stream *str, long pc)
 {
-    uint8_t *u = &units[pc];
-    if (*u != UNIT_UNKNOWN)
-        return (isa_unit)*u;
-    isa_unit v = isa_insn_unit(&str->insns[pc]);
+    issue_rec *r = &dec[pc];
+    if (r->unit != UNIT_UNKNOWN)
+        return r;
+    const isa_insn *in = &str->insns[pc];
+    isa_unit v = isa_insn_unit(in);
+    r->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
+    r->tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
     if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
-        *u = (uint8_t)v;
-    return v;
+        r->unit = (uint8_t)v;
+    else
+        r->unit = UNIT_UNKNOWN;
+    return r;
 }
 
 static double min_cycles(engine *g, int core, long pc, const isa_insn *in)
@@ -207,12 +212,6 @@ static void kernels_end(engine *g)
 {
     free(g->kspan);
     g->kspan = NULL;
-    if (!g->kmap)
-        return;
-    for (int c = 0; c < g->p->ncores; c++)
-        free(g->kmap[c]);
-    free(g->kmap);
-    g->kmap = NULL;
 }
 
 /* Charge an instruction of entry `slot` that ran over [start, done) to
@@ -393,8 +392,7 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     const int depth = s->cfg.queue_depth;
     const double step = s->cfg.seq_issue_cycles;
     const long n = (long)str->n;
-    uint8_t *const units = g->unit[c->id]; /* wake_unit's stores would have it loaded again */
-    const int *const kmap = g->kmap ? g->kmap[c->id] : NULL;
+    issue_rec *const dec = g->dec[c->id]; /* wake_unit's stores would have it loaded again */
     /* the limits in registers too: the slot stores below would have them
      * loaded again for every instruction */
     const uint64_t max_insns = g->max_insns;
@@ -403,7 +401,8 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     double t = c->seq_time;
     int rc = 0;
     for (; pc < n; pc++, t += step) {
-        isa_unit u = unit_of(units, str, pc);
+        const issue_rec *r = issue_of(dec, str, pc);
+        const isa_unit u = (isa_unit)r->unit;
         if (u == ISA_U_SEQ)
             break;
         if ((int)u >= ISA_NUNITS) {
@@ -425,11 +424,13 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
         int at = q->head + q->count; /* a wrap, not a division by depth */
         sim_slot *e = &q->q[at >= depth ? at - depth : at];
         e->in = in;
-        e->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
+        e->op = r->op;
+        e->kslot = r->kslot;
+        e->tok = r->tok;
         if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
-            /* two thirds of what the GEMM issues; their format (TOK) names
-             * no address, so none is resolved (the trace prints only the
-             * format's operands), and in->p's line is not read */
+            /* four fifths of what the GEMM issues; their format (TOK)
+             * names no address, so none is resolved (the trace prints only
+             * the format's operands), and the instruction is not read */
             e->d = e->a = e->b = e->p = 0;
         } else {
             e->d = resolve(c, &in->d);
@@ -439,11 +440,6 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
         }
         e->index = pc;
         e->ready = t;
-        /* the kernel map is read here, in stream order, rather than when
-         * the unit runs the slot, long after, when its line is often out
-         * of cache (a second miss beside the slot's own) */
-        e->kslot = kmap ? (int16_t)kmap[pc] : -1;
-        e->tok = in->tok >= 0 && in->tok <= INT32_MAX ? (int32_t)in->tok : INT32_MAX;
         q->count++;
         wake_unit(g, c, u, t);
     }
@@ -539,7 +535,10 @@ static inline __attribute__((always_inline)) void token_inc(engine *g, sim_core 
         }
 }
 
-/* A unit at time t: run the head of its queue if it can. */
+/* A unit at time t: run the head of its queue if it can.  -1 on a fault,
+ * 1 when its next wake (at free_at) would be the next event popped: the
+ * caller runs it again at once, where a schedule and a pop cost as much as
+ * a wait or a sig (a fifth of the GEMM's unit runs), or 0. */
 static int run_unit(engine *g, sim_core *c, int u, double t)
 {
     sim *s = g->s;
@@ -639,6 +638,8 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         c->seq_blocked_on = -1;
         wake_seq(g, c, t);
     }
+    if (!us->scheduled && sim_evq_first(&g->q, us->free_at))
+        return 1;
     wake_unit(g, c, u, us->free_at);
     return 0;
 }
@@ -715,7 +716,7 @@ int sim_engine_run(sim *s, const isa_program *p)
     if (!(phase >= 0 && phase < s->cfg.dram_trefi_ns))
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "refresh phase %g ns is outside [0, dram_trefi_ns = %g)", phase,
                           s->cfg.dram_trefi_ns);
-    if (kernels_begin(&g) || units_begin(&g)) {
+    if (units_begin(&g) || kernels_begin(&g)) {
         kernels_end(&g);
         units_end(&g);
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "out of host memory (kernel map)");
@@ -738,8 +739,13 @@ int sim_engine_run(sim *s, const isa_program *p)
             token_inc(&g, &s->cores[e.core], e.tok, e.t);
         else if (e.agent % (ISA_NUNITS + 1) == AGENT_SEQ)
             rc = run_seq(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.t);
-        else
-            rc = run_unit(&g, &s->cores[e.agent / (ISA_NUNITS + 1)], e.agent % (ISA_NUNITS + 1), e.t);
+        else {
+            sim_core *c = &s->cores[e.agent / (ISA_NUNITS + 1)];
+            const int u = e.agent % (ISA_NUNITS + 1);
+            while ((rc = run_unit(&g, c, u, e.t)) == 1 && !(races && s->race_found))
+                e.t = c->ustate[u].free_at + 0.0; /* as the queue would give it: -0.0 pops as +0.0 */
+            rc = rc < 0 ? rc : 0;
+        }
         if (rc || (races && s->race_found)) {
             rc = -1;
             break;

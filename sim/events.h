@@ -57,6 +57,12 @@ static inline void sim_evq_agent(sim_evq *q, int agent, double t)
     sim_evq_add(q, sim_evq_time(q, t), (uint32_t)agent);
 }
 void sim_evq_token(sim_evq *q, double t, int core, int64_t tok);
+/* 1 when an event scheduled at t now would be the next one popped: it
+ * comes before every pending time. */
+static inline int sim_evq_first(const sim_evq *q, double t)
+{
+    return q->lo == q->hi || t < q->times[q->lo].t;
+}
 /* The earliest event into *e and out of the queue: 1, or 0 when none is
  * pending.  Inline: the event loop pops every event, and a call costs a
  * third of what a pop does. */

@@ -21,7 +21,7 @@ typedef struct {
     double ready;       /* cycle it was dispatched */
     int16_t op;         /* in->op, or -1 outside [0, INT16_MAX] (only wait and sig are told apart by it) */
     int16_t kslot;      /* its entry of st->kernels, -1 for none (found at issue, see engine.c) */
-    int32_t tok;        /* in->tok, or INT32_MAX when outside [0, INT32_MAX] (no chip has such a token) */
+    int32_t tok;        /* in->tok, or INT16_MAX when outside [0, INT16_MAX) (no chip has such a token) */
 } sim_slot;
 
 /* sim.c allocates the queues aligned to this, so a slot is one cache line */
