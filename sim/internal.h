@@ -267,6 +267,10 @@ const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, const sim_til
                           uint64_t *serial);
 /* The values of entry slot if it still holds what serial named, else NULL. */
 const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial);
+/* Entry slot's values (just found) packed as a product's A, or its B when
+ * as_b, for sim_pt_product_packed; packed on first use, and kept until
+ * the entry is refilled: a GEMM's tile feeds several products. */
+const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b);
 
 /* trace.c: timeline recording. */
 void sim_trace_reset(sim *s);
