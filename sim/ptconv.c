@@ -207,3 +207,10 @@ const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b)
     }
     return e->pk;
 }
+
+void sim_conv_rewind(sim_conv_pool *p)
+{
+    for (int i = 0; i < p->n; i++)
+        p->e[i].serial = 0;
+    p->next = 0;
+}

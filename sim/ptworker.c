@@ -1162,12 +1162,15 @@ void sim_pt_drain(sim *s)
     s->ptq->nstores = 0;
     for (int c = 0; c < s->cfg.cores; c++)
         flush_dirty(s, c, 0, UINT64_MAX);
-    /* The next run takes cache entries in the order this one did, so it
-     * finds their buffers grown and faulted in already (the workers are
-     * idle: the next submit publishes this). */
-    for (int i = 0; i < s->ptq->n; i++)
+    /* The next run takes cache and pool entries in the order this one
+     * did, so it finds their buffers grown and faulted in already (the
+     * workers are idle: the next submit publishes this). */
+    for (int i = 0; i < s->ptq->n; i++) {
         for (int k = 0; k < OP_KINDS; k++)
             memset(s->ptq->w[i].bufs.next[k], 0, (size_t)s->cfg.cores * sizeof *s->ptq->w[i].bufs.next[k]);
+        for (int k = OP_A; k <= OP_B; k++)
+            sim_conv_rewind(s->ptq->w[i].bufs.pool[k]);
+    }
 }
 
 void sim_pt_stop(sim *s)
