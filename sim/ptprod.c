@@ -125,11 +125,13 @@ static void fill(float *v, int64_t count, uint64_t *x)
  * call's bits (beta 0 and 1)? */
 static int packed_same_bits(int64_t m, int64_t n, int64_t k)
 {
-    const size_t a = (size_t)(m * k), b = (size_t)(k * n), c = (size_t)(m * n);
-    float *buf = aligned_alloc(64, sizeof(float) * (2 * (a + b + c) + 64));
+    /* each array on a 64-byte line of its own, as the worker's buffers */
+    const size_t a = (size_t)(m * k + 15) & ~(size_t)15, b = (size_t)(k * n + 15) & ~(size_t)15,
+                 c = (size_t)(m * n + 15) & ~(size_t)15;
+    float *buf = aligned_alloc(64, sizeof(float) * 2 * (a + b + c));
     if (!buf)
         return 0;
-    float *A = buf, *B = A + a, *C = B + b, *W = C + c, *pa = W + c, *pb = pa + ((a + 15) & ~(size_t)15);
+    float *A = buf, *B = A + a, *C = B + b, *W = C + c, *pa = W + c, *pb = pa + a;
     uint64_t x = 1;
     fill(A, (int64_t)a, &x);
     fill(B, (int64_t)b, &x);
