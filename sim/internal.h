@@ -271,6 +271,9 @@ const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial);
  * as_b, for sim_pt_product_packed; packed on first use, and kept until
  * the entry is refilled: a GEMM's tile feeds several products. */
 const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b);
+/* A product takes entry slot: nonzero from its second since it was filled
+ * on, or once it is packed. */
+int sim_conv_use(sim_conv_pool *p, int slot);
 /* The pool emptied, its next misses filling its entries from the first:
  * a run then fills them as the last one did, in buffers grown and
  * faulted in already (a GEMM's tiles of one run are not the next's). */

@@ -28,6 +28,7 @@ typedef struct {
     float *pk;       /* v packed for OpenBLAS's kernel, once a product asks (sim_conv_packed) */
     size_t pk_cap;
     int packed;
+    int uses;        /* products that took it since it was filled (sim_conv_use) */
 } conv;
 
 struct sim_conv_pool {
@@ -149,6 +150,7 @@ static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, 
     e->first = first;
     e->serial = ++p->serial;
     e->packed = 0;
+    e->uses = 0;
 }
 
 static const float *found(conv *e, int i, int *slot, uint64_t *serial)
@@ -206,6 +208,12 @@ const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b)
         e->packed = 1;
     }
     return e->pk;
+}
+
+int sim_conv_use(sim_conv_pool *p, int slot)
+{
+    conv *e = &p->e[slot];
+    return ++e->uses > 1 || e->packed;
 }
 
 void sim_conv_rewind(sim_conv_pool *p)
