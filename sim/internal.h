@@ -267,6 +267,17 @@ const float *sim_conv_get(sim_conv_pool *p, const sim_tile_src *t, const sim_til
                           uint64_t *serial);
 /* The values of entry slot if it still holds what serial named, else NULL. */
 const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial);
+/* Entry slot's values (just found) packed as a product's A, or its B when
+ * as_b, for sim_pt_product_packed; packed on first use, and kept until
+ * the entry is refilled: a GEMM's tile feeds several products. */
+const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b);
+/* A product takes entry slot: nonzero from its second since it was filled
+ * on, or once it is packed. */
+int sim_conv_use(sim_conv_pool *p, int slot);
+/* The pool emptied, its next misses filling its entries from the first:
+ * a run then fills them as the last one did, in buffers grown and
+ * faulted in already (a GEMM's tiles of one run are not the next's). */
+void sim_conv_rewind(sim_conv_pool *p);
 
 /* trace.c: timeline recording. */
 void sim_trace_reset(sim *s);

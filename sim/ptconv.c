@@ -11,6 +11,7 @@
  * when the event loop knows it (content tags, ptworker.c), equal tags
  * stand for equal bytes and the compare is skipped. */
 #include "internal.h"
+#include "ptprod.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,10 @@ typedef struct {
     uint64_t first; /* a hash of the first row's bytes: most entries differ there */
     sim_tile_tags tags; /* what its bytes are by content, when known */
     uint64_t serial; /* changes whenever the entry is refilled (0: empty) */
+    float *pk;       /* v packed for OpenBLAS's kernel, once a product asks (sim_conv_packed) */
+    size_t pk_cap;
+    int packed;
+    int uses;        /* products that took it since it was filled (sim_conv_use) */
 } conv;
 
 struct sim_conv_pool {
@@ -52,6 +57,7 @@ void sim_conv_free(sim_conv_pool *p)
     for (int i = 0; p && i < p->n; i++) {
         free(p->e[i].v);
         free(p->e[i].src);
+        free(p->e[i].pk);
     }
     if (p)
         free(p->e);
@@ -143,6 +149,8 @@ static void fill(sim_conv_pool *p, conv *e, const sim_tile_src *t, int64_t l16, 
     e->cols = t->cols;
     e->first = first;
     e->serial = ++p->serial;
+    e->packed = 0;
+    e->uses = 0;
 }
 
 static const float *found(conv *e, int i, int *slot, uint64_t *serial)
@@ -186,4 +194,31 @@ const float *sim_conv_at(const sim_conv_pool *p, int slot, uint64_t serial)
 {
     const conv *e = &p->e[slot];
     return serial && e->serial == serial ? e->v : NULL;
+}
+
+const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b)
+{
+    conv *e = &p->e[slot];
+    if (!e->packed) {
+        e->pk = sim_buf_room(e->pk, &e->pk_cap, sizeof *e->pk * (size_t)(e->rows * e->cols));
+        if (as_b)
+            sim_pt_pack_b(e->v, e->rows, e->cols, e->pk);
+        else
+            sim_pt_pack_a(e->v, e->rows, e->cols, e->pk);
+        e->packed = 1;
+    }
+    return e->pk;
+}
+
+int sim_conv_use(sim_conv_pool *p, int slot)
+{
+    conv *e = &p->e[slot];
+    return ++e->uses > 1 || e->packed;
+}
+
+void sim_conv_rewind(sim_conv_pool *p)
+{
+    for (int i = 0; i < p->n; i++)
+        p->e[i].serial = 0;
+    p->next = 0;
 }

@@ -1,8 +1,12 @@
 /* ptprod.c: a PT product's fp32 sums on the host, through OpenBLAS. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "ptprod.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -23,13 +27,51 @@
 #define SMALL_MNK 1000000.0
 #define SPLIT_K 256
 
+/* Packed operands, on the cores whose OpenBLAS (0.3.21) runs Haswell's
+ * sgemm kernel (Haswell, Zen).  A GEMM's product (64 x 64 by 64 x 256)
+ * spent 8% of its time in OpenBLAS packing its operands (16.4 us a call,
+ * 15.1 us on packed ones), and each A and B tile feeds several products:
+ * packed once with OpenBLAS's own routines and handed to its kernel in
+ * the calls its driver makes (level3.c, one thread), the sums are the
+ * same: 29,440 shapes (m 1-128, n 1-310, k 1-300), beta 0 and 1, gave one
+ * call's bits, and with n or k from 321 on, past the driver's blocks
+ * (GEMM_P = GEMM_Q = 320), none did. */
+#define PACK_MAX_NK 320
+#define PACK_MAX_M 1024
+#define UNROLL_N 4 /* the driver's kernel calls take 3 or 1 panels of 4 columns of C */
+
+typedef int (*kernel_fn)(long m, long n, long k, float alpha, const float *a, const float *b, float *c, long ldc);
+typedef int (*copy_fn)(long m, long n, const float *a, long lda, float *b);
+
 static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
 static int split_same_bits;
+static struct {
+    kernel_fn kernel;
+    copy_fn itcopy, oncopy; /* B's and A's packing (C = A B row-major is B^T A^T to OpenBLAS) */
+} blas;
+
+/* OpenBLAS's routines for core (its DYNAMIC_ARCH names), or none. */
+static void find_routines(const char *suffix)
+{
+    char name[64];
+    snprintf(name, sizeof name, "sgemm_kernel_%s", suffix);
+    kernel_fn kernel = (kernel_fn)dlsym(RTLD_DEFAULT, name);
+    snprintf(name, sizeof name, "sgemm_itcopy_%s", suffix);
+    copy_fn itcopy = (copy_fn)dlsym(RTLD_DEFAULT, name);
+    snprintf(name, sizeof name, "sgemm_oncopy_%s", suffix);
+    copy_fn oncopy = (copy_fn)dlsym(RTLD_DEFAULT, name);
+    if (kernel && itcopy && oncopy)
+        blas.kernel = kernel, blas.itcopy = itcopy, blas.oncopy = oncopy;
+}
 
 static void kernel_check(void)
 {
     const char *core = openblas_get_corename();
     split_same_bits = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake"));
+    if (core && !strcasecmp(core, "haswell"))
+        find_routines("HASWELL");
+    else if (core && !strcasecmp(core, "zen"))
+        find_routines("ZEN");
 }
 
 /* The width of C's column blocks: n when the product stays whole. */
@@ -54,4 +96,85 @@ void sim_pt_product(const float *A, const float *B, float *C, int64_t m, int64_t
     for (int64_t c = 0; c < n; c += w)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)(n - c < w ? n - c : w), (int)k, 1.0f, A,
                     (int)k, B + c, (int)n, acc ? 1.0f : 0.0f, C + c, (int)n);
+}
+
+void sim_pt_pack_a(const float *A, int64_t m, int64_t k, float *out) { blas.oncopy((long)k, (long)m, A, (long)k, out); }
+
+void sim_pt_pack_b(const float *B, int64_t k, int64_t n, float *out) { blas.itcopy((long)k, (long)n, B, (long)n, out); }
+
+void sim_pt_product_packed(const float *pa, const float *pb, float *C, int64_t m, int64_t n, int64_t k, int acc)
+{
+    if (!acc) /* beta 0: the driver zeroes C, then the kernel adds the sums to it */
+        memset(C, 0, sizeof *C * (size_t)(m * n));
+    for (int64_t j = 0, w; j < m; j += w) {
+        w = m - j >= 3 * UNROLL_N ? 3 * UNROLL_N : m - j > UNROLL_N ? UNROLL_N : m - j;
+        blas.kernel((long)n, (long)w, (long)k, 1.0f, pb, pa + k * j, C + j * n, (long)n);
+    }
+}
+
+/* Numbers in [-1, 1) from a fixed seed, for the shape check. */
+static void fill(float *v, int64_t count, uint64_t *x)
+{
+    for (int64_t i = 0; i < count; i++) {
+        *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (float)(*x >> 40) / (float)(1 << 23) - 1.0f;
+    }
+}
+
+/* Does a product of this shape on packed operands give one cblas_sgemm
+ * call's bits (beta 0 and 1)? */
+static int packed_same_bits(int64_t m, int64_t n, int64_t k)
+{
+    /* each array on a 64-byte line of its own, as the worker's buffers */
+    const size_t a = (size_t)(m * k + 15) & ~(size_t)15, b = (size_t)(k * n + 15) & ~(size_t)15,
+                 c = (size_t)(m * n + 15) & ~(size_t)15;
+    float *buf = aligned_alloc(64, sizeof(float) * 2 * (a + b + c));
+    if (!buf)
+        return 0;
+    float *A = buf, *B = A + a, *C = B + b, *W = C + c, *pa = W + c, *pb = pa + a;
+    uint64_t x = 1;
+    fill(A, (int64_t)a, &x);
+    fill(B, (int64_t)b, &x);
+    sim_pt_pack_a(A, m, k, pa);
+    sim_pt_pack_b(B, k, n, pb);
+    int same = 1;
+    for (int acc = 0; acc <= 1; acc++) {
+        fill(C, (int64_t)c, &x);
+        memcpy(W, C, sizeof *C * c);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                    acc ? 1.0f : 0.0f, W, (int)n);
+        sim_pt_product_packed(pa, pb, C, m, n, k, acc);
+        same &= !memcmp(C, W, sizeof *C * c);
+    }
+    free(buf);
+    return same;
+}
+
+/* Shapes checked so far (a program has a few), under shapes_mu. */
+#define SHAPES 64
+static pthread_mutex_t shapes_mu = PTHREAD_MUTEX_INITIALIZER;
+typedef struct {
+    int64_t m, n, k;
+    int same;
+} shape_check;
+static shape_check shapes[SHAPES];
+static int nshapes;
+
+int sim_pt_packs(int64_t m, int64_t n, int64_t k)
+{
+    if (m < 1 || n < 1 || k < 1 || m > PACK_MAX_M || n > PACK_MAX_NK || k > PACK_MAX_NK)
+        return 0;
+    pthread_once(&kernel_once, kernel_check);
+    if (!blas.kernel)
+        return 0;
+    pthread_mutex_lock(&shapes_mu);
+    int i = 0;
+    while (i < nshapes && (shapes[i].m != m || shapes[i].n != n || shapes[i].k != k))
+        i++;
+    /* threaded OpenBLAS sums differently: judged only as a run calls it */
+    if (i == nshapes && nshapes < SHAPES && openblas_get_num_threads() == 1)
+        shapes[nshapes++] = (shape_check){m, n, k, packed_same_bits(m, n, k)};
+    const int same = i < nshapes && shapes[i].same;
+    pthread_mutex_unlock(&shapes_mu);
+    return same;
 }

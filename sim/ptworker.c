@@ -337,24 +337,25 @@ static op_src source(const pt_job *j, const uint8_t *lx, int kind)
     return j->snapped[kind] ? (op_src){j->snap[kind], x->len} : (op_src){lx + x->base, x->stride};
 }
 
-/* Operand `kind` (A or B) of a product of `core` as row-major fp32: the
- * core's cached conversion when the version matches (gen 0: never
- * cached) and the pool still holds it, else the pool's conversion of its
- * DL16 sticks at src (cols in groups of sb / 2 lanes, each group
- * src.pitch bytes on, rows sb bytes apart). */
+/* Operand `kind` (A or B) of a product of `core` as row-major fp32, and
+ * its pool entry in *slot: the core's cached conversion when the version
+ * matches (gen 0: never cached) and the pool still holds it, else the
+ * pool's conversion of its DL16 sticks at src (cols in groups of sb / 2
+ * lanes, each group src.pitch bytes on, rows sb bytes apart). */
 static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, const sim_tile_tags *tags, int core, int kind,
-                            uint64_t gen, op_key k, int64_t sb)
+                            uint64_t gen, op_key k, int64_t sb, int *slot)
 {
     op_cache *oc = cache_find(bf, core, kind, gen, k);
     const float *v = oc ? sim_conv_at(bf->pool[kind], oc->slot, oc->serial) : NULL;
-    if (v)
-        return v;
-    if (!oc)
-        oc = cache_next(bf, lx, core, kind);
-    const sim_tile_src t = {src.at, src.pitch, sb, k.rows, k.cols};
-    v = sim_conv_get(bf->pool[kind], &t, tags, &oc->slot, &oc->serial);
-    oc->key = k;
-    oc->gen = gen;
+    if (!v) {
+        if (!oc)
+            oc = cache_next(bf, lx, core, kind);
+        const sim_tile_src t = {src.at, src.pitch, sb, k.rows, k.cols};
+        v = sim_conv_get(bf->pool[kind], &t, tags, &oc->slot, &oc->serial);
+        oc->key = k;
+        oc->gen = gen;
+    }
+    *slot = oc->slot;
     return v;
 }
 
@@ -443,8 +444,19 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     const uint64_t have = acc && fresh && out32 && same_key(&pk, &dk) && !j->snapped[OP_P] && g32 <= 64
                               ? gather_sums(bf, j, pc, grow(&pc->v, &pc->cap, (size_t)(m * n)), sb) : 0;
     flush_meeting(bf, lx, core, ops, keep);
-    const float *A = operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb);
-    const float *B = operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb);
+    int sa, sl;
+    const float *A =
+        operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb, &sa);
+    const float *B =
+        operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb, &sl);
+    /* packed ahead once a tile comes again: a tile packed into a buffer
+     * of its own for one product cost more than OpenBLAS packing it into
+     * its warm one (BERT-base's warm launch 4% slower) */
+    const int packed = (sim_conv_use(bf->pool[OP_A], sa) | sim_conv_use(bf->pool[OP_B], sl)) && sim_pt_packs(m, n, k);
+    if (packed) {
+        A = sim_conv_packed(bf->pool[OP_A], sa, 0);
+        B = sim_conv_packed(bf->pool[OP_B], sl, 1);
+    }
     pc->gen = 0; /* its values change below */
     pc->dirty = 0;
     float *C = grow(&pc->v, &pc->cap, (size_t)(m * n));
@@ -456,7 +468,7 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
                 copy_rows(C + g * l32, n * 4, src.at + g * src.pitch, sb, m, w * 4);
         }
     }
-    sim_pt_product(A, B, C, m, n, k, acc);
+    (packed ? sim_pt_product_packed : sim_pt_product)(A, B, C, m, n, k, acc);
     if (out32) {
         pc->key = dk;
         pc->gen = gen_d;
@@ -1158,12 +1170,15 @@ void sim_pt_drain(sim *s)
     s->ptq->nstores = 0;
     for (int c = 0; c < s->cfg.cores; c++)
         flush_dirty(s, c, 0, UINT64_MAX);
-    /* The next run takes cache entries in the order this one did, so it
-     * finds their buffers grown and faulted in already (the workers are
-     * idle: the next submit publishes this). */
-    for (int i = 0; i < s->ptq->n; i++)
+    /* The next run takes cache and pool entries in the order this one
+     * did, so it finds their buffers grown and faulted in already (the
+     * workers are idle: the next submit publishes this). */
+    for (int i = 0; i < s->ptq->n; i++) {
         for (int k = 0; k < OP_KINDS; k++)
             memset(s->ptq->w[i].bufs.next[k], 0, (size_t)s->cfg.cores * sizeof *s->ptq->w[i].bufs.next[k]);
+        for (int k = OP_A; k <= OP_B; k++)
+            sim_conv_rewind(s->ptq->w[i].bufs.pool[k]);
+    }
 }
 
 void sim_pt_stop(sim *s)

@@ -210,6 +210,45 @@ static void test_pt_product_gives_one_sgemm_calls_bits(void)
     }
 }
 
+static void test_pt_product_on_packed_operands_gives_one_sgemm_calls_bits(void)
+{
+    /* as during a run: OpenBLAS on one thread (threaded, it sums in other blocks) */
+    const int threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    static const int64_t shapes[][3] = {{64, 256, 64}, {64, 64, 64},  {1, 1, 1},     {13, 37, 5},
+                                        {5, 320, 320}, {128, 200, 96}, {27, 8, 300}, {300, 64, 64}};
+    int packed = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        if (!sim_pt_packs(m, n, k))
+            continue; /* not on this host's OpenBLAS: products call sgemm */
+        packed++;
+        float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(k * n));
+        float *C = malloc(sizeof(float) * (size_t)(m * n)), *W = malloc(sizeof(float) * (size_t)(m * n));
+        float *pa = aligned_alloc(64, sizeof(float) * (size_t)((m * k + 15) & ~15));
+        float *pb = aligned_alloc(64, sizeof(float) * (size_t)((k * n + 15) & ~15));
+        for (int64_t e = 0; e < m * k; e++)
+            A[e] = (float)((e * 37 % 101) - 50) / 17.0f;
+        for (int64_t e = 0; e < k * n; e++)
+            B[e] = (float)((e * 53 % 97) - 48) / 13.0f;
+        sim_pt_pack_a(A, m, k, pa);
+        sim_pt_pack_b(B, k, n, pb);
+        for (int acc = 0; acc <= 1; acc++) {
+            for (int64_t e = 0; e < m * n; e++)
+                C[e] = W[e] = (float)(e % 11) / 3.0f;
+            sim_pt_product_packed(pa, pb, C, m, n, k, acc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                        acc ? 1.0f : 0.0f, W, (int)n);
+            CU_ASSERT_EQUAL(memcmp(C, W, sizeof(float) * (size_t)(m * n)), 0);
+        }
+        free(A), free(B), free(C), free(W), free(pa), free(pb);
+    }
+    const char *core = openblas_get_corename();
+    if (core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")))
+        CU_ASSERT_EQUAL(packed, 8); /* where they are known to pack, every shape here does */
+    openblas_set_num_threads(threads);
+}
+
 static void test_accumulating_onto_sums_written_in_column_blocks_adds_every_block(void)
 {
     /* fp32 sums written as two 32-column blocks, then one product adds onto
@@ -1681,6 +1720,8 @@ int main(void)
         {"dma_moves_strided_sticks_both_ways", test_dma_moves_strided_sticks_both_ways},
         {"pt_matmul_matches_hand_computation", test_pt_matmul_matches_hand_computation},
         {"pt_product_gives_one_sgemm_calls_bits", test_pt_product_gives_one_sgemm_calls_bits},
+        {"pt_product_on_packed_operands_gives_one_sgemm_calls_bits",
+         test_pt_product_on_packed_operands_gives_one_sgemm_calls_bits},
         {"accumulating_onto_sums_written_in_column_blocks_adds_every_block",
          test_accumulating_onto_sums_written_in_column_blocks_adds_every_block},
         {"products_share_a_tile_conversion_only_for_equal_bytes",
