@@ -91,8 +91,8 @@ typedef struct dram_wentry {
     dram_place w;       /* where its row segment lands, found on arrival */
     uint64_t nb;        /* bursts, the buffer space it holds */
     double ready;       /* accepted: may be released from then on */
-    double start, end;  /* released: its first and last data on the bus */
-    uint64_t pad[2];    /* to 64 bytes: an entry's index scales by a shift */
+    double start;       /* released: its first data on the bus */
+    uint64_t pad[3];    /* to 64 bytes: an entry's index scales by a shift */
 } dram_wentry;
 _Static_assert(sizeof(dram_wentry) == 64, "a write buffer entry is one cache line");
 
@@ -582,29 +582,161 @@ static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
-static inline __attribute__((always_inline)) void wq_release_inline(sim_dram *d, int c, double t)
+static void wq_release(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
-    e->end = segment(d, c, e->nb, e->w, WR, t, &e->start);
+    double end = segment(d, c, e->nb, e->w, WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
-    d->st.last_ns = later(d->st.last_ns, e->end);
+    d->st.last_ns = later(d->st.last_ns, end);
 }
 
-/* The same, out of line: where one release is all a caller makes, a copy
- * of segment inline would only grow its code. */
-static void wq_release(sim_dram *d, int c, double t) { wq_release_inline(d, c, t); }
+/* What a drain's releases change of channel c and of the statistics, held
+ * in locals over the drain: in memory, every store through a bank or bank
+ * group pointer made the compiler load them all again. */
+typedef struct {
+    double bus_free, wr_end, wr_done; /* ch->bus_free, dir_end[WR], wr_done */
+    double busy, mix, last;           /* st.busy_ns[c], st.mix_ns, st.last_ns */
+    uint64_t wait, kinds[3];          /* ch->wq_wait; segments by row outcome */
+    uint32_t rel;                     /* ch->wq_rel */
+    int g;                            /* bank group of the last release */
+} drain_run;
+
+/* What every release of a drain arriving at t finds the same: no release
+ * changes the read data's end, so the turnaround (other <= t: writes start
+ * no earlier than rd_floor) or the interleaving (pend bytes of reads still
+ * queued) is found once. */
+typedef struct {
+    double t, rd_floor, pend;
+    int turn; /* other <= t */
+    dram_bank *banks; /* the channel's banks, bank groups' CAS streams and buffer */
+    double *bg_free;
+    const dram_wentry *wq;
+} drain_fixed;
+
+/* Plan the release of entry e as segment()'s plan does for a write at f->t,
+ * operation for operation; returns the row outcome. */
+static inline __attribute__((always_inline)) int drain_plan(const sim_dram *d, const dram_chan *ch,
+                                                            const dram_bank *b, double bg_free, int64_t row,
+                                                            double nbf, const drain_fixed *f, double bus_free,
+                                                            dram_plan *p)
+{
+    const double t = f->t;
+    double cas;
+    int kind;
+    p->act = LONG_AGO;
+    if (b->row == row) {
+        kind = HIT;
+        cas = later(t, b->cas_ready);
+    } else if (b->row < 0) {
+        kind = MISS;
+        p->act = act_slot(d, ch, later(t, b->act_ready));
+        cas = p->act + d->rcd;
+    } else {
+        kind = CONFLICT;
+        double pre = later(t, b->pre_ready);
+        p->act = act_slot(d, ch, later(pre + d->rp, b->act_ready));
+        cas = p->act + d->rcd;
+    }
+    double s = cas + d->cwl;
+    p->mix = 0;
+    if (f->turn)
+        s = later(s, f->rd_floor);
+    else
+        p->mix = sooner(nbf * d->burst_bytes_f, f->pend) / d->switch_bytes * d->switch_ns;
+    p->start = s;
+    double lo = bus_free > t ? s - d->window : s;
+    p->bus_end = later(bus_free, lo) + nbf * d->burst + p->mix;
+    p->bg_end = later(s, bg_free) + nbf * d->ccd;
+    p->end = later(later(p->bus_end, p->bg_end), s + nbf * d->burst);
+    return kind;
+}
+
+/* Release channel c's oldest waiting write in a drain: segment() for a
+ * write arriving at f->t, on the running state r. */
+static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int c, const drain_fixed *f,
+                                                                drain_run *r)
+{
+    dram_chan *ch = &d->ch[c];
+    dram_wentry *e = (dram_wentry *)&f->wq[(ch->wq_head + r->rel) & d->wq_mask];
+    const int g = e->w.g;
+    const double nbf = (double)(int64_t)e->nb;
+    dram_bank *b = &f->banks[e->w.bi];
+    double *bg_free = &f->bg_free[g];
+    dram_plan p;
+    int kind;
+    for (;;) {
+        kind = drain_plan(d, ch, b, *bg_free, e->w.row, nbf, f, r->bus_free, &p);
+        if (p.start < ch->ref_due)
+            break;
+        ch->bus_free = r->bus_free; /* refresh reads and moves these */
+        ch->dir_end[WR] = r->wr_end;
+        refresh(d, c, f->t);
+        r->bus_free = ch->bus_free;
+    }
+    if (kind != HIT) {
+        b->act = p.act;
+        b->act_ready = p.act + d->rc;
+        b->cas_ready = p.act + d->rcd;
+        b->pre_ready = p.act + d->ras;
+        ch->acts[ch->act_pos] = p.act;
+        ch->act_pos = (ch->act_pos + 1) & 3;
+        ch->last_act = p.act;
+    }
+    b->row = e->w.row;
+    b->pre_ready = later(b->pre_ready, p.end + d->wr);
+    r->bus_free = p.bus_end;
+    *bg_free = p.bg_end;
+    r->wr_end = later(r->wr_end, p.end);
+    r->g = g;
+    r->wr_done = later(r->wr_done, p.end);
+    r->kinds[kind]++;
+    r->busy += nbf * d->burst;
+    r->mix += p.mix;
+    e->start = later(p.start, p.bus_end - nbf * d->burst - p.mix);
+    r->rel++;
+    r->wait -= e->nb;
+    r->last = later(r->last, p.end);
+}
 
 /* A write drain ahead of reads, from t: channel c's waiting writes pass
- * the high watermark; release them down to the low one.  Out of line with
- * the releases inline in it: a drain releases about six (the GEMM), a call
- * each cost as much as their bookkeeping. */
+ * the high watermark; release them down to the low one.  Each release is
+ * what wq_release makes, with the state it changes kept in a drain_run
+ * and what is the same for all found once (about six releases a drain in
+ * the GEMM). */
 static void wq_drain(sim_dram *d, int c, double t)
 {
+    dram_chan *ch = &d->ch[c];
+    const double other = ch->dir_end[RD];
+    const drain_fixed f = {t,
+                           other + d->rtw,
+                           (other - t) / d->burst * d->burst_bytes_f,
+                           other <= t,
+                           &d->bank[(size_t)c * (size_t)d->nbank],
+                           &d->bg_free[(size_t)c * (size_t)d->nbg],
+                           ch->wq};
+    drain_run r = {ch->bus_free, ch->dir_end[WR], ch->wr_done, d->st.busy_ns[c], d->st.mix_ns, d->st.last_ns,
+                   ch->wq_wait, {0, 0, 0}, ch->wq_rel, ch->last_write_bg};
     d->st.write_drains++;
-    while ((double)(int64_t)d->ch[c].wq_wait > d->wq_low)
-        wq_release_inline(d, c, t);
+    if (ch->last_dir == RD) /* the first release turns the bus (the drain has one: wait > high >= low) */
+        d->st.turnarounds++;
+    ch->last_dir = WR;
+    while ((double)(int64_t)r.wait > d->wq_low)
+        drain_release(d, c, &f, &r);
+    ch->bus_free = r.bus_free;
+    ch->dir_end[WR] = r.wr_end;
+    ch->wr_done = r.wr_done;
+    ch->last_write_bg = r.g;
+    ch->wq_wait = r.wait;
+    ch->wq_rel = r.rel;
+    d->st.busy_ns[c] = r.busy;
+    d->st.mix_ns = r.mix;
+    d->st.last_ns = r.last;
+    d->st.segments += r.kinds[HIT] + r.kinds[MISS] + r.kinds[CONFLICT];
+    d->st.row_hits += r.kinds[HIT];
+    d->st.row_misses += r.kinds[MISS];
+    d->st.row_conflicts += r.kinds[CONFLICT];
 }
 
 /* Free, oldest first, the released entries whose data has started to go
@@ -678,7 +810,7 @@ static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c
     dram_wentry *e = wq_at(d, c, ch->wq_n);
     e->w = w;
     e->nb = nb;
-    e->ready = e->start = e->end = x;
+    e->ready = e->start = x;
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
