@@ -403,11 +403,12 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
 }
 
 /* Plan a segment of nb bursts in direction dir to row `row` of bank b (in
- * bank group g) arriving at t, without changing any state.  Forced inline
- * like segment, where GCC would otherwise put it out of line. */
+ * bank group g) arriving at t, on channel c whose bus work pointer is
+ * bus_free (a drain keeps it in a register), without changing any state.
+ * Forced inline like segment, where GCC would otherwise put it out of line. */
 static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b,
                                                        const double *bg_free, int g, int64_t row, double nb, int dir,
-                                                       double t, dram_plan *p)
+                                                       double t, double bus_free, dram_plan *p)
 {
     double cas;
     p->act = LONG_AGO;
@@ -445,8 +446,8 @@ static inline __attribute__((always_inline)) void plan(const sim_dram *d, const 
     /* First ready: behind queued work, up to `window` of bus time waiting
      * for this bank is lent to younger requests that are ready (the bus work
      * pointer runs ahead); on an idle bus the data starts when ready. */
-    double lo = c->bus_free > t ? s - d->window : s;
-    p->bus_end = later(c->bus_free, lo) + nb * d->burst + p->mix;
+    double lo = bus_free > t ? s - d->window : s;
+    p->bus_end = later(bus_free, lo) + nb * d->burst + p->mix;
     /* one bank group streams one burst per tCCD; other groups fill the bus */
     p->bg_end = later(s, bg_free[g]) + nb * d->ccd;
     p->end = later(later(p->bus_end, p->bg_end), s + nb * d->burst);
@@ -527,7 +528,7 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, row, nbf, dir, t, &p);
+        plan(d, ch, b, bg_free, g, row, nbf, dir, t, ch->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         refresh(d, c, t); /* data would start after the due refresh: refresh first */
@@ -603,78 +604,27 @@ typedef struct {
     int g;                            /* bank group of the last release */
 } drain_run;
 
-/* What every release of a drain arriving at t finds the same: no release
- * changes the read data's end, so the turnaround (other <= t: writes start
- * no earlier than rd_floor) or the interleaving (pend bytes of reads still
- * queued) is found once. */
-typedef struct {
-    double t, rd_floor, pend;
-    int turn; /* other <= t */
-    dram_bank *banks; /* the channel's banks, bank groups' CAS streams and buffer */
-    double *bg_free;
-    const dram_wentry *wq;
-} drain_fixed;
-
-/* Plan the release of entry e as segment()'s plan does for a write at f->t,
- * operation for operation; returns the row outcome. */
-static inline __attribute__((always_inline)) int drain_plan(const sim_dram *d, const dram_chan *ch,
-                                                            const dram_bank *b, double bg_free, int64_t row,
-                                                            double nbf, const drain_fixed *f, double bus_free,
-                                                            dram_plan *p)
-{
-    const double t = f->t;
-    double cas;
-    int kind;
-    p->act = LONG_AGO;
-    if (b->row == row) {
-        kind = HIT;
-        cas = later(t, b->cas_ready);
-    } else if (b->row < 0) {
-        kind = MISS;
-        p->act = act_slot(d, ch, later(t, b->act_ready));
-        cas = p->act + d->rcd;
-    } else {
-        kind = CONFLICT;
-        double pre = later(t, b->pre_ready);
-        p->act = act_slot(d, ch, later(pre + d->rp, b->act_ready));
-        cas = p->act + d->rcd;
-    }
-    double s = cas + d->cwl;
-    p->mix = 0;
-    if (f->turn)
-        s = later(s, f->rd_floor);
-    else
-        p->mix = sooner(nbf * d->burst_bytes_f, f->pend) / d->switch_bytes * d->switch_ns;
-    p->start = s;
-    double lo = bus_free > t ? s - d->window : s;
-    p->bus_end = later(bus_free, lo) + nbf * d->burst + p->mix;
-    p->bg_end = later(s, bg_free) + nbf * d->ccd;
-    p->end = later(later(p->bus_end, p->bg_end), s + nbf * d->burst);
-    return kind;
-}
-
 /* Release channel c's oldest waiting write in a drain: segment() for a
- * write arriving at f->t, on the running state r. */
-static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int c, const drain_fixed *f,
-                                                                drain_run *r)
+ * write arriving at t, on the running state r. */
+static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int c, double t, drain_run *r)
 {
     dram_chan *ch = &d->ch[c];
-    dram_wentry *e = (dram_wentry *)&f->wq[(ch->wq_head + r->rel) & d->wq_mask];
+    dram_wentry *e = &ch->wq[(ch->wq_head + r->rel) & d->wq_mask];
     const int g = e->w.g;
     const double nbf = (double)(int64_t)e->nb;
-    dram_bank *b = &f->banks[e->w.bi];
-    double *bg_free = &f->bg_free[g];
+    dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)e->w.bi];
+    double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
-    int kind;
     for (;;) {
-        kind = drain_plan(d, ch, b, *bg_free, e->w.row, nbf, f, r->bus_free, &p);
+        plan(d, ch, b, bg_free, g, e->w.row, nbf, WR, t, r->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         ch->bus_free = r->bus_free; /* refresh reads and moves these */
         ch->dir_end[WR] = r->wr_end;
-        refresh(d, c, f->t);
+        refresh(d, c, t);
         r->bus_free = ch->bus_free;
     }
+    const int kind = p.kind;
     if (kind != HIT) {
         b->act = p.act;
         b->act_ready = p.act + d->rc;
@@ -687,7 +637,7 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     b->row = e->w.row;
     b->pre_ready = later(b->pre_ready, p.end + d->wr);
     r->bus_free = p.bus_end;
-    *bg_free = p.bg_end;
+    bg_free[g] = p.bg_end;
     r->wr_end = later(r->wr_end, p.end);
     r->g = g;
     r->wr_done = later(r->wr_done, p.end);
@@ -703,19 +653,10 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
 /* A write drain ahead of reads, from t: channel c's waiting writes pass
  * the high watermark; release them down to the low one.  Each release is
  * what wq_release makes, with the state it changes kept in a drain_run
- * and what is the same for all found once (about six releases a drain in
- * the GEMM). */
+ * (about six releases a drain in the GEMM). */
 static void wq_drain(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
-    const double other = ch->dir_end[RD];
-    const drain_fixed f = {t,
-                           other + d->rtw,
-                           (other - t) / d->burst * d->burst_bytes_f,
-                           other <= t,
-                           &d->bank[(size_t)c * (size_t)d->nbank],
-                           &d->bg_free[(size_t)c * (size_t)d->nbg],
-                           ch->wq};
     drain_run r = {ch->bus_free, ch->dir_end[WR], ch->wr_done, d->st.busy_ns[c], d->st.mix_ns, d->st.last_ns,
                    ch->wq_wait, {0, 0, 0}, ch->wq_rel, ch->last_write_bg};
     d->st.write_drains++;
@@ -723,7 +664,7 @@ static void wq_drain(sim_dram *d, int c, double t)
         d->st.turnarounds++;
     ch->last_dir = WR;
     while ((double)(int64_t)r.wait > d->wq_low)
-        drain_release(d, c, &f, &r);
+        drain_release(d, c, t, &r);
     ch->bus_free = r.bus_free;
     ch->dir_end[WR] = r.wr_end;
     ch->wr_done = r.wr_done;
