@@ -597,8 +597,10 @@ static void wq_release(sim_dram *d, int c, double t)
  * in locals over the drain: in memory, every store through a bank or bank
  * group pointer made the compiler load them all again. */
 typedef struct {
-    double bus_free, wr_end, wr_done; /* ch->bus_free, dir_end[WR], wr_done */
-    double busy, mix, last;           /* st.busy_ns[c], st.mix_ns, st.last_ns */
+    double bus_free;                  /* ch->bus_free */
+    double end;                       /* the latest end of data released: dir_end[WR], wr_done
+                                         and st.last_ns are each the later of theirs and this */
+    double busy, mix;                 /* st.busy_ns[c], st.mix_ns */
     uint64_t wait, kinds[3];          /* ch->wq_wait; segments by row outcome */
     uint32_t rel;                     /* ch->wq_rel */
     int g;                            /* bank group of the last release */
@@ -620,7 +622,7 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
         if (p.start < ch->ref_due)
             break;
         ch->bus_free = r->bus_free; /* refresh reads and moves these */
-        ch->dir_end[WR] = r->wr_end;
+        ch->dir_end[WR] = later(ch->dir_end[WR], r->end);
         refresh(d, c, t);
         r->bus_free = ch->bus_free;
     }
@@ -638,16 +640,14 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     b->pre_ready = later(b->pre_ready, p.end + d->wr);
     r->bus_free = p.bus_end;
     bg_free[g] = p.bg_end;
-    r->wr_end = later(r->wr_end, p.end);
+    r->end = later(r->end, p.end);
     r->g = g;
-    r->wr_done = later(r->wr_done, p.end);
     r->kinds[kind]++;
     r->busy += nbf * d->burst;
     r->mix += p.mix;
     e->start = later(p.start, p.bus_end - nbf * d->burst - p.mix);
     r->rel++;
     r->wait -= e->nb;
-    r->last = later(r->last, p.end);
 }
 
 /* A write drain ahead of reads, from t: channel c's waiting writes pass
@@ -657,8 +657,8 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
 static void wq_drain(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
-    drain_run r = {ch->bus_free, ch->dir_end[WR], ch->wr_done, d->st.busy_ns[c], d->st.mix_ns, d->st.last_ns,
-                   ch->wq_wait, {0, 0, 0}, ch->wq_rel, ch->last_write_bg};
+    drain_run r = {ch->bus_free, LONG_AGO, d->st.busy_ns[c], d->st.mix_ns, ch->wq_wait, {0, 0, 0}, ch->wq_rel,
+                   ch->last_write_bg};
     d->st.write_drains++;
     if (ch->last_dir == RD) /* the first release turns the bus (the drain has one: wait > high >= low) */
         d->st.turnarounds++;
@@ -666,14 +666,14 @@ static void wq_drain(sim_dram *d, int c, double t)
     while ((double)(int64_t)r.wait > d->wq_low)
         drain_release(d, c, t, &r);
     ch->bus_free = r.bus_free;
-    ch->dir_end[WR] = r.wr_end;
-    ch->wr_done = r.wr_done;
+    ch->dir_end[WR] = later(ch->dir_end[WR], r.end); /* max: in any order the same */
+    ch->wr_done = later(ch->wr_done, r.end);
     ch->last_write_bg = r.g;
     ch->wq_wait = r.wait;
     ch->wq_rel = r.rel;
     d->st.busy_ns[c] = r.busy;
     d->st.mix_ns = r.mix;
-    d->st.last_ns = r.last;
+    d->st.last_ns = later(d->st.last_ns, r.end);
     d->st.segments += r.kinds[HIT] + r.kinds[MISS] + r.kinds[CONFLICT];
     d->st.row_hits += r.kinds[HIT];
     d->st.row_misses += r.kinds[MISS];
