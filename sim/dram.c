@@ -603,7 +603,6 @@ typedef struct {
     double busy, mix;                 /* st.busy_ns[c], st.mix_ns */
     uint64_t wait, kinds[3];          /* ch->wq_wait; segments by row outcome */
     uint32_t rel;                     /* ch->wq_rel */
-    int g;                            /* bank group of the last release */
 } drain_run;
 
 /* Release channel c's oldest waiting write in a drain: segment() for a
@@ -641,7 +640,6 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
     r->bus_free = p.bus_end;
     bg_free[g] = p.bg_end;
     r->end = later(r->end, p.end);
-    r->g = g;
     r->kinds[kind]++;
     r->busy += nbf * d->burst;
     r->mix += p.mix;
@@ -657,8 +655,7 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
 static void wq_drain(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
-    drain_run r = {ch->bus_free, LONG_AGO, d->st.busy_ns[c], d->st.mix_ns, ch->wq_wait, {0, 0, 0}, ch->wq_rel,
-                   ch->last_write_bg};
+    drain_run r = {ch->bus_free, LONG_AGO, d->st.busy_ns[c], d->st.mix_ns, ch->wq_wait, {0, 0, 0}, ch->wq_rel};
     d->st.write_drains++;
     if (ch->last_dir == RD) /* the first release turns the bus (the drain has one: wait > high >= low) */
         d->st.turnarounds++;
@@ -668,7 +665,7 @@ static void wq_drain(sim_dram *d, int c, double t)
     ch->bus_free = r.bus_free;
     ch->dir_end[WR] = later(ch->dir_end[WR], r.end); /* max: in any order the same */
     ch->wr_done = later(ch->wr_done, r.end);
-    ch->last_write_bg = r.g;
+    ch->last_write_bg = wq_at(d, c, r.rel - 1)->w.g; /* the last released */
     ch->wq_wait = r.wait;
     ch->wq_rel = r.rel;
     d->st.busy_ns[c] = r.busy;
