@@ -131,7 +131,8 @@ struct sim_dram {
     uint64_t wq_cap;                /* buffer per channel, bursts (at most as many entries) */
     uint64_t wq_mask;               /* a channel's ring holds wq_mask + 1 entries, the power of two
                                        from wq_cap up: an index wraps by a mask */
-    double wq_high, wq_low;         /* watermarks on waiting bursts */
+    int64_t wq_high, wq_low;        /* watermarks on waiting bursts: a count passes one when it
+                                       exceeds it (count_at_most of the configured fraction) */
     double ack;                     /* arrival to acceptance */
     /* state */
     dram_chan *ch;
@@ -211,6 +212,19 @@ static int alloc_state(sim_dram *d)
     return 0;
 }
 
+/* The largest count that does not exceed w: a count n (below 2^53, so
+ * exact as a double) exceeds w exactly when it exceeds this, and the
+ * watermark tests of every accept and drained release compare integers
+ * (w is not NaN: sim_dram_config_error orders the watermarks). */
+static int64_t count_at_most(double w)
+{
+    if (w < 0)
+        return -1;
+    if (w >= 0x1p62)
+        return INT64_MAX;
+    return (int64_t)floor(w);
+}
+
 sim_dram *sim_dram_new(const chip_config *cfg)
 {
     if (sim_dram_config_error(cfg))
@@ -258,8 +272,8 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
     for (d->wq_mask = 0; d->wq_mask + 1 < d->wq_cap; d->wq_mask = 2 * d->wq_mask + 1)
         ;
-    d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
-    d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
+    d->wq_high = count_at_most(cfg->dram_write_high_pct / 100 * (double)d->wq_cap);
+    d->wq_low = count_at_most(cfg->dram_write_low_pct / 100 * (double)d->wq_cap);
     d->placed_r = UINT64_MAX; /* none yet */
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
@@ -660,7 +674,7 @@ static void wq_drain(sim_dram *d, int c, double t)
     if (ch->last_dir == RD) /* the first release turns the bus (the drain has one: wait > high >= low) */
         d->st.turnarounds++;
     ch->last_dir = WR;
-    while ((double)(int64_t)r.wait > d->wq_low)
+    while ((int64_t)r.wait > d->wq_low)
         drain_release(d, c, t, &r);
     ch->bus_free = r.bus_free;
     ch->dir_end[WR] = later(ch->dir_end[WR], r.end); /* max: in any order the same */
@@ -752,7 +766,7 @@ static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
-    if ((double)(int64_t)ch->wq_wait > d->wq_high) /* a count: signed converts faster */
+    if ((int64_t)ch->wq_wait > d->wq_high)
         wq_drain(d, c, arrive);
     return x;
 }
