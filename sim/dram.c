@@ -90,9 +90,9 @@ typedef struct {
 typedef struct dram_wentry {
     dram_place w;       /* where its row segment lands, found on arrival */
     uint64_t nb;        /* bursts, the buffer space it holds */
-    double ready;       /* accepted: may be released from then on */
-    double start;       /* released: its first data on the bus */
-    uint64_t pad[3];    /* to 64 bytes: an entry's index scales by a shift */
+    double start;       /* waiting: when it was accepted, and may be released;
+                           released: its first data on the bus */
+    uint64_t pad[4];    /* to 64 bytes: an entry's index scales by a shift */
 } dram_wentry;
 _Static_assert(sizeof(dram_wentry) == 64, "a write buffer entry is one cache line");
 
@@ -718,7 +718,7 @@ static void wq_idle(sim_dram *d, int c, double t)
     dram_chan *ch = &d->ch[c];
     double idle = ch->dir_end[RD];
     while (ch->wq_rel < ch->wq_n && ch->bus_free < t) {
-        double r = later(idle, wq_at(d, c, ch->wq_rel)->ready);
+        double r = later(idle, wq_at(d, c, ch->wq_rel)->start); /* waiting: accepted then */
         if (r >= t)
             break;
         wq_release(d, c, r);
@@ -762,7 +762,7 @@ static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c
     dram_wentry *e = wq_at(d, c, ch->wq_n);
     e->w = w;
     e->nb = nb;
-    e->ready = e->start = x;
+    e->start = x;
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
