@@ -90,9 +90,9 @@ typedef struct {
 typedef struct dram_wentry {
     dram_place w;       /* where its row segment lands, found on arrival */
     uint64_t nb;        /* bursts, the buffer space it holds */
-    double ready;       /* accepted: may be released from then on */
-    double start, end;  /* released: its first and last data on the bus */
-    uint64_t pad[2];    /* to 64 bytes: an entry's index scales by a shift */
+    double start;       /* waiting: when it was accepted, and may be released;
+                           released: its first data on the bus */
+    uint64_t pad[4];    /* to 64 bytes: an entry's index scales by a shift */
 } dram_wentry;
 _Static_assert(sizeof(dram_wentry) == 64, "a write buffer entry is one cache line");
 
@@ -131,7 +131,8 @@ struct sim_dram {
     uint64_t wq_cap;                /* buffer per channel, bursts (at most as many entries) */
     uint64_t wq_mask;               /* a channel's ring holds wq_mask + 1 entries, the power of two
                                        from wq_cap up: an index wraps by a mask */
-    double wq_high, wq_low;         /* watermarks on waiting bursts */
+    int64_t wq_high, wq_low;        /* watermarks on waiting bursts: a count passes one when it
+                                       exceeds it (count_at_most of the configured fraction) */
     double ack;                     /* arrival to acceptance */
     /* state */
     dram_chan *ch;
@@ -211,6 +212,19 @@ static int alloc_state(sim_dram *d)
     return 0;
 }
 
+/* The largest count that does not exceed w: a count n (below 2^53, so
+ * exact as a double) exceeds w exactly when it exceeds this, and the
+ * watermark tests of every accept and drained release compare integers
+ * (w is not NaN: sim_dram_config_error orders the watermarks). */
+static int64_t count_at_most(double w)
+{
+    if (w < 0)
+        return -1;
+    if (w >= 0x1p62)
+        return INT64_MAX;
+    return (int64_t)floor(w);
+}
+
 sim_dram *sim_dram_new(const chip_config *cfg)
 {
     if (sim_dram_config_error(cfg))
@@ -258,8 +272,8 @@ sim_dram *sim_dram_new(const chip_config *cfg)
     d->wq_cap = (uint64_t)cfg->dram_write_buffer_bytes / cfg->dram_burst_bytes;
     for (d->wq_mask = 0; d->wq_mask + 1 < d->wq_cap; d->wq_mask = 2 * d->wq_mask + 1)
         ;
-    d->wq_high = cfg->dram_write_high_pct / 100 * (double)d->wq_cap;
-    d->wq_low = cfg->dram_write_low_pct / 100 * (double)d->wq_cap;
+    d->wq_high = count_at_most(cfg->dram_write_high_pct / 100 * (double)d->wq_cap);
+    d->wq_low = count_at_most(cfg->dram_write_low_pct / 100 * (double)d->wq_cap);
     d->placed_r = UINT64_MAX; /* none yet */
     d->ack = cfg->dram_write_ack_ns;
     if (alloc_state(d) || !(d->shadow = malloc(sizeof *d->shadow))) {
@@ -403,11 +417,12 @@ static double act_slot(const sim_dram *d, const dram_chan *c, double x)
 }
 
 /* Plan a segment of nb bursts in direction dir to row `row` of bank b (in
- * bank group g) arriving at t, without changing any state.  Forced inline
- * like segment, where GCC would otherwise put it out of line. */
+ * bank group g) arriving at t, on channel c whose bus work pointer is
+ * bus_free (a drain keeps it in a register), without changing any state.
+ * Forced inline like segment, where GCC would otherwise put it out of line. */
 static inline __attribute__((always_inline)) void plan(const sim_dram *d, const dram_chan *c, const dram_bank *b,
                                                        const double *bg_free, int g, int64_t row, double nb, int dir,
-                                                       double t, dram_plan *p)
+                                                       double t, double bus_free, dram_plan *p)
 {
     double cas;
     p->act = LONG_AGO;
@@ -445,8 +460,8 @@ static inline __attribute__((always_inline)) void plan(const sim_dram *d, const 
     /* First ready: behind queued work, up to `window` of bus time waiting
      * for this bank is lent to younger requests that are ready (the bus work
      * pointer runs ahead); on an idle bus the data starts when ready. */
-    double lo = c->bus_free > t ? s - d->window : s;
-    p->bus_end = later(c->bus_free, lo) + nb * d->burst + p->mix;
+    double lo = bus_free > t ? s - d->window : s;
+    p->bus_end = later(bus_free, lo) + nb * d->burst + p->mix;
     /* one bank group streams one burst per tCCD; other groups fill the bus */
     p->bg_end = later(s, bg_free[g]) + nb * d->ccd;
     p->end = later(later(p->bus_end, p->bg_end), s + nb * d->burst);
@@ -527,7 +542,7 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
     double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
-        plan(d, ch, b, bg_free, g, row, nbf, dir, t, &p);
+        plan(d, ch, b, bg_free, g, row, nbf, dir, t, ch->bus_free, &p);
         if (p.start < ch->ref_due)
             break;
         refresh(d, c, t); /* data would start after the due refresh: refresh first */
@@ -582,29 +597,98 @@ static dram_wentry *wq_at(const sim_dram *d, int c, uint32_t i)
 }
 
 /* Schedule the oldest waiting write of channel c as arriving at t. */
-static inline __attribute__((always_inline)) void wq_release_inline(sim_dram *d, int c, double t)
+static void wq_release(sim_dram *d, int c, double t)
 {
     dram_chan *ch = &d->ch[c];
     dram_wentry *e = wq_at(d, c, ch->wq_rel);
-    e->end = segment(d, c, e->nb, e->w, WR, t, &e->start);
+    double end = segment(d, c, e->nb, e->w, WR, t, &e->start);
     ch->wq_rel++;
     ch->wq_wait -= e->nb;
-    d->st.last_ns = later(d->st.last_ns, e->end);
+    d->st.last_ns = later(d->st.last_ns, end);
 }
 
-/* The same, out of line: where one release is all a caller makes, a copy
- * of segment inline would only grow its code. */
-static void wq_release(sim_dram *d, int c, double t) { wq_release_inline(d, c, t); }
+/* What a drain's releases change of channel c and of the statistics, held
+ * in locals over the drain: in memory, every store through a bank or bank
+ * group pointer made the compiler load them all again. */
+typedef struct {
+    double bus_free;                  /* ch->bus_free */
+    double end;                       /* the latest end of data released: dir_end[WR], wr_done
+                                         and st.last_ns are each the later of theirs and this */
+    double busy, mix;                 /* st.busy_ns[c], st.mix_ns */
+    uint64_t wait, kinds[3];          /* ch->wq_wait; segments by row outcome */
+    uint32_t rel;                     /* ch->wq_rel */
+} drain_run;
+
+/* Release channel c's oldest waiting write in a drain: segment() for a
+ * write arriving at t, on the running state r. */
+static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int c, double t, drain_run *r)
+{
+    dram_chan *ch = &d->ch[c];
+    dram_wentry *e = &ch->wq[(ch->wq_head + r->rel) & d->wq_mask];
+    const int g = e->w.g;
+    const double nbf = (double)(int64_t)e->nb;
+    dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)e->w.bi];
+    double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
+    dram_plan p;
+    for (;;) {
+        plan(d, ch, b, bg_free, g, e->w.row, nbf, WR, t, r->bus_free, &p);
+        if (p.start < ch->ref_due)
+            break;
+        ch->bus_free = r->bus_free; /* refresh reads and moves these */
+        ch->dir_end[WR] = later(ch->dir_end[WR], r->end);
+        refresh(d, c, t);
+        r->bus_free = ch->bus_free;
+    }
+    const int kind = p.kind;
+    if (kind != HIT) {
+        b->act = p.act;
+        b->act_ready = p.act + d->rc;
+        b->cas_ready = p.act + d->rcd;
+        b->pre_ready = p.act + d->ras;
+        ch->acts[ch->act_pos] = p.act;
+        ch->act_pos = (ch->act_pos + 1) & 3;
+        ch->last_act = p.act;
+    }
+    b->row = e->w.row;
+    b->pre_ready = later(b->pre_ready, p.end + d->wr);
+    r->bus_free = p.bus_end;
+    bg_free[g] = p.bg_end;
+    r->end = later(r->end, p.end);
+    r->kinds[kind]++;
+    r->busy += nbf * d->burst;
+    r->mix += p.mix;
+    e->start = later(p.start, p.bus_end - nbf * d->burst - p.mix);
+    r->rel++;
+    r->wait -= e->nb;
+}
 
 /* A write drain ahead of reads, from t: channel c's waiting writes pass
- * the high watermark; release them down to the low one.  Out of line with
- * the releases inline in it: a drain releases about six (the GEMM), a call
- * each cost as much as their bookkeeping. */
+ * the high watermark; release them down to the low one.  Each release is
+ * what wq_release makes, with the state it changes kept in a drain_run
+ * (about six releases a drain in the GEMM). */
 static void wq_drain(sim_dram *d, int c, double t)
 {
+    dram_chan *ch = &d->ch[c];
+    drain_run r = {ch->bus_free, LONG_AGO, d->st.busy_ns[c], d->st.mix_ns, ch->wq_wait, {0, 0, 0}, ch->wq_rel};
     d->st.write_drains++;
-    while ((double)(int64_t)d->ch[c].wq_wait > d->wq_low)
-        wq_release_inline(d, c, t);
+    if (ch->last_dir == RD) /* the first release turns the bus (the drain has one: wait > high >= low) */
+        d->st.turnarounds++;
+    ch->last_dir = WR;
+    while ((int64_t)r.wait > d->wq_low)
+        drain_release(d, c, t, &r);
+    ch->bus_free = r.bus_free;
+    ch->dir_end[WR] = later(ch->dir_end[WR], r.end); /* max: in any order the same */
+    ch->wr_done = later(ch->wr_done, r.end);
+    ch->last_write_bg = wq_at(d, c, r.rel - 1)->w.g; /* the last released */
+    ch->wq_wait = r.wait;
+    ch->wq_rel = r.rel;
+    d->st.busy_ns[c] = r.busy;
+    d->st.mix_ns = r.mix;
+    d->st.last_ns = later(d->st.last_ns, r.end);
+    d->st.segments += r.kinds[HIT] + r.kinds[MISS] + r.kinds[CONFLICT];
+    d->st.row_hits += r.kinds[HIT];
+    d->st.row_misses += r.kinds[MISS];
+    d->st.row_conflicts += r.kinds[CONFLICT];
 }
 
 /* Free, oldest first, the released entries whose data has started to go
@@ -634,7 +718,7 @@ static void wq_idle(sim_dram *d, int c, double t)
     dram_chan *ch = &d->ch[c];
     double idle = ch->dir_end[RD];
     while (ch->wq_rel < ch->wq_n && ch->bus_free < t) {
-        double r = later(idle, wq_at(d, c, ch->wq_rel)->ready);
+        double r = later(idle, wq_at(d, c, ch->wq_rel)->start); /* waiting: accepted then */
         if (r >= t)
             break;
         wq_release(d, c, r);
@@ -678,11 +762,11 @@ static inline __attribute__((always_inline)) double wq_accept(sim_dram *d, int c
     dram_wentry *e = wq_at(d, c, ch->wq_n);
     e->w = w;
     e->nb = nb;
-    e->ready = e->start = e->end = x;
+    e->start = x;
     ch->wq_n++;
     ch->wq_occ += nb;
     ch->wq_wait += nb;
-    if ((double)(int64_t)ch->wq_wait > d->wq_high) /* a count: signed converts faster */
+    if ((int64_t)ch->wq_wait > d->wq_high)
         wq_drain(d, c, arrive);
     return x;
 }
