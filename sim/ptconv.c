@@ -213,7 +213,9 @@ const float *sim_conv_packed(sim_conv_pool *p, int slot, int as_b)
 int sim_conv_use(sim_conv_pool *p, int slot)
 {
     conv *e = &p->e[slot];
-    return ++e->uses > 1 || e->packed;
+    if (e->uses < 2) /* no more is asked: it cannot overflow */
+        e->uses++;
+    return e->uses > 1 || e->packed;
 }
 
 void sim_conv_rewind(sim_conv_pool *p)

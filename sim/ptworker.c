@@ -359,6 +359,25 @@ static const float *operand(pt_bufs *bf, uint8_t *lx, op_src src, const sim_tile
     return v;
 }
 
+/* A product's A and B into *A and *B, row-major, or packed for
+ * OpenBLAS's kernel (then 1).  Packed once a tile comes again: a tile
+ * packed into a buffer of its own for one product cost more than OpenBLAS
+ * packing it into its warm one (BERT-base's warm launch 4% slower). */
+static int operands(pt_bufs *bf, uint8_t *lx, const pt_job *j, int core, const uint64_t *gen, int64_t sb,
+                    const float **A, const float **B)
+{
+    const isa_insn *in = &j->in;
+    int sa, sl;
+    *A = operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb, &sa);
+    *B = operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb, &sl);
+    /* | and not ||: each entry counts this use */
+    if (!(sim_conv_use(bf->pool[OP_A], sa) | sim_conv_use(bf->pool[OP_B], sl)) || !sim_pt_packs(in->m, in->nn, in->k))
+        return 0;
+    *A = sim_conv_packed(bf->pool[OP_A], sa, 0);
+    *B = sim_conv_packed(bf->pool[OP_B], sl, 1);
+    return 1;
+}
+
 /* Before a product reads ops[0..2] and writes ops[3]: core's dirty P
  * entries that meet them go to LX first, so that LX holds their sums when
  * read and a later flush does not overwrite newer bytes.  The entry the
@@ -444,19 +463,8 @@ static void compute(pt_bufs *bf, uint8_t *lx, const pt_job *j)
     const uint64_t have = acc && fresh && out32 && same_key(&pk, &dk) && !j->snapped[OP_P] && g32 <= 64
                               ? gather_sums(bf, j, pc, grow(&pc->v, &pc->cap, (size_t)(m * n)), sb) : 0;
     flush_meeting(bf, lx, core, ops, keep);
-    int sa, sl;
-    const float *A =
-        operand(bf, lx, source(j, lx, OP_A), &j->tags[OP_A], core, OP_A, gen[OP_A], key_of(in, OP_A), sb, &sa);
-    const float *B =
-        operand(bf, lx, source(j, lx, OP_B), &j->tags[OP_B], core, OP_B, gen[OP_B], key_of(in, OP_B), sb, &sl);
-    /* packed ahead once a tile comes again: a tile packed into a buffer
-     * of its own for one product cost more than OpenBLAS packing it into
-     * its warm one (BERT-base's warm launch 4% slower) */
-    const int packed = (sim_conv_use(bf->pool[OP_A], sa) | sim_conv_use(bf->pool[OP_B], sl)) && sim_pt_packs(m, n, k);
-    if (packed) {
-        A = sim_conv_packed(bf->pool[OP_A], sa, 0);
-        B = sim_conv_packed(bf->pool[OP_B], sl, 1);
-    }
+    const float *A, *B;
+    const int packed = operands(bf, lx, j, core, gen, sb, &A, &B);
     pc->gen = 0; /* its values change below */
     pc->dirty = 0;
     float *C = grow(&pc->v, &pc->cap, (size_t)(m * n));
