@@ -521,6 +521,19 @@ static inline uint64_t bursts(const sim_dram *d, uint64_t lo, uint64_t hi)
     return dv(hi - 1, d->dburst) - dv(lo, d->dburst) + 1;
 }
 
+/* Bank b of channel ch opened a row at act: its timing constraints and
+ * the channel's last four ACTs (tFAW) from it. */
+static inline __attribute__((always_inline)) void activated(const sim_dram *d, dram_chan *ch, dram_bank *b, double act)
+{
+    b->act = act;
+    b->act_ready = act + d->rc;
+    b->cas_ready = act + d->rcd;
+    b->pre_ready = act + d->ras;
+    ch->acts[ch->act_pos] = act;
+    ch->act_pos = (ch->act_pos + 1) & 3;
+    ch->last_act = act;
+}
+
 /* Schedule one segment of channel c: nb bursts (bursts(lo, hi) of its
  * local range [lo, hi)), placed at w (place_of(lo)): callers pass what
  * they found already (a posted write keeps both, an access of whole
@@ -547,15 +560,8 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
             break;
         refresh(d, c, t); /* data would start after the due refresh: refresh first */
     }
-    if (p.kind != HIT) {
-        b->act = p.act;
-        b->act_ready = p.act + d->rc;
-        b->cas_ready = p.act + d->rcd;
-        b->pre_ready = p.act + d->ras;
-        ch->acts[ch->act_pos] = p.act;
-        ch->act_pos = (ch->act_pos + 1) & 3;
-        ch->last_act = p.act;
-    }
+    if (p.kind != HIT)
+        activated(d, ch, b, p.act);
     b->row = row;
     if (dir == RD) /* last RD command = last data burst - CL */
         b->pre_ready = later(b->pre_ready, p.end - d->burst - d->cl + d->rtp);
@@ -640,15 +646,8 @@ static inline __attribute__((always_inline)) void drain_release(sim_dram *d, int
         r->bus_free = ch->bus_free;
     }
     const int kind = p.kind;
-    if (kind != HIT) {
-        b->act = p.act;
-        b->act_ready = p.act + d->rc;
-        b->cas_ready = p.act + d->rcd;
-        b->pre_ready = p.act + d->ras;
-        ch->acts[ch->act_pos] = p.act;
-        ch->act_pos = (ch->act_pos + 1) & 3;
-        ch->last_act = p.act;
-    }
+    if (kind != HIT)
+        activated(d, ch, b, p.act);
     b->row = e->w.row;
     b->pre_ready = later(b->pre_ready, p.end + d->wr);
     r->bus_free = p.bus_end;
