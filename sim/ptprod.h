@@ -22,5 +22,10 @@ void sim_pt_pack_a(const float *A, int64_t m, int64_t k, float *out);
 void sim_pt_pack_b(const float *B, int64_t k, int64_t n, float *out);
 /* sim_pt_product on packed operands, for a shape sim_pt_packs allows. */
 void sim_pt_product_packed(const float *pa, const float *pb, float *C, int64_t m, int64_t n, int64_t k, int acc);
+/* Packed operands allowed (1, the default) or not (0: every product
+ * calls cblas_sgemm), so that a test can run a program both ways and
+ * compare the bits; and how many products ran packed in this process. */
+void sim_pt_packing(int on);
+long sim_pt_packed_products(void);
 
 #endif

@@ -13,12 +13,14 @@
  * changes a program the row no longer applies and the test says so; re-record
  * it only with a simulator whose cycles are trusted. */
 #include <CUnit/CUnit.h>
+#include <cblas.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cc.h"
+#include "ptprod.h"
 #include "rt.h"
 #include "testutil.h"
 
@@ -158,6 +160,55 @@ static void test_every_recorded_program_runs_in_its_recorded_cycles_and_checks(v
         check_row(&table[i]);
 }
 
+/* C of the generated 1024^3 GEMM after two launches (values and the race
+ * check), products on packed operands allowed or not: malloc'd, *n
+ * elements. */
+static float *gemm_result(const chip_config *cfg, int packed, int64_t *n)
+{
+    char err[1024];
+    sim_pt_packing(packed);
+    isa_program *p = cc_gen_gemm(cfg, 1024, 1024, 1024, err, sizeof err);
+    rt_device *dev = rt_open_config(cfg, err, sizeof err);
+    CU_ASSERT_FATAL(p && dev);
+    sim_options opt = {.values = 1, .detect_races = 1};
+    rt_set_options(dev, &opt);
+    rt_program *prog = rt_load_program(dev, p, err, sizeof err);
+    CU_ASSERT_FATAL(prog && !rt_fill_inputs(prog, 1, err, sizeof err));
+    rt_run_result *res = malloc(sizeof *res);
+    CU_ASSERT_FATAL(res && !rt_launch(prog, res) && !rt_launch(prog, res)); /* the second on warm pools */
+    const float *c = rt_host_tensor(prog, "C", n);
+    CU_ASSERT_FATAL(c && *n == 1024 * 1024);
+    float *copy = malloc(sizeof *copy * (size_t)*n);
+    CU_ASSERT_FATAL(copy != NULL);
+    memcpy(copy, c, sizeof *copy * (size_t)*n);
+    free(res);
+    rt_close(dev);
+    sim_pt_packing(1);
+    return copy;
+}
+
+/* A GEMM whose tiles feed several products each: where the host's
+ * OpenBLAS lets products run on operands packed once (sim/ptprod.c), the
+ * bits are those of every product through cblas_sgemm. */
+static void test_a_gemm_gives_the_same_bits_with_operands_packed_or_not(void)
+{
+    chip_config cfg;
+    tu_config("spyre", &cfg);
+    int64_t n1, n0;
+    const long before = sim_pt_packed_products();
+    float *packed = gemm_result(&cfg, 1, &n1);
+    const long ran = sim_pt_packed_products() - before;
+    float *plain = gemm_result(&cfg, 0, &n0);
+    CU_ASSERT_EQUAL(sim_pt_packed_products() - before, ran); /* none with packing off */
+    CU_ASSERT_EQUAL_FATAL(n1, n0);
+    CU_ASSERT_EQUAL(memcmp(packed, plain, sizeof *packed * (size_t)n1), 0);
+    const char *core = openblas_get_corename(), *config = openblas_get_config();
+    if (core && config && !strncmp(config, "OpenBLAS 0.3.21 ", 16) && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")))
+        CU_ASSERT(ran > 1000); /* where the path is known to be taken: most of 2 x 1024 products */
+    free(packed);
+    free(plain);
+}
+
 /* The graph directories of traces/ (one level of nesting: gpt2_gen/prefill). */
 static int list_traces(char names[][256], int max)
 {
@@ -221,6 +272,8 @@ int main(int argc, char **argv)
         return tu_run("sim_equivalence", recording);
     static const tu_test tests[] = {
         {"every trace has a row for every chip", test_every_trace_has_a_row_for_every_chip},
+        {"a gemm gives the same bits with operands packed or not",
+         test_a_gemm_gives_the_same_bits_with_operands_packed_or_not},
         {"every recorded program runs in its recorded cycles and checks",
          test_every_recorded_program_runs_in_its_recorded_cycles_and_checks},
         {NULL, NULL},
