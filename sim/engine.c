@@ -172,8 +172,6 @@ static const issue_rec *issue_of(issue_rec *dec, const isa_stream *str, long pc)
     r->tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
     if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
         r->unit = (uint8_t)v;
-    else
-        r->unit = UNIT_UNKNOWN;
     return r;
 }
 
