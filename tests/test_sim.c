@@ -182,32 +182,48 @@ static double ref_dot(const float *A, const float *B, int r, int c, int k, int n
     return ref;
 }
 
+/* A product of m x k by k x n, beta 0 then 1, by sim_pt_product or, when
+ * packed, by sim_pt_product_packed on operands packed with
+ * sim_pt_pack_a/_b: the bits of one cblas_sgemm call on this host (the
+ * same library on both sides: no bits are compared across machines). */
+static void check_product_bits(int64_t m, int64_t n, int64_t k, int packed)
+{
+    float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(k * n));
+    float *C = malloc(sizeof(float) * (size_t)(m * n)), *W = malloc(sizeof(float) * (size_t)(m * n));
+    float *pa = aligned_alloc(64, sizeof(float) * (size_t)((m * k + 15) & ~15));
+    float *pb = aligned_alloc(64, sizeof(float) * (size_t)((k * n + 15) & ~15));
+    CU_ASSERT_FATAL(A && B && C && W && pa && pb);
+    for (int64_t e = 0; e < m * k; e++)
+        A[e] = (float)((e * 37 % 101) - 50) / 17.0f;
+    for (int64_t e = 0; e < k * n; e++)
+        B[e] = (float)((e * 53 % 97) - 48) / 13.0f;
+    if (packed) {
+        sim_pt_pack_a(A, m, k, pa);
+        sim_pt_pack_b(B, k, n, pb);
+    }
+    for (int acc = 0; acc <= 1; acc++) {
+        for (int64_t e = 0; e < m * n; e++)
+            C[e] = W[e] = (float)(e % 11) / 3.0f;
+        if (packed)
+            sim_pt_product_packed(pa, pb, C, m, n, k, acc);
+        else
+            sim_pt_product(A, B, C, m, n, k, acc);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                    acc ? 1.0f : 0.0f, W, (int)n);
+        CU_ASSERT_EQUAL(memcmp(C, W, sizeof(float) * (size_t)(m * n)), 0);
+    }
+    free(A), free(B), free(C), free(W), free(pa), free(pb);
+}
+
 /* A PT product may be cut into column blocks for OpenBLAS's sake; its sums
- * must be one cblas_sgemm call's bit for bit on this host, whatever kernel
- * the host's OpenBLAS picks (the same library on both sides: no bits are
- * compared across machines). */
+ * must be one cblas_sgemm call's bit for bit, whatever kernel the host's
+ * OpenBLAS picks. */
 static void test_pt_product_gives_one_sgemm_calls_bits(void)
 {
     static const int64_t shapes[][3] = {{64, 256, 64}, {64, 512, 64}, {128, 256, 64}, {256, 256, 64},
                                         {64, 256, 256}, {32, 1024, 128}, {64, 256, 384}, {8, 64, 8}};
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-        float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(k * n));
-        float *C = malloc(sizeof(float) * (size_t)(m * n)), *W = malloc(sizeof(float) * (size_t)(m * n));
-        for (int64_t e = 0; e < m * k; e++)
-            A[e] = (float)((e * 37 % 101) - 50) / 17.0f;
-        for (int64_t e = 0; e < k * n; e++)
-            B[e] = (float)((e * 53 % 97) - 48) / 13.0f;
-        for (int acc = 0; acc <= 1; acc++) {
-            for (int64_t e = 0; e < m * n; e++)
-                C[e] = W[e] = (float)(e % 11) / 3.0f;
-            sim_pt_product(A, B, C, m, n, k, acc);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
-                        acc ? 1.0f : 0.0f, W, (int)n);
-            CU_ASSERT_EQUAL(memcmp(C, W, sizeof(float) * (size_t)(m * n)), 0);
-        }
-        free(A), free(B), free(C), free(W);
-    }
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        check_product_bits(shapes[i][0], shapes[i][1], shapes[i][2], 0);
 }
 
 static void test_pt_product_on_packed_operands_gives_one_sgemm_calls_bits(void)
@@ -223,28 +239,9 @@ static void test_pt_product_on_packed_operands_gives_one_sgemm_calls_bits(void)
         if (!sim_pt_packs(m, n, k))
             continue; /* not on this host's OpenBLAS: products call sgemm */
         packed++;
-        float *A = malloc(sizeof(float) * (size_t)(m * k)), *B = malloc(sizeof(float) * (size_t)(k * n));
-        float *C = malloc(sizeof(float) * (size_t)(m * n)), *W = malloc(sizeof(float) * (size_t)(m * n));
-        float *pa = aligned_alloc(64, sizeof(float) * (size_t)((m * k + 15) & ~15));
-        float *pb = aligned_alloc(64, sizeof(float) * (size_t)((k * n + 15) & ~15));
-        for (int64_t e = 0; e < m * k; e++)
-            A[e] = (float)((e * 37 % 101) - 50) / 17.0f;
-        for (int64_t e = 0; e < k * n; e++)
-            B[e] = (float)((e * 53 % 97) - 48) / 13.0f;
-        sim_pt_pack_a(A, m, k, pa);
-        sim_pt_pack_b(B, k, n, pb);
-        for (int acc = 0; acc <= 1; acc++) {
-            for (int64_t e = 0; e < m * n; e++)
-                C[e] = W[e] = (float)(e % 11) / 3.0f;
-            sim_pt_product_packed(pa, pb, C, m, n, k, acc);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
-                        acc ? 1.0f : 0.0f, W, (int)n);
-            CU_ASSERT_EQUAL(memcmp(C, W, sizeof(float) * (size_t)(m * n)), 0);
-        }
-        free(A), free(B), free(C), free(W), free(pa), free(pb);
+        check_product_bits(m, n, k, 1);
     }
-    const char *core = openblas_get_corename();
-    if (core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")))
+    if (tu_openblas_packs())
         CU_ASSERT_EQUAL(packed, 8); /* where they are known to pack, every shape here does */
     openblas_set_num_threads(threads);
 }

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <CUnit/Basic.h>
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -296,4 +297,10 @@ int tu_run_checked(const gr_graph *g, const chip_config *cfg, isa_program *p, co
     rt_unload(prog);
     rt_close(dev);
     return bad;
+}
+
+int tu_openblas_packs(void)
+{
+    const char *core = openblas_get_corename(), *config = openblas_get_config();
+    return core && config && !strncmp(config, "OpenBLAS 0.3.21 ", 16) && (!strcmp(core, "Haswell") || !strcmp(core, "Zen"));
 }

@@ -97,4 +97,10 @@ rt_program *tu_ktir_load(const char *text, const kt_arg *args, int nargs, const 
  * a failure before the check; the run's statistics in *st. */
 int tu_run_checked(const gr_graph *g, const chip_config *cfg, isa_program *p, const char *label, sim_stats *st);
 
+/* 1 on the hosts where PT products are known to run on operands packed
+ * ahead (sim/ptprod.c): OpenBLAS 0.3.21 on its Haswell or Zen kernels.
+ * Set down here apart from the simulator's own test, so that a test
+ * notices when that test stops finding them. */
+int tu_openblas_packs(void);
+
 #endif
