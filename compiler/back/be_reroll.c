@@ -617,6 +617,21 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     return c;
 }
 
+/* The most period L at item i can save, its items repeating by hash up
+ * to item end (hash_end): try_period counts a repetition r only while
+ * i + r L <= end, and a loop costs at least its loop and endl.  A
+ * candidate whose bound is no more than the best's save so far cannot be
+ * taken (only a strictly larger save replaces the best), so skipping it
+ * leaves the choice as it was: the multiples of a period that rolls (2L,
+ * 3L, ...: double buffering makes several) each checked every repetition
+ * to the end of the list, for a save smaller by the difference in body
+ * length. */
+static long save_bound(const rr_scan *s, long i, long L, long end)
+{
+    const long reps = (end - i) / L + 1;
+    return (reps - 1) * span(s, i, L) - 2;
+}
+
 static void roll_in_place(rr_pool *pl, rr_vec *v, long at);
 
 /* Append to out the loop of candidate c at item i: its first repetition
@@ -707,8 +722,11 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
         for (int t = 0; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j]) {
-            if (hash_end(&s, nitems, i, j - i) < j)
+            const long end = hash_end(&s, nitems, i, j - i);
+            if (end < j)
                 continue; /* not twice by hash: saves nothing (most candidates) */
+            if (save_bound(&s, i, j - i, end) <= best.save)
+                continue; /* cannot beat the best: a multiple of its period, as a rule */
             rr_cand c = try_period(&s, e, nitems, i, j - i);
             if (c.save > best.save)
                 best = c;
