@@ -120,6 +120,8 @@ typedef struct {
                 * table as grown for the largest kernel was 0.5 MB per small kernel) */
     int next;
     isa_insn *rep; /* per shape: its first instruction */
+    uint64_t *rkey; /* per shape: its key (insn_key) */
+    int *succ;     /* per shape: the shape of the instruction after its last one so far, -1 none */
     long rcap;
 } rr_shapes;
 
@@ -449,10 +451,14 @@ static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
     if (t->next == t->rcap) {
         t->rcap = t->rcap ? 2 * t->rcap : 64;
         t->rep = realloc(t->rep, (size_t)t->rcap * sizeof *t->rep);
-        if (!t->rep)
+        t->rkey = realloc(t->rkey, (size_t)t->rcap * sizeof *t->rkey);
+        t->succ = realloc(t->succ, (size_t)t->rcap * sizeof *t->succ);
+        if (!t->rep || !t->rkey || !t->succ)
             abort();
     }
     isa_insn_copy(&t->rep[t->next], in);
+    t->rkey[t->next] = key;
+    t->succ[t->next] = -1;
     t->tab[slot] = (rr_slot){key, t->next};
     return t->next++;
 }
@@ -1332,6 +1338,27 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
     o->ks->unrolled += t->unrolled;
 }
 
+/* Entry x's key and shape, its instruction x->in's, given the shape of the
+ * instruction before it (-1 none).  Kernels repeat: most often the shape
+ * that followed that shape last time (succ) follows again, and when that
+ * shape's first instruction has x's fields it is x's shape, the one
+ * shape_of would find (one shape per class of insn_same, whose equal
+ * fields make equal keys), with its key: no hash of x's fields and no
+ * probe (they were a third of make_entries on the prefill layer). */
+static void shape_guess(rr_shapes *sh, rr_ent *x, int before)
+{
+    const int g = before >= 0 ? sh->succ[before] : -1;
+    if (g >= 0 && insn_same(&sh->rep[g], x->in)) {
+        x->shape = g;
+        x->key = sh->rkey[g];
+    } else {
+        x->key = insn_key(x->in);
+        x->shape = shape_of(sh, x->in, x->key);
+    }
+    if (before >= 0)
+        sh->succ[before] = x->shape;
+}
+
 /* The kernel's entries, one per instruction, its shapes in sc->shapes:
  * 0 when the kernel already uses loops or registers (not code this back
  * half makes). */
@@ -1375,8 +1402,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->idx = (int)j;
         x->in = &s[j];
         x->op = s[j].op;
-        x->key = insn_key(&s[j]);
-        x->shape = shape_of(sh, &s[j], x->key);
+        shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
         x->fixed = fields_of(s[j].op)->fixed;
         x->depth = 0;
         x->n = 0;
@@ -1646,6 +1672,8 @@ static void scratch_free(rr_scratch *sc)
         free(sc->pool.b[--sc->pool.nb].p);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
+    free(sc->shapes.rkey);
+    free(sc->shapes.succ);
     isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         free(sc->t[q].shop);
