@@ -1344,7 +1344,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
  * shape's first instruction has x's fields it is x's shape, the one
  * shape_of would find (one shape per class of insn_same, whose equal
  * fields make equal keys), with its key: no hash of x's fields and no
- * probe (they were a third of make_entries on the prefill layer). */
+ * probe (they were two thirds of make_entries on the prefill layer). */
 static void shape_guess(rr_shapes *sh, rr_ent *x, int before)
 {
     const int g = before >= 0 ? sh->succ[before] : -1;
