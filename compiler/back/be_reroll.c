@@ -120,6 +120,8 @@ typedef struct {
                 * table as grown for the largest kernel was 0.5 MB per small kernel) */
     int next;
     isa_insn *rep; /* per shape: its first instruction */
+    uint64_t *rkey; /* per shape: its key (insn_key) */
+    int *succ;     /* per shape: the shape of the instruction after its last one so far, -1 none */
     long rcap;
 } rr_shapes;
 
@@ -139,11 +141,12 @@ typedef struct {
     int *shop;          /* per shape: its op */
     long shcap;         /* of shop */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
-    int64_t (*off)[RR_NADDR]; /* per instruction: its address operands' offsets */
-    long cap;           /* of shape and off */
+    int *pos;           /* the instructions by shape, each shape's in order (tmpl_index) */
+    int64_t (*off)[RR_NADDR]; /* per pos: its instruction's address operands' offsets */
+    long cap;           /* of shape, pos and off */
+    long *at;           /* per shape and one more: where its instructions start in pos */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
-    long *first;        /* tmpl_fits, per shape: the kernel's last instruction of it so far, -1 none */
-    long dcap;          /* of delta and first */
+    long dcap;          /* of at and delta */
     rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
     long kcap;          /* its slots, a power of 2 */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
@@ -448,10 +451,14 @@ static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
     if (t->next == t->rcap) {
         t->rcap = t->rcap ? 2 * t->rcap : 64;
         t->rep = realloc(t->rep, (size_t)t->rcap * sizeof *t->rep);
-        if (!t->rep)
+        t->rkey = realloc(t->rkey, (size_t)t->rcap * sizeof *t->rkey);
+        t->succ = realloc(t->succ, (size_t)t->rcap * sizeof *t->succ);
+        if (!t->rep || !t->rkey || !t->succ)
             abort();
     }
     isa_insn_copy(&t->rep[t->next], in);
+    t->rkey[t->next] = key;
+    t->succ[t->next] = -1;
     t->tab[slot] = (rr_slot){key, t->next};
     return t->next++;
 }
@@ -617,6 +624,21 @@ static rr_cand try_period(rr_scan *s, const rr_ent *e, long nitems, long i, long
     return c;
 }
 
+/* The most period L at item i can save, its items repeating by hash up
+ * to item end (hash_end): try_period counts a repetition r only while
+ * i + r L <= end, and a loop costs at least its loop and endl.  A
+ * candidate whose bound is no more than the best's save so far cannot be
+ * taken (only a strictly larger save replaces the best), so skipping it
+ * leaves the choice as it was: the multiples of a period that rolls (2L,
+ * 3L, ...: double buffering makes several) each checked every repetition
+ * to the end of the list, for a save smaller by the difference in body
+ * length. */
+static long save_bound(const rr_scan *s, long i, long L, long end)
+{
+    const long reps = (end - i) / L + 1;
+    return (reps - 1) * span(s, i, L) - 2;
+}
+
 static void roll_in_place(rr_pool *pl, rr_vec *v, long at);
 
 /* Append to out the loop of candidate c at item i: its first repetition
@@ -707,8 +729,11 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         rr_cand best = {0, 1, 0};
         long j = s.next[i];
         for (int t = 0; t < RR_CANDIDATES && j >= 0 && i + 2 * (j - i) <= nitems; t++, j = s.next[j]) {
-            if (hash_end(&s, nitems, i, j - i) < j)
+            const long end = hash_end(&s, nitems, i, j - i);
+            if (end < j)
                 continue; /* not twice by hash: saves nothing (most candidates) */
+            if (save_bound(&s, i, j - i, end) <= best.save)
+                continue; /* cannot beat the best: a multiple of its period, as a rule */
             rr_cand c = try_period(&s, e, nitems, i, j - i);
             if (c.save > best.save)
                 best = c;
@@ -1313,6 +1338,27 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
     o->ks->unrolled += t->unrolled;
 }
 
+/* Entry x's key and shape, its instruction x->in's, given the shape of the
+ * instruction before it (-1 none).  Kernels repeat: most often the shape
+ * that followed that shape last time (succ) follows again, and when that
+ * shape's first instruction has x's fields it is x's shape, the one
+ * shape_of would find (one shape per class of insn_same, whose equal
+ * fields make equal keys), with its key: no hash of x's fields and no
+ * probe (they were two thirds of make_entries on the prefill layer). */
+static void shape_guess(rr_shapes *sh, rr_ent *x, int before)
+{
+    const int g = before >= 0 ? sh->succ[before] : -1;
+    if (g >= 0 && insn_same(&sh->rep[g], x->in)) {
+        x->shape = g;
+        x->key = sh->rkey[g];
+    } else {
+        x->key = insn_key(x->in);
+        x->shape = shape_of(sh, x->in, x->key);
+    }
+    if (before >= 0)
+        sh->succ[before] = x->shape;
+}
+
 /* The kernel's entries, one per instruction, its shapes in sc->shapes:
  * 0 when the kernel already uses loops or registers (not code this back
  * half makes). */
@@ -1356,8 +1402,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         x->idx = (int)j;
         x->in = &s[j];
         x->op = s[j].op;
-        x->key = insn_key(&s[j]);
-        x->shape = shape_of(sh, &s[j], x->key);
+        shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
         x->fixed = fields_of(s[j].op)->fixed;
         x->depth = 0;
         x->n = 0;
@@ -1365,6 +1410,42 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     }
     ev->n = n;
     return 1;
+}
+
+/* The template's instructions grouped by shape (rr_tmpl: shape, pos, off,
+ * at), from the kernel's entries e[0..n): a counting sort. */
+static void tmpl_index(rr_tmpl *t, const rr_ent *e, long n)
+{
+    if (n > t->cap) {
+        free(t->shape);
+        free(t->pos);
+        free(t->off);
+        t->cap = n;
+        t->shape = malloc((size_t)n * sizeof *t->shape);
+        t->pos = malloc((size_t)n * sizeof *t->pos);
+        t->off = malloc((size_t)n * sizeof *t->off);
+        if (!t->shape || !t->pos || !t->off)
+            abort();
+    }
+    if (t->nsh + 1 > t->dcap) {
+        long cap = t->dcap;
+        t->delta = scratch_array(t->delta, &cap, t->nsh + 1, sizeof *t->delta);
+        t->at = scratch_array(t->at, &t->dcap, t->nsh + 1, sizeof *t->at);
+    }
+    memset(t->at, 0, (size_t)(t->nsh + 1) * sizeof *t->at);
+    for (long j = 0; j < n; j++)
+        t->at[e[j].shape + 1]++;
+    for (int q = 0; q < t->nsh; q++)
+        t->at[q + 1] += t->at[q];
+    for (long j = 0; j < n; j++) { /* at[q] moves to the end of shape q's */
+        const long i = t->at[e[j].shape]++;
+        t->shape[j] = e[j].shape;
+        t->pos[i] = (int)j;
+        memcpy(t->off[i], e[j].off, sizeof t->off[i]);
+    }
+    for (int q = t->nsh; q > 0; q--) /* back to the starts */
+        t->at[q] = t->at[q - 1];
+    t->at[0] = 0;
 }
 
 /* Roll kernel s[0..n) from scratch, in the entries' list (sc->e), and
@@ -1378,19 +1459,7 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     t->shop = scratch_array(t->shop, &t->shcap, t->nsh, sizeof *t->shop);
     for (int q = 0; q < t->nsh; q++)
         t->shop[q] = sc->shapes.rep[q].op;
-    if (n > t->cap) {
-        free(t->shape);
-        free(t->off);
-        t->cap = n;
-        t->shape = malloc((size_t)n * sizeof *t->shape);
-        t->off = malloc((size_t)n * sizeof *t->off);
-        if (!t->shape || !t->off)
-            abort();
-    }
-    for (long j = 0; j < n; j++) {
-        t->shape[j] = sc->e.v[j].shape;
-        memcpy(t->off[j], sc->e.v[j].off, sizeof t->off[j]);
-    }
+    tmpl_index(t, sc->e.v, n);
     /* rolled where the entries are (the entries' list, grown to the
      * largest kernel, stays for the next), and emitted from there: the
      * template keeps the code (code_keep), not the list (copying each
@@ -1401,7 +1470,7 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     return 1;
 }
 
-/* Do the kernel's nsh shapes (their first instructions s[t->first[q]])
+/* Do the kernel's nsh shapes (their first instructions s[t->pos[t->at[q]]])
  * have distinct keys?  Looked up in a table (sorting the keys was 1% of
  * BERT-base's compile). */
 static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
@@ -1419,7 +1488,7 @@ static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
     for (long q = 0; q < cap; q++)
         t->keys[q].shape = -1;
     for (long q = 0; q < nsh; q++) {
-        const uint64_t key = insn_key(&s[t->first[q]]);
+        const uint64_t key = insn_key(&s[t->pos[t->at[q]]]);
         long slot = (long)(key & (uint64_t)(cap - 1));
         for (; t->keys[slot].shape >= 0; slot = (slot + 1) & (cap - 1))
             if (t->keys[slot].key == key)
@@ -1427,6 +1496,61 @@ static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
         t->keys[slot] = (rr_slot){key, (int)q};
     }
     return 1;
+}
+
+/* Do the kernel's instructions at t->pos[a..b) all have op, the words
+ * hv in the op's np pairs of words (rr_opfields) and their naddr
+ * addresses at the template's plus delta?  Inline with np and naddr
+ * constants (shape_fits), so that the pairs' offsets, masks and words
+ * stay in registers and the loops over them unroll. */
+static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, const isa_insn *s, long a, long b,
+                                                            int op, const rr_opfields *f, const rr_pair *hv,
+                                                            const int64_t *delta, int np, int naddr)
+{
+    rr_pair diff = {0, 0};
+    int64_t bad = 0;
+    for (long i = a; i < b; i++) {
+        const char *x = (const char *)&s[t->pos[i]];
+        bad |= ((const isa_insn *)x)->op ^ op;
+        for (int q = 0; q < np; q++)
+            diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
+        for (int k = 0; k < naddr; k++) {
+            const isa_addr *ad = (const isa_addr *)(x + f->aoff[k]);
+            bad |= ad->reg | (ad->off - t->off[i][k] - delta[k]);
+        }
+    }
+    return !(bad | (int64_t)diff[0] | (int64_t)diff[1]);
+}
+
+/* Are the kernel's instructions of template shape sh all its first one's
+ * op and fields, with the first one's addresses moved by one constant
+ * per operand (its delta, set here)?  Per shape, so that the op's pairs
+ * of words and masks, the first one's words and the deltas are looked up
+ * once, not per instruction (per instruction, against the last one of
+ * its shape, was 12% of the Llama-8B prefill layer's compile). */
+static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
+{
+    const long a = t->at[sh], b = t->at[sh + 1];
+    const int op = t->shop[sh];
+    const rr_opfields *f = fields_of(op);
+    const char *h = (const char *)&s[t->pos[a]];
+    rr_pair hv[RR_NPAIRS];
+    int64_t *delta = t->delta[sh];
+    for (int i = 0; i < f->np; i++)
+        hv[i] = *(const rr_pair *)(h + f->pair[i]) & f->pmask[i];
+    for (int k = 0; k < f->naddr; k++)
+        delta[k] = ((const isa_addr *)(h + f->aoff[k]))->off - t->off[a][k];
+    /* pairs and addresses of the ops most instructions have (wait and sig:
+     * 2 and 0, two in three of the prefill layer's; ring sends 6 and 2; pt
+     * 7 and 2 to 4); any other op takes the loops as they are */
+    switch (f->np * (RR_NADDR + 1) + f->naddr) {
+    case 2 * (RR_NADDR + 1) + 0: return shape_scan(t, s, a, b, op, f, hv, delta, 2, 0);
+    case 6 * (RR_NADDR + 1) + 2: return shape_scan(t, s, a, b, op, f, hv, delta, 6, 2);
+    case 7 * (RR_NADDR + 1) + 2: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 2);
+    case 7 * (RR_NADDR + 1) + 3: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 3);
+    case 7 * (RR_NADDR + 1) + 4: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 4);
+    default: return shape_scan(t, s, a, b, op, f, hv, delta, f->np, f->naddr);
+    }
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
@@ -1439,37 +1563,11 @@ static int tmpl_fits(rr_tmpl *t, const isa_insn *s, long n)
 {
     if (!t->n || t->n != n)
         return 0;
-    const long nsh = t->nsh;
-    if (nsh > t->dcap) {
-        long cap = t->dcap;
-        t->delta = scratch_array(t->delta, &cap, nsh, sizeof *t->delta);
-        t->first = scratch_array(t->first, &t->dcap, nsh, sizeof *t->first);
-    }
-    for (long q = 0; q < nsh; q++)
-        t->first[q] = -1;
-    for (long j = 0; j < n; j++) {
-        const int sh = t->shape[j];
-        const long f0 = t->first[sh];
-        const rr_opfields *f = fields_of(s[j].op);
-        if (f0 < 0) {
-            if (s[j].op != t->shop[sh])
-                return 0;
-            for (int k = 0; k < f->naddr; k++)
-                t->delta[sh][k] = caddr_at(&s[j], f->addr[k])->off - t->off[j][k];
-        } else if (!insn_same(&s[j], &s[f0])) {
+    for (int sh = 0; sh < t->nsh; sh++)
+        if (!shape_fits(t, s, sh))
             return 0;
-        }
-        int64_t bad = 0;
-        for (int k = 0; k < f->naddr; k++) {
-            const isa_addr *a = (const isa_addr *)((const char *)&s[j] + f->aoff[k]);
-            bad |= a->reg | (a->off - t->off[j][k] - t->delta[sh][k]);
-        }
-        if (bad)
-            return 0;
-        t->first[sh] = j;
-    }
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    return keys_distinct(t, s, nsh);
+    return keys_distinct(t, s, t->nsh);
 }
 
 /* A hash of kernel s[0..n)'s ops in order: four 16-bit ops to a mix, a
@@ -1574,13 +1672,16 @@ static void scratch_free(rr_scratch *sc)
         free(sc->pool.b[--sc->pool.nb].p);
     free(sc->shapes.tab);
     free(sc->shapes.rep);
+    free(sc->shapes.rkey);
+    free(sc->shapes.succ);
     isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         free(sc->t[q].shop);
         free(sc->t[q].shape);
+        free(sc->t[q].pos);
         free(sc->t[q].off);
+        free(sc->t[q].at);
         free(sc->t[q].delta);
-        free(sc->t[q].first);
         free(sc->t[q].keys);
         free(sc->t[q].code);
         free(sc->t[q].li);
