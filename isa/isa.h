@@ -324,6 +324,19 @@ static inline const isa_opinfo *isa_info(int op)
         return &isa_ops_made[op];
     return isa_info_first(op);
 }
+/* op's class, from the table as compiled (isa_info's is a load through
+ * the table made at run time, and its check that it is made): codegen's
+ * walk asks it of every instruction it measures.  ISA_C_SEQ when there
+ * is no such op. */
+static inline isa_class isa_op_class(int op)
+{
+    static const uint8_t cls[ISA_NOPS] = {
+#define X(id, mn, opc, fmt, cl, cost, sem) cl,
+        ISA_TABLE(X)
+#undef X
+    };
+    return (unsigned)op < ISA_NOPS ? (isa_class)cls[op] : ISA_C_SEQ;
+}
 /* Opcode number -> op, or -1. */
 int isa_op_from_opcode(unsigned opcode);
 /* Mnemonic -> op, or -1. */

@@ -760,12 +760,13 @@ typedef struct {
     int nidle;
 } cg_walk;
 
-/* What instruction in of kernel ki moves between DRAM and LX, and its
- * busiest DMA unit so far (ki->dma_busy, the largest over the cores so
- * far; busy: the core's units' time in the kernel so far). */
+/* What instruction in of kernel ki, of DMA or ring class cls, moves
+ * between DRAM and LX, and its busiest DMA unit so far (ki->dma_busy, the
+ * largest over the cores so far; busy: the core's units' time in the
+ * kernel so far). */
 static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
 {
-    const isa_unit u = isa_insn_unit(in);
+    const isa_unit u = cls == ISA_C_DMAI ? ISA_U_DMAI : cls == ISA_C_DMAO ? ISA_U_DMAO : ISA_U_RING; /* isa_insn_unit's */
     const int64_t sticks = insn_sticks(in); /* (exact in a double: far below 2^53) */
     busy[u] += dma_time(c->cfg, sticks, cls);
     ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
@@ -778,11 +779,11 @@ static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_c
  * unit's, and the call's saves and restores cost more than their test) */
 static inline void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in, double *busy)
 {
-    if (in->op == ISA_OP_LOOP)
-        ki->loops = 1;
-    const isa_class cls = isa_info(in->op)->cls;
+    const isa_class cls = isa_op_class(in->op);
     if (cls == ISA_C_DMAI || cls == ISA_C_DMAO || cls == ISA_C_RING)
         measure_dma(c, ki, in, cls, busy); /* (another unit: no DMA time, no DRAM) */
+    else if (in->op == ISA_OP_LOOP)
+        ki->loops = 1;
 }
 
 /* measure_one of instructions s[first..] of kernel pos. */
@@ -800,9 +801,11 @@ static void measure(be_ctx *c, int pos, const isa_stream *s, size_t first, doubl
 static void walk_kernel(cg_walk *w, int core, const isa_stream *s)
 {
     be_kinfo *ki = &state_of(w->c)->k[w->c->pos];
+    double *busy = w->busy[core];
+    const size_t n = s->n; /* (in a local: bd_insn's byte stores could alias it) */
     size_t j = 0;
-    for (; j < s->n && !bd_insn(w->bd, &s->insns[j], core); j++)
-        measure_one(w->c, ki, &s->insns[j], w->busy[core]);
+    for (; j < n && !bd_insn(w->bd, &s->insns[j], core); j++)
+        measure_one(w->c, ki, &s->insns[j], busy);
     bd_collect(w->bd, s, j, core);
     measure(w->c, w->c->pos, s, j, w->busy[core]);
 }
