@@ -265,27 +265,9 @@ static uint64_t get_bits(const uint8_t *w, int pos, int bits)
     return v;
 }
 
-/* Per format, isa_fits's test as straight code made from its operand
- * rows: each range (ranges_init's, for check_message) a constant of the
- * row's kind, bits and min, so that a check is a compare per operand
- * and no load from a table (a loop over per-op tables of offsets and
- * ranges was 149 instructions a pt.mm, every emitted one checked).  v is
- * in [lo, lo + span] exactly when (uint64)(v - lo) <= span: no branch. */
-#define FIT_SPAN(v, lo, span) ((uint64_t)(int64_t)(v) - (uint64_t)(lo) <= (uint64_t)(span))
-#define FIT_ULO(mn) ((mn) > 0 ? (int64_t)(mn) : 0) /* stricter than min is safe: check_value has the last word */
-#define FIT_ISA_K_U(v, bt, mn, nms) \
-    FIT_SPAN(v, FIT_ULO(mn), ((bt) < 63 ? (int64_t)((1ull << (bt)) - 1) : INT64_MAX) - FIT_ULO(mn))
-#define FIT_ISA_K_S(v, bt, mn, nms) FIT_SPAN(v, -(1ll << ((bt) - 1)), (1ull << (bt)) - 1)
-#define FIT_NAMES(nms) (sizeof nms / sizeof *nms - 1) /* a NULL-terminated table's names */
-#define FIT_ISA_K_ENUM(v, bt, mn, nms) FIT_SPAN(v, 0, FIT_NAMES(nms) - 1)
-#define FIT_ISA_K_FLAGS(v, bt, mn, nms) FIT_SPAN(v, 0, (1ull << FIT_NAMES(nms)) - 1)
-#define FIT_ISA_K_F32(v, bt, mn, nms) 1
-#define FIT_ISA_K_ADDR(v, bt, mn, nms) isa_addr_fits(&(v))
-#define FIT(nm, kd, bt, fld, df, mn, nms) &FIT_##kd(in->fld, bt, mn, nms)
-/* isa_check_addrs's: the address operands alone */
+/* isa_check_addrs's test per format: its address operands alone (as isa_fits_FMT). */
 #define FIT_ADDR(nm, kd, bt, fld, df, mn, nms) &(kd != ISA_K_ADDR || isa_addr_fits((const isa_addr *)&in->fld))
-#define F(id)                                                                                   \
-    static inline int fits_##id(const isa_insn *in) { return (void)in, 1 ISA_FMT_##id(FIT); }         \
+#define F(id) \
     static inline int addrs_fit_##id(const isa_insn *in) { return (void)in, 1 ISA_FMT_##id(FIT_ADDR); }
 ISA_FORMATS(F)
 #undef F
@@ -328,7 +310,7 @@ int isa_fits(const isa_insn *in)
     if ((unsigned)in->op >= ISA_NOPS)
         return 0; /* (check_message's "no instruction") */
     switch ((isa_format)op_format[in->op]) {
-#define F(id) case ISA_FMT_ID_##id: return fits_##id(in);
+#define F(id) case ISA_FMT_ID_##id: return isa_fits_##id(in);
         ISA_FORMATS(F)
 #undef F
     case ISA_NFMTS:
