@@ -826,7 +826,7 @@ static void walk_kernel(cg_walk *w, int core, const isa_stream *s)
     for (; j < n && !bd_insn(w->bd, &s->insns[j], core); j++)
         measure_one(w->c, ki, &s->insns[j], busy);
     bd_collect(w->bd, s, j, core);
-    measure(w->c, w->c->pos, s, j, w->busy[core]);
+    measure(w->c, w->c->pos, s, j, busy);
 }
 
 /* The core's stream from the last walk on. */
