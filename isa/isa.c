@@ -132,8 +132,6 @@ static void ranges_init(void)
         }
 }
 
-static void checks_init(void);
-
 static void table_init(void)
 {
     if (table_ready)
@@ -148,7 +146,6 @@ static void table_init(void)
     for (int op = 0; op < ISA_NOPS; op++)
         insn_build(&insn_default[op], op);
     ranges_init();
-    checks_init();
     table_ready = 1;
     isa_ops_made = op_table;
     isa_insn_defaults = insn_default;
@@ -268,38 +265,19 @@ static uint64_t get_bits(const uint8_t *w, int pos, int bits)
     return v;
 }
 
-/* Per op, what isa_check compares: each number operand's offset and
- * range (ranges_init's), each address operand's offset; made with the
- * table, so the check of an instruction in range is a tight loop. */
-typedef struct {
-    int nnum, naddr;
-    int n4; /* num[0..n4) are 4-byte fields, the rest 8-byte */
-    uint16_t num[ISA_MAX_OPERANDS], addr[ISA_MAX_OPERANDS];
-    /* v is in [lo, lo + span] exactly when (uint64)(v - lo) <= span: one
-     * compare per operand, and no branch */
-    uint64_t lo[ISA_MAX_OPERANDS], span[ISA_MAX_OPERANDS];
-} op_checks;
-static op_checks op_check[ISA_NOPS];
+/* isa_check_addrs's test per format: its address operands alone (as isa_fits_FMT). */
+#define FIT_ADDR(nm, kd, bt, fld, df, mn, nms) &(kd != ISA_K_ADDR || isa_addr_fits((const isa_addr *)&in->fld))
+#define F(id) \
+    static inline int addrs_fit_##id(const isa_insn *in) { return (void)in, 1 ISA_FMT_##id(FIT_ADDR); }
+ISA_FORMATS(F)
+#undef F
 
-static void checks_init(void)
-{
-    for (int op = 0; op < ISA_NOPS; op++) {
-        const isa_opinfo *info = &op_table[op];
-        op_checks *c = &op_check[op];
-        for (size_t size = 4; size <= 8; size += 4) /* the 4-byte fields first */
-            for (int i = 0; i < info->noperands; i++) {
-                const isa_operand *o = &info->operands[i];
-                if (o->kind == ISA_K_ADDR && size == 8)
-                    c->addr[c->naddr++] = (uint16_t)o->offset;
-                else if (o->kind != ISA_K_ADDR && o->kind != ISA_K_F32 && o->size == size) {
-                    c->num[c->nnum] = (uint16_t)o->offset;
-                    c->lo[c->nnum] = (uint64_t)range_lo[info->format][i];
-                    c->span[c->nnum++] = (uint64_t)range_hi[info->format][i] - (uint64_t)range_lo[info->format][i];
-                    c->n4 += size == 4;
-                }
-            }
-    }
-}
+/* Each op's format, known without the table made. */
+static const uint8_t op_format[ISA_NOPS] = {
+#define X(id, mn, opc, fmt, cls, cost, sem) ISA_FMT_ID_##fmt,
+    ISA_TABLE(X)
+#undef X
+};
 
 /* isa_check's slow path: the message of the first operand out of its
  * field (-1), or 0 when none is.  Apart and cold, so that the fast path
@@ -329,27 +307,16 @@ static __attribute__((noinline, cold)) int check_message(const isa_insn *in, cha
  * every emitted instruction is checked.) */
 int isa_fits(const isa_insn *in)
 {
-    if (!isa_ops_made || (unsigned)in->op >= ISA_NOPS)
-        return !check_message(in, NULL, 0); /* (the slow path makes the table) */
-    const op_checks *c = &op_check[in->op];
-    /* an exit per operand, not `ok &=` over all: shorter loops (every
-     * emitted instruction is checked; on BERT-base 93 -> 80 instructions a call) */
-    for (int i = 0; i < c->n4; i++) {
-        const uint64_t v = (uint64_t)(int64_t) * (const int32_t *)((const char *)in + c->num[i]);
-        if (v - c->lo[i] > c->span[i])
-            return 0;
+    if ((unsigned)in->op >= ISA_NOPS)
+        return 0; /* (check_message's "no instruction") */
+    switch ((isa_format)op_format[in->op]) {
+#define F(id) case ISA_FMT_ID_##id: return isa_fits_##id(in);
+        ISA_FORMATS(F)
+#undef F
+    case ISA_NFMTS:
+        break;
     }
-    for (int i = c->n4; i < c->nnum; i++) {
-        const uint64_t v = *(const uint64_t *)((const char *)in + c->num[i]);
-        if (v - c->lo[i] > c->span[i])
-            return 0;
-    }
-    for (int i = 0; i < c->naddr; i++) {
-        const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        if (!isa_addr_fits(a))
-            return 0;
-    }
-    return 1;
+    return 0;
 }
 
 /* 0 when every operand is in its field (isa_fits), else the message of
@@ -361,13 +328,13 @@ int isa_check(const isa_insn *in, char *err, size_t errlen)
 
 int isa_check_addrs(const isa_insn *in, char *err, size_t errlen)
 {
-    if (!isa_ops_made || (unsigned)in->op >= ISA_NOPS)
-        return check_message(in, err, errlen);
-    const op_checks *c = &op_check[in->op];
-    int ok = 1;
-    for (int i = 0; i < c->naddr; i++) {
-        const isa_addr *a = (const isa_addr *)((const char *)in + c->addr[i]);
-        ok &= isa_addr_fits(a);
+    int ok = 0;
+    switch ((unsigned)in->op < ISA_NOPS ? (isa_format)op_format[in->op] : ISA_NFMTS) {
+#define F(id) case ISA_FMT_ID_##id: ok = addrs_fit_##id(in); break;
+        ISA_FORMATS(F)
+#undef F
+    case ISA_NFMTS:
+        break;
     }
     return ok ? 0 : isa_check(in, err, errlen); /* the message */
 }

@@ -299,11 +299,13 @@ typedef struct {
     int noperands;
 } isa_opinfo;
 
-extern const char *const isa_unit_names[];
-extern const char *const isa_dtype_names[];
-extern const char *const isa_bmode_names[];
-extern const char *const isa_pt_flag_names[];
-extern const char *const isa_sfp_flag_names[];
+/* (Sized, NULL included, so that isa_fits_FMT's ranges are constants; a
+ * definition of another size does not compile.) */
+extern const char *const isa_unit_names[ISA_NUNITS + 1];
+extern const char *const isa_dtype_names[3];
+extern const char *const isa_bmode_names[4];
+extern const char *const isa_pt_flag_names[3];
+extern const char *const isa_sfp_flag_names[2];
 /* Of a NULL-terminated name table (these, isa_role_names, ...): how many
  * names it holds; the index of s in it, or -1. */
 int isa_name_count(const char *const *names);
@@ -323,6 +325,19 @@ static inline const isa_opinfo *isa_info(int op)
     if (isa_ops_made && (unsigned)op < ISA_NOPS)
         return &isa_ops_made[op];
     return isa_info_first(op);
+}
+/* op's class, from the table as compiled (isa_info's is a load through
+ * the table made at run time, and its check that it is made): codegen's
+ * walk asks it of every instruction it measures.  ISA_C_SEQ when there
+ * is no such op. */
+static inline isa_class isa_op_class(int op)
+{
+    static const uint8_t cls[ISA_NOPS] = {
+#define X(id, mn, opc, fmt, cl, cost, sem) cl,
+        ISA_TABLE(X)
+#undef X
+    };
+    return (unsigned)op < ISA_NOPS ? (isa_class)cls[op] : ISA_C_SEQ;
 }
 /* Opcode number -> op, or -1. */
 int isa_op_from_opcode(unsigned opcode);
@@ -381,6 +396,29 @@ static inline int isa_addr_fits(const isa_addr *a)
 {
     return ((uint64_t)a->reg < ISA_NREGS) & ((uint64_t)a->off < (1ull << ISA_ADDR_OFF_BITS));
 }
+/* isa_fits of an instruction of format FMT (isa_fits_RING, ...): straight
+ * code made from the format's operand rows, each range a constant of the
+ * row's kind, bits, min and names, so that a check is a compare per
+ * operand and no load from a table (a loop over per-op tables of offsets
+ * and ranges was 149 instructions a pt.mm).  Inline: an emitter that
+ * knows its format checks what it just stored (every emitted instruction
+ * is checked).  v is in [lo, lo + span] exactly when (uint64)(v - lo) <=
+ * span: no branch. */
+#define ISA_FIT_SPAN(v, lo, span) ((uint64_t)(int64_t)(v) - (uint64_t)(lo) <= (uint64_t)(span))
+#define ISA_FIT_ULO(mn) ((mn) > 0 ? (int64_t)(mn) : 0) /* stricter than min is safe: isa_check has the last word */
+#define ISA_FIT_ISA_K_U(v, bt, mn, nms) \
+    ISA_FIT_SPAN(v, ISA_FIT_ULO(mn), ((bt) < 63 ? (int64_t)((1ull << (bt)) - 1) : INT64_MAX) - ISA_FIT_ULO(mn))
+#define ISA_FIT_ISA_K_S(v, bt, mn, nms) ISA_FIT_SPAN(v, -(1ll << ((bt) - 1)), (1ull << (bt)) - 1)
+#define ISA_FIT_NAMES(nms) (sizeof nms / sizeof *nms - 1) /* a NULL-terminated table's names */
+#define ISA_FIT_ISA_K_ENUM(v, bt, mn, nms) ISA_FIT_SPAN(v, 0, ISA_FIT_NAMES(nms) - 1)
+#define ISA_FIT_ISA_K_FLAGS(v, bt, mn, nms) ISA_FIT_SPAN(v, 0, (1ull << ISA_FIT_NAMES(nms)) - 1)
+#define ISA_FIT_ISA_K_F32(v, bt, mn, nms) 1
+#define ISA_FIT_ISA_K_ADDR(v, bt, mn, nms) isa_addr_fits(&(v))
+#define ISA_FIT(nm, kd, bt, fld, df, mn, nms) &ISA_FIT_##kd(in->fld, bt, mn, nms)
+#define F(id) \
+    static inline int isa_fits_##id(const isa_insn *in) { return (void)in, 1 ISA_FMT_##id(ISA_FIT); }
+ISA_FORMATS(F)
+#undef F
 /* isa_check of the address operands alone, for an instruction whose other
  * operands passed it before (a copy given other addresses). */
 int isa_check_addrs(const isa_insn *in, char *err, size_t errlen);

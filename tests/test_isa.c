@@ -252,6 +252,63 @@ static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
     EXPECT_ENCODE_ERROR(ISA_OP_RING_SEND, core, 256, "core");
 }
 
+/* The legal range of number operand o by its row (kind, bits, min, names). */
+static void operand_range(const isa_operand *o, int64_t *lo, int64_t *hi)
+{
+    const int names = o->names ? isa_name_count(o->names) : 0;
+    switch (o->kind) {
+    case ISA_K_S:
+        *lo = -((int64_t)1 << (o->bits - 1));
+        *hi = ((int64_t)1 << (o->bits - 1)) - 1;
+        return;
+    case ISA_K_ENUM:
+        *lo = 0;
+        *hi = names - 1;
+        return;
+    case ISA_K_FLAGS:
+        *lo = 0;
+        *hi = ((int64_t)1 << names) - 1;
+        return;
+    default:
+        *lo = o->min > 0 ? o->min : 0;
+        *hi = (int64_t)((1ull << o->bits) - 1);
+    }
+}
+
+/* isa_fits (the emitters' check, made per format) agrees with the operand
+ * rows at every number operand's edges: its lowest and highest values
+ * fit, one past either does not and isa_check names the operand (for a
+ * 4-byte field: when the value is a 32-bit one, as an emitter's is). */
+static void test_every_operand_fits_exactly_its_range(void)
+{
+    char err[256];
+    for (int op = 0; op < ISA_NOPS; op++) {
+        const isa_opinfo *info = isa_info(op);
+        for (int i = 0; i < info->noperands; i++) {
+            const isa_operand *o = &info->operands[i];
+            if (o->kind == ISA_K_ADDR || o->kind == ISA_K_F32)
+                continue;
+            int64_t lo, hi;
+            operand_range(o, &lo, &hi);
+            const int64_t v[4] = {lo, hi, lo - 1, hi + 1};
+            for (int k = 0; k < 4; k++) {
+                if (o->size == 4 && (v[k] < INT32_MIN || v[k] > INT32_MAX))
+                    continue;
+                isa_insn in;
+                fill_nondefault(&in, op);
+                set_field(&in, o, v[k]);
+                CU_ASSERT_EQUAL(isa_fits(&in), k < 2);
+                CU_ASSERT_EQUAL(isa_check(&in, err, sizeof err), k < 2 ? 0 : -1);
+                if (k >= 2) {
+                    char want[64];
+                    snprintf(want, sizeof want, "operand %s", o->name);
+                    CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+                }
+            }
+        }
+    }
+}
+
 /* isa_check_addrs looks at the address operands alone: an address out of
  * its field fails with isa_check's message naming it, a number operand
  * out of range is left to isa_check. */
@@ -934,6 +991,7 @@ int main(void)
         {"out-of-range operands fail to encode, naming the operand",
          test_out_of_range_operands_fail_to_encode_naming_the_operand},
         {"the largest legal operands encode", test_largest_legal_operands_encode},
+        {"every operand fits exactly its range", test_every_operand_fits_exactly_its_range},
         {"the address check names a bad address and ignores other operands",
          test_address_check_names_a_bad_address_and_ignores_other_operands},
         {"parse errors name the problem", test_parse_errors_name_the_problem},

@@ -720,13 +720,15 @@ int be_workdiv_pass(ir_prog *p)
 /* ---- codegen ---- */
 
 /* The sticks a DMA or ring instruction moves (unrolled: a loop over the
- * levels was a third of measuring a DMA). */
+ * levels was a third of measuring a DMA).  Every n is at least 1: the
+ * instruction passed isa_fits, and a level its format lacks keeps its
+ * default 1. */
 static int64_t insn_sticks(const isa_insn *in)
 {
     int64_t sticks = in->run;
 #pragma GCC unroll 8
     for (int l = 0; l < ISA_MAX_LOOPS; l++)
-        sticks *= in->n[l] > 1 ? in->n[l] : 1;
+        sticks *= in->n[l];
     return sticks;
 }
 
@@ -760,12 +762,13 @@ typedef struct {
     int nidle;
 } cg_walk;
 
-/* What instruction in of kernel ki moves between DRAM and LX, and its
- * busiest DMA unit so far (ki->dma_busy, the largest over the cores so
- * far; busy: the core's units' time in the kernel so far). */
+/* What instruction in of kernel ki, of DMA or ring class cls, moves
+ * between DRAM and LX, and its busiest DMA unit so far (ki->dma_busy, the
+ * largest over the cores so far; busy: the core's units' time in the
+ * kernel so far). */
 static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
 {
-    const isa_unit u = isa_insn_unit(in);
+    const isa_unit u = cls == ISA_C_DMAI ? ISA_U_DMAI : cls == ISA_C_DMAO ? ISA_U_DMAO : ISA_U_RING; /* isa_insn_unit's */
     const int64_t sticks = insn_sticks(in); /* (exact in a double: far below 2^53) */
     busy[u] += dma_time(c->cfg, sticks, cls);
     ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
@@ -774,15 +777,32 @@ static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_c
     *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
 }
 
+/* measure_one's work per op, from the table as compiled: a DMA or ring
+ * unit's time (M_DMA), the loop flag, or nothing (most: waits and sigs,
+ * two in three instructions, which this one load and test pass). */
+enum { M_NONE, M_DMA, M_LOOP };
+#define M_OF(id, cls) \
+    ((cls) == ISA_C_DMAI || (cls) == ISA_C_DMAO || (cls) == ISA_C_RING ? M_DMA : ISA_OP_##id == ISA_OP_LOOP ? M_LOOP : M_NONE)
+static const uint8_t op_measure[ISA_NOPS] = {
+#define X(id, mn, opc, fmt, cls, cost, sem) M_OF(id, cls),
+    ISA_TABLE(X)
+#undef X
+};
+#undef M_OF
+
 /* (inline, its DMA part apart: three instructions in four are another
- * unit's, and the call's saves and restores cost more than their test) */
+ * unit's, and the call's saves and restores cost more than their test;
+ * in->op is an op: the instruction passed isa_fits) */
 static inline void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in, double *busy)
 {
-    if (in->op == ISA_OP_LOOP)
+    switch (op_measure[in->op]) {
+    case M_DMA:
+        measure_dma(c, ki, in, isa_op_class(in->op), busy); /* (another unit: no DMA time, no DRAM) */
+        break;
+    case M_LOOP:
         ki->loops = 1;
-    const isa_class cls = isa_info(in->op)->cls;
-    if (cls == ISA_C_DMAI || cls == ISA_C_DMAO || cls == ISA_C_RING)
-        measure_dma(c, ki, in, cls, busy); /* (another unit: no DMA time, no DRAM) */
+        break;
+    }
 }
 
 /* measure_one of instructions s[first..] of kernel pos. */
@@ -800,11 +820,13 @@ static void measure(be_ctx *c, int pos, const isa_stream *s, size_t first, doubl
 static void walk_kernel(cg_walk *w, int core, const isa_stream *s)
 {
     be_kinfo *ki = &state_of(w->c)->k[w->c->pos];
+    double *busy = w->busy[core];
+    const size_t n = s->n; /* (in a local: bd_insn's byte stores could alias it) */
     size_t j = 0;
-    for (; j < s->n && !bd_insn(w->bd, &s->insns[j], core); j++)
-        measure_one(w->c, ki, &s->insns[j], w->busy[core]);
+    for (; j < n && !bd_insn(w->bd, &s->insns[j], core); j++)
+        measure_one(w->c, ki, &s->insns[j], busy);
     bd_collect(w->bd, s, j, core);
-    measure(w->c, w->c->pos, s, j, w->busy[core]);
+    measure(w->c, w->c->pos, s, j, busy);
 }
 
 /* The core's stream from the last walk on. */

@@ -79,16 +79,6 @@ typedef struct {
     double simple_sticks, complex_sticks;
 } cc_sfp_tally;
 
-/* A ring instruction's fields other than its addresses, as cc_emit_ring
- * sets them (the rest are the op's defaults): op and tok as the
- * instruction's first 8 bytes, the two levels' counts and strides as
- * they lie in it (compared 16 bytes at a time).  op 0 is no ring op, so
- * a zeroed one matches none. */
-typedef struct {
-    uint64_t optok;
-    int64_t core, run, n[2], ds[2], as[2];
-} cc_ring_fit;
-
 typedef struct {
     const chip_config *cfg;
     isa_program *prog;
@@ -114,8 +104,6 @@ typedef struct {
     size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
     cc_sfp_tally *tally; /* or NULL: where cc_emit_sfp counts what it emits (a dry run's, which emits nothing) */
     int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (emit_tok; 0 not known, -1 none) */
-    cc_ring_fit ring_fit[2]; /* the last two ring instructions' fields other than addresses that fit (cc_emit_ring) */
-    int ring_next;           /* the one the next to fit replaces */
 } cc_emit;
 
 typedef struct cc_khooks {

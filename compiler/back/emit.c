@@ -3,6 +3,7 @@
  * per-core emitter (LX, tokens, registers, instructions). */
 #include "codegen.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -249,18 +250,23 @@ static inline void cc_place(const cc_emit *e, isa_insn *in)
     }
 }
 
-static inline __attribute__((always_inline)) void cc_commit(cc_emit *e)
+/* cc_commit with fits the check of the instruction's format (isa_fits_FMT,
+ * inline, where the emitter knows it: a check of the fields it just
+ * stored). */
+static inline __attribute__((always_inline)) void cc_commit_as(cc_emit *e, int (*fits)(const isa_insn *))
 {
     if (e->failed)
         return;
     isa_insn *in = &e->s->insns[e->s->n];
     cc_place(e, in);
-    if (!isa_fits(in)) {
+    if (!fits(in)) {
         cc_commit_failed(e, in);
         return;
     }
     e->s->n++;
 }
+
+static inline __attribute__((always_inline)) void cc_commit(cc_emit *e) { cc_commit_as(e, isa_fits); }
 
 void cc_push(cc_emit *e, const isa_insn *in)
 {
@@ -430,59 +436,7 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
         in->ds[l] = sh->ds[l];
         in->as[l] = sh->as[l];
     }
-    cc_commit(e);
-}
-
-/* Are instruction in's fields but its addresses those of y?  (Two words
- * and three 16-byte pairs: field by field, the compare was most of
- * cc_commit_ring's time.) */
-typedef int64_t cc_pair __attribute__((vector_size(16), aligned(8), may_alias));
-/* op and tok, the instruction's first 8 bytes, as one word. */
-static inline uint64_t optok_of(const isa_insn *in)
-{
-    _Static_assert(offsetof(isa_insn, op) == 0 && offsetof(isa_insn, tok) == 4, "op and tok lead isa_insn");
-    uint64_t optok;
-    memcpy(&optok, in, sizeof optok);
-    return optok;
-}
-
-static inline int ring_fit_same(const isa_insn *in, const cc_ring_fit *y)
-{
-    const uint64_t optok = optok_of(in);
-    const cc_pair v = (*(const cc_pair *)in->n ^ *(const cc_pair *)y->n) |
-                      (*(const cc_pair *)in->ds ^ *(const cc_pair *)y->ds) |
-                      (*(const cc_pair *)in->as ^ *(const cc_pair *)y->as);
-    return !((optok ^ y->optok) | (uint64_t)((in->core ^ y->core) | (in->run ^ y->run) | v[0] | v[1]));
-}
-
-/* cc_commit of a ring instruction.  Its fields other than addresses are
- * most often those of one of the last two that fit (a ring matmul's
- * sends alternate between two neighbours, chunk after chunk), and
- * isa_fits's answer is a function of the fields: then only the addresses
- * cc_emit_ring set are checked (isa_fits was a third of emitting a send;
- * the Llama-8B prefill layer emits 480,000).  The one that matched is
- * kept, the other is the next to replace, and looked at first. */
-static inline void cc_commit_ring(cc_emit *e)
-{
-    if (e->failed)
-        return;
-    isa_insn *in = &e->s->insns[e->s->n];
-    cc_place(e, in);
-    const int q = e->ring_next;
-    const int hit = ring_fit_same(in, &e->ring_fit[q]) ? q : ring_fit_same(in, &e->ring_fit[q ^ 1]) ? q ^ 1 : -1;
-    if (hit >= 0 && isa_addr_fits(&in->d) && isa_addr_fits(&in->a)) {
-        e->ring_next = hit ^ 1;
-        e->s->n++;
-        return;
-    }
-    if (!isa_fits(in)) {
-        cc_commit_failed(e, in);
-        return;
-    }
-    e->ring_fit[q] = (cc_ring_fit){optok_of(in), in->core, in->run, {in->n[0], in->n[1]}, {in->ds[0], in->ds[1]},
-                                   {in->as[0], in->as[1]}};
-    e->ring_next = q ^ 1;
-    e->s->n++;
+    cc_commit_as(e, isa_fits_RING);
 }
 
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
@@ -491,6 +445,7 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
         cc_emit_error(e, "a ring transfer has 2 loop levels, not %d", sh->levels);
         return;
     }
+    assert(isa_op_class(op) == ISA_C_RING); /* ring.send or ring.red: isa_fits_RING's format */
     isa_insn *in = cc_new(e, op);
     in->core = core;
     in->tok = tok;
@@ -502,7 +457,7 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
         in->ds[l] = sh->ds[l];
         in->as[l] = sh->as[l];
     }
-    cc_commit_ring(e);
+    cc_commit_as(e, isa_fits_RING);
 }
 
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
@@ -521,7 +476,7 @@ void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
     in->ps = pa->ps;
     in->as[0] = pa->as;
     in->bs[0] = pa->bs;
-    cc_commit(e);
+    cc_commit_as(e, isa_fits_PT);
 }
 
 void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
