@@ -542,17 +542,15 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
  * callers: a call per segment saved and restored six registers and passed
  * eight arguments, and each caller's constants (the direction, first) fold
  * into its copy. */
-static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
-                                                            double t, double *first)
+static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int c, dram_chan *ch, dram_bank *b,
+                                                               double *bg_free, uint64_t nb, dram_place w, int dir,
+                                                               double t, double *first)
 {
-    const int g = w.g, bi = w.bi;
+    const int g = w.g;
     const int64_t row = w.row;
     /* a small count: as a signed integer it converts to a double in one
      * instruction, where an unsigned 64-bit one takes several */
     const double nbf = (double)(int64_t)nb;
-    dram_chan *ch = &d->ch[c];
-    dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
-    double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
         plan(d, ch, b, bg_free, g, row, nbf, dir, t, ch->bus_free, &p);
@@ -590,6 +588,14 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
     if (first) /* not before it is ready, nor before its bus work begins */
         *first = later(p.start, p.bus_end - nbf * d->burst - p.mix);
     return p.end;
+}
+
+/* segment_on channel c's state, its bank w.bi and its bank groups */
+static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
+                                                            double t, double *first)
+{
+    return segment_on(d, c, &d->ch[c], &d->bank[(size_t)c * (size_t)d->nbank + (size_t)w.bi],
+                      &d->bg_free[(size_t)c * (size_t)d->nbg], nb, w, dir, t, first);
 }
 
 /* ---- posted writes ---- */
@@ -846,10 +852,30 @@ static inline __attribute__((always_inline)) double chan_access(sim_dram *d, int
  * range [lo, hi) on each: called with dir a constant, so that each
  * direction gets its own copy of the channel loop with the direction's
  * branches folded away (the GEMM's every access comes here). */
+/* whole_access of a read that is one row segment on each channel (the
+ * GEMM's every read): the channel's state, its bank and bank groups
+ * stepped to from the last channel's, rather than found from c */
+static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
+{
+    double done = t;
+    dram_chan *ch = d->ch;
+    dram_bank *b = &d->bank[w.bi];
+    double *bg_free = d->bg_free;
+    const size_t nbank = (size_t)d->nbank, nbg = (size_t)d->nbg;
+    for (int c = 0; c < d->nch; c++, ch++, b += nbank, bg_free += nbg) {
+        if (d->wq_cap)
+            wq_idle(d, c, t);
+        done = later(done, segment_on(d, c, ch, b, bg_free, nb, w, RD, t, NULL));
+    }
+    return done;
+}
+
 static inline __attribute__((always_inline)) double whole_access(sim_dram *d, uint64_t call, uint64_t lo, uint64_t hi,
                                                                  int dir, double t, int one, uint64_t nb,
                                                                  dram_place w)
 {
+    if (dir == RD && one)
+        return whole_read(d, nb, w, t);
     double done = t;
     for (int c = 0; c < d->nch; c++)
         done = later(done, chan_access(d, c, call, lo, hi, dir, t, one, nb, w));
