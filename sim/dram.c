@@ -870,12 +870,26 @@ static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
     return done;
 }
 
+/* whole_access of a posted write that is one row segment on each channel
+ * (the GEMM's every write), in a function of its own as whole_read */
+static double whole_write(sim_dram *d, uint64_t nb, dram_place w, double t)
+{
+    double done = t;
+    for (int c = 0; c < d->nch; c++) {
+        wq_idle(d, c, t);
+        done = later(done, wq_accept(d, c, nb, w, t + d->ack));
+    }
+    return done;
+}
+
 static inline __attribute__((always_inline)) double whole_access(sim_dram *d, uint64_t call, uint64_t lo, uint64_t hi,
                                                                  int dir, double t, int one, uint64_t nb,
                                                                  dram_place w)
 {
     if (dir == RD && one)
         return whole_read(d, nb, w, t);
+    if (dir == WR && one && d->wq_cap)
+        return whole_write(d, nb, w, t);
     double done = t;
     for (int c = 0; c < d->nch; c++)
         done = later(done, chan_access(d, c, call, lo, hi, dir, t, one, nb, w));
