@@ -534,8 +534,9 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
     ch->last_act = act;
 }
 
-/* Schedule one segment of channel c: nb bursts (bursts(lo, hi) of its
- * local range [lo, hi)), placed at w (place_of(lo)): callers pass what
+/* Schedule one segment of channel c (its state ch, its bank b at w.bi,
+ * its bank groups bg_free): nb bursts (bursts(lo, hi) of its local range
+ * [lo, hi)), placed at w (place_of(lo)): callers pass what
  * they found already (a posted write keeps both, an access of whole
  * blocks finds them once for every channel).  Returns its end; *first (if
  * not NULL) is its first data on the bus.  Forced inline into its four
@@ -848,10 +849,6 @@ static inline __attribute__((always_inline)) double chan_access(sim_dram *d, int
     return done;
 }
 
-/* Every channel's share of an access of whole blocks, the same local
- * range [lo, hi) on each: called with dir a constant, so that each
- * direction gets its own copy of the channel loop with the direction's
- * branches folded away (the GEMM's every access comes here). */
 /* whole_access of a read that is one row segment on each channel (the
  * GEMM's every read): the channel's state, its bank and bank groups
  * stepped to from the last channel's, rather than found from c */
@@ -882,6 +879,10 @@ static double whole_write(sim_dram *d, uint64_t nb, dram_place w, double t)
     return done;
 }
 
+/* Every channel's share of an access of whole blocks, the same local
+ * range [lo, hi) on each: called with dir a constant, so that each
+ * direction gets its own copy of the channel loop with the direction's
+ * branches folded away (the GEMM's every access comes here). */
 static inline __attribute__((always_inline)) double whole_access(sim_dram *d, uint64_t call, uint64_t lo, uint64_t hi,
                                                                  int dir, double t, int one, uint64_t nb,
                                                                  dram_place w)
