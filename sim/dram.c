@@ -370,7 +370,9 @@ typedef struct {
     uint64_t r0, r1;
 } dram_span;
 
-static dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
+/* Forced inline: out of line it returned its 48 bytes through memory,
+ * once for every access */
+static inline __attribute__((always_inline)) dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
 {
     uint64_t q0 = dv(addr, d->dgran), q1 = dv(addr + bytes - 1, d->dgran);
     dram_span s = {dv(q0, d->dnch), dv(q1, d->dnch), md(addr, d->dgran), md(addr + bytes - 1, d->dgran),
