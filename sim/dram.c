@@ -370,7 +370,9 @@ typedef struct {
     uint64_t r0, r1;
 } dram_span;
 
-static dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
+/* Forced inline: out of line it returned its 48 bytes through memory,
+ * once for every access */
+static inline __attribute__((always_inline)) dram_span span_of(const sim_dram *d, uint64_t addr, uint64_t bytes)
 {
     uint64_t q0 = dv(addr, d->dgran), q1 = dv(addr + bytes - 1, d->dgran);
     dram_span s = {dv(q0, d->dnch), dv(q1, d->dnch), md(addr, d->dgran), md(addr + bytes - 1, d->dgran),
@@ -534,25 +536,24 @@ static inline __attribute__((always_inline)) void activated(const sim_dram *d, d
     ch->last_act = act;
 }
 
-/* Schedule one segment of channel c: nb bursts (bursts(lo, hi) of its
- * local range [lo, hi)), placed at w (place_of(lo)): callers pass what
+/* Schedule one segment of channel c (its state ch, its bank b at w.bi,
+ * its bank groups bg_free): nb bursts (bursts(lo, hi) of its local range
+ * [lo, hi)), placed at w (place_of(lo)): callers pass what
  * they found already (a posted write keeps both, an access of whole
  * blocks finds them once for every channel).  Returns its end; *first (if
  * not NULL) is its first data on the bus.  Forced inline into its four
  * callers: a call per segment saved and restored six registers and passed
  * eight arguments, and each caller's constants (the direction, first) fold
  * into its copy. */
-static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
-                                                            double t, double *first)
+static inline __attribute__((always_inline)) double segment_on(sim_dram *d, int c, dram_chan *ch, dram_bank *b,
+                                                               double *bg_free, uint64_t nb, dram_place w, int dir,
+                                                               double t, double *first)
 {
-    const int g = w.g, bi = w.bi;
+    const int g = w.g;
     const int64_t row = w.row;
     /* a small count: as a signed integer it converts to a double in one
      * instruction, where an unsigned 64-bit one takes several */
     const double nbf = (double)(int64_t)nb;
-    dram_chan *ch = &d->ch[c];
-    dram_bank *b = &d->bank[(size_t)c * (size_t)d->nbank + (size_t)bi];
-    double *bg_free = &d->bg_free[(size_t)c * (size_t)d->nbg];
     dram_plan p;
     for (;;) {
         plan(d, ch, b, bg_free, g, row, nbf, dir, t, ch->bus_free, &p);
@@ -590,6 +591,14 @@ static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, 
     if (first) /* not before it is ready, nor before its bus work begins */
         *first = later(p.start, p.bus_end - nbf * d->burst - p.mix);
     return p.end;
+}
+
+/* segment_on channel c's state, its bank w.bi and its bank groups */
+static inline __attribute__((always_inline)) double segment(sim_dram *d, int c, uint64_t nb, dram_place w, int dir,
+                                                            double t, double *first)
+{
+    return segment_on(d, c, &d->ch[c], &d->bank[(size_t)c * (size_t)d->nbank + (size_t)w.bi],
+                      &d->bg_free[(size_t)c * (size_t)d->nbg], nb, w, dir, t, first);
 }
 
 /* ---- posted writes ---- */
@@ -842,6 +851,36 @@ static inline __attribute__((always_inline)) double chan_access(sim_dram *d, int
     return done;
 }
 
+/* whole_access of a read that is one row segment on each channel (the
+ * GEMM's every read): the channel's state, its bank and bank groups
+ * stepped to from the last channel's, rather than found from c */
+static double whole_read(sim_dram *d, uint64_t nb, dram_place w, double t)
+{
+    double done = t;
+    dram_chan *ch = d->ch;
+    dram_bank *b = &d->bank[w.bi];
+    double *bg_free = d->bg_free;
+    const size_t nbank = (size_t)d->nbank, nbg = (size_t)d->nbg;
+    for (int c = 0; c < d->nch; c++, ch++, b += nbank, bg_free += nbg) {
+        if (d->wq_cap)
+            wq_idle(d, c, t);
+        done = later(done, segment_on(d, c, ch, b, bg_free, nb, w, RD, t, NULL));
+    }
+    return done;
+}
+
+/* whole_access of a posted write that is one row segment on each channel
+ * (the GEMM's every write), in a function of its own as whole_read */
+static double whole_write(sim_dram *d, uint64_t nb, dram_place w, double t)
+{
+    double done = t;
+    for (int c = 0; c < d->nch; c++) {
+        wq_idle(d, c, t);
+        done = later(done, wq_accept(d, c, nb, w, t + d->ack));
+    }
+    return done;
+}
+
 /* Every channel's share of an access of whole blocks, the same local
  * range [lo, hi) on each: called with dir a constant, so that each
  * direction gets its own copy of the channel loop with the direction's
@@ -850,6 +889,10 @@ static inline __attribute__((always_inline)) double whole_access(sim_dram *d, ui
                                                                  int dir, double t, int one, uint64_t nb,
                                                                  dram_place w)
 {
+    if (dir == RD && one)
+        return whole_read(d, nb, w, t);
+    if (dir == WR && one && d->wq_cap)
+        return whole_write(d, nb, w, t);
     double done = t;
     for (int c = 0; c < d->nch; c++)
         done = later(done, chan_access(d, c, call, lo, hi, dir, t, one, nb, w));

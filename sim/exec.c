@@ -713,6 +713,11 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
  * checks below (at most 2^50 with the ISA's strides and counts) exact. */
 static int check_resolved(sim *s, const sim_core *c, int u, const sim_slot *e)
 {
+    /* all four in [0, 2^48) exactly when none has a bit set from bit 48 up
+     * (a negative one has its sign bit): one test for every instruction,
+     * the operands looked at one by one only to name the one outside */
+    if ((uint64_t)(e->d | e->a | e->b | e->p) >> 48 == 0)
+        return 0;
     const int64_t v[4] = {e->d, e->a, e->b, e->p}, lim = (int64_t)1 << 48;
     static const char *const names[4] = {"d", "a", "b", "p"};
     for (int i = 0; i < 4; i++)
