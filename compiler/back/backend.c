@@ -944,6 +944,7 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll, cc_khoo
                    ncores};
     *hooks = (cc_khooks){cg_begin, cg_end, w};
     for (int core = 0; core < ncores; core++) {
+        w->pool[core].arena = c->prog->arena; /* on its huge pages: the prefill layer's kernels took 10 MB in 4 KB faults */
         w->idle[core] = &w->pool[ncores - 1 - core];
         c->em[core].hooks = roll ? hooks : NULL;
     }
