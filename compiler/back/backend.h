@@ -478,6 +478,7 @@ typedef struct {
     int64_t bn, bcap;
     int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
     int64_t walked;     /* rows walked so far */
+    isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */
@@ -738,8 +739,9 @@ void be_matmul_spans_free(be_ctx *c);
  * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);
 /* The compile's memo of matmul block tilings (be_mmmemo.c), kept with its
- * span cache: shared by cc_compile's attempts as that is. */
-struct be_blockmemo **be_spancache_blocks(be_ctx *c);
+ * span cache: shared by cc_compile's attempts as that is; *arena: the
+ * cache's, where the memo's tables grow (isa_buf). */
+struct be_blockmemo **be_spancache_blocks(be_ctx *c, isa_arena **arena);
 void be_blockmemo_free(struct be_blockmemo *b);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
