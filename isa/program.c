@@ -221,6 +221,10 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
     const int k = arena_class((bytes + sizeof(isa_insn) - 1) / sizeof(isa_insn));
     const int64_t off = b->arena && bytes >= BUF_MIN ? arena_take(b->arena, k) : -1;
     if (off < 0 && !b->slot) { /* on the heap it stays */
+        if (!keep) { /* (nothing to copy) */
+            free(b->p);
+            b->p = NULL;
+        }
         b->p = xrealloc(b->p, bytes);
         b->cap = bytes;
         return b->p;
