@@ -943,8 +943,12 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll, cc_khoo
                    roll, ir_xalloc((size_t)ncores * sizeof *w->pool), ir_xalloc((size_t)ncores * sizeof *w->idle),
                    ncores};
     *hooks = (cc_khooks){cg_begin, cg_end, w};
+    isa_arena *arena = roll ? be_reroll_arena(c) : NULL;
     for (int core = 0; core < ncores; core++) {
-        w->pool[core].arena = c->prog->arena; /* on its huge pages: the prefill layer's kernels took 10 MB in 4 KB faults */
+        /* on huge pages: the prefill layer's kernels took 10 MB in 4 KB
+         * faults; beside the rolling's scratch, not the program's code
+         * (one more huge page of it on BERT-base) */
+        w->pool[core].arena = arena;
         w->idle[core] = &w->pool[ncores - 1 - core];
         c->em[core].hooks = roll ? hooks : NULL;
     }

@@ -788,5 +788,8 @@ void be_reroll_core(be_ctx *c, int core);
  * rolled onto the end of the core's stream, after the rest of the
  * stream is rolled (be_reroll_core). */
 void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n);
+/* The arena the rolling's scratch grows in (NULL: none, the heap), for
+ * the streams codegen emits kernels into before they are rolled. */
+isa_arena *be_reroll_arena(be_ctx *c);
 
 #endif

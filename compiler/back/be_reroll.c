@@ -1697,6 +1697,11 @@ void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, 
     rr->done[core] = home->n;
 }
 
+isa_arena *be_reroll_arena(be_ctx *c)
+{
+    return rr_state(c)->sc.arena;
+}
+
 void be_reroll_kernels(be_ctx *c)
 {
     struct be_reroll *rr = rr_state(c);
