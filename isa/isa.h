@@ -539,8 +539,9 @@ typedef struct {
     isa_arena *arena; /* set by its owner; NULL: the heap */
     int slot;         /* p is a slot of arena's */
 } isa_buf;
-/* b with room for `bytes` (at least), its first `keep` bytes kept;
- * returns b->p (aborts when out of memory). */
+/* b with room for `bytes` (at least; at least twice what it had when it
+ * grows), its first `keep` bytes kept; returns b->p (aborts when out of
+ * memory). */
 void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep);
 /* Give back b's memory; b stays with its arena, empty. */
 void isa_buf_free(isa_buf *b);

@@ -218,6 +218,8 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
 {
     if (bytes <= b->cap)
         return b->p;
+    if (bytes < 2 * b->cap) /* geometric growth (in the arena, each class is twice the last) */
+        bytes = 2 * b->cap;
     const int k = arena_class((bytes + sizeof(isa_insn) - 1) / sizeof(isa_insn));
     const int64_t off = b->arena && bytes >= BUF_MIN ? arena_take(b->arena, k) : -1;
     if (off < 0 && !b->slot) { /* on the heap it stays */

@@ -1133,13 +1133,13 @@ static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, lon
 }
 
 /* Scratch array b (its contents not kept) with room for n elements of
- * `size` bytes: made again at twice n, in sc's arena, when b is short. */
+ * `size` bytes: made again, in sc's arena, when b is short. */
 static void *scratch_array(const rr_scratch *sc, isa_buf *b, long n, size_t size)
 {
     if ((size_t)n * size <= b->cap)
         return b->p;
     b->arena = sc->arena;
-    return isa_buf_reserve(b, 2 * (size_t)n * size, 0);
+    return isa_buf_reserve(b, (size_t)n * size, 0);
 }
 
 /* Run stream t[0..n) as the sequencer would, addresses resolved, and
@@ -1331,9 +1331,9 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     }
     sh->next = 0;
     if (n + 1 > ev->cap) {
-        ev->cap = 2 * (n + 1);
         ev->mem.arena = sc->arena;
-        ev->v = isa_buf_reserve(&ev->mem, (size_t)ev->cap * sizeof *ev->v, 0);
+        ev->v = isa_buf_reserve(&ev->mem, (size_t)(n + 1) * sizeof *ev->v, 0);
+        ev->cap = (long)(ev->mem.cap / sizeof *ev->v);
     }
     sh->mask = cap - 1;
     for (long q = 0; q < cap; q++)
