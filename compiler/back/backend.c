@@ -977,7 +977,7 @@ int be_codegen_pass(ir_prog *p)
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
     be_place(c);
     bd_state bd;
-    bd_begin(&bd, c);
+    bd_begin(&bd, c, be_spancache_arena(c)); /* (codegen ends before the compile's cache goes) */
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
     int rc = 0;
     /* each kernel rolled once emitted (the reroll pass's work: memory for one kernel unrolled, not all) */

@@ -739,9 +739,11 @@ void be_matmul_spans_free(be_ctx *c);
  * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);
 /* The compile's memo of matmul block tilings (be_mmmemo.c), kept with its
- * span cache: shared by cc_compile's attempts as that is; *arena: the
- * cache's, where the memo's tables grow (isa_buf). */
-struct be_blockmemo **be_spancache_blocks(be_ctx *c, isa_arena **arena);
+ * span cache: shared by cc_compile's attempts as that is. */
+struct be_blockmemo **be_spancache_blocks(be_ctx *c);
+/* The span cache's arena (NULL: none), where its tables grow (isa_buf),
+ * and memory that lives no longer than the cache. */
+isa_arena *be_spancache_arena(be_ctx *c);
 void be_blockmemo_free(struct be_blockmemo *b);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);

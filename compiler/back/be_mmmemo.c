@@ -198,14 +198,13 @@ void be_blockmemo_free(struct be_blockmemo *b)
 /* The memo for c's target (made if new), or NULL: another target's. */
 static struct be_blockmemo *blocks_of(be_ctx *c, size_t n)
 {
-    isa_arena *arena;
-    struct be_blockmemo **bp = be_spancache_blocks(c, &arena);
+    struct be_blockmemo **bp = be_spancache_blocks(c);
     if (!*bp) {
         *bp = ir_xalloc(sizeof **bp);
         (*bp)->cfg = c->cfg;
         memcpy(&(*bp)->t, &c->t, sizeof c->t);
         (*bp)->n = n;
-        (*bp)->eb.arena = (*bp)->kb.arena = (*bp)->sb.arena = arena;
+        (*bp)->eb.arena = (*bp)->kb.arena = (*bp)->sb.arena = be_spancache_arena(c);
     }
     struct be_blockmemo *b = *bp;
     return b->cfg == c->cfg && !memcmp(&b->t, &c->t, sizeof c->t) && b->n == n ? b : NULL;

@@ -1320,10 +1320,14 @@ void be_spancache_free(struct be_spancache *sc)
     free(sc);
 }
 
-struct be_blockmemo **be_spancache_blocks(be_ctx *c, isa_arena **arena)
+struct be_blockmemo **be_spancache_blocks(be_ctx *c)
 {
-    *arena = rk_cache(c)->arena;
     return &rk_cache(c)->blocks;
+}
+
+isa_arena *be_spancache_arena(be_ctx *c)
+{
+    return rk_cache(c)->arena;
 }
 
 void be_rows_spans_free(be_ctx *c)
