@@ -563,6 +563,26 @@ void isa_program_free(isa_program *p);
  * streams would otherwise be first touched 4 KB page by page.  Does
  * nothing where the arena cannot be had (or under AddressSanitizer). */
 void isa_program_arena(isa_program *p, size_t bytes);
+/* An arena of its own, `bytes` of address space, for memory that lives
+ * apart from any program (a compile's tables); NULL where none can be had
+ * (or under AddressSanitizer).  isa_arena_free gives it all back. */
+isa_arena *isa_arena_new(size_t bytes);
+void isa_arena_free(isa_arena *a);
+/* A buffer of bytes that grows in an arena's slots (on huge pages, memory
+ * given back and taken again not first touched anew), or on the heap
+ * when it is small, has no arena, or the arena has no room. */
+typedef struct {
+    void *p;
+    size_t cap;       /* bytes */
+    isa_arena *arena; /* set by its owner; NULL: the heap */
+    int slot;         /* p is a slot of arena's */
+} isa_buf;
+/* b with room for `bytes` (at least; at least twice what it had when it
+ * grows), its first `keep` bytes kept; returns b->p (aborts when out of
+ * memory). */
+void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep);
+/* Give back b's memory; b stays with its arena, empty. */
+void isa_buf_free(isa_buf *b);
 /* Append an instruction to a core's stream (aborts on out of memory). */
 void isa_stream_push(isa_stream *s, const isa_insn *in);
 /* Give back a stream's memory (malloc'd, mapped, or its arena slot) and empty it (an arena stream stays in its arena). */

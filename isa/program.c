@@ -40,15 +40,13 @@ isa_program *isa_program_new(int ncores)
     return p;
 }
 
-static void arena_free(isa_arena *a);
-
 void isa_program_free(isa_program *p)
 {
     if (!p)
         return;
     for (int i = 0; i < p->ncores; i++)
         isa_stream_free(&p->cores[i]);
-    arena_free(p->arena);
+    isa_arena_free(p->arena);
     free(p->cores);
     free(p->tensors);
     free(p->consts);
@@ -103,7 +101,7 @@ struct isa_arena {
     arena_list idle[ARENA_TOP + 1]; /* per class, its free slots */
 };
 
-static void arena_free(isa_arena *a)
+void isa_arena_free(isa_arena *a)
 {
     if (!a)
         return;
@@ -174,16 +172,16 @@ static uint32_t arena_off(const isa_arena *a, const isa_insn *slot)
     return (uint32_t)(((const char *)slot - a->base) / ARENA_UNIT);
 }
 
-void isa_program_arena(isa_program *p, size_t bytes)
+isa_arena *isa_arena_new(size_t bytes)
 {
-    if (!STREAM_MAPPED || p->arena)
-        return;
+    if (!STREAM_MAPPED)
+        return NULL;
     isa_arena *a = calloc(1, sizeof *a);
     void *m = a ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                 : MAP_FAILED;
     if (m == MAP_FAILED) {
         free(a);
-        return;
+        return NULL;
     }
 #ifdef MADV_HUGEPAGE
     madvise(m, bytes, MADV_HUGEPAGE);
@@ -192,9 +190,61 @@ void isa_program_arena(isa_program *p, size_t bytes)
     a->bytes = bytes;
     while (a->top < ARENA_TOP && (ARENA_UNIT << (a->top + 1)) <= bytes)
         a->top++;
-    p->arena = a;
+    return a;
+}
+
+void isa_program_arena(isa_program *p, size_t bytes)
+{
+    if (p->arena || !(p->arena = isa_arena_new(bytes)))
+        return;
     for (int i = 0; i < p->ncores; i++)
-        p->cores[i].arena = a;
+        p->cores[i].arena = p->arena;
+}
+
+/* A buffer smaller than this stays on the heap: an arena slot is at
+ * least ARENA_UNIT (18 KB). */
+#define BUF_MIN (ARENA_UNIT / 4)
+
+/* b's memory (heap or slot) given back. */
+static void buf_release(isa_buf *b)
+{
+    if (b->slot)
+        arena_give(b->arena, arena_off(b->arena, b->p), arena_class((b->cap + sizeof(isa_insn) - 1) / sizeof(isa_insn)));
+    else
+        free(b->p);
+}
+
+void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
+{
+    if (bytes <= b->cap)
+        return b->p;
+    if (bytes < 2 * b->cap) /* geometric growth (in the arena, each class is twice the last) */
+        bytes = 2 * b->cap;
+    const int k = arena_class((bytes + sizeof(isa_insn) - 1) / sizeof(isa_insn));
+    const int64_t off = b->arena && bytes >= BUF_MIN ? arena_take(b->arena, k) : -1;
+    if (off < 0 && !b->slot) { /* on the heap it stays */
+        if (!keep) { /* (nothing to copy) */
+            free(b->p);
+            b->p = NULL;
+        }
+        b->p = xrealloc(b->p, bytes);
+        b->cap = bytes;
+        return b->p;
+    }
+    void *m = off >= 0 ? b->arena->base + (size_t)off * ARENA_UNIT : xrealloc(NULL, bytes);
+    if (keep)
+        memcpy(m, b->p, keep);
+    buf_release(b);
+    b->p = m;
+    b->cap = off >= 0 ? ARENA_UNIT << k : bytes;
+    b->slot = off >= 0;
+    return m;
+}
+
+void isa_buf_free(isa_buf *b)
+{
+    buf_release(b);
+    *b = (isa_buf){.arena = b->arena};
 }
 
 /* isa_stream_grow in s's arena: 0 when it has no room left.  A stream

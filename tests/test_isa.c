@@ -451,6 +451,48 @@ static void test_streams_growing_in_an_arena_keep_their_instructions(void)
     isa_program_free(p);
 }
 
+/* Byte buffers in an arena (isa_buf) keep the bytes asked kept: three
+ * grown by turns (slots given back by one are taken by another), one
+ * small enough to stay on the heap, and (the arena 1 MB) one grown past
+ * it back onto the heap; the same without an arena. */
+static void buffers_keep_their_bytes(isa_arena *a)
+{
+    isa_buf b[3] = {{.arena = a}, {.arena = a}, {.arena = a}};
+    size_t n[3] = {0};
+    const size_t top[3] = {1000, 200000, 2000000}; /* bytes each reaches */
+    for (int step = 0; step < 40; step++)
+        for (int i = 0; i < 3; i++) {
+            const size_t m = top[i] * (size_t)(step + 1) / 40;
+            unsigned char *p = isa_buf_reserve(&b[i], m, n[i]);
+            for (size_t j = n[i]; j < m; j++)
+                p[j] = (unsigned char)(j * 7 + (size_t)i);
+            n[i] = m;
+        }
+    for (int i = 0; i < 3; i++) {
+        long bad = 0;
+        for (size_t j = 0; j < n[i]; j++)
+            bad += ((unsigned char *)b[i].p)[j] != (unsigned char)(j * 7 + (size_t)i);
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT(b[i].cap >= n[i]);
+    }
+    CU_ASSERT_EQUAL(b[0].slot, 0); /* 1,000 bytes: the heap's */
+    CU_ASSERT_EQUAL(b[2].slot, 0); /* 2 MB: past the arena */
+    CU_ASSERT_EQUAL(b[1].slot, a != NULL);
+    for (int i = 0; i < 3; i++) {
+        isa_buf_free(&b[i]);
+        CU_ASSERT_PTR_NULL(b[i].p);
+        CU_ASSERT_PTR_EQUAL(b[i].arena, a);
+    }
+}
+
+static void test_buffers_in_an_arena_keep_their_bytes(void)
+{
+    isa_arena *a = isa_arena_new((size_t)1 << 20);
+    buffers_keep_their_bytes(a);
+    buffers_keep_their_bytes(NULL);
+    isa_arena_free(a);
+}
+
 static void test_parse_reads_addresses_flags_and_enums(void)
 {
     isa_insn in;
@@ -998,6 +1040,7 @@ int main(void)
         {"parse refuses a value a 32-bit field would wrap", test_parse_refuses_a_value_a_32_bit_field_would_wrap},
         {"a growing stream keeps its instructions", test_a_growing_stream_keeps_its_instructions},
         {"streams growing in an arena keep their instructions", test_streams_growing_in_an_arena_keep_their_instructions},
+        {"buffers in an arena keep their bytes", test_buffers_in_an_arena_keep_their_bytes},
         {"parse reads addresses, flags and enums", test_parse_reads_addresses_flags_and_enums},
         {"DL16: every pattern round-trips through fp32", test_dl16_every_pattern_round_trips_through_f32},
         {"DL16: bulk rounding matches the scalar rule", test_dl16_bulk_rounding_matches_the_scalar_rule},

@@ -965,7 +965,12 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll, cc_khoo
                    roll, ir_xalloc((size_t)ncores * sizeof *w->pool), ir_xalloc((size_t)ncores * sizeof *w->idle),
                    ncores};
     *hooks = (cc_khooks){cg_begin, cg_end, w};
+    isa_arena *arena = roll ? be_reroll_arena(c) : NULL;
     for (int core = 0; core < ncores; core++) {
+        /* on huge pages: the prefill layer's kernels took 10 MB in 4 KB
+         * faults; beside the rolling's scratch, not the program's code
+         * (one more huge page of it on BERT-base) */
+        w->pool[core].arena = arena;
         w->idle[core] = &w->pool[ncores - 1 - core];
         c->em[core].hooks = roll ? hooks : NULL;
     }
@@ -994,7 +999,7 @@ int be_codegen_pass(ir_prog *p)
         cc_emit_begin(&c->em[core], c->cfg, c->prog, core, p->err, p->errlen);
     be_place(c);
     bd_state bd;
-    bd_begin(&bd, c);
+    bd_begin(&bd, c, be_spancache_arena(c)); /* (codegen ends before the compile's cache goes) */
     size_t *first = ir_xalloc((size_t)ncores * sizeof *first);
     int rc = 0;
     /* each kernel rolled once emitted (the reroll pass's work: memory for one kernel unrolled, not all) */

@@ -478,6 +478,7 @@ typedef struct {
     int64_t bn, bcap;
     int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
     int64_t walked;     /* rows walked so far */
+    isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */
@@ -740,6 +741,9 @@ void be_rows_spans_free(be_ctx *c);
 /* The compile's memo of matmul block tilings (be_mmmemo.c), kept with its
  * span cache: shared by cc_compile's attempts as that is. */
 struct be_blockmemo **be_spancache_blocks(be_ctx *c);
+/* The span cache's arena (NULL: none), where its tables grow (isa_buf),
+ * and memory that lives no longer than the cache. */
+isa_arena *be_spancache_arena(be_ctx *c);
 void be_blockmemo_free(struct be_blockmemo *b);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
@@ -786,5 +790,8 @@ void be_reroll_core(be_ctx *c, int core);
  * rolled onto the end of the core's stream, after the rest of the
  * stream is rolled (be_reroll_core). */
 void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n);
+/* The arena the rolling's scratch grows in (NULL: none, the heap), for
+ * the streams codegen emits kernels into before they are rolled. */
+isa_arena *be_reroll_arena(be_ctx *c);
 
 #endif

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-void bd_begin(bd_state *b, const be_ctx *c)
+void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena)
 {
     memset(b, 0, sizeof *b);
+    b->runsm.arena = b->outm.arena = b->edgesm.arena = b->prevm.arena = arena;
+    b->piecesm.arena = b->sortedm.arena = b->endsm.arena = arena;
     b->stick = c->t.stick;
     b->shift = b->stick > 0 && !(b->stick & (b->stick - 1)) ? __builtin_ctzll((unsigned long long)b->stick) : -1;
     b->regs = ir_xalloc((size_t)c->cfg->cores * sizeof *b->regs);
@@ -26,43 +28,31 @@ void bd_begin(bd_state *b, const be_ctx *c)
 
 void bd_free(bd_state *b)
 {
-    free(b->runs);
-    free(b->out);
-    free(b->edges);
+    isa_buf *m[] = {&b->runsm, &b->outm, &b->edgesm, &b->prevm, &b->piecesm, &b->sortedm, &b->endsm};
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+        isa_buf_free(m[i]);
     free(b->live);
     free(b->regs);
     free(b->tokbal);
     free(b->unmarked);
-    free(b->pieces);
-    free(b->sorted);
-    free(b->prev);
-    free(b->ends);
 }
 
-/* Scratch *p of at least n elements of size bytes (*cap of them), kept
- * from kernel to kernel: one allocated anew per kernel was mapped and
- * page-faulted anew each time (a fifth of the Llama-8B decode step's
- * page faults in its compile). */
-static void *bd_scratch(void *p, size_t *cap, size_t n, size_t size)
+/* Scratch m of at least n elements of size bytes, kept from kernel to
+ * kernel: one allocated anew per kernel was mapped and page-faulted anew
+ * each time (a fifth of the Llama-8B decode step's page faults in its
+ * compile). */
+static void *bd_scratch(isa_buf *m, size_t n, size_t size)
 {
-    if (n <= *cap)
-        return p;
-    free(p);
-    *cap = 2 * n;
-    p = malloc(*cap * size);
-    if (!p)
-        abort();
-    return p;
+    return isa_buf_reserve(m, n * size, 0);
 }
 
-/* Room for more pieces, or runs (bd_put's): apart, so that bd_add and
- * bd_put, once per DMA element and per run, are inlined where called. */
-static __attribute__((noinline)) void *bd_grow(void *p, size_t *cap, size_t size)
+/* Room for more pieces, or runs (bd_put's), in m (*cap of them, kept):
+ * apart, so that bd_add and bd_put, once per DMA element and per run,
+ * are inlined where called. */
+static __attribute__((noinline)) void *bd_grow(isa_buf *m, size_t *cap, size_t size)
 {
-    *cap = *cap ? 2 * *cap : 256;
-    p = realloc(p, *cap * size);
-    if (!p)
-        abort();
+    void *p = isa_buf_reserve(m, (*cap ? 2 * *cap : 256) * size, *cap * size);
+    *cap = m->cap / size;
     return p;
 }
 
@@ -75,7 +65,7 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
         return;
     }
     if (b->npieces == b->cap)
-        b->pieces = bd_grow(b->pieces, &b->cap, sizeof *b->pieces);
+        b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces);
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
@@ -172,14 +162,15 @@ void bd_order(bd_state *b)
         at[b->pieces[i].core + 1]++;
     for (int c = 0; c < b->ncores; c++)
         at[c + 1] += at[c];
-    bd_piece *out = b->sorted = bd_scratch(b->sorted, &b->scap, b->npieces, sizeof *out);
+    bd_piece *out = b->sorted = bd_scratch(&b->sortedm, b->npieces, sizeof *out);
     for (i = 0; i < b->npieces; i++)
         out[at[b->pieces[i].core]++] = b->pieces[i];
     b->sorted = b->pieces; /* the two arrays change places */
     b->pieces = out;
-    const size_t cap = b->cap;
-    b->cap = b->scap;
-    b->scap = cap;
+    const isa_buf m = b->piecesm;
+    b->piecesm = b->sortedm;
+    b->sortedm = m;
+    b->cap = b->piecesm.cap / sizeof *b->pieces;
     free(at);
 }
 
@@ -244,7 +235,7 @@ static inline void bd_put(bd_state *b, size_t *n, int64_t lo, int64_t hi, int16_
         return;
     }
     if (*n == b->ocap)
-        b->out = bd_grow(b->out, &b->ocap, sizeof *b->out);
+        b->out = bd_grow(&b->outm, &b->ocap, sizeof *b->out);
     b->out[(*n)++] = (bd_run){lo, hi, w, r};
 }
 
@@ -252,12 +243,13 @@ static inline void bd_put(bd_state *b, size_t *n, int64_t lo, int64_t hi, int16_
 static void bd_swap(bd_state *b, size_t n)
 {
     bd_run *t = b->runs;
-    size_t cap = b->rcap;
+    const isa_buf m = b->runsm;
     b->runs = b->out;
-    b->rcap = b->ocap;
+    b->runsm = b->outm;
     b->nruns = n;
     b->out = t;
-    b->ocap = cap;
+    b->outm = m;
+    b->ocap = b->outm.cap / sizeof *b->out;
 }
 
 /* Edges e[0..n) in stick order, stably: a few by insertion, more by a
@@ -337,7 +329,7 @@ static void bd_join(bd_state *b)
     while (size < 2 * b->npieces)
         size *= 2;
     assert(b->npieces < UINT32_MAX);
-    uint32_t *t = b->ends = bd_scratch(b->ends, &b->tcap, size, sizeof *t);
+    uint32_t *t = b->ends = bd_scratch(&b->endsm, size, sizeof *t);
     memset(t, 0, size * sizeof *t);
     bd_piece *p = b->pieces;
     size_t m = 0;
@@ -367,7 +359,7 @@ static void bd_join(bd_state *b)
  * stick counted. */
 static size_t bd_piece_runs(bd_state *b)
 {
-    bd_edge *e = b->edges = bd_scratch(b->edges, &b->ecap, 4 * b->npieces + 1, sizeof *b->edges);
+    bd_edge *e = b->edges = bd_scratch(&b->edgesm, 4 * b->npieces + 1, sizeof *b->edges);
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
         e[2 * i] = (bd_edge){p->lo, p->core, p->write, 1};
@@ -392,7 +384,7 @@ static size_t bd_piece_runs(bd_state *b)
 /* The marks and the scratch runs together, into the scratch's place. */
 static void bd_merge_runs(bd_state *b, size_t nnew)
 {
-    bd_run *a = b->runs, *c = b->prev = bd_scratch(b->prev, &b->pcap, nnew + 1, sizeof *c);
+    bd_run *a = b->runs, *c = b->prev = bd_scratch(&b->prevm, nnew + 1, sizeof *c);
     if (nnew) /* b->out is NULL before any kernel's pieces made runs */
         memcpy(c, b->out, nnew * sizeof *c);
     size_t i = 0, j = 0, n = 0;

@@ -59,32 +59,32 @@ typedef struct {
     int64_t stick;
     int shift;                   /* log2 of stick, -1 when it is no power of two */
     bd_run *runs;                /* the marks since the last bar: sorted, disjoint, unmarked sticks left out */
-    size_t nruns, rcap;
+    size_t nruns;
     bd_run *out;                 /* scratch for the next runs */
     size_t ocap;
     bd_edge *edges;              /* scratch: the next kernel's pieces' edges (and as many for their sort) */
-    size_t ecap;
     bd_run *prev;                /* scratch: bd_merge_runs' copy of the next runs */
-    size_t pcap;
     int32_t *live;               /* scratch: per write flag and core, its pieces over the sweep's stick */
     int64_t (*regs)[ISA_NREGS]; /* per core: its registers where its stream stands */
     int ring;                    /* ring traffic since the last bar */
     bd_piece *pieces;            /* the next kernel's DRAM accesses */
     size_t npieces, cap;
     bd_piece *sorted;            /* scratch: bd_order's, which then swaps it with pieces */
-    size_t scap;
     uint32_t *ends;              /* scratch: bd_join's table of pieces by their end */
-    size_t tcap;
     int kring;                   /* the next kernel's ring traffic */
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it
                                     (a core's ring unit lands its transfers in order) */
     int ncores, ntok;            /* cores, tokens per core */
     int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
+    /* the memory of runs, out, edges, prev, pieces, sorted and ends, in an
+     * arena (bd_begin's; on huge pages, not first touched 4 KB by 4 KB) */
+    isa_buf runsm, outm, edgesm, prevm, piecesm, sortedm, endsm;
 } bd_state;
 
-/* Start (the DRAM stick size, a register file per core) and free. */
-void bd_begin(bd_state *b, const be_ctx *c);
+/* Start (the DRAM stick size, a register file per core; the scratch in
+ * arena, NULL: the heap) and free. */
+void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena);
 void bd_free(bd_state *b);
 /* Add core `core`'s instructions of the next kernel, from `first` on. */
 void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);

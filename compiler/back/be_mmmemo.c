@@ -182,14 +182,15 @@ struct be_blockmemo {
     unsigned char *keys;   /* entry i's at keys + i * n */
     int32_t *slot;         /* cap of them, -1 empty, else an entry */
     int ne, ecap, cap;
+    isa_buf eb, kb, sb;    /* e's, keys' and slot's memory */
 };
 
 void be_blockmemo_free(struct be_blockmemo *b)
 {
     if (b) {
-        free(b->e);
-        free(b->keys);
-        free(b->slot);
+        isa_buf_free(&b->eb);
+        isa_buf_free(&b->kb);
+        isa_buf_free(&b->sb);
     }
     free(b);
 }
@@ -203,6 +204,7 @@ static struct be_blockmemo *blocks_of(be_ctx *c, size_t n)
         (*bp)->cfg = c->cfg;
         memcpy(&(*bp)->t, &c->t, sizeof c->t);
         (*bp)->n = n;
+        (*bp)->eb.arena = (*bp)->kb.arena = (*bp)->sb.arena = be_spancache_arena(c);
     }
     struct be_blockmemo *b = *bp;
     return b->cfg == c->cfg && !memcmp(&b->t, &c->t, sizeof c->t) && b->n == n ? b : NULL;
@@ -236,19 +238,16 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
     if (!b)
         return;
     if (2 * (b->ne + 1) > b->cap) { /* at most half full */
-        free(b->slot);
         b->cap = b->cap ? 2 * b->cap : 256;
-        b->slot = ir_xmalloc((size_t)b->cap * sizeof *b->slot);
+        b->slot = isa_buf_reserve(&b->sb, (size_t)b->cap * sizeof *b->slot, 0);
         memset(b->slot, -1, (size_t)b->cap * sizeof *b->slot);
         for (int i = 0; i < b->ne; i++)
             *block_slot(b, b->keys + (size_t)i * n, b->e[i].h) = i;
     }
     if (b->ne == b->ecap) {
         b->ecap = b->ecap ? 2 * b->ecap : 256;
-        b->e = realloc(b->e, (size_t)b->ecap * sizeof *b->e);
-        b->keys = realloc(b->keys, (size_t)b->ecap * n);
-        if (!b->e || !b->keys)
-            abort();
+        b->e = isa_buf_reserve(&b->eb, (size_t)b->ecap * sizeof *b->e, (size_t)b->ne * sizeof *b->e);
+        b->keys = isa_buf_reserve(&b->kb, (size_t)b->ecap * n, (size_t)b->ne * n);
     }
     memcpy(b->keys + (size_t)b->ne * n, key, n);
     b->e[b->ne] = (mm_block_entry){h, !tl, tl ? *tl : (mm_tiling){0}};

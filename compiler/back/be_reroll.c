@@ -75,8 +75,9 @@ typedef struct {
 } rr_ent;
 
 typedef struct {
-    rr_ent *v;
+    rr_ent *v;   /* mem's */
     long n, cap;
+    isa_buf mem;
 } rr_vec;
 
 /* Lists and arrays the rolling of a kernel works in, kept with their
@@ -93,6 +94,7 @@ typedef struct {
     int n;
     rr_buf b[4 * RR_POOL];
     int nb;
+    isa_arena *arena; /* where its lists grow (rr_scratch.arena) */
 } rr_pool;
 
 /* Per kernel position: the figures the dump and the report print. */
@@ -139,21 +141,19 @@ typedef struct {
     uint64_t ops;       /* ops_key of its instructions: a kernel fits only with the same ops in order */
     int nsh;            /* its shapes */
     int *shop;          /* per shape: its op */
-    long shcap;         /* of shop */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
     int *pos;           /* the instructions by shape, each shape's in order (tmpl_index) */
     int64_t (*off)[RR_NADDR]; /* per pos: its instruction's address operands' offsets */
-    long cap;           /* of shape, pos and off */
     long *at;           /* per shape and one more: where its instructions start in pos */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
-    long dcap;          /* of at and delta */
     rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
     long kcap;          /* its slots, a power of 2 */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
-    long ncode, codecap;
+    long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
     int64_t *li;        /* emit_as_code, per instruction of code: a li's value for the kernel */
-    long licap;
+    /* the memory of shop, shape, pos, off, at, delta, keys, code and li (scratch_array) */
+    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lim;
 } rr_tmpl;
 
 /* An instruction of a template's emitted code, what emit_as_code writes
@@ -180,7 +180,6 @@ typedef struct {
     rr_tmpl t[RR_TEMPLATES]; /* the last kernels rolled from scratch, of distinct ops_key */
     int tnext;          /* the one a kernel of a new ops_key replaces */
     long *seen;         /* check_same, per rolled instruction: the original it was first compared with */
-    long seencap;
     /* per instruction of the kernel: its address operands' offsets, as
      * make_entries reads them (having checked that no register is used),
      * for check_same: reading them back from the instructions, out of
@@ -188,9 +187,11 @@ typedef struct {
      * template does not fill them (no check_same: emit_as_code; writing
      * them was 60 MB of the prefill layer's compile). */
     int64_t (*soff)[RR_NADDR];
-    long soffcap;
     int *from;          /* rr_out.from's memory */
-    long fromcap;
+    isa_buf seenm, soffm, fromm, tabm; /* seen's, soff's, from's and shapes.tab's memory */
+    /* where these grow: on huge pages, not first touched 4 KB by 4 KB
+     * (BERT-base's rolling touched some 1.4 MB on the heap); NULL: the heap */
+    isa_arena *arena;
 } rr_scratch;
 
 struct be_reroll {
@@ -210,10 +211,14 @@ static void vec_reserve(rr_vec *v, long n)
         v->cap = v->cap ? 2 * v->cap : 256;
         if (v->cap < v->n + n)
             v->cap = v->n + n;
-        v->v = realloc(v->v, (size_t)v->cap * sizeof *v->v);
-        if (!v->v)
-            abort();
+        v->v = isa_buf_reserve(&v->mem, (size_t)v->cap * sizeof *v->v, (size_t)v->n * sizeof *v->v);
     }
+}
+
+static void vec_free(rr_vec *v)
+{
+    isa_buf_free(&v->mem);
+    *v = (rr_vec){.mem = v->mem};
 }
 
 static void vec_append(rr_vec *v, const rr_ent *e, long n)
@@ -233,7 +238,7 @@ static void vec_push(rr_vec *v, const rr_ent *e)
 /* An empty list, with the memory of one given back before if any. */
 static rr_vec pool_take(rr_pool *pl)
 {
-    rr_vec v = pl->n ? pl->v[--pl->n] : (rr_vec){0};
+    rr_vec v = pl->n ? pl->v[--pl->n] : (rr_vec){.mem.arena = pl->arena};
     v.n = 0;
     return v;
 }
@@ -243,7 +248,7 @@ static void pool_give(rr_pool *pl, rr_vec v)
     if (pl->n < RR_POOL)
         pl->v[pl->n++] = v;
     else
-        free(v.v);
+        vec_free(&v);
 }
 
 /* An array of at least `bytes`, its contents undefined. */
@@ -1100,7 +1105,7 @@ static void emit_nest(rr_out *o, const rr_ent *e, long n)
         unroll_one(e, n, &u);
         o->ks->unrolled++;
         emit_list(o, u.v, u.n);
-        free(u.v);
+        vec_free(&u);
         return;
     }
     int64_t init[RR_REGS] = {0}, low[RR_REGS] = {0};
@@ -1152,18 +1157,14 @@ static int issues(const isa_insn *in, const int64_t *reg, const isa_insn *s, lon
     return 1;
 }
 
-/* Scratch array p (its contents not kept) with room for n elements of
- * `size` bytes: made again at twice n when *cap is short. */
-static void *scratch_array(void *p, long *cap, long n, size_t size)
+/* Scratch array b (its contents not kept) with room for n elements of
+ * `size` bytes: made again, in sc's arena, when b is short. */
+static void *scratch_array(const rr_scratch *sc, isa_buf *b, long n, size_t size)
 {
-    if (n <= *cap)
-        return p;
-    free(p);
-    *cap = 2 * n;
-    p = malloc((size_t)*cap * size);
-    if (!p)
-        abort();
-    return p;
+    if ((size_t)n * size <= b->cap)
+        return b->p;
+    b->arena = sc->arena;
+    return isa_buf_reserve(b, (size_t)n * size, 0);
 }
 
 /* Run stream t[0..n) as the sequencer would, addresses resolved, and
@@ -1176,7 +1177,7 @@ static void check_same(rr_scratch *sc, const isa_insn *t, long n, const isa_insn
     int64_t left[ISA_MAX_LOOPS];
     int d = 0;
     long k = 0;
-    sc->seen = scratch_array(sc->seen, &sc->seencap, n, sizeof *sc->seen);
+    sc->seen = scratch_array(sc, &sc->seenm, n, sizeof *sc->seen);
     for (long pc = 0; pc < n; pc++)
         sc->seen[pc] = -1;
     for (long pc = 0; pc < n; pc++) {
@@ -1241,7 +1242,7 @@ static int code_direct(const rr_tmpl *t)
  * template (its kernels roll from scratch, alike). */
 static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, const int *from, long nfrom)
 {
-    t->code = scratch_array(t->code, &t->codecap, n, sizeof *t->code);
+    t->code = scratch_array(sc, &t->codem, n, sizeof *t->code);
     for (long pc = 0; pc < n; pc++) {
         rr_code *k = &t->code[pc];
         const rr_opfields *f = fields_of(c[pc].op);
@@ -1282,7 +1283,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
 static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
 {
     const long n = t->ncode;
-    t->li = scratch_array(t->li, &t->licap, n, sizeof *t->li);
+    t->li = scratch_array(o->sc, &t->lim, n, sizeof *t->li);
     long li[ISA_NREGS] = {0};
     for (long pc = 0; pc < n; pc++) {
         const rr_code *k = &t->code[pc];
@@ -1370,18 +1371,16 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     while (cap < 2 * n)
         cap *= 2;
     if (cap > sh->cap) {
-        free(sh->tab);
-        sh->tab = malloc((size_t)cap * sizeof *sh->tab);
+        sc->tabm.arena = sc->arena;
+        sh->tab = isa_buf_reserve(&sc->tabm, (size_t)cap * sizeof *sh->tab, 0);
         sh->cap = cap;
     }
     sh->next = 0;
     if (n + 1 > ev->cap) {
-        free(ev->v);
-        ev->cap = 2 * (n + 1);
-        ev->v = malloc((size_t)ev->cap * sizeof *ev->v);
+        ev->mem.arena = sc->arena;
+        ev->v = isa_buf_reserve(&ev->mem, (size_t)(n + 1) * sizeof *ev->v, 0);
+        ev->cap = (long)(ev->mem.cap / sizeof *ev->v);
     }
-    if (!ev->v || !sh->tab)
-        abort();
     sh->mask = cap - 1;
     for (long q = 0; q < cap; q++)
         sh->tab[q].shape = -1;
@@ -1414,24 +1413,13 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
 
 /* The template's instructions grouped by shape (rr_tmpl: shape, pos, off,
  * at), from the kernel's entries e[0..n): a counting sort. */
-static void tmpl_index(rr_tmpl *t, const rr_ent *e, long n)
+static void tmpl_index(const rr_scratch *sc, rr_tmpl *t, const rr_ent *e, long n)
 {
-    if (n > t->cap) {
-        free(t->shape);
-        free(t->pos);
-        free(t->off);
-        t->cap = n;
-        t->shape = malloc((size_t)n * sizeof *t->shape);
-        t->pos = malloc((size_t)n * sizeof *t->pos);
-        t->off = malloc((size_t)n * sizeof *t->off);
-        if (!t->shape || !t->pos || !t->off)
-            abort();
-    }
-    if (t->nsh + 1 > t->dcap) {
-        long cap = t->dcap;
-        t->delta = scratch_array(t->delta, &cap, t->nsh + 1, sizeof *t->delta);
-        t->at = scratch_array(t->at, &t->dcap, t->nsh + 1, sizeof *t->at);
-    }
+    t->shape = scratch_array(sc, &t->shapem, n, sizeof *t->shape);
+    t->pos = scratch_array(sc, &t->posm, n, sizeof *t->pos);
+    t->off = scratch_array(sc, &t->offm, n, sizeof *t->off);
+    t->delta = scratch_array(sc, &t->deltam, t->nsh + 1, sizeof *t->delta);
+    t->at = scratch_array(sc, &t->atm, t->nsh + 1, sizeof *t->at);
     memset(t->at, 0, (size_t)(t->nsh + 1) * sizeof *t->at);
     for (long j = 0; j < n; j++)
         t->at[e[j].shape + 1]++;
@@ -1456,10 +1444,10 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     if (!make_entries(sc, s, n))
         return 0;
     t->nsh = sc->shapes.next;
-    t->shop = scratch_array(t->shop, &t->shcap, t->nsh, sizeof *t->shop);
+    t->shop = scratch_array(sc, &t->shopm, t->nsh, sizeof *t->shop);
     for (int q = 0; q < t->nsh; q++)
         t->shop[q] = sc->shapes.rep[q].op;
-    tmpl_index(t, sc->e.v, n);
+    tmpl_index(sc, t, sc->e.v, n);
     /* rolled where the entries are (the entries' list, grown to the
      * largest kernel, stays for the next), and emitted from there: the
      * template keeps the code (code_keep), not the list (copying each
@@ -1473,17 +1461,14 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 /* Do the kernel's nsh shapes (their first instructions s[t->pos[t->at[q]]])
  * have distinct keys?  Looked up in a table (sorting the keys was 1% of
  * BERT-base's compile). */
-static int keys_distinct(rr_tmpl *t, const isa_insn *s, long nsh)
+static int keys_distinct(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long nsh)
 {
     long cap = 16;
     while (cap < 2 * nsh)
         cap *= 2;
     if (cap > t->kcap) {
-        free(t->keys);
         t->kcap = cap;
-        t->keys = malloc((size_t)cap * sizeof *t->keys);
-        if (!t->keys)
-            abort();
+        t->keys = scratch_array(sc, &t->keysm, cap, sizeof *t->keys);
     }
     for (long q = 0; q < cap; q++)
         t->keys[q].shape = -1;
@@ -1559,7 +1544,7 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
  * the same ops, and its addresses are the template's plus one constant
  * per template shape and operand (rolling compares shapes only for
  * equality, and addresses only through their differences). */
-static int tmpl_fits(rr_tmpl *t, const isa_insn *s, long n)
+static int tmpl_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
 {
     if (!t->n || t->n != n)
         return 0;
@@ -1567,7 +1552,7 @@ static int tmpl_fits(rr_tmpl *t, const isa_insn *s, long n)
         if (!shape_fits(t, s, sh))
             return 0;
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    return keys_distinct(t, s, t->nsh);
+    return keys_distinct(sc, t, s, t->nsh);
 }
 
 /* A hash of kernel s[0..n)'s ops in order: four 16-bit ops to a mix, a
@@ -1606,7 +1591,7 @@ static rr_tmpl *tmpl_for(rr_scratch *sc, const isa_insn *s, long n, int *fits)
     uint64_t ops = keyed ? ops_key(s, n) : 0;
     *fits = 1;
     for (int q = 0; q < RR_TEMPLATES; q++)
-        if (sc->t[q].n == n && (!keyed || sc->t[q].ops == ops) && tmpl_fits(&sc->t[q], s, n))
+        if (sc->t[q].n == n && (!keyed || sc->t[q].ops == ops) && tmpl_fits(sc, &sc->t[q], s, n))
             return &sc->t[q];
     *fits = 0;
     if (!keyed)
@@ -1636,7 +1621,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
         emit_as_code(o, t, s);
         return;
     }
-    sc->soff = scratch_array(sc->soff, &sc->soffcap, n, sizeof *sc->soff);
+    sc->soff = scratch_array(sc, &sc->soffm, n, sizeof *sc->soff);
     if (!roll_fresh(sc, t, s, n)) {
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
@@ -1647,7 +1632,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
      * a longer one leaves no template) */
     rr_out to = *o;
     to.nfrom = 2 * n + 64;
-    sc->from = scratch_array(sc->from, &sc->fromcap, to.nfrom, sizeof *sc->from);
+    sc->from = scratch_array(sc, &sc->fromm, to.nfrom, sizeof *sc->from);
     for (long pc = 0; pc < to.nfrom; pc++)
         sc->from[pc] = -1;
     to.from = sc->from;
@@ -1665,30 +1650,26 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
 
 static void scratch_free(rr_scratch *sc)
 {
-    free(sc->e.v);
+    vec_free(&sc->e);
     while (sc->pool.n)
-        free(sc->pool.v[--sc->pool.n].v);
+        vec_free(&sc->pool.v[--sc->pool.n]);
     while (sc->pool.nb)
         free(sc->pool.b[--sc->pool.nb].p);
-    free(sc->shapes.tab);
     free(sc->shapes.rep);
     free(sc->shapes.rkey);
     free(sc->shapes.succ);
     isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
-        free(sc->t[q].shop);
-        free(sc->t[q].shape);
-        free(sc->t[q].pos);
-        free(sc->t[q].off);
-        free(sc->t[q].at);
-        free(sc->t[q].delta);
-        free(sc->t[q].keys);
-        free(sc->t[q].code);
-        free(sc->t[q].li);
+        rr_tmpl *t = &sc->t[q];
+        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm, &t->deltam, &t->keysm, &t->codem, &t->lim};
+        for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+            isa_buf_free(m[i]);
     }
-    free(sc->seen);
-    free(sc->soff);
-    free(sc->from);
+    isa_buf_free(&sc->tabm);
+    isa_buf_free(&sc->seenm);
+    isa_buf_free(&sc->soffm);
+    isa_buf_free(&sc->fromm);
+    isa_arena_free(sc->arena);
 }
 
 static int by_first(const void *a, const void *b)
@@ -1708,6 +1689,7 @@ static struct be_reroll *rr_state(be_ctx *c)
     c->rr = rr;
     rr->off = p->opts.no_reroll;
     rr->ncores = c->prog->ncores;
+    rr->sc.arena = rr->sc.pool.arena = isa_arena_new((size_t)1 << 30); /* address space */
     snprintf(rr->cfgname, sizeof rr->cfgname, "%s", c->cfg->name);
     rr->k = ir_xalloc((size_t)(p->norder + 1) * sizeof *rr->k);
     rr->core_before = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_before);
@@ -1812,6 +1794,11 @@ void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, 
     rr->core_before[core] += n;
     rr->core_after[core] += (long)home->n - first;
     rr->done[core] = home->n;
+}
+
+isa_arena *be_reroll_arena(be_ctx *c)
+{
+    return rr_state(c)->sc.arena;
 }
 
 void be_reroll_kernels(be_ctx *c)

@@ -1083,16 +1083,14 @@ static int rk_stage_leader(const rk_plan *k, int i)
 /* The spans gathered in s->lo/hi over groups [gmin, gmax] appended to
  * the list *e (*n entries, room for *cap), and lo/hi reset. */
 static void rk_spans_put(be_rowspans *s, const be_layout *B, int64_t gmin, int64_t gmax, be_gspan **e, int64_t *n,
-                         int64_t *cap)
+                         int64_t *cap, isa_buf *mem)
 {
     for (int64_t g = gmin; g <= gmax; g++) {
         if (s->lo[g] > s->hi[g])
             continue;
         if (*n == *cap) {
             *cap = *cap ? 2 * *cap : 256;
-            *e = realloc(*e, (size_t)*cap * sizeof **e);
-            if (!*e)
-                abort();
+            *e = isa_buf_reserve(mem, (size_t)*cap * sizeof **e, (size_t)*n * sizeof **e);
         }
         (*e)[(*n)++] = (be_gspan){(int32_t)g, (int32_t)s->lo[g], (int32_t)s->hi[g]};
         s->lo[g] = B->rows;
@@ -1105,7 +1103,7 @@ static void rk_spans_put(be_rowspans *s, const be_layout *B, int64_t gmin, int64
 static void rk_spans_close(be_rowspans *s, const be_layout *B, int64_t row, int64_t gmin, int64_t gmax)
 {
     s->at[row] = s->n;
-    rk_spans_put(s, B, gmin, gmax, &s->e, &s->n, &s->cap);
+    rk_spans_put(s, B, gmin, gmax, &s->e, &s->n, &s->cap, &s->eb);
     s->len[row] = (int32_t)(s->n - s->at[row]);
     s->walked++;
 }
@@ -1145,19 +1143,23 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
     s->flat = flat;
 }
 
-/* Empty spans of `rows` rows (none walked) over B's groups. */
-static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B)
+/* Empty spans of `rows` rows (none walked) over B's groups, in arena's
+ * memory.  (at, lo and bat first: 8-byte entries, then the 4-byte ones.) */
+static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B, isa_arena *arena)
 {
-    s->at = ir_xalloc((size_t)(rows + 1) * sizeof *s->at);
-    s->len = ir_xalloc((size_t)(rows + 1) * sizeof *s->len);
-    s->lo = ir_xalloc((size_t)(2 * B->groups + 1) * sizeof *s->lo);
+    const size_t blocks = (size_t)(rows / RK_SPAN_BLOCK), nr = (size_t)rows + 1, ng = 2 * (size_t)B->groups + 1;
+    const size_t bytes = (nr + ng + blocks + 1) * sizeof(int64_t) + (nr + blocks + 1) * sizeof(int32_t);
+    s->rows.arena = s->eb.arena = s->beb.arena = arena;
+    int64_t *m = memset(isa_buf_reserve(&s->rows, bytes, 0), 0, bytes);
+    s->at = m;
+    s->lo = m + nr;
     s->hi = s->lo + B->groups;
+    s->bat = s->lo + ng;
+    s->len = (int32_t *)(s->bat + blocks + 1);
+    s->blen = s->len + nr;
     memset(s->at, -1, (size_t)rows * sizeof *s->at);
     be_span_init(B, s->lo, s->hi);
-    const int64_t blocks = rows / RK_SPAN_BLOCK;
-    s->bat = ir_xalloc((size_t)(blocks + 1) * sizeof *s->bat);
-    s->blen = ir_xalloc((size_t)(blocks + 1) * sizeof *s->blen);
-    memset(s->bat, -1, (size_t)blocks * sizeof *s->bat);
+    memset(s->bat, -1, blocks * sizeof *s->bat);
     s->last = -1;
     s->walked = 0;
 }
@@ -1197,8 +1199,9 @@ typedef struct {
 /* A memo of rk_needkeys, open addressing by rk_need_hash, `cap` a power
  * of two (0: none yet). */
 typedef struct {
-    rk_needkey *e;
+    rk_needkey *e; /* buf's memory */
     size_t n, cap;
+    isa_buf buf;
 } rk_needmemo;
 
 /* The row spans of the staged loads that read one buffer, merged row by
@@ -1231,6 +1234,9 @@ struct be_spancache {
     rk_combo **combo;
     int ncombo, combocap;
     struct be_blockmemo *blocks; /* be_mmmemo.c's */
+    /* where its large tables grow: on huge pages, not first touched 4 KB
+     * by 4 KB (the Llama-8B prefill layer's, some 2,000 page faults) */
+    isa_arena *arena;
 };
 
 static int rk_same_walk(const rk_spankey *a, const rk_spankey *b)
@@ -1259,6 +1265,8 @@ static struct be_spancache *rk_cache(be_ctx *c)
         c->spans = *c->p->spans;
     if (!c->spans) {
         c->spans = ir_xalloc(sizeof *c->spans);
+        c->spans->arena = isa_arena_new((size_t)1 << 30); /* address space */
+        c->spans->need.buf.arena = c->spans->sticks.buf.arena = c->spans->arena;
         if (c->p->spans)
             *c->p->spans = c->spans;
     }
@@ -1279,19 +1287,15 @@ static be_rowspans *rk_spans_of(const rk_plan *k, rk_load *L)
     sc->v = ir_xgrow(sc->v, &sc->cap, sc->n + 1, sizeof *sc->v);
     rk_spankey *e = sc->v[sc->n++] = ir_xalloc(sizeof *e);
     *e = key;
-    rk_rowspans_init(&e->s, k->rows, &e->lay);
+    rk_rowspans_init(&e->s, k->rows, &e->lay, sc->arena);
     return &e->s;
 }
 
 static void rk_rowspans_free(be_rowspans *s)
 {
-    free(s->at);
-    free(s->len);
-    free(s->e);
-    free(s->lo);
-    free(s->bat);
-    free(s->blen);
-    free(s->be);
+    isa_buf_free(&s->rows);
+    isa_buf_free(&s->eb);
+    isa_buf_free(&s->beb);
 }
 
 void be_spancache_free(struct be_spancache *sc)
@@ -1307,10 +1311,11 @@ void be_spancache_free(struct be_spancache *sc)
     if (sc) {
         free(sc->rep);
         free(sc->v);
-        free(sc->need.e);
-        free(sc->sticks.e);
+        isa_buf_free(&sc->need.buf);
+        isa_buf_free(&sc->sticks.buf);
         free(sc->combo);
         be_blockmemo_free(sc->blocks);
+        isa_arena_free(sc->arena);
     }
     free(sc);
 }
@@ -1318,6 +1323,11 @@ void be_spancache_free(struct be_spancache *sc)
 struct be_blockmemo **be_spancache_blocks(be_ctx *c)
 {
     return &rk_cache(c)->blocks;
+}
+
+isa_arena *be_spancache_arena(be_ctx *c)
+{
+    return rk_cache(c)->arena;
 }
 
 void be_rows_spans_free(be_ctx *c)
@@ -1360,7 +1370,7 @@ static rk_combo *rk_combo_of(const rk_plan *k, const be_layout *B, const be_rows
     rk_combo *q = sc->combo[sc->ncombo++] = ir_xalloc(sizeof *q);
     memcpy(q->m, m, (size_t)n * sizeof *m);
     q->n = n;
-    rk_rowspans_init(&q->s, k->rows, B);
+    rk_rowspans_init(&q->s, k->rows, B, sc->arena);
     return q;
 }
 
@@ -1412,7 +1422,7 @@ static void rk_block_spans(be_rowspans *s, const be_layout *B, int64_t b)
             gmax = cc_max(gmax, e->g);
         }
     s->bat[b] = s->bn;
-    rk_spans_put(s, B, gmin, gmax, &s->be, &s->bn, &s->bcap);
+    rk_spans_put(s, B, gmin, gmax, &s->be, &s->bn, &s->bcap, &s->beb);
     s->blen[b] = (int32_t)(s->bn - s->bat[b]);
 }
 
@@ -1576,14 +1586,17 @@ static const rk_needkey *rk_need_find(rk_needmemo *t, const rk_needkey *q)
 static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
 {
     if (2 * (t->n + 1) > t->cap) {
-        rk_needkey *old = t->e;
+        isa_buf was = t->buf;
+        const rk_needkey *old = t->e;
         const size_t n = t->cap;
         t->cap = n ? 2 * n : 256;
-        t->e = ir_xalloc(t->cap * sizeof *t->e); /* zeroed: every slot empty */
+        t->buf = (isa_buf){.arena = was.arena};
+        t->e = isa_buf_reserve(&t->buf, t->cap * sizeof *t->e, 0);
+        memset(t->e, 0, t->cap * sizeof *t->e); /* every slot empty */
         for (size_t i = 0; i < n; i++)
             if (old[i].n)
                 *rk_need_slot(t, &old[i]) = old[i];
-        free(old);
+        isa_buf_free(&was);
     }
     *rk_need_slot(t, q) = *q;
     t->n++;
