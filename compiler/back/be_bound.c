@@ -79,6 +79,50 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
 }
 
+void bd_lane_begin(bd_state *lane, const bd_state *b)
+{
+    memset(lane, 0, sizeof *lane);
+    lane->stick = b->stick;
+    lane->shift = b->shift;
+    lane->regs = b->regs;
+    lane->unmarked = b->unmarked;
+    lane->ncores = b->ncores;
+    lane->ntok = b->ntok;
+    lane->tokbal = ir_xalloc((size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
+    memset(lane->tokbal, 0, (size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
+}
+
+/* A lane's ring flag and balances into b, and zeroed. */
+static void bd_lane_add(bd_state *b, bd_state *lane)
+{
+    b->kring |= lane->kring;
+    lane->kring = 0;
+    const size_t n = (size_t)b->ncores * (size_t)b->ntok;
+    for (size_t i = 0; i < n; i++)
+        b->tokbal[i] += lane->tokbal[i];
+    memset(lane->tokbal, 0, n * sizeof *lane->tokbal);
+}
+
+void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y)
+{
+    size_t i = 0, j = 0;
+    while (i < x->npieces || j < y->npieces) {
+        const bd_piece *p = j == y->npieces || (i < x->npieces && x->pieces[i].core < y->pieces[j].core)
+                                ? &x->pieces[i++]
+                                : &y->pieces[j++];
+        bd_add(b, p->core, p->write, p->lo, p->hi);
+    }
+    x->npieces = y->npieces = 0;
+    bd_lane_add(b, x);
+    bd_lane_add(b, y);
+}
+
+void bd_lane_free(bd_state *lane)
+{
+    free(lane->tokbal);
+    free(lane->pieces);
+}
+
 /* A dma.ld's or dma.st's DRAM sticks (this and bd_table apart from
  * bd_insn: their registers made every instruction's call save and
  * restore six). */

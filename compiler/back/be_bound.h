@@ -86,6 +86,17 @@ typedef struct {
 /* Start (the DRAM stick size, a register file per core) and free. */
 void bd_begin(bd_state *b, const be_ctx *c);
 void bd_free(bd_state *b);
+/* A collector of the next kernel's accesses for the cores one codegen
+ * thread emits while another emits others (be_par_cores): its own
+ * pieces, ring flag and token balances, b's registers and unmarked
+ * destinations (each core's row is written by the one thread that emits
+ * it).  bd_lanes_join adds two lanes' to b: their pieces merged in core
+ * order (each lane's are in core order) as bd_collect would have added
+ * them core after core, their ring flags and balances (integers: exact
+ * in any order). */
+void bd_lane_begin(bd_state *lane, const bd_state *b);
+void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y);
+void bd_lane_free(bd_state *lane);
 /* Add core `core`'s instructions of the next kernel, from `first` on. */
 void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);
 /* The DRAM sticks of a dma.ld or dma.st (bd_dma), of a dma.gather or
