@@ -1087,7 +1087,7 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
     const int ncores = c->cfg->cores;
     *w = (cg_walk){.c = c,
                    .from = ir_xalloc((size_t)ncores * sizeof *w->from),
-                   .busy = ir_xalloc((size_t)ncores * sizeof *w->busy),
+                   .busy = ir_xlines((size_t)ncores * sizeof *w->busy), /* a row a line: two threads write them */
                    .roll = roll};
     for (int i = 0; i < 2; i++) {
         w->pool[i] = (cg_pool){ir_xalloc((size_t)ncores * sizeof *w->pool[i].s),

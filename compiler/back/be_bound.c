@@ -18,8 +18,8 @@ void bd_begin(bd_state *b, const be_ctx *c)
     b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */
     b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
-    b->unmarked = ir_xalloc((size_t)c->cfg->cores * (size_t)c->cfg->cores);
-    memset(b->unmarked, 0, (size_t)c->cfg->cores * (size_t)c->cfg->cores);
+    b->urow = (int)cc_round_up(c->cfg->cores, 64);
+    b->unmarked = ir_xlines((size_t)c->cfg->cores * (size_t)b->urow);
     b->live = ir_xalloc(2 * (size_t)c->cfg->cores * sizeof *b->live);
     memset(b->live, 0, 2 * (size_t)c->cfg->cores * sizeof *b->live);
 }
@@ -86,6 +86,7 @@ void bd_lane_begin(bd_state *lane, const bd_state *b)
     lane->shift = b->shift;
     lane->regs = b->regs;
     lane->unmarked = b->unmarked;
+    lane->urow = b->urow;
     lane->ncores = b->ncores;
     lane->ntok = b->ntok;
     lane->tokbal = ir_xalloc((size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
@@ -460,7 +461,7 @@ static void bd_merge_runs(bd_state *b, size_t nnew)
 static int bd_ring_open(bd_state *b)
 {
     int open = 0;
-    for (size_t i = 0; i < (size_t)b->ncores * (size_t)b->ncores; i++) {
+    for (size_t i = 0; i < (size_t)b->ncores * (size_t)b->urow; i++) {
         open |= b->unmarked[i];
         b->unmarked[i] = 0;
     }

@@ -79,6 +79,8 @@ typedef struct {
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it
                                     (a core's ring unit lands its transfers in order) */
+    int urow;                    /* unmarked's bytes per core: ncores, rounded up to a cache line (two codegen
+                                    threads write the rows of their own cores) */
     int ncores, ntok;            /* cores, tokens per core */
     int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
 } bd_state;
@@ -126,7 +128,7 @@ static inline int bd_insn(bd_state *b, const isa_insn *in, int core)
     case ISA_OP_RING_SEND:
     case ISA_OP_RING_RED:
         b->kring = 1;
-        b->unmarked[core * b->ncores + in->core] = in->tok >= b->ntok;
+        b->unmarked[core * b->urow + in->core] = in->tok >= b->ntok;
         if (in->tok < b->ntok)
             b->tokbal[in->core * b->ntok + in->tok]++;
         break;
