@@ -10,6 +10,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -879,38 +880,39 @@ static void lane_init(cg_lane *l, cg_walk *w, bd_state *bd, be_kinfo *ki, struct
     *l = (cg_lane){w, bd, ki, rr, pool, {cg_begin, cg_end, l}};
 }
 
-/* A split kernel's side of the cores: fn for those of side `side` (all
- * when side is NULL) in order, up to the first that fails. */
+/* A kernel's cores split between this thread (0) and the worker (1):
+ * each takes its own side's cores in order, then the other side's that
+ * are left (a thread that runs late, the host being busy, leaves its
+ * cores to the other), each core once (next[side]: the next to take),
+ * and stops at its first failure.  Thread t emits on view c[t] with its
+ * copy arg[t] into lane[t] with error buffer err[t]. */
 typedef struct {
-    be_ctx *c;
-    void *arg;
     be_core_fn fn;
-    int n, rc, at;    /* at: the core that failed */
-    const char *side; /* per core: 1 the worker's */
-    int mine;
-} par_job;
+    be_ctx *c[2];
+    void *arg[2];
+    cg_lane *lane[2];
+    char *err[2];
+    int *list[2], len[2]; /* each side's cores, ascending */
+    _Atomic int next[2];
+    int rc[2], at[2];     /* at: the core that failed */
+} par_split;
 
-static void par_run(void *arg)
+static void par_side(par_split *p, int t)
 {
-    par_job *j = arg;
-    j->rc = 0;
-    for (int core = 0; core < j->n && !j->rc; core++)
-        if (!j->side || j->side[core] == j->mine) {
-            j->rc = j->fn(j->c, j->arg, core);
-            j->at = core;
+    for (int k = 0; k < 2 && !p->rc[t]; k++) {
+        const int side = k ? !t : t;
+        for (int i; !p->rc[t] && (i = atomic_fetch_add(&p->next[side], 1)) < p->len[side];) {
+            const int core = p->list[side][i];
+            cc_emit *e = &p->c[0]->em[core]; /* (the emitters: the same array in both views) */
+            e->hooks = &p->lane[t]->hooks;
+            e->err = p->err[t];
+            p->rc[t] = p->fn(p->c[t], p->arg[t], core);
+            p->at[t] = core;
         }
+    }
 }
 
-/* The cores of side `mine` (all: side NULL) emit into lane l, with err
- * as their error buffer. */
-static void em_lane(be_ctx *c, int n, const char *side, int mine, cg_lane *l, char *err)
-{
-    for (int core = 0; core < n; core++)
-        if (!side || side[core] == mine) {
-            c->em[core].hooks = &l->hooks;
-            c->em[core].err = err;
-        }
-}
+static void par_worker(void *arg) { par_side(arg, 1); }
 
 /* The halves' lanes joined, in core order: kernel records, DRAM
  * accesses, and the worker's figures (sums of integers, maxima: exact in
@@ -928,62 +930,79 @@ static void par_join(cg_walk *w)
     w->wki = (be_kinfo){0};
 }
 
-/* The first error by core order, as the serial loop would have left it:
- * the worker's (its buffer began as c->err was; fail0: the be_error
- * record before) when its side failed on an earlier core. */
-static int par_result(be_ctx *c, cg_walk *w, const par_job *mine, const par_job *job, int fail0)
+/* The first error by core order, as the serial loop would have left it
+ * (every core below the first that failed was emitted: each side's are
+ * taken in order, and a thread stops only at a failure): the worker's
+ * (its buffer began as c->err was; fail0: the be_error record before)
+ * when its core came first. */
+static int par_result(be_ctx *c, cg_walk *w, const par_split *p, int fail0)
 {
-    if (!job->rc || (mine->rc && mine->at < job->at))
-        return mine->rc;
+    if (!p->rc[1] || (p->rc[0] && p->at[0] < p->at[1]))
+        return p->rc[0];
     if (c->errlen)
         memcpy(c->err, w->werr, c->errlen);
     *(c->fail_kernel ? c->fail_kernel : &c->p->fail_kernel) = w->wfail != INT_MIN ? w->wfail : fail0;
-    return job->rc;
+    return p->rc[1];
 }
 
-/* Which side each of n cores is on (side, or the last n / 2 on the worker's). */
-static char *par_sides(int n, const void *arg, int (*side)(const void *arg, int core))
+/* Each side's cores (side, or the last n / 2 on the worker's). */
+static void par_sides(par_split *p, int n, const void *arg, int (*side)(const void *arg, int core))
 {
-    char *s = ir_xalloc((size_t)n);
-    for (int core = 0; core < n; core++)
-        s[core] = (char)(side ? side(arg, core) != 0 : core >= n - n / 2);
-    return s;
+    for (int t = 0; t < 2; t++)
+        p->list[t] = ir_xalloc((size_t)n * sizeof *p->list[t]);
+    for (int core = 0; core < n; core++) {
+        const int t = side ? side(arg, core) != 0 : core >= n - n / 2;
+        p->list[t][p->len[t]++] = core;
+    }
+}
+
+/* The worker's view of the back half (be_par_cores): c with its own
+ * error buffer, be_error record and restickify memo. */
+static void par_view(cg_walk *w, const be_ctx *c, be_state *vs)
+{
+    *vs = *state_of((be_ctx *)c); /* (be_ctx is the first of be_state, which state_of finds) */
+    if (c->errlen)
+        memcpy(w->werr, c->err, c->errlen);
+    w->wfail = INT_MIN;
+    vs->c.cgw = NULL; /* (its fn runs its cores itself) */
+    vs->c.err = w->werr;
+    vs->c.fail_kernel = &w->wfail;
+    vs->c.rst = w->wrst;
 }
 
 int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
                  int (*side)(const void *arg, int core))
 {
     cg_walk *w = c->cgw;
+    int rc = 0;
     if (!w || !w->worker || n < 2) {
-        par_job all = {c, arg, fn, n, 0, 0, NULL, 0};
-        par_run(&all);
-        return all.rc;
+        for (int core = 0; core < n && !rc; core++)
+            rc = fn(c, arg, core);
+        return rc;
     }
-    char *sides = par_sides(n, arg, side), *err0 = c->em[0].err;
-    be_state vs = *state_of(c); /* (be_ctx is the first of be_state, which state_of finds) */
-    if (c->errlen)
-        memcpy(w->werr, c->err, c->errlen);
-    w->wfail = INT_MIN;
-    vs.c.cgw = NULL; /* (its fn runs its cores itself) */
-    vs.c.err = w->werr;
-    vs.c.fail_kernel = &w->wfail;
-    vs.c.rst = w->wrst;
+    char *err0 = c->em[0].err;
+    be_state vs;
+    par_view(w, c, &vs);
     void *warg = ir_xmalloc(size);
     memcpy(warg, arg, size);
     view(&vs.c, warg);
-    em_lane(c, n, sides, 0, &w->half[0], err0);
-    em_lane(c, n, sides, 1, &w->half[1], w->werr);
     const int fail0 = *(c->fail_kernel ? c->fail_kernel : &c->p->fail_kernel);
-    par_job mine = {c, arg, fn, n, 0, 0, sides, 0}, job = {&vs.c, warg, fn, n, 0, 0, sides, 1};
-    be_worker_run(w->worker, par_run, &job);
-    par_run(&mine);
+    par_split p = {.fn = fn, .c = {c, &vs.c}, .arg = {arg, warg}, .lane = {&w->half[0], &w->half[1]},
+                   .err = {err0, w->werr}};
+    par_sides(&p, n, arg, side);
+    be_worker_run(w->worker, par_worker, &p);
+    par_side(&p, 0);
     be_worker_wait(w->worker);
     w->wrst = vs.c.rst;
-    em_lane(c, n, NULL, 0, &w->own, err0);
+    for (int core = 0; core < n; core++) {
+        c->em[core].hooks = &w->own.hooks;
+        c->em[core].err = err0;
+    }
     par_join(w);
     free(warg);
-    free(sides);
-    return par_result(c, w, &mine, &job, fail0);
+    free(p.list[0]);
+    free(p.list[1]);
+    return par_result(c, w, &p, fail0);
 }
 
 /* Kernel pos's estimate by its kind's cost model as the report gives it:

@@ -174,17 +174,17 @@ typedef struct be_ctx {
 
 /* fn(c, arg, core) for cores 0 .. n-1, each core's code as the serial
  * loop makes it, and the first error by core order: with codegen's worker
- * the first half here and the rest on the worker, each half in order and
- * stopping at its first failure, else all here.  The worker gets a view
+ * half here and half on the worker (each thread its side's cores in
+ * order, then what is left of the other's), else all here.  The worker gets a view
  * of c (its own error buffer, be_error record and restickify memo) and
  * its own copy of arg (size bytes, copied as they are; view points the
  * copy at the view); their halves' DRAM accesses, figures, rolled code's
  * records are joined in core order (docs/compiler.md, "Two threads").
  * Whatever fn's cores share must be made before: they only read it. */
 typedef int (*be_core_fn)(be_ctx *c, void *arg, int core);
-/* side(arg, core): 1 for a core the worker emits (NULL: the last n / 2):
- * cores alike in their code on one side, as far as balance allows, so
- * that each thread's reroll templates fit more of them (be_reroll.c). */
+/* side(arg, core): 1 for a core the worker takes first (NULL: the last
+ * n / 2): cores alike in their code on one side, as far as balance
+ * allows, so that each thread's reroll templates fit more of them. */
 int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
                  int (*side)(const void *arg, int core));
 /* The threads codegen uses (cc_compile_opts.threads): 1 or 2. */
@@ -826,7 +826,7 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
  * template is used only where it rolls the kernel exactly as a fresh
  * roll would), figures and kernel records kept apart until
  * be_reroll_lanes_join adds two lanes' to the pass's and the program's,
- * the records merged in core order (each lane's are in core order). */
+ * the records in core order (a core's all in one lane). */
 struct be_rrlane *be_reroll_lane(be_ctx *c, int own);
 void be_reroll_lanes_join(be_ctx *c, struct be_rrlane *a, struct be_rrlane *b);
 void be_reroll_lane_free(struct be_rrlane *l);

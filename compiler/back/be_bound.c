@@ -106,13 +106,23 @@ static void bd_lane_add(bd_state *b, bd_state *lane)
 
 void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y)
 {
-    size_t i = 0, j = 0;
-    while (i < x->npieces || j < y->npieces) {
-        const bd_piece *p = j == y->npieces || (i < x->npieces && x->pieces[i].core < y->pieces[j].core)
-                                ? &x->pieces[i++]
-                                : &y->pieces[j++];
-        bd_add(b, p->core, p->write, p->lo, p->hi);
-    }
+    /* a stable counting sort of both lanes' pieces by core: each core's
+     * lie in one lane, in the order collected */
+    size_t *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
+    const bd_state *lane[2] = {x, y};
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < lane[l]->npieces; i++)
+            at[lane[l]->pieces[i].core + 1]++;
+    for (int c = 0; c < b->ncores; c++)
+        at[c + 1] += at[c];
+    const size_t n = x->npieces + y->npieces;
+    bd_piece *out = b->sorted = bd_scratch(b->sorted, &b->scap, n, sizeof *out);
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < lane[l]->npieces; i++)
+            out[at[lane[l]->pieces[i].core]++] = lane[l]->pieces[i];
+    free(at);
+    for (size_t i = 0; i < n; i++)
+        bd_add(b, out[i].core, out[i].write, out[i].lo, out[i].hi);
     x->npieces = y->npieces = 0;
     bd_lane_add(b, x);
     bd_lane_add(b, y);

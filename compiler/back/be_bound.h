@@ -92,10 +92,10 @@ void bd_free(bd_state *b);
  * thread emits while another emits others (be_par_cores): its own
  * pieces, ring flag and token balances, b's registers and unmarked
  * destinations (each core's row is written by the one thread that emits
- * it).  bd_lanes_join adds two lanes' to b: their pieces merged in core
- * order (each lane's are in core order) as bd_collect would have added
- * them core after core, their ring flags and balances (integers: exact
- * in any order). */
+ * it).  bd_lanes_join adds two lanes' to b: their pieces in core order
+ * (a core's all in one lane) as bd_collect would have added them core
+ * after core, their ring flags and balances (integers: exact in any
+ * order). */
 void bd_lane_begin(bd_state *lane, const bd_state *b);
 void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y);
 void bd_lane_free(bd_state *lane);

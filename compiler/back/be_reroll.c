@@ -1759,12 +1759,12 @@ static void lane_figures(struct be_reroll *rr, int npos, struct be_rrlane *l)
 void be_reroll_lanes_join(be_ctx *c, struct be_rrlane *a, struct be_rrlane *b)
 {
     struct be_reroll *rr = rr_state(c);
-    int i = 0, j = 0; /* each lane's records are in core order, a core's in the order made */
-    while (i < a->nrec || j < b->nrec) {
-        const isa_kernel *k = j == b->nrec || (i < a->nrec && a->rec[i].core < b->rec[j].core) ? &a->rec[i++]
-                                                                                               : &b->rec[j++];
-        isa_program_add_kernel(c->prog, k->name, k->core, k->first, k->last);
-    }
+    const struct be_rrlane *l[2] = {a, b};
+    for (int core = 0; core < c->prog->ncores; core++) /* a core's all in one lane, in the order made */
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < l[q]->nrec; i++)
+                if (l[q]->rec[i].core == core)
+                    isa_program_add_kernel(c->prog, l[q]->rec[i].name, core, l[q]->rec[i].first, l[q]->rec[i].last);
     a->nrec = b->nrec = 0;
     lane_figures(rr, c->p->norder, a);
     lane_figures(rr, c->p->norder, b);
