@@ -2471,8 +2471,6 @@ static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m, int note)
     }
 }
 
-/* The core's blocking: tiling for its tile of mt rows x ns sticks, K
- * chunks, corelets, slot sizes (B over the ring: slots for A only). */
 /* The tiling of a core tile of mt rows x ns sticks: its entry in the
  * plan's memo (made on first asking). */
 static int mm_tile_tiling(mm_plan *m, const be_work *w, int64_t mt, int64_t ns)
@@ -2490,6 +2488,8 @@ static int mm_tile_tiling(mm_plan *m, const be_work *w, int64_t mt, int64_t ns)
     return t;
 }
 
+/* The core's blocking: tiling for its tile of mt rows x ns sticks, K
+ * chunks, corelets, slot sizes (B over the ring: slots for A only). */
 static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
 {
     mm_plan *m = mc->m;
@@ -2671,10 +2671,6 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
     return rc;
 }
 
-/* A core of a gm x gn (x gk split-K) grid on emitter e: its tile,
- * blocking, LX and tokens (*idle: it has no tile).  All of its LX is
- * taken here, before any instruction: its working LX is e->lx_top after
- * it (be_matmul_need). */
 /* A core's tile of the gm x gn (x gk, x gb) grid: rows [m0, m0 + mt),
  * stick groups [g0, g0 + ns), K's stick groups [ks0, ks0 + ksn), batch
  * indices [b0, b0 + bt); 1 when it has none (idle). */
@@ -2691,6 +2687,10 @@ static int mm_core_tile(const mm_plan *m, const be_work *w, int core, mm_tile *t
     return !t->mt || !t->ns || !t->ksn || !t->bt;
 }
 
+/* A core of a gm x gn (x gk split-K) grid on emitter e: its tile,
+ * blocking, LX and tokens (*idle: it has no tile).  All of its LX is
+ * taken here, before any instruction: its working LX is e->lx_top after
+ * it (be_matmul_need). */
 static int mm_grid_setup(mm_core *mc, be_ctx *c, mm_plan *m, int core, cc_emit *e, int *idle)
 {
     const be_work *w = &c->work[m->ep.pos];

@@ -1596,10 +1596,11 @@ static int by_first(const void *a, const void *b)
     return (x->first > y->first) - (x->first < y->first);
 }
 
-/* A codegen worker's rolling (be_reroll_lane): scratch and templates of
- * its own, figures per kernel position added into the pass's at the
- * join, and the kernel records it made, kept until then (the program's
- * list is read by roll_tail on the other thread). */
+/* A codegen thread's rolling while a kernel's cores are split between
+ * two (be_reroll_lane): its scratch and templates, figures per kernel
+ * position added into the pass's at the join, and the kernel records it
+ * made, kept until then (the program's list is read by roll_tail on the
+ * other thread). */
 struct be_rrlane {
     rr_scratch *sc;     /* own, or the pass's (a lane of the thread that rolls the pass's kernels) */
     rr_scratch own;
