@@ -122,6 +122,11 @@ typedef struct {
      * CC_PLACE_INDEPENDENT only one that depends on no earlier kernel;
      * CC_PLACE_NONE runs every kernel from core 0. */
     int placement;
+    /* Host threads codegen emits a kernel's cores on (docs/compiler.md,
+     * "Two threads"): 1 one, 2 (or more) two; 0 two when the host has two
+     * processors, unless SPYRE_THREADS (the simulator's override) says 1.
+     * The program is the same either way. */
+    int threads;
 } cc_compile_opts;
 enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
 enum { CC_PLACE_FREE, CC_PLACE_INDEPENDENT, CC_PLACE_NONE };
