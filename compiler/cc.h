@@ -127,6 +127,12 @@ typedef struct {
      * processors, unless SPYRE_THREADS (the simulator's override) says 1.
      * The program is the same either way. */
     int threads;
+    /* The instructions a kernel's cores after its first must emit (as
+     * the first did, times their number) for codegen to split them
+     * between two threads: fewer cost more in the worker's wake-up and
+     * the joins than they save.  0: the default (docs/compiler.md, "Two
+     * threads"); 1 splits every kernel of two cores or more (the tests). */
+    long par_min;
 } cc_compile_opts;
 enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
 enum { CC_PLACE_FREE, CC_PLACE_INDEPENDENT, CC_PLACE_NONE };

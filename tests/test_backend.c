@@ -805,7 +805,9 @@ static void test_the_report_counts_each_kernels_instructions_before_and_after_re
 }
 
 /* The trace at dir (under the source tree) compiled for cfgname on
- * `threads` codegen threads: its ELF bytes (*n of them) and its report. */
+ * `threads` codegen threads, every kernel of two cores or more split
+ * between them (par_min 1: these traces' kernels are all small): its ELF
+ * bytes (*n of them) and its report. */
 static char *compile_threads(const char *dir, const char *cfgname, int threads, size_t *n, char **report)
 {
     char path[512], err[1024], elf[512];
@@ -814,7 +816,7 @@ static char *compile_threads(const char *dir, const char *cfgname, int threads, 
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     chip_config cfg;
     tu_config(cfgname, &cfg);
-    cc_compile_opts o = {.target = &cfg, .threads = threads};
+    cc_compile_opts o = {.target = &cfg, .threads = threads, .par_min = 1};
     cc_result *r = cc_compile(g, &o, err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     size_t len = 0;

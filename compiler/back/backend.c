@@ -770,6 +770,7 @@ typedef struct {
     struct be_rrlane *rr; /* NULL: the reroll pass's own */
     cg_pool *pool;
     cc_khooks hooks;
+    long emitted;         /* instructions of the kernels it walked, as emitted */
 } cg_lane;
 
 typedef struct cg_walk {
@@ -782,7 +783,8 @@ typedef struct cg_walk {
     cg_lane half[2];   /* a split kernel's first cores' (this thread) and last cores' (the worker) */
     bd_state hbd[2];   /* the halves' DRAM accesses (bd_lane_begin) */
     be_kinfo wki;      /* the worker's figures (the first half's go into the kernel's) */
-    be_worker *worker; /* NULL: one thread */
+    int par;           /* a kernel's cores may split between two threads (rolling, and the compile has two) */
+    be_worker *worker; /* NULL: one thread (none yet: par_start) */
     char *werr;        /* the worker's view: its error buffer, be_error record, restickify memo */
     int wfail;
     struct be_rstmemo *wrst;
@@ -891,6 +893,7 @@ static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
         cg_core_done(l, core);
         walk_kernel(l, core, s);
         be_reroll_append(l->w->c, l->rr, core, name, s->insns, (long)s->n);
+        l->emitted += (long)s->n;
         l->w->from[core] = l->w->c->prog->cores[core].n;
     }
     l->pool->idle[l->pool->nidle++] = s;
@@ -905,7 +908,7 @@ static void pool_arena(cg_pool *pl, int ncores, isa_arena *arena)
 
 static void lane_init(cg_lane *l, cg_walk *w, bd_state *bd, be_kinfo *ki, struct be_rrlane *rr, cg_pool *pool)
 {
-    *l = (cg_lane){w, bd, ki, rr, pool, {cg_begin, cg_end, l}};
+    *l = (cg_lane){w, bd, ki, rr, pool, {cg_begin, cg_end, l}, 0};
 }
 
 /* A kernel's cores split between this thread (0) and the worker (1):
@@ -925,19 +928,33 @@ typedef struct {
     int rc[2], at[2];     /* at: the core that failed */
 } par_split;
 
+/* cc_compile_opts.par_min's default: on a 2-CPU VM waking the worker
+ * and joining took some 50-200 us a kernel, more than the decode step's
+ * products (at most 3,400 instructions after the first core, some 15 us
+ * a core) gained; BERT-base's 32-core products (4,500-17,000) break even,
+ * the prefill layer's (up to 440,000) gain (docs/compiler.md). */
+enum { PAR_MIN = 8000 };
+
+/* Thread t emits the next core left on side: 0 when none is left. */
+static int par_one(par_split *p, int t, int side)
+{
+    const int i = atomic_fetch_add(&p->next[side], 1);
+    if (i >= p->len[side])
+        return 0;
+    const int core = p->list[side][i];
+    cc_emit *e = &p->c[0]->em[core]; /* (the emitters: the same array in both views) */
+    e->hooks = &p->lane[t]->hooks;
+    e->err = p->err[t];
+    p->rc[t] = p->fn(p->c[t], p->arg[t], core);
+    p->at[t] = core;
+    return 1;
+}
+
 static void par_side(par_split *p, int t)
 {
-    for (int k = 0; k < 2 && !p->rc[t]; k++) {
-        const int side = k ? !t : t;
-        for (int i; !p->rc[t] && (i = atomic_fetch_add(&p->next[side], 1)) < p->len[side];) {
-            const int core = p->list[side][i];
-            cc_emit *e = &p->c[0]->em[core]; /* (the emitters: the same array in both views) */
-            e->hooks = &p->lane[t]->hooks;
-            e->err = p->err[t];
-            p->rc[t] = p->fn(p->c[t], p->arg[t], core);
-            p->at[t] = core;
-        }
-    }
+    for (int k = 0; k < 2; k++)
+        while (!p->rc[t] && par_one(p, t, k ? !t : t))
+            ;
 }
 
 static void par_worker(void *arg) { par_side(arg, 1); }
@@ -998,16 +1015,20 @@ static void par_view(cg_walk *w, const be_ctx *c, be_state *vs)
     vs->c.rst = w->wrst;
 }
 
-int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
-                 int (*side)(const void *arg, int core))
+static int par_start(cg_walk *w);
+
+static long par_min(const ir_prog *p)
+{
+    return p->opts.par_min > 0 ? p->opts.par_min : PAR_MIN;
+}
+
+/* Cores 1 to n - 1 of a kernel split between this thread and the worker
+ * (core 0 emitted: the first of this thread's side), joined in core
+ * order. */
+static int par_rest(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
+                    int (*side)(const void *arg, int core))
 {
     cg_walk *w = c->cgw;
-    int rc = 0;
-    if (!w || !w->worker || n < 2) {
-        for (int core = 0; core < n && !rc; core++)
-            rc = fn(c, arg, core);
-        return rc;
-    }
     char *err0 = c->em[0].err;
     be_state vs;
     par_view(w, c, &vs);
@@ -1018,6 +1039,8 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
     par_split p = {.fn = fn, .c = {c, &vs.c}, .arg = {arg, warg}, .lane = {&w->half[0], &w->half[1]},
                    .err = {err0, w->werr}};
     par_sides(&p, n, arg, side);
+    assert(p.list[0][0] == 0);
+    p.next[0] = 1;
     be_worker_run(w->worker, par_worker, &p);
     par_side(&p, 0);
     be_worker_wait(w->worker);
@@ -1031,6 +1054,21 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
     free(p.list[0]);
     free(p.list[1]);
     return par_result(c, w, &p, fail0);
+}
+
+int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
+                 int (*side)(const void *arg, int core))
+{
+    cg_walk *w = c->cgw;
+    const long emitted = w ? w->own.emitted : 0;
+    int rc = n ? fn(c, arg, 0) : 0;
+    /* core 0 on this thread, in the pass's lane: what it emitted says
+     * whether the rest pay for the worker's wake-up and the joins */
+    if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) && par_start(w))
+        return par_rest(c, n, fn, arg, size, view, side);
+    for (int core = 1; core < n && !rc; core++)
+        rc = fn(c, arg, core);
+    return rc;
 }
 
 /* Kernel pos's estimate by its kind's cost model as the report gives it:
@@ -1150,15 +1188,30 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
     for (int core = 0; core < ncores; core++)
         c->em[core].hooks = roll ? &w->own.hooks : NULL;
     c->cgw = w;
-    if (!roll || be_threads(c->p) < 2 || !(w->worker = be_worker_start()))
-        return;
+    w->par = roll && be_threads(c->p) >= 2;
+}
+
+/* The worker and the halves' lanes, made when a kernel first splits
+ * (a compile whose kernels are all small makes none): 0 when there is
+ * no second thread. */
+static int par_start(cg_walk *w)
+{
+    if (w->worker)
+        return 1;
+    be_ctx *c = w->c;
+    const int ncores = c->cfg->cores;
+    if (!(w->worker = be_worker_start())) {
+        w->par = 0;
+        return 0;
+    }
     for (int i = 0; i < 2; i++)
-        bd_lane_begin(&w->hbd[i], bd);
+        bd_lane_begin(&w->hbd[i], w->own.bd);
     lane_init(&w->half[0], w, &w->hbd[0], NULL, be_reroll_lane(c, 0), &w->pool[0]);
     lane_init(&w->half[1], w, &w->hbd[1], &w->wki, be_reroll_lane(c, 1), &w->pool[1]);
     pool_arena(&w->pool[1], ncores, be_reroll_arena(c, w->half[1].rr)); /* the worker's scratch beside its rolling's */
     w->werr = ir_xalloc(c->errlen + 1);
     (void)isa_info(ISA_OP_HALT); /* (the ISA's tables: made once, before a second thread reads them) */
+    return 1;
 }
 
 static void cg_walk_end(cg_walk *w)
