@@ -130,7 +130,7 @@ typedef struct {
     /* The instructions a kernel's cores after its first must emit (as
      * the first did, times their number) for codegen to split them
      * between two threads: fewer cost more in the worker's wake-up and
-     * the joins than they save.  0: the default (docs/compiler.md, "Two
+     * the joins than they save.  0: the default, 20,000 (docs/compiler.md, "Two
      * threads"); 1 splits every kernel of two cores or more (the tests). */
     long par_min;
 } cc_compile_opts;

@@ -931,9 +931,10 @@ typedef struct {
 /* cc_compile_opts.par_min's default: on a 2-CPU VM waking the worker
  * and joining took some 50-200 us a kernel, more than the decode step's
  * products (at most 3,400 instructions after the first core, some 15 us
- * a core) gained; BERT-base's 32-core products (4,500-17,000) break even,
- * the prefill layer's (up to 440,000) gain (docs/compiler.md). */
-enum { PAR_MIN = 8000 };
+ * a core) gained; BERT-base's 32-core products (4,500-17,000) broke even
+ * within the noise, so stay on one thread; the prefill layer's big ones
+ * (29,000-440,000) gain (docs/compiler.md, "Two threads"). */
+enum { PAR_MIN = 20000 };
 
 /* Thread t emits the next core left on side: 0 when none is left. */
 static int par_one(par_split *p, int t, int side)
