@@ -123,9 +123,10 @@ typedef struct {
      * CC_PLACE_NONE runs every kernel from core 0. */
     int placement;
     /* Host threads codegen emits a kernel's cores on (docs/compiler.md,
-     * "Two threads"): 1 one, 2 (or more) two; 0 two when the host has two
-     * processors, unless SPYRE_THREADS (the simulator's override) says 1.
-     * The program is the same either way. */
+     * "Two threads"): 1 one, 2 (or more) two; 0 as SPYRE_THREADS (the
+     * simulator's override) says, else two when the host has two
+     * processors, while the second is free (no other task runnable: each
+     * kernel that would split looks).  The program is the same either way. */
     int threads;
     /* The instructions a kernel's cores after its first must emit (as
      * the first did, times their number) for codegen to split them

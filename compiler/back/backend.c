@@ -784,6 +784,7 @@ typedef struct cg_walk {
     bd_state hbd[2];   /* the halves' DRAM accesses (bd_lane_begin) */
     be_kinfo wki;      /* the worker's figures (the first half's go into the kernel's) */
     int par;           /* a kernel's cores may split between two threads (rolling, and the compile has two) */
+    int threads;       /* be_threads': 2, or 0 two while a processor is free */
     be_worker *worker; /* NULL: one thread (none yet: par_start) */
     char *werr;        /* the worker's view: its error buffer, be_error record, restickify memo */
     int wfail;
@@ -1064,8 +1065,13 @@ int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (
     const long emitted = w ? w->own.emitted : 0;
     int rc = n ? fn(c, arg, 0) : 0;
     /* core 0 on this thread, in the pass's lane: what it emitted says
-     * whether the rest pay for the worker's wake-up and the joins */
-    if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) && par_start(w))
+     * whether the rest pay for the worker's wake-up and the joins; and
+     * only with a processor free for it (another job on the second of
+     * two made the prefill layer 15% slower on two threads than on one:
+     * the worker, sharing a processor, held its core while this thread
+     * waited at the join), unless two threads were asked for */
+    if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) &&
+        (w->threads == 2 || be_cpu_free()) && par_start(w))
         return par_rest(c, n, fn, arg, size, view, side);
     for (int core = 1; core < n && !rc; core++)
         rc = fn(c, arg, core);
@@ -1189,7 +1195,8 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
     for (int core = 0; core < ncores; core++)
         c->em[core].hooks = roll ? &w->own.hooks : NULL;
     c->cgw = w;
-    w->par = roll && be_threads(c->p) >= 2;
+    w->threads = be_threads(c->p);
+    w->par = roll && w->threads != 1;
 }
 
 /* The worker and the halves' lanes, made when a kernel first splits

@@ -187,8 +187,13 @@ typedef int (*be_core_fn)(be_ctx *c, void *arg, int core);
  * allows, so that each thread's reroll templates fit more of them. */
 int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
                  int (*side)(const void *arg, int core));
-/* The threads codegen uses (cc_compile_opts.threads): 1 or 2. */
+/* The threads codegen uses (cc_compile_opts.threads, else
+ * SPYRE_THREADS): 1 or 2, or 0 when neither says (the host has two
+ * processors or more): two while one is free (be_cpu_free). */
 int be_threads(const ir_prog *p);
+/* Whether a host processor is free now for a second thread: fewer tasks
+ * runnable than processors (1 when the host does not say). */
+int be_cpu_free(void);
 /* The worker: one job at a time, run while the caller does its own
  * share; NULL when no thread can be had. */
 typedef struct be_worker be_worker;

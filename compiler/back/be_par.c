@@ -4,6 +4,7 @@
 #include "backend.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,8 +24,20 @@ int be_threads(const ir_prog *p)
     if (n < 1 && env && *env)
         n = strtol(env, NULL, 10);
     if (n < 1)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
+        return sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 0 : 1;
     return n >= 2 ? 2 : 1;
+}
+
+int be_cpu_free(void)
+{
+    /* /proc/loadavg's fourth field: runnable tasks (this thread among
+     * them) / all tasks */
+    FILE *f = fopen("/proc/loadavg", "r");
+    int running = 0;
+    const int got = f ? fscanf(f, "%*s %*s %*s %d/", &running) : 0;
+    if (f)
+        fclose(f);
+    return got != 1 || running < sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 static void *worker_main(void *arg)
