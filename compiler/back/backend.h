@@ -173,9 +173,11 @@ typedef struct be_ctx {
 /* ---- A kernel's cores on two host threads (backend.c, be_par.c) ---- */
 
 /* fn(c, arg, core) for cores 0 .. n-1, each core's code as the serial
- * loop makes it, and the first error by core order: with codegen's worker
- * half here and half on the worker (each thread its side's cores in
- * order, then what is left of the other's), else all here.  The worker gets a view
+ * loop makes it, and the first error by core order: core 0 here, then,
+ * when what it emitted says the rest are worth it (cc_compile_opts.par_min)
+ * and codegen may use a worker, the rest half here and half on the worker
+ * (each thread its side's cores in order, then what is left of the
+ * other's), else all here.  The worker gets a view
  * of c (its own error buffer, be_error record and restickify memo) and
  * its own copy of arg (size bytes, copied as they are; view points the
  * copy at the view); their halves' DRAM accesses, figures, rolled code's
