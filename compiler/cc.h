@@ -122,6 +122,18 @@ typedef struct {
      * CC_PLACE_INDEPENDENT only one that depends on no earlier kernel;
      * CC_PLACE_NONE runs every kernel from core 0. */
     int placement;
+    /* Host threads codegen emits a kernel's cores on (docs/compiler.md,
+     * "Two threads"): 1 one, 2 (or more) two; 0 as SPYRE_THREADS (the
+     * simulator's override) says, else two when the host has two
+     * processors, while the second is free (no other task runnable: each
+     * kernel that would split looks).  The program is the same either way. */
+    int threads;
+    /* The instructions a kernel's cores after its first must emit (as
+     * the first did, times their number) for codegen to split them
+     * between two threads: fewer cost more in the worker's wake-up and
+     * the joins than they save.  0: the default, 20,000 (docs/compiler.md, "Two
+     * threads"); 1 splits every kernel of two cores or more (the tests). */
+    long par_min;
 } cc_compile_opts;
 enum { CC_SIBLINGS_ESTIMATE, CC_SIBLINGS_NEVER, CC_SIBLINGS_ALWAYS };
 enum { CC_PLACE_FREE, CC_PLACE_INDEPENDENT, CC_PLACE_NONE };

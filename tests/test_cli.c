@@ -361,6 +361,26 @@ static void test_compile_reports_kernels_and_dumps_passes(void)
     expect_spyre("compile --decompositions", 0, "\nhardswish                    -> x * hardsigmoid(x)\n");
 }
 
+/* --threads 1 and 2 write the same program (codegen on one host thread
+ * or two); a count below 1 is a usage error. */
+static void test_compile_on_one_or_two_threads_writes_the_same_program(void)
+{
+    char one[512], two[512];
+    tu_tmpfile(".elf", one, sizeof one);
+    tu_tmpfile(".elf", two, sizeof two);
+    expect_spyref("compile " SPYRE_SOURCE_DIR "/traces/gpt2_small_block_tiny --threads 1 -o %s%s", one, "", 0, NULL);
+    expect_spyref("compile " SPYRE_SOURCE_DIR "/traces/gpt2_small_block_tiny --threads 2 -o %s%s", two, "", 0, NULL);
+    size_t n1, n2;
+    char *a = tu_read_file(one, &n1), *b = tu_read_file(two, &n2);
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT(n1 == n2 && !memcmp(a, b, n1));
+    free(a);
+    free(b);
+    remove(one);
+    remove(two);
+    expect_spyre("compile " SPYRE_SOURCE_DIR "/traces/mlp --threads 0", 2, "--threads is 1 or 2");
+}
+
 /* --time-passes prints every pass of both halves, front and back, with
  * its host time: each name --list-passes gives, as "pass NAME MS ms". */
 static void test_compile_times_every_pass(void)
@@ -1139,6 +1159,8 @@ int main(void)
         {"run_graph_reports_top_kernels", test_run_graph_reports_top_kernels},
         {"compile_and_run_take_no_reroll", test_compile_and_run_take_no_reroll},
         {"compile_times_every_pass", test_compile_times_every_pass},
+        {"compile_on_one_or_two_threads_writes_the_same_program",
+         test_compile_on_one_or_two_threads_writes_the_same_program},
         {"compile_and_run_take_siblings", test_compile_and_run_take_siblings},
         {"compile_and_run_take_placement", test_compile_and_run_take_placement},
         {"timing_only_run_needs_no_weights_file", test_timing_only_run_needs_no_weights_file},

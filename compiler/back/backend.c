@@ -10,6 +10,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -750,16 +751,44 @@ static double dma_time(const chip_config *cfg, int64_t sticks, isa_class cls)
  * grows to hold a kernel unrolled (the prefill layer's streams had grown
  * to 200 MB of first-touched memory for 35 MB of rolled code); the
  * code between kernels (fences, bars) is walked from the core's stream
- * (from: where the last walk ended). */
+ * (from: where the last walk ended).
+ *
+ * What a walk adds to goes through a lane: the pass's own (bd, the
+ * kernel's be_kinfo, the reroll pass's scratch and records), or, while a
+ * kernel's cores are split between two threads (be_par_cores), one per
+ * half, joined after both halves in core order. */
 typedef struct {
-    be_ctx *c;
+    isa_stream *s; /* ncores scratch streams */
+    isa_stream **idle;
+    int nidle;
+} cg_pool;
+
+typedef struct {
+    struct cg_walk *w;
     bd_state *bd;
+    be_kinfo *ki;         /* NULL: the kernel's own */
+    struct be_rrlane *rr; /* NULL: the reroll pass's own */
+    cg_pool *pool;
+    cc_khooks hooks;
+    long emitted;         /* instructions of the kernels it walked, as emitted */
+} cg_lane;
+
+typedef struct cg_walk {
+    be_ctx *c;
     size_t *from;
     double (*busy)[ISA_NUNITS + 1]; /* per core, per unit and the sequencer (ISA_U_SEQ), this kernel's */
     int roll;
-    isa_stream *pool; /* ncores scratch streams */
-    isa_stream **idle;
-    int nidle;
+    cg_pool pool[2];   /* this thread's, the worker's */
+    cg_lane own;       /* the pass's */
+    cg_lane half[2];   /* a split kernel's first cores' (this thread) and last cores' (the worker) */
+    bd_state hbd[2];   /* the halves' DRAM accesses (bd_lane_begin) */
+    be_kinfo wki;      /* the worker's figures (the first half's go into the kernel's) */
+    int par;           /* a kernel's cores may split between two threads (rolling, and the compile has two) */
+    int threads;       /* be_threads': 2, or 0 two while a processor is free */
+    be_worker *worker; /* NULL: one thread (none yet: par_start) */
+    char *werr;        /* the worker's view: its error buffer, be_error record, restickify memo */
+    int wfail;
+    struct be_rstmemo *wrst;
 } cg_walk;
 
 /* What instruction in of kernel ki, of DMA or ring class cls, moves
@@ -805,47 +834,54 @@ static inline void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in
     }
 }
 
-/* measure_one of instructions s[first..] of kernel pos. */
-static void measure(be_ctx *c, int pos, const isa_stream *s, size_t first, double *busy)
+/* measure_one of instructions s[first..] into ki. */
+static void measure(const be_ctx *c, be_kinfo *ki, const isa_stream *s, size_t first, double *busy)
 {
-    be_kinfo *ki = &state_of(c)->k[pos];
     for (size_t j = first; j < s->n; j++)
         measure_one(c, ki, &s->insns[j], busy);
+}
+
+/* The figures lane l adds to: the kernel's own, or the worker's. */
+static be_kinfo *lane_ki(const cg_lane *l)
+{
+    return l->ki ? l->ki : &state_of(l->w->c)->k[l->w->c->pos];
 }
 
 /* bd_collect and measure of a kernel's code on core, in one walk while
  * it is in cache (each walk read the code back from memory: a core's
  * kernel is up to some 14,000 instructions of 288 bytes); the rest from
  * the first sequencer control on (none as generated) as they run it. */
-static void walk_kernel(cg_walk *w, int core, const isa_stream *s)
+static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
 {
-    be_kinfo *ki = &state_of(w->c)->k[w->c->pos];
-    double *busy = w->busy[core];
+    const be_ctx *c = l->w->c;
+    be_kinfo *ki = lane_ki(l);
+    double *busy = l->w->busy[core];
     const size_t n = s->n; /* (in a local: bd_insn's byte stores could alias it) */
     size_t j = 0;
-    for (; j < n && !bd_insn(w->bd, &s->insns[j], core); j++)
-        measure_one(w->c, ki, &s->insns[j], busy);
-    bd_collect(w->bd, s, j, core);
-    measure(w->c, w->c->pos, s, j, busy);
+    for (; j < n && !bd_insn(l->bd, &s->insns[j], core); j++)
+        measure_one(c, ki, &s->insns[j], busy);
+    bd_collect(l->bd, s, j, core);
+    measure(c, ki, s, j, busy);
 }
 
 /* The core's stream from the last walk on. */
-static void cg_core_done(cg_walk *w, int core)
+static void cg_core_done(cg_lane *l, int core)
 {
+    cg_walk *w = l->w;
     const isa_stream *s = &w->c->prog->cores[core];
-    bd_collect(w->bd, s, w->from[core], core);
-    measure(w->c, w->c->pos, s, w->from[core], w->busy[core]);
+    bd_collect(l->bd, s, w->from[core], core);
+    measure(w->c, lane_ki(l), s, w->from[core], w->busy[core]);
     if (w->roll)
-        be_reroll_core(w->c, core);
+        be_reroll_core(w->c, l->rr, core);
     w->from[core] = s->n;
 }
 
 static isa_stream *cg_begin(void *ctx, int core)
 {
     (void)core;
-    cg_walk *w = ctx;
-    assert(w->nidle > 0); /* a core opens one kernel at a time */
-    isa_stream *s = w->idle[--w->nidle];
+    cg_pool *pl = ((cg_lane *)ctx)->pool;
+    assert(pl->nidle > 0); /* a core opens one kernel at a time */
+    isa_stream *s = pl->idle[--pl->nidle];
     s->n = 0;
     return s;
 }
@@ -853,14 +889,193 @@ static isa_stream *cg_begin(void *ctx, int core)
 /* Kernel `name` on core complete in scratch s (NULL: emission failed). */
 static void cg_end(void *ctx, int core, const char *name, isa_stream *s)
 {
-    cg_walk *w = ctx;
+    cg_lane *l = ctx;
     if (name) {
-        cg_core_done(w, core);
-        walk_kernel(w, core, s);
-        be_reroll_append(w->c, core, name, s->insns, (long)s->n);
-        w->from[core] = w->c->prog->cores[core].n;
+        cg_core_done(l, core);
+        walk_kernel(l, core, s);
+        be_reroll_append(l->w->c, l->rr, core, name, s->insns, (long)s->n);
+        l->emitted += (long)s->n;
+        l->w->from[core] = l->w->c->prog->cores[core].n;
     }
-    w->idle[w->nidle++] = s;
+    l->pool->idle[l->pool->nidle++] = s;
+}
+
+/* The arena pool pl's streams grow in (NULL: their own mappings). */
+static void pool_arena(cg_pool *pl, int ncores, isa_arena *arena)
+{
+    for (int core = 0; core < ncores; core++)
+        pl->s[core].arena = arena;
+}
+
+static void lane_init(cg_lane *l, cg_walk *w, bd_state *bd, be_kinfo *ki, struct be_rrlane *rr, cg_pool *pool)
+{
+    *l = (cg_lane){w, bd, ki, rr, pool, {cg_begin, cg_end, l}, 0};
+}
+
+/* A kernel's cores split between this thread (0) and the worker (1):
+ * each takes its own side's cores in order, then the other side's that
+ * are left (a thread that runs late, the host being busy, leaves its
+ * cores to the other), each core once (next[side]: the next to take),
+ * and stops at its first failure.  Thread t emits on view c[t] with its
+ * copy arg[t] into lane[t] with error buffer err[t]. */
+typedef struct {
+    be_core_fn fn;
+    be_ctx *c[2];
+    void *arg[2];
+    cg_lane *lane[2];
+    char *err[2];
+    int *list[2], len[2]; /* each side's cores, ascending */
+    _Atomic int next[2];
+    int rc[2], at[2];     /* at: the core that failed */
+} par_split;
+
+/* cc_compile_opts.par_min's default: on a 2-CPU VM waking the worker
+ * and joining took some 50-200 us a kernel, more than the decode step's
+ * products (at most 3,400 instructions after the first core, some 15 us
+ * a core) gained; BERT-base's 32-core products (4,500-17,000) broke even
+ * within the noise, so stay on one thread; the prefill layer's big ones
+ * (29,000-440,000) gain (docs/compiler.md, "Two threads"). */
+enum { PAR_MIN = 20000 };
+
+/* Thread t emits the next core left on side: 0 when none is left. */
+static int par_one(par_split *p, int t, int side)
+{
+    const int i = atomic_fetch_add(&p->next[side], 1);
+    if (i >= p->len[side])
+        return 0;
+    const int core = p->list[side][i];
+    cc_emit *e = &p->c[0]->em[core]; /* (the emitters: the same array in both views) */
+    e->hooks = &p->lane[t]->hooks;
+    e->err = p->err[t];
+    p->rc[t] = p->fn(p->c[t], p->arg[t], core);
+    p->at[t] = core;
+    return 1;
+}
+
+static void par_side(par_split *p, int t)
+{
+    for (int k = 0; k < 2; k++)
+        while (!p->rc[t] && par_one(p, t, k ? !t : t))
+            ;
+}
+
+static void par_worker(void *arg) { par_side(arg, 1); }
+
+/* The halves' lanes joined, in core order: kernel records, DRAM
+ * accesses, and the worker's figures (sums of integers, maxima: exact in
+ * any order). */
+static void par_join(cg_walk *w)
+{
+    be_ctx *c = w->c;
+    be_kinfo *ki = &state_of(c)->k[c->pos];
+    be_reroll_lanes_join(c, w->half[0].rr, w->half[1].rr);
+    bd_lanes_join(w->own.bd, &w->hbd[0], &w->hbd[1]);
+    ki->dram_rd += w->wki.dram_rd;
+    ki->dram_wr += w->wki.dram_wr;
+    ki->loops |= w->wki.loops;
+    ki->dma_busy = cc_max(ki->dma_busy, w->wki.dma_busy);
+    w->wki = (be_kinfo){0};
+}
+
+/* The first error by core order, as the serial loop would have left it
+ * (every core below the first that failed was emitted: each side's are
+ * taken in order, and a thread stops only at a failure): the worker's
+ * (its buffer began as c->err was; fail0: the be_error record before)
+ * when its core came first. */
+static int par_result(be_ctx *c, cg_walk *w, const par_split *p, int fail0)
+{
+    if (!p->rc[1] || (p->rc[0] && p->at[0] < p->at[1]))
+        return p->rc[0];
+    if (c->errlen)
+        memcpy(c->err, w->werr, c->errlen);
+    *(c->fail_kernel ? c->fail_kernel : &c->p->fail_kernel) = w->wfail != INT_MIN ? w->wfail : fail0;
+    return p->rc[1];
+}
+
+/* Each side's cores (side, or the last n / 2 on the worker's). */
+static void par_sides(par_split *p, int n, const void *arg, int (*side)(const void *arg, int core))
+{
+    for (int t = 0; t < 2; t++)
+        p->list[t] = ir_xalloc((size_t)n * sizeof *p->list[t]);
+    for (int core = 0; core < n; core++) {
+        const int t = side ? side(arg, core) != 0 : core >= n - n / 2;
+        p->list[t][p->len[t]++] = core;
+    }
+}
+
+/* The worker's view of the back half (be_par_cores): c with its own
+ * error buffer, be_error record and restickify memo. */
+static void par_view(cg_walk *w, const be_ctx *c, be_state *vs)
+{
+    *vs = *state_of((be_ctx *)c); /* (be_ctx is the first of be_state, which state_of finds) */
+    if (c->errlen)
+        memcpy(w->werr, c->err, c->errlen);
+    w->wfail = INT_MIN;
+    vs->c.cgw = NULL; /* (its fn runs its cores itself) */
+    vs->c.err = w->werr;
+    vs->c.fail_kernel = &w->wfail;
+    vs->c.rst = w->wrst;
+}
+
+static int par_start(cg_walk *w);
+
+static long par_min(const ir_prog *p)
+{
+    return p->opts.par_min > 0 ? p->opts.par_min : PAR_MIN;
+}
+
+/* Cores 1 to n - 1 of a kernel split between this thread and the worker
+ * (core 0 emitted: the first of this thread's side), joined in core
+ * order. */
+static int par_rest(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
+                    int (*side)(const void *arg, int core))
+{
+    cg_walk *w = c->cgw;
+    char *err0 = c->em[0].err;
+    be_state vs;
+    par_view(w, c, &vs);
+    void *warg = ir_xmalloc(size);
+    memcpy(warg, arg, size);
+    view(&vs.c, warg);
+    const int fail0 = *(c->fail_kernel ? c->fail_kernel : &c->p->fail_kernel);
+    par_split p = {.fn = fn, .c = {c, &vs.c}, .arg = {arg, warg}, .lane = {&w->half[0], &w->half[1]},
+                   .err = {err0, w->werr}};
+    par_sides(&p, n, arg, side);
+    assert(p.list[0][0] == 0);
+    p.next[0] = 1;
+    be_worker_run(w->worker, par_worker, &p);
+    par_side(&p, 0);
+    be_worker_wait(w->worker);
+    w->wrst = vs.c.rst;
+    for (int core = 0; core < n; core++) {
+        c->em[core].hooks = &w->own.hooks;
+        c->em[core].err = err0;
+    }
+    par_join(w);
+    free(warg);
+    free(p.list[0]);
+    free(p.list[1]);
+    return par_result(c, w, &p, fail0);
+}
+
+int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
+                 int (*side)(const void *arg, int core))
+{
+    cg_walk *w = c->cgw;
+    const long emitted = w ? w->own.emitted : 0;
+    int rc = n ? fn(c, arg, 0) : 0;
+    /* core 0 on this thread, in the pass's lane: what it emitted says
+     * whether the rest pay for the worker's wake-up and the joins; and
+     * only with a processor free for it (another job on the second of
+     * two made the prefill layer 15% slower on two threads than on one:
+     * the worker, sharing a processor, held its core while this thread
+     * waited at the join), unless two threads were asked for */
+    if (!rc && n > 1 && w && w->par && (w->own.emitted - emitted) * (n - 1) >= par_min(c->p) &&
+        (w->threads == 2 || be_cpu_free()) && par_start(w))
+        return par_rest(c, n, fn, arg, size, view, side);
+    for (int core = 1; core < n && !rc; core++)
+        rc = fn(c, arg, core);
+    return rc;
 }
 
 /* Kernel pos's estimate by its kind's cost model as the report gives it:
@@ -901,11 +1116,11 @@ static int64_t lx_top_of(const be_ctx *c)
 static void kernel_boundary(be_ctx *c, cg_walk *w, int i, const size_t *first)
 {
     const int ncores = c->cfg->cores;
-    bd_state *bd = w->bd;
+    bd_state *bd = w->own.bd;
     be_kinfo *ki = &state_of(c)->k[i];
     char why[160] = "";
     for (int core = 0; core < ncores; core++)
-        cg_core_done(w, core);
+        cg_core_done(&w->own, core);
     ki->lx_max = cc_max(ki->lx_max, lx_top_of(c));
     bd_order(bd);
     int bar = bd_needs_bar(bd, why, sizeof why);
@@ -957,35 +1172,79 @@ static int prefetch_next(be_ctx *c, int i)
  * between kernels. */
 /* The walk of codegen's kernels (bd: their DRAM sticks), emitting each
  * aside and rolling it as it ends when roll is set (hooks: the
- * emitters'), else into the cores' streams for the reroll pass. */
-static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll, cc_khooks *hooks)
+ * emitters'), else into the cores' streams for the reroll pass; with a
+ * worker thread when rolling and the compile asks for two threads. */
+static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
 {
     const int ncores = c->cfg->cores;
-    *w = (cg_walk){c, bd, ir_xalloc((size_t)ncores * sizeof *w->from), ir_xalloc((size_t)ncores * sizeof *w->busy),
-                   roll, ir_xalloc((size_t)ncores * sizeof *w->pool), ir_xalloc((size_t)ncores * sizeof *w->idle),
-                   ncores};
-    *hooks = (cc_khooks){cg_begin, cg_end, w};
-    isa_arena *arena = roll ? be_reroll_arena(c) : NULL;
-    for (int core = 0; core < ncores; core++) {
-        /* on huge pages: the prefill layer's kernels took 10 MB in 4 KB
-         * faults; beside the rolling's scratch, not the program's code
-         * (one more huge page of it on BERT-base) */
-        w->pool[core].arena = arena;
-        w->idle[core] = &w->pool[ncores - 1 - core];
-        c->em[core].hooks = roll ? hooks : NULL;
+    *w = (cg_walk){.c = c,
+                   .from = ir_xalloc((size_t)ncores * sizeof *w->from),
+                   .busy = ir_xlines((size_t)ncores * sizeof *w->busy), /* a row a line: two threads write them */
+                   .roll = roll};
+    for (int i = 0; i < 2; i++) {
+        w->pool[i] = (cg_pool){ir_xalloc((size_t)ncores * sizeof *w->pool[i].s),
+                               ir_xalloc((size_t)ncores * sizeof *w->pool[i].idle), ncores};
+        for (int core = 0; core < ncores; core++)
+            w->pool[i].idle[core] = &w->pool[i].s[ncores - 1 - core];
     }
+    /* the scratch streams on huge pages: the prefill layer's kernels took
+     * 10 MB in 4 KB faults; beside the rolling's scratch, not the
+     * program's code (one more huge page of it on BERT-base) */
+    pool_arena(&w->pool[0], ncores, roll ? be_reroll_arena(c, NULL) : NULL);
+    lane_init(&w->own, w, bd, NULL, NULL, &w->pool[0]);
+    for (int core = 0; core < ncores; core++)
+        c->em[core].hooks = roll ? &w->own.hooks : NULL;
+    c->cgw = w;
+    w->threads = be_threads(c->p);
+    w->par = roll && w->threads != 1;
+}
+
+/* The worker and the halves' lanes, made when a kernel first splits
+ * (a compile whose kernels are all small makes none): 0 when there is
+ * no second thread. */
+static int par_start(cg_walk *w)
+{
+    if (w->worker)
+        return 1;
+    be_ctx *c = w->c;
+    const int ncores = c->cfg->cores;
+    if (!(w->worker = be_worker_start())) {
+        w->par = 0;
+        return 0;
+    }
+    for (int i = 0; i < 2; i++)
+        bd_lane_begin(&w->hbd[i], w->own.bd);
+    lane_init(&w->half[0], w, &w->hbd[0], NULL, be_reroll_lane(c, 0), &w->pool[0]);
+    lane_init(&w->half[1], w, &w->hbd[1], &w->wki, be_reroll_lane(c, 1), &w->pool[1]);
+    pool_arena(&w->pool[1], ncores, be_reroll_arena(c, w->half[1].rr)); /* the worker's scratch beside its rolling's */
+    w->werr = ir_xalloc(c->errlen + 1);
+    (void)isa_info(ISA_OP_HALT); /* (the ISA's tables: made once, before a second thread reads them) */
+    return 1;
 }
 
 static void cg_walk_end(cg_walk *w)
 {
+    be_worker_stop(w->worker);
+    w->c->cgw = NULL;
     for (int core = 0; core < w->c->cfg->cores; core++) {
         w->c->em[core].hooks = NULL; /* the update kernels after these roll in the reroll pass */
-        isa_stream_free(&w->pool[core]);
+        isa_stream_free(&w->pool[0].s[core]);
+        isa_stream_free(&w->pool[1].s[core]);
+    }
+    if (w->worker) {
+        bd_lane_free(&w->hbd[0]);
+        bd_lane_free(&w->hbd[1]);
+        be_reroll_lane_free(w->half[0].rr);
+        be_reroll_lane_free(w->half[1].rr);
+        be_rst_memo_free(&w->wrst);
+        free(w->werr);
     }
     free(w->from);
     free(w->busy);
-    free(w->pool);
-    free(w->idle);
+    for (int i = 0; i < 2; i++) {
+        free(w->pool[i].s);
+        free(w->pool[i].idle);
+    }
 }
 
 int be_codegen_pass(ir_prog *p)
@@ -1004,9 +1263,7 @@ int be_codegen_pass(ir_prog *p)
     int rc = 0;
     /* each kernel rolled once emitted (the reroll pass's work: memory for one kernel unrolled, not all) */
     cg_walk w;
-    cc_khooks hooks;
-    cg_walk_begin(&w, c, &bd, !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen")),
-                  &hooks);
+    cg_walk_begin(&w, c, &bd, !p->opts.no_reroll && !(p->opts.dump_after && !strcmp(p->opts.dump_after, "codegen")));
     for (int i = 0; i < p->norder && !rc; i++) {
         /* A fence before every kernel after the first: it orders a kernel
          * that reads this core's earlier results, and since each kernel

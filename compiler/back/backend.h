@@ -158,6 +158,9 @@ typedef struct be_ctx {
     be_pre far;        /* codegen: loaded ahead by an earlier kernel, past the one before (be_kind.prefetch_far) */
     char *err;
     size_t errlen;
+    int *fail_kernel;  /* where be_error records the kernel it names (NULL: p->fail_kernel; a codegen
+                          worker's view: its own, be_par_cores) */
+    struct cg_walk *cgw; /* codegen: the walk of its kernels' code (backend.c), NULL outside codegen */
     struct be_reroll *rr; /* the reroll pass's figures (be_reroll.c), after it ran */
     struct be_spancache *spans; /* staged loads' row spans, walked once for the compile (be_rows.c) */
     struct be_mmmemo *mmmemo; /* workdiv: the matmul plans made, by what they read (be_mmmemo.c) */
@@ -166,6 +169,40 @@ typedef struct be_ctx {
     int64_t **wspan;          /* per kernel position and operand (2 pos + w): a product's spans of an operand
                                  staged whole (be_matmul.c, mm_whole_spans), made once */
 } be_ctx;
+
+/* ---- A kernel's cores on two host threads (backend.c, be_par.c) ---- */
+
+/* fn(c, arg, core) for cores 0 .. n-1, each core's code as the serial
+ * loop makes it, and the first error by core order: core 0 here, then,
+ * when what it emitted says the rest are worth it (cc_compile_opts.par_min)
+ * and codegen may use a worker, the rest half here and half on the worker
+ * (each thread its side's cores in order, then what is left of the
+ * other's), else all here.  The worker gets a view
+ * of c (its own error buffer, be_error record and restickify memo) and
+ * its own copy of arg (size bytes, copied as they are; view points the
+ * copy at the view); their halves' DRAM accesses, figures, rolled code's
+ * records are joined in core order (docs/compiler.md, "Two threads").
+ * Whatever fn's cores share must be made before: they only read it. */
+typedef int (*be_core_fn)(be_ctx *c, void *arg, int core);
+/* side(arg, core): 1 for a core the worker takes first (NULL: the last
+ * n / 2): cores alike in their code on one side, as far as balance
+ * allows, so that each thread's reroll templates fit more of them. */
+int be_par_cores(be_ctx *c, int n, be_core_fn fn, void *arg, size_t size, void (*view)(be_ctx *c, void *arg),
+                 int (*side)(const void *arg, int core));
+/* The threads codegen uses (cc_compile_opts.threads, else
+ * SPYRE_THREADS): 1 or 2, or 0 when neither says (the host has two
+ * processors or more): two while one is free (be_cpu_free). */
+int be_threads(const ir_prog *p);
+/* Whether a host processor is free now for a second thread: fewer tasks
+ * runnable than processors (1 when the host does not say). */
+int be_cpu_free(void);
+/* The worker: one job at a time, run while the caller does its own
+ * share; NULL when no thread can be had. */
+typedef struct be_worker be_worker;
+be_worker *be_worker_start(void);
+void be_worker_run(be_worker *w, void (*fn)(void *), void *arg);
+void be_worker_wait(be_worker *w);
+void be_worker_stop(be_worker *w);
 
 /* ---- State updates (be_update.c) ---- */
 
@@ -785,13 +822,28 @@ void be_reroll_free(be_ctx *c);
  * --dump-after=codegen), so that only one kernel is ever held unrolled;
  * the pass then rolls what is left (the halt). */
 void be_reroll_kernels(be_ctx *c);
-void be_reroll_core(be_ctx *c, int core);
+/* l: a lane (be_reroll_lane) the rolling works with, or NULL for the
+ * pass's own scratch, figures and the program's kernel records. */
+struct be_rrlane;
+void be_reroll_core(be_ctx *c, struct be_rrlane *l, int core);
 /* Kernel `name`'s code on core, instructions s[0..n) (emitted aside),
  * rolled onto the end of the core's stream, after the rest of the
  * stream is rolled (be_reroll_core). */
-void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n);
-/* The arena the rolling's scratch grows in (NULL: none, the heap), for
- * the streams codegen emits kernels into before they are rolled. */
-isa_arena *be_reroll_arena(be_ctx *c);
+void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name, const isa_insn *s, long n);
+/* A lane for the cores one codegen thread rolls while another rolls
+ * others (be_par_cores): scratch and templates of its own (own), or the
+ * pass's for the thread that rolls the pass's kernels (the rolled
+ * code is the same whichever template or none a kernel meets: a
+ * template is used only where it rolls the kernel exactly as a fresh
+ * roll would), figures and kernel records kept apart until
+ * be_reroll_lanes_join adds two lanes' to the pass's and the program's,
+ * the records in core order (a core's all in one lane). */
+struct be_rrlane *be_reroll_lane(be_ctx *c, int own);
+void be_reroll_lanes_join(be_ctx *c, struct be_rrlane *a, struct be_rrlane *b);
+void be_reroll_lane_free(struct be_rrlane *l);
+/* The arena lane l's rolling scratch grows in (l NULL: the pass's; the
+ * result NULL: none, the heap), for the streams codegen emits kernels
+ * into before they are rolled in that lane. */
+isa_arena *be_reroll_arena(be_ctx *c, struct be_rrlane *l);
 
 #endif

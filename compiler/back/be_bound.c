@@ -20,8 +20,8 @@ void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena)
     b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */
     b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
-    b->unmarked = ir_xalloc((size_t)c->cfg->cores * (size_t)c->cfg->cores);
-    memset(b->unmarked, 0, (size_t)c->cfg->cores * (size_t)c->cfg->cores);
+    b->urow = (int)cc_round_up(c->cfg->cores, 64);
+    b->unmarked = ir_xlines((size_t)c->cfg->cores * (size_t)b->urow);
     b->live = ir_xalloc(2 * (size_t)c->cfg->cores * sizeof *b->live);
     memset(b->live, 0, 2 * (size_t)c->cfg->cores * sizeof *b->live);
 }
@@ -67,6 +67,61 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
     if (b->npieces == b->cap)
         b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces);
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
+}
+
+void bd_lane_begin(bd_state *lane, const bd_state *b)
+{
+    memset(lane, 0, sizeof *lane);
+    lane->stick = b->stick;
+    lane->shift = b->shift;
+    lane->regs = b->regs;
+    lane->unmarked = b->unmarked;
+    lane->urow = b->urow;
+    lane->ncores = b->ncores;
+    lane->ntok = b->ntok;
+    lane->tokbal = ir_xalloc((size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
+    memset(lane->tokbal, 0, (size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
+}
+
+/* A lane's ring flag and balances into b, and zeroed. */
+static void bd_lane_add(bd_state *b, bd_state *lane)
+{
+    b->kring |= lane->kring;
+    lane->kring = 0;
+    const size_t n = (size_t)b->ncores * (size_t)b->ntok;
+    for (size_t i = 0; i < n; i++)
+        b->tokbal[i] += lane->tokbal[i];
+    memset(lane->tokbal, 0, n * sizeof *lane->tokbal);
+}
+
+void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y)
+{
+    /* a stable counting sort of both lanes' pieces by core: each core's
+     * lie in one lane, in the order collected */
+    size_t *at = ir_xalloc(((size_t)b->ncores + 1) * sizeof *at);
+    const bd_state *lane[2] = {x, y};
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < lane[l]->npieces; i++)
+            at[lane[l]->pieces[i].core + 1]++;
+    for (int c = 0; c < b->ncores; c++)
+        at[c + 1] += at[c];
+    const size_t n = x->npieces + y->npieces;
+    bd_piece *out = b->sorted = bd_scratch(&b->sortedm, n, sizeof *out);
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < lane[l]->npieces; i++)
+            out[at[lane[l]->pieces[i].core]++] = lane[l]->pieces[i];
+    free(at);
+    for (size_t i = 0; i < n; i++)
+        bd_add(b, out[i].core, out[i].write, out[i].lo, out[i].hi);
+    x->npieces = y->npieces = 0;
+    bd_lane_add(b, x);
+    bd_lane_add(b, y);
+}
+
+void bd_lane_free(bd_state *lane)
+{
+    free(lane->tokbal);
+    isa_buf_free(&lane->piecesm);
 }
 
 /* A dma.ld's or dma.st's DRAM sticks (this and bd_table apart from
@@ -408,7 +463,7 @@ static void bd_merge_runs(bd_state *b, size_t nnew)
 static int bd_ring_open(bd_state *b)
 {
     int open = 0;
-    for (size_t i = 0; i < (size_t)b->ncores * (size_t)b->ncores; i++) {
+    for (size_t i = 0; i < (size_t)b->ncores * (size_t)b->urow; i++) {
         open |= b->unmarked[i];
         b->unmarked[i] = 0;
     }

@@ -75,6 +75,8 @@ typedef struct {
     char *unmarked;              /* ... per core and destination: its last ring transfer there had no token, so
                                     no wait of the destination's awaits it; a later one with a token covers it
                                     (a core's ring unit lands its transfers in order) */
+    int urow;                    /* unmarked's bytes per core: ncores, rounded up to a cache line (two codegen
+                                    threads write the rows of their own cores) */
     int ncores, ntok;            /* cores, tokens per core */
     int32_t *tokbal;             /* per core and token: the next kernel's signals (sig, ring arrivals) less its waits */
     /* the memory of runs, out, edges, prev, pieces, sorted and ends, in an
@@ -86,6 +88,17 @@ typedef struct {
  * arena, NULL: the heap) and free. */
 void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena);
 void bd_free(bd_state *b);
+/* A collector of the next kernel's accesses for the cores one codegen
+ * thread emits while another emits others (be_par_cores): its own
+ * pieces, ring flag and token balances, b's registers and unmarked
+ * destinations (each core's row is written by the one thread that emits
+ * it).  bd_lanes_join adds two lanes' to b: their pieces in core order
+ * (a core's all in one lane) as bd_collect would have added them core
+ * after core, their ring flags and balances (integers: exact in any
+ * order). */
+void bd_lane_begin(bd_state *lane, const bd_state *b);
+void bd_lanes_join(bd_state *b, bd_state *x, bd_state *y);
+void bd_lane_free(bd_state *lane);
 /* Add core `core`'s instructions of the next kernel, from `first` on. */
 void bd_collect(bd_state *b, const isa_stream *s, size_t first, int core);
 /* The DRAM sticks of a dma.ld or dma.st (bd_dma), of a dma.gather or
@@ -115,7 +128,7 @@ static inline int bd_insn(bd_state *b, const isa_insn *in, int core)
     case ISA_OP_RING_SEND:
     case ISA_OP_RING_RED:
         b->kring = 1;
-        b->unmarked[core * b->ncores + in->core] = in->tok >= b->ntok;
+        b->unmarked[core * b->urow + in->core] = in->tok >= b->ntok;
         if (in->tok < b->ntok)
             b->tokbal[in->core * b->ntok + in->tok]++;
         break;

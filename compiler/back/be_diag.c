@@ -12,7 +12,7 @@ int be_error(be_ctx *c, const ir_kernel *K, const char *fmt, ...)
     /* What the back half cannot do yet is for the host fallback; a
      * work_div the user gave and the compiler's own bugs are not. */
     if (K && strncmp(fmt, "work_div", 8) && strncmp(fmt, "internal", 8))
-        c->p->fail_kernel = (int)(K - c->p->kernels);
+        *(c->fail_kernel ? c->fail_kernel : &c->p->fail_kernel) = (int)(K - c->p->kernels);
     /* the project's one formatter: the context, then the message appended */
     isa_errf(c->err, c->errlen, "%s%s%s", K ? "kernel " : "", K ? K->name : "", K ? ": " : "");
     va_list ap;

@@ -2471,12 +2471,10 @@ static void mm_emit_residency(be_ctx *c, int pos, mm_plan *m, int note)
     }
 }
 
-/* The core's blocking: tiling for its tile of mt rows x ns sticks, K
- * chunks, corelets, slot sizes (B over the ring: slots for A only). */
-static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
+/* The tiling of a core tile of mt rows x ns sticks: its entry in the
+ * plan's memo (made on first asking). */
+static int mm_tile_tiling(mm_plan *m, const be_work *w, int64_t mt, int64_t ns)
 {
-    mm_plan *m = mc->m;
-    be_ctx *c = m->c;
     int t = 0; /* w, and so gm x gn, are the plan's (be_matmul_emit, be_matmul_need) */
     while (t < m->ntmemo && (m->tmemo[t].mt != mt || m->tmemo[t].ns != ns))
         t++;
@@ -2487,6 +2485,16 @@ static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
         m->tmemo[t].rc = w->bcast ? mm_bc_tiling(m, w->gm, &m->tmemo[t].tl)
                                   : mm_block(m, w->gm, w->gn, mt, ns, &m->tmemo[t].tl);
     }
+    return t;
+}
+
+/* The core's blocking: tiling for its tile of mt rows x ns sticks, K
+ * chunks, corelets, slot sizes (B over the ring: slots for A only). */
+static int mm_core_shape(mm_core *mc, const be_work *w, int64_t mt, int64_t ns)
+{
+    mm_plan *m = mc->m;
+    be_ctx *c = m->c;
+    const int t = mm_tile_tiling(m, w, mt, ns);
     mc->tl = m->tmemo[t].tl;
     if (m->tmemo[t].rc)
         return be_error(c, m->K, "no block of the product fits LX");
@@ -2663,6 +2671,22 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
     return rc;
 }
 
+/* A core's tile of the gm x gn (x gk, x gb) grid: rows [m0, m0 + mt),
+ * stick groups [g0, g0 + ns), K's stick groups [ks0, ks0 + ksn), batch
+ * indices [b0, b0 + bt); 1 when it has none (idle). */
+typedef struct {
+    int64_t m0, mt, g0, ns, ks0, ksn, b0, bt;
+} mm_tile;
+static int mm_core_tile(const mm_plan *m, const be_work *w, int core, mm_tile *t)
+{
+    const int64_t grid = w->gm * w->gn * w->gk, at = core % grid, cell = at / w->gk;
+    cc_split(m->M, w->gm, cell / w->gn, &t->m0, &t->mt);
+    cc_split(m->GN, w->gn, cell % w->gn, &t->g0, &t->ns);
+    cc_split(m->KG, w->gk, at % w->gk, &t->ks0, &t->ksn);
+    cc_split(m->nbatch, m->gb, core / grid, &t->b0, &t->bt);
+    return !t->mt || !t->ns || !t->ksn || !t->bt;
+}
+
 /* A core of a gm x gn (x gk split-K) grid on emitter e: its tile,
  * blocking, LX and tokens (*idle: it has no tile).  All of its LX is
  * taken here, before any instruction: its working LX is e->lx_top after
@@ -2670,14 +2694,12 @@ static int mm_core_end(mm_core *mc, int nstaged, int rc)
 static int mm_grid_setup(mm_core *mc, be_ctx *c, mm_plan *m, int core, cc_emit *e, int *idle)
 {
     const be_work *w = &c->work[m->ep.pos];
-    const int64_t grid = w->gm * w->gn * w->gk, at = core % grid, cell = at / w->gk;
-    int64_t m0, mt, g0, ns, ks0, ksn, b0, bt;
-    cc_split(m->M, w->gm, cell / w->gn, &m0, &mt);
-    cc_split(m->GN, w->gn, cell % w->gn, &g0, &ns);
-    cc_split(m->KG, w->gk, at % w->gk, &ks0, &ksn);
-    cc_split(m->nbatch, m->gb, core / grid, &b0, &bt);
+    const int64_t grid = w->gm * w->gn * w->gk, at = core % grid;
+    mm_tile tile;
+    *idle = mm_core_tile(m, w, core, &tile);
+    const int64_t m0 = tile.m0, mt = tile.mt, g0 = tile.g0, ns = tile.ns, ks0 = tile.ks0, ksn = tile.ksn,
+                  b0 = tile.b0, bt = tile.bt;
     memset(mc, 0, sizeof *mc);
-    *idle = !mt || !ns || !ksn || !bt;
     if (*idle)
         return 0;
     e->lx_top = 0;
@@ -2820,13 +2842,63 @@ int be_matmul_prefetch_far(be_ctx *c, int pos, int from, int64_t above)
     return rc;
 }
 
+/* Kernel pos's code on core (be_par_cores' fn). */
+static int mm_core_emit(be_ctx *c, void *arg, int core)
+{
+    mm_plan *m = arg;
+    const be_work *w = &c->work[m->ep.pos];
+    return w->bcast && w->gn > 1 ? mm_rg_core(c, m, core) : mm_grid_core(c, m, core);
+}
+
+/* A copy of the plan on another view of the back half (be_par_cores). */
+static void mm_view(be_ctx *c, void *arg)
+{
+    mm_plan *m = arg;
+    m->c = c;
+    m->ep.c = c;
+}
+
+/* The worker's cores: a grid over the ring's odd columns when it has an
+ * even number (its cores' code differs by column: the ring sends of the
+ * kept results, B's way down the column), else the last half. */
+static int mm_side(const void *arg, int core)
+{
+    const mm_plan *m = arg;
+    const be_work *w = &m->c->work[m->ep.pos];
+    if (w->bcast && w->gn > 1 && w->gn % 2 == 0)
+        return core % w->gn % 2;
+    return core >= w->cores - w->cores / 2;
+}
+
+/* The tilings every core reads, made before the cores are emitted (on two
+ * threads they only read them; the searches' memos are the compile's),
+ * in core order as the cores would have asked. */
+static void mm_shared(be_ctx *c, mm_plan *m)
+{
+    const be_work *w = &c->work[m->ep.pos];
+    if (w->bcast && w->gn > 1) {
+        mm_rg_plan_tiling(m);
+        return;
+    }
+    mm_tile t;
+    for (int core = 0; core < w->cores; core++)
+        if (!mm_core_tile(m, w, core, &t))
+            mm_tile_tiling(m, w, t.mt, t.ns);
+}
+
 int be_matmul_emit(be_ctx *c, int pos)
 {
     mm_plan m;
     int rc = mm_prepare(c, pos, &m, 1);
     const be_work *w = &c->work[pos];
-    for (int core = 0; core < w->cores && !rc; core++)
-        rc = w->bcast && w->gn > 1 ? mm_rg_core(c, &m, core) : mm_grid_core(c, &m, core);
+    if (!rc) {
+        mm_shared(c, &m);
+        rc = be_par_cores(c, w->cores, mm_core_emit, &m, sizeof m, mm_view, mm_side);
+    }
+    if (!rc && w->bcast && w->gn > 1 && m.rg_tl.slots) { /* a streamed grid: its drain, for the loads ahead */
+        c->drain = mm_rg_drain(&m, w->gm, &m.rg_tl);
+        c->drain_pos = pos;
+    }
     mm_free(&m);
     return rc;
 }

@@ -291,6 +291,11 @@ void bc_release(mm_core *mc, int64_t step);
 void mm_splitk_reduce(mm_core *mc);
 void mm_core_ring(mm_core *mc);
 int mm_rg_core(be_ctx *c, mm_plan *m, int core);
+/* The grid over the ring's tiling, searched once for the plan (m->rg_tl;
+ * its rc, 0 when one fits), and the cycles its last chunk's way down a
+ * column and last epilogue take after its last DRAM load (c->drain). */
+int mm_rg_plan_tiling(mm_plan *m);
+double mm_rg_drain(const mm_plan *m, int64_t gm, const mm_tiling *tl);
 /* Its setup alone on emitter e (be_matmul_need): -1 with an error. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e);
 /* Its first chunks of B loaded by kernel `from` (be_kind.prefetch,

@@ -1678,6 +1678,19 @@ static int by_first(const void *a, const void *b)
     return (x->first > y->first) - (x->first < y->first);
 }
 
+/* A codegen thread's rolling while a kernel's cores are split between
+ * two (be_reroll_lane): its scratch and templates, figures per kernel
+ * position added into the pass's at the join, and the kernel records it
+ * made, kept until then (the program's list is read by roll_tail on the
+ * other thread). */
+struct be_rrlane {
+    rr_scratch *sc;     /* own, or the pass's (a lane of the thread that rolls the pass's kernels) */
+    rr_scratch own;
+    rr_kstat *k;
+    isa_kernel *rec;
+    int nrec, cap;
+};
+
 /* The pass's figures, made by whichever rolls first: codegen (each
  * kernel as soon as it is emitted, be_reroll_kernels) or the pass. */
 static struct be_reroll *rr_state(be_ctx *c)
@@ -1715,11 +1728,12 @@ static int kernel_pos(const ir_prog *p, const char *name)
 /* Roll core's stream from where rolling stopped (rr->done) to its end:
  * its kernels there rolled (copied under no_reroll), the instructions
  * between them (bar, fence, halt) as they are. */
-static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
+static void roll_tail(be_ctx *c, struct be_reroll *rr, struct be_rrlane *l, int core)
 {
     const ir_prog *p = c->p;
     isa_program *prog = c->prog;
-    isa_stream *old = &prog->cores[core], *neu = &rr->sc.rolled;
+    rr_scratch *sc = l ? l->sc : &rr->sc;
+    isa_stream *old = &prog->cores[core], *neu = &sc->rolled;
     const long from = (long)rr->done[core];
     if ((size_t)from == old->n)
         return; /* nothing since (as a rule while codegen rolls each kernel: a look at every kernel was 0.5% of BERT-base's compile) */
@@ -1745,8 +1759,8 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
             isa_stream_push(neu, &old->insns[at]);
         if (q == nk)
             break;
-        rr_kstat *st = &rr->k[kernel_pos(p, ks[q]->name)];
-        rr_out o = {.s = neu, .ks = st, .sc = &rr->sc};
+        rr_kstat *st = &(l ? l->k : rr->k)[kernel_pos(p, ks[q]->name)];
+        rr_out o = {.s = neu, .ks = st, .sc = sc};
         long n = ks[q]->last - ks[q]->first + 1;
         st->before += n;
         ks[q]->first = from + (long)neu->n;
@@ -1774,21 +1788,28 @@ static void roll_tail(be_ctx *c, struct be_reroll *rr, int core)
     rr->done[core] = old->n;
 }
 
-void be_reroll_core(be_ctx *c, int core)
+void be_reroll_core(be_ctx *c, struct be_rrlane *l, int core)
 {
-    roll_tail(c, rr_state(c), core);
+    roll_tail(c, rr_state(c), l, core);
 }
 
-void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, long n)
+void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name, const isa_insn *s, long n)
 {
     struct be_reroll *rr = rr_state(c);
-    roll_tail(c, rr, core);
+    roll_tail(c, rr, l, core);
     isa_stream *home = &c->prog->cores[core];
-    rr_kstat *st = &rr->k[kernel_pos(c->p, name)];
-    rr_out o = {.s = home, .ks = st, .sc = &rr->sc};
+    rr_kstat *st = &(l ? l->k : rr->k)[kernel_pos(c->p, name)];
+    rr_out o = {.s = home, .ks = st, .sc = l ? l->sc : &rr->sc};
     const long first = (long)home->n;
     roll_kernel(&o, s, n);
-    isa_program_add_kernel(c->prog, name, core, first, (long)home->n - 1);
+    if (l) {
+        l->rec = ir_xgrow(l->rec, &l->cap, l->nrec + 1, sizeof *l->rec);
+        isa_kernel *k = &l->rec[l->nrec++];
+        *k = (isa_kernel){.core = core, .first = first, .last = (long)home->n - 1};
+        snprintf(k->name, sizeof k->name, "%s", name);
+    } else {
+        isa_program_add_kernel(c->prog, name, core, first, (long)home->n - 1);
+    }
     st->before += n;
     st->after += (long)home->n - first;
     rr->core_before[core] += n;
@@ -1796,16 +1817,65 @@ void be_reroll_append(be_ctx *c, int core, const char *name, const isa_insn *s, 
     rr->done[core] = home->n;
 }
 
-isa_arena *be_reroll_arena(be_ctx *c)
+isa_arena *be_reroll_arena(be_ctx *c, struct be_rrlane *l)
 {
-    return rr_state(c)->sc.arena;
+    return l ? l->sc->arena : rr_state(c)->sc.arena;
+}
+
+struct be_rrlane *be_reroll_lane(be_ctx *c, int own)
+{
+    struct be_reroll *rr = rr_state(c);
+    fields_init(); /* (op_fields: filled once, before a second thread reads them) */
+    struct be_rrlane *l = ir_xalloc(sizeof *l);
+    l->sc = own ? &l->own : &rr->sc;
+    if (own)
+        l->own.arena = l->own.pool.arena = isa_arena_new((size_t)1 << 30); /* as the pass's (rr_state) */
+    l->k = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *l->k);
+    return l;
+}
+
+/* Lane l's figures added into the pass's, and zeroed. */
+static void lane_figures(struct be_reroll *rr, int npos, struct be_rrlane *l)
+{
+    for (int i = 0; i < npos; i++) { /* counts (exact), and the deepest nesting */
+        rr->k[i].before += l->k[i].before;
+        rr->k[i].after += l->k[i].after;
+        rr->k[i].loops += l->k[i].loops;
+        rr->k[i].unrolled += l->k[i].unrolled;
+        rr->k[i].depth = l->k[i].depth > rr->k[i].depth ? l->k[i].depth : rr->k[i].depth;
+        l->k[i] = (rr_kstat){0};
+    }
+}
+
+void be_reroll_lanes_join(be_ctx *c, struct be_rrlane *a, struct be_rrlane *b)
+{
+    struct be_reroll *rr = rr_state(c);
+    const struct be_rrlane *l[2] = {a, b};
+    for (int core = 0; core < c->prog->ncores; core++) /* a core's all in one lane, in the order made */
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < l[q]->nrec; i++)
+                if (l[q]->rec[i].core == core)
+                    isa_program_add_kernel(c->prog, l[q]->rec[i].name, core, l[q]->rec[i].first, l[q]->rec[i].last);
+    a->nrec = b->nrec = 0;
+    lane_figures(rr, c->p->norder, a);
+    lane_figures(rr, c->p->norder, b);
+}
+
+void be_reroll_lane_free(struct be_rrlane *l)
+{
+    if (!l)
+        return;
+    scratch_free(&l->own);
+    free(l->k);
+    free(l->rec);
+    free(l);
 }
 
 void be_reroll_kernels(be_ctx *c)
 {
     struct be_reroll *rr = rr_state(c);
     for (int core = 0; core < rr->ncores; core++)
-        roll_tail(c, rr, core);
+        roll_tail(c, rr, NULL, core);
 }
 
 int be_reroll_pass(ir_prog *p)

@@ -96,7 +96,7 @@ static double rg_tail(const mm_plan *m, const mm_tiling *tl)
 /* The cycles a streamed grid runs after its last load: the last chunk's
  * way down the column and the last block's epilogue, with the DRAM idle
  * (what the next kernel's loads ahead may fill: mm_rg_prefetch). */
-static double rg_drain(const mm_plan *m, int64_t gm, const mm_tiling *tl)
+double mm_rg_drain(const mm_plan *m, int64_t gm, const mm_tiling *tl)
 {
     return (double)(gm - 1 + tl->NBS - 1) * rg_piece(&m->c->t, tl) + rg_tail(m, tl);
 }
@@ -649,6 +649,16 @@ static void rg_defer_setup(rg_core *g)
         g->Cx = cc_lx_alloc(e, more, "matmul blocks held for their stores");
 }
 
+int mm_rg_plan_tiling(mm_plan *m)
+{
+    if (!m->rg_memo) { /* w, and so gm x gn, are the plan's (be_matmul_emit, be_matmul_need) */
+        const be_work *w = &m->c->work[m->ep.pos];
+        m->rg_rc = mm_rg_tiling(m, w->gm, w->gn, &m->rg_tl);
+        m->rg_memo = 1;
+    }
+    return m->rg_rc;
+}
+
 /* The core's place in the grid, its tiling, LX areas and tokens. */
 static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
@@ -675,13 +685,9 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
     mc->m = m;
     mc->e = e;
     mc->m0 = g->p0;
-    if (!m->rg_memo) { /* w, and so gm x gn, are the plan's (be_matmul_emit, be_matmul_need) */
-        m->rg_rc = mm_rg_tiling(m, g->gm, g->gn, &m->rg_tl);
-        m->rg_memo = 1;
-    }
-    mc->tl = m->rg_tl;
-    if (m->rg_rc)
+    if (mm_rg_plan_tiling(m))
         return be_error(c, m->K, "no block of the product fits LX");
+    mc->tl = m->rg_tl;
     /* the column's loader: its middle core, which sends both ways; with
      * B streamed an end core, which sends one way only (a ring unit
      * sending each piece twice would pace the chunks; first cores spread
@@ -1417,10 +1423,6 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
          * kernel loads ahead goes above them (lx_top_of) */
         if (g->npre > 0)
             g->e->lx_top = cc_max(g->e->lx_top, g->pre + g->npre * g->mc.NBS * g->mc.KC * c->t.stick);
-        if (g->mc.tl.slots) {
-            c->drain = rg_drain(m, g->gm, &g->mc.tl);
-            c->drain_pos = m->ep.pos;
-        }
         free(g->mc.T.memo);
         free(g->mc.T.memo_id);
         free(g->ep_base);

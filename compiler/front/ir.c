@@ -21,6 +21,18 @@ void *ir_xalloc(size_t n)
     return p;
 }
 
+void *ir_xlines(size_t n)
+{
+    const size_t line = 64, size = (n + line - 1) / line * line;
+    void *p = aligned_alloc(line, size ? size : line);
+    if (!p) {
+        fprintf(stderr, "cc: out of memory\n");
+        abort();
+    }
+    memset(p, 0, size ? size : line);
+    return p;
+}
+
 void *ir_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -439,6 +439,8 @@ void be_lxplan_print(const ir_prog *p, const char *pass, FILE *f);
 
 void *ir_xalloc(size_t n);           /* calloc that aborts when out of memory */
 void *ir_xmalloc(size_t n);          /* the same, not zeroed: for large buffers written before read */
+void *ir_xlines(size_t n);           /* ir_xalloc in whole 64-byte cache lines (free it with free): rows
+                                        that two threads write each their own of */
 void *ir_xgrow(void *p, int *cap, int need, size_t elem);
 char *ir_xstrdup(const char *s);
 /* Are names a and b equal?  Their first letters compared before the call:

@@ -886,7 +886,7 @@ static int cmd_compile(int argc, char **argv)
         return tp_compile(argc, argv);
     const char *path = NULL, *dump = NULL, *out = NULL, *config = NULL, *tuning = NULL;
     int report = 0, list = 0, no_lx_plan = 0, no_lx_keep = 0, no_reroll = 0, no_fallback = 0, siblings = 0, placement = 0;
-    int time_passes = 0;
+    int time_passes = 0, threads = 0;
     const char *work_div[64];
     int nwork_div = 0;
     char *tuned[64];
@@ -912,6 +912,11 @@ static int cmd_compile(int argc, char **argv)
         } else if (!strcmp(argv[i], "--placement") && i + 1 < argc) {
             if ((placement = placement_mode(argv[++i])) < 0)
                 return usage_error("compile", "--placement is none, independent or free");
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end;
+            threads = (int)strtol(argv[++i], &end, 10);
+            if (*end || threads < 1)
+                return usage_error("compile", "--threads is 1 or 2");
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc)
@@ -953,7 +958,8 @@ static int cmd_compile(int argc, char **argv)
     cc_compile_opts opts = {.dump_after = dump, .dump = stdout, .work_div = work_div, .nwork_div = nwork_div,
                             .no_lx_plan = no_lx_plan, .no_lx_keep = no_lx_keep, .no_reroll = no_reroll,
                             .no_fallback = no_fallback, .siblings = siblings,
-                            .placement = placement, .time_passes = time_passes ? stderr : NULL};
+                            .placement = placement, .time_passes = time_passes ? stderr : NULL,
+                            .threads = threads};
     chip_config cfg;
     int backend_dump = 0;
     for (const char *const *p = cc_backend_pass_names(); dump && *p; p++)
@@ -1102,7 +1108,7 @@ static const command commands[] = {
      "compile GRAPH [-o FILE.elf] [--config FILE] [--report] [--dump-after=PASS] [--list-passes] [--decompositions]\n"
      "               [--work-div KERNEL=SPEC]... [--tuning FILE] [--no-lx-plan | --no-lx-keep] [--no-reroll]\n"
      "               [--no-fallback] [--siblings estimate|never|always] [--placement none|independent|free]\n"
-     "               [--time-passes]",
+     "               [--time-passes] [--threads N]",
      "Compile an ATen graph (a graph file, or a directory written by tools/export.py; format in\n"
      "docs/graph-format.md) through the front half of the compiler: decomposition, Inductor-style\n"
      "lowering, dependencies, dead-code elimination, fusion, ordering (docs/compiler.md).  Prints the\n"
@@ -1110,6 +1116,9 @@ static const command commands[] = {
      "after that pass (--list-passes names them); --decompositions prints the decompose pass's rules.\n"
      "--time-passes prints each pass's host time to stderr as it ends (\"pass NAME MS ms\"; a graph\n"
      "compiled more than once, fused and apart or again for the host fallback, prints each time).\n"
+     "--threads 1 emits each kernel's cores on one host thread, 2 a big product's on two; by default\n"
+     "on two when the host has two processors and the second is free (SPYRE_THREADS=1 or 2 says too);\n"
+     "the program is the same either way.\n"
      "With -o (or --config, or a back-half pass to dump)\n"
      "the back half runs too (layout, workdiv, lxplan, codegen, reroll) for the chip of --config (default spyre) and\n"
      "-o writes the program.  --work-div KERNEL=SPEC forces a kernel's split across cores (a matmul\n"
