@@ -522,12 +522,37 @@ static int model_reserve(buf_model *m, size_t bytes, int keep, uint64_t *x)
     return ok;
 }
 
+/* Stream s (number i of the random mix) one instruction longer, or
+ * (r 0) emptied. */
+static void stream_step(isa_stream *s, int i, uint64_t r)
+{
+    if (!r) {
+        isa_stream_free(s);
+        return;
+    }
+    isa_insn *in = isa_stream_room(s);
+    isa_insn_init(in, ISA_OP_LI);
+    in->val = (int64_t)s->n * 4 + i;
+    s->n++;
+}
+
+/* Stream i's instructions that are not what stream_step wrote. */
+static long stream_bad(const isa_stream *s, int i)
+{
+    long bad = 0;
+    for (size_t j = 0; j < s->n; j++)
+        bad += s->insns[j].val != (int64_t)j * 4 + i;
+    return bad;
+}
+
 /* Many buffers grown, emptied and grown again at random in a small arena
  * (its slots split, merged, taken and given back; full, so that buffers
- * move to the heap and back), beside one without an arena: no buffer's
- * bytes change under another's writes, and each keeps what it was asked
- * to keep (a slot given out twice, or one given back still in use, shows
- * as another buffer's bytes). */
+ * move to the heap and back), beside one without an arena and two
+ * streams growing in the same arena (as codegen's kernel streams grow
+ * beside the rolling's scratch): no buffer's bytes change under another's
+ * writes, and each keeps what it was asked to keep (a slot given out
+ * twice, or one given back still in use, shows as another buffer's
+ * bytes). */
 static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
 {
     isa_arena *a = isa_arena_new((size_t)2 << 20);
@@ -536,12 +561,16 @@ static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
     memset(m, 0, sizeof m);
     for (int i = 0; i < NB; i++)
         m[i].b.arena = i ? a : NULL;
+    isa_stream st[2] = {{.arena = a}, {.arena = a}};
     uint64_t x = 1;
     long bad = 0, slots = 0, spills = 0; /* reserves that took a slot; that found the arena full */
     for (int step = 0; step < 3000; step++) {
-        buf_model *q = &m[lcg(&x) % NB];
-        const uint64_t r = lcg(&x) % 8;
-        if (r == 0) {
+        const uint64_t pick = lcg(&x) % (NB + 2), r = lcg(&x) % 8;
+        buf_model *q = &m[pick % NB];
+        if (pick >= NB) {
+            stream_step(&st[pick - NB], (int)(pick - NB), r ? 1 : lcg(&x) % 50);
+            slots += st[pick - NB].mapped == 2;
+        } else if (r == 0) {
             isa_buf_free(&q->b);
             q->n = 0;
         } else {
@@ -553,6 +582,7 @@ static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
         }
         for (int i = 0; i < NB; i++)
             bad += m[i].n && memcmp(m[i].b.p, m[i].want, m[i].n);
+        bad += stream_bad(&st[0], 0) + stream_bad(&st[1], 1);
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(!a || (slots > 500 && spills > 20)); /* (no arena under AddressSanitizer) */
@@ -560,6 +590,8 @@ static void test_buffers_sharing_an_arena_keep_their_bytes_at_random(void)
         isa_buf_free(&m[i].b);
         free(m[i].want);
     }
+    isa_stream_free(&st[0]);
+    isa_stream_free(&st[1]);
     isa_arena_free(a);
 }
 
