@@ -514,7 +514,7 @@ static int model_reserve(buf_model *m, size_t bytes, int keep, uint64_t *x)
 {
     const size_t from = !keep ? 0 : m->n < bytes ? m->n : bytes;
     unsigned char *p = isa_buf_reserve(&m->b, bytes, from);
-    const int ok = m->b.cap >= bytes && !memcmp(p, m->want, from);
+    const int ok = m->b.cap >= bytes && (!from || !memcmp(p, m->want, from));
     m->want = realloc(m->want, bytes);
     for (size_t j = from; j < bytes; j++)
         p[j] = m->want[j] = (unsigned char)lcg(x);
