@@ -980,6 +980,48 @@ static void test_bad_options_fail_with_message(void)
     CU_ASSERT(strstr(err, "DRAM") != NULL);
 }
 
+/* ---- the emitters' checks ---- */
+
+/* The emitters check what they emit as isa_check does: a DMA with a count
+ * or stride out of its field at any of its four loop levels, or a ring
+ * transfer with one at either of its two, fails to emit, naming the
+ * operand; the same in range is emitted. */
+static void test_emitters_check_every_loop_level(void)
+{
+    chip_config cfg;
+    tu_config("spyre-4core", &cfg);
+    static const struct {
+        int ring, level;
+        int64_t n, ds;
+        const char *want; /* NULL: in range, emitted */
+    } cases[] = {
+        {0, 3, 65535, -(1ll << 31), NULL}, {0, 2, 65536, 0, "operand n2"}, {0, 3, 0, 0, "operand n3"},
+        {0, 3, 1, 1ll << 31, "operand ds3"}, {1, 1, 65535, (1ll << 31) - 1, NULL}, {1, 1, 65536, 0, "operand n1"},
+        {1, 0, 1, -(1ll << 31) - 1, "operand ds0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        isa_program *p = isa_program_new(cfg.cores);
+        char err[256] = "";
+        cc_emit e;
+        cc_emit_begin(&e, &cfg, p, 0, err, sizeof err);
+        cc_kernel_begin(&e, "k");
+        cc_dma_shape sh = {1, cases[i].ring ? 2 : 4, {1, 1, 1, 1}, {0}, {0}};
+        sh.n[cases[i].level] = cases[i].n;
+        sh.ds[cases[i].level] = cases[i].ds;
+        if (cases[i].ring)
+            cc_emit_ring(&e, ISA_OP_RING_SEND, 1, ISA_TOK_NONE, cc_abs(0), cc_abs(0), &sh);
+        else
+            cc_emit_dma(&e, ISA_OP_DMA_LD, cc_abs(0), cc_abs(0), &sh);
+        CU_ASSERT_EQUAL(cc_emit_failed(&e), cases[i].want != NULL);
+        CU_ASSERT_EQUAL(p->cores[0].n, cases[i].want ? 0u : 1u);
+        if (cases[i].want && !strstr(err, cases[i].want)) {
+            fprintf(stderr, "case %zu: %s\n", i, err);
+            CU_FAIL("the message names the operand");
+        }
+        isa_program_free(p);
+    }
+}
+
 /* ---- GEMM operand panels shared over the ring ---- */
 
 /* MACs done / what every PT of every core could do in the run's cycles. */
@@ -1062,6 +1104,7 @@ int main(void)
         {"stream with write-back copies its input exactly", test_stream_with_write_back_copies_its_input_exactly},
         {"stream without write-back only reads", test_stream_without_write_back_only_reads},
         {"bad options fail with a message", test_bad_options_fail_with_message},
+        {"the emitters check every loop level", test_emitters_check_every_loop_level},
         {"gemm 1024^3 shares operand panels over the ring", test_gemm_1024_cube_shares_panels_over_the_ring},
         {"hand-shaped gemm odd shapes share panels and read operands once", test_gemm_odd_shapes_share_panels},
         {NULL, NULL},

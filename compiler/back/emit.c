@@ -427,6 +427,7 @@ void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_SIG, u, t
 
 void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh)
 {
+    assert(isa_info(op) && isa_info(op)->format == ISA_FMT_ID_DMA); /* dma.ld, .st, .lx, .lxs: isa_fits_DMA's format */
     isa_insn *in = cc_new(e, op);
     in->d = d;
     in->a = a;
@@ -436,7 +437,7 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
         in->ds[l] = sh->ds[l];
         in->as[l] = sh->as[l];
     }
-    cc_commit_as(e, isa_fits_RING);
+    cc_commit_as(e, isa_fits_DMA);
 }
 
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
