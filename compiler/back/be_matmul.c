@@ -946,11 +946,16 @@ static int mm_plan_key_of(const mm_plan *m, mm_block_key *k)
 }
 
 /* m's key for a gm x gn grid's tile of mt rows x ns sticks; -1: too
- * many epilogue loads or results for one. */
+ * many epilogue loads or results for one.  The tiling search reads the
+ * results' lxonly flags only in mm_grid_of (G->kept, G->o_chip, which the
+ * key holds; the DRAM's waits do not change them): plans that differ in
+ * those flags alone share a search (BERT-base's second workdiv round). */
 static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_block_key *k)
 {
     if (mm_plan_key_of(m, k))
         return -1;
+    k->lxonly = 0;
+    memset(k->lxo, 0, sizeof k->lxo);
     k->gm = gm, k->gn = gn, k->mt = mt, k->ns = ns;
     mm_grid_of(m, gm, gn, mt, ns, &k->G);
     return 0;
