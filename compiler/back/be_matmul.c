@@ -696,9 +696,11 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
  * such rows leave: no epilogue operand) and the PT's issue per chunk;
  * less a relative 1e-9, far above the rounding of either sum.  A floor
  * past the best's slack proves the tiling loses mm_better before
- * mm_most_rows is asked its rows. */
+ * mm_most_rows is asked its rows.  *rest: the same with the way in at its
+ * least (one DMA issue), which more column blocks (nbn) or chunks per
+ * block never lower: every other term grows with them. */
 static double mm_floor_in(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t nbn, int64_t nbs, int64_t kc,
-                          double a_core, double a_chip, double b_core, double b_chip)
+                          double a_core, double a_chip, double b_core, double b_chip, double *rest)
 {
     const cc_target *t = &m->c->t;
     const double blocks = (double)(nbm * nbn), chunks = blocks * (double)cc_ceil_div(m->Kc, kc);
@@ -714,16 +716,18 @@ static double mm_floor_in(const mm_plan *m, const mm_grid_est *G, int64_t nbm, i
         c = c > dram ? c : dram;
     }
     const double fill = (double)(nbs * kc * t->stick) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    if (rest)
+        *rest = (t->dma_insn_cycles + G->stage + c) * (1 - 1e-9);
     return (fill + G->stage + c) * (1 - 1e-9);
 }
 
 /* mm_floor_in for blocks of at most MB rows. */
-static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc)
+static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc, double *rest)
 {
     const int64_t nbm = cc_ceil_div(G->mt, MB), nbn = cc_ceil_div(G->ns, nbs);
     double a_core, a_chip, b_core, b_chip;
     mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
-    return mm_floor_in(m, G, nbm, nbn, nbs, kc, a_core, a_chip, b_core, b_chip);
+    return mm_floor_in(m, G, nbm, nbn, nbs, kc, a_core, a_chip, b_core, b_chip, rest);
 }
 
 /* Does tl (its NBS, KC, MB set) lose mm_better to best whatever its
@@ -743,7 +747,7 @@ static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl,
     const double bytes = mm_chip_bytes(m, G, nbm, nbn, a_chip, b_chip, &e_chip);
     if (bytes < best->bytes || (bytes == best->bytes && tl->KC >= best->KC))
         return 0;
-    const double low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip);
+    const double low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, NULL);
     return best->cycles <= low * (1 + MM_SLACK);
 }
 
@@ -824,6 +828,7 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
         if (!kc || (ks != 128 && kc >= m->Kc))
             continue;
         /* split-K: one block per core (the tile's partial sums stay in LX until reduced) */
+        int lead = 1; /* the first split of at most max_sticks */
         for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q = mm_next_split(ns, q)) {
             int64_t nbs = cc_ceil_div(ns, q);
             if (nbs > max_sticks)
@@ -833,11 +838,23 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
              * asked of one row: its LX is priced once, its estimate stops
              * before the PT's term, and the floor cost the decode step more
              * than it saved) */
+            double rest = 0;
             const double low = found && hi > 1 && !m->ends /* (the ends move its terms' bytes: no floor) */
-                                   ? mm_floor(m, G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc)
+                                   ? mm_floor(m, G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc, &rest)
                                    : 0;
-            if (found && low > out->cycles * (1 + MM_SLACK))
+            if (found && low > out->cycles * (1 + MM_SLACK)) {
+                /* nor can any later split's (more column blocks) or, from
+                 * the lead split on, any smaller chunk's (mm_floor_in's
+                 * rest): the best only improves, so each would stop here */
+                if (rest > out->cycles * (1 + MM_SLACK)) {
+                    if (lead)
+                        return 0;
+                    break;
+                }
+                lead = 0;
                 continue;
+            }
+            lead = 0;
             /* one row's only tiling is of one-row blocks, whatever fits LX
              * (and no half of it is a group of passes): asked before LX */
             if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out))
