@@ -736,8 +736,9 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
  * lower of the two) and it moves more bytes, or as many with a smaller K
  * chunk: most tilings of a one-row product (the decode step's 8,000
  * estimates, of which 6,800 lost so), where the floor alone never gets
- * past the slack.  Without the ends priced (mm_floor_in's). */
-static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best)
+ * past the slack.  Without the ends priced (mm_floor_in's).  low: tl's
+ * floor when the caller has made it, else 0. */
+static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best, double low)
 {
     if (m->ends)
         return 0;
@@ -747,7 +748,8 @@ static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl,
     const double bytes = mm_chip_bytes(m, G, nbm, nbn, a_chip, b_chip, &e_chip);
     if (bytes < best->bytes || (bytes == best->bytes && tl->KC >= best->KC))
         return 0;
-    const double low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, NULL);
+    if (low <= 0)
+        low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, NULL);
     return best->cycles <= low * (1 + MM_SLACK);
 }
 
@@ -839,8 +841,9 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
              * before the PT's term, and the floor cost the decode step more
              * than it saved) */
             double rest = 0;
+            const int64_t most = cc_ceil_div(mt, cc_ceil_div(mt, hi));
             const double low = found && hi > 1 && !m->ends /* (the ends move its terms' bytes: no floor) */
-                                   ? mm_floor(m, G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc, &rest)
+                                   ? mm_floor(m, G, most, nbs, kc, &rest)
                                    : 0;
             if (found && low > out->cycles * (1 + MM_SLACK)) {
                 /* nor can any later split's (more column blocks) or, from
@@ -857,7 +860,7 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
             lead = 0;
             /* one row's only tiling is of one-row blocks, whatever fits LX
              * (and no half of it is a group of passes): asked before LX */
-            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out))
+            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out, 0))
                 continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
@@ -867,7 +870,8 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                 tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo) * h);
                 if (h > 1 && tl.MB % (MM_HALF_PASSES * m->c->cfg->pt_rows))
                     continue;
-                if (found && mm_loses(m, G, &tl, out))
+                /* (one row's asked above; the floor taken when it is tl's) */
+                if (found && hi > 1 && mm_loses(m, G, &tl, out, tl.MB == most ? low : 0))
                     continue;
                 /* a tiling estimated over the best's slack loses (mm_better) */
                 if (mm_estimate(m, G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
