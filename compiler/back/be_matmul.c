@@ -696,9 +696,11 @@ static int mm_estimate(const mm_plan *m, const mm_grid_est *G, double cap, mm_ti
  * such rows leave: no epilogue operand) and the PT's issue per chunk;
  * less a relative 1e-9, far above the rounding of either sum.  A floor
  * past the best's slack proves the tiling loses mm_better before
- * mm_most_rows is asked its rows. */
+ * mm_most_rows is asked its rows.  *rest: the same with the way in at its
+ * least (one DMA issue), which more column blocks (nbn) or chunks per
+ * block never lower: every other term grows with them. */
 static double mm_floor_in(const mm_plan *m, const mm_grid_est *G, int64_t nbm, int64_t nbn, int64_t nbs, int64_t kc,
-                          double a_core, double a_chip, double b_core, double b_chip)
+                          double a_core, double a_chip, double b_core, double b_chip, double *rest)
 {
     const cc_target *t = &m->c->t;
     const double blocks = (double)(nbm * nbn), chunks = blocks * (double)cc_ceil_div(m->Kc, kc);
@@ -714,16 +716,18 @@ static double mm_floor_in(const mm_plan *m, const mm_grid_est *G, int64_t nbm, i
         c = c > dram ? c : dram;
     }
     const double fill = (double)(nbs * kc * t->stick) / t->dma_bytes_per_cycle + t->dma_insn_cycles;
+    if (rest)
+        *rest = (t->dma_insn_cycles + G->stage + c) * (1 - 1e-9);
     return (fill + G->stage + c) * (1 - 1e-9);
 }
 
 /* mm_floor_in for blocks of at most MB rows. */
-static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc)
+static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64_t nbs, int64_t kc, double *rest)
 {
     const int64_t nbm = cc_ceil_div(G->mt, MB), nbn = cc_ceil_div(G->ns, nbs);
     double a_core, a_chip, b_core, b_chip;
     mm_in_bytes(m, G, nbm, nbn, &a_core, &a_chip, &b_core, &b_chip);
-    return mm_floor_in(m, G, nbm, nbn, nbs, kc, a_core, a_chip, b_core, b_chip);
+    return mm_floor_in(m, G, nbm, nbn, nbs, kc, a_core, a_chip, b_core, b_chip, rest);
 }
 
 /* Does tl (its NBS, KC, MB set) lose mm_better to best whatever its
@@ -732,8 +736,9 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
  * lower of the two) and it moves more bytes, or as many with a smaller K
  * chunk: most tilings of a one-row product (the decode step's 8,000
  * estimates, of which 6,800 lost so), where the floor alone never gets
- * past the slack.  Without the ends priced (mm_floor_in's). */
-static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best)
+ * past the slack.  Without the ends priced (mm_floor_in's).  low: tl's
+ * floor when the caller has made it, else 0. */
+static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best, double low)
 {
     if (m->ends)
         return 0;
@@ -743,7 +748,8 @@ static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl,
     const double bytes = mm_chip_bytes(m, G, nbm, nbn, a_chip, b_chip, &e_chip);
     if (bytes < best->bytes || (bytes == best->bytes && tl->KC >= best->KC))
         return 0;
-    const double low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip);
+    if (low <= 0)
+        low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, NULL);
     return best->cycles <= low * (1 + MM_SLACK);
 }
 
@@ -824,6 +830,7 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
         if (!kc || (ks != 128 && kc >= m->Kc))
             continue;
         /* split-K: one block per core (the tile's partial sums stay in LX until reduced) */
+        int lead = 1; /* the first split of at most max_sticks */
         for (int64_t q = 1; q <= (m->gk > 1 ? 1 : ns); q = mm_next_split(ns, q)) {
             int64_t nbs = cc_ceil_div(ns, q);
             if (nbs > max_sticks)
@@ -833,14 +840,27 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
              * asked of one row: its LX is priced once, its estimate stops
              * before the PT's term, and the floor cost the decode step more
              * than it saved) */
+            double rest = 0;
+            const int64_t most = cc_ceil_div(mt, cc_ceil_div(mt, hi));
             const double low = found && hi > 1 && !m->ends /* (the ends move its terms' bytes: no floor) */
-                                   ? mm_floor(m, G, cc_ceil_div(mt, cc_ceil_div(mt, hi)), nbs, kc)
+                                   ? mm_floor(m, G, most, nbs, kc, &rest)
                                    : 0;
-            if (found && low > out->cycles * (1 + MM_SLACK))
+            if (found && low > out->cycles * (1 + MM_SLACK)) {
+                /* nor can any later split's (more column blocks) or, from
+                 * the lead split on, any smaller chunk's (mm_floor_in's
+                 * rest): the best only improves, so each would stop here */
+                if (rest > out->cycles * (1 + MM_SLACK)) {
+                    if (lead)
+                        return 0;
+                    break;
+                }
+                lead = 0;
                 continue;
+            }
+            lead = 0;
             /* one row's only tiling is of one-row blocks, whatever fits LX
              * (and no half of it is a group of passes): asked before LX */
-            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out))
+            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out, 0))
                 continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
@@ -850,7 +870,8 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                 tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo) * h);
                 if (h > 1 && tl.MB % (MM_HALF_PASSES * m->c->cfg->pt_rows))
                     continue;
-                if (found && mm_loses(m, G, &tl, out))
+                /* (one row's asked above; the floor taken when it is tl's) */
+                if (found && hi > 1 && mm_loses(m, G, &tl, out, tl.MB == most ? low : 0))
                     continue;
                 /* a tiling estimated over the best's slack loses (mm_better) */
                 if (mm_estimate(m, G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
@@ -946,11 +967,16 @@ static int mm_plan_key_of(const mm_plan *m, mm_block_key *k)
 }
 
 /* m's key for a gm x gn grid's tile of mt rows x ns sticks; -1: too
- * many epilogue loads or results for one. */
+ * many epilogue loads or results for one.  The tiling search reads the
+ * results' lxonly flags only in mm_grid_of (G->kept, G->o_chip, which the
+ * key holds; the DRAM's waits do not change them): plans that differ in
+ * those flags alone share a search (BERT-base's second workdiv round). */
 static int mm_block_key_of(const mm_plan *m, int64_t gm, int64_t gn, int64_t mt, int64_t ns, mm_block_key *k)
 {
     if (mm_plan_key_of(m, k))
         return -1;
+    k->lxonly = 0;
+    memset(k->lxo, 0, sizeof k->lxo);
     k->gm = gm, k->gn = gn, k->mt = mt, k->ns = ns;
     mm_grid_of(m, gm, gn, mt, ns, &k->G);
     return 0;

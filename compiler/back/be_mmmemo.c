@@ -244,8 +244,9 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
         for (int i = 0; i < b->ne; i++)
             *block_slot(b, b->keys + (size_t)i * n, b->e[i].h) = i;
     }
-    if (b->ne == b->ecap) {
-        b->ecap = b->ecap ? 2 * b->ecap : 256;
+    if (b->ne == b->ecap) { /* (BERT-base keeps some 1,100: none copied; pages the arena
+                               maps are untouched until written) */
+        b->ecap = b->ecap ? 2 * b->ecap : 2048;
         b->e = isa_buf_reserve(&b->eb, (size_t)b->ecap * sizeof *b->e, (size_t)b->ne * sizeof *b->e);
         b->keys = isa_buf_reserve(&b->kb, (size_t)b->ecap * n, (size_t)b->ne * n);
     }
