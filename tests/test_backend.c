@@ -693,13 +693,27 @@ static const char *const xchg_graph = "graph xg\n"
                                       "%s: f32[4096, 256] = aten._softmax.default(%m, 1, False)\n"
                                       "output %s\n";
 
+/* g compiled with options o: the program, and the report in *report. */
+static isa_program *compile_reported(const gr_graph *g, const cc_compile_opts *o, char **report)
+{
+    char err[1024];
+    cc_result *r = cc_compile(g, o, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    size_t len = 0;
+    FILE *f = open_memstream(report, &len);
+    cc_compile_report(r, f);
+    fclose(f);
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    return p;
+}
+
 /* Compile g for cfgname with the work_div spec wd (or none: NULL),
  * dump_after as given (its dump thrown away): the program, and the
  * report in *report. */
 static isa_program *compile_dumped(const gr_graph *g, const char *cfgname, const char *wd, const char *dump_after,
                                    char **report)
 {
-    char err[1024];
     static chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {0};
@@ -708,15 +722,8 @@ static isa_program *compile_dumped(const gr_graph *g, const char *cfgname, const
     o.dump = fopen("/dev/null", "w");
     o.work_div = &wd;
     o.nwork_div = wd != NULL;
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    size_t len = 0;
-    FILE *f = open_memstream(report, &len);
-    cc_compile_report(r, f);
-    fclose(f);
+    isa_program *p = compile_reported(g, &o, report);
     fclose(o.dump);
-    isa_program *p = cc_result_take_program(r);
-    cc_result_free(r);
     return p;
 }
 
@@ -817,20 +824,13 @@ static char *compile_threads(const char *dir, const char *cfgname, int threads, 
     chip_config cfg;
     tu_config(cfgname, &cfg);
     cc_compile_opts o = {.target = &cfg, .threads = threads, .par_min = 1};
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    size_t len = 0;
-    FILE *f = open_memstream(report, &len);
-    cc_compile_report(r, f);
-    fclose(f);
-    isa_program *p = cc_result_take_program(r);
+    isa_program *p = compile_reported(g, &o, report);
     tu_tmpfile(".elf", elf, sizeof elf);
     CU_ASSERT_EQUAL_FATAL(isa_elf_write(p, elf, err, sizeof err), 0);
     char *bytes = tu_read_file(elf, n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
     remove(elf);
     isa_program_free(p);
-    cc_result_free(r);
     gr_graph_free(g);
     return bytes;
 }
