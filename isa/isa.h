@@ -365,11 +365,12 @@ static inline void isa_insn_init(isa_insn *in, int op)
         isa_info_first(op);
     isa_insn_copy(in, &isa_insn_defaults[op]);
 }
-/* Unit that executes an instruction (ISA_U_SEQ for control).  Inline:
- * codegen's walk asks it of every DMA and ring instruction it measures. */
-static inline isa_unit isa_insn_unit(const isa_insn *in)
+/* Unit that executes instruction in of class cls (ISA_U_SEQ for
+ * control): for a caller that knows the class already.  Inline: codegen's
+ * walk asks it of every DMA and ring instruction it measures. */
+static inline isa_unit isa_class_unit(isa_class cls, const isa_insn *in)
 {
-    switch (isa_info(in->op)->cls) {
+    switch (cls) {
     case ISA_C_SEQ: return ISA_U_SEQ;
     case ISA_C_SYNC: return (isa_unit)in->u;
     case ISA_C_DMAI: return ISA_U_DMAI;
@@ -380,6 +381,8 @@ static inline isa_unit isa_insn_unit(const isa_insn *in)
     }
     return ISA_U_SEQ;
 }
+/* Unit that executes an instruction (ISA_U_SEQ for control). */
+static inline isa_unit isa_insn_unit(const isa_insn *in) { return isa_class_unit(isa_info(in->op)->cls, in); }
 
 /* Encode into 64 bytes; fails (returns -1, message in err) when an operand
  * does not fit its field or is below its minimum. */

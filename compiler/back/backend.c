@@ -797,7 +797,7 @@ typedef struct cg_walk {
  * kernel so far). */
 static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
 {
-    const isa_unit u = cls == ISA_C_DMAI ? ISA_U_DMAI : cls == ISA_C_DMAO ? ISA_U_DMAO : ISA_U_RING; /* isa_insn_unit's */
+    const isa_unit u = isa_class_unit(cls, in);
     const int64_t sticks = insn_sticks(in); /* (exact in a double: far below 2^53) */
     busy[u] += dma_time(c->cfg, sticks, cls);
     ki->dma_busy = cc_max(ki->dma_busy, busy[u]);
