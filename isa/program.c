@@ -211,11 +211,17 @@ void isa_program_arena(isa_program *p, size_t bytes)
  * least ARENA_UNIT (18 KB). */
 #define BUF_MIN (ARENA_UNIT / 4)
 
+/* The arena class of a slot of at least `bytes` (arena_class counts instructions). */
+static int buf_class(size_t bytes)
+{
+    return arena_class((bytes + sizeof(isa_insn) - 1) / sizeof(isa_insn));
+}
+
 /* b's memory (heap or slot) given back. */
 static void buf_release(isa_buf *b)
 {
     if (b->slot)
-        arena_give(b->arena, arena_off(b->arena, b->p), arena_class((b->cap + sizeof(isa_insn) - 1) / sizeof(isa_insn)));
+        arena_give(b->arena, arena_off(b->arena, b->p), buf_class(b->cap));
     else
         free(b->p);
 }
@@ -226,7 +232,7 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
         return b->p;
     if (bytes < 2 * b->cap) /* geometric growth (in the arena, each class is twice the last) */
         bytes = 2 * b->cap;
-    const int k = arena_class((bytes + sizeof(isa_insn) - 1) / sizeof(isa_insn));
+    const int k = buf_class(bytes);
     const int64_t off = b->arena && bytes >= BUF_MIN ? arena_take(b->arena, k) : -1;
     if (off < 0 && !b->slot) { /* on the heap it stays */
         if (!keep) { /* (nothing to copy) */

@@ -19,11 +19,9 @@ void bd_begin(bd_state *b, const be_ctx *c, isa_arena *arena)
     b->ncores = (int)c->cfg->cores;
     b->ntok = cc_tokens(c->cfg); /* ring.send's ISA_TOK_NONE lies past them: no token */
     b->tokbal = ir_xalloc((size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
-    memset(b->tokbal, 0, (size_t)c->cfg->cores * (size_t)b->ntok * sizeof *b->tokbal);
     b->urow = (int)cc_round_up(c->cfg->cores, 64);
     b->unmarked = ir_xlines((size_t)c->cfg->cores * (size_t)b->urow);
-    b->live = ir_xalloc(2 * (size_t)c->cfg->cores * sizeof *b->live);
-    memset(b->live, 0, 2 * (size_t)c->cfg->cores * sizeof *b->live);
+    b->live = ir_xalloc(2 * (size_t)c->cfg->cores * sizeof *b->live); /* (ir_xalloc's are zeroed) */
 }
 
 void bd_free(bd_state *b)
@@ -80,7 +78,6 @@ void bd_lane_begin(bd_state *lane, const bd_state *b)
     lane->ncores = b->ncores;
     lane->ntok = b->ntok;
     lane->tokbal = ir_xalloc((size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
-    memset(lane->tokbal, 0, (size_t)b->ncores * (size_t)b->ntok * sizeof *lane->tokbal);
 }
 
 /* A lane's ring flag and balances into b, and zeroed. */
