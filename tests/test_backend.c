@@ -540,6 +540,26 @@ static const char *reroll_graph = "graph rr\n"
                                   "%s: f32[512, 384] = aten._softmax.default(%c, -1, False)\n"
                                   "output %s\n";
 
+/* g compiled with options o: the program, and the report in *report
+ * (report NULL: none). */
+static isa_program *compile_reported(const gr_graph *g, const cc_compile_opts *o, char **report)
+{
+    char err[1024];
+    cc_result *r = cc_compile(g, o, err, sizeof err);
+    if (!r)
+        fprintf(stderr, "compile: %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    if (report) {
+        size_t len = 0;
+        FILE *f = open_memstream(report, &len);
+        cc_compile_report(r, f);
+        fclose(f);
+    }
+    isa_program *p = cc_result_take_program(r);
+    cc_result_free(r);
+    return p;
+}
+
 /* Compile text for cfgname (no_reroll as given): the program, and the
  * report in *report (malloc'd) when report is not NULL. */
 static isa_program *compile_reroll(const char *text, const char *cfgname, int no_reroll, char **report)
@@ -552,18 +572,7 @@ static isa_program *compile_reroll(const char *text, const char *cfgname, int no
     cc_compile_opts o = {0};
     o.target = &cfg;
     o.no_reroll = no_reroll;
-    cc_result *r = cc_compile(g, &o, err, sizeof err);
-    if (!r)
-        fprintf(stderr, "reroll graph: %s\n", err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    if (report) {
-        size_t len = 0;
-        FILE *f = open_memstream(report, &len);
-        cc_compile_report(r, f);
-        fclose(f);
-    }
-    isa_program *p = cc_result_take_program(r);
-    cc_result_free(r);
+    isa_program *p = compile_reported(g, &o, report);
     gr_graph_free(g);
     return p;
 }
@@ -692,21 +701,6 @@ static const char *const xchg_graph = "graph xg\n"
                                       "%m: f32[4096, 256] = aten.mm.default(%x, %w)\n"
                                       "%s: f32[4096, 256] = aten._softmax.default(%m, 1, False)\n"
                                       "output %s\n";
-
-/* g compiled with options o: the program, and the report in *report. */
-static isa_program *compile_reported(const gr_graph *g, const cc_compile_opts *o, char **report)
-{
-    char err[1024];
-    cc_result *r = cc_compile(g, o, err, sizeof err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    size_t len = 0;
-    FILE *f = open_memstream(report, &len);
-    cc_compile_report(r, f);
-    fclose(f);
-    isa_program *p = cc_result_take_program(r);
-    cc_result_free(r);
-    return p;
-}
 
 /* Compile g for cfgname with the work_div spec wd (or none: NULL),
  * dump_after as given (its dump thrown away): the program, and the
