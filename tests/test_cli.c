@@ -361,8 +361,10 @@ static void test_compile_reports_kernels_and_dumps_passes(void)
     expect_spyre("compile --decompositions", 0, "\nhardswish                    -> x * hardsigmoid(x)\n");
 }
 
-/* --threads 1 and 2 write the same program (codegen on one host thread
- * or two); a count below 1 is a usage error. */
+/* --threads 1 and 2 are taken and write the same program; a count below
+ * 1 is a usage error.  (This trace's kernels are below the size that
+ * splits: test_backend's "codegen on two threads" test splits every
+ * kernel, through cc_compile_opts.par_min.) */
 static void test_compile_on_one_or_two_threads_writes_the_same_program(void)
 {
     char one[512], two[512];
