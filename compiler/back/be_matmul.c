@@ -737,8 +737,10 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
  * chunk: most tilings of a one-row product (the decode step's 8,000
  * estimates, of which 6,800 lost so), where the floor alone never gets
  * past the slack.  Without the ends priced (mm_floor_in's).  low: tl's
- * floor when the caller has made it, else 0. */
-static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best, double low)
+ * floor when the caller has made it, else 0 (then *rest, when asked and
+ * tl loses, gets mm_floor_in's rest). */
+static inline int mm_loses_in(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best,
+                              double low, double *rest)
 {
     if (m->ends)
         return 0;
@@ -749,8 +751,27 @@ static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl,
     if (bytes < best->bytes || (bytes == best->bytes && tl->KC >= best->KC))
         return 0;
     if (low <= 0)
-        low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, NULL);
+        low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, rest);
     return best->cycles <= low * (1 + MM_SLACK);
+}
+
+static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best, double low)
+{
+    return mm_loses_in(m, G, tl, best, low, NULL);
+}
+
+/* mm_loses of a one-row product's tiling of nbs sticks and K chunks of
+ * kc: 0 when it may win, 1 when it loses, 2 when so does every later
+ * split of these chunks (more column blocks) and every smaller chunk's,
+ * as best is within the slack of its floor's rest: their bytes are at
+ * least its (the chip's bytes grow with the column blocks, none with the
+ * chunk) and their rests at least its (mm_floor_in). */
+static int mm_row_loses(const mm_plan *m, const mm_grid_est *G, int64_t nbs, int64_t kc, const mm_tiling *best)
+{
+    double rest = 0;
+    if (!mm_loses_in(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, best, 0, &rest))
+        return 0;
+    return best->cycles <= rest * (1 + MM_SLACK) ? 2 : 1;
 }
 
 /* A split of K must look this many cycles better than the best grid
@@ -857,10 +878,16 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                 lead = 0;
                 continue;
             }
+            const int first = lead;
             lead = 0;
             /* one row's only tiling is of one-row blocks, whatever fits LX
              * (and no half of it is a group of passes): asked before LX */
-            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out, 0))
+            const int row = found && hi == 1 ? mm_row_loses(m, G, nbs, kc, out) : 0;
+            if (row > 1 && first)
+                return 0;
+            if (row > 1)
+                break;
+            if (row)
                 continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
