@@ -1196,12 +1196,16 @@ typedef struct {
     int64_t r0, rt, R, need;
 } rk_needkey;
 
-/* A memo of rk_needkeys, open addressing by rk_need_hash, `cap` a power
- * of two (0: none yet). */
+/* A memo of rk_needkeys: the keys in the order added (e, n of them), and
+ * their slots, open addressing by rk_need_hash (1 + the key's index, 0
+ * empty; cap a power of two, 0: none yet).  Growing sets and fills 4
+ * bytes a slot, not a 112-byte key's (the Llama-8B decode step's 1,339
+ * keys: 630,000 bytes set to empty). */
 typedef struct {
-    rk_needkey *e; /* buf's memory */
+    rk_needkey *e;  /* buf's memory */
+    uint32_t *slot; /* slots' memory */
     size_t n, cap;
-    isa_buf buf;
+    isa_buf buf, slots;
 } rk_needmemo;
 
 /* The row spans of the staged loads that read one buffer, merged row by
@@ -1267,6 +1271,7 @@ static struct be_spancache *rk_cache(be_ctx *c)
         c->spans = ir_xalloc(sizeof *c->spans);
         c->spans->arena = isa_arena_new((size_t)1 << 30); /* address space */
         c->spans->need.buf.arena = c->spans->sticks.buf.arena = c->spans->arena;
+        c->spans->need.slots.arena = c->spans->sticks.slots.arena = c->spans->arena;
         if (c->p->spans)
             *c->p->spans = c->spans;
     }
@@ -1313,6 +1318,8 @@ void be_spancache_free(struct be_spancache *sc)
         free(sc->v);
         isa_buf_free(&sc->need.buf);
         isa_buf_free(&sc->sticks.buf);
+        isa_buf_free(&sc->need.slots);
+        isa_buf_free(&sc->sticks.slots);
         free(sc->combo);
         be_blockmemo_free(sc->blocks);
         isa_arena_free(sc->arena);
@@ -1565,41 +1572,36 @@ static int rk_need_same(const rk_needkey *a, const rk_needkey *b)
            !memcmp(a->spans, b->spans, (size_t)a->n * sizeof *a->spans) && !memcmp(a->lead, b->lead, (size_t)a->n);
 }
 
-/* The memo's slot for q: where it is, or the empty one where it goes. */
-static rk_needkey *rk_need_slot(rk_needmemo *t, const rk_needkey *q)
+/* The memo's slot for q: where its key is, or the empty one where it goes. */
+static uint32_t *rk_need_slot(const rk_needmemo *t, const rk_needkey *q)
 {
     for (size_t h = rk_need_hash(q);; h++) {
-        rk_needkey *e = &t->e[h & (t->cap - 1)];
-        if (!e->n || rk_need_same(e, q))
-            return e;
+        uint32_t *s = &t->slot[h & (t->cap - 1)];
+        if (!*s || rk_need_same(&t->e[*s - 1], q))
+            return s;
     }
 }
 
 /* q's answer in memo t, or NULL. */
-static const rk_needkey *rk_need_find(rk_needmemo *t, const rk_needkey *q)
+static const rk_needkey *rk_need_find(const rk_needmemo *t, const rk_needkey *q)
 {
-    const rk_needkey *e = t->cap ? rk_need_slot(t, q) : NULL;
-    return e && e->n ? e : NULL;
+    const uint32_t *s = t->cap ? rk_need_slot(t, q) : NULL;
+    return s && *s ? &t->e[*s - 1] : NULL;
 }
 
-/* q (answered) into memo t, grown to stay at most half full. */
+/* q (answered) into memo t, its slots grown to stay at most half full. */
 static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
 {
     if (2 * (t->n + 1) > t->cap) {
-        isa_buf was = t->buf;
-        const rk_needkey *old = t->e;
-        const size_t n = t->cap;
-        t->cap = n ? 2 * n : 256;
-        t->buf = (isa_buf){.arena = was.arena};
-        t->e = isa_buf_reserve(&t->buf, t->cap * sizeof *t->e, 0);
-        memset(t->e, 0, t->cap * sizeof *t->e); /* every slot empty */
-        for (size_t i = 0; i < n; i++)
-            if (old[i].n)
-                *rk_need_slot(t, &old[i]) = old[i];
-        isa_buf_free(&was);
+        t->cap = t->cap ? 2 * t->cap : 256;
+        t->slot = memset(isa_buf_reserve(&t->slots, t->cap * sizeof *t->slot, 0), 0, t->cap * sizeof *t->slot);
+        for (size_t i = 0; i < t->n; i++)
+            *rk_need_slot(t, &t->e[i]) = (uint32_t)(i + 1);
     }
-    *rk_need_slot(t, q) = *q;
-    t->n++;
+    /* (first room for 1,024 keys, untouched till used: growing copies) */
+    t->e = isa_buf_reserve(&t->buf, (t->n < 1024 ? 1024 : t->n + 1) * sizeof *t->e, t->n * sizeof *t->e);
+    *rk_need_slot(t, q) = (uint32_t)(t->n + 1);
+    t->e[t->n++] = *q;
 }
 
 /* rk_stage_span's count of sticks alone (m, nm: rk_stage_group's of
