@@ -568,6 +568,7 @@ static int rk_stage_group(const rk_plan *k, int i, be_rowspans **m, int *at);
 static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, int nm, int64_t r0, int64_t n);
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
+static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first);
 
 /* DRAM cycles of the staged loads every core reads alike: when the cores
  * together read more than the staged buffers hold (a transpose's chunks
@@ -659,40 +660,6 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
         runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, ISA_COUNT_MAX) : 0;
     free(lo);
     return (double)cc_max(1, runs) * c->t.dma_insn_cycles + *sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
-}
-
-/* The staged sticks of load i (a leader) in the first chunk of R rows
- * of every core's part, summed; *worst the most of one core, *first
- * core 0's (all 0 when the parts are alike).  A part that starts inside
- * a run of the buffer's rows stages the hull of its rows' spans:
- * serve_tiny's prefill RoPE on 13 cores, parts of 20 rows of 4 heads of
- * 64 positions, the three parts that straddle two heads stage all 64
- * sticks of q where core 0 stages 20, 148 KB of DRAM traffic where 16
- * cores (parts at heads' quarters) move 132 KB: 2,440 cycles simulated
- * against 1,804.  Priced as core 0's, 13 cores were estimated below 16
- * and taken. */
-static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first)
-{
-    /* parts of whole runs of the innermost row variable, or runs of whole
-     * parts, are alike: not walked (the walks cost the Llama-8B prefill
-     * layer's compile 4%) */
-    const int64_t inner = k->rsp.nv ? k->rsp.ext[k->rsp.nv - 1] : k->rows, rt = k->rows / cores;
-    *worst = *first = 0;
-    if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
-        return 0;
-    double sum = 0;
-    be_rowspans *m[RK_NEED_LOADS]; /* the loads staged with load i: the same for every part */
-    int at[RK_NEED_LOADS];
-    const int nm = rk_stage_group(k, i, m, at);
-    for (int64_t p = 0; p < cores; p++) {
-        int64_t r0, n;
-        cc_split(k->rows, cores, p, &r0, &n);
-        const double s = n > 0 ? (double)rk_stage_sticks(k, i, m, nm, r0, cc_min(R, n)) : 0;
-        sum += s;
-        *worst = s > *worst ? s : *worst;
-        *first = p ? *first : s;
-    }
-    return sum;
 }
 
 /* What a chunk's load i costs a core (*in: its DMAs) and moves (*bytes
@@ -1194,6 +1161,7 @@ typedef struct {
     signed char lead[RK_NEED_LOADS];
     int n;
     int64_t r0, rt, R, need;
+    int64_t worst, first; /* rk_stage_parts's memo: rt parts, chunks of R (r0 0), need their sum */
 } rk_needkey;
 
 /* A memo of rk_needkeys: the keys in the order added (e, n of them), and
@@ -1234,7 +1202,7 @@ struct be_spancache {
     int nrep, repcap;
     rk_spankey **v;
     int n, cap;
-    rk_needmemo need, sticks; /* rk_stage_need's, rk_stage_sticks's */
+    rk_needmemo need, sticks, parts; /* rk_stage_need's, rk_stage_sticks's, rk_stage_parts's */
     rk_combo **combo;
     int ncombo, combocap;
     struct be_blockmemo *blocks; /* be_mmmemo.c's */
@@ -1272,6 +1240,7 @@ static struct be_spancache *rk_cache(be_ctx *c)
         c->spans->arena = isa_arena_new((size_t)1 << 30); /* address space */
         c->spans->need.buf.arena = c->spans->sticks.buf.arena = c->spans->arena;
         c->spans->need.slots.arena = c->spans->sticks.slots.arena = c->spans->arena;
+        c->spans->parts.buf.arena = c->spans->parts.slots.arena = c->spans->arena;
         if (c->p->spans)
             *c->p->spans = c->spans;
     }
@@ -1320,6 +1289,8 @@ void be_spancache_free(struct be_spancache *sc)
         isa_buf_free(&sc->sticks.buf);
         isa_buf_free(&sc->need.slots);
         isa_buf_free(&sc->sticks.slots);
+        isa_buf_free(&sc->parts.buf);
+        isa_buf_free(&sc->parts.slots);
         free(sc->combo);
         be_blockmemo_free(sc->blocks);
         isa_arena_free(sc->arena);
@@ -1628,6 +1599,56 @@ static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, i
     if (nm <= RK_NEED_LOADS)
         rk_need_add(&k->c->spans->sticks, &q);
     return q.need;
+}
+
+/* The staged sticks of load i (a leader) in the first chunk of R rows
+ * of every core's part, summed; *worst the most of one core, *first
+ * core 0's (all 0 when the parts are alike).  A part that starts inside
+ * a run of the buffer's rows stages the hull of its rows' spans:
+ * serve_tiny's prefill RoPE on 13 cores, parts of 20 rows of 4 heads of
+ * 64 positions, the three parts that straddle two heads stage all 64
+ * sticks of q where core 0 stages 20, 148 KB of DRAM traffic where 16
+ * cores (parts at heads' quarters) move 132 KB: 2,440 cycles simulated
+ * against 1,804.  Priced as core 0's, 13 cores were estimated below 16
+ * and taken. */
+static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first)
+{
+    /* parts of whole runs of the innermost row variable, or runs of whole
+     * parts, are alike: not walked (the walks cost the Llama-8B prefill
+     * layer's compile 4%) */
+    const int64_t inner = k->rsp.nv ? k->rsp.ext[k->rsp.nv - 1] : k->rows, rt = k->rows / cores;
+    *worst = *first = 0;
+    if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
+        return 0;
+    be_rowspans *m[RK_NEED_LOADS]; /* the loads staged with load i: the same for every part */
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
+    /* remembered for the compile by the loads' spans (which know the rows
+     * and the row space), the cores and R: each plan prices every core
+     * count, each asking every part (the Llama-8B decode step's KV cache
+     * appends: 4,418 parts asked of the sticks memo) */
+    rk_needkey q = {.n = nm, .rt = cores, .R = R};
+    const rk_needkey *e = NULL;
+    if (nm <= RK_NEED_LOADS) {
+        memcpy(q.spans, m, (size_t)nm * sizeof *m);
+        e = rk_need_find(&k->c->spans->parts, &q);
+    }
+    if (!e) {
+        for (int64_t p = 0; p < cores; p++) { /* (sticks are whole: their sum as doubles is exact) */
+            int64_t r0, n;
+            cc_split(k->rows, cores, p, &r0, &n);
+            const int64_t s = n > 0 ? rk_stage_sticks(k, i, m, nm, r0, cc_min(R, n)) : 0;
+            q.need += s;
+            q.worst = cc_max(q.worst, s);
+            q.first = p ? q.first : s;
+        }
+        if (nm <= RK_NEED_LOADS)
+            rk_need_add(&k->c->spans->parts, &q);
+        e = &q;
+    }
+    *worst = (double)e->worst;
+    *first = (double)e->first;
+    return (double)e->need;
 }
 
 /* rk_stage_walk, remembered for the compile: every pass plans a kernel
