@@ -357,6 +357,16 @@ typedef struct {
  * stick_bytes is fixed at 128 (chip.h), so far more than any lane count. */
 #define BE_LANES_MAX 2048
 int be_walk_segs(be_walk *w, int64_t n, be_wseg *s);
+/* The one coordinate a move of `move` elements changes (by *by), -1
+ * when it changes none, -2 several (be_wseg_moved). */
+int be_walk_axis(const be_walk *w, int64_t move, int64_t *by);
+/* The walk's elements from flat + `move` on as a segment, from those from
+ * flat on when be_walk_segs made them one segment u (inside the buffer):
+ * with the walk's step as then, cd and sc the coordinates d and stick dim
+ * of flat, and move changing coordinate d alone by `by` (be_walk_axis)
+ * without leaving its range, each element is its own moved so and the
+ * run between carries is the same.  0 when not so (walk them). */
+int be_wseg_moved(const be_walk *w, const be_wseg *u, int d, int64_t cd, int64_t sc, int64_t by, be_wseg *out);
 /* be_span_add of the current element's stick (L: the buffer's layout). */
 void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,

@@ -297,6 +297,39 @@ int be_walk_segs(be_walk *w, int64_t n, be_wseg *s)
     return ns;
 }
 
+int be_walk_axis(const be_walk *w, int64_t move, int64_t *by)
+{
+    int64_t co[GR_MAX_RANK] = {0};
+    be_coords_of(&w->c->p->bufs[w->buf].type, move, co);
+    int d1 = -1;
+    for (int d = 0; d < w->rank; d++)
+        if (co[d])
+            d1 = d1 == -1 ? d : -2;
+    *by = d1 >= 0 ? co[d1] : 0;
+    return d1;
+}
+
+int be_wseg_moved(const be_walk *w, const be_wseg *u, int d, int64_t cd, int64_t sc, int64_t by, be_wseg *out)
+{
+    if (d == -1) { /* no move: the same elements */
+        *out = *u;
+        return 1;
+    }
+    /* the stick groups and rows of the run's elements move alike only if
+     * the walk's own coordinate is another (its carries stay where they
+     * were) and the outermost stays (the elements stay inside) */
+    if (d < 1 || d == w->d1 || u->g < 0 || cd + by < 0 || cd + by >= w->shape[d])
+        return 0;
+    *out = *u;
+    if (d == w->sd) {
+        out->g = (sc + by) / w->lanes;
+        out->byte = (sc + by) % w->lanes * w->esz;
+    } else {
+        out->r = u->r + by * w->rs[d];
+    }
+    return 1;
+}
+
 void be_walk_carry(be_walk *w)
 {
     walk_add(w, w->st);
