@@ -358,15 +358,46 @@ typedef struct {
 #define BE_LANES_MAX 2048
 int be_walk_segs(be_walk *w, int64_t n, be_wseg *s);
 /* The one coordinate a move of `move` elements changes (by *by), -1
- * when it changes none, -2 several (be_wseg_moved). */
+ * when it changes none, -2 several (be_wseg_move). */
 int be_walk_axis(const be_walk *w, int64_t move, int64_t *by);
-/* The walk's elements from flat + `move` on as a segment, from those from
- * flat on when be_walk_segs made them one segment u (inside the buffer):
- * with the walk's step as then, cd and sc the coordinates d and stick dim
- * of flat, and move changing coordinate d alone by `by` (be_walk_axis)
- * without leaving its range, each element is its own moved so and the
- * run between carries is the same.  0 when not so (walk them). */
-int be_wseg_moved(const be_walk *w, const be_wseg *u, int d, int64_t cd, int64_t sc, int64_t by, be_wseg *out);
+/* Elements from the current one on (at most n) before the walk's one
+ * moving coordinate carries: n elements are one run when it is n (0
+ * outside the buffer or with several coordinates moving). */
+int64_t be_walk_free(const be_walk *w, int64_t n);
+/* The walk's elements from flat + `move` on as segments, from the ns
+ * segments u be_walk_segs made of those from flat on when they were one
+ * run (be_walk_free) inside the buffer, with the walk's step as then, and
+ * move changing coordinate d alone (be_walk_axis; -1: none) by `by`:
+ * when be_wseg_movable(w, u, ns, d) and the coordinate stays in its range
+ * (co: the coordinates of flat, the walk's then), each element is its own
+ * moved so and the runs are the same (be_wseg_move; 0: walk them).  The
+ * walk's own coordinate is another (the run, carrying nowhere, leaves it
+ * as it is), and a run along another coordinate than the stick dim is
+ * one segment. */
+static inline int be_wseg_movable(const be_walk *w, const be_wseg *u, int ns, int d)
+{
+    int in = 1;
+    for (int q = 0; q < ns; q++)
+        in &= u[q].g >= 0;
+    return d == -1 || (d >= 0 && d != w->d1 && in && (d != w->sd || ns == 1));
+}
+static inline int be_wseg_move(const be_walk *w, const be_wseg *u, int ns, const int64_t *co, int d, int64_t by,
+                               be_wseg *out)
+{
+    const int64_t v = d >= 0 ? co[d] + by : 0;
+    if (v < 0 || (d >= 0 && v >= w->shape[d]))
+        return 0;
+    for (int q = 0; q < ns; q++) {
+        out[q] = u[q];
+        if (d == w->sd) {
+            out[q].g = v / w->lanes;
+            out[q].byte = v % w->lanes * w->esz;
+        } else if (d >= 0) {
+            out[q].r += by * w->rs[d];
+        }
+    }
+    return 1;
+}
 /* be_span_add of the current element's stick (L: the buffer's layout). */
 void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,

@@ -2178,9 +2178,9 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     int64_t flat = 0, by;
     const int d = be_walk_axis(&w, down, &by);
     for (int64_t g = 0; g * lanes < nl; g++) {
-        be_wseg u0;      /* the last row walked, when one segment: its segment, */
-        int64_t i0 = -1; /* its row, and its first element's coordinate d and stick coordinate */
-        int64_t cd = 0, sc = 0;
+        be_wseg u0;      /* the last row walked, when one segment (one run) and movable: its segment, */
+        int64_t i0 = -1; /* its row, and its first element's coordinates */
+        int64_t co[GR_MAX_RANK];
         for (int64_t i = 0; i < nrows; i++, flat += down) {
             int64_t n = cc_min(lanes, nl - g * lanes);
             if (!i) {
@@ -2189,7 +2189,7 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
                 flat = be_index_at(idx, m->mm->nvars, val);
             }
             be_wseg u;
-            if (i0 >= 0 && be_wseg_moved(&w, &u0, d, cd, sc, (i - i0) * by, &u)) {
+            if (i0 >= 0 && be_wseg_move(&w, &u0, 1, co, d, (i - i0) * by, &u)) {
                 /* the row walked last's run moved by whole rows (K's tokens
                  * in QK^T, a lane on each: a walk each was 2.3 M of the
                  * Llama-8B decode step's 3.7 M gathering) */
@@ -2199,10 +2199,9 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
             }
             const int64_t step = idx->coef[lanevar];
             be_walk_at(&w, flat, step);
-            cd = d >= 0 ? w.co[d] : 0;
-            sc = w.co[w.sd];
+            memcpy(co, w.co, sizeof co);
             const int ns = be_walk_segs(&w, n, ws); /* per run between carries, not per element */
-            i0 = ns == 1 ? i : -1;
+            i0 = ns == 1 && be_wseg_movable(&w, ws, 1, d) ? i : -1; /* (one segment: one run between carries) */
             u0 = ws[0];
             for (int q = 0, l = 0; q < ns; l += ws[q++].n) {
                 be_wseg u = ws[q];

@@ -1997,6 +1997,17 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     be_rst_flush(&r);
 }
 
+/* A gather row's segments u as be_rst_segs takes them (seg), from the
+ * sticks staged at st: group g's layout rows lo[g].. at st + go[g]. */
+static void rk_gather_segs(const be_wseg *u, int ns, int64_t st, const int64_t *lo, const int64_t *go, int64_t sb,
+                           be_rst_seg *seg)
+{
+    for (int q = 0; q < ns; q++) /* past the buffer: any staged value (the where discards it) */
+        seg[q] = u[q].g < 0 ? (be_rst_seg){st, 0, 1}
+                            : (be_rst_seg){st + go[u[q].g] + (u[q].r - lo[u[q].g]) * sb + u[q].byte,
+                                           u[q].dr * sb + u[q].db, u[q].n};
+}
+
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
  * column, into the slot at lx (sfp0), from the sticks of its buffer this
  * chunk reads, staged at st: group g's layout rows lo[g].. at st + go[g]. */
@@ -2008,7 +2019,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
-    be_wseg ws[BE_LANES_MAX];
+    be_wseg ws[BE_LANES_MAX], mv[BE_LANES_MAX];
     be_rst_seg seg[BE_LANES_MAX];
     be_rst r;
     be_walk w;
@@ -2016,7 +2027,12 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst_begin(&r, rc->e, 0, &c->rst);
     int64_t last = 0;
     int ns = 0;
-    for (int64_t g = 0; g * lanes < k->cols; g++)
+    for (int64_t g = 0; g * lanes < k->cols; g++) {
+        /* the row walked last, when one run: its coordinates; the rows
+         * since, each a move along coordinate ax (-1 none yet, -2 not so)
+         * by `by` in all; the last row's move, its coordinate and amount */
+        int64_t co[GR_MAX_RANK], by = 0, move = 0, mby = 0;
+        int ax = -2, max = -1;
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             int64_t flat;
@@ -2030,18 +2046,31 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
                 continue;
             }
-            last = flat;
-            be_walk_at(&w, flat, x->idx.coef[k->colvar]);
-            ns = be_walk_segs(&w, cnt, ws);
-            for (int q = 0; q < ns; q++) {
-                const be_wseg *u = &ws[q];
-                /* past the buffer: any staged value (the where discards it) */
-                seg[q] = u->g < 0 ? (be_rst_seg){st, 0, 1}
-                                  : (be_rst_seg){st + go[u->g] + (u->r - lo[u->g]) * sb + u->byte,
-                                                 u->dr * sb + u->db, u->n};
+            if (i && flat - last != move) { /* (rows move alike but where a row variable carries) */
+                move = flat - last;
+                max = be_walk_axis(&w, move, &mby);
             }
+            last = flat;
+            if (ax != -2 && i) { /* (a move along one coordinate: its amounts add up) */
+                ax = ax == -1 || ax == max ? max : -2;
+                by += mby;
+            }
+            if (ax != -2 && be_wseg_movable(&w, ws, ns, ax) && be_wseg_move(&w, ws, ns, co, ax, by, mv)) {
+                /* the runs of the row walked last, moved (the Llama-8B
+                 * prefill layer's rotary embedding: a token on a row) */
+                rk_gather_segs(mv, ns, st, lo, go, sb, seg);
+                be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                continue;
+            }
+            be_walk_at(&w, flat, x->idx.coef[k->colvar]);
+            ax = be_walk_free(&w, cnt) >= cnt ? -1 : -2;
+            by = 0;
+            memcpy(co, w.co, sizeof co);
+            ns = be_walk_segs(&w, cnt, ws);
+            rk_gather_segs(ws, ns, st, lo, go, sb, seg);
             be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
         }
+    }
     be_rst_flush(&r);
 }
 

@@ -309,25 +309,9 @@ int be_walk_axis(const be_walk *w, int64_t move, int64_t *by)
     return d1;
 }
 
-int be_wseg_moved(const be_walk *w, const be_wseg *u, int d, int64_t cd, int64_t sc, int64_t by, be_wseg *out)
+int64_t be_walk_free(const be_walk *w, int64_t n)
 {
-    if (d == -1) { /* no move: the same elements */
-        *out = *u;
-        return 1;
-    }
-    /* the stick groups and rows of the run's elements move alike only if
-     * the walk's own coordinate is another (its carries stay where they
-     * were) and the outermost stays (the elements stay inside) */
-    if (d < 1 || d == w->d1 || u->g < 0 || cd + by < 0 || cd + by >= w->shape[d])
-        return 0;
-    *out = *u;
-    if (d == w->sd) {
-        out->g = (sc + by) / w->lanes;
-        out->byte = (sc + by) % w->lanes * w->esz;
-    } else {
-        out->r = u->r + by * w->rs[d];
-    }
-    return 1;
+    return walk_carry_free(w, n);
 }
 
 void be_walk_carry(be_walk *w)
