@@ -329,9 +329,10 @@ static inline void be_walk_next(be_walk *w)
 /* be_span_add the sticks of n elements from flat on by step, the ones
  * inside [0, nel) only unless nel < 0 (nel: the buffer's elements): in
  * closed form over each run of elements inside the buffer where the walk
- * moves one coordinate without carrying, else element by element. */
-void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
-                 int64_t *hi);
+ * moves one coordinate without carrying, else element by element.  1 when
+ * the n elements were one such run (the walk then stays at flat). */
+int be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                int64_t *hi);
 /* The current element's stick group g, layout row r and byte in its
  * stick (its be_elem_off is ((g * rows + r) * stick + byte)): 1, or 0 when
  * it lies outside the buffer (be_walk_off still gives its offset). */
@@ -556,6 +557,13 @@ typedef struct {
     int64_t bn, bcap;
     int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
     int64_t walked;     /* rows walked so far */
+    /* the row walked last when one run inside the buffer (be_walk_run; base
+     * -1: none): its first element's flat index and coordinates, the walk's
+     * moving coordinate; the rows since, each a move along coordinate ax
+     * (-1 none yet, -2 not one) by `by` in all; the last move between rows,
+     * its coordinate and amount (be_walk_axis) */
+    int64_t base, bflat, bco[GR_MAX_RANK], by, move, mby;
+    int bd1, ax, max;
     isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
 } be_rowspans;
 

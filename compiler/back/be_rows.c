@@ -1075,6 +1075,44 @@ static void rk_spans_close(be_rowspans *s, const be_layout *B, int64_t row, int6
     s->walked++;
 }
 
+/* Row `row` of s (its first element at flat) as the row walked last (its
+ * spans one run inside the buffer, s->base) moved, when its start is that
+ * row's moved along one coordinate (the moves from row to row add up
+ * along it) that is not the run's own and stays in its range: then every
+ * element is its own moved so, and the run's sticks move by layout rows,
+ * or, along the stick dim, the group of its one entry (be_wseg_move's
+ * argument); 0 when not so (walk it).  The Llama-8B prefill layer's
+ * rotary embedding reads a token a row: 98,304 rows walked. */
+static int rk_span_moved(be_rowspans *s, const be_layout *B, be_walk *w, int64_t row, int64_t flat)
+{
+    if (s->base < 0)
+        return 0;
+    if (s->last == row - 1) { /* the move from the row before, added up */
+        if (flat - s->flat != s->move) {
+            s->move = flat - s->flat;
+            s->max = be_walk_axis(w, s->move, &s->mby);
+        }
+        s->ax = s->ax == -1 || s->ax == s->max ? s->max : -2;
+        s->by += s->mby;
+    } else {
+        s->ax = be_walk_axis(w, flat - s->bflat, &s->by);
+    }
+    const int d = s->ax, n = s->len[s->base];
+    const be_gspan *e = s->e + s->at[s->base];
+    if (d < 0 || d == s->bd1 || s->bco[d] + s->by < 0 || s->bco[d] + s->by >= w->shape[d] || (d == w->sd && n != 1))
+        return 0;
+    int64_t gmin = B->groups, gmax = -1;
+    for (int q = 0; q < n; q++) {
+        const int64_t g = d == w->sd ? (s->bco[d] + s->by) / w->lanes : e[q].g, dr = d == w->sd ? 0 : s->by * w->rs[d];
+        s->lo[g] = e[q].lo + dr;
+        s->hi[g] = e[q].hi + dr;
+        gmin = cc_min(gmin, g);
+        gmax = cc_max(gmax, g);
+    }
+    rk_spans_close(s, B, row, gmin, gmax);
+    return 1;
+}
+
 /* Row `row` of the row space walked for staged load L (its spans kept in
  * L->spans): every column's element inside the buffer, in closed form per
  * run without a carry (be_walk_run).  The walk hangs on the row only
@@ -1102,9 +1140,15 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
         s->at[row] = s->at[row - 1];
         s->len[row] = s->len[row - 1];
         s->walked++;
-    } else {
-        be_walk_run(w, B, flat, x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
+    } else if (!rk_span_moved(s, B, w, row, flat)) {
+        const int run = be_walk_run(w, B, flat, x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
         rk_spans_close(s, B, row, w->gmin, w->gmax);
+        s->base = run ? row : -1;
+        s->bflat = flat;
+        memcpy(s->bco, w->co, sizeof s->bco); /* (one run: the walk stays at flat) */
+        s->bd1 = w->d1;
+        s->ax = -1;
+        s->by = 0;
     }
     s->last = row;
     s->flat = flat;
@@ -1128,6 +1172,7 @@ static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B, i
     be_span_init(B, s->lo, s->hi);
     memset(s->bat, -1, blocks * sizeof *s->bat);
     s->last = -1;
+    s->base = -1;
     s->walked = 0;
 }
 
