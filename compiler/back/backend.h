@@ -329,9 +329,10 @@ static inline void be_walk_next(be_walk *w)
 /* be_span_add the sticks of n elements from flat on by step, the ones
  * inside [0, nel) only unless nel < 0 (nel: the buffer's elements): in
  * closed form over each run of elements inside the buffer where the walk
- * moves one coordinate without carrying, else element by element. */
-void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
-                 int64_t *hi);
+ * moves one coordinate without carrying, else element by element.  1 when
+ * the n elements were one such run (the walk then stays at flat). */
+int be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                int64_t *hi);
 /* The current element's stick group g, layout row r and byte in its
  * stick (its be_elem_off is ((g * rows + r) * stick + byte)): 1, or 0 when
  * it lies outside the buffer (be_walk_off still gives its offset). */
@@ -357,6 +358,47 @@ typedef struct {
  * stick_bytes is fixed at 128 (chip.h), so far more than any lane count. */
 #define BE_LANES_MAX 2048
 int be_walk_segs(be_walk *w, int64_t n, be_wseg *s);
+/* The one coordinate a move of `move` elements changes (by *by), -1
+ * when it changes none, -2 several (be_wseg_move). */
+int be_walk_axis(const be_walk *w, int64_t move, int64_t *by);
+/* Elements from the current one on (at most n) before the walk's one
+ * moving coordinate carries: n elements are one run when it is n (0
+ * outside the buffer or with several coordinates moving). */
+int64_t be_walk_free(const be_walk *w, int64_t n);
+/* The walk's elements from flat + `move` on as segments, from the ns
+ * segments u be_walk_segs made of those from flat on when they were one
+ * run (be_walk_free) inside the buffer, with the walk's step as then, and
+ * move changing coordinate d alone (be_walk_axis; -1: none) by `by`:
+ * when be_wseg_movable(w, u, ns, d) and the coordinate stays in its range
+ * (co: the coordinates of flat, the walk's then), each element is its own
+ * moved so and the runs are the same (be_wseg_move; 0: walk them).  The
+ * walk's own coordinate is another (the run, carrying nowhere, leaves it
+ * as it is), and a run along another coordinate than the stick dim is
+ * one segment. */
+static inline int be_wseg_movable(const be_walk *w, const be_wseg *u, int ns, int d)
+{
+    int in = 1;
+    for (int q = 0; q < ns; q++)
+        in &= u[q].g >= 0;
+    return d == -1 || (d >= 0 && d != w->d1 && in && (d != w->sd || ns == 1));
+}
+static inline int be_wseg_move(const be_walk *w, const be_wseg *u, int ns, const int64_t *co, int d, int64_t by,
+                               be_wseg *out)
+{
+    const int64_t v = d >= 0 ? co[d] + by : 0;
+    if (v < 0 || (d >= 0 && v >= w->shape[d]))
+        return 0;
+    for (int q = 0; q < ns; q++) {
+        out[q] = u[q];
+        if (d == w->sd) {
+            out[q].g = v / w->lanes;
+            out[q].byte = v % w->lanes * w->esz;
+        } else if (d >= 0) {
+            out[q].r += by * w->rs[d];
+        }
+    }
+    return 1;
+}
 /* be_span_add of the current element's stick (L: the buffer's layout). */
 void be_walk_span(be_walk *w, const be_layout *L, int64_t *lo, int64_t *hi);
 /* Does the lane variable, walking `extent` elements from idx's offset,
@@ -515,6 +557,13 @@ typedef struct {
     int64_t bn, bcap;
     int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
     int64_t walked;     /* rows walked so far */
+    /* the row walked last when one run inside the buffer (be_walk_run; base
+     * -1: none): its first element's flat index and coordinates, the walk's
+     * moving coordinate; the rows since, each a move along coordinate ax
+     * (-1 none yet, -2 not one) by `by` in all; the last move between rows,
+     * its coordinate and amount (be_walk_axis) */
+    int64_t base, bflat, bco[GR_MAX_RANK], by, move, mby;
+    int bd1, ax, max;
     isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
 } be_rowspans;
 

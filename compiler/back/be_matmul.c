@@ -737,8 +737,10 @@ static double mm_floor(const mm_plan *m, const mm_grid_est *G, int64_t MB, int64
  * chunk: most tilings of a one-row product (the decode step's 8,000
  * estimates, of which 6,800 lost so), where the floor alone never gets
  * past the slack.  Without the ends priced (mm_floor_in's).  low: tl's
- * floor when the caller has made it, else 0. */
-static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best, double low)
+ * floor when the caller has made it, else 0 (then *rest, when asked and
+ * tl loses, gets mm_floor_in's rest). */
+static inline int mm_loses_in(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best,
+                              double low, double *rest)
 {
     if (m->ends)
         return 0;
@@ -749,8 +751,27 @@ static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl,
     if (bytes < best->bytes || (bytes == best->bytes && tl->KC >= best->KC))
         return 0;
     if (low <= 0)
-        low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, NULL);
+        low = mm_floor_in(m, G, nbm, nbn, tl->NBS, tl->KC, a_core, a_chip, b_core, b_chip, rest);
     return best->cycles <= low * (1 + MM_SLACK);
+}
+
+static int mm_loses(const mm_plan *m, const mm_grid_est *G, const mm_tiling *tl, const mm_tiling *best, double low)
+{
+    return mm_loses_in(m, G, tl, best, low, NULL);
+}
+
+/* mm_loses of a one-row product's tiling of nbs sticks and K chunks of
+ * kc: 0 when it may win, 1 when it loses, 2 when so does every later
+ * split of these chunks (more column blocks) and every smaller chunk's,
+ * as best is within the slack of its floor's rest: their bytes are at
+ * least its (the chip's bytes grow with the column blocks, none with the
+ * chunk) and their rests at least its (mm_floor_in). */
+static int mm_row_loses(const mm_plan *m, const mm_grid_est *G, int64_t nbs, int64_t kc, const mm_tiling *best)
+{
+    double rest = 0;
+    if (!mm_loses_in(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, best, 0, &rest))
+        return 0;
+    return best->cycles <= rest * (1 + MM_SLACK) ? 2 : 1;
 }
 
 /* A split of K must look this many cycles better than the best grid
@@ -857,10 +878,16 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
                 lead = 0;
                 continue;
             }
+            const int first = lead;
             lead = 0;
             /* one row's only tiling is of one-row blocks, whatever fits LX
              * (and no half of it is a group of passes): asked before LX */
-            if (found && hi == 1 && mm_loses(m, G, &(mm_tiling){.MB = 1, .NBS = nbs, .KC = kc}, out, 0))
+            const int row = found && hi == 1 ? mm_row_loses(m, G, nbs, kc, out) : 0;
+            if (row > 1 && first)
+                return 0;
+            if (row > 1)
+                break;
+            if (row)
                 continue;
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
@@ -2148,8 +2175,12 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
     be_rst_begin(&r, mc->e, 0, &c->rst);
     /* the index is affine: a row on moves it by the row variable's coefficient */
     const int64_t down = rowvar != lanevar && rowvar < m->mm->nvars ? idx->coef[rowvar] : 0;
-    int64_t flat = 0;
-    for (int64_t g = 0; g * lanes < nl; g++)
+    int64_t flat = 0, by;
+    const int d = be_walk_axis(&w, down, &by);
+    for (int64_t g = 0; g * lanes < nl; g++) {
+        be_wseg u0;      /* the last row walked, when one segment (one run) and movable: its segment, */
+        int64_t i0 = -1; /* its row, and its first element's coordinates */
+        int64_t co[GR_MAX_RANK];
         for (int64_t i = 0; i < nrows; i++, flat += down) {
             int64_t n = cc_min(lanes, nl - g * lanes);
             if (!i) {
@@ -2157,9 +2188,21 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
                 val[lanevar] = l0 + g * lanes;
                 flat = be_index_at(idx, m->mm->nvars, val);
             }
+            be_wseg u;
+            if (i0 >= 0 && be_wseg_move(&w, &u0, 1, co, d, (i - i0) * by, &u)) {
+                /* the row walked last's run moved by whole rows (K's tokens
+                 * in QK^T, a lane on each: a walk each was 2.3 M of the
+                 * Llama-8B decode step's 3.7 M gathering) */
+                seg[0] = (be_rst_seg){st + go[u.g] + (u.r - lo[u.g]) * sb + u.byte, u.dr * sb + u.db, u.n};
+                be_rst_segs(&r, slot + g * gs + i * sb, seg, 1);
+                continue;
+            }
             const int64_t step = idx->coef[lanevar];
             be_walk_at(&w, flat, step);
+            memcpy(co, w.co, sizeof co);
             const int ns = be_walk_segs(&w, n, ws); /* per run between carries, not per element */
+            i0 = ns == 1 && be_wseg_movable(&w, ws, 1, d) ? i : -1; /* (one segment: one run between carries) */
+            u0 = ws[0];
             for (int q = 0, l = 0; q < ns; l += ws[q++].n) {
                 be_wseg u = ws[q];
                 if (u.g < 0) { /* outside the buffer: its offset as be_elem_off has it */
@@ -2173,6 +2216,7 @@ static void mm_gather(mm_core *mc, int buf, const ir_index *idx, int64_t st, con
             }
             be_rst_segs(&r, slot + g * gs + i * sb, seg, ns);
         }
+    }
     be_rst_flush(&r);
 }
 

@@ -568,6 +568,7 @@ static int rk_stage_group(const rk_plan *k, int i, be_rowspans **m, int *at);
 static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, int nm, int64_t r0, int64_t n);
 static int rk_stage_leader(const rk_plan *k, int i);
 static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int64_t *lo, int64_t *hi);
+static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first);
 
 /* DRAM cycles of the staged loads every core reads alike: when the cores
  * together read more than the staged buffers hold (a transpose's chunks
@@ -659,40 +660,6 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
         runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, ISA_COUNT_MAX) : 0;
     free(lo);
     return (double)cc_max(1, runs) * c->t.dma_insn_cycles + *sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
-}
-
-/* The staged sticks of load i (a leader) in the first chunk of R rows
- * of every core's part, summed; *worst the most of one core, *first
- * core 0's (all 0 when the parts are alike).  A part that starts inside
- * a run of the buffer's rows stages the hull of its rows' spans:
- * serve_tiny's prefill RoPE on 13 cores, parts of 20 rows of 4 heads of
- * 64 positions, the three parts that straddle two heads stage all 64
- * sticks of q where core 0 stages 20, 148 KB of DRAM traffic where 16
- * cores (parts at heads' quarters) move 132 KB: 2,440 cycles simulated
- * against 1,804.  Priced as core 0's, 13 cores were estimated below 16
- * and taken. */
-static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first)
-{
-    /* parts of whole runs of the innermost row variable, or runs of whole
-     * parts, are alike: not walked (the walks cost the Llama-8B prefill
-     * layer's compile 4%) */
-    const int64_t inner = k->rsp.nv ? k->rsp.ext[k->rsp.nv - 1] : k->rows, rt = k->rows / cores;
-    *worst = *first = 0;
-    if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
-        return 0;
-    double sum = 0;
-    be_rowspans *m[RK_NEED_LOADS]; /* the loads staged with load i: the same for every part */
-    int at[RK_NEED_LOADS];
-    const int nm = rk_stage_group(k, i, m, at);
-    for (int64_t p = 0; p < cores; p++) {
-        int64_t r0, n;
-        cc_split(k->rows, cores, p, &r0, &n);
-        const double s = n > 0 ? (double)rk_stage_sticks(k, i, m, nm, r0, cc_min(R, n)) : 0;
-        sum += s;
-        *worst = s > *worst ? s : *worst;
-        *first = p ? *first : s;
-    }
-    return sum;
 }
 
 /* What a chunk's load i costs a core (*in: its DMAs) and moves (*bytes
@@ -1108,6 +1075,44 @@ static void rk_spans_close(be_rowspans *s, const be_layout *B, int64_t row, int6
     s->walked++;
 }
 
+/* Row `row` of s (its first element at flat) as the row walked last (its
+ * spans one run inside the buffer, s->base) moved, when its start is that
+ * row's moved along one coordinate (the moves from row to row add up
+ * along it) that is not the run's own and stays in its range: then every
+ * element is its own moved so, and the run's sticks move by layout rows,
+ * or, along the stick dim, the group of its one entry (be_wseg_move's
+ * argument); 0 when not so (walk it).  The Llama-8B prefill layer's
+ * rotary embedding reads a token a row: 98,304 rows walked. */
+static int rk_span_moved(be_rowspans *s, const be_layout *B, be_walk *w, int64_t row, int64_t flat)
+{
+    if (s->base < 0)
+        return 0;
+    if (s->last == row - 1) { /* the move from the row before, added up */
+        if (flat - s->flat != s->move) {
+            s->move = flat - s->flat;
+            s->max = be_walk_axis(w, s->move, &s->mby);
+        }
+        s->ax = s->ax == -1 || s->ax == s->max ? s->max : -2;
+        s->by += s->mby;
+    } else {
+        s->ax = be_walk_axis(w, flat - s->bflat, &s->by);
+    }
+    const int d = s->ax, n = s->len[s->base];
+    const be_gspan *e = s->e + s->at[s->base];
+    if (d < 0 || d == s->bd1 || s->bco[d] + s->by < 0 || s->bco[d] + s->by >= w->shape[d] || (d == w->sd && n != 1))
+        return 0;
+    int64_t gmin = B->groups, gmax = -1;
+    for (int q = 0; q < n; q++) {
+        const int64_t g = d == w->sd ? (s->bco[d] + s->by) / w->lanes : e[q].g, dr = d == w->sd ? 0 : s->by * w->rs[d];
+        s->lo[g] = e[q].lo + dr;
+        s->hi[g] = e[q].hi + dr;
+        gmin = cc_min(gmin, g);
+        gmax = cc_max(gmax, g);
+    }
+    rk_spans_close(s, B, row, gmin, gmax);
+    return 1;
+}
+
 /* Row `row` of the row space walked for staged load L (its spans kept in
  * L->spans): every column's element inside the buffer, in closed form per
  * run without a carry (be_walk_run).  The walk hangs on the row only
@@ -1135,9 +1140,15 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
         s->at[row] = s->at[row - 1];
         s->len[row] = s->len[row - 1];
         s->walked++;
-    } else {
-        be_walk_run(w, B, flat, x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
+    } else if (!rk_span_moved(s, B, w, row, flat)) {
+        const int run = be_walk_run(w, B, flat, x->idx.coef[k->colvar], k->cols, nel, s->lo, s->hi);
         rk_spans_close(s, B, row, w->gmin, w->gmax);
+        s->base = run ? row : -1;
+        s->bflat = flat;
+        memcpy(s->bco, w->co, sizeof s->bco); /* (one run: the walk stays at flat) */
+        s->bd1 = w->d1;
+        s->ax = -1;
+        s->by = 0;
     }
     s->last = row;
     s->flat = flat;
@@ -1161,6 +1172,7 @@ static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B, i
     be_span_init(B, s->lo, s->hi);
     memset(s->bat, -1, blocks * sizeof *s->bat);
     s->last = -1;
+    s->base = -1;
     s->walked = 0;
 }
 
@@ -1194,14 +1206,19 @@ typedef struct {
     signed char lead[RK_NEED_LOADS];
     int n;
     int64_t r0, rt, R, need;
+    int64_t worst, first; /* rk_stage_parts's memo: rt parts, chunks of R (r0 0), need their sum */
 } rk_needkey;
 
-/* A memo of rk_needkeys, open addressing by rk_need_hash, `cap` a power
- * of two (0: none yet). */
+/* A memo of rk_needkeys: the keys in the order added (e, n of them), and
+ * their slots, open addressing by rk_need_hash (1 + the key's index, 0
+ * empty; cap a power of two, 0: none yet).  Growing sets and fills 4
+ * bytes a slot, not a 112-byte key's (the Llama-8B decode step's 1,339
+ * keys: 630,000 bytes set to empty). */
 typedef struct {
-    rk_needkey *e; /* buf's memory */
+    rk_needkey *e;  /* buf's memory */
+    uint32_t *slot; /* slots' memory */
     size_t n, cap;
-    isa_buf buf;
+    isa_buf buf, slots;
 } rk_needmemo;
 
 /* The row spans of the staged loads that read one buffer, merged row by
@@ -1230,7 +1247,7 @@ struct be_spancache {
     int nrep, repcap;
     rk_spankey **v;
     int n, cap;
-    rk_needmemo need, sticks; /* rk_stage_need's, rk_stage_sticks's */
+    rk_needmemo need, sticks, parts; /* rk_stage_need's, rk_stage_sticks's, rk_stage_parts's */
     rk_combo **combo;
     int ncombo, combocap;
     struct be_blockmemo *blocks; /* be_mmmemo.c's */
@@ -1267,6 +1284,8 @@ static struct be_spancache *rk_cache(be_ctx *c)
         c->spans = ir_xalloc(sizeof *c->spans);
         c->spans->arena = isa_arena_new((size_t)1 << 30); /* address space */
         c->spans->need.buf.arena = c->spans->sticks.buf.arena = c->spans->arena;
+        c->spans->need.slots.arena = c->spans->sticks.slots.arena = c->spans->arena;
+        c->spans->parts.buf.arena = c->spans->parts.slots.arena = c->spans->arena;
         if (c->p->spans)
             *c->p->spans = c->spans;
     }
@@ -1313,6 +1332,10 @@ void be_spancache_free(struct be_spancache *sc)
         free(sc->v);
         isa_buf_free(&sc->need.buf);
         isa_buf_free(&sc->sticks.buf);
+        isa_buf_free(&sc->need.slots);
+        isa_buf_free(&sc->sticks.slots);
+        isa_buf_free(&sc->parts.buf);
+        isa_buf_free(&sc->parts.slots);
         free(sc->combo);
         be_blockmemo_free(sc->blocks);
         isa_arena_free(sc->arena);
@@ -1565,41 +1588,36 @@ static int rk_need_same(const rk_needkey *a, const rk_needkey *b)
            !memcmp(a->spans, b->spans, (size_t)a->n * sizeof *a->spans) && !memcmp(a->lead, b->lead, (size_t)a->n);
 }
 
-/* The memo's slot for q: where it is, or the empty one where it goes. */
-static rk_needkey *rk_need_slot(rk_needmemo *t, const rk_needkey *q)
+/* The memo's slot for q: where its key is, or the empty one where it goes. */
+static uint32_t *rk_need_slot(const rk_needmemo *t, const rk_needkey *q)
 {
     for (size_t h = rk_need_hash(q);; h++) {
-        rk_needkey *e = &t->e[h & (t->cap - 1)];
-        if (!e->n || rk_need_same(e, q))
-            return e;
+        uint32_t *s = &t->slot[h & (t->cap - 1)];
+        if (!*s || rk_need_same(&t->e[*s - 1], q))
+            return s;
     }
 }
 
 /* q's answer in memo t, or NULL. */
-static const rk_needkey *rk_need_find(rk_needmemo *t, const rk_needkey *q)
+static const rk_needkey *rk_need_find(const rk_needmemo *t, const rk_needkey *q)
 {
-    const rk_needkey *e = t->cap ? rk_need_slot(t, q) : NULL;
-    return e && e->n ? e : NULL;
+    const uint32_t *s = t->cap ? rk_need_slot(t, q) : NULL;
+    return s && *s ? &t->e[*s - 1] : NULL;
 }
 
-/* q (answered) into memo t, grown to stay at most half full. */
+/* q (answered) into memo t, its slots grown to stay at most half full. */
 static void rk_need_add(rk_needmemo *t, const rk_needkey *q)
 {
     if (2 * (t->n + 1) > t->cap) {
-        isa_buf was = t->buf;
-        const rk_needkey *old = t->e;
-        const size_t n = t->cap;
-        t->cap = n ? 2 * n : 256;
-        t->buf = (isa_buf){.arena = was.arena};
-        t->e = isa_buf_reserve(&t->buf, t->cap * sizeof *t->e, 0);
-        memset(t->e, 0, t->cap * sizeof *t->e); /* every slot empty */
-        for (size_t i = 0; i < n; i++)
-            if (old[i].n)
-                *rk_need_slot(t, &old[i]) = old[i];
-        isa_buf_free(&was);
+        t->cap = t->cap ? 2 * t->cap : 256;
+        t->slot = memset(isa_buf_reserve(&t->slots, t->cap * sizeof *t->slot, 0), 0, t->cap * sizeof *t->slot);
+        for (size_t i = 0; i < t->n; i++)
+            *rk_need_slot(t, &t->e[i]) = (uint32_t)(i + 1);
     }
-    *rk_need_slot(t, q) = *q;
-    t->n++;
+    /* (first room for 1,024 keys, untouched till used: growing copies) */
+    t->e = isa_buf_reserve(&t->buf, (t->n < 1024 ? 1024 : t->n + 1) * sizeof *t->e, t->n * sizeof *t->e);
+    *rk_need_slot(t, q) = (uint32_t)(t->n + 1);
+    t->e[t->n++] = *q;
 }
 
 /* rk_stage_span's count of sticks alone (m, nm: rk_stage_group's of
@@ -1626,6 +1644,56 @@ static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, i
     if (nm <= RK_NEED_LOADS)
         rk_need_add(&k->c->spans->sticks, &q);
     return q.need;
+}
+
+/* The staged sticks of load i (a leader) in the first chunk of R rows
+ * of every core's part, summed; *worst the most of one core, *first
+ * core 0's (all 0 when the parts are alike).  A part that starts inside
+ * a run of the buffer's rows stages the hull of its rows' spans:
+ * serve_tiny's prefill RoPE on 13 cores, parts of 20 rows of 4 heads of
+ * 64 positions, the three parts that straddle two heads stage all 64
+ * sticks of q where core 0 stages 20, 148 KB of DRAM traffic where 16
+ * cores (parts at heads' quarters) move 132 KB: 2,440 cycles simulated
+ * against 1,804.  Priced as core 0's, 13 cores were estimated below 16
+ * and taken. */
+static double rk_stage_parts(const rk_plan *k, int i, int64_t cores, int64_t R, double *worst, double *first)
+{
+    /* parts of whole runs of the innermost row variable, or runs of whole
+     * parts, are alike: not walked (the walks cost the Llama-8B prefill
+     * layer's compile 4%) */
+    const int64_t inner = k->rsp.nv ? k->rsp.ext[k->rsp.nv - 1] : k->rows, rt = k->rows / cores;
+    *worst = *first = 0;
+    if (k->rows % cores == 0 && (rt % inner == 0 || inner % rt == 0))
+        return 0;
+    be_rowspans *m[RK_NEED_LOADS]; /* the loads staged with load i: the same for every part */
+    int at[RK_NEED_LOADS];
+    const int nm = rk_stage_group(k, i, m, at);
+    /* remembered for the compile by the loads' spans (which know the rows
+     * and the row space), the cores and R: each plan prices every core
+     * count, each asking every part (the Llama-8B decode step's KV cache
+     * appends: 4,418 parts asked of the sticks memo) */
+    rk_needkey q = {.n = nm, .rt = cores, .R = R};
+    const rk_needkey *e = NULL;
+    if (nm <= RK_NEED_LOADS) {
+        memcpy(q.spans, m, (size_t)nm * sizeof *m);
+        e = rk_need_find(&k->c->spans->parts, &q);
+    }
+    if (!e) {
+        for (int64_t p = 0; p < cores; p++) { /* (sticks are whole: their sum as doubles is exact) */
+            int64_t r0, n;
+            cc_split(k->rows, cores, p, &r0, &n);
+            const int64_t s = n > 0 ? rk_stage_sticks(k, i, m, nm, r0, cc_min(R, n)) : 0;
+            q.need += s;
+            q.worst = cc_max(q.worst, s);
+            q.first = p ? q.first : s;
+        }
+        if (nm <= RK_NEED_LOADS)
+            rk_need_add(&k->c->spans->parts, &q);
+        e = &q;
+    }
+    *worst = (double)e->worst;
+    *first = (double)e->first;
+    return (double)e->need;
 }
 
 /* rk_stage_walk, remembered for the compile: every pass plans a kernel
@@ -1974,6 +2042,17 @@ static void rk_scatter(rk_core *rc, int j, const be_val *v, int64_t gs, int64_t 
     be_rst_flush(&r);
 }
 
+/* A gather row's segments u as be_rst_segs takes them (seg), from the
+ * sticks staged at st: group g's layout rows lo[g].. at st + go[g]. */
+static void rk_gather_segs(const be_wseg *u, int ns, int64_t st, const int64_t *lo, const int64_t *go, int64_t sb,
+                           be_rst_seg *seg)
+{
+    for (int q = 0; q < ns; q++) /* past the buffer: any staged value (the where discards it) */
+        seg[q] = u[q].g < 0 ? (be_rst_seg){st, 0, 1}
+                            : (be_rst_seg){st + go[u[q].g] + (u[q].r - lo[u[q].g]) * sb + u[q].byte,
+                                           u[q].dr * sb + u[q].db, u[q].n};
+}
+
 /* A restickified tile load: rows [r0, r0 + n) of the row space, every
  * column, into the slot at lx (sfp0), from the sticks of its buffer this
  * chunk reads, staged at st: group g's layout rows lo[g].. at st + go[g]. */
@@ -1985,7 +2064,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     const ir_expr *x = &c->p->A.e[L->e];
     const int64_t sb = c->t.stick, lanes = c->t.lanes16, gs = rc->R * sb, nel = rk_numel(c, x->buf);
     int64_t val[IR_MAX_VARS] = {0};
-    be_wseg ws[BE_LANES_MAX];
+    be_wseg ws[BE_LANES_MAX], mv[BE_LANES_MAX];
     be_rst_seg seg[BE_LANES_MAX];
     be_rst r;
     be_walk w;
@@ -1993,7 +2072,12 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     be_rst_begin(&r, rc->e, 0, &c->rst);
     int64_t last = 0;
     int ns = 0;
-    for (int64_t g = 0; g * lanes < k->cols; g++)
+    for (int64_t g = 0; g * lanes < k->cols; g++) {
+        /* the row walked last, when one run: its coordinates; the rows
+         * since, each a move along coordinate ax (-1 none yet, -2 not so)
+         * by `by` in all; the last row's move, its coordinate and amount */
+        int64_t co[GR_MAX_RANK], by = 0, move = 0, mby = 0;
+        int ax = -2, max = -1;
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             int64_t flat;
@@ -2007,18 +2091,31 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
                 continue;
             }
-            last = flat;
-            be_walk_at(&w, flat, x->idx.coef[k->colvar]);
-            ns = be_walk_segs(&w, cnt, ws);
-            for (int q = 0; q < ns; q++) {
-                const be_wseg *u = &ws[q];
-                /* past the buffer: any staged value (the where discards it) */
-                seg[q] = u->g < 0 ? (be_rst_seg){st, 0, 1}
-                                  : (be_rst_seg){st + go[u->g] + (u->r - lo[u->g]) * sb + u->byte,
-                                                 u->dr * sb + u->db, u->n};
+            if (i && flat - last != move) { /* (rows move alike but where a row variable carries) */
+                move = flat - last;
+                max = be_walk_axis(&w, move, &mby);
             }
+            last = flat;
+            if (ax != -2 && i) { /* (a move along one coordinate: its amounts add up) */
+                ax = ax == -1 || ax == max ? max : -2;
+                by += mby;
+            }
+            if (ax != -2 && be_wseg_movable(&w, ws, ns, ax) && be_wseg_move(&w, ws, ns, co, ax, by, mv)) {
+                /* the runs of the row walked last, moved (the Llama-8B
+                 * prefill layer's rotary embedding: a token on a row) */
+                rk_gather_segs(mv, ns, st, lo, go, sb, seg);
+                be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
+                continue;
+            }
+            be_walk_at(&w, flat, x->idx.coef[k->colvar]);
+            ax = be_walk_free(&w, cnt) >= cnt ? -1 : -2;
+            by = 0;
+            memcpy(co, w.co, sizeof co);
+            ns = be_walk_segs(&w, cnt, ws);
+            rk_gather_segs(ws, ns, st, lo, go, sb, seg);
             be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
         }
+    }
     be_rst_flush(&r);
 }
 

@@ -231,17 +231,19 @@ static void walk_skip(be_walk *w, int64_t m)
  * element outside the buffer need it, and in closed form over each run
  * between carries (a row of a rope's rotated half crosses a row of its
  * buffer once: two runs instead of 128 elements). */
-void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
-                 int64_t *hi)
+int be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int64_t n, int64_t nel, int64_t *lo,
+                int64_t *hi)
 {
     w->gmin = INT64_MAX;
     w->gmax = -1;
     if (n < 1)
-        return;
+        return 0;
     be_walk_at(w, flat, step);
     for (int64_t i = 0; i < n;) {
         const int64_t m = walk_carry_free(w, n - i);
         if (m > 0 && walk_segment(w, w->d1, m, lo, hi)) {
+            if (m == n)
+                return 1;
             i += m;
             if (i < n)
                 walk_skip(w, m);
@@ -252,6 +254,7 @@ void be_walk_run(be_walk *w, const be_layout *L, int64_t flat, int64_t step, int
         be_walk_next(w);
         i++;
     }
+    return 0;
 }
 
 /* Elements of a run along the lanes from lane coordinate sc, k a
@@ -295,6 +298,23 @@ int be_walk_segs(be_walk *w, int64_t n, be_wseg *s)
         walk_skip(w, m);
     }
     return ns;
+}
+
+int be_walk_axis(const be_walk *w, int64_t move, int64_t *by)
+{
+    int64_t co[GR_MAX_RANK] = {0};
+    be_coords_of(&w->c->p->bufs[w->buf].type, move, co);
+    int d1 = -1;
+    for (int d = 0; d < w->rank; d++)
+        if (co[d])
+            d1 = d1 == -1 ? d : -2;
+    *by = d1 >= 0 ? co[d1] : 0;
+    return d1;
+}
+
+int64_t be_walk_free(const be_walk *w, int64_t n)
+{
+    return walk_carry_free(w, n);
 }
 
 void be_walk_carry(be_walk *w)
