@@ -96,6 +96,7 @@ void rt_unload(rt_program *prog)
     free(prog->host);
     free(prog->packed);
     rt_state_free(prog);
+    sim_decode_free(prog->decode);
     isa_program_free(prog->p);
     free(prog);
 }

@@ -30,13 +30,25 @@ typedef struct {
     uint8_t unit;  /* isa_insn_unit; UNIT_UNKNOWN, and op and tok unset, until first issued */
 } issue_rec;
 
+/* What a run derives from its program's instructions alone and from the
+ * chip's configuration (sim_time_min), the same at every run of them: a
+ * run builds it, or takes the one a caller kept (sim_set_decode). */
+struct sim_decode {
+    const sim *s;
+    const isa_program *p;
+    issue_rec **dec; /* [core][instruction index] */
+    double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
+};
+
 typedef struct {
     sim *s;
     const isa_program *p;
     sim_evq q;
     double now;
-    issue_rec **dec; /* [core][instruction index] */
-    double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
+    sim_decode *d;  /* the run's decode; dec and tmin are its */
+    int fresh;      /* d was built for this run: its kernel entries are still to be found */
+    issue_rec **dec;
+    double **tmin;
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     sim_kernel_stats *kernels; /* st->kernels, and the program's cores: kept here for */
     size_t ncores;             /* kernel_charge, which every unit instruction calls */
@@ -106,7 +118,7 @@ static int kernels_begin(engine *g)
             } else
                 slot = SIM_MAX_KERNELS - 1;
         }
-        long n = (long)p->cores[kn->core].n;
+        long n = g->fresh ? (long)p->cores[kn->core].n : 0; /* a kept decode has them */
         for (long i = kn->first < 0 ? 0 : kn->first; i <= kn->last && i < n; i++)
             if (g->dec[kn->core][i].kslot < 0) /* the first kernel naming an instruction owns it, as in traces */
                 g->dec[kn->core][i].kslot = (int16_t)slot;
@@ -127,34 +139,78 @@ static int kernels_begin(engine *g)
  * and the least duration its counts allow (for the cycle limit), found
  * when it first starts: a loop's body issues its instructions many times,
  * and the unit costs a table lookup and a switch, the duration a few
- * more.  Returns 0, or -1 when out of host memory. */
-static int units_begin(engine *g)
+ * more.  NULL when out of host memory. */
+static sim_decode *decode_new(const sim *s, const isa_program *p)
 {
-    g->dec = calloc((size_t)g->p->ncores, sizeof *g->dec);
-    g->tmin = calloc((size_t)g->p->ncores, sizeof *g->tmin);
-    if (!g->dec || !g->tmin)
-        return -1;
-    for (int c = 0; c < g->p->ncores; c++) {
-        size_t n = g->p->cores[c].n;
-        if (!(g->dec[c] = malloc((n ? n : 1) * sizeof **g->dec)) ||
-            !(g->tmin[c] = malloc((n ? n : 1) * sizeof **g->tmin)))
-            return -1;
+    sim_decode *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->s = s;
+    d->p = p;
+    d->dec = calloc((size_t)p->ncores, sizeof *d->dec);
+    d->tmin = calloc((size_t)p->ncores, sizeof *d->tmin);
+    if (!d->dec || !d->tmin) {
+        sim_decode_free(d);
+        return NULL;
+    }
+    for (int c = 0; c < p->ncores; c++) {
+        size_t n = p->cores[c].n;
+        if (!(d->dec[c] = malloc((n ? n : 1) * sizeof **d->dec)) ||
+            !(d->tmin[c] = malloc((n ? n : 1) * sizeof **d->tmin))) {
+            sim_decode_free(d);
+            return NULL;
+        }
         for (size_t i = 0; i < n; i++) {
-            g->dec[c][i] = (issue_rec){.kslot = -1, .unit = UNIT_UNKNOWN};
-            g->tmin[c][i] = NAN;
+            d->dec[c][i] = (issue_rec){.kslot = -1, .unit = UNIT_UNKNOWN};
+            d->tmin[c][i] = NAN;
         }
     }
+    return d;
+}
+
+void sim_decode_free(sim_decode *d)
+{
+    if (!d)
+        return;
+    for (int c = 0; d->dec && c < d->p->ncores; c++)
+        free(d->dec[c]);
+    for (int c = 0; d->tmin && c < d->p->ncores; c++)
+        free(d->tmin[c]);
+    free(d->dec);
+    free(d->tmin);
+    free(d);
+}
+
+/* The run's decode: the kept one when it was built for this program on
+ * this sim (a launch of the 1024^3 GEMM filled 16 k records, read 1.2 k
+ * instructions' counts and issued each instruction's first time from
+ * its 288-byte record anew), else a new one.  0, or -1 when out of host
+ * memory. */
+static int units_begin(engine *g)
+{
+    sim_decode **kept = g->s->decode;
+    if (kept && *kept && (*kept)->s == g->s && (*kept)->p == g->p)
+        g->d = *kept;
+    else if ((g->d = decode_new(g->s, g->p)))
+        g->fresh = 1;
+    else
+        return -1;
+    g->dec = g->d->dec;
+    g->tmin = g->d->tmin;
     return 0;
 }
 
+/* The decode goes to the caller's place for it, if any (whatever the
+ * run's outcome: it holds only what the instructions say), else is freed. */
 static void units_end(engine *g)
 {
-    for (int c = 0; g->dec && c < g->p->ncores; c++)
-        free(g->dec[c]);
-    for (int c = 0; g->tmin && c < g->p->ncores; c++)
-        free(g->tmin[c]);
-    free(g->dec);
-    free(g->tmin);
+    sim_decode **kept = g->s->decode;
+    if (kept && *kept != g->d) {
+        sim_decode_free(*kept);
+        *kept = g->d;
+    } else if (!kept)
+        sim_decode_free(g->d);
+    g->d = NULL;
     g->dec = NULL;
     g->tmin = NULL;
 }

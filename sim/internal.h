@@ -134,6 +134,7 @@ struct sim {
     size_t nhost, host_cap;
     sim_host_fn host_fn; /* sim_set_host */
     void *host_ctx;
+    sim_decode **decode; /* sim_set_decode */
     /* the run in progress */
     const isa_program *prog;
     uint64_t weights_base, act_base; /* device addresses of the two DRAM regions */
