@@ -37,7 +37,10 @@ struct sim_decode {
     const sim *s;
     const isa_program *p;
     issue_rec **dec; /* [core][instruction index] */
-    double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
+    /* the largest least duration (sim_time_min) of the unit instructions
+     * issued so far (-inf: none): an instruction starting at t cannot
+     * pass the cycle limit by it when t + this does not */
+    double tmin_max;
 };
 
 typedef struct {
@@ -45,10 +48,9 @@ typedef struct {
     const isa_program *p;
     sim_evq q;
     double now;
-    sim_decode *d;  /* the run's decode; dec and tmin are its */
+    sim_decode *d;  /* the run's decode; dec is its */
     int fresh;      /* d was built for this run: its kernel entries are still to be found */
     issue_rec **dec;
-    double **tmin;
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     sim_kernel_stats *kernels; /* st->kernels, and the program's cores: kept here for */
     size_t ncores;             /* kernel_charge, which every unit instruction calls */
@@ -135,11 +137,10 @@ static int kernels_begin(engine *g)
     return 0;
 }
 
-/* The issue record of each instruction, filled when it is first issued,
- * and the least duration its counts allow (for the cycle limit), found
- * when it first starts: a loop's body issues its instructions many times,
- * and the unit costs a table lookup and a switch, the duration a few
- * more.  NULL when out of host memory. */
+/* The issue record of each instruction, filled when it is first issued
+ * (and the largest least duration then): a loop's body issues its
+ * instructions many times, and the unit costs a table lookup and a
+ * switch, the duration a few more.  NULL when out of host memory. */
 static sim_decode *decode_new(const sim *s, const isa_program *p)
 {
     sim_decode *d = calloc(1, sizeof *d);
@@ -147,23 +148,19 @@ static sim_decode *decode_new(const sim *s, const isa_program *p)
         return NULL;
     d->s = s;
     d->p = p;
-    d->dec = calloc((size_t)p->ncores, sizeof *d->dec);
-    d->tmin = calloc((size_t)p->ncores, sizeof *d->tmin);
-    if (!d->dec || !d->tmin) {
+    d->tmin_max = -INFINITY;
+    if (!(d->dec = calloc((size_t)p->ncores, sizeof *d->dec))) {
         sim_decode_free(d);
         return NULL;
     }
     for (int c = 0; c < p->ncores; c++) {
         size_t n = p->cores[c].n;
-        if (!(d->dec[c] = malloc((n ? n : 1) * sizeof **d->dec)) ||
-            !(d->tmin[c] = malloc((n ? n : 1) * sizeof **d->tmin))) {
+        if (!(d->dec[c] = malloc((n ? n : 1) * sizeof **d->dec))) {
             sim_decode_free(d);
             return NULL;
         }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             d->dec[c][i] = (issue_rec){.kslot = -1, .unit = UNIT_UNKNOWN};
-            d->tmin[c][i] = NAN;
-        }
     }
     return d;
 }
@@ -174,10 +171,7 @@ void sim_decode_free(sim_decode *d)
         return;
     for (int c = 0; d->dec && c < d->p->ncores; c++)
         free(d->dec[c]);
-    for (int c = 0; d->tmin && c < d->p->ncores; c++)
-        free(d->tmin[c]);
     free(d->dec);
-    free(d->tmin);
     free(d);
 }
 
@@ -196,7 +190,6 @@ static int units_begin(engine *g)
     else
         return -1;
     g->dec = g->d->dec;
-    g->tmin = g->d->tmin;
     return 0;
 }
 
@@ -212,31 +205,42 @@ static void units_end(engine *g)
         sim_decode_free(g->d);
     g->d = NULL;
     g->dec = NULL;
-    g->tmin = NULL;
 }
 
-/* The issue record of instruction pc of stream str, whose records are
- * g->dec's row `dec`, filled in if this is its first issue. */
-static const issue_rec *issue_of(issue_rec *dec, const isa_stream *str, long pc)
+/* Fill in the issue record r of instruction `in` at its first issue. */
+static void __attribute__((noinline)) issue_fill(sim_decode *d, issue_rec *r, const isa_insn *in)
 {
-    issue_rec *r = &dec[pc];
-    if (r->unit != UNIT_UNKNOWN)
-        return r;
-    const isa_insn *in = &str->insns[pc];
     isa_unit v = isa_insn_unit(in);
     r->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
     r->tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
+    if ((unsigned)v < ISA_NUNITS && r->op != ISA_OP_WAIT && r->op != ISA_OP_SIG) {
+        double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */
+        if (m > d->tmin_max)
+            d->tmin_max = m;
+    }
     if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
         r->unit = (uint8_t)v;
+}
+
+/* The issue record of instruction pc of stream str, whose records are
+ * the decode's row `dec`, filled in if this is its first issue. */
+static const issue_rec *issue_of(sim_decode *d, issue_rec *dec, const isa_stream *str, long pc)
+{
+    issue_rec *r = &dec[pc];
+    if (r->unit == UNIT_UNKNOWN)
+        issue_fill(d, r, &str->insns[pc]);
     return r;
 }
 
-static double min_cycles(engine *g, int core, long pc, const isa_insn *in)
+/* Does a unit instruction `in` starting at t pass the cycle limit by its
+ * least duration?  Looked up only when the largest one of those issued
+ * (this one among them) would: t + m <= t + tmin_max, rounding being
+ * monotonic. */
+static int past_cycles_min(engine *g, int core, int u, long index, const isa_insn *in, double t)
 {
-    double *m = &g->tmin[core][pc];
-    if (isnan(*m))
-        *m = sim_time_min(g->s, in);
-    return *m;
+    if (t + g->d->tmin_max <= g->max_cycles)
+        return 0;
+    return past_cycles(g, core, u, index, t + sim_time_min(g->s, in));
 }
 
 /* Each entry's span (the earliest start and the latest end of its cores)
@@ -455,7 +459,7 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     double t = c->seq_time;
     int rc = 0;
     for (; pc < n; pc++, t += step) {
-        const issue_rec *r = issue_of(dec, str, pc);
+        const issue_rec *r = issue_of(g->d, dec, str, pc);
         const isa_unit u = (isa_unit)r->unit;
         if (u == ISA_U_SEQ)
             break;
@@ -653,7 +657,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     } else {
         sim_timing tm = {t, t, -1, -1, -1};
         const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
-        if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, e->in)) || sim_exec(s, c, u, e, &tm))
+        if (past_cycles_min(g, c->id, u, e->index, e->in, t) || sim_exec(s, c, u, e, &tm))
             return -1;
         macs = s->st->macs - macs0;
         dram_bytes = s->st->dram_bytes_read + s->st->dram_bytes_written - dram0;
