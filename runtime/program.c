@@ -49,6 +49,7 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     prog->host = host;
     prog->packed = packed;
     prog->abase = UINT64_MAX;
+    prog->host_ops = -1;
     prog->last_use = ++dev->clock;
     prog->next = dev->programs;
     dev->programs = prog;
