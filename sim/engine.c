@@ -27,7 +27,7 @@ typedef struct {
     int16_t op;    /* as sim_slot.op */
     int16_t kslot; /* as sim_slot.kslot: found when the run begins (kernels_begin) */
     int16_t tok;   /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
-    uint8_t unit;  /* isa_insn_unit; UNIT_UNKNOWN, and op and tok unset, until first issued */
+    uint8_t unit;  /* isa_insn_unit, UNIT_UNKNOWN for one beyond a byte */
 } issue_rec;
 
 /* What a run derives from its program's instructions alone and from the
@@ -38,8 +38,8 @@ struct sim_decode {
     const isa_program *p;
     issue_rec **dec; /* [core][instruction index] */
     /* the largest least duration (sim_time_min) of the unit instructions
-     * issued so far (-inf: none): an instruction starting at t cannot
-     * pass the cycle limit by it when t + this does not */
+     * (-inf: none): an instruction starting at t cannot pass the cycle
+     * limit by its own when t + this does not */
     double tmin_max;
 };
 
@@ -137,10 +137,28 @@ static int kernels_begin(engine *g)
     return 0;
 }
 
-/* The issue record of each instruction, filled when it is first issued
- * (and the largest least duration then): a loop's body issues its
- * instructions many times, and the unit costs a table lookup and a
- * switch, the duration a few more.  NULL when out of host memory. */
+/* The issue record of instruction `in`, and the largest least duration
+ * with its own. */
+static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
+{
+    issue_rec r = {.kslot = -1, .unit = UNIT_UNKNOWN};
+    isa_unit v = isa_insn_unit(in);
+    r.op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
+    r.tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
+    if ((unsigned)v < ISA_NUNITS && r.op != ISA_OP_WAIT && r.op != ISA_OP_SIG) {
+        double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */
+        if (m > d->tmin_max)
+            d->tmin_max = m;
+    }
+    if ((unsigned)v < UNIT_UNKNOWN) /* else an unchecked program's wild unit: faults at issue */
+        r.unit = (uint8_t)v;
+    return r;
+}
+
+/* The issue record of each instruction, its kernel entry found when the
+ * run begins (kernels_begin): a loop's body issues its instructions many
+ * times, and the unit costs a table lookup and a switch, the duration a
+ * few more.  NULL when out of host memory. */
 static sim_decode *decode_new(const sim *s, const isa_program *p)
 {
     sim_decode *d = calloc(1, sizeof *d);
@@ -160,7 +178,7 @@ static sim_decode *decode_new(const sim *s, const isa_program *p)
             return NULL;
         }
         for (size_t i = 0; i < n; i++)
-            d->dec[c][i] = (issue_rec){.kslot = -1, .unit = UNIT_UNKNOWN};
+            d->dec[c][i] = decode_insn(d, &p->cores[c].insns[i]);
     }
     return d;
 }
@@ -176,9 +194,9 @@ void sim_decode_free(sim_decode *d)
 }
 
 /* The run's decode: the kept one when it was built for this program on
- * this sim (a launch of the 1024^3 GEMM filled 16 k records, read 1.2 k
- * instructions' counts and issued each instruction's first time from
- * its 288-byte record anew), else a new one.  0, or -1 when out of host
+ * this sim (a launch of the 1024^3 GEMM read every instruction's first
+ * line, 1.2 k instructions' counts, and filled 4 k records anew), else a
+ * new one.  0, or -1 when out of host
  * memory. */
 static int units_begin(engine *g)
 {
@@ -207,35 +225,9 @@ static void units_end(engine *g)
     g->dec = NULL;
 }
 
-/* Fill in the issue record r of instruction `in` at its first issue. */
-static void __attribute__((noinline)) issue_fill(sim_decode *d, issue_rec *r, const isa_insn *in)
-{
-    isa_unit v = isa_insn_unit(in);
-    r->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
-    r->tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
-    if ((unsigned)v < ISA_NUNITS && r->op != ISA_OP_WAIT && r->op != ISA_OP_SIG) {
-        double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */
-        if (m > d->tmin_max)
-            d->tmin_max = m;
-    }
-    if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
-        r->unit = (uint8_t)v;
-}
-
-/* The issue record of instruction pc of stream str, whose records are
- * the decode's row `dec`, filled in if this is its first issue. */
-static const issue_rec *issue_of(sim_decode *d, issue_rec *dec, const isa_stream *str, long pc)
-{
-    issue_rec *r = &dec[pc];
-    if (r->unit == UNIT_UNKNOWN)
-        issue_fill(d, r, &str->insns[pc]);
-    return r;
-}
-
 /* Does a unit instruction `in` starting at t pass the cycle limit by its
- * least duration?  Looked up only when the largest one of those issued
- * (this one among them) would: t + m <= t + tmin_max, rounding being
- * monotonic. */
+ * least duration?  Looked up only when the largest one would: t + m <=
+ * t + tmin_max, rounding being monotonic. */
 static int past_cycles_min(engine *g, int core, int u, long index, const isa_insn *in, double t)
 {
     if (t + g->d->tmin_max <= g->max_cycles)
@@ -459,7 +451,7 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     double t = c->seq_time;
     int rc = 0;
     for (; pc < n; pc++, t += step) {
-        const issue_rec *r = issue_of(g->d, dec, str, pc);
+        const issue_rec *r = &dec[pc];
         const isa_unit u = (isa_unit)r->unit;
         if (u == ISA_U_SEQ)
             break;
