@@ -680,8 +680,6 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
-    if (us->done_at > s->st->cycles)
-        s->st->cycles = us->done_at;
     q->head = q->head + 1 == depth ? 0 : q->head + 1;
     q->count--;
     if (c->seq_blocked_on == u) {
@@ -814,6 +812,12 @@ int sim_engine_run(sim *s, const isa_program *p)
         sim_core *c = &s->cores[i];
         if (c->seq_time > s->st->cycles)
             s->st->cycles = c->seq_time;
+        /* the run's end: the latest completion, found here rather than at
+         * each (nothing reads it during the run; a maximum of times, which
+         * are never NaN, in any order) */
+        for (int u = 0; u < ISA_NUNITS; u++)
+            if (c->ustate[u].done_at > s->st->cycles)
+                s->st->cycles = c->ustate[u].done_at;
         if (i < SIM_MAX_CORES) {
             s->st->lx_peak[i] = c->lx_peak;
             for (int u = 0; u < ISA_NUNITS; u++) {
