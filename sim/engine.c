@@ -647,12 +647,11 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         dur = s->cfg.sync_cycles;
         done = t + dur;
     } else {
-        sim_timing tm = {t, t, -1, -1, -1};
-        const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
+        sim_timing tm = {.start = t, .end = t, .busy_end = -1, .remote_core = -1, .remote_tok = -1};
         if (past_cycles_min(g, c->id, u, e->index, e->in, t) || sim_exec(s, c, u, e, &tm))
             return -1;
-        macs = s->st->macs - macs0;
-        dram_bytes = s->st->dram_bytes_read + s->st->dram_bytes_written - dram0;
+        macs = tm.macs;
+        dram_bytes = tm.dram_bytes;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
         s->st->insns++;

@@ -166,6 +166,7 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     if (d_dram)
         s->st->dram_bytes_written += bytes;
     if (a_dram || d_dram) {
+        tm->dram_bytes = bytes;
         tm->end = sim_dma_end(s, c, &dt, tm->start, d_dram);
         tm->busy_end = dt.issue; /* the engine moves on once the last piece is issued */
     } else {
@@ -282,7 +283,8 @@ static int exec_indexed(sim *s, sim_core *c, const sim_slot *e, int u, sim_timin
                 sim_dram_copy_out(s, da, c->lx + l, (size_t)run);
         }
     free(row);
-    *(scatter ? &s->st->dram_bytes_written : &s->st->dram_bytes_read) += (uint64_t)(run * n0 * n1);
+    tm->dram_bytes = (uint64_t)(run * n0 * n1);
+    *(scatter ? &s->st->dram_bytes_written : &s->st->dram_bytes_read) += tm->dram_bytes;
     tm->end = sim_dma_end(s, c, &dt, tm->start, scatter);
     tm->busy_end = dt.issue;
     return 0;
@@ -390,7 +392,8 @@ static int exec_pt(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm
             sim_race_access(s, c, u, e->index, c->id, (uint64_t)(e->d + g * in->ds[0]),
                             (uint64_t)(e->d + g * in->ds[0] + m * sb), 1);
     }
-    s->st->macs += (uint64_t)(m * n * k);
+    tm->macs = (uint64_t)(m * n * k);
+    s->st->macs += tm->macs;
     tm->end = sim_time_pt(s, tm->start, m, n, k);
     if (!s->opt.values)
         return 0;

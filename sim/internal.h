@@ -166,6 +166,7 @@ typedef struct {
                           DMA engine keeps transfers in flight) */
     int remote_core;
     int64_t remote_tok;
+    uint64_t macs, dram_bytes; /* what it added to st->macs and st's DRAM bytes (its kernel's share) */
 } sim_timing;
 int sim_exec(sim *s, sim_core *c, int unit, const sim_slot *e, sim_timing *tm);
 
