@@ -17,6 +17,7 @@
 #include "events.h"
 
 #define AGENT_SEQ ISA_NUNITS
+_Static_assert(ISA_U_SEQ >= ISA_NUNITS, "the issue loop tells the sequencer's instructions by unit >= ISA_NUNITS");
 #define UNIT_UNKNOWN 0xff
 
 /* What the sequencer copies into a slot besides the addresses, per stream
@@ -453,10 +454,9 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     for (; pc < n; pc++, t += step) {
         const issue_rec *r = &dec[pc];
         const isa_unit u = (isa_unit)r->unit;
-        if (u == ISA_U_SEQ)
-            break;
-        if ((int)u >= ISA_NUNITS) {
-            rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
+        if ((int)u >= ISA_NUNITS) { /* the sequencer's own (ISA_U_SEQ is the first past the units), or none */
+            if (u != ISA_U_SEQ)
+                rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
             break;
         }
         sim_queue *q = &c->units[u];
