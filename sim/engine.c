@@ -94,7 +94,7 @@ static int issue_limits(engine *g, int core, int u, long pc, double t)
 
 /* Name the kernels of the run in st->kernels (one entry per name, in
  * program order) and map every instruction index of every stream to its
- * entry (after units_begin).  Returns 0, or -1 when out of host memory. */
+ * entry (after decode_begin).  Returns 0, or -1 when out of host memory. */
 static int kernels_begin(engine *g)
 {
     const isa_program *p = g->p;
@@ -197,9 +197,8 @@ void sim_decode_free(sim_decode *d)
 /* The run's decode: the kept one when it was built for this program on
  * this sim (a launch of the 1024^3 GEMM read every instruction's first
  * line, 1.2 k instructions' counts, and filled 4 k records anew), else a
- * new one.  0, or -1 when out of host
- * memory. */
-static int units_begin(engine *g)
+ * new one.  0, or -1 when out of host memory. */
+static int decode_begin(engine *g)
 {
     sim_decode **kept = g->s->decode;
     if (kept && *kept && (*kept)->s == g->s && (*kept)->p == g->p)
@@ -214,7 +213,7 @@ static int units_begin(engine *g)
 
 /* The decode goes to the caller's place for it, if any (whatever the
  * run's outcome: it holds only what the instructions say), else is freed. */
-static void units_end(engine *g)
+static void decode_end(engine *g)
 {
     sim_decode **kept = g->s->decode;
     if (kept && *kept != g->d) {
@@ -763,9 +762,9 @@ int sim_engine_run(sim *s, const isa_program *p)
     if (!(phase >= 0 && phase < s->cfg.dram_trefi_ns))
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "refresh phase %g ns is outside [0, dram_trefi_ns = %g)", phase,
                           s->cfg.dram_trefi_ns);
-    if (units_begin(&g) || kernels_begin(&g)) {
+    if (decode_begin(&g) || kernels_begin(&g)) {
         kernels_end(&g);
-        units_end(&g);
+        decode_end(&g);
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "out of host memory (kernel map)");
     }
     limits_begin(&g);
@@ -828,6 +827,6 @@ int sim_engine_run(sim *s, const isa_program *p)
     sim_evq_free(&g.q);
     kernels_fold(&g);
     kernels_end(&g);
-    units_end(&g);
+    decode_end(&g);
     return rc;
 }
