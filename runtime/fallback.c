@@ -64,7 +64,9 @@ rt_fallback *rt_fallback_begin(rt_program *prog, rt_run_result *res, char *err, 
     if (errlen)
         err[0] = 0;
     const isa_program *p = prog->p;
-    if (!has_host_ops(p))
+    if (prog->host_ops < 0) /* a walk of every instruction: once a program */
+        prog->host_ops = has_host_ops(p);
+    if (!prog->host_ops)
         return NULL;
     if (!p->graph) {
         isa_errf(err, errlen, "the program has host ops but no graph to run them from");

@@ -37,8 +37,10 @@ int rt_launch(rt_program *prog, rt_run_result *res)
             unsupported = 1;
         } else {
             sim_set_host(dev->sim, fb ? rt_fallback_host : NULL, fb);
+            sim_set_decode(dev->sim, &prog->decode);
             rc = sim_run_regions(dev->sim, p, p->weight_bytes ? prog->wbase : 0, prog->staged ? prog->abase : 0,
                                  &r->stats, &r->fault);
+            sim_set_decode(dev->sim, NULL);
             sim_set_host(dev->sim, NULL, NULL);
             unsupported = rt_fallback_failed(fb);
             rt_fallback_end(fb);

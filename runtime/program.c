@@ -49,6 +49,7 @@ rt_program *rt_load_program(rt_device *dev, isa_program *p, char *err, size_t er
     prog->host = host;
     prog->packed = packed;
     prog->abase = UINT64_MAX;
+    prog->host_ops = -1;
     prog->last_use = ++dev->clock;
     prog->next = dev->programs;
     dev->programs = prog;
@@ -96,6 +97,7 @@ void rt_unload(rt_program *prog)
     free(prog->host);
     free(prog->packed);
     rt_state_free(prog);
+    sim_decode_free(prog->decode);
     isa_program_free(prog->p);
     free(prog);
 }

@@ -60,6 +60,8 @@ struct rt_program {
     int launched;
     int keep_values;     /* rt_keep_values: 0, 1 (stepwise when vacuous), 2 (always) */
     rt_run_result last;
+    sim_decode *decode;  /* the engine's decode of p, kept for the next launch (sim_set_decode) */
+    int host_ops;        /* p has `host` instructions: 1, 0, or -1 until the first launch looks */
     rt_update *upd;      /* the graph's state updates (state.c), nupd of them */
     int nupd;
     float **before;      /* per tensor: a state's host copy before the last launch updated it, or NULL */

@@ -17,6 +17,7 @@
 #include "events.h"
 
 #define AGENT_SEQ ISA_NUNITS
+_Static_assert(ISA_U_SEQ >= ISA_NUNITS, "the issue loop tells the sequencer's instructions by unit >= ISA_NUNITS");
 #define UNIT_UNKNOWN 0xff
 
 /* What the sequencer copies into a slot besides the addresses, per stream
@@ -27,16 +28,30 @@ typedef struct {
     int16_t op;    /* as sim_slot.op */
     int16_t kslot; /* as sim_slot.kslot: found when the run begins (kernels_begin) */
     int16_t tok;   /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
-    uint8_t unit;  /* isa_insn_unit; UNIT_UNKNOWN, and op and tok unset, until first issued */
+    uint8_t unit;  /* isa_insn_unit, UNIT_UNKNOWN for one beyond a byte */
 } issue_rec;
+
+/* What a run derives from its program's instructions alone and from the
+ * chip's configuration (sim_time_min), the same at every run of them: a
+ * run builds it, or takes the one a caller kept (sim_set_decode). */
+struct sim_decode {
+    const sim *s;
+    const isa_program *p;
+    issue_rec **dec; /* [core][instruction index] */
+    /* the largest least duration (sim_time_min) of the unit instructions
+     * (-inf: none): an instruction starting at t cannot pass the cycle
+     * limit by its own when t + this does not */
+    double tmin_max;
+};
 
 typedef struct {
     sim *s;
     const isa_program *p;
     sim_evq q;
     double now;
-    issue_rec **dec; /* [core][instruction index] */
-    double **tmin;  /* [core][instruction index]: sim_time_min, NaN until it first starts */
+    sim_decode *d;  /* the run's decode; dec is its */
+    int fresh;      /* d was built for this run: its kernel entries are still to be found */
+    issue_rec **dec;
     double *kspan; /* [entry][core][2]: that core's first start and last end (start < 0: none) */
     sim_kernel_stats *kernels; /* st->kernels, and the program's cores: kept here for */
     size_t ncores;             /* kernel_charge, which every unit instruction calls */
@@ -79,7 +94,7 @@ static int issue_limits(engine *g, int core, int u, long pc, double t)
 
 /* Name the kernels of the run in st->kernels (one entry per name, in
  * program order) and map every instruction index of every stream to its
- * entry (after units_begin).  Returns 0, or -1 when out of host memory. */
+ * entry (after decode_begin).  Returns 0, or -1 when out of host memory. */
 static int kernels_begin(engine *g)
 {
     const isa_program *p = g->p;
@@ -106,7 +121,7 @@ static int kernels_begin(engine *g)
             } else
                 slot = SIM_MAX_KERNELS - 1;
         }
-        long n = (long)p->cores[kn->core].n;
+        long n = g->fresh ? (long)p->cores[kn->core].n : 0; /* a kept decode has them */
         for (long i = kn->first < 0 ? 0 : kn->first; i <= kn->last && i < n; i++)
             if (g->dec[kn->core][i].kslot < 0) /* the first kernel naming an instruction owns it, as in traces */
                 g->dec[kn->core][i].kslot = (int16_t)slot;
@@ -123,64 +138,101 @@ static int kernels_begin(engine *g)
     return 0;
 }
 
-/* The issue record of each instruction, filled when it is first issued,
- * and the least duration its counts allow (for the cycle limit), found
- * when it first starts: a loop's body issues its instructions many times,
- * and the unit costs a table lookup and a switch, the duration a few
- * more.  Returns 0, or -1 when out of host memory. */
-static int units_begin(engine *g)
+/* The issue record of instruction `in`, and the largest least duration
+ * with its own. */
+static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
 {
-    g->dec = calloc((size_t)g->p->ncores, sizeof *g->dec);
-    g->tmin = calloc((size_t)g->p->ncores, sizeof *g->tmin);
-    if (!g->dec || !g->tmin)
-        return -1;
-    for (int c = 0; c < g->p->ncores; c++) {
-        size_t n = g->p->cores[c].n;
-        if (!(g->dec[c] = malloc((n ? n : 1) * sizeof **g->dec)) ||
-            !(g->tmin[c] = malloc((n ? n : 1) * sizeof **g->tmin)))
-            return -1;
-        for (size_t i = 0; i < n; i++) {
-            g->dec[c][i] = (issue_rec){.kslot = -1, .unit = UNIT_UNKNOWN};
-            g->tmin[c][i] = NAN;
-        }
-    }
-    return 0;
-}
-
-static void units_end(engine *g)
-{
-    for (int c = 0; g->dec && c < g->p->ncores; c++)
-        free(g->dec[c]);
-    for (int c = 0; g->tmin && c < g->p->ncores; c++)
-        free(g->tmin[c]);
-    free(g->dec);
-    free(g->tmin);
-    g->dec = NULL;
-    g->tmin = NULL;
-}
-
-/* The issue record of instruction pc of stream str, whose records are
- * g->dec's row `dec`, filled in if this is its first issue. */
-static const issue_rec *issue_of(issue_rec *dec, const isa_stream *str, long pc)
-{
-    issue_rec *r = &dec[pc];
-    if (r->unit != UNIT_UNKNOWN)
-        return r;
-    const isa_insn *in = &str->insns[pc];
+    issue_rec r = {.kslot = -1, .unit = UNIT_UNKNOWN};
     isa_unit v = isa_insn_unit(in);
-    r->op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
-    r->tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
-    if ((unsigned)v < UNIT_UNKNOWN) /* an unchecked program's wild unit is looked up every time */
-        r->unit = (uint8_t)v;
+    r.op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
+    r.tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
+    if ((unsigned)v < ISA_NUNITS && r.op != ISA_OP_WAIT && r.op != ISA_OP_SIG) {
+        double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */
+        if (m > d->tmin_max)
+            d->tmin_max = m;
+    }
+    if ((unsigned)v < UNIT_UNKNOWN) /* else an unchecked program's wild unit: faults at issue */
+        r.unit = (uint8_t)v;
     return r;
 }
 
-static double min_cycles(engine *g, int core, long pc, const isa_insn *in)
+/* The issue record of each instruction, its kernel entry found when the
+ * run begins (kernels_begin): a loop's body issues its instructions many
+ * times, and the unit costs a table lookup and a switch, the duration a
+ * few more.  NULL when out of host memory. */
+static sim_decode *decode_new(const sim *s, const isa_program *p)
 {
-    double *m = &g->tmin[core][pc];
-    if (isnan(*m))
-        *m = sim_time_min(g->s, in);
-    return *m;
+    sim_decode *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->s = s;
+    d->p = p;
+    d->tmin_max = -INFINITY;
+    if (!(d->dec = calloc((size_t)p->ncores, sizeof *d->dec))) {
+        sim_decode_free(d);
+        return NULL;
+    }
+    for (int c = 0; c < p->ncores; c++) {
+        size_t n = p->cores[c].n;
+        if (!(d->dec[c] = malloc((n ? n : 1) * sizeof **d->dec))) {
+            sim_decode_free(d);
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+            d->dec[c][i] = decode_insn(d, &p->cores[c].insns[i]);
+    }
+    return d;
+}
+
+void sim_decode_free(sim_decode *d)
+{
+    if (!d)
+        return;
+    for (int c = 0; d->dec && c < d->p->ncores; c++)
+        free(d->dec[c]);
+    free(d->dec);
+    free(d);
+}
+
+/* The run's decode: the kept one when it was built for this program on
+ * this sim (a launch of the 1024^3 GEMM read every instruction's first
+ * line, 1.2 k instructions' counts, and filled 4 k records anew), else a
+ * new one.  0, or -1 when out of host memory. */
+static int decode_begin(engine *g)
+{
+    sim_decode **kept = g->s->decode;
+    if (kept && *kept && (*kept)->s == g->s && (*kept)->p == g->p)
+        g->d = *kept;
+    else if ((g->d = decode_new(g->s, g->p)))
+        g->fresh = 1;
+    else
+        return -1;
+    g->dec = g->d->dec;
+    return 0;
+}
+
+/* The decode goes to the caller's place for it, if any (whatever the
+ * run's outcome: it holds only what the instructions say), else is freed. */
+static void decode_end(engine *g)
+{
+    sim_decode **kept = g->s->decode;
+    if (kept && *kept != g->d) {
+        sim_decode_free(*kept);
+        *kept = g->d;
+    } else if (!kept)
+        sim_decode_free(g->d);
+    g->d = NULL;
+    g->dec = NULL;
+}
+
+/* Does a unit instruction `in` starting at t pass the cycle limit by its
+ * least duration?  Looked up only when the largest one would: t + m <=
+ * t + tmin_max, rounding being monotonic. */
+static int past_cycles_min(engine *g, int core, int u, long index, const isa_insn *in, double t)
+{
+    if (t + g->d->tmin_max <= g->max_cycles)
+        return 0;
+    return past_cycles(g, core, u, index, t + sim_time_min(g->s, in));
 }
 
 /* Each entry's span (the earliest start and the latest end of its cores)
@@ -399,12 +451,11 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
     double t = c->seq_time;
     int rc = 0;
     for (; pc < n; pc++, t += step) {
-        const issue_rec *r = issue_of(dec, str, pc);
+        const issue_rec *r = &dec[pc];
         const isa_unit u = (isa_unit)r->unit;
-        if (u == ISA_U_SEQ)
-            break;
-        if ((int)u >= ISA_NUNITS) {
-            rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
+        if ((int)u >= ISA_NUNITS) { /* the sequencer's own (ISA_U_SEQ is the first past the units), or none */
+            if (u != ISA_U_SEQ)
+                rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
             break;
         }
         sim_queue *q = &c->units[u];
@@ -595,12 +646,11 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
         dur = s->cfg.sync_cycles;
         done = t + dur;
     } else {
-        sim_timing tm = {t, t, -1, -1, -1};
-        const uint64_t macs0 = s->st->macs, dram0 = s->st->dram_bytes_read + s->st->dram_bytes_written;
-        if (past_cycles(g, c->id, u, e->index, t + min_cycles(g, c->id, e->index, e->in)) || sim_exec(s, c, u, e, &tm))
+        sim_timing tm = {.start = t, .end = t, .busy_end = -1, .remote_core = -1, .remote_tok = -1};
+        if (past_cycles_min(g, c->id, u, e->index, e->in, t) || sim_exec(s, c, u, e, &tm))
             return -1;
-        macs = s->st->macs - macs0;
-        dram_bytes = s->st->dram_bytes_read + s->st->dram_bytes_written - dram0;
+        macs = tm.macs;
+        dram_bytes = tm.dram_bytes;
         done = tm.end;
         dur = (tm.busy_end >= 0 ? tm.busy_end : tm.end) - t;
         s->st->insns++;
@@ -628,8 +678,6 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     us->free_at = t + dur;
     if (done > us->done_at)
         us->done_at = done;
-    if (us->done_at > s->st->cycles)
-        s->st->cycles = us->done_at;
     q->head = q->head + 1 == depth ? 0 : q->head + 1;
     q->count--;
     if (c->seq_blocked_on == u) {
@@ -714,9 +762,9 @@ int sim_engine_run(sim *s, const isa_program *p)
     if (!(phase >= 0 && phase < s->cfg.dram_trefi_ns))
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "refresh phase %g ns is outside [0, dram_trefi_ns = %g)", phase,
                           s->cfg.dram_trefi_ns);
-    if (units_begin(&g) || kernels_begin(&g)) {
+    if (decode_begin(&g) || kernels_begin(&g)) {
         kernels_end(&g);
-        units_end(&g);
+        decode_end(&g);
         return sim_faultf(s, -1, ISA_U_SEQ, -1, "out of host memory (kernel map)");
     }
     limits_begin(&g);
@@ -762,6 +810,12 @@ int sim_engine_run(sim *s, const isa_program *p)
         sim_core *c = &s->cores[i];
         if (c->seq_time > s->st->cycles)
             s->st->cycles = c->seq_time;
+        /* the run's end: the latest completion, found here rather than at
+         * each (nothing reads it during the run; a maximum of times, which
+         * are never NaN, in any order) */
+        for (int u = 0; u < ISA_NUNITS; u++)
+            if (c->ustate[u].done_at > s->st->cycles)
+                s->st->cycles = c->ustate[u].done_at;
         if (i < SIM_MAX_CORES) {
             s->st->lx_peak[i] = c->lx_peak;
             for (int u = 0; u < ISA_NUNITS; u++) {
@@ -773,6 +827,6 @@ int sim_engine_run(sim *s, const isa_program *p)
     sim_evq_free(&g.q);
     kernels_fold(&g);
     kernels_end(&g);
-    units_end(&g);
+    decode_end(&g);
     return rc;
 }

@@ -166,6 +166,7 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     if (d_dram)
         s->st->dram_bytes_written += bytes;
     if (a_dram || d_dram) {
+        tm->dram_bytes = bytes;
         tm->end = sim_dma_end(s, c, &dt, tm->start, d_dram);
         tm->busy_end = dt.issue; /* the engine moves on once the last piece is issued */
     } else {
@@ -282,33 +283,22 @@ static int exec_indexed(sim *s, sim_core *c, const sim_slot *e, int u, sim_timin
                 sim_dram_copy_out(s, da, c->lx + l, (size_t)run);
         }
     free(row);
-    *(scatter ? &s->st->dram_bytes_written : &s->st->dram_bytes_read) += (uint64_t)(run * n0 * n1);
+    tm->dram_bytes = (uint64_t)(run * n0 * n1);
+    *(scatter ? &s->st->dram_bytes_written : &s->st->dram_bytes_read) += tm->dram_bytes;
     tm->end = sim_dma_end(s, c, &dt, tm->start, scatter);
     tm->busy_end = dt.issue;
     return 0;
 }
 
-static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
+/* A ring instruction's runs of `run` bytes: the race check's accesses
+ * and, with values, the copies or sums.  Apart, so that a timing-only
+ * run without the check (which charges the whole transfer at once) sets
+ * none of it up. */
+static __attribute__((noinline)) void ring_runs(sim *s, sim_core *c, sim_core *dst, const sim_slot *e, int u, int64_t run)
 {
     const isa_insn *in = e->in;
-    if (in->core >= s->cfg.cores)
-        return sim_faultf(s, c->id, u, e->index, "%s: core %" PRId64 " does not exist (the chip has %d)",
-                          isa_info(in->op)->mnemonic, (int64_t)in->core, s->cfg.cores);
-    if (in->tok != ISA_TOK_NONE && in->tok >= s->cfg.tokens)
-        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, (int64_t)in->tok);
-    sim_core *dst = &s->cores[in->core];
-    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
-    span ds = extent(e->d, 2, in->n, in->ds, run);
-    span as = extent(e->a, 2, in->n, in->as, run);
-    if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_align(s, c, e, u, "a", e->a, 2, in->as, sb) ||
-        check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
-        return -1;
-    sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
-    sim_pt_fence(s, dst->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
     const int values = s->opt.values;
-    /* the runs matter only to the race check and the bytes: timing only
-     * without the check charges the whole transfer at once, below */
-    for (int64_t i1 = 0; i1 < (values || sim_race_active(s) ? in->n[1] : 0); i1++)
+    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
         for (int64_t i0 = 0; i0 < in->n[0]; i0++) {
             int64_t doff = e->d + i0 * in->ds[0] + i1 * in->ds[1];
             int64_t aoff = e->a + i0 * in->as[0] + i1 * in->as[1];
@@ -347,6 +337,27 @@ static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
                 }
             }
         }
+}
+
+static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm)
+{
+    const isa_insn *in = e->in;
+    if (in->core >= s->cfg.cores)
+        return sim_faultf(s, c->id, u, e->index, "%s: core %" PRId64 " does not exist (the chip has %d)",
+                          isa_info(in->op)->mnemonic, (int64_t)in->core, s->cfg.cores);
+    if (in->tok != ISA_TOK_NONE && in->tok >= s->cfg.tokens)
+        return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, (int64_t)in->tok);
+    sim_core *dst = &s->cores[in->core];
+    const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
+    span ds = extent(e->d, 2, in->n, in->ds, run);
+    span as = extent(e->a, 2, in->n, in->as, run);
+    if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_align(s, c, e, u, "a", e->a, 2, in->as, sb) ||
+        check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
+        return -1;
+    sim_pt_fence(s, c->id, (uint64_t)as.lo, (uint64_t)as.hi, 0);
+    sim_pt_fence(s, dst->id, (uint64_t)ds.lo, (uint64_t)ds.hi, 1);
+    if (s->opt.values || sim_race_active(s))
+        ring_runs(s, c, dst, e, u, run);
     tm->end = sim_time_ring(s, c, dst->id, tm->start, (uint64_t)(run * in->n[0] * in->n[1]));
     if (in->tok != ISA_TOK_NONE) {
         tm->remote_core = dst->id;
@@ -390,7 +401,8 @@ static int exec_pt(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm
             sim_race_access(s, c, u, e->index, c->id, (uint64_t)(e->d + g * in->ds[0]),
                             (uint64_t)(e->d + g * in->ds[0] + m * sb), 1);
     }
-    s->st->macs += (uint64_t)(m * n * k);
+    tm->macs = (uint64_t)(m * n * k);
+    s->st->macs += tm->macs;
     tm->end = sim_time_pt(s, tm->start, m, n, k);
     if (!s->opt.values)
         return 0;

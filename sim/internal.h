@@ -134,6 +134,7 @@ struct sim {
     size_t nhost, host_cap;
     sim_host_fn host_fn; /* sim_set_host */
     void *host_ctx;
+    sim_decode **decode; /* sim_set_decode */
     /* the run in progress */
     const isa_program *prog;
     uint64_t weights_base, act_base; /* device addresses of the two DRAM regions */
@@ -165,6 +166,7 @@ typedef struct {
                           DMA engine keeps transfers in flight) */
     int remote_core;
     int64_t remote_tok;
+    uint64_t macs, dram_bytes; /* what it added to st->macs and st's DRAM bytes (its kernel's share) */
 } sim_timing;
 int sim_exec(sim *s, sim_core *c, int unit, const sim_slot *e, sim_timing *tm);
 

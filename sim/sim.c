@@ -223,6 +223,8 @@ int sim_run_regions(sim *s, const isa_program *p, uint64_t weights_base, uint64_
     return rc;
 }
 
+void sim_set_decode(sim *s, sim_decode **d) { s->decode = d; }
+
 void sim_set_options(sim *s, const sim_options *opt) { s->opt = *opt; }
 const sim_options *sim_get_options(const sim *s) { return &s->opt; }
 

@@ -151,6 +151,16 @@ typedef int (*sim_host_fn)(void *ctx, sim *s, const isa_program *p, int64_t node
  * instruction faults: a program with host ops needs a runtime). */
 void sim_set_host(sim *s, sim_host_fn fn, void *ctx);
 
+/* What the engine derives from a program's instructions (each one's unit,
+ * opcode, token, kernel and least duration), kept by a caller that runs
+ * one program many times: the next runs take *d when it was built for
+ * their program on this sim, else build one and leave it in *d (freeing
+ * the one there).  The caller frees it with sim_decode_free when the
+ * program goes; NULL (the default): each run builds its own. */
+typedef struct sim_decode sim_decode;
+void sim_set_decode(sim *s, sim_decode **d);
+void sim_decode_free(sim_decode *d);
+
 /* Options for the next runs (default: values on, races detected, no trace). */
 void sim_set_options(sim *s, const sim_options *opt);
 const sim_options *sim_get_options(const sim *s);

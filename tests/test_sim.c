@@ -1189,6 +1189,53 @@ static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
     isa_program_free(p);
 }
 
+/* A decode kept across runs (sim_set_decode) gives the runs of a fresh
+ * one: the same cycles, and the cycle limit met at the same instruction
+ * by its least duration after a run that passed; a second program given
+ * the same place gets a decode of its own. */
+static void test_a_kept_decode_runs_as_a_fresh_one(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_emit(p, 1, ISA_OP_NOP);
+    isa_insn *in = tu_emit(p, 1, ISA_OP_SFP_EXP);
+    in->n[0] = 1000; /* about 2000 cycles of the vector unit */
+    in->as[0] = in->ds[0] = 0;
+    tu_halt_all(p);
+    sim *s = sim_create(&cfg4);
+    sim_decode *kept = NULL;
+    sim_set_decode(s, &kept);
+    sim_options o = {.values = 1, .detect_races = 1, .max_cycles = 100000};
+    sim_set_options(s, &o);
+    sim_stats a, b;
+    sim_fault f;
+    CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, &a, &f), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kept);
+    sim_decode *first = kept;
+    CU_ASSERT_EQUAL_FATAL(sim_run(s, p, 0, &b, &f), 0);
+    CU_ASSERT_PTR_EQUAL(kept, first); /* taken, not rebuilt */
+    CU_ASSERT_EQUAL(a.cycles, b.cycles);
+    CU_ASSERT(a.cycles > 1000);
+    o.max_cycles = 500;
+    sim_set_options(s, &o);
+    CU_ASSERT_EQUAL(sim_run(s, p, 0, NULL, &f), -1);
+    CU_ASSERT_EQUAL(f.core, 1);
+    CU_ASSERT_EQUAL(f.unit, ISA_U_SFP0);
+    CU_ASSERT_EQUAL(f.index, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.msg, "cycle limit (500 cycles"));
+    isa_program *q = tu_prog_new(cfg4.cores, 1 << 20);
+    tu_halt_all(q);
+    o.max_cycles = 0;
+    sim_set_options(s, &o);
+    CU_ASSERT_EQUAL(sim_run(s, q, 0, NULL, &f), 0);
+    CU_ASSERT_PTR_NOT_NULL(kept);
+    CU_ASSERT_PTR_NOT_EQUAL(kept, first);
+    sim_set_decode(s, NULL);
+    sim_decode_free(kept);
+    sim_destroy(s);
+    isa_program_free(p);
+    isa_program_free(q);
+}
+
 /* One DMA of 65535^4 pieces (stride 0) would loop for ever even timing
  * only: its least possible duration passes the default cycle limit, so it
  * faults before any of its work. */
@@ -1710,6 +1757,7 @@ int main(void)
          test_the_cycle_limit_names_the_unit_instruction_that_passes_it},
         {"one endless DMA stops at the cycle limit before it runs",
          test_one_endless_dma_stops_at_the_cycle_limit_before_it_runs},
+        {"a kept decode runs as a fresh one", test_a_kept_decode_runs_as_a_fresh_one},
         {"zero limits take the defaults", test_zero_limits_take_the_defaults},
         {"addi wraps modulo 2^64", test_addi_wraps_modulo_2_64},
         {"dram_is_sparse_and_reads_zero_when_untouched", test_dram_is_sparse_and_reads_zero_when_untouched},
