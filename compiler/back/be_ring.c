@@ -993,6 +993,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     if (g->i == g->mid)
         cc_emit_wait(e, ISA_U_RING, g->loaded);
     const cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0); /* every stick group's sends' */
+    long like[2] = {-1, -1}; /* per neighbour, its last send: the next differs only in its addresses */
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
@@ -1007,7 +1008,7 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
                 continue;
             if (stream && pc == 0 && step - g->npre >= g->mc.tl.slots)
                 cc_emit_wait(e, ISA_U_RING, g->cred[h]);
-            cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
+            like[h] = cc_emit_ring_like(e, like[h], ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
         }
     }
     if (stream && step > 0) {
