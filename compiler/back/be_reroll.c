@@ -1497,8 +1497,10 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
     for (long i = a; i < b; i++) {
         const char *x = (const char *)&s[t->pos[i]];
         bad |= ((const isa_insn *)x)->op ^ op;
+#pragma GCC unroll 8
         for (int q = 0; q < np; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
+#pragma GCC unroll 4
         for (int k = 0; k < naddr; k++) {
             const isa_addr *ad = (const isa_addr *)(x + f->aoff[k]);
             bad |= ad->reg | (ad->off - t->off[i][k] - delta[k]);
