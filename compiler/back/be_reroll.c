@@ -1497,8 +1497,10 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
     for (long i = a; i < b; i++) {
         const char *x = (const char *)&s[t->pos[i]];
         bad |= ((const isa_insn *)x)->op ^ op;
+#pragma GCC unroll 8
         for (int q = 0; q < np; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
+#pragma GCC unroll 4
         for (int k = 0; k < naddr; k++) {
             const isa_addr *ad = (const isa_addr *)(x + f->aoff[k]);
             bad |= ad->reg | (ad->off - t->off[i][k] - delta[k]);
@@ -1515,7 +1517,8 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
 {
-    const long a = t->at[sh], b = t->at[sh + 1];
+    long a = t->at[sh];
+    const long b = t->at[sh + 1];
     const int op = t->shop[sh];
     const rr_opfields *f = fields_of(op);
     const char *h = (const char *)&s[t->pos[a]];
@@ -1523,8 +1526,17 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
     int64_t *delta = t->delta[sh];
     for (int i = 0; i < f->np; i++)
         hv[i] = *(const rr_pair *)(h + f->pair[i]) & f->pmask[i];
-    for (int k = 0; k < f->naddr; k++)
-        delta[k] = ((const isa_addr *)(h + f->aoff[k]))->off - t->off[a][k];
+    int64_t bad = ((const isa_insn *)h)->op ^ op;
+    for (int k = 0; k < f->naddr; k++) {
+        const isa_addr *ad = (const isa_addr *)(h + f->aoff[k]);
+        bad |= ad->reg;
+        delta[k] = ad->off - t->off[a][k];
+    }
+    if (bad)
+        return 0;
+    /* the first, its own fields and offsets less its delta, is checked:
+     * the scan starts past it (a shape in seven is one instruction) */
+    a++;
     /* pairs and addresses of the ops most instructions have (wait and sig:
      * 2 and 0, two in three of the prefill layer's; ring sends 6 and 2; pt
      * 7 and 2 to 4); any other op takes the loops as they are */

@@ -590,6 +590,10 @@ typedef struct {
     int64_t C0, Cx, cbytes;
     int defer, nheld;
     struct rg_pieces *held[RG_DEFER_BLOCKS];
+    /* rg_chunk_in: per neighbour, its last send in the kernel's stream
+     * (-1 none), all of them of K chunk send_kc (their shape) */
+    long like[2];
+    int64_t send_kc;
 } rg_core;
 
 /* The core's tokens, in the same order on every core (a ring.send
@@ -993,6 +997,10 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
     if (g->i == g->mid)
         cc_emit_wait(e, ISA_U_RING, g->loaded);
     const cc_dma_shape sh = cc_dma_groups(kc, 1, 0, 0); /* every stick group's sends' */
+    if (kc != g->send_kc) { /* a neighbour's next send differs from its last only in its addresses, in one K chunk */
+        g->like[0] = g->like[1] = -1;
+        g->send_kc = kc;
+    }
     for (int64_t pc = 0; pc < g->ns; pc++) {
         if (g->i != g->mid)
             cc_emit_wait(e, ISA_U_RING, g->arr);
@@ -1007,7 +1015,8 @@ static void rg_chunk_in(rg_core *g, int64_t b, int64_t jc, int64_t step)
                 continue;
             if (stream && pc == 0 && step - g->npre >= g->mc.tl.slots)
                 cc_emit_wait(e, ISA_U_RING, g->cred[h]);
-            cc_emit_ring(e, ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at), &sh);
+            g->like[h] = cc_emit_ring_like(e, g->like[h], ISA_OP_RING_SEND, g->down[h], g->arr, cc_abs(at), cc_abs(at),
+                                           &sh);
         }
     }
     if (stream && step > 0) {
@@ -1403,6 +1412,7 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     if (!rc) {
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
+        g->like[0] = g->like[1] = -1; /* the kernel's stream: no send in it yet */
         rg_layout(g);
         for (int64_t b = 0; b < g->nsb && !rc; b++) {
             rg_block(g, b);

@@ -186,6 +186,31 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
 /* ring.send / ring.red (op) of this core's LX at a to core `core`'s LX at
  * d, then token tok of that core += 1 (ISA_TOK_NONE: none); two loop levels of sh. */
 void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh);
+/* cc_emit_ring, where like (>= 0) is the stream index of an instruction
+ * cc_emit_ring committed earlier in this kernel with the same op, core,
+ * tok and sh: the same instruction, emitted as a copy of that one with d
+ * and a set.  Returns the index of the instruction committed (the next
+ * call's like), -1 when none was (a failed emitter). */
+long cc_emit_ring_slow(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh);
+/* The copy's other fields are like's, which passed isa_fits_RING and
+ * cc_place (its core is placed already): only the addresses are checked
+ * (the format's twelve operands checked and the fields stored again were
+ * most of emitting a send).  Without a like, with a failed emitter or an
+ * address out of its field, cc_emit_ring's way (cc_emit_ring_slow),
+ * message and all.  Inline: a call's saved registers were a third of
+ * the copy's way. */
+static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, int tok, isa_addr d, isa_addr a,
+                                     const cc_dma_shape *sh)
+{
+    if (like >= 0 && !e->failed && isa_addr_fits(&d) && isa_addr_fits(&a)) {
+        isa_insn *in = isa_stream_room(e->s);
+        isa_insn_copy(in, &e->s->insns[like]);
+        in->d = d;
+        in->a = a;
+        return (long)e->s->n++;
+    }
+    return cc_emit_ring_slow(e, op, core, tok, d, a, sh);
+}
 
 /* PT matrix multiply on corelet c (see the pt.mm operand description). */
 typedef struct {

@@ -461,6 +461,14 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
     cc_commit_as(e, isa_fits_RING);
 }
 
+/* cc_emit_ring_like without a like to copy: cc_emit_ring, and the index
+ * of what it committed. */
+long cc_emit_ring_slow(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a, const cc_dma_shape *sh)
+{
+    cc_emit_ring(e, op, core, tok, d, a, sh);
+    return e->failed ? -1 : (long)e->s->n - 1;
+}
+
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
 {
     isa_insn *in = cc_new(e, ISA_OP_PT_MM);
