@@ -271,10 +271,10 @@ static void kernel_charge(engine *g, int slot, int core, double start, double do
 {
     sim_kernel_stats *k = &g->kernels[slot];
     double *sp = &g->kspan[2 * ((size_t)slot * g->ncores + (size_t)core)];
-    if (start < sp[0])
-        sp[0] = start;
-    if (done > sp[1])
-        sp[1] = done;
+    /* stored either way: as conditional stores these were branches that
+     * mispredicted often (GCC may not invent the store) */
+    sp[0] = start < sp[0] ? start : sp[0];
+    sp[1] = done > sp[1] ? done : sp[1];
     k->insns++;
     k->busy += busy;
     k->macs += macs;
@@ -504,8 +504,7 @@ static int run_seq(engine *g, sim_core *c, double t)
     sim *s = g->s;
     const isa_stream *str = c->id < g->p->ncores ? &g->p->cores[c->id] : NULL;
     c->seq_scheduled = 0;
-    if (t > c->seq_time)
-        c->seq_time = t;
+    c->seq_time = t > c->seq_time ? t : c->seq_time; /* no branch, as kernel_charge's */
     while (!c->seq_done && !c->at_barrier && !c->at_fence) {
         int full = 0;
         if (str && (issue_units(g, c, str, &full) || full))
@@ -676,8 +675,7 @@ static int run_unit(engine *g, sim_core *c, int u, double t)
     if (slot >= 0)
         kernel_charge(g, slot, c->id, t, done, done > covered ? done - covered : 0, macs, dram_bytes);
     us->free_at = t + dur;
-    if (done > us->done_at)
-        us->done_at = done;
+    us->done_at = done > us->done_at ? done : us->done_at;
     q->head = q->head + 1 == depth ? 0 : q->head + 1;
     q->count--;
     if (c->seq_blocked_on == u) {
