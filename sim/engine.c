@@ -20,15 +20,20 @@
 _Static_assert(ISA_U_SEQ >= ISA_NUNITS, "the issue loop tells the sequencer's instructions by unit >= ISA_NUNITS");
 #define UNIT_UNKNOWN 0xff
 
-/* What the sequencer copies into a slot besides the addresses, per stream
- * position: eight bytes, where it read the opcode and token from the
- * first line of the 288-byte instruction (often out of cache by the time
- * a loop comes round to it again) and the kernel from a map of its own. */
+/* What the sequencer copies into a slot, per stream position: it read
+ * the opcode, token and address operands from the first two lines of the
+ * 288-byte instruction (often out of cache by the time a loop comes round
+ * to it again) and the kernel from a map of its own.  A wait's or
+ * signal's operands are r0 + 0, so every slot's addresses are resolved
+ * alike (0 for those, as before): which one it is was the issue's most
+ * mispredicted branch. */
 typedef struct {
-    int16_t op;    /* as sim_slot.op */
-    int16_t kslot; /* as sim_slot.kslot: found when the run begins (kernels_begin) */
-    int16_t tok;   /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
-    uint8_t unit;  /* isa_insn_unit, UNIT_UNKNOWN for one beyond a byte */
+    int64_t off[4]; /* in->d.off, a, b, p; 0 for wait and sig (their format names no address) */
+    int16_t op;     /* as sim_slot.op */
+    int16_t kslot;  /* as sim_slot.kslot: found when the run begins (kernels_begin) */
+    int16_t tok;    /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
+    uint8_t unit;   /* isa_insn_unit, UNIT_UNKNOWN for one beyond a byte */
+    uint8_t reg[4]; /* in->d.reg, ...: in [0, ISA_NREGS) (a wild one of an unchecked program is masked) */
 } issue_rec;
 
 /* What a run derives from its program's instructions alone and from the
@@ -153,6 +158,13 @@ static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
     }
     if ((unsigned)v < UNIT_UNKNOWN) /* else an unchecked program's wild unit: faults at issue */
         r.unit = (uint8_t)v;
+    if (r.op != ISA_OP_WAIT && r.op != ISA_OP_SIG) {
+        const isa_addr *ops[4] = {&in->d, &in->a, &in->b, &in->p};
+        for (int k = 0; k < 4; k++) {
+            r.off[k] = ops[k]->off;
+            r.reg[k] = (uint8_t)(ops[k]->reg & (ISA_NREGS - 1));
+        }
+    }
     return r;
 }
 
@@ -319,8 +331,6 @@ static int units_idle(const sim_core *c)
  * unsigned, where overflow is defined, and read back as two's complement. */
 static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
-static int64_t resolve(const sim_core *c, const isa_addr *a) { return wrap_add(a->off, c->regs[a->reg]); }
-
 /* Record the slot's instruction, its registers resolved, in the trace. */
 static void trace_slot(sim *s, int core, int u, const sim_slot *e, double start, double end)
 {
@@ -469,24 +479,16 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
             break;
         }
         g->issued++;
-        const isa_insn *in = &str->insns[pc];
         int at = q->head + q->count; /* a wrap, not a division by depth */
         sim_slot *e = &q->q[at >= depth ? at - depth : at];
-        e->in = in;
+        e->in = &str->insns[pc];
         e->op = r->op;
         e->kslot = r->kslot;
         e->tok = r->tok;
-        if (e->op == ISA_OP_WAIT || e->op == ISA_OP_SIG) {
-            /* four fifths of what the GEMM issues; their format (TOK)
-             * names no address, so none is resolved (the trace prints only
-             * the format's operands), and the instruction is not read */
-            e->d = e->a = e->b = e->p = 0;
-        } else {
-            e->d = resolve(c, &in->d);
-            e->a = resolve(c, &in->a);
-            e->b = resolve(c, &in->b);
-            e->p = resolve(c, &in->p);
-        }
+        e->d = wrap_add(r->off[0], c->regs[r->reg[0]]);
+        e->a = wrap_add(r->off[1], c->regs[r->reg[1]]);
+        e->b = wrap_add(r->off[2], c->regs[r->reg[2]]);
+        e->p = wrap_add(r->off[3], c->regs[r->reg[3]]);
         e->index = pc;
         e->ready = t;
         q->count++;

@@ -743,11 +743,14 @@ int sim_exec(sim *s, sim_core *c, int u, const sim_slot *e, sim_timing *tm)
 {
     if (check_resolved(s, c, u, e))
         return -1;
-    switch (isa_info(e->in->op)->cls) {
+    /* the slot's copy of the opcode (the same for every opcode there is):
+     * the dispatch does not wait for the instruction's first line, which
+     * nothing has read since the sequencer's issue stopped reading it */
+    switch (isa_info(e->op)->cls) {
     case ISA_C_DMAI:
     case ISA_C_DMAO:
-        return e->in->op == ISA_OP_DMA_GATHER || e->in->op == ISA_OP_DMA_SCATTER ? exec_indexed(s, c, e, u, tm)
-                                                                                 : exec_dma(s, c, e, u, tm);
+        return e->op == ISA_OP_DMA_GATHER || e->op == ISA_OP_DMA_SCATTER ? exec_indexed(s, c, e, u, tm)
+                                                                         : exec_dma(s, c, e, u, tm);
     case ISA_C_PT: return exec_pt(s, c, e, u, tm);
     case ISA_C_SFP: return exec_sfp(s, c, e, u, tm);
     case ISA_C_RING: return exec_ring(s, c, e, u, tm);
