@@ -1168,9 +1168,9 @@ static void test_a_runaway_loop_stops_at_the_instruction_and_cycle_limits(void)
     isa_program_free(p);
 }
 
-/* A unit instruction that would end past the cycle limit faults on its
- * unit, naming its index; the same program passes with the limit above. */
-static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
+/* Core 1: a nop, then an SFP exp of about 2000 cycles (instruction 1);
+ * every core halts. */
+static isa_program *long_sfp_prog(void)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     tu_emit(p, 1, ISA_OP_NOP);
@@ -1178,6 +1178,14 @@ static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
     in->n[0] = 1000; /* about 2000 cycles of the vector unit */
     in->as[0] = in->ds[0] = 0;
     tu_halt_all(p);
+    return p;
+}
+
+/* A unit instruction that would end past the cycle limit faults on its
+ * unit, naming its index; the same program passes with the limit above. */
+static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
+{
+    isa_program *p = long_sfp_prog();
     sim_fault f;
     CU_ASSERT_EQUAL(run_limited(p, 0, 500, &f), -1);
     CU_ASSERT_EQUAL(f.core, 1);
@@ -1195,12 +1203,7 @@ static void test_the_cycle_limit_names_the_unit_instruction_that_passes_it(void)
  * the same place gets a decode of its own. */
 static void test_a_kept_decode_runs_as_a_fresh_one(void)
 {
-    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    tu_emit(p, 1, ISA_OP_NOP);
-    isa_insn *in = tu_emit(p, 1, ISA_OP_SFP_EXP);
-    in->n[0] = 1000; /* about 2000 cycles of the vector unit */
-    in->as[0] = in->ds[0] = 0;
-    tu_halt_all(p);
+    isa_program *p = long_sfp_prog();
     sim *s = sim_create(&cfg4);
     sim_decode *kept = NULL;
     sim_set_decode(s, &kept);
