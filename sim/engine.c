@@ -25,7 +25,7 @@ _Static_assert(ISA_U_SEQ >= ISA_NUNITS, "the issue loop tells the sequencer's in
  * 288-byte instruction (often out of cache by the time a loop comes round
  * to it again) and the kernel from a map of its own.  A wait's or
  * signal's operands are r0 + 0, so every slot's addresses are resolved
- * alike (0 for those, as before): which one it is was the issue's most
+ * alike (to 0 for those): which one it is was the issue's most
  * mispredicted branch. */
 typedef struct {
     int64_t off[4]; /* in->d.off, a, b, p; 0 for wait and sig (their format names no address) */
@@ -33,7 +33,8 @@ typedef struct {
     int16_t kslot;  /* as sim_slot.kslot: found when the run begins (kernels_begin) */
     int16_t tok;    /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
     uint8_t unit;   /* isa_insn_unit, UNIT_UNKNOWN for one beyond a byte */
-    uint8_t reg[4]; /* in->d.reg, ...: in [0, ISA_NREGS) (a wild one of an unchecked program is masked) */
+    uint8_t reg[4]; /* in->d.reg, ...: in [0, ISA_NREGS) (an ELF's 4-bit field and isa_check keep them there; a
+                     * program built in memory unchecked has a wild one masked, not read out of bounds) */
 } issue_rec;
 
 /* What a run derives from its program's instructions alone and from the
@@ -41,7 +42,8 @@ typedef struct {
  * run builds it, or takes the one a caller kept (sim_set_decode). */
 struct sim_decode {
     const sim *s;
-    const isa_program *p;
+    const isa_program *p; /* only compared: a caller may free it before the decode */
+    int ncores;           /* rows of dec */
     issue_rec **dec; /* [core][instruction index] */
     /* the largest least duration (sim_time_min) of the unit instructions
      * (-inf: none): an instruction starting at t cannot pass the cycle
@@ -179,6 +181,7 @@ static sim_decode *decode_new(const sim *s, const isa_program *p)
         return NULL;
     d->s = s;
     d->p = p;
+    d->ncores = p->ncores;
     d->tmin_max = -INFINITY;
     if (!(d->dec = calloc((size_t)p->ncores, sizeof *d->dec))) {
         sim_decode_free(d);
@@ -200,7 +203,7 @@ void sim_decode_free(sim_decode *d)
 {
     if (!d)
         return;
-    for (int c = 0; d->dec && c < d->p->ncores; c++)
+    for (int c = 0; d->dec && c < d->ncores; c++)
         free(d->dec[c]);
     free(d->dec);
     free(d);

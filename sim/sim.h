@@ -152,11 +152,13 @@ typedef int (*sim_host_fn)(void *ctx, sim *s, const isa_program *p, int64_t node
 void sim_set_host(sim *s, sim_host_fn fn, void *ctx);
 
 /* What the engine derives from a program's instructions (each one's unit,
- * opcode, token, kernel and least duration), kept by a caller that runs
- * one program many times: the next runs take *d when it was built for
- * their program on this sim, else build one and leave it in *d (freeing
- * the one there).  The caller frees it with sim_decode_free when the
- * program goes; NULL (the default): each run builds its own. */
+ * opcode, token, kernel and address operands, and the largest least
+ * duration), kept by a caller that runs one program many times: the next
+ * runs take *d when it was built for their program (by address) on this
+ * sim, else build one and leave it in *d (freeing the one there).  A place
+ * serves one program: the caller frees its decode with sim_decode_free
+ * when the program goes (a program later allocated at the same address
+ * would take it); NULL (the default): each run builds its own. */
 typedef struct sim_decode sim_decode;
 void sim_set_decode(sim *s, sim_decode **d);
 void sim_decode_free(sim_decode *d);

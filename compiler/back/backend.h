@@ -380,7 +380,7 @@ static inline int be_wseg_movable(const be_walk *w, const be_wseg *u, int ns, in
     int in = 1;
     for (int q = 0; q < ns; q++)
         in &= u[q].g >= 0;
-    return d == -1 || (d >= 0 && d != w->d1 && in && (d != w->sd || ns == 1));
+    return in && (d == -1 || (d >= 0 && d != w->d1 && (d != w->sd || ns == 1)));
 }
 static inline int be_wseg_move(const be_walk *w, const be_wseg *u, int ns, const int64_t *co, int d, int64_t by,
                                be_wseg *out)

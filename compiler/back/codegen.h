@@ -15,6 +15,7 @@
 #ifndef CC_CODEGEN_H
 #define CC_CODEGEN_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -203,6 +204,9 @@ static inline long cc_emit_ring_like(cc_emit *e, long like, int op, int core, in
                                      const cc_dma_shape *sh)
 {
     if (like >= 0 && !e->failed && isa_addr_fits(&d) && isa_addr_fits(&a)) {
+        assert(e->s->insns[like].op == op && e->s->insns[like].tok == tok && e->s->insns[like].run == sh->run &&
+               e->s->insns[like].n[0] == sh->n[0] && e->s->insns[like].as[0] == sh->as[0] &&
+               e->s->insns[like].ds[0] == sh->ds[0]); /* the caller's promise (core: placed since) */
         isa_insn *in = isa_stream_room(e->s);
         isa_insn_copy(in, &e->s->insns[like]);
         in->d = d;
