@@ -563,7 +563,7 @@ typedef struct {
      * (-1 none yet, -2 not one) by `by` in all; the last move between rows,
      * its coordinate and amount (be_walk_axis) */
     int64_t base, bflat, bco[GR_MAX_RANK], by, move, mby;
-    int bd1, ax, max;
+    int bd1, ax, move_ax;
     isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
 } be_rowspans;
 

@@ -1090,9 +1090,9 @@ static int rk_span_moved(be_rowspans *s, const be_layout *B, be_walk *w, int64_t
     if (s->last == row - 1) { /* the move from the row before, added up */
         if (flat - s->flat != s->move) {
             s->move = flat - s->flat;
-            s->max = be_walk_axis(w, s->move, &s->mby);
+            s->move_ax = be_walk_axis(w, s->move, &s->mby);
         }
-        s->ax = s->ax == -1 || s->ax == s->max ? s->max : -2;
+        s->ax = s->ax == -1 || s->ax == s->move_ax ? s->move_ax : -2;
         s->by += s->mby;
     } else {
         s->ax = be_walk_axis(w, flat - s->bflat, &s->by);
@@ -2077,7 +2077,7 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
          * since, each a move along coordinate ax (-1 none yet, -2 not so)
          * by `by` in all; the last row's move, its coordinate and amount */
         int64_t co[GR_MAX_RANK], by = 0, move = 0, mby = 0;
-        int ax = -2, max = -1;
+        int ax = -2, move_ax = -1;
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             int64_t flat;
@@ -2093,11 +2093,11 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
             }
             if (i && flat - last != move) { /* (rows move alike but where a row variable carries) */
                 move = flat - last;
-                max = be_walk_axis(&w, move, &mby);
+                move_ax = be_walk_axis(&w, move, &mby);
             }
             last = flat;
             if (ax != -2 && i) { /* (a move along one coordinate: its amounts add up) */
-                ax = ax == -1 || ax == max ? max : -2;
+                ax = ax == -1 || ax == move_ax ? move_ax : -2;
                 by += mby;
             }
             if (ax != -2 && be_wseg_movable(&w, ws, ns, ax) && be_wseg_move(&w, ws, ns, co, ax, by, mv)) {
