@@ -826,6 +826,50 @@ static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t 
  * sticks into blocks, with the most rows that fit LX with every buffer
  * doubled (balanced over the row blocks) or half as many; the cheapest
  * estimate wins. */
+/* The tiling work_div forces (w, clipped to the tile), if it fits: 0, or
+ * -1 (mm_block_priced). */
+static int mm_block_forced(const mm_plan *m, const mm_grid_est *G, const be_work *w, int64_t budget,
+                           int64_t max_sticks, mm_tiling *out)
+{
+    mm_tiling tl = {0};
+    tl.MB = cc_min(w->mb, G->mt);
+    tl.NBS = cc_min(cc_min(w->nbs, G->ns), max_sticks);
+    tl.KC = cc_min(w->kc, m->Kc);
+    tl.nch = cc_ceil_div(m->Kc, tl.KC);
+    if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % m->c->t.lanes16) ||
+        (m->gk > 1 && (tl.MB < G->mt || tl.NBS < G->ns)))
+        return -1;
+    mm_estimate(m, G, DBL_MAX, &tl);
+    *out = tl;
+    return 0;
+}
+
+/* mm_block_priced's blocks of nbs sticks and kc-element chunks with the
+ * most rows LX holds (lo) and half as many: each that beats *out (found:
+ * there is one) taken.  most and low: the floor's rows and its value (0:
+ * none taken); hi: the most rows a block may have. */
+static void mm_block_rows_priced(const mm_plan *m, const mm_grid_est *G, int64_t nbs, int64_t kc, int64_t lo,
+                                 int64_t hi, int64_t most, double low, mm_tiling *out, int *found)
+{
+    const int64_t mt = G->mt;
+    for (int64_t h = 1; h <= 2; h++) { /* the most rows, and half as many */
+        mm_tiling tl = {.NBS = nbs, .KC = kc, .nch = cc_ceil_div(m->Kc, kc)};
+        tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo) * h);
+        if (h > 1 && tl.MB % (MM_HALF_PASSES * m->c->cfg->pt_rows))
+            continue;
+        /* (one row's asked before; the floor taken when it is tl's) */
+        if (*found && hi > 1 && mm_loses(m, G, &tl, out, tl.MB == most ? low : 0))
+            continue;
+        /* a tiling estimated over the best's slack loses (mm_better) */
+        if (mm_estimate(m, G, *found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
+            continue;
+        assert(tl.cycles >= low); /* mm_floor is one: more blocks only add */
+        if (!*found || mm_better(&tl, out))
+            *out = tl;
+        *found = 1;
+    }
+}
+
 static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *out)
 {
     const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
@@ -833,19 +877,8 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
     const be_work *w = &m->c->work[m->ep.pos];
     const int64_t mt = G->mt, ns = G->ns;
     int found = 0;
-    if (w->mb) { /* forced by work_div: that tiling (clipped to the tile), if it fits */
-        mm_tiling tl = {0};
-        tl.MB = cc_min(w->mb, mt);
-        tl.NBS = cc_min(cc_min(w->nbs, ns), max_sticks);
-        tl.KC = cc_min(w->kc, m->Kc);
-        tl.nch = cc_ceil_div(m->Kc, tl.KC);
-        if (mm_lx_bytes(m, tl.MB, tl.NBS, tl.KC) > budget || (tl.KC < m->Kc && tl.KC % lanes) ||
-            (m->gk > 1 && (tl.MB < mt || tl.NBS < ns)))
-            return -1;
-        mm_estimate(m, G, DBL_MAX, &tl);
-        *out = tl;
-        return 0;
-    }
+    if (w->mb) /* forced by work_div */
+        return mm_block_forced(m, G, w, budget, max_sticks, out);
     for (int64_t ks = 128; ks >= 0; ks = ks ? ks / 2 : -1) {
         int64_t kc = ks == 128 ? m->Kc : ks * lanes;
         if (!kc || (ks != 128 && kc >= m->Kc))
@@ -892,22 +925,7 @@ static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *ou
             int64_t lo = mm_block_rows(m, hi, nbs, kc, budget);
             if (lo < 1 || (m->gk > 1 && lo < mt))
                 continue;
-            for (int64_t h = 1; h <= 2; h++) { /* the most rows, and half as many */
-                mm_tiling tl = {.NBS = nbs, .KC = kc, .nch = cc_ceil_div(m->Kc, kc)};
-                tl.MB = cc_ceil_div(mt, cc_ceil_div(mt, lo) * h);
-                if (h > 1 && tl.MB % (MM_HALF_PASSES * m->c->cfg->pt_rows))
-                    continue;
-                /* (one row's asked above; the floor taken when it is tl's) */
-                if (found && hi > 1 && mm_loses(m, G, &tl, out, tl.MB == most ? low : 0))
-                    continue;
-                /* a tiling estimated over the best's slack loses (mm_better) */
-                if (mm_estimate(m, G, found ? out->cycles * (1 + MM_SLACK) : DBL_MAX, &tl))
-                    continue;
-                assert(tl.cycles >= low); /* mm_floor is one: more blocks only add */
-                if (!found || mm_better(&tl, out))
-                    *out = tl;
-                found = 1;
-            }
+            mm_block_rows_priced(m, G, nbs, kc, lo, hi, most, low, out, &found);
         }
     }
     return found ? 0 : -1;
