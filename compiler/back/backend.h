@@ -361,6 +361,31 @@ int be_walk_segs(be_walk *w, int64_t n, be_wseg *s);
 /* The one coordinate a move of `move` elements changes (by *by), -1
  * when it changes none, -2 several (be_wseg_move). */
 int be_walk_axis(const be_walk *w, int64_t move, int64_t *by);
+/* Rows since the one walked last, each a move along coordinate ax (-1:
+ * none yet, -2: not one coordinate) by `by` in all; the last move between
+ * rows, its coordinate and amount (be_walk_axis), kept since rows mostly
+ * move alike. */
+typedef struct {
+    int64_t by, move, mby;
+    int ax, move_ax;
+} be_rowmove;
+/* m after a row walked (its moves start afresh). */
+static inline void be_rowmove_walked(be_rowmove *m)
+{
+    m->ax = -1;
+    m->by = 0;
+}
+/* A move of `move` elements to the next row added to m (the moves along
+ * one coordinate add up). */
+static inline void be_rowmove_add(be_rowmove *m, const be_walk *w, int64_t move)
+{
+    if (move != m->move) { /* (rows move alike but where a row variable carries) */
+        m->move = move;
+        m->move_ax = be_walk_axis(w, move, &m->mby);
+    }
+    m->ax = m->ax == -1 || m->ax == m->move_ax ? m->move_ax : -2;
+    m->by += m->mby;
+}
 /* Elements from the current one on (at most n) before the walk's one
  * moving coordinate carries: n elements are one run when it is n (0
  * outside the buffer or with several coordinates moving). */
@@ -559,11 +584,10 @@ typedef struct {
     int64_t walked;     /* rows walked so far */
     /* the row walked last when one run inside the buffer (be_walk_run; base
      * -1: none): its first element's flat index and coordinates, the walk's
-     * moving coordinate; the rows since, each a move along coordinate ax
-     * (-1 none yet, -2 not one) by `by` in all; the last move between rows,
-     * its coordinate and amount (be_walk_axis) */
-    int64_t base, bflat, bco[GR_MAX_RANK], by, move, mby;
-    int bd1, ax, move_ax;
+     * moving coordinate; the moves since */
+    int64_t base, bflat, bco[GR_MAX_RANK];
+    int bd1;
+    be_rowmove mv;
     isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
 } be_rowspans;
 

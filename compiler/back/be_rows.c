@@ -1087,23 +1087,19 @@ static int rk_span_moved(be_rowspans *s, const be_layout *B, be_walk *w, int64_t
 {
     if (s->base < 0)
         return 0;
-    if (s->last == row - 1) { /* the move from the row before, added up */
-        if (flat - s->flat != s->move) {
-            s->move = flat - s->flat;
-            s->move_ax = be_walk_axis(w, s->move, &s->mby);
-        }
-        s->ax = s->ax == -1 || s->ax == s->move_ax ? s->move_ax : -2;
-        s->by += s->mby;
-    } else {
-        s->ax = be_walk_axis(w, flat - s->bflat, &s->by);
-    }
-    const int d = s->ax, n = s->len[s->base];
+    be_rowmove *m = &s->mv;
+    if (s->last == row - 1) /* the move from the row before, added up */
+        be_rowmove_add(m, w, flat - s->flat);
+    else
+        m->ax = be_walk_axis(w, flat - s->bflat, &m->by);
+    const int d = m->ax, n = s->len[s->base];
+    const int64_t by = m->by;
     const be_gspan *e = s->e + s->at[s->base];
-    if (d < 0 || d == s->bd1 || s->bco[d] + s->by < 0 || s->bco[d] + s->by >= w->shape[d] || (d == w->sd && n != 1))
+    if (d < 0 || d == s->bd1 || s->bco[d] + by < 0 || s->bco[d] + by >= w->shape[d] || (d == w->sd && n != 1))
         return 0;
     int64_t gmin = B->groups, gmax = -1;
     for (int q = 0; q < n; q++) {
-        const int64_t g = d == w->sd ? (s->bco[d] + s->by) / w->lanes : e[q].g, dr = d == w->sd ? 0 : s->by * w->rs[d];
+        const int64_t g = d == w->sd ? (s->bco[d] + by) / w->lanes : e[q].g, dr = d == w->sd ? 0 : by * w->rs[d];
         s->lo[g] = e[q].lo + dr;
         s->hi[g] = e[q].hi + dr;
         gmin = cc_min(gmin, g);
@@ -1147,8 +1143,7 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
         s->bflat = flat;
         memcpy(s->bco, w->co, sizeof s->bco); /* (one run: the walk stays at flat) */
         s->bd1 = w->d1;
-        s->ax = -1;
-        s->by = 0;
+        be_rowmove_walked(&s->mv);
     }
     s->last = row;
     s->flat = flat;
@@ -2073,11 +2068,10 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
     int64_t last = 0;
     int ns = 0;
     for (int64_t g = 0; g * lanes < k->cols; g++) {
-        /* the row walked last, when one run: its coordinates; the rows
-         * since, each a move along coordinate ax (-1 none yet, -2 not so)
-         * by `by` in all; the last row's move, its coordinate and amount */
-        int64_t co[GR_MAX_RANK], by = 0, move = 0, mby = 0;
-        int ax = -2, move_ax = -1;
+        /* the row walked last, when one run: its coordinates, and the
+         * moves since (ax -2 before the first walk, or its row not one run) */
+        int64_t co[GR_MAX_RANK];
+        be_rowmove m = {.ax = -2, .move_ax = -1};
         for (int64_t i = 0; i < n; i++) {
             int64_t cnt = cc_min(lanes, k->cols - g * lanes);
             int64_t flat;
@@ -2091,16 +2085,10 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 be_rst_segs(&r, lx + g * gs + i * sb, seg, ns);
                 continue;
             }
-            if (i && flat - last != move) { /* (rows move alike but where a row variable carries) */
-                move = flat - last;
-                move_ax = be_walk_axis(&w, move, &mby);
-            }
+            if (i)
+                be_rowmove_add(&m, &w, flat - last);
             last = flat;
-            if (ax != -2 && i) { /* (a move along one coordinate: its amounts add up) */
-                ax = ax == -1 || ax == move_ax ? move_ax : -2;
-                by += mby;
-            }
-            if (ax != -2 && be_wseg_movable(&w, ws, ns, ax) && be_wseg_move(&w, ws, ns, co, ax, by, mv)) {
+            if (m.ax != -2 && be_wseg_movable(&w, ws, ns, m.ax) && be_wseg_move(&w, ws, ns, co, m.ax, m.by, mv)) {
                 /* the runs of the row walked last, moved (the Llama-8B
                  * prefill layer's rotary embedding: a token on a row) */
                 rk_gather_segs(mv, ns, st, lo, go, sb, seg);
@@ -2108,8 +2096,9 @@ static void rk_gather(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0, int
                 continue;
             }
             be_walk_at(&w, flat, x->idx.coef[k->colvar]);
-            ax = be_walk_free(&w, cnt) >= cnt ? -1 : -2;
-            by = 0;
+            be_rowmove_walked(&m);
+            if (be_walk_free(&w, cnt) < cnt) /* not one run: no move of it */
+                m.ax = -2;
             memcpy(co, w.co, sizeof co);
             ns = be_walk_segs(&w, cnt, ws);
             rk_gather_segs(ws, ns, st, lo, go, sb, seg);
