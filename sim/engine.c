@@ -153,14 +153,15 @@ static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
     isa_unit v = isa_insn_unit(in);
     r.op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
     r.tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
-    if ((unsigned)v < ISA_NUNITS && r.op != ISA_OP_WAIT && r.op != ISA_OP_SIG) {
+    const int sync = r.op == ISA_OP_WAIT || r.op == ISA_OP_SIG; /* (their format names no address) */
+    if ((unsigned)v < ISA_NUNITS && !sync) {
         double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */
         if (m > d->tmin_max)
             d->tmin_max = m;
     }
     if ((unsigned)v < UNIT_UNKNOWN) /* else an unchecked program's wild unit: faults at issue */
         r.unit = (uint8_t)v;
-    if (r.op != ISA_OP_WAIT && r.op != ISA_OP_SIG) {
+    if (!sync) {
         const isa_addr *ops[4] = {&in->d, &in->a, &in->b, &in->p};
         for (int k = 0; k < 4; k++) {
             r.off[k] = ops[k]->off;
