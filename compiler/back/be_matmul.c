@@ -821,11 +821,6 @@ static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t 
  * layer 1.0% slower over 7 refresh phases with every estimate the same. */
 #define MM_HALF_PASSES 8
 
-/* The tiling of the grid's tile of mt rows x ns sticks: every K chunk
- * (all of K, else 4096 down to 64 rows), every distinct split of the
- * sticks into blocks, with the most rows that fit LX with every buffer
- * doubled (balanced over the row blocks) or half as many; the cheapest
- * estimate wins. */
 /* The tiling work_div forces (w, clipped to the tile), if it fits: 0, or
  * -1 (mm_block_priced). */
 static int mm_block_forced(const mm_plan *m, const mm_grid_est *G, const be_work *w, int64_t budget,
@@ -870,6 +865,11 @@ static void mm_block_rows_priced(const mm_plan *m, const mm_grid_est *G, int64_t
     }
 }
 
+/* The tiling of the grid's tile of mt rows x ns sticks: every K chunk
+ * (all of K, else 4096 down to 64 rows), every distinct split of the
+ * sticks into blocks, with the most rows that fit LX with every buffer
+ * doubled (balanced over the row blocks) or half as many; the cheapest
+ * estimate wins. */
 static int mm_block_priced(const mm_plan *m, const mm_grid_est *G, mm_tiling *out)
 {
     const int64_t budget = be_lx_budget(m->c, m->ep.pos) - m->stage_bytes - m->whole_bytes, lanes = m->c->t.lanes16;
