@@ -60,12 +60,19 @@ static void mm_set_gk(mm_plan *m, int64_t gk)
 static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
                         int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi);
 
-void be_matmul_spans_free(be_ctx *c)
+void be_matmul_memos_free(be_ctx *c)
 {
     for (int i = 0; c->wspan && i < 2 * c->p->norder; i++)
         free(c->wspan[i]);
     free(c->wspan);
     c->wspan = NULL;
+    for (int i = 0; c->mmshape && i < c->p->norder; i++)
+        if (c->mmshape[i]) {
+            rk_free(&c->mmshape[i]->ep);
+            free(c->mmshape[i]);
+        }
+    free(c->mmshape);
+    c->mmshape = NULL;
 }
 
 /* m->wspan[w] for an operand staged whole (once a plan): walked row by
@@ -148,7 +155,6 @@ static int mm_shape(be_ctx *c, int pos, mm_plan *m)
     m->vn = m->nb + 1;
     m->vk = m->nb + 2;
     m->nbatch = 1;
-    m->sscale = c->work[pos].stage_scale > 0 ? c->work[pos].stage_scale : 1;
     for (int i = 0; i < m->nb; i++)
         m->nbatch *= mm->ranges[i];
     m->M = mm->ranges[m->vm];
@@ -302,8 +308,32 @@ static int mm_grid_tile_a(const mm_plan *m, int pos);
 /* The plan of the matmul kernel at pos: its shape, the lane terms put
  * back, its operands' views (or restickify), its epilogue, where the
  * estimates take A from and which results they leave in LX. */
-static int mm_build(be_ctx *c, int pos, mm_plan *m)
+/* s's epilogue arrays copied into d (a copy of s otherwise). */
+static void mm_ep_copy(mm_plan *d, const mm_plan *s)
 {
+    const size_t nodes = (size_t)s->K->nnodes * sizeof *s->ep.nodes, loads = (size_t)s->ep.nl * sizeof *s->ep.loads;
+    d->ep.nodes = memcpy(ir_xmalloc(nodes), s->ep.nodes, nodes);
+    d->ep.loads = s->ep.loads ? memcpy(ir_xmalloc(loads), s->ep.loads, loads) : NULL;
+}
+
+/* The plan as mm_shape, mm_lane_terms, mm_operands and mm_epilogue make
+ * it.  They read the program, the layouts and the target, fixed from the
+ * layout pass on, and write nothing the rest of the plan fills in (no
+ * reads or outloads, no wspan, no memos); yet every plan, access,
+ * estimate, LX probe and emission of the kernel built it again (BERT-base
+ * 318 times, the Llama-8B decode step 400): made once per kernel position
+ * (be_ctx.mmshape) and copied, its arrays too (a plan writes its nodes).
+ * A failed build is not kept: the next one fails again, with its error. */
+static int mm_structure(be_ctx *c, int pos, mm_plan *m)
+{
+    if (!c->mmshape)
+        c->mmshape = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->mmshape);
+    const mm_plan *made = c->mmshape[pos];
+    if (made) {
+        *m = *made;
+        mm_ep_copy(m, made);
+        return 0;
+    }
     memset(m, 0, sizeof *m);
     int rc = mm_shape(c, pos, m);
     if (!rc) {
@@ -313,6 +343,19 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     if (!rc)
         rc = mm_epilogue(c, pos, m);
     if (!rc) {
+        mm_plan *keep = ir_xmalloc(sizeof *keep);
+        *keep = *m;
+        mm_ep_copy(keep, m);
+        c->mmshape[pos] = keep;
+    }
+    return rc;
+}
+
+static int mm_build(be_ctx *c, int pos, mm_plan *m)
+{
+    int rc = mm_structure(c, pos, m);
+    if (!rc) {
+        m->sscale = c->work[pos].stage_scale > 0 ? c->work[pos].stage_scale : 1;
         mm_set_whole(m, c->work[pos].stage_whole);
         m->gen = be_mmmemo_gen(c);
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
