@@ -1154,29 +1154,34 @@ static int mm_row_same(const be_walk *w, int64_t f0, int64_t f, int64_t step, in
     return to >= 0 && to < s && to / w->lanes == co / w->lanes;
 }
 
-/* After a row walked as one run inside the buffer (be_walk_run: the walk
- * at its first element), do the n rows after it, each the one before
- * moved along coordinate d by `by` (be_walk_axis; -1: not moved), read
- * sticks of the same groups, each group's layout rows moved alike?  So
- * they do when d is neither the stick dim nor the coordinate the run
- * walks and stays in its range (the rows' elements are the run's, that
- * coordinate moved): their spans then lie between the row's and the
- * last row's. */
-static int mm_rows_moved(const be_walk *w, int d, int64_t by, int64_t n)
+/* Rows each the one before moved along coordinate d by `by`
+ * (be_walk_axis; -1: not moved), after a row walked as one run inside
+ * the buffer (the walk still at its first element): do they read sticks
+ * of the row's groups, each group's
+ * layout rows moved alike?  d must be neither the stick dim nor the
+ * coordinate the run walks (then the rows' elements are the run's with d
+ * moved), and stay in its range (mm_rows_in). */
+static int mm_rows_movable(const be_walk *w, int d)
 {
-    if (d == -1)
-        return 1;
-    const int64_t v = d >= 0 ? w->co[d] + n * by : -1;
-    return d != w->sd && d != w->d1 && v >= 0 && v < w->shape[d];
+    return d == -1 || (d >= 0 && d != w->sd && d != w->d1);
+}
+
+/* ... the n rows after the row the walk is at (its first element) with
+ * coordinate d in range: their spans then lie between the row's and the
+ * last row's. */
+static int mm_rows_in(const be_walk *w, int d, int64_t by, int64_t n)
+{
+    const int64_t v = d >= 0 ? w->co[d] + n * by : 0;
+    return v >= 0 && (d < 0 || v < w->shape[d]);
 }
 
 /* Add to the spans lo[g]..hi[g] of buf's stick groups the sticks an
  * operand block reads (batch index b, rowvar over [r0, r0 + nr), lanevar
  * over [l0, l0 + nl)); a row that reads the sticks of the row walked
- * last (mm_row_same) is not walked, nor are the rows between a row and
- * the last when they are its moved (mm_rows_moved: BERT-base's LX plan
- * walked each of q's 128 rows a head to find the stick groups a core
- * reads). */
+ * last (mm_row_same) is not walked, nor are the rows between the first
+ * and the last when each is the one before moved (mm_rows_movable:
+ * BERT-base's LX plan walked each of q's 128 rows a head to find the
+ * stick groups a core reads). */
 static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
                         int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
 {
@@ -1189,18 +1194,24 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     val[lanevar] = l0;
     val[rowvar] = r0;
     const int64_t f0 = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar], down = idx->coef[rowvar];
-    int64_t walked = 0, by = 0;
-    const int d = nr > 1 ? be_walk_axis(&w, down, &by) : -2;
-    for (int64_t i = 0; i < nr; i++) {
-        const int64_t f = f0 + i * down;
-        if (i && mm_row_same(&w, walked, f, step, nl))
-            continue;
-        const int one = be_walk_run(&w, L, f, step, nl, -1, lo, hi);
-        walked = f;
-        if (one && i + 1 < nr && mm_rows_moved(&w, d, by, nr - 1 - i)) {
+    int64_t walked = f0, i = 0;
+    /* (a row step inside an innermost stick dim moves that dim, as a
+     * transposed operand's rows do, mm_row_same's: not asked) */
+    if (nr > 2 && !(w.sd == w.rank - 1 && down % w.shape[w.sd])) {
+        int64_t by = 0;
+        const int one = be_walk_run(&w, L, f0, step, nl, -1, lo, hi), d = one ? be_walk_axis(&w, down, &by) : -2;
+        if (one && mm_rows_movable(&w, d) && mm_rows_in(&w, d, by, nr - 1)) {
             be_walk_run(&w, L, f0 + (nr - 1) * down, step, nl, -1, lo, hi);
             return;
         }
+        i = 1;
+    }
+    for (; i < nr; i++) {
+        const int64_t f = f0 + i * down;
+        if (i && mm_row_same(&w, walked, f, step, nl))
+            continue;
+        be_walk_run(&w, L, f, step, nl, -1, lo, hi);
+        walked = f;
     }
 }
 
