@@ -1659,12 +1659,12 @@ static double mm_grid_floor(const mm_plan *m, int64_t gm, int64_t gn)
  * same double.  BERT-base's plain grids past their floor: 1,386 of 1,470,
  * 658 of them first searches of a tile (the more cores, the more bytes
  * each grid row or column reads again). */
-static int mm_search_skips(const be_work *w, const mm_plan *m, int64_t gm, int64_t gn, double best)
+static int mm_search_skips(const be_work *w, const mm_plan *m, int64_t gm, int64_t gn, double best, double *floor)
 {
     if (best == DBL_MAX)
         return 0;
     const double slack = m->gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
-    const double low = mm_grid_floor(m, gm, gn) + (m->gk > 1 ? MM_SPLITK_CYCLES : 0);
+    const double low = (*floor = mm_grid_floor(m, gm, gn)) + (m->gk > 1 ? MM_SPLITK_CYCLES : 0);
     if (m->gb > w->gb && w->gb > 1 && low < best * (1 + MM_SLACK))
         return 0;
     return low >= best * (1 - slack);
@@ -1698,11 +1698,12 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
-                    if (mm_search_skips(w, m, gm, gn, *best))
+                    double floor = -1; /* (mm_search_skips's, when it made it) */
+                    if (mm_search_skips(w, m, gm, gn, *best, &floor))
                         continue;
                     mm_tiling tl;
                     const double e = mm_grid_cost(m, gm, gn, &tl);
-                    assert(e >= mm_grid_floor(m, gm, gn)); /* a floor under every grid */
+                    assert(e >= (floor >= 0 ? floor : mm_grid_floor(m, gm, gn))); /* a floor under every grid */
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
                         (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
