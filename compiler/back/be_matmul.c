@@ -305,9 +305,6 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
 static int mm_aligned_a(const mm_plan *m, int pos);
 static int mm_grid_tile_a(const mm_plan *m, int pos);
 
-/* The plan of the matmul kernel at pos: its shape, the lane terms put
- * back, its operands' views (or restickify), its epilogue, where the
- * estimates take A from and which results they leave in LX. */
 /* s's epilogue arrays copied into d (a copy of s otherwise). */
 static void mm_ep_copy(mm_plan *d, const mm_plan *s)
 {
@@ -351,6 +348,9 @@ static int mm_structure(be_ctx *c, int pos, mm_plan *m)
     return rc;
 }
 
+/* The plan of the matmul kernel at pos: its shape, the lane terms put
+ * back, its operands' views (or restickify), its epilogue, where the
+ * estimates take A from and which results they leave in LX. */
 static int mm_build(be_ctx *c, int pos, mm_plan *m)
 {
     int rc = mm_structure(c, pos, m);
@@ -1157,10 +1157,10 @@ static int mm_row_same(const be_walk *w, int64_t f0, int64_t f, int64_t step, in
 /* Rows each the one before moved along coordinate d by `by`
  * (be_walk_axis; -1: not moved), after a row walked as one run inside
  * the buffer (the walk still at its first element): do they read sticks
- * of the row's groups, each group's
- * layout rows moved alike?  d must be neither the stick dim nor the
- * coordinate the run walks (then the rows' elements are the run's with d
- * moved), and stay in its range (mm_rows_in). */
+ * of the row's groups, each group's layout rows moved alike?  d must be
+ * neither the stick dim nor the coordinate the run walks (then the rows'
+ * elements are the run's with d moved), and stay in its range
+ * (mm_rows_in). */
 static int mm_rows_movable(const be_walk *w, int d)
 {
     return d == -1 || (d >= 0 && d != w->sd && d != w->d1);
@@ -1197,7 +1197,7 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     int64_t walked = f0, i = 0;
     /* (a row step inside an innermost stick dim moves that dim, as a
      * transposed operand's rows do, mm_row_same's: not asked) */
-    if (nr > 2 && !(w.sd == w.rank - 1 && down % w.shape[w.sd])) {
+    if (nr > 2 && w.rank && !(w.sd == w.rank - 1 && down % w.shape[w.sd])) {
         int64_t by = 0;
         const int one = be_walk_run(&w, L, f0, step, nl, -1, lo, hi), d = one ? be_walk_axis(&w, down, &by) : -2;
         if (one && mm_rows_movable(&w, d) && mm_rows_in(&w, d, by, nr - 1)) {
