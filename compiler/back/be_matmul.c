@@ -2952,13 +2952,22 @@ int64_t be_matmul_need(be_ctx *c, int pos)
     mm_plan m;
     int64_t need = mm_prepare(c, pos, &m, 0) ? -1 : 0;
     const be_work *w = &c->work[pos];
+    int64_t seen[2] = {-1, -1}; /* a grid over the ring: the column sticks set up so far */
     for (int core = 0; core < w->cores && need >= 0; core++) {
         cc_emit e;
-        be_lx_probe(c, pos, core, &e);
         int rc, idle = 0;
         if (w->bcast && w->gn > 1) {
+            /* a core's LX hangs on its column's sticks alone (mm_rg_need):
+             * one such core set up, the others take as much */
+            int64_t g0, ns;
+            cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
+            if (ns == seen[0] || ns == seen[1])
+                continue;
+            be_lx_probe(c, pos, core, &e);
             rc = mm_rg_need(c, &m, core, &e);
+            seen[seen[0] >= 0] = ns;
         } else {
+            be_lx_probe(c, pos, core, &e);
             mm_core mc;
             rc = mm_grid_setup(&mc, c, &m, core, &e, &idle);
             mm_core_free(&mc, m.ep.nn);

@@ -1300,7 +1300,12 @@ static int rg_epilogue(rg_core *g, int64_t b)
 }
 
 /* The LX a core of the grid over the ring takes (its setup on emitter e,
- * which has no stream: be_lx_probe); -1 with an error. */
+ * which has no stream: be_lx_probe); -1 with an error.  It hangs on the
+ * core's column's sticks alone: rg_setup allocates alike on every core
+ * (the grid row's A, B's slots or column block, the block, the partial
+ * sums: the plan's tiling, the same for each), then the blocks held for
+ * their stores by their count (rg_defer_setup: the column's sticks), and
+ * its tokens are as many on every core. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
     rg_core g = {0}; /* (2 KB, on the stack: the LX plan asks this of every core of every product) */
