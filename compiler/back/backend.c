@@ -1328,7 +1328,7 @@ void be_free(ir_prog *p)
     be_rst_memo_free(&c->rst);
     be_rows_spans_free(c);
     be_rows_access_free(c);
-    be_matmul_spans_free(c);
+    be_matmul_memos_free(c);
     free(st->k);
     free(st);
     p->be = NULL;

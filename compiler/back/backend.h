@@ -168,6 +168,8 @@ typedef struct be_ctx {
     struct be_rstmemo *rst;   /* codegen: the restickify gathers' instructions (be_restick.c) */
     int64_t **wspan;          /* per kernel position and operand (2 pos + w): a product's spans of an operand
                                  staged whole (be_matmul.c, mm_whole_spans), made once */
+    struct mm_plan **mmshape; /* per kernel position: a product's plan as its structure makes it (be_matmul.c,
+                                 mm_structure), made once */
 } be_ctx;
 
 /* ---- A kernel's cores on two host threads (backend.c, be_par.c) ---- */
@@ -843,8 +845,8 @@ void be_rows_ahead(be_ctx *c, int pos, const int *writer, int reader, int cores,
 double be_rows_estimate(be_ctx *c, int pos);
 /* Free be_rows_access's remembered answers. */
 void be_rows_access_free(be_ctx *c);
-/* be_ctx.wspan freed (be_matmul.c). */
-void be_matmul_spans_free(be_ctx *c);
+/* be_ctx.wspan and be_ctx.mmshape freed (be_matmul.c). */
+void be_matmul_memos_free(be_ctx *c);
 /* Free the staged loads' row spans the row kernels' plans walked (let
  * go of them when cc_compile's attempts share them: ir_prog.spans). */
 void be_rows_spans_free(be_ctx *c);

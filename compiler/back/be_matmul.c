@@ -60,12 +60,19 @@ static void mm_set_gk(mm_plan *m, int64_t gk)
 static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
                         int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi);
 
-void be_matmul_spans_free(be_ctx *c)
+void be_matmul_memos_free(be_ctx *c)
 {
     for (int i = 0; c->wspan && i < 2 * c->p->norder; i++)
         free(c->wspan[i]);
     free(c->wspan);
     c->wspan = NULL;
+    for (int i = 0; c->mmshape && i < c->p->norder; i++)
+        if (c->mmshape[i]) {
+            rk_free(&c->mmshape[i]->ep);
+            free(c->mmshape[i]);
+        }
+    free(c->mmshape);
+    c->mmshape = NULL;
 }
 
 /* m->wspan[w] for an operand staged whole (once a plan): walked row by
@@ -148,7 +155,6 @@ static int mm_shape(be_ctx *c, int pos, mm_plan *m)
     m->vn = m->nb + 1;
     m->vk = m->nb + 2;
     m->nbatch = 1;
-    m->sscale = c->work[pos].stage_scale > 0 ? c->work[pos].stage_scale : 1;
     for (int i = 0; i < m->nb; i++)
         m->nbatch *= mm->ranges[i];
     m->M = mm->ranges[m->vm];
@@ -299,11 +305,32 @@ static int mm_epilogue(be_ctx *c, int pos, mm_plan *m)
 static int mm_aligned_a(const mm_plan *m, int pos);
 static int mm_grid_tile_a(const mm_plan *m, int pos);
 
-/* The plan of the matmul kernel at pos: its shape, the lane terms put
- * back, its operands' views (or restickify), its epilogue, where the
- * estimates take A from and which results they leave in LX. */
-static int mm_build(be_ctx *c, int pos, mm_plan *m)
+/* s's epilogue arrays copied into d (a copy of s otherwise). */
+static void mm_ep_copy(mm_plan *d, const mm_plan *s)
 {
+    const size_t nodes = (size_t)s->K->nnodes * sizeof *s->ep.nodes, loads = (size_t)s->ep.nl * sizeof *s->ep.loads;
+    d->ep.nodes = memcpy(ir_xmalloc(nodes), s->ep.nodes, nodes);
+    d->ep.loads = s->ep.loads ? memcpy(ir_xmalloc(loads), s->ep.loads, loads) : NULL;
+}
+
+/* The plan as mm_shape, mm_lane_terms, mm_operands and mm_epilogue make
+ * it.  They read the program, the layouts and the target, fixed from the
+ * layout pass on, and write nothing the rest of the plan fills in (no
+ * reads or outloads, no wspan, no memos); yet every plan, access,
+ * estimate, LX probe and emission of the kernel built it again (BERT-base
+ * 318 times, the Llama-8B decode step 400): made once per kernel position
+ * (be_ctx.mmshape) and copied, its arrays too (a plan writes its nodes).
+ * A failed build is not kept: the next one fails again, with its error. */
+static int mm_structure(be_ctx *c, int pos, mm_plan *m)
+{
+    if (!c->mmshape)
+        c->mmshape = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *c->mmshape);
+    const mm_plan *made = c->mmshape[pos];
+    if (made) {
+        *m = *made;
+        mm_ep_copy(m, made);
+        return 0;
+    }
     memset(m, 0, sizeof *m);
     int rc = mm_shape(c, pos, m);
     if (!rc) {
@@ -313,6 +340,22 @@ static int mm_build(be_ctx *c, int pos, mm_plan *m)
     if (!rc)
         rc = mm_epilogue(c, pos, m);
     if (!rc) {
+        mm_plan *keep = ir_xmalloc(sizeof *keep);
+        *keep = *m;
+        mm_ep_copy(keep, m);
+        c->mmshape[pos] = keep;
+    }
+    return rc;
+}
+
+/* The plan of the matmul kernel at pos: its shape, the lane terms put
+ * back, its operands' views (or restickify), its epilogue, where the
+ * estimates take A from and which results they leave in LX. */
+static int mm_build(be_ctx *c, int pos, mm_plan *m)
+{
+    int rc = mm_structure(c, pos, m);
+    if (!rc) {
+        m->sscale = c->work[pos].stage_scale > 0 ? c->work[pos].stage_scale : 1;
         mm_set_whole(m, c->work[pos].stage_whole);
         m->gen = be_mmmemo_gen(c);
         m->atile = be_res_may_tile(c, m->mm->a, pos) ? mm_grid_tile_a(m, pos) : 0;
@@ -1111,10 +1154,34 @@ static int mm_row_same(const be_walk *w, int64_t f0, int64_t f, int64_t step, in
     return to >= 0 && to < s && to / w->lanes == co / w->lanes;
 }
 
+/* Rows each the one before moved along coordinate d by `by`
+ * (be_walk_axis; -1: not moved), after a row walked as one run inside
+ * the buffer (the walk still at its first element): do they read sticks
+ * of the row's groups, each group's layout rows moved alike?  d must be
+ * neither the stick dim nor the coordinate the run walks (then the rows'
+ * elements are the run's with d moved), and stay in its range
+ * (mm_rows_in). */
+static int mm_rows_movable(const be_walk *w, int d)
+{
+    return d == -1 || (d >= 0 && d != w->sd && d != w->d1);
+}
+
+/* ... the n rows after the row the walk is at (its first element) with
+ * coordinate d in range: their spans then lie between the row's and the
+ * last row's. */
+static int mm_rows_in(const be_walk *w, int d, int64_t by, int64_t n)
+{
+    const int64_t v = d >= 0 ? w->co[d] + n * by : 0;
+    return v >= 0 && (d < 0 || v < w->shape[d]);
+}
+
 /* Add to the spans lo[g]..hi[g] of buf's stick groups the sticks an
  * operand block reads (batch index b, rowvar over [r0, r0 + nr), lanevar
  * over [l0, l0 + nl)); a row that reads the sticks of the row walked
- * last (mm_row_same) is not walked. */
+ * last (mm_row_same) is not walked, nor are the rows between the first
+ * and the last when each is the one before moved (mm_rows_movable:
+ * BERT-base's LX plan walked each of q's 128 rows a head to find the
+ * stick groups a core reads). */
 static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t b, int rowvar, int64_t r0,
                         int64_t nr, int lanevar, int64_t l0, int64_t nl, int64_t *lo, int64_t *hi)
 {
@@ -1126,10 +1193,21 @@ static void mm_span_add(const mm_plan *m, int buf, const ir_index *idx, int64_t 
     batch_vals(m, b, val);
     val[lanevar] = l0;
     val[rowvar] = r0;
-    const int64_t f0 = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar];
-    int64_t walked = 0;
-    for (int64_t i = 0; i < nr; i++) {
-        const int64_t f = f0 + i * idx->coef[rowvar];
+    const int64_t f0 = be_index_at(idx, m->mm->nvars, val), step = idx->coef[lanevar], down = idx->coef[rowvar];
+    int64_t walked = f0, i = 0;
+    /* (a row step inside an innermost stick dim moves that dim, as a
+     * transposed operand's rows do, mm_row_same's: not asked) */
+    if (nr > 2 && w.rank && !(w.sd == w.rank - 1 && down % w.shape[w.sd])) {
+        int64_t by = 0;
+        const int one = be_walk_run(&w, L, f0, step, nl, -1, lo, hi), d = one ? be_walk_axis(&w, down, &by) : -2;
+        if (one && mm_rows_movable(&w, d) && mm_rows_in(&w, d, by, nr - 1)) {
+            be_walk_run(&w, L, f0 + (nr - 1) * down, step, nl, -1, lo, hi);
+            return;
+        }
+        i = 1;
+    }
+    for (; i < nr; i++) {
+        const int64_t f = f0 + i * down;
         if (i && mm_row_same(&w, walked, f, step, nl))
             continue;
         be_walk_run(&w, L, f, step, nl, -1, lo, hi);
@@ -1572,28 +1650,45 @@ static double mm_grid_floor(const mm_plan *m, int64_t gm, int64_t gn)
 }
 
 /* Can the search's grid gm x gn (m's gb, gk) not be picked, its estimate
- * at least mm_grid_floor?  Only grids the memo does not keep are skipped
- * (split K or the batch: the tie break reads the memo's), so every
- * estimate the search leaves behind is the same.  The decode layer's
- * one-row products are DRAM-bound on every grid, within the slack of the
- * floor, and its batched products with K or V staged whole read it once
- * per core: their splits were most of the search's 2,141 estimates. */
-static int mm_search_skips(const be_work *w, const mm_plan *m, int64_t gm, int64_t gn, double best)
+ * at least mm_grid_floor?  The decode layer's one-row products are
+ * DRAM-bound on every grid, within the slack of the floor, and its
+ * batched products with K or V staged whole read it once per core: their
+ * splits were most of the search's 2,141 estimates.  A plain grid (K
+ * whole, no batch) skipped leaves its entry of the grid memo unset; the
+ * tie break (mm_plan_ties) then prices it itself, the same call and the
+ * same double.  BERT-base's plain grids past their floor: 1,386 of 1,470,
+ * 658 of them first searches of a tile (the more cores, the more bytes
+ * each grid row or column reads again). */
+static int mm_search_skips(const be_work *w, const mm_plan *m, int64_t gm, int64_t gn, double best, double *floor)
 {
-    if ((m->gk == 1 && m->gb == 1) || best == DBL_MAX)
+    if (best == DBL_MAX)
         return 0;
     const double slack = m->gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
-    const double low = mm_grid_floor(m, gm, gn) + (m->gk > 1 ? MM_SPLITK_CYCLES : 0);
+    const double low = (*floor = mm_grid_floor(m, gm, gn)) + (m->gk > 1 ? MM_SPLITK_CYCLES : 0);
     if (m->gb > w->gb && w->gb > 1 && low < best * (1 + MM_SLACK))
         return 0;
     return low >= best * (1 - slack);
+}
+
+/* mm_cost_tiled of gm x gn, kept in the grid memo when m is in the
+ * memo's state (with the estimate of a short product's tiling chosen
+ * with the DRAM's waits priced: mm_cost_waits_k1). */
+static double mm_grid_cost(mm_plan *m, int64_t gm, int64_t gn, mm_tiling *tl)
+{
+    double bytes;
+    const double e = mm_cost_tiled(m, gm, gn, &bytes, tl);
+    double *memo = mm_gmemo_at(m, gm, gn);
+    if (memo) {
+        *memo = e;
+        m->gmemo.waited[memo - m->gmemo.e] = e == DBL_MAX ? DBL_MAX : tl->waited;
+    }
+    return e;
 }
 
 static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
 {
     be_work *w = &c->work[pos];
     const int64_t cores = c->cfg->cores;
-    double bytes;
     w->gk = w->gb = 1;
     mm_gmemo_begin(m, cores);
     const int64_t most_gb = cc_min(cores, m->nbatch);
@@ -1603,16 +1698,12 @@ static void mm_plan_search(be_ctx *c, int pos, mm_plan *m, double *best)
                 for (int64_t gn = 1; gn <= cc_min(cores / (gb * gm * gk), m->GN) && mm_rows_whole(c, m, gm); gn++) {
                     mm_set_gk(m, gk);
                     m->gb = gb;
-                    if (mm_search_skips(w, m, gm, gn, *best))
+                    double floor = -1; /* (mm_search_skips's, when it made it) */
+                    if (mm_search_skips(w, m, gm, gn, *best, &floor))
                         continue;
                     mm_tiling tl;
-                    double e = mm_cost_tiled(m, gm, gn, &bytes, &tl);
-                    assert(e >= mm_grid_floor(m, gm, gn)); /* a floor under every grid */
-                    double *memo = mm_gmemo_at(m, gm, gn);
-                    if (memo) {
-                        *memo = e;
-                        m->gmemo.waited[memo - m->gmemo.e] = e == DBL_MAX ? DBL_MAX : tl.waited;
-                    }
+                    const double e = mm_grid_cost(m, gm, gn, &tl);
+                    assert(e >= (floor >= 0 ? floor : mm_grid_floor(m, gm, gn))); /* a floor under every grid */
                     const double slack = gb > 1 && w->gb == 1 ? MM_BATCH_GAIN : MM_SLACK;
                     if (e + (gk > 1 ? MM_SPLITK_CYCLES : 0) < *best * (1 - slack) ||
                         (gb > w->gb && w->gb > 1 && (tl.nch > 1 || mm_keeps_rows(m, gm, gn)) && e < *best * (1 + MM_SLACK))) {
@@ -1968,7 +2059,7 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
     if (w->gb != 1 || w->gk != 1 || w->bcast)
         return;
     const int64_t cores = c->cfg->cores;
-    double bytes, pick = mm_cost_waits_k1(c, m, w->gm, w->gn), tie = pick, split = DBL_MAX;
+    double pick = mm_cost_waits_k1(c, m, w->gm, w->gn), tie = pick, split = DBL_MAX;
     int64_t g[3] = {w->gm, w->gn, 1};
     for (int64_t gk = 2; m->M >= c->cfg->pt_rows && gk <= cc_min(cores / (w->gm * w->gn), m->KG); gk++) {
         const double e = mm_cost_waits(c, m, w->gm, w->gn, gk);
@@ -1981,8 +2072,12 @@ static void mm_plan_ties(be_ctx *c, int pos, mm_plan *m, double best)
         g[2] = 1;
         for (int64_t gn = 1; gn <= cc_min(cores / w->gm, m->GN); gn++) {
             mm_set_gk(m, 1);
-            const double *memo = mm_gmemo_at(m, w->gm, gn); /* priced by the search, when it was */
-            if ((memo && *memo >= 0 ? *memo : mm_cost(m, w->gm, gn, &bytes)) > best * (1 + MM_SLACK))
+            /* priced by the search, when it was (else priced into the
+             * memo, unless its floor is past the slack already) */
+            const double *memo = mm_gmemo_at(m, w->gm, gn), lim = best * (1 + MM_SLACK);
+            mm_tiling tl;
+            if (memo && *memo >= 0 ? *memo > lim
+                                   : mm_grid_floor(m, w->gm, gn) > lim || mm_grid_cost(m, w->gm, gn, &tl) > lim)
                 continue;
             const double e = mm_cost_waits_k1(c, m, w->gm, gn);
             if (e < tie) {
@@ -2857,13 +2952,22 @@ int64_t be_matmul_need(be_ctx *c, int pos)
     mm_plan m;
     int64_t need = mm_prepare(c, pos, &m, 0) ? -1 : 0;
     const be_work *w = &c->work[pos];
+    int64_t seen[2] = {-1, -1}; /* a grid over the ring: the column sticks set up so far */
     for (int core = 0; core < w->cores && need >= 0; core++) {
         cc_emit e;
-        be_lx_probe(c, pos, core, &e);
         int rc, idle = 0;
         if (w->bcast && w->gn > 1) {
+            /* a core's LX hangs on its column's sticks alone (mm_rg_need):
+             * one such core set up, the others take as much */
+            int64_t g0, ns;
+            cc_split(m.GN, w->gn, core % w->gn, &g0, &ns);
+            if (ns == seen[0] || ns == seen[1])
+                continue;
+            be_lx_probe(c, pos, core, &e);
             rc = mm_rg_need(c, &m, core, &e);
+            seen[seen[0] >= 0] = ns;
         } else {
+            be_lx_probe(c, pos, core, &e);
             mm_core mc;
             rc = mm_grid_setup(&mc, c, &m, core, &e, &idle);
             mm_core_free(&mc, m.ep.nn);

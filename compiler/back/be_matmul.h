@@ -58,7 +58,7 @@ typedef struct {
 } mm_grid_memo;
 
 /* The plan of a MATMUL kernel: its product, operands and epilogue. */
-typedef struct {
+typedef struct mm_plan {
     be_ctx *c;
     const ir_kernel *K;
     const ir_node *mm;

@@ -630,6 +630,12 @@ static void rg_tokens(rg_core *g)
 /* Does B stream up the column from its last row (even columns)? */
 static int rg_reversed(const rg_core *g) { return g->mc.tl.slots && g->j % 2 == 0; }
 
+/* The grid row of column j's loader (rg_setup), with tiling tl on gm rows. */
+static int64_t rg_mid(const mm_tiling *tl, int64_t gm, int64_t j)
+{
+    return !tl->slots ? gm / 2 : j % 2 == 0 ? gm - 1 : 0;
+}
+
 /* Does the product store its results in DRAM?  Then, B streamed in
  * blocks and LX to spare, every block gets its own C and the results of
  * all but the last are stored after the last block's: stored at each
@@ -702,7 +708,7 @@ static int rg_setup(rg_core *g, be_ctx *c, mm_plan *m, int core, cc_emit *e)
      * products 16x2r: 59,363 and 59,739 -> 54,724 and 51,594 cycles; even
      * columns reversed rather than odd ones: the loaders' DRAM data, half
      * from each controller's ring stop, then crosses the ring both ways) */
-    g->mid = !mc->tl.slots ? g->gm / 2 : rg_reversed(g) ? g->gm - 1 : 0;
+    g->mid = rg_mid(&mc->tl, g->gm, g->j);
     const int64_t MT = mc->MB = mc->tl.MB, NS = mc->NBS = mc->tl.NBS, KC = mc->KC = mc->tl.KC;
     mc->nch = mc->tl.nch;
     mc->nc = mc->tl.split == SPLIT_NONE ? 1 : 2;
@@ -1300,7 +1306,12 @@ static int rg_epilogue(rg_core *g, int64_t b)
 }
 
 /* The LX a core of the grid over the ring takes (its setup on emitter e,
- * which has no stream: be_lx_probe); -1 with an error. */
+ * which has no stream: be_lx_probe); -1 with an error.  It hangs on the
+ * core's column's sticks alone: rg_setup allocates alike on every core
+ * (the grid row's A, B's slots or column block, the block, the partial
+ * sums: the plan's tiling, the same for each), then the blocks held for
+ * their stores by their count (rg_defer_setup: the column's sticks), and
+ * its tokens are as many on every core. */
 int mm_rg_need(be_ctx *c, mm_plan *m, int core, cc_emit *e)
 {
     rg_core g = {0}; /* (2 KB, on the stack: the LX plan asks this of every core of every product) */
@@ -1328,9 +1339,18 @@ static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *
                        int *loader)
 {
     const int pos = m->ep.pos;
+    const int64_t gn = c->work[pos].gn;
+    int64_t seen[2] = {-1, -1}; /* the column sticks set up so far (mm_rg_need: a core's LX hangs on them) */
     *need = above;
     *loader = INT_MAX;
     for (int core = 0; core < c->work[pos].cores; core++) {
+        int64_t g0, ns;
+        cc_split(m->GN, gn, core % gn, &g0, &ns);
+        if (ns == seen[0] || ns == seen[1]) { /* as a core set up before, and so m->rg_tl is the tiling */
+            if (core / gn == rg_mid(&m->rg_tl, c->work[pos].gm, core % gn) && core < *loader)
+                *loader = core;
+            continue;
+        }
         cc_emit e;
         be_lx_probe(c, pos, core, &e);
         rg_core *g = ir_xalloc(sizeof *g);
@@ -1341,6 +1361,7 @@ static int rg_pre_room(be_ctx *c, mm_plan *m, int from, int64_t above, int64_t *
         if (rc)
             return -1;
         *need = cc_max(*need, (int64_t)e.lx_top);
+        seen[seen[0] >= 0] = ns;
     }
     int64_t floor = c->lx_floor[pos];
     for (int i = from; i < pos; i++)

@@ -138,58 +138,78 @@ int ir_dce(ir_prog *p)
 /* ---- The kernel graph ---- */
 
 /* Kernel a -> kernel b when b reads a buffer a writes; per kernel its
- * successors, and per buffer the kernels touching it (writer, readers). */
+ * successors, and per buffer the kernels touching it (writer, readers),
+ * each list with its room (csucc, ctouch).  nk and nb: the kernels and
+ * buffers it was built for. */
 typedef struct {
-    int **succ, *nsucc;
-    int **touch, *ntouch;
+    int **succ, *nsucc, *csucc;
+    int **touch, *ntouch, *ctouch;
+    int nk, nb;
 } kgraph;
 
-static void add_to(int **list, int *n, int x)
+static void add_to(int **list, int *n, int *cap, int x)
 {
     for (int i = 0; i < *n; i++)
         if ((*list)[i] == x)
             return;
-    /* room for 4, then doubled at each power of two: fuse builds the
-     * graph again after every fusion, and a realloc per entry was half
-     * of it (kgraph_build, 46 builds on BERT-base) */
-    if (*n == 0 || (*n >= 4 && !(*n & (*n - 1)))) {
-        *list = realloc(*list, (size_t)(*n ? 2 * *n : 4) * sizeof **list);
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 4;
+        *list = realloc(*list, (size_t)*cap * sizeof **list);
         if (!*list)
             abort();
     }
     (*list)[(*n)++] = x;
 }
 
+static void kgraph_free(kgraph *G)
+{
+    for (int k = 0; k < G->nk; k++)
+        free(G->succ[k]);
+    for (int b = 0; b < G->nb; b++)
+        free(G->touch[b]);
+    free(G->succ);
+    free(G->nsucc);
+    free(G->csucc);
+    free(G->touch);
+    free(G->ntouch);
+    free(G->ctouch);
+    *G = (kgraph){0};
+}
+
+/* p's kernel graph into G (zeroed, or built before): fuse builds it
+ * again after every fusion (46 builds on BERT-base), and a list
+ * allocated and freed each time was most of it, so a build of as many
+ * kernels and buffers empties the lists before and keeps their room. */
 static void kgraph_build(const ir_prog *p, kgraph *G)
 {
-    G->succ = ir_xalloc((size_t)(p->nkernels + 1) * sizeof *G->succ);
-    G->nsucc = ir_xalloc((size_t)(p->nkernels + 1) * sizeof *G->nsucc);
-    G->touch = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *G->touch);
-    G->ntouch = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *G->ntouch);
+    if (G->succ && (G->nk != p->nkernels || G->nb != p->nbufs))
+        kgraph_free(G);
+    if (!G->succ) {
+        G->nk = p->nkernels;
+        G->nb = p->nbufs;
+        G->succ = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->succ);
+        G->nsucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->nsucc);
+        G->csucc = ir_xalloc((size_t)(G->nk + 1) * sizeof *G->csucc);
+        G->touch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->touch);
+        G->ntouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ntouch);
+        G->ctouch = ir_xalloc((size_t)(G->nb + 1) * sizeof *G->ctouch);
+    }
+    memset(G->nsucc, 0, (size_t)G->nk * sizeof *G->nsucc);
+    memset(G->ntouch, 0, (size_t)G->nb * sizeof *G->ntouch);
     for (int i = 0; i < p->nnodes; i++) {
         const ir_node *n = &p->nodes[i];
         if (n->dead)
             continue;
-        add_to(&G->touch[n->out], &G->ntouch[n->out], n->kernel);
+        add_to(&G->touch[n->out], &G->ntouch[n->out], &G->ctouch[n->out], n->kernel);
         for (int r = 0; r < n->nreads; r++) {
             int b = n->reads[r].buf, w = p->bufs[b].node;
-            add_to(&G->touch[b], &G->ntouch[b], n->kernel);
-            if (w >= 0 && p->nodes[w].kernel != n->kernel)
-                add_to(&G->succ[p->nodes[w].kernel], &G->nsucc[p->nodes[w].kernel], n->kernel);
+            add_to(&G->touch[b], &G->ntouch[b], &G->ctouch[b], n->kernel);
+            if (w >= 0 && p->nodes[w].kernel != n->kernel) {
+                const int k = p->nodes[w].kernel;
+                add_to(&G->succ[k], &G->nsucc[k], &G->csucc[k], n->kernel);
+            }
         }
     }
-}
-
-static void kgraph_free(const ir_prog *p, kgraph *G)
-{
-    for (int k = 0; k < p->nkernels; k++)
-        free(G->succ[k]);
-    for (int b = 0; b < p->nbufs; b++)
-        free(G->touch[b]);
-    free(G->succ);
-    free(G->nsucc);
-    free(G->touch);
-    free(G->ntouch);
 }
 
 static int has_edge(const kgraph *G, int a, int b)
@@ -480,8 +500,8 @@ static void merge(ir_prog *p, int k1, int k2, const ir_sig *s)
 /* Fuse the best-scoring legal pair until none is left. */
 static int fuse(ir_prog *p, fusion_rule rule)
 {
+    kgraph G = {0};
     for (int fused = 1; fused;) {
-        kgraph G;
         kgraph_build(p, &G);
         int nc;
         cand *cs = candidates(p, &G, &nc);
@@ -514,8 +534,8 @@ static int fuse(ir_prog *p, fusion_rule rule)
             fused = 1;
         }
         free(cs);
-        kgraph_free(p, &G);
     }
+    kgraph_free(&G);
     return 0;
 }
 
@@ -745,7 +765,7 @@ static void kernel_ops(const ir_prog *p, ir_kernel *K)
 int ir_order(ir_prog *p)
 {
     int K = p->nkernels, live = 0;
-    kgraph G;
+    kgraph G = {0};
     kgraph_build(p, &G);
     int *preds = ir_xalloc((size_t)(K + 1) * sizeof *preds), *left = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *left);
     int **reads = ir_xalloc((size_t)(K + 1) * sizeof *reads), *nreads = ir_xalloc((size_t)(K + 1) * sizeof *nreads);
@@ -798,7 +818,7 @@ int ir_order(ir_prog *p)
     free(preds);
     free(left);
     free(done);
-    kgraph_free(p, &G);
+    kgraph_free(&G);
     return 0;
 }
 
