@@ -266,10 +266,10 @@ void bd_order(bd_state *b)
     free(at);
 }
 
-/* The first run that ends after stick lo. */
-static size_t bd_run_at(const bd_state *b, int64_t lo)
+/* The first run that ends after stick lo, from run l on (no run before l does). */
+static size_t bd_run_at(const bd_state *b, int64_t lo, size_t l)
 {
-    size_t l = 0, h = b->nruns;
+    size_t h = b->nruns;
     while (l < h) {
         size_t m = l + (h - l) / 2;
         if (b->runs[m].hi <= lo)
@@ -289,9 +289,19 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
         snprintf(why, len, "ring traffic in %s", b->kring ? "this kernel" : "the kernel before");
         return 1;
     }
+    /* The first run past a piece's start, found from the last piece's
+     * when this one starts no earlier (no run before that one ends past
+     * it): mostly that same run, a DMA's pieces rising through a weight. */
+    size_t at = 0;
+    int64_t last = INT64_MIN;
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
-        for (size_t j = bd_run_at(b, p->lo); j < b->nruns && b->runs[j].lo < p->hi; j++) {
+        if (p->lo < last)
+            at = 0;
+        if (at >= b->nruns || b->runs[at].hi <= p->lo)
+            at = bd_run_at(b, p->lo, at);
+        last = p->lo;
+        for (size_t j = at; j < b->nruns && b->runs[j].lo < p->hi; j++) {
             const bd_run *u = &b->runs[j];
             const int wrote = u->w != BD_NONE && u->w != p->core + 1; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core + 1; /* WAR */
