@@ -364,7 +364,7 @@ static void bd_swap(bd_state *b, size_t n)
  * (sticks of up to 22 bits, two passes, are the usual). */
 static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
-    enum { DIGIT = 11, BINS = 1 << DIGIT, FEW = 64 };
+    enum { WIDE = 11, FEW = 64 };
     if (n <= FEW) {
         for (size_t i = 1; i < n; i++) {
             const bd_edge x = e[i];
@@ -376,25 +376,32 @@ static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
         return;
     }
     assert(n < UINT32_MAX);
+    /* digits of 8 bits under 2,048 edges: a pass's bins are then more
+     * than its edges (the decode step's joined kernels, some 500 edges
+     * over sticks of 27 bits) */
+    const int digit = n < 2048 ? 8 : WIDE;
+    const int64_t bins = (int64_t)1 << digit;
     int64_t top = 0;
-    uint32_t at[2][BINS + 1] = {{0}};
+    uint32_t at[2][((size_t)1 << WIDE) + 1];
+    memset(at[0], 0, (size_t)(bins + 1) * sizeof at[0][0]);
+    memset(at[1], 0, (size_t)(bins + 1) * sizeof at[1][0]);
     for (size_t i = 0; i < n; i++) {
         top = cc_max(top, e[i].at);
-        at[0][(e[i].at & (BINS - 1)) + 1]++;
-        at[1][((e[i].at >> DIGIT) & (BINS - 1)) + 1]++;
+        at[0][(e[i].at & (bins - 1)) + 1]++;
+        at[1][((e[i].at >> digit) & (bins - 1)) + 1]++;
     }
     bd_edge *from = e, *to = tmp;
-    for (int shift = 0; top >> shift; shift += DIGIT) {
+    for (int shift = 0; top >> shift; shift += digit) {
         uint32_t *cnt = at[shift > 0];
-        if (shift > DIGIT) { /* a third digit or more: counted apart */
-            memset(cnt, 0, sizeof at[1]);
+        if (shift > digit) { /* a third digit or more: counted apart */
+            memset(cnt, 0, (size_t)(bins + 1) * sizeof *cnt);
             for (size_t i = 0; i < n; i++)
-                cnt[((from[i].at >> shift) & (BINS - 1)) + 1]++;
+                cnt[((from[i].at >> shift) & (bins - 1)) + 1]++;
         }
-        for (int d = 0; d < BINS; d++)
+        for (int64_t d = 0; d < bins; d++)
             cnt[d + 1] += cnt[d];
         for (size_t i = 0; i < n; i++)
-            to[cnt[(from[i].at >> shift) & (BINS - 1)]++] = from[i];
+            to[cnt[(from[i].at >> shift) & (bins - 1)]++] = from[i];
         bd_edge *t = from;
         from = to;
         to = t;
