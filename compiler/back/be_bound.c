@@ -75,8 +75,8 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
 
 /* bd_add of n pieces of len sticks, step apart from lo on, as one call
  * each would add them: after the first, a piece joins the one before
- * only when they touch (step == len).  The DMAs' pieces were a tenth of
- * the Llama-8B decode step's codegen walk, a call each. */
+ * only when they touch (step == len).  The Llama-8B decode step's DMAs
+ * make 25,900 pieces, which took a call each (1.4 M host instructions). */
 static void bd_add_strided(bd_state *b, int core, int write, int64_t lo, int64_t step, int64_t n, int64_t len)
 {
     if (n < 1)
