@@ -38,7 +38,9 @@ static int insn_equal(const isa_insn *x, const isa_insn *y)
              x->run == y->run && x->ps == y->ps && x->m == y->m && x->nn == y->nn && x->k == y->k &&
              x->vl == y->vl && ix == iy;
     for (int l = 0; l < ISA_MAX_LOOPS; l++)
-        eq = eq && x->n[l] == y->n[l] && x->ds[l] == y->ds[l] && x->as[l] == y->as[l] && x->bs[l] == y->bs[l];
+        eq = eq && x->n[l] == y->n[l] && x->ds[l] == y->ds[l] && x->as[l] == y->as[l];
+    for (int l = 0; l < 2; l++) /* (b has two levels) */
+        eq = eq && x->bs[l] == y->bs[l];
     return eq;
 }
 
