@@ -446,12 +446,13 @@ static int try_fence(engine *g, sim_core *c)
     return 0;
 }
 
-/* The fault of a unit instruction decode_insn gave no unit: isa_check's
- * message when it has one (a value out of range, isa_set's included). */
+/* The fault of a unit instruction decode_insn gave no unit: a wild one,
+ * or isa_check's message of a value isa_set could not store. */
 static __attribute__((noinline, cold)) int no_unit_fault(sim *s, int core, long pc, const isa_insn *in)
 {
     char msg[256] = "instruction names no unit";
-    isa_check(in, msg, sizeof msg);
+    if (in->bad)
+        isa_check(in, msg, sizeof msg);
     return sim_faultf(s, core, ISA_U_SEQ, pc, "%s", msg);
 }
 
