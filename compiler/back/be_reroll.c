@@ -1261,6 +1261,19 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         t->n = 0;
 }
 
+/* Room in stream s for n more instructions, made before they are
+ * written: grown by the same steps as it would grow while they are (an
+ * arena's choice of slot depends on the stream's capacity alone, not on
+ * its length), so into the same memory, but each growth copies only the
+ * instructions before them (growing as they were written copied the
+ * kernel's written so far as well: a growth comes when the stream is
+ * full). */
+static void stream_ahead(isa_stream *s, long n)
+{
+    while (s->cap < s->n + (size_t)n)
+        isa_stream_grow(s);
+}
+
 /* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
  * template's code: what rolling s from scratch would write, without
  * rolling or walking.  The loops, steps and registers are the template's
@@ -1283,6 +1296,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
 static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
 {
     const long n = t->ncode;
+    stream_ahead(o->s, n);
     t->li = scratch_array(o->sc, &t->lim, n, sizeof *t->li);
     long li[ISA_NREGS] = {0};
     for (long pc = 0; pc < n; pc++) {
@@ -1321,7 +1335,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             commit(o);
             d--;
         } else {
-            isa_insn *in = isa_stream_room(o->s);
+            isa_insn *in = &o->s->insns[o->s->n]; /* (room made: stream_ahead) */
             isa_insn_copy(in, &s[k->idx]);
             const rr_opfields *f = fields_of(k->op);
             int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
@@ -1635,6 +1649,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     sc->soff = scratch_array(sc, &sc->soffm, n, sizeof *sc->soff);
     if (!roll_fresh(sc, t, s, n)) {
+        stream_ahead(o->s, n);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -1650,6 +1665,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     to.from = sc->from;
     to.first = (long)o->s->n;
     const long unrolled = o->ks->unrolled;
+    stream_ahead(o->s, sc->e.n); /* at least an instruction per entry */
     emit_list(&to, sc->e.v, sc->e.n);
     const isa_insn *c = o->s->insns + to.first;
     const long nc = (long)o->s->n - to.first;
