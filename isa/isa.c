@@ -81,7 +81,7 @@ static void field_set(isa_insn *in, const isa_operand *o, int64_t v)
 static void insn_build(isa_insn *in, int op)
 {
     memset(in, 0, sizeof *in);
-    in->op = op;
+    in->op = (int16_t)op; /* an op of the table: below ISA_NOPS */
     for (int i = 0; i < ISA_MAX_LOOPS; i++)
         in->n[i] = 1;
     in->run = 1;

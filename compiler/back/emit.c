@@ -246,7 +246,7 @@ static inline void cc_place(const cc_emit *e, isa_insn *in)
     if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
-        in->core = ((in->core + e->phys - e->core) % n + n) % n;
+        in->core = (int32_t)(((in->core + e->phys - e->core) % n + n) % n); /* in [0, cores) */
     }
 }
 
