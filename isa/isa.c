@@ -81,7 +81,7 @@ static void field_set(isa_insn *in, const isa_operand *o, int64_t v)
 static void insn_build(isa_insn *in, int op)
 {
     memset(in, 0, sizeof *in);
-    in->op = op;
+    in->op = (int16_t)op; /* an op of the table: below ISA_NOPS */
     for (int i = 0; i < ISA_MAX_LOOPS; i++)
         in->n[i] = 1;
     in->run = 1;
@@ -279,6 +279,22 @@ static const uint8_t op_format[ISA_NOPS] = {
 #undef X
 };
 
+/* The message of an instruction isa_set marked bad: the operand whose
+ * field could not hold the value stored (or the field's offset, if none
+ * of the op's operands is that field). */
+static int bad_message(const isa_insn *in, const isa_opinfo *info, char *err, size_t errlen)
+{
+    const size_t off = (size_t)in->bad - 1;
+    for (int i = 0; i < info->noperands; i++)
+        if (info->operands[i].offset == off) {
+            isa_errf(err, errlen, "operand %s out of range (the value stored does not fit its field)",
+                     info->operands[i].name);
+            return -1;
+        }
+    isa_errf(err, errlen, "%s: a value stored at byte %zu is out of range", info->mnemonic, off);
+    return -1;
+}
+
 /* isa_check's slow path: the message of the first operand out of its
  * field (-1), or 0 when none is.  Apart and cold, so that the fast path
  * keeps to a few registers: with this in it, every check saved six and
@@ -290,6 +306,8 @@ static __attribute__((noinline, cold)) int check_message(const isa_insn *in, cha
         isa_errf(err, errlen, "no instruction with number %d", in->op);
         return -1;
     }
+    if (in->bad)
+        return bad_message(in, info, err, errlen);
     const int64_t *lo = range_lo[info->format], *hi = range_hi[info->format];
     for (int i = 0; i < info->noperands; i++) {
         const isa_operand *o = &info->operands[i];

@@ -102,16 +102,20 @@ typedef struct {
 } isa_addr;
 
 /* A decoded instruction: one struct for every format; a format uses the
- * fields its table lists, the others keep their defaults.  Operands of a
- * few bits (no more than 8: c, u, t, tok, core, reg, flags, bm) are 32-bit
- * fields, the rest 64-bit, wider than their encodings so that isa_check
- * sees a value out of range instead of one wrapped: a compile holds tens
- * of thousands of instructions, and every byte of one is page faults
- * (isa_operand.size says which width). */
+ * fields its table lists, the others keep their defaults.  Every number
+ * operand but val is a 32-bit field (isa_operand.size says which width):
+ * a compile holds tens of thousands of instructions, and every byte of
+ * one is copies and page faults (at 288 bytes, with 64-bit counts and
+ * strides, a BERT-base compile took ~10% longer).  Every encoding fits,
+ * but a value computed in 64 bits would wrap: a store of one goes
+ * through isa_set, so that isa_check sees it out of range instead of
+ * wrapped (the assembler and the ELF reader check a value before
+ * storing it). */
 typedef struct isa_insn {
     /* what the simulator's sequencer reads of every instruction it issues,
      * first, so that it spans two cache lines rather than three */
-    int op;            /* isa_op */
+    int16_t op;        /* isa_op */
+    uint16_t bad;      /* 1 + the byte offset of a field isa_set could not hold, else 0 */
     int32_t tok;       /* token number */
     isa_addr d, a, b, p;
     int32_t c;         /* corelet (PT, SFP) */
@@ -123,15 +127,28 @@ typedef struct isa_insn {
     int32_t bm;        /* isa_bmode */
     float imm;         /* SFP scalar operand */
     int64_t val;       /* immediate (li, addi, loop count) */
-    int64_t run;       /* contiguous sticks per innermost DMA/ring step */
-    int64_t n[ISA_MAX_LOOPS];  /* loop counts, innermost first */
-    int64_t ds[ISA_MAX_LOOPS]; /* byte strides of d per loop level */
-    int64_t as[ISA_MAX_LOOPS]; /* byte strides of a */
-    int64_t bs[ISA_MAX_LOOPS]; /* byte strides of b */
-    int64_t ps;        /* PT: group stride of p */
-    int64_t m, nn, k;  /* PT tile shape (nn is N) */
-    int64_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather/scatter: rows */
+    int32_t run;       /* contiguous sticks per innermost DMA/ring step */
+    int32_t n[ISA_MAX_LOOPS];  /* loop counts, innermost first */
+    int32_t ds[ISA_MAX_LOOPS]; /* byte strides of d per loop level */
+    int32_t as[ISA_MAX_LOOPS]; /* byte strides of a */
+    int32_t bs[2];     /* byte strides of b (no format has a third) */
+    int32_t ps;        /* PT: group stride of p */
+    int32_t m, nn, k;  /* PT tile shape (nn is N) */
+    int32_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather/scatter: rows */
 } isa_insn;
+
+/* Store v in one of in's 32-bit number fields: every store of a value
+ * computed in 64 bits (or unsigned) goes through this (isa_set), so that
+ * one the field cannot hold marks in bad instead of wrapping, and
+ * isa_check refuses in naming the operand (a compile must fail, never
+ * write a wrong program), as does the simulator at issue. */
+static inline void isa_store32(isa_insn *in, int32_t *field, int64_t v)
+{
+    *field = (int32_t)v;
+    if (*field != v && !in->bad)
+        in->bad = (uint16_t)((char *)field - (char *)in + 1);
+}
+#define isa_set(in, fld, v) isa_store32((in), &(in)->fld, (v))
 
 /* Formats: the operand list of each, in encoding order.
  * O(name, kind, bits, field, default, min, names) */
@@ -344,17 +361,17 @@ int isa_op_from_opcode(unsigned opcode);
 /* Mnemonic -> op, or -1. */
 int isa_op_from_mnemonic(const char *s);
 
-/* *dst = *src, in 16-byte moves: compilers copy a 288-byte struct with
- * `rep movsq`, which at this size took twice as long (13-18 ns against
+/* *dst = *src, in 16-byte moves: compilers copy a struct this big with
+ * `rep movsq`, which (at 288 bytes) took twice as long (13-18 ns against
  * 6-9 ns, hot or not), and a compile copies one per instruction it
  * emits (isa_insn_init's default) and per instruction it rolls. */
 static inline void isa_insn_copy(isa_insn *dst, const isa_insn *src)
 {
     typedef int64_t chunk __attribute__((vector_size(16), aligned(8), may_alias));
-    _Static_assert(sizeof(isa_insn) % sizeof(chunk) == 0, "isa_insn is whole 16-byte chunks");
+    _Static_assert(sizeof(isa_insn) == 12 * sizeof(chunk), "isa_insn is 12 16-byte chunks");
     chunk *d = (chunk *)dst;
     const chunk *s = (const chunk *)src;
-#pragma GCC unroll 18
+#pragma GCC unroll 12 /* sizeof(isa_insn) / 16 */
     for (size_t i = 0; i < sizeof *dst / sizeof *d; i++)
         d[i] = s[i];
 }
@@ -419,7 +436,7 @@ static inline int isa_addr_fits(const isa_addr *a)
 #define ISA_FIT_ISA_K_ADDR(v, bt, mn, nms) isa_addr_fits(&(v))
 #define ISA_FIT(nm, kd, bt, fld, df, mn, nms) &ISA_FIT_##kd(in->fld, bt, mn, nms)
 #define F(id) \
-    static inline int isa_fits_##id(const isa_insn *in) { return (void)in, 1 ISA_FMT_##id(ISA_FIT); }
+    static inline int isa_fits_##id(const isa_insn *in) { return (in->bad == 0) ISA_FMT_##id(ISA_FIT); }
 ISA_FORMATS(F)
 #undef F
 /* isa_check of the address operands alone, for an instruction whose other

@@ -74,10 +74,12 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
     isa_insn_init(&ins, isa_op);
     ins.a.off = (int64_t)a.lx, ins.d.off = (int64_t)r->lx, ins.t = kt_dtype(&a);
     if (dim == a.rank - 1) { /* along the sticks and their lanes: one element per row */
-        ins.flags = ISA_F_LANES, ins.n[0] = groups, ins.as[0] = rows * sb, ins.n[1] = rows, ins.as[1] = sb;
-        ins.ds[1] = eb, ins.vl = cols % lanes ? cols : 0;
+        ins.flags = ISA_F_LANES, isa_set(&ins, n[0], groups), isa_set(&ins, as[0], rows * sb),
+            isa_set(&ins, n[1], rows), isa_set(&ins, as[1], sb);
+        isa_set(&ins, ds[1], eb), isa_set(&ins, vl, cols % lanes ? cols : 0);
     } else { /* across the rows of each stick group, lane by lane */
-        ins.n[0] = rows, ins.as[0] = sb, ins.n[1] = groups, ins.as[1] = rows * sb, ins.ds[1] = sb;
+        isa_set(&ins, n[0], rows), isa_set(&ins, as[0], sb), isa_set(&ins, n[1], groups),
+            isa_set(&ins, as[1], rows * sb), isa_set(&ins, ds[1], sb);
     }
     kt_emit(c, &ins);
     c->simd_elems += (double)(rows * cols);
@@ -90,8 +92,9 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
         isa_insn_init(&j, isa_op == ISA_OP_SFP_RSUM ? ISA_OP_SFP_ADD : ISA_OP_SFP_MAX);
         if (init.splat == 1) j.bm = ISA_BM_IMM, j.imm = (float)init.f;
         else if (init.splat == 2) j.bm = ISA_BM_ELEM, j.b.off = (int64_t)init.lx;
-        else j.b.off = (int64_t)init.lx, j.bs[0] = sb;
-        j.d.off = j.a.off = (int64_t)res.lx, j.n[0] = kt_sticks(&res), j.ds[0] = j.as[0] = sb, j.t = kt_dtype(&res);
+        else j.b.off = (int64_t)init.lx, isa_set(&j, bs[0], sb);
+        j.d.off = j.a.off = (int64_t)res.lx, isa_set(&j, n[0], kt_sticks(&res)), isa_set(&j, ds[0], sb),
+            isa_set(&j, as[0], sb), j.t = kt_dtype(&res);
         kt_emit(c, &j);
     }
     return 1;

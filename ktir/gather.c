@@ -223,7 +223,8 @@ static void sfp(kt_ctx *c, int op, int t, uint64_t d, uint64_t a, int bm, uint64
     isa_insn_init(&in, op);
     in.t = t, in.bm = bm, in.imm = imm;
     in.d.off = (int64_t)d, in.a.off = (int64_t)a, in.b.off = (int64_t)b;
-    for (int k = 0; k < 2; k++) in.n[k] = n[k], in.ds[k] = ds[k], in.as[k] = as[k], in.bs[k] = bs[k];
+    for (int k = 0; k < 2; k++) isa_set(&in, n[k], n[k]), isa_set(&in, ds[k], ds[k]), isa_set(&in, as[k], as[k]),
+        isa_set(&in, bs[k], bs[k]);
     kt_emit(c, &in);
 }
 
@@ -257,8 +258,10 @@ static void elem_gather(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
     isa_insn in;
     isa_insn_init(&in, ISA_OP_DMA_GATHER);
     in.d.off = (int64_t)e->g + (r * e->k + e->il * q) * e->rowb, in.a.off = dram + gt->base * eb;
-    in.b.off = (int64_t)e->rows + (q * e->m + r) * sb, in.run = 1, in.vl = t->vshape[0], in.bs[0] = 4;
-    in.n[0] = n, in.ds[0] = e->rowb, in.as[0] = t->vstr[0] * eb, in.n[1] = e->rowb / sb, in.ds[1] = sb, in.as[1] = sb;
+    in.b.off = (int64_t)e->rows + (q * e->m + r) * sb, isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[0]),
+        isa_set(&in, bs[0], 4);
+    isa_set(&in, n[0], n), isa_set(&in, ds[0], e->rowb), isa_set(&in, as[0], t->vstr[0] * eb),
+        isa_set(&in, n[1], e->rowb / sb), isa_set(&in, ds[1], sb), isa_set(&in, as[1], sb);
     kt_emit(c, &in);
 }
 
@@ -275,7 +278,8 @@ static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
     isa_insn_init(&in, ISA_OP_SFP_RSUM);
     in.t = e->dt, in.flags = ISA_F_LANES, in.a.off = (int64_t)e->mask;
     in.d.off = (int64_t)e->out + (e->il * q / e->lanes * e->m + r) * sb + e->il * q % e->lanes * eb;
-    in.n[0] = ws, in.as[0] = sb, in.n[1] = n, in.as[1] = e->rowb, in.ds[1] = eb;
+    isa_set(&in, n[0], ws), isa_set(&in, as[0], sb), isa_set(&in, n[1], n), isa_set(&in, as[1], e->rowb),
+        isa_set(&in, ds[1], eb);
     kt_emit(c, &in);
 }
 
@@ -339,9 +343,10 @@ static void elem_row(kt_ctx *c, const kt_egather *e, const kv *t, int64_t dram, 
     isa_insn in;
     isa_insn_init(&in, out ? ISA_OP_DMA_SCATTER : ISA_OP_DMA_GATHER);
     in.d.off = out ? table : (int64_t)buf, in.a.off = out ? (int64_t)buf : table, in.b.off = (int64_t)ri;
-    in.run = 1, in.vl = t->vshape[0], in.bs[0] = 4, in.n[1] = e->rowb / sb, in.ds[1] = in.as[1] = sb;
-    if (out) in.ds[0] = t->vstr[0] * eb;
-    else in.as[0] = t->vstr[0] * eb;
+    isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[0]), isa_set(&in, bs[0], 4), isa_set(&in, n[1], e->rowb / sb),
+        isa_set(&in, ds[1], sb), isa_set(&in, as[1], sb);
+    if (out) isa_set(&in, ds[0], t->vstr[0] * eb);
+    else isa_set(&in, as[0], t->vstr[0] * eb);
     kt_emit(c, &in);
 }
 
@@ -417,9 +422,10 @@ void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
         isa_insn in;
         isa_insn_init(&in, ISA_OP_DMA_GATHER);
         in.d.off = (int64_t)lx + g * hf * sb, in.a.off = dram + (base + g * lanes) * eb, in.b.off = (int64_t)idx;
-        in.run = 1, in.vl = t->vshape[k], in.bs[0] = 4;
-        in.n[0] = t->shape[k], in.ds[0] = row_step(t, k) * sb, in.as[0] = t->vstr[k] * eb;
-        if (o >= 0) in.n[1] = t->shape[o], in.ds[1] = row_step(t, o) * sb, in.as[1] = t->vstr[o] * eb;
+        isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[k]), isa_set(&in, bs[0], 4);
+        isa_set(&in, n[0], t->shape[k]), isa_set(&in, ds[0], row_step(t, k) * sb), isa_set(&in, as[0], t->vstr[k] * eb);
+        if (o >= 0) isa_set(&in, n[1], t->shape[o]), isa_set(&in, ds[1], row_step(t, o) * sb),
+            isa_set(&in, as[1], t->vstr[o] * eb);
         kt_emit(c, &in);
     }
     c->hbm_bytes += (double)(hf * w * eb);

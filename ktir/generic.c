@@ -102,9 +102,10 @@ static void mask_runs(kt_ctx *c, const ml_op *op, const kv *cond, const kv *b, u
                 int64_t at = (g * rows + row) * sb + lo[i] * eb;
                 isa_insn in;
                 isa_insn_init(&in, ISA_OP_SFP_RST);
-                in.t = kt_dtype(b), in.vl = hi[i] - lo[i], in.bs[1] = eb, in.n[0] = k, in.ds[0] = sb;
+                in.t = kt_dtype(b), isa_set(&in, vl, hi[i] - lo[i]), isa_set(&in, bs[1], eb), isa_set(&in, n[0], k),
+                    isa_set(&in, ds[0], sb);
                 in.d.off = (int64_t)lx + at, in.a.off = (int64_t)src;
-                if (!b->splat) in.a.off += at, in.as[0] = sb, in.bs[0] = eb;
+                if (!b->splat) in.a.off += at, isa_set(&in, as[0], sb), isa_set(&in, bs[0], eb);
                 kt_emit(c, &in);
             }
         }
@@ -141,7 +142,8 @@ void kt_select_mask(kt_ctx *c, const ml_op *op, const kv *cond, const kv *av, co
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_MOV);
         r->lx = kt_lx_alloc(c, op, (uint64_t)(kt_sticks(&a) * sb));
-        in.t = kt_dtype(&a), in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, in.n[0] = kt_sticks(&a), in.ds[0] = in.as[0] = sb;
+        in.t = kt_dtype(&a), in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, isa_set(&in, n[0], kt_sticks(&a)),
+            isa_set(&in, ds[0], sb), isa_set(&in, as[0], sb);
         kt_emit(c, &in);
     }
     mask_runs(c, op, cond, &b, r->lx, rows, groups);
@@ -246,7 +248,8 @@ static void narrow(kt_ctx *c, const kv *t, uint64_t to)
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_CVT);
         in.t = ISA_T_F32, in.d.off = (int64_t)to + h * sb / 2, in.a.off = (int64_t)t->lx + h * rows * sb;
-        in.n[0] = rows, in.ds[0] = in.as[0] = sb, in.n[1] = (g32 - h + 1) / 2, in.ds[1] = rows * sb, in.as[1] = 2 * rows * sb;
+        isa_set(&in, n[0], rows), isa_set(&in, ds[0], sb), isa_set(&in, as[0], sb),
+            isa_set(&in, n[1], (g32 - h + 1) / 2), isa_set(&in, ds[1], rows * sb), isa_set(&in, as[1], 2 * rows * sb);
         kt_emit(c, &in);
     }
 }
@@ -261,14 +264,15 @@ static void widen(kt_ctx *c, const ml_op *op, const kv *t, uint64_t to)
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_CVT);
     in.t = ISA_T_DL16, in.d.off = (int64_t)tmp, in.a.off = (int64_t)t->lx;
-    in.n[0] = rows, in.ds[0] = 2 * sb, in.as[0] = sb, in.n[1] = g16, in.ds[1] = 2 * rows * sb, in.as[1] = rows * sb;
+    isa_set(&in, n[0], rows), isa_set(&in, ds[0], 2 * sb), isa_set(&in, as[0], sb), isa_set(&in, n[1], g16),
+        isa_set(&in, ds[1], 2 * rows * sb), isa_set(&in, as[1], rows * sb);
     kt_emit(c, &in);
     if (rows > 1) {
         isa_insn_init(&in, ISA_OP_DMA_LX);
         in.d.off = (int64_t)to, in.a.off = (int64_t)tmp, in.run = 1;
-        in.n[0] = 2, in.ds[0] = rows * sb, in.as[0] = sb;
-        in.n[1] = rows, in.ds[1] = sb, in.as[1] = 2 * sb;
-        in.n[2] = g16, in.ds[2] = in.as[2] = 2 * rows * sb;
+        isa_set(&in, n[0], 2), isa_set(&in, ds[0], rows * sb), isa_set(&in, as[0], sb);
+        isa_set(&in, n[1], rows), isa_set(&in, ds[1], sb), isa_set(&in, as[1], 2 * sb);
+        isa_set(&in, n[2], g16), isa_set(&in, ds[2], 2 * rows * sb), isa_set(&in, as[2], 2 * rows * sb);
         kt_emit(c, &in);
     }
     c->lx_top = mark; /* tmp is free again: a later writer on the SFP queues behind, one on another unit fences */

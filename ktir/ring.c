@@ -78,7 +78,7 @@ static void send_partial(kt_ctx *c, const kv *part, int to, int src, int64_t byt
     isa_insn in;
     isa_insn_init(&in, ISA_OP_RING_SEND);
     c->ring_bytes += (double)bytes;
-    in.core = to, in.tok = KT_RING_TOKEN, in.a.off = (int64_t)part->lx, in.run = bytes / c->cfg->stick_bytes;
+    in.core = to, in.tok = KT_RING_TOKEN, in.a.off = (int64_t)part->lx, isa_set(&in, run, bytes / c->cfg->stick_bytes);
     in.d.off = (int64_t)(c->cfg->lx_bytes - (uint64_t)((src + 1) * bytes));
     isa_stream_push(&c->prog->cores[c->core], &in);
 }
@@ -109,7 +109,8 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_MOV);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, in.n[0] = n, in.ds[0] = in.as[0] = sb, in.t = kt_dtype(&part);
+    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
+        isa_set(&in, as[0], sb), in.t = kt_dtype(&part);
     isa_stream_push(&c->prog->cores[c->core], &in);
     /* Every partial has arrived before any slot is read: a token says that
      * some partial arrived, not which one. */
@@ -127,7 +128,8 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
         isa_insn s;
         isa_insn_init(&s, isa_op);
         s.d.off = s.a.off = (int64_t)r->lx, s.b.off = (int64_t)slot.lx;
-        s.n[0] = n, s.ds[0] = s.as[0] = s.bs[0] = sb, s.t = kt_dtype(&part);
+        isa_set(&s, n[0], n), isa_set(&s, ds[0], sb), isa_set(&s, as[0], sb), isa_set(&s, bs[0], sb),
+            s.t = kt_dtype(&part);
         isa_stream_push(&c->prog->cores[c->core], &s);
     }
     kt_push(c, ISA_OP_FENCE); /* every wait took its token: none is left at it */
@@ -210,10 +212,10 @@ void kt_broadcast_vector(kt_ctx *c, const ml_op *op, kv *x, int dim, kv *r)
         in.bm = ISA_BM_ELEM, in.a.off = (int64_t)zero, in.b.off = (int64_t)x->lx, in.bs[0] = kt_ebytes(r);
     } else {
         isa_insn_init(&in, ISA_OP_SFP_MOV);
-        in.a.off = (int64_t)x->lx, in.as[1] = sb;
+        in.a.off = (int64_t)x->lx, isa_set(&in, as[1], sb);
     }
     in.t = kt_dtype(r), in.d.off = (int64_t)r->lx;
-    in.n[0] = rows, in.ds[0] = sb, in.n[1] = groups, in.ds[1] = rows * sb;
+    isa_set(&in, n[0], rows), isa_set(&in, ds[0], sb), isa_set(&in, n[1], groups), isa_set(&in, ds[1], rows * sb);
     kt_emit(c, &in);
 }
 
@@ -265,8 +267,10 @@ static void op_transpose(kt_ctx *c, const ml_op *op, kv *r)
             in.t = kt_dtype(&x);
             in.a.off = (int64_t)x.lx + (cg * rows + rg * lanes) * sb; /* element (rg*L, cg*L) */
             in.d.off = (int64_t)r->lx + (rg * cols + cg * lanes) * sb; /* element (cg*L, rg*L) */
-            in.n[0] = rows - rg * lanes < lanes ? rows - rg * lanes : lanes, in.as[0] = sb, in.ds[0] = eb;
-            in.vl = cols - cg * lanes < lanes ? cols - cg * lanes : lanes, in.bs[0] = eb, in.bs[1] = sb;
+            isa_set(&in, n[0], rows - rg * lanes < lanes ? rows - rg * lanes : lanes), isa_set(&in, as[0], sb),
+                isa_set(&in, ds[0], eb);
+            isa_set(&in, vl, cols - cg * lanes < lanes ? cols - cg * lanes : lanes), isa_set(&in, bs[0], eb),
+                isa_set(&in, bs[1], sb);
             kt_emit(c, &in);
         }
 }

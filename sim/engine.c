@@ -159,7 +159,9 @@ static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
         if (m > d->tmin_max)
             d->tmin_max = m;
     }
-    if ((unsigned)v < UNIT_UNKNOWN) /* else an unchecked program's wild unit: faults at issue */
+    /* else an unchecked program's wild unit, or a value isa_set could not
+     * store (isa_insn.bad): faults at issue */
+    if ((unsigned)v < UNIT_UNKNOWN && !in->bad)
         r.unit = (uint8_t)v;
     if (!sync) {
         const isa_addr *ops[4] = {&in->d, &in->a, &in->b, &in->p};
@@ -444,6 +446,16 @@ static int try_fence(engine *g, sim_core *c)
     return 0;
 }
 
+/* The fault of a unit instruction decode_insn gave no unit: a wild one,
+ * or isa_check's message of a value isa_set could not store. */
+static __attribute__((noinline, cold)) int no_unit_fault(sim *s, int core, long pc, const isa_insn *in)
+{
+    char msg[256] = "instruction names no unit";
+    if (in->bad)
+        isa_check(in, msg, sizeof msg);
+    return sim_faultf(s, core, ISA_U_SEQ, pc, "%s", msg);
+}
+
 /* Issue core c's unit instructions from its pc on, until a sequencer
  * instruction, a full queue (*full set) or the stream's end: the
  * sequencer's hot path (the GEMM issues 16 k a launch), with its pc and
@@ -469,7 +481,7 @@ static inline __attribute__((always_inline)) int issue_units(engine *g, sim_core
         const isa_unit u = (isa_unit)r->unit;
         if ((int)u >= ISA_NUNITS) { /* the sequencer's own (ISA_U_SEQ is the first past the units), or none */
             if (u != ISA_U_SEQ)
-                rc = sim_faultf(s, c->id, ISA_U_SEQ, pc, "instruction names no unit");
+                rc = no_unit_fault(s, c->id, pc, &str->insns[pc]);
             break;
         }
         sim_queue *q = &c->units[u];

@@ -15,11 +15,11 @@ typedef struct {
 } span;
 
 /* Range touched by `unit` bytes at base + sum(i_l * stride_l), i_l < n_l. */
-static span extent(int64_t base, int levels, const int64_t *n, const int64_t *stride, int64_t unit)
+static span extent(int64_t base, int levels, const int32_t *n, const int32_t *stride, int64_t unit)
 {
     span r = {base, base + unit};
     for (int l = 0; l < levels; l++) {
-        int64_t step = (n[l] - 1) * stride[l];
+        int64_t step = (int64_t)(n[l] - 1) * stride[l];
         if (step < 0)
             r.lo += step;
         else
@@ -62,7 +62,7 @@ static uint64_t dram_addr(const sim *s, int64_t off)
  * stride_l)) span r, already inside the segment: no piece may straddle the
  * end of the weights region, and a store may not write the weights. */
 static int check_regions(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, span r, int store,
-                         int64_t base, const int64_t *stride, int64_t run)
+                         int64_t base, const int32_t *stride, int64_t run)
 {
     const int64_t wb = (int64_t)s->weight_bytes;
     const isa_insn *in = e->in;
@@ -93,7 +93,7 @@ static int check_regions(sim *s, sim_core *c, const sim_slot *e, int u, const ch
 
 /* Every address and stride given must be a multiple of `align`. */
 static int check_align(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, int64_t base,
-                       int levels, const int64_t *stride, int64_t align)
+                       int levels, const int32_t *stride, int64_t align)
 {
     int bad = base % align != 0;
     for (int l = 0; l < levels; l++)
@@ -215,7 +215,7 @@ static int64_t *index_rows(sim *s, sim_core *c, const sim_slot *e, int u)
         if (!(x >= 0.0f && x < (float)in->vl && x <= 16777216.0f && x == floorf(x))) {
             free(row);
             sim_faultf(s, c->id, u, e->index, "%s: index %" PRId64 " (LX 0x%" PRIx64 ") is %g, not an integer row in [0, %" PRId64 ")",
-                       isa_info(in->op)->mnemonic, i0, (uint64_t)(e->b + i0 * in->bs[0]), (double)x, in->vl);
+                       isa_info(in->op)->mnemonic, i0, (uint64_t)(e->b + i0 * in->bs[0]), (double)x, (int64_t)in->vl);
             return NULL;
         }
         row[i0] = (int64_t)x;
@@ -242,8 +242,8 @@ static int exec_indexed(sim *s, sim_core *c, const sim_slot *e, int u, sim_timin
     const int scatter = in->op == ISA_OP_DMA_SCATTER;
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb, n0 = in->n[0], n1 = in->n[1];
     const int64_t tbase = scatter ? e->d : e->a, lbase = scatter ? e->a : e->d;
-    const int64_t *tstr = scatter ? in->ds : in->as, *lstr = scatter ? in->as : in->ds;
-    const int64_t tn[2] = {in->vl, n1}, tst[2] = {tstr[0], tstr[1]};
+    const int32_t *tstr = scatter ? in->ds : in->as, *lstr = scatter ? in->as : in->ds;
+    const int32_t tn[2] = {in->vl, (int32_t)n1}, tst[2] = {tstr[0], tstr[1]};
     const char *tname = scatter ? "d" : "a", *lname = scatter ? "a" : "d";
     span ls = extent(lbase, 2, in->n, lstr, run);
     span ts = extent(tbase, 2, tn, tst, run); /* the whole table */
@@ -374,8 +374,8 @@ static int exec_pt(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *tm
     const int64_t sb = s->cfg.stick_bytes, l16 = sb / 2, l32 = sb / 4;
     const int64_t m = in->m, n = in->nn, k = in->k;
     const int acc = (in->flags & ISA_F_ACC) != 0, out32 = (in->flags & ISA_F_F32) != 0;
-    int64_t ga = (k + l16 - 1) / l16, gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
-    int64_t gd = out32 ? g32 : gb;
+    int32_t ga = (k + l16 - 1) / l16, gb = (n + l16 - 1) / l16, g32 = (n + l32 - 1) / l32;
+    int32_t gd = out32 ? g32 : gb;
     span as = extent(e->a, 1, &ga, &in->as[0], m * sb);
     span bs = extent(e->b, 1, &gb, &in->bs[0], k * sb);
     span ds = extent(e->d, 1, &gd, &in->ds[0], m * sb);
@@ -513,8 +513,8 @@ static int exec_rst(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     const int64_t sb = s->cfg.stick_bytes;
     const int64_t esz = in->t == ISA_T_F32 ? 4 : 2;
     const int64_t vl = in->vl ? in->vl : sb / esz;
-    const int64_t n3[3] = {in->n[0], in->n[1], vl};
-    const int64_t dst[3] = {in->ds[0], in->ds[1], in->bs[1]}, ast[3] = {in->as[0], in->as[1], in->bs[0]};
+    const int32_t n3[3] = {in->n[0], in->n[1], (int32_t)vl};
+    const int32_t dst[3] = {in->ds[0], in->ds[1], in->bs[1]}, ast[3] = {in->as[0], in->as[1], in->bs[0]};
     span dsp = extent(e->d, 3, n3, dst, esz), asp = extent(e->a, 3, n3, ast, esz);
     if (check_align(s, c, e, u, "d", e->d, 3, dst, esz) || check_align(s, c, e, u, "a", e->a, 3, ast, esz) ||
         check_lx(s, c, e, u, "d", dsp) || check_lx(s, c, e, u, "a", asp))
@@ -537,8 +537,8 @@ static int exec_rst(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                                     (uint64_t)(d + l * in->bs[1] + ud), 1);
             }
     /* one stick-time per destination stick's worth of elements */
-    tm->end = sim_time_sfp(s, tm->start, in->op, in->n[0] * in->n[1] * ((vl * esz + sb - 1) / sb));
-    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * vl);
+    tm->end = sim_time_sfp(s, tm->start, in->op, (int64_t)in->n[0] * in->n[1] * ((vl * esz + sb - 1) / sb));
+    s->st->sfp_elems += (uint64_t)((int64_t)in->n[0] * in->n[1] * vl);
     if (!s->opt.values)
         return 0;
     uint8_t *lx = c->lx;
@@ -554,8 +554,8 @@ static int exec_rst(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
 
 /* Tell the race checker of the unit-byte sticks at base + i0*st[0] + i1*st[1]
  * of this core's LX, for i0 < n[0], i1 < n[1]. */
-static void race_sticks(sim *s, sim_core *c, int u, const sim_slot *e, int64_t base, const int64_t n[2],
-                        const int64_t st[2], int64_t unit, int is_write)
+static void race_sticks(sim *s, sim_core *c, int u, const sim_slot *e, int64_t base, const int32_t n[2],
+                        const int32_t st[2], int64_t unit, int is_write)
 {
     if (!sim_race_active(s))
         return;
@@ -579,8 +579,8 @@ static int exec_iota(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
     race_sticks(s, c, u, e, e->d, in->n, in->ds, sb, 1);
-    tm->end = sim_time_sfp(s, tm->start, in->op, in->n[0] * in->n[1]);
-    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
+    tm->end = sim_time_sfp(s, tm->start, in->op, (int64_t)in->n[0] * in->n[1]);
+    s->st->sfp_elems += (uint64_t)((int64_t)in->n[0] * in->n[1] * lanes);
     if (!s->opt.values)
         return 0;
     float x[MAX_LANES];
@@ -643,8 +643,8 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                     sim_race_access(s, c, u, e->index, c->id, d, d + (uint64_t)dunit_w, 1);
                 }
             }
-    tm->end = sim_time_sfp(s, tm->start, op, in->n[0] * in->n[1]);
-    s->st->sfp_elems += (uint64_t)(in->n[0] * in->n[1] * lanes);
+    tm->end = sim_time_sfp(s, tm->start, op, (int64_t)in->n[0] * in->n[1]);
+    s->st->sfp_elems += (uint64_t)((int64_t)in->n[0] * in->n[1] * lanes);
     if (!s->opt.values)
         return 0;
     float x[MAX_LANES], y[MAX_LANES];

@@ -139,7 +139,7 @@ double sim_time_min(const sim *s, const isa_insn *in)
         return cfg->dma_issue_cycles + (n01 * (double)in->n[2] * (double)in->n[3] - 1) * run / fastest;
     case ISA_C_RING: return cfg->dma_issue_cycles + n01 * run / cfg->ring_bytes_per_cycle;
     case ISA_C_SFP: /* sfp.rst's sticks depend on vl: count none */
-        return sim_time_sfp(s, 0, in->op, in->op == ISA_OP_SFP_RST ? 0 : in->n[0] * in->n[1]);
+        return sim_time_sfp(s, 0, in->op, in->op == ISA_OP_SFP_RST ? 0 : (int64_t)in->n[0] * in->n[1]);
     default: return 0;
     }
 }

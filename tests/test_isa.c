@@ -38,7 +38,9 @@ static int insn_equal(const isa_insn *x, const isa_insn *y)
              x->run == y->run && x->ps == y->ps && x->m == y->m && x->nn == y->nn && x->k == y->k &&
              x->vl == y->vl && ix == iy;
     for (int l = 0; l < ISA_MAX_LOOPS; l++)
-        eq = eq && x->n[l] == y->n[l] && x->ds[l] == y->ds[l] && x->as[l] == y->as[l] && x->bs[l] == y->bs[l];
+        eq = eq && x->n[l] == y->n[l] && x->ds[l] == y->ds[l] && x->as[l] == y->as[l];
+    for (int l = 0; l < 2; l++) /* (b has two levels) */
+        eq = eq && x->bs[l] == y->bs[l];
     return eq;
 }
 
@@ -232,8 +234,12 @@ static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, run, 0, "run"); /* below the minimum */
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, run, 1 << 16, "run"); /* does not fit 16 bits */
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, n[3], 0, "n3");
-    EXPECT_ENCODE_ERROR(ISA_OP_DMA_ST, ds[1], (int64_t)1 << 31, "ds1"); /* one past the largest signed 32-bit */
-    EXPECT_ENCODE_ERROR(ISA_OP_DMA_ST, as[0], -((int64_t)1 << 31) - 1, "as0");
+    isa_insn_init(&in, ISA_OP_DMA_ST);
+    isa_set(&in, ds[1], (int64_t)1 << 31); /* one past the largest signed 32-bit */
+    expect_encode_error(&in, "ds1");
+    isa_insn_init(&in, ISA_OP_DMA_ST);
+    isa_set(&in, as[0], -((int64_t)1 << 31) - 1);
+    expect_encode_error(&in, "as0");
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LX, d.reg, ISA_NREGS, "d");
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LX, a.off, (int64_t)1 << 40, "a");
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LX, a.off, -1, "a");
@@ -385,6 +391,35 @@ static void test_parse_refuses_a_value_a_32_bit_field_would_wrap(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "core"));
     CU_ASSERT_EQUAL(isa_parse_insn("sig u=dmai t=255", &in, err, sizeof err), 0);
     CU_ASSERT_EQUAL(in.tok, 255);
+}
+
+/* The counts and strides are 32-bit fields: a computed value past 32 bits
+ * stored through isa_set is refused naming its operand, not wrapped into
+ * range (2^32 + 128 would wrap to a legal stride of 128, 2^32 + 2 to a
+ * run of 2), and a text value so large is refused by its range. */
+static void test_a_count_or_stride_past_its_32_bit_field_is_refused(void)
+{
+    isa_insn in;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(sizeof in.ds[0], 4);
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    isa_set(&in, ds[0], ((int64_t)1 << 32) + 128);
+    CU_ASSERT_FALSE(isa_fits_DMA(&in));
+    expect_encode_error(&in, "ds0");
+    isa_insn_init(&in, ISA_OP_PT_MM);
+    isa_set(&in, ps, (int64_t)1 << 40);
+    isa_set(&in, m, 8); /* a later store that fits keeps the first one named */
+    expect_encode_error(&in, "ps");
+    isa_insn_init(&in, ISA_OP_DMA_LD);
+    isa_set(&in, run, ((int64_t)1 << 32) + 2);
+    expect_encode_error(&in, "run");
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld ds0=4294967424", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "ds0"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld n1=4294967297", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "n1"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld ds0=-128 n1=7", &in, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(in.ds[0], -128);
+    CU_ASSERT_EQUAL(in.n[1], 7);
 }
 
 /* A stream grows through many remappings (isa_stream_grow) with every
@@ -1136,6 +1171,7 @@ int main(void)
          test_out_of_range_operands_fail_to_encode_naming_the_operand},
         {"the largest legal operands encode", test_largest_legal_operands_encode},
         {"every operand fits exactly its range", test_every_operand_fits_exactly_its_range},
+        {"a count or stride past its 32-bit field is refused", test_a_count_or_stride_past_its_32_bit_field_is_refused},
         {"the address check names a bad address and ignores other operands",
          test_address_check_names_a_bad_address_and_ignores_other_operands},
         {"parse errors name the problem", test_parse_errors_name_the_problem},

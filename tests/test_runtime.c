@@ -976,7 +976,7 @@ static isa_program *copy_program(int64_t load_from)
     isa_insn_init(&in, ISA_OP_DMA_LD);
     in.d.off = 0;
     in.a.off = load_from;
-    in.run = sticks;
+    isa_set(&in, run, sticks);
     isa_stream_push(&p->cores[0], &in);
     isa_insn_init(&in, ISA_OP_SIG);
     in.u = ISA_U_DMAI;
@@ -989,7 +989,7 @@ static isa_program *copy_program(int64_t load_from)
     isa_insn_init(&in, ISA_OP_DMA_ST);
     in.d.off = (int64_t)p->tensors[1].dram_off;
     in.a.off = 0;
-    in.run = sticks;
+    isa_set(&in, run, sticks);
     isa_stream_push(&p->cores[0], &in);
     isa_insn_init(&in, ISA_OP_HALT);
     isa_stream_push(&p->cores[0], &in);
@@ -1144,11 +1144,11 @@ static isa_program *mm_weights_program(int64_t n)
         isa_insn *in = tu_emit(p, c, ISA_OP_DMA_LD);
         in->d.off = x_lx;
         in->a.off = (int64_t)p->tensors[x].dram_off;
-        in->run = (int64_t)(p->tensors[x].bytes / sb);
+        isa_set(in, run, (int64_t)(p->tensors[x].bytes / sb));
         in = tu_emit(p, c, ISA_OP_DMA_LD);
         in->d.off = w_lx;
         in->a.off = c * gq * MM_K * sb;
-        in->run = gq * MM_K;
+        isa_set(in, run, gq * MM_K);
         tu_sync(p, c, ISA_OP_SIG, ISA_U_DMAI, 0);
         tu_sync(p, c, ISA_OP_WAIT, ISA_U_PT0, 0);
         in = tu_emit(p, c, ISA_OP_PT_MM);
@@ -1156,7 +1156,7 @@ static isa_program *mm_weights_program(int64_t n)
         in->a.off = x_lx;
         in->b.off = w_lx;
         in->m = MM_M;
-        in->nn = n / 4;
+        isa_set(in, nn, n / 4);
         in->k = MM_K;
         in->ds[0] = MM_M * sb;
         in->as[0] = MM_M * sb;
@@ -1166,7 +1166,7 @@ static isa_program *mm_weights_program(int64_t n)
         in = tu_emit(p, c, ISA_OP_DMA_ST);
         in->d.off = (int64_t)p->tensors[y].dram_off + c * gq * MM_M * sb;
         in->a.off = y_lx;
-        in->run = gq * MM_M;
+        isa_set(in, run, gq * MM_M);
     }
     tu_halt_all(p);
     p->graph = strdup("%Y = aten.mm(%X, %W)");

@@ -965,6 +965,20 @@ static void test_fence_orders_a_cores_own_units(void)
     expect_fault(store_then_load_on_one_core(0), 0, ISA_U_DMAI, 1, "race: core 0 dmai #1 reads DRAM");
 }
 
+/* A program the compiler did not check (one built in memory, as the KTIR
+ * path's) whose stride did not fit its 32-bit field when stored: the
+ * simulator refuses the instruction naming the operand, rather than run
+ * it with the wrapped stride (2^32 + 128 would be 128, a legal one). */
+static void test_a_value_isa_set_could_not_store_faults_at_issue(void)
+{
+    isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
+    isa_insn *ld = tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x80, 0x400);
+    isa_set(ld, n[0], 2);
+    isa_set(ld, ds[0], ((int64_t)1 << 32) + 128);
+    tu_halt_all(p);
+    expect_fault(p, 0, ISA_U_SEQ, 0, "operand ds0 out of range");
+}
+
 /* Core 0's dmai loads `run` sticks at 0x9280 - 5 sticks + `at` (no token),
  * while pt0 reads b as three groups of 16 sticks (a block each) at 0x8000,
  * 0x9000 and 0xa000: the middle group of the pt.mm's strided set meets the
@@ -972,7 +986,8 @@ static void test_fence_orders_a_cores_own_units(void)
 static isa_program *load_under_a_pt_group(int64_t at, int64_t run)
 {
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
-    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x9000 + at, 0)->run = run;
+    isa_insn *ld = tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x9000 + at, 0);
+    isa_set(ld, run, run);
     isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, 0x20000, 0);
     mm->m = 1;
     mm->nn = 3 * 64; /* three groups of 64 DL16 columns */
@@ -1549,11 +1564,11 @@ static isa_insn *emit_gather(isa_program *p, int core, int64_t n0)
     g->a.off = 0x1000;
     g->b.off = 0x100;
     g->vl = 5;
-    g->n[0] = n0;
+    isa_set(g, n[0], n0);
     g->ds[0] = 128;
     g->as[0] = 128;
     g->n[1] = 2;
-    g->ds[1] = n0 * 128;
+    isa_set(g, ds[1], n0 * 128);
     g->as[1] = 5 * 128;
     return g;
 }
@@ -1636,12 +1651,12 @@ static isa_insn *emit_scatter(isa_program *p, int core, int64_t n0)
     g->a.off = 0x2000;
     g->b.off = 0x100;
     g->vl = 5;
-    g->n[0] = n0;
+    isa_set(g, n[0], n0);
     g->ds[0] = 128;
     g->as[0] = 128;
     g->n[1] = 2;
     g->ds[1] = 5 * 128;
-    g->as[1] = n0 * 128;
+    isa_set(g, as[1], n0 * 128);
     return g;
 }
 
@@ -1814,6 +1829,7 @@ int main(void)
          test_dma_scatter_faults_on_a_row_out_of_bounds_and_writes_nothing},
         {"dma_scatters_race_on_the_rows_they_write", test_dma_scatters_race_on_the_rows_they_write},
         {"a_race_in_the_middle_of_a_strided_set_names_its_bytes", test_a_race_in_the_middle_of_a_strided_set_names_its_bytes},
+        {"a_value_isa_set_could_not_store_faults_at_issue", test_a_value_isa_set_could_not_store_faults_at_issue},
         {NULL, NULL},
     };
     return tu_run("sim", tests);

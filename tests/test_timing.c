@@ -19,7 +19,7 @@ static isa_insn *load(isa_program *p, int core, int64_t lx, int64_t dram, int64_
     isa_insn *in = tu_emit(p, core, ISA_OP_DMA_LD);
     in->d.off = lx;
     in->a.off = dram;
-    in->run = sticks;
+    isa_set(in, run, sticks);
     return in;
 }
 

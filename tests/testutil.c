@@ -222,9 +222,9 @@ isa_insn *tu_emit_at(isa_program *p, int core, int op, int64_t d, int64_t a)
 
 void tu_loop(isa_insn *in, int64_t n, int64_t ds, int64_t as)
 {
-    in->n[0] = n;
-    in->ds[0] = ds;
-    in->as[0] = as;
+    isa_set(in, n[0], n);
+    isa_set(in, ds[0], ds);
+    isa_set(in, as[0], as);
 }
 
 void tu_halt_all(isa_program *p)

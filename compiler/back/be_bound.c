@@ -157,11 +157,12 @@ __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, int core)
     const int64_t *r = b->regs[core];
     const int st = in->op == ISA_OP_DMA_ST;
     const isa_addr *x = st ? &in->d : &in->a;
-    const int64_t *str = st ? in->ds : in->as, base = x->off + r[x->reg];
+    const int32_t *str = st ? in->ds : in->as;
+    const int64_t base = x->off + r[x->reg];
     /* elements one after another in DRAM: bd_add would join them into one
      * piece, element by element */
     const int joined = in->n[0] > 0 && str[0] == in->run * b->stick;
-    const int64_t n0 = joined ? 1 : in->n[0], len = joined ? in->n[0] * in->run : in->run;
+    const int64_t n0 = joined ? 1 : in->n[0], len = joined ? (int64_t)in->n[0] * in->run : in->run;
     /* an address and strides of whole sticks (the usual, of a stick of a
      * power of two bytes) are counted in sticks: no division per element */
     const int64_t sk = b->stick;
@@ -195,9 +196,9 @@ __attribute__((noinline)) void bd_table(bd_state *b, const isa_insn *in, int cor
 {
     const int sc = in->op == ISA_OP_DMA_SCATTER;
     const isa_addr *t = sc ? &in->d : &in->a;
-    const int64_t *str = sc ? in->ds : in->as;
+    const int32_t *str = sc ? in->ds : in->as;
     int64_t lo = t->off + b->regs[core][t->reg], hi = lo + in->run * b->stick;
-    const int64_t step[2] = {(in->vl - 1) * str[0], (in->n[1] - 1) * str[1]};
+    const int64_t step[2] = {(int64_t)(in->vl - 1) * str[0], (int64_t)(in->n[1] - 1) * str[1]};
     for (int l = 0; l < 2; l++)
         *(step[l] < 0 ? &lo : &hi) += step[l];
     bd_add(b, core, sc, lo / b->stick, cc_ceil_div(hi, b->stick));

@@ -162,7 +162,8 @@ typedef struct {
  * (-1: li, addi, loop, endl) and the kernel's instruction its emission
  * copied (idx; -1: li, addi, loop, endl). */
 typedef struct rr_code {
-    int op, reg, shape, idx;
+    uint16_t op, na; /* na: its op's address operands (0: li, addi, loop, endl); 16 bits, the size of an int for both */
+    int reg, shape, idx;
     int64_t val;
     int areg[RR_NADDR];
     int64_t aoff[RR_NADDR];
@@ -1250,6 +1251,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         if (!seq_op(k->op)) {
             k->shape = sc->seen[pc] >= 0 ? t->shape[sc->seen[pc]] : -2; /* -2: never issued, never alike */
             k->idx = pc < nfrom ? from[pc] : -1;
+            k->na = (uint16_t)f->naddr;
         }
         for (int q = 0; q < f->naddr; q++) {
             k->areg[q] = caddr_at(&c[pc], f->addr[q])->reg;
@@ -1259,6 +1261,19 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
     t->ncode = n;
     if (!code_direct(t))
         t->n = 0;
+}
+
+/* Room in stream s for n more instructions, made before they are
+ * written: grown by the same steps as it would grow while they are (an
+ * arena's choice of slot depends on the stream's capacity alone, not on
+ * its length), so into the same memory, but each growth copies only the
+ * instructions before them (growing as they were written copied the
+ * kernel's written so far as well: a growth comes when the stream is
+ * full). */
+static void stream_ahead(isa_stream *s, long n)
+{
+    while (s->cap < s->n + (size_t)n)
+        isa_stream_grow(s);
 }
 
 /* Emit kernel s, which fits template t (tmpl_fits: t->delta), as the
@@ -1283,6 +1298,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
 static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
 {
     const long n = t->ncode;
+    stream_ahead(o->s, n);
     t->li = scratch_array(o->sc, &t->lim, n, sizeof *t->li);
     long li[ISA_NREGS] = {0};
     for (long pc = 0; pc < n; pc++) {
@@ -1290,8 +1306,8 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
         if (k->op == ISA_OP_LI) {
             li[k->reg] = pc;
             t->li[pc] = 0;
-        } else if (!seq_op(k->op)) {
-            for (int q = 0; q < fields_of(k->op)->naddr; q++) {
+        } else {
+            for (int q = 0; q < k->na; q++) {
                 const int r = k->areg[q];
                 if (!r)
                     continue;
@@ -1305,7 +1321,21 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
     int d = 0;
     for (long pc = 0; pc < n; pc++) {
         const rr_code *k = &t->code[pc];
-        if (k->op == ISA_OP_LI) {
+        if (k->shape >= 0) { /* an instruction copied (code_direct: li, addi, loop and endl have none) */
+            isa_insn *in = &o->s->insns[o->s->n]; /* (room made: stream_ahead) */
+            isa_insn_copy(in, &s[k->idx]);
+            const rr_opfields *f = fields_of(k->op);
+            int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
+            for (int q = 0; q < k->na; q++) {
+                isa_addr *a = addr_at(in, f->addr[q]);
+                a->reg = k->areg[q];
+                a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
+                fits &= isa_addr_fits(a);
+            }
+            if (!fits)
+                commit_failed(o);
+            o->s->n++;
+        } else if (k->op == ISA_OP_LI) {
             moved[k->reg] = t->li[pc] - k->val;
             push_reg(o, ISA_OP_LI, k->reg, t->li[pc]);
         } else if (k->op == ISA_OP_ADDI) {
@@ -1316,24 +1346,10 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             o->ks->loops++;
             if (++d > o->ks->depth)
                 o->ks->depth = d;
-        } else if (k->op == ISA_OP_ENDL) {
+        } else {
             room(o, ISA_OP_ENDL);
             commit(o);
             d--;
-        } else {
-            isa_insn *in = isa_stream_room(o->s);
-            isa_insn_copy(in, &s[k->idx]);
-            const rr_opfields *f = fields_of(k->op);
-            int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
-            for (int q = 0; q < f->naddr; q++) {
-                isa_addr *a = addr_at(in, f->addr[q]);
-                a->reg = k->areg[q];
-                a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
-                fits &= isa_addr_fits(a);
-            }
-            if (!fits)
-                commit_failed(o);
-            o->s->n++;
         }
     }
     o->ks->unrolled += t->unrolled;
@@ -1635,6 +1651,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     }
     sc->soff = scratch_array(sc, &sc->soffm, n, sizeof *sc->soff);
     if (!roll_fresh(sc, t, s, n)) {
+        stream_ahead(o->s, n);
         for (long j = 0; j < n; j++)
             push(o, &s[j]);
         return;
@@ -1650,6 +1667,7 @@ static void roll_kernel(rr_out *o, const isa_insn *s, long n)
     to.from = sc->from;
     to.first = (long)o->s->n;
     const long unrolled = o->ks->unrolled;
+    stream_ahead(o->s, sc->e.n); /* at least an instruction per entry */
     emit_list(&to, sc->e.v, sc->e.n);
     const isa_insn *c = o->s->insns + to.first;
     const long nc = (long)o->s->n - to.first;

@@ -549,7 +549,7 @@ void mm_splitk_reduce(mm_core *mc)
         in.t = ISA_T_F32;
         in.d = cc_abs(mc->P + s0 * sb);
         in.a = cc_abs(mc->P + s0 * sb);
-        in.run = sh.run;
+        isa_set(&in, run, sh.run);
         cc_push(e, &in);
     }
 }

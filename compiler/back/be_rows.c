@@ -2168,14 +2168,14 @@ static void rk_gather_rows(rk_core *rc, const rk_load *L, int64_t lx, int64_t r0
         g.d = cc_abs(lx + i * sb);
         g.a = cc_abs((int64_t)W->off);
         g.b = cc_abs(src[i]);
-        g.vl = W->rows;
-        g.n[0] = len;
-        g.ds[0] = sb;
-        g.as[0] = sb;
-        g.bs[0] = step;
-        g.n[1] = k->G;
-        g.ds[1] = rc->R * sb;
-        g.as[1] = W->rows * sb;
+        isa_set(&g, vl, W->rows);
+        isa_set(&g, n[0], len);
+        isa_set(&g, ds[0], sb);
+        isa_set(&g, as[0], sb);
+        isa_set(&g, bs[0], step);
+        isa_set(&g, n[1], k->G);
+        isa_set(&g, ds[1], rc->R * sb);
+        isa_set(&g, as[1], W->rows * sb);
         cc_push(rc->e, &g);
         i += len;
     }

@@ -100,14 +100,14 @@ static void emit_chunk(cc_emit *e, const ir_update *U, const isa_tensor *S, cons
     in.d = cc_abs((int64_t)S->dram_off);
     in.a = cc_abs(rows);
     in.b = cc_abs(idx + k0 * 4 - first * sb);
-    in.run = h->inner;
-    in.vl = S->shape[U->dim];
-    in.n[0] = c;
-    in.ds[0] = h->inner * sb;
-    in.as[0] = h->inner * sb;
-    in.n[1] = h->steps;
-    in.ds[1] = S->shape[U->dim] * h->inner * sb;
-    in.as[1] = c * h->inner * sb;
+    isa_set(&in, run, h->inner);
+    isa_set(&in, vl, S->shape[U->dim]);
+    isa_set(&in, n[0], c);
+    isa_set(&in, ds[0], h->inner * sb);
+    isa_set(&in, as[0], h->inner * sb);
+    isa_set(&in, n[1], h->steps);
+    isa_set(&in, ds[1], S->shape[U->dim] * h->inner * sb);
+    isa_set(&in, as[1], c * h->inner * sb);
     cc_push(e, &in);
 }
 

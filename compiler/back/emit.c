@@ -246,7 +246,7 @@ static inline void cc_place(const cc_emit *e, isa_insn *in)
     if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
-        in->core = ((in->core + e->phys - e->core) % n + n) % n;
+        in->core = (int32_t)(((in->core + e->phys - e->core) % n + n) % n); /* in [0, cores) */
     }
 }
 
@@ -431,11 +431,11 @@ void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape 
     isa_insn *in = cc_new(e, op);
     in->d = d;
     in->a = a;
-    in->run = sh->run;
+    isa_set(in, run, sh->run);
     for (int l = 0; l < sh->levels && l < ISA_MAX_LOOPS; l++) {
-        in->n[l] = sh->n[l];
-        in->ds[l] = sh->ds[l];
-        in->as[l] = sh->as[l];
+        isa_set(in, n[l], sh->n[l]);
+        isa_set(in, ds[l], sh->ds[l]);
+        isa_set(in, as[l], sh->as[l]);
     }
     cc_commit_as(e, isa_fits_DMA);
 }
@@ -452,11 +452,11 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
     in->tok = tok;
     in->d = d;
     in->a = a;
-    in->run = sh->run;
+    isa_set(in, run, sh->run);
     for (int l = 0; l < sh->levels; l++) {
-        in->n[l] = sh->n[l];
-        in->ds[l] = sh->ds[l];
-        in->as[l] = sh->as[l];
+        isa_set(in, n[l], sh->n[l]);
+        isa_set(in, ds[l], sh->ds[l]);
+        isa_set(in, as[l], sh->as[l]);
     }
     cc_commit_as(e, isa_fits_RING);
 }
@@ -478,13 +478,13 @@ void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
     in->p = pa->p;
     in->a = pa->a;
     in->b = pa->b;
-    in->m = pa->m;
-    in->nn = pa->n;
-    in->k = pa->k;
-    in->ds[0] = pa->ds;
-    in->ps = pa->ps;
-    in->as[0] = pa->as;
-    in->bs[0] = pa->bs;
+    isa_set(in, m, pa->m);
+    isa_set(in, nn, pa->n);
+    isa_set(in, k, pa->k);
+    isa_set(in, ds[0], pa->ds);
+    isa_set(in, ps, pa->ps);
+    isa_set(in, as[0], pa->as);
+    isa_set(in, bs[0], pa->bs);
     cc_commit_as(e, isa_fits_PT);
 }
 
@@ -498,16 +498,16 @@ void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
     in->d = sa->d;
     in->a = sa->a;
     in->b = sa->b;
-    in->n[0] = sa->n0;
-    in->n[1] = sa->n1;
-    in->ds[0] = sa->ds0;
-    in->as[0] = sa->as0;
-    in->bs[0] = sa->bs0;
-    in->ds[1] = sa->ds1;
-    in->as[1] = sa->as1;
-    in->bs[1] = sa->bs1;
+    isa_set(in, n[0], sa->n0);
+    isa_set(in, n[1], sa->n1);
+    isa_set(in, ds[0], sa->ds0);
+    isa_set(in, as[0], sa->as0);
+    isa_set(in, bs[0], sa->bs0);
+    isa_set(in, ds[1], sa->ds1);
+    isa_set(in, as[1], sa->as1);
+    isa_set(in, bs[1], sa->bs1);
     in->imm = sa->imm;
-    in->vl = sa->vl;
+    isa_set(in, vl, sa->vl);
     if (e->tally) {
         const double sticks = (double)sa->n0 * (double)sa->n1;
         e->tally->insns++;
