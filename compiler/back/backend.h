@@ -486,8 +486,19 @@ typedef struct {
     int64_t src, d, n;
 } be_rst_seg;
 /* be_rst_row of the elements of segments s[0..ns) in turn, to dst, dst +
- * 2, ...: the same runs, found segment by segment, not element by element. */
-void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns);
+ * 2, ...: the same runs, found segment by segment, not element by element.
+ * One segment with room for its run is that run, kept here, inline: the
+ * call was a third of the Llama-8B decode step's 25,900 (its gathers'
+ * rows are one segment each). */
+void be_rst_segs_call(be_rst *r, int64_t dst, const be_rst_seg *s, int ns);
+static inline void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
+{
+    if (ns == 1 && s[0].n >= 1 && r->nrun < r->cap) {
+        r->run[r->nrun++] = (be_rst_run){dst, s[0].src, s[0].n, s[0].n > 1 ? 2 : 0, s[0].n > 1 ? s[0].d : 0};
+        return;
+    }
+    be_rst_segs_call(r, dst, s, ns);
+}
 void be_rst_flush(be_rst *r);
 
 /* ---- SFP expression evaluation over a tile (be_sfp.c) ---- */

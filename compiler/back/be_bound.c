@@ -44,15 +44,21 @@ static void *bd_scratch(isa_buf *m, size_t n, size_t size)
     return isa_buf_reserve(m, n * size, 0);
 }
 
-/* Room for more pieces, or runs (bd_put's), in m (*cap of them, kept):
- * apart, so that bd_add and bd_put, once per DMA element and per run,
- * are inlined where called. */
-static __attribute__((noinline)) void *bd_grow(isa_buf *m, size_t *cap, size_t size)
+/* Room for more pieces, or runs (bd_put's), in m (*cap of them, kept;
+ * first room for `first`, untouched till used): apart, so that bd_add
+ * and bd_put, once per DMA element and per run, are inlined where
+ * called. */
+static __attribute__((noinline)) void *bd_grow(isa_buf *m, size_t *cap, size_t size, size_t first)
 {
-    void *p = isa_buf_reserve(m, (*cap ? 2 * *cap : 256) * size, *cap * size);
+    void *p = isa_buf_reserve(m, (*cap ? 2 * *cap : first) * size, *cap * size);
     *cap = m->cap / size;
     return p;
 }
+
+/* The pieces' first room: a kernel's weights read a K chunk of every
+ * stick group after another (the Llama-8B decode step's largest kernel
+ * 7,065 pieces, which grew five times from 256, copying). */
+enum { BD_PIECES_FIRST = 8192 };
 
 static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t hi)
 {
@@ -63,8 +69,30 @@ static inline void bd_add(bd_state *b, int core, int write, int64_t lo, int64_t 
         return;
     }
     if (b->npieces == b->cap)
-        b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces);
+        b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces, BD_PIECES_FIRST);
     b->pieces[b->npieces++] = (bd_piece){lo, hi, core, write};
+}
+
+/* bd_add of n pieces of len sticks, step apart from lo on, as one call
+ * each would add them: after the first, a piece joins the one before
+ * only when they touch (step == len).  The Llama-8B decode step's DMAs
+ * make 25,900 pieces, which took a call each (1.4 M host instructions). */
+static void bd_add_strided(bd_state *b, int core, int write, int64_t lo, int64_t step, int64_t n, int64_t len)
+{
+    if (n < 1)
+        return;
+    assert(len > 0);
+    if (step == len) {
+        bd_add(b, core, write, lo, lo + n * len);
+        return;
+    }
+    bd_add(b, core, write, lo, lo + len);
+    while (b->npieces + (size_t)n > b->cap)
+        b->pieces = bd_grow(&b->piecesm, &b->cap, sizeof *b->pieces, BD_PIECES_FIRST);
+    bd_piece *p = b->pieces + b->npieces;
+    for (int64_t i = 1; i < n; i++)
+        p[i - 1] = (bd_piece){lo + i * step, lo + i * step + len, core, write};
+    b->npieces += (size_t)n - 1;
 }
 
 void bd_lane_begin(bd_state *lane, const bd_state *b)
@@ -141,6 +169,18 @@ __attribute__((noinline)) void bd_dma(bd_state *b, const isa_insn *in, int core)
     const int whole = b->shift >= 0 && !((base | str[0] | str[1] | str[2] | str[3]) & (sk - 1));
     const int sh = whole ? b->shift : 0;
     const int64_t b0 = base >> sh, s0 = str[0] >> sh, s1 = str[1] >> sh, s2 = str[2] >> sh, s3 = str[3] >> sh;
+    if (whole) {
+        for (int64_t i3 = 0; i3 < in->n[3]; i3++)
+            for (int64_t i2 = 0; i2 < in->n[2]; i2++) {
+                const int64_t a = b0 + i2 * s2 + i3 * s3;
+                if (n0 == 1)
+                    bd_add_strided(b, core, st, a, s1, in->n[1], len);
+                else
+                    for (int64_t i1 = 0; i1 < in->n[1]; i1++)
+                        bd_add_strided(b, core, st, a + i1 * s1, s0, n0, len);
+            }
+        return;
+    }
     for (int64_t i3 = 0; i3 < in->n[3]; i3++)
         for (int64_t i2 = 0; i2 < in->n[2]; i2++)
             for (int64_t i1 = 0; i1 < in->n[1]; i1++)
@@ -227,10 +267,10 @@ void bd_order(bd_state *b)
     free(at);
 }
 
-/* The first run that ends after stick lo. */
-static size_t bd_run_at(const bd_state *b, int64_t lo)
+/* The first run that ends after stick lo, from run l on (no run before l does). */
+static size_t bd_run_at(const bd_state *b, int64_t lo, size_t l)
 {
-    size_t l = 0, h = b->nruns;
+    size_t h = b->nruns;
     while (l < h) {
         size_t m = l + (h - l) / 2;
         if (b->runs[m].hi <= lo)
@@ -250,9 +290,19 @@ int bd_needs_bar(const bd_state *b, char *why, size_t len)
         snprintf(why, len, "ring traffic in %s", b->kring ? "this kernel" : "the kernel before");
         return 1;
     }
+    /* The first run past a piece's start, found from the last piece's
+     * when this one starts no earlier (no run before that one ends past
+     * it): mostly that same run, a DMA's pieces rising through a weight. */
+    size_t at = 0;
+    int64_t last = INT64_MIN;
     for (size_t i = 0; i < b->npieces; i++) {
         const bd_piece *p = &b->pieces[i];
-        for (size_t j = bd_run_at(b, p->lo); j < b->nruns && b->runs[j].lo < p->hi; j++) {
+        if (p->lo < last)
+            at = 0;
+        if (at >= b->nruns || b->runs[at].hi <= p->lo)
+            at = bd_run_at(b, p->lo, at);
+        last = p->lo;
+        for (size_t j = at; j < b->nruns && b->runs[j].lo < p->hi; j++) {
             const bd_run *u = &b->runs[j];
             const int wrote = u->w != BD_NONE && u->w != p->core + 1; /* RAW or WAW */
             const int read = p->write && u->r != BD_NONE && u->r != p->core + 1; /* WAR */
@@ -288,7 +338,7 @@ static inline void bd_put(bd_state *b, size_t *n, int64_t lo, int64_t hi, int16_
         return;
     }
     if (*n == b->ocap)
-        b->out = bd_grow(&b->outm, &b->ocap, sizeof *b->out);
+        b->out = bd_grow(&b->outm, &b->ocap, sizeof *b->out, 256);
     b->out[(*n)++] = (bd_run){lo, hi, w, r};
 }
 
@@ -315,7 +365,7 @@ static void bd_swap(bd_state *b, size_t n)
  * (sticks of up to 22 bits, two passes, are the usual). */
 static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
 {
-    enum { DIGIT = 11, BINS = 1 << DIGIT, FEW = 64 };
+    enum { WIDE = 11, FEW = 64 };
     if (n <= FEW) {
         for (size_t i = 1; i < n; i++) {
             const bd_edge x = e[i];
@@ -327,25 +377,32 @@ static void bd_sort_edges(bd_edge *e, bd_edge *tmp, size_t n)
         return;
     }
     assert(n < UINT32_MAX);
+    /* digits of 8 bits under 2,048 edges: a pass's bins are then more
+     * than its edges (the decode step's joined kernels, some 500 edges
+     * over sticks of 27 bits) */
+    const int digit = n < 2048 ? 8 : WIDE;
+    const int64_t bins = (int64_t)1 << digit;
     int64_t top = 0;
-    uint32_t at[2][BINS + 1] = {{0}};
+    uint32_t at[2][((size_t)1 << WIDE) + 1];
+    memset(at[0], 0, (size_t)(bins + 1) * sizeof at[0][0]);
+    memset(at[1], 0, (size_t)(bins + 1) * sizeof at[1][0]);
     for (size_t i = 0; i < n; i++) {
         top = cc_max(top, e[i].at);
-        at[0][(e[i].at & (BINS - 1)) + 1]++;
-        at[1][((e[i].at >> DIGIT) & (BINS - 1)) + 1]++;
+        at[0][(e[i].at & (bins - 1)) + 1]++;
+        at[1][((e[i].at >> digit) & (bins - 1)) + 1]++;
     }
     bd_edge *from = e, *to = tmp;
-    for (int shift = 0; top >> shift; shift += DIGIT) {
+    for (int shift = 0; top >> shift; shift += digit) {
         uint32_t *cnt = at[shift > 0];
-        if (shift > DIGIT) { /* a third digit or more: counted apart */
-            memset(cnt, 0, sizeof at[1]);
+        if (shift > digit) { /* a third digit or more: counted apart */
+            memset(cnt, 0, (size_t)(bins + 1) * sizeof *cnt);
             for (size_t i = 0; i < n; i++)
-                cnt[((from[i].at >> shift) & (BINS - 1)) + 1]++;
+                cnt[((from[i].at >> shift) & (bins - 1)) + 1]++;
         }
-        for (int d = 0; d < BINS; d++)
+        for (int64_t d = 0; d < bins; d++)
             cnt[d + 1] += cnt[d];
         for (size_t i = 0; i < n; i++)
-            to[cnt[(from[i].at >> shift) & (BINS - 1)]++] = from[i];
+            to[cnt[(from[i].at >> shift) & (bins - 1)]++] = from[i];
         bd_edge *t = from;
         from = to;
         to = t;
@@ -375,7 +432,12 @@ static size_t bd_end_hash(int64_t at, int core, int write, size_t mask)
  * core reads and writes stay the same, and so do the runs; the
  * pieces' order no longer matters (bd_needs_bar has read them).  A
  * table of the pieces by where they end (open addressing; a piece that
- * grows leaves its old entry behind, which no lookup matches). */
+ * grows leaves its old entry behind, which no lookup matches).  Before
+ * the table, the piece after the one the last piece joined: a weight's K
+ * chunk continues the stick groups one after another (the decode step:
+ * most of its 25,600 pieces).  Joined so, a piece is not entered under
+ * its new end; a piece continuing it later that the table misses stays
+ * apart, the same sticks. */
 static void bd_join(bd_state *b)
 {
     size_t size = 1;
@@ -385,8 +447,14 @@ static void bd_join(bd_state *b)
     uint32_t *t = b->ends = bd_scratch(&b->endsm, size, sizeof *t);
     memset(t, 0, size * sizeof *t);
     bd_piece *p = b->pieces;
-    size_t m = 0;
+    size_t m = 0, next = 0;
     for (size_t i = 0; i < b->npieces; i++) {
+        bd_piece *n = &p[next];
+        if (next < m && n->hi == p[i].lo && n->core == p[i].core && n->write == p[i].write) {
+            n->hi = p[i].hi;
+            next++;
+            continue;
+        }
         const bd_piece x = p[i];
         size_t s = bd_end_hash(x.lo, x.core, x.write, size - 1), at = m;
         for (; t[s]; s = (s + 1) & (size - 1)) {
@@ -403,6 +471,7 @@ static void bd_join(bd_state *b)
         for (s = bd_end_hash(x.hi, x.core, x.write, size - 1); t[s]; s = (s + 1) & (size - 1))
             ;
         t[s] = (uint32_t)at + 1;
+        next = at + 1;
     }
     b->npieces = m;
 }

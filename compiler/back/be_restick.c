@@ -285,7 +285,7 @@ static __attribute__((noinline)) void rst_segs_walk(be_rst *r, int64_t dst, cons
 /* A segment alone is one run, as the walk would find it (most rows of a
  * gather: the walk, with its frame, and rst_keep called for each run
  * were 3% of the Llama-8B decode step's compile). */
-void be_rst_segs(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
+void be_rst_segs_call(be_rst *r, int64_t dst, const be_rst_seg *s, int ns)
 {
     if (ns == 1 && s[0].n >= 1)
         rst_keep(r, dst, s[0].src, s[0].n, s[0].n > 1 ? 2 : 0, s[0].n > 1 ? s[0].d : 0);

@@ -647,6 +647,22 @@ static int rk_one_dma(const be_ctx *c, const rk_plan *k, const rk_load *L, int64
            be_dma_rows(c, NULL, ISA_OP_DMA_LD, 0, R * c->t.stick, &L->v, &k->rsp, 0, R, ng) == 1;
 }
 
+/* rk_stage_span's lo and hi over layout B's groups: in `small` (2 x
+ * RK_SPAN_STACK) when they fit, else allocated (the plans ask for them
+ * some thousand times a compile: the Llama-8B decode step's 991 mallocs
+ * and frees). */
+enum { RK_SPAN_STACK = 128 };
+static int64_t *rk_span_lohi(const be_layout *B, int64_t *small)
+{
+    return B->groups <= RK_SPAN_STACK ? small : ir_xmalloc((size_t)B->groups * 2 * sizeof *small);
+}
+
+static void rk_span_lohi_free(int64_t *lo, const int64_t *small)
+{
+    if (lo != small)
+        free(lo);
+}
+
 /* The DMAs staging staged load i's buffer for a chunk of R rows (i a
  * leader): one per stick group its rows read, each a run of sticks
  * (be_stage_spans); *sticks gets the sticks staged. */
@@ -654,11 +670,11 @@ static double rk_stage_dma(const rk_plan *k, int i, int64_t R, double *sticks)
 {
     const be_ctx *c = k->c;
     const be_layout *B = &c->lay[c->p->A.e[k->loads[i].e].buf];
-    int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo), *hi = lo + B->groups, runs = 0;
+    int64_t small[2 * RK_SPAN_STACK], *lo = rk_span_lohi(B, small), *hi = lo + B->groups, runs = 0;
     *sticks = (double)rk_stage_span(k, i, 0, R, lo, hi);
     for (int64_t g = 0; g < B->groups; g++)
         runs += hi[g] >= lo[g] ? cc_ceil_div(hi[g] - lo[g] + 1, ISA_COUNT_MAX) : 0;
-    free(lo);
+    rk_span_lohi_free(lo, small);
     return (double)cc_max(1, runs) * c->t.dma_insn_cycles + *sticks * (double)c->t.stick / c->cfg->lx_bytes_per_cycle;
 }
 
@@ -1562,9 +1578,9 @@ static int64_t rk_stage_walk(const rk_plan *k, int64_t r0, int64_t rt, int64_t R
         if (!k->loads[i].staged || rk_stage_leader(k, i) != i)
             continue;
         const be_layout *B = &k->c->lay[k->c->p->A.e[k->loads[i].e].buf];
-        int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo);
+        int64_t small[2 * RK_SPAN_STACK], *lo = rk_span_lohi(B, small);
         sum += rk_stage_span(k, i, r0, rt, lo, lo + B->groups);
-        free(lo);
+        rk_span_lohi_free(lo, small);
     }
     return sum * k->c->t.stick;
 }
@@ -1633,9 +1649,9 @@ static int64_t rk_stage_sticks(const rk_plan *k, int i, be_rowspans *const *m, i
     }
     if (e)
         return e->need;
-    int64_t *lo = ir_xmalloc((size_t)B->groups * 2 * sizeof *lo);
+    int64_t small[2 * RK_SPAN_STACK], *lo = rk_span_lohi(B, small);
     q.need = rk_stage_span(k, i, r0, n, lo, lo + B->groups);
-    free(lo);
+    rk_span_lohi_free(lo, small);
     if (nm <= RK_NEED_LOADS)
         rk_need_add(&k->c->spans->sticks, &q);
     return q.need;
