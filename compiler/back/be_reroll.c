@@ -146,8 +146,9 @@ typedef struct {
     int64_t (*off)[RR_NADDR]; /* per pos: its instruction's address operands' offsets */
     long *at;           /* per shape and one more: where its instructions start in pos */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
-    rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
+    rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_enter) */
     long kcap;          /* its slots, a power of 2 */
+    long kmask;         /* the slots this kernel uses, less one */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
@@ -1474,10 +1475,9 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     return 1;
 }
 
-/* Do the kernel's nsh shapes (their first instructions s[t->pos[t->at[q]]])
- * have distinct keys?  Looked up in a table (sorting the keys was 1% of
- * BERT-base's compile). */
-static int keys_distinct(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long nsh)
+/* Room in t->keys for the kernel's nsh shapes' keys, emptied
+ * (keys_enter). */
+static void keys_clear(const rr_scratch *sc, rr_tmpl *t, long nsh)
 {
     long cap = 16;
     while (cap < 2 * nsh)
@@ -1486,17 +1486,34 @@ static int keys_distinct(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, lo
         t->kcap = cap;
         t->keys = scratch_array(sc, &t->keysm, cap, sizeof *t->keys);
     }
+    t->kmask = cap - 1;
     for (long q = 0; q < cap; q++)
         t->keys[q].shape = -1;
-    for (long q = 0; q < nsh; q++) {
-        const uint64_t key = insn_key(&s[t->pos[t->at[q]]]);
-        long slot = (long)(key & (uint64_t)(cap - 1));
-        for (; t->keys[slot].shape >= 0; slot = (slot + 1) & (cap - 1))
-            if (t->keys[slot].key == key)
-                return 0;
-        t->keys[slot] = (rr_slot){key, (int)q};
-    }
+}
+
+/* Enter shape q's key in t->keys: 0 when a shape entered before has it.
+ * A table (sorting the keys was 1% of BERT-base's compile). */
+static int keys_enter(rr_tmpl *t, uint64_t key, int q)
+{
+    long slot = (long)(key & (uint64_t)t->kmask);
+    for (; t->keys[slot].shape >= 0; slot = (slot + 1) & t->kmask)
+        if (t->keys[slot].key == key)
+            return 0;
+    t->keys[slot] = (rr_slot){key, q};
     return 1;
+}
+
+/* A key of an instruction of op whose fields are the pairs hv[0..np)
+ * (masked): equal for equal instructions, as insn_key's, but from the
+ * words shape_fits has loaded (insn_key of each shape's first, read
+ * again, was a tenth of BERT-base's template check). */
+static uint64_t pairs_key(int op, const rr_pair *hv, int np)
+{
+    uint64_t h = ((uint64_t)op + 0x5eed) * 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < np; i++)
+        h = ((h ^ hv[i][0]) * 0x9e3779b97f4a7c15ull ^ hv[i][1]) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
 }
 
 /* Do the kernel's instructions at t->pos[a..b) all have op, the words
@@ -1527,11 +1544,11 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
 
 /* Are the kernel's instructions of template shape sh all its first one's
  * op and fields, with the first one's addresses moved by one constant
- * per operand (its delta, set here)?  Per shape, so that the op's pairs
+ * per operand (its delta, set here; its key in *key)?  Per shape, so that the op's pairs
  * of words and masks, the first one's words and the deltas are looked up
  * once, not per instruction (per instruction, against the last one of
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
-static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
+static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     long a = t->at[sh];
     const long b = t->at[sh + 1];
@@ -1550,6 +1567,7 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
     }
     if (bad)
         return 0;
+    *key = pairs_key(op, hv, f->np);
     /* the first, its own fields and offsets less its delta, is checked:
      * the scan starts past it (a shape in seven is one instruction) */
     a++;
@@ -1576,11 +1594,14 @@ static int tmpl_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n
 {
     if (!t->n || t->n != n)
         return 0;
-    for (int sh = 0; sh < t->nsh; sh++)
-        if (!shape_fits(t, s, sh))
-            return 0;
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    return keys_distinct(sc, t, s, t->nsh);
+    keys_clear(sc, t, t->nsh);
+    for (int sh = 0; sh < t->nsh; sh++) {
+        uint64_t key;
+        if (!shape_fits(t, s, sh, &key) || !keys_enter(t, key, sh))
+            return 0;
+    }
+    return 1;
 }
 
 /* A hash of kernel s[0..n)'s ops in order: four 16-bit ops to a mix, a
