@@ -35,6 +35,7 @@
 #include "backend.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,8 @@ typedef struct {
  * instead of reaching back into the kernel's stream. */
 typedef struct {
     uint64_t key;
-    int shape; /* -1: empty */
+    int shape;
+    unsigned gen; /* the use of the table that filled it: empty in any other (slots_gen) */
 } rr_slot;
 
 typedef struct {
@@ -121,6 +123,7 @@ typedef struct {
     long mask; /* slots this kernel uses, less one: a power of 2 less one (clearing the
                 * table as grown for the largest kernel was 0.5 MB per small kernel) */
     int next;
+    unsigned gen;  /* this kernel's use of tab (slots_gen) */
     isa_insn *rep; /* per shape: its first instruction */
     uint64_t *rkey; /* per shape: its key (insn_key) */
     int *succ;     /* per shape: the shape of the instruction after its last one so far, -1 none */
@@ -146,8 +149,10 @@ typedef struct {
     int64_t (*off)[RR_NADDR]; /* per pos: its instruction's address operands' offsets */
     long *at;           /* per shape and one more: where its instructions start in pos */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
-    rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_distinct) */
+    rr_slot *keys;      /* tmpl_fits: a table of the kernel's shapes' keys (keys_enter) */
     long kcap;          /* its slots, a power of 2 */
+    long kmask;         /* the slots this kernel uses, less one */
+    unsigned kgen;      /* this kernel's use of keys (slots_gen) */
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
@@ -445,10 +450,24 @@ static uint64_t insn_key(const isa_insn *in)
     return h ^ (h >> 29);
 }
 
+/* The next use of a table of cap slots, gen its last (0 none): its slots,
+ * all of another use, are empty without a pass to clear them (clearing a
+ * table per kernel was 0.45% of BERT-base's compile).  All are cleared
+ * when the table has grown (grown: new memory) or the count wraps. */
+static unsigned slots_gen(rr_slot *tab, long cap, int grown, unsigned gen)
+{
+    if (grown || gen == UINT_MAX) {
+        for (long q = 0; q < cap; q++)
+            tab[q].gen = 0;
+        gen = 0;
+    }
+    return gen + 1;
+}
+
 static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
 {
     long slot = (long)(key & (uint64_t)t->mask);
-    while (t->tab[slot].shape >= 0) {
+    while (t->tab[slot].gen == t->gen) {
         const rr_slot *q = &t->tab[slot];
         if (q->key == key && insn_same(&t->rep[q->shape], in))
             return q->shape;
@@ -465,7 +484,7 @@ static int shape_of(rr_shapes *t, const isa_insn *in, uint64_t key)
     isa_insn_copy(&t->rep[t->next], in);
     t->rkey[t->next] = key;
     t->succ[t->next] = -1;
-    t->tab[slot] = (rr_slot){key, t->next};
+    t->tab[slot] = (rr_slot){key, t->next, t->gen};
     return t->next++;
 }
 
@@ -1386,11 +1405,13 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
     long cap = 16;
     while (cap < 2 * n)
         cap *= 2;
-    if (cap > sh->cap) {
+    const int grown = cap > sh->cap;
+    if (grown) {
         sc->tabm.arena = sc->arena;
         sh->tab = isa_buf_reserve(&sc->tabm, (size_t)cap * sizeof *sh->tab, 0);
         sh->cap = cap;
     }
+    sh->gen = slots_gen(sh->tab, sh->cap, grown, sh->gen);
     sh->next = 0;
     if (n + 1 > ev->cap) {
         ev->mem.arena = sc->arena;
@@ -1398,8 +1419,6 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         ev->cap = (long)(ev->mem.cap / sizeof *ev->v);
     }
     sh->mask = cap - 1;
-    for (long q = 0; q < cap; q++)
-        sh->tab[q].shape = -1;
     /* one pass over the kernel's instructions (they are large: each is read once) */
     for (long j = 0; j < n; j++) {
         const isa_operand *const *ao;
@@ -1474,29 +1493,45 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
     return 1;
 }
 
-/* Do the kernel's nsh shapes (their first instructions s[t->pos[t->at[q]]])
- * have distinct keys?  Looked up in a table (sorting the keys was 1% of
- * BERT-base's compile). */
-static int keys_distinct(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long nsh)
+/* Room in t->keys for the kernel's nsh shapes' keys, empty for this use
+ * (keys_enter). */
+static void keys_clear(const rr_scratch *sc, rr_tmpl *t, long nsh)
 {
     long cap = 16;
     while (cap < 2 * nsh)
         cap *= 2;
-    if (cap > t->kcap) {
+    const int grown = cap > t->kcap;
+    if (grown) {
         t->kcap = cap;
         t->keys = scratch_array(sc, &t->keysm, cap, sizeof *t->keys);
     }
-    for (long q = 0; q < cap; q++)
-        t->keys[q].shape = -1;
-    for (long q = 0; q < nsh; q++) {
-        const uint64_t key = insn_key(&s[t->pos[t->at[q]]]);
-        long slot = (long)(key & (uint64_t)(cap - 1));
-        for (; t->keys[slot].shape >= 0; slot = (slot + 1) & (cap - 1))
-            if (t->keys[slot].key == key)
-                return 0;
-        t->keys[slot] = (rr_slot){key, (int)q};
-    }
+    t->kgen = slots_gen(t->keys, t->kcap, grown, t->kgen);
+    t->kmask = cap - 1;
+}
+
+/* Enter shape q's key in t->keys: 0 when a shape entered before has it.
+ * A table (sorting the keys was 1% of BERT-base's compile). */
+static int keys_enter(rr_tmpl *t, uint64_t key, int q)
+{
+    long slot = (long)(key & (uint64_t)t->kmask);
+    for (; t->keys[slot].gen == t->kgen; slot = (slot + 1) & t->kmask)
+        if (t->keys[slot].key == key)
+            return 0;
+    t->keys[slot] = (rr_slot){key, q, t->kgen};
     return 1;
+}
+
+/* A key of an instruction of op whose fields are the pairs hv[0..np)
+ * (masked): equal for equal instructions, as insn_key's, but from the
+ * words shape_fits has loaded (insn_key of each shape's first, read
+ * again, was a tenth of BERT-base's template check). */
+static uint64_t pairs_key(int op, const rr_pair *hv, int np)
+{
+    uint64_t h = ((uint64_t)op + 0x5eed) * 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < np; i++)
+        h = ((h ^ hv[i][0]) * 0x9e3779b97f4a7c15ull ^ hv[i][1]) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
 }
 
 /* Do the kernel's instructions at t->pos[a..b) all have op, the words
@@ -1527,11 +1562,11 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
 
 /* Are the kernel's instructions of template shape sh all its first one's
  * op and fields, with the first one's addresses moved by one constant
- * per operand (its delta, set here)?  Per shape, so that the op's pairs
+ * per operand (its delta, set here; its key in *key)?  Per shape, so that the op's pairs
  * of words and masks, the first one's words and the deltas are looked up
  * once, not per instruction (per instruction, against the last one of
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
-static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
+static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     long a = t->at[sh];
     const long b = t->at[sh + 1];
@@ -1550,6 +1585,7 @@ static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh)
     }
     if (bad)
         return 0;
+    *key = pairs_key(op, hv, f->np);
     /* the first, its own fields and offsets less its delta, is checked:
      * the scan starts past it (a shape in seven is one instruction) */
     a++;
@@ -1576,11 +1612,14 @@ static int tmpl_fits(const rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n
 {
     if (!t->n || t->n != n)
         return 0;
-    for (int sh = 0; sh < t->nsh; sh++)
-        if (!shape_fits(t, s, sh))
-            return 0;
     /* one to one: no two of the kernel's shapes alike (keys differ) */
-    return keys_distinct(sc, t, s, t->nsh);
+    keys_clear(sc, t, t->nsh);
+    for (int sh = 0; sh < t->nsh; sh++) {
+        uint64_t key;
+        if (!shape_fits(t, s, sh, &key) || !keys_enter(t, key, sh))
+            return 0;
+    }
+    return 1;
 }
 
 /* A hash of kernel s[0..n)'s ops in order: four 16-bit ops to a mix, a
