@@ -591,6 +591,7 @@ typedef struct {
     int64_t *lo, *hi; /* a row's walk, per group, empty between rows */
     int64_t *bat;     /* per block of rows (be_rows.c's RK_SPAN_BLOCK), its rows' spans merged: where in be (-1: not yet) */
     int32_t *blen;
+    int32_t *bend;    /* per block, where the run of rows taking its first row's spans ends, as far as looked (0: not looked) */
     be_gspan *be;
     int64_t bn, bcap;
     int64_t last, flat; /* the row walked last (-1: none) and its first element's flat index */
@@ -601,7 +602,7 @@ typedef struct {
     int64_t base, bflat, bco[GR_MAX_RANK];
     int bd1;
     be_rowmove mv;
-    isa_buf rows, eb, beb; /* the memory of at, len, lo, bat and blen; of e; of be */
+    isa_buf rows, eb, beb; /* the memory of at, len, lo, bat, blen and bend; of e; of be */
 } be_rowspans;
 
 /* A load the kernel reads from DRAM. */

@@ -1170,7 +1170,7 @@ static void rk_span_row(const rk_plan *k, const rk_load *L, be_rowspans *s, be_w
 static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B, isa_arena *arena)
 {
     const size_t blocks = (size_t)(rows / RK_SPAN_BLOCK), nr = (size_t)rows + 1, ng = 2 * (size_t)B->groups + 1;
-    const size_t bytes = (nr + ng + blocks + 1) * sizeof(int64_t) + (nr + blocks + 1) * sizeof(int32_t);
+    const size_t bytes = (nr + ng + blocks + 1) * sizeof(int64_t) + (nr + 2 * (blocks + 1)) * sizeof(int32_t);
     s->rows.arena = s->eb.arena = s->beb.arena = arena;
     int64_t *m = memset(isa_buf_reserve(&s->rows, bytes, 0), 0, bytes);
     s->at = m;
@@ -1179,6 +1179,7 @@ static void rk_rowspans_init(be_rowspans *s, int64_t rows, const be_layout *B, i
     s->bat = s->lo + ng;
     s->len = (int32_t *)(s->bat + blocks + 1);
     s->blen = s->len + nr;
+    s->bend = s->blen + blocks + 1;
     memset(s->at, -1, (size_t)rows * sizeof *s->at);
     be_span_init(B, s->lo, s->hi);
     memset(s->bat, -1, blocks * sizeof *s->bat);
@@ -1460,15 +1461,51 @@ static void rk_block_spans(be_rowspans *s, const be_layout *B, int64_t b)
     s->blen[b] = (int32_t)(s->bn - s->bat[b]);
 }
 
-/* Rows [r0, r0 + n) of s (walked) merged into lo, hi: each whole block
- * of RK_SPAN_BLOCK rows inside by its rows' spans merged once for the
- * compile (rk_block_spans), the rest row by row.  The chunkings the plans
- * price merge the same rows again and again (the Llama-8B decode step's
- * KV cache appends: 1,365 merges, 5% of its compile, row by row), and a
- * block's rows mostly read the same groups: its merge is a row's size. */
-static void rk_merge_rows(be_rowspans *s, const be_layout *B, int64_t r0, int64_t n, int64_t *lo, int64_t *hi)
+/* Do rows x and y (y walked) take the same spans (rk_span_row)? */
+static int rk_row_same(const be_rowspans *s, int64_t x, int64_t y)
 {
-    for (int64_t r = r0; r < r0 + n;) {
+    return s->at[x] == s->at[y] && s->len[x] == s->len[y];
+}
+
+/* Where the run of rows from row r (walked) that take its spans ends, as
+ * far as rows are walked (rows: s's): up to the next block's first row
+ * row by row, from there as that block's run (bend, looked for once and
+ * grown as more rows are walked).  The Llama-8B decode step's KV cache
+ * appends read a head's 513 rows (the cache's, then the new token's) in
+ * runs of the same sticks, chunk after chunk of every chunking. */
+static int64_t rk_run_end(be_rowspans *s, int64_t r, int64_t rows)
+{
+    int64_t e = r + 1;
+    while (e < rows && e % RK_SPAN_BLOCK && rk_row_same(s, e, r))
+        e++;
+    if (e == rows || e % RK_SPAN_BLOCK || !rk_row_same(s, e, r))
+        return e;
+    const int64_t b = e / RK_SPAN_BLOCK;
+    int64_t x = s->bend[b] > e ? s->bend[b] : e + 1;
+    if (x < rows && rk_row_same(s, x, e)) {
+        while (x < rows && rk_row_same(s, x, e))
+            x++;
+        for (int64_t c = b; c * RK_SPAN_BLOCK < x; c++)
+            s->bend[c] = (int32_t)x;
+    }
+    return s->bend[b] = (int32_t)x;
+}
+
+/* Rows [r0, r0 + n) of s (walked; rows: s's) merged into lo, hi: the run
+ * of rows from r0 taking its spans, when it reaches the end or a block's
+ * length, as one row, and so the run after it; then each whole block of RK_SPAN_BLOCK rows inside
+ * by its rows' spans merged once for the compile (rk_block_spans), the
+ * rest row by row.  The chunkings the plans price merge the same rows
+ * again and again (the Llama-8B decode step's KV cache appends: 1,365
+ * merges, 5% of its compile, row by row), and a block's rows mostly read
+ * the same groups: its merge is a row's size. */
+static void rk_merge_rows(be_rowspans *s, const be_layout *B, int64_t rows, int64_t r0, int64_t n, int64_t *lo,
+                          int64_t *hi)
+{
+    int64_t r = r0;
+    for (int64_t e; r < r0 + n && ((e = rk_run_end(s, r, rows)) - r >= RK_SPAN_BLOCK || e >= r0 + n); r = e)
+        rk_merge_spans(s->e + s->at[r], s->len[r], lo, hi);
+    while (r < r0 + n) {
         const int64_t b = r / RK_SPAN_BLOCK;
         if (r % RK_SPAN_BLOCK || r + RK_SPAN_BLOCK > r0 + n) {
             if (!rk_row_again(s, r0, r))
@@ -1531,7 +1568,7 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
                     walking = 1;
                     rk_span_row(k, L, s, &w, r);
                 }
-            rk_merge_rows(s, B, r0, n, lo, hi);
+            rk_merge_rows(s, B, k->rows, r0, n, lo, hi);
         }
     else {
         rk_combo *q = nm >= 2 ? rk_combo_of(k, B, (const be_rowspans *const *)m, nm) : NULL;
@@ -1550,7 +1587,7 @@ static int64_t rk_stage_span(const rk_plan *k, int i, int64_t r0, int64_t n, int
             if (q)
                 rk_combo_row(q, B, r);
         }
-        rk_merge_rows(s, B, r0, n, lo, hi);
+        rk_merge_rows(s, B, k->rows, r0, n, lo, hi);
     }
     return be_span_total(B, lo, hi);
 }
