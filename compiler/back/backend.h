@@ -542,7 +542,8 @@ typedef struct {
     int64_t r0;           /* row kernels: this chunk's first row */
     int acc_expr;         /* matmul: the acc expression id, or -1 */
     be_val acc;           /* its value */
-    /* resolved loads: expression id -> value (filled by the caller) */
+    /* resolved loads: expression id -> value (filled by the caller; a
+     * sparse set, be_sfp.c: ids below capmemo, then their index) */
     int *memo_id;
     be_val *memo;
     int nmemo, capmemo;

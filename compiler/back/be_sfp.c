@@ -25,33 +25,49 @@ static int cell_of(const be_tile *T, const be_val *v)
     return (int)((v->lx - T->top) / val_bytes(T, BE_V_TILE));
 }
 
+/* The memo is a sparse set (one lookup in place of a search of it): the
+ * dense part memo_id[0, nmemo), memo[0, nmemo); the index memo_id[capmemo +
+ * e], e's slot if that slot holds e, so nmemo = 0 empties it.  One block
+ * for ids and index, so the tile's owners free it as before. */
+static void memo_reserve(be_tile *T, int e)
+{
+    if (e < T->capmemo)
+        return;
+    int cap = T->c->p->A.n > 2 * T->capmemo ? T->c->p->A.n : 2 * T->capmemo; /* every id at once */
+    if (cap <= e)
+        cap = e + 1;
+    T->memo_id = realloc(T->memo_id, 2 * (size_t)cap * sizeof *T->memo_id);
+    T->memo = realloc(T->memo, (size_t)cap * sizeof *T->memo);
+    if (!T->memo_id || !T->memo)
+        abort();
+    int *at = T->memo_id + cap;
+    memmove(at, T->memo_id + T->capmemo, (size_t)T->capmemo * sizeof *at);
+    memset(at + T->capmemo, 0, (size_t)(cap - T->capmemo) * sizeof *at);
+    T->capmemo = cap;
+}
+
+static const be_val *lookup(const be_tile *T, int e)
+{
+    if (e >= T->capmemo)
+        return NULL;
+    int i = T->memo_id[T->capmemo + e];
+    return i < T->nmemo && T->memo_id[i] == e ? &T->memo[i] : NULL;
+}
+
 void be_bind(be_tile *T, int e, const be_val *v)
 {
     int cell = cell_of(T, v);
     if (cell >= 0 && !T->counting)
         T->refs[cell] += T->reads[e];
-    for (int i = 0; i < T->nmemo; i++)
-        if (T->memo_id[i] == e) {
-            T->memo[i] = *v;
-            return;
-        }
-    if (T->nmemo == T->capmemo) {
-        T->capmemo = T->capmemo ? 2 * T->capmemo : 32;
-        T->memo_id = realloc(T->memo_id, (size_t)T->capmemo * sizeof *T->memo_id);
-        T->memo = realloc(T->memo, (size_t)T->capmemo * sizeof *T->memo);
-        if (!T->memo_id || !T->memo)
-            abort();
+    be_val *m = (be_val *)lookup(T, e);
+    if (m) {
+        *m = *v;
+        return;
     }
+    memo_reserve(T, e);
+    T->memo_id[T->capmemo + e] = T->nmemo;
     T->memo_id[T->nmemo] = e;
     T->memo[T->nmemo++] = *v;
-}
-
-static const be_val *lookup(const be_tile *T, int e)
-{
-    for (int i = 0; i < T->nmemo; i++)
-        if (T->memo_id[i] == e)
-            return &T->memo[i];
-    return NULL;
 }
 
 int be_temp(be_tile *T, be_vclass cls, be_val *v)
