@@ -840,7 +840,10 @@ static int mm_better(const mm_tiling *a, const mm_tiling *b)
 /* The most block rows of nbs sticks and K chunks of kc that fit budget,
  * up to hi: mm_most_rows's, from workdiv's memo.  LX bytes never fall as
  * rows grow (mm_most_rows), so the most up to hi is the least of hi and
- * the most up to pt.mm's largest count, which the memo keeps. */
+ * the most up to any count at least hi: the memo keeps the most up to
+ * M's rows (or pt.mm's largest count), as every tile's rows are a part
+ * of M.  Up to pt.mm's largest count, a one-row product's plan (the
+ * decode step's) searched past its one row at each miss. */
 static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t kc, int64_t budget)
 {
     mm_rows_memo *q = m->gen ? be_mmmemo_rows(m->c, (uint64_t)(nbs * 131 + kc / m->c->t.lanes16)) : NULL;
@@ -850,7 +853,8 @@ static int64_t mm_block_rows(const mm_plan *m, int64_t hi, int64_t nbs, int64_t 
           q->gk == m->gk && q->sscale == m->sscale && q->aw == m->aw && q->bw == m->bw))
         *q = (mm_rows_memo){.gen = m->gen, .aw = m->aw, .bw = m->bw, .nbs = nbs, .kc = kc, .budget = budget,
                             .Kc = m->Kc, .gk = m->gk, .sscale = m->sscale,
-                            .rows = mm_most_rows(m, mm_lx_bytes, ISA_COUNT_MAX, nbs, kc, budget)};
+                            .rows = mm_most_rows(m, mm_lx_bytes, cc_min(m->M, ISA_COUNT_MAX), nbs, kc, budget)};
+    assert(hi <= m->M); /* (a tile's rows are a part of M) */
     return cc_min(q->rows, hi);
 }
 
