@@ -272,33 +272,64 @@ static int cmp_cand_rank(const void *x, const void *y)
     return cmp_cand_pair(x, y);
 }
 
-/* The pairs of kernels touching a common buffer, best first. */
+/* Restore the heap order of h[0..n) below i: each pair ranks before its
+ * children (cmp_cand_rank, a total order on distinct pairs). */
+static void cand_sift(cand *h, int n, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, best = i;
+        if (l < n && cmp_cand_rank(&h[l], &h[best]) < 0)
+            best = l;
+        if (l + 1 < n && cmp_cand_rank(&h[l + 1], &h[best]) < 0)
+            best = l + 1;
+        if (best == i)
+            return;
+        cand t = h[i];
+        h[i] = h[best];
+        h[best] = t;
+        i = best;
+    }
+}
+
+/* Pair (ka, kb) sharing buffer b into cs[0..*m), its bytes added to the
+ * pair's entry when it has one (found by slot, a hash of the pairs
+ * holding index + 1, of size a power of two). */
+static void cand_add(const ir_prog *p, cand *cs, int *m, int *slot, int size, int ka, int kb, int b)
+{
+    unsigned h = ((unsigned)ka * 2654435761u ^ (unsigned)kb * 40503u) & (unsigned)(size - 1);
+    while (slot[h] && (cs[slot[h] - 1].a != ka || cs[slot[h] - 1].b != kb))
+        h = (h + 1) & (unsigned)(size - 1);
+    if (slot[h]) {
+        cs[slot[h] - 1].score += ir_buf_bytes(&p->bufs[b]);
+        return;
+    }
+    slot[h] = *m + 1;
+    cs[*m] = (cand){ka, kb, ir_buf_bytes(&p->bufs[b]), abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0])};
+    (*m)++;
+}
+
+/* The pairs of kernels touching a common buffer, as a heap with the best
+ * first: fuse takes pairs off the top until one fuses, usually after a
+ * few of them, so sorting them all would be wasted; and the heap's order
+ * does not depend on the pairs' order, so they are merged by a hash, not
+ * sorted by pair (fuse builds them after every fusion). */
 static cand *candidates(const ir_prog *p, const kgraph *G, int *ncand)
 {
-    int n = 0, cap = 1;
-    cand *cs = ir_xalloc(sizeof *cs);
+    int most = 0, size = 2, m = 0;
+    for (int b = 0; b < p->nbufs; b++)
+        most += G->ntouch[b] * (G->ntouch[b] - 1) / 2; /* touch lists hold a kernel once */
+    while (size < 2 * most)
+        size *= 2;
+    int *slot = ir_xalloc((size_t)size * sizeof *slot);
+    cand *cs = ir_xalloc((size_t)(most ? most : 1) * sizeof *cs);
     for (int b = 0; b < p->nbufs; b++)
         for (int i = 0; i < G->ntouch[b]; i++)
-            for (int j = 0; j < G->ntouch[b]; j++) {
-                int ka = G->touch[b][i], kb = G->touch[b][j];
-                if (ka >= kb)
-                    continue;
-                cs = ir_xgrow(cs, &cap, n + 1, sizeof *cs);
-                cs[n].a = ka;
-                cs[n].b = kb;
-                cs[n].score = ir_buf_bytes(&p->bufs[b]);
-                cs[n].dist = abs(p->kernels[ka].nodes[0] - p->kernels[kb].nodes[0]);
-                n++;
-            }
-    qsort(cs, (size_t)n, sizeof *cs, cmp_cand_pair);
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (m && cs[m - 1].a == cs[i].a && cs[m - 1].b == cs[i].b)
-            cs[m - 1].score += cs[i].score;
-        else
-            cs[m++] = cs[i];
-    }
-    qsort(cs, (size_t)m, sizeof *cs, cmp_cand_rank);
+            for (int j = 0; j < G->ntouch[b]; j++)
+                if (G->touch[b][i] < G->touch[b][j])
+                    cand_add(p, cs, &m, slot, size, G->touch[b][i], G->touch[b][j], b);
+    free(slot);
+    for (int i = m / 2 - 1; i >= 0; i--)
+        cand_sift(cs, m, i);
     *ncand = m;
     return cs;
 }
@@ -506,8 +537,10 @@ static int fuse(ir_prog *p, fusion_rule rule)
         int nc;
         cand *cs = candidates(p, &G, &nc);
         fused = 0;
-        for (int i = 0; i < nc && !fused; i++) {
-            int k1 = cs[i].a, k2 = cs[i].b;
+        while (nc > 0 && !fused) {
+            int k1 = cs[0].a, k2 = cs[0].b;
+            cs[0] = cs[--nc];
+            cand_sift(cs, nc, 0);
             const ir_kernel *A = &p->kernels[k1], *B = &p->kernels[k2];
             int e12 = has_edge(&G, k1, k2), e21 = has_edge(&G, k2, k1);
             if (e12 && e21)
