@@ -104,7 +104,7 @@ typedef struct {
     const struct cc_khooks *hooks;
     size_t sbase; /* the core's stream's length when the kernel began: instruction numbers in messages */
     cc_sfp_tally *tally; /* or NULL: where cc_emit_sfp counts what it emits (a dry run's, which emits nothing) */
-    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (emit_tok; 0 not known, -1 none) */
+    int16_t tok_fit[2][ISA_U_SEQ + 1]; /* of wait, sig on unit u: the tokens below it fit (cc_emit_tok; 0 not known, -1 none) */
 } cc_emit;
 
 typedef struct cc_khooks {
@@ -167,8 +167,32 @@ void cc_emit_halt(cc_emit *e);
 void cc_emit_bar(cc_emit *e);
 /* fence: this core's units drain; no other core takes part. */
 void cc_emit_fence(cc_emit *e);
-void cc_emit_wait(cc_emit *e, isa_unit u, int tok);
-void cc_emit_sig(cc_emit *e, isa_unit u, int tok);
+/* wait or sig (op) the way cc_emit_tok's fast one is not open: a token
+ * not allocated (the message), a failed emitter, a unit or token whose
+ * fit is not known or fails, a full stream. */
+void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok);
+/* A wait or sig: an allocated token that fits (tok_fit, known: the
+ * defaults are made), in room the stream has, is the op's default with u
+ * and tok set, counted in without cc_commit.  Inline, so that a constant
+ * unit's test folds away and no call saves registers: two in three of
+ * BERT-base's instructions are waits and sigs, and the call was a sixth
+ * of emitting one (docs/compiler.md, "A round on branch ccwait"). */
+static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
+{
+    isa_stream *s = e->s;
+    /* unsigned: a negative token fails too (ntokens >= 0) */
+    if ((unsigned)tok < (unsigned)e->ntokens && (unsigned)u <= ISA_U_SEQ && tok < e->tok_fit[op == ISA_OP_SIG][u] &&
+        !e->failed && s->n < s->cap) {
+        isa_insn *in = &s->insns[s->n++];
+        isa_insn_copy(in, &isa_insn_defaults[op]);
+        in->u = u;
+        in->tok = tok;
+        return;
+    }
+    cc_emit_tok_slow(e, op, u, tok);
+}
+static inline void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { cc_emit_tok(e, ISA_OP_WAIT, u, tok); }
+static inline void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { cc_emit_tok(e, ISA_OP_SIG, u, tok); }
 
 /* DMA: `levels` nested loops, innermost first; run sticks per step. */
 typedef struct {

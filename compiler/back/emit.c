@@ -383,10 +383,7 @@ static inline int tok_fits(cc_emit *e, int op, isa_unit u, int tok)
     return tok >= 0 && tok < *fit; /* (a negative one takes cc_commit's check and message) */
 }
 
-/* emit_tok's way when its fast one is not open: a token not allocated
- * (the message), a failed emitter, a unit or token outside tok_fits, a
- * full stream. */
-static __attribute__((noinline)) void emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
+void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
 {
     /* the tokens above tok_cap no kernel takes: they signal across kernels */
     if (tok < 0 || (tok >= e->ntokens && !(e->tok_cap && tok >= e->tok_cap && tok < cc_tokens(e->cfg)))) {
@@ -401,29 +398,6 @@ static __attribute__((noinline)) void emit_tok_slow(cc_emit *e, int op, isa_unit
     else
         cc_commit(e);
 }
-
-/* A wait or sig: an allocated token that fits (tok_fits, known: the
- * defaults are made), in room the stream has, is the op's default with u
- * and tok set, counted in without cc_commit.  This way keeps no
- * registers to save (two in three of the prefill layer's instructions
- * are waits and sigs: the way through cc_new and cc_commit's tests was
- * half of emitting one). */
-static inline void emit_tok(cc_emit *e, int op, isa_unit u, int tok)
-{
-    isa_stream *s = e->s;
-    if (tok >= 0 && tok < e->ntokens && (unsigned)u <= ISA_U_SEQ && tok < e->tok_fit[op == ISA_OP_SIG][u] &&
-        !e->failed && s->n < s->cap) {
-        isa_insn *in = &s->insns[s->n++];
-        isa_insn_copy(in, &isa_insn_defaults[op]);
-        in->u = u;
-        in->tok = tok;
-        return;
-    }
-    emit_tok_slow(e, op, u, tok);
-}
-
-void cc_emit_wait(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_WAIT, u, tok); }
-void cc_emit_sig(cc_emit *e, isa_unit u, int tok) { emit_tok(e, ISA_OP_SIG, u, tok); }
 
 void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh)
 {
