@@ -19,7 +19,7 @@ static span extent(int64_t base, int levels, const int32_t *n, const int32_t *st
 {
     span r = {base, base + unit};
     for (int l = 0; l < levels; l++) {
-        int64_t step = (int64_t)(n[l] - 1) * stride[l];
+        int64_t step = ((int64_t)n[l] - 1) * stride[l]; /* (widened first: an unchecked program's count may be INT32_MIN) */
         if (step < 0)
             r.lo += step;
         else

@@ -198,7 +198,7 @@ __attribute__((noinline)) void bd_table(bd_state *b, const isa_insn *in, int cor
     const isa_addr *t = sc ? &in->d : &in->a;
     const int32_t *str = sc ? in->ds : in->as;
     int64_t lo = t->off + b->regs[core][t->reg], hi = lo + in->run * b->stick;
-    const int64_t step[2] = {(int64_t)(in->vl - 1) * str[0], (int64_t)(in->n[1] - 1) * str[1]};
+    const int64_t step[2] = {((int64_t)in->vl - 1) * str[0], ((int64_t)in->n[1] - 1) * str[1]};
     for (int l = 0; l < 2; l++)
         *(step[l] < 0 ? &lo : &hi) += step[l];
     bd_add(b, core, sc, lo / b->stick, cc_ceil_div(hi, b->stick));
