@@ -501,7 +501,9 @@ static void test_sums_kept_in_pieces_feed_wider_and_narrower_products(void)
         mm->b.off = first ? 0x4000 + h * 0x2000 : 0x4000;
         mm->p.off = in_place ? D : D + half * 32 * 128;
         mm->m = half >= 0 ? 32 : M, mm->nn = first ? 64 : N, mm->k = K;
-        mm->as[0] = 0x2000, mm->bs[0] = 0x2000, mm->ds[0] = grp, mm->ps = grp;
+        mm->as[0] = 0x2000, mm->bs[0] = 0x2000;
+        isa_set(mm, ds[0], grp);
+        isa_set(mm, ps, grp);
     }
     tu_halt_all(p);
     sim_fault f;
