@@ -2951,12 +2951,33 @@ static int mm_prepare(be_ctx *c, int pos, mm_plan *m, int note)
     return 0;
 }
 
+/* Whether core's setup repeats one made (then 1), else notes its shape:
+ * with no operand restickified or staged whole (mm_core_stage and
+ * mm_core_span read the tile's place) a core's LX hangs on its tile's
+ * rows, sticks and K alone. */
+#define MM_NEED_SHAPES 8
+static int mm_need_seen(const be_ctx *c, const mm_plan *m, const be_work *w, int core, int64_t (*seen)[3], int *nseen)
+{
+    mm_tile t;
+    if (m->ag || m->bg || m->aw || m->bw || mm_core_tile(m, w, core, &t))
+        return 0;
+    const int64_t key[3] = {t.mt, t.ns, cc_min(t.ksn * c->t.lanes16, m->Kd - t.ks0 * c->t.lanes16)};
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i][0] == key[0] && seen[i][1] == key[1] && seen[i][2] == key[2])
+            return 1;
+    if (*nseen < MM_NEED_SHAPES)
+        memcpy(seen[(*nseen)++], key, sizeof key);
+    return 0;
+}
+
 int64_t be_matmul_need(be_ctx *c, int pos)
 {
     mm_plan m;
     int64_t need = mm_prepare(c, pos, &m, 0) ? -1 : 0;
     const be_work *w = &c->work[pos];
     int64_t seen[2] = {-1, -1}; /* a grid over the ring: the column sticks set up so far */
+    int64_t shapes[MM_NEED_SHAPES][3];
+    int nshapes = 0;
     for (int core = 0; core < w->cores && need >= 0; core++) {
         cc_emit e;
         int rc, idle = 0;
@@ -2971,6 +2992,8 @@ int64_t be_matmul_need(be_ctx *c, int pos)
             rc = mm_rg_need(c, &m, core, &e);
             seen[seen[0] >= 0] = ns;
         } else {
+            if (mm_need_seen(c, &m, w, core, shapes, &nshapes))
+                continue;
             be_lx_probe(c, pos, core, &e);
             mm_core mc;
             rc = mm_grid_setup(&mc, c, &m, core, &e, &idle);

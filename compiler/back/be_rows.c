@@ -2520,11 +2520,18 @@ static int64_t rk_need(rk_plan *k)
     const int pos = k->pos;
     int64_t need = 0;
     const be_work *w = &c->work[pos];
+    int staged = 0;
+    for (int i = 0; i < k->nl; i++)
+        staged |= k->loads[i].staged;
+    int64_t seen[2] = {-1, -1}; /* part sizes set up so far (cc_split makes at most two) */
     for (int core = 0; core < w->cores && need >= 0; core++) {
         int64_t r0, rt;
         cc_split(k->rows, w->cores, core, &r0, &rt);
-        if (!rt)
+        /* without staged loads a core's LX hangs on its part's size alone
+         * (rk_chunk_rows reads r0 only for them): one such core set up */
+        if (!rt || (!staged && (rt == seen[0] || rt == seen[1])))
             continue;
+        seen[seen[0] >= 0] = rt;
         cc_emit e;
         be_lx_probe(c, pos, core, &e);
         rk_core rc;
