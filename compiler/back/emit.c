@@ -399,18 +399,25 @@ void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
         cc_commit(e);
 }
 
-void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh)
+/* A DMA's or ring copy's run and loops from sh (levels past sh->levels
+ * keep their defaults). */
+static void set_shape(isa_insn *in, const cc_dma_shape *sh)
 {
-    assert(isa_info(op) && isa_info(op)->format == ISA_FMT_ID_DMA); /* dma.ld, .st, .lx, .lxs: isa_fits_DMA's format */
-    isa_insn *in = cc_new(e, op);
-    in->d = d;
-    in->a = a;
     isa_set(in, run, sh->run);
     for (int l = 0; l < sh->levels && l < ISA_MAX_LOOPS; l++) {
         isa_set(in, n[l], sh->n[l]);
         isa_set(in, ds[l], sh->ds[l]);
         isa_set(in, as[l], sh->as[l]);
     }
+}
+
+void cc_emit_dma(cc_emit *e, int op, isa_addr d, isa_addr a, const cc_dma_shape *sh)
+{
+    assert(isa_info(op) && isa_info(op)->format == ISA_FMT_ID_DMA); /* dma.ld, .st, .lx, .lxs: isa_fits_DMA's format */
+    isa_insn *in = cc_new(e, op);
+    in->d = d;
+    in->a = a;
+    set_shape(in, sh);
     cc_commit_as(e, isa_fits_DMA);
 }
 
@@ -426,12 +433,7 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
     in->tok = tok;
     in->d = d;
     in->a = a;
-    isa_set(in, run, sh->run);
-    for (int l = 0; l < sh->levels; l++) {
-        isa_set(in, n[l], sh->n[l]);
-        isa_set(in, ds[l], sh->ds[l]);
-        isa_set(in, as[l], sh->as[l]);
-    }
+    set_shape(in, sh);
     cc_commit_as(e, isa_fits_RING);
 }
 

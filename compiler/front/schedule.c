@@ -152,12 +152,7 @@ static void add_to(int **list, int *n, int *cap, int x)
     for (int i = 0; i < *n; i++)
         if ((*list)[i] == x)
             return;
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 4;
-        *list = realloc(*list, (size_t)*cap * sizeof **list);
-        if (!*list)
-            abort();
-    }
+    *list = ir_xgrow(*list, cap, *n + 1, sizeof **list);
     (*list)[(*n)++] = x;
 }
 
