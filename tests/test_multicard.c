@@ -47,14 +47,17 @@ static void test_system_file_errors_name_the_line(void)
     tu_write_tmpfile(".sys", bad, strlen(bad), path, sizeof path);
     CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
     TU_ASSERT_CONTAINS(err, ":3: cards = 0: must be an integer in [1, 64]");
+    remove(path);
     const char *missing = "name = x\nchip = spyre\ncards = 2\nlink_bytes_per_s = 1e9\n";
     tu_write_tmpfile(".sys", missing, strlen(missing), path, sizeof path);
     CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
     TU_ASSERT_CONTAINS(err, "missing key 'link_latency_ns'");
+    remove(path);
     const char *chip = "name = x\nchip = nosuchchip\n";
     tu_write_tmpfile(".sys", chip, strlen(chip), path, sizeof path);
     CU_ASSERT_EQUAL(chip_system_load(path, &s, err, sizeof err), -1);
     TU_ASSERT_CONTAINS(err, ":2: chip = nosuchchip: ");
+    remove(path);
 }
 
 /* docs/multicard.md holds the table of a system file's keys as the key list makes it. */
@@ -347,6 +350,7 @@ static void test_tp_unknown_op_is_named(void)
     snprintf(args, sizeof args, "run %s --tp 2 --no-values", path);
     CU_ASSERT_EQUAL(tu_spyre(args, out, sizeof out), 2);
     TU_ASSERT_CONTAINS(out, ":7: aten.cumsum.default: cannot split for tensor parallelism");
+    remove(path);
 }
 
 /* The whole models' steps, KV caches cut by heads with the attention:

@@ -145,6 +145,7 @@ static void test_bad_request_files(void)
         CU_ASSERT_EQUAL(strchr(out, '\n'), out + strlen(out) - 1); /* one line */
         if (!strstr(out, cases[i].want))
             fprintf(stderr, "case %zu: %s", i, out);
+        remove(path);
     }
     CU_ASSERT_EQUAL(tu_spyre("serve x.jsonl --model " SPYRE_SOURCE_DIR "/traces/serve_tiny --tp 9", out, sizeof out), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "--tp 9: the system spyre-x8 has 8 cards"));
