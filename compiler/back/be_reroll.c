@@ -156,9 +156,12 @@ typedef struct {
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
-    int64_t *li;        /* emit_as_code, per instruction of code: a li's value for the kernel */
-    /* the memory of shop, shape, pos, off, at, delta, keys, code and li (scratch_array) */
-    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lim;
+    struct rr_low *low; /* code_lows: code's operands with a register, as emit_as_code takes them */
+    long nlow;          /* -1: not made yet */
+    int nli;            /* li's in code */
+    int64_t *li;        /* emit_as_code, per li of code in order: its value for the kernel */
+    /* the memory of shop, shape, pos, off, at, delta, keys, code, low and li (scratch_array) */
+    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim;
 } rr_tmpl;
 
 /* An instruction of a template's emitted code, what emit_as_code writes
@@ -173,6 +176,15 @@ typedef struct rr_code {
     int areg[RR_NADDR];
     int64_t aoff[RR_NADDR];
 } rr_code;
+
+/* An operand with a register in a template's code, or several of one li,
+ * shape and operand index in a row: the li (its place among code's li's),
+ * the shape and operand (shape * RR_NADDR + q, an index of rr_tmpl.delta's
+ * words) and the least of their offsets plus the li's value. */
+typedef struct rr_low {
+    int li, sq;
+    int64_t base;
+} rr_low;
 
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
@@ -1256,6 +1268,39 @@ static int code_direct(const rr_tmpl *t)
     return 1;
 }
 
+/* Template t's code's operands with a register as rr_low's (code_direct
+ * passed: each register an operand uses is its nest's li's). */
+static void code_lows(rr_scratch *sc, rr_tmpl *t)
+{
+    long most = 0;
+    for (long pc = 0; pc < t->ncode; pc++)
+        most += t->code[pc].na;
+    t->low = scratch_array(sc, &t->lowm, most, sizeof *t->low);
+    int ord[ISA_NREGS] = {0}, nli = 0;
+    int64_t val[ISA_NREGS] = {0};
+    long nlow = 0;
+    for (long pc = 0; pc < t->ncode; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            ord[k->reg] = nli++;
+            val[k->reg] = k->val;
+        }
+        for (int q = 0; q < k->na; q++) {
+            const int r = k->areg[q];
+            if (!r)
+                continue;
+            const rr_low g = {ord[r], k->shape * RR_NADDR + q, k->aoff[q] + val[r]};
+            rr_low *last = nlow ? &t->low[nlow - 1] : NULL;
+            if (last && last->li == g.li && last->sq == g.sq)
+                last->base = g.base < last->base ? g.base : last->base;
+            else
+                t->low[nlow++] = g;
+        }
+    }
+    t->nlow = nlow;
+    t->nli = nli;
+}
+
 /* Keep code c[0..n), just emitted for template t and checked against its
  * kernel (check_same: sc->seen; from[pc], pc < nfrom: the instruction
  * each copied), for emit_as_code; a code it cannot copy leaves no
@@ -1278,6 +1323,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         }
     }
     t->ncode = n;
+    t->nlow = -1; /* (code_lows: made when a kernel fits, as most templates serve none) */
     if (!code_direct(t))
         t->n = 0;
 }
@@ -1318,26 +1364,20 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
 {
     const long n = t->ncode;
     stream_ahead(o->s, n);
-    t->li = scratch_array(o->sc, &t->lim, n, sizeof *t->li);
-    long li[ISA_NREGS] = {0};
-    for (long pc = 0; pc < n; pc++) {
-        const rr_code *k = &t->code[pc];
-        if (k->op == ISA_OP_LI) {
-            li[k->reg] = pc;
-            t->li[pc] = 0;
-        } else {
-            for (int q = 0; q < k->na; q++) {
-                const int r = k->areg[q];
-                if (!r)
-                    continue;
-                const int64_t v = k->aoff[q] + t->code[li[r]].val + t->delta[k->shape][q];
-                if (v < t->li[li[r]])
-                    t->li[li[r]] = v;
-            }
-        }
+    if (t->nlow < 0)
+        code_lows(o->sc, t);
+    t->li = scratch_array(o->sc, &t->lim, t->nli + 1, sizeof *t->li);
+    for (int m = 0; m < t->nli; m++)
+        t->li[m] = 0;
+    const int64_t *delta = t->delta[0]; /* (rr_low.sq indexes its words) */
+    for (long i = 0; i < t->nlow; i++) {
+        const rr_low *g = &t->low[i];
+        const int64_t v = g->base + delta[g->sq];
+        if (v < t->li[g->li])
+            t->li[g->li] = v;
     }
     int64_t moved[ISA_NREGS] = {0};
-    int d = 0;
+    int d = 0, m = 0;
     for (long pc = 0; pc < n; pc++) {
         const rr_code *k = &t->code[pc];
         if (k->shape >= 0) { /* an instruction copied (code_direct: li, addi, loop and endl have none) */
@@ -1355,8 +1395,8 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
                 commit_failed(o);
             o->s->n++;
         } else if (k->op == ISA_OP_LI) {
-            moved[k->reg] = t->li[pc] - k->val;
-            push_reg(o, ISA_OP_LI, k->reg, t->li[pc]);
+            moved[k->reg] = t->li[m] - k->val;
+            push_reg(o, ISA_OP_LI, k->reg, t->li[m++]);
         } else if (k->op == ISA_OP_ADDI) {
             push_reg(o, ISA_OP_ADDI, k->reg, k->val);
         } else if (k->op == ISA_OP_LOOP) {
@@ -1733,7 +1773,7 @@ static void scratch_free(rr_scratch *sc)
     isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         rr_tmpl *t = &sc->t[q];
-        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm, &t->deltam, &t->keysm, &t->codem, &t->lim};
+        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm, &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim};
         for (size_t i = 0; i < sizeof m / sizeof *m; i++)
             isa_buf_free(m[i]);
     }
