@@ -539,12 +539,14 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
 /* ---- rolling a list ---- */
 
 typedef struct {
-    long *start;    /* per item: its first entry (nitems + 1 of them) */
+    /* (the item and entry numbers, below 2^31 as rr_ent.idx, as int: the
+     * scan's arrays and table were half its memory touched) */
+    int *start;     /* per item: its first entry (nitems + 1 of them) */
     uint64_t *h;    /* per item: shape hash */
-    long *next;     /* per item: the next item of the same hash, -1 none */
+    int *next;      /* per item: the next item of the same hash, -1 none */
     int64_t *stride;/* scratch: per entry of a body and address operand */
     long scap;
-    long *end;      /* per period L, or NULL: hash_end's last answer (-1 none) */
+    int *end;       /* per period L, or NULL: hash_end's last answer (-1 none) */
 } rr_scan;
 
 /* A candidate: items [i, i + L) repeated reps times. */
@@ -572,7 +574,7 @@ static inline long hash_end(rr_scan *s, long nitems, long i, long L)
     while (u + L < nitems && s->h[u + L] == s->h[u])
         u++;
     if (s->end)
-        s->end[L] = u;
+        s->end[L] = (int)u;
     return u;
 }
 
@@ -731,7 +733,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     long it = 0;
     for (long j = 0; j < n; it++) {
         long len = e[j].kind == RR_LOOP ? e[j].len : 1;
-        s.start[it] = j;
+        s.start[it] = (int)j;
         uint64_t h = 0x1234;
         for (long q = 0; q < len; q++)
             h = mix(h, ent_hash(&e[j + q]));
@@ -739,13 +741,13 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         j += len;
     }
     const long nitems = it;
-    s.start[nitems] = n;
+    s.start[nitems] = (int)n;
     /* next item of the same hash: an open-addressed table of the last seen */
     long cap = 16;
     while (cap < 2 * nitems)
         cap *= 2;
-    mem[3] = buf_take(pl, (size_t)cap * sizeof(long));
-    long *tab = mem[3].p;
+    mem[3] = buf_take(pl, (size_t)cap * sizeof(int));
+    int *tab = mem[3].p;
     for (long q = 0; q < cap; q++)
         tab[q] = -1;
     for (long q = nitems - 1; q >= 0; q--) {
@@ -753,7 +755,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         while (tab[slot] >= 0 && s.h[tab[slot]] != s.h[q])
             slot = (slot + 1) & (cap - 1);
         s.next[q] = tab[slot];
-        tab[slot] = q;
+        tab[slot] = (int)q;
     }
     /* choose: the loop starting at each item that saves the most */
     mem[4] = buf_take(pl, (size_t)(nitems + 1) * sizeof *s.end);
