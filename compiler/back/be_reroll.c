@@ -65,7 +65,8 @@ typedef struct {
     int idx;            /* RR_INSN: the instruction's index in its kernel (a template's entries: rr_tmpl) */
     const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
     int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
-    uint64_t key;  /* RR_INSN: insn_key */
+    uint64_t key;  /* RR_INSN: insn_key; RR_LOOP: the hash of the item it starts (loop_hash) */
+    uint64_t h;    /* ent_hash of it, kept with its strides (make_entries, emit_loop; unroll_one's, only emitted, not) */
     int shape;     /* RR_INSN: equal for instructions equal but for their addresses (shape_of) */
     int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
@@ -514,6 +515,23 @@ static uint64_t ent_hash(const rr_ent *e)
     return h;
 }
 
+/* The hash of loop lp's item (lp->len entries, their h set) into its key. */
+static void loop_hash(rr_ent *lp)
+{
+    uint64_t h = 0x1234;
+    for (long q = 0; q < lp->len; q++)
+        h = mix(h, lp[q].h);
+    lp->key = h;
+}
+
+/* The hash of the item entry e starts (an instruction, or a loop up to its
+ * endl): its entries' ent_hash's mixed, kept in the entries (hashing every
+ * entry again at every scan was 1.6% of BERT-base's compile). */
+static uint64_t item_hash(const rr_ent *e)
+{
+    return e->kind == RR_LOOP ? e->key : mix(0x1234, e->h);
+}
+
 /* Do entries x and y have the same shape: instructions equal but for
  * address offsets, with equal strides; loops of equal counts?  Control
  * instructions (bar, halt, host) never repeat inside a loop; a fence may
@@ -688,6 +706,8 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
     rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
+    lp.h = ent_hash(&lp);
+    el.h = ent_hash(&el);
     const long at = out->n;
     vec_push(out, &lp);
     vec_reserve(out, len);
@@ -706,14 +726,19 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
                 x->st[k][rel] = s->stride[j * RR_NADDR + k];
             }
             x->depth++;
+            x->h = ent_hash(x);
         }
         if (x->kind == RR_LOOP)
             rel++;
     }
+    for (long j = 0; j < len; j++) /* their entries' strides have grown */
+        if (body[j].kind == RR_LOOP)
+            loop_hash(&body[j]);
     out->n += len;
     roll_in_place(pl, out, at + 1);
     vec_push(out, &el);
     out->v[at].len = out->n - at;
+    loop_hash(&out->v[at]);
 }
 
 /* One left-to-right scan of list e (n entries); when it finds loops,
@@ -732,13 +757,9 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     s.next = mem[2].p;
     long it = 0;
     for (long j = 0; j < n; it++) {
-        long len = e[j].kind == RR_LOOP ? e[j].len : 1;
         s.start[it] = (int)j;
-        uint64_t h = 0x1234;
-        for (long q = 0; q < len; q++)
-            h = mix(h, ent_hash(&e[j + q]));
-        s.h[it] = h;
-        j += len;
+        s.h[it] = item_hash(&e[j]);
+        j += e[j].kind == RR_LOOP ? e[j].len : 1;
     }
     const long nitems = it;
     s.start[nitems] = (int)n;
@@ -1481,6 +1502,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
         x->fixed = fields_of(s[j].op)->fixed;
         x->depth = 0;
+        x->h = x->key; /* (ent_hash without strides) */
         x->n = 0;
         x->len = 1;
     }
