@@ -1587,29 +1587,49 @@ static int keys_enter(rr_tmpl *t, uint64_t key, int q)
 
 /* A key of an instruction of op whose fields are the pairs hv[0..np)
  * (masked): equal for equal instructions, as insn_key's, but from the
- * words shape_fits has loaded (insn_key of each shape's first, read
+ * words shape_scan has loaded (insn_key of each shape's first, read
  * again, was a tenth of BERT-base's template check). */
-static uint64_t pairs_key(int op, const rr_pair *hv, int np)
+static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr_pair *hv, int np)
 {
     uint64_t h = ((uint64_t)op + 0x5eed) * 0x9e3779b97f4a7c15ull;
+#pragma GCC unroll 8
     for (int i = 0; i < np; i++)
         h = ((h ^ hv[i][0]) * 0x9e3779b97f4a7c15ull ^ hv[i][1]) * 0x9e3779b97f4a7c15ull;
     h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 29);
 }
 
-/* Do the kernel's instructions at t->pos[a..b) all have op, the words
- * hv in the op's np pairs of words (rr_opfields) and their naddr
- * addresses at the template's plus delta?  Inline with np and naddr
- * constants (shape_fits), so that the pairs' offsets, masks and words
- * stay in registers and the loops over them unroll. */
-static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, const isa_insn *s, long a, long b,
-                                                            int op, const rr_opfields *f, const rr_pair *hv,
-                                                            const int64_t *delta, int np, int naddr)
+/* shape_fits for an op of np pairs of words (rr_opfields) and naddr
+ * addresses: inline with them constants, so that the pairs' offsets,
+ * masks and words stay in registers and the loops over them unroll, the
+ * first instruction's (and its key's: a shape in seven is one
+ * instruction) as the rest's. */
+static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key,
+                                                            int np, int naddr)
 {
+    const long a = t->at[sh], b = t->at[sh + 1];
+    const int op = t->shop[sh];
+    const rr_opfields *f = fields_of(op);
+    const char *h = (const char *)&s[t->pos[a]];
+    rr_pair hv[RR_NPAIRS];
+    int64_t *delta = t->delta[sh];
+#pragma GCC unroll 8
+    for (int q = 0; q < np; q++)
+        hv[q] = *(const rr_pair *)(h + f->pair[q]) & f->pmask[q];
+    int64_t bad = ((const isa_insn *)h)->op ^ op;
+#pragma GCC unroll 4
+    for (int k = 0; k < naddr; k++) {
+        const isa_addr *ad = (const isa_addr *)(h + f->aoff[k]);
+        bad |= ad->reg;
+        delta[k] = ad->off - t->off[a][k];
+    }
+    if (bad)
+        return 0;
+    *key = pairs_key(op, hv, np);
+    /* the first, its own fields and offsets less its delta, is checked:
+     * the scan starts past it */
     rr_pair diff = {0, 0};
-    int64_t bad = 0;
-    for (long i = a; i < b; i++) {
+    for (long i = a + 1; i < b; i++) {
         const char *x = (const char *)&s[t->pos[i]];
         bad |= ((const isa_insn *)x)->op ^ op;
 #pragma GCC unroll 8
@@ -1632,40 +1652,20 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
-    long a = t->at[sh];
-    const long b = t->at[sh + 1];
-    const int op = t->shop[sh];
-    const rr_opfields *f = fields_of(op);
-    const char *h = (const char *)&s[t->pos[a]];
-    rr_pair hv[RR_NPAIRS];
-    int64_t *delta = t->delta[sh];
-    for (int i = 0; i < f->np; i++)
-        hv[i] = *(const rr_pair *)(h + f->pair[i]) & f->pmask[i];
-    int64_t bad = ((const isa_insn *)h)->op ^ op;
-    for (int k = 0; k < f->naddr; k++) {
-        const isa_addr *ad = (const isa_addr *)(h + f->aoff[k]);
-        bad |= ad->reg;
-        delta[k] = ad->off - t->off[a][k];
-    }
-    if (bad)
-        return 0;
-    *key = pairs_key(op, hv, f->np);
-    /* the first, its own fields and offsets less its delta, is checked:
-     * the scan starts past it (a shape in seven is one instruction) */
-    a++;
+    const rr_opfields *f = fields_of(t->shop[sh]);
     /* pairs and addresses of every op of the 192-byte isa_insn (wait and
      * sig: 2 and 0, two in three of the prefill layer's; ring sends 5 and 2
      * or 3; dma 4 and 2; pt.mm 6 and 4; sfp 7 and 3); another layout's ops
      * take the loops as they are (the cases of the 288-byte one left BERT-
      * base's ring sends and pt.mm there: 0.8 M of its compile) */
     switch (f->np * (RR_NADDR + 1) + f->naddr) {
-    case 2 * (RR_NADDR + 1) + 0: return shape_scan(t, s, a, b, op, f, hv, delta, 2, 0);
-    case 4 * (RR_NADDR + 1) + 2: return shape_scan(t, s, a, b, op, f, hv, delta, 4, 2);
-    case 5 * (RR_NADDR + 1) + 2: return shape_scan(t, s, a, b, op, f, hv, delta, 5, 2);
-    case 5 * (RR_NADDR + 1) + 3: return shape_scan(t, s, a, b, op, f, hv, delta, 5, 3);
-    case 6 * (RR_NADDR + 1) + 4: return shape_scan(t, s, a, b, op, f, hv, delta, 6, 4);
-    case 7 * (RR_NADDR + 1) + 3: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 3);
-    default: return shape_scan(t, s, a, b, op, f, hv, delta, f->np, f->naddr);
+    case 2 * (RR_NADDR + 1) + 0: return shape_scan(t, s, sh, key, 2, 0);
+    case 4 * (RR_NADDR + 1) + 2: return shape_scan(t, s, sh, key, 4, 2);
+    case 5 * (RR_NADDR + 1) + 2: return shape_scan(t, s, sh, key, 5, 2);
+    case 5 * (RR_NADDR + 1) + 3: return shape_scan(t, s, sh, key, 5, 3);
+    case 6 * (RR_NADDR + 1) + 4: return shape_scan(t, s, sh, key, 6, 4);
+    case 7 * (RR_NADDR + 1) + 3: return shape_scan(t, s, sh, key, 7, 3);
+    default: return shape_scan(t, s, sh, key, f->np, f->naddr);
     }
 }
 
