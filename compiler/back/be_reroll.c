@@ -146,7 +146,9 @@ typedef struct {
     int nsh;            /* its shapes */
     int *shop;          /* per shape: its op */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
-    int *pos;           /* the instructions by shape, each shape's in order (tmpl_index) */
+    uint32_t *pos;      /* the instructions by shape, each shape's in order, as byte offsets in the kernel
+                         * (tmpl_index; shape_scan adds one without an index's multiply: a kernel
+                         * past 4 GB of instructions leaves no template) */
     int64_t (*off)[RR_NADDR]; /* per pos: its instruction's address operands' offsets */
     long *at;           /* per shape and one more: where its instructions start in pos */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
@@ -1527,7 +1529,7 @@ static void tmpl_index(const rr_scratch *sc, rr_tmpl *t, const rr_ent *e, long n
     for (long j = 0; j < n; j++) { /* at[q] moves to the end of shape q's */
         const long i = t->at[e[j].shape]++;
         t->shape[j] = e[j].shape;
-        t->pos[i] = (int)j;
+        t->pos[i] = (uint32_t)((size_t)j * sizeof(isa_insn));
         memcpy(t->off[i], e[j].off, sizeof t->off[i]);
     }
     for (int q = t->nsh; q > 0; q--) /* back to the starts */
@@ -1553,7 +1555,7 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
      * fresh roll's list, up to 100 KB of entries, was a sixth of
      * BERT-base's page faults) */
     roll_in_place(&sc->pool, &sc->e, 0);
-    t->n = n;
+    t->n = (size_t)n * sizeof(isa_insn) <= UINT32_MAX ? n : 0; /* (pos) */
     return 1;
 }
 
@@ -1610,7 +1612,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
     const long a = t->at[sh], b = t->at[sh + 1];
     const int op = t->shop[sh];
     const rr_opfields *f = fields_of(op);
-    const char *h = (const char *)&s[t->pos[a]];
+    const char *h = (const char *)s + t->pos[a];
     rr_pair hv[RR_NPAIRS];
     int64_t *delta = t->delta[sh];
 #pragma GCC unroll 8
@@ -1630,7 +1632,7 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
      * the scan starts past it */
     rr_pair diff = {0, 0};
     for (long i = a + 1; i < b; i++) {
-        const char *x = (const char *)&s[t->pos[i]];
+        const char *x = (const char *)s + t->pos[i];
         bad |= ((const isa_insn *)x)->op ^ op;
 #pragma GCC unroll 8
         for (int q = 0; q < np; q++)
