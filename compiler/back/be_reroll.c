@@ -333,6 +333,7 @@ typedef struct {
     uint16_t word[RR_NWORDS];     /* their offsets in isa_insn */
     uint64_t mask[RR_NWORDS];     /* their fields' bytes */
     int np;                       /* the same as 16-byte pairs of words */
+    int op_paired;                /* the first pair holds the op's bytes too (fields_words) */
     uint16_t pair[RR_NPAIRS];
     rr_pair pmask[RR_NPAIRS];
 } rr_opfields;
@@ -378,6 +379,18 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
     for (; f->np < RR_PAIRS_FIRST; f->np++) {
         f->pair[f->np] = 0;
         f->pmask[f->np] = (rr_pair){0, 0};
+    }
+    /* a first pair at the op's word (a field there, as a wait's token, or
+     * padding) compares the op as well: shape_scan's compare of each
+     * instruction's op comes free (insn_same compares the ops first: equal
+     * ops add nothing to it) */
+    if (f->pair[0] == 0) {
+        unsigned char op[sizeof(rr_pair)] = {0};
+        memset(op + offsetof(isa_insn, op), 0xff, sizeof((isa_insn *)0)->op);
+        rr_pair om;
+        memcpy(&om, op, sizeof om);
+        f->pmask[0] |= om;
+        f->op_paired = 1;
     }
 }
 
@@ -1607,7 +1620,7 @@ static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr
  * first instruction's (and its key's: a shape in seven is one
  * instruction) as the rest's. */
 static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key,
-                                                            int np, int naddr)
+                                                            int np, int naddr, int op_paired)
 {
     const long a = t->at[sh], b = t->at[sh + 1];
     const int op = t->shop[sh];
@@ -1633,7 +1646,8 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
     rr_pair diff = {0, 0};
     for (long i = a + 1; i < b; i++) {
         const char *x = (const char *)s + t->pos[i];
-        bad |= ((const isa_insn *)x)->op ^ op;
+        if (!op_paired)
+            bad |= ((const isa_insn *)x)->op ^ op;
 #pragma GCC unroll 8
         for (int q = 0; q < np; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
@@ -1655,20 +1669,23 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     const rr_opfields *f = fields_of(t->shop[sh]);
-    /* pairs and addresses of every op of the 192-byte isa_insn (wait and
-     * sig: 2 and 0, two in three of the prefill layer's; ring sends 5 and 2
-     * or 3; dma 4 and 2; pt.mm 6 and 4; sfp 7 and 3); another layout's ops
+    /* pairs and addresses of every op of the 192-byte isa_insn, and whether
+     * the op is in the first pair (wait and sig: 2, 0 and so, two in three
+     * of the prefill layer's; ring.send 5, 2 and so; dma.gather 5 and 3,
+     * other dma 4 and 2; pt.mm 6 and 4; sfp 7 and 3); another layout's ops
      * take the loops as they are (the cases of the 288-byte one left BERT-
      * base's ring sends and pt.mm there: 0.8 M of its compile) */
-    switch (f->np * (RR_NADDR + 1) + f->naddr) {
-    case 2 * (RR_NADDR + 1) + 0: return shape_scan(t, s, sh, key, 2, 0);
-    case 4 * (RR_NADDR + 1) + 2: return shape_scan(t, s, sh, key, 4, 2);
-    case 5 * (RR_NADDR + 1) + 2: return shape_scan(t, s, sh, key, 5, 2);
-    case 5 * (RR_NADDR + 1) + 3: return shape_scan(t, s, sh, key, 5, 3);
-    case 6 * (RR_NADDR + 1) + 4: return shape_scan(t, s, sh, key, 6, 4);
-    case 7 * (RR_NADDR + 1) + 3: return shape_scan(t, s, sh, key, 7, 3);
-    default: return shape_scan(t, s, sh, key, f->np, f->naddr);
+#define RR_SCAN(np, naddr, paired) (((np) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
+    switch (RR_SCAN(f->np, f->naddr, f->op_paired)) {
+    case RR_SCAN(2, 0, 1): return shape_scan(t, s, sh, key, 2, 0, 1);
+    case RR_SCAN(4, 2, 0): return shape_scan(t, s, sh, key, 4, 2, 0);
+    case RR_SCAN(5, 2, 1): return shape_scan(t, s, sh, key, 5, 2, 1);
+    case RR_SCAN(5, 3, 0): return shape_scan(t, s, sh, key, 5, 3, 0);
+    case RR_SCAN(6, 4, 0): return shape_scan(t, s, sh, key, 6, 4, 0);
+    case RR_SCAN(7, 3, 0): return shape_scan(t, s, sh, key, 7, 3, 0);
+    default: return shape_scan(t, s, sh, key, f->np, f->naddr, f->op_paired);
     }
+#undef RR_SCAN
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
