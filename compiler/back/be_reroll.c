@@ -1614,11 +1614,11 @@ static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr
     return h ^ (h >> 29);
 }
 
-/* shape_fits for an op of np pairs of words (rr_opfields) and naddr
- * addresses: inline with them constants, so that the pairs' offsets,
- * masks and words stay in registers and the loops over them unroll, the
- * first instruction's (and its key's: a shape in seven is one
- * instruction) as the rest's. */
+/* shape_fits for an op of np pairs of words (rr_opfields), naddr
+ * addresses and its op in its first pair or not (op_paired): inline with
+ * them constants, so that the pairs' offsets, masks and words stay in
+ * registers and the loops over them unroll, the first instruction's (and
+ * its key's: a shape in seven is one instruction) as the rest's. */
 static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key,
                                                             int np, int naddr, int op_paired)
 {
