@@ -65,7 +65,8 @@ typedef struct {
     int idx;            /* RR_INSN: the instruction's index in its kernel (a template's entries: rr_tmpl) */
     const isa_insn *in; /* RR_INSN: the instruction as generated, for every field but its addresses */
     int64_t off[RR_NADDR]; /* RR_INSN: address operand k's offset in its first iteration (register 0) */
-    uint64_t key;  /* RR_INSN: insn_key */
+    uint64_t key;  /* RR_INSN: insn_key; RR_LOOP: the hash of the item it starts (loop_hash) */
+    uint64_t h;    /* ent_hash of it, kept with its strides (make_entries, emit_loop; unroll_one's, only emitted, not) */
     int shape;     /* RR_INSN: equal for instructions equal but for their addresses (shape_of) */
     int fixed;     /* RR_INSN: a sequencer instruction that never repeats in a loop (ent_same) */
     int depth;     /* RR_INSN: loops around it; st[k][0..depth) */
@@ -145,7 +146,9 @@ typedef struct {
     int nsh;            /* its shapes */
     int *shop;          /* per shape: its op */
     int *shape;         /* per instruction: its shape (rr_scratch.shapes, as the template left it) */
-    int *pos;           /* the instructions by shape, each shape's in order (tmpl_index) */
+    uint32_t *pos;      /* the instructions by shape, each shape's in order, as byte offsets in the kernel
+                         * (tmpl_index; shape_scan adds one without an index's multiply: a kernel
+                         * past 4 GB of instructions leaves no template) */
     int64_t (*off)[RR_NADDR]; /* per pos: its instruction's address operands' offsets */
     long *at;           /* per shape and one more: where its instructions start in pos */
     int64_t (*delta)[RR_NADDR]; /* tmpl_fits, per shape: the kernel's offsets less the template's */
@@ -156,9 +159,12 @@ typedef struct {
     struct rr_code *code; /* the code emitted for it, as check_same passed it (code_keep) */
     long ncode;
     long unrolled;      /* loops its emission unrolled again for want of registers */
-    int64_t *li;        /* emit_as_code, per instruction of code: a li's value for the kernel */
-    /* the memory of shop, shape, pos, off, at, delta, keys, code and li (scratch_array) */
-    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lim;
+    struct rr_low *low; /* code_lows: code's operands with a register, as emit_as_code takes them */
+    long nlow;          /* -1: not made yet */
+    int nli;            /* li's in code */
+    int64_t *li;        /* emit_as_code, per li of code in order: its value for the kernel */
+    /* the memory of shop, shape, pos, off, at, delta, keys, code, low and li (scratch_array) */
+    isa_buf shopm, shapem, posm, offm, atm, deltam, keysm, codem, lowm, lim;
 } rr_tmpl;
 
 /* An instruction of a template's emitted code, what emit_as_code writes
@@ -173,6 +179,15 @@ typedef struct rr_code {
     int areg[RR_NADDR];
     int64_t aoff[RR_NADDR];
 } rr_code;
+
+/* An operand with a register in a template's code, or several of one li,
+ * shape and operand index in a row: the li (its place among code's li's),
+ * the shape and operand (shape * RR_NADDR + q, an index of rr_tmpl.delta's
+ * words) and the least of their offsets plus the li's value. */
+typedef struct rr_low {
+    int li, sq;
+    int64_t base;
+} rr_low;
 
 /* Buffers reused from kernel to kernel: a kernel's entries, its shape
  * table and its rolled instructions; fresh ones per kernel were memory
@@ -318,6 +333,7 @@ typedef struct {
     uint16_t word[RR_NWORDS];     /* their offsets in isa_insn */
     uint64_t mask[RR_NWORDS];     /* their fields' bytes */
     int np;                       /* the same as 16-byte pairs of words */
+    int op_paired;                /* the first pair holds the op's bytes too (fields_words) */
     uint16_t pair[RR_NPAIRS];
     rr_pair pmask[RR_NPAIRS];
 } rr_opfields;
@@ -363,6 +379,18 @@ static void fields_words(rr_opfields *f, const isa_opinfo *oi)
     for (; f->np < RR_PAIRS_FIRST; f->np++) {
         f->pair[f->np] = 0;
         f->pmask[f->np] = (rr_pair){0, 0};
+    }
+    /* a first pair at the op's word (a field there, as a wait's token, or
+     * padding) compares the op as well: shape_scan's compare of each
+     * instruction's op comes free (insn_same compares the ops first: equal
+     * ops add nothing to it) */
+    if (f->pair[0] == 0) {
+        unsigned char op[sizeof(rr_pair)] = {0};
+        memset(op + offsetof(isa_insn, op), 0xff, sizeof((isa_insn *)0)->op);
+        rr_pair om;
+        memcpy(&om, op, sizeof om);
+        f->pmask[0] |= om;
+        f->op_paired = 1;
     }
 }
 
@@ -502,6 +530,23 @@ static uint64_t ent_hash(const rr_ent *e)
     return h;
 }
 
+/* The hash of loop lp's item (lp->len entries, their h set) into its key. */
+static void loop_hash(rr_ent *lp)
+{
+    uint64_t h = 0x1234;
+    for (long q = 0; q < lp->len; q++)
+        h = mix(h, lp[q].h);
+    lp->key = h;
+}
+
+/* The hash of the item entry e starts (an instruction, or a loop up to its
+ * endl): its entries' ent_hash's mixed, kept in the entries (hashing every
+ * entry again at every scan was 1.6% of BERT-base's compile). */
+static uint64_t item_hash(const rr_ent *e)
+{
+    return e->kind == RR_LOOP ? e->key : mix(0x1234, e->h);
+}
+
 /* Do entries x and y have the same shape: instructions equal but for
  * address offsets, with equal strides; loops of equal counts?  Control
  * instructions (bar, halt, host) never repeat inside a loop; a fence may
@@ -527,12 +572,14 @@ static int ent_same(const rr_ent *x, const rr_ent *y)
 /* ---- rolling a list ---- */
 
 typedef struct {
-    long *start;    /* per item: its first entry (nitems + 1 of them) */
+    /* (the item and entry numbers, below 2^31 as rr_ent.idx, as int: the
+     * scan's arrays and table were half its memory touched) */
+    int *start;     /* per item: its first entry (nitems + 1 of them) */
     uint64_t *h;    /* per item: shape hash */
-    long *next;     /* per item: the next item of the same hash, -1 none */
+    int *next;      /* per item: the next item of the same hash, -1 none */
     int64_t *stride;/* scratch: per entry of a body and address operand */
     long scap;
-    long *end;      /* per period L, or NULL: hash_end's last answer (-1 none) */
+    int *end;       /* per period L, or NULL: hash_end's last answer (-1 none) */
 } rr_scan;
 
 /* A candidate: items [i, i + L) repeated reps times. */
@@ -560,7 +607,7 @@ static inline long hash_end(rr_scan *s, long nitems, long i, long L)
     while (u + L < nitems && s->h[u + L] == s->h[u])
         u++;
     if (s->end)
-        s->end[L] = u;
+        s->end[L] = (int)u;
     return u;
 }
 
@@ -674,6 +721,8 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
 {
     const long b0 = s->start[i], len = span(s, i, c->L);
     rr_ent lp = {.kind = RR_LOOP, .n = c->reps}, el = {.kind = RR_ENDL, .len = 1};
+    lp.h = ent_hash(&lp);
+    el.h = ent_hash(&el);
     const long at = out->n;
     vec_push(out, &lp);
     vec_reserve(out, len);
@@ -692,14 +741,19 @@ static void emit_loop(rr_pool *pl, rr_scan *s, const rr_ent *e, long i, const rr
                 x->st[k][rel] = s->stride[j * RR_NADDR + k];
             }
             x->depth++;
+            x->h = ent_hash(x);
         }
         if (x->kind == RR_LOOP)
             rel++;
     }
+    for (long j = 0; j < len; j++) /* their entries' strides have grown */
+        if (body[j].kind == RR_LOOP)
+            loop_hash(&body[j]);
     out->n += len;
     roll_in_place(pl, out, at + 1);
     vec_push(out, &el);
     out->v[at].len = out->n - at;
+    loop_hash(&out->v[at]);
 }
 
 /* One left-to-right scan of list e (n entries); when it finds loops,
@@ -718,22 +772,18 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
     s.next = mem[2].p;
     long it = 0;
     for (long j = 0; j < n; it++) {
-        long len = e[j].kind == RR_LOOP ? e[j].len : 1;
-        s.start[it] = j;
-        uint64_t h = 0x1234;
-        for (long q = 0; q < len; q++)
-            h = mix(h, ent_hash(&e[j + q]));
-        s.h[it] = h;
-        j += len;
+        s.start[it] = (int)j;
+        s.h[it] = item_hash(&e[j]);
+        j += e[j].kind == RR_LOOP ? e[j].len : 1;
     }
     const long nitems = it;
-    s.start[nitems] = n;
+    s.start[nitems] = (int)n;
     /* next item of the same hash: an open-addressed table of the last seen */
     long cap = 16;
     while (cap < 2 * nitems)
         cap *= 2;
-    mem[3] = buf_take(pl, (size_t)cap * sizeof(long));
-    long *tab = mem[3].p;
+    mem[3] = buf_take(pl, (size_t)cap * sizeof(int));
+    int *tab = mem[3].p;
     for (long q = 0; q < cap; q++)
         tab[q] = -1;
     for (long q = nitems - 1; q >= 0; q--) {
@@ -741,7 +791,7 @@ static long roll_once(rr_pool *pl, const rr_ent *e, long n, rr_vec *out)
         while (tab[slot] >= 0 && s.h[tab[slot]] != s.h[q])
             slot = (slot + 1) & (cap - 1);
         s.next[q] = tab[slot];
-        tab[slot] = q;
+        tab[slot] = (int)q;
     }
     /* choose: the loop starting at each item that saves the most */
     mem[4] = buf_take(pl, (size_t)(nitems + 1) * sizeof *s.end);
@@ -1256,6 +1306,39 @@ static int code_direct(const rr_tmpl *t)
     return 1;
 }
 
+/* Template t's code's operands with a register as rr_low's (code_direct
+ * passed: each register an operand uses is its nest's li's). */
+static void code_lows(rr_scratch *sc, rr_tmpl *t)
+{
+    long most = 0;
+    for (long pc = 0; pc < t->ncode; pc++)
+        most += t->code[pc].na;
+    t->low = scratch_array(sc, &t->lowm, most, sizeof *t->low);
+    int ord[ISA_NREGS] = {0}, nli = 0;
+    int64_t val[ISA_NREGS] = {0};
+    long nlow = 0;
+    for (long pc = 0; pc < t->ncode; pc++) {
+        const rr_code *k = &t->code[pc];
+        if (k->op == ISA_OP_LI) {
+            ord[k->reg] = nli++;
+            val[k->reg] = k->val;
+        }
+        for (int q = 0; q < k->na; q++) {
+            const int r = k->areg[q];
+            if (!r)
+                continue;
+            const rr_low g = {ord[r], k->shape * RR_NADDR + q, k->aoff[q] + val[r]};
+            rr_low *last = nlow ? &t->low[nlow - 1] : NULL;
+            if (last && last->li == g.li && last->sq == g.sq)
+                last->base = g.base < last->base ? g.base : last->base;
+            else
+                t->low[nlow++] = g;
+        }
+    }
+    t->nlow = nlow;
+    t->nli = nli;
+}
+
 /* Keep code c[0..n), just emitted for template t and checked against its
  * kernel (check_same: sc->seen; from[pc], pc < nfrom: the instruction
  * each copied), for emit_as_code; a code it cannot copy leaves no
@@ -1278,6 +1361,7 @@ static void code_keep(rr_scratch *sc, rr_tmpl *t, const isa_insn *c, long n, con
         }
     }
     t->ncode = n;
+    t->nlow = -1; /* (code_lows: made when a kernel fits, as most templates serve none) */
     if (!code_direct(t))
         t->n = 0;
 }
@@ -1318,26 +1402,20 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
 {
     const long n = t->ncode;
     stream_ahead(o->s, n);
-    t->li = scratch_array(o->sc, &t->lim, n, sizeof *t->li);
-    long li[ISA_NREGS] = {0};
-    for (long pc = 0; pc < n; pc++) {
-        const rr_code *k = &t->code[pc];
-        if (k->op == ISA_OP_LI) {
-            li[k->reg] = pc;
-            t->li[pc] = 0;
-        } else {
-            for (int q = 0; q < k->na; q++) {
-                const int r = k->areg[q];
-                if (!r)
-                    continue;
-                const int64_t v = k->aoff[q] + t->code[li[r]].val + t->delta[k->shape][q];
-                if (v < t->li[li[r]])
-                    t->li[li[r]] = v;
-            }
-        }
+    if (t->nlow < 0)
+        code_lows(o->sc, t);
+    t->li = scratch_array(o->sc, &t->lim, t->nli + 1, sizeof *t->li);
+    for (int m = 0; m < t->nli; m++)
+        t->li[m] = 0;
+    const int64_t *delta = t->delta[0]; /* (rr_low.sq indexes its words) */
+    for (long i = 0; i < t->nlow; i++) {
+        const rr_low *g = &t->low[i];
+        const int64_t v = g->base + delta[g->sq];
+        if (v < t->li[g->li])
+            t->li[g->li] = v;
     }
     int64_t moved[ISA_NREGS] = {0};
-    int d = 0;
+    int d = 0, m = 0;
     for (long pc = 0; pc < n; pc++) {
         const rr_code *k = &t->code[pc];
         if (k->shape >= 0) { /* an instruction copied (code_direct: li, addi, loop and endl have none) */
@@ -1355,8 +1433,8 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
                 commit_failed(o);
             o->s->n++;
         } else if (k->op == ISA_OP_LI) {
-            moved[k->reg] = t->li[pc] - k->val;
-            push_reg(o, ISA_OP_LI, k->reg, t->li[pc]);
+            moved[k->reg] = t->li[m] - k->val;
+            push_reg(o, ISA_OP_LI, k->reg, t->li[m++]);
         } else if (k->op == ISA_OP_ADDI) {
             push_reg(o, ISA_OP_ADDI, k->reg, k->val);
         } else if (k->op == ISA_OP_LOOP) {
@@ -1439,6 +1517,7 @@ static int make_entries(rr_scratch *sc, const isa_insn *s, long n)
         shape_guess(sh, x, j ? ev->v[j - 1].shape : -1);
         x->fixed = fields_of(s[j].op)->fixed;
         x->depth = 0;
+        x->h = x->key; /* (ent_hash without strides) */
         x->n = 0;
         x->len = 1;
     }
@@ -1463,7 +1542,7 @@ static void tmpl_index(const rr_scratch *sc, rr_tmpl *t, const rr_ent *e, long n
     for (long j = 0; j < n; j++) { /* at[q] moves to the end of shape q's */
         const long i = t->at[e[j].shape]++;
         t->shape[j] = e[j].shape;
-        t->pos[i] = (int)j;
+        t->pos[i] = (uint32_t)((size_t)j * sizeof(isa_insn));
         memcpy(t->off[i], e[j].off, sizeof t->off[i]);
     }
     for (int q = t->nsh; q > 0; q--) /* back to the starts */
@@ -1489,7 +1568,7 @@ static int roll_fresh(rr_scratch *sc, rr_tmpl *t, const isa_insn *s, long n)
      * fresh roll's list, up to 100 KB of entries, was a sixth of
      * BERT-base's page faults) */
     roll_in_place(&sc->pool, &sc->e, 0);
-    t->n = n;
+    t->n = (size_t)n * sizeof(isa_insn) <= UINT32_MAX ? n : 0; /* (pos) */
     return 1;
 }
 
@@ -1523,31 +1602,52 @@ static int keys_enter(rr_tmpl *t, uint64_t key, int q)
 
 /* A key of an instruction of op whose fields are the pairs hv[0..np)
  * (masked): equal for equal instructions, as insn_key's, but from the
- * words shape_fits has loaded (insn_key of each shape's first, read
+ * words shape_scan has loaded (insn_key of each shape's first, read
  * again, was a tenth of BERT-base's template check). */
-static uint64_t pairs_key(int op, const rr_pair *hv, int np)
+static inline __attribute__((always_inline)) uint64_t pairs_key(int op, const rr_pair *hv, int np)
 {
     uint64_t h = ((uint64_t)op + 0x5eed) * 0x9e3779b97f4a7c15ull;
+#pragma GCC unroll 8
     for (int i = 0; i < np; i++)
         h = ((h ^ hv[i][0]) * 0x9e3779b97f4a7c15ull ^ hv[i][1]) * 0x9e3779b97f4a7c15ull;
     h = (h ^ (h >> 32)) * 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 29);
 }
 
-/* Do the kernel's instructions at t->pos[a..b) all have op, the words
- * hv in the op's np pairs of words (rr_opfields) and their naddr
- * addresses at the template's plus delta?  Inline with np and naddr
- * constants (shape_fits), so that the pairs' offsets, masks and words
- * stay in registers and the loops over them unroll. */
-static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, const isa_insn *s, long a, long b,
-                                                            int op, const rr_opfields *f, const rr_pair *hv,
-                                                            const int64_t *delta, int np, int naddr)
+/* shape_fits for an op of np pairs of words (rr_opfields), naddr
+ * addresses and its op in its first pair or not (op_paired): inline with
+ * them constants, so that the pairs' offsets, masks and words stay in
+ * registers and the loops over them unroll, the first instruction's (and
+ * its key's: a shape in seven is one instruction) as the rest's. */
+static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key,
+                                                            int np, int naddr, int op_paired)
 {
+    const long a = t->at[sh], b = t->at[sh + 1];
+    const int op = t->shop[sh];
+    const rr_opfields *f = fields_of(op);
+    const char *h = (const char *)s + t->pos[a];
+    rr_pair hv[RR_NPAIRS];
+    int64_t *delta = t->delta[sh];
+#pragma GCC unroll 8
+    for (int q = 0; q < np; q++)
+        hv[q] = *(const rr_pair *)(h + f->pair[q]) & f->pmask[q];
+    int64_t bad = ((const isa_insn *)h)->op ^ op;
+#pragma GCC unroll 4
+    for (int k = 0; k < naddr; k++) {
+        const isa_addr *ad = (const isa_addr *)(h + f->aoff[k]);
+        bad |= ad->reg;
+        delta[k] = ad->off - t->off[a][k];
+    }
+    if (bad)
+        return 0;
+    *key = pairs_key(op, hv, np);
+    /* the first, its own fields and offsets less its delta, is checked:
+     * the scan starts past it */
     rr_pair diff = {0, 0};
-    int64_t bad = 0;
-    for (long i = a; i < b; i++) {
-        const char *x = (const char *)&s[t->pos[i]];
-        bad |= ((const isa_insn *)x)->op ^ op;
+    for (long i = a + 1; i < b; i++) {
+        const char *x = (const char *)s + t->pos[i];
+        if (!op_paired)
+            bad |= ((const isa_insn *)x)->op ^ op;
 #pragma GCC unroll 8
         for (int q = 0; q < np; q++)
             diff |= (*(const rr_pair *)(x + f->pair[q]) & f->pmask[q]) ^ hv[q];
@@ -1568,38 +1668,24 @@ static inline __attribute__((always_inline)) int shape_scan(const rr_tmpl *t, co
  * its shape, was 12% of the Llama-8B prefill layer's compile). */
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
-    long a = t->at[sh];
-    const long b = t->at[sh + 1];
-    const int op = t->shop[sh];
-    const rr_opfields *f = fields_of(op);
-    const char *h = (const char *)&s[t->pos[a]];
-    rr_pair hv[RR_NPAIRS];
-    int64_t *delta = t->delta[sh];
-    for (int i = 0; i < f->np; i++)
-        hv[i] = *(const rr_pair *)(h + f->pair[i]) & f->pmask[i];
-    int64_t bad = ((const isa_insn *)h)->op ^ op;
-    for (int k = 0; k < f->naddr; k++) {
-        const isa_addr *ad = (const isa_addr *)(h + f->aoff[k]);
-        bad |= ad->reg;
-        delta[k] = ad->off - t->off[a][k];
+    const rr_opfields *f = fields_of(t->shop[sh]);
+    /* pairs and addresses of every op of the 192-byte isa_insn, and whether
+     * the op is in the first pair (wait and sig: 2, 0 and so, two in three
+     * of the prefill layer's; ring.send 5, 2 and so; dma.gather 5 and 3,
+     * other dma 4 and 2; pt.mm 6 and 4; sfp 7 and 3); another layout's ops
+     * take the loops as they are (the cases of the 288-byte one left BERT-
+     * base's ring sends and pt.mm there: 0.8 M of its compile) */
+#define RR_SCAN(np, naddr, paired) (((np) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
+    switch (RR_SCAN(f->np, f->naddr, f->op_paired)) {
+    case RR_SCAN(2, 0, 1): return shape_scan(t, s, sh, key, 2, 0, 1);
+    case RR_SCAN(4, 2, 0): return shape_scan(t, s, sh, key, 4, 2, 0);
+    case RR_SCAN(5, 2, 1): return shape_scan(t, s, sh, key, 5, 2, 1);
+    case RR_SCAN(5, 3, 0): return shape_scan(t, s, sh, key, 5, 3, 0);
+    case RR_SCAN(6, 4, 0): return shape_scan(t, s, sh, key, 6, 4, 0);
+    case RR_SCAN(7, 3, 0): return shape_scan(t, s, sh, key, 7, 3, 0);
+    default: return shape_scan(t, s, sh, key, f->np, f->naddr, f->op_paired);
     }
-    if (bad)
-        return 0;
-    *key = pairs_key(op, hv, f->np);
-    /* the first, its own fields and offsets less its delta, is checked:
-     * the scan starts past it (a shape in seven is one instruction) */
-    a++;
-    /* pairs and addresses of the ops most instructions have (wait and sig:
-     * 2 and 0, two in three of the prefill layer's; ring sends 6 and 2; pt
-     * 7 and 2 to 4); any other op takes the loops as they are */
-    switch (f->np * (RR_NADDR + 1) + f->naddr) {
-    case 2 * (RR_NADDR + 1) + 0: return shape_scan(t, s, a, b, op, f, hv, delta, 2, 0);
-    case 6 * (RR_NADDR + 1) + 2: return shape_scan(t, s, a, b, op, f, hv, delta, 6, 2);
-    case 7 * (RR_NADDR + 1) + 2: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 2);
-    case 7 * (RR_NADDR + 1) + 3: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 3);
-    case 7 * (RR_NADDR + 1) + 4: return shape_scan(t, s, a, b, op, f, hv, delta, 7, 4);
-    default: return shape_scan(t, s, a, b, op, f, hv, delta, f->np, f->naddr);
-    }
+#undef RR_SCAN
 }
 
 /* Does kernel s[0..n) roll as the template did (rr_tmpl)?  So it does
@@ -1730,7 +1816,7 @@ static void scratch_free(rr_scratch *sc)
     isa_stream_free(&sc->rolled);
     for (int q = 0; q < RR_TEMPLATES; q++) {
         rr_tmpl *t = &sc->t[q];
-        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm, &t->deltam, &t->keysm, &t->codem, &t->lim};
+        isa_buf *m[] = {&t->shopm, &t->shapem, &t->posm, &t->offm, &t->atm, &t->deltam, &t->keysm, &t->codem, &t->lowm, &t->lim};
         for (size_t i = 0; i < sizeof m / sizeof *m; i++)
             isa_buf_free(m[i]);
     }
