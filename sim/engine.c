@@ -152,7 +152,7 @@ static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
     issue_rec r = {.kslot = -1, .unit = UNIT_UNKNOWN};
     isa_unit v = isa_insn_unit(in);
     r.op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
-    r.tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
+    r.tok = in->tok; /* 8 bits: a token number */
     const int sync = r.op == ISA_OP_WAIT || r.op == ISA_OP_SIG; /* (their format names no address) */
     if ((unsigned)v < ISA_NUNITS && !sync) {
         double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */
