@@ -136,13 +136,15 @@ static inline isa_addr isa_addr_at(int reg, int64_t off)
  * says which width): a few-bit one a uint8_t, a 16-bit count a
  * uint16_t, a stride or vl an int32_t, val an int64_t.  A compile holds
  * tens of thousands of instructions, and every byte of one is copies and
- * page faults that the kernel zeroes first: 288 bytes (64-bit counts and
- * strides) took a BERT-base compile ~10% longer than 192, and 128 bytes
- * are two cache lines exactly for the simulator.  Every encoding fits,
- * but a value computed in 64 bits would wrap: a store of one goes
- * through isa_set (an address through isa_addr_at), so that isa_check
- * sees it out of range instead of wrapped (the assembler and the ELF
- * reader check a value before storing it). */
+ * pages the kernel zeroes first: at 288 bytes (64-bit counts and strides)
+ * a BERT-base compile took ~10% longer than at 192, and at 192 ~10%
+ * longer than at 128 (5% more instructions, 9 huge pages faulted against
+ * 7; docs/compiler.md "A 128-byte instruction"); 128 bytes are also two
+ * cache lines exactly for the simulator.  Every encoding fits, but a
+ * value computed in 64 bits would wrap: a store of one goes through
+ * isa_set (an address's offset through isa_set_off or isa_addr_at), so
+ * that isa_check sees it out of range instead of wrapped (the assembler
+ * and the ELF reader check a value before storing it). */
 typedef struct isa_insn {
     int16_t op;        /* isa_op */
     uint16_t bad;      /* 1 + the byte offset of a field isa_set could not hold, else 0 */
