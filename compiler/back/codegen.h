@@ -185,8 +185,8 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
         !e->failed && s->n < s->cap) {
         isa_insn *in = &s->insns[s->n++];
         isa_insn_copy(in, &isa_insn_defaults[op]);
-        in->u = u;
-        isa_set(in, tok, tok);
+        in->u = (uint8_t)u;     /* <= ISA_U_SEQ */
+        in->tok = (uint8_t)tok; /* < tok_fit: fits */
         return;
     }
     cc_emit_tok_slow(e, op, u, tok);

@@ -366,7 +366,7 @@ static __attribute__((noinline)) int16_t tok_fit_of(const cc_emit *e, int op, is
     const int hi = cc_tokens(e->cfg);
     isa_insn t;
     isa_insn_init(&t, op);
-    t.u = u;
+    isa_set(&t, u, u);
     t.tok = 0;
     const int lo_fits = isa_fits(&t);
     isa_set(&t, tok, hi - 1);
@@ -391,7 +391,7 @@ void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
         return;
     }
     isa_insn *in = cc_new(e, op);
-    in->u = u;
+    isa_set(in, u, u);
     isa_set(in, tok, tok);
     if (!e->failed && tok_fits(e, op, u, tok))
         e->s->n++; /* cc_commit's check passes, and a sync op is no ring op to move */
@@ -468,8 +468,8 @@ void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
 {
     isa_insn *in = cc_new(e, sa->op);
     isa_set(in, c, sa->c);
-    in->t = sa->t;
-    in->bm = sa->bm;
+    isa_set(in, t, sa->t);
+    isa_set(in, bm, sa->bm);
     isa_set(in, flags, sa->flags);
     in->d = sa->d;
     in->a = sa->a;
