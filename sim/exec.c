@@ -605,7 +605,9 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
 {
     const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes;
-    const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2;
+    /* the uint8_t fields read into locals: a character type may alias
+     * anything, so a field's load would be repeated after every store */
+    const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2, bm = in->bm;
     const int lanes = (int)(sb / esz);
     const int op = in->op;
     if (op == ISA_OP_SFP_RST)
@@ -616,13 +618,14 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     const int lane_reduce = reduce && (in->flags & ISA_F_LANES);
     /* Checks: a is always sticks; d sticks (or elements for a lane
      * reduction, or the other type for cvt); b per its mode. */
-    const int has_b = is_binary(op) && in->bm != ISA_BM_IMM;
+    const int has_b = is_binary(op) && bm != ISA_BM_IMM;
     /* cvt writes the same lanes in the other type: half or twice a stick */
     const int64_t dunit_w = reduce ? (lane_reduce ? esz : sb) : op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
-    const int64_t bunit = in->bm == ISA_BM_ELEM ? esz : sb;
-    span as = extent(e->a, 2, counts_of(in).v, in->as, sb);
-    span dsp = reduce ? extent(e->d, 1, counts_of(in).v + 1, &in->ds[1], dunit_w) : extent(e->d, 2, counts_of(in).v, in->ds, dunit_w);
-    span bsp = extent(e->b, 2, counts_of(in).v, in->bs, bunit);
+    const int64_t bunit = bm == ISA_BM_ELEM ? esz : sb;
+    const counts n = counts_of(in);
+    span as = extent(e->a, 2, n.v, in->as, sb);
+    span dsp = reduce ? extent(e->d, 1, n.v + 1, &in->ds[1], dunit_w) : extent(e->d, 2, n.v, in->ds, dunit_w);
+    span bsp = extent(e->b, 2, n.v, in->bs, bunit);
     if (check_align(s, c, e, u, "a", e->a, 2, in->as, sb) || check_lx(s, c, e, u, "a", as))
         return -1;
     if (reduce ? check_align(s, c, e, u, "d", e->d, 1, &in->ds[1], dunit_w)
@@ -702,8 +705,8 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                 load_stick(d, t, cond, lanes);
                 const uint8_t *b = lx + e->b + i0 * in->bs[0] + i1 * in->bs[1];
                 for (int l = 0; l < lanes; l++)
-                    y[l] = in->bm == ISA_BM_VEC ? 0.0f : in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
-                if (in->bm == ISA_BM_VEC)
+                    y[l] = bm == ISA_BM_VEC ? 0.0f : bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
+                if (bm == ISA_BM_VEC)
                     load_stick(b, t, y, lanes);
                 for (int l = 0; l < lanes; l++)
                     x[l] = cond[l] != 0.0f ? x[l] : y[l];
@@ -712,10 +715,10 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
             }
             if (is_binary(op)) {
                 const uint8_t *b = lx + e->b + i0 * in->bs[0] + i1 * in->bs[1];
-                if (in->bm == ISA_BM_VEC) {
+                if (bm == ISA_BM_VEC) {
                     load_stick(b, t, y, lanes);
                 } else {
-                    float v = in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
+                    float v = bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
                     for (int l = 0; l < lanes; l++)
                         y[l] = v;
                 }
