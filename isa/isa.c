@@ -401,7 +401,8 @@ int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_
         if (o->kind == ISA_K_ADDR) {
             isa_addr *a = (isa_addr *)((char *)out + o->offset);
             /* 4 and 40 bits: the fields hold them */
-            *a = isa_addr_at((int)get_bits(in, pos, ADDR_REG_BITS), (int64_t)get_bits(in, pos + ADDR_REG_BITS, ISA_ADDR_OFF_BITS));
+            *a = isa_addr_at((int)get_bits(in, pos, ADDR_REG_BITS),
+                             (int64_t)get_bits(in, pos + ADDR_REG_BITS, ISA_ADDR_OFF_BITS));
         } else if (o->kind == ISA_K_F32) {
             uint32_t u = (uint32_t)get_bits(in, pos, 32);
             memcpy((char *)out + o->offset, &u, 4);

@@ -72,7 +72,8 @@ static void fill_nondefault(isa_insn *in, int op)
             break;
         case ISA_K_ADDR: {
             /* top bit of the 40-bit offset set */
-            *(isa_addr *)((char *)in + o->offset) = isa_addr_at(1 + i % (ISA_NREGS - 1), (int64_t)(1ull << 39) + 0x80 * i);
+            *(isa_addr *)((char *)in + o->offset) =
+                isa_addr_at(1 + i % (ISA_NREGS - 1), (int64_t)(1ull << 39) + 0x80 * i);
             break;
         }
         case ISA_K_F32:
