@@ -870,7 +870,9 @@ static int parse_text(const reader *r, blob b, int core, isa_program *p)
     }
     isa_stream *s = &p->cores[core];
     size_t n = b.size / ISA_INSN_BYTES;
-    s->insns = malloc((n ? n : 1) * sizeof *s->insns);
+    /* line-aligned: the simulator reads each 128-byte instruction as two
+     * cache lines, not three (n instructions are whole lines) */
+    s->insns = aligned_alloc(64, (n ? n : 1) * sizeof *s->insns);
     if (!s->insns) {
         rfail(r, "out of memory");
         return -1;

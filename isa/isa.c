@@ -51,29 +51,30 @@ static int by_opcode[256];
 static int table_ready;
 static isa_insn insn_default[ISA_NOPS]; /* isa_insn_init's */
 
-/* A number operand's field (4 or 8 bytes: isa_operand.size), as an int64. */
+/* A number operand's field (1, 2, 4 or 8 bytes: isa_operand.size; 1 and
+ * 2 unsigned), as an int64. */
 static int64_t field_get(const isa_insn *in, const isa_operand *o)
 {
     const char *p = (const char *)in + o->offset;
-    if (o->size == 4) {
-        int32_t v;
-        memcpy(&v, p, 4);
-        return v;
+    switch (o->size) {
+    case 1: return *(const uint8_t *)p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { int32_t v; memcpy(&v, p, 4); return v; }
     }
     int64_t v;
     memcpy(&v, p, 8);
     return v;
 }
 
-/* Set it: v fits (a value of a 4-byte field is checked first: check_value). */
+/* Set it: v fits (a value of a narrower field is checked first: check_value). */
 static void field_set(isa_insn *in, const isa_operand *o, int64_t v)
 {
     char *p = (char *)in + o->offset;
-    if (o->size == 4) {
-        const int32_t w = (int32_t)v;
-        memcpy(p, &w, 4);
-    } else {
-        memcpy(p, &v, 8);
+    switch (o->size) {
+    case 1: *(uint8_t *)p = (uint8_t)v; break;
+    case 2: { const uint16_t w = (uint16_t)v; memcpy(p, &w, 2); break; }
+    case 4: { const int32_t w = (int32_t)v; memcpy(p, &w, 4); break; }
+    default: memcpy(p, &v, 8);
     }
 }
 
@@ -93,7 +94,7 @@ static void insn_build(isa_insn *in, int op)
         if (o->kind == ISA_K_F32)
             *(float *)((char *)in + o->offset) = (float)o->def;
         else if (o->kind == ISA_K_ADDR)
-            ((isa_addr *)((char *)in + o->offset))->off = o->def;
+            *(isa_addr *)((char *)in + o->offset) = isa_addr_at(0, o->def);
         else
             field_set(in, o, o->def);
     }
@@ -230,11 +231,11 @@ static int check_operand(const isa_insn *in, const isa_operand *o, char *err, si
     if (o->kind == ISA_K_ADDR) {
         const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
         if (a->reg < 0 || a->reg >= ISA_NREGS) {
-            isa_errf(err, len, "operand %s: no register r%" PRId64, o->name, a->reg);
+            isa_errf(err, len, "operand %s: no register r%" PRId64, o->name, (int64_t)a->reg);
             return -1;
         }
         if (a->off < 0 || (uint64_t)a->off >= (1ull << ISA_ADDR_OFF_BITS)) {
-            isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, a->off);
+            isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, (int64_t)a->off);
             return -1;
         }
         return 0;
@@ -399,8 +400,9 @@ int isa_decode(const uint8_t in[ISA_INSN_BYTES], isa_insn *out, char *err, size_
         const isa_operand *o = &info->operands[i];
         if (o->kind == ISA_K_ADDR) {
             isa_addr *a = (isa_addr *)((char *)out + o->offset);
-            a->reg = (int64_t)get_bits(in, pos, ADDR_REG_BITS);
-            a->off = (int64_t)get_bits(in, pos + ADDR_REG_BITS, ISA_ADDR_OFF_BITS);
+            /* 4 and 40 bits: the fields hold them */
+            *a = isa_addr_at((int)get_bits(in, pos, ADDR_REG_BITS),
+                             (int64_t)get_bits(in, pos + ADDR_REG_BITS, ISA_ADDR_OFF_BITS));
         } else if (o->kind == ISA_K_F32) {
             uint32_t u = (uint32_t)get_bits(in, pos, 32);
             memcpy((char *)out + o->offset, &u, 4);
@@ -455,9 +457,9 @@ void isa_format_insn(const isa_insn *in, char *buf, size_t len)
         case ISA_K_ADDR: {
             const isa_addr *a = (const isa_addr *)((const char *)in + o->offset);
             if (a->reg)
-                snprintf(v, sizeof v, "r%" PRId64 "+0x%" PRIx64, a->reg, a->off);
+                snprintf(v, sizeof v, "r%" PRId64 "+0x%" PRIx64, (int64_t)a->reg, (int64_t)a->off);
             else
-                snprintf(v, sizeof v, "0x%" PRIx64, a->off);
+                snprintf(v, sizeof v, "0x%" PRIx64, (int64_t)a->off);
             break;
         }
         case ISA_K_F32: {
@@ -510,27 +512,32 @@ static int parse_value(const isa_operand *o, const char *s, isa_insn *out, char 
 {
     switch (o->kind) {
     case ISA_K_ADDR: {
-        isa_addr *a = (isa_addr *)((char *)out + o->offset);
-        a->reg = 0;
+        long r = 0;
+        int64_t off = 0;
         const char *p = s;
         if (p[0] == 'r' && isdigit((unsigned char)p[1])) {
             char *end;
-            long r = strtol(p + 1, &end, 10);
-            a->reg = r;
-            if (*end == 0) {
-                a->off = 0;
-                break;
-            }
-            if (*end != '+') {
+            r = strtol(p + 1, &end, 10);
+            if (*end != 0 && *end != '+') {
                 isa_errf(err, len, "operand %s: expected rN+OFFSET, got '%s'", o->name, s);
                 return -1;
             }
-            p = end + 1;
+            p = *end ? end + 1 : NULL;
         }
-        if (isa_parse_int(p, &a->off)) {
+        if (p && isa_parse_int(p, &off)) {
             isa_errf(err, len, "operand %s: '%s' is not an address", o->name, s);
             return -1;
         }
+        /* the narrow fields would wrap a wild value: refuse it here */
+        if (r >= ISA_NREGS) {
+            isa_errf(err, len, "operand %s: no register r%ld", o->name, r);
+            return -1;
+        }
+        if (off < 0 || (uint64_t)off >= (1ull << ISA_ADDR_OFF_BITS)) {
+            isa_errf(err, len, "operand %s: offset 0x%" PRIx64 " out of range", o->name, off);
+            return -1;
+        }
+        *(isa_addr *)((char *)out + o->offset) = isa_addr_at((int)r, off);
         break;
     }
     case ISA_K_F32: {

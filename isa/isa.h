@@ -96,59 +96,110 @@ typedef enum { ISA_BM_VEC, ISA_BM_ELEM, ISA_BM_IMM } isa_bmode;
 #define ISA_F_F32   2u
 #define ISA_F_LANES 1u
 
+/* Eight bytes, so that an instruction's four take 32 (at 16 they took 64
+ * of its 192): the register in the low byte (a byte load), the offset in
+ * the other 56 bits (a shift), both signed so that a value out of the
+ * encoding's range (a register 16 or -1, a negative offset) stays out of
+ * it for isa_check to refuse.  A computed offset is stored through
+ * isa_set_off or isa_addr_at, never straight: 56 bits would wrap a wild
+ * one. */
 typedef struct {
-    int64_t reg; /* 0..15, r0 reads as zero */
-    int64_t off; /* byte offset */
+    int64_t reg : 8;  /* 0..15, r0 reads as zero */
+    int64_t off : 56; /* byte offset */
 } isa_addr;
+/* a's offset := off, or -1 when the 56-bit field cannot hold off (-1,
+ * which isa_addr_fits refuses: a wrapped offset could pass). */
+static inline void isa_set_off(isa_addr *a, int64_t off)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion" /* the checked store itself */
+    a->off = off;
+#pragma GCC diagnostic pop
+    if (a->off != off)
+        a->off = -1;
+}
+/* reg + off as an address operand, each field -1 when it cannot hold its
+ * value (isa_addr_fits refuses either). */
+static inline isa_addr isa_addr_at(int reg, int64_t off)
+{
+    isa_addr a = {0, 0};
+    a.reg = (int8_t)reg;
+    if (a.reg != reg)
+        a.reg = -1;
+    isa_set_off(&a, off);
+    return a;
+}
 
 /* A decoded instruction: one struct for every format; a format uses the
- * fields its table lists, the others keep their defaults.  Every number
- * operand but val is a 32-bit field (isa_operand.size says which width):
- * a compile holds tens of thousands of instructions, and every byte of
- * one is copies and page faults (at 288 bytes, with 64-bit counts and
- * strides, a BERT-base compile took ~10% longer).  Every encoding fits,
- * but a value computed in 64 bits would wrap: a store of one goes
- * through isa_set, so that isa_check sees it out of range instead of
- * wrapped (the assembler and the ELF reader check a value before
- * storing it). */
+ * fields its table lists, the others keep their defaults.  Each number
+ * operand's field is as narrow as its encoding allows (isa_operand.size
+ * says which width): a few-bit one a uint8_t, a 16-bit count a
+ * uint16_t, a stride or vl an int32_t, val an int64_t.  A compile holds
+ * tens of thousands of instructions, and every byte of one is copies and
+ * pages the kernel zeroes first: at 288 bytes (64-bit counts and strides)
+ * a BERT-base compile took ~10% longer than at 192, and at 192 ~10%
+ * longer than at 128 (5% more instructions, 9 huge pages faulted against
+ * 7; docs/compiler.md "A 128-byte instruction"); 128 bytes are also two
+ * cache lines exactly for the simulator.  Every encoding fits, but a
+ * value computed in 64 bits would wrap: a store of one goes through
+ * isa_set (an address's offset through isa_set_off or isa_addr_at), so
+ * that isa_check sees it out of range instead of wrapped (the assembler
+ * and the ELF reader check a value before storing it). */
 typedef struct isa_insn {
-    /* what the simulator's sequencer reads of every instruction it issues,
-     * first, so that it spans two cache lines rather than three */
     int16_t op;        /* isa_op */
     uint16_t bad;      /* 1 + the byte offset of a field isa_set could not hold, else 0 */
-    int32_t tok;       /* token number */
-    isa_addr d, a, b, p;
-    int32_t c;         /* corelet (PT, SFP) */
-    int32_t u;         /* unit (wait, sig): isa_unit */
-    int32_t t;         /* value type: isa_dtype_dev */
-    int32_t core;      /* destination core (ring) */
-    int32_t reg;       /* register (li, addi) */
-    int32_t flags;     /* ISA_F_* */
-    int32_t bm;        /* isa_bmode */
+    uint8_t tok;       /* token number */
+    uint8_t c;         /* corelet (PT, SFP) */
+    uint8_t u;         /* unit (wait, sig): isa_unit */
+    uint8_t t;         /* value type: isa_dtype_dev */
+    uint8_t core;      /* destination core (ring) */
+    uint8_t reg;       /* register (li, addi) */
+    uint8_t flags;     /* ISA_F_* */
+    uint8_t bm;        /* isa_bmode */
     float imm;         /* SFP scalar operand */
+    isa_addr d, a, b, p;
     int64_t val;       /* immediate (li, addi, loop count) */
-    int32_t run;       /* contiguous sticks per innermost DMA/ring step */
-    int32_t n[ISA_MAX_LOOPS];  /* loop counts, innermost first */
+    int32_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather/scatter: rows */
+    int32_t ps;        /* PT: group stride of p */
+    uint16_t run;      /* contiguous sticks per innermost DMA/ring step */
+    uint16_t n[ISA_MAX_LOOPS]; /* loop counts, innermost first */
+    uint16_t m, nn, k; /* PT tile shape (nn is N) */
     int32_t ds[ISA_MAX_LOOPS]; /* byte strides of d per loop level */
     int32_t as[ISA_MAX_LOOPS]; /* byte strides of a */
     int32_t bs[2];     /* byte strides of b (no format has a third) */
-    int32_t ps;        /* PT: group stride of p */
-    int32_t m, nn, k;  /* PT tile shape (nn is N) */
-    int32_t vl;        /* SFP reductions: valid elements along the reduced axis, 0 = all; dma.gather/scatter: rows */
+    uint8_t spare[8];  /* zero: pads to two cache lines */
 } isa_insn;
 
-/* Store v in one of in's 32-bit number fields: every store of a value
- * computed in 64 bits (or unsigned) goes through this (isa_set), so that
- * one the field cannot hold marks in bad instead of wrapping, and
- * isa_check refuses in naming the operand (a compile must fail, never
- * write a wrong program), as does the simulator at issue. */
+/* Store v in one of in's number fields narrower than 64 bits: every
+ * store of a value computed wider (or signed into unsigned) goes through
+ * isa_set, so that one the field cannot hold marks in bad instead of
+ * wrapping, and isa_check refuses in naming the operand (a compile must
+ * fail, never write a wrong program), as does the simulator at issue. */
+static inline void isa_mark_bad(isa_insn *in, const void *field)
+{
+    if (!in->bad)
+        in->bad = (uint16_t)((const char *)field - (const char *)in + 1);
+}
 static inline void isa_store32(isa_insn *in, int32_t *field, int64_t v)
 {
     *field = (int32_t)v;
-    if (*field != v && !in->bad)
-        in->bad = (uint16_t)((char *)field - (char *)in + 1);
+    if (*field != v)
+        isa_mark_bad(in, field);
 }
-#define isa_set(in, fld, v) isa_store32((in), &(in)->fld, (v))
+static inline void isa_store16(isa_insn *in, uint16_t *field, int64_t v)
+{
+    *field = (uint16_t)v;
+    if (*field != v)
+        isa_mark_bad(in, field);
+}
+static inline void isa_store8(isa_insn *in, uint8_t *field, int64_t v)
+{
+    *field = (uint8_t)v;
+    if (*field != v)
+        isa_mark_bad(in, field);
+}
+#define isa_set(in, fld, v) \
+    _Generic(&(in)->fld, int32_t *: isa_store32, uint16_t *: isa_store16, uint8_t *: isa_store8)((in), &(in)->fld, (v))
 
 /* Formats: the operand list of each, in encoding order.
  * O(name, kind, bits, field, default, min, names) */
@@ -299,7 +350,7 @@ typedef struct {
     isa_kind kind;
     int bits;
     size_t offset;        /* of the field in isa_insn */
-    size_t size;          /* of the field: 4 or 8 bytes (F32 and the few-bit numbers 4, ADDR isa_addr) */
+    size_t size;          /* of the field: 1, 2, 4 or 8 bytes (1 and 2 unsigned; F32 4, ADDR isa_addr) */
     int64_t def;          /* value when the assembler text omits it */
     int64_t min;          /* smallest legal value (unsigned and signed kinds) */
     const char *const *names; /* ENUM and FLAGS: NULL-terminated */
@@ -368,10 +419,10 @@ int isa_op_from_mnemonic(const char *s);
 static inline void isa_insn_copy(isa_insn *dst, const isa_insn *src)
 {
     typedef int64_t chunk __attribute__((vector_size(16), aligned(8), may_alias));
-    _Static_assert(sizeof(isa_insn) == 12 * sizeof(chunk), "isa_insn is 12 16-byte chunks");
+    _Static_assert(sizeof(isa_insn) == 8 * sizeof(chunk), "isa_insn is 8 16-byte chunks");
     chunk *d = (chunk *)dst;
     const chunk *s = (const chunk *)src;
-#pragma GCC unroll 12 /* sizeof(isa_insn) / 16 */
+#pragma GCC unroll 8 /* sizeof(isa_insn) / 16 */
     for (size_t i = 0; i < sizeof *dst / sizeof *d; i++)
         d[i] = s[i];
 }

@@ -346,7 +346,7 @@ static void lx_copy(kt_ctx *c, uint64_t to, uint64_t from, int64_t sticks)
 {
     isa_insn in;
     isa_insn_init(&in, ISA_OP_DMA_LX);
-    in.d.off = (int64_t)to, in.a.off = (int64_t)from, isa_set(&in, run, sticks);
+    isa_set_off(&in.d, (int64_t)to), isa_set_off(&in.a, (int64_t)from), isa_set(&in, run, sticks);
     kt_emit(c, &in);
 }
 

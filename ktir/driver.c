@@ -72,7 +72,7 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
     r->lx = kt_lx_alloc(c, op, (uint64_t)kt_sticks(r) * (uint64_t)sb);
     isa_insn ins;
     isa_insn_init(&ins, isa_op);
-    ins.a.off = (int64_t)a.lx, ins.d.off = (int64_t)r->lx, ins.t = kt_dtype(&a);
+    isa_set_off(&ins.a, (int64_t)a.lx), isa_set_off(&ins.d, (int64_t)r->lx), isa_set(&ins, t, kt_dtype(&a));
     if (dim == a.rank - 1) { /* along the sticks and their lanes: one element per row */
         ins.flags = ISA_F_LANES, isa_set(&ins, n[0], groups), isa_set(&ins, as[0], rows * sb),
             isa_set(&ins, n[1], rows), isa_set(&ins, as[1], sb);
@@ -91,10 +91,10 @@ int kt_reduce(kt_ctx *c, const ml_op *op, kv *r)
         isa_insn j;
         isa_insn_init(&j, isa_op == ISA_OP_SFP_RSUM ? ISA_OP_SFP_ADD : ISA_OP_SFP_MAX);
         if (init.splat == 1) j.bm = ISA_BM_IMM, j.imm = (float)init.f;
-        else if (init.splat == 2) j.bm = ISA_BM_ELEM, j.b.off = (int64_t)init.lx;
-        else j.b.off = (int64_t)init.lx, isa_set(&j, bs[0], sb);
-        j.d.off = j.a.off = (int64_t)res.lx, isa_set(&j, n[0], kt_sticks(&res)), isa_set(&j, ds[0], sb),
-            isa_set(&j, as[0], sb), j.t = kt_dtype(&res);
+        else if (init.splat == 2) j.bm = ISA_BM_ELEM, isa_set_off(&j.b, (int64_t)init.lx);
+        else isa_set_off(&j.b, (int64_t)init.lx), isa_set(&j, bs[0], sb);
+        isa_set_off(&j.d, (int64_t)res.lx), isa_set_off(&j.a, (int64_t)res.lx), isa_set(&j, n[0], kt_sticks(&res)), isa_set(&j, ds[0], sb),
+            isa_set(&j, as[0], sb), isa_set(&j, t, kt_dtype(&res));
         kt_emit(c, &j);
     }
     return 1;

@@ -57,8 +57,8 @@ void kt_emit_fill(kt_ctx *c, uint64_t lx, int64_t sticks, double value, int dtyp
 {
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_IOTA);
-    in.t = dtype;
-    in.d.off = (int64_t)lx, isa_set(&in, n[0], sticks), isa_set(&in, ds[0], c->cfg->stick_bytes);
+    isa_set(&in, t, dtype);
+    isa_set_off(&in.d, (int64_t)lx), isa_set(&in, n[0], sticks), isa_set(&in, ds[0], c->cfg->stick_bytes);
     in.bs[0] = 0, in.bs[1] = 0, in.imm = (float)value;
     kt_emit(c, &in);
 }
@@ -81,9 +81,9 @@ void kt_materialize(kt_ctx *c, const ml_op *op, kv *t)
     if (t->splat == 2) {
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_ADD);
-        in.t = kt_dtype(t);
+        isa_set(&in, t, kt_dtype(t));
         in.bm = ISA_BM_ELEM;
-        in.d.off = in.a.off = (int64_t)lx, in.b.off = (int64_t)t->lx;
+        isa_set_off(&in.d, (int64_t)lx), isa_set_off(&in.a, (int64_t)lx), isa_set_off(&in.b, (int64_t)t->lx);
         isa_set(&in, n[0], n), isa_set(&in, ds[0], c->cfg->stick_bytes), isa_set(&in, as[0], c->cfg->stick_bytes),
             isa_set(&in, bs[0], 0);
         kt_emit(c, &in);
@@ -103,11 +103,11 @@ static void restick(kt_ctx *c, uint64_t lx, int64_t hf, int64_t lane0, uint64_t 
         if (!groups) continue;
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_RST);
-        in.t = dtype, isa_set(&in, vl, part ? w % lanes : lanes), isa_set(&in, bs[0], eb), isa_set(&in, bs[1], eb);
+        isa_set(&in, t, dtype), isa_set(&in, vl, part ? w % lanes : lanes), isa_set(&in, bs[0], eb), isa_set(&in, bs[1], eb);
         int64_t t_off = (int64_t)lx + g0 * hf * sb + lane0 * eb, f_off = (int64_t)at + (flat + g0 * lanes) * eb;
         int64_t t_r = sb, t_g = hf * sb, f_r = pitch * eb, f_g = lanes * eb;
         isa_set(&in, n[0], h), isa_set(&in, n[1], groups);
-        in.a.off = to_tile ? f_off : t_off, in.d.off = to_tile ? t_off : f_off;
+        isa_set_off(&in.a, to_tile ? f_off : t_off), isa_set_off(&in.d, to_tile ? t_off : f_off);
         isa_set(&in, as[0], to_tile ? f_r : t_r), isa_set(&in, ds[0], to_tile ? t_r : f_r);
         isa_set(&in, as[1], to_tile ? f_g : t_g), isa_set(&in, ds[1], to_tile ? t_g : f_g);
         kt_emit(c, &in);
@@ -127,7 +127,7 @@ static int copy_staged(kt_ctx *c, int tensor, int64_t stick0, int64_t nst, uint6
         uint64_t local = kt_stage_base(c) + (uint64_t)i * (uint64_t)sb, at = flat + (uint64_t)(j * sb);
         isa_insn in;
         isa_insn_init(&in, ISA_OP_DMA_LX);
-        in.run = 1, in.d.off = (int64_t)(to_flat ? at : local), in.a.off = (int64_t)(to_flat ? local : at);
+        in.run = 1, isa_set_off(&in.d, (int64_t)(to_flat ? at : local)), isa_set_off(&in.a, (int64_t)(to_flat ? local : at));
         kt_emit(c, &in);
         any = 1;
     }
@@ -144,7 +144,7 @@ static void store_unstaged(kt_ctx *c, int tensor, int64_t stick0, int64_t nst, u
         while (e < nst && !(staged && kt_stage_index(c, tensor, stick0 + e) >= 0)) e++;
         isa_insn in;
         isa_insn_init(&in, ISA_OP_DMA_ST);
-        isa_set(&in, run, e - j), in.d.off = dram + j * sb, in.a.off = (int64_t)flat + j * sb;
+        isa_set(&in, run, e - j), isa_set_off(&in.d, dram + j * sb), isa_set_off(&in.a, (int64_t)flat + j * sb);
         kt_emit(c, &in);
         j = e;
     }
@@ -168,7 +168,7 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
     isa_insn in;
     if (merge) { /* read the sticks the store shares with other data */
         isa_insn_init(&in, ISA_OP_DMA_LD);
-        isa_set(&in, run, nst), in.d.off = (int64_t)flat, in.a.off = dram;
+        isa_set(&in, run, nst), isa_set_off(&in.d, (int64_t)flat), isa_set_off(&in.a, dram);
         kt_emit(c, &in);
     }
     int staged = store && copy_staged(c, tile->tensor, first / lanes, nst, flat, 1);
@@ -178,7 +178,7 @@ static void dma_span(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, in
         store_unstaged(c, tile->tensor, first / lanes, nst, flat, dram, staged);
     } else {
         isa_insn_init(&in, ISA_OP_DMA_LD);
-        isa_set(&in, run, nst), in.d.off = (int64_t)flat, in.a.off = dram;
+        isa_set(&in, run, nst), isa_set_off(&in.d, (int64_t)flat), isa_set_off(&in.a, dram);
         kt_emit(c, &in);
         restick(c, lx, hf, lane0, flat, s, tile->stride, h, w, (int)eb, kt_dtype(tile), 1);
     }
@@ -240,7 +240,7 @@ static void dma_piece(kt_ctx *c, const ml_op *op, const kv *tile, uint64_t lx, i
         isa_set(&in, ds[0], store ? dr_g : lx_g), isa_set(&in, as[0], store ? lx_g : dr_g);
         isa_set(&in, ds[1], store ? dr_r : lx_r), isa_set(&in, as[1], store ? lx_r : dr_r);
     }
-    in.d.off = store ? dram : (int64_t)at, in.a.off = store ? (int64_t)at : dram;
+    isa_set_off(&in.d, store ? dram : (int64_t)at), isa_set_off(&in.a, store ? (int64_t)at : dram);
     kt_emit(c, &in);
 }
 

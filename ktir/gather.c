@@ -221,8 +221,8 @@ static void sfp(kt_ctx *c, int op, int t, uint64_t d, uint64_t a, int bm, uint64
 {
     isa_insn in;
     isa_insn_init(&in, op);
-    in.t = t, in.bm = bm, in.imm = imm;
-    in.d.off = (int64_t)d, in.a.off = (int64_t)a, in.b.off = (int64_t)b;
+    isa_set(&in, t, t), isa_set(&in, bm, bm), in.imm = imm;
+    isa_set_off(&in.d, (int64_t)d), isa_set_off(&in.a, (int64_t)a), isa_set_off(&in.b, (int64_t)b);
     for (int k = 0; k < 2; k++) isa_set(&in, n[k], n[k]), isa_set(&in, ds[k], ds[k]), isa_set(&in, as[k], as[k]),
         isa_set(&in, bs[k], bs[k]);
     kt_emit(c, &in);
@@ -257,8 +257,8 @@ static void elem_gather(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
     int64_t sb = c->cfg->stick_bytes, n = e->k - e->il * q < e->il ? e->k - e->il * q : e->il, eb = kt_ebytes(t);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_DMA_GATHER);
-    in.d.off = (int64_t)e->g + (r * e->k + e->il * q) * e->rowb, in.a.off = dram + gt->base * eb;
-    in.b.off = (int64_t)e->rows + (q * e->m + r) * sb, isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[0]),
+    isa_set_off(&in.d, (int64_t)e->g + (r * e->k + e->il * q) * e->rowb), isa_set_off(&in.a, dram + gt->base * eb);
+    isa_set_off(&in.b, (int64_t)e->rows + (q * e->m + r) * sb), isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[0]),
         isa_set(&in, bs[0], 4);
     isa_set(&in, n[0], n), isa_set(&in, ds[0], e->rowb), isa_set(&in, as[0], t->vstr[0] * eb),
         isa_set(&in, n[1], e->rowb / sb), isa_set(&in, ds[1], sb), isa_set(&in, as[1], sb);
@@ -276,8 +276,8 @@ static void elem_select(kt_ctx *c, const kt_egather *e, int64_t r, int64_t q, in
     sfp(c, ISA_OP_SFP_SEL, e->dt, e->mask, g, ISA_BM_IMM, 0, 0, nn, row, row, z);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_RSUM);
-    in.t = e->dt, in.flags = ISA_F_LANES, in.a.off = (int64_t)e->mask;
-    in.d.off = (int64_t)e->out + (e->il * q / e->lanes * e->m + r) * sb + e->il * q % e->lanes * eb;
+    isa_set(&in, t, e->dt), in.flags = ISA_F_LANES, isa_set_off(&in.a, (int64_t)e->mask);
+    isa_set_off(&in.d, (int64_t)e->out + (e->il * q / e->lanes * e->m + r) * sb + e->il * q % e->lanes * eb);
     isa_set(&in, n[0], ws), isa_set(&in, as[0], sb), isa_set(&in, n[1], n), isa_set(&in, as[1], e->rowb),
         isa_set(&in, ds[1], eb);
     kt_emit(c, &in);
@@ -342,7 +342,7 @@ static void elem_row(kt_ctx *c, const kt_egather *e, const kv *t, int64_t dram, 
     int64_t sb = c->cfg->stick_bytes, eb = kt_ebytes(t), table = dram + c->gathers[t->i].base * eb;
     isa_insn in;
     isa_insn_init(&in, out ? ISA_OP_DMA_SCATTER : ISA_OP_DMA_GATHER);
-    in.d.off = out ? table : (int64_t)buf, in.a.off = out ? (int64_t)buf : table, in.b.off = (int64_t)ri;
+    isa_set_off(&in.d, out ? table : (int64_t)buf), isa_set_off(&in.a, out ? (int64_t)buf : table), isa_set_off(&in.b, (int64_t)ri);
     isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[0]), isa_set(&in, bs[0], 4), isa_set(&in, n[1], e->rowb / sb),
         isa_set(&in, ds[1], sb), isa_set(&in, as[1], sb);
     if (out) isa_set(&in, ds[0], t->vstr[0] * eb);
@@ -421,7 +421,7 @@ void kt_gather_load(kt_ctx *c, const ml_op *op, const kv *t, uint64_t lx)
     for (int64_t g = 0; g < groups; g++) {
         isa_insn in;
         isa_insn_init(&in, ISA_OP_DMA_GATHER);
-        in.d.off = (int64_t)lx + g * hf * sb, in.a.off = dram + (base + g * lanes) * eb, in.b.off = (int64_t)idx;
+        isa_set_off(&in.d, (int64_t)lx + g * hf * sb), isa_set_off(&in.a, dram + (base + g * lanes) * eb), isa_set_off(&in.b, (int64_t)idx);
         isa_set(&in, run, 1), isa_set(&in, vl, t->vshape[k]), isa_set(&in, bs[0], 4);
         isa_set(&in, n[0], t->shape[k]), isa_set(&in, ds[0], row_step(t, k) * sb), isa_set(&in, as[0], t->vstr[k] * eb);
         if (o >= 0) isa_set(&in, n[1], t->shape[o]), isa_set(&in, ds[1], row_step(t, o) * sb),

@@ -102,10 +102,10 @@ static void mask_runs(kt_ctx *c, const ml_op *op, const kv *cond, const kv *b, u
                 int64_t at = (g * rows + row) * sb + lo[i] * eb;
                 isa_insn in;
                 isa_insn_init(&in, ISA_OP_SFP_RST);
-                in.t = kt_dtype(b), isa_set(&in, vl, hi[i] - lo[i]), isa_set(&in, bs[1], eb), isa_set(&in, n[0], k),
+                isa_set(&in, t, kt_dtype(b)), isa_set(&in, vl, hi[i] - lo[i]), isa_set(&in, bs[1], eb), isa_set(&in, n[0], k),
                     isa_set(&in, ds[0], sb);
-                in.d.off = (int64_t)lx + at, in.a.off = (int64_t)src;
-                if (!b->splat) in.a.off += at, isa_set(&in, as[0], sb), isa_set(&in, bs[0], eb);
+                isa_set_off(&in.d, (int64_t)lx + at), isa_set_off(&in.a, (int64_t)src);
+                if (!b->splat) isa_set_off(&in.a, in.a.off + at), isa_set(&in, as[0], sb), isa_set(&in, bs[0], eb);
                 kt_emit(c, &in);
             }
         }
@@ -142,7 +142,7 @@ void kt_select_mask(kt_ctx *c, const ml_op *op, const kv *cond, const kv *av, co
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_MOV);
         r->lx = kt_lx_alloc(c, op, (uint64_t)(kt_sticks(&a) * sb));
-        in.t = kt_dtype(&a), in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, isa_set(&in, n[0], kt_sticks(&a)),
+        isa_set(&in, t, kt_dtype(&a)), isa_set_off(&in.d, (int64_t)r->lx), isa_set_off(&in.a, (int64_t)a.lx), isa_set(&in, n[0], kt_sticks(&a)),
             isa_set(&in, ds[0], sb), isa_set(&in, as[0], sb);
         kt_emit(c, &in);
     }
@@ -247,7 +247,7 @@ static void narrow(kt_ctx *c, const kv *t, uint64_t to)
     for (int h = 0; h < 2 && h < g32; h++) {
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_CVT);
-        in.t = ISA_T_F32, in.d.off = (int64_t)to + h * sb / 2, in.a.off = (int64_t)t->lx + h * rows * sb;
+        in.t = ISA_T_F32, isa_set_off(&in.d, (int64_t)to + h * sb / 2), isa_set_off(&in.a, (int64_t)t->lx + h * rows * sb);
         isa_set(&in, n[0], rows), isa_set(&in, ds[0], sb), isa_set(&in, as[0], sb),
             isa_set(&in, n[1], (g32 - h + 1) / 2), isa_set(&in, ds[1], rows * sb), isa_set(&in, as[1], 2 * rows * sb);
         kt_emit(c, &in);
@@ -263,13 +263,13 @@ static void widen(kt_ctx *c, const ml_op *op, const kv *t, uint64_t to)
     uint64_t mark = c->lx_top, tmp = rows == 1 ? to : kt_lx_alloc(c, op, (uint64_t)(rows * g16 * 2 * sb));
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_CVT);
-    in.t = ISA_T_DL16, in.d.off = (int64_t)tmp, in.a.off = (int64_t)t->lx;
+    in.t = ISA_T_DL16, isa_set_off(&in.d, (int64_t)tmp), isa_set_off(&in.a, (int64_t)t->lx);
     isa_set(&in, n[0], rows), isa_set(&in, ds[0], 2 * sb), isa_set(&in, as[0], sb), isa_set(&in, n[1], g16),
         isa_set(&in, ds[1], 2 * rows * sb), isa_set(&in, as[1], rows * sb);
     kt_emit(c, &in);
     if (rows > 1) {
         isa_insn_init(&in, ISA_OP_DMA_LX);
-        in.d.off = (int64_t)to, in.a.off = (int64_t)tmp, in.run = 1;
+        isa_set_off(&in.d, (int64_t)to), isa_set_off(&in.a, (int64_t)tmp), in.run = 1;
         isa_set(&in, n[0], 2), isa_set(&in, ds[0], rows * sb), isa_set(&in, as[0], sb);
         isa_set(&in, n[1], rows), isa_set(&in, ds[1], sb), isa_set(&in, as[1], 2 * sb);
         isa_set(&in, n[2], g16), isa_set(&in, ds[2], 2 * rows * sb), isa_set(&in, as[2], 2 * rows * sb);

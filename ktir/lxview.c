@@ -149,8 +149,8 @@ void kt_lx_send(kt_ctx *c)
         if (t->lx_core != c->core) continue;
         isa_insn in;
         isa_insn_init(&in, ISA_OP_RING_SEND);
-        in.core = r->reader, in.tok = KT_LX_TOKEN, isa_set(&in, run, r->hi - r->lo + 1);
-        in.a.off = (int64_t)(t->lx_off + (uint64_t)r->lo * sb), in.d.off = (int64_t)(land_base(c) + r->land);
+        isa_set(&in, core, r->reader), in.tok = KT_LX_TOKEN, isa_set(&in, run, r->hi - r->lo + 1);
+        isa_set_off(&in.a, (int64_t)(t->lx_off + (uint64_t)r->lo * sb)), isa_set_off(&in.d, (int64_t)(land_base(c) + r->land));
         isa_stream_push(&c->prog->cores[c->core], &in); /* reads LX nothing writes: no fence needed */
         c->ring_bytes += (double)(in.run * (int64_t)sb);
     }
@@ -205,7 +205,7 @@ void kt_lx_load(kt_ctx *c, const ml_op *op, const kv *p, uint64_t lx, int64_t hf
         isa_insn_init(&in, ISA_OP_DMA_LX);
         isa_set(&in, n[0], groups), isa_set(&in, n[1], h), isa_set(&in, ds[0], hf * sb), isa_set(&in, as[0], sb),
             isa_set(&in, ds[1], sb), isa_set(&in, as[1], s0 * eb);
-        in.d.off = at, in.a.off = src;
+        isa_set_off(&in.d, at), isa_set_off(&in.a, src);
         kt_emit(c, &in);
         return;
     }
@@ -213,9 +213,9 @@ void kt_lx_load(kt_ctx *c, const ml_op *op, const kv *p, uint64_t lx, int64_t hf
         int64_t n = part ? (w % lanes != 0) : w / lanes, g0 = part ? w / lanes : 0;
         if (!n) continue;
         isa_insn_init(&in, ISA_OP_SFP_RST);
-        in.t = kt_dtype(p), isa_set(&in, vl, part ? w % lanes : lanes);
-        isa_set(&in, n[0], h), isa_set(&in, n[1], n), in.a.off = src + g0 * lanes * s1 * eb,
-            in.d.off = at + g0 * hf * sb + lane0 * eb;
+        isa_set(&in, t, kt_dtype(p)), isa_set(&in, vl, part ? w % lanes : lanes);
+        isa_set(&in, n[0], h), isa_set(&in, n[1], n), isa_set_off(&in.a, src + g0 * lanes * s1 * eb),
+            isa_set_off(&in.d, at + g0 * hf * sb + lane0 * eb);
         isa_set(&in, as[0], s0 * eb), isa_set(&in, as[1], lanes * s1 * eb), isa_set(&in, bs[0], s1 * eb);
         isa_set(&in, ds[0], sb), isa_set(&in, ds[1], hf * sb), isa_set(&in, bs[1], eb);
         kt_emit(c, &in);

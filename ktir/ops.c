@@ -125,11 +125,11 @@ static void sfp_binary(kt_ctx *c, const ml_op *op, int isa_op, kv a, const kv *b
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, isa_op);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
-        isa_set(&in, as[0], sb), in.t = kt_dtype(&a);
+    isa_set_off(&in.d, (int64_t)r->lx), isa_set_off(&in.a, (int64_t)a.lx), isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
+        isa_set(&in, as[0], sb), isa_set(&in, t, kt_dtype(&a));
     if (b->splat == 1) in.bm = ISA_BM_IMM, in.imm = (float)b->f;
-    else if (b->splat == 2) in.bm = ISA_BM_ELEM, in.b.off = (int64_t)b->lx;
-    else in.b.off = (int64_t)b->lx, isa_set(&in, bs[0], sb);
+    else if (b->splat == 2) in.bm = ISA_BM_ELEM, isa_set_off(&in.b, (int64_t)b->lx);
+    else isa_set_off(&in.b, (int64_t)b->lx), isa_set(&in, bs[0], sb);
     kt_emit(c, &in);
 }
 
@@ -206,8 +206,8 @@ void kt_sfp_unary(kt_ctx *c, const ml_op *op, int isa_op, kv a, kv *r)
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, isa_op);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a.lx, isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
-        isa_set(&in, as[0], sb), in.t = kt_dtype(&a);
+    isa_set_off(&in.d, (int64_t)r->lx), isa_set_off(&in.a, (int64_t)a.lx), isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
+        isa_set(&in, as[0], sb), isa_set(&in, t, kt_dtype(&a));
     kt_emit(c, &in);
     if (scalar) r->kind = KV_ELEM;
 }
@@ -334,11 +334,11 @@ static int matmul(kt_ctx *c, const ml_op *op, kv *r)
     if (acc) kt_materialize(c, op, &init);
     isa_insn in;
     isa_insn_init(&in, ISA_OP_PT_MM);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)a16, in.b.off = (int64_t)b16;
+    isa_set_off(&in.d, (int64_t)r->lx), isa_set_off(&in.a, (int64_t)a16), isa_set_off(&in.b, (int64_t)b16);
     isa_set(&in, m, m), isa_set(&in, nn, n), isa_set(&in, k, k), isa_set(&in, ds[0], m * sb),
         isa_set(&in, as[0], m * sb), isa_set(&in, bs[0], k * sb);
     if (a.f32) in.flags = ISA_F_F32 | (acc ? ISA_F_ACC : 0);
-    if (acc) in.p.off = (int64_t)init.lx, isa_set(&in, ps, m * sb);
+    if (acc) isa_set_off(&in.p, (int64_t)init.lx), isa_set(&in, ps, m * sb);
     kt_emit(c, &in);
     c->mm_flops += 2.0 * (double)m * (double)n * (double)k;
     if (!a.f32 && !empty && !init.from_empty) {

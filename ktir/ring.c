@@ -78,8 +78,8 @@ static void send_partial(kt_ctx *c, const kv *part, int to, int src, int64_t byt
     isa_insn in;
     isa_insn_init(&in, ISA_OP_RING_SEND);
     c->ring_bytes += (double)bytes;
-    in.core = to, in.tok = KT_RING_TOKEN, in.a.off = (int64_t)part->lx, isa_set(&in, run, bytes / c->cfg->stick_bytes);
-    in.d.off = (int64_t)(c->cfg->lx_bytes - (uint64_t)((src + 1) * bytes));
+    isa_set(&in, core, to), in.tok = KT_RING_TOKEN, isa_set_off(&in.a, (int64_t)part->lx), isa_set(&in, run, bytes / c->cfg->stick_bytes);
+    isa_set_off(&in.d, (int64_t)(c->cfg->lx_bytes - (uint64_t)((src + 1) * bytes)));
     isa_stream_push(&c->prog->cores[c->core], &in);
 }
 
@@ -109,8 +109,8 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
     r->lx = kt_lx_alloc(c, op, (uint64_t)(n * sb));
     isa_insn in;
     isa_insn_init(&in, ISA_OP_SFP_MOV);
-    in.d.off = (int64_t)r->lx, in.a.off = (int64_t)part.lx, isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
-        isa_set(&in, as[0], sb), in.t = kt_dtype(&part);
+    isa_set_off(&in.d, (int64_t)r->lx), isa_set_off(&in.a, (int64_t)part.lx), isa_set(&in, n[0], n), isa_set(&in, ds[0], sb),
+        isa_set(&in, as[0], sb), isa_set(&in, t, kt_dtype(&part));
     isa_stream_push(&c->prog->cores[c->core], &in);
     /* Every partial has arrived before any slot is read: a token says that
      * some partial arrived, not which one. */
@@ -127,9 +127,9 @@ static void op_reduce(kt_ctx *c, const ml_op *op, kv *r)
         slot.lx = c->cfg->lx_bytes - (uint64_t)((t + 1) * bytes);
         isa_insn s;
         isa_insn_init(&s, isa_op);
-        s.d.off = s.a.off = (int64_t)r->lx, s.b.off = (int64_t)slot.lx;
+        isa_set_off(&s.d, (int64_t)r->lx), isa_set_off(&s.a, (int64_t)r->lx), isa_set_off(&s.b, (int64_t)slot.lx);
         isa_set(&s, n[0], n), isa_set(&s, ds[0], sb), isa_set(&s, as[0], sb), isa_set(&s, bs[0], sb),
-            s.t = kt_dtype(&part);
+            isa_set(&s, t, kt_dtype(&part));
         isa_stream_push(&c->prog->cores[c->core], &s);
     }
     kt_push(c, ISA_OP_FENCE); /* every wait took its token: none is left at it */
@@ -209,12 +209,12 @@ void kt_broadcast_vector(kt_ctx *c, const ml_op *op, kv *x, int dim, kv *r)
         uint64_t zero = kt_lx_alloc(c, op, (uint64_t)sb);
         kt_emit_fill(c, zero, 1, 0.0, kt_dtype(r));
         isa_insn_init(&in, ISA_OP_SFP_ADD);
-        in.bm = ISA_BM_ELEM, in.a.off = (int64_t)zero, in.b.off = (int64_t)x->lx, in.bs[0] = kt_ebytes(r);
+        in.bm = ISA_BM_ELEM, isa_set_off(&in.a, (int64_t)zero), isa_set_off(&in.b, (int64_t)x->lx), in.bs[0] = kt_ebytes(r);
     } else {
         isa_insn_init(&in, ISA_OP_SFP_MOV);
-        in.a.off = (int64_t)x->lx, isa_set(&in, as[1], sb);
+        isa_set_off(&in.a, (int64_t)x->lx), isa_set(&in, as[1], sb);
     }
-    in.t = kt_dtype(r), in.d.off = (int64_t)r->lx;
+    isa_set(&in, t, kt_dtype(r)), isa_set_off(&in.d, (int64_t)r->lx);
     isa_set(&in, n[0], rows), isa_set(&in, ds[0], sb), isa_set(&in, n[1], groups), isa_set(&in, ds[1], rows * sb);
     kt_emit(c, &in);
 }
@@ -264,9 +264,9 @@ static void op_transpose(kt_ctx *c, const ml_op *op, kv *r)
         for (int64_t cg = 0; cg * lanes < cols; cg++) {
             isa_insn in;
             isa_insn_init(&in, ISA_OP_SFP_RST);
-            in.t = kt_dtype(&x);
-            in.a.off = (int64_t)x.lx + (cg * rows + rg * lanes) * sb; /* element (rg*L, cg*L) */
-            in.d.off = (int64_t)r->lx + (rg * cols + cg * lanes) * sb; /* element (cg*L, rg*L) */
+            isa_set(&in, t, kt_dtype(&x));
+            isa_set_off(&in.a, (int64_t)x.lx + (cg * rows + rg * lanes) * sb); /* element (rg*L, cg*L) */
+            isa_set_off(&in.d, (int64_t)r->lx + (rg * cols + cg * lanes) * sb); /* element (cg*L, rg*L) */
             isa_set(&in, n[0], rows - rg * lanes < lanes ? rows - rg * lanes : lanes), isa_set(&in, as[0], sb),
                 isa_set(&in, ds[0], eb);
             isa_set(&in, vl, cols - cg * lanes < lanes ? cols - cg * lanes : lanes), isa_set(&in, bs[0], eb),

@@ -283,8 +283,8 @@ static void copy_lanes(kt_ctx *c, uint64_t to, uint64_t from, uint64_t mask, int
         while (e < 64 && (mask >> e & 1)) e++;
         isa_insn in;
         isa_insn_init(&in, ISA_OP_SFP_RST);
-        in.t = dtype, in.vl = e - l, in.bs[0] = in.bs[1] = eb;
-        in.a.off = (int64_t)(from + (uint64_t)(l * eb)), in.d.off = (int64_t)(to + (uint64_t)(l * eb));
+        isa_set(&in, t, dtype), in.vl = e - l, in.bs[0] = in.bs[1] = eb;
+        isa_set_off(&in.a, (int64_t)(from + (uint64_t)(l * eb))), isa_set_off(&in.d, (int64_t)(to + (uint64_t)(l * eb)));
         kt_emit(c, &in);
         l = e;
     }
@@ -295,7 +295,7 @@ static void dma_stick(kt_ctx *c, int op, uint64_t lx, int64_t dram)
     isa_insn in;
     isa_insn_init(&in, op);
     in.run = 1;
-    in.d.off = op == ISA_OP_DMA_ST ? dram : (int64_t)lx, in.a.off = op == ISA_OP_DMA_ST ? (int64_t)lx : dram;
+    isa_set_off(&in.d, op == ISA_OP_DMA_ST ? dram : (int64_t)lx), isa_set_off(&in.a, op == ISA_OP_DMA_ST ? (int64_t)lx : dram);
     kt_emit(c, &in);
 }
 
@@ -338,7 +338,7 @@ void kt_stage_flush(kt_ctx *c, const ml_op *fn)
             isa_insn in;
             isa_insn_init(&in, ISA_OP_RING_SEND);
             in.core = KT_STAGE_OWNER, in.run = 1;
-            in.a.off = (int64_t)(base + (uint64_t)i * sb), in.d.off = (int64_t)(slots + (uint64_t)nt->slot * sb);
+            isa_set_off(&in.a, (int64_t)(base + (uint64_t)i * sb)), isa_set_off(&in.d, (int64_t)(slots + (uint64_t)nt->slot * sb));
             kt_emit(c, &in);
         }
     kt_push(c, ISA_OP_BAR); /* every core's sticks have landed */

@@ -31,7 +31,7 @@ typedef struct {
     int64_t off[4]; /* in->d.off, a, b, p; 0 for wait and sig (their format names no address) */
     int16_t op;     /* as sim_slot.op */
     int16_t kslot;  /* as sim_slot.kslot: found when the run begins (kernels_begin) */
-    int16_t tok;    /* in->tok, or INT16_MAX outside [0, INT16_MAX) (a chip has at most 256 tokens) */
+    int16_t tok;    /* in->tok (an 8-bit field) */
     uint8_t unit;   /* isa_insn_unit, UNIT_UNKNOWN for one beyond a byte */
     uint8_t reg[4]; /* in->d.reg, ...: in [0, ISA_NREGS) (an ELF's 4-bit field and isa_check keep them there; a
                      * program built in memory unchecked has a wild one masked, not read out of bounds) */
@@ -152,7 +152,7 @@ static issue_rec decode_insn(sim_decode *d, const isa_insn *in)
     issue_rec r = {.kslot = -1, .unit = UNIT_UNKNOWN};
     isa_unit v = isa_insn_unit(in);
     r.op = (unsigned)in->op <= INT16_MAX ? (int16_t)in->op : -1;
-    r.tok = in->tok >= 0 && in->tok < INT16_MAX ? (int16_t)in->tok : INT16_MAX;
+    r.tok = in->tok; /* 8 bits: a token number */
     const int sync = r.op == ISA_OP_WAIT || r.op == ISA_OP_SIG; /* (their format names no address) */
     if ((unsigned)v < ISA_NUNITS && !sync) {
         double m = sim_time_min(d->s, in); /* NaN (never past the limit) leaves the bound */

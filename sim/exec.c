@@ -28,6 +28,13 @@ static span extent(int64_t base, int levels, const int32_t *n, const int32_t *st
     return r;
 }
 
+/* in's loop counts as extent and race_sticks take them (the fields are
+ * 16-bit; the other counts they take are not). */
+typedef struct {
+    int32_t v[ISA_MAX_LOOPS];
+} counts;
+static counts counts_of(const isa_insn *in) { return (counts){{in->n[0], in->n[1], in->n[2], in->n[3]}}; }
+
 static const char *unit_name(int u) { return u < ISA_NUNITS ? isa_unit_names[u] : "seq"; }
 
 static int check_lx(sim *s, sim_core *c, const sim_slot *e, int u, const char *opnd, span r)
@@ -110,8 +117,8 @@ static int exec_dma(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
 {
     const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
-    span ds = extent(e->d, ISA_MAX_LOOPS, in->n, in->ds, run);
-    span as = extent(e->a, ISA_MAX_LOOPS, in->n, in->as, run);
+    span ds = extent(e->d, ISA_MAX_LOOPS, counts_of(in).v, in->ds, run);
+    span as = extent(e->a, ISA_MAX_LOOPS, counts_of(in).v, in->as, run);
     if (check_align(s, c, e, u, "d", e->d, ISA_MAX_LOOPS, in->ds, sb) ||
         check_align(s, c, e, u, "a", e->a, ISA_MAX_LOOPS, in->as, sb))
         return -1;
@@ -245,9 +252,9 @@ static int exec_indexed(sim *s, sim_core *c, const sim_slot *e, int u, sim_timin
     const int32_t *tstr = scatter ? in->ds : in->as, *lstr = scatter ? in->as : in->ds;
     const int32_t tn[2] = {in->vl, (int32_t)n1}, tst[2] = {tstr[0], tstr[1]};
     const char *tname = scatter ? "d" : "a", *lname = scatter ? "a" : "d";
-    span ls = extent(lbase, 2, in->n, lstr, run);
+    span ls = extent(lbase, 2, counts_of(in).v, lstr, run);
     span ts = extent(tbase, 2, tn, tst, run); /* the whole table */
-    span bs = extent(e->b, 1, in->n, in->bs, 4);
+    span bs = extent(e->b, 1, counts_of(in).v, in->bs, 4);
     if (check_align(s, c, e, u, lname, lbase, 2, lstr, sb) || check_align(s, c, e, u, tname, tbase, 2, tstr, sb) ||
         check_align(s, c, e, u, "b", e->b, 1, in->bs, 4))
         return -1;
@@ -349,8 +356,8 @@ static int exec_ring(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
         return sim_faultf(s, c->id, u, e->index, "%s: token %" PRId64 " does not exist", isa_info(in->op)->mnemonic, (int64_t)in->tok);
     sim_core *dst = &s->cores[in->core];
     const int64_t sb = s->cfg.stick_bytes, run = in->run * sb;
-    span ds = extent(e->d, 2, in->n, in->ds, run);
-    span as = extent(e->a, 2, in->n, in->as, run);
+    span ds = extent(e->d, 2, counts_of(in).v, in->ds, run);
+    span as = extent(e->a, 2, counts_of(in).v, in->as, run);
     if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_align(s, c, e, u, "a", e->a, 2, in->as, sb) ||
         check_lx(s, dst, e, u, "d", ds) || check_lx(s, c, e, u, "a", as))
         return -1;
@@ -574,11 +581,11 @@ static int exec_iota(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *
     const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes;
     const int t = (int)in->t, lanes = (int)(sb / (t == ISA_T_F32 ? 4 : 2));
-    span dsp = extent(e->d, 2, in->n, in->ds, sb);
+    span dsp = extent(e->d, 2, counts_of(in).v, in->ds, sb);
     if (check_align(s, c, e, u, "d", e->d, 2, in->ds, sb) || check_lx(s, c, e, u, "d", dsp))
         return -1;
     sim_pt_fence(s, c->id, (uint64_t)dsp.lo, (uint64_t)dsp.hi, 1);
-    race_sticks(s, c, u, e, e->d, in->n, in->ds, sb, 1);
+    race_sticks(s, c, u, e, e->d, counts_of(in).v, in->ds, sb, 1);
     tm->end = sim_time_sfp(s, tm->start, in->op, (int64_t)in->n[0] * in->n[1]);
     s->st->sfp_elems += (uint64_t)((int64_t)in->n[0] * in->n[1] * lanes);
     if (!s->opt.values)
@@ -598,7 +605,9 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
 {
     const isa_insn *in = e->in;
     const int64_t sb = s->cfg.stick_bytes;
-    const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2;
+    /* the uint8_t fields read into locals: a character type may alias
+     * anything, so a field's load would be repeated after every store */
+    const int t = (int)in->t, esz = t == ISA_T_F32 ? 4 : 2, bm = in->bm;
     const int lanes = (int)(sb / esz);
     const int op = in->op;
     if (op == ISA_OP_SFP_RST)
@@ -609,13 +618,14 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
     const int lane_reduce = reduce && (in->flags & ISA_F_LANES);
     /* Checks: a is always sticks; d sticks (or elements for a lane
      * reduction, or the other type for cvt); b per its mode. */
-    const int has_b = is_binary(op) && in->bm != ISA_BM_IMM;
+    const int has_b = is_binary(op) && bm != ISA_BM_IMM;
     /* cvt writes the same lanes in the other type: half or twice a stick */
     const int64_t dunit_w = reduce ? (lane_reduce ? esz : sb) : op != ISA_OP_SFP_CVT ? sb : t == ISA_T_F32 ? sb / 2 : sb * 2;
-    const int64_t bunit = in->bm == ISA_BM_ELEM ? esz : sb;
-    span as = extent(e->a, 2, in->n, in->as, sb);
-    span dsp = reduce ? extent(e->d, 1, &in->n[1], &in->ds[1], dunit_w) : extent(e->d, 2, in->n, in->ds, dunit_w);
-    span bsp = extent(e->b, 2, in->n, in->bs, bunit);
+    const int64_t bunit = bm == ISA_BM_ELEM ? esz : sb;
+    const counts n = counts_of(in);
+    span as = extent(e->a, 2, n.v, in->as, sb);
+    span dsp = reduce ? extent(e->d, 1, n.v + 1, &in->ds[1], dunit_w) : extent(e->d, 2, n.v, in->ds, dunit_w);
+    span bsp = extent(e->b, 2, n.v, in->bs, bunit);
     if (check_align(s, c, e, u, "a", e->a, 2, in->as, sb) || check_lx(s, c, e, u, "a", as))
         return -1;
     if (reduce ? check_align(s, c, e, u, "d", e->d, 1, &in->ds[1], dunit_w)
@@ -695,8 +705,8 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
                 load_stick(d, t, cond, lanes);
                 const uint8_t *b = lx + e->b + i0 * in->bs[0] + i1 * in->bs[1];
                 for (int l = 0; l < lanes; l++)
-                    y[l] = in->bm == ISA_BM_VEC ? 0.0f : in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
-                if (in->bm == ISA_BM_VEC)
+                    y[l] = bm == ISA_BM_VEC ? 0.0f : bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
+                if (bm == ISA_BM_VEC)
                     load_stick(b, t, y, lanes);
                 for (int l = 0; l < lanes; l++)
                     x[l] = cond[l] != 0.0f ? x[l] : y[l];
@@ -705,10 +715,10 @@ static int exec_sfp(sim *s, sim_core *c, const sim_slot *e, int u, sim_timing *t
             }
             if (is_binary(op)) {
                 const uint8_t *b = lx + e->b + i0 * in->bs[0] + i1 * in->bs[1];
-                if (in->bm == ISA_BM_VEC) {
+                if (bm == ISA_BM_VEC) {
                     load_stick(b, t, y, lanes);
                 } else {
-                    float v = in->bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
+                    float v = bm == ISA_BM_IMM ? in->imm : load_elem(b, t);
                     for (int l = 0; l < lanes; l++)
                         y[l] = v;
                 }

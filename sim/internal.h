@@ -21,7 +21,7 @@ typedef struct {
     double ready;       /* cycle it was dispatched */
     int16_t op;         /* in->op, or -1 outside [0, INT16_MAX] (only wait and sig are told apart by it) */
     int16_t kslot;      /* its entry of st->kernels, -1 for none (found at issue, see engine.c) */
-    int32_t tok;        /* in->tok, or INT16_MAX when outside [0, INT16_MAX) (no chip has such a token) */
+    int32_t tok;        /* in->tok */
 } sim_slot;
 
 /* sim.c allocates the queues aligned to this, so a slot is one cache line */
@@ -37,14 +37,15 @@ typedef struct {
     double ready; /* cycle it was dispatched */
 } sim_qent;
 
-/* The instruction of a slot with its resolved addresses filled in. */
+/* The instruction of a slot with its resolved addresses filled in (one
+ * past the 56-bit field, from a wild register, reads as -1). */
 static inline void sim_slot_insn(const sim_slot *e, isa_insn *out)
 {
     *out = *e->in;
-    out->d = (isa_addr){0, e->d};
-    out->a = (isa_addr){0, e->a};
-    out->b = (isa_addr){0, e->b};
-    out->p = (isa_addr){0, e->p};
+    out->d = isa_addr_at(0, e->d);
+    out->a = isa_addr_at(0, e->a);
+    out->b = isa_addr_at(0, e->b);
+    out->p = isa_addr_at(0, e->p);
 }
 
 typedef struct {

@@ -14,11 +14,17 @@
 
 /* ---- helpers ---- */
 
-/* Set number operand o's field (4 or 8 bytes: o->size) to v. */
+/* Set number operand o's field (1, 2, 4 or 8 bytes: o->size) to v as isa_set
+ * would: a value the field cannot hold marks in bad. */
 static void set_field(isa_insn *in, const isa_operand *o, int64_t v)
 {
-    const int32_t w = (int32_t)v;
-    memcpy((char *)in + o->offset, o->size == 4 ? (const void *)&w : (const void *)&v, o->size);
+    char *p = (char *)in + o->offset;
+    switch (o->size) {
+    case 1: isa_store8(in, (uint8_t *)p, v); break;
+    case 2: isa_store16(in, (uint16_t *)p, v); break;
+    case 4: isa_store32(in, (int32_t *)p, v); break;
+    default: memcpy(p, &v, 8);
+    }
 }
 
 static int addr_eq(isa_addr x, isa_addr y)
@@ -65,9 +71,9 @@ static void fill_nondefault(isa_insn *in, int op)
             set_field(in, o, -(int64_t)(1000 * i + 123)); /* negative: the sign must survive */
             break;
         case ISA_K_ADDR: {
-            isa_addr *a = (isa_addr *)((char *)in + o->offset);
-            a->reg = 1 + i % (ISA_NREGS - 1);
-            a->off = (int64_t)(1ull << 39) + 0x80 * i; /* top bit of the 40-bit offset set */
+            /* top bit of the 40-bit offset set */
+            *(isa_addr *)((char *)in + o->offset) =
+                isa_addr_at(1 + i % (ISA_NREGS - 1), (int64_t)(1ull << 39) + 0x80 * i);
             break;
         }
         case ISA_K_F32:
@@ -228,11 +234,20 @@ static void expect_encode_error(const isa_insn *in, const char *operand)
         expect_encode_error(&in, operand);                                                                             \
     } while (0)
 
+/* The same through isa_set, for a value the field cannot hold (the
+ * store marks the instruction bad; isa_encode names the operand). */
+#define EXPECT_SET_ERROR(op, field, value, operand)                                                                    \
+    do {                                                                                                               \
+        isa_insn_init(&in, op);                                                                                        \
+        isa_set(&in, field, value);                                                                                    \
+        expect_encode_error(&in, operand);                                                                             \
+    } while (0)
+
 static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
 {
     isa_insn in;
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, run, 0, "run"); /* below the minimum */
-    EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, run, 1 << 16, "run"); /* does not fit 16 bits */
+    EXPECT_SET_ERROR(ISA_OP_DMA_LD, run, 1 << 16, "run"); /* does not fit 16 bits */
     EXPECT_ENCODE_ERROR(ISA_OP_DMA_LD, n[3], 0, "n3");
     isa_insn_init(&in, ISA_OP_DMA_ST);
     isa_set(&in, ds[1], (int64_t)1 << 31); /* one past the largest signed 32-bit */
@@ -250,12 +265,12 @@ static void test_out_of_range_operands_fail_to_encode_naming_the_operand(void)
     expect_encode_error(&in, "v");
     EXPECT_ENCODE_ERROR(ISA_OP_LOOP, val, 0, "n");
     EXPECT_ENCODE_ERROR(ISA_OP_WAIT, u, ISA_NUNITS, "u"); /* fits 3 bits but names no unit */
-    EXPECT_ENCODE_ERROR(ISA_OP_SIG, tok, 256, "t");
+    EXPECT_SET_ERROR(ISA_OP_SIG, tok, 256, "t");
     EXPECT_ENCODE_ERROR(ISA_OP_PT_MM, flags, 4, "f");
     EXPECT_ENCODE_ERROR(ISA_OP_PT_MM, c, 2, "c");
     EXPECT_ENCODE_ERROR(ISA_OP_SFP_ADD, bm, 3, "bm");
     EXPECT_ENCODE_ERROR(ISA_OP_SFP_RSUM, vl, 1 << 24, "vl");
-    EXPECT_ENCODE_ERROR(ISA_OP_RING_SEND, core, 256, "core");
+    EXPECT_SET_ERROR(ISA_OP_RING_SEND, core, 256, "core");
 }
 
 /* The legal range of number operand o by its row (kind, bits, min, names). */
@@ -283,8 +298,8 @@ static void operand_range(const isa_operand *o, int64_t *lo, int64_t *hi)
 
 /* isa_fits (the emitters' check, made per format) agrees with the operand
  * rows at every number operand's edges: its lowest and highest values
- * fit, one past either does not and isa_check names the operand (for a
- * 4-byte field: when the value is a 32-bit one, as an emitter's is). */
+ * fit, one past either does not and isa_check names the operand (one
+ * its field cannot hold is stored as isa_set stores it: marked bad). */
 static void test_every_operand_fits_exactly_its_range(void)
 {
     char err[256];
@@ -298,8 +313,6 @@ static void test_every_operand_fits_exactly_its_range(void)
             operand_range(o, &lo, &hi);
             const int64_t v[4] = {lo, hi, lo - 1, hi + 1};
             for (int k = 0; k < 4; k++) {
-                if (o->size == 4 && (v[k] < INT32_MIN || v[k] > INT32_MAX))
-                    continue;
                 isa_insn in;
                 fill_nondefault(&in, op);
                 set_field(&in, o, v[k]);
@@ -378,26 +391,51 @@ static void test_parse_errors_name_the_problem(void)
     CU_ASSERT_EQUAL(isa_parse_insn("wait u=dmai t", &in, err, sizeof err), -1);
 }
 
-/* The few-bit operands are 32-bit fields: a text value past 32 bits is
- * refused by its range, not wrapped into it (2^32 + 1 would wrap to 1). */
-static void test_parse_refuses_a_value_a_32_bit_field_would_wrap(void)
+/* The few-bit operands are 8-bit fields, the registers of addresses 8
+ * bits and their offsets 56: a text value past them is refused by its
+ * range, not wrapped into it (257 would wrap to 1, 2^56 + 128 to 128). */
+static void test_parse_refuses_a_value_a_narrow_field_would_wrap(void)
 {
     isa_insn in;
     char err[256] = "";
-    CU_ASSERT_EQUAL(sizeof in.tok, 4);
+    CU_ASSERT_EQUAL(sizeof in.tok, 1);
+    CU_ASSERT_EQUAL(isa_parse_insn("sig u=dmai t=257", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range"));
     CU_ASSERT_EQUAL(isa_parse_insn("sig u=dmai t=4294967297", &in, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range"));
-    CU_ASSERT_EQUAL(isa_parse_insn("ring.send core=4294967298", &in, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(isa_parse_insn("ring.send core=258", &in, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "core"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.lx d=r257+0x80", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no register r257"));
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.lx a=72057594037928064", &in, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "operand a"));
     CU_ASSERT_EQUAL(isa_parse_insn("sig u=dmai t=255", &in, err, sizeof err), 0);
     CU_ASSERT_EQUAL(in.tok, 255);
 }
 
-/* The counts and strides are 32-bit fields: a computed value past 32 bits
- * stored through isa_set is refused naming its operand, not wrapped into
- * range (2^32 + 128 would wrap to a legal stride of 128, 2^32 + 2 to a
- * run of 2), and a text value so large is refused by its range. */
-static void test_a_count_or_stride_past_its_32_bit_field_is_refused(void)
+/* A computed address whose offset (or register) its field cannot hold is
+ * made one isa_addr_fits refuses, never a wrapped one that would pass. */
+static void test_an_address_past_its_fields_is_refused(void)
+{
+    CU_ASSERT_EQUAL(sizeof(isa_addr), 8);
+    isa_addr a = isa_addr_at(0, ((int64_t)1 << 56) + 128);
+    CU_ASSERT_FALSE(isa_addr_fits(&a));
+    a = isa_addr_at(257, 128);
+    CU_ASSERT_FALSE(isa_addr_fits(&a));
+    a = isa_addr_at(-1, 128);
+    CU_ASSERT_FALSE(isa_addr_fits(&a));
+    a = isa_addr_at(ISA_NREGS - 1, ((int64_t)1 << ISA_ADDR_OFF_BITS) - 1);
+    CU_ASSERT_TRUE(isa_addr_fits(&a));
+    CU_ASSERT_EQUAL(a.reg, ISA_NREGS - 1);
+    CU_ASSERT_EQUAL(a.off, ((int64_t)1 << ISA_ADDR_OFF_BITS) - 1);
+}
+
+/* The strides are 32-bit fields and the counts 16-bit: a computed value
+ * past its field stored through isa_set is refused naming its operand,
+ * not wrapped into range (2^32 + 128 would wrap to a legal stride of 128,
+ * 2^16 + 2 to a run of 2), and a text value so large is refused by its
+ * range. */
+static void test_a_count_or_stride_past_its_field_is_refused(void)
 {
     isa_insn in;
     char err[256] = "";
@@ -411,11 +449,15 @@ static void test_a_count_or_stride_past_its_32_bit_field_is_refused(void)
     isa_set(&in, m, 8); /* a later store that fits keeps the first one named */
     expect_encode_error(&in, "ps");
     isa_insn_init(&in, ISA_OP_DMA_LD);
-    isa_set(&in, run, ((int64_t)1 << 32) + 2);
+    isa_set(&in, run, ((int64_t)1 << 16) + 2);
     expect_encode_error(&in, "run");
+    isa_insn_init(&in, ISA_OP_PT_MM);
+    isa_set(&in, k, ((int64_t)1 << 16) + 64);
+    CU_ASSERT_FALSE(isa_fits_PT(&in));
+    expect_encode_error(&in, "k");
     CU_ASSERT_EQUAL(isa_parse_insn("dma.ld ds0=4294967424", &in, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "ds0"));
-    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld n1=4294967297", &in, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(isa_parse_insn("dma.ld n1=65537", &in, err, sizeof err), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "n1"));
     CU_ASSERT_EQUAL(isa_parse_insn("dma.ld ds0=-128 n1=7", &in, err, sizeof err), 0);
     CU_ASSERT_EQUAL(in.ds[0], -128);
@@ -434,7 +476,7 @@ static void test_a_growing_stream_keeps_its_instructions(void)
     for (long i = 0; i < n; i++) {
         isa_insn *in = isa_stream_room(&s);
         isa_insn_init(in, ISA_OP_LI);
-        in->reg = 1 + (int)(i % 15);
+        isa_set(in, reg, 1 + (int)(i % 15));
         in->val = i * 7;
         s.n++;
     }
@@ -470,7 +512,7 @@ static void test_streams_growing_in_an_arena_keep_their_instructions(void)
                 continue;
             isa_insn *in = isa_stream_room(&p->cores[c]);
             isa_insn_init(in, ISA_OP_LI);
-            in->reg = 1 + c;
+            isa_set(in, reg, 1 + c);
             in->val = i * 7 + c;
             p->cores[c].n++;
         }
@@ -1171,11 +1213,12 @@ int main(void)
          test_out_of_range_operands_fail_to_encode_naming_the_operand},
         {"the largest legal operands encode", test_largest_legal_operands_encode},
         {"every operand fits exactly its range", test_every_operand_fits_exactly_its_range},
-        {"a count or stride past its 32-bit field is refused", test_a_count_or_stride_past_its_32_bit_field_is_refused},
+        {"a count or stride past its field is refused", test_a_count_or_stride_past_its_field_is_refused},
         {"the address check names a bad address and ignores other operands",
          test_address_check_names_a_bad_address_and_ignores_other_operands},
         {"parse errors name the problem", test_parse_errors_name_the_problem},
-        {"parse refuses a value a 32-bit field would wrap", test_parse_refuses_a_value_a_32_bit_field_would_wrap},
+        {"parse refuses a value a narrow field would wrap", test_parse_refuses_a_value_a_narrow_field_would_wrap},
+        {"an address past its fields is refused", test_an_address_past_its_fields_is_refused},
         {"a growing stream keeps its instructions", test_a_growing_stream_keeps_its_instructions},
         {"streams growing in an arena keep their instructions", test_streams_growing_in_an_arena_keep_their_instructions},
         {"buffers in an arena keep their bytes", test_buffers_in_an_arena_keep_their_bytes},

@@ -1,15 +1,17 @@
 #!/usr/bin/python3
-"""tests/test_narrow_stores.py: no 64-bit value is stored into a 32-bit isa_insn field unchecked.
+"""tests/test_narrow_stores.py: no wider value is stored into a narrow isa_insn field unchecked.
 
     /usr/bin/python3 tests/test_narrow_stores.py BUILD/compile_commands.json
 
-isa_insn's counts and strides are 32-bit fields (isa/isa.h): a value computed
-in 64 bits must be stored through isa_set, which marks the instruction bad
-when it does not fit, so that isa_check refuses it instead of the program
-silently taking the wrapped value.  This test compiles every source file of
-the build again with gcc's -Wconversion (syntax only) and fails on any
-narrowing warning on a line that stores into one of isa_insn's 32-bit
-fields (read from isa/isa.h, so a field narrowed later is covered too).
+isa_insn's strides are 32-bit fields, its counts 16-bit and its few-bit
+operands 8-bit (isa/isa.h): a value computed wider must be stored through
+isa_set, which marks the instruction bad when it does not fit, so that
+isa_check refuses it instead of the program silently taking the wrapped
+value; an address's 56-bit offset and 8-bit register (isa_addr's
+bit-fields) go through isa_addr_at.  This test compiles every source file
+of the build again with gcc's -Wconversion (syntax only) and fails on any
+narrowing warning on a line that stores into one of those fields (read
+from isa/isa.h, so a field narrowed later is covered too).
 An explicit cast says the value fits (and why, in a comment): it is not flagged.
 Prints each such line, then "N files, M stores unchecked"; exits 0 only when
 M is 0.
@@ -26,12 +28,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def narrow_fields():
-    """The names of isa_insn's fields narrower than 64 bits."""
+    """The names of isa_insn's fields narrower than 64 bits, and of isa_addr's
+    bit-fields (its register and offset)."""
     text = open(os.path.join(ROOT, "isa", "isa.h")).read()
     body = re.search(r"typedef struct isa_insn \{(.*?)\} isa_insn;", text, re.S).group(1)
     names = []
     for decl in re.findall(r"^\s*u?int(?:8|16|32)_t\s+([^;]+);", body, re.M):
         names += [re.sub(r"\[.*", "", n).strip() for n in decl.split(",")]
+    addr = re.search(r"typedef struct \{([^}]*)\} isa_addr;", text, re.S).group(1)
+    names += re.findall(r"^\s*u?int(?:8|16|32|64)_t\s+(\w+)\s*:\s*\d+\s*;", addr, re.M)
+    assert "off" in names and "reg" in names, names
     return names
 
 
@@ -68,7 +74,7 @@ def main():
     for out in outputs:
         for line in out.splitlines():
             m = re.match(r"(.+?):(\d+):\d+: warning: (conversion from|implicit conversion loses"
-                         r" integer precision:) .* to 'u?int(8|16|32)_t'", line)  # gcc, clang
+                         r" integer precision:) .* to '(u?int(8|16|32)_t|[\w ]+:\d+|signed char)'", line)  # gcc, clang; a bit-field (8 bits: signed char)
             if not m:
                 continue
             src = open(m.group(1)).read().splitlines()[int(m.group(2)) - 1]

@@ -975,7 +975,7 @@ static isa_program *copy_program(int64_t load_from)
     isa_insn in;
     isa_insn_init(&in, ISA_OP_DMA_LD);
     in.d.off = 0;
-    in.a.off = load_from;
+    isa_set_off(&in.a, load_from);
     isa_set(&in, run, sticks);
     isa_stream_push(&p->cores[0], &in);
     isa_insn_init(&in, ISA_OP_SIG);
@@ -987,7 +987,7 @@ static isa_program *copy_program(int64_t load_from)
     in.tok = 0;
     isa_stream_push(&p->cores[0], &in);
     isa_insn_init(&in, ISA_OP_DMA_ST);
-    in.d.off = (int64_t)p->tensors[1].dram_off;
+    isa_set_off(&in.d, (int64_t)p->tensors[1].dram_off);
     in.a.off = 0;
     isa_set(&in, run, sticks);
     isa_stream_push(&p->cores[0], &in);
@@ -1092,7 +1092,7 @@ static void test_launch_reports_a_fault_with_core_unit_and_index(void)
     rt_device *dev = open4();
     isa_program *p = copy_program(0);
     int64_t outside = (int64_t)p->dram_bytes; /* the load reads past the segment */
-    p->cores[0].insns[0].a.off = outside;
+    isa_set_off(&p->cores[0].insns[0].a, outside);
     rt_program *prog = load(dev, p);
     rt_run_result res;
     CU_ASSERT_EQUAL(rt_launch(prog, &res), -1);
@@ -1142,19 +1142,19 @@ static isa_program *mm_weights_program(int64_t n)
     const int64_t x_lx = 0, w_lx = MM_M * MM_K * 2, y_lx = w_lx + gq * MM_K * sb;
     for (int c = 0; c < 4; c++) {
         isa_insn *in = tu_emit(p, c, ISA_OP_DMA_LD);
-        in->d.off = x_lx;
-        in->a.off = (int64_t)p->tensors[x].dram_off;
+        isa_set_off(&in->d, x_lx);
+        isa_set_off(&in->a, (int64_t)p->tensors[x].dram_off);
         isa_set(in, run, (int64_t)(p->tensors[x].bytes / sb));
         in = tu_emit(p, c, ISA_OP_DMA_LD);
-        in->d.off = w_lx;
-        in->a.off = c * gq * MM_K * sb;
+        isa_set_off(&in->d, w_lx);
+        isa_set_off(&in->a, c * gq * MM_K * sb);
         isa_set(in, run, gq * MM_K);
         tu_sync(p, c, ISA_OP_SIG, ISA_U_DMAI, 0);
         tu_sync(p, c, ISA_OP_WAIT, ISA_U_PT0, 0);
         in = tu_emit(p, c, ISA_OP_PT_MM);
-        in->d.off = y_lx;
-        in->a.off = x_lx;
-        in->b.off = w_lx;
+        isa_set_off(&in->d, y_lx);
+        isa_set_off(&in->a, x_lx);
+        isa_set_off(&in->b, w_lx);
         in->m = MM_M;
         isa_set(in, nn, n / 4);
         in->k = MM_K;
@@ -1164,8 +1164,8 @@ static isa_program *mm_weights_program(int64_t n)
         tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 1);
         tu_sync(p, c, ISA_OP_WAIT, ISA_U_DMAO, 1);
         in = tu_emit(p, c, ISA_OP_DMA_ST);
-        in->d.off = (int64_t)p->tensors[y].dram_off + c * gq * MM_M * sb;
-        in->a.off = y_lx;
+        isa_set_off(&in->d, (int64_t)p->tensors[y].dram_off + c * gq * MM_M * sb);
+        isa_set_off(&in->a, y_lx);
         isa_set(in, run, gq * MM_M);
     }
     tu_halt_all(p);

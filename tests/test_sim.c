@@ -165,9 +165,9 @@ static void check_small_product(const uint8_t *at, float A[SMALL_M][SMALL_K], fl
 static isa_insn *emit_f32_product(isa_program *p, int64_t d, int64_t b, int m, int n, int flags)
 {
     isa_insn *mm = tu_emit_at(p, 0, ISA_OP_PT_MM, d, 0);
-    mm->flags = flags;
-    mm->b.off = b;
-    mm->m = m, mm->nn = n, mm->k = 64;
+    isa_set(mm, flags, flags);
+    isa_set_off(&mm->b, b);
+    isa_set(mm, m, m), isa_set(mm, nn, n), mm->k = 64;
     mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
     return mm;
 }
@@ -319,9 +319,9 @@ static void test_pt_matmul_matches_hand_computation(void)
     mm->d.off = 0x10000;
     mm->a.off = 0;
     mm->b.off = 0x4000;
-    mm->m = m;
-    mm->nn = n;
-    mm->k = k;
+    isa_set(mm, m, m);
+    isa_set(mm, nn, n);
+    isa_set(mm, k, k);
     mm->as[0] = 0x1000;
     mm->ds[0] = 0x1000;
     const isa_insn first = *mm;
@@ -384,11 +384,11 @@ static void test_products_share_a_tile_conversion_only_for_equal_bytes(void)
         isa_insn *mm = tu_emit(p, 0, ISA_OP_PT_MM);
         mm->flags = ISA_F_F32;
         mm->d.off = 0x10000 + i * 0x2000;
-        mm->a.off = prod[i].a;
-        mm->b.off = prod[i].b;
-        mm->m = m;
-        mm->nn = n;
-        mm->k = k;
+        isa_set_off(&mm->a, prod[i].a);
+        isa_set_off(&mm->b, prod[i].b);
+        isa_set(mm, m, m);
+        isa_set(mm, nn, n);
+        isa_set(mm, k, k);
         mm->as[0] = 0x1000;
         mm->ds[0] = 0x1000;
     }
@@ -440,14 +440,15 @@ static void test_fp32_sums_reach_dma_and_a_later_load_overwrites_them(void)
     mm->flags = ISA_F_F32;
     mm->d.off = 0x10000;
     mm->b.off = 0x4000;
-    mm->m = m;
-    mm->nn = n;
-    mm->k = k;
+    isa_set(mm, m, m);
+    isa_set(mm, nn, n);
+    isa_set(mm, k, k);
     mm->as[0] = 0x1000;
     mm->ds[0] = 0x1000;
     tu_sync(p, 0, ISA_OP_SIG, ISA_U_PT0, 0);
     tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAO, 0);
-    tu_emit_at(p, 0, ISA_OP_DMA_ST, 0x8000, 0x10000)->run = m;
+    isa_insn *st = tu_emit_at(p, 0, ISA_OP_DMA_ST, 0x8000, 0x10000);
+    isa_set(st, run, m);
     tu_sync(p, 0, ISA_OP_SIG, ISA_U_DMAO, 1);
     tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAI, 1);
     tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x10000, 0x1000);
@@ -499,7 +500,7 @@ static void test_sums_kept_in_pieces_feed_wider_and_narrower_products(void)
                                   half > 0 ? half * 32 * 128 : 0);
         mm->flags = first ? ISA_F_F32 : in_place ? ISA_F_F32 | ISA_F_ACC : ISA_F_ACC;
         mm->b.off = first ? 0x4000 + h * 0x2000 : 0x4000;
-        mm->p.off = in_place ? D : D + half * 32 * 128;
+        isa_set_off(&mm->p, in_place ? D : D + half * 32 * 128);
         mm->m = half >= 0 ? 32 : M, mm->nn = first ? 64 : N, mm->k = K;
         mm->as[0] = 0x2000, mm->bs[0] = 0x2000;
         isa_set(mm, ds[0], grp);
@@ -542,8 +543,10 @@ static void test_a_load_over_a_queued_products_operands_leaves_it_the_old_ones(v
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     emit_busy_then_small(p, 0, 60);
     tu_sync(p, 0, ISA_OP_WAIT, ISA_U_DMAI, 0);
-    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x1000, 0)->run = m; /* A's second group */
-    tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x4000, 0)->run = k; /* all of B */
+    isa_insn *a2 = tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x1000, 0); /* A's second group */
+    isa_set(a2, run, m);
+    isa_insn *b = tu_emit_at(p, 0, ISA_OP_DMA_LD, 0x4000, 0); /* all of B */
+    isa_set(b, run, k);
     tu_halt_all(p);
     sim_fault f;
     CU_ASSERT_EQUAL_FATAL(run(s, p, &f), 0);
@@ -640,7 +643,7 @@ static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
     for (int c = 0; c <= 2; c += 2) { /* products first, so that the workers exist */
         isa_insn *warm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x30000, 0);
         warm->b.off = 0x8000;
-        warm->m = m, warm->nn = n, warm->k = k;
+        isa_set(warm, m, m), isa_set(warm, nn, n), isa_set(warm, k, k);
         warm->as[0] = 0x1000, warm->ds[0] = 0x1000;
         tu_sync(p, c, ISA_OP_SIG, ISA_U_PT0, 1);
     }
@@ -648,7 +651,7 @@ static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
     isa_insn *snd = tu_emit_at(p, 0, ISA_OP_RING_SEND, 0x4000, 0x4000); /* B to core 2 */
     snd->core = 2;
     snd->tok = 2;
-    snd->run = k;
+    isa_set(snd, run, k);
     tu_sync(p, 0, ISA_OP_SIG, ISA_U_RING, 3);
     tu_sync(p, 0, ISA_OP_WAIT, ISA_U_PT0, 3);
     tu_sync(p, 2, ISA_OP_WAIT, ISA_U_DMAI, 1);
@@ -660,7 +663,7 @@ static void test_a_load_into_a_ring_copy_ends_its_shared_conversion(void)
         isa_insn *mm = tu_emit_at(p, c, ISA_OP_PT_MM, 0x20000, 0);
         mm->flags = ISA_F_F32;
         mm->b.off = 0x4000;
-        mm->m = m, mm->nn = n, mm->k = k;
+        isa_set(mm, m, m), isa_set(mm, nn, n), isa_set(mm, k, k);
         mm->as[0] = 0x1000, mm->ds[0] = 0x1000;
     }
     tu_halt_all(p);
@@ -1054,7 +1057,7 @@ static void test_lx_out_of_bounds_names_core_unit_and_index(void)
     isa_program *p = tu_prog_new(cfg4.cores, 1 << 20);
     tu_emit(p, 2, ISA_OP_NOP);
     isa_insn *ld = tu_emit(p, 2, ISA_OP_DMA_LD);
-    ld->d.off = cfg4.lx_bytes - 128;
+    isa_set_off(&ld->d, cfg4.lx_bytes - 128);
     ld->run = 2;
     tu_halt_all(p);
     expect_fault(p, 2, ISA_U_DMAI, 1, "outside LX");

@@ -17,8 +17,8 @@ static chip_config cfg4;
 static isa_insn *load(isa_program *p, int core, int64_t lx, int64_t dram, int64_t sticks)
 {
     isa_insn *in = tu_emit(p, core, ISA_OP_DMA_LD);
-    in->d.off = lx;
-    in->a.off = dram;
+    isa_set_off(&in->d, lx);
+    isa_set_off(&in->a, dram);
     isa_set(in, run, sticks);
     return in;
 }
@@ -331,7 +331,7 @@ static double sfp_pair_cycles(int fence)
         if (c && fence)
             tu_emit(p, 0, ISA_OP_FENCE);
         isa_insn *in = tu_emit(p, 0, ISA_OP_SFP_RELU);
-        in->c = c;
+        isa_set(in, c, c);
         in->n[0] = 100;
         in->as[0] = in->ds[0] = 128;
         in->a.off = c * 0x10000;
@@ -374,7 +374,7 @@ static void test_disjoint_bytes_of_one_stick_do_not_race(void)
     isa_program *p = tu_prog_new(cfg4.cores, 4 << 20);
     for (int c = 0; c < 2; c++) {
         isa_insn *r = tu_emit(p, 0, ISA_OP_SFP_RMAX);
-        r->c = c;
+        isa_set(r, c, c);
         r->flags = ISA_F_LANES;
         r->a.off = 0x800 * c;
         r->d.off = 0x4000 + 2 * c;

@@ -207,16 +207,16 @@ isa_insn *tu_emit(isa_program *p, int core, int op)
 isa_insn *tu_sync(isa_program *p, int core, int op, int unit, int tok)
 {
     isa_insn *in = tu_emit(p, core, op);
-    in->u = unit;
-    in->tok = tok;
+    isa_set(in, u, unit);
+    isa_set(in, tok, tok);
     return in;
 }
 
 isa_insn *tu_emit_at(isa_program *p, int core, int op, int64_t d, int64_t a)
 {
     isa_insn *in = tu_emit(p, core, op);
-    in->d.off = d;
-    in->a.off = a;
+    isa_set_off(&in->d, d);
+    isa_set_off(&in->a, a);
     return in;
 }
 

@@ -320,9 +320,11 @@ static const isa_addr *caddr_at(const isa_insn *in, const isa_operand *o)
 typedef uint64_t rr_pair __attribute__((vector_size(16), aligned(8), may_alias));
 #define RR_NPAIRS RR_NWORDS /* at most (a pair per word with a field) */
 /* Pairs every op has (padded with pairs that compare nothing): insn_same
- * compares them without a loop.  A wait or sig has two (op and tok; u),
- * and they are two in three of the prefill layer's instructions: the loop
- * over them was half of comparing one. */
+ * compares them without a loop.  Wait and sig are two in three of the
+ * prefill layer's instructions (a loop over their pairs was half of
+ * comparing one); at 128 bytes they have one pair (tok and u share a
+ * word), but one unrolled and the loop for the rest was slower than two
+ * (callgrind, prefill's compile 763.7 M against 754.5 M). */
 #define RR_PAIRS_FIRST 2
 typedef struct {
     int naddr;
@@ -1097,7 +1099,7 @@ static void push(rr_out *o, const isa_insn *in)
 static void push_reg(rr_out *o, int op, int reg, int64_t v)
 {
     isa_insn *in = room(o, op);
-    in->reg = reg;
+    isa_set(in, reg, reg);
     in->val = v;
     commit(o);
 }
@@ -1156,9 +1158,7 @@ static void walk_nest(rr_out *o, const rr_ent *e, long n, const rr_regs *R, cons
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++) {
                 const int r = R->assign[j * RR_NADDR + k];
-                isa_addr *a = addr_at(in, ao[k]);
-                a->reg = r;
-                a->off = x->off[k] - (r ? K[r - 1] : 0);
+                *addr_at(in, ao[k]) = isa_addr_at(r, x->off[k] - (r ? K[r - 1] : 0));
             }
             commit_copy(o);
         }
@@ -1197,7 +1197,7 @@ static void emit_list(rr_out *o, const rr_ent *e, long n)
             const isa_operand *const *ao;
             int na = addr_ops(in, &ao);
             for (int k = 0; k < na; k++)
-                addr_at(in, ao[k])->off = e[j].off[k];
+                isa_set_off(addr_at(in, ao[k]), e[j].off[k]);
             commit_copy(o);
             j++;
         }
@@ -1425,8 +1425,7 @@ static void emit_as_code(rr_out *o, rr_tmpl *t, const isa_insn *s)
             int fits = 1; /* (commit_copy's check, of the addresses as they are set: a call and a walk of the op's operands fewer) */
             for (int q = 0; q < k->na; q++) {
                 isa_addr *a = addr_at(in, f->addr[q]);
-                a->reg = k->areg[q];
-                a->off = k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]];
+                *a = isa_addr_at(k->areg[q], k->aoff[q] + t->delta[k->shape][q] - moved[k->areg[q]]);
                 fits &= isa_addr_fits(a);
             }
             if (!fits)

@@ -396,8 +396,8 @@ static void rst_memo_keep(const be_rst *r, const cc_sfp_args *a, int64_t n)
     x->a = ir_xmalloc((size_t)(n + 1) * sizeof *x->a);
     for (int64_t i = 0; i < n; i++) {
         x->a[i] = a[i];
-        x->a[i].d.off -= d0;
-        x->a[i].a.off -= s0;
+        isa_set_off(&x->a[i].d, x->a[i].d.off - d0);
+        isa_set_off(&x->a[i].a, x->a[i].a.off - s0);
     }
 }
 
@@ -428,8 +428,8 @@ void be_rst_flush(be_rst *r)
         const int64_t d0 = r->run[0].dst, s0 = r->run[0].src;
         for (int64_t i = 0; r->e && i < hit->n; i++) {
             cc_sfp_args p = hit->a[i];
-            p.d.off += d0;
-            p.a.off += s0;
+            isa_set_off(&p.d, p.d.off + d0);
+            isa_set_off(&p.a, p.a.off + s0);
             cc_emit_sfp(r->e, &p);
         }
         rst_done(r);

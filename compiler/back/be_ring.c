@@ -544,8 +544,8 @@ void mm_splitk_reduce(mm_core *mc)
         cc_dma_shape sh = cc_dma_groups(cc_min(ISA_COUNT_MAX, sticks - s0), 1, 0, 0);
         isa_insn in;
         isa_insn_init(&in, ISA_OP_RING_RED);
-        in.core = e->core - 1;
-        in.tok = s0 + ISA_COUNT_MAX >= sticks ? mc->red : ISA_TOK_NONE;
+        isa_set(&in, core, e->core - 1);
+        isa_set(&in, tok, s0 + ISA_COUNT_MAX >= sticks ? mc->red : ISA_TOK_NONE);
         in.t = ISA_T_F32;
         in.d = cc_abs(mc->P + s0 * sb);
         in.a = cc_abs(mc->P + s0 * sb);

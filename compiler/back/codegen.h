@@ -142,8 +142,8 @@ int cc_tok_alloc(cc_emit *e, const char *what);
 int cc_reg_alloc(cc_emit *e);
 
 /* Operand addresses. */
-static inline isa_addr cc_abs(int64_t off) { isa_addr a = {0, off}; return a; }
-static inline isa_addr cc_reg(int reg, int64_t off) { isa_addr a = {reg, off}; return a; }
+static inline isa_addr cc_abs(int64_t off) { return isa_addr_at(0, off); }
+static inline isa_addr cc_reg(int reg, int64_t off) { return isa_addr_at(reg, off); }
 
 /* Push a fully formed instruction (validated by encoding it). */
 void cc_push(cc_emit *e, const isa_insn *in);
@@ -185,8 +185,8 @@ static inline void cc_emit_tok(cc_emit *e, int op, isa_unit u, int tok)
         !e->failed && s->n < s->cap) {
         isa_insn *in = &s->insns[s->n++];
         isa_insn_copy(in, &isa_insn_defaults[op]);
-        in->u = u;
-        in->tok = tok;
+        in->u = (uint8_t)u;     /* <= ISA_U_SEQ */
+        in->tok = (uint8_t)tok; /* < tok_fit: fits */
         return;
     }
     cc_emit_tok_slow(e, op, u, tok);

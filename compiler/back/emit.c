@@ -246,7 +246,7 @@ static inline void cc_place(const cc_emit *e, isa_insn *in)
     if (e->phys != e->core && isa_info(in->op)->cls == ISA_C_RING) {
         /* the kernel names cores of its division; a placed one's lie `phys - core` on around the ring */
         const int64_t n = (int64_t)e->cfg->cores;
-        in->core = (int32_t)(((in->core + e->phys - e->core) % n + n) % n); /* in [0, cores) */
+        isa_set(in, core, ((in->core + e->phys - e->core) % n + n) % n); /* in [0, cores) */
     }
 }
 
@@ -279,7 +279,7 @@ void cc_push(cc_emit *e, const isa_insn *in)
 static void emit_reg(cc_emit *e, int op, int reg, int64_t v)
 {
     isa_insn *in = cc_new(e, op);
-    in->reg = reg;
+    isa_set(in, reg, reg);
     in->val = v;
     cc_commit(e);
 }
@@ -366,10 +366,10 @@ static __attribute__((noinline)) int16_t tok_fit_of(const cc_emit *e, int op, is
     const int hi = cc_tokens(e->cfg);
     isa_insn t;
     isa_insn_init(&t, op);
-    t.u = u;
+    isa_set(&t, u, u);
     t.tok = 0;
     const int lo_fits = isa_fits(&t);
-    t.tok = hi - 1;
+    isa_set(&t, tok, hi - 1);
     return (int16_t)(hi > 0 && lo_fits && isa_fits(&t) ? hi : -1);
 }
 
@@ -391,8 +391,8 @@ void cc_emit_tok_slow(cc_emit *e, int op, isa_unit u, int tok)
         return;
     }
     isa_insn *in = cc_new(e, op);
-    in->u = u;
-    in->tok = tok;
+    isa_set(in, u, u);
+    isa_set(in, tok, tok);
     if (!e->failed && tok_fits(e, op, u, tok))
         e->s->n++; /* cc_commit's check passes, and a sync op is no ring op to move */
     else
@@ -429,8 +429,8 @@ void cc_emit_ring(cc_emit *e, int op, int core, int tok, isa_addr d, isa_addr a,
     }
     assert(isa_op_class(op) == ISA_C_RING); /* ring.send or ring.red: isa_fits_RING's format */
     isa_insn *in = cc_new(e, op);
-    in->core = core;
-    in->tok = tok;
+    isa_set(in, core, core);
+    isa_set(in, tok, tok);
     in->d = d;
     in->a = a;
     set_shape(in, sh);
@@ -448,8 +448,8 @@ long cc_emit_ring_slow(cc_emit *e, int op, int core, int tok, isa_addr d, isa_ad
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
 {
     isa_insn *in = cc_new(e, ISA_OP_PT_MM);
-    in->c = pa->c;
-    in->flags = pa->flags;
+    isa_set(in, c, pa->c);
+    isa_set(in, flags, pa->flags);
     in->d = pa->d;
     in->p = pa->p;
     in->a = pa->a;
@@ -467,10 +467,10 @@ void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
 void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
 {
     isa_insn *in = cc_new(e, sa->op);
-    in->c = sa->c;
-    in->t = sa->t;
-    in->bm = sa->bm;
-    in->flags = sa->flags;
+    isa_set(in, c, sa->c);
+    isa_set(in, t, sa->t);
+    isa_set(in, bm, sa->bm);
+    isa_set(in, flags, sa->flags);
     in->d = sa->d;
     in->a = sa->a;
     in->b = sa->b;
