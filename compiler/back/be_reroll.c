@@ -1668,20 +1668,19 @@ static inline __attribute__((always_inline)) int shape_scan(rr_tmpl *t, const is
 static int shape_fits(rr_tmpl *t, const isa_insn *s, int sh, uint64_t *key)
 {
     const rr_opfields *f = fields_of(t->shop[sh]);
-    /* pairs and addresses of every op of the 192-byte isa_insn, and whether
+    /* pairs and addresses of every op of the 128-byte isa_insn, and whether
      * the op is in the first pair (wait and sig: 2, 0 and so, two in three
-     * of the prefill layer's; ring.send 5, 2 and so; dma.gather 5 and 3,
-     * other dma 4 and 2; pt.mm 6 and 4; sfp 7 and 3); another layout's ops
-     * take the loops as they are (the cases of the 288-byte one left BERT-
-     * base's ring sends and pt.mm there: 0.8 M of its compile) */
+     * of the prefill layer's; ring.send 4, 2 and so; dma 3 and 2; pt.mm 5,
+     * 4 and so; sfp 5, 3 and so); another layout's ops take the loops as
+     * they are (the cases of the 288-byte one left BERT-base's ring sends
+     * and pt.mm there: 0.8 M of its compile) */
 #define RR_SCAN(np, naddr, paired) (((np) * (RR_NADDR + 1) + (naddr)) * 2 + (paired))
     switch (RR_SCAN(f->np, f->naddr, f->op_paired)) {
     case RR_SCAN(2, 0, 1): return shape_scan(t, s, sh, key, 2, 0, 1);
-    case RR_SCAN(4, 2, 0): return shape_scan(t, s, sh, key, 4, 2, 0);
-    case RR_SCAN(5, 2, 1): return shape_scan(t, s, sh, key, 5, 2, 1);
-    case RR_SCAN(5, 3, 0): return shape_scan(t, s, sh, key, 5, 3, 0);
-    case RR_SCAN(6, 4, 0): return shape_scan(t, s, sh, key, 6, 4, 0);
-    case RR_SCAN(7, 3, 0): return shape_scan(t, s, sh, key, 7, 3, 0);
+    case RR_SCAN(3, 2, 0): return shape_scan(t, s, sh, key, 3, 2, 0);
+    case RR_SCAN(4, 2, 1): return shape_scan(t, s, sh, key, 4, 2, 1);
+    case RR_SCAN(5, 3, 1): return shape_scan(t, s, sh, key, 5, 3, 1);
+    case RR_SCAN(5, 4, 1): return shape_scan(t, s, sh, key, 5, 4, 1);
     default: return shape_scan(t, s, sh, key, f->np, f->naddr, f->op_paired);
     }
 #undef RR_SCAN
