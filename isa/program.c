@@ -102,12 +102,28 @@ struct isa_arena {
     size_t bytes, used; /* used: by slots of class top */
     int top;            /* ARENA_TOP, or less when the reservation is smaller */
     arena_list idle[ARENA_TOP + 1]; /* per class, its free slots */
-    pthread_mutex_t lock; /* the compiler's codegen grows two cores' streams at once (two threads) */
+    int holders;                    /* isa_arena_keep's count */
+    pthread_mutex_t lock; /* the compiler's codegen grows two cores' streams and buffers at once (two threads) */
 };
+
+isa_arena *isa_arena_keep(isa_arena *a)
+{
+    if (a) {
+        pthread_mutex_lock(&a->lock);
+        a->holders++;
+        pthread_mutex_unlock(&a->lock);
+    }
+    return a;
+}
 
 void isa_arena_free(isa_arena *a)
 {
     if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    const int left = --a->holders;
+    pthread_mutex_unlock(&a->lock);
+    if (left)
         return;
     munmap(a->base, a->bytes);
     for (int k = 0; k <= ARENA_TOP; k++)
@@ -193,18 +209,30 @@ isa_arena *isa_arena_new(size_t bytes)
 #endif
     a->base = m;
     a->bytes = bytes;
+    a->holders = 1;
     pthread_mutex_init(&a->lock, NULL);
     while (a->top < ARENA_TOP && (ARENA_UNIT << (a->top + 1)) <= bytes)
         a->top++;
     return a;
 }
 
+static void program_set_arena(isa_program *p, isa_arena *a)
+{
+    p->arena = a;
+    for (int i = 0; i < p->ncores; i++)
+        p->cores[i].arena = a;
+}
+
 void isa_program_arena(isa_program *p, size_t bytes)
 {
-    if (p->arena || !(p->arena = isa_arena_new(bytes)))
-        return;
-    for (int i = 0; i < p->ncores; i++)
-        p->cores[i].arena = p->arena;
+    if (!p->arena)
+        program_set_arena(p, isa_arena_new(bytes));
+}
+
+void isa_program_share_arena(isa_program *p, isa_arena *a)
+{
+    assert(!p->arena);
+    program_set_arena(p, isa_arena_keep(a));
 }
 
 /* A buffer smaller than this stays on the heap: an arena slot is at
@@ -220,10 +248,22 @@ static int buf_class(size_t bytes)
 /* b's memory (heap or slot) given back. */
 static void buf_release(isa_buf *b)
 {
-    if (b->slot)
+    if (b->slot) {
+        pthread_mutex_lock(&b->arena->lock);
         arena_give(b->arena, arena_off(b->arena, b->p), buf_class(b->cap));
-    else
+        pthread_mutex_unlock(&b->arena->lock);
+    } else {
         free(b->p);
+    }
+}
+
+/* A slot of class k in b's arena (its offset), or -1: none to be had. */
+static int64_t buf_take(isa_buf *b, int k)
+{
+    pthread_mutex_lock(&b->arena->lock);
+    const int64_t off = arena_take(b->arena, k);
+    pthread_mutex_unlock(&b->arena->lock);
+    return off;
 }
 
 void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
@@ -233,7 +273,7 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
     if (bytes < 2 * b->cap) /* geometric growth (in the arena, each class is twice the last) */
         bytes = 2 * b->cap;
     const int k = buf_class(bytes);
-    const int64_t off = b->arena && bytes >= BUF_MIN ? arena_take(b->arena, k) : -1;
+    const int64_t off = b->arena && bytes >= BUF_MIN ? buf_take(b, k) : -1;
     if (off < 0 && !b->slot) { /* on the heap it stays */
         if (!keep) { /* (nothing to copy) */
             free(b->p);

@@ -869,6 +869,9 @@ struct be_blockmemo **be_spancache_blocks(be_ctx *c);
 /* The span cache's arena (NULL: none), where its tables grow (isa_buf),
  * and memory that lives no longer than the cache. */
 isa_arena *be_spancache_arena(be_ctx *c);
+/* The arena of the span cache c's compile shares (ir_prog.spans), or
+ * NULL: none shared, or none made yet. */
+isa_arena *be_spancache_shared_arena(const be_ctx *c);
 void be_blockmemo_free(struct be_blockmemo *b);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
@@ -929,9 +932,4 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
 struct be_rrlane *be_reroll_lane(be_ctx *c, int own);
 void be_reroll_lanes_join(be_ctx *c, struct be_rrlane *a, struct be_rrlane *b);
 void be_reroll_lane_free(struct be_rrlane *l);
-/* The arena lane l's rolling scratch grows in (l NULL: the pass's; the
- * result NULL: none, the heap), for the streams codegen emits kernels
- * into before they are rolled in that lane. */
-isa_arena *be_reroll_arena(be_ctx *c, struct be_rrlane *l);
-
 #endif
