@@ -188,6 +188,17 @@ static void arena_give(isa_arena *a, uint32_t off, int k)
     list_push(&a->idle[k], off);
 }
 
+void isa_arena_trim(isa_arena *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    for (int k = 0; k <= a->top; k++)
+        for (size_t i = 0; i < a->idle[k].n; i++)
+            madvise(a->base + (size_t)a->idle[k].v[i] * ARENA_UNIT, ARENA_UNIT << k, MADV_DONTNEED);
+    pthread_mutex_unlock(&a->lock);
+}
+
 static uint32_t arena_off(const isa_arena *a, const isa_insn *slot)
 {
     return (uint32_t)(((const char *)slot - a->base) / ARENA_UNIT);

@@ -906,6 +906,9 @@ void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((
 
 /* The reroll pass's figures, freed with the back half's state. */
 void be_reroll_free(be_ctx *c);
+/* Its scratch freed (the program handed over: nothing rolls again), the
+ * figures kept for the report. */
+void be_reroll_scratch_free(be_ctx *c);
 /* The reroll pass's work on what codegen emitted since the last call:
  * each core's kernels there rolled in place (be_reroll_core: one core's).
  * Codegen rolls each core's code of a kernel as soon as it has walked it

@@ -1967,6 +1967,14 @@ void cc_roll_streams(isa_program *prog)
     }
 }
 
+void be_reroll_scratch_free(be_ctx *c)
+{
+    if (c->rr) {
+        scratch_free(&c->rr->sc);
+        c->rr->sc = (rr_scratch){0};
+    }
+}
+
 void be_reroll_free(be_ctx *c)
 {
     if (!c->rr)
