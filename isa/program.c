@@ -193,9 +193,14 @@ void isa_arena_trim(isa_arena *a)
     if (!a)
         return;
     pthread_mutex_lock(&a->lock);
+    const uintptr_t huge = (uintptr_t)2 << 20; /* (a transparent huge page) */
     for (int k = 0; k <= a->top; k++)
-        for (size_t i = 0; i < a->idle[k].n; i++)
-            madvise(a->base + (size_t)a->idle[k].v[i] * ARENA_UNIT, ARENA_UNIT << k, MADV_DONTNEED);
+        for (size_t i = 0; i < a->idle[k].n; i++) {
+            const uintptr_t at = (uintptr_t)a->base + (uintptr_t)a->idle[k].v[i] * ARENA_UNIT;
+            const uintptr_t from = (at + huge - 1) & ~(huge - 1), to = (at + (ARENA_UNIT << k)) & ~(huge - 1);
+            if (to > from)
+                madvise((void *)from, to - from, MADV_DONTNEED);
+        }
     pthread_mutex_unlock(&a->lock);
 }
 
