@@ -595,12 +595,11 @@ void isa_program_share_arena(isa_program *p, isa_arena *a);
 isa_arena *isa_arena_new(size_t bytes);
 isa_arena *isa_arena_keep(isa_arena *a);
 void isa_arena_free(isa_arena *a);
-/* The memory of a's free slots given back to the system, each slot's
- * whole 2 MB pages (they are first touched again when taken): what a
- * compile's tables gave back to its program's arena does not stay
- * resident with the program.  A huge page a free slot shares with a live
- * one stays: splitting it to give back the rest cost more than the
- * memory (BERT-base 0.1 ms of its 5 ms compile).  NULL-safe. */
+/* The memory of a's free slots given back to the system (first touched
+ * again when taken): what a compile's tables gave back to its program's
+ * arena does not stay resident with the program.  Runs of free slots
+ * under 1 MB give back only the 2 MB pages they hold whole (program.c
+ * trim_run).  NULL-safe. */
 void isa_arena_trim(isa_arena *a);
 /* A buffer of bytes that grows in an arena's slots (on huge pages, memory
  * given back and taken again not first touched anew), or on the heap

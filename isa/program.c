@@ -188,20 +188,57 @@ static void arena_give(isa_arena *a, uint32_t off, int k)
     list_push(&a->idle[k], off);
 }
 
+typedef struct {
+    uint32_t from, to; /* in ARENA_UNITs */
+} arena_run;
+
+static int by_from(const void *x, const void *y)
+{
+    const arena_run *a = x, *b = y;
+    return (a->from > b->from) - (a->from < b->from);
+}
+
+/* Free memory [from, to) of a's given back: a run of 1 MB or more whole
+ * (the prefill layer's scratch: its resident set after the compile as
+ * before the arenas were one), a shorter one only the 2 MB pages inside
+ * it, if any: giving back part of a huge page splits it, some 7 us each,
+ * and BERT-base's runs are many and short (splitting them all cost 0.1
+ * ms of its 5 ms compile, for 2 MB). */
+static void trim_run(const isa_arena *a, uint32_t from, uint32_t to)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20; /* (a transparent huge page) */
+    uintptr_t lo = (uintptr_t)a->base + (uintptr_t)from * ARENA_UNIT, hi = (uintptr_t)a->base + (uintptr_t)to * ARENA_UNIT;
+    if (hi - lo < ((uintptr_t)1 << 20)) {
+        lo = (lo + huge - 1) & ~(huge - 1);
+        hi &= ~(huge - 1);
+    }
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 void isa_arena_trim(isa_arena *a)
 {
     if (!a)
         return;
     pthread_mutex_lock(&a->lock);
-    const uintptr_t huge = (uintptr_t)2 << 20; /* (a transparent huge page) */
+    size_t n = 0;
     for (int k = 0; k <= a->top; k++)
-        for (size_t i = 0; i < a->idle[k].n; i++) {
-            const uintptr_t at = (uintptr_t)a->base + (uintptr_t)a->idle[k].v[i] * ARENA_UNIT;
-            const uintptr_t from = (at + huge - 1) & ~(huge - 1), to = (at + (ARENA_UNIT << k)) & ~(huge - 1);
-            if (to > from)
-                madvise((void *)from, to - from, MADV_DONTNEED);
-        }
+        n += a->idle[k].n;
+    arena_run *r = xrealloc(NULL, (n + 1) * sizeof *r);
+    n = 0;
+    for (int k = 0; k <= a->top; k++)
+        for (size_t i = 0; i < a->idle[k].n; i++)
+            r[n++] = (arena_run){a->idle[k].v[i], a->idle[k].v[i] + (1u << k)};
+    qsort(r, n, sizeof *r, by_from);
+    /* free slots side by side (not buddies, so not merged) make one run */
+    for (size_t i = 0, j; i < n; i = j) {
+        uint32_t to = r[i].to;
+        for (j = i + 1; j < n && r[j].from == to; j++)
+            to = r[j].to;
+        trim_run(a, r[i].from, to);
+    }
     pthread_mutex_unlock(&a->lock);
+    free(r);
 }
 
 static uint32_t arena_off(const isa_arena *a, const isa_insn *slot)
