@@ -1028,7 +1028,7 @@ isa_program *shapes_gemm(const chip_config *cfg, int64_t M, int64_t N, int64_t K
     } else if (shared && sp.cycles >= private_cost(&g, gm, gn)) {
         shared = 0;
     }
-    isa_program *p = cc_program_new(cfg, "%C = aten.mm(%A, %B)\n", err, errlen);
+    isa_program *p = cc_program_new(cfg, "%C = aten.mm(%A, %B)\n", NULL, err, errlen);
     if (!p)
         return NULL;
     g.a_dram = shapes_add_2d(p, cfg, "A", ISA_ROLE_INPUT, M, K);

@@ -349,7 +349,7 @@ isa_program *shapes_softmax(const chip_config *cfg, int64_t rows, int64_t cols, 
                  rows, cols, cols, (unsigned long long)cfg->lx_usable_bytes);
         return NULL;
     }
-    isa_program *p = cc_program_new(cfg, "%y = aten._softmax(%x, -1, False)\n", err, errlen);
+    isa_program *p = cc_program_new(cfg, "%y = aten._softmax(%x, -1, False)\n", NULL, err, errlen);
     if (!p)
         return NULL;
     sm_dram dram_at = {0};

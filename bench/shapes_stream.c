@@ -134,7 +134,7 @@ isa_program *shapes_stream(const chip_config *cfg, uint64_t bytes_per_core, int 
                  what, bytes_per_core, o.cores, dram, cfg->name);
         return NULL;
     }
-    isa_program *p = cc_program_new(cfg, write_back ? "%out = aten.clone(%in)\n" : NULL, err, errlen);
+    isa_program *p = cc_program_new(cfg, write_back ? "%out = aten.clone(%in)\n" : NULL, NULL, err, errlen);
     if (!p)
         return NULL;
     int64_t per_core = (int64_t)(bytes_per_core / (uint64_t)t.stick), rows = per_core * o.cores;

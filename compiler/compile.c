@@ -423,6 +423,8 @@ cc_result *cc_compile(const gr_graph *g, const cc_compile_opts *opts, char *err,
     if (r) /* compiled: no plan of its own needs the cache now, and a later one makes its own */
         r->spans = NULL;
     be_spancache_free(spans);
+    if (r && r->program) /* the cache's slots, freed into the program's arena (be_rows.c rk_cache) */
+        isa_arena_trim(r->program->arena);
     if (dump)
         fwrite(dump, 1, dlen, opts->dump ? opts->dump : stderr);
     free(dump);

@@ -177,6 +177,8 @@ static isa_program *take_program(ir_prog *p, int failed)
     }
     isa_program *out = p->be->prog;
     p->be->prog = NULL;
+    be_reroll_scratch_free(p->be);
+    isa_arena_trim(out->arena); /* (a span cache cc_compile's attempts share is trimmed at its end) */
     free(p->be->em);
     p->be->em = NULL;
     p->be->err = NULL;

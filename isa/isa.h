@@ -634,11 +634,24 @@ void isa_program_free(isa_program *p);
  * streams would otherwise be first touched 4 KB page by page.  Does
  * nothing where the arena cannot be had (or under AddressSanitizer). */
 void isa_program_arena(isa_program *p, size_t bytes);
+/* Let p's streams grow in arena a, which p then holds as well
+ * (isa_arena_keep): a compile's attempts share one.  p has no arena yet. */
+void isa_program_share_arena(isa_program *p, isa_arena *a);
 /* An arena of its own, `bytes` of address space, for memory that lives
- * apart from any program (a compile's tables); NULL where none can be had
- * (or under AddressSanitizer).  isa_arena_free gives it all back. */
+ * apart from any program; NULL where none can be had (or under
+ * AddressSanitizer).  Its holders count: isa_arena_keep adds one (a
+ * compile's tables kept in its program's arena, where the memory they
+ * give back is taken again by the program's streams), isa_arena_free
+ * drops one, and the last gives it all back.  Both NULL-safe. */
 isa_arena *isa_arena_new(size_t bytes);
+isa_arena *isa_arena_keep(isa_arena *a);
 void isa_arena_free(isa_arena *a);
+/* The memory of a's free slots given back to the system (first touched
+ * again when taken): what a compile's tables gave back to its program's
+ * arena does not stay resident with the program.  Runs of free slots
+ * under 1 MB give back only the 2 MB pages they hold whole (program.c
+ * trim_run).  NULL-safe. */
+void isa_arena_trim(isa_arena *a);
 /* A buffer of bytes that grows in an arena's slots (on huge pages, memory
  * given back and taken again not first touched anew), or on the heap
  * when it is small, has no arena, or the arena has no room. */

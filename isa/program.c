@@ -102,12 +102,28 @@ struct isa_arena {
     size_t bytes, used; /* used: by slots of class top */
     int top;            /* ARENA_TOP, or less when the reservation is smaller */
     arena_list idle[ARENA_TOP + 1]; /* per class, its free slots */
-    pthread_mutex_t lock; /* the compiler's codegen grows two cores' streams at once (two threads) */
+    int holders;                    /* isa_arena_keep's count */
+    pthread_mutex_t lock; /* the compiler's codegen grows two cores' streams and buffers at once (two threads) */
 };
+
+isa_arena *isa_arena_keep(isa_arena *a)
+{
+    if (a) {
+        pthread_mutex_lock(&a->lock);
+        a->holders++;
+        pthread_mutex_unlock(&a->lock);
+    }
+    return a;
+}
 
 void isa_arena_free(isa_arena *a)
 {
     if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    const int left = --a->holders;
+    pthread_mutex_unlock(&a->lock);
+    if (left)
         return;
     munmap(a->base, a->bytes);
     for (int k = 0; k <= ARENA_TOP; k++)
@@ -172,6 +188,59 @@ static void arena_give(isa_arena *a, uint32_t off, int k)
     list_push(&a->idle[k], off);
 }
 
+typedef struct {
+    uint32_t from, to; /* in ARENA_UNITs */
+} arena_run;
+
+static int by_from(const void *x, const void *y)
+{
+    const arena_run *a = x, *b = y;
+    return (a->from > b->from) - (a->from < b->from);
+}
+
+/* Free memory [from, to) of a's given back: a run of 1 MB or more whole
+ * (the prefill layer's scratch: its resident set after the compile as
+ * before the arenas were one), a shorter one only the 2 MB pages inside
+ * it, if any: giving back part of a huge page splits it, some 7 us each,
+ * and BERT-base's runs are many and short (splitting them all cost 0.1
+ * ms of its 5 ms compile, for 2 MB). */
+static void trim_run(const isa_arena *a, uint32_t from, uint32_t to)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20; /* (a transparent huge page) */
+    uintptr_t lo = (uintptr_t)a->base + (uintptr_t)from * ARENA_UNIT, hi = (uintptr_t)a->base + (uintptr_t)to * ARENA_UNIT;
+    if (hi - lo < ((uintptr_t)1 << 20)) {
+        lo = (lo + huge - 1) & ~(huge - 1);
+        hi &= ~(huge - 1);
+    }
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void isa_arena_trim(isa_arena *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    size_t n = 0;
+    for (int k = 0; k <= a->top; k++)
+        n += a->idle[k].n;
+    arena_run *r = xrealloc(NULL, (n + 1) * sizeof *r);
+    n = 0;
+    for (int k = 0; k <= a->top; k++)
+        for (size_t i = 0; i < a->idle[k].n; i++)
+            r[n++] = (arena_run){a->idle[k].v[i], a->idle[k].v[i] + (1u << k)};
+    qsort(r, n, sizeof *r, by_from);
+    /* free slots side by side (not buddies, so not merged) make one run */
+    for (size_t i = 0, j; i < n; i = j) {
+        uint32_t to = r[i].to;
+        for (j = i + 1; j < n && r[j].from == to; j++)
+            to = r[j].to;
+        trim_run(a, r[i].from, to);
+    }
+    pthread_mutex_unlock(&a->lock);
+    free(r);
+}
+
 static uint32_t arena_off(const isa_arena *a, const isa_insn *slot)
 {
     return (uint32_t)(((const char *)slot - a->base) / ARENA_UNIT);
@@ -193,18 +262,30 @@ isa_arena *isa_arena_new(size_t bytes)
 #endif
     a->base = m;
     a->bytes = bytes;
+    a->holders = 1;
     pthread_mutex_init(&a->lock, NULL);
     while (a->top < ARENA_TOP && (ARENA_UNIT << (a->top + 1)) <= bytes)
         a->top++;
     return a;
 }
 
+static void program_set_arena(isa_program *p, isa_arena *a)
+{
+    p->arena = a;
+    for (int i = 0; i < p->ncores; i++)
+        p->cores[i].arena = a;
+}
+
 void isa_program_arena(isa_program *p, size_t bytes)
 {
-    if (p->arena || !(p->arena = isa_arena_new(bytes)))
-        return;
-    for (int i = 0; i < p->ncores; i++)
-        p->cores[i].arena = p->arena;
+    if (!p->arena)
+        program_set_arena(p, isa_arena_new(bytes));
+}
+
+void isa_program_share_arena(isa_program *p, isa_arena *a)
+{
+    assert(!p->arena);
+    program_set_arena(p, isa_arena_keep(a));
 }
 
 /* A buffer smaller than this stays on the heap: an arena slot is at
@@ -220,10 +301,22 @@ static int buf_class(size_t bytes)
 /* b's memory (heap or slot) given back. */
 static void buf_release(isa_buf *b)
 {
-    if (b->slot)
+    if (b->slot) {
+        pthread_mutex_lock(&b->arena->lock);
         arena_give(b->arena, arena_off(b->arena, b->p), buf_class(b->cap));
-    else
+        pthread_mutex_unlock(&b->arena->lock);
+    } else {
         free(b->p);
+    }
+}
+
+/* A slot of class k in b's arena (its offset), or -1: none to be had. */
+static int64_t buf_take(isa_buf *b, int k)
+{
+    pthread_mutex_lock(&b->arena->lock);
+    const int64_t off = arena_take(b->arena, k);
+    pthread_mutex_unlock(&b->arena->lock);
+    return off;
 }
 
 void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
@@ -233,7 +326,7 @@ void *isa_buf_reserve(isa_buf *b, size_t bytes, size_t keep)
     if (bytes < 2 * b->cap) /* geometric growth (in the arena, each class is twice the last) */
         bytes = 2 * b->cap;
     const int k = buf_class(bytes);
-    const int64_t off = b->arena && bytes >= BUF_MIN ? arena_take(b->arena, k) : -1;
+    const int64_t off = b->arena && bytes >= BUF_MIN ? buf_take(b, k) : -1;
     if (off < 0 && !b->slot) { /* on the heap it stays */
         if (!keep) { /* (nothing to copy) */
             free(b->p);

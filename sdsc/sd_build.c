@@ -116,7 +116,7 @@ isa_program *sd_build(const sd_bundle *b, const chip_config *cfg, const sd_spec 
         if (supported(&x, &b->k[ki]))
             return NULL;
     x.value = calloc(SD_MAX_KERNELS, sizeof *x.value);
-    x.p = x.value ? cc_program_new(cfg, NULL, err, errlen) : NULL;
+    x.p = x.value ? cc_program_new(cfg, NULL, NULL, err, errlen) : NULL;
     int rc = x.p ? add_args(&x, n) : isa_errf(err, errlen, "out of memory");
     if (!rc)
         rc = sd_graph_write(&x) || emit_all(&x);

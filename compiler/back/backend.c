@@ -455,8 +455,11 @@ int be_layout_pass(ir_prog *p, const chip_config *cfg)
         if (walked_dim(&p->bufs[N->b].type, N->bidx.coef[N->nbatch + 1]) != c->lay[N->b].stick_dim)
             c->restick++;
     }
-    /* The tensor table. */
-    c->prog = cc_program_new(cfg, p->graph_text, p->err, p->errlen);
+    /* The tensor table, in the arena of the span cache cc_compile's
+     * attempts share if an attempt before made it (its tables and this
+     * program's code then share huge pages as the rolling's scratch does:
+     * be_reroll.c rr_state). */
+    c->prog = cc_program_new(cfg, p->graph_text, be_spancache_shared_arena(c), p->err, p->errlen);
     if (!c->prog)
         return -1;
     uint64_t align = cfg->stick_bytes;
@@ -1187,10 +1190,10 @@ static void cg_walk_begin(cg_walk *w, be_ctx *c, bd_state *bd, int roll)
         for (int core = 0; core < ncores; core++)
             w->pool[i].idle[core] = &w->pool[i].s[ncores - 1 - core];
     }
-    /* the scratch streams on huge pages: the prefill layer's kernels took
-     * 10 MB in 4 KB faults; beside the rolling's scratch, not the
-     * program's code (one more huge page of it on BERT-base) */
-    pool_arena(&w->pool[0], ncores, roll ? be_reroll_arena(c, NULL) : NULL);
+    /* the scratch streams on huge pages (the prefill layer's kernels took
+     * 10 MB in 4 KB faults), in the program's arena as the rolling's
+     * scratch (be_reroll.c rr_state) */
+    pool_arena(&w->pool[0], ncores, roll ? c->prog->arena : NULL);
     lane_init(&w->own, w, bd, NULL, NULL, &w->pool[0]);
     for (int core = 0; core < ncores; core++)
         c->em[core].hooks = roll ? &w->own.hooks : NULL;
@@ -1216,7 +1219,7 @@ static int par_start(cg_walk *w)
         bd_lane_begin(&w->hbd[i], w->own.bd);
     lane_init(&w->half[0], w, &w->hbd[0], NULL, be_reroll_lane(c, 0), &w->pool[0]);
     lane_init(&w->half[1], w, &w->hbd[1], &w->wki, be_reroll_lane(c, 1), &w->pool[1]);
-    pool_arena(&w->pool[1], ncores, be_reroll_arena(c, w->half[1].rr)); /* the worker's scratch beside its rolling's */
+    pool_arena(&w->pool[1], ncores, c->prog->arena);
     w->werr = ir_xalloc(c->errlen + 1);
     (void)isa_info(ISA_OP_HALT); /* (the ISA's tables: made once, before a second thread reads them) */
     return 1;

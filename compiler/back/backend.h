@@ -869,6 +869,9 @@ struct be_blockmemo **be_spancache_blocks(be_ctx *c);
 /* The span cache's arena (NULL: none), where its tables grow (isa_buf),
  * and memory that lives no longer than the cache. */
 isa_arena *be_spancache_arena(be_ctx *c);
+/* The arena of the span cache c's compile shares (ir_prog.spans), or
+ * NULL: none shared, or none made yet. */
+isa_arena *be_spancache_shared_arena(const be_ctx *c);
 void be_blockmemo_free(struct be_blockmemo *b);
 int64_t be_rows_need(be_ctx *c, int pos);
 int be_rows_emit(be_ctx *c, int pos);
@@ -903,6 +906,9 @@ void be_note(be_ctx *c, int pos, int what, const char *fmt, ...) __attribute__((
 
 /* The reroll pass's figures, freed with the back half's state. */
 void be_reroll_free(be_ctx *c);
+/* Its scratch freed (the program handed over: nothing rolls again), the
+ * figures kept for the report. */
+void be_reroll_scratch_free(be_ctx *c);
 /* The reroll pass's work on what codegen emitted since the last call:
  * each core's kernels there rolled in place (be_reroll_core: one core's).
  * Codegen rolls each core's code of a kernel as soon as it has walked it
@@ -929,9 +935,4 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
 struct be_rrlane *be_reroll_lane(be_ctx *c, int own);
 void be_reroll_lanes_join(be_ctx *c, struct be_rrlane *a, struct be_rrlane *b);
 void be_reroll_lane_free(struct be_rrlane *l);
-/* The arena lane l's rolling scratch grows in (l NULL: the pass's; the
- * result NULL: none, the heap), for the streams codegen emits kernels
- * into before they are rolled in that lane. */
-isa_arena *be_reroll_arena(be_ctx *c, struct be_rrlane *l);
-
 #endif

@@ -244,11 +244,13 @@ void be_mmblock_keep(be_ctx *c, const void *key, size_t n, uint64_t h, const mm_
         for (int i = 0; i < b->ne; i++)
             *block_slot(b, b->keys + (size_t)i * n, b->e[i].h) = i;
     }
-    if (b->ne == b->ecap) { /* (BERT-base keeps some 1,100: none copied; pages the arena
-                               maps are untouched until written) */
-        b->ecap = b->ecap ? 2 * b->ecap : 2048;
-        b->e = isa_buf_reserve(&b->eb, (size_t)b->ecap * sizeof *b->e, (size_t)b->ne * sizeof *b->e);
-        b->keys = isa_buf_reserve(&b->kb, (size_t)b->ecap * n, (size_t)b->ne * n);
+    if (b->ne == b->ecap) { /* 512 first, then twice as many, each time as many as the slots hold
+                               (BERT-base keeps some 420, decode 270: none copied) */
+        const size_t want = b->ecap ? 2 * (size_t)b->ecap : 512;
+        b->e = isa_buf_reserve(&b->eb, want * sizeof *b->e, (size_t)b->ne * sizeof *b->e);
+        b->keys = isa_buf_reserve(&b->kb, want * n, (size_t)b->ne * n);
+        const size_t ne = b->eb.cap / sizeof *b->e, nk = b->kb.cap / n;
+        b->ecap = (int)(ne < nk ? ne : nk);
     }
     memcpy(b->keys + (size_t)b->ne * n, key, n);
     b->e[b->ne] = (mm_block_entry){h, !tl, tl ? *tl : (mm_tiling){0}};

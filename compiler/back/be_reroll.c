@@ -1855,7 +1855,12 @@ static struct be_reroll *rr_state(be_ctx *c)
     c->rr = rr;
     rr->off = p->opts.no_reroll;
     rr->ncores = c->prog->ncores;
-    rr->sc.arena = rr->sc.pool.arena = isa_arena_new((size_t)1 << 30); /* address space */
+    /* the scratch in the program's arena: the memory it gives back is
+     * taken again by the program's streams as they grow, and the two
+     * share the huge pages a compile touches (an arena each for the
+     * rolling, the second lane and the span cache touched one or two
+     * more on BERT-base and decode) */
+    rr->sc.arena = rr->sc.pool.arena = isa_arena_keep(c->prog->arena);
     snprintf(rr->cfgname, sizeof rr->cfgname, "%s", c->cfg->name);
     rr->k = ir_xalloc((size_t)(p->norder + 1) * sizeof *rr->k);
     rr->core_before = ir_xalloc((size_t)rr->ncores * sizeof *rr->core_before);
@@ -1970,19 +1975,14 @@ void be_reroll_append(be_ctx *c, struct be_rrlane *l, int core, const char *name
     rr->done[core] = home->n;
 }
 
-isa_arena *be_reroll_arena(be_ctx *c, struct be_rrlane *l)
-{
-    return l ? l->sc->arena : rr_state(c)->sc.arena;
-}
-
 struct be_rrlane *be_reroll_lane(be_ctx *c, int own)
 {
     struct be_reroll *rr = rr_state(c);
     fields_init(); /* (op_fields: filled once, before a second thread reads them) */
     struct be_rrlane *l = ir_xalloc(sizeof *l);
     l->sc = own ? &l->own : &rr->sc;
-    if (own)
-        l->own.arena = l->own.pool.arena = isa_arena_new((size_t)1 << 30); /* as the pass's (rr_state) */
+    if (own) /* in the program's arena, as the pass's (rr_state) */
+        l->own.arena = l->own.pool.arena = isa_arena_keep(c->prog->arena);
     l->k = ir_xalloc((size_t)(c->p->norder + 1) * sizeof *l->k);
     return l;
 }
@@ -2048,6 +2048,14 @@ void cc_roll_streams(isa_program *prog)
         isa_stream_free(old);
         *old = neu;
         scratch_free(&sc);
+    }
+}
+
+void be_reroll_scratch_free(be_ctx *c)
+{
+    if (c->rr) {
+        scratch_free(&c->rr->sc);
+        c->rr->sc = (rr_scratch){0};
     }
 }
 

@@ -1294,7 +1294,7 @@ static struct be_spancache *rk_cache(be_ctx *c)
         c->spans = *c->p->spans;
     if (!c->spans) {
         c->spans = ir_xalloc(sizeof *c->spans);
-        c->spans->arena = isa_arena_new((size_t)1 << 30); /* address space */
+        c->spans->arena = isa_arena_keep(c->prog->arena); /* as the rolling's (be_reroll.c rr_state) */
         c->spans->need.buf.arena = c->spans->sticks.buf.arena = c->spans->arena;
         c->spans->need.slots.arena = c->spans->sticks.slots.arena = c->spans->arena;
         c->spans->parts.buf.arena = c->spans->parts.slots.arena = c->spans->arena;
@@ -1363,6 +1363,11 @@ struct be_blockmemo **be_spancache_blocks(be_ctx *c)
 isa_arena *be_spancache_arena(be_ctx *c)
 {
     return rk_cache(c)->arena;
+}
+
+isa_arena *be_spancache_shared_arena(const be_ctx *c)
+{
+    return c->p->spans && *c->p->spans ? (*c->p->spans)->arena : NULL;
 }
 
 void be_rows_spans_free(be_ctx *c)

@@ -67,9 +67,10 @@ int cc_resolve_opts(const chip_config *cfg, const cc_gen_opts *opts, cc_gen_opts
 /* ---- Programs ---- */
 
 /* A program for every core of cfg, with its config fields set and a copy
- * of `graph` as its graph text (NULL: none).  NULL (message in err) on
+ * of `graph` as its graph text (NULL: none), its streams growing in
+ * `arena` (NULL: an arena of its own).  NULL (message in err) on
  * failure. */
-isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err, size_t errlen);
+isa_program *cc_program_new(const chip_config *cfg, const char *graph, isa_arena *arena, char *err, size_t errlen);
 
 /* ---- Emitter ---- */
 

@@ -95,7 +95,7 @@ int cc_resolve_opts(const chip_config *cfg, const cc_gen_opts *opts, cc_gen_opts
 
 /* ---- Programs ---- */
 
-isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err, size_t errlen)
+isa_program *cc_program_new(const chip_config *cfg, const char *graph, isa_arena *arena, char *err, size_t errlen)
 {
     if (cfg->cores < 1 || cfg->stick_bytes < 4 || cfg->stick_bytes % 4) {
         snprintf(err, errlen, "configuration %s: unusable (cores %d, stick_bytes %u)", cfg->name, cfg->cores,
@@ -107,7 +107,10 @@ isa_program *cc_program_new(const chip_config *cfg, const char *graph, char *err
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    isa_program_arena(p, (size_t)1 << 32); /* address space: the Llama-8B prefill layer's code is some 35 MB */
+    if (arena)
+        isa_program_share_arena(p, arena);
+    else
+        isa_program_arena(p, (size_t)1 << 32); /* address space: the Llama-8B prefill layer's code is some 35 MB */
     snprintf(p->config, sizeof p->config, "%s", cfg->name);
     p->lx_bytes = cfg->lx_bytes;
     p->stick_bytes = cfg->stick_bytes;
