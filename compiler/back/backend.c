@@ -1368,6 +1368,7 @@ void be_free(ir_prog *p)
         free(c->res[b].hslot);
     }
     free(c->res);
+    free(c->hbufs);
     free(c->lx_floor);
     free(c->lx_need);
     isa_program_free(c->prog);
