@@ -798,7 +798,8 @@ typedef struct cg_walk {
  * between DRAM and LX, and its busiest DMA unit so far (ki->dma_busy, the
  * largest over the cores so far; busy: the core's units' time in the
  * kernel so far). */
-static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
+static inline __attribute__((always_inline)) void measure_dma_inline(const be_ctx *c, be_kinfo *ki, const isa_insn *in,
+                                                                     isa_class cls, double *busy)
 {
     const isa_unit u = isa_class_unit(cls, in);
     const int64_t sticks = insn_sticks(in); /* (exact in a double: far below 2^53) */
@@ -807,6 +808,14 @@ static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_c
     if (in->op != ISA_OP_DMA_LD && in->op != ISA_OP_DMA_ST)
         return;
     *(in->op == ISA_OP_DMA_LD ? &ki->dram_rd : &ki->dram_wr) += sticks * c->t.stick;
+}
+
+/* measure_dma_inline, apart for measure_one (walk_kernel's loop, which
+ * sends it only DMA and ring ops, takes it inline: the call's saves and
+ * restores were a third of it). */
+static void measure_dma(const be_ctx *c, be_kinfo *ki, const isa_insn *in, isa_class cls, double *busy)
+{
+    measure_dma_inline(c, ki, in, cls, busy);
 }
 
 /* measure_one's work per op, from the table as compiled: a DMA or ring
@@ -837,6 +846,28 @@ static inline void measure_one(const be_ctx *c, be_kinfo *ki, const isa_insn *in
     }
 }
 
+/* walk_kernel's work per op, from the table as compiled: none (PT, SFP,
+ * bar, fence...), a sig's or wait's token balance (the value: +1, -1;
+ * two in three instructions, which one load and two tests here take
+ * there, not through bd_insn's switch and measure_one's), bd_insn and
+ * measure_one (DMA and ring ops), or a sequencer control (bd_insn's -1),
+ * from which bd_collect runs the rest. */
+enum { W_NONE = 0, W_SIG = 1, W_WAIT = -1, W_BD = 2, W_SEQ = 3 };
+#define W_OF(id, cls)                                                                                         \
+    (ISA_OP_##id == ISA_OP_LI || ISA_OP_##id == ISA_OP_ADDI || ISA_OP_##id == ISA_OP_LOOP ||                  \
+             ISA_OP_##id == ISA_OP_ENDL                                                                        \
+         ? W_SEQ                                                                                               \
+     : ISA_OP_##id == ISA_OP_SIG                                   ? W_SIG                                     \
+     : ISA_OP_##id == ISA_OP_WAIT                                  ? W_WAIT                                    \
+     : (cls) == ISA_C_DMAI || (cls) == ISA_C_DMAO || (cls) == ISA_C_RING ? W_BD                               \
+                                                                         : W_NONE)
+static const int8_t op_walk[ISA_NOPS] = {
+#define X(id, mn, opc, fmt, cls, cost, sem) W_OF(id, cls),
+    ISA_TABLE(X)
+#undef X
+};
+#undef W_OF
+
 /* measure_one of instructions s[first..] into ki. */
 static void measure(const be_ctx *c, be_kinfo *ki, const isa_stream *s, size_t first, double *busy)
 {
@@ -859,11 +890,27 @@ static void walk_kernel(cg_lane *l, int core, const isa_stream *s)
     const be_ctx *c = l->w->c;
     be_kinfo *ki = lane_ki(l);
     double *busy = l->w->busy[core];
+    bd_state *bd = l->bd;
+    const int ntok = bd->ntok;
+    int32_t *bal = bd->tokbal + (size_t)core * (size_t)ntok; /* the core's token balances (bd_insn's) */
     const size_t n = s->n; /* (in a local: bd_insn's byte stores could alias it) */
     size_t j = 0;
-    for (; j < n && !bd_insn(l->bd, &s->insns[j], core); j++)
-        measure_one(c, ki, &s->insns[j], busy);
-    bd_collect(l->bd, s, j, core);
+    for (; j < n; j++) {
+        const isa_insn *in = &s->insns[j];
+        const int w = op_walk[in->op];
+        if (w == W_NONE)
+            continue;
+        if (w == W_SEQ)
+            break;
+        if (w != W_BD) { /* a sig (+1) or wait (-1) */
+            if (in->tok < ntok)
+                bal[in->tok] += w;
+            continue;
+        }
+        bd_insn(bd, in, core);
+        measure_dma_inline(c, ki, in, isa_op_class(in->op), busy); /* (W_BD: M_DMA's ops) */
+    }
+    bd_collect(bd, s, j, core);
     measure(c, ki, s, j, busy);
 }
 
@@ -1324,6 +1371,7 @@ void be_free(ir_prog *p)
         free(c->res[b].hslot);
     }
     free(c->res);
+    free(c->hbufs);
     free(c->lx_floor);
     free(c->lx_need);
     isa_program_free(c->prog);

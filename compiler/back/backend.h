@@ -148,6 +148,8 @@ typedef struct be_ctx {
                                    in LX (be_res_may_read, be_res_may_keep) */
     int htok;          /* the token a hand-off by stick group (be_res.heads) signals on its readers'
                           cores, which no kernel allocates (-1: none) */
+    int *hbufs, nhbufs; /* the buffers handed off so, ascending: every DMA load asks (be_heads_load), and a
+                           walk of every buffer's res was some 500 host instructions a load */
     int waits;         /* the estimates price the DRAM's waits (cc_dram_wait): only for the report (kernel_boundary) */
     isa_program *prog;
     cc_emit *em;       /* one emitter per core */

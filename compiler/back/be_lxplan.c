@@ -679,8 +679,10 @@ static void lx_place_heads(be_ctx *c, const lx_cand *x, int b, const lx_needs_t 
     r->heads = at >= 0;
     r->lx = at;
     r->dram = c->p->opts.write_values && c->p->bufs[b].whole_value;
-    if (r->heads)
+    if (r->heads) {
         c->htok = cc_tokens(c->cfg) - 1;
+        c->hbufs[c->nhbufs++] = b;
+    }
 }
 
 /* Place the candidates x in LX, kernel by kernel (need: each kernel's
@@ -899,9 +901,11 @@ int be_lxplan_pass(ir_prog *p)
 {
     be_ctx *c = p->be;
     c->res = ir_xalloc((size_t)(p->nbufs + 1) * sizeof *c->res);
+    c->hbufs = ir_xmalloc((size_t)(p->nbufs + 1) * sizeof *c->hbufs); /* (lx_place_heads' list) */
     c->lx_floor = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_floor);
     c->lx_need = ir_xalloc((size_t)(p->norder + 1) * sizeof *c->lx_need);
     c->htok = -1;
+    c->nhbufs = 0;
     for (int i = 0; i < p->norder; i++)
         c->lx_floor[i] = (int64_t)c->cfg->lx_usable_bytes;
     if (p->opts.no_lx_plan || p->opts.no_lx_keep)

@@ -155,8 +155,8 @@ int be_heads_reads(const be_ctx *c, int buf, int pos)
 
 int be_heads_tok_cap(const be_ctx *c, int pos)
 {
-    for (int b = 0; c->res && c->htok >= 0 && b < c->p->nbufs; b++)
-        if (be_heads_writes(c, b, pos))
+    for (int i = 0; i < c->nhbufs; i++)
+        if (be_heads_writes(c, c->hbufs[i], pos))
             return c->htok;
     return 0;
 }
@@ -213,8 +213,9 @@ static int64_t heads_at(const be_ctx *c, int buf, int64_t at, int core)
 int be_heads_load(const be_ctx *c, cc_emit *e, int64_t lx, int64_t dram, const cc_dma_shape *sh)
 {
     const int64_t sb = c->t.stick;
-    /* every DMA load asks: none when the plan made no hand-off (htok -1) */
-    for (int b = 0; c->res && c->htok >= 0 && b < c->p->nbufs; b++) {
+    /* every DMA load asks: of the buffers handed off (none: htok -1) */
+    for (int i = 0; i < c->nhbufs; i++) {
+        const int b = c->hbufs[i];
         const be_res *r = &c->res[b];
         const be_layout *L = &c->lay[b];
         if (!r->heads || c->pos <= r->from || c->pos > r->to || dram < (int64_t)L->off ||

@@ -594,6 +594,7 @@ typedef struct {
      * (-1 none), all of them of K chunk send_kc (their shape) */
     long like[2];
     int64_t send_kc;
+    long ptlike[2]; /* rg_chunk_pt: per corelet, its last product in the kernel's stream (-1 none) */
 } rg_core;
 
 /* The core's tokens, in the same order on every core (a ring.send
@@ -1085,7 +1086,7 @@ static void rg_chunk_pt(rg_core *g, int64_t b, int64_t jc, int64_t step)
                                            .ps = first ? 0 : MT * sb,
                                            .as = as,
                                            .bs = bs};
-                    cc_emit_pt(e, &pa);
+                    g->ptlike[u] = cc_emit_pt_like(e, g->ptlike[u], &pa);
                 }
                 if (parts)
                     cc_emit_sig(e, pt, g->mmd[u]);
@@ -1433,7 +1434,8 @@ int mm_rg_core(be_ctx *c, mm_plan *m, int core)
     if (!rc) {
         mm_tile_init(&g->mc, c, g->mc.MB);
         cc_kernel_begin(g->e, m->K->name);
-        g->like[0] = g->like[1] = -1; /* the kernel's stream: no send in it yet */
+        g->like[0] = g->like[1] = -1; /* the kernel's stream: no send or product in it yet */
+        g->ptlike[0] = g->ptlike[1] = -1;
         rg_layout(g);
         for (int64_t b = 0; b < g->nsb && !rc; b++) {
             rg_block(g, b);

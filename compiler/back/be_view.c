@@ -482,6 +482,29 @@ int64_t be_view_group(const be_view *v, int64_t g)
     return (q % v->gper - v->gph) * v->gstride + q / v->gper * v->pstride;
 }
 
+/* One DMA of be_dma_rows: run sticks, nl loop levels (count ln, DRAM
+ * stride ld, LX stride ll, innermost first) between DRAM at da and LX at
+ * la; a load an LX-kept head holds (be_heads_load) is not emitted. */
+static void dma_rows_piece(const be_ctx *c, cc_emit *e, int op, int64_t da, int64_t la, int64_t run, int nl,
+                           const int64_t *ln, const int64_t *ld, const int64_t *ll)
+{
+    cc_dma_shape sh;
+    memset(&sh, 0, sizeof sh);
+    for (int l = 0; l < ISA_MAX_LOOPS; l++)
+        sh.n[l] = 1;
+    sh.run = run;
+    sh.levels = nl;
+    for (int l = 0; l < nl; l++) {
+        sh.n[l] = ln[l];
+        sh.ds[l] = op == ISA_OP_DMA_ST ? ld[l] : ll[l];
+        sh.as[l] = op == ISA_OP_DMA_ST ? ll[l] : ld[l];
+    }
+    if (op == ISA_OP_DMA_ST)
+        cc_emit_dma(e, op, cc_abs(da), cc_abs(la), &sh);
+    else if (!(op == ISA_OP_DMA_LD && be_heads_load(c, e, la, da, &sh)))
+        cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
+}
+
 int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_gs, const be_view *v, const be_rowspace *rsp,
                     int64_t r0, int64_t n, int64_t ng)
 {
@@ -553,22 +576,8 @@ int64_t be_dma_rows(const be_ctx *c, cc_emit *e, int op, int64_t lx, int64_t lx_
                     t = ld[j], ld[j] = ld[j - 1], ld[j - 1] = t;
                     t = ll[j], ll[j] = ll[j - 1], ll[j - 1] = t;
                 }
-            cc_dma_shape sh;
-            memset(&sh, 0, sizeof sh);
-            for (int l = 0; l < ISA_MAX_LOOPS; l++)
-                sh.n[l] = 1;
-            sh.run = run;
-            sh.levels = nl;
-            for (int l = 0; l < nl; l++) {
-                sh.n[l] = ln[l];
-                sh.ds[l] = op == ISA_OP_DMA_ST ? ld[l] : ll[l];
-                sh.as[l] = op == ISA_OP_DMA_ST ? ll[l] : ld[l];
-            }
-            const int64_t da = dram + be_view_group(v, g), la = lxa + g * lx_gs;
-            if (e && op == ISA_OP_DMA_ST)
-                cc_emit_dma(e, op, cc_abs(da), cc_abs(la), &sh);
-            else if (e && !(op == ISA_OP_DMA_LD && be_heads_load(c, e, la, da, &sh)))
-                cc_emit_dma(e, op, cc_abs(la), cc_abs(da), &sh);
+            if (e) /* (a count alone, the row plans' prices, builds no shape) */
+                dma_rows_piece(c, e, op, dram + be_view_group(v, g), lxa + g * lx_gs, run, nl, ln, ld, ll);
             count++;
             g += gn * np;
         }

@@ -250,6 +250,34 @@ typedef struct {
     int64_t ds, ps, as, bs;
 } cc_pt_args;
 void cc_emit_pt(cc_emit *e, const cc_pt_args *pa);
+/* cc_emit_pt, returning the index of the instruction committed (-1:
+ * none, a failed emitter): cc_emit_pt_like's way without a like. */
+long cc_emit_pt_slow(cc_emit *e, const cc_pt_args *pa);
+/* cc_emit_pt, where like (>= 0) is the stream index of a pt.mm committed
+ * earlier in this kernel: when pa's corelet, flags, shape and strides are
+ * like's (a corelet's products of one K chunk: only their addresses
+ * differ), the same instruction, emitted as a copy of that one with its
+ * addresses set and only they checked (the defaults' copy, seven checked
+ * stores and the format's check were most of emitting a product).
+ * Returns the index committed (the next call's like), -1 when none was. */
+static inline long cc_emit_pt_like(cc_emit *e, long like, const cc_pt_args *pa)
+{
+    if (like >= 0 && !e->failed && isa_addr_fits(&pa->d) && isa_addr_fits(&pa->p) && isa_addr_fits(&pa->a) &&
+        isa_addr_fits(&pa->b)) {
+        const isa_insn *l = &e->s->insns[like];
+        if (l->op == ISA_OP_PT_MM && l->c == pa->c && l->flags == (int32_t)pa->flags && l->m == pa->m && l->nn == pa->n && l->k == pa->k &&
+            l->ds[0] == pa->ds && l->ps == pa->ps && l->as[0] == pa->as && l->bs[0] == pa->bs) {
+            isa_insn *in = isa_stream_room(e->s);
+            isa_insn_copy(in, &e->s->insns[like]); /* (l again: room may have moved the stream) */
+            in->d = pa->d;
+            in->p = pa->p;
+            in->a = pa->a;
+            in->b = pa->b;
+            return (long)e->s->n++;
+        }
+    }
+    return cc_emit_pt_slow(e, pa);
+}
 
 /* SFP instruction on corelet c: two loop levels (i0 inner, i1 outer). */
 typedef struct {

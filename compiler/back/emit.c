@@ -467,6 +467,12 @@ void cc_emit_pt(cc_emit *e, const cc_pt_args *pa)
     cc_commit_as(e, isa_fits_PT);
 }
 
+long cc_emit_pt_slow(cc_emit *e, const cc_pt_args *pa)
+{
+    cc_emit_pt(e, pa);
+    return e->failed ? -1 : (long)e->s->n - 1;
+}
+
 void cc_emit_sfp(cc_emit *e, const cc_sfp_args *sa)
 {
     isa_insn *in = cc_new(e, sa->op);

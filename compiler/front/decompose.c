@@ -76,7 +76,7 @@ int dc_emit(dctx *c, const char *op, gr_ttype t, int nargs, const gr_arg *args)
     gr_graph *d = c->d;
     char *base = op_base(op);
     const char *src = c->g->values[c->g->nodes[c->cur].out].name;
-    char *name = ir_xsprintf("%s.%s", src, base);
+    char *name = ir_xdotted(src, base);
     for (int k = 1; name_taken(d, name); k++) {
         free(name);
         name = ir_xsprintf("%s.%s.%d", src, base, k);
@@ -106,7 +106,7 @@ int dc_const(dctx *c, gr_ttype t, float *data)
 {
     gr_graph *d = c->d;
     const char *src = c->g->values[c->g->nodes[c->cur].out].name;
-    char *name = ir_xsprintf("%s.const", src);
+    char *name = ir_xdotted(src, "const");
     for (int k = 1; name_taken(d, name); k++) {
         free(name);
         name = ir_xsprintf("%s.const.%d", src, k);

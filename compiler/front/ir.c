@@ -90,6 +90,16 @@ char *ir_xsprintf(const char *fmt, ...)
     return s;
 }
 
+char *ir_xdotted(const char *a, const char *b)
+{
+    const size_t na = strlen(a), nb = strlen(b);
+    char *s = ir_xmalloc(na + nb + 2);
+    memcpy(s, a, na);
+    s[na] = '.';
+    memcpy(s + na + 1, b, nb + 1);
+    return s;
+}
+
 const ir_op_info ir_ops[IR_NOPS] = {
 #define X(name, arity, text, prec) {text, arity, prec},
     IR_OPS(X)

@@ -746,12 +746,16 @@ static char *kernel_name(const ir_prog *p, const ir_kernel *K, int pos)
                 s++;
                 len--;
             }
-            snprintf(parts[np], sizeof parts[np], "%.*s", len, s);
+            len = len < (int)sizeof parts[np] - 1 ? len : (int)sizeof parts[np] - 1; /* (plain copies, not printf) */
+            memcpy(parts[np], s, (size_t)len);
+            parts[np][len] = '\0';
             for (int j = 0; j < np && !dup; j++)
                 dup = !strcmp(parts[j], parts[np]);
             if (dup)
                 continue;
-            o += snprintf(name + o, sizeof name - (size_t)o, "_%s", parts[np]);
+            name[o++] = '_';
+            memcpy(name + o, parts[np], (size_t)len + 1);
+            o += len;
             np++;
         }
     /* The ELF's kernel record holds ISA_NAME_MAX - 1 bytes, ".xchg" included

@@ -306,7 +306,7 @@ static int cat_param(ir_prog *p, const int *parts, int np, int64_t rows)
 {
     gr_ttype t = p->bufs[parts[0]].type;
     t.shape[0] = rows;
-    char *name = ir_xsprintf("%s.cat", p->bufs[parts[0]].name);
+    char *name = ir_xdotted(p->bufs[parts[0]].name, "cat");
     int b = ir_buf_new(p, name, &t, IR_BUF_PARAM);
     free(name);
     ir_buf *B = &p->bufs[b];
@@ -320,7 +320,7 @@ static int cat_param(ir_prog *p, const int *parts, int np, int64_t rows)
 static int cat_result(ir_prog *p, int like, int64_t m, int64_t nt, int node)
 {
     gr_ttype t = {.dtype = p->bufs[like].type.dtype, .rank = 2, .shape = {m, nt}};
-    char *name = ir_xsprintf("%s.cat", p->bufs[like].name);
+    char *name = ir_xdotted(p->bufs[like].name, "cat");
     int b = ir_buf_new(p, name, &t, IR_BUF_COMPUTED);
     free(name);
     p->bufs[b].node = node;
